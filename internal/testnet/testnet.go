@@ -1,0 +1,390 @@
+package testnet
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/vishvananda/netns"
+)
+
+// RequireRoot skips t unless the test runs as root, which namespace and raw
+// socket tests need.
+func RequireRoot(t testing.TB) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("skipping: this test builds network namespaces and needs root (run the suite as root, e.g. via .ci/run)")
+	}
+	if _, err := exec.LookPath("ip"); err != nil {
+		t.Skip("skipping: iproute2's ip command is not installed")
+	}
+}
+
+// Options describe a topology.
+type Options struct {
+	Hosts  int  // number of hosts on the bridge (at least 1)
+	Client bool // add one more host, the client, on the same bridge
+	// Prefix starts every namespace name; default "vst". Give each test
+	// suite its own so leftovers can be traced to their owner.
+	Prefix string
+}
+
+// Topology is a set of hosts on one bridge.
+type Topology struct {
+	Tag    string // random part shared by every namespace name
+	Switch string // namespace holding the bridge "br0"
+	Hosts  []*Host
+	Client *Host // nil unless Options.Client
+
+	mu     sync.Mutex
+	procs  []*exec.Cmd
+	closed bool
+}
+
+// Host is one network namespace with an interface on the bridge.
+type Host struct {
+	Name      string       // namespace name
+	Index     int          // 1-based; the client has index 100
+	Link      string       // interface name inside the namespace
+	IPv4      netip.Prefix // 198.18.0.(10+Index)/24
+	IPv6      netip.Prefix // fd00:bb::(10+Index)/64
+	LinkLocal netip.Addr   // the interface's fe80:: address
+	MAC       string
+
+	topo *Topology
+}
+
+// IPv4 and IPv6 prefixes shared by every topology (they are isolated from
+// each other, so they may overlap).
+var (
+	netV4 = netip.MustParsePrefix("198.18.0.0/24")
+	netV6 = netip.MustParsePrefix("fd00:bb::/64")
+)
+
+// HostIPv4 returns the address host index i gets.
+func HostIPv4(i int) netip.Addr {
+	b := netV4.Addr().As4()
+	b[3] = byte(10 + i)
+	return netip.AddrFrom4(b)
+}
+
+// HostIPv6 returns the IPv6 address host index i gets.
+func HostIPv6(i int) netip.Addr {
+	b := netV6.Addr().As16()
+	b[15] = byte(10 + i)
+	return netip.AddrFrom16(b)
+}
+
+// New builds a topology for a test and removes it when the test ends.
+func New(t testing.TB, o Options) *Topology {
+	t.Helper()
+	RequireRoot(t)
+	topo, err := Build(o)
+	if err != nil {
+		t.Fatalf("testnet: %v", err)
+	}
+	t.Cleanup(topo.Close)
+	return topo
+}
+
+// Build creates a topology; the caller must Close it. Use New in tests.
+func Build(o Options) (*Topology, error) {
+	if o.Hosts < 1 || o.Hosts > 90 {
+		return nil, fmt.Errorf("testnet: Hosts = %d, want 1..90", o.Hosts)
+	}
+	if o.Prefix == "" {
+		o.Prefix = "vst"
+	}
+	var rb [4]byte
+	if _, err := rand.Read(rb[:]); err != nil {
+		return nil, err
+	}
+	tag := o.Prefix + hex.EncodeToString(rb[:])
+	topo := &Topology{Tag: tag, Switch: tag + "-sw"}
+	ok := false
+	defer func() {
+		if !ok {
+			topo.Close()
+		}
+	}()
+	if err := ipCmd("netns", "add", topo.Switch); err != nil {
+		return nil, err
+	}
+	sw := []string{
+		"link add br0 type bridge mcast_snooping 0 stp_state 0 forward_delay 0",
+		"link set br0 up",
+		"link set lo up",
+	}
+	for _, c := range sw {
+		if err := ipCmd(append([]string{"-n", topo.Switch}, strings.Fields(c)...)...); err != nil {
+			return nil, err
+		}
+	}
+	add := func(idx int, name string) (*Host, error) {
+		h := &Host{Name: name, Index: idx, Link: "eth0", topo: topo,
+			IPv4: netip.PrefixFrom(HostIPv4(idx), netV4.Bits()),
+			IPv6: netip.PrefixFrom(HostIPv6(idx), netV6.Bits()),
+		}
+		if err := ipCmd("netns", "add", name); err != nil {
+			return nil, err
+		}
+		port := fmt.Sprintf("p%d", idx)
+		steps := [][]string{
+			{"-n", topo.Switch, "link", "add", port, "type", "veth", "peer", "name", "eth0", "netns", name},
+			{"-n", topo.Switch, "link", "set", port, "master", "br0", "up"},
+		}
+		for _, s := range steps {
+			if err := ipCmd(s...); err != nil {
+				return nil, err
+			}
+		}
+		// DAD off so the IPv6 addresses (link-local included) are usable at once.
+		for _, k := range []string{"net.ipv6.conf.all.accept_dad=0", "net.ipv6.conf.default.accept_dad=0",
+			"net.ipv6.conf.eth0.accept_dad=0", "net.ipv4.conf.all.arp_ignore=0"} {
+			if out, err := exec.Command("ip", "netns", "exec", name, "sysctl", "-qw", k).CombinedOutput(); err != nil {
+				return nil, fmt.Errorf("sysctl %s in %s: %v: %s", k, name, err, out)
+			}
+		}
+		steps = [][]string{
+			{"-n", name, "link", "set", "lo", "up"},
+			{"-n", name, "addr", "add", h.IPv4.String(), "dev", "eth0"},
+			{"-n", name, "addr", "add", h.IPv6.String(), "dev", "eth0", "nodad"},
+			{"-n", name, "link", "set", "eth0", "up"},
+		}
+		for _, s := range steps {
+			if err := ipCmd(s...); err != nil {
+				return nil, err
+			}
+		}
+		ll, mac, err := linkInfo(name)
+		if err != nil {
+			return nil, err
+		}
+		h.LinkLocal, h.MAC = ll, mac
+		return h, nil
+	}
+	for i := 1; i <= o.Hosts; i++ {
+		h, err := add(i, fmt.Sprintf("%s-h%d", tag, i))
+		if err != nil {
+			return nil, err
+		}
+		topo.Hosts = append(topo.Hosts, h)
+	}
+	if o.Client {
+		h, err := add(100, tag+"-c")
+		if err != nil {
+			return nil, err
+		}
+		topo.Client = h
+	}
+	ok = true
+	return topo, nil
+}
+
+// linkInfo waits (bounded) for eth0's link-local address to appear.
+func linkInfo(ns string) (netip.Addr, string, error) {
+	for i := 0; i < 100; i++ {
+		out, err := exec.Command("ip", "-n", ns, "-o", "-6", "addr", "show", "dev", "eth0", "scope", "link").Output()
+		if err != nil {
+			return netip.Addr{}, "", fmt.Errorf("ip -n %s addr show: %w", ns, err)
+		}
+		f := strings.Fields(string(out))
+		for j, w := range f {
+			if w == "inet6" && j+1 < len(f) {
+				p, err := netip.ParsePrefix(f[j+1])
+				if err == nil {
+					m, err := macOf(ns)
+					if err != nil {
+						return netip.Addr{}, "", err
+					}
+					return p.Addr(), m, nil
+				}
+			}
+		}
+		time.Sleep(20 * time.Millisecond) // waiting for the kernel, not for a timer of ours
+	}
+	return netip.Addr{}, "", fmt.Errorf("no link-local address on eth0 in %s after 2s", ns)
+}
+
+func macOf(ns string) (string, error) {
+	out, err := exec.Command("ip", "-n", ns, "-o", "link", "show", "dev", "eth0").Output()
+	if err != nil {
+		return "", err
+	}
+	f := strings.Fields(string(out))
+	for j, w := range f {
+		if w == "link/ether" && j+1 < len(f) {
+			return f[j+1], nil
+		}
+	}
+	return "", fmt.Errorf("no MAC for eth0 in %s", ns)
+}
+
+func ipCmd(args ...string) error {
+	out, err := exec.Command("ip", args...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("ip %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// All returns the hosts and, if present, the client.
+func (t *Topology) All() []*Host {
+	all := append([]*Host(nil), t.Hosts...)
+	if t.Client != nil {
+		all = append(all, t.Client)
+	}
+	return all
+}
+
+// Close kills every process started through the topology (by PID, whole
+// process group) and deletes its namespaces. It is safe to call twice.
+func (t *Topology) Close() {
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return
+	}
+	t.closed = true
+	procs := t.procs
+	t.mu.Unlock()
+	for _, c := range procs {
+		if c.Process != nil && c.ProcessState == nil {
+			_ = syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
+			_ = c.Process.Kill()
+		}
+	}
+	for _, h := range t.All() {
+		_ = exec.Command("ip", "netns", "del", h.Name).Run()
+	}
+	if t.Switch != "" {
+		_ = exec.Command("ip", "netns", "del", t.Switch).Run()
+	}
+}
+
+// Command returns a command that runs inside the host's namespace. It runs in
+// its own process group, and Close kills it if it is still running. Start it
+// with Start (or cmd.Start followed by Track).
+func (h *Host) Command(name string, args ...string) *exec.Cmd {
+	c := exec.Command("ip", append([]string{"netns", "exec", h.Name, name}, args...)...)
+	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	return c
+}
+
+// Track registers a started command so Close kills it.
+func (h *Host) Track(c *exec.Cmd) {
+	h.topo.mu.Lock()
+	defer h.topo.mu.Unlock()
+	h.topo.procs = append(h.topo.procs, c)
+}
+
+// Start starts c and tracks it.
+func (h *Host) Start(c *exec.Cmd) error {
+	if err := c.Start(); err != nil {
+		return err
+	}
+	h.Track(c)
+	return nil
+}
+
+// Run runs a command in the host's namespace and returns its combined output.
+func (h *Host) Run(name string, args ...string) (string, error) {
+	out, err := h.Command(name, args...).CombinedOutput()
+	if err != nil {
+		return string(out), fmt.Errorf("%s %s in %s: %w: %s", name, strings.Join(args, " "), h.Name, err, strings.TrimSpace(string(out)))
+	}
+	return string(out), nil
+}
+
+// Do runs f on a locked OS thread switched into the host's namespace.
+// Sockets opened inside f stay in that namespace after f returns.
+func (h *Host) Do(f func() error) error {
+	errc := make(chan error, 1)
+	go func() {
+		// The thread is not unlocked: it may not return to the pool in the
+		// wrong namespace, so the runtime retires it when this goroutine ends.
+		runtime.LockOSThread()
+		orig, err := netns.Get()
+		if err != nil {
+			errc <- err
+			return
+		}
+		defer orig.Close()
+		target, err := netns.GetFromName(h.Name)
+		if err != nil {
+			errc <- fmt.Errorf("open netns %s: %w", h.Name, err)
+			return
+		}
+		defer target.Close()
+		if err := netns.Set(target); err != nil {
+			errc <- fmt.Errorf("enter netns %s: %w", h.Name, err)
+			return
+		}
+		errc <- f()
+		if err := netns.Set(orig); err == nil {
+			runtime.UnlockOSThread()
+		}
+	}()
+	return errors.Join(<-errc)
+}
+
+// SetLink sets the host's interface up or down (from the host's side).
+func (h *Host) SetLink(up bool) error {
+	state := "down"
+	if up {
+		state = "up"
+	}
+	return ipCmd("-n", h.Name, "link", "set", h.Link, state)
+}
+
+// Cut disconnects the host from the bridge (its own link stays up, as when a
+// switch port or cable fails) or reconnects it.
+func (h *Host) Cut(cut bool) error {
+	state := "up"
+	if cut {
+		state = "down"
+	}
+	return ipCmd("-n", h.topo.Switch, "link", "set", fmt.Sprintf("p%d", h.Index), state)
+}
+
+// Addrs lists the host's addresses on its link as "addr/len" strings.
+func (h *Host) Addrs() ([]string, error) {
+	out, err := exec.Command("ip", "-n", h.Name, "-o", "addr", "show", "dev", h.Link).Output()
+	if err != nil {
+		return nil, err
+	}
+	var addrs []string
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Fields(line)
+		for j, w := range f {
+			if (w == "inet" || w == "inet6") && j+1 < len(f) {
+				addrs = append(addrs, f[j+1])
+			}
+		}
+	}
+	return addrs, nil
+}
+
+// HasAddr reports whether addr (without length) is configured on the host's link.
+func (h *Host) HasAddr(addr netip.Addr) (bool, error) {
+	addrs, err := h.Addrs()
+	if err != nil {
+		return false, err
+	}
+	for _, a := range addrs {
+		if p, err := netip.ParsePrefix(a); err == nil && p.Addr() == addr {
+			return true, nil
+		}
+	}
+	return false, nil
+}

@@ -1,0 +1,56 @@
+package testnet
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+func TestTopologyReachabilityAndCleanup(t *testing.T) {
+	RequireRoot(t)
+	topo, err := Build(Options{Hosts: 2, Client: true, Prefix: "vstt"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := false
+	defer func() {
+		if !closed {
+			topo.Close()
+		}
+	}()
+	h1, h2, c := topo.Hosts[0], topo.Hosts[1], topo.Client
+	if out, err := h1.Run("ping", "-c1", "-W2", h2.IPv4.Addr().String()); err != nil {
+		t.Fatalf("h1 -> h2 IPv4: %v\n%s", err, out)
+	}
+	if out, err := c.Run("ping", "-6", "-c1", "-W2", h1.IPv6.Addr().String()); err != nil {
+		t.Fatalf("client -> h1 IPv6: %v\n%s", err, out)
+	}
+	if out, err := h2.Run("ping", "-6", "-c1", "-W2", h1.LinkLocal.String()+"%eth0"); err != nil {
+		t.Fatalf("h2 -> h1 link-local: %v\n%s", err, out)
+	}
+	// No route out: the only routes are the connected ones.
+	out, _ := h1.Run("ip", "route", "get", "192.0.2.1")
+	if !strings.Contains(out, "unreachable") {
+		t.Fatalf("expected no route out of the topology, ip route get said: %q", out)
+	}
+	// A cut link isolates the host.
+	if err := h2.Cut(true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h1.Run("ping", "-c1", "-W1", h2.IPv4.Addr().String()); err == nil {
+		t.Fatal("h2 still reachable after Cut")
+	}
+	sleeper := h1.Command("sleep", "300")
+	if err := h1.Start(sleeper); err != nil {
+		t.Fatal(err)
+	}
+	topo.Close()
+	closed = true
+	list, _ := exec.Command("ip", "netns", "list").Output()
+	if strings.Contains(string(list), topo.Tag) {
+		t.Fatalf("namespaces of %s remain after Close:\n%s", topo.Tag, list)
+	}
+	if err := sleeper.Wait(); err == nil {
+		t.Fatal("process started in the topology survived Close")
+	}
+}

@@ -1,0 +1,368 @@
+package fsm
+
+import (
+	"fmt"
+	"net/netip"
+	"time"
+)
+
+// State is a VRRP router state.
+type State int
+
+const (
+	Initialize State = iota
+	Backup
+	Master
+	Fault
+)
+
+func (s State) String() string {
+	switch s {
+	case Initialize:
+		return "INIT"
+	case Backup:
+		return "BACKUP"
+	case Master:
+		return "MASTER"
+	case Fault:
+		return "FAULT"
+	}
+	return fmt.Sprintf("State(%d)", int(s))
+}
+
+// PriorityOwner is the priority of the router that owns the addresses.
+const PriorityOwner = 255
+
+// Config is the static part of a virtual router.
+type Config struct {
+	Version        int           // 2 or 3
+	AdvertInterval time.Duration // our advertisement interval
+	Preempt        bool
+	// PreemptDelay holds off preemption of a lower priority master until
+	// this long after start-up and after first hearing that master.
+	PreemptDelay time.Duration
+	// StartAsMaster is keepalived's `state MASTER`: take over at start
+	// instead of waiting Master_Down_Interval.
+	StartAsMaster bool
+	// Primary is our source address, compared with the sender's on a
+	// priority tie (the higher address wins).
+	Primary netip.Addr
+}
+
+// Advert is a received advertisement that already passed every packet and
+// configuration check.
+type Advert struct {
+	From     netip.Addr
+	Priority uint8
+	Interval time.Duration // the sender's advertisement interval
+}
+
+// ActionKind says what an Action asks for.
+type ActionKind int
+
+const (
+	// SendAdvert: send one advertisement with Action.Priority.
+	SendAdvert ActionKind = iota
+	// Transition: the state changed from Action.From to Action.To. Entering
+	// Master means take the addresses and announce them; leaving Master
+	// means release them.
+	Transition
+)
+
+// Action is one thing the caller must do, in order.
+type Action struct {
+	Kind     ActionKind
+	Priority uint8 // SendAdvert
+	From, To State // Transition
+	Reason   string
+}
+
+func (a Action) String() string {
+	if a.Kind == SendAdvert {
+		return fmt.Sprintf("advert(prio %d)", a.Priority)
+	}
+	return fmt.Sprintf("%s->%s (%s)", a.From, a.To, a.Reason)
+}
+
+// Machine is one virtual router. It is not safe for concurrent use.
+type Machine struct {
+	cfg      Config
+	state    State
+	priority uint8 // effective priority
+
+	masterInterval time.Duration // Master_Adver_Interval (v3 learns it)
+	masterDownAt   time.Time     // Backup: when the master is declared down
+	advertAt       time.Time     // Master: next advertisement
+	startedAt      time.Time
+	lowerSince     time.Time // Backup: first advert below us from the current master
+	faultReason    string
+
+	master         netip.Addr // the current master as far as we know
+	masterPriority uint8
+}
+
+// New returns a machine in Initialize.
+func New(cfg Config) *Machine {
+	return &Machine{cfg: cfg, state: Initialize, masterInterval: cfg.AdvertInterval}
+}
+
+// State returns the current state.
+func (m *Machine) State() State { return m.state }
+
+// Priority returns the effective priority.
+func (m *Machine) Priority() uint8 { return m.priority }
+
+// Master returns the address and priority of the router believed to be
+// master (ourselves when in Master); the zero address when unknown.
+func (m *Machine) Master() (netip.Addr, uint8) { return m.master, m.masterPriority }
+
+// MasterInterval returns Master_Adver_Interval.
+func (m *Machine) MasterInterval() time.Duration { return m.masterInterval }
+
+// FaultReason says why the machine is in Fault.
+func (m *Machine) FaultReason() string { return m.faultReason }
+
+// SkewTime returns Skew_Time for the current priority.
+func (m *Machine) SkewTime() time.Duration {
+	return skew(m.cfg.Version, m.priority, m.masterInterval)
+}
+
+// MasterDownInterval returns Master_Down_Interval for the current priority.
+func (m *Machine) MasterDownInterval() time.Duration {
+	return 3*m.masterInterval + m.SkewTime()
+}
+
+func skew(version int, prio uint8, masterInterval time.Duration) time.Duration {
+	if version == 2 {
+		// RFC 3768: (256 - Priority) / 256 seconds.
+		return time.Duration(256-int(prio)) * time.Second / 256
+	}
+	// RFC 5798: ((256 - Priority) * Master_Adver_Interval) / 256.
+	return time.Duration(256-int(prio)) * masterInterval / 256
+}
+
+// NextDeadline is when Tick must next be called; zero when no timer runs.
+func (m *Machine) NextDeadline() time.Time {
+	switch m.state {
+	case Backup:
+		return m.masterDownAt
+	case Master:
+		return m.advertAt
+	}
+	return time.Time{}
+}
+
+// Start leaves Initialize with the given effective priority. A fault
+// reason that is not empty starts the machine in Fault.
+func (m *Machine) Start(now time.Time, priority uint8, faultReason string) []Action {
+	if m.state != Initialize {
+		return nil
+	}
+	m.priority = priority
+	m.startedAt = now
+	if faultReason != "" {
+		m.faultReason = faultReason
+		return m.to(Fault, "start: "+faultReason)
+	}
+	if priority == PriorityOwner {
+		return m.becomeMaster(now, "start: priority 255 (address owner)")
+	}
+	if m.cfg.StartAsMaster {
+		return m.becomeMaster(now, "start: configured state MASTER")
+	}
+	return m.becomeBackup(now, "start")
+}
+
+// Shutdown stops the router: a master sends a priority 0 advertisement so
+// a backup takes over after Skew_Time.
+func (m *Machine) Shutdown(now time.Time) []Action {
+	var acts []Action
+	if m.state == Master {
+		acts = append(acts, Action{Kind: SendAdvert, Priority: 0})
+	}
+	if m.state != Initialize {
+		acts = append(acts, m.to(Initialize, "shutdown")...)
+	}
+	return acts
+}
+
+// Tick runs the timers that are due at now.
+func (m *Machine) Tick(now time.Time) []Action {
+	switch m.state {
+	case Backup:
+		if !now.Before(m.masterDownAt) {
+			reason := fmt.Sprintf("no advertisement from master %s for %v", addrOr(m.master), m.MasterDownInterval())
+			if !m.lowerSince.IsZero() {
+				reason = fmt.Sprintf("preempting master %s: its priority %d is below ours %d", addrOr(m.master), m.masterPriority, m.priority)
+			}
+			return m.becomeMaster(now, reason)
+		}
+	case Master:
+		if !now.Before(m.advertAt) {
+			m.advertAt = now.Add(m.cfg.AdvertInterval)
+			return []Action{{Kind: SendAdvert, Priority: m.priority}}
+		}
+	}
+	return nil
+}
+
+// Receive handles a validated advertisement.
+func (m *Machine) Receive(now time.Time, a Advert) []Action {
+	switch m.state {
+	case Backup:
+		return m.receiveBackup(now, a)
+	case Master:
+		return m.receiveMaster(now, a)
+	}
+	return nil
+}
+
+func (m *Machine) receiveBackup(now time.Time, a Advert) []Action {
+	if a.Priority == 0 {
+		// The master is leaving: take over after Skew_Time.
+		if d := now.Add(m.SkewTime()); d.Before(m.masterDownAt) {
+			m.masterDownAt = d
+		}
+		m.master, m.masterPriority = a.From, 0
+		return nil
+	}
+	if m.cfg.Version == 3 && a.Interval > 0 {
+		m.masterInterval = a.Interval
+	}
+	m.master, m.masterPriority = a.From, a.Priority
+	if !m.cfg.Preempt || a.Priority >= m.priority {
+		m.lowerSince = time.Time{}
+		m.masterDownAt = now.Add(m.MasterDownInterval())
+		return nil
+	}
+	// A preempting backup hears a master below it.
+	if m.lowerSince.IsZero() {
+		m.lowerSince = now
+	}
+	at := now.Add(m.SkewTime())
+	if d := m.cfg.PreemptDelay; d > 0 {
+		if hold := maxTime(m.startedAt.Add(d), m.lowerSince.Add(d)); hold.After(now) {
+			// Not yet: treat the master as valid until the delay is over.
+			m.masterDownAt = minTime(now.Add(m.MasterDownInterval()), hold.Add(m.SkewTime()))
+			return nil
+		}
+	}
+	if at.Before(m.masterDownAt) {
+		m.masterDownAt = at
+	}
+	return nil
+}
+
+func (m *Machine) receiveMaster(now time.Time, a Advert) []Action {
+	if a.Priority == 0 {
+		// Another master is leaving; make sure everyone hears us now.
+		m.advertAt = now.Add(m.cfg.AdvertInterval)
+		return []Action{{Kind: SendAdvert, Priority: m.priority}}
+	}
+	if a.Priority > m.priority || (a.Priority == m.priority && addrLess(m.cfg.Primary, a.From)) {
+		if m.cfg.Version == 3 && a.Interval > 0 {
+			m.masterInterval = a.Interval
+		}
+		reason := fmt.Sprintf("advertisement from %s with higher priority %d, ours %d", a.From, a.Priority, m.priority)
+		if a.Priority == m.priority {
+			reason = fmt.Sprintf("advertisement from %s with equal priority %d and a higher address than ours %s", a.From, a.Priority, m.cfg.Primary)
+		}
+		acts := m.becomeBackup(now, reason)
+		m.master, m.masterPriority = a.From, a.Priority
+		return acts
+	}
+	// A lower priority master: assert ourselves at once.
+	m.advertAt = now.Add(m.cfg.AdvertInterval)
+	return []Action{{Kind: SendAdvert, Priority: m.priority}}
+}
+
+// SetPriority changes the effective priority (tracked scripts and
+// interfaces). A master keeps advertising on its schedule with the new
+// value, so a better backup preempts it after Skew_Time.
+func (m *Machine) SetPriority(now time.Time, p uint8) []Action {
+	if p == m.priority {
+		return nil
+	}
+	m.priority = p
+	if m.state == Master {
+		// Tell the others at once, so a better backup can preempt without
+		// waiting for our next regular advertisement.
+		m.advertAt = now.Add(m.cfg.AdvertInterval)
+		return []Action{{Kind: SendAdvert, Priority: p}}
+	}
+	return nil
+}
+
+// SetFault enters Fault (reason != "") or leaves it (reason == "").
+func (m *Machine) SetFault(now time.Time, reason string) []Action {
+	if reason != "" {
+		m.faultReason = reason
+		if m.state == Fault || m.state == Initialize {
+			return nil
+		}
+		var acts []Action
+		if m.state == Master {
+			acts = append(acts, Action{Kind: SendAdvert, Priority: 0})
+		}
+		return append(acts, m.to(Fault, reason)...)
+	}
+	if m.state != Fault {
+		return nil
+	}
+	m.faultReason = ""
+	if m.priority == PriorityOwner {
+		return m.becomeMaster(now, "fault cleared; priority 255 (address owner)")
+	}
+	return m.becomeBackup(now, "fault cleared")
+}
+
+func (m *Machine) becomeMaster(now time.Time, reason string) []Action {
+	m.advertAt = now.Add(m.cfg.AdvertInterval)
+	m.masterInterval = m.cfg.AdvertInterval
+	m.lowerSince = time.Time{}
+	acts := []Action{{Kind: SendAdvert, Priority: m.priority}}
+	acts = append(acts, m.to(Master, reason)...)
+	m.master, m.masterPriority = m.cfg.Primary, m.priority
+	return acts
+}
+
+func (m *Machine) becomeBackup(now time.Time, reason string) []Action {
+	m.lowerSince = time.Time{}
+	m.masterDownAt = now.Add(m.MasterDownInterval())
+	if m.state == Master {
+		m.master, m.masterPriority = netip.Addr{}, 0
+	}
+	return m.to(Backup, reason)
+}
+
+func (m *Machine) to(s State, reason string) []Action {
+	from := m.state
+	m.state = s
+	if s != Master && s != Backup {
+		m.master, m.masterPriority = netip.Addr{}, 0
+	}
+	return []Action{{Kind: Transition, From: from, To: s, Reason: reason}}
+}
+
+func addrLess(a, b netip.Addr) bool { return a.Less(b) }
+
+func addrOr(a netip.Addr) string {
+	if !a.IsValid() {
+		return "(none heard)"
+	}
+	return a.String()
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}

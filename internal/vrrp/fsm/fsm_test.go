@@ -1,0 +1,257 @@
+package fsm
+
+import (
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+var (
+	self  = netip.MustParseAddr("198.18.0.11")
+	lower = netip.MustParseAddr("198.18.0.5")
+	upper = netip.MustParseAddr("198.18.0.20")
+)
+
+// step is one event at an offset from t0, and what must hold afterwards.
+type step struct {
+	at     time.Duration
+	event  string // start, tick, recv, prio, fault, clear, shutdown
+	from   netip.Addr
+	prio   uint8
+	intv   time.Duration
+	reason string // fault reason
+
+	want      []string // actions, as Action.String() with reasons cut at " ("
+	wantState State
+	wantNext  time.Duration // NextDeadline - t0; -1 for none
+}
+
+func run(t *testing.T, cfg Config, steps []step) {
+	t.Helper()
+	t0 := time.Unix(1_700_000_000, 0)
+	m := New(cfg)
+	for i, s := range steps {
+		now := t0.Add(s.at)
+		var acts []Action
+		switch s.event {
+		case "start":
+			acts = m.Start(now, s.prio, s.reason)
+		case "tick":
+			acts = m.Tick(now)
+		case "recv":
+			acts = m.Receive(now, Advert{From: s.from, Priority: s.prio, Interval: s.intv})
+		case "prio":
+			acts = m.SetPriority(now, s.prio)
+		case "fault":
+			acts = m.SetFault(now, s.reason)
+		case "clear":
+			acts = m.SetFault(now, "")
+		case "shutdown":
+			acts = m.Shutdown(now)
+		default:
+			t.Fatalf("step %d: unknown event %q", i, s.event)
+		}
+		var got []string
+		for _, a := range acts {
+			str := a.String()
+			if j := strings.Index(str, " ("); j >= 0 {
+				str = str[:j]
+			}
+			got = append(got, str)
+		}
+		if diff := cmp.Diff(s.want, got); diff != "" {
+			t.Fatalf("step %d (%s at %v): actions (-want +got):\n%s", i, s.event, s.at, diff)
+		}
+		if m.State() != s.wantState {
+			t.Fatalf("step %d (%s at %v): state %v, want %v", i, s.event, s.at, m.State(), s.wantState)
+		}
+		next := time.Duration(-1)
+		if d := m.NextDeadline(); !d.IsZero() {
+			next = d.Sub(t0)
+		}
+		if next != s.wantNext {
+			t.Fatalf("step %d (%s at %v): next deadline %v, want %v", i, s.event, s.at, next, s.wantNext)
+		}
+	}
+}
+
+const sec = time.Second
+
+// v2, priority 100, advert 1s: skew = 156/256 s = 609.375ms, MDI = 3.609375s.
+var (
+	skew100 = 156 * sec / 256
+	mdi100  = 3*sec + skew100
+)
+
+func v2(preempt bool) Config {
+	return Config{Version: 2, AdvertInterval: sec, Preempt: preempt, Primary: self}
+}
+
+func TestTimers(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		version  int
+		prio     uint8
+		interval time.Duration
+		skew     time.Duration
+	}{
+		{name: "v2 prio 100", version: 2, prio: 100, interval: sec, skew: 609375 * time.Microsecond},
+		{name: "v2 prio 254", version: 2, prio: 254, interval: 3 * sec, skew: 7812500 * time.Nanosecond},
+		{name: "v3 prio 100 1s", version: 3, prio: 100, interval: sec, skew: 609375 * time.Microsecond},
+		{name: "v3 prio 90 100ms", version: 3, prio: 90, interval: 100 * time.Millisecond, skew: 64843750 * time.Nanosecond},
+		{name: "v3 prio 1 50ms", version: 3, prio: 1, interval: 50 * time.Millisecond, skew: 49804687 * time.Nanosecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := New(Config{Version: tc.version, AdvertInterval: tc.interval, Preempt: true, Primary: self})
+			m.Start(time.Unix(0, 0), tc.prio, "")
+			if got := m.SkewTime(); got != tc.skew {
+				t.Errorf("SkewTime = %v, want %v", got, tc.skew)
+			}
+			if got, want := m.MasterDownInterval(), 3*tc.interval+tc.skew; got != want {
+				t.Errorf("MasterDownInterval = %v, want %v", got, want)
+			}
+		})
+	}
+}
+
+func TestScenarios(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		cfg   Config
+		steps []step
+	}{{
+		name: "backup times out and becomes master, then advertises every interval",
+		cfg:  v2(true),
+		steps: []step{
+			{event: "start", prio: 100, want: []string{"INIT->BACKUP"}, wantState: Backup, wantNext: mdi100},
+			{at: mdi100 - 1, event: "tick", wantState: Backup, wantNext: mdi100},
+			{at: mdi100, event: "tick", want: []string{"advert(prio 100)", "BACKUP->MASTER"}, wantState: Master, wantNext: mdi100 + sec},
+			{at: mdi100 + sec, event: "tick", want: []string{"advert(prio 100)"}, wantState: Master, wantNext: mdi100 + 2*sec},
+		},
+	}, {
+		name: "adverts from a higher master keep a backup down",
+		cfg:  v2(true),
+		steps: []step{
+			{event: "start", prio: 100, want: []string{"INIT->BACKUP"}, wantState: Backup, wantNext: mdi100},
+			{at: sec, event: "recv", from: upper, prio: 150, want: nil, wantState: Backup, wantNext: sec + mdi100},
+			{at: 2 * sec, event: "recv", from: lower, prio: 100, want: nil, wantState: Backup, wantNext: 2*sec + mdi100},
+			{at: 2*sec + mdi100, event: "tick", want: []string{"advert(prio 100)", "BACKUP->MASTER"}, wantState: Master, wantNext: 3*sec + mdi100},
+		},
+	}, {
+		name: "priority 0 from the master: take over after skew time",
+		cfg:  v2(true),
+		steps: []step{
+			{event: "start", prio: 100, want: []string{"INIT->BACKUP"}, wantState: Backup, wantNext: mdi100},
+			{at: sec, event: "recv", from: upper, prio: 200, wantState: Backup, wantNext: sec + mdi100},
+			{at: 2 * sec, event: "recv", from: upper, prio: 0, wantState: Backup, wantNext: 2*sec + skew100},
+			{at: 2*sec + skew100, event: "tick", want: []string{"advert(prio 100)", "BACKUP->MASTER"}, wantState: Master, wantNext: 3*sec + skew100},
+		},
+	}, {
+		name: "preempt: a lower master is overtaken after skew time",
+		cfg:  v2(true),
+		steps: []step{
+			{event: "start", prio: 100, want: []string{"INIT->BACKUP"}, wantState: Backup, wantNext: mdi100},
+			{at: sec, event: "recv", from: upper, prio: 90, wantState: Backup, wantNext: sec + skew100},
+			{at: sec + skew100, event: "tick", want: []string{"advert(prio 100)", "BACKUP->MASTER"}, wantState: Master, wantNext: 2*sec + skew100},
+		},
+	}, {
+		name: "nopreempt: a lower master keeps the role",
+		cfg:  v2(false),
+		steps: []step{
+			{event: "start", prio: 100, want: []string{"INIT->BACKUP"}, wantState: Backup, wantNext: mdi100},
+			{at: sec, event: "recv", from: upper, prio: 90, wantState: Backup, wantNext: sec + mdi100},
+			{at: 2 * sec, event: "recv", from: upper, prio: 90, wantState: Backup, wantNext: 2*sec + mdi100},
+		},
+	}, {
+		name: "preempt_delay holds off preemption after start and after first hearing the lower master",
+		cfg:  Config{Version: 2, AdvertInterval: sec, Preempt: true, PreemptDelay: 10 * sec, Primary: self},
+		steps: []step{
+			{event: "start", prio: 100, want: []string{"INIT->BACKUP"}, wantState: Backup, wantNext: mdi100},
+			{at: sec, event: "recv", from: upper, prio: 90, wantState: Backup, wantNext: sec + mdi100},
+			{at: 4 * sec, event: "recv", from: upper, prio: 90, wantState: Backup, wantNext: 4*sec + mdi100},
+			{at: 10 * sec, event: "recv", from: upper, prio: 90, wantState: Backup, wantNext: 11*sec + skew100},
+			{at: 11 * sec, event: "recv", from: upper, prio: 90, wantState: Backup, wantNext: 11*sec + skew100},
+			{at: 11*sec + skew100, event: "tick", want: []string{"advert(prio 100)", "BACKUP->MASTER"}, wantState: Master, wantNext: 12*sec + skew100},
+		},
+	}, {
+		name: "master steps down for a higher priority, stays for a lower one and answers it",
+		cfg:  v2(true),
+		steps: []step{
+			{event: "start", prio: 255, want: []string{"advert(prio 255)", "INIT->MASTER"}, wantState: Master, wantNext: sec},
+			{at: 500 * time.Millisecond, event: "recv", from: upper, prio: 100, want: []string{"advert(prio 255)"}, wantState: Master, wantNext: 1500 * time.Millisecond},
+			{at: 600 * time.Millisecond, event: "prio", prio: 100, want: []string{"advert(prio 100)"}, wantState: Master, wantNext: 1600 * time.Millisecond},
+			{at: 700 * time.Millisecond, event: "recv", from: upper, prio: 101, want: []string{"MASTER->BACKUP"}, wantState: Backup, wantNext: 700*time.Millisecond + mdi100},
+		},
+	}, {
+		name: "equal priority: the higher primary address wins in master",
+		cfg:  v2(true),
+		steps: []step{
+			{event: "start", prio: 100, want: []string{"INIT->BACKUP"}, wantState: Backup, wantNext: mdi100},
+			{at: mdi100, event: "tick", want: []string{"advert(prio 100)", "BACKUP->MASTER"}, wantState: Master, wantNext: mdi100 + sec},
+			{at: 4 * sec, event: "recv", from: lower, prio: 100, want: []string{"advert(prio 100)"}, wantState: Master, wantNext: 5 * sec},
+			{at: 4200 * time.Millisecond, event: "recv", from: upper, prio: 100, want: []string{"MASTER->BACKUP"}, wantState: Backup, wantNext: 4200*time.Millisecond + mdi100},
+			// A backup at equal priority accepts the master whatever its address (RFC 5798 6.4.2).
+			{at: 5 * sec, event: "recv", from: lower, prio: 100, wantState: Backup, wantNext: 5*sec + mdi100},
+		},
+	}, {
+		name: "master receiving priority 0 from another answers at once",
+		cfg:  v2(true),
+		steps: []step{
+			{event: "start", prio: 255, want: []string{"advert(prio 255)", "INIT->MASTER"}, wantState: Master, wantNext: sec},
+			{at: 300 * time.Millisecond, event: "recv", from: upper, prio: 0, want: []string{"advert(prio 255)"}, wantState: Master, wantNext: 1300 * time.Millisecond},
+		},
+	}, {
+		name: "state MASTER starts as master; shutdown sends priority 0",
+		cfg:  Config{Version: 2, AdvertInterval: sec, Preempt: true, StartAsMaster: true, Primary: self},
+		steps: []step{
+			{event: "start", prio: 100, want: []string{"advert(prio 100)", "INIT->MASTER"}, wantState: Master, wantNext: sec},
+			{at: 300 * time.Millisecond, event: "shutdown", want: []string{"advert(prio 0)", "MASTER->INIT"}, wantState: Initialize, wantNext: -1},
+			{at: 2 * sec, event: "tick", wantState: Initialize, wantNext: -1},
+		},
+	}, {
+		name: "fault from master sends priority 0; clearing goes back to backup",
+		cfg:  v2(true),
+		steps: []step{
+			{event: "start", prio: 255, want: []string{"advert(prio 255)", "INIT->MASTER"}, wantState: Master, wantNext: sec},
+			{at: 100 * time.Millisecond, event: "fault", reason: "eth0 down", want: []string{"advert(prio 0)", "MASTER->FAULT"}, wantState: Fault, wantNext: -1},
+			{at: 200 * time.Millisecond, event: "recv", from: upper, prio: 100, wantState: Fault, wantNext: -1},
+			{at: 300 * time.Millisecond, event: "fault", reason: "still down", wantState: Fault, wantNext: -1},
+			{at: 400 * time.Millisecond, event: "prio", prio: 100, wantState: Fault, wantNext: -1},
+			{at: 500 * time.Millisecond, event: "clear", want: []string{"FAULT->BACKUP"}, wantState: Backup, wantNext: 500*time.Millisecond + mdi100},
+		},
+	}, {
+		name: "start in fault",
+		cfg:  v2(true),
+		steps: []step{
+			{event: "start", prio: 100, reason: "script chk failing with weight 0", want: []string{"INIT->FAULT"}, wantState: Fault, wantNext: -1},
+			{at: sec, event: "clear", want: []string{"FAULT->BACKUP"}, wantState: Backup, wantNext: sec + mdi100},
+		},
+	}, {
+		name: "v3 backup learns the master's interval",
+		cfg:  Config{Version: 3, AdvertInterval: sec, Preempt: true, Primary: self},
+		steps: []step{
+			{event: "start", prio: 100, want: []string{"INIT->BACKUP"}, wantState: Backup, wantNext: mdi100},
+			// Master advertises every 100ms: MDI = 300ms + 156*100ms/256 = 360.9375ms.
+			{at: sec, event: "recv", from: upper, prio: 200, intv: 100 * time.Millisecond, wantState: Backup, wantNext: sec + 360937500},
+			{at: sec + 360937500, event: "tick", want: []string{"advert(prio 100)", "BACKUP->MASTER"}, wantState: Master, wantNext: 2*sec + 360937500},
+		},
+	}} {
+		t.Run(tc.name, func(t *testing.T) { run(t, tc.cfg, tc.steps) })
+	}
+}
+
+func TestTransitionReasonsNameThePeer(t *testing.T) {
+	m := New(v2(true))
+	t0 := time.Unix(0, 0)
+	m.Start(t0, 255, "")
+	acts := m.Receive(t0.Add(sec), Advert{From: upper, Priority: 255})
+	if len(acts) != 1 || !strings.Contains(acts[0].Reason, "198.18.0.20") || !strings.Contains(acts[0].Reason, "equal priority 255") {
+		t.Fatalf("reason does not name the peer and priority: %v", acts)
+	}
+	if a, p := m.Master(); a != upper || p != 255 {
+		t.Fatalf("Master() = %v %d, want %v 255", a, p, upper)
+	}
+}
