@@ -1,0 +1,243 @@
+//go:build linux
+
+package transport
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"sync"
+	"syscall"
+
+	"golang.org/x/net/ipv4"
+	"golang.org/x/net/ipv6"
+)
+
+const (
+	protocol = 112
+	tos      = 0xc0 // DSCP CS6, as keepalived sends
+	maxTTL   = 255
+	bufSize  = 2048
+)
+
+var (
+	group4 = net.IPv4(224, 0, 0, 18)
+	group6 = net.ParseIP("ff02::12")
+)
+
+// Listen opens the raw VRRP socket for family 4 or 6 in the current network
+// namespace. It needs CAP_NET_RAW.
+func Listen(family int) (Conn, error) {
+	switch family {
+	case 4:
+		return listen4()
+	case 6:
+		return listen6()
+	}
+	return nil, fmt.Errorf("vrrp transport: address family %d, want 4 or 6", family)
+}
+
+type conn4 struct {
+	pc  net.PacketConn
+	raw *ipv4.RawConn
+	mu  sync.Mutex // serialises writes
+}
+
+func listen4() (*conn4, error) {
+	pc, err := net.ListenPacket("ip4:112", "0.0.0.0")
+	if err != nil {
+		return nil, &OpError{Op: "listen", Family: 4, Err: err}
+	}
+	raw, err := ipv4.NewRawConn(pc)
+	if err != nil {
+		pc.Close()
+		return nil, &OpError{Op: "raw socket", Family: 4, Err: err}
+	}
+	if err := raw.SetControlMessage(ipv4.FlagTTL|ipv4.FlagDst|ipv4.FlagInterface, true); err != nil {
+		pc.Close()
+		return nil, &OpError{Op: "set control messages", Family: 4, Err: err}
+	}
+	// Our own multicast adverts must not come back to us.
+	if err := raw.SetMulticastLoopback(false); err != nil {
+		pc.Close()
+		return nil, &OpError{Op: "disable multicast loopback", Family: 4, Err: err}
+	}
+	return &conn4{pc: pc, raw: raw}, nil
+}
+
+func (c *conn4) ReadPacket() (Packet, error) {
+	buf := make([]byte, bufSize)
+	for {
+		h, payload, cm, err := c.raw.ReadFrom(buf)
+		if err != nil {
+			return Packet{}, &OpError{Op: "read", Family: 4, Err: err}
+		}
+		if h == nil || h.Protocol != protocol {
+			continue
+		}
+		p := Packet{Payload: append([]byte(nil), payload...), TTL: h.TTL}
+		p.Src, _ = netip.AddrFromSlice(h.Src.To4())
+		p.Dst, _ = netip.AddrFromSlice(h.Dst.To4())
+		if cm != nil {
+			p.IfIndex = cm.IfIndex
+		}
+		return p, nil
+	}
+}
+
+func (c *conn4) WritePacket(payload []byte, src, dst netip.Addr, ifIndex int) error {
+	if !src.Is4() || !dst.Is4() {
+		return &OpError{Op: "write", Family: 4, Err: fmt.Errorf("addresses %v -> %v are not IPv4", src, dst)}
+	}
+	h := &ipv4.Header{
+		Version:  ipv4.Version,
+		Len:      ipv4.HeaderLen,
+		TOS:      tos,
+		TotalLen: ipv4.HeaderLen + len(payload),
+		TTL:      maxTTL,
+		Protocol: protocol,
+		Src:      src.AsSlice(),
+		Dst:      dst.AsSlice(),
+	}
+	cm := &ipv4.ControlMessage{IfIndex: ifIndex}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if dst.IsMulticast() {
+		ifi, err := net.InterfaceByIndex(ifIndex)
+		if err != nil {
+			return &OpError{Op: "write", Family: 4, Err: err}
+		}
+		if err := c.raw.SetMulticastInterface(ifi); err != nil {
+			return &OpError{Op: "set multicast interface", Family: 4, Err: err}
+		}
+		cm = nil
+	}
+	if err := c.raw.WriteTo(h, payload, cm); err != nil {
+		return &OpError{Op: "write to " + dst.String(), Family: 4, Err: err}
+	}
+	return nil
+}
+
+func (c *conn4) JoinGroup(ifIndex int) error {
+	ifi, err := net.InterfaceByIndex(ifIndex)
+	if err != nil {
+		return &OpError{Op: "join group", Family: 4, Err: err}
+	}
+	if err := c.raw.JoinGroup(ifi, &net.IPAddr{IP: group4}); err != nil && !isAlready(err) {
+		return &OpError{Op: "join 224.0.0.18 on " + ifi.Name, Family: 4, Err: err}
+	}
+	return nil
+}
+
+func (c *conn4) LeaveGroup(ifIndex int) error {
+	ifi, err := net.InterfaceByIndex(ifIndex)
+	if err != nil {
+		return &OpError{Op: "leave group", Family: 4, Err: err}
+	}
+	if err := c.raw.LeaveGroup(ifi, &net.IPAddr{IP: group4}); err != nil {
+		return &OpError{Op: "leave 224.0.0.18 on " + ifi.Name, Family: 4, Err: err}
+	}
+	return nil
+}
+
+func (c *conn4) Close() error { return c.pc.Close() }
+
+type conn6 struct {
+	pc net.PacketConn
+	p  *ipv6.PacketConn
+	mu sync.Mutex
+}
+
+func listen6() (*conn6, error) {
+	pc, err := net.ListenPacket("ip6:112", "::")
+	if err != nil {
+		return nil, &OpError{Op: "listen", Family: 6, Err: err}
+	}
+	p := ipv6.NewPacketConn(pc)
+	steps := []struct {
+		op string
+		f  func() error
+	}{
+		{"set control messages", func() error {
+			return p.SetControlMessage(ipv6.FlagHopLimit|ipv6.FlagDst|ipv6.FlagInterface, true)
+		}},
+		{"set hop limit", func() error { return p.SetHopLimit(maxTTL) }},
+		{"set multicast hop limit", func() error { return p.SetMulticastHopLimit(maxTTL) }},
+		{"set traffic class", func() error { return p.SetTrafficClass(tos) }},
+		{"disable multicast loopback", func() error { return p.SetMulticastLoopback(false) }},
+	}
+	for _, s := range steps {
+		if err := s.f(); err != nil {
+			pc.Close()
+			return nil, &OpError{Op: s.op, Family: 6, Err: err}
+		}
+	}
+	return &conn6{pc: pc, p: p}, nil
+}
+
+func (c *conn6) ReadPacket() (Packet, error) {
+	buf := make([]byte, bufSize)
+	for {
+		n, cm, src, err := c.p.ReadFrom(buf)
+		if err != nil {
+			return Packet{}, &OpError{Op: "read", Family: 6, Err: err}
+		}
+		p := Packet{Payload: append([]byte(nil), buf[:n]...), TTL: -1}
+		if ia, ok := src.(*net.IPAddr); ok {
+			p.Src, _ = netip.AddrFromSlice(ia.IP)
+			p.Src = p.Src.Unmap()
+		}
+		if cm != nil {
+			p.TTL = cm.HopLimit
+			p.IfIndex = cm.IfIndex
+			p.Dst, _ = netip.AddrFromSlice(cm.Dst)
+		}
+		return p, nil
+	}
+}
+
+func (c *conn6) WritePacket(payload []byte, src, dst netip.Addr, ifIndex int) error {
+	if !src.Is6() || !dst.Is6() {
+		return &OpError{Op: "write", Family: 6, Err: fmt.Errorf("addresses %v -> %v are not IPv6", src, dst)}
+	}
+	cm := &ipv6.ControlMessage{Src: src.AsSlice(), IfIndex: ifIndex, HopLimit: maxTTL, TrafficClass: tos}
+	zone := ""
+	if dst.IsLinkLocalUnicast() || dst.IsLinkLocalMulticast() || dst.IsInterfaceLocalMulticast() {
+		if ifi, err := net.InterfaceByIndex(ifIndex); err == nil {
+			zone = ifi.Name
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, err := c.p.WriteTo(payload, cm, &net.IPAddr{IP: dst.AsSlice(), Zone: zone}); err != nil {
+		return &OpError{Op: "write to " + dst.String(), Family: 6, Err: err}
+	}
+	return nil
+}
+
+func (c *conn6) JoinGroup(ifIndex int) error {
+	ifi, err := net.InterfaceByIndex(ifIndex)
+	if err != nil {
+		return &OpError{Op: "join group", Family: 6, Err: err}
+	}
+	if err := c.p.JoinGroup(ifi, &net.IPAddr{IP: group6}); err != nil && !isAlready(err) {
+		return &OpError{Op: "join ff02::12 on " + ifi.Name, Family: 6, Err: err}
+	}
+	return nil
+}
+
+func (c *conn6) LeaveGroup(ifIndex int) error {
+	ifi, err := net.InterfaceByIndex(ifIndex)
+	if err != nil {
+		return &OpError{Op: "leave group", Family: 6, Err: err}
+	}
+	if err := c.p.LeaveGroup(ifi, &net.IPAddr{IP: group6}); err != nil {
+		return &OpError{Op: "leave ff02::12 on " + ifi.Name, Family: 6, Err: err}
+	}
+	return nil
+}
+
+func (c *conn6) Close() error { return c.pc.Close() }
+
+func isAlready(err error) bool { return errors.Is(err, syscall.EADDRINUSE) }
