@@ -1,0 +1,162 @@
+package announce
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"sync"
+	"syscall"
+
+	"github.com/mdlayher/ethernet"
+	"github.com/mdlayher/packet"
+	"golang.org/x/net/bpf"
+	"golang.org/x/net/ipv6"
+	"golang.org/x/sys/unix"
+)
+
+// Announcer sends unsolicited address announcements on one interface.
+// Its sockets are opened on first use per family (an IPv4-only host never
+// opens an ICMPv6 socket) in the network namespace of the calling thread.
+// It is safe for concurrent use.
+type Announcer struct {
+	ifi net.Interface
+
+	mu     sync.Mutex
+	closed bool
+	arp    *packet.Conn     // AF_PACKET, raw frames
+	nd     *ipv6.PacketConn // ICMPv6
+}
+
+// New returns an Announcer for ifi, which must have an Ethernet address.
+func New(ifi *net.Interface) (*Announcer, error) {
+	if ifi == nil {
+		return nil, errors.New("announce: nil interface")
+	}
+	if err := checkMAC(ifi.HardwareAddr); err != nil {
+		return nil, fmt.Errorf("announce on %s: %w", ifi.Name, err)
+	}
+	c := *ifi
+	c.HardwareAddr = append(net.HardwareAddr(nil), ifi.HardwareAddr...)
+	return &Announcer{ifi: c}, nil
+}
+
+// Close closes the sockets. Announce fails afterwards.
+func (a *Announcer) Close() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.closed = true
+	var errs []error
+	if a.arp != nil {
+		errs = append(errs, a.arp.Close())
+		a.arp = nil
+	}
+	if a.nd != nil {
+		errs = append(errs, a.nd.Close())
+		a.nd = nil
+	}
+	return errors.Join(errs...)
+}
+
+// Announce sends one gratuitous ARP (IPv4 addr) or one unsolicited Neighbor
+// Advertisement (IPv6 addr, sent from addr to ff02::1 with hop limit 255)
+// for addr, from the interface's MAC.
+func (a *Announcer) Announce(addr netip.Addr) error {
+	addr = addr.Unmap().WithZone("")
+	if err := a.announce(addr); err != nil {
+		return fmt.Errorf("announce %s on %s: %w", addr, a.ifi.Name, err)
+	}
+	return nil
+}
+
+func (a *Announcer) announce(addr netip.Addr) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed {
+		return net.ErrClosed
+	}
+	if addr.Is4() {
+		frame, err := MarshalGARP(a.ifi.HardwareAddr, addr)
+		if err != nil {
+			return err
+		}
+		if a.arp == nil {
+			c, err := listenARP(&a.ifi)
+			if err != nil {
+				return err
+			}
+			a.arp = c
+		}
+		_, err = a.arp.WriteTo(frame, &packet.Addr{HardwareAddr: ethernet.Broadcast})
+		return err
+	}
+	msg, err := MarshalNA(a.ifi.HardwareAddr, addr)
+	if err != nil {
+		return err
+	}
+	if a.nd == nil {
+		c, err := listenND(&a.ifi)
+		if err != nil {
+			return err
+		}
+		a.nd = c
+	}
+	cm := &ipv6.ControlMessage{Src: addr.AsSlice(), IfIndex: a.ifi.Index, HopLimit: 255}
+	_, err = a.nd.WriteTo(msg, cm, &net.IPAddr{IP: allNodes.AsSlice(), Zone: a.ifi.Name})
+	return err
+}
+
+// listenARP opens a packet socket for ARP frames that receives nothing: a
+// drop-all BPF filter is attached before bind, so no queue builds up.
+func listenARP(ifi *net.Interface) (*packet.Conn, error) {
+	drop, err := bpf.Assemble([]bpf.Instruction{bpf.RetConstant{Val: 0}})
+	if err != nil {
+		return nil, fmt.Errorf("assemble filter: %w", err)
+	}
+	c, err := packet.Listen(ifi, packet.Raw, etherTypeARP, &packet.Config{Filter: drop})
+	if err != nil {
+		return nil, fmt.Errorf("open packet socket: %w", err)
+	}
+	return c, nil
+}
+
+// listenND opens a send-only ICMPv6 socket: hop limit 255 (RFC 4861
+// requires it of every ND message), no multicast loopback, every incoming
+// ICMPv6 type filtered out, and IPV6_FREEBIND so the VIP can be the source
+// even while the kernel still holds it tentative.
+func listenND(ifi *net.Interface) (*ipv6.PacketConn, error) {
+	lc := net.ListenConfig{Control: func(_, _ string, rc syscall.RawConn) error {
+		var serr error
+		if err := rc.Control(func(fd uintptr) {
+			serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_IPV6, unix.IPV6_FREEBIND, 1)
+		}); err != nil {
+			return err
+		}
+		return serr
+	}}
+	c, err := lc.ListenPacket(context.Background(), "ip6:ipv6-icmp", "::")
+	if err != nil {
+		return nil, fmt.Errorf("open ICMPv6 socket: %w", err)
+	}
+	p := ipv6.NewPacketConn(c)
+	var f ipv6.ICMPFilter
+	f.SetAll(true)
+	steps := []struct {
+		what string
+		err  error
+	}{
+		{"set hop limit", p.SetHopLimit(255)},
+		{"set multicast hop limit", p.SetMulticastHopLimit(255)},
+		{"disable multicast loopback", p.SetMulticastLoopback(false)},
+		{"set multicast interface", p.SetMulticastInterface(ifi)},
+		{"set ICMPv6 filter", p.SetICMPFilter(&f)},
+	}
+	for _, s := range steps {
+		if s.err != nil {
+			p.Close()
+			return nil, fmt.Errorf("ICMPv6 socket: %s: %w", s.what, s.err)
+		}
+	}
+	return p, nil
+}

@@ -1,0 +1,168 @@
+package announce
+
+import (
+	"net/netip"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/vipstack/vipstack/internal/clock"
+)
+
+// Pacer spreads announcements so that no more than Rate are sent per second
+// (Rate <= 0: no limit), using Clock for every wait. Send is called for each
+// announcement, always from a Clock timer callback (with clock.Fake, inside
+// Advance), never from Schedule or Cancel, and never twice at once.
+//
+// Clock and Send are required. Set the exported fields before the first
+// Schedule and do not change them afterwards; a Pacer must not be copied after first use. Its methods are
+// safe for concurrent use.
+type Pacer struct {
+	Clock clock.Clock
+	Rate  int
+	Send  func(netip.Addr) error
+	// OnError, if set, is told about every failed Send; the Pacer carries on
+	// with the rest of the queue either way.
+	OnError func(addr netip.Addr, err error)
+
+	mu     sync.Mutex
+	queue  []pending // sorted by due, then by order of scheduling
+	timer  clock.Timer
+	gen    uint64 // identifies the armed timer; stale callbacks see a newer one
+	last   time.Time
+	sentAt bool // last is valid
+
+	sendMu sync.Mutex // serializes Send calls
+}
+
+type pending struct {
+	addr netip.Addr
+	due  time.Time
+}
+
+// Schedule queues announcements of addrs the way keepalived schedules
+// gratuitous ARPs on becoming MASTER: a burst now and, if delay > 0, the
+// same burst again delay later (garp_master_delay). Each burst announces
+// every address repeat times (garp_master_repeat), cycling through the list
+// (a1 a2 ... a1 a2 ...) so the copies of one address are spread out. With
+// repeat = 5 and delay = 5s this is keepalived's default: 5 announcements
+// per address at once and 5 more 5 s later.
+//
+// The times are the earliest allowed: with a Rate, the announcements go out
+// in queue order, 1/Rate apart, so a burst that is still draining delays the
+// next. repeat <= 0 schedules nothing. Later calls merge into the queue by
+// due time.
+func (p *Pacer) Schedule(addrs []netip.Addr, repeat int, delay time.Duration) {
+	if repeat <= 0 || len(addrs) == 0 {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := p.Clock.Now()
+	bursts := []time.Time{now}
+	if delay > 0 {
+		bursts = append(bursts, now.Add(delay))
+	}
+	for _, at := range bursts {
+		for r := 0; r < repeat; r++ {
+			for _, a := range addrs {
+				p.queue = append(p.queue, pending{addr: a, due: at})
+			}
+		}
+	}
+	// Stable: equal due times keep the order they were scheduled in.
+	slices.SortStableFunc(p.queue, func(x, y pending) int { return x.due.Compare(y.due) })
+	p.armLocked(now)
+}
+
+// Cancel drops everything queued (for example on leaving MASTER). A Send
+// already in progress finishes; no other follows.
+func (p *Pacer) Cancel() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.queue = nil
+	p.gen++
+	if p.timer != nil {
+		p.timer.Stop()
+		p.timer = nil
+	}
+}
+
+// Queued reports how many announcements wait to be sent.
+func (p *Pacer) Queued() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.queue)
+}
+
+func (p *Pacer) interval() time.Duration {
+	if p.Rate <= 0 {
+		return 0
+	}
+	return time.Second / time.Duration(p.Rate)
+}
+
+// nextLocked returns when the head of the queue may go out.
+func (p *Pacer) nextLocked() time.Time {
+	t := p.queue[0].due
+	if p.sentAt {
+		if earliest := p.last.Add(p.interval()); earliest.After(t) {
+			t = earliest
+		}
+	}
+	return t
+}
+
+// armLocked (re)arms the timer for the head of the queue.
+func (p *Pacer) armLocked(now time.Time) {
+	p.gen++
+	if p.timer != nil {
+		p.timer.Stop()
+		p.timer = nil
+	}
+	if len(p.queue) == 0 {
+		return
+	}
+	d := p.nextLocked().Sub(now)
+	if d < 0 {
+		d = 0
+	}
+	gen := p.gen
+	p.timer = p.Clock.AfterFunc(d, func() { p.fire(gen) })
+}
+
+// fire sends every announcement that is due, then rearms.
+func (p *Pacer) fire(gen uint64) {
+	p.sendMu.Lock()
+	defer p.sendMu.Unlock()
+	for {
+		p.mu.Lock()
+		if gen != p.gen {
+			p.mu.Unlock()
+			return // cancelled or rearmed meanwhile
+		}
+		now := p.Clock.Now()
+		if len(p.queue) == 0 {
+			p.timer = nil
+			p.mu.Unlock()
+			return
+		}
+		if p.nextLocked().After(now) {
+			p.armLocked(now)
+			p.mu.Unlock()
+			return
+		}
+		it := p.queue[0]
+		p.queue[0] = pending{}
+		p.queue = p.queue[1:]
+		if len(p.queue) == 0 {
+			p.queue = nil // release the drained backing array
+		}
+		p.last, p.sentAt = now, true
+		p.mu.Unlock()
+
+		if err := p.Send(it.addr); err != nil && p.OnError != nil {
+			p.OnError(it.addr, err)
+		}
+	}
+}

@@ -1,0 +1,214 @@
+package announce
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/vipstack/vipstack/internal/clock"
+)
+
+var (
+	addrA = netip.MustParseAddr("198.18.0.1")
+	addrB = netip.MustParseAddr("198.18.0.2")
+	addrC = netip.MustParseAddr("fd00:bb::3")
+	addrD = netip.MustParseAddr("198.18.0.4")
+)
+
+// pacerStep is one step of a scenario: exactly one of schedule, cancel or
+// advance (advance 0 fires what is due now).
+type pacerStep struct {
+	schedule *schedule
+	cancel   bool
+	advance  time.Duration
+
+	wantSends  []string // sends during this step, "+<offset from start> <addr>"
+	wantCount  int      // instead of wantSends, for big scenarios (-1: skip)
+	wantQueued int
+}
+
+type schedule struct {
+	addrs  []netip.Addr
+	repeat int
+	delay  time.Duration
+}
+
+func TestPacer(t *testing.T) {
+	many := make([]netip.Addr, 1000)
+	for i := range many {
+		many[i] = netip.AddrFrom4([4]byte{198, 18, byte(1 + i/250), byte(i % 250)})
+	}
+	tests := []struct {
+		name      string
+		rate      int
+		failOn    netip.Addr
+		steps     []pacerStep
+		wantError []string
+	}{
+		{name: "keepalived default: 5 now, 5 after 5s", steps: []pacerStep{
+			{schedule: &schedule{addrs: []netip.Addr{addrA}, repeat: 5, delay: 5 * time.Second}, wantQueued: 10},
+			{advance: 0, wantSends: []string{"+0s 198.18.0.1", "+0s 198.18.0.1", "+0s 198.18.0.1", "+0s 198.18.0.1", "+0s 198.18.0.1"}, wantQueued: 5},
+			{advance: 5*time.Second - time.Millisecond, wantQueued: 5},
+			{advance: time.Millisecond, wantSends: []string{"+5s 198.18.0.1", "+5s 198.18.0.1", "+5s 198.18.0.1", "+5s 198.18.0.1", "+5s 198.18.0.1"}},
+			{advance: time.Hour},
+		}},
+		{name: "copies cycle through the addresses", steps: []pacerStep{
+			{schedule: &schedule{addrs: []netip.Addr{addrA, addrB}, repeat: 2}, wantQueued: 4},
+			{advance: 0, wantSends: []string{"+0s 198.18.0.1", "+0s 198.18.0.2", "+0s 198.18.0.1", "+0s 198.18.0.2"}},
+		}},
+		{name: "repeat 0 schedules nothing", steps: []pacerStep{
+			{schedule: &schedule{addrs: []netip.Addr{addrA}, repeat: 0, delay: time.Second}},
+			{advance: time.Minute},
+		}},
+		{name: "rate 2 per second spaces sends 500ms apart", rate: 2, steps: []pacerStep{
+			{schedule: &schedule{addrs: []netip.Addr{addrA, addrB, addrC}, repeat: 1}, wantQueued: 3},
+			{advance: 0, wantSends: []string{"+0s 198.18.0.1"}, wantQueued: 2},
+			{advance: 499 * time.Millisecond, wantQueued: 2},
+			{advance: time.Millisecond, wantSends: []string{"+500ms 198.18.0.2"}, wantQueued: 1},
+			{advance: 10 * time.Second, wantSends: []string{"+1s fd00:bb::3"}},
+		}},
+		{name: "a slow first burst delays the second", rate: 1, steps: []pacerStep{
+			{schedule: &schedule{addrs: []netip.Addr{addrA, addrB, addrC}, repeat: 1, delay: 2 * time.Second}, wantQueued: 6},
+			{advance: 10 * time.Second, wantSends: []string{"+0s 198.18.0.1", "+1s 198.18.0.2", "+2s fd00:bb::3",
+				"+3s 198.18.0.1", "+4s 198.18.0.2", "+5s fd00:bb::3"}},
+		}},
+		{name: "1000 VIPs at 100 per second", rate: 100, steps: []pacerStep{
+			{schedule: &schedule{addrs: many, repeat: 1}, wantCount: -1, wantQueued: 1000},
+			{advance: time.Second, wantCount: 101, wantQueued: 899},           // at 0, 10ms, ..., 1000ms
+			{advance: 8980 * time.Millisecond, wantCount: 898, wantQueued: 1}, // up to 9980ms
+			{advance: 10 * time.Millisecond, wantCount: 1},
+		}},
+		{name: "cancel drops the queue; the rate still counts from the last send", rate: 1, steps: []pacerStep{
+			{schedule: &schedule{addrs: []netip.Addr{addrA, addrB, addrC}, repeat: 1, delay: 5 * time.Second}, wantQueued: 6},
+			{advance: time.Second, wantSends: []string{"+0s 198.18.0.1", "+1s 198.18.0.2"}, wantQueued: 4},
+			{cancel: true},
+			{advance: time.Hour},
+			{schedule: &schedule{addrs: []netip.Addr{addrD}, repeat: 1}, wantQueued: 1},
+			{advance: 0, wantSends: []string{"+1h0m1s 198.18.0.4"}},
+		}},
+		{name: "cancel right after schedule sends nothing", steps: []pacerStep{
+			{schedule: &schedule{addrs: []netip.Addr{addrA}, repeat: 3, delay: time.Second}, wantQueued: 6},
+			{cancel: true},
+			{advance: time.Minute},
+		}},
+		{name: "rate limit spans separate schedules", rate: 1, steps: []pacerStep{
+			{schedule: &schedule{addrs: []netip.Addr{addrA}, repeat: 1}, wantQueued: 1},
+			{advance: 500 * time.Millisecond, wantSends: []string{"+0s 198.18.0.1"}},
+			{schedule: &schedule{addrs: []netip.Addr{addrB}, repeat: 1}, wantQueued: 1},
+			{advance: 499 * time.Millisecond, wantQueued: 1},
+			{advance: time.Millisecond, wantSends: []string{"+1s 198.18.0.2"}},
+		}},
+		{name: "later schedules merge by due time", steps: []pacerStep{
+			{schedule: &schedule{addrs: []netip.Addr{addrA}, repeat: 1, delay: 2 * time.Second}, wantQueued: 2},
+			{advance: time.Second, wantSends: []string{"+0s 198.18.0.1"}, wantQueued: 1},
+			{schedule: &schedule{addrs: []netip.Addr{addrB}, repeat: 1, delay: 2 * time.Second}, wantQueued: 3},
+			{advance: 0, wantSends: []string{"+1s 198.18.0.2"}, wantQueued: 2},
+			{advance: time.Second, wantSends: []string{"+2s 198.18.0.1"}, wantQueued: 1},
+			{advance: time.Second, wantSends: []string{"+3s 198.18.0.2"}},
+		}},
+		{name: "a failed send does not stop the rest", failOn: addrB, steps: []pacerStep{
+			{schedule: &schedule{addrs: []netip.Addr{addrA, addrB, addrC}, repeat: 1}, wantQueued: 3},
+			{advance: 0, wantSends: []string{"+0s 198.18.0.1", "+0s 198.18.0.2", "+0s fd00:bb::3"}},
+		}, wantError: []string{"198.18.0.2: link down"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+			clk := clock.NewFake(start)
+			var sends []time.Time // every send, for the rate check
+			var got []string      // sends in the current step
+			var gotErr []string
+			p := &Pacer{
+				Clock: clk,
+				Rate:  tt.rate,
+				Send: func(a netip.Addr) error {
+					now := clk.Now()
+					sends = append(sends, now)
+					got = append(got, fmt.Sprintf("+%v %s", now.Sub(start), a))
+					if a == tt.failOn {
+						return errors.New("link down")
+					}
+					return nil
+				},
+				OnError: func(a netip.Addr, err error) { gotErr = append(gotErr, fmt.Sprintf("%s: %v", a, err)) },
+			}
+			for i, s := range tt.steps {
+				got = nil
+				switch {
+				case s.schedule != nil:
+					p.Schedule(s.schedule.addrs, s.schedule.repeat, s.schedule.delay)
+				case s.cancel:
+					p.Cancel()
+				default:
+					clk.Advance(s.advance)
+				}
+				switch {
+				case s.wantCount > 0:
+					if len(got) != s.wantCount {
+						t.Errorf("step %d: %d sends, want %d", i, len(got), s.wantCount)
+					}
+				case s.wantCount == 0:
+					if diff := cmp.Diff(s.wantSends, got); diff != "" {
+						t.Errorf("step %d: sends (-want +got):\n%s", i, diff)
+					}
+				}
+				if q := p.Queued(); q != s.wantQueued {
+					t.Errorf("step %d: Queued() = %d, want %d", i, q, s.wantQueued)
+				}
+				if s.wantQueued == 0 && clk.Pending() != 0 {
+					t.Errorf("step %d: nothing queued but %d timers armed", i, clk.Pending())
+				}
+			}
+			if diff := cmp.Diff(tt.wantError, gotErr); diff != "" {
+				t.Errorf("OnError calls (-want +got):\n%s", diff)
+			}
+			// Whatever the scenario, no one-second window [t, t+1s) holds
+			// more than Rate sends.
+			if tt.rate > 0 {
+				for i := range sends {
+					n := 0
+					for j := i; j < len(sends) && sends[j].Sub(sends[i]) < time.Second; j++ {
+						n++
+					}
+					if n > tt.rate {
+						t.Fatalf("%d sends in the second from +%v, rate is %d", n, sends[i].Sub(start), tt.rate)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestPacerRealClock runs the Pacer on real timers (their callbacks run on
+// other goroutines) so that -race sees the locking. It waits for the sends
+// themselves, with a generous bound, and asserts no timing.
+func TestPacerRealClock(t *testing.T) {
+	var mu sync.Mutex
+	var got []netip.Addr
+	done := make(chan struct{})
+	p := &Pacer{Clock: clock.Real{}, Rate: 1000, Send: func(a netip.Addr) error {
+		mu.Lock()
+		defer mu.Unlock()
+		got = append(got, a)
+		if len(got) == 4 {
+			close(done)
+		}
+		return nil
+	}}
+	p.Schedule([]netip.Addr{addrA, addrB}, 2, 0)
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("4 sends did not happen within 20s")
+	}
+	p.Cancel()
+	mu.Lock()
+	defer mu.Unlock()
+	if diff := cmp.Diff([]netip.Addr{addrA, addrB, addrA, addrB}, got, cmp.Comparer(func(x, y netip.Addr) bool { return x == y })); diff != "" {
+		t.Errorf("sends (-want +got):\n%s", diff)
+	}
+}

@@ -1,0 +1,144 @@
+package netif
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Ledger records, in a small file, every VIP this process might hold. The
+// caller saves the ledger (fsync + rename) BEFORE adding an address and
+// removes the entry after DelVIP, so that whatever a crash leaves configured
+// is in the file. The format is one VIP per line, as VIP.String writes it
+// ("198.18.0.100/32 dev eth0 label eth0:vip"); blank lines and lines
+// starting with '#' are ignored.
+//
+// A Ledger has no lock: one process owns one path.
+type Ledger struct{ Path string }
+
+const ledgerHeader = "# vipstack VIP ledger: addresses this process may hold; a new start removes them.\n"
+
+// Load reads the ledger. A missing file is an empty ledger.
+func (l Ledger) Load() ([]VIP, error) {
+	b, err := os.ReadFile(l.Path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load ledger: %w", err)
+	}
+	var vips []VIP
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		v, err := ParseVIP(line)
+		if err != nil {
+			return nil, fmt.Errorf("load ledger: %s:%d: %w", l.Path, n, err)
+		}
+		vips = append(vips, v)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("load ledger %s: %w", l.Path, err)
+	}
+	return vips, nil
+}
+
+// Save replaces the ledger with vips atomically: it writes a temporary file
+// in the same directory, fsyncs it, renames it over Path and fsyncs the
+// directory, so a crash leaves either the old or the new ledger.
+func (l Ledger) Save(vips []VIP) error {
+	var b strings.Builder
+	b.WriteString(ledgerHeader)
+	for i, v := range vips {
+		if err := v.Validate(); err != nil {
+			return fmt.Errorf("save ledger %s: entry %d: %w", l.Path, i, err)
+		}
+		b.WriteString(v.String())
+		b.WriteByte('\n')
+	}
+	if err := writeAtomic(l.Path, []byte(b.String())); err != nil {
+		return fmt.Errorf("save ledger: %w", err)
+	}
+	return nil
+}
+
+func writeAtomic(path string, data []byte) (err error) {
+	dir, base := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	f, err := os.CreateTemp(dir, "."+base+".tmp*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
+	if _, err = f.Write(data); err != nil {
+		return err
+	}
+	if err = f.Chmod(0o644); err != nil {
+		return err
+	}
+	if err = f.Sync(); err != nil {
+		return err
+	}
+	if err = f.Close(); err != nil {
+		return err
+	}
+	if err = os.Rename(tmp, path); err != nil {
+		return err
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// Sweep removes from the system every VIP recorded in the ledger and empties
+// the ledger. It returns the VIPs that were configured and are now removed;
+// entries already gone (or whose interface is gone) are dropped silently.
+// Entries it failed to remove stay in the ledger and their errors are
+// returned joined.
+func (h *Handle) Sweep(l Ledger) ([]VIP, error) {
+	vips, err := l.Load()
+	if err != nil {
+		return nil, fmt.Errorf("sweep: %w", err)
+	}
+	var removed, kept []VIP
+	var errs []error
+	for _, v := range vips {
+		had, err := h.HasVIP(v)
+		if err == nil {
+			err = h.DelVIP(v)
+		}
+		if err != nil {
+			kept = append(kept, v)
+			errs = append(errs, fmt.Errorf("sweep %s: %w", v, err))
+			continue
+		}
+		if had {
+			removed = append(removed, v)
+		}
+	}
+	if len(vips) > 0 || len(kept) > 0 {
+		if err := l.Save(kept); err != nil {
+			errs = append(errs, fmt.Errorf("sweep: %w", err))
+		}
+	}
+	return removed, errors.Join(errs...)
+}

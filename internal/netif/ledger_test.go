@@ -1,0 +1,106 @@
+package netif
+
+import (
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+var addrCmp = []cmp.Option{
+	cmp.Comparer(func(a, b netip.Addr) bool { return a == b }),
+	cmp.Comparer(func(a, b netip.Prefix) bool { return a == b }),
+}
+
+func TestLedgerRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	l := Ledger{Path: filepath.Join(dir, "vips")}
+
+	got, err := l.Load()
+	if err != nil || got != nil {
+		t.Fatalf("Load() of a missing file = %v, %v; want nil, nil", got, err)
+	}
+
+	steps := []struct {
+		name string
+		save []VIP
+	}{
+		{name: "two", save: []VIP{
+			{Prefix: netip.MustParsePrefix("198.18.0.100/32"), Dev: "eth0", Label: "eth0:vip"},
+			{Prefix: netip.MustParsePrefix("fd00:bb::100/128"), Dev: "eth0", NoPrefixRoute: true},
+		}},
+		{name: "one", save: []VIP{{Prefix: netip.MustParsePrefix("198.18.0.101/24"), Dev: "eth1", Scope: "link",
+			Broadcast: netip.MustParseAddr("198.18.0.255")}}},
+		{name: "empty", save: nil},
+	}
+	for _, s := range steps {
+		t.Run(s.name, func(t *testing.T) {
+			if err := l.Save(s.save); err != nil {
+				t.Fatalf("Save: %v", err)
+			}
+			got, err := l.Load()
+			if err != nil {
+				t.Fatalf("Load: %v", err)
+			}
+			if diff := cmp.Diff(s.save, got, addrCmp...); diff != "" {
+				t.Errorf("Load after Save (-want +got):\n%s", diff)
+			}
+			// No temporary file is left behind.
+			ents, err := os.ReadDir(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, e := range ents {
+				names = append(names, e.Name())
+			}
+			if diff := cmp.Diff([]string{"vips"}, names); diff != "" {
+				t.Errorf("directory (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestLedgerFormat(t *testing.T) {
+	l := Ledger{Path: filepath.Join(t.TempDir(), "vips")}
+	if err := l.Save([]VIP{{Prefix: netip.MustParsePrefix("198.18.0.100/32"), Dev: "eth0", Label: "eth0:vip"}}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(l.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := ledgerHeader + "198.18.0.100/32 dev eth0 label eth0:vip\n"
+	if diff := cmp.Diff(want, string(b)); diff != "" {
+		t.Errorf("file (-want +got):\n%s", diff)
+	}
+}
+
+func TestLedgerErrors(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad")
+	if err := os.WriteFile(bad, []byte("# c\n\n198.18.0.100/32 dev eth0\n198.18.0.101/32 dev eth0 label vip\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Ledger{Path: bad}.Load()
+	if err == nil || !strings.Contains(err.Error(), bad+":4:") || !strings.Contains(err.Error(), `"vip"`) {
+		t.Errorf("Load of a bad line = %v; want the path, line 4 and the bad label", err)
+	}
+
+	l := Ledger{Path: filepath.Join(dir, "v")}
+	err = l.Save([]VIP{{Prefix: netip.MustParsePrefix("198.18.0.100/32")}})
+	if err == nil || !strings.Contains(err.Error(), "entry 0") {
+		t.Errorf("Save of an invalid VIP = %v; want an error naming entry 0", err)
+	}
+	if _, err := os.Stat(l.Path); !os.IsNotExist(err) {
+		t.Errorf("Save of an invalid VIP wrote the file (stat: %v)", err)
+	}
+
+	missingDir := Ledger{Path: filepath.Join(dir, "no", "such", "dir", "v")}
+	if err := missingDir.Save(nil); err == nil {
+		t.Errorf("Save into a missing directory succeeded")
+	}
+}
