@@ -1,0 +1,223 @@
+package keepalived
+
+import (
+	"net/netip"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestParseAccepts checks configurations that parse, the values they
+// resolve to and the warnings they produce.
+func TestParseAccepts(t *testing.T) {
+	first := func(c *Config) *Instance { return c.Instances[0] }
+	tests := []struct {
+		name         string
+		conf         string
+		files        fstest.MapFS
+		get          func(*Config) any
+		want         any
+		wantWarnings []string
+	}{
+		{
+			name: "defaults",
+			conf: vi(""),
+			get: func(c *Config) any {
+				in := *first(c)
+				in.VIPs = nil
+				return in
+			},
+			want: Instance{
+				Name: "VI", Pos: Pos{"k.conf", 1}, InitialState: "BACKUP", Interface: "eth0", VRID: 1,
+				Priority: 100, AdvertInterval: time.Second, Version: 2, Preempt: true,
+				GARPMasterDelay: 5 * time.Second, GARPMasterRepeat: 5, GARPMasterRefreshRepeat: 1, Accept: true,
+			},
+		},
+		{
+			name: "nopreempt with BACKUP",
+			conf: vi(" nopreempt\n"),
+			get:  func(c *Config) any { return first(c).Preempt },
+			want: false,
+		},
+		{
+			name:         "nopreempt with priority 255 is accepted and cleared",
+			conf:         vi(" priority 255\n nopreempt\n"),
+			get:          func(c *Config) any { return first(c).Preempt },
+			want:         true,
+			wantWarnings: []string{"k.conf:8: nopreempt has no effect with priority 255: the address owner always preempts (keepalived clears it)"},
+		},
+		{
+			name:         "nopreempt with state MASTER is cleared",
+			conf:         vi(" state MASTER\n nopreempt\n"),
+			get:          func(c *Config) any { return first(c).Preempt },
+			want:         true,
+			wantWarnings: []string{"k.conf:8: nopreempt has no effect with state MASTER (keepalived clears it); use state BACKUP"},
+		},
+		{
+			name: "own interface is not tracked twice",
+			conf: vi(" track_interface {\n  eth0\n  eth1 weight -20\n }\n"),
+			get:  func(c *Config) any { return first(c).TrackInterfaces },
+			want: []TrackInterface{{Name: "eth1", Weight: -20, Pos: Pos{"k.conf", 9}}},
+			wantWarnings: []string{
+				"k.conf:8: track_interface eth0 is the instance's own interface, which is always tracked; entry ignored as keepalived does",
+			},
+		},
+		{
+			name:         "glob matching nothing",
+			conf:         "include conf.d/*.conf\n" + vi(""),
+			get:          func(c *Config) any { return c.Files },
+			want:         []string{"k.conf"},
+			wantWarnings: []string{`k.conf:1: include "conf.d/*.conf" matched no files`},
+		},
+		{
+			name: "fractional script interval",
+			conf: "vrrp_script chk {\n script /bin/true\n interval 1.5\n}\n",
+			get:  func(c *Config) any { return []time.Duration{c.Scripts["chk"].Interval, c.Scripts["chk"].Timeout} },
+			want: []time.Duration{1500 * time.Millisecond, 1500 * time.Millisecond},
+			wantWarnings: []string{
+				"k.conf:3: interval 1.5 is not a whole number of seconds: vipstack accepts it, keepalived 2.2.7 does not",
+			},
+		},
+		{
+			name: "VIP options",
+			conf: inst("VI", "1", "198.18.0.1/24 -nodad") + inst("V6", "1", "fd00::1/64 label eth0:v6 dev eth1 scope link"),
+			get:  func(c *Config) any { return []VIP{c.Instances[0].VIPs[0], c.Instances[1].VIPs[0]} },
+			want: []VIP{
+				{Prefix: netip.MustParsePrefix("198.18.0.1/24"), NoDAD: true, Pos: Pos{"k.conf", 5}},
+				{Prefix: netip.MustParsePrefix("fd00::1/64"), Label: "eth0:v6", Dev: "eth1", Scope: "link", Pos: Pos{"k.conf", 12}},
+			},
+			wantWarnings: []string{
+				"k.conf:5: -nodad has no effect on IPv4 address 198.18.0.1",
+				`k.conf:12: label "eth0:v6" has no effect on IPv6 address fd00::1`,
+			},
+		},
+		{
+			name: "IPv6 defaults to version 3, same VRID as IPv4 is fine",
+			conf: inst("V4", "9", "198.18.0.1") + inst("V6", "9", "fd00::1"),
+			get: func(c *Config) any {
+				return []int{c.Instances[0].Version, c.Instances[1].Version, c.Instances[1].Family()}
+			},
+			want: []int{2, 3, 6},
+		},
+		{
+			name: "same VRID on different interfaces is fine",
+			conf: inst("A", "9", "198.18.0.1") + "vrrp_instance B {\n interface eth1\n virtual_router_id 9\n virtual_ipaddress {\n  198.18.1.1\n }\n}\n",
+			get:  func(c *Config) any { return len(c.Instances) },
+			want: 2,
+		},
+		{
+			name: "version 3 allows centisecond adverts",
+			conf: vi(" version 3\n advert_int 0.25\n"),
+			get:  func(c *Config) any { return first(c).AdvertInterval },
+			want: 250 * time.Millisecond,
+		},
+		{
+			name:         "sync group of one",
+			conf:         inst("A", "1", "198.18.0.1") + "vrrp_sync_group G {\n group {\n  A\n }\n}\n",
+			get:          func(c *Config) any { return c.SyncGroups[0].Members },
+			want:         []string{"A"},
+			wantWarnings: []string{`k.conf:8: vrrp_sync_group "G" has only one vrrp_instance`},
+		},
+		{
+			name: "layout: brace on next line, statements sharing a line, comments",
+			conf: "global_defs { router_id \"r #1\" } # trailing\n" +
+				"vrrp_instance VI\n{\n interface eth0 ! bang comment\n virtual_router_id 1\n" +
+				" virtual_ipaddress { 198.18.0.1 }\n notify \"/bin/echo \\\"a b\\\" # not a comment\"\n}\n",
+			get: func(c *Config) any {
+				return []string{c.Global.RouterID, first(c).Notify.Any, first(c).VIPs[0].Prefix.String()}
+			},
+			want: []string{"r #1", `/bin/echo "a b" # not a comment`, "198.18.0.1/32"},
+			wantWarnings: []string{
+				"k.conf:2: scripts are configured but enable_script_security is not set (keepalived reports a SECURITY VIOLATION)",
+			},
+		},
+		{
+			name: "escaped comment characters",
+			conf: "global_defs {\n router_id a\\#b\\!c\n}\n" + vi(""),
+			get:  func(c *Config) any { return c.Global.RouterID },
+			want: "a#b!c",
+		},
+		{
+			name: "script command splitting",
+			conf: "global_defs {\n enable_script_security\n}\nvrrp_script chk {\n script \"/bin/sh -c 'test -e \\\"/run/a b\\\"'\"\n}\n",
+			get:  func(c *Config) any { return []any{c.Scripts["chk"].Command, c.Scripts["chk"].Args} },
+			want: []any{`/bin/sh -c 'test -e "/run/a b"'`, []string{"/bin/sh", "-c", `test -e "/run/a b"`}},
+		},
+		{
+			name:  "include inside a block, relative to the including file",
+			conf:  "include conf.d/vi.conf\n",
+			files: fstest.MapFS{"conf.d/vi.conf": {Data: []byte(inst("VI", "1", "include ../vips/*"))}, "vips/a": {Data: []byte("198.18.0.1\n")}, "vips/b": {Data: []byte("198.18.0.2\n")}},
+			get: func(c *Config) any {
+				return []any{c.Files, first(c).VIPs[1].Pos}
+			},
+			want: []any{[]string{"k.conf", "conf.d/vi.conf", "vips/a", "vips/b"}, Pos{"vips/b", 1}},
+		},
+		{
+			name: "global GARP settings are inherited unless overridden",
+			conf: "global_defs {\n vrrp_garp_master_delay 0\n vrrp_garp_master_repeat 1\n vrrp_garp_master_refresh 30\n vrrp_garp_master_refresh_repeat 3\n}\n" +
+				inst("A", "1", "198.18.0.1") + "vrrp_instance B {\n interface eth0\n virtual_router_id 2\n virtual_ipaddress {\n  198.18.0.2\n }\n" +
+				" garp_master_delay 7\n garp_master_repeat 2\n garp_master_refresh 0\n garp_master_refresh_repeat 4\n}\n",
+			get: func(c *Config) any {
+				var out []any
+				for _, in := range c.Instances {
+					out = append(out, in.GARPMasterDelay, in.GARPMasterRepeat, in.GARPMasterRefresh, in.GARPMasterRefreshRepeat)
+				}
+				return out
+			},
+			want: []any{time.Duration(0), 1, 30 * time.Second, 3, 7 * time.Second, 2, time.Duration(0), 4},
+		},
+		{
+			name: "track_script weight override",
+			conf: "global_defs {\n enable_script_security\n}\n" + script + vi(" track_script {\n  chk\n  chk weight -7\n }\n"),
+			get:  func(c *Config) any { return first(c).TrackScripts },
+			want: []TrackScript{
+				{Name: "chk", Pos: Pos{"k.conf", 14}},
+				{Name: "chk", Weight: -7, HasWeight: true, Pos: Pos{"k.conf", 15}},
+			},
+		},
+		{
+			name: "no_accept, dont_track_primary, preempt_delay, auth",
+			conf: vi(" no_accept\n dont_track_primary\n preempt_delay 4.12\n authentication {\n  auth_type PASS\n  auth_pass \"pa ss\"\n }\n"),
+			get: func(c *Config) any {
+				in := first(c)
+				return []any{in.Accept, in.DontTrackPrimary, in.PreemptDelay, in.AuthType, in.AuthPass}
+			},
+			want: []any{false, true, 4120 * time.Millisecond, "PASS", "pa ss"},
+		},
+		{
+			name: "max_auto_priority and startup delay",
+			conf: "global_defs {\n max_auto_priority -1\n vrrp_startup_delay 5.5\n script_user nobody nogroup\n}\n" + vi(""),
+			get: func(c *Config) any {
+				g := c.Global
+				return []any{g.MaxAutoPriority, g.StartupDelay, g.ScriptUser, g.ScriptGroup}
+			},
+			want: []any{-1, 5500 * time.Millisecond, "nobody", "nogroup"},
+		},
+		{
+			name: "CRLF line endings",
+			conf: "vrrp_instance VI {\r\n interface eth0\r\n virtual_router_id 1\r\n virtual_ipaddress {\r\n  198.18.0.1\r\n }\r\n}\r\n",
+			get:  func(c *Config) any { return first(c).Interface },
+			want: "eth0",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fsys := fstest.MapFS{"k.conf": {Data: []byte(tt.conf)}}
+			for name, f := range tt.files {
+				fsys[name] = f
+			}
+			cfg, err := Parse("k.conf", []byte(tt.conf), fsys)
+			if err != nil {
+				t.Fatalf("Parse: %v", err)
+			}
+			if diff := cmp.Diff(tt.want, tt.get(cfg), cmpOpts); diff != "" {
+				t.Errorf("value mismatch (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.wantWarnings, cfg.Warnings); diff != "" {
+				t.Errorf("warnings mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

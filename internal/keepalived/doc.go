@@ -1,0 +1,70 @@
+// Package keepalived reads keepalived.conf files into a validated, typed
+// model, so vipstack can run unchanged keepalived 2.2.7 configurations for
+// VRRP (RFC 3768 for version 2, RFC 5798 for version 3).
+//
+// # Syntax
+//
+// The reader follows keepalived's line-based format: "#" and "!" start a
+// comment anywhere outside double quotes (\# and \! are literal), words are
+// separated by blanks, a double-quoted string is one word, and "{" / "}"
+// open and close blocks. A block may open on the keyword's line or alone on
+// the next line, and several statements may share a line, as in
+// "track_script { chk }". Script and notify command lines are split again
+// the way keepalived does (see SplitCommand).
+//
+// # Supported subset
+//
+//   - global_defs: router_id, enable_script_security, script_user,
+//     vrrp_version, vrrp_garp_master_delay, vrrp_garp_master_repeat,
+//     vrrp_garp_master_refresh, vrrp_garp_master_refresh_repeat,
+//     vrrp_garp_interval, vrrp_gna_interval, max_auto_priority,
+//     vrrp_startup_delay. Repeated global_defs blocks merge.
+//   - vrrp_script: script, interval, timeout (default: the interval),
+//     weight [reverse], rise, fall, user, init_fail. Unlike keepalived 2.2.7,
+//     interval and timeout may be fractional; a warning says so.
+//   - vrrp_instance: state, interface, virtual_router_id, priority,
+//     advert_int, version, nopreempt, preempt, preempt_delay,
+//     authentication { auth_type PASS; auth_pass }, virtual_ipaddress and
+//     virtual_ipaddress_excluded entries
+//     "ADDR[/LEN] [brd ADDR] [dev IF] [scope SCOPE] [label LABEL] [-nodad] [noprefixroute]",
+//     unicast_src_ip, unicast_peer, track_script { NAME [weight N] },
+//     track_interface { IF [weight N] }, notify_master, notify_backup,
+//     notify_fault, notify_stop, notify, garp_master_delay,
+//     garp_master_repeat, garp_master_refresh, garp_master_refresh_repeat,
+//     dont_track_primary, accept, no_accept.
+//   - vrrp_sync_group: group { INSTANCE ... }, track_script, notify_*.
+//
+// Defaults are keepalived's. The VRRP version of an instance is its
+// version, else global vrrp_version, else 3 for IPv6 and 2 for IPv4;
+// an explicit version 2 with IPv6 addresses is an error. Where keepalived
+// silently changes a setting (nopreempt with priority 255 or state MASTER,
+// tracking the instance's own interface) the model does the same and a
+// warning says so.
+//
+// # Errors
+//
+// Every keyword outside this subset is an error, never ignored:
+//
+//	/etc/keepalived/keepalived.conf:12: keyword "virtual_server" is not supported by vipstack
+//	/etc/keepalived/keepalived.conf:20: unknown keyword "foo" in vrrp_instance (accepted: state, interface, ...)
+//
+// Parse and Load collect all errors (each an *Error naming file and line,
+// the bad value and what is accepted), join up to 20 of them, and return a
+// nil Config. Non-fatal notes, such as an auth_pass longer than the 8 bytes
+// sent on the wire, are returned in Config.Warnings.
+//
+// # Includes
+//
+// "include PATTERN" may appear on any line, at the top level or inside a
+// block, as in keepalived, and is replaced by the matching files' lines. A
+// relative pattern is relative to the directory of the file that contains
+// it. Patterns use path.Match globs (* ? [...]), sorted; brace expressions
+// and the includer/includem/... variants are rejected. A glob that matches
+// nothing is a warning, a plain path that does not exist an error. Includes
+// nest at most 8 deep, at most 256 files are read, each at most 1 MiB, and
+// a file including itself (directly or not) is an error. Config.Files lists
+// every file read, for reload watching.
+//
+// keepalived's preprocessor ($NAME definitions, @id conditional lines,
+// ~SEQ, trailing-backslash continuation) is not supported and rejected.
+package keepalived

@@ -1,0 +1,158 @@
+package keepalived
+
+import (
+	"net/netip"
+	"strconv"
+	"time"
+)
+
+// Pos is a position in a configuration file.
+type Pos struct {
+	File string
+	Line int
+}
+
+// String returns "file:line", or just the file when Line is 0 (an error
+// about the whole file).
+func (p Pos) String() string {
+	if p.Line == 0 {
+		return p.File
+	}
+	return p.File + ":" + strconv.Itoa(p.Line)
+}
+
+// Config is a parsed and validated keepalived.conf.
+type Config struct {
+	Global     GlobalDefs
+	Scripts    map[string]*Script // vrrp_script by name
+	Instances  []*Instance        // file order
+	SyncGroups []*SyncGroup
+	Warnings   []string // non-fatal notes, each "file:line: ..."
+	Files      []string // every file read (main + includes), for reload watching
+}
+
+// GlobalDefs holds the supported global_defs settings, with keepalived's
+// defaults filled in.
+type GlobalDefs struct {
+	RouterID                string
+	EnableScriptSecurity    bool
+	ScriptUser, ScriptGroup string
+	VRRPVersion             int // 2 or 3 (default 2)
+	GARPMasterDelay         time.Duration
+	GARPMasterRepeat        int
+	GARPMasterRefresh       time.Duration
+	GARPMasterRefreshRepeat int
+	GARPInterval            time.Duration
+	GNAInterval             time.Duration
+	MaxAutoPriority         int // -1 when not set
+	StartupDelay            time.Duration
+}
+
+// Script is a vrrp_script block.
+type Script struct {
+	Name string
+	Pos  Pos
+	// Command is the script line as written, without its outer quotes.
+	Command string
+	// Args is Command split like keepalived does: on whitespace, honouring
+	// single and double quotes and backslash escapes.
+	Args              []string
+	Interval, Timeout time.Duration // Timeout defaults to Interval
+	Weight            int
+	WeightReverse     bool
+	Rise, Fall        int
+	User, Group       string
+	InitFail          bool
+}
+
+// Instance is a vrrp_instance block, with defaults and global settings
+// resolved.
+type Instance struct {
+	Name            string
+	Pos             Pos
+	InitialState    string // "MASTER" or "BACKUP" (default BACKUP)
+	Interface       string
+	VRID            uint8
+	Priority        uint8
+	AdvertInterval  time.Duration
+	Version         int  // resolved: instance value, else global, else 2 (3 for IPv6)
+	Preempt         bool // default true; false with nopreempt
+	PreemptDelay    time.Duration
+	AuthType        string // "" or "PASS"
+	AuthPass        string // as written; only the first 8 bytes go on the wire
+	VIPs            []VIP
+	ExcludedVIPs    []VIP
+	UnicastSrcIP    netip.Addr // zero if unset
+	UnicastPeers    []netip.Addr
+	TrackScripts    []TrackScript
+	TrackInterfaces []TrackInterface
+	Notify          Notify
+	// GARP settings, resolved: instance value, else global.
+	GARPMasterDelay         time.Duration
+	GARPMasterRepeat        int
+	GARPMasterRefresh       time.Duration
+	GARPMasterRefreshRepeat int
+	DontTrackPrimary        bool
+	Accept                  bool // default true; false with no_accept
+}
+
+// Family returns 4 or 6, the address family of the instance's
+// virtual_ipaddress entries (4 when it has none).
+func (in *Instance) Family() int {
+	if len(in.VIPs) > 0 && in.VIPs[0].Prefix.Addr().Is6() {
+		return 6
+	}
+	return 4
+}
+
+// VIP is one virtual_ipaddress or virtual_ipaddress_excluded entry.
+type VIP struct {
+	Prefix        netip.Prefix // address with its length (default /32 or /128)
+	Dev           string       // "" means the instance interface
+	Label, Scope  string
+	Broadcast     netip.Addr
+	NoDAD         bool
+	NoPrefixRoute bool
+	Pos           Pos
+}
+
+// TrackScript is one track_script entry. HasWeight is set when the entry
+// overrides the script's own weight.
+type TrackScript struct {
+	Name      string
+	Weight    int
+	HasWeight bool
+	Pos       Pos
+}
+
+// TrackInterface is one track_interface entry.
+type TrackInterface struct {
+	Name   string
+	Weight int
+	Pos    Pos
+}
+
+// Notify holds notify script command lines, as written without outer quotes.
+// Any is the plain `notify` keyword.
+type Notify struct {
+	Master, Backup, Fault, Stop, Any string
+}
+
+// SyncGroup is a vrrp_sync_group block.
+type SyncGroup struct {
+	Name         string
+	Pos          Pos
+	Members      []string
+	TrackScripts []TrackScript
+	Notify       Notify
+}
+
+// Error is one rejection of the configuration.
+type Error struct {
+	Pos     Pos
+	Keyword string // the keyword concerned, "" when none applies
+	Msg     string
+}
+
+// Error returns "file:line: msg".
+func (e *Error) Error() string { return e.Pos.String() + ": " + e.Msg }

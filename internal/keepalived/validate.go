@@ -1,0 +1,257 @@
+package keepalived
+
+import (
+	"maps"
+	"net/netip"
+	"slices"
+	"strings"
+	"time"
+)
+
+// validate runs the checks that need the whole file: required settings,
+// cross references, address families, versions, and resolves values that
+// depend on global_defs.
+func (p *parser) validate() {
+	type vrKey struct {
+		ifname string
+		vrid   uint8
+		family int
+	}
+	vrids := map[vrKey]*Instance{}
+	for _, in := range p.cfg.Instances {
+		m := p.insts[in]
+		p.required(in, m)
+		fam := p.vipFamily(in)
+		p.version(in, m, fam)
+		p.unicastFamily(in, m, fam)
+		p.resolveGARP(in, m)
+		p.preempt(in, m)
+		p.ownInterface(in)
+		p.checkTracks(in.TrackScripts)
+		if at, ok := m.seen["virtual_router_id"]; ok && in.Interface != "" {
+			k := vrKey{in.Interface, in.VRID, fam}
+			if prev, dup := vrids[k]; dup {
+				p.errs.add(at, "virtual_router_id", "vrrp_instance %q uses interface %s, virtual_router_id %d and IPv%d "+
+					"like vrrp_instance %q at %s; one of them must differ", in.Name, in.Interface, in.VRID, fam, prev.Name, prev.Pos)
+			} else {
+				vrids[k] = in
+			}
+		}
+	}
+	p.checkSyncGroups()
+	p.securityNote()
+}
+
+func (p *parser) required(in *Instance, m *instMeta) {
+	if in.Interface == "" {
+		p.errs.add(in.Pos, "interface", "vrrp_instance %q: interface is required", in.Name)
+	}
+	if _, ok := m.seen["virtual_router_id"]; !ok {
+		p.errs.add(in.Pos, "virtual_router_id", "vrrp_instance %q: virtual_router_id is required (1..255)", in.Name)
+	}
+	if m.vipEntries == 0 {
+		p.errs.add(in.Pos, "virtual_ipaddress", "vrrp_instance %q: at least one virtual_ipaddress is required", in.Name)
+	}
+}
+
+// preempt mirrors keepalived, which clears nopreempt where it cannot work.
+func (p *parser) preempt(in *Instance, m *instMeta) {
+	at, ok := m.seen["nopreempt"]
+	switch {
+	case !ok:
+		return
+	case in.Priority == 255:
+		p.warn(at, "nopreempt has no effect with priority 255: the address owner always preempts (keepalived clears it)")
+	case in.InitialState == "MASTER":
+		p.warn(at, "nopreempt has no effect with state MASTER (keepalived clears it); use state BACKUP")
+	default:
+		return
+	}
+	in.Preempt = true
+}
+
+// ownInterface drops track_interface entries naming the instance's own
+// interface, which keepalived ignores since it always tracks it.
+func (p *parser) ownInterface(in *Instance) {
+	in.TrackInterfaces = slices.DeleteFunc(in.TrackInterfaces, func(t TrackInterface) bool {
+		if t.Name != in.Interface {
+			return false
+		}
+		p.warn(t.Pos, "track_interface %s is the instance's own interface, which is always tracked; entry ignored as keepalived does", t.Name)
+		return true
+	})
+}
+
+func family(a netip.Addr) int {
+	if a.Is4() {
+		return 4
+	}
+	return 6
+}
+
+// vipFamily checks that all virtual_ipaddress entries share one family and
+// returns it.
+func (p *parser) vipFamily(in *Instance) int {
+	fam := in.Family()
+	for _, v := range in.VIPs {
+		if f := family(v.Prefix.Addr()); f != fam {
+			p.errs.add(v.Pos, "virtual_ipaddress", "virtual_ipaddress %s is IPv%d but vrrp_instance %q has IPv%d addresses "+
+				"before it; put the other family in virtual_ipaddress_excluded or another instance",
+				v.Prefix.Addr(), f, in.Name, fam)
+			break
+		}
+	}
+	return fam
+}
+
+// version resolves the VRRP version (instance, else global, else 3 for IPv6
+// and 2 for IPv4, as keepalived does) and checks what depends on it.
+func (p *parser) version(in *Instance, m *instMeta, fam int) {
+	at, explicit := m.seen["version"]
+	if !explicit {
+		at, explicit = p.globalSeen["vrrp_version"]
+		in.Version = p.cfg.Global.VRRPVersion
+	}
+	if !explicit && fam == 6 {
+		in.Version = 3
+	}
+	if fam == 6 && in.Version == 2 {
+		p.errs.add(in.VIPs[0].Pos, "version", "vrrp_instance %q has IPv6 virtual addresses, which need VRRP version 3, "+
+			"but version 2 is set at %s; use vrrp_version 3", in.Name, at)
+	}
+	if at, ok := m.seen["advert_int"]; ok && m.advertRaw != "" {
+		d := in.AdvertInterval
+		switch {
+		case in.Version == 2 && (d%time.Second != 0 || d < time.Second):
+			p.errs.add(at, "advert_int", "advert_int %s is not valid for VRRP version 2 (accepted: whole seconds 1..255)", m.advertRaw)
+		case in.Version == 3 && (d%(10*time.Millisecond) != 0 || d > 4095*10*time.Millisecond):
+			p.errs.add(at, "advert_int", "advert_int %s is not valid for VRRP version 3 (accepted: 0.01..40.95 seconds in steps of 0.01)", m.advertRaw)
+		}
+	}
+	if at, ok := m.seen["authentication"]; ok && in.Version == 3 {
+		p.errs.add(at, "authentication", "authentication is not part of VRRP version 3 (RFC 5798); remove it or use version 2")
+	}
+}
+
+func (p *parser) unicastFamily(in *Instance, m *instMeta, fam int) {
+	if a := in.UnicastSrcIP; a.IsValid() && family(a) != fam {
+		p.errs.add(m.seen["unicast_src_ip"], "unicast_src_ip", "unicast_src_ip %s is IPv%d but the virtual addresses of vrrp_instance %q are IPv%d",
+			a, family(a), in.Name, fam)
+	}
+	for i, a := range in.UnicastPeers {
+		if family(a) != fam {
+			p.errs.add(m.peerPos[i], "unicast_peer", "unicast_peer %s is IPv%d but the virtual addresses of vrrp_instance %q are IPv%d",
+				a, family(a), in.Name, fam)
+		}
+	}
+}
+
+func (p *parser) resolveGARP(in *Instance, m *instMeta) {
+	g := p.cfg.Global
+	in.GARPMasterDelay = deref(m.garpDelay, g.GARPMasterDelay)
+	in.GARPMasterRepeat = deref(m.garpRepeat, g.GARPMasterRepeat)
+	in.GARPMasterRefresh = deref(m.garpRefresh, g.GARPMasterRefresh)
+	in.GARPMasterRefreshRepeat = deref(m.garpRefRep, g.GARPMasterRefreshRepeat)
+}
+
+func deref[T any](v *T, def T) T {
+	if v == nil {
+		return def
+	}
+	return *v
+}
+
+// checkTracks checks that tracked scripts are defined.
+func (p *parser) checkTracks(ts []TrackScript) {
+	for _, t := range ts {
+		if _, ok := p.cfg.Scripts[t.Name]; !ok {
+			if p.defined == "" {
+				p.defined = p.scriptNames()
+			}
+			p.errs.add(t.Pos, "track_script", "track_script %q is not a defined vrrp_script (%s)", t.Name, p.defined)
+		}
+	}
+}
+
+// scriptNames lists the defined vrrp_script names for error messages, at
+// most ten of them.
+func (p *parser) scriptNames() string {
+	if len(p.cfg.Scripts) == 0 {
+		return "no vrrp_script is defined"
+	}
+	names := slices.Sorted(maps.Keys(p.cfg.Scripts))
+	if len(names) > 10 {
+		names = append(names[:10], "...")
+	}
+	return "defined: " + strings.Join(names, ", ")
+}
+
+func (p *parser) checkSyncGroups() {
+	owner := map[string]*SyncGroup{}
+	for _, g := range p.cfg.SyncGroups {
+		p.checkTracks(g.TrackScripts)
+		for _, name := range g.Members {
+			if _, ok := p.instByName[name]; !ok {
+				p.errs.add(g.Pos, "group", "vrrp_sync_group %q: member %q is not a defined vrrp_instance", g.Name, name)
+				continue
+			}
+			if prev, ok := owner[name]; ok {
+				p.errs.add(g.Pos, "group", "vrrp_sync_group %q: vrrp_instance %q is already in vrrp_sync_group %q at %s",
+					g.Name, name, prev.Name, prev.Pos)
+				continue
+			}
+			owner[name] = g
+		}
+		if len(g.Members) == 1 {
+			p.warn(g.Pos, "vrrp_sync_group %q has only one vrrp_instance", g.Name)
+		}
+	}
+	for _, in := range p.cfg.Instances {
+		if g, ok := owner[in.Name]; ok {
+			p.syncWeights(in, g)
+		}
+	}
+}
+
+// syncWeights rejects weighted tracking in a sync group member: keepalived
+// ignores it unless sync_group_tracking_weight is set, which vipstack does
+// not support.
+func (p *parser) syncWeights(in *Instance, g *SyncGroup) {
+	const why = "but vrrp_instance %q is in vrrp_sync_group %q, where keepalived ignores weighted tracking; " +
+		"use weight 0 or track it on the sync group"
+	for _, t := range in.TrackScripts {
+		w := t.Weight
+		if sc, ok := p.cfg.Scripts[t.Name]; ok && !t.HasWeight {
+			w = sc.Weight
+		}
+		if w != 0 {
+			p.errs.add(t.Pos, "track_script", "track_script %q has weight %d, "+why, t.Name, w, in.Name, g.Name)
+		}
+	}
+	for _, t := range in.TrackInterfaces {
+		if t.Weight != 0 {
+			p.errs.add(t.Pos, "track_interface", "track_interface %s has weight %d, "+why, t.Name, t.Weight, in.Name, g.Name)
+		}
+	}
+}
+
+// securityNote mirrors keepalived's SECURITY VIOLATION warning: scripts are
+// run but enable_script_security is not set.
+func (p *parser) securityNote() {
+	if p.cfg.Global.EnableScriptSecurity {
+		return
+	}
+	runs := func(ts []TrackScript, n Notify) bool { return len(ts) > 0 || n != Notify{} }
+	for _, in := range p.cfg.Instances {
+		if runs(in.TrackScripts, in.Notify) {
+			p.warn(in.Pos, "scripts are configured but enable_script_security is not set (keepalived reports a SECURITY VIOLATION)")
+			return
+		}
+	}
+	for _, g := range p.cfg.SyncGroups {
+		if runs(g.TrackScripts, g.Notify) {
+			p.warn(g.Pos, "scripts are configured but enable_script_security is not set (keepalived reports a SECURITY VIOLATION)")
+			return
+		}
+	}
+}
