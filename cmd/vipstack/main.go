@@ -1,0 +1,49 @@
+// Command vipstack is the on-premise cluster networking stack: VRRP virtual
+// IPs, and (in later subcommands) load balancing, DNS and discovery.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+const usage = `vipstack: virtual IPs, load balancing and DNS for on-premise clusters.
+
+Usage:
+  vipstack vrrp -f /etc/keepalived/keepalived.conf [--check] [--metrics-addr ADDR] [--status-addr ADDR]
+  vipstack version
+
+Run "vipstack COMMAND -h" for a command's flags.
+`
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	switch args[0] {
+	case "vrrp":
+		return runVRRP(ctx, args[1:], stdout, stderr)
+	case "version", "--version", "-v":
+		fmt.Fprintf(stdout, "vipstack %s\n", version)
+		return 0
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	}
+	fmt.Fprintf(stderr, "vipstack: unknown command %q\n\n%s", args[0], usage)
+	return 2
+}

@@ -1,0 +1,153 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/vipstack/vipstack/internal/engine"
+	"github.com/vipstack/vipstack/internal/netif"
+	"github.com/vipstack/vipstack/internal/serve"
+)
+
+func runVRRP(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("vipstack vrrp", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var (
+		cfgPath     = fs.String("f", "/etc/keepalived/keepalived.conf", "keepalived.conf to run")
+		check       = fs.Bool("check", false, "validate the configuration and exit (non-zero on error), like keepalived -t")
+		metricsAddr = fs.String("metrics-addr", "", "serve Prometheus metrics on this address (e.g. 127.0.0.1:9650); empty: off")
+		statusAddr  = fs.String("status-addr", "", "serve JSON status on this loopback address (e.g. 127.0.0.1:9651); empty: off")
+		stateDir    = fs.String("state-dir", "/run/vipstack", "directory for the ledger of held VIPs (crash clean-up)")
+		logLevel    = fs.String("log-level", "info", "debug, info, warn or error")
+	)
+	fs.StringVar(cfgPath, "config-file", "/etc/keepalived/keepalived.conf", "same as -f")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "vipstack vrrp: unexpected arguments %q\n", fs.Args())
+		return 2
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		fmt.Fprintf(stderr, "vipstack vrrp: --log-level %q: want debug, info, warn or error\n", *logLevel)
+		return 2
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+
+	if *check {
+		cfg, err := engine.Check(*cfgPath)
+		if err != nil {
+			fmt.Fprintf(stderr, "%v\n", err)
+			return 1
+		}
+		for _, w := range cfg.Warnings {
+			fmt.Fprintf(stderr, "warning: %s\n", w)
+		}
+		fmt.Fprintf(stdout, "%s: configuration is valid (%d instances, %d scripts)\n", *cfgPath, len(cfg.Instances), len(cfg.Scripts))
+		return 0
+	}
+	if *statusAddr != "" {
+		if err := requireLoopback(*statusAddr); err != nil {
+			fmt.Fprintf(stderr, "vipstack vrrp: --status-addr %q: %v\n", *statusAddr, err)
+			return 2
+		}
+	}
+	ledger, err := ledgerPath(*stateDir)
+	if err != nil {
+		fmt.Fprintf(stderr, "vipstack vrrp: %v\n", err)
+		return 1
+	}
+	reg := prometheus.NewRegistry()
+	e, cfg, err := engine.New(engine.Options{ConfigPath: *cfgPath, Logger: log, Registry: reg, Ledger: netif.Ledger{Path: ledger}})
+	if err != nil {
+		fmt.Fprintf(stderr, "%v\n", err)
+		return 1
+	}
+	for _, w := range cfg.Warnings {
+		log.Warn(w)
+	}
+	var servers []*serve.Server
+	if *metricsAddr != "" {
+		s, err := serve.Metrics(*metricsAddr, reg)
+		if err != nil {
+			fmt.Fprintf(stderr, "vipstack vrrp: --metrics-addr: %v\n", err)
+			return 1
+		}
+		servers = append(servers, s)
+	}
+	if *statusAddr != "" {
+		s, err := serve.JSON(*statusAddr, "/status", func() any { return map[string]any{"instances": e.Status()} })
+		if err != nil {
+			fmt.Fprintf(stderr, "vipstack vrrp: --status-addr: %v\n", err)
+			return 1
+		}
+		servers = append(servers, s)
+	}
+	defer func() {
+		for _, s := range servers {
+			s.Close()
+		}
+	}()
+
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	go func() {
+		for range hup {
+			log.Info("SIGHUP: reloading", "file", *cfgPath)
+			if err := e.Reload(); err != nil {
+				log.Error("reload failed", "err", err)
+			}
+		}
+	}()
+	log.Info("vipstack vrrp starting", "version", version, "config", *cfgPath, "ledger", ledger)
+	if err := e.Run(ctx); err != nil {
+		log.Error("vipstack vrrp failed", "err", err)
+		return 1
+	}
+	log.Info("vipstack vrrp stopped")
+	return 0
+}
+
+// requireLoopback rejects listen addresses that are not on loopback.
+func requireLoopback(addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return err
+	}
+	if host == "localhost" {
+		return nil
+	}
+	ip := net.ParseIP(host)
+	if ip == nil || !ip.IsLoopback() {
+		return errors.New("the status endpoint listens on loopback only (127.0.0.1:PORT or [::1]:PORT)")
+	}
+	return nil
+}
+
+// ledgerPath names the ledger after the network namespace, so processes in
+// different namespaces on one host do not share it.
+func ledgerPath(dir string) (string, error) {
+	ns, err := os.Readlink("/proc/self/ns/net")
+	if err != nil {
+		ns = "net"
+	}
+	ns = strings.NewReplacer(":", "", "[", "-", "]", "").Replace(ns)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("state directory: %w", err)
+	}
+	return filepath.Join(dir, "vrrp-"+ns+".vips"), nil
+}

@@ -1,0 +1,300 @@
+package engine
+
+import (
+	"fmt"
+	"net/netip"
+	"strconv"
+	"time"
+
+	"github.com/vipstack/vipstack/internal/netif"
+	"github.com/vipstack/vipstack/internal/script"
+	"github.com/vipstack/vipstack/internal/vrrp"
+	"github.com/vipstack/vipstack/internal/vrrp/fsm"
+	"github.com/vipstack/vipstack/internal/vrrp/transport"
+)
+
+// do carries out the state machine's actions for in, in order.
+func (e *Engine) do(in *instance, now time.Time, acts []fsm.Action) {
+	for _, a := range acts {
+		switch a.Kind {
+		case fsm.SendAdvert:
+			e.advertise(in, a.Priority)
+		case fsm.Transition:
+			e.transition(in, now, a)
+		}
+	}
+}
+
+func (e *Engine) advertise(in *instance, prio uint8) {
+	adv := vrrp.Advertisement{
+		Version:   in.cfg.Version,
+		VRID:      in.cfg.VRID,
+		Priority:  prio,
+		Interval:  in.cfg.AdvertInterval,
+		Addresses: in.advert,
+	}
+	if in.cfg.Version == 2 && in.cfg.AuthType == "PASS" {
+		adv.AuthType, adv.AuthData = vrrp.AuthSimple, in.auth
+	}
+	c := e.conns[in.family]
+	if c == nil {
+		return
+	}
+	for _, dst := range in.dsts {
+		b, err := adv.Marshal(in.src, dst)
+		if err != nil {
+			e.log.Error("cannot encode advertisement", "instance", in.cfg.Name, "err", err)
+			return
+		}
+		if err := c.WritePacket(b, in.src, dst, in.ifIndex); err != nil {
+			e.metrics.sendErrors.WithLabelValues(in.cfg.Name).Inc()
+			e.log.Warn("sending advertisement failed", "instance", in.cfg.Name, "to", dst, "err", err)
+			continue
+		}
+		in.sent++
+		e.metrics.sent.WithLabelValues(in.cfg.Name).Inc()
+	}
+}
+
+func (e *Engine) transition(in *instance, now time.Time, a fsm.Action) {
+	prio := in.fsm.Priority()
+	master, mprio := in.fsm.Master()
+	e.log.Info("VRRP state change", "instance", in.cfg.Name, "from", a.From.String(), "to", a.To.String(),
+		"reason", a.Reason, "priority", prio, "master", master, "master_priority", mprio)
+	in.lastTransition = &Transition{From: a.From.String(), To: a.To.String(), Reason: a.Reason, At: now}
+	e.metrics.transitions.WithLabelValues(in.cfg.Name, a.To.String()).Inc()
+	e.metrics.state.WithLabelValues(in.cfg.Name).Set(float64(a.To))
+	switch {
+	case a.To == fsm.Master:
+		e.takeVIPs(in, now)
+	case a.From == fsm.Master:
+		e.releaseVIPs(in)
+	}
+	e.notify(in, a.To, prio)
+}
+
+// takeVIPs adds every VIP (recording it in the ledger first) and starts
+// the gratuitous ARP / unsolicited NA schedule.
+func (e *Engine) takeVIPs(in *instance, now time.Time) {
+	for _, v := range in.vips {
+		e.held[addrKey(v.Prefix, v.Dev)] = v
+	}
+	if err := e.opts.Ledger.Save(e.heldList()); err != nil {
+		e.log.Error("cannot record VIPs in the ledger; a crash now would leave them behind", "path", e.opts.Ledger.Path, "err", err)
+	}
+	var addrs []netip.Addr
+	for _, v := range in.vips {
+		if err := e.nl.AddVIP(v); err != nil {
+			e.log.Error("adding VIP failed", "instance", in.cfg.Name, "vip", v.Prefix, "dev", v.Dev, "err", err)
+			continue
+		}
+		addrs = append(addrs, v.Prefix.Addr())
+	}
+	// keepalived: garp_master_repeat announcements at once, the same again
+	// after garp_master_delay.
+	in.pacer.Schedule(addrs, in.cfg.GARPMasterRepeat, in.cfg.GARPMasterDelay)
+	if in.cfg.GARPMasterRefresh > 0 {
+		in.refreshAt = now.Add(in.cfg.GARPMasterRefresh)
+	}
+}
+
+func (e *Engine) refreshGARP(in *instance, now time.Time) {
+	if in.fsm.State() != fsm.Master || in.cfg.GARPMasterRefresh <= 0 {
+		in.refreshAt = time.Time{}
+		return
+	}
+	var addrs []netip.Addr
+	for _, v := range in.vips {
+		addrs = append(addrs, v.Prefix.Addr())
+	}
+	in.pacer.Schedule(addrs, max(in.cfg.GARPMasterRefreshRepeat, 1), 0)
+	in.refreshAt = now.Add(in.cfg.GARPMasterRefresh)
+}
+
+func (e *Engine) releaseVIPs(in *instance) {
+	in.pacer.Cancel()
+	in.refreshAt = time.Time{}
+	for _, v := range in.vips {
+		if err := e.nl.DelVIP(v); err != nil {
+			e.log.Error("removing VIP failed", "instance", in.cfg.Name, "vip", v.Prefix, "dev", v.Dev, "err", err)
+			continue
+		}
+		delete(e.held, addrKey(v.Prefix, v.Dev))
+	}
+	if err := e.opts.Ledger.Save(e.heldList()); err != nil {
+		e.log.Warn("cannot update the VIP ledger", "path", e.opts.Ledger.Path, "err", err)
+	}
+}
+
+func (e *Engine) heldList() []netif.VIP {
+	out := make([]netif.VIP, 0, len(e.held))
+	for _, k := range sortedKeys(e.held) {
+		out = append(out, e.held[k])
+	}
+	return out
+}
+
+// notify runs the instance's notify scripts for a new state, with
+// keepalived's arguments for the generic `notify`: INSTANCE name state prio.
+func (e *Engine) notify(in *instance, to fsm.State, prio uint8) {
+	state := to.String()
+	var specific string
+	switch to {
+	case fsm.Master:
+		specific = in.cfg.Notify.Master
+	case fsm.Backup:
+		specific = in.cfg.Notify.Backup
+	case fsm.Fault:
+		specific = in.cfg.Notify.Fault
+	case fsm.Initialize:
+		specific, state = in.cfg.Notify.Stop, "STOP"
+	}
+	run := func(cmd string, extra ...string) {
+		if cmd == "" {
+			return
+		}
+		argv, err := script.Split(cmd)
+		if err == nil {
+			err = e.runner.Notify(argv, extra...)
+		}
+		if err != nil {
+			e.log.Error("notify script failed to start", "instance", in.cfg.Name, "script", cmd, "err", err)
+		}
+	}
+	run(specific)
+	run(in.cfg.Notify.Any, "INSTANCE", in.cfg.Name, state, strconv.Itoa(int(prio)))
+}
+
+func (e *Engine) stopInstance(in *instance, now time.Time, why string) {
+	e.log.Info("stopping VRRP instance", "instance", in.cfg.Name, "why", why)
+	e.do(in, now, in.fsm.Shutdown(now))
+}
+
+// stopAll shuts every instance down: masters send priority 0 and drop
+// their VIPs. Anything still recorded as held is removed as well.
+func (e *Engine) stopAll(why string) {
+	now := e.clk.Now()
+	for _, name := range sortedKeys(e.instances) {
+		in := e.instances[name]
+		e.stopInstance(in, now, why)
+		in.close()
+	}
+	for _, k := range sortedKeys(e.held) {
+		v := e.held[k]
+		if err := e.nl.DelVIP(v); err != nil {
+			e.log.Error("removing VIP at shutdown failed", "vip", v.Prefix, "err", err)
+			continue
+		}
+		delete(e.held, k)
+	}
+	if err := e.opts.Ledger.Save(e.heldList()); err != nil {
+		e.log.Warn("cannot update the VIP ledger", "err", err)
+	}
+}
+
+// receive applies the configuration-dependent receive checks and hands a
+// valid advertisement to its instance's state machine.
+func (e *Engine) receive(now time.Time, family int, p transport.Packet) {
+	drop := func(instance string, reason string) {
+		e.metrics.dropped.WithLabelValues(instance, reason).Inc()
+		e.log.Debug("dropped VRRP packet", "instance", instance, "reason", reason, "from", p.Src, "to", p.Dst, "ttl", p.TTL, "ifindex", p.IfIndex)
+	}
+	// RFC 5798 7.1: TTL / hop limit must be 255, which proves the sender is
+	// on the link. Enforced for multicast. keepalived 2.2.7 sends IPv6
+	// unicast adverts with hop limit 64 (measured), so for unicast the
+	// check is the configured peer list instead.
+	if p.TTL != 255 && p.Dst.IsMulticast() {
+		drop("", "bad_ttl")
+		return
+	}
+	adv, err := vrrp.Unmarshal(p.Payload, p.Src, p.Dst)
+	if err != nil {
+		drop("", string(vrrp.ReasonOf(err)))
+		e.log.Debug("dropped malformed VRRP packet", "from", p.Src, "err", err)
+		return
+	}
+	in, ok := e.byKey[demuxKey{family: family, ifIndex: p.IfIndex, vrid: adv.VRID}]
+	if !ok || in.fsm.State() == fsm.Initialize {
+		drop("", "other_vrid")
+		return
+	}
+	name := in.cfg.Name
+	if p.Src == in.src {
+		return // our own packet
+	}
+	if in.peers != nil && !in.peers[p.Src] {
+		drop(name, "not_a_peer")
+		return
+	}
+	if kind, detail := e.mismatch(in, adv); kind != "" {
+		e.conflict(in, now, p.Src, kind, detail)
+		drop(name, "conflict_"+kind)
+		return
+	}
+	in.received++
+	e.metrics.received.WithLabelValues(name).Inc()
+	e.do(in, now, in.fsm.Receive(now, fsm.Advert{From: p.Src, Priority: adv.Priority, Interval: adv.Interval}))
+}
+
+// mismatch reports how an advertisement for our VRID disagrees with our
+// configuration, if it does.
+func (e *Engine) mismatch(in *instance, adv *vrrp.Advertisement) (kind, detail string) {
+	if adv.Version != in.cfg.Version {
+		return "version", fmt.Sprintf("peer speaks VRRPv%d, we are configured for VRRPv%d", adv.Version, in.cfg.Version)
+	}
+	if in.cfg.Version == 2 {
+		want := uint8(vrrp.AuthNone)
+		if in.cfg.AuthType == "PASS" {
+			want = vrrp.AuthSimple
+		}
+		if adv.AuthType != want || (want == vrrp.AuthSimple && adv.AuthData != in.auth) {
+			return "auth", fmt.Sprintf("authentication differs (peer auth type %d)", adv.AuthType)
+		}
+		if adv.Interval != in.cfg.AdvertInterval {
+			return "interval", fmt.Sprintf("peer advertises every %v, we every %v", adv.Interval, in.cfg.AdvertInterval)
+		}
+	}
+	if !vrrp.SameAddresses(adv.Addresses, in.advert) {
+		return "addresses", fmt.Sprintf("peer holds %v, we hold %v", adv.Addresses, in.advert)
+	}
+	return "", ""
+}
+
+// conflictLogEvery limits how often the same conflict is logged again.
+const conflictLogEvery = time.Minute
+
+func (e *Engine) conflict(in *instance, now time.Time, from netip.Addr, kind, detail string) {
+	key := from.String() + "/" + kind
+	c := in.conflicts[key]
+	if c == nil {
+		c = &Conflict{Peer: from.String(), Kind: kind, FirstSeen: now}
+		in.conflicts[key] = c
+	}
+	c.Count++
+	c.Detail = detail
+	c.LastSeen = now
+	e.metrics.conflicts.WithLabelValues(in.cfg.Name, kind).Inc()
+	if c.Count == 1 || now.Sub(c.loggedAt) >= conflictLogEvery {
+		c.loggedAt = now
+		e.log.Warn("VRID conflict: another router speaks on our VRID with a different configuration; its packets are dropped",
+			"instance", in.cfg.Name, "vrid", in.cfg.VRID, "peer", from, "kind", kind, "detail", detail, "count", c.Count)
+	}
+}
+
+// reload loads the configuration again and applies it.
+func (e *Engine) reload() error {
+	cfg, err := Check(e.opts.ConfigPath)
+	if err != nil {
+		e.metrics.reloads.WithLabelValues("error").Inc()
+		e.log.Error("reload rejected; keeping the running configuration", "err", err)
+		return err
+	}
+	if err := e.apply(cfg); err != nil {
+		e.metrics.reloads.WithLabelValues("error").Inc()
+		e.log.Error("reload failed; keeping the running configuration", "err", err)
+		return err
+	}
+	e.metrics.reloads.WithLabelValues("ok").Inc()
+	e.log.Info("configuration reloaded", "file", e.opts.ConfigPath, "instances", len(e.instances))
+	return nil
+}

@@ -1,0 +1,19 @@
+// Package engine runs the VRRP instances of a keepalived.conf: it owns the
+// raw sockets, the timers, the virtual addresses and their announcements,
+// the tracked scripts and interfaces, the notify scripts, reloads, metrics
+// and the status report. The protocol decisions themselves are made by the
+// pure state machine in package fsm; the engine feeds it events and carries
+// out the actions it returns.
+//
+// Everything that changes state happens on one goroutine (the loop), so no
+// instance is ever seen half-updated. Packets are read by one goroutine per
+// socket and handed to the loop; trackers and link watchers do the same.
+//
+// Receive checks done here (they need the configuration): TTL / hop limit
+// 255 (RFC 5798 section 7.1), the interface the packet arrived on, the VRID,
+// unicast peers, the version, v2 authentication (RFC 3768 section 5.3.6),
+// the v2 advertisement interval and the address list. A packet that fails
+// one is dropped and counted by reason; one that names our VRID but
+// disagrees on version, authentication, interval or addresses is a VRID
+// conflict, logged, counted and shown in the status.
+package engine

@@ -1,0 +1,374 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/vipstack/vipstack/internal/clock"
+	"github.com/vipstack/vipstack/internal/keepalived"
+	"github.com/vipstack/vipstack/internal/netif"
+	"github.com/vipstack/vipstack/internal/script"
+	"github.com/vipstack/vipstack/internal/track"
+	"github.com/vipstack/vipstack/internal/vrrp/transport"
+)
+
+// Options configure an Engine.
+type Options struct {
+	// ConfigPath is the keepalived.conf to load (and reload).
+	ConfigPath string
+	Clock      clock.Clock
+	Logger     *slog.Logger
+	// Registry receives the engine's metrics; nil means none are exported.
+	Registry prometheus.Registerer
+	// Ledger records the VIPs this process may hold, so a later start (or
+	// a supervisor) can remove what a crash left behind.
+	Ledger netif.Ledger
+}
+
+// Engine runs VRRP instances.
+type Engine struct {
+	opts    Options
+	log     *slog.Logger
+	clk     clock.Clock
+	metrics *metrics
+
+	events chan event
+	done   chan struct{}
+
+	// Owned by the loop goroutine.
+	cfg       *keepalived.Config
+	nl        *netif.Handle
+	conns     map[int]transport.Conn   // by address family
+	joined    map[[2]int]bool          // (family, ifindex) with the multicast group joined
+	instances map[string]*instance     // by name
+	byKey     map[demuxKey]*instance   // receive demultiplexing
+	trackers  map[string]*trackerEntry // by vrrp_script name
+	groups    map[string]*syncGroup
+	held      map[string]netif.VIP // VIPs we hold, by key
+	links     map[string]bool      // interface name -> up
+	runner    script.Runner
+	ctx       context.Context
+
+	statusMu sync.Mutex
+	status   []InstanceStatus
+}
+
+type demuxKey struct {
+	family  int
+	ifIndex int
+	vrid    uint8
+}
+
+type trackerEntry struct {
+	spec   *keepalived.Script
+	cancel context.CancelFunc
+	status track.Status
+}
+
+type event struct {
+	packet   *transport.Packet
+	family   int
+	track    *track.Status
+	link     *linkEvent
+	reload   chan error
+	readErr  error
+	shutdown bool
+}
+
+type linkEvent struct {
+	name string
+	up   bool
+}
+
+// New loads and validates the configuration without touching the system.
+func New(opts Options) (*Engine, *keepalived.Config, error) {
+	if opts.Clock == nil {
+		opts.Clock = clock.Real{}
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	cfg, err := Check(opts.ConfigPath)
+	if err != nil {
+		return nil, nil, err
+	}
+	e := &Engine{
+		opts:      opts,
+		log:       opts.Logger,
+		clk:       opts.Clock,
+		metrics:   newMetrics(opts.Registry),
+		events:    make(chan event, 1024),
+		done:      make(chan struct{}),
+		cfg:       cfg,
+		conns:     map[int]transport.Conn{},
+		joined:    map[[2]int]bool{},
+		instances: map[string]*instance{},
+		byKey:     map[demuxKey]*instance{},
+		trackers:  map[string]*trackerEntry{},
+		groups:    map[string]*syncGroup{},
+		held:      map[string]netif.VIP{},
+		links:     map[string]bool{},
+	}
+	return e, cfg, nil
+}
+
+// Check loads a configuration and applies the checks that need the
+// machine but change nothing: script security. It is what `--check` runs.
+func Check(path string) (*keepalived.Config, error) {
+	cfg, err := keepalived.Load(path)
+	if err != nil {
+		return nil, err
+	}
+	sec := securityOf(cfg)
+	var errs []error
+	for _, name := range sortedKeys(cfg.Scripts) {
+		s := cfg.Scripts[name]
+		if !usedScript(cfg, name) {
+			continue
+		}
+		if err := sec.Check(s.Args); err != nil {
+			errs = append(errs, fmt.Errorf("%s: vrrp_script %s: %w", s.Pos, name, err))
+		}
+	}
+	for _, in := range cfg.Instances {
+		for _, cmd := range []string{in.Notify.Master, in.Notify.Backup, in.Notify.Fault, in.Notify.Stop, in.Notify.Any} {
+			if cmd == "" {
+				continue
+			}
+			argv, err := script.Split(cmd)
+			if err == nil {
+				err = sec.Check(argv)
+			}
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: vrrp_instance %s notify script %q: %w", in.Pos, in.Name, cmd, err))
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return cfg, nil
+}
+
+func securityOf(cfg *keepalived.Config) script.Security {
+	return script.Security{Enforce: cfg.Global.EnableScriptSecurity, User: cfg.Global.ScriptUser, Group: cfg.Global.ScriptGroup}
+}
+
+func usedScript(cfg *keepalived.Config, name string) bool {
+	for _, in := range cfg.Instances {
+		for _, ts := range in.TrackScripts {
+			if ts.Name == name {
+				return true
+			}
+		}
+	}
+	for _, g := range cfg.SyncGroups {
+		for _, ts := range g.TrackScripts {
+			if ts.Name == name {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Run starts every instance and serves until ctx is done, then shuts down
+// gracefully: masters send priority 0, VIPs are removed, notify_stop runs.
+// It returns an error only when the engine could not start.
+func (e *Engine) Run(ctx context.Context) error {
+	defer close(e.done)
+	nl, err := netif.Open()
+	if err != nil {
+		return fmt.Errorf("open netlink: %w", err)
+	}
+	defer nl.Close()
+	e.nl = nl
+	e.runner = script.Runner{Security: securityOf(e.cfg)}
+
+	// Leftovers of a crashed earlier run, then any configured VIP that is
+	// present although we hold nothing yet.
+	if removed, err := nl.Sweep(e.opts.Ledger); err != nil {
+		e.log.Warn("removing VIPs left by an earlier run failed", "ledger", e.opts.Ledger.Path, "err", err)
+	} else {
+		for _, v := range removed {
+			e.log.Info("removed VIP left by an earlier run", "vip", v.Prefix, "dev", v.Dev)
+		}
+	}
+
+	loopCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	e.ctx = loopCtx
+	go func() {
+		if err := nl.WatchLinks(loopCtx, func(name string, up bool) {
+			e.send(event{link: &linkEvent{name: name, up: up}})
+		}); err != nil && loopCtx.Err() == nil {
+			e.log.Error("watching links failed; track_interface will not react", "err", err)
+		}
+	}()
+
+	if err := e.apply(e.cfg); err != nil {
+		e.stopAll("start failed")
+		e.closeConns()
+		return err
+	}
+	e.publishStatus()
+
+	timer := e.clk.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		next := e.nextDeadline()
+		if next.IsZero() {
+			timer.Reset(time.Hour)
+		} else {
+			timer.Reset(max(next.Sub(e.clk.Now()), 0))
+		}
+		select {
+		case <-ctx.Done():
+			e.stopAll("shutdown")
+			e.closeConns()
+			e.publishStatus()
+			return nil
+		case <-timer.C():
+			// Read what is already queued before deciding anything on a
+			// timer: after a stall, an advertisement from a live master may
+			// be waiting.
+			e.drain()
+			e.tick(e.clk.Now())
+		case ev := <-e.events:
+			e.handle(ev)
+		}
+		e.publishStatus()
+	}
+}
+
+func (e *Engine) send(ev event) {
+	select {
+	case e.events <- ev:
+	case <-e.done:
+	}
+}
+
+func (e *Engine) drain() {
+	for {
+		select {
+		case ev := <-e.events:
+			e.handle(ev)
+		default:
+			return
+		}
+	}
+}
+
+func (e *Engine) handle(ev event) {
+	now := e.clk.Now()
+	switch {
+	case ev.packet != nil:
+		e.receive(now, ev.family, *ev.packet)
+	case ev.track != nil:
+		e.trackChanged(now, *ev.track)
+	case ev.link != nil:
+		e.linkChanged(now, ev.link.name, ev.link.up)
+	case ev.reload != nil:
+		ev.reload <- e.reload()
+	case ev.readErr != nil:
+		e.log.Error("VRRP socket read failed", "family", ev.family, "err", ev.readErr)
+	}
+}
+
+// Reload re-reads the configuration. Instances whose configuration did not
+// change keep their state and their VIPs. A configuration that does not
+// load is reported and nothing changes.
+func (e *Engine) Reload() error {
+	reply := make(chan error, 1)
+	select {
+	case e.events <- event{reload: reply}:
+	case <-e.done:
+		return errors.New("engine is not running")
+	}
+	select {
+	case err := <-reply:
+		return err
+	case <-e.done:
+		return errors.New("engine stopped during reload")
+	}
+}
+
+// Status returns the current state of every instance.
+func (e *Engine) Status() []InstanceStatus {
+	e.statusMu.Lock()
+	defer e.statusMu.Unlock()
+	return append([]InstanceStatus(nil), e.status...)
+}
+
+func (e *Engine) publishStatus() {
+	s := e.snapshot()
+	e.statusMu.Lock()
+	e.status = s
+	e.statusMu.Unlock()
+}
+
+func (e *Engine) nextDeadline() time.Time {
+	var next time.Time
+	for _, in := range e.instances {
+		for _, d := range []time.Time{in.fsm.NextDeadline(), in.refreshAt} {
+			if !d.IsZero() && (next.IsZero() || d.Before(next)) {
+				next = d
+			}
+		}
+	}
+	return next
+}
+
+func (e *Engine) tick(now time.Time) {
+	for _, name := range sortedKeys(e.instances) {
+		in := e.instances[name]
+		if d := in.fsm.NextDeadline(); !d.IsZero() && !now.Before(d) {
+			e.do(in, now, in.fsm.Tick(now))
+		}
+		if !in.refreshAt.IsZero() && !now.Before(in.refreshAt) {
+			e.refreshGARP(in, now)
+		}
+	}
+}
+
+func (e *Engine) closeConns() {
+	for fam, c := range e.conns {
+		c.Close()
+		delete(e.conns, fam)
+	}
+}
+
+// conn returns the socket for family, opening it (and its reader) on first use.
+func (e *Engine) conn(family int) (transport.Conn, error) {
+	if c, ok := e.conns[family]; ok {
+		return c, nil
+	}
+	c, err := transport.Listen(family)
+	if err != nil {
+		return nil, err
+	}
+	e.conns[family] = c
+	go func() {
+		for {
+			p, err := c.ReadPacket()
+			if err != nil {
+				if e.ctx.Err() == nil && !errors.Is(err, net.ErrClosed) {
+					e.send(event{family: family, readErr: err})
+				}
+				return
+			}
+			e.send(event{family: family, packet: &p})
+		}
+	}()
+	return c, nil
+}
+
+func addrKey(p netip.Prefix, dev string) string { return p.String() + "%" + dev }

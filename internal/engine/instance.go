@@ -1,0 +1,489 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"reflect"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/vipstack/vipstack/internal/announce"
+	"github.com/vipstack/vipstack/internal/keepalived"
+	"github.com/vipstack/vipstack/internal/netif"
+	"github.com/vipstack/vipstack/internal/track"
+	"github.com/vipstack/vipstack/internal/vrrp"
+	"github.com/vipstack/vipstack/internal/vrrp/fsm"
+)
+
+// instance is one running vrrp_instance.
+type instance struct {
+	cfg     *keepalived.Instance
+	fsm     *fsm.Machine
+	family  int
+	ifIndex int
+	src     netip.Addr
+	dsts    []netip.Addr
+	peers   map[netip.Addr]bool // unicast peers; nil in multicast mode
+	vips    []netif.VIP         // virtual_ipaddress then virtual_ipaddress_excluded
+	advert  []netip.Addr        // addresses carried in adverts (virtual_ipaddress only)
+	auth    [8]byte
+	group   *syncGroup
+	ann     *announce.Announcer
+	pacer   *announce.Pacer
+
+	refreshAt      time.Time
+	groupFault     string // set when another member of the sync group is in fault
+	lastTransition *Transition
+	conflicts      map[string]*Conflict
+	sent, received uint64
+}
+
+type syncGroup struct {
+	cfg     *keepalived.SyncGroup
+	members []*instance
+}
+
+// apply makes the running set match cfg: instances that did not change
+// are kept as they are, the rest are stopped and started.
+func (e *Engine) apply(cfg *keepalived.Config) error {
+	now := e.clk.Now()
+	// Build everything new first, so a failure changes nothing.
+	fresh := map[string]*instance{}
+	for _, ic := range cfg.Instances {
+		if old, ok := e.instances[ic.Name]; ok && sameInstance(old.cfg, ic) {
+			continue
+		}
+		in, err := e.build(ic)
+		if err != nil {
+			for _, f := range fresh {
+				f.close()
+			}
+			return err
+		}
+		fresh[ic.Name] = in
+	}
+	// Stop what went away or changed.
+	for _, name := range sortedKeys(e.instances) {
+		old := e.instances[name]
+		if _, changed := fresh[name]; changed || !hasInstance(cfg, name) {
+			e.stopInstance(old, now, "configuration changed")
+			delete(e.instances, name)
+			delete(e.byKey, old.key())
+			old.close()
+		} else {
+			old.cfg = instanceByName(cfg, name) // same content; take the new positions
+		}
+	}
+	e.cfg = cfg
+	e.runner.Security = securityOf(cfg)
+	e.syncTrackers(cfg)
+	e.groups = map[string]*syncGroup{}
+	for _, g := range cfg.SyncGroups {
+		sg := &syncGroup{cfg: g}
+		e.groups[g.Name] = sg
+	}
+	for _, ic := range cfg.Instances {
+		in := e.instances[ic.Name]
+		if in == nil {
+			in = fresh[ic.Name]
+			e.instances[ic.Name] = in
+			e.byKey[in.key()] = in
+		}
+		in.group = nil
+	}
+	for _, g := range cfg.SyncGroups {
+		sg := e.groups[g.Name]
+		for _, m := range g.Members {
+			if in := e.instances[m]; in != nil {
+				in.group = sg
+				sg.members = append(sg.members, in)
+			}
+		}
+	}
+	for _, name := range sortedKeys(fresh) {
+		in := fresh[name]
+		prio, fault := e.effective(in)
+		e.log.Info("starting VRRP instance", "instance", in.cfg.Name, "vrid", in.cfg.VRID, "version", in.cfg.Version,
+			"interface", in.cfg.Interface, "priority", prio, "source", in.src, "peers", in.dsts)
+		e.do(in, now, in.fsm.Start(now, prio, fault))
+	}
+	e.recomputeAll(now)
+	return nil
+}
+
+func hasInstance(cfg *keepalived.Config, name string) bool { return instanceByName(cfg, name) != nil }
+
+func instanceByName(cfg *keepalived.Config, name string) *keepalived.Instance {
+	for _, ic := range cfg.Instances {
+		if ic.Name == name {
+			return ic
+		}
+	}
+	return nil
+}
+
+// sameInstance compares two instance configurations, ignoring where in the
+// files they were written.
+func sameInstance(a, b *keepalived.Instance) bool {
+	ca, cb := *a, *b
+	ca.Pos, cb.Pos = keepalived.Pos{}, keepalived.Pos{}
+	strip := func(vs []keepalived.VIP) []keepalived.VIP {
+		out := make([]keepalived.VIP, len(vs))
+		for i, v := range vs {
+			v.Pos = keepalived.Pos{}
+			out[i] = v
+		}
+		return out
+	}
+	ca.VIPs, cb.VIPs = strip(ca.VIPs), strip(cb.VIPs)
+	ca.ExcludedVIPs, cb.ExcludedVIPs = strip(ca.ExcludedVIPs), strip(cb.ExcludedVIPs)
+	stripT := func(ts []keepalived.TrackScript) []keepalived.TrackScript {
+		out := make([]keepalived.TrackScript, len(ts))
+		for i, t := range ts {
+			t.Pos = keepalived.Pos{}
+			out[i] = t
+		}
+		return out
+	}
+	ca.TrackScripts, cb.TrackScripts = stripT(ca.TrackScripts), stripT(cb.TrackScripts)
+	stripI := func(ts []keepalived.TrackInterface) []keepalived.TrackInterface {
+		out := make([]keepalived.TrackInterface, len(ts))
+		for i, t := range ts {
+			t.Pos = keepalived.Pos{}
+			out[i] = t
+		}
+		return out
+	}
+	ca.TrackInterfaces, cb.TrackInterfaces = stripI(ca.TrackInterfaces), stripI(cb.TrackInterfaces)
+	return reflect.DeepEqual(ca, cb)
+}
+
+// build prepares an instance: interface, addresses, socket, announcer.
+func (e *Engine) build(ic *keepalived.Instance) (*instance, error) {
+	fail := func(format string, args ...any) error {
+		return fmt.Errorf("%s: vrrp_instance %s: %s", ic.Pos, ic.Name, fmt.Sprintf(format, args...))
+	}
+	link, err := e.nl.Link(ic.Interface)
+	if err != nil {
+		return nil, fail("interface %q: %v", ic.Interface, err)
+	}
+	e.links[ic.Interface] = link.Up
+	in := &instance{cfg: ic, family: ic.Family(), ifIndex: link.Index, conflicts: map[string]*Conflict{}}
+	for _, v := range ic.VIPs {
+		in.vips = append(in.vips, toVIP(v, ic.Interface))
+		in.advert = append(in.advert, v.Prefix.Addr())
+	}
+	for _, v := range ic.ExcludedVIPs {
+		in.vips = append(in.vips, toVIP(v, ic.Interface))
+	}
+	var vipAddrs []netip.Addr
+	for _, v := range in.vips {
+		vipAddrs = append(vipAddrs, v.Prefix.Addr())
+	}
+	switch {
+	case ic.UnicastSrcIP.IsValid():
+		in.src = ic.UnicastSrcIP
+	case in.family == 4:
+		if in.src, err = e.nl.PrimaryIPv4(ic.Interface, vipAddrs); err != nil {
+			return nil, fail("no IPv4 address on %s to send from: %v", ic.Interface, err)
+		}
+	default:
+		if in.src, err = e.nl.LinkLocalIPv6(ic.Interface); err != nil {
+			return nil, fail("no IPv6 link-local address on %s to send from: %v", ic.Interface, err)
+		}
+	}
+	if len(ic.UnicastPeers) > 0 {
+		in.peers = map[netip.Addr]bool{}
+		for _, p := range ic.UnicastPeers {
+			in.peers[p] = true
+			in.dsts = append(in.dsts, p)
+		}
+	} else if in.family == 4 {
+		in.dsts = []netip.Addr{vrrp.MulticastIPv4}
+	} else {
+		in.dsts = []netip.Addr{vrrp.MulticastIPv6}
+	}
+	if ic.AuthType == "PASS" {
+		in.auth = vrrp.Password(ic.AuthPass)
+	}
+	if other, ok := e.byKey[in.key()]; ok && other.cfg.Name != ic.Name {
+		if _, stays := e.instances[other.cfg.Name]; stays && hasInstance(e.cfg, other.cfg.Name) {
+			// The parser rejects duplicates within one file; this only
+			// catches a rename that keeps the VRID during a reload.
+			e.log.Warn("instance takes over the VRID of another", "instance", ic.Name, "other", other.cfg.Name)
+		}
+	}
+	c, err := e.conn(in.family)
+	if err != nil {
+		return nil, fail("open VRRP socket: %v", err)
+	}
+	if in.peers == nil && !e.joined[[2]int{in.family, in.ifIndex}] {
+		if err := c.JoinGroup(in.ifIndex); err != nil {
+			return nil, fail("%v", err)
+		}
+		e.joined[[2]int{in.family, in.ifIndex}] = true
+	}
+	ifi, err := net.InterfaceByIndex(in.ifIndex)
+	if err != nil {
+		return nil, fail("interface %q: %v", ic.Interface, err)
+	}
+	if in.ann, err = announce.New(ifi); err != nil {
+		return nil, fail("announcer: %v", err)
+	}
+	in.pacer = &announce.Pacer{Clock: e.clk, Send: func(a netip.Addr) error {
+		err := in.ann.Announce(a)
+		if err != nil {
+			e.log.Warn("announcement failed", "instance", ic.Name, "vip", a, "err", err)
+		}
+		return err
+	}}
+	in.fsm = fsm.New(fsm.Config{
+		Version:        ic.Version,
+		AdvertInterval: ic.AdvertInterval,
+		Preempt:        ic.Preempt,
+		PreemptDelay:   ic.PreemptDelay,
+		StartAsMaster:  ic.InitialState == "MASTER",
+		Primary:        in.src,
+	})
+	return in, nil
+}
+
+func toVIP(v keepalived.VIP, dflt string) netif.VIP {
+	dev := v.Dev
+	if dev == "" {
+		dev = dflt
+	}
+	return netif.VIP{Prefix: v.Prefix, Dev: dev, Label: v.Label, Scope: v.Scope, Broadcast: v.Broadcast, NoPrefixRoute: v.NoPrefixRoute}
+}
+
+func (in *instance) key() demuxKey {
+	return demuxKey{family: in.family, ifIndex: in.ifIndex, vrid: in.cfg.VRID}
+}
+
+func (in *instance) close() {
+	if in.pacer != nil {
+		in.pacer.Cancel()
+	}
+	if in.ann != nil {
+		in.ann.Close()
+	}
+}
+
+// syncTrackers starts a tracker for every script in use, keeps those whose
+// definition did not change, and stops the rest.
+func (e *Engine) syncTrackers(cfg *keepalived.Config) {
+	for name, te := range e.trackers {
+		s, ok := cfg.Scripts[name]
+		if ok && usedScript(cfg, name) && sameScript(te.spec, s) {
+			te.spec = s
+			continue
+		}
+		te.cancel()
+		delete(e.trackers, name)
+	}
+	for _, name := range sortedKeys(cfg.Scripts) {
+		s := cfg.Scripts[name]
+		if _, ok := e.trackers[name]; ok || !usedScript(cfg, name) {
+			continue
+		}
+		ctx, cancel := context.WithCancel(e.ctx)
+		spec := track.Spec{Name: name, Interval: s.Interval, Timeout: s.Timeout, Rise: s.Rise, Fall: s.Fall, InitFail: s.InitFail}
+		runner := e.runner
+		if s.User != "" {
+			runner.Security.User, runner.Security.Group = s.User, s.Group
+		}
+		tr := &track.Tracker{
+			Spec:     spec,
+			Check:    track.ScriptCheck{Runner: runner, Argv: s.Args, Timeout: s.Timeout},
+			Clock:    e.clk,
+			OnChange: func(st track.Status) { e.send(event{track: &st}) },
+		}
+		e.trackers[name] = &trackerEntry{spec: s, cancel: cancel, status: tr.Status()}
+		go tr.Run(ctx)
+	}
+}
+
+func sameScript(a, b *keepalived.Script) bool {
+	ca, cb := *a, *b
+	ca.Pos, cb.Pos = keepalived.Pos{}, keepalived.Pos{}
+	return reflect.DeepEqual(ca, cb)
+}
+
+func (e *Engine) trackChanged(now time.Time, st track.Status) {
+	te, ok := e.trackers[st.Name]
+	if !ok {
+		return
+	}
+	te.status = st
+	if st.OK {
+		e.log.Info("tracked script now succeeding", "script", st.Name)
+	} else {
+		e.log.Warn("tracked script now failing", "script", st.Name, "reason", st.Reason)
+	}
+	e.recomputeAll(now)
+}
+
+func (e *Engine) linkChanged(now time.Time, name string, up bool) {
+	if was, ok := e.links[name]; ok && was == up {
+		return
+	}
+	e.links[name] = up
+	e.log.Info("interface state changed", "interface", name, "up", up)
+	e.recomputeAll(now)
+}
+
+// Contribution is one input to the effective priority.
+type Contribution struct {
+	Source  string `json:"source"` // "script chk_ocp_lb", "interface eth1"
+	Weight  int    `json:"weight"`
+	OK      bool   `json:"ok"`
+	Applied int    `json:"applied"` // what it adds to the priority now
+	Fault   bool   `json:"fault,omitempty"`
+	Reason  string `json:"reason,omitempty"`
+}
+
+// contributions evaluates the tracked scripts and interfaces of in.
+func (e *Engine) contributions(in *instance) []Contribution {
+	var out []Contribution
+	scripts := append([]keepalived.TrackScript(nil), in.cfg.TrackScripts...)
+	if in.group != nil {
+		scripts = append(scripts, in.group.cfg.TrackScripts...)
+	}
+	for _, ts := range scripts {
+		s := e.cfg.Scripts[ts.Name]
+		te := e.trackers[ts.Name]
+		if s == nil || te == nil {
+			continue
+		}
+		w := s.Weight
+		if ts.HasWeight {
+			w = ts.Weight
+		}
+		c := Contribution{Source: "script " + ts.Name, Weight: w, OK: te.status.OK, Reason: te.status.Reason}
+		good := te.status.OK
+		if s.WeightReverse {
+			w = -w
+		}
+		switch {
+		case w == 0:
+			c.Fault = !good
+		case w > 0 && good, w < 0 && !good:
+			c.Applied = w
+		}
+		out = append(out, c)
+	}
+	// The instance's own interface: down means fault.
+	if !in.cfg.DontTrackPrimary || true {
+		up := e.links[in.cfg.Interface]
+		out = append(out, Contribution{Source: "interface " + in.cfg.Interface, OK: up, Fault: !up})
+	}
+	for _, ti := range in.cfg.TrackInterfaces {
+		up, known := e.links[ti.Name]
+		if !known {
+			if l, err := e.nl.Link(ti.Name); err == nil {
+				up = l.Up
+				e.links[ti.Name] = up
+			}
+		}
+		c := Contribution{Source: "interface " + ti.Name, Weight: ti.Weight, OK: up}
+		switch {
+		case ti.Weight == 0:
+			c.Fault = !up
+		case ti.Weight > 0 && up, ti.Weight < 0 && !up:
+			c.Applied = ti.Weight
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// effective returns the effective priority and, if the instance must be in
+// FAULT, why.
+func (e *Engine) effective(in *instance) (uint8, string) {
+	base := int(in.cfg.Priority)
+	var faults []string
+	sum := 0
+	for _, c := range e.contributions(in) {
+		if c.Fault {
+			faults = append(faults, c.Source+" failing")
+		}
+		sum += c.Applied
+	}
+	if in.groupFault != "" {
+		faults = append(faults, in.groupFault)
+	}
+	p := base
+	if base < 255 {
+		p = min(max(base+sum, 1), 254)
+	}
+	return uint8(p), strings.Join(faults, "; ")
+}
+
+// recomputeAll re-evaluates priorities and faults after a tracked input
+// changed, propagating faults through sync groups.
+func (e *Engine) recomputeAll(now time.Time) {
+	for _, g := range e.groups {
+		var bad []string
+		for _, m := range g.members {
+			m.groupFault = ""
+		}
+		for _, m := range g.members {
+			if _, f := e.effective(m); f != "" {
+				bad = append(bad, m.cfg.Name)
+			}
+		}
+		if len(bad) > 0 {
+			for _, m := range g.members {
+				if !contains(bad, m.cfg.Name) {
+					m.groupFault = fmt.Sprintf("sync group %s: %s in fault", g.cfg.Name, strings.Join(bad, ", "))
+				}
+			}
+		}
+	}
+	for _, name := range sortedKeys(e.instances) {
+		in := e.instances[name]
+		if in.fsm.State() == fsm.Initialize {
+			continue
+		}
+		prio, fault := e.effective(in)
+		if prio != in.fsm.Priority() {
+			e.log.Info("effective priority changed", "instance", in.cfg.Name, "from", in.fsm.Priority(), "to", prio,
+				"contributions", describe(e.contributions(in)))
+		}
+		e.do(in, now, in.fsm.SetPriority(now, prio))
+		e.do(in, now, in.fsm.SetFault(now, fault))
+	}
+}
+
+func describe(cs []Contribution) string {
+	var parts []string
+	for _, c := range cs {
+		state := "ok"
+		if !c.OK {
+			state = "failing"
+		}
+		parts = append(parts, fmt.Sprintf("%s %s %+d", c.Source, state, c.Applied))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,4 @@
+// Package peers runs real VRRP speakers, keepalived and vipstack, on the
+// hosts of a testnet topology, for interop tests and benchmarks. Both read
+// the same keepalived.conf, rendered by Conf.
+package peers

@@ -1,0 +1,298 @@
+package peers
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"text/template"
+	"time"
+
+	"github.com/vipstack/vipstack/internal/testnet"
+)
+
+// Impl names a VRRP implementation.
+type Impl string
+
+const (
+	Keepalived Impl = "keepalived"
+	Vipstack   Impl = "vipstack"
+)
+
+// Conf describes one node's keepalived.conf with a single instance.
+type Conf struct {
+	Version   int           // 2 or 3
+	Interval  time.Duration // advert_int
+	VRID      int
+	Priority  int
+	Interface string
+	VIP       netip.Prefix
+	Auth      string       // auth_pass for v2 PASS; "" = none
+	Source    netip.Addr   // unicast_src_ip (unicast mode only)
+	Peers     []netip.Addr // unicast peers; empty = multicast
+	NoPreempt bool
+	// Script, when set, is tracked with Weight (a vrrp_script named chk).
+	Script   string
+	Weight   int
+	Notify   string // notify script (gets INSTANCE name state prio)
+	Instance string // instance name, default VI_1
+}
+
+var confTmpl = template.Must(template.New("conf").Parse(`global_defs {
+    router_id {{.RouterID}}
+    vrrp_version {{.Version}}
+{{- if .Script}}
+    enable_script_security
+    script_user root
+{{- end}}
+}
+{{if .Script}}
+vrrp_script chk {
+    script "{{.Script}}"
+    interval 1
+    weight {{.Weight}}
+    fall 1
+    rise 1
+}
+{{end}}
+vrrp_instance {{.Name}} {
+    state BACKUP
+    interface {{.Interface}}
+    virtual_router_id {{.VRID}}
+    priority {{.Priority}}
+    advert_int {{.IntervalText}}
+{{- if .NoPreempt}}
+    nopreempt
+{{- end}}
+{{- if .Auth}}
+    authentication {
+        auth_type PASS
+        auth_pass {{.Auth}}
+    }
+{{- end}}
+{{- if .Peers}}
+    unicast_src_ip {{.Source}}
+    unicast_peer {
+{{- range .Peers}}
+        {{.}}
+{{- end}}
+    }
+{{- end}}
+    virtual_ipaddress {
+        {{.VIP}}
+    }
+{{- if .Script}}
+    track_script {
+        chk
+    }
+{{- end}}
+{{- if .Notify}}
+    notify "{{.Notify}}"
+{{- end}}
+}
+`))
+
+// Render returns the keepalived.conf text.
+func (c Conf) Render(routerID string) (string, error) {
+	if c.Instance == "" {
+		c.Instance = "VI_1"
+	}
+	if c.Interface == "" {
+		c.Interface = "eth0"
+	}
+	iv := strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.2f", c.Interval.Seconds()), "0"), ".")
+	var b bytes.Buffer
+	err := confTmpl.Execute(&b, struct {
+		Conf
+		Name, RouterID, IntervalText string
+	}{c, c.Instance, routerID, iv})
+	return b.String(), err
+}
+
+// Node is one running VRRP speaker.
+type Node struct {
+	Host *testnet.Host
+	Impl Impl
+	Dir  string
+	Conf string // path of its keepalived.conf
+
+	cmd  *exec.Cmd
+	log  *lockedBuffer
+	done chan struct{}
+}
+
+// Start writes conf to dir and runs impl on h. vipstackBin is the vipstack
+// binary (unused for keepalived). extra is appended to vipstack's flags.
+func Start(h *testnet.Host, impl Impl, conf, dir, vipstackBin string, extra ...string) (*Node, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	path := filepath.Join(dir, "keepalived.conf")
+	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
+		return nil, err
+	}
+	n := &Node{Host: h, Impl: impl, Dir: dir, Conf: path, log: &lockedBuffer{}, done: make(chan struct{})}
+	switch impl {
+	case Keepalived:
+		n.cmd = h.Command("keepalived", "-n", "-l", "-D", "--vrrp", "-f", path,
+			"-p", filepath.Join(dir, "keepalived.pid"), "-r", filepath.Join(dir, "vrrp.pid"))
+	case Vipstack:
+		args := append([]string{"vrrp", "-f", path, "--state-dir", dir, "--log-level", "debug"}, extra...)
+		n.cmd = h.Command(vipstackBin, args...)
+	default:
+		return nil, fmt.Errorf("unknown implementation %q", impl)
+	}
+	n.cmd.Stdout, n.cmd.Stderr = n.log, n.log
+	if err := h.Start(n.cmd); err != nil {
+		return nil, fmt.Errorf("start %s on %s: %w", impl, h.Name, err)
+	}
+	go func() {
+		_ = n.cmd.Wait()
+		close(n.done)
+	}()
+	return n, nil
+}
+
+// Log returns what the node printed so far.
+func (n *Node) Log() string { return n.log.String() }
+
+// Alive reports whether the process still runs.
+func (n *Node) Alive() bool {
+	select {
+	case <-n.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// Kill crashes the node: SIGKILL to its whole process group (keepalived's
+// parent alone would make its VRRP child exit gracefully).
+func (n *Node) Kill() error {
+	err := syscall.Kill(-n.cmd.Process.Pid, syscall.SIGKILL)
+	return errors.Join(err, n.wait(5*time.Second))
+}
+
+// Term stops the node gracefully and waits for it.
+func (n *Node) Term() error {
+	if err := n.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		return err
+	}
+	return n.wait(10 * time.Second)
+}
+
+// Signal sends sig to the node's main process.
+func (n *Node) Signal(sig syscall.Signal) error { return n.cmd.Process.Signal(sig) }
+
+// Pid is the main process ID.
+func (n *Node) Pid() int { return n.cmd.Process.Pid }
+
+func (n *Node) wait(d time.Duration) error {
+	select {
+	case <-n.done:
+		return nil
+	case <-time.After(d):
+		return fmt.Errorf("%s on %s did not exit within %v", n.Impl, n.Host.Name, d)
+	}
+}
+
+// Holders returns the hosts among hs that have addr configured.
+func Holders(hs []*testnet.Host, addr netip.Addr) ([]*testnet.Host, error) {
+	var out []*testnet.Host
+	for _, h := range hs {
+		ok, err := h.HasAddr(addr)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out = append(out, h)
+		}
+	}
+	return out, nil
+}
+
+// WaitSoleHolder polls (every 20 ms, at most timeout) until want is the only
+// host among hs holding addr, and has stayed so for `stable`. It returns how
+// long that took (until the state first appeared) and, on timeout, an error
+// that says who held the address last.
+func WaitSoleHolder(hs []*testnet.Host, addr netip.Addr, want *testnet.Host, stable, timeout time.Duration) (time.Duration, error) {
+	start := time.Now()
+	var since time.Time
+	var last []*testnet.Host
+	for time.Since(start) < timeout {
+		hold, err := Holders(hs, addr)
+		if err != nil {
+			return 0, err
+		}
+		last = hold
+		if len(hold) == 1 && hold[0] == want {
+			if since.IsZero() {
+				since = time.Now()
+			}
+			if time.Since(since) >= stable {
+				return since.Sub(start), nil
+			}
+		} else {
+			since = time.Time{}
+		}
+		time.Sleep(20 * time.Millisecond) // polling the system, bounded by timeout
+	}
+	var names []string
+	for _, h := range last {
+		names = append(names, h.Name)
+	}
+	return 0, fmt.Errorf("after %v, %v is held by %v, want only %s", timeout, addr, names, want.Name)
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.b.Len() > 4<<20 {
+		return len(p), nil
+	}
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// BuildVipstack builds the vipstack binary into dir and returns its path.
+func BuildVipstack(dir string) (string, error) {
+	out := filepath.Join(dir, "vipstack")
+	root, err := moduleRoot()
+	if err != nil {
+		return "", err
+	}
+	cmd := exec.Command("go", "build", "-o", out, "./cmd/vipstack")
+	cmd.Dir = root
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build: %v\n%s", err, b)
+	}
+	return out, nil
+}
+
+func moduleRoot() (string, error) {
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", err
+	}
+	mod := strings.TrimSpace(string(out))
+	if mod == "" || mod == os.DevNull {
+		return "", errors.New("not inside the vipstack module")
+	}
+	return filepath.Dir(mod), nil
+}
