@@ -155,6 +155,13 @@ func TestParseAccepts(t *testing.T) {
 			want: []any{[]string{"k.conf", "conf.d/vi.conf", "vips/a", "vips/b"}, Pos{"vips/b", 1}},
 		},
 		{
+			name:  "a file included twice is listed once",
+			conf:  "include a.conf\ninclude a.conf\n" + vi(""),
+			files: fstest.MapFS{"a.conf": {Data: []byte("! nothing\n")}},
+			get:   func(c *Config) any { return c.Files },
+			want:  []string{"k.conf", "a.conf"},
+		},
+		{
 			name: "global GARP settings are inherited unless overridden",
 			conf: "global_defs {\n vrrp_garp_master_delay 0\n vrrp_garp_master_repeat 1\n vrrp_garp_master_refresh 30\n vrrp_garp_master_refresh_repeat 3\n}\n" +
 				inst("A", "1", "198.18.0.1") + "vrrp_instance B {\n interface eth0\n virtual_router_id 2\n virtual_ipaddress {\n  198.18.0.2\n }\n" +

@@ -200,8 +200,9 @@ func (p *parser) instanceEntry(in *Instance, m *instMeta, s *stmt) {
 			in.Interface = p.ifName(s.pos, s.kw(), v)
 		}
 	case "virtual_router_id":
-		v, _ := p.intArg(s, 1, 255)
-		in.VRID = uint8(v)
+		if v, ok := p.intArg(s, 1, 255); ok {
+			in.VRID = uint8(v)
+		}
 	case "priority":
 		if v, ok := p.intArg(s, 1, 255); ok {
 			in.Priority = uint8(v)

@@ -57,7 +57,7 @@ func TestParseErrors(t *testing.T) {
 		{
 			name: "sequence",
 			conf: "~SEQ(i, 1, 3) vrrp_instance VI_$i {\n",
-			want: "k.conf:1: keyword \"~SEQ(i,\" is not supported by vipstack",
+			want: "k.conf:1: sequence and list blocks (~SEQ, ~LST) are not supported by vipstack",
 		},
 		{
 			name: "stray close brace",
@@ -130,6 +130,12 @@ func TestParseErrors(t *testing.T) {
 			conf:  "include d\n",
 			files: fstest.MapFS{"d/x": {}},
 			want:  "k.conf:1: include \"d\": d: not a regular file (d---------)",
+		},
+		{
+			name:  "too many files",
+			conf:  strings.Repeat("include a.conf\n", 256),
+			files: fstest.MapFS{"a.conf": {Data: []byte("# empty\n")}},
+			want:  "k.conf:256: include \"a.conf\": more than 256 files read in total",
 		},
 		{
 			name: "include braces",

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 	"testing/fstest"
-	"time"
 )
 
 // errorLine is the shape of every rejection: "file:line: msg" or, for a
@@ -41,11 +40,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("vrrp_instance x\n{\n}}{\n\"\\#!\"\n"))
 
 	f.Fuzz(func(t *testing.T, data []byte) {
-		st := time.Now()
 		cfg, err := Parse("testdata/fuzz.conf", data, fsys)
-		if d := time.Since(st); d > 500*time.Millisecond {
-			t.Fatalf("slow: %v", d)
-		}
 		if (cfg == nil) == (err == nil) {
 			t.Fatalf("Parse returned config %v and error %v; want exactly one", cfg != nil, err)
 		}

@@ -14,7 +14,7 @@ import (
 const (
 	MaxFileSize     = 1 << 20 // bytes per file
 	maxIncludeDepth = 8       // nested include levels below the main file
-	maxFiles        = 256     // files read in total
+	maxFiles        = 256     // files read in total (a file included twice counts twice)
 )
 
 // token is one word of a line. start and end are byte offsets into the
@@ -90,7 +90,8 @@ func (l *errList) err() error {
 type reader struct {
 	fsys     fs.FS
 	errs     *errList
-	files    []string
+	files    []string // distinct files, in the order first read
+	reads    int      // files read, counting repeats
 	warnings []string
 	stack    []string // files being read, outermost first
 	lines    []line
@@ -98,7 +99,10 @@ type reader struct {
 
 // readFile reads data as the contents of name.
 func (r *reader) readFile(name string, data []byte) {
-	r.files = append(r.files, name)
+	r.reads++
+	if !slices.Contains(r.files, name) {
+		r.files = append(r.files, name)
+	}
 	r.stack = append(r.stack, name)
 	defer func() { r.stack = r.stack[:len(r.stack)-1] }()
 
@@ -139,7 +143,7 @@ func (r *reader) special(pos Pos, text string) bool {
 	case text[0] == '$':
 		r.errs.add(pos, "$", "parameter definitions ($NAME=...) are not supported by vipstack")
 	case text[0] == '~':
-		r.errs.add(pos, first, "keyword %q is not supported by vipstack", first)
+		r.errs.add(pos, "~", "sequence and list blocks (~SEQ, ~LST) are not supported by vipstack")
 	case slices.Contains([]string{"includer", "includem", "includew", "includeb", "includea", "includet", "include_check"}, first):
 		r.errs.add(pos, first, "keyword %q is not supported by vipstack (use include)", first)
 	default:
@@ -156,8 +160,8 @@ func (r *reader) include(pos Pos, args []token) {
 		return
 	}
 	pattern := args[0].text
-	if len(r.files) >= maxFiles {
-		r.errs.add(pos, "include", "include %q: more than %d files in total", pattern, maxFiles)
+	if r.reads >= maxFiles {
+		r.errs.add(pos, "include", "include %q: more than %d files read in total", pattern, maxFiles)
 		return
 	}
 	if strings.ContainsAny(pattern, "{}") {
@@ -207,8 +211,8 @@ func (r *reader) include(pos Pos, args []token) {
 			r.errs.add(pos, "include", "include %q: includes nested more than %d deep", pattern, maxIncludeDepth)
 			return
 		}
-		if len(r.files) >= maxFiles {
-			r.errs.add(pos, "include", "include %q: more than %d files in total", pattern, maxFiles)
+		if r.reads >= maxFiles {
+			r.errs.add(pos, "include", "include %q: more than %d files read in total", pattern, maxFiles)
 			return
 		}
 		data, err := readLimited(r.fsys, m)

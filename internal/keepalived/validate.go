@@ -28,7 +28,7 @@ func (p *parser) validate() {
 		p.preempt(in, m)
 		p.ownInterface(in)
 		p.checkTracks(in.TrackScripts)
-		if at, ok := m.seen["virtual_router_id"]; ok && in.Interface != "" {
+		if at := m.seen["virtual_router_id"]; in.VRID != 0 && in.Interface != "" {
 			k := vrKey{in.Interface, in.VRID, fam}
 			if prev, dup := vrids[k]; dup {
 				p.errs.add(at, "virtual_router_id", "vrrp_instance %q uses interface %s, virtual_router_id %d and IPv%d "+
