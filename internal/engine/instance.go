@@ -375,8 +375,9 @@ func (e *Engine) contributions(in *instance) []Contribution {
 		}
 		out = append(out, c)
 	}
-	// The instance's own interface: down means fault.
-	if !in.cfg.DontTrackPrimary || true {
+	// The instance's own interface: down means fault, unless
+	// dont_track_primary.
+	if !in.cfg.DontTrackPrimary {
 		up := e.links[in.cfg.Interface]
 		out = append(out, Contribution{Source: "interface " + in.cfg.Interface, OK: up, Fault: !up})
 	}

@@ -236,3 +236,82 @@ func TestInteropKeepalivedHighest(t *testing.T) {
 		})
 	}
 }
+
+// TestInteropTrackScript: a failing vrrp_script (weight -60) on the master
+// moves the VIP to the next node; recovery moves it back with preemption
+// and leaves it with nopreempt. Run with the script on a vipstack node and
+// on a keepalived node.
+func TestInteropTrackScript(t *testing.T) {
+	testnet.RequireRoot(t)
+	vipstackBin(t)
+	m := mode{version: 2, family: 4}
+	for _, tc := range []struct {
+		name      string
+		impls     []peers.Impl
+		noPreempt bool
+	}{
+		{name: "vipstack-scripted-preempt", impls: []peers.Impl{peers.Vipstack, peers.Keepalived, peers.Vipstack}},
+		{name: "vipstack-scripted-nopreempt", impls: []peers.Impl{peers.Vipstack, peers.Keepalived, peers.Vipstack}, noPreempt: true},
+		{name: "keepalived-scripted-preempt", impls: []peers.Impl{peers.Keepalived, peers.Vipstack, peers.Keepalived}},
+		{name: "keepalived-scripted-nopreempt", impls: []peers.Impl{peers.Keepalived, peers.Vipstack, peers.Keepalived}, noPreempt: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c := newCluster(t, m, tc.impls, []int{100, 80, 60})
+			flag := filepath.Join(t.TempDir(), "fail")
+			// nopreempt on node1 only: the others must still preempt it
+			// when its priority drops.
+			c.extra[0] = func(conf *peers.Conf) {
+				conf.Script = "/usr/bin/test ! -e " + flag
+				conf.Weight = -60
+				conf.NoPreempt = tc.noPreempt
+			}
+			// node1 starts first: with nopreempt it would otherwise accept
+			// whichever node happened to win the start-up race.
+			c.start(0)
+			c.waitMaster(0, "node1 alone")
+			c.start(1)
+			c.start(2)
+			c.waitMaster(0, "all three running")
+			if err := os.WriteFile(flag, nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			c.waitMaster(1, "script on node1 fails: priority 100-60=40 < 80")
+			if err := os.Remove(flag); err != nil {
+				t.Fatal(err)
+			}
+			if tc.noPreempt {
+				// Give preemption every chance to happen: it must not.
+				c.waitMaster(1, "script recovers with nopreempt: node2 keeps the VIP")
+				time.Sleep(5 * c.m.interval()) // observing that nothing happens, not waiting for a timer of ours
+				c.waitMaster(1, "still node2 after five more adverts")
+			} else {
+				c.waitMaster(0, "script recovers with preempt: node1 takes the VIP back")
+			}
+		})
+	}
+}
+
+// TestInteropPartition cuts the master's link to the switch and heals it:
+// the best backup takes over meanwhile, and after healing exactly one
+// master remains (the preempting node1).
+func TestInteropPartition(t *testing.T) {
+	testnet.RequireRoot(t)
+	vipstackBin(t)
+	for _, m := range []mode{{version: 3, family: 4}, {version: 2, family: 4, unicast: true}} {
+		t.Run(m.String(), func(t *testing.T) {
+			t.Parallel()
+			c := newCluster(t, m, []peers.Impl{peers.Vipstack, peers.Keepalived, peers.Vipstack}, []int{150, 100, 50})
+			c.startAll()
+			c.waitMaster(0, "start")
+			if err := c.topo.Hosts[0].Cut(true); err != nil {
+				t.Fatal(err)
+			}
+			c.waitMaster(1, "node1 cut off: node2 takes over on the connected side", 0)
+			if err := c.topo.Hosts[0].Cut(false); err != nil {
+				t.Fatal(err)
+			}
+			c.waitMaster(0, "healed: one master, node1")
+		})
+	}
+}

@@ -1,0 +1,775 @@
+package engine_test
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"golang.org/x/net/ipv4"
+
+	"github.com/vipstack/vipstack/internal/engine"
+	"github.com/vipstack/vipstack/internal/peers"
+	"github.com/vipstack/vipstack/internal/testnet"
+	"github.com/vipstack/vipstack/internal/vrrp"
+)
+
+// behaviourPrefix starts the namespace names of the tests in this file.
+const behaviourPrefix = "vsF"
+
+// poll calls f every step until it reports done, failing t after timeout.
+// It polls system state (addresses, files, HTTP endpoints); it never waits
+// for a timer of the code under test.
+func poll(t *testing.T, timeout time.Duration, what string, f func() (bool, error)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	var last error
+	for time.Now().Before(deadline) {
+		done, err := f()
+		if done {
+			return
+		}
+		last = err
+		time.Sleep(50 * time.Millisecond) // polling the system, bounded by timeout
+	}
+	t.Fatalf("%s: not true after %v (last error: %v)", what, timeout, last)
+}
+
+// logOnFailure prints the tail of n's log when t fails.
+func logOnFailure(t *testing.T, n *peers.Node) {
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("---- %s on %s log:\n%s", n.Impl, n.Host.Name, tail(n.Log(), 80))
+		}
+	})
+}
+
+// httpGet fetches path from addr (a loopback address) inside h's network
+// namespace: the connection is dialled inside the namespace and used from
+// outside it.
+func httpGet(h *testnet.Host, addr, path string) (string, error) {
+	var conn net.Conn
+	err := h.Do(func() error {
+		c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+		conn = c
+		return err
+	})
+	if err != nil {
+		return "", fmt.Errorf("dial %s in %s: %w", addr, h.Name, err)
+	}
+	defer conn.Close()
+	if err := conn.SetDeadline(time.Now().Add(10 * time.Second)); err != nil {
+		return "", err
+	}
+	if _, err := fmt.Fprintf(conn, "GET %s HTTP/1.0\r\nHost: %s\r\n\r\n", path, addr); err != nil {
+		return "", fmt.Errorf("GET %s%s: %w", addr, path, err)
+	}
+	b, err := io.ReadAll(conn)
+	if err != nil {
+		return "", fmt.Errorf("GET %s%s: %w", addr, path, err)
+	}
+	head, body, ok := strings.Cut(string(b), "\r\n\r\n")
+	if !ok {
+		return "", fmt.Errorf("GET %s%s: no end of headers in %q", addr, path, b)
+	}
+	if status, _, _ := strings.Cut(head, "\r\n"); !strings.Contains(status, " 200 ") {
+		return "", fmt.Errorf("GET %s%s: %s", addr, path, status)
+	}
+	return body, nil
+}
+
+// metricSum returns, for the Prometheus text exposition text, the value of
+// metric name summed over every series, keyed by the value of label.
+func metricSum(text, name, label string) map[string]float64 {
+	out := map[string]float64{}
+	for _, line := range strings.Split(text, "\n") {
+		rest, ok := strings.CutPrefix(line, name+"{")
+		if !ok {
+			continue
+		}
+		labels, value, ok := strings.Cut(rest, "} ")
+		if !ok {
+			continue
+		}
+		v, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
+		if err != nil {
+			continue
+		}
+		key := ""
+		for _, kv := range strings.Split(labels, ",") {
+			k, val, _ := strings.Cut(kv, "=")
+			if k == label {
+				key = strings.Trim(val, `"`)
+			}
+		}
+		out[key] += v
+	}
+	return out
+}
+
+// rawSender sends hand-made VRRP packets from a raw socket inside a host's
+// namespace, with full control over the IP header.
+type rawSender struct {
+	pc  net.PacketConn
+	raw *ipv4.RawConn
+	src netip.Addr
+}
+
+func newRawSender(t *testing.T, h *testnet.Host) *rawSender {
+	t.Helper()
+	s := &rawSender{src: h.IPv4.Addr()}
+	err := h.Do(func() error {
+		pc, err := net.ListenPacket("ip4:112", "0.0.0.0")
+		if err != nil {
+			return err
+		}
+		s.pc = pc
+		if s.raw, err = ipv4.NewRawConn(pc); err != nil {
+			return err
+		}
+		ifi, err := net.InterfaceByName(h.Link)
+		if err != nil {
+			return err
+		}
+		return s.raw.SetMulticastInterface(ifi)
+	})
+	if s.pc != nil {
+		t.Cleanup(func() { s.pc.Close() })
+	}
+	if err != nil {
+		t.Fatalf("raw VRRP socket in %s: %v", h.Name, err)
+	}
+	return s
+}
+
+// send writes payload to 224.0.0.18 with the given TTL.
+func (s *rawSender) send(payload []byte, ttl int) error {
+	h := &ipv4.Header{
+		Version:  ipv4.Version,
+		Len:      ipv4.HeaderLen,
+		TOS:      0xc0,
+		TotalLen: ipv4.HeaderLen + len(payload),
+		TTL:      ttl,
+		Protocol: vrrp.ProtocolNumber,
+		Src:      s.src.AsSlice(),
+		Dst:      vrrp.MulticastIPv4.AsSlice(),
+	}
+	return s.raw.WriteTo(h, payload, nil)
+}
+
+// TestBadPacketsDroppedAndCounted: a VRRPv2 master gets, from a second host,
+// packets that each break exactly one receive rule, all with a priority
+// that would make it step down if accepted. It counts each under its reason,
+// records the configuration conflicts in /status with the peer and kind,
+// and stays the only holder of the VIP. A valid lower-priority advert from
+// the same socket is the control: it is accepted and counted.
+func TestBadPacketsDroppedAndCounted(t *testing.T) {
+	testnet.RequireRoot(t)
+	bin := vipstackBin(t)
+	topo := testnet.New(t, testnet.Options{Hosts: 2, Prefix: behaviourPrefix})
+	node, other := topo.Hosts[0], topo.Hosts[1]
+	vip := netip.MustParseAddr("198.18.0.100")
+	const (
+		auth        = "managed_api_vip"
+		metricsAddr = "127.0.0.1:9650"
+		statusAddr  = "127.0.0.1:9651"
+	)
+	text, err := peers.Conf{Version: 2, Interval: time.Second, VRID: 51, Priority: 100,
+		VIP: netip.PrefixFrom(vip, 32), Auth: auth}.Render("node1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := peers.Start(node, peers.Vipstack, text, t.TempDir(), bin,
+		"--metrics-addr", metricsAddr, "--status-addr", statusAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logOnFailure(t, n)
+	if _, err := peers.WaitSoleHolder(topo.Hosts, vip, node, 2*time.Second, 20*time.Second); err != nil {
+		t.Fatalf("vipstack alone did not become master: %v", err)
+	}
+
+	marshal := func(a vrrp.Advertisement) []byte {
+		t.Helper()
+		b, err := a.Marshal(other.IPv4.Addr(), vrrp.MulticastIPv4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	good := vrrp.Advertisement{Version: 2, VRID: 51, Priority: 254, Interval: time.Second,
+		AuthType: vrrp.AuthSimple, AuthData: vrrp.Password(auth), Addresses: []netip.Addr{vip}}
+	with := func(f func(*vrrp.Advertisement)) []byte {
+		a := good
+		f(&a)
+		return marshal(a)
+	}
+	badSum := marshal(good)
+	badSum[6] ^= 0xff
+	packets := []struct {
+		reason  string
+		ttl     int
+		payload []byte
+	}{
+		{reason: "too_short", ttl: 255, payload: []byte{0x21, 51, 254, 1}},
+		{reason: "bad_ttl", ttl: 64, payload: marshal(good)},
+		{reason: "bad_checksum", ttl: 255, payload: badSum},
+		{reason: "conflict_auth", ttl: 255, payload: with(func(a *vrrp.Advertisement) { a.AuthData = vrrp.Password("wrongpw!") })},
+		{reason: "conflict_version", ttl: 255, payload: with(func(a *vrrp.Advertisement) {
+			a.Version, a.AuthType, a.AuthData = 3, 0, [8]byte{}
+		})},
+		{reason: "conflict_interval", ttl: 255, payload: with(func(a *vrrp.Advertisement) { a.Interval = 2 * time.Second })},
+		{reason: "conflict_addresses", ttl: 255, payload: with(func(a *vrrp.Advertisement) {
+			a.Addresses = []netip.Addr{netip.MustParseAddr("198.18.0.200")}
+		})},
+	}
+	// The control: valid, but below the master's priority 100.
+	control := with(func(a *vrrp.Advertisement) { a.Priority = 50 })
+
+	s := newRawSender(t, other)
+	var metrics string
+	poll(t, 30*time.Second, "every drop reason and the control counted", func() (bool, error) {
+		for _, p := range packets {
+			if err := s.send(p.payload, p.ttl); err != nil {
+				return false, fmt.Errorf("send %s packet: %w", p.reason, err)
+			}
+		}
+		if err := s.send(control, 255); err != nil {
+			return false, fmt.Errorf("send control packet: %w", err)
+		}
+		m, err := httpGet(node, metricsAddr, "/metrics")
+		if err != nil {
+			return false, err
+		}
+		metrics = m
+		dropped := metricSum(m, "vipstack_vrrp_packets_dropped_total", "reason")
+		for _, p := range packets {
+			if dropped[p.reason] == 0 {
+				return false, fmt.Errorf("no %s drop counted yet", p.reason)
+			}
+		}
+		if metricSum(m, "vipstack_vrrp_adverts_received_total", "instance")["VI_1"] == 0 {
+			return false, errors.New("control advert not counted as received yet")
+		}
+		return true, nil
+	})
+
+	dropped := metricSum(metrics, "vipstack_vrrp_packets_dropped_total", "reason")
+	for _, p := range packets {
+		t.Logf("dropped %s: %v", p.reason, dropped[p.reason])
+	}
+	if got := metricSum(metrics, "vipstack_vrrp_transitions_total", "to")["MASTER"]; got != 1 {
+		t.Errorf("vipstack_vrrp_transitions_total{to=MASTER} = %v, want 1 (the node must never have left MASTER)", got)
+	}
+	wantConflicts := map[string]float64{"auth": 1, "version": 1, "interval": 1, "addresses": 1}
+	gotConflicts := map[string]float64{}
+	for k, v := range metricSum(metrics, "vipstack_vrrp_vrid_conflicts_total", "kind") {
+		gotConflicts[k] = min(v, 1)
+	}
+	if diff := cmp.Diff(wantConflicts, gotConflicts); diff != "" {
+		t.Errorf("vipstack_vrrp_vrid_conflicts_total kinds seen (capped at 1) (-want +got):\n%s", diff)
+	}
+
+	body, err := httpGet(node, statusAddr, "/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st struct {
+		Instances []engine.InstanceStatus `json:"instances"`
+	}
+	if err := json.Unmarshal([]byte(body), &st); err != nil {
+		t.Fatalf("decode /status: %v\n%s", err, body)
+	}
+	if len(st.Instances) != 1 {
+		t.Fatalf("/status lists %d instances, want 1:\n%s", len(st.Instances), body)
+	}
+	in := st.Instances[0]
+	type conflict struct{ Peer, Kind string }
+	var gotList []conflict
+	for _, c := range in.Conflicts {
+		if c.Count == 0 || c.Detail == "" {
+			t.Errorf("/status conflict %+v: want a count and a detail", c)
+		}
+		gotList = append(gotList, conflict{Peer: c.Peer, Kind: c.Kind})
+	}
+	peer := other.IPv4.Addr().String()
+	wantList := []conflict{{Peer: peer, Kind: "addresses"}, {Peer: peer, Kind: "auth"}, {Peer: peer, Kind: "interval"}, {Peer: peer, Kind: "version"}}
+	if diff := cmp.Diff(wantList, gotList); diff != "" {
+		t.Errorf("/status conflicts (-want +got):\n%s", diff)
+	}
+	if in.State != "MASTER" || in.AdvertsRecv == 0 {
+		t.Errorf("/status: state %s with %d adverts received, want MASTER with at least 1 (the control)", in.State, in.AdvertsRecv)
+	}
+	holders, err := peers.Holders(topo.Hosts, vip)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(holders) != 1 || holders[0] != node {
+		t.Errorf("after the bad packets %v is held by %d hosts, want only %s", vip, len(holders), node.Name)
+	}
+}
+
+// checkConf is a valid configuration the --check cases break one line of.
+const checkConf = `global_defs {
+    router_id n1
+}
+vrrp_script chk {
+    script "/bin/true"
+    interval 1
+}
+vrrp_instance VI_1 {
+    state BACKUP
+    interface eth0
+    virtual_router_id 51
+    priority 100
+    advert_int 1
+    virtual_ipaddress {
+        198.18.0.100/32
+    }
+    track_script {
+        chk
+    }
+}
+`
+
+// lineOf returns the 1-based line of the first line of text containing s.
+func lineOf(t *testing.T, text, s string) int {
+	t.Helper()
+	for i, l := range strings.Split(text, "\n") {
+		if strings.Contains(l, s) {
+			return i + 1
+		}
+	}
+	t.Fatalf("%q not in the configuration", s)
+	return 0
+}
+
+func mustReplace(t *testing.T, text, old, new string) string {
+	t.Helper()
+	if !strings.Contains(text, old) {
+		t.Fatalf("%q not in the configuration", old)
+	}
+	return strings.Replace(text, old, new, 1)
+}
+
+// TestCheckRejectsBadConfigWithLine runs `vipstack vrrp --check`: a bad
+// file exits 1 and names file:line and the offending keyword or value; a
+// good file exits 0.
+func TestCheckRejectsBadConfigWithLine(t *testing.T) {
+	bin := vipstackBin(t)
+	tests := []struct {
+		name string
+		conf string
+		// at is a string on the line the error must name ("" for a
+		// valid file); want is what the message must contain.
+		at   string
+		want []string
+	}{
+		{name: "valid", conf: checkConf},
+		{
+			name: "unknown keyword",
+			conf: mustReplace(t, checkConf, "    priority 100\n", "    priority 100\n    frobnicate yes\n"),
+			at:   "frobnicate",
+			want: []string{`"frobnicate"`, "unknown keyword"},
+		},
+		{
+			name: "virtual_server",
+			conf: checkConf + "virtual_server 198.18.0.100 80 {\n    delay_loop 6\n}\n",
+			at:   "virtual_server",
+			want: []string{`"virtual_server"`, "not supported"},
+		},
+		{
+			name: "VRID out of range",
+			conf: mustReplace(t, checkConf, "virtual_router_id 51", "virtual_router_id 300"),
+			at:   "virtual_router_id",
+			want: []string{"virtual_router_id 300", "1..255"},
+		},
+		{
+			name: "track_script undefined",
+			conf: mustReplace(t, checkConf, "        chk\n    }\n}", "        chk_missing\n    }\n}"),
+			at:   "chk_missing",
+			want: []string{`"chk_missing"`, "vrrp_script"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "keepalived.conf")
+			if err := os.WriteFile(path, []byte(tt.conf), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command(bin, "vrrp", "--check", "-f", path)
+			var stdout, stderr strings.Builder
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			err := cmd.Run()
+			code := 0
+			if ee, ok := errors.AsType[*exec.ExitError](err); ok {
+				code = ee.ExitCode()
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if tt.at == "" {
+				if code != 0 || !strings.Contains(stdout.String(), "configuration is valid") {
+					t.Fatalf("exit %d, stdout %q, stderr %q; want exit 0 and \"configuration is valid\"", code, stdout.String(), stderr.String())
+				}
+				return
+			}
+			if code != 1 {
+				t.Errorf("exit code %d, want 1 (stderr %q)", code, stderr.String())
+			}
+			want := append([]string{fmt.Sprintf("%s:%d:", path, lineOf(t, tt.conf, tt.at))}, tt.want...)
+			for _, w := range want {
+				if !strings.Contains(stderr.String(), w) {
+					t.Errorf("stderr %q does not contain %q", stderr.String(), w)
+				}
+			}
+			if strings.Contains(stdout.String(), "valid") {
+				t.Errorf("stdout %q claims the file is valid", stdout.String())
+			}
+		})
+	}
+}
+
+// vrrpInstance is one vrrp_instance of a configuration for renderConf.
+type vrrpInstance struct {
+	name  string
+	vrid  int
+	vip   string
+	extra string // more lines inside the block
+}
+
+// renderConf returns a VRRPv3 keepalived.conf (advert_int 100ms, priority
+// 100, interface eth0) with the given global_defs lines and instances.
+func renderConf(global string, ins ...vrrpInstance) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "global_defs {\n    router_id n1\n    vrrp_version 3\n%s}\n", global)
+	for _, in := range ins {
+		fmt.Fprintf(&b, `vrrp_instance %s {
+    state BACKUP
+    interface eth0
+    virtual_router_id %d
+    priority 100
+    advert_int 0.1
+    virtual_ipaddress {
+        %s/32
+    }
+%s}
+`, in.name, in.vrid, in.vip, in.extra)
+	}
+	return b.String()
+}
+
+// TestReloadKeepsUnchangedInstance: SIGHUP after changing the VIP of one of
+// two instances moves that instance to the new VIP while the other keeps
+// its VIP throughout; a broken file is rejected with file:line in the log
+// and changes nothing.
+func TestReloadKeepsUnchangedInstance(t *testing.T) {
+	testnet.RequireRoot(t)
+	bin := vipstackBin(t)
+	topo := testnet.New(t, testnet.Options{Hosts: 1, Prefix: behaviourPrefix})
+	h := topo.Hosts[0]
+	vip1, vip2, vip2new := netip.MustParseAddr("198.18.0.100"), netip.MustParseAddr("198.18.0.101"), netip.MustParseAddr("198.18.0.102")
+	conf := func(v2 netip.Addr) string {
+		return renderConf("",
+			vrrpInstance{name: "VI_1", vrid: 51, vip: vip1.String()},
+			vrrpInstance{name: "VI_2", vrid: 52, vip: v2.String()})
+	}
+	n, err := peers.Start(h, peers.Vipstack, conf(vip2), t.TempDir(), bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logOnFailure(t, n)
+	holds := func() (map[netip.Addr]bool, error) {
+		got := map[netip.Addr]bool{}
+		addrs, err := h.Addrs()
+		if err != nil {
+			return nil, err
+		}
+		for _, a := range addrs {
+			if p, err := netip.ParsePrefix(a); err == nil {
+				got[p.Addr()] = true
+			}
+		}
+		return got, nil
+	}
+	poll(t, 20*time.Second, "both instances master", func() (bool, error) {
+		got, err := holds()
+		return got[vip1] && got[vip2], err
+	})
+
+	if err := os.WriteFile(n.Conf, []byte(conf(vip2new)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	// Sample the addresses every 10ms until instance 2 has moved, and a
+	// while longer: vip1 must be in every sample.
+	deadline := time.Now().Add(20 * time.Second)
+	samples, missing, settledAt := 0, 0, -1
+	for time.Now().Before(deadline) && (settledAt < 0 || samples < settledAt+50) {
+		got, err := holds()
+		if err != nil {
+			t.Fatal(err)
+		}
+		samples++
+		if !got[vip1] {
+			missing++
+		}
+		if settledAt < 0 && got[vip2new] && !got[vip2] {
+			settledAt = samples
+		}
+		time.Sleep(10 * time.Millisecond) // sampling the system
+	}
+	t.Logf("%d address samples during the reload, instance 2 moved at sample %d", samples, settledAt)
+	if missing > 0 {
+		t.Errorf("instance 1's VIP %v was missing in %d of %d samples during a reload that did not change it", vip1, missing, samples)
+	}
+	if settledAt < 0 {
+		t.Fatalf("instance 2 did not move from %v to %v after SIGHUP", vip2, vip2new)
+	}
+	got, err := holds()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[netip.Addr]bool{vip1: true, vip2: false, vip2new: true},
+		map[netip.Addr]bool{vip1: got[vip1], vip2: got[vip2], vip2new: got[vip2new]}); diff != "" {
+		t.Errorf("VIPs held after the reload (-want +got):\n%s", diff)
+	}
+	if strings.Contains(n.Log(), `msg="stopping VRRP instance" instance=VI_1 `) {
+		t.Errorf("the reload stopped VI_1, whose configuration did not change")
+	}
+
+	broken := mustReplace(t, conf(vip2new), "    priority 100\n", "    priority 100\n    frobnicate yes\n")
+	if err := os.WriteFile(n.Conf, []byte(broken), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	at := fmt.Sprintf("%s:%d", n.Conf, lineOf(t, broken, "frobnicate"))
+	poll(t, 10*time.Second, "broken reload rejected in the log", func() (bool, error) {
+		for _, l := range strings.Split(n.Log(), "\n") {
+			if strings.Contains(l, "reload rejected") && strings.Contains(l, at) && strings.Contains(l, "frobnicate") {
+				return true, nil
+			}
+		}
+		return false, fmt.Errorf("no log line with \"reload rejected\", %s and frobnicate", at)
+	})
+	for range 20 {
+		got, err := holds()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !got[vip1] || !got[vip2new] {
+			t.Fatalf("after a rejected reload: %v held %v, %v held %v; want both kept", vip1, got[vip1], vip2new, got[vip2new])
+		}
+		time.Sleep(20 * time.Millisecond) // sampling the system
+	}
+	if !n.Alive() {
+		t.Fatal("vipstack exited after a rejected reload")
+	}
+}
+
+// writeScript writes an executable root-owned shell script.
+func writeScript(t *testing.T, path, body string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte("#!/bin/sh\n"+body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// readLines returns the lines of path, none if it does not exist yet.
+func readLines(path string) ([]string, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return strings.Split(strings.TrimSuffix(string(b), "\n"), "\n"), nil
+}
+
+// TestNotifyScripts: the generic notify script gets "INSTANCE name state
+// priority" for BACKUP at start, MASTER, and STOP on SIGTERM; notify_master
+// runs without arguments.
+func TestNotifyScripts(t *testing.T) {
+	testnet.RequireRoot(t)
+	bin := vipstackBin(t)
+	topo := testnet.New(t, testnet.Options{Hosts: 1, Prefix: behaviourPrefix})
+	h := topo.Hosts[0]
+	dir := t.TempDir() // root-owned, under sticky /tmp: passes enable_script_security
+	notifyLog, masterLog := filepath.Join(dir, "notify.log"), filepath.Join(dir, "master.log")
+	notify, master := filepath.Join(dir, "notify.sh"), filepath.Join(dir, "notify_master.sh")
+	writeScript(t, notify, fmt.Sprintf("echo \"$@\" >> %s\n", notifyLog))
+	writeScript(t, master, fmt.Sprintf("echo master \"$@\" >> %s\n", masterLog))
+	text := renderConf("    enable_script_security\n    script_user root\n", vrrpInstance{
+		name: "VI_1", vrid: 51, vip: "198.18.0.100",
+		extra: fmt.Sprintf("    notify %q\n    notify_master %q\n", notify, master),
+	})
+	n, err := peers.Start(h, peers.Vipstack, text, filepath.Join(dir, "node"), bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logOnFailure(t, n)
+	poll(t, 20*time.Second, "notify BACKUP then MASTER", func() (bool, error) {
+		l, err := readLines(notifyLog)
+		return len(l) >= 2, err
+	})
+	if err := n.Term(); err != nil {
+		t.Fatal(err)
+	}
+	// The STOP script is started at shutdown and may finish after vipstack.
+	poll(t, 10*time.Second, "notify STOP", func() (bool, error) {
+		l, err := readLines(notifyLog)
+		return len(l) >= 3, err
+	})
+	got, err := readLines(notifyLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"INSTANCE VI_1 BACKUP 100", "INSTANCE VI_1 MASTER 100", "INSTANCE VI_1 STOP 100"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("notify script calls (-want +got):\n%s", diff)
+	}
+	gotMaster, err := readLines(masterLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"master"}, gotMaster); diff != "" {
+		t.Errorf("notify_master calls (-want +got):\n%s", diff)
+	}
+}
+
+// ledgerEntries returns the VIPs recorded in the ledgers under stateDir.
+func ledgerEntries(t *testing.T, stateDir string) []string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(stateDir, "vrrp-*.vips"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, f := range files {
+		l, err := readLines(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range l {
+			if s = strings.TrimSpace(s); s != "" && !strings.HasPrefix(s, "#") {
+				out = append(out, s)
+			}
+		}
+	}
+	return out
+}
+
+// TestSIGTERMRemovesVIPsAndExitsZero: a master stopped with SIGTERM has
+// removed its VIP and emptied its ledger by the time it exits, with status 0.
+func TestSIGTERMRemovesVIPsAndExitsZero(t *testing.T) {
+	testnet.RequireRoot(t)
+	bin := vipstackBin(t)
+	topo := testnet.New(t, testnet.Options{Hosts: 1, Prefix: behaviourPrefix})
+	h := topo.Hosts[0]
+	vip := netip.MustParseAddr("198.18.0.100")
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "keepalived.conf")
+	if err := os.WriteFile(conf, []byte(renderConf("", vrrpInstance{name: "VI_1", vrid: 51, vip: vip.String()})), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	logf, err := os.Create(filepath.Join(dir, "vipstack.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logf.Close()
+	t.Cleanup(func() {
+		if t.Failed() {
+			b, _ := os.ReadFile(logf.Name())
+			t.Logf("---- vipstack log:\n%s", tail(string(b), 80))
+		}
+	})
+	// Started here rather than with peers.Start to see the exit status.
+	cmd := h.Command(bin, "vrrp", "-f", conf, "--state-dir", dir, "--log-level", "debug")
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := h.Start(cmd); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	if _, err := peers.WaitSoleHolder(topo.Hosts, vip, h, 500*time.Millisecond, 20*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if got := ledgerEntries(t, dir); len(got) != 1 {
+		t.Errorf("ledger of a master holds %q, want its one VIP", got)
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Errorf("vipstack after SIGTERM: %v, want exit status 0", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("vipstack did not exit within 15s of SIGTERM")
+	}
+	has, err := h.HasAddr(vip)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if has {
+		t.Errorf("VIP %v still on %s after vipstack exited", vip, h.Name)
+	}
+	if got := ledgerEntries(t, dir); len(got) != 0 {
+		t.Errorf("ledger after a clean stop holds %q, want nothing", got)
+	}
+}
+
+// TestCrashLeftoversSweptAtStart: a master killed with SIGKILL leaves its
+// VIP behind; started again with the same state directory as a backup
+// (priority 50, while another node at 100 is master) it removes the
+// leftover at start, so only the real master holds the VIP.
+func TestCrashLeftoversSweptAtStart(t *testing.T) {
+	testnet.RequireRoot(t)
+	bin := vipstackBin(t)
+	c := newCluster(t, mode{version: 3, family: 4}, []peers.Impl{peers.Vipstack, peers.Vipstack}, []int{150, 100})
+	c.startAll()
+	c.waitMaster(0, "start")
+	dir := c.nodes[0].Dir
+	if err := c.nodes[0].Kill(); err != nil {
+		t.Fatal(err)
+	}
+	c.waitMaster(1, "kill -9 of the vipstack master", 0)
+	crashed := c.topo.Hosts[0]
+	if has, err := crashed.HasAddr(c.vip); err != nil || !has {
+		t.Fatalf("precondition: after kill -9 the VIP should still be on %s (has %v, err %v)", crashed.Name, has, err)
+	}
+
+	c.prios[0] = 50
+	text, err := c.conf(0).Render("node1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := peers.Start(crashed, peers.Vipstack, text, dir, bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.nodes[0] = n
+	c.waitMaster(1, "restarted crashed node at priority 50")
+	if !strings.Contains(n.Log(), "removed VIP left by an earlier run") {
+		t.Errorf("the restarted node did not log the removal of the leftover VIP")
+	}
+	if got := ledgerEntries(t, dir); len(got) != 0 {
+		t.Errorf("ledger of a backup holds %q, want nothing", got)
+	}
+}
