@@ -612,7 +612,7 @@ func TestNotifyScripts(t *testing.T) {
 	dir := t.TempDir() // root-owned, under sticky /tmp: passes enable_script_security
 	notifyLog, masterLog := filepath.Join(dir, "notify.log"), filepath.Join(dir, "master.log")
 	notify, master := filepath.Join(dir, "notify.sh"), filepath.Join(dir, "notify_master.sh")
-	writeScript(t, notify, fmt.Sprintf("echo \"$@\" >> %s\n", notifyLog))
+	writeScript(t, notify, fmt.Sprintf("sleep 0.3; echo \"$@\" >> %s\n", notifyLog))
 	writeScript(t, master, fmt.Sprintf("echo master \"$@\" >> %s\n", masterLog))
 	text := renderConf("    enable_script_security\n    script_user root\n", vrrpInstance{
 		name: "VI_1", vrid: 51, vip: "198.18.0.100",

@@ -239,7 +239,13 @@ func (e *Engine) Run(ctx context.Context) error {
 		case <-timer.C():
 			// Read what is already queued before deciding anything on a
 			// timer: after a stall, an advertisement from a live master may
-			// be waiting.
+			// be waiting. When the timer fired late, the process was most
+			// likely stopped (SIGSTOP, a descheduled VM); the socket readers
+			// need a moment to pass on what the kernel queued meanwhile.
+			if late := e.clk.Now().Sub(next); !next.IsZero() && late > stallThreshold {
+				e.log.Warn("timer fired late; reading queued packets before deciding", "late", late.Round(time.Millisecond))
+				e.drainFor(stallGrace)
+			}
 			e.drain()
 			e.tick(e.clk.Now())
 		case ev := <-e.events:
@@ -253,6 +259,28 @@ func (e *Engine) send(ev event) {
 	select {
 	case e.events <- ev:
 	case <-e.done:
+	}
+}
+
+// A timer that fires more than stallThreshold late means the process was
+// stalled; stallGrace is how long the loop then keeps reading events before
+// it acts on its timers.
+const (
+	stallThreshold = 100 * time.Millisecond
+	stallGrace     = 20 * time.Millisecond
+)
+
+// drainFor handles events for d (on the engine's clock).
+func (e *Engine) drainFor(d time.Duration) {
+	t := e.clk.NewTimer(d)
+	defer t.Stop()
+	for {
+		select {
+		case ev := <-e.events:
+			e.handle(ev)
+		case <-t.C():
+			return
+		}
 	}
 }
 
