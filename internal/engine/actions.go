@@ -71,6 +71,44 @@ func (e *Engine) transition(in *instance, now time.Time, a fsm.Action) {
 		e.releaseVIPs(in)
 	}
 	e.notify(in, a.To, prio)
+	e.followGroup(in, now, a)
+}
+
+// followGroup keeps a sync group together: when one member becomes master
+// the backups follow, and when one falls back to backup the masters follow
+// (faults are shared through the priority computation). When every member
+// has reached the same state, the group's notify scripts run.
+func (e *Engine) followGroup(in *instance, now time.Time, a fsm.Action) {
+	g := in.group
+	if g == nil {
+		return
+	}
+	if a.To == fsm.Master || (a.From == fsm.Master && a.To == fsm.Backup) {
+		reason := fmt.Sprintf("sync group %s: %s went %s", g.cfg.Name, in.cfg.Name, a.To)
+		for _, m := range g.members {
+			if m != in {
+				e.do(m, now, m.fsm.Follow(now, a.To, reason))
+			}
+		}
+	}
+	for _, m := range g.members {
+		if m.fsm.State() != a.To {
+			return
+		}
+	}
+	if g.state == a.To {
+		return
+	}
+	g.state = a.To
+	state := a.To.String()
+	if a.To == fsm.Initialize {
+		state = "STOP"
+	}
+	e.log.Info("sync group state", "group", g.cfg.Name, "state", state)
+	specific := map[fsm.State]string{fsm.Master: g.cfg.Notify.Master, fsm.Backup: g.cfg.Notify.Backup,
+		fsm.Fault: g.cfg.Notify.Fault, fsm.Initialize: g.cfg.Notify.Stop}[a.To]
+	e.runNotify("group "+g.cfg.Name, specific)
+	e.runNotify("group "+g.cfg.Name, g.cfg.Notify.Any, "GROUP", g.cfg.Name, state, "0")
 }
 
 // takeVIPs adds every VIP (recording it in the ledger first) and starts
@@ -149,20 +187,21 @@ func (e *Engine) notify(in *instance, to fsm.State, prio uint8) {
 	case fsm.Initialize:
 		specific, state = in.cfg.Notify.Stop, "STOP"
 	}
-	run := func(cmd string, extra ...string) {
-		if cmd == "" {
-			return
-		}
-		argv, err := script.Split(cmd)
-		if err == nil {
-			err = e.runner.Notify(argv, extra...)
-		}
-		if err != nil {
-			e.log.Error("notify script failed to start", "instance", in.cfg.Name, "script", cmd, "err", err)
-		}
+	e.runNotify("instance "+in.cfg.Name, specific)
+	e.runNotify("instance "+in.cfg.Name, in.cfg.Notify.Any, "INSTANCE", in.cfg.Name, state, strconv.Itoa(int(prio)))
+}
+
+func (e *Engine) runNotify(owner, cmd string, extra ...string) {
+	if cmd == "" {
+		return
 	}
-	run(specific)
-	run(in.cfg.Notify.Any, "INSTANCE", in.cfg.Name, state, strconv.Itoa(int(prio)))
+	argv, err := script.Split(cmd)
+	if err == nil {
+		err = e.runner.Notify(argv, extra...)
+	}
+	if err != nil {
+		e.log.Error("notify script failed to start", "for", owner, "script", cmd, "err", err)
+	}
 }
 
 func (e *Engine) stopInstance(in *instance, now time.Time, why string) {

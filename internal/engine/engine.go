@@ -152,6 +152,20 @@ func Check(path string) (*keepalived.Config, error) {
 			}
 		}
 	}
+	for _, g := range cfg.SyncGroups {
+		for _, cmd := range []string{g.Notify.Master, g.Notify.Backup, g.Notify.Fault, g.Notify.Stop, g.Notify.Any} {
+			if cmd == "" {
+				continue
+			}
+			argv, err := script.Split(cmd)
+			if err == nil {
+				err = sec.Check(argv)
+			}
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: vrrp_sync_group %s notify script %q: %w", g.Pos, g.Name, cmd, err))
+			}
+		}
+	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}

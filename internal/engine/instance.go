@@ -44,6 +44,7 @@ type instance struct {
 type syncGroup struct {
 	cfg     *keepalived.SyncGroup
 	members []*instance
+	state   fsm.State // the state all members last shared
 }
 
 // apply makes the running set match cfg: instances that did not change

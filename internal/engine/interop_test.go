@@ -354,3 +354,68 @@ func TestStall(t *testing.T) {
 	}
 	c.waitMaster(0, "master woke: one master again (node1 preempts)")
 }
+
+// TestSyncGroup: two instances in a vrrp_sync_group on a vipstack node.
+// When a weight-0 script puts one of them in FAULT, the whole group leaves
+// and a keepalived node takes both VIPs; when it recovers, both come back.
+func TestSyncGroup(t *testing.T) {
+	testnet.RequireRoot(t)
+	bin := vipstackBin(t)
+	topo := testnet.New(t, testnet.Options{Hosts: 2, Prefix: "vsg"})
+	flag := filepath.Join(t.TempDir(), "fail")
+	conf := func(prio int, script bool) string {
+		var b strings.Builder
+		b.WriteString("global_defs {\n    vrrp_version 3\n    enable_script_security\n    script_user root\n}\n")
+		if script {
+			fmt.Fprintf(&b, "vrrp_script chk {\n    script \"/usr/bin/test ! -e %s\"\n    interval 1\n    weight 0\n}\n", flag)
+		}
+		b.WriteString("vrrp_sync_group G {\n    group {\n        VI_1\n        VI_2\n    }\n}\n")
+		for i, vip := range []string{"198.18.0.101/32", "198.18.0.102/32"} {
+			fmt.Fprintf(&b, "vrrp_instance VI_%d {\n    state BACKUP\n    interface eth0\n    virtual_router_id %d\n    priority %d\n    advert_int 0.1\n    virtual_ipaddress {\n        %s\n    }\n", i+1, 61+i, prio, vip)
+			if script && i == 1 {
+				b.WriteString("    track_script {\n        chk\n    }\n")
+			}
+			b.WriteString("}\n")
+		}
+		return b.String()
+	}
+	var nodes []*peers.Node
+	for i, spec := range []struct {
+		impl peers.Impl
+		text string
+	}{{peers.Vipstack, conf(150, true)}, {peers.Keepalived, conf(100, false)}} {
+		n, err := peers.Start(topo.Hosts[i], spec.impl, spec.text, filepath.Join(t.TempDir(), fmt.Sprint(i)), bin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes = append(nodes, n)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, n := range nodes {
+				t.Logf("---- %s log:\n%s", n.Impl, tail(n.Log(), 40))
+			}
+		}
+	})
+	vips := []netip.Addr{netip.MustParseAddr("198.18.0.101"), netip.MustParseAddr("198.18.0.102")}
+	wait := func(owner int, why string) {
+		t.Helper()
+		for _, v := range vips {
+			if _, err := peers.WaitSoleHolder(topo.Hosts, v, topo.Hosts[owner], 300*time.Millisecond, 20*time.Second); err != nil {
+				t.Fatalf("%s: %v", why, err)
+			}
+		}
+	}
+	wait(0, "start: vipstack holds both")
+	if err := os.WriteFile(flag, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	wait(1, "VI_2's script fails: the whole group moves to keepalived")
+	if !strings.Contains(nodes[0].Log(), "sync group G") {
+		t.Errorf("vipstack's log does not explain the group fault")
+	}
+	if err := os.Remove(flag); err != nil {
+		t.Fatal(err)
+	}
+	wait(0, "script recovers: both come back")
+}

@@ -366,3 +366,16 @@ func minTime(a, b time.Time) time.Time {
 	}
 	return b
 }
+
+// Follow moves a backup to master or a master to backup because another
+// member of its sync group did (keepalived's vrrp_sync_group). Any other
+// combination is ignored.
+func (m *Machine) Follow(now time.Time, to State, reason string) []Action {
+	switch {
+	case to == Master && m.state == Backup:
+		return m.becomeMaster(now, reason)
+	case to == Backup && m.state == Master:
+		return m.becomeBackup(now, reason)
+	}
+	return nil
+}

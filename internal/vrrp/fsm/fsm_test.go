@@ -255,3 +255,24 @@ func TestTransitionReasonsNameThePeer(t *testing.T) {
 		t.Fatalf("Master() = %v %d, want %v 255", a, p, upper)
 	}
 }
+
+func TestFollow(t *testing.T) {
+	t0 := time.Unix(0, 0)
+	m := New(v2(true))
+	m.Start(t0, 100, "")
+	if acts := m.Follow(t0, Backup, "group"); acts != nil {
+		t.Fatalf("Follow(Backup) from Backup = %v, want nothing", acts)
+	}
+	acts := m.Follow(t0.Add(sec), Master, "sync group G: VI_2 became master")
+	if m.State() != Master || len(acts) != 2 || acts[0].Kind != SendAdvert || acts[1].Reason != "sync group G: VI_2 became master" {
+		t.Fatalf("Follow(Master) from Backup: state %v actions %v", m.State(), acts)
+	}
+	m.Follow(t0.Add(2*sec), Backup, "group")
+	if m.State() != Backup || m.NextDeadline() != t0.Add(2*sec+mdi100) {
+		t.Fatalf("Follow(Backup) from Master: state %v next %v", m.State(), m.NextDeadline())
+	}
+	m.SetFault(t0.Add(3*sec), "down")
+	if acts := m.Follow(t0.Add(3*sec), Master, "group"); acts != nil || m.State() != Fault {
+		t.Fatalf("Follow(Master) from Fault = %v (state %v), want nothing", acts, m.State())
+	}
+}
