@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"net/netip"
 	"strconv"
@@ -196,12 +197,20 @@ func (e *Engine) runNotify(owner, cmd string, extra ...string) {
 		return
 	}
 	argv, err := script.Split(cmd)
-	if err == nil {
-		err = e.runner.Notify(argv, extra...)
-	}
 	if err != nil {
 		e.log.Error("notify script failed to start", "for", owner, "script", cmd, "err", err)
+		return
 	}
+	// Run in the background but tracked, so that shutdown can give the
+	// scripts (notify_stop above all) time to finish: scripts get SIGTERM
+	// when vipstack exits (see waitNotify).
+	e.notifying.Add(1)
+	go func() {
+		defer e.notifying.Done()
+		if res := e.runner.Run(context.Background(), append(argv, extra...), 0, nil); res.Err != nil {
+			e.log.Error("notify script failed to start", "for", owner, "script", cmd, "err", res.Err)
+		}
+	}()
 }
 
 func (e *Engine) stopInstance(in *instance, now time.Time, why string) {

@@ -602,8 +602,9 @@ func readLines(path string) ([]string, error) {
 }
 
 // TestNotifyScripts: the generic notify script gets "INSTANCE name state
-// priority" for BACKUP at start, MASTER, and STOP on SIGTERM; notify_master
-// runs without arguments.
+// priority" for BACKUP at start, MASTER, and STOP on SIGTERM, and a STOP
+// script that takes a moment is not killed by vipstack's exit;
+// notify_master runs without arguments.
 func TestNotifyScripts(t *testing.T) {
 	testnet.RequireRoot(t)
 	bin := vipstackBin(t)
@@ -612,7 +613,10 @@ func TestNotifyScripts(t *testing.T) {
 	dir := t.TempDir() // root-owned, under sticky /tmp: passes enable_script_security
 	notifyLog, masterLog := filepath.Join(dir, "notify.log"), filepath.Join(dir, "master.log")
 	notify, master := filepath.Join(dir, "notify.sh"), filepath.Join(dir, "notify_master.sh")
-	writeScript(t, notify, fmt.Sprintf("sleep 0.3; echo \"$@\" >> %s\n", notifyLog))
+	// The STOP call takes a little while, as real notify scripts do (they
+	// send alerts, stop services): vipstack must let it finish before it
+	// exits, as keepalived does (it waits about a second).
+	writeScript(t, notify, fmt.Sprintf("[ \"$3\" = STOP ] && sleep 0.2\necho \"$@\" >> %s\n", notifyLog))
 	writeScript(t, master, fmt.Sprintf("echo master \"$@\" >> %s\n", masterLog))
 	text := renderConf("    enable_script_security\n    script_user root\n", vrrpInstance{
 		name: "VI_1", vrid: 51, vip: "198.18.0.100",
