@@ -1,0 +1,112 @@
+package lbconfig
+
+import (
+	"net/netip"
+	"time"
+)
+
+// Config is a whole load balancer.
+type Config struct {
+	// MaxConn bounds concurrent client connections per frontend (haproxy
+	// `maxconn` in defaults); further clients wait in a queue.
+	MaxConn  int
+	Retries  int // connection attempts after the first failure, each to another server when one is up
+	Timeouts Timeouts
+
+	Frontends []Frontend
+	Backends  []Backend // referenced by name from frontends
+	Monitors  []Monitor // `listen ... monitor-uri`
+	Stats     []Stats   // `listen stats`
+
+	// Source says where each piece was read, for error messages: keys
+	// like "backend masters/server m0" map to "file:line".
+	Source map[string]string
+}
+
+// Timeouts are haproxy's `timeout` settings. Zero means not set.
+type Timeouts struct {
+	Connect       time.Duration
+	Client        time.Duration
+	Server        time.Duration
+	Tunnel        time.Duration
+	Queue         time.Duration
+	HTTPRequest   time.Duration
+	HTTPKeepAlive time.Duration
+}
+
+// Frontend accepts client connections and sends them to a backend.
+type Frontend struct {
+	Name    string
+	Binds   []Bind
+	Backend string
+}
+
+// Bind is one listening address. An unspecified address with V4V6 listens
+// on every IPv4 and IPv6 address (haproxy `bind :::9445 v4v6`).
+type Bind struct {
+	Addr netip.AddrPort // unspecified address (0.0.0.0 or ::) for all
+	V4V6 bool
+	// Host is the original host text when it was a name such as
+	// "localhost" (resolved by the listener).
+	Host string
+}
+
+// Balance is the server selection algorithm.
+type Balance string
+
+const (
+	RoundRobin Balance = "roundrobin"
+	LeastConn  Balance = "leastconn"
+	Source     Balance = "source"
+)
+
+// Backend is a set of servers.
+type Backend struct {
+	Name              string
+	Balance           Balance
+	Check             HTTPCheck // Method == "" means TCP connect checks
+	LogHealthChecks   bool
+	Servers           []Server
+	DontLogNull       bool
+	RedispatchOnRetry bool // `option redispatch`; vipstack always retries on another server, see docs
+}
+
+// HTTPCheck is `option httpchk METHOD URI VERSION`.
+type HTTPCheck struct {
+	Method, URI, Version string
+}
+
+// Server is one backend server.
+type Server struct {
+	Name     string
+	Addr     netip.AddrPort
+	Weight   int  // 0..256, default 1
+	Check    bool // health checks on
+	CheckSSL bool // checks over TLS
+	Verify   bool // verify the server certificate (false with `verify none`)
+	Inter    time.Duration
+	Fall     int
+	Rise     int
+}
+
+// Monitor is a `listen` section in `mode http` with a `monitor-uri`: it
+// answers 200 while at least one server of any backend is up, 503
+// otherwise.
+type Monitor struct {
+	Name  string
+	Binds []Bind
+	URI   string
+}
+
+// Stats is a `listen` section with `stats enable`.
+type Stats struct {
+	Name        string
+	Binds       []Bind
+	URI         string
+	Refresh     time.Duration
+	HideVersion bool
+	Users       []UserPass // `stats auth USER:PASS`; empty means no auth
+}
+
+// UserPass is one stats user.
+type UserPass struct{ User, Pass string }
