@@ -1,0 +1,156 @@
+package engine
+
+import (
+	"net/netip"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/vipstack/vipstack/internal/keepalived"
+	"github.com/vipstack/vipstack/internal/track"
+	"github.com/vipstack/vipstack/internal/vrrp"
+)
+
+// engineWith builds an engine whose tracked inputs are set by hand, to test
+// the priority arithmetic without sockets or netlink.
+func engineWith(scripts map[string]*keepalived.Script, status map[string]bool, links map[string]bool) *Engine {
+	e := &Engine{cfg: &keepalived.Config{Scripts: scripts}, trackers: map[string]*trackerEntry{}, links: links}
+	for name, ok := range status {
+		e.trackers[name] = &trackerEntry{spec: scripts[name], status: track.Status{Name: name, OK: ok}}
+	}
+	return e
+}
+
+func TestEffectivePriority(t *testing.T) {
+	scripts := map[string]*keepalived.Script{
+		"lb":      {Name: "lb", Weight: 20},
+		"both":    {Name: "both", Weight: 5},
+		"drop":    {Name: "drop", Weight: -30},
+		"must":    {Name: "must", Weight: 0},
+		"reverse": {Name: "reverse", Weight: 10, WeightReverse: true},
+	}
+	for _, tc := range []struct {
+		name      string
+		base      uint8
+		track     []keepalived.TrackScript
+		ifaces    []keepalived.TrackInterface
+		status    map[string]bool
+		links     map[string]bool
+		wantPrio  uint8
+		wantFault string
+	}{{
+		name:     "seed 000 master with both checks passing: 40+20+5",
+		base:     40,
+		track:    []keepalived.TrackScript{{Name: "lb"}, {Name: "both"}},
+		status:   map[string]bool{"lb": true, "both": true},
+		wantPrio: 65,
+	}, {
+		name:     "seed 000 master with only the local API: 40+5",
+		base:     40,
+		track:    []keepalived.TrackScript{{Name: "lb"}, {Name: "both"}},
+		status:   map[string]bool{"lb": false, "both": true},
+		wantPrio: 45,
+	}, {
+		name:     "negative weight applies while failing",
+		base:     100,
+		track:    []keepalived.TrackScript{{Name: "drop"}},
+		status:   map[string]bool{"drop": false},
+		wantPrio: 70,
+	}, {
+		name:     "per-instance weight overrides the script's",
+		base:     100,
+		track:    []keepalived.TrackScript{{Name: "drop", Weight: -90, HasWeight: true}},
+		status:   map[string]bool{"drop": false},
+		wantPrio: 10,
+	}, {
+		name:     "clamped at 1",
+		base:     20,
+		track:    []keepalived.TrackScript{{Name: "drop"}},
+		status:   map[string]bool{"drop": false},
+		wantPrio: 1,
+	}, {
+		name:     "clamped at 254",
+		base:     250,
+		track:    []keepalived.TrackScript{{Name: "lb"}},
+		status:   map[string]bool{"lb": true},
+		wantPrio: 254,
+	}, {
+		name:     "the owner keeps 255",
+		base:     255,
+		track:    []keepalived.TrackScript{{Name: "drop"}},
+		status:   map[string]bool{"drop": false},
+		wantPrio: 255,
+	}, {
+		name:      "weight 0 failing means fault",
+		base:      100,
+		track:     []keepalived.TrackScript{{Name: "must"}},
+		status:    map[string]bool{"must": false},
+		wantPrio:  100,
+		wantFault: "script must failing",
+	}, {
+		name:     "reverse flips the sign: a positive weight is taken off while succeeding",
+		base:     100,
+		track:    []keepalived.TrackScript{{Name: "reverse"}},
+		status:   map[string]bool{"reverse": true},
+		wantPrio: 100,
+	}, {
+		name:     "reverse while failing",
+		base:     100,
+		track:    []keepalived.TrackScript{{Name: "reverse"}},
+		status:   map[string]bool{"reverse": false},
+		wantPrio: 90,
+	}, {
+		name:      "own interface down means fault",
+		base:      100,
+		links:     map[string]bool{"eth0": false},
+		wantPrio:  100,
+		wantFault: "interface eth0 failing",
+	}, {
+		name:     "tracked interface with a weight",
+		base:     100,
+		ifaces:   []keepalived.TrackInterface{{Name: "eth1", Weight: -50}, {Name: "eth2", Weight: 7}},
+		links:    map[string]bool{"eth1": false, "eth2": true},
+		wantPrio: 57,
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			links := map[string]bool{"eth0": true}
+			for k, v := range tc.links {
+				links[k] = v
+			}
+			e := engineWith(scripts, tc.status, links)
+			in := &instance{cfg: &keepalived.Instance{Name: "VI_1", Interface: "eth0", Priority: tc.base, TrackScripts: tc.track, TrackInterfaces: tc.ifaces}}
+			prio, fault := e.effective(in)
+			if prio != tc.wantPrio || fault != tc.wantFault {
+				t.Fatalf("effective = %d %q, want %d %q\ncontributions: %s", prio, fault, tc.wantPrio, tc.wantFault, describe(e.contributions(in)))
+			}
+		})
+	}
+}
+
+func TestMismatch(t *testing.T) {
+	a := netip.MustParseAddr
+	v2 := &keepalived.Instance{Name: "VI_1", Version: 2, VRID: 51, AdvertInterval: 1e9, AuthType: "PASS", AuthPass: "managed_api_vip"}
+	in := &instance{cfg: v2, auth: vrrp.Password(v2.AuthPass), advert: []netip.Addr{a("198.18.0.100")}}
+	good := vrrp.Advertisement{Version: 2, VRID: 51, Priority: 100, Interval: 1e9, AuthType: vrrp.AuthSimple, AuthData: vrrp.Password("managed_"), Addresses: []netip.Addr{a("198.18.0.100")}}
+	for _, tc := range []struct {
+		name   string
+		change func(*vrrp.Advertisement)
+		want   string
+	}{
+		{name: "matching (password truncated to 8 as keepalived sends it)", change: func(*vrrp.Advertisement) {}, want: ""},
+		{name: "version", change: func(p *vrrp.Advertisement) { p.Version = 3 }, want: "version"},
+		{name: "no auth", change: func(p *vrrp.Advertisement) { p.AuthType, p.AuthData = 0, [8]byte{} }, want: "auth"},
+		{name: "wrong password", change: func(p *vrrp.Advertisement) { p.AuthData = vrrp.Password("other") }, want: "auth"},
+		{name: "interval", change: func(p *vrrp.Advertisement) { p.Interval = 2e9 }, want: "interval"},
+		{name: "addresses", change: func(p *vrrp.Advertisement) { p.Addresses = []netip.Addr{a("198.18.0.101")} }, want: "addresses"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := good
+			tc.change(&p)
+			kind, _ := (&Engine{}).mismatch(in, &p)
+			if diff := cmp.Diff(tc.want, kind); diff != "" {
+				t.Fatalf("mismatch kind (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
