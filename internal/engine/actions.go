@@ -331,7 +331,7 @@ func (e *Engine) conflict(in *instance, now time.Time, from netip.Addr, kind, de
 
 // reload loads the configuration again and applies it.
 func (e *Engine) reload() error {
-	cfg, err := Check(e.opts.ConfigPath)
+	cfg, err := e.opts.Load()
 	if err != nil {
 		e.metrics.reloads.WithLabelValues("error").Inc()
 		e.log.Error("reload rejected; keeping the running configuration", "err", err)

@@ -24,6 +24,10 @@ import (
 type Options struct {
 	// ConfigPath is the keepalived.conf to load (and reload).
 	ConfigPath string
+	// Load, when set, produces the configuration instead of reading
+	// ConfigPath (for configurations generated in memory, such as
+	// ipfailover's). It is called at start and on every reload.
+	Load func() (*keepalived.Config, error)
 	Clock      clock.Clock
 	Logger     *slog.Logger
 	// Registry receives the engine's metrics; nil means none are exported.
@@ -98,7 +102,11 @@ func New(opts Options) (*Engine, *keepalived.Config, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	cfg, err := Check(opts.ConfigPath)
+	if opts.Load == nil {
+		path := opts.ConfigPath
+		opts.Load = func() (*keepalived.Config, error) { return Check(path) }
+	}
+	cfg, err := opts.Load()
 	if err != nil {
 		return nil, nil, err
 	}
