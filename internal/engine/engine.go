@@ -35,6 +35,10 @@ type Options struct {
 	// Ledger records the VIPs this process may hold, so a later start (or
 	// a supervisor) can remove what a crash left behind.
 	Ledger netif.Ledger
+	// AnnounceRate caps gratuitous ARP / unsolicited NA per second for
+	// each instance (0: unlimited, keepalived's behaviour). With thousands
+	// of VIPs it keeps a takeover from flooding the switch and the peers.
+	AnnounceRate int
 }
 
 // Engine runs VRRP instances.

@@ -234,7 +234,7 @@ func (e *Engine) build(ic *keepalived.Instance) (*instance, error) {
 	if in.ann, err = announce.New(ifi); err != nil {
 		return nil, fail("announcer: %v", err)
 	}
-	in.pacer = &announce.Pacer{Clock: e.clk, Send: func(a netip.Addr) error {
+	in.pacer = &announce.Pacer{Clock: e.clk, Rate: e.opts.AnnounceRate, Send: func(a netip.Addr) error {
 		err := in.ann.Announce(a)
 		if err != nil {
 			e.log.Warn("announcement failed", "instance", ic.Name, "vip", a, "err", err)
@@ -296,9 +296,13 @@ func (e *Engine) syncTrackers(cfg *keepalived.Config) {
 		if s.User != "" {
 			runner.Security.User, runner.Security.Group = s.User, s.Group
 		}
+		var check track.Check = track.ScriptCheck{Runner: runner, Argv: s.Args, Timeout: s.Timeout}
+		if s.Probe != nil {
+			check = s.Probe
+		}
 		tr := &track.Tracker{
 			Spec:     spec,
-			Check:    track.ScriptCheck{Runner: runner, Argv: s.Args, Timeout: s.Timeout},
+			Check:    check,
 			Clock:    e.clk,
 			OnChange: func(st track.Status) { e.send(event{track: &st}) },
 		}

@@ -1,6 +1,7 @@
 package keepalived
 
 import (
+	"github.com/vipstack/vipstack/internal/track"
 	"net/netip"
 	"strconv"
 	"time"
@@ -63,6 +64,10 @@ type Script struct {
 	Rise, Fall        int
 	User, Group       string
 	InitFail          bool
+	// Probe, when set, is run natively instead of executing Args. It is
+	// never set by the reader: vipstack's own generated configurations
+	// (ipfailover, the node agent) use it for checks that need no fork.
+	Probe track.Check `json:"-"`
 }
 
 // Instance is a vrrp_instance block, with defaults and global settings
