@@ -332,10 +332,13 @@ func (e *Engine) trackChanged(now time.Time, st track.Status) {
 }
 
 func (e *Engine) linkChanged(now time.Time, name string, up bool) {
-	if was, ok := e.links[name]; ok && was == up {
+	was, known := e.links[name]
+	e.links[name] = up
+	if !known || was == up {
+		// Links no instance uses are recorded quietly (the watcher
+		// reports every link once at start).
 		return
 	}
-	e.links[name] = up
 	e.log.Info("interface state changed", "interface", name, "up", up)
 	e.recomputeAll(now)
 }

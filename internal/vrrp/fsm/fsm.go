@@ -95,6 +95,7 @@ type Machine struct {
 	advertAt       time.Time     // Master: next advertisement
 	startedAt      time.Time
 	lowerSince     time.Time // Backup: first advert below us from the current master
+	leftAt         time.Time // Backup: when the master announced it is leaving (priority 0)
 	faultReason    string
 
 	master         netip.Addr // the current master as far as we know
@@ -192,7 +193,9 @@ func (m *Machine) Tick(now time.Time) []Action {
 	case Backup:
 		if !now.Before(m.masterDownAt) {
 			reason := fmt.Sprintf("no advertisement from master %s for %v", addrOr(m.master), m.MasterDownInterval())
-			if !m.lowerSince.IsZero() {
+			if !m.leftAt.IsZero() {
+				reason = fmt.Sprintf("master %s left (priority 0 advertisement); took over after skew time %v", addrOr(m.master), m.SkewTime())
+			} else if !m.lowerSince.IsZero() {
 				reason = fmt.Sprintf("preempting master %s: its priority %d is below ours %d", addrOr(m.master), m.masterPriority, m.priority)
 			}
 			return m.becomeMaster(now, reason)
@@ -224,8 +227,10 @@ func (m *Machine) receiveBackup(now time.Time, a Advert) []Action {
 			m.masterDownAt = d
 		}
 		m.master, m.masterPriority = a.From, 0
+		m.leftAt = now
 		return nil
 	}
+	m.leftAt = time.Time{}
 	if m.cfg.Version == 3 && a.Interval > 0 {
 		m.masterInterval = a.Interval
 	}
@@ -317,6 +322,7 @@ func (m *Machine) SetFault(now time.Time, reason string) []Action {
 }
 
 func (m *Machine) becomeMaster(now time.Time, reason string) []Action {
+	m.leftAt = time.Time{}
 	m.advertAt = now.Add(m.cfg.AdvertInterval)
 	m.masterInterval = m.cfg.AdvertInterval
 	m.lowerSince = time.Time{}

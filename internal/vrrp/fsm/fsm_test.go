@@ -276,3 +276,23 @@ func TestFollow(t *testing.T) {
 		t.Fatalf("Follow(Master) from Fault = %v (state %v), want nothing", acts, m.State())
 	}
 }
+
+func TestReasonAfterPriorityZero(t *testing.T) {
+	t0 := time.Unix(0, 0)
+	m := New(v2(true))
+	m.Start(t0, 100, "")
+	m.Receive(t0.Add(sec), Advert{From: upper, Priority: 200})
+	m.Receive(t0.Add(2*sec), Advert{From: upper, Priority: 0})
+	acts := m.Tick(t0.Add(2*sec + skew100))
+	if len(acts) != 2 || !strings.Contains(acts[1].Reason, "198.18.0.20 left (priority 0") {
+		t.Fatalf("takeover after priority 0: %v", acts)
+	}
+	// A timeout without a priority-0 advert says so.
+	m2 := New(v2(true))
+	m2.Start(t0, 100, "")
+	m2.Receive(t0.Add(sec), Advert{From: upper, Priority: 200})
+	acts = m2.Tick(t0.Add(sec + mdi100))
+	if len(acts) != 2 || !strings.Contains(acts[1].Reason, "no advertisement from master 198.18.0.20") {
+		t.Fatalf("takeover after silence: %v", acts)
+	}
+}
