@@ -27,9 +27,9 @@ type Options struct {
 	// Load, when set, produces the configuration instead of reading
 	// ConfigPath (for configurations generated in memory, such as
 	// ipfailover's). It is called at start and on every reload.
-	Load func() (*keepalived.Config, error)
-	Clock      clock.Clock
-	Logger     *slog.Logger
+	Load   func() (*keepalived.Config, error)
+	Clock  clock.Clock
+	Logger *slog.Logger
 	// Registry receives the engine's metrics; nil means none are exported.
 	Registry prometheus.Registerer
 	// Ledger records the VIPs this process may hold, so a later start (or
