@@ -19,6 +19,7 @@ import (
 	"github.com/vipstack/vipstack/internal/engine"
 	"github.com/vipstack/vipstack/internal/netif"
 	"github.com/vipstack/vipstack/internal/serve"
+	"github.com/vipstack/vipstack/internal/supervise"
 )
 
 func runVRRP(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -31,6 +32,7 @@ func runVRRP(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		statusAddr  = fs.String("status-addr", "", "serve JSON status on this loopback address (e.g. 127.0.0.1:9651); empty: off")
 		stateDir    = fs.String("state-dir", "/run/vipstack", "directory for the ledger of held VIPs (crash clean-up)")
 		logLevel    = fs.String("log-level", "info", "debug, info, warn or error")
+		noSuper     = fs.Bool("no-supervisor", false, "run the engine in this process, without the supervisor that removes VIPs at once if the engine crashes")
 	)
 	fs.StringVar(cfgPath, "config-file", "/etc/keepalived/keepalived.conf", "same as -f")
 	if err := fs.Parse(args); err != nil {
@@ -69,6 +71,27 @@ func runVRRP(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "vipstack vrrp: %v\n", err)
 		return 1
+	}
+	if !*noSuper && !supervise.IsChild() {
+		// Validate first, so a bad file fails here and not in a restart loop.
+		if _, err := engine.Check(*cfgPath); err != nil {
+			fmt.Fprintf(stderr, "%v\n", err)
+			return 1
+		}
+		self, err := os.Executable()
+		if err != nil {
+			fmt.Fprintf(stderr, "vipstack vrrp: cannot find my own executable for the supervisor: %v\n", err)
+			return 1
+		}
+		sup := &supervise.Supervisor{
+			Path: self,
+			Args: append([]string{"vrrp"}, args...),
+			Log:  log,
+			OnCrash: func() {
+				sweepLedger(log, netif.Ledger{Path: ledger})
+			},
+		}
+		return sup.Run(ctx)
 	}
 	reg := prometheus.NewRegistry()
 	e, cfg, err := engine.New(engine.Options{ConfigPath: *cfgPath, Logger: log, Registry: reg, Ledger: netif.Ledger{Path: ledger}})
@@ -120,6 +143,24 @@ func runVRRP(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	log.Info("vipstack vrrp stopped")
 	return 0
+}
+
+// sweepLedger removes every VIP recorded in the ledger: the supervisor's
+// clean-up after an engine crash.
+func sweepLedger(log *slog.Logger, l netif.Ledger) {
+	h, err := netif.Open()
+	if err != nil {
+		log.Error("supervisor: cannot open netlink to remove VIPs", "err", err)
+		return
+	}
+	defer h.Close()
+	removed, err := h.Sweep(l)
+	for _, v := range removed {
+		log.Info("supervisor: removed VIP of the crashed engine", "vip", v.Prefix, "dev", v.Dev)
+	}
+	if err != nil {
+		log.Error("supervisor: removing VIPs failed", "ledger", l.Path, "err", err)
+	}
 }
 
 // requireLoopback rejects listen addresses that are not on loopback.

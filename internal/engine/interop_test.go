@@ -328,11 +328,11 @@ func TestStall(t *testing.T) {
 	c.startAll()
 	c.waitMaster(0, "start")
 	backup := c.nodes[1]
-	if err := backup.Signal(syscall.SIGSTOP); err != nil {
+	if err := backup.SignalGroup(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(5 * time.Second) // the stall being tested
-	if err := backup.Signal(syscall.SIGCONT); err != nil {
+	if err := backup.SignalGroup(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
 	// Watch every 10 ms for two seconds: node2 must never hold the VIP.
@@ -345,11 +345,11 @@ func TestStall(t *testing.T) {
 	}
 
 	master := c.nodes[0]
-	if err := master.Signal(syscall.SIGSTOP); err != nil {
+	if err := master.SignalGroup(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
 	c.waitMaster(1, "master stalled: node2 takes over", 0)
-	if err := master.Signal(syscall.SIGCONT); err != nil {
+	if err := master.SignalGroup(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
 	c.waitMaster(0, "master woke: one master again (node1 preempts)")
@@ -418,4 +418,50 @@ func TestSyncGroup(t *testing.T) {
 		t.Fatal(err)
 	}
 	wait(0, "script recovers: both come back")
+}
+
+// TestSupervisorReleasesVIPsWhenTheEngineDies: kill -9 of the vipstack
+// engine (not its supervisor) removes its VIP at once, the backup takes
+// over, and the supervisor starts a new engine that rejoins as backup.
+func TestSupervisorReleasesVIPsWhenTheEngineDies(t *testing.T) {
+	testnet.RequireRoot(t)
+	vipstackBin(t)
+	m := mode{version: 3, family: 4}
+	c := newCluster(t, m, []peers.Impl{peers.Vipstack, peers.Keepalived}, []int{150, 100})
+	c.startAll()
+	c.waitMaster(0, "start")
+	engine, err := c.nodes[0].EnginePid()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if engine == c.nodes[0].Pid() {
+		t.Fatal("vipstack runs without a supervised engine child")
+	}
+	if err := syscall.Kill(engine, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	for {
+		held, err := c.topo.Hosts[0].HasAddr(c.vip)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !held {
+			t.Logf("VIP removed from the crashed node %v after kill -9 of the engine", time.Since(killed).Round(time.Millisecond))
+			break
+		}
+		if time.Since(killed) > 5*time.Second {
+			t.Fatalf("the VIP is still on node1 5 s after its engine was killed\n%s", tail(c.nodes[0].Log(), 20))
+		}
+		time.Sleep(5 * time.Millisecond) // polling the kernel
+	}
+	if !c.nodes[0].Alive() {
+		t.Fatal("the supervisor died with its engine")
+	}
+	c.waitMaster(1, "keepalived takes over from the crashed engine")
+	// The restarted engine rejoins and, at priority 150, preempts.
+	c.waitMaster(0, "restarted engine preempts back")
+	if !strings.Contains(c.nodes[0].Log(), "removed VIP of the crashed engine") {
+		t.Errorf("the supervisor did not log what it removed")
+	}
 }

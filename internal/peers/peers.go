@@ -190,6 +190,39 @@ func (n *Node) Term() error {
 // Signal sends sig to the node's main process.
 func (n *Node) Signal(sig syscall.Signal) error { return n.cmd.Process.Signal(sig) }
 
+// SignalGroup sends sig to the node's whole process group (keepalived's
+// parent and VRRP child; vipstack's supervisor and engine), as a stall of
+// the machine would hit both.
+func (n *Node) SignalGroup(sig syscall.Signal) error { return syscall.Kill(-n.cmd.Process.Pid, sig) }
+
+// EnginePid returns the PID of the process that speaks VRRP: the only child
+// of the main process (keepalived's VRRP child, vipstack's supervised
+// engine), or the main process when it has no child.
+func (n *Node) EnginePid() (int, error) {
+	pid := n.cmd.Process.Pid
+	// A child is listed under the thread that forked it.
+	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	if err != nil {
+		return 0, err
+	}
+	var f []string
+	for _, task := range tasks {
+		b, err := os.ReadFile(task)
+		if err != nil {
+			continue
+		}
+		f = append(f, strings.Fields(string(b))...)
+	}
+	if len(f) == 0 {
+		return pid, nil
+	}
+	var child int
+	if _, err := fmt.Sscan(f[0], &child); err != nil {
+		return 0, err
+	}
+	return child, nil
+}
+
 // Pid is the main process ID.
 func (n *Node) Pid() int { return n.cmd.Process.Pid }
 

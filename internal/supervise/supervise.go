@@ -1,0 +1,155 @@
+package supervise
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"os/signal"
+	"syscall"
+	"time"
+)
+
+// EnvChild marks the child process; its value is the supervisor's PID.
+const EnvChild = "VIPSTACK_SUPERVISED"
+
+// IsChild reports whether this process runs under a supervisor.
+func IsChild() bool { return os.Getenv(EnvChild) != "" }
+
+// Supervisor runs one child command.
+type Supervisor struct {
+	Path string   // executable
+	Args []string // arguments, without argv[0]
+	Log  *slog.Logger
+	// OnCrash runs right after the child died without being asked to (a
+	// signal or a non-zero exit), before any restart. It releases what the
+	// child held.
+	OnCrash func()
+	// StopTimeout bounds how long a stopping child may take before it is
+	// killed (and OnCrash runs). Default 10 s.
+	StopTimeout time.Duration
+	// MaxBackoff caps the delay between restarts. Default 30 s.
+	MaxBackoff time.Duration
+}
+
+// Run starts the child and keeps it running until ctx is done (or SIGTERM /
+// SIGINT arrives), forwarding SIGHUP. It returns the exit code to use.
+func (s *Supervisor) Run(ctx context.Context) int {
+	if s.StopTimeout == 0 {
+		s.StopTimeout = 10 * time.Second
+	}
+	if s.MaxBackoff == 0 {
+		s.MaxBackoff = 30 * time.Second
+	}
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGTERM, syscall.SIGINT)
+	defer signal.Stop(sigs)
+
+	backoff := time.Second
+	for {
+		started := time.Now()
+		cmd := exec.Command(s.Path, s.Args...)
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = nil, os.Stdout, os.Stderr
+		cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d", EnvChild, os.Getpid()))
+		// If the supervisor itself dies, the engine stops gracefully.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+		if err := cmd.Start(); err != nil {
+			s.Log.Error("supervisor: cannot start the engine", "err", err)
+			return 1
+		}
+		s.Log.Info("supervisor: engine started", "pid", cmd.Process.Pid)
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+
+		stopping := false
+		var err error
+	wait:
+		for {
+			select {
+			case err = <-done:
+				break wait
+			case sig := <-sigs:
+				if sig == syscall.SIGHUP {
+					_ = cmd.Process.Signal(syscall.SIGHUP)
+					continue
+				}
+				stopping = true
+				_ = cmd.Process.Signal(syscall.SIGTERM)
+				select {
+				case err = <-done:
+				case <-time.After(s.StopTimeout):
+					s.Log.Error("supervisor: engine did not stop in time; killing it", "timeout", s.StopTimeout)
+					_ = cmd.Process.Kill()
+					err = <-done
+				}
+				break wait
+			case <-ctx.Done():
+				stopping = true
+				_ = cmd.Process.Signal(syscall.SIGTERM)
+				select {
+				case err = <-done:
+				case <-time.After(s.StopTimeout):
+					_ = cmd.Process.Kill()
+					err = <-done
+				}
+				break wait
+			}
+		}
+		code := exitCode(err)
+		if stopping && code == 0 {
+			return 0
+		}
+		if code == 0 {
+			// The engine exited on its own and cleanly: nothing to release.
+			return 0
+		}
+		s.Log.Error("supervisor: engine died; releasing what it held", "pid", cmd.Process.Pid, "status", describe(err))
+		if s.OnCrash != nil {
+			s.OnCrash()
+		}
+		if stopping {
+			return 1
+		}
+		if time.Since(started) > 2*s.MaxBackoff {
+			backoff = time.Second
+		}
+		s.Log.Info("supervisor: restarting the engine", "in", backoff)
+		select {
+		case <-time.After(backoff):
+		case <-ctx.Done():
+			return 1
+		case sig := <-sigs:
+			if sig != syscall.SIGHUP {
+				return 1
+			}
+		}
+		backoff = min(2*backoff, s.MaxBackoff)
+	}
+}
+
+func exitCode(err error) int {
+	if err == nil {
+		return 0
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return 128 + int(ws.Signal())
+		}
+		return ee.ExitCode()
+	}
+	return 1
+}
+
+func describe(err error) string {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return "killed by " + ws.Signal().String()
+		}
+		return fmt.Sprintf("exit status %d", ee.ExitCode())
+	}
+	return fmt.Sprint(err)
+}
