@@ -1,0 +1,359 @@
+package cluster
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Role is a node's role.
+type Role string
+
+const (
+	Bootstrap Role = "bootstrap"
+	Master    Role = "master"
+	Worker    Role = "worker"
+)
+
+// File is cluster.yaml as written.
+type File struct {
+	Name            string   `yaml:"name"`
+	BaseDomain      string   `yaml:"baseDomain"`
+	APIVIPs         []string `yaml:"apiVIPs"`
+	IngressVIPs     []string `yaml:"ingressVIPs"`
+	DNSVIP          string   `yaml:"dnsVIP,omitempty"`
+	MachineNetworks []string `yaml:"machineNetworks"`
+	UpstreamDNS     []string `yaml:"upstreamDNS,omitempty"`
+	Nodes           []struct {
+		Name string   `yaml:"name"`
+		Role string   `yaml:"role"`
+		IPs  []string `yaml:"ips"`
+	} `yaml:"nodes"`
+	VRRP *struct {
+		Version        int    `yaml:"version,omitempty"`
+		AdvertInterval string `yaml:"advertInterval,omitempty"`
+		Unicast        *bool  `yaml:"unicast,omitempty"`
+		Interface      string `yaml:"interface,omitempty"`
+	} `yaml:"vrrp,omitempty"`
+	Ports *struct {
+		API           int `yaml:"api,omitempty"`
+		LB            int `yaml:"lb,omitempty"`
+		IngressHealth int `yaml:"ingressHealth,omitempty"`
+		MachineConfig int `yaml:"machineConfig,omitempty"`
+	} `yaml:"ports,omitempty"`
+}
+
+// Cluster is a validated cluster file with defaults filled in.
+type Cluster struct {
+	Name            string
+	BaseDomain      string
+	APIVIPs         []netip.Addr
+	IngressVIPs     []netip.Addr
+	DNSVIP          netip.Addr // zero when not set
+	MachineNetworks []netip.Prefix
+	UpstreamDNS     []netip.AddrPort
+	Nodes           []Node
+	VRRP            VRRP
+	Ports           Ports
+}
+
+// Node is one node of the cluster.
+type Node struct {
+	Name string
+	Role Role
+	IPs  []netip.Addr
+}
+
+// VRRP settings shared by every instance.
+type VRRP struct {
+	Version        int           // 2 or 3; default 2 (3 when the VIPs are IPv6)
+	AdvertInterval time.Duration // default 1s
+	Unicast        bool          // default true
+	Interface      string        // "" = the interface that routes to the machine network
+}
+
+// Ports the node services use.
+type Ports struct {
+	API, LB, IngressHealth, MachineConfig int
+}
+
+// Domain is the cluster's DNS domain, "<name>.<baseDomain>".
+func (c *Cluster) Domain() string { return c.Name + "." + c.BaseDomain }
+
+// NodeByName returns the named node.
+func (c *Cluster) NodeByName(name string) (Node, bool) {
+	for _, n := range c.Nodes {
+		if n.Name == name {
+			return n, true
+		}
+	}
+	return Node{}, false
+}
+
+// MaxFileSize bounds the cluster file.
+const MaxFileSize = 1 << 20
+
+// Load reads and validates a cluster file.
+func Load(path string) (*Cluster, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if st.Size() > MaxFileSize {
+		return nil, fmt.Errorf("%s: %d bytes is larger than the %d accepted for a cluster file", path, st.Size(), MaxFileSize)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(path, data)
+}
+
+var yamlLine = regexp.MustCompile(`line (\d+): field (\S+) not found in type \S+`)
+
+// Parse decodes and validates data read from name.
+func Parse(name string, data []byte) (*Cluster, error) {
+	if len(data) > MaxFileSize {
+		return nil, fmt.Errorf("%s: %d bytes is larger than the %d accepted for a cluster file", name, len(data), MaxFileSize)
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	var f File
+	if err := dec.Decode(&f); err != nil {
+		var te *yaml.TypeError
+		if errors.As(err, &te) {
+			var msgs []string
+			for _, e := range te.Errors {
+				if m := yamlLine.FindStringSubmatch(e); m != nil {
+					msgs = append(msgs, fmt.Sprintf("%s:%s: unknown field %q", name, m[1], m[2]))
+				} else {
+					msgs = append(msgs, fmt.Sprintf("%s: %s", name, strings.TrimPrefix(e, "yaml: ")))
+				}
+			}
+			return nil, errors.New(strings.Join(msgs, "\n"))
+		}
+		return nil, fmt.Errorf("%s: %s", name, strings.TrimPrefix(err.Error(), "yaml: "))
+	}
+	c, err := f.Validate()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return c, nil
+}
+
+var dnsLabel = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
+
+// Validate is the one conversion from a File to a Cluster. Every error
+// names the field, the bad value and what is accepted.
+func (f *File) Validate() (*Cluster, error) {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	c := &Cluster{Name: f.Name, BaseDomain: strings.TrimSuffix(f.BaseDomain, ".")}
+	if !dnsLabel.MatchString(f.Name) {
+		bad("name: %q is not a DNS label (lower-case letters, digits and '-', at most 63)", f.Name)
+	}
+	if c.BaseDomain == "" {
+		bad("baseDomain: required (e.g. example.com)")
+	} else {
+		for _, l := range strings.Split(c.BaseDomain, ".") {
+			if !dnsLabel.MatchString(l) {
+				bad("baseDomain: %q is not a domain name", f.BaseDomain)
+				break
+			}
+		}
+	}
+	for i, s := range f.MachineNetworks {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			bad("machineNetworks[%d]: %q is not a CIDR (e.g. 198.18.0.0/24)", i, s)
+			continue
+		}
+		c.MachineNetworks = append(c.MachineNetworks, p.Masked())
+	}
+	if len(f.MachineNetworks) == 0 {
+		bad("machineNetworks: at least one CIDR is required")
+	}
+	parseList := func(field string, in []string, required bool) []netip.Addr {
+		var out []netip.Addr
+		if required && len(in) == 0 {
+			bad("%s: at least one address is required", field)
+		}
+		for i, s := range in {
+			a, err := netip.ParseAddr(s)
+			if err != nil || a.Zone() != "" {
+				bad("%s[%d]: %q is not an IP address", field, i, s)
+				continue
+			}
+			out = append(out, a)
+		}
+		for i := 1; i < len(out); i++ {
+			if out[i].Is4() != out[0].Is4() {
+				bad("%s: mixes IPv4 and IPv6 (%s and %s); one list holds one address family", field, out[0], out[i])
+				break
+			}
+		}
+		return out
+	}
+	c.APIVIPs = parseList("apiVIPs", f.APIVIPs, true)
+	c.IngressVIPs = parseList("ingressVIPs", f.IngressVIPs, true)
+	if f.DNSVIP != "" {
+		if a, err := netip.ParseAddr(f.DNSVIP); err != nil {
+			bad("dnsVIP: %q is not an IP address", f.DNSVIP)
+		} else {
+			c.DNSVIP = a
+		}
+	}
+	for i, s := range f.UpstreamDNS {
+		ap, err := netip.ParseAddrPort(s)
+		if err != nil {
+			a, err2 := netip.ParseAddr(s)
+			if err2 != nil {
+				bad("upstreamDNS[%d]: %q is not an IP address or IP:port", i, s)
+				continue
+			}
+			ap = netip.AddrPortFrom(a, 53)
+		}
+		c.UpstreamDNS = append(c.UpstreamDNS, ap)
+	}
+
+	seen := map[string]int{}
+	owner := map[netip.Addr]string{}
+	for i, n := range f.Nodes {
+		node := Node{Name: n.Name, Role: Role(n.Role)}
+		if !dnsLabel.MatchString(n.Name) {
+			bad("nodes[%d].name: %q is not a DNS label (lower-case letters, digits and '-')", i, n.Name)
+		}
+		if j, dup := seen[n.Name]; dup {
+			bad("nodes[%d].name: %q is already the name of nodes[%d]", i, n.Name, j)
+		}
+		seen[n.Name] = i
+		switch node.Role {
+		case Bootstrap, Master, Worker:
+		default:
+			bad("nodes[%d].role: %q is not a role (accepted: bootstrap, master, worker)", i, n.Role)
+		}
+		node.IPs = parseList(fmt.Sprintf("nodes[%d].ips", i), n.IPs, true)
+		for _, a := range node.IPs {
+			if o, dup := owner[a]; dup {
+				bad("nodes[%d].ips: %s is also an address of node %s", i, a, o)
+			}
+			owner[a] = n.Name
+		}
+		c.Nodes = append(c.Nodes, node)
+	}
+	if len(f.Nodes) == 0 {
+		bad("nodes: at least one node is required")
+	}
+	masters := 0
+	for _, n := range c.Nodes {
+		if n.Role == Master {
+			masters++
+		}
+	}
+	if len(f.Nodes) > 0 && masters == 0 {
+		bad("nodes: no node has role master")
+	}
+	checkVIP := func(field string, a netip.Addr) {
+		in := false
+		for _, p := range c.MachineNetworks {
+			in = in || p.Contains(a)
+		}
+		if !in && len(c.MachineNetworks) > 0 {
+			bad("%s: %s is outside every machine network (%s)", field, a, joinPrefixes(c.MachineNetworks))
+		}
+		if o, ok := owner[a]; ok {
+			bad("%s: %s is also an address of node %s", field, a, o)
+		}
+	}
+	vipSeen := map[netip.Addr]string{}
+	addVIP := func(field string, a netip.Addr) {
+		checkVIP(field, a)
+		if other, dup := vipSeen[a]; dup {
+			bad("%s: %s is already %s", field, a, other)
+		}
+		vipSeen[a] = field
+	}
+	for i, a := range c.APIVIPs {
+		addVIP(fmt.Sprintf("apiVIPs[%d]", i), a)
+	}
+	for i, a := range c.IngressVIPs {
+		addVIP(fmt.Sprintf("ingressVIPs[%d]", i), a)
+	}
+	if c.DNSVIP.IsValid() {
+		addVIP("dnsVIP", c.DNSVIP)
+	}
+
+	c.VRRP = VRRP{Version: 2, AdvertInterval: time.Second, Unicast: true}
+	v6 := len(c.APIVIPs) > 0 && c.APIVIPs[0].Is6()
+	if v6 {
+		c.VRRP.Version = 3
+	}
+	if v := f.VRRP; v != nil {
+		if v.Version != 0 {
+			if v.Version != 2 && v.Version != 3 {
+				bad("vrrp.version: %d is not a VRRP version (accepted: 2, 3)", v.Version)
+			}
+			c.VRRP.Version = v.Version
+		}
+		if v.AdvertInterval != "" {
+			d, err := time.ParseDuration(v.AdvertInterval)
+			if err != nil || d <= 0 {
+				bad("vrrp.advertInterval: %q is not a duration (e.g. 1s, 100ms)", v.AdvertInterval)
+			} else {
+				c.VRRP.AdvertInterval = d
+			}
+		}
+		if v.Unicast != nil {
+			c.VRRP.Unicast = *v.Unicast
+		}
+		c.VRRP.Interface = v.Interface
+	}
+	switch {
+	case c.VRRP.Version == 2 && (v6 || (len(c.IngressVIPs) > 0 && c.IngressVIPs[0].Is6())):
+		bad("vrrp.version: 2 cannot carry IPv6 VIPs; use version 3")
+	case c.VRRP.Version == 2 && (c.VRRP.AdvertInterval%time.Second != 0 || c.VRRP.AdvertInterval > 255*time.Second):
+		bad("vrrp.advertInterval: %v: VRRPv2 needs whole seconds from 1s to 255s", c.VRRP.AdvertInterval)
+	case c.VRRP.Version == 3 && (c.VRRP.AdvertInterval%(10*time.Millisecond) != 0 || c.VRRP.AdvertInterval > 40950*time.Millisecond):
+		bad("vrrp.advertInterval: %v: VRRPv3 needs a multiple of 10ms up to 40.95s", c.VRRP.AdvertInterval)
+	}
+
+	c.Ports = Ports{API: 6443, LB: 9445, IngressHealth: 1936, MachineConfig: 22623}
+	if p := f.Ports; p != nil {
+		set := func(field string, v int, dst *int) {
+			if v == 0 {
+				return
+			}
+			if v < 1 || v > 65535 {
+				bad("ports.%s: %d is not a port (1..65535)", field, v)
+				return
+			}
+			*dst = v
+		}
+		set("api", p.API, &c.Ports.API)
+		set("lb", p.LB, &c.Ports.LB)
+		set("ingressHealth", p.IngressHealth, &c.Ports.IngressHealth)
+		set("machineConfig", p.MachineConfig, &c.Ports.MachineConfig)
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	sort.SliceStable(c.Nodes, func(i, j int) bool { return c.Nodes[i].Name < c.Nodes[j].Name })
+	return c, nil
+}
+
+func joinPrefixes(ps []netip.Prefix) string {
+	s := make([]string, len(ps))
+	for i, p := range ps {
+		s[i] = p.String()
+	}
+	return strings.Join(s, ", ")
+}
+

@@ -1,0 +1,162 @@
+package cluster
+
+import (
+	"net/netip"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestVRIDsMatchOpenShift(t *testing.T) {
+	// Seed 000: cluster "managed" runs managed_API on VRID 124 and
+	// managed_INGRESS on VRID 75.
+	got := DeriveVRIDs("managed")
+	if got.API != 124 || got.Ingress != 75 {
+		t.Fatalf("DeriveVRIDs(managed) = %+v, want API 124, Ingress 75 as in seed 000", got)
+	}
+	if got.DNS == got.API || got.Ingress == got.DNS {
+		t.Fatalf("collision not bumped: %+v", got)
+	}
+	for _, name := range []string{"a", "ocp4", "managed", "x-very-long-cluster-name-0123456789"} {
+		v := DeriveVRIDs(name)
+		if v.API == 0 || v.DNS == 0 || v.Ingress == 0 || v.API == v.DNS || v.API == v.Ingress || v.DNS == v.Ingress {
+			t.Errorf("DeriveVRIDs(%q) = %+v: IDs must be non-zero and distinct", name, v)
+		}
+	}
+}
+
+func TestLoadDemoCluster(t *testing.T) {
+	c, err := Load("testdata/cluster.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Domain() != "managed.example.com" || len(c.Nodes) != 6 || c.VRRP.Version != 2 || !c.VRRP.Unicast ||
+		c.VRRP.AdvertInterval != time.Second || c.Ports != (Ports{API: 6443, LB: 9445, IngressHealth: 1936, MachineConfig: 22623}) {
+		t.Fatalf("unexpected defaults: %+v", c)
+	}
+	if c.UpstreamDNS[0] != netip.MustParseAddrPort("198.18.0.53:53") {
+		t.Fatalf("upstream = %v", c.UpstreamDNS)
+	}
+}
+
+const good = `name: c1
+baseDomain: example.com
+apiVIPs: [198.18.0.5]
+ingressVIPs: [198.18.0.7]
+machineNetworks: [198.18.0.0/24]
+nodes:
+  - {name: m0, role: master, ips: [198.18.0.11]}
+  - {name: w0, role: worker, ips: [198.18.0.21]}
+`
+
+func TestValidationErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		yaml string
+		want string
+	}{
+		{name: "unknown field", yaml: good + "colour: blue\n", want: `c.yaml:9: unknown field "colour"`},
+		{name: "unknown nested field", yaml: strings.Replace(good, "role: worker,", "role: worker, zone: a,", 1), want: `c.yaml:8: unknown field "zone"`},
+		{name: "VIP outside every machine network", yaml: strings.Replace(good, "apiVIPs: [198.18.0.5]", "apiVIPs: [10.0.0.5]", 1),
+			want: "apiVIPs[0]: 10.0.0.5 is outside every machine network (198.18.0.0/24)"},
+		{name: "VIP equal to a node IP", yaml: strings.Replace(good, "ingressVIPs: [198.18.0.7]", "ingressVIPs: [198.18.0.21]", 1),
+			want: "ingressVIPs[0]: 198.18.0.21 is also an address of node w0"},
+		{name: "mixed families in one list", yaml: strings.Replace(good, "apiVIPs: [198.18.0.5]", "apiVIPs: [198.18.0.5, 'fd00::5']", 1),
+			want: "apiVIPs: mixes IPv4 and IPv6 (198.18.0.5 and fd00::5); one list holds one address family"},
+		{name: "duplicate names", yaml: strings.Replace(good, "name: w0", "name: m0", 1), want: `nodes[1].name: "m0" is already the name of nodes[0]`},
+		{name: "unknown role", yaml: strings.Replace(good, "role: worker", "role: infra", 1), want: `nodes[1].role: "infra" is not a role (accepted: bootstrap, master, worker)`},
+		{name: "bad CIDR", yaml: strings.Replace(good, "198.18.0.0/24", "198.18.0.0/33", 1), want: `machineNetworks[0]: "198.18.0.0/33" is not a CIDR (e.g. 198.18.0.0/24)`},
+		{name: "bad name", yaml: strings.Replace(good, "name: c1", "name: C_1", 1), want: `name: "C_1" is not a DNS label`},
+		{name: "v2 with IPv6", yaml: "vrrp: {version: 2}\n" + strings.NewReplacer("198.18.0.5", "'fd00::5'", "198.18.0.7", "'fd00::7'", "198.18.0.0/24", "'fd00::/64'", "198.18.0.11", "'fd00::11'", "198.18.0.21", "'fd00::21'").Replace(good),
+			want: "vrrp.version: 2 cannot carry IPv6 VIPs; use version 3"},
+		{name: "bad interval", yaml: good + "vrrp: {advertInterval: 1500ms}\n", want: "vrrp.advertInterval: 1.5s: VRRPv2 needs whole seconds from 1s to 255s"},
+		{name: "bad port", yaml: good + "ports: {lb: 70000}\n", want: "ports.lb: 70000 is not a port (1..65535)"},
+		{name: "no master", yaml: strings.Replace(good, "role: master", "role: worker", 1), want: "nodes: no node has role master"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse("c.yaml", []byte(tc.yaml))
+			if err == nil {
+				t.Fatalf("accepted; want error containing %q", tc.want)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error:\n%v\nwant it to contain:\n%s", err, tc.want)
+			}
+		})
+	}
+	if _, err := Parse("c.yaml", []byte(good)); err != nil {
+		t.Fatalf("the base case is rejected: %v", err)
+	}
+}
+
+func TestPlans(t *testing.T) {
+	data, err := os.ReadFile("testdata/cluster.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Parse("cluster.yaml", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := netip.MustParseAddr
+	type inst struct {
+		Name     string
+		VRID     uint8
+		Priority uint8
+		Checks   []string
+		Peers    []string
+		Auth     string
+	}
+	summarize := func(p *Plan) []inst {
+		var out []inst
+		for _, in := range p.Instances {
+			var peers []string
+			for _, x := range in.Peers {
+				peers = append(peers, x.String())
+			}
+			out = append(out, inst{in.Name, in.VRID, in.Priority, in.Checks, peers, in.AuthPass})
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		node   string
+		lb     bool
+		want   []inst
+		source netip.Addr
+	}{{
+		node: "bootstrap", source: a("198.18.0.10"),
+		want: []inst{{"managed_API", 124, 70, nil, []string{"198.18.0.11", "198.18.0.12", "198.18.0.13"}, "managed_api_vip"}},
+	}, {
+		node: "master-1", lb: true, source: a("198.18.0.12"),
+		want: []inst{
+			{"managed_API", 124, 40, []string{"chk_ocp_lb", "chk_ocp_both"}, []string{"198.18.0.10", "198.18.0.11", "198.18.0.13"}, "managed_api_vip"},
+			{"managed_INGRESS", 75, 20, []string{"chk_ingress"}, []string{"198.18.0.11", "198.18.0.13", "198.18.0.21", "198.18.0.22"}, "managed_ingress_vip"},
+		},
+	}, {
+		node: "worker-0", source: a("198.18.0.21"),
+		want: []inst{{"managed_INGRESS", 75, 20, []string{"chk_ingress"}, []string{"198.18.0.11", "198.18.0.12", "198.18.0.13", "198.18.0.22"}, "managed_ingress_vip"}},
+	}} {
+		t.Run(tc.node, func(t *testing.T) {
+			p, err := c.PlanFor(tc.node)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, summarize(p)); diff != "" {
+				t.Fatalf("instances (-want +got):\n%s", diff)
+			}
+			if p.RunLB != tc.lb || !p.RunDNS || p.Instances[0].Source != tc.source {
+				t.Fatalf("RunLB=%v RunDNS=%v source=%v", p.RunLB, p.RunDNS, p.Instances[0].Source)
+			}
+		})
+	}
+	// Priorities as the seed's comment intends: a master with its LB up
+	// (65) beats one with only its API (45); neither beats the bootstrap (70).
+	if 40+WeightLB+WeightLBOrAPI >= PrioBootstrap || 40+WeightLBOrAPI >= 40+WeightLB+WeightLBOrAPI {
+		t.Fatal("priority ladder broken")
+	}
+	if _, err := c.PlanFor("nobody"); err == nil || !strings.Contains(err.Error(), `node "nobody" is not in the cluster file`) {
+		t.Fatalf("unknown node: %v", err)
+	}
+}

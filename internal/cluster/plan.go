@@ -1,0 +1,179 @@
+package cluster
+
+import (
+	"fmt"
+	"net/netip"
+	"strconv"
+	"time"
+)
+
+// CheckSpec is one native health check. It succeeds when any of its URLs
+// answers 2xx (TLS without verification for https, as the seeds' curl -k).
+type CheckSpec struct {
+	Name       string
+	URLs       []string
+	Interval   time.Duration
+	Timeout    time.Duration
+	Weight     int
+	Rise, Fall int
+}
+
+// InstanceSpec is one VRRP instance a node runs.
+type InstanceSpec struct {
+	Name     string
+	VIPs     []netip.Addr
+	VRID     uint8
+	Priority uint8
+	Checks   []string // names of CheckSpecs
+	Source   netip.Addr
+	Peers    []netip.Addr // unicast peers; empty in multicast mode
+	AuthPass string       // VRRPv2 only
+}
+
+// Plan is what one node runs.
+type Plan struct {
+	Node      Node
+	Instances []InstanceSpec
+	Checks    []CheckSpec
+	RunLB     bool // the API load balancer (masters)
+	RunDNS    bool // the cluster DNS (every node)
+}
+
+// Priorities and weights, as in OpenShift's on-premise keepalived.conf
+// (seed 000). The bootstrap node outranks any master (40+20+5 = 65 < 70)
+// until it is torn down.
+const (
+	PrioBootstrap     = 70
+	PrioMasterAPI     = 40
+	WeightLB          = 20 // the local load balancer serves the API
+	WeightLBOrAPI     = 5  // the local LB or the local API answers
+	PrioIngress       = 20
+	WeightIngress     = 50 // the local router answers
+	PrioMasterDNS     = 40
+	WeightDNS         = 20 // the local DNS answers
+	checkLB           = "chk_ocp_lb"
+	checkBoth         = "chk_ocp_both"
+	checkIngress      = "chk_ingress"
+	checkDNS          = "chk_dns"
+	DNSHealthPort     = 18080 // the seed Corefile's `health :18080`
+	DefaultLBMonitor  = 50936 // haproxy's monitor listener in the seeds
+	defaultTimeoutLB  = 1900 * time.Millisecond
+	defaultTimeoutIng = 900 * time.Millisecond
+)
+
+// PlanFor derives what the named node runs.
+func (c *Cluster) PlanFor(name string) (*Plan, error) {
+	self, ok := c.NodeByName(name)
+	if !ok {
+		var names []string
+		for _, n := range c.Nodes {
+			names = append(names, n.Name)
+		}
+		return nil, fmt.Errorf("node %q is not in the cluster file (nodes: %v)", name, names)
+	}
+	ids := DeriveVRIDs(c.Name)
+	p := &Plan{Node: self, RunDNS: true, RunLB: self.Role == Master}
+	apiNodes := c.withRoles(Bootstrap, Master)
+	ingressNodes := c.withRoles(Master, Worker)
+	add := func(kind string, vips []netip.Addr, vrid uint8, prio uint8, members []Node, checks ...string) error {
+		if len(vips) == 0 {
+			return nil
+		}
+		src, ok := addrOfFamily(self.IPs, vips[0])
+		if !ok {
+			return fmt.Errorf("node %s has no %s address for the %s VIP %s", self.Name, family(vips[0]), kind, vips[0])
+		}
+		in := InstanceSpec{
+			Name: c.Name + "_" + upper(kind), VIPs: vips, VRID: vrid, Priority: prio, Checks: checks, Source: src,
+		}
+		if c.VRRP.Unicast {
+			for _, m := range members {
+				if m.Name == self.Name {
+					continue
+				}
+				if a, ok := addrOfFamily(m.IPs, vips[0]); ok {
+					in.Peers = append(in.Peers, a)
+				}
+			}
+		}
+		if c.VRRP.Version == 2 {
+			in.AuthPass = c.Name + "_" + kind + "_vip"
+		}
+		p.Instances = append(p.Instances, in)
+		return nil
+	}
+	https := func(port int) string { return "https://localhost:" + strconv.Itoa(port) + "/readyz" }
+	switch self.Role {
+	case Bootstrap:
+		if err := add("api", c.APIVIPs, ids.API, PrioBootstrap, apiNodes); err != nil {
+			return nil, err
+		}
+		if c.DNSVIP.IsValid() {
+			if err := add("dns", []netip.Addr{c.DNSVIP}, ids.DNS, PrioBootstrap, apiNodes); err != nil {
+				return nil, err
+			}
+		}
+	case Master:
+		p.Checks = append(p.Checks,
+			CheckSpec{Name: checkLB, URLs: []string{https(c.Ports.LB)}, Interval: 2 * time.Second, Timeout: defaultTimeoutLB, Weight: WeightLB, Rise: 3, Fall: 2},
+			CheckSpec{Name: checkBoth, URLs: []string{https(c.Ports.LB), https(c.Ports.API)}, Interval: 2 * time.Second, Timeout: defaultTimeoutLB, Weight: WeightLBOrAPI, Rise: 3, Fall: 2},
+			CheckSpec{Name: checkIngress, URLs: []string{"http://localhost:" + strconv.Itoa(c.Ports.IngressHealth) + "/healthz/ready"}, Interval: time.Second, Timeout: defaultTimeoutIng, Weight: WeightIngress, Rise: 1, Fall: 1},
+		)
+		if err := add("api", c.APIVIPs, ids.API, PrioMasterAPI, apiNodes, checkLB, checkBoth); err != nil {
+			return nil, err
+		}
+		if err := add("ingress", c.IngressVIPs, ids.Ingress, PrioIngress, ingressNodes, checkIngress); err != nil {
+			return nil, err
+		}
+		if c.DNSVIP.IsValid() {
+			p.Checks = append(p.Checks, CheckSpec{Name: checkDNS, URLs: []string{"http://localhost:" + strconv.Itoa(DNSHealthPort) + "/health"}, Interval: time.Second, Timeout: defaultTimeoutIng, Weight: WeightDNS, Rise: 1, Fall: 1})
+			if err := add("dns", []netip.Addr{c.DNSVIP}, ids.DNS, PrioMasterDNS, apiNodes, checkDNS); err != nil {
+				return nil, err
+			}
+		}
+	case Worker:
+		p.Checks = append(p.Checks, CheckSpec{Name: checkIngress, URLs: []string{"http://localhost:" + strconv.Itoa(c.Ports.IngressHealth) + "/healthz/ready"}, Interval: time.Second, Timeout: defaultTimeoutIng, Weight: WeightIngress, Rise: 1, Fall: 1})
+		if err := add("ingress", c.IngressVIPs, ids.Ingress, PrioIngress, ingressNodes, checkIngress); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+func (c *Cluster) withRoles(roles ...Role) []Node {
+	var out []Node
+	for _, n := range c.Nodes {
+		for _, r := range roles {
+			if n.Role == r {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
+}
+
+func addrOfFamily(addrs []netip.Addr, like netip.Addr) (netip.Addr, bool) {
+	for _, a := range addrs {
+		if a.Is4() == like.Is4() {
+			return a, true
+		}
+	}
+	return netip.Addr{}, false
+}
+
+func family(a netip.Addr) string {
+	if a.Is4() {
+		return "IPv4"
+	}
+	return "IPv6"
+}
+
+func upper(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if c >= 'a' && c <= 'z' {
+			b[i] = c - 'a' + 'A'
+		}
+	}
+	return string(b)
+}
