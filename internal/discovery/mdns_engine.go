@@ -1,0 +1,1007 @@
+package discovery
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"net/netip"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/miekg/dns"
+)
+
+// This file is the mDNS protocol as a pure state machine: mdnsEngine takes
+// packets and the current time and returns the packets to send; the socket
+// loop in mdns_linux.go owns the clock and the sockets. Nothing here reads
+// the time or sleeps, so the tests drive it with plain time values.
+
+const (
+	mdnsPort     = 5353
+	mdnsDomain   = "local."
+	mdnsMetaName = "_services._dns-sd._udp.local." // RFC 6763 section 9
+	topBit       = 1 << 15                         // cache-flush bit in rrclass, unicast-response bit in qclass
+
+	probeWait       = 250 * time.Millisecond // RFC 6762 section 8.1
+	probeCount      = 3
+	announceCount   = 2 // RFC 6762 section 8.3: at least two, one second apart
+	announceGap     = time.Second
+	conflictBackoff = 5 * time.Second // first wait after a lost name; doubles to conflictMax
+	conflictMax     = time.Minute
+	tieBreakWait    = time.Second            // RFC 6762 section 8.2
+	firstBrowseMax  = 120 * time.Millisecond // RFC 6762 section 5.2: 20-120 ms
+	browseMax       = time.Hour
+	askAgainAfter   = time.Second // a question is not repeated within a second (RFC 6762 section 5.2)
+	legacyTTL       = 10          // RFC 6762 section 6.7
+)
+
+// mdnsGroup4 and mdnsGroup6 are the mDNS groups (RFC 6762 section 3).
+var (
+	mdnsGroup4 = netip.AddrPortFrom(netip.AddrFrom4([4]byte{224, 0, 0, 251}), mdnsPort)
+	mdnsGroup6 = netip.AddrPortFrom(netip.MustParseAddr("ff02::fb"), mdnsPort)
+)
+
+// inPacket is a received datagram; dst is the address it was sent to
+// (the group, or one of ours for a unicast query), if known.
+type inPacket struct {
+	data    []byte
+	from    netip.AddrPort
+	dst     netip.Addr
+	ifIndex int
+}
+
+// outPacket is a datagram to send. With to invalid it goes to the mDNS
+// group of family (4, 6, or 0 for both) on ifIndex (0 for every interface).
+// A unicast reply goes from src, the address the query was sent to: left
+// to itself the kernel may pick another address of the interface, a VIP
+// say, and the querier would drop the reply.
+type outPacket struct {
+	msg     *dns.Msg
+	ifIndex int
+	family  int
+	to      netip.AddrPort
+	src     netip.Addr
+}
+
+type pubPhase int
+
+const (
+	pubWaiting    pubPhase = iota // before the first probe
+	pubProbing                    // probes sent: probes
+	pubAnnouncing                 // announcements sent: announces
+	pubAnnounced
+	pubConflict // lost the name; probing again at pubAt
+)
+
+// cacheKey identifies one record: owner name, type and rdata, case-folded
+// where DNS compares case-insensitively.
+type cacheKey struct {
+	name  string
+	typ   uint16
+	rdata string
+}
+
+type cacheEntry struct {
+	rr        dns.RR // as received, with the flush bit cleared
+	ttl       time.Duration
+	received  time.Time
+	expires   time.Time
+	refreshes int       // refresh queries sent since received (RFC 6762 section 5.2: 80, 85, 90, 95 %)
+	refreshAt time.Time // next refresh query; zero after the last one
+	jitter    int       // random part of the refresh times, in thousandths of a percent of the TTL (0-1999)
+}
+
+// mdnsEngine publishes one node and browses the others.
+type mdnsEngine struct {
+	cfg mdnsConfig
+	rnd *rand.Rand
+
+	svc, instance, host string // canonical (lower-case, fully qualified) names
+	own                 []dns.RR
+	ownKeys             map[cacheKey]bool
+	nsec                *dns.NSEC // asserts the missing address family; nil if both are published
+	meta                *dns.PTR
+
+	phase     pubPhase
+	pubAt     time.Time
+	probes    int
+	announces int
+	backoff   time.Duration
+	lastMcast map[mcastKey]time.Time
+
+	delayed []delayedPacket
+
+	browseAt    time.Time
+	browseEvery time.Duration
+
+	cache map[cacheKey]*cacheEntry
+	asked map[dns.Question]time.Time
+}
+
+type mcastKey struct {
+	key     cacheKey
+	ifIndex int
+	family  int
+}
+
+type delayedPacket struct {
+	at time.Time
+	p  outPacket
+}
+
+func newMDNSEngine(cfg mdnsConfig, rnd *rand.Rand) *mdnsEngine {
+	e := &mdnsEngine{
+		cfg:       cfg,
+		rnd:       rnd,
+		svc:       dns.CanonicalName(MDNSServiceType + "." + mdnsDomain),
+		host:      dns.CanonicalName(cfg.self.Name + "." + mdnsDomain),
+		lastMcast: map[mcastKey]time.Time{},
+		cache:     map[cacheKey]*cacheEntry{},
+		asked:     map[dns.Question]time.Time{},
+		backoff:   conflictBackoff,
+	}
+	instance := escapeLabel(cfg.instanceLabel()) + "." + MDNSServiceType + "." + mdnsDomain
+	e.instance = dns.CanonicalName(instance)
+	host := cfg.self.Name + "." + mdnsDomain
+	ttl := uint32(cfg.ttl / time.Second)
+	hdr := func(name string, t uint16) dns.RR_Header {
+		return dns.RR_Header{Name: name, Rrtype: t, Class: dns.ClassINET, Ttl: ttl}
+	}
+	e.own = []dns.RR{
+		&dns.PTR{Hdr: hdr(MDNSServiceType+"."+mdnsDomain, dns.TypePTR), Ptr: instance},
+		&dns.SRV{Hdr: hdr(instance, dns.TypeSRV), Port: mdnsSRVPort, Target: host},
+		&dns.TXT{Hdr: hdr(instance, dns.TypeTXT), Txt: []string{
+			"cluster=" + cfg.cluster, "name=" + cfg.self.Name, "role=" + string(cfg.self.Role)}},
+	}
+	var has4, has6 bool
+	for _, a := range cfg.self.Addrs {
+		if a.Is4() {
+			has4 = true
+			e.own = append(e.own, &dns.A{Hdr: hdr(host, dns.TypeA), A: a.AsSlice()})
+		} else {
+			has6 = true
+			e.own = append(e.own, &dns.AAAA{Hdr: hdr(host, dns.TypeAAAA), AAAA: a.AsSlice()})
+		}
+	}
+	if has4 != has6 {
+		t := dns.TypeA
+		if has6 {
+			t = dns.TypeAAAA
+		}
+		e.nsec = &dns.NSEC{Hdr: hdr(host, dns.TypeNSEC), NextDomain: host, TypeBitMap: []uint16{t}}
+	}
+	e.meta = &dns.PTR{Hdr: hdr(mdnsMetaName, dns.TypePTR), Ptr: MDNSServiceType + "." + mdnsDomain}
+	e.ownKeys = map[cacheKey]bool{}
+	for _, rr := range e.all() {
+		e.ownKeys[keyOf(rr)] = true
+	}
+	return e
+}
+
+// all is every record this node may send.
+func (e *mdnsEngine) all() []dns.RR {
+	rrs := append([]dns.RR{e.meta}, e.own...)
+	if e.nsec != nil {
+		rrs = append(rrs, e.nsec)
+	}
+	return rrs
+}
+
+// escapeLabel writes a label in the presentation format miekg/dns parses.
+func escapeLabel(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '.' || c == ' ' || c == '\'' || c == '@' || c == ';' || c == '(' || c == ')' || c == '"' || c == '\\':
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		case c < ' ' || c > '~':
+			b.WriteString("\\" + string(rune('0'+c/100)) + string(rune('0'+c/10%10)) + string(rune('0'+c%10)))
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+// keyOf returns rr's cache key.
+func keyOf(rr dns.RR) cacheKey {
+	h := rr.Header()
+	c := dns.Copy(rr)
+	c.Header().Name = "."
+	c.Header().Ttl = 0
+	c.Header().Class = dns.ClassINET
+	rdata := strings.TrimPrefix(c.String(), c.Header().String())
+	switch h.Rrtype {
+	case dns.TypePTR, dns.TypeSRV, dns.TypeNSEC:
+		rdata = strings.ToLower(rdata)
+	}
+	return cacheKey{name: dns.CanonicalName(h.Name), typ: h.Rrtype, rdata: rdata}
+}
+
+// start begins probing and browsing.
+func (e *mdnsEngine) start(now time.Time) []outPacket {
+	e.phase = pubWaiting
+	e.pubAt = now.Add(time.Duration(e.rnd.Int64N(int64(probeWait))))
+	e.browseAt = now.Add(20*time.Millisecond + time.Duration(e.rnd.Int64N(int64(firstBrowseMax-20*time.Millisecond))))
+	e.browseEvery = time.Second
+	return nil
+}
+
+// next returns when tick must run next.
+func (e *mdnsEngine) next() time.Time {
+	var t time.Time
+	earliest := func(x time.Time) {
+		if !x.IsZero() && (t.IsZero() || x.Before(t)) {
+			t = x
+		}
+	}
+	earliest(e.pubAt)
+	earliest(e.browseAt)
+	for _, d := range e.delayed {
+		earliest(d.at)
+	}
+	for _, c := range e.cache {
+		earliest(c.expires)
+		earliest(c.refreshAt)
+	}
+	return t
+}
+
+// tick runs whatever is due at now.
+func (e *mdnsEngine) tick(now time.Time) []outPacket {
+	var out []outPacket
+	if !e.pubAt.IsZero() && !now.Before(e.pubAt) {
+		out = append(out, e.publishStep(now)...)
+	}
+	kept := e.delayed[:0]
+	for _, d := range e.delayed {
+		if now.Before(d.at) {
+			kept = append(kept, d)
+			continue
+		}
+		out = append(out, d.p)
+	}
+	e.delayed = kept
+	for k, c := range e.cache {
+		if !now.Before(c.expires) {
+			delete(e.cache, k)
+		}
+	}
+	var qs []dns.Question
+	if !e.browseAt.IsZero() && !now.Before(e.browseAt) {
+		qs = append(qs, dns.Question{Name: e.svc, Qtype: dns.TypePTR, Qclass: dns.ClassINET})
+		e.browseAt = now.Add(e.browseEvery)
+		e.browseEvery = min(2*e.browseEvery, browseMax)
+	}
+	for _, c := range e.cache {
+		if c.refreshAt.IsZero() || now.Before(c.refreshAt) {
+			continue
+		}
+		c.refreshes++
+		e.scheduleRefresh(c)
+		if q, ok := e.refreshQuestion(c.rr); ok {
+			qs = append(qs, q)
+		}
+	}
+	return append(out, e.query(now, qs)...)
+}
+
+// scheduleRefresh sets the next refresh query of c: at 80, 85, 90 and 95 %
+// of the TTL plus up to 2 % (RFC 6762 section 5.2). The random part is
+// drawn once per received packet, so records that arrived together are
+// refreshed together, in one query.
+func (e *mdnsEngine) scheduleRefresh(c *cacheEntry) {
+	if c.refreshes >= 4 || c.ttl == 0 {
+		c.refreshAt = time.Time{}
+		return
+	}
+	pct := 80 + 5*c.refreshes
+	c.refreshAt = c.received.Add(c.ttl*time.Duration(pct)/100 + c.ttl*time.Duration(c.jitter)/100000)
+}
+
+// refreshQuestion returns the question that refreshes rr, if rr is still
+// needed: PTRs of our type, and the SRV, TXT and addresses behind a live
+// instance of our cluster.
+func (e *mdnsEngine) refreshQuestion(rr dns.RR) (dns.Question, bool) {
+	h := rr.Header()
+	q := dns.Question{Name: h.Name, Qtype: h.Rrtype, Qclass: dns.ClassINET}
+	switch h.Rrtype {
+	case dns.TypePTR:
+		return q, true
+	case dns.TypeSRV, dns.TypeTXT:
+		return q, e.wantInstance(dns.CanonicalName(h.Name))
+	case dns.TypeA, dns.TypeAAAA:
+		return q, e.wantHost(dns.CanonicalName(h.Name))
+	}
+	return q, false
+}
+
+// wantInstance: a live PTR points at inst and its TXT (if known) is ours.
+func (e *mdnsEngine) wantInstance(inst string) bool {
+	if _, ok := e.lookup(e.svc, dns.TypePTR, func(rr dns.RR) bool { return dns.CanonicalName(rr.(*dns.PTR).Ptr) == inst }); !ok {
+		return false
+	}
+	if txt, ok := e.lookup(inst, dns.TypeTXT, nil); ok {
+		return txtMap(txt.(*dns.TXT).Txt)["cluster"] == e.cfg.cluster
+	}
+	return true
+}
+
+// wantHost: a wanted instance's SRV targets host.
+func (e *mdnsEngine) wantHost(host string) bool {
+	for _, c := range e.cache {
+		if srv, ok := c.rr.(*dns.SRV); ok && dns.CanonicalName(srv.Target) == host && e.wantInstance(dns.CanonicalName(srv.Hdr.Name)) {
+			return true
+		}
+	}
+	return false
+}
+
+// lookup returns a cached record of name and type matching f (nil: any).
+func (e *mdnsEngine) lookup(name string, t uint16, f func(dns.RR) bool) (dns.RR, bool) {
+	var best *cacheEntry
+	for k, c := range e.cache {
+		if k.name == name && k.typ == t && (f == nil || f(c.rr)) {
+			if best == nil || c.received.After(best.received) {
+				best = c
+			}
+		}
+	}
+	if best == nil {
+		return nil, false
+	}
+	return best.rr, true
+}
+
+// query builds one multicast query for qs (deduplicated, each asked at
+// most once a second) with known answers (RFC 6762 section 7.1).
+func (e *mdnsEngine) query(now time.Time, qs []dns.Question) []outPacket {
+	m := new(dns.Msg)
+	seen := map[dns.Question]bool{}
+	for _, q := range qs {
+		q.Name = dns.CanonicalName(q.Name)
+		if seen[q] {
+			continue
+		}
+		seen[q] = true
+		if t, ok := e.asked[q]; ok && now.Sub(t) < askAgainAfter {
+			continue
+		}
+		e.asked[q] = now
+		m.Question = append(m.Question, q)
+		if q.Name == e.svc && q.Qtype == dns.TypePTR {
+			// Our own PTR as a known answer: the query comes back to us
+			// through multicast loopback, and this keeps us from answering
+			// ourselves. Peers ignore known answers they do not own.
+			m.Answer = append(m.Answer, dns.Copy(e.own[0]))
+		}
+		for k, c := range e.cache {
+			if k.name != q.Name || k.typ != q.Qtype {
+				continue
+			}
+			left := c.expires.Sub(now)
+			if left > c.ttl/2 {
+				rr := dns.Copy(c.rr)
+				rr.Header().Ttl = uint32(left / time.Second)
+				m.Answer = append(m.Answer, rr)
+			}
+		}
+	}
+	for q, t := range e.asked {
+		if now.Sub(t) >= askAgainAfter {
+			delete(e.asked, q)
+		}
+	}
+	if len(m.Question) == 0 {
+		return nil
+	}
+	return []outPacket{{msg: m}}
+}
+
+// publishStep advances probing and announcing.
+func (e *mdnsEngine) publishStep(now time.Time) []outPacket {
+	switch e.phase {
+	case pubWaiting, pubConflict:
+		e.phase, e.probes = pubProbing, 0
+		fallthrough
+	case pubProbing:
+		if e.probes < probeCount {
+			e.probes++
+			e.pubAt = now.Add(probeWait)
+			return []outPacket{{msg: e.probe(e.probes == 1)}}
+		}
+		e.cfg.log.Info("mdns: name is ours, announcing", "host", e.host, "instance", e.instance)
+		e.backoff = conflictBackoff
+		e.phase, e.announces = pubAnnouncing, 0
+		fallthrough
+	case pubAnnouncing:
+		e.announces++
+		if e.announces >= announceCount {
+			e.phase, e.pubAt = pubAnnounced, time.Time{}
+		} else {
+			e.pubAt = now.Add(announceGap)
+		}
+		m := e.response(e.own, nil, true)
+		e.noteMcast(now, m.Answer, 0, 0)
+		return []outPacket{{msg: m}}
+	}
+	e.pubAt = time.Time{}
+	return nil
+}
+
+// probe is an RFC 6762 section 8.1 probe: ANY questions for the instance
+// and host names (the first asking for unicast replies) with the records
+// we intend to use in the authority section.
+func (e *mdnsEngine) probe(first bool) *dns.Msg {
+	class := uint16(dns.ClassINET)
+	if first {
+		class |= topBit
+	}
+	m := new(dns.Msg)
+	m.Question = []dns.Question{
+		{Name: e.own[1].Header().Name, Qtype: dns.TypeANY, Qclass: class},     // the instance
+		{Name: e.own[1].(*dns.SRV).Target, Qtype: dns.TypeANY, Qclass: class}, // the host
+	}
+	for _, rr := range e.own[1:] {
+		m.Ns = append(m.Ns, dns.Copy(rr))
+	}
+	return m
+}
+
+// response builds a response; unique records get the cache-flush bit when
+// flush is set.
+func (e *mdnsEngine) response(answers, extra []dns.RR, flush bool) *dns.Msg {
+	m := new(dns.Msg)
+	m.Response, m.Authoritative = true, true
+	cp := func(rrs []dns.RR) []dns.RR {
+		var out []dns.RR
+		for _, rr := range rrs {
+			rr = dns.Copy(rr)
+			if flush && rr.Header().Rrtype != dns.TypePTR {
+				rr.Header().Class |= topBit
+			}
+			out = append(out, rr)
+		}
+		return out
+	}
+	m.Answer, m.Extra = cp(answers), cp(extra)
+	return m
+}
+
+func (e *mdnsEngine) noteMcast(now time.Time, rrs []dns.RR, ifIndex, family int) {
+	for _, rr := range rrs {
+		e.lastMcast[mcastKey{keyOf(rr), ifIndex, family}] = now
+	}
+}
+
+// stop returns the goodbye: every published record with TTL 0.
+func (e *mdnsEngine) stop() []outPacket {
+	announced := e.phase == pubAnnouncing || e.phase == pubAnnounced
+	e.phase, e.pubAt, e.browseAt, e.delayed = pubWaiting, time.Time{}, time.Time{}, nil
+	if !announced {
+		return nil
+	}
+	m := e.response(e.own, nil, true)
+	for _, rr := range m.Answer {
+		rr.Header().Ttl = 0
+	}
+	return []outPacket{{msg: m}}
+}
+
+// receive handles one datagram.
+func (e *mdnsEngine) receive(now time.Time, p inPacket) []outPacket {
+	m := new(dns.Msg)
+	if err := m.Unpack(p.data); err != nil || m.Opcode != dns.OpcodeQuery || m.Rcode != dns.RcodeSuccess {
+		return nil
+	}
+	if m.Response {
+		if p.from.Port() != mdnsPort { // RFC 6762 section 11
+			return nil
+		}
+		return e.handleResponse(now, m)
+	}
+	return e.handleQuery(now, m, p)
+}
+
+// handleResponse checks for conflicts, caches what we browse, and asks for
+// what is missing.
+func (e *mdnsEngine) handleResponse(now time.Time, m *dns.Msg) []outPacket {
+	rrs := append(append([]dns.RR(nil), m.Answer...), m.Extra...)
+	for _, rr := range rrs {
+		if e.conflicts(rr) {
+			return e.lost(now, rr)
+		}
+	}
+	// Pass 1: PTR, SRV, TXT (they decide which addresses we want).
+	// Pass 2: addresses and NSEC of wanted hosts.
+	flushed := map[cacheKey]bool{}
+	jitter := e.rnd.IntN(2000)
+	for pass := 1; pass <= 2; pass++ {
+		for _, rr := range rrs {
+			h := rr.Header()
+			if h.Class&^topBit != dns.ClassINET {
+				continue
+			}
+			name := dns.CanonicalName(h.Name)
+			if name == e.instance || name == e.host {
+				continue // ours (conflicts were handled above)
+			}
+			switch h.Rrtype {
+			case dns.TypePTR:
+				if pass != 1 || name != e.svc || dns.CanonicalName(rr.(*dns.PTR).Ptr) == e.instance {
+					continue
+				}
+			case dns.TypeSRV, dns.TypeTXT:
+				if pass != 1 || !strings.HasSuffix(name, "."+e.svc) {
+					continue
+				}
+			case dns.TypeA, dns.TypeAAAA, dns.TypeNSEC:
+				if pass != 2 || !e.wantHost(name) {
+					continue
+				}
+			default:
+				continue
+			}
+			e.store(now, rr, flushed, jitter)
+		}
+	}
+	return e.query(now, e.missing())
+}
+
+// store caches rr. TTL 0 is a goodbye and removes the record at once (see
+// the MDNS doc comment for why not one second later). A cache-flush bit
+// ages the other records of the same name and type that are older than a
+// second to one second (RFC 6762 section 10.2).
+func (e *mdnsEngine) store(now time.Time, rr dns.RR, flushed map[cacheKey]bool, jitter int) {
+	rr = dns.Copy(rr)
+	h := rr.Header()
+	flush := h.Class&topBit != 0
+	h.Class &^= topBit
+	k := keyOf(rr)
+	if h.Ttl == 0 {
+		delete(e.cache, k)
+		return
+	}
+	if flush {
+		set := cacheKey{name: k.name, typ: k.typ}
+		if !flushed[set] {
+			flushed[set] = true
+			for ok, c := range e.cache {
+				if ok.name == k.name && ok.typ == k.typ && ok != k && now.Sub(c.received) > time.Second {
+					if exp := now.Add(time.Second); exp.Before(c.expires) {
+						c.expires = exp
+					}
+					c.refreshAt = time.Time{}
+				}
+			}
+		}
+	}
+	ttl := time.Duration(h.Ttl) * time.Second
+	c := &cacheEntry{rr: rr, ttl: ttl, received: now, expires: now.Add(ttl), jitter: jitter}
+	e.scheduleRefresh(c)
+	e.cache[k] = c
+}
+
+// missing lists the questions for instances without SRV or TXT and for
+// wanted hosts without any address.
+func (e *mdnsEngine) missing() []dns.Question {
+	var qs []dns.Question
+	for _, c := range e.cache {
+		ptr, ok := c.rr.(*dns.PTR)
+		if !ok {
+			continue
+		}
+		inst := dns.CanonicalName(ptr.Ptr)
+		if !e.wantInstance(inst) {
+			continue
+		}
+		for _, t := range []uint16{dns.TypeSRV, dns.TypeTXT} {
+			if _, ok := e.lookup(inst, t, nil); !ok {
+				qs = append(qs, dns.Question{Name: inst, Qtype: t, Qclass: dns.ClassINET})
+			}
+		}
+		if srv, ok := e.lookup(inst, dns.TypeSRV, nil); ok {
+			host := dns.CanonicalName(srv.(*dns.SRV).Target)
+			_, has4 := e.lookup(host, dns.TypeA, nil)
+			_, has6 := e.lookup(host, dns.TypeAAAA, nil)
+			if !has4 && !has6 {
+				qs = append(qs, dns.Question{Name: host, Qtype: dns.TypeA, Qclass: dns.ClassINET},
+					dns.Question{Name: host, Qtype: dns.TypeAAAA, Qclass: dns.ClassINET})
+			}
+		}
+	}
+	sort.Slice(qs, func(i, j int) bool {
+		if qs[i].Name != qs[j].Name {
+			return qs[i].Name < qs[j].Name
+		}
+		return qs[i].Qtype < qs[j].Qtype
+	})
+	return qs
+}
+
+// conflicts reports whether rr, received in a response, contradicts our
+// unique records: while probing any record for our names with other data
+// (RFC 6762 section 8.1), once announced a record of the same name and type
+// with other data (section 9). Goodbyes and our own records never do.
+func (e *mdnsEngine) conflicts(rr dns.RR) bool {
+	h := rr.Header()
+	if h.Ttl == 0 || h.Class&^topBit != dns.ClassINET {
+		return false
+	}
+	name := dns.CanonicalName(h.Name)
+	if name != e.instance && name != e.host {
+		return false
+	}
+	if e.ownKeys[keyOf(rr)] {
+		return false
+	}
+	switch e.phase {
+	case pubProbing:
+		return true
+	case pubAnnouncing, pubAnnounced:
+		for _, o := range e.own {
+			if dns.CanonicalName(o.Header().Name) == name && o.Header().Rrtype == h.Rrtype {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// lost gives up the names after a conflict. A conflict seen while probing
+// means the name is taken: probe again after a back-off (5 s doubling to a
+// minute; RFC 6762 section 8.1 asks for at least 5 s after 15 conflicts).
+// One seen after announcing may be stale or transient: probe again at once
+// (section 9), and back off only if that probe loses.
+func (e *mdnsEngine) lost(now time.Time, rr dns.RR) []outPacket {
+	wait := time.Duration(0)
+	if e.phase == pubProbing {
+		wait = e.backoff
+		e.backoff = min(2*e.backoff, conflictMax)
+	}
+	e.cfg.log.Error("mdns: name conflict: another host (or an avahi-daemon on this one publishing the same host name) "+
+		"answers for our name with other data; this node is not published until it goes away. Give each node a unique name",
+		"record", strings.ReplaceAll(rr.String(), "\t", " "), "probing_again_in", wait)
+	e.phase = pubConflict
+	e.pubAt = now.Add(wait)
+	e.delayed = nil
+	return nil
+}
+
+// handleQuery answers a query, or during probing runs the simultaneous
+// probe tie-break (RFC 6762 section 8.2).
+func (e *mdnsEngine) handleQuery(now time.Time, m *dns.Msg, p inPacket) []outPacket {
+	switch e.phase {
+	case pubProbing:
+		if e.losesTieBreak(m.Ns) {
+			e.cfg.log.Info("mdns: another host probes for our names with later data; probing again in a second")
+			e.phase, e.pubAt = pubConflict, now.Add(tieBreakWait)
+		}
+		return nil
+	case pubAnnouncing, pubAnnounced:
+	default:
+		return nil
+	}
+	legacy := p.from.Port() != mdnsPort
+	isProbe := len(m.Ns) > 0
+	var answers, extra []dns.RR
+	shared, unicast := false, legacy
+	add := func(list *[]dns.RR, rrs ...dns.RR) {
+		for _, rr := range rrs {
+			if !containsRR(*list, rr) {
+				*list = append(*list, rr)
+			}
+		}
+	}
+	addrs := func(t uint16) []dns.RR {
+		var out []dns.RR
+		for _, rr := range e.own[3:] {
+			if t == dns.TypeANY || rr.Header().Rrtype == t {
+				out = append(out, rr)
+			}
+		}
+		return out
+	}
+	for _, q := range m.Question {
+		if c := q.Qclass &^ topBit; c != dns.ClassINET && c != dns.ClassANY {
+			continue
+		}
+		if q.Qclass&topBit != 0 {
+			unicast = true
+		}
+		any := q.Qtype == dns.TypeANY
+		switch dns.CanonicalName(q.Name) {
+		case e.svc:
+			if any || q.Qtype == dns.TypePTR {
+				add(&answers, e.own[0])
+				add(&extra, e.own[1], e.own[2])
+				add(&extra, addrs(dns.TypeANY)...)
+				if e.nsec != nil {
+					add(&extra, e.nsec)
+				}
+				shared = true
+			}
+		case mdnsMetaName:
+			if any || q.Qtype == dns.TypePTR {
+				add(&answers, e.meta)
+				shared = true
+			}
+		case e.instance:
+			if any || q.Qtype == dns.TypeSRV {
+				add(&answers, e.own[1])
+				add(&extra, addrs(dns.TypeANY)...)
+			}
+			if any || q.Qtype == dns.TypeTXT {
+				add(&answers, e.own[2])
+			}
+		case e.host:
+			got := addrs(q.Qtype)
+			add(&answers, got...)
+			if e.nsec != nil {
+				if len(got) == 0 && (q.Qtype == dns.TypeA || q.Qtype == dns.TypeAAAA) {
+					add(&answers, e.nsec) // negative answer (RFC 6762 section 6.1)
+				} else {
+					add(&extra, e.nsec)
+				}
+			}
+		}
+	}
+	// Known-answer suppression (RFC 6762 section 7.1).
+	if !legacy {
+		answers = suppressKnown(answers, m.Answer)
+	}
+	if len(answers) == 0 {
+		return nil
+	}
+	extra = without(extra, answers)
+	family := 4
+	if p.from.Addr().Is6() && !p.from.Addr().Is4In6() {
+		family = 6
+	}
+	if legacy {
+		r := e.response(answers, extra, false)
+		r.Id = m.Id
+		r.Question = m.Question
+		for _, rr := range append(r.Answer, r.Extra...) {
+			rr.Header().Ttl = min(rr.Header().Ttl, legacyTTL)
+		}
+		return []outPacket{{msg: r, ifIndex: p.ifIndex, to: p.from, src: e.replySource(p)}}
+	}
+	if unicast {
+		return []outPacket{{msg: e.response(answers, extra, true), ifIndex: p.ifIndex, to: p.from, src: e.replySource(p)}}
+	}
+	// Multicast: a record goes out at most once a second per link (RFC 6762
+	// section 6.2), a quarter second when defending against a probe.
+	limit := time.Second
+	if isProbe {
+		limit = probeWait
+	}
+	kept := answers[:0]
+	for _, rr := range answers {
+		if t, ok := e.lastMcast[mcastKey{keyOf(rr), p.ifIndex, family}]; ok && now.Sub(t) < limit {
+			continue
+		}
+		kept = append(kept, rr)
+	}
+	if len(kept) == 0 {
+		return nil
+	}
+	e.noteMcast(now, kept, p.ifIndex, family)
+	out := outPacket{msg: e.response(kept, extra, true), ifIndex: p.ifIndex, family: family}
+	if shared && !isProbe {
+		// Shared records wait 20-120 ms so that several responders do not
+		// answer at the same instant (RFC 6762 section 6).
+		at := now.Add(20*time.Millisecond + time.Duration(e.rnd.Int64N(int64(100*time.Millisecond))))
+		e.delayed = append(e.delayed, delayedPacket{at: at, p: out})
+		return nil
+	}
+	return []outPacket{out}
+}
+
+// replySource is the source address for a unicast reply to query p: the
+// address p was sent to if that is one of ours, else (a query to the group)
+// our first node address of the querier's family, else the kernel's choice.
+// Never a VIP: the kernel, left to choose, prefers a /128 VIP over the node
+// address and the querier drops a reply from an address it did not ask.
+func (e *mdnsEngine) replySource(p inPacket) netip.Addr {
+	if p.dst.IsValid() && !p.dst.IsMulticast() && !p.dst.IsUnspecified() {
+		return p.dst
+	}
+	for _, a := range e.cfg.self.Addrs {
+		if a.Is4() == p.from.Addr().Is4() {
+			return a
+		}
+	}
+	return netip.Addr{}
+}
+
+// losesTieBreak compares, name by name, the records another host proposes
+// in its probe with ours (RFC 6762 section 8.2): we lose if theirs sort
+// later.
+func (e *mdnsEngine) losesTieBreak(ns []dns.RR) bool {
+	for _, name := range []string{e.instance, e.host} {
+		var theirs, ours [][]byte
+		for _, rr := range ns {
+			if dns.CanonicalName(rr.Header().Name) == name {
+				theirs = append(theirs, canonicalRData(rr))
+			}
+		}
+		if len(theirs) == 0 {
+			continue
+		}
+		for _, rr := range e.own[1:] {
+			if dns.CanonicalName(rr.Header().Name) == name {
+				ours = append(ours, canonicalRData(rr))
+			}
+		}
+		sort.Slice(theirs, func(i, j int) bool { return bytes.Compare(theirs[i], theirs[j]) < 0 })
+		sort.Slice(ours, func(i, j int) bool { return bytes.Compare(ours[i], ours[j]) < 0 })
+		for i := 0; ; i++ {
+			if i == len(ours) || i == len(theirs) {
+				if len(theirs) > len(ours) {
+					return true
+				}
+				break
+			}
+			if c := bytes.Compare(ours[i], theirs[i]); c != 0 {
+				if c < 0 {
+					return true
+				}
+				break
+			}
+		}
+	}
+	return false
+}
+
+// canonicalRData is class, type and uncompressed rdata, the order RFC 6762
+// section 8.2 compares records in.
+func canonicalRData(rr dns.RR) []byte {
+	c := dns.Copy(rr)
+	c.Header().Name = "."
+	c.Header().Ttl = 0
+	c.Header().Class &^= topBit
+	buf := make([]byte, dns.Len(c)+16)
+	n, err := dns.PackRR(c, buf, 0, nil, false)
+	if err != nil || n < 11 {
+		return nil
+	}
+	// Packed: name "." (1), type (2), class (2), ttl (4), rdlength (2), rdata.
+	out := append([]byte{}, buf[3:5]...) // class
+	out = append(out, buf[1:3]...)       // type
+	return append(out, buf[11:n]...)
+}
+
+func containsRR(list []dns.RR, rr dns.RR) bool {
+	k := keyOf(rr)
+	for _, x := range list {
+		if keyOf(x) == k {
+			return true
+		}
+	}
+	return false
+}
+
+func without(list, drop []dns.RR) []dns.RR {
+	var out []dns.RR
+	for _, rr := range list {
+		if !containsRR(drop, rr) {
+			out = append(out, rr)
+		}
+	}
+	return out
+}
+
+// suppressKnown drops answers the querier listed with at least half their
+// TTL left.
+func suppressKnown(answers, known []dns.RR) []dns.RR {
+	var out []dns.RR
+	for _, rr := range answers {
+		k := keyOf(rr)
+		skip := false
+		for _, kn := range known {
+			if keyOf(kn) == k && kn.Header().Ttl >= rr.Header().Ttl/2 {
+				skip = true
+				break
+			}
+		}
+		if !skip {
+			out = append(out, rr)
+		}
+	}
+	return out
+}
+
+// nodes is this node plus every complete instance of our cluster.
+func (e *mdnsEngine) nodes() []Node {
+	byName := map[string]*Node{}
+	self := e.cfg.self
+	self.Addrs = append([]netip.Addr(nil), self.Addrs...)
+	byName[strings.ToLower(self.Name)] = &self
+	for _, c := range e.cache {
+		ptr, ok := c.rr.(*dns.PTR)
+		if !ok || dns.CanonicalName(ptr.Hdr.Name) != e.svc {
+			continue
+		}
+		inst := dns.CanonicalName(ptr.Ptr)
+		srvRR, ok1 := e.lookup(inst, dns.TypeSRV, nil)
+		txtRR, ok2 := e.lookup(inst, dns.TypeTXT, nil)
+		if !ok1 || !ok2 {
+			continue
+		}
+		kv := txtMap(txtRR.(*dns.TXT).Txt)
+		if kv["cluster"] != e.cfg.cluster {
+			continue
+		}
+		target := dns.CanonicalName(srvRR.(*dns.SRV).Target)
+		name := kv["name"]
+		if checkLabel(name) != nil {
+			name, _, _ = strings.Cut(target, ".")
+			if checkLabel(name) != nil {
+				continue
+			}
+		}
+		lname := strings.ToLower(name)
+		if lname == strings.ToLower(self.Name) {
+			continue // someone else claims our name: we are the authority on ourselves
+		}
+		var addrs []netip.Addr
+		for k, c := range e.cache {
+			if k.name != target {
+				continue
+			}
+			var a netip.Addr
+			switch rr := c.rr.(type) {
+			case *dns.A:
+				a, _ = netip.AddrFromSlice(rr.A.To4())
+			case *dns.AAAA:
+				a, _ = netip.AddrFromSlice(rr.AAAA.To16())
+			default:
+				continue
+			}
+			a = a.Unmap()
+			if unusableAddr(a) == "" && !e.cfg.exclude[a] {
+				addrs = append(addrs, a)
+			}
+		}
+		if len(addrs) == 0 {
+			continue
+		}
+		n := byName[lname]
+		if n == nil {
+			n = &Node{Name: name, Role: Role(kv["role"])}
+			byName[lname] = n
+		}
+		if n.Role == "" {
+			n.Role = Role(kv["role"])
+		}
+		for _, a := range addrs {
+			if !containsAddr(n.Addrs, a) {
+				n.Addrs = append(n.Addrs, a)
+			}
+		}
+	}
+	out := make([]Node, 0, len(byName))
+	for _, n := range byName {
+		sortAddrs(n.Addrs)
+		out = append(out, *n)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// txtMap parses DNS-SD key=value strings (RFC 6763 section 6.4: keys are
+// case-insensitive, the first occurrence wins).
+func txtMap(txt []string) map[string]string {
+	m := map[string]string{}
+	for _, s := range txt {
+		k, v, _ := strings.Cut(s, "=")
+		k = strings.ToLower(k)
+		if _, ok := m[k]; !ok && k != "" {
+			m[k] = v
+		}
+	}
+	return m
+}
