@@ -9,9 +9,13 @@ import (
 type Config struct {
 	// MaxConn bounds concurrent client connections per frontend (haproxy
 	// `maxconn` in defaults); further clients wait in a queue.
-	MaxConn  int
-	Retries  int // connection attempts after the first failure, each to another server when one is up
-	Timeouts Timeouts
+	MaxConn int
+	// GlobalMaxConn is haproxy's `maxconn` in global: a cap on client
+	// connections over all frontends together. 0 means not set. Validate
+	// uses it as MaxConn's default.
+	GlobalMaxConn int
+	Retries       int // connection attempts after the first failure, each to another server when one is up
+	Timeouts      Timeouts
 
 	Frontends []Frontend
 	Backends  []Backend // referenced by name from frontends
@@ -19,8 +23,15 @@ type Config struct {
 	Stats     []Stats   // `listen stats`
 
 	// Source says where each piece was read, for error messages: keys
-	// like "backend masters/server m0" map to "file:line".
+	// like "backend masters/server m0" map to "file:line". The key scheme
+	// is in validate.go (FrontendKey, ItemKey, ServerKey, BindKey, ...).
 	Source map[string]string
+
+	// Warnings are non-fatal notes from the reader and from Validate, each
+	// starting with "file:line: " when the position is known: settings
+	// vipstack accepts but does not act on (a haproxy `log` target, the
+	// `stats socket`), and doubtful but valid settings.
+	Warnings []string
 }
 
 // Timeouts are haproxy's `timeout` settings. Zero means not set.

@@ -1,0 +1,310 @@
+package haproxycfg
+
+import (
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/vipstack/vipstack/internal/lbconfig"
+)
+
+// TestParseAccepts checks configurations that parse, the values they
+// resolve to and the warnings they produce; haproxy -c must accept them
+// too unless haproxyRejects says why not.
+func TestParseAccepts(t *testing.T) {
+	const (
+		fe  = "  bind 127.0.0.1:47011\n"
+		srv = "  server m0 127.0.0.1:47012 check\n"
+	)
+	binds := func(c *lbconfig.Config) any { return c.Frontends[0].Binds }
+	server := func(c *lbconfig.Config) any { return c.Backends[0].Servers[0] }
+	ap := netip.MustParseAddrPort
+	tests := []struct {
+		name           string
+		conf           func(t *testing.T) string
+		get            func(*lbconfig.Config) any
+		want           any
+		wantWarnings   []string
+		haproxyRejects string // why haproxy -c rejects it, when it does
+	}{
+		// Addresses.
+		{
+			name: "all IPv6 and IPv4",
+			conf: func(t *testing.T) string { return edit(t, "127.0.0.1:47011", ":::47011 v4v6") },
+			get:  binds,
+			want: []lbconfig.Bind{{Addr: ap("[::]:47011"), V4V6: true}},
+		},
+		{
+			name: "port only is all IPv4",
+			conf: func(t *testing.T) string { return edit(t, "127.0.0.1:47011", ":47011") },
+			get:  binds,
+			want: []lbconfig.Bind{{Addr: ap("0.0.0.0:47011")}},
+		},
+		{
+			name: "star is all IPv4",
+			conf: func(t *testing.T) string { return edit(t, "127.0.0.1:47011", "*:47011") },
+			get:  binds,
+			want: []lbconfig.Bind{{Addr: ap("0.0.0.0:47011")}},
+		},
+		{
+			name: "localhost",
+			conf: func(t *testing.T) string { return edit(t, "127.0.0.1:47011", "localhost:47011") },
+			get:  binds,
+			want: []lbconfig.Bind{{Addr: ap("127.0.0.1:47011"), Host: "localhost"}},
+		},
+		{
+			name: "bracketed and bare IPv6, comma list",
+			conf: func(t *testing.T) string { return edit(t, "127.0.0.1:47011", "[::1]:47011,::1:47012,127.0.0.1:47013") },
+			get:  binds,
+			want: []lbconfig.Bind{{Addr: ap("[::1]:47011")}, {Addr: ap("[::1]:47012")}, {Addr: ap("127.0.0.1:47013")}},
+		},
+		{
+			name: "binds on several lines",
+			conf: func(t *testing.T) string { return edit(t, fe, fe+"  bind [::1]:47011 v4v6\n") },
+			get: func(c *lbconfig.Config) any {
+				return []any{c.Frontends[0].Binds, c.Source["frontend main/bind 0"], c.Source["frontend main/bind 1"]}
+			},
+			want: []any{[]lbconfig.Bind{{Addr: ap("127.0.0.1:47011")}, {Addr: ap("[::1]:47011"), V4V6: true}}, "h.cfg:7", "h.cfg:8"},
+		},
+		{
+			name: "IPv6 servers and a name ending in a dot",
+			conf: func(t *testing.T) string {
+				return edit(t, srv, "  server etcd-0.ocp4.osd2019.local. [fd00::1]:6443\n  server m1 fd00::2:6443\n")
+			},
+			get: func(c *lbconfig.Config) any {
+				return []string{c.Backends[0].Servers[0].Name, c.Backends[0].Servers[0].Addr.String(), c.Backends[0].Servers[1].Addr.String()}
+			},
+			want: []string{"etcd-0.ocp4.osd2019.local.", "[fd00::1]:6443", "[fd00::2]:6443"},
+		},
+
+		// Times.
+		{
+			name: "time units",
+			conf: func(t *testing.T) string {
+				return edit(t, "  mode tcp\n", "  mode tcp\n  timeout tunnel 1d\n  timeout queue 2m\n  timeout http-request 1h\n"+
+					"  timeout http-keep-alive 500us\n")
+			},
+			get: func(c *lbconfig.Config) any { return c.Timeouts },
+			want: lbconfig.Timeouts{Connect: 5 * time.Second, Client: 30 * time.Second, Server: 30 * time.Second,
+				Tunnel: 24 * time.Hour, Queue: 2 * time.Minute, HTTPRequest: time.Hour, HTTPKeepAlive: time.Millisecond},
+		},
+		{
+			name: "no unit is milliseconds",
+			conf: func(t *testing.T) string { return edit(t, "timeout connect 5s", "timeout connect 5000") },
+			get:  func(c *lbconfig.Config) any { return c.Timeouts.Connect },
+			want: 5 * time.Second,
+		},
+		{
+			name: "largest timeout",
+			conf: func(t *testing.T) string { return edit(t, "timeout client 30s", "timeout client 2147483647") },
+			get:  func(c *lbconfig.Config) any { return c.Timeouts.Client },
+			want: 2147483647 * time.Millisecond,
+		},
+		{
+			name: "server check timing",
+			conf: func(t *testing.T) string {
+				return edit(t, "47012 check", "47012 check inter 1500ms fall 2 rise 3 weight 256")
+			},
+			get: server,
+			want: lbconfig.Server{Name: "m0", Addr: ap("127.0.0.1:47012"), Weight: 256, Check: true, Verify: true,
+				Inter: 1500 * time.Millisecond, Fall: 2, Rise: 3},
+		},
+		{
+			name: "stats refresh is in seconds and rounds up",
+			conf: func(t *testing.T) string {
+				return base + "listen a\n  bind :47013\n  mode http\n  stats refresh 10\n" +
+					"listen b\n  bind :47014\n  mode http\n  stats refresh 1500ms\n"
+			},
+			get:  func(c *lbconfig.Config) any { return []time.Duration{c.Stats[0].Refresh, c.Stats[1].Refresh} },
+			want: []time.Duration{10 * time.Second, 2 * time.Second},
+		},
+
+		// Defaults, haproxy's and vipstack's.
+		{
+			name: "defaults filled",
+			conf: func(t *testing.T) string { return base },
+			get: func(c *lbconfig.Config) any {
+				return []any{c.MaxConn, c.Retries, c.Backends[0].Balance, c.Backends[0].Check, c.Backends[0].Servers[0]}
+			},
+			want: []any{lbconfig.DefaultMaxConn, 3, lbconfig.RoundRobin, lbconfig.HTTPCheck{},
+				lbconfig.Server{Name: "m0", Addr: ap("127.0.0.1:47012"), Weight: 1, Check: true, Verify: true,
+					Inter: 2 * time.Second, Fall: 3, Rise: 2}},
+		},
+		{
+			name: "global maxconn is the default maxconn",
+			conf: func(t *testing.T) string { return "global\n  maxconn 4000\n" + base },
+			get:  func(c *lbconfig.Config) any { return []int{c.GlobalMaxConn, c.MaxConn} },
+			want: []int{4000, 4000},
+		},
+		{
+			name: "global after the proxies",
+			conf: func(t *testing.T) string { return base + "global\n  maxconn 100\n" },
+			get:  func(c *lbconfig.Config) any { return []int{c.GlobalMaxConn, c.MaxConn} },
+			want: []int{100, 100},
+		},
+		{
+			name: "defaults options reach every backend",
+			conf: func(t *testing.T) string {
+				return edit(t, "  mode tcp\n", "  mode tcp\n  option redispatch\n  option dontlognull\n") +
+					"backend other\n  option redispatch\n  server o 127.0.0.1:47013\n"
+			},
+			get: func(c *lbconfig.Config) any {
+				return [][]bool{{c.Backends[0].RedispatchOnRetry, c.Backends[0].DontLogNull}, {c.Backends[1].RedispatchOnRetry, c.Backends[1].DontLogNull}}
+			},
+			want: [][]bool{{true, true}, {true, true}},
+		},
+		{
+			name: "option redispatch in a backend only",
+			conf: func(t *testing.T) string { return edit(t, srv, "  option redispatch\n"+srv) },
+			get:  func(c *lbconfig.Config) any { return c.Backends[0].RedispatchOnRetry },
+			want: true,
+		},
+		{
+			name: "named defaults, mode tcp everywhere, a frontend and a backend with one name",
+			conf: func(t *testing.T) string {
+				return strings.NewReplacer("defaults\n", "defaults tcp\n", fe, fe+"  mode tcp\n", srv, "  mode tcp\n"+srv,
+					"masters", "main").Replace(base)
+			},
+			get: func(c *lbconfig.Config) any {
+				return []string{c.Frontends[0].Name, c.Frontends[0].Backend, c.Backends[0].Name}
+			},
+			want: []string{"main", "main", "main"},
+		},
+
+		// HTTP checks.
+		{
+			name: "option httpchk alone",
+			conf: func(t *testing.T) string { return edit(t, srv, "  option httpchk\n"+srv) },
+			get:  func(c *lbconfig.Config) any { return c.Backends[0].Check },
+			want: lbconfig.HTTPCheck{Method: "OPTIONS", URI: "/", Version: "HTTP/1.0"},
+		},
+		{
+			name: "option httpchk URI",
+			conf: func(t *testing.T) string { return edit(t, srv, "  option httpchk /readyz\n"+srv) },
+			get:  func(c *lbconfig.Config) any { return c.Backends[0].Check },
+			want: lbconfig.HTTPCheck{Method: "OPTIONS", URI: "/readyz", Version: "HTTP/1.0"},
+		},
+		{
+			name: "option httpchk METHOD URI",
+			conf: func(t *testing.T) string { return edit(t, srv, "  option httpchk HEAD /readyz\n"+srv) },
+			get:  func(c *lbconfig.Config) any { return c.Backends[0].Check },
+			want: lbconfig.HTTPCheck{Method: "HEAD", URI: "/readyz", Version: "HTTP/1.0"},
+		},
+		{
+			name: "option httpchk METHOD URI VERSION",
+			conf: func(t *testing.T) string { return edit(t, srv, "  option httpchk GET /readyz?verbose HTTP/1.1\n"+srv) },
+			get:  func(c *lbconfig.Config) any { return c.Backends[0].Check },
+			want: lbconfig.HTTPCheck{Method: "GET", URI: "/readyz?verbose", Version: "HTTP/1.1"},
+		},
+		{
+			name: "TLS checks verify by default",
+			conf: func(t *testing.T) string { return edit(t, "47012 check", "47012 check check-ssl") },
+			get:  func(c *lbconfig.Config) any { return c.Backends[0].Servers[0].Verify },
+			want: true,
+			wantWarnings: []string{"h.cfg:10: server m0: its health checks verify the server certificate against the system's CA pool " +
+				"(haproxy 2.6 needs a ca-file for this, which vipstack does not support; write verify none to skip verification)"},
+			haproxyRejects: "verify is enabled by default but no CA file specified",
+		},
+
+		// Words.
+		{
+			name: "quotes, escapes and comments",
+			conf: func(t *testing.T) string {
+				return base + "listen 'st'   # a comment\n\t bind\t\"127.0.0.1:47013\"\n  mode http#no space needed\n" +
+					`  stats uri "/a"'/#'\#\x41` + "\n" + `  stats auth us\ er:"p\"w\$"` + "\n"
+			},
+			get:          func(c *lbconfig.Config) any { return c.Stats },
+			want:         []lbconfig.Stats{{Name: "st", Binds: []lbconfig.Bind{{Addr: ap("127.0.0.1:47013")}}, URI: "/a/##A", Users: []lbconfig.UserPass{{User: "us er", Pass: `p"w$`}}}},
+			wantWarnings: nil,
+		},
+		{
+			name: "CRLF line ends and blank lines",
+			conf: func(t *testing.T) string { return strings.ReplaceAll(base, "\n", "\r\n\r\n") },
+			get:  func(c *lbconfig.Config) any { return c.Source["backend masters/server m0"] },
+			want: "h.cfg:19",
+		},
+
+		// Listen sections.
+		{
+			name: "stats with defaults",
+			conf: func(t *testing.T) string { return base + "listen st\n  bind :47013\n  mode http\n  stats enable\n" },
+			get:  func(c *lbconfig.Config) any { return c.Stats[0] },
+			want: lbconfig.Stats{Name: "st", Binds: []lbconfig.Bind{{Addr: ap("0.0.0.0:47013")}}, URI: "/haproxy?stats"},
+		},
+		{
+			name: "monitor",
+			conf: func(t *testing.T) string {
+				return base + "listen ready\n  bind :::47013 v4v6\n  mode http\n  monitor-uri /ready\n  option dontlognull\n"
+			},
+			get:  func(c *lbconfig.Config) any { return c.Monitors },
+			want: []lbconfig.Monitor{{Name: "ready", Binds: []lbconfig.Bind{{Addr: ap("[::]:47013"), V4V6: true}}, URI: "/ready"}},
+		},
+
+		// Warnings.
+		{
+			name: "log and stats socket are noted",
+			conf: func(t *testing.T) string {
+				return "global\n  stats socket /run/h.sock mode 600 level admin\n" +
+					edit(t, "  mode tcp\n", "  mode tcp\n  log /dev/log local0 info\n  log global\n")
+			},
+			get:  func(c *lbconfig.Config) any { return len(c.Frontends) },
+			want: 1,
+			wantWarnings: []string{
+				"h.cfg:2: stats socket /run/h.sock: the runtime API is not served by vipstack; the socket is not created",
+				"h.cfg:5: log /dev/log: vipstack logs to stderr; the log target is not used",
+				"h.cfg:6: log global: vipstack logs to stderr; haproxy's log targets are not used",
+			},
+		},
+		{
+			name: "missing timeouts",
+			conf: func(t *testing.T) string { return edit(t, "  timeout connect 5s\n  timeout client 30s\n", "") },
+			get:  func(c *lbconfig.Config) any { return c.Timeouts },
+			want: lbconfig.Timeouts{Server: 30 * time.Second},
+			wantWarnings: []string{"h.cfg:1: timeout client, connect not set: such connections never time out " +
+				"(haproxy warns about this too: set client, connect and server)"},
+		},
+		{
+			name:         "backend without servers",
+			conf:         func(t *testing.T) string { return edit(t, srv, "") },
+			get:          func(c *lbconfig.Config) any { return len(c.Backends[0].Servers) },
+			want:         0,
+			wantWarnings: []string{"h.cfg:9: backend masters: has no server: its frontends close every connection"},
+		},
+		{
+			name: "server without check in a checked backend",
+			conf: func(t *testing.T) string {
+				return edit(t, srv, "  option httpchk GET /readyz\n"+srv+"  server m1 127.0.0.1:47013\n")
+			},
+			get:  func(c *lbconfig.Config) any { return c.Backends[0].Servers[1].Check },
+			want: false,
+			wantWarnings: []string{
+				"h.cfg:12: backend masters, server m1: no check: backend masters's HTTP check is not run on this server, which is always up",
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			conf := tt.conf(t)
+			cfg, err := Parse("h.cfg", []byte(conf))
+			if err != nil {
+				t.Fatalf("Parse: %v\n%s", err, conf)
+			}
+			if diff := cmp.Diff(tt.want, tt.get(cfg), cmpOpts); diff != "" {
+				t.Errorf("value mismatch (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.wantWarnings, cfg.Warnings); diff != "" {
+				t.Errorf("warnings mismatch (-want +got):\n%s", diff)
+			}
+			ok, out := haproxyCheck(t, []byte(conf))
+			switch {
+			case tt.haproxyRejects == "" && !ok:
+				t.Errorf("haproxy -c rejects it:\n%s", out)
+			case tt.haproxyRejects != "" && (ok || !strings.Contains(out, tt.haproxyRejects)):
+				t.Errorf("haproxy -c: valid=%v, want a rejection saying %q; output:\n%s", ok, tt.haproxyRejects, out)
+			}
+		})
+	}
+}

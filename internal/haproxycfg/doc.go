@@ -1,0 +1,59 @@
+// Package haproxycfg reads haproxy.cfg files into vipstack's load balancer
+// model (package lbconfig), so vipstack can run the haproxy 2.6
+// configurations of on-prem OpenShift masters unchanged. The syntax is the
+// one of the HAProxy 2.6 Configuration Manual (doc/configuration.txt),
+// sections 2.1 to 2.5; HTTP health checks are HTTP/1.x requests (RFC 9112).
+//
+// # Syntax
+//
+// A statement is one line: words separated by blanks, "#" starting a
+// comment anywhere outside quotes, weak "double" and strong 'single'
+// quoting and backslash escapes (\<space> \# \\ \' \" \t \n \r \xHH) as
+// haproxy's own line parser does. A section starts at one of the section
+// keywords and runs to the next. Environment variables ("$VAR" inside
+// double quotes) and conditional blocks (.if, .endif, ...) are rejected.
+//
+// # Supported subset
+//
+//   - global: maxconn; stats socket (accepted and noted in a warning: the
+//     runtime API is not served). global may appear anywhere.
+//   - defaults (one section, before any proxy, optionally named): maxconn,
+//     mode tcp, log (accepted, with a warning: vipstack logs to stderr),
+//     option dontlognull, option redispatch, retries, timeout client |
+//     connect | server | tunnel | queue | http-request | http-keep-alive.
+//   - frontend NAME: bind ADDRESS:PORT[,...] [v4v6], default_backend,
+//     mode tcp.
+//   - backend NAME: balance roundrobin | leastconn | source, option httpchk
+//     [[METHOD] URI [VERSION]], option log-health-checks, option
+//     redispatch, mode tcp, server NAME ADDRESS:PORT [weight N] [verify
+//     none|required] [check] [check-ssl] [inter T] [fall N] [rise N].
+//   - listen NAME in mode http, with bind, and either monitor-uri URI (a
+//     lbconfig.Monitor) or stats enable | uri | auth USER:PASS | refresh T
+//     | hide-version (a lbconfig.Stats); option dontlognull is accepted.
+//
+// Addresses follow haproxy: the port comes after the last colon, so
+// ":::9445" is every IPv6 address (and IPv4 with v4v6) on 9445, ":7443"
+// and "*:7443" are every IPv4 address, "[::1]:80" is accepted, and
+// "localhost:50000" becomes 127.0.0.1:50000 with Host "localhost". Other
+// host names are rejected rather than resolved. Times take haproxy's units
+// (us, ms, s, m, h, d; milliseconds without a unit, seconds for stats
+// refresh), whole numbers only, rounded up and below 2^31 units.
+//
+// # Where vipstack is stricter than haproxy
+//
+// Every keyword outside the subset is an error, never ignored:
+//
+//	haproxy.cfg:12: keyword "acl" in frontend main is not supported by vipstack (supported: bind, default_backend, mode)
+//
+// A setting given twice in a section is an error (haproxy keeps the
+// last). weight 0 and retries 0 are rejected, because the model reads 0 as
+// "default". Server ports must be written (haproxy would reuse the
+// client's). mode http is only accepted in listen sections. A server with
+// check-ssl verifies certificates by default, as in haproxy, against the
+// system's CA pool (haproxy would demand a ca-file); a warning says so.
+//
+// Parse and Load collect up to 20 errors, each an *Error with file, line
+// and keyword, and return them joined with a nil Config. Only a file that
+// parses cleanly goes through lbconfig.Validate, whose errors (unknown
+// default_backend, weight out of range, ...) are reported the same way.
+package haproxycfg

@@ -1,0 +1,576 @@
+package haproxycfg
+
+import (
+	"errors"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// base is a valid haproxy.cfg that haproxy 2.6 accepts without warning.
+const base = "defaults\n" + // 1
+	"  mode tcp\n" + // 2
+	"  timeout connect 5s\n" + // 3
+	"  timeout client 30s\n" + // 4
+	"  timeout server 30s\n" + // 5
+	"frontend main\n" + // 6
+	"  bind 127.0.0.1:47011\n" + // 7
+	"  default_backend masters\n" + // 8
+	"backend masters\n" + // 9
+	"  server m0 127.0.0.1:47012 check\n" // 10
+
+// edit returns base with old (which must occur once) replaced by new.
+func edit(t *testing.T, old, new string) string {
+	t.Helper()
+	if strings.Count(base, old) != 1 {
+		t.Fatalf("edit: %q occurs %d times in base", old, strings.Count(base, old))
+	}
+	return strings.Replace(base, old, new, 1)
+}
+
+// What haproxy -c says about a case's input.
+const (
+	haproxyRejects = "rejects"
+	haproxyAccepts = "accepts" // vipstack is stricter, on purpose
+)
+
+func TestParseErrors(t *testing.T) {
+	const (
+		fe  = "  bind 127.0.0.1:47011\n"
+		srv = "  server m0 127.0.0.1:47012 check\n"
+	)
+	tests := []struct {
+		name    string
+		conf    func(t *testing.T) string
+		want    string
+		haproxy string // haproxyRejects, haproxyAccepts, or "" when not asked
+	}{
+		// The issue's bad inputs.
+		{
+			name:    "unsupported keyword",
+			conf:    func(t *testing.T) string { return edit(t, fe, fe+"  acl local src 127.0.0.1\n") },
+			want:    `h.cfg:8: keyword "acl" in frontend main is not supported by vipstack (supported: bind, default_backend, mode)`,
+			haproxy: haproxyAccepts,
+		},
+		{
+			name:    "bad address",
+			conf:    func(t *testing.T) string { return edit(t, "127.0.0.1:47011", "127.0.0.300:47011") },
+			want:    `h.cfg:7: bind address "127.0.0.300:47011": "127.0.0.300" is not an IP address (accepted: ADDRESS:PORT, :PORT, *:PORT or [IPv6]:PORT; vipstack resolves no host name but localhost)`,
+			haproxy: haproxyRejects,
+		},
+		{
+			name:    "bad port",
+			conf:    func(t *testing.T) string { return edit(t, "127.0.0.1:47011", "127.0.0.1:65536") },
+			want:    `h.cfg:7: bind address "127.0.0.1:65536" has an invalid port "65536" (accepted: 1..65535)`,
+			haproxy: haproxyRejects,
+		},
+		{
+			name:    "bad timeout unit",
+			conf:    func(t *testing.T) string { return edit(t, "timeout client 30s", "timeout client 10x") },
+			want:    `h.cfg:4: timeout client "10x" has an unexpected character 'x' (accepted: a whole number with a unit us, ms, s, m, h or d; no unit means milliseconds)`,
+			haproxy: haproxyRejects,
+		},
+		{
+			name:    "unknown balance",
+			conf:    func(t *testing.T) string { return edit(t, srv, "  balance foo\n"+srv) },
+			want:    `h.cfg:10: backend masters: balance "foo" is not supported by vipstack (accepted: roundrobin, leastconn, source)`,
+			haproxy: haproxyRejects,
+		},
+		{
+			name:    "balance haproxy knows",
+			conf:    func(t *testing.T) string { return edit(t, srv, "  balance static-rr\n"+srv) },
+			want:    `h.cfg:10: backend masters: balance "static-rr" is not supported by vipstack (accepted: roundrobin, leastconn, source)`,
+			haproxy: haproxyAccepts,
+		},
+		{
+			name:    "missing backend",
+			conf:    func(t *testing.T) string { return edit(t, "default_backend masters", "default_backend nope") },
+			want:    `h.cfg:8: frontend main: default_backend "nope" is not a backend (accepted: masters)`,
+			haproxy: haproxyRejects,
+		},
+		{
+			name:    "duplicate backend",
+			conf:    func(t *testing.T) string { return base + "backend masters\n  server m1 127.0.0.1:47013\n" },
+			want:    `h.cfg:11: backend masters has the same name as backend masters at line 9 (accepted: unique names; only a frontend and a backend may share one)`,
+			haproxy: haproxyRejects,
+		},
+		{
+			name:    "duplicate server",
+			conf:    func(t *testing.T) string { return base + "  server m0 127.0.0.1:47013\n" },
+			want:    `h.cfg:11: server m0 is already defined in backend masters at h.cfg:10 (accepted: unique server names)`,
+			haproxy: haproxyRejects,
+		},
+		{
+			name:    "weight 300",
+			conf:    func(t *testing.T) string { return edit(t, "47012 check", "47012 check weight 300") },
+			want:    `h.cfg:10: backend masters, server m0: weight 300 is out of range (accepted: 1..256)`,
+			haproxy: haproxyRejects,
+		},
+		{
+			name:    "server without address",
+			conf:    func(t *testing.T) string { return edit(t, srv, "  server m0\n") },
+			want:    `h.cfg:10: server needs a name and an address (accepted: server NAME ADDRESS:PORT [check, check-ssl, fall, inter, rise, verify, weight])`,
+			haproxy: haproxyRejects,
+		},
+
+		// Lines and words.
+		{
+			name:    "unmatched quote",
+			conf:    func(t *testing.T) string { return edit(t, "default_backend masters", `default_backend "masters`) },
+			want:    `h.cfg:8: unmatched quote`,
+			haproxy: haproxyRejects,
+		},
+		{
+			name:    "bad hex escape",
+			conf:    func(t *testing.T) string { return edit(t, "default_backend masters", `default_backend master\xZs`) },
+			want:    `h.cfg:8: invalid or incomplete \x escape at position 25 (accepted: \xHH with two hex digits)`,
+			haproxy: haproxyRejects,
+		},
+		{
+			name: "environment variable",
+			conf: func(t *testing.T) string { return edit(t, "default_backend masters", `default_backend "$BACKEND"`) },
+			want: `h.cfg:8: environment variables are not supported by vipstack (at position 20; write the value, or \$ for a literal dollar inside double quotes)`,
+		},
+		{
+			name:    "NUL byte",
+			conf:    func(t *testing.T) string { return edit(t, "default_backend masters", "default_backend mas\x00ters") },
+			want:    `h.cfg:8: stray NUL character at position 22`,
+			haproxy: haproxyRejects,
+		},
+		{
+			name: "empty keyword",
+			conf: func(t *testing.T) string { return edit(t, "  mode tcp\n", "  \"\" tcp\n") },
+			want: `h.cfg:2: empty keyword (a quoted empty string starts the line)`,
+		},
+		{
+			name: "conditional block",
+			conf: func(t *testing.T) string { return ".if defined(X)\n.endif\n" + base },
+			want: "h.cfg:1: conditional blocks and directives (.if) are not supported by vipstack\n" +
+				"h.cfg:2: conditional blocks and directives (.endif) are not supported by vipstack",
+			haproxy: haproxyAccepts,
+		},
+
+		// Sections.
+		{
+			name:    "keyword outside a section",
+			conf:    func(t *testing.T) string { return "maxconn 10\n" + base },
+			want:    `h.cfg:1: keyword "maxconn" outside of any section (sections: global, defaults, frontend, backend, listen)`,
+			haproxy: haproxyRejects,
+		},
+		{
+			name: "unsupported section and its lines",
+			conf: func(t *testing.T) string { return base + "userlist admins\n  user admin insecure-password x\n" },
+			want: `h.cfg:11: section "userlist" is not supported by vipstack (supported: global, defaults, frontend, backend, listen)`,
+		},
+		{
+			name:    "frontend without name",
+			conf:    func(t *testing.T) string { return edit(t, "frontend main\n", "frontend\n") },
+			want:    `h.cfg:6: frontend takes 1 value(s) (its name), got 0`,
+			haproxy: haproxyRejects,
+		},
+		{
+			name: "named defaults reference",
+			conf: func(t *testing.T) string { return edit(t, "frontend main\n", "frontend main from d\n") },
+			want: "h.cfg:6: frontend takes 1 value(s) (its name), got 3\n" +
+				"h.cfg:6: frontend ... from (named defaults) is not supported by vipstack",
+		},
+		{
+			name:    "invalid name",
+			conf:    func(t *testing.T) string { return strings.ReplaceAll(base, "masters", "mas/ters") },
+			want:    `h.cfg:9: backend mas/ters: character '/' is not permitted in backend name "mas/ters" (accepted: letters, digits, '-', '_', '.', ':')`,
+			haproxy: haproxyRejects,
+		},
+		{
+			name:    "control character in a name",
+			conf:    func(t *testing.T) string { return edit(t, "frontend main\n", "frontend ma\\nin\n") },
+			want:    `h.cfg:6: frontend ma\nin: character '\n' is not permitted in frontend name "ma\nin" (accepted: letters, digits, '-', '_', '.', ':')`,
+			haproxy: haproxyRejects,
+		},
+		{
+			name:    "listen with the name of a frontend",
+			conf:    func(t *testing.T) string { return base + "listen main\n  bind :47013\n  mode http\n  stats enable\n" },
+			want:    `h.cfg:11: listen main has the same name as frontend main at line 6 (accepted: unique names; only a frontend and a backend may share one)`,
+			haproxy: haproxyRejects,
+		},
+		{
+			name:    "second defaults",
+			conf:    func(t *testing.T) string { return "defaults\n  retries 2\n" + base },
+			want:    `h.cfg:3: a second defaults section is not supported by vipstack (the first is at line 1; merge them)`,
+			haproxy: haproxyAccepts,
+		},
+		{
+			name:    "defaults after a proxy",
+			conf:    func(t *testing.T) string { return base + "defaults\n  retries 2\n" },
+			want:    `h.cfg:11: defaults after a frontend, backend or listen section is not supported by vipstack (move it before them)`,
+			haproxy: haproxyAccepts,
+		},
+		{
+			name:    "unsupported global keyword",
+			conf:    func(t *testing.T) string { return "global\n  daemon\n" + base },
+			want:    `h.cfg:2: keyword "daemon" in global is not supported by vipstack (supported: maxconn, stats socket)`,
+			haproxy: haproxyAccepts,
+		},
+
+		// defaults.
+		{
+			name:    "mode http in defaults",
+			conf:    func(t *testing.T) string { return edit(t, "mode tcp", "mode http") },
+			want:    `h.cfg:2: mode http in defaults: vipstack's frontends are TCP only (accepted: mode tcp; mode http only in listen sections for monitor-uri and stats)`,
+			haproxy: haproxyAccepts,
+		},
+		{
+			name:    "unsupported option",
+			conf:    func(t *testing.T) string { return edit(t, "  mode tcp\n", "  mode tcp\n  option tcplog\n") },
+			want:    `h.cfg:3: keyword "option tcplog" in defaults is not supported by vipstack (supported: log, maxconn, mode, option dontlognull, option redispatch, retries, timeout)`,
+			haproxy: haproxyAccepts,
+		},
+		{
+			name:    "no option",
+			conf:    func(t *testing.T) string { return edit(t, "  mode tcp\n", "  mode tcp\n  no option redispatch\n") },
+			want:    `h.cfg:3: keyword "no option redispatch" in defaults is not supported by vipstack (supported: log, maxconn, mode, option dontlognull, option redispatch, retries, timeout)`,
+			haproxy: haproxyAccepts,
+		},
+		{
+			name:    "unsupported timeout",
+			conf:    func(t *testing.T) string { return edit(t, "  mode tcp\n", "  mode tcp\n  timeout check 2s\n") },
+			want:    `h.cfg:3: keyword "timeout check" in defaults is not supported by vipstack (supported timeouts: client, connect, http-keep-alive, http-request, queue, server, tunnel)`,
+			haproxy: haproxyAccepts,
+		},
+		{
+			name:    "timeout outside defaults",
+			conf:    func(t *testing.T) string { return edit(t, fe, fe+"  timeout client 5s\n") },
+			want:    `h.cfg:8: keyword "timeout client" in frontend main is not supported by vipstack (supported: bind, default_backend, mode)`,
+			haproxy: haproxyAccepts,
+		},
+		{
+			name:    "fractional timeout",
+			conf:    func(t *testing.T) string { return edit(t, "timeout client 30s", "timeout client 1.5s") },
+			want:    `h.cfg:4: timeout client "1.5s" has an unexpected character '.' (accepted: a whole number with a unit us, ms, s, m, h or d; no unit means milliseconds)`,
+			haproxy: haproxyRejects,
+		},
+		{
+			name:    "timeout overflow",
+			conf:    func(t *testing.T) string { return edit(t, "timeout client 30s", "timeout client 25d") },
+			want:    `h.cfg:4: timeout client "25d" is too large (maximum: 2147483647 milliseconds, about 24.8 days)`,
+			haproxy: haproxyRejects,
+		},
+		{
+			name:    "timeout without value",
+			conf:    func(t *testing.T) string { return edit(t, "timeout client 30s", "timeout client") },
+			want:    `h.cfg:4: timeout client takes 1 value(s) (a time such as 10s), got 0`,
+			haproxy: haproxyRejects,
+		},
+		{
+			name: "setting given twice",
+			conf: func(t *testing.T) string {
+				return edit(t, "  timeout server 30s\n", "  timeout server 30s\n  timeout server 1m\n")
+			},
+			want:    `h.cfg:6: timeout server is already set in defaults at line 5 (accepted: once per section)`,
+			haproxy: haproxyAccepts,
+		},
+		{
+			name:    "retries 0",
+			conf:    func(t *testing.T) string { return edit(t, "  mode tcp\n", "  mode tcp\n  retries 0\n") },
+			want:    `h.cfg:3: retries 0 is not supported by vipstack (accepted: 1 or more, default 3): vipstack retries a failed connect on another server`,
+			haproxy: haproxyAccepts,
+		},
+		{
+			name:    "negative retries",
+			conf:    func(t *testing.T) string { return edit(t, "  mode tcp\n", "  mode tcp\n  retries -1\n") },
+			want:    `h.cfg:3: retries -1 is out of range (accepted: 1 or more)`,
+			haproxy: haproxyAccepts,
+		},
+		{
+			name:    "maxconn not a number",
+			conf:    func(t *testing.T) string { return edit(t, "  mode tcp\n", "  mode tcp\n  maxconn lots\n") },
+			want:    `h.cfg:3: maxconn "lots" is not an integer (accepted: 0..2147483647; 0 means the global maxconn)`,
+			haproxy: haproxyAccepts,
+		},
+		{
+			name:    "unknown log facility",
+			conf:    func(t *testing.T) string { return edit(t, "  mode tcp\n", "  mode tcp\n  log /dev/log bogus\n") },
+			want:    `h.cfg:3: unknown log facility "bogus" (accepted: kern, user, mail, daemon, auth, syslog, lpr, news, uucp, cron, auth2, ftp, ntp, audit, alert, cron2, local0, local1, local2, local3, local4, local5, local6, local7)`,
+			haproxy: haproxyRejects,
+		},
+		{
+			name: "log format option",
+			conf: func(t *testing.T) string {
+				return edit(t, "  mode tcp\n", "  mode tcp\n  log stdout format raw local0\n")
+			},
+			want:    `h.cfg:3: log option "format" is not supported by vipstack (accepted: log TARGET FACILITY [LEVEL [MINLEVEL]])`,
+			haproxy: haproxyAccepts,
+		},
+
+		// frontend and bind.
+		{
+			name:    "frontend without default_backend",
+			conf:    func(t *testing.T) string { return edit(t, "  default_backend masters\n", "") },
+			want:    `h.cfg:6: frontend main: has no default_backend (accepted: the name of a backend: masters)`,
+			haproxy: haproxyAccepts,
+		},
+		{
+			name:    "frontend without bind",
+			conf:    func(t *testing.T) string { return edit(t, fe, "") },
+			want:    `h.cfg:6: frontend main: has no bind (accepted: at least one bind ADDRESS:PORT)`,
+			haproxy: haproxyRejects, // "will not start (no listener)"
+		},
+		{
+			name:    "bind port 0",
+			conf:    func(t *testing.T) string { return edit(t, "127.0.0.1:47011", ":0") },
+			want:    `h.cfg:7: bind address ":0" has an invalid port "0" (accepted: 1..65535)`,
+			haproxy: haproxyRejects,
+		},
+		{
+			name:    "bind without port",
+			conf:    func(t *testing.T) string { return edit(t, "127.0.0.1:47011", "127.0.0.1") },
+			want:    `h.cfg:7: bind address "127.0.0.1" has no port (accepted: ADDRESS:PORT, :PORT, *:PORT or [IPv6]:PORT)`,
+			haproxy: haproxyRejects,
+		},
+		{
+			name:    "bind port range",
+			conf:    func(t *testing.T) string { return edit(t, "127.0.0.1:47011", "127.0.0.1:47011-47013") },
+			want:    `h.cfg:7: bind address "127.0.0.1:47011-47013": port ranges are not supported by vipstack (accepted: a port 1..65535)`,
+			haproxy: haproxyAccepts,
+		},
+		{
+			name:    "bind UNIX socket",
+			conf:    func(t *testing.T) string { return edit(t, "127.0.0.1:47011", "unix@/run/h.sock") },
+			want:    `h.cfg:7: bind address "unix@/run/h.sock": address prefixes such as ipv4@, unix@ and fd@ are not supported by vipstack (accepted: ADDRESS:PORT, :PORT, *:PORT or [IPv6]:PORT)`,
+			haproxy: haproxyAccepts,
+		},
+		{
+			name:    "bind zone",
+			conf:    func(t *testing.T) string { return edit(t, "127.0.0.1:47011", "fe80::1%lo:47011") },
+			want:    `h.cfg:7: bind address "fe80::1%lo:47011": IPv6 zones are not supported (accepted: ADDRESS:PORT, :PORT, *:PORT or [IPv6]:PORT)`,
+			haproxy: haproxyRejects,
+		},
+		{
+			name:    "unsupported bind parameter",
+			conf:    func(t *testing.T) string { return edit(t, "127.0.0.1:47011", "127.0.0.1:47011 v6only") },
+			want:    `h.cfg:7: bind parameter "v6only" is not supported by vipstack (supported: v4v6)`,
+			haproxy: haproxyAccepts,
+		},
+		{
+			name: "address bound twice",
+			conf: func(t *testing.T) string {
+				return base + "listen stats\n  bind 127.0.0.1:47011\n  mode http\n  stats enable\n"
+			},
+			want:    `h.cfg:12: listen stats, bind 127.0.0.1:47011: 127.0.0.1:47011 is also bound by frontend main (accepted: each address once)`,
+			haproxy: haproxyAccepts,
+		},
+		{
+			name:    "mode http in frontend",
+			conf:    func(t *testing.T) string { return edit(t, fe, fe+"  mode http\n") },
+			want:    `h.cfg:8: mode http in frontend main: vipstack's frontends are TCP only (accepted: mode tcp; mode http only in listen sections for monitor-uri and stats)`,
+			haproxy: haproxyRejects, // the backend is in TCP mode
+		},
+
+		// backend and server.
+		{
+			name:    "option httpchk with too many values",
+			conf:    func(t *testing.T) string { return edit(t, srv, "  option httpchk GET /readyz HTTP/1.1 x\n"+srv) },
+			want:    `h.cfg:10: option httpchk takes 0 to 3 values ([[METHOD] URI [VERSION]]), got 4`,
+			haproxy: haproxyRejects,
+		},
+		{
+			name: "httpchk headers in the version",
+			conf: func(t *testing.T) string {
+				return edit(t, srv, `  option httpchk GET /readyz HTTP/1.1\r\nHost:\ x`+"\n"+srv)
+			},
+			want:    `h.cfg:10: backend masters: HTTP check version "HTTP/1.1\r\nHost: x" is not supported by vipstack (accepted: HTTP/1.0, HTTP/1.1)`,
+			haproxy: haproxyAccepts,
+		},
+		{
+			name:    "weight 0",
+			conf:    func(t *testing.T) string { return edit(t, "47012 check", "47012 check weight 0") },
+			want:    `h.cfg:10: server m0: weight 0 is not supported by vipstack (accepted: 1..256): haproxy's weight 0 takes a server out of load balancing, which vipstack does not do`,
+			haproxy: haproxyAccepts,
+		},
+		{
+			name:    "weight not a number",
+			conf:    func(t *testing.T) string { return edit(t, "47012 check", "47012 check weight x") },
+			want:    `h.cfg:10: weight "x" is not an integer (accepted: 1..256)`,
+			haproxy: haproxyAccepts,
+		},
+		{
+			name:    "server without port",
+			conf:    func(t *testing.T) string { return edit(t, "127.0.0.1:47012 check", "127.0.0.1") },
+			want:    `h.cfg:10: server m0: address "127.0.0.1" has no port (accepted: ADDRESS:PORT or [IPv6]:PORT; haproxy would use the client's port, vipstack needs it written)`,
+			haproxy: haproxyAccepts,
+		},
+		{
+			name:    "server host name",
+			conf:    func(t *testing.T) string { return edit(t, "127.0.0.1:47012", "master-0.invalid:6443") },
+			want:    `h.cfg:10: server m0: address "master-0.invalid:6443": "master-0.invalid" is not an IP address (accepted: ADDRESS:PORT or [IPv6]:PORT; vipstack resolves no host name but localhost)`,
+			haproxy: haproxyRejects,
+		},
+		{
+			name:    "server port offset",
+			conf:    func(t *testing.T) string { return edit(t, "127.0.0.1:47012 check", "127.0.0.1:+1") },
+			want:    `h.cfg:10: server m0: address "127.0.0.1:+1": port offsets are not supported by vipstack (accepted: a port 1..65535)`,
+			haproxy: haproxyAccepts,
+		},
+		{
+			name:    "unspecified server address",
+			conf:    func(t *testing.T) string { return edit(t, "127.0.0.1:47012", "0.0.0.0:47012") },
+			want:    `h.cfg:10: backend masters, server m0: address 0.0.0.0 is unspecified (accepted: the server's own IP address)`,
+			haproxy: haproxyAccepts,
+		},
+		{
+			name:    "unsupported server parameter",
+			conf:    func(t *testing.T) string { return edit(t, "47012 check", "47012 check backup") },
+			want:    `h.cfg:10: server m0: parameter "backup" is not supported by vipstack (supported: check, check-ssl, fall, inter, rise, verify, weight)`,
+			haproxy: haproxyAccepts,
+		},
+		{
+			name:    "server parameter without value",
+			conf:    func(t *testing.T) string { return edit(t, "47012 check", "47012 check inter") },
+			want:    `h.cfg:10: server m0: parameter inter needs a value (a time such as 2s)`,
+			haproxy: haproxyRejects,
+		},
+		{
+			name:    "server parameter twice",
+			conf:    func(t *testing.T) string { return edit(t, "47012 check", "47012 check rise 2 rise 3") },
+			want:    `h.cfg:10: server m0: parameter rise is given twice`,
+			haproxy: haproxyAccepts,
+		},
+		{
+			name:    "bad verify",
+			conf:    func(t *testing.T) string { return edit(t, "47012 check", "47012 check verify maybe") },
+			want:    `h.cfg:10: server m0: verify "maybe" is not a verify method (accepted: none, required)`,
+			haproxy: haproxyRejects,
+		},
+		{
+			name:    "inter 0",
+			conf:    func(t *testing.T) string { return edit(t, "47012 check", "47012 check inter 0") },
+			want:    `h.cfg:10: server m0: inter 0 is out of range (accepted: 1ms or more)`,
+			haproxy: haproxyRejects,
+		},
+		{
+			name:    "fall 0",
+			conf:    func(t *testing.T) string { return edit(t, "47012 check", "47012 check fall 0") },
+			want:    `h.cfg:10: server m0: fall 0 is out of range (accepted: 1 or more)`,
+			haproxy: haproxyRejects,
+		},
+		{
+			name:    "invalid server name",
+			conf:    func(t *testing.T) string { return edit(t, "server m0", "server m/0") },
+			want:    `h.cfg:10: backend masters: character '/' is not permitted in server name "m/0" (accepted: letters, digits, '-', '_', '.', ':')`,
+			haproxy: haproxyRejects,
+		},
+
+		// listen.
+		{
+			name:    "listen that is neither monitor nor stats",
+			conf:    func(t *testing.T) string { return base + "listen web\n  bind :47013\n  mode http\n" },
+			want:    `h.cfg:11: listen web is neither a monitor (monitor-uri) nor a stats page (stats enable, stats uri, ...): vipstack supports no other listen section (use frontend and backend to forward traffic)`,
+			haproxy: haproxyAccepts,
+		},
+		{
+			name: "listen that is both",
+			conf: func(t *testing.T) string {
+				return base + "listen web\n  bind :47013\n  mode http\n  monitor-uri /ready\n  stats enable\n"
+			},
+			want:    `h.cfg:11: listen web has both monitor-uri (line 14) and stats (line 15): vipstack serves them from separate listen sections`,
+			haproxy: haproxyAccepts,
+		},
+		{
+			name:    "monitor in TCP mode",
+			conf:    func(t *testing.T) string { return base + "listen ready\n  bind :47013\n  monitor-uri /ready\n" },
+			want:    `h.cfg:11: listen ready needs mode http for its monitor-uri (haproxy ignores monitor-uri in TCP mode)`,
+			haproxy: haproxyAccepts,
+		},
+		{
+			name:    "stats in explicit TCP mode",
+			conf:    func(t *testing.T) string { return base + "listen st\n  bind :47013\n  mode tcp\n  stats enable\n" },
+			want:    `h.cfg:13: listen st needs mode http for its stats (haproxy ignores stats in TCP mode)`,
+			haproxy: haproxyAccepts,
+		},
+		{
+			name:    "stats auth without colon",
+			conf:    func(t *testing.T) string { return base + "listen st\n  bind :47013\n  mode http\n  stats auth admin\n" },
+			want:    `h.cfg:14: stats auth "admin" has no ':' (accepted: USER:PASSWORD)`,
+			haproxy: haproxyAccepts,
+		},
+		{
+			name:    "stats uri without value",
+			conf:    func(t *testing.T) string { return base + "listen st\n  bind :47013\n  mode http\n  stats uri\n" },
+			want:    `h.cfg:14: stats uri takes 1 value(s) (a URI prefix), got 0`,
+			haproxy: haproxyRejects,
+		},
+		{
+			name: "monitor-uri not a path",
+			conf: func(t *testing.T) string {
+				return base + "listen ready\n  bind :47013\n  mode http\n  monitor-uri ready\n"
+			},
+			want:    `h.cfg:14: listen ready: monitor-uri "ready" does not start with / (accepted: a path such as /healthz)`,
+			haproxy: haproxyAccepts,
+		},
+		{
+			name: "unsupported stats keyword",
+			conf: func(t *testing.T) string {
+				return base + "listen st\n  bind :47013\n  mode http\n  stats admin if TRUE\n"
+			},
+			want:    `h.cfg:14: keyword "stats admin" in listen st is not supported by vipstack (supported: bind, mode, monitor-uri, option dontlognull, stats auth, stats enable, stats hide-version, stats refresh, stats uri)`,
+			haproxy: haproxyAccepts,
+		},
+
+		// Many errors.
+		{
+			name: "errors beyond 20 are counted",
+			conf: func(t *testing.T) string { return base + strings.Repeat("  acl x src 1.2.3.4\n", 25) },
+			want: strings.TrimSuffix(strings.Repeat(`h.cfg:N: keyword "acl" in backend masters is not supported by vipstack (supported: balance, mode, option httpchk, option log-health-checks, option redispatch, server)`+"\n", 20), "\n") +
+				"\n... and 5 more errors",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			conf := tt.conf(t)
+			cfg, err := Parse("h.cfg", []byte(conf))
+			if cfg != nil || err == nil {
+				t.Fatalf("Parse accepted:\n%s", conf)
+			}
+			got := err.Error()
+			if strings.Contains(tt.want, "h.cfg:N:") {
+				got = lineNumbers.ReplaceAllString(got, "h.cfg:N:")
+			}
+			if got != tt.want {
+				t.Errorf("Parse error:\n got %s\nwant %s", got, tt.want)
+			}
+			var e *Error
+			if !errors.As(err, &e) || e.File != "h.cfg" || e.Line == 0 {
+				t.Errorf("error %v: want an *Error with file h.cfg and a line, got %#v", err, e)
+			}
+			if tt.haproxy == "" {
+				return
+			}
+			ok, out := haproxyCheck(t, []byte(conf))
+			if ok != (tt.haproxy == haproxyAccepts) {
+				t.Errorf("haproxy -c: valid=%v, want %s; output:\n%s", ok, tt.haproxy, out)
+			}
+		})
+	}
+}
+
+var lineNumbers = regexp.MustCompile(`h\.cfg:\d+:`)
+
+// TestParseFileErrors checks errors about the whole file, which name the
+// file but no line.
+func TestParseFileErrors(t *testing.T) {
+	tests := []struct {
+		name, conf, want string
+	}{
+		{name: "empty", conf: "", want: "h.cfg: no frontend, monitor or stats section: nothing to listen on (accepted: at least one frontend)"},
+		{name: "backend only", conf: "backend b\n  server s 127.0.0.1:1\n", want: "h.cfg: no frontend, monitor or stats section: nothing to listen on (accepted: at least one frontend)"},
+		{name: "too large", conf: strings.Repeat("#", MaxFileSize+1), want: "h.cfg: file is larger than 1048576 bytes (1 MiB)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse("h.cfg", []byte(tt.conf))
+			var e *Error
+			if !errors.As(err, &e) || e.Line != 0 || err.Error() != tt.want {
+				t.Errorf("Parse error %v (%#v), want %q with line 0", err, e, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,58 @@
+package haproxycfg
+
+import (
+	"errors"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/vipstack/vipstack/internal/lbconfig"
+)
+
+// errorLine is the shape of every rejection: "file:line: msg", or
+// "file: msg" for the whole file.
+var errorLine = regexp.MustCompile(`^testdata/fuzz\.cfg(:\d+)?: .+`)
+
+// FuzzParse checks that Parse never panics, returns exactly one of a
+// config and an error, that every error line names the file, and that an
+// accepted config is valid again after a trip through its YAML form. The
+// seed corpus is the testdata configs and a few odd lines.
+func FuzzParse(f *testing.F) {
+	for _, name := range testdataConfigs {
+		data, err := os.ReadFile(name)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	f.Add([]byte(base))
+	f.Add([]byte(base + "listen s\n bind localhost:1,[::1]:2 v4v6\n mode http\n stats auth 'a b':\"c\\\"d\"\n stats refresh 1d\n"))
+	f.Add([]byte("frontend \"\\x41\"#\n\tbind :1\r\n.if\n\x00userlist u\n"))
+
+	f.Fuzz(func(t *testing.T, data []byte) {
+		cfg, err := Parse("testdata/fuzz.cfg", data)
+		if (cfg == nil) == (err == nil) {
+			t.Fatalf("Parse returned config %v and error %v; want exactly one", cfg != nil, err)
+		}
+		if err != nil {
+			for _, l := range strings.Split(err.Error(), "\n") {
+				if !errorLine.MatchString(l) && !strings.HasPrefix(l, "... and ") {
+					t.Fatalf("error line %q does not name the file", l)
+				}
+			}
+			var e *Error
+			if !errors.As(err, &e) {
+				t.Fatalf("error %v does not wrap an *Error", err)
+			}
+			return
+		}
+		y, err := lbconfig.FormatYAML(cfg)
+		if err != nil {
+			t.Fatalf("FormatYAML: %v", err)
+		}
+		if _, err := lbconfig.ParseYAML("fuzz.yaml", y); err != nil {
+			t.Fatalf("the YAML form of an accepted config is rejected: %v\n%s", err, y)
+		}
+	})
+}

@@ -1,0 +1,157 @@
+package haproxycfg
+
+import (
+	"strconv"
+	"strings"
+)
+
+// MaxFileSize is the largest haproxy.cfg Parse and Load accept.
+const MaxFileSize = 1 << 20
+
+// line is one statement: its words after unquoting and unescaping.
+type line struct {
+	num   int
+	words []string
+}
+
+func (l line) kw() string { return l.words[0] }
+
+// splitLines cuts data into statements. Lines that hold only blanks and
+// comments are left out; a line haproxy would reject yields an error.
+func splitLines(name string, data []byte, errs *errList) []line {
+	var out []line
+	for i, text := range strings.Split(string(data), "\n") {
+		num := i + 1
+		if j := strings.IndexByte(text, 0); j >= 0 {
+			errs.add(name, num, "", "stray NUL character at position %d", j+1)
+			continue
+		}
+		words, msg := splitWords(text)
+		if msg != "" {
+			errs.add(name, num, "", "%s", msg)
+			continue
+		}
+		if len(words) == 0 {
+			continue
+		}
+		if words[0] == "" {
+			errs.add(name, num, "", "empty keyword (a quoted empty string starts the line)")
+			continue
+		}
+		out = append(out, line{num: num, words: words})
+	}
+	return out
+}
+
+// isSpace is C's isspace for the characters that reach it (line feeds
+// end the line before).
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\v' || c == '\f' }
+
+func isHex(c byte) bool { return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' }
+
+func unhex(c byte) byte {
+	switch {
+	case c >= 'a':
+		return c - 'a' + 10
+	case c >= 'A':
+		return c - 'A' + 10
+	}
+	return c - '0'
+}
+
+// splitWords splits one line into words the way haproxy 2.6's parse_line
+// does (configuration manual section 2.2):
+//
+//   - leading blanks are skipped; runs of unquoted blanks separate words;
+//   - an unquoted, unescaped '#' starts a comment, even inside a word;
+//   - a carriage return ends the line;
+//   - "..." quotes weakly (backslash escapes work inside), '...' strongly
+//     (nothing is interpreted); quotes may open and close inside a word;
+//   - outside single quotes, \<space> \\ \# \' \" and (inside double
+//     quotes) \$ stand for the character, \t \n \r for the control
+//     character and \xHH for that byte; a backslash before anything else
+//     is kept as it is;
+//   - a trailing empty word (after trailing blanks or a final "") is
+//     dropped.
+//
+// haproxy expands environment variables ($NAME, ${NAME}) inside double
+// quotes; vipstack rejects them rather than read its environment.
+func splitWords(s string) ([]string, string) {
+	var (
+		words          []string
+		cur            []byte
+		squote, dquote bool
+	)
+	i := 0
+	for i < len(s) && isSpace(s[i]) {
+		i++
+	}
+	for i < len(s) {
+		c := s[i]
+		switch {
+		case c == '\r':
+			i = len(s)
+			continue
+		case c == '#' && !squote && !dquote:
+			i = len(s)
+			continue
+		case c == '"' && !squote:
+			dquote = !dquote
+		case c == '\'' && !dquote:
+			squote = !squote
+		case c == '\\' && !squote:
+			var next byte
+			if i+1 < len(s) {
+				next = s[i+1]
+			}
+			switch next {
+			case ' ', '\\', '#', '\'', '"':
+				cur = append(cur, next)
+				i++
+			case 't':
+				cur = append(cur, '\t')
+				i++
+			case 'n':
+				cur = append(cur, '\n')
+				i++
+			case 'r':
+				cur = append(cur, '\r')
+				i++
+			case '$':
+				if dquote {
+					cur = append(cur, '$')
+					i++
+				} else {
+					cur = append(cur, '\\')
+				}
+			case 'x':
+				if i+3 >= len(s) || !isHex(s[i+2]) || !isHex(s[i+3]) {
+					return nil, "invalid or incomplete \\x escape at position " + strconv.Itoa(i+1) + " (accepted: \\xHH with two hex digits)"
+				}
+				cur = append(cur, unhex(s[i+2])<<4|unhex(s[i+3]))
+				i += 3
+			default:
+				cur = append(cur, '\\')
+			}
+		case isSpace(c) && !squote && !dquote:
+			words = append(words, string(cur))
+			cur = cur[:0]
+			for i+1 < len(s) && isSpace(s[i+1]) {
+				i++
+			}
+		case c == '$' && dquote:
+			return nil, "environment variables are not supported by vipstack (at position " + strconv.Itoa(i+1) +
+				`; write the value, or \$ for a literal dollar inside double quotes)`
+		default:
+			cur = append(cur, c)
+		}
+		i++
+	}
+	if squote || dquote {
+		return nil, "unmatched quote"
+	}
+	if len(cur) > 0 {
+		words = append(words, string(cur))
+	}
+	return words, ""
+}

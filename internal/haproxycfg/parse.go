@@ -1,0 +1,815 @@
+package haproxycfg
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/vipstack/vipstack/internal/lbconfig"
+)
+
+// Load reads the haproxy.cfg at path and returns its validated model.
+func Load(path string) (*lbconfig.Config, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("load haproxy config: %w", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("load haproxy config %s: %w", path, err)
+	}
+	return Parse(path, data)
+}
+
+// Parse parses data as the haproxy.cfg named name and returns the model
+// after lbconfig.Validate. On any error it returns a nil Config and the
+// errors joined (at most lbconfig.MaxErrors), each an *Error naming the
+// file and line. Validation runs only when the file parsed cleanly.
+func Parse(name string, data []byte) (*lbconfig.Config, error) {
+	errs := &errList{}
+	if len(data) > MaxFileSize {
+		errs.add(name, 0, "", "file is larger than %d bytes (1 MiB)", MaxFileSize)
+		return nil, errs.err()
+	}
+	p := &parser{
+		file:  name,
+		errs:  errs,
+		cfg:   &lbconfig.Config{Source: map[string]string{}},
+		front: map[string]nameUse{},
+		back:  map[string]nameUse{},
+	}
+	for _, l := range splitLines(name, data, errs) {
+		p.line(l)
+	}
+	p.endSection()
+	if err := errs.err(); err != nil {
+		return nil, err
+	}
+	if err := lbconfig.Validate(p.cfg); err != nil {
+		errs.addValidation(name, err)
+		return nil, errs.err()
+	}
+	return p.cfg, nil
+}
+
+type secKind int
+
+const (
+	secNone secKind = iota
+	secGlobal
+	secDefaults
+	secFrontend
+	secBackend
+	secListen
+	secSkip // an unsupported or broken section: its lines are not checked
+)
+
+// Section keywords haproxy 2.6 knows, space separated. Any of them starts
+// a new section. The lists are constants so the package keeps no mutable
+// state.
+const (
+	supportedSections   = "global defaults frontend backend listen"
+	unsupportedSections = "userlist peers resolvers mailers program http-errors ring cache fcgi-app " +
+		"log-forward dynamic-update traces crt-store"
+)
+
+// inList reports whether w is a word of the space-separated list.
+func inList(list, w string) bool { return slices.Contains(strings.Fields(list), w) }
+
+// commas writes a space-separated list with commas.
+func commas(list string) string { return strings.Join(strings.Fields(list), ", ") }
+
+// Keywords each section accepts, for error messages.
+const (
+	globalKeywords   = "maxconn, stats socket"
+	defaultsKeywords = "log, maxconn, mode, option dontlognull, option redispatch, retries, timeout"
+	frontendKeywords = "bind, default_backend, mode"
+	listenKeywords   = "bind, mode, monitor-uri, option dontlognull, stats auth, stats enable, stats hide-version, stats refresh, stats uri"
+	backendKeywords  = "balance, mode, option httpchk, option log-health-checks, option redispatch, server"
+	serverParams     = "check, check-ssl, fall, inter, rise, verify, weight"
+	timeoutNames     = "client, connect, http-keep-alive, http-request, queue, server, tunnel"
+)
+
+// nameUse is where a proxy name was defined.
+type nameUse struct {
+	what string // "backend masters"
+	line int
+}
+
+// parser turns statements into a Config, one section at a time.
+type parser struct {
+	file string
+	errs *errList
+	cfg  *lbconfig.Config
+
+	kind    secKind
+	key     string         // the section's Source key, also its name in messages
+	secLine int            // line of the section keyword
+	seen    map[string]int // keyword -> line, for settings given once per section
+
+	defaultsLine int  // line of the defaults section, 0 if none yet
+	proxySeen    bool // a frontend, backend or listen section was opened
+	dontLogNull  bool // from defaults
+	redispatch   bool // from defaults
+
+	front, back map[string]nameUse // haproxy's two proxy name spaces
+
+	fe *lbconfig.Frontend
+	be *lbconfig.Backend
+	ls *listen
+}
+
+// listen is a listen section being read; what it becomes (a Monitor or a
+// Stats page) is known only at its end.
+type listen struct {
+	name        string
+	binds       []lbconfig.Bind
+	mode        string
+	modeLine    int
+	monitorURI  string
+	monitorLine int
+	statsLine   int // first stats keyword, 0 if none
+	stats       lbconfig.Stats
+}
+
+func (p *parser) errorf(l line, kw, format string, a ...any) {
+	p.errs.add(p.file, l.num, kw, format, a...)
+}
+
+func (p *parser) warnf(l line, format string, a ...any) {
+	p.cfg.Warnings = append(p.cfg.Warnings, p.file+":"+strconv.Itoa(l.num)+": "+printable(fmt.Sprintf(format, a...)))
+}
+
+func (p *parser) at(l line) string { return p.file + ":" + strconv.Itoa(l.num) }
+
+// source records where a key was read, keeping the first position.
+func (p *parser) source(key string, l line) {
+	if _, ok := p.cfg.Source[key]; !ok {
+		p.cfg.Source[key] = p.at(l)
+	}
+}
+
+// keyword returns how haproxy names the statement's keyword: one word, or
+// two for the families "option", "timeout", "stats", and the "no" and
+// "default" prefixes in front of them.
+func keyword(words []string) string {
+	if len(words) > 1 {
+		switch words[0] {
+		case "option", "timeout", "stats":
+			return words[0] + " " + words[1]
+		case "no", "default":
+			return words[0] + " " + keyword(words[1:])
+		}
+	}
+	return words[0]
+}
+
+// line handles one statement.
+func (p *parser) line(l line) {
+	kw := l.kw()
+	if strings.HasPrefix(kw, ".") {
+		p.errorf(l, kw, "conditional blocks and directives (%s) are not supported by vipstack", kw)
+		return
+	}
+	if inList(supportedSections, kw) || inList(unsupportedSections, kw) {
+		p.endSection()
+		p.section(l)
+		return
+	}
+	switch p.kind {
+	case secNone:
+		p.errorf(l, kw, "keyword %q outside of any section (sections: %s)", keyword(l.words), commas(supportedSections))
+	case secSkip:
+	case secGlobal:
+		p.global(l)
+	case secDefaults:
+		p.defaults(l)
+	case secFrontend:
+		p.frontend(l)
+	case secBackend:
+		p.backend(l)
+	case secListen:
+		p.listen(l)
+	}
+}
+
+// unsupported rejects a keyword the section does not accept.
+func (p *parser) unsupported(l line, supported string) {
+	kw := keyword(l.words)
+	what := "supported: " + supported
+	if strings.HasPrefix(kw, "timeout ") && p.kind == secDefaults {
+		what = "supported timeouts: " + timeoutNames
+	}
+	p.errorf(l, l.kw(), "keyword %q in %s is not supported by vipstack (%s)", kw, p.key, what)
+}
+
+// once records a setting and rejects it when the section already has it.
+// haproxy keeps the last one; vipstack asks for one.
+func (p *parser) once(l line, kw string) bool {
+	if prev, ok := p.seen[kw]; ok {
+		p.errorf(l, l.kw(), "%s is already set in %s at line %d (accepted: once per section)", kw, p.key, prev)
+		return false
+	}
+	p.seen[kw] = l.num
+	p.source(lbconfig.ItemKey(p.key, kw), l)
+	return true
+}
+
+// nargs checks the number of values after a keyword of n words.
+func (p *parser) nargs(l line, n, lo, hi int, form string) ([]string, bool) {
+	args := l.words[n:]
+	if len(args) < lo || len(args) > hi {
+		kw := strings.Join(l.words[:n], " ")
+		switch {
+		case lo == hi && lo == 0:
+			p.errorf(l, l.kw(), "%s takes no value, got %d", kw, len(args))
+		case lo == hi:
+			p.errorf(l, l.kw(), "%s takes %d value(s) (%s), got %d", kw, lo, form, len(args))
+		default:
+			p.errorf(l, l.kw(), "%s takes %d to %d values (%s), got %d", kw, lo, hi, form, len(args))
+		}
+		return nil, false
+	}
+	return args, true
+}
+
+// section opens the section that l starts.
+func (p *parser) section(l line) {
+	kw := l.kw()
+	p.kind, p.secLine, p.seen = secSkip, l.num, map[string]int{}
+	p.key = kw
+	if inList(unsupportedSections, kw) {
+		p.errorf(l, kw, "section %q is not supported by vipstack (supported: %s)", kw, commas(supportedSections))
+		return
+	}
+	switch kw {
+	case "global":
+		if _, ok := p.nargs(l, 1, 0, 0, ""); ok {
+			p.kind = secGlobal
+			p.source("global", l)
+		}
+	case "defaults":
+		if _, ok := p.nargs(l, 1, 0, 1, "an optional name"); !ok {
+			return
+		}
+		switch {
+		case p.proxySeen:
+			p.errorf(l, kw, "defaults after a frontend, backend or listen section is not supported by vipstack (move it before them)")
+		case p.defaultsLine != 0:
+			p.errorf(l, kw, "a second defaults section is not supported by vipstack (the first is at line %d; merge them)", p.defaultsLine)
+		default:
+			p.kind, p.defaultsLine = secDefaults, l.num
+			p.source("defaults", l)
+		}
+	default: // frontend, backend, listen
+		p.proxySeen = true
+		args, ok := p.nargs(l, 1, 1, 1, "its name")
+		if !ok {
+			if len(l.words) > 2 && l.words[2] == "from" {
+				p.errorf(l, kw, "%s ... from (named defaults) is not supported by vipstack", kw)
+			}
+			return
+		}
+		name := args[0]
+		p.key = kw + " " + name
+		use := nameUse{what: p.key, line: l.num}
+		var spaces []map[string]nameUse
+		switch kw {
+		case "frontend":
+			spaces = []map[string]nameUse{p.front}
+		case "backend":
+			spaces = []map[string]nameUse{p.back}
+		default:
+			spaces = []map[string]nameUse{p.front, p.back}
+		}
+		for _, ns := range spaces {
+			if prev, dup := ns[name]; dup {
+				p.errorf(l, kw, "%s has the same name as %s at line %d (accepted: unique names; "+
+					"only a frontend and a backend may share one)", p.key, prev.what, prev.line)
+				return
+			}
+		}
+		for _, ns := range spaces {
+			ns[name] = use
+		}
+		p.source(p.key, l)
+		switch kw {
+		case "frontend":
+			p.kind, p.fe = secFrontend, &lbconfig.Frontend{Name: name}
+		case "backend":
+			p.kind, p.be = secBackend, &lbconfig.Backend{Name: name, DontLogNull: p.dontLogNull, RedispatchOnRetry: p.redispatch}
+		default:
+			p.kind, p.ls = secListen, &listen{name: name}
+		}
+	}
+}
+
+// endSection stores the section being read.
+func (p *parser) endSection() {
+	switch p.kind {
+	case secFrontend:
+		p.cfg.Frontends = append(p.cfg.Frontends, *p.fe)
+	case secBackend:
+		p.cfg.Backends = append(p.cfg.Backends, *p.be)
+	case secListen:
+		p.endListen()
+	}
+	p.kind, p.fe, p.be, p.ls = secNone, nil, nil, nil
+}
+
+func (p *parser) endListen() {
+	ls := p.ls
+	l := line{num: p.secLine}
+	monitor, stats := ls.monitorLine != 0, ls.statsLine != 0
+	switch {
+	case monitor && stats:
+		p.errorf(l, "listen", "%s has both monitor-uri (line %d) and stats (line %d): vipstack serves them from separate listen sections",
+			p.key, ls.monitorLine, ls.statsLine)
+	case !monitor && !stats:
+		p.errorf(l, "listen", "%s is neither a monitor (monitor-uri) nor a stats page (stats enable, stats uri, ...): "+
+			"vipstack supports no other listen section (use frontend and backend to forward traffic)", p.key)
+	case ls.mode != "http":
+		what := "monitor-uri"
+		if stats {
+			what = "stats"
+		}
+		if ls.modeLine != 0 {
+			l.num = ls.modeLine
+		}
+		p.errorf(l, "mode", "%s needs mode http for its %s (haproxy ignores %s in TCP mode)", p.key, what, what)
+	case monitor:
+		p.cfg.Monitors = append(p.cfg.Monitors, lbconfig.Monitor{Name: ls.name, Binds: ls.binds, URI: ls.monitorURI})
+	default:
+		s := ls.stats
+		s.Name, s.Binds = ls.name, ls.binds
+		if s.URI == "" {
+			s.URI = lbconfig.DefaultStatsURI
+		}
+		p.cfg.Stats = append(p.cfg.Stats, s)
+	}
+}
+
+func (p *parser) global(l line) {
+	switch keyword(l.words) {
+	case "maxconn":
+		if !p.once(l, "maxconn") {
+			return
+		}
+		if args, ok := p.nargs(l, 1, 1, 1, "a number of connections"); ok {
+			p.cfg.GlobalMaxConn, _ = p.intArg(l, "maxconn", args[0], 0, "0..2147483647")
+		}
+	case "stats socket":
+		if args, ok := p.nargs(l, 2, 1, 64, "ADDRESS [params]"); ok {
+			p.warnf(l, "stats socket %s: the runtime API is not served by vipstack; the socket is not created", args[0])
+		}
+	default:
+		p.unsupported(l, globalKeywords)
+	}
+}
+
+func (p *parser) defaults(l line) {
+	kw := keyword(l.words)
+	switch kw {
+	case "maxconn":
+		if !p.once(l, kw) {
+			return
+		}
+		if args, ok := p.nargs(l, 1, 1, 1, "a number of connections"); ok {
+			p.cfg.MaxConn, _ = p.intArg(l, kw, args[0], 0, "0..2147483647; 0 means the global maxconn")
+		}
+	case "mode":
+		p.tcpMode(l)
+	case "log":
+		p.log(l)
+	case "option dontlognull":
+		if p.once(l, kw) {
+			if _, ok := p.nargs(l, 2, 0, 0, ""); ok {
+				p.dontLogNull = true
+			}
+		}
+	case "option redispatch":
+		if p.once(l, kw) {
+			if _, ok := p.nargs(l, 2, 0, 0, ""); ok {
+				p.redispatch = true
+			}
+		}
+	case "retries":
+		if !p.once(l, kw) {
+			return
+		}
+		args, ok := p.nargs(l, 1, 1, 1, "a number of retries")
+		if !ok {
+			return
+		}
+		n, ok := p.intArg(l, kw, args[0], 0, "1 or more")
+		if !ok {
+			return
+		}
+		if n == 0 {
+			p.errorf(l, kw, "retries 0 is not supported by vipstack (accepted: 1 or more, default %d): "+
+				"vipstack retries a failed connect on another server", lbconfig.DefaultRetries)
+			return
+		}
+		p.cfg.Retries = n
+	case "timeout":
+		p.errorf(l, kw, "timeout takes a name and a time (accepted timeouts: %s)", timeoutNames)
+	default:
+		if strings.HasPrefix(kw, "timeout ") {
+			p.timeout(l)
+			return
+		}
+		p.unsupported(l, defaultsKeywords)
+	}
+}
+
+// tcpMode handles `mode` in defaults, frontend and backend.
+func (p *parser) tcpMode(l line) {
+	if !p.once(l, "mode") {
+		return
+	}
+	args, ok := p.nargs(l, 1, 1, 1, "tcp")
+	if !ok {
+		return
+	}
+	switch args[0] {
+	case "tcp":
+	case "http":
+		p.errorf(l, "mode", "mode http in %s: vipstack's frontends are TCP only (accepted: mode tcp; mode http only in listen sections for monitor-uri and stats)", p.key)
+	default:
+		p.errorf(l, "mode", "mode %q is not a haproxy mode (accepted: tcp)", args[0])
+	}
+}
+
+func (p *parser) timeout(l line) {
+	d := map[string]*time.Duration{
+		"connect":         &p.cfg.Timeouts.Connect,
+		"client":          &p.cfg.Timeouts.Client,
+		"server":          &p.cfg.Timeouts.Server,
+		"tunnel":          &p.cfg.Timeouts.Tunnel,
+		"queue":           &p.cfg.Timeouts.Queue,
+		"http-request":    &p.cfg.Timeouts.HTTPRequest,
+		"http-keep-alive": &p.cfg.Timeouts.HTTPKeepAlive,
+	}
+	kw := keyword(l.words)
+	dst, ok := d[l.words[1]]
+	if !ok {
+		p.unsupported(l, "")
+		return
+	}
+	if !p.once(l, kw) {
+		return
+	}
+	args, ok := p.nargs(l, 2, 1, 1, "a time such as 10s")
+	if !ok {
+		return
+	}
+	if t, ok := p.timeArg(l, kw, args[0], msUnit); ok {
+		*dst = t
+	}
+}
+
+// log accepts `log global` and `log TARGET FACILITY [LEVEL [MINLEVEL]]`;
+// vipstack logs to stderr, so the target is only noted.
+func (p *parser) log(l line) {
+	args := l.words[1:]
+	if len(args) == 1 && args[0] == "global" {
+		p.warnf(l, "log global: vipstack logs to stderr; haproxy's log targets are not used")
+		return
+	}
+	if len(args) < 2 || len(args) > 4 {
+		p.errorf(l, "log", "log takes global, or TARGET FACILITY [LEVEL [MINLEVEL]], got %d values", len(args))
+		return
+	}
+	if inList("len format sample", args[1]) {
+		p.errorf(l, "log", "log option %q is not supported by vipstack (accepted: log TARGET FACILITY [LEVEL [MINLEVEL]])", args[1])
+		return
+	}
+	if !inList(facilities, args[1]) {
+		p.errorf(l, "log", "unknown log facility %q (accepted: %s)", args[1], commas(facilities))
+		return
+	}
+	for _, lv := range args[2:] {
+		if !inList(levels, lv) {
+			p.errorf(l, "log", "unknown log level %q (accepted: %s)", lv, commas(levels))
+			return
+		}
+	}
+	p.warnf(l, "log %s: vipstack logs to stderr; the log target is not used", args[0])
+}
+
+// syslog facilities and levels haproxy accepts in `log`.
+const (
+	facilities = "kern user mail daemon auth syslog lpr news uucp cron auth2 ftp ntp audit alert cron2 " +
+		"local0 local1 local2 local3 local4 local5 local6 local7"
+	levels = "emerg alert crit err warning notice info debug"
+)
+
+func (p *parser) frontend(l line) {
+	switch kw := keyword(l.words); kw {
+	case "bind":
+		p.fe.Binds = append(p.fe.Binds, p.bind(l, len(p.fe.Binds))...)
+	case "default_backend":
+		if !p.once(l, kw) {
+			return
+		}
+		if args, ok := p.nargs(l, 1, 1, 1, "a backend name"); ok {
+			p.fe.Backend = args[0]
+		}
+	case "mode":
+		p.tcpMode(l)
+	default:
+		p.unsupported(l, frontendKeywords)
+	}
+}
+
+func (p *parser) listen(l line) {
+	ls := p.ls
+	kw := keyword(l.words)
+	if strings.HasPrefix(kw, "stats ") && ls.statsLine == 0 {
+		ls.statsLine = l.num
+	}
+	switch kw {
+	case "bind":
+		ls.binds = append(ls.binds, p.bind(l, len(ls.binds))...)
+	case "mode":
+		if !p.once(l, kw) {
+			return
+		}
+		if args, ok := p.nargs(l, 1, 1, 1, "http"); ok {
+			if args[0] != "http" && args[0] != "tcp" {
+				p.errorf(l, kw, "mode %q is not a haproxy mode (accepted: http)", args[0])
+				return
+			}
+			ls.mode, ls.modeLine = args[0], l.num
+		}
+	case "monitor-uri":
+		if !p.once(l, kw) {
+			return
+		}
+		if args, ok := p.nargs(l, 1, 1, 1, "a URI"); ok {
+			ls.monitorURI, ls.monitorLine = args[0], l.num
+		}
+	case "option dontlognull":
+		if p.once(l, kw) {
+			p.nargs(l, 2, 0, 0, "")
+		}
+	case "stats enable":
+		if p.once(l, kw) {
+			p.nargs(l, 2, 0, 0, "")
+		}
+	case "stats hide-version":
+		if p.once(l, kw) {
+			if _, ok := p.nargs(l, 2, 0, 0, ""); ok {
+				ls.stats.HideVersion = true
+			}
+		}
+	case "stats uri":
+		if !p.once(l, kw) {
+			return
+		}
+		if args, ok := p.nargs(l, 2, 1, 1, "a URI prefix"); ok {
+			ls.stats.URI = args[0]
+		}
+	case "stats refresh":
+		if !p.once(l, kw) {
+			return
+		}
+		if args, ok := p.nargs(l, 2, 1, 1, "a delay, in seconds without a unit"); ok {
+			ls.stats.Refresh, _ = p.timeArg(l, kw, args[0], sUnit)
+		}
+	case "stats auth":
+		args, ok := p.nargs(l, 2, 1, 1, "USER:PASSWORD")
+		if !ok {
+			return
+		}
+		user, pass, found := strings.Cut(args[0], ":")
+		if !found {
+			p.errorf(l, "stats", "stats auth %q has no ':' (accepted: USER:PASSWORD)", args[0])
+			return
+		}
+		p.source(lbconfig.ItemKey(p.key, "stats auth "+strconv.Itoa(len(ls.stats.Users))), l)
+		ls.stats.Users = append(ls.stats.Users, lbconfig.UserPass{User: user, Pass: pass})
+	default:
+		p.unsupported(l, listenKeywords)
+	}
+}
+
+func (p *parser) backend(l line) {
+	switch kw := keyword(l.words); kw {
+	case "server":
+		p.server(l)
+	case "balance":
+		if !p.once(l, kw) {
+			return
+		}
+		if args, ok := p.nargs(l, 1, 1, 1, "roundrobin, leastconn or source"); ok {
+			p.be.Balance = lbconfig.Balance(args[0])
+		}
+	case "mode":
+		p.tcpMode(l)
+	case "option httpchk":
+		if !p.once(l, kw) {
+			return
+		}
+		args, ok := p.nargs(l, 2, 0, 3, "[[METHOD] URI [VERSION]]")
+		if !ok {
+			return
+		}
+		c := lbconfig.HTTPCheck{Method: lbconfig.DefaultCheckMethod, URI: lbconfig.DefaultCheckURI, Version: lbconfig.DefaultCheckVersion}
+		switch len(args) {
+		case 1:
+			c.URI = args[0]
+		case 2:
+			c.Method, c.URI = args[0], args[1]
+		case 3:
+			c.Method, c.URI, c.Version = args[0], args[1], args[2]
+		}
+		p.be.Check = c
+	case "option log-health-checks":
+		if p.once(l, kw) {
+			if _, ok := p.nargs(l, 2, 0, 0, ""); ok {
+				p.be.LogHealthChecks = true
+			}
+		}
+	case "option redispatch":
+		if p.once(l, kw) {
+			if _, ok := p.nargs(l, 2, 0, 0, ""); ok {
+				p.be.RedispatchOnRetry = true
+			}
+		}
+	default:
+		p.unsupported(l, backendKeywords)
+	}
+}
+
+// server parses `server NAME ADDRESS:PORT [params]`.
+func (p *parser) server(l line) {
+	if len(l.words) < 3 {
+		p.errorf(l, "server", "server needs a name and an address (accepted: server NAME ADDRESS:PORT [%s])", serverParams)
+		return
+	}
+	name := l.words[1]
+	for _, s := range p.be.Servers {
+		if s.Name == name {
+			p.errorf(l, "server", "server %s is already defined in %s at %s (accepted: unique server names)",
+				name, p.key, p.cfg.Source[lbconfig.ServerKey(p.be.Name, name)])
+			return
+		}
+	}
+	s := lbconfig.Server{Name: name, Verify: true}
+	addr, _, msg := parseAddr(l.words[2], false)
+	if msg != "" {
+		p.errorf(l, "server", "server %s: %s", name, msg)
+		return
+	}
+	s.Addr = addr
+	params := l.words[3:]
+	seen := map[string]bool{}
+	ok := true
+	for i := 0; i < len(params); i++ {
+		param := params[i]
+		if seen[param] {
+			p.errorf(l, param, "server %s: parameter %s is given twice", name, param)
+			ok = false
+		}
+		seen[param] = true
+		value := func(want string) (string, bool) {
+			if i+1 == len(params) {
+				p.errorf(l, param, "server %s: parameter %s needs a value (%s)", name, param, want)
+				return "", false
+			}
+			i++
+			return params[i], true
+		}
+		switch param {
+		case "check":
+			s.Check = true
+		case "check-ssl":
+			s.CheckSSL = true
+		case "verify":
+			v, vok := value("none or required")
+			switch {
+			case !vok:
+				ok = false
+			case v == "none":
+				s.Verify = false
+			case v == "required":
+				s.Verify = true
+			default:
+				p.errorf(l, param, "server %s: verify %q is not a verify method (accepted: none, required)", name, v)
+				ok = false
+			}
+		case "weight", "fall", "rise":
+			v, vok := value("a number")
+			if !vok {
+				ok = false
+				break
+			}
+			want := "1 or more"
+			if param == "weight" {
+				want = "1.." + strconv.Itoa(lbconfig.MaxWeight)
+			}
+			n, nok := p.intArg(l, param, v, 0, want)
+			switch {
+			case !nok:
+				ok = false
+			case n == 0 && param == "weight":
+				p.errorf(l, param, "server %s: weight 0 is not supported by vipstack (accepted: 1..%d): "+
+					"haproxy's weight 0 takes a server out of load balancing, which vipstack does not do", name, lbconfig.MaxWeight)
+				ok = false
+			case n == 0:
+				p.errorf(l, param, "server %s: %s 0 is out of range (accepted: 1 or more)", name, param)
+				ok = false
+			case param == "weight":
+				s.Weight = n
+			case param == "fall":
+				s.Fall = n
+			default:
+				s.Rise = n
+			}
+		case "inter":
+			v, vok := value("a time such as 2s")
+			if !vok {
+				ok = false
+				break
+			}
+			d, dok := p.timeArg(l, param, v, msUnit)
+			switch {
+			case !dok:
+				ok = false
+			case d == 0:
+				p.errorf(l, param, "server %s: inter %s is out of range (accepted: 1ms or more)", name, v)
+				ok = false
+			default:
+				s.Inter = d
+			}
+		default:
+			p.errorf(l, param, "server %s: parameter %q is not supported by vipstack (supported: %s)", name, param, serverParams)
+			ok = false
+		}
+	}
+	if !ok {
+		return
+	}
+	if s.Check && s.CheckSSL && s.Verify {
+		p.warnf(l, "server %s: its health checks verify the server certificate against the system's CA pool "+
+			"(haproxy 2.6 needs a ca-file for this, which vipstack does not support; write verify none to skip verification)", name)
+	}
+	p.source(lbconfig.ServerKey(p.be.Name, name), l)
+	p.be.Servers = append(p.be.Servers, s)
+}
+
+// bind parses `bind ADDRESS[,ADDRESS...] [v4v6]`; first is the index of
+// the first new bind in the section, for Source keys.
+func (p *parser) bind(l line, first int) []lbconfig.Bind {
+	if len(l.words) < 2 {
+		p.errorf(l, "bind", "bind needs an address (accepted: bind ADDRESS:PORT[,ADDRESS:PORT...] [v4v6])")
+		return nil
+	}
+	v4v6 := false
+	for _, param := range l.words[2:] {
+		switch {
+		case param == "v4v6" && !v4v6:
+			v4v6 = true
+		case param == "v4v6":
+			p.errorf(l, "bind", "bind parameter v4v6 is given twice")
+			return nil
+		default:
+			p.errorf(l, "bind", "bind parameter %q is not supported by vipstack (supported: v4v6)", param)
+			return nil
+		}
+	}
+	var out []lbconfig.Bind
+	for _, a := range strings.Split(l.words[1], ",") {
+		addr, host, msg := parseAddr(a, true)
+		if msg != "" {
+			p.errorf(l, "bind", "bind %s", msg)
+			return nil
+		}
+		out = append(out, lbconfig.Bind{Addr: addr, Host: host, V4V6: v4v6})
+	}
+	for i := range out {
+		p.source(lbconfig.BindKey(p.key, first+i), l)
+	}
+	return out
+}
+
+// intArg parses a decimal integer in [lo, 2^31-1]; want says what is
+// accepted, for the error message.
+func (p *parser) intArg(l line, kw, v string, lo int, want string) (int, bool) {
+	n, err := strconv.ParseInt(v, 10, 32)
+	switch {
+	case err != nil:
+		p.errorf(l, kw, "%s %q is not an integer (accepted: %s)", kw, v, want)
+		return 0, false
+	case int(n) < lo:
+		p.errorf(l, kw, "%s %d is out of range (accepted: %s)", kw, n, want)
+		return 0, false
+	}
+	return int(n), true
+}

@@ -1,0 +1,175 @@
+package haproxycfg
+
+import (
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Units of haproxy time values: what a number without a unit means.
+const (
+	msUnit = time.Millisecond // timeouts, inter
+	sUnit  = time.Second      // stats refresh
+)
+
+// maxTime is haproxy's limit on a time value, in its default unit: values
+// must stay below 2^31 (about 24.8 days in milliseconds).
+const maxTime = 1<<31 - 1
+
+// parseTime parses a haproxy time value (configuration manual section
+// 2.5): a whole number, then an optional unit among us, ms, s, m, h, d;
+// without a unit the number is in unit. As haproxy does, the value is
+// rounded up to a whole unit and must stay below 2^31 units.
+func parseTime(v string, unit time.Duration) (time.Duration, string) {
+	unitName := "milliseconds"
+	if unit == time.Second {
+		unitName = "seconds"
+	}
+	accepted := "a whole number with a unit us, ms, s, m, h or d; no unit means " + unitName
+	i := 0
+	for i < len(v) && v[i] >= '0' && v[i] <= '9' {
+		i++
+	}
+	if i == 0 {
+		return 0, "is not a time (accepted: " + accepted + ")"
+	}
+	if i > 15 {
+		return 0, "is too large (maximum: " + strconv.Itoa(maxTime) + " " + unitName + ")"
+	}
+	n, _ := strconv.ParseUint(v[:i], 10, 64)
+	var per time.Duration
+	switch v[i:] {
+	case "":
+		per = unit
+	case "us":
+		per = time.Microsecond
+	case "ms":
+		per = time.Millisecond
+	case "s":
+		per = time.Second
+	case "m":
+		per = time.Minute
+	case "h":
+		per = time.Hour
+	case "d":
+		per = 24 * time.Hour
+	default:
+		return 0, "has an unexpected character " + strconv.QuoteRune(rune(v[i])) + " (accepted: " + accepted + ")"
+	}
+	// n*per/unit rounded up, without overflowing: n < 10^15 and per is at
+	// most a day, so split per into a whole number of units and a rest.
+	var units uint64
+	if per >= unit {
+		units = n * uint64(per/unit)
+		if n != 0 && units/n != uint64(per/unit) {
+			units = maxTime + 1
+		}
+	} else {
+		div := uint64(unit / per)
+		units = (n + div - 1) / div
+	}
+	if units > maxTime {
+		return 0, "is too large (maximum: " + strconv.Itoa(maxTime) + " " + unitName + ", about " + maxDays(unit) + ")"
+	}
+	return time.Duration(units) * unit, ""
+}
+
+func maxDays(unit time.Duration) string {
+	if unit == time.Second {
+		return "68 years"
+	}
+	return "24.8 days"
+}
+
+// timeArg parses a time value for keyword kw and reports errors.
+func (p *parser) timeArg(l line, kw, v string, unit time.Duration) (time.Duration, bool) {
+	d, msg := parseTime(v, unit)
+	if msg != "" {
+		p.errorf(l, strings.Fields(kw)[0], "%s %q %s", kw, v, msg)
+		return 0, false
+	}
+	return d, true
+}
+
+// parseAddr parses a bind or server address as haproxy does: the port
+// follows the last colon (so ":::9445" is [::]:9445), an IPv6 address may
+// also be bracketed, an empty address or "*" is every IPv4 address (bind
+// only). Of host names only "localhost" is accepted, as 127.0.0.1, and
+// returned in host. It returns a message for what vipstack does not
+// accept: other names, address prefixes (ipv4@, unix@, fd@, ...), UNIX
+// socket paths, port ranges and offsets, IPv6 zones.
+func parseAddr(s string, bind bool) (addr netip.AddrPort, host, msg string) {
+	form := "ADDRESS:PORT or [IPv6]:PORT"
+	if bind {
+		form = "ADDRESS:PORT, :PORT, *:PORT or [IPv6]:PORT"
+	}
+	switch {
+	case s == "":
+		return addr, "", "address is empty (accepted: " + form + ")"
+	case strings.Contains(s, "@"):
+		return addr, "", "address " + strconv.Quote(s) + ": address prefixes such as ipv4@, unix@ and fd@ are not supported by vipstack (accepted: " + form + ")"
+	case s[0] == '/':
+		return addr, "", "address " + strconv.Quote(s) + ": UNIX sockets are not supported by vipstack (accepted: " + form + ")"
+	}
+	var hostPart, port string
+	if s[0] == '[' {
+		end := strings.IndexByte(s, ']')
+		if end < 0 {
+			return addr, "", "address " + strconv.Quote(s) + " has no closing ']' (accepted: " + form + ")"
+		}
+		hostPart, port = s[1:end], s[end+1:]
+		if !strings.HasPrefix(port, ":") {
+			return addr, "", "address " + strconv.Quote(s) + " has no port (accepted: " + form + ")"
+		}
+		port = port[1:]
+	} else {
+		i := strings.LastIndexByte(s, ':')
+		if i < 0 {
+			if bind {
+				return addr, "", "address " + strconv.Quote(s) + " has no port (accepted: " + form + ")"
+			}
+			return addr, "", "address " + strconv.Quote(s) + " has no port (accepted: " + form +
+				"; haproxy would use the client's port, vipstack needs it written)"
+		}
+		hostPart, port = s[:i], s[i+1:]
+	}
+
+	var p uint64
+	switch {
+	case port == "":
+		return addr, "", "address " + strconv.Quote(s) + " has no port (accepted: " + form + ")"
+	case port[0] == '+' || port[0] == '-':
+		return addr, "", "address " + strconv.Quote(s) + ": port offsets are not supported by vipstack (accepted: a port 1..65535)"
+	case strings.Contains(port, "-") && bind:
+		return addr, "", "address " + strconv.Quote(s) + ": port ranges are not supported by vipstack (accepted: a port 1..65535)"
+	default:
+		var err error
+		p, err = strconv.ParseUint(port, 10, 16)
+		if err != nil || p == 0 {
+			return addr, "", "address " + strconv.Quote(s) + " has an invalid port " + strconv.Quote(port) + " (accepted: 1..65535)"
+		}
+	}
+
+	var ip netip.Addr
+	switch {
+	case hostPart == "" || hostPart == "*":
+		if !bind {
+			return addr, "", "address " + strconv.Quote(s) + " has no IP address (accepted: " + form + "; haproxy's transparent mode is not supported by vipstack)"
+		}
+		ip = netip.IPv4Unspecified()
+	case hostPart == "localhost":
+		ip, host = netip.AddrFrom4([4]byte{127, 0, 0, 1}), "localhost"
+	default:
+		var err error
+		ip, err = netip.ParseAddr(hostPart)
+		switch {
+		case err != nil:
+			return addr, "", "address " + strconv.Quote(s) + ": " + strconv.Quote(hostPart) +
+				" is not an IP address (accepted: " + form + "; vipstack resolves no host name but localhost)"
+		case ip.Zone() != "":
+			return addr, "", "address " + strconv.Quote(s) + ": IPv6 zones are not supported (accepted: " + form + ")"
+		}
+	}
+	return netip.AddrPortFrom(ip, uint16(p)), host, ""
+}

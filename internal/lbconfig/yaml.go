@@ -1,0 +1,521 @@
+package lbconfig
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// MaxYAMLSize is the largest YAML file LoadYAML and ParseYAML accept.
+const MaxYAMLSize = 1 << 20
+
+// yamlConfig is the native YAML form of a Config; see ParseYAML.
+type yamlConfig struct {
+	MaxConn       int            `yaml:"maxConn,omitempty"`
+	GlobalMaxConn int            `yaml:"globalMaxConn,omitempty"`
+	Retries       *int           `yaml:"retries,omitempty"`
+	Timeouts      yamlTimeouts   `yaml:"timeouts,omitempty"`
+	Frontends     []yamlFrontend `yaml:"frontends,omitempty"`
+	Backends      []yamlBackend  `yaml:"backends,omitempty"`
+	Monitors      []yamlMonitor  `yaml:"monitors,omitempty"`
+	Stats         []yamlStats    `yaml:"stats,omitempty"`
+}
+
+type yamlTimeouts struct {
+	Connect       duration `yaml:"connect,omitempty"`
+	Client        duration `yaml:"client,omitempty"`
+	Server        duration `yaml:"server,omitempty"`
+	Tunnel        duration `yaml:"tunnel,omitempty"`
+	Queue         duration `yaml:"queue,omitempty"`
+	HTTPRequest   duration `yaml:"httpRequest,omitempty"`
+	HTTPKeepAlive duration `yaml:"httpKeepAlive,omitempty"`
+}
+
+type yamlBind struct {
+	Addr string `yaml:"addr"`
+	V4V6 bool   `yaml:"v4v6,omitempty"`
+}
+
+type yamlFrontend struct {
+	Name    string     `yaml:"name"`
+	Binds   []yamlBind `yaml:"binds"`
+	Backend string     `yaml:"backend"`
+}
+
+type yamlBackend struct {
+	Name            string         `yaml:"name"`
+	Balance         string         `yaml:"balance,omitempty"`
+	HTTPCheck       *yamlHTTPCheck `yaml:"httpCheck,omitempty"`
+	LogHealthChecks bool           `yaml:"logHealthChecks,omitempty"`
+	DontLogNull     bool           `yaml:"dontLogNull,omitempty"`
+	Redispatch      bool           `yaml:"redispatch,omitempty"`
+	Servers         []yamlServer   `yaml:"servers"`
+}
+
+type yamlHTTPCheck struct {
+	Method  string `yaml:"method"`
+	URI     string `yaml:"uri,omitempty"`
+	Version string `yaml:"version,omitempty"`
+}
+
+type yamlServer struct {
+	Name     string   `yaml:"name"`
+	Addr     string   `yaml:"addr"`
+	Weight   *int     `yaml:"weight,omitempty"`
+	Check    bool     `yaml:"check,omitempty"`
+	CheckSSL bool     `yaml:"checkSSL,omitempty"`
+	Verify   *bool    `yaml:"verify,omitempty"`
+	Inter    duration `yaml:"inter,omitempty"`
+	Fall     int      `yaml:"fall,omitempty"`
+	Rise     int      `yaml:"rise,omitempty"`
+}
+
+type yamlMonitor struct {
+	Name  string     `yaml:"name"`
+	Binds []yamlBind `yaml:"binds"`
+	URI   string     `yaml:"uri"`
+}
+
+type yamlStats struct {
+	Name        string     `yaml:"name"`
+	Binds       []yamlBind `yaml:"binds"`
+	URI         string     `yaml:"uri"`
+	Refresh     duration   `yaml:"refresh,omitempty"`
+	HideVersion bool       `yaml:"hideVersion,omitempty"`
+	Users       []yamlUser `yaml:"users,omitempty"`
+}
+
+type yamlUser struct {
+	User string `yaml:"user"`
+	Pass string `yaml:"pass"`
+}
+
+// typeNames turns the Go names in the YAML library's messages into the
+// form's own words.
+func typeNames() *strings.Replacer {
+	return strings.NewReplacer(
+		"lbconfig.yamlConfig", "the top level", "lbconfig.yamlTimeouts", "timeouts",
+		"lbconfig.yamlBind", "a bind", "lbconfig.yamlFrontend", "a frontend", "lbconfig.yamlBackend", "a backend",
+		"lbconfig.yamlHTTPCheck", "httpCheck", "lbconfig.yamlServer", "a server", "lbconfig.yamlMonitor", "a monitor",
+		"lbconfig.yamlStats", "a stats page", "lbconfig.yamlUser", "a stats user", "lbconfig.duration", "a duration",
+	)
+}
+
+// duration is a time.Duration written as a Go duration string.
+type duration time.Duration
+
+func (d *duration) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode {
+		return fmt.Errorf("line %d: a duration must be a string such as 1s or 500ms", n.Line)
+	}
+	v, err := time.ParseDuration(n.Value)
+	if err != nil {
+		return fmt.Errorf("line %d: %q is not a duration (accepted: a number with a unit, such as 1s, 500ms or 1m30s)", n.Line, n.Value)
+	}
+	*d = duration(v)
+	return nil
+}
+
+func (d duration) MarshalYAML() (any, error) { return formatDuration(time.Duration(d)), nil }
+
+// formatDuration writes d without zero minutes and seconds ("24h", not
+// "24h0m0s").
+func formatDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
+// LoadYAML reads the YAML form of a Config from path.
+func LoadYAML(path string) (*Config, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("load lb config: %w", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxYAMLSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("load lb config %s: %w", path, err)
+	}
+	return ParseYAML(path, data)
+}
+
+// ParseYAML parses data, the YAML form of a Config read from name, and
+// returns it after Validate. Unknown fields, repeated keys and more than
+// one document are errors. Errors are joined; those about a setting are
+// *FieldError with "name:line" where the YAML has one.
+//
+// In the YAML form field names are lowerCamelCase, durations are Go
+// durations ("1s", "1m30s"), and addresses are "IP:PORT", "[IPv6]:PORT"
+// or, for binds, "localhost:PORT". An example, equivalent to the
+// haproxy.cfg of seed 000:
+//
+//	maxConn: 20000
+//	retries: 3
+//	timeouts: {connect: 10s, client: 24h, server: 24h, tunnel: 24h, queue: 1m, httpRequest: 30s}
+//	frontends:
+//	  - name: main
+//	    binds: [{addr: "[::]:9445", v4v6: true}]
+//	    backend: masters
+//	backends:
+//	  - name: masters
+//	    balance: roundrobin
+//	    httpCheck: {method: GET, uri: /readyz, version: HTTP/1.0}
+//	    logHealthChecks: true
+//	    dontLogNull: true
+//	    servers:
+//	      - {name: m0, addr: "10.0.3.211:6443", check: true, checkSSL: true, verify: false, inter: 1s, fall: 2, rise: 3}
+//	monitors:
+//	  - {name: health_check_http_url, binds: [{addr: "[::]:50936", v4v6: true}], uri: /haproxy_ready}
+//	stats:
+//	  - name: stats
+//	    binds: [{addr: "localhost:50000"}]
+//	    uri: /haproxy_stats
+//	    refresh: 30s
+//	    hideVersion: true
+//	    users: [{user: Username, pass: Password}]
+//
+// Omitted settings take Validate's defaults; verify defaults to true.
+// weight: 0 and retries: 0 are rejected, as in haproxy.cfg.
+func ParseYAML(name string, data []byte) (*Config, error) {
+	if len(data) > MaxYAMLSize {
+		return nil, fmt.Errorf("%s: file is larger than %d bytes (1 MiB)", name, MaxYAMLSize)
+	}
+	var raw yamlConfig
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&raw); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("%s: empty document (accepted: a mapping with frontends, backends, ...)", name)
+		}
+		return nil, fmt.Errorf("%s: %s", name, typeNames().Replace(strings.TrimPrefix(err.Error(), "yaml: ")))
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("%s: more than one YAML document (accepted: one)", name)
+	}
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return nil, fmt.Errorf("%s: %v", name, err)
+	}
+	src := map[string]string{}
+	yamlPositions(name, &root, src)
+
+	c, errs := raw.config(src)
+	if len(errs) == 0 {
+		if err := Validate(c); err != nil {
+			errs = fieldErrors(err)
+		}
+	}
+	if len(errs) == 0 {
+		return c, nil
+	}
+	out := make([]error, 0, len(errs))
+	for _, e := range errs {
+		if fe, ok := e.(*FieldError); ok && fe.Pos == "" {
+			fe.Pos = name
+		}
+		out = append(out, e)
+	}
+	return nil, errors.Join(out...)
+}
+
+// fieldErrors splits Validate's joined error.
+func fieldErrors(err error) []error {
+	if u, ok := err.(interface{ Unwrap() []error }); ok {
+		return u.Unwrap()
+	}
+	return []error{err}
+}
+
+// config converts the YAML form to the model, rejecting what only the
+// YAML form can get wrong: address syntax and explicit zeros.
+func (y *yamlConfig) config(src map[string]string) (*Config, []error) {
+	c := &Config{
+		MaxConn:       y.MaxConn,
+		GlobalMaxConn: y.GlobalMaxConn,
+		Timeouts: Timeouts{
+			Connect: time.Duration(y.Timeouts.Connect), Client: time.Duration(y.Timeouts.Client),
+			Server: time.Duration(y.Timeouts.Server), Tunnel: time.Duration(y.Timeouts.Tunnel),
+			Queue: time.Duration(y.Timeouts.Queue), HTTPRequest: time.Duration(y.Timeouts.HTTPRequest),
+			HTTPKeepAlive: time.Duration(y.Timeouts.HTTPKeepAlive),
+		},
+		Source: src,
+	}
+	var errs []error
+	fail := func(key, field, kw, format string, a ...any) {
+		if len(errs) < MaxErrors {
+			errs = append(errs, &FieldError{Pos: src[key], Field: field, Keyword: kw, Msg: fmt.Sprintf(format, a...)})
+		}
+	}
+	if y.Retries != nil {
+		if *y.Retries == 0 {
+			fail(ItemKey("defaults", "retries"), "defaults", "retries",
+				"retries 0 is not supported by vipstack (accepted: 1 or more, default %d)", DefaultRetries)
+		}
+		c.Retries = *y.Retries
+	}
+	binds := func(section string, ys []yamlBind) []Bind {
+		var out []Bind
+		for i, yb := range ys {
+			b, err := parseBindAddr(yb.Addr)
+			if err != nil {
+				fail(BindKey(section, i), section+", binds["+strconv.Itoa(i)+"]", "bind", "%v", err)
+			}
+			b.V4V6 = yb.V4V6
+			out = append(out, b)
+		}
+		return out
+	}
+	for _, yf := range y.Frontends {
+		key := FrontendKey(yf.Name)
+		c.Frontends = append(c.Frontends, Frontend{Name: yf.Name, Binds: binds(key, yf.Binds), Backend: yf.Backend})
+	}
+	for _, yb := range y.Backends {
+		key := BackendKey(yb.Name)
+		b := Backend{Name: yb.Name, Balance: Balance(yb.Balance), LogHealthChecks: yb.LogHealthChecks,
+			DontLogNull: yb.DontLogNull, RedispatchOnRetry: yb.Redispatch}
+		if h := yb.HTTPCheck; h != nil {
+			b.Check = HTTPCheck{Method: h.Method, URI: h.URI, Version: h.Version}
+			if h.Method == "" {
+				fail(ItemKey(key, "option httpchk"), key, "option httpchk",
+					"httpCheck has no method (accepted: a method such as GET; leave httpCheck out for TCP connect checks)")
+			}
+		}
+		for _, ys := range yb.Servers {
+			s := Server{Name: ys.Name, Check: ys.Check, CheckSSL: ys.CheckSSL, Verify: true,
+				Inter: time.Duration(ys.Inter), Fall: ys.Fall, Rise: ys.Rise}
+			field := key + ", server " + ys.Name
+			if ys.Addr != "" {
+				ap, err := netip.ParseAddrPort(ys.Addr)
+				if err != nil {
+					fail(ServerKey(yb.Name, ys.Name), field, "server", "addr %q is not IP:PORT or [IPv6]:PORT", ys.Addr)
+				}
+				s.Addr = ap
+			}
+			if ys.Weight != nil {
+				if *ys.Weight == 0 {
+					fail(ServerKey(yb.Name, ys.Name), field, "weight",
+						"weight 0 is not supported by vipstack (accepted: 1..%d, default %d)", MaxWeight, DefaultWeight)
+				}
+				s.Weight = *ys.Weight
+			}
+			if ys.Verify != nil {
+				s.Verify = *ys.Verify
+			}
+			b.Servers = append(b.Servers, s)
+		}
+		c.Backends = append(c.Backends, b)
+	}
+	for _, ym := range y.Monitors {
+		c.Monitors = append(c.Monitors, Monitor{Name: ym.Name, Binds: binds(ListenKey(ym.Name), ym.Binds), URI: ym.URI})
+	}
+	for _, ys := range y.Stats {
+		s := Stats{Name: ys.Name, Binds: binds(ListenKey(ys.Name), ys.Binds), URI: ys.URI,
+			Refresh: time.Duration(ys.Refresh), HideVersion: ys.HideVersion}
+		for _, u := range ys.Users {
+			s.Users = append(s.Users, UserPass{User: u.User, Pass: u.Pass})
+		}
+		c.Stats = append(c.Stats, s)
+	}
+	return c, errs
+}
+
+// parseBindAddr parses "IP:PORT", "[IPv6]:PORT" and "localhost:PORT"
+// (Host "localhost", Addr 127.0.0.1:PORT).
+func parseBindAddr(s string) (Bind, error) {
+	if rest, ok := strings.CutPrefix(s, "localhost:"); ok {
+		p, err := strconv.ParseUint(rest, 10, 16)
+		if err != nil {
+			return Bind{}, fmt.Errorf("addr %q: port %q is not a number in 1..65535", s, rest)
+		}
+		return Bind{Addr: netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), uint16(p)), Host: "localhost"}, nil
+	}
+	ap, err := netip.ParseAddrPort(s)
+	if err != nil {
+		return Bind{}, fmt.Errorf("addr %q is not IP:PORT, [IPv6]:PORT or localhost:PORT", s)
+	}
+	return Bind{Addr: ap}, nil
+}
+
+// yamlPositions records in src the line of each section, server, bind and
+// setting, under the keys Validate looks up.
+func yamlPositions(file string, root *yaml.Node, src map[string]string) {
+	if root.Kind != yaml.DocumentNode || len(root.Content) == 0 || root.Content[0].Kind != yaml.MappingNode {
+		return
+	}
+	at := func(n *yaml.Node) string { return file + ":" + strconv.Itoa(n.Line) }
+	set := func(key string, n *yaml.Node) {
+		if _, ok := src[key]; !ok {
+			src[key] = at(n)
+		}
+	}
+	top := root.Content[0]
+	settings := map[string]string{"maxConn": ItemKey("defaults", "maxconn"), "retries": ItemKey("defaults", "retries"),
+		"globalMaxConn": ItemKey("global", "maxconn")}
+	sections := map[string]func(string) string{"frontends": FrontendKey, "backends": BackendKey,
+		"monitors": ListenKey, "stats": ListenKey}
+	itemKeys := map[string]string{"backend": "default_backend", "balance": "balance", "httpCheck": "option httpchk",
+		"uri": "monitor-uri", "refresh": "stats refresh"}
+	for k, v := range pairs(top) {
+		switch {
+		case settings[k.Value] != "":
+			set(settings[k.Value], k)
+		case k.Value == "timeouts":
+			for tk := range pairs(v) {
+				name := map[string]string{"httpRequest": "http-request", "httpKeepAlive": "http-keep-alive"}[tk.Value]
+				if name == "" {
+					name = tk.Value
+				}
+				set(ItemKey("defaults", "timeout "+name), tk)
+			}
+		case sections[k.Value] != nil && v.Kind == yaml.SequenceNode:
+			for _, item := range v.Content {
+				name := scalar(item, "name")
+				key := sections[k.Value](name)
+				set(key, item)
+				for ik, iv := range pairs(item) {
+					switch ik.Value {
+					case "binds":
+						if iv.Kind == yaml.SequenceNode {
+							for i, b := range iv.Content {
+								set(BindKey(key, i), b)
+							}
+						}
+					case "servers":
+						if iv.Kind == yaml.SequenceNode {
+							for _, s := range iv.Content {
+								set(ServerKey(name, scalar(s, "name")), s)
+							}
+						}
+					case "users":
+						if iv.Kind == yaml.SequenceNode {
+							for i, u := range iv.Content {
+								set(ItemKey(key, "stats auth "+strconv.Itoa(i)), u)
+							}
+						}
+					case "uri":
+						if k.Value == "stats" {
+							set(ItemKey(key, "stats uri"), ik)
+						} else {
+							set(ItemKey(key, "monitor-uri"), ik)
+						}
+					default:
+						if kw := itemKeys[ik.Value]; kw != "" {
+							set(ItemKey(key, kw), ik)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// pairs yields the keys and values of a mapping node.
+func pairs(n *yaml.Node) func(yield func(k, v *yaml.Node) bool) {
+	return func(yield func(k, v *yaml.Node) bool) {
+		if n.Kind != yaml.MappingNode {
+			return
+		}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if !yield(n.Content[i], n.Content[i+1]) {
+				return
+			}
+		}
+	}
+}
+
+// scalar returns the scalar value of key in mapping n, or "".
+func scalar(n *yaml.Node, key string) string {
+	for k, v := range pairs(n) {
+		if k.Value == key && v.Kind == yaml.ScalarNode {
+			return v.Value
+		}
+	}
+	return ""
+}
+
+// FormatYAML writes c in the YAML form ParseYAML reads. Source and
+// Warnings are not written.
+func FormatYAML(c *Config) ([]byte, error) {
+	y := yamlConfig{
+		MaxConn:       c.MaxConn,
+		GlobalMaxConn: c.GlobalMaxConn,
+		Timeouts: yamlTimeouts{
+			Connect: duration(c.Timeouts.Connect), Client: duration(c.Timeouts.Client),
+			Server: duration(c.Timeouts.Server), Tunnel: duration(c.Timeouts.Tunnel),
+			Queue: duration(c.Timeouts.Queue), HTTPRequest: duration(c.Timeouts.HTTPRequest),
+			HTTPKeepAlive: duration(c.Timeouts.HTTPKeepAlive),
+		},
+	}
+	if c.Retries != 0 {
+		y.Retries = &c.Retries
+	}
+	binds := func(bs []Bind) []yamlBind {
+		var out []yamlBind
+		for _, b := range bs {
+			addr := b.Addr.String()
+			if b.Host == "localhost" {
+				addr = "localhost:" + strconv.Itoa(int(b.Addr.Port()))
+			}
+			out = append(out, yamlBind{Addr: addr, V4V6: b.V4V6})
+		}
+		return out
+	}
+	for _, f := range c.Frontends {
+		y.Frontends = append(y.Frontends, yamlFrontend{Name: f.Name, Binds: binds(f.Binds), Backend: f.Backend})
+	}
+	for _, b := range c.Backends {
+		yb := yamlBackend{Name: b.Name, Balance: string(b.Balance), LogHealthChecks: b.LogHealthChecks,
+			DontLogNull: b.DontLogNull, Redispatch: b.RedispatchOnRetry}
+		if b.Check != (HTTPCheck{}) {
+			yb.HTTPCheck = &yamlHTTPCheck{Method: b.Check.Method, URI: b.Check.URI, Version: b.Check.Version}
+		}
+		for _, s := range b.Servers {
+			ys := yamlServer{Name: s.Name, Check: s.Check, CheckSSL: s.CheckSSL,
+				Inter: duration(s.Inter), Fall: s.Fall, Rise: s.Rise}
+			if s.Addr.IsValid() {
+				ys.Addr = s.Addr.String()
+			}
+			if s.Weight != 0 {
+				ys.Weight = &s.Weight
+			}
+			ys.Verify = &s.Verify
+			yb.Servers = append(yb.Servers, ys)
+		}
+		y.Backends = append(y.Backends, yb)
+	}
+	for _, m := range c.Monitors {
+		y.Monitors = append(y.Monitors, yamlMonitor{Name: m.Name, Binds: binds(m.Binds), URI: m.URI})
+	}
+	for _, s := range c.Stats {
+		ys := yamlStats{Name: s.Name, Binds: binds(s.Binds), URI: s.URI, Refresh: duration(s.Refresh), HideVersion: s.HideVersion}
+		for _, u := range s.Users {
+			ys.Users = append(ys.Users, yamlUser{User: u.User, Pass: u.Pass})
+		}
+		y.Stats = append(y.Stats, ys)
+	}
+	var buf bytes.Buffer
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	if err := enc.Encode(&y); err != nil {
+		return nil, fmt.Errorf("format lb config as YAML: %w", err)
+	}
+	if err := enc.Close(); err != nil {
+		return nil, fmt.Errorf("format lb config as YAML: %w", err)
+	}
+	return buf.Bytes(), nil
+}
