@@ -22,6 +22,7 @@ const usage = `vipstack: virtual IPs, load balancing and DNS for on-premise clus
 
 Usage:
   vipstack vrrp -f /etc/keepalived/keepalived.conf [--check] [--metrics-addr ADDR] [--status-addr ADDR]
+  vipstack lb -f haproxy.cfg [--check] [--metrics-addr ADDR] [--redirect VIP:PORT]
   vipstack version
 
 Run "vipstack COMMAND -h" for a command's flags.
@@ -37,6 +38,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "vrrp":
 		return runVRRP(ctx, args[1:], stdout, stderr)
+	case "lb":
+		return runLB(ctx, args[1:], stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintf(stdout, "vipstack %s\n", version)
 		return 0

@@ -1,0 +1,369 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/netip"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/vipstack/vipstack/internal/clock"
+	"github.com/vipstack/vipstack/internal/haproxycfg"
+	"github.com/vipstack/vipstack/internal/lb"
+	"github.com/vipstack/vipstack/internal/lbconfig"
+	"github.com/vipstack/vipstack/internal/redirect"
+	"github.com/vipstack/vipstack/internal/serve"
+)
+
+// redirector is what `vipstack lb --redirect` needs from package redirect.
+type redirector interface {
+	Enable() error
+	Disable() error
+}
+
+func runLB(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("vipstack lb", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var (
+		cfgPath     = fs.String("f", "/etc/haproxy/haproxy.cfg", "haproxy.cfg (or the YAML form, *.yaml/*.yml) to run")
+		check       = fs.Bool("check", false, "validate the configuration and exit (non-zero on error), like haproxy -c")
+		metricsAddr = fs.String("metrics-addr", "", "serve Prometheus metrics on this address (e.g. 127.0.0.1:9652); empty: off")
+		redirectTo  = fs.String("redirect", "", "while a server is UP, redirect TCP traffic for this VIP:PORT (e.g. 198.18.0.5:6443) to the first frontend's port with nftables; empty: off")
+		drain       = fs.Duration("drain-timeout", 10*time.Second, "on SIGTERM, how long connections may take to finish before they are closed")
+		watch       = fs.Duration("watch-interval", time.Second, "how often to check the configuration file for changes (mtime and size) and reload; 0: only on SIGHUP")
+		perBind     = fs.Int("listeners-per-bind", 1, "SO_REUSEPORT sockets (each with its own accept loop) per frontend bind")
+		logLevel    = fs.String("log-level", "info", "debug, info, warn or error")
+	)
+	fs.BoolVar(check, "c", false, "same as --check")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "vipstack lb: unexpected arguments %q\n", fs.Args())
+		return 2
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		fmt.Fprintf(stderr, "vipstack lb: --log-level %q: want debug, info, warn or error\n", *logLevel)
+		return 2
+	}
+	if *drain < 0 || *watch < 0 || *perBind < 1 {
+		fmt.Fprintf(stderr, "vipstack lb: --drain-timeout and --watch-interval must not be negative, --listeners-per-bind must be at least 1\n")
+		return 2
+	}
+	var vip netip.AddrPort
+	if *redirectTo != "" {
+		var err error
+		if vip, err = netip.ParseAddrPort(*redirectTo); err != nil {
+			fmt.Fprintf(stderr, "vipstack lb: --redirect %q: %v (accepted: VIP:PORT such as 198.18.0.5:6443 or [fd00::5]:6443)\n", *redirectTo, err)
+			return 2
+		}
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+
+	cfg, err := loadLBConfig(*cfgPath)
+	if *check {
+		if err != nil {
+			fmt.Fprintf(stderr, "%v\n", err)
+			return 1
+		}
+		for _, w := range cfg.Warnings {
+			fmt.Fprintf(stderr, "warning: %s\n", w)
+		}
+		fmt.Fprintln(stdout, "Configuration file is valid")
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "%v\n", err)
+		return 1
+	}
+	for _, w := range cfg.Warnings {
+		log.Warn(w)
+	}
+	if soft, hard, err := lb.RaiseFileLimit(); err != nil {
+		log.Warn("could not raise the open file limit", "err", err, "soft", soft, "hard", hard)
+	} else {
+		log.Debug("open file limit", "soft", soft, "hard", hard)
+		if need := fdsNeeded(cfg); uint64(need) > soft {
+			log.Warn("maxconn allows more connections than the open file limit can hold (2 sockets each); beyond it accepts and connects fail",
+				"maxconn", cfg.MaxConn, "global_maxconn", cfg.GlobalMaxConn, "frontends", len(cfg.Frontends), "fds_needed", need, "limit", soft)
+		}
+	}
+
+	var rd *redirectLoop
+	if vip.IsValid() {
+		port, err := frontendPort(cfg)
+		if err != nil {
+			fmt.Fprintf(stderr, "vipstack lb: --redirect: %v\n", err)
+			return 1
+		}
+		rd = newRedirectLoop(redirect.New(vip, port), port, log.With("redirect", vip.String(), "to_port", port))
+		go rd.run()
+	}
+
+	reg := prometheus.NewRegistry()
+	opts := lb.Options{Logger: log, Registry: reg, ListenersPerBind: *perBind, Version: version}
+	if rd != nil {
+		opts.OnHealthy = rd.set
+	}
+	l, err := lb.New(opts)
+	if err != nil {
+		fmt.Fprintf(stderr, "vipstack lb: %v\n", err)
+		return 1
+	}
+	if err := l.Apply(cfg); err != nil {
+		fmt.Fprintf(stderr, "vipstack lb: %v\n", err)
+		if rd != nil {
+			rd.stop()
+		}
+		return 1
+	}
+	if *metricsAddr != "" {
+		s, err := serve.Metrics(*metricsAddr, reg)
+		if err != nil {
+			fmt.Fprintf(stderr, "vipstack lb: --metrics-addr: %v\n", err)
+			shutdownLB(l, rd, 0, log)
+			return 1
+		}
+		defer s.Close()
+	}
+
+	reloads := make(chan string, 1)
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	go func() {
+		for {
+			select {
+			case <-watchCtx.Done():
+				return
+			case <-hup:
+				requestReload(reloads, "SIGHUP")
+			}
+		}
+	}()
+	if *watch > 0 {
+		go watchFile(watchCtx, clock.Real{}, *cfgPath, *watch, func() { requestReload(reloads, "file changed") }, log)
+	}
+
+	log.Info("vipstack lb running", "version", version, "config", *cfgPath)
+	for {
+		select {
+		case <-ctx.Done():
+			log.Info("draining", "timeout", *drain)
+			shutdownLB(l, rd, *drain, log)
+			log.Info("vipstack lb stopped")
+			return 0
+		case why := <-reloads:
+			log.Info("reloading", "reason", why, "config", *cfgPath)
+			next, err := loadLBConfig(*cfgPath)
+			if err != nil {
+				log.Error("reload failed: keeping the running configuration", "err", err)
+				continue
+			}
+			for _, w := range next.Warnings {
+				log.Warn(w)
+			}
+			if err := l.Apply(next); err != nil {
+				log.Error("reload failed: keeping the running configuration", "err", err)
+				continue
+			}
+			if rd != nil {
+				if port, err := frontendPort(next); err == nil && port != rd.port() {
+					log.Warn("the first frontend's port changed; the redirect keeps the port it started with until restart", "old", rd.port(), "new", port)
+				}
+			}
+		}
+	}
+}
+
+// loadLBConfig reads the YAML form for *.yaml and *.yml, haproxy.cfg
+// otherwise; both return a validated model.
+func loadLBConfig(path string) (*lbconfig.Config, error) {
+	if strings.HasSuffix(path, ".yaml") || strings.HasSuffix(path, ".yml") {
+		return lbconfig.LoadYAML(path)
+	}
+	return haproxycfg.Load(path)
+}
+
+// fdsNeeded estimates the file descriptors the configuration's connection
+// limits allow: two sockets per connection, plus a margin for listeners,
+// checks and pipes.
+func fdsNeeded(cfg *lbconfig.Config) int {
+	conns := cfg.MaxConn * len(cfg.Frontends)
+	if cfg.GlobalMaxConn > 0 {
+		conns = min(conns, cfg.GlobalMaxConn)
+	}
+	return 2*conns + 256
+}
+
+// frontendPort is where the redirect sends traffic: the first bind of the
+// first frontend.
+func frontendPort(cfg *lbconfig.Config) (uint16, error) {
+	for _, f := range cfg.Frontends {
+		for _, b := range f.Binds {
+			if b.Addr.Port() != 0 {
+				return b.Addr.Port(), nil
+			}
+		}
+	}
+	return 0, errors.New("the configuration has no frontend bind with a port to redirect to")
+}
+
+func requestReload(ch chan string, why string) {
+	select {
+	case ch <- why:
+	default: // one is already pending; it will read the newest file
+	}
+}
+
+// shutdownLB takes the redirect down first (clients of the VIP then reach
+// the node's own API server directly), then drains.
+func shutdownLB(l *lb.LB, rd *redirectLoop, drain time.Duration, log *slog.Logger) {
+	if rd != nil {
+		rd.stop()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), drain)
+	defer cancel()
+	if err := l.Shutdown(ctx); err != nil {
+		log.Warn("drain timed out; closed the remaining connections", "timeout", drain)
+	}
+}
+
+// watchFile calls changed when path's modification time or size changes,
+// checking every interval.
+func watchFile(ctx context.Context, clk clock.Clock, path string, interval time.Duration, changed func(), log *slog.Logger) {
+	stamp := func() (time.Time, int64, bool) {
+		fi, err := os.Stat(path)
+		if err != nil {
+			return time.Time{}, 0, false
+		}
+		return fi.ModTime(), fi.Size(), true
+	}
+	mt, size, ok := stamp()
+	for {
+		t := clk.NewTimer(interval)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C():
+		}
+		nmt, nsize, nok := stamp()
+		if !nok {
+			if ok {
+				log.Warn("configuration file unreadable; keeping the running configuration", "config", path)
+			}
+			ok = false
+			continue
+		}
+		if !ok || !nmt.Equal(mt) || nsize != size {
+			mt, size, ok = nmt, nsize, true
+			changed()
+		}
+	}
+}
+
+// redirectLoop applies the monitor's verdict to the redirect, one change
+// at a time and off the LB's goroutines, retrying failures every second.
+type redirectLoop struct {
+	r       redirector
+	toPort  uint16
+	log     *slog.Logger
+	clk     clock.Clock
+	want    chan bool // latest verdict, capacity 1
+	quit    chan struct{}
+	stopped chan struct{}
+}
+
+func newRedirectLoop(r redirector, toPort uint16, log *slog.Logger) *redirectLoop {
+	return &redirectLoop{r: r, toPort: toPort, log: log, clk: clock.Real{}, want: make(chan bool, 1), quit: make(chan struct{}), stopped: make(chan struct{})}
+}
+
+func (d *redirectLoop) port() uint16 { return d.toPort }
+
+// set records the newest verdict; it never blocks. OnHealthy calls are
+// serialized, so the newest one wins.
+func (d *redirectLoop) set(healthy bool) {
+	select {
+	case <-d.want:
+	default:
+	}
+	d.want <- healthy
+}
+
+func (d *redirectLoop) run() {
+	defer close(d.stopped)
+	var (
+		enabled, known, target bool
+		retry                  clock.Timer
+		retryC                 <-chan time.Time
+	)
+	apply := func() {
+		if known && enabled == target {
+			return
+		}
+		var err error
+		if target {
+			err = d.r.Enable()
+		} else {
+			err = d.r.Disable()
+		}
+		if err != nil {
+			d.log.Error("redirect change failed; retrying in 1s", "enable", target, "err", err)
+			retry = d.clk.NewTimer(time.Second)
+			retryC = retry.C()
+			return
+		}
+		enabled, known = target, true
+		if target {
+			d.log.Info("redirect enabled: a server is UP")
+		} else {
+			d.log.Info("redirect disabled: no server is UP")
+		}
+	}
+	for {
+		select {
+		case target = <-d.want:
+			if retry != nil {
+				retry.Stop()
+				retry, retryC = nil, nil
+			}
+			apply()
+		case <-retryC:
+			retry, retryC = nil, nil
+			apply()
+		case <-d.quit:
+			if retry != nil {
+				retry.Stop()
+			}
+			if err := d.r.Disable(); err != nil {
+				d.log.Error("removing the redirect on exit failed", "err", err)
+			} else if known && enabled {
+				d.log.Info("redirect removed")
+			}
+			return
+		}
+	}
+}
+
+// stop removes the redirect and waits for that.
+func (d *redirectLoop) stop() {
+	select {
+	case <-d.quit:
+	default:
+		close(d.quit)
+	}
+	<-d.stopped
+}

@@ -1,0 +1,345 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/vipstack/vipstack/internal/redirect"
+	"github.com/vipstack/vipstack/internal/testnet"
+)
+
+// TestLBHelperProcess is `vipstack lb` run by TestLBNamespaces inside a
+// namespace (the test binary re-executed), with the arguments from the
+// environment, one per line.
+func TestLBHelperProcess(t *testing.T) {
+	args := os.Getenv("VIPSTACK_LB_HELPER_ARGS")
+	if args == "" {
+		t.Skip("helper process for TestLBNamespaces")
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	os.Exit(runLB(ctx, strings.Split(args, "\n"), os.Stdout, os.Stderr))
+}
+
+// nsAPIServer is a TLS API server in a host's namespace: /readyz answers
+// "ok", anything else the server's name.
+type nsAPIServer struct {
+	name string
+	h    *testnet.Host
+	srv  *httptest.Server
+}
+
+func (a *nsAPIServer) start(t *testing.T) {
+	t.Helper()
+	var ln net.Listener
+	if err := a.h.Do(func() (err error) {
+		ln, err = net.Listen("tcp", "[::]:6443")
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	name := a.name
+	s := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/readyz" {
+			io.WriteString(w, "ok")
+			return
+		}
+		io.WriteString(w, name)
+	}))
+	s.Config.ErrorLog = log.New(io.Discard, "", 0)
+	s.Listener.Close()
+	s.Listener = ln
+	s.StartTLS()
+	a.srv = s
+}
+
+// nsDial connects from h's namespace.
+func nsDial(h *testnet.Host, addr string) (net.Conn, error) {
+	var c net.Conn
+	err := h.Do(func() (err error) {
+		c, err = net.DialTimeout("tcp", addr, 3*time.Second)
+		return err
+	})
+	if err == nil {
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+	}
+	return c, err
+}
+
+// nsGet sends one HTTP/1.0 GET from h's namespace, over TLS when asked,
+// and returns the status and body.
+func nsGet(h *testnet.Host, addr, path string, useTLS bool, auth string) (int, string, error) {
+	c, err := nsDial(h, addr)
+	if err != nil {
+		return 0, "", err
+	}
+	defer c.Close()
+	if useTLS {
+		c = tls.Client(c, &tls.Config{InsecureSkipVerify: true})
+	}
+	req := "GET " + path + " HTTP/1.0\r\n"
+	if auth != "" {
+		req += "Authorization: Basic " + auth + "\r\n"
+	}
+	if _, err := io.WriteString(c, req+"\r\n"); err != nil {
+		return 0, "", err
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), err
+}
+
+// TestLBNamespaces runs `vipstack lb` with the seed's configuration in a
+// network namespace, in front of two TLS API servers in two others, with
+// the API VIP redirected to the frontend; a client in a fourth namespace
+// uses IPv4, IPv6 and the VIP.
+func TestLBNamespaces(t *testing.T) {
+	testnet.RequireRoot(t)
+	topo := testnet.New(t, testnet.Options{Hosts: 3, Client: true, Prefix: "vlb"})
+	h1, client := topo.Hosts[0], topo.Client
+	apis := []*nsAPIServer{{name: "m2", h: topo.Hosts[1]}, {name: "m3", h: topo.Hosts[2]}}
+	for _, a := range apis {
+		a.start(t)
+	}
+	defer func() {
+		for _, a := range apis {
+			a.srv.Close()
+		}
+	}()
+	vip := "198.18.0.100"
+	if _, err := h1.Run("ip", "addr", "add", vip+"/24", "dev", h1.Link, "nodad"); err != nil {
+		t.Fatal(err)
+	}
+	lbV4, lbV6 := h1.IPv4.Addr().String(), h1.IPv6.Addr().String()
+	m2, m3 := topo.Hosts[1], topo.Hosts[2]
+	conf := func(extra string) string {
+		return fmt.Sprintf(`global
+  stats socket /var/lib/haproxy/run/haproxy.sock  mode 600 level admin expose-fd listeners
+defaults
+  maxconn 2000
+  mode    tcp
+  log     /var/run/haproxy/haproxy-log.sock local0
+  option  dontlognull
+  retries 3
+  timeout http-request 30s
+  timeout queue        1m
+  timeout connect      10s
+  timeout client       86400s
+  timeout server       86400s
+  timeout tunnel       86400s
+frontend  main
+  bind :::9445 v4v6
+  default_backend masters
+listen health_check_http_url
+  bind :::50936 v4v6
+  mode http
+  monitor-uri /haproxy_ready
+  option dontlognull
+listen stats
+  bind %s:50000
+  mode http
+  stats enable
+  stats hide-version
+  stats uri /haproxy_stats
+  stats refresh 30s
+  stats auth Username:Password
+backend masters
+   option  httpchk GET /readyz HTTP/1.0
+   option  log-health-checks
+   balance roundrobin
+   server m2 %s:6443 weight 1 verify none check check-ssl inter 1s fall 2 rise 3
+   server m3 [%s]:6443 weight 1 verify none check check-ssl inter 1s fall 2 rise 3
+%s`, lbV4, m2.IPv4.Addr(), m3.IPv6.Addr(), extra)
+	}
+	path := filepath.Join(t.TempDir(), "haproxy.cfg")
+	if err := os.WriteFile(path, []byte(conf("")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out lockedBuffer
+	cmd := h1.Command(os.Args[0], "-test.run=^TestLBHelperProcess$")
+	cmd.Env = append(os.Environ(), "VIPSTACK_LB_HELPER_ARGS="+strings.Join([]string{"-f", path, "--redirect", vip + ":6443", "--watch-interval", "0"}, "\n"))
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := h1.Start(cmd); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	defer func() {
+		if t.Failed() {
+			t.Logf("vipstack lb output:\n%s", out.String())
+		}
+	}()
+
+	frontends := []string{net.JoinHostPort(lbV4, "9445"), net.JoinHostPort(lbV6, "9445"), vip + ":6443"}
+	monitor := net.JoinHostPort(lbV4, "50936")
+	waitFor(t, "the monitor to answer 200", func() bool {
+		code, _, err := nsGet(client, monitor, "/haproxy_ready", false, "")
+		return err == nil && code == 200
+	})
+	waitFor(t, "the redirect to carry the VIP", func() bool {
+		_, body, err := nsGet(client, vip+":6443", "/", true, "")
+		return err == nil && (body == "m2" || body == "m3")
+	})
+
+	// Round robin over both servers, through IPv4, IPv6 and the VIP.
+	for _, fe := range frontends {
+		seen := map[string]int{}
+		for range 4 {
+			_, body, err := nsGet(client, fe, "/", true, "")
+			if err != nil {
+				t.Fatalf("GET via %s: %v", fe, err)
+			}
+			seen[body]++
+		}
+		if seen["m2"] != 2 || seen["m3"] != 2 {
+			t.Errorf("via %s: servers %v, want m2 and m3 twice each", fe, seen)
+		}
+	}
+
+	stats := func() string {
+		t.Helper()
+		code, body, err := nsGet(client, net.JoinHostPort(lbV4, "50000"), "/haproxy_stats;csv", false, "VXNlcm5hbWU6UGFzc3dvcmQ=")
+		if err != nil || code != 200 {
+			t.Fatalf("stats: %d %v", code, err)
+		}
+		return body
+	}
+	serverStatus := func(name string) string {
+		for _, line := range strings.Split(stats(), "\n") {
+			f := strings.Split(line, ",")
+			if len(f) > 17 && f[0] == "masters" && f[1] == name {
+				return f[17]
+			}
+		}
+		return ""
+	}
+	if code, _, err := nsGet(client, net.JoinHostPort(lbV4, "50000"), "/haproxy_stats", false, ""); err != nil || code != 401 {
+		t.Errorf("stats without credentials: %d %v, want 401", code, err)
+	}
+
+	// Kill m3 under steady traffic: no request fails (connect retries go
+	// to m2), and m3 leaves after fall failed checks.
+	var failures, requests int
+	var mu sync.Mutex
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			_, body, err := nsGet(client, frontends[1], "/", true, "")
+			mu.Lock()
+			requests++
+			if err != nil || (body != "m2" && body != "m3") {
+				failures++
+			}
+			mu.Unlock()
+		}
+	}()
+	killed := time.Now()
+	apis[1].srv.Close()
+	waitFor(t, "m3 to go DOWN", func() bool { return serverStatus("m3") == "DOWN" })
+	t.Logf("m3 DOWN %v after it was killed (inter 1s x fall 2)", time.Since(killed).Round(100*time.Millisecond))
+	apis[1].start(t)
+	restarted := time.Now()
+	waitFor(t, "m3 to come back UP", func() bool { return serverStatus("m3") == "UP" })
+	t.Logf("m3 UP %v after it was restarted (inter 1s x rise 3)", time.Since(restarted).Round(100*time.Millisecond))
+	close(stop)
+	wg.Wait()
+	if failures != 0 || requests == 0 {
+		t.Errorf("%d of %d requests failed while m3 was killed and restarted, want 0", failures, requests)
+	}
+	t.Logf("%d requests during the kill and restart, %d failed", requests, failures)
+
+	// A long-lived connection (a watch, say) that must survive a reload
+	// that removes its server.
+	long, err := nsDial(client, frontends[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer long.Close()
+	long.SetDeadline(time.Now().Add(time.Minute))
+	longTLS := tls.Client(long, &tls.Config{InsecureSkipVerify: true})
+	longR := bufio.NewReader(longTLS)
+	keepAliveGet := func() string {
+		t.Helper()
+		if _, err := io.WriteString(longTLS, "GET / HTTP/1.1\r\nHost: api\r\n\r\n"); err != nil {
+			t.Fatalf("long connection: %v", err)
+		}
+		resp, err := http.ReadResponse(longR, nil)
+		if err != nil {
+			t.Fatalf("long connection: %v", err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return string(b)
+	}
+	longServer := keepAliveGet()
+
+	// Reload on SIGHUP with a different server set; the long connection
+	// stays.
+	other := map[string]string{"m2": "m3", "m3": "m2"}[longServer]
+	if err := os.WriteFile(path, []byte(strings.Replace(conf(""), "   server "+longServer, "   #server "+longServer, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Process.Signal(syscall.SIGHUP)
+	waitFor(t, "the reload", func() bool { return !strings.Contains(stats(), "masters,"+longServer+",") })
+	if got := keepAliveGet(); got != longServer {
+		t.Errorf("long connection answered by %q after the reload, want %q", got, longServer)
+	}
+	for range 3 {
+		if _, body, err := nsGet(client, frontends[0], "/", true, ""); err != nil || body != other {
+			t.Errorf("after the reload: %q %v, want %s", body, err, other)
+		}
+	}
+
+	// SIGTERM: the redirect goes, the drain ends when the long
+	// connection closes, exit status 0.
+	cmd.Process.Signal(syscall.SIGTERM)
+	waitFor(t, "the redirect to go", func() bool {
+		out, err := h1.Run("nft", "list", "tables")
+		return err == nil && !strings.Contains(out, redirect.TableName(netip.MustParseAddrPort(vip+":6443")))
+	})
+	long.Close()
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Errorf("vipstack lb exited with %v, want status 0", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("vipstack lb did not exit after SIGTERM")
+	}
+	if _, err := nsDial(client, vip+":6443"); err == nil {
+		t.Error("the VIP still answers on 6443 after exit")
+	}
+	for _, want := range []string{"Server masters/m3 is DOWN", "Server masters/m3 is UP", "redirect enabled", "redirect removed", `reloading reason=SIGHUP`} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+}

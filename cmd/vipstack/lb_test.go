@@ -1,0 +1,281 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/vipstack/vipstack/internal/clock"
+)
+
+// lockedBuffer collects output written from several goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func TestLBCheck(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.cfg")
+	bad := filepath.Join(dir, "bad.cfg")
+	os.WriteFile(good, []byte("defaults\n  mode tcp\nfrontend main\n  bind :::9445 v4v6\n  default_backend masters\nbackend masters\n  server m0 198.18.0.11:6443 check\n"), 0o644)
+	os.WriteFile(bad, []byte("defaults\n  mode tcp\n  timeout connect 10parsecs\n"), 0o644)
+	tests := []struct {
+		name       string
+		args       []string
+		wantCode   int
+		wantOut    string
+		wantErrHas string
+	}{
+		{name: "seed", args: []string{"-f", "../../internal/haproxycfg/testdata/seed000.cfg", "--check"}, wantOut: "Configuration file is valid\n", wantErrHas: "warning: "},
+		{name: "minimal", args: []string{"-c", "-f", good}, wantOut: "Configuration file is valid\n"},
+		{name: "bad unit", args: []string{"-f", bad, "--check"}, wantCode: 1, wantErrHas: bad + ":3: "},
+		{name: "missing", args: []string{"-f", filepath.Join(dir, "nope.cfg"), "--check"}, wantCode: 1, wantErrHas: "no such file"},
+		{name: "bad flag", args: []string{"--redirect", "10.0.0.5", "-f", good}, wantCode: 2, wantErrHas: `--redirect "10.0.0.5"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			code := runLB(context.Background(), tt.args, &out, &errOut)
+			if code != tt.wantCode || out.String() != tt.wantOut || !strings.Contains(errOut.String(), tt.wantErrHas) {
+				t.Errorf("runLB(%q) = %d\nstdout: %q (want %q)\nstderr: %q (want it to contain %q)", tt.args, code, out.String(), tt.wantOut, errOut.String(), tt.wantErrHas)
+			}
+		})
+	}
+}
+
+// freePorts returns loopback ports that were free a moment ago.
+func freePorts(t *testing.T, n int) []int {
+	t.Helper()
+	var ports []int
+	var lns []net.Listener
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lns = append(lns, ln)
+		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
+	}
+	for _, ln := range lns {
+		ln.Close()
+	}
+	return ports
+}
+
+// nameServer greets each connection with its name, then echoes.
+func nameServer(t *testing.T, name string) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				io.WriteString(c, name+"\n")
+				io.Copy(c, c)
+			}()
+		}
+	}()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestLBRun runs the subcommand: it serves, reloads when the file
+// changes without dropping an established connection, and drains on
+// cancellation (SIGTERM in main).
+func TestLBRun(t *testing.T) {
+	m0, m1 := nameServer(t, "m0"), nameServer(t, "m1")
+	ports := freePorts(t, 3)
+	fe, mon, metrics := ports[0], ports[1], ports[2]
+	cfg := func(server int) string {
+		return fmt.Sprintf(`defaults
+  mode tcp
+  retries 3
+  timeout connect 5s
+  timeout client 1m
+  timeout server 1m
+frontend main
+  bind 127.0.0.1:%d
+  default_backend masters
+listen health_check_http_url
+  bind 127.0.0.1:%d
+  mode http
+  monitor-uri /haproxy_ready
+backend masters
+  balance roundrobin
+  server m 127.0.0.1:%d
+`, fe, mon, server)
+	}
+	path := filepath.Join(t.TempDir(), "haproxy.cfg")
+	if err := os.WriteFile(path, []byte(cfg(m0)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stderr lockedBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- runLB(ctx, []string{"-f", path, "--watch-interval", "10ms", "--metrics-addr", fmt.Sprintf("127.0.0.1:%d", metrics)}, io.Discard, &stderr)
+	}()
+
+	greet := func(c net.Conn) string {
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		line, _ := bufio.NewReader(c).ReadString('\n')
+		return strings.TrimSpace(line)
+	}
+	var long net.Conn
+	waitFor(t, "the frontend", func() bool {
+		c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", fe))
+		if err != nil {
+			return false
+		}
+		long = c
+		return true
+	})
+	defer long.Close()
+	if g := greet(long); g != "m0" {
+		t.Fatalf("first connection greeted by %q, want m0 (stderr: %s)", g, stderr.String())
+	}
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/haproxy_ready", mon))
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("monitor: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	resp, err = http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", metrics))
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("metrics: %v %v", resp, err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(body), `vipstack_lb_server_up{backend="masters",server="m"} 1`) {
+		t.Errorf("metrics lack the server's state:\n%s", body)
+	}
+
+	// Change the file (size changes too): the watcher reloads.
+	next := strings.Replace(cfg(m1), "retries 3", "retries 2", 1)
+	if err := os.WriteFile(path, []byte(next), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the reload", func() bool {
+		c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", fe))
+		if err != nil {
+			return false
+		}
+		defer c.Close()
+		return greet(c) == "m1"
+	})
+	long.SetDeadline(time.Now().Add(10 * time.Second))
+	io.WriteString(long, "still here\n")
+	line, err := bufio.NewReader(long).ReadString('\n')
+	if err != nil || line != "still here\n" {
+		t.Fatalf("the established connection after reload: %q, %v", line, err)
+	}
+
+	long.Close() // the drain then ends at once
+	cancel()
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Fatalf("runLB = %d, want 0; stderr:\n%s", code, stderr.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("runLB did not return after cancellation")
+	}
+	for _, want := range []string{"vipstack lb running", `reloading reason="file changed"`, "configuration applied", "draining", "vipstack lb stopped"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("log lacks %q:\n%s", want, stderr.String())
+		}
+	}
+}
+
+// fakeRedirect records Enable and Disable calls.
+type fakeRedirect struct {
+	mu    sync.Mutex
+	calls []string
+	fail  int // fail this many calls first
+}
+
+func (f *fakeRedirect) do(name string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.fail > 0 {
+		f.fail--
+		f.calls = append(f.calls, name+" failed")
+		return errors.New("nft: busy")
+	}
+	f.calls = append(f.calls, name)
+	return nil
+}
+
+func (f *fakeRedirect) Enable() error  { return f.do("enable") }
+func (f *fakeRedirect) Disable() error { return f.do("disable") }
+
+func (f *fakeRedirect) get() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.calls...)
+}
+
+func TestRedirectLoop(t *testing.T) {
+	fr := &fakeRedirect{fail: 1}
+	clk := clock.NewFake(time.Unix(0, 0))
+	d := newRedirectLoop(fr, 9445, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	d.clk = clk
+	go d.run()
+	d.set(true)
+	waitFor(t, "the retry to be armed", func() bool { return clk.Pending() == 1 })
+	clk.Advance(time.Second) // the retry
+	waitFor(t, "the retry", func() bool { return len(fr.get()) == 2 })
+	d.set(true) // no change: nothing to do
+	d.set(false)
+	waitFor(t, "the disable", func() bool { return len(fr.get()) == 3 })
+	d.stop()
+	want := []string{"enable failed", "enable", "disable", "disable"}
+	if diff := cmp.Diff(want, fr.get()); diff != "" {
+		t.Errorf("calls (-want +got):\n%s", diff)
+	}
+}

@@ -1,0 +1,212 @@
+package healthcheck
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Status values are haproxy's check_status codes, as its stats page and
+// CSV show them.
+const (
+	L4OK    = "L4OK"    // TCP connect succeeded (TCP checks)
+	L4TOUT  = "L4TOUT"  // TCP connect timed out
+	L4CON   = "L4CON"   // TCP connect failed (refused, unreachable)
+	L6OK    = "L6OK"    // TLS handshake succeeded (check-ssl without httpchk)
+	L6TOUT  = "L6TOUT"  // TLS handshake timed out
+	L6RSP   = "L6RSP"   // TLS handshake failed
+	L7OK    = "L7OK"    // HTTP status 2xx or 3xx
+	L7TOUT  = "L7TOUT"  // no HTTP response in time
+	L7RSP   = "L7RSP"   // not an HTTP response
+	L7STS   = "L7STS"   // HTTP status other than 2xx/3xx
+	SOCKERR = "SOCKERR" // local socket error
+)
+
+// Statuses returns every Status value, for metrics.
+func Statuses() []string {
+	return []string{L4OK, L4TOUT, L4CON, L6OK, L6TOUT, L6RSP, L7OK, L7TOUT, L7RSP, L7STS, SOCKERR}
+}
+
+// Description returns haproxy's text for a status ("Layer7 wrong status").
+func Description(status string) string {
+	switch status {
+	case L4OK:
+		return "Layer4 check passed"
+	case L4TOUT:
+		return "Layer4 timeout"
+	case L4CON:
+		return "Layer4 connection problem"
+	case L6OK:
+		return "Layer6 check passed"
+	case L6TOUT:
+		return "Layer6 timeout"
+	case L6RSP:
+		return "Layer6 invalid response"
+	case L7OK:
+		return "Layer7 check passed"
+	case L7TOUT:
+		return "Layer7 timeout"
+	case L7RSP:
+		return "Layer7 invalid response"
+	case L7STS:
+		return "Layer7 wrong status"
+	case SOCKERR:
+		return "Socket error"
+	}
+	return status
+}
+
+// Result is one probe's outcome.
+type Result struct {
+	OK     bool
+	Status string // one of the Status constants
+	Code   int    // HTTP status code, 0 if none was read
+	Info   string // why it failed, or the HTTP reason phrase
+	// Duration is how long the probe took (on the checker's clock).
+	Duration time.Duration
+}
+
+// TCP is a connect check to Addr, followed by a TLS handshake when TLS is
+// set (haproxy `check check-ssl` without `option httpchk`).
+type TCP struct {
+	Addr netip.AddrPort
+	TLS  *tls.Config
+}
+
+// Probe connects and closes.
+func (p TCP) Probe(ctx context.Context) Result {
+	conn, r, ok := connect(ctx, p.Addr, p.TLS)
+	if !ok {
+		return r
+	}
+	conn.Close()
+	if p.TLS != nil {
+		return Result{OK: true, Status: L6OK}
+	}
+	return Result{OK: true, Status: L4OK}
+}
+
+// HTTP is haproxy's `option httpchk METHOD URI VERSION`: it sends
+// "METHOD URI VERSION" and reads the status line; 2xx and 3xx pass. With
+// TLS set the request goes over TLS (`check-ssl`).
+type HTTP struct {
+	Addr    netip.AddrPort
+	Method  string // "" means OPTIONS, haproxy's default
+	URI     string // "" means "/"
+	Version string // "" means HTTP/1.0
+	TLS     *tls.Config
+}
+
+// Request returns the bytes the probe sends. haproxy sends the request
+// line and an empty line; vipstack adds "Connection: close", and a Host
+// header for HTTP/1.1, which requires one (RFC 9112 section 3.2).
+func (p HTTP) Request() string {
+	method, uri, version := p.Method, p.URI, p.Version
+	if method == "" {
+		method = "OPTIONS"
+	}
+	if uri == "" {
+		uri = "/"
+	}
+	if version == "" {
+		version = "HTTP/1.0"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s %s\r\n", method, uri, version)
+	if version == "HTTP/1.1" {
+		fmt.Fprintf(&b, "Host: %s\r\n", p.Addr)
+	}
+	b.WriteString("Connection: close\r\n\r\n")
+	return b.String()
+}
+
+// Probe sends the request and checks the status code.
+func (p HTTP) Probe(ctx context.Context) Result {
+	conn, r, ok := connect(ctx, p.Addr, p.TLS)
+	if !ok {
+		return r
+	}
+	defer conn.Close()
+	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
+	if _, err := conn.Write([]byte(p.Request())); err != nil {
+		if ctx.Err() != nil {
+			return Result{Status: L7TOUT, Info: "timeout sending the request"}
+		}
+		return Result{Status: L7RSP, Info: errText(err)}
+	}
+	resp, err := http.ReadResponse(bufio.NewReaderSize(conn, 1024), nil)
+	if err != nil {
+		if ctx.Err() != nil {
+			return Result{Status: L7TOUT, Info: "no response in time"}
+		}
+		return Result{Status: L7RSP, Info: errText(err)}
+	}
+	resp.Body.Close()
+	reason := strings.TrimSpace(strings.TrimPrefix(resp.Status, fmt.Sprint(resp.StatusCode)))
+	if resp.StatusCode >= 200 && resp.StatusCode < 400 {
+		return Result{OK: true, Status: L7OK, Code: resp.StatusCode, Info: reason}
+	}
+	return Result{Status: L7STS, Code: resp.StatusCode, Info: reason}
+}
+
+// connect dials addr and, with cfg, completes a TLS handshake. On failure
+// it returns the result to report.
+func connect(ctx context.Context, addr netip.AddrPort, cfg *tls.Config) (net.Conn, Result, bool) {
+	d := net.Dialer{KeepAlive: -1}
+	tc, err := d.DialTCP(ctx, "tcp", netip.AddrPort{}, addr)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, Result{Status: L4TOUT, Info: "connect timed out"}, false
+		}
+		var se syscall.Errno
+		if errors.As(err, &se) && (se == syscall.EMFILE || se == syscall.ENFILE || se == syscall.ENOBUFS || se == syscall.EADDRNOTAVAIL) {
+			return nil, Result{Status: SOCKERR, Info: errText(err)}, false
+		}
+		return nil, Result{Status: L4CON, Info: errText(err)}, false
+	}
+	if cfg == nil {
+		return tc, Result{}, true
+	}
+	tl := tls.Client(tc, cfg)
+	if err := tl.HandshakeContext(ctx); err != nil {
+		tc.Close()
+		if ctx.Err() != nil {
+			return nil, Result{Status: L6TOUT, Info: "TLS handshake timed out"}, false
+		}
+		return nil, Result{Status: L6RSP, Info: errText(err)}, false
+	}
+	return tl, Result{}, true
+}
+
+// errText is the innermost error text ("connection refused"), as haproxy
+// reports the system error rather than the whole operation.
+func errText(err error) string {
+	var se syscall.Errno
+	if errors.As(err, &se) {
+		return se.Error()
+	}
+	return err.Error()
+}
+
+// TLSConfig returns the client configuration for `check-ssl`: certificate
+// verification only when verify is set (haproxy `verify required`; `verify
+// none` turns it off), SNI off as in haproxy without `check-sni`, and a
+// session cache so that each check after the first resumes the session
+// instead of a full handshake.
+func TLSConfig(verify bool, addr netip.AddrPort) *tls.Config {
+	return &tls.Config{
+		InsecureSkipVerify: !verify,
+		ServerName:         addr.Addr().String(), // verified against the certificate's IP SANs
+		ClientSessionCache: tls.NewLRUClientSessionCache(1),
+		MinVersion:         tls.VersionTLS12,
+	}
+}

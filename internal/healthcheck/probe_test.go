@@ -1,0 +1,170 @@
+package healthcheck
+
+import (
+	"context"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+)
+
+func addrOf(t *testing.T, a net.Addr) netip.AddrPort {
+	t.Helper()
+	ap, err := netip.ParseAddrPort(a.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ap
+}
+
+// closedPort returns a loopback port nothing listens on.
+func closedPort(t *testing.T) netip.AddrPort {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := addrOf(t, ln.Addr())
+	ln.Close()
+	return a
+}
+
+func TestProbes(t *testing.T) {
+	type seen struct{ Method, Path, Proto string }
+	requests := make(chan seen, 16)
+	handler := func(w http.ResponseWriter, r *http.Request) {
+		requests <- seen{r.Method, r.URL.Path, r.Proto}
+		switch r.URL.Path {
+		case "/readyz":
+			w.Write([]byte("ok"))
+		case "/moved":
+			http.Redirect(w, r, "/readyz", http.StatusFound)
+		default:
+			http.Error(w, "not ready", http.StatusServiceUnavailable)
+		}
+	}
+	tlsSrv := httptest.NewUnstartedServer(http.HandlerFunc(handler))
+	tlsSrv.Config.ErrorLog = log.New(io.Discard, "", 0) // failed handshakes are expected
+	tlsSrv.StartTLS()
+	defer tlsSrv.Close()
+	plainSrv := httptest.NewServer(http.HandlerFunc(handler))
+	defer plainSrv.Close()
+	tlsAddr, plainAddr, closed := addrOf(t, tlsSrv.Listener.Addr()), addrOf(t, plainSrv.Listener.Addr()), closedPort(t)
+
+	tests := []struct {
+		name     string
+		probe    Prober
+		want     Result
+		wantSeen *seen
+	}{
+		{name: "https 200", probe: HTTP{Addr: tlsAddr, Method: "GET", URI: "/readyz", Version: "HTTP/1.0", TLS: TLSConfig(false, tlsAddr)},
+			want: Result{OK: true, Status: L7OK, Code: 200, Info: "OK"}, wantSeen: &seen{"GET", "/readyz", "HTTP/1.0"}},
+		{name: "https 302 passes", probe: HTTP{Addr: tlsAddr, Method: "GET", URI: "/moved", Version: "HTTP/1.1", TLS: TLSConfig(false, tlsAddr)},
+			want: Result{OK: true, Status: L7OK, Code: 302, Info: "Found"}, wantSeen: &seen{"GET", "/moved", "HTTP/1.1"}},
+		{name: "https 503 fails", probe: HTTP{Addr: tlsAddr, Method: "HEAD", URI: "/other", TLS: TLSConfig(false, tlsAddr)},
+			want: Result{Status: L7STS, Code: 503, Info: "Service Unavailable"}, wantSeen: &seen{"HEAD", "/other", "HTTP/1.0"}},
+		{name: "default request is OPTIONS / HTTP/1.0", probe: HTTP{Addr: plainAddr},
+			want: Result{Status: L7STS, Code: 503, Info: "Service Unavailable"}, wantSeen: &seen{"OPTIONS", "/", "HTTP/1.0"}},
+		{name: "verify on with the test CA unknown", probe: HTTP{Addr: tlsAddr, Method: "GET", URI: "/readyz", TLS: TLSConfig(true, tlsAddr)},
+			want: Result{Status: L6RSP, Info: "tls: failed to verify certificate: x509: certificate signed by unknown authority"}},
+		{name: "TLS to a plain server", probe: HTTP{Addr: plainAddr, Method: "GET", URI: "/readyz", TLS: TLSConfig(false, plainAddr)},
+			want: Result{Status: L6RSP, Info: "tls: first record does not look like a TLS handshake"}},
+		{name: "refused", probe: HTTP{Addr: closed, Method: "GET", URI: "/readyz"},
+			want: Result{Status: L4CON, Info: "connection refused"}},
+		{name: "tcp", probe: TCP{Addr: plainAddr}, want: Result{OK: true, Status: L4OK}},
+		{name: "tcp with TLS handshake", probe: TCP{Addr: tlsAddr, TLS: TLSConfig(false, tlsAddr)}, want: Result{OK: true, Status: L6OK}},
+		{name: "tcp refused", probe: TCP{Addr: closed}, want: Result{Status: L4CON, Info: "connection refused"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := tt.probe.Probe(context.Background())
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("Probe (-want +got):\n%s", diff)
+			}
+			if tt.wantSeen != nil {
+				select {
+				case s := <-requests:
+					if diff := cmp.Diff(*tt.wantSeen, s); diff != "" {
+						t.Errorf("request the server saw (-want +got):\n%s", diff)
+					}
+				default:
+					t.Errorf("the server saw no request")
+				}
+			}
+		})
+	}
+}
+
+// TestProbeTimeouts checks that a probe cancelled by its checker reports
+// the stage it was in.
+func TestProbeTimeouts(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 4)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			// Once the probe has sent something (request or ClientHello)
+			// it is past connecting; never answer.
+			if _, err := c.Read(make([]byte, 1)); err != nil {
+				c.Close()
+				continue
+			}
+			accepted <- c
+		}
+	}()
+	addr := addrOf(t, ln.Addr())
+	tests := []struct {
+		name  string
+		probe Prober
+		want  Result
+	}{
+		{name: "no HTTP answer", probe: HTTP{Addr: addr, Method: "GET", URI: "/"}, want: Result{Status: L7TOUT, Info: "no response in time"}},
+		{name: "no TLS answer", probe: HTTP{Addr: addr, TLS: TLSConfig(false, addr)}, want: Result{Status: L6TOUT, Info: "TLS handshake timed out"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan Result)
+			go func() { done <- tt.probe.Probe(ctx) }()
+			c := <-accepted // the probe has connected, sent and waits
+			defer c.Close()
+			cancel()
+			if diff := cmp.Diff(tt.want, <-done, cmpopts.IgnoreFields(Result{}, "Duration")); diff != "" {
+				t.Errorf("Probe (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestHTTPRequest(t *testing.T) {
+	tests := []struct {
+		name string
+		p    HTTP
+		want string
+	}{
+		{name: "seed", p: HTTP{Method: "GET", URI: "/readyz", Version: "HTTP/1.0"}, want: "GET /readyz HTTP/1.0\r\nConnection: close\r\n\r\n"},
+		{name: "1.1 gets a Host", p: HTTP{Addr: netip.MustParseAddrPort("[fd00::1]:6443"), Method: "GET", URI: "/healthz", Version: "HTTP/1.1"},
+			want: "GET /healthz HTTP/1.1\r\nHost: [fd00::1]:6443\r\nConnection: close\r\n\r\n"},
+		{name: "haproxy default", p: HTTP{}, want: "OPTIONS / HTTP/1.0\r\nConnection: close\r\n\r\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, tt.p.Request()); diff != "" {
+				t.Errorf("Request (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -1,0 +1,160 @@
+package lb
+
+import (
+	"net/netip"
+	"sync"
+	"sync/atomic"
+
+	"github.com/vipstack/vipstack/internal/lbconfig"
+)
+
+// pool is one backend's servers as one configuration has them. Apply
+// builds a new pool each time; servers are shared between pools of the
+// same backend when their name and address stay.
+type pool struct {
+	name    string
+	balance lbconfig.Balance
+	servers []*server
+	weights []int
+
+	mu sync.Mutex // guards cw
+	cw []int      // smooth weighted round robin: current weights
+	// rot rotates leastconn's starting point so ties spread.
+	rot atomic.Uint32
+}
+
+func newPool(name string, balance lbconfig.Balance, servers []*server, weights []int) *pool {
+	if balance == "" {
+		balance = lbconfig.RoundRobin
+	}
+	return &pool{name: name, balance: balance, servers: servers, weights: weights, cw: make([]int, len(servers))}
+}
+
+// maxTracked is how many servers the per-connection "already tried" set
+// covers; servers beyond it may be retried.
+const maxTracked = 64
+
+func bit(i int) uint64 {
+	if i >= maxTracked {
+		return 0
+	}
+	return 1 << uint(i)
+}
+
+// eligible reports whether server i may take a connection.
+func (p *pool) eligible(i int, skip uint64) bool {
+	return p.weights[i] > 0 && skip&bit(i) == 0 && p.servers[i].up.Load()
+}
+
+// pick chooses an UP server not in skip, by the pool's algorithm, and
+// returns its index, or -1 when there is none. client is used by source.
+func (p *pool) pick(client netip.Addr, skip uint64) int {
+	switch p.balance {
+	case lbconfig.LeastConn:
+		return p.pickLeastConn(skip)
+	case lbconfig.Source:
+		return p.pickSource(client, skip)
+	}
+	return p.pickRoundRobin(skip)
+}
+
+// pickRoundRobin is nginx's smooth weighted round robin: every eligible
+// server gains its weight, the one with the most current weight wins and
+// pays the total back. Over any run of W picks (W the total weight) each
+// server is picked exactly its weight times, interleaved as evenly as
+// possible (weights 5,1,1 give a a b a c a a).
+func (p *pool) pickRoundRobin(skip uint64) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	best, total := -1, 0
+	for i := range p.servers {
+		if !p.eligible(i, skip) {
+			continue
+		}
+		p.cw[i] += p.weights[i]
+		total += p.weights[i]
+		if best < 0 || p.cw[i] > p.cw[best] {
+			best = i
+		}
+	}
+	if best >= 0 {
+		p.cw[best] -= total
+	}
+	return best
+}
+
+// pickLeastConn picks the eligible server with the fewest current sessions
+// per unit of weight, comparing (sessions+1)/weight as haproxy does;
+// among equals it starts from a rotating position.
+func (p *pool) pickLeastConn(skip uint64) int {
+	n := len(p.servers)
+	if n == 0 {
+		return -1
+	}
+	start := int(p.rot.Add(1) % uint32(n))
+	best := -1
+	var bestCur int64
+	for k := 0; k < n; k++ {
+		i := (start + k) % n
+		if !p.eligible(i, skip) {
+			continue
+		}
+		cur := p.servers[i].cur.Load() + 1
+		// cur/w < bestCur/bestW without division.
+		if best < 0 || cur*int64(p.weights[best]) < bestCur*int64(p.weights[i]) {
+			best, bestCur = i, cur
+		}
+	}
+	return best
+}
+
+// pickSource hashes the client address onto the eligible servers, each
+// owning a share of the hash space proportional to its weight.
+func (p *pool) pickSource(client netip.Addr, skip uint64) int {
+	total := 0
+	for i := range p.servers {
+		if p.eligible(i, skip) {
+			total += p.weights[i]
+		}
+	}
+	if total == 0 {
+		return -1
+	}
+	h := int(hashAddr(client) % uint32(total))
+	for i := range p.servers {
+		if !p.eligible(i, skip) {
+			continue
+		}
+		if h < p.weights[i] {
+			return i
+		}
+		h -= p.weights[i]
+	}
+	return -1 // unreachable unless a server went down during the scan
+}
+
+// hashAddr is 32-bit FNV-1a over the address bytes (IPv4 as 4 bytes, so
+// a client is hashed alike over IPv4 and IPv4-mapped IPv6), then mixed so
+// that neighbouring addresses spread.
+func hashAddr(a netip.Addr) uint32 {
+	a = a.Unmap()
+	h := uint32(2166136261)
+	if a.Is4() {
+		b := a.As4()
+		for _, c := range b {
+			h = (h ^ uint32(c)) * 16777619
+		}
+	} else {
+		b := a.As16()
+		for _, c := range b {
+			h = (h ^ uint32(c)) * 16777619
+		}
+	}
+	// murmur3 finalizer
+	h ^= h >> 16
+	h *= 0x85ebca6b
+	h ^= h >> 13
+	h *= 0xc2b2ae35
+	h ^= h >> 16
+	return h
+}

@@ -1,0 +1,88 @@
+// Package lb is vipstack's layer 4 (TCP) load balancer: the engine behind
+// `vipstack lb`, configured from the lbconfig model that haproxycfg reads
+// out of a haproxy.cfg. It accepts TCP connections on each frontend bind
+// (RFC 9293), picks an UP server of the frontend's backend, connects to it
+// and relays bytes both ways until both sides have finished, as haproxy 2.6
+// does in `mode tcp`.
+//
+// # Forwarding
+//
+// Each direction of a connection is relayed by one goroutine driving the
+// two sockets through syscall.RawConn rather than io.Copy. It starts by
+// copying through a 16 KiB buffer, which is cheaper than splice(2) for the
+// short messages of request/response traffic; as soon as one read fills
+// the buffer it switches to splice(2) through a pipe, so bulk payload
+// never enters user space (io.Copy between two *net.TCPConn would splice
+// too, but from the first byte, holding two pipes per connection until it
+// ends). A direction takes a buffer or a pipe from a pool only while data
+// is in flight and gives it back while the connection is idle: an idle
+// connection costs its two sockets and two parked goroutines. Bytes are
+// counted as they move, so counters are live and the idle timeout needs no
+// per-read deadline. A direction that reaches end of file half-closes the
+// other socket (shutdown(SHUT_WR)) while the other direction still runs;
+// the connection ends when both directions have, and at once on any
+// error. Other systems copy through a pooled buffer.
+//
+// # Timeouts
+//
+//   - `timeout connect` bounds each attempt to reach a server.
+//   - `timeout queue` bounds the wait for a slot when the frontend is at
+//     maxconn; unset, haproxy uses `timeout connect`, and so does lb.
+//   - Once both sides are connected the connection is a tunnel: it is
+//     closed after `timeout tunnel` without a byte moving either way, or,
+//     without a tunnel timeout, after the smaller of `timeout client` and
+//     `timeout server`. A coarse per-connection timer checks the byte
+//     counters every half timeout, so an idle connection is closed between
+//     1 and 1.5 timeouts after its last byte. haproxy tracks client and
+//     server inactivity separately; one idle clock for both is the
+//     difference.
+//   - Unset timeouts never expire, as in haproxy.
+//
+// # Servers
+//
+// Selection sees only UP servers, and a health-check verdict applies to
+// the next connection at once. roundrobin is smooth weighted round robin
+// (nginx's), leastconn picks the fewest current sessions per weight,
+// rotating among ties, and source hashes the client address over the total
+// weight of the UP servers (haproxy's default map-based hashing: the
+// mapping moves when the set of UP servers changes).
+//
+// When a connection attempt fails, lb retries up to `retries` times, each
+// time on another UP server it has not tried for this client while there
+// is one (haproxy retries the same server unless `option redispatch`), and
+// without the 1 s pause haproxy takes between retries. A failed connect
+// does not mark the server down: only health checks do (no passive
+// `observe`). So a killed backend costs no client connection even before
+// the checks notice it.
+//
+// # Admission
+//
+// Each frontend admits at most maxconn connections at once. Further
+// clients wait, accepted, in a queue of at most maxconn entries for a slot,
+// and are closed when `timeout queue` passes first; when the queue is full
+// the frontend stops accepting and new clients wait in the kernel's listen
+// backlog, as with haproxy at maxconn. The global maxconn (haproxy's
+// `maxconn` in global) caps accepted connections over all frontends: at
+// the cap every frontend stops accepting until one ends.
+//
+// # Reload and drain
+//
+// Apply swaps in a new configuration: frontends, backends and servers are
+// matched by name (servers by backend, name and address, and they keep
+// their counters and health state), listeners by bind address, so
+// unchanged listeners keep their sockets, new ones open before anything
+// else changes (an Apply that cannot bind leaves the old configuration in
+// place) and removed ones close. Established connections keep their server
+// and run to their end. Shutdown stops accepting, lets connections finish
+// until its context ends and then closes the rest.
+//
+// # Monitor and stats
+//
+// A Monitor answers 200 at its URI while at least one server of any
+// backend is UP and 503 otherwise (the issue's rule; haproxy's monitor-uri
+// answers 200 whenever the process runs). A Stats section serves haproxy's
+// stats page at its URI behind basic auth: HTML, `;csv` in haproxy's CSV
+// column order (a prefix of its columns, up to check_duration) and JSON
+// (`;json`, or Accept: application/json). Metrics go to the Prometheus
+// registry given in Options.
+package lb

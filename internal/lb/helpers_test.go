@@ -1,0 +1,239 @@
+package lb
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net"
+	"net/netip"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/vipstack/vipstack/internal/clock"
+	"github.com/vipstack/vipstack/internal/lbconfig"
+)
+
+// bound is how long a test waits for something that should happen at
+// once (a connection, a probe over loopback) before failing: a guard
+// against hangs, never a timing assertion.
+const bound = 10 * time.Second
+
+// backend is a loopback TCP server that greets each client with its name
+// and a newline, then echoes until the client half-closes, then closes.
+type backend struct {
+	name string
+	ln   net.Listener
+	addr netip.AddrPort
+	wg   sync.WaitGroup
+
+	mu    sync.Mutex
+	conns map[net.Conn]bool
+}
+
+func startBackend(t *testing.T, name string) *backend {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &backend{name: name, ln: ln, addr: netip.MustParseAddrPort(ln.Addr().String()), conns: map[net.Conn]bool{}}
+	b.serve()
+	t.Cleanup(b.stop)
+	return b
+}
+
+func (b *backend) serve() {
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		for {
+			c, err := b.ln.Accept()
+			if err != nil {
+				return
+			}
+			b.mu.Lock()
+			b.conns[c] = true
+			b.mu.Unlock()
+			b.wg.Add(1)
+			go func() {
+				defer b.wg.Done()
+				defer func() {
+					b.mu.Lock()
+					delete(b.conns, c)
+					b.mu.Unlock()
+					c.Close()
+				}()
+				if _, err := io.WriteString(c, b.name+"\n"); err != nil {
+					return
+				}
+				io.Copy(c, c)
+			}()
+		}
+	}()
+}
+
+// stop closes the listener and every connection.
+func (b *backend) stop() {
+	b.ln.Close()
+	b.mu.Lock()
+	for c := range b.conns {
+		c.Close()
+	}
+	b.mu.Unlock()
+	b.wg.Wait()
+}
+
+// restart listens again on the same port.
+func (b *backend) restart(t *testing.T) {
+	t.Helper()
+	ln, err := net.Listen("tcp", b.addr.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.ln = ln
+	b.serve()
+}
+
+func loopbackBind() lbconfig.Bind {
+	return lbconfig.Bind{Addr: netip.MustParseAddrPort("127.0.0.1:0")}
+}
+
+// tcpConfig is one frontend "fe" on a loopback port to backend "be".
+func tcpConfig(balance lbconfig.Balance, servers ...lbconfig.Server) *lbconfig.Config {
+	return &lbconfig.Config{
+		Retries:   3,
+		Timeouts:  lbconfig.Timeouts{Connect: 5 * time.Second},
+		Frontends: []lbconfig.Frontend{{Name: "fe", Binds: []lbconfig.Bind{loopbackBind()}, Backend: "be"}},
+		Backends:  []lbconfig.Backend{{Name: "be", Balance: balance, Servers: servers}},
+	}
+}
+
+func srv(name string, b *backend) lbconfig.Server {
+	return lbconfig.Server{Name: name, Addr: b.addr, Weight: 1}
+}
+
+func newLB(t *testing.T, clk clock.Clock, cfg *lbconfig.Config) *LB {
+	t.Helper()
+	l, err := New(Options{Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Apply(cfg); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		l.Shutdown(ctx)
+	})
+	return l
+}
+
+func fakeClock() *clock.Fake { return clock.NewFake(time.Unix(1_700_000_000, 0)) }
+
+// client is a connection through the LB.
+type client struct {
+	*net.TCPConn
+	r *bufio.Reader
+}
+
+func dial(t *testing.T, l *LB, section string) *client {
+	t.Helper()
+	addrs := l.Addrs(section)
+	if len(addrs) == 0 {
+		t.Fatalf("section %q listens nowhere", section)
+	}
+	c, err := net.DialTimeout("tcp", addrs[0].String(), bound)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	c.SetDeadline(time.Now().Add(bound))
+	return &client{TCPConn: c.(*net.TCPConn), r: bufio.NewReader(c)}
+}
+
+// greeting reads the backend's name, or "" if the connection ends first.
+func (c *client) greeting(t *testing.T) string {
+	t.Helper()
+	line, err := c.r.ReadString('\n')
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSuffix(line, "\n")
+}
+
+// echo sends a line and reads it back.
+func (c *client) echo(t *testing.T, msg string) {
+	t.Helper()
+	if _, err := io.WriteString(c, msg+"\n"); err != nil {
+		t.Fatalf("write: %v", err)
+	}
+	got, err := c.r.ReadString('\n')
+	if err != nil || got != msg+"\n" {
+		t.Fatalf("echo %q: got %q, %v", msg, got, err)
+	}
+}
+
+// closed reports whether the peer closed the connection (read returns EOF
+// or a reset) rather than sending data.
+func (c *client) closed(t *testing.T) bool {
+	t.Helper()
+	b, err := c.r.ReadByte()
+	if err == nil {
+		t.Logf("read %q instead of the end of the connection", b)
+		return false
+	}
+	return err == io.EOF || strings.Contains(err.Error(), "reset")
+}
+
+// eventually waits until cond holds; I/O-driven conditions only.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(bound)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func (l *LB) serverStats(t *testing.T, backend, name string) ServerStats {
+	t.Helper()
+	for _, b := range l.Snapshot().Backends {
+		if b.Name != backend {
+			continue
+		}
+		for _, s := range b.Servers {
+			if s.Name == name {
+				return s
+			}
+		}
+	}
+	t.Fatalf("no server %s/%s", backend, name)
+	return ServerStats{}
+}
+
+func addrPort(t *testing.T, a net.Addr) netip.AddrPort {
+	t.Helper()
+	ap, err := netip.ParseAddrPort(a.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ap
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }
+
+func newReader(c net.Conn) *bufio.Reader { return bufio.NewReader(c) }
+
+// canceled is a context that is already done: Shutdown closes everything
+// at once.
+func canceled() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}

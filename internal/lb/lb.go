@@ -1,0 +1,707 @@
+package lb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/vipstack/vipstack/internal/clock"
+	"github.com/vipstack/vipstack/internal/lbconfig"
+)
+
+// Options are an LB's dependencies.
+type Options struct {
+	// Logger receives server state changes, health checks (with `option
+	// log-health-checks`) and errors; nil discards.
+	Logger *slog.Logger
+	// Registry receives the LB's metrics; nil means none.
+	Registry prometheus.Registerer
+	// Clock drives health checks, queue and idle timeouts; nil means
+	// clock.Real{}. Connect timeouts are socket deadlines on the wall
+	// clock.
+	Clock clock.Clock
+	// OnHealthy is called whenever the monitor's verdict (at least one
+	// server UP) changes, and once after the first Apply. Calls are
+	// serialized; they should return quickly.
+	OnHealthy func(healthy bool)
+	// ListenersPerBind opens this many SO_REUSEPORT sockets for each TCP
+	// frontend bind, each with its own accept loop; 0 means 1. Binds to
+	// port 0 always get one.
+	ListenersPerBind int
+	// Version is shown on the stats page unless `stats hide-version`.
+	Version string
+}
+
+// LB is a running load balancer. Create it with New, configure it with
+// Apply, stop it with Shutdown.
+type LB struct {
+	opts  Options
+	log   *slog.Logger
+	clk   clock.Clock
+	start time.Time
+	pipes pipePool
+	bufs  sync.Pool // *copyBuf
+
+	idleCloses atomic.Uint64
+
+	// Global maxconn: accepted connections (admitted or queued) over all
+	// frontends, and the cap; at the cap the accept loops wait.
+	gcount, gmax atomic.Int64
+	gwaiting     atomic.Bool
+	gmu          sync.Mutex
+	gspace       chan struct{}
+
+	mu        sync.Mutex // serializes Apply and Shutdown; guards the fields below
+	frontends map[string]*frontend
+	servers   map[string]*server // by serverKey
+	tcpLns    map[string]*tcpListener
+	httpLns   map[string]*httpListener
+	shut      bool
+
+	view atomic.Pointer[view]
+
+	healthMu    sync.Mutex
+	healthy     bool
+	healthKnown bool
+}
+
+// view is the configuration in force, read without locks.
+type view struct {
+	cfg       *lbconfig.Config
+	frontends []*frontend // in configuration order
+	pools     []*pool     // in configuration order
+	addrs     map[string][]net.Addr
+}
+
+// New returns an LB with no configuration; nothing listens until Apply.
+func New(opts Options) (*LB, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.Real{}
+	}
+	l := &LB{
+		opts: opts, log: opts.Logger, clk: opts.Clock, start: opts.Clock.Now(),
+		frontends: map[string]*frontend{}, servers: map[string]*server{},
+		tcpLns: map[string]*tcpListener{}, httpLns: map[string]*httpListener{},
+	}
+	l.bufs.New = func() any { return new(copyBuf) }
+	l.view.Store(&view{cfg: &lbconfig.Config{}, addrs: map[string][]net.Addr{}})
+	if opts.Registry != nil {
+		if err := opts.Registry.Register(newCollector(l)); err != nil {
+			return nil, fmt.Errorf("lb: registering metrics: %w", err)
+		}
+	}
+	return l, nil
+}
+
+func serverKey(backend string, s lbconfig.Server) string {
+	return backend + "/" + s.Name + "@" + s.Addr.String()
+}
+
+// bindKey identifies a listening address across reloads.
+func bindKey(b lbconfig.Bind) string {
+	host := b.Host
+	if host == "" {
+		host = b.Addr.Addr().String()
+	}
+	k := net.JoinHostPort(host, strconv.Itoa(int(b.Addr.Port())))
+	if b.V4V6 {
+		k += " v4v6"
+	}
+	return k
+}
+
+// where names a configuration item and, when the reader recorded it, its
+// file and line.
+func where(cfg *lbconfig.Config, key string) string {
+	if loc, ok := cfg.Source[key]; ok {
+		return key + " (" + loc + ")"
+	}
+	return key
+}
+
+// wantListener is one bind of the new configuration.
+type wantListener struct {
+	section string // frontend or listen name
+	key     string // its lbconfig.BindKey, for messages
+	bind    lbconfig.Bind
+	fe      *lbconfig.Frontend
+	site    *site
+}
+
+// Apply makes cfg the configuration in force. It opens new listeners
+// first and leaves everything as it was if one fails. Established
+// connections are not touched.
+func (l *LB) Apply(cfg *lbconfig.Config) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.shut {
+		return errors.New("lb: apply: the load balancer is shut down")
+	}
+
+	// Check what the model cannot express by itself.
+	backends := map[string]*lbconfig.Backend{}
+	for i := range cfg.Backends {
+		b := &cfg.Backends[i]
+		if _, dup := backends[b.Name]; dup {
+			return fmt.Errorf("lb: apply: %s: duplicate backend name %q", where(cfg, lbconfig.BackendKey(b.Name)), b.Name)
+		}
+		backends[b.Name] = b
+		names := map[string]bool{}
+		for _, sv := range b.Servers {
+			if names[sv.Name] {
+				return fmt.Errorf("lb: apply: %s: duplicate server name %q", where(cfg, lbconfig.BackendKey(b.Name)), sv.Name)
+			}
+			names[sv.Name] = true
+		}
+	}
+	feNames := map[string]bool{}
+	for _, f := range cfg.Frontends {
+		if feNames[f.Name] {
+			return fmt.Errorf("lb: apply: %s: duplicate frontend name %q", where(cfg, lbconfig.FrontendKey(f.Name)), f.Name)
+		}
+		feNames[f.Name] = true
+	}
+	wants := map[string]wantListener{}
+	var order []string
+	add := func(section string, b lbconfig.Bind, w wantListener) error {
+		k := bindKey(b)
+		if b.Addr.Port() == 0 {
+			// Every port 0 bind is a port of its own; it keeps it across
+			// reloads while its section and place stay.
+			k += fmt.Sprintf(" (%s #%d)", section, n0(wants, order, w.section))
+		}
+		if prev, dup := wants[k]; dup {
+			return fmt.Errorf("lb: apply: %s: bind %s is already used by %q", where(cfg, section), k, prev.section)
+		}
+		w.bind = b
+		w.key = lbconfig.BindKey(section, n0(wants, order, w.section))
+		wants[k] = w
+		order = append(order, k)
+		return nil
+	}
+	for i := range cfg.Frontends {
+		f := &cfg.Frontends[i]
+		if f.Backend != "" && backends[f.Backend] == nil {
+			return fmt.Errorf("lb: apply: %s: default_backend %q: no such backend", where(cfg, lbconfig.FrontendKey(f.Name)), f.Backend)
+		}
+		for _, b := range f.Binds {
+			if err := add(lbconfig.FrontendKey(f.Name), b, wantListener{section: f.Name, fe: f}); err != nil {
+				return err
+			}
+		}
+	}
+	for i := range cfg.Monitors {
+		m := &cfg.Monitors[i]
+		for _, b := range m.Binds {
+			if err := add(lbconfig.ListenKey(m.Name), b, wantListener{section: m.Name, site: &site{lb: l, monitor: m}}); err != nil {
+				return err
+			}
+		}
+	}
+	for i := range cfg.Stats {
+		s := &cfg.Stats[i]
+		for _, b := range s.Binds {
+			if err := add(lbconfig.ListenKey(s.Name), b, wantListener{section: s.Name, site: &site{lb: l, stats: s}}); err != nil {
+				return err
+			}
+		}
+	}
+
+	// Open what is new; undo on failure.
+	newTCP := map[string]*tcpListener{}
+	newHTTP := map[string]*httpListener{}
+	undo := func() {
+		for _, t := range newTCP {
+			t.close()
+		}
+		for _, h := range newHTTP {
+			h.ln.Close()
+		}
+	}
+	for _, k := range order {
+		w := wants[k]
+		if w.fe != nil {
+			if l.tcpLns[k] != nil {
+				continue
+			}
+			t, err := l.listenTCP(k, w.bind)
+			if err != nil {
+				undo()
+				return fmt.Errorf("lb: apply: %s: %s: %w", where(cfg, w.key), k, err)
+			}
+			newTCP[k] = t
+			continue
+		}
+		if l.httpLns[k] != nil {
+			continue
+		}
+		h, err := l.listenHTTP(k, w.bind, cfg.Timeouts)
+		if err != nil {
+			undo()
+			return fmt.Errorf("lb: apply: %s: %s: %w", where(cfg, w.key), k, err)
+		}
+		newHTTP[k] = h
+	}
+
+	// Servers and pools.
+	servers := map[string]*server{}
+	pools := map[string]*pool{}
+	var poolOrder []*pool
+	type restart struct {
+		s    *server
+		conf checkConf
+	}
+	var restarts []restart
+	for _, b := range cfg.Backends {
+		var ss []*server
+		var ws []int
+		for _, sc := range b.Servers {
+			key := serverKey(b.Name, sc)
+			s := l.servers[key]
+			if s == nil {
+				s = servers[key]
+			}
+			if s == nil {
+				s = l.newServer(b.Name, sc)
+			}
+			if _, seen := servers[key]; !seen {
+				servers[key] = s
+				conf := checkConfOf(b, sc)
+				s.mu.Lock()
+				running := s.checker != nil
+				same := s.check == conf
+				s.mu.Unlock()
+				if !same || (conf.enabled && !running) {
+					restarts = append(restarts, restart{s, conf})
+				}
+			}
+			ss = append(ss, s)
+			ws = append(ws, sc.Weight)
+		}
+		p := newPool(b.Name, b.Balance, ss, ws)
+		pools[b.Name] = p
+		poolOrder = append(poolOrder, p)
+	}
+	var removed []*server
+	for k, s := range l.servers {
+		if servers[k] == nil {
+			removed = append(removed, s)
+		}
+	}
+	l.servers = servers
+
+	// Frontends.
+	idle := cfg.Timeouts.Tunnel
+	if idle == 0 {
+		idle = minNonZero(cfg.Timeouts.Client, cfg.Timeouts.Server)
+	}
+	queueTimeout := cfg.Timeouts.Queue
+	if queueTimeout == 0 {
+		queueTimeout = cfg.Timeouts.Connect
+	}
+	dialer := &net.Dialer{Timeout: cfg.Timeouts.Connect, KeepAlive: -1}
+	var feOrder []*frontend
+	for _, fc := range cfg.Frontends {
+		fe := l.frontends[fc.Name]
+		if fe == nil {
+			fe = newFrontend(l, fc.Name)
+			l.frontends[fc.Name] = fe
+		}
+		fe.cfg.Store(&feConfig{pool: pools[fc.Backend], retries: max(cfg.Retries, 0), idle: idle, queueTimeout: queueTimeout, dialer: dialer})
+		fe.setMaxconn(cfg.MaxConn)
+		feOrder = append(feOrder, fe)
+	}
+
+	// Listeners: point them at their frontends and sites, start the new
+	// ones, close the ones no longer wanted.
+	addrs := map[string][]net.Addr{}
+	for _, k := range order {
+		w := wants[k]
+		if w.fe != nil {
+			t := l.tcpLns[k]
+			if t == nil {
+				t = newTCP[k]
+				l.tcpLns[k] = t
+				t.fe.Store(l.frontends[w.fe.Name])
+				t.start(l)
+			} else {
+				t.fe.Store(l.frontends[w.fe.Name])
+			}
+			addrs[w.section] = append(addrs[w.section], t.lns[0].Addr())
+			continue
+		}
+		h := l.httpLns[k]
+		if h == nil {
+			h = newHTTP[k]
+			l.httpLns[k] = h
+			h.site.Store(w.site)
+			h.start()
+		} else {
+			h.site.Store(w.site)
+		}
+		addrs[w.section] = append(addrs[w.section], h.ln.Addr())
+	}
+	for k, t := range l.tcpLns {
+		if w, ok := wants[k]; !ok || w.fe == nil {
+			t.close()
+			delete(l.tcpLns, k)
+		}
+	}
+	for k, h := range l.httpLns {
+		if w, ok := wants[k]; !ok || w.site == nil {
+			h.srv.Close()
+			delete(l.httpLns, k)
+		}
+	}
+
+	l.view.Store(&view{cfg: cfg, frontends: feOrder, pools: poolOrder, addrs: addrs})
+	l.gmax.Store(int64(max(cfg.GlobalMaxConn, 0)))
+	l.globalChanged()
+
+	// Health checks last, so that their first verdicts find the new view.
+	for _, s := range removed {
+		s.stop()
+	}
+	for _, r := range restarts {
+		r.s.startCheck(r.conf)
+	}
+	l.log.Info("configuration applied", "frontends", len(cfg.Frontends), "backends", len(cfg.Backends), "servers", len(servers))
+	l.recomputeHealth()
+	return nil
+}
+
+// n0 counts the binds of section already wanted: the index of its next.
+func n0(wants map[string]wantListener, order []string, section string) int {
+	n := 0
+	for _, o := range order {
+		if wants[o].section == section {
+			n++
+		}
+	}
+	return n
+}
+
+func minNonZero(a, b time.Duration) time.Duration {
+	switch {
+	case a == 0:
+		return b
+	case b == 0:
+		return a
+	}
+	return min(a, b)
+}
+
+// Addrs returns the addresses a frontend or listen section listens on, in
+// configuration order (with port 0 binds, the ports the kernel chose).
+func (l *LB) Addrs(section string) []net.Addr {
+	return slices.Clone(l.view.Load().addrs[section])
+}
+
+// Healthy reports whether at least one server of any backend is UP: the
+// monitor URI's rule.
+func (l *LB) Healthy() bool {
+	for _, p := range l.view.Load().pools {
+		for _, s := range p.servers {
+			if s.up.Load() {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// upServers counts the UP servers of a backend in the current view.
+func (l *LB) upServers(backend string) int {
+	n := 0
+	for _, p := range l.view.Load().pools {
+		if p.name != backend {
+			continue
+		}
+		for _, s := range p.servers {
+			if s.up.Load() {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+func (l *LB) recomputeHealth() {
+	l.healthMu.Lock()
+	defer l.healthMu.Unlock()
+	h := l.Healthy()
+	if l.healthKnown && h == l.healthy {
+		return
+	}
+	l.healthy, l.healthKnown = h, true
+	if h {
+		l.log.Info("load balancer healthy: at least one server is UP")
+	} else {
+		l.log.Warn("load balancer unhealthy: no server is UP")
+	}
+	if l.opts.OnHealthy != nil {
+		l.opts.OnHealthy(h)
+	}
+}
+
+// Shutdown stops accepting connections and health checks, waits for
+// connections to finish until ctx is done, then closes those left and
+// returns ctx's error.
+func (l *LB) Shutdown(ctx context.Context) error {
+	l.mu.Lock()
+	if l.shut {
+		l.mu.Unlock()
+		return nil
+	}
+	l.shut = true
+	for k, t := range l.tcpLns {
+		t.close()
+		delete(l.tcpLns, k)
+	}
+	var fes []*frontend
+	for _, f := range l.frontends {
+		fes = append(fes, f)
+	}
+	servers := l.servers
+	https := l.httpLns
+	l.httpLns = map[string]*httpListener{}
+	l.mu.Unlock()
+
+	drained := make([]<-chan struct{}, len(fes))
+	for i, f := range fes {
+		drained[i] = f.drain()
+	}
+	var forced error
+wait:
+	for _, d := range drained {
+		select {
+		case <-d:
+		case <-ctx.Done():
+			forced = ctx.Err()
+			break wait
+		}
+	}
+	if forced != nil {
+		for _, f := range fes {
+			f.closeAll()
+		}
+		for _, f := range fes {
+			<-f.drained // closed sockets end their relays at once
+		}
+		l.log.Warn("shutdown: closed connections still open at the deadline")
+	}
+	for _, h := range https {
+		h.srv.Close()
+	}
+	for _, s := range servers {
+		s.stop()
+	}
+	return forced
+}
+
+// tcpListener is one frontend bind: one or more sockets, each with an
+// accept loop.
+type tcpListener struct {
+	key  string
+	lns  []*net.TCPListener
+	fe   atomic.Pointer[frontend]
+	stop chan struct{}
+	wg   sync.WaitGroup
+}
+
+func (l *LB) listenTCP(key string, b lbconfig.Bind) (*tcpListener, error) {
+	network, address, v6only := bindNetwork(b)
+	n := max(l.opts.ListenersPerBind, 1)
+	if b.Addr.Port() == 0 || !reusePortSupported {
+		n = 1
+	}
+	lc := net.ListenConfig{KeepAlive: -1, Control: listenControl(v6only)}
+	t := &tcpListener{key: key, stop: make(chan struct{})}
+	for range n {
+		ln, err := lc.Listen(context.Background(), network, address)
+		if err != nil {
+			for _, o := range t.lns {
+				o.Close()
+			}
+			return nil, err
+		}
+		t.lns = append(t.lns, ln.(*net.TCPListener))
+	}
+	return t, nil
+}
+
+// bindNetwork maps a bind to Go's network and address: IPv4 binds are
+// IPv4 only; `:::PORT v4v6` is one dual-stack socket (IPV6_V6ONLY off); an
+// IPv6 wildcard without v4v6 follows the kernel default, like haproxy. A
+// host name the reader resolved (Host "localhost", Addr 127.0.0.1) listens
+// on Addr; one it did not is resolved by the listener.
+func bindNetwork(b lbconfig.Bind) (network, address string, v6only int) {
+	port := strconv.Itoa(int(b.Addr.Port()))
+	a := b.Addr.Addr()
+	if !a.IsValid() {
+		return "tcp", net.JoinHostPort(b.Host, port), -1
+	}
+	switch {
+	case a.Is4() || a.Is4In6():
+		return "tcp4", net.JoinHostPort(a.Unmap().String(), port), -1
+	case a.IsUnspecified() && b.V4V6:
+		return "tcp", net.JoinHostPort("::", port), -1
+	case a.IsUnspecified():
+		return "tcp6", net.JoinHostPort("::", port), systemV6Only()
+	}
+	return "tcp6", net.JoinHostPort(a.String(), port), -1
+}
+
+func (t *tcpListener) start(l *LB) {
+	for _, ln := range t.lns {
+		t.wg.Add(1)
+		go func() {
+			defer t.wg.Done()
+			t.acceptLoop(l, ln)
+		}()
+	}
+}
+
+func (t *tcpListener) close() {
+	select {
+	case <-t.stop:
+		return
+	default:
+	}
+	close(t.stop)
+	for _, ln := range t.lns {
+		ln.Close()
+	}
+	t.wg.Wait()
+}
+
+func (t *tcpListener) acceptLoop(l *LB, ln *net.TCPListener) {
+	backoff := 5 * time.Millisecond
+	for {
+		if w := l.globalWait(); w != nil {
+			select {
+			case <-w:
+				continue
+			case <-t.stop:
+				return
+			}
+		}
+		c, err := ln.AcceptTCP()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			// Out of file descriptors and the like: wait a little, as
+			// net/http does, rather than spin.
+			l.log.Warn("accept failed", "listener", t.key, "err", err, "retry_in", backoff)
+			tm := l.clk.NewTimer(backoff)
+			select {
+			case <-tm.C():
+			case <-t.stop:
+				tm.Stop()
+				return
+			}
+			backoff = min(2*backoff, time.Second)
+			continue
+		}
+		backoff = 5 * time.Millisecond
+		if wait := t.fe.Load().admit(c); wait != nil {
+			select {
+			case <-wait:
+			case <-t.stop:
+				return
+			}
+		}
+	}
+}
+
+// globalWait returns nil while the global maxconn allows another
+// connection, or a channel closed when it does again.
+func (l *LB) globalWait() <-chan struct{} {
+	gmax := l.gmax.Load()
+	if gmax == 0 || l.gcount.Load() < gmax {
+		return nil
+	}
+	l.gmu.Lock()
+	defer l.gmu.Unlock()
+	// Announce the wait before checking again, so a connection ending
+	// between the two either sees the flag or leaves room we see.
+	l.gwaiting.Store(true)
+	if gmax = l.gmax.Load(); gmax == 0 || l.gcount.Load() < gmax {
+		return nil
+	}
+	if l.gspace == nil {
+		l.gspace = make(chan struct{})
+	}
+	return l.gspace
+}
+
+// globalDone counts a connection's end against the global maxconn.
+func (l *LB) globalDone() {
+	l.gcount.Add(-1)
+	if l.gwaiting.Load() {
+		l.globalChanged()
+	}
+}
+
+// globalChanged wakes the accept loops if there is room.
+func (l *LB) globalChanged() {
+	l.gmu.Lock()
+	defer l.gmu.Unlock()
+	if gmax := l.gmax.Load(); l.gspace != nil && (gmax == 0 || l.gcount.Load() < gmax) {
+		close(l.gspace)
+		l.gspace = nil
+		l.gwaiting.Store(false)
+	}
+}
+
+// httpListener serves a monitor or stats section.
+type httpListener struct {
+	key  string
+	ln   net.Listener
+	srv  *http.Server
+	site atomic.Pointer[site]
+}
+
+func (l *LB) listenHTTP(key string, b lbconfig.Bind, to lbconfig.Timeouts) (*httpListener, error) {
+	network, address, v6only := bindNetwork(b)
+	lc := net.ListenConfig{Control: listenControl(v6only)}
+	ln, err := lc.Listen(context.Background(), network, address)
+	if err != nil {
+		return nil, err
+	}
+	h := &httpListener{key: key, ln: ln}
+	readHeader := to.HTTPRequest
+	if readHeader == 0 {
+		readHeader = 30 * time.Second
+	}
+	idle := to.HTTPKeepAlive
+	if idle == 0 {
+		idle = 10 * time.Second
+	}
+	h.srv = &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: readHeader,
+		IdleTimeout:       idle,
+		ErrorLog:          slog.NewLogLogger(l.log.Handler(), slog.LevelDebug),
+	}
+	return h, nil
+}
+
+func (h *httpListener) start() {
+	go h.srv.Serve(h.ln)
+}

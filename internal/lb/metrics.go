@@ -1,0 +1,107 @@
+package lb
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/vipstack/vipstack/internal/healthcheck"
+)
+
+// collector exposes the LB's counters to Prometheus. It reads them at
+// scrape time, so the forwarding path does no metrics work beyond its
+// atomic counters.
+type collector struct {
+	l *LB
+	d descs
+}
+
+type descs struct {
+	healthy, idleCloses                                          *prometheus.Desc
+	srvUp, srvCur, srvTot, srvIn, srvOut, srvChecks, srvRetries  *prometheus.Desc
+	srvConnErr, srvDowns, srvWeight                              *prometheus.Desc
+	feCur, feTot, feIn, feOut, feQueue, feQueueDrops, feNoServer *prometheus.Desc
+	beUp                                                         *prometheus.Desc
+}
+
+func newCollector(l *LB) collector {
+	sl := []string{"backend", "server"}
+	fl := []string{"frontend"}
+	n := prometheus.NewDesc
+	return collector{l: l, d: descs{
+		healthy:      n("vipstack_lb_healthy", "1 while at least one server of any backend is UP (the monitor URI answers 200), else 0.", nil, nil),
+		idleCloses:   n("vipstack_lb_idle_timeouts_total", "Connections closed by the client, server or tunnel idle timeout.", nil, nil),
+		srvUp:        n("vipstack_lb_server_up", "1 if the server is UP, 0 if DOWN.", sl, nil),
+		srvWeight:    n("vipstack_lb_server_weight", "The server's configured weight.", sl, nil),
+		srvCur:       n("vipstack_lb_server_current_sessions", "Connections to the server now open (or being opened).", sl, nil),
+		srvTot:       n("vipstack_lb_server_sessions_total", "Connections established to the server.", sl, nil),
+		srvIn:        n("vipstack_lb_server_bytes_in_total", "Bytes relayed from clients to the server.", sl, nil),
+		srvOut:       n("vipstack_lb_server_bytes_out_total", "Bytes relayed from the server to clients.", sl, nil),
+		srvChecks:    n("vipstack_lb_server_check_results_total", "Health check results by haproxy check status (L7OK, L4CON, ...).", append(sl, "result"), nil),
+		srvConnErr:   n("vipstack_lb_server_connect_errors_total", "Failed connection attempts to the server.", sl, nil),
+		srvRetries:   n("vipstack_lb_server_connect_retries_total", "Failed connection attempts to the server that were retried (on another server when one is UP).", sl, nil),
+		srvDowns:     n("vipstack_lb_server_downs_total", "UP to DOWN transitions of the server.", sl, nil),
+		beUp:         n("vipstack_lb_backend_up_servers", "UP servers in the backend.", []string{"backend"}, nil),
+		feCur:        n("vipstack_lb_frontend_current_connections", "Client connections admitted and open.", fl, nil),
+		feTot:        n("vipstack_lb_frontend_connections_total", "Client connections accepted.", fl, nil),
+		feIn:         n("vipstack_lb_frontend_bytes_in_total", "Bytes received from clients and relayed.", fl, nil),
+		feOut:        n("vipstack_lb_frontend_bytes_out_total", "Bytes relayed to clients.", fl, nil),
+		feQueue:      n("vipstack_lb_frontend_queue_length", "Clients waiting for a slot (the frontend is at maxconn).", fl, nil),
+		feQueueDrops: n("vipstack_lb_frontend_queue_timeouts_total", "Clients closed after waiting `timeout queue` for a slot.", fl, nil),
+		feNoServer:   n("vipstack_lb_frontend_no_server_total", "Clients closed because no server was UP or every connection attempt failed.", fl, nil),
+	}}
+}
+
+func (c collector) Describe(ch chan<- *prometheus.Desc) {
+	d := c.d
+	for _, x := range []*prometheus.Desc{d.healthy, d.idleCloses, d.srvUp, d.srvWeight, d.srvCur, d.srvTot, d.srvIn, d.srvOut, d.srvChecks,
+		d.srvConnErr, d.srvRetries, d.srvDowns, d.beUp, d.feCur, d.feTot, d.feIn, d.feOut, d.feQueue, d.feQueueDrops, d.feNoServer} {
+		ch <- x
+	}
+}
+
+func (c collector) Collect(ch chan<- prometheus.Metric) {
+	d := c.d
+	snap := c.l.Snapshot()
+	g := func(desc *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, v, labels...)
+	}
+	ctr := func(desc *prometheus.Desc, v uint64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(desc, prometheus.CounterValue, float64(v), labels...)
+	}
+	g(d.healthy, b2f(snap.Healthy))
+	ctr(d.idleCloses, c.l.idleCloses.Load())
+	for _, f := range snap.Frontends {
+		g(d.feCur, float64(f.Sessions), f.Name)
+		ctr(d.feTot, f.TotalSessions, f.Name)
+		ctr(d.feIn, f.BytesIn, f.Name)
+		ctr(d.feOut, f.BytesOut, f.Name)
+		g(d.feQueue, float64(f.Queued), f.Name)
+		ctr(d.feQueueDrops, f.QueueTimeouts, f.Name)
+		ctr(d.feNoServer, f.NoServer, f.Name)
+	}
+	for _, b := range snap.Backends {
+		g(d.beUp, float64(b.UpServers), b.Name)
+		for _, s := range b.Servers {
+			g(d.srvUp, b2f(s.Up), b.Name, s.Name)
+			g(d.srvWeight, float64(s.Weight), b.Name, s.Name)
+			g(d.srvCur, float64(s.Sessions), b.Name, s.Name)
+			ctr(d.srvTot, s.TotalSessions, b.Name, s.Name)
+			ctr(d.srvIn, s.BytesIn, b.Name, s.Name)
+			ctr(d.srvOut, s.BytesOut, b.Name, s.Name)
+			ctr(d.srvConnErr, s.ConnectErrors, b.Name, s.Name)
+			ctr(d.srvRetries, s.Retries, b.Name, s.Name)
+			ctr(d.srvDowns, s.Downs, b.Name, s.Name)
+			if s.Check {
+				for _, st := range healthcheck.Statuses() {
+					ctr(d.srvChecks, s.CheckResults[st], b.Name, s.Name, st)
+				}
+			}
+		}
+	}
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}

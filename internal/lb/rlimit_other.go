@@ -1,0 +1,10 @@
+//go:build !linux
+
+package lb
+
+import "errors"
+
+// RaiseFileLimit is only implemented on Linux.
+func RaiseFileLimit() (soft, hard uint64, err error) {
+	return 0, 0, errors.New("raising the open file limit is only supported on Linux")
+}

@@ -1,0 +1,226 @@
+package lb
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/vipstack/vipstack/internal/healthcheck"
+	"github.com/vipstack/vipstack/internal/lbconfig"
+)
+
+// checkConf is everything a server's health check depends on; a server
+// whose checkConf changes on reload gets a new checker that starts in the
+// old one's state.
+type checkConf struct {
+	enabled      bool
+	ssl, verify  bool
+	inter        time.Duration
+	rise, fall   int
+	http         lbconfig.HTTPCheck
+	logHealthChk bool
+}
+
+func checkConfOf(b lbconfig.Backend, s lbconfig.Server) checkConf {
+	if !s.Check {
+		return checkConf{}
+	}
+	return checkConf{enabled: true, ssl: s.CheckSSL, verify: s.Verify, inter: s.Inter, rise: s.Rise, fall: s.Fall, http: b.Check, logHealthChk: b.LogHealthChecks}
+}
+
+// statusIndex maps a check status to its slot in server.results.
+func statusIndex(status string) int {
+	for i, s := range healthcheck.Statuses() {
+		if s == status {
+			return i
+		}
+	}
+	return -1
+}
+
+var nStatuses = len(healthcheck.Statuses())
+
+// server is one backend server. Its counters outlive reloads while its
+// backend, name and address stay.
+type server struct {
+	lb       *LB
+	backend  string
+	name     string
+	addr     netip.AddrPort
+	addrText string // addr as the dialer takes it
+
+	up atomic.Bool
+
+	cur, smax                          atomic.Int64
+	tot, lbtot, bin, bout, econ, wretr atomic.Uint64
+	results                            []atomic.Uint64 // by statusIndex
+
+	mu         sync.Mutex // guards the fields below
+	check      checkConf
+	checker    *healthcheck.Checker
+	stopCheck  context.CancelFunc
+	checkDone  chan struct{}
+	since      time.Time     // last UP/DOWN change, or creation
+	downSince  time.Time     // when it went DOWN; zero while UP
+	downtime   time.Duration // total time DOWN before downSince
+	lastStatus string        // last check status, for log-health-checks
+}
+
+func (l *LB) newServer(backend string, s lbconfig.Server) *server {
+	srv := &server{lb: l, backend: backend, name: s.Name, addr: s.Addr, addrText: s.Addr.String(), results: make([]atomic.Uint64, nStatuses), since: l.clk.Now()}
+	srv.up.Store(true)
+	return srv
+}
+
+func (s *server) id() string { return s.backend + "/" + s.name }
+
+// startCheck (re)starts the server's health check for conf; the new
+// checker starts DOWN when the server is DOWN now. It must be called
+// with s.mu not held.
+func (s *server) startCheck(conf checkConf) {
+	s.stop()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.check = conf
+	if !conf.enabled {
+		if !s.up.Load() {
+			s.setUpLocked(true)
+		}
+		return
+	}
+	tlsConf := healthcheckTLS(conf, s.addr)
+	var prober healthcheck.Prober = healthcheck.TCP{Addr: s.addr, TLS: tlsConf}
+	if conf.http.Method != "" || conf.http.URI != "" {
+		prober = healthcheck.HTTP{Addr: s.addr, Method: conf.http.Method, URI: conf.http.URI, Version: conf.http.Version, TLS: tlsConf}
+	}
+	spec := healthcheck.Spec{Name: s.id(), Inter: conf.inter, Rise: conf.rise, Fall: conf.fall, StartDown: !s.up.Load()}
+	c := healthcheck.New(spec, prober, healthcheck.Options{
+		Clock:    s.lb.clk,
+		OnChange: s.onChange,
+		OnResult: s.onResult,
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	s.checker, s.stopCheck, s.checkDone = c, cancel, done
+	go func() {
+		defer close(done)
+		c.Run(ctx)
+	}()
+}
+
+// healthcheckTLS is the TLS client configuration for `check-ssl`, nil
+// without it.
+func healthcheckTLS(conf checkConf, addr netip.AddrPort) *tls.Config {
+	if !conf.ssl {
+		return nil
+	}
+	return healthcheck.TLSConfig(conf.verify, addr)
+}
+
+// stop ends the server's health check and waits for it.
+func (s *server) stop() {
+	s.mu.Lock()
+	cancel, done := s.stopCheck, s.checkDone
+	s.checker, s.stopCheck, s.checkDone = nil, nil, nil
+	s.mu.Unlock()
+	if cancel != nil {
+		cancel()
+		<-done
+	}
+}
+
+// onChange applies a checker's verdict: the next connection sees it.
+func (s *server) onChange(st healthcheck.State) {
+	s.mu.Lock()
+	s.setUpLocked(st.Up)
+	s.mu.Unlock()
+	l := s.lb
+	r := st.Last
+	state := "DOWN"
+	if st.Up {
+		state = "UP"
+	}
+	msg := fmt.Sprintf("Server %s is %s, reason: %s", s.id(), state, healthcheck.Description(r.Status))
+	args := []any{"backend", s.backend, "server", s.name, "addr", s.addr.String(), "state", state, "check_status", r.Status, "check_duration", r.Duration}
+	if r.Code != 0 {
+		args = append(args, "code", r.Code)
+	}
+	if r.Info != "" {
+		args = append(args, "info", r.Info)
+	}
+	args = append(args, "servers_up", l.upServers(s.backend))
+	if st.Up {
+		l.log.Info(msg, args...)
+	} else {
+		l.log.Warn(msg, args...)
+	}
+	l.recomputeHealth()
+}
+
+func (s *server) setUpLocked(up bool) {
+	now := s.lb.clk.Now()
+	if s.up.Load() == up {
+		return
+	}
+	s.up.Store(up)
+	s.since = now
+	if up {
+		s.downtime += now.Sub(s.downSince)
+		s.downSince = time.Time{}
+	} else {
+		s.downSince = now
+	}
+}
+
+// onResult counts a check result and, with `option log-health-checks`,
+// logs each change of the check status as haproxy does.
+func (s *server) onResult(r healthcheck.Result, st healthcheck.State) {
+	if i := statusIndex(r.Status); i >= 0 {
+		s.results[i].Add(1)
+	}
+	s.mu.Lock()
+	prev := s.lastStatus
+	s.lastStatus = r.Status
+	logIt := s.check.logHealthChk && prev != r.Status
+	s.mu.Unlock()
+	if !logIt {
+		return
+	}
+	verdict := "failed"
+	if r.OK {
+		verdict = "succeeded"
+	}
+	args := []any{"backend", s.backend, "server", s.name, "check_status", r.Status, "check_duration", r.Duration, "status", st.String()}
+	if r.Code != 0 {
+		args = append(args, "code", r.Code)
+	}
+	if r.Info != "" {
+		args = append(args, "info", r.Info)
+	}
+	s.lb.log.Info(fmt.Sprintf("Health check for server %s %s, reason: %s", s.id(), verdict, healthcheck.Description(r.Status)), args...)
+}
+
+// serverView is a consistent read of a server's check state.
+type serverView struct {
+	check     checkConf
+	state     healthcheck.State
+	hasState  bool
+	since     time.Time
+	downtime  time.Duration
+	downSince time.Time
+}
+
+func (s *server) view() serverView {
+	s.mu.Lock()
+	v := serverView{check: s.check, since: s.since, downtime: s.downtime, downSince: s.downSince}
+	c := s.checker
+	s.mu.Unlock()
+	if c != nil {
+		v.state, v.hasState = c.State(), true
+	}
+	return v
+}

@@ -1,0 +1,178 @@
+package lb
+
+import (
+	"crypto/subtle"
+	"encoding/json"
+	"fmt"
+	"html"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/vipstack/vipstack/internal/lbconfig"
+)
+
+// site is what an HTTP listener serves: a monitor URI or a stats page.
+type site struct {
+	lb      *LB
+	monitor *lbconfig.Monitor
+	stats   *lbconfig.Stats
+}
+
+// haproxy's own bodies, so that scripts matching on them keep working.
+const (
+	body200 = "<html><body><h1>200 OK</h1>\nService ready.\n</body></html>\n"
+	body503 = "<html><body><h1>503 Service Unavailable</h1>\nNo server is available to handle this request.\n</body></html>\n"
+	body401 = "<html><body><h1>401 Unauthorized</h1>\nYou need a valid user and password to access this content.\n</body></html>\n"
+)
+
+func (h *httpListener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s := h.site.Load()
+	switch {
+	case s.monitor != nil:
+		s.serveMonitor(w, r)
+	case s.stats != nil:
+		s.serveStats(w, r)
+	default:
+		writeHTML(w, http.StatusServiceUnavailable, body503)
+	}
+}
+
+func writeHTML(w http.ResponseWriter, code int, body string) {
+	w.Header().Set("Content-Type", "text/html")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(code)
+	w.Write([]byte(body))
+}
+
+// serveMonitor answers 200 at the monitor URI while a server is UP, and
+// 503 otherwise. Other URIs get 503: the section has no servers.
+func (s *site) serveMonitor(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == s.monitor.URI && s.lb.Healthy() {
+		writeHTML(w, http.StatusOK, body200)
+		return
+	}
+	writeHTML(w, http.StatusServiceUnavailable, body503)
+}
+
+func (s *site) authorized(r *http.Request) bool {
+	users := s.stats.Users
+	if len(users) == 0 {
+		return true
+	}
+	user, pass, ok := r.BasicAuth()
+	if !ok {
+		return false
+	}
+	found := 0
+	for _, u := range users {
+		// Compare every entry in full: no early exit that times a guess.
+		found |= subtle.ConstantTimeCompare([]byte(user), []byte(u.User)) & subtle.ConstantTimeCompare([]byte(pass), []byte(u.Pass))
+	}
+	return found == 1
+}
+
+// serveStats serves the stats page under its URI: HTML, or CSV with
+// ";csv", or JSON with ";json" or Accept: application/json.
+func (s *site) serveStats(w http.ResponseWriter, r *http.Request) {
+	uri := s.stats.URI
+	if uri == "" {
+		uri = "/haproxy?stats" // haproxy's default
+	}
+	path, query, _ := strings.Cut(uri, "?")
+	if !strings.HasPrefix(r.URL.Path, path) || (query != "" && !strings.HasPrefix(r.URL.RawQuery, query)) {
+		writeHTML(w, http.StatusServiceUnavailable, body503)
+		return
+	}
+	if !s.authorized(r) {
+		w.Header().Set("WWW-Authenticate", `Basic realm="HAProxy Statistics"`)
+		writeHTML(w, http.StatusUnauthorized, body401)
+		return
+	}
+	opts := r.URL.Path[len(path):] + ";" + r.URL.RawQuery
+	snap := s.lb.Snapshot()
+	w.Header().Set("Cache-Control", "no-cache")
+	switch {
+	case strings.Contains(opts, ";csv"):
+		w.Header().Set("Content-Type", "text/plain")
+		w.Write([]byte(snap.CSV()))
+	case strings.Contains(opts, ";json") || strings.Contains(r.Header.Get("Accept"), "application/json"):
+		w.Header().Set("Content-Type", "application/json")
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		enc.Encode(snap)
+	default:
+		w.Header().Set("Content-Type", "text/html")
+		w.Write([]byte(s.html(snap)))
+	}
+}
+
+// html renders the page for people.
+func (s *site) html(snap Snapshot) string {
+	var b strings.Builder
+	b.WriteString("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>Statistics Report</title>\n")
+	if s.stats.Refresh > 0 {
+		fmt.Fprintf(&b, "<meta http-equiv=\"refresh\" content=\"%d\">\n", int(s.stats.Refresh.Seconds()))
+	}
+	b.WriteString(`<style>body{font-family:sans-serif;font-size:13px}table{border-collapse:collapse;margin-bottom:1.5em}` +
+		`th,td{border:1px solid #999;padding:2px 6px;text-align:right}th{background:#ddd}td.n{text-align:left}` +
+		`tr.up td{background:#cfc}tr.down td{background:#fcc}tr.going td{background:#ffc}</style></head><body>` + "\n")
+	b.WriteString("<h1>vipstack load balancer statistics</h1>\n")
+	if !s.stats.HideVersion && s.lb.opts.Version != "" {
+		fmt.Fprintf(&b, "<p>vipstack %s</p>\n", html.EscapeString(s.lb.opts.Version))
+	}
+	state := "healthy: at least one server is UP"
+	if !snap.Healthy {
+		state = "unhealthy: no server is UP"
+	}
+	fmt.Fprintf(&b, "<p>%s</p>\n", state)
+
+	esc := html.EscapeString
+	itoa := func(v int64) string { return strconv.FormatInt(v, 10) }
+	utoa := func(v uint64) string { return strconv.FormatUint(v, 10) }
+	cells := func(class string, vals ...string) {
+		fmt.Fprintf(&b, "<tr class=%q><td class=\"n\">%s</td>", class, esc(vals[0]))
+		for _, v := range vals[1:] {
+			fmt.Fprintf(&b, "<td>%s</td>", esc(v))
+		}
+		b.WriteString("</tr>\n")
+	}
+	for _, f := range snap.Frontends {
+		fmt.Fprintf(&b, "<h2>frontend %s</h2>\n<table><tr><th>binds</th><th>backend</th><th>cur</th><th>max</th><th>limit</th><th>total</th><th>queued</th><th>queue timeouts</th><th>no server</th><th>bytes in</th><th>bytes out</th></tr>\n", esc(f.Name))
+		limit := "-"
+		if f.SessionLimit > 0 {
+			limit = strconv.Itoa(f.SessionLimit)
+		}
+		cells("", strings.Join(f.Binds, " "), f.Backend, itoa(f.Sessions), itoa(f.MaxSessions), limit, utoa(f.TotalSessions),
+			itoa(f.Queued), utoa(f.QueueTimeouts), utoa(f.NoServer), utoa(f.BytesIn), utoa(f.BytesOut))
+		b.WriteString("</table>\n")
+	}
+	for _, bk := range snap.Backends {
+		fmt.Fprintf(&b, "<h2>backend %s (%s, %s, %d up)</h2>\n", esc(bk.Name), esc(bk.Balance), esc(bk.Status), bk.UpServers)
+		b.WriteString("<table><tr><th>server</th><th>address</th><th>status</th><th>last check</th><th>weight</th><th>cur</th><th>max</th>" +
+			"<th>total</th><th>selected</th><th>conn errors</th><th>retries</th><th>checks failed</th><th>downs</th><th>last change (s)</th>" +
+			"<th>downtime (s)</th><th>bytes in</th><th>bytes out</th></tr>\n")
+		for _, s := range bk.Servers {
+			class := "down"
+			switch {
+			case s.Up && (s.Status == "UP" || s.Status == "no check"):
+				class = "up"
+			case s.Up || strings.HasPrefix(s.Status, "DOWN "):
+				class = "going"
+			}
+			check := s.CheckStatus
+			if s.CheckCode != 0 {
+				check += " " + strconv.Itoa(s.CheckCode)
+			}
+			if s.CheckInfo != "" {
+				check += " (" + s.CheckInfo + ")"
+			}
+			cells(class, s.Name, s.Addr, s.Status, check, strconv.Itoa(s.Weight), itoa(s.Sessions), itoa(s.MaxSessions),
+				utoa(s.TotalSessions), utoa(s.Selected), utoa(s.ConnectErrors), utoa(s.Retries), utoa(s.ChecksFailed), utoa(s.Downs),
+				itoa(s.LastChangeSeconds), itoa(s.DowntimeSeconds), utoa(s.BytesIn), utoa(s.BytesOut))
+		}
+		b.WriteString("</table>\n")
+	}
+	b.WriteString("</body></html>\n")
+	return b.String()
+}

@@ -1,0 +1,254 @@
+package lb
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/vipstack/vipstack/internal/lbconfig"
+)
+
+// webConfig adds the seed's monitor and stats sections to a TCP config.
+func webConfig(cfg *lbconfig.Config) *lbconfig.Config {
+	cfg.Monitors = []lbconfig.Monitor{{Name: "health_check_http_url", Binds: []lbconfig.Bind{loopbackBind()}, URI: "/haproxy_ready"}}
+	cfg.Stats = []lbconfig.Stats{{Name: "stats", Binds: []lbconfig.Bind{loopbackBind()}, URI: "/haproxy_stats", Refresh: 30 * time.Second,
+		HideVersion: true, Users: []lbconfig.UserPass{{User: "Username", Pass: "Password"}}}}
+	return cfg
+}
+
+type answer struct {
+	Code        int
+	Body        string
+	ContentType string
+	Auth        string
+}
+
+func get(t *testing.T, url string, header http.Header, user, pass string) answer {
+	t.Helper()
+	req, err := http.NewRequest("GET", url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	if user != "" {
+		req.SetBasicAuth(user, pass)
+	}
+	resp, err := (&http.Client{Timeout: bound}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return answer{Code: resp.StatusCode, Body: string(b), ContentType: resp.Header.Get("Content-Type"), Auth: resp.Header.Get("WWW-Authenticate")}
+}
+
+func TestMonitor(t *testing.T) {
+	a := startBackend(t, "a")
+	dead := startBackend(t, "dead")
+	dead.stop()
+	var mu sync.Mutex
+	var health []bool
+	l, err := New(Options{Clock: fakeClock(), OnHealthy: func(h bool) { mu.Lock(); health = append(health, h); mu.Unlock() }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Shutdown(canceled()) })
+	if err := l.Apply(webConfig(tcpConfig(lbconfig.RoundRobin, srv("a", a)))); err != nil {
+		t.Fatal(err)
+	}
+	base := "http://" + l.Addrs("health_check_http_url")[0].String()
+
+	if diff := cmp.Diff(answer{Code: 200, Body: body200, ContentType: "text/html"}, get(t, base+"/haproxy_ready", nil, "", "")); diff != "" {
+		t.Errorf("monitor with a server UP (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(answer{Code: 503, Body: body503, ContentType: "text/html"}, get(t, base+"/other", nil, "", "")); diff != "" {
+		t.Errorf("another URI (-want +got):\n%s", diff)
+	}
+
+	// Reload with only a checked server whose port is closed: its first
+	// check fails and the monitor turns 503.
+	down := webConfig(tcpConfig(lbconfig.RoundRobin, lbconfig.Server{Name: "dead", Addr: dead.addr, Weight: 1, Check: true, Inter: time.Second, Rise: 2, Fall: 3}))
+	if err := l.Apply(down); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the monitor to turn 503", func() bool { return get(t, base+"/haproxy_ready", nil, "", "").Code == 503 })
+	if l.Healthy() {
+		t.Error("Healthy() with no server UP")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if diff := cmp.Diff([]bool{true, false}, health); diff != "" {
+		t.Errorf("OnHealthy calls (-want +got):\n%s", diff)
+	}
+}
+
+func TestStats(t *testing.T) {
+	a, b := startBackend(t, "a"), startBackend(t, "b")
+	reg := prometheus.NewRegistry()
+	l, err := New(Options{Clock: fakeClock(), Registry: reg, Version: "v9.9.9"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Shutdown(canceled()) })
+	cfg := webConfig(tcpConfig(lbconfig.RoundRobin, srv("a", a), srv("b", b)))
+	cfg.MaxConn = 100
+	if err := l.Apply(cfg); err != nil {
+		t.Fatal(err)
+	}
+	cl := dial(t, l, "fe")
+	cl.greeting(t)
+	cl.echo(t, "0123456789")
+	cl.CloseWrite()
+	cl.closed(t)
+	eventually(t, "the session to end", func() bool { return l.serverStats(t, "be", "a").Sessions == 0 })
+
+	base := "http://" + l.Addrs("stats")[0].String() + "/haproxy_stats"
+	unauth := answer{Code: 401, Body: body401, ContentType: "text/html", Auth: `Basic realm="HAProxy Statistics"`}
+	if diff := cmp.Diff(unauth, get(t, base, nil, "", "")); diff != "" {
+		t.Errorf("without credentials (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(unauth, get(t, base+";csv", nil, "Username", "wrong")); diff != "" {
+		t.Errorf("with a wrong password (-want +got):\n%s", diff)
+	}
+
+	page := get(t, base, nil, "Username", "Password")
+	if page.Code != 200 || page.ContentType != "text/html" || !strings.Contains(page.Body, "<h2>backend be (roundrobin, UP, 2 up)</h2>") ||
+		!strings.Contains(page.Body, `<meta http-equiv="refresh" content="30">`) || strings.Contains(page.Body, "v9.9.9") {
+		t.Errorf("HTML page: %d %s\n%s", page.Code, page.ContentType, page.Body)
+	}
+
+	for _, u := range []string{base + ";csv", base + "?stats;csv"} {
+		c := get(t, u, nil, "Username", "Password")
+		if c.Code != 200 || c.ContentType != "text/plain" {
+			t.Fatalf("%s: %d %s", u, c.Code, c.ContentType)
+		}
+		header, _, _ := strings.Cut(c.Body, "\n")
+		if diff := cmp.Diff(strings.TrimSuffix(csvHeader, "\n"), header); diff != "" {
+			t.Errorf("CSV header (-want +got):\n%s", diff)
+		}
+		r := csv.NewReader(strings.NewReader(c.Body))
+		r.Comment = '#'
+		rows, err := r.ReadAll()
+		if err != nil {
+			t.Fatalf("CSV: %v", err)
+		}
+		var got [][]string
+		for _, row := range rows {
+			if len(row) != nColumns+1 { // the trailing comma
+				t.Fatalf("row has %d fields, want %d: %q", len(row), nColumns+1, row)
+			}
+			got = append(got, []string{row[colPxname], row[colSvname], row[colScur], row[colSlim], row[colStot], row[colBin], row[colBout],
+				row[colStatus], row[colWeight], row[colAct], row[colType], row[colLbtot]})
+		}
+		want := [][]string{
+			{"fe", "FRONTEND", "0", "100", "1", "11", "13", "OPEN", "", "", "0", ""},
+			{"be", "a", "0", "", "1", "11", "13", "no check", "1", "1", "2", "1"},
+			{"be", "b", "0", "", "0", "0", "0", "no check", "1", "1", "2", "0"},
+			{"be", "BACKEND", "0", "", "1", "11", "13", "UP", "2", "2", "1", "1"},
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s rows: pxname svname scur slim stot bin bout status weight act type lbtot (-want +got):\n%s", u, diff)
+		}
+	}
+
+	for _, tc := range []struct {
+		url    string
+		header http.Header
+	}{
+		{url: base + ";json"},
+		{url: base, header: http.Header{"Accept": {"application/json"}}},
+	} {
+		j := get(t, tc.url, tc.header, "Username", "Password")
+		if j.Code != 200 || j.ContentType != "application/json" {
+			t.Fatalf("%s: %d %s", tc.url, j.Code, j.ContentType)
+		}
+		var snap Snapshot
+		if err := json.Unmarshal([]byte(j.Body), &snap); err != nil {
+			t.Fatalf("JSON: %v\n%s", err, j.Body)
+		}
+		if !snap.Healthy || len(snap.Backends) != 1 || len(snap.Backends[0].Servers) != 2 || snap.Backends[0].Servers[0].BytesIn != 11 ||
+			snap.Frontends[0].Binds[0] != l.Addrs("fe")[0].String() {
+			t.Errorf("JSON snapshot: %+v", snap)
+		}
+	}
+
+	// Prometheus.
+	want := map[string]float64{
+		`vipstack_lb_server_bytes_in_total{backend="be",server="a"}`:        11,
+		`vipstack_lb_server_bytes_in_total{backend="be",server="b"}`:        0,
+		`vipstack_lb_server_bytes_out_total{backend="be",server="a"}`:       13,
+		`vipstack_lb_server_up{backend="be",server="a"}`:                    1,
+		`vipstack_lb_server_sessions_total{backend="be",server="a"}`:        1,
+		`vipstack_lb_server_current_sessions{backend="be",server="a"}`:      0,
+		`vipstack_lb_frontend_connections_total{frontend="fe"}`:             1,
+		`vipstack_lb_frontend_current_connections{frontend="fe"}`:           0,
+		`vipstack_lb_frontend_queue_length{frontend="fe"}`:                  0,
+		`vipstack_lb_server_connect_retries_total{backend="be",server="a"}`: 0,
+		`vipstack_lb_healthy`: 1,
+	}
+	got := gather(t, reg)
+	for k, v := range want {
+		if g, ok := got[k]; !ok || g != v {
+			t.Errorf("metric %s = %v (present %v), want %v", k, g, ok, v)
+		}
+	}
+}
+
+// gather flattens a registry into "name{labels}" -> value.
+func gather(t *testing.T, reg *prometheus.Registry) map[string]float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			var labels []string
+			for _, lp := range m.GetLabel() {
+				labels = append(labels, lp.GetName()+"="+strconv.Quote(lp.GetValue()))
+			}
+			k := mf.GetName()
+			if len(labels) > 0 {
+				k += "{" + strings.Join(labels, ",") + "}"
+			}
+			v := m.GetGauge().GetValue()
+			if m.GetCounter() != nil {
+				v = m.GetCounter().GetValue()
+			}
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// TestCheckMetrics: check results are counted by haproxy status.
+func TestCheckMetrics(t *testing.T) {
+	dead := startBackend(t, "dead")
+	dead.stop()
+	reg := prometheus.NewRegistry()
+	l, err := New(Options{Clock: fakeClock(), Registry: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Shutdown(canceled()) })
+	if err := l.Apply(tcpConfig(lbconfig.RoundRobin, lbconfig.Server{Name: "d", Addr: dead.addr, Weight: 1, Check: true})); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the first check", func() bool { return checksDone(l.serverStats(t, "be", "d")) == 1 })
+	k := `vipstack_lb_server_check_results_total{backend="be",result="L4CON",server="d"}`
+	if got := gather(t, reg)[k]; got != 1 {
+		t.Errorf("%s = %v, want 1", k, got)
+	}
+}

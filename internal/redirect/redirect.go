@@ -1,0 +1,108 @@
+package redirect
+
+import (
+	"fmt"
+	"net/netip"
+	"strings"
+)
+
+// Redirect sends TCP traffic for VIP:port to a local port (the LB frontend),
+// for remote clients (prerouting) and local ones (output), with an nftables
+// table of its own. The zero value is not usable; call New.
+type Redirect struct {
+	vip    netip.AddrPort
+	toPort uint16
+}
+
+// New returns a redirect of TCP traffic for vip (address and port, IPv4 or
+// IPv6) to toPort on the node. Nothing is installed until Enable; a bad
+// address or port is reported by every method.
+func New(vip netip.AddrPort, toPort uint16) *Redirect {
+	return &Redirect{vip: vip, toPort: toPort}
+}
+
+// VIP returns the address and port the redirect captures.
+func (r *Redirect) VIP() netip.AddrPort { return r.vip }
+
+// ToPort returns the local port traffic is sent to.
+func (r *Redirect) ToPort() uint16 { return r.toPort }
+
+// Table returns the name of the nftables table (family inet) the redirect
+// owns.
+func (r *Redirect) Table() string { return TableName(r.vip) }
+
+// Ruleset returns the redirect's table as `nft list table` prints it.
+func (r *Redirect) Ruleset() string { return Render(r.vip, r.toPort) }
+
+// TableName returns the name of the inet table that redirects vip:
+// "vipstack_redirect_" followed by the address and port with every '.' and
+// ':' turned into '_' (nft names allow letters, digits and '_').
+func TableName(vip netip.AddrPort) string {
+	a := strings.NewReplacer(".", "_", ":", "_").Replace(vip.Addr().String())
+	return fmt.Sprintf("vipstack_redirect_%s_%d", a, vip.Port())
+}
+
+// Render returns the nftables ruleset a redirect of vip to toPort installs,
+// in the form `nft list table inet NAME` prints it (nft 1.0), ending with a
+// newline. The output chain has no named priority in nft ("dstnat" is only
+// defined for prerouting), so it shows the number, -100.
+func Render(vip netip.AddrPort, toPort uint16) string {
+	match := fmt.Sprintf("%s daddr %s tcp dport %d redirect to :%d", l3Keyword(vip.Addr()), vip.Addr(), vip.Port(), toPort)
+	var b strings.Builder
+	fmt.Fprintf(&b, "table inet %s {\n", TableName(vip))
+	for i, c := range baseChains() {
+		if i > 0 {
+			b.WriteString("\n")
+		}
+		fmt.Fprintf(&b, "\tchain %s {\n", c.name)
+		fmt.Fprintf(&b, "\t\ttype nat hook %s priority %s; policy accept;\n", c.name, c.priorityText)
+		fmt.Fprintf(&b, "\t\t%s\n", match)
+		b.WriteString("\t}\n")
+	}
+	b.WriteString("}\n")
+	return b.String()
+}
+
+// chain is one base chain of the table: the hook is named like the chain.
+type chain struct {
+	name         string // "prerouting" or "output", also the hook
+	priorityText string // as nft lists it
+}
+
+// baseChains returns the table's chains in the order nft lists them. Both
+// sit at the destination NAT priority (-100): prerouting catches clients on
+// other hosts, output the node's own clients.
+func baseChains() [2]chain {
+	return [2]chain{
+		{name: "prerouting", priorityText: "dstnat"},
+		{name: "output", priorityText: "-100"},
+	}
+}
+
+func l3Keyword(a netip.Addr) string {
+	if a.Is4() {
+		return "ip"
+	}
+	return "ip6"
+}
+
+// validate reports what is wrong with the redirect's addresses, naming the
+// field, the bad value and what is accepted.
+func (r *Redirect) validate() error {
+	a := r.vip.Addr()
+	switch {
+	case !a.IsValid():
+		return fmt.Errorf("VIP %q: not an address: want an IPv4 or IPv6 address and port such as 198.18.0.5:6443 or [fd00::5]:6443", r.vip)
+	case a.Is4In6():
+		return fmt.Errorf("VIP %s: IPv4-mapped IPv6 address never matches on the wire: use %s", r.vip, a.Unmap())
+	case a.Zone() != "":
+		return fmt.Errorf("VIP %s: an address with a zone is not accepted: want a global or unique local address", r.vip)
+	case a.IsUnspecified() || a.IsLoopback() || a.IsMulticast() || a.IsLinkLocalUnicast():
+		return fmt.Errorf("VIP %s: want a unicast address a node can hold (not unspecified, loopback, multicast or link-local)", r.vip)
+	case r.vip.Port() == 0:
+		return fmt.Errorf("VIP %s: port 0: want a port 1..65535", r.vip)
+	case r.toPort == 0:
+		return fmt.Errorf("redirect of %s to port 0: want a frontend port 1..65535", r.vip)
+	}
+	return nil
+}
