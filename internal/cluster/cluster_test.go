@@ -160,3 +160,19 @@ func TestPlans(t *testing.T) {
 		t.Fatalf("unknown node: %v", err)
 	}
 }
+
+func TestLBConfig(t *testing.T) {
+	c, err := Load("testdata/cluster.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lb, err := c.LBConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(lb.Backends) != 1 || len(lb.Backends[0].Servers) != 3 || lb.Frontends[0].Binds[0].Addr.Port() != 9445 ||
+		lb.Backends[0].Servers[0].Addr != netip.MustParseAddrPort("198.18.0.11:6443") || !lb.Backends[0].Servers[0].CheckSSL ||
+		lb.Monitors[0].URI != "/haproxy_ready" {
+		t.Fatalf("LB config: %+v", lb)
+	}
+}
