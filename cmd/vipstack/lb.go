@@ -24,12 +24,6 @@ import (
 	"github.com/vipstack/vipstack/internal/serve"
 )
 
-// redirector is what `vipstack lb --redirect` needs from package redirect.
-type redirector interface {
-	Enable() error
-	Disable() error
-}
-
 func runLB(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("vipstack lb", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -99,21 +93,23 @@ func runLB(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 
-	var rd *redirectLoop
+	var rd *redirect.Follower
+	var rdPort uint16
 	if vip.IsValid() {
 		port, err := frontendPort(cfg)
 		if err != nil {
 			fmt.Fprintf(stderr, "vipstack lb: --redirect: %v\n", err)
 			return 1
 		}
-		rd = newRedirectLoop(redirect.New(vip, port), port, log.With("redirect", vip.String(), "to_port", port))
-		go rd.run()
+		rd = redirect.NewFollower(redirect.New(vip, port), log.With("redirect", vip.String(), "to_port", port), nil)
+		rdPort = port
+		go rd.Run()
 	}
 
 	reg := prometheus.NewRegistry()
 	opts := lb.Options{Logger: log, Registry: reg, ListenersPerBind: *perBind, Version: version}
 	if rd != nil {
-		opts.OnHealthy = rd.set
+		opts.OnHealthy = rd.Set
 	}
 	l, err := lb.New(opts)
 	if err != nil {
@@ -123,7 +119,7 @@ func runLB(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err := l.Apply(cfg); err != nil {
 		fmt.Fprintf(stderr, "vipstack lb: %v\n", err)
 		if rd != nil {
-			rd.stop()
+			rd.Stop()
 		}
 		return 1
 	}
@@ -180,8 +176,8 @@ func runLB(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 				continue
 			}
 			if rd != nil {
-				if port, err := frontendPort(next); err == nil && port != rd.port() {
-					log.Warn("the first frontend's port changed; the redirect keeps the port it started with until restart", "old", rd.port(), "new", port)
+				if port, err := frontendPort(next); err == nil && port != rdPort {
+					log.Warn("the first frontend's port changed; the redirect keeps the port it started with until restart", "old", rdPort, "new", port)
 				}
 			}
 		}
@@ -230,9 +226,9 @@ func requestReload(ch chan string, why string) {
 
 // shutdownLB takes the redirect down first (clients of the VIP then reach
 // the node's own API server directly), then drains.
-func shutdownLB(l *lb.LB, rd *redirectLoop, drain time.Duration, log *slog.Logger) {
+func shutdownLB(l *lb.LB, rd *redirect.Follower, drain time.Duration, log *slog.Logger) {
 	if rd != nil {
-		rd.stop()
+		rd.Stop()
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), drain)
 	defer cancel()
@@ -273,97 +269,4 @@ func watchFile(ctx context.Context, clk clock.Clock, path string, interval time.
 			changed()
 		}
 	}
-}
-
-// redirectLoop applies the monitor's verdict to the redirect, one change
-// at a time and off the LB's goroutines, retrying failures every second.
-type redirectLoop struct {
-	r       redirector
-	toPort  uint16
-	log     *slog.Logger
-	clk     clock.Clock
-	want    chan bool // latest verdict, capacity 1
-	quit    chan struct{}
-	stopped chan struct{}
-}
-
-func newRedirectLoop(r redirector, toPort uint16, log *slog.Logger) *redirectLoop {
-	return &redirectLoop{r: r, toPort: toPort, log: log, clk: clock.Real{}, want: make(chan bool, 1), quit: make(chan struct{}), stopped: make(chan struct{})}
-}
-
-func (d *redirectLoop) port() uint16 { return d.toPort }
-
-// set records the newest verdict; it never blocks. OnHealthy calls are
-// serialized, so the newest one wins.
-func (d *redirectLoop) set(healthy bool) {
-	select {
-	case <-d.want:
-	default:
-	}
-	d.want <- healthy
-}
-
-func (d *redirectLoop) run() {
-	defer close(d.stopped)
-	var (
-		enabled, known, target bool
-		retry                  clock.Timer
-		retryC                 <-chan time.Time
-	)
-	apply := func() {
-		if known && enabled == target {
-			return
-		}
-		var err error
-		if target {
-			err = d.r.Enable()
-		} else {
-			err = d.r.Disable()
-		}
-		if err != nil {
-			d.log.Error("redirect change failed; retrying in 1s", "enable", target, "err", err)
-			retry = d.clk.NewTimer(time.Second)
-			retryC = retry.C()
-			return
-		}
-		enabled, known = target, true
-		if target {
-			d.log.Info("redirect enabled: a server is UP")
-		} else {
-			d.log.Info("redirect disabled: no server is UP")
-		}
-	}
-	for {
-		select {
-		case target = <-d.want:
-			if retry != nil {
-				retry.Stop()
-				retry, retryC = nil, nil
-			}
-			apply()
-		case <-retryC:
-			retry, retryC = nil, nil
-			apply()
-		case <-d.quit:
-			if retry != nil {
-				retry.Stop()
-			}
-			if err := d.r.Disable(); err != nil {
-				d.log.Error("removing the redirect on exit failed", "err", err)
-			} else if known && enabled {
-				d.log.Info("redirect removed")
-			}
-			return
-		}
-	}
-}
-
-// stop removes the redirect and waits for that.
-func (d *redirectLoop) stop() {
-	select {
-	case <-d.quit:
-	default:
-		close(d.quit)
-	}
-	<-d.stopped
 }

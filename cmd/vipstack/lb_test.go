@@ -4,10 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -16,10 +14,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/google/go-cmp/cmp"
-
-	"github.com/vipstack/vipstack/internal/clock"
 )
 
 // lockedBuffer collects output written from several goroutines.
@@ -233,49 +227,3 @@ backend masters
 }
 
 // fakeRedirect records Enable and Disable calls.
-type fakeRedirect struct {
-	mu    sync.Mutex
-	calls []string
-	fail  int // fail this many calls first
-}
-
-func (f *fakeRedirect) do(name string) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.fail > 0 {
-		f.fail--
-		f.calls = append(f.calls, name+" failed")
-		return errors.New("nft: busy")
-	}
-	f.calls = append(f.calls, name)
-	return nil
-}
-
-func (f *fakeRedirect) Enable() error  { return f.do("enable") }
-func (f *fakeRedirect) Disable() error { return f.do("disable") }
-
-func (f *fakeRedirect) get() []string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]string(nil), f.calls...)
-}
-
-func TestRedirectLoop(t *testing.T) {
-	fr := &fakeRedirect{fail: 1}
-	clk := clock.NewFake(time.Unix(0, 0))
-	d := newRedirectLoop(fr, 9445, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	d.clk = clk
-	go d.run()
-	d.set(true)
-	waitFor(t, "the retry to be armed", func() bool { return clk.Pending() == 1 })
-	clk.Advance(time.Second) // the retry
-	waitFor(t, "the retry", func() bool { return len(fr.get()) == 2 })
-	d.set(true) // no change: nothing to do
-	d.set(false)
-	waitFor(t, "the disable", func() bool { return len(fr.get()) == 3 })
-	d.stop()
-	want := []string{"enable failed", "enable", "disable", "disable"}
-	if diff := cmp.Diff(want, fr.get()); diff != "" {
-		t.Errorf("calls (-want +got):\n%s", diff)
-	}
-}

@@ -1,0 +1,108 @@
+package redirect
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/vipstack/vipstack/internal/clock"
+)
+
+// Toggler is what a Follower drives: a *Redirect, or a fake in tests.
+type Toggler interface {
+	Enable() error
+	Disable() error
+}
+
+// Follower applies the monitor's verdict to the redirect, one change
+// at a time and off the LB's goroutines, retrying failures every second.
+type Follower struct {
+	r       Toggler
+	log     *slog.Logger
+	clk     clock.Clock
+	want    chan bool // latest verdict, capacity 1
+	quit    chan struct{}
+	stopped chan struct{}
+}
+
+// NewFollower returns a Follower for r; nil clk means the real clock.
+func NewFollower(r Toggler, log *slog.Logger, clk clock.Clock) *Follower {
+	if clk == nil {
+		clk = clock.Real{}
+	}
+	return &Follower{r: r, log: log, clk: clk, want: make(chan bool, 1), quit: make(chan struct{}), stopped: make(chan struct{})}
+}
+
+// Set records the newest verdict; it never blocks. OnHealthy calls are
+// serialized, so the newest one wins.
+func (d *Follower) Set(healthy bool) {
+	select {
+	case <-d.want:
+	default:
+	}
+	d.want <- healthy
+}
+
+func (d *Follower) Run() {
+	defer close(d.stopped)
+	var (
+		enabled, known, target bool
+		retry                  clock.Timer
+		retryC                 <-chan time.Time
+	)
+	apply := func() {
+		if known && enabled == target {
+			return
+		}
+		var err error
+		if target {
+			err = d.r.Enable()
+		} else {
+			err = d.r.Disable()
+		}
+		if err != nil {
+			d.log.Error("redirect change failed; retrying in 1s", "enable", target, "err", err)
+			retry = d.clk.NewTimer(time.Second)
+			retryC = retry.C()
+			return
+		}
+		enabled, known = target, true
+		if target {
+			d.log.Info("redirect enabled: a server is UP")
+		} else {
+			d.log.Info("redirect disabled: no server is UP")
+		}
+	}
+	for {
+		select {
+		case target = <-d.want:
+			if retry != nil {
+				retry.Stop()
+				retry, retryC = nil, nil
+			}
+			apply()
+		case <-retryC:
+			retry, retryC = nil, nil
+			apply()
+		case <-d.quit:
+			if retry != nil {
+				retry.Stop()
+			}
+			if err := d.r.Disable(); err != nil {
+				d.log.Error("removing the redirect on exit failed", "err", err)
+			} else if known && enabled {
+				d.log.Info("redirect removed")
+			}
+			return
+		}
+	}
+}
+
+// Stop removes the redirect and waits for that.
+func (d *Follower) Stop() {
+	select {
+	case <-d.quit:
+	default:
+		close(d.quit)
+	}
+	<-d.stopped
+}

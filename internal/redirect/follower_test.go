@@ -1,0 +1,71 @@
+package redirect
+
+import (
+	"errors"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/vipstack/vipstack/internal/clock"
+)
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond) // waiting for the follower's goroutine, not for a timer
+	}
+}
+
+type fakeRedirect struct {
+	mu    sync.Mutex
+	calls []string
+	fail  int // fail this many calls first
+}
+
+func (f *fakeRedirect) do(name string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.fail > 0 {
+		f.fail--
+		f.calls = append(f.calls, name+" failed")
+		return errors.New("nft: busy")
+	}
+	f.calls = append(f.calls, name)
+	return nil
+}
+
+func (f *fakeRedirect) Enable() error  { return f.do("enable") }
+func (f *fakeRedirect) Disable() error { return f.do("disable") }
+
+func (f *fakeRedirect) get() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.calls...)
+}
+
+func TestFollower(t *testing.T) {
+	fr := &fakeRedirect{fail: 1}
+	clk := clock.NewFake(time.Unix(0, 0))
+	d := NewFollower(fr, slog.New(slog.NewTextHandler(io.Discard, nil)), clk)
+	go d.Run()
+	d.Set(true)
+	waitFor(t, "the retry to be armed", func() bool { return clk.Pending() == 1 })
+	clk.Advance(time.Second) // the retry
+	waitFor(t, "the retry", func() bool { return len(fr.get()) == 2 })
+	d.Set(true) // no change: nothing to do
+	d.Set(false)
+	waitFor(t, "the disable", func() bool { return len(fr.get()) == 3 })
+	d.Stop()
+	want := []string{"enable failed", "enable", "disable", "disable"}
+	if diff := cmp.Diff(want, fr.get()); diff != "" {
+		t.Errorf("calls (-want +got):\n%s", diff)
+	}
+}
