@@ -54,7 +54,7 @@ func (e *Engine) apply(cfg *keepalived.Config) error {
 	// Build everything new first, so a failure changes nothing.
 	fresh := map[string]*instance{}
 	for _, ic := range cfg.Instances {
-		if old, ok := e.instances[ic.Name]; ok && sameInstance(old.cfg, ic) {
+		if old, ok := e.instances[ic.Name]; ok && (sameInstance(old.cfg, ic) || onlyPeersDiffer(old.cfg, ic)) {
 			continue
 		}
 		in, err := e.build(ic)
@@ -75,7 +75,14 @@ func (e *Engine) apply(cfg *keepalived.Config) error {
 			delete(e.byKey, old.key())
 			old.close()
 		} else {
-			old.cfg = instanceByName(cfg, name) // same content; take the new positions
+			ic := instanceByName(cfg, name)
+			if !sameInstance(old.cfg, ic) {
+				// Only the unicast peers changed (a node joined or left):
+				// update them in place, keeping state and VIPs.
+				e.log.Info("unicast peers changed; instance keeps its state", "instance", name, "peers", ic.UnicastPeers)
+				old.setPeers(ic.UnicastPeers)
+			}
+			old.cfg = ic // same content otherwise; take the new positions
 		}
 	}
 	e.cfg = cfg
@@ -162,6 +169,26 @@ func sameInstance(a, b *keepalived.Instance) bool {
 	return reflect.DeepEqual(ca, cb)
 }
 
+// onlyPeersDiffer reports whether two unicast instance configurations
+// differ in their peer lists alone.
+func onlyPeersDiffer(a, b *keepalived.Instance) bool {
+	if len(a.UnicastPeers) == 0 || len(b.UnicastPeers) == 0 {
+		return false // switching between multicast and unicast is a real change
+	}
+	ca, cb := *a, *b
+	ca.UnicastPeers, cb.UnicastPeers = nil, nil
+	return sameInstance(&ca, &cb)
+}
+
+func (in *instance) setPeers(peers []netip.Addr) {
+	in.peers = map[netip.Addr]bool{}
+	in.dsts = nil
+	for _, p := range peers {
+		in.peers[p] = true
+		in.dsts = append(in.dsts, p)
+	}
+}
+
 // build prepares an instance: interface, addresses, socket, announcer.
 func (e *Engine) build(ic *keepalived.Instance) (*instance, error) {
 	fail := func(format string, args ...any) error {
@@ -197,11 +224,7 @@ func (e *Engine) build(ic *keepalived.Instance) (*instance, error) {
 		}
 	}
 	if len(ic.UnicastPeers) > 0 {
-		in.peers = map[netip.Addr]bool{}
-		for _, p := range ic.UnicastPeers {
-			in.peers[p] = true
-			in.dsts = append(in.dsts, p)
-		}
+		in.setPeers(ic.UnicastPeers)
 	} else if in.family == 4 {
 		in.dsts = []netip.Addr{vrrp.MulticastIPv4}
 	} else {

@@ -154,3 +154,27 @@ func TestMismatch(t *testing.T) {
 		})
 	}
 }
+
+func TestOnlyPeersDiffer(t *testing.T) {
+	a := netip.MustParseAddr
+	base := keepalived.Instance{Name: "VI_1", VRID: 51, Priority: 100, UnicastSrcIP: a("198.18.0.11"), UnicastPeers: []netip.Addr{a("198.18.0.12")}}
+	more := base
+	more.UnicastPeers = []netip.Addr{a("198.18.0.12"), a("198.18.0.13")}
+	prio := more
+	prio.Priority = 90
+	multicast := base
+	multicast.UnicastPeers = nil
+	for _, tc := range []struct {
+		name string
+		b    keepalived.Instance
+		want bool
+	}{
+		{name: "a peer added", b: more, want: true},
+		{name: "peers and priority changed", b: prio, want: false},
+		{name: "unicast to multicast", b: multicast, want: false},
+	} {
+		if got := onlyPeersDiffer(&base, &tc.b); got != tc.want {
+			t.Errorf("%s: onlyPeersDiffer = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
