@@ -23,6 +23,10 @@ const usage = `vipstack: virtual IPs, load balancing and DNS for on-premise clus
 Usage:
   vipstack vrrp -f /etc/keepalived/keepalived.conf [--check] [--metrics-addr ADDR] [--status-addr ADDR]
   vipstack lb -f haproxy.cfg [--check] [--metrics-addr ADDR] [--redirect VIP:PORT]
+  vipstack dns -conf Corefile [-check] [-plugins] [-mdns-cluster NAME -node-name N -node-role R -node-addr A]
+  vipstack node --config cluster.yaml --node NAME [--status-addr ADDR] [--metrics-addr ADDR]
+  vipstack status [--addr 127.0.0.1:9651] [-o table|json]
+  vipstack render --config cluster.yaml --node NAME --out DIR [--interface IF]
   vipstack version
 
 Run "vipstack COMMAND -h" for a command's flags.
@@ -40,6 +44,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runVRRP(ctx, args[1:], stdout, stderr)
 	case "lb":
 		return runLB(ctx, args[1:], stdout, stderr)
+	case "dns":
+		return runDNS(ctx, args[1:], stdout, stderr)
+	case "node":
+		return runNode(ctx, args[1:], stdout, stderr)
+	case "status":
+		return runStatus(ctx, args[1:], stdout, stderr)
+	case "render":
+		return runRender(ctx, args[1:], stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintf(stdout, "vipstack %s\n", version)
 		return 0

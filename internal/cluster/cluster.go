@@ -356,4 +356,3 @@ func joinPrefixes(ps []netip.Prefix) string {
 	}
 	return strings.Join(s, ", ")
 }
-

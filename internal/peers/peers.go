@@ -159,6 +159,21 @@ func Start(h *testnet.Host, impl Impl, conf, dir, vipstackBin string, extra ...s
 	return n, nil
 }
 
+// StartCmd starts any command built with h.Command (for example `vipstack
+// node`) as a Node, so it gets the same log capture, Kill and Term.
+func StartCmd(h *testnet.Host, c *exec.Cmd) (*Node, error) {
+	n := &Node{Host: h, Impl: Vipstack, cmd: c, log: &lockedBuffer{}, done: make(chan struct{})}
+	c.Stdout, c.Stderr = n.log, n.log
+	if err := h.Start(c); err != nil {
+		return nil, fmt.Errorf("start %s on %s: %w", c.Path, h.Name, err)
+	}
+	go func() {
+		_ = c.Wait()
+		close(n.done)
+	}()
+	return n, nil
+}
+
 // Log returns what the node printed so far.
 func (n *Node) Log() string { return n.log.String() }
 

@@ -21,8 +21,13 @@ type Server struct {
 
 // Metrics serves reg at /metrics on addr.
 func Metrics(addr string, reg *prometheus.Registry) (*Server, error) {
+	return MetricsFrom(addr, reg)
+}
+
+// MetricsFrom serves what g gathers (e.g. several registries) at /metrics.
+func MetricsFrom(addr string, g prometheus.Gatherer) (*Server, error) {
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	mux.Handle("/metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
 	return start(addr, mux)
 }
 

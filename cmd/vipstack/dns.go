@@ -1,0 +1,167 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/netip"
+	"strings"
+
+	"github.com/vipstack/vipstack/internal/discovery"
+	"github.com/vipstack/vipstack/internal/dns"
+)
+
+// runDNS is "vipstack dns": CoreDNS embedded with vipstack's clusterdns
+// plugin, serving a Corefile until ctx ends. With -mdns-cluster it also
+// publishes this node and browses the cluster's nodes over mDNS, feeding
+// every clusterdns zone live.
+//
+// CoreDNS's own flags (-conf, -p, -version, ... registered on the standard
+// flag set by coremain) play no part: this command parses its own flag set.
+func runDNS(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("vipstack dns", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var (
+		conf     = fs.String("conf", "Corefile", "Corefile to run")
+		check    = fs.Bool("check", false, "validate the Corefile and exit (non-zero on error)")
+		plugins  = fs.Bool("plugins", false, "list the plugins in the order queries pass through them, and exit")
+		cluster  = fs.String("mdns-cluster", "", "publish this node and browse the cluster's nodes over mDNS (RFC 6762) under this cluster name; needs -node-name and -node-addr")
+		nodeName = fs.String("node-name", "", "this node's short host name, for -mdns-cluster")
+		nodeRole = fs.String("node-role", "master", "this node's role for -mdns-cluster: master, worker or bootstrap")
+		iface    = fs.String("mdns-interface", "", "interface for mDNS (empty: every up multicast interface)")
+		logLevel = fs.String("log-level", "info", "debug, info, warn or error (vipstack's own messages)")
+	)
+	var nodeAddrs, exclude addrList
+	fs.Var(&nodeAddrs, "node-addr", "this node's address to publish over mDNS; repeat or separate with commas; never a VIP")
+	fs.Var(&exclude, "mdns-exclude", "address never to advertise or accept over mDNS (the VIPs); repeat or separate with commas")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "vipstack dns: unexpected arguments %q\n", fs.Args())
+		return 2
+	}
+	if *plugins {
+		fmt.Fprintln(stdout, strings.Join(dns.Directives(), "\n"))
+		return 0
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		fmt.Fprintf(stderr, "vipstack dns: -log-level %q: want debug, info, warn or error\n", *logLevel)
+		return 2
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+
+	var mdns *discovery.MDNS
+	if *cluster != "" {
+		if *nodeName == "" || len(nodeAddrs) == 0 {
+			fmt.Fprintln(stderr, "vipstack dns: -mdns-cluster needs -node-name and at least one -node-addr")
+			return 2
+		}
+		mdns = &discovery.MDNS{
+			Cluster:   *cluster,
+			Self:      discovery.Node{Name: *nodeName, Role: discovery.Role(*nodeRole), Addrs: nodeAddrs},
+			Interface: *iface,
+			Exclude:   exclude,
+			Logger:    log.With("source", "mdns"),
+		}
+	} else if *nodeName != "" || len(nodeAddrs) > 0 || len(exclude) > 0 || *iface != "" {
+		fmt.Fprintln(stderr, "vipstack dns: -node-name, -node-addr, -mdns-interface and -mdns-exclude only apply with -mdns-cluster")
+		return 2
+	}
+
+	cf, err := dns.ReadCorefile(*conf)
+	if err != nil {
+		fmt.Fprintf(stderr, "vipstack dns: %v\n", err)
+		return 1
+	}
+	regs := dns.NewRegistries()
+	srv, err := dns.NewServer(dns.Options{Registry: regs.For, Log: stderr})
+	if err != nil {
+		fmt.Fprintf(stderr, "vipstack dns: %v\n", err)
+		return 1
+	}
+	if *check {
+		if err := srv.Check(cf); err != nil {
+			fmt.Fprintf(stderr, "%v\n", err)
+			return 1
+		}
+		fmt.Fprintf(stdout, "%s: Corefile is valid\n", *conf)
+		return 0
+	}
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var mdnsDone chan error // nil without -mdns-cluster: never ready
+	if mdns != nil {
+		mdnsDone = make(chan error, 1)
+		go func() { mdnsDone <- regs.Feed(ctx, "mdns", mdns) }()
+	}
+	if err := srv.Start(cf); err != nil {
+		fmt.Fprintf(stderr, "%v\n", err)
+		cancel()
+		if mdnsDone != nil {
+			<-mdnsDone
+		}
+		return 1
+	}
+	fmt.Fprintf(stdout, "vipstack dns: serving %s on %s\n", *conf, listenAddrs(srv.Addrs()))
+
+	code := 0
+	select {
+	case <-ctx.Done():
+	case err := <-mdnsDone:
+		// The mDNS source returns before ctx ends only on a configuration
+		// or socket error: a DNS that silently lost its live state would be
+		// worse than one that stops.
+		log.Error("mdns source stopped; stopping", "err", err)
+		code = 1
+		mdnsDone = nil
+	}
+	cancel()
+	if err := srv.Stop(); err != nil {
+		log.Error("stop", "err", err)
+		code = 1
+	}
+	if mdnsDone != nil {
+		if err := <-mdnsDone; err != nil && !errors.Is(err, context.Canceled) {
+			log.Error("mdns source", "err", err)
+			code = 1
+		}
+	}
+	return code
+}
+
+// addrList is a repeatable, comma-separated list of IP addresses.
+type addrList []netip.Addr
+
+func (l *addrList) String() string {
+	s := make([]string, len(*l))
+	for i, a := range *l {
+		s[i] = a.String()
+	}
+	return strings.Join(s, ",")
+}
+
+func (l *addrList) Set(v string) error {
+	for _, f := range strings.Split(v, ",") {
+		a, err := netip.ParseAddr(strings.TrimSpace(f))
+		if err != nil {
+			return fmt.Errorf("%q is not an IP address; want e.g. 198.18.0.11 or fd00:bb::11", f)
+		}
+		*l = append(*l, a)
+	}
+	return nil
+}
+
+func listenAddrs(addrs []net.Addr) string {
+	s := make([]string, len(addrs))
+	for i, a := range addrs {
+		s[i] = a.Network() + "/" + a.String()
+	}
+	return strings.Join(s, " ")
+}

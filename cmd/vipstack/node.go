@@ -1,0 +1,194 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/vipstack/vipstack/internal/netif"
+	"github.com/vipstack/vipstack/internal/node"
+	"github.com/vipstack/vipstack/internal/serve"
+	"github.com/vipstack/vipstack/internal/supervise"
+)
+
+const defaultStatusAddr = "127.0.0.1:9651"
+
+func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("vipstack node", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var (
+		cfgPath     = fs.String("config", "/etc/vipstack/cluster.yaml", "the cluster file")
+		nodeName    = fs.String("node", "", "this node's name in the cluster file (default: the short host name)")
+		metricsAddr = fs.String("metrics-addr", "127.0.0.1:9650", "Prometheus metrics address; empty: off")
+		statusAddr  = fs.String("status-addr", defaultStatusAddr, "JSON status address (loopback only); empty: off")
+		stateDir    = fs.String("state-dir", "/run/vipstack", "directory for the ledger of held VIPs")
+		logLevel    = fs.String("log-level", "info", "debug, info, warn or error")
+		watch       = fs.Duration("watch-interval", time.Second, "how often to look for a changed cluster file; 0: only on SIGHUP")
+		noSuper     = fs.Bool("no-supervisor", false, "run without the supervisor that removes VIPs at once if the agent crashes")
+		check       = fs.Bool("check", false, "validate the cluster file for this node and exit")
+	)
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *nodeName == "" {
+		h, err := os.Hostname()
+		if err != nil {
+			fmt.Fprintf(stderr, "vipstack node: --node not given and no host name: %v\n", err)
+			return 2
+		}
+		*nodeName = h
+		for i, c := range h {
+			if c == '.' {
+				*nodeName = h[:i]
+				break
+			}
+		}
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		fmt.Fprintf(stderr, "vipstack node: --log-level %q: want debug, info, warn or error\n", *logLevel)
+		return 2
+	}
+	if *statusAddr != "" {
+		if err := requireLoopback(*statusAddr); err != nil {
+			fmt.Fprintf(stderr, "vipstack node: --status-addr %q: %v\n", *statusAddr, err)
+			return 2
+		}
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})).With("node", *nodeName)
+	ledger, err := ledgerPath(*stateDir)
+	if err != nil {
+		fmt.Fprintf(stderr, "vipstack node: %v\n", err)
+		return 1
+	}
+	reg := prometheus.NewRegistry()
+	agent, err := node.New(node.Options{ClusterPath: *cfgPath, Node: *nodeName, Logger: log, Registry: reg,
+		Ledger: netif.Ledger{Path: ledger}, DNSLog: stderr})
+	if err != nil {
+		fmt.Fprintf(stderr, "%v\n", err)
+		return 1
+	}
+	if *check {
+		fmt.Fprintf(stdout, "%s: valid for node %s\n", *cfgPath, *nodeName)
+		return 0
+	}
+	if !*noSuper && !supervise.IsChild() {
+		self, err := os.Executable()
+		if err != nil {
+			fmt.Fprintf(stderr, "vipstack node: cannot find my own executable for the supervisor: %v\n", err)
+			return 1
+		}
+		sup := &supervise.Supervisor{Path: self, Args: append([]string{"node"}, args...), Log: log,
+			OnCrash: func() { sweepLedger(log, netif.Ledger{Path: ledger}) }}
+		return sup.Run(ctx)
+	}
+	var servers []*serve.Server
+	defer func() {
+		for _, s := range servers {
+			s.Close()
+		}
+	}()
+	if *metricsAddr != "" {
+		// CoreDNS's plugins register on Prometheus's default registry.
+		s, err := serve.MetricsFrom(*metricsAddr, prometheus.Gatherers{reg, prometheus.DefaultGatherer})
+		if err != nil {
+			fmt.Fprintf(stderr, "vipstack node: --metrics-addr: %v\n", err)
+			return 1
+		}
+		servers = append(servers, s)
+	}
+	if *statusAddr != "" {
+		s, err := serve.JSON(*statusAddr, "/status", func() any { return agent.Status() })
+		if err != nil {
+			fmt.Fprintf(stderr, "vipstack node: --status-addr: %v\n", err)
+			return 1
+		}
+		servers = append(servers, s)
+	}
+	reload := make(chan os.Signal, 1)
+	signal.Notify(reload, syscall.SIGHUP)
+	defer signal.Stop(reload)
+	go func() {
+		var last os.FileInfo
+		if st, err := os.Stat(*cfgPath); err == nil {
+			last = st
+		}
+		var tick <-chan time.Time
+		if *watch > 0 {
+			t := time.NewTicker(*watch)
+			defer t.Stop()
+			tick = t.C
+		}
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-reload:
+				log.Info("SIGHUP: reloading the cluster file")
+			case <-tick:
+				st, err := os.Stat(*cfgPath)
+				if err != nil || (last != nil && st.ModTime().Equal(last.ModTime()) && st.Size() == last.Size()) {
+					continue
+				}
+				last = st
+				log.Info("the cluster file changed: reloading")
+			}
+			_ = agent.Reload()
+		}
+	}()
+	if err := agent.Run(ctx); err != nil {
+		log.Error("node agent failed", "err", err)
+		return 1
+	}
+	return 0
+}
+
+func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("vipstack status", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	addr := fs.String("addr", defaultStatusAddr, "the node agent's status address")
+	out := fs.String("o", "table", "output: table or json")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *out != "table" && *out != "json" {
+		fmt.Fprintf(stderr, "vipstack status: -o %q: want table or json\n", *out)
+		return 2
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+*addr+"/status", nil)
+	if err != nil {
+		fmt.Fprintf(stderr, "vipstack status: %v\n", err)
+		return 2
+	}
+	resp, err := (&http.Client{Timeout: 5 * time.Second}).Do(req)
+	if err != nil {
+		fmt.Fprintf(stderr, "vipstack status: no node agent answers on %s: %v\n", *addr, err)
+		return 1
+	}
+	defer resp.Body.Close()
+	var s node.Status
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(&s); err != nil {
+		fmt.Fprintf(stderr, "vipstack status: bad answer from %s: %v\n", *addr, err)
+		return 1
+	}
+	if *out == "json" {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(s)
+		return 0
+	}
+	if err := node.WriteTable(stdout, s); err != nil {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,196 @@
+package clusterdns
+
+import (
+	"fmt"
+	"net/netip"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/miekg/dns"
+
+	"github.com/vipstack/vipstack/internal/discovery"
+)
+
+// etcdPort is the port of the _etcd-server-ssl._tcp SRV records (etcd's
+// peer port).
+const etcdPort = 2380
+
+// Relative names with a fixed meaning in the zone.
+const (
+	labelAPI    = "api"
+	labelAPIInt = "api-int"
+	labelApps   = "apps"
+	etcdPrefix  = "etcd-"
+	srvName     = "_etcd-server-ssl._tcp"
+	srvParent   = "_tcp"
+)
+
+// reserved reports whether a node name would collide with a name the plugin
+// answers from the VIPs or the masters.
+func reserved(name string) bool {
+	switch name {
+	case labelAPI, labelAPIInt, labelApps:
+		return true
+	}
+	if n, ok := strings.CutPrefix(name, etcdPrefix); ok {
+		if _, err := strconv.ParseUint(n, 10, 32); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// entry is everything a name has. An entry with no records is a name that
+// exists without data (the zone apex, apps, _tcp, a node without addresses).
+type entry struct {
+	v4, v6 []netip.Addr
+	srv    []target
+	apex   bool // the zone apex: answers SOA
+	bare   bool // a node's single-label name, outside the zone
+}
+
+// target is one SRV target with its addresses for the additional section.
+type target struct {
+	name   string
+	v4, v6 []netip.Addr
+}
+
+// index is an immutable answer table for one registry version.
+type index struct {
+	version uint64
+	zone    string
+	ttl     uint32
+	names   map[string]*entry // relative to zone, lower case; "" is the apex
+	bare    map[string]*entry // single-label node names, with the trailing dot
+	ingress *entry            // every name strictly under apps.<zone>; nil without ingress VIPs
+}
+
+// skippedNode is a registry node the index could not name.
+type skippedNode struct{ name, why string }
+
+// buildIndex computes every answer for cfg and the registry's nodes.
+func buildIndex(cfg *Config, version uint64, nodes []discovery.Node) (*index, []skippedNode) {
+	idx := &index{
+		version: version,
+		zone:    cfg.Zone,
+		ttl:     cfg.TTL,
+		names:   map[string]*entry{"": {apex: true}},
+		bare:    map[string]*entry{},
+	}
+	if len(cfg.API) > 0 {
+		api := addrEntry(cfg.API)
+		idx.names[labelAPI] = api
+		idx.names[labelAPIInt] = api
+	}
+	if len(cfg.Ingress) > 0 {
+		idx.ingress = addrEntry(cfg.Ingress)
+		idx.names[labelApps] = &entry{}
+	}
+
+	type named struct {
+		name string
+		node discovery.Node
+	}
+	var skipped []skippedNode
+	var ok []named
+	for _, n := range nodes {
+		name, err := nodeLabel(n.Name, cfg.Zone)
+		if err != nil {
+			skipped = append(skipped, skippedNode{name: n.Name, why: err.Error()})
+			continue
+		}
+		ok = append(ok, named{name, n})
+	}
+	sort.SliceStable(ok, func(i, j int) bool { return ok[i].name < ok[j].name })
+
+	var masters []target
+	for _, n := range ok {
+		if _, dup := idx.names[n.name]; dup {
+			skipped = append(skipped, skippedNode{name: n.node.Name, why: "another node has the same name"})
+			continue
+		}
+		e := addrEntry(n.node.Addrs)
+		idx.names[n.name] = e
+		idx.bare[n.name+"."] = &entry{v4: e.v4, v6: e.v6, bare: true}
+		if n.node.Role == discovery.Master {
+			masters = append(masters, target{v4: e.v4, v6: e.v6})
+		}
+	}
+	for i := range masters {
+		rel := etcdPrefix + strconv.Itoa(i)
+		masters[i].name = rel + "." + cfg.Zone
+		idx.names[rel] = &entry{v4: masters[i].v4, v6: masters[i].v6}
+	}
+	if len(masters) > 0 {
+		idx.names[srvName] = &entry{srv: masters}
+		idx.names[srvParent] = &entry{}
+	}
+	return idx, skipped
+}
+
+// nodeLabel turns a registry node name into the single label it gets in the
+// zone. A name already qualified with the zone is accepted.
+func nodeLabel(name, zone string) (string, error) {
+	l := strings.ToLower(strings.TrimSuffix(name, "."))
+	l = strings.TrimSuffix(l, "."+strings.TrimSuffix(zone, "."))
+	if !isHostLabel(l) {
+		return "", fmt.Errorf("not a short host name (one label: letters, digits and inner hyphens)")
+	}
+	if reserved(l) {
+		return "", fmt.Errorf("reserved (api, api-int, apps and etcd-N are answered from the VIPs and masters)")
+	}
+	return l, nil
+}
+
+func addrEntry(addrs []netip.Addr) *entry {
+	e := &entry{}
+	for _, a := range addrs {
+		a = a.Unmap()
+		switch {
+		case a.Is4():
+			e.v4 = append(e.v4, a)
+		case a.Is6():
+			e.v6 = append(e.v6, a)
+		}
+	}
+	return e
+}
+
+// lookup finds qname (lower case, fully qualified). inZone reports whether
+// the name is the plugin's to answer: in the zone, or a node's bare name.
+// A nil entry with inZone set is a name the zone does not have.
+func (x *index) lookup(qname string) (e *entry, inZone bool) {
+	if qname == x.zone {
+		return x.names[""], true
+	}
+	if rel, ok := strings.CutSuffix(qname, x.zone); ok && strings.HasSuffix(rel, ".") {
+		rel = rel[:len(rel)-1]
+		if e := x.names[rel]; e != nil {
+			return e, true
+		}
+		if x.ingress != nil && strings.HasSuffix(rel, "."+labelApps) {
+			return x.ingress, true
+		}
+		return nil, true
+	}
+	if e := x.bare[qname]; e != nil {
+		return e, true
+	}
+	return nil, false
+}
+
+// soa is the zone's SOA record, for the apex and negative answers. Its
+// serial follows the registry version; the negative TTL is the answer TTL.
+func (x *index) soa() dns.RR {
+	return &dns.SOA{
+		Hdr:     dns.RR_Header{Name: x.zone, Rrtype: dns.TypeSOA, Class: dns.ClassINET, Ttl: x.ttl},
+		Ns:      "ns." + x.zone,
+		Mbox:    "hostmaster." + x.zone,
+		Serial:  uint32(x.version),
+		Refresh: 7200,
+		Retry:   1800,
+		Expire:  86400,
+		Minttl:  x.ttl,
+	}
+}

@@ -1,0 +1,35 @@
+// Package dns runs CoreDNS embedded as a library, with the standard plugins
+// the on-premise cluster Corefiles use (errors, bufsize, health, ready,
+// forward, cache, reload, template, hosts, log, prometheus, plus bind) and
+// vipstack's own clusterdns plugin, in an explicit, tested order
+// (Directives). DNS itself is RFC 1034/1035; the plugins cite their own.
+//
+// # Process-wide state
+//
+// CoreDNS keeps its directive order, its plugin table, Caddy's event hooks
+// and the -conf flag that the reload plugin reads in process-wide variables,
+// and plugins register metrics on Prometheus's default registry. NewServer
+// sets all of them once; a process has one Server. vipstack's own code keeps
+// no package-level state: everything NewServer configures comes from its
+// Options.
+//
+// # How a live registry reaches the plugin
+//
+// A setup function registered with CoreDNS runs for every clusterdns block
+// at start and again after every reload, and it only sees the Corefile. So
+// NewServer registers clusterdns.NewSetup(opts.Registry): a closure that
+// captures the caller's RegistryFunc and asks it, per block, for the
+// discovery.Registry of the block's zone. The node agent (or `vipstack dns`
+// with an mDNS source) feeds that registry; the plugin reads it on every
+// query. Nothing is looked up by name in a package-level table, and a reload
+// hands the new plugin instance the same registry.
+//
+// # coremain
+//
+// The prometheus plugin imports coremain, whose init registers CoreDNS's
+// command-line flags (-conf, -p, -version, ...) on the standard flag set and
+// Caddyfile loaders that read -conf or ./Corefile. vipstack never parses the
+// standard flag set (its commands use private flag sets), so those flags do
+// nothing, except that Start sets -conf to the Corefile's path: that is where
+// the reload plugin's loader reads the file it compares and restarts with.
+package dns

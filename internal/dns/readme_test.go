@@ -1,0 +1,94 @@
+package dns
+
+import (
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/miekg/dns"
+)
+
+// readmeRow is one row of the answer table in clusterdns/README.md:
+// | `NAME TYPE` | `RDATA`, `RDATA` | or NODATA or NXDOMAIN.
+var readmeRow = regexp.MustCompile("^\\| `([^ `]+) ([A-Z]+)` \\| (.+) \\|$")
+
+// TestReadme runs every Corefile example in clusterdns/README.md and checks
+// the README's answer table against it.
+func TestReadme(t *testing.T) {
+	b, err := os.ReadFile("clusterdns/README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var corefiles []string
+	var rows [][]string
+	var cur []string
+	in := false
+	for _, line := range strings.Split(string(b), "\n") {
+		switch {
+		case strings.HasPrefix(line, "~~~ corefile"):
+			in, cur = true, nil
+		case in && strings.HasPrefix(line, "~~~"):
+			in = false
+			corefiles = append(corefiles, strings.Join(cur, "\n")+"\n")
+		case in:
+			cur = append(cur, line)
+		default:
+			if m := readmeRow.FindStringSubmatch(line); m != nil {
+				rows = append(rows, m[1:])
+			}
+		}
+	}
+	if len(corefiles) == 0 || len(rows) == 0 {
+		t.Fatalf("README has %d corefile examples and %d answer rows; want some of each", len(corefiles), len(rows))
+	}
+	for i, corefile := range corefiles {
+		// Listen on a free loopback port and forward to a local stub.
+		corefile = strings.Replace(corefile, ". {\n", ".:0 {\n    bind 127.0.0.1\n", 1)
+		corefile = strings.Replace(corefile, "forward . 198.18.0.1", "forward . "+stub(t), 1)
+		addr := start(t, corefile)
+		if i > 0 {
+			continue // the table describes the first example
+		}
+		for _, r := range rows {
+			name, qtype, cell := r[0], dns.StringToType[r[1]], r[2]
+			rcode, answer, ns := query(t, addr, name, qtype)
+			var want []string
+			wantRcode := "NOERROR"
+			switch cell {
+			case "NODATA":
+				if len(ns) != 1 || !strings.Contains(ns[0], " SOA ") {
+					t.Errorf("%s %s: authority %q, want the SOA (NODATA)", r[1], name, ns)
+				}
+			case "NXDOMAIN":
+				wantRcode = "NXDOMAIN"
+			default:
+				for _, v := range strings.Split(cell, ", ") {
+					want = append(want, dns.Fqdn(name)+" "+r[1]+" "+strings.Trim(v, "`"))
+				}
+			}
+			if rcode != wantRcode {
+				t.Errorf("%s %s: rcode %s, want %s", r[1], name, rcode, wantRcode)
+			}
+			slices.Sort(want)
+			if !matchAll(want, answer) {
+				t.Errorf("%s %s: answer %q, README says %q", r[1], name, answer, want)
+			}
+		}
+	}
+}
+
+// matchAll compares answer lines, where SERIAL in want matches any number.
+func matchAll(want, got []string) bool {
+	if len(want) != len(got) {
+		return false
+	}
+	for i := range want {
+		re := "^" + strings.ReplaceAll(regexp.QuoteMeta(want[i]), "SERIAL", `\d+`) + "$"
+		if !regexp.MustCompile(re).MatchString(got[i]) {
+			return false
+		}
+	}
+	return true
+}

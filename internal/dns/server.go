@@ -1,0 +1,385 @@
+package dns
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/coredns/caddy"
+	"github.com/coredns/caddy/caddyfile"
+	"github.com/coredns/coredns/core/dnsserver"
+	"github.com/coredns/coredns/plugin"
+	clog "github.com/coredns/coredns/plugin/pkg/log"
+	"github.com/coredns/coredns/plugin/pkg/parse"
+	"github.com/coredns/coredns/plugin/pkg/transport"
+	"github.com/miekg/dns"
+
+	"github.com/vipstack/vipstack/internal/dns/clusterdns"
+)
+
+// serverType is CoreDNS's Caddy server type.
+const serverType = "dns"
+
+// Options configure the process's embedded CoreDNS.
+type Options struct {
+	// Registry returns the live node registry for each clusterdns block's
+	// zone. nil, or a nil result, gives the block a private registry that
+	// holds only its node lines.
+	Registry clusterdns.RegistryFunc
+	// Log receives CoreDNS's and Caddy's log output (plugin messages, the
+	// log plugin's query lines). nil means os.Stderr. Process-wide.
+	Log io.Writer
+}
+
+// Corefile is a Corefile's contents and where they came from.
+type Corefile struct {
+	// Path names the file in errors. The reload plugin re-reads it, so a
+	// Corefile that uses reload needs the real path.
+	Path     string
+	Contents []byte
+}
+
+// ReadCorefile reads the Corefile at path.
+func ReadCorefile(path string) (Corefile, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return Corefile{}, fmt.Errorf("dns: read Corefile: %w", err)
+	}
+	return Corefile{Path: path, Contents: b}, nil
+}
+
+func (c Corefile) name() string {
+	if c.Path == "" {
+		return "Corefile"
+	}
+	return c.Path
+}
+
+func (c Corefile) input() caddy.Input {
+	return caddy.CaddyfileInput{Contents: c.Contents, Filepath: c.name(), ServerTypeName: serverType}
+}
+
+// Server is the process's embedded CoreDNS. It runs one Corefile at a time.
+type Server struct {
+	mu       sync.Mutex
+	inst     *caddy.Instance // running instance; a reload replaces it
+	starting bool            // a Start is under way
+}
+
+// NewServer configures CoreDNS for this process: the directive order
+// (Directives), the clusterdns plugin with o.Registry captured in its setup
+// closure, the log output, and an event hook that follows reloads. These
+// live in CoreDNS's process-wide tables, so NewServer succeeds once per
+// process; a second call returns an error.
+func NewServer(o Options) (*Server, error) {
+	if _, err := caddy.DirectiveAction(serverType, clusterdns.Name); err == nil {
+		return nil, errors.New("dns: NewServer already ran in this process: CoreDNS's plugin table is process-wide, so a process has one Server")
+	}
+	for _, d := range Directives() {
+		if d == clusterdns.Name {
+			continue
+		}
+		if _, err := caddy.DirectiveAction(serverType, d); err != nil {
+			return nil, fmt.Errorf("dns: plugin %q is in Directives but not linked into this binary: %w", d, err)
+		}
+	}
+	if err := dnsserver.SetDirectives(Directives()); err != nil {
+		return nil, fmt.Errorf("dns: set plugin order: %w", err)
+	}
+	plugin.Register(clusterdns.Name, clusterdns.NewSetup(o.Registry))
+	s := &Server{}
+	caddy.RegisterEventHook("vipstack-dns", s.event)
+	w := o.Log
+	if w == nil {
+		w = os.Stderr
+	}
+	clog.SetOutput(w)
+	caddy.Quiet = true     // no "Activating privacy features" etc.
+	dnsserver.Quiet = true // no startup banner on os.Stdout; Addrs tells
+	return s, nil
+}
+
+// event follows reloads: the reload plugin replaces the running instance
+// with a new one and announces it with InstanceStartupEvent.
+func (s *Server) event(ev caddy.EventName, info any) error {
+	inst, ok := info.(*caddy.Instance)
+	if ev != caddy.InstanceStartupEvent || !ok {
+		return nil
+	}
+	s.mu.Lock()
+	if s.inst != nil && s.inst != inst {
+		s.inst = inst
+	}
+	s.mu.Unlock()
+	return nil
+}
+
+// Check validates cf without serving it: syntax, plugin names, server block
+// zones and every plugin's own setup (which also asks the RegistryFunc for
+// each clusterdns zone and stores the node lines there).
+func (s *Server) Check(cf Corefile) error {
+	if err := Validate(cf); err != nil {
+		return err
+	}
+	if err := caddy.ValidateAndExecuteDirectives(cf.input(), nil, true); err != nil {
+		return startErr("check", cf, err)
+	}
+	return nil
+}
+
+// Start validates cf and starts serving it. It returns once every plain
+// DNS listener answers.
+func (s *Server) Start(cf Corefile) error {
+	s.mu.Lock()
+	busy := s.inst != nil || s.starting
+	if !busy {
+		s.starting = true
+	}
+	s.mu.Unlock()
+	if busy {
+		return errors.New("dns: Start: a Corefile is already running; Stop it first")
+	}
+	defer func() {
+		s.mu.Lock()
+		s.starting = false
+		s.mu.Unlock()
+	}()
+	if err := Validate(cf); err != nil {
+		return err
+	}
+	// The reload plugin reloads through Caddy's Corefile loaders; coremain's
+	// loader reads the -conf flag it registered on the standard flag set.
+	if f := flag.Lookup("conf"); f != nil && cf.Path != "" {
+		abs, err := filepath.Abs(cf.Path)
+		if err != nil {
+			return fmt.Errorf("dns: Corefile path %q: %w", cf.Path, err)
+		}
+		if err := f.Value.Set(abs); err != nil {
+			return fmt.Errorf("dns: point reload at %s: %w", abs, err)
+		}
+	}
+	inst, err := caddy.Start(cf.input())
+	if err != nil {
+		return startErr("start", cf, err)
+	}
+	// Caddy starts the servers' loops in goroutines. A server stopped
+	// before its loop runs is never stopped (CoreDNS skips it) and Stop
+	// would wait for it forever; so Start returns only once every listener
+	// has answered. Only plain DNS listeners can be asked; with other
+	// transports (tls://, https://, ...) in the Corefile, Start does not
+	// wait, and a Stop right after Start can hang.
+	servers := inst.Servers()
+	if !plainDNS(cf) {
+		servers = nil
+	}
+	for _, sl := range servers {
+		for _, a := range []net.Addr{sl.LocalAddr(), sl.Addr()} {
+			if a == nil {
+				continue
+			}
+			if err := probe(a); err != nil {
+				errs := append(inst.ShutdownCallbacks(), inst.Stop())
+				return fmt.Errorf("dns: start %s: %w", cf.name(), errors.Join(append([]error{err}, errs...)...))
+			}
+		}
+	}
+	s.mu.Lock()
+	s.inst = inst
+	s.mu.Unlock()
+	return nil
+}
+
+// plainDNS reports whether every server block of cf serves plain DNS
+// (no scheme, or dns://).
+func plainDNS(cf Corefile) bool {
+	blocks, err := caddyfile.Parse(cf.name(), bytes.NewReader(cf.Contents), nil)
+	if err != nil {
+		return false
+	}
+	for _, b := range blocks {
+		for _, k := range b.Keys {
+			if t, _ := parse.Transport(k); t != transport.DNS {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// probeTimeout bounds how long Start waits for a new listener to answer.
+const probeTimeout = 5 * time.Second
+
+// probe sends a message without a question to a DNS listener and waits for
+// the reply (FORMERR or SERVFAIL: the server answers it without consulting
+// any plugin), retrying until probeTimeout. A wildcard listener is reached
+// through loopback.
+func probe(a net.Addr) error {
+	var network string
+	var ap netip.AddrPort
+	switch a := a.(type) {
+	case *net.UDPAddr:
+		network, ap = "udp", a.AddrPort()
+	case *net.TCPAddr:
+		network, ap = "tcp", a.AddrPort()
+	default:
+		return nil // not a plain DNS listener
+	}
+	targets := []netip.Addr{ap.Addr().Unmap()}
+	if targets[0].IsUnspecified() {
+		// Go's "[::]" listener is dual-stack; try both loopbacks.
+		targets = []netip.Addr{netip.MustParseAddr("127.0.0.1"), netip.IPv6Loopback()}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
+	defer cancel()
+	m := new(dns.Msg)
+	c := &dns.Client{Net: network, Timeout: 250 * time.Millisecond}
+	var last error
+	for i := 0; ctx.Err() == nil; i++ {
+		target := netip.AddrPortFrom(targets[i%len(targets)], ap.Port()).String()
+		m.Id = dns.Id()
+		if _, _, err := c.ExchangeContext(ctx, m, target); err != nil {
+			last = err
+			continue
+		}
+		return nil
+	}
+	return fmt.Errorf("listener %s/%s did not answer within %v: %w", a, network, probeTimeout, last)
+}
+
+// Addrs returns the addresses the running Corefile listens on (UDP and TCP
+// for plain DNS), in the order the server blocks were set up.
+func (s *Server) Addrs() []net.Addr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.inst == nil {
+		return nil
+	}
+	var out []net.Addr
+	for _, sl := range s.inst.Servers() {
+		if a := sl.LocalAddr(); a != nil {
+			out = append(out, a)
+		}
+		if a := sl.Addr(); a != nil {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// Stop runs the plugins' shutdown callbacks, closes every listener and waits
+// for the servers to finish. Stopping a stopped Server does nothing.
+func (s *Server) Stop() error {
+	s.mu.Lock()
+	inst := s.inst
+	s.inst = nil
+	s.mu.Unlock()
+	if inst == nil {
+		return nil
+	}
+	errs := inst.ShutdownCallbacks()
+	errs = append(errs, inst.Stop())
+	inst.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("dns: stop: %w", err)
+	}
+	return nil
+}
+
+// Run starts cf, serves until ctx is done, and stops.
+func (s *Server) Run(ctx context.Context, cf Corefile) error {
+	if err := s.Start(cf); err != nil {
+		return err
+	}
+	<-ctx.Done()
+	return s.Stop()
+}
+
+// braces checks that every '{' is closed and every '}' closes something:
+// Caddy's parser quietly accepts a block left open at the end of the file
+// and a stray '}', which hides typos.
+func braces(cf Corefile) error {
+	d := caddyfile.NewDispenser(cf.name(), bytes.NewReader(cf.Contents))
+	var open []int // lines of the unclosed '{'
+	for d.Next() {
+		switch d.Val() {
+		case "{":
+			open = append(open, d.Line())
+		case "}":
+			if len(open) == 0 {
+				return fmt.Errorf("dns: %s:%d: '}' without a matching '{'", cf.name(), d.Line())
+			}
+			open = open[:len(open)-1]
+		}
+	}
+	if len(open) > 0 {
+		return fmt.Errorf("dns: %s:%d: '{' is never closed; add the matching '}'", cf.name(), open[len(open)-1])
+	}
+	return nil
+}
+
+// startErr wraps an error from Caddy, adding what a server block key may be
+// when that is what Caddy rejected.
+func startErr(op string, cf Corefile, err error) error {
+	if strings.Contains(err.Error(), "inspecting server blocks") {
+		return fmt.Errorf("dns: %s %s: %w; a server block starts with zones such as \".\", \"example.com\" or \"example.com:1053\"", op, cf.name(), err)
+	}
+	return fmt.Errorf("dns: %s %s: %w", op, cf.name(), err)
+}
+
+// Validate checks a Corefile's syntax and that every directive is a plugin
+// this build has, naming the file, line and the plugins it would accept.
+// Plugin arguments are checked when the plugins set up (Check, Start).
+func Validate(cf Corefile) error {
+	if err := braces(cf); err != nil {
+		return err
+	}
+	blocks, err := caddyfile.Parse(cf.name(), bytes.NewReader(cf.Contents), nil)
+	if err != nil {
+		return fmt.Errorf("dns: %w", err)
+	}
+	if len(blocks) == 0 {
+		return fmt.Errorf("dns: %s: no server blocks; want at least one, e.g. \". {\\n    forward . 198.18.0.1\\n}\"", cf.name())
+	}
+	known := map[string]bool{}
+	for _, d := range Directives() {
+		known[d] = true
+	}
+	type unknown struct {
+		name string
+		tok  caddyfile.Token
+	}
+	var bad []unknown
+	for _, b := range blocks {
+		for name, toks := range b.Tokens {
+			if !known[name] && len(toks) > 0 {
+				bad = append(bad, unknown{name, toks[0]})
+			}
+		}
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	sort.Slice(bad, func(i, j int) bool { return bad[i].tok.Line < bad[j].tok.Line })
+	b := bad[0]
+	file := b.tok.File
+	if file == "" {
+		file = cf.name()
+	}
+	hint := ""
+	if strings.ContainsAny(b.name, ".:") {
+		hint = " (if it was meant to open a server block, the lines above it are outside any block)"
+	}
+	return fmt.Errorf("dns: %s:%d: unknown plugin %q%s; this build has: %s",
+		file, b.tok.Line, b.name, hint, strings.Join(Directives(), ", "))
+}

@@ -1,0 +1,160 @@
+package node_test
+
+import (
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vipstack/vipstack/internal/peers"
+	"github.com/vipstack/vipstack/internal/testnet"
+)
+
+const clusterYAML = `name: t1
+baseDomain: example.com
+apiVIPs: [198.18.0.5]
+ingressVIPs: [198.18.0.7]
+machineNetworks: [198.18.0.0/24]
+vrrp: {version: 3, advertInterval: 100ms}
+nodes:
+  - {name: master-0, role: master, ips: [198.18.0.11]}
+  - {name: master-1, role: master, ips: [198.18.0.12]}
+  - {name: worker-0, role: worker, ips: [198.18.0.13]}
+`
+
+// serveIn starts an HTTP(S) server on addr inside h's namespace.
+func serveIn(t *testing.T, h *testnet.Host, addr string, tlsOn bool, body string) {
+	t.Helper()
+	var ln net.Listener
+	if err := h.Do(func() error {
+		var err error
+		ln, err = net.Listen("tcp", addr)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	srv := &httptest.Server{Listener: ln, Config: &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, body)
+	})}}
+	if tlsOn {
+		srv.StartTLS()
+	} else {
+		srv.Start()
+	}
+	t.Cleanup(srv.Close)
+}
+
+// TestNodeAgents runs `vipstack node` on two masters and a worker with
+// stand-in API servers and a stand-in router: the API VIP goes to a master
+// and carries a client's HTTPS request through VIP -> LB -> a master's
+// /readyz; the Ingress VIP goes to the worker whose router answers; the
+// cluster DNS answers api.<zone>; a master whose LB and API stop loses the
+// API VIP to the other.
+func TestNodeAgents(t *testing.T) {
+	testnet.RequireRoot(t)
+	dir := t.TempDir()
+	bin, err := peers.BuildVipstack(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	topo := testnet.New(t, testnet.Options{Hosts: 3, Client: true, Prefix: "vsn"})
+	cfg := filepath.Join(dir, "cluster.yaml")
+	if err := os.WriteFile(cfg, []byte(clusterYAML), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m0, m1, w0 := topo.Hosts[0], topo.Hosts[1], topo.Hosts[2]
+	serveIn(t, m0, ":6443", true, "ok from master-0")
+	serveIn(t, m1, ":6443", true, "ok from master-1")
+	serveIn(t, w0, ":1936", false, "router ready")
+	var nodes []*peers.Node
+	for i, name := range []string{"master-0", "master-1", "worker-0"} {
+		h := topo.Hosts[i]
+		c := h.Command(bin, "node", "--config", cfg, "--node", name, "--state-dir", filepath.Join(dir, name), "--log-level", "debug")
+		n, err := peers.StartCmd(h, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes = append(nodes, n)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			for i, n := range nodes {
+				t.Logf("---- node %d log:\n%s", i, tailLines(n.Log(), 40))
+			}
+		}
+	})
+	api, ingress := netip.MustParseAddr("198.18.0.5"), netip.MustParseAddr("198.18.0.7")
+	holder := func(vip netip.Addr) *testnet.Host {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for time.Now().Before(deadline) {
+			hs, err := peers.Holders(topo.Hosts, vip)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(hs) == 1 {
+				return hs[0]
+			}
+			time.Sleep(50 * time.Millisecond) // polling the kernel
+		}
+		t.Fatalf("%v has no single holder after 20 s", vip)
+		return nil
+	}
+	if h := holder(ingress); h != w0 {
+		t.Fatalf("ingress VIP on %s, want the worker (its router answers)", h.Name)
+	}
+	apiHolder := holder(api)
+	if apiHolder == w0 {
+		t.Fatal("the API VIP is on the worker")
+	}
+	// The client reaches a master's /readyz through VIP:6443 -> redirect -> LB.
+	get := func() (string, error) {
+		var body string
+		err := topo.Client.Do(func() error {
+			conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 2 * time.Second}, "tcp", "198.18.0.5:6443", &tls.Config{InsecureSkipVerify: true})
+			if err != nil {
+				return err
+			}
+			defer conn.Close()
+			fmt.Fprintf(conn, "GET /readyz HTTP/1.0\r\n\r\n")
+			b, err := io.ReadAll(conn)
+			body = string(b)
+			return err
+		})
+		return body, err
+	}
+	var body string
+	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if body, err = get(); err == nil && strings.Contains(body, "ok from master-") {
+			break
+		}
+	}
+	if !strings.Contains(body, "ok from master-") {
+		t.Fatalf("client through the API VIP: %v %q", err, body)
+	}
+	// Cluster DNS on a master answers api.t1.example.com.
+	out, err := topo.Client.Run("dig", "+short", "+time=2", "+tries=3", "@198.18.0.11", "api.t1.example.com", "A")
+	if err != nil || strings.TrimSpace(out) != "198.18.0.5" {
+		t.Fatalf("dig api: %v %q", err, out)
+	}
+	out, err = topo.Client.Run("dig", "+short", "+time=2", "@198.18.0.13", "console.apps.t1.example.com", "A")
+	if err != nil || strings.TrimSpace(out) != "198.18.0.7" {
+		t.Fatalf("dig *.apps: %v %q", err, out)
+	}
+}
+
+func tailLines(s string, n int) string {
+	l := strings.Split(s, "\n")
+	if len(l) > n {
+		l = l[len(l)-n:]
+	}
+	return strings.Join(l, "\n")
+}

@@ -1,0 +1,120 @@
+package node
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/vipstack/vipstack/internal/engine"
+	"github.com/vipstack/vipstack/internal/lb"
+)
+
+// Status is what the node agent's status endpoint serves and `vipstack
+// status` prints.
+type Status struct {
+	Node      string                  `json:"node"`
+	Role      string                  `json:"role"`
+	Interface string                  `json:"interface"`
+	Started   time.Time               `json:"started"`
+	Loaded    time.Time               `json:"cluster_file_loaded"`
+	LoadError string                  `json:"cluster_file_error,omitempty"`
+	VRRP      []engine.InstanceStatus `json:"vrrp"`
+	LB        *lb.Snapshot            `json:"lb,omitempty"`
+	DNS       *DNSStatus              `json:"dns,omitempty"`
+}
+
+// DNSStatus describes the node's cluster DNS.
+type DNSStatus struct {
+	Listening []string `json:"listening"`
+	Zone      string   `json:"zone"`
+	Nodes     int      `json:"nodes"`
+}
+
+// Status reports the node's state.
+func (a *Agent) Status() Status {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	s := Status{Node: a.plan.Node.Name, Role: string(a.plan.Node.Role), Interface: a.iface,
+		Started: a.started, Loaded: a.lastLoad, LoadError: a.loadErr}
+	if a.vrrp != nil {
+		s.VRRP = a.vrrp.Status()
+	}
+	if a.lb != nil {
+		snap := a.lb.Snapshot()
+		s.LB = &snap
+	}
+	if a.dnsSrv != nil {
+		d := &DNSStatus{Zone: a.cluster.Domain(), Nodes: len(a.nodes.Nodes())}
+		for _, ad := range a.dnsSrv.Addrs() {
+			d.Listening = append(d.Listening, ad.String())
+		}
+		sort.Strings(d.Listening)
+		s.DNS = d
+	}
+	return s
+}
+
+// WriteTable prints a status for a person: one line per VRRP instance
+// (state, master, priority as base plus each check), then the LB backends
+// and the DNS.
+func WriteTable(w io.Writer, s Status) error {
+	fmt.Fprintf(w, "node %s (%s) on %s\n\n", s.Node, s.Role, s.Interface)
+	if s.LoadError != "" {
+		fmt.Fprintf(w, "cluster file rejected at %s: %s\n\n", s.Loaded.Format(time.RFC3339), s.LoadError)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "INSTANCE\tSTATE\tVRID\tVIPS\tMASTER\tPRIORITY\tWHY")
+	for _, in := range s.VRRP {
+		prio := fmt.Sprintf("%d", in.BasePriority)
+		for _, c := range in.Contributions {
+			if c.Weight != 0 || c.Applied != 0 {
+				mark := "ok"
+				if !c.OK {
+					mark = "failing"
+				}
+				prio += fmt.Sprintf(" %+d(%s %s)", c.Applied, strings.TrimPrefix(c.Source, "script "), mark)
+			}
+		}
+		prio += fmt.Sprintf(" = %d", in.Effective)
+		master := in.Master
+		if master == "" {
+			master = "-"
+		} else {
+			master += fmt.Sprintf(" (prio %d)", in.MasterPriority)
+		}
+		why := "-"
+		if in.Fault != "" {
+			why = "fault: " + in.Fault
+		} else if in.LastTransition != nil {
+			why = in.LastTransition.Reason
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", in.Name, in.State, in.VRID, strings.Join(in.VIPs, ","), master, prio, why)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if s.LB != nil {
+		health := "healthy"
+		if !s.LB.Healthy {
+			health = "UNHEALTHY (no backend up)"
+		}
+		fmt.Fprintf(w, "\nload balancer: %s\n", health)
+		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "BACKEND\tSERVER\tADDRESS\tSTATE\tSESSIONS\tLAST CHECK")
+		for _, b := range s.LB.Backends {
+			for _, sv := range b.Servers {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s %s\n", b.Name, sv.Name, sv.Addr, sv.Status, sv.Sessions, sv.CheckStatus, sv.CheckInfo)
+			}
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	if s.DNS != nil {
+		fmt.Fprintf(w, "\ndns: zone %s, %d nodes, listening on %s\n", s.DNS.Zone, s.DNS.Nodes, strings.Join(s.DNS.Listening, ", "))
+	}
+	return nil
+}

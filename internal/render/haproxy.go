@@ -1,0 +1,181 @@
+package render
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/vipstack/vipstack/internal/lbconfig"
+)
+
+// HAProxyCfg writes cfg as a haproxy.cfg for haproxy 2.6 that
+// haproxycfg.Parse reads back into cfg (up to Source and Warnings). It
+// writes what lbconfig models; a setting haproxy.cfg cannot express per
+// backend (`option dontlognull`, which haproxycfg reads from defaults
+// only, differing between backends) is an error. Logs go to stdout, which
+// is where a container's logs belong.
+func HAProxyCfg(cfg *lbconfig.Config) ([]byte, error) {
+	var b bytes.Buffer
+	var errs []error
+	w := func(indent bool, words ...string) {
+		for _, s := range words {
+			if s == "" || strings.ContainsAny(s, " \t\r\n#\\'\"") {
+				errs = append(errs, fmt.Errorf("%q cannot be written as one haproxy.cfg word (no blanks, quotes, '#' or '\\')", s))
+			}
+		}
+		if indent {
+			b.WriteString("  ")
+		}
+		b.WriteString(strings.Join(words, " "))
+		b.WriteByte('\n')
+	}
+	dontLogNull := len(cfg.Backends) > 0 && cfg.Backends[0].DontLogNull
+	for _, be := range cfg.Backends {
+		if be.DontLogNull != dontLogNull {
+			return nil, fmt.Errorf("backend %s: dontlognull differs between backends; haproxy.cfg sets it in defaults for all", be.Name)
+		}
+	}
+
+	b.WriteString("# haproxy.cfg rendered by `vipstack render`: the API load balancer.\n")
+	b.WriteString("# `vipstack node` runs the same load balancer natively.\n")
+	w(false, "global")
+	if cfg.GlobalMaxConn > 0 {
+		w(true, "maxconn", strconv.Itoa(cfg.GlobalMaxConn))
+	}
+	w(false, "defaults")
+	if cfg.MaxConn > 0 {
+		w(true, "maxconn", strconv.Itoa(cfg.MaxConn))
+	}
+	w(true, "mode", "tcp")
+	w(true, "log", "stdout", "local0")
+	if dontLogNull {
+		w(true, "option", "dontlognull")
+	}
+	if cfg.Retries > 0 {
+		w(true, "retries", strconv.Itoa(cfg.Retries))
+	}
+	t := cfg.Timeouts
+	for _, to := range []struct {
+		name string
+		d    time.Duration
+	}{
+		{"http-request", t.HTTPRequest}, {"http-keep-alive", t.HTTPKeepAlive}, {"queue", t.Queue},
+		{"connect", t.Connect}, {"client", t.Client}, {"server", t.Server}, {"tunnel", t.Tunnel},
+	} {
+		if to.d > 0 {
+			w(true, "timeout", to.name, haproxyTime(to.d))
+		}
+	}
+	for _, fe := range cfg.Frontends {
+		w(false, "frontend", fe.Name)
+		for _, bd := range fe.Binds {
+			w(true, bindWords(bd)...)
+		}
+		w(true, "default_backend", fe.Backend)
+	}
+	for _, m := range cfg.Monitors {
+		w(false, "listen", m.Name)
+		for _, bd := range m.Binds {
+			w(true, bindWords(bd)...)
+		}
+		w(true, "mode", "http")
+		w(true, "monitor-uri", m.URI)
+		w(true, "option", "dontlognull")
+	}
+	for _, s := range cfg.Stats {
+		w(false, "listen", s.Name)
+		for _, bd := range s.Binds {
+			w(true, bindWords(bd)...)
+		}
+		w(true, "mode", "http")
+		w(true, "stats", "enable")
+		if s.HideVersion {
+			w(true, "stats", "hide-version")
+		}
+		w(true, "stats", "uri", s.URI)
+		if s.Refresh > 0 {
+			w(true, "stats", "refresh", haproxyTime(s.Refresh))
+		}
+		for _, u := range s.Users {
+			w(true, "stats", "auth", u.User+":"+u.Pass)
+		}
+	}
+	for _, be := range cfg.Backends {
+		w(false, "backend", be.Name)
+		if be.Check.Method != "" {
+			w(true, "option", "httpchk", be.Check.Method, be.Check.URI, be.Check.Version)
+		}
+		if be.LogHealthChecks {
+			w(true, "option", "log-health-checks")
+		}
+		if be.RedispatchOnRetry {
+			w(true, "option", "redispatch")
+		}
+		if be.Balance != "" {
+			w(true, "balance", string(be.Balance))
+		}
+		for _, s := range be.Servers {
+			words := []string{"server", s.Name, hostPort(s.Addr)}
+			if s.Weight > 0 {
+				words = append(words, "weight", strconv.Itoa(s.Weight))
+			}
+			if !s.Verify {
+				words = append(words, "verify", "none")
+			}
+			if s.Check {
+				words = append(words, "check")
+			}
+			if s.CheckSSL {
+				words = append(words, "check-ssl")
+			}
+			if s.Inter > 0 {
+				words = append(words, "inter", haproxyTime(s.Inter))
+			}
+			if s.Fall > 0 {
+				words = append(words, "fall", strconv.Itoa(s.Fall))
+			}
+			if s.Rise > 0 {
+				words = append(words, "rise", strconv.Itoa(s.Rise))
+			}
+			w(true, words...)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// haproxyTime writes d in seconds, or milliseconds when it is not whole.
+func haproxyTime(d time.Duration) string {
+	if d%time.Second == 0 {
+		return strconv.FormatInt(int64(d/time.Second), 10) + "s"
+	}
+	return strconv.FormatInt(d.Milliseconds(), 10) + "ms"
+}
+
+// hostPort writes an address haproxy's way: the port after the last colon,
+// IPv6 without brackets (":::9445", "fd00::11:6443").
+func hostPort(a netip.AddrPort) string {
+	return a.Addr().String() + ":" + strconv.Itoa(int(a.Port()))
+}
+
+func bindWords(bd lbconfig.Bind) []string {
+	var addr string
+	switch {
+	case bd.Host != "":
+		addr = bd.Host + ":" + strconv.Itoa(int(bd.Addr.Port()))
+	case bd.Addr.Addr() == netip.IPv4Unspecified():
+		addr = "*:" + strconv.Itoa(int(bd.Addr.Port()))
+	default:
+		addr = hostPort(bd.Addr)
+	}
+	if bd.V4V6 {
+		return []string{"bind", addr, "v4v6"}
+	}
+	return []string{"bind", addr}
+}
