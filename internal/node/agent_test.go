@@ -158,3 +158,90 @@ func tailLines(s string, n int) string {
 	}
 	return strings.Join(l, "\n")
 }
+
+// TestReloadAddsAndRemovesNodes: adding a node to the cluster file and
+// removing it again changes every instance's unicast peers, but no VIP
+// moves and no instance restarts.
+func TestReloadAddsAndRemovesNodes(t *testing.T) {
+	testnet.RequireRoot(t)
+	dir := t.TempDir()
+	bin, err := peers.BuildVipstack(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	topo := testnet.New(t, testnet.Options{Hosts: 3, Prefix: "vsn"})
+	cfg := filepath.Join(dir, "cluster.yaml")
+	if err := os.WriteFile(cfg, []byte(clusterYAML), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for i, h := range topo.Hosts[:2] {
+		serveIn(t, h, ":6443", true, fmt.Sprintf("ok from master-%d", i))
+	}
+	serveIn(t, topo.Hosts[2], ":1936", false, "router ready")
+	var nodes []*peers.Node
+	for i, name := range []string{"master-0", "master-1", "worker-0"} {
+		h := topo.Hosts[i]
+		n, err := peers.StartCmd(h, h.Command(bin, "node", "--config", cfg, "--node", name, "--state-dir", filepath.Join(dir, name), "--watch-interval", "200ms"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes = append(nodes, n)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			for i, n := range nodes {
+				t.Logf("---- node %d log:\n%s", i, tailLines(n.Log(), 30))
+			}
+		}
+	})
+	vips := []netip.Addr{netip.MustParseAddr("198.18.0.5"), netip.MustParseAddr("198.18.0.7")}
+	holders := func() []*testnet.Host {
+		var out []*testnet.Host
+		for _, v := range vips {
+			hs, err := peers.Holders(topo.Hosts, v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(hs) != 1 {
+				return nil
+			}
+			out = append(out, hs[0])
+		}
+		return out
+	}
+	var before []*testnet.Host
+	for deadline := time.Now().Add(20 * time.Second); before == nil && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		before = holders()
+	}
+	if before == nil {
+		t.Fatal("the VIPs never settled on single holders")
+	}
+	// Let the checks settle (rise 3 x 2 s) so priorities stop moving.
+	time.Sleep(8 * time.Second) // settling the system under test, not a timer of ours
+	before = holders()
+	watch := func(d time.Duration) {
+		for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+			now := holders()
+			if now == nil || now[0] != before[0] || now[1] != before[1] {
+				t.Fatalf("a VIP moved or had two holders during the reload: before %v", before)
+			}
+		}
+	}
+	grown := clusterYAML + "  - {name: worker-9, role: worker, ips: [198.18.0.99]}\n  - {name: master-9, role: master, ips: [198.18.0.98]}\n"
+	if err := os.WriteFile(cfg, []byte(grown), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	watch(3 * time.Second)
+	for i, n := range nodes {
+		if !strings.Contains(n.Log(), "unicast peers changed") {
+			t.Fatalf("node %d did not apply the new peers in place:\n%s", i, tailLines(n.Log(), 20))
+		}
+		if strings.Contains(n.Log(), "configuration changed") {
+			t.Fatalf("node %d restarted an instance:\n%s", i, tailLines(n.Log(), 20))
+		}
+	}
+	if err := os.WriteFile(cfg, []byte(clusterYAML), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	watch(3 * time.Second)
+}
