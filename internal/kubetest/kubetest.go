@@ -1,0 +1,604 @@
+package kubetest
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/hex"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+// ServiceCIDR is the API server's ClusterIP range (--service-cluster-ip-range).
+// It lies in 198.18.0.0/15 like every address vipstack's tests use, and holds
+// 4,094 ClusterIPs so that benchmarks can create 1,000 Services; IP pools in
+// tests must not overlap it.
+const ServiceCIDR = "198.19.240.0/20"
+
+// AdminUser is the user the admin token authenticates as. It is in the
+// system:masters group, which RBAC allows everything.
+const AdminUser = "vipstack-admin"
+
+const (
+	// readyTimeout bounds how long Start waits for etcd and then for
+	// kube-apiserver to report ready (normally a few seconds).
+	readyTimeout = 2 * time.Minute
+	// stopTimeout is how long Stop lets a process shut down after SIGTERM
+	// before it sends SIGKILL.
+	stopTimeout = 10 * time.Second
+	// portAttempts is how often a process is restarted on new ports when the
+	// free port picked for it was taken by someone else in the meantime.
+	portAttempts = 3
+)
+
+// Env is a running etcd and kube-apiserver pair.
+type Env struct {
+	// Config reaches the API server as AdminUser.
+	Config *rest.Config
+	// Kubeconfig is the path of a kubeconfig file with the same cluster and
+	// credentials as Config, for code under test that takes --kubeconfig.
+	Kubeconfig string
+
+	dir       string
+	etcd      *proc
+	apiserver *proc
+	stopOnce  sync.Once
+	stopErr   error
+}
+
+// Start runs etcd and kube-apiserver for the test and returns once the API
+// server's /readyz succeeds. Both are stopped and their data removed when the
+// test ends (or earlier by Stop). On failure the last lines of their logs are
+// written to the test log.
+//
+// Start skips the test when VIPSTACK_SKIP_KUBE=1, and builds the binaries
+// first when they are not cached (see the package documentation).
+func Start(t testing.TB) *Env {
+	t.Helper()
+	bin := binaries(t)
+	began := time.Now()
+	env, err := start(bin)
+	if err != nil {
+		t.Fatalf("kubetest: %v", err)
+	}
+	t.Logf("kubetest: kube-apiserver %s ready in %v", env.Config.Host, time.Since(began).Round(time.Millisecond))
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, p := range []*proc{env.apiserver, env.etcd} {
+				t.Logf("kubetest: last lines of %s log:\n%s", p.name, p.tail())
+			}
+		}
+		env.Stop()
+		if env.stopErr != nil {
+			t.Errorf("kubetest: %v", env.stopErr)
+		}
+	})
+	return env
+}
+
+// Stop stops kube-apiserver and etcd (SIGTERM, then SIGKILL after 10s) and
+// removes their data. It is safe to call more than once; Start registers it
+// with t.Cleanup.
+func (e *Env) Stop() {
+	e.stopOnce.Do(func() {
+		var errs []error
+		for _, p := range []*proc{e.apiserver, e.etcd} {
+			if p != nil {
+				errs = append(errs, p.stop())
+			}
+		}
+		if err := os.RemoveAll(e.dir); err != nil {
+			errs = append(errs, fmt.Errorf("remove %s: %w", e.dir, err))
+		}
+		e.stopErr = errors.Join(errs...)
+	})
+}
+
+// ConfigAs returns a copy of Config that impersonates user in groups, for
+// checking what an RBAC role allows. Impersonated users are also in
+// system:authenticated.
+func (e *Env) ConfigAs(user string, groups ...string) *rest.Config {
+	c := rest.CopyConfig(e.Config)
+	c.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: groups}
+	return c
+}
+
+// binaries returns the directory holding kube-apiserver and etcd.
+func binaries(t testing.TB) string {
+	t.Helper()
+	if os.Getenv("VIPSTACK_SKIP_KUBE") == "1" {
+		t.Skip("kubetest: VIPSTACK_SKIP_KUBE=1: skipping a test that needs kube-apiserver and etcd")
+	}
+	if dir := os.Getenv("VIPSTACK_KUBE_BIN"); dir != "" {
+		if err := haveBinaries(dir); err != nil {
+			t.Fatalf("kubetest: VIPSTACK_KUBE_BIN=%s: %v (want a directory holding kube-apiserver and etcd, as built by hack/kube-binaries.sh)", dir, err)
+		}
+		return dir
+	}
+	script, err := findScript()
+	if err != nil {
+		t.Fatalf("kubetest: %v; set VIPSTACK_KUBE_BIN to a directory holding kube-apiserver and etcd, or VIPSTACK_SKIP_KUBE=1 to skip", err)
+	}
+	dir, err := runScript(script, "--dir")
+	if err != nil {
+		t.Fatalf("kubetest: %v", err)
+	}
+	if haveBinaries(dir) == nil {
+		return dir
+	}
+	t.Logf("kubetest: %s has no kube-apiserver and etcd yet; building them with %s (about 10 minutes on 2 cores; set VIPSTACK_SKIP_KUBE=1 to skip instead)", dir, script)
+	began := time.Now()
+	if dir, err = runScript(script); err != nil {
+		t.Fatalf("kubetest: %v", err)
+	}
+	if err := haveBinaries(dir); err != nil {
+		t.Fatalf("kubetest: after %s: %v", script, err)
+	}
+	t.Logf("kubetest: built in %v", time.Since(began).Round(time.Second))
+	return dir
+}
+
+func haveBinaries(dir string) error {
+	for _, name := range []string{"kube-apiserver", "etcd"} {
+		fi, err := os.Stat(filepath.Join(dir, name))
+		if err != nil {
+			return fmt.Errorf("find binary: %w", err)
+		}
+		if fi.Mode()&0o111 == 0 {
+			return fmt.Errorf("find binary: %s is not executable", filepath.Join(dir, name))
+		}
+	}
+	return nil
+}
+
+// findScript looks for hack/kube-binaries.sh in the working directory (a test
+// runs in its package's directory) and its parents.
+func findScript() (string, error) {
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", fmt.Errorf("find hack/kube-binaries.sh: %w", err)
+	}
+	for dir := wd; ; dir = filepath.Dir(dir) {
+		script := filepath.Join(dir, "hack", "kube-binaries.sh")
+		if _, err := os.Stat(script); err == nil {
+			return script, nil
+		}
+		if filepath.Dir(dir) == dir {
+			return "", fmt.Errorf("find hack/kube-binaries.sh: not in %s or any parent", wd)
+		}
+	}
+}
+
+// runScript runs hack/kube-binaries.sh and returns the directory it prints.
+func runScript(script string, args ...string) (string, error) {
+	var stdout, stderr bytes.Buffer
+	cmd := exec.Command("bash", append([]string{script}, args...)...)
+	cmd.Stdout = &stdout
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("run %s %s: %w\n%s", script, strings.Join(args, " "), err, stderr.Bytes())
+	}
+	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+	dir := lines[len(lines)-1]
+	if !filepath.IsAbs(dir) {
+		return "", fmt.Errorf("run %s %s: printed %q, want an absolute directory", script, strings.Join(args, " "), dir)
+	}
+	return dir, nil
+}
+
+// start runs etcd and kube-apiserver from bin and waits until both are ready.
+func start(bin string) (_ *Env, err error) {
+	dir, err := os.MkdirTemp("", "vipstack-kubetest-")
+	if err != nil {
+		return nil, fmt.Errorf("create data directory: %w", err)
+	}
+	env := &Env{dir: dir}
+	defer func() {
+		if err != nil {
+			env.Stop()
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), readyTimeout)
+	defer cancel()
+
+	c, err := writeCredentials(dir)
+	if err != nil {
+		return nil, err
+	}
+	etcdURL, err := env.startEtcd(ctx, bin)
+	if err != nil {
+		return nil, err
+	}
+	host, err := env.startAPIServer(ctx, bin, etcdURL, c)
+	if err != nil {
+		return nil, err
+	}
+
+	kcfg := clientcmdapi.NewConfig()
+	kcfg.Clusters["kubetest"] = &clientcmdapi.Cluster{Server: host, CertificateAuthorityData: c.caPEM}
+	kcfg.AuthInfos[AdminUser] = &clientcmdapi.AuthInfo{Token: c.token}
+	kcfg.Contexts["kubetest"] = &clientcmdapi.Context{Cluster: "kubetest", AuthInfo: AdminUser, Namespace: "default"}
+	kcfg.CurrentContext = "kubetest"
+	env.Kubeconfig = filepath.Join(dir, "kubeconfig")
+	if err := clientcmd.WriteToFile(*kcfg, env.Kubeconfig); err != nil {
+		return nil, fmt.Errorf("write kubeconfig: %w", err)
+	}
+	if env.Config, err = clientcmd.BuildConfigFromFlags("", env.Kubeconfig); err != nil {
+		return nil, fmt.Errorf("load kubeconfig %s: %w", env.Kubeconfig, err)
+	}
+	return env, nil
+}
+
+func (e *Env) startEtcd(ctx context.Context, bin string) (string, error) {
+	data := filepath.Join(e.dir, "etcd")
+	for attempt := 1; ; attempt++ {
+		ports, err := freePorts(2)
+		if err != nil {
+			return "", fmt.Errorf("start etcd: %w", err)
+		}
+		clientURL := "http://127.0.0.1:" + strconv.Itoa(ports[0])
+		peerURL := "http://127.0.0.1:" + strconv.Itoa(ports[1])
+		e.etcd, err = startProc("etcd", filepath.Join(bin, "etcd"), filepath.Join(e.dir, fmt.Sprintf("etcd-%d.log", attempt)),
+			"--name=kubetest",
+			"--data-dir="+data,
+			"--listen-client-urls="+clientURL,
+			"--advertise-client-urls="+clientURL,
+			"--listen-peer-urls="+peerURL,
+			"--initial-advertise-peer-urls="+peerURL,
+			"--initial-cluster=kubetest="+peerURL,
+			"--initial-cluster-state=new",
+			// Test data is thrown away: durability buys nothing.
+			"--unsafe-no-fsync",
+			"--log-level=warn",
+		)
+		if err != nil {
+			return "", err
+		}
+		err = e.etcd.waitReady(ctx, func(ctx context.Context) error {
+			return probe(ctx, http.DefaultClient, clientURL+"/health", "")
+		})
+		if err == nil {
+			return clientURL, nil
+		}
+		if attempt == portAttempts || !e.etcd.portTaken() {
+			return "", err
+		}
+		if err := e.etcd.stop(); err != nil {
+			return "", err
+		}
+		if err := os.RemoveAll(data); err != nil {
+			return "", fmt.Errorf("start etcd: %w", err)
+		}
+	}
+}
+
+func (e *Env) startAPIServer(ctx context.Context, bin, etcdURL string, c *credentials) (string, error) {
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(c.caPEM)
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	defer client.CloseIdleConnections()
+	for attempt := 1; ; attempt++ {
+		ports, err := freePorts(1)
+		if err != nil {
+			return "", fmt.Errorf("start kube-apiserver: %w", err)
+		}
+		port := ports[0]
+		host := "https://127.0.0.1:" + strconv.Itoa(port)
+		e.apiserver, err = startProc("kube-apiserver", filepath.Join(bin, "kube-apiserver"), filepath.Join(e.dir, fmt.Sprintf("kube-apiserver-%d.log", attempt)),
+			"--etcd-servers="+etcdURL,
+			"--bind-address=127.0.0.1",
+			"--secure-port="+strconv.Itoa(port),
+			// Nothing the API server writes may point off the machine: it
+			// advertises loopback and keeps no endpoints for itself.
+			"--advertise-address=127.0.0.1",
+			"--endpoint-reconciler-type=none",
+			"--service-cluster-ip-range="+ServiceCIDR,
+			"--cert-dir="+filepath.Join(e.dir, "certs"),
+			"--tls-cert-file="+c.certFile,
+			"--tls-private-key-file="+c.keyFile,
+			"--token-auth-file="+c.tokenFile,
+			"--authorization-mode=RBAC",
+			"--service-account-issuer=https://kubernetes.default.svc",
+			"--service-account-key-file="+c.saPublicFile,
+			"--service-account-signing-key-file="+c.saKeyFile,
+			"--allow-privileged=true",
+			"--profiling=false",
+		)
+		if err != nil {
+			return "", err
+		}
+		err = e.apiserver.waitReady(ctx, func(ctx context.Context) error {
+			return probe(ctx, client, host+"/readyz", c.token)
+		})
+		if err == nil {
+			return host, nil
+		}
+		if attempt == portAttempts || !e.apiserver.portTaken() {
+			return "", err
+		}
+		if err := e.apiserver.stop(); err != nil {
+			return "", err
+		}
+	}
+}
+
+// freePorts returns n distinct TCP ports that were free on 127.0.0.1 a moment
+// ago. Someone else may take one before the process we pass it to binds it;
+// callers retry on new ports when that happens (see proc.portTaken).
+func freePorts(n int) ([]int, error) {
+	ports := make([]int, 0, n)
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("find a free port: %w", err)
+		}
+		defer l.Close()
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+// probe GETs url and succeeds on 200 OK.
+func probe(ctx context.Context, client *http.Client, url, token string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s: %s", url, resp.Status, bytes.TrimSpace(body))
+	}
+	return nil
+}
+
+// proc is one started process whose output goes to a log file.
+type proc struct {
+	name    string
+	cmd     *exec.Cmd
+	logPath string
+	done    chan struct{} // closed when the process has exited
+	waitErr error         // set before done is closed
+}
+
+func startProc(name, path, logPath string, args ...string) (*proc, error) {
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	defer logFile.Close() // the child keeps its own descriptor
+	cmd := exec.Command(path, args...)
+	cmd.Stdout = logFile
+	cmd.Stderr = logFile
+	cmd.SysProcAttr = sysProcAttr()
+	p := &proc{name: name, cmd: cmd, logPath: logPath, done: make(chan struct{})}
+	started := make(chan error)
+	go func() {
+		// The parent-death signal fires when the thread that forked the
+		// child exits, not the process. Another goroutine could end with
+		// that thread locked (as netns code does on purpose), and the
+		// runtime would then destroy it; holding the thread until the child
+		// exits rules that out.
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		p.waitErr = cmd.Wait()
+		close(p.done)
+	}()
+	if err := <-started; err != nil {
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	return p, nil
+}
+
+// waitReady polls ready until it succeeds, the process exits or ctx ends.
+// Polling on a real ticker is right here: we wait for another process, not for
+// one of our own timers.
+func (p *proc) waitReady(ctx context.Context, ready func(context.Context) error) error {
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		probeCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		err := ready(probeCtx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-p.done:
+			return fmt.Errorf("start %s: exited before it was ready (%v); last lines of %s:\n%s", p.name, p.waitErr, p.logPath, p.tail())
+		case <-ctx.Done():
+			return fmt.Errorf("start %s: not ready after %v (last probe: %v); last lines of %s:\n%s", p.name, readyTimeout, err, p.logPath, p.tail())
+		case <-tick.C:
+		}
+	}
+}
+
+// portTaken reports whether the process exited because its port was in use.
+func (p *proc) portTaken() bool {
+	select {
+	case <-p.done:
+	default:
+		return false
+	}
+	b, err := os.ReadFile(p.logPath)
+	return err == nil && bytes.Contains(b, []byte("address already in use"))
+}
+
+// stop sends SIGTERM to the process and SIGKILL if it has not exited after
+// stopTimeout, and waits for it to exit.
+func (p *proc) stop() error {
+	select {
+	case <-p.done:
+		return nil
+	default:
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return fmt.Errorf("stop %s (pid %d): %w", p.name, p.cmd.Process.Pid, err)
+	}
+	select {
+	case <-p.done:
+		return nil
+	case <-time.After(stopTimeout):
+	}
+	if err := p.cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return fmt.Errorf("kill %s (pid %d): %w", p.name, p.cmd.Process.Pid, err)
+	}
+	<-p.done
+	return nil
+}
+
+// tail returns the last lines of the process's log.
+func (p *proc) tail() string {
+	b, err := os.ReadFile(p.logPath)
+	if err != nil {
+		return fmt.Sprintf("(read log: %v)", err)
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > 40 {
+		lines = lines[len(lines)-40:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// credentials are the files that authenticate the API server to clients and
+// clients to the API server.
+type credentials struct {
+	caPEM        []byte
+	certFile     string // serving certificate for 127.0.0.1 and localhost
+	keyFile      string
+	saKeyFile    string // service account token signing key
+	saPublicFile string
+	tokenFile    string // --token-auth-file
+	token        string // AdminUser's bearer token
+}
+
+func writeCredentials(dir string) (*credentials, error) {
+	c := &credentials{
+		certFile:     filepath.Join(dir, "apiserver.crt"),
+		keyFile:      filepath.Join(dir, "apiserver.key"),
+		saKeyFile:    filepath.Join(dir, "sa.key"),
+		saPublicFile: filepath.Join(dir, "sa.pub"),
+		tokenFile:    filepath.Join(dir, "tokens.csv"),
+	}
+	// Certificates must be valid by the real clock the API server and
+	// clients check them against.
+	now := time.Now()
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, fmt.Errorf("generate CA key: %w", err)
+	}
+	caTmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: "vipstack kubetest CA"},
+		NotBefore:             now.Add(-time.Hour),
+		NotAfter:              now.Add(24 * time.Hour),
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		return nil, fmt.Errorf("create CA certificate: %w", err)
+	}
+	ca, err := x509.ParseCertificate(caDER)
+	if err != nil {
+		return nil, fmt.Errorf("parse CA certificate: %w", err)
+	}
+	c.caPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
+
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, fmt.Errorf("generate serving key: %w", err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(2),
+		Subject:      pkix.Name{CommonName: "kube-apiserver"},
+		NotBefore:    now.Add(-time.Hour),
+		NotAfter:     now.Add(24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
+		DNSNames:     []string{"localhost"},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+	if err != nil {
+		return nil, fmt.Errorf("create serving certificate: %w", err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return nil, fmt.Errorf("marshal serving key: %w", err)
+	}
+
+	saKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, fmt.Errorf("generate service account key: %w", err)
+	}
+	saDER, err := x509.MarshalECPrivateKey(saKey)
+	if err != nil {
+		return nil, fmt.Errorf("marshal service account key: %w", err)
+	}
+	saPubDER, err := x509.MarshalPKIXPublicKey(&saKey.PublicKey)
+	if err != nil {
+		return nil, fmt.Errorf("marshal service account public key: %w", err)
+	}
+
+	token := make([]byte, 32)
+	if _, err := rand.Read(token); err != nil {
+		return nil, fmt.Errorf("generate admin token: %w", err)
+	}
+	c.token = hex.EncodeToString(token)
+
+	files := []struct {
+		path string
+		data []byte
+	}{
+		{c.certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})},
+		{c.keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})},
+		{c.saKeyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: saDER})},
+		{c.saPublicFile, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: saPubDER})},
+		// token,user,uid,"group,..."
+		{c.tokenFile, []byte(fmt.Sprintf("%s,%s,%s,\"system:masters\"\n", c.token, AdminUser, AdminUser))},
+	}
+	for _, f := range files {
+		if err := os.WriteFile(f.path, f.data, 0o600); err != nil {
+			return nil, fmt.Errorf("write credentials: %w", err)
+		}
+	}
+	return c, nil
+}
