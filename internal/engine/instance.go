@@ -29,6 +29,7 @@ type instance struct {
 	peers   map[netip.Addr]bool // unicast peers; nil in multicast mode
 	vips    []netif.VIP         // virtual_ipaddress then virtual_ipaddress_excluded
 	advert  []netip.Addr        // addresses carried in adverts (virtual_ipaddress only)
+	vipText []string            // vips as text, for the status report
 	auth    [8]byte
 	group   *syncGroup
 	ann     *announce.Announcer
@@ -210,6 +211,7 @@ func (e *Engine) build(ic *keepalived.Instance) (*instance, error) {
 	var vipAddrs []netip.Addr
 	for _, v := range in.vips {
 		vipAddrs = append(vipAddrs, v.Prefix.Addr())
+		in.vipText = append(in.vipText, v.Prefix.String())
 	}
 	switch {
 	case ic.UnicastSrcIP.IsValid():

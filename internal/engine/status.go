@@ -76,9 +76,7 @@ func (e *Engine) snapshot() []InstanceStatus {
 		if in.peers != nil {
 			s.Mode = "unicast"
 		}
-		for _, v := range in.vips {
-			s.VIPs = append(s.VIPs, v.Prefix.String())
-		}
+		s.VIPs = in.vipText
 		if m, p := in.fsm.Master(); m.IsValid() {
 			s.Master, s.MasterPriority = m.String(), int(p)
 		}

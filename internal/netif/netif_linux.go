@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"sync"
 	"syscall"
 
 	"github.com/vishvananda/netlink"
@@ -26,6 +27,12 @@ const lifetimeForever = 0xffffffff
 type Handle struct {
 	nl *netlink.Handle
 	ns netns.NsHandle
+
+	// vipLinks caches interface lookups for AddVIP, which a takeover with
+	// thousands of VIPs calls once per VIP: a lookup costs a netlink round
+	// trip. An entry is dropped when the kernel no longer knows its index.
+	mu       sync.Mutex
+	vipLinks map[string]netlink.Link
 }
 
 // Open returns a netlink handle in the calling thread's network namespace.
@@ -107,14 +114,43 @@ func (h *Handle) AddVIP(v VIP) error {
 	if err := v.Validate(); err != nil {
 		return fmt.Errorf("add VIP: %w", err)
 	}
-	l, err := h.link(v.Dev)
-	if err != nil {
+	for attempt := 0; ; attempt++ {
+		l, cached, err := h.vipLink(v.Dev)
+		if err != nil {
+			return fmt.Errorf("add VIP %s: %w", v, err)
+		}
+		err = h.nl.AddrAdd(l, nlAddr(v, true))
+		if err == nil || errors.Is(err, unix.EEXIST) {
+			return nil
+		}
+		if cached && attempt == 0 && (errors.Is(err, unix.ENODEV) || errors.Is(err, unix.EINVAL)) {
+			h.forgetLink(v.Dev) // the interface was recreated: look it up again
+			continue
+		}
 		return fmt.Errorf("add VIP %s: %w", v, err)
 	}
-	if err := h.nl.AddrAdd(l, nlAddr(v, true)); err != nil && !errors.Is(err, unix.EEXIST) {
-		return fmt.Errorf("add VIP %s: %w", v, err)
+}
+
+func (h *Handle) vipLink(name string) (l netlink.Link, cached bool, err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if l, ok := h.vipLinks[name]; ok {
+		return l, true, nil
 	}
-	return nil
+	if l, err = h.link(name); err != nil {
+		return nil, false, err
+	}
+	if h.vipLinks == nil {
+		h.vipLinks = map[string]netlink.Link{}
+	}
+	h.vipLinks[name] = l
+	return l, false, nil
+}
+
+func (h *Handle) forgetLink(name string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.vipLinks, name)
 }
 
 // DelVIP removes the address v.Prefix (address and length) from v.Dev.
