@@ -27,6 +27,7 @@ Usage:
   vipstack node --config cluster.yaml --node NAME [--status-addr ADDR] [--metrics-addr ADDR]
   vipstack status [--addr 127.0.0.1:9651] [-o table|json]
   vipstack render --config cluster.yaml --node NAME --out DIR [--interface IF]
+  vipstack ipfailover [flags]   (or the OPENSHIFT_HA_* environment of OpenShift's ipfailover image)
   vipstack version
 
 Run "vipstack COMMAND -h" for a command's flags.
@@ -46,6 +47,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runLB(ctx, args[1:], stdout, stderr)
 	case "dns":
 		return runDNS(ctx, args[1:], stdout, stderr)
+	case "ipfailover":
+		return runIPFailover(ctx, args[1:], stdout, stderr)
 	case "node":
 		return runNode(ctx, args[1:], stdout, stderr)
 	case "status":

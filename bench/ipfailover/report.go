@@ -1,0 +1,196 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// variant is one way of running the pool.
+type variant struct {
+	Name string // as printed and matched by -only
+	Impl string // "keepalived" or "vipstack"
+	// AnnounceRate is vipstack's --announce-rate (per group and second;
+	// 0: unlimited).
+	AnnounceRate int
+}
+
+// trialResult is what one trial measured.
+type trialResult struct {
+	Variant string
+	// Rest, per node: CPU percent of one core, proportional set size.
+	CPU []float64
+	PSS []float64 // MiB
+	// VRRPPerSecond is what the client heard on the link at rest.
+	VRRPPerSecond float64
+	// Held is how many VIPs each node held at rest.
+	Held []int
+	// Moved is how many VIPs the killed node held.
+	Moved int
+	// First and Last are the times from the kill to the first and the
+	// last gratuitous ARP from a survivor for one of the moved VIPs.
+	First, Last time.Duration
+	// Answered is how many VIPs exactly one live node answered an ARP
+	// request for afterwards; Twice how many got answers from two.
+	Answered, Twice int
+	// Unsettled, when set, says the pool never reached "every VIP held
+	// once, announcements over" within the time limit; nothing else was
+	// measured.
+	Unsettled string
+}
+
+// summary is the medians of a variant's trials.
+type summary struct {
+	Variant       string
+	Trials        int
+	CPU, PSS      float64 // mean over nodes, median over trials
+	VRRPPerSecond float64
+	Moved         int
+	First, Last   time.Duration
+	Answered      int // the worst trial
+	Twice         int // the worst trial
+	Lasts         []time.Duration
+	Unsettled     int // trials that never settled (left out of the medians)
+}
+
+func summarize(name string, rs []trialResult) summary {
+	s := summary{Variant: name, Trials: len(rs), Answered: math.MaxInt}
+	var cpu, pss, vrrp []float64
+	var first, last []time.Duration
+	var settled []trialResult
+	for _, r := range rs {
+		if r.Unsettled != "" {
+			s.Unsettled++
+			continue
+		}
+		settled = append(settled, r)
+	}
+	s.Trials = len(settled)
+	rs = settled
+	for _, r := range rs {
+		cpu = append(cpu, mean(r.CPU))
+		pss = append(pss, mean(r.PSS))
+		vrrp = append(vrrp, r.VRRPPerSecond)
+		first = append(first, r.First)
+		last = append(last, r.Last)
+		s.Moved = max(s.Moved, r.Moved)
+		s.Answered = min(s.Answered, r.Answered)
+		s.Twice = max(s.Twice, r.Twice)
+	}
+	if len(rs) == 0 {
+		s.Answered = 0
+	}
+	s.CPU, s.PSS, s.VRRPPerSecond = median(cpu), median(pss), median(vrrp)
+	s.First, s.Last = medianD(first), medianD(last)
+	s.Lasts = last
+	return s
+}
+
+func mean(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	t := 0.0
+	for _, x := range v {
+		t += x
+	}
+	return t / float64(len(v))
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func medianD(v []time.Duration) time.Duration {
+	f := make([]float64, len(v))
+	for i, d := range v {
+		f[i] = float64(d)
+	}
+	return time.Duration(median(f))
+}
+
+// ratio formats a/b ("—" when b is 0).
+func ratio(a, b float64) string {
+	if b == 0 {
+		return "—"
+	}
+	return fmt.Sprintf("%.2f", a/b)
+}
+
+// printReport writes the comparison table: the first summary is the
+// reference (keepalived) and every other one gets ratios against it.
+func printReport(w io.Writer, vips int, sums []summary) {
+	if len(sums) == 0 {
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight|tabwriter.Debug)
+	head := []string{"metric"}
+	for i, s := range sums {
+		head = append(head, s.Variant)
+		if i > 0 {
+			head = append(head, "ratio")
+		}
+	}
+	fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
+	row := func(name string, f func(s summary) (string, float64)) {
+		cells := []string{name}
+		_, ref := f(sums[0])
+		for i, s := range sums {
+			text, v := f(s)
+			cells = append(cells, text)
+			if i > 0 {
+				cells = append(cells, ratio(v, ref))
+			}
+		}
+		fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
+	}
+	ms := func(d time.Duration) (string, float64) { return fmt.Sprintf("%d ms", d.Milliseconds()), float64(d) }
+	row("kill to first VIP re-announced (median)", func(s summary) (string, float64) { return ms(s.First) })
+	row("kill to every VIP re-announced (median)", func(s summary) (string, float64) { return ms(s.Last) })
+	row("VIPs moved", func(s summary) (string, float64) { return fmt.Sprint(s.Moved), float64(s.Moved) })
+	row("CPU per node at rest", func(s summary) (string, float64) { return fmt.Sprintf("%.2f %%", s.CPU), s.CPU })
+	row("PSS per node at rest", func(s summary) (string, float64) { return fmt.Sprintf("%.1f MiB", s.PSS), s.PSS })
+	row("VRRP packets/s on the link", func(s summary) (string, float64) {
+		return fmt.Sprintf("%.1f", s.VRRPPerSecond), s.VRRPPerSecond
+	})
+	row(fmt.Sprintf("VIPs answered once (of %d, worst trial)", vips), func(s summary) (string, float64) {
+		return fmt.Sprint(s.Answered), float64(s.Answered)
+	})
+	row("VIPs answered twice (worst trial)", func(s summary) (string, float64) { return fmt.Sprint(s.Twice), float64(s.Twice) })
+	tw.Flush()
+	for _, s := range sums {
+		var l []string
+		for _, d := range s.Lasts {
+			l = append(l, fmt.Sprintf("%d", d.Milliseconds()))
+		}
+		fmt.Fprintf(w, "%s: every VIP re-announced after %s ms in its %d trials", s.Variant, strings.Join(l, ", "), s.Trials)
+		if s.Unsettled > 0 {
+			fmt.Fprintf(w, "; %d more trials never settled (every VIP held once) and are left out", s.Unsettled)
+		}
+		fmt.Fprintln(w)
+	}
+}
+
+// vipList is the pool's OPENSHIFT_HA_VIRTUAL_IPS: 250 VIPs per /24 from
+// 198.18.16.1, in the image's last-octet range syntax.
+func vipList(n int) string {
+	var parts []string
+	for net := 16; n > 0; net++ {
+		k := min(n, 250)
+		parts = append(parts, fmt.Sprintf("198.18.%d.1-%d", net, k))
+		n -= k
+	}
+	return strings.Join(parts, ",")
+}

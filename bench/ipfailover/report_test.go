@@ -1,0 +1,43 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestSummarize(t *testing.T) {
+	rs := []trialResult{
+		{CPU: []float64{1, 2, 3}, PSS: []float64{10, 10, 10}, VRRPPerSecond: 6, Moved: 3334, First: 3 * time.Second, Last: 5 * time.Second, Answered: 10000},
+		{CPU: []float64{3, 3, 3}, PSS: []float64{12, 12, 12}, VRRPPerSecond: 6, Moved: 3334, First: 4 * time.Second, Last: 9 * time.Second, Answered: 9999, Twice: 1},
+		{CPU: []float64{2, 2, 2}, PSS: []float64{11, 11, 11}, VRRPPerSecond: 7, Moved: 3334, First: 2 * time.Second, Last: 6 * time.Second, Answered: 10000},
+		{Unsettled: "not settled after 3m0s"},
+	}
+	got := summarize("x", rs)
+	want := summary{Variant: "x", Trials: 3, CPU: 2, PSS: 11, VRRPPerSecond: 6, Moved: 3334, First: 3 * time.Second, Last: 6 * time.Second,
+		Answered: 9999, Twice: 1, Lasts: []time.Duration{5 * time.Second, 9 * time.Second, 6 * time.Second}, Unsettled: 1}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("summarize (-want +got):\n%s", diff)
+	}
+}
+
+func TestPrintReportRatios(t *testing.T) {
+	ka := summary{Variant: "keepalived", Trials: 1, CPU: 2, PSS: 10, VRRPPerSecond: 6, Moved: 10, First: time.Second, Last: 4 * time.Second, Answered: 10}
+	vs := summary{Variant: "vipstack", Trials: 1, CPU: 1, PSS: 20, VRRPPerSecond: 6, Moved: 10, First: time.Second, Last: 2 * time.Second, Answered: 10}
+	var b bytes.Buffer
+	printReport(&b, 10, []summary{ka, vs})
+	for _, want := range []string{"4000 ms|", "2000 ms|", "0.50|", "2.00|", "1.00|"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, b.String())
+		}
+	}
+}
+
+func TestVIPList(t *testing.T) {
+	if got, want := vipList(260), "198.18.16.1-250,198.18.17.1-10"; got != want {
+		t.Errorf("vipList(260) = %q, want %q", got, want)
+	}
+}

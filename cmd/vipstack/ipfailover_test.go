@@ -1,0 +1,61 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+func TestIPFailoverArguments(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		env      map[string]string
+		args     []string
+		wantCode int
+		wantOut  string
+		wantErr  string
+	}{
+		{name: "VIPs required", args: nil, wantCode: 2, wantErr: "OPENSHIFT_HA_VIRTUAL_IPS is required"},
+		{name: "unknown variable", env: map[string]string{"OPENSHIFT_HA_VIRTUAL_IPS": "198.18.0.100", "OPENSHIFT_HA_WATCH_PORT": "80"},
+			wantCode: 2, wantErr: `OPENSHIFT_HA_WATCH_PORT="80": unknown variable`},
+		{name: "bad value named by variable", env: map[string]string{"OPENSHIFT_HA_VIRTUAL_IPS": "198.18.0.100", "OPENSHIFT_HA_REPLICA_COUNT": "three"},
+			wantCode: 2, wantErr: `OPENSHIFT_HA_REPLICA_COUNT="three": want a number of nodes`},
+		{name: "bad value named by flag", env: map[string]string{"OPENSHIFT_HA_VIRTUAL_IPS": "198.18.0.100"}, args: []string{"-w", "x"},
+			wantCode: 2, wantErr: `--watch-port="x": want a TCP port number`},
+		{name: "flag wins over the environment", env: map[string]string{"OPENSHIFT_HA_VIRTUAL_IPS": "bad"}, args: []string{"--virtual-ips", "198.18.0.100", "--vrrp-version", "4"},
+			wantCode: 2, wantErr: "VRRP version 4: want 2 or 3"},
+		{name: "two names", env: map[string]string{"OPENSHIFT_HA_VIRTUAL_IPS": "198.18.0.100"}, args: []string{"a", "b"},
+			wantCode: 2, wantErr: "want at most one argument"},
+		{name: "bad log level", env: map[string]string{"OPENSHIFT_HA_VIRTUAL_IPS": "198.18.0.100"}, args: []string{"--log-level", "loud"},
+			wantCode: 2, wantErr: `--log-level "loud"`},
+		{name: "status on loopback only", env: map[string]string{"OPENSHIFT_HA_VIRTUAL_IPS": "198.18.0.100"}, args: []string{"--status-addr", "0.0.0.0:9651"},
+			wantCode: 2, wantErr: "loopback only"},
+		{name: "help lists the variables", args: []string{"-h"}, wantCode: 2, wantErr: "OPENSHIFT_HA_MONITOR_PORT, default \"80\""},
+		{name: "print the configuration", env: map[string]string{"OPENSHIFT_HA_VIRTUAL_IPS": "198.18.0.100-101", "OPENSHIFT_HA_MONITOR_PORT": "0",
+			"OPENSHIFT_HA_NETWORK_INTERFACE": "lo", "OPENSHIFT_HA_REPLICA_COUNT": "2"},
+			args: []string{"--print-config", "--vrid-probe", "0", "mypool"}, wantCode: 0,
+			wantOut: "vrrp_instance mypool_VIP_2 {"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if runtime.GOOS != "linux" && tc.wantCode == 0 {
+				t.Skip("needs Linux")
+			}
+			for _, k := range []string{"OPENSHIFT_HA_VIRTUAL_IPS", "OPENSHIFT_HA_MONITOR_PORT", "OPENSHIFT_HA_NETWORK_INTERFACE", "OPENSHIFT_HA_REPLICA_COUNT", "OPENSHIFT_HA_WATCH_PORT"} {
+				t.Setenv(k, "") // restored after the test
+				os.Unsetenv(k)
+			}
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			var out, errb bytes.Buffer
+			code := runIPFailover(context.Background(), tc.args, &out, &errb)
+			if code != tc.wantCode || !strings.Contains(out.String(), tc.wantOut) || !strings.Contains(errb.String(), tc.wantErr) {
+				t.Fatalf("runIPFailover(%q) = %d\nstdout: %s\nstderr: %s\nwant code %d, stdout containing %q, stderr containing %q",
+					tc.args, code, out.String(), errb.String(), tc.wantCode, tc.wantOut, tc.wantErr)
+			}
+		})
+	}
+}

@@ -1,0 +1,91 @@
+package ipfailover
+
+import (
+	"log/slog"
+	"net/netip"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/vipstack/vipstack/internal/clock"
+	"github.com/vipstack/vipstack/internal/engine"
+	"github.com/vipstack/vipstack/internal/netif"
+)
+
+// Options configure a Pool.
+type Options struct {
+	Spec *Spec
+	// Version is the VRRP version: 2 (the image's, default) or 3.
+	Version int
+	// AdvertInterval defaults to 1 s (the image's).
+	AdvertInterval time.Duration
+	// AnnounceRate caps gratuitous ARPs / unsolicited NAs per second and
+	// per group (0: unlimited, keepalived's behaviour).
+	AnnounceRate int
+	// VRIDProbe is how long to listen on the link for VRIDs in use before
+	// starting (0: do not listen).
+	VRIDProbe time.Duration
+	// Nodes, in multicast mode, lists the pool's node addresses so ranks
+	// are exact (see RankOf); empty: ranks from the replica count.
+	Nodes    []netip.Addr
+	Ledger   netif.Ledger
+	Registry prometheus.Registerer
+	Logger   *slog.Logger
+	Clock    clock.Clock
+}
+
+// Status is what `vipstack ipfailover --status-addr` serves.
+type Status struct {
+	ConfigName string `json:"config_name"`
+	Phase      string `json:"phase"` // "starting", "listening for VRIDs", "running", "stopped"
+	Interface  string `json:"interface,omitempty"`
+	Address    string `json:"address,omitempty"`
+	Mode       string `json:"mode"` // multicast or unicast
+	Ranks      Ranks  `json:"ranks"`
+	VIPs       int    `json:"vips"`
+	// Share is how many VIPs each rank is preferred master for.
+	Share  []int         `json:"share,omitempty"`
+	Groups []GroupStatus `json:"groups,omitempty"`
+	// Held is how many VIPs this node holds now.
+	Held               int       `json:"held"`
+	Check              string    `json:"check"`
+	CheckPassedAtStart bool      `json:"check_passed_at_start"`
+	Heard              []Heard   `json:"heard,omitempty"`
+	Findings           []Finding `json:"vrid_findings,omitempty"`
+	Firewall           []string  `json:"firewall,omitempty"`
+	FirewallError      string    `json:"firewall_error,omitempty"`
+	FirewallPackets    uint64    `json:"firewall_packets"`
+	Error              string    `json:"error,omitempty"`
+}
+
+// GroupStatus is one group as this node runs it.
+type GroupStatus struct {
+	Name      string `json:"name"`
+	VRID      uint8  `json:"vrid"`
+	VIPs      int    `json:"vips"`
+	Order     []int  `json:"order"`
+	Priority  int    `json:"priority"` // base priority of this node
+	Preferred bool   `json:"preferred"`
+	// From the engine:
+	State     string            `json:"state,omitempty"`
+	Master    string            `json:"master,omitempty"`
+	Effective int               `json:"effective_priority,omitempty"`
+	Fault     string            `json:"fault,omitempty"`
+	Conflicts []engine.Conflict `json:"conflicts,omitempty"`
+}
+
+// defaults fills in what Options leave out.
+func (o *Options) defaults() {
+	if o.Version == 0 {
+		o.Version = 2
+	}
+	if o.AdvertInterval == 0 {
+		o.AdvertInterval = time.Second
+	}
+	if o.Clock == nil {
+		o.Clock = clock.Real{}
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+}

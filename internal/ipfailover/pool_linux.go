@@ -1,0 +1,300 @@
+package ipfailover
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/vipstack/vipstack/internal/engine"
+	"github.com/vipstack/vipstack/internal/keepalived"
+	"github.com/vipstack/vipstack/internal/script"
+	"github.com/vipstack/vipstack/internal/track"
+)
+
+// Pool runs this node's part of an IP failover pool.
+type Pool struct {
+	opts Options
+
+	mu      sync.Mutex
+	status  Status
+	plan    *Plan
+	node    Node
+	eng     *engine.Engine
+	fw      *Firewall
+	cfgText string
+}
+
+// New checks the options; nothing is touched until Prepare or Run.
+func New(opts Options) (*Pool, error) {
+	opts.defaults()
+	if opts.Spec == nil {
+		return nil, errors.New("ipfailover: Options.Spec is required")
+	}
+	if opts.Version != 2 && opts.Version != 3 {
+		return nil, fmt.Errorf("ipfailover: VRRP version %d: want 2 or 3", opts.Version)
+	}
+	if opts.Version == 2 && opts.Spec.Family() == 6 {
+		return nil, fmt.Errorf("ipfailover: IPv6 VIPs need VRRP version 3 (--vrrp-version 3)")
+	}
+	if err := checkAdvert(opts.Version, opts.AdvertInterval); err != nil {
+		return nil, err
+	}
+	mode := "multicast"
+	if opts.Spec.Unicast() {
+		mode = "unicast"
+	}
+	p := &Pool{opts: opts}
+	p.status = Status{ConfigName: opts.Spec.ConfigName, Phase: "starting", Mode: mode, VIPs: len(opts.Spec.VIPs)}
+	if opts.Registry != nil {
+		opts.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "vipstack_ipfailover_vips_held", Help: "VIPs of the pool this node holds now."},
+			func() float64 { return float64(p.Status().Held) }))
+	}
+	return p, nil
+}
+
+func checkAdvert(version int, d time.Duration) error {
+	if version == 2 && (d%time.Second != 0 || d < time.Second || d > 255*time.Second) {
+		return fmt.Errorf("ipfailover: advert interval %v: VRRPv2 needs whole seconds from 1s to 255s", d)
+	}
+	if version == 3 && (d%(10*time.Millisecond) != 0 || d < 10*time.Millisecond || d > 40950*time.Millisecond) {
+		return fmt.Errorf("ipfailover: advert interval %v: VRRPv3 needs centiseconds from 10ms to 40.95s", d)
+	}
+	return nil
+}
+
+// Prepare resolves the interface and this node's address and rank, runs
+// the check once, listens for VRIDs in use, and builds the configuration.
+// It returns the configuration as keepalived.conf text.
+func (p *Pool) Prepare(ctx context.Context) (string, error) {
+	s, o, log := p.opts.Spec, p.opts, p.opts.Logger
+	iface := s.Interface
+	if iface == "" {
+		var err error
+		if iface, err = RouteInterface(s.VIPs); err != nil {
+			return "", p.fail(err)
+		}
+		log.Info("interface chosen by route lookup towards the VIPs", "interface", iface, "first_vip", s.VIPs[0])
+	}
+	addr, err := NodeAddress(iface, s.Family(), s.VIPs)
+	if err != nil {
+		if s.Interface != "" {
+			err = fmt.Errorf("%s=%q: %w", EnvInterface, s.Interface, err)
+		}
+		return "", p.fail(err)
+	}
+	if s.Unicast() && !slices.Contains(s.Peers, addr.WithZone("")) {
+		if a, ok := PeerAddress(iface, s.Peers); ok {
+			addr = a
+		} else {
+			log.Warn("this node's address is not in the unicast peer list: its rank is computed with it added, and may differ from what the other nodes compute",
+				"address", addr, EnvUnicastPeers, s.Peers)
+		}
+	}
+	ranks, err := RankOf(addr, s, o.Nodes)
+	if err != nil {
+		return "", p.fail(err)
+	}
+	if s.Unicast() && ranks.Count != s.ReplicaCount {
+		log.Warn("the unicast peer list and the replica count disagree; ranks follow the peer list",
+			"peers", ranks.Count, EnvReplicaCount, s.ReplicaCount)
+	}
+	plan := NewPlan(s, ranks.Count)
+	node := Node{Interface: iface, Address: addr, Rank: ranks.Self, Version: o.Version, AdvertInterval: o.AdvertInterval}
+
+	check, checkText := p.check(node)
+	node.CheckPassed = true
+	if check != nil {
+		cctx, cancel := context.WithTimeout(ctx, min(s.CheckInterval, 5*time.Second))
+		err := check.Probe(cctx)
+		cancel()
+		node.CheckPassed = err == nil
+		if err != nil {
+			log.Warn("check fails at start: this node holds no VIPs until it passes", "check", checkText, "err", err)
+		}
+	}
+
+	p.update(func(st *Status) {
+		st.Interface, st.Address, st.Ranks = iface, addr.String(), ranks
+		st.Check, st.CheckPassedAtStart = checkText, node.CheckPassed
+		st.Share = plan.Share()
+		st.Phase = "listening for VRIDs"
+	})
+	var heard []Heard
+	if o.VRIDProbe > 0 {
+		ifi, err := net.InterfaceByName(iface)
+		if err != nil {
+			return "", p.fail(fmt.Errorf("interface %s: %w", iface, err))
+		}
+		log.Info("listening for VRIDs in use on the link", "interface", iface, "for", o.VRIDProbe)
+		if heard, err = ListenVRIDs(ctx, o.Clock, s.Family(), ifi.Index, o.VRIDProbe); err != nil {
+			return "", p.fail(err)
+		}
+	}
+	findings, err := AssignVRIDs(plan, s, heard, ranks.Members)
+	if err != nil {
+		return "", p.fail(err)
+	}
+	for _, f := range findings {
+		if f.Action == "unused" {
+			log.Info(f.String())
+		} else {
+			log.Warn(f.String(), "vrid", f.VRID, "action", f.Action)
+		}
+	}
+	text := plan.Render(s, node)
+	p.mu.Lock()
+	p.plan, p.node, p.cfgText = plan, node, text
+	p.status.Heard, p.status.Findings = heard, findings
+	p.status.Groups = p.groupStatus(nil)
+	p.mu.Unlock()
+	log.Info("ipfailover plan", "vips", len(s.VIPs), "groups", len(plan.Groups), "rank", ranks.Self, "ranks", ranks.Count,
+		"rank_basis", ranks.Basis, "share", plan.Share(), "interface", iface, "address", addr)
+	return text, nil
+}
+
+// check returns the check the pool runs (nil: none) and a description.
+func (p *Pool) check(n Node) (track.Check, string) {
+	s := p.opts.Spec
+	switch {
+	case s.CheckScript != "":
+		return track.ScriptCheck{Runner: script.Runner{}, Argv: s.Check, Timeout: s.CheckInterval}, "script " + s.CheckScript
+	case s.MonitorPort != 0:
+		t := MonitorTarget(s, n)
+		return PortCheck{Target: t}, "TCP connect to " + t.String()
+	}
+	return nil, "none (monitor port 0)"
+}
+
+// Run prepares the pool (unless Prepare ran), installs the firewall rule
+// in multicast mode, and runs the VRRP engine until ctx is done; then the
+// engine releases the VIPs and the rule is removed.
+func (p *Pool) Run(ctx context.Context) error {
+	p.mu.Lock()
+	prepared := p.plan != nil
+	p.mu.Unlock()
+	if !prepared {
+		if _, err := p.Prepare(ctx); err != nil {
+			return err
+		}
+	}
+	s, o, log := p.opts.Spec, p.opts, p.opts.Logger
+	p.mu.Lock()
+	plan, node := p.plan, p.node
+	p.mu.Unlock()
+	probe, _ := p.check(node)
+	if _, isPort := probe.(PortCheck); !isPort {
+		probe = nil
+	}
+	cfg, err := plan.Keepalived(s, node, probe, "ipfailover:"+s.ConfigName)
+	if err != nil {
+		return p.fail(err)
+	}
+	if !s.Unicast() {
+		fw := NewFirewall(s)
+		where, err := fw.Install()
+		p.mu.Lock()
+		if err != nil {
+			p.status.FirewallError = err.Error()
+			log.Warn("VRRP multicast not admitted by a firewall rule", "err", err)
+		} else {
+			p.fw, p.status.Firewall = &fw, where
+			log.Info("firewall rule admits VRRP multicast", "rule", fw.Rule(), "in", where)
+		}
+		p.mu.Unlock()
+		defer func() {
+			if err := fw.Remove(); err != nil {
+				log.Error("removing the firewall rule failed", "err", err)
+			} else if len(where) > 0 {
+				log.Info("firewall rule removed", "from", where)
+			}
+		}()
+	}
+	e, _, err := engine.New(engine.Options{
+		Load:         func() (*keepalived.Config, error) { return cfg, nil },
+		Clock:        o.Clock,
+		Logger:       log,
+		Registry:     o.Registry,
+		Ledger:       o.Ledger,
+		AnnounceRate: o.AnnounceRate,
+	})
+	if err != nil {
+		return p.fail(err)
+	}
+	p.mu.Lock()
+	p.eng = e
+	p.status.Phase = "running"
+	p.mu.Unlock()
+	err = e.Run(ctx)
+	p.update(func(st *Status) { st.Phase = "stopped" })
+	if err != nil {
+		return p.fail(err)
+	}
+	return nil
+}
+
+// Status returns the pool's state; safe for concurrent use.
+func (p *Pool) Status() Status {
+	p.mu.Lock()
+	st := p.status
+	eng, fw := p.eng, p.fw
+	p.mu.Unlock()
+	if eng == nil {
+		return st
+	}
+	inst := eng.Status()
+	p.mu.Lock()
+	st.Groups = p.groupStatus(inst)
+	p.mu.Unlock()
+	st.Held = 0
+	for _, g := range st.Groups {
+		if g.State == "MASTER" {
+			st.Held += g.VIPs
+		}
+	}
+	if fw != nil {
+		if n, err := fw.Packets(); err == nil {
+			st.FirewallPackets = n
+		}
+	}
+	return st
+}
+
+// groupStatus merges the plan with the engine's instances (nil: none yet).
+// p.mu must be held.
+func (p *Pool) groupStatus(inst []engine.InstanceStatus) []GroupStatus {
+	if p.plan == nil {
+		return nil
+	}
+	byName := map[string]engine.InstanceStatus{}
+	for _, is := range inst {
+		byName[is.Name] = is
+	}
+	out := make([]GroupStatus, len(p.plan.Groups))
+	for i, g := range p.plan.Groups {
+		gs := GroupStatus{Name: g.Name, VRID: g.VRID, VIPs: len(g.VIPs), Order: g.Order,
+			Priority: int(g.Priority(p.node.Rank)), Preferred: g.Order[0] == p.node.Rank}
+		if is, ok := byName[g.Name]; ok {
+			gs.State, gs.Master, gs.Effective, gs.Fault, gs.Conflicts = is.State, is.Master, is.Effective, is.Fault, is.Conflicts
+		}
+		out[i] = gs
+	}
+	return out
+}
+
+func (p *Pool) update(f func(*Status)) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	f(&p.status)
+}
+
+func (p *Pool) fail(err error) error {
+	p.update(func(st *Status) { st.Error = err.Error() })
+	return err
+}
