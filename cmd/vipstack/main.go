@@ -24,6 +24,7 @@ Usage:
   vipstack vrrp -f /etc/keepalived/keepalived.conf [--check] [--metrics-addr ADDR] [--status-addr ADDR]
   vipstack lb -f haproxy.cfg [--check] [--metrics-addr ADDR] [--redirect VIP:PORT]
   vipstack dns -conf Corefile [-check] [-plugins] [-mdns-cluster NAME -node-name N -node-role R -node-addr A]
+  vipstack demo [--keep]
   vipstack node --config cluster.yaml --node NAME [--status-addr ADDR] [--metrics-addr ADDR]
   vipstack status [--addr 127.0.0.1:9651] [-o table|json]
   vipstack render --config cluster.yaml --node NAME --out DIR [--interface IF]
@@ -49,6 +50,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runDNS(ctx, args[1:], stdout, stderr)
 	case "ipfailover":
 		return runIPFailover(ctx, args[1:], stdout, stderr)
+	case "demo":
+		return runDemo(ctx, args[1:], stdout, stderr)
 	case "node":
 		return runNode(ctx, args[1:], stdout, stderr)
 	case "status":

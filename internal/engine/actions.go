@@ -137,6 +137,19 @@ func (e *Engine) takeVIPs(in *instance, now time.Time) {
 	}
 }
 
+func (e *Engine) reannounce(in *instance, now time.Time) {
+	if now.Sub(in.reannouncedAt) < time.Second {
+		return
+	}
+	in.reannouncedAt = now
+	addrs := make([]netip.Addr, 0, len(in.vips))
+	for _, v := range in.vips {
+		addrs = append(addrs, v.Prefix.Addr())
+	}
+	e.log.Info("lower-priority router advertised as master; announcing our VIPs again", "instance", in.cfg.Name)
+	in.pacer.Schedule(addrs, in.cfg.GARPMasterRepeat, 0)
+}
+
 func (e *Engine) refreshGARP(in *instance, now time.Time) {
 	if in.fsm.State() != fsm.Master || in.cfg.GARPMasterRefresh <= 0 {
 		in.refreshAt = time.Time{}
@@ -281,7 +294,15 @@ func (e *Engine) receive(now time.Time, family int, p transport.Packet) {
 	}
 	in.received++
 	e.metrics.received.WithLabelValues(name).Inc()
+	wasMaster := in.fsm.State() == fsm.Master
 	e.do(in, now, in.fsm.Receive(now, fsm.Advert{From: p.Src, Priority: adv.Priority, Interval: adv.Interval}))
+	if wasMaster && in.fsm.State() == fsm.Master && adv.Priority != 0 {
+		// Another router thought it was master (a healed partition, a
+		// start-up race): it may have announced our VIPs meanwhile, so
+		// announce them again (keepalived's garp_lower_prio_repeat), at
+		// most once a second.
+		e.reannounce(in, now)
+	}
 }
 
 // mismatch reports how an advertisement for our VRID disagrees with our

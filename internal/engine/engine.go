@@ -78,9 +78,10 @@ type demuxKey struct {
 }
 
 type trackerEntry struct {
-	spec   *keepalived.Script
-	cancel context.CancelFunc
-	status track.Status
+	spec    *keepalived.Script
+	cancel  context.CancelFunc
+	status  track.Status   // as of the last flip: what the priority uses
+	tracker *track.Tracker // for the latest probe's reason in the status
 }
 
 type event struct {

@@ -36,6 +36,7 @@ type instance struct {
 	pacer   *announce.Pacer
 
 	refreshAt      time.Time
+	reannouncedAt  time.Time
 	groupFault     string // set when another member of the sync group is in fault
 	lastTransition *Transition
 	conflicts      map[string]*Conflict
@@ -331,7 +332,7 @@ func (e *Engine) syncTrackers(cfg *keepalived.Config) {
 			Clock:    e.clk,
 			OnChange: func(st track.Status) { e.send(event{track: &st}) },
 		}
-		e.trackers[name] = &trackerEntry{spec: s, cancel: cancel, status: tr.Status()}
+		e.trackers[name] = &trackerEntry{spec: s, cancel: cancel, status: tr.Status(), tracker: tr}
 		go tr.Run(ctx)
 	}
 }
@@ -396,6 +397,9 @@ func (e *Engine) contributions(in *instance) []Contribution {
 			w = ts.Weight
 		}
 		c := Contribution{Source: "script " + ts.Name, Weight: w, OK: te.status.OK, Reason: te.status.Reason}
+		if te.tracker != nil {
+			c.Reason = te.tracker.Status().Reason // the latest probe's, even without a flip
+		}
 		good := te.status.OK
 		if s.WeightReverse {
 			w = -w
