@@ -29,6 +29,8 @@ Usage:
   vipstack status [--addr 127.0.0.1:9651] [-o table|json]
   vipstack render --config cluster.yaml --node NAME --out DIR [--interface IF]
   vipstack ipfailover [flags]   (or the OPENSHIFT_HA_* environment of OpenShift's ipfailover image)
+  vipstack controller --kubeconfig FILE   (LoadBalancer Services: IP pools, VRIDs; leader-elected)
+  vipstack agent --kubeconfig FILE --node-name NAME   (serves the node's VIP groups)
   vipstack version
 
 Run "vipstack COMMAND -h" for a command's flags.
@@ -52,6 +54,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runIPFailover(ctx, args[1:], stdout, stderr)
 	case "demo":
 		return runDemo(ctx, args[1:], stdout, stderr)
+	case "controller":
+		return runController(ctx, args[1:], stdout, stderr)
+	case "agent":
+		return runAgent(ctx, args[1:], stdout, stderr)
 	case "node":
 		return runNode(ctx, args[1:], stdout, stderr)
 	case "status":

@@ -56,7 +56,7 @@ func (e *Engine) apply(cfg *keepalived.Config) error {
 	// Build everything new first, so a failure changes nothing.
 	fresh := map[string]*instance{}
 	for _, ic := range cfg.Instances {
-		if old, ok := e.instances[ic.Name]; ok && (sameInstance(old.cfg, ic) || onlyPeersDiffer(old.cfg, ic)) {
+		if old, ok := e.instances[ic.Name]; ok && (sameInstance(old.cfg, ic) || onlyPeersDiffer(old.cfg, ic) || onlyVIPsDiffer(old.cfg, ic)) {
 			continue
 		}
 		in, err := e.build(ic)
@@ -79,10 +79,18 @@ func (e *Engine) apply(cfg *keepalived.Config) error {
 		} else {
 			ic := instanceByName(cfg, name)
 			if !sameInstance(old.cfg, ic) {
-				// Only the unicast peers changed (a node joined or left):
-				// update them in place, keeping state and VIPs.
-				e.log.Info("unicast peers changed; instance keeps its state", "instance", name, "peers", ic.UnicastPeers)
-				old.setPeers(ic.UnicastPeers)
+				if !samePeers(old.cfg, ic) {
+					// A node joined or left: update the peers in place,
+					// keeping state and VIPs.
+					e.log.Info("unicast peers changed; instance keeps its state", "instance", name, "peers", ic.UnicastPeers)
+					old.setPeers(ic.UnicastPeers)
+				}
+				if !sameVIPs(old.cfg, ic) {
+					// Addresses came or went: a master adds and announces
+					// the new ones and removes the gone ones; the others
+					// are not touched.
+					e.updateVIPs(old, ic)
+				}
 			}
 			old.cfg = ic // same content otherwise; take the new positions
 		}
@@ -180,6 +188,92 @@ func onlyPeersDiffer(a, b *keepalived.Instance) bool {
 	ca, cb := *a, *b
 	ca.UnicastPeers, cb.UnicastPeers = nil, nil
 	return sameInstance(&ca, &cb)
+}
+
+// onlyVIPsDiffer reports whether two instance configurations differ only in
+// their addresses (and perhaps their unicast peers), keeping the family.
+func onlyVIPsDiffer(a, b *keepalived.Instance) bool {
+	if len(a.VIPs) == 0 || len(b.VIPs) == 0 || a.Family() != b.Family() {
+		return false
+	}
+	if (len(a.UnicastPeers) == 0) != (len(b.UnicastPeers) == 0) {
+		return false
+	}
+	ca, cb := *a, *b
+	ca.VIPs, cb.VIPs = nil, nil
+	ca.ExcludedVIPs, cb.ExcludedVIPs = nil, nil
+	ca.UnicastPeers, cb.UnicastPeers = nil, nil
+	return sameInstance(&ca, &cb)
+}
+
+func samePeers(a, b *keepalived.Instance) bool {
+	return reflect.DeepEqual(a.UnicastPeers, b.UnicastPeers)
+}
+
+func sameVIPs(a, b *keepalived.Instance) bool {
+	ca, cb := *a, *b
+	ca.UnicastPeers, cb.UnicastPeers = nil, nil
+	return sameInstance(&ca, &cb)
+}
+
+// updateVIPs gives a running instance a new address list in place.
+func (e *Engine) updateVIPs(in *instance, ic *keepalived.Instance) {
+	var vips []netif.VIP
+	var advert []netip.Addr
+	var text []string
+	for _, v := range ic.VIPs {
+		vips = append(vips, toVIP(v, ic.Interface))
+		advert = append(advert, v.Prefix.Addr())
+	}
+	for _, v := range ic.ExcludedVIPs {
+		vips = append(vips, toVIP(v, ic.Interface))
+	}
+	keep, had := map[string]bool{}, map[string]bool{}
+	for _, v := range vips {
+		keep[addrKey(v.Prefix, v.Dev)] = true
+		text = append(text, v.Prefix.String())
+	}
+	for _, v := range in.vips {
+		had[addrKey(v.Prefix, v.Dev)] = true
+	}
+	var added, removed []netif.VIP
+	for _, v := range vips {
+		if !had[addrKey(v.Prefix, v.Dev)] {
+			added = append(added, v)
+		}
+	}
+	for _, v := range in.vips {
+		if !keep[addrKey(v.Prefix, v.Dev)] {
+			removed = append(removed, v)
+		}
+	}
+	e.log.Info("addresses changed; instance keeps its state", "instance", ic.Name, "added", len(added), "removed", len(removed))
+	in.vips, in.advert, in.vipText = vips, advert, text
+	if in.fsm.State() != fsm.Master {
+		return
+	}
+	for _, v := range removed {
+		if err := e.nl.DelVIP(v); err != nil {
+			e.log.Error("removing VIP failed", "instance", ic.Name, "vip", v.Prefix, "dev", v.Dev, "err", err)
+			continue
+		}
+		delete(e.held, addrKey(v.Prefix, v.Dev))
+	}
+	for _, v := range added {
+		e.held[addrKey(v.Prefix, v.Dev)] = v
+	}
+	if err := e.opts.Ledger.Save(e.heldList()); err != nil {
+		e.log.Error("cannot record VIPs in the ledger; a crash now would leave them behind", "path", e.opts.Ledger.Path, "err", err)
+	}
+	var addrs []netip.Addr
+	for _, v := range added {
+		if err := e.nl.AddVIP(v); err != nil {
+			e.log.Error("adding VIP failed", "instance", ic.Name, "vip", v.Prefix, "dev", v.Dev, "err", err)
+			continue
+		}
+		addrs = append(addrs, v.Prefix.Addr())
+	}
+	in.pacer.Schedule(addrs, ic.GARPMasterRepeat, ic.GARPMasterDelay)
 }
 
 func (in *instance) setPeers(peers []netip.Addr) {

@@ -178,3 +178,27 @@ func TestOnlyPeersDiffer(t *testing.T) {
 		}
 	}
 }
+
+func TestOnlyVIPsDiffer(t *testing.T) {
+	p := netip.MustParsePrefix
+	base := keepalived.Instance{Name: "VI_1", VRID: 51, Priority: 100, VIPs: []keepalived.VIP{{Prefix: p("198.18.0.100/32")}}}
+	more := base
+	more.VIPs = append(more.VIPs, keepalived.VIP{Prefix: p("198.18.0.101/32")})
+	v6 := base
+	v6.VIPs = []keepalived.VIP{{Prefix: p("fd00::100/128")}}
+	prio := more
+	prio.Priority = 90
+	for _, tc := range []struct {
+		name string
+		b    keepalived.Instance
+		want bool
+	}{
+		{name: "an address added", b: more, want: true},
+		{name: "another family", b: v6, want: false},
+		{name: "addresses and priority changed", b: prio, want: false},
+	} {
+		if got := onlyVIPsDiffer(&base, &tc.b); got != tc.want {
+			t.Errorf("%s: onlyVIPsDiffer = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

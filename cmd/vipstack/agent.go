@@ -1,0 +1,133 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/vipstack/vipstack/internal/k8s/agent"
+	"github.com/vipstack/vipstack/internal/netif"
+	"github.com/vipstack/vipstack/internal/serve"
+	"github.com/vipstack/vipstack/internal/supervise"
+)
+
+// runAgent runs the Kubernetes node agent: this node's share of every
+// VIPGroup it belongs to, with the VRRP engine.
+func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("vipstack agent", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var (
+		kubeconfig   = fs.String("kubeconfig", "", "kubeconfig file; empty: $KUBECONFIG, else the in-cluster ServiceAccount")
+		nodeName     = fs.String("node-name", os.Getenv("NODE_NAME"), "this node's Node name (default $NODE_NAME)")
+		metricsAddr  = fs.String("metrics-addr", ":9650", "Prometheus metrics address; empty: off")
+		statusAddr   = fs.String("status-addr", "127.0.0.1:9653", "JSON status address (loopback only); empty: off")
+		stateDir     = fs.String("state-dir", "/run/vipstack", "directory for the ledger of held VIPs")
+		announceRate = fs.Int("announce-rate", 500, "gratuitous ARP / unsolicited NA per second and instance (0: unlimited)")
+		logLevel     = fs.String("log-level", "info", "debug, info, warn or error")
+		noSuper      = fs.Bool("no-supervisor", false, "run without the supervisor that removes VIPs at once if the agent crashes")
+	)
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "vipstack agent: unexpected arguments %q\n", fs.Args())
+		return 2
+	}
+	if *nodeName == "" {
+		fmt.Fprintln(stderr, "vipstack agent: --node-name is required (or $NODE_NAME, from the pod's spec.nodeName)")
+		return 2
+	}
+	if *statusAddr != "" {
+		if err := requireLoopback(*statusAddr); err != nil {
+			fmt.Fprintf(stderr, "vipstack agent: --status-addr %q: %v\n", *statusAddr, err)
+			return 2
+		}
+	}
+	log, ok := kubeLogger(stderr, "agent", *logLevel)
+	if !ok {
+		return 2
+	}
+	log = log.With("node", *nodeName)
+	ledger, err := agentLedger(*stateDir)
+	if err != nil {
+		fmt.Fprintf(stderr, "vipstack agent: %v\n", err)
+		return 1
+	}
+	cfg, err := kubeConfig(*kubeconfig)
+	if err != nil {
+		fmt.Fprintf(stderr, "vipstack agent: %v\n", err)
+		return 1
+	}
+	if !*noSuper && !supervise.IsChild() {
+		self, err := os.Executable()
+		if err != nil {
+			fmt.Fprintf(stderr, "vipstack agent: cannot find my own executable for the supervisor: %v\n", err)
+			return 1
+		}
+		sup := &supervise.Supervisor{Path: self, Args: append([]string{"agent"}, args...), Log: log,
+			OnCrash: func() { sweepLedger(log, netif.Ledger{Path: ledger}) }}
+		return sup.Run(ctx)
+	}
+	mgr, err := agent.NewManager(cfg, log)
+	if err != nil {
+		fmt.Fprintf(stderr, "vipstack agent: %v\n", err)
+		return 1
+	}
+	reg := prometheus.NewRegistry()
+	a, err := agent.New(mgr, agent.Options{Node: *nodeName, Logger: log, Registry: reg,
+		Ledger: netif.Ledger{Path: ledger}, AnnounceRate: *announceRate})
+	if err != nil {
+		fmt.Fprintf(stderr, "vipstack agent: %v\n", err)
+		return 1
+	}
+	var servers []*serve.Server
+	defer func() {
+		for _, s := range servers {
+			s.Close()
+		}
+	}()
+	if *metricsAddr != "" {
+		s, err := serve.Metrics(*metricsAddr, reg)
+		if err != nil {
+			fmt.Fprintf(stderr, "vipstack agent: --metrics-addr: %v\n", err)
+			return 1
+		}
+		servers = append(servers, s)
+	}
+	if *statusAddr != "" {
+		s, err := serve.JSON(*statusAddr, "/status", func() any { return a.Status() })
+		if err != nil {
+			fmt.Fprintf(stderr, "vipstack agent: --status-addr: %v\n", err)
+			return 1
+		}
+		servers = append(servers, s)
+	}
+	log.Info("vipstack agent starting", "version", version, "api", cfg.Host, "ledger", ledger)
+	if err := mgr.Start(ctx); err != nil {
+		log.Error("vipstack agent failed", "err", err)
+		return 1
+	}
+	log.Info("vipstack agent stopped")
+	return 0
+}
+
+// agentLedger names the agent's ledger after the network namespace, apart
+// from vipstack vrrp's and vipstack node's, so that they never sweep each
+// other's addresses.
+func agentLedger(dir string) (string, error) {
+	ns, err := os.Readlink("/proc/self/ns/net")
+	if err != nil {
+		ns = "net"
+	}
+	ns = strings.NewReplacer(":", "", "[", "-", "]", "").Replace(ns)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("state directory: %w", err)
+	}
+	return filepath.Join(dir, "k8s-agent-"+ns+".vips"), nil
+}

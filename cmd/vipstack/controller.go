@@ -1,0 +1,133 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/go-logr/logr"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/vipstack/vipstack/internal/k8s/controller"
+)
+
+// runController runs the Kubernetes controller: addresses for LoadBalancer
+// Services from IPPools, VRIDs for VIPGroups; leader-elected.
+func runController(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("vipstack controller", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var (
+		kubeconfig  = fs.String("kubeconfig", "", "kubeconfig file; empty: $KUBECONFIG, else the in-cluster ServiceAccount")
+		leaderElect = fs.Bool("leader-elect", true, "hold the Lease NAMESPACE/vipstack-controller before doing anything (run two replicas)")
+		leaseNS     = fs.String("leader-election-namespace", envOr("POD_NAMESPACE", "vipstack-system"), "namespace of the leader-election Lease")
+		excluded    = fs.String("excluded-vrids", "", "VRIDs no group may use, comma-separated (other routers on the networks)")
+		metricsAddr = fs.String("metrics-addr", ":9652", "Prometheus metrics address; empty: off")
+		healthAddr  = fs.String("health-addr", "", "address for /healthz and /readyz; empty: off")
+		workers     = fs.Int("workers", 4, "Services reconciled at once")
+		qps         = fs.Float64("qps", 200, "API requests per second the controller may send")
+		logLevel    = fs.String("log-level", "info", "debug, info, warn or error")
+	)
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "vipstack controller: unexpected arguments %q\n", fs.Args())
+		return 2
+	}
+	log, ok := kubeLogger(stderr, "controller", *logLevel)
+	if !ok {
+		return 2
+	}
+	vrids, err := parseVRIDs(*excluded)
+	if err != nil {
+		fmt.Fprintf(stderr, "vipstack controller: --excluded-vrids: %v\n", err)
+		return 2
+	}
+	cfg, err := kubeConfig(*kubeconfig)
+	if err != nil {
+		fmt.Fprintf(stderr, "vipstack controller: %v\n", err)
+		return 1
+	}
+	cfg.QPS, cfg.Burst = float32(*qps), int(2**qps)
+	mgr, err := controller.NewManager(cfg, controller.ManagerOptions{Logger: log, LeaderElection: *leaderElect,
+		LeaderElectionNamespace: *leaseNS, MetricsAddr: *metricsAddr, HealthAddr: *healthAddr})
+	if err != nil {
+		fmt.Fprintf(stderr, "vipstack controller: %v\n", err)
+		return 1
+	}
+	if _, err := controller.Setup(mgr, controller.Options{Logger: log, ExcludedVRIDs: vrids, Workers: *workers,
+		Registry: crmetrics.Registry}); err != nil {
+		fmt.Fprintf(stderr, "vipstack controller: %v\n", err)
+		return 1
+	}
+	log.Info("vipstack controller starting", "version", version, "api", cfg.Host, "leader_elect", *leaderElect, "lease_namespace", *leaseNS)
+	if err := mgr.Start(ctx); err != nil {
+		log.Error("vipstack controller failed", "err", err)
+		return 1
+	}
+	log.Info("vipstack controller stopped")
+	return 0
+}
+
+// kubeConfig loads a kubeconfig file, $KUBECONFIG, or the in-cluster
+// ServiceAccount, in that order.
+func kubeConfig(path string) (*rest.Config, error) {
+	if path == "" {
+		path = os.Getenv("KUBECONFIG")
+	}
+	if path == "" {
+		cfg, err := rest.InClusterConfig()
+		if err != nil {
+			return nil, fmt.Errorf("no --kubeconfig, no $KUBECONFIG, and not in a pod: %w", err)
+		}
+		return cfg, nil
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig %s: %w", path, err)
+	}
+	return cfg, nil
+}
+
+// kubeLogger makes the slog logger and routes controller-runtime's and
+// client-go's (klog) logging to it.
+func kubeLogger(stderr io.Writer, what, level string) (*slog.Logger, bool) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		fmt.Fprintf(stderr, "vipstack %s: --log-level %q: want debug, info, warn or error\n", what, level)
+		return nil, false
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: l}))
+	lr := logr.FromSlogHandler(log.Handler())
+	ctrllog.SetLogger(lr)
+	klog.SetLogger(lr)
+	return log, true
+}
+
+func parseVRIDs(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' }) {
+		v, err := strconv.Atoi(f)
+		if err != nil || v < 1 || v > 255 {
+			return nil, fmt.Errorf("%q: want VRIDs from 1 to 255, comma-separated", f)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+func envOr(name, dflt string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return dflt
+}

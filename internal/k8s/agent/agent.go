@@ -1,0 +1,287 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/vipstack/vipstack/internal/clock"
+	"github.com/vipstack/vipstack/internal/engine"
+	"github.com/vipstack/vipstack/internal/k8s/v1alpha1"
+	"github.com/vipstack/vipstack/internal/keepalived"
+	"github.com/vipstack/vipstack/internal/netif"
+)
+
+// NewManager returns a controller-runtime manager for the agent: no leader
+// election (every node runs one), no metrics or health servers of its own.
+func NewManager(cfg *rest.Config, log *slog.Logger) (manager.Manager, error) {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	if err := v1alpha1.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	skip := true
+	mgr, err := manager.New(cfg, manager.Options{
+		Scheme:                 s,
+		Logger:                 logr.FromSlogHandler(log.Handler()),
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Controller:             config.Controller{SkipNameValidation: &skip},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("agent manager: %w", err)
+	}
+	return mgr, nil
+}
+
+// Options configure the agent.
+type Options struct {
+	Node   string // this node's name (the Node object's)
+	Logger *slog.Logger
+	// Registry receives the agent's and the engine's metrics; nil: none.
+	Registry prometheus.Registerer
+	// Ledger records the VIPs the engine may hold, for crash clean-up.
+	Ledger netif.Ledger
+	Clock  clock.Clock
+	// AnnounceRate caps gratuitous ARP / unsolicited NA per second and
+	// instance (0: unlimited); see engine.Options.
+	AnnounceRate int
+	// Interfaces finds interfaces; default HostInterfaces.
+	Interfaces Interfaces
+}
+
+// Agent serves its node's share of every group with the VRRP engine.
+type Agent struct {
+	opts   Options
+	log    *slog.Logger
+	reader client.Reader
+	cache  interface {
+		WaitForCacheSync(context.Context) bool
+	}
+	m *agentMetrics
+
+	mu    sync.Mutex
+	plan  Plan
+	text  string
+	cfg   *keepalived.Config
+	warns []string
+	// version counts plan changes.
+	version int
+	eng     *engine.Engine
+}
+
+// planKey is the single work item: every watched change asks for the
+// whole plan again, and the queue folds bursts of changes into one.
+var planKey = reconcile.Request{NamespacedName: types.NamespacedName{Name: "plan"}}
+
+// New registers the agent with mgr: a reconciler that recomputes the plan
+// when a VIPGroup, Service, EndpointSlice or Node changes, and a runnable
+// that runs the engine once the caches are filled. The agent needs no
+// leader election; every node runs one.
+func New(mgr manager.Manager, o Options) (*Agent, error) {
+	if o.Node == "" {
+		return nil, errors.New("agent: the node name is required")
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Clock == nil {
+		o.Clock = clock.Real{}
+	}
+	if o.Interfaces == nil {
+		o.Interfaces = HostInterfaces{}
+	}
+	a := &Agent{opts: o, log: o.Logger, reader: mgr.GetClient(), cache: mgr.GetCache(), m: newAgentMetrics(o.Registry)}
+	all := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
+		return []reconcile.Request{planKey}
+	})
+	err := ctrl.NewControllerManagedBy(mgr).Named("vipstack-agent").
+		Watches(&v1alpha1.VIPGroup{}, all).
+		Watches(&corev1.Service{}, all).
+		Watches(&discoveryv1.EndpointSlice{}, all).
+		Watches(&corev1.Node{}, all).
+		Complete(reconcile.Func(a.reconcile))
+	if err != nil {
+		return nil, fmt.Errorf("agent controller: %w", err)
+	}
+	if err := mgr.Add(manager.RunnableFunc(a.run)); err != nil {
+		return nil, fmt.Errorf("agent runnable: %w", err)
+	}
+	return a, nil
+}
+
+// reconcile recomputes the plan and reloads the engine when it changed.
+func (a *Agent) reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
+	changed, err := a.refresh(ctx)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	a.mu.Lock()
+	eng := a.eng
+	a.mu.Unlock()
+	if changed && eng != nil {
+		if err := eng.Reload(); err != nil {
+			a.m.reloads.WithLabelValues("error").Inc()
+			a.log.Error("engine reload failed; it keeps the previous configuration", "err", err)
+			return reconcile.Result{}, err
+		}
+		a.m.reloads.WithLabelValues("ok").Inc()
+	}
+	return reconcile.Result{}, nil
+}
+
+// refresh computes the plan from the cache; it reports whether the
+// configuration changed.
+func (a *Agent) refresh(ctx context.Context) (bool, error) {
+	views, warns, err := Views(ctx, a.reader, a.opts.Node, a.opts.Interfaces)
+	if err != nil {
+		return false, err
+	}
+	plan, pw := PlanNode(a.opts.Node, views)
+	warns = append(warns, pw...)
+	text := plan.Render()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if text == a.text && a.cfg != nil {
+		return false, nil
+	}
+	cfg, err := plan.Config()
+	if err != nil {
+		return false, err
+	}
+	for _, w := range warns {
+		if !contains(a.warns, w) {
+			a.log.Warn(w)
+		}
+	}
+	a.plan, a.text, a.cfg, a.warns = plan, text, cfg, warns
+	a.version++
+	a.m.instances.Set(float64(len(plan.Instances)))
+	a.m.vips.Set(float64(plan.VIPCount()))
+	a.m.warnings.Set(float64(len(warns)))
+	a.log.Info("plan changed", "instances", len(plan.Instances), "addresses", plan.VIPCount(), "warnings", len(warns))
+	return true, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// load hands the engine the current configuration.
+func (a *Agent) load() (*keepalived.Config, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.cfg == nil {
+		return nil, errors.New("agent: no plan yet")
+	}
+	return a.cfg, nil
+}
+
+// run waits for the caches, makes the first plan and runs the engine
+// until ctx is done.
+func (a *Agent) run(ctx context.Context) error {
+	if !a.cache.WaitForCacheSync(ctx) {
+		return errors.New("agent: caches did not sync")
+	}
+	if _, err := a.refresh(ctx); err != nil {
+		return fmt.Errorf("agent: first plan: %w", err)
+	}
+	// engine.New calls a.load, which takes a.mu: do not hold it here. A
+	// plan that changes between New and a.eng being set is caught by the
+	// version check and reloaded once the engine runs.
+	a.mu.Lock()
+	v0 := a.version
+	a.mu.Unlock()
+	eng, _, err := engine.New(engine.Options{Load: a.load, Clock: a.opts.Clock, Logger: a.log,
+		Registry: a.opts.Registry, Ledger: a.opts.Ledger, AnnounceRate: a.opts.AnnounceRate})
+	if err != nil {
+		return fmt.Errorf("agent: engine: %w", err)
+	}
+	a.mu.Lock()
+	a.eng = eng
+	missed := a.version != v0
+	a.mu.Unlock()
+	if missed {
+		go func() {
+			if err := eng.Reload(); err != nil {
+				a.log.Error("engine reload failed; it keeps the previous configuration", "err", err)
+			}
+		}()
+	}
+	a.log.Info("agent serving", "node", a.opts.Node)
+	if err := eng.Run(ctx); err != nil {
+		return fmt.Errorf("agent: engine: %w", err)
+	}
+	return nil
+}
+
+// Status is what the agent reports.
+type Status struct {
+	Node      string                  `json:"node"`
+	Plan      []Instance              `json:"plan"`
+	Warnings  []string                `json:"warnings,omitempty"`
+	Instances []engine.InstanceStatus `json:"instances"`
+	Config    string                  `json:"config,omitempty"`
+}
+
+// Status returns the plan, its warnings and the engine's view.
+func (a *Agent) Status() Status {
+	a.mu.Lock()
+	s := Status{Node: a.opts.Node, Plan: a.plan.Instances, Warnings: a.warns, Config: a.text}
+	eng := a.eng
+	a.mu.Unlock()
+	if eng != nil {
+		s.Instances = eng.Status()
+	}
+	return s
+}
+
+type agentMetrics struct {
+	instances, vips, warnings prometheus.Gauge
+	reloads                   *prometheus.CounterVec
+}
+
+func newAgentMetrics(reg prometheus.Registerer) *agentMetrics {
+	m := &agentMetrics{
+		instances: prometheus.NewGauge(prometheus.GaugeOpts{Name: "vipstack_agent_instances",
+			Help: "VRRP instances this node runs."}),
+		vips: prometheus.NewGauge(prometheus.GaugeOpts{Name: "vipstack_agent_addresses",
+			Help: "Virtual addresses in this node's instances."}),
+		warnings: prometheus.NewGauge(prometheus.GaugeOpts{Name: "vipstack_agent_plan_warnings",
+			Help: "Problems that leave an address or group unserved on this node (see the log)."}),
+		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "vipstack_agent_reloads_total",
+			Help: "Engine reloads after a plan change, by result."}, []string{"result"}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.instances, m.vips, m.warnings, m.reloads)
+	}
+	return m
+}

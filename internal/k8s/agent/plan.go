@@ -1,0 +1,286 @@
+package agent
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/vipstack/vipstack/internal/k8s"
+	"github.com/vipstack/vipstack/internal/keepalived"
+)
+
+// GroupView is what the agent knows of one VIP group.
+type GroupView struct {
+	Key       string // "namespace/name"
+	Interface string // resolved on this node
+	Unicast   bool
+	Version   int // 2 or 3; IPv6 instances always use 3
+	Interval  time.Duration
+	// Instances are the group's instances with their VRIDs, from its
+	// status (the controller's choice; agents never pick VRIDs).
+	Instances []k8s.Instance
+	// NodeAddrs are the InternalIP addresses of the cluster's nodes, for
+	// unicast sources and peers.
+	NodeAddrs map[string][]netip.Addr
+	VIPs      []VIP
+}
+
+// VIP is one address a Service of the group holds.
+type VIP struct {
+	Addr    netip.Addr
+	Service string // "namespace/name"
+	// Local is externalTrafficPolicy Local: the address may only be held
+	// by a node in Ready.
+	Local bool
+	Ready []string // nodes with a ready endpoint of the Service
+}
+
+// Instance is one VRRP instance this node runs.
+type Instance struct {
+	Name      string // "GROUP/INSTANCE/v4" or ".../v6"
+	Group     string
+	Instance  string // the group's instance name, e.g. "node/n1"
+	Interface string
+	VRID      int
+	Family    int
+	Version   int
+	Interval  time.Duration
+	Priority  uint8
+	Src       netip.Addr   // unicast source; zero in multicast mode
+	Peers     []netip.Addr // unicast peers; nil in multicast mode
+	VIPs      []netip.Addr // sorted
+}
+
+// Plan is this node's share of every group.
+type Plan struct {
+	Node      string
+	Instances []Instance // sorted by name
+}
+
+// MaxAdvertised is how many of an instance's addresses its advertisements
+// carry (the lowest); the rest are held as keepalived's
+// virtual_ipaddress_excluded. Peers drop adverts whose address list
+// differs from theirs (RFC 5798 section 7.1 lets them), and agents apply a
+// new Service a few milliseconds apart: carrying one address makes that
+// disagreement rare (only when the lowest address of an instance comes or
+// goes) and keeps adverts short with thousands of addresses.
+const MaxAdvertised = 1
+
+// PlanNode lays out what node runs: for each group whose status lists
+// node, one instance per node instance and family that holds addresses,
+// plus the instance of every Local Service for which node has a ready
+// endpoint. Problems that leave an address unserved are returned as
+// warnings, each naming the address, the Service and why.
+func PlanNode(node string, groups []GroupView) (Plan, []string) {
+	var warns []string
+	warn := func(format string, args ...any) { warns = append(warns, fmt.Sprintf(format, args...)) }
+	p := Plan{Node: node}
+	held := map[netip.Addr]string{} // address -> instance, across groups
+	gs := slices.Clone(groups)
+	sort.Slice(gs, func(i, j int) bool { return gs[i].Key < gs[j].Key })
+	for _, g := range gs {
+		member := false
+		byName := map[string]k8s.Instance{}
+		var members []string
+		for _, in := range g.Instances {
+			byName[in.Name] = in
+			if in.Node != "" {
+				members = append(members, in.Node)
+				if in.Node == node {
+					member = true
+				}
+			}
+		}
+		if !member {
+			continue
+		}
+		type key struct {
+			inst string
+			fam  int
+		}
+		vips := map[key][]netip.Addr{}
+		runners := map[string][]string{} // instance -> nodes that run it
+		for _, v := range g.VIPs {
+			fam := 4
+			if v.Addr.Is6() {
+				fam = 6
+			}
+			var in k8s.Instance
+			if v.Local {
+				var ok bool
+				in, ok = byName[k8s.ServiceInstance(v.Service)]
+				if !ok {
+					warn("%s of %s (externalTrafficPolicy Local): group %s has no instance for it yet (the controller gives it a VRID)", v.Addr, v.Service, g.Key)
+					continue
+				}
+				var ready []string
+				for _, n := range v.Ready {
+					if slices.Contains(members, n) {
+						ready = append(ready, n)
+					}
+				}
+				if !slices.Contains(ready, node) {
+					continue // not eligible here
+				}
+				runners[in.Name] = sortedUnique(ready)
+			} else {
+				var ok bool
+				in, ok = k8s.Place(v.Addr, g.Instances)
+				if !ok {
+					continue // no node instances; cannot happen while node is a member
+				}
+				runners[in.Name] = members
+			}
+			vips[key{in.Name, fam}] = append(vips[key{in.Name, fam}], v.Addr)
+		}
+		keys := make([]key, 0, len(vips))
+		for k := range vips {
+			keys = append(keys, k)
+		}
+		sort.Slice(keys, func(i, j int) bool {
+			if keys[i].inst != keys[j].inst {
+				return keys[i].inst < keys[j].inst
+			}
+			return keys[i].fam < keys[j].fam
+		})
+		for _, k := range keys {
+			gi := byName[k.inst]
+			name := fmt.Sprintf("%s/%s/v%d", g.Key, gi.Name, k.fam)
+			ver := g.Version
+			if k.fam == 6 || ver == 0 {
+				ver = 3
+			}
+			inst := Instance{Name: name, Group: g.Key, Instance: gi.Name, Interface: g.Interface, VRID: gi.VRID, Family: k.fam,
+				Version: ver, Interval: g.Interval, Priority: k8s.Priority(gi, node)}
+			for _, a := range sortedAddrs(vips[k]) {
+				if other, dup := held[a]; dup {
+					warn("%s is wanted by %s and %s; %s keeps it (two Services or groups claim one address)", a, other, name, other)
+					continue
+				}
+				held[a] = name
+				inst.VIPs = append(inst.VIPs, a)
+			}
+			if len(inst.VIPs) == 0 {
+				continue
+			}
+			if g.Unicast {
+				src, ok := addrOf(g.NodeAddrs[node], k.fam)
+				if !ok {
+					warn("%s: unicast needs an IPv%d InternalIP on node %s; it has none, so the instance is not run", name, k.fam, node)
+					for _, a := range inst.VIPs {
+						delete(held, a)
+					}
+					continue
+				}
+				inst.Src = src
+				inst.Peers = []netip.Addr{}
+				for _, n := range runners[k.inst] {
+					if n == node {
+						continue
+					}
+					if a, ok := addrOf(g.NodeAddrs[n], k.fam); ok {
+						inst.Peers = append(inst.Peers, a)
+					} else {
+						warn("%s: node %s has no IPv%d InternalIP and cannot be a unicast peer", name, n, k.fam)
+					}
+				}
+				inst.Peers = sortedAddrs(inst.Peers)
+			}
+			p.Instances = append(p.Instances, inst)
+		}
+	}
+	sort.Slice(p.Instances, func(i, j int) bool { return p.Instances[i].Name < p.Instances[j].Name })
+	return p, warns
+}
+
+func addrOf(addrs []netip.Addr, fam int) (netip.Addr, bool) {
+	for _, a := range sortedAddrs(addrs) {
+		if a.Is4() == (fam == 4) {
+			return a, true
+		}
+	}
+	return netip.Addr{}, false
+}
+
+func sortedAddrs(a []netip.Addr) []netip.Addr {
+	out := slices.Clone(a)
+	slices.SortFunc(out, netip.Addr.Compare)
+	return slices.Compact(out)
+}
+
+func sortedUnique(s []string) []string {
+	out := slices.Clone(s)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// VIPCount returns the number of addresses in the plan.
+func (p Plan) VIPCount() int {
+	n := 0
+	for _, in := range p.Instances {
+		n += len(in.VIPs)
+	}
+	return n
+}
+
+// Render returns the plan as keepalived.conf text: what the engine runs
+// (Config parses it back) and what keepalived would run for it.
+func (p Plan) Render() string {
+	var b strings.Builder
+	w := func(indent int, format string, args ...any) {
+		b.WriteString(strings.Repeat("    ", indent))
+		fmt.Fprintf(&b, format, args...)
+		b.WriteByte('\n')
+	}
+	w(0, "! vipstack agent, node %s: %d instances, %d addresses", p.Node, len(p.Instances), p.VIPCount())
+	w(0, "global_defs {")
+	w(1, "router_id %s", p.Node)
+	w(0, "}")
+	for _, in := range p.Instances {
+		w(0, "")
+		w(0, "vrrp_instance %s {", in.Name)
+		w(1, "state BACKUP")
+		w(1, "interface %s", in.Interface)
+		w(1, "virtual_router_id %d", in.VRID)
+		w(1, "priority %d", in.Priority)
+		w(1, "version %d", in.Version)
+		w(1, "advert_int %s", strconv.FormatFloat(in.Interval.Seconds(), 'f', -1, 64))
+		if in.Peers != nil {
+			w(1, "unicast_src_ip %s", in.Src)
+			w(1, "unicast_peer {")
+			for _, a := range in.Peers {
+				w(2, "%s", a)
+			}
+			w(1, "}")
+		}
+		adv := in.VIPs[:min(len(in.VIPs), MaxAdvertised)]
+		w(1, "virtual_ipaddress {")
+		for _, a := range adv {
+			w(2, "%s dev %s", netip.PrefixFrom(a, a.BitLen()), in.Interface)
+		}
+		w(1, "}")
+		if rest := in.VIPs[len(adv):]; len(rest) > 0 {
+			w(1, "virtual_ipaddress_excluded {")
+			for _, a := range rest {
+				w(2, "%s dev %s", netip.PrefixFrom(a, a.BitLen()), in.Interface)
+			}
+			w(1, "}")
+		}
+		w(0, "}")
+	}
+	return b.String()
+}
+
+// Config returns the plan as the engine runs it: Render's text read back
+// by the keepalived.conf reader, so it is exactly what the reader accepts.
+func (p Plan) Config() (*keepalived.Config, error) {
+	cfg, err := keepalived.Parse("agent:"+p.Node, []byte(p.Render()), nil)
+	if err != nil {
+		return nil, fmt.Errorf("generated configuration rejected (a bug): %w", err)
+	}
+	return cfg, nil
+}

@@ -1,0 +1,156 @@
+package agent
+
+import (
+	"flag"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/vipstack/vipstack/internal/k8s"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+func golden(t *testing.T, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", strings.ReplaceAll(t.Name(), "/", "_")+".golden")
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if diff := cmp.Diff(string(want), got); diff != "" {
+		t.Errorf("%s (-want +got):\n%s", path, diff)
+	}
+}
+
+var a = netip.MustParseAddr
+
+func testGroups() []GroupView {
+	nodes := map[string][]netip.Addr{
+		"n1": {a("198.18.0.11"), a("fd00:bb::11")},
+		"n2": {a("198.18.0.12"), a("fd00:bb::12")},
+		"n3": {a("198.18.0.13")},
+	}
+	inst := []k8s.Instance{
+		{Name: "node/n1", VRID: 1, Node: "n1"},
+		{Name: "node/n2", VRID: 2, Node: "n2"},
+		{Name: "node/n3", VRID: 3, Node: "n3"},
+		{Name: "service/demo/local", VRID: 4, Service: "demo/local"},
+	}
+	var vips []VIP
+	base := a("198.18.1.0")
+	for i := range 30 {
+		vips = append(vips, VIP{Addr: base, Service: "demo/s" + string(rune('a'+i%26)) + string(rune('0'+i/26))})
+		base = base.Next()
+	}
+	vips = append(vips,
+		VIP{Addr: a("fd00:1::1"), Service: "demo/v6"},
+		VIP{Addr: a("198.18.2.1"), Service: "demo/local", Local: true, Ready: []string{"n1", "n3", "elsewhere"}},
+		VIP{Addr: a("198.18.2.2"), Service: "demo/local-pending", Local: true, Ready: []string{"n1"}},
+	)
+	return []GroupView{
+		{Key: "infra/workers", Interface: "eth0", Unicast: true, Version: 2, Interval: time.Second,
+			Instances: inst, NodeAddrs: nodes, VIPs: vips},
+		{Key: "infra/other", Interface: "eth1", Version: 3, Interval: 500 * time.Millisecond,
+			Instances: []k8s.Instance{{Name: "node/n9", VRID: 9, Node: "n9"}},
+			VIPs:      []VIP{{Addr: a("198.18.3.1"), Service: "x/y"}}},
+	}
+}
+
+// TestPlanNode renders each node's share of a unicast group with a Local
+// Service and an IPv6 address, plus a group the nodes are not in.
+func TestPlanNode(t *testing.T) {
+	tests := []struct {
+		node      string
+		wantWarns []string
+	}{
+		{node: "n1", wantWarns: []string{
+			"198.18.2.2 of demo/local-pending (externalTrafficPolicy Local): group infra/workers has no instance for it yet (the controller gives it a VRID)",
+			"infra/workers/node/n1/v6: node n3 has no IPv6 InternalIP and cannot be a unicast peer",
+		}},
+		{node: "n2", wantWarns: []string{
+			"198.18.2.2 of demo/local-pending (externalTrafficPolicy Local): group infra/workers has no instance for it yet (the controller gives it a VRID)",
+			"infra/workers/node/n1/v6: node n3 has no IPv6 InternalIP and cannot be a unicast peer",
+		}},
+		{node: "n3", wantWarns: []string{
+			"198.18.2.2 of demo/local-pending (externalTrafficPolicy Local): group infra/workers has no instance for it yet (the controller gives it a VRID)",
+			"infra/workers/node/n1/v6: unicast needs an IPv6 InternalIP on node n3; it has none, so the instance is not run",
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.node, func(t *testing.T) {
+			p, warns := PlanNode(tt.node, testGroups())
+			if diff := cmp.Diff(tt.wantWarns, warns); diff != "" {
+				t.Errorf("warnings (-want +got):\n%s", diff)
+			}
+			if _, err := p.Config(); err != nil {
+				t.Fatalf("the engine's reader rejects the plan: %v", err)
+			}
+			golden(t, p.Render())
+		})
+	}
+}
+
+// TestPlanNodeShares checks the whole picture over the three nodes: every
+// Cluster address is run by every node, at 250 on exactly one; the Local
+// address only on nodes with a ready endpoint; no node runs the group it
+// is not in.
+func TestPlanNodeShares(t *testing.T) {
+	masters := map[netip.Addr][]string{}
+	runs := map[netip.Addr][]string{}
+	for _, n := range []string{"n1", "n2", "n3", "n9x"} {
+		p, _ := PlanNode(n, testGroups())
+		for _, in := range p.Instances {
+			if in.Group != "infra/workers" {
+				t.Errorf("%s runs %s of a group it is not in", n, in.Name)
+			}
+			for _, v := range in.VIPs {
+				runs[v] = append(runs[v], n)
+				if in.Priority == 250 {
+					masters[v] = append(masters[v], n)
+				}
+			}
+		}
+	}
+	share := map[string]int{}
+	for v, ns := range runs {
+		switch v {
+		case a("198.18.2.1"):
+			if diff := cmp.Diff([]string{"n1", "n3"}, ns); diff != "" {
+				t.Errorf("Local address run by (-want +got):\n%s", diff)
+			}
+			continue
+		case a("fd00:1::1"):
+			if diff := cmp.Diff([]string{"n1", "n2"}, ns); diff != "" {
+				// n3 has no IPv6 InternalIP: in unicast mode it cannot take part.
+				t.Errorf("IPv6 address run by (-want +got):\n%s", diff)
+			}
+		default:
+			if diff := cmp.Diff([]string{"n1", "n2", "n3"}, ns); diff != "" {
+				t.Errorf("%s run by (-want +got):\n%s", v, diff)
+			}
+		}
+		if len(masters[v]) != 1 && v != a("fd00:1::1") {
+			t.Errorf("%s is preferred by %v, want exactly one node", v, masters[v])
+		}
+		if len(masters[v]) == 1 {
+			share[masters[v][0]]++
+		}
+	}
+	for n, c := range share {
+		if c < 5 {
+			t.Errorf("node %s is preferred for only %d of 30 addresses (shares %v)", n, c, share)
+		}
+	}
+}

@@ -1,0 +1,208 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"slices"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/vipstack/vipstack/internal/k8s"
+	"github.com/vipstack/vipstack/internal/k8s/v1alpha1"
+)
+
+// Interfaces finds network interfaces on this node.
+type Interfaces interface {
+	// Exists reports whether the named interface exists.
+	Exists(name string) bool
+	// Holding returns the interface that has addr.
+	Holding(addr netip.Addr) (string, error)
+}
+
+// HostInterfaces looks at the interfaces of the network namespace the
+// process runs in.
+type HostInterfaces struct{}
+
+func (HostInterfaces) Exists(name string) bool {
+	_, err := net.InterfaceByName(name)
+	return err == nil
+}
+
+func (HostInterfaces) Holding(addr netip.Addr) (string, error) {
+	ifs, err := net.Interfaces()
+	if err != nil {
+		return "", fmt.Errorf("list interfaces: %w", err)
+	}
+	for _, ifi := range ifs {
+		as, err := ifi.Addrs()
+		if err != nil {
+			continue
+		}
+		for _, a := range as {
+			if n, ok := a.(*net.IPNet); ok {
+				if ip, ok := netip.AddrFromSlice(n.IP); ok && ip.Unmap() == addr {
+					return ifi.Name, nil
+				}
+			}
+		}
+	}
+	return "", fmt.Errorf("no interface has %s", addr)
+}
+
+// Views reads what PlanNode needs from the API (through r, normally the
+// agent's cache): every valid VIPGroup with its instances, the addresses
+// of the Services that name it, the nodes' InternalIPs and, for Local
+// Services, the nodes with a ready endpoint. Groups whose interface does
+// not exist here are left out with a warning, so one wrong group never
+// stops the others.
+func Views(ctx context.Context, r client.Reader, node string, ifs Interfaces) ([]GroupView, []string, error) {
+	var warns []string
+	var groups v1alpha1.VIPGroupList
+	if err := r.List(ctx, &groups); err != nil {
+		return nil, nil, fmt.Errorf("list VIPGroups: %w", err)
+	}
+	var nodes corev1.NodeList
+	if err := r.List(ctx, &nodes); err != nil {
+		return nil, nil, fmt.Errorf("list Nodes: %w", err)
+	}
+	addrs := map[string][]netip.Addr{}
+	for _, n := range nodes.Items {
+		for _, a := range n.Status.Addresses {
+			if a.Type != corev1.NodeInternalIP {
+				continue
+			}
+			if ip, err := netip.ParseAddr(a.Address); err == nil {
+				addrs[n.Name] = append(addrs[n.Name], ip)
+			}
+		}
+	}
+	var svcs corev1.ServiceList
+	if err := r.List(ctx, &svcs); err != nil {
+		return nil, nil, fmt.Errorf("list Services: %w", err)
+	}
+	byGroup := map[k8s.GroupRef][]*corev1.Service{}
+	needReady := map[string]bool{}
+	for i := range svcs.Items {
+		s := &svcs.Items[i]
+		g, _, err := k8s.GroupOf(s.Namespace, s.Annotations)
+		if err != nil || g.IsZero() {
+			continue
+		}
+		byGroup[g] = append(byGroup[g], s)
+		if s.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal {
+			needReady[s.Namespace+"/"+s.Name] = true
+		}
+	}
+	ready := map[string][]string{}
+	if len(needReady) > 0 {
+		var slices discoveryv1.EndpointSliceList
+		if err := r.List(ctx, &slices); err != nil {
+			return nil, nil, fmt.Errorf("list EndpointSlices: %w", err)
+		}
+		for _, sl := range slices.Items {
+			key := sl.Namespace + "/" + sl.Labels[discoveryv1.LabelServiceName]
+			if !needReady[key] {
+				continue
+			}
+			for _, ep := range sl.Endpoints {
+				if ep.NodeName == nil || (ep.Conditions.Ready != nil && !*ep.Conditions.Ready) {
+					continue
+				}
+				ready[key] = append(ready[key], *ep.NodeName)
+			}
+		}
+	}
+	var out []GroupView
+	for _, g := range groups.Items {
+		key := g.Namespace + "/" + g.Name
+		member := false
+		for _, in := range g.Status.Instances {
+			if in.Node == node {
+				member = true
+			}
+		}
+		if !member {
+			continue
+		}
+		if err := g.Spec.Validate(); err != nil {
+			warns = append(warns, fmt.Sprintf("group %s is not served: %v", key, err))
+			continue
+		}
+		iface := g.Spec.Interface
+		if iface == "" {
+			self, ok := addrOf(addrs[node], 4)
+			if !ok {
+				self, ok = addrOf(addrs[node], 6)
+			}
+			if !ok {
+				warns = append(warns, fmt.Sprintf("group %s is not served: it names no interface and node %s has no InternalIP to find one by", key, node))
+				continue
+			}
+			name, err := ifs.Holding(self)
+			if err != nil {
+				warns = append(warns, fmt.Sprintf("group %s is not served: it names no interface and %v (the node's InternalIP)", key, err))
+				continue
+			}
+			iface = name
+		} else if !ifs.Exists(iface) {
+			warns = append(warns, fmt.Sprintf("group %s is not served: interface %s does not exist on node %s", key, iface, node))
+			continue
+		}
+		v := GroupView{Key: key, Interface: iface, Unicast: g.Spec.Unicast, Version: g.Spec.Version(),
+			Interval: g.Spec.Interval(), NodeAddrs: addrs}
+		for _, in := range g.Status.Instances {
+			v.Instances = append(v.Instances, k8s.Instance{Name: in.Name, VRID: int(in.VRID), Node: in.Node, Service: in.Service})
+		}
+		for _, s := range byGroup[k8s.GroupRef{Namespace: g.Namespace, Name: g.Name}] {
+			v.VIPs = append(v.VIPs, vipsOf(s, ready)...)
+		}
+		sort.Slice(v.VIPs, func(i, j int) bool { return v.VIPs[i].Addr.Less(v.VIPs[j].Addr) })
+		out = append(out, v)
+	}
+	return out, warns, nil
+}
+
+// vipsOf returns the addresses a Service of a group holds: its
+// load-balancer addresses (written by the controller, with its condition)
+// and those of its externalIPs that the controller's condition allows.
+func vipsOf(s *corev1.Service, ready map[string][]string) []VIP {
+	if s.DeletionTimestamp != nil {
+		return nil
+	}
+	key := s.Namespace + "/" + s.Name
+	local := s.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal
+	var out []VIP
+	add := func(ip string) {
+		a, err := netip.ParseAddr(ip)
+		if err != nil {
+			return
+		}
+		v := VIP{Addr: a.Unmap(), Service: key, Local: local}
+		if local {
+			v.Ready = ready[key]
+		}
+		out = append(out, v)
+	}
+	ours := s.Spec.Type == corev1.ServiceTypeLoadBalancer &&
+		(s.Spec.LoadBalancerClass == nil || *s.Spec.LoadBalancerClass == k8s.LoadBalancerClass)
+	if ours && meta.FindStatusCondition(s.Status.Conditions, v1alpha1.ServiceConditionAllocated) != nil {
+		for _, ing := range s.Status.LoadBalancer.Ingress {
+			add(ing.IP)
+		}
+	}
+	if c := meta.FindStatusCondition(s.Status.Conditions, v1alpha1.ServiceConditionExternalIPs); c != nil && c.Status == "True" {
+		allowed := v1alpha1.AllowedExternalIPs(c.Message)
+		for _, ip := range s.Spec.ExternalIPs {
+			if slices.Contains(allowed, ip) {
+				add(ip)
+			}
+		}
+	}
+	return out
+}

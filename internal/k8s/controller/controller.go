@@ -1,0 +1,336 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/vipstack/vipstack/internal/allocator"
+	"github.com/vipstack/vipstack/internal/clock"
+	"github.com/vipstack/vipstack/internal/k8s"
+	"github.com/vipstack/vipstack/internal/k8s/v1alpha1"
+)
+
+// Options configure the controller.
+type Options struct {
+	Logger *slog.Logger
+	Clock  clock.Clock // for condition timestamps; default the wall clock
+	// ExcludedVRIDs are never given to any group (routers outside the
+	// cluster on the same networks).
+	ExcludedVRIDs []int
+	// Workers is how many Services are reconciled at once (default 4).
+	Workers int
+	// Registry receives the controller's metrics; nil: none.
+	Registry prometheus.Registerer
+}
+
+// groupIndex indexes Services by the group they name.
+const groupIndex = "vipstack.io/group"
+
+// Controller holds the allocator and the VRID table, both rebuilt from
+// the API by the first reconcile after a start.
+type Controller struct {
+	client client.Client
+	events events.EventRecorder
+	log    *slog.Logger
+	clk    clock.Clock
+	opts   Options
+
+	mu       sync.Mutex
+	alloc    *allocator.Allocator
+	built    bool
+	poolSig  string
+	poolErrs map[string]error
+	waiting  map[types.NamespacedName]bool // refused for want of an address
+	groups   map[string][]k8s.Instance     // last planned, by group key
+	extKeys  map[string]bool               // allocator keys of accepted externalIPs
+
+	retry chan event.GenericEvent
+	m     *metrics
+}
+
+// Setup registers the controller's three reconcilers (Services, VIPGroups,
+// IPPools) and its index with mgr. They run once mgr is started and, with
+// leader election, only on the leader.
+func Setup(mgr manager.Manager, o Options) (*Controller, error) {
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Clock == nil {
+		o.Clock = clock.Real{}
+	}
+	if o.Workers <= 0 {
+		o.Workers = 4
+	}
+	for _, v := range o.ExcludedVRIDs {
+		if v < 1 || v > 255 {
+			return nil, fmt.Errorf("excluded VRID %d: want 1 to 255", v)
+		}
+	}
+	c := &Controller{
+		client:   mgr.GetClient(),
+		events:   mgr.GetEventRecorder(k8s.FieldManager),
+		log:      o.Logger,
+		clk:      o.Clock,
+		opts:     o,
+		alloc:    allocator.New(),
+		poolErrs: map[string]error{},
+		waiting:  map[types.NamespacedName]bool{},
+		groups:   map[string][]k8s.Instance{},
+		extKeys:  map[string]bool{},
+		retry:    make(chan event.GenericEvent, 1<<14),
+		m:        newMetrics(o.Registry),
+	}
+	ctx := context.Background()
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Service{}, groupIndex, func(o client.Object) []string {
+		g, _, err := k8s.GroupOf(o.GetNamespace(), o.GetAnnotations())
+		if err != nil || g.IsZero() {
+			return nil
+		}
+		return []string{g.String()}
+	}); err != nil {
+		return nil, fmt.Errorf("index Services by group: %w", err)
+	}
+	err := ctrl.NewControllerManagedBy(mgr).Named("vipstack-services").
+		For(&corev1.Service{}).
+		Watches(&v1alpha1.IPPool{}, handler.EnqueueRequestsFromMapFunc(c.waitingServices)).
+		Watches(&v1alpha1.VIPGroup{}, handler.EnqueueRequestsFromMapFunc(c.servicesOfGroup)).
+		WatchesRawSource(source.Channel(c.retry, &handler.EnqueueRequestForObject{})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: o.Workers}).
+		Complete(reconcile.Func(c.reconcileService))
+	if err != nil {
+		return nil, fmt.Errorf("Service controller: %w", err)
+	}
+	err = ctrl.NewControllerManagedBy(mgr).Named("vipstack-groups").
+		For(&v1alpha1.VIPGroup{}).
+		Watches(&v1alpha1.VIPGroup{}, handler.EnqueueRequestsFromMapFunc(c.allGroups)).
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(c.allGroups)).
+		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(groupOfService)).
+		Complete(reconcile.Func(c.reconcileGroup))
+	if err != nil {
+		return nil, fmt.Errorf("VIPGroup controller: %w", err)
+	}
+	err = ctrl.NewControllerManagedBy(mgr).Named("vipstack-pools").
+		For(&v1alpha1.IPPool{}).
+		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(c.allPools)).
+		Watches(&v1alpha1.IPPool{}, handler.EnqueueRequestsFromMapFunc(c.allPools)).
+		Complete(reconcile.Func(c.reconcilePool))
+	if err != nil {
+		return nil, fmt.Errorf("IPPool controller: %w", err)
+	}
+	return c, nil
+}
+
+// prepare rebuilds the allocator from the API on first use and applies
+// the current pools. Callers hold no lock.
+func (c *Controller) prepare(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.built {
+		var list corev1.ServiceList
+		if err := c.client.List(ctx, &list); err != nil {
+			return fmt.Errorf("rebuild: list Services: %w", err)
+		}
+		svcs := list.Items
+		sort.Slice(svcs, func(i, j int) bool {
+			ti, tj := svcs[i].CreationTimestamp, svcs[j].CreationTimestamp
+			if !ti.Equal(&tj) {
+				return ti.Before(&tj)
+			}
+			return svcs[i].Namespace+"/"+svcs[i].Name < svcs[j].Namespace+"/"+svcs[j].Name
+		})
+		n := 0
+		for i := range svcs {
+			s := &svcs[i]
+			key := s.Namespace + "/" + s.Name
+			if isOurLB(s) && hasCondition(s.Status.Conditions, v1alpha1.ServiceConditionAllocated) {
+				for _, ing := range s.Status.LoadBalancer.Ingress {
+					a, err := netip.ParseAddr(ing.IP)
+					if err != nil {
+						continue
+					}
+					if err := c.alloc.Reserve(key, a); err != nil {
+						c.log.Warn("rebuild: address recorded twice; the older Service keeps it", "service", key, "err", err)
+						continue
+					}
+					n++
+				}
+			}
+			if cond := findCondition(s.Status.Conditions, v1alpha1.ServiceConditionExternalIPs); cond != nil && cond.Status == "True" {
+				ek := extKey(key)
+				for _, ip := range s.Spec.ExternalIPs {
+					if a, err := netip.ParseAddr(ip); err == nil && c.alloc.Reserve(ek, a) == nil {
+						c.extKeys[ek] = true
+						n++
+					}
+				}
+			}
+		}
+		var groups v1alpha1.VIPGroupList
+		if err := c.client.List(ctx, &groups); err != nil {
+			return fmt.Errorf("rebuild: list VIPGroups: %w", err)
+		}
+		for _, g := range groups.Items {
+			c.groups[g.Namespace+"/"+g.Name] = instancesOf(g.Status.Instances)
+		}
+		c.built = true
+		c.log.Info("rebuilt from the API", "services", len(svcs), "addresses", n, "groups", len(groups.Items))
+	}
+	return c.syncPoolsLocked(ctx)
+}
+
+// syncPoolsLocked applies the IPPools when they changed. c.mu is held.
+func (c *Controller) syncPoolsLocked(ctx context.Context) error {
+	var list v1alpha1.IPPoolList
+	if err := c.client.List(ctx, &list); err != nil {
+		return fmt.Errorf("list IPPools: %w", err)
+	}
+	sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].Name < list.Items[j].Name })
+	var sig strings.Builder
+	for _, p := range list.Items {
+		sig.WriteString(p.Name + "@" + p.ResourceVersion + ",")
+	}
+	if sig.String() == c.poolSig {
+		return nil
+	}
+	c.poolSig = sig.String()
+	c.poolErrs = map[string]error{}
+	var pools []allocator.Pool
+	for i := range list.Items {
+		p, err := list.Items[i].Pool()
+		if err != nil {
+			c.poolErrs[list.Items[i].Name] = err
+			continue
+		}
+		pools = append(pools, p)
+	}
+	if err := c.alloc.SetPools(pools); err != nil {
+		var joined interface{ Unwrap() []error }
+		if errors.As(err, &joined) {
+			for _, e := range joined.Unwrap() {
+				var ae *allocator.Error
+				if errors.As(e, &ae) {
+					c.poolErrs[ae.Pool] = e
+				}
+			}
+		}
+	}
+	c.kickWaitingLocked()
+	return nil
+}
+
+// kickWaitingLocked asks for another look at every Service that waits for
+// an address. c.mu is held.
+func (c *Controller) kickWaitingLocked() {
+	for k := range c.waiting {
+		s := &corev1.Service{}
+		s.Namespace, s.Name = k.Namespace, k.Name
+		select {
+		case c.retry <- event.GenericEvent{Object: s}:
+		default:
+			return // the queue is full of retries already; the rest come with the periodic requeue
+		}
+	}
+}
+
+func (c *Controller) waitingServices(ctx context.Context, _ client.Object) []reconcile.Request {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]reconcile.Request, 0, len(c.waiting))
+	for k := range c.waiting {
+		out = append(out, reconcile.Request{NamespacedName: k})
+	}
+	return out
+}
+
+func (c *Controller) servicesOfGroup(ctx context.Context, o client.Object) []reconcile.Request {
+	var list corev1.ServiceList
+	if err := c.client.List(ctx, &list, client.MatchingFields{groupIndex: o.GetNamespace() + "/" + o.GetName()}); err != nil {
+		c.log.Error("list Services of a group", "group", o.GetNamespace()+"/"+o.GetName(), "err", err)
+		return nil
+	}
+	out := make([]reconcile.Request, 0, len(list.Items))
+	for _, s := range list.Items {
+		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: s.Namespace, Name: s.Name}})
+	}
+	return out
+}
+
+func (c *Controller) allGroups(ctx context.Context, _ client.Object) []reconcile.Request {
+	var list v1alpha1.VIPGroupList
+	if err := c.client.List(ctx, &list); err != nil {
+		return nil
+	}
+	out := make([]reconcile.Request, 0, len(list.Items))
+	for _, g := range list.Items {
+		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: g.Namespace, Name: g.Name}})
+	}
+	return out
+}
+
+func groupOfService(_ context.Context, o client.Object) []reconcile.Request {
+	g, _, err := k8s.GroupOf(o.GetNamespace(), o.GetAnnotations())
+	if err != nil || g.IsZero() {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: g.Namespace, Name: g.Name}}}
+}
+
+func (c *Controller) allPools(ctx context.Context, _ client.Object) []reconcile.Request {
+	var list v1alpha1.IPPoolList
+	if err := c.client.List(ctx, &list); err != nil {
+		return nil
+	}
+	out := make([]reconcile.Request, 0, len(list.Items))
+	for _, p := range list.Items {
+		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: p.Name}})
+	}
+	return out
+}
+
+func instancesOf(in []v1alpha1.GroupInstance) []k8s.Instance {
+	out := make([]k8s.Instance, len(in))
+	for i, x := range in {
+		out[i] = k8s.Instance{Name: x.Name, VRID: int(x.VRID), Node: x.Node, Service: x.Service}
+	}
+	return out
+}
+
+type metrics struct {
+	allocations *prometheus.CounterVec
+	poolSize    *prometheus.GaugeVec
+	poolUsed    *prometheus.GaugeVec
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		allocations: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "vipstack_k8s_allocations_total",
+			Help: "Address allocations for Services, by result (the condition reason)."}, []string{"result"}),
+		poolSize: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "vipstack_k8s_pool_addresses",
+			Help: "Addresses in the pool."}, []string{"pool"}),
+		poolUsed: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "vipstack_k8s_pool_assigned",
+			Help: "Addresses of the pool held by Services."}, []string{"pool"}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.allocations, m.poolSize, m.poolUsed)
+	}
+	return m
+}

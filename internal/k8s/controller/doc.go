@@ -1,0 +1,13 @@
+// Package controller is vipstack's Kubernetes controller. While it holds
+// the leader-election Lease it gives Services of type LoadBalancer (and
+// Services with spec.externalIPs that name a group) their virtual
+// addresses from IPPools, writes status.loadBalancer.ingress with a
+// condition and Events, releases addresses when a Service goes away or
+// changes type, and gives every VIPGroup its VRRP instances (RFC 5798)
+// with VRIDs unique across the cluster, recorded in the group's status for
+// the node agents.
+//
+// Its state lives in the API: after a restart (or a new leader) the first
+// reconcile rebuilds the allocator from every Service's status and every
+// group's status before anything new is handed out, so nothing moves.
+package controller

@@ -1,0 +1,144 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/vipstack/vipstack/internal/k8s"
+	"github.com/vipstack/vipstack/internal/k8s/v1alpha1"
+)
+
+// Condition reasons on VIPGroups.
+const (
+	ReasonInstancesAssigned = "InstancesAssigned"
+	ReasonVRIDsExhausted    = "VRIDsExhausted"
+	ReasonInvalidSpec       = "InvalidSpec"
+	ReasonNoNodes           = "NoNodes"
+)
+
+// reconcileGroup lays out a group's instances and VRIDs. VRIDs are unique
+// across all groups: the table of what each group holds is kept in memory
+// (seeded from every group's status by prepare), so two groups reconciled
+// one after the other never pick the same VRID even before the cache has
+// seen the first one's status.
+func (c *Controller) reconcileGroup(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	if err := c.prepare(ctx); err != nil {
+		return reconcile.Result{}, err
+	}
+	key := req.NamespacedName.String()
+	var g v1alpha1.VIPGroup
+	if err := c.client.Get(ctx, req.NamespacedName, &g); err != nil {
+		if apierrors.IsNotFound(err) {
+			c.mu.Lock()
+			delete(c.groups, key)
+			c.mu.Unlock()
+			return reconcile.Result{}, nil
+		}
+		return reconcile.Result{}, err
+	}
+	orig := g.DeepCopy()
+	verr := g.Spec.Validate()
+
+	var nodes corev1.NodeList
+	if err := c.client.List(ctx, &nodes, client.MatchingLabelsSelector{Selector: labels.SelectorFromSet(g.Spec.NodeSelector)}); err != nil {
+		return reconcile.Result{}, fmt.Errorf("list nodes of group %s: %w", key, err)
+	}
+	var names []string
+	for _, n := range nodes.Items {
+		if n.DeletionTimestamp == nil {
+			names = append(names, n.Name)
+		}
+	}
+	var svcs corev1.ServiceList
+	if err := c.client.List(ctx, &svcs, client.MatchingFields{groupIndex: key}); err != nil {
+		return reconcile.Result{}, fmt.Errorf("list Services of group %s: %w", key, err)
+	}
+	c.mu.Lock()
+	var local []string
+	for _, s := range svcs.Items {
+		sk := s.Namespace + "/" + s.Name
+		if isOurLB(&s) && s.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal && len(c.alloc.IPs(sk)) > 0 {
+			local = append(local, sk)
+		}
+	}
+	taken := map[int]string{}
+	for other, ins := range c.groups {
+		if other == key {
+			continue
+		}
+		for _, in := range ins {
+			taken[in.VRID] = other
+		}
+	}
+	excluded := append([]int(nil), c.opts.ExcludedVRIDs...)
+	for _, v := range g.Spec.ExcludedVRIDs {
+		excluded = append(excluded, int(v))
+	}
+	planned, perr := k8s.PlanInstances(k8s.VRIDPlan{Group: key, Nodes: names, Local: local, Current: c.groups[key],
+		Excluded: excluded, Taken: taken})
+	c.groups[key] = planned
+	c.mu.Unlock()
+
+	g.Status.ObservedGeneration = g.Generation
+	g.Status.Nodes = int32(len(names))
+	g.Status.Instances = make([]v1alpha1.GroupInstance, len(planned))
+	for i, in := range planned {
+		g.Status.Instances[i] = v1alpha1.GroupInstance{Name: in.Name, VRID: int32(in.VRID), Node: in.Node, Service: in.Service}
+	}
+	cond := metav1.Condition{Type: v1alpha1.ConditionReady, ObservedGeneration: g.Generation, LastTransitionTime: metav1.NewTime(c.clk.Now())}
+	switch {
+	case verr != nil:
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, ReasonInvalidSpec, verr.Error()
+	case perr != nil:
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, ReasonVRIDsExhausted, perr.Error()
+	case len(names) == 0:
+		cond.Status, cond.Reason = metav1.ConditionFalse, ReasonNoNodes
+		cond.Message = fmt.Sprintf("no node matches the nodeSelector %s", labels.SelectorFromSet(g.Spec.NodeSelector))
+	default:
+		cond.Status, cond.Reason = metav1.ConditionTrue, ReasonInstancesAssigned
+		cond.Message = fmt.Sprintf("%d nodes, %d instances, VRIDs %s", len(names), len(planned), vridList(planned))
+	}
+	old := meta.FindStatusCondition(orig.Status.Conditions, cond.Type)
+	meta.SetStatusCondition(&g.Status.Conditions, cond)
+	if !equality.Semantic.DeepEqual(orig.Status, g.Status) {
+		patch := client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})
+		if err := c.client.Status().Patch(ctx, &g, patch); err != nil {
+			if apierrors.IsNotFound(err) {
+				return reconcile.Result{}, nil
+			}
+			return reconcile.Result{}, fmt.Errorf("write status of VIPGroup %s: %w", key, err)
+		}
+	}
+	if old == nil || old.Reason != cond.Reason || (cond.Status == metav1.ConditionFalse && old.Message != cond.Message) {
+		typ := corev1.EventTypeNormal
+		if cond.Status == metav1.ConditionFalse {
+			typ = corev1.EventTypeWarning
+		}
+		c.events.Eventf(&g, nil, typ, cond.Reason, "AssignVRIDs", "%s", cond.Message)
+	}
+	return reconcile.Result{}, nil
+}
+
+func vridList(ins []k8s.Instance) string {
+	vs := make([]int, len(ins))
+	for i, in := range ins {
+		vs[i] = in.VRID
+	}
+	sort.Ints(vs)
+	s := make([]string, len(vs))
+	for i, v := range vs {
+		s[i] = fmt.Sprint(v)
+	}
+	return strings.Join(s, ",")
+}

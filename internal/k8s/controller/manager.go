@@ -1,0 +1,92 @@
+package controller
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/vipstack/vipstack/internal/k8s/v1alpha1"
+)
+
+// Scheme returns a scheme with the built-in types and vipstack.io/v1alpha1.
+func Scheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		return nil, fmt.Errorf("scheme: %w", err)
+	}
+	if err := v1alpha1.AddToScheme(s); err != nil {
+		return nil, fmt.Errorf("scheme: %w", err)
+	}
+	return s, nil
+}
+
+// ManagerOptions configure NewManager.
+type ManagerOptions struct {
+	Logger *slog.Logger
+	// LeaderElection is on in production; tests of a single controller
+	// may turn it off.
+	LeaderElection          bool
+	LeaderElectionNamespace string
+	LeaderElectionID        string // default "vipstack-controller"
+	// Lease timings; zero means client-go's defaults (15s, 10s, 2s).
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+	// MetricsAddr serves controller-runtime's metrics; "" or "0": off.
+	MetricsAddr string
+	// HealthAddr serves /healthz and /readyz; "" or "0": off.
+	HealthAddr string
+}
+
+// NewManager returns a controller-runtime manager for the controller.
+func NewManager(cfg *rest.Config, o ManagerOptions) (manager.Manager, error) {
+	s, err := Scheme()
+	if err != nil {
+		return nil, err
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.LeaderElectionID == "" {
+		o.LeaderElectionID = "vipstack-controller"
+	}
+	if o.MetricsAddr == "" {
+		o.MetricsAddr = "0"
+	}
+	if o.HealthAddr == "" {
+		o.HealthAddr = "0"
+	}
+	skip := true
+	mo := manager.Options{
+		Scheme:                        s,
+		Logger:                        logr.FromSlogHandler(o.Logger.Handler()),
+		LeaderElection:                o.LeaderElection,
+		LeaderElectionNamespace:       o.LeaderElectionNamespace,
+		LeaderElectionID:              o.LeaderElectionID,
+		LeaderElectionReleaseOnCancel: true,
+		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddr},
+		HealthProbeBindAddress:        o.HealthAddr,
+		// Several controllers may run in one process (tests, a restart).
+		Controller: config.Controller{SkipNameValidation: &skip},
+	}
+	if o.LeaseDuration > 0 {
+		mo.LeaseDuration = &o.LeaseDuration
+	}
+	if o.RenewDeadline > 0 {
+		mo.RenewDeadline = &o.RenewDeadline
+	}
+	if o.RetryPeriod > 0 {
+		mo.RetryPeriod = &o.RetryPeriod
+	}
+	mgr, err := manager.New(cfg, mo)
+	if err != nil {
+		return nil, fmt.Errorf("controller manager: %w", err)
+	}
+	return mgr, nil
+}

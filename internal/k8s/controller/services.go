@@ -1,0 +1,445 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/vipstack/vipstack/internal/allocator"
+	"github.com/vipstack/vipstack/internal/k8s"
+	"github.com/vipstack/vipstack/internal/k8s/v1alpha1"
+)
+
+// Condition reasons on Services.
+const (
+	ReasonAllocated      = "Allocated"
+	ReasonReleased       = "Released"
+	ReasonPoolExhausted  = "PoolExhausted"
+	ReasonPoolForbidden  = "PoolForbidden"
+	ReasonIPInUse        = "IPInUse"
+	ReasonIPNotInPool    = "IPNotInPool"
+	ReasonNoPool         = "NoPool"
+	ReasonInvalidGroup   = "InvalidGroup"
+	ReasonGroupNotFound  = "GroupNotFound"
+	ReasonNoGroup        = "NoGroup"
+	ReasonInvalidRequest = "InvalidRequest"
+	ReasonAllowed        = "Allowed"
+)
+
+// waitRetry is how often a Service that waits for an address is looked at
+// again even when nothing seems to have changed.
+const waitRetry = 30 * time.Second
+
+// isOurLB reports whether s is a load balancer vipstack may serve.
+func isOurLB(s *corev1.Service) bool {
+	return s.DeletionTimestamp == nil && s.Spec.Type == corev1.ServiceTypeLoadBalancer &&
+		(s.Spec.LoadBalancerClass == nil || *s.Spec.LoadBalancerClass == k8s.LoadBalancerClass)
+}
+
+func extKey(key string) string { return key + " (externalIPs)" }
+
+func hasCondition(cs []metav1.Condition, t string) bool {
+	return meta.FindStatusCondition(cs, t) != nil
+}
+
+func findCondition(cs []metav1.Condition, t string) *metav1.Condition {
+	return meta.FindStatusCondition(cs, t)
+}
+
+// problem is a refusal turned into a condition reason and an Event.
+type problem struct {
+	reason string
+	msg    string
+}
+
+func problemOf(err error) problem {
+	reason := ReasonInvalidRequest
+	switch {
+	case errors.Is(err, allocator.ErrExhausted):
+		reason = ReasonPoolExhausted
+	case errors.Is(err, allocator.ErrForbidden):
+		reason = ReasonPoolForbidden
+	case errors.Is(err, allocator.ErrInUse):
+		reason = ReasonIPInUse
+	case errors.Is(err, allocator.ErrNotInPool):
+		reason = ReasonIPNotInPool
+	case errors.Is(err, allocator.ErrNoPool):
+		reason = ReasonNoPool
+	}
+	return problem{reason: reason, msg: err.Error()}
+}
+
+func (c *Controller) reconcileService(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	if err := c.prepare(ctx); err != nil {
+		return reconcile.Result{}, err
+	}
+	var svc corev1.Service
+	if err := c.client.Get(ctx, req.NamespacedName, &svc); err != nil {
+		if apierrors.IsNotFound(err) {
+			c.forget(req.NamespacedName)
+			return reconcile.Result{}, nil
+		}
+		return reconcile.Result{}, err
+	}
+	key := req.NamespacedName.String()
+	orig := svc.DeepCopy()
+	group, _, gerr := k8s.GroupOf(svc.Namespace, svc.Annotations)
+	now := metav1.NewTime(c.clk.Now())
+	var (
+		warnings []problem
+		wait     bool
+		newIPs   []netip.Addr
+		released []netip.Addr
+	)
+
+	// Load-balancer addresses.
+	if isOurLB(&svc) {
+		cond := metav1.Condition{Type: v1alpha1.ServiceConditionAllocated, ObservedGeneration: svc.Generation, LastTransitionTime: now}
+		var p *problem
+		switch {
+		case gerr != nil:
+			p = &problem{ReasonInvalidGroup, gerr.Error()}
+		case group.IsZero() && svc.Spec.LoadBalancerClass != nil:
+			p = &problem{ReasonNoGroup, fmt.Sprintf("loadBalancerClass is %s but the Service names no group: add the annotation %s: NAMESPACE/NAME", k8s.LoadBalancerClass, k8s.GroupAnnotation)}
+		}
+		if group.IsZero() && gerr == nil && svc.Spec.LoadBalancerClass == nil {
+			// Not ours: a LoadBalancer without our class and without a
+			// group is left to whatever else serves load balancers, but
+			// what we held for it (the group annotation was removed) goes.
+			if hadCondition := hasCondition(svc.Status.Conditions, v1alpha1.ServiceConditionAllocated); hadCondition {
+				released = append(released, c.release(key)...)
+				svc.Status.LoadBalancer.Ingress = nil
+				meta.RemoveStatusCondition(&svc.Status.Conditions, v1alpha1.ServiceConditionAllocated)
+			}
+		} else {
+			if p == nil {
+				var g v1alpha1.VIPGroup
+				if err := c.client.Get(ctx, types.NamespacedName{Namespace: group.Namespace, Name: group.Name}, &g); err != nil {
+					if !apierrors.IsNotFound(err) {
+						return reconcile.Result{}, err
+					}
+					p = &problem{ReasonGroupNotFound, fmt.Sprintf("VIPGroup %s does not exist (named by the Service's annotation); addresses already held are kept", group)}
+				}
+			}
+			if p == nil {
+				var probs []problem
+				newIPs, released, probs = c.allocate(&svc)
+				if len(probs) > 0 {
+					p = &probs[0]
+					warnings = append(warnings, probs[1:]...)
+				}
+			}
+			ips := c.ips(key)
+			svc.Status.LoadBalancer.Ingress = ingressFor(ips, svc.Spec.IPFamilies)
+			if p != nil {
+				cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, p.reason, p.msg
+				switch p.reason {
+				case ReasonPoolExhausted, ReasonNoPool, ReasonPoolForbidden, ReasonIPInUse, ReasonIPNotInPool:
+					// A release or a pool change may resolve it.
+					wait = true
+				}
+			} else {
+				cond.Status, cond.Reason = metav1.ConditionTrue, ReasonAllocated
+				cond.Message = fmt.Sprintf("holds %s from group %s", joinAddrs(ips), group)
+			}
+			old := findCondition(orig.Status.Conditions, cond.Type)
+			if p != nil && (old == nil || old.Reason != p.reason || old.Message != p.msg) {
+				warnings = append([]problem{*p}, warnings...)
+			}
+			meta.SetStatusCondition(&svc.Status.Conditions, cond)
+			c.m.allocations.WithLabelValues(cond.Reason).Inc()
+		}
+	} else if hasCondition(svc.Status.Conditions, v1alpha1.ServiceConditionAllocated) {
+		// Deleted (with a finalizer of someone else), changed type or class.
+		released = append(released, c.release(key)...)
+		svc.Status.LoadBalancer.Ingress = nil
+		meta.RemoveStatusCondition(&svc.Status.Conditions, v1alpha1.ServiceConditionAllocated)
+	} else {
+		released = append(released, c.release(key)...)
+	}
+
+	// spec.externalIPs of a Service in a group.
+	extCond, extReleased, extWarn := c.externalIPs(&svc, group, gerr, now)
+	released = append(released, extReleased...)
+	if extCond != nil {
+		old := findCondition(orig.Status.Conditions, extCond.Type)
+		if extCond.Status == metav1.ConditionFalse && (old == nil || old.Message != extCond.Message) {
+			warnings = append(warnings, extWarn)
+		}
+		meta.SetStatusCondition(&svc.Status.Conditions, *extCond)
+	} else {
+		meta.RemoveStatusCondition(&svc.Status.Conditions, v1alpha1.ServiceConditionExternalIPs)
+	}
+
+	c.mu.Lock()
+	if wait {
+		c.waiting[req.NamespacedName] = true
+	} else {
+		delete(c.waiting, req.NamespacedName)
+	}
+	if len(released) > 0 {
+		c.kickWaitingLocked()
+	}
+	c.mu.Unlock()
+
+	if !equality.Semantic.DeepEqual(orig.Status, svc.Status) {
+		patch := client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})
+		if err := c.client.Status().Patch(ctx, &svc, patch); err != nil {
+			if apierrors.IsNotFound(err) {
+				c.forget(req.NamespacedName)
+				return reconcile.Result{}, nil
+			}
+			return reconcile.Result{}, fmt.Errorf("write status of Service %s: %w", key, err)
+		}
+	}
+	for _, a := range newIPs {
+		c.events.Eventf(&svc, nil, corev1.EventTypeNormal, ReasonAllocated, "Allocate",
+			"assigned %s from pool %s (group %s)", a, c.poolOf(a), group)
+	}
+	if len(released) > 0 {
+		c.events.Eventf(&svc, nil, corev1.EventTypeNormal, ReasonReleased, "Release", "released %s", joinAddrs(released))
+	}
+	for _, w := range warnings {
+		c.events.Eventf(&svc, nil, corev1.EventTypeWarning, w.reason, "Allocate", "%s", w.msg)
+	}
+	if wait {
+		return reconcile.Result{RequeueAfter: waitRetry}, nil
+	}
+	return reconcile.Result{}, nil
+}
+
+// allocate gives svc an address of each family it wants, honouring a
+// requested address and a requested pool. It returns the addresses newly
+// assigned, those given back, and the refusals.
+func (c *Controller) allocate(svc *corev1.Service) (assigned, released []netip.Addr, probs []problem) {
+	key := svc.Namespace + "/" + svc.Name
+	as := allocator.Service{Key: key, Namespace: svc.Namespace, Labels: svc.Labels}
+	families := wantedFamilies(svc)
+	requested, err := k8s.RequestedIPs(svc.Spec.LoadBalancerIP, svc.Annotations)
+	if err != nil {
+		return nil, nil, []problem{{ReasonInvalidRequest, err.Error()}}
+	}
+	for _, r := range requested {
+		if !slices.Contains(families, allocator.FamilyOf(r)) {
+			return nil, nil, []problem{{ReasonInvalidRequest, fmt.Sprintf("requested address %s is %s but the Service's ipFamilies are %v", r, allocator.FamilyOf(r), svc.Spec.IPFamilies)}}
+		}
+	}
+	pool := strings.TrimSpace(svc.Annotations[k8s.PoolAnnotation])
+	// What the status shows now, per family: kept when still allowed
+	// (addresses a controller before us gave out).
+	shown := map[allocator.Family]netip.Addr{}
+	for _, ing := range svc.Status.LoadBalancer.Ingress {
+		if a, err := netip.ParseAddr(ing.IP); err == nil {
+			shown[allocator.FamilyOf(a)] = a
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	held := map[allocator.Family]netip.Addr{}
+	for _, a := range c.alloc.IPs(key) {
+		held[allocator.FamilyOf(a)] = a
+	}
+	for f, a := range held {
+		if !slices.Contains(families, f) {
+			c.alloc.ReleaseIP(key, a)
+			released = append(released, a)
+			delete(held, f)
+		}
+	}
+	for _, f := range families {
+		var want netip.Addr
+		for _, r := range requested {
+			if allocator.FamilyOf(r) == f {
+				want = r
+			}
+		}
+		cur, has := held[f]
+		switch {
+		case want.IsValid():
+			if has && cur == want {
+				continue
+			}
+			if _, err := c.alloc.Request(as, want); err != nil {
+				probs = append(probs, problemOf(err))
+				continue
+			}
+			if has {
+				c.alloc.ReleaseIP(key, cur)
+				released = append(released, cur)
+			}
+			assigned = append(assigned, want)
+		case has && (pool == "" || c.alloc.PoolOf(cur) == pool):
+			// keep it
+		default:
+			if has {
+				c.alloc.ReleaseIP(key, cur)
+				released = append(released, cur)
+			}
+			if s, ok := shown[f]; ok && s != cur {
+				if p, err := c.alloc.Request(as, s); err == nil && (pool == "" || p == pool) {
+					continue // the status already shows it
+				} else if err == nil {
+					c.alloc.ReleaseIP(key, s)
+				}
+			}
+			a, _, err := c.alloc.Allocate(as, f, pool)
+			if err != nil {
+				probs = append(probs, problemOf(err))
+				continue
+			}
+			assigned = append(assigned, a)
+		}
+	}
+	return assigned, released, probs
+}
+
+// externalIPs checks spec.externalIPs of a Service that names a group: each
+// must lie in a pool that admits the Service and be held by no other
+// Service. It returns the condition to set (nil: none applies).
+func (c *Controller) externalIPs(svc *corev1.Service, group k8s.GroupRef, gerr error, now metav1.Time) (*metav1.Condition, []netip.Addr, problem) {
+	key := svc.Namespace + "/" + svc.Name
+	ek := extKey(key)
+	if svc.DeletionTimestamp != nil || len(svc.Spec.ExternalIPs) == 0 || group.IsZero() || gerr != nil {
+		return nil, c.releaseKey(ek), problem{}
+	}
+	as := allocator.Service{Key: ek, Namespace: svc.Namespace, Labels: svc.Labels}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	want := map[netip.Addr]bool{}
+	var probs []string
+	for i, s := range svc.Spec.ExternalIPs {
+		a, err := netip.ParseAddr(s)
+		if err != nil {
+			probs = append(probs, fmt.Sprintf("spec.externalIPs[%d] %q is not an address", i, s))
+			continue
+		}
+		want[a] = true
+		if _, err := c.alloc.Request(as, a); err != nil {
+			probs = append(probs, err.Error())
+			delete(want, a)
+		}
+	}
+	var released []netip.Addr
+	for _, a := range c.alloc.IPs(ek) {
+		if !want[a] || len(probs) > 0 {
+			c.alloc.ReleaseIP(ek, a)
+			released = append(released, a)
+		}
+	}
+	cond := &metav1.Condition{Type: v1alpha1.ServiceConditionExternalIPs, ObservedGeneration: svc.Generation, LastTransitionTime: now}
+	if len(probs) > 0 {
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, ReasonIPNotInPool, strings.Join(probs, "; ")
+		delete(c.extKeys, ek)
+		return cond, released, problem{ReasonIPNotInPool, "spec.externalIPs refused: " + cond.Message}
+	}
+	c.extKeys[ek] = true
+	cond.Status, cond.Reason = metav1.ConditionTrue, ReasonAllowed
+	cond.Message = v1alpha1.ExternalIPsMessage(group.String(), svc.Spec.ExternalIPs)
+	return cond, released, problem{}
+}
+
+// wantedFamilies are the families of the Service's ipFamilies that get an
+// address: the first only for SingleStack, all for the dual-stack policies.
+func wantedFamilies(svc *corev1.Service) []allocator.Family {
+	var out []allocator.Family
+	for _, f := range svc.Spec.IPFamilies {
+		switch f {
+		case corev1.IPv4Protocol:
+			out = append(out, allocator.IPv4)
+		case corev1.IPv6Protocol:
+			out = append(out, allocator.IPv6)
+		}
+	}
+	if len(out) == 0 {
+		out = []allocator.Family{allocator.IPv4}
+	}
+	if svc.Spec.IPFamilyPolicy == nil || *svc.Spec.IPFamilyPolicy == corev1.IPFamilyPolicySingleStack {
+		out = out[:1]
+	}
+	return out
+}
+
+// ingressFor orders the addresses as the Service's ipFamilies.
+func ingressFor(ips []netip.Addr, fams []corev1.IPFamily) []corev1.LoadBalancerIngress {
+	if len(ips) == 0 {
+		return nil
+	}
+	sorted := slices.Clone(ips)
+	first6 := len(fams) > 0 && fams[0] == corev1.IPv6Protocol
+	slices.SortStableFunc(sorted, func(a, b netip.Addr) int {
+		ra, rb := a.Is4() == first6, b.Is4() == first6
+		switch {
+		case ra == rb:
+			return a.Compare(b)
+		case ra:
+			return 1
+		}
+		return -1
+	})
+	mode := corev1.LoadBalancerIPModeVIP
+	out := make([]corev1.LoadBalancerIngress, len(sorted))
+	for i, a := range sorted {
+		out[i] = corev1.LoadBalancerIngress{IP: a.String(), IPMode: &mode}
+	}
+	return out
+}
+
+func (c *Controller) ips(key string) []netip.Addr {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.alloc.IPs(key)
+}
+
+func (c *Controller) poolOf(a netip.Addr) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if p := c.alloc.PoolOf(a); p != "" {
+		return p
+	}
+	return "(none)"
+}
+
+func (c *Controller) release(key string) []netip.Addr { return c.releaseKey(key) }
+
+func (c *Controller) releaseKey(key string) []netip.Addr {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.extKeys, key)
+	return c.alloc.Release(key)
+}
+
+// forget releases everything a deleted Service held.
+func (c *Controller) forget(n types.NamespacedName) {
+	key := n.String()
+	c.mu.Lock()
+	a := c.alloc.Release(key)
+	b := c.alloc.Release(extKey(key))
+	delete(c.extKeys, extKey(key))
+	delete(c.waiting, n)
+	if len(a)+len(b) > 0 {
+		c.log.Info("Service deleted; addresses released", "service", key, "addresses", joinAddrs(append(a, b...)))
+		c.kickWaitingLocked()
+	}
+	c.mu.Unlock()
+}
+
+func joinAddrs(as []netip.Addr) string {
+	s := make([]string, len(as))
+	for i, a := range as {
+		s[i] = a.String()
+	}
+	return strings.Join(s, ", ")
+}

@@ -1,0 +1,149 @@
+package v1alpha1
+
+import (
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// VIPGroup is a set of nodes that hold the virtual addresses of the
+// Services that name it, with VRRP. It is namespaced so that Services can
+// name it as NAMESPACE/NAME, as the keepalived-operator's KeepalivedGroup.
+type VIPGroup struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   VIPGroupSpec   `json:"spec"`
+	Status VIPGroupStatus `json:"status,omitempty"`
+}
+
+// VIPGroupSpec says which nodes hold the addresses and how they speak VRRP.
+type VIPGroupSpec struct {
+	// NodeSelector picks the group's nodes by label; empty selects every
+	// node.
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+	// Interface carries the addresses and the adverts; empty means the
+	// interface holding the node's InternalIP.
+	Interface string `json:"interface,omitempty"`
+	// Unicast sends adverts to the other nodes' InternalIPs instead of
+	// the VRRP multicast group (for networks that drop multicast).
+	Unicast bool `json:"unicast,omitempty"`
+	// VRRPVersion is 2 (RFC 3768, IPv4 only, whole-second intervals) or 3
+	// (RFC 5798, the default). IPv6 addresses always use 3.
+	VRRPVersion int32 `json:"vrrpVersion,omitempty"`
+	// AdvertIntervalMilliseconds is the advertisement interval: 10 to
+	// 40950 in steps of 10 with version 3, whole seconds up to 255 with
+	// version 2. Default 1000.
+	AdvertIntervalMilliseconds int32 `json:"advertIntervalMilliseconds,omitempty"`
+	// ExcludedVRIDs are VRIDs other routers use on the network; the
+	// controller never gives them to this group.
+	ExcludedVRIDs []int32 `json:"excludedVRIDs,omitempty"`
+}
+
+// VIPGroupStatus is what the controller decided for the group.
+type VIPGroupStatus struct {
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Nodes is the number of nodes the selector matches.
+	Nodes int32 `json:"nodes,omitempty"`
+	// Instances are the group's VRRP instances with their VRIDs: one per
+	// node (preferred master on it) and one per Service with
+	// externalTrafficPolicy Local. VRIDs are unique across every group
+	// of the cluster.
+	Instances  []GroupInstance    `json:"instances,omitempty"`
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// GroupInstance is one VRRP instance of a group.
+type GroupInstance struct {
+	Name string `json:"name"`
+	VRID int32  `json:"vrid"`
+	// Node is the node preferred as master (node instances).
+	Node string `json:"node,omitempty"`
+	// Service is NAMESPACE/NAME (Local-policy Service instances).
+	Service string `json:"service,omitempty"`
+}
+
+// VIPGroupList is a list of VIPGroups.
+type VIPGroupList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []VIPGroup `json:"items"`
+}
+
+// IPPool is a set of addresses Services may get. It is cluster-scoped: an
+// address belongs to one pool whatever the namespace.
+type IPPool struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   IPPoolSpec   `json:"spec"`
+	Status IPPoolStatus `json:"status,omitempty"`
+}
+
+// IPPoolSpec lists the addresses and who may have them.
+type IPPoolSpec struct {
+	// Addresses are CIDR blocks ("198.18.0.0/24", "fd00::/120"; every
+	// address of the block), ranges ("198.18.0.10-198.18.0.20") or single
+	// addresses.
+	Addresses []string `json:"addresses"`
+	// AutoAssign lets the controller pick addresses from this pool for
+	// Services that did not ask for a pool or an address. Default true.
+	AutoAssign *bool `json:"autoAssign,omitempty"`
+	// Namespaces, when set, are the only namespaces whose Services may
+	// use the pool.
+	Namespaces []string `json:"namespaces,omitempty"`
+	// ServiceSelector, when set, must match the Service's labels.
+	ServiceSelector *metav1.LabelSelector `json:"serviceSelector,omitempty"`
+}
+
+// IPPoolStatus says how full the pool is.
+type IPPoolStatus struct {
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Size is the number of addresses (saturating at 2^63-1).
+	Size int64 `json:"size,omitempty"`
+	// Assigned is the number of addresses Services hold.
+	Assigned   int64              `json:"assigned,omitempty"`
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// IPPoolList is a list of IPPools.
+type IPPoolList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []IPPool `json:"items"`
+}
+
+// Condition types and reasons.
+const (
+	// ConditionReady on a VIPGroup: every instance has a VRID. On an
+	// IPPool: the pool is valid and in use.
+	ConditionReady = "Ready"
+	// ConditionExhausted on an IPPool: every address is assigned.
+	ConditionExhausted = "Exhausted"
+
+	// ServiceConditionAllocated on a Service: it holds its load-balancer
+	// addresses (True) or why not (False).
+	ServiceConditionAllocated = "vipstack.io/IPAllocated"
+	// ServiceConditionExternalIPs on a Service with spec.externalIPs and
+	// a group: the addresses may be held (True) or why not (False). Agents
+	// hold the externalIPs its message lists (ExternalIPsMessage) while it
+	// is True.
+	ServiceConditionExternalIPs = "vipstack.io/ExternalIPsAllowed"
+)
+
+// ExternalIPsMessage is the message of a True ServiceConditionExternalIPs
+// condition: it lists the addresses the controller allowed. Services have
+// no metadata.generation, so the agents read the list (AllowedExternalIPs)
+// rather than trust spec.externalIPs, which may have changed since.
+func ExternalIPsMessage(group string, ips []string) string {
+	return "group " + group + " holds " + strings.Join(ips, ", ")
+}
+
+// AllowedExternalIPs returns the addresses an ExternalIPsMessage lists.
+func AllowedExternalIPs(msg string) []string {
+	_, list, ok := strings.Cut(msg, " holds ")
+	if !ok {
+		return nil
+	}
+	return strings.Split(list, ", ")
+}

@@ -1,0 +1,106 @@
+package v1alpha1
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/vipstack/vipstack/internal/allocator"
+)
+
+// Defaults of VIPGroupSpec.
+const (
+	DefaultVRRPVersion    = 3
+	DefaultAdvertInterval = time.Second
+)
+
+// ifName is what Linux accepts as an interface name (IFNAMSIZ 16, no '/',
+// no whitespace, not "." or "..").
+var ifName = regexp.MustCompile(`^[^/\s:]{1,15}$`)
+
+// Version returns the VRRP version with the default applied.
+func (s *VIPGroupSpec) Version() int {
+	if s.VRRPVersion == 0 {
+		return DefaultVRRPVersion
+	}
+	return int(s.VRRPVersion)
+}
+
+// Interval returns the advertisement interval with the default applied.
+func (s *VIPGroupSpec) Interval() time.Duration {
+	if s.AdvertIntervalMilliseconds == 0 {
+		return DefaultAdvertInterval
+	}
+	return time.Duration(s.AdvertIntervalMilliseconds) * time.Millisecond
+}
+
+// Validate checks the spec; the CRD's schema checks the same, so this
+// matters for objects that reached the controller some other way (an older
+// CRD, a test). Each error names the field, the value and what is accepted.
+func (s *VIPGroupSpec) Validate() error {
+	var errs []error
+	bad := func(field string, v any, want string) {
+		errs = append(errs, fmt.Errorf("spec.%s: %v: %s", field, v, want))
+	}
+	if s.Interface != "" && (!ifName.MatchString(s.Interface) || s.Interface == "." || s.Interface == "..") {
+		bad("interface", fmt.Sprintf("%q", s.Interface), "want a Linux interface name (1 to 15 characters, no '/', ':' or spaces), or empty for the interface of the node's InternalIP")
+	}
+	v := s.Version()
+	if v != 2 && v != 3 {
+		bad("vrrpVersion", s.VRRPVersion, "want 2 or 3")
+	}
+	ms := s.Interval().Milliseconds()
+	switch {
+	case v == 2 && (ms%1000 != 0 || ms < 1000 || ms > 255000):
+		bad("advertIntervalMilliseconds", s.AdvertIntervalMilliseconds, "VRRPv2 wants whole seconds from 1000 to 255000")
+	case v == 3 && (ms%10 != 0 || ms < 10 || ms > 40950):
+		bad("advertIntervalMilliseconds", s.AdvertIntervalMilliseconds, "VRRPv3 wants 10 to 40950 in steps of 10 (centiseconds)")
+	}
+	for i, x := range s.ExcludedVRIDs {
+		if x < 1 || x > 255 {
+			bad(fmt.Sprintf("excludedVRIDs[%d]", i), x, "want 1 to 255")
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Pool converts the pool to the allocator's form, checking what the
+// schema cannot: every address entry parses as a block or a range.
+func (p *IPPool) Pool() (allocator.Pool, error) {
+	out := allocator.Pool{Name: p.Name, AutoAssign: p.Spec.AutoAssign == nil || *p.Spec.AutoAssign,
+		Namespaces: p.Spec.Namespaces}
+	var errs []error
+	if len(p.Spec.Addresses) == 0 {
+		errs = append(errs, errors.New("spec.addresses: empty: want at least one CIDR block or FIRST-LAST range"))
+	}
+	for i, s := range p.Spec.Addresses {
+		r, err := allocator.ParseRange(s)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("spec.addresses[%d]: %w", i, err))
+			continue
+		}
+		out.Ranges = append(out.Ranges, r)
+	}
+	if p.Spec.ServiceSelector != nil {
+		sel, err := metav1.LabelSelectorAsSelector(p.Spec.ServiceSelector)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("spec.serviceSelector: %w", err))
+		} else {
+			out.Selector = selector{sel}
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return allocator.Pool{}, err
+	}
+	return out, nil
+}
+
+// selector adapts a label selector to the allocator.
+type selector struct{ s labels.Selector }
+
+func (s selector) Matches(l map[string]string) bool { return s.s.Matches(labels.Set(l)) }
+func (s selector) String() string                   { return s.s.String() }
