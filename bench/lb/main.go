@@ -1,0 +1,43 @@
+// Command lb benchmarks vipstack's L4 load balancer against haproxy 2.6 in
+// one run (the issue's "bench/lb"), and prints vipstack's figures as ratios
+// of haproxy's with the targets: keep-alive requests/s >= 1.0, new
+// connections/s >= 1.0, bulk throughput >= 0.9, p99 latency <= 1.1.
+//
+// Everything runs on loopback inside one throwaway network namespace
+// (internal/testnet, prefix vsI): three Go HTTP backends (bench/lb/backend),
+// an iperf3 server, haproxy (`haproxy -db -n 8000 -f haproxy.cfg`) and
+// `vipstack lb -f haproxy.cfg`, both reading the same seed-derived
+// configuration with different frontend ports (see renderConfig). Each
+// round measures, for each balancer and straight to one backend:
+//
+//   - wrk -t2 -c64 -d10s --latency: keep-alive requests/s, p50 and p99;
+//   - the same with -H 'Connection: close': new connections per second;
+//   - iperf3 -c -t 5: one bulk stream through the balancer's second frontend.
+//
+// The balancers alternate which goes first from round to round, and the
+// report prints the median of the rounds.
+//
+// Then the backend-kill test, once per balancer: a fixed load of 200 new
+// connections per second for 12 s (one GET each), one of the three backends
+// is killed (SIGKILL) at 4 s, and every request that does not get a
+// complete 200 answer within 8 s counts as failed. With the seed's
+// `retries 3` and health checks at `inter 1s fall 2`, haproxy keeps sending
+// new connections to the dead server until it is marked down; vipstack's
+// connect retry should lose none. The killed backend is restarted and
+// both balancers must see it again before anything else runs.
+//
+// The benchmark measures wall-clock rates on purpose, so it uses the real
+// clock directly.
+//
+// Usage (root, Linux, with haproxy, wrk and iperf3 installed):
+//
+//	sudo go run ./bench/lb                  # 1 round, then the kill test
+//	sudo go run ./bench/lb -rounds 3        # what docs/benchmarks.md records
+//	sudo go run ./bench/lb -vipstack ./vipstack -d 5s -no-kill
+package main
+
+import "os"
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}

@@ -1,0 +1,228 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// What is measured, as the report names it.
+const (
+	implDirect   = "direct" // wrk and iperf3 straight to one backend
+	implHAProxy  = "haproxy"
+	implVipstack = "vipstack"
+)
+
+// figures are one round's measurements of one target.
+type figures struct {
+	KeepAlive wrkResult // wrk -t2 -c64, keep-alive
+	Close     wrkResult // the same with Connection: close: new connections per second
+	Bps       float64   // iperf3, one stream
+}
+
+// killResult is the backend-kill test through one balancer.
+type killResult struct {
+	Sent     int            // requests started (one new connection each)
+	Failed   int            // no complete 200 answer, not counting InFlight
+	InFlight int            // failed, but started before the kill and still running at it
+	Kinds    map[string]int // why they failed
+	Slow     int            // answered, but more than slowAnswer after the connect
+	Slowest  time.Duration  // of the answered requests
+	Rate     float64        // achieved connections per second
+	KilledAt time.Duration  // when the backend was killed, from the start of the load
+	// FirstFail and LastFail are when the first and the last failed
+	// requests started, from the start of the load.
+	FirstFail, LastFail time.Duration
+}
+
+// slowAnswer is the latency above which an answered request counts as slow
+// in the kill test (a request that waited for a connect retry).
+const slowAnswer = 500 * time.Millisecond
+
+// results is a whole run.
+type results struct {
+	Rounds   map[string][]figures // by implementation
+	Kill     map[string]killResult
+	KillSpec string   // the load, for the report
+	Skipped  string   // why the vipstack side did not run; "" when it did
+	Versions []string // of the tools, for the report header
+	Notes    []string
+}
+
+// metric is one line of the comparison.
+type metric struct {
+	name   string
+	value  func(figures) float64
+	format func(float64) string
+	// higherBetter and bound set the target on vipstack/haproxy: at least
+	// bound when higherBetter, at most bound otherwise. bound 0 means
+	// informational.
+	higherBetter bool
+	bound        float64
+}
+
+func metrics() []metric {
+	dur := func(f func(figures) time.Duration) func(figures) float64 {
+		return func(x figures) float64 { return float64(f(x)) }
+	}
+	return []metric{
+		{name: "keep-alive requests/s", value: func(x figures) float64 { return x.KeepAlive.RPS }, format: fmtCount, higherBetter: true, bound: 1.0},
+		{name: "keep-alive p50 latency", value: dur(func(x figures) time.Duration { return x.KeepAlive.P50 }), format: fmtDuration},
+		{name: "keep-alive p99 latency", value: dur(func(x figures) time.Duration { return x.KeepAlive.P99 }), format: fmtDuration, bound: 1.1},
+		{name: "new connections/s (Connection: close)", value: func(x figures) float64 { return x.Close.RPS }, format: fmtCount, higherBetter: true, bound: 1.0},
+		{name: "Connection: close p50 latency", value: dur(func(x figures) time.Duration { return x.Close.P50 }), format: fmtDuration},
+		{name: "Connection: close p99 latency", value: dur(func(x figures) time.Duration { return x.Close.P99 }), format: fmtDuration},
+		{name: "bulk throughput (iperf3, 1 stream)", value: func(x figures) float64 { return x.Bps }, format: fmtBits, higherBetter: true, bound: 0.9},
+	}
+}
+
+// verdict says whether ratio meets m's target: "PASS", "MISS", or "" for
+// an informational line.
+func (m metric) verdict(ratio float64) string {
+	switch {
+	case m.bound == 0:
+		return ""
+	case m.higherBetter && ratio >= m.bound, !m.higherBetter && ratio <= m.bound:
+		return "PASS"
+	}
+	return "MISS"
+}
+
+func (m metric) target() string {
+	switch {
+	case m.bound == 0:
+		return ""
+	case m.higherBetter:
+		return fmt.Sprintf(">= %.1f", m.bound)
+	}
+	return fmt.Sprintf("<= %.1f", m.bound)
+}
+
+// median of the metric over rounds; ok is false when there are none.
+func (m metric) median(rounds []figures) (float64, bool) {
+	if len(rounds) == 0 {
+		return 0, false
+	}
+	v := make([]float64, len(rounds))
+	for i, r := range rounds {
+		v[i] = m.value(r)
+	}
+	slices.Sort(v)
+	if len(v)%2 == 1 {
+		return v[len(v)/2], true
+	}
+	return (v[len(v)/2-1] + v[len(v)/2]) / 2, true
+}
+
+// print writes the report.
+func (r *results) print(w io.Writer) {
+	for _, v := range r.Versions {
+		fmt.Fprintln(w, v)
+	}
+	n := len(r.Rounds[implHAProxy])
+	fmt.Fprintf(w, "\nmedian of %d round(s); direct = straight to one backend, for reference\n", n)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "figure\tdirect\thaproxy\tvipstack\tvipstack/haproxy\ttarget\tresult")
+	misses := 0
+	for _, m := range metrics() {
+		cell := func(impl string) (float64, string) {
+			v, ok := m.median(r.Rounds[impl])
+			if !ok {
+				return 0, "-"
+			}
+			return v, m.format(v)
+		}
+		_, d := cell(implDirect)
+		h, hs := cell(implHAProxy)
+		v, vs := cell(implVipstack)
+		ratio, res := "-", ""
+		if hs != "-" && vs != "-" && h > 0 {
+			q := v / h
+			ratio, res = fmt.Sprintf("%.2f", q), m.verdict(q)
+			if res == "MISS" {
+				misses++
+			}
+		} else if m.bound != 0 {
+			res = "not run"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", m.name, d, hs, vs, ratio, m.target(), res)
+	}
+	_ = tw.Flush()
+
+	if len(r.Kill) > 0 {
+		fmt.Fprintf(w, "\nbackend killed under load: %s\n", r.KillSpec)
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintf(tw, "balancer\trequests\tfailed\tin flight at the kill\tfailures started\tanswered after > %v\tslowest answer\tconn/s achieved\tfailures by kind\n", slowAnswer)
+		for _, impl := range []string{implHAProxy, implVipstack} {
+			k, ok := r.Kill[impl]
+			if !ok {
+				fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t-\t-\t-\tnot run\n", impl)
+				continue
+			}
+			window := "-"
+			if k.Failed > 0 {
+				window = fmt.Sprintf("%.2f..%.2f s after the kill", (k.FirstFail - k.KilledAt).Seconds(), (k.LastFail - k.KilledAt).Seconds())
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%d\t%s\t%.0f\t%s\n", impl, k.Sent, k.Failed, k.InFlight, window, k.Slow, fmtDuration(float64(k.Slowest)), k.Rate, fmtKinds(k.Kinds))
+		}
+		_ = tw.Flush()
+		if k, ok := r.Kill[implVipstack]; ok {
+			res := "PASS"
+			if k.Failed > 0 {
+				res, misses = "MISS", misses+1
+			}
+			fmt.Fprintf(w, "target: vipstack fails no request started after the kill (its connect retry tries another server): %s\n", res)
+			fmt.Fprintln(w, "(failed: no complete 200 answer; in flight: sent to the backend before it died, which no balancer can save)")
+		}
+	}
+	if r.Skipped != "" {
+		fmt.Fprintf(w, "\nvipstack was not measured: %s\n", r.Skipped)
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(w, "note: %s\n", n)
+	}
+	if r.Skipped == "" {
+		fmt.Fprintf(w, "\n%d target(s) missed\n", misses)
+	}
+}
+
+func fmtKinds(k map[string]int) string {
+	if len(k) == 0 {
+		return "-"
+	}
+	keys := make([]string, 0, len(k))
+	for s := range k {
+		keys = append(keys, s)
+	}
+	slices.Sort(keys)
+	parts := make([]string, len(keys))
+	for i, s := range keys {
+		parts[i] = fmt.Sprintf("%s %d", s, k[s])
+	}
+	return strings.Join(parts, ", ")
+}
+
+func fmtCount(v float64) string {
+	if v >= 1000 {
+		return fmt.Sprintf("%.1fk", v/1000)
+	}
+	return fmt.Sprintf("%.0f", v)
+}
+
+func fmtDuration(v float64) string {
+	d := time.Duration(v)
+	switch {
+	case d >= time.Second:
+		return fmt.Sprintf("%.2f s", d.Seconds())
+	case d >= time.Millisecond:
+		return fmt.Sprintf("%.2f ms", float64(d)/float64(time.Millisecond))
+	}
+	return fmt.Sprintf("%.0f us", float64(d)/float64(time.Microsecond))
+}
+
+func fmtBits(v float64) string {
+	return fmt.Sprintf("%.1f Gbit/s", v/1e9)
+}

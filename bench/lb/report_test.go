@@ -1,0 +1,240 @@
+package main
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestParseWrk(t *testing.T) {
+	tests := []struct {
+		name    string
+		out     string
+		want    wrkResult
+		wantErr string
+	}{
+		{
+			name: "keep-alive with errors",
+			out: `Running 10s test @ http://127.0.0.1:9445/
+  2 threads and 64 connections
+  Thread Stats   Avg      Stdev     Max   +/- Stdev
+    Latency     3.12ms    1.08ms  22.45ms   89.12%
+    Req/Sec    10.20k     2.13k   13.24k    70.50%
+  Latency Distribution
+     50%  980.00us
+     75%    1.52ms
+     90%    2.34ms
+     99%    5.37ms
+  203412 requests in 10.00s, 21.14MB read
+  Socket errors: connect 0, read 12, write 1, timeout 2
+  Non-2xx or 3xx responses: 5
+Requests/sec:  20334.52
+Transfer/sec:      2.11MB
+`,
+			want: wrkResult{RPS: 20334.52, P50: 980 * time.Microsecond, P99: 5370 * time.Microsecond, Requests: 203412, Errors: 20},
+		},
+		{
+			name: "seconds",
+			out: `  Latency Distribution
+     50%    1.20s
+     99%    2.00s
+  10 requests in 10.00s, 1.00KB read
+Requests/sec:      1.00
+`,
+			want: wrkResult{RPS: 1, P50: 1200 * time.Millisecond, P99: 2 * time.Second, Requests: 10},
+		},
+		{name: "no latency distribution", out: "Requests/sec:  20334.52\n", wantErr: "--latency"},
+		{name: "bad socket errors", out: "Socket errors: connect x\n", wantErr: "Socket errors"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := parseWrk(tt.out)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("parseWrk() error = %v, want one containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("parseWrk() (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestParseIperf3(t *testing.T) {
+	tests := []struct {
+		name    string
+		out     string
+		want    float64
+		wantErr string
+	}{
+		{name: "ok", out: `{"start":{},"end":{"sum_sent":{"bits_per_second":7.1e9},"sum_received":{"bits_per_second":6.9e9}}}`, want: 6.9e9},
+		{name: "error", out: `{"error":"unable to connect to server: Connection refused"}`, wantErr: "Connection refused"},
+		{name: "empty", out: `{}`, wantErr: "no end.sum_received"},
+		{name: "not json", out: `iperf3: error`, wantErr: "iperf3 -J"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := parseIperf3([]byte(tt.out))
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("parseIperf3() error = %v, want one containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tt.want {
+				t.Errorf("parseIperf3() = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestVerdict(t *testing.T) {
+	byName := map[string]metric{}
+	for _, m := range metrics() {
+		byName[m.name] = m
+	}
+	tests := []struct {
+		metric string
+		ratio  float64
+		want   string
+	}{
+		{metric: "keep-alive requests/s", ratio: 1.0, want: "PASS"},
+		{metric: "keep-alive requests/s", ratio: 0.99, want: "MISS"},
+		{metric: "new connections/s (Connection: close)", ratio: 1.3, want: "PASS"},
+		{metric: "bulk throughput (iperf3, 1 stream)", ratio: 0.9, want: "PASS"},
+		{metric: "bulk throughput (iperf3, 1 stream)", ratio: 0.89, want: "MISS"},
+		{metric: "keep-alive p99 latency", ratio: 1.1, want: "PASS"},
+		{metric: "keep-alive p99 latency", ratio: 1.11, want: "MISS"},
+		{metric: "keep-alive p50 latency", ratio: 3, want: ""},
+	}
+	for _, tt := range tests {
+		m, ok := byName[tt.metric]
+		if !ok {
+			t.Fatalf("no metric %q", tt.metric)
+		}
+		if got := m.verdict(tt.ratio); got != tt.want {
+			t.Errorf("%s: verdict(%v) = %q, want %q", tt.metric, tt.ratio, got, tt.want)
+		}
+	}
+}
+
+func TestMedian(t *testing.T) {
+	m := metrics()[0] // keep-alive requests/s
+	rounds := func(v ...float64) []figures {
+		var f []figures
+		for _, x := range v {
+			f = append(f, figures{KeepAlive: wrkResult{RPS: x}})
+		}
+		return f
+	}
+	tests := []struct {
+		name   string
+		rounds []figures
+		want   float64
+		wantOK bool
+	}{
+		{name: "none", rounds: nil},
+		{name: "odd", rounds: rounds(3, 1, 2), want: 2, wantOK: true},
+		{name: "even", rounds: rounds(4, 1, 2, 3), want: 2.5, wantOK: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := m.median(tt.rounds)
+			if got != tt.want || ok != tt.wantOK {
+				t.Errorf("median() = %v, %v, want %v, %v", got, ok, tt.want, tt.wantOK)
+			}
+		})
+	}
+}
+
+func TestReportVipstackMissing(t *testing.T) {
+	r := &results{
+		Rounds:  map[string][]figures{implHAProxy: {{KeepAlive: wrkResult{RPS: 20000}}}},
+		Skipped: "`vipstack lb --check` failed",
+	}
+	var b strings.Builder
+	r.print(&b)
+	out := b.String()
+	for _, want := range []string{"keep-alive requests/s", "20.0k", "not run", "vipstack was not measured: `vipstack lb --check` failed"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "PASS") || strings.Contains(out, "MISS") {
+		t.Errorf("report without vipstack has a verdict:\n%s", out)
+	}
+}
+
+func TestRenderConfigSameButPorts(t *testing.T) {
+	h := renderConfig(portsFor(implHAProxy), "/w/s.sock")
+	v := renderConfig(portsFor(implVipstack), "/w/s.sock")
+	hp, vp := portsFor(implHAProxy), portsFor(implVipstack)
+	for _, p := range [][2]int{{hp.Main, vp.Main}, {hp.Bulk, vp.Bulk}, {hp.Monitor, vp.Monitor}, {hp.Stats, vp.Stats}} {
+		h = strings.ReplaceAll(h, ":"+strconv.Itoa(p[0]), ":PORT")
+		v = strings.ReplaceAll(v, ":"+strconv.Itoa(p[1]), ":PORT")
+	}
+	if diff := cmp.Diff(h, v); diff != "" {
+		t.Errorf("configurations differ in more than the frontend ports (-haproxy +vipstack):\n%s", diff)
+	}
+}
+
+func TestReportKill(t *testing.T) {
+	tests := []struct {
+		name   string
+		kill   map[string]killResult
+		want   []string
+		absent []string
+	}{
+		{
+			name: "vipstack loses none",
+			kill: map[string]killResult{
+				implHAProxy:  {Sent: 2400, Failed: 121, KilledAt: 4 * time.Second, FirstFail: 4 * time.Second, LastFail: 6 * time.Second, Kinds: map[string]int{"closed without an answer": 121}},
+				implVipstack: {Sent: 2400, InFlight: 1, Kinds: map[string]int{"in flight at the kill: reset": 1}},
+			},
+			want: []string{"haproxy   2400", "121", "0.00..2.00 s after the kill", "closed without an answer 121", "in flight at the kill: reset 1", "tries another server): PASS"},
+		},
+		{
+			name: "vipstack loses some",
+			kill: map[string]killResult{
+				implHAProxy:  {Sent: 2400},
+				implVipstack: {Sent: 2400, Failed: 3, Kinds: map[string]int{"refused": 3}},
+			},
+			want: []string{"tries another server): MISS", "1 target(s) missed"},
+		},
+		{
+			name:   "vipstack not run",
+			kill:   map[string]killResult{implHAProxy: {Sent: 2400}},
+			want:   []string{"not run"},
+			absent: []string{"tries another server"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := &results{Rounds: map[string][]figures{}, Kill: tt.kill, KillSpec: "test load"}
+			var b strings.Builder
+			r.print(&b)
+			out := b.String()
+			for _, w := range tt.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("report lacks %q:\n%s", w, out)
+				}
+			}
+			for _, a := range tt.absent {
+				if strings.Contains(out, a) {
+					t.Errorf("report has %q:\n%s", a, out)
+				}
+			}
+		})
+	}
+}
