@@ -22,7 +22,7 @@ func TestWriteTableExplainsPriorities(t *testing.T) {
 			},
 			LastTransition: &engine.Transition{From: "MASTER", To: "BACKUP", Reason: "advertisement from 198.18.0.12 with higher priority 65, ours 45"},
 		}},
-		LB: &lb.Snapshot{Healthy: false, Backends: []lb.BackendStats{{Name: "masters", Servers: []lb.ServerStats{{Name: "master-1", Addr: "198.18.0.12:6443", Status: "DOWN", CheckStatus: "L4CON"}}}}},
+		LB:  &lb.Snapshot{Healthy: false, Backends: []lb.BackendStats{{Name: "masters", Servers: []lb.ServerStats{{Name: "master-1", Addr: "198.18.0.12:6443", Status: "DOWN", CheckStatus: "L4CON"}}}}},
 		DNS: &DNSStatus{Zone: "managed.example.com", Nodes: 6, Listening: []string{"[::]:53"}},
 	}
 	var b bytes.Buffer
