@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/vipstack/vipstack/internal/lbconfig"
 )
@@ -39,7 +37,7 @@ func (l *errList) add(file string, line int, kw, format string, a ...any) {
 }
 
 func (l *errList) push(e *Error) {
-	e.Msg = printable(e.Msg)
+	e.Msg = lbconfig.Printable(e.Msg)
 	if len(l.errs) == lbconfig.MaxErrors {
 		l.dropped++
 		return
@@ -93,33 +91,4 @@ func (l *errList) addValidation(file string, err error) {
 		}
 		l.push(out)
 	}
-}
-
-// printable escapes what would break a one-line message: control
-// characters, other unprintable runes and invalid UTF-8 (names and values
-// can hold any byte through haproxy's \xHH escapes).
-func printable(s string) string {
-	clean := true
-	for _, r := range s {
-		if r == utf8.RuneError || !unicode.IsPrint(r) {
-			clean = false
-			break
-		}
-	}
-	if clean {
-		return s
-	}
-	var b strings.Builder
-	for i, r := range s {
-		switch {
-		case r == utf8.RuneError && !strings.HasPrefix(s[i:], "\uFFFD"):
-			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case !unicode.IsPrint(r):
-			q := strconv.QuoteRune(r)
-			b.WriteString(q[1 : len(q)-1])
-		default:
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
 }

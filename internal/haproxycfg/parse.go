@@ -142,7 +142,7 @@ func (p *parser) errorf(l line, kw, format string, a ...any) {
 }
 
 func (p *parser) warnf(l line, format string, a ...any) {
-	p.cfg.Warnings = append(p.cfg.Warnings, p.file+":"+strconv.Itoa(l.num)+": "+printable(fmt.Sprintf(format, a...)))
+	p.cfg.Warnings = append(p.cfg.Warnings, p.file+":"+strconv.Itoa(l.num)+": "+lbconfig.Printable(fmt.Sprintf(format, a...)))
 }
 
 func (p *parser) at(l line) string { return p.file + ":" + strconv.Itoa(l.num) }

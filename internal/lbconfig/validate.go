@@ -148,13 +148,13 @@ func (v *validator) fail(pos, field, kw, format string, a ...any) {
 		v.dropped++
 		return
 	}
-	v.errs = append(v.errs, &FieldError{Pos: pos, Field: printable(field), Keyword: kw, Msg: printable(fmt.Sprintf(format, a...))})
+	v.errs = append(v.errs, &FieldError{Pos: pos, Field: Printable(field), Keyword: kw, Msg: Printable(fmt.Sprintf(format, a...))})
 }
 
 func (v *validator) warn(pos, field, format string, a ...any) {
-	w := printable(fmt.Sprintf(format, a...))
+	w := Printable(fmt.Sprintf(format, a...))
 	if field != "" {
-		field = printable(field)
+		field = Printable(field)
 		w = field + ": " + w
 	}
 	if pos != "" {
@@ -506,10 +506,10 @@ func isToken(s string) bool {
 	return true
 }
 
-// printable escapes what would break a one-line message: control
+// Printable escapes what would break a one-line message: control
 // characters, other unprintable runes and invalid UTF-8 (names and values
 // can hold any byte through haproxy's \xHH escapes).
-func printable(s string) string {
+func Printable(s string) string {
 	clean := true
 	for _, r := range s {
 		if r == utf8.RuneError || !unicode.IsPrint(r) {
