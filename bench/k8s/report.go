@@ -1,0 +1,36 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"time"
+)
+
+// summary is the p50, p99 and max of a set of durations, and how many of
+// the expected count it holds.
+type summary struct {
+	N, Of         int
+	P50, P99, Max time.Duration
+}
+
+// summarize sorts a copy of ds and picks the nearest-rank percentiles.
+func summarize(ds []time.Duration, of int) summary {
+	s := summary{N: len(ds), Of: of}
+	if len(ds) == 0 {
+		return s
+	}
+	d := slices.Clone(ds)
+	slices.Sort(d)
+	rank := func(p float64) time.Duration {
+		i := int(p*float64(len(d))+0.999999) - 1
+		return d[max(0, min(i, len(d)-1))]
+	}
+	s.P50, s.P99, s.Max = rank(0.50), rank(0.99), d[len(d)-1]
+	return s
+}
+
+func (s summary) row(w io.Writer, what string) {
+	r := func(d time.Duration) string { return fmt.Sprintf("%d ms", d.Round(time.Millisecond).Milliseconds()) }
+	fmt.Fprintf(w, "%-34s %5d/%-5d %9s %9s %9s\n", what, s.N, s.Of, r(s.P50), r(s.P99), r(s.Max))
+}

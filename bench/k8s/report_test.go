@@ -1,0 +1,40 @@
+package main
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestSummarize(t *testing.T) {
+	ms := func(v ...int) []time.Duration {
+		var out []time.Duration
+		for _, x := range v {
+			out = append(out, time.Duration(x)*time.Millisecond)
+		}
+		return out
+	}
+	hundred := make([]int, 100)
+	for i := range hundred {
+		hundred[i] = 100 - i // 100..1, unsorted
+	}
+	tests := []struct {
+		name string
+		in   []time.Duration
+		of   int
+		want summary
+	}{
+		{name: "empty", in: nil, of: 5, want: summary{N: 0, Of: 5}},
+		{name: "one", in: ms(7), of: 1, want: summary{N: 1, Of: 1, P50: 7 * time.Millisecond, P99: 7 * time.Millisecond, Max: 7 * time.Millisecond}},
+		{name: "hundred", in: ms(hundred...), of: 100, want: summary{N: 100, Of: 100, P50: 50 * time.Millisecond, P99: 99 * time.Millisecond, Max: 100 * time.Millisecond}},
+		{name: "missing some", in: ms(3, 1, 2), of: 4, want: summary{N: 3, Of: 4, P50: 2 * time.Millisecond, P99: 3 * time.Millisecond, Max: 3 * time.Millisecond}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, summarize(tt.in, tt.of)); diff != "" {
+				t.Errorf("summarize (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
