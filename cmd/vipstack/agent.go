@@ -13,7 +13,6 @@ import (
 
 	"github.com/vipstack/vipstack/internal/k8s/agent"
 	"github.com/vipstack/vipstack/internal/netif"
-	"github.com/vipstack/vipstack/internal/serve"
 	"github.com/vipstack/vipstack/internal/supervise"
 )
 
@@ -86,28 +85,11 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "vipstack agent: %v\n", err)
 		return 1
 	}
-	var servers []*serve.Server
-	defer func() {
-		for _, s := range servers {
-			s.Close()
-		}
-	}()
-	if *metricsAddr != "" {
-		s, err := serve.Metrics(*metricsAddr, reg)
-		if err != nil {
-			fmt.Fprintf(stderr, "vipstack agent: --metrics-addr: %v\n", err)
-			return 1
-		}
-		servers = append(servers, s)
+	stopEndpoints, ok := startEndpoints("vipstack agent", stderr, *metricsAddr, reg, *statusAddr, func() any { return a.Status() })
+	if !ok {
+		return 1
 	}
-	if *statusAddr != "" {
-		s, err := serve.JSON(*statusAddr, "/status", func() any { return a.Status() })
-		if err != nil {
-			fmt.Fprintf(stderr, "vipstack agent: --status-addr: %v\n", err)
-			return 1
-		}
-		servers = append(servers, s)
-	}
+	defer stopEndpoints()
 	log.Info("vipstack agent starting", "version", version, "api", cfg.Host, "ledger", ledger)
 	if err := mgr.Start(ctx); err != nil {
 		log.Error("vipstack agent failed", "err", err)

@@ -19,7 +19,6 @@ import (
 
 	"github.com/vipstack/vipstack/internal/ipfailover"
 	"github.com/vipstack/vipstack/internal/netif"
-	"github.com/vipstack/vipstack/internal/serve"
 )
 
 const ipfailoverUsage = `Usage: vipstack ipfailover [flags] [NAME]
@@ -160,28 +159,11 @@ func runIPFailover(ctx context.Context, args []string, stdout, stderr io.Writer)
 		fmt.Fprintf(stderr, "vipstack ipfailover: %v\n", err)
 		return 2
 	}
-	var servers []*serve.Server
-	defer func() {
-		for _, s := range servers {
-			s.Close()
-		}
-	}()
-	if *metricsAddr != "" {
-		s, err := serve.Metrics(*metricsAddr, reg)
-		if err != nil {
-			fmt.Fprintf(stderr, "vipstack ipfailover: --metrics-addr: %v\n", err)
-			return 1
-		}
-		servers = append(servers, s)
+	stopEndpoints, ok := startEndpoints("vipstack ipfailover", stderr, *metricsAddr, reg, *statusAddr, func() any { return pool.Status() })
+	if !ok {
+		return 1
 	}
-	if *statusAddr != "" {
-		s, err := serve.JSON(*statusAddr, "/status", func() any { return pool.Status() })
-		if err != nil {
-			fmt.Fprintf(stderr, "vipstack ipfailover: --status-addr: %v\n", err)
-			return 1
-		}
-		servers = append(servers, s)
-	}
+	defer stopEndpoints()
 	// The configuration comes from the environment, which a running
 	// process cannot be given again: SIGHUP (which would otherwise end the
 	// process without releasing the VIPs) is logged and ignored.

@@ -17,7 +17,6 @@ import (
 
 	"github.com/vipstack/vipstack/internal/netif"
 	"github.com/vipstack/vipstack/internal/node"
-	"github.com/vipstack/vipstack/internal/serve"
 	"github.com/vipstack/vipstack/internal/supervise"
 )
 
@@ -92,29 +91,12 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			OnCrash: func() { sweepLedger(log, netif.Ledger{Path: ledger}) }}
 		return sup.Run(ctx)
 	}
-	var servers []*serve.Server
-	defer func() {
-		for _, s := range servers {
-			s.Close()
-		}
-	}()
-	if *metricsAddr != "" {
-		// CoreDNS's plugins register on Prometheus's default registry.
-		s, err := serve.MetricsFrom(*metricsAddr, prometheus.Gatherers{reg, prometheus.DefaultGatherer})
-		if err != nil {
-			fmt.Fprintf(stderr, "vipstack node: --metrics-addr: %v\n", err)
-			return 1
-		}
-		servers = append(servers, s)
+	// CoreDNS's plugins register on Prometheus's default registry.
+	stopEndpoints, ok := startEndpoints("vipstack node", stderr, *metricsAddr, prometheus.Gatherers{reg, prometheus.DefaultGatherer}, *statusAddr, func() any { return agent.Status() })
+	if !ok {
+		return 1
 	}
-	if *statusAddr != "" {
-		s, err := serve.JSON(*statusAddr, "/status", func() any { return agent.Status() })
-		if err != nil {
-			fmt.Fprintf(stderr, "vipstack node: --status-addr: %v\n", err)
-			return 1
-		}
-		servers = append(servers, s)
-	}
+	defer stopEndpoints()
 	reload := make(chan os.Signal, 1)
 	signal.Notify(reload, syscall.SIGHUP)
 	defer signal.Stop(reload)

@@ -18,7 +18,6 @@ import (
 
 	"github.com/vipstack/vipstack/internal/engine"
 	"github.com/vipstack/vipstack/internal/netif"
-	"github.com/vipstack/vipstack/internal/serve"
 	"github.com/vipstack/vipstack/internal/supervise"
 )
 
@@ -102,28 +101,11 @@ func runVRRP(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	for _, w := range cfg.Warnings {
 		log.Warn(w)
 	}
-	var servers []*serve.Server
-	if *metricsAddr != "" {
-		s, err := serve.Metrics(*metricsAddr, reg)
-		if err != nil {
-			fmt.Fprintf(stderr, "vipstack vrrp: --metrics-addr: %v\n", err)
-			return 1
-		}
-		servers = append(servers, s)
+	stopEndpoints, ok := startEndpoints("vipstack vrrp", stderr, *metricsAddr, reg, *statusAddr, func() any { return map[string]any{"instances": e.Status()} })
+	if !ok {
+		return 1
 	}
-	if *statusAddr != "" {
-		s, err := serve.JSON(*statusAddr, "/status", func() any { return map[string]any{"instances": e.Status()} })
-		if err != nil {
-			fmt.Fprintf(stderr, "vipstack vrrp: --status-addr: %v\n", err)
-			return 1
-		}
-		servers = append(servers, s)
-	}
-	defer func() {
-		for _, s := range servers {
-			s.Close()
-		}
-	}()
+	defer stopEndpoints()
 
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)

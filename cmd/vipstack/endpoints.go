@@ -1,0 +1,41 @@
+package main
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/vipstack/vipstack/internal/serve"
+)
+
+// startEndpoints starts a daemon's metrics endpoint (when metricsAddr is
+// set) and JSON status endpoint (when statusAddr is set). On failure it
+// prints "<command>: --flag: error", closes what it opened and returns
+// ok false; otherwise the caller defers stop.
+func startEndpoints(command string, stderr io.Writer, metricsAddr string, g prometheus.Gatherer, statusAddr string, status func() any) (stop func(), ok bool) {
+	var servers []*serve.Server
+	stop = func() {
+		for _, s := range servers {
+			s.Close()
+		}
+	}
+	if metricsAddr != "" {
+		s, err := serve.MetricsFrom(metricsAddr, g)
+		if err != nil {
+			fmt.Fprintf(stderr, "%s: --metrics-addr: %v\n", command, err)
+			return stop, false
+		}
+		servers = append(servers, s)
+	}
+	if statusAddr != "" {
+		s, err := serve.JSON(statusAddr, "/status", status)
+		if err != nil {
+			stop()
+			fmt.Fprintf(stderr, "%s: --status-addr: %v\n", command, err)
+			return func() {}, false
+		}
+		servers = append(servers, s)
+	}
+	return stop, true
+}
