@@ -193,7 +193,7 @@ func onlyPeersDiffer(a, b *keepalived.Instance) bool {
 // onlyVIPsDiffer reports whether two instance configurations differ only in
 // their addresses (and perhaps their unicast peers), keeping the family.
 func onlyVIPsDiffer(a, b *keepalived.Instance) bool {
-	if len(a.VIPs) == 0 || len(b.VIPs) == 0 || a.Family() != b.Family() {
+	if a.Family() != b.Family() {
 		return false
 	}
 	if (len(a.UnicastPeers) == 0) != (len(b.UnicastPeers) == 0) {

@@ -188,17 +188,23 @@ func TestOnlyVIPsDiffer(t *testing.T) {
 	v6.VIPs = []keepalived.VIP{{Prefix: p("fd00::100/128")}}
 	prio := more
 	prio.Priority = 90
+	empty := base
+	empty.VIPs = nil
 	for _, tc := range []struct {
 		name string
 		b    keepalived.Instance
 		want bool
 	}{
 		{name: "an address added", b: more, want: true},
+		{name: "all addresses gone (an IPv4 instance keeps running)", b: empty, want: true},
 		{name: "another family", b: v6, want: false},
 		{name: "addresses and priority changed", b: prio, want: false},
 	} {
 		if got := onlyVIPsDiffer(&base, &tc.b); got != tc.want {
 			t.Errorf("%s: onlyVIPsDiffer = %v, want %v", tc.name, got, tc.want)
+		}
+		if got := onlyVIPsDiffer(&tc.b, &base); got != tc.want {
+			t.Errorf("%s, the other way: onlyVIPsDiffer = %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }

@@ -134,6 +134,15 @@ func TestParseAccepts(t *testing.T) {
 			},
 		},
 		{
+			name: "IPv4 instance without addresses runs, with a warning (as keepalived 2.2.7)",
+			conf: "vrrp_instance VI {\n interface eth0\n virtual_router_id 1\n}\n",
+			get:  func(c *Config) any { return []int{len(first(c).VIPs), first(c).Family()} },
+			want: []int{0, 4},
+			wantWarnings: []string{
+				`k.conf:1: vrrp_instance "VI" has no virtual_ipaddress: it takes part in elections but holds no address`,
+			},
+		},
+		{
 			name: "escaped comment characters",
 			conf: "global_defs {\n router_id a\\#b\\!c\n}\n" + vi(""),
 			get:  func(c *Config) any { return c.Global.RouterID },

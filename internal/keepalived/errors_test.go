@@ -350,19 +350,9 @@ func TestParseErrors(t *testing.T) {
 			want: "k.conf:7: priority \"high\" is not an integer (accepted: 1..255)",
 		},
 		{
-			name: "no virtual_ipaddress",
-			conf: "vrrp_instance VI {\n interface eth0\n virtual_router_id 1\n}\n",
-			want: "k.conf:1: vrrp_instance \"VI\": at least one virtual_ipaddress is required",
-		},
-		{
-			name: "empty virtual_ipaddress",
-			conf: "vrrp_instance VI {\n interface eth0\n virtual_router_id 1\n virtual_ipaddress {\n }\n}\n",
-			want: "k.conf:1: vrrp_instance \"VI\": at least one virtual_ipaddress is required",
-		},
-		{
-			name: "only excluded addresses",
-			conf: "vrrp_instance VI {\n interface eth0\n virtual_router_id 1\n virtual_ipaddress_excluded {\n  198.18.0.1\n }\n}\n",
-			want: "k.conf:1: vrrp_instance \"VI\": at least one virtual_ipaddress is required",
+			name: "IPv6 instance without virtual_ipaddress",
+			conf: "vrrp_instance VI {\n interface eth0\n virtual_router_id 1\n virtual_ipaddress_excluded {\n  fd00::1\n }\n}\n",
+			want: "k.conf:1: vrrp_instance \"VI\": an IPv6 instance needs at least one virtual_ipaddress",
 		},
 		{
 			name: "bad advert_int",

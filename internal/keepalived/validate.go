@@ -50,7 +50,19 @@ func (p *parser) required(in *Instance, m *instMeta) {
 		p.errs.add(in.Pos, "virtual_router_id", "vrrp_instance %q: virtual_router_id is required (1..255)", in.Name)
 	}
 	if m.vipEntries == 0 {
-		p.errs.add(in.Pos, "virtual_ipaddress", "vrrp_instance %q: at least one virtual_ipaddress is required", in.Name)
+		// keepalived 2.2.7 runs an IPv4 instance without addresses (it takes
+		// part in elections; "at least one is sensible") and refuses an IPv6
+		// one. The Kubernetes agent relies on the former to elect a group's
+		// masters before its first Service arrives.
+		v6 := in.UnicastSrcIP.Is6()
+		for _, v := range in.ExcludedVIPs {
+			v6 = v6 || v.Prefix.Addr().Is6()
+		}
+		if v6 {
+			p.errs.add(in.Pos, "virtual_ipaddress", "vrrp_instance %q: an IPv6 instance needs at least one virtual_ipaddress", in.Name)
+		} else {
+			p.warn(in.Pos, "vrrp_instance %q has no virtual_ipaddress: it takes part in elections but holds no address", in.Name)
+		}
 	}
 }
 

@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vipstack/vipstack/internal/k8s"
+	"github.com/vipstack/vipstack/internal/k8s/agent"
 	"github.com/vipstack/vipstack/internal/k8s/controller"
 	"github.com/vipstack/vipstack/internal/k8s/k8stest"
 	"github.com/vipstack/vipstack/internal/k8s/v1alpha1"
@@ -347,6 +348,31 @@ func TestEndToEnd(t *testing.T) {
 		nameServer(t, h, names[i])
 		kubeconfigs[i] = agentKubeconfig(t, env, apiProxy(t, h, apiHost))
 		agents[i] = startAgent(t, h, names[i], kubeconfigs[i])
+	}
+
+	// Before any Service: each node is already elected master of its own
+	// instance, so the first address goes up without waiting an election.
+	for i, h := range topo.Hosts {
+		own := "infra/workers/node/" + names[i] + "/v4"
+		k8stest.Eventually(t, 30*time.Second, func() error {
+			out, err := h.Run("curl", "-sf", "http://127.0.0.1:9653/status")
+			if err != nil {
+				return fmt.Errorf("%s's status: %v", names[i], err)
+			}
+			var st agent.Status
+			if err := json.Unmarshal([]byte(out), &st); err != nil {
+				return err
+			}
+			for _, in := range st.Instances {
+				if in.Name == own {
+					if in.State != "MASTER" || len(in.VIPs) != 0 {
+						return fmt.Errorf("%s: %s is %s holding %v, want MASTER holding nothing yet", names[i], own, in.State, in.VIPs)
+					}
+					return nil
+				}
+			}
+			return fmt.Errorf("%s runs no %s before the group's first Service", names[i], own)
+		})
 	}
 
 	f := false

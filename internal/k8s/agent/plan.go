@@ -71,7 +71,8 @@ type Plan struct {
 const MaxAdvertised = 1
 
 // PlanNode lays out what node runs: for each group whose status lists
-// node, one instance per node instance and family that holds addresses,
+// node, one IPv4 instance per node instance (with or without addresses),
+// one IPv6 instance per node instance that holds IPv6 addresses,
 // plus the instance of every Local Service for which node has a ready
 // endpoint. Problems that leave an address unserved are returned as
 // warnings, each naming the address, the Service and why.
@@ -137,6 +138,20 @@ func PlanNode(node string, groups []GroupView) (Plan, []string) {
 			}
 			vips[key{in.Name, fam}] = append(vips[key{in.Name, fam}], v.Addr)
 		}
+		// Every node instance runs for IPv4 even before it holds an address,
+		// so the group's masters are elected when its first Service
+		// arrives and that address is up at once instead of one election
+		// later. (keepalived refuses an IPv6 instance without addresses, so
+		// IPv6 instances start with their first address.)
+		for _, in := range g.Instances {
+			if in.Node == "" {
+				continue
+			}
+			if _, ok := vips[key{in.Name, 4}]; !ok {
+				vips[key{in.Name, 4}] = nil
+				runners[in.Name] = members
+			}
+		}
 		keys := make([]key, 0, len(vips))
 		for k := range vips {
 			keys = append(keys, k)
@@ -156,6 +171,7 @@ func PlanNode(node string, groups []GroupView) (Plan, []string) {
 			}
 			inst := Instance{Name: name, Group: g.Key, Instance: gi.Name, Interface: g.Interface, VRID: gi.VRID, Family: k.fam,
 				Version: ver, Interval: g.Interval, Priority: k8s.Priority(gi, node)}
+			wanted := len(vips[k])
 			for _, a := range sortedAddrs(vips[k]) {
 				if other, dup := held[a]; dup {
 					warn("%s is wanted by %s and %s; %s keeps it (two Services or groups claim one address)", a, other, name, other)
@@ -164,8 +180,8 @@ func PlanNode(node string, groups []GroupView) (Plan, []string) {
 				held[a] = name
 				inst.VIPs = append(inst.VIPs, a)
 			}
-			if len(inst.VIPs) == 0 {
-				continue
+			if wanted > 0 && len(inst.VIPs) == 0 {
+				continue // every address it wanted is held elsewhere
 			}
 			if g.Unicast {
 				src, ok := addrOf(g.NodeAddrs[node], k.fam)
@@ -258,11 +274,13 @@ func (p Plan) Render() string {
 			w(1, "}")
 		}
 		adv := in.VIPs[:min(len(in.VIPs), MaxAdvertised)]
-		w(1, "virtual_ipaddress {")
-		for _, a := range adv {
-			w(2, "%s dev %s", netip.PrefixFrom(a, a.BitLen()), in.Interface)
+		if len(adv) > 0 {
+			w(1, "virtual_ipaddress {")
+			for _, a := range adv {
+				w(2, "%s dev %s", netip.PrefixFrom(a, a.BitLen()), in.Interface)
+			}
+			w(1, "}")
 		}
-		w(1, "}")
 		if rest := in.VIPs[len(adv):]; len(rest) > 0 {
 			w(1, "virtual_ipaddress_excluded {")
 			for _, a := range rest {

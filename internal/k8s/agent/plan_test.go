@@ -154,3 +154,70 @@ func TestPlanNodeShares(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanNodeNewGroup: a group without Services yet still runs an IPv4
+// instance per node instance on every member (its own at 250), so the
+// masters are elected before the first address arrives; a non-member
+// runs nothing. Adding the first address keeps the instance set.
+func TestPlanNodeNewGroup(t *testing.T) {
+	g := testGroups()[0]
+	g.VIPs = nil
+	tests := []struct {
+		node string
+		want []string // instance name@priority
+	}{
+		{node: "n1", want: []string{"infra/workers/node/n1/v4@250", "infra/workers/node/n2/v4@*", "infra/workers/node/n3/v4@*"}},
+		{node: "n3", want: []string{"infra/workers/node/n1/v4@*", "infra/workers/node/n2/v4@*", "infra/workers/node/n3/v4@250"}},
+		{node: "n9", want: nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.node, func(t *testing.T) {
+			p, warns := PlanNode(tt.node, []GroupView{g})
+			if len(warns) != 0 {
+				t.Errorf("warnings: %q", warns)
+			}
+			var got []string
+			for _, in := range p.Instances {
+				prio := "*"
+				if in.Priority == 250 {
+					prio = "250"
+				}
+				if len(in.VIPs) != 0 {
+					t.Errorf("%s holds %v in a group without Services", in.Name, in.VIPs)
+				}
+				got = append(got, in.Name+"@"+prio)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("instances (-want +got):\n%s", diff)
+			}
+			cfg, err := p.Config()
+			if err != nil {
+				t.Fatalf("the engine's reader rejects the plan: %v", err)
+			}
+			if len(cfg.Instances) != len(tt.want) {
+				t.Errorf("the reader sees %d instances, want %d", len(cfg.Instances), len(tt.want))
+			}
+			if tt.node == "n1" {
+				golden(t, p.Render())
+			}
+			// The first Service: the same instances, one of them now holds it.
+			g2 := g
+			g2.VIPs = []VIP{{Addr: a("198.18.1.1"), Service: "demo/first"}}
+			p2, _ := PlanNode(tt.node, []GroupView{g2})
+			var names []string
+			for _, in := range p2.Instances {
+				names = append(names, in.Name)
+			}
+			var wantNames []string
+			for _, in := range p.Instances {
+				wantNames = append(wantNames, in.Name)
+			}
+			if diff := cmp.Diff(wantNames, names); diff != "" {
+				t.Errorf("the first Service changed the instance set (-want +got):\n%s", diff)
+			}
+			if got := p2.VIPCount(); tt.node != "n9" && got != 1 {
+				t.Errorf("the first Service is held by %d instances on %s, want 1", got, tt.node)
+			}
+		})
+	}
+}
