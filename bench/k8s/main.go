@@ -16,10 +16,10 @@
 // selecting the three nodes (advert interval -advert).
 //
 // Once the group has its instances and the agents have settled, -warm
-// Services (default none) are created and awaited on the wire, so that the
-// group's VRRP instances already run (an agent runs no instance that has
-// no address, so the first address of an instance waits for its election,
-// about 3 advert intervals); then -services LoadBalancer Services
+// Services (default none) are created and awaited on the wire (the agents
+// run each node instance before it holds an address, so the group's
+// masters are elected before the first Service: -warm measures nothing
+// new unless that changes); then -services LoadBalancer Services
 // annotated for the group are created at once by -clients (8) concurrent
 // clients. For each Service it records, from the moment its
 // Create call returned: the first watch event showing an address in
