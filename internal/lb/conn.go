@@ -139,14 +139,25 @@ func (cn *conn) direction(l *LB, dst, src *net.TCPConn, c1, c2 *atomic.Uint64) {
 	}
 }
 
-// abort closes both sockets, which ends both directions.
+// abort closes both sockets, which ends both directions. It first sets
+// both sockets' deadlines in the past: that wakes every wait on them, and
+// a relay direction waiting to read one socket holds the other's write
+// side (relay_linux.go), which Close would wait for.
 func (cn *conn) abort() {
 	cn.aborted.Store(true)
+	sc := cn.server.Load()
+	cn.client.SetDeadline(aLongTimeAgo)
+	if sc != nil {
+		sc.SetDeadline(aLongTimeAgo)
+	}
 	cn.client.Close()
-	if sc := cn.server.Load(); sc != nil {
+	if sc != nil {
 		sc.Close()
 	}
 }
+
+// aLongTimeAgo is a deadline that has passed.
+var aLongTimeAgo = time.Unix(1, 0)
 
 func (cn *conn) finish() {
 	cn.tmu.Lock()

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -85,6 +86,26 @@ type spliceDir struct {
 	counters [3]*atomic.Uint64
 	readFn   func(fd uintptr) bool
 	writeFn  func(fd uintptr) bool
+
+	// Copy mode relays inside one raw write on dst (pumpFn) that reads src
+	// in a nested raw read (copyFn) and writes to dfd, dst's descriptor,
+	// which that outer call keeps open.
+	pumpFn, copyFn func(fd uintptr) bool
+	dfd            int
+	msg            inqMsg
+	inq            int8 // TCP_INQ on src: 0 not tried, 1 on, -1 unavailable
+}
+
+// inqMsg is a recvmsg(2) header that asks for TCP_CM_INQ: how many bytes
+// the socket still holds after the read, or 1 when a FIN has arrived
+// (tcp_inq_hint in the kernel). Zero means the read drained the socket,
+// so the relay can wait for readability instead of reading once more to
+// see EAGAIN: a system call saved per message. The FIN case matters: a
+// short read that consumed a FIN leaves no later readiness event.
+type inqMsg struct {
+	hdr unix.Msghdr
+	iov unix.Iovec
+	oob [32]byte
 }
 
 const spliceFlags = unix.SPLICE_F_MOVE | unix.SPLICE_F_NONBLOCK
@@ -204,6 +225,14 @@ func (d *spliceDir) drain(fd uintptr) bool {
 
 func (d *spliceDir) run() error {
 	defer d.release()
+	for !d.splice {
+		if err := d.dst.Write(d.pumpFn); err != nil {
+			return err
+		}
+		if d.err != nil || d.eof {
+			return d.err
+		}
+	}
 	for {
 		if err := d.src.Read(d.readFn); err != nil {
 			return err
@@ -249,5 +278,141 @@ func (l *LB) copyConn(dst, src *net.TCPConn, c1, c2, c3 *atomic.Uint64) error {
 	}
 	d := &spliceDir{pipes: &l.pipes, bufs: &l.bufs, src: rs, dst: rd, counters: [3]*atomic.Uint64{c1, c2, c3}}
 	d.readFn, d.writeFn = d.fill, d.drain
+	d.pumpFn, d.copyFn = d.pump, d.copy
 	return d.run()
+}
+
+// pump is copy mode's raw write on dst (fd): it writes what is left from
+// before, then relays src to fd in a nested raw read of src until end of
+// file, an error, bulk data (splice mode takes over) or a write that
+// would block (false: wait for writability, then again).
+func (d *spliceDir) pump(fd uintptr) bool {
+	for {
+		if !d.drain(fd) {
+			return false
+		}
+		if d.err != nil || d.eof || d.splice {
+			return true
+		}
+		d.dfd = int(fd)
+		if err := d.src.Read(d.copyFn); err != nil {
+			d.err = err
+			return true
+		}
+	}
+}
+
+// copy reads src (fd) and writes each read to dfd at once. It returns
+// false (wait for readability) when src is drained, true when pump must
+// act: end of file, an error, a blocked write (data left in buf), or a
+// full buffer (bulk: switch to splice once buf is written).
+func (d *spliceDir) copy(fd uintptr) bool {
+	if d.inq == 0 {
+		d.inq = -1
+		if enableInq(fd, d) {
+			d.inq = 1
+		}
+	}
+	if d.buf == nil {
+		d.buf = d.bufs.Get().(*copyBuf)
+	}
+	for {
+		n, more, err := d.read(fd)
+		switch err {
+		case nil:
+		case unix.EINTR:
+			continue
+		case unix.EAGAIN:
+			d.bufs.Put(d.buf)
+			d.buf = nil
+			return false
+		default:
+			d.err = os.NewSyscallError("read", err)
+			return true
+		}
+		if n == 0 {
+			d.eof = true
+			return true
+		}
+		d.off, d.end = 0, n
+		for d.off < d.end {
+			w, err := rawWrite(d.dfd, d.buf[d.off:d.end])
+			switch err {
+			case nil:
+				d.off += w
+				d.count(w)
+			case unix.EINTR:
+			case unix.EAGAIN:
+				return true // pump waits until dst can take the rest
+			default:
+				d.err = os.NewSyscallError("write", err)
+				return true
+			}
+		}
+		if n == len(d.buf) {
+			d.splice = true // bulk: splice from now on
+			return true
+		}
+		if !more {
+			d.bufs.Put(d.buf)
+			d.buf = nil
+			return false
+		}
+	}
+}
+
+// enableInq turns TCP_INQ on for fd and readies d's recvmsg header.
+func enableInq(fd uintptr, d *spliceDir) bool {
+	if unix.SetsockoptInt(int(fd), unix.SOL_TCP, unix.TCP_INQ, 1) != nil {
+		return false
+	}
+	d.msg.hdr.Iov = &d.msg.iov
+	d.msg.hdr.SetIovlen(1)
+	d.msg.hdr.Control = &d.msg.oob[0]
+	return true
+}
+
+// read reads src into buf. more is false only when the kernel said the
+// socket holds nothing more (TCP_CM_INQ of 0); without TCP_INQ it is
+// always true and the caller reads until EAGAIN.
+func (d *spliceDir) read(fd uintptr) (n int, more bool, err error) {
+	if d.inq != 1 {
+		n, err := rawRead(int(fd), d.buf[:])
+		return n, true, err
+	}
+	m := &d.msg
+	m.iov.Base = &d.buf[0]
+	m.iov.SetLen(len(d.buf))
+	m.hdr.SetControllen(len(m.oob))
+	m.hdr.Flags = 0
+	r, _, e := unix.RawSyscall(unix.SYS_RECVMSG, fd, uintptr(unsafe.Pointer(&m.hdr)), 0)
+	if e != 0 {
+		return 0, true, e
+	}
+	more = true
+	if int(m.hdr.Controllen) >= unix.CmsgLen(4) {
+		h := (*unix.Cmsghdr)(unsafe.Pointer(&m.oob[0]))
+		if h.Level == unix.SOL_TCP && h.Type == unix.TCP_CM_INQ {
+			more = *(*int32)(unsafe.Pointer(&m.oob[unix.CmsgLen(0)])) != 0
+		}
+	}
+	return int(r), more, nil
+}
+
+// rawRead and rawWrite are read(2) and write(2) on non-blocking sockets,
+// which return at once, so they skip the scheduler's system call hooks.
+func rawRead(fd int, p []byte) (int, error) {
+	r, _, e := unix.RawSyscall(unix.SYS_READ, uintptr(fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+	if e != 0 {
+		return 0, e
+	}
+	return int(r), nil
+}
+
+func rawWrite(fd int, p []byte) (int, error) {
+	r, _, e := unix.RawSyscall(unix.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+	if e != 0 {
+		return 0, e
+	}
+	return int(r), nil
 }
