@@ -220,7 +220,7 @@ func (n *Node) startAgent(cfgPath string) error {
 	if err != nil {
 		return fmt.Errorf("demo: %s: %w", n.Name, err)
 	}
-	cmd := n.Host.Command(n.c.opts.Bin, "node", "--config", cfgPath, "--node", n.Name,
+	cmd := n.c.opts.command(n.Host.Command, n.c.opts.Bin, "node", "--config", cfgPath, "--node", n.Name,
 		"--state-dir", filepath.Join(n.c.Dir, n.Name), "--log-level", n.c.opts.LogLevel)
 	cmd.Stdout, cmd.Stderr = f, f
 	if err := n.Host.Start(cmd); err != nil {

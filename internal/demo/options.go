@@ -2,6 +2,8 @@ package demo
 
 import (
 	"io"
+	"os/exec"
+	"slices"
 	"time"
 
 	"github.com/vipstack/vipstack/internal/clock"
@@ -20,6 +22,19 @@ type Options struct {
 	// Keep (Run only) leaves the cluster running after the story until
 	// ctx ends.
 	Keep bool
+	// Wrap is a command prefix the node agents run under, put after the
+	// namespace entry (which needs privileges a wrapper may drop), e.g.
+	// capsh dropping every capability but NET_ADMIN, NET_RAW and
+	// NET_BIND_SERVICE. Its last element is followed by Bin and the agent's
+	// arguments. Empty: Bin runs directly.
+	Wrap []string
+}
+
+// command builds argv, prefixed with Wrap, with mk (a testnet.Host's
+// Command, which enters the node's namespace first).
+func (o Options) command(mk func(name string, args ...string) *exec.Cmd, argv ...string) *exec.Cmd {
+	argv = append(slices.Clip(o.Wrap), argv...)
+	return mk(argv[0], argv[1:]...)
 }
 
 // Result is what Run reports besides its error.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"runtime"
 	"sync"
 	"syscall"
 
@@ -42,7 +43,11 @@ func Open() (*Handle, error) {
 	if err != nil {
 		return nil, fmt.Errorf("netif open: current netns: %w", err)
 	}
-	nh, err := netlink.NewHandleAt(ns, unix.NETLINK_ROUTE)
+	// NewHandle, not NewHandleAt(ns): the socket is made in the calling
+	// thread's namespace, which is ns, without setns(2). setns needs
+	// CAP_SYS_ADMIN even into the current namespace, and the agent runs
+	// with only NET_ADMIN, NET_RAW and NET_BIND_SERVICE (docs/security.md).
+	nh, err := netlink.NewHandle(unix.NETLINK_ROUTE)
 	if err != nil {
 		ns.Close()
 		return nil, fmt.Errorf("netif open: netlink socket: %w", err)
@@ -338,9 +343,21 @@ func (h *Handle) watchOnce(ctx context.Context, known map[int]linkState, f func(
 	ch := make(chan netlink.LinkUpdate, 64)
 	done := make(chan struct{})
 	errc := make(chan error, 1)
-	ns := h.ns
+	// The subscription's socket is made while this call runs; on a thread
+	// already in the handle's namespace (always, in the agent) it is made
+	// there without setns, which needs CAP_SYS_ADMIN (see Open).
+	runtime.LockOSThread()
+	var at *netns.NsHandle // nil: the calling thread's namespace
+	cur, cerr := netns.Get()
+	if cerr != nil || !cur.Equal(h.ns) {
+		ns := h.ns
+		at = &ns
+	}
+	if cerr == nil {
+		cur.Close()
+	}
 	err = netlink.LinkSubscribeWithOptions(ch, done, netlink.LinkSubscribeOptions{
-		Namespace:    &ns,
+		Namespace:    at,
 		ListExisting: true,
 		ErrorCallback: func(err error) {
 			if errors.Is(err, netlink.ErrDumpInterrupted) {
@@ -353,6 +370,7 @@ func (h *Handle) watchOnce(ctx context.Context, known map[int]linkState, f func(
 		},
 		ReceiveBufferSize: 1 << 20,
 	})
+	runtime.UnlockOSThread()
 	if err != nil {
 		return false, fmt.Errorf("subscribe: %w", err)
 	}

@@ -52,7 +52,7 @@ func (r Runner) Run(ctx context.Context, argv []string, timeout time.Duration, e
 	err = cmd.Start()
 	pw.Close()
 	if err != nil {
-		res.Err = fmt.Errorf("script %q: start: %w", argv[0], err)
+		res.Err = startError(fmt.Sprintf("script %q", argv[0]), cmd, err)
 		return res
 	}
 	out := make(chan string, 1)
@@ -100,7 +100,7 @@ func (r Runner) Notify(argv []string, extra ...string) error {
 		return err
 	}
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("notify script %q: start: %w", argv[0], err)
+		return startError(fmt.Sprintf("notify script %q", argv[0]), cmd, err)
 	}
 	go func() { _ = cmd.Wait() }()
 	return nil
@@ -133,6 +133,19 @@ func (r Runner) command(ctx context.Context, argv, extra, env []string) (*exec.C
 	}
 	cmd.SysProcAttr = attr
 	return cmd, nil
+}
+
+// startError explains a failed start. When the script was to run as
+// another user and the kernel refused (EPERM), the cause is almost always
+// that vipstack runs without CAP_SETUID and CAP_SETGID (docs/security.md:
+// the VRRP engine needs only NET_ADMIN, NET_RAW and NET_BIND_SERVICE
+// otherwise), so the error says so.
+func startError(what string, cmd *exec.Cmd, err error) error {
+	if c := cmd.SysProcAttr.Credential; c != nil && errors.Is(err, syscall.EPERM) {
+		return fmt.Errorf("%s: start as script_user uid:gid %d:%d: %w; switching to another user needs CAP_SETUID and CAP_SETGID: grant them, or set script_user to the user vipstack runs as",
+			what, c.Uid, c.Gid, err)
+	}
+	return fmt.Errorf("%s: start: %w", what, err)
 }
 
 // envPath returns the last PATH in env, which is the one exec gives the

@@ -1,0 +1,126 @@
+package main
+
+import (
+	"bytes"
+	"net"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestAddressDefaultsAreLoopback: status and metrics listen on loopback
+// unless told otherwise. For every subcommand in the usage text it reads
+// the defaults of the flags that name an address (`-addr` and `-*-addr`)
+// from `vipstack CMD -h`, which parses the flags and stops before binding
+// anything. Each default must be empty (off) or a loopback host, and the
+// whole table must be as below, so a new subcommand or address flag has to
+// be added here deliberately.
+func TestAddressDefaultsAreLoopback(t *testing.T) {
+	want := map[string]map[string]string{
+		"agent":      {"metrics-addr": "127.0.0.1:9650", "status-addr": "127.0.0.1:9653"},
+		"controller": {"health-addr": "", "metrics-addr": "127.0.0.1:9652"},
+		"demo":       {},
+		"dns":        {}, // its listeners are the Corefile's
+		"ipfailover": {"metrics-addr": "", "status-addr": ""},
+		"lb":         {"metrics-addr": ""}, // the frontends and stats are haproxy.cfg's
+		"node":       {"metrics-addr": "127.0.0.1:9650", "status-addr": "127.0.0.1:9651"},
+		"render":     {},
+		"status":     {"addr": "127.0.0.1:9651"}, // where it connects
+		"vrrp":       {"metrics-addr": "", "status-addr": ""},
+	}
+	// notListeners are address flags that name no socket of ours.
+	notListeners := map[string]string{
+		"dns node-addr": "the node's own address, published over mDNS",
+	}
+	got := map[string]map[string]string{}
+	for _, cmd := range subcommands(t) {
+		t.Run(cmd, func(t *testing.T) {
+			defaults := flagDefaults(t, cmd)
+			got[cmd] = map[string]string{}
+			for name, def := range defaults {
+				if name != "addr" && !strings.HasSuffix(name, "-addr") {
+					continue
+				}
+				if _, ok := notListeners[cmd+" "+name]; ok {
+					continue
+				}
+				got[cmd][name] = def
+				if def == "" {
+					continue
+				}
+				host, _, err := net.SplitHostPort(def)
+				if err != nil {
+					t.Errorf("--%s default %q: %v", name, def, err)
+					continue
+				}
+				if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+					t.Errorf("--%s defaults to %q, which is not loopback; want 127.0.0.1:PORT, [::1]:PORT or empty (off)", name, def)
+				}
+			}
+		})
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("address flag defaults by subcommand (-want +got):\n%s", diff)
+	}
+}
+
+// subcommands lists the commands of the usage text that take flags.
+func subcommands(t *testing.T) []string {
+	t.Helper()
+	var cmds []string
+	seen := map[string]bool{}
+	for _, line := range strings.Split(usage, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 || f[0] != "vipstack" || seen[f[1]] || f[1] == "version" {
+			continue
+		}
+		seen[f[1]] = true
+		cmds = append(cmds, f[1])
+	}
+	if len(cmds) < 10 {
+		t.Fatalf("found only %d subcommands (%q) in the usage text", len(cmds), cmds)
+	}
+	return cmds
+}
+
+// flagLine starts a flag's entry in flag.PrintDefaults output.
+var (
+	flagLine    = regexp.MustCompile(`^  -(\S+)`)
+	defaultText = regexp.MustCompile(`\(default "((?:[^"\\]|\\.)*)"\)\s*$`)
+)
+
+// flagDefaults runs `vipstack CMD -h` and returns every flag's default as
+// flag.PrintDefaults shows it ("" when it shows none: the zero value).
+func flagDefaults(t *testing.T, cmd string) map[string]string {
+	t.Helper()
+	var out, errb bytes.Buffer
+	if code := run([]string{cmd, "-h"}, &out, &errb); code != 2 && code != 0 {
+		t.Fatalf("vipstack %s -h exited %d:\n%s%s", cmd, code, out.String(), errb.String())
+	}
+	defaults := map[string]string{}
+	name, text := "", ""
+	flush := func() {
+		if name == "" {
+			return
+		}
+		defaults[name] = ""
+		if m := defaultText.FindStringSubmatch(strings.TrimSpace(text)); m != nil {
+			defaults[name] = m[1]
+		}
+	}
+	for _, line := range strings.Split(out.String()+errb.String(), "\n") {
+		if m := flagLine.FindStringSubmatch(line); m != nil {
+			flush()
+			name, text = m[1], ""
+			continue
+		}
+		text += " " + strings.TrimSpace(line)
+	}
+	flush()
+	if len(defaults) == 0 {
+		t.Fatalf("vipstack %s -h lists no flags:\n%s%s", cmd, out.String(), errb.String())
+	}
+	return defaults
+}
