@@ -1,7 +1,6 @@
 package lb
 
 import (
-	"context"
 	"net"
 	"net/netip"
 	"sync"
@@ -72,6 +71,9 @@ func (cn *conn) connect(cfg *feConfig) (*server, *net.TCPConn) {
 	}
 	var tried uint64
 	for attempt := 0; attempt <= cfg.retries; attempt++ {
+		if cn.aborted.Load() { // a forced shutdown closed the client
+			return nil, nil
+		}
 		i := p.pick(client, tried)
 		if i < 0 && tried != 0 {
 			tried = 0 // every UP server failed once: go round again
@@ -87,7 +89,7 @@ func (cn *conn) connect(cfg *feConfig) (*server, *net.TCPConn) {
 		// DialContext with the address as text: Dialer.DialTCP with a zero
 		// local address would bind(2) to port 0 before each connect, an
 		// extra system call and an early ephemeral port allocation.
-		c, err := cfg.dialer.DialContext(context.Background(), "tcp", s.addrText)
+		c, err := cfg.dialer.DialContext(s.dials.Load().ctx, "tcp", s.addrText)
 		if err == nil {
 			sc := c.(*net.TCPConn)
 			s.tot.Add(1)

@@ -237,3 +237,17 @@ func canceled() context.Context {
 	cancel()
 	return ctx
 }
+
+// serverFor returns the running server name of backend.
+func (l *LB) serverFor(t *testing.T, backend, name string) *server {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, s := range l.servers {
+		if s.backend == backend && s.name == name {
+			return s
+		}
+	}
+	t.Fatalf("no server %s/%s", backend, name)
+	return nil
+}

@@ -499,6 +499,9 @@ wait:
 		for _, f := range fes {
 			f.closeAll()
 		}
+		for _, s := range servers { // connects in progress end too
+			s.cancelDials()
+		}
 		for _, f := range fes {
 			<-f.drained // closed sockets end their relays at once
 		}
