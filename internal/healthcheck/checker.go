@@ -184,67 +184,16 @@ func (c *Checker) Run(ctx context.Context) {
 	inter, timeout := c.spec.inter(), c.spec.timeout()
 	h := track.NewHysteresis(c.spec.rise(), c.spec.fall(), c.spec.StartDown)
 
-	results := make(chan Result, 1) // one probe at a time: never blocks
-	ticks := make(chan struct{}, 1)
-	var (
-		running, due bool
-		tick, expire clock.Timer
-		cancelProbe  context.CancelFunc
-	)
-	start := func() {
-		running, due = true, false
-		// The next tick is armed before the probe starts, so a test that
-		// waits for a result and then advances the clock by inter always
-		// triggers the next probe.
-		tick = clk.AfterFunc(inter, func() {
-			select {
-			case ticks <- struct{}{}:
-			default:
-			}
-		})
-		pctx, cancel := context.WithCancel(ctx)
-		cancelProbe = cancel
-		expire = clk.AfterFunc(timeout, cancel)
+	track.Schedule(ctx, clk, inter, timeout, func(pctx context.Context) Result {
 		began := clk.Now()
-		go func() {
-			r := c.prober.Probe(pctx)
-			if r.Duration == 0 {
-				r.Duration = clk.Now().Sub(began)
-			}
-			results <- r
-		}()
-	}
-
-	start()
-	for {
-		select {
-		case <-ctx.Done():
-			tick.Stop()
-			if running {
-				expire.Stop()
-				cancelProbe()
-				<-results
-			}
-			return
-		case <-ticks:
-			if running {
-				due = true
-			} else {
-				start()
-			}
-		case r := <-results:
-			running = false
-			expire.Stop()
-			cancelProbe()
-			if ctx.Err() != nil {
-				return // the probe was cut short by shutdown, not by the server
-			}
-			c.record(h, r, clk.Now())
-			if due {
-				start()
-			}
+		r := c.prober.Probe(pctx)
+		if r.Duration == 0 {
+			r.Duration = clk.Now().Sub(began)
 		}
-	}
+		return r
+	}, func(r Result, _ bool) {
+		c.record(h, r, clk.Now())
+	})
 }
 
 func (c *Checker) record(h *track.Hysteresis, r Result, now time.Time) {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/vipstack/vipstack/internal/clock"
@@ -166,61 +165,9 @@ func (t *Tracker) Run(ctx context.Context) {
 	t.started = true
 	t.mu.Unlock()
 
-	results := make(chan outcome, 1) // one probe at a time: never blocks
-	ticks := make(chan struct{}, 1)
-	var (
-		running, due bool
-		tick, expire clock.Timer
-		cancelProbe  context.CancelFunc
-	)
-	start := func() {
-		running, due = true, false
-		tick = clk.AfterFunc(interval, func() {
-			select {
-			case ticks <- struct{}{}:
-			default:
-			}
-		})
-		pctx, cancel := context.WithCancel(ctx)
-		cancelProbe = cancel
-		var timedOut atomic.Bool
-		expire = clk.AfterFunc(timeout, func() {
-			timedOut.Store(true)
-			cancel()
-		})
-		go func() {
-			err := t.Check.Probe(pctx)
-			results <- outcome{err: err, timedOut: timedOut.Load()}
-		}()
-	}
-
-	start()
-	for {
-		select {
-		case <-ctx.Done():
-			tick.Stop()
-			if running {
-				expire.Stop()
-				<-results
-				cancelProbe()
-			}
-			return
-		case <-ticks:
-			if running {
-				due = true
-			} else {
-				start()
-			}
-		case o := <-results:
-			running = false
-			expire.Stop()
-			cancelProbe()
-			t.record(h, o, timeout, clk)
-			if due {
-				start()
-			}
-		}
-	}
+	Schedule(ctx, clk, interval, timeout, t.Check.Probe, func(err error, timedOut bool) {
+		t.record(h, outcome{err: err, timedOut: timedOut}, timeout, clk)
+	})
 }
 
 func (t *Tracker) initial(now time.Time) Status {
