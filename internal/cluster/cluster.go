@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"net/netip"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -98,28 +100,59 @@ func (c *Cluster) NodeByName(name string) (Node, bool) {
 	return Node{}, false
 }
 
-// MaxFileSize bounds the cluster file.
-const MaxFileSize = 1 << 20
+// Limits on what a cluster file may hold. Every one is reported with the
+// file or field, the size found and the limit.
+const (
+	// MaxFileSize bounds the cluster file.
+	MaxFileSize = 1 << 20
+	// MaxNodes bounds nodes: every node of a VRRP instance is a unicast
+	// peer of every other, so adverts grow with the square of the count.
+	MaxNodes = 1000
+	// MaxVIPs bounds each of apiVIPs and ingressVIPs: one VRRP instance
+	// carries a list, and its advertisement must fit in an IPv6 minimum
+	// MTU of 1280 bytes (32 x 16 bytes of addresses does).
+	MaxVIPs = 32
+	// MaxNodeIPs bounds the addresses of one node.
+	MaxNodeIPs = 16
+	// MaxNetworks bounds machineNetworks and upstreamDNS.
+	MaxNetworks = 64
+	// maxDomain is the longest domain name, "<name>.<baseDomain>" (RFC 1035
+	// section 2.3.4, without the trailing dot).
+	maxDomain = 253
+	// maxIfName is the longest Linux interface name (IFNAMSIZ - 1).
+	maxIfName = 15
+)
 
 // Load reads and validates a cluster file.
 func Load(path string) (*Cluster, error) {
-	st, err := os.Stat(path)
+	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("load cluster file: %w", err)
 	}
-	if st.Size() > MaxFileSize {
+	defer f.Close()
+	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() && st.Size() > MaxFileSize {
 		return nil, fmt.Errorf("%s: %d bytes is larger than the %d accepted for a cluster file", path, st.Size(), MaxFileSize)
 	}
-	data, err := os.ReadFile(path)
+	// Read at most one byte more than the limit: a file that grows after
+	// the Stat, a FIFO or a device is refused without being read whole.
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("load cluster file %s: %w", path, err)
+	}
+	if len(data) > MaxFileSize {
+		return nil, fmt.Errorf("%s: more than the %d bytes accepted for a cluster file", path, MaxFileSize)
 	}
 	return Parse(path, data)
 }
 
-var yamlLine = regexp.MustCompile(`line (\d+): field (\S+) not found in type \S+`)
+var (
+	yamlField = regexp.MustCompile(`^line (\d+): field (\S+) not found in type `)
+	yamlLine  = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)
+)
 
-// Parse decodes and validates data read from name.
+// Parse decodes and validates data read from name. Every line of an error
+// starts with name, and with the line number where the YAML decoder gives
+// one: "name:LINE: message" or "name: message".
 func Parse(name string, data []byte) (*Cluster, error) {
 	if len(data) > MaxFileSize {
 		return nil, fmt.Errorf("%s: %d bytes is larger than the %d accepted for a cluster file", name, len(data), MaxFileSize)
@@ -132,21 +165,60 @@ func Parse(name string, data []byte) (*Cluster, error) {
 		if errors.As(err, &te) {
 			var msgs []string
 			for _, e := range te.Errors {
-				if m := yamlLine.FindStringSubmatch(e); m != nil {
+				if m := yamlField.FindStringSubmatch(e); m != nil {
 					msgs = append(msgs, fmt.Sprintf("%s:%s: unknown field %q", name, m[1], m[2]))
 				} else {
-					msgs = append(msgs, fmt.Sprintf("%s: %s", name, strings.TrimPrefix(e, "yaml: ")))
+					msgs = append(msgs, yamlMessage(name, data, e))
 				}
 			}
 			return nil, errors.New(strings.Join(msgs, "\n"))
 		}
-		return nil, fmt.Errorf("%s: %s", name, strings.TrimPrefix(err.Error(), "yaml: "))
+		if errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("%s: empty file; want a cluster description (name, baseDomain, apiVIPs, ingressVIPs, machineNetworks, nodes)", name)
+		}
+		return nil, errors.New(yamlMessage(name, data, err.Error()))
 	}
 	c, err := f.Validate()
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		lines := strings.Split(err.Error(), "\n")
+		for i, l := range lines {
+			lines[i] = name + ": " + l
+		}
+		return nil, &fileError{msg: strings.Join(lines, "\n"), err: err}
 	}
 	return c, nil
+}
+
+// fileError is Validate's error with the file name on every line.
+type fileError struct {
+	msg string
+	err error
+}
+
+func (e *fileError) Error() string { return e.msg }
+func (e *fileError) Unwrap() error { return e.err }
+
+// yamlMessage turns one of the YAML decoder's messages about data into
+// "name:LINE: message", one line. The decoder leaves the line out when its
+// mark is on the first line, and for an unknown alias (found here by its
+// text); only "excessive aliasing", about the whole document, gets
+// "name: message".
+func yamlMessage(name string, data []byte, msg string) string {
+	msg = strings.ReplaceAll(strings.TrimPrefix(msg, "yaml: "), "\n", " ")
+	if m := yamlLine.FindStringSubmatch(msg); m != nil {
+		return fmt.Sprintf("%s:%s: %s", name, m[1], m[2])
+	}
+	if strings.Contains(msg, "excessive aliasing") {
+		return name + ": " + msg
+	}
+	line := 1
+	if a, ok := strings.CutPrefix(msg, "unknown anchor '"); ok {
+		a, _, _ = strings.Cut(a, "'")
+		if i := bytes.Index(data, []byte("*"+a)); i >= 0 {
+			line += bytes.Count(data[:i], []byte("\n"))
+		}
+	}
+	return fmt.Sprintf("%s:%d: %s", name, line, msg)
 }
 
 var dnsLabel = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
@@ -160,6 +232,39 @@ func (f *File) Validate() (*Cluster, error) {
 	if !dnsLabel.MatchString(f.Name) {
 		bad("name: %q is not a DNS label (lower-case letters, digits and '-', at most 63)", f.Name)
 	}
+	// Lists longer than their limit are reported and not read further, so
+	// a hostile file cannot make the error list grow with it. f is a copy
+	// from here on: the caller's File is left as it was.
+	cp := *f
+	cp.Nodes = slices.Clone(f.Nodes)
+	f = &cp
+	tooMany := func(field string, n, limit int) bool {
+		if n > limit {
+			bad("%s: %d entries, more than the %d accepted", field, n, limit)
+			return true
+		}
+		return false
+	}
+	if tooMany("nodes", len(f.Nodes), MaxNodes) {
+		f.Nodes = nil
+	}
+	if tooMany("apiVIPs", len(f.APIVIPs), MaxVIPs) {
+		f.APIVIPs = nil
+	}
+	if tooMany("ingressVIPs", len(f.IngressVIPs), MaxVIPs) {
+		f.IngressVIPs = nil
+	}
+	if tooMany("machineNetworks", len(f.MachineNetworks), MaxNetworks) {
+		f.MachineNetworks = nil
+	}
+	if tooMany("upstreamDNS", len(f.UpstreamDNS), MaxNetworks) {
+		f.UpstreamDNS = nil
+	}
+	for i := range f.Nodes {
+		if tooMany(fmt.Sprintf("nodes[%d].ips", i), len(f.Nodes[i].IPs), MaxNodeIPs) {
+			f.Nodes[i].IPs = nil
+		}
+	}
 	if c.BaseDomain == "" {
 		bad("baseDomain: required (e.g. example.com)")
 	} else {
@@ -168,6 +273,9 @@ func (f *File) Validate() (*Cluster, error) {
 				bad("baseDomain: %q is not a domain name", f.BaseDomain)
 				break
 			}
+		}
+		if n := len(c.Domain()); n > maxDomain {
+			bad("baseDomain: %q: the cluster domain %s.%s is %d characters, more than the %d a domain name may have", f.BaseDomain, f.Name, c.BaseDomain, n, maxDomain)
 		}
 	}
 	for i, s := range f.MachineNetworks {
@@ -314,7 +422,11 @@ func (f *File) Validate() (*Cluster, error) {
 		if v.Unicast != nil {
 			c.VRRP.Unicast = *v.Unicast
 		}
-		c.VRRP.Interface = v.Interface
+		if v.Interface != "" && !validIfName(v.Interface) {
+			bad("vrrp.interface: %q is not an interface name (1 to %d characters, no '/', ':', blanks or quotes)", v.Interface, maxIfName)
+		} else {
+			c.VRRP.Interface = v.Interface
+		}
 	}
 	switch {
 	case c.VRRP.Version == 2 && (v6 || (len(c.IngressVIPs) > 0 && c.IngressVIPs[0].Is6())):
@@ -342,11 +454,38 @@ func (f *File) Validate() (*Cluster, error) {
 		set("ingressHealth", p.IngressHealth, &c.Ports.IngressHealth)
 		set("machineConfig", p.MachineConfig, &c.Ports.MachineConfig)
 	}
+	// Every port is listened on by one service of a master, so no two may
+	// be equal: the load balancer would not start (or would shadow the
+	// API server or the router).
+	users := []struct {
+		field string
+		port  int
+	}{
+		{"ports.api", c.Ports.API}, {"ports.lb", c.Ports.LB}, {"ports.ingressHealth", c.Ports.IngressHealth},
+		{"ports.machineConfig", c.Ports.MachineConfig}, {"the load balancer's monitor", LBMonitorPort},
+		{"the load balancer's stats page", LBStatsPort}, {"the DNS health check", DNSHealthPort},
+	}
+	for i, u := range users {
+		for _, o := range users[:i] {
+			if u.port == o.port {
+				field, other := u.field, o.field
+				if !strings.HasPrefix(field, "ports.") { // name the setting the file can change
+					field, other = other, field
+				}
+				bad("%s: %d is also the port of %s; every service of a node needs its own port", field, u.port, other)
+			}
+		}
+	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
 	sort.SliceStable(c.Nodes, func(i, j int) bool { return c.Nodes[i].Name < c.Nodes[j].Name })
 	return c, nil
+}
+
+// validIfName reports whether s can name a Linux network interface.
+func validIfName(s string) bool {
+	return len(s) <= maxIfName && s != "." && s != ".." && !strings.ContainsAny(s, "/: \t\n\r\x00\"'{}#!")
 }
 
 func joinPrefixes(ps []netip.Prefix) string {

@@ -50,11 +50,27 @@ type Corefile struct {
 	Contents []byte
 }
 
-// ReadCorefile reads the Corefile at path.
+// MaxCorefileSize is the largest Corefile ReadCorefile, Check and Start
+// accept, in bytes.
+const MaxCorefileSize = 1 << 20
+
+// ReadCorefile reads the Corefile at path, refusing one larger than
+// MaxCorefileSize without reading it whole.
 func ReadCorefile(path string) (Corefile, error) {
-	b, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return Corefile{}, fmt.Errorf("dns: read Corefile: %w", err)
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() && st.Size() > MaxCorefileSize {
+		return Corefile{}, fmt.Errorf("dns: %s: %d bytes is larger than the %d accepted for a Corefile", path, st.Size(), MaxCorefileSize)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, MaxCorefileSize+1))
+	if err != nil {
+		return Corefile{}, fmt.Errorf("dns: read Corefile %s: %w", path, err)
+	}
+	if len(b) > MaxCorefileSize {
+		return Corefile{}, fmt.Errorf("dns: %s: more than the %d bytes accepted for a Corefile", path, MaxCorefileSize)
 	}
 	return Corefile{Path: path, Contents: b}, nil
 }
@@ -341,6 +357,9 @@ func startErr(op string, cf Corefile, err error) error {
 // this build has, naming the file, line and the plugins it would accept.
 // Plugin arguments are checked when the plugins set up (Check, Start).
 func Validate(cf Corefile) error {
+	if len(cf.Contents) > MaxCorefileSize {
+		return fmt.Errorf("dns: %s: %d bytes is larger than the %d accepted for a Corefile", cf.name(), len(cf.Contents), MaxCorefileSize)
+	}
 	if err := braces(cf); err != nil {
 		return err
 	}

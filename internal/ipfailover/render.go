@@ -68,7 +68,7 @@ func (p *Plan) Render(s *Spec, n Node) string {
 		w(0, "")
 		w(0, "vrrp_script %s {", CheckName(s))
 		if s.CheckScript != "" {
-			w(1, "script %q", s.CheckScript)
+			w(1, "script %s", quoteCommand(s.CheckScript))
 		} else {
 			t := MonitorTarget(s, n)
 			w(1, "script \"/bin/bash -c '</dev/tcp/%s/%d'\"", t.Addr(), t.Port())
@@ -109,7 +109,7 @@ func (p *Plan) Render(s *Spec, n Node) string {
 		if n.Version == 2 {
 			w(1, "authentication {")
 			w(2, "auth_type PASS")
-			w(2, "auth_pass %q", s.ConfigName)
+			w(2, "auth_pass %s", quote(s.ConfigName))
 			w(1, "}")
 		}
 		if Checks(s) {
@@ -118,7 +118,7 @@ func (p *Plan) Render(s *Spec, n Node) string {
 			w(1, "}")
 		}
 		if s.NotifyScript != "" {
-			w(1, "notify %q", s.NotifyScript)
+			w(1, "notify %s", quoteCommand(s.NotifyScript))
 		}
 		if len(peers) > 0 {
 			w(1, "unicast_src_ip %s", n.Address.WithZone(""))
@@ -161,6 +161,20 @@ func (p *Plan) Keepalived(s *Spec, n Node, probe track.Check, name string) (*kee
 	}
 	return cfg, nil
 }
+
+// quote writes v as a keepalived.conf quoted word such as auth_pass's.
+// keepalived takes the text between the quotes as it is (no escapes,
+// unlike Go's %q, which would double a backslash); Parse refuses the values
+// this cannot write: a double quote, a newline, or a backslash at the end.
+func quote(v string) string { return `"` + v + `"` }
+
+// quoteCommand writes a script command line in double quotes. keepalived
+// splits a script line like a shell, where a backslash in double quotes
+// escapes the next character, so the backslashes of v are doubled to reach
+// the command as written (Parse refuses double quotes and newlines). Go's
+// %q would also turn non-ASCII and control characters into escapes that
+// the split does not share.
+func quoteCommand(v string) string { return `"` + strings.ReplaceAll(v, `\`, `\\`) + `"` }
 
 // seconds formats d the way keepalived.conf writes durations.
 func seconds(d time.Duration) string {

@@ -3,6 +3,7 @@ package ipfailover
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"net/netip"
 	"slices"
@@ -155,6 +156,10 @@ const (
 	MaxVIPs = 65536
 	// MaxReplicas bounds the replica count: ranks need distinct priorities.
 	MaxReplicas = 200
+	// MaxValueLen bounds the value of one variable (or flag), in bytes: a
+	// long VIP list of ranges fits, a runaway one does not reach the
+	// parsers.
+	MaxValueLen = 64 << 10
 	// maxPreemptDelay is keepalived's upper bound for preempt_delay.
 	maxPreemptDelay  = 1000 * time.Second
 	maxCheckInterval = time.Hour
@@ -164,10 +169,13 @@ const (
 // variable (or flag), the bad value and what is accepted; all of them are
 // reported at once.
 func Parse(in Input) (*Spec, error) {
-	p := parser{in: in, known: map[string]Var{}}
+	p := parser{known: map[string]Var{}}
 	for _, v := range Vars() {
 		p.known[v.Name] = v
 	}
+	in, p.oversized = withoutOversized(in, p.known)
+	p.in = in
+	p.errs = append(p.errs, p.oversized...)
 	var unknown []string
 	for k := range in.Env {
 		if _, ok := p.known[k]; !ok && strings.HasPrefix(k, envPrefix) {
@@ -194,12 +202,14 @@ func Parse(in Input) (*Spec, error) {
 	}
 
 	s.ConfigName, _ = p.get(EnvConfigName)
-	if src := p.source(EnvConfigName); strings.ContainsAny(s.ConfigName, "\"\n\r\x00") || scrub(s.ConfigName) == "" {
-		p.bad(src, s.ConfigName, "a name with at least one letter, digit, '-' or '_' and no quotes or newlines")
+	if src := p.source(EnvConfigName); !quotable(s.ConfigName) || scrub(s.ConfigName) == "" {
+		p.bad(src, s.ConfigName, "a name with at least one letter, digit, '-' or '_' and no double quotes, newlines or trailing backslash")
 	}
 
 	if val, src := p.get(EnvVirtualIPs); val == "" {
-		p.errs = append(p.errs, fmt.Errorf("%s is required: the VIPs, e.g. 10.1.1.1-10,10.1.2.5", p.source(EnvVirtualIPs)))
+		if len(p.oversized) == 0 { // an oversized list is not a missing one
+			p.errs = append(p.errs, fmt.Errorf("%s is required: the VIPs, e.g. 10.1.1.1-10,10.1.2.5", p.source(EnvVirtualIPs)))
+		}
 	} else if vips, err := ExpandVIPs(val); err != nil {
 		p.errs = append(p.errs, fmt.Errorf("%s=%q: %w", src, val, err))
 	} else {
@@ -332,9 +342,48 @@ func Parse(in Input) (*Spec, error) {
 }
 
 type parser struct {
-	in    Input
-	known map[string]Var
-	errs  []error
+	in        Input
+	known     map[string]Var
+	errs      []error
+	oversized []error // values longer than MaxValueLen, left out of in
+}
+
+// withoutOversized returns in without the values longer than MaxValueLen
+// and an error for each, naming the variable (or flag), the length and the
+// limit, not the value. in itself is not modified.
+func withoutOversized(in Input, known map[string]Var) (Input, []error) {
+	var errs []error
+	filter := func(m map[string]string, name func(string) string) map[string]string {
+		var out map[string]string
+		for k, v := range m {
+			if len(v) <= MaxValueLen || name(k) == "" {
+				continue
+			}
+			if out == nil {
+				out = maps.Clone(m)
+			}
+			delete(out, k)
+			errs = append(errs, fmt.Errorf("%s: the value is %d bytes, more than the %d accepted", name(k), len(v), MaxValueLen))
+		}
+		if out == nil {
+			return m
+		}
+		return out
+	}
+	in.Flags = filter(in.Flags, func(k string) string {
+		if f := known[k].Flag; f != "" {
+			return "--" + f
+		}
+		return "flag for " + k
+	})
+	in.Env = filter(in.Env, func(k string) string {
+		if strings.HasPrefix(k, envPrefix) || k == EnvExcludedVRIDsImage {
+			return k
+		}
+		return "" // not of the family: not looked at
+	})
+	slices.SortFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
+	return in, errs
 }
 
 func (p *parser) names() []string {
@@ -428,6 +477,13 @@ func parseAddrList(v string) ([]netip.Addr, error) {
 		out = append(out, a)
 	}
 	return out, nil
+}
+
+// quotable reports whether s can be written between double quotes as a
+// literal keepalived.conf word (auth_pass): no double quote, no line break
+// or NUL, and no backslash at the end (it would escape the closing quote).
+func quotable(s string) bool {
+	return !strings.ContainsAny(s, "\"\n\r\x00") && !strings.HasSuffix(s, `\`)
 }
 
 func validIfName(s string) bool {

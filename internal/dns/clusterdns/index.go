@@ -160,21 +160,29 @@ func addrEntry(addrs []netip.Addr) *entry {
 // lookup finds qname (lower case, fully qualified). inZone reports whether
 // the name is the plugin's to answer: in the zone, or a node's bare name.
 // A nil entry with inZone set is a name the zone does not have.
+//
+// Names are compared label by label, not byte by byte: a label may hold an
+// escaped dot, so "x.api\.managed.example.com." (labels x, "api.managed",
+// example, com) is outside the zone although its text ends with it, and
+// "a\.apps.ZONE" is one label directly under the zone, not a name under
+// apps.
 func (x *index) lookup(qname string) (e *entry, inZone bool) {
 	if qname == x.zone {
 		return x.names[""], true
 	}
-	if rel, ok := strings.CutSuffix(qname, x.zone); ok && strings.HasSuffix(rel, ".") {
-		rel = rel[:len(rel)-1]
+	starts := dns.Split(qname) // where each label starts, escapes honoured
+	n, z := len(starts), dns.CountLabel(x.zone)
+	if n > z && qname[starts[n-z]:] == x.zone {
+		rel := qname[:starts[n-z]-1]
 		if e := x.names[rel]; e != nil {
 			return e, true
 		}
-		if x.ingress != nil && strings.HasSuffix(rel, "."+labelApps) {
+		if x.ingress != nil && n-z >= 2 && qname[starts[n-z-1]:starts[n-z]-1] == labelApps {
 			return x.ingress, true
 		}
 		return nil, true
 	}
-	if e := x.bare[qname]; e != nil {
+	if e := x.bare[qname]; e != nil && n == 1 {
 		return e, true
 	}
 	return nil, false
