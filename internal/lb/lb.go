@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/net/netutil"
 
 	"github.com/vipstack/vipstack/internal/clock"
 	"github.com/vipstack/vipstack/internal/lbconfig"
@@ -687,7 +688,7 @@ func (l *LB) listenHTTP(key string, b lbconfig.Bind, to lbconfig.Timeouts) (*htt
 	if err != nil {
 		return nil, err
 	}
-	h := &httpListener{key: key, ln: ln}
+	h := &httpListener{key: key, ln: netutil.LimitListener(ln, maxWebConns)}
 	readHeader := to.HTTPRequest
 	if readHeader == 0 {
 		readHeader = 30 * time.Second
@@ -699,11 +700,22 @@ func (l *LB) listenHTTP(key string, b lbconfig.Bind, to lbconfig.Timeouts) (*htt
 	h.srv = &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: readHeader,
+		WriteTimeout:      30 * time.Second,
 		IdleTimeout:       idle,
+		MaxHeaderBytes:    maxWebHeader,
 		ErrorLog:          slog.NewLogLogger(l.log.Handler(), slog.LevelDebug),
 	}
 	return h, nil
 }
+
+// Limits of the monitor and stats listeners: haproxy refuses request
+// headers past its 16 KiB buffer; a monitor is polled by a few check
+// scripts and the stats page read by people, so a few hundred connections
+// are plenty (more wait in the accept queue).
+const (
+	maxWebHeader = 16 << 10
+	maxWebConns  = 256
+)
 
 func (h *httpListener) start() {
 	go h.srv.Serve(h.ln)

@@ -75,6 +75,10 @@ func TestMonitor(t *testing.T) {
 	if diff := cmp.Diff(answer{Code: 503, Body: body503, ContentType: "text/html"}, get(t, base+"/other", nil, "", "")); diff != "" {
 		t.Errorf("another URI (-want +got):\n%s", diff)
 	}
+	big := http.Header{"X-Big": {strings.Repeat("a", 2*maxWebHeader)}}
+	if code := get(t, base+"/haproxy_ready", big, "", "").Code; code != http.StatusRequestHeaderFieldsTooLarge {
+		t.Errorf("a %d-byte header: %d, want 431 (haproxy refuses headers past its buffer too)", 2*maxWebHeader, code)
+	}
 
 	// Reload with only a checked server whose port is closed: its first
 	// check fails and the monitor turns 503.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"golang.org/x/net/netutil"
 )
 
 // Server is one listening endpoint.
@@ -43,12 +44,28 @@ func JSON(addr, path string, f func() any) (*Server, error) {
 	return start(addr, mux)
 }
 
+// Limits of the status and metrics endpoints: a scraper or a person needs
+// a few connections and small headers; anything past these waits (connections)
+// or gets 431 Request Header Fields Too Large.
+const (
+	MaxConns       = 64
+	MaxHeaderBytes = 16 << 10
+)
+
 func start(addr string, h http.Handler) (*Server, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{srv: &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}, Addr: ln.Addr()}
+	s := &Server{srv: &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       10 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       60 * time.Second,
+		MaxHeaderBytes:    MaxHeaderBytes,
+	}, Addr: ln.Addr()}
+	ln = netutil.LimitListener(ln, MaxConns)
 	go s.srv.Serve(ln)
 	return s, nil
 }

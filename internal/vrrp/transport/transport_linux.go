@@ -18,7 +18,11 @@ const (
 	protocol = 112
 	tos      = 0xc0 // DSCP CS6, as keepalived sends
 	maxTTL   = 255
-	bufSize  = 2048
+	// bufSize holds any IP packet (and any IPv6 payload without jumbo
+	// options), so nothing is cut short: a VRRPv3 IPv6 advert with 255
+	// addresses is 4,088 bytes, more than a 1,500-byte MTU but not more
+	// than a jumbo frame.
+	bufSize = 1 << 16
 )
 
 var (
@@ -42,6 +46,9 @@ type conn4 struct {
 	pc  net.PacketConn
 	raw *ipv4.RawConn
 	mu  sync.Mutex // serialises writes
+
+	rmu sync.Mutex // serialises reads of buf
+	buf []byte
 }
 
 func listen4() (*conn4, error) {
@@ -63,11 +70,13 @@ func listen4() (*conn4, error) {
 		pc.Close()
 		return nil, &OpError{Op: "disable multicast loopback", Family: 4, Err: err}
 	}
-	return &conn4{pc: pc, raw: raw}, nil
+	return &conn4{pc: pc, raw: raw, buf: make([]byte, bufSize)}, nil
 }
 
 func (c *conn4) ReadPacket() (Packet, error) {
-	buf := make([]byte, bufSize)
+	c.rmu.Lock()
+	defer c.rmu.Unlock()
+	buf := c.buf
 	for {
 		h, payload, cm, err := c.raw.ReadFrom(buf)
 		if err != nil {
@@ -147,6 +156,9 @@ type conn6 struct {
 	pc net.PacketConn
 	p  *ipv6.PacketConn
 	mu sync.Mutex
+
+	rmu sync.Mutex // serialises reads of buf
+	buf []byte
 }
 
 func listen6() (*conn6, error) {
@@ -173,11 +185,13 @@ func listen6() (*conn6, error) {
 			return nil, &OpError{Op: s.op, Family: 6, Err: err}
 		}
 	}
-	return &conn6{pc: pc, p: p}, nil
+	return &conn6{pc: pc, p: p, buf: make([]byte, bufSize)}, nil
 }
 
 func (c *conn6) ReadPacket() (Packet, error) {
-	buf := make([]byte, bufSize)
+	c.rmu.Lock()
+	defer c.rmu.Unlock()
+	buf := c.buf
 	for {
 		n, cm, src, err := c.p.ReadFrom(buf)
 		if err != nil {

@@ -53,15 +53,30 @@ func TestMulticastAndUnicastAcrossHosts(t *testing.T) {
 				got <- p
 			}
 		}()
-		for _, dst := range []netip.Addr{dstM, dstU} {
-			payload := []byte{0x31, 1, 100, 1, 0, 100, 0, 0, byte(fam), 2, 3, 4}
+		small := []byte{0x31, 1, 100, 1, 0, 100, 0, 0, byte(fam), 2, 3, 4}
+		// The largest VRRPv3 IPv6 advert (255 addresses, 4,088 bytes) must
+		// arrive whole, not cut to a small read buffer.
+		big := append([]byte{0x31, 1, 100, 255, 0, 100, 0, 0}, bytes.Repeat([]byte{0xfd, 0, 0xab}, 255*16/3+1)[:255*16]...)
+		sends := []struct {
+			dst     netip.Addr
+			payload []byte
+		}{{dstM, small}, {dstU, small}}
+		if fam == 6 {
+			sends = append(sends, struct {
+				dst     netip.Addr
+				payload []byte
+			}{dstU, big})
+		}
+		for _, snd := range sends {
+			dst, payload := snd.dst, snd.payload
 			if err := tx.WritePacket(payload, src, dst, txIf); err != nil {
 				t.Fatalf("IPv%d write to %v: %v", fam, dst, err)
 			}
 			select {
 			case p := <-got:
 				if !bytes.Equal(p.Payload, payload) || p.Src != src || p.Dst != dst || p.TTL != 255 || p.IfIndex != rxIf {
-					t.Fatalf("IPv%d to %v: got %+v, want payload %x src %v dst %v ttl 255 ifindex %d", fam, dst, p, payload, src, dst, rxIf)
+					t.Fatalf("IPv%d to %v: got %d bytes from %v to %v ttl %d ifindex %d, want %d bytes (%x...) src %v dst %v ttl 255 ifindex %d",
+						fam, dst, len(p.Payload), p.Src, p.Dst, p.TTL, p.IfIndex, len(payload), payload[:min(len(payload), 12)], src, dst, rxIf)
 				}
 			case <-time.After(5 * time.Second):
 				t.Fatalf("IPv%d: nothing received for a packet to %v", fam, dst)

@@ -1,0 +1,80 @@
+package serve
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestLimits: the status endpoint answers a normal request, refuses
+// headers past MaxHeaderBytes with 431, and holds at most MaxConns
+// connections at once (the next one waits until one closes).
+func TestLimits(t *testing.T) {
+	s, err := JSON("127.0.0.1:0", "/status", func() any { return map[string]int{"ok": 1} })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	url := "http://" + s.Addr.String() + "/status"
+	get := func(header string) int {
+		t.Helper()
+		req, _ := http.NewRequest("GET", url, nil)
+		if header != "" {
+			req.Header.Set("X-Big", header)
+		}
+		resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := get(""); code != 200 {
+		t.Fatalf("plain request: %d, want 200", code)
+	}
+	if code := get(strings.Repeat("a", 2*MaxHeaderBytes)); code != http.StatusRequestHeaderFieldsTooLarge {
+		t.Errorf("%d-byte header: %d, want 431", 2*MaxHeaderBytes, code)
+	}
+
+	// Fill every slot with idle connections that have sent a request
+	// line (so the server has accepted them), then check one more is not
+	// served until a slot frees.
+	var held []net.Conn
+	defer func() {
+		for _, c := range held {
+			c.Close()
+		}
+	}()
+	for i := range MaxConns {
+		c, err := net.DialTimeout("tcp", s.Addr.String(), 5*time.Second)
+		if err != nil {
+			t.Fatalf("connection %d: %v", i, err)
+		}
+		fmt.Fprintf(c, "GET /status HTTP/1.1\r\nHost: x\r\n\r\n")
+		buf := make([]byte, 1)
+		c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		if _, err := c.Read(buf); err != nil {
+			t.Fatalf("connection %d got no answer: %v", i, err)
+		}
+		held = append(held, c)
+	}
+	extra, err := net.DialTimeout("tcp", s.Addr.String(), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer extra.Close()
+	fmt.Fprintf(extra, "GET /status HTTP/1.1\r\nHost: x\r\n\r\n")
+	extra.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+	if _, err := extra.Read(make([]byte, 1)); err == nil {
+		t.Fatalf("connection %d was served while %d were open", MaxConns+1, MaxConns)
+	}
+	held[0].Close()
+	held = held[1:]
+	extra.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := extra.Read(make([]byte, 1)); err != nil {
+		t.Fatalf("connection %d was not served after a slot freed: %v", MaxConns+1, err)
+	}
+}
