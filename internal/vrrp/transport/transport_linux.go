@@ -56,6 +56,7 @@ func listen4() (*conn4, error) {
 	if err != nil {
 		return nil, &OpError{Op: "listen", Family: 4, Err: err}
 	}
+	growReadBuffer(pc)
 	raw, err := ipv4.NewRawConn(pc)
 	if err != nil {
 		pc.Close()
@@ -166,6 +167,7 @@ func listen6() (*conn6, error) {
 	if err != nil {
 		return nil, &OpError{Op: "listen", Family: 6, Err: err}
 	}
+	growReadBuffer(pc)
 	p := ipv6.NewPacketConn(pc)
 	steps := []struct {
 		op string
@@ -255,3 +257,29 @@ func (c *conn6) LeaveGroup(ifIndex int) error {
 func (c *conn6) Close() error { return c.pc.Close() }
 
 func isAlready(err error) bool { return errors.Is(err, syscall.EADDRINUSE) }
+
+// readBuffer is the receive buffer asked for each raw socket: room for
+// about a second of a 20,000 packet/s flood of bogus protocol-112 packets,
+// so the real adverts behind them are not dropped by the kernel while the
+// engine screens the flood (the default, net.core.rmem_default, holds a
+// few hundred).
+const readBuffer = 4 << 20
+
+// growReadBuffer sets the socket's receive buffer to readBuffer, past
+// net.core.rmem_max with CAP_NET_ADMIN (SO_RCVBUFFORCE), else as far as
+// rmem_max allows. A failure keeps the default: the socket still works.
+func growReadBuffer(pc net.PacketConn) {
+	sc, ok := pc.(syscall.Conn)
+	if !ok {
+		return
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return
+	}
+	_ = rc.Control(func(fd uintptr) {
+		if syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUFFORCE, readBuffer) != nil {
+			_ = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, readBuffer)
+		}
+	})
+}

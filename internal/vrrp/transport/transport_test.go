@@ -84,3 +84,4 @@ func TestMulticastAndUnicastAcrossHosts(t *testing.T) {
 		}
 	}
 }
+
