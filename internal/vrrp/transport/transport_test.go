@@ -84,4 +84,3 @@ func TestMulticastAndUnicastAcrossHosts(t *testing.T) {
 		}
 	}
 }
-
