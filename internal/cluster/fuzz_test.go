@@ -19,7 +19,7 @@ import (
 // either the line ("fuzz.yaml:LINE: message", from the YAML decoder) or
 // the field ("fuzz.yaml: nodes[2].ips: message", from validation), or for
 // a whole-file problem "fuzz.yaml: message".
-var fuzzErrorLine = regexp.MustCompile(`^fuzz\.yaml(:\d+: \S|: [a-zA-Z]+(\[\d+\])?(\.[a-zA-Z]+)?: \S|: empty file;|: document contains excessive aliasing)`)
+var fuzzErrorLine = regexp.MustCompile(`^fuzz\.yaml(:\d+: \S|: [a-zA-Z]+(\[\d+\])?(\.[a-zA-Z]+(\[\d+\])?)*: \S|: empty file;|: document contains excessive aliasing)`)
 
 // FuzzParse checks that Parse never panics and returns exactly one of a
 // cluster and an error; that every line of an error names the file; that

@@ -71,6 +71,12 @@ func TestParseErrors(t *testing.T) {
 			haproxy: haproxyRejects,
 		},
 		{
+			name:    "timeout and its kind quoted into one word",
+			conf:    func(t *testing.T) string { return edit(t, "timeout client 30s", `timeout" client"`) },
+			want:    `h.cfg:4: timeout takes a name and a time (accepted timeouts: client, connect, http-keep-alive, http-request, queue, server, tunnel)`,
+			haproxy: haproxyRejects,
+		},
+		{
 			name:    "unknown balance",
 			conf:    func(t *testing.T) string { return edit(t, srv, "  balance foo\n"+srv) },
 			want:    `h.cfg:10: backend masters: balance "foo" is not supported by vipstack (accepted: roundrobin, leastconn, source)`,

@@ -456,6 +456,11 @@ func (p *parser) timeout(l line) {
 		"http-keep-alive": &p.cfg.Timeouts.HTTPKeepAlive,
 	}
 	kw := keyword(l.words)
+	if len(l.words) < 2 {
+		// One word that starts "timeout " (quotes joined it): no kind.
+		p.errorf(l, kw, "timeout takes a name and a time (accepted timeouts: %s)", timeoutNames)
+		return
+	}
 	dst, ok := d[l.words[1]]
 	if !ok {
 		p.unsupported(l, "")

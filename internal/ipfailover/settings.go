@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/vipstack/vipstack/internal/script"
 )
@@ -276,8 +277,8 @@ func Parse(in Input) (*Spec, error) {
 		switch {
 		case err != nil:
 			p.errs = append(p.errs, fmt.Errorf("%s=%q: %w", src, val, err))
-		case len(argv) == 0 || !strings.HasPrefix(argv[0], "/") || strings.ContainsAny(val, "\"\n\r\x00"):
-			p.bad(src, val, "the full path of a script in the node's (pod's) file system, e.g. /etc/keepalive/mycheckscript.sh, without double quotes or newlines")
+		case len(argv) == 0 || !strings.HasPrefix(argv[0], "/") || strings.Contains(val, "\"") || hasControl(val):
+			p.bad(src, val, "the full path of a script in the node's (pod's) file system, e.g. /etc/keepalive/mycheckscript.sh, without double quotes, newlines or other control characters")
 		default:
 			s.CheckScript, s.Check = val, argv
 		}
@@ -287,8 +288,8 @@ func Parse(in Input) (*Spec, error) {
 		switch {
 		case err != nil:
 			p.errs = append(p.errs, fmt.Errorf("%s=%q: %w", src, val, err))
-		case len(argv) == 0 || !strings.HasPrefix(argv[0], "/") || strings.ContainsAny(val, "\"\n\r\x00"):
-			p.bad(src, val, "the full path of a script in the node's (pod's) file system, without double quotes or newlines")
+		case len(argv) == 0 || !strings.HasPrefix(argv[0], "/") || strings.Contains(val, "\"") || hasControl(val):
+			p.bad(src, val, "the full path of a script in the node's (pod's) file system, without double quotes, newlines or other control characters")
 		default:
 			s.NotifyScript = val
 		}
@@ -515,4 +516,15 @@ func scrub(s string) string {
 		}
 	}
 	return b.String()
+}
+
+// hasControl reports whether s has a control character other than a tab:
+// keepalived.conf cannot carry one through a script line unchanged.
+func hasControl(s string) bool {
+	for _, r := range s {
+		if r != '\t' && unicode.IsControl(r) {
+			return true
+		}
+	}
+	return false
 }

@@ -102,7 +102,11 @@ func (h *ClusterDNS) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.
 		}
 	}
 	if qtype == dns.TypeSOA && e.apex {
-		m.Answer = append(m.Answer, idx.soa())
+		// Owned by the name as asked, like every other answer here, so a
+		// resolver's 0x20 case randomisation sees its own spelling back.
+		soa := idx.soa()
+		soa.Header().Name = owner
+		m.Answer = append(m.Answer, soa)
 	}
 	if len(m.Answer) == 0 && !e.bare {
 		// NODATA: the name exists, without records of this type.
