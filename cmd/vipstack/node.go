@@ -17,6 +17,7 @@ import (
 
 	"github.com/vipstack/vipstack/internal/netif"
 	"github.com/vipstack/vipstack/internal/node"
+	"github.com/vipstack/vipstack/internal/redirect"
 	"github.com/vipstack/vipstack/internal/supervise"
 )
 
@@ -88,7 +89,14 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 		sup := &supervise.Supervisor{Path: self, Args: append([]string{"node"}, args...), Log: log,
-			OnCrash: func() { sweepLedger(log, netif.Ledger{Path: ledger}) }}
+			OnCrash: func() {
+				sweepLedger(log, netif.Ledger{Path: ledger})
+				if names, err := redirect.Sweep(); err != nil {
+					log.Error("supervisor: removing the API VIP redirects failed", "err", err)
+				} else if len(names) > 0 {
+					log.Info("supervisor: removed the crashed agent's redirects", "tables", names)
+				}
+			}}
 		return sup.Run(ctx)
 	}
 	// CoreDNS's plugins register on Prometheus's default registry.

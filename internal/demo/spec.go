@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
+	"time"
 
 	"github.com/vipstack/vipstack/internal/cluster"
 	"github.com/vipstack/vipstack/internal/testnet"
@@ -36,6 +37,8 @@ type Spec struct {
 	Bootstrap bool
 	Masters   int
 	Workers   int
+	// Advert is the VRRP advertisement interval; 0 means 100 ms.
+	Advert time.Duration
 }
 
 // NodeSpec is one node of a Spec.
@@ -54,6 +57,9 @@ func (s Spec) Validate() error {
 	}
 	if s.Workers < 0 || s.Masters+s.Workers > 20 {
 		return fmt.Errorf("demo: Masters = %d, Workers = %d: want at most 20 nodes and no negative count", s.Masters, s.Workers)
+	}
+	if s.Advert < 0 || s.Advert%(10*time.Millisecond) != 0 || s.Advert > 40950*time.Millisecond {
+		return fmt.Errorf("demo: Advert = %v: want a multiple of 10ms up to 40.95s (VRRPv3), or 0 for 100ms", s.Advert)
 	}
 	return nil
 }
@@ -87,7 +93,11 @@ func (s Spec) ClusterYAML() string {
 	fmt.Fprintf(&b, "apiVIPs: [%s]\ningressVIPs: [%s]\ndnsVIP: %s\n", apiVIP, ingressVIP, dnsVIP)
 	fmt.Fprintf(&b, "machineNetworks: [%s]\n", machineNet)
 	fmt.Fprintf(&b, "# Fast adverts so that a dead holder is noticed in about 0.4 s.\n")
-	fmt.Fprintf(&b, "vrrp: {version: 3, advertInterval: %s}\n", advert)
+	adv := advert
+	if s.Advert > 0 {
+		adv = s.Advert.String()
+	}
+	fmt.Fprintf(&b, "vrrp: {version: 3, advertInterval: %s}\n", adv)
 	b.WriteString("nodes:\n")
 	for _, n := range s.Nodes() {
 		fmt.Fprintf(&b, "  - {name: %s, role: %s, ips: [%s]}\n", n.Name, n.Role, n.Addr)

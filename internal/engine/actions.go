@@ -14,9 +14,11 @@ import (
 	"github.com/vipstack/vipstack/internal/vrrp/transport"
 )
 
-// do carries out the state machine's actions for in, in order.
+// do carries out the state machine's actions for in, in order, except
+// that becoming master takes the VIPs before the advertisement that goes
+// with it (see holdFirst).
 func (e *Engine) do(in *instance, now time.Time, acts []fsm.Action) {
-	for _, a := range acts {
+	for _, a := range holdFirst(acts) {
 		switch a.Kind {
 		case fsm.SendAdvert:
 			e.advertise(in, a.Priority)
@@ -253,27 +255,42 @@ func (e *Engine) stopAll(why string) {
 	}
 }
 
-// receive applies the configuration-dependent receive checks and hands a
-// valid advertisement to its instance's state machine.
-func (e *Engine) receive(now time.Time, family int, p transport.Packet) {
-	drop := func(instance string, reason string) {
-		e.metrics.dropped.WithLabelValues(instance, reason).Inc()
-		e.log.Debug("dropped VRRP packet", "instance", instance, "reason", reason, "from", p.Src, "to", p.Dst, "ttl", p.TTL, "ifindex", p.IfIndex)
-	}
+// screen applies the receive checks that need no configuration and
+// returns the advertisement, or counts and logs the drop and returns
+// false. It runs on the socket's reader goroutine: under a flood most
+// packets fail here, and dropping them there keeps them away from the
+// loop, whose timers send our own advertisements (and whose queue would
+// otherwise fill, so that the kernel drops real advertisements with the
+// bogus ones).
+func (e *Engine) screen(p *transport.Packet) (*vrrp.Advertisement, bool) {
 	// RFC 5798 7.1: TTL / hop limit must be 255, which proves the sender is
 	// on the link. Enforced for multicast. keepalived 2.2.7 sends IPv6
 	// unicast adverts with hop limit 64 (measured), so for unicast the
 	// check is the configured peer list instead.
 	if p.TTL != 255 && p.Dst.IsMulticast() {
-		drop("", "bad_ttl")
-		return
+		e.dropped(p, "", "bad_ttl")
+		return nil, false
 	}
 	adv, err := vrrp.Unmarshal(p.Payload, p.Src, p.Dst)
 	if err != nil {
-		drop("", string(vrrp.ReasonOf(err)))
+		e.dropped(p, "", string(vrrp.ReasonOf(err)))
 		e.log.Debug("dropped malformed VRRP packet", "from", p.Src, "err", err)
-		return
+		return nil, false
 	}
+	return adv, true
+}
+
+// dropped counts and logs a dropped packet.
+func (e *Engine) dropped(p *transport.Packet, instance, reason string) {
+	e.metrics.dropped.WithLabelValues(instance, reason).Inc()
+	e.log.Debug("dropped VRRP packet", "instance", instance, "reason", reason, "from", p.Src, "to", p.Dst, "ttl", p.TTL, "ifindex", p.IfIndex)
+}
+
+// receive applies the configuration-dependent receive checks to an
+// advertisement that passed screen and hands a valid one to its
+// instance's state machine.
+func (e *Engine) receive(now time.Time, family int, p transport.Packet, adv *vrrp.Advertisement) {
+	drop := func(instance string, reason string) { e.dropped(&p, instance, reason) }
 	in, ok := e.byKey[demuxKey{family: family, ifIndex: p.IfIndex, vrid: adv.VRID}]
 	if !ok || in.fsm.State() == fsm.Initialize {
 		drop("", "other_vrid")
@@ -332,11 +349,28 @@ func (e *Engine) mismatch(in *instance, adv *vrrp.Advertisement) (kind, detail s
 // conflictLogEvery limits how often the same conflict is logged again.
 const conflictLogEvery = time.Minute
 
+// maxConflictPeers bounds the conflicts an instance records one by one.
+// Sources are not authenticated (anyone on the link can send from any
+// address), so past this many, conflicts from further peers are added up
+// in one entry per kind whose peer is conflictOthers: memory, /status and
+// the log stay bounded under a flood from spoofed sources.
+const maxConflictPeers = 32
+
+// conflictOthers is the peer of the entry that adds up conflicts past
+// maxConflictPeers.
+const conflictOthers = "others"
+
 func (e *Engine) conflict(in *instance, now time.Time, from netip.Addr, kind, detail string) {
-	key := from.String() + "/" + kind
+	peer := from.String()
+	key := peer + "/" + kind
 	c := in.conflicts[key]
+	if c == nil && len(in.conflicts) >= maxConflictPeers {
+		peer, key = conflictOthers, conflictOthers+"/"+kind
+		c = in.conflicts[key]
+		detail = "from more peers than the status lists one by one; last from " + from.String() + ": " + detail
+	}
 	if c == nil {
-		c = &Conflict{Peer: from.String(), Kind: kind, FirstSeen: now}
+		c = &Conflict{Peer: peer, Kind: kind, FirstSeen: now}
 		in.conflicts[key] = c
 	}
 	c.Count++
@@ -366,4 +400,32 @@ func (e *Engine) reload() error {
 	e.metrics.reloads.WithLabelValues("ok").Inc()
 	e.log.Info("configuration reloaded", "file", e.opts.ConfigPath, "instances", len(e.instances))
 	return nil
+}
+
+// holdFirst moves a transition to MASTER ahead of the advertisements
+// before it. The advertisement makes the old master (a lower priority
+// preempted, or a woken one meeting us) let go of the VIPs at once, and
+// taking them means recording them in the ledger first (a write and an
+// fsync, tens of milliseconds on a busy disk): in the advertisement's
+// order the VIP had no holder for that long, in this order the two
+// holders overlap for the advertisement's flight time instead. A chaos
+// run found the gap (bench/chaos, docs/reliability.md).
+func holdFirst(acts []fsm.Action) []fsm.Action {
+	for i, a := range acts {
+		if a.Kind != fsm.Transition || a.To != fsm.Master || i == 0 {
+			continue
+		}
+		moved := true
+		for _, b := range acts[:i] {
+			moved = moved && b.Kind == fsm.SendAdvert
+		}
+		if !moved {
+			return acts
+		}
+		out := make([]fsm.Action, 0, len(acts))
+		out = append(out, a)
+		out = append(out, acts[:i]...)
+		return append(out, acts[i+1:]...)
+	}
+	return acts
 }

@@ -8,6 +8,9 @@
 // Everything that changes state happens on one goroutine (the loop), so no
 // instance is ever seen half-updated. Packets are read by one goroutine per
 // socket and handed to the loop; trackers and link watchers do the same.
+// The reader itself drops (and counts) what fails the checks that need no
+// configuration (multicast TTL, length, version, type, checksum), so a
+// flood of such packets never queues in front of the loop's timers.
 //
 // Receive checks done here (they need the configuration): TTL / hop limit
 // 255 (RFC 5798 section 7.1), the interface the packet arrived on, the VRID,

@@ -17,6 +17,7 @@ import (
 	"github.com/vipstack/vipstack/internal/netif"
 	"github.com/vipstack/vipstack/internal/script"
 	"github.com/vipstack/vipstack/internal/track"
+	"github.com/vipstack/vipstack/internal/vrrp"
 	"github.com/vipstack/vipstack/internal/vrrp/transport"
 )
 
@@ -86,6 +87,7 @@ type trackerEntry struct {
 
 type event struct {
 	packet   *transport.Packet
+	advert   *vrrp.Advertisement // packet, parsed by screen
 	family   int
 	track    *track.Status
 	link     *linkEvent
@@ -280,8 +282,29 @@ func (e *Engine) Run(ctx context.Context) error {
 			e.tick(e.clk.Now())
 		case ev := <-e.events:
 			e.handle(ev)
+			// Under a flood of packets, publishing the status after each
+			// one would cost more than judging it: handle what is already
+			// queued, a bounded batch so the timers still get their turn,
+			// and publish once.
+			e.drainUpTo(eventBatch - 1)
 		}
 		e.publishStatus()
+	}
+}
+
+// eventBatch is how many queued events the loop handles before it
+// publishes the status and looks at its timers again.
+const eventBatch = 64
+
+// drainUpTo handles at most n events that are already queued.
+func (e *Engine) drainUpTo(n int) {
+	for range n {
+		select {
+		case ev := <-e.events:
+			e.handle(ev)
+		default:
+			return
+		}
 	}
 }
 
@@ -350,7 +373,7 @@ func (e *Engine) handle(ev event) {
 	now := e.clk.Now()
 	switch {
 	case ev.packet != nil:
-		e.receive(now, ev.family, *ev.packet)
+		e.receive(now, ev.family, *ev.packet, ev.advert)
 	case ev.track != nil:
 		e.trackChanged(now, *ev.track)
 	case ev.link != nil:
@@ -444,7 +467,9 @@ func (e *Engine) conn(family int) (transport.Conn, error) {
 				}
 				return
 			}
-			e.send(event{family: family, packet: &p})
+			if adv, ok := e.screen(&p); ok {
+				e.send(event{family: family, packet: &p, advert: adv})
+			}
 		}
 	}()
 	return c, nil

@@ -34,12 +34,15 @@ func (r *Redirect) Table() string { return TableName(r.vip) }
 // Ruleset returns the redirect's table as `nft list table` prints it.
 func (r *Redirect) Ruleset() string { return Render(r.vip, r.toPort) }
 
+// TablePrefix starts the name of every table a Redirect installs.
+const TablePrefix = "vipstack_redirect_"
+
 // TableName returns the name of the inet table that redirects vip:
-// "vipstack_redirect_" followed by the address and port with every '.' and
+// TablePrefix followed by the address and port with every '.' and
 // ':' turned into '_' (nft names allow letters, digits and '_').
 func TableName(vip netip.AddrPort) string {
 	a := strings.NewReplacer(".", "_", ":", "_").Replace(vip.Addr().String())
-	return fmt.Sprintf("vipstack_redirect_%s_%d", a, vip.Port())
+	return fmt.Sprintf("%s%s_%d", TablePrefix, a, vip.Port())
 }
 
 // Render returns the nftables ruleset a redirect of vip to toPort installs,

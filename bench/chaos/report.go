@@ -1,0 +1,126 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"net/netip"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/vipstack/vipstack/internal/chaos"
+	"github.com/vipstack/vipstack/internal/demo"
+)
+
+// printReport writes a run's figures: faults by kind, violations by
+// invariant (each with its time, VIP and nodes), recovery against the
+// protocol bound, the supervisor's reaction and the restart's sweep.
+func printReport(w io.Writer, o options, cfg chaos.Config, res result, elapsed time.Duration, netem bool) {
+	rep := res.Report
+	names := vipNames()
+	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
+	total := 0
+	for _, n := range res.Injected {
+		total += n
+	}
+	p("\n== vipstack chaos report (seed %d; reproduce: sudo go run ./bench/chaos -seed %d -faults %d -nodes %d -advert %v)\n",
+		o.Seed, o.Seed, o.Faults, o.Nodes, o.Advert)
+	packet := "tc netem"
+	if !netem {
+		packet = "nftables numgen drops (no sch_netem)"
+	}
+	p("faults injected: %d of %d in %.0f s (skipped %d, failed %d); packet faults via %s\n", total, o.Faults, elapsed.Seconds(), len(res.Skipped), len(res.Failed), packet)
+	for _, k := range chaos.AllKinds {
+		if res.Injected[k] > 0 {
+			p("  %-12s %4d\n", k, res.Injected[k])
+		}
+	}
+	for _, s := range res.Skipped {
+		p("  skipped %s\n", s)
+	}
+	for _, f := range res.Failed {
+		p("  FAILED injection %s\n", f)
+	}
+	p("samples: %d over %.0f s (every 10 ms; %d gaps over 50 ms, the longest %v)\n", rep.Samples, rep.Span.Seconds(), rep.LateGaps, rep.MaxGap.Round(time.Millisecond))
+	p("violations: %d\n", len(rep.Violations))
+	for _, k := range chaos.ViolationKinds {
+		p("  %-20s %d\n", k, rep.Count(k))
+		for _, v := range rep.Violations {
+			if v.Kind != k {
+				continue
+			}
+			vip := "-"
+			if v.VIP.IsValid() {
+				vip = fmt.Sprintf("%s %s", names[v.VIP], v.VIP)
+			}
+			p("    at %s for %v: VIP %s on %s: %s\n", v.At.Format("15:04:05.000"), v.For.Round(time.Millisecond), vip, strings.Join(v.Nodes, ", "), v.Detail)
+		}
+	}
+	bound := cfg.RecoveryBound()
+	worst := rep.Worst()
+	var took []time.Duration
+	for _, r := range rep.Recoveries {
+		took = append(took, r.Took)
+	}
+	p("recovery after a disruptive fault began or ended (to one eligible holder per VIP): n=%d, p50 %v, p99 %v, worst %v (%s at %s)\n",
+		len(took), pct(took, 50), pct(took, 99), worst.Took.Round(time.Millisecond), worst.Event, worst.At.Format("15:04:05.000"))
+	p("  protocol bound 3 x advert + skew + margin = 3 x %v + %v + %v = %v; worst/bound = %.2f\n",
+		cfg.Advert, cfg.Skew.Round(time.Millisecond), cfg.Margin, bound.Round(time.Millisecond), float64(worst.Took)/float64(bound))
+	p("supervisor reaction (kill -9 of the engine -> its VIPs gone): n=%d, p50 %v, max %v (bound %v)\n",
+		len(rep.Reactions), pct(rep.Reactions, 50), pct(rep.Reactions, 100), cfg.SupervisorBound)
+	p("supervisor reaction (kill -9 of the engine -> its nftables tables gone): n=%d, p50 %v, max %v (bound %v)\n",
+		len(rep.RuleReactions), pct(rep.RuleReactions, 50), pct(rep.RuleReactions, 100), cfg.SupervisorBound)
+	p("restart sweep (agent started again after kill -9 -> the VIPs it left gone): n=%d, p50 %v, max %v (bound %v)\n",
+		len(rep.Sweeps), pct(rep.Sweeps, 50), pct(rep.Sweeps, 100), cfg.StartSweep)
+	if res.OK() {
+		p("RESULT: 0 violations\n")
+	} else {
+		p("RESULT: %d violations, %d failed injections\n", len(rep.Violations), len(res.Failed))
+	}
+}
+
+// pct returns the q-th percentile (nearest rank), 0 for no data.
+func pct(d []time.Duration, q int) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	s := slices.Clone(d)
+	slices.Sort(s)
+	i := (q*len(s)+99)/100 - 1
+	i = min(max(i, 0), len(s)-1)
+	return s[i].Round(time.Millisecond)
+}
+
+// vipNames maps a VIP to its demo kind.
+func vipNames() map[netip.Addr]string {
+	m := map[netip.Addr]string{}
+	for _, v := range demo.VIPs() {
+		m[v.Addr] = v.Kind
+	}
+	return m
+}
+
+// lastWarnings returns the last n WARN or ERROR lines of a node agent's
+// log.
+func lastWarnings(log string, n int) string {
+	var lines []string
+	for _, l := range strings.Split(log, "\n") {
+		if strings.Contains(l, "level=WARN") || strings.Contains(l, "level=ERROR") {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// vipLegend names the VIP indices the timelines use.
+func vipLegend(cfg chaos.Config) string {
+	names := vipNames()
+	var parts []string
+	for i, v := range cfg.VIPs {
+		parts = append(parts, fmt.Sprintf("%d=%s", i, names[v]))
+	}
+	return strings.Join(parts, " ")
+}

@@ -1,0 +1,555 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/vipstack/vipstack/internal/chaos"
+	"github.com/vipstack/vipstack/internal/cluster"
+	"github.com/vipstack/vipstack/internal/demo"
+	"github.com/vipstack/vipstack/internal/peers"
+)
+
+func run(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("chaos", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o options
+	seed := fs.Int64("seed", 0, "the schedule's seed (0: pick one and print it)")
+	fs.IntVar(&o.Faults, "faults", 500, "how many faults to inject (1..100000)")
+	fs.IntVar(&o.Nodes, "nodes", 5, "nodes: 3 masters and the rest workers (5..20)")
+	fs.DurationVar(&o.Advert, "advert", 100*time.Millisecond, "VRRP advertisement interval (a multiple of 10ms)")
+	fs.BoolVar(&o.Verbose, "v", false, "print every fault as it is injected, and the agents' warnings on a violation")
+	fs.StringVar(&o.Bin, "vipstack", "", "vipstack binary to run (default: build ./cmd/vipstack)")
+	kinds := fs.String("kinds", "", "only these fault kinds, with weights: e.g. \"cut=1,stall=2\" (default: every kind, see internal/chaos DefaultWeights)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "chaos: unexpected arguments %q\n", fs.Args())
+		return 2
+	}
+	switch {
+	case o.Faults < 1 || o.Faults > 100000:
+		fmt.Fprintf(stderr, "chaos: -faults %d: want 1..100000\n", o.Faults)
+		return 2
+	case o.Nodes < 5 || o.Nodes > 20:
+		fmt.Fprintf(stderr, "chaos: -nodes %d: want 5..20 (3 masters and at least 2 workers)\n", o.Nodes)
+		return 2
+	case o.Advert < 10*time.Millisecond || o.Advert%(10*time.Millisecond) != 0 || o.Advert > 10*time.Second:
+		fmt.Fprintf(stderr, "chaos: -advert %v: want a multiple of 10ms from 10ms to 10s\n", o.Advert)
+		return 2
+	}
+	if *kinds != "" {
+		o.Weights = map[chaos.Kind]int{}
+		for _, kv := range strings.Split(*kinds, ",") {
+			k, v, ok := strings.Cut(kv, "=")
+			n, err := strconv.Atoi(v)
+			if !ok || err != nil || n < 0 {
+				fmt.Fprintf(stderr, "chaos: -kinds %q: %q is not KIND=WEIGHT (kinds: %v)\n", *kinds, kv, chaos.AllKinds)
+				return 2
+			}
+			o.Weights[chaos.Kind(k)] = n
+		}
+	}
+	o.Seed = uint64(*seed)
+	if *seed == 0 {
+		o.Seed = uint64(time.Now().UnixNano()%1_000_000_000) + 1
+	}
+	if os.Geteuid() != 0 {
+		fmt.Fprintln(stderr, "chaos: needs root: it builds network namespaces (try: sudo go run ./bench/chaos)")
+		return 2
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sigc := make(chan os.Signal, 1)
+	signal.Notify(sigc, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigc)
+	go func() {
+		select {
+		case s := <-sigc:
+			fmt.Fprintf(stderr, "chaos: %v: undoing the faults and removing the cluster\n", s)
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	if o.Bin == "" {
+		dir, err := os.MkdirTemp("", "vipstack-chaos-bin-")
+		if err != nil {
+			fmt.Fprintf(stderr, "chaos: %v\n", err)
+			return 1
+		}
+		defer os.RemoveAll(dir)
+		fmt.Fprintf(stdout, "building vipstack...\n")
+		if o.Bin, err = peers.BuildVipstack(dir); err != nil {
+			fmt.Fprintf(stderr, "chaos: %v\n", err)
+			return 1
+		}
+	}
+	res, err := Run(ctx, o, stdout)
+	if err != nil {
+		fmt.Fprintf(stderr, "chaos: %v\n", err)
+		return 1
+	}
+	if !res.OK() {
+		return 1
+	}
+	return 0
+}
+
+// runner is the state of one run.
+type runner struct {
+	o       options
+	c       *demo.Cluster
+	cfg     chaos.Config
+	idx     []int // chaos node index -> demo node index
+	out     io.Writer
+	netem   bool
+	masters int
+
+	mu        sync.Mutex
+	busy      []time.Time // per chaos node: busy until (zero: free)
+	disrupted []bool      // per chaos node: a disruptive fault is under way
+	windows   []chaos.Window
+	injected  map[chaos.Kind]int
+	skipped   []string
+	failed    []string
+	last      *chaos.Sample
+	undo      map[int]func() error // per chaos node: what ends the fault under way
+}
+
+// Run builds the cluster, runs the schedule, checks the samples and prints
+// the report to out. The cluster is removed on every way out.
+func Run(ctx context.Context, o options, out io.Writer) (res result, err error) {
+	if o.Prefix == "" {
+		o.Prefix = "vx"
+	}
+	spec := demo.Spec{Masters: 3, Workers: o.Nodes - 3, Advert: o.Advert}
+	cf, err := cluster.Parse("chaos cluster.yaml", []byte(spec.ClusterYAML()))
+	if err != nil {
+		return res, err
+	}
+	cfg, err := chaos.ConfigFor(cf)
+	if err != nil {
+		return res, err
+	}
+	var progress io.Writer = io.Discard
+	if o.Verbose {
+		progress = out
+	}
+	fmt.Fprintf(out, "vipstack chaos: seed %d, %d faults, %d nodes (3 masters, %d workers), advert %v\n", o.Seed, o.Faults, o.Nodes, o.Nodes-3, o.Advert)
+	c, err := demo.Start(ctx, spec, demo.Options{Bin: o.Bin, Out: progress, Prefix: o.Prefix, View: -1})
+	if err != nil {
+		return res, err
+	}
+	r := &runner{o: o, c: c, cfg: cfg, out: out, injected: map[chaos.Kind]int{}, undo: map[int]func() error{},
+		busy: make([]time.Time, len(cfg.Nodes)), disrupted: make([]bool, len(cfg.Nodes))}
+	defer func() {
+		if uerr := r.undoAll(); uerr != nil {
+			err = errors.Join(err, uerr)
+		}
+		c.Close()
+	}()
+	for _, name := range cfg.Nodes {
+		i := slices.IndexFunc(c.Nodes, func(n *demo.Node) bool { return n.Name == name })
+		if i < 0 {
+			return res, fmt.Errorf("node %s of the cluster file is not in the demo cluster", name)
+		}
+		r.idx = append(r.idx, i)
+		if c.Nodes[i].Role == cluster.Master {
+			r.masters++
+		}
+	}
+	r.netem = c.ProbeNetem()
+	weights := chaos.DefaultWeights()
+	if o.Weights != nil {
+		weights = o.Weights
+	}
+	how := "tc netem"
+	if !r.netem {
+		weights[chaos.Delay] = 0
+		how = "nftables drops (this kernel has no sch_netem: no delay faults)"
+		if _, err := exec.LookPath("nft"); err != nil {
+			weights[chaos.Loss], weights[chaos.HeavyLoss] = 0, 0
+			how = "none: the kernel has no sch_netem and nft is not installed (no loss or delay faults)"
+		}
+	}
+	fmt.Fprintf(out, "packet loss and delay: %s\n", how)
+
+	// Settle: every VIP has one holder, for a second.
+	for vi, v := range cfg.VIPs {
+		if _, err := c.WaitHolder(ctx, v, nil, time.Second, 90*time.Second); err != nil {
+			return res, fmt.Errorf("the cluster did not settle: VIP %d (%s): %w", vi, v, err)
+		}
+	}
+	roles := make([]cluster.Role, len(cfg.Nodes))
+	for i, di := range r.idx {
+		roles[i] = c.Nodes[di].Role
+	}
+	sched, err := chaos.Generate(chaos.GenOptions{Seed: o.Seed, Faults: o.Faults, Roles: roles, VIPs: len(cfg.VIPs), Weights: weights})
+	if err != nil {
+		return res, err
+	}
+	fmt.Fprintf(out, "cluster settled after %.1f s; schedule of %d faults over %.0f s\n", c.Elapsed().Seconds(), len(sched), chaos.End(sched).Seconds())
+
+	sampler, err := c.NewSampler()
+	if err != nil {
+		return res, err
+	}
+	defer sampler.Close()
+	var samples []chaos.Sample
+	var sampleErr error
+	var slowest time.Duration // the longest Sample call
+	stopSampling := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		// The observer must not be starved by the machine's other work (or
+		// by the cluster it watches): its thread runs at nice -10. The node
+		// agents keep the default priority.
+		runtime.LockOSThread()
+		if err := unix.Setpriority(unix.PRIO_PROCESS, unix.Gettid(), -10); err != nil {
+			fmt.Fprintf(out, "sampler: cannot raise its priority (%v); its timing may suffer under load\n", err)
+		}
+		t := time.NewTicker(10 * time.Millisecond)
+		defer t.Stop()
+		for {
+			t0 := time.Now()
+			snaps, err := sampler.Sample()
+			at := time.Now()
+			slowest = max(slowest, at.Sub(t0))
+			if err != nil {
+				sampleErr = err
+				return
+			}
+			s := chaos.Sample{At: at, Nodes: make([]chaos.NodeSample, len(cfg.Nodes))}
+			for i, di := range r.idx {
+				sn := snaps[di]
+				ns := chaos.NodeSample{Agent: sn.Agent, Engine: sn.Engine, Rules: sn.Tables}
+				for _, a := range sn.Addrs {
+					if slices.Contains(cfg.VIPs, a) {
+						ns.Holds = append(ns.Holds, a)
+					}
+				}
+				s.Nodes[i] = ns
+			}
+			samples = append(samples, s)
+			r.mu.Lock()
+			r.last = &samples[len(samples)-1]
+			r.mu.Unlock()
+			select {
+			case <-stopSampling:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+
+	start := time.Now()
+	loadStart := loadavg()
+	var wg sync.WaitGroup
+	for _, f := range sched {
+		wait := time.Until(start.Add(f.At))
+		if wait > 0 {
+			select {
+			case <-ctx.Done():
+			case <-time.After(wait):
+			}
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r.inject(ctx, f)
+		}()
+	}
+	wg.Wait()
+	// A last stretch without faults: everything must settle.
+	select {
+	case <-ctx.Done():
+	case <-time.After(3 * time.Second):
+	}
+	close(stopSampling)
+	<-sampled
+	if sampleErr != nil {
+		return res, fmt.Errorf("sampling: %w", sampleErr)
+	}
+	if ctx.Err() != nil {
+		return res, fmt.Errorf("interrupted: %w", ctx.Err())
+	}
+	rep, err := chaos.Check(cfg, r.windows, samples)
+	if err != nil {
+		return res, err
+	}
+	res = result{Report: rep, Injected: r.injected, Skipped: r.skipped, Failed: r.failed}
+	printReport(out, o, cfg, res, time.Since(start), r.netem)
+	sa, st, sp := sampler.Slowest()
+	fmt.Fprintf(out, "sampling: the slowest sample took %v (slowest node read: addresses %v, nftables %v, processes %v)\n",
+		slowest.Round(time.Millisecond), sa.Round(time.Millisecond), st.Round(time.Millisecond), sp.Round(time.Millisecond))
+	fmt.Fprintf(out, "machine load: %s at the start, %s at the end (1, 5, 15 min; %d CPUs)\n", loadStart, loadavg(), runtime.NumCPU())
+	if !res.OK() {
+		for i, v := range rep.Violations {
+			if i == 5 {
+				fmt.Fprintf(out, "(timelines of the first 5 violations only)\n")
+				break
+			}
+			fmt.Fprintf(out, "--- timeline around the %s at %s (VIP index: %s):\n", v.Kind, v.At.Format("15:04:05.000"), vipLegend(cfg))
+			lines := chaos.Timeline(cfg, r.windows, samples, v.At.Add(-3*time.Second), v.At.Add(v.For+500*time.Millisecond))
+			if len(lines) > 60 {
+				lines = append(lines[:30], append([]string{"..."}, lines[len(lines)-30:]...)...)
+			}
+			for _, l := range lines {
+				fmt.Fprintf(out, "  %s\n", l)
+			}
+		}
+		if dir, err := keepLogs(c); err == nil {
+			fmt.Fprintf(out, "node agent logs kept in %s\n", dir)
+		}
+	}
+	return res, nil
+}
+
+// pick resolves the fault's target: the holder of HolderOf if free, else
+// the planned node if free, else the next free node the kind allows. It
+// marks the node busy. -1: no node can take it now.
+func (r *runner) pick(f chaos.Fault, now time.Time) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	free := func(n int) bool {
+		if r.busy[n].After(now) {
+			return false
+		}
+		dn := r.c.Nodes[r.idx[n]]
+		switch f.Kind {
+		case chaos.FlapAPI, chaos.FlapLB:
+			if dn.Role != cluster.Master {
+				return false
+			}
+		case chaos.FlapRouter:
+			if dn.Role != cluster.Worker {
+				return false
+			}
+		case chaos.KillEngine:
+			if dn.EnginePid() == 0 {
+				return false
+			}
+		}
+		if !dn.AgentRunning() {
+			return false
+		}
+		if f.Kind.Disruptive() && dn.Role == cluster.Master {
+			// Keep one master out of disruptive faults: the API and DNS
+			// VIPs need an eligible node.
+			hit := 0
+			for i, d := range r.disrupted {
+				if d && r.c.Nodes[r.idx[i]].Role == cluster.Master {
+					hit++
+				}
+			}
+			if hit+1 >= r.masters {
+				return false
+			}
+		}
+		return true
+	}
+	n := -1
+	if f.HolderOf >= 0 && r.last != nil {
+		var holders []int
+		for i, ns := range r.last.Nodes {
+			if slices.Contains(ns.Holds, r.cfg.VIPs[f.HolderOf]) {
+				holders = append(holders, i)
+			}
+		}
+		if len(holders) == 1 && free(holders[0]) {
+			n = holders[0]
+		}
+	}
+	if n < 0 && f.Node >= 0 && free(f.Node) {
+		n = f.Node
+	}
+	for k := 1; n < 0 && k < len(r.cfg.Nodes); k++ {
+		if c := (max(f.Node, 0) + k) % len(r.cfg.Nodes); free(c) {
+			n = c
+		}
+	}
+	if n >= 0 {
+		r.busy[n] = now.Add(f.Busy() + time.Minute) // until the fault ends; set properly then
+		r.disrupted[n] = f.Kind.Disruptive()
+	}
+	return n
+}
+
+// inject runs one fault to its end and records its window.
+func (r *runner) inject(ctx context.Context, f chaos.Fault) {
+	if f.Kind == chaos.Reload {
+		at := time.Now()
+		err := r.c.Reload(fmt.Sprintf("fault %d", f.Seq))
+		r.record(f, -1, at, at, err)
+		return
+	}
+	// A retargeted fault may have taken the node the schedule planned for
+	// this one: wait (bounded) for a free node rather than skip it.
+	n := r.pick(f, time.Now())
+	for deadline := time.Now().Add(15 * time.Second); n < 0 && time.Now().Before(deadline) && ctx.Err() == nil; n = r.pick(f, time.Now()) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if n < 0 {
+		r.mu.Lock()
+		r.skipped = append(r.skipped, f.String()+": no free node for 15 s")
+		r.mu.Unlock()
+		return
+	}
+	dn := r.c.Nodes[r.idx[n]]
+	var begin, end func() error
+	switch f.Kind {
+	case chaos.KillEngine:
+		var pid int
+		begin = func() error {
+			var err error
+			pid, err = dn.KillEngine()
+			return err
+		}
+		end = func() error {
+			// The supervisor restarts the engine (1 s back-off, doubling if
+			// it crashed again within a minute): wait for it, bounded.
+			deadline := time.Now().Add(70 * time.Second)
+			for time.Now().Before(deadline) && ctx.Err() == nil {
+				if p := dn.EnginePid(); p != 0 && p != pid {
+					return nil
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			return fmt.Errorf("%s: no new engine 70 s after kill -9 of pid %d", dn.Name, pid)
+		}
+	case chaos.KillAgent:
+		begin, end = dn.KillAgent, dn.Restart
+	case chaos.Stall:
+		begin, end = func() error { return dn.Stall(true) }, func() error { return dn.Stall(false) }
+	case chaos.Cut:
+		begin, end = func() error { return dn.SetCut(true) }, func() error { return dn.SetCut(false) }
+	case chaos.IfDown:
+		begin, end = func() error { return dn.SetIfUp(false) }, func() error { return dn.SetIfUp(true) }
+	case chaos.Loss, chaos.HeavyLoss:
+		begin = func() error { return dn.Impair(demo.Impairment{LossPercent: f.Percent}, r.netem) }
+		end = func() error { return dn.Impair(demo.Impairment{}, r.netem) }
+	case chaos.Delay:
+		begin = func() error { return dn.Impair(demo.Impairment{Delay: f.Delay}, r.netem) }
+		end = func() error { return dn.Impair(demo.Impairment{}, r.netem) }
+	case chaos.FlapAPI:
+		begin, end = func() error { return dn.SetAPI(false) }, func() error { return dn.SetAPI(true) }
+	case chaos.FlapLB:
+		begin, end = func() error { return dn.SetLB(false) }, func() error { return dn.SetLB(true) }
+	case chaos.FlapRouter:
+		begin = func() error { return dn.SetRouter(demo.RouterNotReady) }
+		end = func() error { return dn.SetRouter(demo.RouterReady) }
+	default:
+		r.record(f, n, time.Now(), time.Now(), fmt.Errorf("unknown kind %q", f.Kind))
+		return
+	}
+	if r.o.Verbose {
+		fmt.Fprintf(r.out, "%s  %s -> %s\n", time.Now().Format("15:04:05.000"), f, dn.Name)
+	}
+	at := time.Now()
+	if err := begin(); err != nil {
+		r.record(f, n, at, time.Now(), err)
+		r.release(n, f)
+		return
+	}
+	r.mu.Lock()
+	r.undo[n] = end
+	r.mu.Unlock()
+	if f.For > 0 {
+		select {
+		case <-ctx.Done():
+		case <-time.After(f.For):
+		}
+	}
+	r.mu.Lock()
+	delete(r.undo, n)
+	r.mu.Unlock()
+	// The window ends when the undoing begins (a woken node counts as
+	// awake from SIGCONT on); an engine kill ends when a new engine runs.
+	endAt := time.Now()
+	err := end()
+	if f.Kind == chaos.KillEngine {
+		endAt = time.Now()
+	}
+	r.record(f, n, at, endAt, err)
+	r.release(n, f)
+}
+
+// release frees node n after the fault's cool-down.
+func (r *runner) release(n int, f chaos.Fault) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.busy[n] = time.Now().Add(f.Busy() - f.For)
+	r.disrupted[n] = false
+}
+
+func (r *runner) record(f chaos.Fault, n int, start, end time.Time, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.windows = append(r.windows, chaos.Window{Fault: f, Node: n, Start: start, End: end})
+	r.injected[f.Kind]++
+	if err != nil {
+		r.failed = append(r.failed, fmt.Sprintf("%s: %v", f, err))
+	}
+}
+
+// undoAll ends the faults still under way (an interrupted run).
+func (r *runner) undoAll() error {
+	r.mu.Lock()
+	undo := r.undo
+	r.undo = map[int]func() error{}
+	r.mu.Unlock()
+	var errs []error
+	for _, f := range undo {
+		errs = append(errs, f())
+	}
+	return errors.Join(errs...)
+}
+
+// keepLogs copies the node agents' logs out of the cluster's work
+// directory (which Close removes).
+func keepLogs(c *demo.Cluster) (string, error) {
+	dir, err := os.MkdirTemp("", "vipstack-chaos-logs-")
+	if err != nil {
+		return "", err
+	}
+	for _, n := range c.Nodes {
+		if err := os.WriteFile(filepath.Join(dir, n.Name+".log"), []byte(n.Log()), 0o644); err != nil {
+			return "", err
+		}
+	}
+	return dir, nil
+}
+
+// loadavg returns the first three fields of /proc/loadavg.
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
+}

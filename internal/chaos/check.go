@@ -1,0 +1,638 @@
+package chaos
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/vipstack/vipstack/internal/cluster"
+)
+
+// Config is what the checker knows of the cluster, and its bounds.
+type Config struct {
+	Nodes []string     // node names, by node index
+	VIPs  []netip.Addr // the VIPs, by VIP index
+	// Allowed[v] lists the nodes that run an instance for VIP v: the
+	// nodes whose role lets them hold it (see ConfigFor).
+	Allowed [][]int
+	Advert  time.Duration // the VRRP advertisement interval
+	// Skew is the largest Skew_Time of any instance: (256 - lowest
+	// priority) / 256 x Advert (RFC 5798 section 6.1).
+	Skew time.Duration
+	// Margin is added to every protocol time below: it covers the 10 ms
+	// sampling, netlink and process wake-up latency on a loaded machine.
+	Margin time.Duration
+	// Grace is how long two live, connected holders are tolerated: a
+	// handover (preemption, or a woken master meeting a newer one) makes
+	// the old master yield on the new master's first advertisement.
+	Grace time.Duration
+	// PartitionLoss is the loss (percent) from which a Loss fault counts as
+	// a partition; below it the node stays connected and eligible.
+	PartitionLoss int
+	// Resolve is how long a healed link may take to carry unicast adverts
+	// again: while a peer was unreachable the kernel's neighbour entry for
+	// it went INCOMPLETE or FAILED, adverts wait in its queue, and the next
+	// ARP request goes out only after retrans_time (1 s by default,
+	// /proc/sys/net/ipv4/neigh/*/retrans_time_ms).
+	Resolve time.Duration
+	// SupervisorBound is how long a VIP or a table may stay on a node whose
+	// engine died while its supervisor lives.
+	SupervisorBound time.Duration
+	// StartSweep is how long after the node agent starts again the VIPs
+	// left by the killed agent may stay (the engine sweeps its ledger when
+	// it starts).
+	StartSweep time.Duration
+}
+
+// RecoveryBound is the time within which every VIP must have an eligible
+// holder after a fault begins or ends: 3 x Advert + Skew (the
+// Master_Down_Interval) + Margin.
+func (c Config) RecoveryBound() time.Duration { return 3*c.Advert + c.Skew + c.Margin }
+
+// PartitionTail is how long a partition window lasts after its fault
+// ends: neighbour re-resolution (Resolve), one advertisement (the two
+// masters hear each other and the lower yields) and Margin.
+func (c Config) PartitionTail() time.Duration { return c.Resolve + c.Advert + c.Margin }
+
+// StallTail is how long a stalled holder may keep its VIPs after it
+// wakes: one advertisement + Margin (its neighbour entries did not age).
+func (c Config) StallTail() time.Duration { return c.Advert + c.Margin }
+
+// ConfigFor derives the VIPs, who may hold them and the skew from a
+// cluster file, with OpenShift's priorities (cluster.PlanFor). Margin,
+// Grace, PartitionLoss, Resolve and the bounds get the defaults documented
+// in docs/reliability.md: Margin = 2 x advert, Grace = advert + Margin,
+// PartitionLoss = 20, Resolve = 1 s (retrans_time's default),
+// SupervisorBound = 250 ms, StartSweep = 3 s.
+func ConfigFor(c *cluster.Cluster) (Config, error) {
+	cfg := Config{Advert: c.VRRP.AdvertInterval, PartitionLoss: 20, Resolve: time.Second,
+		SupervisorBound: 250 * time.Millisecond, StartSweep: 3 * time.Second}
+	cfg.Margin = 2 * cfg.Advert
+	cfg.Grace = cfg.Advert + cfg.Margin
+	index := map[netip.Addr]int{}
+	for _, v := range append(append(append([]netip.Addr(nil), c.APIVIPs...), c.DNSVIP), c.IngressVIPs...) {
+		if v.IsValid() {
+			if _, dup := index[v]; !dup {
+				index[v] = len(cfg.VIPs)
+				cfg.VIPs = append(cfg.VIPs, v)
+			}
+		}
+	}
+	cfg.Allowed = make([][]int, len(cfg.VIPs))
+	lowest := 255
+	for i, n := range c.Nodes {
+		cfg.Nodes = append(cfg.Nodes, n.Name)
+		p, err := c.PlanFor(n.Name)
+		if err != nil {
+			return cfg, fmt.Errorf("chaos: %w", err)
+		}
+		for _, in := range p.Instances {
+			lowest = min(lowest, int(in.Priority))
+			for _, v := range in.VIPs {
+				if vi, ok := index[v]; ok && !slices.Contains(cfg.Allowed[vi], i) {
+					cfg.Allowed[vi] = append(cfg.Allowed[vi], i)
+				}
+			}
+		}
+	}
+	cfg.Skew = time.Duration(256-lowest) * cfg.Advert / 256
+	return cfg, nil
+}
+
+// NodeSample is one node as seen from outside at one moment.
+type NodeSample struct {
+	Agent  bool         // the node agent (its supervisor) runs
+	Engine bool         // the supervised engine runs
+	Holds  []netip.Addr // the VIPs configured on its interface
+	Rules  []string     // vipstack's nftables tables in its namespace
+}
+
+// Sample is the whole cluster at one moment.
+type Sample struct {
+	At    time.Time
+	Nodes []NodeSample // by node index
+}
+
+// Window is one fault as injected: Start when it began, End when it was
+// undone (for KillEngine: when a new engine ran; for KillAgent: when the
+// agent was started again). A zero End means it never ended.
+type Window struct {
+	Fault Fault
+	Node  int // the node it hit (-1: the whole cluster)
+	Start time.Time
+	End   time.Time
+}
+
+// ViolationKind names an invariant.
+type ViolationKind string
+
+// The invariants.
+const (
+	SplitBrain ViolationKind = "split-brain"
+	NoHolder   ViolationKind = "no-eligible-holder"
+	Leftover   ViolationKind = "leftover"
+	// Exit is an engine or agent that died with no kill to explain it (a
+	// crash): not one of the three invariants, but never acceptable.
+	Exit ViolationKind = "unexpected-exit"
+)
+
+// ViolationKinds lists every kind in the order reports print them.
+var ViolationKinds = []ViolationKind{SplitBrain, NoHolder, Leftover, Exit}
+
+// Violation is one breach, reported once per episode.
+type Violation struct {
+	Kind   ViolationKind
+	At     time.Time     // when the episode began
+	For    time.Duration // how long it lasted (until the last sample if it never ended)
+	VIP    netip.Addr    // zero for an nftables leftover
+	Nodes  []string
+	Detail string
+}
+
+// Report is the checker's verdict.
+type Report struct {
+	Samples    int
+	Span       time.Duration // first to last sample
+	MaxGap     time.Duration // longest time between two samples
+	LateGaps   int           // gaps between two samples longer than 50 ms
+	Violations []Violation
+	// Recoveries are, for each disruptive fault start or end, the time
+	// until the cluster was settled (every VIP that has an eligible node is
+	// held by one, and by at most one counted holder), measured only when
+	// that happened before the next such event; zero when it already was.
+	Recoveries []Recovery
+	// Reactions are, for each KillEngine of a node that held VIPs, the time
+	// from the kill to the first sample without them (the supervisor's
+	// reaction).
+	Reactions []time.Duration
+	// RuleReactions are the same for vipstack's nftables tables: from the
+	// kill to the first sample without them, while the engine was still
+	// down (a new engine may install them again).
+	RuleReactions []time.Duration
+	// Sweeps are, for each KillAgent of a node that held VIPs, the time
+	// from the agent's restart to the first sample without them.
+	Sweeps []time.Duration
+}
+
+// Recovery is the time from one event to a settled cluster.
+type Recovery struct {
+	Event string
+	At    time.Time
+	Took  time.Duration
+}
+
+// Worst returns the longest recovery (zero value if none).
+func (r Report) Worst() Recovery {
+	var w Recovery
+	for _, x := range r.Recoveries {
+		if x.Took > w.Took {
+			w = x
+		}
+	}
+	return w
+}
+
+// Count returns the violations of kind k.
+func (r Report) Count(k ViolationKind) int {
+	n := 0
+	for _, v := range r.Violations {
+		if v.Kind == k {
+			n++
+		}
+	}
+	return n
+}
+
+// Validate rejects a Config the checker cannot use.
+func (c Config) Validate() error {
+	switch {
+	case len(c.Nodes) == 0:
+		return fmt.Errorf("chaos: Config.Nodes is empty")
+	case len(c.Allowed) != len(c.VIPs):
+		return fmt.Errorf("chaos: Config.Allowed has %d entries for %d VIPs: want one per VIP", len(c.Allowed), len(c.VIPs))
+	case c.Advert <= 0:
+		return fmt.Errorf("chaos: Config.Advert = %v: want > 0", c.Advert)
+	case c.Margin < 0 || c.Grace < 0 || c.Skew < 0 || c.Resolve < 0 || c.SupervisorBound < 0 || c.StartSweep < 0:
+		return fmt.Errorf("chaos: Config has a negative time (Margin %v, Grace %v, Skew %v, Resolve %v, SupervisorBound %v, StartSweep %v)", c.Margin, c.Grace, c.Skew, c.Resolve, c.SupervisorBound, c.StartSweep)
+	}
+	for v, ns := range c.Allowed {
+		for _, n := range ns {
+			if n < 0 || n >= len(c.Nodes) {
+				return fmt.Errorf("chaos: Config.Allowed[%d] names node %d: want 0..%d", v, n, len(c.Nodes)-1)
+			}
+		}
+	}
+	return nil
+}
+
+// episode tracks one ongoing breach.
+type episode struct {
+	start, last time.Time
+	nodes       map[string]bool
+	detail      string
+}
+
+// nodeState is the checker's memory of one node between samples.
+type nodeState struct {
+	prev       NodeSample
+	seen       bool
+	engineDead time.Time // when a live supervisor's engine was last seen dying (zero: not dead)
+	killedAt   time.Time // the KillEngine that caused it, if any
+	reactHeld  []netip.Addr
+	reactRules bool // had vipstack tables when its engine died
+	agentDead  bool
+	leftVIPs   []netip.Addr // VIPs held when the whole agent died, not yet swept
+	restarted  time.Time    // when the agent was seen running again (zero: not yet)
+	sweepCount bool         // leftVIPs held at death: count the sweep time
+}
+
+// Check judges a run: samples sorted by time, windows in any order.
+func Check(cfg Config, windows []Window, samples []Sample) (Report, error) {
+	if err := cfg.Validate(); err != nil {
+		return Report{}, err
+	}
+	for i, s := range samples {
+		if len(s.Nodes) != len(cfg.Nodes) {
+			return Report{}, fmt.Errorf("chaos: sample %d has %d nodes: want %d", i, len(s.Nodes), len(cfg.Nodes))
+		}
+		if i > 0 && s.At.Before(samples[i-1].At) {
+			return Report{}, fmt.Errorf("chaos: sample %d (%v) is older than sample %d: want samples sorted by time", i, s.At, i-1)
+		}
+	}
+	rep := Report{Samples: len(samples)}
+	if len(samples) == 0 {
+		return rep, nil
+	}
+	rep.Span = samples[len(samples)-1].At.Sub(samples[0].At)
+	for i := 1; i < len(samples); i++ {
+		gap := samples[i].At.Sub(samples[i-1].At)
+		rep.MaxGap = max(rep.MaxGap, gap)
+		if gap > 50*time.Millisecond {
+			rep.LateGaps++
+		}
+	}
+
+	// The VIPs each stalled node held when it stopped (the last sample
+	// before the stall); its partition window excuses only those.
+	stallHeld := make([][]netip.Addr, len(windows))
+	for wi, w := range windows {
+		if w.Fault.Kind != Stall || w.Node < 0 {
+			continue
+		}
+		i := sort.Search(len(samples), func(i int) bool { return !samples[i].At.Before(w.Start) })
+		if i > 0 {
+			stallHeld[wi] = samples[i-1].Nodes[w.Node].Holds
+		}
+	}
+	// Disruptive events (starts and ends), sorted, for the recovery bound.
+	type event struct {
+		at   time.Time
+		what string
+	}
+	var events []event
+	for _, w := range windows {
+		if !w.Fault.Kind.Disruptive() || (w.Fault.Kind == HeavyLoss && w.Fault.Percent < cfg.PartitionLoss) {
+			continue
+		}
+		name := fmt.Sprintf("%s on %s", w.Fault.Kind, nodeName(cfg, w.Node))
+		events = append(events, event{w.Start, name + " began"})
+		if !w.End.IsZero() {
+			events = append(events, event{w.End, name + " ended"})
+		}
+	}
+	sort.SliceStable(events, func(i, j int) bool { return events[i].at.Before(events[j].at) })
+
+	active := func(w Window, t time.Time, tail time.Duration) bool {
+		if t.Before(w.Start) {
+			return false
+		}
+		return w.End.IsZero() || t.Before(w.End.Add(tail))
+	}
+	bound := cfg.RecoveryBound()
+	states := make([]nodeState, len(cfg.Nodes))
+	split := make([]*episode, len(cfg.VIPs))
+	gone := make([]*episode, len(cfg.VIPs))
+	rules := make([]*episode, len(cfg.Nodes))
+	engVIP := make([]*episode, len(cfg.Nodes))
+	closeEp := func(kind ViolationKind, vip netip.Addr, ep *episode, min time.Duration) {
+		if ep == nil || ep.last.Sub(ep.start) <= min {
+			return
+		}
+		var names []string
+		for n := range ep.nodes {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		rep.Violations = append(rep.Violations, Violation{Kind: kind, At: ep.start, For: ep.last.Sub(ep.start), VIP: vip, Nodes: names, Detail: ep.detail})
+	}
+	extend := func(ep **episode, t time.Time, nodes []string, detail string) {
+		if *ep == nil {
+			*ep = &episode{start: t, nodes: map[string]bool{}, detail: detail}
+		}
+		(*ep).last = t
+		for _, n := range nodes {
+			(*ep).nodes[n] = true
+		}
+	}
+
+	var prevAt time.Time // the previous sample's time
+	ev := 0              // events[:ev] are at or before the current sample
+	var lastEvent time.Time
+	pending := -1 // index of the event whose recovery is being timed
+	for _, s := range samples {
+		t := s.At
+		for ev < len(events) && !events[ev].at.After(t) {
+			lastEvent = events[ev].at
+			ev++
+			pending = ev - 1
+		}
+		// Per-node flags from the fault windows.
+		ineligible := make([]bool, len(cfg.Nodes))
+		partitioned := make([]bool, len(cfg.Nodes))
+		excusedVIP := make([][]netip.Addr, len(cfg.Nodes))
+		for wi, w := range windows {
+			if w.Node < 0 {
+				continue
+			}
+			k := w.Fault.Kind
+			switch {
+			case k == Stall:
+				if active(w, t, 0) {
+					ineligible[w.Node] = true
+				}
+				if active(w, t, cfg.StallTail()) {
+					excusedVIP[w.Node] = append(excusedVIP[w.Node], stallHeld[wi]...)
+				}
+			case k == Cut || k == IfDown:
+				if active(w, t, 0) {
+					ineligible[w.Node] = true
+				}
+				if active(w, t, cfg.PartitionTail()) {
+					partitioned[w.Node] = true
+				}
+			case k == HeavyLoss && w.Fault.Percent >= cfg.PartitionLoss:
+				// Still eligible: the others hear some of its adverts, so
+				// it may keep its VIPs as well as lose them.
+				if active(w, t, cfg.PartitionTail()) {
+					partitioned[w.Node] = true
+				}
+			}
+		}
+		// Process state and leftovers (invariant c).
+		leftover := make([]bool, len(cfg.Nodes)) // holdings (a) leaves to (c)
+		for n, ns := range s.Nodes {
+			st := &states[n]
+			name := cfg.Nodes[n]
+			if !ns.Engine || !ns.Agent {
+				ineligible[n] = true
+			}
+			switch {
+			case !ns.Agent:
+				if !st.agentDead {
+					if st.seen && st.prev.Agent && killTime(windows, n, KillAgent, prevAt, t).IsZero() {
+						rep.Violations = append(rep.Violations, Violation{Kind: Exit, At: t, VIP: netip.Addr{}, Nodes: []string{name}, Detail: "the node agent exited with no kill to explain it"})
+					}
+					st.agentDead = true
+					st.restarted = time.Time{}
+					st.leftVIPs = nil
+					if st.seen {
+						st.leftVIPs = append([]netip.Addr(nil), st.prev.Holds...)
+					}
+					st.sweepCount = len(st.leftVIPs) > 0
+				}
+				st.engineDead = time.Time{}
+				leftover[n] = true
+			case st.agentDead:
+				// Running again: the leftovers must go within StartSweep.
+				st.agentDead = false
+				st.restarted = t
+			}
+			if ns.Agent && !st.agentDead && len(st.leftVIPs) > 0 {
+				var still []netip.Addr
+				for _, v := range st.leftVIPs {
+					if slices.Contains(ns.Holds, v) {
+						still = append(still, v)
+					}
+				}
+				st.leftVIPs = still
+				if len(still) == 0 {
+					if st.sweepCount && !st.restarted.IsZero() {
+						rep.Sweeps = append(rep.Sweeps, t.Sub(st.restarted))
+					}
+				} else {
+					leftover[n] = true
+					if t.Sub(st.restarted) > cfg.StartSweep {
+						for _, v := range still {
+							rep.Violations = append(rep.Violations, Violation{Kind: Leftover, At: st.restarted, For: t.Sub(st.restarted), VIP: v, Nodes: []string{name},
+								Detail: fmt.Sprintf("left by the killed agent and still there %v after its restart (bound %v)", t.Sub(st.restarted).Round(time.Millisecond), cfg.StartSweep)})
+						}
+						st.leftVIPs = nil // reported once
+					}
+				}
+			}
+			// The engine died under a live supervisor.
+			if ns.Agent && !ns.Engine && st.seen && st.prev.Agent && st.prev.Engine && st.engineDead.IsZero() {
+				st.engineDead = t
+				st.killedAt = killTime(windows, n, KillEngine, prevAt, t)
+				// A kill of the whole agent may show the engine gone one
+				// sample before its supervisor.
+				if st.killedAt.IsZero() && killTime(windows, n, KillAgent, prevAt, t).IsZero() {
+					rep.Violations = append(rep.Violations, Violation{Kind: Exit, At: t, Nodes: []string{name}, Detail: "the engine exited with no kill to explain it (its supervisor lives)"})
+				}
+				st.reactHeld = append([]netip.Addr(nil), st.prev.Holds...)
+				st.reactRules = len(st.prev.Rules) > 0
+			}
+			if ns.Agent && ns.Engine {
+				st.engineDead = time.Time{}
+			}
+			if !st.engineDead.IsZero() {
+				leftover[n] = true
+				from := st.engineDead
+				if !st.killedAt.IsZero() {
+					from = st.killedAt
+				}
+				late := t.Sub(from) > cfg.SupervisorBound
+				if len(ns.Holds) > 0 && late {
+					extend(&engVIP[n], t, []string{name}, fmt.Sprintf("VIPs %v stay after the engine died (supervisor bound %v)", ns.Holds, cfg.SupervisorBound))
+				} else if engVIP[n] != nil {
+					closeEp(Leftover, netip.Addr{}, engVIP[n], -1)
+					engVIP[n] = nil
+				}
+				if len(ns.Rules) > 0 && late {
+					extend(&rules[n], t, []string{name}, fmt.Sprintf("nftables %v stay after the engine died (supervisor bound %v)", ns.Rules, cfg.SupervisorBound))
+				} else if rules[n] != nil {
+					closeEp(Leftover, netip.Addr{}, rules[n], -1)
+					rules[n] = nil
+				}
+				if len(st.reactHeld) > 0 && !anyOf(ns.Holds, st.reactHeld) {
+					rep.Reactions = append(rep.Reactions, t.Sub(from))
+					st.reactHeld = nil
+				}
+				if st.reactRules && len(ns.Rules) == 0 {
+					rep.RuleReactions = append(rep.RuleReactions, t.Sub(from))
+					st.reactRules = false
+				}
+			} else {
+				for _, ep := range []**episode{&engVIP[n], &rules[n]} {
+					if *ep != nil {
+						closeEp(Leftover, netip.Addr{}, *ep, -1)
+						*ep = nil
+					}
+				}
+			}
+			st.prev, st.seen = ns, true
+		}
+
+		// Invariants (a) and (b), per VIP.
+		settled := true
+		for vi, v := range cfg.VIPs {
+			var counted, eligible []string
+			anyEligible := false
+			for _, n := range cfg.Allowed[vi] {
+				if !ineligible[n] {
+					anyEligible = true
+				}
+			}
+			for n, ns := range s.Nodes {
+				if !slices.Contains(ns.Holds, v) {
+					continue
+				}
+				name := cfg.Nodes[n]
+				if leftover[n] {
+					continue // invariant (c)'s business
+				}
+				if !ineligible[n] && slices.Contains(cfg.Allowed[vi], n) {
+					eligible = append(eligible, name)
+				}
+				if partitioned[n] || slices.Contains(excusedVIP[n], v) {
+					continue
+				}
+				counted = append(counted, name)
+			}
+			if len(counted) >= 2 {
+				extend(&split[vi], t, counted, "held by "+strings.Join(counted, " and "))
+			} else if split[vi] != nil {
+				closeEp(SplitBrain, v, split[vi], cfg.Grace)
+				split[vi] = nil
+			}
+			if len(eligible) == 0 && anyEligible && (lastEvent.IsZero() || t.Sub(lastEvent) > bound) {
+				extend(&gone[vi], t, nil, fmt.Sprintf("no eligible node holds it (counted holders: %v)", counted))
+			} else if gone[vi] != nil {
+				closeEp(NoHolder, v, gone[vi], -1)
+				gone[vi] = nil
+			}
+			// Settled: an eligible node holds it and no two counted nodes
+			// do (a partitioned holder may keep it meanwhile).
+			if (anyEligible && len(eligible) == 0) || len(counted) > 1 {
+				settled = false
+			}
+		}
+		// A newer event replaces the one being timed (superseded).
+		if pending >= 0 && settled {
+			rep.Recoveries = append(rep.Recoveries, Recovery{Event: events[pending].what, At: events[pending].at, Took: t.Sub(events[pending].at)})
+			pending = -1
+		}
+		prevAt = t
+	}
+	for vi, v := range cfg.VIPs {
+		closeEp(SplitBrain, v, split[vi], cfg.Grace)
+		closeEp(NoHolder, v, gone[vi], -1)
+	}
+	for n := range cfg.Nodes {
+		closeEp(Leftover, netip.Addr{}, engVIP[n], -1)
+		closeEp(Leftover, netip.Addr{}, rules[n], -1)
+	}
+	sort.SliceStable(rep.Violations, func(i, j int) bool { return rep.Violations[i].At.Before(rep.Violations[j].At) })
+	return rep, nil
+}
+
+// killTime returns the start of the window of kind k on node n that
+// explains a process seen dead at t, or zero: it is still open at t, began
+// at most a second before t, or began after the previous sample at prev
+// (a slow sampler).
+func killTime(windows []Window, n int, k Kind, prev, t time.Time) time.Time {
+	var best time.Time
+	for _, w := range windows {
+		open := w.End.IsZero() || t.Before(w.End)
+		recent := open || t.Sub(w.Start) < time.Second || w.Start.After(prev)
+		if w.Node == n && w.Fault.Kind == k && !w.Start.After(t) && recent && w.Start.After(best) {
+			best = w.Start
+		}
+	}
+	return best
+}
+
+func anyOf(have, want []netip.Addr) bool {
+	for _, w := range want {
+		if slices.Contains(have, w) {
+			return true
+		}
+	}
+	return false
+}
+
+func nodeName(cfg Config, n int) string {
+	if n < 0 || n >= len(cfg.Nodes) {
+		return "the cluster"
+	}
+	return cfg.Nodes[n]
+}
+
+// Timeline renders the samples between from and to, one line per change:
+// for each node the VIPs it holds (by index: 0, 1, ...), "!" when its
+// agent is dead, "e" when only its engine is, "r" when it has vipstack
+// nftables tables; and the fault windows beginning or ending there.
+func Timeline(cfg Config, windows []Window, samples []Sample, from, to time.Time) []string {
+	var out []string
+	type mark struct {
+		at   time.Time
+		text string
+	}
+	var marks []mark
+	for _, w := range windows {
+		name := fmt.Sprintf("%s on %s", w.Fault.Kind, nodeName(cfg, w.Node))
+		if !w.Start.Before(from) && !w.Start.After(to) {
+			marks = append(marks, mark{w.Start, name + " begins"})
+		}
+		if !w.End.IsZero() && !w.End.Before(from) && !w.End.After(to) {
+			marks = append(marks, mark{w.End, name + " ends"})
+		}
+	}
+	sort.SliceStable(marks, func(i, j int) bool { return marks[i].at.Before(marks[j].at) })
+	prev := ""
+	for _, s := range samples {
+		if s.At.Before(from) || s.At.After(to) {
+			continue
+		}
+		for len(marks) > 0 && !marks[0].at.After(s.At) {
+			out = append(out, fmt.Sprintf("%s  -- %s", marks[0].at.Format("15:04:05.000"), marks[0].text))
+			marks = marks[1:]
+		}
+		var b strings.Builder
+		for n, ns := range s.Nodes {
+			fmt.Fprintf(&b, " %s:", cfg.Nodes[n])
+			for vi, v := range cfg.VIPs {
+				if slices.Contains(ns.Holds, v) {
+					fmt.Fprintf(&b, "%d", vi)
+				}
+			}
+			switch {
+			case !ns.Agent:
+				b.WriteString("!")
+			case !ns.Engine:
+				b.WriteString("e")
+			}
+			if len(ns.Rules) > 0 {
+				b.WriteString("r")
+			}
+		}
+		if line := b.String(); line != prev {
+			out = append(out, s.At.Format("15:04:05.000")+" "+line)
+			prev = line
+		}
+	}
+	return out
+}

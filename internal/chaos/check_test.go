@@ -1,0 +1,357 @@
+package chaos
+
+import (
+	"fmt"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/vipstack/vipstack/internal/clock"
+	"github.com/vipstack/vipstack/internal/cluster"
+)
+
+var t0 = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+
+// testConfig: nodes a, b (masters: VIPs 0 and 1) and c (a worker: VIP 1
+// only); bound 3 x 100 + 50 + 100 = 450 ms, partition tail 300 + 100 +
+// 100 = 500 ms, stall tail 200 ms, grace 150 ms.
+func testConfig() Config {
+	return Config{
+		Nodes:   []string{"a", "b", "c"},
+		VIPs:    []netip.Addr{netip.MustParseAddr("198.18.0.5"), netip.MustParseAddr("198.18.0.7")},
+		Allowed: [][]int{{0, 1}, {0, 1, 2}},
+		Advert:  100 * time.Millisecond, Skew: 50 * time.Millisecond, Margin: 100 * time.Millisecond,
+		Grace: 150 * time.Millisecond, PartitionLoss: 20, Resolve: 300 * time.Millisecond,
+		SupervisorBound: 250 * time.Millisecond, StartSweep: time.Second,
+	}
+}
+
+// phase is a stretch of identical samples, one every 10 ms. state has one
+// space-separated field per node: the VIP indices it holds, "!" when its
+// agent is dead, "e" when only its engine is, "r" when it has vipstack
+// tables, "-" for none of these.
+type phase struct {
+	d     time.Duration
+	state string
+}
+
+// stream builds the samples of phases, timed by a fake clock from t0.
+func stream(t *testing.T, cfg Config, phases ...phase) []Sample {
+	t.Helper()
+	clk := clock.NewFake(t0)
+	var out []Sample
+	for _, p := range phases {
+		fields := strings.Fields(p.state)
+		if len(fields) != len(cfg.Nodes) {
+			t.Fatalf("phase %q: %d fields for %d nodes", p.state, len(fields), len(cfg.Nodes))
+		}
+		var nodes []NodeSample
+		for _, f := range fields {
+			ns := NodeSample{Agent: true, Engine: true}
+			for _, c := range f {
+				switch {
+				case c >= '0' && c <= '9':
+					ns.Holds = append(ns.Holds, cfg.VIPs[c-'0'])
+				case c == '!':
+					ns.Agent, ns.Engine = false, false
+				case c == 'e':
+					ns.Engine = false
+				case c == 'r':
+					ns.Rules = []string{"vipstack_redirect_198_18_0_5_6443"}
+				case c == '-':
+				default:
+					t.Fatalf("phase %q: bad character %q", p.state, c)
+				}
+			}
+			nodes = append(nodes, ns)
+		}
+		for end := clk.Now().Add(p.d); clk.Now().Before(end); clk.Advance(10 * time.Millisecond) {
+			out = append(out, Sample{At: clk.Now(), Nodes: nodes})
+		}
+	}
+	return out
+}
+
+// win is a fault window from..to after t0 (to < 0: never ended).
+func win(k Kind, node int, from, to time.Duration, percent int) Window {
+	w := Window{Fault: Fault{Kind: k, Node: node, HolderOf: -1, Percent: percent}, Node: node, Start: t0.Add(from)}
+	if to >= 0 {
+		w.End = t0.Add(to)
+	}
+	return w
+}
+
+const ms = time.Millisecond
+
+func summary(r Report) []string {
+	var out []string
+	for _, v := range r.Violations {
+		out = append(out, fmt.Sprintf("%s +%v %v %s", v.Kind, v.At.Sub(t0), v.VIP, strings.Join(v.Nodes, ",")))
+	}
+	return out
+}
+
+func TestCheck(t *testing.T) {
+	cfg := testConfig()
+	api, ing := cfg.VIPs[0].String(), cfg.VIPs[1].String()
+	tests := []struct {
+		name    string
+		windows []Window
+		phases  []phase
+		// gapAfter, if set, leaves that long without samples after phases,
+		// then after's samples follow.
+		gapAfter time.Duration
+		after    []phase
+		want     []string // summary of the violations
+		// Optional figures.
+		reactions, sweeps []time.Duration
+	}{
+		{
+			name:   "steady: one holder each",
+			phases: []phase{{time.Second, "0 1 -"}},
+		},
+		{
+			name:   "split brain with no fault",
+			phases: []phase{{200 * ms, "0 1 -"}, {time.Second, "0 01 -"}, {200 * ms, "0 1 -"}},
+			want:   []string{"split-brain +200ms " + api + " a,b"},
+		},
+		{
+			name:   "handover overlap shorter than the grace",
+			phases: []phase{{200 * ms, "0 1 -"}, {100 * ms, "0 01 -"}, {200 * ms, "- 01 -"}},
+		},
+		{
+			name:    "cut holder keeps its VIP while the other takes over: a partition",
+			windows: []Window{win(Cut, 1, 200*ms, 2000*ms, 0)},
+			phases:  []phase{{200 * ms, "- 01 -"}, {400 * ms, "- 01 -"}, {1400 * ms, "01 01 -"}, {150 * ms, "01 01 -"}, {500 * ms, "01 - -"}},
+		},
+		{
+			name:    "cut holder still holds long after the cable is back",
+			windows: []Window{win(Cut, 1, 200*ms, 2000*ms, 0)},
+			phases:  []phase{{600 * ms, "- 01 -"}, {2600 * ms, "01 01 -"}, {200 * ms, "01 - -"}},
+			want:    []string{"split-brain +2.5s " + api + " a,b", "split-brain +2.5s " + ing + " a,b"},
+		},
+		{
+			name:    "stalled holder wakes and yields within the tail",
+			windows: []Window{win(Stall, 1, 200*ms, 2200*ms, 0)},
+			phases:  []phase{{600 * ms, "- 01 -"}, {1700 * ms, "01 01 -"}, {300 * ms, "01 - -"}},
+		},
+		{
+			name:    "stalled backup wakes and usurps a live master",
+			windows: []Window{win(Stall, 2, 200*ms, 2200*ms, 0)},
+			phases:  []phase{{2200 * ms, "0 1 -"}, {500 * ms, "0 1 1"}, {200 * ms, "0 1 -"}},
+			want:    []string{"split-brain +2.2s " + ing + " b,c"},
+		},
+		{
+			name:    "heavy loss on the holder: both may hold, and it stays eligible",
+			windows: []Window{win(HeavyLoss, 1, 200*ms, 2000*ms, 50)},
+			phases:  []phase{{1000 * ms, "- 01 -"}, {1000 * ms, "0 01 -"}, {200 * ms, "0 1 -"}},
+		},
+		{
+			name:    "light loss is no partition",
+			windows: []Window{win(Loss, 1, 200*ms, 2000*ms, 5)},
+			phases:  []phase{{1000 * ms, "- 01 -"}, {1000 * ms, "0 01 -"}},
+			want:    []string{"split-brain +1s " + api + " a,b"},
+		},
+		{
+			name:      "engine killed: supervisor releases, the other takes over within the bound",
+			windows:   []Window{win(KillEngine, 1, 200*ms, 1500*ms, 0)},
+			phases:    []phase{{200 * ms, "- 01 -"}, {50 * ms, "- 01e -"}, {350 * ms, "- e -"}, {900 * ms, "01 e -"}, {500 * ms, "01 - -"}},
+			reactions: []time.Duration{50 * ms},
+		},
+		{
+			name:      "engine killed: takeover later than the bound",
+			windows:   []Window{win(KillEngine, 1, 200*ms, 1500*ms, 0)},
+			phases:    []phase{{200 * ms, "- 01 -"}, {50 * ms, "- 01e -"}, {600 * ms, "- e -"}, {700 * ms, "01 e -"}, {300 * ms, "01 - -"}},
+			want:      []string{"no-eligible-holder +660ms " + api + " ", "no-eligible-holder +660ms " + ing + " "},
+			reactions: []time.Duration{50 * ms},
+		},
+		{
+			name:      "engine killed: VIPs stay past the supervisor bound",
+			windows:   []Window{win(KillEngine, 1, 200*ms, 1500*ms, 0)},
+			phases:    []phase{{200 * ms, "- 01 -"}, {400 * ms, "01 01e -"}, {900 * ms, "01 e -"}},
+			want:      []string{"leftover +460ms invalid IP b"},
+			reactions: []time.Duration{400 * ms},
+		},
+		{
+			name:      "engine killed: nftables table stays",
+			windows:   []Window{win(KillEngine, 1, 200*ms, 1500*ms, 0)},
+			phases:    []phase{{200 * ms, "- 01r -"}, {30 * ms, "- 01er -"}, {1270 * ms, "01 er -"}, {300 * ms, "01 r -"}},
+			want:      []string{"leftover +460ms invalid IP b"},
+			reactions: []time.Duration{30 * ms},
+		},
+		{
+			name:    "agent killed: its VIP stays while it is dead, the restart sweeps it",
+			windows: []Window{win(KillAgent, 1, 200*ms, 2200*ms, 0)},
+			phases:  []phase{{200 * ms, "- 01r -"}, {2000 * ms, "01 01!r -"}, {300 * ms, "01 01r -"}, {500 * ms, "01 r -"}},
+			sweeps:  []time.Duration{300 * ms},
+		},
+		{
+			name:    "agent killed: the restart does not sweep",
+			windows: []Window{win(KillAgent, 1, 200*ms, 2200*ms, 0)},
+			phases:  []phase{{200 * ms, "- 01 -"}, {2000 * ms, "01 01! -"}, {1500 * ms, "01 01 -"}},
+			want: []string{
+				"leftover +2.2s " + api + " b", "leftover +2.2s " + ing + " b",
+				"split-brain +3.22s " + api + " a,b", "split-brain +3.22s " + ing + " a,b",
+			},
+		},
+		{
+			name:      "an engine dies with no kill",
+			phases:    []phase{{200 * ms, "- 01 -"}, {400 * ms, "01 e -"}, {200 * ms, "01 - -"}},
+			want:      []string{"unexpected-exit +200ms invalid IP b"},
+			reactions: []time.Duration{0},
+		},
+		{
+			name:    "a killed agent's engine is seen gone one sample before it",
+			windows: []Window{win(KillAgent, 1, 200*ms, 1000*ms, 0)},
+			phases:  []phase{{200 * ms, "- 01 -"}, {10 * ms, "01 01e -"}, {790 * ms, "01 01! -"}, {200 * ms, "01 - -"}},
+			sweeps:  []time.Duration{0},
+		},
+		{
+			name:    "a kill seen late by a stalled sampler is explained",
+			windows: []Window{win(KillAgent, 1, 300*ms, 3000*ms, 0)},
+			phases:  []phase{{200 * ms, "- 01 -"}},
+			// The samples resume 2.5 s after the kill (see gapAfter).
+			gapAfter: 2500 * ms,
+			after:    []phase{{10 * ms, "01 01e -"}, {300 * ms, "01 01! -"}},
+		},
+		{
+			name:   "an agent dies with no kill",
+			phases: []phase{{200 * ms, "- 01 -"}, {400 * ms, "01 ! -"}},
+			want:   []string{"unexpected-exit +200ms invalid IP b"},
+		},
+		{
+			name:    "cut holder yields within the heal tail",
+			windows: []Window{win(Cut, 1, 200*ms, 2000*ms, 0)},
+			phases:  []phase{{600 * ms, "- 01 -"}, {1800 * ms, "01 01 -"}, {200 * ms, "01 - -"}},
+		},
+		{
+			name:   "a VIP unheld with no fault at all",
+			phases: []phase{{200 * ms, "0 1 -"}, {100 * ms, "- 1 -"}, {200 * ms, "0 1 -"}},
+			want:   []string{"no-eligible-holder +200ms " + api + " "},
+		},
+		{
+			name:    "no node may hold it: not a violation",
+			windows: []Window{win(Stall, 0, 0, 2000*ms, 0), win(IfDown, 1, 0, 2000*ms, 0)},
+			phases:  []phase{{2000 * ms, "- - 1"}},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			samples := stream(t, cfg, tc.phases...)
+			if tc.gapAfter > 0 {
+				resume := samples[len(samples)-1].At.Add(tc.gapAfter)
+				for _, s := range stream(t, cfg, tc.after...) {
+					s.At = resume.Add(s.At.Sub(t0))
+					samples = append(samples, s)
+				}
+			}
+			rep, err := Check(cfg, tc.windows, samples)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff(tc.want, summary(rep)); d != "" {
+				t.Errorf("violations (-want +got):\n%s\nall: %+v", d, rep.Violations)
+			}
+			if d := cmp.Diff(tc.reactions, rep.Reactions); d != "" {
+				t.Errorf("supervisor reactions (-want +got):\n%s", d)
+			}
+			if d := cmp.Diff(tc.sweeps, rep.Sweeps); d != "" {
+				t.Errorf("restart sweeps (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+func TestCheckRecovery(t *testing.T) {
+	cfg := testConfig()
+	windows := []Window{win(Stall, 1, 200*ms, 1200*ms, 0)}
+	// b holds both and stalls; a takes over 390 ms later, b yields
+	// 100 ms after waking (within the stall tail: settled at once).
+	samples := stream(t, cfg, phase{200 * ms, "- 01 -"}, phase{390 * ms, "- 01 -"}, phase{710 * ms, "01 01 -"}, phase{300 * ms, "01 - -"})
+	rep, err := Check(cfg, windows, samples)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Recovery{
+		{Event: "stall on b began", At: t0.Add(200 * ms), Took: 390 * ms},
+		{Event: "stall on b ended", At: t0.Add(1200 * ms), Took: 0},
+	}
+	if d := cmp.Diff(want, rep.Recoveries); d != "" {
+		t.Errorf("recoveries (-want +got):\n%s", d)
+	}
+	if got := rep.Worst().Took; got != 390*ms {
+		t.Errorf("worst recovery %v, want 390ms", got)
+	}
+}
+
+func TestCheckRejects(t *testing.T) {
+	good := testConfig()
+	tests := []struct {
+		name    string
+		cfg     func(c *Config)
+		samples []Sample
+		want    string
+	}{
+		{name: "no nodes", cfg: func(c *Config) { c.Nodes = nil }, want: "Config.Nodes is empty"},
+		{name: "allowed per VIP", cfg: func(c *Config) { c.Allowed = c.Allowed[:1] }, want: "Config.Allowed has 1 entries for 2 VIPs"},
+		{name: "unknown node", cfg: func(c *Config) { c.Allowed[0] = []int{7} }, want: "Config.Allowed[0] names node 7"},
+		{name: "advert", cfg: func(c *Config) { c.Advert = 0 }, want: "Config.Advert = 0s"},
+		{name: "sample width", samples: []Sample{{At: t0, Nodes: make([]NodeSample, 2)}}, want: "sample 0 has 2 nodes: want 3"},
+		{name: "sample order", samples: []Sample{{At: t0.Add(ms), Nodes: make([]NodeSample, 3)}, {At: t0, Nodes: make([]NodeSample, 3)}}, want: "is older than sample 0"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := good
+			cfg.Allowed = [][]int{{0, 1}, {0, 1, 2}}
+			if tc.cfg != nil {
+				tc.cfg(&cfg)
+			}
+			_, err := Check(cfg, nil, tc.samples)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Check error %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestConfigFor derives who may hold which VIP from OpenShift's rules: the
+// API and DNS VIPs are the masters', the Ingress VIP the masters' and the
+// workers'; the skew comes from the lowest priority (Ingress, 20).
+func TestConfigFor(t *testing.T) {
+	yaml := `name: demo
+baseDomain: example.com
+apiVIPs: [198.18.0.5]
+ingressVIPs: [198.18.0.7]
+dnsVIP: 198.18.0.6
+machineNetworks: [198.18.0.0/24]
+vrrp: {version: 3, advertInterval: 100ms}
+nodes:
+  - {name: master-0, role: master, ips: [198.18.0.11]}
+  - {name: master-1, role: master, ips: [198.18.0.12]}
+  - {name: worker-0, role: worker, ips: [198.18.0.13]}
+`
+	c, err := cluster.Parse("test", []byte(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ConfigFor(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Config{
+		Nodes:   []string{"master-0", "master-1", "worker-0"},
+		VIPs:    []netip.Addr{netip.MustParseAddr("198.18.0.5"), netip.MustParseAddr("198.18.0.6"), netip.MustParseAddr("198.18.0.7")},
+		Allowed: [][]int{{0, 1}, {0, 1}, {0, 1, 2}},
+		Advert:  100 * ms, Skew: 236 * 100 * ms / 256, Margin: 200 * ms, Grace: 300 * ms, PartitionLoss: 20, Resolve: time.Second,
+		SupervisorBound: 250 * ms, StartSweep: 3 * time.Second,
+	}
+	if d := cmp.Diff(want, got, cmp.Comparer(func(a, b netip.Addr) bool { return a == b })); d != "" {
+		t.Errorf("ConfigFor (-want +got):\n%s", d)
+	}
+	if got.RecoveryBound() != 592187500*time.Nanosecond {
+		t.Errorf("RecoveryBound %v, want 3 x 100ms + 92.1875ms + 200ms", got.RecoveryBound())
+	}
+}

@@ -1,0 +1,360 @@
+package chaos
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/vipstack/vipstack/internal/cluster"
+)
+
+// Kind is a kind of fault.
+type Kind string
+
+// The faults a schedule draws from.
+const (
+	// KillEngine sends SIGKILL to the supervised engine only; the
+	// supervisor stays, removes what the engine held and restarts it.
+	KillEngine Kind = "kill-engine"
+	// KillAgent sends SIGKILL to the whole node agent (supervisor and
+	// engine) and starts it again after For.
+	KillAgent Kind = "kill-agent"
+	// Stall stops the node agent's process group (SIGSTOP) for For, then
+	// continues it (SIGCONT): a VM descheduled for a few seconds.
+	Stall Kind = "stall"
+	// Cut pulls the node's cable (its switch port goes down) for For.
+	Cut Kind = "cut"
+	// IfDown sets the node's own interface down for For.
+	IfDown Kind = "ifdown"
+	// Loss drops Percent % of the node's outgoing packets for For, below
+	// Config.PartitionLoss.
+	Loss Kind = "loss"
+	// HeavyLoss drops Percent % (at least Config.PartitionLoss) for For.
+	HeavyLoss Kind = "heavy-loss"
+	// Delay delays the node's outgoing packets by Delay for For (netem
+	// only).
+	Delay Kind = "delay"
+	// FlapAPI stops a master's stand-in API server for For.
+	FlapAPI Kind = "flap-api"
+	// FlapLB makes a master's load balancer unreachable from the master
+	// itself for For.
+	FlapLB Kind = "flap-lb"
+	// FlapRouter makes a node's stand-in router report not ready for For.
+	FlapRouter Kind = "flap-router"
+	// Reload rewrites the cluster file with a harmless change and sends
+	// SIGHUP to every node agent. It has no duration and no node.
+	Reload Kind = "reload"
+)
+
+// AllKinds lists every kind in the order reports print them.
+var AllKinds = []Kind{KillEngine, KillAgent, Stall, Cut, IfDown, Loss, HeavyLoss, Delay, FlapAPI, FlapLB, FlapRouter, Reload}
+
+// Disruptive reports whether the fault takes its node out of the set of
+// nodes that may hold a VIP (Config's eligibility) while it lasts.
+func (k Kind) Disruptive() bool {
+	switch k {
+	case KillEngine, KillAgent, Stall, Cut, IfDown, HeavyLoss:
+		return true
+	}
+	return false
+}
+
+// Ineligible reports whether the fault makes its node unable to hold a
+// VIP while it lasts: its engine is dead or stopped, or its link is down.
+// HeavyLoss is disruptive but not this: a lossy master may keep its VIPs
+// as well as lose them.
+func (k Kind) Ineligible() bool {
+	switch k {
+	case KillEngine, KillAgent, Stall, Cut, IfDown:
+		return true
+	}
+	return false
+}
+
+// Partition reports whether the fault cuts its node off from the others,
+// so that the node and the rest may both hold a VIP (a partition window).
+// Stall is one only for the VIPs the node held when it stopped.
+func (k Kind) Partition() bool {
+	switch k {
+	case Cut, IfDown, HeavyLoss, Stall:
+		return true
+	}
+	return false
+}
+
+// Fault is one planned fault.
+type Fault struct {
+	Seq  int           // 1-based position in the schedule
+	At   time.Duration // from the start of the run
+	Kind Kind
+	// Node is the target's index in the cluster's node list, or -1 for a
+	// cluster-wide fault (Reload).
+	Node int
+	// HolderOf, when >= 0, asks the runner to aim at the node holding that
+	// VIP (an index into the VIP list) when the fault starts, if that node
+	// is free; Node is the fallback.
+	HolderOf int
+	For      time.Duration // how long the fault lasts (the down time for KillAgent)
+	Percent  int           // Loss and HeavyLoss
+	Delay    time.Duration // Delay
+}
+
+func (f Fault) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "#%d +%.2fs %s", f.Seq, f.At.Seconds(), f.Kind)
+	if f.Node >= 0 {
+		fmt.Fprintf(&b, " node %d", f.Node)
+	}
+	if f.HolderOf >= 0 {
+		fmt.Fprintf(&b, " (or the holder of VIP %d)", f.HolderOf)
+	}
+	if f.For > 0 {
+		fmt.Fprintf(&b, " for %v", f.For)
+	}
+	if f.Percent > 0 {
+		fmt.Fprintf(&b, " %d%%", f.Percent)
+	}
+	if f.Delay > 0 {
+		fmt.Fprintf(&b, " +%v", f.Delay)
+	}
+	return b.String()
+}
+
+// Busy is how long the fault keeps its node from taking another one: the
+// fault itself and the time to come back (a restart, a recovery to
+// observe).
+func (f Fault) Busy() time.Duration {
+	switch f.Kind {
+	case KillEngine:
+		return 3 * time.Second // the supervisor restarts the engine after 1 s
+	case KillAgent:
+		return f.For + 3*time.Second
+	case Reload:
+		return 0
+	}
+	return f.For + time.Second
+}
+
+// GenOptions shape a schedule.
+type GenOptions struct {
+	Seed   uint64
+	Faults int            // how many; at least 1, at most 100000
+	Roles  []cluster.Role // the nodes' roles, by node index
+	VIPs   int            // how many VIPs HolderOf may name
+	// Kinds and their weights; nil: DefaultWeights. A kind whose
+	// role has no node (FlapRouter without workers) is dropped.
+	Weights map[Kind]int
+	// MaxConcurrent bounds the faults under way at once (default 3);
+	// MaxDisruptive bounds the Disruptive ones (default: the masters
+	// minus one, at most 2), so that every VIP keeps an eligible node.
+	MaxConcurrent, MaxDisruptive int
+	// MinGap and MaxGap bound the time between two fault starts (default
+	// 0.4 s and 2 s).
+	MinGap, MaxGap time.Duration
+}
+
+// DefaultWeights are the kinds' relative frequencies.
+func DefaultWeights() map[Kind]int {
+	return map[Kind]int{
+		KillEngine: 10, KillAgent: 10, Stall: 14, Cut: 10, IfDown: 6, Loss: 8, HeavyLoss: 6,
+		Delay: 8, FlapAPI: 6, FlapLB: 6, FlapRouter: 6, Reload: 8,
+	}
+}
+
+// Generate returns a schedule of o.Faults faults, sorted by At. The same
+// options (the same seed) give the same schedule. At most MaxConcurrent
+// faults are under way at any moment, at most MaxDisruptive of them
+// disruptive, and no node has two at once.
+func Generate(o GenOptions) ([]Fault, error) {
+	if o.Faults < 1 || o.Faults > 100000 {
+		return nil, fmt.Errorf("chaos: GenOptions.Faults = %d: want 1..100000", o.Faults)
+	}
+	masters, workers := 0, 0
+	for _, r := range o.Roles {
+		switch r {
+		case cluster.Master:
+			masters++
+		case cluster.Worker:
+			workers++
+		}
+	}
+	if masters < 2 {
+		return nil, fmt.Errorf("chaos: GenOptions.Roles has %d masters: want at least 2, so a disruptive fault always leaves one", masters)
+	}
+	if o.MaxConcurrent == 0 {
+		o.MaxConcurrent = 3
+	}
+	if o.MaxDisruptive == 0 {
+		o.MaxDisruptive = min(masters-1, 2)
+	}
+	if o.MaxDisruptive > masters-1 {
+		return nil, fmt.Errorf("chaos: GenOptions.MaxDisruptive = %d with %d masters: want at most %d, so the API VIP keeps an eligible master", o.MaxDisruptive, masters, masters-1)
+	}
+	if o.MaxConcurrent < 1 || o.MaxConcurrent > len(o.Roles) {
+		return nil, fmt.Errorf("chaos: GenOptions.MaxConcurrent = %d: want 1..%d (the nodes)", o.MaxConcurrent, len(o.Roles))
+	}
+	if o.MinGap == 0 {
+		o.MinGap = 400 * time.Millisecond
+	}
+	if o.MaxGap == 0 {
+		o.MaxGap = 2 * time.Second
+	}
+	if o.MinGap < 0 || o.MaxGap < o.MinGap {
+		return nil, fmt.Errorf("chaos: GenOptions.MinGap %v, MaxGap %v: want 0 <= MinGap <= MaxGap", o.MinGap, o.MaxGap)
+	}
+	w := o.Weights
+	if w == nil {
+		w = DefaultWeights()
+	}
+	var kinds []Kind
+	total := 0
+	for _, k := range AllKinds {
+		if w[k] <= 0 || (k == FlapRouter && workers == 0) {
+			continue
+		}
+		kinds = append(kinds, k)
+		total += w[k]
+	}
+	for k, n := range w {
+		if n < 0 || !known(k) {
+			return nil, fmt.Errorf("chaos: GenOptions.Weights[%q] = %d: want a known kind (%v) with a weight >= 0", k, n, AllKinds)
+		}
+	}
+	if total == 0 {
+		return nil, fmt.Errorf("chaos: GenOptions.Weights: no kind has a positive weight")
+	}
+
+	rng := rand.New(rand.NewPCG(o.Seed, o.Seed^0x9e3779b97f4a7c15))
+	dur := func(lo, hi time.Duration) time.Duration {
+		// 100 ms steps keep schedules readable.
+		steps := int64((hi - lo) / (100 * time.Millisecond))
+		return lo + time.Duration(rng.Int64N(steps+1))*100*time.Millisecond
+	}
+	type span struct {
+		node       int
+		end        time.Duration
+		disruptive bool
+	}
+	var active []span
+	busyUntil := make([]time.Duration, len(o.Roles))
+	var out []Fault
+	var t time.Duration
+	for len(out) < o.Faults {
+		t += o.MinGap + time.Duration(rng.Int64N(int64(o.MaxGap-o.MinGap)+1))
+		// Draw the fault first, so that waiting for room does not change
+		// which faults the seed gives.
+		pick := rng.IntN(total)
+		var k Kind
+		for _, c := range kinds {
+			if pick < w[c] {
+				k = c
+				break
+			}
+			pick -= w[c]
+		}
+		f := Fault{Kind: k, Node: -1, HolderOf: -1}
+		switch k {
+		case KillAgent:
+			f.For = dur(500*time.Millisecond, 3*time.Second)
+		case Stall:
+			f.For = dur(time.Second, 5*time.Second)
+		case Cut, IfDown:
+			f.For = dur(time.Second, 4*time.Second)
+		case Loss:
+			f.For = dur(2*time.Second, 6*time.Second)
+			f.Percent = 1 + rng.IntN(10)
+		case HeavyLoss:
+			f.For = dur(2*time.Second, 5*time.Second)
+			f.Percent = 30 + rng.IntN(41)
+		case Delay:
+			f.For = dur(2*time.Second, 6*time.Second)
+			f.Delay = time.Duration(10+rng.IntN(141)) * time.Millisecond
+		case FlapAPI, FlapLB, FlapRouter:
+			f.For = dur(2*time.Second, 8*time.Second)
+		}
+		if k != Reload && k != FlapAPI && k != FlapLB && k != FlapRouter && o.VIPs > 0 && rng.IntN(10) < 6 {
+			f.HolderOf = rng.IntN(o.VIPs)
+		}
+		allowed := func(i int) bool {
+			switch k {
+			case FlapAPI, FlapLB:
+				return o.Roles[i] == cluster.Master
+			case FlapRouter:
+				return o.Roles[i] == cluster.Worker
+			}
+			return true
+		}
+		nodeDraw := rng.Uint64()
+		if k == Reload {
+			f.Seq, f.At = len(out)+1, t
+			out = append(out, f)
+			continue
+		}
+		// Wait (in schedule time) until the bounds leave room.
+		for {
+			kept := active[:0]
+			for _, s := range active {
+				if s.end > t {
+					kept = append(kept, s)
+				}
+			}
+			active = kept
+			dis := 0
+			for _, s := range active {
+				if s.disruptive {
+					dis++
+				}
+			}
+			var free []int
+			for i := range o.Roles {
+				if busyUntil[i] <= t && allowed(i) {
+					free = append(free, i)
+				}
+			}
+			if len(active) < o.MaxConcurrent && (!k.Disruptive() || dis < o.MaxDisruptive) && len(free) > 0 {
+				f.Node = free[nodeDraw%uint64(len(free))]
+				break
+			}
+			// Jump to the next end of a span or of a node's busy time.
+			next := time.Duration(-1)
+			for _, s := range active {
+				if next < 0 || s.end < next {
+					next = s.end
+				}
+			}
+			for i, b := range busyUntil {
+				if b > t && allowed(i) && (next < 0 || b < next) {
+					next = b
+				}
+			}
+			t = next
+		}
+		f.Seq, f.At = len(out)+1, t
+		end := t + f.Busy()
+		busyUntil[f.Node] = end
+		active = append(active, span{node: f.Node, end: end, disruptive: k.Disruptive()})
+		out = append(out, f)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].At < out[j].At })
+	return out, nil
+}
+
+func known(k Kind) bool {
+	for _, c := range AllKinds {
+		if c == k {
+			return true
+		}
+	}
+	return false
+}
+
+// End is when the schedule's last fault is over.
+func End(s []Fault) time.Duration {
+	var end time.Duration
+	for _, f := range s {
+		end = max(end, f.At+f.Busy())
+	}
+	return end
+}

@@ -1,0 +1,366 @@
+package demo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/google/nftables"
+	"github.com/vishvananda/netlink"
+)
+
+// Faults for chaos runs (bench/chaos). Each acts on one node from outside,
+// as an operator or a failing machine would; none changes the cluster's
+// own code paths.
+
+// KillEngine sends SIGKILL to the node agent's supervised engine only; the
+// supervisor stays and restarts it. It returns the engine's PID.
+func (n *Node) KillEngine() (int, error) {
+	sup := n.agentPid()
+	if sup == 0 || !n.AgentRunning() {
+		return 0, fmt.Errorf("demo: %s: no node agent runs", n.Name)
+	}
+	pid := childOf(sup)
+	if pid == 0 {
+		return 0, fmt.Errorf("demo: %s: the node agent (pid %d) runs no engine now", n.Name, sup)
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		return 0, fmt.Errorf("demo: %s: kill -9 the engine (pid %d): %w", n.Name, pid, err)
+	}
+	return pid, nil
+}
+
+// EnginePid returns the PID of the node agent's supervised engine, 0 if
+// none runs.
+func (n *Node) EnginePid() int {
+	sup := n.agentPid()
+	if sup == 0 || !n.AgentRunning() {
+		return 0
+	}
+	return childOf(sup)
+}
+
+// AgentRunning reports whether the node agent's process (its supervisor)
+// is alive.
+func (n *Node) AgentRunning() bool {
+	n.mu.Lock()
+	a := n.agent
+	n.mu.Unlock()
+	if a == nil {
+		return false
+	}
+	select {
+	case <-a.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// KillAgent sends SIGKILL to the whole node agent (supervisor and engine):
+// what it configured stays behind, as after a crash of the machine's
+// daemon. The node stays connected; Restart starts the agent again.
+func (n *Node) KillAgent() error {
+	n.mu.Lock()
+	a := n.agent
+	n.mu.Unlock()
+	if a == nil {
+		return fmt.Errorf("demo: %s: no node agent runs", n.Name)
+	}
+	_ = syscall.Kill(-a.cmd.Process.Pid, syscall.SIGKILL)
+	if err := a.wait(context.Background(), n.c.clk, 5*time.Second); err != nil {
+		return fmt.Errorf("demo: %s: kill -9 the node agent: %w", n.Name, err)
+	}
+	n.mu.Lock()
+	n.off = "killed"
+	n.mu.Unlock()
+	return nil
+}
+
+// Restart starts the node agent again after KillAgent.
+func (n *Node) Restart() error {
+	if n.AgentRunning() {
+		return fmt.Errorf("demo: %s: the node agent still runs", n.Name)
+	}
+	return n.startAgent(filepath.Join(n.c.Dir, "cluster.yaml"))
+}
+
+// Stall stops (SIGSTOP) or continues (SIGCONT) the node agent's whole
+// process group: a machine descheduled for a while.
+func (n *Node) Stall(stop bool) error {
+	pid := n.agentPid()
+	if pid == 0 {
+		return fmt.Errorf("demo: %s: no node agent runs", n.Name)
+	}
+	sig := syscall.SIGCONT
+	if stop {
+		sig = syscall.SIGSTOP
+	}
+	if err := syscall.Kill(-pid, sig); err != nil {
+		return fmt.Errorf("demo: %s: %v to the node agent's group %d: %w", n.Name, sig, pid, err)
+	}
+	return nil
+}
+
+// SetCut pulls the node's cable (its switch port goes down) or plugs it
+// back.
+func (n *Node) SetCut(cut bool) error {
+	if err := n.Host.Cut(cut); err != nil {
+		return fmt.Errorf("demo: %s: %w", n.Name, err)
+	}
+	return nil
+}
+
+// SetIfUp sets the node's own interface up or down.
+func (n *Node) SetIfUp(up bool) error {
+	if err := n.Host.SetLink(up); err != nil {
+		return fmt.Errorf("demo: %s: %w", n.Name, err)
+	}
+	return nil
+}
+
+// Impairment degrades the node's outgoing packets. The zero value removes
+// any impairment.
+type Impairment struct {
+	LossPercent int           // 0..100
+	Delay       time.Duration // needs netem
+}
+
+// impairTable is the nftables table (family inet) that drops packets when
+// the kernel has no netem. Its name is not vipstack's, so leftover checks
+// ignore it.
+const impairTable = "vxchaos_loss"
+
+// Impair applies imp to the node's interface: with tc netem when netem is
+// true, else with an nftables rule dropping a random share of outgoing
+// packets (`numgen random mod 100 < P drop`), which cannot delay.
+func (n *Node) Impair(imp Impairment, netem bool) error {
+	if imp.LossPercent < 0 || imp.LossPercent > 100 || imp.Delay < 0 {
+		return fmt.Errorf("demo: %s: impairment %d%% loss, %v delay: want 0..100%% and a delay >= 0", n.Name, imp.LossPercent, imp.Delay)
+	}
+	if netem {
+		if imp == (Impairment{}) {
+			if out, err := n.Host.Run("tc", "qdisc", "del", "dev", n.Host.Link, "root"); err != nil && !strings.Contains(out, "No such file") && !strings.Contains(out, "Cannot delete qdisc with handle of zero") {
+				return fmt.Errorf("demo: %s: %w", n.Name, err)
+			}
+			return nil
+		}
+		args := []string{"qdisc", "replace", "dev", n.Host.Link, "root", "netem"}
+		if imp.LossPercent > 0 {
+			args = append(args, "loss", strconv.Itoa(imp.LossPercent)+"%")
+		}
+		if imp.Delay > 0 {
+			args = append(args, "delay", strconv.FormatInt(imp.Delay.Microseconds(), 10)+"us")
+		}
+		if _, err := n.Host.Run("tc", args...); err != nil {
+			return fmt.Errorf("demo: %s: %w", n.Name, err)
+		}
+		return nil
+	}
+	if imp.Delay > 0 {
+		return fmt.Errorf("demo: %s: a %v delay needs tc netem (sch_netem), which this kernel lacks", n.Name, imp.Delay)
+	}
+	script := fmt.Sprintf("table inet %s\ndelete table inet %s\n", impairTable, impairTable)
+	if imp.LossPercent > 0 {
+		script += fmt.Sprintf("table inet %s {\n\tchain out {\n\t\ttype filter hook output priority filter; policy accept;\n\t\toifname %q numgen random mod 100 < %d drop\n\t}\n}\n",
+			impairTable, n.Host.Link, imp.LossPercent)
+	}
+	cmd := n.Host.Command("nft", "-f", "-")
+	cmd.Stdin = strings.NewReader(script)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("demo: %s: nft: %w: %s", n.Name, err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// ProbeNetem reports whether the kernel has tc netem: it adds a netem
+// qdisc to a throwaway veth pair in the client's namespace and removes the
+// pair.
+func (c *Cluster) ProbeNetem() bool {
+	h := c.Client
+	if _, err := h.Run("ip", "link", "add", "vxprobe0", "type", "veth", "peer", "name", "vxprobe1"); err != nil {
+		return false
+	}
+	defer h.Run("ip", "link", "del", "vxprobe0")
+	_, err := h.Run("tc", "qdisc", "add", "dev", "vxprobe0", "root", "netem", "delay", "1ms")
+	return err == nil
+}
+
+// Reload rewrites the cluster file with a harmless change (a comment
+// naming note) and sends SIGHUP to every running node agent, whose
+// supervisor forwards it to the engine.
+func (c *Cluster) Reload(note string) error {
+	path := filepath.Join(c.Dir, "cluster.yaml")
+	tmp := path + ".tmp"
+	data := c.Spec.ClusterYAML() + "# chaos: " + strings.ReplaceAll(note, "\n", " ") + "\n"
+	if err := os.WriteFile(tmp, []byte(data), 0o644); err != nil {
+		return fmt.Errorf("demo: reload: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("demo: reload: %w", err)
+	}
+	var errs []error
+	for _, n := range c.Nodes {
+		if pid := n.agentPid(); pid != 0 && n.AgentRunning() {
+			if err := syscall.Kill(pid, syscall.SIGHUP); err != nil {
+				errs = append(errs, fmt.Errorf("demo: reload: SIGHUP to %s (pid %d): %w", n.Name, pid, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// childOf returns the first child of pid (a Go process lists its children
+// under the thread that forked them), 0 if none runs.
+func childOf(pid int) int {
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	for _, task := range tasks {
+		b, err := os.ReadFile(task)
+		if err != nil {
+			continue
+		}
+		for _, f := range strings.Fields(string(b)) {
+			if c, err := strconv.Atoi(f); err == nil && alive(c) {
+				return c
+			}
+		}
+	}
+	return 0
+}
+
+// alive reports whether pid exists and is not a zombie.
+func alive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i >= 0 && i+2 < len(s) && s[i+2] != 'Z'
+}
+
+// Snapshot is one node as seen from outside at one moment.
+type Snapshot struct {
+	Addrs  []netip.Addr // the addresses on its interface
+	Tables []string     // vipstack's nftables tables (the demo's own stand-in table excluded)
+	Agent  bool         // the node agent (its supervisor) runs
+	Engine bool         // its supervised engine runs
+}
+
+// Sampler takes Snapshots of every node quickly enough to be called every
+// 10 ms: netlink and nftables handles stay open, the engine's PID is
+// looked up again only when it is gone.
+type Sampler struct {
+	c      *Cluster
+	nft    []*nftables.Conn
+	engine []int
+	mu     sync.Mutex
+	// The longest time each step took (addresses, tables, processes).
+	slowAddrs, slowTables, slowProcs time.Duration
+}
+
+// Slowest reports the longest time one node's addresses, nftables tables
+// and processes took to read, for diagnosing a slow sampler.
+func (s *Sampler) Slowest() (addrs, tables, procs time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.slowAddrs, s.slowTables, s.slowProcs
+}
+
+// NewSampler opens the handles. Close it.
+func (c *Cluster) NewSampler() (*Sampler, error) {
+	s := &Sampler{c: c, engine: make([]int, len(c.Nodes))}
+	for _, n := range c.Nodes {
+		conn, err := nftables.New(nftables.AsLasting(), nftables.WithNetNSFd(int(n.nsh)))
+		if err != nil {
+			s.Close()
+			return nil, fmt.Errorf("demo: nftables in %s: %w", n.Host.Name, err)
+		}
+		s.nft = append(s.nft, conn)
+	}
+	return s, nil
+}
+
+// Close releases the handles.
+func (s *Sampler) Close() {
+	for _, c := range s.nft {
+		_ = c.CloseLasting()
+	}
+	s.nft = nil
+}
+
+// Sample returns a snapshot of every node, in c.Nodes order.
+func (s *Sampler) Sample() ([]Snapshot, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Snapshot, len(s.c.Nodes))
+	for i, n := range s.c.Nodes {
+		snap := &out[i]
+		t0 := time.Now()
+		l, err := n.nl.LinkByName(n.Host.Link)
+		if err != nil {
+			return nil, fmt.Errorf("demo: %s: %w", n.Name, err)
+		}
+		addrs, err := n.nl.AddrList(l, netlink.FAMILY_V4)
+		if err != nil {
+			return nil, fmt.Errorf("demo: %s: list addresses: %w", n.Name, err)
+		}
+		for _, a := range addrs {
+			if ip, ok := netip.AddrFromSlice(a.IP); ok {
+				snap.Addrs = append(snap.Addrs, ip.Unmap())
+			}
+		}
+		t1 := time.Now()
+		tables, err := s.nft[i].ListTables()
+		if err != nil {
+			return nil, fmt.Errorf("demo: %s: list nftables tables: %w", n.Name, err)
+		}
+		for _, t := range tables {
+			if strings.HasPrefix(t.Name, "vipstack_") && !strings.HasPrefix(t.Name, "vipstack_demo_") {
+				snap.Tables = append(snap.Tables, t.Name)
+			}
+		}
+		t2 := time.Now()
+		snap.Agent = n.AgentRunning()
+		if snap.Agent {
+			if s.engine[i] == 0 || !alive(s.engine[i]) || ppid(s.engine[i]) != n.agentPid() {
+				s.engine[i] = childOf(n.agentPid())
+			}
+			snap.Engine = s.engine[i] != 0
+		} else {
+			s.engine[i] = 0
+		}
+		t3 := time.Now()
+		s.slowAddrs = max(s.slowAddrs, t1.Sub(t0))
+		s.slowTables = max(s.slowTables, t2.Sub(t1))
+		s.slowProcs = max(s.slowProcs, t3.Sub(t2))
+	}
+	return out, nil
+}
+
+// ppid returns pid's parent, 0 if unknown.
+func ppid(pid int) int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 2 {
+		return 0
+	}
+	p, _ := strconv.Atoi(f[1])
+	return p
+}
