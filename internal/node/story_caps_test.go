@@ -19,15 +19,9 @@ import (
 	"github.com/vipstack/vipstack/internal/testnet"
 )
 
-// The capabilities the node agent needs (docs/security.md), by number
-// (linux/capability.h).
-const (
-	capNetBindService = 10
-	capNetAdmin       = 12
-	capNetRaw         = 13
-	// agentCaps is their mask as /proc/PID/status prints it.
-	agentCaps = "0000000000003400"
-)
+// agentCaps is the mask of the node agent's three capabilities
+// (docs/security.md) as /proc/PID/status prints it.
+var agentCaps = testnet.CapMask(testnet.CapNetBindService, testnet.CapNetAdmin, testnet.CapNetRaw)
 
 // TestStoryDemoLeastPrivilege plays the whole demo story (as
 // TestStoryDemo) with every node agent started under capsh, which drops
@@ -40,11 +34,10 @@ const (
 // capabilities in /proc/PID/status, and every step must still hold.
 func TestStoryDemoLeastPrivilege(t *testing.T) {
 	testnet.RequireRoot(t)
-	capsh, err := exec.LookPath("capsh")
-	if err != nil {
+	if _, err := exec.LookPath("capsh"); err != nil {
 		t.Skip("skipping: capsh is not installed (Debian package libcap2-bin)")
 	}
-	wrap, err := capshWrap(capsh)
+	wrap, err := testnet.CapshPrefix(testnet.CapNetBindService, testnet.CapNetAdmin, testnet.CapNetRaw)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,33 +76,6 @@ func TestStoryDemoLeastPrivilege(t *testing.T) {
 	}
 	t.Logf("%d vipstack processes ran with capabilities %s (NET_BIND_SERVICE, NET_ADMIN, NET_RAW) only", len(procs), agentCaps)
 	assertRemoved(t, res)
-}
-
-// capshWrap returns the capsh prefix that drops every capability the
-// kernel knows except the agent's three, then execs its arguments (through
-// bash's exec, so the agent keeps its own PID).
-func capshWrap(capsh string) ([]string, error) {
-	b, err := os.ReadFile("/proc/sys/kernel/cap_last_cap")
-	if err != nil {
-		return nil, err
-	}
-	last, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil {
-		return nil, fmt.Errorf("/proc/sys/kernel/cap_last_cap: %q is not a number", b)
-	}
-	var drop []string
-	for c := 0; c <= last; c++ {
-		if c != capNetBindService && c != capNetAdmin && c != capNetRaw {
-			drop = append(drop, strconv.Itoa(c))
-		}
-	}
-	const keep = "cap_net_admin,cap_net_raw,cap_net_bind_service"
-	return []string{capsh,
-		"--drop=" + strings.Join(drop, ","), // the bounding set (needs CAP_SETPCAP, so first)
-		"--caps=" + keep + "+eip",           // permitted, effective, inheritable: only these
-		"--addamb=" + keep,                  // ambient: kept across exec (the supervisor re-execs itself)
-		"--", "-c", `exec "$0" "$@"`,
-	}, nil
 }
 
 // capSets are the capability masks of /proc/PID/status.

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -202,10 +203,19 @@ type agentProc struct {
 	done chan struct{}
 }
 
+// agentCaps are the capabilities deploy/agent.yaml gives the agent (it
+// drops ALL and adds these two): the agents here run with only those.
+var agentCaps = []int{testnet.CapNetAdmin, testnet.CapNetRaw}
+
 func startAgent(t *testing.T, h *testnet.Host, node, kubeconfig string) *agentProc {
 	t.Helper()
-	c := h.Command(vipstackBin(t), "agent", "--kubeconfig", kubeconfig, "--node-name", node, "--no-supervisor",
+	argv, err := testnet.CapshPrefix(agentCaps...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	argv = append(argv, vipstackBin(t), "agent", "--kubeconfig", kubeconfig, "--node-name", node, "--no-supervisor",
 		"--state-dir", t.TempDir(), "--metrics-addr", "127.0.0.1:9650", "--status-addr", "127.0.0.1:9653", "--log-level", "debug")
+	c := h.Command(argv[0], argv[1:]...)
 	c.Env = []string{"PATH=" + os.Getenv("PATH")}
 	p := &agentProc{cmd: c, log: &lockedBuffer{}, done: make(chan struct{})}
 	c.Stdout, c.Stderr = p.log, p.log
@@ -373,6 +383,18 @@ func TestEndToEnd(t *testing.T) {
 			}
 			return fmt.Errorf("%s runs no %s before the group's first Service", names[i], own)
 		})
+	}
+
+	// Each agent runs with exactly the DaemonSet's capabilities.
+	want := testnet.CapMask(agentCaps...)
+	for i, p := range agents {
+		inh, prm, eff, bnd, amb, err := testnet.Caps(p.cmd.Process.Pid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := []string{inh, prm, eff, bnd, amb}; !slices.Equal(got, []string{want, want, want, want, want}) {
+			t.Errorf("agent %s: capability sets inh/prm/eff/bnd/amb %v, want all %s (NET_ADMIN, NET_RAW)", names[i], got, want)
+		}
 	}
 
 	f := false
