@@ -460,7 +460,34 @@ func (e *Engine) linkChanged(now time.Time, name string, up bool) {
 		return
 	}
 	e.log.Info("interface state changed", "interface", name, "up", up)
+	if up {
+		e.announceSources(name)
+	}
 	e.recomputeAll(now)
+}
+
+// announceSources sends a gratuitous ARP (unsolicited NA) for the source
+// address of every unicast instance on the link that just came back. Peers
+// that kept sending to us while the link was down hold an INCOMPLETE or
+// FAILED neighbour entry for that address, and the kernel would only ask
+// again after its retransmit timer (1 s): meanwhile their adverts queue
+// and we see no master, a false failover after the heal (bench/chaos,
+// docs/reliability.md, finding 3). The announcement refreshes their entry
+// at once.
+func (e *Engine) announceSources(link string) {
+	done := map[netip.Addr]bool{}
+	for _, name := range sortedKeys(e.instances) {
+		in := e.instances[name]
+		if in.peers == nil || in.ann == nil || in.cfg.Interface != link || !in.src.IsValid() || done[in.src] {
+			continue
+		}
+		done[in.src] = true
+		if err := in.ann.Announce(in.src); err != nil {
+			e.log.Warn("announcing the unicast source after the link came back failed", "interface", link, "source", in.src, "err", err)
+		} else {
+			e.log.Debug("announced the unicast source after the link came back", "interface", link, "source", in.src)
+		}
+	}
 }
 
 // Contribution is one input to the effective priority.
