@@ -300,6 +300,10 @@ func (f *File) Validate() (*Cluster, error) {
 				bad("%s[%d]: %q is not an IP address", field, i, s)
 				continue
 			}
+			if a.IsUnspecified() || a.IsMulticast() || a.IsLoopback() {
+				bad("%s[%d]: %s is not a unicast address a host can hold (accepted: a unicast address, not unspecified, multicast or loopback)", field, i, a)
+				continue
+			}
 			out = append(out, a)
 		}
 		for i := 1; i < len(out); i++ {
