@@ -94,6 +94,7 @@ type spliceDir struct {
 	dfd            int
 	msg            inqMsg
 	inq            int8 // TCP_INQ on src: 0 not tried, 1 on, -1 unavailable
+	reads          int  // reads that returned data, up to when TCP_INQ is tried
 }
 
 // inqMsg is a recvmsg(2) header that asks for TCP_CM_INQ: how many bytes
@@ -307,7 +308,10 @@ func (d *spliceDir) pump(fd uintptr) bool {
 // act: end of file, an error, a blocked write (data left in buf), or a
 // full buffer (bulk: switch to splice once buf is written).
 func (d *spliceDir) copy(fd uintptr) bool {
-	if d.inq == 0 {
+	if d.inq == 0 && d.reads >= 2 {
+		// TCP_INQ costs a system call per socket: only for connections
+		// that carry more than one message (keep-alive), not for the
+		// one-request connections that would not gain from it.
 		d.inq = -1
 		if enableInq(fd, d) {
 			d.inq = 1
@@ -334,6 +338,7 @@ func (d *spliceDir) copy(fd uintptr) bool {
 			d.eof = true
 			return true
 		}
+		d.reads++
 		d.off, d.end = 0, n
 		for d.off < d.end {
 			w, err := rawWrite(d.dfd, d.buf[d.off:d.end])
