@@ -2,9 +2,6 @@ package main
 
 import (
 	"fmt"
-	"math/rand/v2"
-	"net"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,228 +10,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/vishvananda/netlink"
-	"github.com/vishvananda/netns"
-	"golang.org/x/net/ipv4"
-
 	"github.com/vipstack/vipstack/internal/peers"
 	"github.com/vipstack/vipstack/internal/testnet"
-	"github.com/vipstack/vipstack/internal/vrrp"
+	"github.com/vipstack/vipstack/internal/vrrpflood"
 )
-
-// vrrpVIPs are the VIPs of VI_1 (multicast) and VI_2 (unicast).
-var vrrpVIPs = []netip.Addr{netip.MustParseAddr("198.18.0.100"), netip.MustParseAddr("198.18.0.101")}
-
-// vrrpConf is both nodes' keepalived.conf (as internal/engine's
-// TestVRRPFlood runs it).
-func vrrpConf(routerID string, prio int, self, peer netip.Addr) string {
-	return fmt.Sprintf(`global_defs {
-    router_id %[1]s
-    vrrp_version 3
-}
-vrrp_instance VI_1 {
-    state BACKUP
-    interface eth0
-    virtual_router_id 51
-    priority %[2]d
-    advert_int 0.1
-    virtual_ipaddress {
-        198.18.0.100/32
-    }
-}
-vrrp_instance VI_2 {
-    state BACKUP
-    interface eth0
-    virtual_router_id 52
-    priority %[2]d
-    advert_int 0.1
-    unicast_src_ip %[3]s
-    unicast_peer {
-        %[4]s
-    }
-    virtual_ipaddress {
-        198.18.0.101/32
-    }
-}
-`, routerID, prio, self, peer)
-}
-
-// packetClass is one kind of bogus packet.
-type packetClass struct {
-	unicast bool
-	ttl     int
-	build   func(r *rand.Rand, self, dst netip.Addr) (netip.Addr, []byte)
-}
-
-func advert(version int, vrid uint8, vip, src, dst netip.Addr) []byte {
-	a := vrrp.Advertisement{Version: version, VRID: vrid, Priority: 254, Interval: 100 * time.Millisecond, Addresses: []netip.Addr{vip}}
-	if version == 2 {
-		a.Interval = time.Second
-	}
-	b, err := a.Marshal(src, dst)
-	if err != nil {
-		panic(fmt.Sprintf("marshal flood advert: %v", err)) // a bug in this file
-	}
-	return b
-}
-
-func spoofed(r *rand.Rand) netip.Addr {
-	for {
-		a := netip.AddrFrom4([4]byte{198, 18 + byte(r.IntN(2)), byte(r.IntN(256)), byte(1 + r.IntN(254))})
-		if b := a.As4(); b[2] != 0 || b[3] < 10 || b[3] > 20 {
-			return a
-		}
-	}
-}
-
-func randomBytes(r *rand.Rand, n int) []byte {
-	b := make([]byte, n)
-	for i := range b {
-		b[i] = byte(r.Uint32())
-	}
-	return b
-}
-
-// packetClasses are sent in turn: the same mix as TestVRRPFlood.
-func packetClasses() []packetClass {
-	return []packetClass{
-		{ttl: 255, build: func(_ *rand.Rand, self, dst netip.Addr) (netip.Addr, []byte) { // wrong VRID
-			return self, advert(3, 99, vrrpVIPs[0], self, dst)
-		}},
-		{ttl: 255, build: func(r *rand.Rand, self, dst netip.Addr) (netip.Addr, []byte) { // bad checksum
-			b := advert(3, 51, vrrpVIPs[0], self, dst)
-			b[6] ^= byte(1 + r.IntN(255))
-			return self, b
-		}},
-		{ttl: 64, build: func(_ *rand.Rand, self, dst netip.Addr) (netip.Addr, []byte) { // TTL 64
-			return self, advert(3, 51, vrrpVIPs[0], self, dst)
-		}},
-		{ttl: 255, build: func(r *rand.Rand, self, dst netip.Addr) (netip.Addr, []byte) { // truncated
-			return self, advert(3, 51, vrrpVIPs[0], self, dst)[:r.IntN(8)]
-		}},
-		{ttl: 255, build: func(_ *rand.Rand, self, dst netip.Addr) (netip.Addr, []byte) { // version 4
-			b := advert(3, 51, vrrpVIPs[0], self, dst)
-			b[0] = 0x41
-			return self, b
-		}},
-		{ttl: 255, build: func(r *rand.Rand, _, dst netip.Addr) (netip.Addr, []byte) { // v2 on the v3 VRID, spoofed
-			src := spoofed(r)
-			return src, advert(2, 51, vrrpVIPs[0], src, dst)
-		}},
-		{ttl: 255, build: func(r *rand.Rand, self, _ netip.Addr) (netip.Addr, []byte) { // garbage
-			return self, randomBytes(r, r.IntN(64))
-		}},
-		{unicast: true, ttl: 255, build: func(_ *rand.Rand, self, dst netip.Addr) (netip.Addr, []byte) { // valid, not a peer
-			return self, advert(3, 52, vrrpVIPs[1], self, dst)
-		}},
-		{unicast: true, ttl: 255, build: func(r *rand.Rand, self, _ netip.Addr) (netip.Addr, []byte) { // garbage, unicast
-			return self, randomBytes(r, 8+r.IntN(32))
-		}},
-	}
-}
-
-// flooder sends hand-made IPv4 packets from a raw socket in a namespace.
-type flooder struct {
-	pc   net.PacketConn
-	raw  *ipv4.RawConn
-	self netip.Addr
-}
-
-func newFlooder(h *testnet.Host) (*flooder, error) {
-	f := &flooder{self: h.IPv4.Addr()}
-	err := h.Do(func() error {
-		pc, err := net.ListenPacket("ip4:112", "0.0.0.0")
-		if err != nil {
-			return err
-		}
-		f.pc = pc
-		if f.raw, err = ipv4.NewRawConn(pc); err != nil {
-			return err
-		}
-		ifi, err := net.InterfaceByName(h.Link)
-		if err != nil {
-			return err
-		}
-		return f.raw.SetMulticastInterface(ifi)
-	})
-	if err != nil {
-		if f.pc != nil {
-			f.pc.Close()
-		}
-		return nil, fmt.Errorf("raw socket in %s: %w", h.Name, err)
-	}
-	return f, nil
-}
-
-// flood sends max packets (or for limit) at rate per second; it returns
-// how many it sent and how long that took.
-func (f *flooder) flood(target netip.Addr, max, rate int, limit time.Duration, seed uint64) (int, time.Duration) {
-	classes := packetClasses()
-	r := rand.New(rand.NewPCG(seed, seed^0x5eed))
-	start := time.Now()
-	n := 0
-	for ; n < max; n++ {
-		if n%100 == 0 {
-			elapsed := time.Since(start)
-			if elapsed > limit {
-				break
-			}
-			if ahead := time.Duration(n)*time.Second/time.Duration(rate) - elapsed; ahead > 0 {
-				time.Sleep(ahead) // pacing the load generator
-			}
-		}
-		c := classes[n%len(classes)]
-		dst := vrrp.MulticastIPv4
-		if c.unicast {
-			dst = target
-		}
-		src, payload := c.build(r, f.self, dst)
-		h := &ipv4.Header{Version: ipv4.Version, Len: ipv4.HeaderLen, TOS: 0xc0, TotalLen: ipv4.HeaderLen + len(payload),
-			TTL: c.ttl, Protocol: vrrp.ProtocolNumber, Src: src.AsSlice(), Dst: dst.AsSlice()}
-		_ = f.raw.WriteTo(h, payload, nil) // a full send queue loses a packet, as on a real link
-	}
-	return n, time.Since(start)
-}
-
-// addrWatcher reads a namespace's IPv4 addresses over netlink.
-type addrWatcher struct {
-	h    *netlink.Handle
-	link netlink.Link
-}
-
-func newAddrWatcher(host *testnet.Host) (*addrWatcher, error) {
-	ns, err := netns.GetFromName(host.Name)
-	if err != nil {
-		return nil, err
-	}
-	defer ns.Close()
-	h, err := netlink.NewHandleAt(ns)
-	if err != nil {
-		return nil, err
-	}
-	link, err := h.LinkByName(host.Link)
-	if err != nil {
-		h.Close()
-		return nil, err
-	}
-	return &addrWatcher{h: h, link: link}, nil
-}
-
-func (w *addrWatcher) holds() ([]bool, error) {
-	addrs, err := w.h.AddrList(w.link, netlink.FAMILY_V4)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]bool, len(vrrpVIPs))
-	for _, a := range addrs {
-		if ip, ok := netip.AddrFromSlice(a.IP.To4()); ok {
-			if i := slices.Index(vrrpVIPs, ip); i >= 0 {
-				out[i] = true
-			}
-		}
-	}
-	return out, nil
-}
 
 // startVRRP starts impl on h with conf; the daemons log at their normal
 // level (keepalived without -D, vipstack at info).
@@ -275,18 +54,18 @@ func (b *bench) vrrp(o options) ([]vrrpFigures, error) {
 		return nil, err
 	}
 	master, backup, attacker := topo.Hosts[0], topo.Hosts[1], topo.Hosts[2]
-	fl, err := newFlooder(attacker)
+	fl, err := vrrpflood.NewFlooder(attacker)
 	if err != nil {
 		return nil, err
 	}
-	defer fl.pc.Close()
-	var watch []*addrWatcher
+	defer fl.Close()
+	var watch []*vrrpflood.AddrWatcher
 	for _, h := range []*testnet.Host{master, backup} {
-		w, err := newAddrWatcher(h)
+		w, err := vrrpflood.NewAddrWatcher(h)
 		if err != nil {
 			return nil, err
 		}
-		defer w.h.Close()
+		defer w.Close()
 		watch = append(watch, w)
 	}
 	var figs []vrrpFigures
@@ -300,7 +79,7 @@ func (b *bench) vrrp(o options) ([]vrrpFigures, error) {
 	return figs, nil
 }
 
-func (b *bench) vrrpOne(o options, impl string, topo *testnet.Topology, fl *flooder, watch []*addrWatcher) (vrrpFigures, error) {
+func (b *bench) vrrpOne(o options, impl string, topo *testnet.Topology, fl *vrrpflood.Flooder, watch []*vrrpflood.AddrWatcher) (vrrpFigures, error) {
 	f := vrrpFigures{Impl: impl, Counted: -1}
 	master, backup := topo.Hosts[0], topo.Hosts[1]
 	var nodes []*peers.Node
@@ -308,7 +87,7 @@ func (b *bench) vrrpOne(o options, impl string, topo *testnet.Topology, fl *floo
 		h, peer *testnet.Host
 		prio    int
 	}{{master, backup, 150}, {backup, master, 100}} {
-		node, err := b.startVRRP(n.h, impl, vrrpConf(fmt.Sprintf("n%d", i+1), n.prio, n.h.IPv4.Addr(), n.peer.IPv4.Addr()),
+		node, err := b.startVRRP(n.h, impl, vrrpflood.Conf(fmt.Sprintf("n%d", i+1), n.prio, n.h.IPv4.Addr(), n.peer.IPv4.Addr(), "0.1"),
 			filepath.Join(b.work, impl, strconv.Itoa(i+1)))
 		if err != nil {
 			return f, err
@@ -323,7 +102,7 @@ func (b *bench) vrrpOne(o options, impl string, topo *testnet.Topology, fl *floo
 		}
 	}()
 	b.say("vrrp: %s master and backup started; waiting for the master to hold both VIPs", impl)
-	for _, vip := range vrrpVIPs {
+	for _, vip := range vrrpflood.VIPs {
 		if _, err := peers.WaitSoleHolder(topo.Hosts[:2], vip, master, 2*time.Second, 30*time.Second); err != nil {
 			return f, fmt.Errorf("before the flood: %w\n%s", err, tailLog(nodes[0].Log()))
 		}
@@ -360,8 +139,8 @@ func (b *bench) vrrpOne(o options, impl string, topo *testnet.Topology, fl *floo
 				return
 			case <-tick.C:
 			}
-			mh, err1 := watch[0].holds()
-			bh, err2 := watch[1].holds()
+			mh, err1 := watch[0].Holds(vrrpflood.VIPs)
+			bh, err2 := watch[1].Holds(vrrpflood.VIPs)
 			f.Samples++
 			if err1 != nil || err2 != nil {
 				f.Violations++
@@ -370,7 +149,7 @@ func (b *bench) vrrpOne(o options, impl string, topo *testnet.Topology, fl *floo
 			if slices.Contains(mh, false) || slices.Contains(bh, true) {
 				f.Violations++
 			}
-			for i := range vrrpVIPs {
+			for i := range vrrpflood.VIPs {
 				if !mh[i] || bh[i] {
 					f.Moved[i]++
 				}
@@ -378,7 +157,8 @@ func (b *bench) vrrpOne(o options, impl string, topo *testnet.Topology, fl *floo
 		}
 	}()
 	b.say("vrrp: flooding %s: %d packets at %d/s", impl, o.vrrpPackets, o.vrrpRate)
-	f.Sent, f.Flood = fl.flood(master.IPv4.Addr(), o.vrrpPackets, o.vrrpRate, o.vrrpLimit, 1)
+	res := fl.Flood(vrrpflood.Classes(), master.IPv4.Addr(), o.vrrpPackets, o.vrrpRate, o.vrrpLimit, 1)
+	f.Sent, f.Flood = res.Total, res.Duration
 	close(stop)
 	wg.Wait()
 	m2, b2, err := cpu()
