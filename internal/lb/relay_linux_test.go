@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/vipstack/vipstack/internal/lbconfig"
 )
 
@@ -81,7 +83,25 @@ func TestReadReportsWhatIsLeft(t *testing.T) {
 	}
 	peer.Write([]byte("bye"))
 	peer.(*net.TCPConn).CloseWrite()
-	time.Sleep(50 * time.Millisecond) // let the FIN arrive behind the data
+	// Wait until the FIN has arrived behind the data: the socket is in
+	// CLOSE_WAIT (8 in the kernel's TCP state numbering).
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		var state uint8
+		if err := rc.Control(func(fd uintptr) {
+			if info, err := unix.GetsockoptTCPInfo(int(fd), unix.SOL_TCP, unix.TCP_INFO); err == nil {
+				state = info.State
+			}
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if state == 8 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the FIN never arrived (TCP state %d)", state)
+		}
+		time.Sleep(time.Millisecond) // polling the kernel
+	}
 	if n, more := read(3); n != 3 || !more {
 		t.Errorf("data then FIN: read %d, more %v; want 3, true (read again to see the end)", n, more)
 	}
