@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -39,6 +40,59 @@ func TestChaosShort(t *testing.T) {
 	}
 	if injected < 20 {
 		t.Errorf("only %d of 25 faults injected (skipped: %v)", injected, res.Skipped)
+	}
+	for _, f := range res.Failed {
+		t.Errorf("injection failed: %s", f)
+	}
+	for _, k := range chaos.ViolationKinds {
+		if n := res.Report.Count(k); n > 0 {
+			t.Errorf("%d %s violations (see the report above)", n, k)
+		}
+	}
+}
+
+// TestChaosK8sShort is bench/chaos's Kubernetes mode in little: 25 faults
+// with a fixed seed (every kind an agent meets: kill -9 of the agent and
+// of its supervised child, stalls, cuts, ifdown, loss, Service churn,
+// controller kills; delays too where the kernel has netem) against 5
+// agents with the DaemonSet's capabilities, a real kube-apiserver and 6
+// LoadBalancer Services, failing on any violation or failed injection.
+// `sudo go run ./bench/chaos -k8s -seed 37 -faults 25 -v` replays it.
+func TestChaosK8sShort(t *testing.T) {
+	testnet.RequireRoot(t)
+	if testing.Short() {
+		t.Skip("skipping the Kubernetes chaos run in -short mode (about 75 s)")
+	}
+	if os.Getenv("VIPSTACK_SKIP_KUBE") == "1" {
+		t.Skip("VIPSTACK_SKIP_KUBE=1: skipping a test that needs kube-apiserver and etcd")
+	}
+	bin, err := peers.BuildVipstack(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var out strings.Builder
+	res, err := Run(ctx, options{Seed: 37, Faults: 25, Nodes: 5, Advert: 100 * time.Millisecond, Bin: bin, Prefix: "ckT",
+		K8s: true, Services: 6}, &out)
+	t.Logf("chaos report:\n%s", out.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	injected := 0
+	for _, n := range res.Injected {
+		injected += n
+	}
+	if injected < 20 {
+		t.Errorf("only %d of 25 faults injected (skipped: %v)", injected, res.Skipped)
+	}
+	for _, k := range []chaos.Kind{chaos.KillAgent, chaos.KillEngine, chaos.Churn, chaos.KillController} {
+		if res.Injected[k] == 0 {
+			t.Errorf("no %s fault injected; the seed should give some", k)
+		}
+	}
+	if len(res.Report.Sweeps) == 0 || len(res.Report.ServiceBack) == 0 {
+		t.Errorf("no restart sweep or Service return measured (sweeps %v, back %v): the faults did not hit what they should", res.Report.Sweeps, res.Report.ServiceBack)
 	}
 	for _, f := range res.Failed {
 		t.Errorf("injection failed: %s", f)

@@ -16,6 +16,16 @@
 // invariant, the worst recovery against the protocol bound, the
 // supervisor's reaction to an engine kill and the restart's sweep.
 //
+// With -k8s it drives Kubernetes agents instead (internal/k8s/k8slab): a
+// real kube-apiserver, `vipstack controller`, one `vipstack agent` per node
+// under its supervisor with only the DaemonSet's NET_ADMIN and NET_RAW, a
+// VIPGroup of every node and -services LoadBalancer Services. The faults
+// are those an agent meets (chaos.AgentWeights): kill -9 of the agent and
+// of its supervised child, stalls, cuts, ifdown, loss and delay, and two
+// cluster-wide ones, a Service deleted and created again with the same
+// address, and kill -9 of the controller and a restart. The checker's
+// Config comes from the agents' own plans (their status).
+//
 // It exits 1 on any violation or failed injection, 2 on bad flags. The seed
 // is printed; -seed N replays the same schedule.
 //
@@ -26,6 +36,7 @@
 //
 //	sudo go run ./bench/chaos                  # 500 faults, random seed
 //	sudo go run ./bench/chaos -seed 7 -faults 40 -v
+//	sudo go run ./bench/chaos -k8s -faults 500 -seed 7
 package main
 
 import "os"

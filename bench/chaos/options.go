@@ -1,6 +1,7 @@
 package main
 
 import (
+	"io"
 	"time"
 
 	"github.com/vipstack/vipstack/internal/chaos"
@@ -14,13 +15,23 @@ type options struct {
 	Advert  time.Duration
 	Verbose bool
 	Bin     string
-	Prefix  string // namespace prefix; default "vx"
-	// Weights restricts the fault kinds (nil: chaos.DefaultWeights).
+	Prefix  string // namespace prefix; default "vx" ("ck" in Kubernetes mode)
+	// Weights restricts the fault kinds (nil: chaos.DefaultWeights, or
+	// chaos.AgentWeights in Kubernetes mode).
 	Weights map[chaos.Kind]int
+	// K8s drives Kubernetes agents (a real kube-apiserver, the controller,
+	// one agent per node, Services LoadBalancer Services) instead of
+	// `vipstack node`.
+	K8s bool
+	// Services is how many LoadBalancer Services (VIPs) in Kubernetes mode.
+	Services int
+	// Log receives the lab's progress lines (Kubernetes mode); nil: none.
+	Log io.Writer
 }
 
 // result is a finished run.
 type result struct {
+	Mode     string // what ran, for the report's first line
 	Report   chaos.Report
 	Injected map[chaos.Kind]int
 	Skipped  []string

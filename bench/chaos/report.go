@@ -15,16 +15,19 @@ import (
 // printReport writes a run's figures: faults by kind, violations by
 // invariant (each with its time, VIP and nodes), recovery against the
 // protocol bound, the supervisor's reaction and the restart's sweep.
-func printReport(w io.Writer, o options, cfg chaos.Config, res result, elapsed time.Duration, netem bool) {
+func printReport(w io.Writer, o options, cfg chaos.Config, res result, elapsed time.Duration, netem bool, names map[netip.Addr]string) {
 	rep := res.Report
-	names := vipNames()
 	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
 	total := 0
 	for _, n := range res.Injected {
 		total += n
 	}
-	p("\n== vipstack chaos report (seed %d; reproduce: sudo go run ./bench/chaos -seed %d -faults %d -nodes %d -advert %v)\n",
-		o.Seed, o.Seed, o.Faults, o.Nodes, o.Advert)
+	k8s := ""
+	if o.K8s {
+		k8s = fmt.Sprintf(" -k8s -services %d", o.Services)
+	}
+	p("\n== vipstack chaos report, %s (seed %d; reproduce: sudo go run ./bench/chaos%s -seed %d -faults %d -nodes %d -advert %v)\n",
+		res.Mode, o.Seed, k8s, o.Seed, o.Faults, o.Nodes, o.Advert)
 	packet := "tc netem"
 	if !netem {
 		packet = "nftables numgen drops (no sch_netem)"
@@ -32,7 +35,7 @@ func printReport(w io.Writer, o options, cfg chaos.Config, res result, elapsed t
 	p("faults injected: %d of %d in %.0f s (skipped %d, failed %d); packet faults via %s\n", total, o.Faults, elapsed.Seconds(), len(res.Skipped), len(res.Failed), packet)
 	for _, k := range chaos.AllKinds {
 		if res.Injected[k] > 0 {
-			p("  %-12s %4d\n", k, res.Injected[k])
+			p("  %-16s %4d\n", k, res.Injected[k])
 		}
 	}
 	for _, s := range res.Skipped {
@@ -68,10 +71,17 @@ func printReport(w io.Writer, o options, cfg chaos.Config, res result, elapsed t
 		cfg.Advert, cfg.Skew.Round(time.Millisecond), cfg.Margin, bound.Round(time.Millisecond), float64(worst.Took)/float64(bound))
 	p("supervisor reaction (kill -9 of the engine -> its VIPs gone): n=%d, p50 %v, max %v (bound %v)\n",
 		len(rep.Reactions), pct(rep.Reactions, 50), pct(rep.Reactions, 100), cfg.SupervisorBound)
-	p("supervisor reaction (kill -9 of the engine -> its nftables tables gone): n=%d, p50 %v, max %v (bound %v)\n",
-		len(rep.RuleReactions), pct(rep.RuleReactions, 50), pct(rep.RuleReactions, 100), cfg.SupervisorBound)
+	if !o.K8s { // the Kubernetes agent installs no nftables tables
+		p("supervisor reaction (kill -9 of the engine -> its nftables tables gone): n=%d, p50 %v, max %v (bound %v)\n",
+			len(rep.RuleReactions), pct(rep.RuleReactions, 50), pct(rep.RuleReactions, 100), cfg.SupervisorBound)
+	}
 	p("restart sweep (agent started again after kill -9 -> the VIPs it left gone): n=%d, p50 %v, max %v (bound %v)\n",
 		len(rep.Sweeps), pct(rep.Sweeps, 50), pct(rep.Sweeps, 100), cfg.StartSweep)
+	if o.K8s {
+		p("Service churn: deleted -> its address on no node: n=%d, p50 %v, max %v; created again -> held: n=%d, p50 %v, max %v (bound %v each)\n",
+			len(rep.ServiceGone), pct(rep.ServiceGone, 50), pct(rep.ServiceGone, 100),
+			len(rep.ServiceBack), pct(rep.ServiceBack, 50), pct(rep.ServiceBack, 100), cfg.ServiceBound)
+	}
 	if res.OK() {
 		p("RESULT: 0 violations\n")
 	} else {
@@ -91,8 +101,8 @@ func pct(d []time.Duration, q int) time.Duration {
 	return s[i].Round(time.Millisecond)
 }
 
-// vipNames maps a VIP to its demo kind.
-func vipNames() map[netip.Addr]string {
+// demoVIPNames maps a VIP to its demo kind.
+func demoVIPNames() map[netip.Addr]string {
 	m := map[netip.Addr]string{}
 	for _, v := range demo.VIPs() {
 		m[v.Addr] = v.Kind
@@ -116,8 +126,7 @@ func lastWarnings(log string, n int) string {
 }
 
 // vipLegend names the VIP indices the timelines use.
-func vipLegend(cfg chaos.Config) string {
-	names := vipNames()
+func vipLegend(cfg chaos.Config, names map[netip.Addr]string) string {
 	var parts []string
 	for i, v := range cfg.VIPs {
 		parts = append(parts, fmt.Sprintf("%d=%s", i, names[v]))

@@ -6,10 +6,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"os/exec"
 	"os/signal"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -22,7 +22,6 @@ import (
 
 	"github.com/vipstack/vipstack/internal/chaos"
 	"github.com/vipstack/vipstack/internal/cluster"
-	"github.com/vipstack/vipstack/internal/demo"
 	"github.com/vipstack/vipstack/internal/peers"
 )
 
@@ -32,10 +31,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	var o options
 	seed := fs.Int64("seed", 0, "the schedule's seed (0: pick one and print it)")
 	fs.IntVar(&o.Faults, "faults", 500, "how many faults to inject (1..100000)")
-	fs.IntVar(&o.Nodes, "nodes", 5, "nodes: 3 masters and the rest workers (5..20)")
+	fs.IntVar(&o.Nodes, "nodes", 5, "nodes: 3 masters and the rest workers (with -k8s: agents of one group) (5..20)")
 	fs.DurationVar(&o.Advert, "advert", 100*time.Millisecond, "VRRP advertisement interval (a multiple of 10ms)")
 	fs.BoolVar(&o.Verbose, "v", false, "print every fault as it is injected, and the agents' warnings on a violation")
 	fs.StringVar(&o.Bin, "vipstack", "", "vipstack binary to run (default: build ./cmd/vipstack)")
+	fs.BoolVar(&o.K8s, "k8s", false, "drive Kubernetes agents (a real kube-apiserver, the controller, one agent per node) instead of `vipstack node`")
+	fs.IntVar(&o.Services, "services", 6, "with -k8s: LoadBalancer Services, one VIP each (1..40)")
 	kinds := fs.String("kinds", "", "only these fault kinds, with weights: e.g. \"cut=1,stall=2\" (default: every kind, see internal/chaos DefaultWeights)")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -50,6 +51,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	case o.Nodes < 5 || o.Nodes > 20:
 		fmt.Fprintf(stderr, "chaos: -nodes %d: want 5..20 (3 masters and at least 2 workers)\n", o.Nodes)
+		return 2
+	case o.K8s && (o.Services < 1 || o.Services > 40):
+		fmt.Fprintf(stderr, "chaos: -services %d: want 1..40 (the lab's pool holds 40 addresses)\n", o.Services)
 		return 2
 	case o.Advert < 10*time.Millisecond || o.Advert%(10*time.Millisecond) != 0 || o.Advert > 10*time.Second:
 		fmt.Fprintf(stderr, "chaos: -advert %v: want a multiple of 10ms from 10ms to 10s\n", o.Advert)
@@ -66,6 +70,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 			}
 			o.Weights[chaos.Kind(k)] = n
 		}
+	}
+	if o.Verbose {
+		o.Log = stdout
 	}
 	o.Seed = uint64(*seed)
 	if *seed == 0 {
@@ -112,15 +119,43 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// mode is what a run drives: `vipstack node` processes (demoMode) or
+// Kubernetes agents (k8sMode). Node indices are the checker's (cfg.Nodes).
+type mode interface {
+	// name describes the cluster for the report.
+	name() string
+	// free reports whether node i can take a fault of kind k now (its
+	// role, its processes).
+	free(i int, k chaos.Kind) bool
+	// guarded reports whether node i is one of the nodes of which the
+	// runner keeps one out of disruptive faults (every VIP keeps an
+	// eligible node).
+	guarded(i int) bool
+	// fault returns what starts and what ends fault f on node i (-1 for a
+	// cluster-wide fault); end is nil for a fault without duration.
+	fault(ctx context.Context, f chaos.Fault, i int) (begin, end func() error, err error)
+	// sample reads every node, by checker index.
+	sample() ([]chaos.NodeSample, error)
+	// slowest describes the slowest reads, for the report.
+	slowest() string
+	// names maps the VIPs to what they are, for the report.
+	names() map[netip.Addr]string
+	// check returns problems the samples cannot show (a process that
+	// died on its own), at the end of the run.
+	check() []string
+	// keepLogs copies the logs out of the cluster's work directory.
+	keepLogs() (string, error)
+	close()
+}
+
 // runner is the state of one run.
 type runner struct {
 	o       options
-	c       *demo.Cluster
+	m       mode
 	cfg     chaos.Config
-	idx     []int // chaos node index -> demo node index
 	out     io.Writer
 	netem   bool
-	masters int
+	guarded int // nodes m.guarded
 
 	mu        sync.Mutex
 	busy      []time.Time // per chaos node: busy until (zero: free)
@@ -130,53 +165,48 @@ type runner struct {
 	skipped   []string
 	failed    []string
 	last      *chaos.Sample
-	undo      map[int]func() error // per chaos node: what ends the fault under way
+	undo      map[int]func() error // per chaos node (-Seq for cluster-wide faults): what ends the fault under way
 }
 
 // Run builds the cluster, runs the schedule, checks the samples and prints
 // the report to out. The cluster is removed on every way out.
 func Run(ctx context.Context, o options, out io.Writer) (res result, err error) {
-	if o.Prefix == "" {
-		o.Prefix = "vx"
+	var (
+		m       mode
+		cfg     chaos.Config
+		roles   []cluster.Role
+		netem   bool
+		weights map[chaos.Kind]int
+	)
+	if o.K8s {
+		if o.Prefix == "" {
+			o.Prefix = "ck"
+		}
+		weights = chaos.AgentWeights()
+		m, cfg, roles, netem, err = startK8s(ctx, o, out)
+	} else {
+		if o.Prefix == "" {
+			o.Prefix = "vx"
+		}
+		weights = chaos.DefaultWeights()
+		m, cfg, roles, netem, err = startDemo(ctx, o, out)
 	}
-	spec := demo.Spec{Masters: 3, Workers: o.Nodes - 3, Advert: o.Advert}
-	cf, err := cluster.Parse("chaos cluster.yaml", []byte(spec.ClusterYAML()))
 	if err != nil {
 		return res, err
 	}
-	cfg, err := chaos.ConfigFor(cf)
-	if err != nil {
-		return res, err
-	}
-	var progress io.Writer = io.Discard
-	if o.Verbose {
-		progress = out
-	}
-	fmt.Fprintf(out, "vipstack chaos: seed %d, %d faults, %d nodes (3 masters, %d workers), advert %v\n", o.Seed, o.Faults, o.Nodes, o.Nodes-3, o.Advert)
-	c, err := demo.Start(ctx, spec, demo.Options{Bin: o.Bin, Out: progress, Prefix: o.Prefix, View: -1})
-	if err != nil {
-		return res, err
-	}
-	r := &runner{o: o, c: c, cfg: cfg, out: out, injected: map[chaos.Kind]int{}, undo: map[int]func() error{},
+	defer m.close()
+	r := &runner{o: o, m: m, cfg: cfg, out: out, netem: netem, injected: map[chaos.Kind]int{}, undo: map[int]func() error{},
 		busy: make([]time.Time, len(cfg.Nodes)), disrupted: make([]bool, len(cfg.Nodes))}
 	defer func() {
 		if uerr := r.undoAll(); uerr != nil {
 			err = errors.Join(err, uerr)
 		}
-		c.Close()
 	}()
-	for _, name := range cfg.Nodes {
-		i := slices.IndexFunc(c.Nodes, func(n *demo.Node) bool { return n.Name == name })
-		if i < 0 {
-			return res, fmt.Errorf("node %s of the cluster file is not in the demo cluster", name)
-		}
-		r.idx = append(r.idx, i)
-		if c.Nodes[i].Role == cluster.Master {
-			r.masters++
+	for i := range cfg.Nodes {
+		if m.guarded(i) {
+			r.guarded++
 		}
 	}
-	r.netem = c.ProbeNetem()
-	weights := chaos.DefaultWeights()
 	if o.Weights != nil {
 		weights = o.Weights
 	}
@@ -190,28 +220,12 @@ func Run(ctx context.Context, o options, out io.Writer) (res result, err error) 
 		}
 	}
 	fmt.Fprintf(out, "packet loss and delay: %s\n", how)
-
-	// Settle: every VIP has one holder, for a second.
-	for vi, v := range cfg.VIPs {
-		if _, err := c.WaitHolder(ctx, v, nil, time.Second, 90*time.Second); err != nil {
-			return res, fmt.Errorf("the cluster did not settle: VIP %d (%s): %w", vi, v, err)
-		}
-	}
-	roles := make([]cluster.Role, len(cfg.Nodes))
-	for i, di := range r.idx {
-		roles[i] = c.Nodes[di].Role
-	}
 	sched, err := chaos.Generate(chaos.GenOptions{Seed: o.Seed, Faults: o.Faults, Roles: roles, VIPs: len(cfg.VIPs), Weights: weights})
 	if err != nil {
 		return res, err
 	}
-	fmt.Fprintf(out, "cluster settled after %.1f s; schedule of %d faults over %.0f s\n", c.Elapsed().Seconds(), len(sched), chaos.End(sched).Seconds())
+	fmt.Fprintf(out, "schedule of %d faults over %.0f s\n", len(sched), chaos.End(sched).Seconds())
 
-	sampler, err := c.NewSampler()
-	if err != nil {
-		return res, err
-	}
-	defer sampler.Close()
 	var samples []chaos.Sample
 	var sampleErr error
 	var slowest time.Duration // the longest Sample call
@@ -230,25 +244,14 @@ func Run(ctx context.Context, o options, out io.Writer) (res result, err error) 
 		defer t.Stop()
 		for {
 			t0 := time.Now()
-			snaps, err := sampler.Sample()
+			nodes, err := m.sample()
 			at := time.Now()
 			slowest = max(slowest, at.Sub(t0))
 			if err != nil {
 				sampleErr = err
 				return
 			}
-			s := chaos.Sample{At: at, Nodes: make([]chaos.NodeSample, len(cfg.Nodes))}
-			for i, di := range r.idx {
-				sn := snaps[di]
-				ns := chaos.NodeSample{Agent: sn.Agent, Engine: sn.Engine, Rules: sn.Tables}
-				for _, a := range sn.Addrs {
-					if slices.Contains(cfg.VIPs, a) {
-						ns.Holds = append(ns.Holds, a)
-					}
-				}
-				s.Nodes[i] = ns
-			}
-			samples = append(samples, s)
+			samples = append(samples, chaos.Sample{At: at, Nodes: nodes})
 			r.mu.Lock()
 			r.last = &samples[len(samples)-1]
 			r.mu.Unlock()
@@ -298,11 +301,10 @@ func Run(ctx context.Context, o options, out io.Writer) (res result, err error) 
 	if err != nil {
 		return res, err
 	}
-	res = result{Report: rep, Injected: r.injected, Skipped: r.skipped, Failed: r.failed}
-	printReport(out, o, cfg, res, time.Since(start), r.netem)
-	sa, st, sp := sampler.Slowest()
-	fmt.Fprintf(out, "sampling: the slowest sample took %v (slowest node read: addresses %v, nftables %v, processes %v)\n",
-		slowest.Round(time.Millisecond), sa.Round(time.Millisecond), st.Round(time.Millisecond), sp.Round(time.Millisecond))
+	res = result{Mode: m.name(), Report: rep, Injected: r.injected, Skipped: r.skipped, Failed: append(r.failed, m.check()...)}
+	names := m.names()
+	printReport(out, o, cfg, res, time.Since(start), r.netem, names)
+	fmt.Fprintf(out, "sampling: the slowest sample took %v (%s)\n", slowest.Round(time.Millisecond), m.slowest())
 	fmt.Fprintf(out, "machine load: %s at the start, %s at the end (1, 5, 15 min; %d CPUs)\n", loadStart, loadavg(), runtime.NumCPU())
 	if !res.OK() {
 		for i, v := range rep.Violations {
@@ -310,7 +312,7 @@ func Run(ctx context.Context, o options, out io.Writer) (res result, err error) 
 				fmt.Fprintf(out, "(timelines of the first 5 violations only)\n")
 				break
 			}
-			fmt.Fprintf(out, "--- timeline around the %s at %s (VIP index: %s):\n", v.Kind, v.At.Format("15:04:05.000"), vipLegend(cfg))
+			fmt.Fprintf(out, "--- timeline around the %s at %s (VIP index: %s):\n", v.Kind, v.At.Format("15:04:05.000"), vipLegend(cfg, names))
 			lines := chaos.Timeline(cfg, r.windows, samples, v.At.Add(-3*time.Second), v.At.Add(v.For+500*time.Millisecond))
 			if len(lines) > 60 {
 				lines = append(lines[:30], append([]string{"..."}, lines[len(lines)-30:]...)...)
@@ -319,8 +321,8 @@ func Run(ctx context.Context, o options, out io.Writer) (res result, err error) 
 				fmt.Fprintf(out, "  %s\n", l)
 			}
 		}
-		if dir, err := keepLogs(c); err == nil {
-			fmt.Fprintf(out, "node agent logs kept in %s\n", dir)
+		if dir, err := m.keepLogs(); err == nil {
+			fmt.Fprintf(out, "logs kept in %s\n", dir)
 		}
 	}
 	return res, nil
@@ -333,37 +335,19 @@ func (r *runner) pick(f chaos.Fault, now time.Time) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	free := func(n int) bool {
-		if r.busy[n].After(now) {
+		if r.busy[n].After(now) || !r.m.free(n, f.Kind) {
 			return false
 		}
-		dn := r.c.Nodes[r.idx[n]]
-		switch f.Kind {
-		case chaos.FlapAPI, chaos.FlapLB:
-			if dn.Role != cluster.Master {
-				return false
-			}
-		case chaos.FlapRouter:
-			if dn.Role != cluster.Worker {
-				return false
-			}
-		case chaos.KillEngine:
-			if dn.EnginePid() == 0 {
-				return false
-			}
-		}
-		if !dn.AgentRunning() {
-			return false
-		}
-		if f.Kind.Disruptive() && dn.Role == cluster.Master {
-			// Keep one master out of disruptive faults: the API and DNS
-			// VIPs need an eligible node.
+		if f.Kind.Disruptive() && r.m.guarded(n) {
+			// Keep one guarded node (a master) out of disruptive faults:
+			// the VIPs only they hold need an eligible node.
 			hit := 0
 			for i, d := range r.disrupted {
-				if d && r.c.Nodes[r.idx[i]].Role == cluster.Master {
+				if d && r.m.guarded(i) {
 					hit++
 				}
 			}
-			if hit+1 >= r.masters {
+			if hit+1 >= r.guarded {
 				return false
 			}
 		}
@@ -398,73 +382,34 @@ func (r *runner) pick(f chaos.Fault, now time.Time) int {
 
 // inject runs one fault to its end and records its window.
 func (r *runner) inject(ctx context.Context, f chaos.Fault) {
-	if f.Kind == chaos.Reload {
-		at := time.Now()
-		err := r.c.Reload(fmt.Sprintf("fault %d", f.Seq))
-		r.record(f, -1, at, at, err)
-		return
-	}
-	// A retargeted fault may have taken the node the schedule planned for
-	// this one: wait (bounded) for a free node rather than skip it.
-	n := r.pick(f, time.Now())
-	for deadline := time.Now().Add(15 * time.Second); n < 0 && time.Now().Before(deadline) && ctx.Err() == nil; n = r.pick(f, time.Now()) {
-		time.Sleep(50 * time.Millisecond)
-	}
-	if n < 0 {
-		r.mu.Lock()
-		r.skipped = append(r.skipped, f.String()+": no free node for 15 s")
-		r.mu.Unlock()
-		return
-	}
-	dn := r.c.Nodes[r.idx[n]]
-	var begin, end func() error
-	switch f.Kind {
-	case chaos.KillEngine:
-		var pid int
-		begin = func() error {
-			var err error
-			pid, err = dn.KillEngine()
-			return err
+	n, key := -1, -f.Seq
+	if !f.Kind.ClusterWide() {
+		// A retargeted fault may have taken the node the schedule planned
+		// for this one: wait (bounded) for a free node rather than skip it.
+		n = r.pick(f, time.Now())
+		for deadline := time.Now().Add(15 * time.Second); n < 0 && time.Now().Before(deadline) && ctx.Err() == nil; n = r.pick(f, time.Now()) {
+			time.Sleep(50 * time.Millisecond)
 		}
-		end = func() error {
-			// The supervisor restarts the engine (1 s back-off, doubling if
-			// it crashed again within a minute): wait for it, bounded.
-			deadline := time.Now().Add(70 * time.Second)
-			for time.Now().Before(deadline) && ctx.Err() == nil {
-				if p := dn.EnginePid(); p != 0 && p != pid {
-					return nil
-				}
-				time.Sleep(10 * time.Millisecond)
-			}
-			return fmt.Errorf("%s: no new engine 70 s after kill -9 of pid %d", dn.Name, pid)
+		if n < 0 {
+			r.mu.Lock()
+			r.skipped = append(r.skipped, f.String()+": no free node for 15 s")
+			r.mu.Unlock()
+			return
 		}
-	case chaos.KillAgent:
-		begin, end = dn.KillAgent, dn.Restart
-	case chaos.Stall:
-		begin, end = func() error { return dn.Stall(true) }, func() error { return dn.Stall(false) }
-	case chaos.Cut:
-		begin, end = func() error { return dn.SetCut(true) }, func() error { return dn.SetCut(false) }
-	case chaos.IfDown:
-		begin, end = func() error { return dn.SetIfUp(false) }, func() error { return dn.SetIfUp(true) }
-	case chaos.Loss, chaos.HeavyLoss:
-		begin = func() error { return dn.Impair(demo.Impairment{LossPercent: f.Percent}, r.netem) }
-		end = func() error { return dn.Impair(demo.Impairment{}, r.netem) }
-	case chaos.Delay:
-		begin = func() error { return dn.Impair(demo.Impairment{Delay: f.Delay}, r.netem) }
-		end = func() error { return dn.Impair(demo.Impairment{}, r.netem) }
-	case chaos.FlapAPI:
-		begin, end = func() error { return dn.SetAPI(false) }, func() error { return dn.SetAPI(true) }
-	case chaos.FlapLB:
-		begin, end = func() error { return dn.SetLB(false) }, func() error { return dn.SetLB(true) }
-	case chaos.FlapRouter:
-		begin = func() error { return dn.SetRouter(demo.RouterNotReady) }
-		end = func() error { return dn.SetRouter(demo.RouterReady) }
-	default:
-		r.record(f, n, time.Now(), time.Now(), fmt.Errorf("unknown kind %q", f.Kind))
+		key = n
+	}
+	begin, end, err := r.m.fault(ctx, f, n)
+	if err != nil {
+		r.record(f, n, time.Now(), time.Now(), err)
+		r.release(n, f)
 		return
 	}
 	if r.o.Verbose {
-		fmt.Fprintf(r.out, "%s  %s -> %s\n", time.Now().Format("15:04:05.000"), f, dn.Name)
+		target := "the cluster"
+		if n >= 0 {
+			target = r.cfg.Nodes[n]
+		}
+		fmt.Fprintf(r.out, "%s  %s -> %s\n", time.Now().Format("15:04:05.000"), f, target)
 	}
 	at := time.Now()
 	if err := begin(); err != nil {
@@ -472,8 +417,13 @@ func (r *runner) inject(ctx context.Context, f chaos.Fault) {
 		r.release(n, f)
 		return
 	}
+	if end == nil {
+		r.record(f, n, at, at, nil)
+		r.release(n, f)
+		return
+	}
 	r.mu.Lock()
-	r.undo[n] = end
+	r.undo[key] = end
 	r.mu.Unlock()
 	if f.For > 0 {
 		select {
@@ -482,12 +432,12 @@ func (r *runner) inject(ctx context.Context, f chaos.Fault) {
 		}
 	}
 	r.mu.Lock()
-	delete(r.undo, n)
+	delete(r.undo, key)
 	r.mu.Unlock()
 	// The window ends when the undoing begins (a woken node counts as
 	// awake from SIGCONT on); an engine kill ends when a new engine runs.
 	endAt := time.Now()
-	err := end()
+	err = end()
 	if f.Kind == chaos.KillEngine {
 		endAt = time.Now()
 	}
@@ -497,6 +447,9 @@ func (r *runner) inject(ctx context.Context, f chaos.Fault) {
 
 // release frees node n after the fault's cool-down.
 func (r *runner) release(n int, f chaos.Fault) {
+	if n < 0 {
+		return
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.busy[n] = time.Now().Add(f.Busy() - f.For)
@@ -526,21 +479,6 @@ func (r *runner) undoAll() error {
 	return errors.Join(errs...)
 }
 
-// keepLogs copies the node agents' logs out of the cluster's work
-// directory (which Close removes).
-func keepLogs(c *demo.Cluster) (string, error) {
-	dir, err := os.MkdirTemp("", "vipstack-chaos-logs-")
-	if err != nil {
-		return "", err
-	}
-	for _, n := range c.Nodes {
-		if err := os.WriteFile(filepath.Join(dir, n.Name+".log"), []byte(n.Log()), 0o644); err != nil {
-			return "", err
-		}
-	}
-	return dir, nil
-}
-
 // loadavg returns the first three fields of /proc/loadavg.
 func loadavg() string {
 	b, err := os.ReadFile("/proc/loadavg")
@@ -552,4 +490,16 @@ func loadavg() string {
 		return "?"
 	}
 	return strings.Join(f[:3], " ")
+}
+
+// waitFor polls cond every 10 ms until it holds, ctx ends or d passes.
+func waitFor(ctx context.Context, d time.Duration, cond func() bool, msg string) error {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		if cond() {
+			return nil
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return fmt.Errorf("%s", msg)
 }

@@ -45,6 +45,10 @@ type Config struct {
 	// left by the killed agent may stay (the engine sweeps its ledger when
 	// it starts).
 	StartSweep time.Duration
+	// ServiceBound is how long a deleted Service's address may stay held,
+	// and how long a created one's may take to be held (Kubernetes mode:
+	// the API's watch, the controller's allocation, the agents' reload).
+	ServiceBound time.Duration
 }
 
 // RecoveryBound is the time within which every VIP must have an eligible
@@ -68,12 +72,49 @@ func (c Config) StallTail() time.Duration { return c.Advert + c.Margin }
 // PartitionLoss = 20, Resolve = 1 s (retrans_time's default),
 // SupervisorBound = 250 ms, StartSweep = 3 s.
 func ConfigFor(c *cluster.Cluster) (Config, error) {
-	cfg := Config{Advert: c.VRRP.AdvertInterval, PartitionLoss: 20, Resolve: time.Second,
-		SupervisorBound: 250 * time.Millisecond, StartSweep: 3 * time.Second}
+	vips := append(append(append([]netip.Addr(nil), c.APIVIPs...), c.DNSVIP), c.IngressVIPs...)
+	var plans []NodePlan
+	for _, n := range c.Nodes {
+		p, err := c.PlanFor(n.Name)
+		if err != nil {
+			return Config{}, fmt.Errorf("chaos: %w", err)
+		}
+		np := NodePlan{Node: n.Name}
+		for _, in := range p.Instances {
+			np.Instances = append(np.Instances, PlanInstance{Priority: in.Priority, VIPs: in.VIPs})
+		}
+		plans = append(plans, np)
+	}
+	return ConfigForPlans(c.VRRP.AdvertInterval, vips, plans)
+}
+
+// NodePlan is what one node runs: its VRRP instances.
+type NodePlan struct {
+	Node      string
+	Instances []PlanInstance
+}
+
+// PlanInstance is one VRRP instance of a node: its priority there and the
+// addresses it holds as master.
+type PlanInstance struct {
+	Priority uint8
+	VIPs     []netip.Addr
+}
+
+// ConfigForPlans derives the Config from what every node runs: the VIPs
+// are vips (invalid and repeated ones dropped), a node may hold a VIP when
+// one of its instances carries it, and the skew is that of the lowest
+// priority of any instance. ConfigFor calls it with a cluster file's
+// plans; bench/chaos's Kubernetes mode with the agents' plans (their
+// status). The other fields get the defaults ConfigFor documents, and
+// ServiceBound = 3 s.
+func ConfigForPlans(advert time.Duration, vips []netip.Addr, plans []NodePlan) (Config, error) {
+	cfg := Config{Advert: advert, PartitionLoss: 20, Resolve: time.Second,
+		SupervisorBound: 250 * time.Millisecond, StartSweep: 3 * time.Second, ServiceBound: 3 * time.Second}
 	cfg.Margin = 2 * cfg.Advert
 	cfg.Grace = cfg.Advert + cfg.Margin
 	index := map[netip.Addr]int{}
-	for _, v := range append(append(append([]netip.Addr(nil), c.APIVIPs...), c.DNSVIP), c.IngressVIPs...) {
+	for _, v := range vips {
 		if v.IsValid() {
 			if _, dup := index[v]; !dup {
 				index[v] = len(cfg.VIPs)
@@ -83,12 +124,8 @@ func ConfigFor(c *cluster.Cluster) (Config, error) {
 	}
 	cfg.Allowed = make([][]int, len(cfg.VIPs))
 	lowest := 255
-	for i, n := range c.Nodes {
-		cfg.Nodes = append(cfg.Nodes, n.Name)
-		p, err := c.PlanFor(n.Name)
-		if err != nil {
-			return cfg, fmt.Errorf("chaos: %w", err)
-		}
+	for i, p := range plans {
+		cfg.Nodes = append(cfg.Nodes, p.Node)
 		for _, in := range p.Instances {
 			lowest = min(lowest, int(in.Priority))
 			for _, v := range in.VIPs {
@@ -137,10 +174,13 @@ const (
 	// Exit is an engine or agent that died with no kill to explain it (a
 	// crash): not one of the three invariants, but never acceptable.
 	Exit ViolationKind = "unexpected-exit"
+	// Stale is the address of a deleted Service still held, past
+	// ServiceBound, by a node whose agent runs (Kubernetes mode).
+	Stale ViolationKind = "stale-address"
 )
 
 // ViolationKinds lists every kind in the order reports print them.
-var ViolationKinds = []ViolationKind{SplitBrain, NoHolder, Leftover, Exit}
+var ViolationKinds = []ViolationKind{SplitBrain, NoHolder, Leftover, Exit, Stale}
 
 // Violation is one breach, reported once per episode.
 type Violation struct {
@@ -175,6 +215,10 @@ type Report struct {
 	// Sweeps are, for each KillAgent of a node that held VIPs, the time
 	// from the agent's restart to the first sample without them.
 	Sweeps []time.Duration
+	// ServiceGone are, for each Churn, the time from the Service's delete
+	// to the first sample where no node holds its address; ServiceBack
+	// from its create again to the first sample where one does.
+	ServiceGone, ServiceBack []time.Duration
 }
 
 // Recovery is the time from one event to a settled cluster.
@@ -215,8 +259,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("chaos: Config.Allowed has %d entries for %d VIPs: want one per VIP", len(c.Allowed), len(c.VIPs))
 	case c.Advert <= 0:
 		return fmt.Errorf("chaos: Config.Advert = %v: want > 0", c.Advert)
-	case c.Margin < 0 || c.Grace < 0 || c.Skew < 0 || c.Resolve < 0 || c.SupervisorBound < 0 || c.StartSweep < 0:
-		return fmt.Errorf("chaos: Config has a negative time (Margin %v, Grace %v, Skew %v, Resolve %v, SupervisorBound %v, StartSweep %v)", c.Margin, c.Grace, c.Skew, c.Resolve, c.SupervisorBound, c.StartSweep)
+	case c.Margin < 0 || c.Grace < 0 || c.Skew < 0 || c.Resolve < 0 || c.SupervisorBound < 0 || c.StartSweep < 0 || c.ServiceBound < 0:
+		return fmt.Errorf("chaos: Config has a negative time (Margin %v, Grace %v, Skew %v, Resolve %v, SupervisorBound %v, StartSweep %v, ServiceBound %v)", c.Margin, c.Grace, c.Skew, c.Resolve, c.SupervisorBound, c.StartSweep, c.ServiceBound)
 	}
 	for v, ns := range c.Allowed {
 		for _, n := range ns {
@@ -287,6 +331,34 @@ func Check(cfg Config, windows []Window, samples []Sample) (Report, error) {
 			stallHeld[wi] = samples[i-1].Nodes[w.Node].Holds
 		}
 	}
+	// Churn windows: the VIP whose Service goes and comes back.
+	var churns []int // indices into windows
+	for wi, w := range windows {
+		if w.Fault.Kind != Churn {
+			continue
+		}
+		if w.Fault.VIP < 0 || w.Fault.VIP >= len(cfg.VIPs) {
+			return Report{}, fmt.Errorf("chaos: window %d (%s) names VIP %d: want 0..%d", wi, w.Fault, w.Fault.VIP, len(cfg.VIPs)-1)
+		}
+		churns = append(churns, wi)
+	}
+	churnGone := make([]bool, len(windows)) // the address was seen gone
+	churnBack := make([]bool, len(windows)) // the address was seen back
+	stale := make([]*episode, len(cfg.VIPs))
+	// busyNode reports whether node n's agent could not act at t: it was
+	// stalled or killed within the last ServiceBound.
+	busyNode := func(n int, t time.Time) bool {
+		for _, w := range windows {
+			switch w.Fault.Kind {
+			case Stall, KillAgent, KillEngine:
+				if w.Node == n && !t.Before(w.Start) && (w.End.IsZero() || t.Before(w.End.Add(cfg.ServiceBound))) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+
 	// Disruptive events (starts and ends), sorted, for the recovery bound.
 	type event struct {
 		at   time.Time
@@ -486,6 +558,53 @@ func Check(cfg Config, windows []Window, samples []Sample) (Report, error) {
 			st.prev, st.seen = ns, true
 		}
 
+		// Services deleted and created again: their address must leave
+		// every node whose agent can act, and come back, within
+		// ServiceBound; (b) does not judge it meanwhile.
+		churning := make([]bool, len(cfg.VIPs))
+		staleNow := make([][]string, len(cfg.VIPs))
+		for _, wi := range churns {
+			w := windows[wi]
+			vi := w.Fault.VIP
+			v := cfg.VIPs[vi]
+			if t.Before(w.Start) || (!w.End.IsZero() && !t.Before(w.End.Add(cfg.ServiceBound))) {
+				continue
+			}
+			churning[vi] = true
+			held := false
+			var holders []string
+			for n, ns := range s.Nodes {
+				if !slices.Contains(ns.Holds, v) {
+					continue
+				}
+				held = true
+				if !leftover[n] && !busyNode(n, t) {
+					holders = append(holders, cfg.Nodes[n])
+				}
+			}
+			deleted := w.End.IsZero() || t.Before(w.End)
+			if deleted {
+				if !held && !churnGone[wi] {
+					churnGone[wi] = true
+					rep.ServiceGone = append(rep.ServiceGone, t.Sub(w.Start))
+				}
+				if t.Sub(w.Start) > cfg.ServiceBound && len(holders) > 0 {
+					staleNow[vi] = holders
+				}
+			} else if held && !churnBack[wi] {
+				churnBack[wi] = true
+				rep.ServiceBack = append(rep.ServiceBack, t.Sub(w.End))
+			}
+		}
+		for vi, v := range cfg.VIPs {
+			if len(staleNow[vi]) > 0 {
+				extend(&stale[vi], t, staleNow[vi], fmt.Sprintf("its Service was deleted; still held by %s (bound %v)", strings.Join(staleNow[vi], " and "), cfg.ServiceBound))
+			} else if stale[vi] != nil {
+				closeEp(Stale, v, stale[vi], -1)
+				stale[vi] = nil
+			}
+		}
+
 		// Invariants (a) and (b), per VIP.
 		settled := true
 		for vi, v := range cfg.VIPs {
@@ -518,6 +637,14 @@ func Check(cfg Config, windows []Window, samples []Sample) (Report, error) {
 				closeEp(SplitBrain, v, split[vi], cfg.Grace)
 				split[vi] = nil
 			}
+			if churning[vi] {
+				// Not (b)'s business while its Service is away.
+				if gone[vi] != nil {
+					closeEp(NoHolder, v, gone[vi], -1)
+					gone[vi] = nil
+				}
+				continue
+			}
 			if len(eligible) == 0 && anyEligible && (lastEvent.IsZero() || t.Sub(lastEvent) > bound) {
 				extend(&gone[vi], t, nil, fmt.Sprintf("no eligible node holds it (counted holders: %v)", counted))
 			} else if gone[vi] != nil {
@@ -540,6 +667,7 @@ func Check(cfg Config, windows []Window, samples []Sample) (Report, error) {
 	for vi, v := range cfg.VIPs {
 		closeEp(SplitBrain, v, split[vi], cfg.Grace)
 		closeEp(NoHolder, v, gone[vi], -1)
+		closeEp(Stale, v, stale[vi], -1)
 	}
 	for n := range cfg.Nodes {
 		closeEp(Leftover, netip.Addr{}, engVIP[n], -1)

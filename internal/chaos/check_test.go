@@ -346,12 +346,111 @@ nodes:
 		VIPs:    []netip.Addr{netip.MustParseAddr("198.18.0.5"), netip.MustParseAddr("198.18.0.6"), netip.MustParseAddr("198.18.0.7")},
 		Allowed: [][]int{{0, 1}, {0, 1}, {0, 1, 2}},
 		Advert:  100 * ms, Skew: 236 * 100 * ms / 256, Margin: 200 * ms, Grace: 300 * ms, PartitionLoss: 20, Resolve: time.Second,
-		SupervisorBound: 250 * ms, StartSweep: 3 * time.Second,
+		SupervisorBound: 250 * ms, StartSweep: 3 * time.Second, ServiceBound: 3 * time.Second,
 	}
 	if d := cmp.Diff(want, got, cmp.Comparer(func(a, b netip.Addr) bool { return a == b })); d != "" {
 		t.Errorf("ConfigFor (-want +got):\n%s", d)
 	}
 	if got.RecoveryBound() != 592187500*time.Nanosecond {
 		t.Errorf("RecoveryBound %v, want 3 x 100ms + 92.1875ms + 200ms", got.RecoveryBound())
+	}
+}
+
+// TestConfigForPlans derives the Config of Kubernetes agents from their
+// plans: every node runs every node instance of the group (its own at a
+// high priority), so every node may hold every address; an address no
+// instance carries has no eligible node; the skew comes from the lowest
+// priority of any instance, with or without addresses.
+func TestConfigForPlans(t *testing.T) {
+	a1, a2, a3 := netip.MustParseAddr("198.18.0.200"), netip.MustParseAddr("198.18.0.201"), netip.MustParseAddr("198.18.0.202")
+	plan := func(node string, prios ...uint8) NodePlan {
+		p := NodePlan{Node: node}
+		p.Instances = []PlanInstance{{Priority: prios[0], VIPs: []netip.Addr{a1}}, {Priority: prios[1], VIPs: []netip.Addr{a2}}, {Priority: prios[2]}}
+		return p
+	}
+	got, err := ConfigForPlans(200*ms, []netip.Addr{a1, a2, a1, {}, a3}, []NodePlan{plan("n1", 150, 100, 100), plan("n2", 100, 150, 50), {Node: "n3"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Config{
+		Nodes:   []string{"n1", "n2", "n3"},
+		VIPs:    []netip.Addr{a1, a2, a3},
+		Allowed: [][]int{{0, 1}, {0, 1}, nil},
+		Advert:  200 * ms, Skew: 206 * 200 * ms / 256, Margin: 400 * ms, Grace: 600 * ms, PartitionLoss: 20, Resolve: time.Second,
+		SupervisorBound: 250 * ms, StartSweep: 3 * time.Second, ServiceBound: 3 * time.Second,
+	}
+	if d := cmp.Diff(want, got, cmp.Comparer(func(a, b netip.Addr) bool { return a == b })); d != "" {
+		t.Errorf("ConfigForPlans (-want +got):\n%s", d)
+	}
+}
+
+// TestCheckChurn: a Service deleted and created again. Its address must
+// leave every node whose agent can act within ServiceBound and come back
+// within ServiceBound; no-eligible-holder does not judge it meanwhile; a
+// node stalled during the delete is excused.
+func TestCheckChurn(t *testing.T) {
+	cfg := testConfig()
+	cfg.ServiceBound = 500 * ms
+	ing := cfg.VIPs[1].String()
+	churn := func(from, to time.Duration) Window {
+		w := win(Churn, -1, from, to, 0)
+		w.Fault.VIP = 1
+		return w
+	}
+	tests := []struct {
+		name       string
+		windows    []Window
+		phases     []phase
+		want       []string
+		gone, back []time.Duration
+	}{
+		{
+			name:    "gone at once, back at once",
+			windows: []Window{churn(200*ms, 1200*ms)},
+			phases:  []phase{{300 * ms, "0 1 -"}, {1000 * ms, "0 - -"}, {500 * ms, "0 1 -"}},
+			gone:    []time.Duration{100 * ms},
+			back:    []time.Duration{100 * ms},
+		},
+		{
+			name:    "stays held past the bound: stale",
+			windows: []Window{churn(200*ms, 2000*ms)},
+			phases:  []phase{{1000 * ms, "0 1 -"}, {1500 * ms, "0 - -"}},
+			want:    []string{"stale-address +710ms " + ing + " b"},
+			gone:    []time.Duration{800 * ms},
+		},
+		{
+			name:    "no holder long after it came back",
+			windows: []Window{churn(200*ms, 1000*ms)},
+			phases:  []phase{{200 * ms, "0 1 -"}, {2000 * ms, "0 - -"}},
+			want:    []string{"no-eligible-holder +1.5s " + ing + " "},
+			gone:    []time.Duration{0},
+		},
+		{
+			name:    "the holder stalled through the delete: excused",
+			windows: []Window{churn(200*ms, 3000*ms), win(Stall, 1, 100*ms, 1500*ms, 0)},
+			phases:  []phase{{1600 * ms, "0 1 -"}, {1500 * ms, "0 - -"}, {300 * ms, "0 1 -"}},
+			gone:    []time.Duration{1400 * ms},
+			back:    []time.Duration{100 * ms},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rep, err := Check(cfg, tc.windows, stream(t, cfg, tc.phases...))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff(tc.want, summary(rep)); d != "" {
+				t.Errorf("violations (-want +got):\n%s", d)
+			}
+			if d := cmp.Diff(tc.gone, rep.ServiceGone); d != "" {
+				t.Errorf("gone (-want +got):\n%s", d)
+			}
+			if d := cmp.Diff(tc.back, rep.ServiceBack); d != "" {
+				t.Errorf("back (-want +got):\n%s", d)
+			}
+		})
+	}
+	if _, err := Check(cfg, []Window{func() Window { w := churn(0, ms); w.Fault.VIP = 5; return w }()}, stream(t, cfg, phase{20 * ms, "0 1 -"})); err == nil || !strings.Contains(err.Error(), "names VIP 5") {
+		t.Errorf("a churn of VIP 5 of 2: got %v, want an error naming VIP 5", err)
 	}
 }

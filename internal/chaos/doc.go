@@ -17,6 +17,9 @@
 //     after the whole agent died).
 //   - Exit (not an invariant, never acceptable): an engine or agent that
 //     died with no kill to explain it.
+//   - Stale (Kubernetes agents): the address of a deleted Service still
+//     held, past a bound, by a node whose agent can act; and (NoHolder)
+//     the address of a Service created again not held within that bound.
 //
 // Config documents each window and margin exactly, and docs/reliability.md
 // explains them. Nothing here touches the system; bench/chaos runs the

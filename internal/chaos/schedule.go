@@ -46,10 +46,22 @@ const (
 	// Reload rewrites the cluster file with a harmless change and sends
 	// SIGHUP to every node agent. It has no duration and no node.
 	Reload Kind = "reload"
+	// KillController sends SIGKILL to the Kubernetes controller and starts
+	// it again after For (Kubernetes mode). It has no node: agents keep
+	// serving what the API holds meanwhile.
+	KillController Kind = "kill-controller"
+	// Churn deletes the LoadBalancer Service of VIP number Fault.VIP and
+	// creates it again, asking for the same address, after For
+	// (Kubernetes mode). It has no node.
+	Churn Kind = "churn-service"
 )
 
 // AllKinds lists every kind in the order reports print them.
-var AllKinds = []Kind{KillEngine, KillAgent, Stall, Cut, IfDown, Loss, HeavyLoss, Delay, FlapAPI, FlapLB, FlapRouter, Reload}
+var AllKinds = []Kind{KillEngine, KillAgent, Stall, Cut, IfDown, Loss, HeavyLoss, Delay, FlapAPI, FlapLB, FlapRouter, Reload, KillController, Churn}
+
+// ClusterWide reports whether the fault hits no node but the cluster as a
+// whole (Node is -1).
+func (k Kind) ClusterWide() bool { return k == Reload || k == KillController || k == Churn }
 
 // Disruptive reports whether the fault takes its node out of the set of
 // nodes that may hold a VIP (Config's eligibility) while it lasts.
@@ -99,6 +111,7 @@ type Fault struct {
 	For      time.Duration // how long the fault lasts (the down time for KillAgent)
 	Percent  int           // Loss and HeavyLoss
 	Delay    time.Duration // Delay
+	VIP      int           // Churn: the index of the VIP whose Service goes
 }
 
 func (f Fault) String() string {
@@ -119,6 +132,9 @@ func (f Fault) String() string {
 	if f.Delay > 0 {
 		fmt.Fprintf(&b, " +%v", f.Delay)
 	}
+	if f.Kind == Churn {
+		fmt.Fprintf(&b, " VIP %d", f.VIP)
+	}
 	return b.String()
 }
 
@@ -133,6 +149,10 @@ func (f Fault) Busy() time.Duration {
 		return f.For + 3*time.Second
 	case Reload:
 		return 0
+	case KillController, Churn:
+		// The controller's restart, or the Service's address coming back:
+		// cluster-wide faults of these kinds never overlap.
+		return f.For + 3*time.Second
 	}
 	return f.For + time.Second
 }
@@ -155,11 +175,22 @@ type GenOptions struct {
 	MinGap, MaxGap time.Duration
 }
 
-// DefaultWeights are the kinds' relative frequencies.
+// DefaultWeights are the kinds' relative frequencies against `vipstack
+// node` clusters.
 func DefaultWeights() map[Kind]int {
 	return map[Kind]int{
 		KillEngine: 10, KillAgent: 10, Stall: 14, Cut: 10, IfDown: 6, Loss: 8, HeavyLoss: 6,
 		Delay: 8, FlapAPI: 6, FlapLB: 6, FlapRouter: 6, Reload: 8,
+	}
+}
+
+// AgentWeights are the kinds' relative frequencies against Kubernetes
+// agents: no flapping checks or cluster-file reloads (an agent has
+// neither), Service churn and controller kills instead.
+func AgentWeights() map[Kind]int {
+	return map[Kind]int{
+		KillEngine: 10, KillAgent: 10, Stall: 14, Cut: 10, IfDown: 6, Loss: 8, HeavyLoss: 6,
+		Delay: 8, KillController: 5, Churn: 10,
 	}
 }
 
@@ -225,6 +256,9 @@ func Generate(o GenOptions) ([]Fault, error) {
 	if total == 0 {
 		return nil, fmt.Errorf("chaos: GenOptions.Weights: no kind has a positive weight")
 	}
+	if w[Churn] > 0 && o.VIPs < 1 {
+		return nil, fmt.Errorf("chaos: GenOptions.VIPs = %d with %s faults: want at least one VIP whose Service can go", o.VIPs, Churn)
+	}
 
 	rng := rand.New(rand.NewPCG(o.Seed, o.Seed^0x9e3779b97f4a7c15))
 	dur := func(lo, hi time.Duration) time.Duration {
@@ -241,6 +275,7 @@ func Generate(o GenOptions) ([]Fault, error) {
 	busyUntil := make([]time.Duration, len(o.Roles))
 	var out []Fault
 	var t time.Duration
+	var clusterBusy time.Duration // KillController and Churn wait for each other
 	for len(out) < o.Faults {
 		t += o.MinGap + time.Duration(rng.Int64N(int64(o.MaxGap-o.MinGap)+1))
 		// Draw the fault first, so that waiting for room does not change
@@ -273,8 +308,13 @@ func Generate(o GenOptions) ([]Fault, error) {
 			f.Delay = time.Duration(10+rng.IntN(141)) * time.Millisecond
 		case FlapAPI, FlapLB, FlapRouter:
 			f.For = dur(2*time.Second, 8*time.Second)
+		case KillController:
+			f.For = dur(500*time.Millisecond, 5*time.Second)
+		case Churn:
+			f.For = dur(time.Second, 4*time.Second)
+			f.VIP = rng.IntN(o.VIPs)
 		}
-		if k != Reload && k != FlapAPI && k != FlapLB && k != FlapRouter && o.VIPs > 0 && rng.IntN(10) < 6 {
+		if !k.ClusterWide() && k != FlapAPI && k != FlapLB && k != FlapRouter && o.VIPs > 0 && rng.IntN(10) < 6 {
 			f.HolderOf = rng.IntN(o.VIPs)
 		}
 		allowed := func(i int) bool {
@@ -287,7 +327,11 @@ func Generate(o GenOptions) ([]Fault, error) {
 			return true
 		}
 		nodeDraw := rng.Uint64()
-		if k == Reload {
+		if k.ClusterWide() {
+			if k != Reload {
+				t = max(t, clusterBusy)
+				clusterBusy = t + f.Busy()
+			}
 			f.Seq, f.At = len(out)+1, t
 			out = append(out, f)
 			continue

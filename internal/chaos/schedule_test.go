@@ -149,3 +149,42 @@ func TestGenerateRejects(t *testing.T) {
 		})
 	}
 }
+
+// TestGenerateClusterWide: Service churn and controller kills have no node,
+// never overlap each other, name a VIP (churn), and leave the schedules of
+// the other kinds' seeds as they were.
+func TestGenerateClusterWide(t *testing.T) {
+	roles := []cluster.Role{cluster.Master, cluster.Master, cluster.Master, cluster.Master, cluster.Master}
+	for seed := uint64(1); seed <= 20; seed++ {
+		s, err := Generate(GenOptions{Seed: seed, Faults: 300, Roles: roles, VIPs: 6, Weights: AgentWeights()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var lastEnd time.Duration
+		n := 0
+		for _, f := range s {
+			switch f.Kind {
+			case KillController, Churn:
+				n++
+				if f.Node != -1 || f.HolderOf != -1 {
+					t.Errorf("seed %d: %s has a node", seed, f)
+				}
+				if f.At < lastEnd {
+					t.Errorf("seed %d: %s starts before the previous cluster-wide fault ends (%v)", seed, f, lastEnd)
+				}
+				lastEnd = f.At + f.Busy()
+				if f.Kind == Churn && (f.VIP < 0 || f.VIP >= 6 || f.For < time.Second || f.For > 4*time.Second) {
+					t.Errorf("seed %d: %s: want VIP 0..5 for 1..4 s", seed, f)
+				}
+			case FlapAPI, FlapLB, FlapRouter, Reload:
+				t.Errorf("seed %d: %s has weight 0 for agents", seed, f)
+			}
+		}
+		if n == 0 {
+			t.Errorf("seed %d: no churn or controller kill in 300 faults", seed)
+		}
+	}
+	if _, err := Generate(GenOptions{Seed: 1, Faults: 10, Roles: roles, Weights: map[Kind]int{Churn: 1}}); err == nil || !strings.Contains(err.Error(), "GenOptions.VIPs = 0") {
+		t.Errorf("churn without VIPs: got %v, want an error naming GenOptions.VIPs", err)
+	}
+}

@@ -208,6 +208,7 @@ func (a *Agent) load() (*keepalived.Config, error) {
 // run waits for the caches, makes the first plan and runs the engine
 // until ctx is done.
 func (a *Agent) run(ctx context.Context) error {
+	a.sweep()
 	if !a.cache.WaitForCacheSync(ctx) {
 		return errors.New("agent: caches did not sync")
 	}
@@ -241,6 +242,30 @@ func (a *Agent) run(ctx context.Context) error {
 		return fmt.Errorf("agent: engine: %w", err)
 	}
 	return nil
+}
+
+// sweep removes the addresses a killed predecessor left (its ledger) at
+// once, before the caches: the API server may be out of reach for long,
+// and meanwhile another node holds those addresses, so waiting for it
+// would leave them on two nodes. The engine sweeps the ledger again when
+// it starts, which then finds nothing.
+func (a *Agent) sweep() {
+	if a.opts.Ledger.Path == "" {
+		return
+	}
+	h, err := netif.Open()
+	if err != nil {
+		a.log.Warn("cannot open netlink to remove VIPs left by an earlier run", "err", err)
+		return
+	}
+	defer h.Close()
+	removed, err := h.Sweep(a.opts.Ledger)
+	for _, v := range removed {
+		a.log.Info("removed VIP left by an earlier run", "vip", v.Prefix, "dev", v.Dev)
+	}
+	if err != nil {
+		a.log.Warn("removing VIPs left by an earlier run failed", "ledger", a.opts.Ledger.Path, "err", err)
+	}
 }
 
 // Status is what the agent reports.

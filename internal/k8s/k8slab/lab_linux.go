@@ -1,0 +1,925 @@
+package k8slab
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/vipstack/vipstack/internal/k8s"
+	"github.com/vipstack/vipstack/internal/k8s/agent"
+	"github.com/vipstack/vipstack/internal/k8s/k8stest"
+	"github.com/vipstack/vipstack/internal/k8s/v1alpha1"
+	"github.com/vipstack/vipstack/internal/kubetest"
+	"github.com/vipstack/vipstack/internal/testnet"
+)
+
+// Group is the lab's VIPGroup ("namespace/name") and ServiceNamespace the
+// namespace of its Services.
+const (
+	Group            = "infra/lab"
+	ServiceNamespace = "lab"
+	statusAddr       = "127.0.0.1:9653"
+)
+
+// Options describe a lab.
+type Options struct {
+	Nodes  int    // nodes in the group (1..20)
+	Prefix string // namespace name prefix (testnet.Options.Prefix)
+	Bin    string // the vipstack binary
+	// Advert is the VIPGroup's advertisement interval (a multiple of 10 ms).
+	Advert time.Duration
+	// Services is how many LoadBalancer Services to create, each asking for
+	// the pool's next address (198.18.0.200 on), at most 40.
+	Services int
+	// Supervisor runs each agent under its supervisor (the default of
+	// `vipstack agent`); false passes --no-supervisor.
+	Supervisor bool
+	// Caps runs each agent with only the DaemonSet's NET_ADMIN and NET_RAW
+	// (needs capsh).
+	Caps bool
+	// Log receives progress lines; nil: none.
+	Log io.Writer
+}
+
+// Pool is the lab's IPPool range; Service i asks for PoolAddr(i).
+const Pool = "198.18.0.200-198.18.0.239"
+
+// PoolAddr is the address Service i asks for.
+func PoolAddr(i int) netip.Addr {
+	return netip.AddrFrom4([4]byte{198, 18, 0, byte(200 + i)})
+}
+
+// Lab is a running lab.
+type Lab struct {
+	Topo  *testnet.Topology
+	Env   *kubetest.Env
+	Admin client.Client
+	Nodes []*Node
+	Dir   string
+	// VIPs are the Services' addresses, by Service index.
+	VIPs []netip.Addr
+
+	o       Options
+	ctrlCfg string
+
+	mu   sync.Mutex
+	ctrl *proc
+}
+
+// Node is one node of the lab: a namespace and its agent.
+type Node struct {
+	Name string
+	Host *testnet.Host
+
+	lab        *Lab
+	kubeconfig string
+	stateDir   string
+	logPath    string
+	nsh        netns.NsHandle
+	nl         *netlink.Handle
+	status     *http.Client
+	api        *apiProxy
+
+	mu    sync.Mutex
+	agent *proc
+}
+
+// proc is a process the lab started, in its own process group.
+type proc struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+func (p *proc) running() bool {
+	if p == nil {
+		return false
+	}
+	select {
+	case <-p.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// kill sends SIGKILL to p's process group and waits (bounded) for it.
+func (p *proc) kill() error {
+	if p == nil || p.cmd.Process == nil {
+		return nil
+	}
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	select {
+	case <-p.done:
+		return nil
+	case <-time.After(10 * time.Second):
+		return fmt.Errorf("pid %d still runs 10 s after SIGKILL", p.cmd.Process.Pid)
+	}
+}
+
+// Start builds the lab and waits until every node is elected master of its
+// own (empty) instance and every Service's address is held by exactly one
+// node. Everything is removed when t's cleanups run.
+func Start(ctx context.Context, t testing.TB, o Options) *Lab {
+	t.Helper()
+	switch {
+	case o.Nodes < 1 || o.Nodes > 20:
+		t.Fatalf("k8slab: Options.Nodes = %d: want 1..20", o.Nodes)
+	case o.Services < 0 || o.Services > 40:
+		t.Fatalf("k8slab: Options.Services = %d: want 0..40 (the pool %s)", o.Services, Pool)
+	case o.Advert < 10*time.Millisecond || o.Advert%(10*time.Millisecond) != 0:
+		t.Fatalf("k8slab: Options.Advert = %v: want a multiple of 10ms", o.Advert)
+	case o.Bin == "":
+		t.Fatalf("k8slab: Options.Bin is empty: want the vipstack binary")
+	}
+	l := &Lab{o: o}
+	var err error
+	if l.Dir, err = os.MkdirTemp("", "vipstack-k8slab-"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(l.Dir) })
+	if l.Topo, err = testnet.Build(testnet.Options{Hosts: o.Nodes, Prefix: o.Prefix}); err != nil {
+		t.Fatalf("k8slab: %v", err)
+	}
+	t.Cleanup(l.Topo.Close)
+	t.Cleanup(l.stopAll)
+	l.logf("starting etcd and kube-apiserver")
+	l.Env = kubetest.Start(t)
+	l.Admin = k8stest.Client(t, l.Env.Config)
+	k8stest.InstallCRDs(t, l.Admin)
+	if err := k8stest.Apply(ctx, l.Admin, k8stest.Objects(t, "rbac.yaml"), false); err != nil {
+		t.Fatalf("k8slab: rbac: %v", err)
+	}
+	if err := l.objects(ctx); err != nil {
+		t.Fatalf("k8slab: %v", err)
+	}
+	if l.ctrlCfg, err = l.kubeconfig("controller", "", "vipstack-controller"); err != nil {
+		t.Fatalf("k8slab: %v", err)
+	}
+	if err := l.StartController(); err != nil {
+		t.Fatalf("k8slab: %v", err)
+	}
+	apiHost := strings.TrimPrefix(l.Env.Config.Host, "https://")
+	for i, h := range l.Topo.Hosts {
+		n := &Node{Name: fmt.Sprintf("n%d", i+1), Host: h, lab: l}
+		if err := n.open(); err != nil {
+			t.Fatalf("k8slab: %v", err)
+		}
+		t.Cleanup(n.close)
+		if n.api, err = l.proxy(h, apiHost); err != nil {
+			t.Fatalf("k8slab: %v", err)
+		}
+		if n.kubeconfig, err = l.kubeconfig(n.Name, n.api.ln.Addr().String(), "vipstack-agent"); err != nil {
+			t.Fatalf("k8slab: %v", err)
+		}
+		n.stateDir = filepath.Join(l.Dir, "state-"+n.Name)
+		n.logPath = filepath.Join(l.Dir, n.Name+".log")
+		if err := os.MkdirAll(n.stateDir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		l.Nodes = append(l.Nodes, n)
+	}
+	for _, n := range l.Nodes {
+		if err := n.StartAgent(); err != nil {
+			t.Fatalf("k8slab: %v", err)
+		}
+	}
+	l.logf("waiting for every node to master its own instance")
+	for _, n := range l.Nodes {
+		own := Group + "/node/" + n.Name + "/v4"
+		if err := k8stest.Poll(60*time.Second, func() error {
+			if !n.AgentRunning() {
+				return fmt.Errorf("the agent of %s exited:\n%s", n.Name, tail(n.Log(), 20))
+			}
+			st, err := n.Status(ctx)
+			if err != nil {
+				return fmt.Errorf("%s's status: %w", n.Name, err)
+			}
+			for _, in := range st.Instances {
+				if in.Name == own {
+					if in.State != "MASTER" {
+						return fmt.Errorf("%s: %s is %s, want MASTER", n.Name, own, in.State)
+					}
+					return nil
+				}
+			}
+			return fmt.Errorf("%s runs no %s yet", n.Name, own)
+		}); err != nil {
+			t.Fatalf("k8slab: %v", err)
+		}
+	}
+	for i := range o.Services {
+		if err := l.CreateService(ctx, i); err != nil {
+			t.Fatalf("k8slab: %v", err)
+		}
+		l.VIPs = append(l.VIPs, PoolAddr(i))
+	}
+	l.logf("waiting for the %d Services' addresses", o.Services)
+	if err := l.WaitHeld(ctx, time.Second, 60*time.Second); err != nil {
+		t.Fatalf("k8slab: %v", err)
+	}
+	return l
+}
+
+func (l *Lab) logf(format string, args ...any) {
+	if l.o.Log != nil {
+		fmt.Fprintf(l.o.Log, "%s k8slab: %s\n", time.Now().Format("15:04:05.000"), fmt.Sprintf(format, args...))
+	}
+}
+
+// objects creates the namespaces, the Nodes (with their InternalIP), the
+// IPPool and the VIPGroup.
+func (l *Lab) objects(ctx context.Context) error {
+	mk := func(o client.Object) error {
+		if err := l.Admin.Create(ctx, o); err != nil {
+			return fmt.Errorf("create %T %s: %w", o, o.GetName(), err)
+		}
+		return nil
+	}
+	ns, _, _ := strings.Cut(Group, "/")
+	for _, name := range []string{ns, ServiceNamespace} {
+		if err := mk(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
+			return err
+		}
+	}
+	for i, h := range l.Topo.Hosts {
+		nd := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("n%d", i+1), Labels: map[string]string{"vipstack.io/lb": "true"}}}
+		if err := mk(nd); err != nil {
+			return err
+		}
+		nd.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: h.IPv4.Addr().String()}}
+		if err := l.Admin.Status().Update(ctx, nd); err != nil {
+			return fmt.Errorf("update node %s status: %w", nd.Name, err)
+		}
+	}
+	auto := true
+	if err := mk(&v1alpha1.IPPool{ObjectMeta: metav1.ObjectMeta{Name: "lab"},
+		Spec: v1alpha1.IPPoolSpec{Addresses: []string{Pool}, AutoAssign: &auto}}); err != nil {
+		return err
+	}
+	_, name, _ := strings.Cut(Group, "/")
+	return mk(&v1alpha1.VIPGroup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: v1alpha1.VIPGroupSpec{NodeSelector: map[string]string{"vipstack.io/lb": "true"},
+			AdvertIntervalMilliseconds: int32(l.o.Advert / time.Millisecond)}})
+}
+
+// ServiceName is Service i's name.
+func ServiceName(i int) string { return fmt.Sprintf("s%02d", i) }
+
+// CreateService creates LoadBalancer Service i of the lab's group, asking
+// for PoolAddr(i).
+func (l *Lab) CreateService(ctx context.Context, i int) error {
+	f := false
+	s := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ServiceNamespace, Name: ServiceName(i), Annotations: map[string]string{k8s.GroupAnnotation: Group}},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, AllocateLoadBalancerNodePorts: &f,
+			LoadBalancerIP: PoolAddr(i).String(), Ports: []corev1.ServicePort{{Port: 8080}}},
+	}
+	if err := l.Admin.Create(ctx, s); err != nil {
+		return fmt.Errorf("create Service %s/%s: %w", s.Namespace, s.Name, err)
+	}
+	return nil
+}
+
+// DeleteService deletes Service i.
+func (l *Lab) DeleteService(ctx context.Context, i int) error {
+	s := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ServiceNamespace, Name: ServiceName(i)}}
+	if err := l.Admin.Delete(ctx, s); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete Service %s/%s: %w", s.Namespace, s.Name, err)
+	}
+	// Wait (bounded) until it is gone, so that a create right after does
+	// not meet the old object.
+	return k8stest.Poll(30*time.Second, func() error {
+		err := l.Admin.Get(ctx, client.ObjectKeyFromObject(s), &corev1.Service{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		return fmt.Errorf("Service %s/%s still exists", s.Namespace, s.Name)
+	})
+}
+
+// WaitHeld waits until every address of l.VIPs is held by exactly one node
+// and has been for stable.
+func (l *Lab) WaitHeld(ctx context.Context, stable, timeout time.Duration) error {
+	s, err := l.NewSampler()
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	var since time.Time
+	return k8stest.Poll(timeout, func() error {
+		if ctx.Err() != nil {
+			return nil
+		}
+		snaps, err := s.Sample()
+		if err != nil {
+			return err
+		}
+		for _, v := range l.VIPs {
+			var hs []string
+			for i, sn := range snaps {
+				for _, a := range sn.Addrs {
+					if a == v {
+						hs = append(hs, l.Nodes[i].Name)
+					}
+				}
+			}
+			if len(hs) != 1 {
+				since = time.Time{}
+				return fmt.Errorf("%s is held by %v, want one node", v, hs)
+			}
+		}
+		if since.IsZero() {
+			since = time.Now()
+		}
+		if time.Since(since) < stable {
+			return fmt.Errorf("settled for %v only", time.Since(since).Round(time.Millisecond))
+		}
+		return nil
+	})
+}
+
+// kubeconfig writes a copy of the admin kubeconfig that acts as the
+// ServiceAccount vipstack-system/sa and, if server is set, reaches the API
+// there.
+func (l *Lab) kubeconfig(name, server, sa string) (string, error) {
+	cfg, err := clientcmd.LoadFromFile(l.Env.Kubeconfig)
+	if err != nil {
+		return "", fmt.Errorf("read kubeconfig: %w", err)
+	}
+	for _, c := range cfg.Clusters {
+		if server != "" {
+			u, err := url.Parse(c.Server)
+			if err != nil {
+				return "", err
+			}
+			u.Host = server
+			c.Server = u.String()
+		}
+	}
+	for _, a := range cfg.AuthInfos {
+		a.Impersonate = "system:serviceaccount:vipstack-system:" + sa
+		a.ImpersonateGroups = []string{"system:serviceaccounts", "system:serviceaccounts:vipstack-system"}
+	}
+	path := filepath.Join(l.Dir, "kubeconfig-"+name)
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		return "", fmt.Errorf("write kubeconfig: %w", err)
+	}
+	return path, nil
+}
+
+// apiProxy listens on a namespace's loopback and forwards each
+// connection to the API server on this process's loopback. It lives as
+// long as the lab, across agent restarts; SetAPI cuts it.
+type apiProxy struct {
+	ln     net.Listener
+	target string
+
+	mu    sync.Mutex
+	down  bool
+	conns map[net.Conn]bool
+}
+
+func (l *Lab) proxy(h *testnet.Host, target string) (*apiProxy, error) {
+	p := &apiProxy{target: target, conns: map[net.Conn]bool{}}
+	if err := h.Do(func() (err error) {
+		p.ln, err = net.Listen("tcp", "127.0.0.1:0")
+		return err
+	}); err != nil {
+		return nil, fmt.Errorf("API proxy in %s: %w", h.Name, err)
+	}
+	go func() {
+		for {
+			c, err := p.ln.Accept()
+			if err != nil {
+				return
+			}
+			if !p.track(c, true) {
+				c.Close()
+				continue
+			}
+			go func() {
+				defer p.track(c, false)
+				defer c.Close()
+				up, err := net.Dial("tcp", p.target)
+				if err != nil {
+					return
+				}
+				if !p.track(up, true) {
+					up.Close()
+					return
+				}
+				defer p.track(up, false)
+				defer up.Close()
+				go func() { _, _ = io.Copy(up, c) }()
+				_, _ = io.Copy(c, up)
+			}()
+		}
+	}()
+	return p, nil
+}
+
+// track adds (or removes) a connection; it refuses one while the proxy is
+// down.
+func (p *apiProxy) track(c net.Conn, add bool) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !add {
+		delete(p.conns, c)
+		return true
+	}
+	if p.down {
+		return false
+	}
+	p.conns[c] = true
+	return true
+}
+
+// set cuts the proxy (closing every connection through it) or restores it.
+func (p *apiProxy) set(up bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.down = !up
+	if !up {
+		for c := range p.conns {
+			c.Close()
+		}
+	}
+}
+
+func (p *apiProxy) close() {
+	p.set(false)
+	p.ln.Close()
+}
+
+// start runs l.o.Bin args in h's namespace (the root namespace if h is
+// nil), in its own process group, appending its output to logPath.
+func (l *Lab) start(h *testnet.Host, logPath string, prefix []string, args ...string) (*proc, error) {
+	argv := append(append([]string(nil), prefix...), l.o.Bin)
+	argv = append(argv, args...)
+	var c *exec.Cmd
+	if h != nil {
+		c = h.Command(argv[0], argv[1:]...)
+	} else {
+		c = exec.Command(argv[0], argv[1:]...)
+		c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	}
+	c.Env = []string{"PATH=" + os.Getenv("PATH")}
+	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	c.Stdout, c.Stderr = f, f
+	if err := c.Start(); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("start %s: %w", strings.Join(args, " "), err)
+	}
+	p := &proc{cmd: c, done: make(chan struct{})}
+	go func() {
+		_ = c.Wait()
+		f.Close()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// StartController starts `vipstack controller` (one replica, without
+// leader election, so that a restart acts at once rather than after the
+// killed leader's Lease expires).
+func (l *Lab) StartController() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.ctrl.running() {
+		return errors.New("k8slab: the controller still runs")
+	}
+	p, err := l.start(nil, filepath.Join(l.Dir, "controller.log"), nil, "controller", "--kubeconfig", l.ctrlCfg,
+		"--leader-elect=false", "--metrics-addr", "", "--log-level", "info")
+	if err != nil {
+		return fmt.Errorf("k8slab: controller: %w", err)
+	}
+	l.ctrl = p
+	return nil
+}
+
+// KillController sends SIGKILL to the controller.
+func (l *Lab) KillController() error {
+	l.mu.Lock()
+	p := l.ctrl
+	l.mu.Unlock()
+	if !p.running() {
+		return errors.New("k8slab: no controller runs")
+	}
+	if err := p.kill(); err != nil {
+		return fmt.Errorf("k8slab: kill -9 the controller: %w", err)
+	}
+	return nil
+}
+
+// ControllerRunning reports whether the controller process is alive.
+func (l *Lab) ControllerRunning() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.ctrl.running()
+}
+
+// ControllerLog returns the controller's log so far.
+func (l *Lab) ControllerLog() string {
+	b, _ := os.ReadFile(filepath.Join(l.Dir, "controller.log"))
+	return string(b)
+}
+
+// stopAll kills every process the lab started.
+func (l *Lab) stopAll() {
+	l.mu.Lock()
+	c := l.ctrl
+	l.mu.Unlock()
+	_ = c.kill()
+	for _, n := range l.Nodes {
+		if n.api != nil {
+			n.api.close()
+		}
+		n.mu.Lock()
+		a := n.agent
+		n.mu.Unlock()
+		_ = a.kill()
+	}
+}
+
+// ProbeNetem reports whether the kernel has tc netem: it adds a netem
+// qdisc to a throwaway veth pair in the first node's namespace and removes
+// the pair.
+func (l *Lab) ProbeNetem() bool {
+	h := l.Topo.Hosts[0]
+	if _, err := h.Run("ip", "link", "add", "vxprobe0", "type", "veth", "peer", "name", "vxprobe1"); err != nil {
+		return false
+	}
+	defer h.Run("ip", "link", "del", "vxprobe0")
+	_, err := h.Run("tc", "qdisc", "add", "dev", "vxprobe0", "root", "netem", "delay", "1ms")
+	return err == nil
+}
+
+func (n *Node) open() error {
+	h, err := netns.GetFromName(n.Host.Name)
+	if err != nil {
+		return fmt.Errorf("open namespace %s: %w", n.Host.Name, err)
+	}
+	n.nsh = h
+	if n.nl, err = netlink.NewHandleAt(h); err != nil {
+		return fmt.Errorf("netlink in %s: %w", n.Host.Name, err)
+	}
+	n.status = &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			var conn net.Conn
+			err := n.Host.Do(func() (err error) {
+				conn, err = (&net.Dialer{Timeout: 2 * time.Second}).DialContext(ctx, network, addr)
+				return err
+			})
+			return conn, err
+		},
+		MaxIdleConnsPerHost: 1, IdleConnTimeout: 5 * time.Second,
+	}}
+	return nil
+}
+
+func (n *Node) close() {
+	if n.nl != nil {
+		n.nl.Close()
+	}
+	if n.nsh.IsOpen() {
+		n.nsh.Close()
+	}
+}
+
+// StartAgent starts the node's agent.
+func (n *Node) StartAgent() error {
+	if n.AgentRunning() {
+		return fmt.Errorf("k8slab: %s: the agent still runs", n.Name)
+	}
+	var prefix []string
+	if n.lab.o.Caps {
+		var err error
+		if prefix, err = testnet.CapshPrefix(testnet.CapNetAdmin, testnet.CapNetRaw); err != nil {
+			return fmt.Errorf("k8slab: %w", err)
+		}
+	}
+	args := []string{"agent", "--kubeconfig", n.kubeconfig, "--node-name", n.Name, "--state-dir", n.stateDir,
+		"--metrics-addr", "", "--status-addr", statusAddr, "--log-level", "info"}
+	if !n.lab.o.Supervisor {
+		args = append(args, "--no-supervisor")
+	}
+	p, err := n.lab.start(n.Host, n.logPath, prefix, args...)
+	if err != nil {
+		return fmt.Errorf("k8slab: %s: %w", n.Name, err)
+	}
+	n.mu.Lock()
+	n.agent = p
+	n.mu.Unlock()
+	return nil
+}
+
+func (n *Node) proc() *proc {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.agent
+}
+
+// AgentPid is the agent's process ID (its supervisor's when it runs under
+// one), 0 if it does not run.
+func (n *Node) AgentPid() int {
+	p := n.proc()
+	if !p.running() {
+		return 0
+	}
+	return p.cmd.Process.Pid
+}
+
+// AgentRunning reports whether the agent's process is alive.
+func (n *Node) AgentRunning() bool { return n.proc().running() }
+
+// EnginePid returns the PID of the process that runs the engine: the
+// supervised child under a supervisor, else the agent itself; 0 if none.
+func (n *Node) EnginePid() int {
+	pid := n.AgentPid()
+	if pid == 0 || !n.lab.o.Supervisor {
+		return pid
+	}
+	return childOf(pid)
+}
+
+// KillAgent sends SIGKILL to the agent's whole process group (supervisor
+// and child): what it configured stays behind until it starts again.
+func (n *Node) KillAgent() error {
+	p := n.proc()
+	if !p.running() {
+		return fmt.Errorf("k8slab: %s: no agent runs", n.Name)
+	}
+	if err := p.kill(); err != nil {
+		return fmt.Errorf("k8slab: %s: kill -9 the agent: %w", n.Name, err)
+	}
+	return nil
+}
+
+// KillEngine sends SIGKILL to the supervised child only; the supervisor
+// removes what the child held and restarts it. It returns the child's PID.
+func (n *Node) KillEngine() (int, error) {
+	if !n.lab.o.Supervisor {
+		return 0, fmt.Errorf("k8slab: %s: the agent runs without a supervisor", n.Name)
+	}
+	pid := n.EnginePid()
+	if pid == 0 {
+		return 0, fmt.Errorf("k8slab: %s: the agent runs no supervised child now", n.Name)
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		return 0, fmt.Errorf("k8slab: %s: kill -9 pid %d: %w", n.Name, pid, err)
+	}
+	return pid, nil
+}
+
+// Stall stops (SIGSTOP) or continues (SIGCONT) the agent's whole process
+// group: a machine descheduled for a while.
+func (n *Node) Stall(stop bool) error {
+	pid := n.AgentPid()
+	if pid == 0 {
+		return fmt.Errorf("k8slab: %s: no agent runs", n.Name)
+	}
+	sig := syscall.SIGCONT
+	if stop {
+		sig = syscall.SIGSTOP
+	}
+	if err := syscall.Kill(-pid, sig); err != nil {
+		return fmt.Errorf("k8slab: %s: %v to the agent's group %d: %w", n.Name, sig, pid, err)
+	}
+	return nil
+}
+
+// SetCut pulls the node's cable (its switch port goes down) or plugs it
+// back. The agent keeps reaching the API (through its loopback proxy).
+func (n *Node) SetCut(cut bool) error {
+	if err := n.Host.Cut(cut); err != nil {
+		return fmt.Errorf("k8slab: %s: %w", n.Name, err)
+	}
+	return nil
+}
+
+// SetAPI cuts the node's way to the API server (every connection through
+// its proxy is closed and new ones are refused) or restores it.
+func (n *Node) SetAPI(up bool) { n.api.set(up) }
+
+// SetIfUp sets the node's own interface up or down.
+func (n *Node) SetIfUp(up bool) error {
+	if err := n.Host.SetLink(up); err != nil {
+		return fmt.Errorf("k8slab: %s: %w", n.Name, err)
+	}
+	return nil
+}
+
+// impairTable is the nftables table that drops packets when the kernel
+// has no netem; its name is not vipstack's.
+const impairTable = "vxchaos_loss"
+
+// Impair drops loss percent of the node's outgoing packets and delays
+// them by delay: with tc netem when netem is true, else with an nftables
+// rule (`numgen random mod 100 < P drop`), which cannot delay. Zero loss
+// and delay remove the impairment.
+func (n *Node) Impair(loss int, delay time.Duration, netem bool) error {
+	if loss < 0 || loss > 100 || delay < 0 {
+		return fmt.Errorf("k8slab: %s: impairment %d%% loss, %v delay: want 0..100%% and a delay >= 0", n.Name, loss, delay)
+	}
+	link := n.Host.Link
+	if netem {
+		if loss == 0 && delay == 0 {
+			if out, err := n.Host.Run("tc", "qdisc", "del", "dev", link, "root"); err != nil && !strings.Contains(out, "No such file") && !strings.Contains(out, "Cannot delete qdisc with handle of zero") {
+				return fmt.Errorf("k8slab: %s: %w", n.Name, err)
+			}
+			return nil
+		}
+		args := []string{"qdisc", "replace", "dev", link, "root", "netem"}
+		if loss > 0 {
+			args = append(args, "loss", strconv.Itoa(loss)+"%")
+		}
+		if delay > 0 {
+			args = append(args, "delay", strconv.FormatInt(delay.Microseconds(), 10)+"us")
+		}
+		if _, err := n.Host.Run("tc", args...); err != nil {
+			return fmt.Errorf("k8slab: %s: %w", n.Name, err)
+		}
+		return nil
+	}
+	if delay > 0 {
+		return fmt.Errorf("k8slab: %s: a %v delay needs tc netem (sch_netem), which this kernel lacks", n.Name, delay)
+	}
+	script := fmt.Sprintf("table inet %s\ndelete table inet %s\n", impairTable, impairTable)
+	if loss > 0 {
+		script += fmt.Sprintf("table inet %s {\n\tchain out {\n\t\ttype filter hook output priority filter; policy accept;\n\t\toifname %q numgen random mod 100 < %d drop\n\t}\n}\n",
+			impairTable, link, loss)
+	}
+	cmd := n.Host.Command("nft", "-f", "-")
+	cmd.Stdin = strings.NewReader(script)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("k8slab: %s: nft: %w: %s", n.Name, err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// Status fetches the agent's status from its loopback endpoint.
+func (n *Node) Status(ctx context.Context) (agent.Status, error) {
+	var st agent.Status
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+statusAddr+"/status", nil)
+	if err != nil {
+		return st, err
+	}
+	resp, err := n.status.Do(req)
+	if err != nil {
+		return st, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return st, fmt.Errorf("k8slab: %s: status: %s", n.Name, resp.Status)
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(&st); err != nil {
+		return st, fmt.Errorf("k8slab: %s: status: %w", n.Name, err)
+	}
+	return st, nil
+}
+
+// Log returns the agent's log so far (every run of it).
+func (n *Node) Log() string {
+	b, _ := os.ReadFile(n.logPath)
+	return string(b)
+}
+
+// Snapshot is one node as seen from outside at one moment.
+type Snapshot struct {
+	Addrs  []netip.Addr // the IPv4 addresses on its interface
+	Agent  bool         // the agent (its supervisor, if any) runs
+	Engine bool         // the process running the engine runs
+}
+
+// Sampler takes Snapshots of every node quickly enough to be called every
+// 10 ms: the netlink handles stay open, the child's PID is looked up again
+// only when it is gone.
+type Sampler struct {
+	l      *Lab
+	engine []int
+}
+
+// NewSampler returns a sampler; Close it.
+func (l *Lab) NewSampler() (*Sampler, error) {
+	return &Sampler{l: l, engine: make([]int, len(l.Nodes))}, nil
+}
+
+// Close releases the sampler.
+func (s *Sampler) Close() {}
+
+// Sample returns a snapshot of every node, in l.Nodes order.
+func (s *Sampler) Sample() ([]Snapshot, error) {
+	out := make([]Snapshot, len(s.l.Nodes))
+	for i, n := range s.l.Nodes {
+		snap := &out[i]
+		lk, err := n.nl.LinkByName(n.Host.Link)
+		if err != nil {
+			return nil, fmt.Errorf("k8slab: %s: %w", n.Name, err)
+		}
+		addrs, err := n.nl.AddrList(lk, netlink.FAMILY_V4)
+		if err != nil {
+			return nil, fmt.Errorf("k8slab: %s: list addresses: %w", n.Name, err)
+		}
+		for _, a := range addrs {
+			if ip, ok := netip.AddrFromSlice(a.IP); ok {
+				snap.Addrs = append(snap.Addrs, ip.Unmap())
+			}
+		}
+		pid := n.AgentPid()
+		snap.Agent = pid != 0
+		switch {
+		case pid == 0:
+			s.engine[i] = 0
+		case !s.l.o.Supervisor:
+			snap.Engine = true
+		default:
+			if s.engine[i] == 0 || !alive(s.engine[i]) || ppid(s.engine[i]) != pid {
+				s.engine[i] = childOf(pid)
+			}
+			snap.Engine = s.engine[i] != 0
+		}
+	}
+	return out, nil
+}
+
+// childOf returns the first live child of pid (a Go process lists its
+// children under the thread that forked them), 0 if none.
+func childOf(pid int) int {
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	for _, task := range tasks {
+		b, err := os.ReadFile(task)
+		if err != nil {
+			continue
+		}
+		for _, f := range strings.Fields(string(b)) {
+			if c, err := strconv.Atoi(f); err == nil && alive(c) {
+				return c
+			}
+		}
+	}
+	return 0
+}
+
+// alive reports whether pid exists and is not a zombie.
+func alive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i >= 0 && i+2 < len(s) && s[i+2] != 'Z'
+}
+
+// ppid returns pid's parent, 0 if unknown.
+func ppid(pid int) int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 2 {
+		return 0
+	}
+	p, _ := strconv.Atoi(f[1])
+	return p
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
