@@ -93,3 +93,42 @@ func TestShutdownDeadlineEndsConnects(t *testing.T) {
 		t.Fatal("the client is still open")
 	}
 }
+
+// TestConnectTimeoutRetriesElsewhere: a connect that neither succeeds nor
+// fails ends at `timeout connect`, counts as a connect error with a
+// retry, and the client is served by another server.
+func TestConnectTimeoutRetriesElsewhere(t *testing.T) {
+	good := startBackend(t, "good")
+	cfg := tcpConfig(lbconfig.RoundRobin, srv("hole", &backend{addr: blackhole(t)}), srv("good", good))
+	cfg.Timeouts.Connect = 100 * time.Millisecond // a socket timer on the wall clock, not an assertion
+	l := newLB(t, fakeClock(), cfg)
+	for i := range 2 { // round robin: one of the two starts on the hole
+		c := dial(t, l, "fe")
+		c.SetDeadline(time.Now().Add(bound))
+		if g := c.greeting(t); g != "good" {
+			t.Fatalf("client %d: greeting %q, want \"good\"", i, g)
+		}
+	}
+	hole := l.serverStats(t, "be", "hole")
+	if hole.ConnectErrors != 1 || hole.Retries != 1 || hole.Sessions != 0 {
+		t.Errorf("hole: connect errors %d, retries %d, current %d; want 1, 1, 0", hole.ConnectErrors, hole.Retries, hole.Sessions)
+	}
+}
+
+// TestIPv6Server: the relay connects to an IPv6 server.
+func TestIPv6Server(t *testing.T) {
+	ln, err := net.Listen("tcp6", "[::1]:0")
+	if err != nil {
+		t.Skipf("no IPv6 loopback: %v", err)
+	}
+	b := &backend{name: "six", ln: ln, addr: netip.MustParseAddrPort(ln.Addr().String()), conns: map[net.Conn]bool{}}
+	b.serve()
+	t.Cleanup(b.stop)
+	l := newLB(t, fakeClock(), tcpConfig(lbconfig.RoundRobin, srv("six", b)))
+	c := dial(t, l, "fe")
+	c.SetDeadline(time.Now().Add(bound))
+	if g := c.greeting(t); g != "six" {
+		t.Fatalf("greeting %q, want \"six\"", g)
+	}
+	c.echo(t, "hello over IPv6")
+}

@@ -7,21 +7,24 @@
 //
 // # Forwarding
 //
-// Each direction of a connection is relayed by one goroutine driving the
-// two sockets through syscall.RawConn rather than io.Copy. It starts by
-// copying through a 16 KiB buffer, which is cheaper than splice(2) for the
-// short messages of request/response traffic; as soon as one read fills
-// the buffer it switches to splice(2) through a pipe, so bulk payload
-// never enters user space (io.Copy between two *net.TCPConn would splice
-// too, but from the first byte, holding two pipes per connection until it
-// ends). A direction takes a buffer or a pipe from a pool only while data
-// is in flight and gives it back while the connection is idle: an idle
-// connection costs its two sockets and two parked goroutines. Bytes are
-// counted as they move, so counters are live and the idle timeout needs no
-// per-read deadline. A direction that reaches end of file half-closes the
-// other socket (shutdown(SHUT_WR)) while the other direction still runs;
-// the connection ends when both directions have, and at once on any
-// error. Other systems copy through a pooled buffer.
+// Connections are relayed by event loops, one per processor
+// (loop_linux.go). Each loop has its own epoll set holding every listening
+// socket (EPOLLEXCLUSIVE: a new client wakes one waiting loop) and the
+// client and server sockets of the connections it relays; it accepts a
+// client, starts a non-blocking connect and moves bytes both ways as the
+// sockets become ready, all on its own goroutine, with raw system calls
+// and no goroutine per connection (haproxy's design, per thread). A
+// direction copies through a 16 KiB buffer, which is cheaper than
+// splice(2) for the short messages of request/response traffic; as soon
+// as one read fills the buffer it switches to splice(2) through a pipe, so
+// bulk payload never enters user space. A direction takes a buffer or a
+// pipe from a pool only while data is in flight: an idle connection costs
+// its two sockets and a few hundred bytes. Bytes are counted as they move,
+// so counters are live and the idle timeout needs no per-read deadline. A
+// direction that reaches end of file half-closes the other socket
+// (shutdown(SHUT_WR)) while the other direction still runs; the
+// connection ends when both directions have, and at once on any error.
+// The relay needs Linux (epoll, splice); elsewhere New fails.
 //
 // # Timeouts
 //

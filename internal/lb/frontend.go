@@ -1,7 +1,7 @@
 package lb
 
 import (
-	"net"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,7 +14,8 @@ type feConfig struct {
 	retries      int
 	idle         time.Duration // tunnel idle timeout; 0: none
 	queueTimeout time.Duration // 0: wait for a slot forever
-	dialer       *net.Dialer
+	// connectTimeout bounds each connect attempt; 0: none.
+	connectTimeout time.Duration
 }
 
 // frontend admits connections, up to maxconn at once, and queues the
@@ -88,20 +89,28 @@ func (f *frontend) queueLimit() int { return max(f.maxconn, 1) }
 // a slot is free, or queues it. When the queue is full it returns a
 // channel that is closed once there is room again; the accept loop waits
 // on it, so further clients wait in the kernel's backlog.
-func (f *frontend) admit(c *net.TCPConn) <-chan struct{} {
-	cn := &conn{fe: f, client: c}
+//
+// An event loop that accepted the client passes itself (lp, whose lock it
+// holds): the client is relayed there. Otherwise (nil) the loops take
+// turns.
+func (f *frontend) admit(fd int, peer netip.AddrPort, lp *loop) <-chan struct{} {
+	cn := &conn{fe: f, cfd: fd, peer: peer}
 	f.mu.Lock()
 	if f.draining {
 		f.mu.Unlock()
-		c.Close()
+		closeFD(fd)
 		return nil
 	}
 	f.lb.gcount.Add(1)
 	f.tot.Add(1)
 	if f.maxconn <= 0 || f.active < f.maxconn {
-		f.startLocked(cn)
+		f.startLocked(cn, lp)
 		f.mu.Unlock()
-		go cn.serve()
+		if lp != nil {
+			lp.startLocked(cn)
+		} else {
+			cn.lp.start(cn)
+		}
 		return nil
 	}
 	cn.queued = true
@@ -127,8 +136,13 @@ func (f *frontend) admit(c *net.TCPConn) <-chan struct{} {
 	return wait
 }
 
-// startLocked counts cn as active.
-func (f *frontend) startLocked(cn *conn) {
+// startLocked counts cn as active and gives it an event loop; the
+// caller starts it there once f.mu is released.
+func (f *frontend) startLocked(cn *conn, lp *loop) {
+	if lp == nil {
+		lp = f.lb.nextLoop()
+	}
+	cn.lp = lp
 	f.active++
 	f.live.push(cn)
 	f.cur.Store(int64(f.active))
@@ -160,17 +174,16 @@ func (cn *conn) queueExpired() {
 	f.queueDrops.Add(1)
 	done := f.doneLocked()
 	f.mu.Unlock()
-	cn.client.Close()
+	closeFD(cn.cfd)
 	f.lb.globalDone()
-	f.lb.log.Debug("closed a client that waited too long for a slot", "frontend", f.name, "client", cn.client.RemoteAddr().String())
+	f.lb.log.Debug("closed a client that waited too long for a slot", "frontend", f.name, "client", cn.peer.String())
 	if done {
 		f.closeDrained()
 	}
 }
 
 // release ends cn's slot; the oldest queued client takes it, if any.
-// It runs on the goroutine that served cn and serves the next client on
-// it.
+// It must be called without any loop's lock held.
 func (f *frontend) release(cn *conn) {
 	f.mu.Lock()
 	f.live.remove(cn)
@@ -182,7 +195,7 @@ func (f *frontend) release(cn *conn) {
 		if n.qtimer != nil {
 			n.qtimer.Stop()
 		}
-		f.startLocked(n)
+		f.startLocked(n, nil)
 		next = append(next, n)
 	}
 	f.cur.Store(int64(f.active))
@@ -192,12 +205,8 @@ func (f *frontend) release(cn *conn) {
 	if done {
 		f.closeDrained()
 	}
-	for i, n := range next {
-		if i == len(next)-1 {
-			n.serve() // reuse this goroutine for the last one
-		} else {
-			go n.serve()
-		}
+	for _, n := range next {
+		n.lp.start(n)
 	}
 }
 
@@ -212,7 +221,7 @@ func (f *frontend) setMaxconn(n int) {
 		if c.qtimer != nil {
 			c.qtimer.Stop()
 		}
-		f.startLocked(c)
+		f.startLocked(c, nil)
 		next = append(next, c)
 	}
 	if f.space != nil && f.queue.n < f.queueLimit() {
@@ -221,7 +230,7 @@ func (f *frontend) setMaxconn(n int) {
 	}
 	f.mu.Unlock()
 	for _, c := range next {
-		go c.serve()
+		c.lp.start(c)
 	}
 }
 
@@ -259,29 +268,26 @@ func (f *frontend) drain() <-chan struct{} {
 // closeAll closes every queued and live connection (end of a drain).
 func (f *frontend) closeAll() {
 	f.mu.Lock()
-	var cs []*conn
-	for c := f.queue.head; c != nil; c = c.next {
-		cs = append(cs, c)
-	}
+	var live, queued []*conn
 	for c := f.live.head; c != nil; c = c.next {
-		cs = append(cs, c)
+		live = append(live, c)
 	}
-	dropped := 0
 	for f.queue.n > 0 {
 		c := f.queue.head
 		f.dequeueLocked(c)
 		if c.qtimer != nil {
 			c.qtimer.Stop()
 		}
-		dropped++
+		queued = append(queued, c)
 	}
 	done := f.doneLocked()
 	f.mu.Unlock()
-	for range dropped {
+	for _, c := range queued {
+		closeFD(c.cfd)
 		f.lb.globalDone()
 	}
-	for _, c := range cs {
-		c.abort()
+	for _, c := range live {
+		c.lp.abort(c)
 	}
 	if done {
 		f.closeDrained()

@@ -53,6 +53,8 @@ type LB struct {
 	start time.Time
 	pipes pipePool
 	bufs  sync.Pool // *copyBuf
+	loops []*loop   // the relay's event loops
+	next  atomic.Uint32
 
 	idleCloses atomic.Uint64
 
@@ -99,9 +101,15 @@ func New(opts Options) (*LB, error) {
 		tcpLns: map[string]*tcpListener{}, httpLns: map[string]*httpListener{},
 	}
 	l.bufs.New = func() any { return new(copyBuf) }
+	lps, err := newLoops(l, loopCount())
+	if err != nil {
+		return nil, fmt.Errorf("lb: %w", err)
+	}
+	l.loops = lps
 	l.view.Store(&view{cfg: &lbconfig.Config{}, addrs: map[string][]net.Addr{}})
 	if opts.Registry != nil {
 		if err := opts.Registry.Register(newCollector(l)); err != nil {
+			l.stopLoops()
 			return nil, fmt.Errorf("lb: registering metrics: %w", err)
 		}
 	}
@@ -314,7 +322,6 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 	if queueTimeout == 0 {
 		queueTimeout = cfg.Timeouts.Connect
 	}
-	dialer := &net.Dialer{Timeout: cfg.Timeouts.Connect, KeepAlive: -1}
 	var feOrder []*frontend
 	for _, fc := range cfg.Frontends {
 		fe := l.frontends[fc.Name]
@@ -322,7 +329,7 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 			fe = newFrontend(l, fc.Name)
 			l.frontends[fc.Name] = fe
 		}
-		fe.cfg.Store(&feConfig{pool: pools[fc.Backend], retries: max(cfg.Retries, 0), idle: idle, queueTimeout: queueTimeout, dialer: dialer})
+		fe.cfg.Store(&feConfig{pool: pools[fc.Backend], retries: max(cfg.Retries, 0), idle: idle, queueTimeout: queueTimeout, connectTimeout: cfg.Timeouts.Connect})
 		fe.setMaxconn(cfg.MaxConn)
 		feOrder = append(feOrder, fe)
 	}
@@ -500,9 +507,6 @@ wait:
 		for _, f := range fes {
 			f.closeAll()
 		}
-		for _, s := range servers { // connects in progress end too
-			s.cancelDials()
-		}
 		for _, f := range fes {
 			<-f.drained // closed sockets end their relays at once
 		}
@@ -514,7 +518,20 @@ wait:
 	for _, s := range servers {
 		s.stop()
 	}
+	l.stopLoops()
 	return forced
+}
+
+// stopLoops ends the relay's event loops; no connection may be left.
+func (l *LB) stopLoops() {
+	for _, lp := range l.loops {
+		lp.stop()
+	}
+}
+
+// nextLoop picks the event loop for a new connection, in turn.
+func (l *LB) nextLoop() *loop {
+	return l.loops[int(l.next.Add(1))%len(l.loops)]
 }
 
 // tcpListener is one frontend bind: one or more sockets, each with an
@@ -522,9 +539,10 @@ wait:
 type tcpListener struct {
 	key  string
 	lns  []*net.TCPListener
+	fds  []int // duplicates of lns' sockets, which the event loops accept on
 	fe   atomic.Pointer[frontend]
 	stop chan struct{}
-	wg   sync.WaitGroup
+	l    *LB // set by start
 }
 
 func (l *LB) listenTCP(key string, b lbconfig.Bind) (*tcpListener, error) {
@@ -537,13 +555,20 @@ func (l *LB) listenTCP(key string, b lbconfig.Bind) (*tcpListener, error) {
 	t := &tcpListener{key: key, stop: make(chan struct{})}
 	for range n {
 		ln, err := lc.Listen(context.Background(), network, address)
-		if err != nil {
-			for _, o := range t.lns {
-				o.Close()
+		if err == nil {
+			var fd int
+			if fd, err = acceptFD(ln.(*net.TCPListener)); err == nil {
+				t.lns = append(t.lns, ln.(*net.TCPListener))
+				t.fds = append(t.fds, fd)
+				continue
 			}
-			return nil, err
+			ln.Close()
 		}
-		t.lns = append(t.lns, ln.(*net.TCPListener))
+		for i, o := range t.lns {
+			closeFD(t.fds[i])
+			o.Close()
+		}
+		return nil, err
 	}
 	return t, nil
 }
@@ -570,16 +595,13 @@ func bindNetwork(b lbconfig.Bind) (network, address string, v6only int) {
 	return "tcp6", net.JoinHostPort(a.String(), port), -1
 }
 
+// start has the event loops accept on t's sockets.
 func (t *tcpListener) start(l *LB) {
-	for _, ln := range t.lns {
-		t.wg.Add(1)
-		go func() {
-			defer t.wg.Done()
-			t.acceptLoop(l, ln)
-		}()
-	}
+	t.l = l
+	l.watchListener(t)
 }
 
+// close stops accepting and closes t's sockets.
 func (t *tcpListener) close() {
 	select {
 	case <-t.stop:
@@ -587,49 +609,12 @@ func (t *tcpListener) close() {
 	default:
 	}
 	close(t.stop)
-	for _, ln := range t.lns {
-		ln.Close()
+	if t.l != nil {
+		t.l.unwatchListener(t)
 	}
-	t.wg.Wait()
-}
-
-func (t *tcpListener) acceptLoop(l *LB, ln *net.TCPListener) {
-	backoff := 5 * time.Millisecond
-	for {
-		if w := l.globalWait(); w != nil {
-			select {
-			case <-w:
-				continue
-			case <-t.stop:
-				return
-			}
-		}
-		c, err := ln.AcceptTCP()
-		if err != nil {
-			if errors.Is(err, net.ErrClosed) {
-				return
-			}
-			// Out of file descriptors and the like: wait a little, as
-			// net/http does, rather than spin.
-			l.log.Warn("accept failed", "listener", t.key, "err", err, "retry_in", backoff)
-			tm := l.clk.NewTimer(backoff)
-			select {
-			case <-tm.C():
-			case <-t.stop:
-				tm.Stop()
-				return
-			}
-			backoff = min(2*backoff, time.Second)
-			continue
-		}
-		backoff = 5 * time.Millisecond
-		if wait := t.fe.Load().admit(c); wait != nil {
-			select {
-			case <-wait:
-			case <-t.stop:
-				return
-			}
-		}
+	for i, ln := range t.lns {
+		closeFD(t.fds[i])
+		ln.Close()
 	}
 }
 

@@ -47,17 +47,12 @@ var nStatuses = len(healthcheck.Statuses())
 // server is one backend server. Its counters outlive reloads while its
 // backend, name and address stay.
 type server struct {
-	lb       *LB
-	backend  string
-	name     string
-	addr     netip.AddrPort
-	addrText string // addr as the dialer takes it
+	lb      *LB
+	backend string
+	name    string
+	addr    netip.AddrPort
 
 	up atomic.Bool
-	// dials is the context of connects in progress to this server; it is
-	// cancelled (and replaced) when the server goes DOWN, so those clients
-	// retry another server at once, and at a forced shutdown.
-	dials atomic.Pointer[dialScope]
 
 	cur, smax                          atomic.Int64
 	tot, lbtot, bin, bout, econ, wretr atomic.Uint64
@@ -75,26 +70,9 @@ type server struct {
 }
 
 func (l *LB) newServer(backend string, s lbconfig.Server) *server {
-	srv := &server{lb: l, backend: backend, name: s.Name, addr: s.Addr, addrText: s.Addr.String(), results: make([]atomic.Uint64, nStatuses), since: l.clk.Now()}
+	srv := &server{lb: l, backend: backend, name: s.Name, addr: s.Addr, results: make([]atomic.Uint64, nStatuses), since: l.clk.Now()}
 	srv.up.Store(true)
-	srv.dials.Store(newDialScope())
 	return srv
-}
-
-// dialScope is a cancellable context for connects to one server.
-type dialScope struct {
-	ctx    context.Context
-	cancel context.CancelFunc
-}
-
-func newDialScope() *dialScope {
-	ctx, cancel := context.WithCancel(context.Background())
-	return &dialScope{ctx: ctx, cancel: cancel}
-}
-
-// cancelDials ends the connects in progress to s; later ones start afresh.
-func (s *server) cancelDials() {
-	s.dials.Swap(newDialScope()).cancel()
 }
 
 func (s *server) id() string { return s.backend + "/" + s.name }
@@ -194,7 +172,9 @@ func (s *server) setUpLocked(up bool) {
 		s.downSince = time.Time{}
 	} else {
 		s.downSince = now
-		s.cancelDials()
+		// Connects in progress to it end: those clients try another
+		// server at once.
+		s.lb.failConnects(s)
 	}
 }
 

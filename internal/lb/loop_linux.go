@@ -1,0 +1,881 @@
+package lb
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"runtime"
+	"sync"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/vipstack/vipstack/internal/lbconfig"
+)
+
+// The relay is a set of event loops, one per processor, each with its own
+// epoll instance holding the sockets of the connections it relays. A loop
+// is one goroutine: it waits on its epoll descriptor through Go's poller
+// (the descriptor is readable while events are pending), takes a batch of
+// events and moves bytes for each connection that can make progress. No
+// goroutine is started per connection and the sockets never enter Go's
+// net package, so a connection costs its two sockets, one conn and the
+// system calls of its traffic.
+//
+// Sockets are edge-triggered. Each side remembers what the kernel last
+// said (readable, writable, peer finished) and is read or written only
+// while that holds; a read that returns less than the buffer means the
+// socket is drained, unless the peer's FIN was reported: the FIN may have
+// been consumed by that read (it leaves no later event), so the side is
+// read once more to see the end. Anything that arrives after the batch
+// was taken raises a new event.
+//
+// Everything about a connection changes under its loop's lock, held while
+// a batch is handled. Other goroutines (the accept loops, timers, health
+// checks, Shutdown) take the lock to start, time out or abort a
+// connection. Finished connections give their slot back to their
+// frontend (which may start a queued one) after the lock is released.
+
+// loop is one event loop.
+type loop struct {
+	lb   *LB
+	epfd int
+	wake int // an eventfd that stop writes to
+	done chan struct{}
+
+	mu       sync.Mutex // guards everything below and every conn on this loop
+	conns    []*conn    // by slot
+	free     []int32    // free slots
+	gen      uint32     // tells a slot's successive conns apart in events
+	released []*conn    // closed under the lock, to release after it
+	lns      []*lnReg   // the listening sockets it accepts on
+	stopping bool
+	events   [128]unix.EpollEvent
+}
+
+// relayState is a connection's sockets and its two directions.
+type relayState struct {
+	slot     int32
+	gen      uint32
+	c, s     side // client and server sockets
+	up, down dir  // client to server, server to client
+}
+
+// side is one socket and what epoll last said about it.
+type side struct {
+	fd                 int // -1: none
+	canRead, canWrite  bool
+	rdhup              bool // the peer's FIN (or a hang-up) was reported
+	registered, closed bool
+}
+
+// dir is one direction of a connection: what was read from src and is
+// still to be written to dst.
+type dir struct {
+	buf      *copyBuf // copy mode: buf[off:end] is still to be written
+	off, end int
+	p        *spipe // splice mode: inPipe bytes wait in p
+	inPipe   int
+	splice   bool // bulk seen: splice from now on
+	eof      bool // src ended and everything was written
+	done     bool // eof passed on (dst shut down for writing, or closing)
+}
+
+// An event's 64 bits of data say what it is about: a connection's socket
+// (Fd: slot<<1 | side, Pad: the connection's generation, positive), a
+// listening socket (Fd: its index in lns, Pad: tagListener) or the wake
+// descriptor (Pad: tagWake).
+const (
+	tagListener = -1
+	tagWake     = -2
+)
+
+const (
+	sideClient = 0
+	sideServer = 1
+	evMask     = unix.EPOLLIN | unix.EPOLLOUT | unix.EPOLLRDHUP | unix.EPOLLET
+)
+
+var errServerDown = errors.New("the server went DOWN")
+
+// newLoops starts n event loops.
+func newLoops(l *LB, n int) ([]*loop, error) {
+	var lps []*loop
+	for range n {
+		lp, err := newLoop(l)
+		if err != nil {
+			for _, o := range lps {
+				o.stop()
+			}
+			return nil, err
+		}
+		lps = append(lps, lp)
+	}
+	return lps, nil
+}
+
+func newLoop(l *LB) (*loop, error) {
+	fd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		return nil, os.NewSyscallError("epoll_create1", err)
+	}
+	wake, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+	if err != nil {
+		unix.Close(fd)
+		return nil, os.NewSyscallError("eventfd", err)
+	}
+	ev := unix.EpollEvent{Events: unix.EPOLLIN, Pad: tagWake}
+	if err := unix.EpollCtl(fd, unix.EPOLL_CTL_ADD, wake, &ev); err != nil {
+		unix.Close(fd)
+		unix.Close(wake)
+		return nil, os.NewSyscallError("epoll_ctl", err)
+	}
+	lp := &loop{lb: l, epfd: fd, wake: wake, done: make(chan struct{})}
+	go lp.run()
+	return lp, nil
+}
+
+// stop ends the loop; its connections must be gone.
+func (lp *loop) stop() {
+	lp.mu.Lock()
+	lp.stopping = true
+	lp.mu.Unlock()
+	var one = [8]byte{1}
+	unix.Write(lp.wake, one[:])
+	<-lp.done
+	unix.Close(lp.epfd)
+	unix.Close(lp.wake)
+}
+
+// run waits for events in epoll_wait(2) itself, as a blocking system
+// call, rather than through Go's poller: one system call per batch
+// instead of the poller's wait plus this loop's, and no hand-off between
+// the poller's thread and this goroutine's.
+func (lp *loop) run() {
+	defer close(lp.done)
+	for {
+		// Under load events are pending: take them without the
+		// scheduler's hooks; block only when there are none.
+		n, err := rawEpollPoll(lp.epfd, lp.events[:])
+		if n == 0 && err == nil {
+			n, err = unix.EpollWait(lp.epfd, lp.events[:], -1)
+		}
+		if err != nil && err != unix.EINTR {
+			lp.lb.log.Error("relay event loop: epoll_wait failed", "err", err)
+			return
+		}
+		lp.mu.Lock()
+		for i := 0; i < n; i++ {
+			switch ev := &lp.events[i]; ev.Pad {
+			case tagWake:
+			case tagListener:
+				if r := lp.lns[ev.Fd]; r != nil && r.watched {
+					lp.acceptOn(r)
+				}
+			default:
+				lp.handle(ev)
+			}
+		}
+		stop := lp.stopping
+		lp.unlock()
+		if stop {
+			return
+		}
+	}
+}
+
+// unlock releases the loop's lock, then gives the slots of the
+// connections closed meanwhile back to their frontends.
+func (lp *loop) unlock() {
+	rel := lp.released
+	lp.released = nil
+	lp.mu.Unlock()
+	for _, cn := range rel {
+		cn.fe.release(cn)
+	}
+}
+
+func token(slot int32, gen uint32, which int) (int32, int32) {
+	return slot<<1 | int32(which), int32(gen)
+}
+
+// start takes a newly admitted connection: it watches the client's socket
+// and connects to a server.
+func (lp *loop) start(cn *conn) {
+	lp.mu.Lock()
+	defer lp.unlock()
+	lp.startLocked(cn)
+}
+
+func (lp *loop) startLocked(cn *conn) {
+	r := &cn.relay
+	r.c = side{fd: cn.cfd}
+	r.s = side{fd: -1}
+	if cn.state == stAborted { // Shutdown closed it on the way here
+		rawClose(cn.cfd)
+		cn.state = stClosed
+		lp.released = append(lp.released, cn)
+		return
+	}
+	cn.cfg = cn.fe.cfg.Load()
+	if len(lp.free) > 0 {
+		r.slot = lp.free[len(lp.free)-1]
+		lp.free = lp.free[:len(lp.free)-1]
+		lp.conns[r.slot] = cn
+	} else {
+		r.slot = int32(len(lp.conns))
+		lp.conns = append(lp.conns, cn)
+	}
+	lp.gen++
+	if lp.gen > 1<<31-1 {
+		lp.gen = 1 // generations stay positive: negative ones tag other events
+	}
+	r.gen = lp.gen
+	if err := lp.watch(cn, &r.c, sideClient); err != nil {
+		lp.lb.log.Warn("relay: cannot watch a client socket", "frontend", cn.fe.name, "err", err)
+		lp.closeLocked(cn)
+		return
+	}
+	cn.state = stConnecting
+	lp.connectNext(cn)
+}
+
+func (lp *loop) watch(cn *conn, s *side, which int) error {
+	ev := unix.EpollEvent{Events: evMask}
+	ev.Fd, ev.Pad = token(cn.relay.slot, cn.relay.gen, which)
+	if err := rawEpollCtl(lp.epfd, unix.EPOLL_CTL_ADD, s.fd, &ev); err != nil {
+		return os.NewSyscallError("epoll_ctl", err)
+	}
+	s.registered = true
+	return nil
+}
+
+// connectNext starts a connect to the next server: the first pick, then
+// up to retries more, each on another UP server while there is one this
+// client has not tried. When no attempt is left or no server is UP, the
+// client is closed.
+func (lp *loop) connectNext(cn *conn) {
+	cfg := cn.cfg
+	p := cfg.pool
+	for p != nil && cn.attempt <= cfg.retries {
+		var client netip.Addr
+		if p.balance == lbconfig.Source {
+			client = cn.peer.Addr()
+		}
+		i := p.pick(client, cn.tried)
+		if i < 0 && cn.tried != 0 {
+			cn.tried = 0 // every UP server failed once: go round again
+			i = p.pick(client, cn.tried)
+		}
+		if i < 0 {
+			break
+		}
+		cn.tried |= bit(i)
+		cn.attempt++
+		s := p.servers[i]
+		s.lbtot.Add(1)
+		s.cur.Add(1) // counted while connecting, so leastconn sees it
+		fd, err := dialStart(s.addr)
+		if err == nil {
+			cn.srv = s
+			cn.relay.s = side{fd: fd}
+			if err = lp.watch(cn, &cn.relay.s, sideServer); err == nil {
+				if cfg.connectTimeout > 0 {
+					attempt := cn.attempt
+					cn.ctimer = time.AfterFunc(cfg.connectTimeout, func() { lp.connectTimedOut(cn, attempt) })
+				}
+				return
+			}
+			rawClose(fd)
+			cn.relay.s = side{fd: -1}
+			cn.srv = nil
+		}
+		lp.countFailure(cn, s, err)
+	}
+	cn.fe.noServer.Add(1)
+	lp.closeLocked(cn)
+}
+
+func (lp *loop) countFailure(cn *conn, s *server, err error) {
+	s.cur.Add(-1)
+	s.econ.Add(1)
+	if cn.attempt <= cn.cfg.retries {
+		s.wretr.Add(1)
+	}
+	lp.lb.log.Debug("connect to server failed", "frontend", cn.fe.name, "backend", cn.cfg.pool.name, "server", s.name, "addr", s.addr.String(), "attempt", cn.attempt, "err", err)
+}
+
+// dialStart opens a non-blocking socket and starts connecting it to addr.
+func dialStart(addr netip.AddrPort) (int, error) {
+	family := unix.AF_INET6
+	var zone uint32
+	if a := addr.Addr(); a.Is4() || a.Is4In6() {
+		family = unix.AF_INET
+	} else if z := a.Zone(); z != "" {
+		if ifi, err := net.InterfaceByName(z); err == nil {
+			zone = uint32(ifi.Index)
+		}
+	}
+	fd, err := rawSocket(family, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, unix.IPPROTO_TCP)
+	if err != nil {
+		return -1, os.NewSyscallError("socket", err)
+	}
+	// As Go's net package does for every TCP connection: relayed messages
+	// leave at once.
+	rawSetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
+	for {
+		err = rawConnect(fd, addr, zone)
+		if err != unix.EINTR {
+			break
+		}
+	}
+	if err != nil && err != unix.EINPROGRESS {
+		rawClose(fd)
+		return -1, os.NewSyscallError("connect", err)
+	}
+	return fd, nil
+}
+
+// connectFailed ends the connect in progress and tries the next server.
+func (lp *loop) connectFailed(cn *conn, err error) {
+	if cn.ctimer != nil {
+		cn.ctimer.Stop()
+		cn.ctimer = nil
+	}
+	s := cn.srv
+	rawClose(cn.relay.s.fd) // leaves the epoll set with it
+	cn.relay.s = side{fd: -1}
+	cn.srv = nil
+	lp.countFailure(cn, s, err)
+	lp.connectNext(cn)
+}
+
+func (lp *loop) connectTimedOut(cn *conn, attempt int) {
+	lp.mu.Lock()
+	defer lp.unlock()
+	if cn.state == stConnecting && cn.attempt == attempt && cn.srv != nil {
+		cn.ctimer = nil
+		lp.connectFailed(cn, fmt.Errorf("connect: timed out after %v", cn.cfg.connectTimeout))
+	}
+}
+
+// failConnects ends every connect in progress to s (it went DOWN, or a
+// forced shutdown): those clients try another server at once.
+func (l *LB) failConnects(s *server) {
+	for _, lp := range l.loops {
+		lp.mu.Lock()
+		for _, cn := range lp.conns {
+			if cn != nil && cn.state == stConnecting && cn.srv == s {
+				lp.connectFailed(cn, errServerDown)
+			}
+		}
+		lp.unlock()
+	}
+}
+
+// handle applies one event.
+func (lp *loop) handle(ev *unix.EpollEvent) {
+	slot, which := ev.Fd>>1, ev.Fd&1
+	if int(slot) >= len(lp.conns) {
+		return
+	}
+	cn := lp.conns[slot]
+	if cn == nil || cn.relay.gen != uint32(ev.Pad) {
+		return // the event of a connection closed earlier in this batch
+	}
+	r := &cn.relay
+	s := &r.c
+	if which == sideServer {
+		s = &r.s
+	}
+	e := ev.Events
+	if e&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
+		s.canRead = true
+	}
+	if e&(unix.EPOLLOUT|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
+		s.canWrite = true
+	}
+	if e&(unix.EPOLLRDHUP|unix.EPOLLHUP) != 0 {
+		s.rdhup = true
+	}
+	switch cn.state {
+	case stConnecting:
+		if which != sideServer || e&(unix.EPOLLOUT|unix.EPOLLHUP|unix.EPOLLERR) == 0 {
+			return
+		}
+		if e&(unix.EPOLLHUP|unix.EPOLLERR) != 0 {
+			err := errors.New("connect: connection closed")
+			if v, gerr := rawGetsockoptInt(r.s.fd, unix.SOL_SOCKET, unix.SO_ERROR); gerr == nil && v != 0 {
+				err = os.NewSyscallError("connect", syscall.Errno(v))
+			}
+			lp.connectFailed(cn, err)
+			return
+		}
+		lp.connected(cn)
+	case stRelaying:
+		lp.progress(cn)
+	}
+}
+
+// connected starts relaying.
+func (lp *loop) connected(cn *conn) {
+	if cn.ctimer != nil {
+		cn.ctimer.Stop()
+		cn.ctimer = nil
+	}
+	s := cn.srv
+	s.tot.Add(1)
+	if cur := s.cur.Load(); cur > s.smax.Load() {
+		s.smax.Store(cur)
+	}
+	cn.state = stRelaying
+	if idle := cn.cfg.idle; idle > 0 {
+		clk := lp.lb.clk
+		cn.idle = idle
+		cn.lastActive = clk.Now()
+		cn.timer = clk.AfterFunc(idle/2, cn.checkIdle)
+	}
+	lp.progress(cn)
+}
+
+// progress moves what it can both ways, passes ends of file on, and
+// closes the connection when both directions are done or on an error.
+func (lp *loop) progress(cn *conn) {
+	r := &cn.relay
+	s := cn.srv
+	var err error
+	if !r.up.done {
+		err = lp.pump(cn, &r.up, &r.c, &r.s, r.down.done, &s.bin, &cn.fe.bin)
+	}
+	if err == nil && !r.down.done {
+		err = lp.pump(cn, &r.down, &r.s, &r.c, r.up.done, &s.bout, &cn.fe.bout)
+	}
+	if err != nil {
+		lp.lb.log.Debug("relay: connection aborted", "frontend", cn.fe.name, "client", cn.peer.String(), "server", s.name, "err", err)
+		lp.closeLocked(cn)
+		return
+	}
+	if r.up.done && r.down.done {
+		lp.closeLocked(cn)
+	}
+}
+
+// pump relays src to dst while both can: it writes what is pending, then
+// reads more, until src is drained, dst is full or src has ended. At end
+// of file it shuts dst down for writing, unless the other direction is
+// done too (closing both sockets sends the FIN then).
+func (lp *loop) pump(cn *conn, d *dir, src, dst *side, otherDone bool, c1, c2 interface{ Add(uint64) uint64 }) error {
+	for {
+		if d.end > d.off || d.inPipe > 0 {
+			if !dst.canWrite {
+				return nil
+			}
+			n, err := d.flush(lp.lb, dst)
+			if n > 0 {
+				c1.Add(uint64(n))
+				c2.Add(uint64(n))
+				cn.moved += uint64(n)
+			}
+			if err != nil {
+				return err
+			}
+			if d.end > d.off || d.inPipe > 0 {
+				return nil
+			}
+		}
+		if d.eof {
+			d.done = true
+			if !otherDone {
+				if err := rawShutdown(dst.fd, unix.SHUT_WR); err != nil && err != unix.ENOTCONN {
+					return os.NewSyscallError("shutdown", err)
+				}
+			}
+			return nil
+		}
+		if !src.canRead {
+			return nil
+		}
+		if err := d.fill(lp.lb, src); err != nil {
+			return err
+		}
+		if !d.eof && d.end == d.off && d.inPipe == 0 {
+			return nil // src is drained
+		}
+	}
+}
+
+// copyBufSize is the buffer a direction copies through until it sees bulk
+// data (haproxy's default tune.bufsize).
+const copyBufSize = 16 << 10
+
+// copyBuf is a pooled copy buffer.
+type copyBuf [copyBufSize]byte
+
+const spliceFlags = unix.SPLICE_F_MOVE | unix.SPLICE_F_NONBLOCK
+
+// fill reads what src holds: through the copy buffer until a read fills
+// it, then (bulk) with splice(2) into a pipe, so the payload no longer
+// enters user space. A direction holds a buffer or pipe only while data
+// is in flight.
+func (d *dir) fill(l *LB, src *side) error {
+	if d.splice {
+		return d.fillPipe(l, src)
+	}
+	if d.buf == nil {
+		d.buf = l.bufs.Get().(*copyBuf)
+	}
+	for {
+		n, err := rawRead(src.fd, d.buf[:])
+		switch err {
+		case nil:
+		case unix.EINTR:
+			continue
+		case unix.EAGAIN:
+			src.canRead = false
+			d.putBuf(l)
+			return nil
+		default:
+			return os.NewSyscallError("read", err)
+		}
+		if n == 0 {
+			d.eof = true
+			d.putBuf(l)
+			return nil
+		}
+		d.off, d.end = 0, n
+		if n == len(d.buf) {
+			d.splice = true // bulk: splice once this buffer is written
+		} else if !src.rdhup {
+			// A short read drained the socket; what comes later raises
+			// an event. After a reported FIN, read again: this read may
+			// have consumed it.
+			src.canRead = false
+		}
+		return nil
+	}
+}
+
+func (d *dir) putBuf(l *LB) {
+	if d.buf != nil {
+		l.bufs.Put(d.buf)
+		d.buf = nil
+	}
+	d.off, d.end = 0, 0
+}
+
+func (d *dir) fillPipe(l *LB, src *side) error {
+	d.putBuf(l) // left over from copy mode, empty
+	if d.p == nil {
+		p, err := l.pipes.get()
+		if err != nil {
+			return err
+		}
+		d.p = p
+	}
+	for {
+		n, err := rawSplice(src.fd, d.p.w, d.p.size)
+		switch err {
+		case nil:
+		case unix.EINTR:
+			continue
+		case unix.EAGAIN:
+			src.canRead = false
+			l.pipes.put(d.p)
+			d.p = nil
+			return nil
+		default:
+			return os.NewSyscallError("splice", err)
+		}
+		if n == 0 {
+			d.eof = true
+			l.pipes.put(d.p)
+			d.p = nil
+			return nil
+		}
+		d.inPipe = int(n)
+		return nil
+	}
+}
+
+// flush writes what fill read to dst and returns how many bytes it
+// wrote. It stops when dst is full (dst.canWrite turns false).
+func (d *dir) flush(l *LB, dst *side) (int, error) {
+	total := 0
+	for d.end > d.off {
+		n, err := rawWrite(dst.fd, d.buf[d.off:d.end])
+		switch err {
+		case nil:
+		case unix.EINTR:
+			continue
+		case unix.EAGAIN:
+			dst.canWrite = false
+			return total, nil
+		default:
+			return total, os.NewSyscallError("write", err)
+		}
+		d.off += n
+		total += n
+		if d.off < d.end {
+			dst.canWrite = false // a short write filled the send buffer
+			return total, nil
+		}
+		d.putBuf(l)
+	}
+	for d.inPipe > 0 {
+		n, err := rawSplice(d.p.r, dst.fd, d.inPipe)
+		switch err {
+		case nil:
+		case unix.EINTR:
+			continue
+		case unix.EAGAIN:
+			dst.canWrite = false
+			return total, nil
+		default:
+			return total, os.NewSyscallError("splice", err)
+		}
+		if n == 0 {
+			return total, errors.New("splice: wrote nothing")
+		}
+		d.inPipe -= int(n)
+		total += int(n)
+		if d.inPipe == 0 {
+			l.pipes.put(d.p)
+			d.p = nil
+		}
+	}
+	return total, nil
+}
+
+// release gives back the direction's buffer and pipe.
+func (d *dir) release(l *LB) {
+	d.putBuf(l)
+	if d.p == nil {
+		return
+	}
+	if d.inPipe > 0 {
+		d.p.destroy()
+	} else {
+		l.pipes.put(d.p)
+	}
+	d.p, d.inPipe = nil, 0
+}
+
+// closeLocked closes both sockets of cn, frees its slot and queues it for
+// release to its frontend. It does nothing to a connection already
+// closed; one its loop has not taken yet is marked to be closed by start.
+func (lp *loop) closeLocked(cn *conn) {
+	switch cn.state {
+	case stClosed, stAborted:
+		return
+	case stNew:
+		cn.state = stAborted
+		return
+	}
+	cn.state = stClosed
+	if cn.ctimer != nil {
+		cn.ctimer.Stop()
+		cn.ctimer = nil
+	}
+	if cn.timer != nil {
+		cn.timer.Stop()
+	}
+	r := &cn.relay
+	rawClose(r.c.fd)
+	if r.s.fd >= 0 {
+		rawClose(r.s.fd)
+		cn.srv.cur.Add(-1)
+	}
+	r.up.release(lp.lb)
+	r.down.release(lp.lb)
+	if int(r.slot) < len(lp.conns) && lp.conns[r.slot] == cn {
+		lp.conns[r.slot] = nil
+		lp.free = append(lp.free, r.slot)
+	}
+	lp.released = append(lp.released, cn)
+}
+
+// abort closes cn now (forced shutdown).
+func (lp *loop) abort(cn *conn) {
+	lp.mu.Lock()
+	if cn.state == stAborted || cn.state == stNew {
+		cn.state = stAborted
+		lp.mu.Unlock()
+		return
+	}
+	lp.closeLocked(cn)
+	lp.unlock()
+}
+
+// lnReg is one listening socket in one loop's epoll set. Every loop
+// watches every socket, with EPOLLEXCLUSIVE: a new client wakes one loop
+// that is waiting, which accepts it and relays it itself.
+type lnReg struct {
+	t       *tcpListener
+	fd      int
+	watched bool // in the epoll set (not while paused)
+	gone    bool // the listener was closed
+	backoff time.Duration
+}
+
+// acceptBatch bounds the clients one wake-up accepts, so that a stream of
+// new clients does not starve the connections of the loop.
+const acceptBatch = 32
+
+// acceptFD duplicates ln's socket for the event loops, which accept on it
+// themselves. Close it, then ln.
+func acceptFD(ln *net.TCPListener) (int, error) {
+	rc, err := ln.SyscallConn()
+	if err != nil {
+		return -1, err
+	}
+	nfd := -1
+	var derr error
+	if err := rc.Control(func(fd uintptr) {
+		nfd, derr = unix.FcntlInt(fd, unix.F_DUPFD_CLOEXEC, 0)
+	}); err != nil {
+		return -1, err
+	}
+	if derr != nil {
+		return -1, os.NewSyscallError("fcntl", derr)
+	}
+	return nfd, nil
+}
+
+func (lp *loop) watchLn(r *lnReg, idx int) error {
+	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLEXCLUSIVE, Fd: int32(idx), Pad: tagListener}
+	if err := unix.EpollCtl(lp.epfd, unix.EPOLL_CTL_ADD, r.fd, &ev); err != nil {
+		return os.NewSyscallError("epoll_ctl", err)
+	}
+	r.watched = true
+	return nil
+}
+
+// watchListener has every loop accept on t's sockets.
+func (l *LB) watchListener(t *tcpListener) {
+	for _, fd := range t.fds {
+		for _, lp := range l.loops {
+			lp.mu.Lock()
+			r := &lnReg{t: t, fd: fd}
+			lp.lns = append(lp.lns, r)
+			if err := lp.watchLn(r, len(lp.lns)-1); err != nil {
+				l.log.Error("cannot accept on a listener", "listener", t.key, "err", err)
+			}
+			lp.mu.Unlock()
+		}
+	}
+}
+
+// unwatchListener stops every loop accepting on t's sockets.
+func (l *LB) unwatchListener(t *tcpListener) {
+	for _, lp := range l.loops {
+		lp.mu.Lock()
+		for i, r := range lp.lns {
+			if r == nil || r.t != t {
+				continue
+			}
+			if r.watched {
+				unix.EpollCtl(lp.epfd, unix.EPOLL_CTL_DEL, r.fd, nil)
+				r.watched = false
+			}
+			r.gone = true
+			lp.lns[i] = nil
+		}
+		lp.mu.Unlock()
+	}
+}
+
+// acceptOn accepts clients on r and admits them to its frontend: the
+// ones admitted at once are relayed by this loop. When the global or the
+// frontend's queue is full, it stops watching r until there is room; the
+// next clients wait in the kernel's backlog.
+func (lp *loop) acceptOn(r *lnReg) {
+	l := lp.lb
+	for range acceptBatch {
+		if w := l.globalWait(); w != nil {
+			lp.pauseLn(r, w, nil)
+			return
+		}
+		nfd, peer, err := rawAccept4(r.fd, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC)
+		switch err {
+		case nil:
+		case unix.EAGAIN:
+			return
+		case unix.EINTR, unix.ECONNABORTED:
+			continue
+		default:
+			// Out of file descriptors and the like: wait a little, as
+			// net/http does, rather than spin.
+			r.backoff = min(max(2*r.backoff, 5*time.Millisecond), time.Second)
+			l.log.Warn("accept failed", "listener", r.t.key, "err", os.NewSyscallError("accept4", err), "retry_in", r.backoff)
+			ready := make(chan struct{})
+			tm := l.clk.AfterFunc(r.backoff, func() { close(ready) })
+			lp.pauseLn(r, ready, tm)
+			return
+		}
+		r.backoff = 0
+		rawSetsockoptInt(nfd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
+		if w := r.t.fe.Load().admit(nfd, peer, lp); w != nil {
+			lp.pauseLn(r, w, nil)
+			return
+		}
+	}
+}
+
+// pauseLn stops watching r until ready is closed (or fires).
+func (lp *loop) pauseLn(r *lnReg, ready <-chan struct{}, tm interface{ Stop() bool }) {
+	if !r.watched {
+		return
+	}
+	unix.EpollCtl(lp.epfd, unix.EPOLL_CTL_DEL, r.fd, nil)
+	r.watched = false
+	go func() {
+		select {
+		case <-ready:
+		case <-r.t.stop:
+			if tm != nil {
+				tm.Stop()
+			}
+			return
+		}
+		lp.mu.Lock()
+		defer lp.mu.Unlock()
+		if r.gone || r.watched || lp.stopping {
+			return
+		}
+		for i, o := range lp.lns {
+			if o == r {
+				if err := lp.watchLn(r, i); err != nil {
+					lp.lb.log.Error("cannot accept on a listener", "listener", r.t.key, "err", err)
+				}
+			}
+		}
+	}()
+}
+
+// closeFD closes a socket the relay owns.
+func closeFD(fd int) { rawClose(fd) }
+
+// loopCount is how many event loops an LB runs: one per processor.
+func loopCount() int { return max(runtime.GOMAXPROCS(0), 1) }
+
+// rawRead and rawWrite are read(2) and write(2) on non-blocking sockets,
+// which return at once, so they skip the scheduler's system call hooks.
+func rawRead(fd int, p []byte) (int, error) {
+	r, _, e := unix.RawSyscall(unix.SYS_READ, uintptr(fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+	if e != 0 {
+		return 0, e
+	}
+	return int(r), nil
+}
+
+func rawWrite(fd int, p []byte) (int, error) {
+	r, _, e := unix.RawSyscall(unix.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+	if e != 0 {
+		return 0, e
+	}
+	return int(r), nil
+}
