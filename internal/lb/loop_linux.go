@@ -18,10 +18,12 @@ import (
 )
 
 // The relay is a set of event loops, one per processor, each with its own
-// epoll instance holding the sockets of the connections it relays. A loop
-// is one goroutine: it waits on its epoll descriptor through Go's poller
-// (the descriptor is readable while events are pending), takes a batch of
-// events and moves bytes for each connection that can make progress. No
+// epoll instance holding the listening sockets and the sockets of the
+// connections it relays. A loop is one goroutine: it waits on its epoll
+// descriptor through Go's poller (the descriptor is readable while events
+// are pending), takes batches of events with raw epoll_wait calls that do
+// not wait, accepts clients and moves bytes for each connection that can
+// make progress. No
 // goroutine is started per connection and the sockets never enter Go's
 // net package, so a connection costs its two sockets, one conn and the
 // system calls of its traffic.
@@ -35,8 +37,8 @@ import (
 // was taken raises a new event.
 //
 // Everything about a connection changes under its loop's lock, held while
-// a batch is handled. Other goroutines (the accept loops, timers, health
-// checks, Shutdown) take the lock to start, time out or abort a
+// a batch is handled. Other goroutines (timers, health checks, a
+// frontend's queue, Shutdown) take the lock to start, time out or abort a
 // connection. Finished connections give their slot back to their
 // frontend (which may start a queued one) after the lock is released.
 
@@ -44,6 +46,8 @@ import (
 type loop struct {
 	lb   *LB
 	epfd int
+	file *os.File // epfd in Go's poller
+	rc   syscall.RawConn
 	wake int // an eventfd that stop writes to
 	done chan struct{}
 
@@ -134,7 +138,20 @@ func newLoop(l *LB) (*loop, error) {
 		unix.Close(wake)
 		return nil, os.NewSyscallError("epoll_ctl", err)
 	}
-	lp := &loop{lb: l, epfd: fd, wake: wake, done: make(chan struct{})}
+	// Non-blocking, so that os.NewFile puts it in Go's poller.
+	if err := unix.SetNonblock(fd, true); err != nil {
+		unix.Close(fd)
+		unix.Close(wake)
+		return nil, os.NewSyscallError("fcntl", err)
+	}
+	f := os.NewFile(uintptr(fd), "epoll")
+	rc, err := f.SyscallConn()
+	if err != nil {
+		f.Close()
+		unix.Close(wake)
+		return nil, err
+	}
+	lp := &loop{lb: l, epfd: fd, file: f, rc: rc, wake: wake, done: make(chan struct{})}
 	go lp.run()
 	return lp, nil
 }
@@ -147,26 +164,34 @@ func (lp *loop) stop() {
 	var one = [8]byte{1}
 	unix.Write(lp.wake, one[:])
 	<-lp.done
-	unix.Close(lp.epfd)
+	lp.file.Close()
 	unix.Close(lp.wake)
 }
 
-// run waits for events in epoll_wait(2) itself, as a blocking system
-// call, rather than through Go's poller: one system call per batch
-// instead of the poller's wait plus this loop's, and no hand-off between
-// the poller's thread and this goroutine's.
+// run handles events until stop. It takes pending events with a raw
+// epoll_wait(2) that does not wait; when there are none it waits for the
+// epoll descriptor to become readable in Go's poller, like any socket.
+// (Blocking in epoll_wait itself would keep the runtime's monitor thread
+// polling every 20 us for processors to take back from the loops.)
 func (lp *loop) run() {
 	defer close(lp.done)
+	err := lp.rc.Read(lp.poll)
+	if err != nil {
+		lp.lb.log.Error("relay event loop stopped", "err", err)
+	}
+}
+
+// poll handles the pending events; it returns false (wait) when there are
+// none, true once the loop stops.
+func (lp *loop) poll(uintptr) bool {
 	for {
-		// Under load events are pending: take them without the
-		// scheduler's hooks; block only when there are none.
 		n, err := rawEpollPoll(lp.epfd, lp.events[:])
-		if n == 0 && err == nil {
-			n, err = unix.EpollWait(lp.epfd, lp.events[:], -1)
-		}
 		if err != nil && err != unix.EINTR {
 			lp.lb.log.Error("relay event loop: epoll_wait failed", "err", err)
-			return
+			return true
+		}
+		if n <= 0 {
+			return false
 		}
 		lp.mu.Lock()
 		for i := 0; i < n; i++ {
@@ -183,7 +208,7 @@ func (lp *loop) run() {
 		stop := lp.stopping
 		lp.unlock()
 		if stop {
-			return
+			return true
 		}
 	}
 }
