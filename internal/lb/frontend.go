@@ -106,10 +106,13 @@ func (f *frontend) admit(fd int, peer netip.AddrPort, lp *loop) <-chan struct{} 
 	if f.maxconn <= 0 || f.active < f.maxconn {
 		f.startLocked(cn, lp)
 		f.mu.Unlock()
-		if lp != nil {
-			lp.startLocked(cn)
-		} else {
+		switch {
+		case lp == nil:
 			cn.lp.start(cn)
+		case cn.lp == lp:
+			lp.startLocked(cn)
+		default: // another loop, once lp's lock is released
+			lp.handoff = append(lp.handoff, cn)
 		}
 		return nil
 	}
@@ -139,9 +142,7 @@ func (f *frontend) admit(fd int, peer netip.AddrPort, lp *loop) <-chan struct{} 
 // startLocked counts cn as active and gives it an event loop; the
 // caller starts it there once f.mu is released.
 func (f *frontend) startLocked(cn *conn, lp *loop) {
-	if lp == nil {
-		lp = f.lb.nextLoop()
-	}
+	lp = f.lb.pickLoop(lp)
 	cn.lp = lp
 	f.active++
 	f.live.push(cn)

@@ -54,7 +54,6 @@ type LB struct {
 	pipes pipePool
 	bufs  sync.Pool // *copyBuf
 	loops []*loop   // the relay's event loops
-	next  atomic.Uint32
 
 	idleCloses atomic.Uint64
 
@@ -529,10 +528,24 @@ func (l *LB) stopLoops() {
 	}
 }
 
-// nextLoop picks the event loop for a new connection, in turn.
-func (l *LB) nextLoop() *loop {
-	return l.loops[int(l.next.Add(1))%len(l.loops)]
+// pickLoop picks the event loop for a new connection: the loop that
+// accepted it (from), unless another relays fewer connections by more
+// than a few (connections accepted in a burst, as a client opening its
+// pool, would otherwise stay on one processor); without from, the loop
+// with the fewest.
+func (l *LB) pickLoop(from *loop) *loop {
+	best := from
+	for _, lp := range l.loops {
+		if best == nil || lp.nconns.Load()+loopSlack < best.nconns.Load() {
+			best = lp
+		}
+	}
+	return best
 }
+
+// loopSlack is how many more connections the accepting loop may relay
+// than another before new ones go to the other.
+const loopSlack = 2
 
 // tcpListener is one frontend bind: one or more sockets, each with an
 // accept loop.

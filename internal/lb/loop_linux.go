@@ -8,6 +8,7 @@ import (
 	"os"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
@@ -56,7 +57,9 @@ type loop struct {
 	free     []int32    // free slots
 	gen      uint32     // tells a slot's successive conns apart in events
 	released []*conn    // closed under the lock, to release after it
-	lns      []*lnReg   // the listening sockets it accepts on
+	handoff  []*conn    // accepted here for another loop, to start after it
+	nconns   atomic.Int32
+	lns      []*lnReg // the listening sockets it accepts on
 	stopping bool
 	events   [128]unix.EpollEvent
 }
@@ -215,12 +218,16 @@ func (lp *loop) poll(uintptr) bool {
 
 // unlock releases the loop's lock, then gives the slots of the
 // connections closed meanwhile back to their frontends.
+// It also starts the connections accepted here for other loops.
 func (lp *loop) unlock() {
-	rel := lp.released
-	lp.released = nil
+	rel, hand := lp.released, lp.handoff
+	lp.released, lp.handoff = nil, nil
 	lp.mu.Unlock()
 	for _, cn := range rel {
 		cn.fe.release(cn)
+	}
+	for _, cn := range hand {
+		cn.lp.start(cn)
 	}
 }
 
@@ -260,12 +267,13 @@ func (lp *loop) startLocked(cn *conn) {
 		lp.gen = 1 // generations stay positive: negative ones tag other events
 	}
 	r.gen = lp.gen
+	cn.state = stConnecting
+	lp.nconns.Add(1)
 	if err := lp.watch(cn, &r.c, sideClient); err != nil {
 		lp.lb.log.Warn("relay: cannot watch a client socket", "frontend", cn.fe.name, "err", err)
 		lp.closeLocked(cn)
 		return
 	}
-	cn.state = stConnecting
 	lp.connectNext(cn)
 }
 
@@ -701,6 +709,7 @@ func (lp *loop) closeLocked(cn *conn) {
 		return
 	}
 	cn.state = stClosed
+	lp.nconns.Add(-1)
 	if cn.ctimer != nil {
 		cn.ctimer.Stop()
 		cn.ctimer = nil

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net"
 	"sync"
+	"sync/atomic"
 )
 
 // The relay needs Linux: epoll and splice(2). Elsewhere New fails.
@@ -14,7 +15,11 @@ type pipePool struct{ _ sync.Mutex }
 
 type copyBuf [16 << 10]byte
 
-type loop struct{ mu sync.Mutex }
+type loop struct {
+	mu      sync.Mutex
+	handoff []*conn
+	nconns  atomic.Int32
+}
 
 type relayState struct{}
 
