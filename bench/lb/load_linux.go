@@ -81,12 +81,15 @@ func (b *bench) load(addr string, rate int, d, at time.Duration, event func()) k
 		}()
 	}
 
-	var killedAt time.Duration
+	// killedAt is when the signal was sent, diedAt when the process was
+	// gone: in between its kernel still completes connections to it.
+	var killedAt, diedAt time.Duration
 	killed := make(chan struct{})
 	start = time.Now()
 	t := time.AfterFunc(at, func() {
 		killedAt = time.Since(start)
 		event()
+		diedAt = time.Since(start)
 		close(killed)
 	})
 	var last time.Time
@@ -109,9 +112,11 @@ func (b *bench) load(addr string, rate int, d, at time.Duration, event func()) k
 		k.Rate = float64(n-1) / span.Seconds()
 	}
 	for _, o := range outcomes {
-		if o.kind != "" && o.at < killedAt && o.at+o.latency >= killedAt {
+		if o.kind != "" && o.at < diedAt && o.at+o.latency >= killedAt {
 			// Its backend died under it: no balancer can save a request
-			// already sent, so it is counted apart.
+			// already sent, so it is counted apart. A request that started
+			// after the signal but before the process was gone may have
+			// been accepted by the dying process's socket and sent there.
 			k.InFlight++
 			k.Kinds["in flight at the kill: "+o.kind]++
 			continue

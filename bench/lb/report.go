@@ -175,7 +175,7 @@ func (r *results) print(w io.Writer) {
 				res, misses = "MISS", misses+1
 			}
 			fmt.Fprintf(w, "target: vipstack fails no request started after the kill (its connect retry tries another server): %s\n", res)
-			fmt.Fprintln(w, "(failed: no complete 200 answer; in flight: sent to the backend before it died, which no balancer can save)")
+			fmt.Fprintln(w, "(failed: no complete 200 answer; in flight: sent to the backend before it died, which no balancer can save; between SIGKILL and the process's exit its kernel still accepts connections)")
 		}
 	}
 	if r.Skipped != "" {

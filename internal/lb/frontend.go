@@ -106,13 +106,10 @@ func (f *frontend) admit(fd int, peer netip.AddrPort, lp *loop) <-chan struct{} 
 	if f.maxconn <= 0 || f.active < f.maxconn {
 		f.startLocked(cn, lp)
 		f.mu.Unlock()
-		switch {
-		case lp == nil:
-			cn.lp.start(cn)
-		case cn.lp == lp:
+		if lp != nil {
 			lp.startLocked(cn)
-		default: // another loop, once lp's lock is released
-			lp.handoff = append(lp.handoff, cn)
+		} else {
+			cn.lp.start(cn)
 		}
 		return nil
 	}

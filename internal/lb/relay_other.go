@@ -16,9 +16,8 @@ type pipePool struct{ _ sync.Mutex }
 type copyBuf [16 << 10]byte
 
 type loop struct {
-	mu      sync.Mutex
-	handoff []*conn
-	nconns  atomic.Int32
+	mu     sync.Mutex
+	nconns atomic.Int32
 }
 
 type relayState struct{}
