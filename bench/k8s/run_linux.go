@@ -10,7 +10,6 @@ import (
 	"io"
 	"net"
 	"net/netip"
-	"net/url"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -25,7 +24,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vipstack/vipstack/internal/k8s"
@@ -526,29 +524,8 @@ func sleep(ctx context.Context, d time.Duration) error {
 // ServiceAccount vipstack-system/sa and, if server is set, reaches the API
 // there.
 func (b *bench) kubeconfig(dir, name, server, sa string) (string, error) {
-	cfg, err := clientcmd.LoadFromFile(b.env.Kubeconfig)
-	if err != nil {
-		return "", fmt.Errorf("read kubeconfig: %w", err)
-	}
-	for _, c := range cfg.Clusters {
-		if server != "" {
-			u, err := url.Parse(c.Server)
-			if err != nil {
-				return "", err
-			}
-			u.Host = server
-			c.Server = u.String()
-		}
-	}
-	for _, a := range cfg.AuthInfos {
-		a.Impersonate = "system:serviceaccount:vipstack-system:" + sa
-		a.ImpersonateGroups = []string{"system:serviceaccounts", "system:serviceaccounts:vipstack-system"}
-	}
 	path := filepath.Join(dir, "kubeconfig-"+name)
-	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
-		return "", fmt.Errorf("write kubeconfig: %w", err)
-	}
-	return path, nil
+	return path, b.env.WriteKubeconfigAs(path, server, "vipstack-system", sa)
 }
 
 // proxy listens on the host namespace's loopback and forwards to the API

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/vipstack/vipstack/internal/procfs"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -28,7 +29,7 @@ func (n *Node) KillEngine() (int, error) {
 	if sup == 0 || !n.AgentRunning() {
 		return 0, fmt.Errorf("demo: %s: no node agent runs", n.Name)
 	}
-	pid := childOf(sup)
+	pid := procfs.ChildOf(sup)
 	if pid == 0 {
 		return 0, fmt.Errorf("demo: %s: the node agent (pid %d) runs no engine now", n.Name, sup)
 	}
@@ -45,7 +46,7 @@ func (n *Node) EnginePid() int {
 	if sup == 0 || !n.AgentRunning() {
 		return 0
 	}
-	return childOf(sup)
+	return procfs.ChildOf(sup)
 }
 
 // AgentRunning reports whether the node agent's process (its supervisor)
@@ -218,35 +219,6 @@ func (c *Cluster) Reload(note string) error {
 	return errors.Join(errs...)
 }
 
-// childOf returns the first child of pid (a Go process lists its children
-// under the thread that forked them), 0 if none runs.
-func childOf(pid int) int {
-	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
-	for _, task := range tasks {
-		b, err := os.ReadFile(task)
-		if err != nil {
-			continue
-		}
-		for _, f := range strings.Fields(string(b)) {
-			if c, err := strconv.Atoi(f); err == nil && alive(c) {
-				return c
-			}
-		}
-	}
-	return 0
-}
-
-// alive reports whether pid exists and is not a zombie.
-func alive(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i >= 0 && i+2 < len(s) && s[i+2] != 'Z'
-}
-
 // Snapshot is one node as seen from outside at one moment.
 type Snapshot struct {
 	Addrs  []netip.Addr // the addresses on its interface
@@ -331,8 +303,8 @@ func (s *Sampler) Sample() ([]Snapshot, error) {
 		t2 := time.Now()
 		snap.Agent = n.AgentRunning()
 		if snap.Agent {
-			if s.engine[i] == 0 || !alive(s.engine[i]) || ppid(s.engine[i]) != n.agentPid() {
-				s.engine[i] = childOf(n.agentPid())
+			if s.engine[i] == 0 || !procfs.Alive(s.engine[i]) || procfs.PPid(s.engine[i]) != n.agentPid() {
+				s.engine[i] = procfs.ChildOf(n.agentPid())
 			}
 			snap.Engine = s.engine[i] != 0
 		} else {
@@ -344,23 +316,4 @@ func (s *Sampler) Sample() ([]Snapshot, error) {
 		s.slowProcs = max(s.slowProcs, t3.Sub(t2))
 	}
 	return out, nil
-}
-
-// ppid returns pid's parent, 0 if unknown.
-func ppid(pid int) int {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 2 {
-		return 0
-	}
-	p, _ := strconv.Atoi(f[1])
-	return p
 }

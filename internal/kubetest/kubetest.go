@@ -17,6 +17,7 @@ import (
 	"math/big"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -601,4 +602,33 @@ func writeCredentials(dir string) (*credentials, error) {
 		}
 	}
 	return c, nil
+}
+
+// WriteKubeconfigAs writes to path a copy of the admin kubeconfig that
+// impersonates the ServiceAccount sa of namespace ns and, if server is
+// set (host:port), reaches the API server there, for example through a
+// proxy in a network namespace.
+func (e *Env) WriteKubeconfigAs(path, server, ns, sa string) error {
+	cfg, err := clientcmd.LoadFromFile(e.Kubeconfig)
+	if err != nil {
+		return fmt.Errorf("kubetest: read kubeconfig: %w", err)
+	}
+	if server != "" {
+		for _, c := range cfg.Clusters {
+			u, err := url.Parse(c.Server)
+			if err != nil {
+				return fmt.Errorf("kubetest: kubeconfig server %q: %w", c.Server, err)
+			}
+			u.Host = server
+			c.Server = u.String()
+		}
+	}
+	for _, a := range cfg.AuthInfos {
+		a.Impersonate = "system:serviceaccount:" + ns + ":" + sa
+		a.ImpersonateGroups = []string{"system:serviceaccounts", "system:serviceaccounts:" + ns}
+	}
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		return fmt.Errorf("kubetest: write kubeconfig: %w", err)
+	}
+	return nil
 }

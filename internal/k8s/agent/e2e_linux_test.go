@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,7 +22,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vipstack/vipstack/internal/k8s"
@@ -250,24 +248,8 @@ func (p *agentProc) kill() {
 // namespace's proxy and acts as the agent's ServiceAccount.
 func agentKubeconfig(t *testing.T, env *kubetest.Env, proxy string) string {
 	t.Helper()
-	cfg, err := clientcmd.LoadFromFile(env.Kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range cfg.Clusters {
-		u, err := url.Parse(c.Server)
-		if err != nil {
-			t.Fatal(err)
-		}
-		u.Host = proxy
-		c.Server = u.String()
-	}
-	for _, a := range cfg.AuthInfos {
-		a.Impersonate = "system:serviceaccount:vipstack-system:vipstack-agent"
-		a.ImpersonateGroups = []string{"system:serviceaccounts", "system:serviceaccounts:vipstack-system"}
-	}
 	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+	if err := env.WriteKubeconfigAs(path, proxy, "vipstack-system", "vipstack-agent"); err != nil {
 		t.Fatal(err)
 	}
 	return path

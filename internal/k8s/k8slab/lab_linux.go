@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,7 +24,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vipstack/vipstack/internal/k8s"
@@ -33,6 +31,7 @@ import (
 	"github.com/vipstack/vipstack/internal/k8s/k8stest"
 	"github.com/vipstack/vipstack/internal/k8s/v1alpha1"
 	"github.com/vipstack/vipstack/internal/kubetest"
+	"github.com/vipstack/vipstack/internal/procfs"
 	"github.com/vipstack/vipstack/internal/testnet"
 )
 
@@ -368,29 +367,8 @@ func (l *Lab) WaitHeld(ctx context.Context, stable, timeout time.Duration) error
 // ServiceAccount vipstack-system/sa and, if server is set, reaches the API
 // there.
 func (l *Lab) kubeconfig(name, server, sa string) (string, error) {
-	cfg, err := clientcmd.LoadFromFile(l.Env.Kubeconfig)
-	if err != nil {
-		return "", fmt.Errorf("read kubeconfig: %w", err)
-	}
-	for _, c := range cfg.Clusters {
-		if server != "" {
-			u, err := url.Parse(c.Server)
-			if err != nil {
-				return "", err
-			}
-			u.Host = server
-			c.Server = u.String()
-		}
-	}
-	for _, a := range cfg.AuthInfos {
-		a.Impersonate = "system:serviceaccount:vipstack-system:" + sa
-		a.ImpersonateGroups = []string{"system:serviceaccounts", "system:serviceaccounts:vipstack-system"}
-	}
 	path := filepath.Join(l.Dir, "kubeconfig-"+name)
-	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
-		return "", fmt.Errorf("write kubeconfig: %w", err)
-	}
-	return path, nil
+	return path, l.Env.WriteKubeconfigAs(path, server, "vipstack-system", sa)
 }
 
 // apiProxy listens on a namespace's loopback and forwards each
@@ -668,7 +646,7 @@ func (n *Node) EnginePid() int {
 	if pid == 0 || !n.lab.o.Supervisor {
 		return pid
 	}
-	return childOf(pid)
+	return procfs.ChildOf(pid)
 }
 
 // KillAgent sends SIGKILL to the agent's whole process group (supervisor
@@ -862,61 +840,13 @@ func (s *Sampler) Sample() ([]Snapshot, error) {
 		case !s.l.o.Supervisor:
 			snap.Engine = true
 		default:
-			if s.engine[i] == 0 || !alive(s.engine[i]) || ppid(s.engine[i]) != pid {
-				s.engine[i] = childOf(pid)
+			if s.engine[i] == 0 || !procfs.Alive(s.engine[i]) || procfs.PPid(s.engine[i]) != pid {
+				s.engine[i] = procfs.ChildOf(pid)
 			}
 			snap.Engine = s.engine[i] != 0
 		}
 	}
 	return out, nil
-}
-
-// childOf returns the first live child of pid (a Go process lists its
-// children under the thread that forked them), 0 if none.
-func childOf(pid int) int {
-	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
-	for _, task := range tasks {
-		b, err := os.ReadFile(task)
-		if err != nil {
-			continue
-		}
-		for _, f := range strings.Fields(string(b)) {
-			if c, err := strconv.Atoi(f); err == nil && alive(c) {
-				return c
-			}
-		}
-	}
-	return 0
-}
-
-// alive reports whether pid exists and is not a zombie.
-func alive(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i >= 0 && i+2 < len(s) && s[i+2] != 'Z'
-}
-
-// ppid returns pid's parent, 0 if unknown.
-func ppid(pid int) int {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 2 {
-		return 0
-	}
-	p, _ := strconv.Atoi(f[1])
-	return p
 }
 
 func tail(s string, n int) string {

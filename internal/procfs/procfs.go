@@ -1,0 +1,61 @@
+// Package procfs reads what the test harnesses and benches need to know
+// about processes from /proc: whether one lives, its parent, its children.
+package procfs
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// stat returns the fields of /proc/PID/stat after the command name (which
+// may hold spaces and parentheses): state, ppid, ...
+func stat(pid int) []string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return nil
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return nil
+	}
+	return strings.Fields(s[i+1:])
+}
+
+// Alive reports whether pid exists and is not a zombie.
+func Alive(pid int) bool {
+	f := stat(pid)
+	return len(f) > 0 && f[0] != "Z"
+}
+
+// PPid returns pid's parent, 0 if unknown.
+func PPid(pid int) int {
+	f := stat(pid)
+	if len(f) < 2 {
+		return 0
+	}
+	p, _ := strconv.Atoi(f[1])
+	return p
+}
+
+// ChildOf returns the first live child of pid, 0 if none. A Go process
+// lists its children under the thread that forked them, so every thread
+// is looked at.
+func ChildOf(pid int) int {
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	for _, task := range tasks {
+		b, err := os.ReadFile(task)
+		if err != nil {
+			continue
+		}
+		for _, f := range strings.Fields(string(b)) {
+			if c, err := strconv.Atoi(f); err == nil && Alive(c) {
+				return c
+			}
+		}
+	}
+	return 0
+}

@@ -1,0 +1,50 @@
+package procfs
+
+import (
+	"os"
+	"os/exec"
+	"testing"
+	"time"
+)
+
+func TestSelfAndChild(t *testing.T) {
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		t.Skip("no /proc")
+	}
+	self := os.Getpid()
+	if !Alive(self) {
+		t.Fatal("Alive(self) = false")
+	}
+	if got := PPid(self); got != os.Getppid() {
+		t.Fatalf("PPid(self) = %d, want %d", got, os.Getppid())
+	}
+	if ChildOf(self) != 0 {
+		t.Fatal("ChildOf(self) found a child before any was started")
+	}
+	cmd := exec.Command("sleep", "30")
+	if err := cmd.Start(); err != nil {
+		t.Skipf("cannot start sleep: %v", err)
+	}
+	child := cmd.Process.Pid
+	if got := ChildOf(self); got != child {
+		t.Errorf("ChildOf(self) = %d, want %d", got, child)
+	}
+	if got := PPid(child); got != self {
+		t.Errorf("PPid(child) = %d, want %d", got, self)
+	}
+	cmd.Process.Kill()
+	// Dead but not yet reaped: a zombie, which is not alive.
+	for deadline := time.Now().Add(10 * time.Second); Alive(child); {
+		if time.Now().After(deadline) {
+			t.Fatal("the killed child is still alive")
+		}
+		time.Sleep(5 * time.Millisecond) // polling /proc, not a timing assertion
+	}
+	cmd.Wait()
+	if Alive(child) || ChildOf(self) != 0 {
+		t.Error("a reaped child still shows")
+	}
+	if Alive(1 << 30) {
+		t.Error("Alive of a pid that cannot exist")
+	}
+}
