@@ -22,18 +22,33 @@ func TestChaosShort(t *testing.T) {
 	if testing.Short() {
 		t.Skip("skipping the chaos run in -short mode (about 70 s)")
 	}
+	res := runShort(t, 4*time.Minute, options{Seed: 8, Faults: 25, Nodes: 5, Advert: 100 * time.Millisecond, Prefix: "vxT"})
+	checkShort(t, res)
+}
+
+// runShort builds vipstack, runs o with it and logs the report.
+func runShort(t *testing.T, timeout time.Duration, o options) result {
+	t.Helper()
 	bin, err := peers.BuildVipstack(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	o.Bin = bin
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	var out strings.Builder
-	res, err := Run(ctx, options{Seed: 8, Faults: 25, Nodes: 5, Advert: 100 * time.Millisecond, Bin: bin, Prefix: "vxT"}, &out)
+	res, err := Run(ctx, o, &out)
 	t.Logf("chaos report:\n%s", out.String())
 	if err != nil {
 		t.Fatal(err)
 	}
+	return res
+}
+
+// checkShort fails on too few faults injected, a failed injection or any
+// violation.
+func checkShort(t *testing.T, res result) {
+	t.Helper()
 	injected := 0
 	for _, n := range res.Injected {
 		injected += n
@@ -66,26 +81,9 @@ func TestChaosK8sShort(t *testing.T) {
 	if os.Getenv("VIPSTACK_SKIP_KUBE") == "1" {
 		t.Skip("VIPSTACK_SKIP_KUBE=1: skipping a test that needs kube-apiserver and etcd")
 	}
-	bin, err := peers.BuildVipstack(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	var out strings.Builder
-	res, err := Run(ctx, options{Seed: 37, Faults: 25, Nodes: 5, Advert: 100 * time.Millisecond, Bin: bin, Prefix: "ckT",
-		K8s: true, Services: 6}, &out)
-	t.Logf("chaos report:\n%s", out.String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	injected := 0
-	for _, n := range res.Injected {
-		injected += n
-	}
-	if injected < 20 {
-		t.Errorf("only %d of 25 faults injected (skipped: %v)", injected, res.Skipped)
-	}
+	res := runShort(t, 5*time.Minute, options{Seed: 37, Faults: 25, Nodes: 5, Advert: 100 * time.Millisecond, Prefix: "ckT",
+		K8s: true, Services: 6})
+	checkShort(t, res)
 	for _, k := range []chaos.Kind{chaos.KillAgent, chaos.KillEngine, chaos.Churn, chaos.KillController} {
 		if res.Injected[k] == 0 {
 			t.Errorf("no %s fault injected; the seed should give some", k)
@@ -93,13 +91,5 @@ func TestChaosK8sShort(t *testing.T) {
 	}
 	if len(res.Report.Sweeps) == 0 || len(res.Report.ServiceBack) == 0 {
 		t.Errorf("no restart sweep or Service return measured (sweeps %v, back %v): the faults did not hit what they should", res.Report.Sweeps, res.Report.ServiceBack)
-	}
-	for _, f := range res.Failed {
-		t.Errorf("injection failed: %s", f)
-	}
-	for _, k := range chaos.ViolationKinds {
-		if n := res.Report.Count(k); n > 0 {
-			t.Errorf("%d %s violations (see the report above)", n, k)
-		}
 	}
 }

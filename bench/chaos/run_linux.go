@@ -23,6 +23,7 @@ import (
 	"github.com/vipstack/vipstack/internal/chaos"
 	"github.com/vipstack/vipstack/internal/cluster"
 	"github.com/vipstack/vipstack/internal/peers"
+	"github.com/vipstack/vipstack/internal/procfs"
 )
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -264,7 +265,7 @@ func Run(ctx context.Context, o options, out io.Writer) (res result, err error) 
 	}()
 
 	start := time.Now()
-	loadStart := loadavg()
+	loadStart := procfs.LoadAvg()
 	var wg sync.WaitGroup
 	for _, f := range sched {
 		wait := time.Until(start.Add(f.At))
@@ -305,7 +306,7 @@ func Run(ctx context.Context, o options, out io.Writer) (res result, err error) 
 	names := m.names()
 	printReport(out, o, cfg, res, time.Since(start), r.netem, names)
 	fmt.Fprintf(out, "sampling: the slowest sample took %v (%s)\n", slowest.Round(time.Millisecond), m.slowest())
-	fmt.Fprintf(out, "machine load: %s at the start, %s at the end (1, 5, 15 min; %d CPUs)\n", loadStart, loadavg(), runtime.NumCPU())
+	fmt.Fprintf(out, "machine load: %s at the start, %s at the end (1, 5, 15 min; %d CPUs)\n", loadStart, procfs.LoadAvg(), runtime.NumCPU())
 	if !res.OK() {
 		for i, v := range rep.Violations {
 			if i == 5 {
@@ -477,19 +478,6 @@ func (r *runner) undoAll() error {
 		errs = append(errs, f())
 	}
 	return errors.Join(errs...)
-}
-
-// loadavg returns the first three fields of /proc/loadavg.
-func loadavg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "?"
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "?"
-	}
-	return strings.Join(f[:3], " ")
 }
 
 // waitFor polls cond every 10 ms until it holds, ctx ends or d passes.

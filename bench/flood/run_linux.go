@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/vipstack/vipstack/internal/peers"
+	"github.com/vipstack/vipstack/internal/procfs"
 	"github.com/vipstack/vipstack/internal/testnet"
 )
 
@@ -141,7 +142,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			printDNS(stdout, f)
 		}
 	}
-	fmt.Fprintln(stdout, "load average at the end:", loadAvg())
+	fmt.Fprintln(stdout, "load average at the end:", procfs.LoadAvg())
 	if o.keep {
 		fmt.Fprintln(stdout, "work directory kept:", b.work)
 	}
@@ -309,16 +310,4 @@ func groupMemory(pgrp int) (rss, hwm uint64, err error) {
 		return 0, 0, fmt.Errorf("no process in process group %d", pgrp)
 	}
 	return rss, hwm, nil
-}
-
-func loadAvg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "?"
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "?"
-	}
-	return strings.Join(f[:3], " ")
 }

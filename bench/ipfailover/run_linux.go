@@ -23,6 +23,7 @@ import (
 
 	"github.com/vipstack/vipstack/internal/ipfailover"
 	"github.com/vipstack/vipstack/internal/peers"
+	"github.com/vipstack/vipstack/internal/procfs"
 	"github.com/vipstack/vipstack/internal/testnet"
 )
 
@@ -126,7 +127,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	b.o.bin = o.bin
 
-	loadAtStart := loadAverage()
+	loadAtStart := procfs.LoadAvg()
 	results := map[string][]trialResult{}
 	for i := 1; i <= o.trials; i++ {
 		for _, v := range picked {
@@ -164,16 +165,6 @@ func firstLine(name string, args ...string) string {
 	out, _ := exec.Command(name, args...).CombinedOutput()
 	l, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
 	return l
-}
-
-// loadAverage returns the 1, 5 and 15 minute load averages.
-func loadAverage() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "?"
-	}
-	f := strings.Fields(string(b))
-	return strings.Join(f[:min(3, len(f))], " ")
 }
 
 func fmtFloats(v []float64, prec int) string {

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/vipstack/vipstack/internal/peers"
+	"github.com/vipstack/vipstack/internal/procfs"
 	"github.com/vipstack/vipstack/internal/testnet"
 )
 
@@ -171,7 +172,7 @@ func (b *bench) run(o options) (*results, error) {
 			res.Kill[impl] = k
 		}
 	}
-	res.Notes = append(res.Notes, "load average at the end: "+loadAvg())
+	res.Notes = append(res.Notes, "load average at the end: "+procfs.LoadAvg())
 	if b.keep {
 		res.Notes = append(res.Notes, "work directory kept: "+b.work)
 	}
@@ -243,7 +244,7 @@ func (b *bench) setup(o options, res *results) error {
 	}
 	res.Versions = append(res.Versions,
 		"clients:  "+firstLine(exec.Command("wrk", "-v"))+"; "+firstLine(exec.Command("iperf3", "-v")),
-		fmt.Sprintf("machine:  %d CPUs, kernel %s, load average at start %s", runtime.NumCPU(), kernel(), loadAvg()))
+		fmt.Sprintf("machine:  %d CPUs, kernel %s, load average at start %s", runtime.NumCPU(), kernel(), procfs.LoadAvg()))
 
 	b.say("building the namespace")
 	topo, err := testnet.Build(testnet.Options{Hosts: 1, Prefix: "vsI"})
@@ -586,16 +587,4 @@ func kernel() string {
 		return "unknown"
 	}
 	return strings.TrimSpace(string(out))
-}
-
-func loadAvg() string {
-	out, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "unknown"
-	}
-	f := strings.Fields(string(out))
-	if len(f) < 3 {
-		return "unknown"
-	}
-	return strings.Join(f[:3], " ")
 }

@@ -32,6 +32,7 @@ import (
 	"github.com/vipstack/vipstack/internal/cluster"
 	"github.com/vipstack/vipstack/internal/node"
 	"github.com/vipstack/vipstack/internal/peers"
+	"github.com/vipstack/vipstack/internal/procfs"
 	"github.com/vipstack/vipstack/internal/render"
 	"github.com/vipstack/vipstack/internal/testnet"
 )
@@ -160,7 +161,7 @@ func (b *bench) say(format string, a ...any) {
 }
 
 func (b *bench) main(ctx context.Context) error {
-	loadStart := loadAverage()
+	loadStart := procfs.LoadAvg()
 	var err error
 	if b.o.bin == "" {
 		b.say("building ./cmd/vipstack")
@@ -208,7 +209,7 @@ func (b *bench) main(ctx context.Context) error {
 
 	w := b.out
 	fmt.Fprintf(w, "\nbench/node: %s; %d CPUs; Linux %s; load average at start %s, at end %s\n",
-		time.Now().UTC().Format("2006-01-02 15:04 MST"), runtime.NumCPU(), firstLine("uname", "-r"), loadStart, loadAverage())
+		time.Now().UTC().Format("2006-01-02 15:04 MST"), runtime.NumCPU(), firstLine("uname", "-r"), loadStart, procfs.LoadAvg())
 	fmt.Fprintf(w, "%s; %s; %s (stock, every in-tree plugin); %s\n",
 		firstLine("keepalived", "--version"), trimVersion(firstLine("haproxy", "-v")), firstLine(b.o.coredns, "-version"),
 		"vipstack: "+firstLine(b.o.bin, "version"))
@@ -1048,14 +1049,4 @@ func firstLine(name string, args ...string) string {
 func trimVersion(s string) string {
 	s, _, _ = strings.Cut(s, " - ")
 	return s
-}
-
-// loadAverage returns the 1, 5 and 15 minute load averages.
-func loadAverage() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "?"
-	}
-	f := strings.Fields(string(b))
-	return strings.Join(f[:min(3, len(f))], " ")
 }

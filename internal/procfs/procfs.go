@@ -59,3 +59,17 @@ func ChildOf(pid int) int {
 	}
 	return 0
 }
+
+// LoadAvg returns the 1, 5 and 15 minute load averages from /proc/loadavg,
+// as the benches print them, or "?" when it cannot be read.
+func LoadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
+}

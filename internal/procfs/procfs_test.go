@@ -3,6 +3,8 @@ package procfs
 import (
 	"os"
 	"os/exec"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -46,5 +48,20 @@ func TestSelfAndChild(t *testing.T) {
 	}
 	if Alive(1 << 30) {
 		t.Error("Alive of a pid that cannot exist")
+	}
+}
+
+func TestLoadAvg(t *testing.T) {
+	if _, err := os.Stat("/proc/loadavg"); err != nil {
+		t.Skip("no /proc/loadavg")
+	}
+	f := strings.Fields(LoadAvg())
+	if len(f) != 3 {
+		t.Fatalf("LoadAvg() = %q, want three fields", LoadAvg())
+	}
+	for _, v := range f {
+		if _, err := strconv.ParseFloat(v, 64); err != nil {
+			t.Errorf("LoadAvg() field %q is not a number", v)
+		}
 	}
 }
