@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -90,9 +91,11 @@ func TestMonitor(t *testing.T) {
 	if l.Healthy() {
 		t.Error("Healthy() with no server UP")
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if diff := cmp.Diff([]bool{true, false}, health); diff != "" {
+	// The server's state is visible before the health callback runs, so
+	// wait for the callback rather than read it at once.
+	calls := func() []bool { mu.Lock(); defer mu.Unlock(); return slices.Clone(health) }
+	eventually(t, "OnHealthy(false)", func() bool { return len(calls()) >= 2 })
+	if diff := cmp.Diff([]bool{true, false}, calls()); diff != "" {
 		t.Errorf("OnHealthy calls (-want +got):\n%s", diff)
 	}
 }
