@@ -348,7 +348,7 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 			} else {
 				t.fe.Store(l.frontends[w.fe.Name])
 			}
-			addrs[w.section] = append(addrs[w.section], t.lns[0].Addr())
+			addrs[w.section] = append(addrs[w.section], t.addr)
 			continue
 		}
 		h := l.httpLns[k]
@@ -547,12 +547,12 @@ func (l *LB) pickLoop(from *loop) *loop {
 	return best
 }
 
-// tcpListener is one frontend bind: one or more sockets, each with an
-// accept loop.
+// tcpListener is one frontend bind: one or more listening sockets, which
+// the event loops accept on.
 type tcpListener struct {
 	key  string
-	lns  []*net.TCPListener
-	fds  []int // duplicates of lns' sockets, which the event loops accept on
+	addr net.Addr // where it listens (the port the kernel chose for port 0)
+	fds  []int    // the listening sockets, owned by the relay
 	fe   atomic.Pointer[frontend]
 	stop chan struct{}
 	l    *LB // set by start
@@ -570,16 +570,21 @@ func (l *LB) listenTCP(key string, b lbconfig.Bind) (*tcpListener, error) {
 		ln, err := lc.Listen(context.Background(), network, address)
 		if err == nil {
 			var fd int
-			if fd, err = acceptFD(ln.(*net.TCPListener)); err == nil {
-				t.lns = append(t.lns, ln.(*net.TCPListener))
+			fd, err = acceptFD(ln.(*net.TCPListener))
+			if t.addr == nil {
+				t.addr = ln.Addr()
+			}
+			// The socket lives on in fd. Closing ln takes it out of Go's
+			// poller, which would otherwise wake a thread for every new
+			// client only to find nobody waiting on it.
+			ln.Close()
+			if err == nil {
 				t.fds = append(t.fds, fd)
 				continue
 			}
-			ln.Close()
 		}
-		for i, o := range t.lns {
-			closeFD(t.fds[i])
-			o.Close()
+		for _, fd := range t.fds {
+			closeFD(fd)
 		}
 		return nil, err
 	}
@@ -625,9 +630,8 @@ func (t *tcpListener) close() {
 	if t.l != nil {
 		t.l.unwatchListener(t)
 	}
-	for i, ln := range t.lns {
-		closeFD(t.fds[i])
-		ln.Close()
+	for _, fd := range t.fds {
+		closeFD(fd)
 	}
 }
 

@@ -153,19 +153,30 @@ func (lp *loop) stop() {
 	unix.Close(lp.wake)
 }
 
-// run handles events until stop. It takes pending events with a raw
-// epoll_wait(2) that does not wait, outside the scheduler's system call
-// hooks; when there are none it blocks in epoll_wait, so that the kernel
-// wakes this loop's thread itself when an event comes. (Waiting in Go's
-// poller instead costs a hand-off from the poller's thread to the loop's
-// when both loops are woken at once, and leaves processors idle
-// meanwhile: about 7 % idle time under a Connection: close load where
-// haproxy leaves none. The processor a loop leaves while it blocks is why
-// the LB runs one more than it has loops, see loopCount.)
+// run handles events until stop, on a thread of its own
+// (LockOSThread): a loop that moved between threads whenever it waited
+// cost a hand-off and a cold cache each time.
+//
+// It waits in three steps. It takes what is pending with an epoll_wait(2)
+// that does not wait. When nothing is, it waits up to busyWaitMsec in a
+// raw epoll_wait that keeps the loop's processor (P): under load the next
+// event comes well within that, and the runtime's monitor, which takes a
+// processor back from a thread blocked in a system call after 20 us, has
+// nothing to take back and stays asleep (while loops waited in ordinary
+// system calls, it woke about once per request of a Connection: close
+// load). Only a loop idle that long waits in an ordinary blocking
+// epoll_wait, which gives its processor up. The runtime's preemption
+// signal ends a raw wait with EINTR. A processor a loop holds while it
+// waits is why the LB runs one more than it has loops (see loopCount).
 func (lp *loop) run() {
 	defer close(lp.done)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	for {
 		n, err := rawEpollPoll(lp.epfd, lp.events[:])
+		if n == 0 && err == nil {
+			n, err = rawEpollWait(lp.epfd, lp.events[:], busyWaitMsec)
+		}
 		if n == 0 && err == nil {
 			n, err = unix.EpollWait(lp.epfd, lp.events[:], -1)
 		}
@@ -728,12 +739,17 @@ type lnReg struct {
 	backoff time.Duration
 }
 
+// busyWaitMsec is how long a loop with nothing to do waits holding its
+// processor before it waits in an ordinary system call (see run).
+const busyWaitMsec = 1
+
 // acceptBatch bounds the clients one wake-up accepts, so that a stream of
 // new clients does not starve the connections of the loop.
 const acceptBatch = 32
 
 // acceptFD duplicates ln's socket for the event loops, which accept on it
-// themselves. Close it, then ln.
+// themselves. The duplicate shares the socket's non-blocking mode; ln can
+// be closed at once.
 func acceptFD(ln *net.TCPListener) (int, error) {
 	rc, err := ln.SyscallConn()
 	if err != nil {

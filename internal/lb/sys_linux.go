@@ -88,7 +88,15 @@ func rawEpollCtl(epfd, op, fd int, ev *unix.EpollEvent) error {
 
 // rawEpollPoll takes the events already pending, without waiting.
 func rawEpollPoll(epfd int, events []unix.EpollEvent) (int, error) {
-	r, _, e := unix.RawSyscall6(unix.SYS_EPOLL_PWAIT, uintptr(epfd), uintptr(unsafe.Pointer(&events[0])), uintptr(len(events)), 0, 0, 0)
+	return rawEpollWait(epfd, events, 0)
+}
+
+// rawEpollWait is epoll_wait(2) for up to msec milliseconds outside the
+// scheduler's system call hooks: the thread keeps its processor while it
+// waits. A signal (the runtime's preemption, for one) ends the wait with
+// EINTR.
+func rawEpollWait(epfd int, events []unix.EpollEvent, msec int) (int, error) {
+	r, _, e := unix.RawSyscall6(unix.SYS_EPOLL_PWAIT, uintptr(epfd), uintptr(unsafe.Pointer(&events[0])), uintptr(len(events)), uintptr(msec), 0, 0)
 	return int(r), errnoErr(e)
 }
 
