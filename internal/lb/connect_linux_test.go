@@ -132,3 +132,84 @@ func TestIPv6Server(t *testing.T) {
 	}
 	c.echo(t, "hello over IPv6")
 }
+
+// TestPickLoop: the accepting loop keeps a new connection unless it
+// relays more than loopSlack, and more than a quarter, more than the
+// least loaded loop; the pick is counted at once, so a burst handed over
+// does not all land on the loop that looked emptiest first.
+func TestPickLoop(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		counts []int32
+		from   int // -1: none (a queued client)
+		want   int
+	}{
+		{"balanced stays", []int32{10, 10}, 0, 0},
+		{"within the slack stays", []int32{14, 10}, 0, 0},
+		{"past the slack moves", []int32{15, 10}, 0, 1},
+		{"a quarter of a big count stays", []int32{120, 100}, 0, 0},
+		{"past a quarter moves", []int32{140, 100}, 0, 1},
+		{"to the least loaded of three", []int32{20, 9, 3}, 0, 2},
+		{"the least loaded keeps its own", []int32{9, 3}, 1, 1},
+		{"queued: least loaded", []int32{5, 2, 7}, -1, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := &LB{}
+			for _, n := range tc.counts {
+				lp := &loop{}
+				lp.nconns.Store(n)
+				l.loops = append(l.loops, lp)
+			}
+			var from *loop
+			if tc.from >= 0 {
+				from = l.loops[tc.from]
+			}
+			got := l.pickLoop(from)
+			if got != l.loops[tc.want] {
+				t.Fatalf("picked another loop than %d", tc.want)
+			}
+			if n := got.nconns.Load(); n != tc.counts[tc.want]+1 {
+				t.Errorf("the picked loop counts %d, want %d", n, tc.counts[tc.want]+1)
+			}
+		})
+	}
+}
+
+// TestBurstSpreadsOverLoops: connections opened in one burst are relayed
+// by every loop, not by the one that woke first (before the hand-over, one
+// loop took 62 of wrk's 64).
+func TestBurstSpreadsOverLoops(t *testing.T) {
+	a := startBackend(t, "a")
+	l := newLB(t, fakeClock(), tcpConfig(lbconfig.RoundRobin, srv("a", a)))
+	if len(l.loops) < 2 {
+		t.Skipf("%d event loop(s): nothing to spread over", len(l.loops))
+	}
+	const n = 64
+	var cs []*client
+	for range n {
+		cs = append(cs, dial(t, l, "fe"))
+	}
+	for _, c := range cs {
+		c.SetDeadline(time.Now().Add(bound))
+		if g := c.greeting(t); g != "a" {
+			t.Fatalf("greeting %q", g)
+		}
+	}
+	var counts []int32
+	total := int32(0)
+	for _, lp := range l.loops {
+		counts = append(counts, lp.nconns.Load())
+		total += lp.nconns.Load()
+	}
+	if total != n {
+		t.Fatalf("loops relay %v connections, %d in all, want %d", counts, total, n)
+	}
+	// The rule keeps the busiest within max(loopSlack, a quarter) of the
+	// least loaded at every pick: with two loops, at most 37 of 64.
+	limit := int32(n*4/7 + loopSlack)
+	for i, c := range counts {
+		if c > limit {
+			t.Errorf("loop %d relays %d of %d connections (%v), want at most %d", i, c, n, counts, limit)
+		}
+	}
+}

@@ -91,8 +91,8 @@ func (f *frontend) queueLimit() int { return max(f.maxconn, 1) }
 // on it, so further clients wait in the kernel's backlog.
 //
 // An event loop that accepted the client passes itself (lp, whose lock it
-// holds): the client is relayed there. Otherwise (nil) the loops take
-// turns.
+// holds): the client is relayed there unless pickLoop finds lp too loaded
+// next to another. Otherwise (nil) the least loaded loop relays it.
 func (f *frontend) admit(fd int, peer netip.AddrPort, lp *loop) <-chan struct{} {
 	cn := &conn{fe: f, cfd: fd, peer: peer}
 	f.mu.Lock()
@@ -106,10 +106,13 @@ func (f *frontend) admit(fd int, peer netip.AddrPort, lp *loop) <-chan struct{} 
 	if f.maxconn <= 0 || f.active < f.maxconn {
 		f.startLocked(cn, lp)
 		f.mu.Unlock()
-		if lp != nil {
-			lp.startLocked(cn)
-		} else {
+		switch {
+		case lp == nil:
 			cn.lp.start(cn)
+		case cn.lp == lp:
+			lp.startLocked(cn)
+		default: // another loop's, posted once lp's lock is released
+			lp.handoff = append(lp.handoff, cn)
 		}
 		return nil
 	}

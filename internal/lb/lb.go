@@ -528,24 +528,35 @@ func (l *LB) stopLoops() {
 	}
 }
 
-// pickLoop picks the event loop for a new connection: the loop that
-// accepted it (from), or without one, the loop relaying the fewest. A
-// connection accepted by one loop is not handed to another: that costs a
-// wake-up of the other loop, and a Connection: close load lost a fifth of
-// its rate to hand-offs even when they were made only past a 2:1
-// imbalance.
+// pickLoop picks the event loop for a new connection and counts it
+// there. A connection stays on the loop that accepted it (from) unless
+// that loop relays more than loopSlack, and more than a quarter, more
+// connections than the least loaded: a client that opens its pool in one
+// burst (wrk's 64 keep-alive connections, say) is accepted by whichever
+// loop wakes first, which took nearly all of them before. Handing a
+// connection over costs a wake-up of the other loop, so a steady stream
+// of short connections, which keeps the loops near balance, stays put.
+// Without from (a client that waited in the queue), the least loaded.
 func (l *LB) pickLoop(from *loop) *loop {
-	if from != nil {
-		return from
-	}
 	best := l.loops[0]
 	for _, lp := range l.loops[1:] {
 		if lp.nconns.Load() < best.nconns.Load() {
 			best = lp
 		}
 	}
+	if from != nil {
+		n := from.nconns.Load()
+		if n <= best.nconns.Load()+max(loopSlack, n/4) {
+			best = from
+		}
+	}
+	best.nconns.Add(1)
 	return best
 }
+
+// loopSlack is how many more connections than the least loaded loop the
+// accepting loop always keeps.
+const loopSlack = 4
 
 // tcpListener is one frontend bind: one or more listening sockets, which
 // the event loops accept on.

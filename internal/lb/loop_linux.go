@@ -45,18 +45,23 @@ import (
 type loop struct {
 	lb   *LB
 	epfd int
-	wake int // an eventfd that stop writes to
+	wake int // an eventfd that stop and post write to
 	done chan struct{}
 
-	mu       sync.Mutex // guards everything below and every conn on this loop
-	conns    []*conn    // by slot
-	free     []int32    // free slots
-	gen      uint32     // tells a slot's successive conns apart in events
-	released []*conn    // closed under the lock, to release after it
-	nconns   atomic.Int32
-	lns      []*lnReg // the listening sockets it accepts on
+	mu       sync.Mutex   // guards everything below and every conn on this loop
+	conns    []*conn      // by slot
+	free     []int32      // free slots
+	gen      uint32       // tells a slot's successive conns apart in events
+	released []*conn      // closed under the lock, to release after it
+	handoff  []*conn      // accepted here for another loop, to post after it
+	nconns   atomic.Int32 // connections given to this loop and not closed
+	lns      []*lnReg     // the listening sockets it accepts on
 	stopping bool
 	events   [128]unix.EpollEvent
+
+	inboxMu sync.Mutex // guards inbox only, never held long
+	inbox   []*conn    // handed over by other loops, to start here
+	posted  atomic.Bool
 }
 
 // relayState is a connection's sockets and its two directions.
@@ -185,9 +190,14 @@ func (lp *loop) run() {
 			return
 		}
 		lp.mu.Lock()
+		if lp.posted.Load() {
+			lp.takeInbox()
+		}
 		for i := 0; i < n; i++ {
 			switch ev := &lp.events[i]; ev.Pad {
 			case tagWake:
+				var b [8]byte
+				rawRead(lp.wake, b[:])
 			case tagListener:
 				if r := lp.lns[ev.Fd]; r != nil && r.watched {
 					lp.acceptOn(r)
@@ -205,13 +215,40 @@ func (lp *loop) run() {
 }
 
 // unlock releases the loop's lock, then gives the slots of the
-// connections closed meanwhile back to their frontends.
+// connections closed meanwhile back to their frontends and posts the ones
+// accepted here for other loops.
 func (lp *loop) unlock() {
-	rel := lp.released
-	lp.released = nil
+	rel, hand := lp.released, lp.handoff
+	lp.released, lp.handoff = nil, nil
 	lp.mu.Unlock()
 	for _, cn := range rel {
 		cn.fe.release(cn)
+	}
+	for _, cn := range hand {
+		cn.lp.post(cn)
+	}
+}
+
+// post hands cn to lp, which starts it at its next turn: the poster does
+// not wait for lp's lock, which lp holds while it handles a batch.
+func (lp *loop) post(cn *conn) {
+	lp.inboxMu.Lock()
+	lp.inbox = append(lp.inbox, cn)
+	lp.posted.Store(true)
+	lp.inboxMu.Unlock()
+	var one = [8]byte{1}
+	rawWrite(lp.wake, one[:])
+}
+
+// takeInbox starts the connections other loops posted. lp.mu is held.
+func (lp *loop) takeInbox() {
+	lp.inboxMu.Lock()
+	in := lp.inbox
+	lp.inbox = nil
+	lp.posted.Store(false)
+	lp.inboxMu.Unlock()
+	for _, cn := range in {
+		lp.startLocked(cn)
 	}
 }
 
@@ -234,6 +271,7 @@ func (lp *loop) startLocked(cn *conn) {
 	if cn.state == stAborted { // Shutdown closed it on the way here
 		rawClose(cn.cfd)
 		cn.state = stClosed
+		lp.nconns.Add(-1)
 		lp.released = append(lp.released, cn)
 		return
 	}
@@ -252,7 +290,6 @@ func (lp *loop) startLocked(cn *conn) {
 	}
 	r.gen = lp.gen
 	cn.state = stConnecting
-	lp.nconns.Add(1)
 	if err := lp.watch(cn, &r.c, sideClient); err != nil {
 		lp.lb.log.Warn("relay: cannot watch a client socket", "frontend", cn.fe.name, "err", err)
 		lp.closeLocked(cn)

@@ -16,8 +16,9 @@ type pipePool struct{ _ sync.Mutex }
 type copyBuf [16 << 10]byte
 
 type loop struct {
-	mu     sync.Mutex
-	nconns atomic.Int32
+	mu      sync.Mutex
+	nconns  atomic.Int32
+	handoff []*conn
 }
 
 type relayState struct{}
