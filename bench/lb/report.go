@@ -151,6 +151,12 @@ func (r *results) print(w io.Writer) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", m.name, d, hs, vs, ratio, m.target(), res)
 	}
 	_ = tw.Flush()
+	if lines := r.roundRatios(); len(lines) > 0 {
+		fmt.Fprintln(w, "\nvipstack/haproxy in each round (round 1 first; the two ran back to back in every round):")
+		for _, l := range lines {
+			fmt.Fprintln(w, l)
+		}
+	}
 
 	if len(r.Kill) > 0 {
 		fmt.Fprintf(w, "\nbackend killed under load: %s\n", r.KillSpec)
@@ -187,6 +193,42 @@ func (r *results) print(w io.Writer) {
 	if r.Skipped == "" {
 		fmt.Fprintf(w, "\n%d target(s) missed\n", misses)
 	}
+}
+
+// roundRatios is one line per metric with a target: vipstack/haproxy in
+// each round and their range, so that the spread behind a median shows.
+// Without at least two rounds of both there is nothing to add.
+func (r *results) roundRatios() []string {
+	h, v := r.Rounds[implHAProxy], r.Rounds[implVipstack]
+	n := min(len(h), len(v))
+	if n < 2 {
+		return nil
+	}
+	var lines []string
+	for _, m := range metrics() {
+		if m.bound == 0 {
+			continue
+		}
+		var cells []string
+		lo, hi := 0.0, 0.0
+		for i := range n {
+			hv := m.value(h[i])
+			if hv <= 0 {
+				cells = append(cells, "-")
+				continue
+			}
+			q := m.value(v[i]) / hv
+			if len(cells) == 0 || q < lo {
+				lo = q
+			}
+			if len(cells) == 0 || q > hi {
+				hi = q
+			}
+			cells = append(cells, fmt.Sprintf("%.2f", q))
+		}
+		lines = append(lines, fmt.Sprintf("  %-38s %s  (%.2f..%.2f)", m.name, strings.Join(cells, " "), lo, hi))
+	}
+	return lines
 }
 
 func fmtKinds(k map[string]int) string {
