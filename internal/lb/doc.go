@@ -12,8 +12,11 @@
 // socket (EPOLLEXCLUSIVE: a new client wakes one waiting loop) and the
 // client and server sockets of the connections it relays; it accepts a
 // client, starts a non-blocking connect and moves bytes both ways as the
-// sockets become ready, all on its own goroutine, with raw system calls
-// and no goroutine per connection (haproxy's design, per thread). A
+// sockets become ready, all on its own goroutine locked to its thread,
+// with raw system calls and no goroutine per connection (haproxy's design,
+// per thread). A loop that relays far more connections than another posts
+// a client it accepted to the least loaded one, so a burst of connections
+// is spread over the processors. A
 // direction copies through a 16 KiB buffer, which is cheaper than
 // splice(2) for the short messages of request/response traffic; as soon
 // as one read fills the buffer it switches to splice(2) through a pipe, so
