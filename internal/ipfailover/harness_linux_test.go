@@ -10,7 +10,6 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -19,6 +18,7 @@ import (
 	"time"
 
 	"github.com/vipstack/vipstack/internal/ipfailover"
+	"github.com/vipstack/vipstack/internal/peers"
 	"github.com/vipstack/vipstack/internal/testnet"
 )
 
@@ -37,9 +37,7 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// vipstackBin builds cmd/vipstack once per test run. Until main.go
-// dispatches the ipfailover subcommand, the build overlays a main.go that
-// does, so these tests do not depend on that one line.
+// vipstackBin builds cmd/vipstack once per test run.
 func vipstackBin(t *testing.T) string {
 	t.Helper()
 	binOnce.Do(func() {
@@ -49,40 +47,8 @@ func vipstackBin(t *testing.T) string {
 			return
 		}
 		binDir = dir
-		out, err := exec.Command("go", "env", "GOMOD").Output()
-		if err != nil {
-			binErr = err
-			return
-		}
-		root := filepath.Dir(strings.TrimSpace(string(out)))
-		binPath = filepath.Join(dir, "vipstack")
-		args := []string{"build", "-o", binPath}
-		mainGo := filepath.Join(root, "cmd", "vipstack", "main.go")
-		src, err := os.ReadFile(mainGo)
-		if err != nil {
-			binErr = err
-			return
-		}
-		if !strings.Contains(string(src), `"ipfailover"`) {
-			patched := strings.Replace(string(src), "\tcase \"vrrp\":\n",
-				"\tcase \"ipfailover\":\n\t\treturn runIPFailover(ctx, args[1:], stdout, stderr)\n\tcase \"vrrp\":\n", 1)
-			pf := filepath.Join(dir, "main.go")
-			ov := filepath.Join(dir, "overlay.json")
-			js, _ := json.Marshal(map[string]any{"Replace": map[string]string{mainGo: pf}})
-			if err := os.WriteFile(pf, []byte(patched), 0o644); err != nil {
-				binErr = err
-				return
-			}
-			if err := os.WriteFile(ov, js, 0o644); err != nil {
-				binErr = err
-				return
-			}
-			args = append(args, "-overlay", ov)
-		}
-		cmd := exec.Command("go", append(args, "./cmd/vipstack")...)
-		cmd.Dir = root
-		if b, err := cmd.CombinedOutput(); err != nil {
-			binErr = fmt.Errorf("go build: %v\n%s", err, b)
+		if binPath, binErr = peers.BuildVipstack(dir); binErr != nil {
+			os.RemoveAll(dir)
 		}
 	})
 	if binErr != nil {

@@ -30,6 +30,7 @@ import (
 	"github.com/vipstack/vipstack/internal/k8s/k8stest"
 	"github.com/vipstack/vipstack/internal/k8s/v1alpha1"
 	"github.com/vipstack/vipstack/internal/kubetest"
+	"github.com/vipstack/vipstack/internal/peers"
 	"github.com/vipstack/vipstack/internal/testnet"
 )
 
@@ -48,8 +49,7 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// vipstackBin builds cmd/vipstack once. Until main.go dispatches the agent
-// subcommand, the build overlays a main.go that does.
+// vipstackBin builds cmd/vipstack once per test run.
 func vipstackBin(t *testing.T) string {
 	t.Helper()
 	binOnce.Do(func() {
@@ -58,35 +58,8 @@ func vipstackBin(t *testing.T) string {
 			binErr = err
 			return
 		}
-		root := k8stest.Root(t)
-		binPath = filepath.Join(dir, "vipstack")
-		args := []string{"build", "-o", binPath}
-		mainGo := filepath.Join(root, "cmd", "vipstack", "main.go")
-		src, err := os.ReadFile(mainGo)
-		if err != nil {
-			binErr = err
-			return
-		}
-		if !strings.Contains(string(src), `"agent"`) {
-			patched := strings.Replace(string(src), "\tcase \"vrrp\":\n",
-				"\tcase \"agent\":\n\t\treturn runAgent(ctx, args[1:], stdout, stderr)\n\tcase \"vrrp\":\n", 1)
-			pf := filepath.Join(dir, "main.go")
-			ov := filepath.Join(dir, "overlay.json")
-			js, _ := json.Marshal(map[string]any{"Replace": map[string]string{mainGo: pf}})
-			if err := os.WriteFile(pf, []byte(patched), 0o644); err != nil {
-				binErr = err
-				return
-			}
-			if err := os.WriteFile(ov, js, 0o644); err != nil {
-				binErr = err
-				return
-			}
-			args = append(args, "-overlay", ov)
-		}
-		cmd := exec.Command("go", append(args, "./cmd/vipstack")...)
-		cmd.Dir = root
-		if b, err := cmd.CombinedOutput(); err != nil {
-			binErr = fmt.Errorf("go build: %v\n%s", err, b)
+		if binPath, binErr = peers.BuildVipstack(dir); binErr != nil {
+			os.RemoveAll(dir)
 		}
 	})
 	if binErr != nil {
