@@ -190,14 +190,21 @@ func (lp *loop) run() {
 			return
 		}
 		lp.mu.Lock()
+		// Clear the wake-up before taking the inbox: a post after the
+		// read wakes the loop again, one before it is in the inbox.
+		for i := 0; i < n; i++ {
+			if lp.events[i].Pad == tagWake {
+				var b [8]byte
+				rawRead(lp.wake, b[:])
+				break
+			}
+		}
 		if lp.posted.Load() {
 			lp.takeInbox()
 		}
 		for i := 0; i < n; i++ {
 			switch ev := &lp.events[i]; ev.Pad {
 			case tagWake:
-				var b [8]byte
-				rawRead(lp.wake, b[:])
 			case tagListener:
 				if r := lp.lns[ev.Fd]; r != nil && r.watched {
 					lp.acceptOn(r)
