@@ -223,8 +223,7 @@ func TestHealthLeaveRejoin(t *testing.T) {
 // changes its check settings, and needs rise good checks to come back.
 func TestReloadKeepsHealth(t *testing.T) {
 	a := startBackend(t, "a")
-	dead := startBackend(t, "dead")
-	dead.stop()
+	dead := deadBackend(t, "dead")
 	clk := fakeClock()
 	check := func(rise int) *lbconfig.Config {
 		s := lbconfig.Server{Name: "d", Addr: dead.addr, Weight: 1, Check: true, Inter: time.Second, Fall: 1, Rise: rise}

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/vipstack/vipstack/internal/clock"
 	"github.com/vipstack/vipstack/internal/lbconfig"
 )
@@ -84,6 +86,44 @@ func (b *backend) stop() {
 	}
 	b.mu.Unlock()
 	b.wg.Wait()
+}
+
+// closedPort returns a loopback address where connects are refused: a
+// socket bound to the port without listening, held for the test, so that
+// no other socket (the LB's own port-0 frontend, say) can take the port
+// as a stopped backend's freed port could be.
+func closedPort(t *testing.T) netip.AddrPort {
+	t.Helper()
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(fd) })
+	// SO_REUSEADDR, as Go's listeners have, lets restart listen on the
+	// port while this socket holds it.
+	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEADDR, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Bind(fd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	sa, err := unix.Getsockname(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), uint16(sa.(*unix.SockaddrInet4).Port))
+}
+
+// deadBackend is a backend whose port refuses connections (closedPort)
+// until restart.
+func deadBackend(t *testing.T, name string) *backend {
+	b := &backend{name: name, addr: closedPort(t), conns: map[net.Conn]bool{}}
+	t.Cleanup(func() {
+		if b.ln != nil {
+			b.stop()
+		}
+	})
+	return b
 }
 
 // restart listens again on the same port.

@@ -132,8 +132,7 @@ func TestServerHalfClose(t *testing.T) {
 // it; every client still gets through, on another server.
 func TestRetriesOnClosedPort(t *testing.T) {
 	a, c := startBackend(t, "a"), startBackend(t, "c")
-	dead := startBackend(t, "dead")
-	dead.stop()
+	dead := deadBackend(t, "dead")
 	l := newLB(t, fakeClock(), tcpConfig(lbconfig.RoundRobin, srv("a", a), srv("dead", dead), srv("c", c)))
 	failed := 0
 	served := map[string]int{}
@@ -159,8 +158,7 @@ func TestRetriesOnClosedPort(t *testing.T) {
 }
 
 func TestNoServerUpClosesClient(t *testing.T) {
-	dead := startBackend(t, "dead")
-	dead.stop()
+	dead := deadBackend(t, "dead")
 	cfg := tcpConfig(lbconfig.RoundRobin, srv("dead", dead))
 	cfg.Retries = 2
 	l := newLB(t, fakeClock(), cfg)

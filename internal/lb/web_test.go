@@ -56,8 +56,7 @@ func get(t *testing.T, url string, header http.Header, user, pass string) answer
 
 func TestMonitor(t *testing.T) {
 	a := startBackend(t, "a")
-	dead := startBackend(t, "dead")
-	dead.stop()
+	dead := deadBackend(t, "dead")
 	var mu sync.Mutex
 	var health []bool
 	l, err := New(Options{Clock: fakeClock(), OnHealthy: func(h bool) { mu.Lock(); health = append(health, h); mu.Unlock() }})
@@ -242,8 +241,7 @@ func gather(t *testing.T, reg *prometheus.Registry) map[string]float64 {
 
 // TestCheckMetrics: check results are counted by haproxy status.
 func TestCheckMetrics(t *testing.T) {
-	dead := startBackend(t, "dead")
-	dead.stop()
+	dead := deadBackend(t, "dead")
 	reg := prometheus.NewRegistry()
 	l, err := New(Options{Clock: fakeClock(), Registry: reg})
 	if err != nil {
