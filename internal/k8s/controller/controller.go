@@ -330,7 +330,25 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Addresses of the pool held by Services."}, []string{"pool"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.allocations, m.poolSize, m.poolUsed)
+		m.allocations = register(reg, m.allocations)
+		m.poolSize = register(reg, m.poolSize)
+		m.poolUsed = register(reg, m.poolUsed)
 	}
 	return m
+}
+
+// register registers c, or returns the collector already registered
+// under its name: a controller set up again in the same process (the
+// global controller-runtime registry outlives a manager) shares them.
+func register[T prometheus.Collector](reg prometheus.Registerer, c T) T {
+	if err := reg.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			if old, ok := are.ExistingCollector.(T); ok {
+				return old
+			}
+		}
+		panic(err)
+	}
+	return c
 }
