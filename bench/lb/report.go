@@ -101,6 +101,17 @@ func (m metric) target() string {
 	return fmt.Sprintf("<= %.1f", m.bound)
 }
 
+// fmtRatio prints a ratio with two decimals, or three when two would
+// round it onto the bound and hide which side it is on (0.995 against
+// >= 1.0 is a MISS, not "1.00").
+func (m metric) fmtRatio(q float64) string {
+	s := fmt.Sprintf("%.2f", q)
+	if m.bound != 0 && s == fmt.Sprintf("%.2f", m.bound) && q != m.bound {
+		return fmt.Sprintf("%.3f", q)
+	}
+	return s
+}
+
 // median of the metric over rounds; ok is false when there are none.
 func (m metric) median(rounds []figures) (float64, bool) {
 	if len(rounds) == 0 {
@@ -141,7 +152,7 @@ func (r *results) print(w io.Writer) {
 		ratio, res := "-", ""
 		if hs != "-" && vs != "-" && h > 0 {
 			q := v / h
-			ratio, res = fmt.Sprintf("%.2f", q), m.verdict(q)
+			ratio, res = m.fmtRatio(q), m.verdict(q)
 			if res == "MISS" {
 				misses++
 			}

@@ -263,3 +263,29 @@ func TestRoundRatios(t *testing.T) {
 		t.Errorf("with one round: %q, want nothing", got)
 	}
 }
+
+// TestFmtRatio: a ratio that two decimals would round onto its bound gets
+// a third, so that "1.00 MISS" cannot be printed.
+func TestFmtRatio(t *testing.T) {
+	byName := map[string]metric{}
+	for _, m := range metrics() {
+		byName[m.name] = m
+	}
+	tests := []struct {
+		metric string
+		ratio  float64
+		want   string
+	}{
+		{"new connections/s (Connection: close)", 0.996, "0.996"},
+		{"new connections/s (Connection: close)", 1.004, "1.004"},
+		{"new connections/s (Connection: close)", 1.0, "1.00"},
+		{"new connections/s (Connection: close)", 0.92, "0.92"},
+		{"keep-alive p99 latency", 1.104, "1.104"},
+		{"keep-alive p50 latency", 0.996, "1.00"}, // no bound: two decimals
+	}
+	for _, tt := range tests {
+		if got := byName[tt.metric].fmtRatio(tt.ratio); got != tt.want {
+			t.Errorf("%s: fmtRatio(%v) = %q, want %q", tt.metric, tt.ratio, got, tt.want)
+		}
+	}
+}
