@@ -102,7 +102,7 @@ func (m metric) target() string {
 }
 
 // fmtRatio prints a ratio with two decimals, or three when two would
-// round it onto the bound and hide which side it is on (0.995 against
+// round it onto the bound and hide which side it is on (0.996 against
 // >= 1.0 is a MISS, not "1.00").
 func (m metric) fmtRatio(q float64) string {
 	s := fmt.Sprintf("%.2f", q)
