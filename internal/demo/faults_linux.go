@@ -8,7 +8,6 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -135,65 +134,19 @@ type Impairment struct {
 	Delay       time.Duration // needs netem
 }
 
-// impairTable is the nftables table (family inet) that drops packets when
-// the kernel has no netem. Its name is not vipstack's, so leftover checks
-// ignore it.
-const impairTable = "vxchaos_loss"
-
 // Impair applies imp to the node's interface: with tc netem when netem is
 // true, else with an nftables rule dropping a random share of outgoing
-// packets (`numgen random mod 100 < P drop`), which cannot delay.
+// packets, which cannot delay (testnet.Host.Impair).
 func (n *Node) Impair(imp Impairment, netem bool) error {
-	if imp.LossPercent < 0 || imp.LossPercent > 100 || imp.Delay < 0 {
-		return fmt.Errorf("demo: %s: impairment %d%% loss, %v delay: want 0..100%% and a delay >= 0", n.Name, imp.LossPercent, imp.Delay)
-	}
-	if netem {
-		if imp == (Impairment{}) {
-			if out, err := n.Host.Run("tc", "qdisc", "del", "dev", n.Host.Link, "root"); err != nil && !strings.Contains(out, "No such file") && !strings.Contains(out, "Cannot delete qdisc with handle of zero") {
-				return fmt.Errorf("demo: %s: %w", n.Name, err)
-			}
-			return nil
-		}
-		args := []string{"qdisc", "replace", "dev", n.Host.Link, "root", "netem"}
-		if imp.LossPercent > 0 {
-			args = append(args, "loss", strconv.Itoa(imp.LossPercent)+"%")
-		}
-		if imp.Delay > 0 {
-			args = append(args, "delay", strconv.FormatInt(imp.Delay.Microseconds(), 10)+"us")
-		}
-		if _, err := n.Host.Run("tc", args...); err != nil {
-			return fmt.Errorf("demo: %s: %w", n.Name, err)
-		}
-		return nil
-	}
-	if imp.Delay > 0 {
-		return fmt.Errorf("demo: %s: a %v delay needs tc netem (sch_netem), which this kernel lacks", n.Name, imp.Delay)
-	}
-	script := fmt.Sprintf("table inet %s\ndelete table inet %s\n", impairTable, impairTable)
-	if imp.LossPercent > 0 {
-		script += fmt.Sprintf("table inet %s {\n\tchain out {\n\t\ttype filter hook output priority filter; policy accept;\n\t\toifname %q numgen random mod 100 < %d drop\n\t}\n}\n",
-			impairTable, n.Host.Link, imp.LossPercent)
-	}
-	cmd := n.Host.Command("nft", "-f", "-")
-	cmd.Stdin = strings.NewReader(script)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("demo: %s: nft: %w: %s", n.Name, err, strings.TrimSpace(string(out)))
+	if err := n.Host.Impair(imp.LossPercent, imp.Delay, netem); err != nil {
+		return fmt.Errorf("demo: %s: %w", n.Name, err)
 	}
 	return nil
 }
 
-// ProbeNetem reports whether the kernel has tc netem: it adds a netem
-// qdisc to a throwaway veth pair in the client's namespace and removes the
-// pair.
-func (c *Cluster) ProbeNetem() bool {
-	h := c.Client
-	if _, err := h.Run("ip", "link", "add", "vxprobe0", "type", "veth", "peer", "name", "vxprobe1"); err != nil {
-		return false
-	}
-	defer h.Run("ip", "link", "del", "vxprobe0")
-	_, err := h.Run("tc", "qdisc", "add", "dev", "vxprobe0", "root", "netem", "delay", "1ms")
-	return err == nil
-}
+// ProbeNetem reports whether the kernel has tc netem (probed in the
+// client's namespace).
+func (c *Cluster) ProbeNetem() bool { return c.Client.ProbeNetem() }
 
 // Reload rewrites the cluster file with a harmless change (a comment
 // naming note) and sends SIGHUP to every running node agent, whose

@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -548,18 +547,9 @@ func (l *Lab) stopAll() {
 	}
 }
 
-// ProbeNetem reports whether the kernel has tc netem: it adds a netem
-// qdisc to a throwaway veth pair in the first node's namespace and removes
-// the pair.
-func (l *Lab) ProbeNetem() bool {
-	h := l.Topo.Hosts[0]
-	if _, err := h.Run("ip", "link", "add", "vxprobe0", "type", "veth", "peer", "name", "vxprobe1"); err != nil {
-		return false
-	}
-	defer h.Run("ip", "link", "del", "vxprobe0")
-	_, err := h.Run("tc", "qdisc", "add", "dev", "vxprobe0", "root", "netem", "delay", "1ms")
-	return err == nil
-}
+// ProbeNetem reports whether the kernel has tc netem (probed in the
+// first node's namespace).
+func (l *Lab) ProbeNetem() bool { return l.Topo.Hosts[0].ProbeNetem() }
 
 func (n *Node) open() error {
 	h, err := netns.GetFromName(n.Host.Name)
@@ -716,50 +706,12 @@ func (n *Node) SetIfUp(up bool) error {
 	return nil
 }
 
-// impairTable is the nftables table that drops packets when the kernel
-// has no netem; its name is not vipstack's.
-const impairTable = "vxchaos_loss"
-
 // Impair drops loss percent of the node's outgoing packets and delays
-// them by delay: with tc netem when netem is true, else with an nftables
-// rule (`numgen random mod 100 < P drop`), which cannot delay. Zero loss
-// and delay remove the impairment.
+// them by delay (testnet.Host.Impair); zero loss and delay remove the
+// impairment.
 func (n *Node) Impair(loss int, delay time.Duration, netem bool) error {
-	if loss < 0 || loss > 100 || delay < 0 {
-		return fmt.Errorf("k8slab: %s: impairment %d%% loss, %v delay: want 0..100%% and a delay >= 0", n.Name, loss, delay)
-	}
-	link := n.Host.Link
-	if netem {
-		if loss == 0 && delay == 0 {
-			if out, err := n.Host.Run("tc", "qdisc", "del", "dev", link, "root"); err != nil && !strings.Contains(out, "No such file") && !strings.Contains(out, "Cannot delete qdisc with handle of zero") {
-				return fmt.Errorf("k8slab: %s: %w", n.Name, err)
-			}
-			return nil
-		}
-		args := []string{"qdisc", "replace", "dev", link, "root", "netem"}
-		if loss > 0 {
-			args = append(args, "loss", strconv.Itoa(loss)+"%")
-		}
-		if delay > 0 {
-			args = append(args, "delay", strconv.FormatInt(delay.Microseconds(), 10)+"us")
-		}
-		if _, err := n.Host.Run("tc", args...); err != nil {
-			return fmt.Errorf("k8slab: %s: %w", n.Name, err)
-		}
-		return nil
-	}
-	if delay > 0 {
-		return fmt.Errorf("k8slab: %s: a %v delay needs tc netem (sch_netem), which this kernel lacks", n.Name, delay)
-	}
-	script := fmt.Sprintf("table inet %s\ndelete table inet %s\n", impairTable, impairTable)
-	if loss > 0 {
-		script += fmt.Sprintf("table inet %s {\n\tchain out {\n\t\ttype filter hook output priority filter; policy accept;\n\t\toifname %q numgen random mod 100 < %d drop\n\t}\n}\n",
-			impairTable, link, loss)
-	}
-	cmd := n.Host.Command("nft", "-f", "-")
-	cmd.Stdin = strings.NewReader(script)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("k8slab: %s: nft: %w: %s", n.Name, err, strings.TrimSpace(string(out)))
+	if err := n.Host.Impair(loss, delay, netem); err != nil {
+		return fmt.Errorf("k8slab: %s: %w", n.Name, err)
 	}
 	return nil
 }
