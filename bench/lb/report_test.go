@@ -100,10 +100,7 @@ func TestParseIperf3(t *testing.T) {
 }
 
 func TestVerdict(t *testing.T) {
-	byName := map[string]metric{}
-	for _, m := range metrics() {
-		byName[m.name] = m
-	}
+	byName := metricsByName()
 	tests := []struct {
 		metric string
 		ratio  float64
@@ -267,10 +264,7 @@ func TestRoundRatios(t *testing.T) {
 // TestFmtRatio: a ratio that two decimals would round onto its bound gets
 // a third, so that "1.00 MISS" cannot be printed.
 func TestFmtRatio(t *testing.T) {
-	byName := map[string]metric{}
-	for _, m := range metrics() {
-		byName[m.name] = m
-	}
+	byName := metricsByName()
 	tests := []struct {
 		metric string
 		ratio  float64
@@ -288,4 +282,13 @@ func TestFmtRatio(t *testing.T) {
 			t.Errorf("%s: fmtRatio(%v) = %q, want %q", tt.metric, tt.ratio, got, tt.want)
 		}
 	}
+}
+
+// metricsByName indexes metrics() by name.
+func metricsByName() map[string]metric {
+	byName := map[string]metric{}
+	for _, m := range metrics() {
+		byName[m.name] = m
+	}
+	return byName
 }
