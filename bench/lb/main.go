@@ -14,8 +14,12 @@
 //   - the same with -H 'Connection: close': new connections per second;
 //   - iperf3 -c -t 5: one bulk stream through the balancer's second frontend.
 //
-// The balancers alternate which goes first from round to round, and the
-// report prints the median of the rounds.
+// Each test runs for both balancers back to back, the order flipping from
+// test to test and from round to round (see measureRound), and the report
+// prints the median of the rounds' figures and, as vipstack/haproxy, the
+// median of the rounds' ratios: the machine's speed drifts by 15-30 %
+// between minutes, and a ratio taken inside a back-to-back pair sees
+// less of it than a ratio of medians taken minutes apart.
 //
 // Then the backend-kill test, once per balancer: a fixed load of 200 new
 // connections per second for 12 s (one GET each), one of the three backends

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"math"
 	"strconv"
 	"strings"
 	"testing"
@@ -291,4 +292,43 @@ func metricsByName() map[string]metric {
 		byName[m.name] = m
 	}
 	return byName
+}
+
+// TestPairedRatio: the ratio is taken inside each round's pair first, so a
+// machine that gets faster between rounds does not move it; a round
+// without a positive haproxy figure gives no ratio.
+func TestPairedRatio(t *testing.T) {
+	m := metricsByName()["keep-alive requests/s"]
+	rounds := func(v ...float64) []figures {
+		var f []figures
+		for _, x := range v {
+			f = append(f, figures{KeepAlive: wrkResult{RPS: x}})
+		}
+		return f
+	}
+	tests := []struct {
+		name   string
+		h, v   []figures
+		want   float64
+		wantOK bool
+	}{
+		{name: "none", h: nil, v: nil},
+		{name: "haproxy only", h: rounds(100), v: nil},
+		{name: "one round", h: rounds(100), v: rounds(90), want: 0.9, wantOK: true},
+		// The pairs say 1.2, 0.95 and 0.967: the median is 0.967, where
+		// the ratio of the two medians (190/200) would say 0.95.
+		{name: "odd", h: rounds(100, 200, 300), v: rounds(120, 190, 290), want: 290.0 / 300, wantOK: true},
+		// The machine doubles its speed between rounds; each pair says 1.05.
+		{name: "drift", h: rounds(100, 200, 400, 800), v: rounds(105, 210, 420, 840), want: 1.05, wantOK: true},
+		{name: "even", h: rounds(100, 200), v: rounds(110, 180), want: 1.0, wantOK: true},
+		{name: "zero haproxy figure", h: rounds(100, 0), v: rounds(100, 100)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := m.pairedRatio(tt.h, tt.v)
+			if ok != tt.wantOK || math.Abs(got-tt.want) > 1e-9 {
+				t.Errorf("pairedRatio() = %v, %v, want %v, %v", got, ok, tt.want, tt.wantOK)
+			}
+		})
+	}
 }

@@ -14,6 +14,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -50,7 +51,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("lb", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var o options
-	fs.IntVar(&o.rounds, "rounds", 1, "measurement rounds (the median is reported); the balancers alternate which goes first")
+	fs.IntVar(&o.rounds, "rounds", 1, "measurement rounds; each test runs for both balancers back to back, and the median of the rounds is reported")
 	fs.DurationVar(&o.dur, "d", 10*time.Second, "duration of each wrk run")
 	fs.IntVar(&o.iperfSecs, "iperf-t", 5, "duration in seconds of each iperf3 run")
 	noKill := fs.Bool("no-kill", false, "skip the backend-kill test")
@@ -143,17 +144,19 @@ func (b *bench) run(o options) (*results, error) {
 	for round := 1; round <= o.rounds; round++ {
 		order := append([]string(nil), impls...)
 		if round%2 == 0 {
-			for i, j := 0, len(order)-1; i < j; i, j = i+1, j-1 {
-				order[i], order[j] = order[j], order[i]
-			}
+			slices.Reverse(order)
 		}
 		if round == 1 {
 			order = append([]string{implDirect}, order...)
 		}
-		for _, impl := range order {
-			f, err := b.measure(o, impl, round)
-			if err != nil {
-				return nil, fmt.Errorf("round %d, %s: %w", round, impl, err)
+		figs, err := b.measureRound(o, round, order)
+		if err != nil {
+			return nil, err
+		}
+		for _, impl := range append([]string{implDirect}, impls...) {
+			f, ok := figs[impl]
+			if !ok {
+				continue
 			}
 			res.Rounds[impl] = append(res.Rounds[impl], f)
 			if n := f.KeepAlive.Errors + f.Close.Errors; n > 0 {
@@ -298,33 +301,69 @@ func (b *bench) setup(o options, res *results) error {
 	return nil
 }
 
-// measure runs wrk (keep-alive, then Connection: close) and iperf3 against
-// impl's frontends, or straight to the first backend for implDirect.
-func (b *bench) measure(o options, impl string, round int) (figures, error) {
-	port, bulk := backendBasePort, iperfPort
-	if impl != implDirect {
-		port, bulk = portsFor(impl).Main, portsFor(impl).Bulk
+// measureRound takes one round's figures for each of order: wrk
+// keep-alive, wrk Connection: close and iperf3 straight to the first
+// backend (implDirect) or through a balancer's frontends. The targets of
+// each test are measured back to back, so the two balancers' figures in a
+// pair are seconds apart, not a whole round: the machine's speed drifts
+// (the same balancer measures 15-30 % apart from minute to minute here),
+// and a pair taken back to back sees the same machine. The order flips
+// from test to test (A B, B A, A B) and run() flips it from round to
+// round, so neither balancer always goes first after the same test.
+func (b *bench) measureRound(o options, round int, order []string) (map[string]figures, error) {
+	figs := make(map[string]figures, len(order))
+	tests := []struct {
+		name string
+		run  func(impl string, f *figures) error
+	}{
+		{"wrk keep-alive", func(impl string, f *figures) (err error) {
+			f.KeepAlive, err = b.wrk(o.dur, mainPort(impl), false)
+			return err
+		}},
+		{"wrk Connection: close", func(impl string, f *figures) (err error) {
+			f.Close, err = b.wrk(o.dur, mainPort(impl), true)
+			return err
+		}},
+		{"iperf3", func(impl string, f *figures) error {
+			out, err := b.runBounded(time.Duration(o.iperfSecs)*time.Second+30*time.Second,
+				"iperf3", "-c", "127.0.0.1", "-p", strconv.Itoa(bulkPort(impl)), "-t", strconv.Itoa(o.iperfSecs), "-J")
+			if err != nil {
+				return err
+			}
+			f.Bps, err = parseIperf3(out)
+			return err
+		}},
 	}
-	var f figures
-	var err error
-	b.say("round %d, %s: wrk keep-alive", round, impl)
-	if f.KeepAlive, err = b.wrk(o.dur, port, false); err != nil {
-		return f, err
+	for i, t := range tests {
+		seq := slices.Clone(order)
+		if i%2 == 1 {
+			slices.Reverse(seq)
+		}
+		for _, impl := range seq {
+			b.say("round %d, %s: %s", round, impl, t.name)
+			f := figs[impl]
+			if err := t.run(impl, &f); err != nil {
+				return nil, fmt.Errorf("round %d, %s, %s: %w", round, impl, t.name, err)
+			}
+			figs[impl] = f
+		}
 	}
-	b.say("round %d, %s: wrk Connection: close", round, impl)
-	if f.Close, err = b.wrk(o.dur, port, true); err != nil {
-		return f, err
+	return figs, nil
+}
+
+// mainPort and bulkPort are where wrk and iperf3 connect for impl.
+func mainPort(impl string) int {
+	if impl == implDirect {
+		return backendBasePort
 	}
-	b.say("round %d, %s: iperf3", round, impl)
-	out, err := b.runBounded(time.Duration(o.iperfSecs)*time.Second+30*time.Second,
-		"iperf3", "-c", "127.0.0.1", "-p", strconv.Itoa(bulk), "-t", strconv.Itoa(o.iperfSecs), "-J")
-	if err != nil {
-		return f, err
+	return portsFor(impl).Main
+}
+
+func bulkPort(impl string) int {
+	if impl == implDirect {
+		return iperfPort
 	}
-	if f.Bps, err = parseIperf3(out); err != nil {
-		return f, err
-	}
-	return f, nil
+	return portsFor(impl).Bulk
 }
 
 func (b *bench) wrk(d time.Duration, port int, closeConns bool) (wrkResult, error) {
