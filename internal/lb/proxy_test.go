@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -495,5 +497,60 @@ func TestEchoStress(t *testing.T) {
 	}
 	if s := l.serverStats(t, "be", "a"); s.BytesIn != want || s.BytesOut != want+2*32 {
 		t.Errorf("bytes in %d out %d, want %d and %d", s.BytesIn, s.BytesOut, want, want+64)
+	}
+}
+
+// TestClientResetWhileServerSends: a client that resets its connection
+// while the server streams to it ends the relay: the server's side is
+// closed (its writes fail), the session is no longer counted, and the LB
+// goes on serving (a send to the reset socket fails with EPIPE or
+// ECONNRESET, never a signal).
+func TestClientResetWhileServerSends(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	serverDone := make(chan error, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			serverDone <- err
+			return
+		}
+		c.SetDeadline(time.Now().Add(bound))
+		chunk := make([]byte, 64<<10)
+		for { // until the LB closes its side
+			if _, err := c.Write(chunk); err != nil {
+				c.Close()
+				serverDone <- err
+				break
+			}
+		}
+		// The next client is greeted and let go.
+		if c, err = ln.Accept(); err == nil {
+			io.WriteString(c, "again\n")
+			c.Close()
+		}
+	}()
+	back := &backend{addr: addrPort(t, ln.Addr())}
+	l := newLB(t, fakeClock(), tcpConfig(lbconfig.RoundRobin, srv("s", back)))
+	cl := dial(t, l, "fe")
+	if _, err := io.ReadFull(cl, make([]byte, 1<<20)); err != nil {
+		t.Fatalf("reading the stream: %v", err)
+	}
+	cl.SetLinger(0) // close sends RST
+	cl.Close()
+	select {
+	case err := <-serverDone:
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatalf("the server was still writing after %v: the LB kept relaying to a reset client", bound)
+		}
+	case <-time.After(bound + time.Second):
+		t.Fatal("the server's writes never failed")
+	}
+	eventually(t, "the session to end", func() bool { return l.serverStats(t, "be", "s").Sessions == 0 })
+	if got := dial(t, l, "fe").greeting(t); got != "again" {
+		t.Fatalf("after the reset, a new client got %q, want the server's second greeting", got)
 	}
 }
