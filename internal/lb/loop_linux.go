@@ -600,7 +600,7 @@ func (d *dir) fill(l *LB, src *side) error {
 			d.putBuf(l)
 			return nil
 		default:
-			return os.NewSyscallError("read", err)
+			return os.NewSyscallError("recvfrom", err)
 		}
 		if n == 0 {
 			d.eof = true
@@ -676,7 +676,7 @@ func (d *dir) flush(l *LB, dst *side) (int, error) {
 			dst.canWrite = false
 			return total, nil
 		default:
-			return total, os.NewSyscallError("write", err)
+			return total, os.NewSyscallError("sendto", err)
 		}
 		d.off += n
 		total += n
