@@ -129,13 +129,6 @@ func TestVerdict(t *testing.T) {
 
 func TestMedian(t *testing.T) {
 	m := metrics()[0] // keep-alive requests/s
-	rounds := func(v ...float64) []figures {
-		var f []figures
-		for _, x := range v {
-			f = append(f, figures{KeepAlive: wrkResult{RPS: x}})
-		}
-		return f
-	}
 	tests := []struct {
 		name   string
 		rounds []figures
@@ -143,8 +136,8 @@ func TestMedian(t *testing.T) {
 		wantOK bool
 	}{
 		{name: "none", rounds: nil},
-		{name: "odd", rounds: rounds(3, 1, 2), want: 2, wantOK: true},
-		{name: "even", rounds: rounds(4, 1, 2, 3), want: 2.5, wantOK: true},
+		{name: "odd", rounds: keepAliveRounds(3, 1, 2), want: 2, wantOK: true},
+		{name: "even", rounds: keepAliveRounds(4, 1, 2, 3), want: 2.5, wantOK: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -299,13 +292,6 @@ func metricsByName() map[string]metric {
 // without a positive haproxy figure gives no ratio.
 func TestPairedRatio(t *testing.T) {
 	m := metricsByName()["keep-alive requests/s"]
-	rounds := func(v ...float64) []figures {
-		var f []figures
-		for _, x := range v {
-			f = append(f, figures{KeepAlive: wrkResult{RPS: x}})
-		}
-		return f
-	}
 	tests := []struct {
 		name   string
 		h, v   []figures
@@ -313,15 +299,15 @@ func TestPairedRatio(t *testing.T) {
 		wantOK bool
 	}{
 		{name: "none", h: nil, v: nil},
-		{name: "haproxy only", h: rounds(100), v: nil},
-		{name: "one round", h: rounds(100), v: rounds(90), want: 0.9, wantOK: true},
+		{name: "haproxy only", h: keepAliveRounds(100), v: nil},
+		{name: "one round", h: keepAliveRounds(100), v: keepAliveRounds(90), want: 0.9, wantOK: true},
 		// The pairs say 1.2, 0.95 and 0.967: the median is 0.967, where
 		// the ratio of the two medians (190/200) would say 0.95.
-		{name: "odd", h: rounds(100, 200, 300), v: rounds(120, 190, 290), want: 290.0 / 300, wantOK: true},
+		{name: "odd", h: keepAliveRounds(100, 200, 300), v: keepAliveRounds(120, 190, 290), want: 290.0 / 300, wantOK: true},
 		// The machine doubles its speed between rounds; each pair says 1.05.
-		{name: "drift", h: rounds(100, 200, 400, 800), v: rounds(105, 210, 420, 840), want: 1.05, wantOK: true},
-		{name: "even", h: rounds(100, 200), v: rounds(110, 180), want: 1.0, wantOK: true},
-		{name: "zero haproxy figure", h: rounds(100, 0), v: rounds(100, 100)},
+		{name: "drift", h: keepAliveRounds(100, 200, 400, 800), v: keepAliveRounds(105, 210, 420, 840), want: 1.05, wantOK: true},
+		{name: "even", h: keepAliveRounds(100, 200), v: keepAliveRounds(110, 180), want: 1.0, wantOK: true},
+		{name: "zero haproxy figure", h: keepAliveRounds(100, 0), v: keepAliveRounds(100, 100)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -331,4 +317,14 @@ func TestPairedRatio(t *testing.T) {
 			}
 		})
 	}
+}
+
+// keepAliveRounds are rounds with only keep-alive requests/s set, one per
+// value.
+func keepAliveRounds(v ...float64) []figures {
+	var f []figures
+	for _, x := range v {
+		f = append(f, figures{KeepAlive: wrkResult{RPS: x}})
+	}
+	return f
 }
