@@ -32,8 +32,9 @@ import (
 // while that holds; a read that returns less than the buffer means the
 // socket is drained, unless the peer's FIN was reported: the FIN may have
 // been consumed by that read (it leaves no later event), so the side is
-// read once more to see the end. Anything that arrives after the batch
-// was taken raises a new event.
+// read on, before anything is written, to see the end; the last bytes
+// then leave with the FIN in one segment (see flush). Anything that
+// arrives after the batch was taken raises a new event.
 //
 // Everything about a connection changes under its loop's lock, held while
 // a batch is handled. Other goroutines (timers, health checks, a
@@ -87,9 +88,10 @@ type dir struct {
 	off, end int
 	p        *spipe // splice mode: inPipe bytes wait in p
 	inPipe   int
-	splice   bool // bulk seen: splice from now on
-	eof      bool // src ended and everything was written
-	done     bool // eof passed on (dst shut down for writing, or closing)
+	splice   bool  // bulk seen: splice from now on
+	rerr     error // a read failed after reading bytes still to be written
+	eof      bool  // src ended (what was read before may still be to write)
+	done     bool  // eof passed on (dst shut down for writing, or closing)
 }
 
 // An event's 64 bits of data say what it is about: a connection's socket
@@ -535,7 +537,7 @@ func (lp *loop) pump(cn *conn, d *dir, src, dst *side, otherDone bool, c1, c2 in
 			if !dst.canWrite {
 				return nil
 			}
-			n, err := d.flush(lp.lb, dst)
+			n, err := d.flush(lp.lb, dst, d.eof)
 			if n > 0 {
 				c1.Add(uint64(n))
 				c2.Add(uint64(n))
@@ -586,37 +588,54 @@ func (d *dir) fill(l *LB, src *side) error {
 	if d.splice {
 		return d.fillPipe(l, src)
 	}
+	if d.rerr != nil {
+		return d.rerr
+	}
 	if d.buf == nil {
 		d.buf = l.bufs.Get().(*copyBuf)
 	}
 	for {
-		n, err := rawRecv(src.fd, d.buf[:])
+		n, err := rawRecv(src.fd, d.buf[d.end:])
 		switch err {
 		case nil:
 		case unix.EINTR:
 			continue
 		case unix.EAGAIN:
 			src.canRead = false
-			d.putBuf(l)
+			if d.end == d.off {
+				d.putBuf(l)
+			}
 			return nil
 		default:
+			if d.end > d.off {
+				// Reading on after a FIN or hang-up failed: write what
+				// was read first, then end with the error.
+				d.rerr = os.NewSyscallError("recvfrom", err)
+				return nil
+			}
 			return os.NewSyscallError("recvfrom", err)
 		}
 		if n == 0 {
 			d.eof = true
-			d.putBuf(l)
+			if d.end == d.off {
+				d.putBuf(l)
+			}
 			return nil
 		}
-		d.off, d.end = 0, n
-		if n == len(d.buf) {
+		d.end += n
+		if d.end == len(d.buf) {
 			d.splice = true // bulk: splice once this buffer is written
-		} else if !src.rdhup {
-			// A short read drained the socket; what comes later raises
-			// an event. After a reported FIN, read again: this read may
-			// have consumed it.
-			src.canRead = false
+			return nil
 		}
-		return nil
+		if !src.rdhup {
+			// A short read drained the socket; what comes later raises
+			// an event.
+			src.canRead = false
+			return nil
+		}
+		// After a reported FIN, read on: this read may have consumed
+		// it, and seeing the end before writing lets the last bytes
+		// leave with the FIN (see flush).
 	}
 }
 
@@ -638,7 +657,7 @@ func (d *dir) fillPipe(l *LB, src *side) error {
 		d.p = p
 	}
 	for {
-		n, err := rawSplice(src.fd, d.p.w, d.p.size)
+		n, err := rawSplice(src.fd, d.p.w, d.p.size, 0)
 		switch err {
 		case nil:
 		case unix.EINTR:
@@ -664,10 +683,21 @@ func (d *dir) fillPipe(l *LB, src *side) error {
 
 // flush writes what fill read to dst and returns how many bytes it
 // wrote. It stops when dst is full (dst.canWrite turns false).
-func (d *dir) flush(l *LB, dst *side) (int, error) {
+//
+// last says the source has ended and these are its last bytes: they are
+// sent with MSG_MORE (SPLICE_F_MORE), which keeps a short tail in the
+// kernel, and the shutdown or close that follows at once sends it with
+// the FIN in one segment, instead of the tail and then a FIN of its own
+// that the peer acknowledges apart.
+func (d *dir) flush(l *LB, dst *side, last bool) (int, error) {
 	total := 0
+	sendFlags, spliceMore := unix.MSG_NOSIGNAL, 0
+	if last {
+		sendFlags |= unix.MSG_MORE
+		spliceMore = unix.SPLICE_F_MORE
+	}
 	for d.end > d.off {
-		n, err := rawSend(dst.fd, d.buf[d.off:d.end])
+		n, err := rawSend(dst.fd, d.buf[d.off:d.end], sendFlags)
 		switch err {
 		case nil:
 		case unix.EINTR:
@@ -687,7 +717,7 @@ func (d *dir) flush(l *LB, dst *side) (int, error) {
 		d.putBuf(l)
 	}
 	for d.inPipe > 0 {
-		n, err := rawSplice(d.p.r, dst.fd, d.inPipe)
+		n, err := rawSplice(d.p.r, dst.fd, d.inPipe, spliceMore)
 		switch err {
 		case nil:
 		case unix.EINTR:
@@ -973,8 +1003,8 @@ func rawWrite(fd int, p []byte) (int, error) {
 // recvfrom(2) and sendto(2) go straight to the socket, without the file
 // layer's work in read(2) and write(2) (position lock, permission and
 // notification hooks): about 3 % of the relay's CPU under keep-alive
-// load. MSG_NOSIGNAL makes a send to a reset peer fail with EPIPE instead
-// of raising SIGPIPE.
+// load. Sends pass MSG_NOSIGNAL: a send to a reset peer fails with EPIPE
+// instead of raising SIGPIPE.
 func rawRecv(fd int, p []byte) (int, error) {
 	r, _, e := unix.RawSyscall6(unix.SYS_RECVFROM, uintptr(fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)), 0, 0, 0)
 	if e != 0 {
@@ -983,8 +1013,8 @@ func rawRecv(fd int, p []byte) (int, error) {
 	return int(r), nil
 }
 
-func rawSend(fd int, p []byte) (int, error) {
-	r, _, e := unix.RawSyscall6(unix.SYS_SENDTO, uintptr(fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)), unix.MSG_NOSIGNAL, 0, 0)
+func rawSend(fd int, p []byte, flags int) (int, error) {
+	r, _, e := unix.RawSyscall6(unix.SYS_SENDTO, uintptr(fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)), uintptr(flags), 0, 0)
 	if e != 0 {
 		return 0, e
 	}

@@ -7,6 +7,8 @@ import (
 	"net"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/vipstack/vipstack/internal/lbconfig"
 )
 
@@ -62,4 +64,117 @@ func TestManyMessagesThenDataWithFIN(t *testing.T) {
 		}
 		cl.Close()
 	}
+}
+
+// holdLoops stops every event loop of l from handling events until the
+// returned func is called, so that what peers send meanwhile is all there
+// when the loops next look.
+func holdLoops(l *LB) (resume func()) {
+	for _, lp := range l.loops {
+		lp.mu.Lock()
+	}
+	return func() {
+		for _, lp := range l.loops {
+			lp.mu.Unlock()
+		}
+	}
+}
+
+// serverSpeaksFirst relays one client to a server that, once the LB is
+// connected to it and the loops are held, runs end on its side of the
+// connection. It returns the client, the loops still held, and resume.
+func serverSpeaksFirst(t *testing.T, end func(c *net.TCPConn)) (*client, func()) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	l := newLB(t, fakeClock(), tcpConfig(lbconfig.RoundRobin, srv("s", &backend{addr: addrPort(t, ln.Addr())})))
+	cl := dial(t, l, "fe")
+	c, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	eventually(t, "the LB to relay to the server", func() bool { return l.serverStats(t, "be", "s").Sessions == 1 })
+	resume := holdLoops(l)
+	end(c.(*net.TCPConn))
+	return cl, resume
+}
+
+// TestAnswerLeavesWithFIN: a server whose answer and FIN are both there
+// when the relay reads (HTTP with Connection: close under load, for one)
+// gets them relayed in one segment: the relay reads to the end before it
+// writes, and the last bytes wait for the FIN (MSG_MORE). Written apart,
+// the answer and a FIN of its own are two segments, each acknowledged,
+// which for short connections is a tenth of all their packets.
+func TestAnswerLeavesWithFIN(t *testing.T) {
+	cl, resume := serverSpeaksFirst(t, func(c *net.TCPConn) {
+		// Corked, the answer and the FIN reach the LB in one segment:
+		// no loop can see the one without the other.
+		setCork(t, c)
+		c.Write([]byte("answer\n"))
+		c.Close()
+	})
+	before := segsIn(t, cl.TCPConn)
+	resume()
+	got, err := io.ReadAll(cl.r)
+	if err != nil || string(got) != "answer\n" {
+		t.Fatalf("client read %q, %v; want the answer then end of file", got, err)
+	}
+	if n := segsIn(t, cl.TCPConn) - before; n != 1 {
+		t.Errorf("the answer and the FIN came in %d segments, want 1", n)
+	}
+}
+
+// TestAnswerThenReset: a server that answers and then resets, all before
+// the relay reads it: the client still gets the answer, then the end of
+// the connection.
+func TestAnswerThenReset(t *testing.T) {
+	cl, resume := serverSpeaksFirst(t, func(c *net.TCPConn) {
+		c.Write([]byte("answer\n"))
+		c.SetLinger(0)
+		c.Close() // RST
+	})
+	resume()
+	got, _ := io.ReadAll(cl.r) // the end may come as a reset
+	if string(got) != "answer\n" {
+		t.Fatalf("client read %q; want the answer the server sent before its reset", got)
+	}
+}
+
+// setCork sets TCP_CORK on c: what it writes waits for a full segment,
+// the uncork or the FIN.
+func setCork(t *testing.T, c *net.TCPConn) {
+	t.Helper()
+	rc, err := c.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var serr error
+	if err := rc.Control(func(fd uintptr) { serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_CORK, 1) }); err != nil {
+		t.Fatal(err)
+	}
+	if serr != nil {
+		t.Fatalf("TCP_CORK: %v", serr)
+	}
+}
+
+// segsIn is how many segments c's socket has received (TCP_INFO).
+func segsIn(t *testing.T, c *net.TCPConn) uint32 {
+	t.Helper()
+	rc, err := c.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var info *unix.TCPInfo
+	var gerr error
+	if err := rc.Control(func(fd uintptr) { info, gerr = unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO) }); err != nil {
+		t.Fatal(err)
+	}
+	if gerr != nil {
+		t.Fatalf("TCP_INFO: %v", gerr)
+	}
+	return info.Segs_in
 }

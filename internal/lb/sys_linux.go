@@ -109,7 +109,7 @@ func rawShutdown(fd, how int) error {
 	return errnoErr(e)
 }
 
-func rawSplice(rfd, wfd, n int) (int, error) {
-	r, _, e := unix.RawSyscall6(unix.SYS_SPLICE, uintptr(rfd), 0, uintptr(wfd), 0, uintptr(n), spliceFlags)
+func rawSplice(rfd, wfd, n, flags int) (int, error) {
+	r, _, e := unix.RawSyscall6(unix.SYS_SPLICE, uintptr(rfd), 0, uintptr(wfd), 0, uintptr(n), uintptr(spliceFlags|flags))
 	return int(r), errnoErr(e)
 }
