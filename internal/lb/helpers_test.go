@@ -291,3 +291,20 @@ func (l *LB) serverFor(t *testing.T, backend, name string) *server {
 	t.Fatalf("no server %s/%s", backend, name)
 	return nil
 }
+
+// onFD runs f on c's descriptor and fails the test, naming what, if it
+// fails.
+func onFD(t *testing.T, c *net.TCPConn, what string, f func(fd int) error) {
+	t.Helper()
+	rc, err := c.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ferr error
+	if err := rc.Control(func(fd uintptr) { ferr = f(int(fd)) }); err != nil {
+		t.Fatal(err)
+	}
+	if ferr != nil {
+		t.Fatalf("%s: %v", what, ferr)
+	}
+}

@@ -11,7 +11,6 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -980,43 +979,3 @@ var (
 	loopsOnce sync.Once
 	loops     int
 )
-
-// rawRead and rawWrite are read(2) and write(2) on the loops' eventfds,
-// which return at once, so they skip the scheduler's system call hooks.
-func rawRead(fd int, p []byte) (int, error) {
-	r, _, e := unix.RawSyscall(unix.SYS_READ, uintptr(fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
-	if e != 0 {
-		return 0, e
-	}
-	return int(r), nil
-}
-
-func rawWrite(fd int, p []byte) (int, error) {
-	r, _, e := unix.RawSyscall(unix.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
-	if e != 0 {
-		return 0, e
-	}
-	return int(r), nil
-}
-
-// rawRecv and rawSend move bytes on the relay's non-blocking sockets:
-// recvfrom(2) and sendto(2) go straight to the socket, without the file
-// layer's work in read(2) and write(2) (position lock, permission and
-// notification hooks): about 3 % of the relay's CPU under keep-alive
-// load. Sends pass MSG_NOSIGNAL: a send to a reset peer fails with EPIPE
-// instead of raising SIGPIPE.
-func rawRecv(fd int, p []byte) (int, error) {
-	r, _, e := unix.RawSyscall6(unix.SYS_RECVFROM, uintptr(fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)), 0, 0, 0)
-	if e != 0 {
-		return 0, e
-	}
-	return int(r), nil
-}
-
-func rawSend(fd int, p []byte, flags int) (int, error) {
-	r, _, e := unix.RawSyscall6(unix.SYS_SENDTO, uintptr(fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)), uintptr(flags), 0, 0)
-	if e != 0 {
-		return 0, e
-	}
-	return int(r), nil
-}
