@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
 )
 
 // RequireRoot skips t unless the test runs as root, which namespace and raw
@@ -46,6 +47,7 @@ type Topology struct {
 	Hosts  []*Host
 	Client *Host // nil unless Options.Client
 
+	tb     testing.TB // set by New: each tracked process is stopped in its own cleanup
 	mu     sync.Mutex
 	procs  []*exec.Cmd
 	closed bool
@@ -93,6 +95,7 @@ func New(t testing.TB, o Options) *Topology {
 	if err != nil {
 		t.Fatalf("testnet: %v", err)
 	}
+	topo.tb = t
 	t.Cleanup(topo.Close)
 	return topo
 }
@@ -259,10 +262,7 @@ func (t *Topology) Close() {
 	procs := t.procs
 	t.mu.Unlock()
 	for _, c := range procs {
-		if c.Process != nil && c.ProcessState == nil {
-			_ = syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
-			_ = c.Process.Kill()
-		}
+		stop(c)
 	}
 	for _, h := range t.All() {
 		_ = exec.Command("ip", "netns", "del", h.Name).Run()
@@ -281,11 +281,43 @@ func (h *Host) Command(name string, args ...string) *exec.Cmd {
 	return c
 }
 
-// Track registers a started command so Close kills it.
+// Track registers a started command so Close kills it. In a topology from
+// New it is also killed, and waited for, in a cleanup of its own: that
+// cleanup runs before those registered earlier, such as the removal of a
+// t.TempDir the process writes into.
 func (h *Host) Track(c *exec.Cmd) {
 	h.topo.mu.Lock()
-	defer h.topo.mu.Unlock()
 	h.topo.procs = append(h.topo.procs, c)
+	tb := h.topo.tb
+	h.topo.mu.Unlock()
+	if tb != nil {
+		tb.Cleanup(func() { stop(c) })
+	}
+}
+
+// stop kills c's process group and waits, up to 10 s, until c has exited.
+// It does not reap c, so whoever calls c.Wait still gets its status.
+func stop(c *exec.Cmd) {
+	if c.Process == nil || errors.Is(c.Process.Signal(syscall.Signal(0)), os.ErrProcessDone) {
+		return
+	}
+	_ = syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
+	_ = c.Process.Kill()
+	exited := make(chan struct{})
+	go func() {
+		defer close(exited)
+		var info unix.Siginfo
+		for {
+			err := unix.Waitid(unix.P_PID, c.Process.Pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
+			if err != unix.EINTR {
+				return // exited, or already reaped (ECHILD)
+			}
+		}
+	}()
+	select {
+	case <-exited:
+	case <-time.After(10 * time.Second):
+	}
 }
 
 // Start starts c and tracks it.

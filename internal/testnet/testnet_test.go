@@ -1,9 +1,11 @@
 package testnet
 
 import (
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestTopologyReachabilityAndCleanup(t *testing.T) {
@@ -52,5 +54,45 @@ func TestTopologyReachabilityAndCleanup(t *testing.T) {
 	}
 	if err := sleeper.Wait(); err == nil {
 		t.Fatal("process started in the topology survived Close")
+	}
+}
+
+// TestProcessStoppedBeforeTempDir: a process a test starts in a host keeps
+// writing into a t.TempDir made after the topology. Its own cleanup kills
+// and waits for it before the directory is removed, so the removal does not
+// fail with "directory not empty" (the subtest fails if it does).
+func TestProcessStoppedBeforeTempDir(t *testing.T) {
+	RequireRoot(t)
+	done := make(chan struct{})
+	ok := t.Run("writer", func(t *testing.T) {
+		topo := New(t, Options{Hosts: 1, Prefix: "vtW"})
+		dir := t.TempDir()
+		c := topo.Hosts[0].Command("sh", "-c", `i=0; while :; do i=$((i+1)); : > "$1/f$i"; done`, "sh", dir)
+		if err := topo.Hosts[0].Start(c); err != nil {
+			t.Fatal(err)
+		}
+		go func() { _ = c.Wait(); close(done) }()
+		poll := time.Now().Add(10 * time.Second)
+		for {
+			ents, err := os.ReadDir(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(ents) >= 100 {
+				break
+			}
+			if time.Now().After(poll) {
+				t.Fatalf("the writer made %d files in 10 s, want 100", len(ents))
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	})
+	if !ok {
+		t.Fatal("the writer subtest failed: its process was not stopped before its temp dir was removed")
+	}
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Error("the writer still runs 10 s after its test ended")
 	}
 }
