@@ -77,6 +77,7 @@ type side struct {
 	fd                 int // -1: none
 	canRead, canWrite  bool
 	rdhup              bool // the peer's FIN (or a hang-up) was reported
+	fin                bool // the peer's FIN was reported, with no hang-up or error
 	registered, closed bool
 }
 
@@ -464,6 +465,9 @@ func (lp *loop) handle(ev *unix.EpollEvent) {
 	if e&(unix.EPOLLRDHUP|unix.EPOLLHUP) != 0 {
 		s.rdhup = true
 	}
+	if e&(unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) == unix.EPOLLRDHUP {
+		s.fin = true
+	}
 	switch cn.state {
 	case stConnecting:
 		if which != sideServer || e&(unix.EPOLLOUT|unix.EPOLLHUP|unix.EPOLLERR) == 0 {
@@ -621,9 +625,17 @@ func (d *dir) fill(l *LB, src *side) error {
 			}
 			return nil
 		}
+		want := len(d.buf) - d.end
 		d.end += n
-		if d.end == len(d.buf) {
+		if n == want {
 			d.splice = true // bulk: splice once this buffer is written
+			return nil
+		}
+		if src.fin {
+			// The FIN was in the receive queue before this read, behind
+			// every byte the peer sent, and a read that did not fill the
+			// buffer took all of them and the FIN: the next would return 0.
+			d.eof = true
 			return nil
 		}
 		if !src.rdhup {
@@ -810,6 +822,10 @@ type lnReg struct {
 	watched bool // in the epoll set (not while paused)
 	gone    bool // the listener was closed
 	backoff time.Duration
+	// inherit says whether accepted sockets come with the listener's
+	// TCP_NODELAY: 0 until the first is accepted, then 1 (yes) or -1
+	// (no: the relay sets it on each).
+	inherit int8
 }
 
 // busyWaitMsec is how long a loop with nothing to do waits holding its
@@ -913,7 +929,15 @@ func (lp *loop) acceptOn(r *lnReg) {
 			return
 		}
 		r.backoff = 0
-		rawSetsockoptInt(nfd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
+		if r.inherit == 0 {
+			r.inherit = -1
+			if v, err := rawGetsockoptInt(nfd, unix.IPPROTO_TCP, unix.TCP_NODELAY); err == nil && v != 0 {
+				r.inherit = 1
+			}
+		}
+		if r.inherit < 0 {
+			rawSetsockoptInt(nfd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
+		}
 		if w := r.t.fe.Load().admit(nfd, peer, lp); w != nil {
 			lp.pauseLn(r, w, nil)
 			return

@@ -166,3 +166,104 @@ func segsIn(t *testing.T, c *net.TCPConn) uint32 {
 	})
 	return info.Segs_in
 }
+
+// TestReadAfterFINTakesAll checks what the relay assumes when a FIN was
+// reported before it reads (side.fin): every byte the peer sent is then
+// in the receive queue, and one read that does not fill its buffer takes
+// all of it, however many segments it came in, and the FIN too. The
+// relay takes the end of file from that read instead of reading again.
+func TestReadAfterFINTakesAll(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	peer, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	const segments, size = 40, 100
+	for i := range segments {
+		msg := []byte(fmt.Sprintf("%0*d", size, i))
+		if _, err := peer.Write(msg); err != nil { // TCP_NODELAY: one segment each
+			t.Fatal(err)
+		}
+	}
+	peer.Close()
+	onFD(t, c.(*net.TCPConn), "the read after the FIN", func(fd int) error {
+		pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLRDHUP}}
+		if _, err := unix.Poll(pfd, 10_000); err != nil {
+			return err
+		}
+		if pfd[0].Revents&unix.POLLRDHUP == 0 {
+			return fmt.Errorf("no FIN reported within 10 s (revents %#x)", pfd[0].Revents)
+		}
+		buf := make([]byte, copyBufSize)
+		n, err := rawRecv(fd, buf)
+		if err != nil || n != segments*size {
+			return fmt.Errorf("one read after the FIN took %d bytes (%v), want all %d", n, err, segments*size)
+		}
+		if n, err := rawRecv(fd, buf); n != 0 || err != nil {
+			return fmt.Errorf("the read after that returned %d, %v; want 0 (end of file)", n, err)
+		}
+		return nil
+	})
+}
+
+// TestManySegmentsThenFIN: a server sends its answer in many segments and
+// closes while the loops are held, so the relay nearly always sees the
+// FIN reported with the data. The client gets every byte, then the end.
+func TestManySegmentsThenFIN(t *testing.T) {
+	const segments, size = 40, 100
+	var want []byte
+	cl, resume := serverSpeaksFirst(t, func(c *net.TCPConn) {
+		for i := range segments {
+			msg := []byte(fmt.Sprintf("%0*d", size, i))
+			want = append(want, msg...)
+			c.Write(msg)
+		}
+		c.Close()
+	})
+	resume()
+	got, err := io.ReadAll(cl.r)
+	if err != nil || string(got) != string(want) {
+		t.Fatalf("client read %d bytes (%v), want the server's %d then end of file", len(got), err, len(want))
+	}
+}
+
+// TestClientSocketsNoDelay: the relay's client sockets have TCP_NODELAY,
+// the first (which checks whether it came from the listener) and the
+// ones after it (which take it from the listener without a call each).
+func TestClientSocketsNoDelay(t *testing.T) {
+	b := startBackend(t, "s")
+	l := newLB(t, fakeClock(), tcpConfig(lbconfig.RoundRobin, srv("s", b)))
+	for i := range 3 {
+		cl := dial(t, l, "fe")
+		if g := cl.greeting(t); g != "s" {
+			t.Fatalf("client %d: greeting %q, want s", i, g)
+		}
+		var fds []int
+		for _, lp := range l.loops {
+			lp.mu.Lock()
+			for _, cn := range lp.conns {
+				if cn != nil && cn.state == stRelaying {
+					fds = append(fds, cn.relay.c.fd)
+				}
+			}
+			lp.mu.Unlock()
+		}
+		if len(fds) != 1 {
+			t.Fatalf("client %d: %d connections relayed, want 1", i, len(fds))
+		}
+		if v, err := unix.GetsockoptInt(fds[0], unix.IPPROTO_TCP, unix.TCP_NODELAY); err != nil || v != 1 {
+			t.Errorf("client %d: the relay's client socket has TCP_NODELAY %d (%v), want 1", i, v, err)
+		}
+		cl.Close()
+		eventually(t, "the connection closed", func() bool { return l.serverStats(t, "be", "s").Sessions == 0 })
+	}
+}

@@ -24,6 +24,12 @@ func listenControl(v6only int) func(network, address string, c syscall.RawConn) 
 			if serr == nil && v6only >= 0 && network == "tcp6" {
 				serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_IPV6, unix.IPV6_V6ONLY, v6only)
 			}
+			// Accepted sockets inherit it (the relay checks the first
+			// one and sets it on each if not), so relayed messages leave
+			// at once without a setsockopt per client.
+			if serr == nil {
+				serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
+			}
 		})
 		if err != nil {
 			return err
