@@ -62,6 +62,9 @@ type loop struct {
 	inboxMu sync.Mutex // guards inbox only, never held long
 	inbox   []*conn    // handed over by other loops, to start here
 	posted  atomic.Bool
+	// waiting is set while the loop may block in epoll_wait: only then
+	// does a post need the wake descriptor (see post and run).
+	waiting atomic.Bool
 }
 
 // relayState is a connection's sockets and its two directions.
@@ -182,10 +185,17 @@ func (lp *loop) run() {
 	for {
 		n, err := rawEpollPoll(lp.epfd, lp.events[:])
 		if n == 0 && err == nil {
-			n, err = rawEpollWait(lp.epfd, lp.events[:], busyWaitMsec)
-		}
-		if n == 0 && err == nil {
-			n, err = unix.EpollWait(lp.epfd, lp.events[:], -1)
+			// Announce the wait, then look for posts once more: a post
+			// either lands before this look or sees waiting and wakes
+			// the loop (both are sequentially consistent atomics).
+			lp.waiting.Store(true)
+			if !lp.posted.Load() {
+				n, err = rawEpollWait(lp.epfd, lp.events[:], busyWaitMsec)
+				if n == 0 && err == nil {
+					n, err = unix.EpollWait(lp.epfd, lp.events[:], -1)
+				}
+			}
+			lp.waiting.Store(false)
 		}
 		if err != nil && err != unix.EINTR {
 			lp.lb.log.Error("relay event loop: epoll_wait failed", "err", err)
@@ -245,8 +255,12 @@ func (lp *loop) post(cn *conn) {
 	lp.inbox = append(lp.inbox, cn)
 	lp.posted.Store(true)
 	lp.inboxMu.Unlock()
-	var one = [8]byte{1}
-	rawWrite(lp.wake, one[:])
+	if lp.waiting.Load() {
+		// Only a loop that may be blocked needs waking; a busy one
+		// takes the inbox at its next turn.
+		var one = [8]byte{1}
+		rawWrite(lp.wake, one[:])
+	}
 }
 
 // takeInbox starts the connections other loops posted. lp.mu is held.
