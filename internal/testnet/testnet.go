@@ -274,7 +274,8 @@ func (t *Topology) Close() {
 
 // Command returns a command that runs inside the host's namespace. It runs in
 // its own process group, and Close kills it if it is still running. Start it
-// with Start (or cmd.Start followed by Track).
+// with Start, or StartFor in a subtest (or cmd.Start followed by Track or
+// TrackFor).
 func (h *Host) Command(name string, args ...string) *exec.Cmd {
 	c := exec.Command("ip", append([]string{"netns", "exec", h.Name, name}, args...)...)
 	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -282,13 +283,23 @@ func (h *Host) Command(name string, args ...string) *exec.Cmd {
 }
 
 // Track registers a started command so Close kills it. In a topology from
-// New it is also killed, and waited for, in a cleanup of its own: that
-// cleanup runs before those registered earlier, such as the removal of a
-// t.TempDir the process writes into.
+// New it is also killed, and waited for, in a cleanup of its own on the test
+// that built the topology: that cleanup runs before those registered earlier,
+// such as the removal of a t.TempDir the process writes into.
+//
+// A subtest that starts a process in its parent's topology must use TrackFor
+// (or StartFor) with its own tb instead: otherwise the process outlives the
+// subtest and its t.TempDir.
 func (h *Host) Track(c *exec.Cmd) {
+	h.TrackFor(h.topo.tb, c)
+}
+
+// TrackFor is Track with the process killed, and waited for, when tb ends
+// rather than when the test that built the topology ends. tb is the test
+// (or subtest) that started c; nil leaves c to Close alone.
+func (h *Host) TrackFor(tb testing.TB, c *exec.Cmd) {
 	h.topo.mu.Lock()
 	h.topo.procs = append(h.topo.procs, c)
-	tb := h.topo.tb
 	h.topo.mu.Unlock()
 	if tb != nil {
 		tb.Cleanup(func() { stop(c) })
@@ -320,12 +331,18 @@ func stop(c *exec.Cmd) {
 	}
 }
 
-// Start starts c and tracks it.
+// Start starts c and tracks it (see Track).
 func (h *Host) Start(c *exec.Cmd) error {
+	return h.StartFor(h.topo.tb, c)
+}
+
+// StartFor starts c and tracks it for tb (see TrackFor): c is killed, and
+// waited for, when tb ends.
+func (h *Host) StartFor(tb testing.TB, c *exec.Cmd) error {
 	if err := c.Start(); err != nil {
 		return err
 	}
-	h.Track(c)
+	h.TrackFor(tb, c)
 	return nil
 }
 

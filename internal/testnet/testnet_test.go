@@ -96,3 +96,49 @@ func TestProcessStoppedBeforeTempDir(t *testing.T) {
 		t.Error("the writer still runs 10 s after its test ended")
 	}
 }
+
+// TestSubtestProcessStoppedBeforeItsTempDir: a subtest starts a process in
+// its parent's topology that writes into the subtest's own t.TempDir.
+// StartFor ties the process to the subtest, so it is killed and waited for
+// before that directory is removed at the subtest's end, not at the
+// parent's. With Start the subtest fails with "directory not empty", or,
+// when the removal wins the race, the writer is still running afterwards.
+func TestSubtestProcessStoppedBeforeItsTempDir(t *testing.T) {
+	RequireRoot(t)
+	topo := New(t, Options{Hosts: 1, Prefix: "vtS"})
+	h := topo.Hosts[0]
+	done := make(chan struct{})
+	ok := t.Run("writer", func(t *testing.T) {
+		dir := t.TempDir()
+		// true, not the special builtin ":": a failed redirection of ":"
+		// would end sh once the directory is gone, and hide a writer that
+		// outlived its subtest.
+		c := h.Command("sh", "-c", `i=0; while :; do i=$((i+1)); true > "$1/f$i"; done`, "sh", dir)
+		if err := h.StartFor(t, c); err != nil {
+			t.Fatal(err)
+		}
+		go func() { _ = c.Wait(); close(done) }()
+		poll := time.Now().Add(10 * time.Second)
+		for {
+			ents, err := os.ReadDir(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(ents) >= 100 {
+				break
+			}
+			if time.Now().After(poll) {
+				t.Fatalf("the writer made %d files in 10 s, want 100", len(ents))
+			}
+			time.Sleep(10 * time.Millisecond) // polling another process's output
+		}
+	})
+	if !ok {
+		t.Fatal("the writer subtest failed: its process was not stopped before its temp dir was removed")
+	}
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Error("the writer still runs 10 s after its subtest ended, while the topology lives on")
+	}
+}
