@@ -632,14 +632,15 @@ func (a *avahi) run(name string, args ...string) (string, error) {
 	return string(out), err
 }
 
-// start starts a long-running avahi client (avahi-publish).
+// start starts a long-running avahi client (avahi-publish) that stops when
+// t ends: t is often a subtest of the test that built the topology.
 func (a *avahi) start(t *testing.T, name string, args ...string) *exec.Cmd {
 	t.Helper()
 	c := a.h.Command(name, args...)
 	c.Env = a.env
 	out := &lockedBuffer{b: &bytes.Buffer{}}
 	c.Stdout, c.Stderr = out, out
-	if err := a.h.Start(c); err != nil {
+	if err := a.h.StartFor(t, c); err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}
 	stopByPID(t, c)

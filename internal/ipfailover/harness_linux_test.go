@@ -74,7 +74,10 @@ func startNode(t *testing.T, h *testnet.Host, env []string, args ...string) *nod
 	c.Env = append([]string{"PATH=" + os.Getenv("PATH")}, env...)
 	n := &node{h: h, cmd: c, log: &lockedBuffer{}, done: make(chan struct{})}
 	c.Stdout, c.Stderr = n.log, n.log
-	if err := h.Start(c); err != nil {
+	// StartFor, not Start: a subtest's node writes into the subtest's
+	// state dir and must stop before that dir is removed, not when the
+	// parent that built the topology ends.
+	if err := h.StartFor(t, c); err != nil {
 		t.Fatal(err)
 	}
 	go func() {
@@ -85,7 +88,6 @@ func startNode(t *testing.T, h *testnet.Host, env []string, args ...string) *nod
 		if t.Failed() {
 			t.Logf("---- %s log (tail):\n%s", h.Name, tail(n.log.String(), 40))
 		}
-		n.kill()
 	})
 	return n
 }
