@@ -13,21 +13,20 @@ type connState uint8
 
 const (
 	stNew        connState = iota // admitted, not yet on its loop
-	stAborted                     // aborted before its loop took it
 	stConnecting                  // a connect to a server is in progress
 	stRelaying                    // relaying both ways
 	stClosed                      // both sockets closed, slot released
 )
 
 // conn is one client connection, from admission to close. The frontend
-// owns the list fields; everything from lp on belongs to the loop that
-// relays it (loop_linux.go) and is guarded by that loop's lock.
+// owns the queue fields; everything from state on belongs to the loop
+// that relays it (loop_linux.go) and is guarded by that loop's lock.
 type conn struct {
 	fe   *frontend
 	cfd  int            // the client's socket
 	peer netip.AddrPort // the client's address
 
-	// list links, guarded by fe.mu: the queue while queued, then live
+	// queue links, guarded by fe.mu
 	prev, next *conn
 	queued     bool
 	qtimer     clock.Timer

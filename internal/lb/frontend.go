@@ -20,21 +20,36 @@ type feConfig struct {
 
 // frontend admits connections, up to maxconn at once, and queues the
 // rest. It outlives reloads while its name stays.
+//
+// A connection takes and gives back its slot with atomics alone while
+// nobody waits in the queue and the frontend is not draining: both event
+// loops admit and release on every new connection, and a lock they
+// shared there made one loop's thread sleep whenever the other held it.
+// The queue and the drain are under mu. The two meet like this: a client
+// that is queued is counted in qcur before the queue is served once more
+// (serveQueueLocked), and a release gives its slot back before it looks
+// at qcur; with sequentially consistent atomics at least one of the two
+// sees the other, so a free slot and a waiting client never both stay.
+// drain and a fast admit meet the same way over draining and cur.
 type frontend struct {
 	lb   *LB
 	name string
 	cfg  atomic.Pointer[feConfig]
 
-	mu       sync.Mutex // guards the fields below
-	maxconn  int        // 0: unlimited
-	active   int        // admitted and not finished
-	queue    connList   // waiting for a slot, oldest first
-	live     connList   // admitted
-	space    chan struct{}
-	draining bool
-	drained  chan struct{} // closed when draining and nothing is left
+	cur      atomic.Int64 // slots taken: admitted and not finished
+	maxconn  atomic.Int64 // 0: unlimited; stored under mu
+	qcur     atomic.Int64 // queue length, stored under mu
+	draining atomic.Bool  // no new clients; set under mu
+	// aborting tells loops to close any connection of the frontend
+	// they are handed from now on (closeAll).
+	aborting atomic.Bool
 
-	cur, qcur, smax, qmax                atomic.Int64
+	mu      sync.Mutex    // guards the fields below
+	queue   connList      // waiting for a slot, oldest first
+	space   chan struct{} // closed when the full queue has room again
+	drained chan struct{} // closed when draining and nothing is left
+
+	smax, qmax                           atomic.Int64
 	tot, bin, bout, noServer, queueDrops atomic.Uint64
 }
 
@@ -74,56 +89,100 @@ func (q *connList) remove(c *conn) {
 	q.n--
 }
 
-func (q *connList) pop() *conn {
-	c := q.head
-	if c != nil {
-		q.remove(c)
+// queueLimit bounds the queue: as many waiting clients as maxconn.
+func (f *frontend) queueLimit() int { return int(max(f.maxconn.Load(), 1)) }
+
+// storeMax raises m to v if v is larger.
+func storeMax(m *atomic.Int64, v int64) {
+	for {
+		old := m.Load()
+		if v <= old || m.CompareAndSwap(old, v) {
+			return
+		}
 	}
-	return c
 }
 
-// queueLimit bounds the queue: as many waiting clients as maxconn.
-func (f *frontend) queueLimit() int { return max(f.maxconn, 1) }
+// tryAcquire takes a slot if maxconn allows one.
+func (f *frontend) tryAcquire() bool {
+	for {
+		a, m := f.cur.Load(), f.maxconn.Load()
+		if m > 0 && a >= m {
+			return false
+		}
+		if f.cur.CompareAndSwap(a, a+1) {
+			storeMax(&f.smax, a+1)
+			return true
+		}
+	}
+}
 
-// admit takes a new client connection: it starts serving it at once when
-// a slot is free, or queues it. When the queue is full it returns a
-// channel that is closed once there is room again; the accept loop waits
-// on it, so further clients wait in the kernel's backlog.
+// Tests set these to act between the steps of admit where another
+// goroutine may: after a fast admit took its slot, and before a client
+// that found no slot joins the queue. Nil otherwise.
+var testHookAdmitted, testHookQueueing func(*frontend)
+
+// admit takes a new client connection, accepted by the event loop lp
+// (whose lock is held): it starts serving it at once when a slot is
+// free, or queues it. When the queue is full it returns a channel that
+// is closed once there is room again; the accept loop waits on it, so
+// further clients wait in the kernel's backlog.
 //
-// An event loop that accepted the client passes itself (lp, whose lock it
-// holds): the client is relayed there unless pickLoop finds lp too loaded
-// next to another. Otherwise (nil) the least loaded loop relays it.
+// The client is relayed on lp unless pickLoop finds lp too loaded next to
+// another loop.
 func (f *frontend) admit(fd int, peer netip.AddrPort, lp *loop) <-chan struct{} {
-	cn := &conn{fe: f, cfd: fd, peer: peer}
-	f.mu.Lock()
-	if f.draining {
-		f.mu.Unlock()
+	if f.draining.Load() {
 		closeFD(fd)
+		return nil
+	}
+	cn := &conn{fe: f, cfd: fd, peer: peer}
+	if f.qcur.Load() == 0 && f.tryAcquire() {
+		if testHookAdmitted != nil {
+			testHookAdmitted(f)
+		}
+		if f.draining.Load() {
+			// The drain began after the first look and may have
+			// found no connection: give the slot back through
+			// putSlot, which ends the drain if it is the last.
+			closeFD(fd)
+			if done := f.putSlot(); done {
+				f.closeDrained()
+			}
+			return nil
+		}
+		f.lb.gcount.Add(1)
+		f.tot.Add(1)
+		cn.lp = f.lb.pickLoop(lp)
+		lp.launch(cn)
+		return nil
+	}
+	return f.admitSlow(cn, lp)
+}
+
+// admitSlow admits or queues cn under the lock: the frontend is at
+// maxconn or clients wait already.
+func (f *frontend) admitSlow(cn *conn, lp *loop) <-chan struct{} {
+	if testHookQueueing != nil {
+		testHookQueueing(f)
+	}
+	f.mu.Lock()
+	if f.draining.Load() {
+		f.mu.Unlock()
+		closeFD(cn.cfd)
 		return nil
 	}
 	f.lb.gcount.Add(1)
 	f.tot.Add(1)
-	if f.maxconn <= 0 || f.active < f.maxconn {
-		f.startLocked(cn, lp)
-		f.mu.Unlock()
-		switch {
-		case lp == nil:
-			cn.lp.start(cn)
-		case cn.lp == lp:
-			lp.startLocked(cn)
-		default: // another loop's, posted once lp's lock is released
-			lp.handoff = append(lp.handoff, cn)
-		}
-		return nil
-	}
 	cn.queued = true
 	f.queue.push(cn)
 	f.qcur.Store(int64(f.queue.n))
-	if int64(f.queue.n) > f.qmax.Load() {
-		f.qmax.Store(int64(f.queue.n))
-	}
-	if t := f.cfg.Load().queueTimeout; t > 0 {
-		cn.qtimer = f.lb.clk.AfterFunc(t, cn.queueExpired)
+	storeMax(&f.qmax, int64(f.queue.n))
+	// A slot given back before qcur said cn waits was not offered to
+	// the queue: look for one now.
+	next := f.serveQueueLocked()
+	if cn.queued {
+		if t := f.cfg.Load().queueTimeout; t > 0 {
+			cn.qtimer = f.lb.clk.AfterFunc(t, cn.queueExpired)
+		}
 	}
 	var wait chan struct{}
 	if f.queue.n >= f.queueLimit() {
@@ -133,23 +192,37 @@ func (f *frontend) admit(fd int, peer netip.AddrPort, lp *loop) <-chan struct{} 
 		wait = f.space
 	}
 	f.mu.Unlock()
-	if wait == nil {
-		return nil
+	for _, n := range next {
+		lp.launch(n)
 	}
 	return wait
 }
 
-// startLocked counts cn as active and gives it an event loop; the
-// caller starts it there once f.mu is released.
-func (f *frontend) startLocked(cn *conn, lp *loop) {
-	lp = f.lb.pickLoop(lp)
-	cn.lp = lp
-	f.active++
-	f.live.push(cn)
-	f.cur.Store(int64(f.active))
-	if int64(f.active) > f.smax.Load() {
-		f.smax.Store(int64(f.active))
+// launch starts cn, which has its loop, from lp (whose lock is held): on
+// lp itself at once, on another loop once lp's lock is released.
+func (lp *loop) launch(cn *conn) {
+	if cn.lp == lp {
+		lp.startLocked(cn)
+	} else {
+		lp.handoff = append(lp.handoff, cn)
 	}
+}
+
+// serveQueueLocked gives free slots to the oldest queued clients and
+// returns them, with their loops picked, for the caller to start once
+// f.mu is released.
+func (f *frontend) serveQueueLocked() []*conn {
+	var next []*conn
+	for f.queue.n > 0 && f.tryAcquire() {
+		n := f.queue.head
+		f.dequeueLocked(n)
+		if n.qtimer != nil {
+			n.qtimer.Stop()
+		}
+		n.lp = f.lb.pickLoop(nil)
+		next = append(next, n)
+	}
+	return next
 }
 
 // dequeueLocked removes cn from the queue and wakes a waiting accept loop.
@@ -186,22 +259,7 @@ func (cn *conn) queueExpired() {
 // release ends cn's slot; the oldest queued client takes it, if any.
 // It must be called without any loop's lock held.
 func (f *frontend) release(cn *conn) {
-	f.mu.Lock()
-	f.live.remove(cn)
-	f.active--
-	var next []*conn
-	for (f.maxconn <= 0 || f.active < f.maxconn) && f.queue.n > 0 {
-		n := f.queue.head
-		f.dequeueLocked(n)
-		if n.qtimer != nil {
-			n.qtimer.Stop()
-		}
-		f.startLocked(n, nil)
-		next = append(next, n)
-	}
-	f.cur.Store(int64(f.active))
-	done := f.doneLocked()
-	f.mu.Unlock()
+	done, next := f.putSlotServe()
 	f.lb.globalDone()
 	if done {
 		f.closeDrained()
@@ -211,20 +269,37 @@ func (f *frontend) release(cn *conn) {
 	}
 }
 
+// putSlot gives a slot back that no queued client needs to be started
+// for by the caller (it holds a loop's lock): queued clients that take
+// it are posted to their loops. It reports whether a drain ended.
+func (f *frontend) putSlot() bool {
+	done, next := f.putSlotServe()
+	for _, n := range next {
+		n.lp.post(n)
+	}
+	return done
+}
+
+// putSlotServe gives a slot back and returns the queued clients that
+// took it, to start, and whether a drain ended. Without a queue or a
+// drain it takes no lock.
+func (f *frontend) putSlotServe() (bool, []*conn) {
+	f.cur.Add(-1)
+	if f.qcur.Load() == 0 && !f.draining.Load() {
+		return false, nil
+	}
+	f.mu.Lock()
+	next := f.serveQueueLocked()
+	done := f.doneLocked()
+	f.mu.Unlock()
+	return done, next
+}
+
 // setMaxconn changes the limit and lets queued clients in if it grew.
 func (f *frontend) setMaxconn(n int) {
 	f.mu.Lock()
-	f.maxconn = n
-	var next []*conn
-	for (f.maxconn <= 0 || f.active < f.maxconn) && f.queue.n > 0 {
-		c := f.queue.head
-		f.dequeueLocked(c)
-		if c.qtimer != nil {
-			c.qtimer.Stop()
-		}
-		f.startLocked(c, nil)
-		next = append(next, c)
-	}
+	f.maxconn.Store(int64(n))
+	next := f.serveQueueLocked()
 	if f.space != nil && f.queue.n < f.queueLimit() {
 		close(f.space)
 		f.space = nil
@@ -236,7 +311,7 @@ func (f *frontend) setMaxconn(n int) {
 }
 
 func (f *frontend) doneLocked() bool {
-	return f.draining && f.active == 0 && f.queue.n == 0
+	return f.draining.Load() && f.cur.Load() == 0 && f.queue.n == 0
 }
 
 func (f *frontend) closeDrained() {
@@ -253,7 +328,7 @@ func (f *frontend) closeDrained() {
 // returned channel is closed when no connection is left.
 func (f *frontend) drain() <-chan struct{} {
 	f.mu.Lock()
-	f.draining = true
+	f.draining.Store(true)
 	done := f.doneLocked()
 	if f.space != nil {
 		close(f.space)
@@ -266,13 +341,13 @@ func (f *frontend) drain() <-chan struct{} {
 	return f.drained
 }
 
-// closeAll closes every queued and live connection (end of a drain).
+// closeAll closes every queued and admitted connection (end of a drain).
+// Admitted ones on their way to a loop are closed by the loop when it
+// takes them (startLocked sees aborting).
 func (f *frontend) closeAll() {
 	f.mu.Lock()
-	var live, queued []*conn
-	for c := f.live.head; c != nil; c = c.next {
-		live = append(live, c)
-	}
+	f.aborting.Store(true)
+	var queued []*conn
 	for f.queue.n > 0 {
 		c := f.queue.head
 		f.dequeueLocked(c)
@@ -287,8 +362,8 @@ func (f *frontend) closeAll() {
 		closeFD(c.cfd)
 		f.lb.globalDone()
 	}
-	for _, c := range live {
-		c.lp.abort(c)
+	for _, lp := range f.lb.loops {
+		lp.closeFrontend(f)
 	}
 	if done {
 		f.closeDrained()

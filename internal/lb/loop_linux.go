@@ -291,7 +291,7 @@ func (lp *loop) startLocked(cn *conn) {
 	r := &cn.relay
 	r.c = side{fd: cn.cfd}
 	r.s = side{fd: -1}
-	if cn.state == stAborted { // Shutdown closed it on the way here
+	if cn.fe.aborting.Load() { // Shutdown closed its frontend's connections meanwhile
 		rawClose(cn.cfd)
 		cn.state = stClosed
 		lp.nconns.Add(-1)
@@ -782,13 +782,9 @@ func (d *dir) release(l *LB) {
 
 // closeLocked closes both sockets of cn, frees its slot and queues it for
 // release to its frontend. It does nothing to a connection already
-// closed; one its loop has not taken yet is marked to be closed by start.
+// closed.
 func (lp *loop) closeLocked(cn *conn) {
-	switch cn.state {
-	case stClosed, stAborted:
-		return
-	case stNew:
-		cn.state = stAborted
+	if cn.state == stClosed {
 		return
 	}
 	cn.state = stClosed
@@ -815,15 +811,15 @@ func (lp *loop) closeLocked(cn *conn) {
 	lp.released = append(lp.released, cn)
 }
 
-// abort closes cn now (forced shutdown).
-func (lp *loop) abort(cn *conn) {
+// closeFrontend closes every connection of f this loop relays (forced
+// shutdown).
+func (lp *loop) closeFrontend(f *frontend) {
 	lp.mu.Lock()
-	if cn.state == stAborted || cn.state == stNew {
-		cn.state = stAborted
-		lp.mu.Unlock()
-		return
+	for _, cn := range lp.conns {
+		if cn != nil && cn.fe == f {
+			lp.closeLocked(cn)
+		}
 	}
-	lp.closeLocked(cn)
 	lp.unlock()
 }
 
