@@ -57,44 +57,63 @@ func TestTopologyReachabilityAndCleanup(t *testing.T) {
 	}
 }
 
-// TestProcessStoppedBeforeTempDir: a process a test starts in a host keeps
-// writing into a t.TempDir made after the topology. Its own cleanup kills
-// and waits for it before the directory is removed, so the removal does not
-// fail with "directory not empty" (the subtest fails if it does).
-func TestProcessStoppedBeforeTempDir(t *testing.T) {
-	RequireRoot(t)
+// writeFiles starts, with start, a process in h that creates files in dir
+// without pause, waits until it has made 100 and returns a channel closed
+// when the process has exited.
+func writeFiles(t *testing.T, h *Host, dir string, start func(*exec.Cmd) error) <-chan struct{} {
+	t.Helper()
+	// true, not the special builtin ":": a failed redirection of ":" would
+	// end sh once the directory is gone, and hide a writer that outlived
+	// its test.
+	c := h.Command("sh", "-c", `i=0; while :; do i=$((i+1)); true > "$1/f$i"; done`, "sh", dir)
+	if err := start(c); err != nil {
+		t.Fatal(err)
+	}
 	done := make(chan struct{})
-	ok := t.Run("writer", func(t *testing.T) {
-		topo := New(t, Options{Hosts: 1, Prefix: "vtW"})
-		dir := t.TempDir()
-		c := topo.Hosts[0].Command("sh", "-c", `i=0; while :; do i=$((i+1)); : > "$1/f$i"; done`, "sh", dir)
-		if err := topo.Hosts[0].Start(c); err != nil {
+	go func() { _ = c.Wait(); close(done) }()
+	poll := time.Now().Add(10 * time.Second)
+	for {
+		ents, err := os.ReadDir(dir)
+		if err != nil {
 			t.Fatal(err)
 		}
-		go func() { _ = c.Wait(); close(done) }()
-		poll := time.Now().Add(10 * time.Second)
-		for {
-			ents, err := os.ReadDir(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(ents) >= 100 {
-				break
-			}
-			if time.Now().After(poll) {
-				t.Fatalf("the writer made %d files in 10 s, want 100", len(ents))
-			}
-			time.Sleep(10 * time.Millisecond)
+		if len(ents) >= 100 {
+			return done
 		}
-	})
+		if time.Now().After(poll) {
+			t.Fatalf("the writer made %d files in 10 s, want 100", len(ents))
+		}
+		time.Sleep(10 * time.Millisecond) // polling another process's output
+	}
+}
+
+// writerStopped checks that the subtest that ran a writer passed (its temp
+// dir was removed without "directory not empty") and that the writer has
+// exited, owner naming the test it was tied to.
+func writerStopped(t *testing.T, ok bool, done <-chan struct{}, owner string) {
+	t.Helper()
 	if !ok {
 		t.Fatal("the writer subtest failed: its process was not stopped before its temp dir was removed")
 	}
 	select {
 	case <-done:
 	case <-time.After(10 * time.Second):
-		t.Error("the writer still runs 10 s after its test ended")
+		t.Errorf("the writer still runs 10 s after %s ended", owner)
 	}
+}
+
+// TestProcessStoppedBeforeTempDir: a process a test starts in a host keeps
+// writing into a t.TempDir made after the topology. Its own cleanup kills
+// and waits for it before the directory is removed, so the removal does not
+// fail with "directory not empty" (the subtest fails if it does).
+func TestProcessStoppedBeforeTempDir(t *testing.T) {
+	RequireRoot(t)
+	var done <-chan struct{}
+	ok := t.Run("writer", func(t *testing.T) {
+		h := New(t, Options{Hosts: 1, Prefix: "vtW"}).Hosts[0]
+		done = writeFiles(t, h, t.TempDir(), h.Start)
+	})
+	writerStopped(t, ok, done, "its test")
 }
 
 // TestSubtestProcessStoppedBeforeItsTempDir: a subtest starts a process in
@@ -105,40 +124,10 @@ func TestProcessStoppedBeforeTempDir(t *testing.T) {
 // when the removal wins the race, the writer is still running afterwards.
 func TestSubtestProcessStoppedBeforeItsTempDir(t *testing.T) {
 	RequireRoot(t)
-	topo := New(t, Options{Hosts: 1, Prefix: "vtS"})
-	h := topo.Hosts[0]
-	done := make(chan struct{})
+	h := New(t, Options{Hosts: 1, Prefix: "vtS"}).Hosts[0]
+	var done <-chan struct{}
 	ok := t.Run("writer", func(t *testing.T) {
-		dir := t.TempDir()
-		// true, not the special builtin ":": a failed redirection of ":"
-		// would end sh once the directory is gone, and hide a writer that
-		// outlived its subtest.
-		c := h.Command("sh", "-c", `i=0; while :; do i=$((i+1)); true > "$1/f$i"; done`, "sh", dir)
-		if err := h.StartFor(t, c); err != nil {
-			t.Fatal(err)
-		}
-		go func() { _ = c.Wait(); close(done) }()
-		poll := time.Now().Add(10 * time.Second)
-		for {
-			ents, err := os.ReadDir(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(ents) >= 100 {
-				break
-			}
-			if time.Now().After(poll) {
-				t.Fatalf("the writer made %d files in 10 s, want 100", len(ents))
-			}
-			time.Sleep(10 * time.Millisecond) // polling another process's output
-		}
+		done = writeFiles(t, h, t.TempDir(), func(c *exec.Cmd) error { return h.StartFor(t, c) })
 	})
-	if !ok {
-		t.Fatal("the writer subtest failed: its process was not stopped before its temp dir was removed")
-	}
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Error("the writer still runs 10 s after its subtest ended, while the topology lives on")
-	}
+	writerStopped(t, ok, done, "its subtest (the topology lives on)")
 }
