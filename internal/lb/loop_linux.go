@@ -37,7 +37,7 @@ import (
 //
 // Everything about a connection changes under its loop's lock, held while
 // a batch is handled. Other goroutines (timers, health checks, a
-// frontend's queue, Shutdown) take the lock to start, time out or abort a
+// frontend's queue, Shutdown) take the lock to start, time out or close a
 // connection. Finished connections give their slot back to their
 // frontend (which may start a queued one) after the lock is released.
 

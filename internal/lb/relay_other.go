@@ -31,7 +31,7 @@ func loopCount() int { return 1 }
 
 func (lp *loop) stop()             {}
 func (lp *loop) start(*conn)       {}
-func (lp *loop) abort(*conn)       {}
+func (lp *loop) post(*conn)        {}
 func (lp *loop) unlock()           { lp.mu.Unlock() }
 func (lp *loop) closeLocked(*conn) {}
 func (l *LB) failConnects(*server) {}
@@ -40,5 +40,6 @@ func closeFD(int)                  {}
 func (l *LB) watchListener(*tcpListener)   {}
 func (l *LB) unwatchListener(*tcpListener) {}
 func (lp *loop) startLocked(*conn)         {}
+func (lp *loop) closeFrontend(*frontend)   {}
 
 func acceptFD(*net.TCPListener) (int, error) { return -1, errors.New("needs Linux") }
