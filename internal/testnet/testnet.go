@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/vishvananda/netns"
-	"golang.org/x/sys/unix"
 )
 
 // RequireRoot skips t unless the test runs as root, which namespace and raw
@@ -317,13 +316,7 @@ func stop(c *exec.Cmd) {
 	exited := make(chan struct{})
 	go func() {
 		defer close(exited)
-		var info unix.Siginfo
-		for {
-			err := unix.Waitid(unix.P_PID, c.Process.Pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
-			if err != unix.EINTR {
-				return // exited, or already reaped (ECHILD)
-			}
-		}
+		waitExited(c.Process.Pid)
 	}()
 	select {
 	case <-exited:
