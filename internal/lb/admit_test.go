@@ -38,13 +38,14 @@ func churn(addr string, workers, rounds int, stopOnRefusal bool) (int64, error) 
 					c.SetDeadline(time.Now().Add(bound))
 					line, err := bufio.NewReader(c).ReadString('\n')
 					c.Close()
-					if err != nil || line != "a\n" {
-						if stopOnRefusal && !errors.Is(err, context.DeadlineExceeded) && !isTimeout(err) {
-							return nil
-						}
+					switch {
+					case err == nil && line == "a\n":
+						served.Add(1)
+					case err != nil && stopOnRefusal && !isTimeout(err):
+						return nil // closed unserved: the drain
+					default:
 						return fmt.Errorf("worker %d, client %d: greeting %q, %v", w, i, line, err)
 					}
-					served.Add(1)
 				}
 				return nil
 			}()
