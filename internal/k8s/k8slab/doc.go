@@ -3,9 +3,10 @@
 // one bridge (package testnet), each running `vipstack agent` (optionally
 // under its supervisor and with only the DaemonSet's NET_ADMIN and
 // NET_RAW), `vipstack controller` as a process of its own, an IPPool, a
-// VIPGroup and LoadBalancer Services with fixed addresses. Agents reach the
-// API through a proxy on their namespace's loopback, so nothing needs a
-// route out.
+// VIPGroup and LoadBalancer Services with fixed addresses (or none, and a
+// pool of the caller's, for a program that creates its own, such as
+// bench/k8s), optionally a client namespace. Agents reach the API through a
+// proxy on their namespace's loopback, so nothing needs a route out.
 //
 // It also acts on the lab from outside, as an operator or a failing machine
 // would: kill -9 of an agent, of its supervised child or of the

@@ -58,11 +58,22 @@ type Options struct {
 	// Caps runs each agent with only the DaemonSet's NET_ADMIN and NET_RAW
 	// (needs capsh).
 	Caps bool
+	// Pool is the IPPool's addresses (a range or a CIDR block, autoAssign);
+	// empty: Pool. Services needs the default, since Service i asks for
+	// PoolAddr(i).
+	Pool string
+	// Client adds a client namespace on the bridge (Topo.Client).
+	Client bool
+	// LeaderElect runs the controller with leader election, as deployed;
+	// false (the default) runs it without, so that a restart acts at once
+	// rather than after the killed leader's Lease expires.
+	LeaderElect bool
 	// Log receives progress lines; nil: none.
 	Log io.Writer
 }
 
-// Pool is the lab's IPPool range; Service i asks for PoolAddr(i).
+// Pool is the lab's IPPool range unless Options.Pool says otherwise;
+// Service i asks for PoolAddr(i).
 const Pool = "198.18.0.200-198.18.0.239"
 
 // PoolAddr is the address Service i asks for.
@@ -151,6 +162,8 @@ func Start(ctx context.Context, t testing.TB, o Options) *Lab {
 		t.Fatalf("k8slab: Options.Advert = %v: want a multiple of 10ms", o.Advert)
 	case o.Bin == "":
 		t.Fatalf("k8slab: Options.Bin is empty: want the vipstack binary")
+	case o.Pool != "" && o.Services > 0:
+		t.Fatalf("k8slab: Options.Pool = %q with Options.Services = %d: want the default pool (%s) for the lab's own Services, or no Services", o.Pool, o.Services, Pool)
 	}
 	l := &Lab{o: o}
 	var err error
@@ -158,7 +171,7 @@ func Start(ctx context.Context, t testing.TB, o Options) *Lab {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(l.Dir) })
-	if l.Topo, err = testnet.Build(testnet.Options{Hosts: o.Nodes, Prefix: o.Prefix}); err != nil {
+	if l.Topo, err = testnet.Build(testnet.Options{Hosts: o.Nodes, Client: o.Client, Prefix: o.Prefix}); err != nil {
 		t.Fatalf("k8slab: %v", err)
 	}
 	t.Cleanup(l.Topo.Close)
@@ -272,9 +285,12 @@ func (l *Lab) objects(ctx context.Context) error {
 			return fmt.Errorf("update node %s status: %w", nd.Name, err)
 		}
 	}
-	auto := true
+	auto, pool := true, l.o.Pool
+	if pool == "" {
+		pool = Pool
+	}
 	if err := mk(&v1alpha1.IPPool{ObjectMeta: metav1.ObjectMeta{Name: "lab"},
-		Spec: v1alpha1.IPPoolSpec{Addresses: []string{Pool}, AutoAssign: &auto}}); err != nil {
+		Spec: v1alpha1.IPPoolSpec{Addresses: []string{pool}, AutoAssign: &auto}}); err != nil {
 		return err
 	}
 	_, name, _ := strings.Cut(Group, "/")
@@ -286,15 +302,26 @@ func (l *Lab) objects(ctx context.Context) error {
 // ServiceName is Service i's name.
 func ServiceName(i int) string { return fmt.Sprintf("s%02d", i) }
 
+// NewService returns LoadBalancer Service name of the lab's group (in
+// ServiceNamespace, port 8080, no node ports), asking for addr, or for the
+// pool's next free address if addr is the zero Addr.
+func NewService(name string, addr netip.Addr) *corev1.Service {
+	f := false
+	s := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ServiceNamespace, Name: name, Annotations: map[string]string{k8s.GroupAnnotation: Group}},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, AllocateLoadBalancerNodePorts: &f,
+			Ports: []corev1.ServicePort{{Port: 8080}}},
+	}
+	if addr.IsValid() {
+		s.Spec.LoadBalancerIP = addr.String()
+	}
+	return s
+}
+
 // CreateService creates LoadBalancer Service i of the lab's group, asking
 // for PoolAddr(i).
 func (l *Lab) CreateService(ctx context.Context, i int) error {
-	f := false
-	s := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ServiceNamespace, Name: ServiceName(i), Annotations: map[string]string{k8s.GroupAnnotation: Group}},
-		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, AllocateLoadBalancerNodePorts: &f,
-			LoadBalancerIP: PoolAddr(i).String(), Ports: []corev1.ServicePort{{Port: 8080}}},
-	}
+	s := NewService(ServiceName(i), PoolAddr(i))
 	if err := l.Admin.Create(ctx, s); err != nil {
 		return fmt.Errorf("create Service %s/%s: %w", s.Namespace, s.Name, err)
 	}
@@ -486,8 +513,7 @@ func (l *Lab) start(h *testnet.Host, logPath string, prefix []string, args ...st
 }
 
 // StartController starts `vipstack controller` (one replica, without
-// leader election, so that a restart acts at once rather than after the
-// killed leader's Lease expires).
+// leader election unless Options.LeaderElect).
 func (l *Lab) StartController() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -495,7 +521,7 @@ func (l *Lab) StartController() error {
 		return errors.New("k8slab: the controller still runs")
 	}
 	p, err := l.start(nil, filepath.Join(l.Dir, "controller.log"), nil, "controller", "--kubeconfig", l.ctrlCfg,
-		"--leader-elect=false", "--metrics-addr", "", "--log-level", "info")
+		fmt.Sprintf("--leader-elect=%t", l.o.LeaderElect), "--metrics-addr", "", "--log-level", "info")
 	if err != nil {
 		return fmt.Errorf("k8slab: controller: %w", err)
 	}
@@ -515,6 +541,16 @@ func (l *Lab) KillController() error {
 		return fmt.Errorf("k8slab: kill -9 the controller: %w", err)
 	}
 	return nil
+}
+
+// ControllerPid is the controller's process ID, 0 if it does not run.
+func (l *Lab) ControllerPid() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.ctrl.running() {
+		return 0
+	}
+	return l.ctrl.cmd.Process.Pid
 }
 
 // ControllerRunning reports whether the controller process is alive.

@@ -2,12 +2,17 @@ package k8slab
 
 import (
 	"fmt"
+	"net/netip"
 	"os"
 	"os/exec"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/vipstack/vipstack/internal/k8s"
 	"github.com/vipstack/vipstack/internal/k8s/k8stest"
 	"github.com/vipstack/vipstack/internal/peers"
 	"github.com/vipstack/vipstack/internal/testnet"
@@ -94,4 +99,52 @@ func TestRestartSweepsWithoutAPI(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestStartRejectsOptions: options that cannot make a lab are refused
+// before anything is built (no root needed).
+func TestStartRejectsOptions(t *testing.T) {
+	ok := Options{Nodes: 3, Bin: "vipstack", Advert: 100 * time.Millisecond}
+	for _, tc := range []struct {
+		name string
+		edit func(*Options)
+		want string
+	}{
+		{name: "no nodes", edit: func(o *Options) { o.Nodes = 0 }, want: "Options.Nodes = 0"},
+		{name: "advert", edit: func(o *Options) { o.Advert = 15 * time.Millisecond }, want: "Options.Advert = 15ms"},
+		{name: "own pool with the lab's Services", edit: func(o *Options) { o.Pool, o.Services = "198.18.16.0/22", 1 },
+			want: `Options.Pool = "198.18.16.0/22" with Options.Services = 1`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := ok
+			tc.edit(&o)
+			p := &Program{}
+			defer p.Close()
+			err := p.Do(func() { Start(t.Context(), p, o) })
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Start(%+v) = %v, want an error containing %q", o, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestNewService(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		addr netip.Addr
+		want string // Spec.LoadBalancerIP
+	}{
+		{name: "fixed", addr: PoolAddr(3), want: "198.18.0.203"},
+		{name: "from the pool", addr: netip.Addr{}, want: ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := NewService("x", tc.addr)
+			if diff := cmp.Diff(tc.want, s.Spec.LoadBalancerIP); diff != "" {
+				t.Errorf("LoadBalancerIP (-want +got):\n%s", diff)
+			}
+			if s.Namespace != ServiceNamespace || s.Annotations[k8s.GroupAnnotation] != Group {
+				t.Errorf("Service %s/%s annotated %v, want in %s for %s", s.Namespace, s.Name, s.Annotations, ServiceNamespace, Group)
+			}
+		})
+	}
 }
