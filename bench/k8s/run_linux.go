@@ -11,13 +11,10 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"os/exec"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
-	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -26,64 +23,14 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/vipstack/vipstack/internal/k8s"
-	"github.com/vipstack/vipstack/internal/k8s/k8stest"
-	"github.com/vipstack/vipstack/internal/k8s/v1alpha1"
-	"github.com/vipstack/vipstack/internal/kubetest"
+	"github.com/vipstack/vipstack/internal/k8s/k8slab"
+	"github.com/vipstack/vipstack/internal/peers"
 	"github.com/vipstack/vipstack/internal/testnet"
 )
 
-const (
-	poolBlock = "198.18.16.0/22"
-	benchNS   = "bench"
-)
+const poolBlock = "198.18.16.0/22"
 
-// fatal is what tb.Fatal panics with; run recovers it.
-type fatal struct{ msg string }
-
-// tb lets kubetest and k8stest, written for tests, run in this program:
-// Fatal panics (run recovers), Cleanup functions run when run returns.
-type tb struct {
-	testing.TB // nil: any other method panics
-	mu         sync.Mutex
-	cleanups   []func()
-	failed     bool
-	log        io.Writer
-	verbose    bool
-}
-
-func (t *tb) Helper() {}
-func (t *tb) Logf(f string, a ...any) {
-	if t.verbose {
-		fmt.Fprintf(t.log, f+"\n", a...)
-	}
-}
-func (t *tb) Errorf(f string, a ...any) {
-	t.mu.Lock()
-	t.failed = true
-	t.mu.Unlock()
-	fmt.Fprintf(t.log, f+"\n", a...)
-}
-func (t *tb) Fatal(a ...any)            { t.failed = true; panic(fatal{fmt.Sprint(a...)}) }
-func (t *tb) Fatalf(f string, a ...any) { t.failed = true; panic(fatal{fmt.Sprintf(f, a...)}) }
-func (t *tb) Skip(a ...any)             { panic(fatal{"skipped: " + fmt.Sprint(a...)}) }
-func (t *tb) Failed() bool              { t.mu.Lock(); defer t.mu.Unlock(); return t.failed }
-func (t *tb) Cleanup(f func()) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.cleanups = append(t.cleanups, f)
-}
-func (t *tb) runCleanups() {
-	t.mu.Lock()
-	cs := t.cleanups
-	t.cleanups = nil
-	t.mu.Unlock()
-	for i := len(cs) - 1; i >= 0; i-- {
-		cs[i]()
-	}
-}
-
-func run(args []string, stdout, stderr io.Writer) (code int) {
+func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("bench/k8s", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var (
@@ -103,6 +50,10 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 		fmt.Fprintf(stderr, "bench/k8s: -services %d -warm %d: want -services at least 1, -warm at least 0, and their sum at most 1024 (the pool %s holds 1,024 addresses)\n", *n, *warm, poolBlock)
 		return 2
 	}
+	if *advert < 10 || *advert%10 != 0 {
+		fmt.Fprintf(stderr, "bench/k8s: -advert %d: want a multiple of 10 ms\n", *advert)
+		return 2
+	}
 	if os.Geteuid() != 0 {
 		fmt.Fprintln(stderr, "bench/k8s: needs root (network namespaces, packet sockets)")
 		return 2
@@ -112,183 +63,100 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	t := &tb{log: stderr, verbose: *verbose}
-	defer t.runCleanups()
-	defer func() {
-		if r := recover(); r != nil {
-			f, ok := r.(fatal)
-			if !ok {
-				t.runCleanups()
-				panic(r)
-			}
-			fmt.Fprintf(stderr, "bench/k8s: %s\n", f.msg)
-			code = 1
-		}
-	}()
-	b := &bench{t: t, ctx: ctx, out: stdout, n: *n, settle: *settle, advert: *advert, warm: *warm, clients: *clients}
+	b := &bench{ctx: ctx, out: stdout, n: *n, settle: *settle, advert: *advert, warm: *warm, clients: *clients}
+	b.p = &k8slab.Program{}
+	if *verbose {
+		b.log, b.p.Out = stderr, stderr
+	}
+	defer b.p.Close()
 	if err := b.run(*bin); err != nil {
 		fmt.Fprintf(stderr, "bench/k8s: %v\n", err)
+		if b.lab != nil && ctx.Err() == nil { // not on an interrupt or the -timeout
+			fmt.Fprintf(stderr, "---- controller log (tail):\n%s\n", tail(b.lab.ControllerLog()))
+			for _, nd := range b.lab.Nodes {
+				fmt.Fprintf(stderr, "---- agent-%s log (tail):\n%s\n", nd.Name, tail(nd.Log()))
+			}
+		}
 		return 1
 	}
 	return 0
 }
 
 type bench struct {
-	t       *tb
+	p       *k8slab.Program
 	ctx     context.Context
 	out     io.Writer
+	log     io.Writer // progress; nil: none
 	n       int
 	settle  time.Duration
 	advert  int
 	warm    int
 	clients int
 
-	topo  *testnet.Topology
-	env   *kubetest.Env
-	procs []*proc
-}
-
-type proc struct {
-	name string
-	cmd  *exec.Cmd
-	log  *os.File
-	done chan struct{}
+	lab *k8slab.Lab
 }
 
 func (b *bench) logf(f string, a ...any) {
-	b.t.Logf("%s "+f, append([]any{time.Now().Format("15:04:05.000")}, a...)...)
+	if b.log != nil {
+		fmt.Fprintf(b.log, "%s %s\n", time.Now().Format("15:04:05.000"), fmt.Sprintf(f, a...))
+	}
+}
+
+// pids are the processes whose memory is read: the controller and each
+// agent (without a supervisor, the agent runs the engine itself).
+func (b *bench) pids() (names []string, pids []int) {
+	names, pids = []string{"controller"}, []int{b.lab.ControllerPid()}
+	for _, nd := range b.lab.Nodes {
+		names, pids = append(names, "agent-"+nd.Name), append(pids, nd.AgentPid())
+	}
+	return names, pids
 }
 
 func (b *bench) run(bin string) error {
-	t := b.t
-	dir, err := os.MkdirTemp("", "vsQ-bench-")
-	if err != nil {
-		return fmt.Errorf("create work directory: %w", err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if bin == "" {
-		bin = filepath.Join(dir, "vipstack")
-		b.logf("building cmd/vipstack")
-		cmd := exec.CommandContext(b.ctx, "go", "build", "-o", bin, "./cmd/vipstack")
-		cmd.Dir = k8stest.Root(t)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("go build ./cmd/vipstack: %w\n%s", err, out)
-		}
-	}
-	topo, err := testnet.Build(testnet.Options{Hosts: 3, Client: true, Prefix: "vsQ"})
-	if err != nil {
-		return fmt.Errorf("build network namespaces: %w", err)
-	}
-	b.topo = topo
-	t.Cleanup(topo.Close)
-	t.Cleanup(b.killAll)
-
-	b.logf("starting etcd and kube-apiserver")
-	b.env = kubetest.Start(t)
-	admin := k8stest.Client(t, b.env.Config)
-	k8stest.InstallCRDs(t, admin)
 	ctx := b.ctx
-	if err := k8stest.Apply(ctx, admin, k8stest.Objects(t, "rbac.yaml"), false); err != nil {
-		return err
-	}
-	mk := func(o client.Object) error {
-		if err := admin.Create(ctx, o); err != nil {
-			return fmt.Errorf("create %T %s: %w", o, o.GetName(), err)
-		}
-		return nil
-	}
-	for _, ns := range []string{"infra", benchNS} {
-		if err := mk(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-			return err
-		}
-	}
-	names := []string{"n1", "n2", "n3"}
-	for i, h := range topo.Hosts {
-		nd := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: names[i], Labels: map[string]string{"vipstack.io/lb": "true"}}}
-		if err := mk(nd); err != nil {
-			return err
-		}
-		nd.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: h.IPv4.Addr().String()}}
-		if err := admin.Status().Update(ctx, nd); err != nil {
-			return fmt.Errorf("update node %s status: %w", names[i], err)
-		}
-	}
-	auto := true
-	if err := mk(&v1alpha1.IPPool{ObjectMeta: metav1.ObjectMeta{Name: "big"},
-		Spec: v1alpha1.IPPoolSpec{Addresses: []string{poolBlock}, AutoAssign: &auto}}); err != nil {
-		return err
-	}
-	if err := mk(&v1alpha1.VIPGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "infra", Name: "workers"},
-		Spec: v1alpha1.VIPGroupSpec{NodeSelector: map[string]string{"vipstack.io/lb": "true"}, AdvertIntervalMilliseconds: int32(b.advert)}}); err != nil {
-		return err
-	}
-
-	// The controller, as its ServiceAccount, in the root namespace.
-	ckc, err := b.kubeconfig(dir, "controller", "", "vipstack-controller")
-	if err != nil {
-		return err
-	}
-	ctrl, err := b.start("controller", nil, dir, bin, "controller", "--kubeconfig", ckc, "--metrics-addr", "", "--log-level", "info")
-	if err != nil {
-		return err
-	}
-	apiHost := strings.TrimPrefix(b.env.Config.Host, "https://")
-	var agents []*proc
-	for i, h := range topo.Hosts {
-		px, err := b.proxy(h, apiHost)
+	if bin == "" {
+		dir, err := os.MkdirTemp("", "bk8-bench-")
 		if err != nil {
-			return err
+			return fmt.Errorf("create work directory: %w", err)
 		}
-		kc, err := b.kubeconfig(dir, names[i], px, "vipstack-agent")
-		if err != nil {
-			return err
+		defer os.RemoveAll(dir)
+		b.logf("building cmd/vipstack")
+		if bin, err = peers.BuildVipstack(dir); err != nil {
+			return fmt.Errorf("build ./cmd/vipstack: %w", err)
 		}
-		sd := filepath.Join(dir, "state-"+names[i])
-		if err := os.MkdirAll(sd, 0o755); err != nil {
-			return err
-		}
-		p, err := b.start("agent-"+names[i], h, dir, bin, "agent", "--kubeconfig", kc, "--node-name", names[i], "--no-supervisor",
-			"--state-dir", sd, "--metrics-addr", "", "--status-addr", "", "--log-level", "info")
-		if err != nil {
-			return err
-		}
-		agents = append(agents, p)
 	}
+	// Three agents without a supervisor, the controller with leader
+	// election as deployed, a client namespace, the pool's block and no
+	// Services yet; Start returns once every node is master of its own
+	// (empty) instance.
+	if err := b.p.Do(func() {
+		b.lab = k8slab.Start(ctx, b.p, k8slab.Options{Nodes: 3, Prefix: "bk8", Bin: bin,
+			Advert: time.Duration(b.advert) * time.Millisecond, Pool: poolBlock, Client: true, LeaderElect: true, Log: b.log})
+	}); err != nil {
+		return err
+	}
+	lab, topo := b.lab, b.lab.Topo
 	// The client reaches the pool's block on its link.
 	if out, err := topo.Client.Run("ip", "route", "add", poolBlock, "dev", topo.Client.Link); err != nil {
 		return fmt.Errorf("client route: %w: %s", err, out)
 	}
-	b.logf("waiting for the group's instances")
-	if err := b.poll(60*time.Second, func() error {
-		for _, p := range append([]*proc{ctrl}, agents...) {
-			select {
-			case <-p.done:
-				return fmt.Errorf("%s exited:\n%s", p.name, b.tail(p))
-			default:
-			}
-		}
-		var g v1alpha1.VIPGroup
-		if err := admin.Get(ctx, client.ObjectKey{Namespace: "infra", Name: "workers"}, &g); err != nil {
-			return err
-		}
-		if len(g.Status.Instances) < 3 {
-			return fmt.Errorf("group has %d instances, want 3", len(g.Status.Instances))
-		}
-		return nil
-	}); err != nil {
-		return err
-	}
-	// Let the agents load the group and elect their (empty) instances.
+	// Let the agents settle before the first memory reading.
 	if err := sleep(ctx, time.Duration(4*b.advert)*time.Millisecond+2*time.Second); err != nil {
 		return err
 	}
+	names, pids := b.pids()
+	for i, name := range names {
+		if pids[i] == 0 {
+			return fmt.Errorf("%s does not run", name)
+		}
+	}
 	before := map[string]mem{}
-	for _, p := range append([]*proc{ctrl}, agents...) {
-		before[p.name], _ = readMem(p.cmd.Process.Pid)
+	for i, name := range names {
+		before[name], _ = readMem(pids[i])
 	}
 
 	// Watch the Services and probe the wire from the client.
-	wc, err := client.NewWithWatch(b.env.Config, client.Options{Scheme: admin.Scheme()})
+	wc, err := client.NewWithWatch(lab.Env.Config, client.Options{Scheme: lab.Admin.Scheme()})
 	if err != nil {
 		return fmt.Errorf("watch client: %w", err)
 	}
@@ -322,11 +190,12 @@ func (b *bench) run(bin string) error {
 	}
 	wctx, wcancel := context.WithCancel(ctx)
 	defer wcancel()
+	ns := client.InNamespace(k8slab.ServiceNamespace)
 	var list corev1.ServiceList
-	if err := wc.List(ctx, &list, client.InNamespace(benchNS)); err != nil {
+	if err := wc.List(ctx, &list, ns); err != nil {
 		return fmt.Errorf("list services: %w", err)
 	}
-	w, err := wc.Watch(wctx, &corev1.ServiceList{}, client.InNamespace(benchNS), &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: list.ResourceVersion}})
+	w, err := wc.Watch(wctx, &corev1.ServiceList{}, ns, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: list.ResourceVersion}})
 	if err != nil {
 		return fmt.Errorf("watch services: %w", err)
 	}
@@ -344,32 +213,31 @@ func (b *bench) run(bin string) error {
 			}
 			// The watch ended early: list (late, but nothing is lost) and watch again.
 			var l corev1.ServiceList
-			if err := wc.List(wctx, &l, client.InNamespace(benchNS)); err != nil {
+			if err := wc.List(wctx, &l, ns); err != nil {
 				return
 			}
 			now := time.Now()
 			for i := range l.Items {
 				seen(&l.Items[i], now)
 			}
-			if w, err = wc.Watch(wctx, &corev1.ServiceList{}, client.InNamespace(benchNS), &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: l.ResourceVersion}}); err != nil {
+			if w, err = wc.Watch(wctx, &corev1.ServiceList{}, ns, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: l.ResourceVersion}}); err != nil {
 				return
 			}
 		}
 	}()
 	go pr.loop(wctx)
 
-	f := false
-	svc := func(name string) *corev1.Service {
-		return &corev1.Service{
-			ObjectMeta: metav1.ObjectMeta{Namespace: benchNS, Name: name, Annotations: map[string]string{k8s.GroupAnnotation: "infra/workers"}},
-			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, AllocateLoadBalancerNodePorts: &f,
-				Ports: []corev1.ServicePort{{Port: 8080}}},
+	// Each Service takes the pool's next free address (no LoadBalancerIP).
+	create := func(name string) error {
+		if err := lab.Admin.Create(ctx, k8slab.NewService(name, netip.Addr{})); err != nil {
+			return fmt.Errorf("create service %s: %w", name, err)
 		}
+		return nil
 	}
 	if b.warm > 0 {
 		b.logf("creating %d warm-up Services", b.warm)
 		for i := range b.warm {
-			if err := mk(svc(fmt.Sprintf("warm%04d", i))); err != nil {
+			if err := create(fmt.Sprintf("warm%04d", i)); err != nil {
 				return err
 			}
 		}
@@ -395,8 +263,8 @@ func (b *bench) run(bin string) error {
 			defer wg.Done()
 			for i := k; i < b.n; i += b.clients {
 				name := fmt.Sprintf("s%04d", i)
-				if err := admin.Create(ctx, svc(name)); err != nil {
-					errs <- fmt.Errorf("create service %s: %w", name, err)
+				if err := create(name); err != nil {
+					errs <- err
 					return
 				}
 				at := time.Now()
@@ -444,16 +312,16 @@ func (b *bench) run(bin string) error {
 	}
 	_ = sleep(ctx, b.settle)
 	after := map[string]mem{}
-	for _, p := range append([]*proc{ctrl}, agents...) {
-		after[p.name], _ = readMem(p.cmd.Process.Pid)
+	for i, name := range names {
+		after[name], _ = readMem(pids[i])
 	}
 	wcancel()
 	<-watchDone
 
 	// Who holds what, for the record.
-	held := make([]int, len(topo.Hosts))
-	for i, h := range topo.Hosts {
-		as, _ := h.Addrs()
+	held := make([]int, len(lab.Nodes))
+	for i, nd := range lab.Nodes {
+		as, _ := nd.Host.Addrs()
 		for _, a := range as {
 			if p, err := netip.ParsePrefix(a); err == nil && netip.MustParsePrefix(poolBlock).Contains(p.Addr()) {
 				held[i]++
@@ -484,8 +352,8 @@ func (b *bench) run(bin string) error {
 	summarize(toWire, b.n).row(o, "answers ARP from the client")
 	fmt.Fprintf(o, "\nVIPs held per node: %v\n\n", held)
 	fmt.Fprintf(o, "%-18s %14s %14s %14s\n", "process", "RSS before", "RSS after", "peak (VmHWM)")
-	for _, p := range append([]*proc{ctrl}, agents...) {
-		fmt.Fprintf(o, "%-18s %10.1f MiB %10.1f MiB %10.1f MiB\n", p.name, before[p.name].rss, after[p.name].rss, after[p.name].hwm)
+	for _, name := range names {
+		fmt.Fprintf(o, "%-18s %10.1f MiB %10.1f MiB %10.1f MiB\n", name, before[name].rss, after[name].rss, after[name].hwm)
 	}
 	if waitErr != nil {
 		return waitErr
@@ -520,94 +388,9 @@ func sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// kubeconfig writes a copy of the admin kubeconfig that impersonates the
-// ServiceAccount vipstack-system/sa and, if server is set, reaches the API
-// there.
-func (b *bench) kubeconfig(dir, name, server, sa string) (string, error) {
-	path := filepath.Join(dir, "kubeconfig-"+name)
-	return path, b.env.WriteKubeconfigAs(path, server, "vipstack-system", sa)
-}
-
-// proxy listens on the host namespace's loopback and forwards to the API
-// server on the root namespace's loopback.
-func (b *bench) proxy(h *testnet.Host, target string) (string, error) {
-	var ln net.Listener
-	if err := h.Do(func() (err error) {
-		ln, err = net.Listen("tcp", "127.0.0.1:0")
-		return err
-	}); err != nil {
-		return "", fmt.Errorf("proxy in %s: %w", h.Name, err)
-	}
-	b.t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				up, err := net.Dial("tcp", target)
-				if err != nil {
-					return
-				}
-				defer up.Close()
-				go func() { _, _ = io.Copy(up, c) }()
-				_, _ = io.Copy(c, up)
-			}()
-		}
-	}()
-	return ln.Addr().String(), nil
-}
-
-// start runs bin args (in h's namespace unless h is nil) in its own
-// process group, logging to a file.
-func (b *bench) start(name string, h *testnet.Host, dir, bin string, args ...string) (*proc, error) {
-	var c *exec.Cmd
-	if h != nil {
-		c = h.Command(bin, args...)
-	} else {
-		c = exec.Command(bin, args...)
-		c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	}
-	c.Env = []string{"PATH=" + os.Getenv("PATH")}
-	lf, err := os.Create(filepath.Join(dir, name+".log"))
-	if err != nil {
-		return nil, err
-	}
-	c.Stdout, c.Stderr = lf, lf
-	if err := c.Start(); err != nil {
-		lf.Close()
-		return nil, fmt.Errorf("start %s: %w", name, err)
-	}
-	p := &proc{name: name, cmd: c, log: lf, done: make(chan struct{})}
-	b.procs = append(b.procs, p)
-	go func() {
-		_ = c.Wait()
-		close(p.done)
-	}()
-	return p, nil
-}
-
-func (b *bench) killAll() {
-	for _, p := range b.procs {
-		if p.cmd.Process != nil {
-			_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-			select {
-			case <-p.done:
-			case <-time.After(10 * time.Second):
-			}
-		}
-		if b.t.Failed() {
-			fmt.Fprintf(b.t.log, "---- %s log (tail):\n%s\n", p.name, b.tail(p))
-		}
-		p.log.Close()
-	}
-}
-
-func (b *bench) tail(p *proc) string {
-	data, _ := os.ReadFile(p.log.Name())
-	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+// tail is the last 20 lines of a log.
+func tail(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
 	return strings.Join(lines[max(0, len(lines)-20):], "\n")
 }
 
