@@ -217,7 +217,7 @@ func TestSlotFreedWhileQueueing(t *testing.T) {
 	cfg.MaxConn = 1
 	l := newLB(t, fakeClock(), cfg)
 	f := l.frontends["fe"]
-	if !f.tryAcquire() { // a client holds the only slot
+	if f.tryAcquire() == 0 { // a client holds the only slot
 		t.Fatal("the only slot of an idle frontend was not free")
 	}
 	setHook(t, &testHookQueueing, func(f *frontend) {
@@ -260,7 +260,7 @@ func TestDrainBeganDuringAdmit(t *testing.T) {
 	if !cl.closed(t) {
 		t.Error("a client admitted after the drain began was served")
 	}
-	if s := l.Snapshot().Frontends[0]; s.Sessions != 0 || s.TotalSessions != 0 || l.gcount.Load() != 0 {
-		t.Errorf("sessions %d, total %d, global count %d, want none", s.Sessions, s.TotalSessions, l.gcount.Load())
+	if s := l.Snapshot().Frontends[0]; s.Sessions != 0 || s.TotalSessions != 0 || s.MaxSessions != 0 || l.gcount.Load() != 0 {
+		t.Errorf("sessions %d, total %d, max %d, global count %d, want none", s.Sessions, s.TotalSessions, s.MaxSessions, l.gcount.Load())
 	}
 }

@@ -102,16 +102,16 @@ func storeMax(m *atomic.Int64, v int64) {
 	}
 }
 
-// tryAcquire takes a slot if maxconn allows one.
-func (f *frontend) tryAcquire() bool {
+// tryAcquire takes a slot if maxconn allows one and returns the slots
+// taken with it, or 0. The caller counts a slot it keeps in smax.
+func (f *frontend) tryAcquire() int64 {
 	for {
 		a, m := f.cur.Load(), f.maxconn.Load()
 		if m > 0 && a >= m {
-			return false
+			return 0
 		}
 		if f.cur.CompareAndSwap(a, a+1) {
-			storeMax(&f.smax, a+1)
-			return true
+			return a + 1
 		}
 	}
 }
@@ -135,7 +135,11 @@ func (f *frontend) admit(fd int, peer netip.AddrPort, lp *loop) <-chan struct{} 
 		return nil
 	}
 	cn := &conn{fe: f, cfd: fd, peer: peer}
-	if f.qcur.Load() == 0 && f.tryAcquire() {
+	var taken int64
+	if f.qcur.Load() == 0 {
+		taken = f.tryAcquire()
+	}
+	if taken > 0 {
 		if testHookAdmitted != nil {
 			testHookAdmitted(f)
 		}
@@ -149,6 +153,7 @@ func (f *frontend) admit(fd int, peer netip.AddrPort, lp *loop) <-chan struct{} 
 			}
 			return nil
 		}
+		storeMax(&f.smax, taken)
 		f.lb.gcount.Add(1)
 		f.tot.Add(1)
 		cn.lp = f.lb.pickLoop(lp)
@@ -213,7 +218,12 @@ func (lp *loop) launch(cn *conn) {
 // f.mu is released.
 func (f *frontend) serveQueueLocked() []*conn {
 	var next []*conn
-	for f.queue.n > 0 && f.tryAcquire() {
+	for f.queue.n > 0 {
+		taken := f.tryAcquire()
+		if taken == 0 {
+			break
+		}
+		storeMax(&f.smax, taken)
 		n := f.queue.head
 		f.dequeueLocked(n)
 		if n.qtimer != nil {
