@@ -114,13 +114,7 @@ func TestShutdownDuringChurn(t *testing.T) {
 			a := startBackend(t, "a")
 			cfg := tcpConfig(lbconfig.RoundRobin, srv("a", a))
 			cfg.MaxConn = maxconn
-			l, err := New(Options{Clock: fakeClock()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := l.Apply(cfg); err != nil {
-				t.Fatal(err)
-			}
+			l := newLB(t, fakeClock(), cfg) // its cleanup's Shutdown is a no-op after the one below
 			addr := l.Addrs("fe")[0].String()
 			type result struct {
 				served int64
