@@ -99,6 +99,16 @@ func New(t testing.TB, o Options) *Topology {
 	return topo
 }
 
+// ReservedPorts are kept out of every host's ephemeral port range
+// (net.ipv4.ip_local_reserved_ports, which is per namespace): vipstack
+// listens on them at fixed addresses, and a connection that takes one as
+// its source port makes that listen fail with "address already in use".
+// A demo run in the test suite failed so once: a master's load balancer
+// could not bind the seeds' haproxy stats port (cluster.LBStatsPort,
+// 127.0.0.1:50000) for a minute, while nothing else listens there. The
+// other fixed ports the seeds use are below the range.
+const ReservedPorts = "50000"
+
 // Build creates a topology; the caller must Close it. Use New in tests.
 func Build(o Options) (*Topology, error) {
 	if o.Hosts < 1 || o.Hosts > 90 {
@@ -150,9 +160,11 @@ func Build(o Options) (*Topology, error) {
 				return nil, err
 			}
 		}
-		// DAD off so the IPv6 addresses (link-local included) are usable at once.
+		// DAD off so the IPv6 addresses (link-local included) are usable at
+		// once; the fixed listening ports kept out of the ephemeral range.
 		for _, k := range []string{"net.ipv6.conf.all.accept_dad=0", "net.ipv6.conf.default.accept_dad=0",
-			"net.ipv6.conf.eth0.accept_dad=0", "net.ipv4.conf.all.arp_ignore=0"} {
+			"net.ipv6.conf.eth0.accept_dad=0", "net.ipv4.conf.all.arp_ignore=0",
+			"net.ipv4.ip_local_reserved_ports=" + ReservedPorts} {
 			if out, err := exec.Command("ip", "netns", "exec", name, "sysctl", "-qw", k).CombinedOutput(); err != nil {
 				return nil, fmt.Errorf("sysctl %s in %s: %v: %s", k, name, err, out)
 			}

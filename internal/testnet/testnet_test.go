@@ -1,6 +1,8 @@
 package testnet
 
 import (
+	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"strings"
@@ -130,4 +132,52 @@ func TestSubtestProcessStoppedBeforeItsTempDir(t *testing.T) {
 		done = writeFiles(t, h, t.TempDir(), func(c *exec.Cmd) error { return h.StartFor(t, c) })
 	})
 	writerStopped(t, ok, done, "its subtest (the topology lives on)")
+}
+
+// TestReservedPortsStayFree: in a host whose ephemeral range is narrowed to
+// the 21 ports around 50000, outgoing connections take every port they can
+// and never 50000, which a server can then still listen on. Without the
+// reservation the connections take 50000 too and the listen fails.
+func TestReservedPortsStayFree(t *testing.T) {
+	RequireRoot(t)
+	h := New(t, Options{Hosts: 1, Prefix: "vtR"}).Hosts[0]
+	if out, err := h.Run("sysctl", "-qw", "net.ipv4.ip_local_port_range=49990 50010"); err != nil {
+		t.Fatalf("narrowing the ephemeral range: %v: %s", err, out)
+	}
+	err := h.Do(func() error {
+		ln, err := net.Listen("tcp4", "127.0.0.1:40000") // outside the range: port 0 would take one of it
+		if err != nil {
+			return err
+		}
+		defer ln.Close()
+		var conns []net.Conn
+		defer func() {
+			for _, c := range conns {
+				c.Close()
+			}
+		}()
+		var dialErr error
+		for range 32 { // more than the range holds: the last dial fails
+			c, err := net.Dial("tcp4", ln.Addr().String())
+			if err != nil {
+				dialErr = err
+				break
+			}
+			conns = append(conns, c)
+			if p := c.LocalAddr().(*net.TCPAddr).Port; p == 50000 {
+				return fmt.Errorf("a connection took source port 50000, which is reserved")
+			}
+		}
+		if dialErr == nil || len(conns) < 10 {
+			return fmt.Errorf("%d connections got a source port (then: %v), want the range used up", len(conns), dialErr)
+		}
+		srv, err := net.Listen("tcp4", "127.0.0.1:50000")
+		if err != nil {
+			return fmt.Errorf("listen on the reserved port with the ephemeral range in use: %w", err)
+		}
+		return srv.Close()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }
