@@ -186,7 +186,7 @@ func startPeer(t *testing.T, h *testnet.Host, bin string, args ...string) *peer 
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := h.Start(p.cmd); err != nil {
+	if err := h.StartFor(t, p.cmd); err != nil {
 		t.Fatalf("start mdnstest: %v", err)
 	}
 	go func() {

@@ -67,7 +67,7 @@ func startDNS(t *testing.T, h *testnet.Host, corefile string, args ...string) *d
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := h.Start(c); err != nil {
+	if err := h.StartFor(t, c); err != nil {
 		t.Fatal(err)
 	}
 	serving := make(chan string, 1)

@@ -190,7 +190,7 @@ func startAgent(t *testing.T, h *testnet.Host, node, kubeconfig string) *agentPr
 	c.Env = []string{"PATH=" + os.Getenv("PATH")}
 	p := &agentProc{cmd: c, log: &lockedBuffer{}, done: make(chan struct{})}
 	c.Stdout, c.Stderr = p.log, p.log
-	if err := h.Start(c); err != nil {
+	if err := h.StartFor(t, c); err != nil {
 		t.Fatal(err)
 	}
 	go func() {
