@@ -14,6 +14,11 @@
 //   - the same with -H 'Connection: close': new connections per second;
 //   - iperf3 -c -t 5: one bulk stream through the balancer's second frontend.
 //
+// During both wrk runs it also reads the balancer's CPU time (user and
+// system, /proc/PID/stat) and reports it per request, without a target:
+// the throughput ratios move with the machine, the CPU a balancer spends
+// per request much less.
+//
 // Each test runs for both balancers back to back, the order flipping from
 // test to test and from round to round (see measureRound), and the report
 // prints the median of the rounds' figures and, as vipstack/haproxy, the

@@ -99,3 +99,33 @@ func parseIperf3(out []byte) (float64, error) {
 	}
 	return r.End.SumReceived.BitsPerSecond, nil
 }
+
+// userHZ is the unit of the CPU times in /proc/PID/stat (USER_HZ, 100 on
+// every architecture Go runs Linux on).
+const userHZ = 100
+
+// parseProcStatCPU returns the user plus system CPU time of a process
+// from the text of its /proc/PID/stat: all its threads, the living and
+// the exited ones.
+func parseProcStatCPU(stat string) (time.Duration, error) {
+	// The command name (field 2) is in parentheses and may hold spaces
+	// and parentheses itself: the fields after it follow the last ')'.
+	i := strings.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("/proc/PID/stat: no ')' after the command name in %q", stat)
+	}
+	f := strings.Fields(stat[i+1:])
+	// f[0] is field 3 (state); utime and stime are fields 14 and 15.
+	if len(f) < 13 {
+		return 0, fmt.Errorf("/proc/PID/stat: %d fields after the command name, want at least 13", len(f))
+	}
+	var ticks int64
+	for _, s := range f[11:13] {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || n < 0 {
+			return 0, fmt.Errorf("/proc/PID/stat: CPU time %q is not a count of ticks", s)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * time.Second / userHZ, nil
+}

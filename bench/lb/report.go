@@ -21,6 +21,10 @@ type figures struct {
 	KeepAlive wrkResult // wrk -t2 -c64, keep-alive
 	Close     wrkResult // the same with Connection: close: new connections per second
 	Bps       float64   // iperf3, one stream
+	// KeepAliveCPU and CloseCPU are the CPU time the balancer's process
+	// spent per request during those wrk runs (user and system, from
+	// /proc/PID/stat); 0 for direct, which has no balancer.
+	KeepAliveCPU, CloseCPU time.Duration
 }
 
 // killResult is the backend-kill test through one balancer.
@@ -62,6 +66,8 @@ type metric struct {
 	// informational.
 	higherBetter bool
 	bound        float64
+	// balancerOnly: the figure has no direct value.
+	balancerOnly bool
 }
 
 func metrics() []metric {
@@ -76,6 +82,8 @@ func metrics() []metric {
 		{name: "Connection: close p50 latency", value: dur(func(x figures) time.Duration { return x.Close.P50 }), format: fmtDuration},
 		{name: "Connection: close p99 latency", value: dur(func(x figures) time.Duration { return x.Close.P99 }), format: fmtDuration},
 		{name: "bulk throughput (iperf3, 1 stream)", value: func(x figures) float64 { return x.Bps }, format: fmtBits, higherBetter: true, bound: 0.9},
+		{name: "balancer CPU per keep-alive request", value: dur(func(x figures) time.Duration { return x.KeepAliveCPU }), format: fmtDuration, balancerOnly: true},
+		{name: "balancer CPU per new connection", value: dur(func(x figures) time.Duration { return x.CloseCPU }), format: fmtDuration, balancerOnly: true},
 	}
 }
 
@@ -166,6 +174,9 @@ func (r *results) print(w io.Writer) {
 	misses := 0
 	for _, m := range metrics() {
 		cell := func(impl string) (float64, string) {
+			if impl == implDirect && m.balancerOnly {
+				return 0, "-"
+			}
 			v, ok := m.median(r.Rounds[impl])
 			if !ok {
 				return 0, "-"

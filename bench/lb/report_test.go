@@ -328,3 +328,62 @@ func keepAliveRounds(v ...float64) []figures {
 	}
 	return f
 }
+
+func TestParseProcStatCPU(t *testing.T) {
+	// Fields 14 and 15 (utime, stime) are 250 and 150 ticks.
+	rest := " S 1 2 3 4 5 6 7 8 9 10 250 150 11 12 20 0 3 0 100 200 300"
+	tests := []struct {
+		name    string
+		stat    string
+		want    time.Duration
+		wantErr string
+	}{
+		{name: "plain name", stat: "4242 (haproxy)" + rest, want: 4 * time.Second},
+		{name: "name with spaces and parentheses", stat: "4242 (a (b) c)" + rest, want: 4 * time.Second},
+		{name: "no name", stat: "4242 haproxy" + rest, wantErr: "no ')'"},
+		{name: "cut short", stat: "4242 (vipstack) S 1 2 3", wantErr: "want at least 13"},
+		{name: "not a number", stat: "4242 (x) S 1 2 3 4 5 6 7 8 9 10 abc 150 11", wantErr: `CPU time "abc"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := parseProcStatCPU(tt.stat)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("parseProcStatCPU() = %v, %v; want an error with %q", got, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || got != tt.want {
+				t.Fatalf("parseProcStatCPU() = %v, %v; want %v", got, err, tt.want)
+			}
+		})
+	}
+}
+
+// TestReportBalancerCPU: the CPU per request lines print each balancer's
+// median, "-" for direct (no balancer) and vipstack/haproxy, with no target.
+func TestReportBalancerCPU(t *testing.T) {
+	round := func(ka, cl time.Duration) figures {
+		return figures{KeepAlive: wrkResult{RPS: 1}, Close: wrkResult{RPS: 1}, Bps: 1, KeepAliveCPU: ka, CloseCPU: cl}
+	}
+	r := &results{Rounds: map[string][]figures{
+		implDirect:   {{KeepAlive: wrkResult{RPS: 1}, Close: wrkResult{RPS: 1}, Bps: 1}},
+		implHAProxy:  {round(20*time.Microsecond, 100*time.Microsecond)},
+		implVipstack: {round(15*time.Microsecond, 110*time.Microsecond)},
+	}}
+	var b strings.Builder
+	r.print(&b)
+	var got []string
+	for _, l := range strings.Split(b.String(), "\n") {
+		if strings.HasPrefix(l, "balancer CPU") {
+			got = append(got, strings.Join(strings.Fields(l), " "))
+		}
+	}
+	want := []string{
+		"balancer CPU per keep-alive request - 20 us 15 us 0.75",
+		"balancer CPU per new connection - 100 us 110 us 1.10",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("CPU lines (-want +got):\n%s\nreport:\n%s", diff, b.String())
+	}
+}

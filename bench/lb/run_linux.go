@@ -317,11 +317,11 @@ func (b *bench) measureRound(o options, round int, order []string) (map[string]f
 		run  func(impl string, f *figures) error
 	}{
 		{"wrk keep-alive", func(impl string, f *figures) (err error) {
-			f.KeepAlive, err = b.wrk(o.dur, mainPort(impl), false)
+			f.KeepAlive, f.KeepAliveCPU, err = b.wrkCPU(o.dur, impl, false)
 			return err
 		}},
 		{"wrk Connection: close", func(impl string, f *figures) (err error) {
-			f.Close, err = b.wrk(o.dur, mainPort(impl), true)
+			f.Close, f.CloseCPU, err = b.wrkCPU(o.dur, impl, true)
 			return err
 		}},
 		{"iperf3", func(impl string, f *figures) error {
@@ -364,6 +364,46 @@ func bulkPort(impl string) int {
 		return iperfPort
 	}
 	return portsFor(impl).Bulk
+}
+
+// wrkCPU runs wrk against impl and measures the CPU time the balancer's
+// process spends per request meanwhile (0 for direct).
+func (b *bench) wrkCPU(d time.Duration, impl string, closeConns bool) (wrkResult, time.Duration, error) {
+	if impl == implDirect {
+		r, err := b.wrk(d, mainPort(impl), closeConns)
+		return r, 0, err
+	}
+	b.mu.Lock()
+	p := b.procs[impl]
+	b.mu.Unlock()
+	if p == nil {
+		return wrkResult{}, 0, fmt.Errorf("%s is not running", impl)
+	}
+	before, err := procCPU(p.cmd.Process.Pid)
+	if err != nil {
+		return wrkResult{}, 0, err
+	}
+	r, err := b.wrk(d, mainPort(impl), closeConns)
+	if err != nil {
+		return r, 0, err
+	}
+	after, err := procCPU(p.cmd.Process.Pid)
+	if err != nil {
+		return r, 0, err
+	}
+	if r.Requests == 0 {
+		return r, 0, fmt.Errorf("wrk through %s completed no request", impl)
+	}
+	return r, (after - before) / time.Duration(r.Requests), nil
+}
+
+// procCPU is the CPU time process pid has used so far.
+func procCPU(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	return parseProcStatCPU(string(b))
 }
 
 func (b *bench) wrk(d time.Duration, port int, closeConns bool) (wrkResult, error) {
