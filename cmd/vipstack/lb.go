@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -96,7 +95,7 @@ func runLB(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var rd *redirect.Follower
 	var rdPort uint16
 	if vip.IsValid() {
-		port, err := frontendPort(cfg)
+		port, err := redirectPort(cfg, vip)
 		if err != nil {
 			fmt.Fprintf(stderr, "vipstack lb: --redirect: %v\n", err)
 			return 1
@@ -176,8 +175,10 @@ func runLB(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 				continue
 			}
 			if rd != nil {
-				if port, err := frontendPort(next); err == nil && port != rdPort {
-					log.Warn("the first frontend's port changed; the redirect keeps the port it started with until restart", "old", rdPort, "new", port)
+				if port, err := redirectPort(next, vip); err != nil {
+					log.Warn("the reloaded configuration has no frontend the redirect can deliver to; the redirect keeps its port until restart", "port", rdPort, "err", err)
+				} else if port != rdPort {
+					log.Warn("the redirect's frontend port changed; the redirect keeps the port it started with until restart", "old", rdPort, "new", port)
 				}
 			}
 		}
@@ -204,17 +205,40 @@ func fdsNeeded(cfg *lbconfig.Config) int {
 	return 2*conns + 256
 }
 
-// frontendPort is where the redirect sends traffic: the first bind of the
-// first frontend.
-func frontendPort(cfg *lbconfig.Config) (uint16, error) {
+// redirectPort is where the redirect of vip sends traffic: the port of the
+// first frontend bind that receives it. The redirect rewrites the
+// destination to one of the node's own addresses (127.0.0.1 or ::1 for
+// local clients, the address of the interface a remote client comes in
+// on), so only a wildcard bind of vip's family receives it: 0.0.0.0 or
+// `::: v4v6` for an IPv4 VIP, :: for an IPv6 one. A bind to one address
+// would leave the VIP refusing every connection.
+func redirectPort(cfg *lbconfig.Config, vip netip.AddrPort) (uint16, error) {
+	v4 := vip.Addr().Unmap().Is4()
+	var seen []string
 	for _, f := range cfg.Frontends {
-		for _, b := range f.Binds {
-			if b.Addr.Port() != 0 {
+		for i, b := range f.Binds {
+			a := b.Addr.Addr()
+			if a.IsValid() && a.IsUnspecified() && b.Addr.Port() != 0 && (a.Is6() && (!v4 || b.V4V6) || a.Is4() && v4) {
 				return b.Addr.Port(), nil
 			}
+			what := b.Addr.String()
+			if !a.IsValid() {
+				what = b.Host
+			} else if b.V4V6 {
+				what += " v4v6"
+			}
+			if src := cfg.Source[lbconfig.BindKey("frontend "+f.Name, i)]; src != "" {
+				what += " (" + src + ")"
+			}
+			seen = append(seen, "frontend "+f.Name+" "+what)
 		}
 	}
-	return 0, errors.New("the configuration has no frontend bind with a port to redirect to")
+	want := "bind :PORT, 0.0.0.0:PORT or :::PORT v4v6"
+	if !v4 {
+		want = "bind :::PORT"
+	}
+	return 0, fmt.Errorf("no frontend listens on every local %s address, where the redirect of %s delivers (to 127.0.0.1/::1 for local clients, to the receiving interface's address for others); binds: %s (accepted: %s)",
+		map[bool]string{true: "IPv4", false: "IPv6"}[v4], vip, strings.Join(seen, ", "), want)
 }
 
 func requestReload(ch chan string, why string) {
