@@ -204,7 +204,7 @@ func TestParseAccepts(t *testing.T) {
 			conf: func(t *testing.T) string { return edit(t, "47012 check", "47012 check check-ssl") },
 			get:  func(c *lbconfig.Config) any { return c.Backends[0].Servers[0].Verify },
 			want: true,
-			wantWarnings: []string{"h.cfg:10: server m0: its health checks verify the server certificate against the system's CA pool " +
+			wantWarnings: []string{"h.cfg:10: backend masters, server m0: its health checks verify the server certificate against the system's CA pool " +
 				"(haproxy 2.6 needs a ca-file for this, which vipstack does not support; write verify none to skip verification)"},
 			haproxyRejects: "verify is enabled by default but no CA file specified",
 		},

@@ -177,7 +177,7 @@ func TestParseErrors(t *testing.T) {
 		{
 			name: "named defaults reference",
 			conf: func(t *testing.T) string { return edit(t, "frontend main\n", "frontend main from d\n") },
-			want: "h.cfg:6: frontend takes 1 value(s) (its name), got 3\n" +
+			want: "h.cfg:6: frontend takes 1 value(s) (its name), got 3: \"main from d\"\n" +
 				"h.cfg:6: frontend ... from (named defaults) is not supported by vipstack",
 		},
 		{
@@ -259,6 +259,20 @@ func TestParseErrors(t *testing.T) {
 			conf:    func(t *testing.T) string { return edit(t, "timeout client 30s", "timeout client 25d") },
 			want:    `h.cfg:4: timeout client "25d" is too large (maximum: 2147483647 milliseconds, about 24.8 days)`,
 			haproxy: haproxyRejects,
+		},
+		{
+			// The values are quoted: a unit written apart from its
+			// number shows as the second value.
+			name:    "timeout with a space before its unit",
+			conf:    func(t *testing.T) string { return edit(t, "timeout connect 5s", "timeout connect 5 sec") },
+			want:    `h.cfg:3: timeout connect takes 1 value(s) (a time such as 10s), got 2: "5 sec"`,
+			haproxy: haproxyRejects,
+		},
+		{
+			name:    "keyword that takes no value",
+			conf:    func(t *testing.T) string { return edit(t, "  mode tcp\n", "  mode tcp\n  option redispatch 1\n") },
+			want:    `h.cfg:3: option redispatch takes no value, got 1: "1"`,
+			haproxy: haproxyAccepts,
 		},
 		{
 			name:    "timeout without value",
@@ -375,7 +389,7 @@ func TestParseErrors(t *testing.T) {
 		{
 			name:    "option httpchk with too many values",
 			conf:    func(t *testing.T) string { return edit(t, srv, "  option httpchk GET /readyz HTTP/1.1 x\n"+srv) },
-			want:    `h.cfg:10: option httpchk takes 0 to 3 values ([[METHOD] URI [VERSION]]), got 4`,
+			want:    `h.cfg:10: option httpchk takes 0 to 3 values ([[METHOD] URI [VERSION]]), got 4: "GET /readyz HTTP/1.1 x"`,
 			haproxy: haproxyRejects,
 		},
 		{
@@ -389,31 +403,31 @@ func TestParseErrors(t *testing.T) {
 		{
 			name:    "weight 0",
 			conf:    func(t *testing.T) string { return edit(t, "47012 check", "47012 check weight 0") },
-			want:    `h.cfg:10: server m0: weight 0 is not supported by vipstack (accepted: 1..256): haproxy's weight 0 takes a server out of load balancing, which vipstack does not do`,
+			want:    `h.cfg:10: backend masters, server m0: weight 0 is not supported by vipstack (accepted: 1..256): haproxy's weight 0 takes a server out of load balancing, which vipstack does not do`,
 			haproxy: haproxyAccepts,
 		},
 		{
 			name:    "weight not a number",
 			conf:    func(t *testing.T) string { return edit(t, "47012 check", "47012 check weight x") },
-			want:    `h.cfg:10: weight "x" is not an integer (accepted: 1..256)`,
+			want:    `h.cfg:10: backend masters, server m0: weight "x" is not an integer (accepted: 1..256)`,
 			haproxy: haproxyAccepts,
 		},
 		{
 			name:    "server without port",
 			conf:    func(t *testing.T) string { return edit(t, "127.0.0.1:47012 check", "127.0.0.1") },
-			want:    `h.cfg:10: server m0: address "127.0.0.1" has no port (accepted: ADDRESS:PORT or [IPv6]:PORT; haproxy would use the client's port, vipstack needs it written)`,
+			want:    `h.cfg:10: backend masters, server m0: address "127.0.0.1" has no port (accepted: ADDRESS:PORT or [IPv6]:PORT; haproxy would use the client's port, vipstack needs it written)`,
 			haproxy: haproxyAccepts,
 		},
 		{
 			name:    "server host name",
 			conf:    func(t *testing.T) string { return edit(t, "127.0.0.1:47012", "master-0.invalid:6443") },
-			want:    `h.cfg:10: server m0: address "master-0.invalid:6443": "master-0.invalid" is not an IP address (accepted: ADDRESS:PORT or [IPv6]:PORT; vipstack resolves no host name but localhost)`,
+			want:    `h.cfg:10: backend masters, server m0: address "master-0.invalid:6443": "master-0.invalid" is not an IP address (accepted: ADDRESS:PORT or [IPv6]:PORT; vipstack resolves no host name but localhost)`,
 			haproxy: haproxyRejects,
 		},
 		{
 			name:    "server port offset",
 			conf:    func(t *testing.T) string { return edit(t, "127.0.0.1:47012 check", "127.0.0.1:+1") },
-			want:    `h.cfg:10: server m0: address "127.0.0.1:+1": port offsets are not supported by vipstack (accepted: a port 1..65535)`,
+			want:    `h.cfg:10: backend masters, server m0: address "127.0.0.1:+1": port offsets are not supported by vipstack (accepted: a port 1..65535)`,
 			haproxy: haproxyAccepts,
 		},
 		{
@@ -425,37 +439,92 @@ func TestParseErrors(t *testing.T) {
 		{
 			name:    "unsupported server parameter",
 			conf:    func(t *testing.T) string { return edit(t, "47012 check", "47012 check backup") },
-			want:    `h.cfg:10: server m0: parameter "backup" is not supported by vipstack (supported: check, check-ssl, fall, inter, rise, verify, weight)`,
+			want:    `h.cfg:10: backend masters, server m0: parameter "backup" is not supported by vipstack (supported: check, check-ssl, fall, inter, rise, verify, weight)`,
 			haproxy: haproxyAccepts,
 		},
 		{
 			name:    "server parameter without value",
 			conf:    func(t *testing.T) string { return edit(t, "47012 check", "47012 check inter") },
-			want:    `h.cfg:10: server m0: parameter inter needs a value (a time such as 2s)`,
+			want:    `h.cfg:10: backend masters, server m0: parameter inter needs a value (a time such as 2s)`,
 			haproxy: haproxyRejects,
 		},
 		{
 			name:    "server parameter twice",
 			conf:    func(t *testing.T) string { return edit(t, "47012 check", "47012 check rise 2 rise 3") },
-			want:    `h.cfg:10: server m0: parameter rise is given twice`,
+			want:    `h.cfg:10: backend masters, server m0: parameter rise is given twice`,
 			haproxy: haproxyAccepts,
 		},
 		{
 			name:    "bad verify",
 			conf:    func(t *testing.T) string { return edit(t, "47012 check", "47012 check verify maybe") },
-			want:    `h.cfg:10: server m0: verify "maybe" is not a verify method (accepted: none, required)`,
+			want:    `h.cfg:10: backend masters, server m0: verify "maybe" is not a verify method (accepted: none, required)`,
 			haproxy: haproxyRejects,
 		},
 		{
 			name:    "inter 0",
 			conf:    func(t *testing.T) string { return edit(t, "47012 check", "47012 check inter 0") },
-			want:    `h.cfg:10: server m0: inter 0 is out of range (accepted: 1ms or more)`,
+			want:    `h.cfg:10: backend masters, server m0: inter 0 is out of range (accepted: 1ms or more)`,
 			haproxy: haproxyRejects,
 		},
 		{
 			name:    "fall 0",
 			conf:    func(t *testing.T) string { return edit(t, "47012 check", "47012 check fall 0") },
-			want:    `h.cfg:10: server m0: fall 0 is out of range (accepted: 1 or more)`,
+			want:    `h.cfg:10: backend masters, server m0: fall 0 is out of range (accepted: 1 or more)`,
+			haproxy: haproxyRejects,
+		},
+		{
+			// maxconn is a server parameter haproxy knows and vipstack
+			// does not; its value is not a second, bogus parameter.
+			name:    "unsupported server parameter with a value",
+			conf:    func(t *testing.T) string { return edit(t, "47012 check", "47012 maxconn 10 check") },
+			want:    `h.cfg:10: backend masters, server m0: parameter "maxconn" is not supported by vipstack (supported: check, check-ssl, fall, inter, rise, verify, weight)`,
+			haproxy: haproxyAccepts,
+		},
+		{
+			// fall took rise as its value; 3 is not reported as a
+			// parameter of its own.
+			name:    "server parameter missing its value",
+			conf:    func(t *testing.T) string { return edit(t, "47012 check", "47012 check fall rise 3") },
+			want:    `h.cfg:10: backend masters, server m0: fall "rise" is not an integer (accepted: 1 or more)`,
+			haproxy: haproxyRejects,
+		},
+		{
+			name:    "server parameter twice with bad values",
+			conf:    func(t *testing.T) string { return edit(t, "47012 check", "47012 check rise x rise y") },
+			want:    `h.cfg:10: backend masters, server m0: rise "x" is not an integer (accepted: 1 or more)`,
+			haproxy: haproxyRejects,
+		},
+		{
+			name: "one error per server line",
+			conf: func(t *testing.T) string {
+				return edit(t, srv, "  server m0 127.0.0.1:47012 backup weight x\n  server m1 127.0.0.1:47013 weight x backup\n")
+			},
+			want: `h.cfg:10: backend masters, server m0: parameter "backup" is not supported by vipstack (supported: check, check-ssl, fall, inter, rise, verify, weight)` + "\n" +
+				`h.cfg:11: backend masters, server m1: weight "x" is not an integer (accepted: 1..256)`,
+			haproxy: haproxyAccepts,
+		},
+		{
+			name:    "negative weight",
+			conf:    func(t *testing.T) string { return edit(t, "47012 check", "47012 check weight -1") },
+			want:    `h.cfg:10: backend masters, server m0: weight -1 is out of range (accepted: 1..256)`,
+			haproxy: haproxyRejects,
+		},
+		{
+			name:    "negative rise",
+			conf:    func(t *testing.T) string { return edit(t, "47012 check", "47012 check rise -2") },
+			want:    `h.cfg:10: backend masters, server m0: rise -2 is out of range (accepted: 1 or more)`,
+			haproxy: haproxyRejects,
+		},
+		{
+			name:    "bad inter unit",
+			conf:    func(t *testing.T) string { return edit(t, "47012 check", "47012 check inter 1y") },
+			want:    `h.cfg:10: backend masters, server m0: inter "1y" has an unexpected character 'y' (accepted: a whole number with a unit us, ms, s, m, h or d; no unit means milliseconds)`,
+			haproxy: haproxyRejects,
+		},
+		{
+			name:    "inter too large",
+			conf:    func(t *testing.T) string { return edit(t, "47012 check", "47012 check inter 30d") },
+			want:    `h.cfg:10: backend masters, server m0: inter "30d" is too large (maximum: 2147483647 milliseconds, about 24.8 days)`,
 			haproxy: haproxyRejects,
 		},
 		{

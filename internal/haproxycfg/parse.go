@@ -220,18 +220,24 @@ func (p *parser) once(l line, kw string) bool {
 	return true
 }
 
-// nargs checks the number of values after a keyword of n words.
+// nargs checks the number of values after a keyword of n words. The
+// message quotes the values given, so that a time written with a space
+// ("5 sec") or a stray word shows which words were taken as values.
 func (p *parser) nargs(l line, n, lo, hi int, form string) ([]string, bool) {
 	args := l.words[n:]
 	if len(args) < lo || len(args) > hi {
 		kw := strings.Join(l.words[:n], " ")
+		got := strconv.Itoa(len(args))
+		if len(args) > 0 {
+			got += ": " + strconv.Quote(strings.Join(args, " "))
+		}
 		switch {
 		case lo == hi && lo == 0:
-			p.errorf(l, l.kw(), "%s takes no value, got %d", kw, len(args))
+			p.errorf(l, l.kw(), "%s takes no value, got %s", kw, got)
 		case lo == hi:
-			p.errorf(l, l.kw(), "%s takes %d value(s) (%s), got %d", kw, lo, form, len(args))
+			p.errorf(l, l.kw(), "%s takes %d value(s) (%s), got %s", kw, lo, form, got)
 		default:
-			p.errorf(l, l.kw(), "%s takes %d to %d values (%s), got %d", kw, lo, hi, form, len(args))
+			p.errorf(l, l.kw(), "%s takes %d to %d values (%s), got %s", kw, lo, hi, form, got)
 		}
 		return nil, false
 	}
@@ -653,6 +659,14 @@ func (p *parser) backend(l line) {
 }
 
 // server parses `server NAME ADDRESS:PORT [params]`.
+//
+// Every error about a named server starts "backend B, server S: ", as
+// lbconfig.Validate's do, so that a message says which server it is about
+// whichever stage found it. Only the first error of a line is reported:
+// after a parameter it does not know or a value it cannot read, the
+// parser can no longer tell values from parameters, and what it would say
+// about the next words (`parameter "10" is not supported` after an
+// unsupported `maxconn 10`) would be false.
 func (p *parser) server(l line) {
 	if len(l.words) < 3 {
 		p.errorf(l, "server", "server needs a name and an address (accepted: server NAME ADDRESS:PORT [%s])", serverParams)
@@ -666,26 +680,29 @@ func (p *parser) server(l line) {
 			return
 		}
 	}
+	field := p.key + ", server " + name
+	fail := func(kw, format string, a ...any) {
+		p.errorf(l, kw, "%s: "+format, append([]any{field}, a...)...)
+	}
 	s := lbconfig.Server{Name: name, Verify: true}
 	addr, _, msg := parseAddr(l.words[2], false)
 	if msg != "" {
-		p.errorf(l, "server", "server %s: %s", name, msg)
+		fail("server", "%s", msg)
 		return
 	}
 	s.Addr = addr
 	params := l.words[3:]
 	seen := map[string]bool{}
-	ok := true
 	for i := 0; i < len(params); i++ {
 		param := params[i]
 		if seen[param] {
-			p.errorf(l, param, "server %s: parameter %s is given twice", name, param)
-			ok = false
+			fail(param, "parameter %s is given twice", param)
+			return
 		}
 		seen[param] = true
 		value := func(want string) (string, bool) {
 			if i+1 == len(params) {
-				p.errorf(l, param, "server %s: parameter %s needs a value (%s)", name, param, want)
+				fail(param, "parameter %s needs a value (%s)", param, want)
 				return "", false
 			}
 			i++
@@ -697,39 +714,39 @@ func (p *parser) server(l line) {
 		case "check-ssl":
 			s.CheckSSL = true
 		case "verify":
-			v, vok := value("none or required")
+			v, ok := value("none or required")
 			switch {
-			case !vok:
-				ok = false
+			case !ok:
+				return
 			case v == "none":
 				s.Verify = false
 			case v == "required":
 				s.Verify = true
 			default:
-				p.errorf(l, param, "server %s: verify %q is not a verify method (accepted: none, required)", name, v)
-				ok = false
+				fail(param, "verify %q is not a verify method (accepted: none, required)", v)
+				return
 			}
 		case "weight", "fall", "rise":
-			v, vok := value("a number")
-			if !vok {
-				ok = false
-				break
+			v, ok := value("a number")
+			if !ok {
+				return
 			}
 			want := "1 or more"
 			if param == "weight" {
 				want = "1.." + strconv.Itoa(lbconfig.MaxWeight)
 			}
-			n, nok := p.intArg(l, param, v, 0, want)
+			n, msg := intValue(param, v, 0, want)
 			switch {
-			case !nok:
-				ok = false
+			case msg != "":
+				fail(param, "%s", msg)
+				return
 			case n == 0 && param == "weight":
-				p.errorf(l, param, "server %s: weight 0 is not supported by vipstack (accepted: 1..%d): "+
-					"haproxy's weight 0 takes a server out of load balancing, which vipstack does not do", name, lbconfig.MaxWeight)
-				ok = false
+				fail(param, "weight 0 is not supported by vipstack (accepted: 1..%d): "+
+					"haproxy's weight 0 takes a server out of load balancing, which vipstack does not do", lbconfig.MaxWeight)
+				return
 			case n == 0:
-				p.errorf(l, param, "server %s: %s 0 is out of range (accepted: 1 or more)", name, param)
-				ok = false
+				fail(param, "%s 0 is out of range (accepted: 1 or more)", param)
+				return
 			case param == "weight":
 				s.Weight = n
 			case param == "fall":
@@ -738,32 +755,29 @@ func (p *parser) server(l line) {
 				s.Rise = n
 			}
 		case "inter":
-			v, vok := value("a time such as 2s")
-			if !vok {
-				ok = false
-				break
+			v, ok := value("a time such as 2s")
+			if !ok {
+				return
 			}
-			d, dok := p.timeArg(l, param, v, msUnit)
+			d, msg := parseTime(v, msUnit)
 			switch {
-			case !dok:
-				ok = false
+			case msg != "":
+				fail(param, "inter %q %s", v, msg)
+				return
 			case d == 0:
-				p.errorf(l, param, "server %s: inter %s is out of range (accepted: 1ms or more)", name, v)
-				ok = false
+				fail(param, "inter %s is out of range (accepted: 1ms or more)", v)
+				return
 			default:
 				s.Inter = d
 			}
 		default:
-			p.errorf(l, param, "server %s: parameter %q is not supported by vipstack (supported: %s)", name, param, serverParams)
-			ok = false
+			fail(param, "parameter %q is not supported by vipstack (supported: %s)", param, serverParams)
+			return
 		}
 	}
-	if !ok {
-		return
-	}
 	if s.Check && s.CheckSSL && s.Verify {
-		p.warnf(l, "server %s: its health checks verify the server certificate against the system's CA pool "+
-			"(haproxy 2.6 needs a ca-file for this, which vipstack does not support; write verify none to skip verification)", name)
+		p.warnf(l, "%s: its health checks verify the server certificate against the system's CA pool "+
+			"(haproxy 2.6 needs a ca-file for this, which vipstack does not support; write verify none to skip verification)", field)
 	}
 	p.source(lbconfig.ServerKey(p.be.Name, name), l)
 	p.be.Servers = append(p.be.Servers, s)
@@ -807,14 +821,23 @@ func (p *parser) bind(l line, first int) []lbconfig.Bind {
 // intArg parses a decimal integer in [lo, 2^31-1]; want says what is
 // accepted, for the error message.
 func (p *parser) intArg(l line, kw, v string, lo int, want string) (int, bool) {
+	n, msg := intValue(kw, v, lo, want)
+	if msg != "" {
+		p.errorf(l, kw, "%s", msg)
+		return 0, false
+	}
+	return n, true
+}
+
+// intValue is intArg's parse; it returns the message instead of
+// reporting it, for callers that put the server's name in front.
+func intValue(kw, v string, lo int, want string) (int, string) {
 	n, err := strconv.ParseInt(v, 10, 32)
 	switch {
 	case err != nil:
-		p.errorf(l, kw, "%s %q is not an integer (accepted: %s)", kw, v, want)
-		return 0, false
+		return 0, fmt.Sprintf("%s %q is not an integer (accepted: %s)", kw, v, want)
 	case int(n) < lo:
-		p.errorf(l, kw, "%s %d is out of range (accepted: %s)", kw, n, want)
-		return 0, false
+		return 0, fmt.Sprintf("%s %d is out of range (accepted: %s)", kw, n, want)
 	}
-	return int(n), true
+	return int(n), ""
 }
