@@ -318,13 +318,43 @@ backend masters
 		}
 	}
 
+	// The last server dies: the monitor says 503 and the redirect leaves
+	// the kernel (the VIP then refuses: nothing else listens on 6443 in
+	// h1); it comes back with the server.
+	table := redirect.TableName(netip.MustParseAddrPort(vip + ":6443"))
+	hasTable := func() bool {
+		t.Helper()
+		out, err := h1.Run("nft", "list", "tables")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Contains(out, table)
+	}
+	var last *nsAPIServer
+	for _, a := range apis {
+		if a.name == other {
+			last = a
+		}
+	}
+	last.srv.Close()
+	waitFor(t, "the monitor to answer 503", func() bool {
+		code, _, err := nsGet(client, monitor, "/haproxy_ready", false, "")
+		return err == nil && code == 503
+	})
+	waitFor(t, "the redirect to leave with the last server", func() bool { return !hasTable() })
+	if _, err := nsDial(client, vip+":6443"); err == nil {
+		t.Error("the VIP still answers on 6443 with no server UP")
+	}
+	last.start(t)
+	waitFor(t, "the redirect to come back with the server", func() bool {
+		_, body, err := nsGet(client, vip+":6443", "/", true, "")
+		return err == nil && body == other
+	})
+
 	// SIGTERM: the redirect goes, the drain ends when the long
 	// connection closes, exit status 0.
 	cmd.Process.Signal(syscall.SIGTERM)
-	waitFor(t, "the redirect to go", func() bool {
-		out, err := h1.Run("nft", "list", "tables")
-		return err == nil && !strings.Contains(out, redirect.TableName(netip.MustParseAddrPort(vip+":6443")))
-	})
+	waitFor(t, "the redirect to go", func() bool { return !hasTable() })
 	long.Close()
 	select {
 	case err := <-exited:
@@ -337,9 +367,101 @@ backend masters
 	if _, err := nsDial(client, vip+":6443"); err == nil {
 		t.Error("the VIP still answers on 6443 after exit")
 	}
-	for _, want := range []string{"Server masters/m3 is DOWN", "Server masters/m3 is UP", "redirect enabled", "redirect removed", `reloading reason=SIGHUP`} {
+	for _, want := range []string{"Server masters/m3 is DOWN", "Server masters/m3 is UP", "redirect enabled", "redirect disabled: no server is UP", "redirect removed", `reloading reason=SIGHUP`} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q", want)
 		}
+	}
+}
+
+// TestLBCrashRedirectLapses: `vipstack lb --redirect` killed with SIGKILL
+// cannot remove its table; the redirect's lease runs out and the VIP's
+// clients reach the node's own API server on VIP:6443 again instead of a
+// frontend nobody serves.
+func TestLBCrashRedirectLapses(t *testing.T) {
+	testnet.RequireRoot(t)
+	topo := testnet.New(t, testnet.Options{Hosts: 1, Client: true, Prefix: "vlc"})
+	h1, client := topo.Hosts[0], topo.Client
+	vip := netip.MustParseAddrPort("198.18.0.100:6443")
+	if _, err := h1.Run("ip", "addr", "add", vip.Addr().String()+"/24", "dev", h1.Link, "nodad"); err != nil {
+		t.Fatal(err)
+	}
+	// One-byte servers in h1: the backend behind the frontend answers
+	// 'B', the API server on VIP:6443 itself 'D'.
+	serve := func(addr string, b byte) {
+		var ln net.Listener
+		if err := h1.Do(func() (err error) { ln, err = net.Listen("tcp", addr); return err }); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ln.Close() })
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				c.Write([]byte{b})
+				c.Close()
+			}
+		}()
+	}
+	serve("127.0.0.1:16443", 'B')
+	serve(vip.String(), 'D')
+	answer := func() byte {
+		c, err := nsDial(client, vip.String())
+		if err != nil {
+			return 0
+		}
+		defer c.Close()
+		var b [1]byte
+		if _, err := io.ReadFull(c, b[:]); err != nil {
+			return 0
+		}
+		return b[0]
+	}
+	path := filepath.Join(t.TempDir(), "haproxy.cfg")
+	conf := "defaults\n  mode tcp\n  timeout connect 2s\nfrontend main\n  bind :::9445 v4v6\n  default_backend masters\n" +
+		"backend masters\n  server b 127.0.0.1:16443 check inter 200ms fall 2 rise 1\n"
+	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out lockedBuffer
+	cmd := h1.Command(os.Args[0], "-test.run=^TestLBHelperProcess$")
+	cmd.Env = append(os.Environ(), "VIPSTACK_LB_HELPER_ARGS="+strings.Join([]string{"-f", path, "--redirect", vip.String(), "--watch-interval", "0"}, "\n"))
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := h1.StartFor(t, cmd); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	defer func() {
+		if t.Failed() {
+			t.Logf("vipstack lb output:\n%s", out.String())
+		}
+	}()
+	waitFor(t, "the redirect to carry the VIP to the backend", func() bool { return answer() == 'B' })
+	waitFor(t, "the log to say the redirect is on, with its lease", func() bool {
+		return strings.Contains(out.String(), "redirect enabled: a server is UP") && strings.Contains(out.String(), "lease=5s")
+	})
+
+	// SIGKILL: no chance to remove the table.
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-exited
+	listed, err := h1.Run("nft", "list", "tables")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(listed, redirect.TableName(vip)) {
+		t.Fatalf("the table is gone right after SIGKILL (%q): nothing left to lapse", listed)
+	}
+	waitFor(t, "the API server on VIP:6443 to answer after the lease ran out", func() bool { return answer() == 'D' })
+	live, err := func() (live bool, err error) {
+		err = h1.Do(func() (err error) { live, err = redirect.New(vip, 9445).Live(); return err })
+		return live, err
+	}()
+	if err != nil || live {
+		t.Errorf("after the lapse: Live() = %v, %v; want false", live, err)
 	}
 }

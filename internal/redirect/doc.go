@@ -18,8 +18,20 @@
 // idempotent and never leaves a half-built table; Disable deletes it and
 // does not mind when it is already gone.
 //
-// Remote clients arrive at an address of the interface they came in on and local clients at 127.0.0.1 or ::1, so the frontend must listen
-// on those: the seeds' `bind :::9445 v4v6` (every address, both families)
+// The rules redirect only while a lease runs: the table holds a set
+// ("lease") with the VIP's port, added with a timeout (DefaultLease, 5 s),
+// and the rules match `tcp dport @lease`. Enable starts a lease and Renew
+// starts the next one; a Follower renews five times per lease while the
+// redirect is enabled. A process that dies without Disable (SIGKILL, a
+// panic, the OOM killer) leaves its table, but once the lease runs out the
+// set is empty and the VIP's clients reach what listens on VIP:PORT itself
+// (the node's API server) instead of a frontend that no longer runs. The
+// node agent's supervisor also sweeps such tables when it restarts the
+// agent (Sweep).
+//
+// Remote clients arrive at an address of the interface they came in on
+// and local clients at 127.0.0.1 or ::1, so the frontend must listen on
+// those: the seeds' `bind :::9445 v4v6` (every address, both families)
 // does.
 //
 // Operations act on the network namespace of the calling thread. Render

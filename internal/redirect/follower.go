@@ -11,10 +11,20 @@ import (
 type Toggler interface {
 	Enable() error
 	Disable() error
+	// Renew keeps an enabled redirect in effect for another Lease.
+	Renew() error
+	Lease() time.Duration
 }
 
+// RenewsPerLease is how many times a Follower renews an enabled
+// redirect's lease within one lease: a renewal can be late by four fifths
+// of the lease before the redirect lapses.
+const RenewsPerLease = 5
+
 // Follower applies the monitor's verdict to the redirect, one change
-// at a time and off the LB's goroutines, retrying failures every second.
+// at a time and off the LB's goroutines, retrying failures every second,
+// and renews the lease of the redirect while it is enabled: if this
+// process dies without removing the redirect, it lapses within a lease.
 type Follower struct {
 	r       Toggler
 	log     *slog.Logger
@@ -46,20 +56,29 @@ func (d *Follower) Run() {
 	defer close(d.stopped)
 	var (
 		enabled, known, target bool
-		retry                  clock.Timer
-		retryC                 <-chan time.Time
+		retry, renew           clock.Timer
+		retryC, renewC         <-chan time.Time
 	)
+	every := d.r.Lease() / RenewsPerLease
+	stopRenew := func() {
+		if renew != nil {
+			renew.Stop()
+			renew, renewC = nil, nil
+		}
+	}
 	apply := func() {
 		if known && enabled == target {
 			return
 		}
 		var err error
+		stopRenew()
 		if target {
 			err = d.r.Enable()
 		} else {
 			err = d.r.Disable()
 		}
 		if err != nil {
+			known = false
 			d.log.Error("redirect change failed; retrying in 1s", "enable", target, "err", err)
 			retry = d.clk.NewTimer(time.Second)
 			retryC = retry.C()
@@ -67,7 +86,9 @@ func (d *Follower) Run() {
 		}
 		enabled, known = target, true
 		if target {
-			d.log.Info("redirect enabled: a server is UP")
+			renew = d.clk.NewTimer(every)
+			renewC = renew.C()
+			d.log.Info("redirect enabled: a server is UP", "lease", d.r.Lease())
 		} else {
 			d.log.Info("redirect disabled: no server is UP")
 		}
@@ -83,10 +104,22 @@ func (d *Follower) Run() {
 		case <-retryC:
 			retry, retryC = nil, nil
 			apply()
+		case <-renewC:
+			renew, renewC = nil, nil
+			if err := d.r.Renew(); err != nil {
+				// The table went (removed by hand, a sweep): build it again.
+				d.log.Warn("renewing the redirect's lease failed; enabling it again", "err", err)
+				known = false
+				apply()
+				break
+			}
+			renew = d.clk.NewTimer(every)
+			renewC = renew.C()
 		case <-d.quit:
 			if retry != nil {
 				retry.Stop()
 			}
+			stopRenew()
 			if err := d.r.Disable(); err != nil {
 				d.log.Error("removing the redirect on exit failed", "err", err)
 			} else if known && enabled {

@@ -25,16 +25,21 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 }
 
 type fakeRedirect struct {
-	mu    sync.Mutex
-	calls []string
-	fail  int // fail this many calls first
+	mu        sync.Mutex
+	calls     []string
+	fail      int // fail this many calls first
+	failRenew int // fail this many renewals first
 }
 
 func (f *fakeRedirect) do(name string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.fail > 0 {
-		f.fail--
+	if f.fail > 0 || name == "renew" && f.failRenew > 0 {
+		if name == "renew" {
+			f.failRenew--
+		} else {
+			f.fail--
+		}
 		f.calls = append(f.calls, name+" failed")
 		return errors.New("nft: busy")
 	}
@@ -42,8 +47,10 @@ func (f *fakeRedirect) do(name string) error {
 	return nil
 }
 
-func (f *fakeRedirect) Enable() error  { return f.do("enable") }
-func (f *fakeRedirect) Disable() error { return f.do("disable") }
+func (f *fakeRedirect) Enable() error        { return f.do("enable") }
+func (f *fakeRedirect) Disable() error       { return f.do("disable") }
+func (f *fakeRedirect) Renew() error         { return f.do("renew") }
+func (f *fakeRedirect) Lease() time.Duration { return 5 * time.Second }
 
 func (f *fakeRedirect) get() []string {
 	f.mu.Lock()
@@ -65,6 +72,38 @@ func TestFollower(t *testing.T) {
 	waitFor(t, "the disable", func() bool { return len(fr.get()) == 3 })
 	d.Stop()
 	want := []string{"enable failed", "enable", "disable", "disable"}
+	if diff := cmp.Diff(want, fr.get()); diff != "" {
+		t.Errorf("calls (-want +got):\n%s", diff)
+	}
+}
+
+// TestFollowerRenews: an enabled redirect's lease is renewed every fifth of
+// it; a failed renewal enables the redirect again; a disabled one is not
+// renewed.
+func TestFollowerRenews(t *testing.T) {
+	fr := &fakeRedirect{failRenew: 1}
+	clk := clock.NewFake(time.Unix(0, 0))
+	d := NewFollower(fr, slog.New(slog.NewTextHandler(io.Discard, nil)), clk)
+	go d.Run()
+	d.Set(true)
+	waitFor(t, "the renewal to be armed", func() bool { return clk.Pending() == 1 })
+	clk.Advance(999 * time.Millisecond)
+	if got := fr.get(); len(got) != 1 {
+		t.Fatalf("calls before a fifth of the lease = %q, want only the enable", got)
+	}
+	clk.Advance(time.Millisecond) // the first renewal fails: enable again
+	waitFor(t, "the enable after the failed renewal", func() bool { return len(fr.get()) >= 3 })
+	for i := 0; i < 2; i++ {
+		waitFor(t, "the next renewal to be armed", func() bool { return clk.Pending() == 1 })
+		clk.Advance(time.Second)
+		waitFor(t, "a renewal", func() bool { return len(fr.get()) >= 4+i })
+	}
+	d.Set(false)
+	waitFor(t, "the disable", func() bool { return len(fr.get()) >= 6 })
+	waitFor(t, "no timer left", func() bool { return clk.Pending() == 0 })
+	clk.Advance(10 * time.Second)
+	d.Stop()
+	want := []string{"enable", "renew failed", "enable", "renew", "renew", "disable", "disable"}
 	if diff := cmp.Diff(want, fr.get()); diff != "" {
 		t.Errorf("calls (-want +got):\n%s", diff)
 	}

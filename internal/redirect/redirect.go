@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
+	"time"
 )
 
 // Redirect sends TCP traffic for VIP:port to a local port (the LB frontend),
@@ -12,14 +13,40 @@ import (
 type Redirect struct {
 	vip    netip.AddrPort
 	toPort uint16
+	lease  time.Duration
 }
 
+// DefaultLease is how long an Enable or a Renew keeps the redirect in
+// effect. A process that dies without Disable (kill -9, a panic, the OOM
+// killer) leaves its table behind; once the lease runs out, clients of the
+// VIP reach whatever listens on VIP:PORT itself (the node's API server)
+// instead of a frontend that no longer runs.
+const DefaultLease = 5 * time.Second
+
+// MinLease and MaxLease bound a lease.
+const (
+	MinLease = 100 * time.Millisecond
+	MaxLease = time.Hour
+)
+
+// LeaseSet names the set in the table that holds the VIP's port while the
+// lease runs: the rules redirect only ports in it.
+const LeaseSet = "lease"
+
 // New returns a redirect of TCP traffic for vip (address and port, IPv4 or
-// IPv6) to toPort on the node. Nothing is installed until Enable; a bad
-// address or port is reported by every method.
+// IPv6) to toPort on the node, with DefaultLease. Nothing is installed
+// until Enable; a bad address or port is reported by every method.
 func New(vip netip.AddrPort, toPort uint16) *Redirect {
-	return &Redirect{vip: vip, toPort: toPort}
+	return NewLeased(vip, toPort, DefaultLease)
 }
+
+// NewLeased is New with a lease of its own (MinLease..MaxLease).
+func NewLeased(vip netip.AddrPort, toPort uint16, lease time.Duration) *Redirect {
+	return &Redirect{vip: vip, toPort: toPort, lease: lease}
+}
+
+// Lease returns how long an Enable or Renew keeps the redirect in effect.
+func (r *Redirect) Lease() time.Duration { return r.lease }
 
 // VIP returns the address and port the redirect captures.
 func (r *Redirect) VIP() netip.AddrPort { return r.vip }
@@ -32,7 +59,7 @@ func (r *Redirect) ToPort() uint16 { return r.toPort }
 func (r *Redirect) Table() string { return TableName(r.vip) }
 
 // Ruleset returns the redirect's table as `nft list table` prints it.
-func (r *Redirect) Ruleset() string { return Render(r.vip, r.toPort) }
+func (r *Redirect) Ruleset() string { return Render(r.vip, r.toPort, r.lease) }
 
 // TablePrefix starts the name of every table a Redirect installs.
 const TablePrefix = "vipstack_redirect_"
@@ -45,24 +72,45 @@ func TableName(vip netip.AddrPort) string {
 	return fmt.Sprintf("%s%s_%d", TablePrefix, a, vip.Port())
 }
 
-// Render returns the nftables ruleset a redirect of vip to toPort installs,
-// in the form `nft list table inet NAME` prints it (nft 1.0), ending with a
-// newline. The output chain has no named priority in nft ("dstnat" is only
-// defined for prerouting), so it shows the number, -100.
-func Render(vip netip.AddrPort, toPort uint16) string {
-	match := fmt.Sprintf("%s daddr %s tcp dport %d redirect to :%d", l3Keyword(vip.Addr()), vip.Addr(), vip.Port(), toPort)
+// Render returns the nftables ruleset a redirect of vip to toPort with the
+// given lease installs, in the form `nft list table inet NAME` prints it
+// (nft 1.0), ending with a newline, except that nft also prints how much
+// of the lease is left after the element (" expires 4s996ms"). The output
+// chain has no named priority in nft ("dstnat" is only defined for
+// prerouting), so it shows the number, -100.
+func Render(vip netip.AddrPort, toPort uint16, lease time.Duration) string {
+	match := fmt.Sprintf("%s daddr %s tcp dport @%s redirect to :%d", l3Keyword(vip.Addr()), vip.Addr(), LeaseSet, toPort)
 	var b strings.Builder
 	fmt.Fprintf(&b, "table inet %s {\n", TableName(vip))
-	for i, c := range baseChains() {
-		if i > 0 {
-			b.WriteString("\n")
-		}
+	fmt.Fprintf(&b, "\tset %s {\n\t\ttype inet_service\n\t\tflags timeout\n", LeaseSet)
+	fmt.Fprintf(&b, "\t\telements = { %d timeout %s }\n\t}\n", vip.Port(), nftDuration(lease))
+	for _, c := range baseChains() {
+		b.WriteString("\n")
 		fmt.Fprintf(&b, "\tchain %s {\n", c.name)
 		fmt.Fprintf(&b, "\t\ttype nat hook %s priority %s; policy accept;\n", c.name, c.priorityText)
 		fmt.Fprintf(&b, "\t\t%s\n", match)
 		b.WriteString("\t}\n")
 	}
 	b.WriteString("}\n")
+	return b.String()
+}
+
+// nftDuration writes d as nft does: days, hours, minutes, seconds and
+// milliseconds, each only when not zero ("1s500ms", "5s").
+func nftDuration(d time.Duration) string {
+	var b strings.Builder
+	for _, u := range []struct {
+		unit time.Duration
+		name string
+	}{{24 * time.Hour, "d"}, {time.Hour, "h"}, {time.Minute, "m"}, {time.Second, "s"}, {time.Millisecond, "ms"}} {
+		if n := d / u.unit; n > 0 {
+			fmt.Fprintf(&b, "%d%s", n, u.name)
+			d -= n * u.unit
+		}
+	}
+	if b.Len() == 0 {
+		return "0s"
+	}
 	return b.String()
 }
 
@@ -106,6 +154,8 @@ func (r *Redirect) validate() error {
 		return fmt.Errorf("VIP %s: port 0: want a port 1..65535", r.vip)
 	case r.toPort == 0:
 		return fmt.Errorf("redirect of %s to port 0: want a frontend port 1..65535", r.vip)
+	case r.lease < MinLease || r.lease > MaxLease || r.lease%time.Millisecond != 0:
+		return fmt.Errorf("redirect of %s: lease %v: want whole milliseconds from %v to %v", r.vip, r.lease, MinLease, MaxLease)
 	}
 	return nil
 }

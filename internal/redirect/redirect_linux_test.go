@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -16,6 +17,13 @@ import (
 )
 
 const frontendPort = 9445
+
+// expiry is what `nft list` adds after a lease element: the time left.
+var expiry = regexp.MustCompile(` expires [0-9dhms]+`)
+
+// withoutExpiry drops the time left from nft's listing, which Render
+// cannot know.
+func withoutExpiry(listed string) string { return expiry.ReplaceAllString(listed, "") }
 
 // TestRedirectCarriesTraffic runs the redirect in a real kernel: h1 holds
 // the VIP and listens on the frontend port only; the client (another
@@ -77,7 +85,7 @@ func TestRedirectCarriesTraffic(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					if diff := cmp.Diff(Render(tt.vip, frontendPort), got); diff != "" {
+					if diff := cmp.Diff(Render(tt.vip, frontendPort, r.Lease()), withoutExpiry(got)); diff != "" {
 						t.Errorf("%s: nft list table (-Render +kernel):\n%s", st.name, diff)
 					}
 				} else if strings.TrimSpace(listed) != "" {
@@ -143,7 +151,7 @@ func TestRedirectsCoexist(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				got[f[1]+" "+f[2]] = table
+				got[f[1]+" "+f[2]] = withoutExpiry(table)
 			}
 		}
 		want := map[string]string{}
@@ -153,6 +161,111 @@ func TestRedirectsCoexist(t *testing.T) {
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("%s: tables in the kernel (-want +got):\n%s", st.name, diff)
 		}
+	}
+}
+
+// TestRedirectLeaseLapses: a redirect nobody renews (its process died
+// without Disable) stops redirecting once its lease runs out, and the VIP's
+// clients reach what listens on VIP:PORT itself (the node's API server);
+// renewals keep it in effect; a renewal after a lapse brings it back.
+func TestRedirectLeaseLapses(t *testing.T) {
+	topo := testnet.New(t, testnet.Options{Hosts: 1, Client: true, Prefix: "vsI"})
+	h, client := topo.Hosts[0], topo.Client
+	vip := netip.MustParseAddrPort("198.18.0.100:6443")
+	if _, err := h.Run("ip", "addr", "add", vip.Addr().String()+"/24", "dev", h.Link, "nodad"); err != nil {
+		t.Fatal(err)
+	}
+	startEchoServer(t, h) // the frontend: echoes 'x'
+	// The API server on VIP:6443 itself answers 'D'.
+	var direct net.Listener
+	if err := h.Do(func() (err error) { direct, err = net.Listen("tcp", vip.String()); return err }); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { direct.Close() })
+	go func() {
+		for {
+			c, err := direct.Accept()
+			if err != nil {
+				return
+			}
+			_, _ = c.Write([]byte{'D'})
+			c.Close()
+		}
+	}()
+	const lease = 2 * time.Second
+	r := NewLeased(vip, frontendPort, lease)
+	t.Cleanup(func() { _ = h.Do(r.Disable) })
+	state := func() (live bool, frontend bool) {
+		t.Helper()
+		if err := h.Do(func() (err error) { live, err = r.Live(); return err }); err != nil {
+			t.Fatal(err)
+		}
+		err := echo(client, vip)
+		switch {
+		case err == nil:
+			return live, true
+		case strings.Contains(err.Error(), `echo 'D'`):
+			return live, false
+		}
+		t.Fatalf("connect to %s: %v, want the frontend's echo or the API server's 'D'", vip, err)
+		return
+	}
+
+	if err := h.Do(r.Enable); err != nil {
+		t.Fatal(err)
+	}
+	if live, fe := state(); !live || !fe {
+		t.Fatalf("after Enable: live %v, frontend answers %v; want both", live, fe)
+	}
+	// Renewed every tenth of the lease for two leases: never a lapse.
+	for i := 0; i < 20; i++ {
+		if err := h.Do(r.Renew); err != nil {
+			t.Fatal(err)
+		}
+		if live, fe := state(); !live || !fe {
+			t.Fatalf("renewal %d: live %v, frontend answers %v; want both", i, live, fe)
+		}
+		time.Sleep(lease / 10) // pacing the renewals, as the Follower does
+	}
+	// Nobody renews: the lease runs out, the table stays.
+	deadline := time.Now().Add(lease + 10*time.Second)
+	for {
+		live, fe := state()
+		if !live && !fe {
+			break
+		}
+		if live != fe {
+			t.Fatalf("live %v but frontend answers %v: the set and the rule disagree", live, fe)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the redirect was still live %v after its lease of %v ran out", time.Since(deadline.Add(-lease-10*time.Second)), lease)
+		}
+		time.Sleep(50 * time.Millisecond) // polling the kernel
+	}
+	var enabled bool
+	if err := h.Do(func() (err error) { enabled, err = r.Enabled(); return err }); err != nil || !enabled {
+		t.Fatalf("after the lapse: Enabled() = %v, %v; want the table still there", enabled, err)
+	}
+	listed, err := h.Run("nft", "list", "table", "inet", r.Table())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(listed, "elements") {
+		t.Errorf("after the lapse the lease set still lists an element:\n%s", listed)
+	}
+	// A renewal after the lapse (the process is back) restarts it.
+	if err := h.Do(r.Renew); err != nil {
+		t.Fatal(err)
+	}
+	if live, fe := state(); !live || !fe {
+		t.Fatalf("renewal after the lapse: live %v, frontend answers %v; want both", live, fe)
+	}
+	// Renew on a table that is gone fails (the Follower enables again).
+	if err := h.Do(r.Disable); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Do(r.Renew); err == nil {
+		t.Errorf("Renew after Disable = nil, want an error")
 	}
 }
 

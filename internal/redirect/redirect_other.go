@@ -23,3 +23,13 @@ func (r *Redirect) Disable() error {
 func (r *Redirect) Enabled() (bool, error) {
 	return false, fmt.Errorf("redirect: list %s: %w", r.Table(), errUnsupported)
 }
+
+// Renew is not supported off Linux.
+func (r *Redirect) Renew() error {
+	return fmt.Errorf("redirect: renew %s: %w", r.Table(), errUnsupported)
+}
+
+// Live is not supported off Linux.
+func (r *Redirect) Live() (bool, error) {
+	return false, fmt.Errorf("redirect: list %s: %w", r.Table(), errUnsupported)
+}

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -18,14 +19,15 @@ func TestRender(t *testing.T) {
 		name   string
 		vip    string
 		toPort uint16
+		lease  time.Duration
 	}{
-		{name: "ipv4", vip: "198.18.0.100:6443", toPort: 9445},
-		{name: "ipv6", vip: "[fd00:bb::100]:6443", toPort: 9445},
-		{name: "ipv4_other_ports", vip: "10.0.0.5:443", toPort: 7443},
+		{name: "ipv4", vip: "198.18.0.100:6443", toPort: 9445, lease: DefaultLease},
+		{name: "ipv6", vip: "[fd00:bb::100]:6443", toPort: 9445, lease: DefaultLease},
+		{name: "ipv4_other_ports", vip: "10.0.0.5:443", toPort: 7443, lease: 45*time.Minute + 1500*time.Millisecond},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := Render(netip.MustParseAddrPort(tt.vip), tt.toPort)
+			got := Render(netip.MustParseAddrPort(tt.vip), tt.toPort, tt.lease)
 			path := filepath.Join("testdata", "TestRender_"+tt.name+".golden")
 			if *update {
 				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
@@ -67,7 +69,8 @@ func TestValidate(t *testing.T) {
 		name    string
 		vip     netip.AddrPort
 		toPort  uint16
-		wantErr string // substring; "" means valid
+		lease   time.Duration // 0: DefaultLease
+		wantErr string        // substring; "" means valid
 	}{
 		{name: "ipv4", vip: netip.MustParseAddrPort("198.18.0.5:6443"), toPort: 9445},
 		{name: "ipv6", vip: netip.MustParseAddrPort("[fd00::5]:6443"), toPort: 9445},
@@ -78,10 +81,20 @@ func TestValidate(t *testing.T) {
 		{name: "loopback", vip: netip.MustParseAddrPort("[::1]:6443"), toPort: 9445, wantErr: "unicast address"},
 		{name: "vip port 0", vip: netip.MustParseAddrPort("198.18.0.5:0"), toPort: 9445, wantErr: "port 0: want a port 1..65535"},
 		{name: "frontend port 0", vip: netip.MustParseAddrPort("198.18.0.5:6443"), toPort: 0, wantErr: "to port 0: want a frontend port"},
+		{name: "shortest lease", vip: netip.MustParseAddrPort("198.18.0.5:6443"), toPort: 9445, lease: MinLease},
+		{name: "longest lease", vip: netip.MustParseAddrPort("198.18.0.5:6443"), toPort: 9445, lease: MaxLease},
+		{name: "lease too short", vip: netip.MustParseAddrPort("198.18.0.5:6443"), toPort: 9445, lease: 99 * time.Millisecond,
+			wantErr: "redirect of 198.18.0.5:6443: lease 99ms: want whole milliseconds from 100ms to 1h0m0s"},
+		{name: "lease too long", vip: netip.MustParseAddrPort("198.18.0.5:6443"), toPort: 9445, lease: MaxLease + time.Millisecond, wantErr: "lease 1h0m0.001s: want"},
+		{name: "lease below a millisecond", vip: netip.MustParseAddrPort("198.18.0.5:6443"), toPort: 9445, lease: time.Second + time.Microsecond, wantErr: "lease 1.000001s: want whole milliseconds"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := New(tt.vip, tt.toPort).validate()
+			lease := tt.lease
+			if lease == 0 {
+				lease = DefaultLease
+			}
+			err := NewLeased(tt.vip, tt.toPort, lease).validate()
 			got := ""
 			if err != nil {
 				got = err.Error()
