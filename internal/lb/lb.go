@@ -418,17 +418,29 @@ func (l *LB) Addrs(section string) []net.Addr {
 	return slices.Clone(l.view.Load().addrs[section])
 }
 
-// Healthy reports whether at least one server of any backend is UP: the
-// monitor URI's rule.
+// Healthy reports whether at least one server of any backend is UP and
+// has passed a check (or has none): the monitor URI's rule. Servers start
+// UP, so without the check a node would announce itself healthy, and take
+// the VIP's redirect, before it knew of one server that answers.
 func (l *LB) Healthy() bool {
+	h, _ := l.health()
+	return h
+}
+
+// health is Healthy, and whether a server is UP but not confirmed yet
+// (its first check has not passed).
+func (l *LB) health() (healthy, unconfirmed bool) {
 	for _, p := range l.view.Load().pools {
 		for _, s := range p.servers {
 			if s.up.Load() {
-				return true
+				if s.confirmed.Load() {
+					return true, false
+				}
+				unconfirmed = true
 			}
 		}
 	}
-	return false
+	return false, unconfirmed
 }
 
 // upServers counts the UP servers of a backend in the current view.
@@ -450,14 +462,17 @@ func (l *LB) upServers(backend string) int {
 func (l *LB) recomputeHealth() {
 	l.healthMu.Lock()
 	defer l.healthMu.Unlock()
-	h := l.Healthy()
+	h, unconfirmed := l.health()
 	if l.healthKnown && h == l.healthy {
 		return
 	}
 	l.healthy, l.healthKnown = h, true
-	if h {
+	switch {
+	case h:
 		l.log.Info("load balancer healthy: at least one server is UP")
-	} else {
+	case unconfirmed:
+		l.log.Info("load balancer not healthy yet: no server has passed a check")
+	default:
 		l.log.Warn("load balancer unhealthy: no server is UP")
 	}
 	if l.opts.OnHealthy != nil {

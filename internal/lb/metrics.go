@@ -27,7 +27,7 @@ func newCollector(l *LB) collector {
 	fl := []string{"frontend"}
 	n := prometheus.NewDesc
 	return collector{l: l, d: descs{
-		healthy:      n("vipstack_lb_healthy", "1 while at least one server of any backend is UP (the monitor URI answers 200), else 0.", nil, nil),
+		healthy:      n("vipstack_lb_healthy", "1 while at least one server of any backend is UP and has passed a check or has none (the monitor URI answers 200), else 0.", nil, nil),
 		idleCloses:   n("vipstack_lb_idle_timeouts_total", "Connections closed by the client, server or tunnel idle timeout.", nil, nil),
 		srvUp:        n("vipstack_lb_server_up", "1 if the server is UP, 0 if DOWN.", sl, nil),
 		srvWeight:    n("vipstack_lb_server_weight", "The server's configured weight.", sl, nil),

@@ -53,6 +53,11 @@ type server struct {
 	addr    netip.AddrPort
 
 	up atomic.Bool
+	// confirmed: the server has shown it serves: a check of it passed
+	// since it was created, or it has no check. A server starts UP (as
+	// in haproxy, so traffic flows from the start), but the monitor and
+	// the redirect count it only once confirmed.
+	confirmed atomic.Bool
 
 	cur, smax                          atomic.Int64
 	tot, lbtot, bin, bout, econ, wretr atomic.Uint64
@@ -72,6 +77,7 @@ type server struct {
 func (l *LB) newServer(backend string, s lbconfig.Server) *server {
 	srv := &server{lb: l, backend: backend, name: s.Name, addr: s.Addr, results: make([]atomic.Uint64, nStatuses), since: l.clk.Now()}
 	srv.up.Store(true)
+	srv.confirmed.Store(!s.Check)
 	return srv
 }
 
@@ -89,6 +95,7 @@ func (s *server) startCheck(conf checkConf) {
 		if !s.up.Load() {
 			s.setUpLocked(true)
 		}
+		s.confirmed.Store(true)
 		return
 	}
 	tlsConf := healthcheckTLS(conf, s.addr)
@@ -183,6 +190,10 @@ func (s *server) setUpLocked(up bool) {
 func (s *server) onResult(r healthcheck.Result, st healthcheck.State) {
 	if i := statusIndex(r.Status); i >= 0 {
 		s.results[i].Add(1)
+	}
+	if r.OK && !s.confirmed.Load() {
+		s.confirmed.Store(true)
+		s.lb.recomputeHealth()
 	}
 	s.mu.Lock()
 	prev := s.lastStatus

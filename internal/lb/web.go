@@ -124,6 +124,9 @@ func (s *site) html(snap Snapshot) string {
 	state := "healthy: at least one server is UP"
 	if !snap.Healthy {
 		state = "unhealthy: no server is UP"
+		if _, unconfirmed := s.lb.health(); unconfirmed {
+			state = "not healthy yet: no server has passed a check"
+		}
 	}
 	fmt.Fprintf(&b, "<p>%s</p>\n", state)
 

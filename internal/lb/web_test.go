@@ -4,7 +4,9 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -255,5 +257,86 @@ func TestCheckMetrics(t *testing.T) {
 	k := `vipstack_lb_server_check_results_total{backend="be",result="L4CON",server="d"}`
 	if got := gather(t, reg)[k]; got != 1 {
 		t.Errorf("%s = %v, want 1", k, got)
+	}
+}
+
+// TestMonitorWaitsForACheck: servers start UP, so traffic flows at once
+// (as in haproxy, where the first failed check takes a server DOWN), but
+// the monitor answers 200 only once a check of an UP server has passed: a
+// node must not announce itself, and take the VIP's redirect, while its
+// first checks are still out (a backend that accepts and never answers
+// holds one until its timeout).
+func TestMonitorWaitsForACheck(t *testing.T) {
+	silent, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { silent.Close() })
+	var held []net.Conn
+	var heldMu sync.Mutex
+	go func() {
+		for {
+			c, err := silent.Accept()
+			if err != nil {
+				return
+			}
+			heldMu.Lock()
+			held = append(held, c) // never read, never answered
+			heldMu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		heldMu.Lock()
+		defer heldMu.Unlock()
+		for _, c := range held {
+			c.Close()
+		}
+	})
+	a := startBackend(t, "a")
+	var mu sync.Mutex
+	var health []bool
+	l, err := New(Options{Clock: fakeClock(), OnHealthy: func(h bool) { mu.Lock(); health = append(health, h); mu.Unlock() }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Shutdown(canceled()) })
+	checked := func(name string, addr netip.AddrPort) lbconfig.Server {
+		return lbconfig.Server{Name: name, Addr: addr, Weight: 1, Check: true, Inter: time.Second, Rise: 2, Fall: 3}
+	}
+	cfg := webConfig(tcpConfig(lbconfig.RoundRobin, checked("silent", netip.MustParseAddrPort(silent.Addr().String()))))
+	cfg.Backends[0].Check = lbconfig.HTTPCheck{Method: "GET", URI: "/readyz", Version: "HTTP/1.0"}
+	if err := l.Apply(cfg); err != nil {
+		t.Fatal(err)
+	}
+	base := "http://" + l.Addrs("health_check_http_url")[0].String()
+	eventually(t, "the first check to connect", func() bool { heldMu.Lock(); defer heldMu.Unlock(); return len(held) > 0 })
+	if got := l.serverStats(t, "be", "silent"); got.Status != "UP" || checksDone(got) != 0 {
+		t.Fatalf("silent with its first check out: %+v, want UP and no check done", got)
+	}
+	if diff := cmp.Diff(answer{Code: 503, Body: body503, ContentType: "text/html"}, get(t, base+"/haproxy_ready", nil, "", "")); diff != "" {
+		t.Errorf("monitor with a server UP whose check has not passed (-want +got):\n%s", diff)
+	}
+	if l.Healthy() {
+		t.Error("Healthy() = true before any check passed")
+	}
+	if st := get(t, "http://"+l.Addrs("stats")[0].String()+"/haproxy_stats", nil, "Username", "Password"); !strings.Contains(st.Body, "not healthy yet: no server has passed a check") {
+		t.Errorf("stats page before any check passed:\n%s", st.Body)
+	}
+
+	// A server whose check passes joins (another backend): 200.
+	cfg2 := webConfig(tcpConfig(lbconfig.RoundRobin, checked("silent", netip.MustParseAddrPort(silent.Addr().String()))))
+	cfg2.Backends[0].Check = cfg.Backends[0].Check
+	cfg2.Backends = append(cfg2.Backends, lbconfig.Backend{Name: "be2", Balance: lbconfig.RoundRobin, Servers: []lbconfig.Server{checked("a", a.addr)}})
+	if err := l.Apply(cfg2); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the monitor to turn 200", func() bool { return get(t, base+"/haproxy_ready", nil, "", "").Code == 200 })
+	if got := l.serverStats(t, "be2", "a"); checksDone(got) == 0 || got.CheckStatus != "L4OK" {
+		t.Errorf("a when the monitor turned 200: %+v, want a passed check", got)
+	}
+	calls := func() []bool { mu.Lock(); defer mu.Unlock(); return slices.Clone(health) }
+	eventually(t, "OnHealthy(true)", func() bool { return len(calls()) >= 2 })
+	if diff := cmp.Diff([]bool{false, true}, calls()); diff != "" {
+		t.Errorf("OnHealthy calls (-want +got):\n%s", diff)
 	}
 }

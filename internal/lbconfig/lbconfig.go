@@ -101,8 +101,8 @@ type Server struct {
 }
 
 // Monitor is a `listen` section in `mode http` with a `monitor-uri`: it
-// answers 200 while at least one server of any backend is up, 503
-// otherwise.
+// answers 200 while at least one server of any backend is up and has
+// passed a check (or has none), 503 otherwise.
 type Monitor struct {
 	Name  string
 	Binds []Bind
