@@ -254,9 +254,12 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 			newTCP[k] = t
 			continue
 		}
-		if l.httpLns[k] != nil {
+		if old := l.httpLns[k]; old != nil && old.to == webTimeoutsOf(cfg.Timeouts) {
 			continue
 		}
+		// New, or its timeouts changed: a net/http server reads them
+		// while it serves, so a new listener (SO_REUSEPORT lets it bind
+		// beside the old one) takes over.
 		h, err := l.listenHTTP(k, w.bind, cfg.Timeouts)
 		if err != nil {
 			undo()
@@ -352,11 +355,13 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 			continue
 		}
 		h := l.httpLns[k]
-		if h == nil {
-			h = newHTTP[k]
-			l.httpLns[k] = h
-			h.site.Store(w.site)
-			h.start()
+		if nh := newHTTP[k]; nh != nil {
+			nh.site.Store(w.site)
+			nh.start()
+			if h != nil {
+				h.close()
+			}
+			l.httpLns[k], h = nh, nh
 		} else {
 			h.site.Store(w.site)
 		}
@@ -370,7 +375,7 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 	}
 	for k, h := range l.httpLns {
 		if w, ok := wants[k]; !ok || w.site == nil {
-			h.srv.Close()
+			h.close()
 			delete(l.httpLns, k)
 		}
 	}
@@ -527,7 +532,7 @@ wait:
 		l.log.Warn("shutdown: closed connections still open at the deadline")
 	}
 	for _, h := range https {
-		h.srv.Close()
+		h.close()
 	}
 	for _, s := range servers {
 		s.stop()
@@ -706,7 +711,28 @@ type httpListener struct {
 	key  string
 	ln   net.Listener
 	srv  *http.Server
+	to   webTimeouts
 	site atomic.Pointer[site]
+}
+
+// webTimeouts are the timeouts of a monitor or stats listener: `timeout
+// http-request` for the request's headers, `timeout http-keep-alive` for an
+// idle connection between requests.
+type webTimeouts struct {
+	readHeader, idle time.Duration
+}
+
+// webTimeoutsOf applies haproxy's defaults where the configuration sets
+// none.
+func webTimeoutsOf(to lbconfig.Timeouts) webTimeouts {
+	w := webTimeouts{readHeader: to.HTTPRequest, idle: to.HTTPKeepAlive}
+	if w.readHeader == 0 {
+		w.readHeader = 30 * time.Second
+	}
+	if w.idle == 0 {
+		w.idle = 10 * time.Second
+	}
+	return w
 }
 
 func (l *LB) listenHTTP(key string, b lbconfig.Bind, to lbconfig.Timeouts) (*httpListener, error) {
@@ -716,20 +742,12 @@ func (l *LB) listenHTTP(key string, b lbconfig.Bind, to lbconfig.Timeouts) (*htt
 	if err != nil {
 		return nil, err
 	}
-	h := &httpListener{key: key, ln: netutil.LimitListener(ln, maxWebConns)}
-	readHeader := to.HTTPRequest
-	if readHeader == 0 {
-		readHeader = 30 * time.Second
-	}
-	idle := to.HTTPKeepAlive
-	if idle == 0 {
-		idle = 10 * time.Second
-	}
+	h := &httpListener{key: key, ln: netutil.LimitListener(ln, maxWebConns), to: webTimeoutsOf(to)}
 	h.srv = &http.Server{
 		Handler:           h,
-		ReadHeaderTimeout: readHeader,
+		ReadHeaderTimeout: h.to.readHeader,
 		WriteTimeout:      30 * time.Second,
-		IdleTimeout:       idle,
+		IdleTimeout:       h.to.idle,
 		MaxHeaderBytes:    maxWebHeader,
 		ErrorLog:          slog.NewLogLogger(l.log.Handler(), slog.LevelDebug),
 	}
@@ -747,4 +765,13 @@ const (
 
 func (h *httpListener) start() {
 	go h.srv.Serve(h.ln)
+}
+
+// close stops serving. It closes the socket itself too: Serve runs in a
+// goroutine that may not have started yet, and until then the server does
+// not know the listener, so its Close would leave the socket in the port's
+// SO_REUSEPORT group, taking connections it would then reset.
+func (h *httpListener) close() {
+	h.srv.Close()
+	h.ln.Close()
 }

@@ -1,8 +1,10 @@
 package lb
 
 import (
+	"bufio"
 	"encoding/csv"
 	"encoding/json"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -339,4 +341,82 @@ func TestMonitorWaitsForACheck(t *testing.T) {
 	if diff := cmp.Diff([]bool{false, true}, calls()); diff != "" {
 		t.Errorf("OnHealthy calls (-want +got):\n%s", diff)
 	}
+}
+
+// TestWebTimeouts: `timeout http-request` and `timeout http-keep-alive`
+// govern the monitor and stats listeners, and a reload that changes them
+// takes effect on the same address (a new listener takes over).
+func TestWebTimeouts(t *testing.T) {
+	a := startBackend(t, "a")
+	addr := closedPort(t)
+	conf := func(request, keepAlive time.Duration) *lbconfig.Config {
+		cfg := webConfig(tcpConfig(lbconfig.RoundRobin, srv("a", a)))
+		cfg.Monitors[0].Binds = []lbconfig.Bind{{Addr: addr}}
+		cfg.Timeouts.HTTPRequest, cfg.Timeouts.HTTPKeepAlive = request, keepAlive
+		return cfg
+	}
+	l, err := New(Options{Clock: fakeClock()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Shutdown(canceled()) })
+	key := bindKey(lbconfig.Bind{Addr: addr})
+	timeouts := func() (time.Duration, time.Duration) {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		s := l.httpLns[key].srv
+		return s.ReadHeaderTimeout, s.IdleTimeout
+	}
+	if err := l.Apply(conf(time.Minute, 2*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if rh, idle := timeouts(); rh != time.Minute || idle != 2*time.Minute {
+		t.Fatalf("timeouts (header, idle) = %v, %v; want 1m, 2m", rh, idle)
+	}
+	const short = 300 * time.Millisecond
+	if err := l.Apply(conf(short, short)); err != nil {
+		t.Fatal(err)
+	}
+	if rh, idle := timeouts(); rh != short || idle != short {
+		t.Fatalf("after the reload: timeouts (header, idle) = %v, %v; want %v, %v", rh, idle, short, short)
+	}
+	if got := l.Addrs("health_check_http_url")[0].String(); got != addr.String() {
+		t.Fatalf("monitor address after the reload = %s, want %s", got, addr)
+	}
+	// The server ends a connection whose headers do not come, and one
+	// that stays idle after an answer, well before the test's deadline.
+	closedByServer := func(what string, send string, wantAnswer bool) {
+		t.Helper()
+		c, err := net.Dial("tcp", addr.String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		if _, err := io.WriteString(c, send); err != nil {
+			t.Fatal(err)
+		}
+		r := bufio.NewReader(c)
+		if wantAnswer {
+			resp, err := http.ReadResponse(r, nil)
+			if err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 {
+				t.Fatalf("%s: monitor answered %d, want 200", what, resp.StatusCode)
+			}
+		}
+		rest, err := io.ReadAll(r)
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			t.Fatalf("%s: the connection was still open after 10s; want it closed after %v", what, short)
+		}
+		if what == "idle after an answer" && len(rest) != 0 {
+			t.Errorf("%s: %q after the answer, want nothing", what, rest)
+		}
+	}
+	closedByServer("headers that never end", "GET /haproxy_ready HTTP/1.1\r\nHost: x\r\n", false)
+	closedByServer("idle after an answer", "GET /haproxy_ready HTTP/1.1\r\nHost: x\r\n\r\n", true)
 }
