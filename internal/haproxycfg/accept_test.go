@@ -67,7 +67,15 @@ func TestParseAccepts(t *testing.T) {
 			get: func(c *lbconfig.Config) any {
 				return []any{c.Frontends[0].Binds, c.Source["frontend main/bind 0"], c.Source["frontend main/bind 1"]}
 			},
-			want: []any{[]lbconfig.Bind{{Addr: ap("127.0.0.1:47011")}, {Addr: ap("[::1]:47011"), V4V6: true}}, "h.cfg:7", "h.cfg:8"},
+			want:         []any{[]lbconfig.Bind{{Addr: ap("127.0.0.1:47011")}, {Addr: ap("[::1]:47011"), V4V6: true}}, "h.cfg:7", "h.cfg:8"},
+			wantWarnings: []string{"h.cfg:8: frontend main, bind [::1]:47011: v4v6 applies to the IPv6 wildcard (:::PORT), which then takes IPv4 too; on [::1]:47011 it changes nothing"},
+		},
+		{
+			name:         "v4v6 on an IPv4 wildcard",
+			conf:         func(t *testing.T) string { return edit(t, "127.0.0.1:47011", "0.0.0.0:47011 v4v6") },
+			get:          binds,
+			want:         []lbconfig.Bind{{Addr: ap("0.0.0.0:47011"), V4V6: true}},
+			wantWarnings: []string{"h.cfg:7: frontend main, bind 0.0.0.0:47011: v4v6 applies to the IPv6 wildcard (:::PORT), which then takes IPv4 too; on 0.0.0.0:47011 it changes nothing"},
 		},
 		{
 			name: "IPv6 servers and a name ending in a dot",
@@ -198,6 +206,13 @@ func TestParseAccepts(t *testing.T) {
 			conf: func(t *testing.T) string { return edit(t, srv, "  option httpchk GET /readyz?verbose HTTP/1.1\n"+srv) },
 			get:  func(c *lbconfig.Config) any { return c.Backends[0].Check },
 			want: lbconfig.HTTPCheck{Method: "GET", URI: "/readyz?verbose", Version: "HTTP/1.1"},
+		},
+		{
+			name:         "verify without check-ssl",
+			conf:         func(t *testing.T) string { return edit(t, "47012 check", "47012 verify required check") },
+			get:          func(c *lbconfig.Config) any { return c.Backends[0].Servers[0].CheckSSL },
+			want:         false,
+			wantWarnings: []string{"h.cfg:10: backend masters, server m0: verify applies to TLS health checks (check-ssl), which this server does not have: it changes nothing here"},
 		},
 		{
 			name: "TLS checks verify by default",

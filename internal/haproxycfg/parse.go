@@ -775,6 +775,9 @@ func (p *parser) server(l line) {
 			return
 		}
 	}
+	if seen["verify"] && !s.CheckSSL {
+		p.warnf(l, "%s: verify applies to TLS health checks (check-ssl), which this server does not have: it changes nothing here", field)
+	}
 	if s.Check && s.CheckSSL && s.Verify {
 		p.warnf(l, "%s: its health checks verify the server certificate against the system's CA pool "+
 			"(haproxy 2.6 needs a ca-file for this, which vipstack does not support; write verify none to skip verification)", field)

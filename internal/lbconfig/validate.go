@@ -323,6 +323,9 @@ func (v *validator) binds(section string, bs []Bind, seen map[Bind]string) {
 		if b.Host == "localhost" && b.Addr.Addr() != netip.AddrFrom4([4]byte{127, 0, 0, 1}) {
 			v.fail(pos, field, "bind", "host localhost with the address %s (accepted: 127.0.0.1, which the readers give localhost)", b.Addr.Addr())
 		}
+		if a := b.Addr.Addr(); b.V4V6 && !(a.Is6() && a.IsUnspecified()) {
+			v.warn(pos, field, "v4v6 applies to the IPv6 wildcard (:::PORT), which then takes IPv4 too; on %s it changes nothing", bindString(b))
+		}
 		k := Bind{Addr: b.Addr}
 		if prev, dup := seen[k]; dup {
 			v.fail(pos, field, "bind", "%s is also bound by %s (accepted: each address once)", b.Addr, prev)
