@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/netip"
 	"os"
+	"reflect"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -109,6 +111,67 @@ func typeNames() *strings.Replacer {
 	)
 }
 
+// yamlTypes are the YAML form's structs by the name the decoder's errors
+// give them.
+var yamlTypes = map[string]reflect.Type{
+	"lbconfig.yamlConfig": reflect.TypeFor[yamlConfig](), "lbconfig.yamlTimeouts": reflect.TypeFor[yamlTimeouts](),
+	"lbconfig.yamlBind": reflect.TypeFor[yamlBind](), "lbconfig.yamlFrontend": reflect.TypeFor[yamlFrontend](),
+	"lbconfig.yamlBackend": reflect.TypeFor[yamlBackend](), "lbconfig.yamlHTTPCheck": reflect.TypeFor[yamlHTTPCheck](),
+	"lbconfig.yamlServer": reflect.TypeFor[yamlServer](), "lbconfig.yamlMonitor": reflect.TypeFor[yamlMonitor](),
+	"lbconfig.yamlStats": reflect.TypeFor[yamlStats](), "lbconfig.yamlUser": reflect.TypeFor[yamlUser](),
+}
+
+var (
+	lineRE    = regexp.MustCompile(`^line ([0-9]+): (.*)$`)
+	unknownRE = regexp.MustCompile(`^field (\S+) not found in type (lbconfig\.\w+)$`)
+	typeRE    = regexp.MustCompile("^cannot unmarshal !!\\w+ `(.*)` into (\\S+)$")
+)
+
+// kinds say what a Go type accepts, for the decoder's type errors.
+var kinds = map[string]string{"int": "an integer", "*int": "an integer", "bool": "true or false", "*bool": "true or false", "string": "a string"}
+
+// decodeError rewrites the YAML decoder's errors as the rest of the
+// configuration's: "file:line: what", one per problem, an unknown field
+// with the fields accepted there.
+func decodeError(name string, err error) error {
+	var msgs []string
+	var te *yaml.TypeError
+	if errors.As(err, &te) {
+		msgs = te.Errors
+	} else {
+		msgs = []string{strings.TrimPrefix(err.Error(), "yaml: ")}
+	}
+	errs := make([]error, 0, len(msgs))
+	for _, msg := range msgs {
+		m := lineRE.FindStringSubmatch(msg)
+		if m == nil {
+			errs = append(errs, fmt.Errorf("%s: %s", name, typeNames().Replace(msg)))
+			continue
+		}
+		what := m[2]
+		if u := unknownRE.FindStringSubmatch(what); u != nil {
+			if t, ok := yamlTypes[u[2]]; ok {
+				what = fmt.Sprintf("field %s is not a field of %s (accepted: %s)", u[1], typeNames().Replace(u[2]), strings.Join(yamlFields(t), ", "))
+			}
+		} else if k := typeRE.FindStringSubmatch(what); k != nil && kinds[k[2]] != "" {
+			what = fmt.Sprintf("%q is not %s", k[1], kinds[k[2]])
+		}
+		errs = append(errs, fmt.Errorf("%s:%s: %s", name, m[1], typeNames().Replace(what)))
+	}
+	return errors.Join(errs...)
+}
+
+// yamlFields lists the YAML names of t's fields.
+func yamlFields(t reflect.Type) []string {
+	var names []string
+	for f := range t.Fields() {
+		if n, _, _ := strings.Cut(f.Tag.Get("yaml"), ","); n != "" && n != "-" {
+			names = append(names, n)
+		}
+	}
+	return names
+}
+
 // duration is a time.Duration written as a Go duration string.
 type duration time.Duration
 
@@ -201,7 +264,7 @@ func ParseYAML(name string, data []byte) (*Config, error) {
 		if errors.Is(err, io.EOF) {
 			return nil, fmt.Errorf("%s: empty document (accepted: a mapping with frontends, backends, ...)", name)
 		}
-		return nil, fmt.Errorf("%s: %s", name, typeNames().Replace(strings.TrimPrefix(err.Error(), "yaml: ")))
+		return nil, decodeError(name, err)
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {

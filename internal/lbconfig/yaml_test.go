@@ -179,32 +179,38 @@ func TestParseYAMLErrors(t *testing.T) {
 		{
 			name: "unknown field",
 			yaml: sub("addr: \"127.0.0.1:47012\"", "addr: \"127.0.0.1:47012\", wieght: 2"),
-			want: "lb.yaml: unmarshal errors:\n  line 8: field wieght not found in type a server",
+			want: "lb.yaml:8: field wieght is not a field of a server (accepted: name, addr, weight, check, checkSSL, verify, inter, fall, rise)",
+		},
+		{
+			name: "every unknown field, each with its line",
+			yaml: sub("addr: \"127.0.0.1:47012\"", "addr: \"127.0.0.1:47012\", wieght: 2, chek: true"),
+			want: "lb.yaml:8: field wieght is not a field of a server (accepted: name, addr, weight, check, checkSSL, verify, inter, fall, rise)\n" +
+				"lb.yaml:8: field chek is not a field of a server (accepted: name, addr, weight, check, checkSSL, verify, inter, fall, rise)",
 		},
 		{
 			name: "unknown top-level field",
 			yaml: "maxconn: 10\n" + doc,
-			want: "lb.yaml: unmarshal errors:\n  line 1: field maxconn not found in type the top level",
+			want: "lb.yaml:1: field maxconn is not a field of the top level (accepted: maxConn, globalMaxConn, retries, timeouts, frontends, backends, monitors, stats)",
 		},
 		{
 			name: "repeated key",
 			yaml: "retries: 2\nretries: 3\n" + doc,
-			want: "lb.yaml: unmarshal errors:\n  line 2: mapping key \"retries\" already defined at line 1",
+			want: "lb.yaml:2: mapping key \"retries\" already defined at line 1",
 		},
 		{
 			name: "bad duration",
 			yaml: "timeouts: {connect: 10}\n" + doc,
-			want: `lb.yaml: line 1: "10" is not a duration (accepted: a number with a unit, such as 1s, 500ms or 1m30s)`,
+			want: `lb.yaml:1: "10" is not a duration (accepted: a number with a unit, such as 1s, 500ms or 1m30s)`,
 		},
 		{
 			name: "duration not a scalar",
 			yaml: "timeouts: {connect: [1s]}\n" + doc,
-			want: "lb.yaml: line 1: a duration must be a string such as 1s or 500ms",
+			want: "lb.yaml:1: a duration must be a string such as 1s or 500ms",
 		},
 		{
 			name: "wrong type",
 			yaml: "maxConn: lots\n" + doc,
-			want: "lb.yaml: unmarshal errors:\n  line 1: cannot unmarshal !!str `lots` into int",
+			want: `lb.yaml:1: "lots" is not an integer`,
 		},
 		{
 			name: "empty",
