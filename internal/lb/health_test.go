@@ -265,3 +265,29 @@ func mustAddrPort(t *testing.T, s string) netip.AddrPort {
 	}
 	return a.AddrPort()
 }
+
+// TestHealthChecksLoggedOnlyWithOption: without `option log-health-checks`
+// no check result is logged; a server's UP/DOWN changes always are.
+func TestHealthChecksLoggedOnlyWithOption(t *testing.T) {
+	dead := deadBackend(t, "dead")
+	var logs syncBuffer
+	clk := fakeClock()
+	l, err := New(Options{Clock: clk, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Shutdown(canceled()) })
+	cfg := tcpConfig(lbconfig.RoundRobin, lbconfig.Server{Name: "d", Addr: dead.addr, Weight: 1, Check: true, Inter: time.Second, Fall: 1, Rise: 1})
+	if err := l.Apply(cfg); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "d's first check", func() bool { return checksDone(l.serverStats(t, "be", "d")) == 1 })
+	// A second check: the first one's handling, log included, is done
+	// once the second is counted.
+	clk.Advance(time.Second)
+	eventually(t, "d's second check", func() bool { return checksDone(l.serverStats(t, "be", "d")) == 2 })
+	eventually(t, "d's DOWN to be logged", func() bool { return strings.Contains(logs.String(), "Server be/d is DOWN") })
+	if out := logs.String(); strings.Contains(out, "Health check for server") {
+		t.Errorf("a check result was logged without option log-health-checks:\n%s", out)
+	}
+}
