@@ -170,16 +170,23 @@ func runLB(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			for _, w := range next.Warnings {
 				log.Warn(w)
 			}
+			var port uint16
+			if rd != nil {
+				// Refused before anything changes: applied, it would
+				// leave the VIP redirected to a port nobody serves.
+				if port, err = redirectPort(next, vip); err != nil {
+					log.Error("reload failed: keeping the running configuration", "err", fmt.Errorf("--redirect: %w", err))
+					continue
+				}
+			}
 			if err := l.Apply(next); err != nil {
 				log.Error("reload failed: keeping the running configuration", "err", err)
 				continue
 			}
-			if rd != nil {
-				if port, err := redirectPort(next, vip); err != nil {
-					log.Warn("the reloaded configuration has no frontend the redirect can deliver to; the redirect keeps its port until restart", "port", rdPort, "err", err)
-				} else if port != rdPort {
-					log.Warn("the redirect's frontend port changed; the redirect keeps the port it started with until restart", "old", rdPort, "new", port)
-				}
+			if rd != nil && port != rdPort {
+				rd.Retarget(redirect.New(vip, port))
+				log.Info("the redirect follows the frontend to its new port", "old", rdPort, "new", port)
+				rdPort = port
 			}
 		}
 	}
@@ -205,12 +212,21 @@ func fdsNeeded(cfg *lbconfig.Config) int {
 	return 2*conns + 256
 }
 
+// v6OnlyDefault says whether IPv6 wildcard sockets take IPv6 only unless
+// told otherwise (net.ipv6.bindv6only = 1): then `bind :::PORT` without
+// v4v6 does not receive IPv4. Where it cannot be read, it is taken as set.
+func v6OnlyDefault() bool {
+	b, err := os.ReadFile("/proc/sys/net/ipv6/bindv6only")
+	return err != nil || strings.TrimSpace(string(b)) != "0"
+}
+
 // redirectPort is where the redirect of vip sends traffic: the port of the
 // first frontend bind that receives it. The redirect rewrites the
 // destination to one of the node's own addresses (127.0.0.1 or ::1 for
 // local clients, the address of the interface a remote client comes in
 // on), so only a wildcard bind of vip's family receives it: 0.0.0.0 or
-// `::: v4v6` for an IPv4 VIP, :: for an IPv6 one. A bind to one address
+// `::: v4v6` for an IPv4 VIP (or `:::` alone while the kernel makes IPv6
+// wildcards dual-stack by default), :: for an IPv6 one. A bind to one address
 // would leave the VIP refusing every connection.
 func redirectPort(cfg *lbconfig.Config, vip netip.AddrPort) (uint16, error) {
 	v4 := vip.Addr().Unmap().Is4()
@@ -218,7 +234,7 @@ func redirectPort(cfg *lbconfig.Config, vip netip.AddrPort) (uint16, error) {
 	for _, f := range cfg.Frontends {
 		for i, b := range f.Binds {
 			a := b.Addr.Addr()
-			if a.IsValid() && a.IsUnspecified() && b.Addr.Port() != 0 && (a.Is6() && (!v4 || b.V4V6) || a.Is4() && v4) {
+			if a.IsValid() && a.IsUnspecified() && b.Addr.Port() != 0 && (a.Is6() && (!v4 || b.V4V6 || !v6OnlyDefault()) || a.Is4() && v4) {
 				return b.Addr.Port(), nil
 			}
 			what := b.Addr.String()

@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strings"
@@ -374,23 +375,31 @@ backend masters
 	}
 }
 
-// TestLBCrashRedirectLapses: `vipstack lb --redirect` killed with SIGKILL
-// cannot remove its table; the redirect's lease runs out and the VIP's
-// clients reach the node's own API server on VIP:6443 again instead of a
-// frontend nobody serves.
-func TestLBCrashRedirectLapses(t *testing.T) {
+// redirectLab is one host holding a VIP, with one-byte servers: the
+// backend behind the frontend answers 'B', the API server on VIP:6443
+// itself 'D'; a client in another namespace connects to the VIP.
+type redirectLab struct {
+	t      *testing.T
+	h1     *testnet.Host
+	client *testnet.Host
+	vip    netip.AddrPort
+	path   string // the balancer's haproxy.cfg
+	cmd    *exec.Cmd
+	out    lockedBuffer
+	exited chan struct{}
+}
+
+func newRedirectLab(t *testing.T, prefix string) *redirectLab {
 	testnet.RequireRoot(t)
-	topo := testnet.New(t, testnet.Options{Hosts: 1, Client: true, Prefix: "vlc"})
-	h1, client := topo.Hosts[0], topo.Client
-	vip := netip.MustParseAddrPort("198.18.0.100:6443")
-	if _, err := h1.Run("ip", "addr", "add", vip.Addr().String()+"/24", "dev", h1.Link, "nodad"); err != nil {
+	topo := testnet.New(t, testnet.Options{Hosts: 1, Client: true, Prefix: prefix})
+	x := &redirectLab{t: t, h1: topo.Hosts[0], client: topo.Client, vip: netip.MustParseAddrPort("198.18.0.100:6443"),
+		path: filepath.Join(t.TempDir(), "haproxy.cfg"), exited: make(chan struct{})}
+	if _, err := x.h1.Run("ip", "addr", "add", x.vip.Addr().String()+"/24", "dev", x.h1.Link, "nodad"); err != nil {
 		t.Fatal(err)
 	}
-	// One-byte servers in h1: the backend behind the frontend answers
-	// 'B', the API server on VIP:6443 itself 'D'.
 	serve := func(addr string, b byte) {
 		var ln net.Listener
-		if err := h1.Do(func() (err error) { ln, err = net.Listen("tcp", addr); return err }); err != nil {
+		if err := x.h1.Do(func() (err error) { ln, err = net.Listen("tcp", addr); return err }); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { ln.Close() })
@@ -406,62 +415,113 @@ func TestLBCrashRedirectLapses(t *testing.T) {
 		}()
 	}
 	serve("127.0.0.1:16443", 'B')
-	serve(vip.String(), 'D')
-	answer := func() byte {
-		c, err := nsDial(client, vip.String())
-		if err != nil {
-			return 0
-		}
-		defer c.Close()
-		var b [1]byte
-		if _, err := io.ReadFull(c, b[:]); err != nil {
-			return 0
-		}
-		return b[0]
-	}
-	path := filepath.Join(t.TempDir(), "haproxy.cfg")
-	conf := "defaults\n  mode tcp\n  timeout connect 2s\nfrontend main\n  bind :::9445 v4v6\n  default_backend masters\n" +
+	serve(x.vip.String(), 'D')
+	return x
+}
+
+// config writes the balancer's configuration with the given frontend bind.
+func (x *redirectLab) config(bind string) {
+	conf := "defaults\n  mode tcp\n  timeout connect 2s\nfrontend main\n  bind " + bind + "\n  default_backend masters\n" +
 		"backend masters\n  server b 127.0.0.1:16443 check inter 200ms fall 2 rise 1\n"
-	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
+	if err := os.WriteFile(x.path, []byte(conf), 0o644); err != nil {
+		x.t.Fatal(err)
+	}
+}
+
+// start runs `vipstack lb --redirect VIP:6443` and waits until the VIP
+// reaches the backend.
+func (x *redirectLab) start() {
+	t := x.t
+	x.cmd = x.h1.Command(os.Args[0], "-test.run=^TestLBHelperProcess$")
+	x.cmd.Env = append(os.Environ(), "VIPSTACK_LB_HELPER_ARGS="+strings.Join([]string{"-f", x.path, "--redirect", x.vip.String(), "--watch-interval", "0"}, "\n"))
+	x.cmd.Stdout, x.cmd.Stderr = &x.out, &x.out
+	if err := x.h1.StartFor(t, x.cmd); err != nil {
 		t.Fatal(err)
 	}
-	var out lockedBuffer
-	cmd := h1.Command(os.Args[0], "-test.run=^TestLBHelperProcess$")
-	cmd.Env = append(os.Environ(), "VIPSTACK_LB_HELPER_ARGS="+strings.Join([]string{"-f", path, "--redirect", vip.String(), "--watch-interval", "0"}, "\n"))
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := h1.StartFor(t, cmd); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }()
-	defer func() {
+	go func() { x.cmd.Wait(); close(x.exited) }()
+	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("vipstack lb output:\n%s", out.String())
+			t.Logf("vipstack lb output:\n%s", x.out.String())
 		}
-	}()
-	waitFor(t, "the redirect to carry the VIP to the backend", func() bool { return answer() == 'B' })
-	waitFor(t, "the log to say the redirect is on, with its lease", func() bool {
-		return strings.Contains(out.String(), "redirect enabled: a server is UP") && strings.Contains(out.String(), "lease=5s")
 	})
+	waitFor(t, "the redirect to carry the VIP to the backend", func() bool { return x.answer() == 'B' })
+	waitFor(t, "the log to say the redirect is on, with its lease", func() bool {
+		return strings.Contains(x.out.String(), "redirect enabled: a server is UP") && strings.Contains(x.out.String(), "lease=5s")
+	})
+}
+
+// answer is the byte the client gets from VIP:6443, 0 for none.
+func (x *redirectLab) answer() byte {
+	c, err := nsDial(x.client, x.vip.String())
+	if err != nil {
+		return 0
+	}
+	defer c.Close()
+	var b [1]byte
+	if _, err := io.ReadFull(c, b[:]); err != nil {
+		return 0
+	}
+	return b[0]
+}
+
+// table is the redirect's table as nft lists it, "" when there is none.
+func (x *redirectLab) table() string {
+	out, err := x.h1.Run("nft", "list", "table", "inet", redirect.TableName(x.vip))
+	if err != nil {
+		return ""
+	}
+	return out
+}
+
+// TestLBCrashRedirectLapses: `vipstack lb --redirect` killed with SIGKILL
+// cannot remove its table; the redirect's lease runs out and the VIP's
+// clients reach the node's own API server on VIP:6443 again instead of a
+// frontend nobody serves.
+func TestLBCrashRedirectLapses(t *testing.T) {
+	x := newRedirectLab(t, "vlc")
+	x.config(":::9445 v4v6")
+	x.start()
 
 	// SIGKILL: no chance to remove the table.
-	if err := cmd.Process.Kill(); err != nil {
+	if err := x.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	<-exited
-	listed, err := h1.Run("nft", "list", "tables")
-	if err != nil {
-		t.Fatal(err)
+	<-x.exited
+	if x.table() == "" {
+		t.Fatal("the table is gone right after SIGKILL: nothing left to lapse")
 	}
-	if !strings.Contains(listed, redirect.TableName(vip)) {
-		t.Fatalf("the table is gone right after SIGKILL (%q): nothing left to lapse", listed)
-	}
-	waitFor(t, "the API server on VIP:6443 to answer after the lease ran out", func() bool { return answer() == 'D' })
-	live, err := func() (live bool, err error) {
-		err = h1.Do(func() (err error) { live, err = redirect.New(vip, 9445).Live(); return err })
-		return live, err
-	}()
-	if err != nil || live {
+	waitFor(t, "the API server on VIP:6443 to answer after the lease ran out", func() bool { return x.answer() == 'D' })
+	var live bool
+	if err := x.h1.Do(func() (err error) { live, err = redirect.New(x.vip, 9445).Live(); return err }); err != nil || live {
 		t.Errorf("after the lapse: Live() = %v, %v; want false", live, err)
+	}
+}
+
+// TestLBReloadMovesRedirect: a reload that moves the frontend to another
+// port takes the redirect along; one that leaves no wildcard frontend is
+// refused whole, and the VIP keeps working.
+func TestLBReloadMovesRedirect(t *testing.T) {
+	x := newRedirectLab(t, "vlm")
+	x.config(":::9445 v4v6")
+	x.start()
+
+	x.config(":9446")
+	x.cmd.Process.Signal(syscall.SIGHUP)
+	waitFor(t, "the redirect to follow the frontend to 9446", func() bool { return strings.Contains(x.table(), "redirect to :9446") })
+	if got := x.answer(); got != 'B' {
+		t.Fatalf("after the move the VIP answered %q, want the backend's 'B'", got)
+	}
+
+	x.config(x.vip.Addr().String() + ":9447")
+	x.cmd.Process.Signal(syscall.SIGHUP)
+	waitFor(t, "the reload to be refused", func() bool {
+		return strings.Contains(x.out.String(), `msg="reload failed: keeping the running configuration" err="--redirect: no frontend listens on every local IPv4 address`)
+	})
+	if got := x.answer(); got != 'B' || !strings.Contains(x.table(), "redirect to :9446") {
+		t.Errorf("after the refused reload the VIP answered %q with the table:\n%s\nwant 'B' through :9446", got, x.table())
+	}
+	if c, err := nsDial(x.client, x.vip.Addr().String()+":9447"); err == nil {
+		c.Close()
+		t.Error("the refused configuration's frontend on :9447 accepts connections")
 	}
 }

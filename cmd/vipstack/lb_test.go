@@ -233,8 +233,6 @@ backend masters
 	}
 }
 
-// fakeRedirect records Enable and Disable calls.
-
 // TestRedirectPort: the redirect delivers to the node's own addresses, so
 // only a wildcard bind of the VIP's family can take it; any other bind is
 // refused at start with the binds and what is accepted.
@@ -266,10 +264,21 @@ func TestRedirectPort(t *testing.T) {
 		{name: "the VIP's own address", binds: []string{"198.18.7.5:19445"}, vip: v4,
 			wantErr: "no frontend listens on every local IPv4 address, where the redirect of 198.18.7.5:6443 delivers (to 127.0.0.1/::1 for local clients, to the receiving interface's address for others); binds: frontend main 198.18.7.5:19445 (t.cfg:4) (accepted: bind :PORT, 0.0.0.0:PORT or :::PORT v4v6)"},
 		{name: "loopback only", binds: []string{"127.0.0.1:19445"}, vip: v4, wantErr: "binds: frontend main 127.0.0.1:19445 (t.cfg:4)"},
-		{name: "IPv6 wildcard without v4v6, IPv4 VIP", binds: []string{":::7443"}, vip: v4, wantErr: "binds: frontend main [::]:7443 (t.cfg:4) (accepted: bind :PORT"},
 		{name: "IPv4 wildcard, IPv6 VIP", binds: []string{":7443"}, vip: v6, wantErr: "no frontend listens on every local IPv6 address, where the redirect of [fd00::5]:6443 delivers"},
 		{name: "IPv4 wildcard, IPv6 VIP: accepted", binds: []string{":7443"}, vip: v6, wantErr: "(accepted: bind :::PORT)"},
 	}
+	// `bind :::PORT` alone takes IPv4 too unless net.ipv6.bindv6only is set.
+	v6only := struct {
+		name    string
+		binds   []string
+		vip     netip.AddrPort
+		want    uint16
+		wantErr string
+	}{name: "IPv6 wildcard without v4v6, IPv4 VIP, bindv6only 0", binds: []string{":::7443"}, vip: v4, want: 7443}
+	if v6OnlyDefault() {
+		v6only.name, v6only.want, v6only.wantErr = "IPv6 wildcard without v4v6, IPv4 VIP, bindv6only 1", 0, "binds: frontend main [::]:7443 (t.cfg:4) (accepted: bind :PORT"
+	}
+	tests = append(tests, v6only)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg, err := haproxycfg.Parse("t.cfg", conf(tt.binds...))

@@ -194,7 +194,9 @@ func (a *Agent) startLB() error {
 		vips = append(vips, netip.AddrPortFrom(v, uint16(a.cluster.Ports.API)))
 	}
 	for _, v := range vips {
-		f := redirect.NewFollower(redirect.New(v, uint16(a.cluster.Ports.LB)), a.log.With("part", "redirect", "vip", v.String()), a.clk)
+		// The real clock, whatever a.clk is: the lease it renews runs
+		// on the kernel's.
+		f := redirect.NewFollower(redirect.New(v, uint16(a.cluster.Ports.LB)), a.log.With("part", "redirect", "vip", v.String()), nil)
 		go f.Run()
 		a.followers = append(a.followers, f)
 	}

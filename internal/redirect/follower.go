@@ -29,17 +29,20 @@ type Follower struct {
 	r       Toggler
 	log     *slog.Logger
 	clk     clock.Clock
-	want    chan bool // latest verdict, capacity 1
+	want    chan bool    // latest verdict, capacity 1
+	target  chan Toggler // latest Retarget, capacity 1
 	quit    chan struct{}
 	stopped chan struct{}
 }
 
-// NewFollower returns a Follower for r; nil clk means the real clock.
+// NewFollower returns a Follower for r; nil clk means the real clock. The
+// clock times retries and renewals, while a *Redirect's lease runs on the
+// kernel's clock: only a test with a fake Toggler should pass a fake one.
 func NewFollower(r Toggler, log *slog.Logger, clk clock.Clock) *Follower {
 	if clk == nil {
 		clk = clock.Real{}
 	}
-	return &Follower{r: r, log: log, clk: clk, want: make(chan bool, 1), quit: make(chan struct{}), stopped: make(chan struct{})}
+	return &Follower{r: r, log: log, clk: clk, want: make(chan bool, 1), target: make(chan Toggler, 1), quit: make(chan struct{}), stopped: make(chan struct{})}
 }
 
 // Set records the newest verdict; it never blocks. OnHealthy calls are
@@ -50,6 +53,18 @@ func (d *Follower) Set(healthy bool) {
 	default:
 	}
 	d.want <- healthy
+}
+
+// Retarget makes r the redirect the Follower drives from now on (a reload
+// moved the frontend to another port): an enabled redirect is enabled
+// again as r, which replaces the table of the same VIP in one transaction.
+// It never blocks; the newest call wins.
+func (d *Follower) Retarget(r Toggler) {
+	select {
+	case <-d.target:
+	default:
+	}
+	d.target <- r
 }
 
 func (d *Follower) Run() {
@@ -93,7 +108,29 @@ func (d *Follower) Run() {
 			d.log.Info("redirect disabled: no server is UP")
 		}
 	}
+	retarget := func(r Toggler) {
+		d.r = r
+		every = r.Lease() / RenewsPerLease
+		if enabled || !known {
+			// Enabled (or unknown): enable as the new one. Disabled:
+			// nothing to move.
+			known = false
+			if retry != nil {
+				retry.Stop()
+				retry, retryC = nil, nil
+			}
+			apply()
+		}
+	}
 	for {
+		// A pending Retarget goes first: a verdict that comes with it
+		// is for the new redirect.
+		select {
+		case r := <-d.target:
+			retarget(r)
+			continue
+		default:
+		}
 		select {
 		case target = <-d.want:
 			if retry != nil {
@@ -101,6 +138,8 @@ func (d *Follower) Run() {
 				retry, retryC = nil, nil
 			}
 			apply()
+		case r := <-d.target:
+			retarget(r)
 		case <-retryC:
 			retry, retryC = nil, nil
 			apply()

@@ -108,3 +108,39 @@ func TestFollowerRenews(t *testing.T) {
 		t.Errorf("calls (-want +got):\n%s", diff)
 	}
 }
+
+// TestFollowerRetarget: a reload that moves the frontend gives the
+// Follower a new redirect: enabled, it is enabled as the new one (whose
+// lease is renewed from then on); disabled, nothing moves until enabled.
+func TestFollowerRetarget(t *testing.T) {
+	old, moved, later := &fakeRedirect{}, &fakeRedirect{}, &fakeRedirect{}
+	clk := clock.NewFake(time.Unix(0, 0))
+	d := NewFollower(old, slog.New(slog.NewTextHandler(io.Discard, nil)), clk)
+	go d.Run()
+	d.Set(true)
+	waitFor(t, "the enable", func() bool { return len(old.get()) == 1 })
+	d.Retarget(moved)
+	waitFor(t, "the enable as the moved redirect", func() bool { return len(moved.get()) == 1 })
+	waitFor(t, "its renewal to be armed", func() bool { return clk.Pending() == 1 })
+	clk.Advance(time.Second)
+	waitFor(t, "the moved redirect's renewal", func() bool { return len(moved.get()) == 2 })
+	d.Set(false)
+	waitFor(t, "the disable", func() bool { return len(moved.get()) == 3 })
+	d.Retarget(later) // disabled: nothing to move
+	d.Set(true)
+	waitFor(t, "the enable as the later redirect", func() bool { return len(later.get()) == 1 })
+	d.Stop()
+	for _, c := range []struct {
+		name string
+		f    *fakeRedirect
+		want []string
+	}{
+		{"old", old, []string{"enable"}},
+		{"moved", moved, []string{"enable", "renew", "disable"}},
+		{"later", later, []string{"enable", "disable"}},
+	} {
+		if diff := cmp.Diff(c.want, c.f.get()); diff != "" {
+			t.Errorf("%s redirect's calls (-want +got):\n%s", c.name, diff)
+		}
+	}
+}
