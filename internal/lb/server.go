@@ -56,7 +56,10 @@ type server struct {
 	// confirmed: the server has shown it serves: a check of it passed
 	// since it was created, or it has no check. A server starts UP (as
 	// in haproxy, so traffic flows from the start), but the monitor and
-	// the redirect count it only once confirmed.
+	// the redirect count it only once confirmed. A server that had no
+	// check and gets one on reload stays confirmed: it was serving, and
+	// its first failed check takes it DOWN (a checker starts at the edge
+	// of UP, as haproxy's does).
 	confirmed atomic.Bool
 
 	cur, smax                          atomic.Int64
