@@ -21,6 +21,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/vipstack/vipstack/internal/redirect"
 	"github.com/vipstack/vipstack/internal/testnet"
 )
@@ -262,13 +264,34 @@ backend masters
 			mu.Unlock()
 		}
 	}()
+	// The stats page's status column shows each check's effect ("UP
+	// 1/2": one failed check of fall 2); polled far more often than the
+	// checks run (inter 1s), it shows every step: m3 must leave on its
+	// second failed check (fall 2) and rejoin on its third good one
+	// (rise 3), which bounds the times by inter x fall and inter x rise.
+	steps := func(until string) []string {
+		t.Helper()
+		var seen []string
+		waitFor(t, "m3 to be "+until, func() bool {
+			st := serverStatus("m3")
+			if len(seen) == 0 || seen[len(seen)-1] != st {
+				seen = append(seen, st)
+			}
+			return st == until
+		})
+		return seen
+	}
 	killed := time.Now()
 	apis[1].srv.Close()
-	waitFor(t, "m3 to go DOWN", func() bool { return serverStatus("m3") == "DOWN" })
+	if diff := cmp.Diff([]string{"UP", "UP 1/2", "DOWN"}, steps("DOWN")); diff != "" {
+		t.Errorf("m3's status from the kill to DOWN (-want +got):\n%s", diff)
+	}
 	t.Logf("m3 DOWN %v after it was killed (inter 1s x fall 2)", time.Since(killed).Round(100*time.Millisecond))
 	apis[1].start(t)
 	restarted := time.Now()
-	waitFor(t, "m3 to come back UP", func() bool { return serverStatus("m3") == "UP" })
+	if diff := cmp.Diff([]string{"DOWN", "DOWN 1/3", "DOWN 2/3", "UP"}, steps("UP")); diff != "" {
+		t.Errorf("m3's status from the restart to UP (-want +got):\n%s", diff)
+	}
 	t.Logf("m3 UP %v after it was restarted (inter 1s x rise 3)", time.Since(restarted).Round(100*time.Millisecond))
 	close(stop)
 	wg.Wait()
