@@ -420,25 +420,8 @@ func newRedirectLab(t *testing.T, prefix string) *redirectLab {
 	if _, err := x.h1.Run("ip", "addr", "add", x.vip.Addr().String()+"/24", "dev", x.h1.Link, "nodad"); err != nil {
 		t.Fatal(err)
 	}
-	serve := func(addr string, b byte) {
-		var ln net.Listener
-		if err := x.h1.Do(func() (err error) { ln, err = net.Listen("tcp", addr); return err }); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { ln.Close() })
-		go func() {
-			for {
-				c, err := ln.Accept()
-				if err != nil {
-					return
-				}
-				c.Write([]byte{b})
-				c.Close()
-			}
-		}()
-	}
-	serve("127.0.0.1:16443", 'B')
-	serve(x.vip.String(), 'D')
+	x.h1.Greet(t, "127.0.0.1:16443", []byte{'B'})
+	x.h1.Greet(t, x.vip.String(), []byte{'D'})
 	return x
 }
 

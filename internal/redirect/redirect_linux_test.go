@@ -175,23 +175,8 @@ func TestRedirectLeaseLapses(t *testing.T) {
 	if _, err := h.Run("ip", "addr", "add", vip.Addr().String()+"/24", "dev", h.Link, "nodad"); err != nil {
 		t.Fatal(err)
 	}
-	startEchoServer(t, h) // the frontend: echoes 'x'
-	// The API server on VIP:6443 itself answers 'D'.
-	var direct net.Listener
-	if err := h.Do(func() (err error) { direct, err = net.Listen("tcp", vip.String()); return err }); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { direct.Close() })
-	go func() {
-		for {
-			c, err := direct.Accept()
-			if err != nil {
-				return
-			}
-			_, _ = c.Write([]byte{'D'})
-			c.Close()
-		}
-	}()
+	startEchoServer(t, h)                 // the frontend: echoes 'x'
+	h.Greet(t, vip.String(), []byte{'D'}) // the API server on VIP:6443 itself
 	const lease = 2 * time.Second
 	r := NewLeased(vip, frontendPort, lease)
 	t.Cleanup(func() { _ = h.Do(r.Disable) })

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -358,6 +359,28 @@ func (h *Host) Run(name string, args ...string) (string, error) {
 		return string(out), fmt.Errorf("%s %s in %s: %w: %s", name, strings.Join(args, " "), h.Name, err, strings.TrimSpace(string(out)))
 	}
 	return string(out), nil
+}
+
+// Greet listens on addr in the host's namespace and answers every
+// connection with payload, then closes it: a stand-in server whose answer
+// says who was reached. It stops when tb ends.
+func (h *Host) Greet(tb testing.TB, addr string, payload []byte) {
+	tb.Helper()
+	var ln net.Listener
+	if err := h.Do(func() (err error) { ln, err = net.Listen("tcp", addr); return err }); err != nil {
+		tb.Fatalf("greet on %s in %s: %v", addr, h.Name, err)
+	}
+	tb.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			_, _ = c.Write(payload)
+			c.Close()
+		}
+	}()
 }
 
 // Do runs f on a locked OS thread switched into the host's namespace.

@@ -2,6 +2,7 @@ package testnet
 
 import (
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -179,5 +180,38 @@ func TestReservedPortsStayFree(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestGreet: a client in another namespace reaches the greeting server by
+// the host's address and reads its payload; the server is gone when its
+// test ends.
+func TestGreet(t *testing.T) {
+	RequireRoot(t)
+	topo := New(t, Options{Hosts: 1, Client: true, Prefix: "vtG"})
+	h, client := topo.Hosts[0], topo.Client
+	addr := net.JoinHostPort(h.IPv4.Addr().String(), "8080")
+	read := func() (string, error) {
+		var got []byte
+		err := client.Do(func() error {
+			c, err := net.DialTimeout("tcp", addr, 3*time.Second)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			c.SetDeadline(time.Now().Add(3 * time.Second))
+			got, err = io.ReadAll(c)
+			return err
+		})
+		return string(got), err
+	}
+	t.Run("serving", func(t *testing.T) {
+		h.Greet(t, ":8080", []byte("h1"))
+		if got, err := read(); err != nil || got != "h1" {
+			t.Fatalf("read from %s: %q, %v; want \"h1\"", addr, got, err)
+		}
+	})
+	if got, err := read(); err == nil {
+		t.Errorf("after the subtest the server still answers %q", got)
 	}
 }

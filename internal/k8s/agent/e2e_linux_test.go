@@ -31,24 +31,7 @@ func tail(s string, n int) string {
 // with the node's name, standing in for kube-proxy and a backend.
 func nameServer(t *testing.T, h *testnet.Host, name string) {
 	t.Helper()
-	var ln net.Listener
-	if err := h.Do(func() (err error) {
-		ln, err = net.Listen("tcp", ":8080")
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			_, _ = c.Write([]byte(name))
-			c.Close()
-		}
-	}()
+	h.Greet(t, ":8080", []byte(name))
 }
 
 // fetch connects to vip:8080 from the client namespace and returns what
