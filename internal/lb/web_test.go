@@ -58,9 +58,10 @@ func get(t *testing.T, url string, header http.Header, user, pass string) answer
 	return answer{Code: resp.StatusCode, Body: string(b), ContentType: resp.Header.Get("Content-Type"), Auth: resp.Header.Get("WWW-Authenticate")}
 }
 
-func TestMonitor(t *testing.T) {
-	a := startBackend(t, "a")
-	dead := deadBackend(t, "dead")
+// newWatchedLB is an LB on a fake clock that records its OnHealthy calls;
+// calls returns them so far.
+func newWatchedLB(t *testing.T) (l *LB, calls func() []bool) {
+	t.Helper()
 	var mu sync.Mutex
 	var health []bool
 	l, err := New(Options{Clock: fakeClock(), OnHealthy: func(h bool) { mu.Lock(); health = append(health, h); mu.Unlock() }})
@@ -68,6 +69,13 @@ func TestMonitor(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { l.Shutdown(canceled()) })
+	return l, func() []bool { mu.Lock(); defer mu.Unlock(); return slices.Clone(health) }
+}
+
+func TestMonitor(t *testing.T) {
+	a := startBackend(t, "a")
+	dead := deadBackend(t, "dead")
+	l, calls := newWatchedLB(t)
 	if err := l.Apply(webConfig(tcpConfig(lbconfig.RoundRobin, srv("a", a)))); err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +104,6 @@ func TestMonitor(t *testing.T) {
 	}
 	// The server's state is visible before the health callback runs, so
 	// wait for the callback rather than read it at once.
-	calls := func() []bool { mu.Lock(); defer mu.Unlock(); return slices.Clone(health) }
 	eventually(t, "OnHealthy(false)", func() bool { return len(calls()) >= 2 })
 	if diff := cmp.Diff([]bool{true, false}, calls()); diff != "" {
 		t.Errorf("OnHealthy calls (-want +got):\n%s", diff)
@@ -295,13 +302,7 @@ func TestMonitorWaitsForACheck(t *testing.T) {
 		}
 	})
 	a := startBackend(t, "a")
-	var mu sync.Mutex
-	var health []bool
-	l, err := New(Options{Clock: fakeClock(), OnHealthy: func(h bool) { mu.Lock(); health = append(health, h); mu.Unlock() }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Shutdown(canceled()) })
+	l, calls := newWatchedLB(t)
 	checked := func(name string, addr netip.AddrPort) lbconfig.Server {
 		return lbconfig.Server{Name: name, Addr: addr, Weight: 1, Check: true, Inter: time.Second, Rise: 2, Fall: 3}
 	}
@@ -336,7 +337,6 @@ func TestMonitorWaitsForACheck(t *testing.T) {
 	if got := l.serverStats(t, "be2", "a"); checksDone(got) == 0 || got.CheckStatus != "L4OK" {
 		t.Errorf("a when the monitor turned 200: %+v, want a passed check", got)
 	}
-	calls := func() []bool { mu.Lock(); defer mu.Unlock(); return slices.Clone(health) }
 	eventually(t, "OnHealthy(true)", func() bool { return len(calls()) >= 2 })
 	if diff := cmp.Diff([]bool{false, true}, calls()); diff != "" {
 		t.Errorf("OnHealthy calls (-want +got):\n%s", diff)
