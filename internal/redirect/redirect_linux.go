@@ -14,12 +14,9 @@ import (
 // one transaction, so calling it again (or with a new frontend port) is
 // safe and never leaves a partial table.
 func (r *Redirect) Enable() error {
-	if err := r.validate(); err != nil {
-		return fmt.Errorf("redirect: enable: %w", err)
-	}
-	c, err := nftables.New()
+	c, err := r.open("enable")
 	if err != nil {
-		return fmt.Errorf("redirect: enable %s: open nftables: %w", r.Table(), err)
+		return err
 	}
 	t := &nftables.Table{Name: r.Table(), Family: nftables.TableFamilyINet}
 	// Add, delete and re-add in one batch: whatever the table held (an
@@ -59,12 +56,9 @@ func (r *Redirect) Enable() error {
 // redirect never lapses meanwhile; it fails when the table is gone (the
 // caller enables it again).
 func (r *Redirect) Renew() error {
-	if err := r.validate(); err != nil {
-		return fmt.Errorf("redirect: renew: %w", err)
-	}
-	c, err := nftables.New()
+	c, err := r.open("renew")
 	if err != nil {
-		return fmt.Errorf("redirect: renew %s: open nftables: %w", r.Table(), err)
+		return err
 	}
 	set := r.leaseSet(&nftables.Table{Name: r.Table(), Family: nftables.TableFamilyINet})
 	// Flush, then add: a running lease is replaced, a lapsed one restarts.
@@ -84,9 +78,9 @@ func (r *Redirect) Live() (bool, error) {
 	if ok, err := r.Enabled(); !ok || err != nil {
 		return false, err
 	}
-	c, err := nftables.New()
+	c, err := r.open("list")
 	if err != nil {
-		return false, fmt.Errorf("redirect: list %s: open nftables: %w", r.Table(), err)
+		return false, err
 	}
 	elems, err := c.GetSetElements(r.leaseSet(&nftables.Table{Name: r.Table(), Family: nftables.TableFamilyINet}))
 	if err != nil {
@@ -108,12 +102,9 @@ func (r *Redirect) leaseElements() []nftables.SetElement {
 // Disable removes the redirect from the calling thread's network namespace.
 // A table that is already gone is fine.
 func (r *Redirect) Disable() error {
-	if err := r.validate(); err != nil {
-		return fmt.Errorf("redirect: disable: %w", err)
-	}
-	c, err := nftables.New()
+	c, err := r.open("disable")
 	if err != nil {
-		return fmt.Errorf("redirect: disable %s: open nftables: %w", r.Table(), err)
+		return err
 	}
 	// Adding first makes the delete succeed whether or not the table
 	// exists, in one transaction (no list-then-delete race).
@@ -129,12 +120,9 @@ func (r *Redirect) Disable() error {
 // Enabled reports whether the redirect's table exists in the calling
 // thread's network namespace, whether or not its lease runs (see Live).
 func (r *Redirect) Enabled() (bool, error) {
-	if err := r.validate(); err != nil {
-		return false, fmt.Errorf("redirect: enabled: %w", err)
-	}
-	c, err := nftables.New()
+	c, err := r.open("list")
 	if err != nil {
-		return false, fmt.Errorf("redirect: list %s: open nftables: %w", r.Table(), err)
+		return false, err
 	}
 	tables, err := c.ListTablesOfFamily(nftables.TableFamilyINet)
 	if err != nil {
@@ -169,4 +157,17 @@ func (r *Redirect) exprs(set *nftables.Set) []expr.Any {
 		&expr.Immediate{Register: 1, Data: binary.BigEndian.AppendUint16(nil, r.toPort)},
 		&expr.Redir{RegisterProtoMin: 1, RegisterProtoMax: 1, Flags: unix.NF_NAT_RANGE_PROTO_SPECIFIED},
 	}
+}
+
+// open checks the redirect and opens a netlink connection to nftables in
+// the calling thread's network namespace, for op (named in errors).
+func (r *Redirect) open(op string) (*nftables.Conn, error) {
+	if err := r.validate(); err != nil {
+		return nil, fmt.Errorf("redirect: %s: %w", op, err)
+	}
+	c, err := nftables.New()
+	if err != nil {
+		return nil, fmt.Errorf("redirect: %s %s: open nftables: %w", op, r.Table(), err)
+	}
+	return c, nil
 }
