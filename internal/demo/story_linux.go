@@ -224,9 +224,8 @@ func (s *story) getFrom(ctx context.Context, url string, from func(body string) 
 }
 
 // clientPoll polls a client request for up to clientTimeout. A request can
-// fail for a few seconds after a VIP moved: when two nodes claimed it at
-// once, the client's ARP cache may point at the one that yielded until the
-// winner's next gratuitous ARP. When the first try failed, the note says
+// fail for a moment after a VIP moved (the new holder's gratuitous ARP has
+// not reached the client yet). When the first try failed, the note says
 // how long the client waited and why, so the output shows it.
 func (s *story) clientPoll(ctx context.Context, try func(ctx context.Context) (bool, string, error)) (string, error) {
 	start := s.c.clk.Now()

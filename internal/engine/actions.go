@@ -139,16 +139,30 @@ func (e *Engine) takeVIPs(in *instance, now time.Time) {
 	}
 }
 
+// reannounce answers an advertisement from a router of lower priority that
+// advertises as master while we are (see reannouncer).
 func (e *Engine) reannounce(in *instance, now time.Time) {
-	if now.Sub(in.reannouncedAt) < time.Second {
+	if in.reannounce.heard(now) {
+		e.log.Info("lower-priority router advertised as master; announcing our VIPs again", "instance", in.cfg.Name)
+		e.announceVIPs(in)
+	}
+}
+
+// reannounceFollowUp sends the follow-up announcement once the routers that
+// advertised as master have stepped down.
+func (e *Engine) reannounceFollowUp(in *instance, now time.Time) {
+	if !in.reannounce.fire(now) || in.fsm.State() != fsm.Master {
 		return
 	}
-	in.reannouncedAt = now
+	e.log.Info("announcing our VIPs once more, after the lower-priority router stepped down", "instance", in.cfg.Name)
+	e.announceVIPs(in)
+}
+
+func (e *Engine) announceVIPs(in *instance) {
 	addrs := make([]netip.Addr, 0, len(in.vips))
 	for _, v := range in.vips {
 		addrs = append(addrs, v.Prefix.Addr())
 	}
-	e.log.Info("lower-priority router advertised as master; announcing our VIPs again", "instance", in.cfg.Name)
 	in.pacer.Schedule(addrs, in.cfg.GARPMasterRepeat, 0)
 }
 
@@ -168,6 +182,7 @@ func (e *Engine) refreshGARP(in *instance, now time.Time) {
 func (e *Engine) releaseVIPs(in *instance) {
 	in.pacer.Cancel()
 	in.refreshAt = time.Time{}
+	in.reannounce.cancel()
 	for _, v := range in.vips {
 		if err := e.nl.DelVIP(v); err != nil {
 			e.log.Error("removing VIP failed", "instance", in.cfg.Name, "vip", v.Prefix, "dev", v.Dev, "err", err)
@@ -314,10 +329,10 @@ func (e *Engine) receive(now time.Time, family int, p transport.Packet, adv *vrr
 	wasMaster := in.fsm.State() == fsm.Master
 	e.do(in, now, in.fsm.Receive(now, fsm.Advert{From: p.Src, Priority: adv.Priority, Interval: adv.Interval}))
 	if wasMaster && in.fsm.State() == fsm.Master && adv.Priority != 0 {
-		// Another router thought it was master (a healed partition, a
-		// start-up race): it may have announced our VIPs meanwhile, so
-		// announce them again (keepalived's garp_lower_prio_repeat), at
-		// most once a second.
+		// Another router thought it was master (a healed partition,
+		// backups that timed out together): it may have announced our
+		// VIPs meanwhile, so announce them again (keepalived's
+		// garp_lower_prio_repeat), now and after it steps down.
 		e.reannounce(in, now)
 	}
 }

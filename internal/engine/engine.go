@@ -420,7 +420,7 @@ func (e *Engine) publishStatus() {
 func (e *Engine) nextDeadline() time.Time {
 	var next time.Time
 	for _, in := range e.instances {
-		for _, d := range []time.Time{in.fsm.NextDeadline(), in.refreshAt} {
+		for _, d := range []time.Time{in.fsm.NextDeadline(), in.refreshAt, in.reannounce.deadline()} {
 			if !d.IsZero() && (next.IsZero() || d.Before(next)) {
 				next = d
 			}
@@ -438,6 +438,7 @@ func (e *Engine) tick(now time.Time) {
 		if !in.refreshAt.IsZero() && !now.Before(in.refreshAt) {
 			e.refreshGARP(in, now)
 		}
+		e.reannounceFollowUp(in, now)
 	}
 }
 

@@ -36,7 +36,7 @@ type instance struct {
 	pacer   *announce.Pacer
 
 	refreshAt      time.Time
-	reannouncedAt  time.Time
+	reannounce     reannouncer
 	groupFault     string // set when another member of the sync group is in fault
 	lastTransition *Transition
 	conflicts      map[string]*Conflict

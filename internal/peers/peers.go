@@ -42,6 +42,9 @@ type Conf struct {
 	Weight   int
 	Notify   string // notify script (gets INSTANCE name state prio)
 	Instance string // instance name, default VI_1
+	// NoSecondGARP renders garp_master_delay 0: no second burst of
+	// announcements after becoming master.
+	NoSecondGARP bool
 }
 
 var confTmpl = template.Must(template.New("conf").Parse(`global_defs {
@@ -69,6 +72,9 @@ vrrp_instance {{.Name}} {
     advert_int {{.IntervalText}}
 {{- if .NoPreempt}}
     nopreempt
+{{- end}}
+{{- if .NoSecondGARP}}
+    garp_master_delay 0
 {{- end}}
 {{- if .Auth}}
     authentication {

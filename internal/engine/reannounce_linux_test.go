@@ -1,0 +1,113 @@
+package engine_test
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vipstack/vipstack/internal/announce"
+	"github.com/vipstack/vipstack/internal/peers"
+	"github.com/vipstack/vipstack/internal/testnet"
+	"github.com/vipstack/vipstack/internal/vrrp"
+)
+
+// TestLowerMasterAnnouncesLast: a vipstack master hears a router of lower
+// priority advertise as master, and that router's gratuitous ARP for the
+// VIP reaches a client after vipstack's immediate answer (the race when
+// several backups take over at once: in the demo, three masters claimed
+// the DNS VIP and the client sent its queries to one that had stepped
+// down). vipstack announces the VIP again after the other router stepped
+// down, so the client's ARP entry points back at the master. The second
+// burst after becoming master (garp_master_delay) is off, and the client
+// sends nothing meanwhile, so nothing else could correct the entry.
+func TestLowerMasterAnnouncesLast(t *testing.T) {
+	testnet.RequireRoot(t)
+	bin := vipstackBin(t)
+	topo := testnet.New(t, testnet.Options{Hosts: 2, Client: true, Prefix: "vsQ"})
+	node, other, client := topo.Hosts[0], topo.Hosts[1], topo.Client
+	vip := netip.MustParseAddr("198.18.0.100")
+	text, err := peers.Conf{Version: 3, Interval: time.Second, VRID: 52, Priority: 100,
+		VIP: netip.PrefixFrom(vip, 32), NoSecondGARP: true}.Render("node1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := peers.Start(node, peers.Vipstack, text, t.TempDir(), bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logOnFailure(t, n)
+	if _, err := peers.WaitSoleHolder(topo.Hosts, vip, node, 2*time.Second, 20*time.Second); err != nil {
+		t.Fatalf("vipstack alone did not become master: %v", err)
+	}
+
+	// The client learns the VIP's address by talking to it.
+	if out, err := client.Run("ping", "-c1", "-W2", vip.String()); err != nil {
+		t.Fatalf("client cannot reach the VIP: %v\n%s", err, out)
+	}
+	if mac := neighMAC(t, client, vip); mac != node.MAC {
+		t.Fatalf("client's ARP entry for %s is %q, want the master's %s", vip, mac, node.MAC)
+	}
+
+	// The other router: a valid advert below the master's priority, then
+	// its own gratuitous ARP for the VIP, as a backup that had just taken
+	// it over sends them.
+	lower := vrrp.Advertisement{Version: 3, VRID: 52, Priority: 50, Interval: time.Second,
+		Addresses: []netip.Addr{vip}}
+	adv, err := lower.Marshal(other.IPv4.Addr(), vrrp.MulticastIPv4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ann *announce.Announcer
+	if err := other.Do(func() error {
+		ifi, err := net.InterfaceByName(other.Link)
+		if err != nil {
+			return err
+		}
+		ann, err = announce.New(ifi)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer ann.Close()
+	s := newRawSender(t, other)
+	if err := s.send(adv, 255); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(20 * time.Millisecond) // the other router's announcement leaves after the master's answer
+	if err := other.Do(func() error { return ann.Announce(vip) }); err != nil {
+		t.Fatal(err)
+	}
+
+	// The client's entry moved to the other router, and must come back.
+	var last string
+	poll(t, 10*time.Second, "the client's ARP entry for the VIP points at the master again", func() (bool, error) {
+		last = neighMAC(t, client, vip)
+		return last == node.MAC, fmt.Errorf("entry is %q (the other router is %s)", last, other.MAC)
+	})
+	if !strings.Contains(n.Log(), "after the lower-priority router stepped down") {
+		t.Errorf("the master's log does not say why it announced again:\n%s", tail(n.Log(), 20))
+	}
+	if out, err := client.Run("ping", "-c1", "-W2", vip.String()); err != nil {
+		t.Fatalf("client cannot reach the VIP afterwards: %v\n%s", err, out)
+	}
+}
+
+// neighMAC returns the link-layer address of h's neighbour entry for addr,
+// or "" when it has none.
+func neighMAC(t *testing.T, h *testnet.Host, addr netip.Addr) string {
+	t.Helper()
+	out, err := h.Run("ip", "neigh", "show", addr.String(), "dev", h.Link)
+	if err != nil {
+		t.Fatalf("ip neigh in %s: %v\n%s", h.Name, err, out)
+	}
+	f := strings.Fields(out)
+	for i := 0; i+1 < len(f); i++ {
+		if f[i] == "lladdr" {
+			return f[i+1]
+		}
+	}
+	return ""
+}
