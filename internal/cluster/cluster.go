@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -82,7 +83,9 @@ type VRRP struct {
 	Interface      string        // "" = the interface that routes to the machine network
 }
 
-// Ports the node services use.
+// Ports the node services use. Validate keeps them apart from each other
+// and from the ports vipstack node binds itself (DNSPort, DNSHealthPort,
+// LBMonitorPort, LBStatsPort, DefaultMetricsPort, DefaultStatusPort).
 type Ports struct {
 	API, LB, IngressHealth, MachineConfig int
 }
@@ -458,26 +461,40 @@ func (f *File) Validate() (*Cluster, error) {
 		set("ingressHealth", p.IngressHealth, &c.Ports.IngressHealth)
 		set("machineConfig", p.MachineConfig, &c.Ports.MachineConfig)
 	}
-	// Every port is listened on by one service of a master, so no two may
-	// be equal: the load balancer would not start (or would shadow the
-	// API server or the router).
+	// A master binds every one of these ports (TCP; the cluster DNS also
+	// UDP), so no two may be equal. The listeners set SO_REUSEPORT, so a
+	// second bind of a port succeeds and the two services split its
+	// connections: the DNS over TCP and the load balancer's checks break,
+	// or a service shadows the API server or the router.
 	users := []struct {
 		field string
 		port  int
 	}{
 		{"ports.api", c.Ports.API}, {"ports.lb", c.Ports.LB}, {"ports.ingressHealth", c.Ports.IngressHealth},
-		{"ports.machineConfig", c.Ports.MachineConfig}, {"the load balancer's monitor", LBMonitorPort},
-		{"the load balancer's stats page", LBStatsPort}, {"the DNS health check", DNSHealthPort},
+		{"ports.machineConfig", c.Ports.MachineConfig},
+		{"the cluster DNS (UDP and TCP)", DNSPort}, {"the DNS health check", DNSHealthPort},
+		{"the load balancer's monitor", LBMonitorPort}, {"the load balancer's stats page", LBStatsPort},
+		{"vipstack node's default --metrics-addr", DefaultMetricsPort},
+		{"vipstack node's default --status-addr", DefaultStatusPort},
 	}
 	for i, u := range users {
-		for _, o := range users[:i] {
-			if u.port == o.port {
-				field, other := u.field, o.field
-				if !strings.HasPrefix(field, "ports.") { // name the setting the file can change
-					field, other = other, field
-				}
-				bad("%s: %d is also the port of %s; every service of a node needs its own port", field, u.port, other)
+		for j, o := range users[:i] {
+			if u.port != o.port {
+				continue
 			}
+			field, other, self := u.field, o.field, i
+			if !strings.HasPrefix(field, "ports.") { // name the setting the file can change
+				field, other, self = other, field, j
+			}
+			var taken []int // the ports of every other service
+			for k, t := range users {
+				if k != self && !slices.Contains(taken, t.port) {
+					taken = append(taken, t.port)
+				}
+			}
+			slices.Sort(taken)
+			bad("%s: %d is also the port of %s; every service of a node needs its own port (accepted: 1..65535 except %s)",
+				field, u.port, other, joinInts(taken))
 		}
 	}
 	if len(errs) > 0 {
@@ -490,6 +507,14 @@ func (f *File) Validate() (*Cluster, error) {
 // validIfName reports whether s can name a Linux network interface.
 func validIfName(s string) bool {
 	return len(s) <= maxIfName && s != "." && s != ".." && !strings.ContainsAny(s, "/: \t\n\r\x00\"'{}#!")
+}
+
+func joinInts(ns []int) string {
+	s := make([]string, len(ns))
+	for i, n := range ns {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ", ")
 }
 
 func joinPrefixes(ps []netip.Prefix) string {

@@ -95,6 +95,52 @@ func TestValidationErrors(t *testing.T) {
 	}
 }
 
+// TestPortCollisions checks that a port of the file that another service
+// of a node also binds is rejected with the field, the value, the other
+// service and the ports accepted.
+func TestPortCollisions(t *testing.T) {
+	const others = "1..65535 except 53, 1936, 6443, 9650, 9651, 18080, 22623, 50000, 50936"
+	for _, tc := range []struct {
+		name  string
+		ports string
+		want  string // "" = accepted
+	}{
+		{name: "lb on the cluster DNS", ports: "{lb: 53}",
+			want: "ports.lb: 53 is also the port of the cluster DNS (UDP and TCP); every service of a node needs its own port (accepted: " + others + ")"},
+		{name: "api on the cluster DNS", ports: "{api: 53}",
+			want: "ports.api: 53 is also the port of the cluster DNS (UDP and TCP); every service of a node needs its own port (accepted: 1..65535 except 53, 1936, 9445, 9650, 9651, 18080, 22623, 50000, 50936)"},
+		{name: "lb on the DNS health check", ports: "{lb: 18080}",
+			want: "ports.lb: 18080 is also the port of the DNS health check; every service of a node needs its own port (accepted: " + others + ")"},
+		{name: "lb on the LB monitor", ports: "{lb: 50936}",
+			want: "ports.lb: 50936 is also the port of the load balancer's monitor; every service of a node needs its own port (accepted: " + others + ")"},
+		{name: "ingressHealth on the LB stats page", ports: "{ingressHealth: 50000}",
+			want: "ports.ingressHealth: 50000 is also the port of the load balancer's stats page; every service of a node needs its own port (accepted: 1..65535 except 53, 6443, 9445, 9650, 9651, 18080, 22623, 50000, 50936)"},
+		{name: "lb on the metrics port", ports: "{lb: 9650}",
+			want: "ports.lb: 9650 is also the port of vipstack node's default --metrics-addr; every service of a node needs its own port (accepted: " + others + ")"},
+		{name: "machineConfig on the status port", ports: "{machineConfig: 9651}",
+			want: "ports.machineConfig: 9651 is also the port of vipstack node's default --status-addr; every service of a node needs its own port (accepted: 1..65535 except 53, 1936, 6443, 9445, 9650, 9651, 18080, 50000, 50936)"},
+		{name: "lb on the API", ports: "{lb: 6443}",
+			want: "ports.lb: 6443 is also the port of ports.api; every service of a node needs its own port (accepted: " + others + ")"},
+		{name: "lb on 54", ports: "{lb: 54}"},
+		{name: "every port moved", ports: "{api: 7443, lb: 7445, ingressHealth: 2936, machineConfig: 23623}"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse("c.yaml", []byte(good+"ports: "+tc.ports+"\n"))
+			got := ""
+			if err != nil {
+				got = err.Error()
+			}
+			want := ""
+			if tc.want != "" {
+				want = "c.yaml: " + tc.want
+			}
+			if got != want {
+				t.Fatalf("error:\n%s\nwant:\n%s", got, want)
+			}
+		})
+	}
+}
+
 func TestPlans(t *testing.T) {
 	data, err := os.ReadFile("testdata/cluster.yaml")
 	if err != nil {

@@ -55,10 +55,18 @@ const (
 	checkBoth         = "chk_ocp_both"
 	checkIngress      = "chk_ingress"
 	checkDNS          = "chk_dns"
+	DNSPort           = 53    // the cluster DNS, UDP and TCP, on every node
 	DNSHealthPort     = 18080 // the seed Corefile's `health :18080`
 	DefaultLBMonitor  = 50936 // haproxy's monitor listener in the seeds
 	defaultTimeoutLB  = 1900 * time.Millisecond
 	defaultTimeoutIng = 900 * time.Millisecond
+)
+
+// The ports of `vipstack node`'s default --metrics-addr and --status-addr
+// (on 127.0.0.1). Validate keeps the file's ports off them.
+const (
+	DefaultMetricsPort = 9650
+	DefaultStatusPort  = 9651
 )
 
 // PlanFor derives what the named node runs.
