@@ -166,15 +166,7 @@ func Parse(name string, data []byte) (*Cluster, error) {
 	if err := dec.Decode(&f); err != nil {
 		var te *yaml.TypeError
 		if errors.As(err, &te) {
-			var msgs []string
-			for _, e := range te.Errors {
-				if m := yamlField.FindStringSubmatch(e); m != nil {
-					msgs = append(msgs, fmt.Sprintf("%s:%s: unknown field %q", name, m[1], m[2]))
-				} else {
-					msgs = append(msgs, yamlMessage(name, data, e))
-				}
-			}
-			return nil, errors.New(strings.Join(msgs, "\n"))
+			return nil, errors.New(strings.Join(typeErrorLines(name, data, te.Errors), "\n"))
 		}
 		if errors.Is(err, io.EOF) {
 			return nil, fmt.Errorf("%s: empty file; want a cluster description (name, baseDomain, apiVIPs, ingressVIPs, machineNetworks, nodes)", name)

@@ -156,7 +156,7 @@ func TestErrorLinesNameTheFile(t *testing.T) {
 		{name: "error on the first line", yaml: "%x\n", want: "c.yaml:1: found unknown directive name"},
 		{name: "unknown alias", yaml: "name: c1\nbaseDomain: *dom\n", want: "c.yaml:2: unknown anchor 'dom' referenced"},
 		{name: "empty", yaml: "", want: "c.yaml: empty file; want a cluster description (name, baseDomain, apiVIPs, ingressVIPs, machineNetworks, nodes)"},
-		{name: "wrong type", yaml: "nodes: 3\n", want: "c.yaml:1: cannot unmarshal !!int `3` into"},
+		{name: "wrong type", yaml: "nodes: 3\n", want: `c.yaml:1: nodes: bad value "3"; accepted: a list of nodes`},
 		{name: "several field errors", yaml: strings.NewReplacer("name: c1", "name: C1", "role: worker", "role: infra").Replace(good),
 			want: "c.yaml: name: \"C1\" is not a DNS label (lower-case letters, digits and '-', at most 63)\n" +
 				"c.yaml: nodes[1].role: \"infra\" is not a role (accepted: bootstrap, master, worker)"},
