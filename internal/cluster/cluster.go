@@ -166,12 +166,15 @@ func Parse(name string, data []byte) (*Cluster, error) {
 	if err := dec.Decode(&f); err != nil {
 		var te *yaml.TypeError
 		if errors.As(err, &te) {
-			return nil, errors.New(strings.Join(typeErrorLines(name, data, te.Errors), "\n"))
+			return nil, errors.New(strings.Join(typeErrorLines(name, data, te.Errors, typeProblems(data)), "\n"))
 		}
 		if errors.Is(err, io.EOF) {
 			return nil, fmt.Errorf("%s: empty file; want a cluster description (name, baseDomain, apiVIPs, ingressVIPs, machineNetworks, nodes)", name)
 		}
 		return nil, errors.New(yamlMessage(name, data, err.Error()))
+	}
+	if ps := typeProblems(data); len(ps) > 0 {
+		return nil, errors.New(strings.Join(typeErrorLines(name, data, nil, ps), "\n"))
 	}
 	c, err := f.Validate()
 	if err != nil {

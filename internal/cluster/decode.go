@@ -29,7 +29,8 @@ type typeProblem struct {
 const maxWalk = 1 << 20
 
 // typeProblems parses data and reports every value that does not decode
-// into its field of File, in the order of the document.
+// into its field of File, or that the decoder would change to fit (a
+// float in an int field), in the order of the document.
 func typeProblems(data []byte) []typeProblem {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil || doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
@@ -101,6 +102,12 @@ func (w *walker) walk(n *yaml.Node, t reflect.Type, path, pattern string) {
 		}
 	default:
 		if n.Kind != yaml.ScalarNode {
+			bad()
+			return
+		}
+		// The decoder truncates a float into an int field (9445.5 is
+		// 9445); a file that says 9445.5 means something else.
+		if t.Kind() == reflect.Int && n.ShortTag() == "!!float" {
 			bad()
 			return
 		}
@@ -198,18 +205,17 @@ func accepted(pattern string, t reflect.Type) string {
 
 var yamlTypeLine = regexp.MustCompile(`^line (\d+): `)
 
-// typeErrorLines turns the decoder's type errors about data into
-// "name:LINE: message" lines, in the order of the document: an unknown
-// field as "unknown field", a value that does not fit its field with the
-// field and what it accepts. A decoder message about a line typeProblems
-// found nothing on is kept as it is.
-func typeErrorLines(name string, data []byte, errs []string) []string {
+// typeErrorLines turns the decoder's type errors about data and
+// typeProblems' problems into "name:LINE: message" lines, in the order of
+// the document: an unknown field as "unknown field", a value that does not
+// fit its field with the field and what it accepts. A decoder message
+// about a line with no problem is kept as it is.
+func typeErrorLines(name string, data []byte, errs []string, problems []typeProblem) []string {
 	type line struct {
 		n    int
 		text string
 	}
 	var out []line
-	problems := typeProblems(data)
 	for _, e := range errs {
 		if m := yamlField.FindStringSubmatch(e); m != nil {
 			n, _ := strconv.Atoi(m[1])
