@@ -10,6 +10,8 @@ import (
 	"os/signal"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // EnvChild marks the child process; its value is the supervisor's PID.
@@ -147,7 +149,12 @@ func describe(err error) string {
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
 		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			return "killed by " + ws.Signal().String()
+			// The signal's String() is its description ("killed"); the
+			// log wants its name.
+			if name := unix.SignalName(ws.Signal()); name != "" {
+				return "killed by " + name
+			}
+			return fmt.Sprintf("killed by signal %d", int(ws.Signal()))
 		}
 		return fmt.Sprintf("exit status %d", ee.ExitCode())
 	}
