@@ -152,9 +152,14 @@ func (c *Cluster) ProbeNetem() bool { return c.Client.ProbeNetem() }
 // naming note) and sends SIGHUP to every running node agent, whose
 // supervisor forwards it to the engine.
 func (c *Cluster) Reload(note string) error {
+	return c.Rewrite(c.Spec.ClusterYAML() + "# chaos: " + strings.ReplaceAll(note, "\n", " ") + "\n")
+}
+
+// Rewrite replaces the cluster file with data (in one rename) and sends
+// SIGHUP to every running node agent.
+func (c *Cluster) Rewrite(data string) error {
 	path := filepath.Join(c.Dir, "cluster.yaml")
 	tmp := path + ".tmp"
-	data := c.Spec.ClusterYAML() + "# chaos: " + strings.ReplaceAll(note, "\n", " ") + "\n"
 	if err := os.WriteFile(tmp, []byte(data), 0o644); err != nil {
 		return fmt.Errorf("demo: reload: %w", err)
 	}

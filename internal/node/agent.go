@@ -25,6 +25,7 @@ import (
 	"github.com/vipstack/vipstack/internal/healthcheck"
 	"github.com/vipstack/vipstack/internal/keepalived"
 	"github.com/vipstack/vipstack/internal/lb"
+	"github.com/vipstack/vipstack/internal/lbconfig"
 	"github.com/vipstack/vipstack/internal/netif"
 	"github.com/vipstack/vipstack/internal/redirect"
 	"github.com/vipstack/vipstack/internal/track"
@@ -55,15 +56,28 @@ type Agent struct {
 	cluster *cluster.Cluster
 	plan    *cluster.Plan
 
-	vrrp      *engine.Engine
-	lb        *lb.LB
-	followers []*redirect.Follower
-	dnsSrv    *dns.Server
-	nodes     *discovery.Registry
-	dnsConf   string // the Corefile being served
-	started   time.Time
-	lastLoad  time.Time
-	loadErr   string
+	vrrp    *engine.Engine
+	lb      *lb.LB
+	dnsSrv  *dns.Server
+	nodes   *discovery.Registry
+	dnsConf string // the Corefile being served
+	started time.Time
+	// lastLoad is when the cluster file in force was loaded; rejectedAt and
+	// loadErr say when and why a later version was refused (zero and ""
+	// once one is accepted again).
+	lastLoad   time.Time
+	rejectedAt time.Time
+	loadErr    string
+
+	redirMu   sync.Mutex
+	followers map[netip.AddrPort]*follower // by the VIP and port they capture
+	healthy   bool                         // the LB monitor's last verdict
+}
+
+// follower is the redirect of one API VIP and where it sends traffic.
+type follower struct {
+	f      *redirect.Follower
+	toPort uint16
 }
 
 // New loads and validates the cluster file for node; it changes nothing on
@@ -97,7 +111,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		return err
 	}
 	a.iface = iface
-	a.log.Info("node agent starting", "node", a.plan.Node.Name, "role", a.plan.Node.Role, "interface", iface,
+	a.log.Info("node agent starting", "role", a.plan.Node.Role, "interface", iface,
 		"instances", len(a.plan.Instances), "lb", a.plan.RunLB, "dns", a.plan.RunDNS)
 
 	if a.plan.RunDNS {
@@ -189,24 +203,17 @@ func (a *Agent) startLB() error {
 	if err != nil {
 		return err
 	}
-	var vips []netip.AddrPort
-	for _, v := range a.cluster.APIVIPs {
-		vips = append(vips, netip.AddrPortFrom(v, uint16(a.cluster.Ports.API)))
-	}
-	for _, v := range vips {
-		// The real clock, whatever a.clk is: the lease it renews runs
-		// on the kernel's.
-		f := redirect.NewFollower(redirect.New(v, uint16(a.cluster.Ports.LB)), a.log.With("part", "redirect", "vip", v.String()), nil)
-		go f.Run()
-		a.followers = append(a.followers, f)
-	}
+	a.syncRedirects(a.cluster)
 	l, err := lb.New(lb.Options{
 		Logger:   a.log.With("part", "lb"),
 		Registry: a.opts.Registry,
 		Clock:    a.clk,
 		OnHealthy: func(up bool) {
+			a.redirMu.Lock()
+			defer a.redirMu.Unlock()
+			a.healthy = up
 			for _, f := range a.followers {
-				f.Set(up)
+				f.f.Set(up)
 			}
 		},
 	})
@@ -222,10 +229,53 @@ func (a *Agent) startLB() error {
 	return nil
 }
 
-func (a *Agent) stopLB() {
-	for _, f := range a.followers {
-		f.Stop()
+// syncRedirects makes the redirects match c: one per API VIP, capturing
+// VIP:ports.api and sending it to ports.lb. A redirect whose target port
+// changed is retargeted in place; one for a VIP or API port that is gone
+// is removed; a new one starts with the monitor's last verdict.
+func (a *Agent) syncRedirects(c *cluster.Cluster) {
+	want := map[netip.AddrPort]uint16{}
+	for _, v := range c.APIVIPs {
+		want[netip.AddrPortFrom(v, uint16(c.Ports.API))] = uint16(c.Ports.LB)
 	}
+	a.redirMu.Lock()
+	defer a.redirMu.Unlock()
+	if a.followers == nil {
+		a.followers = map[netip.AddrPort]*follower{}
+	}
+	for vip, f := range a.followers {
+		if _, ok := want[vip]; !ok {
+			f.f.Stop()
+			delete(a.followers, vip)
+		}
+	}
+	for vip, to := range want {
+		if f, ok := a.followers[vip]; ok {
+			if f.toPort != to {
+				a.log.Info("redirect follows the load balancer to its new port", "vip", vip.String(), "from", f.toPort, "to", to)
+				f.f.Retarget(redirect.New(vip, to))
+				f.toPort = to
+			}
+			continue
+		}
+		// The real clock, whatever a.clk is: the lease it renews runs
+		// on the kernel's.
+		f := redirect.NewFollower(redirect.New(vip, to), a.log.With("part", "redirect", "vip", vip.String()), nil)
+		go f.Run()
+		if a.healthy {
+			f.Set(true)
+		}
+		a.followers[vip] = &follower{f: f, toPort: to}
+	}
+}
+
+func (a *Agent) stopLB() {
+	a.redirMu.Lock()
+	for vip, f := range a.followers {
+		f.f.Stop()
+		delete(a.followers, vip)
+	}
+	a.redirMu.Unlock()
 	if a.lb != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -299,60 +349,112 @@ func (a *Agent) stopDNS() {
 // Reload re-reads the cluster file and applies it: VRRP instances whose
 // settings only gained or lost peers keep their state, the LB swaps its
 // backends without dropping connections, DNS answers change with the next
-// query. A file that does not load changes nothing.
+// query. A file that does not load, or asks for what only a restart can
+// do, changes nothing.
+//
+// The LB goes first: the VRRP checks probe its ports, and a check that
+// probed a port the LB did not listen on yet would drop the node's
+// priority and move the API VIP for nothing. The redirects follow the LB
+// to its new port before VRRP changes.
 func (a *Agent) Reload() error {
-	c, err := cluster.Load(a.opts.ClusterPath)
-	if err == nil {
-		var p *cluster.Plan
-		if p, err = c.PlanFor(a.opts.Node); err == nil {
-			if p.RunLB != a.plan.RunLB || p.Node.Role != a.plan.Node.Role {
-				err = fmt.Errorf("node %s changed role (%s to %s); restart the node agent to apply that", a.opts.Node, a.plan.Node.Role, p.Node.Role)
-			} else {
-				a.mu.Lock()
-				a.cluster, a.plan = c, p
-				a.mu.Unlock()
-			}
+	c, p, lbCfg, err := a.prepareReload()
+	if err == nil && a.lb != nil {
+		// Apply opens new listeners first and changes nothing if one fails.
+		if err = a.lb.Apply(lbCfg); err != nil {
+			err = fmt.Errorf("load balancer: %w", err)
 		}
 	}
+	now := a.clk.Now()
 	a.mu.Lock()
-	a.lastLoad = a.clk.Now()
-	a.loadErr = ""
 	if err != nil {
-		a.loadErr = err.Error()
+		a.rejectedAt, a.loadErr = now, err.Error()
+	} else {
+		a.lastLoad, a.rejectedAt, a.loadErr = now, time.Time{}, ""
+		a.cluster, a.plan = c, p
 	}
 	a.mu.Unlock()
 	if err != nil {
-		a.log.Error("cluster file rejected; keeping the running configuration", "err", err)
+		a.log.Error("cluster file rejected; keeping the running configuration", "file", a.opts.ClusterPath, "err", err)
 		return err
+	}
+	if a.lb != nil {
+		a.syncRedirects(c)
 	}
 	var errs []error
 	if a.vrrp != nil {
 		errs = append(errs, a.vrrp.Reload())
 	}
-	if a.lb != nil {
-		if cfg, err := c.LBConfig(); err != nil {
-			errs = append(errs, err)
-		} else {
-			errs = append(errs, a.lb.Apply(cfg))
-		}
-	}
 	if a.dnsSrv != nil {
 		a.nodes.Set("cluster", a.clusterNodes())
-		if conf := a.corefile(); conf != a.dnsConf {
-			_ = a.dnsSrv.Stop()
-			if err := a.dnsSrv.Start(dns.Corefile{Path: "cluster DNS", Contents: []byte(conf)}); err != nil {
-				errs = append(errs, err)
-			} else {
-				a.dnsConf = conf
-			}
+		if err := a.reloadDNS(); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
-		a.log.Error("applying the cluster file failed in part", "err", err)
+		a.log.Error("applying the cluster file failed in part", "file", a.opts.ClusterPath, "err", err)
 		return err
 	}
 	a.log.Info("cluster file applied", "file", a.opts.ClusterPath, "nodes", len(c.Nodes))
 	return nil
+}
+
+// prepareReload loads the cluster file and checks everything that can be
+// checked before anything changes.
+func (a *Agent) prepareReload() (*cluster.Cluster, *cluster.Plan, *lbconfig.Config, error) {
+	path := a.opts.ClusterPath
+	c, err := cluster.Load(path)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	p, err := c.PlanFor(a.opts.Node)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	a.mu.Lock()
+	old, oldPlan := a.cluster, a.plan
+	a.mu.Unlock()
+	if p.RunLB != oldPlan.RunLB || p.Node.Role != oldPlan.Node.Role {
+		return nil, nil, nil, fmt.Errorf("%s: node %s changed role (%s to %s); restart the node agent to apply that", path, a.opts.Node, oldPlan.Node.Role, p.Node.Role)
+	}
+	if c.Name != old.Name {
+		o, n := cluster.DeriveVRIDs(old.Name), cluster.DeriveVRIDs(c.Name)
+		return nil, nil, nil, fmt.Errorf("%s: name: %q to %q changes every VRRP instance's name and virtual router ID "+
+			"(API %d to %d, DNS %d to %d, Ingress %d to %d); nodes that reloaded at different times would hold the same VIPs "+
+			"under both IDs at once; keep the name, or stop every node agent and start them with the new file",
+			path, old.Name, c.Name, o.API, n.API, o.DNS, n.DNS, o.Ingress, n.Ingress)
+	}
+	var lbCfg *lbconfig.Config
+	if p.RunLB {
+		if lbCfg, err = c.LBConfig(); err != nil {
+			return nil, nil, nil, fmt.Errorf("%s: %w", path, err)
+		}
+	}
+	return c, p, lbCfg, nil
+}
+
+// reloadDNS serves the Corefile of the cluster in force if it changed. A
+// Corefile that does not check is refused before the running one stops;
+// one that then fails to start gives way to the running one again.
+func (a *Agent) reloadDNS() error {
+	conf := a.corefile()
+	if conf == a.dnsConf {
+		return nil
+	}
+	next := dns.Corefile{Path: "cluster DNS (" + a.opts.ClusterPath + ")", Contents: []byte(conf)}
+	if err := a.dnsSrv.Check(next); err != nil {
+		return fmt.Errorf("cluster DNS: %w", err)
+	}
+	_ = a.dnsSrv.Stop()
+	err := a.dnsSrv.Start(next)
+	if err == nil {
+		a.dnsConf = conf
+		return nil
+	}
+	prev := dns.Corefile{Path: next.Path, Contents: []byte(a.dnsConf)}
+	if rerr := a.dnsSrv.Start(prev); rerr != nil {
+		return fmt.Errorf("cluster DNS: the new configuration did not start (%w), nor did the previous one again: %v", err, rerr)
+	}
+	return fmt.Errorf("cluster DNS: the new configuration did not start, the previous one serves again: %w", err)
 }
 
 // resolveInterface returns the VRRP interface: the configured one, or the
