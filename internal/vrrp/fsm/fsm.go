@@ -290,6 +290,7 @@ func (m *Machine) SetPriority(now time.Time, p uint8) []Action {
 	}
 	m.priority = p
 	if m.state == Master {
+		m.masterPriority = p // we are the master: Master() reports our own priority
 		// Tell the others at once, so a better backup can preempt without
 		// waiting for our next regular advertisement.
 		m.advertAt = now.Add(m.cfg.AdvertInterval)

@@ -296,3 +296,26 @@ func TestReasonAfterPriorityZero(t *testing.T) {
 		t.Fatalf("takeover after silence: %v", acts)
 	}
 }
+
+// TestMasterReportsItsOwnPriority: a master whose priority changes reports
+// the new one as the master's priority (an audit saw a master's status say
+// "master ... (prio 70)" next to its effective priority 20).
+func TestMasterReportsItsOwnPriority(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	m := New(Config{Version: 3, AdvertInterval: sec, Preempt: true, Primary: self, StartAsMaster: true})
+	m.Start(t0, 70, "")
+	if m.State() != Master {
+		t.Fatalf("state %v, want MASTER", m.State())
+	}
+	for _, p := range []uint8{20, 90} {
+		m.SetPriority(t0.Add(sec), p)
+		if addr, prio := m.Master(); addr != self || prio != p {
+			t.Errorf("after SetPriority(%d): Master() = %v prio %d, want %v prio %d", p, addr, prio, self, p)
+		}
+	}
+	m.Receive(t0.Add(2*sec), Advert{From: upper, Priority: 100, Interval: sec})
+	m.SetPriority(t0.Add(3*sec), 30)
+	if addr, prio := m.Master(); addr != upper || prio != 100 {
+		t.Errorf("a backup's SetPriority changed what it knows of the master: %v prio %d, want %v prio 100", addr, prio, upper)
+	}
+}
