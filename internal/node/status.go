@@ -1,9 +1,11 @@
 package node
 
 import (
+	"cmp"
 	"fmt"
 	"io"
-	"sort"
+	"net"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -47,14 +49,24 @@ func (a *Agent) Status() Status {
 		s.LB = &snap
 	}
 	if a.dnsSrv != nil {
-		d := &DNSStatus{Zone: a.cluster.Domain(), Nodes: len(a.nodes.Nodes())}
-		for _, ad := range a.dnsSrv.Addrs() {
-			d.Listening = append(d.Listening, ad.String())
-		}
-		sort.Strings(d.Listening)
-		s.DNS = d
+		s.DNS = &DNSStatus{Zone: a.cluster.Domain(), Nodes: len(a.nodes.Nodes()), Listening: listening(a.dnsSrv.Addrs())}
 	}
 	return s
+}
+
+// listening names the DNS server's sockets with their protocol ("udp
+// [::]:53", "tcp [::]:53": a UDP and a TCP socket share an address), by
+// address, UDP first.
+func listening(addrs []net.Addr) []string {
+	addrs = slices.Clone(addrs)
+	slices.SortStableFunc(addrs, func(a, b net.Addr) int {
+		return cmp.Or(strings.Compare(a.String(), b.String()), -strings.Compare(a.Network(), b.Network()))
+	})
+	var out []string
+	for _, a := range addrs {
+		out = append(out, a.Network()+" "+a.String())
+	}
+	return out
 }
 
 // WriteTable prints a status for a person: one line per VRRP instance

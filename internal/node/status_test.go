@@ -2,8 +2,11 @@ package node
 
 import (
 	"bytes"
+	"net"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/vipstack/vipstack/internal/engine"
 	"github.com/vipstack/vipstack/internal/lb"
@@ -23,7 +26,7 @@ func TestWriteTableExplainsPriorities(t *testing.T) {
 			LastTransition: &engine.Transition{From: "MASTER", To: "BACKUP", Reason: "advertisement from 198.18.0.12 with higher priority 65, ours 45"},
 		}},
 		LB:  &lb.Snapshot{Healthy: false, Backends: []lb.BackendStats{{Name: "masters", Servers: []lb.ServerStats{{Name: "master-1", Addr: "198.18.0.12:6443", Status: "DOWN", CheckStatus: "L4CON"}}}}},
-		DNS: &DNSStatus{Zone: "managed.example.com", Nodes: 6, Listening: []string{"[::]:53"}},
+		DNS: &DNSStatus{Zone: "managed.example.com", Nodes: 6, Listening: []string{"udp [::]:53", "tcp [::]:53"}},
 	}
 	var b bytes.Buffer
 	if err := WriteTable(&b, s); err != nil {
@@ -42,5 +45,30 @@ func TestWriteTableExplainsPriorities(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// TestListening checks that the DNS's sockets are named with their
+// protocol, a UDP and a TCP socket on one address apart.
+func TestListening(t *testing.T) {
+	any6 := net.IPv6unspecified
+	for _, tc := range []struct {
+		name  string
+		addrs []net.Addr
+		want  []string
+	}{
+		{name: "none"},
+		{name: "UDP and TCP on one address",
+			addrs: []net.Addr{&net.TCPAddr{IP: any6, Port: 53}, &net.UDPAddr{IP: any6, Port: 53}},
+			want:  []string{"udp [::]:53", "tcp [::]:53"}},
+		{name: "two addresses",
+			addrs: []net.Addr{&net.UDPAddr{IP: net.IPv4(198, 18, 0, 11), Port: 5353}, &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 53}},
+			want:  []string{"tcp 127.0.0.1:53", "udp 198.18.0.11:5353"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, listening(tc.addrs)); diff != "" {
+				t.Fatalf("listening (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
