@@ -83,11 +83,7 @@ func WriteTable(w io.Writer, s Status) error {
 		prio := fmt.Sprintf("%d", in.BasePriority)
 		for _, c := range in.Contributions {
 			if c.Weight != 0 || c.Applied != 0 {
-				mark := "ok"
-				if !c.OK {
-					mark = "failing"
-				}
-				prio += fmt.Sprintf(" %+d(%s %s)", c.Applied, strings.TrimPrefix(c.Source, "script "), mark)
+				prio += " " + contribution(c)
 			}
 		}
 		prio += fmt.Sprintf(" = %d", in.Effective)
@@ -129,4 +125,24 @@ func WriteTable(w io.Writer, s Status) error {
 		fmt.Fprintf(w, "\ndns: zone %s, %d nodes, listening on %s\n", s.DNS.Zone, s.DNS.Nodes, strings.Join(s.DNS.Listening, ", "))
 	}
 	return nil
+}
+
+// contribution is what a check or an interface adds to the priority now
+// ("+5(chk_ocp_both ok)") and, when that is nothing, what it adds in its
+// other state ("+0(chk_ocp_lb failing, +20 when ok)").
+func contribution(c engine.Contribution) string {
+	name := strings.TrimPrefix(c.Source, "script ")
+	// A weight applies either while the check passes (adding) or while it
+	// fails (subtracting; a negative or reversed weight), never both.
+	w := max(c.Weight, -c.Weight)
+	switch {
+	case c.Applied != 0 && c.OK:
+		return fmt.Sprintf("%+d(%s ok)", c.Applied, name)
+	case c.Applied != 0:
+		return fmt.Sprintf("%+d(%s failing)", c.Applied, name)
+	case c.OK:
+		return fmt.Sprintf("+0(%s ok, -%d when failing)", name, w)
+	default:
+		return fmt.Sprintf("+0(%s failing, +%d when ok)", name, w)
+	}
 }

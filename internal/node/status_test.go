@@ -36,7 +36,7 @@ func TestWriteTableExplainsPriorities(t *testing.T) {
 	for _, want := range []string{
 		"node master-0 (master) on eth0",
 		"managed_API", "BACKUP", "198.18.0.12 (prio 65)",
-		"40 +0(chk_ocp_lb failing) +5(chk_ocp_both ok) = 45",
+		"40 +0(chk_ocp_lb failing, +20 when ok) +5(chk_ocp_both ok) = 45",
 		"advertisement from 198.18.0.12 with higher priority 65, ours 45",
 		"load balancer: UNHEALTHY (no backend up)",
 		"masters  master-1  198.18.0.12:6443  DOWN",
@@ -68,6 +68,37 @@ func TestListening(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if diff := cmp.Diff(tc.want, listening(tc.addrs)); diff != "" {
 				t.Fatalf("listening (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestContribution checks a check's share of the priority as the table
+// shows it: what it adds now and, when nothing, what it adds otherwise.
+func TestContribution(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		c    engine.Contribution
+		want string
+	}{
+		{name: "passing, adding", c: engine.Contribution{Source: "script chk_ocp_both", Weight: 5, OK: true, Applied: 5},
+			want: "+5(chk_ocp_both ok)"},
+		{name: "failing, adding when ok", c: engine.Contribution{Source: "script chk_ocp_lb", Weight: 20},
+			want: "+0(chk_ocp_lb failing, +20 when ok)"},
+		{name: "negative weight, passing", c: engine.Contribution{Source: "script chk_x", Weight: -10, OK: true},
+			want: "+0(chk_x ok, -10 when failing)"},
+		{name: "negative weight, failing", c: engine.Contribution{Source: "script chk_x", Weight: -10, Applied: -10},
+			want: "-10(chk_x failing)"},
+		{name: "reversed weight, failing", c: engine.Contribution{Source: "script chk_x", Weight: 10, Applied: -10},
+			want: "-10(chk_x failing)"},
+		{name: "reversed weight, passing", c: engine.Contribution{Source: "script chk_x", Weight: 10, OK: true},
+			want: "+0(chk_x ok, -10 when failing)"},
+		{name: "interface down", c: engine.Contribution{Source: "interface eth1", Weight: 30},
+			want: "+0(interface eth1 failing, +30 when ok)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := contribution(tc.c); got != tc.want {
+				t.Fatalf("contribution(%+v) = %q, want %q", tc.c, got, tc.want)
 			}
 		})
 	}
