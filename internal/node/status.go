@@ -1,6 +1,7 @@
 package node
 
 import (
+	"bytes"
 	"cmp"
 	"fmt"
 	"io"
@@ -77,13 +78,20 @@ func WriteTable(w io.Writer, s Status) error {
 	if s.LoadError != "" {
 		fmt.Fprintf(w, "cluster file rejected at %s: %s\n\n", s.Loaded.Format(time.RFC3339), s.LoadError)
 	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	// The table goes through a buffer so that each instance's notes (why
+	// a check fails) can follow its row without breaking the columns.
+	var table bytes.Buffer
+	tw := tabwriter.NewWriter(&table, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "INSTANCE\tSTATE\tVRID\tVIPS\tMASTER\tPRIORITY\tWHY")
-	for _, in := range s.VRRP {
+	notes := make([][]string, len(s.VRRP))
+	for i, in := range s.VRRP {
 		prio := fmt.Sprintf("%d", in.BasePriority)
 		for _, c := range in.Contributions {
 			if c.Weight != 0 || c.Applied != 0 {
 				prio += " " + contribution(c)
+			}
+			if !c.OK && c.Reason != "" {
+				notes[i] = append(notes[i], strings.TrimPrefix(c.Source, "script ")+" failing: "+oneLine(c.Reason))
 			}
 		}
 		prio += fmt.Sprintf(" = %d", in.Effective)
@@ -103,6 +111,14 @@ func WriteTable(w io.Writer, s Status) error {
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	rows := strings.SplitAfter(table.String(), "\n") // the header, then one row per instance
+	fmt.Fprint(w, rows[0])
+	for i := range s.VRRP {
+		fmt.Fprint(w, rows[i+1])
+		for _, n := range notes[i] {
+			fmt.Fprintf(w, "    %s\n", n)
+		}
 	}
 	if s.LB != nil {
 		health := "healthy"
@@ -145,4 +161,9 @@ func contribution(c engine.Contribution) string {
 	default:
 		return fmt.Sprintf("+0(%s failing, +%d when ok)", name, w)
 	}
+}
+
+// oneLine keeps a reason on its line of the table.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
 }

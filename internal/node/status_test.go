@@ -2,9 +2,13 @@ package node
 
 import (
 	"bytes"
+	"flag"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -12,39 +16,78 @@ import (
 	"github.com/vipstack/vipstack/internal/lb"
 )
 
-func TestWriteTableExplainsPriorities(t *testing.T) {
-	s := Status{
-		Node: "master-0", Role: "master", Interface: "eth0",
-		VRRP: []engine.InstanceStatus{{
-			Name: "managed_API", State: "BACKUP", VRID: 124, VIPs: []string{"198.18.0.5/32"},
-			Master: "198.18.0.12", MasterPriority: 65, BasePriority: 40, Effective: 45,
-			Contributions: []engine.Contribution{
-				{Source: "script chk_ocp_lb", Weight: 20, OK: false, Applied: 0},
-				{Source: "script chk_ocp_both", Weight: 5, OK: true, Applied: 5},
-				{Source: "interface eth0", OK: true},
-			},
-			LastTransition: &engine.Transition{From: "MASTER", To: "BACKUP", Reason: "advertisement from 198.18.0.12 with higher priority 65, ours 45"},
-		}},
-		LB:  &lb.Snapshot{Healthy: false, Backends: []lb.BackendStats{{Name: "masters", Servers: []lb.ServerStats{{Name: "master-1", Addr: "198.18.0.12:6443", Status: "DOWN", CheckStatus: "L4CON"}}}}},
-		DNS: &DNSStatus{Zone: "managed.example.com", Nodes: 6, Listening: []string{"udp [::]:53", "tcp [::]:53"}},
-	}
-	var b bytes.Buffer
-	if err := WriteTable(&b, s); err != nil {
-		t.Fatal(err)
-	}
-	out := b.String()
-	for _, want := range []string{
-		"node master-0 (master) on eth0",
-		"managed_API", "BACKUP", "198.18.0.12 (prio 65)",
-		"40 +0(chk_ocp_lb failing, +20 when ok) +5(chk_ocp_both ok) = 45",
-		"advertisement from 198.18.0.12 with higher priority 65, ours 45",
-		"load balancer: UNHEALTHY (no backend up)",
-		"masters  master-1  198.18.0.12:6443  DOWN",
-		"dns: zone managed.example.com, 6 nodes",
-	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("table lacks %q:\n%s", want, out)
-		}
+var update = flag.Bool("update", false, "rewrite testdata/*.golden from WriteTable's output")
+
+// TestWriteTable compares the status table with
+// testdata/TestWriteTable_<case>.golden: priorities as the base plus each
+// check, what a check adds in its other state, why a check fails under
+// its instance, the LB's backends and the DNS.
+func TestWriteTable(t *testing.T) {
+	at := time.Date(2026, 3, 1, 12, 3, 4, 0, time.UTC)
+	lbDown := &lb.Snapshot{Healthy: false, Backends: []lb.BackendStats{{Name: "masters", Servers: []lb.ServerStats{
+		{Name: "master-1", Addr: "198.18.0.12:6443", Status: "DOWN", CheckStatus: "L4CON"}}}}}
+	dns := &DNSStatus{Zone: "managed.example.com", Nodes: 6, Listening: []string{"udp [::]:53", "tcp [::]:53"}}
+	for _, tc := range []struct {
+		name string
+		s    Status
+	}{{
+		name: "backup with a failing check",
+		s: Status{
+			Node: "master-0", Role: "master", Interface: "eth0",
+			VRRP: []engine.InstanceStatus{{
+				Name: "managed_API", State: "BACKUP", VRID: 124, VIPs: []string{"198.18.0.5/32"},
+				Master: "198.18.0.12", MasterPriority: 65, BasePriority: 40, Effective: 45,
+				Contributions: []engine.Contribution{
+					{Source: "script chk_ocp_lb", Weight: 20, OK: false, Applied: 0, Reason: "127.0.0.1:9445/readyz: L4CON connection refused"},
+					{Source: "script chk_ocp_both", Weight: 5, OK: true, Applied: 5, Reason: "passing reasons are not shown"},
+					{Source: "interface eth0", OK: true},
+				},
+				LastTransition: &engine.Transition{From: "MASTER", To: "BACKUP", At: at,
+					Reason: "advertisement from 198.18.0.12 with higher priority 65, ours 45"},
+			}, {
+				Name: "managed_INGRESS", State: "MASTER", VRID: 75, VIPs: []string{"198.18.0.7/32"},
+				Master: "198.18.0.11", MasterPriority: 70, BasePriority: 20, Effective: 70,
+				Contributions: []engine.Contribution{
+					{Source: "script chk_ingress", Weight: 50, OK: true, Applied: 50},
+					{Source: "interface eth0", OK: true},
+				},
+				LastTransition: &engine.Transition{From: "BACKUP", To: "MASTER", At: at, Reason: "no advertisement for 3.6s (master down interval)"},
+			}},
+			LB: lbDown, DNS: dns,
+		},
+	}, {
+		name: "fault",
+		s: Status{
+			Node: "master-2", Role: "master", Interface: "eth0",
+			VRRP: []engine.InstanceStatus{{
+				Name: "managed_DNS", State: "FAULT", VRID: 9, VIPs: []string{"198.18.0.9/32"},
+				BasePriority: 40, Effective: 40, Fault: "script chk_dns failing",
+				Contributions: []engine.Contribution{
+					{Source: "script chk_dns", OK: false, Fault: true, Reason: "127.0.0.1:18080/health: L7STS 503\nService Unavailable"},
+					{Source: "interface eth0", OK: true},
+				},
+			}},
+		},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b bytes.Buffer
+			if err := WriteTable(&b, tc.s); err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join("testdata", "TestWriteTable_"+strings.ReplaceAll(tc.name, " ", "_")+".golden")
+			if *update {
+				if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(string(want), b.String()); diff != "" {
+				t.Fatalf("table (-%s +got):\n%s", path, diff)
+			}
+		})
 	}
 }
 
