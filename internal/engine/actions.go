@@ -21,14 +21,14 @@ func (e *Engine) do(in *instance, now time.Time, acts []fsm.Action) {
 	for _, a := range holdFirst(acts) {
 		switch a.Kind {
 		case fsm.SendAdvert:
-			e.advertise(in, a.Priority)
+			e.advertise(in, now, a.Priority)
 		case fsm.Transition:
 			e.transition(in, now, a)
 		}
 	}
 }
 
-func (e *Engine) advertise(in *instance, prio uint8) {
+func (e *Engine) advertise(in *instance, now time.Time, prio uint8) {
 	adv := vrrp.Advertisement{
 		Version:   in.cfg.Version,
 		VRID:      in.cfg.VRID,
@@ -51,8 +51,16 @@ func (e *Engine) advertise(in *instance, prio uint8) {
 		}
 		if err := c.WritePacket(b, in.src, dst, in.ifIndex); err != nil {
 			e.metrics.sendErrors.WithLabelValues(in.cfg.Name).Inc()
-			e.log.Warn("sending advertisement failed", "instance", in.cfg.Name, "to", dst, "err", err)
+			in.sendFails++
+			if in.sendFails == 1 || now.Sub(in.sendFailLogged) >= sendFailLogEvery {
+				in.sendFailLogged = now
+				e.log.Warn("sending advertisement failed", "instance", in.cfg.Name, "to", dst, "err", err, "failures_in_a_row", in.sendFails)
+			}
 			continue
+		}
+		if in.sendFails > 0 {
+			e.log.Info("sending advertisements again", "instance", in.cfg.Name, "to", dst, "failures_in_a_row", in.sendFails)
+			in.sendFails = 0
 		}
 		in.sent++
 		e.metrics.sent.WithLabelValues(in.cfg.Name).Inc()
@@ -139,23 +147,74 @@ func (e *Engine) takeVIPs(in *instance, now time.Time) {
 	}
 }
 
-// reannounce answers an advertisement from a router of lower priority that
-// advertises as master while we are (see reannouncer).
-func (e *Engine) reannounce(in *instance, now time.Time) {
+// reannounce answers an advertisement from a router of lower priority (or
+// equal priority and a lower address) that advertises as master while we
+// are (see reannouncer).
+func (e *Engine) reannounce(in *instance, now time.Time, from netip.Addr, prio uint8) {
 	if in.reannounce.heard(now) {
-		e.log.Info("lower-priority router advertised as master; announcing our VIPs again", "instance", in.cfg.Name)
+		e.log.Info("another router advertised as master with a lower priority, or an equal one and a lower address; announcing our VIPs again",
+			"instance", in.cfg.Name, "from", from, "its_priority", prio, "ours", in.fsm.Priority())
 		e.announceVIPs(in)
 	}
 }
 
-// reannounceFollowUp sends the follow-up announcement once the routers that
-// advertised as master have stepped down.
+// reannounceFollowUp sends the follow-up announcement reannounceSettle
+// after the last advertisement of a lower router as master.
 func (e *Engine) reannounceFollowUp(in *instance, now time.Time) {
 	if !in.reannounce.fire(now) || in.fsm.State() != fsm.Master {
 		return
 	}
-	e.log.Info("announcing our VIPs once more, after the lower-priority router stepped down", "instance", in.cfg.Name)
+	e.log.Info("announcing our VIPs once more, after the last advertisement of the lower router as master", "instance", in.cfg.Name)
 	e.announceVIPs(in)
+}
+
+// rivalStreak is how many advertisements as master a lower router sends in
+// a row, each within rivalGap advertisement intervals of the one before,
+// before it counts as a second master: one that does not hear (or does
+// not accept) our advertisements, so that both hold the VIPs.
+const (
+	rivalStreak = 3
+	rivalGap    = 3
+)
+
+// rival is a lower router's recent run of advertisements as master.
+type rival struct {
+	first, last time.Time
+	n           int
+}
+
+// rivalMaster records an advertisement as master from a router that ranks
+// below us. A router that heard our answer steps down after one or two; one
+// that keeps on is a second master, which the status lists (conflict kind
+// "dual_master") and the log reports: both nodes hold the VIPs, and only the
+// path between them can end it.
+func (e *Engine) rivalMaster(in *instance, now time.Time, from netip.Addr, prio uint8, interval time.Duration) {
+	r := in.rivals[from]
+	if r == nil {
+		if len(in.rivals) >= maxConflictPeers {
+			for a, o := range in.rivals {
+				if now.Sub(o.last) > rivalGap*interval {
+					delete(in.rivals, a)
+				}
+			}
+			if len(in.rivals) >= maxConflictPeers {
+				return
+			}
+		}
+		r = &rival{}
+		in.rivals[from] = r
+	}
+	if r.n == 0 || now.Sub(r.last) > rivalGap*interval {
+		r.first, r.n = now, 0
+	}
+	r.n++
+	r.last = now
+	if r.n < rivalStreak {
+		return
+	}
+	e.conflict(in, now, from, "dual_master", fmt.Sprintf(
+		"advertises as master too (priority %d, ours %d), %d times in a row since %s: it does not hear or accept our advertisements, and both of us hold the VIPs",
+		prio, in.fsm.Priority(), r.n, r.first.UTC().Format("15:04:05.000")))
 }
 
 func (e *Engine) announceVIPs(in *instance) {
@@ -333,7 +392,8 @@ func (e *Engine) receive(now time.Time, family int, p transport.Packet, adv *vrr
 		// backups that timed out together): it may have announced our
 		// VIPs meanwhile, so announce them again (keepalived's
 		// garp_lower_prio_repeat), now and after it steps down.
-		e.reannounce(in, now)
+		e.reannounce(in, now, p.Src, adv.Priority)
+		e.rivalMaster(in, now, p.Src, adv.Priority, max(adv.Interval, in.cfg.AdvertInterval))
 	}
 }
 
@@ -360,6 +420,11 @@ func (e *Engine) mismatch(in *instance, adv *vrrp.Advertisement) (kind, detail s
 	}
 	return "", ""
 }
+
+// sendFailLogEvery limits how often failing sends are logged while they
+// go on (a master sends ten adverts a second at 100 ms); the count in a row
+// is in each line, and the first success after them is logged too.
+const sendFailLogEvery = 10 * time.Second
 
 // conflictLogEvery limits how often the same conflict is logged again.
 const conflictLogEvery = time.Minute
@@ -394,8 +459,11 @@ func (e *Engine) conflict(in *instance, now time.Time, from netip.Addr, kind, de
 	e.metrics.conflicts.WithLabelValues(in.cfg.Name, kind).Inc()
 	if c.Count == 1 || now.Sub(c.loggedAt) >= conflictLogEvery {
 		c.loggedAt = now
-		e.log.Warn("VRID conflict: another router speaks on our VRID with a different configuration; its packets are dropped",
-			"instance", in.cfg.Name, "vrid", in.cfg.VRID, "peer", from, "kind", kind, "detail", detail, "count", c.Count)
+		msg := "VRID conflict: another router speaks on our VRID with a different configuration; its packets are dropped"
+		if kind == "dual_master" {
+			msg = "two masters: another router keeps advertising as master while we are; check the path from us to it"
+		}
+		e.log.Warn(msg, "instance", in.cfg.Name, "vrid", in.cfg.VRID, "peer", from, "kind", kind, "detail", detail, "count", c.Count)
 	}
 }
 

@@ -37,6 +37,9 @@ type instance struct {
 
 	refreshAt      time.Time
 	reannounce     reannouncer
+	rivals         map[netip.Addr]*rival // lower routers advertising as master (see rivalMaster)
+	sendFails      int                   // advertisements that failed to send, in a row
+	sendFailLogged time.Time
 	groupFault     string // set when another member of the sync group is in fault
 	lastTransition *Transition
 	conflicts      map[string]*Conflict
@@ -295,7 +298,7 @@ func (e *Engine) build(ic *keepalived.Instance) (*instance, error) {
 		return nil, fail("interface %q: %v", ic.Interface, err)
 	}
 	e.links[ic.Interface] = link.Up
-	in := &instance{cfg: ic, family: ic.Family(), ifIndex: link.Index, conflicts: map[string]*Conflict{}}
+	in := &instance{cfg: ic, family: ic.Family(), ifIndex: link.Index, conflicts: map[string]*Conflict{}, rivals: map[netip.Addr]*rival{}}
 	for _, v := range ic.VIPs {
 		in.vips = append(in.vips, toVIP(v, ic.Interface))
 		in.advert = append(in.advert, v.Prefix.Addr())

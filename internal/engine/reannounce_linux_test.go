@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/netip"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/vipstack/vipstack/internal/announce"
+	"github.com/vipstack/vipstack/internal/engine"
 	"github.com/vipstack/vipstack/internal/peers"
 	"github.com/vipstack/vipstack/internal/testnet"
 	"github.com/vipstack/vipstack/internal/vrrp"
@@ -34,7 +36,8 @@ func TestLowerMasterAnnouncesLast(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := peers.Start(node, peers.Vipstack, text, t.TempDir(), bin)
+	const statusAddr = "127.0.0.1:9651"
+	n, err := peers.Start(node, peers.Vipstack, text, t.TempDir(), bin, "--status-addr", statusAddr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,12 +90,57 @@ func TestLowerMasterAnnouncesLast(t *testing.T) {
 		last = neighMAC(t, client, vip)
 		return last == node.MAC, fmt.Errorf("entry is %q (the other router is %s)", last, other.MAC)
 	})
-	if !strings.Contains(n.Log(), "after the lower-priority router stepped down") {
+	if !strings.Contains(n.Log(), "after the last advertisement of the lower router as master") {
 		t.Errorf("the master's log does not say why it announced again:\n%s", tail(n.Log(), 20))
 	}
 	if out, err := client.Run("ping", "-c1", "-W2", vip.String()); err != nil {
 		t.Fatalf("client cannot reach the VIP afterwards: %v\n%s", err, out)
 	}
+	if c := dualMaster(t, node, statusAddr); c != nil {
+		t.Fatalf("one advertisement as master was reported as a second master: %+v", *c)
+	}
+
+	// A router that keeps advertising as master (it does not hear the
+	// master) is a second master: the status names it.
+	for range 3 {
+		if err := s.send(adv, 255); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(200 * time.Millisecond) // its advertisements, a fifth of its interval apart
+	}
+	c := dualMaster(t, node, statusAddr)
+	if c == nil {
+		t.Fatalf("three advertisements as master in a row were not reported as a second master")
+	}
+	if c.Peer != other.IPv4.Addr().String() || !strings.Contains(c.Detail, "advertises as master too (priority 50, ours 100)") {
+		t.Errorf("second master reported as %+v, want peer %s and its priority", *c, other.IPv4.Addr())
+	}
+	if !strings.Contains(n.Log(), "two masters: another router keeps advertising as master") {
+		t.Errorf("the log does not report the second master:\n%s", tail(n.Log(), 20))
+	}
+}
+
+// dualMaster returns the dual_master conflict in the node's /status, or nil.
+func dualMaster(t *testing.T, h *testnet.Host, statusAddr string) *engine.Conflict {
+	t.Helper()
+	body, err := httpGet(h, statusAddr, "/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st struct {
+		Instances []engine.InstanceStatus `json:"instances"`
+	}
+	if err := json.Unmarshal([]byte(body), &st); err != nil {
+		t.Fatalf("status: %v\n%s", err, body)
+	}
+	for _, in := range st.Instances {
+		for _, c := range in.Conflicts {
+			if c.Kind == "dual_master" {
+				return &c
+			}
+		}
+	}
+	return nil
 }
 
 // neighMAC returns the link-layer address of h's neighbour entry for addr,

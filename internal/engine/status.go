@@ -41,7 +41,7 @@ type Transition struct {
 // Conflict is another router on our VRID that disagrees with us.
 type Conflict struct {
 	Peer      string    `json:"peer"`
-	Kind      string    `json:"kind"` // version, auth, interval, addresses
+	Kind      string    `json:"kind"` // version, auth, interval, addresses; dual_master (see rivalMaster)
 	Detail    string    `json:"detail"`
 	Count     uint64    `json:"count"`
 	FirstSeen time.Time `json:"first_seen"`
