@@ -481,7 +481,11 @@ func (e *Engine) reload() error {
 		return err
 	}
 	e.metrics.reloads.WithLabelValues("ok").Inc()
-	e.log.Info("configuration reloaded", "file", e.opts.ConfigPath, "instances", len(e.instances))
+	if e.opts.ConfigPath != "" {
+		e.log.Info("configuration reloaded", "file", e.opts.ConfigPath, "instances", len(e.instances))
+	} else {
+		e.log.Info("configuration reloaded", "instances", len(e.instances))
+	}
 	return nil
 }
 
