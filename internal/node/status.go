@@ -22,6 +22,7 @@ type Status struct {
 	Role      string                  `json:"role"`
 	Interface string                  `json:"interface"`
 	Started   time.Time               `json:"started"`
+	Now       time.Time               `json:"now"` // when the agent answered, for the ages of what it reports
 	Loaded    time.Time               `json:"cluster_file_loaded"`
 	LoadError string                  `json:"cluster_file_error,omitempty"`
 	VRRP      []engine.InstanceStatus `json:"vrrp"`
@@ -41,7 +42,7 @@ func (a *Agent) Status() Status {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	s := Status{Node: a.plan.Node.Name, Role: string(a.plan.Node.Role), Interface: a.iface,
-		Started: a.started, Loaded: a.lastLoad, LoadError: a.loadErr}
+		Started: a.started, Now: a.clk.Now(), Loaded: a.lastLoad, LoadError: a.loadErr}
 	if a.vrrp != nil {
 		s.VRRP = a.vrrp.Status()
 	}
@@ -71,20 +72,28 @@ func listening(addrs []net.Addr) []string {
 }
 
 // WriteTable prints a status for a person: one line per VRRP instance
-// (state, master, priority as base plus each check), then the LB backends
-// and the DNS.
+// (state, master, priority as base plus each check) with notes under it
+// (its fault, why a check fails, since when it is in its state and why it
+// entered it), then the LB backends and the DNS.
 func WriteTable(w io.Writer, s Status) error {
 	fmt.Fprintf(w, "node %s (%s) on %s\n\n", s.Node, s.Role, s.Interface)
 	if s.LoadError != "" {
 		fmt.Fprintf(w, "cluster file rejected at %s: %s\n\n", s.Loaded.Format(time.RFC3339), s.LoadError)
 	}
-	// The table goes through a buffer so that each instance's notes (why
-	// a check fails) can follow its row without breaking the columns.
+	// The table goes through a buffer so that each instance's notes can
+	// follow its row without breaking the columns: why it is in fault,
+	// why a check fails (now), and since when it is in its state and why
+	// it entered it (the last transition's reason, which may no longer
+	// hold: a backup whose checks recovered since outranks the priority
+	// it lost with).
 	var table bytes.Buffer
 	tw := tabwriter.NewWriter(&table, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "INSTANCE\tSTATE\tVRID\tVIPS\tMASTER\tPRIORITY\tWHY")
+	fmt.Fprintln(tw, "INSTANCE\tSTATE\tVRID\tVIPS\tMASTER\tPRIORITY")
 	notes := make([][]string, len(s.VRRP))
 	for i, in := range s.VRRP {
+		if in.Fault != "" {
+			notes[i] = append(notes[i], "fault: "+oneLine(in.Fault))
+		}
 		prio := fmt.Sprintf("%d", in.BasePriority)
 		for _, c := range in.Contributions {
 			if c.Weight != 0 || c.Applied != 0 {
@@ -101,13 +110,10 @@ func WriteTable(w io.Writer, s Status) error {
 		} else {
 			master += fmt.Sprintf(" (prio %d)", in.MasterPriority)
 		}
-		why := "-"
-		if in.Fault != "" {
-			why = "fault: " + in.Fault
-		} else if in.LastTransition != nil {
-			why = in.LastTransition.Reason
+		if tr := in.LastTransition; tr != nil {
+			notes[i] = append(notes[i], fmt.Sprintf("%s since %s: %s", tr.To, since(tr.At, s.Now), oneLine(tr.Reason)))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", in.Name, in.State, in.VRID, strings.Join(in.VIPs, ","), master, prio, why)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", in.Name, in.State, in.VRID, strings.Join(in.VIPs, ","), master, prio)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -166,4 +172,30 @@ func contribution(c engine.Contribution) string {
 // oneLine keeps a reason on its line of the table.
 func oneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
+}
+
+// since writes t for the table: the time of day and its age at now
+// ("12:03:04 (3m ago)"), with the date when t is not of now's day, and
+// without the age when now is unknown (an agent that does not send it).
+func since(t, now time.Time) string {
+	if now.IsZero() {
+		return t.Format(time.DateTime)
+	}
+	layout := time.TimeOnly
+	if now.In(t.Location()).Format(time.DateOnly) != t.Format(time.DateOnly) {
+		layout = time.DateTime
+	}
+	d := max(now.Sub(t), 0)
+	var age string
+	switch {
+	case d < time.Minute:
+		age = fmt.Sprintf("%ds", int(d/time.Second))
+	case d < time.Hour:
+		age = fmt.Sprintf("%dm", int(d/time.Minute))
+	case d < 24*time.Hour:
+		age = fmt.Sprintf("%dh%dm", int(d/time.Hour), int(d%time.Hour/time.Minute))
+	default:
+		age = fmt.Sprintf("%dd", int(d/(24*time.Hour)))
+	}
+	return fmt.Sprintf("%s (%s ago)", t.Format(layout), age)
 }

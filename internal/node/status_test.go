@@ -33,7 +33,7 @@ func TestWriteTable(t *testing.T) {
 	}{{
 		name: "backup with a failing check",
 		s: Status{
-			Node: "master-0", Role: "master", Interface: "eth0",
+			Node: "master-0", Role: "master", Interface: "eth0", Now: at.Add(3*time.Minute + 10*time.Second),
 			VRRP: []engine.InstanceStatus{{
 				Name: "managed_API", State: "BACKUP", VRID: 124, VIPs: []string{"198.18.0.5/32"},
 				Master: "198.18.0.12", MasterPriority: 65, BasePriority: 40, Effective: 45,
@@ -58,7 +58,7 @@ func TestWriteTable(t *testing.T) {
 	}, {
 		name: "fault",
 		s: Status{
-			Node: "master-2", Role: "master", Interface: "eth0",
+			Node: "master-2", Role: "master", Interface: "eth0", Now: at,
 			VRRP: []engine.InstanceStatus{{
 				Name: "managed_DNS", State: "FAULT", VRID: 9, VIPs: []string{"198.18.0.9/32"},
 				BasePriority: 40, Effective: 40, Fault: "script chk_dns failing",
@@ -66,6 +66,23 @@ func TestWriteTable(t *testing.T) {
 					{Source: "script chk_dns", OK: false, Fault: true, Reason: "127.0.0.1:18080/health: L7STS 503\nService Unavailable"},
 					{Source: "interface eth0", OK: true},
 				},
+				LastTransition: &engine.Transition{From: "BACKUP", To: "FAULT", At: at.Add(-26 * time.Hour), Reason: "script chk_dns failing"},
+			}},
+		},
+	}, {
+		// The reason is the last transition's: 40 then, 65 now.
+		name: "backup after its checks recovered",
+		s: Status{
+			Node: "master-0", Role: "master", Interface: "eth0", Now: at.Add(3 * time.Minute),
+			VRRP: []engine.InstanceStatus{{
+				Name: "managed_API", State: "BACKUP", VRID: 124, VIPs: []string{"198.18.0.5/32"},
+				Master: "198.18.0.12", MasterPriority: 65, BasePriority: 40, Effective: 65,
+				Contributions: []engine.Contribution{
+					{Source: "script chk_ocp_lb", Weight: 20, OK: true, Applied: 20},
+					{Source: "script chk_ocp_both", Weight: 5, OK: true, Applied: 5},
+				},
+				LastTransition: &engine.Transition{From: "MASTER", To: "BACKUP", At: at,
+					Reason: "advertisement from 198.18.0.12 with higher priority 65, ours 40"},
 			}},
 		},
 	}} {
@@ -142,6 +159,32 @@ func TestContribution(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := contribution(tc.c); got != tc.want {
 				t.Fatalf("contribution(%+v) = %q, want %q", tc.c, got, tc.want)
+			}
+		})
+	}
+}
+
+// TestSince checks how the table dates a transition: the time of day and
+// its age, the date when it is of another day, no age without the
+// agent's time.
+func TestSince(t *testing.T) {
+	at := time.Date(2026, 3, 1, 12, 3, 4, 0, time.UTC)
+	for _, tc := range []struct {
+		name string
+		now  time.Time
+		want string
+	}{
+		{name: "seconds", now: at.Add(42*time.Second + 900*time.Millisecond), want: "12:03:04 (42s ago)"},
+		{name: "minutes", now: at.Add(3*time.Minute + 59*time.Second), want: "12:03:04 (3m ago)"},
+		{name: "hours", now: at.Add(2*time.Hour + 5*time.Minute), want: "12:03:04 (2h5m ago)"},
+		{name: "another day", now: at.Add(13 * time.Hour), want: "2026-03-01 12:03:04 (13h0m ago)"},
+		{name: "days", now: at.Add(50 * time.Hour), want: "2026-03-01 12:03:04 (2d ago)"},
+		{name: "now ahead of the agent's clock", now: at.Add(-time.Second), want: "12:03:04 (0s ago)"},
+		{name: "now unknown", want: "2026-03-01 12:03:04"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := since(at, tc.now); got != tc.want {
+				t.Fatalf("since(%v, %v) = %q, want %q", at, tc.now, got, tc.want)
 			}
 		})
 	}
