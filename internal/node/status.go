@@ -22,12 +22,20 @@ type Status struct {
 	Role      string                  `json:"role"`
 	Interface string                  `json:"interface"`
 	Started   time.Time               `json:"started"`
-	Now       time.Time               `json:"now"` // when the agent answered, for the ages of what it reports
-	Loaded    time.Time               `json:"cluster_file_loaded"`
-	LoadError string                  `json:"cluster_file_error,omitempty"`
+	Now       time.Time               `json:"now"`                             // when the agent answered, for the ages of what it reports
+	Loaded    time.Time               `json:"cluster_file_loaded"`             // the version in force
+	Rejected  *Rejection              `json:"cluster_file_rejected,omitempty"` // a later version, refused
+	LoadError string                  `json:"cluster_file_error,omitempty"`    // Rejected.Error, for readers of this field
 	VRRP      []engine.InstanceStatus `json:"vrrp"`
 	LB        *lb.Snapshot            `json:"lb,omitempty"`
 	DNS       *DNSStatus              `json:"dns,omitempty"`
+}
+
+// Rejection is a version of the cluster file the agent refused, until one
+// is accepted again.
+type Rejection struct {
+	At    time.Time `json:"at"`
+	Error string    `json:"error"`
 }
 
 // DNSStatus describes the node's cluster DNS.
@@ -43,6 +51,9 @@ func (a *Agent) Status() Status {
 	defer a.mu.Unlock()
 	s := Status{Node: a.plan.Node.Name, Role: string(a.plan.Node.Role), Interface: a.iface,
 		Started: a.started, Now: a.clk.Now(), Loaded: a.lastLoad, LoadError: a.loadErr}
+	if a.loadErr != "" {
+		s.Rejected = &Rejection{At: a.rejectedAt, Error: a.loadErr}
+	}
 	if a.vrrp != nil {
 		s.VRRP = a.vrrp.Status()
 	}
@@ -77,8 +88,9 @@ func listening(addrs []net.Addr) []string {
 // entered it), then the LB backends and the DNS.
 func WriteTable(w io.Writer, s Status) error {
 	fmt.Fprintf(w, "node %s (%s) on %s\n\n", s.Node, s.Role, s.Interface)
-	if s.LoadError != "" {
-		fmt.Fprintf(w, "cluster file rejected at %s: %s\n\n", s.Loaded.Format(time.RFC3339), s.LoadError)
+	if r := s.Rejected; r != nil {
+		fmt.Fprintf(w, "cluster file rejected at %s; still running the one loaded at %s:\n%s\n\n",
+			since(r.At, s.Now), since(s.Loaded, s.Now), r.Error)
 	}
 	// The table goes through a buffer so that each instance's notes can
 	// follow its row without breaking the columns: why it is in fault,

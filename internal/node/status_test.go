@@ -12,6 +12,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/vipstack/vipstack/internal/clock"
+	"github.com/vipstack/vipstack/internal/cluster"
 	"github.com/vipstack/vipstack/internal/engine"
 	"github.com/vipstack/vipstack/internal/lb"
 )
@@ -84,6 +86,14 @@ func TestWriteTable(t *testing.T) {
 				LastTransition: &engine.Transition{From: "MASTER", To: "BACKUP", At: at,
 					Reason: "advertisement from 198.18.0.12 with higher priority 65, ours 40"},
 			}},
+		},
+	}, {
+		name: "cluster file rejected",
+		s: Status{
+			Node: "worker-0", Role: "worker", Interface: "eth0", Now: at.Add(time.Minute),
+			Loaded: at.Add(-2 * time.Hour), LoadError: "c.yaml: ports.lb: 53 is also the port of the cluster DNS (UDP and TCP)",
+			Rejected: &Rejection{At: at, Error: "c.yaml: ports.lb: 53 is also the port of the cluster DNS (UDP and TCP)\n" +
+				"c.yaml: nodes[1].role: \"infra\" is not a role (accepted: bootstrap, master, worker)"},
 		},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -185,6 +195,38 @@ func TestSince(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := since(at, tc.now); got != tc.want {
 				t.Fatalf("since(%v, %v) = %q, want %q", at, tc.now, got, tc.want)
+			}
+		})
+	}
+}
+
+// TestStatusClusterFile checks that the status says when the cluster file
+// in force was loaded, and apart from it when and why a later one was
+// refused.
+func TestStatusClusterFile(t *testing.T) {
+	loaded := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	rejected := loaded.Add(5 * time.Minute)
+	type file struct {
+		Loaded    time.Time
+		Rejected  *Rejection
+		LoadError string
+	}
+	for _, tc := range []struct {
+		name       string
+		rejectedAt time.Time
+		loadErr    string
+		want       file
+	}{
+		{name: "loaded", want: file{Loaded: loaded}},
+		{name: "a later version rejected", rejectedAt: rejected, loadErr: "c.yaml: bad",
+			want: file{Loaded: loaded, Rejected: &Rejection{At: rejected, Error: "c.yaml: bad"}, LoadError: "c.yaml: bad"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := &Agent{clk: clock.NewFake(rejected.Add(time.Minute)), plan: &cluster.Plan{Node: cluster.Node{Name: "m0", Role: cluster.Master}},
+				lastLoad: loaded, rejectedAt: tc.rejectedAt, loadErr: tc.loadErr}
+			s := a.Status()
+			if diff := cmp.Diff(tc.want, file{s.Loaded, s.Rejected, s.LoadError}); diff != "" {
+				t.Fatalf("cluster file (-want +got):\n%s", diff)
 			}
 		})
 	}
