@@ -442,6 +442,11 @@ func (c *Cluster) Observe(ctx context.Context) Observation {
 			s, err := n.Status(ctx)
 			if err != nil {
 				o.Nodes[i] = NodeObs{Name: n.Name, Addr: n.Addr, Gone: "agent not answering"}
+				for _, v := range VIPs() {
+					if held, err := n.Holds(v.Addr); err == nil && held {
+						o.Nodes[i].Left = append(o.Nodes[i].Left, v.Kind)
+					}
+				}
 				return
 			}
 			o.Nodes[i] = ObserveNode(n.Name, n.Addr, s)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"regexp"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -26,6 +27,10 @@ type NodeObs struct {
 	// "stopped"); empty while its agent answers.
 	Gone string
 	Inst map[string]InstObs // by VIP kind
+	// Left lists the VIP kinds whose address is still on the interface of
+	// a node whose agent does not answer (killed with nothing left to
+	// remove it): hosts may still send there.
+	Left []string
 }
 
 // InstObs is one VRRP instance of a node.
@@ -74,12 +79,16 @@ func ObserveNode(name string, addr netip.Addr, s node.Status) NodeObs {
 	return n
 }
 
-// Holders returns the nodes that report MASTER for kind.
+// Holders returns the nodes that report MASTER for kind, and those whose
+// agent does not answer but whose interface still has its address.
 func (o Observation) Holders(kind string) []string {
 	var out []string
 	for _, n := range o.Nodes {
-		if n.Gone == "" && n.Inst[kind].State == "MASTER" {
+		switch {
+		case n.Gone == "" && n.Inst[kind].State == "MASTER":
 			out = append(out, n.Name)
+		case n.Gone != "" && slices.Contains(n.Left, kind):
+			out = append(out, n.Name+" (its agent is gone; the address is still on its interface)")
 		}
 	}
 	return out

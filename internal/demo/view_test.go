@@ -66,6 +66,8 @@ func TestMoves(t *testing.T) {
 	split := observation()
 	split.Nodes[1].Inst[KindDNS] = InstObs{State: "MASTER"}
 	split.Nodes[2].Inst[KindDNS] = InstObs{State: "MASTER"}
+	leftBehind := observation()
+	leftBehind.Nodes[1] = NodeObs{Name: "master-0", Gone: "agent not answering", Left: []string{KindDNS}}
 	tests := []struct {
 		name      string
 		prev, cur Observation
@@ -82,6 +84,11 @@ func TestMoves(t *testing.T) {
 		}},
 		{name: "two claim the DNS VIP", prev: observation(), cur: split, want: []string{
 			"DNS VIP 198.18.0.6: master-0 -> master-0+master-1 (SEVERAL CLAIM IT)",
+		}},
+		// master-0's agent was killed with nothing left to remove its
+		// addresses: the view must not say nobody holds them.
+		{name: "an agent gone, its addresses left", prev: observation(), cur: leftBehind, want: []string{
+			"DNS VIP 198.18.0.6: master-0 -> master-0 (its agent is gone; the address is still on its interface)",
 		}},
 	}
 	for _, tt := range tests {
