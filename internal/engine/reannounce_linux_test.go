@@ -159,3 +159,76 @@ func neighMAC(t *testing.T, h *testnet.Host, addr netip.Addr) string {
 	}
 	return ""
 }
+
+// TestHealedPartitionMovesClients: h1 (priority 100) and h2 (90) cannot hear
+// each other, so both hold the VIP, and the client's ARP entry points at h2,
+// the last to announce it. The partition heals, and h1's advertisement
+// reaches h2 before h2's next one reaches h1 (h2 advertises every 5 s, h1
+// every 100 ms): h2 steps down. h1 never heard h2 as master, so only h2 can
+// tell it that hosts may still point at h2: h2 advertises once as it steps
+// down, h1 announces the VIP again, and the client's entry moves to h1.
+// Without that advertisement the client kept sending to h2 until its entry
+// failed (4.8 s; 46 s when the entry had gone REACHABLE), as with keepalived.
+func TestHealedPartitionMovesClients(t *testing.T) {
+	testnet.RequireRoot(t)
+	bin := vipstackBin(t)
+	topo := testnet.New(t, testnet.Options{Hosts: 2, Client: true, Prefix: "vsQ"})
+	h1, h2, client := topo.Hosts[0], topo.Hosts[1], topo.Client
+	vip := netip.MustParseAddr("198.18.0.100")
+	// Each drops the other's VRRP packets: a partition between the two.
+	partition := func(h, other *testnet.Host) {
+		t.Helper()
+		if out, err := h.Run("nft", "add table inet vsq_partition { chain in { type filter hook input priority 0; ip saddr "+
+			other.IPv4.Addr().String()+" ip protocol vrrp drop; }; }"); err != nil {
+			t.Fatalf("nft in %s: %v\n%s", h.Name, err, out)
+		}
+	}
+	partition(h1, h2)
+	partition(h2, h1)
+	start := func(h *testnet.Host, c peers.Conf) *peers.Node {
+		t.Helper()
+		text, err := c.Render(h.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := peers.Start(h, peers.Vipstack, text, t.TempDir(), bin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		logOnFailure(t, n)
+		return n
+	}
+	conf := peers.Conf{Version: 3, VRID: 54, VIP: netip.PrefixFrom(vip, 32), NoSecondGARP: true}
+	c1 := conf
+	c1.Priority, c1.Interval = 100, 100*time.Millisecond
+	n1 := start(h1, c1)
+	poll(t, 20*time.Second, "h1 holds the VIP", func() (bool, error) { return h1.HasAddr(vip) })
+	if out, err := client.Run("ping", "-c1", "-W2", vip.String()); err != nil {
+		t.Fatalf("client cannot reach the VIP: %v\n%s", err, out)
+	}
+	c2 := conf
+	c2.Priority, c2.Interval, c2.StartMaster = 90, 5*time.Second, true
+	start(h2, c2)
+	poll(t, 20*time.Second, "the client follows h2's announcement", func() (bool, error) {
+		mac := neighMAC(t, client, vip)
+		return mac == h2.MAC, fmt.Errorf("entry is %q", mac)
+	})
+
+	for _, h := range []*testnet.Host{h1, h2} {
+		if out, err := h.Run("nft", "delete table inet vsq_partition"); err != nil {
+			t.Fatalf("nft in %s: %v\n%s", h.Name, err, out)
+		}
+	}
+	poll(t, 10*time.Second, "h2 steps down", func() (bool, error) {
+		held, err := h2.HasAddr(vip)
+		return err == nil && !held, err
+	})
+	var last string
+	poll(t, 10*time.Second, "the client's ARP entry points at h1 again", func() (bool, error) {
+		last = neighMAC(t, client, vip)
+		return last == h1.MAC, fmt.Errorf("entry is %q (h1 %s, h2 %s)", last, h1.MAC, h2.MAC)
+	})
+	if !strings.Contains(n1.Log(), "another router advertised as master") {
+		t.Errorf("h1's log does not say why it announced again:\n%s", tail(n1.Log(), 20))
+	}
+}

@@ -45,6 +45,8 @@ type Conf struct {
 	// NoSecondGARP renders garp_master_delay 0: no second burst of
 	// announcements after becoming master.
 	NoSecondGARP bool
+	// StartMaster renders state MASTER: take over at start.
+	StartMaster bool
 }
 
 var confTmpl = template.Must(template.New("conf").Parse(`global_defs {
@@ -65,7 +67,7 @@ vrrp_script chk {
 }
 {{end}}
 vrrp_instance {{.Name}} {
-    state BACKUP
+    state {{if .StartMaster}}MASTER{{else}}BACKUP{{end}}
     interface {{.Interface}}
     virtual_router_id {{.VRID}}
     priority {{.Priority}}

@@ -230,6 +230,13 @@ func (m *Machine) receiveBackup(now time.Time, a Advert) []Action {
 		m.leftAt = now
 		return nil
 	}
+	if m.cfg.Preempt && a.Priority < m.priority && m.master.IsValid() && a.From != m.master && m.masterPriority != 0 {
+		// A router below us that is not the master we follow: a master
+		// stepping down (see receiveMaster), or one that cannot hear the
+		// master. RFC 5798 discards it; taking it for the master would
+		// preempt a master that is still there.
+		return nil
+	}
 	m.leftAt = time.Time{}
 	if m.cfg.Version == 3 && a.Interval > 0 {
 		m.masterInterval = a.Interval
@@ -274,7 +281,14 @@ func (m *Machine) receiveMaster(now time.Time, a Advert) []Action {
 		}
 		acts := m.becomeBackup(now, reason)
 		m.master, m.masterPriority = a.From, a.Priority
-		return acts
+		// One advertisement at our priority as we step down (not in RFC
+		// 5798, which steps down silently): the new master may not have
+		// heard us (a partition that healed when its advertisement
+		// reached us first), and hosts that took our gratuitous ARPs
+		// keep sending to us until it announces the VIPs again; hearing
+		// a lower router as master makes it do that at once. Backups
+		// ignore it (see receiveBackup).
+		return append(acts, Action{Kind: SendAdvert, Priority: m.priority})
 	}
 	// A lower priority master: assert ourselves at once.
 	m.advertAt = now.Add(m.cfg.AdvertInterval)

@@ -158,6 +158,20 @@ func TestScenarios(t *testing.T) {
 			{at: sec + skew100, event: "tick", want: []string{"advert(prio 100)", "BACKUP->MASTER"}, wantState: Master, wantNext: 2*sec + skew100},
 		},
 	}, {
+		// A master stepping down advertises once below us: it is not the
+		// master we follow, so it neither resets our timer nor makes us
+		// preempt the real one.
+		name: "preempt: a lower router that is not our master is discarded",
+		cfg:  v2(true),
+		steps: []step{
+			{event: "start", prio: 100, want: []string{"INIT->BACKUP"}, wantState: Backup, wantNext: mdi100},
+			{at: sec, event: "recv", from: upper, prio: 150, wantState: Backup, wantNext: sec + mdi100},
+			{at: 1200 * time.Millisecond, event: "recv", from: lower, prio: 90, wantState: Backup, wantNext: sec + mdi100},
+			{at: 2 * sec, event: "recv", from: upper, prio: 150, wantState: Backup, wantNext: 2*sec + mdi100},
+			// The master itself dropping below us is still overtaken after skew time.
+			{at: 3 * sec, event: "recv", from: upper, prio: 90, wantState: Backup, wantNext: 3*sec + skew100},
+		},
+	}, {
 		name: "nopreempt: a lower master keeps the role",
 		cfg:  v2(false),
 		steps: []step{
@@ -183,7 +197,9 @@ func TestScenarios(t *testing.T) {
 			{event: "start", prio: 255, want: []string{"advert(prio 255)", "INIT->MASTER"}, wantState: Master, wantNext: sec},
 			{at: 500 * time.Millisecond, event: "recv", from: upper, prio: 100, want: []string{"advert(prio 255)"}, wantState: Master, wantNext: 1500 * time.Millisecond},
 			{at: 600 * time.Millisecond, event: "prio", prio: 100, want: []string{"advert(prio 100)"}, wantState: Master, wantNext: 1600 * time.Millisecond},
-			{at: 700 * time.Millisecond, event: "recv", from: upper, prio: 101, want: []string{"MASTER->BACKUP"}, wantState: Backup, wantNext: 700*time.Millisecond + mdi100},
+			// Stepping down, it advertises once at its own priority, so
+			// that a new master that never heard it announces the VIPs.
+			{at: 700 * time.Millisecond, event: "recv", from: upper, prio: 101, want: []string{"MASTER->BACKUP", "advert(prio 100)"}, wantState: Backup, wantNext: 700*time.Millisecond + mdi100},
 		},
 	}, {
 		name: "equal priority: the higher primary address wins in master",
@@ -192,7 +208,7 @@ func TestScenarios(t *testing.T) {
 			{event: "start", prio: 100, want: []string{"INIT->BACKUP"}, wantState: Backup, wantNext: mdi100},
 			{at: mdi100, event: "tick", want: []string{"advert(prio 100)", "BACKUP->MASTER"}, wantState: Master, wantNext: mdi100 + sec},
 			{at: 4 * sec, event: "recv", from: lower, prio: 100, want: []string{"advert(prio 100)"}, wantState: Master, wantNext: 5 * sec},
-			{at: 4200 * time.Millisecond, event: "recv", from: upper, prio: 100, want: []string{"MASTER->BACKUP"}, wantState: Backup, wantNext: 4200*time.Millisecond + mdi100},
+			{at: 4200 * time.Millisecond, event: "recv", from: upper, prio: 100, want: []string{"MASTER->BACKUP", "advert(prio 100)"}, wantState: Backup, wantNext: 4200*time.Millisecond + mdi100},
 			// A backup at equal priority accepts the master whatever its address (RFC 5798 6.4.2).
 			{at: 5 * sec, event: "recv", from: lower, prio: 100, wantState: Backup, wantNext: 5*sec + mdi100},
 		},
@@ -248,7 +264,7 @@ func TestTransitionReasonsNameThePeer(t *testing.T) {
 	t0 := time.Unix(0, 0)
 	m.Start(t0, 255, "")
 	acts := m.Receive(t0.Add(sec), Advert{From: upper, Priority: 255})
-	if len(acts) != 1 || !strings.Contains(acts[0].Reason, "198.18.0.20") || !strings.Contains(acts[0].Reason, "equal priority 255") {
+	if len(acts) != 2 || !strings.Contains(acts[0].Reason, "198.18.0.20") || !strings.Contains(acts[0].Reason, "equal priority 255") {
 		t.Fatalf("reason does not name the peer and priority: %v", acts)
 	}
 	if a, p := m.Master(); a != upper || p != 255 {
