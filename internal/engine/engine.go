@@ -63,6 +63,8 @@ type Engine struct {
 	groups    map[string]*syncGroup
 	held      map[string]netif.VIP // VIPs we hold, by key
 	links     map[string]bool      // interface name -> up
+	dad       map[string]dadWait   // links back up whose IPv6 source is still tentative (see checkDAD)
+	dadNext   time.Time            // when to look at them again
 	runner    script.Runner
 	ctx       context.Context
 
@@ -133,6 +135,7 @@ func New(opts Options) (*Engine, *keepalived.Config, error) {
 		groups:    map[string]*syncGroup{},
 		held:      map[string]netif.VIP{},
 		links:     map[string]bool{},
+		dad:       map[string]dadWait{},
 	}
 	return e, cfg, nil
 }
@@ -420,7 +423,7 @@ func (e *Engine) publishStatus() {
 func (e *Engine) nextDeadline() time.Time {
 	var next time.Time
 	for _, in := range e.instances {
-		for _, d := range []time.Time{in.fsm.NextDeadline(), in.refreshAt, in.reannounce.deadline()} {
+		for _, d := range []time.Time{in.fsm.NextDeadline(), in.refreshAt, in.reannounce.deadline(), e.dadNext} {
 			if !d.IsZero() && (next.IsZero() || d.Before(next)) {
 				next = d
 			}
@@ -430,6 +433,9 @@ func (e *Engine) nextDeadline() time.Time {
 }
 
 func (e *Engine) tick(now time.Time) {
+	if !e.dadNext.IsZero() && !now.Before(e.dadNext) {
+		e.recheckDAD(now)
+	}
 	for _, name := range sortedKeys(e.instances) {
 		in := e.instances[name]
 		if d := in.fsm.NextDeadline(); !d.IsZero() && !now.Before(d) {

@@ -464,9 +464,81 @@ func (e *Engine) linkChanged(now time.Time, name string, up bool) {
 	}
 	e.log.Info("interface state changed", "interface", name, "up", up)
 	if up {
+		e.checkDAD(now, name)
 		e.announceSources(name)
+	} else {
+		delete(e.dad, name)
 	}
 	e.recomputeAll(now)
+}
+
+// dadWait is a link that came back up while the IPv6 source of an instance
+// on it was tentative.
+type dadWait struct {
+	since time.Time
+	src   netip.Addr
+}
+
+// dadGiveUp bounds the wait for duplicate address detection; past it the
+// instances go on (and their sends fail, logged) rather than stay in FAULT.
+const dadGiveUp = 10 * time.Second
+
+// dadPoll is how often a tentative source is looked at again.
+const dadPoll = 100 * time.Millisecond
+
+// checkDAD looks at the IPv6 sources on a link that just came back up. The
+// kernel runs duplicate address detection on the link-local address again
+// (about a second by default) and refuses it as a source meanwhile: an
+// instance that preempted then would take the VIPs with every advertisement
+// failing, unheard by the master it displaced, and both would hold them (an
+// audit saw 1.4 s of two holders; keepalived waited). Until the source is
+// usable the link counts as down for the instances on it (FAULT, with the
+// reason), so they neither advertise nor take the VIPs.
+func (e *Engine) checkDAD(now time.Time, link string) {
+	for _, name := range sortedKeys(e.instances) {
+		in := e.instances[name]
+		if in.cfg.Interface != link || in.family == 4 || !in.src.IsValid() {
+			continue
+		}
+		tentative, err := e.nl.Tentative(link, in.src)
+		if err != nil {
+			e.log.Warn("cannot read the IPv6 source's state; not waiting for duplicate address detection", "interface", link, "source", in.src, "err", err)
+			continue
+		}
+		if tentative {
+			e.log.Info("IPv6 source still tentative (duplicate address detection); the link counts as down until it is usable",
+				"interface", link, "source", in.src)
+			e.dad[link] = dadWait{since: now, src: in.src}
+			e.dadNext = now.Add(dadPoll)
+			return
+		}
+	}
+}
+
+// recheckDAD ends the waits whose source became usable, or that lasted
+// dadGiveUp.
+func (e *Engine) recheckDAD(now time.Time) {
+	changed := false
+	for link, w := range e.dad {
+		tentative, err := e.nl.Tentative(link, w.src)
+		switch {
+		case err == nil && !tentative:
+			e.log.Info("IPv6 source usable: duplicate address detection finished", "interface", link, "source", w.src, "waited", now.Sub(w.since))
+		case now.Sub(w.since) >= dadGiveUp:
+			e.log.Warn("IPv6 source still not usable; no longer waiting for duplicate address detection", "interface", link, "source", w.src, "waited", now.Sub(w.since), "err", err)
+		default:
+			continue
+		}
+		delete(e.dad, link)
+		changed = true
+	}
+	e.dadNext = time.Time{}
+	if len(e.dad) > 0 {
+		e.dadNext = now.Add(dadPoll)
+	}
+	if changed {
+		e.recomputeAll(now)
+	}
 }
 
 // announceSources sends a gratuitous ARP (unsolicited NA) for the source
@@ -540,7 +612,12 @@ func (e *Engine) contributions(in *instance) []Contribution {
 	// dont_track_primary.
 	if !in.cfg.DontTrackPrimary {
 		up := e.links[in.cfg.Interface]
-		out = append(out, Contribution{Source: "interface " + in.cfg.Interface, OK: up, Fault: !up})
+		c := Contribution{Source: "interface " + in.cfg.Interface, OK: up, Fault: !up}
+		if w, waiting := e.dad[in.cfg.Interface]; up && waiting {
+			c.OK, c.Fault = false, true
+			c.Reason = "up, but its IPv6 source " + w.src.String() + " is still tentative (duplicate address detection)"
+		}
+		out = append(out, c)
 	}
 	for _, ti := range in.cfg.TrackInterfaces {
 		up, known := e.links[ti.Name]

@@ -305,6 +305,28 @@ func (h *Handle) LinkLocalIPv6(name string) (netip.Addr, error) {
 	return netip.Addr{}, fmt.Errorf("link-local IPv6 of %s: %w (none, or still tentative)", name, ErrNoAddress)
 }
 
+// Tentative reports whether addr is on the link and still tentative: IPv6
+// duplicate address detection has not finished, and the kernel refuses it
+// as a source (sendmsg fails with EINVAL). An address that is not on the
+// link is not tentative.
+func (h *Handle) Tentative(name string, addr netip.Addr) (bool, error) {
+	l, err := h.link(name)
+	if err != nil {
+		return false, fmt.Errorf("tentative %s: %w", addr, err)
+	}
+	addrs, err := h.addrs(l, netlink.FAMILY_V6)
+	if err != nil {
+		return false, fmt.Errorf("tentative %s: %w", addr, err)
+	}
+	want := addr.WithZone("")
+	for _, a := range addrs {
+		if p, ok := prefixOf(a); ok && p.Addr().WithZone("") == want {
+			return a.Flags&unix.IFA_F_TENTATIVE != 0, nil
+		}
+	}
+	return false, nil
+}
+
 // maxQuietFailures bounds resubscriptions in a row that deliver nothing.
 const maxQuietFailures = 3
 

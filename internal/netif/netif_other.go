@@ -37,6 +37,9 @@ func (h *Handle) PrimaryIPv4(name string, exclude []netip.Addr) (netip.Addr, err
 // LinkLocalIPv6 returns ErrUnsupported.
 func (h *Handle) LinkLocalIPv6(name string) (netip.Addr, error) { return netip.Addr{}, ErrUnsupported }
 
+// Tentative returns ErrUnsupported.
+func (h *Handle) Tentative(name string, addr netip.Addr) (bool, error) { return false, ErrUnsupported }
+
 // WatchLinks returns ErrUnsupported.
 func (h *Handle) WatchLinks(ctx context.Context, f func(name string, up bool)) error {
 	return ErrUnsupported
