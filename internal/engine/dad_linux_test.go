@@ -28,17 +28,8 @@ func TestLinkBackWaitsForDAD(t *testing.T) {
 	vip := netip.MustParseAddr("fd00:bb::200")
 	var nodes []*peers.Node
 	for i, h := range []*testnet.Host{h1, h2} {
-		text, err := peers.Conf{Version: 3, Interval: 100 * time.Millisecond, VRID: 55, Priority: 100 - 10*i,
-			VIP: netip.PrefixFrom(vip, 64)}.Render(h.Name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		n, err := peers.Start(h, peers.Vipstack, text, t.TempDir(), bin)
-		if err != nil {
-			t.Fatal(err)
-		}
-		logOnFailure(t, n)
-		nodes = append(nodes, n)
+		nodes = append(nodes, startVipstack(t, bin, h, peers.Conf{Version: 3, Interval: 100 * time.Millisecond, VRID: 55,
+			Priority: 100 - 10*i, VIP: netip.PrefixFrom(vip, 64)}))
 	}
 	if _, err := peers.WaitSoleHolder(topo.Hosts, vip, h1, time.Second, 30*time.Second); err != nil {
 		t.Fatalf("h1 did not become the only holder: %v", err)

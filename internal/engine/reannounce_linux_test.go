@@ -31,17 +31,9 @@ func TestLowerMasterAnnouncesLast(t *testing.T) {
 	topo := testnet.New(t, testnet.Options{Hosts: 2, Client: true, Prefix: "vsQ"})
 	node, other, client := topo.Hosts[0], topo.Hosts[1], topo.Client
 	vip := netip.MustParseAddr("198.18.0.100")
-	text, err := peers.Conf{Version: 3, Interval: time.Second, VRID: 52, Priority: 100,
-		VIP: netip.PrefixFrom(vip, 32), NoSecondGARP: true}.Render("node1")
-	if err != nil {
-		t.Fatal(err)
-	}
 	const statusAddr = "127.0.0.1:9651"
-	n, err := peers.Start(node, peers.Vipstack, text, t.TempDir(), bin, "--status-addr", statusAddr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	logOnFailure(t, n)
+	n := startVipstack(t, bin, node, peers.Conf{Version: 3, Interval: time.Second, VRID: 52, Priority: 100,
+		VIP: netip.PrefixFrom(vip, 32), NoSecondGARP: true}, "--status-addr", statusAddr)
 	if _, err := peers.WaitSoleHolder(topo.Hosts, vip, node, 2*time.Second, 20*time.Second); err != nil {
 		t.Fatalf("vipstack alone did not become master: %v", err)
 	}
@@ -185,30 +177,17 @@ func TestHealedPartitionMovesClients(t *testing.T) {
 	}
 	partition(h1, h2)
 	partition(h2, h1)
-	start := func(h *testnet.Host, c peers.Conf) *peers.Node {
-		t.Helper()
-		text, err := c.Render(h.Name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		n, err := peers.Start(h, peers.Vipstack, text, t.TempDir(), bin)
-		if err != nil {
-			t.Fatal(err)
-		}
-		logOnFailure(t, n)
-		return n
-	}
 	conf := peers.Conf{Version: 3, VRID: 54, VIP: netip.PrefixFrom(vip, 32), NoSecondGARP: true}
 	c1 := conf
 	c1.Priority, c1.Interval = 100, 100*time.Millisecond
-	n1 := start(h1, c1)
+	n1 := startVipstack(t, bin, h1, c1)
 	poll(t, 20*time.Second, "h1 holds the VIP", func() (bool, error) { return h1.HasAddr(vip) })
 	if out, err := client.Run("ping", "-c1", "-W2", vip.String()); err != nil {
 		t.Fatalf("client cannot reach the VIP: %v\n%s", err, out)
 	}
 	c2 := conf
 	c2.Priority, c2.Interval, c2.StartMaster = 90, 5*time.Second, true
-	start(h2, c2)
+	startVipstack(t, bin, h2, c2)
 	poll(t, 20*time.Second, "the client follows h2's announcement", func() (bool, error) {
 		mac := neighMAC(t, client, vip)
 		return mac == h2.MAC, fmt.Errorf("entry is %q", mac)

@@ -20,16 +20,8 @@ func TestSendFailuresLoggedOnce(t *testing.T) {
 	topo := testnet.New(t, testnet.Options{Hosts: 1, Prefix: "vsR"})
 	node := topo.Hosts[0]
 	vip := netip.MustParseAddr("198.18.0.100")
-	text, err := peers.Conf{Version: 3, Interval: 100 * time.Millisecond, VRID: 53, Priority: 100,
-		VIP: netip.PrefixFrom(vip, 32)}.Render("node1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	n, err := peers.Start(node, peers.Vipstack, text, t.TempDir(), bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	logOnFailure(t, n)
+	n := startVipstack(t, bin, node, peers.Conf{Version: 3, Interval: 100 * time.Millisecond, VRID: 53, Priority: 100,
+		VIP: netip.PrefixFrom(vip, 32)})
 	if _, err := peers.WaitSoleHolder(topo.Hosts, vip, node, time.Second, 20*time.Second); err != nil {
 		t.Fatalf("vipstack did not become master: %v", err)
 	}
