@@ -282,7 +282,8 @@ func (m *Machine) receiveMaster(now time.Time, a Advert) []Action {
 		acts := m.becomeBackup(now, reason)
 		m.master, m.masterPriority = a.From, a.Priority
 		// One advertisement at our priority as we step down (not in RFC
-		// 5798, which steps down silently): the new master may not have
+		// 5798, which steps down silently; keepalived does it with
+		// higher_prio_send_advert, off by default): the new master may not have
 		// heard us (a partition that healed when its advertisement
 		// reached us first), and hosts that took our gratuitous ARPs
 		// keep sending to us until it announces the VIPs again; hearing
@@ -396,7 +397,9 @@ func (m *Machine) Follow(now time.Time, to State, reason string) []Action {
 	case to == Master && m.state == Backup:
 		return m.becomeMaster(now, reason)
 	case to == Backup && m.state == Master:
-		return m.becomeBackup(now, reason)
+		// Stepping down with the group: advertise once, as receiveMaster
+		// does, so that each member's winner announces its VIPs.
+		return append(m.becomeBackup(now, reason), Action{Kind: SendAdvert, Priority: m.priority})
 	}
 	return nil
 }

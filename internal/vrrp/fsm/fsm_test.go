@@ -172,6 +172,26 @@ func TestScenarios(t *testing.T) {
 			{at: 3 * sec, event: "recv", from: upper, prio: 90, wantState: Backup, wantNext: 3*sec + skew100},
 		},
 	}, {
+		// After the master announced it is leaving, a lower router is
+		// followed: it may be the one taking over.
+		name: "preempt: after priority 0 a lower router is taken for the master",
+		cfg:  v2(true),
+		steps: []step{
+			{event: "start", prio: 100, want: []string{"INIT->BACKUP"}, wantState: Backup, wantNext: mdi100},
+			{at: sec, event: "recv", from: upper, prio: 150, wantState: Backup, wantNext: sec + mdi100},
+			{at: 2 * sec, event: "recv", from: upper, prio: 0, wantState: Backup, wantNext: 2*sec + skew100},
+			{at: 2100 * time.Millisecond, event: "recv", from: lower, prio: 90, wantState: Backup, wantNext: 2*sec + skew100},
+		},
+	}, {
+		// Without preempt every advertisement resets the timer, whoever sends it.
+		name: "nopreempt: a lower router that is not our master still resets the timer",
+		cfg:  v2(false),
+		steps: []step{
+			{event: "start", prio: 100, want: []string{"INIT->BACKUP"}, wantState: Backup, wantNext: mdi100},
+			{at: sec, event: "recv", from: upper, prio: 150, wantState: Backup, wantNext: sec + mdi100},
+			{at: 1200 * time.Millisecond, event: "recv", from: lower, prio: 90, wantState: Backup, wantNext: 1200*time.Millisecond + mdi100},
+		},
+	}, {
 		name: "nopreempt: a lower master keeps the role",
 		cfg:  v2(false),
 		steps: []step{
@@ -283,9 +303,14 @@ func TestFollow(t *testing.T) {
 	if m.State() != Master || len(acts) != 2 || acts[0].Kind != SendAdvert || acts[1].Reason != "sync group G: VI_2 became master" {
 		t.Fatalf("Follow(Master) from Backup: state %v actions %v", m.State(), acts)
 	}
-	m.Follow(t0.Add(2*sec), Backup, "group")
+	acts = m.Follow(t0.Add(2*sec), Backup, "group")
 	if m.State() != Backup || m.NextDeadline() != t0.Add(2*sec+mdi100) {
 		t.Fatalf("Follow(Backup) from Master: state %v next %v", m.State(), m.NextDeadline())
+	}
+	// Stepping down with its group, a member advertises once, as one that
+	// heard a higher master does.
+	if len(acts) != 2 || acts[0].Kind != Transition || acts[1].Kind != SendAdvert || acts[1].Priority != 100 {
+		t.Fatalf("Follow(Backup) from Master: actions %v, want the transition and one advert at 100", acts)
 	}
 	m.SetFault(t0.Add(3*sec), "down")
 	if acts := m.Follow(t0.Add(3*sec), Master, "group"); acts != nil || m.State() != Fault {
