@@ -43,6 +43,8 @@ func (e *Engine) advertise(in *instance, now time.Time, prio uint8) {
 	if c == nil {
 		return
 	}
+	var failErr error
+	var failDst netip.Addr
 	for _, dst := range in.dsts {
 		b, err := adv.Marshal(in.src, dst)
 		if err != nil {
@@ -51,19 +53,28 @@ func (e *Engine) advertise(in *instance, now time.Time, prio uint8) {
 		}
 		if err := c.WritePacket(b, in.src, dst, in.ifIndex); err != nil {
 			e.metrics.sendErrors.WithLabelValues(in.cfg.Name).Inc()
-			in.sendFails++
-			if in.sendFails == 1 || now.Sub(in.sendFailLogged) >= sendFailLogEvery {
-				in.sendFailLogged = now
-				e.log.Warn("sending advertisement failed", "instance", in.cfg.Name, "to", dst, "err", err, "failures_in_a_row", in.sendFails)
+			if failErr == nil {
+				failErr, failDst = err, dst
 			}
 			continue
 		}
-		if in.sendFails > 0 {
-			e.log.Info("sending advertisements again", "instance", in.cfg.Name, "to", dst, "failures_in_a_row", in.sendFails)
-			in.sendFails = 0
-		}
 		in.sent++
 		e.metrics.sent.WithLabelValues(in.cfg.Name).Inc()
+	}
+	// One count per advertisement that failed to reach a destination (a
+	// unicast instance has several), logged at the first and then every
+	// sendFailLogEvery; the first advertisement that reaches them all ends
+	// the run.
+	switch {
+	case failErr != nil:
+		in.sendFails++
+		if in.sendFails == 1 || now.Sub(in.sendFailLogged) >= sendFailLogEvery {
+			in.sendFailLogged = now
+			e.log.Warn("sending advertisement failed", "instance", in.cfg.Name, "to", failDst, "err", failErr, "failures_in_a_row", in.sendFails)
+		}
+	case in.sendFails > 0:
+		e.log.Info("sending advertisements again", "instance", in.cfg.Name, "failures_in_a_row", in.sendFails)
+		in.sendFails = 0
 	}
 }
 
@@ -169,12 +180,16 @@ func (e *Engine) reannounceFollowUp(in *instance, now time.Time) {
 }
 
 // rivalStreak is how many advertisements as master a lower router sends in
-// a row, each within rivalGap advertisement intervals of the one before,
-// before it counts as a second master: one that does not hear (or does
-// not accept) our advertisements, so that both hold the VIPs.
+// a row, each within rivalGap advertisement intervals of the one before and
+// over at least rivalLasts intervals, before it counts as a second master:
+// one that does not hear (or does not accept) our advertisements, so that
+// both hold the VIPs. Three routers that take over together send a few in
+// milliseconds (becoming master, answering each other, stepping down), and
+// are not one.
 const (
 	rivalStreak = 3
 	rivalGap    = 3
+	rivalLasts  = 2
 )
 
 // rival is a lower router's recent run of advertisements as master.
@@ -209,7 +224,7 @@ func (e *Engine) rivalMaster(in *instance, now time.Time, from netip.Addr, prio 
 	}
 	r.n++
 	r.last = now
-	if r.n < rivalStreak {
+	if r.n < rivalStreak || r.last.Sub(r.first) < rivalLasts*interval {
 		return
 	}
 	e.conflict(in, now, from, "dual_master", fmt.Sprintf(

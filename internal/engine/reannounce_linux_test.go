@@ -93,12 +93,13 @@ func TestLowerMasterAnnouncesLast(t *testing.T) {
 	}
 
 	// A router that keeps advertising as master (it does not hear the
-	// master) is a second master: the status names it.
-	for range 3 {
+	// master) is a second master: the status names it. Its advertisements
+	// span more than two of its 1 s intervals.
+	for range 4 {
 		if err := s.send(adv, 255); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(200 * time.Millisecond) // its advertisements, a fifth of its interval apart
+		time.Sleep(700 * time.Millisecond) // the other router's advertisements, 0.7 s apart
 	}
 	c := dualMaster(t, node, statusAddr)
 	if c == nil {
