@@ -421,9 +421,9 @@ func (e *Engine) publishStatus() {
 }
 
 func (e *Engine) nextDeadline() time.Time {
-	var next time.Time
+	next := e.dadNext
 	for _, in := range e.instances {
-		for _, d := range []time.Time{in.fsm.NextDeadline(), in.refreshAt, in.reannounce.deadline(), e.dadNext} {
+		for _, d := range []time.Time{in.fsm.NextDeadline(), in.refreshAt, in.reannounce.deadline()} {
 			if !d.IsZero() && (next.IsZero() || d.Before(next)) {
 				next = d
 			}

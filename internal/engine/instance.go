@@ -473,7 +473,7 @@ func (e *Engine) linkChanged(now time.Time, name string, up bool) {
 }
 
 // dadWait is a link that came back up while the IPv6 source of an instance
-// on it was tentative.
+// on it was tentative or missing.
 type dadWait struct {
 	since time.Time
 	src   netip.Addr
@@ -492,8 +492,10 @@ const dadPoll = 100 * time.Millisecond
 // instance that preempted then would take the VIPs with every advertisement
 // failing, unheard by the master it displaced, and both would hold them (an
 // audit saw 1.4 s of two holders; keepalived waited). Until the source is
-// usable the link counts as down for the instances on it (FAULT, with the
-// reason), so they neither advertise nor take the VIPs.
+// usable the IPv6 instances on the link are in FAULT (with the reason),
+// so they neither advertise nor take the VIPs. A source the link does not
+// carry yet (the kernel adds the link-local address again on link-up)
+// counts as tentative.
 func (e *Engine) checkDAD(now time.Time, link string) {
 	for _, name := range sortedKeys(e.instances) {
 		in := e.instances[name]
@@ -612,12 +614,13 @@ func (e *Engine) contributions(in *instance) []Contribution {
 	// dont_track_primary.
 	if !in.cfg.DontTrackPrimary {
 		up := e.links[in.cfg.Interface]
-		c := Contribution{Source: "interface " + in.cfg.Interface, OK: up, Fault: !up}
-		if w, waiting := e.dad[in.cfg.Interface]; up && waiting {
-			c.OK, c.Fault = false, true
-			c.Reason = "up, but its IPv6 source " + w.src.String() + " is still tentative (duplicate address detection)"
-		}
-		out = append(out, c)
+		out = append(out, Contribution{Source: "interface " + in.cfg.Interface, OK: up, Fault: !up})
+	}
+	// An IPv6 source still tentative after the link came back (see
+	// checkDAD): the instance can send nothing yet, whatever it tracks.
+	if w, waiting := e.dad[in.cfg.Interface]; waiting && in.family != 4 && e.links[in.cfg.Interface] {
+		out = append(out, Contribution{Source: "IPv6 source " + w.src.String(), OK: false, Fault: true,
+			Reason: "still tentative after " + in.cfg.Interface + " came back up (duplicate address detection)"})
 	}
 	for _, ti := range in.cfg.TrackInterfaces {
 		up, known := e.links[ti.Name]

@@ -305,10 +305,11 @@ func (h *Handle) LinkLocalIPv6(name string) (netip.Addr, error) {
 	return netip.Addr{}, fmt.Errorf("link-local IPv6 of %s: %w (none, or still tentative)", name, ErrNoAddress)
 }
 
-// Tentative reports whether addr is on the link and still tentative: IPv6
-// duplicate address detection has not finished, and the kernel refuses it
-// as a source (sendmsg fails with EINVAL). An address that is not on the
-// link is not tentative.
+// Tentative reports whether addr cannot be a source on the link yet: it is
+// still tentative (IPv6 duplicate address detection has not finished; the
+// kernel refuses it as a source, sendmsg fails with EINVAL), or it is not
+// on the link at all (as right after the link came up, before the kernel
+// added its link-local address again).
 func (h *Handle) Tentative(name string, addr netip.Addr) (bool, error) {
 	l, err := h.link(name)
 	if err != nil {
@@ -324,7 +325,7 @@ func (h *Handle) Tentative(name string, addr netip.Addr) (bool, error) {
 			return a.Flags&unix.IFA_F_TENTATIVE != 0, nil
 		}
 	}
-	return false, nil
+	return true, nil
 }
 
 // maxQuietFailures bounds resubscriptions in a row that deliver nothing.
