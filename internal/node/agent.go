@@ -69,6 +69,10 @@ type Agent struct {
 	rejectedAt time.Time
 	loadErr    string
 
+	// ready is closed once Run has started the services: a reload waits
+	// for it, so that it never races their start with a new file.
+	ready chan struct{}
+
 	redirMu   sync.Mutex
 	followers map[netip.AddrPort]*follower // by the VIP and port they capture
 	healthy   bool                         // the LB monitor's last verdict
@@ -97,7 +101,8 @@ func New(opts Options) (*Agent, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", opts.ClusterPath, err)
 	}
-	return &Agent{opts: opts, log: opts.Logger, clk: opts.Clock, cluster: c, plan: p, nodes: discovery.NewRegistry()}, nil
+	return &Agent{opts: opts, log: opts.Logger, clk: opts.Clock, cluster: c, plan: p, nodes: discovery.NewRegistry(),
+		ready: make(chan struct{})}, nil
 }
 
 // Run starts the node's services and serves until ctx is done, then stops
@@ -139,6 +144,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.mu.Lock()
 	a.vrrp = e
 	a.mu.Unlock()
+	close(a.ready)
 	return e.Run(ctx)
 }
 
@@ -203,7 +209,6 @@ func (a *Agent) startLB() error {
 	if err != nil {
 		return err
 	}
-	a.syncRedirects(a.cluster)
 	l, err := lb.New(lb.Options{
 		Logger:   a.log.With("part", "lb"),
 		Registry: a.opts.Registry,
@@ -223,6 +228,9 @@ func (a *Agent) startLB() error {
 	if err := l.Apply(cfg); err != nil {
 		return err
 	}
+	// The redirects start with the monitor's verdict so far (OnHealthy
+	// records it even before they exist).
+	a.syncRedirects(a.cluster)
 	a.mu.Lock()
 	a.lb = l
 	a.mu.Unlock()
@@ -357,6 +365,7 @@ func (a *Agent) stopDNS() {
 // priority and move the API VIP for nothing. The redirects follow the LB
 // to its new port before VRRP changes.
 func (a *Agent) Reload() error {
+	<-a.ready
 	c, p, lbCfg, err := a.prepareReload()
 	if err == nil && a.lb != nil {
 		// Apply opens new listeners first and changes nothing if one fails.
@@ -392,6 +401,9 @@ func (a *Agent) Reload() error {
 	}
 	if err := errors.Join(errs...); err != nil {
 		a.log.Error("applying the cluster file failed in part", "file", a.opts.ClusterPath, "err", err)
+		a.mu.Lock()
+		a.rejectedAt, a.loadErr = now, "applied in part (the load balancer and the redirects took it): "+err.Error()
+		a.mu.Unlock()
 		return err
 	}
 	a.log.Info("cluster file applied", "file", a.opts.ClusterPath, "nodes", len(c.Nodes))
