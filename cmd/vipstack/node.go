@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/signal"
 	"syscall"
@@ -15,13 +16,19 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/vipstack/vipstack/internal/cluster"
 	"github.com/vipstack/vipstack/internal/netif"
 	"github.com/vipstack/vipstack/internal/node"
 	"github.com/vipstack/vipstack/internal/redirect"
 	"github.com/vipstack/vipstack/internal/supervise"
 )
 
-const defaultStatusAddr = "127.0.0.1:9651"
+// The node agent's default endpoints: the ports cluster validation keeps
+// free of the file's services.
+var (
+	defaultStatusAddr  = netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), cluster.DefaultStatusPort).String()
+	defaultMetricsAddr = netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), cluster.DefaultMetricsPort).String()
+)
 
 func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("vipstack node", flag.ContinueOnError)
@@ -29,7 +36,7 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var (
 		cfgPath     = fs.String("config", "/etc/vipstack/cluster.yaml", "the cluster file")
 		nodeName    = fs.String("node", "", "this node's name in the cluster file (default: the short host name)")
-		metricsAddr = fs.String("metrics-addr", "127.0.0.1:9650", "Prometheus metrics address; empty: off")
+		metricsAddr = fs.String("metrics-addr", defaultMetricsAddr, "Prometheus metrics address; empty: off")
 		statusAddr  = fs.String("status-addr", defaultStatusAddr, "JSON status address (loopback only); empty: off")
 		stateDir    = fs.String("state-dir", "/run/vipstack", "directory for the ledger of held VIPs")
 		logLevel    = fs.String("log-level", "info", "debug, info, warn or error")

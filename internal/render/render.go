@@ -18,7 +18,7 @@ const (
 	DefaultCoreDNSImage    = "registry.k8s.io/coredns/coredns:v1.12.0"
 	DefaultNamespace       = "kube-system"
 	DefaultConfigPath      = "/etc/vipstack/cluster.yaml"
-	DefaultStatusPort      = 9651
+	DefaultStatusPort      = cluster.DefaultStatusPort
 )
 
 // Relative paths of the rendered files. HostPath says where each goes on
