@@ -151,8 +151,11 @@ func (e *Engine) takeVIPs(in *instance, now time.Time) {
 		addrs = append(addrs, v.Prefix.Addr())
 	}
 	// keepalived: garp_master_repeat announcements at once, the same again
-	// after garp_master_delay.
+	// after garp_master_delay. The first of each address leaves here, before
+	// the advertisement that makes the old master let go (as far as the
+	// rate allows; see Pacer.SendDue).
 	in.pacer.Schedule(addrs, in.cfg.GARPMasterRepeat, in.cfg.GARPMasterDelay)
+	in.pacer.SendDue(len(addrs))
 	if in.cfg.GARPMasterRefresh > 0 {
 		in.refreshAt = now.Add(in.cfg.GARPMasterRefresh)
 	}
