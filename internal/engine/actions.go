@@ -153,9 +153,11 @@ func (e *Engine) takeVIPs(in *instance, now time.Time) {
 	// keepalived: garp_master_repeat announcements at once, the same again
 	// after garp_master_delay. The first of each address leaves here, before
 	// the advertisement that makes the old master let go (as far as the
-	// rate allows; see Pacer.SendDue).
+	// rate allows, and for at most announceFirstMax addresses, so that a
+	// pool of thousands does not hold the advertisement back; see
+	// Pacer.SendDue).
 	in.pacer.Schedule(addrs, in.cfg.GARPMasterRepeat, in.cfg.GARPMasterDelay)
-	in.pacer.SendDue(len(addrs))
+	in.pacer.SendDue(min(len(addrs), announceFirstMax))
 	if in.cfg.GARPMasterRefresh > 0 {
 		in.refreshAt = now.Add(in.cfg.GARPMasterRefresh)
 	}
@@ -438,6 +440,10 @@ func (e *Engine) mismatch(in *instance, adv *vrrp.Advertisement) (kind, detail s
 	}
 	return "", ""
 }
+
+// announceFirstMax bounds the announcements a new master sends before its
+// first advertisement.
+const announceFirstMax = 64
 
 // sendFailLogEvery limits how often failing sends are logged while they
 // go on (a master sends ten adverts a second at 100 ms); the count in a row
