@@ -450,44 +450,31 @@ const announceFirstMax = 64
 // is in each line, and the first success after them is logged too.
 const sendFailLogEvery = 10 * time.Second
 
-// conflictLogEvery limits how often the same conflict is logged again.
-const conflictLogEvery = time.Minute
-
-// maxConflictPeers bounds the conflicts an instance records one by one.
-// Sources are not authenticated (anyone on the link can send from any
-// address), so past this many, conflicts from further peers are added up
-// in one entry per kind whose peer is conflictOthers: memory, /status and
-// the log stay bounded under a flood from spoofed sources.
-const maxConflictPeers = 32
-
-// conflictOthers is the peer of the entry that adds up conflicts past
-// maxConflictPeers.
-const conflictOthers = "others"
-
 func (e *Engine) conflict(in *instance, now time.Time, from netip.Addr, kind, detail string) {
-	peer := from.String()
-	key := peer + "/" + kind
-	c := in.conflicts[key]
-	if c == nil && len(in.conflicts) >= maxConflictPeers {
-		peer, key = conflictOthers, conflictOthers+"/"+kind
-		c = in.conflicts[key]
-		detail = "from more peers than the status lists one by one; last from " + from.String() + ": " + detail
-	}
-	if c == nil {
-		c = &Conflict{Peer: peer, Kind: kind, FirstSeen: now}
-		in.conflicts[key] = c
-	}
-	c.Count++
-	c.Detail = detail
-	c.LastSeen = now
+	c, logIt := in.conflicts.record(now, from, kind, detail)
 	e.metrics.conflicts.WithLabelValues(in.cfg.Name, kind).Inc()
-	if c.Count == 1 || now.Sub(c.loggedAt) >= conflictLogEvery {
-		c.loggedAt = now
+	if logIt {
 		msg := "VRID conflict: another router speaks on our VRID with a different configuration; its packets are dropped"
 		if kind == "dual_master" {
 			msg = "two masters: another router keeps advertising as master while we are; check the path from us to it"
 		}
-		e.log.Warn(msg, "instance", in.cfg.Name, "vrid", in.cfg.VRID, "peer", from, "kind", kind, "detail", detail, "count", c.Count)
+		e.log.Warn(msg, "instance", in.cfg.Name, "vrid", in.cfg.VRID, "peer", from, "kind", kind, "detail", c.Detail, "count", c.Count)
+	}
+}
+
+// expireConflicts drops the conflicts not seen for conflictForget from
+// every instance's status and logs that each is over.
+func (e *Engine) expireConflicts(now time.Time) {
+	for _, name := range sortedKeys(e.instances) {
+		in := e.instances[name]
+		for _, c := range in.conflicts.expire(now) {
+			msg := "VRID conflict over: nothing more from the peer"
+			if c.Kind == "dual_master" {
+				msg = "two masters over: the other router stopped advertising as master"
+			}
+			e.log.Info(msg, "instance", in.cfg.Name, "vrid", in.cfg.VRID, "peer", c.Peer, "kind", c.Kind,
+				"count", c.Count, "first_seen", c.FirstSeen.UTC().Format(time.RFC3339), "last_seen", c.LastSeen.UTC().Format(time.RFC3339))
+		}
 	}
 }
 

@@ -423,7 +423,7 @@ func (e *Engine) publishStatus() {
 func (e *Engine) nextDeadline() time.Time {
 	next := e.dadNext
 	for _, in := range e.instances {
-		for _, d := range []time.Time{in.fsm.NextDeadline(), in.refreshAt, in.reannounce.deadline()} {
+		for _, d := range []time.Time{in.fsm.NextDeadline(), in.refreshAt, in.reannounce.deadline(), in.conflicts.next()} {
 			if !d.IsZero() && (next.IsZero() || d.Before(next)) {
 				next = d
 			}
@@ -446,6 +446,7 @@ func (e *Engine) tick(now time.Time) {
 		}
 		e.reannounceFollowUp(in, now)
 	}
+	e.expireConflicts(now)
 }
 
 func (e *Engine) closeConns() {

@@ -42,7 +42,7 @@ type instance struct {
 	sendFailLogged time.Time
 	groupFault     string // set when another member of the sync group is in fault
 	lastTransition *Transition
-	conflicts      map[string]*Conflict
+	conflicts      conflictBook
 	sent, received uint64
 }
 
@@ -298,7 +298,7 @@ func (e *Engine) build(ic *keepalived.Instance) (*instance, error) {
 		return nil, fail("interface %q: %v", ic.Interface, err)
 	}
 	e.links[ic.Interface] = link.Up
-	in := &instance{cfg: ic, family: ic.Family(), ifIndex: link.Index, conflicts: map[string]*Conflict{}, rivals: map[netip.Addr]*rival{}}
+	in := &instance{cfg: ic, family: ic.Family(), ifIndex: link.Index, conflicts: newConflictBook(), rivals: map[netip.Addr]*rival{}}
 	for _, v := range ic.VIPs {
 		in.vips = append(in.vips, toVIP(v, ic.Interface))
 		in.advert = append(in.advert, v.Prefix.Addr())

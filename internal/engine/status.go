@@ -80,9 +80,7 @@ func (e *Engine) snapshot() []InstanceStatus {
 		if m, p := in.fsm.Master(); m.IsValid() {
 			s.Master, s.MasterPriority = m.String(), int(p)
 		}
-		for _, k := range sortedKeys(in.conflicts) {
-			s.Conflicts = append(s.Conflicts, *in.conflicts[k])
-		}
+		s.Conflicts = in.conflicts.list()
 		e.metrics.priority.WithLabelValues(name).Set(float64(s.Effective))
 		e.metrics.state.WithLabelValues(name).Set(float64(in.fsm.State()))
 		out = append(out, s)
