@@ -60,6 +60,12 @@ func runLB(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "vipstack lb: --redirect %q: %v (accepted: VIP:PORT such as 198.18.0.5:6443 or [fd00::5]:6443)\n", *redirectTo, err)
 			return 2
 		}
+		// Refused here, not by the first Enable: that would leave the
+		// balancer running with a redirect that fails every second.
+		if err := redirect.CheckVIP(vip); err != nil {
+			fmt.Fprintf(stderr, "vipstack lb: --redirect: %v\n", err)
+			return 2
+		}
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 
@@ -71,6 +77,12 @@ func runLB(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		for _, w := range cfg.Warnings {
 			fmt.Fprintf(stderr, "warning: %s\n", w)
+		}
+		if vip.IsValid() {
+			if _, err := redirectPort(cfg, vip); err != nil {
+				fmt.Fprintf(stderr, "vipstack lb: --redirect: %v\n", err)
+				return 1
+			}
 		}
 		fmt.Fprintln(stdout, "Configuration file is valid")
 		return 0

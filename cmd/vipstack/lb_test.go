@@ -59,11 +59,24 @@ func TestLBCheck(t *testing.T) {
 		{name: "bad flag", args: []string{"--redirect", "10.0.0.5", "-f", good}, wantCode: 2, wantErrHas: `--redirect "10.0.0.5"`},
 		{name: "redirect to a frontend on one address", args: []string{"--redirect", "198.18.7.5:6443", "-f", specific}, wantCode: 1,
 			wantErrHas: "vipstack lb: --redirect: no frontend listens on every local IPv4 address"},
+		{name: "check: redirect to a frontend on one address", args: []string{"--check", "--redirect", "198.18.7.5:6443", "-f", specific}, wantCode: 1,
+			wantErrHas: "vipstack lb: --redirect: no frontend listens on every local IPv4 address"},
+		{name: "check: redirect", args: []string{"--check", "--redirect", "198.18.7.5:6443", "-f", good}, wantOut: "Configuration file is valid\n"},
+		{name: "redirect of a loopback VIP", args: []string{"--redirect", "127.0.0.1:6443", "-f", good}, wantCode: 2,
+			wantErrHas: "vipstack lb: --redirect: VIP 127.0.0.1:6443: want a unicast address a node can hold"},
+		{name: "check: redirect of a multicast VIP", args: []string{"--check", "--redirect", "[ff02::5]:6443", "-f", good}, wantCode: 2,
+			wantErrHas: "vipstack lb: --redirect: VIP [ff02::5]:6443: want a unicast address"},
+		{name: "redirect of port 0", args: []string{"--redirect", "198.18.7.5:0", "-f", good}, wantCode: 2,
+			wantErrHas: "vipstack lb: --redirect: VIP 198.18.7.5:0: port 0: want a port 1..65535"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var out, errOut bytes.Buffer
-			code := runLB(context.Background(), tt.args, &out, &errOut)
+			// Every case ends before the balancer runs; should one run,
+			// it stops here and fails on its exit code.
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			code := runLB(ctx, tt.args, &out, &errOut)
 			if code != tt.wantCode || out.String() != tt.wantOut || !strings.Contains(errOut.String(), tt.wantErrHas) {
 				t.Errorf("runLB(%q) = %d\nstdout: %q (want %q)\nstderr: %q (want it to contain %q)", tt.args, code, out.String(), tt.wantOut, errOut.String(), tt.wantErrHas)
 			}

@@ -137,21 +137,35 @@ func l3Keyword(a netip.Addr) string {
 	return "ip6"
 }
 
+// CheckVIP reports what is wrong with vip as the address and port a
+// redirect captures, naming the bad value and what is accepted; nil when a
+// Redirect of it can be installed. Callers check flags with it before
+// anything runs: Enable reports the same error, but only once the load
+// balancer is up.
+func CheckVIP(vip netip.AddrPort) error {
+	a := vip.Addr()
+	switch {
+	case !a.IsValid():
+		return fmt.Errorf("VIP %q: not an address: want an IPv4 or IPv6 address and port such as 198.18.0.5:6443 or [fd00::5]:6443", vip)
+	case a.Is4In6():
+		return fmt.Errorf("VIP %s: IPv4-mapped IPv6 address never matches on the wire: use %s", vip, a.Unmap())
+	case a.Zone() != "":
+		return fmt.Errorf("VIP %s: an address with a zone is not accepted: want a global or unique local address", vip)
+	case a.IsUnspecified() || a.IsLoopback() || a.IsMulticast() || a.IsLinkLocalUnicast():
+		return fmt.Errorf("VIP %s: want a unicast address a node can hold (not unspecified, loopback, multicast or link-local)", vip)
+	case vip.Port() == 0:
+		return fmt.Errorf("VIP %s: port 0: want a port 1..65535", vip)
+	}
+	return nil
+}
+
 // validate reports what is wrong with the redirect's addresses, naming the
 // field, the bad value and what is accepted.
 func (r *Redirect) validate() error {
-	a := r.vip.Addr()
+	if err := CheckVIP(r.vip); err != nil {
+		return err
+	}
 	switch {
-	case !a.IsValid():
-		return fmt.Errorf("VIP %q: not an address: want an IPv4 or IPv6 address and port such as 198.18.0.5:6443 or [fd00::5]:6443", r.vip)
-	case a.Is4In6():
-		return fmt.Errorf("VIP %s: IPv4-mapped IPv6 address never matches on the wire: use %s", r.vip, a.Unmap())
-	case a.Zone() != "":
-		return fmt.Errorf("VIP %s: an address with a zone is not accepted: want a global or unique local address", r.vip)
-	case a.IsUnspecified() || a.IsLoopback() || a.IsMulticast() || a.IsLinkLocalUnicast():
-		return fmt.Errorf("VIP %s: want a unicast address a node can hold (not unspecified, loopback, multicast or link-local)", r.vip)
-	case r.vip.Port() == 0:
-		return fmt.Errorf("VIP %s: port 0: want a port 1..65535", r.vip)
 	case r.toPort == 0:
 		return fmt.Errorf("redirect of %s to port 0: want a frontend port 1..65535", r.vip)
 	case r.lease < MinLease || r.lease > MaxLease || r.lease%time.Millisecond != 0:
