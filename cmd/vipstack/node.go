@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/netip"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -72,6 +74,21 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 	}
+	var endpoints []cluster.ServicePort
+	for _, ep := range []struct{ flag, addr string }{{"--metrics-addr", *metricsAddr}, {"--status-addr", *statusAddr}} {
+		if ep.addr == "" {
+			continue
+		}
+		_, port, err := net.SplitHostPort(ep.addr)
+		n, perr := strconv.Atoi(port)
+		if err != nil || perr != nil || n < 0 || n > 65535 {
+			fmt.Fprintf(stderr, "vipstack node: %s %q: want HOST:PORT with a port 0..65535 (0: any free port), or empty for off\n", ep.flag, ep.addr)
+			return 2
+		}
+		if n != 0 {
+			endpoints = append(endpoints, cluster.ServicePort{Owner: "vipstack node's " + ep.flag + " " + ep.addr, Port: n})
+		}
+	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})).With("node", *nodeName)
 	ledger, err := ledgerPath(*stateDir)
 	if err != nil {
@@ -80,7 +97,7 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	reg := prometheus.NewRegistry()
 	agent, err := node.New(node.Options{ClusterPath: *cfgPath, Node: *nodeName, Logger: log, Registry: reg,
-		Ledger: netif.Ledger{Path: ledger}, DNSLog: stderr})
+		Ledger: netif.Ledger{Path: ledger}, DNSLog: stderr, Endpoints: endpoints})
 	if err != nil {
 		fmt.Fprintf(stderr, "%v\n", err)
 		return 1

@@ -461,35 +461,20 @@ func (f *File) Validate() (*Cluster, error) {
 	// second bind of a port succeeds and the two services split its
 	// connections: the DNS over TCP and the load balancer's checks break,
 	// or a service shadows the API server or the router.
-	users := []struct {
-		field string
-		port  int
-	}{
-		{"ports.api", c.Ports.API}, {"ports.lb", c.Ports.LB}, {"ports.ingressHealth", c.Ports.IngressHealth},
-		{"ports.machineConfig", c.Ports.MachineConfig},
-		{"the cluster DNS (UDP and TCP)", DNSPort}, {"the DNS health check", DNSHealthPort},
-		{"the load balancer's monitor", LBMonitorPort}, {"the load balancer's stats page", LBStatsPort},
-		{"vipstack node's default --metrics-addr", DefaultMetricsPort},
-		{"vipstack node's default --status-addr", DefaultStatusPort},
-	}
+	users := append(c.ServicePorts(),
+		ServicePort{"vipstack node's default --metrics-addr", DefaultMetricsPort},
+		ServicePort{"vipstack node's default --status-addr", DefaultStatusPort})
 	for i, u := range users {
 		for j, o := range users[:i] {
-			if u.port != o.port {
+			if u.Port != o.Port {
 				continue
 			}
-			field, other, self := u.field, o.field, i
+			field, other, self := u.Owner, o.Owner, i
 			if !strings.HasPrefix(field, "ports.") { // name the setting the file can change
 				field, other, self = other, field, j
 			}
-			var taken []int // the ports of every other service
-			for k, t := range users {
-				if k != self && !slices.Contains(taken, t.port) {
-					taken = append(taken, t.port)
-				}
-			}
-			slices.Sort(taken)
 			bad("%s: %d is also the port of %s; every service of a node needs its own port (accepted: 1..65535 except %s)",
-				field, u.port, other, joinInts(taken))
+				field, u.Port, other, joinInts(portsExcept(users, self)))
 		}
 	}
 	if len(errs) > 0 {
@@ -497,6 +482,58 @@ func (f *File) Validate() (*Cluster, error) {
 	}
 	sort.SliceStable(c.Nodes, func(i, j int) bool { return c.Nodes[i].Name < c.Nodes[j].Name })
 	return c, nil
+}
+
+// ServicePort is a port that one of a node's services binds.
+type ServicePort struct {
+	Owner string // the setting or service, as an error names it
+	Port  int
+}
+
+// ServicePorts lists the ports a master's services bind: those the file
+// sets and the fixed ones (not the node agent's own endpoints, which its
+// flags set).
+func (c *Cluster) ServicePorts() []ServicePort {
+	return []ServicePort{
+		{"ports.api", c.Ports.API}, {"ports.lb", c.Ports.LB}, {"ports.ingressHealth", c.Ports.IngressHealth},
+		{"ports.machineConfig", c.Ports.MachineConfig},
+		{"the cluster DNS (UDP and TCP)", DNSPort}, {"the DNS health check", DNSHealthPort},
+		{"the load balancer's monitor", LBMonitorPort}, {"the load balancer's stats page", LBStatsPort},
+	}
+}
+
+// CheckEndpoints checks that the node agent's own endpoints (its
+// --metrics-addr and --status-addr, as eps) use ports that none of the
+// cluster's services binds, nor each other. The file alone is checked
+// against their defaults; this is for the ports a node was started with.
+func (c *Cluster) CheckEndpoints(eps []ServicePort) error {
+	users := append(c.ServicePorts(), eps...)
+	first := len(users) - len(eps)
+	var errs []error
+	for i := first; i < len(users); i++ {
+		for _, o := range users[:i] {
+			if users[i].Port != o.Port {
+				continue
+			}
+			errs = append(errs, fmt.Errorf("%s: port %d is also the port of %s; every service of a node needs its own port (accepted: 1..65535 except %s)",
+				users[i].Owner, users[i].Port, o.Owner, joinInts(portsExcept(users, i))))
+			break
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// portsExcept returns the ports of every user but users[self], sorted and
+// once each.
+func portsExcept(users []ServicePort, self int) []int {
+	var taken []int
+	for k, t := range users {
+		if k != self && !slices.Contains(taken, t.Port) {
+			taken = append(taken, t.Port)
+		}
+	}
+	slices.Sort(taken)
+	return taken
 }
 
 // validIfName reports whether s can name a Linux network interface.

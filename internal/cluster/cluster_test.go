@@ -226,3 +226,46 @@ func TestLBConfig(t *testing.T) {
 		t.Fatalf("LB config: %+v", lb)
 	}
 }
+
+// TestCheckEndpoints checks the node agent's own endpoint ports against a
+// file's services: the agent checks them at start and on every reload, so
+// a new file that moves a service onto --metrics-addr's port is refused.
+func TestCheckEndpoints(t *testing.T) {
+	metrics := ServicePort{Owner: "--metrics-addr", Port: 19650}
+	status := ServicePort{Owner: "--status-addr", Port: 19651}
+	for _, tc := range []struct {
+		name  string
+		ports string
+		eps   []ServicePort
+		want  string // "" = accepted
+	}{
+		{name: "none", eps: nil},
+		{name: "free", eps: []ServicePort{metrics, status}},
+		{name: "file moves lb onto metrics", ports: "{lb: 19650}", eps: []ServicePort{metrics, status},
+			want: "--metrics-addr: port 19650 is also the port of ports.lb; every service of a node needs its own port (accepted: 1..65535 except 53, 1936, 6443, 18080, 19650, 19651, 22623, 50000, 50936)"},
+		{name: "status on the api", eps: []ServicePort{{Owner: "--status-addr", Port: 6443}},
+			want: "--status-addr: port 6443 is also the port of ports.api; every service of a node needs its own port (accepted: 1..65535 except 53, 1936, 6443, 9445, 18080, 22623, 50000, 50936)"},
+		{name: "both wrong", ports: "{lb: 19650, ingressHealth: 19651}", eps: []ServicePort{metrics, status},
+			want: "--metrics-addr: port 19650 is also the port of ports.lb; every service of a node needs its own port (accepted: 1..65535 except 53, 6443, 18080, 19650, 19651, 22623, 50000, 50936)\n" +
+				"--status-addr: port 19651 is also the port of ports.ingressHealth; every service of a node needs its own port (accepted: 1..65535 except 53, 6443, 18080, 19650, 19651, 22623, 50000, 50936)"},
+		{name: "the default ports are free for the endpoints", eps: []ServicePort{{Owner: "--metrics-addr", Port: DefaultMetricsPort}, {Owner: "--status-addr", Port: DefaultStatusPort}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			data := good
+			if tc.ports != "" {
+				data += "ports: " + tc.ports + "\n"
+			}
+			c, err := Parse("c.yaml", []byte(data))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := ""
+			if err := c.CheckEndpoints(tc.eps); err != nil {
+				got = err.Error()
+			}
+			if got != tc.want {
+				t.Fatalf("error:\n%s\nwant:\n%s", got, tc.want)
+			}
+		})
+	}
+}

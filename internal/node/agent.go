@@ -43,6 +43,10 @@ type Options struct {
 	DNSLog io.Writer
 	// DNSPort overrides the DNS listen port (53); tests use others.
 	DNSPort int
+	// Endpoints are the ports of the agent's own endpoints (its metrics
+	// and status), named by their flags: the cluster file is refused when
+	// one of its services would bind one of them.
+	Endpoints []cluster.ServicePort
 }
 
 // Agent is everything one node runs.
@@ -99,6 +103,9 @@ func New(opts Options) (*Agent, error) {
 	}
 	p, err := c.PlanFor(opts.Node)
 	if err != nil {
+		return nil, fmt.Errorf("%s: %w", opts.ClusterPath, err)
+	}
+	if err := c.CheckEndpoints(opts.Endpoints); err != nil {
 		return nil, fmt.Errorf("%s: %w", opts.ClusterPath, err)
 	}
 	return &Agent{opts: opts, log: opts.Logger, clk: opts.Clock, cluster: c, plan: p, nodes: discovery.NewRegistry(),
@@ -420,6 +427,9 @@ func (a *Agent) prepareReload() (*cluster.Cluster, *cluster.Plan, *lbconfig.Conf
 	}
 	p, err := c.PlanFor(a.opts.Node)
 	if err != nil {
+		return nil, nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if err := c.CheckEndpoints(a.opts.Endpoints); err != nil {
 		return nil, nil, nil, fmt.Errorf("%s: %w", path, err)
 	}
 	a.mu.Lock()
