@@ -80,7 +80,8 @@
 // else changes (an Apply that cannot bind leaves the old configuration in
 // place) and removed ones close. Established connections keep their server
 // and run to their end. Shutdown stops accepting, lets connections finish
-// until its context ends and then closes the rest.
+// until its context ends and then closes the rest; meanwhile the monitor
+// answers 503 (a frontend that refuses clients is not ready).
 //
 // # Monitor and stats
 //

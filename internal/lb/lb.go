@@ -76,6 +76,9 @@ type LB struct {
 	healthMu    sync.Mutex
 	healthy     bool
 	healthKnown bool
+	// draining is set by Shutdown: the frontends no longer accept, so
+	// the monitor answers 503 whatever the servers' state.
+	draining atomic.Bool
 }
 
 // view is the configuration in force, read without locks.
@@ -424,9 +427,10 @@ func (l *LB) Addrs(section string) []net.Addr {
 }
 
 // Healthy reports whether at least one server of any backend is UP and
-// has passed a check (or has none): the monitor URI's rule. Servers start
-// UP, so without the check a node would announce itself healthy, and take
-// the VIP's redirect, before it knew of one server that answers.
+// has passed a check (or has none), and Shutdown has not begun: the
+// monitor URI's rule. Servers start UP, so without the check a node would
+// announce itself healthy, and take the VIP's redirect, before it knew of
+// one server that answers.
 func (l *LB) Healthy() bool {
 	h, _ := l.health()
 	return h
@@ -435,6 +439,9 @@ func (l *LB) Healthy() bool {
 // health is Healthy, and whether a server is UP but not confirmed yet
 // (its first check has not passed).
 func (l *LB) health() (healthy, unconfirmed bool) {
+	if l.draining.Load() {
+		return false, false
+	}
 	for _, p := range l.view.Load().pools {
 		for _, s := range p.servers {
 			if s.up.Load() {
@@ -475,6 +482,8 @@ func (l *LB) recomputeHealth() {
 	switch {
 	case h:
 		l.log.Info("load balancer healthy: at least one server is UP")
+	case l.draining.Load():
+		l.log.Info("load balancer draining: the frontends no longer accept, the monitor answers 503")
 	case unconfirmed:
 		l.log.Info("load balancer not healthy yet: no server has passed a check")
 	default:
@@ -487,7 +496,8 @@ func (l *LB) recomputeHealth() {
 
 // Shutdown stops accepting connections and health checks, waits for
 // connections to finish until ctx is done, then closes those left and
-// returns ctx's error.
+// returns ctx's error. From its start the LB counts as unhealthy: the
+// monitor answers 503 and OnHealthy(false) is called.
 func (l *LB) Shutdown(ctx context.Context) error {
 	l.mu.Lock()
 	if l.shut {
@@ -507,6 +517,12 @@ func (l *LB) Shutdown(ctx context.Context) error {
 	https := l.httpLns
 	l.httpLns = map[string]*httpListener{}
 	l.mu.Unlock()
+	// The monitor keeps answering while connections drain, and must not
+	// say 200 for frontends that refuse connections: a check script
+	// polling it would keep the VIP here (haproxy's soft stop closes the
+	// monitor's listener too).
+	l.draining.Store(true)
+	l.recomputeHealth()
 
 	drained := make([]<-chan struct{}, len(fes))
 	for i, f := range fes {

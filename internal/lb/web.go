@@ -127,6 +127,9 @@ func (s *site) html(snap Snapshot) string {
 		if _, unconfirmed := s.lb.health(); unconfirmed {
 			state = "not healthy yet: no server has passed a check"
 		}
+		if s.lb.draining.Load() {
+			state = "draining: the frontends no longer accept connections"
+		}
 	}
 	fmt.Fprintf(&b, "<p>%s</p>\n", state)
 

@@ -2,6 +2,7 @@ package lb
 
 import (
 	"bufio"
+	"context"
 	"encoding/csv"
 	"encoding/json"
 	"errors"
@@ -419,4 +420,45 @@ func TestWebTimeouts(t *testing.T) {
 	}
 	closedByServer("headers that never end", "GET /haproxy_ready HTTP/1.1\r\nHost: x\r\n", false)
 	closedByServer("idle after an answer", "GET /haproxy_ready HTTP/1.1\r\nHost: x\r\n\r\n", true)
+}
+
+// TestMonitorWhileDraining: once Shutdown begins the frontends refuse new
+// clients, so the monitor answers 503 (and OnHealthy(false)) while the
+// open connections drain, though the servers are still UP.
+func TestMonitorWhileDraining(t *testing.T) {
+	a := startBackend(t, "a")
+	l, calls := newWatchedLB(t)
+	if err := l.Apply(webConfig(tcpConfig(lbconfig.RoundRobin, srv("a", a)))); err != nil {
+		t.Fatal(err)
+	}
+	monitor := "http://" + l.Addrs("health_check_http_url")[0].String() + "/haproxy_ready"
+	if code := get(t, monitor, nil, "", "").Code; code != 200 {
+		t.Fatalf("monitor before Shutdown: %d, want 200", code)
+	}
+	cl := dial(t, l, "fe")
+	cl.greeting(t)
+	done := make(chan error, 1)
+	go func() { done <- l.Shutdown(context.Background()) }()
+	eventually(t, "OnHealthy(false)", func() bool { return len(calls()) >= 2 })
+	if diff := cmp.Diff(answer{Code: 503, Body: body503, ContentType: "text/html"}, get(t, monitor, nil, "", "")); diff != "" {
+		t.Errorf("monitor while draining (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]bool{true, false}, calls()); diff != "" {
+		t.Errorf("OnHealthy calls (-want +got):\n%s", diff)
+	}
+	stats := "http://" + l.Addrs("stats")[0].String() + "/haproxy_stats"
+	if got := get(t, stats, nil, "Username", "Password").Body; !strings.Contains(got, "draining") {
+		t.Errorf("stats page while draining does not say so:\n%s", got)
+	}
+	cl.echo(t, "draining but alive")
+	cl.CloseWrite()
+	cl.closed(t)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Shutdown: %v", err)
+		}
+	case <-time.After(bound):
+		t.Fatal("Shutdown did not return after the last connection ended")
+	}
 }
