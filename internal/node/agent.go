@@ -62,7 +62,7 @@ type Agent struct {
 
 	vrrp    *engine.Engine
 	lb      *lb.LB
-	dnsSrv  *dns.Server
+	dnsSrv  dnsServer
 	nodes   *discovery.Registry
 	dnsConf string // the Corefile being served
 	started time.Time
@@ -80,6 +80,14 @@ type Agent struct {
 	redirMu   sync.Mutex
 	followers map[netip.AddrPort]*follower // by the VIP and port they capture
 	healthy   bool                         // the LB monitor's last verdict
+}
+
+// dnsServer is what the agent uses of the cluster DNS (a *dns.Server).
+type dnsServer interface {
+	Check(dns.Corefile) error
+	Start(dns.Corefile) error
+	Stop() error
+	Addrs() []net.Addr
 }
 
 // follower is the redirect of one API VIP and where it sends traffic.
@@ -474,6 +482,7 @@ func (a *Agent) reloadDNS() error {
 	}
 	prev := dns.Corefile{Path: next.Path, Contents: []byte(a.dnsConf)}
 	if rerr := a.dnsSrv.Start(prev); rerr != nil {
+		a.dnsConf = "" // nothing serves: the next reload starts its Corefile, even this one
 		return fmt.Errorf("cluster DNS: the new configuration did not start (%w), nor did the previous one again: %v", err, rerr)
 	}
 	return fmt.Errorf("cluster DNS: the new configuration did not start, the previous one serves again: %w", err)
