@@ -78,10 +78,15 @@
 // their counters and health state), listeners by bind address, so
 // unchanged listeners keep their sockets, new ones open before anything
 // else changes (an Apply that cannot bind leaves the old configuration in
-// place) and removed ones close. Established connections keep their server
-// and run to their end. Shutdown stops accepting, lets connections finish
-// until its context ends and then closes the rest; meanwhile the monitor
-// answers 503 (a frontend that refuses clients is not ready).
+// place) and removed ones close. Listeners set SO_REUSEPORT, which would
+// let another process that sets it too (haproxy does) listen on the same
+// port and take a share of the clients; so a port the LB does not listen
+// on yet is first bound without it, and a port another process listens on
+// fails the Apply (haproxy would share it). Established connections keep
+// their server and run to their end. Shutdown stops accepting, lets
+// connections finish until its context ends and then closes the rest;
+// meanwhile the monitor answers 503 (a frontend that refuses clients is
+// not ready).
 //
 // # Monitor and stats
 //

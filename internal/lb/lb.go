@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -243,11 +244,16 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 			h.ln.Close()
 		}
 	}
+	held := l.heldPorts()
 	for _, k := range order {
 		w := wants[k]
 		if w.fe != nil {
 			if l.tcpLns[k] != nil {
 				continue
+			}
+			if err := portFree(w.bind, held); err != nil {
+				undo()
+				return fmt.Errorf("lb: apply: %s: %s: %w", where(cfg, w.key), k, err)
 			}
 			t, err := l.listenTCP(k, w.bind)
 			if err != nil {
@@ -255,10 +261,18 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 				return fmt.Errorf("lb: apply: %s: %s: %w", where(cfg, w.key), k, err)
 			}
 			newTCP[k] = t
+			held[w.bind.Addr.Port()] = true
 			continue
 		}
-		if old := l.httpLns[k]; old != nil && old.to == webTimeoutsOf(cfg.Timeouts) {
+		old := l.httpLns[k]
+		if old != nil && old.to == webTimeoutsOf(cfg.Timeouts) {
 			continue
+		}
+		if old == nil {
+			if err := portFree(w.bind, held); err != nil {
+				undo()
+				return fmt.Errorf("lb: apply: %s: %s: %w", where(cfg, w.key), k, err)
+			}
 		}
 		// New, or its timeouts changed: a net/http server reads them
 		// while it serves, so a new listener (SO_REUSEPORT lets it bind
@@ -269,6 +283,7 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 			return fmt.Errorf("lb: apply: %s: %s: %w", where(cfg, w.key), k, err)
 		}
 		newHTTP[k] = h
+		held[w.bind.Addr.Port()] = true
 	}
 
 	// Servers and pools.
@@ -636,6 +651,49 @@ func (l *LB) listenTCP(key string, b lbconfig.Bind) (*tcpListener, error) {
 		return nil, err
 	}
 	return t, nil
+}
+
+// heldPorts returns the ports this LB listens on now.
+func (l *LB) heldPorts() map[uint16]bool {
+	held := map[uint16]bool{}
+	add := func(a net.Addr) {
+		if ta, ok := a.(*net.TCPAddr); ok {
+			held[uint16(ta.Port)] = true
+		}
+	}
+	for _, t := range l.tcpLns {
+		add(t.addr)
+	}
+	for _, h := range l.httpLns {
+		add(h.ln.Addr())
+	}
+	return held
+}
+
+// portFree fails when another socket listens where b would. vipstack's
+// listeners set SO_REUSEPORT (for ListenersPerBind, and to open a
+// replacement beside the old listener on reload), and the kernel lets a
+// socket of another process of the same user that sets it too (haproxy
+// does) bind the same port: both would then listen, each taking a share
+// of the clients, a monitor answering for the other. So a port this LB
+// does not listen on yet is first bound without SO_REUSEPORT, which fails
+// if anyone listens there. Ports held (ports this LB listens on) are not
+// probed: the probe would find the LB itself. Port 0 needs no probe.
+func portFree(b lbconfig.Bind, held map[uint16]bool) error {
+	if !reusePortSupported || b.Addr.Port() == 0 || held[b.Addr.Port()] {
+		return nil
+	}
+	network, address, v6only := bindNetwork(b)
+	lc := net.ListenConfig{Control: probeControl(v6only)}
+	ln, err := lc.Listen(context.Background(), network, address)
+	if err != nil {
+		if errors.Is(err, syscall.EADDRINUSE) {
+			return fmt.Errorf("%w: another socket listens on port %d (accepted: a port no other process listens on; "+
+				"vipstack does not share its ports, as haproxy would with SO_REUSEPORT: stop the other listener, haproxy for one, first)", err, b.Addr.Port())
+		}
+		return err
+	}
+	return ln.Close()
 }
 
 // bindNetwork maps a bind to Go's network and address: IPv4 binds are

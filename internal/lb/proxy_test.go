@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"os"
 	"strings"
 	"testing"
@@ -317,6 +318,17 @@ func TestApplyErrors(t *testing.T) {
 	}
 	defer taken.Close()
 	takenBind := lbconfig.Bind{Addr: addrPort(t, taken.Addr())}
+	shared, err := (&net.ListenConfig{Control: listenControl(-1)}).Listen(context.Background(), "tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer shared.Close()
+	sharedBind := lbconfig.Bind{Addr: addrPort(t, shared.Addr())}
+	sharedWild := lbconfig.Bind{Addr: netip.AddrPortFrom(netip.IPv4Unspecified(), sharedBind.Addr.Port())}
+	inUse := func(b lbconfig.Bind) string {
+		return fmt.Sprintf("another socket listens on port %d (accepted: a port no other process listens on; "+
+			"vipstack does not share its ports, as haproxy would with SO_REUSEPORT: stop the other listener, haproxy for one, first)", b.Addr.Port())
+	}
 
 	tests := []struct {
 		name   string
@@ -334,7 +346,18 @@ func TestApplyErrors(t *testing.T) {
 		}, want: `lb: apply: backend be: duplicate server name "a"`},
 		{name: "port in use", mutate: func(c *lbconfig.Config) {
 			c.Frontends = append(c.Frontends, lbconfig.Frontend{Name: "fe2", Binds: []lbconfig.Bind{takenBind}, Backend: "be"})
-		}, want: "lb: apply: frontend fe2/bind 0: " + taken.Addr().String() + ": listen tcp4 " + taken.Addr().String() + ": bind: address already in use"},
+		}, want: "lb: apply: frontend fe2/bind 0: " + taken.Addr().String() + ": listen tcp4 " + taken.Addr().String() + ": bind: address already in use: " + inUse(takenBind)},
+		// haproxy sets SO_REUSEPORT on its listeners, as vipstack does:
+		// the kernel would let both listen and split the clients.
+		{name: "port of a SO_REUSEPORT listener", mutate: func(c *lbconfig.Config) {
+			c.Frontends = append(c.Frontends, lbconfig.Frontend{Name: "fe2", Binds: []lbconfig.Bind{sharedBind}, Backend: "be"})
+		}, want: "lb: apply: frontend fe2/bind 0: " + shared.Addr().String() + ": listen tcp4 " + shared.Addr().String() + ": bind: address already in use: " + inUse(sharedBind)},
+		{name: "monitor on the port of a SO_REUSEPORT listener", mutate: func(c *lbconfig.Config) {
+			c.Monitors = append(c.Monitors, lbconfig.Monitor{Name: "mon", Binds: []lbconfig.Bind{sharedBind}, URI: "/"})
+		}, want: "lb: apply: listen mon/bind 0: " + shared.Addr().String() + ": listen tcp4 " + shared.Addr().String() + ": bind: address already in use: " + inUse(sharedBind)},
+		{name: "wildcard on the port of a SO_REUSEPORT listener", mutate: func(c *lbconfig.Config) {
+			c.Frontends = append(c.Frontends, lbconfig.Frontend{Name: "fe2", Binds: []lbconfig.Bind{sharedWild}, Backend: "be"})
+		}, want: "lb: apply: frontend fe2/bind 0: " + sharedWild.Addr.String() + ": listen tcp4 " + sharedWild.Addr.String() + ": bind: address already in use: " + inUse(sharedWild)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -551,5 +574,25 @@ func TestClientResetWhileServerSends(t *testing.T) {
 	eventually(t, "the session to end", func() bool { return l.serverStats(t, "be", "s").Sessions == 0 })
 	if got := dial(t, l, "fe").greeting(t); got != "again" {
 		t.Fatalf("after the reset, a new client got %q, want the server's second greeting", got)
+	}
+}
+
+// TestRebindWidensOwnPort: a reload that turns `bind 127.0.0.1:P` into
+// `bind :P` applies: the check that no other process listens on a new
+// port does not take the LB's own listener on P for one.
+func TestRebindWidensOwnPort(t *testing.T) {
+	a := startBackend(t, "a")
+	l := newLB(t, fakeClock(), tcpConfig(lbconfig.RoundRobin, srv("a", a)))
+	port := addrPort(t, l.Addrs("fe")[0]).Port()
+	for _, addr := range []netip.Addr{netip.MustParseAddr("127.0.0.1"), netip.IPv4Unspecified()} {
+		cfg := tcpConfig(lbconfig.RoundRobin, srv("a", a))
+		cfg.Frontends[0].Binds = []lbconfig.Bind{{Addr: netip.AddrPortFrom(addr, port)}}
+		if err := l.Apply(cfg); err != nil {
+			t.Fatalf("Apply with bind %s: %v", cfg.Frontends[0].Binds[0].Addr, err)
+		}
+		cl := dial(t, l, "fe")
+		if g := cl.greeting(t); g != "a" {
+			t.Errorf("with bind %s a client got %q, want a", cfg.Frontends[0].Binds[0].Addr, g)
+		}
 	}
 }

@@ -38,6 +38,25 @@ func listenControl(v6only int) func(network, address string, c syscall.RawConn) 
 	}
 }
 
+// probeControl sets IPV6_V6ONLY as listenControl does, and nothing else:
+// a socket without SO_REUSEPORT cannot bind where another one listens,
+// whatever that one set.
+func probeControl(v6only int) func(network, address string, c syscall.RawConn) error {
+	return func(network, address string, c syscall.RawConn) error {
+		if v6only < 0 || network != "tcp6" {
+			return nil
+		}
+		var serr error
+		err := c.Control(func(fd uintptr) {
+			serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_IPV6, unix.IPV6_V6ONLY, v6only)
+		})
+		if err != nil {
+			return err
+		}
+		return os.NewSyscallError("setsockopt", serr)
+	}
+}
+
 // systemV6Only is net.ipv6.bindv6only: 1 when IPv6 wildcard sockets take
 // IPv6 only by default.
 func systemV6Only() int {

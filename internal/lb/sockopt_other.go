@@ -12,5 +12,9 @@ func listenControl(v6only int) func(network, address string, c syscall.RawConn) 
 	return nil
 }
 
+func probeControl(v6only int) func(network, address string, c syscall.RawConn) error {
+	return nil
+}
+
 // systemV6Only: Go's own choice (IPv6 only for "tcp6") stands.
 func systemV6Only() int { return -1 }
