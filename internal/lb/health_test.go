@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -212,6 +213,23 @@ func TestHealthLeaveRejoin(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("log lacks %s\nlog:\n%s", want, out)
 		}
+	}
+	// Each of m1's checks that moved its health is logged, with the
+	// state it left the server in, as haproxy logs them ("status: 1/2
+	// UP", "0/3 DOWN", "1/3 DOWN", "2/3 DOWN", "2/2 UP").
+	m1Checks := func() []string {
+		var got []string
+		for _, m := range regexp.MustCompile(`Health check for server be/m1 (\w+),.* status=("[^"]*"|\S+)`).FindAllStringSubmatch(logs.String(), -1) {
+			got = append(got, m[1]+" "+strings.Trim(m[2], `"`))
+		}
+		return got
+	}
+	// The last check's line may follow its count by a moment.
+	eventually(t, "m1's last check to be logged", func() bool { return len(m1Checks()) >= 6 })
+	out = logs.String()
+	m1 := m1Checks()
+	if diff := cmp.Diff([]string{"succeeded UP", "failed UP 1/2", "failed DOWN", "succeeded DOWN 1/3", "succeeded DOWN 2/3", "succeeded UP"}, m1); diff != "" {
+		t.Errorf("m1's logged checks (-want +got):\n%s\nlog:\n%s", diff, out)
 	}
 	// m0 passed every check: only its first (a change from no status) is
 	// logged.

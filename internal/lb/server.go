@@ -75,6 +75,7 @@ type server struct {
 	downSince  time.Time     // when it went DOWN; zero while UP
 	downtime   time.Duration // total time DOWN before downSince
 	lastStatus string        // last check status, for log-health-checks
+	lastState  string        // last healthcheck.State.String(), for log-health-checks
 }
 
 func (l *LB) newServer(backend string, s lbconfig.Server) *server {
@@ -189,7 +190,11 @@ func (s *server) setUpLocked(up bool) {
 }
 
 // onResult counts a check result and, with `option log-health-checks`,
-// logs each change of the check status as haproxy does.
+// logs it when the check status changed or the server's health moved (a
+// step of fall or rise, "UP 1/2", "DOWN 2/3", or a change to UP or DOWN):
+// haproxy logs every failed check unless the server is already fully DOWN
+// and every passed one unless it is already fully UP, so an operator
+// sees a server on its way back, check by check.
 func (s *server) onResult(r healthcheck.Result, st healthcheck.State) {
 	if i := statusIndex(r.Status); i >= 0 {
 		s.results[i].Add(1)
@@ -199,9 +204,9 @@ func (s *server) onResult(r healthcheck.Result, st healthcheck.State) {
 		s.lb.recomputeHealth()
 	}
 	s.mu.Lock()
-	prev := s.lastStatus
-	s.lastStatus = r.Status
-	logIt := s.check.logHealthChk && prev != r.Status
+	prev, prevState, state := s.lastStatus, s.lastState, st.String()
+	s.lastStatus, s.lastState = r.Status, state
+	logIt := s.check.logHealthChk && (prev != r.Status || prevState != state)
 	s.mu.Unlock()
 	if !logIt {
 		return
@@ -210,7 +215,7 @@ func (s *server) onResult(r healthcheck.Result, st healthcheck.State) {
 	if r.OK {
 		verdict = "succeeded"
 	}
-	args := []any{"backend", s.backend, "server", s.name, "check_status", r.Status, "check_duration", r.Duration, "status", st.String()}
+	args := []any{"backend", s.backend, "server", s.name, "check_status", r.Status, "check_duration", r.Duration, "status", state}
 	if r.Code != 0 {
 		args = append(args, "code", r.Code)
 	}
