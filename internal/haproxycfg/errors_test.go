@@ -67,7 +67,7 @@ func TestParseErrors(t *testing.T) {
 		{
 			name:    "bad timeout unit",
 			conf:    func(t *testing.T) string { return edit(t, "timeout client 30s", "timeout client 10x") },
-			want:    `h.cfg:4: timeout client "10x" has an unexpected character 'x' (accepted: a whole number with a unit us, ms, s, m, h or d; no unit means milliseconds)`,
+			want:    `h.cfg:4: timeout client "10x" has an unknown unit "x" (accepted: a whole number with a unit us, ms, s, m, h or d; no unit means milliseconds)`,
 			haproxy: haproxyRejects,
 		},
 		{
@@ -518,7 +518,7 @@ func TestParseErrors(t *testing.T) {
 		{
 			name:    "bad inter unit",
 			conf:    func(t *testing.T) string { return edit(t, "47012 check", "47012 check inter 1y") },
-			want:    `h.cfg:10: backend masters, server m0: inter "1y" has an unexpected character 'y' (accepted: a whole number with a unit us, ms, s, m, h or d; no unit means milliseconds)`,
+			want:    `h.cfg:10: backend masters, server m0: inter "1y" has an unknown unit "y" (accepted: a whole number with a unit us, ms, s, m, h or d; no unit means milliseconds)`,
 			haproxy: haproxyRejects,
 		},
 		{

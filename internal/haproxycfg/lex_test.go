@@ -73,8 +73,8 @@ func TestParseTime(t *testing.T) {
 		{in: "", unit: msUnit, wantErr: "is not a time (accepted: a whole number with a unit us, ms, s, m, h or d; no unit means milliseconds)"},
 		{in: "s", unit: sUnit, wantErr: "is not a time (accepted: a whole number with a unit us, ms, s, m, h or d; no unit means seconds)"},
 		{in: "-1s", unit: msUnit, wantErr: "is not a time (accepted: a whole number with a unit us, ms, s, m, h or d; no unit means milliseconds)"},
-		{in: "1sec", unit: msUnit, wantErr: "has an unexpected character 's' (accepted: a whole number with a unit us, ms, s, m, h or d; no unit means milliseconds)"},
-		{in: "1M", unit: msUnit, wantErr: "has an unexpected character 'M' (accepted: a whole number with a unit us, ms, s, m, h or d; no unit means milliseconds)"},
+		{in: "1sec", unit: msUnit, wantErr: "has an unknown unit \"sec\" (accepted: a whole number with a unit us, ms, s, m, h or d; no unit means milliseconds)"},
+		{in: "1M", unit: msUnit, wantErr: "has an unknown unit \"M\" (accepted: a whole number with a unit us, ms, s, m, h or d; no unit means milliseconds)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {

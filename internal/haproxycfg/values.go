@@ -55,6 +55,12 @@ func parseTime(v string, unit time.Duration) (time.Duration, string) {
 	case "d":
 		per = 24 * time.Hour
 	default:
+		// A word after the digits is a unit vipstack does not know
+		// ("10sec", "1M"): name all of it. Quoting only its first letter
+		// pointed at the 's' of "sec", which reads as a valid unit.
+		if c := v[i]; c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' {
+			return 0, "has an unknown unit " + strconv.Quote(v[i:]) + " (accepted: " + accepted + ")"
+		}
 		return 0, "has an unexpected character " + strconv.QuoteRune(rune(v[i])) + " (accepted: " + accepted + ")"
 	}
 	// n*per/unit rounded up, without overflowing: n < 10^15 and per is at
