@@ -123,19 +123,34 @@ func TestParseErrors(t *testing.T) {
 		{
 			name:    "unmatched quote",
 			conf:    func(t *testing.T) string { return edit(t, "default_backend masters", `default_backend "masters`) },
-			want:    `h.cfg:8: unmatched quote`,
+			want:    `h.cfg:8: default_backend: unmatched quote " at position 19 (accepted: a closing ", or \" for the character itself)`,
 			haproxy: haproxyRejects,
+		},
+		{
+			// The monitor-uri line is rejected, not missing: no second
+			// error saying the section is neither a monitor nor stats.
+			name: "unmatched quote in a monitor's only line",
+			conf: func(t *testing.T) string {
+				return base + "listen health_check_http_url\n  bind 127.0.0.1:47013\n  mode http\n  monitor-uri \"/haproxy_ready\n"
+			},
+			want:    `h.cfg:14: monitor-uri: unmatched quote " at position 15 (accepted: a closing ", or \" for the character itself)`,
+			haproxy: haproxyRejects,
+		},
+		{
+			name: "unmatched quote in a first word",
+			conf: func(t *testing.T) string { return edit(t, "default_backend masters", `"default_backend masters`) },
+			want: `h.cfg:8: unmatched quote " at position 3 (accepted: a closing ", or \" for the character itself)`,
 		},
 		{
 			name:    "bad hex escape",
 			conf:    func(t *testing.T) string { return edit(t, "default_backend masters", `default_backend master\xZs`) },
-			want:    `h.cfg:8: invalid or incomplete \x escape at position 25 (accepted: \xHH with two hex digits)`,
+			want:    `h.cfg:8: default_backend: invalid or incomplete \x escape at position 25 (accepted: \xHH with two hex digits)`,
 			haproxy: haproxyRejects,
 		},
 		{
 			name: "environment variable",
 			conf: func(t *testing.T) string { return edit(t, "default_backend masters", `default_backend "$BACKEND"`) },
-			want: `h.cfg:8: environment variables are not supported by vipstack (at position 20; write the value, or \$ for a literal dollar inside double quotes)`,
+			want: `h.cfg:8: default_backend: environment variables are not supported by vipstack (at position 20; write the value, or \$ for a literal dollar inside double quotes)`,
 		},
 		{
 			name:    "NUL byte",

@@ -8,10 +8,14 @@ import (
 // MaxFileSize is the largest haproxy.cfg Parse and Load accept.
 const MaxFileSize = 1 << 20
 
-// line is one statement: its words after unquoting and unescaping.
+// line is one statement: its words after unquoting and unescaping. A
+// line the lexer rejected (its error is reported) is kept as broken, with
+// no words, so that the parser does not take what the line would have
+// set for missing.
 type line struct {
-	num   int
-	words []string
+	num    int
+	words  []string
+	broken bool
 }
 
 func (l line) kw() string { return l.words[0] }
@@ -28,7 +32,14 @@ func splitLines(name string, data []byte, errs *errList) []line {
 		}
 		words, msg := splitWords(text)
 		if msg != "" {
-			errs.add(name, num, "", "%s", msg)
+			// Name the keyword when the first word is plain text.
+			kw := ""
+			if f := strings.Fields(text); len(f) > 0 && !strings.ContainsAny(f[0], "\"'\\#$") {
+				kw = f[0]
+				msg = kw + ": " + msg
+			}
+			errs.add(name, num, kw, "%s", msg)
+			out = append(out, line{num: num, broken: true})
 			continue
 		}
 		if len(words) == 0 {
@@ -81,6 +92,7 @@ func splitWords(s string) ([]string, string) {
 		words          []string
 		cur            []byte
 		squote, dquote bool
+		opened         int // position of the open quote, from 1
 	)
 	i := 0
 	for i < len(s) && isSpace(s[i]) {
@@ -96,9 +108,9 @@ func splitWords(s string) ([]string, string) {
 			i = len(s)
 			continue
 		case c == '"' && !squote:
-			dquote = !dquote
+			dquote, opened = !dquote, i+1
 		case c == '\'' && !dquote:
-			squote = !squote
+			squote, opened = !squote, i+1
 		case c == '\\' && !squote:
 			var next byte
 			if i+1 < len(s) {
@@ -148,7 +160,12 @@ func splitWords(s string) ([]string, string) {
 		i++
 	}
 	if squote || dquote {
-		return nil, "unmatched quote"
+		if squote {
+			return nil, "unmatched quote ' at position " + strconv.Itoa(opened) +
+				` (accepted: a closing ', or \' outside single quotes for the character itself)`
+		}
+		return nil, `unmatched quote " at position ` + strconv.Itoa(opened) +
+			` (accepted: a closing ", or \" for the character itself)`
 	}
 	if len(cur) > 0 {
 		words = append(words, string(cur))

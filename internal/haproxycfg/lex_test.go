@@ -32,8 +32,9 @@ func TestSplitWords(t *testing.T) {
 		{name: "trailing empty word dropped", in: `a b ""`, want: []string{"a", "b"}},
 		{name: "carriage return ends the line", in: "a b\rc d", want: []string{"a", "b"}},
 		{name: "vertical tab and form feed separate", in: "a\vb\fc", want: []string{"a", "b", "c"}},
-		{name: "unmatched double quote", in: `a "b`, wantErr: "unmatched quote"},
-		{name: "unmatched single quote", in: `a 'b`, wantErr: "unmatched quote"},
+		{name: "unmatched double quote", in: `a "b`, wantErr: `unmatched quote " at position 3 (accepted: a closing ", or \" for the character itself)`},
+		{name: "last quote unmatched", in: `a "b" "c`, wantErr: `unmatched quote " at position 7 (accepted: a closing ", or \" for the character itself)`},
+		{name: "unmatched single quote", in: `a 'b`, wantErr: `unmatched quote ' at position 3 (accepted: a closing ', or \' outside single quotes for the character itself)`},
 		{name: "short hex escape", in: `a \x4`, wantErr: `invalid or incomplete \x escape at position 3 (accepted: \xHH with two hex digits)`},
 		{name: "environment variable", in: `a "${X}"`, wantErr: `environment variables are not supported by vipstack (at position 4; write the value, or \$ for a literal dollar inside double quotes)`},
 	}

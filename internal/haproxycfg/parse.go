@@ -122,6 +122,8 @@ type parser struct {
 	fe *lbconfig.Frontend
 	be *lbconfig.Backend
 	ls *listen
+
+	broken bool // a line of the current section was rejected by the lexer
 }
 
 // listen is a listen section being read; what it becomes (a Monitor or a
@@ -171,6 +173,12 @@ func keyword(words []string) string {
 
 // line handles one statement.
 func (p *parser) line(l line) {
+	if l.broken {
+		// Reported by the lexer. What the line would have set is
+		// unknown, so the section's end does not judge what it lacks.
+		p.broken = true
+		return
+	}
 	kw := l.kw()
 	if strings.HasPrefix(kw, ".") {
 		p.errorf(l, kw, "conditional blocks and directives (%s) are not supported by vipstack", kw)
@@ -247,7 +255,7 @@ func (p *parser) nargs(l line, n, lo, hi int, form string) ([]string, bool) {
 // section opens the section that l starts.
 func (p *parser) section(l line) {
 	kw := l.kw()
-	p.kind, p.secLine, p.seen = secSkip, l.num, map[string]int{}
+	p.kind, p.secLine, p.seen, p.broken = secSkip, l.num, map[string]int{}, false
 	p.key = kw
 	if inList(unsupportedSections, kw) {
 		p.errorf(l, kw, "section %q is not supported by vipstack (supported: %s)", kw, commas(supportedSections))
@@ -333,6 +341,9 @@ func (p *parser) endListen() {
 	l := line{num: p.secLine}
 	monitor, stats := ls.monitorLine != 0, ls.statsLine != 0
 	switch {
+	case p.broken && (!monitor && !stats || ls.mode == ""):
+		// A line the lexer rejected may have been the monitor-uri,
+		// stats or mode that looks missing: its error is enough.
 	case monitor && stats:
 		p.errorf(l, "listen", "%s has both monitor-uri (line %d) and stats (line %d): vipstack serves them from separate listen sections",
 			p.key, ls.monitorLine, ls.statsLine)
