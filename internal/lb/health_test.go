@@ -176,6 +176,12 @@ func TestHealthLeaveRejoin(t *testing.T) {
 	if diff := cmp.Diff(map[string]int{"m0": 3, "m2": 3}, served); diff != "" {
 		t.Fatalf("traffic with m1 DOWN (-want +got):\n%s", diff)
 	}
+	// Checks that fail while it is DOWN do not count in chkfail, as in
+	// haproxy ("only counts checks failed when the server is up").
+	tick()
+	if s := l.serverStats(t, "be", "m1"); s.Status != "DOWN" || s.ChecksFailed != 2 {
+		t.Fatalf("m1 after a third failed check: status %q, checks failed %d, want DOWN and 2", s.Status, s.ChecksFailed)
+	}
 
 	// Restart m1 on the same port: it rejoins after rise (3) good checks.
 	apis[1] = startAPIServer(t, "m1", addr1)

@@ -64,7 +64,11 @@ type server struct {
 
 	cur, smax                          atomic.Int64
 	tot, lbtot, bin, bout, econ, wretr atomic.Uint64
-	results                            []atomic.Uint64 // by statusIndex
+	// chkfail counts failed checks of the server while it was UP (or on
+	// its way down), as haproxy's chkfail does: the checks that keep
+	// failing once it is DOWN are not counted.
+	chkfail atomic.Uint64
+	results []atomic.Uint64 // by statusIndex
 
 	mu         sync.Mutex // guards the fields below
 	check      checkConf
@@ -76,6 +80,7 @@ type server struct {
 	downtime   time.Duration // total time DOWN before downSince
 	lastStatus string        // last check status, for log-health-checks
 	lastState  string        // last healthcheck.State.String(), for log-health-checks
+	checkUp    bool          // UP as of the last check result (or the checker's start), for chkfail
 }
 
 func (l *LB) newServer(backend string, s lbconfig.Server) *server {
@@ -108,6 +113,7 @@ func (s *server) startCheck(conf checkConf) {
 		prober = healthcheck.HTTP{Addr: s.addr, Method: conf.http.Method, URI: conf.http.URI, Version: conf.http.Version, TLS: tlsConf}
 	}
 	spec := healthcheck.Spec{Name: s.id(), Inter: conf.inter, Rise: conf.rise, Fall: conf.fall, StartDown: !s.up.Load()}
+	s.checkUp = s.up.Load()
 	c := healthcheck.New(spec, prober, healthcheck.Options{
 		Clock:    s.lb.clk,
 		OnChange: s.onChange,
@@ -204,6 +210,10 @@ func (s *server) onResult(r healthcheck.Result, st healthcheck.State) {
 		s.lb.recomputeHealth()
 	}
 	s.mu.Lock()
+	if !r.OK && s.checkUp {
+		s.chkfail.Add(1)
+	}
+	s.checkUp = st.Up
 	prev, prevState, state := s.lastStatus, s.lastState, st.String()
 	s.lastStatus, s.lastState = r.Status, state
 	logIt := s.check.logHealthChk && (prev != r.Status || prevState != state)

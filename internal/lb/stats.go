@@ -73,7 +73,7 @@ type ServerStats struct {
 	CheckCode       int               `json:"check_code,omitempty"`
 	CheckInfo       string            `json:"check_info,omitempty"`
 	CheckDurationMS int64             `json:"check_duration_ms"`
-	ChecksFailed    uint64            `json:"checks_failed"`
+	ChecksFailed    uint64            `json:"checks_failed"` // while UP or going down, haproxy's chkfail
 	Downs           uint64            `json:"downs"`
 	CheckResults    map[string]uint64 `json:"check_results,omitempty"`
 
@@ -149,7 +149,7 @@ func serverStats(s *server, weight int, now time.Time) ServerStats {
 		ss.Status = st.String()
 		ss.CheckStatus, ss.CheckCode, ss.CheckInfo = st.Last.Status, st.Last.Code, st.Last.Info
 		ss.CheckDurationMS = st.Last.Duration.Milliseconds()
-		ss.ChecksFailed, ss.Downs = st.Failed, st.Downs
+		ss.ChecksFailed, ss.Downs = s.chkfail.Load(), st.Downs
 	default:
 		ss.Status = "DOWN"
 		if ss.Up {
