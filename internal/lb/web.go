@@ -46,9 +46,11 @@ func writeHTML(w http.ResponseWriter, code int, body string) {
 }
 
 // serveMonitor answers 200 at the monitor URI while a server is UP, and
-// 503 otherwise. Other URIs get 503: the section has no servers.
+// 503 otherwise. Other URIs get 503: the section has no servers. As in
+// haproxy, the request's URI must be the monitor URI exactly, query
+// included: "/haproxy_ready?x" is another URI.
 func (s *site) serveMonitor(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path == s.monitor.URI && s.lb.Healthy() {
+	if r.RequestURI == s.monitor.URI && s.lb.Healthy() {
 		writeHTML(w, http.StatusOK, body200)
 		return
 	}
