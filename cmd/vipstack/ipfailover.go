@@ -19,6 +19,7 @@ import (
 
 	"github.com/vipstack/vipstack/internal/ipfailover"
 	"github.com/vipstack/vipstack/internal/netif"
+	"github.com/vipstack/vipstack/internal/supervise"
 )
 
 const ipfailoverUsage = `Usage: vipstack ipfailover [flags] [NAME]
@@ -61,6 +62,7 @@ func runIPFailover(ctx context.Context, args []string, stdout, stderr io.Writer)
 		statusAddr   = fs.String("status-addr", "", "serve JSON status on this loopback address (e.g. 127.0.0.1:9651); empty: off")
 		stateDir     = fs.String("state-dir", "/run/vipstack", "directory for the ledger of held VIPs (crash clean-up)")
 		logLevel     = fs.String("log-level", "info", "debug, info, warn or error")
+		noSuper      = fs.Bool("no-supervisor", false, "run without the supervisor that removes the VIPs (and the firewall rule) at once if the pool's process dies")
 	)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, ipfailoverUsage)
@@ -158,6 +160,27 @@ func runIPFailover(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err != nil {
 		fmt.Fprintf(stderr, "vipstack ipfailover: %v\n", err)
 		return 2
+	}
+	if !*noSuper && !supervise.IsChild() {
+		// The configuration and the options were checked above, so a bad
+		// variable or flag fails here (exit 2) and not in a restart loop.
+		self, err := os.Executable()
+		if err != nil {
+			fmt.Fprintf(stderr, "vipstack ipfailover: cannot find my own executable for the supervisor: %v\n", err)
+			return 1
+		}
+		fw := ipfailover.NewFirewall(spec)
+		sup := &supervise.Supervisor{Path: self, Args: append([]string{"ipfailover"}, args...), Log: log,
+			OnCrash: func() {
+				sweepLedger(log, netif.Ledger{Path: ledger})
+				if spec.Unicast() {
+					return // no rule in unicast mode
+				}
+				if err := fw.Remove(); err != nil {
+					log.Error("supervisor: removing the firewall rule failed", "err", err)
+				}
+			}}
+		return sup.Run(ctx)
 	}
 	stopEndpoints, ok := startEndpoints("vipstack ipfailover", stderr, *metricsAddr, reg, *statusAddr, func() any { return pool.Status() })
 	if !ok {

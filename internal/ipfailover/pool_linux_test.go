@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -412,4 +413,93 @@ func TestPoolUnicast(t *testing.T) {
 	nodes[1].kill()
 	waitSpread(t, "node 2 killed", without(topo.Hosts, 1), vips, 500*time.Millisecond, 10*time.Second,
 		func(s spread) bool { return once(s) && slices.Equal(s.counts, []int{15, 15}) })
+}
+
+// TestPoolEngineCrash: when the process running a node's part of the pool
+// dies (kill -9, a panic, the OOM killer), its supervisor removes the VIPs
+// and the firewall table at once, so the survivors' takeover leaves no VIP
+// held twice; then it starts a new process that takes the node's share
+// back. keepalived, and vipstack ipfailover before its supervisor, left the
+// VIPs on the dead node until the next start.
+func TestPoolEngineCrash(t *testing.T) {
+	testnet.RequireRoot(t)
+	if _, err := exec.LookPath("nft"); err != nil {
+		t.Skip("nft is not installed")
+	}
+	vipstackBin(t)
+	topo := testnet.New(t, testnet.Options{Hosts: 3, Prefix: "vsL"})
+	const vipList = "198.18.0.100-129"
+	vips := mustExpand(t, vipList)
+	env := []string{
+		"OPENSHIFT_HA_CONFIG_NAME=vslcrash",
+		"OPENSHIFT_HA_VIRTUAL_IPS=" + vipList,
+		"OPENSHIFT_HA_REPLICA_COUNT=3",
+		"OPENSHIFT_HA_NETWORK_INTERFACE=eth0",
+		"OPENSHIFT_HA_MONITOR_PORT=0",
+	}
+	var nodes []*node
+	for _, h := range topo.Hosts {
+		nodes = append(nodes, startNode(t, h, env, fastFlags...))
+	}
+	waitSpread(t, "start", topo.Hosts, vips, 500*time.Millisecond, 20*time.Second,
+		func(s spread) bool { return once(s) && slices.Equal(s.counts, []int{10, 10, 10}) })
+
+	// The engine is the supervisor's child; without a supervisor, the
+	// process itself.
+	pid := nodes[0].cmd.Process.Pid
+	if kids := childrenOf(t, pid); len(kids) == 1 {
+		pid = kids[0]
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	// The supervisor sweeps at once; a new engine starts a second later.
+	deadline := time.Now().Add(time.Second)
+	for {
+		s, err := spreadOf(topo.Hosts[:1], vips)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.counts[0] == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the crashed node still holds %d VIPs 1s after its engine was killed", s.counts[0])
+		}
+		time.Sleep(20 * time.Millisecond) // polling the kernel's address list
+	}
+	if out, err := topo.Hosts[0].Run("nft", "list", "tables"); err != nil || strings.Contains(out, "vipstack_ipfailover_vslcrash") {
+		t.Errorf("firewall table after the crash: %q, %v; want it removed", out, err)
+	}
+	waitSpread(t, "engine restarted", topo.Hosts, vips, 500*time.Millisecond, 15*time.Second,
+		func(s spread) bool { return once(s) && slices.Equal(s.counts, []int{10, 10, 10}) })
+}
+
+// childrenOf lists the processes whose parent is pid.
+func childrenOf(t *testing.T, pid int) []int {
+	t.Helper()
+	stats, err := filepath.Glob("/proc/[0-9]*/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []int
+	for _, f := range stats {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue // gone
+		}
+		// pid (comm) state ppid ...: comm may hold spaces, so read after
+		// the last ')'.
+		s := string(b)
+		fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+		var child, ppid int
+		if len(fields) > 1 {
+			fmt.Sscan(fields[1], &ppid)
+			fmt.Sscan(strings.Fields(s)[0], &child)
+		}
+		if ppid == pid {
+			out = append(out, child)
+		}
+	}
+	return out
 }
