@@ -38,6 +38,14 @@ func TestIPFailoverArguments(t *testing.T) {
 			"OPENSHIFT_HA_NETWORK_INTERFACE": "lo", "OPENSHIFT_HA_REPLICA_COUNT": "2"},
 			args: []string{"--print-config", "--vrid-probe", "0", "mypool"}, wantCode: 0,
 			wantOut: "vrrp_instance mypool_VIP_2 {"},
+		// keepalived runs an IPv6 instance of a vrrp_version 2
+		// configuration (the image's) as version 3; so does the pool.
+		{name: "IPv6 VIPs run VRRPv3 by default", env: map[string]string{"OPENSHIFT_HA_VIRTUAL_IPS": "fd00::1-3", "OPENSHIFT_HA_MONITOR_PORT": "0",
+			"OPENSHIFT_HA_NETWORK_INTERFACE": "lo"},
+			args: []string{"--print-config", "--vrid-probe", "0"}, wantCode: 0,
+			wantOut: "vrrp_version 3\n"},
+		{name: "IPv6 VIPs refuse VRRPv2", env: map[string]string{"OPENSHIFT_HA_VIRTUAL_IPS": "fd00::1-3"}, args: []string{"--vrrp-version", "2"},
+			wantCode: 2, wantErr: "--vrrp-version 2: the VIPs (OPENSHIFT_HA_VIRTUAL_IPS) are IPv6"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if runtime.GOOS != "linux" && tc.wantCode == 0 {

@@ -15,7 +15,9 @@ import (
 // Options configure a Pool.
 type Options struct {
 	Spec *Spec
-	// Version is the VRRP version: 2 (the image's, default) or 3.
+	// Version is the VRRP version, 2 or 3; 0 picks 2 (the image's) for
+	// IPv4 VIPs and 3 for IPv6, as keepalived switches an IPv6 instance
+	// of a vrrp_version 2 configuration to 3.
 	Version int
 	// AdvertInterval defaults to 1 s (the image's).
 	AdvertInterval time.Duration
@@ -78,6 +80,9 @@ type GroupStatus struct {
 func (o *Options) defaults() {
 	if o.Version == 0 {
 		o.Version = 2
+		if o.Spec != nil && o.Spec.Family() == 6 {
+			o.Version = 3
+		}
 	}
 	if o.AdvertInterval == 0 {
 		o.AdvertInterval = time.Second

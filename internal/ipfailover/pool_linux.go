@@ -40,7 +40,7 @@ func New(opts Options) (*Pool, error) {
 		return nil, fmt.Errorf("ipfailover: VRRP version %d: want 2 or 3", opts.Version)
 	}
 	if opts.Version == 2 && opts.Spec.Family() == 6 {
-		return nil, fmt.Errorf("ipfailover: IPv6 VIPs need VRRP version 3 (--vrrp-version 3)")
+		return nil, fmt.Errorf("ipfailover: --vrrp-version 2: the VIPs (%s) are IPv6, which VRRP version 2 cannot carry; want 3, or leave the flag out", EnvVirtualIPs)
 	}
 	if err := checkAdvert(opts.Version, opts.AdvertInterval); err != nil {
 		return nil, err
