@@ -112,9 +112,11 @@ func runLB(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "vipstack lb: --redirect: %v\n", err)
 			return 1
 		}
-		rd = redirect.NewFollower(redirect.New(vip, port), log.With("redirect", vip.String(), "to_port", port), nil)
+		// It runs once the configuration is applied: a start that fails
+		// (its ports held by another balancer, say) must not remove the
+		// table of the VIP, which is that balancer's.
+		rd = redirect.NewFollower(redirect.New(vip, port), log.With("redirect", vip.String()), nil)
 		rdPort = port
-		go rd.Run()
 	}
 
 	reg := prometheus.NewRegistry()
@@ -129,10 +131,10 @@ func runLB(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if err := l.Apply(cfg); err != nil {
 		fmt.Fprintf(stderr, "vipstack lb: %v\n", err)
-		if rd != nil {
-			rd.Stop()
-		}
 		return 1
+	}
+	if rd != nil {
+		go rd.Run()
 	}
 	if *metricsAddr != "" {
 		s, err := serve.Metrics(*metricsAddr, reg)

@@ -118,7 +118,7 @@ func nsGet(h *testnet.Host, addr, path string, useTLS bool, auth string) (int, s
 // uses IPv4, IPv6 and the VIP.
 func TestLBNamespaces(t *testing.T) {
 	testnet.RequireRoot(t)
-	topo := testnet.New(t, testnet.Options{Hosts: 3, Client: true, Prefix: "vlb"})
+	topo := testnet.New(t, testnet.Options{Hosts: 3, Client: true, Prefix: "vsUlb"})
 	h1, client := topo.Hosts[0], topo.Client
 	apis := []*nsAPIServer{{name: "m2", h: topo.Hosts[1]}, {name: "m3", h: topo.Hosts[2]}}
 	for _, a := range apis {
@@ -484,7 +484,7 @@ func (x *redirectLab) table() string {
 // clients reach the node's own API server on VIP:6443 again instead of a
 // frontend nobody serves.
 func TestLBCrashRedirectLapses(t *testing.T) {
-	x := newRedirectLab(t, "vlc")
+	x := newRedirectLab(t, "vsUlc")
 	x.config(":::9445 v4v6")
 	x.start()
 
@@ -507,13 +507,18 @@ func TestLBCrashRedirectLapses(t *testing.T) {
 // port takes the redirect along; one that leaves no wildcard frontend is
 // refused whole, and the VIP keeps working.
 func TestLBReloadMovesRedirect(t *testing.T) {
-	x := newRedirectLab(t, "vlm")
+	x := newRedirectLab(t, "vsUlm")
 	x.config(":::9445 v4v6")
 	x.start()
 
 	x.config(":9446")
 	x.cmd.Process.Signal(syscall.SIGHUP)
 	waitFor(t, "the redirect to follow the frontend to 9446", func() bool { return strings.Contains(x.table(), "redirect to :9446") })
+	// The log names the port the redirect now sends to (it named the
+	// first one for the life of the process).
+	waitFor(t, "the log to say the redirect goes to 9446", func() bool {
+		return strings.Contains(x.out.String(), `msg="redirect enabled: a server is UP" redirect=198.18.0.100:6443 to_port=9446`)
+	})
 	if got := x.answer(); got != 'B' {
 		t.Fatalf("after the move the VIP answered %q, want the backend's 'B'", got)
 	}
@@ -529,5 +534,34 @@ func TestLBReloadMovesRedirect(t *testing.T) {
 	if c, err := nsDial(x.client, x.vip.Addr().String()+":9447"); err == nil {
 		c.Close()
 		t.Error("the refused configuration's frontend on :9447 accepts connections")
+	}
+}
+
+// TestLBFailedStartKeepsRedirect: a second `vipstack lb --redirect` for
+// the same VIP that cannot start (the first holds its ports) exits 1
+// without touching the redirect, which is the first one's: it removed the
+// table on its way out, and the VIP went to the node's API server until
+// the first renewed its lease.
+func TestLBFailedStartKeepsRedirect(t *testing.T) {
+	x := newRedirectLab(t, "vsUlf")
+	x.config(":::9445 v4v6")
+	x.start()
+
+	second := x.h1.Command(os.Args[0], "-test.run=^TestLBHelperProcess$")
+	second.Env = append(os.Environ(), "VIPSTACK_LB_HELPER_ARGS="+strings.Join([]string{"-f", x.path, "--redirect", x.vip.String(), "--watch-interval", "0"}, "\n"))
+	out, err := second.CombinedOutput()
+	if code := second.ProcessState.ExitCode(); code != 1 || !strings.Contains(string(out), "another socket listens on port 9445") {
+		t.Fatalf("the second balancer: exit %d (%v), want 1 for the port in use; output:\n%s", code, err, out)
+	}
+	if x.table() == "" {
+		t.Fatal("the redirect's table is gone after a second balancer failed to start")
+	}
+	if got := x.answer(); got != 'B' {
+		t.Errorf("after the failed start the VIP answered %q, want the backend's 'B'", got)
+	}
+	// A removed table would show at the first's next renewal.
+	time.Sleep(1500 * time.Millisecond)
+	if strings.Contains(x.out.String(), "renewing the redirect's lease failed") {
+		t.Errorf("the first balancer found its table removed:\n%s", x.out.String())
 	}
 }

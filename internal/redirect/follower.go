@@ -103,9 +103,9 @@ func (d *Follower) Run() {
 		if target {
 			renew = d.clk.NewTimer(every)
 			renewC = renew.C()
-			d.log.Info("redirect enabled: a server is UP", "lease", d.r.Lease())
+			d.log.Info("redirect enabled: a server is UP", append(describe(d.r), "lease", d.r.Lease())...)
 		} else {
-			d.log.Info("redirect disabled: no server is UP")
+			d.log.Info("redirect disabled: no server is UP", describe(d.r)...)
 		}
 	}
 	retarget := func(r Toggler) {
@@ -167,6 +167,16 @@ func (d *Follower) Run() {
 			return
 		}
 	}
+}
+
+// describe is the log attributes of the redirect a Follower drives now:
+// its frontend port when it has one (a Retarget changes it, so it is not
+// baked into the Follower's logger).
+func describe(r Toggler) []any {
+	if p, ok := r.(interface{ ToPort() uint16 }); ok {
+		return []any{"to_port", p.ToPort()}
+	}
+	return nil
 }
 
 // Stop removes the redirect and waits for that.

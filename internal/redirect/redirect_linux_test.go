@@ -40,7 +40,7 @@ func TestRedirectCarriesTraffic(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			topo := testnet.New(t, testnet.Options{Hosts: 2, Client: true, Prefix: "vsI"})
+			topo := testnet.New(t, testnet.Options{Hosts: 2, Client: true, Prefix: "vsUrd"})
 			h1, h2, client := topo.Hosts[0], topo.Hosts[1], topo.Client
 			if _, err := h1.Run("ip", "addr", "add", fmt.Sprintf("%s/%d", tt.vip.Addr(), tt.prefix), "dev", h1.Link, "nodad"); err != nil {
 				t.Fatal(err)
@@ -121,7 +121,7 @@ func TestRedirectCarriesTraffic(t *testing.T) {
 // replaces the IPv4 one's frontend port, and disables one without touching
 // the other.
 func TestRedirectsCoexist(t *testing.T) {
-	topo := testnet.New(t, testnet.Options{Hosts: 1, Prefix: "vsI"})
+	topo := testnet.New(t, testnet.Options{Hosts: 1, Prefix: "vsUrd"})
 	h := topo.Hosts[0]
 	v4 := New(netip.MustParseAddrPort("198.18.0.100:6443"), frontendPort)
 	v4moved := New(v4.VIP(), 7443)
@@ -169,7 +169,7 @@ func TestRedirectsCoexist(t *testing.T) {
 // clients reach what listens on VIP:PORT itself (the node's API server);
 // renewals keep it in effect; a renewal after a lapse brings it back.
 func TestRedirectLeaseLapses(t *testing.T) {
-	topo := testnet.New(t, testnet.Options{Hosts: 1, Client: true, Prefix: "vsI"})
+	topo := testnet.New(t, testnet.Options{Hosts: 1, Client: true, Prefix: "vsUrd"})
 	h, client := topo.Hosts[0], topo.Client
 	vip := netip.MustParseAddrPort("198.18.0.100:6443")
 	if _, err := h.Run("ip", "addr", "add", vip.Addr().String()+"/24", "dev", h.Link, "nodad"); err != nil {

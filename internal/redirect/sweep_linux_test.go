@@ -14,7 +14,7 @@ import (
 // else: the supervisor runs it when the node agent dies.
 func TestSweep(t *testing.T) {
 	testnet.RequireRoot(t)
-	topo := testnet.New(t, testnet.Options{Hosts: 1, Prefix: "vxS"})
+	topo := testnet.New(t, testnet.Options{Hosts: 1, Prefix: "vsUsw"})
 	h := topo.Hosts[0]
 	list := func() []string {
 		t.Helper()
