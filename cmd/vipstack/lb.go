@@ -120,6 +120,11 @@ func runLB(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 
 	reg := prometheus.NewRegistry()
+	reloadMetrics, err := newLBReloadMetrics(reg)
+	if err != nil {
+		fmt.Fprintf(stderr, "vipstack lb: metrics: %v\n", err)
+		return 1
+	}
 	opts := lb.Options{Logger: log, Registry: reg, ListenersPerBind: *perBind, Version: version}
 	if rd != nil {
 		opts.OnHealthy = rd.Set
@@ -144,6 +149,34 @@ func runLB(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 		defer s.Close()
+	}
+
+	// reload applies the file as it is now, or nothing.
+	reload := func() error {
+		next, err := loadLBConfig(*cfgPath)
+		if err != nil {
+			return err
+		}
+		for _, w := range next.Warnings {
+			log.Warn(w)
+		}
+		var port uint16
+		if rd != nil {
+			// Refused before anything changes: applied, it would
+			// leave the VIP redirected to a port nobody serves.
+			if port, err = redirectPort(next, vip); err != nil {
+				return fmt.Errorf("--redirect: %w", err)
+			}
+		}
+		if err := l.Apply(next); err != nil {
+			return err
+		}
+		if rd != nil && port != rdPort {
+			rd.Retarget(redirect.New(vip, port))
+			log.Info("the redirect follows the frontend to its new port", "old", rdPort, "new", port)
+			rdPort = port
+		}
+		return nil
 	}
 
 	reloads := make(chan string, 1)
@@ -176,34 +209,53 @@ func runLB(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return 0
 		case why := <-reloads:
 			log.Info("reloading", "reason", why, "config", *cfgPath)
-			next, err := loadLBConfig(*cfgPath)
-			if err != nil {
+			if err := reload(); err != nil {
 				log.Error("reload failed: keeping the running configuration", "err", err)
+				reloadMetrics.refused()
 				continue
 			}
-			for _, w := range next.Warnings {
-				log.Warn(w)
-			}
-			var port uint16
-			if rd != nil {
-				// Refused before anything changes: applied, it would
-				// leave the VIP redirected to a port nobody serves.
-				if port, err = redirectPort(next, vip); err != nil {
-					log.Error("reload failed: keeping the running configuration", "err", fmt.Errorf("--redirect: %w", err))
-					continue
-				}
-			}
-			if err := l.Apply(next); err != nil {
-				log.Error("reload failed: keeping the running configuration", "err", err)
-				continue
-			}
-			if rd != nil && port != rdPort {
-				rd.Retarget(redirect.New(vip, port))
-				log.Info("the redirect follows the frontend to its new port", "old", rdPort, "new", port)
-				rdPort = port
-			}
+			reloadMetrics.applied()
 		}
 	}
+}
+
+// lbReloadMetrics count the reloads of `vipstack lb`: a refused one
+// leaves an older configuration in force, which only the log said.
+type lbReloadMetrics struct {
+	total  *prometheus.CounterVec
+	lastOK prometheus.Gauge
+}
+
+func newLBReloadMetrics(reg prometheus.Registerer) (*lbReloadMetrics, error) {
+	m := &lbReloadMetrics{
+		total: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "vipstack_lb_reloads_total",
+			Help: "Configuration reloads (SIGHUP or a changed file) by result: applied, or refused (the running configuration stays in force).",
+		}, []string{"result"}),
+		lastOK: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "vipstack_lb_config_last_reload_successful",
+			Help: "1 when the last reload was applied (or none was tried), 0 when it was refused and the file on disk is not the configuration in force.",
+		}),
+	}
+	m.total.WithLabelValues("applied")
+	m.total.WithLabelValues("refused")
+	m.lastOK.Set(1)
+	for _, c := range []prometheus.Collector{m.total, m.lastOK} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+func (m *lbReloadMetrics) applied() {
+	m.total.WithLabelValues("applied").Inc()
+	m.lastOK.Set(1)
+}
+
+func (m *lbReloadMetrics) refused() {
+	m.total.WithLabelValues("refused").Inc()
+	m.lastOK.Set(0)
 }
 
 // loadLBConfig reads the YAML form for *.yaml and *.yml, haproxy.cfg

@@ -229,6 +229,37 @@ backend masters
 		t.Fatalf("the established connection after reload: %q, %v", line, err)
 	}
 
+	// A broken file is refused: the log says so, and so do the metrics,
+	// where an alert can see that the file is not what runs.
+	if err := os.WriteFile(path, []byte(next+"  bogus_keyword 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the refused reload", func() bool {
+		return strings.Contains(stderr.String(), "reload failed: keeping the running configuration")
+	})
+	scrape := func() string {
+		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", metrics))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	for _, want := range []string{`vipstack_lb_reloads_total{result="applied"} 1`, `vipstack_lb_reloads_total{result="refused"} 1`, "vipstack_lb_config_last_reload_successful 0"} {
+		if got := scrape(); !strings.Contains(got, want+"\n") {
+			t.Errorf("metrics after a refused reload lack %q:\n%s", want, got)
+		}
+	}
+	if c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", fe)); err != nil {
+		t.Errorf("after the refused reload: %v", err)
+	} else {
+		if g := greet(c); g != "m1" {
+			t.Errorf("after the refused reload a client was greeted by %q, want m1", g)
+		}
+		c.Close()
+	}
+
 	long.Close() // the drain then ends at once
 	cancel()
 	select {
