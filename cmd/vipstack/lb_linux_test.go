@@ -391,7 +391,7 @@ backend masters
 	if _, err := nsDial(client, vip+":6443"); err == nil {
 		t.Error("the VIP still answers on 6443 after exit")
 	}
-	for _, want := range []string{"Server masters/m3 is DOWN", "Server masters/m3 is UP", "redirect enabled", "redirect disabled: no server is UP", "redirect removed", `reloading reason=SIGHUP`} {
+	for _, want := range []string{"Server masters/m3 is DOWN", "Server masters/m3 is UP", "redirect enabled", "redirect disabled: the load balancer is not healthy", "redirect removed", `reloading reason=SIGHUP`} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q", want)
 		}

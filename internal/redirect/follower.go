@@ -105,7 +105,7 @@ func (d *Follower) Run() {
 			renewC = renew.C()
 			d.log.Info("redirect enabled: a server is UP", append(describe(d.r), "lease", d.r.Lease())...)
 		} else {
-			d.log.Info("redirect disabled: no server is UP", describe(d.r)...)
+			d.log.Info("redirect disabled: the load balancer is not healthy (no server is UP and checked)", describe(d.r)...)
 		}
 	}
 	retarget := func(r Toggler) {
