@@ -181,6 +181,12 @@ func (p *Pool) Run(ctx context.Context) error {
 	p.mu.Unlock()
 	if !prepared {
 		if _, err := p.Prepare(ctx); err != nil {
+			if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+				// Stopped while preparing (SIGTERM during the VRID
+				// probe): nothing was touched yet, a clean stop.
+				p.update(func(st *Status) { st.Phase, st.Error = "stopped", "" })
+				return nil
+			}
 			return err
 		}
 	}

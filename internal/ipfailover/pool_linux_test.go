@@ -503,3 +503,24 @@ func childrenOf(t *testing.T, pid int) []int {
 	}
 	return out
 }
+
+// TestPoolStopDuringProbe: SIGTERM while the node still listens for VRIDs
+// (a pod deleted as it starts) is a clean stop, exit 0, not a failure.
+func TestPoolStopDuringProbe(t *testing.T) {
+	testnet.RequireRoot(t)
+	vipstackBin(t)
+	topo := testnet.New(t, testnet.Options{Hosts: 1, Prefix: "vsL"})
+	env := []string{"OPENSHIFT_HA_VIRTUAL_IPS=198.18.0.100-101", "OPENSHIFT_HA_MONITOR_PORT=0", "OPENSHIFT_HA_NETWORK_INTERFACE=eth0"}
+	n := startNode(t, topo.Hosts[0], env, "--vrid-probe", "1m")
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(n.log.String(), "listening for VRIDs") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the node did not start listening for VRIDs within 10s:\n%s", n.log.String())
+		}
+		time.Sleep(20 * time.Millisecond) // polling the node's log
+	}
+	n.term(t)
+	if code := n.cmd.ProcessState.ExitCode(); code != 0 || strings.Contains(n.log.String(), "failed") {
+		t.Errorf("exit code %d after SIGTERM during the VRID probe, want 0 and no failure; log:\n%s", code, tail(n.log.String(), 10))
+	}
+}
