@@ -125,6 +125,8 @@ var (
 	lineRE    = regexp.MustCompile(`^line ([0-9]+): (.*)$`)
 	unknownRE = regexp.MustCompile(`^field (\S+) not found in type (lbconfig\.\w+)$`)
 	typeRE    = regexp.MustCompile("^cannot unmarshal !!\\w+ `(.*)` into (\\S+)$")
+	// durationRE is duration.UnmarshalYAML's message about a value.
+	durationRE = regexp.MustCompile(`^"(.*)" is not a duration `)
 )
 
 // kinds say what a Go type accepts, for the decoder's type errors.
@@ -133,7 +135,12 @@ var kinds = map[string]string{"int": "an integer", "*int": "an integer", "bool":
 // decodeError rewrites the YAML decoder's errors as the rest of the
 // configuration's: "file:line: what", one per problem, an unknown field
 // with the fields accepted there.
-func decodeError(name string, err error) error {
+//
+// root is the document as a node tree (nil when it could not be read):
+// a value the decoder rejects is named by its path in it, since the
+// decoder's message has only the line and the value, and a flow mapping
+// holds a whole server on one line.
+func decodeError(name string, err error, root *yaml.Node) error {
 	var msgs []string
 	var te *yaml.TypeError
 	if errors.As(err, &te) {
@@ -155,10 +162,54 @@ func decodeError(name string, err error) error {
 			}
 		} else if k := typeRE.FindStringSubmatch(what); k != nil && kinds[k[2]] != "" {
 			what = fmt.Sprintf("%q is not %s", k[1], kinds[k[2]])
+			what = namedValue(root, m[1], k[1], what)
+		} else if d := durationRE.FindStringSubmatch(what); d != nil {
+			what = namedValue(root, m[1], d[1], what)
 		}
 		errs = append(errs, fmt.Errorf("%s:%s: %s", name, m[1], typeNames().Replace(what)))
 	}
 	return errors.Join(errs...)
+}
+
+// namedValue puts in front of what the path of the value written as
+// value on line (a decimal string), when exactly one mapping value there
+// is: "backends[0].servers[0].fall: ...".
+func namedValue(root *yaml.Node, line, value, what string) string {
+	n, err := strconv.Atoi(line)
+	if root == nil || err != nil {
+		return what
+	}
+	var paths []string
+	var walk func(node *yaml.Node, path string)
+	walk = func(node *yaml.Node, path string) {
+		switch node.Kind {
+		case yaml.DocumentNode:
+			for _, c := range node.Content {
+				walk(c, path)
+			}
+		case yaml.SequenceNode:
+			for i, c := range node.Content {
+				walk(c, path+"["+strconv.Itoa(i)+"]")
+			}
+		case yaml.MappingNode:
+			for i := 0; i+1 < len(node.Content); i += 2 {
+				k, v := node.Content[i], node.Content[i+1]
+				p := k.Value
+				if path != "" {
+					p = path + "." + k.Value
+				}
+				if v.Kind == yaml.ScalarNode && v.Line == n && v.Value == value {
+					paths = append(paths, p)
+				}
+				walk(v, p)
+			}
+		}
+	}
+	walk(root, "")
+	if len(paths) != 1 {
+		return what
+	}
+	return paths[0] + ": " + what
 }
 
 // yamlFields lists the YAML names of t's fields.
@@ -264,7 +315,11 @@ func ParseYAML(name string, data []byte) (*Config, error) {
 		if errors.Is(err, io.EOF) {
 			return nil, fmt.Errorf("%s: empty document (accepted: a mapping with frontends, backends, ...)", name)
 		}
-		return nil, decodeError(name, err)
+		var root *yaml.Node
+		if n := new(yaml.Node); yaml.Unmarshal(data, n) == nil {
+			root = n
+		}
+		return nil, decodeError(name, err, root)
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {

@@ -200,7 +200,7 @@ func TestParseYAMLErrors(t *testing.T) {
 		{
 			name: "bad duration",
 			yaml: "timeouts: {connect: 10}\n" + doc,
-			want: `lb.yaml:1: "10" is not a duration (accepted: a number with a unit, such as 1s, 500ms or 1m30s)`,
+			want: `lb.yaml:1: timeouts.connect: "10" is not a duration (accepted: a number with a unit, such as 1s, 500ms or 1m30s)`,
 		},
 		{
 			name: "duration not a scalar",
@@ -210,7 +210,25 @@ func TestParseYAMLErrors(t *testing.T) {
 		{
 			name: "wrong type",
 			yaml: "maxConn: lots\n" + doc,
-			want: `lb.yaml:1: "lots" is not an integer`,
+			want: `lb.yaml:1: maxConn: "lots" is not an integer`,
+		},
+		{
+			// A server on one line: the path says which value is bad.
+			name: "bad duration in a server",
+			yaml: sub("addr: \"127.0.0.1:47012\"", "addr: \"127.0.0.1:47012\", check: true, inter: 1sec"),
+			want: `lb.yaml:8: backends[0].servers[0].inter: "1sec" is not a duration (accepted: a number with a unit, such as 1s, 500ms or 1m30s)`,
+		},
+		{
+			name: "wrong type in a server",
+			yaml: sub("addr: \"127.0.0.1:47012\"", "addr: \"127.0.0.1:47012\", fall: two"),
+			want: `lb.yaml:8: backends[0].servers[0].fall: "two" is not an integer`,
+		},
+		{
+			// Two values "2" on the line (the quoted one is a string):
+			// which one is meant is not known, so no path for it.
+			name: "wrong type, ambiguous value",
+			yaml: sub("addr: \"127.0.0.1:47012\"", "addr: \"127.0.0.1:47012\", rise: \"2\", fall: 2x, weight: 2"),
+			want: `lb.yaml:8: "2" is not an integer` + "\n" + `lb.yaml:8: backends[0].servers[0].fall: "2x" is not an integer`,
 		},
 		{
 			name: "empty",
