@@ -44,6 +44,9 @@ func TestIPFailoverArguments(t *testing.T) {
 			"OPENSHIFT_HA_NETWORK_INTERFACE": "lo"},
 			args: []string{"--print-config", "--vrid-probe", "0"}, wantCode: 0,
 			wantOut: "vrrp_version 3\n"},
+		// Every node would rank itself last: one rank for all.
+		{name: "node addresses of the other family", env: map[string]string{"OPENSHIFT_HA_VIRTUAL_IPS": "fd00::1-3"}, args: []string{"--print-config", "--vrid-probe", "0", "--node-addresses", "198.18.0.11,198.18.0.12"},
+			wantCode: 2, wantErr: "--node-addresses: 198.18.0.11 is IPv4 but the VIPs (OPENSHIFT_HA_VIRTUAL_IPS) are IPv6"},
 		{name: "IPv6 VIPs refuse VRRPv2", env: map[string]string{"OPENSHIFT_HA_VIRTUAL_IPS": "fd00::1-3"}, args: []string{"--vrrp-version", "2"},
 			wantCode: 2, wantErr: "--vrrp-version 2: the VIPs (OPENSHIFT_HA_VIRTUAL_IPS) are IPv6"},
 	} {

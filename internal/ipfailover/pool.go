@@ -1,6 +1,7 @@
 package ipfailover
 
 import (
+	"fmt"
 	"log/slog"
 	"net/netip"
 	"time"
@@ -74,6 +75,22 @@ type GroupStatus struct {
 	Effective int               `json:"effective_priority,omitempty"`
 	Fault     string            `json:"fault,omitempty"`
 	Conflicts []engine.Conflict `json:"conflicts,omitempty"`
+}
+
+// checkNodes refuses a node list that cannot rank this pool's nodes: an
+// address of the other family than the VIPs (the node's own address, which
+// RankOf adds, is of the VIPs' family, so every node would rank itself last
+// and all would share one rank), or one that is not a unicast address.
+func checkNodes(s *Spec, nodes []netip.Addr) error {
+	for _, a := range nodes {
+		if a.Zone() != "" || a.Is4In6() || !a.IsGlobalUnicast() {
+			return fmt.Errorf("ipfailover: --node-addresses: %s is not a unicast address of a node (want the nodes' addresses on the pool's interface, e.g. 10.0.0.11,10.0.0.12)", a)
+		}
+		if a.Is4() != (s.Family() == 4) {
+			return fmt.Errorf("ipfailover: --node-addresses: %s is IPv%d but the VIPs (%s) are IPv%d: give the nodes' IPv%d addresses", a, 10-s.Family(), EnvVirtualIPs, s.Family(), s.Family())
+		}
+	}
+	return nil
 }
 
 // defaults fills in what Options leave out.

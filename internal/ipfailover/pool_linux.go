@@ -45,6 +45,9 @@ func New(opts Options) (*Pool, error) {
 	if err := checkAdvert(opts.Version, opts.AdvertInterval); err != nil {
 		return nil, err
 	}
+	if err := checkNodes(opts.Spec, opts.Nodes); err != nil {
+		return nil, err
+	}
 	mode := "multicast"
 	if opts.Spec.Unicast() {
 		mode = "unicast"
