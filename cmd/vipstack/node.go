@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -170,7 +169,7 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("vipstack status", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	addr := fs.String("addr", defaultStatusAddr, "the node agent's status address")
+	addr := fs.String("addr", defaultStatusAddr, "the status address of vipstack node (default), or of vipstack vrrp, ipfailover or agent (their --status-addr)")
 	out := fs.String("o", "table", "output: table or json")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -190,18 +189,12 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return 1
 	}
 	defer resp.Body.Close()
-	var s node.Status
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(&s); err != nil {
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err == nil {
+		err = printStatus(stdout, body, *out, time.Now())
+	}
+	if err != nil {
 		fmt.Fprintf(stderr, "vipstack status: bad answer from %s: %v\n", *addr, err)
-		return 1
-	}
-	if *out == "json" {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		_ = enc.Encode(s)
-		return 0
-	}
-	if err := node.WriteTable(stdout, s); err != nil {
 		return 1
 	}
 	return 0

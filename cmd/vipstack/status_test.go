@@ -1,0 +1,87 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/vipstack/vipstack/internal/engine"
+	"github.com/vipstack/vipstack/internal/ipfailover"
+	"github.com/vipstack/vipstack/internal/k8s/agent"
+	"github.com/vipstack/vipstack/internal/node"
+)
+
+// TestStatusOfEverySubcommand: `vipstack status` prints the status of
+// whichever subcommand serves the address (each has its own shape), not an
+// empty node table; -o json passes the answer through.
+func TestStatusOfEverySubcommand(t *testing.T) {
+	inst := engine.InstanceStatus{Name: "VI_1", State: "MASTER", VRID: 51, Interface: "eth0", VIPs: []string{"198.18.0.100/32"},
+		Master: "198.18.0.11", MasterPriority: 250, BasePriority: 250, Effective: 250}
+	tests := []struct {
+		name   string
+		status any
+		want   []string
+	}{
+		{name: "node", status: node.Status{Node: "master-0", Role: "master", Interface: "eth0", VRRP: []engine.InstanceStatus{inst}},
+			want: []string{"node master-0 (master) on eth0", "VI_1      MASTER  51"}},
+		{name: "vrrp", status: map[string]any{"instances": []engine.InstanceStatus{inst}},
+			want: []string{"(vipstack vrrp) on eth0", "VI_1      MASTER  51"}},
+		{name: "agent", status: agent.Status{Node: "n1", Instances: []engine.InstanceStatus{inst}, Warnings: []string{"group x/y is not served"}},
+			want: []string{"warning: group x/y is not served", "node n1 (vipstack agent) on eth0", "VI_1      MASTER  51"}},
+		{name: "ipfailover", status: ipfailover.Status{ConfigName: "pool", Phase: "running", Interface: "eth0", Address: "198.18.0.11", Mode: "multicast",
+			Ranks: ipfailover.Ranks{Self: 1, Count: 3, Basis: "by address"}, VIPs: 30, Share: []int{10, 10, 10}, Held: 15,
+			Check: "TCP connect to 198.18.0.11:80", CheckPassedAtStart: true,
+			Groups: []ipfailover.GroupStatus{{Name: "pool_VIP_1", VRID: 11, VIPs: 5, Priority: 230, State: "FAULT", Fault: "script chk_pool failing", Effective: 230}}},
+			want: []string{"ipfailover pool: running, 30 VIPs in 1 groups, multicast on eth0", "rank 1 of ranks 0..2: by address", "holding 15 VIPs",
+				"pool_VIP_1  FAULT  11", "fault: script chk_pool failing"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			body, err := json.Marshal(tt.status)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write(body) })}
+			go srv.Serve(ln)
+			t.Cleanup(func() { srv.Close() })
+
+			var out, errb bytes.Buffer
+			if code := runStatus(t.Context(), []string{"--addr", ln.Addr().String()}, &out, &errb); code != 0 {
+				t.Fatalf("exit %d: %s", code, errb.String())
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(out.String(), w) {
+					t.Errorf("table lacks %q:\n%s", w, out.String())
+				}
+			}
+			out.Reset()
+			if code := runStatus(t.Context(), []string{"--addr", ln.Addr().String(), "-o", "json"}, &out, &errb); code != 0 {
+				t.Fatalf("-o json: exit %d: %s", code, errb.String())
+			}
+			var got, want any
+			if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+				t.Fatal(err)
+			}
+			json.Unmarshal(body, &want)
+			if g, w := mustJSON(t, got), mustJSON(t, want); g != w {
+				t.Errorf("-o json changed the answer:\ngot  %s\nwant %s", g, w)
+			}
+		})
+	}
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
