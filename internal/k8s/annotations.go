@@ -25,7 +25,8 @@ const (
 	IPsAnnotation = "vipstack.io/loadBalancerIPs"
 	// LoadBalancerClass is the spec.loadBalancerClass vipstack answers to.
 	// Services with another class are left alone; Services without one are
-	// served when they name a group (or the controller has a default).
+	// served when they name a group, and left to whatever else serves load
+	// balancers when they do not.
 	LoadBalancerClass = "vipstack.io/vip"
 	// FieldManager is the controller's name in managedFields and Events.
 	FieldManager = "vipstack-controller"
