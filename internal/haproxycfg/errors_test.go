@@ -322,6 +322,33 @@ func TestParseErrors(t *testing.T) {
 			haproxy: haproxyAccepts,
 		},
 		{
+			// An integer, but past 32 bits: out of range, not "not an
+			// integer".
+			name:    "maxconn too large",
+			conf:    func(t *testing.T) string { return edit(t, "  mode tcp\n", "  mode tcp\n  maxconn 99999999999\n") },
+			want:    `h.cfg:3: maxconn 99999999999 is out of range (accepted: 0..2147483647; 0 means the global maxconn)`,
+			haproxy: haproxyAccepts,
+		},
+		{
+			name:    "retries too large",
+			conf:    func(t *testing.T) string { return edit(t, "  mode tcp\n", "  mode tcp\n  retries 99999999999\n") },
+			want:    `h.cfg:3: retries 99999999999 is out of range (accepted: 1 or more; at most 2147483647)`,
+			haproxy: haproxyAccepts,
+		},
+		{
+			// haproxy takes the low 32 bits: fall 1.
+			name:    "fall too large",
+			conf:    func(t *testing.T) string { return edit(t, "47012 check", "47012 check fall 4294967297") },
+			want:    `h.cfg:10: backend masters, server m0: fall 4294967297 is out of range (accepted: 1 or more; at most 2147483647)`,
+			haproxy: haproxyAccepts,
+		},
+		{
+			name:    "weight far too large",
+			conf:    func(t *testing.T) string { return edit(t, "47012 check", "47012 check weight 99999999999") },
+			want:    `h.cfg:10: backend masters, server m0: weight 99999999999 is out of range (accepted: 1..256)`,
+			haproxy: haproxyRejects,
+		},
+		{
 			name:    "unknown log facility",
 			conf:    func(t *testing.T) string { return edit(t, "  mode tcp\n", "  mode tcp\n  log /dev/log bogus\n") },
 			want:    `h.cfg:3: unknown log facility "bogus" (accepted: kern, user, mail, daemon, auth, syslog, lpr, news, uucp, cron, auth2, ftp, ntp, audit, alert, cron2, local0, local1, local2, local3, local4, local5, local6, local7)`,

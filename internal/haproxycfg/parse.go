@@ -1,6 +1,7 @@
 package haproxycfg
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -848,6 +849,12 @@ func (p *parser) intArg(l line, kw, v string, lo int, want string) (int, bool) {
 func intValue(kw, v string, lo int, want string) (int, string) {
 	n, err := strconv.ParseInt(v, 10, 32)
 	switch {
+	case errors.Is(err, strconv.ErrRange):
+		// An integer all the same: say it is too large (or small).
+		if !strings.Contains(want, "..") {
+			want += "; at most 2147483647"
+		}
+		return 0, fmt.Sprintf("%s %s is out of range (accepted: %s)", kw, v, want)
 	case err != nil:
 		return 0, fmt.Sprintf("%s %q is not an integer (accepted: %s)", kw, v, want)
 	case int(n) < lo:
