@@ -102,6 +102,9 @@ func writeIPFailoverTable(w io.Writer, s ipfailover.Status) error {
 	if s.Error != "" {
 		fmt.Fprintf(w, "error: %s\n", s.Error)
 	}
+	for _, warn := range s.Warnings {
+		fmt.Fprintf(w, "warning: %s\n", warn)
+	}
 	for _, f := range s.Findings {
 		fmt.Fprintf(w, "VRID finding: %s\n", f)
 	}

@@ -33,9 +33,9 @@ func TestStatusOfEverySubcommand(t *testing.T) {
 			want: []string{"warning: group x/y is not served", "node n1 (vipstack agent) on eth0", "VI_1      MASTER  51"}},
 		{name: "ipfailover", status: ipfailover.Status{ConfigName: "pool", Phase: "running", Interface: "eth0", Address: "198.18.0.11", Mode: "multicast",
 			Ranks: ipfailover.Ranks{Self: 1, Count: 3, Basis: "by address"}, VIPs: 30, Share: []int{10, 10, 10}, Held: 15,
-			Check: "TCP connect to 198.18.0.11:80", CheckPassedAtStart: true,
+			Check: "TCP connect to 198.18.0.11:80", CheckPassedAtStart: true, Warnings: []string{"198.18.0.12 holds group pool_VIP_1"},
 			Groups: []ipfailover.GroupStatus{{Name: "pool_VIP_1", VRID: 11, VIPs: 5, Priority: 230, State: "FAULT", Fault: "script chk_pool failing", Effective: 230}}},
-			want: []string{"ipfailover pool: running, 30 VIPs in 1 groups, multicast on eth0", "rank 1 of ranks 0..2: by address", "holding 15 VIPs",
+			want: []string{"ipfailover pool: running, 30 VIPs in 1 groups, multicast on eth0", "rank 1 of ranks 0..2: by address", "holding 15 VIPs", "warning: 198.18.0.12 holds group pool_VIP_1",
 				"pool_VIP_1  FAULT  11", "fault: script chk_pool failing"}},
 	}
 	for _, tt := range tests {

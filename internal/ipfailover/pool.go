@@ -58,7 +58,32 @@ type Status struct {
 	Firewall           []string  `json:"firewall,omitempty"`
 	FirewallError      string    `json:"firewall_error,omitempty"`
 	FirewallPackets    uint64    `json:"firewall_packets"`
-	Error              string    `json:"error,omitempty"`
+	// Warnings are problems of the pool's layout seen while running,
+	// such as two nodes with one rank (see RankWarnings).
+	Warnings []string `json:"warnings,omitempty"`
+	Error    string   `json:"error,omitempty"`
+}
+
+// RankWarnings reports a rank shared with another node: a group this node
+// is preferred for has another master at the same priority, which only a
+// node of the same rank has (every rank's priority in a group differs).
+// That happens in multicast mode without a node list when
+// OPENSHIFT_HA_REPLICA_COUNT is below the number of nodes (its default,
+// 1, puts every node on rank 0) or two addresses collide modulo it; the
+// spread is then uneven and the node only backs up.
+func RankWarnings(st Status) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, g := range st.Groups {
+		if !g.Preferred || g.State != "BACKUP" || g.Master == "" || g.Master == st.Address || g.MasterPriority != g.Priority || seen[g.Master] {
+			continue
+		}
+		seen[g.Master] = true
+		out = append(out, fmt.Sprintf("%s holds group %s at this node's priority %d: it has this node's rank %d too, so the VIPs are not spread "+
+			"(%s); set %s to the number of nodes, or give the nodes' addresses (--node-addresses, or %s)",
+			g.Master, g.Name, g.Priority, st.Ranks.Self, st.Ranks.Basis, EnvReplicaCount, EnvUnicastPeers))
+	}
+	return out
 }
 
 // GroupStatus is one group as this node runs it.
@@ -70,11 +95,12 @@ type GroupStatus struct {
 	Priority  int    `json:"priority"` // base priority of this node
 	Preferred bool   `json:"preferred"`
 	// From the engine:
-	State     string            `json:"state,omitempty"`
-	Master    string            `json:"master,omitempty"`
-	Effective int               `json:"effective_priority,omitempty"`
-	Fault     string            `json:"fault,omitempty"`
-	Conflicts []engine.Conflict `json:"conflicts,omitempty"`
+	State          string            `json:"state,omitempty"`
+	Master         string            `json:"master,omitempty"`
+	MasterPriority int               `json:"master_priority,omitempty"`
+	Effective      int               `json:"effective_priority,omitempty"`
+	Fault          string            `json:"fault,omitempty"`
+	Conflicts      []engine.Conflict `json:"conflicts,omitempty"`
 }
 
 // checkNodes refuses a node list that cannot rank this pool's nodes: an

@@ -272,6 +272,7 @@ func (p *Pool) Status() Status {
 			st.FirewallPackets = n
 		}
 	}
+	st.Warnings = RankWarnings(st)
 	return st
 }
 
@@ -290,7 +291,7 @@ func (p *Pool) groupStatus(inst []engine.InstanceStatus) []GroupStatus {
 		gs := GroupStatus{Name: g.Name, VRID: g.VRID, VIPs: len(g.VIPs), Order: g.Order,
 			Priority: int(g.Priority(p.node.Rank)), Preferred: g.Order[0] == p.node.Rank}
 		if is, ok := byName[g.Name]; ok {
-			gs.State, gs.Master, gs.Effective, gs.Fault, gs.Conflicts = is.State, is.Master, is.Effective, is.Fault, is.Conflicts
+			gs.State, gs.Master, gs.MasterPriority, gs.Effective, gs.Fault, gs.Conflicts = is.State, is.Master, is.MasterPriority, is.Effective, is.Fault, is.Conflicts
 		}
 		out[i] = gs
 	}

@@ -524,3 +524,31 @@ func TestPoolStopDuringProbe(t *testing.T) {
 		t.Errorf("exit code %d after SIGTERM during the VRID probe, want 0 and no failure; log:\n%s", code, tail(n.log.String(), 10))
 	}
 }
+
+// TestPoolRankCollision: nodes started without OPENSHIFT_HA_REPLICA_COUNT
+// (the image's default, 1) share rank 0; the node that only backs up says
+// so in its status, naming the other node and the variable.
+func TestPoolRankCollision(t *testing.T) {
+	testnet.RequireRoot(t)
+	vipstackBin(t)
+	topo := testnet.New(t, testnet.Options{Hosts: 2, Prefix: "vsL"})
+	env := []string{"OPENSHIFT_HA_VIRTUAL_IPS=198.18.0.100-103", "OPENSHIFT_HA_MONITOR_PORT=0", "OPENSHIFT_HA_NETWORK_INTERFACE=eth0"}
+	var nodes []*node
+	for _, h := range topo.Hosts {
+		nodes = append(nodes, startNode(t, h, env, fastFlags...))
+	}
+	vips := mustExpand(t, "198.18.0.100-103")
+	waitSpread(t, "start", topo.Hosts, vips, 500*time.Millisecond, 20*time.Second,
+		func(s spread) bool { return once(s) && slices.Equal(s.counts, []int{0, 4}) })
+	st, err := nodes[0].status()
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := topo.Hosts[1].IPv4.Addr().String()
+	if len(st.Warnings) != 1 || !strings.HasPrefix(st.Warnings[0], other+" holds group") || !strings.Contains(st.Warnings[0], "set OPENSHIFT_HA_REPLICA_COUNT") {
+		t.Errorf("warnings of the node that only backs up: %q; want one naming %s and OPENSHIFT_HA_REPLICA_COUNT", st.Warnings, other)
+	}
+	if st, err := nodes[1].status(); err != nil || len(st.Warnings) != 0 {
+		t.Errorf("warnings of the master: %q, %v; want none", st.Warnings, err)
+	}
+}
