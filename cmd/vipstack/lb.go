@@ -112,6 +112,14 @@ func runLB(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "vipstack lb: --redirect: %v\n", err)
 			return 1
 		}
+		// nftables must answer before anything starts: otherwise the
+		// balancer would run without its redirect, retrying every
+		// second. Listing tables changes nothing and needs the same
+		// privilege (CAP_NET_ADMIN) and kernel support as the redirect.
+		if _, err := redirect.New(vip, port).Enabled(); err != nil {
+			fmt.Fprintf(stderr, "vipstack lb: --redirect: nftables is not usable: %v (accepted: a process with CAP_NET_ADMIN in the network namespace, on a kernel with nf_tables)\n", err)
+			return 1
+		}
 		// It runs once the configuration is applied: a start that fails
 		// (its ports held by another balancer, say) must not remove the
 		// table of the VIP, which is that balancer's.

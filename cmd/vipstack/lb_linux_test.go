@@ -565,3 +565,28 @@ func TestLBFailedStartKeepsRedirect(t *testing.T) {
 		t.Errorf("the first balancer found its table removed:\n%s", x.out.String())
 	}
 }
+
+// TestLBRedirectWithoutNetAdmin: without CAP_NET_ADMIN the redirect cannot
+// be installed; `vipstack lb --redirect` says so and exits 1 before it
+// listens (it ran without its redirect, logging a failed enable every
+// second).
+func TestLBRedirectWithoutNetAdmin(t *testing.T) {
+	x := newRedirectLab(t, "vsUln")
+	x.config(":::9445 v4v6")
+	if _, err := exec.LookPath("setpriv"); err != nil {
+		t.Skip("setpriv (util-linux) is needed to drop CAP_NET_ADMIN")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "ip", "netns", "exec", x.h1.Name, "setpriv", "--inh-caps=-net_admin", "--bounding-set=-net_admin",
+		os.Args[0], "-test.run=^TestLBHelperProcess$")
+	cmd.Env = append(os.Environ(), "VIPSTACK_LB_HELPER_ARGS="+strings.Join([]string{"-f", x.path, "--redirect", x.vip.String(), "--watch-interval", "0"}, "\n"))
+	out, _ := cmd.CombinedOutput()
+	want := "vipstack lb: --redirect: nftables is not usable: redirect: list inet tables: netlink receive: operation not permitted (accepted: a process with CAP_NET_ADMIN"
+	if code := cmd.ProcessState.ExitCode(); code != 1 || !strings.Contains(string(out), want) {
+		t.Fatalf("without CAP_NET_ADMIN: exit %d, want 1 with %q; output:\n%s", code, want, out)
+	}
+	if strings.Contains(string(out), "configuration applied") {
+		t.Errorf("the balancer applied its configuration before refusing:\n%s", out)
+	}
+}

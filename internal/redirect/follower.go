@@ -21,6 +21,11 @@ type Toggler interface {
 // of the lease before the redirect lapses.
 const RenewsPerLease = 5
 
+// FailureLogEvery is how often a Follower whose changes keep failing logs
+// it again, with the count; the first failure, and one with another
+// error, are logged at once.
+const FailureLogEvery = 30 * time.Second
+
 // Follower applies the monitor's verdict to the redirect, one change
 // at a time and off the LB's goroutines, retrying failures every second,
 // and renews the lease of the redirect while it is enabled: if this
@@ -75,6 +80,14 @@ func (d *Follower) Run() {
 		retryC, renewC         <-chan time.Time
 	)
 	every := d.r.Lease() / RenewsPerLease
+	// Failed changes in a row: the first is logged, then one line every
+	// FailureLogEvery with the count (a redirect that cannot work, say
+	// without CAP_NET_ADMIN, logged a line a second).
+	var (
+		failures  int
+		failedMsg string
+		loggedAt  time.Time
+	)
 	stopRenew := func() {
 		if renew != nil {
 			renew.Stop()
@@ -94,10 +107,19 @@ func (d *Follower) Run() {
 		}
 		if err != nil {
 			known = false
-			d.log.Error("redirect change failed; retrying in 1s", "enable", target, "err", err)
+			failures++
+			now := d.clk.Now()
+			if failures == 1 || err.Error() != failedMsg || now.Sub(loggedAt) >= FailureLogEvery {
+				d.log.Error("redirect change failed; retrying every 1s", "enable", target, "failures", failures, "err", err)
+				failedMsg, loggedAt = err.Error(), now
+			}
 			retry = d.clk.NewTimer(time.Second)
 			retryC = retry.C()
 			return
+		}
+		if failures > 0 {
+			d.log.Info("redirect change succeeded after failures", "enable", target, "failures", failures)
+			failures = 0
 		}
 		enabled, known = target, true
 		if target {

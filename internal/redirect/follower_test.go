@@ -4,6 +4,8 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -142,5 +144,57 @@ func TestFollowerRetarget(t *testing.T) {
 		if diff := cmp.Diff(c.want, c.f.get()); diff != "" {
 			t.Errorf("%s redirect's calls (-want +got):\n%s", c.name, diff)
 		}
+	}
+}
+
+// syncBuffer is a log destination for the follower's goroutine.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestFollowerLogsFailuresSparingly: a change that keeps failing (no
+// CAP_NET_ADMIN, say) is retried every second but logged at the first
+// failure and then every FailureLogEvery with the count; the success
+// that ends the run says how many failed.
+func TestFollowerLogsFailuresSparingly(t *testing.T) {
+	fr := &fakeRedirect{fail: 35}
+	clk := clock.NewFake(time.Unix(0, 0))
+	var logs syncBuffer
+	d := NewFollower(fr, slog.New(slog.NewTextHandler(&logs, nil)), clk)
+	go d.Run()
+	d.Set(true)
+	for i := 1; i <= 35; i++ {
+		waitFor(t, "the retry to be armed", func() bool { return clk.Pending() == 1 && len(fr.get()) == i })
+		clk.Advance(time.Second)
+	}
+	waitFor(t, "the enable", func() bool { return slices.Contains(fr.get(), "enable") })
+	d.Stop()
+	var got []string
+	for _, l := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		if strings.Contains(l, "redirect change") {
+			_, msg, _ := strings.Cut(l, "msg=")
+			got = append(got, msg)
+		}
+	}
+	want := []string{
+		`"redirect change failed; retrying every 1s" enable=true failures=1 err="nft: busy"`,
+		`"redirect change failed; retrying every 1s" enable=true failures=31 err="nft: busy"`,
+		`"redirect change succeeded after failures" enable=true failures=35`,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("log (-want +got):\n%s\nfull log:\n%s", diff, logs.String())
 	}
 }
