@@ -189,3 +189,39 @@ func PeerAddress(iface string, peers []netip.Addr) (netip.Addr, bool) {
 	}
 	return netip.Addr{}, false
 }
+
+// RemoveLeftovers removes from iface the pool's VIPs configured there as
+// VIPs (full length, /32 or /128), before the engine starts: no other
+// process holds this pool's VIPs on this node, so they are what an earlier
+// run left, one whose ledger is gone with the container that crashed.
+// keepalived does the same at start ("(VI_1) removing VIPs."); without it a
+// node that restarts as backup or in fault keeps VIPs the others hold. An
+// address of the pool with a shorter prefix (a node address listed as a
+// VIP by mistake) is left alone.
+func RemoveLeftovers(iface string, vips []netip.Addr) ([]netip.Prefix, error) {
+	l, err := netlink.LinkByName(iface)
+	if err != nil {
+		return nil, fmt.Errorf("remove VIPs left on %s: %w", iface, err)
+	}
+	addrs, err := addrList(l, netlink.FAMILY_ALL)
+	if err != nil {
+		return nil, fmt.Errorf("remove VIPs left on %s: %w", iface, err)
+	}
+	want := make(map[netip.Addr]bool, len(vips))
+	for _, a := range vips {
+		want[a] = true
+	}
+	var removed []netip.Prefix
+	for _, ad := range addrs {
+		a, ok := netip.AddrFromSlice(ad.IP)
+		ones, bits := ad.Mask.Size()
+		if !ok || !want[a.Unmap()] || ones != bits {
+			continue
+		}
+		if err := netlink.AddrDel(l, &ad); err != nil && !errors.Is(err, unix.EADDRNOTAVAIL) {
+			return removed, fmt.Errorf("remove VIP %s left on %s: %w", a.Unmap(), iface, err)
+		}
+		removed = append(removed, netip.PrefixFrom(a.Unmap(), ones))
+	}
+	return removed, nil
+}

@@ -197,6 +197,13 @@ func (p *Pool) Run(ctx context.Context) error {
 	p.mu.Lock()
 	plan, node := p.plan, p.node
 	p.mu.Unlock()
+	removed, err := RemoveLeftovers(node.Interface, s.VIPs)
+	for _, v := range removed {
+		log.Info("removed a VIP of this pool found on the interface at start (left by an earlier run)", "vip", v, "dev", node.Interface)
+	}
+	if err != nil {
+		return p.fail(err)
+	}
 	probe, _ := p.check(node)
 	if _, isPort := probe.(PortCheck); !isPort {
 		probe = nil

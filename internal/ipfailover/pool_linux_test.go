@@ -552,3 +552,48 @@ func TestPoolRankCollision(t *testing.T) {
 		t.Errorf("warnings of the master: %q, %v; want none", st.Warnings, err)
 	}
 }
+
+// TestPoolRemovesLeftovers: a node that restarts without the ledger of its
+// earlier run (the container's state directory is gone with it) and does
+// not become master still removes the pool's VIPs left on its interface,
+// as keepalived does at start; other addresses stay.
+func TestPoolRemovesLeftovers(t *testing.T) {
+	testnet.RequireRoot(t)
+	vipstackBin(t)
+	topo := testnet.New(t, testnet.Options{Hosts: 1, Prefix: "vsL"})
+	h := topo.Hosts[0]
+	left := []string{"198.18.0.100/32", "198.18.0.101/32"}
+	other := "198.18.0.200/32"
+	for _, p := range append(left, other) {
+		if _, err := h.Run("ip", "addr", "add", p, "dev", "eth0"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The monitor port is closed: the node starts in FAULT and holds nothing.
+	env := []string{"OPENSHIFT_HA_VIRTUAL_IPS=198.18.0.100-103", fmt.Sprintf("OPENSHIFT_HA_MONITOR_PORT=%d", monitorPort),
+		"OPENSHIFT_HA_NETWORK_INTERFACE=eth0"}
+	n := startNode(t, h, env, fastFlags...)
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		st, err := n.status()
+		if err == nil && st.Phase == "running" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not running within 15s: %+v, %v", st, err)
+		}
+		time.Sleep(50 * time.Millisecond) // polling the status
+	}
+	addrs, err := h.Addrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range left {
+		if slices.Contains(addrs, p) {
+			t.Errorf("%s, left by an earlier run, is still on the node: %v", p, addrs)
+		}
+	}
+	if !slices.Contains(addrs, other) || !slices.Contains(addrs, h.IPv4.String()) {
+		t.Errorf("addresses not of the pool were removed: %v", addrs)
+	}
+}

@@ -56,3 +56,8 @@ func ListenVRIDs(ctx context.Context, clk clock.Clock, family, ifIndex int, d ti
 
 // PeerAddress returns false: it needs Linux.
 func PeerAddress(iface string, peers []netip.Addr) (netip.Addr, bool) { return netip.Addr{}, false }
+
+// RemoveLeftovers returns an error: it needs Linux.
+func RemoveLeftovers(iface string, vips []netip.Addr) ([]netip.Prefix, error) {
+	return nil, errUnsupported
+}
