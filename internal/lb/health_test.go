@@ -231,11 +231,31 @@ func TestHealthLeaveRejoin(t *testing.T) {
 		return got
 	}
 	// The last check's line may follow its count by a moment.
-	eventually(t, "m1's last check to be logged", func() bool { return len(m1Checks()) >= 6 })
+	eventually(t, "m1's last check and its change to be logged", func() bool {
+		return len(m1Checks()) >= 6 && strings.Contains(logs.String(), "Server be/m1 is UP")
+	})
 	out = logs.String()
 	m1 := m1Checks()
 	if diff := cmp.Diff([]string{"succeeded UP", "failed UP 1/2", "failed DOWN", "succeeded DOWN 1/3", "succeeded DOWN 2/3", "succeeded UP"}, m1); diff != "" {
 		t.Errorf("m1's logged checks (-want +got):\n%s\nlog:\n%s", diff, out)
+	}
+	// As in haproxy's log, the check that moved the server comes before
+	// the server's change (the last such check, for UP: m1's first check
+	// passed too).
+	last := func(re string) int {
+		locs := regexp.MustCompile(re).FindAllStringIndex(out, -1)
+		if len(locs) == 0 {
+			return -1
+		}
+		return locs[len(locs)-1][0]
+	}
+	for _, c := range []struct{ check, change string }{
+		{`Health check for server be/m1 failed,[^\n]* status=DOWN`, `Server be/m1 is DOWN`},
+		{`Health check for server be/m1 succeeded,[^\n]* status=UP`, `Server be/m1 is UP`},
+	} {
+		if check, change := last(c.check), last(c.change); check < 0 || change < 0 || check > change {
+			t.Errorf("%q is logged after %q, want before:\n%s", c.check, c.change, out)
+		}
 	}
 	// m0 passed every check: only its first (a change from no status) is
 	// logged.

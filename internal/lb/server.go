@@ -80,6 +80,7 @@ type server struct {
 	downtime   time.Duration // total time DOWN before downSince
 	lastStatus string        // last check status, for log-health-checks
 	lastState  string        // last healthcheck.State.String(), for log-health-checks
+	changed    bool          // onChange ran for the result onResult is about to get
 	checkUp    bool          // UP as of the last check result (or the checker's start), for chkfail
 }
 
@@ -149,11 +150,19 @@ func (s *server) stop() {
 	}
 }
 
-// onChange applies a checker's verdict: the next connection sees it.
+// onChange applies a checker's verdict: the next connection sees it. It
+// is logged (and the LB's health recomputed) by onResult, which the
+// checker calls right after, so that the log reads as haproxy's does: the
+// check that failed, then the server going DOWN.
 func (s *server) onChange(st healthcheck.State) {
 	s.mu.Lock()
 	s.setUpLocked(st.Up)
+	s.changed = true
 	s.mu.Unlock()
+}
+
+// logChange logs an UP/DOWN change and recomputes the LB's health.
+func (s *server) logChange(st healthcheck.State) {
 	l := s.lb
 	r := st.Last
 	state := "DOWN"
@@ -217,7 +226,12 @@ func (s *server) onResult(r healthcheck.Result, st healthcheck.State) {
 	prev, prevState, state := s.lastStatus, s.lastState, st.String()
 	s.lastStatus, s.lastState = r.Status, state
 	logIt := s.check.logHealthChk && (prev != r.Status || prevState != state)
+	changed := s.changed
+	s.changed = false
 	s.mu.Unlock()
+	if changed {
+		defer s.logChange(st)
+	}
 	if !logIt {
 		return
 	}
