@@ -105,15 +105,16 @@ func (s *site) serveStats(w http.ResponseWriter, r *http.Request) {
 		enc.Encode(snap)
 	default:
 		w.Header().Set("Content-Type", "text/html")
-		w.Write([]byte(s.html(snap)))
+		w.Write([]byte(s.html(snap, !strings.Contains(opts, ";norefresh"))))
 	}
 }
 
-// html renders the page for people.
-func (s *site) html(snap Snapshot) string {
+// html renders the page for people; refresh asks the browser to reload
+// it every `stats refresh` (haproxy's ";norefresh" turns that off).
+func (s *site) html(snap Snapshot, refresh bool) string {
 	var b strings.Builder
 	b.WriteString("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>Statistics Report</title>\n")
-	if s.stats.Refresh > 0 {
+	if s.stats.Refresh > 0 && refresh {
 		fmt.Fprintf(&b, "<meta http-equiv=\"refresh\" content=\"%d\">\n", int(s.stats.Refresh.Seconds()))
 	}
 	b.WriteString(`<style>body{font-family:sans-serif;font-size:13px}table{border-collapse:collapse;margin-bottom:1.5em}` +

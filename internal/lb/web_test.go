@@ -150,6 +150,12 @@ func TestStats(t *testing.T) {
 		t.Errorf("HTML page: %d %s\n%s", page.Code, page.ContentType, page.Body)
 	}
 
+	// haproxy's ;norefresh: the same page without the refresh.
+	if page := get(t, base+";norefresh", nil, "Username", "Password"); page.Code != 200 || !strings.Contains(page.Body, "<h2>backend be") ||
+		strings.Contains(page.Body, `http-equiv="refresh"`) {
+		t.Errorf("HTML page with ;norefresh: %d\n%s", page.Code, page.Body)
+	}
+
 	for _, u := range []string{base + ";csv", base + "?stats;csv"} {
 		c := get(t, u, nil, "Username", "Password")
 		if c.Code != 200 || c.ContentType != "text/plain" {
