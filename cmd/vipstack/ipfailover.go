@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -143,7 +144,7 @@ func runIPFailover(ctx context.Context, args []string, stdout, stderr io.Writer)
 		text, err := pool.Prepare(ctx)
 		if err != nil {
 			fmt.Fprintf(stderr, "vipstack ipfailover: %v\n", err)
-			return 1
+			return exitCodeOf(err)
 		}
 		fmt.Fprint(stdout, text)
 		return 0
@@ -202,10 +203,21 @@ func runIPFailover(ctx context.Context, args []string, stdout, stderr io.Writer)
 		"ledger", ledger, "variables", setVars(flagVals))
 	if err := pool.Run(ctx); err != nil {
 		log.Error("vipstack ipfailover failed", "err", err)
-		return 1
+		return exitCodeOf(err)
 	}
 	log.Info("vipstack ipfailover stopped")
 	return 0
+}
+
+// exitCodeOf is 2 for a configuration the node or the link cannot serve
+// (a restart would fail the same way; the supervisor does not restart on
+// 2), else 1.
+func exitCodeOf(err error) int {
+	var ce *ipfailover.ConfigError
+	if errors.As(err, &ce) {
+		return 2
+	}
+	return 1
 }
 
 // ipfailoverLedger names the ledger after the pool and the network

@@ -59,7 +59,7 @@ func RouteInterface(vips []netip.Addr) (string, error) {
 		for _, n := range order {
 			parts = append(parts, fmt.Sprintf("%s via %s", byIface[n][0], n))
 		}
-		return "", fmt.Errorf("the VIPs route to different interfaces (%s): one pool runs on one interface; set %s", strings.Join(parts, ", "), EnvInterface)
+		return "", &ConfigError{fmt.Errorf("the VIPs route to different interfaces (%s): one pool runs on one interface; set %s", strings.Join(parts, ", "), EnvInterface)}
 	}
 	return order[0], nil
 }

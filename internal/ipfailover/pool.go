@@ -103,6 +103,15 @@ type GroupStatus struct {
 	Conflicts      []engine.Conflict `json:"conflicts,omitempty"`
 }
 
+// ConfigError marks a failure that restarting cannot fix: the
+// configuration asks for what the node or the link cannot give (more VRIDs
+// than are free, VIPs that route to two interfaces). `vipstack ipfailover`
+// exits 2 on it, and its supervisor does not start it again.
+type ConfigError struct{ Err error }
+
+func (e *ConfigError) Error() string { return e.Err.Error() }
+func (e *ConfigError) Unwrap() error { return e.Err }
+
 // checkNodes refuses a node list that cannot rank this pool's nodes: an
 // address of the other family than the VIPs (the node's own address, which
 // RankOf adds, is of the VIPs' family, so every node would rank itself last

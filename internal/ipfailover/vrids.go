@@ -120,7 +120,7 @@ func AssignVRIDs(p *Plan, s *Spec, heard []Heard, members []netip.Addr) ([]Findi
 			if !s.OffsetFixed {
 				what = fmt.Sprintf("%d excluded VRIDs, %d VRIDs spoken by other routers", len(s.ExcludedVRIDs), len(foreign))
 			}
-			return nil, fmt.Errorf("%d groups need %d VRIDs, but only %d are free (%s): lower %s", len(p.Groups), len(p.Groups), g, what, EnvVIPGroups)
+			return nil, &ConfigError{fmt.Errorf("%d groups need %d VRIDs, but only %d are free (%s): lower %s", len(p.Groups), len(p.Groups), g, what, EnvVIPGroups)}
 		}
 		p.Groups[g].VRID = uint8(candidates[next])
 		taken[candidates[next]] = true

@@ -17,6 +17,11 @@ import (
 // EnvChild marks the child process; its value is the supervisor's PID.
 const EnvChild = "VIPSTACK_SUPERVISED"
 
+// ExitConfig is the exit status of a child that refuses its configuration
+// (flags, variables, or what they ask of the node): the supervisor exits
+// with it instead of starting the child again.
+const ExitConfig = 2
+
 // IsChild reports whether this process runs under a supervisor.
 func IsChild() bool { return os.Getenv(EnvChild) != "" }
 
@@ -106,6 +111,16 @@ func (s *Supervisor) Run(ctx context.Context) int {
 		if code == 0 {
 			// The engine exited on its own and cleanly: nothing to release.
 			return 0
+		}
+		if code == ExitConfig && !stopping {
+			// A configuration the engine refuses: starting it again would
+			// fail the same way, in a loop that hides the error behind a
+			// running process.
+			s.Log.Error("supervisor: the engine refused its configuration; not restarting it", "pid", cmd.Process.Pid, "status", describe(err))
+			if s.OnCrash != nil {
+				s.OnCrash() // it should hold nothing; make sure
+			}
+			return ExitConfig
 		}
 		s.Log.Error("supervisor: engine died; releasing what it held", "pid", cmd.Process.Pid, "status", describe(err))
 		if s.OnCrash != nil {
