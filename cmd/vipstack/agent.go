@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/vipstack/vipstack/internal/cluster"
 	"github.com/vipstack/vipstack/internal/k8s/agent"
 	"github.com/vipstack/vipstack/internal/netif"
 	"github.com/vipstack/vipstack/internal/supervise"
@@ -24,8 +25,8 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	var (
 		kubeconfig   = fs.String("kubeconfig", "", "kubeconfig file; empty: $KUBECONFIG, else the in-cluster ServiceAccount")
 		nodeName     = fs.String("node-name", os.Getenv("NODE_NAME"), "this node's Node name (default $NODE_NAME)")
-		metricsAddr  = fs.String("metrics-addr", "127.0.0.1:9650", "Prometheus metrics address (loopback unless told otherwise, e.g. :9650); empty: off")
-		statusAddr   = fs.String("status-addr", "127.0.0.1:9653", "JSON status address (loopback only); empty: off")
+		metricsAddr  = fs.String("metrics-addr", loopback(cluster.DefaultAgentMetricsPort), "Prometheus metrics address (loopback unless told otherwise, e.g. :9654); empty: off")
+		statusAddr   = fs.String("status-addr", loopback(cluster.DefaultAgentStatusPort), "JSON status address (loopback only); empty: off")
 		stateDir     = fs.String("state-dir", "/run/vipstack", "directory for the ledger of held VIPs")
 		announceRate = fs.Int("announce-rate", 500, "gratuitous ARP / unsolicited NA per second and instance (0: unlimited)")
 		logLevel     = fs.String("log-level", "info", "debug, info, warn or error")

@@ -19,7 +19,7 @@ import (
 // be added here deliberately.
 func TestAddressDefaultsAreLoopback(t *testing.T) {
 	want := map[string]map[string]string{
-		"agent":      {"metrics-addr": "127.0.0.1:9650", "status-addr": "127.0.0.1:9653"},
+		"agent":      {"metrics-addr": "127.0.0.1:9654", "status-addr": "127.0.0.1:9653"},
 		"controller": {"health-addr": "", "metrics-addr": "127.0.0.1:9652"},
 		"demo":       {},
 		"dns":        {}, // its listeners are the Corefile's
@@ -63,6 +63,34 @@ func TestAddressDefaultsAreLoopback(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("address flag defaults by subcommand (-want +got):\n%s", diff)
+	}
+}
+
+// TestHostDaemonsDefaultPorts: vipstack node (for the cluster's static
+// pods), vipstack agent (the DaemonSet on the host network, for
+// LoadBalancer Services) and vipstack controller may run on one host. With
+// their defaults each must bind its own ports: 127.0.0.1:9650 and :9650
+// cannot both listen, and the second daemon would exit at start.
+func TestHostDaemonsDefaultPorts(t *testing.T) {
+	owner := map[string]string{}
+	for _, cmd := range []string{"node", "agent", "controller"} {
+		for name, def := range flagDefaults(t, cmd) {
+			if !strings.HasSuffix(name, "-addr") || def == "" {
+				continue
+			}
+			_, port, err := net.SplitHostPort(def)
+			if err != nil {
+				t.Fatalf("vipstack %s --%s default %q: %v", cmd, name, def, err)
+			}
+			who := "vipstack " + cmd + " --" + name
+			if o, ok := owner[port]; ok {
+				t.Errorf("%s and %s both default to port %s", who, o, port)
+			}
+			owner[port] = who
+		}
+	}
+	if len(owner) < 5 {
+		t.Errorf("found %d default listener ports (%v), want the node's, the agent's and the controller's (5)", len(owner), owner)
 	}
 }
 

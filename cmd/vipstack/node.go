@@ -27,9 +27,14 @@ import (
 // The node agent's default endpoints: the ports cluster validation keeps
 // free of the file's services.
 var (
-	defaultStatusAddr  = netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), cluster.DefaultStatusPort).String()
-	defaultMetricsAddr = netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), cluster.DefaultMetricsPort).String()
+	defaultStatusAddr  = loopback(cluster.DefaultStatusPort)
+	defaultMetricsAddr = loopback(cluster.DefaultMetricsPort)
 )
+
+// loopback is 127.0.0.1:port.
+func loopback(port uint16) string {
+	return netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), port).String()
+}
 
 func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("vipstack node", flag.ContinueOnError)

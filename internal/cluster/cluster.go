@@ -463,7 +463,9 @@ func (f *File) Validate() (*Cluster, error) {
 	// or a service shadows the API server or the router.
 	users := append(c.ServicePorts(),
 		ServicePort{"vipstack node's default --metrics-addr", DefaultMetricsPort},
-		ServicePort{"vipstack node's default --status-addr", DefaultStatusPort})
+		ServicePort{"vipstack node's default --status-addr", DefaultStatusPort},
+		ServicePort{"vipstack agent's default --status-addr", DefaultAgentStatusPort},
+		ServicePort{"vipstack agent's default --metrics-addr", DefaultAgentMetricsPort})
 	for i, u := range users {
 		for j, o := range users[:i] {
 			if u.Port != o.Port {
