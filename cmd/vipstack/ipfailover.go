@@ -162,6 +162,16 @@ func runIPFailover(ctx context.Context, args []string, stdout, stderr io.Writer)
 		fmt.Fprintf(stderr, "vipstack ipfailover: %v\n", err)
 		return 2
 	}
+	if !supervise.IsChild() {
+		// The process that lives as long as the pool here (the
+		// supervisor, or the pool itself without one) holds the name.
+		claim, err := ipfailover.Claim(spec.ConfigName)
+		if err != nil {
+			fmt.Fprintf(stderr, "vipstack ipfailover: %v\n", err)
+			return 1
+		}
+		defer claim.Close()
+	}
 	if !*noSuper && !supervise.IsChild() {
 		// The configuration and the options were checked above, so a bad
 		// variable or flag fails here (exit 2) and not in a restart loop.

@@ -619,3 +619,28 @@ func TestPoolConfigErrorStops(t *testing.T) {
 		t.Errorf("exit status %d, the error logged %d times; want 2 and once; log:\n%s", code, strings.Count(log, "lower OPENSHIFT_HA_VIP_GROUPS"), tail(log, 10))
 	}
 }
+
+// TestPoolNameTaken: a second pool with the first one's name on the same
+// node (both left at the default name, with a shared state directory) is
+// refused, naming the variable; it used to sweep the first pool's VIPs as
+// leftovers of a crash (one ledger) and take over its firewall rule.
+func TestPoolNameTaken(t *testing.T) {
+	testnet.RequireRoot(t)
+	vipstackBin(t)
+	topo := testnet.New(t, testnet.Options{Hosts: 1, Prefix: "vsL"})
+	h := topo.Hosts[0]
+	state := t.TempDir()
+	first := mustExpand(t, "198.18.0.100-104")
+	startNode(t, h, []string{"OPENSHIFT_HA_VIRTUAL_IPS=198.18.0.100-104", "OPENSHIFT_HA_MONITOR_PORT=0"}, append([]string{"--state-dir", state}, fastFlags...)...)
+	waitSpread(t, "first pool", []*testnet.Host{h}, first, 300*time.Millisecond, 15*time.Second,
+		func(s spread) bool { return once(s) })
+	second := startNode(t, h, []string{"OPENSHIFT_HA_VIRTUAL_IPS=198.18.0.150-154", "OPENSHIFT_HA_MONITOR_PORT=0"}, append([]string{"--state-dir", state}, fastFlags...)...)
+	if !second.wait(10 * time.Second) {
+		t.Errorf("the second pool of the same name still runs after 10s")
+	}
+	if log := second.log.String(); !strings.Contains(log, `OPENSHIFT_HA_CONFIG_NAME="OpenShift-IPFailover": another vipstack ipfailover runs a pool of that name`) {
+		t.Errorf("the second pool's log does not say why it stopped:\n%s", tail(log, 10))
+	}
+	waitSpread(t, "first pool after the second", []*testnet.Host{h}, first, time.Second, 5*time.Second,
+		func(s spread) bool { return once(s) })
+}

@@ -5,6 +5,7 @@ package ipfailover
 import (
 	"context"
 	"errors"
+	"io"
 	"net/netip"
 	"time"
 
@@ -61,3 +62,6 @@ func PeerAddress(iface string, peers []netip.Addr) (netip.Addr, bool) { return n
 func RemoveLeftovers(iface string, vips []netip.Addr) ([]netip.Prefix, error) {
 	return nil, errUnsupported
 }
+
+// Claim returns an error: it needs Linux.
+func Claim(name string) (io.Closer, error) { return nil, errUnsupported }
