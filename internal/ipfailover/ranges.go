@@ -39,7 +39,12 @@ func ExpandVIPs(s string) ([]netip.Addr, error) {
 	if len(items) == 0 {
 		return nil, fmt.Errorf("no VIPs (want addresses or ranges like 10.1.1.1-10)")
 	}
-	for _, item := range items {
+	for i, item := range items {
+		// The image separates entries with spaces too, so "A - B" is three
+		// entries; say so rather than that "-" is not an address.
+		if strings.HasPrefix(item, "-") || (strings.HasSuffix(item, "-") && i+1 < len(items)) {
+			return nil, fmt.Errorf("%q: spaces around '-' split a range into entries (commas and spaces both separate VIPs); write a range without spaces, e.g. 10.1.1.1-10", item)
+		}
 		startText, endText, isRange := strings.Cut(item, "-")
 		start, err := netip.ParseAddr(startText)
 		if err != nil || start.Zone() != "" {

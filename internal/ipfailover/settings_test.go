@@ -191,6 +191,9 @@ func TestExpandVIPs(t *testing.T) {
 		{in: "224.0.0.18", wantErr: "not a unicast address"},
 		{in: "10.0.0.0-10.255.0.0", wantErr: "more than 65536 VIPs"},
 		{in: "10.1.1.1-fd00::1", wantErr: "not of the start's address family"},
+		{in: "10.1.1.1 - 10", wantErr: `"-": spaces around '-' split a range into entries`},
+		{in: "10.1.1.1 -10", wantErr: `"-10": spaces around '-' split a range into entries`},
+		{in: "10.1.1.1- 10", wantErr: `"10.1.1.1-": spaces around '-' split a range into entries`},
 	} {
 		t.Run(tc.in, func(t *testing.T) {
 			got, err := ExpandVIPs(tc.in)
