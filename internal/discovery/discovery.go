@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/netip"
 	"sort"
+	"strings"
 	"sync"
 )
 
@@ -87,21 +88,34 @@ func (r *Registry) Feed(ctx context.Context, name string, src Source) error {
 	return src.Run(ctx, func(nodes []Node) { r.Set(name, nodes) })
 }
 
-// merge unions the sources: a node named by several sources gets the union
-// of their addresses; the first non-empty role (in source name order) wins.
+// merge unions the sources in source name order (see Merge).
 func merge(bySrc map[string][]Node) []Node {
 	srcs := make([]string, 0, len(bySrc))
 	for s := range bySrc {
 		srcs = append(srcs, s)
 	}
 	sort.Strings(srcs)
+	lists := make([][]Node, len(srcs))
+	for i, s := range srcs {
+		lists[i] = bySrc[s]
+	}
+	return Merge(lists...)
+}
+
+// Merge unions node lists: a node named in several lists gets the union of
+// their addresses, and the first non-empty role. Names are host names, so
+// they match case-insensitively; the first spelling wins. The result is
+// sorted by name, each node's addresses sorted; the inputs are not
+// modified.
+func Merge(lists ...[]Node) []Node {
 	byName := map[string]*Node{}
-	for _, s := range srcs {
-		for _, n := range bySrc[s] {
-			m := byName[n.Name]
+	for _, list := range lists {
+		for _, n := range list {
+			key := strings.ToLower(n.Name)
+			m := byName[key]
 			if m == nil {
 				m = &Node{Name: n.Name, Role: n.Role}
-				byName[n.Name] = m
+				byName[key] = m
 			}
 			if m.Role == "" {
 				m.Role = n.Role

@@ -34,3 +34,35 @@ func TestRegistryMergesSources(t *testing.T) {
 		t.Fatalf("Version = %d, want 3", r.Version())
 	}
 }
+
+func TestMerge(t *testing.T) {
+	a := netip.MustParseAddr
+	tests := []struct {
+		name  string
+		lists [][]Node
+		want  []Node
+	}{
+		{
+			name:  "union of addresses, first non-empty role",
+			lists: [][]Node{{{Name: "m0", Addrs: []netip.Addr{a("fd00::11")}}}, {{Name: "m0", Role: Master, Addrs: []netip.Addr{a("198.18.0.11"), a("fd00::11")}}}},
+			want:  []Node{{Name: "m0", Role: Master, Addrs: []netip.Addr{a("198.18.0.11"), a("fd00::11")}}},
+		},
+		{
+			// A host name is case-insensitive: an mDNS peer that spells
+			// its name in capitals is the node of the cluster file, not a
+			// second node that clusterdns would have to drop.
+			name:  "names match case-insensitively, the first spelling wins",
+			lists: [][]Node{{{Name: "master-0", Role: Master, Addrs: []netip.Addr{a("198.18.0.11")}}}, {{Name: "Master-0", Role: Worker, Addrs: []netip.Addr{a("fd00::11")}}}},
+			want:  []Node{{Name: "master-0", Role: Master, Addrs: []netip.Addr{a("198.18.0.11"), a("fd00::11")}}},
+		},
+		{name: "nothing", want: []Node{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Merge(tt.lists...)
+			if diff := cmp.Diff(tt.want, got, cmp.Comparer(func(x, y netip.Addr) bool { return x == y })); diff != "" {
+				t.Errorf("Merge (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
