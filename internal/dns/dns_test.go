@@ -159,9 +159,9 @@ const clusterBlock = `    clusterdns managed.example.com {
 `
 
 // soa is the clusterdns SOA line for the live registry's current version
-// (the serial).
+// (the serial is one more).
 func soa() []string {
-	return []string{fmt.Sprintf("managed.example.com. SOA ns.managed.example.com. hostmaster.managed.example.com. %d 7200 1800 86400 60", live.Version())}
+	return []string{fmt.Sprintf("managed.example.com. SOA ns.managed.example.com. hostmaster.managed.example.com. %d 7200 1800 86400 60", live.Version()+1)}
 }
 
 func srvLines(n int) []string {
@@ -321,6 +321,45 @@ func TestStartTwice(t *testing.T) {
 	}
 	if a := srv.Addrs(); len(a) == 0 {
 		t.Errorf("no listeners after restart")
+	}
+}
+
+// TestNotServedLeavesAnswers checks Corefiles with other node lines while
+// one runs whose clusterdns block reads the live registry: a valid one, and
+// one that fails in a plugin set up after clusterdns (a reload of that file
+// fails the same way, through the same setup functions, and keeps the
+// running Corefile). Neither may change what the running Corefile answers.
+func TestNotServedLeavesAnswers(t *testing.T) {
+	t.Cleanup(func() { live.Set("mdns", nil) })
+	corefile := func(worker, forward string) string {
+		return ".:0 {\n    bind 127.0.0.1\n    clusterdns managed.example.com {\n        node master-0 master 198.18.0.11\n        node worker-0 worker " + worker +
+			"\n    }\n" + forward + "}\n"
+	}
+	addr := start(t, corefile("198.18.0.21", ""))
+	live.Set("mdns", []discovery.Node{{Name: "master-1", Role: discovery.Master, Addrs: addrs("198.18.0.12")}})
+	want := []qa{
+		{name: "worker-0.managed.example.com", qtype: dns.TypeA, answer: []string{"worker-0.managed.example.com. A 198.18.0.21"}},
+		{name: "etcd-0.managed.example.com", qtype: dns.TypeA, answer: []string{"etcd-0.managed.example.com. A 198.18.0.11"}},
+		{name: "etcd-1.managed.example.com", qtype: dns.TypeA, answer: []string{"etcd-1.managed.example.com. A 198.18.0.12"}},
+		{name: "master-2.managed.example.com", qtype: dns.TypeA, rcode: "NXDOMAIN"},
+	}
+	check(t, addr, want)
+	steps := []struct {
+		name    string
+		forward string
+		wantErr string
+	}{
+		{name: "a valid Corefile"},
+		{name: "a Corefile with a bad forward line", forward: "    forward . 198.18.0.1 {\n        policy nosuch\n    }\n", wantErr: "unknown policy"},
+	}
+	for _, s := range steps {
+		other := strings.Replace(corefile("198.18.0.99", s.forward), "node master-0 master 198.18.0.11", "node master-2 master 198.18.0.13", 1)
+		cf := Corefile{Contents: []byte(other)}
+		err := srv.Check(cf)
+		if s.wantErr == "" && err != nil || s.wantErr != "" && (err == nil || !strings.Contains(err.Error(), s.wantErr)) {
+			t.Errorf("%s: error %v, want %q", s.name, err, s.wantErr)
+		}
+		check(t, addr, want)
 	}
 }
 

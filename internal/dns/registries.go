@@ -7,10 +7,10 @@ import (
 	"github.com/vipstack/vipstack/internal/discovery"
 )
 
-// Registries gives every clusterdns zone a registry of its own, so that each
-// block's node lines (stored under clusterdns.StaticSource) stay apart, and
-// copies what the live sources report into all of them, including zones
-// that appear later (a reload adding a block). Its For method is a
+// Registries gives every clusterdns zone a registry of its own and copies
+// what the live sources report into all of them, including zones that
+// appear later (a reload adding a block). A block's node lines never enter
+// its registry (clusterdns keeps them in the block). Its For method is a
 // clusterdns.RegistryFunc. It is safe for concurrent use.
 type Registries struct {
 	mu     sync.Mutex

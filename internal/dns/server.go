@@ -34,8 +34,8 @@ const serverType = "dns"
 // Options configure the process's embedded CoreDNS.
 type Options struct {
 	// Registry returns the live node registry for each clusterdns block's
-	// zone. nil, or a nil result, gives the block a private registry that
-	// holds only its node lines.
+	// zone. nil, or a nil result, gives the block an empty private
+	// registry (it still answers for its node lines).
 	Registry clusterdns.RegistryFunc
 	// Log receives CoreDNS's and Caddy's log output (plugin messages, the
 	// log plugin's query lines). nil means os.Stderr. Process-wide.
@@ -142,8 +142,8 @@ func (s *Server) event(ev caddy.EventName, info any) error {
 }
 
 // Check validates cf without serving it: syntax, plugin names, server block
-// zones and every plugin's own setup (which also asks the RegistryFunc for
-// each clusterdns zone and stores the node lines there).
+// zones and every plugin's own setup. It changes nothing a running
+// Corefile answers.
 func (s *Server) Check(cf Corefile) error {
 	if err := Validate(cf); err != nil {
 		return err

@@ -20,7 +20,7 @@ type Config struct {
 	Zone    string           // lower-case FQDN, e.g. "managed.example.com."
 	API     []netip.Addr     // answers for api and api-int
 	Ingress []netip.Addr     // answers for every name under apps
-	Nodes   []discovery.Node // node lines, stored in the registry under StaticSource
+	Nodes   []discovery.Node // node lines, merged with the registry's nodes
 	TTL     uint32           // TTL of every answer and of negative answers
 	Fall    fall.F           // names in the zone passed on instead of NXDOMAIN
 }
@@ -40,19 +40,22 @@ type ClusterDNS struct {
 	rebuild sync.Mutex
 }
 
-// New returns a handler for cfg that reads reg on every query. It stores
-// cfg.Nodes in reg under StaticSource. A nil reg gives the handler a private
-// registry.
+// New returns a handler for cfg that reads reg on every query and answers
+// for its nodes merged with cfg.Nodes (see discovery.Merge; the registry's
+// roles come first). It never writes to reg: the node lines belong to this
+// handler, so a handler that is set up but never serves (a Corefile that
+// fails to load or reload, a check) changes nothing the running one
+// answers. A nil reg gives the handler an empty private registry.
 func New(cfg Config, reg *discovery.Registry) *ClusterDNS {
 	if reg == nil {
 		reg = discovery.NewRegistry()
 	}
-	reg.Set(StaticSource, cfg.Nodes)
 	return &ClusterDNS{cfg: cfg, reg: reg, log: clog.NewWithPlugin(Name)}
 }
 
-// Registry returns the registry the handler reads; other sources may feed
-// it (Registry.Set or Registry.Feed) while the server runs.
+// Registry returns the registry the handler reads; sources may feed it
+// (Registry.Set or Registry.Feed) while the server runs. It does not hold
+// the block's node lines.
 func (h *ClusterDNS) Registry() *discovery.Registry { return h.reg }
 
 // Name implements plugin.Handler.
@@ -132,7 +135,7 @@ func (h *ClusterDNS) index() *index {
 	// index is tagged older than its contents and the next query rebuilds
 	// it again, which is harmless; the other order could hide a change.
 	v = h.reg.Version()
-	idx, skipped := buildIndex(&h.cfg, v, h.reg.Nodes())
+	idx, skipped := buildIndex(&h.cfg, v, discovery.Merge(h.reg.Nodes(), h.cfg.Nodes))
 	for _, s := range skipped {
 		h.log.Warningf("zone %s: ignoring node %q from the registry: %s", h.cfg.Zone, s.name, s.why)
 	}

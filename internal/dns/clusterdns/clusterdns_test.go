@@ -202,8 +202,10 @@ func TestTTL(t *testing.T) {
 // agent does and checks that the very next query sees every change.
 func TestLiveUpdate(t *testing.T) {
 	reg := discovery.NewRegistry()
+	// The node agent's source: the nodes of the cluster file.
+	reg.Set("cluster", []discovery.Node{{Name: "master-0", Role: discovery.Master, Addrs: addrs("198.18.0.11")}})
 	cfg := testConfig()
-	cfg.Nodes = []discovery.Node{{Name: "master-0", Role: discovery.Master, Addrs: addrs("198.18.0.11")}}
+	cfg.Nodes = nil
 	h := New(cfg, reg)
 	if h.Registry() != reg {
 		t.Fatalf("Registry() is not the registry passed to New")
@@ -215,11 +217,11 @@ func TestLiveUpdate(t *testing.T) {
 	steps := []struct {
 		name  string
 		mdns  []discovery.Node // what the "mdns" source reports before the queries
-		clear bool             // empty the static source before the queries
+		clear bool             // empty the "cluster" source before the queries
 		cases []test.Case
 	}{
 		{
-			name: "static only",
+			name: "cluster file only",
 			cases: []test.Case{
 				{Qname: srvName, Qtype: dns.TypeSRV, Answer: []dns.RR{srv("0")}, Extra: []dns.RR{test.A("etcd-0.managed.example.com. 60 IN A 198.18.0.11")}},
 				{Qname: "master-1.managed.example.com.", Qtype: dns.TypeA, Rcode: dns.RcodeNameError, Ns: []dns.RR{soa}},
@@ -275,7 +277,7 @@ func TestLiveUpdate(t *testing.T) {
 			},
 		},
 		{
-			name:  "the static master leaves too: the SRV name is gone",
+			name:  "the cluster file's master leaves too: the SRV name is gone",
 			mdns:  []discovery.Node{},
 			clear: true,
 			cases: []test.Case{
@@ -288,7 +290,7 @@ func TestLiveUpdate(t *testing.T) {
 			reg.Set("mdns", step.mdns)
 		}
 		if step.clear {
-			reg.Set(StaticSource, nil)
+			reg.Set("cluster", nil)
 		}
 		for _, tc := range step.cases {
 			rec := dnstest.NewRecorder(&test.ResponseWriter{})
@@ -299,8 +301,8 @@ func TestLiveUpdate(t *testing.T) {
 				t.Errorf("step %d (%s): %s %s: %v\n%v", i, step.name, dns.TypeToString[tc.Qtype], tc.Qname, err, rec.Msg)
 			}
 			if got, want := rec.Msg.Ns, tc.Ns; len(got) == 1 && len(want) == 1 {
-				if s := got[0].(*dns.SOA).Serial; uint64(s) != reg.Version() {
-					t.Errorf("step %d: SOA serial %d, want the registry version %d", i, s, reg.Version())
+				if s := got[0].(*dns.SOA).Serial; uint64(s) != reg.Version()+1 {
+					t.Errorf("step %d: SOA serial %d, want the registry version %d plus one", i, s, reg.Version())
 				}
 			}
 		}

@@ -189,13 +189,14 @@ func (x *index) lookup(qname string) (e *entry, inZone bool) {
 }
 
 // soa is the zone's SOA record, for the apex and negative answers. Its
-// serial follows the registry version; the negative TTL is the answer TTL.
+// serial is one more than the registry version (so a zone served from its
+// node lines alone has serial 1); the negative TTL is the answer TTL.
 func (x *index) soa() dns.RR {
 	return &dns.SOA{
 		Hdr:     dns.RR_Header{Name: x.zone, Rrtype: dns.TypeSOA, Class: dns.ClassINET, Ttl: x.ttl},
 		Ns:      "ns." + x.zone,
 		Mbox:    "hostmaster." + x.zone,
-		Serial:  uint32(x.version),
+		Serial:  uint32(x.version + 1),
 		Refresh: 7200,
 		Retry:   1800,
 		Expire:  86400,

@@ -17,19 +17,13 @@ import (
 // Name is the plugin's directive name.
 const Name = "clusterdns"
 
-// StaticSource is the discovery source name under which a block's node lines
-// are stored in its registry.
-const StaticSource = "static"
-
 // DefaultTTL is the TTL of every answer unless the block sets ttl.
 const DefaultTTL = 60
 
 // RegistryFunc returns the live registry that the clusterdns block for zone
 // (a lower-case FQDN such as "managed.example.com.") reads. Returning nil
-// gives the block a private registry holding only its node lines.
-//
-// The block stores its node lines in the registry under StaticSource, so two
-// blocks that both list nodes should not share one registry.
+// gives the block an empty private registry. The block only reads the
+// registry (its node lines stay in the block), so blocks may share one.
 type RegistryFunc func(zone string) *discovery.Registry
 
 // NewSetup returns the setup function for the clusterdns directive. The

@@ -1,13 +1,18 @@
 package clusterdns
 
 import (
+	"context"
 	"net/netip"
 	"strings"
 	"testing"
 
 	"github.com/coredns/caddy"
+	"github.com/coredns/coredns/core/dnsserver"
+	"github.com/coredns/coredns/plugin/pkg/dnstest"
 	"github.com/coredns/coredns/plugin/pkg/fall"
+	"github.com/coredns/coredns/plugin/test"
 	"github.com/google/go-cmp/cmp"
+	"github.com/miekg/dns"
 
 	"github.com/vipstack/vipstack/internal/discovery"
 )
@@ -124,27 +129,45 @@ func TestSetupErrors(t *testing.T) {
 }
 
 // TestSetupRegistry checks that the setup closure hands each block the
-// registry the embedder returns for its zone, and stores the node lines in
-// it under StaticSource.
+// registry the embedder returns for its zone, answers for the registry's
+// nodes merged with the node lines, and never writes the node lines into the
+// registry: a block set up for a Corefile that then fails to load, or only
+// for a check, must not change what the running block answers.
 func TestSetupRegistry(t *testing.T) {
 	live := discovery.NewRegistry()
-	live.Set("mdns", []discovery.Node{{Name: "master-1", Role: discovery.Master, Addrs: addrs("198.18.0.12")}})
+	m1 := discovery.Node{Name: "master-1", Role: discovery.Master, Addrs: addrs("198.18.0.12")}
+	live.Set("mdns", []discovery.Node{m1})
+	version := live.Version()
 	var asked []string
 	setup := NewSetup(func(zone string) *discovery.Registry {
 		asked = append(asked, zone)
 		return live
 	})
-	if err := setup(caddy.NewTestController("dns", "clusterdns Managed.Example.com {\n node master-0 master 198.18.0.11\n}")); err != nil {
+	c := caddy.NewTestController("dns", "clusterdns Managed.Example.com {\n node master-0 master 198.18.0.11\n node Master-1 master fd00:bb::12\n}")
+	if err := setup(c); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff([]string{"managed.example.com."}, asked); diff != "" {
 		t.Errorf("zones asked (-want +got):\n%s", diff)
 	}
-	want := []discovery.Node{
-		{Name: "master-0", Role: discovery.Master, Addrs: addrs("198.18.0.11")},
-		{Name: "master-1", Role: discovery.Master, Addrs: addrs("198.18.0.12")},
+	if diff := cmp.Diff([]discovery.Node{m1}, live.Nodes(), cmpAddr); diff != "" {
+		t.Errorf("registry nodes after setup (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(want, live.Nodes(), cmpAddr); diff != "" {
-		t.Errorf("registry nodes (-want +got):\n%s", diff)
+	if v := live.Version(); v != version {
+		t.Errorf("registry version %d after setup, want %d: setup wrote to the registry", v, version)
+	}
+	h := dnsserver.GetConfig(c).Plugin[0](nil).(*ClusterDNS)
+	for _, tc := range []test.Case{
+		{Qname: "etcd-0.managed.example.com.", Qtype: dns.TypeA, Answer: []dns.RR{test.A("etcd-0.managed.example.com. 60 IN A 198.18.0.11")}},
+		{Qname: "master-1.managed.example.com.", Qtype: dns.TypeA, Answer: []dns.RR{test.A("master-1.managed.example.com. 60 IN A 198.18.0.12")}},
+		{Qname: "master-1.managed.example.com.", Qtype: dns.TypeAAAA, Answer: []dns.RR{test.AAAA("master-1.managed.example.com. 60 IN AAAA fd00:bb::12")}},
+	} {
+		rec := dnstest.NewRecorder(&test.ResponseWriter{})
+		if _, err := h.ServeDNS(context.Background(), rec, tc.Msg()); err != nil {
+			t.Fatalf("%s: %v", tc.Qname, err)
+		}
+		if err := test.SortAndCheck(rec.Msg, tc); err != nil {
+			t.Errorf("%s %s: %v\n%v", dns.TypeToString[tc.Qtype], tc.Qname, err, rec.Msg)
+		}
 	}
 }
