@@ -167,7 +167,7 @@ func (p *Pool) check(n Node) (track.Check, string) {
 	s := p.opts.Spec
 	switch {
 	case s.CheckScript != "":
-		return track.ScriptCheck{Runner: script.Runner{}, Argv: s.Check, Timeout: s.CheckInterval}, "script " + s.CheckScript
+		return track.ScriptCheck{Runner: script.Runner{}, Argv: s.Check, Timeout: s.CheckInterval, Env: s.ScriptEnv}, "script " + s.CheckScript
 	case s.MonitorPort != 0:
 		t := MonitorTarget(s, n)
 		return PortCheck{Target: t}, "TCP connect to " + t.String()
@@ -205,9 +205,6 @@ func (p *Pool) Run(ctx context.Context) error {
 		return p.fail(err)
 	}
 	probe, _ := p.check(node)
-	if _, isPort := probe.(PortCheck); !isPort {
-		probe = nil
-	}
 	cfg, err := plan.Keepalived(s, node, probe, "ipfailover:"+s.ConfigName)
 	if err != nil {
 		return p.fail(err)

@@ -644,3 +644,44 @@ func TestPoolNameTaken(t *testing.T) {
 	waitSpread(t, "first pool after the second", []*testnet.Host{h}, first, time.Second, 5*time.Second,
 		func(s spread) bool { return once(s) })
 }
+
+// TestPoolCheckScriptEnvironment: the check script sees the pool's
+// OPENSHIFT_HA_* variables (flags as their variable), at start and while
+// running, as keepalived passes its environment to the image's scripts
+// (a script reading $OPENSHIFT_HA_MONITOR_PORT failed under vipstack, so
+// the node never held a VIP).
+func TestPoolCheckScriptEnvironment(t *testing.T) {
+	testnet.RequireRoot(t)
+	vipstackBin(t)
+	topo := testnet.New(t, testnet.Options{Hosts: 1, Prefix: "vsL"})
+	dir := t.TempDir()
+	out := filepath.Join(dir, "env.log")
+	check := filepath.Join(dir, "check.sh")
+	if err := os.WriteFile(check, []byte("#!/bin/sh\necho \"$OPENSHIFT_HA_CONFIG_NAME $OPENSHIFT_HA_MONITOR_PORT $OPENSHIFT_HA_PREEMPTION\" >> "+out+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"OPENSHIFT_HA_VIRTUAL_IPS=198.18.0.100", "OPENSHIFT_HA_CONFIG_NAME=vslenv", "OPENSHIFT_HA_MONITOR_PORT=8080",
+		"OPENSHIFT_HA_NETWORK_INTERFACE=eth0", "OPENSHIFT_HA_CHECK_SCRIPT=" + check, "OPENSHIFT_HA_CHECK_INTERVAL=0.2"}
+	startNode(t, topo.Hosts[0], env, append(fastFlags, "--preemption-strategy", "nopreempt")...)
+	const want = "vslenv 8080 nopreempt"
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		b, _ := os.ReadFile(out)
+		var lines []string
+		if len(b) > 0 {
+			lines = strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+		}
+		if len(lines) >= 3 {
+			for i, l := range lines {
+				if l != want {
+					t.Fatalf("run %d of the check script saw %q, want %q (all runs: %q)", i+1, l, want, lines)
+				}
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the check script ran %d times in 10s: %q", len(lines), lines)
+		}
+		time.Sleep(50 * time.Millisecond) // polling the script's output
+	}
+}

@@ -149,14 +149,16 @@ func (p *Plan) Render(s *Spec, n Node) string {
 // Keepalived returns this node's configuration as the engine runs it:
 // Render's text read back by the keepalived.conf reader (so it is exactly
 // what the reader accepts and validates), with probe, when not nil,
-// replacing the port check's command. name labels the text in errors.
+// running the pool's check: the port check natively instead of its bash
+// command, the check script with the pool's variables in its environment.
+// name labels the text in errors.
 func (p *Plan) Keepalived(s *Spec, n Node, probe track.Check, name string) (*keepalived.Config, error) {
 	text := p.Render(s, n)
 	cfg, err := keepalived.Parse(name, []byte(text), nil)
 	if err != nil {
 		return nil, fmt.Errorf("generated configuration rejected (a bug): %w", err)
 	}
-	if sc := cfg.Scripts[CheckName(s)]; sc != nil && s.CheckScript == "" && probe != nil {
+	if sc := cfg.Scripts[CheckName(s)]; sc != nil && probe != nil {
 		sc.Probe = probe
 	}
 	return cfg, nil

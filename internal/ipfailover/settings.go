@@ -134,6 +134,11 @@ type Spec struct {
 	PreemptDelay  time.Duration
 	ExcludedVRIDs []int // sorted, unique
 	IptablesChain string
+	// ScriptEnv holds the variables given ("NAME=value", flags as their
+	// variable), for the check script: keepalived runs scripts with its
+	// environment, so the image's check scripts can read the pod's
+	// OPENSHIFT_HA_* variables; vipstack passes scripts only these.
+	ScriptEnv []string
 	// Warnings are notes about accepted input (ignored variables, a
 	// clamped group count), each naming the variable.
 	Warnings []string
@@ -338,6 +343,12 @@ func Parse(in Input) (*Spec, error) {
 
 	if len(p.errs) > 0 {
 		return nil, errors.Join(p.errs...)
+	}
+	for _, v := range Vars() {
+		if p.given(v.Name) {
+			val, _ := p.get(v.Name)
+			s.ScriptEnv = append(s.ScriptEnv, v.Name+"="+val)
+		}
 	}
 	return s, nil
 }

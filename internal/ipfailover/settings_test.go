@@ -41,12 +41,12 @@ func TestParse(t *testing.T) {
 		{
 			name: "image defaults",
 			env:  map[string]string{EnvVirtualIPs: "10.1.1.1-3"},
-			want: func(s *Spec) {},
+			want: func(s *Spec) { s.ScriptEnv = []string{"OPENSHIFT_HA_VIRTUAL_IPS=10.1.1.1-3"} },
 		},
 		{
 			name: "empty values are unset, as ${VAR:-default}",
 			env:  map[string]string{EnvVirtualIPs: "10.1.1.1-3", EnvMonitorPort: "", EnvVRIDOffset: "", EnvPreemption: ""},
-			want: func(s *Spec) {},
+			want: func(s *Spec) { s.ScriptEnv = []string{"OPENSHIFT_HA_VIRTUAL_IPS=10.1.1.1-3"} },
 		},
 		{
 			name: "pod spec from the OpenShift documentation",
@@ -61,6 +61,10 @@ func TestParse(t *testing.T) {
 				s.MonitorPort, s.OffsetFixed, s.ReplicaCount, s.IptablesChain = 30060, true, 2, "INPUT"
 				s.CheckScript, s.Check = "/etc/keepalive/mycheckscript.sh", []string{"/etc/keepalive/mycheckscript.sh"}
 				s.Warnings = []string{"OPENSHIFT_HA_VIP_GROUPS=10: more groups than the 2 VIPs; using 2 (one VIP each)"}
+				s.ScriptEnv = []string{"OPENSHIFT_HA_CONFIG_NAME=ipfailover", "OPENSHIFT_HA_VIRTUAL_IPS=1.1.1.1-2", "OPENSHIFT_HA_VIP_GROUPS=10",
+					"OPENSHIFT_HA_NETWORK_INTERFACE=ens3", "OPENSHIFT_HA_MONITOR_PORT=30060", "OPENSHIFT_HA_REPLICA_COUNT=2",
+					"OPENSHIFT_HA_VRRP_ID_OFFSET=10", "OPENSHIFT_HA_USE_UNICAST=false", "OPENSHIFT_HA_IPTABLES_CHAIN=INPUT",
+					"OPENSHIFT_HA_CHECK_SCRIPT=/etc/keepalive/mycheckscript.sh", "OPENSHIFT_HA_CHECK_INTERVAL=2", "OPENSHIFT_HA_PREEMPTION=preempt_delay 300"}
 			},
 		},
 		{
@@ -76,6 +80,9 @@ func TestParse(t *testing.T) {
 				s.ExcludedVRIDs = []int{9, 12, 15}
 				s.CheckInterval, s.MonitorPort = 500*time.Millisecond, 0
 				s.NotifyScript = "/bin/notify.sh --verbose"
+				s.ScriptEnv = []string{"OPENSHIFT_HA_VIRTUAL_IPS=10.1.1.1-3", "OPENSHIFT_HA_MONITOR_PORT=0", "OPENSHIFT_HA_USE_UNICAST=true",
+					"OPENSHIFT_HA_UNICAST_PEERS=10.0.0.12, 10.0.0.11,10.0.0.13", "OPENSHIFT_HA_NOTIFY_SCRIPT=/bin/notify.sh --verbose",
+					"OPENSHIFT_HA_CHECK_INTERVAL=0.5", "OPENSHIFT_HA_PREEMPTION=nopreempt", "OPENSHIFT_HA_EXCLUDED_VRRP_IDS=12,15", "HA_EXCLUDED_VRRP_IDS=9 12"}
 			},
 		},
 		{
@@ -84,6 +91,8 @@ func TestParse(t *testing.T) {
 			flags: map[string]string{EnvVirtualIPs: "10.1.1.1-3", EnvMonitorPort: "443", EnvVRIDOffset: "40", EnvConfigName: "pool-a"},
 			want: func(s *Spec) {
 				s.MonitorPort, s.VRIDOffset, s.OffsetFixed, s.ConfigName = 443, 40, true, "pool-a"
+				// Scripts see the values in force: the flags'.
+				s.ScriptEnv = []string{"OPENSHIFT_HA_CONFIG_NAME=pool-a", "OPENSHIFT_HA_VIRTUAL_IPS=10.1.1.1-3", "OPENSHIFT_HA_MONITOR_PORT=443", "OPENSHIFT_HA_VRRP_ID_OFFSET=40"}
 			},
 		},
 		{
@@ -91,6 +100,7 @@ func TestParse(t *testing.T) {
 			env:  map[string]string{EnvVirtualIPs: "10.1.1.1-3", "OPENSHIFT_HA_SELECTOR": "ipfailover=yes"},
 			want: func(s *Spec) {
 				s.Warnings = []string{"OPENSHIFT_HA_SELECTOR is accepted but has no effect here: node selector of `oc adm ipfailover`; no effect on the node"}
+				s.ScriptEnv = []string{"OPENSHIFT_HA_VIRTUAL_IPS=10.1.1.1-3", "OPENSHIFT_HA_SELECTOR=ipfailover=yes"}
 			},
 		},
 	} {

@@ -30,11 +30,13 @@ type ScriptCheck struct {
 	// Timeout is the script's own timeout (see script.Runner.Run); 0 leaves
 	// it to the Tracker's Spec.Timeout, which cancels the probe's context.
 	Timeout time.Duration
+	// Env ("KEY=value") is added to the script's minimal environment.
+	Env []string
 }
 
 // Probe runs the script once.
 func (c ScriptCheck) Probe(ctx context.Context) error {
-	r := c.Runner.Run(ctx, c.Argv, c.Timeout, nil)
+	r := c.Runner.Run(ctx, c.Argv, c.Timeout, c.Env)
 	if r.Err != nil {
 		return r.Err
 	}
