@@ -31,7 +31,7 @@ func runDNS(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		plugins  = fs.Bool("plugins", false, "list the plugins in the order queries pass through them, and exit")
 		cluster  = fs.String("mdns-cluster", "", "publish this node and browse the cluster's nodes over mDNS (RFC 6762) under this cluster name; needs -node-name and -node-addr")
 		nodeName = fs.String("node-name", "", "this node's short host name, for -mdns-cluster")
-		nodeRole = fs.String("node-role", "master", "this node's role for -mdns-cluster: master, worker or bootstrap")
+		nodeRole = fs.String("node-role", "master", "this node's role for -mdns-cluster: master, worker or bootstrap (masters are the etcd-N names)")
 		iface    = fs.String("mdns-interface", "", "interface for mDNS (empty: every up multicast interface)")
 		logLevel = fs.String("log-level", "info", "debug, info, warn or error (vipstack's own messages)")
 	)
@@ -68,6 +68,13 @@ func runDNS(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			Interface: *iface,
 			Exclude:   exclude,
 			Logger:    log.With("source", "mdns"),
+		}
+		// Before serving (and in -check): a bad -node-role or an address
+		// list left empty by -mdns-exclude would otherwise show only once
+		// the DNS is up, as an exit.
+		if err := mdns.Validate(); err != nil {
+			fmt.Fprintf(stderr, "vipstack dns: %v\n", err)
+			return 2
 		}
 	} else if *nodeName != "" || len(nodeAddrs) > 0 || len(exclude) > 0 || *iface != "" {
 		fmt.Fprintln(stderr, "vipstack dns: -node-name, -node-addr, -mdns-interface and -mdns-exclude only apply with -mdns-cluster")

@@ -79,6 +79,13 @@ type MDNS struct {
 	Clock clock.Clock
 }
 
+// Validate checks m as Run would, without opening a socket: the names, the
+// role, the addresses and the TTL. It does not look at the interfaces.
+func (m *MDNS) Validate() error {
+	_, err := m.config()
+	return err
+}
+
 // Run publishes and browses until ctx is done, reporting this node and the
 // live peers of the same cluster through update whenever that set changes
 // (the first report, this node alone, comes at once). update runs on Run's
@@ -121,10 +128,12 @@ func (m *MDNS) config() (mdnsConfig, error) {
 		return c, fmt.Errorf("mdns: Self.Name %q and Cluster %q make the %d-byte instance label %q; want at most 63 bytes (RFC 6763 section 4.1.1)",
 			m.Self.Name, m.Cluster, n, m.Self.Name+"@"+m.Cluster)
 	}
-	if m.Self.Role != "" {
-		if err := checkLabel(string(m.Self.Role)); err != nil {
-			return c, fmt.Errorf("mdns: Self.Role %q: %w", m.Self.Role, err)
-		}
+	switch m.Self.Role {
+	case "", Master, Worker, Bootstrap:
+	default:
+		// A role clusterdns does not know makes a master that is no etcd
+		// member ("Master", "control-plane"): refuse it here, not there.
+		return c, fmt.Errorf("mdns: Self.Role %q: want %s, %s or %s", m.Self.Role, Master, Worker, Bootstrap)
 	}
 	for i, a := range m.Exclude {
 		if !a.IsValid() {

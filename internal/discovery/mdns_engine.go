@@ -969,13 +969,16 @@ func (e *mdnsEngine) nodes() []Node {
 		if len(addrs) == 0 {
 			continue
 		}
+		// Roles compare as written in clusterdns ("master"); a peer
+		// published by hand with role=Master is a master all the same.
+		role := Role(strings.ToLower(kv["role"]))
 		n := byName[lname]
 		if n == nil {
-			n = &Node{Name: name, Role: Role(kv["role"])}
+			n = &Node{Name: name, Role: role}
 			byName[lname] = n
 		}
 		if n.Role == "" {
-			n.Role = Role(kv["role"])
+			n.Role = role
 		}
 		for _, a := range addrs {
 			if !containsAddr(n.Addrs, a) {

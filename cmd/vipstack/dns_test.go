@@ -1,0 +1,33 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+// TestDNSFlags checks the mDNS flags of "vipstack dns": every refusal comes
+// before the Corefile is read or served, with exit code 2.
+func TestDNSFlags(t *testing.T) {
+	mdns := []string{"dns", "-conf", "/nonexistent/Corefile", "-mdns-cluster", "c1", "-node-name", "master-0", "-node-addr", "198.18.0.11"}
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		wantErr string
+	}{
+		{name: "role in capitals", args: append(mdns, "-node-role", "Master"), wantErr: `Self.Role "Master": want master, worker or bootstrap`},
+		{name: "unknown role", args: append(mdns, "-node-role", "control-plane"), wantErr: `Self.Role "control-plane"`},
+		{name: "every address excluded", args: append(mdns, "-mdns-exclude", "198.18.0.11"), wantErr: "no address left to publish"},
+		{name: "bad node name", args: append(mdns[:6:6], "master_0", "-node-addr", "198.18.0.11"), wantErr: `Self.Name "master_0"`},
+		{name: "node flags without -mdns-cluster", args: []string{"dns", "-node-name", "master-0"}, wantErr: "only apply with -mdns-cluster"},
+		{name: "bad address", args: append(mdns, "-node-addr", "198.18.0.300"), wantErr: `"198.18.0.300" is not an IP address`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			code := run(tc.args, &out, &errb)
+			if code != 2 || !strings.Contains(errb.String(), tc.wantErr) {
+				t.Fatalf("run(%q) = %d\nstderr: %s\nwant code 2, stderr containing %q", tc.args, code, errb.String(), tc.wantErr)
+			}
+		})
+	}
+}
