@@ -114,8 +114,20 @@ type mdnsEngine struct {
 	browseAt    time.Time
 	browseEvery time.Duration
 
+	// cache holds every record, sets the same records by name and type:
+	// lookups touch one RRset, never the whole cache, so that a packet
+	// costs time in proportion to the peers, not to their square (a
+	// 500-node link sends tens of responses a second). Change both
+	// through put and drop only.
 	cache map[cacheKey]*cacheEntry
+	sets  map[rrsetKey]map[cacheKey]*cacheEntry
 	asked map[dns.Question]time.Time
+}
+
+// rrsetKey names an RRset: canonical owner name and type.
+type rrsetKey struct {
+	name string
+	typ  uint16
 }
 
 type mcastKey struct {
@@ -137,6 +149,7 @@ func newMDNSEngine(cfg mdnsConfig, rnd *rand.Rand) *mdnsEngine {
 		host:      dns.CanonicalName(cfg.self.Name + "." + mdnsDomain),
 		lastMcast: map[mcastKey]time.Time{},
 		cache:     map[cacheKey]*cacheEntry{},
+		sets:      map[rrsetKey]map[cacheKey]*cacheEntry{},
 		asked:     map[dns.Question]time.Time{},
 		backoff:   conflictBackoff,
 	}
@@ -266,7 +279,7 @@ func (e *mdnsEngine) tick(now time.Time) []outPacket {
 	e.delayed = kept
 	for k, c := range e.cache {
 		if !now.Before(c.expires) {
-			delete(e.cache, k)
+			e.drop(k)
 		}
 	}
 	var qs []dns.Question
@@ -275,13 +288,17 @@ func (e *mdnsEngine) tick(now time.Time) []outPacket {
 		e.browseAt = now.Add(e.browseEvery)
 		e.browseEvery = min(2*e.browseEvery, browseMax)
 	}
+	var hosts map[string]bool // wantedHosts, computed once if a refresh needs it
 	for _, c := range e.cache {
 		if c.refreshAt.IsZero() || now.Before(c.refreshAt) {
 			continue
 		}
 		c.refreshes++
 		e.scheduleRefresh(c)
-		if q, ok := e.refreshQuestion(c.rr); ok {
+		if t := c.rr.Header().Rrtype; hosts == nil && (t == dns.TypeA || t == dns.TypeAAAA) {
+			hosts = e.wantedHosts()
+		}
+		if q, ok := e.refreshQuestion(c.rr, hosts); ok {
 			qs = append(qs, q)
 		}
 	}
@@ -303,8 +320,8 @@ func (e *mdnsEngine) scheduleRefresh(c *cacheEntry) {
 
 // refreshQuestion returns the question that refreshes rr, if rr is still
 // needed: PTRs of our type, and the SRV, TXT and addresses behind a live
-// instance of our cluster.
-func (e *mdnsEngine) refreshQuestion(rr dns.RR) (dns.Question, bool) {
+// instance of our cluster. hosts is wantedHosts (needed for addresses).
+func (e *mdnsEngine) refreshQuestion(rr dns.RR, hosts map[string]bool) (dns.Question, bool) {
 	h := rr.Header()
 	q := dns.Question{Name: h.Name, Qtype: h.Rrtype, Qclass: dns.ClassINET}
 	switch h.Rrtype {
@@ -313,7 +330,7 @@ func (e *mdnsEngine) refreshQuestion(rr dns.RR) (dns.Question, bool) {
 	case dns.TypeSRV, dns.TypeTXT:
 		return q, e.wantInstance(dns.CanonicalName(h.Name))
 	case dns.TypeA, dns.TypeAAAA:
-		return q, e.wantHost(dns.CanonicalName(h.Name))
+		return q, hosts[dns.CanonicalName(h.Name)]
 	}
 	return q, false
 }
@@ -323,27 +340,69 @@ func (e *mdnsEngine) wantInstance(inst string) bool {
 	if _, ok := e.lookup(e.svc, dns.TypePTR, func(rr dns.RR) bool { return dns.CanonicalName(rr.(*dns.PTR).Ptr) == inst }); !ok {
 		return false
 	}
+	return e.ourTXT(inst)
+}
+
+// ourTXT: inst's TXT, if known, names our cluster.
+func (e *mdnsEngine) ourTXT(inst string) bool {
 	if txt, ok := e.lookup(inst, dns.TypeTXT, nil); ok {
 		return txtMap(txt.(*dns.TXT).Txt)["cluster"] == e.cfg.cluster
 	}
 	return true
 }
 
-// wantHost: a wanted instance's SRV targets host.
-func (e *mdnsEngine) wantHost(host string) bool {
-	for _, c := range e.cache {
-		if srv, ok := c.rr.(*dns.SRV); ok && dns.CanonicalName(srv.Target) == host && e.wantInstance(dns.CanonicalName(srv.Hdr.Name)) {
-			return true
+// instances returns the instances the live PTRs of our service type point
+// at whose TXT (if known) is ours: the wanted instances.
+func (e *mdnsEngine) instances() []string {
+	var out []string
+	for _, c := range e.sets[rrsetKey{e.svc, dns.TypePTR}] {
+		if inst := dns.CanonicalName(c.rr.(*dns.PTR).Ptr); e.ourTXT(inst) {
+			out = append(out, inst)
 		}
 	}
-	return false
+	return out
 }
 
-// lookup returns a cached record of name and type matching f (nil: any).
+// wantedHosts is the set of hosts a wanted instance's SRV targets.
+func (e *mdnsEngine) wantedHosts() map[string]bool {
+	hosts := map[string]bool{}
+	for _, inst := range e.instances() {
+		for _, c := range e.sets[rrsetKey{inst, dns.TypeSRV}] {
+			hosts[dns.CanonicalName(c.rr.(*dns.SRV).Target)] = true
+		}
+	}
+	return hosts
+}
+
+// put caches c under k; drop removes k.
+func (e *mdnsEngine) put(k cacheKey, c *cacheEntry) {
+	e.cache[k] = c
+	sk := rrsetKey{k.name, k.typ}
+	set := e.sets[sk]
+	if set == nil {
+		set = map[cacheKey]*cacheEntry{}
+		e.sets[sk] = set
+	}
+	set[k] = c
+}
+
+func (e *mdnsEngine) drop(k cacheKey) {
+	delete(e.cache, k)
+	sk := rrsetKey{k.name, k.typ}
+	if set := e.sets[sk]; set != nil {
+		delete(set, k)
+		if len(set) == 0 {
+			delete(e.sets, sk)
+		}
+	}
+}
+
+// lookup returns a cached record of name and type matching f (nil: any),
+// the most recently received if several do.
 func (e *mdnsEngine) lookup(name string, t uint16, f func(dns.RR) bool) (dns.RR, bool) {
 	var best *cacheEntry
-	for k, c := range e.cache {
-		if k.name == name && k.typ == t && (f == nil || f(c.rr)) {
+	for _, c := range e.sets[rrsetKey{name, t}] {
+		if f == nil || f(c.rr) {
 			if best == nil || c.received.After(best.received) {
 				best = c
 			}
@@ -377,10 +436,7 @@ func (e *mdnsEngine) query(now time.Time, qs []dns.Question) []outPacket {
 			// ourselves. Peers ignore known answers they do not own.
 			m.Answer = append(m.Answer, dns.Copy(e.own[0]))
 		}
-		for k, c := range e.cache {
-			if k.name != q.Name || k.typ != q.Qtype {
-				continue
-			}
+		for _, c := range e.sets[rrsetKey{q.Name, q.Qtype}] {
 			left := c.expires.Sub(now)
 			if left > c.ttl/2 {
 				rr := dns.Copy(c.rr)
@@ -518,7 +574,11 @@ func (e *mdnsEngine) handleResponse(now time.Time, m *dns.Msg) []outPacket {
 	// Pass 2: addresses and NSEC of wanted hosts.
 	flushed := map[cacheKey]bool{}
 	jitter := e.rnd.IntN(2000)
+	var hosts map[string]bool // wantedHosts after pass 1
 	for pass := 1; pass <= 2; pass++ {
+		if pass == 2 {
+			hosts = e.wantedHosts()
+		}
 		for _, rr := range rrs {
 			h := rr.Header()
 			if h.Class&^topBit != dns.ClassINET {
@@ -538,7 +598,7 @@ func (e *mdnsEngine) handleResponse(now time.Time, m *dns.Msg) []outPacket {
 					continue
 				}
 			case dns.TypeA, dns.TypeAAAA, dns.TypeNSEC:
-				if pass != 2 || !e.wantHost(name) {
+				if pass != 2 || !hosts[name] {
 					continue
 				}
 			default:
@@ -561,15 +621,15 @@ func (e *mdnsEngine) store(now time.Time, rr dns.RR, flushed map[cacheKey]bool, 
 	h.Class &^= topBit
 	k := keyOf(rr)
 	if h.Ttl == 0 {
-		delete(e.cache, k)
+		e.drop(k)
 		return
 	}
 	if flush {
 		set := cacheKey{name: k.name, typ: k.typ}
 		if !flushed[set] {
 			flushed[set] = true
-			for ok, c := range e.cache {
-				if ok.name == k.name && ok.typ == k.typ && ok != k && now.Sub(c.received) > time.Second {
+			for ok, c := range e.sets[rrsetKey{k.name, k.typ}] {
+				if ok != k && now.Sub(c.received) > time.Second {
 					if exp := now.Add(time.Second); exp.Before(c.expires) {
 						c.expires = exp
 					}
@@ -581,22 +641,14 @@ func (e *mdnsEngine) store(now time.Time, rr dns.RR, flushed map[cacheKey]bool, 
 	ttl := time.Duration(h.Ttl) * time.Second
 	c := &cacheEntry{rr: rr, ttl: ttl, received: now, expires: now.Add(ttl), jitter: jitter}
 	e.scheduleRefresh(c)
-	e.cache[k] = c
+	e.put(k, c)
 }
 
 // missing lists the questions for instances without SRV or TXT and for
 // wanted hosts without any address.
 func (e *mdnsEngine) missing() []dns.Question {
 	var qs []dns.Question
-	for _, c := range e.cache {
-		ptr, ok := c.rr.(*dns.PTR)
-		if !ok {
-			continue
-		}
-		inst := dns.CanonicalName(ptr.Ptr)
-		if !e.wantInstance(inst) {
-			continue
-		}
+	for _, inst := range e.instances() {
 		for _, t := range []uint16{dns.TypeSRV, dns.TypeTXT} {
 			if _, ok := e.lookup(inst, t, nil); !ok {
 				qs = append(qs, dns.Question{Name: inst, Qtype: t, Qclass: dns.ClassINET})
@@ -920,12 +972,8 @@ func (e *mdnsEngine) nodes() []Node {
 	self := e.cfg.self
 	self.Addrs = append([]netip.Addr(nil), self.Addrs...)
 	byName[strings.ToLower(self.Name)] = &self
-	for _, c := range e.cache {
-		ptr, ok := c.rr.(*dns.PTR)
-		if !ok || dns.CanonicalName(ptr.Hdr.Name) != e.svc {
-			continue
-		}
-		inst := dns.CanonicalName(ptr.Ptr)
+	for _, c := range e.sets[rrsetKey{e.svc, dns.TypePTR}] {
+		inst := dns.CanonicalName(c.rr.(*dns.PTR).Ptr)
 		srvRR, ok1 := e.lookup(inst, dns.TypeSRV, nil)
 		txtRR, ok2 := e.lookup(inst, dns.TypeTXT, nil)
 		if !ok1 || !ok2 {
@@ -948,10 +996,7 @@ func (e *mdnsEngine) nodes() []Node {
 			continue // someone else claims our name: we are the authority on ourselves
 		}
 		var addrs []netip.Addr
-		for k, c := range e.cache {
-			if k.name != target {
-				continue
-			}
+		for _, c := range concat(e.sets[rrsetKey{target, dns.TypeA}], e.sets[rrsetKey{target, dns.TypeAAAA}]) {
 			var a netip.Addr
 			switch rr := c.rr.(type) {
 			case *dns.A:
@@ -1007,4 +1052,16 @@ func txtMap(txt []string) map[string]string {
 		}
 	}
 	return m
+}
+
+// concat lists the entries of two RRsets.
+func concat(a, b map[cacheKey]*cacheEntry) []*cacheEntry {
+	out := make([]*cacheEntry, 0, len(a)+len(b))
+	for _, c := range a {
+		out = append(out, c)
+	}
+	for _, c := range b {
+		out = append(out, c)
+	}
+	return out
 }

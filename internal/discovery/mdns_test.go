@@ -1,6 +1,7 @@
 package discovery
 
 import (
+	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"net/netip"
@@ -96,7 +97,7 @@ func TestMDNSConfig(t *testing.T) {
 // Every multicast packet reaches every host that is up, the sender too
 // (multicast loopback), through Pack and Unpack.
 type simLink struct {
-	t     *testing.T
+	t     testing.TB
 	now   time.Time
 	hosts []*simHost
 }
@@ -114,7 +115,7 @@ type simPacket struct {
 	to  netip.AddrPort
 }
 
-func newSimLink(t *testing.T) *simLink { return &simLink{t: t, now: mdnsT0} }
+func newSimLink(t testing.TB) *simLink { return &simLink{t: t, now: mdnsT0} }
 
 // add creates a host; it starts when start is called.
 func (l *simLink) add(m MDNS, addr string, seed uint64) *simHost {
@@ -489,6 +490,98 @@ func TestMDNSEngineDiscovery(t *testing.T) {
 		if got := summary(other.e.nodes()); !cmp.Equal(got, []string{others}) {
 			t.Errorf("%s: the other cluster sees %v, want only itself", s.name, got)
 		}
+		for _, h := range []*simHost{m0, w0, other} {
+			checkSets(t, s.name, h.e)
+		}
+	}
+}
+
+// checkSets checks that the engine's RRset index holds exactly the cache.
+func checkSets(t *testing.T, step string, e *mdnsEngine) {
+	t.Helper()
+	n := 0
+	for sk, set := range e.sets {
+		if len(set) == 0 {
+			t.Errorf("%s: empty RRset %v left in the index", step, sk)
+		}
+		for k, c := range set {
+			n++
+			if k.name != sk.name || k.typ != sk.typ || e.cache[k] != c {
+				t.Errorf("%s: RRset %v holds %v, which the cache does not", step, sk, k)
+			}
+		}
+	}
+	if n != len(e.cache) {
+		t.Errorf("%s: the RRset index holds %d records, the cache %d", step, n, len(e.cache))
+	}
+}
+
+// manyPeers returns n peers' announcements, one packet each.
+func manyPeers(t testing.TB, n int) [][]byte {
+	pkts := make([][]byte, n)
+	for i := range n {
+		inst := fmt.Sprintf(`peer-%d\@c1._vipstack._tcp.local.`, i)
+		pkts[i] = peerResponse(t, "_vipstack._tcp.local. 15 IN PTR "+inst,
+			inst+fmt.Sprintf(" 15 IN SRV 0 0 9 peer-%d.local.", i),
+			inst+fmt.Sprintf(` 15 IN TXT "cluster=c1" "name=peer-%d" "role=worker"`, i),
+			fmt.Sprintf("peer-%d.local. 15 CLASS32769 A 198.18.%d.%d", i, 1+i/250, 1+i%250),
+			fmt.Sprintf("peer-%d.local. 15 CLASS32769 AAAA fd00:bb::%x", i, 0x100+i))
+	}
+	return pkts
+}
+
+// TestMDNSEngineManyPeers: 300 peers announce, re-announce, one says
+// goodbye, and the rest expire; the node list and the RRset index follow.
+func TestMDNSEngineManyPeers(t *testing.T) {
+	const n = 300
+	l := newSimLink(t)
+	h := l.add(MDNS{Cluster: "c1", Self: Node{Name: "master-0", Role: Master, Addrs: addrs("198.18.0.11")}, TTL: 15 * time.Second}, "198.18.0.11", 5)
+	l.start(h)
+	l.run(2 * time.Second)
+	from := netip.AddrPortFrom(netip.MustParseAddr("198.18.0.30"), mdnsPort)
+	pkts := manyPeers(t, n)
+	for round := range 2 {
+		for _, p := range pkts {
+			h.e.receive(l.now, inPacket{data: p, from: from, ifIndex: 1})
+		}
+		if got := len(h.e.nodes()); got != n+1 {
+			t.Fatalf("round %d: %d nodes, want %d", round, got, n+1)
+		}
+		checkSets(t, fmt.Sprintf("round %d", round), h.e)
+		l.run(2 * time.Second)
+	}
+	h.e.receive(l.now, inPacket{data: peerResponse(t, `_vipstack._tcp.local. 0 IN PTR peer-7\@c1._vipstack._tcp.local.`), from: from, ifIndex: 1})
+	if got := len(h.e.nodes()); got != n {
+		t.Errorf("after peer-7's goodbye: %d nodes, want %d", got, n)
+	}
+	checkSets(t, "goodbye", h.e)
+	h.e.tick(l.now.Add(20 * time.Second))
+	if diff := cmp.Diff([]string{"master-0 master 198.18.0.11"}, summary(h.e.nodes())); diff != "" {
+		t.Errorf("after the TTL (-want +got):\n%s", diff)
+	}
+	checkSets(t, "expired", h.e)
+}
+
+// BenchmarkMDNSEngineReceive is the cost of one peer's announcement with
+// the other peers cached: it grows with the peers (the node list and the
+// wanted hosts are rebuilt), not with their square.
+func BenchmarkMDNSEngineReceive(b *testing.B) {
+	for _, n := range []int{50, 500} {
+		b.Run(fmt.Sprintf("peers=%d", n), func(b *testing.B) {
+			l := newSimLink(b)
+			h := l.add(MDNS{Cluster: "c1", Self: Node{Name: "master-0", Role: Master, Addrs: addrs("198.18.0.11")}, TTL: 15 * time.Second}, "198.18.0.11", 5)
+			l.start(h)
+			from := netip.AddrPortFrom(netip.MustParseAddr("198.18.0.30"), mdnsPort)
+			pkts := manyPeers(b, n)
+			for _, p := range pkts {
+				h.e.receive(l.now, inPacket{data: p, from: from, ifIndex: 1})
+			}
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				h.e.receive(l.now, inPacket{data: pkts[i%n], from: from, ifIndex: 1})
+				h.e.nodes()
+			}
+		})
 	}
 }
 
