@@ -237,6 +237,8 @@ func (e *Engine) Run(ctx context.Context) error {
 		}
 	}
 
+	e.removePresentVIPs()
+
 	loopCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	e.ctx = loopCtx
@@ -292,6 +294,32 @@ func (e *Engine) Run(ctx context.Context) error {
 			e.drainUpTo(eventBatch - 1)
 		}
 		e.publishStatus()
+	}
+}
+
+// removePresentVIPs removes every configured VIP that is on its interface
+// at start, before any instance runs: we hold nothing yet, so it is what a
+// keepalived or an earlier vipstack killed without its ledger left behind
+// (a container killed whole, a migration off keepalived after kill -9),
+// and a backup keeping it would hold the VIP beside the master. keepalived
+// does the same at start. An address counts only with the configured
+// prefix length, so a node address that equals a VIP with another length
+// stays.
+func (e *Engine) removePresentVIPs() {
+	for _, ic := range e.cfg.Instances {
+		for _, v := range append(append([]keepalived.VIP(nil), ic.VIPs...), ic.ExcludedVIPs...) {
+			vip := toVIP(v, ic.Interface)
+			had, err := e.nl.HasVIP(vip)
+			if err == nil && had {
+				err = e.nl.DelVIP(vip)
+				if err == nil {
+					e.log.Info("removed a configured VIP present at start (left by an earlier keepalived or vipstack)", "instance", ic.Name, "vip", vip.Prefix, "dev", vip.Dev)
+				}
+			}
+			if err != nil {
+				e.log.Warn("removing a configured VIP present at start failed", "instance", ic.Name, "vip", vip.Prefix, "dev", vip.Dev, "err", err)
+			}
+		}
 	}
 }
 
