@@ -33,6 +33,21 @@ const (
 	browseMax       = time.Hour
 	askAgainAfter   = time.Second // a question is not repeated within a second (RFC 6762 section 5.2)
 	legacyTTL       = 10          // RFC 6762 section 6.7
+
+	// maxPacket bounds every message sent (RFC 6762 section 17); a query
+	// whose questions and known answers would not fit is split, or sent
+	// without the known answers that do not fit (section 7.1 allows it: the
+	// owners answer them again).
+	maxPacket = 9000
+	// maxCache bounds the records cached from others: a 2,000-node
+	// cluster needs about 10,000. Past it, records not already cached are
+	// dropped (and logged once), so that a host flooding the link with
+	// instances costs bounded memory and cannot grow our queries.
+	maxCache = 16384
+	// maxCacheTTL bounds how long a received record is kept (75 minutes,
+	// RFC 6762 section 10's longest suggested TTL); a record announced with
+	// a TTL of years would otherwise stay until a goodbye.
+	maxCacheTTL = 75 * time.Minute
 )
 
 // mdnsGroup4 and mdnsGroup6 are the mDNS groups (RFC 6762 section 3).
@@ -121,6 +136,7 @@ type mdnsEngine struct {
 	// through put and drop only.
 	cache map[cacheKey]*cacheEntry
 	sets  map[rrsetKey]map[cacheKey]*cacheEntry
+	full  bool // the cache reached maxCache (logged once per episode)
 	asked map[dns.Question]time.Time
 }
 
@@ -388,6 +404,9 @@ func (e *mdnsEngine) put(k cacheKey, c *cacheEntry) {
 
 func (e *mdnsEngine) drop(k cacheKey) {
 	delete(e.cache, k)
+	if e.full && len(e.cache) < maxCache*9/10 {
+		e.full = false
+	}
 	sk := rrsetKey{k.name, k.typ}
 	if set := e.sets[sk]; set != nil {
 		delete(set, k)
@@ -414,10 +433,15 @@ func (e *mdnsEngine) lookup(name string, t uint16, f func(dns.RR) bool) (dns.RR,
 	return best.rr, true
 }
 
-// query builds one multicast query for qs (deduplicated, each asked at
-// most once a second) with known answers (RFC 6762 section 7.1).
+// query builds the multicast queries for qs (deduplicated, each asked at
+// most once a second) with known answers (RFC 6762 section 7.1), in packets
+// of at most maxPacket bytes. Sizes are counted uncompressed, an upper
+// bound that costs nothing to keep (Msg.Len compresses the whole message at
+// every call).
 func (e *mdnsEngine) query(now time.Time, qs []dns.Question) []outPacket {
-	m := new(dns.Msg)
+	const header = 12
+	var out []outPacket
+	m, size := new(dns.Msg), header
 	seen := map[dns.Question]bool{}
 	for _, q := range qs {
 		q.Name = dns.CanonicalName(q.Name)
@@ -429,20 +453,35 @@ func (e *mdnsEngine) query(now time.Time, qs []dns.Question) []outPacket {
 			continue
 		}
 		e.asked[q] = now
-		m.Question = append(m.Question, q)
+		var known []dns.RR
 		if q.Name == e.svc && q.Qtype == dns.TypePTR {
 			// Our own PTR as a known answer: the query comes back to us
 			// through multicast loopback, and this keeps us from answering
 			// ourselves. Peers ignore known answers they do not own.
-			m.Answer = append(m.Answer, dns.Copy(e.own[0]))
+			known = append(known, dns.Copy(e.own[0]))
 		}
 		for _, c := range e.sets[rrsetKey{q.Name, q.Qtype}] {
 			left := c.expires.Sub(now)
 			if left > c.ttl/2 {
 				rr := dns.Copy(c.rr)
 				rr.Header().Ttl = uint32(left / time.Second)
-				m.Answer = append(m.Answer, rr)
+				known = append(known, rr)
 			}
+		}
+		qlen := len(q.Name) + 1 + 4 // at least the name's wire length, type and class
+		if len(m.Question) > 0 && size+qlen > maxPacket {
+			out = append(out, outPacket{msg: m})
+			m, size = new(dns.Msg), header
+		}
+		m.Question = append(m.Question, q)
+		size += qlen
+		for _, rr := range known {
+			n := dns.Len(rr)
+			if size+n > maxPacket {
+				break
+			}
+			m.Answer = append(m.Answer, rr)
+			size += n
 		}
 	}
 	for q, t := range e.asked {
@@ -450,10 +489,10 @@ func (e *mdnsEngine) query(now time.Time, qs []dns.Question) []outPacket {
 			delete(e.asked, q)
 		}
 	}
-	if len(m.Question) == 0 {
-		return nil
+	if len(m.Question) > 0 {
+		out = append(out, outPacket{msg: m})
 	}
-	return []outPacket{{msg: m}}
+	return out
 }
 
 // publishStep advances probing and announcing.
@@ -624,6 +663,14 @@ func (e *mdnsEngine) store(now time.Time, rr dns.RR, flushed map[cacheKey]bool, 
 		e.drop(k)
 		return
 	}
+	if _, ok := e.cache[k]; !ok && len(e.cache) >= maxCache {
+		if !e.full {
+			e.full = true
+			e.cfg.log.Warn("mdns: cache full; ignoring new records until some expire. A host on the link announces more records than a cluster has",
+				"records", len(e.cache), "dropped", strings.ReplaceAll(rr.String(), "\t", " "))
+		}
+		return
+	}
 	if flush {
 		set := cacheKey{name: k.name, typ: k.typ}
 		if !flushed[set] {
@@ -638,7 +685,7 @@ func (e *mdnsEngine) store(now time.Time, rr dns.RR, flushed map[cacheKey]bool, 
 			}
 		}
 	}
-	ttl := time.Duration(h.Ttl) * time.Second
+	ttl := min(time.Duration(h.Ttl)*time.Second, maxCacheTTL)
 	c := &cacheEntry{rr: rr, ttl: ttl, received: now, expires: now.Add(ttl), jitter: jitter}
 	e.scheduleRefresh(c)
 	e.put(k, c)

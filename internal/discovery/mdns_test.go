@@ -562,6 +562,62 @@ func TestMDNSEngineManyPeers(t *testing.T) {
 	checkSets(t, "expired", h.e)
 }
 
+// TestMDNSEngineFlood: a host announces far more instances than any cluster
+// has, with TTLs of 68 years. The cache stays bounded, no record is kept
+// longer than maxCacheTTL, every packet we send fits in maxPacket bytes
+// (they reached 1.4 MB, which no socket sends, and took the browse and
+// refresh questions down with them), and a peer known before the flood
+// stays known.
+func TestMDNSEngineFlood(t *testing.T) {
+	l := newSimLink(t)
+	h := l.add(MDNS{Cluster: "c1", Self: Node{Name: "master-0", Role: Master, Addrs: addrs("198.18.0.11")}, TTL: 15 * time.Second}, "198.18.0.11", 5)
+	l.start(h)
+	l.run(2 * time.Second)
+	from := netip.AddrPortFrom(netip.MustParseAddr("198.18.0.30"), mdnsPort)
+	receive := func(p []byte) {
+		t.Helper()
+		for _, o := range h.e.receive(l.now, inPacket{data: p, from: from, ifIndex: 1}) {
+			if n := o.msg.Len(); n > maxPacket {
+				t.Fatalf("sent a %d-byte packet (%d questions, %d answers); want at most %d", n, len(o.msg.Question), len(o.msg.Answer), maxPacket)
+			}
+		}
+	}
+	receive(manyPeers(t, 1)[0])
+	const perPacket = 100
+	for p := 0; p*perPacket < maxCache+2000; p++ {
+		var recs []string
+		for i := range perPacket {
+			recs = append(recs, fmt.Sprintf(`_vipstack._tcp.local. 2147483647 IN PTR x%d-%d\@c1._vipstack._tcp.local.`, p, i))
+		}
+		receive(peerResponse(t, recs...))
+		if p%40 == 0 {
+			receive(manyPeers(t, 1)[0]) // peer-0 announces again now and then
+		}
+	}
+	if n := len(h.e.cache); n > maxCache {
+		t.Errorf("cache holds %d records; want at most %d", n, maxCache)
+	}
+	for k, c := range h.e.cache {
+		if c.ttl > maxCacheTTL || c.expires.Sub(l.now) > maxCacheTTL {
+			t.Fatalf("%v kept for %v; want at most %v", k, c.expires.Sub(l.now), maxCacheTTL)
+		}
+	}
+	checkSets(t, "flood", h.e)
+	if !slices.Contains(summary(h.e.nodes()), "peer-0 worker 198.18.1.1,fd00:bb::100") {
+		t.Errorf("peer-0, known before the flood, is gone: %v", summary(h.e.nodes()))
+	}
+	before := len(h.sent)
+	l.run(30 * time.Second) // refresh and missing-record queries for everything cached
+	for _, p := range h.sent[before:] {
+		if n := p.msg.Len(); n > maxPacket {
+			t.Fatalf("sent a %d-byte packet (%d questions, %d answers); want at most %d", n, len(p.msg.Question), len(p.msg.Answer), maxPacket)
+		}
+	}
+	if len(h.sent) == before {
+		t.Errorf("no query in the 30 s after the flood")
+	}
+}
+
 // BenchmarkMDNSEngineReceive is the cost of one peer's announcement with
 // the other peers cached: it grows with the peers (the node list and the
 // wanted hosts are rebuilt), not with their square.
