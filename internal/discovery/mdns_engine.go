@@ -435,13 +435,17 @@ func (e *mdnsEngine) lookup(name string, t uint16, f func(dns.RR) bool) (dns.RR,
 
 // query builds the multicast queries for qs (deduplicated, each asked at
 // most once a second) with known answers (RFC 6762 section 7.1), in packets
-// of at most maxPacket bytes. Sizes are counted uncompressed, an upper
-// bound that costs nothing to keep (Msg.Len compresses the whole message at
-// every call).
+// of at most maxPacket bytes. Sizes are estimated as they grow (knownLen;
+// Msg.Len compresses the whole message at every call, too slow to call per
+// record) and checked once per packet.
 func (e *mdnsEngine) query(now time.Time, qs []dns.Question) []outPacket {
 	const header = 12
 	var out []outPacket
-	m, size := new(dns.Msg), header
+	m, size := &dns.Msg{Compress: true}, header
+	done := func() {
+		out = append(out, outPacket{msg: fit(m)})
+		m, size = &dns.Msg{Compress: true}, header
+	}
 	seen := map[dns.Question]bool{}
 	for _, q := range qs {
 		q.Name = dns.CanonicalName(q.Name)
@@ -470,13 +474,12 @@ func (e *mdnsEngine) query(now time.Time, qs []dns.Question) []outPacket {
 		}
 		qlen := len(q.Name) + 1 + 4 // at least the name's wire length, type and class
 		if len(m.Question) > 0 && size+qlen > maxPacket {
-			out = append(out, outPacket{msg: m})
-			m, size = new(dns.Msg), header
+			done()
 		}
 		m.Question = append(m.Question, q)
 		size += qlen
 		for _, rr := range known {
-			n := dns.Len(rr)
+			n := knownLen(rr)
 			if size+n > maxPacket {
 				break
 			}
@@ -490,9 +493,47 @@ func (e *mdnsEngine) query(now time.Time, qs []dns.Question) []outPacket {
 		}
 	}
 	if len(m.Question) > 0 {
-		out = append(out, outPacket{msg: m})
+		done()
 	}
 	return out
+}
+
+// knownLen estimates the size of known answer rr in a query that holds its
+// owner name (the question's): the owner is a 2-byte pointer, and a PTR's
+// target (the only name miekg/dns compresses here) its first label and a
+// pointer to the rest, which is the question's name for the PTRs of our
+// service type. fit corrects a packet where the estimate was short.
+func knownLen(rr dns.RR) int {
+	hdr := *rr.Header()
+	n := dns.Len(rr) - dns.Len(&dns.ANY{Hdr: hdr}) + 2 + 10
+	if ptr, ok := rr.(*dns.PTR); ok {
+		if starts := dns.Split(ptr.Ptr); len(starts) > 1 {
+			full := dns.Len(&dns.ANY{Hdr: dns.RR_Header{Name: ptr.Ptr}}) - 10
+			n -= full - min(full, starts[1]+2) // starts[1] is the first label's text and dot, at least its wire size plus one
+		}
+	}
+	return n
+}
+
+// fit drops known answers from the end of m until it packs into maxPacket
+// bytes.
+func fit(m *dns.Msg) *dns.Msg {
+	if m.Len() <= maxPacket {
+		return m
+	}
+	lo, hi := 0, len(m.Answer) // m.Answer[:lo] fits, m.Answer[:hi] does not
+	all := m.Answer
+	for hi-lo > 1 {
+		mid := (lo + hi) / 2
+		m.Answer = all[:mid]
+		if m.Len() <= maxPacket {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	m.Answer = all[:lo]
+	return m
 }
 
 // publishStep advances probing and announcing.

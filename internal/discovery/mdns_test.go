@@ -550,6 +550,15 @@ func TestMDNSEngineManyPeers(t *testing.T) {
 		checkSets(t, fmt.Sprintf("round %d", round), h.e)
 		l.run(2 * time.Second)
 	}
+	// The browse query carries every PTR as a known answer: 300 fit in
+	// one packet (about 26 bytes each, compressed).
+	q := h.e.query(l.now.Add(time.Second), []dns.Question{{Name: h.e.svc, Qtype: dns.TypePTR, Qclass: dns.ClassINET}})
+	if len(q) != 1 || len(q[0].msg.Answer) != n+1 || q[0].msg.Len() > maxPacket {
+		t.Errorf("browse query: %d packets, want 1 with %d known answers in at most %d bytes", len(q), n+1, maxPacket)
+		for _, p := range q {
+			t.Logf("%d questions, %d answers, %d bytes", len(p.msg.Question), len(p.msg.Answer), p.msg.Len())
+		}
+	}
 	h.e.receive(l.now, inPacket{data: peerResponse(t, `_vipstack._tcp.local. 0 IN PTR peer-7\@c1._vipstack._tcp.local.`), from: from, ifIndex: 1})
 	if got := len(h.e.nodes()); got != n {
 		t.Errorf("after peer-7's goodbye: %d nodes, want %d", got, n)
