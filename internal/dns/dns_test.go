@@ -269,6 +269,41 @@ func TestBadCorefile(t *testing.T) {
 			want:     []string{`plugin/forward: .*Corefile:3`, `Wrong argument count`},
 		},
 		{
+			// CoreDNS would look it up as a host name through the system
+			// resolver and fail with "failed to resolve", without a line.
+			name:     "forward to an address that is none",
+			corefile: ".:0 {\n    bind 127.0.0.1\n    forward . 198.18.0.1 198.18.0.300\n}\n",
+			want:     []string{`Corefile:3: forward: "198.18.0.300" is not an IP address; want an IPv4 or IPv6 address`},
+		},
+		{
+			name:     "forward to a bad IPv6 address",
+			corefile: ".:0 {\n    bind 127.0.0.1\n    forward . [fd00::zz]:53\n}\n",
+			want:     []string{`Corefile:3: forward: "\[fd00::zz\]:53" is not an IP address`},
+		},
+		{
+			name:     "forward port out of range",
+			corefile: ".:0 {\n    bind 127.0.0.1\n    forward . 198.18.0.1:99999\n}\n",
+			want:     []string{`Corefile:3: forward: "198.18.0.1:99999": port "99999"; want a number from 1 to 65535`},
+		},
+		{
+			// CoreDNS drops the line as /etc/hosts would, and the name
+			// goes upstream.
+			name:     "hosts entry with a bad address",
+			corefile: ".:0 {\n    bind 127.0.0.1\n    hosts {\n        198.18.0.11 master-0\n        198.18.3.2111 master-1\n        fallthrough\n    }\n}\n",
+			want:     []string{`Corefile:5: hosts: "198.18.3.2111" is not an IP address, so CoreDNS would drop the line`},
+		},
+		{
+			name:     "hosts entry without a name",
+			corefile: ".:0 {\n    bind 127.0.0.1\n    hosts {\n        198.18.0.11\n    }\n}\n",
+			want:     []string{`Corefile:4: hosts: address 198.18.0.11 without a name`},
+		},
+		{
+			// CoreDNS says "invalid port" when it starts, without a line.
+			name:     "server block port out of range",
+			corefile: "example.org:0 {\n    bind 127.0.0.1\n}\n.:99999 {\n    bind 127.0.0.1\n}\n",
+			want:     []string{`Corefile:4: server block ".:99999": port "99999"; want a number from 0 to 65535`},
+		},
+		{
 			name:     "empty",
 			corefile: "# nothing\n",
 			want:     []string{`no server blocks`},

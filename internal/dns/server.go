@@ -353,9 +353,11 @@ func startErr(op string, cf Corefile, err error) error {
 	return fmt.Errorf("dns: %s %s: %w", op, cf.name(), err)
 }
 
-// Validate checks a Corefile's syntax and that every directive is a plugin
-// this build has, naming the file, line and the plugins it would accept.
-// Plugin arguments are checked when the plugins set up (Check, Start).
+// Validate checks a Corefile's syntax, that every directive is a plugin this
+// build has (naming the file, line and the plugins it would accept), and
+// what the standard plugins would accept silently or report without a line
+// (lint). Plugin arguments are otherwise checked when the plugins set up
+// (Check, Start).
 func Validate(cf Corefile) error {
 	if len(cf.Contents) > MaxCorefileSize {
 		return fmt.Errorf("dns: %s: %d bytes is larger than the %d accepted for a Corefile", cf.name(), len(cf.Contents), MaxCorefileSize)
@@ -387,7 +389,7 @@ func Validate(cf Corefile) error {
 		}
 	}
 	if len(bad) == 0 {
-		return nil
+		return lint(cf, blocks)
 	}
 	sort.Slice(bad, func(i, j int) bool { return bad[i].tok.Line < bad[j].tok.Line })
 	b := bad[0]
