@@ -114,6 +114,10 @@ func heldOn() (map[netip.Addr]string, error) {
 // NodeAddress returns the node's own address on iface in the VIPs' family,
 // not one of the VIPs: the first IPv4 address (keepalived's primary
 // address), or the first global IPv6 address, else the link-local one.
+// Addresses of full length (/32, /128) come last: that is how VIPs are
+// added, and one of another pool or instance that this node holds now
+// would move away with it. A VIP that is on iface with a shorter length is
+// the node's own address, listed by mistake: an error naming it.
 func NodeAddress(iface string, family int, vips []netip.Addr) (netip.Addr, error) {
 	l, err := netlink.LinkByName(iface)
 	if err != nil {
@@ -131,23 +135,40 @@ func NodeAddress(iface string, family int, vips []netip.Addr) (netip.Addr, error
 	if err != nil {
 		return netip.Addr{}, fmt.Errorf("addresses of %s: %w", iface, err)
 	}
-	var linkLocal netip.Addr
+	var own, hostLen, linkLocal netip.Addr
 	for _, ad := range addrs {
 		a, ok := netip.AddrFromSlice(ad.IP)
-		if !ok || slices.Contains(vips, a.Unmap()) || ad.Flags&(unix.IFA_F_TENTATIVE|unix.IFA_F_DADFAILED) != 0 {
+		if !ok || ad.Flags&(unix.IFA_F_TENTATIVE|unix.IFA_F_DADFAILED) != 0 {
 			continue
 		}
 		a = a.Unmap()
-		if a.IsLinkLocalUnicast() {
-			if !linkLocal.IsValid() {
-				linkLocal = a.WithZone(iface)
+		ones, bits := ad.Mask.Size()
+		if slices.Contains(vips, a) {
+			if ones < bits && !a.IsLinkLocalUnicast() {
+				return netip.Addr{}, fmt.Errorf("%s: %s is this node's own address on %s (%s/%d), not a virtual IP; "+
+					"accepted: addresses that no node has as its own", EnvVirtualIPs, a, iface, a, ones)
 			}
 			continue
 		}
-		return a, nil
+		switch {
+		case a.IsLinkLocalUnicast():
+			if !linkLocal.IsValid() {
+				linkLocal = a.WithZone(iface)
+			}
+		case ones == bits:
+			if !hostLen.IsValid() {
+				hostLen = a
+			}
+		default:
+			if !own.IsValid() {
+				own = a
+			}
+		}
 	}
-	if linkLocal.IsValid() {
-		return linkLocal, nil
+	for _, a := range []netip.Addr{own, hostLen, linkLocal} {
+		if a.IsValid() {
+			return a, nil
+		}
 	}
 	return netip.Addr{}, fmt.Errorf("no IPv%d address on %s besides the VIPs: the node needs one to send VRRP from", family, iface)
 }

@@ -77,6 +77,29 @@ func TestRouteInterface(t *testing.T) {
 		if err != nil || a4 != h.IPv4.Addr() || a6 != h.IPv6.Addr() {
 			t.Errorf("NodeAddress = %v, %v, %v; want %v, %v", a4, a6, err, h.IPv4.Addr(), h.IPv6.Addr())
 		}
+		// A VIP of another pool that this node holds, added before the
+		// node's address, is not the node's address; a VIP listed that
+		// is the node's own address is an error.
+		for _, args := range [][]string{
+			{"link", "add", "vsd0", "type", "veth", "peer", "name", "vsd1"}, {"addr", "add", "198.18.5.7/32", "dev", "vsd0"},
+			{"addr", "add", "198.18.5.1/24", "dev", "vsd0"}, {"link", "set", "vsd0", "up"},
+		} {
+			if out, err := h.Run("ip", args...); err != nil {
+				t.Fatalf("ip %v: %v\n%s", args, err, out)
+			}
+		}
+		var own netip.Addr
+		err = h.Do(func() error { var err error; own, err = ipfailover.NodeAddress("vsd0", 4, nil); return err })
+		if want := netip.MustParseAddr("198.18.5.1"); err != nil || own != want {
+			t.Errorf("NodeAddress(vsd0) with a /32 first = %v, %v; want %v, the /24", own, err, want)
+		}
+		err = h.Do(func() error {
+			_, err := ipfailover.NodeAddress("vsd0", 4, []netip.Addr{netip.MustParseAddr("198.18.5.1"), netip.MustParseAddr("198.18.5.20")})
+			return err
+		})
+		if want := ipfailover.EnvVirtualIPs + ": 198.18.5.1 is this node's own address on vsd0 (198.18.5.1/24), not a virtual IP"; err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("NodeAddress with the node's own address among the VIPs: %v; want an error containing %q", err, want)
+		}
 		err = h.Do(func() error { _, err := ipfailover.NodeAddress("nosuch0", 4, nil); return err })
 		if err == nil || !strings.Contains(err.Error(), `interface "nosuch0" does not exist`) {
 			t.Errorf("NodeAddress(nosuch0): %v", err)
