@@ -470,9 +470,10 @@ func renderConf(global string, ins ...vrrpInstance) string {
 }
 
 // TestReloadKeepsUnchangedInstance: SIGHUP after changing the VIP of one of
-// two instances moves that instance to the new VIP while the other keeps
-// its VIP throughout; a broken file is rejected with file:line in the log
-// and changes nothing.
+// two instances moves that instance to the new VIP while the other, whose
+// priority alone changed, keeps its state and its VIP throughout (as
+// keepalived does); a broken file is rejected with file:line in the log and
+// changes nothing.
 func TestReloadKeepsUnchangedInstance(t *testing.T) {
 	testnet.RequireRoot(t)
 	bin := vipstackBin(t)
@@ -507,7 +508,10 @@ func TestReloadKeepsUnchangedInstance(t *testing.T) {
 		return got[vip1] && got[vip2], err
 	})
 
-	if err := os.WriteFile(n.Conf, []byte(conf(vip2new)), 0o644); err != nil {
+	// VI_1's priority changes too: keepalived keeps an instance's state
+	// when its priority changes on reload, and so must vipstack.
+	reloaded := mustReplace(t, conf(vip2new), "    priority 100\n", "    priority 110\n")
+	if err := os.WriteFile(n.Conf, []byte(reloaded), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if err := n.Signal(syscall.SIGHUP); err != nil {
@@ -533,7 +537,7 @@ func TestReloadKeepsUnchangedInstance(t *testing.T) {
 	}
 	t.Logf("%d address samples during the reload, instance 2 moved at sample %d", samples, settledAt)
 	if missing > 0 {
-		t.Errorf("instance 1's VIP %v was missing in %d of %d samples during a reload that did not change it", vip1, missing, samples)
+		t.Errorf("instance 1's VIP %v was missing in %d of %d samples during a reload that changed only its priority", vip1, missing, samples)
 	}
 	if settledAt < 0 {
 		t.Fatalf("instance 2 did not move from %v to %v after SIGHUP", vip2, vip2new)
@@ -547,10 +551,13 @@ func TestReloadKeepsUnchangedInstance(t *testing.T) {
 		t.Errorf("VIPs held after the reload (-want +got):\n%s", diff)
 	}
 	if strings.Contains(n.Log(), `msg="stopping VRRP instance" instance=VI_1 `) {
-		t.Errorf("the reload stopped VI_1, whose configuration did not change")
+		t.Errorf("the reload stopped VI_1, whose priority alone changed")
+	}
+	if !strings.Contains(n.Log(), `msg="priority changed; instance keeps its state" instance=VI_1 from=100 to=110`) {
+		t.Errorf("no log line says VI_1's priority changed from 100 to 110")
 	}
 
-	broken := mustReplace(t, conf(vip2new), "    priority 100\n", "    priority 100\n    frobnicate yes\n")
+	broken := mustReplace(t, reloaded, "    priority 110\n", "    priority 110\n    frobnicate yes\n")
 	if err := os.WriteFile(n.Conf, []byte(broken), 0o644); err != nil {
 		t.Fatal(err)
 	}

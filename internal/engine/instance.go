@@ -59,7 +59,7 @@ func (e *Engine) apply(cfg *keepalived.Config) error {
 	// Build everything new first, so a failure changes nothing.
 	fresh := map[string]*instance{}
 	for _, ic := range cfg.Instances {
-		if old, ok := e.instances[ic.Name]; ok && (sameInstance(old.cfg, ic) || onlyPeersDiffer(old.cfg, ic) || onlyVIPsDiffer(old.cfg, ic)) {
+		if old, ok := e.instances[ic.Name]; ok && keepsState(old.cfg, ic) {
 			continue
 		}
 		in, err := e.build(ic)
@@ -93,6 +93,12 @@ func (e *Engine) apply(cfg *keepalived.Config) error {
 					// the new ones and removes the gone ones; the others
 					// are not touched.
 					e.updateVIPs(old, ic)
+				}
+				if old.cfg.Priority != ic.Priority {
+					// As keepalived does on reload: the instance keeps its
+					// state and the new priority takes effect through
+					// recomputeAll below (a master advertises it at once).
+					e.log.Info("priority changed; instance keeps its state", "instance", name, "from", old.cfg.Priority, "to", ic.Priority)
 				}
 			}
 			old.cfg = ic // same content otherwise; take the new positions
@@ -182,30 +188,25 @@ func sameInstance(a, b *keepalived.Instance) bool {
 	return reflect.DeepEqual(ca, cb)
 }
 
-// onlyPeersDiffer reports whether two unicast instance configurations
-// differ in their peer lists alone.
-func onlyPeersDiffer(a, b *keepalived.Instance) bool {
-	if len(a.UnicastPeers) == 0 || len(b.UnicastPeers) == 0 {
-		return false // switching between multicast and unicast is a real change
-	}
-	ca, cb := *a, *b
-	ca.UnicastPeers, cb.UnicastPeers = nil, nil
-	return sameInstance(&ca, &cb)
-}
-
-// onlyVIPsDiffer reports whether two instance configurations differ only in
-// their addresses (and perhaps their unicast peers), keeping the family.
-func onlyVIPsDiffer(a, b *keepalived.Instance) bool {
-	if a.Family() != b.Family() {
+// keepsState reports whether a running instance with configuration a can
+// take configuration b in place, keeping its state and VIPs, as keepalived
+// keeps an instance's state over a reload: when they differ only in their
+// addresses (same family), unicast peers (unicast stays unicast), base
+// priority (the address owner's 255 neither given nor taken), tracked
+// scripts, notify scripts or initial state. Anything else (VRID, interface,
+// version, interval, authentication, preemption, ...) restarts the instance.
+func keepsState(a, b *keepalived.Instance) bool {
+	if a.Family() != b.Family() || (len(a.UnicastPeers) == 0) != (len(b.UnicastPeers) == 0) {
 		return false
 	}
-	if (len(a.UnicastPeers) == 0) != (len(b.UnicastPeers) == 0) {
+	if (a.Priority == 255) != (b.Priority == 255) {
 		return false
 	}
 	ca, cb := *a, *b
-	ca.VIPs, cb.VIPs = nil, nil
-	ca.ExcludedVIPs, cb.ExcludedVIPs = nil, nil
-	ca.UnicastPeers, cb.UnicastPeers = nil, nil
+	for _, c := range []*keepalived.Instance{&ca, &cb} {
+		c.VIPs, c.ExcludedVIPs, c.UnicastPeers = nil, nil, nil
+		c.Priority, c.TrackScripts, c.Notify, c.InitialState = 0, nil, keepalived.Notify{}, ""
+	}
 	return sameInstance(&ca, &cb)
 }
 

@@ -3,6 +3,7 @@ package engine
 import (
 	"net/netip"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -155,56 +156,54 @@ func TestMismatch(t *testing.T) {
 	}
 }
 
-func TestOnlyPeersDiffer(t *testing.T) {
-	a := netip.MustParseAddr
-	base := keepalived.Instance{Name: "VI_1", VRID: 51, Priority: 100, UnicastSrcIP: a("198.18.0.11"), UnicastPeers: []netip.Addr{a("198.18.0.12")}}
-	more := base
-	more.UnicastPeers = []netip.Addr{a("198.18.0.12"), a("198.18.0.13")}
-	prio := more
-	prio.Priority = 90
-	multicast := base
-	multicast.UnicastPeers = nil
-	for _, tc := range []struct {
-		name string
-		b    keepalived.Instance
-		want bool
-	}{
-		{name: "a peer added", b: more, want: true},
-		{name: "peers and priority changed", b: prio, want: false},
-		{name: "unicast to multicast", b: multicast, want: false},
-	} {
-		if got := onlyPeersDiffer(&base, &tc.b); got != tc.want {
-			t.Errorf("%s: onlyPeersDiffer = %v, want %v", tc.name, got, tc.want)
-		}
+func TestKeepsState(t *testing.T) {
+	a, p := netip.MustParseAddr, netip.MustParsePrefix
+	base := keepalived.Instance{Name: "VI_1", VRID: 51, Priority: 100, Preempt: true,
+		VIPs:         []keepalived.VIP{{Prefix: p("198.18.0.100/32")}},
+		UnicastSrcIP: a("198.18.0.11"), UnicastPeers: []netip.Addr{a("198.18.0.12")}}
+	change := func(f func(*keepalived.Instance)) keepalived.Instance {
+		c := base
+		f(&c)
+		return c
 	}
-}
-
-func TestOnlyVIPsDiffer(t *testing.T) {
-	p := netip.MustParsePrefix
-	base := keepalived.Instance{Name: "VI_1", VRID: 51, Priority: 100, VIPs: []keepalived.VIP{{Prefix: p("198.18.0.100/32")}}}
-	more := base
-	more.VIPs = append(more.VIPs, keepalived.VIP{Prefix: p("198.18.0.101/32")})
-	v6 := base
-	v6.VIPs = []keepalived.VIP{{Prefix: p("fd00::100/128")}}
-	prio := more
-	prio.Priority = 90
-	empty := base
-	empty.VIPs = nil
 	for _, tc := range []struct {
 		name string
 		b    keepalived.Instance
 		want bool
 	}{
-		{name: "an address added", b: more, want: true},
-		{name: "all addresses gone (an IPv4 instance keeps running)", b: empty, want: true},
-		{name: "another family", b: v6, want: false},
-		{name: "addresses and priority changed", b: prio, want: false},
+		{name: "unchanged", b: base, want: true},
+		{name: "a peer added", b: change(func(c *keepalived.Instance) {
+			c.UnicastPeers = []netip.Addr{a("198.18.0.12"), a("198.18.0.13")}
+		}), want: true},
+		{name: "an address added", b: change(func(c *keepalived.Instance) {
+			c.VIPs = append([]keepalived.VIP{{Prefix: p("198.18.0.101/32")}}, c.VIPs...)
+		}), want: true},
+		{name: "all addresses gone (an IPv4 instance keeps running)", b: change(func(c *keepalived.Instance) { c.VIPs = nil }), want: true},
+		{name: "priority changed", b: change(func(c *keepalived.Instance) { c.Priority = 90 }), want: true},
+		{name: "priority, addresses and peers changed", b: change(func(c *keepalived.Instance) {
+			c.Priority, c.VIPs, c.UnicastPeers = 110, nil, []netip.Addr{a("198.18.0.13")}
+		}), want: true},
+		{name: "tracked scripts changed", b: change(func(c *keepalived.Instance) {
+			c.TrackScripts = []keepalived.TrackScript{{Name: "chk", Weight: 20, HasWeight: true}}
+		}), want: true},
+		{name: "notify changed", b: change(func(c *keepalived.Instance) { c.Notify.Master = "/bin/true" }), want: true},
+		{name: "initial state changed", b: change(func(c *keepalived.Instance) { c.InitialState = "MASTER" }), want: true},
+		{name: "becomes the address owner", b: change(func(c *keepalived.Instance) { c.Priority = 255 }), want: false},
+		{name: "nopreempt", b: change(func(c *keepalived.Instance) { c.Preempt = false }), want: false},
+		{name: "another VRID", b: change(func(c *keepalived.Instance) { c.VRID = 52 }), want: false},
+		{name: "another interval", b: change(func(c *keepalived.Instance) { c.AdvertInterval = time.Second }), want: false},
+		{name: "unicast to multicast", b: change(func(c *keepalived.Instance) { c.UnicastPeers = nil }), want: false},
+		{name: "another family", b: change(func(c *keepalived.Instance) {
+			c.VIPs = []keepalived.VIP{{Prefix: p("fd00::100/128")}}
+		}), want: false},
 	} {
-		if got := onlyVIPsDiffer(&base, &tc.b); got != tc.want {
-			t.Errorf("%s: onlyVIPsDiffer = %v, want %v", tc.name, got, tc.want)
-		}
-		if got := onlyVIPsDiffer(&tc.b, &base); got != tc.want {
-			t.Errorf("%s, the other way: onlyVIPsDiffer = %v, want %v", tc.name, got, tc.want)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			if got := keepsState(&base, &tc.b); got != tc.want {
+				t.Errorf("keepsState = %v, want %v", got, tc.want)
+			}
+			if got := keepsState(&tc.b, &base); got != tc.want {
+				t.Errorf("the other way: keepsState = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }
