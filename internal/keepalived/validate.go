@@ -1,6 +1,7 @@
 package keepalived
 
 import (
+	"cmp"
 	"maps"
 	"net/netip"
 	"slices"
@@ -18,6 +19,15 @@ func (p *parser) validate() {
 		family int
 	}
 	vrids := map[vrKey]*Instance{}
+	type vipKey struct {
+		addr netip.Addr
+		dev  string
+	}
+	type vipAt struct {
+		in  *Instance
+		pos Pos
+	}
+	vips := map[vipKey]vipAt{}
 	for _, in := range p.cfg.Instances {
 		m := p.insts[in]
 		p.required(in, m)
@@ -35,6 +45,25 @@ func (p *parser) validate() {
 					"like vrrp_instance %q at %s; one of them must differ", in.Name, in.Interface, in.VRID, fam, prev.Name, prev.Pos)
 			} else {
 				vrids[k] = in
+			}
+		}
+		// keepalived 2.2.7 accepts an address in two instances, and the
+		// instance that lets it go removes it from under the one that
+		// holds it (seen: one in FAULT left the other MASTER without it).
+		for _, v := range slices.Concat(in.VIPs, in.ExcludedVIPs) {
+			dev := cmp.Or(v.Dev, in.Interface)
+			k := vipKey{v.Prefix.Addr(), dev}
+			prev, dup := vips[k]
+			switch {
+			case !dup:
+				vips[k] = vipAt{in, v.Pos}
+			case prev.in == in:
+				p.errs.add(v.Pos, "virtual_ipaddress", "address %s on %s is listed twice in vrrp_instance %q (first at %s)",
+					k.addr, dev, in.Name, prev.pos)
+			default:
+				p.errs.add(v.Pos, "virtual_ipaddress", "address %s on %s is also in vrrp_instance %q at %s; an address "+
+					"belongs to one instance (the instance that lets it go would remove it from under the other)",
+					k.addr, dev, prev.in.Name, prev.pos)
 			}
 		}
 	}
