@@ -65,6 +65,8 @@ type Engine struct {
 	links     map[string]bool      // interface name -> up
 	dad       map[string]dadWait   // links back up whose IPv6 source is still tentative (see checkDAD)
 	dadNext   time.Time            // when to look at them again
+	srcAbsent map[netip.Addr]bool  // unicast_src_ip addresses not configured on this node (see checkSources)
+	srcNext   time.Time            // when to look at them again
 	runner    script.Runner
 	ctx       context.Context
 
@@ -136,6 +138,7 @@ func New(opts Options) (*Engine, *keepalived.Config, error) {
 		held:      map[string]netif.VIP{},
 		links:     map[string]bool{},
 		dad:       map[string]dadWait{},
+		srcAbsent: map[netip.Addr]bool{},
 	}
 	return e, cfg, nil
 }
@@ -450,6 +453,9 @@ func (e *Engine) publishStatus() {
 
 func (e *Engine) nextDeadline() time.Time {
 	next := e.dadNext
+	if !e.srcNext.IsZero() && (next.IsZero() || e.srcNext.Before(next)) {
+		next = e.srcNext
+	}
 	for _, in := range e.instances {
 		for _, d := range []time.Time{in.fsm.NextDeadline(), in.refreshAt, in.reannounce.deadline(), in.conflicts.next()} {
 			if !d.IsZero() && (next.IsZero() || d.Before(next)) {
@@ -463,6 +469,11 @@ func (e *Engine) nextDeadline() time.Time {
 func (e *Engine) tick(now time.Time) {
 	if !e.dadNext.IsZero() && !now.Before(e.dadNext) {
 		e.recheckDAD(now)
+	}
+	if !e.srcNext.IsZero() && !now.Before(e.srcNext) {
+		if e.checkSources(now) {
+			e.recomputeAll(now)
+		}
 	}
 	for _, name := range sortedKeys(e.instances) {
 		in := e.instances[name]

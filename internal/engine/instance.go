@@ -3,9 +3,11 @@ package engine
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net"
 	"net/netip"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -130,6 +132,7 @@ func (e *Engine) apply(cfg *keepalived.Config) error {
 			}
 		}
 	}
+	e.checkSources(now)
 	for _, name := range sortedKeys(fresh) {
 		in := fresh[name]
 		prio, fault := e.effective(in)
@@ -568,6 +571,58 @@ func (e *Engine) announceSources(link string) {
 	}
 }
 
+// srcPoll is how often the unicast_src_ip addresses are looked for.
+const srcPoll = time.Second
+
+// checkSources looks for every configured unicast_src_ip among the
+// addresses of the node, now and every srcPoll while an instance has one,
+// and reports whether one came or went. keepalived cannot bind an absent
+// source and keeps the instance in FAULT ("src address not configured");
+// vipstack sends from a raw socket, so without this check an instance
+// whose source is not (or no longer) on the node sent adverts its peers
+// drop as not from a peer, and took the VIPs beside the real master (seen:
+// two masters, the keepalived peer never heard it).
+func (e *Engine) checkSources(now time.Time) bool {
+	e.srcNext = time.Time{}
+	want := map[netip.Addr]bool{}
+	for _, in := range e.instances {
+		if src := in.cfg.UnicastSrcIP; src.IsValid() {
+			want[src] = true
+		}
+	}
+	if len(want) == 0 {
+		clear(e.srcAbsent)
+		return false
+	}
+	e.srcNext = now.Add(srcPoll)
+	local, err := e.nl.LocalAddrs()
+	if err != nil {
+		e.log.Warn("cannot list the node's addresses to look for the unicast sources", "err", err)
+		return false
+	}
+	srcs := slices.SortedFunc(maps.Keys(want), netip.Addr.Compare)
+	changed := false
+	for _, src := range srcs {
+		switch absent := !local[src]; {
+		case absent && !e.srcAbsent[src]:
+			e.log.Warn("unicast_src_ip is not an address of this node; its instances stay in FAULT until it is", "source", src)
+			e.srcAbsent[src] = true
+		case !absent && e.srcAbsent[src]:
+			e.log.Info("unicast_src_ip is an address of this node again", "source", src)
+			delete(e.srcAbsent, src)
+		default:
+			continue
+		}
+		changed = true
+	}
+	for src := range e.srcAbsent {
+		if !want[src] {
+			delete(e.srcAbsent, src)
+		}
+	}
+	return changed
+}
+
 // Contribution is one input to the effective priority.
 type Contribution struct {
 	Source  string `json:"source"` // "script chk_ocp_lb", "interface eth1"
@@ -622,6 +677,10 @@ func (e *Engine) contributions(in *instance) []Contribution {
 	if w, waiting := e.dad[in.cfg.Interface]; waiting && in.family != 4 && e.links[in.cfg.Interface] {
 		out = append(out, Contribution{Source: "IPv6 source " + w.src.String(), OK: false, Fault: true,
 			Reason: "still tentative after " + in.cfg.Interface + " came back up (duplicate address detection)"})
+	}
+	if src := in.cfg.UnicastSrcIP; src.IsValid() && e.srcAbsent[src] {
+		out = append(out, Contribution{Source: "unicast_src_ip " + src.String(), OK: false, Fault: true,
+			Reason: "not an address of this node"})
 	}
 	for _, ti := range in.cfg.TrackInterfaces {
 		up, known := e.links[ti.Name]

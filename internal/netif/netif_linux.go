@@ -233,6 +233,28 @@ func (h *Handle) addrs(l netlink.Link, family int) ([]netlink.Addr, error) {
 	return nil, fmt.Errorf("list addresses of %s: still interrupted after %d tries: %w", l.Attrs().Name, dumpRetries, err)
 }
 
+// LocalAddrs returns every address configured on a link of the handle's
+// namespace, IPv4 and IPv6, without zones.
+func (h *Handle) LocalAddrs() (map[netip.Addr]bool, error) {
+	var err error
+	for i := 0; i < dumpRetries; i++ {
+		var as []netlink.Addr
+		if as, err = h.nl.AddrList(nil, netlink.FAMILY_ALL); err == nil {
+			out := make(map[netip.Addr]bool, len(as))
+			for _, a := range as {
+				if p, ok := prefixOf(a); ok {
+					out[p.Addr()] = true
+				}
+			}
+			return out, nil
+		}
+		if !errors.Is(err, netlink.ErrDumpInterrupted) {
+			return nil, fmt.Errorf("list addresses: %w", err)
+		}
+	}
+	return nil, fmt.Errorf("list addresses: still interrupted after %d tries: %w", dumpRetries, err)
+}
+
 func linkUp(a *netlink.LinkAttrs) bool {
 	return a.Flags&net.FlagUp != 0 && a.Flags&net.FlagRunning != 0
 }

@@ -40,6 +40,9 @@ func (h *Handle) LinkLocalIPv6(name string) (netip.Addr, error) { return netip.A
 // Tentative returns ErrUnsupported.
 func (h *Handle) Tentative(name string, addr netip.Addr) (bool, error) { return false, ErrUnsupported }
 
+// LocalAddrs returns ErrUnsupported.
+func (h *Handle) LocalAddrs() (map[netip.Addr]bool, error) { return nil, ErrUnsupported }
+
 // WatchLinks returns ErrUnsupported.
 func (h *Handle) WatchLinks(ctx context.Context, f func(name string, up bool)) error {
 	return ErrUnsupported
