@@ -49,6 +49,19 @@ func TestParseAccepts(t *testing.T) {
 			wantWarnings: []string{"k.conf:8: nopreempt has no effect with priority 255: the address owner always preempts (keepalived clears it)"},
 		},
 		{
+			name: "weights with priority 255 are noted",
+			conf: script + "vrrp_script chk0 {\n script /bin/true\n weight 0\n}\n" +
+				vi(" priority 255\n track_script {\n  chk weight -20\n  chk0\n }\n track_interface {\n  eth1 weight 10\n }\n"),
+			get:  func(c *Config) any { return first(c).Priority },
+			want: uint8(255),
+			wantWarnings: []string{
+				"k.conf:16: track_script chk has weight -20, which has no effect with priority 255: the address owner keeps 255 " +
+					"(keepalived ignores the script); use weight 0 to go to FAULT when it fails",
+				"k.conf:20: track_interface eth1 has weight 10, which has no effect with priority 255: the address owner keeps 255",
+				"k.conf:8: scripts are configured but enable_script_security is not set (keepalived reports a SECURITY VIOLATION)",
+			},
+		},
+		{
 			name:         "nopreempt with state MASTER is cleared",
 			conf:         vi(" state MASTER\n nopreempt\n"),
 			get:          func(c *Config) any { return first(c).Preempt },

@@ -38,6 +38,7 @@ func (p *parser) validate() {
 		p.preempt(in, m)
 		p.ownInterface(in)
 		p.checkTracks(in.TrackScripts)
+		p.ownerWeights(in)
 		if at := m.seen["virtual_router_id"]; in.VRID != 0 && in.Interface != "" {
 			k := vrKey{in.Interface, in.VRID, fam}
 			if prev, dup := vrids[k]; dup {
@@ -69,6 +70,32 @@ func (p *parser) validate() {
 	}
 	p.checkSyncGroups()
 	p.securityNote()
+}
+
+// ownerWeights warns about weights that cannot apply: the address owner
+// (priority 255) keeps its priority whatever it tracks, and keepalived
+// ignores its weighted track_script entries ("ignoring tracked script ...
+// with weights due to address_owner").
+func (p *parser) ownerWeights(in *Instance) {
+	if in.Priority != 255 {
+		return
+	}
+	for _, ts := range in.TrackScripts {
+		w := ts.Weight
+		if s := p.cfg.Scripts[ts.Name]; s != nil && !ts.HasWeight {
+			w = s.Weight
+		}
+		if w != 0 {
+			p.warn(ts.Pos, "track_script %s has weight %d, which has no effect with priority 255: the address owner keeps "+
+				"255 (keepalived ignores the script); use weight 0 to go to FAULT when it fails", ts.Name, w)
+		}
+	}
+	for _, ti := range in.TrackInterfaces {
+		if ti.Weight != 0 {
+			p.warn(ti.Pos, "track_interface %s has weight %d, which has no effect with priority 255: the address owner keeps 255",
+				ti.Name, ti.Weight)
+		}
+	}
 }
 
 func (p *parser) required(in *Instance, m *instMeta) {
