@@ -54,7 +54,8 @@ func runVRRP(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "%v\n", err)
 			return 1
 		}
-		for _, w := range cfg.Warnings {
+		exists := func(name string) bool { _, err := net.InterfaceByName(name); return err == nil }
+		for _, w := range append(cfg.Warnings, engine.MissingInterfaces(cfg, exists)...) {
 			fmt.Fprintf(stderr, "warning: %s\n", w)
 		}
 		fmt.Fprintf(stdout, "%s: configuration is valid (%d instances, %d scripts)\n", *cfgPath, len(cfg.Instances), len(cfg.Scripts))

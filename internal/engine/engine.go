@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"slices"
 	"sync"
 	"time"
 
@@ -193,6 +194,36 @@ func Check(path string) (*keepalived.Config, error) {
 		return nil, errors.Join(errs...)
 	}
 	return cfg, nil
+}
+
+// MissingInterfaces returns a note for every interface cfg names (an
+// instance's interface, a VIP's dev, a track_interface) that does not exist
+// in this network namespace, with its file and line. `--check` prints them
+// as warnings: keepalived -t refuses such a file ("Non-existent interface
+// specified in configuration"), and vipstack does not start with a missing
+// instance interface; but a file may be checked on another host than the
+// one that runs it, so they are not errors there.
+func MissingInterfaces(cfg *keepalived.Config, exists func(name string) bool) []string {
+	var out []string
+	seen := map[string]bool{}
+	note := func(pos keepalived.Pos, name, what, then string) {
+		if name == "" || seen[name] || exists(name) {
+			return
+		}
+		seen[name] = true
+		out = append(out, fmt.Sprintf("%s: interface %q (%s) does not exist here; keepalived -t refuses the file, and %s",
+			pos, name, what, then))
+	}
+	for _, in := range cfg.Instances {
+		note(in.Pos, in.Interface, "interface of vrrp_instance "+in.Name, "vipstack does not start without it")
+		for _, v := range slices.Concat(in.VIPs, in.ExcludedVIPs) {
+			note(v.Pos, v.Dev, "dev of "+v.Prefix.String(), "vipstack cannot add the address")
+		}
+		for _, ti := range in.TrackInterfaces {
+			note(ti.Pos, ti.Name, "track_interface of vrrp_instance "+in.Name, "vipstack counts it down")
+		}
+	}
+	return out
 }
 
 func securityOf(cfg *keepalived.Config) script.Security {

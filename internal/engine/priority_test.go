@@ -207,3 +207,37 @@ func TestKeepsState(t *testing.T) {
 		})
 	}
 }
+
+func TestMissingInterfaces(t *testing.T) {
+	p := netip.MustParsePrefix
+	at := func(line int) keepalived.Pos { return keepalived.Pos{File: "k.conf", Line: line} }
+	exists := func(name string) bool { return name == "ens3" }
+	for _, tc := range []struct {
+		name string
+		in   keepalived.Instance
+		want []string
+	}{
+		{name: "all present", in: keepalived.Instance{Name: "VI_1", Pos: at(1), Interface: "ens3",
+			VIPs: []keepalived.VIP{{Prefix: p("198.18.0.5/32"), Pos: at(5)}}}},
+		{name: "instance interface missing", in: keepalived.Instance{Name: "VI_1", Pos: at(1), Interface: "ens9"},
+			want: []string{`k.conf:1: interface "ens9" (interface of vrrp_instance VI_1) does not exist here; ` +
+				"keepalived -t refuses the file, and vipstack does not start without it"}},
+		{name: "VIP dev and tracked interface missing, each named once",
+			in: keepalived.Instance{Name: "VI_1", Pos: at(1), Interface: "ens3",
+				VIPs:            []keepalived.VIP{{Prefix: p("198.18.0.5/32"), Dev: "ens4", Pos: at(5)}, {Prefix: p("198.18.0.6/32"), Dev: "ens4", Pos: at(6)}},
+				TrackInterfaces: []keepalived.TrackInterface{{Name: "bond1", Pos: at(9)}}},
+			want: []string{
+				`k.conf:5: interface "ens4" (dev of 198.18.0.5/32) does not exist here; ` +
+					"keepalived -t refuses the file, and vipstack cannot add the address",
+				`k.conf:9: interface "bond1" (track_interface of vrrp_instance VI_1) does not exist here; ` +
+					"keepalived -t refuses the file, and vipstack counts it down",
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := MissingInterfaces(&keepalived.Config{Instances: []*keepalived.Instance{&tc.in}}, exists)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("MissingInterfaces (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
