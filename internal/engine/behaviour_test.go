@@ -471,9 +471,9 @@ func renderConf(global string, ins ...vrrpInstance) string {
 
 // TestReloadKeepsUnchangedInstance: SIGHUP after changing the VIP of one of
 // two instances moves that instance to the new VIP while the other, whose
-// priority alone changed, keeps its state and its VIP throughout (as
-// keepalived does); a broken file is rejected with file:line in the log and
-// changes nothing.
+// priority and preemption alone changed, keeps its state and its VIP
+// throughout (as keepalived does); a broken file is rejected with file:line
+// in the log and changes nothing.
 func TestReloadKeepsUnchangedInstance(t *testing.T) {
 	testnet.RequireRoot(t)
 	bin := vipstackBin(t)
@@ -508,9 +508,10 @@ func TestReloadKeepsUnchangedInstance(t *testing.T) {
 		return got[vip1] && got[vip2], err
 	})
 
-	// VI_1's priority changes too: keepalived keeps an instance's state
-	// when its priority changes on reload, and so must vipstack.
-	reloaded := mustReplace(t, conf(vip2new), "    priority 100\n", "    priority 110\n")
+	// VI_1's priority changes too, and it gets nopreempt: keepalived keeps
+	// an instance's state over such a reload, and so must vipstack (a
+	// restarted master with nopreempt would not take its VIP back).
+	reloaded := mustReplace(t, conf(vip2new), "    priority 100\n", "    priority 110\n    nopreempt\n")
 	if err := os.WriteFile(n.Conf, []byte(reloaded), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -537,7 +538,7 @@ func TestReloadKeepsUnchangedInstance(t *testing.T) {
 	}
 	t.Logf("%d address samples during the reload, instance 2 moved at sample %d", samples, settledAt)
 	if missing > 0 {
-		t.Errorf("instance 1's VIP %v was missing in %d of %d samples during a reload that changed only its priority", vip1, missing, samples)
+		t.Errorf("instance 1's VIP %v was missing in %d of %d samples during a reload that changed only its priority and preemption", vip1, missing, samples)
 	}
 	if settledAt < 0 {
 		t.Fatalf("instance 2 did not move from %v to %v after SIGHUP", vip2, vip2new)
@@ -551,10 +552,15 @@ func TestReloadKeepsUnchangedInstance(t *testing.T) {
 		t.Errorf("VIPs held after the reload (-want +got):\n%s", diff)
 	}
 	if strings.Contains(n.Log(), `msg="stopping VRRP instance" instance=VI_1 `) {
-		t.Errorf("the reload stopped VI_1, whose priority alone changed")
+		t.Errorf("the reload stopped VI_1, whose priority and preemption alone changed")
 	}
-	if !strings.Contains(n.Log(), `msg="priority changed; instance keeps its state" instance=VI_1 from=100 to=110`) {
-		t.Errorf("no log line says VI_1's priority changed from 100 to 110")
+	for _, want := range []string{
+		`msg="priority changed; instance keeps its state" instance=VI_1 from=100 to=110`,
+		`msg="preemption changed; instance keeps its state" instance=VI_1 preempt=false preempt_delay=0s`,
+	} {
+		if !strings.Contains(n.Log(), want) {
+			t.Errorf("the log lacks %s", want)
+		}
 	}
 
 	broken := mustReplace(t, reloaded, "    priority 110\n", "    priority 110\n    frobnicate yes\n")

@@ -96,6 +96,11 @@ func (e *Engine) apply(cfg *keepalived.Config) error {
 					// are not touched.
 					e.updateVIPs(old, ic)
 				}
+				if old.cfg.Preempt != ic.Preempt || old.cfg.PreemptDelay != ic.PreemptDelay {
+					e.log.Info("preemption changed; instance keeps its state", "instance", name,
+						"preempt", ic.Preempt, "preempt_delay", ic.PreemptDelay)
+					old.fsm.SetPreempt(now, ic.Preempt, ic.PreemptDelay)
+				}
 				if old.cfg.Priority != ic.Priority {
 					// As keepalived does on reload: the instance keeps its
 					// state and the new priority takes effect through
@@ -196,8 +201,9 @@ func sameInstance(a, b *keepalived.Instance) bool {
 // keeps an instance's state over a reload: when they differ only in their
 // addresses (same family), unicast peers (unicast stays unicast), base
 // priority (the address owner's 255 neither given nor taken), tracked
-// scripts, notify scripts or initial state. Anything else (VRID, interface,
-// version, interval, authentication, preemption, ...) restarts the instance.
+// scripts, notify scripts, nopreempt / preempt_delay or initial state.
+// Anything else (VRID, interface, version, interval, authentication, ...)
+// restarts the instance.
 func keepsState(a, b *keepalived.Instance) bool {
 	if a.Family() != b.Family() || (len(a.UnicastPeers) == 0) != (len(b.UnicastPeers) == 0) {
 		return false
@@ -209,6 +215,7 @@ func keepsState(a, b *keepalived.Instance) bool {
 	for _, c := range []*keepalived.Instance{&ca, &cb} {
 		c.VIPs, c.ExcludedVIPs, c.UnicastPeers = nil, nil, nil
 		c.Priority, c.TrackScripts, c.Notify, c.InitialState = 0, nil, keepalived.Notify{}, ""
+		c.Preempt, c.PreemptDelay = false, 0
 	}
 	return sameInstance(&ca, &cb)
 }

@@ -314,6 +314,18 @@ func (m *Machine) SetPriority(now time.Time, p uint8) []Action {
 	return nil
 }
 
+// SetPreempt changes nopreempt and preempt_delay (a reload) and keeps the
+// state: they are consulted on the next advertisement from a lower master.
+// A backup that was about to preempt a lower master and may no longer
+// waits for it as for any master instead.
+func (m *Machine) SetPreempt(now time.Time, preempt bool, delay time.Duration) {
+	m.cfg.Preempt, m.cfg.PreemptDelay = preempt, delay
+	if !preempt && m.state == Backup && !m.lowerSince.IsZero() {
+		m.lowerSince = time.Time{}
+		m.masterDownAt = now.Add(m.MasterDownInterval())
+	}
+}
+
 // SetFault enters Fault (reason != "") or leaves it (reason == "").
 func (m *Machine) SetFault(now time.Time, reason string) []Action {
 	if reason != "" {

@@ -18,7 +18,7 @@ var (
 // step is one event at an offset from t0, and what must hold afterwards.
 type step struct {
 	at     time.Duration
-	event  string // start, tick, recv, prio, fault, clear, shutdown
+	event  string // start, tick, recv, prio, fault, clear, shutdown, nopreempt, preempt (a reload)
 	from   netip.Addr
 	prio   uint8
 	intv   time.Duration
@@ -51,6 +51,10 @@ func run(t *testing.T, cfg Config, steps []step) {
 			acts = m.SetFault(now, "")
 		case "shutdown":
 			acts = m.Shutdown(now)
+		case "nopreempt":
+			m.SetPreempt(now, false, 0)
+		case "preempt":
+			m.SetPreempt(now, true, 0)
 		default:
 			t.Fatalf("step %d: unknown event %q", i, s.event)
 		}
@@ -190,6 +194,20 @@ func TestScenarios(t *testing.T) {
 			{event: "start", prio: 100, want: []string{"INIT->BACKUP"}, wantState: Backup, wantNext: mdi100},
 			{at: sec, event: "recv", from: upper, prio: 150, wantState: Backup, wantNext: sec + mdi100},
 			{at: 1200 * time.Millisecond, event: "recv", from: lower, prio: 90, wantState: Backup, wantNext: 1200*time.Millisecond + mdi100},
+		},
+	}, {
+		// A reload adds nopreempt while a lower master is about to be
+		// overtaken: the backup keeps its state and no longer preempts.
+		name: "nopreempt set by a reload: a pending preemption is called off",
+		cfg:  v2(true),
+		steps: []step{
+			{event: "start", prio: 100, want: []string{"INIT->BACKUP"}, wantState: Backup, wantNext: mdi100},
+			{at: sec, event: "recv", from: upper, prio: 90, wantState: Backup, wantNext: sec + skew100},
+			{at: 1100 * time.Millisecond, event: "nopreempt", wantState: Backup, wantNext: 1100*time.Millisecond + mdi100},
+			{at: 2 * sec, event: "recv", from: upper, prio: 90, wantState: Backup, wantNext: 2*sec + mdi100},
+			// preempt again: the next lower advertisement is overtaken.
+			{at: 2100 * time.Millisecond, event: "preempt", wantState: Backup, wantNext: 2*sec + mdi100},
+			{at: 3 * sec, event: "recv", from: upper, prio: 90, wantState: Backup, wantNext: 3*sec + skew100},
 		},
 	}, {
 		name: "nopreempt: a lower master keeps the role",
