@@ -69,6 +69,26 @@ func TestParseAccepts(t *testing.T) {
 			wantWarnings: []string{"k.conf:8: nopreempt has no effect with state MASTER (keepalived clears it); use state BACKUP"},
 		},
 		{
+			name:         "preempt_delay with nopreempt is cleared",
+			conf:         vi(" nopreempt\n preempt_delay 5\n"),
+			get:          func(c *Config) any { return first(c).PreemptDelay },
+			want:         time.Duration(0),
+			wantWarnings: []string{"k.conf:8: preempt_delay has no effect with nopreempt (keepalived clears it)"},
+		},
+		{
+			name:         "preempt_delay with state MASTER is cleared",
+			conf:         vi(" state MASTER\n preempt_delay 5\n"),
+			get:          func(c *Config) any { return first(c).PreemptDelay },
+			want:         time.Duration(0),
+			wantWarnings: []string{"k.conf:8: preempt_delay has no effect with state MASTER (keepalived clears it, and preempts at once); use state BACKUP"},
+		},
+		{
+			name: "preempt_delay with state BACKUP is kept",
+			conf: vi(" state BACKUP\n preempt_delay 5\n"),
+			get:  func(c *Config) any { return first(c).PreemptDelay },
+			want: 5 * time.Second,
+		},
+		{
 			name: "own interface is not tracked twice",
 			conf: vi(" track_interface {\n  eth0\n  eth1 weight -20\n }\n"),
 			get:  func(c *Config) any { return first(c).TrackInterfaces },

@@ -38,7 +38,8 @@
 // version, else global vrrp_version, else 3 for IPv6 and 2 for IPv4;
 // an explicit version 2 with IPv6 addresses is an error. Where keepalived
 // silently changes a setting (nopreempt with priority 255 or state MASTER,
-// tracking the instance's own interface) the model does the same and a
+// preempt_delay with nopreempt or state MASTER, tracking the instance's own
+// interface) the model does the same and a
 // warning says so.
 //
 // # Errors

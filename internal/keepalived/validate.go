@@ -124,6 +124,22 @@ func (p *parser) required(in *Instance, m *instMeta) {
 
 // preempt mirrors keepalived, which clears nopreempt where it cannot work.
 func (p *parser) preempt(in *Instance, m *instMeta) {
+	p.nopreempt(in, m)
+	at, ok := m.seen["preempt_delay"]
+	switch {
+	case !ok || in.PreemptDelay == 0:
+		return
+	case !in.Preempt:
+		p.warn(at, "preempt_delay has no effect with nopreempt (keepalived clears it)")
+	case in.InitialState == "MASTER":
+		p.warn(at, "preempt_delay has no effect with state MASTER (keepalived clears it, and preempts at once); use state BACKUP")
+	default:
+		return
+	}
+	in.PreemptDelay = 0
+}
+
+func (p *parser) nopreempt(in *Instance, m *instMeta) {
 	at, ok := m.seen["nopreempt"]
 	switch {
 	case !ok:
