@@ -380,7 +380,6 @@ func (e *Engine) build(ic *keepalived.Instance) (*instance, error) {
 		AdvertInterval: ic.AdvertInterval,
 		Preempt:        ic.Preempt,
 		PreemptDelay:   ic.PreemptDelay,
-		StartAsMaster:  ic.InitialState == "MASTER",
 		Primary:        in.src,
 	})
 	return in, nil

@@ -465,3 +465,58 @@ func TestSupervisorReleasesVIPsWhenTheEngineDies(t *testing.T) {
 		t.Errorf("the supervisor did not log what it removed")
 	}
 }
+
+// TestStateMasterWaits: a vipstack instance with `state MASTER` that
+// starts under a higher keepalived master stays BACKUP and never holds the
+// VIP, as keepalived 2.2.7 does (measured: "Entering BACKUP STATE (init)",
+// and MASTER only after Master_Down_Interval when alone). vipstack took the
+// VIP at start and announced it, so the hosts sent to the lower node until
+// the master answered.
+func TestStateMasterWaits(t *testing.T) {
+	testnet.RequireRoot(t)
+	bin := vipstackBin(t)
+	for _, tc := range []struct {
+		name     string
+		version  int
+		interval time.Duration
+	}{
+		{name: "v2", version: 2, interval: time.Second},
+		{name: "v3", version: 3, interval: 100 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			topo := testnet.New(t, testnet.Options{Hosts: 2, Prefix: "vsM"})
+			master, node := topo.Hosts[0], topo.Hosts[1]
+			vip := netip.MustParseAddr("198.18.0.100")
+			conf := peers.Conf{Version: tc.version, Interval: tc.interval, VRID: 51, VIP: netip.PrefixFrom(vip, 32)}
+			high := conf
+			high.Priority = 150
+			text, err := high.Render(master.Name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			k, err := peers.Start(master, peers.Keepalived, text, t.TempDir(), bin)
+			if err != nil {
+				t.Fatal(err)
+			}
+			logOnFailure(t, k)
+			if _, err := peers.WaitSoleHolder(topo.Hosts, vip, master, 2*tc.interval, 30*time.Second); err != nil {
+				t.Fatalf("keepalived alone: %v", err)
+			}
+			low := conf
+			low.Priority, low.StartMaster = 100, true
+			n := startVipstack(t, bin, node, low)
+			poll(t, 10*time.Second, "vipstack started", func() (bool, error) {
+				return strings.Contains(n.Log(), `msg="VRRP state change" instance=VI_1 from=INIT`), nil
+			})
+			if _, err := peers.WaitSoleHolder(topo.Hosts, vip, master, 5*tc.interval, 30*time.Second); err != nil {
+				t.Fatalf("after vipstack started with state MASTER: %v", err)
+			}
+			if !strings.Contains(n.Log(), `msg="VRRP state change" instance=VI_1 from=INIT to=BACKUP reason=start`) {
+				t.Errorf("vipstack did not start in BACKUP")
+			}
+			if strings.Contains(n.Log(), "to=MASTER") {
+				t.Errorf("vipstack became MASTER under a higher master")
+			}
+		})
+	}
+}

@@ -189,7 +189,9 @@ func TestHealedPartitionMovesClients(t *testing.T) {
 	c2 := conf
 	c2.Priority, c2.Interval, c2.StartMaster = 90, 5*time.Second, true
 	startVipstack(t, bin, h2, c2)
-	poll(t, 20*time.Second, "the client follows h2's announcement", func() (bool, error) {
+	// h2 hears no master: it takes over after its Master_Down_Interval
+	// (3 x 5 s + skew, about 18 s; state MASTER does not shorten it).
+	poll(t, 40*time.Second, "the client follows h2's announcement", func() (bool, error) {
 		mac := neighMAC(t, client, vip)
 		return mac == h2.MAC, fmt.Errorf("entry is %q", mac)
 	})

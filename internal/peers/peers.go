@@ -45,7 +45,8 @@ type Conf struct {
 	// NoSecondGARP renders garp_master_delay 0: no second burst of
 	// announcements after becoming master.
 	NoSecondGARP bool
-	// StartMaster renders state MASTER: take over at start.
+	// StartMaster renders state MASTER (which clears nopreempt and
+	// preempt_delay; keepalived 2.2.7 and vipstack still start in BACKUP).
 	StartMaster bool
 }
 

@@ -1,8 +1,8 @@
 // Package fsm is the state machine of one VRRP virtual router, as described
 // in RFC 5798 section 6.4 (and RFC 3768 section 6.4 for version 2), with the
 // keepalived extensions vipstack must honour: nopreempt, preempt_delay,
-// `state MASTER`, and the FAULT state driven by tracked scripts and
-// interfaces.
+// and the FAULT state driven by tracked scripts and interfaces
+// (keepalived's `state MASTER` does not change the start: see Start).
 //
 // The machine is pure: it never reads a clock, opens a socket or touches an
 // address. Callers feed it events with the current time and carry out the

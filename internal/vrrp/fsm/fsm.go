@@ -41,9 +41,6 @@ type Config struct {
 	// PreemptDelay holds off preemption of a lower priority master until
 	// this long after start-up and after first hearing that master.
 	PreemptDelay time.Duration
-	// StartAsMaster is keepalived's `state MASTER`: take over at start
-	// instead of waiting Master_Down_Interval.
-	StartAsMaster bool
 	// Primary is our source address, compared with the sender's on a
 	// priority tie (the higher address wins).
 	Primary netip.Addr
@@ -168,9 +165,11 @@ func (m *Machine) Start(now time.Time, priority uint8, faultReason string) []Act
 	if priority == PriorityOwner {
 		return m.becomeMaster(now, "start: priority 255 (address owner)")
 	}
-	if m.cfg.StartAsMaster {
-		return m.becomeMaster(now, "start: configured state MASTER")
-	}
+	// keepalived's `state MASTER` changes nothing here: keepalived 2.2.7
+	// starts such an instance in BACKUP too and takes over only after
+	// Master_Down_Interval, or never under a higher master (measured).
+	// Taking over at once put the VIP on two nodes and pointed the hosts'
+	// ARP entries at the lower one until the real master answered.
 	return m.becomeBackup(now, "start")
 }
 

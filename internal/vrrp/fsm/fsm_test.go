@@ -258,12 +258,13 @@ func TestScenarios(t *testing.T) {
 			{at: 300 * time.Millisecond, event: "recv", from: upper, prio: 0, want: []string{"advert(prio 255)"}, wantState: Master, wantNext: 1300 * time.Millisecond},
 		},
 	}, {
-		name: "state MASTER starts as master; shutdown sends priority 0",
-		cfg:  Config{Version: 2, AdvertInterval: sec, Preempt: true, StartAsMaster: true, Primary: self},
+		name: "master: shutdown sends priority 0",
+		cfg:  v2(true),
 		steps: []step{
-			{event: "start", prio: 100, want: []string{"advert(prio 100)", "INIT->MASTER"}, wantState: Master, wantNext: sec},
-			{at: 300 * time.Millisecond, event: "shutdown", want: []string{"advert(prio 0)", "MASTER->INIT"}, wantState: Initialize, wantNext: -1},
-			{at: 2 * sec, event: "tick", wantState: Initialize, wantNext: -1},
+			{event: "start", prio: 100, want: []string{"INIT->BACKUP"}, wantState: Backup, wantNext: mdi100},
+			{at: mdi100, event: "tick", want: []string{"advert(prio 100)", "BACKUP->MASTER"}, wantState: Master, wantNext: mdi100 + sec},
+			{at: mdi100 + 300*time.Millisecond, event: "shutdown", want: []string{"advert(prio 0)", "MASTER->INIT"}, wantState: Initialize, wantNext: -1},
+			{at: mdi100 + 2*sec, event: "tick", wantState: Initialize, wantNext: -1},
 		},
 	}, {
 		name: "fault from master sends priority 0; clearing goes back to backup",
@@ -361,8 +362,9 @@ func TestReasonAfterPriorityZero(t *testing.T) {
 // "master ... (prio 70)" next to its effective priority 20).
 func TestMasterReportsItsOwnPriority(t *testing.T) {
 	t0 := time.Unix(1_700_000_000, 0)
-	m := New(Config{Version: 3, AdvertInterval: sec, Preempt: true, Primary: self, StartAsMaster: true})
+	m := New(Config{Version: 3, AdvertInterval: sec, Preempt: true, Primary: self})
 	m.Start(t0, 70, "")
+	m.Tick(t0.Add(m.MasterDownInterval()))
 	if m.State() != Master {
 		t.Fatalf("state %v, want MASTER", m.State())
 	}
