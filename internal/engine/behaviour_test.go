@@ -471,7 +471,7 @@ func renderConf(global string, ins ...vrrpInstance) string {
 
 // TestReloadKeepsUnchangedInstance: SIGHUP after changing the VIP of one of
 // two instances moves that instance to the new VIP while the other, whose
-// priority and preemption alone changed, keeps its state and its VIP
+// priority, interval and preemption alone changed, keeps its state and VIP
 // throughout (as keepalived does); a broken file is rejected with file:line
 // in the log and changes nothing.
 func TestReloadKeepsUnchangedInstance(t *testing.T) {
@@ -508,10 +508,11 @@ func TestReloadKeepsUnchangedInstance(t *testing.T) {
 		return got[vip1] && got[vip2], err
 	})
 
-	// VI_1's priority changes too, and it gets nopreempt: keepalived keeps
-	// an instance's state over such a reload, and so must vipstack (a
-	// restarted master with nopreempt would not take its VIP back).
-	reloaded := mustReplace(t, conf(vip2new), "    priority 100\n", "    priority 110\n    nopreempt\n")
+	// VI_1's priority and interval change too, and it gets nopreempt:
+	// keepalived keeps an instance's state over such a reload, and so must
+	// vipstack (a restarted master with nopreempt would not take its VIP
+	// back).
+	reloaded := mustReplace(t, conf(vip2new), "    priority 100\n    advert_int 0.1\n", "    priority 110\n    advert_int 0.2\n    nopreempt\n")
 	if err := os.WriteFile(n.Conf, []byte(reloaded), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -538,7 +539,7 @@ func TestReloadKeepsUnchangedInstance(t *testing.T) {
 	}
 	t.Logf("%d address samples during the reload, instance 2 moved at sample %d", samples, settledAt)
 	if missing > 0 {
-		t.Errorf("instance 1's VIP %v was missing in %d of %d samples during a reload that changed only its priority and preemption", vip1, missing, samples)
+		t.Errorf("instance 1's VIP %v was missing in %d of %d samples during a reload that changed only its priority, interval and preemption", vip1, missing, samples)
 	}
 	if settledAt < 0 {
 		t.Fatalf("instance 2 did not move from %v to %v after SIGHUP", vip2, vip2new)
@@ -552,11 +553,12 @@ func TestReloadKeepsUnchangedInstance(t *testing.T) {
 		t.Errorf("VIPs held after the reload (-want +got):\n%s", diff)
 	}
 	if strings.Contains(n.Log(), `msg="stopping VRRP instance" instance=VI_1 `) {
-		t.Errorf("the reload stopped VI_1, whose priority and preemption alone changed")
+		t.Errorf("the reload stopped VI_1, whose priority, interval and preemption alone changed")
 	}
 	for _, want := range []string{
 		`msg="priority changed; instance keeps its state" instance=VI_1 from=100 to=110`,
 		`msg="preemption changed; instance keeps its state" instance=VI_1 preempt=false preempt_delay=0s`,
+		`msg="advert_int changed; instance keeps its state" instance=VI_1 from=100ms to=200ms`,
 	} {
 		if !strings.Contains(n.Log(), want) {
 			t.Errorf("the log lacks %s", want)

@@ -96,6 +96,11 @@ func (e *Engine) apply(cfg *keepalived.Config) error {
 					// are not touched.
 					e.updateVIPs(old, ic)
 				}
+				if old.cfg.AdvertInterval != ic.AdvertInterval {
+					e.log.Info("advert_int changed; instance keeps its state", "instance", name,
+						"from", old.cfg.AdvertInterval, "to", ic.AdvertInterval)
+					old.fsm.SetAdvertInterval(now, ic.AdvertInterval)
+				}
 				if old.cfg.Preempt != ic.Preempt || old.cfg.PreemptDelay != ic.PreemptDelay {
 					e.log.Info("preemption changed; instance keeps its state", "instance", name,
 						"preempt", ic.Preempt, "preempt_delay", ic.PreemptDelay)
@@ -201,8 +206,8 @@ func sameInstance(a, b *keepalived.Instance) bool {
 // keeps an instance's state over a reload: when they differ only in their
 // addresses (same family), unicast peers (unicast stays unicast), base
 // priority (the address owner's 255 neither given nor taken), tracked
-// scripts, notify scripts, nopreempt / preempt_delay or initial state.
-// Anything else (VRID, interface, version, interval, authentication, ...)
+// scripts, notify scripts, nopreempt / preempt_delay, advert_int or initial
+// state. Anything else (VRID, interface, version, authentication, ...)
 // restarts the instance.
 func keepsState(a, b *keepalived.Instance) bool {
 	if a.Family() != b.Family() || (len(a.UnicastPeers) == 0) != (len(b.UnicastPeers) == 0) {
@@ -215,7 +220,7 @@ func keepsState(a, b *keepalived.Instance) bool {
 	for _, c := range []*keepalived.Instance{&ca, &cb} {
 		c.VIPs, c.ExcludedVIPs, c.UnicastPeers = nil, nil, nil
 		c.Priority, c.TrackScripts, c.Notify, c.InitialState = 0, nil, keepalived.Notify{}, ""
-		c.Preempt, c.PreemptDelay = false, 0
+		c.Preempt, c.PreemptDelay, c.AdvertInterval = false, 0, 0
 	}
 	return sameInstance(&ca, &cb)
 }

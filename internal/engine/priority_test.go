@@ -192,7 +192,8 @@ func TestKeepsState(t *testing.T) {
 		{name: "nopreempt", b: change(func(c *keepalived.Instance) { c.Preempt = false }), want: true},
 		{name: "preempt_delay", b: change(func(c *keepalived.Instance) { c.PreemptDelay = 5 * time.Second }), want: true},
 		{name: "another VRID", b: change(func(c *keepalived.Instance) { c.VRID = 52 }), want: false},
-		{name: "another interval", b: change(func(c *keepalived.Instance) { c.AdvertInterval = time.Second }), want: false},
+		{name: "another interval", b: change(func(c *keepalived.Instance) { c.AdvertInterval = time.Second }), want: true},
+		{name: "another version", b: change(func(c *keepalived.Instance) { c.Version = 3 }), want: false},
 		{name: "unicast to multicast", b: change(func(c *keepalived.Instance) { c.UnicastPeers = nil }), want: false},
 		{name: "another family", b: change(func(c *keepalived.Instance) {
 			c.VIPs = []keepalived.VIP{{Prefix: p("fd00::100/128")}}

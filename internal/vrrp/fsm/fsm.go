@@ -325,6 +325,22 @@ func (m *Machine) SetPreempt(now time.Time, preempt bool, delay time.Duration) {
 	}
 }
 
+// SetAdvertInterval changes our advertisement interval (a reload) and
+// keeps the state: a master advertises at the new interval from now on (the
+// next advertisement no later than one new interval away), and a version 2
+// backup, which expects the master's interval to be its own, times it with
+// the new one from the next advertisement it hears.
+func (m *Machine) SetAdvertInterval(now time.Time, d time.Duration) {
+	m.cfg.AdvertInterval = d
+	switch {
+	case m.state == Master:
+		m.masterInterval = d
+		m.advertAt = minTime(m.advertAt, now.Add(d))
+	case m.cfg.Version == 2:
+		m.masterInterval = d
+	}
+}
+
 // SetFault enters Fault (reason != "") or leaves it (reason == "").
 func (m *Machine) SetFault(now time.Time, reason string) []Action {
 	if reason != "" {

@@ -18,7 +18,7 @@ var (
 // step is one event at an offset from t0, and what must hold afterwards.
 type step struct {
 	at     time.Duration
-	event  string // start, tick, recv, prio, fault, clear, shutdown, nopreempt, preempt (a reload)
+	event  string // start, tick, recv, prio, fault, clear, shutdown, nopreempt, preempt, interval (a reload)
 	from   netip.Addr
 	prio   uint8
 	intv   time.Duration
@@ -51,6 +51,8 @@ func run(t *testing.T, cfg Config, steps []step) {
 			acts = m.SetFault(now, "")
 		case "shutdown":
 			acts = m.Shutdown(now)
+		case "interval":
+			m.SetAdvertInterval(now, s.intv)
 		case "nopreempt":
 			m.SetPreempt(now, false, 0)
 		case "preempt":
@@ -194,6 +196,27 @@ func TestScenarios(t *testing.T) {
 			{event: "start", prio: 100, want: []string{"INIT->BACKUP"}, wantState: Backup, wantNext: mdi100},
 			{at: sec, event: "recv", from: upper, prio: 150, wantState: Backup, wantNext: sec + mdi100},
 			{at: 1200 * time.Millisecond, event: "recv", from: lower, prio: 90, wantState: Backup, wantNext: 1200*time.Millisecond + mdi100},
+		},
+	}, {
+		name: "advert_int changed by a reload: a master keeps its state and advertises at the new interval",
+		cfg:  v2(true),
+		steps: []step{
+			{event: "start", prio: 100, want: []string{"INIT->BACKUP"}, wantState: Backup, wantNext: mdi100},
+			{at: mdi100, event: "tick", want: []string{"advert(prio 100)", "BACKUP->MASTER"}, wantState: Master, wantNext: mdi100 + sec},
+			{at: mdi100 + 100*time.Millisecond, event: "interval", intv: 3 * sec, wantState: Master, wantNext: mdi100 + sec},
+			{at: mdi100 + sec, event: "tick", want: []string{"advert(prio 100)"}, wantState: Master, wantNext: mdi100 + 4*sec},
+			// Back to 1 s: the next advertisement comes one new interval away.
+			{at: mdi100 + 1500*time.Millisecond, event: "interval", intv: sec, wantState: Master, wantNext: mdi100 + 2500*time.Millisecond},
+			{at: mdi100 + 2500*time.Millisecond, event: "tick", want: []string{"advert(prio 100)"}, wantState: Master, wantNext: mdi100 + 3500*time.Millisecond},
+		},
+	}, {
+		name: "advert_int changed by a reload: a version 2 backup times the master with the new interval",
+		cfg:  v2(true),
+		steps: []step{
+			{event: "start", prio: 100, want: []string{"INIT->BACKUP"}, wantState: Backup, wantNext: mdi100},
+			{at: sec, event: "recv", from: upper, prio: 150, wantState: Backup, wantNext: sec + mdi100},
+			{at: 1100 * time.Millisecond, event: "interval", intv: 2 * sec, wantState: Backup, wantNext: sec + mdi100},
+			{at: 2 * sec, event: "recv", from: upper, prio: 150, wantState: Backup, wantNext: 2*sec + 6*sec + skew100},
 		},
 	}, {
 		// A reload adds nopreempt while a lower master is about to be
