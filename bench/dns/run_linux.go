@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -14,10 +13,10 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
+	"github.com/vipstack/vipstack/internal/syncbuf"
 	"github.com/vipstack/vipstack/internal/testnet"
 )
 
@@ -182,25 +181,8 @@ func perfPart(b *bench, h *testnet.Host, stdout io.Writer) error {
 // proc is a process started in a namespace.
 type proc struct {
 	cmd  *exec.Cmd
-	log  *lockedBuffer
+	log  *syncbuf.Buffer
 	done chan struct{}
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // pinned returns a command in h, on cpu unless cpu < 0.
@@ -236,7 +218,7 @@ func startVipstack(b *bench, h *testnet.Host, cpu int, args ...string) (*proc, e
 
 func launch(b *bench, h *testnet.Host, cpu int, serving chan struct{}, args ...string) (*proc, error) {
 	c := pinned(h, cpu, b.vipBin, args...)
-	p := &proc{cmd: c, log: &lockedBuffer{}, done: make(chan struct{})}
+	p := &proc{cmd: c, log: &syncbuf.Buffer{}, done: make(chan struct{})}
 	c.Stderr = p.log
 	out, err := c.StdoutPipe()
 	if err != nil {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 	"github.com/vipstack/vipstack/internal/k8s/k8stest"
 	"github.com/vipstack/vipstack/internal/k8s/v1alpha1"
 	"github.com/vipstack/vipstack/internal/kubetest"
+	"github.com/vipstack/vipstack/internal/syncbuf"
 )
 
 // TestKubeFlags checks what runController and runAgent refuse before they
@@ -57,23 +57,6 @@ func wrap(f func(context.Context, []string, io.Writer, io.Writer) int) func(cont
 	return func(ctx context.Context, args []string, o, e *bytes.Buffer) int { return f(ctx, args, o, e) }
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestRunController runs `vipstack controller --kubeconfig` against a real
 // API server until a Service has its address, then stops it.
 func TestRunController(t *testing.T) {
@@ -94,7 +77,7 @@ func TestRunController(t *testing.T) {
 		}
 	}
 	runCtx, cancel := context.WithCancel(ctx)
-	var out, errb syncBuffer
+	var out, errb syncbuf.Buffer
 	done := make(chan int, 1)
 	go func() {
 		done <- runController(runCtx, []string{"--kubeconfig", env.Kubeconfig, "--metrics-addr", "127.0.0.1:0", "--excluded-vrids", "1"}, &out, &errb)

@@ -24,6 +24,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/vipstack/vipstack/internal/redirect"
+	"github.com/vipstack/vipstack/internal/syncbuf"
 	"github.com/vipstack/vipstack/internal/testnet"
 )
 
@@ -178,7 +179,7 @@ backend masters
 	if err := os.WriteFile(path, []byte(conf("")), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	var out lockedBuffer
+	var out syncbuf.Buffer
 	cmd := h1.Command(os.Args[0], "-test.run=^TestLBHelperProcess$")
 	cmd.Env = append(os.Environ(), "VIPSTACK_LB_HELPER_ARGS="+strings.Join([]string{"-f", path, "--redirect", vip + ":6443", "--watch-interval", "0"}, "\n"))
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -408,7 +409,7 @@ type redirectLab struct {
 	vip    netip.AddrPort
 	path   string // the balancer's haproxy.cfg
 	cmd    *exec.Cmd
-	out    lockedBuffer
+	out    syncbuf.Buffer
 	exited chan struct{}
 }
 

@@ -4,7 +4,6 @@ package discovery
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -26,6 +25,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/vipstack/vipstack/internal/syncbuf"
 	"github.com/vipstack/vipstack/internal/testnet"
 )
 
@@ -172,14 +172,14 @@ type peer struct {
 	cmd     *exec.Cmd
 	log     *nodeLog
 	started time.Time // first report: Run has opened its sockets
-	stderr  *lockedBuffer
+	stderr  *syncbuf.Buffer
 	exited  chan struct{} // closed once the process is reaped
 }
 
 // startPeer runs mdnstest in h's namespace and waits for its first report.
 func startPeer(t *testing.T, h *testnet.Host, bin string, args ...string) *peer {
 	t.Helper()
-	p := &peer{log: newNodeLog("peer " + h.Name), stderr: &lockedBuffer{b: &bytes.Buffer{}}, exited: make(chan struct{})}
+	p := &peer{log: newNodeLog("peer " + h.Name), stderr: &syncbuf.Buffer{}, exited: make(chan struct{})}
 	p.cmd = h.Command(bin, args...)
 	p.cmd.Stderr = p.stderr
 	out, err := p.cmd.StdoutPipe()
@@ -235,23 +235,6 @@ func (p *peer) wait(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatalf("mdnstest did not exit within 5s")
 	}
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  *bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 func addVIPs(t *testing.T, h *testnet.Host) {
@@ -562,7 +545,7 @@ enable-reflector=no
 	}
 	a := &avahi{env: append(os.Environ(), "DBUS_SYSTEM_BUS_ADDRESS=unix:path="+bus), h: h}
 	dbus := h.Command("dbus-daemon", "--config-file="+filepath.Join(dir, "bus.conf"), "--nofork", "--nopidfile")
-	dbusLog := &lockedBuffer{b: &bytes.Buffer{}}
+	dbusLog := &syncbuf.Buffer{}
 	dbus.Stdout, dbus.Stderr = dbusLog, dbusLog
 	if err := h.Start(dbus); err != nil {
 		t.Fatalf("dbus-daemon: %v", err)
@@ -575,7 +558,7 @@ enable-reflector=no
 	d := h.Command("sh", "-c", "mkdir -p /run/avahi-daemon && mount -t tmpfs vsK-avahi /run/avahi-daemon && "+
 		"exec avahi-daemon -f "+filepath.Join(dir, "avahi.conf")+" --no-drop-root --no-chroot --no-rlimits --no-proc-title")
 	d.Env = a.env
-	logs := &lockedBuffer{b: &bytes.Buffer{}}
+	logs := &syncbuf.Buffer{}
 	d.Stdout, d.Stderr = logs, logs
 	if err := h.Start(d); err != nil {
 		t.Fatalf("avahi-daemon: %v", err)
@@ -638,7 +621,7 @@ func (a *avahi) start(t *testing.T, name string, args ...string) *exec.Cmd {
 	t.Helper()
 	c := a.h.Command(name, args...)
 	c.Env = a.env
-	out := &lockedBuffer{b: &bytes.Buffer{}}
+	out := &syncbuf.Buffer{}
 	c.Stdout, c.Stderr = out, out
 	if err := a.h.StartFor(t, c); err != nil {
 		t.Fatalf("%s: %v", name, err)

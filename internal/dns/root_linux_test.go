@@ -2,7 +2,6 @@ package dns
 
 import (
 	"bufio"
-	"bytes"
 	"fmt"
 	"io"
 	"net"
@@ -12,7 +11,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -20,34 +18,17 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/miekg/dns"
 
+	"github.com/vipstack/vipstack/internal/syncbuf"
 	"github.com/vipstack/vipstack/internal/testnet"
 )
 
 // netnsPrefix starts the names of this package's namespaces.
 const netnsPrefix = "vsJ"
 
-// lockedBuffer collects a process's output for failure messages.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // dnsProc is one `vipstack dns` process in a namespace.
 type dnsProc struct {
 	cmd    *exec.Cmd
-	stderr *lockedBuffer
+	stderr *syncbuf.Buffer
 	exited chan error
 }
 
@@ -61,7 +42,7 @@ func startDNS(t *testing.T, h *testnet.Host, corefile string, args ...string) *d
 		t.Fatal(err)
 	}
 	c := h.Command(vipstackBin(t), append([]string{"dns", "-conf", path}, args...)...)
-	p := &dnsProc{cmd: c, stderr: &lockedBuffer{}, exited: make(chan error, 1)}
+	p := &dnsProc{cmd: c, stderr: &syncbuf.Buffer{}, exited: make(chan error, 1)}
 	c.Stderr = p.stderr
 	stdout, err := c.StdoutPipe()
 	if err != nil {

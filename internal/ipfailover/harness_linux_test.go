@@ -2,7 +2,6 @@ package ipfailover_test
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/vipstack/vipstack/internal/ipfailover"
 	"github.com/vipstack/vipstack/internal/peers"
+	"github.com/vipstack/vipstack/internal/syncbuf"
 	"github.com/vipstack/vipstack/internal/testnet"
 )
 
@@ -61,7 +61,7 @@ func vipstackBin(t *testing.T) string {
 type node struct {
 	h    *testnet.Host
 	cmd  *exec.Cmd
-	log  *lockedBuffer
+	log  *syncbuf.Buffer
 	done chan struct{}
 }
 
@@ -72,7 +72,7 @@ func startNode(t *testing.T, h *testnet.Host, env []string, args ...string) *nod
 	all := append([]string{"ipfailover", "--state-dir", state, "--status-addr", statusAddr}, args...)
 	c := h.Command(vipstackBin(t), all...)
 	c.Env = append([]string{"PATH=" + os.Getenv("PATH")}, env...)
-	n := &node{h: h, cmd: c, log: &lockedBuffer{}, done: make(chan struct{})}
+	n := &node{h: h, cmd: c, log: &syncbuf.Buffer{Limit: 8 << 20}, done: make(chan struct{})}
 	c.Stdout, c.Stderr = n.log, n.log
 	// StartFor, not Start: a subtest's node writes into the subtest's
 	// state dir and must stop before that dir is removed, not when the
@@ -284,24 +284,4 @@ func tail(s string, lines int) string {
 		l = l[len(l)-lines:]
 	}
 	return strings.Join(l, "\n")
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.b.Len() > 8<<20 {
-		return len(p), nil
-	}
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

@@ -1,7 +1,6 @@
 package lb
 
 import (
-	"bytes"
 	"crypto/tls"
 	"io"
 	"log"
@@ -19,6 +18,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/vipstack/vipstack/internal/lbconfig"
+	"github.com/vipstack/vipstack/internal/syncbuf"
 )
 
 // apiServer is a TLS backend like kube-apiserver: /readyz answers "ok",
@@ -53,24 +53,6 @@ func startAPIServer(t *testing.T, name, addr string) *apiServer {
 	a.srv, a.addr = s, s.Listener.Addr().String()
 	t.Cleanup(s.Close)
 	return a
-}
-
-// syncBuffer is a log sink safe for concurrent writers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func checksDone(s ServerStats) uint64 {
@@ -111,7 +93,7 @@ func TestHealthLeaveRejoin(t *testing.T) {
 	cfg.Backends[0].Check = lbconfig.HTTPCheck{Method: "GET", URI: "/readyz", Version: "HTTP/1.0"}
 	cfg.Backends[0].LogHealthChecks = true
 
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	clk := fakeClock()
 	var healthMu sync.Mutex
 	var health []bool
@@ -314,7 +296,7 @@ func mustAddrPort(t *testing.T, s string) netip.AddrPort {
 // no check result is logged; a server's UP/DOWN changes always are.
 func TestHealthChecksLoggedOnlyWithOption(t *testing.T) {
 	dead := deadBackend(t, "dead")
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	clk := fakeClock()
 	l, err := New(Options{Clock: clk, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/vipstack/vipstack/internal/demo"
+	"github.com/vipstack/vipstack/internal/syncbuf"
 	"github.com/vipstack/vipstack/internal/testnet"
 )
 
@@ -86,7 +87,7 @@ type capSets struct{ Inh, Prm, Eff, Bnd, Amb string }
 // executable is bin, and when the demo starts removing the cluster it
 // keeps the node agents' logs (removed with the cluster's directory).
 type capProbe struct {
-	buf    lockedBuffer
+	buf    syncbuf.Buffer
 	needle string
 	bin    string
 

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/vipstack/vipstack/internal/demo"
+	"github.com/vipstack/vipstack/internal/syncbuf"
 	"github.com/vipstack/vipstack/internal/testnet"
 )
 
@@ -26,7 +27,7 @@ import (
 func TestStoryDemo(t *testing.T) {
 	testnet.RequireRoot(t)
 	bin := buildVipstack(t)
-	out := &lockedBuffer{}
+	out := &syncbuf.Buffer{}
 	res, err := demo.Run(t.Context(), demo.Options{Bin: bin, Out: out})
 	if err != nil || res.Steps != 5 {
 		t.Fatalf("demo.Run: %d steps held, %v\n%s", res.Steps, err, out)
@@ -73,7 +74,7 @@ func TestStoryDemoInterrupted(t *testing.T) {
 
 // cancelOn cancels once the output contains needle.
 type cancelOn struct {
-	buf    lockedBuffer
+	buf    syncbuf.Buffer
 	needle string
 	cancel context.CancelFunc
 }

@@ -3,40 +3,20 @@
 package node_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"maps"
 	"net/netip"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/vipstack/vipstack/internal/demo"
 	"github.com/vipstack/vipstack/internal/peers"
+	"github.com/vipstack/vipstack/internal/syncbuf"
 	"github.com/vipstack/vipstack/internal/testnet"
 )
-
-// lockedBuffer collects the demo's output (the live view writes from its
-// own goroutine).
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // buildVipstack builds the binary the node agents run.
 func buildVipstack(t *testing.T) string {
@@ -54,7 +34,7 @@ func startCluster(t *testing.T, spec demo.Spec) *demo.Cluster {
 	t.Helper()
 	testnet.RequireRoot(t)
 	bin := buildVipstack(t)
-	out := &lockedBuffer{}
+	out := &syncbuf.Buffer{}
 	c, err := demo.Start(t.Context(), spec, demo.Options{Bin: bin, Out: out})
 	if err != nil {
 		t.Fatal(err)

@@ -9,11 +9,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"text/template"
 	"time"
 
+	"github.com/vipstack/vipstack/internal/syncbuf"
 	"github.com/vipstack/vipstack/internal/testnet"
 )
 
@@ -132,7 +132,7 @@ type Node struct {
 	Conf string // path of its keepalived.conf
 
 	cmd  *exec.Cmd
-	log  *lockedBuffer
+	log  *syncbuf.Buffer
 	done chan struct{}
 }
 
@@ -146,7 +146,7 @@ func Start(h *testnet.Host, impl Impl, conf, dir, vipstackBin string, extra ...s
 	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
 		return nil, err
 	}
-	n := &Node{Host: h, Impl: impl, Dir: dir, Conf: path, log: &lockedBuffer{}, done: make(chan struct{})}
+	n := &Node{Host: h, Impl: impl, Dir: dir, Conf: path, log: &syncbuf.Buffer{Limit: 4 << 20}, done: make(chan struct{})}
 	switch impl {
 	case Keepalived:
 		n.cmd = h.Command("keepalived", "-n", "-l", "-D", "--vrrp", "-f", path,
@@ -171,7 +171,7 @@ func Start(h *testnet.Host, impl Impl, conf, dir, vipstackBin string, extra ...s
 // StartCmd starts any command built with h.Command (for example `vipstack
 // node`) as a Node, so it gets the same log capture, Kill and Term.
 func StartCmd(h *testnet.Host, c *exec.Cmd) (*Node, error) {
-	n := &Node{Host: h, Impl: Vipstack, cmd: c, log: &lockedBuffer{}, done: make(chan struct{})}
+	n := &Node{Host: h, Impl: Vipstack, cmd: c, log: &syncbuf.Buffer{Limit: 4 << 20}, done: make(chan struct{})}
 	c.Stdout, c.Stderr = n.log, n.log
 	if err := h.Start(c); err != nil {
 		return nil, fmt.Errorf("start %s on %s: %w", c.Path, h.Name, err)
@@ -305,26 +305,6 @@ func WaitSoleHolder(hs []*testnet.Host, addr netip.Addr, want *testnet.Host, sta
 		names = append(names, h.Name)
 	}
 	return 0, fmt.Errorf("after %v, %v is held by %v, want only %s", timeout, addr, names, want.Name)
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.b.Len() > 4<<20 {
-		return len(p), nil
-	}
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // BuildVipstack builds the vipstack binary into dir and returns its path.

@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/vipstack/vipstack/internal/clock"
+	"github.com/vipstack/vipstack/internal/syncbuf"
 )
 
 func waitFor(t *testing.T, what string, cond func() bool) {
@@ -147,24 +148,6 @@ func TestFollowerRetarget(t *testing.T) {
 	}
 }
 
-// syncBuffer is a log destination for the follower's goroutine.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestFollowerLogsFailuresSparingly: a change that keeps failing (no
 // CAP_NET_ADMIN, say) is retried every second but logged at the first
 // failure and then every FailureLogEvery with the count; the success
@@ -172,7 +155,7 @@ func (s *syncBuffer) String() string {
 func TestFollowerLogsFailuresSparingly(t *testing.T) {
 	fr := &fakeRedirect{fail: 35}
 	clk := clock.NewFake(time.Unix(0, 0))
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	d := NewFollower(fr, slog.New(slog.NewTextHandler(&logs, nil)), clk)
 	go d.Run()
 	d.Set(true)
