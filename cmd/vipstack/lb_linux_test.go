@@ -551,7 +551,7 @@ func TestLBFailedStartKeepsRedirect(t *testing.T) {
 	second := x.h1.Command(os.Args[0], "-test.run=^TestLBHelperProcess$")
 	second.Env = append(os.Environ(), "VIPSTACK_LB_HELPER_ARGS="+strings.Join([]string{"-f", x.path, "--redirect", x.vip.String(), "--watch-interval", "0"}, "\n"))
 	out, err := second.CombinedOutput()
-	if code := second.ProcessState.ExitCode(); code != 1 || !strings.Contains(string(out), "another socket listens on port 9445") {
+	if code := second.ProcessState.ExitCode(); code != 1 || !strings.Contains(string(out), "another socket listens on [::]:9445") {
 		t.Fatalf("the second balancer: exit %d (%v), want 1 for the port in use; output:\n%s", code, err, out)
 	}
 	if x.table() == "" {

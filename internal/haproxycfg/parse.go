@@ -313,6 +313,7 @@ func (p *parser) section(l line) {
 			ns[name] = use
 		}
 		p.source(p.key, l)
+		p.cfg.Proxies = append(p.cfg.Proxies, p.key)
 		switch kw {
 		case "frontend":
 			p.kind, p.fe = secFrontend, &lbconfig.Frontend{Name: name}
@@ -383,6 +384,7 @@ func (p *parser) global(l line) {
 		}
 	case "stats socket":
 		if args, ok := p.nargs(l, 2, 1, 64, "ADDRESS [params]"); ok {
+			p.cfg.StatsSocket = true
 			p.warnf(l, "stats socket %s: the runtime API is not served by vipstack; the socket is not created", args[0])
 		}
 	default:

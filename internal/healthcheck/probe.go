@@ -189,10 +189,18 @@ func connect(ctx context.Context, addr netip.AddrPort, cfg *tls.Config) (net.Con
 
 // errText is the innermost error text ("connection refused"), as haproxy
 // reports the system error rather than the whole operation.
+// errText is what a failed check reports as its info: for a system error,
+// the C library's text ("Connection refused", "No route to host"), which
+// haproxy shows in its logs and in the stats' last_chk; Go spells the same
+// texts in lower case.
 func errText(err error) string {
 	var se syscall.Errno
 	if errors.As(err, &se) {
-		return se.Error()
+		t := se.Error()
+		if t != "" && t[0] >= 'a' && t[0] <= 'z' {
+			t = string(t[0]-'a'+'A') + t[1:]
+		}
+		return t
 	}
 	return err.Error()
 }

@@ -76,10 +76,10 @@ func TestProbes(t *testing.T) {
 		{name: "TLS to a plain server", probe: HTTP{Addr: plainAddr, Method: "GET", URI: "/readyz", TLS: TLSConfig(false, plainAddr)},
 			want: Result{Status: L6RSP, Info: "tls: first record does not look like a TLS handshake"}},
 		{name: "refused", probe: HTTP{Addr: closed, Method: "GET", URI: "/readyz"},
-			want: Result{Status: L4CON, Info: "connection refused"}},
+			want: Result{Status: L4CON, Info: "Connection refused"}},
 		{name: "tcp", probe: TCP{Addr: plainAddr}, want: Result{OK: true, Status: L4OK}},
 		{name: "tcp with TLS handshake", probe: TCP{Addr: tlsAddr, TLS: TLSConfig(false, tlsAddr)}, want: Result{OK: true, Status: L6OK}},
-		{name: "tcp refused", probe: TCP{Addr: closed}, want: Result{Status: L4CON, Info: "connection refused"}},
+		{name: "tcp refused", probe: TCP{Addr: closed}, want: Result{Status: L4CON, Info: "Connection refused"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -75,14 +75,17 @@
 //
 // Apply swaps in a new configuration: frontends, backends and servers are
 // matched by name (servers by backend, name and address, and they keep
-// their counters and health state), listeners by bind address, so
+// their counters and health state; a server renamed at the same address
+// keeps them too), listeners by bind address, so
 // unchanged listeners keep their sockets, new ones open before anything
 // else changes (an Apply that cannot bind leaves the old configuration in
 // place) and removed ones close. Listeners set SO_REUSEPORT, which would
 // let another process that sets it too (haproxy does) listen on the same
-// port and take a share of the clients; so a port the LB does not listen
-// on yet is first bound without it, and a port another process listens on
-// fails the Apply (haproxy would share it). Established connections keep
+// address and port and take a share of the clients; so an address and port
+// the LB does not listen on yet (compared by address: a wildcard covers its
+// family, a dual-stack `:::PORT v4v6` IPv4 too) is first bound without it,
+// and one another process listens on fails the Apply (haproxy would share
+// it). Established connections keep
 // their server and run to their end. Shutdown stops accepting, lets
 // connections finish until its context ends and then closes the rest;
 // meanwhile the monitor answers 503 (a frontend that refuses clients is
@@ -91,10 +94,17 @@
 // # Monitor and stats
 //
 // A Monitor answers 200 at its URI while at least one server of any
-// backend is UP and 503 otherwise (the issue's rule; haproxy's monitor-uri
-// answers 200 whenever the process runs). A Stats section serves haproxy's
-// stats page at its URI behind basic auth: HTML, `;csv` in haproxy's CSV
-// column order (a prefix of its columns, up to check_duration) and JSON
-// (`;json`, or Accept: application/json). Metrics go to the Prometheus
-// registry given in Options.
+// backend is UP and has passed a check, and 503 otherwise (the issue's
+// rule; haproxy's monitor-uri answers 200 whenever the process runs, over
+// reloads too). After an Apply that brings new servers, a healthy LB stays
+// healthy until each new server has had its first check (bounded by its
+// timeout, inter), so a reload that replaces every server does not turn
+// the monitor 503 for the time of a check. A Stats section serves haproxy's
+// stats page at its URI behind basic auth: HTML, and haproxy 2.6's `;csv`
+// (its 128 columns) and `;json` (`;json`, or Accept: application/json:
+// an array of lines, each an array of field objects), with a line per
+// frontend, server and backend, the monitor and stats sections included,
+// numbered as haproxy numbers them; hastats.go says which fields vipstack
+// fills and which it leaves out. Metrics go to the Prometheus registry
+// given in Options.
 package lb

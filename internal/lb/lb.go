@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -80,6 +79,10 @@ type LB struct {
 	// draining is set by Shutdown: the frontends no longer accept, so
 	// the monitor answers 503 whatever the servers' state.
 	draining atomic.Bool
+	// hold is whether the LB was healthy when the configuration in force
+	// was applied: while a server new to it has not been checked yet, the
+	// LB stays healthy.
+	hold atomic.Bool
 }
 
 // view is the configuration in force, read without locks.
@@ -244,7 +247,7 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 			h.ln.Close()
 		}
 	}
-	held := l.heldPorts()
+	held := l.held()
 	for _, k := range order {
 		w := wants[k]
 		if w.fe != nil {
@@ -261,7 +264,7 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 				return fmt.Errorf("lb: apply: %s: %s: %w", where(cfg, w.key), k, err)
 			}
 			newTCP[k] = t
-			held[w.bind.Addr.Port()] = true
+			held = append(held, t.at)
 			continue
 		}
 		old := l.httpLns[k]
@@ -283,7 +286,7 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 			return fmt.Errorf("lb: apply: %s: %s: %w", where(cfg, w.key), k, err)
 		}
 		newHTTP[k] = h
-		held[w.bind.Addr.Port()] = true
+		held = append(held, h.at)
 	}
 
 	// Servers and pools.
@@ -295,6 +298,25 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 		conf checkConf
 	}
 	var restarts []restart
+	// A server keeps its state by backend, name and address; failing
+	// that, a server of the backend at the same address that no server of
+	// the new configuration keeps by name takes it over: a renamed server
+	// keeps its health and check history.
+	kept := map[string]bool{}
+	for _, b := range cfg.Backends {
+		for _, sc := range b.Servers {
+			kept[serverKey(b.Name, sc)] = true
+		}
+	}
+	renamed := func(backend string, sc lbconfig.Server) *server {
+		for k, o := range l.servers {
+			if !kept[k] && o.backend == backend && o.addr == sc.Addr {
+				kept[k] = true // taken over once
+				return o
+			}
+		}
+		return nil
+	}
 	for _, b := range cfg.Backends {
 		var ss []*server
 		var ws []int
@@ -306,6 +328,10 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 			}
 			if s == nil {
 				s = l.newServer(b.Name, sc)
+				if o := renamed(b.Name, sc); o != nil {
+					s.inherit(o)
+					l.log.Info("server renamed: it keeps its state and check history", "backend", b.Name, "server", sc.Name, "was", o.name, "addr", sc.Addr.String())
+				}
 			}
 			if _, seen := servers[key]; !seen {
 				servers[key] = s
@@ -398,6 +424,12 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 		}
 	}
 
+	// Servers new to this configuration start UP but unconfirmed; until
+	// each has had its first check the monitor keeps the verdict it had
+	// (see health).
+	l.healthMu.Lock()
+	l.hold.Store(l.healthKnown && l.healthy)
+	l.healthMu.Unlock()
 	l.view.Store(&view{cfg: cfg, frontends: feOrder, pools: poolOrder, addrs: addrs})
 	l.gmax.Store(int64(max(cfg.GlobalMaxConn, 0)))
 	l.globalChanged()
@@ -411,6 +443,9 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 	}
 	l.log.Info("configuration applied", "frontends", len(cfg.Frontends), "backends", len(cfg.Backends), "servers", len(servers))
 	l.recomputeHealth()
+	if _, _, held := l.health(); held {
+		l.log.Info("load balancer keeps its healthy verdict until the new servers' first checks: none of them has been checked yet")
+	}
 	return nil
 }
 
@@ -445,29 +480,39 @@ func (l *LB) Addrs(section string) []net.Addr {
 // has passed a check (or has none), and Shutdown has not begun: the
 // monitor URI's rule. Servers start UP, so without the check a node would
 // announce itself healthy, and take the VIP's redirect, before it knew of
-// one server that answers.
+// one server that answers. After a reload that brought new servers, a
+// healthy LB stays healthy until each new server has had its first check
+// (its timeout, inter, bounds the wait): a reload that replaces every
+// server does not turn the monitor 503 for the time of a check, which
+// would move the API VIP away from every node reloading at once.
 func (l *LB) Healthy() bool {
-	h, _ := l.health()
+	h, _, _ := l.health()
 	return h
 }
 
-// health is Healthy, and whether a server is UP but not confirmed yet
-// (its first check has not passed).
-func (l *LB) health() (healthy, unconfirmed bool) {
+// health is Healthy, whether a server is UP but not confirmed yet (its
+// first check has not passed), and whether the verdict is the one held
+// over a reload (healthy only because new servers wait for a first check).
+func (l *LB) health() (healthy, unconfirmed, held bool) {
 	if l.draining.Load() {
-		return false, false
+		return false, false, false
 	}
+	waiting := false
 	for _, p := range l.view.Load().pools {
 		for _, s := range p.servers {
 			if s.up.Load() {
 				if s.confirmed.Load() {
-					return true, false
+					return true, false, false
 				}
 				unconfirmed = true
+				waiting = waiting || !s.checked.Load()
 			}
 		}
 	}
-	return false, unconfirmed
+	if waiting && l.hold.Load() {
+		return true, unconfirmed, true
+	}
+	return false, unconfirmed, false
 }
 
 // upServers counts the UP servers of a backend in the current view.
@@ -489,7 +534,7 @@ func (l *LB) upServers(backend string) int {
 func (l *LB) recomputeHealth() {
 	l.healthMu.Lock()
 	defer l.healthMu.Unlock()
-	h, unconfirmed := l.health()
+	h, unconfirmed, _ := l.health()
 	if l.healthKnown && h == l.healthy {
 		return
 	}
@@ -613,8 +658,9 @@ const loopSlack = 4
 // the event loops accept on.
 type tcpListener struct {
 	key  string
-	addr net.Addr // where it listens (the port the kernel chose for port 0)
-	fds  []int    // the listening sockets, owned by the relay
+	addr net.Addr  // where it listens (the port the kernel chose for port 0)
+	at   boundAddr // addr, for the port check
+	fds  []int     // the listening sockets, owned by the relay
 	fe   atomic.Pointer[frontend]
 	stop chan struct{}
 	l    *LB // set by start
@@ -635,6 +681,7 @@ func (l *LB) listenTCP(key string, b lbconfig.Bind) (*tcpListener, error) {
 			fd, err = acceptFD(ln.(*net.TCPListener))
 			if t.addr == nil {
 				t.addr = ln.Addr()
+				t.at = boundOf(b, t.addr)
 			}
 			// The socket lives on in fd. Closing ln takes it out of Go's
 			// poller, which would otherwise wake a thread for every new
@@ -651,49 +698,6 @@ func (l *LB) listenTCP(key string, b lbconfig.Bind) (*tcpListener, error) {
 		return nil, err
 	}
 	return t, nil
-}
-
-// heldPorts returns the ports this LB listens on now.
-func (l *LB) heldPorts() map[uint16]bool {
-	held := map[uint16]bool{}
-	add := func(a net.Addr) {
-		if ta, ok := a.(*net.TCPAddr); ok {
-			held[uint16(ta.Port)] = true
-		}
-	}
-	for _, t := range l.tcpLns {
-		add(t.addr)
-	}
-	for _, h := range l.httpLns {
-		add(h.ln.Addr())
-	}
-	return held
-}
-
-// portFree fails when another socket listens where b would. vipstack's
-// listeners set SO_REUSEPORT (for ListenersPerBind, and to open a
-// replacement beside the old listener on reload), and the kernel lets a
-// socket of another process of the same user that sets it too (haproxy
-// does) bind the same port: both would then listen, each taking a share
-// of the clients, a monitor answering for the other. So a port this LB
-// does not listen on yet is first bound without SO_REUSEPORT, which fails
-// if anyone listens there. Ports held (ports this LB listens on) are not
-// probed: the probe would find the LB itself. Port 0 needs no probe.
-func portFree(b lbconfig.Bind, held map[uint16]bool) error {
-	if !reusePortSupported || b.Addr.Port() == 0 || held[b.Addr.Port()] {
-		return nil
-	}
-	network, address, v6only := bindNetwork(b)
-	lc := net.ListenConfig{Control: probeControl(v6only)}
-	ln, err := lc.Listen(context.Background(), network, address)
-	if err != nil {
-		if errors.Is(err, syscall.EADDRINUSE) {
-			return fmt.Errorf("%w: another socket listens on port %d (accepted: a port no other process listens on; "+
-				"vipstack does not share its ports, as haproxy would with SO_REUSEPORT: stop the other listener, haproxy for one, first)", err, b.Addr.Port())
-		}
-		return err
-	}
-	return ln.Close()
 }
 
 // bindNetwork maps a bind to Go's network and address: IPv4 binds are
@@ -784,6 +788,7 @@ func (l *LB) globalChanged() {
 type httpListener struct {
 	key  string
 	ln   net.Listener
+	at   boundAddr // where ln listens
 	srv  *http.Server
 	to   webTimeouts
 	site atomic.Pointer[site]
@@ -816,7 +821,7 @@ func (l *LB) listenHTTP(key string, b lbconfig.Bind, to lbconfig.Timeouts) (*htt
 	if err != nil {
 		return nil, err
 	}
-	h := &httpListener{key: key, ln: netutil.LimitListener(ln, maxWebConns), to: webTimeoutsOf(to)}
+	h := &httpListener{key: key, ln: netutil.LimitListener(ln, maxWebConns), at: boundOf(b, ln.Addr()), to: webTimeoutsOf(to)}
 	h.srv = &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: h.to.readHeader,

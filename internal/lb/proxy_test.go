@@ -326,8 +326,8 @@ func TestApplyErrors(t *testing.T) {
 	sharedBind := lbconfig.Bind{Addr: addrPort(t, shared.Addr())}
 	sharedWild := lbconfig.Bind{Addr: netip.AddrPortFrom(netip.IPv4Unspecified(), sharedBind.Addr.Port())}
 	inUse := func(b lbconfig.Bind) string {
-		return fmt.Sprintf("another socket listens on port %d (accepted: a port no other process listens on; "+
-			"vipstack does not share its ports, as haproxy would with SO_REUSEPORT: stop the other listener, haproxy for one, first)", b.Addr.Port())
+		return fmt.Sprintf("another socket listens on %s (accepted: an address and port no other process listens on; "+
+			"vipstack does not share them, as haproxy would with SO_REUSEPORT: stop the other listener, haproxy for one, first)", b.Addr)
 	}
 
 	tests := []struct {

@@ -61,6 +61,10 @@ type server struct {
 	// its first failed check takes it DOWN (a checker starts at the edge
 	// of UP, as haproxy's does).
 	confirmed atomic.Bool
+	// checked: a check of the server has ended (passed or failed) since
+	// it was created. Until then a reload's new server holds the LB's
+	// previous verdict (LB.health).
+	checked atomic.Bool
 
 	cur, smax                          atomic.Int64
 	tot, lbtot, bin, bout, econ, wretr atomic.Uint64
@@ -89,6 +93,32 @@ func (l *LB) newServer(backend string, s lbconfig.Server) *server {
 	srv.up.Store(true)
 	srv.confirmed.Store(!s.Check)
 	return srv
+}
+
+// inherit gives s, a server new to this configuration, the state and
+// counters of old, the server it replaces under another name at the same
+// address. old's check is stopped first, so that no result is lost
+// between the copy and the swap. The current sessions stay counted on
+// old, where the connections that hold them end.
+func (s *server) inherit(old *server) {
+	old.stop()
+	old.mu.Lock()
+	defer old.mu.Unlock()
+	s.up.Store(old.up.Load())
+	s.confirmed.Store(old.confirmed.Load())
+	s.checked.Store(old.checked.Load())
+	s.smax.Store(old.smax.Load())
+	for _, c := range []struct{ to, from *atomic.Uint64 }{
+		{&s.tot, &old.tot}, {&s.lbtot, &old.lbtot}, {&s.bin, &old.bin}, {&s.bout, &old.bout},
+		{&s.econ, &old.econ}, {&s.wretr, &old.wretr}, {&s.chkfail, &old.chkfail},
+	} {
+		c.to.Store(c.from.Load())
+	}
+	for i := range s.results {
+		s.results[i].Store(old.results[i].Load())
+	}
+	s.since, s.downSince, s.downtime = old.since, old.downSince, old.downtime
+	s.lastStatus, s.lastState, s.checkUp = old.lastStatus, old.lastState, old.checkUp
 }
 
 func (s *server) id() string { return s.backend + "/" + s.name }
@@ -214,8 +244,12 @@ func (s *server) onResult(r healthcheck.Result, st healthcheck.State) {
 	if i := statusIndex(r.Status); i >= 0 {
 		s.results[i].Add(1)
 	}
+	first := !s.checked.Swap(true)
 	if r.OK && !s.confirmed.Load() {
 		s.confirmed.Store(true)
+		first = true
+	}
+	if first {
 		s.lb.recomputeHealth()
 	}
 	s.mu.Lock()

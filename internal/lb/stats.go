@@ -1,11 +1,11 @@
 package lb
 
 import (
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/vipstack/vipstack/internal/healthcheck"
+	"github.com/vipstack/vipstack/internal/lbconfig"
 )
 
 // Snapshot is the state and counters of every frontend, backend and
@@ -14,6 +14,23 @@ type Snapshot struct {
 	Healthy   bool            `json:"healthy"`
 	Frontends []FrontendStats `json:"frontends"`
 	Backends  []BackendStats  `json:"backends"`
+
+	// proxies are the sections in haproxy's numbering, for the stats
+	// CSV and JSON; nil in a snapshot built by hand (see proxyOrder).
+	proxies []proxyRef
+	// hideDown leaves DOWN servers out of the stats page, haproxy's ";up"
+	// (see HideDown).
+	hideDown bool
+}
+
+// HideDown returns snap with its DOWN servers left out of the stats page's
+// lines (HTML, CSV and JSON), as haproxy's ";up": a server DOWN or still
+// rising ("DOWN 1/3") is hidden, one UP or going down ("UP 1/2") is shown,
+// and the servers shown keep their ids (sid). The backends' figures are
+// unchanged.
+func (snap Snapshot) HideDown() Snapshot {
+	snap.hideDown = true
+	return snap
 }
 
 // FrontendStats is one frontend.
@@ -74,6 +91,9 @@ type ServerStats struct {
 	CheckInfo       string            `json:"check_info,omitempty"`
 	CheckDurationMS int64             `json:"check_duration_ms"`
 	ChecksFailed    uint64            `json:"checks_failed"` // while UP or going down, haproxy's chkfail
+	CheckRise       int               `json:"check_rise,omitempty"`
+	CheckFall       int               `json:"check_fall,omitempty"`
+	CheckHealth     int               `json:"check_health,omitempty"` // haproxy's: 0..rise+fall-1, UP from rise
 	Downs           uint64            `json:"downs"`
 	CheckResults    map[string]uint64 `json:"check_results,omitempty"`
 
@@ -85,7 +105,7 @@ type ServerStats struct {
 func (l *LB) Snapshot() Snapshot {
 	v := l.view.Load()
 	now := l.clk.Now()
-	snap := Snapshot{Healthy: l.Healthy()}
+	snap := Snapshot{Healthy: l.Healthy(), proxies: proxyRefs(v.cfg)}
 	for i, f := range v.frontends {
 		fc := v.cfg.Frontends[i]
 		fs := FrontendStats{
@@ -150,6 +170,7 @@ func serverStats(s *server, weight int, now time.Time) ServerStats {
 		ss.CheckStatus, ss.CheckCode, ss.CheckInfo = st.Last.Status, st.Last.Code, st.Last.Info
 		ss.CheckDurationMS = st.Last.Duration.Milliseconds()
 		ss.ChecksFailed, ss.Downs = s.chkfail.Load(), st.Downs
+		ss.CheckRise, ss.CheckFall, ss.CheckHealth = st.Rise, st.Fall, checkHealth(st)
 	default:
 		ss.Status = "DOWN"
 		if ss.Up {
@@ -167,133 +188,42 @@ func serverStats(s *server, weight int, now time.Time) ServerStats {
 	return ss
 }
 
-// csvHeader names the first columns of haproxy 2.6's `show stat` CSV
-// (management.txt, "9.1. CSV format"), in its order, up to
-// check_duration; scripts that index haproxy's columns by position read
-// these alike.
-const csvHeader = "# pxname,svname,qcur,qmax,scur,smax,slim,stot,bin,bout," +
-	"dreq,dresp,ereq,econ,eresp,wretr,wredis,status,weight,act," +
-	"bck,chkfail,chkdown,lastchg,downtime,qlimit,pid,iid,sid,throttle," +
-	"lbtot,tracked,type,rate,rate_lim,rate_max,check_status,check_code,check_duration,\n"
-
-// Column positions in csvHeader.
-const (
-	colPxname = iota
-	colSvname
-	colQcur
-	colQmax
-	colScur
-	colSmax
-	colSlim
-	colStot
-	colBin
-	colBout
-	colDreq
-	colDresp
-	colEreq
-	colEcon
-	colEresp
-	colWretr
-	colWredis
-	colStatus
-	colWeight
-	colAct
-	colBck
-	colChkfail
-	colChkdown
-	colLastchg
-	colDowntime
-	colQlimit
-	colPid
-	colIid
-	colSid
-	colThrottle
-	colLbtot
-	colTracked
-	colType
-	colRate
-	colRateLim
-	colRateMax
-	colCheckStatus
-	colCheckCode
-	colCheckDuration
-	nColumns
-)
-
-// CSV renders a snapshot as haproxy's stats CSV: a "# " header line, then
-// per frontend a FRONTEND row, and per backend one row per server and a
-// BACKEND row. Each line ends with a comma, as haproxy's do.
-func (snap Snapshot) CSV() string {
-	var b strings.Builder
-	b.WriteString(csvHeader)
-	row := func(r *[nColumns]string) {
-		for _, f := range r {
-			b.WriteString(csvField(f))
-			b.WriteByte(',')
-		}
-		b.WriteByte('\n')
+// checkHealth is haproxy's health counter of a checked server: it counts
+// up on a passed check to rise+fall-1 and down on a failed one to 0, and
+// the server is UP from rise (haproxy's server starts at rise: UP, and
+// DOWN at its first failure).
+func checkHealth(st healthcheck.State) int {
+	switch {
+	case st.Pending:
+		return st.Rise
+	case st.Up:
+		return max(st.Rise+st.Fall-1-st.Failures, st.Rise)
 	}
-	i64 := func(v int64) string { return strconv.FormatInt(v, 10) }
-	u64 := func(v uint64) string { return strconv.FormatUint(v, 10) }
-	iid := 0
-	for _, f := range snap.Frontends {
-		iid++
-		var r [nColumns]string
-		r[colPxname], r[colSvname] = f.Name, "FRONTEND"
-		r[colScur], r[colSmax], r[colStot] = i64(f.Sessions), i64(f.MaxSessions), u64(f.TotalSessions)
-		if f.SessionLimit > 0 {
-			r[colSlim] = strconv.Itoa(f.SessionLimit)
-		}
-		r[colBin], r[colBout] = u64(f.BytesIn), u64(f.BytesOut)
-		r[colDreq], r[colDresp], r[colEreq] = "0", "0", "0"
-		r[colStatus] = "OPEN"
-		r[colPid], r[colIid], r[colSid], r[colType] = "1", strconv.Itoa(iid), "0", "0"
-		row(&r)
-	}
-	for _, bk := range snap.Backends {
-		iid++
-		for sid, s := range bk.Servers {
-			var r [nColumns]string
-			r[colPxname], r[colSvname] = bk.Name, s.Name
-			r[colQcur], r[colQmax] = "0", "0"
-			r[colScur], r[colSmax], r[colStot] = i64(s.Sessions), i64(s.MaxSessions), u64(s.TotalSessions)
-			r[colBin], r[colBout] = u64(s.BytesIn), u64(s.BytesOut)
-			r[colDresp], r[colEcon], r[colEresp], r[colWretr], r[colWredis] = "0", u64(s.ConnectErrors), "0", u64(s.Retries), "0"
-			r[colStatus], r[colWeight], r[colAct], r[colBck] = s.Status, strconv.Itoa(s.Weight), "1", "0"
-			if s.Check {
-				r[colChkfail], r[colChkdown] = u64(s.ChecksFailed), u64(s.Downs)
-				r[colCheckStatus] = s.CheckStatus
-				if s.CheckCode != 0 {
-					r[colCheckCode] = strconv.Itoa(s.CheckCode)
-				}
-				if s.CheckStatus != "" {
-					r[colCheckDuration] = i64(s.CheckDurationMS)
-				}
-			}
-			r[colLastchg], r[colDowntime] = i64(s.LastChangeSeconds), i64(s.DowntimeSeconds)
-			r[colPid], r[colIid], r[colSid], r[colType] = "1", strconv.Itoa(iid), strconv.Itoa(sid+1), "2"
-			r[colLbtot] = u64(s.Selected)
-			row(&r)
-		}
-		var r [nColumns]string
-		r[colPxname], r[colSvname] = bk.Name, "BACKEND"
-		r[colQcur], r[colQmax] = "0", "0"
-		r[colScur], r[colSmax], r[colStot] = i64(bk.Sessions), i64(bk.MaxSessions), u64(bk.TotalSessions)
-		r[colBin], r[colBout] = u64(bk.BytesIn), u64(bk.BytesOut)
-		r[colDreq], r[colDresp], r[colEcon], r[colEresp], r[colWretr], r[colWredis] = "0", "0", u64(bk.ConnectErrors), "0", u64(bk.Retries), "0"
-		r[colStatus], r[colWeight], r[colAct], r[colBck] = bk.Status, strconv.Itoa(bk.Weight), strconv.Itoa(bk.UpServers), "0"
-		r[colPid], r[colIid], r[colSid], r[colType] = "1", strconv.Itoa(iid), "0", "1"
-		r[colLbtot] = u64(bk.Selected)
-		row(&r)
-	}
-	return b.String()
+	return min(st.Successes, st.Rise-1)
 }
 
-// csvField keeps a field from breaking the line: haproxy names cannot hold
-// commas or newlines, but check information (an error text) can.
-func csvField(s string) string {
-	if !strings.ContainsAny(s, ",\n\r") {
-		return s
+// proxyRefs numbers the sections as haproxy does: in file order from 1,
+// from 2 when its `stats socket` takes 1.
+func proxyRefs(cfg *lbconfig.Config) []proxyRef {
+	keys := cfg.ProxyOrder()
+	refs := make([]proxyRef, 0, len(keys))
+	iid := 1
+	if cfg.StatsSocket {
+		iid = 2
 	}
-	return strings.NewReplacer(",", ";", "\n", " ", "\r", " ").Replace(s)
+	for _, k := range keys {
+		kind, name, _ := strings.Cut(k, " ")
+		ref := proxyRef{name: name, iid: iid}
+		switch kind {
+		case "frontend":
+			ref.kind = proxyFrontend
+		case "backend":
+			ref.kind = proxyBackend
+		default:
+			ref.kind = proxyListen
+		}
+		refs = append(refs, ref)
+		iid++
+	}
+	return refs
 }

@@ -2,7 +2,6 @@ package lb
 
 import (
 	"crypto/subtle"
-	"encoding/json"
 	"fmt"
 	"html"
 	"net/http"
@@ -93,19 +92,28 @@ func (s *site) serveStats(w http.ResponseWriter, r *http.Request) {
 	}
 	opts := r.URL.Path[len(path):] + ";" + r.URL.RawQuery
 	snap := s.lb.Snapshot()
+	if strings.Contains(opts, ";up") {
+		snap = snap.HideDown()
+	}
+	// ";no-maint" hides servers in maintenance: vipstack has no such
+	// state, so it changes nothing.
 	w.Header().Set("Cache-Control", "no-cache")
+	refresh := !strings.Contains(opts, ";norefresh")
+	if s.stats.Refresh > 0 && refresh {
+		// haproxy sends it with every form, the CSV and JSON included
+		// (measured, 2.6.12); ";norefresh" leaves it out.
+		w.Header().Set("Refresh", strconv.Itoa(int(s.stats.Refresh.Seconds())))
+	}
 	switch {
 	case strings.Contains(opts, ";csv"):
 		w.Header().Set("Content-Type", "text/plain")
 		w.Write([]byte(snap.CSV()))
 	case strings.Contains(opts, ";json") || strings.Contains(r.Header.Get("Accept"), "application/json"):
 		w.Header().Set("Content-Type", "application/json")
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		enc.Encode(snap)
+		w.Write(snap.JSON())
 	default:
 		w.Header().Set("Content-Type", "text/html")
-		w.Write([]byte(s.html(snap, !strings.Contains(opts, ";norefresh"))))
+		w.Write([]byte(s.html(snap, refresh)))
 	}
 }
 
@@ -125,9 +133,13 @@ func (s *site) html(snap Snapshot, refresh bool) string {
 		fmt.Fprintf(&b, "<p>vipstack %s</p>\n", html.EscapeString(s.lb.opts.Version))
 	}
 	state := "healthy: at least one server is UP"
+	_, unconfirmed, held := s.lb.health()
+	if snap.Healthy && held {
+		state = "healthy until the new servers' first checks: none of them has been checked since the reload"
+	}
 	if !snap.Healthy {
 		state = "unhealthy: no server is UP"
-		if _, unconfirmed := s.lb.health(); unconfirmed {
+		if unconfirmed {
 			state = "not healthy yet: no server has passed a check"
 		}
 		if s.lb.draining.Load() {
@@ -162,6 +174,9 @@ func (s *site) html(snap Snapshot, refresh bool) string {
 			"<th>total</th><th>selected</th><th>conn errors</th><th>retries</th><th>checks failed</th><th>downs</th><th>last change (s)</th>" +
 			"<th>downtime (s)</th><th>bytes in</th><th>bytes out</th></tr>\n")
 		for _, s := range bk.Servers {
+			if snap.hideDown && !s.Up {
+				continue
+			}
 			class := "down"
 			switch {
 			case s.Up && (s.Status == "UP" || s.Status == "no check"):

@@ -173,14 +173,24 @@ func TestStats(t *testing.T) {
 		}
 		var got [][]string
 		for _, row := range rows {
-			if len(row) != nColumns+1 { // the trailing comma
-				t.Fatalf("row has %d fields, want %d: %q", len(row), nColumns+1, row)
+			if len(row) != len(statColumns)+1 { // the trailing comma
+				t.Fatalf("row has %d fields, want %d: %q", len(row), len(statColumns)+1, row)
 			}
-			got = append(got, []string{row[colPxname], row[colSvname], row[colScur], row[colSlim], row[colStot], row[colBin], row[colBout],
-				row[colStatus], row[colWeight], row[colAct], row[colType], row[colLbtot]})
+			var cells []string
+			for _, c := range []string{"pxname", "svname", "scur", "slim", "stot", "bin", "bout", "status", "weight", "act", "type", "lbtot"} {
+				cells = append(cells, row[statColumn[c]])
+			}
+			got = append(got, cells)
 		}
+		// The configuration was built without a file order: frontends,
+		// listen sections, then backends (lbconfig's ProxyOrder, the
+		// order vipstack render writes haproxy.cfg in).
 		want := [][]string{
 			{"fe", "FRONTEND", "0", "100", "1", "11", "13", "OPEN", "", "", "0", ""},
+			{"health_check_http_url", "FRONTEND", "", "256", "", "", "", "OPEN", "", "", "0", ""},
+			{"health_check_http_url", "BACKEND", "", "", "", "", "", "UP", "0", "0", "1", "0"},
+			{"stats", "FRONTEND", "", "256", "", "", "", "OPEN", "", "", "0", ""},
+			{"stats", "BACKEND", "", "", "", "", "", "UP", "0", "0", "1", "0"},
 			{"be", "a", "0", "", "1", "11", "13", "no check", "1", "1", "2", "1"},
 			{"be", "b", "0", "", "0", "0", "0", "no check", "1", "1", "2", "0"},
 			{"be", "BACKEND", "0", "", "1", "11", "13", "UP", "2", "2", "1", "1"},
@@ -195,19 +205,35 @@ func TestStats(t *testing.T) {
 		header http.Header
 	}{
 		{url: base + ";json"},
+		{url: base + ";json;norefresh"},
 		{url: base, header: http.Header{"Accept": {"application/json"}}},
 	} {
 		j := get(t, tc.url, tc.header, "Username", "Password")
 		if j.Code != 200 || j.ContentType != "application/json" {
 			t.Fatalf("%s: %d %s", tc.url, j.Code, j.ContentType)
 		}
-		var snap Snapshot
-		if err := json.Unmarshal([]byte(j.Body), &snap); err != nil {
+		var recs [][]haproxyJSONField
+		if err := json.Unmarshal([]byte(j.Body), &recs); err != nil {
 			t.Fatalf("JSON: %v\n%s", err, j.Body)
 		}
-		if !snap.Healthy || len(snap.Backends) != 1 || len(snap.Backends[0].Servers) != 2 || snap.Backends[0].Servers[0].BytesIn != 11 ||
-			snap.Frontends[0].Binds[0] != l.Addrs("fe")[0].String() {
-			t.Errorf("JSON snapshot: %+v", snap)
+		got := map[string]any{}
+		for _, r := range recs {
+			for _, f := range r {
+				got[f.ObjType+" "+r[0].Value.Value.(string)+"/"+r[1].Value.Value.(string)+" "+f.Field.Name] = f.Value.Value
+			}
+		}
+		for k, v := range map[string]any{
+			"Frontend fe/FRONTEND slim": 100.0, "Frontend fe/FRONTEND stot": 1.0,
+			"Server be/a bin": 11.0, "Server be/a bout": 13.0, "Server be/a status": "no check", "Server be/b lbtot": 0.0,
+			"Backend be/BACKEND act": 2.0, "Backend stats/BACKEND status": "UP",
+		} {
+			if got[k] != v {
+				t.Errorf("%s: %s = %v, want %v", tc.url, k, got[k], v)
+			}
+		}
+		if len(recs) != 8 || len(recs[0]) == 0 || recs[0][0].ObjType != "Frontend" || recs[0][1].Value.Value != "FRONTEND" ||
+			recs[7][0].ObjType != "Backend" || recs[7][0].Value.Value != "be" {
+			t.Errorf("%s: %d records, want fe, both lines of the 2 listen sections, be a, be b and be BACKEND:\n%s", tc.url, len(recs), j.Body)
 		}
 	}
 

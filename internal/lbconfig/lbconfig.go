@@ -22,6 +22,15 @@ type Config struct {
 	Monitors  []Monitor // `listen ... monitor-uri`
 	Stats     []Stats   // `listen stats`
 
+	// Proxies are the frontend, backend and listen sections in file order,
+	// by key (FrontendKey, BackendKey, ListenKey): haproxy numbers its
+	// proxies in this order (the stats page's iid). Empty means the order
+	// of ProxyOrder.
+	Proxies []string
+	// StatsSocket is set by `stats socket` in global: haproxy then gives the
+	// socket's CLI proxy the first proxy number and the sections start at 2.
+	StatsSocket bool
+
 	// Source says where each piece was read, for error messages: keys
 	// like "backend masters/server m0" map to "file:line". The key scheme
 	// is in validate.go (FrontendKey, ItemKey, ServerKey, BindKey, ...).
@@ -121,3 +130,28 @@ type Stats struct {
 
 // UserPass is one stats user.
 type UserPass struct{ User, Pass string }
+
+// ProxyOrder is Proxies or, for a configuration not read from a file (the
+// cluster file's, the YAML form's), frontends, monitors, stats, then
+// backends: the order `vipstack render` writes haproxy.cfg in, so that a
+// node running vipstack and one running the rendered haproxy number their
+// stats lines alike.
+func (c *Config) ProxyOrder() []string {
+	if len(c.Proxies) > 0 {
+		return c.Proxies
+	}
+	var keys []string
+	for _, f := range c.Frontends {
+		keys = append(keys, FrontendKey(f.Name))
+	}
+	for _, m := range c.Monitors {
+		keys = append(keys, ListenKey(m.Name))
+	}
+	for _, s := range c.Stats {
+		keys = append(keys, ListenKey(s.Name))
+	}
+	for _, b := range c.Backends {
+		keys = append(keys, BackendKey(b.Name))
+	}
+	return keys
+}

@@ -22,9 +22,11 @@ import (
 	"github.com/vipstack/vipstack/internal/track"
 )
 
-// ignoreProvenance leaves out where the reader found things.
+// ignoreProvenance leaves out where the reader found things, and the
+// sections' order as read (a model built in code has none: its
+// ProxyOrder, compared by sameProxyOrder, is the writer's).
 var ignoreProvenance = cmp.Options{
-	cmpopts.IgnoreFields(lbconfig.Config{}, "Source", "Warnings"),
+	cmpopts.IgnoreFields(lbconfig.Config{}, "Source", "Warnings", "Proxies"),
 	cmpopts.EquateComparable(netip.Addr{}, netip.AddrPort{}),
 }
 
@@ -60,6 +62,7 @@ func TestHAProxyCfgReadsBackAsLBConfig(t *testing.T) {
 			if diff := cmp.Diff(want, got, ignoreProvenance); diff != "" {
 				t.Fatalf("read back (-want +got):\n%s\n%s", diff, text)
 			}
+			sameProxyOrder(t, want, got)
 			if len(got.Warnings) != 1 || !strings.Contains(got.Warnings[0], "log stdout") {
 				t.Errorf("warnings = %q, want only the note about the log target", got.Warnings)
 			}
@@ -102,6 +105,7 @@ func TestHAProxyCfgWriterCoversTheModel(t *testing.T) {
 	if diff := cmp.Diff(want, got, ignoreProvenance); diff != "" {
 		t.Fatalf("read back (-want +got):\n%s\n%s", diff, text)
 	}
+	sameProxyOrder(t, want, got)
 }
 
 func TestHAProxyCfgRejects(t *testing.T) {
@@ -345,5 +349,15 @@ func TestCheckCommandRuns(t *testing.T) {
 				t.Fatalf("%s: succeeded = %v (%v, output %q), want %v", cmd, got, err, out, tc.succeed)
 			}
 		})
+	}
+}
+
+// sameProxyOrder checks that the model's stats numbering (ProxyOrder) is
+// the order the rendered file has its sections in, so that vipstack and
+// haproxy running that file give the same proxy ids.
+func sameProxyOrder(t *testing.T, want, got *lbconfig.Config) {
+	t.Helper()
+	if diff := cmp.Diff(got.Proxies, want.ProxyOrder()); diff != "" {
+		t.Errorf("the model's proxy order is not the rendered file's (-file +model):\n%s", diff)
 	}
 }

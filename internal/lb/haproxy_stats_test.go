@@ -1,0 +1,381 @@
+package lb
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/vipstack/vipstack/internal/haproxycfg"
+	"github.com/vipstack/vipstack/internal/lbconfig"
+)
+
+// statsConfig is seed 000's haproxy.cfg on loopback ports, with shorter
+// check intervals: a stats socket, a TCP frontend, a monitor, the stats
+// page and a backend of three checked servers, m3 dead.
+const statsConfig = `global
+  stats socket {{DIR}}/haproxy.sock mode 600 level admin
+defaults
+  maxconn 20000
+  mode    tcp
+  option  dontlognull
+  retries 3
+  timeout http-request 30s
+  timeout queue        1m
+  timeout connect      10s
+  timeout client       86400s
+  timeout server       86400s
+  timeout tunnel       86400s
+frontend  main
+  bind 127.0.0.1:{{FE}}
+  default_backend masters
+listen health_check_http_url
+  bind 127.0.0.1:{{MON}}
+  mode http
+  monitor-uri /haproxy_ready
+  option dontlognull
+listen stats
+  bind 127.0.0.1:{{STATS}}
+  mode http
+  stats enable
+  stats hide-version
+  stats uri /haproxy_stats
+  stats refresh 30s
+  stats auth Username:Password
+backend masters
+   option  httpchk GET /readyz HTTP/1.0
+   option  log-health-checks
+   balance roundrobin
+   server m1 {{M1}} weight 1 check inter 200ms fall 2 rise 3
+   server m2 {{M2}} weight 1 check inter 200ms fall 2 rise 3
+   server m3 {{M3}} weight 1 check inter 200ms fall 2 rise 3
+`
+
+// freePort is a loopback port nothing listens on (a moment ago).
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	return port
+}
+
+// statsKey names a stats line: objType pxname/svname.
+func statsKey(rec []haproxyJSONField) string {
+	var px, sv any
+	for _, f := range rec {
+		switch f.Field.Name {
+		case "pxname":
+			px = f.Value.Value
+		case "svname":
+			sv = f.Value.Value
+		}
+	}
+	return fmt.Sprintf("%s %v/%v", rec[0].ObjType, px, sv)
+}
+
+// statsFetch gets the stats page at addr with opts (";json", ";csv").
+func statsFetch(t *testing.T, addr, opts string) (string, bool) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", "http://"+addr+"/haproxy_stats"+opts, nil)
+	req.SetBasicAuth("Username", "Password")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", false
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return string(b), err == nil && resp.StatusCode == 200
+}
+
+// TestStatsLayoutMatchesHaproxy runs haproxy 2.6 and vipstack with the
+// same configuration (on loopback ports of their own) and compares their
+// `;json` and `;csv`: the same lines (objType, pxname, svname) in the
+// same order with the same proxy and server ids; every field vipstack
+// gives, haproxy gives on that line at the same position with the same
+// tags and type; and the fields that do not depend on time or traffic
+// (status, weights, check results, ids, mode) have the same values. The
+// CSV header is the same, every line has haproxy's number of columns, and
+// the same cells are empty or not where vipstack fills them. The fields
+// haproxy gives and vipstack does not are logged.
+func TestStatsLayoutMatchesHaproxy(t *testing.T) {
+	bin, err := exec.LookPath("haproxy")
+	if err != nil {
+		t.Skip("haproxy not installed")
+	}
+	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok\n") })
+	m1, m2 := httptest.NewServer(ok), httptest.NewServer(ok)
+	t.Cleanup(m1.Close)
+	t.Cleanup(m2.Close)
+	dir := t.TempDir()
+	m3 := "127.0.0.1:" + freePort(t)
+	conf := func(fe, mon, stats string) string {
+		return strings.NewReplacer("{{DIR}}", dir, "{{FE}}", fe, "{{MON}}", mon, "{{STATS}}", stats,
+			"{{M1}}", m1.Listener.Addr().String(), "{{M2}}", m2.Listener.Addr().String(), "{{M3}}", m3).Replace(statsConfig)
+	}
+
+	// haproxy.
+	hfe, hstats := freePort(t), freePort(t)
+	path := filepath.Join(dir, "haproxy.cfg")
+	if err := os.WriteFile(path, []byte(conf(hfe, freePort(t), hstats)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	cmd := exec.Command(bin, "-db", "-f", path)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+
+	// vipstack, from the same text: its listeners on ports of its own.
+	cfg, err := haproxycfg.Parse("haproxy.cfg", []byte(conf("1", "2", "3")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Frontends[0].Binds = []lbconfig.Bind{loopbackBind()}
+	cfg.Monitors[0].Binds = []lbconfig.Bind{loopbackBind()}
+	cfg.Stats[0].Binds = []lbconfig.Bind{loopbackBind()}
+	l, err := New(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Shutdown(canceled()) })
+	if err := l.Apply(cfg); err != nil {
+		t.Fatal(err)
+	}
+	haproxy := map[string]string{"fe": "127.0.0.1:" + hfe, "stats": "127.0.0.1:" + hstats}
+	vipstack := map[string]string{"fe": l.Addrs("main")[0].String(), "stats": l.Addrs("stats")[0].String()}
+
+	// Both settled: m1 and m2 UP after a passed check, m3 DOWN; then
+	// two clients through each frontend.
+	settled := func(addr string) bool {
+		c, ok := statsFetch(t, addr, ";csv")
+		return ok && strings.Contains(c, "\nmasters,m1,") && strings.Contains(c, ",UP,1,1,0,") &&
+			strings.Count(c, ",L7OK,200,") == 2 && strings.Count(c, ",DOWN,1,1,0,") == 1 && strings.Contains(c, ",L4CON,")
+	}
+	deadline := time.Now().Add(bound)
+	for !settled(haproxy["stats"]) || !settled(vipstack["stats"]) {
+		if time.Now().After(deadline) {
+			h, _ := statsFetch(t, haproxy["stats"], ";csv")
+			v, _ := statsFetch(t, vipstack["stats"], ";csv")
+			t.Fatalf("timed out waiting for m1, m2 UP and m3 DOWN\nhaproxy:\n%s\n%s\nvipstack:\n%s", h, out.String(), v)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for _, lb := range []map[string]string{haproxy, vipstack} {
+		for range 2 {
+			resp, err := (&http.Client{Timeout: bound}).Get("http://" + lb["fe"] + "/")
+			if err != nil {
+				t.Fatalf("through %s: %v", lb["fe"], err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+	}
+
+	var hrecs, vrecs [][]haproxyJSONField
+	for _, x := range []struct {
+		addr string
+		recs *[][]haproxyJSONField
+	}{{haproxy["stats"], &hrecs}, {vipstack["stats"], &vrecs}} {
+		body, ok := statsFetch(t, x.addr, ";json")
+		if !ok {
+			t.Fatalf("%s ;json failed", x.addr)
+		}
+		if err := json.Unmarshal([]byte(body), x.recs); err != nil {
+			t.Fatalf("%s ;json: %v\n%s", x.addr, err, body)
+		}
+	}
+	stable := []string{"pxname", "svname", "status", "last_chk", "weight", "uweight", "act", "bck", "pid", "iid", "sid", "type", "mode",
+		"check_status", "check_code", "check_desc", "check_rise", "check_fall", "check_health"}
+	compareStatsLayout(t, hrecs, vrecs, stable)
+
+	// CSV: the same header, lines and columns; vipstack's filled cells
+	// are filled in haproxy's CSV too.
+	hcsv, _ := statsFetch(t, haproxy["stats"], ";csv")
+	vcsv, _ := statsFetch(t, vipstack["stats"], ";csv")
+	hhead, _, _ := strings.Cut(hcsv, "\n")
+	vhead, _, _ := strings.Cut(vcsv, "\n")
+	if diff := cmp.Diff(hhead, vhead); diff != "" {
+		t.Errorf("CSV header (-haproxy +vipstack):\n%s", diff)
+	}
+	rows := func(s string) [][]string {
+		r := csv.NewReader(strings.NewReader(s))
+		r.Comment = '#'
+		rs, err := r.ReadAll()
+		if err != nil {
+			t.Fatalf("CSV: %v\n%s", err, s)
+		}
+		return rs
+	}
+	hrows, vrows := rows(hcsv), rows(vcsv)
+	if len(hrows) != len(vrows) {
+		t.Fatalf("CSV: haproxy %d lines, vipstack %d\n%s\n%s", len(hrows), len(vrows), hcsv, vcsv)
+	}
+	for i, v := range vrows {
+		h := hrows[i]
+		if len(h) != len(v) {
+			t.Errorf("CSV line %d: haproxy %d columns, vipstack %d", i+1, len(h), len(v))
+			continue
+		}
+		for c := range v {
+			name := strings.Split(strings.TrimPrefix(hhead, "# "), ",")[c]
+			if v[c] != "" && h[c] == "" {
+				t.Errorf("CSV %s/%s: %s = %q, empty in haproxy's", v[0], v[1], name, v[c])
+			}
+			if slices.Contains(stable, name) && v[c] != h[c] {
+				t.Errorf("CSV %s/%s: %s = %q, haproxy %q", v[0], v[1], name, v[c], h[c])
+			}
+		}
+	}
+
+	// ";up" leaves the DOWN server (m3) out and the others keep their
+	// ids; ";no-maint" (no server in maintenance here) leaves all in.
+	sidCol := slices.Index(strings.Split(strings.TrimPrefix(hhead, "# "), ","), "sid")
+	lines := func(addr, opts string) []string {
+		body, ok := statsFetch(t, addr, opts)
+		if !ok {
+			t.Fatalf("%s %s failed", addr, opts)
+		}
+		var out []string
+		for _, r := range rows(body) {
+			out = append(out, r[0]+"/"+r[1]+"/"+r[sidCol])
+		}
+		return out
+	}
+	for _, opts := range []string{";up;csv", ";no-maint;csv", ";csv;up"} {
+		h, v := lines(haproxy["stats"], opts), lines(vipstack["stats"], opts)
+		if diff := cmp.Diff(h, v); diff != "" {
+			t.Errorf("%s lines (-haproxy +vipstack):\n%s", opts, diff)
+		}
+		if listed, up := slices.Contains(v, "masters/m3/3"), strings.Contains(opts, ";up"); listed == up {
+			t.Errorf("%s: m3 (DOWN) listed: %v, want %v: %q", opts, listed, !up, v)
+		}
+	}
+	// haproxy's Refresh header (stats refresh 30s) comes with every form
+	// and goes with ";norefresh".
+	for _, opts := range []string{";csv", ";json", "", ";csv;norefresh", ";norefresh"} {
+		var got [2]string
+		for i, addr := range []string{haproxy["stats"], vipstack["stats"]} {
+			req, _ := http.NewRequest("GET", "http://"+addr+"/haproxy_stats"+opts, nil)
+			req.SetBasicAuth("Username", "Password")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatalf("%s %s: %v", addr, opts, err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			got[i] = resp.Header.Get("Refresh")
+		}
+		if got[0] != got[1] {
+			t.Errorf("%q: Refresh header %q, haproxy %q", opts, got[1], got[0])
+		}
+	}
+	// The page for people follows ";up" too.
+	for opts, want := range map[string]bool{"": true, ";up": false} {
+		page, ok := statsFetch(t, vipstack["stats"], opts)
+		if !ok || !strings.Contains(page, ">m1<") || strings.Contains(page, ">m3<") != want {
+			t.Errorf("HTML page %q: m1 listed %v, m3 listed %v, want true, %v", opts, strings.Contains(page, ">m1<"), strings.Contains(page, ">m3<"), want)
+		}
+	}
+}
+
+// haproxyJSONField is one field object of haproxy's `;json` stats, read
+// back by the tests.
+type haproxyJSONField struct {
+	ObjType string `json:"objType"`
+	ProxyID int    `json:"proxyId"`
+	ID      int    `json:"id"`
+	Field   struct {
+		Pos  int    `json:"pos"`
+		Name string `json:"name"`
+	} `json:"field"`
+	ProcessNum int `json:"processNum"`
+	Tags       struct {
+		Origin string `json:"origin"`
+		Nature string `json:"nature"`
+		Scope  string `json:"scope"`
+	} `json:"tags"`
+	Value struct {
+		Type  string `json:"type"`
+		Value any    `json:"value"`
+	} `json:"value"`
+}
+
+// compareStatsLayout compares two `;json` outputs line by line: the same
+// lines with the same ids, vipstack's fields a subset of haproxy's with
+// the same position, tags and type, in position order, and the fields
+// named in same with equal values. It logs what vipstack leaves out.
+func compareStatsLayout(t *testing.T, hrecs, vrecs [][]haproxyJSONField, same []string) {
+	t.Helper()
+	type line struct {
+		Key         string
+		ProxyID, ID int
+	}
+	lines := func(recs [][]haproxyJSONField) []line {
+		var ls []line
+		for _, r := range recs {
+			ls = append(ls, line{statsKey(r), r[0].ProxyID, r[0].ID})
+		}
+		return ls
+	}
+	if diff := cmp.Diff(lines(hrecs), lines(vrecs)); diff != "" {
+		t.Fatalf("JSON lines (-haproxy +vipstack):\n%s", diff)
+	}
+	for i, vr := range vrecs {
+		hr := hrecs[i]
+		byName := map[string]haproxyJSONField{}
+		for _, f := range hr {
+			byName[f.Field.Name] = f
+		}
+		var missing []string
+		for _, f := range hr {
+			if !slices.ContainsFunc(vr, func(g haproxyJSONField) bool { return g.Field.Name == f.Field.Name }) {
+				missing = append(missing, f.Field.Name)
+			}
+		}
+		t.Logf("%s: vipstack gives %d of haproxy's %d fields; not: %s", statsKey(vr), len(vr), len(hr), strings.Join(missing, " "))
+		lastPos := -1
+		for _, f := range vr {
+			h, ok := byName[f.Field.Name]
+			if !ok {
+				t.Errorf("%s: vipstack gives %s, haproxy does not", statsKey(vr), f.Field.Name)
+				continue
+			}
+			if f.Field.Pos <= lastPos {
+				t.Errorf("%s: %s at pos %d after pos %d", statsKey(vr), f.Field.Name, f.Field.Pos, lastPos)
+			}
+			lastPos = f.Field.Pos
+			want, got := h, f
+			want.Value.Value, got.Value.Value = nil, nil
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("%s field %s (-haproxy +vipstack):\n%s", statsKey(vr), f.Field.Name, diff)
+			}
+			if f.Field.Name == "last_chk" {
+				t.Logf("%s: last_chk %q, haproxy %q", statsKey(vr), f.Value.Value, h.Value.Value)
+			}
+			if slices.Contains(same, f.Field.Name) && h.Value.Value != f.Value.Value {
+				t.Errorf("%s: %s = %v, haproxy %v", statsKey(vr), f.Field.Name, f.Value.Value, h.Value.Value)
+			}
+		}
+	}
+}

@@ -1,0 +1,450 @@
+package lb
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+	"strings"
+
+	"github.com/vipstack/vipstack/internal/healthcheck"
+)
+
+// The stats page's `;csv` and `;json` follow haproxy 2.6's layout, as
+// measured with haproxy 2.6.12 (Debian 12) serving the seeds'
+// configuration (a TCP frontend, a backend of three checked servers, a
+// monitor and a stats listen section):
+//
+//   - The CSV is `show stat`'s: a "# " header of 128 column names, the
+//     103 generic fields (pxname ... agg_check_status), a "-" column, and
+//     the 24 module counters (ssl_sess ... h1_spliced_bytes_out); every
+//     line ends with a comma.
+//   - The JSON is an array with one record per line of the CSV; a record
+//     is an array of field objects {objType, proxyId, id, field{pos,
+//     name}, processNum, tags{origin, nature, scope}, value{type, value}}
+//     for the fields that have a value, in position order: a field the CSV
+//     leaves empty is absent. A module counter's pos does not count the
+//     "-" column (ssl_sess is column 104 in the CSV and pos 103).
+//   - Each section is one proxy, numbered (iid, the JSON's proxyId) in
+//     file order from 1, or from 2 when global has a `stats socket`, whose
+//     CLI proxy takes 1. A frontend gives a FRONTEND line (type 0), a
+//     backend one line per server (type 2, sid from 1 in file order) and
+//     a BACKEND line (type 1), a listen section both, FRONTEND first.
+//
+// vipstack fills a field when it has its value: the counters and states it
+// keeps, haproxy's zero for what vipstack has no such feature for (denied
+// requests, header rewrites, compression, rate limits, backup servers,
+// connection reuse, HTTP requests on a TCP frontend), and the field is left
+// out (empty in the CSV, absent from the JSON) when vipstack does not
+// measure it: rates, times (qtime, ctime, rtime, ttime, lastsess),
+// response errors and aborts, the monitor's and stats page's own sessions
+// and bytes, a backend's last change and downtime, and the module
+// counters. Which fields each line has is in records below.
+
+// statColumns is haproxy 2.6's `show stat` CSV header, in its order.
+var statColumns = [...]string{
+	"pxname", "svname", "qcur", "qmax", "scur", "smax", "slim", "stot", "bin", "bout", "dreq", "dresp", "ereq",
+	"econ", "eresp", "wretr", "wredis", "status", "weight", "act", "bck", "chkfail", "chkdown", "lastchg",
+	"downtime", "qlimit", "pid", "iid", "sid", "throttle", "lbtot", "tracked", "type", "rate", "rate_lim",
+	"rate_max", "check_status", "check_code", "check_duration", "hrsp_1xx", "hrsp_2xx", "hrsp_3xx", "hrsp_4xx",
+	"hrsp_5xx", "hrsp_other", "hanafail", "req_rate", "req_rate_max", "req_tot", "cli_abrt", "srv_abrt",
+	"comp_in", "comp_out", "comp_byp", "comp_rsp", "lastsess", "last_chk", "last_agt", "qtime", "ctime",
+	"rtime", "ttime", "agent_status", "agent_code", "agent_duration", "check_desc", "agent_desc", "check_rise",
+	"check_fall", "check_health", "agent_rise", "agent_fall", "agent_health", "addr", "cookie", "mode", "algo",
+	"conn_rate", "conn_rate_max", "conn_tot", "intercepted", "dcon", "dses", "wrew", "connect", "reuse",
+	"cache_lookups", "cache_hits", "srv_icur", "src_ilim", "qtime_max", "ctime_max", "rtime_max", "ttime_max",
+	"eint", "idle_conn_cur", "safe_conn_cur", "used_conn_cur", "need_conn_est", "uweight", "agg_server_status",
+	"agg_server_check_status", "agg_check_status", "-", "ssl_sess", "ssl_reused_sess", "ssl_failed_handshake",
+	"h2_headers_rcvd", "h2_data_rcvd", "h2_settings_rcvd", "h2_rst_stream_rcvd", "h2_goaway_rcvd",
+	"h2_detected_conn_protocol_errors", "h2_detected_strm_protocol_errors", "h2_rst_stream_resp",
+	"h2_goaway_resp", "h2_open_connections", "h2_backend_open_streams", "h2_total_connections",
+	"h2_backend_total_streams", "h1_open_connections", "h1_open_streams", "h1_total_connections",
+	"h1_total_streams", "h1_bytes_in", "h1_bytes_out", "h1_spliced_bytes_in", "h1_spliced_bytes_out",
+}
+
+// statGeneric is the number of generic fields: the "-" column follows.
+const statGeneric = 103
+
+// statColumn maps a generic field's name to its position.
+var statColumn = func() map[string]int {
+	m := make(map[string]int, statGeneric)
+	for i, n := range statColumns[:statGeneric] {
+		m[n] = i
+	}
+	return m
+}()
+
+// statTags are a field's JSON tags and value type.
+type statTags struct {
+	Origin, Nature, Scope, Type string
+}
+
+// statFieldTags are haproxy 2.6's tags and types of the fields vipstack
+// fills, as measured; a Backend's act and bck differ (backendTags).
+var statFieldTags = map[string]statTags{
+	"pxname":         {"Key", "Name", "Service", "str"},
+	"svname":         {"Key", "Name", "Service", "str"},
+	"qcur":           {"Metric", "Gauge", "Process", "u32"},
+	"qmax":           {"Metric", "Max", "Process", "u32"},
+	"scur":           {"Metric", "Gauge", "Process", "u32"},
+	"smax":           {"Metric", "Max", "Process", "u32"},
+	"slim":           {"Config", "Limit", "Process", "u32"},
+	"stot":           {"Metric", "Counter", "Process", "u64"},
+	"bin":            {"Metric", "Counter", "Process", "u64"},
+	"bout":           {"Metric", "Counter", "Process", "u64"},
+	"dreq":           {"Metric", "Counter", "Process", "u64"},
+	"dresp":          {"Metric", "Counter", "Process", "u64"},
+	"ereq":           {"Metric", "Counter", "Process", "u64"},
+	"econ":           {"Metric", "Counter", "Process", "u64"},
+	"wretr":          {"Metric", "Counter", "Process", "u64"},
+	"wredis":         {"Metric", "Counter", "Process", "u64"},
+	"status":         {"Status", "Gauge", "Process", "str"},
+	"weight":         {"Metric", "Avg", "Process", "u32"},
+	"act":            {"Status", "Gauge", "Process", "u32"},
+	"bck":            {"Status", "Gauge", "Process", "u32"},
+	"chkfail":        {"Metric", "Counter", "Process", "u64"},
+	"chkdown":        {"Metric", "Counter", "Process", "u64"},
+	"lastchg":        {"Metric", "Age", "Process", "u32"},
+	"downtime":       {"Metric", "Counter", "Process", "u32"},
+	"pid":            {"Key", "Gauge", "Process", "u32"},
+	"iid":            {"Key", "Gauge", "Service", "u32"},
+	"sid":            {"Key", "Gauge", "Service", "u32"},
+	"lbtot":          {"Metric", "Counter", "Process", "u64"},
+	"type":           {"Config", "Gauge", "Service", "u32"},
+	"rate_lim":       {"Config", "Limit", "Process", "u32"},
+	"check_status":   {"Metric", "Output", "Process", "str"},
+	"check_code":     {"Metric", "Output", "Process", "u32"},
+	"check_duration": {"Metric", "Duration", "Process", "u64"},
+	"req_rate":       {"Metric", "Rate", "Process", "u32"},
+	"req_rate_max":   {"Metric", "Max", "Process", "u32"},
+	"req_tot":        {"Metric", "Counter", "Process", "u64"},
+	"comp_in":        {"Metric", "Counter", "Process", "u64"},
+	"comp_out":       {"Metric", "Counter", "Process", "u64"},
+	"comp_byp":       {"Metric", "Counter", "Process", "u64"},
+	"comp_rsp":       {"Metric", "Counter", "Process", "u64"},
+	"last_chk":       {"Metric", "Output", "Process", "str"},
+	"check_desc":     {"Metric", "Output", "Process", "str"},
+	"check_rise":     {"Config", "Gauge", "Service", "u32"},
+	"check_fall":     {"Config", "Gauge", "Service", "u32"},
+	"check_health":   {"Config", "Gauge", "Service", "u32"},
+	"mode":           {"Config", "Gauge", "Service", "str"},
+	"dcon":           {"Metric", "Counter", "Process", "u64"},
+	"dses":           {"Metric", "Counter", "Process", "u64"},
+	"wrew":           {"Metric", "Counter", "Process", "u64"},
+	"reuse":          {"Metric", "Counter", "Process", "u64"},
+	"srv_icur":       {"Metric", "Gauge", "Process", "u32"},
+	"idle_conn_cur":  {"Metric", "Gauge", "Process", "u32"},
+	"safe_conn_cur":  {"Metric", "Gauge", "Process", "u32"},
+	"uweight":        {"Metric", "Avg", "Process", "u32"},
+}
+
+// backendTags overrides statFieldTags on Backend lines.
+var backendTags = map[string]statTags{
+	"act": {"Metric", "Gauge", "Process", "u32"},
+	"bck": {"Metric", "Gauge", "Process", "u32"},
+}
+
+// JSON object types and CSV type numbers of the three kinds of lines.
+const (
+	objFrontend = "Frontend"
+	objBackend  = "Backend"
+	objServer   = "Server"
+)
+
+// statRecord is one line of the stats: a frontend, backend or server.
+type statRecord struct {
+	objType string
+	proxyID int // iid
+	id      int // sid, 0 for a frontend or backend
+	set     [statGeneric]bool
+	str     [statGeneric]string
+	num     [statGeneric]uint64
+}
+
+func (r *statRecord) tags(name string) statTags {
+	if r.objType == objBackend {
+		if t, ok := backendTags[name]; ok {
+			return t
+		}
+	}
+	t, ok := statFieldTags[name]
+	if !ok {
+		panic("lb: stats field without tags: " + name)
+	}
+	return t
+}
+
+func (r *statRecord) s(name, v string) {
+	i := statColumn[name]
+	r.set[i], r.str[i] = true, v
+}
+
+func (r *statRecord) n(name string, v uint64) {
+	i := statColumn[name]
+	r.set[i], r.num[i] = true, v
+}
+
+// i takes a gauge; a negative one (never expected) shows as 0.
+func (r *statRecord) i(name string, v int64) { r.n(name, uint64(max(v, 0))) }
+
+// zero sets fields to 0: features vipstack does not have.
+func (r *statRecord) zero(names ...string) {
+	for _, n := range names {
+		r.n(n, 0)
+	}
+}
+
+func newRecord(objType string, iid, sid int, pxname, svname, mode string) *statRecord {
+	r := &statRecord{objType: objType, proxyID: iid, id: sid}
+	r.s("pxname", pxname)
+	r.s("svname", svname)
+	r.n("pid", 1)
+	r.n("iid", uint64(iid))
+	r.n("sid", uint64(sid))
+	typ := map[string]uint64{objFrontend: 0, objBackend: 1, objServer: 2}[objType]
+	r.n("type", typ)
+	r.s("mode", mode)
+	return r
+}
+
+// proxyKind is what a section is to haproxy's stats.
+type proxyKind int
+
+const (
+	proxyFrontend proxyKind = iota
+	proxyBackend
+	proxyListen // a monitor or stats page: a frontend and a backend without servers
+)
+
+// proxyRef is one section in haproxy's numbering.
+type proxyRef struct {
+	kind proxyKind
+	name string
+	iid  int
+}
+
+// proxyOrder is the sections of a snapshot built by hand (no config):
+// frontends, then backends.
+func (snap Snapshot) proxyOrder() []proxyRef {
+	if snap.proxies != nil {
+		return snap.proxies
+	}
+	var refs []proxyRef
+	for _, f := range snap.Frontends {
+		refs = append(refs, proxyRef{kind: proxyFrontend, name: f.Name, iid: len(refs) + 1})
+	}
+	for _, b := range snap.Backends {
+		refs = append(refs, proxyRef{kind: proxyBackend, name: b.Name, iid: len(refs) + 1})
+	}
+	return refs
+}
+
+// records lays a snapshot out as haproxy's stats lines, in its order.
+func (snap Snapshot) records() []*statRecord {
+	var out []*statRecord
+	for _, p := range snap.proxyOrder() {
+		switch p.kind {
+		case proxyFrontend:
+			for _, f := range snap.Frontends {
+				if f.Name == p.name {
+					out = append(out, frontendRecord(f, p.iid))
+					break
+				}
+			}
+		case proxyBackend:
+			for _, b := range snap.Backends {
+				if b.Name == p.name {
+					out = append(out, backendRecords(b, p.iid, snap.hideDown)...)
+					break
+				}
+			}
+		case proxyListen:
+			fe := newRecord(objFrontend, p.iid, 0, p.name, "FRONTEND", "http")
+			fe.s("status", "OPEN")
+			fe.n("slim", maxWebConns)
+			fe.zero("rate_lim", "comp_in", "comp_out", "comp_byp", "comp_rsp", "dcon", "dses", "wrew")
+			be := newRecord(objBackend, p.iid, 0, p.name, "BACKEND", "http")
+			be.s("status", "UP") // haproxy's, for a backend without servers
+			be.zero("qcur", "qmax", "weight", "act", "bck", "lbtot", "comp_in", "comp_out", "comp_byp", "comp_rsp",
+				"wrew", "reuse", "uweight")
+			out = append(out, fe, be)
+		}
+	}
+	return out
+}
+
+func frontendRecord(f FrontendStats, iid int) *statRecord {
+	r := newRecord(objFrontend, iid, 0, f.Name, "FRONTEND", "tcp")
+	r.i("scur", f.Sessions)
+	r.i("smax", f.MaxSessions)
+	if f.SessionLimit > 0 {
+		r.n("slim", uint64(f.SessionLimit))
+	}
+	r.n("stot", f.TotalSessions)
+	r.n("bin", f.BytesIn)
+	r.n("bout", f.BytesOut)
+	r.s("status", "OPEN")
+	r.zero("dreq", "dresp", "ereq", "rate_lim", "req_rate", "req_rate_max", "req_tot",
+		"comp_in", "comp_out", "comp_byp", "comp_rsp", "dcon", "dses", "wrew")
+	return r
+}
+
+func backendRecords(b BackendStats, iid int, hideDown bool) []*statRecord {
+	var out []*statRecord
+	for i, s := range b.Servers {
+		if hideDown && !s.Up {
+			continue // its sid stays taken, as in haproxy
+		}
+		r := newRecord(objServer, iid, i+1, b.Name, s.Name, "tcp")
+		r.i("scur", s.Sessions)
+		r.i("smax", s.MaxSessions)
+		r.n("stot", s.TotalSessions)
+		r.n("bin", s.BytesIn)
+		r.n("bout", s.BytesOut)
+		r.n("econ", s.ConnectErrors)
+		r.n("wretr", s.Retries)
+		r.s("status", s.Status)
+		r.n("weight", uint64(s.Weight))
+		r.n("uweight", uint64(s.Weight))
+		r.n("act", 1)
+		r.i("lastchg", s.LastChangeSeconds)
+		r.n("lbtot", s.Selected)
+		if s.Check {
+			r.n("chkfail", s.ChecksFailed)
+			r.n("chkdown", s.Downs)
+			r.i("downtime", s.DowntimeSeconds)
+			if s.CheckStatus != "" {
+				r.s("check_status", s.CheckStatus)
+				if s.CheckCode != 0 {
+					r.n("check_code", uint64(s.CheckCode))
+				}
+				r.i("check_duration", s.CheckDurationMS)
+				r.s("check_desc", healthcheck.Description(s.CheckStatus))
+				// haproxy's last_chk is empty after a passed check
+				// (measured: a "200 OK" answer gives L7OK and "").
+				info := s.CheckInfo
+				if s.CheckStatus == healthcheck.L4OK || s.CheckStatus == healthcheck.L6OK || s.CheckStatus == healthcheck.L7OK {
+					info = ""
+				}
+				r.s("last_chk", info)
+			}
+			if s.CheckRise > 0 {
+				r.n("check_rise", uint64(s.CheckRise))
+				r.n("check_fall", uint64(s.CheckFall))
+				r.n("check_health", uint64(s.CheckHealth))
+			}
+		}
+		r.zero("qcur", "qmax", "dresp", "wredis", "bck", "wrew", "reuse", "srv_icur", "idle_conn_cur", "safe_conn_cur")
+		out = append(out, r)
+	}
+	r := newRecord(objBackend, iid, 0, b.Name, "BACKEND", "tcp")
+	r.i("scur", b.Sessions)
+	r.i("smax", b.MaxSessions)
+	r.n("stot", b.TotalSessions)
+	r.n("bin", b.BytesIn)
+	r.n("bout", b.BytesOut)
+	r.n("econ", b.ConnectErrors)
+	r.n("wretr", b.Retries)
+	r.s("status", b.Status)
+	r.n("weight", uint64(b.Weight))
+	r.n("uweight", uint64(b.Weight))
+	r.n("act", uint64(b.UpServers))
+	r.n("lbtot", b.Selected)
+	r.zero("qcur", "qmax", "dreq", "dresp", "wredis", "bck", "comp_in", "comp_out", "comp_byp", "comp_rsp", "wrew", "reuse")
+	return append(out, r)
+}
+
+// csvHeader is haproxy 2.6's `show stat` header line.
+var csvHeader = "# " + strings.Join(statColumns[:], ",") + ",\n"
+
+// CSV renders a snapshot as haproxy 2.6's stats CSV (see the top of this
+// file): the header, then one line per frontend, server and backend, each
+// ending with a comma. A field vipstack does not measure is empty.
+func (snap Snapshot) CSV() string {
+	var b strings.Builder
+	b.WriteString(csvHeader)
+	for _, r := range snap.records() {
+		for i := range statColumns {
+			switch {
+			case i == statGeneric:
+				b.WriteByte('-')
+			case i < statGeneric && r.set[i]:
+				if r.tags(statColumns[i]).Type == "str" {
+					b.WriteString(csvField(r.str[i]))
+				} else {
+					b.WriteString(strconv.FormatUint(r.num[i], 10))
+				}
+			}
+			b.WriteByte(',')
+		}
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// csvField keeps a field from breaking the line: haproxy names cannot hold
+// commas or newlines, but check information (an error text) can.
+func csvField(s string) string {
+	if !strings.ContainsAny(s, ",\n\r") {
+		return s
+	}
+	return strings.NewReplacer(",", ";", "\n", " ", "\r", " ").Replace(s)
+}
+
+// jsonField is one field object of haproxy's JSON stats.
+type jsonField struct {
+	ObjType    string    `json:"objType"`
+	ProxyID    int       `json:"proxyId"`
+	ID         int       `json:"id"`
+	Field      jsonPos   `json:"field"`
+	ProcessNum int       `json:"processNum"`
+	Tags       jsonTags  `json:"tags"`
+	Value      jsonValue `json:"value"`
+}
+
+type jsonPos struct {
+	Pos  int    `json:"pos"`
+	Name string `json:"name"`
+}
+
+type jsonTags struct {
+	Origin string `json:"origin"`
+	Nature string `json:"nature"`
+	Scope  string `json:"scope"`
+}
+
+type jsonValue struct {
+	Type  string `json:"type"`
+	Value any    `json:"value"`
+}
+
+// JSON renders a snapshot as haproxy 2.6's `;json` stats (see the top of
+// this file): compact, with a final newline.
+func (snap Snapshot) JSON() []byte {
+	recs := [][]jsonField{}
+	for _, r := range snap.records() {
+		var fields []jsonField
+		for i := range statGeneric {
+			if !r.set[i] {
+				continue
+			}
+			name := statColumns[i]
+			t := r.tags(name)
+			var v any = r.num[i]
+			if t.Type == "str" {
+				v = r.str[i]
+			}
+			fields = append(fields, jsonField{
+				ObjType: r.objType, ProxyID: r.proxyID, ID: r.id,
+				Field: jsonPos{Pos: i, Name: name}, ProcessNum: 1,
+				Tags:  jsonTags{Origin: t.Origin, Nature: t.Nature, Scope: t.Scope},
+				Value: jsonValue{Type: t.Type, Value: v},
+			})
+		}
+		recs = append(recs, fields)
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.Encode(recs) // cannot fail: strings and numbers only
+	return b.Bytes()
+}
