@@ -33,6 +33,7 @@ func runDNS(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		nodeName = fs.String("node-name", "", "this node's short host name, for -mdns-cluster")
 		nodeRole = fs.String("node-role", "master", "this node's role for -mdns-cluster: master, worker or bootstrap (masters are the etcd-N names)")
 		iface    = fs.String("mdns-interface", "", "interface for mDNS (empty: every up multicast interface)")
+		ocp      = fs.Bool("mdns-openshift", true, "with -mdns-cluster, also publish this node as OpenShift's mdns-publisher does (_workstation._tcp, and _etcd-server-ssl._tcp on masters) and accept the nodes it publishes, so that OpenShift nodes and vipstack nodes see each other during a migration; false: only _vipstack._tcp")
 		logLevel = fs.String("log-level", "info", "debug, info, warn or error (vipstack's own messages)")
 	)
 	var nodeAddrs, exclude addrList
@@ -67,6 +68,7 @@ func runDNS(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			Self:      discovery.Node{Name: *nodeName, Role: discovery.Role(*nodeRole), Addrs: nodeAddrs},
 			Interface: *iface,
 			Exclude:   exclude,
+			OpenShift: *ocp,
 			Logger:    log.With("source", "mdns"),
 		}
 		// Before serving (and in -check): a bad -node-role or an address

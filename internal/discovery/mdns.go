@@ -14,10 +14,13 @@ import (
 // MDNSServiceType is the DNS-SD service type every vipstack node publishes
 // (RFC 6763 section 7). vipstack uses its own type rather than the
 // "_workstation._tcp" of OpenShift's mdns-publisher: every avahi host on a
-// link publishes _workstation._tcp for itself, so browsing it would mix
-// strangers into the answer and cost a lookup per stranger. Clusters sharing
-// a link are kept apart by the TXT key "cluster", not by the type, so one
-// browse answers for every cluster and avahi-browse shows them all.
+// link publishes _workstation._tcp for itself, and the only mark of a
+// cluster there is a substring of the instance name. Clusters sharing a
+// link are kept apart by the TXT key "cluster", not by the type, so one
+// browse answers for every cluster and avahi-browse shows them all. With
+// MDNS.OpenShift a node also speaks mdns-publisher's form
+// (mdns_openshift.go), taking from _workstation._tcp only the instances
+// named as mdns-publisher names them for the cluster.
 const MDNSServiceType = "_vipstack._tcp"
 
 // MDNSDefaultTTL is the TTL of every record MDNS publishes when MDNS.TTL is
@@ -44,6 +47,12 @@ const mdnsSRVPort = 9
 // record carries cluster=, name= and role=. It probes before announcing
 // (RFC 6762 section 8), defends its records, answers queries, and sends a
 // goodbye (TTL 0) for every record when ctx ends.
+//
+// With OpenShift it also publishes what OpenShift's mdns-publisher would for
+// this node: "<Cluster> Workstation-<name>" of type _workstation._tcp, and
+// on masters "<Cluster> Etcd-<name>" of type _etcd-server-ssl._tcp, both
+// pointing at the same host name, and browses both types (see
+// mdns_openshift.go for what it takes from them).
 //
 // It reports this node plus every instance of the same cluster that has an
 // SRV, a TXT with cluster=<Cluster>, and at least one usable address
@@ -72,6 +81,11 @@ type MDNS struct {
 	Interface string       // interface to use ("" = all up multicast-capable non-loopback interfaces)
 	Exclude   []netip.Addr // addresses never to advertise nor accept from peers (the VIPs)
 	Logger    *slog.Logger // nil = discard
+
+	// OpenShift also publishes this node the way OpenShift's mdns-publisher
+	// does and accepts nodes published that way, so that a cluster can move
+	// to vipstack node by node (see mdns_openshift.go).
+	OpenShift bool
 
 	// TTL of the published records, in whole seconds; 0 = MDNSDefaultTTL.
 	TTL time.Duration
@@ -105,11 +119,12 @@ func (m *MDNS) Run(ctx context.Context, update func([]Node)) error {
 
 // mdnsConfig is the validated, normalised form of MDNS.
 type mdnsConfig struct {
-	cluster string
-	self    Node // Addrs filtered by exclude, unmapped, sorted
-	exclude map[netip.Addr]bool
-	ttl     time.Duration
-	log     *slog.Logger
+	cluster   string
+	openshift bool
+	self      Node // Addrs filtered by exclude, unmapped, sorted
+	exclude   map[netip.Addr]bool
+	ttl       time.Duration
+	log       *slog.Logger
 }
 
 // config validates m without modifying it.
@@ -127,6 +142,15 @@ func (m *MDNS) config() (mdnsConfig, error) {
 	if n := len(m.Self.Name) + 1 + len(m.Cluster); n > 63 {
 		return c, fmt.Errorf("mdns: Self.Name %q and Cluster %q make the %d-byte instance label %q; want at most 63 bytes (RFC 6763 section 4.1.1)",
 			m.Self.Name, m.Cluster, n, m.Self.Name+"@"+m.Cluster)
+	}
+	if m.OpenShift {
+		// mdns-publisher's instance labels are longer than ours.
+		for _, kind := range []string{ocpWorkstation, ocpEtcd} {
+			if l := ocpInstanceLabel(m.Cluster, kind, m.Self.Name); len(l) > 63 {
+				return c, fmt.Errorf("mdns: Self.Name %q and Cluster %q make the %d-byte OpenShift instance label %q; want at most 63 bytes (RFC 6763 section 4.1.1), or turn OpenShift off",
+					m.Self.Name, m.Cluster, len(l), l)
+			}
+		}
 	}
 	switch m.Self.Role {
 	case "", Master, Worker, Bootstrap:
@@ -158,6 +182,7 @@ func (m *MDNS) config() (mdnsConfig, error) {
 	sortAddrs(self.Addrs)
 	c.self = self
 	c.cluster = m.Cluster
+	c.openshift = m.OpenShift
 	switch {
 	case m.TTL == 0:
 		c.ttl = MDNSDefaultTTL

@@ -111,11 +111,14 @@ type mdnsEngine struct {
 	cfg mdnsConfig
 	rnd *rand.Rand
 
-	svc, instance, host string // canonical (lower-case, fully qualified) names
-	own                 []dns.RR
+	svc, instance, host string       // canonical (lower-case, fully qualified) names: vipstack's type, our instance of it, our host
+	services            []ownService // what we publish, vipstack's service first
+	addrs               []dns.RR     // our A and AAAA records
+	own                 []dns.RR     // every record we announce: PTRs, SRVs, TXTs, addresses
+	unique              []dns.RR     // the unique records among them (all but the PTRs): what a probe claims
 	ownKeys             map[cacheKey]bool
 	nsec                *dns.NSEC // asserts the missing address family; nil if both are published
-	meta                *dns.PTR
+	browse              []string  // canonical service types browsed, vipstack's first
 
 	phase     pubPhase
 	pubAt     time.Time
@@ -140,6 +143,14 @@ type mdnsEngine struct {
 	asked map[dns.Question]time.Time
 }
 
+// ownService is one service instance this node publishes.
+type ownService struct {
+	typ, instance string // canonical names
+	ptr, meta     *dns.PTR
+	srv           *dns.SRV
+	txt           *dns.TXT
+}
+
 // rrsetKey names an RRset: canonical owner name and type.
 type rrsetKey struct {
 	name string
@@ -161,7 +172,7 @@ func newMDNSEngine(cfg mdnsConfig, rnd *rand.Rand) *mdnsEngine {
 	e := &mdnsEngine{
 		cfg:       cfg,
 		rnd:       rnd,
-		svc:       dns.CanonicalName(MDNSServiceType + "." + mdnsDomain),
+		svc:       dnsTypeName(MDNSServiceType),
 		host:      dns.CanonicalName(cfg.self.Name + "." + mdnsDomain),
 		lastMcast: map[mcastKey]time.Time{},
 		cache:     map[cacheKey]*cacheEntry{},
@@ -169,29 +180,54 @@ func newMDNSEngine(cfg mdnsConfig, rnd *rand.Rand) *mdnsEngine {
 		asked:     map[dns.Question]time.Time{},
 		backoff:   conflictBackoff,
 	}
-	instance := escapeLabel(cfg.instanceLabel()) + "." + MDNSServiceType + "." + mdnsDomain
-	e.instance = dns.CanonicalName(instance)
 	host := cfg.self.Name + "." + mdnsDomain
 	ttl := uint32(cfg.ttl / time.Second)
 	hdr := func(name string, t uint16) dns.RR_Header {
 		return dns.RR_Header{Name: name, Rrtype: t, Class: dns.ClassINET, Ttl: ttl}
 	}
-	e.own = []dns.RR{
-		&dns.PTR{Hdr: hdr(MDNSServiceType+"."+mdnsDomain, dns.TypePTR), Ptr: instance},
-		&dns.SRV{Hdr: hdr(instance, dns.TypeSRV), Port: mdnsSRVPort, Target: host},
-		&dns.TXT{Hdr: hdr(instance, dns.TypeTXT), Txt: []string{
-			"cluster=" + cfg.cluster, "name=" + cfg.self.Name, "role=" + string(cfg.self.Role)}},
+	add := func(typ, label string, port uint16, txt []string) {
+		typ += "." + mdnsDomain
+		instance := escapeLabel(label) + "." + typ
+		e.services = append(e.services, ownService{
+			typ:      dns.CanonicalName(typ),
+			instance: dns.CanonicalName(instance),
+			ptr:      &dns.PTR{Hdr: hdr(typ, dns.TypePTR), Ptr: instance},
+			meta:     &dns.PTR{Hdr: hdr(mdnsMetaName, dns.TypePTR), Ptr: typ},
+			srv:      &dns.SRV{Hdr: hdr(instance, dns.TypeSRV), Port: port, Target: host},
+			txt:      &dns.TXT{Hdr: hdr(instance, dns.TypeTXT), Txt: txt},
+		})
+	}
+	add(MDNSServiceType, cfg.instanceLabel(), mdnsSRVPort,
+		[]string{"cluster=" + cfg.cluster, "name=" + cfg.self.Name, "role=" + string(cfg.self.Role)})
+	e.instance = e.services[0].instance
+	e.browse = []string{e.svc}
+	if cfg.openshift {
+		// mdns-publisher's TXT has no data at all (RFC 6763 section 6.1
+		// asks for one empty string): the same records, byte for byte, so
+		// that a node whose old mdns-publisher still runs while vipstack
+		// starts sees no conflict.
+		add(MDNSWorkstationType, ocpInstanceLabel(cfg.cluster, ocpWorkstation, cfg.self.Name), ocpWorkstationPort, nil)
+		if cfg.self.Role == Master {
+			add(MDNSEtcdType, ocpInstanceLabel(cfg.cluster, ocpEtcd, cfg.self.Name), ocpEtcdPort, nil)
+		}
+		e.browse = append(e.browse, dnsTypeName(MDNSWorkstationType), dnsTypeName(MDNSEtcdType))
 	}
 	var has4, has6 bool
 	for _, a := range cfg.self.Addrs {
 		if a.Is4() {
 			has4 = true
-			e.own = append(e.own, &dns.A{Hdr: hdr(host, dns.TypeA), A: a.AsSlice()})
+			e.addrs = append(e.addrs, &dns.A{Hdr: hdr(host, dns.TypeA), A: a.AsSlice()})
 		} else {
 			has6 = true
-			e.own = append(e.own, &dns.AAAA{Hdr: hdr(host, dns.TypeAAAA), AAAA: a.AsSlice()})
+			e.addrs = append(e.addrs, &dns.AAAA{Hdr: hdr(host, dns.TypeAAAA), AAAA: a.AsSlice()})
 		}
 	}
+	for _, s := range e.services {
+		e.own = append(e.own, s.ptr)
+		e.unique = append(e.unique, s.srv, s.txt)
+	}
+	e.unique = append(e.unique, e.addrs...)
+	e.own = append(e.own, e.unique...)
 	if has4 != has6 {
 		t := dns.TypeA
 		if has6 {
@@ -199,7 +235,6 @@ func newMDNSEngine(cfg mdnsConfig, rnd *rand.Rand) *mdnsEngine {
 		}
 		e.nsec = &dns.NSEC{Hdr: hdr(host, dns.TypeNSEC), NextDomain: host, TypeBitMap: []uint16{t}}
 	}
-	e.meta = &dns.PTR{Hdr: hdr(mdnsMetaName, dns.TypePTR), Ptr: MDNSServiceType + "." + mdnsDomain}
 	e.ownKeys = map[cacheKey]bool{}
 	for _, rr := range e.all() {
 		e.ownKeys[keyOf(rr)] = true
@@ -207,9 +242,33 @@ func newMDNSEngine(cfg mdnsConfig, rnd *rand.Rand) *mdnsEngine {
 	return e
 }
 
+// ownInstance reports whether inst (canonical) is one of our instances.
+func (e *mdnsEngine) ownInstance(inst string) bool {
+	for _, s := range e.services {
+		if s.instance == inst {
+			return true
+		}
+	}
+	return false
+}
+
+// browsed reports whether typ (canonical) is a service type we browse.
+func (e *mdnsEngine) browsed(typ string) bool {
+	for _, b := range e.browse {
+		if b == typ {
+			return true
+		}
+	}
+	return false
+}
+
 // all is every record this node may send.
 func (e *mdnsEngine) all() []dns.RR {
-	rrs := append([]dns.RR{e.meta}, e.own...)
+	var rrs []dns.RR
+	for _, s := range e.services {
+		rrs = append(rrs, s.meta)
+	}
+	rrs = append(rrs, e.own...)
 	if e.nsec != nil {
 		rrs = append(rrs, e.nsec)
 	}
@@ -300,25 +359,57 @@ func (e *mdnsEngine) tick(now time.Time) []outPacket {
 	}
 	var qs []dns.Question
 	if !e.browseAt.IsZero() && !now.Before(e.browseAt) {
-		qs = append(qs, dns.Question{Name: e.svc, Qtype: dns.TypePTR, Qclass: dns.ClassINET})
+		for _, typ := range e.browse {
+			qs = append(qs, dns.Question{Name: typ, Qtype: dns.TypePTR, Qclass: dns.ClassINET})
+		}
 		e.browseAt = now.Add(e.browseEvery)
 		e.browseEvery = min(2*e.browseEvery, browseMax)
 	}
 	var hosts map[string]bool // wantedHosts, computed once if a refresh needs it
+	noKnown := map[string]bool{}
 	for _, c := range e.cache {
 		if c.refreshAt.IsZero() || now.Before(c.refreshAt) {
 			continue
 		}
 		c.refreshes++
 		e.scheduleRefresh(c)
-		if t := c.rr.Header().Rrtype; hosts == nil && (t == dns.TypeA || t == dns.TypeAAAA) {
+		t := c.rr.Header().Rrtype
+		if hosts == nil && (t == dns.TypeA || t == dns.TypeAAAA) {
 			hosts = e.wantedHosts()
 		}
 		if q, ok := e.refreshQuestion(c.rr, hosts); ok {
 			qs = append(qs, q)
+			if t == dns.TypeA || t == dns.TypeAAAA {
+				qs = append(qs, e.ocpAsk(dns.CanonicalName(c.rr.Header().Name), noKnown)...)
+			}
 		}
 	}
-	return append(out, e.query(now, qs)...)
+	return append(out, e.query(now, qs, noKnown)...)
+}
+
+// ocpAsk returns the questions that make mdns-publisher send the address of
+// host again, and marks in noKnown the instances that must not be listed as
+// known answers. mdns-publisher never answers a query for its host name,
+// nor one for its instance name as a DNS message spells it (it compares the
+// name unescaped, and its labels hold a space), only a PTR query for its
+// type, with its address in the additional section (TTL 120 s, against
+// 3200 s for the PTR: the browse schedule, up to an hour apart, would let
+// it lapse). It takes a known answer for its PTR into account, compared the
+// same way: never for its labels with a space, but noKnown keeps a label
+// without one from suppressing the answer.
+func (e *mdnsEngine) ocpAsk(host string, noKnown map[string]bool) []dns.Question {
+	var qs []dns.Question
+	for _, inst := range e.instances() {
+		typ := e.typeOf(inst)
+		if typ == e.svc {
+			continue
+		}
+		if srv, ok := e.lookup(inst, dns.TypeSRV, nil); ok && dns.CanonicalName(srv.(*dns.SRV).Target) == host {
+			qs = append(qs, dns.Question{Name: typ, Qtype: dns.TypePTR, Qclass: dns.ClassINET})
+			noKnown[inst] = true
+		}
+	}
+	return qs
 }
 
 // scheduleRefresh sets the next refresh query of c: at 80, 85, 90 and 95 %
@@ -351,12 +442,42 @@ func (e *mdnsEngine) refreshQuestion(rr dns.RR, hosts map[string]bool) (dns.Ques
 	return q, false
 }
 
-// wantInstance: a live PTR points at inst and its TXT (if known) is ours.
+// wantInstance: a live PTR points at inst and inst is of our cluster.
 func (e *mdnsEngine) wantInstance(inst string) bool {
-	if _, ok := e.lookup(e.svc, dns.TypePTR, func(rr dns.RR) bool { return dns.CanonicalName(rr.(*dns.PTR).Ptr) == inst }); !ok {
+	typ := e.typeOf(inst)
+	if typ == "" {
 		return false
 	}
-	return e.ourTXT(inst)
+	if _, ok := e.lookup(typ, dns.TypePTR, func(rr dns.RR) bool { return dns.CanonicalName(rr.(*dns.PTR).Ptr) == inst }); !ok {
+		return false
+	}
+	return e.ourInstance(inst)
+}
+
+// typeOf is the browsed service type inst (canonical) is an instance of, or
+// "".
+func (e *mdnsEngine) typeOf(inst string) string {
+	for _, typ := range e.browse {
+		if strings.HasSuffix(inst, "."+typ) {
+			return typ
+		}
+	}
+	return ""
+}
+
+// ourInstance reports whether inst belongs to our cluster: for vipstack's
+// type its TXT, if known, names the cluster; for OpenShift's types (browsed
+// with OpenShift on) its label has mdns-publisher's form for the cluster.
+func (e *mdnsEngine) ourInstance(inst string) bool {
+	typ := e.typeOf(inst)
+	switch {
+	case typ == "":
+		return false
+	case typ == e.svc:
+		return e.ourTXT(inst)
+	}
+	label, rest := splitInstance(inst)
+	return rest == typ && ocpKindOf(label, e.cfg.cluster) == ocpTypeKind(typ)
 }
 
 // ourTXT: inst's TXT, if known, names our cluster.
@@ -367,13 +488,15 @@ func (e *mdnsEngine) ourTXT(inst string) bool {
 	return true
 }
 
-// instances returns the instances the live PTRs of our service type point
-// at whose TXT (if known) is ours: the wanted instances.
+// instances returns the instances the live PTRs of the browsed service
+// types point at that belong to our cluster: the wanted instances.
 func (e *mdnsEngine) instances() []string {
 	var out []string
-	for _, c := range e.sets[rrsetKey{e.svc, dns.TypePTR}] {
-		if inst := dns.CanonicalName(c.rr.(*dns.PTR).Ptr); e.ourTXT(inst) {
-			out = append(out, inst)
+	for _, typ := range e.browse {
+		for _, c := range e.sets[rrsetKey{typ, dns.TypePTR}] {
+			if inst := dns.CanonicalName(c.rr.(*dns.PTR).Ptr); e.typeOf(inst) == typ && e.ourInstance(inst) {
+				out = append(out, inst)
+			}
 		}
 	}
 	return out
@@ -438,7 +561,10 @@ func (e *mdnsEngine) lookup(name string, t uint16, f func(dns.RR) bool) (dns.RR,
 // of at most maxPacket bytes. Sizes are estimated as they grow (knownLen;
 // Msg.Len compresses the whole message at every call, too slow to call per
 // record) and checked once per packet.
-func (e *mdnsEngine) query(now time.Time, qs []dns.Question) []outPacket {
+//
+// The PTRs that point at an instance in noKnown are never listed as known
+// answers (see ocpAsk).
+func (e *mdnsEngine) query(now time.Time, qs []dns.Question, noKnown map[string]bool) []outPacket {
 	const header = 12
 	var out []outPacket
 	m, size := &dns.Msg{Compress: true}, header
@@ -458,13 +584,19 @@ func (e *mdnsEngine) query(now time.Time, qs []dns.Question) []outPacket {
 		}
 		e.asked[q] = now
 		var known []dns.RR
-		if q.Name == e.svc && q.Qtype == dns.TypePTR {
-			// Our own PTR as a known answer: the query comes back to us
-			// through multicast loopback, and this keeps us from answering
-			// ourselves. Peers ignore known answers they do not own.
-			known = append(known, dns.Copy(e.own[0]))
+		for _, s := range e.services {
+			if q.Name == s.typ && q.Qtype == dns.TypePTR {
+				// Our own PTR as a known answer: the query comes back to
+				// us through multicast loopback, and this keeps us from
+				// answering ourselves. Peers ignore known answers they do
+				// not own.
+				known = append(known, dns.Copy(s.ptr))
+			}
 		}
 		for _, c := range e.sets[rrsetKey{q.Name, q.Qtype}] {
+			if ptr, ok := c.rr.(*dns.PTR); ok && noKnown[dns.CanonicalName(ptr.Ptr)] {
+				continue
+			}
 			left := c.expires.Sub(now)
 			if left > c.ttl/2 {
 				rr := dns.Copy(c.rr)
@@ -567,8 +699,8 @@ func (e *mdnsEngine) publishStep(now time.Time) []outPacket {
 	return nil
 }
 
-// probe is an RFC 6762 section 8.1 probe: ANY questions for the instance
-// and host names (the first asking for unicast replies) with the records
+// probe is an RFC 6762 section 8.1 probe: ANY questions for the instances
+// and the host name (the first asking for unicast replies) with the records
 // we intend to use in the authority section.
 func (e *mdnsEngine) probe(first bool) *dns.Msg {
 	class := uint16(dns.ClassINET)
@@ -576,11 +708,11 @@ func (e *mdnsEngine) probe(first bool) *dns.Msg {
 		class |= topBit
 	}
 	m := new(dns.Msg)
-	m.Question = []dns.Question{
-		{Name: e.own[1].Header().Name, Qtype: dns.TypeANY, Qclass: class},     // the instance
-		{Name: e.own[1].(*dns.SRV).Target, Qtype: dns.TypeANY, Qclass: class}, // the host
+	for _, s := range e.services {
+		m.Question = append(m.Question, dns.Question{Name: s.srv.Hdr.Name, Qtype: dns.TypeANY, Qclass: class}) // the instances
 	}
-	for _, rr := range e.own[1:] {
+	m.Question = append(m.Question, dns.Question{Name: e.services[0].srv.Target, Qtype: dns.TypeANY, Qclass: class}) // the host
+	for _, rr := range e.unique {
 		m.Ns = append(m.Ns, dns.Copy(rr))
 	}
 	return m
@@ -665,16 +797,23 @@ func (e *mdnsEngine) handleResponse(now time.Time, m *dns.Msg) []outPacket {
 				continue
 			}
 			name := dns.CanonicalName(h.Name)
-			if name == e.instance || name == e.host {
+			if name == e.host || e.ownInstance(name) {
 				continue // ours (conflicts were handled above)
 			}
 			switch h.Rrtype {
 			case dns.TypePTR:
-				if pass != 1 || name != e.svc || dns.CanonicalName(rr.(*dns.PTR).Ptr) == e.instance {
+				if pass != 1 || !e.browsed(name) {
+					continue
+				}
+				// vipstack's instances are sorted by their TXT later;
+				// OpenShift's by their name now, so that the other
+				// _workstation._tcp hosts on the link cost nothing.
+				inst := dns.CanonicalName(rr.(*dns.PTR).Ptr)
+				if e.ownInstance(inst) || e.typeOf(inst) != name || name != e.svc && !e.ourInstance(inst) {
 					continue
 				}
 			case dns.TypeSRV, dns.TypeTXT:
-				if pass != 1 || !strings.HasSuffix(name, "."+e.svc) {
+				if typ := e.typeOf(name); pass != 1 || typ == "" || typ != e.svc && !e.ourInstance(name) {
 					continue
 				}
 			case dns.TypeA, dns.TypeAAAA, dns.TypeNSEC:
@@ -687,7 +826,8 @@ func (e *mdnsEngine) handleResponse(now time.Time, m *dns.Msg) []outPacket {
 			e.store(now, rr, flushed, jitter)
 		}
 	}
-	return e.query(now, e.missing())
+	qs, noKnown := e.missing()
+	return e.query(now, qs, noKnown)
 }
 
 // store caches rr. TTL 0 is a goodbye and removes the record at once (see
@@ -732,23 +872,40 @@ func (e *mdnsEngine) store(now time.Time, rr dns.RR, flushed map[cacheKey]bool, 
 	e.put(k, c)
 }
 
-// missing lists the questions for instances without SRV or TXT and for
-// wanted hosts without any address.
-func (e *mdnsEngine) missing() []dns.Question {
+// missing lists the questions for instances without SRV or TXT (vipstack's)
+// and for wanted hosts without any address, and the instances whose PTR
+// must not be listed as a known answer (see ocpAsk).
+func (e *mdnsEngine) missing() ([]dns.Question, map[string]bool) {
 	var qs []dns.Question
+	noKnown := map[string]bool{}
 	for _, inst := range e.instances() {
-		for _, t := range []uint16{dns.TypeSRV, dns.TypeTXT} {
+		ocp := e.typeOf(inst) != e.svc
+		types := []uint16{dns.TypeSRV, dns.TypeTXT}
+		if ocp {
+			types = types[:1] // the TXT of mdns-publisher says nothing
+		}
+		for _, t := range types {
 			if _, ok := e.lookup(inst, t, nil); !ok {
 				qs = append(qs, dns.Question{Name: inst, Qtype: t, Qclass: dns.ClassINET})
 			}
 		}
-		if srv, ok := e.lookup(inst, dns.TypeSRV, nil); ok {
-			host := dns.CanonicalName(srv.(*dns.SRV).Target)
-			_, has4 := e.lookup(host, dns.TypeA, nil)
-			_, has6 := e.lookup(host, dns.TypeAAAA, nil)
-			if !has4 && !has6 {
-				qs = append(qs, dns.Question{Name: host, Qtype: dns.TypeA, Qclass: dns.ClassINET},
-					dns.Question{Name: host, Qtype: dns.TypeAAAA, Qclass: dns.ClassINET})
+		srv, ok := e.lookup(inst, dns.TypeSRV, nil)
+		if !ok {
+			if ocp {
+				qs = append(qs, dns.Question{Name: e.typeOf(inst), Qtype: dns.TypePTR, Qclass: dns.ClassINET})
+				noKnown[inst] = true
+			}
+			continue
+		}
+		host := dns.CanonicalName(srv.(*dns.SRV).Target)
+		_, has4 := e.lookup(host, dns.TypeA, nil)
+		_, has6 := e.lookup(host, dns.TypeAAAA, nil)
+		if !has4 && !has6 {
+			qs = append(qs, dns.Question{Name: host, Qtype: dns.TypeA, Qclass: dns.ClassINET},
+				dns.Question{Name: host, Qtype: dns.TypeAAAA, Qclass: dns.ClassINET})
+			if ocp {
+				qs = append(qs, dns.Question{Name: e.typeOf(inst), Qtype: dns.TypePTR, Qclass: dns.ClassINET})
+				noKnown[inst] = true
 			}
 		}
 	}
@@ -758,7 +915,7 @@ func (e *mdnsEngine) missing() []dns.Question {
 		}
 		return qs[i].Qtype < qs[j].Qtype
 	})
-	return qs
+	return qs, noKnown
 }
 
 // conflicts reports whether rr, received in a response, contradicts our
@@ -771,7 +928,7 @@ func (e *mdnsEngine) conflicts(rr dns.RR) bool {
 		return false
 	}
 	name := dns.CanonicalName(h.Name)
-	if name != e.instance && name != e.host {
+	if name != e.host && !e.ownInstance(name) {
 		return false
 	}
 	if e.ownKeys[keyOf(rr)] {
@@ -781,7 +938,7 @@ func (e *mdnsEngine) conflicts(rr dns.RR) bool {
 	case pubProbing:
 		return true
 	case pubAnnouncing, pubAnnounced:
-		for _, o := range e.own {
+		for _, o := range e.unique {
 			if dns.CanonicalName(o.Header().Name) == name && o.Header().Rrtype == h.Rrtype {
 				return true
 			}
@@ -837,7 +994,7 @@ func (e *mdnsEngine) handleQuery(now time.Time, m *dns.Msg, p inPacket) []outPac
 	}
 	addrs := func(t uint16) []dns.RR {
 		var out []dns.RR
-		for _, rr := range e.own[3:] {
+		for _, rr := range e.addrs {
 			if t == dns.TypeANY || rr.Header().Rrtype == t {
 				out = append(out, rr)
 			}
@@ -852,29 +1009,14 @@ func (e *mdnsEngine) handleQuery(now time.Time, m *dns.Msg, p inPacket) []outPac
 			unicast = true
 		}
 		any := q.Qtype == dns.TypeANY
-		switch dns.CanonicalName(q.Name) {
-		case e.svc:
-			if any || q.Qtype == dns.TypePTR {
-				add(&answers, e.own[0])
-				add(&extra, e.own[1], e.own[2])
-				add(&extra, addrs(dns.TypeANY)...)
-				if e.nsec != nil {
-					add(&extra, e.nsec)
-				}
-				shared = true
-			}
+		name := dns.CanonicalName(q.Name)
+		switch name {
 		case mdnsMetaName:
 			if any || q.Qtype == dns.TypePTR {
-				add(&answers, e.meta)
+				for _, s := range e.services {
+					add(&answers, s.meta)
+				}
 				shared = true
-			}
-		case e.instance:
-			if any || q.Qtype == dns.TypeSRV {
-				add(&answers, e.own[1])
-				add(&extra, addrs(dns.TypeANY)...)
-			}
-			if any || q.Qtype == dns.TypeTXT {
-				add(&answers, e.own[2])
 			}
 		case e.host:
 			got := addrs(q.Qtype)
@@ -884,6 +1026,28 @@ func (e *mdnsEngine) handleQuery(now time.Time, m *dns.Msg, p inPacket) []outPac
 					add(&answers, e.nsec) // negative answer (RFC 6762 section 6.1)
 				} else {
 					add(&extra, e.nsec)
+				}
+			}
+		}
+		for _, s := range e.services {
+			switch name {
+			case s.typ:
+				if any || q.Qtype == dns.TypePTR {
+					add(&answers, s.ptr)
+					add(&extra, s.srv, s.txt)
+					add(&extra, addrs(dns.TypeANY)...)
+					if e.nsec != nil {
+						add(&extra, e.nsec)
+					}
+					shared = true
+				}
+			case s.instance:
+				if any || q.Qtype == dns.TypeSRV {
+					add(&answers, s.srv)
+					add(&extra, addrs(dns.TypeANY)...)
+				}
+				if any || q.Qtype == dns.TypeTXT {
+					add(&answers, s.txt)
 				}
 			}
 		}
@@ -961,7 +1125,11 @@ func (e *mdnsEngine) replySource(p inPacket) netip.Addr {
 // in its probe with ours (RFC 6762 section 8.2): we lose if theirs sort
 // later.
 func (e *mdnsEngine) losesTieBreak(ns []dns.RR) bool {
-	for _, name := range []string{e.instance, e.host} {
+	names := []string{e.host}
+	for _, s := range e.services {
+		names = append(names, s.instance)
+	}
+	for _, name := range names {
 		var theirs, ours [][]byte
 		for _, rr := range ns {
 			if dns.CanonicalName(rr.Header().Name) == name {
@@ -971,7 +1139,7 @@ func (e *mdnsEngine) losesTieBreak(ns []dns.RR) bool {
 		if len(theirs) == 0 {
 			continue
 		}
-		for _, rr := range e.own[1:] {
+		for _, rr := range e.unique {
 			if dns.CanonicalName(rr.Header().Name) == name {
 				ours = append(ours, canonicalRData(rr))
 			}
@@ -1079,44 +1247,40 @@ func (e *mdnsEngine) nodes() []Node {
 				continue
 			}
 		}
-		lname := strings.ToLower(name)
-		if lname == strings.ToLower(self.Name) {
-			continue // someone else claims our name: we are the authority on ourselves
-		}
-		var addrs []netip.Addr
-		for _, c := range concat(e.sets[rrsetKey{target, dns.TypeA}], e.sets[rrsetKey{target, dns.TypeAAAA}]) {
-			var a netip.Addr
-			switch rr := c.rr.(type) {
-			case *dns.A:
-				a, _ = netip.AddrFromSlice(rr.A.To4())
-			case *dns.AAAA:
-				a, _ = netip.AddrFromSlice(rr.AAAA.To16())
-			default:
-				continue
-			}
-			a = a.Unmap()
-			if unusableAddr(a) == "" && !e.cfg.exclude[a] {
-				addrs = append(addrs, a)
-			}
-		}
-		if len(addrs) == 0 {
-			continue
-		}
 		// Roles compare as written in clusterdns ("master"); a peer
 		// published by hand with role=Master is a master all the same.
-		role := Role(strings.ToLower(kv["role"]))
-		n := byName[lname]
-		if n == nil {
-			n = &Node{Name: name, Role: role}
-			byName[lname] = n
+		if n := e.addNode(byName, name, target); n != nil && n.Role == "" {
+			n.Role = Role(strings.ToLower(kv["role"]))
 		}
-		if n.Role == "" {
-			n.Role = role
+	}
+	// Then the nodes published the way OpenShift's mdns-publisher does
+	// (mdns_openshift.go): the name is the first label of the SRV target
+	// (coredns-mdns answers "<that label>.<base domain>"), a master has an
+	// Etcd instance, a worker only a Workstation one. A vipstack node
+	// publishes both forms; the role in its TXT stands (a bootstrap node
+	// has only the Workstation instance).
+	fromTXT := map[string]bool{}
+	for name, n := range byName {
+		fromTXT[name] = n.Role != ""
+	}
+	for _, inst := range e.instances() {
+		typ := e.typeOf(inst)
+		if typ == e.svc {
+			continue
 		}
-		for _, a := range addrs {
-			if !containsAddr(n.Addrs, a) {
-				n.Addrs = append(n.Addrs, a)
-			}
+		srvRR, ok := e.lookup(inst, dns.TypeSRV, nil)
+		if !ok {
+			continue
+		}
+		target := dns.CanonicalName(srvRR.(*dns.SRV).Target)
+		n := e.addNode(byName, firstLabel(target), target)
+		if n == nil || fromTXT[strings.ToLower(n.Name)] {
+			continue
+		}
+		if ocpTypeKind(typ) == ocpEtcd {
+			n.Role = Master
+		} else if n.Role == "" {
+			n.Role = Worker
 		}
 	}
 	out := make([]Node, 0, len(byName))
@@ -1126,6 +1290,50 @@ func (e *mdnsEngine) nodes() []Node {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
+}
+
+// addNode adds the usable addresses of host target to the node called name
+// in byName, creating it, and returns it; nil if name is no host name
+// label, is this node's (we are the authority on ourselves) or has no
+// usable address.
+func (e *mdnsEngine) addNode(byName map[string]*Node, name, target string) *Node {
+	if checkLabel(name) != nil {
+		return nil
+	}
+	lname := strings.ToLower(name)
+	if lname == strings.ToLower(e.cfg.self.Name) {
+		return nil
+	}
+	var addrs []netip.Addr
+	for _, c := range concat(e.sets[rrsetKey{target, dns.TypeA}], e.sets[rrsetKey{target, dns.TypeAAAA}]) {
+		var a netip.Addr
+		switch rr := c.rr.(type) {
+		case *dns.A:
+			a, _ = netip.AddrFromSlice(rr.A.To4())
+		case *dns.AAAA:
+			a, _ = netip.AddrFromSlice(rr.AAAA.To16())
+		default:
+			continue
+		}
+		a = a.Unmap()
+		if unusableAddr(a) == "" && !e.cfg.exclude[a] {
+			addrs = append(addrs, a)
+		}
+	}
+	if len(addrs) == 0 {
+		return nil
+	}
+	n := byName[lname]
+	if n == nil {
+		n = &Node{Name: name}
+		byName[lname] = n
+	}
+	for _, a := range addrs {
+		if !containsAddr(n.Addrs, a) {
+			n.Addrs = append(n.Addrs, a)
+		}
+	}
+	return n
 }
 
 // txtMap parses DNS-SD key=value strings (RFC 6763 section 6.4: keys are

@@ -89,6 +89,7 @@ func TestBinaryCLI(t *testing.T) {
 	bad := filepath.Join(dir, "bad.Corefile")
 	os.WriteFile(good, []byte(".:1053 {\n    clusterdns managed.example.com {\n        api 198.18.0.5\n    }\n}\n"), 0o644)
 	os.WriteFile(bad, []byte(".:1053 {\n    clusterdns managed.example.com {\n        api 198.18.0.5\n        ingress 198.18.0\n    }\n}\n"), 0o644)
+	long := strings.Repeat("c", 30) + " Workstation-" + strings.Repeat("n", 25)
 	tests := []struct {
 		name     string
 		args     []string
@@ -104,6 +105,10 @@ func TestBinaryCLI(t *testing.T) {
 		{name: "stray argument", args: []string{"-conf", good, "extra"}, wantCode: 2, wantOut: `unexpected arguments ["extra"]`},
 		{name: "mdns without node", args: []string{"-mdns-cluster", "c1", "-conf", good}, wantCode: 2, wantOut: "-mdns-cluster needs -node-name and at least one -node-addr"},
 		{name: "bad node address", args: []string{"-node-addr", "198.18.0.x"}, wantCode: 2, wantOut: `"198.18.0.x" is not an IP address`},
+		{name: "names too long for mdns-publisher's instance label", wantCode: 2, wantOut: `make the 68-byte OpenShift instance label "` + long + `"`,
+			args: []string{"-check", "-conf", good, "-mdns-cluster", strings.Repeat("c", 30), "-node-name", strings.Repeat("n", 25), "-node-addr", "198.18.0.11"}},
+		{name: "the same names with -mdns-openshift=false", wantCode: 0, wantOut: "Corefile is valid",
+			args: []string{"-check", "-conf", good, "-mdns-cluster", strings.Repeat("c", 30), "-node-name", strings.Repeat("n", 25), "-node-addr", "198.18.0.11", "-mdns-openshift=false"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

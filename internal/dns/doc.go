@@ -32,4 +32,16 @@
 // standard flag set (its commands use private flag sets), so those flags do
 // nothing, except that Start sets -conf to the Corefile's path: that is where
 // the reload plugin's loader reads the file it compares and restarts with.
+//
+// # Ports another process holds
+//
+// CoreDNS sets SO_REUSEPORT on its listeners, so a second server of the
+// same user that sets it too (another vipstack dns, an old CoreDNS) could
+// listen on the same address and port, the kernel splitting the queries
+// between them. Start, and every restart of the reload plugin (through the
+// instance's OnRestart callbacks), first binds each plain DNS address the
+// Corefile will listen on without SO_REUSEPORT, over UDP and TCP, and
+// refuses the Corefile if that fails with "address already in use"
+// (checkListeners). Addresses overlapping what the running Corefile
+// listens on are not probed on a reload.
 package dns

@@ -116,6 +116,7 @@ func NewServer(o Options) (*Server, error) {
 	plugin.Register(clusterdns.Name, clusterdns.NewSetup(o.Registry))
 	s := &Server{}
 	caddy.RegisterEventHook("vipstack-dns", s.event)
+	caddy.RegisterParsingCallback(serverType, "reload", watchRestarts)
 	w := o.Log
 	if w == nil {
 		w = os.Stderr
@@ -139,6 +140,40 @@ func (s *Server) event(ev caddy.EventName, info any) error {
 	}
 	s.mu.Unlock()
 	return nil
+}
+
+// watchRestarts gives the instance being started, the first and each one
+// a reload starts, a restart callback that refuses a reload whose new
+// listeners another process holds (checkRestart); the reload plugin logs
+// the error and the running Corefile stays. It is a parsing callback
+// (after the reload directive, which every Corefile's setup passes
+// whether it uses reload or not), so it runs in the goroutine that starts
+// the instance, before the instance's startup event starts the reload
+// plugin's timer, the only caller of Restart. Caddy lists the instance
+// being started last in Instances from the start of its setup, and a
+// process has one Server, which starts one instance at a time.
+func watchRestarts(caddy.Context) error {
+	all := caddy.Instances()
+	if len(all) == 0 {
+		return nil
+	}
+	inst := all[len(all)-1]
+	inst.OnRestart = append(inst.OnRestart, func() error { return checkRestart(inst) })
+	return nil
+}
+
+// checkRestart runs before inst restarts with a new Corefile: it reads the
+// Corefile as the reload plugin just did (through Caddy's loaders, which
+// read the -conf path Start set) and checks its listeners, leaving out
+// what inst listens on. A file changed again in between is checked in its
+// newer version; the reload plugin reloads that one at its next tick.
+func checkRestart(inst *caddy.Instance) error {
+	in, err := caddy.LoadCaddyfile(serverType)
+	if err != nil || in == nil {
+		return nil // the reload itself reports it
+	}
+	udp, tcp := heldAddrs(inst)
+	return checkListeners("reload", Corefile{Path: in.Path(), Contents: in.Body()}, udp, tcp)
 }
 
 // Check validates cf without serving it: syntax, plugin names, server block
@@ -172,6 +207,9 @@ func (s *Server) Start(cf Corefile) error {
 		s.mu.Unlock()
 	}()
 	if err := Validate(cf); err != nil {
+		return err
+	}
+	if err := checkListeners("start", cf, nil, nil); err != nil {
 		return err
 	}
 	// The reload plugin reloads through Caddy's Corefile loaders; coremain's
