@@ -18,7 +18,7 @@ func TestRunDispatch(t *testing.T) {
 		{args: []string{"frobnicate"}, wantCode: 2, wantErr: `unknown command "frobnicate"`},
 		{args: []string{"vrrp", "--status-addr", "0.0.0.0:9651", "-f", "/nonexistent"}, wantCode: 2, wantErr: "loopback only"},
 		{args: []string{"vrrp", "--log-level", "loud"}, wantCode: 2, wantErr: `--log-level "loud"`},
-		{args: []string{"vrrp", "--check", "-f", "/nonexistent/keepalived.conf"}, wantCode: 1, wantErr: "/nonexistent/keepalived.conf"},
+		{args: []string{"vrrp", "--check", "-f", "/nonexistent/keepalived.conf"}, wantCode: 5, wantErr: "/nonexistent/keepalived.conf"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			var out, errb bytes.Buffer

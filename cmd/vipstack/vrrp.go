@@ -26,7 +26,7 @@ func runVRRP(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	var (
 		cfgPath     = fs.String("f", "/etc/keepalived/keepalived.conf", "keepalived.conf to run")
-		check       = fs.Bool("check", false, "validate the configuration and exit (non-zero on error), like keepalived -t")
+		check       = fs.Bool("check", false, "validate the configuration and exit as keepalived -t does: 0 clean, 5 errors or warnings, 6 scripts without enable_script_security")
 		metricsAddr = fs.String("metrics-addr", "", "serve Prometheus metrics on this address (e.g. 127.0.0.1:9650); empty: off")
 		statusAddr  = fs.String("status-addr", "", "serve JSON status on this loopback address (e.g. 127.0.0.1:9651); empty: off")
 		stateDir    = fs.String("state-dir", "/run/vipstack", "directory for the ledger of held VIPs (crash clean-up)")
@@ -52,14 +52,25 @@ func runVRRP(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		cfg, err := engine.Check(*cfgPath)
 		if err != nil {
 			fmt.Fprintf(stderr, "%v\n", err)
-			return 1
+			return engine.CheckExit(nil, err, nil)
 		}
 		exists := func(name string) bool { _, err := net.InterfaceByName(name); return err == nil }
-		for _, w := range append(cfg.Warnings, engine.MissingInterfaces(cfg, exists)...) {
+		warnings := append(cfg.Warnings, engine.MissingInterfaces(cfg, exists)...)
+		for _, u := range engine.UnsafeScripts(cfg) {
+			warnings = append(warnings, fmt.Sprintf("%s: unsafe permissions found for script %s: %v; it runs as root anyway, as in keepalived without enable_script_security",
+				u.UsedBy, u.Err.Path, u.Err.Err))
+		}
+		for _, w := range warnings {
 			fmt.Fprintf(stderr, "warning: %s\n", w)
 		}
-		fmt.Fprintf(stdout, "%s: configuration is valid (%d instances, %d scripts)\n", *cfgPath, len(cfg.Instances), len(cfg.Scripts))
-		return 0
+		code := engine.CheckExit(cfg, nil, warnings)
+		if code == engine.CheckClean {
+			fmt.Fprintf(stdout, "%s: configuration is valid (%d instances, %d scripts)\n", *cfgPath, len(cfg.Instances), len(cfg.Scripts))
+		} else {
+			fmt.Fprintf(stdout, "%s: configuration is valid with %d warnings (%d instances, %d scripts); exit %d, as keepalived -t\n",
+				*cfgPath, len(warnings), len(cfg.Instances), len(cfg.Scripts), code)
+		}
+		return code
 	}
 	if *statusAddr != "" {
 		if err := requireLoopback(*statusAddr); err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/vipstack/vipstack/internal/procfs"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -12,6 +11,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/vipstack/vipstack/internal/procfs"
 
 	"github.com/google/nftables"
 	"github.com/vishvananda/netlink"

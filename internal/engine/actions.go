@@ -492,6 +492,7 @@ func (e *Engine) reload() error {
 		return err
 	}
 	e.metrics.reloads.WithLabelValues("ok").Inc()
+	logUnsafeScripts(e.log, cfg)
 	if e.opts.ConfigPath != "" {
 		e.log.Info("configuration reloaded", "file", e.opts.ConfigPath, "instances", len(e.instances))
 	} else {

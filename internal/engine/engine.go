@@ -68,8 +68,13 @@ type Engine struct {
 	dadNext   time.Time            // when to look at them again
 	srcAbsent map[netip.Addr]bool  // unicast_src_ip addresses not configured on this node (see checkSources)
 	srcNext   time.Time            // when to look at them again
-	runner    script.Runner
-	ctx       context.Context
+	// absentNext is when to look again for the interfaces of instances
+	// built without one (see checkAbsent); absentErr the last rebuild error
+	// logged.
+	absentNext time.Time
+	absentErr  string
+	runner     script.Runner
+	ctx        context.Context
 
 	statusMu sync.Mutex
 	status   []InstanceStatus
@@ -122,6 +127,7 @@ func New(opts Options) (*Engine, *keepalived.Config, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	logUnsafeScripts(opts.Logger, cfg)
 	e := &Engine{
 		opts:      opts,
 		log:       opts.Logger,
@@ -200,9 +206,9 @@ func Check(path string) (*keepalived.Config, error) {
 // instance's interface, a VIP's dev, a track_interface) that does not exist
 // in this network namespace, with its file and line. `--check` prints them
 // as warnings: keepalived -t refuses such a file ("Non-existent interface
-// specified in configuration"), and vipstack does not start with a missing
-// instance interface; but a file may be checked on another host than the
-// one that runs it, so they are not errors there.
+// specified in configuration"), and vipstack runs an instance whose
+// interface is missing in FAULT until it appears; a file may be checked on
+// another host than the one that runs it, so they are not errors there.
 func MissingInterfaces(cfg *keepalived.Config, exists func(name string) bool) []string {
 	var out []string
 	seen := map[string]bool{}
@@ -215,7 +221,7 @@ func MissingInterfaces(cfg *keepalived.Config, exists func(name string) bool) []
 			pos, name, what, then))
 	}
 	for _, in := range cfg.Instances {
-		note(in.Pos, in.Interface, "interface of vrrp_instance "+in.Name, "vipstack does not start without it")
+		note(in.Pos, in.Interface, "interface of vrrp_instance "+in.Name, "vipstack runs the instance in FAULT until it appears")
 		for _, v := range slices.Concat(in.VIPs, in.ExcludedVIPs) {
 			note(v.Pos, v.Dev, "dev of "+v.Prefix.String(), "vipstack cannot add the address")
 		}
@@ -224,6 +230,67 @@ func MissingInterfaces(cfg *keepalived.Config, exists func(name string) bool) []
 		}
 	}
 	return out
+}
+
+// UnsafeScript is a script a configuration runs as root that a non-root
+// user could change, and where it is used.
+type UnsafeScript struct {
+	UsedBy string // "vrrp_script chk (file:line)", "vrrp_instance VI_1 notify (file:line)"
+	Err    *script.UnsafeError
+}
+
+// UnsafeScripts returns the scripts cfg runs that enable_script_security
+// would refuse, when it is not set (when it is, Check refuses them).
+// keepalived 2.2.7 runs them and logs, for each, "Unsafe permissions found
+// for script 'PATH'." (measured: a world-writable script, one writable by a
+// non-root group and one owned by a non-root user, with or without
+// `script_user root`); New logs them the same way, naming the reason.
+func UnsafeScripts(cfg *keepalived.Config) []UnsafeScript {
+	if cfg.Global.EnableScriptSecurity {
+		return nil
+	}
+	sec := securityOf(cfg)
+	var out []UnsafeScript
+	seen := map[string]bool{}
+	check := func(usedBy string, argv []string) {
+		if len(argv) == 0 {
+			return
+		}
+		if ue := sec.Unsafe(argv); ue != nil && !seen[ue.Path+" "+usedBy] {
+			seen[ue.Path+" "+usedBy] = true
+			out = append(out, UnsafeScript{UsedBy: usedBy, Err: ue})
+		}
+	}
+	for _, name := range sortedKeys(cfg.Scripts) {
+		if s := cfg.Scripts[name]; usedScript(cfg, name) {
+			check(fmt.Sprintf("vrrp_script %s (%s)", name, s.Pos), s.Args)
+		}
+	}
+	notify := func(kind, name string, pos keepalived.Pos, n keepalived.Notify) {
+		for _, cmd := range []string{n.Master, n.Backup, n.Fault, n.Stop, n.Any} {
+			if argv, err := script.Split(cmd); cmd != "" && err == nil {
+				check(fmt.Sprintf("%s %s notify (%s)", kind, name, pos), argv)
+			}
+		}
+	}
+	for _, in := range cfg.Instances {
+		notify("vrrp_instance", in.Name, in.Pos, in.Notify)
+	}
+	for _, g := range cfg.SyncGroups {
+		notify("vrrp_sync_group", g.Name, g.Pos, g.Notify)
+	}
+	return out
+}
+
+// logUnsafeScripts warns about each of UnsafeScripts(cfg), at start and
+// after every reload that applies (a reload may point at another script, or
+// the file's mode may have changed since).
+func logUnsafeScripts(log *slog.Logger, cfg *keepalived.Config) {
+	for _, u := range UnsafeScripts(cfg) {
+		log.Warn("Unsafe permissions found for script: it runs as root and a non-root user can change it; "+
+			"it runs anyway, as keepalived 2.2.7 runs it without enable_script_security (with it, it is refused)",
+			"script", u.Err.Path, "reason", u.Err.Err.Error(), "used_by", u.UsedBy)
+	}
 }
 
 func securityOf(cfg *keepalived.Config) script.Security {
@@ -487,6 +554,9 @@ func (e *Engine) nextDeadline() time.Time {
 	if !e.srcNext.IsZero() && (next.IsZero() || e.srcNext.Before(next)) {
 		next = e.srcNext
 	}
+	if !e.absentNext.IsZero() && (next.IsZero() || e.absentNext.Before(next)) {
+		next = e.absentNext
+	}
 	for _, in := range e.instances {
 		for _, d := range []time.Time{in.fsm.NextDeadline(), in.refreshAt, in.reannounce.deadline(), in.conflicts.next()} {
 			if !d.IsZero() && (next.IsZero() || d.Before(next)) {
@@ -505,6 +575,9 @@ func (e *Engine) tick(now time.Time) {
 		if e.checkSources(now) {
 			e.recomputeAll(now)
 		}
+	}
+	if !e.absentNext.IsZero() && !now.Before(e.absentNext) {
+		e.checkAbsent(now)
 	}
 	for _, name := range sortedKeys(e.instances) {
 		in := e.instances[name]

@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"net"
@@ -46,6 +48,14 @@ type instance struct {
 	lastTransition *Transition
 	conflicts      conflictBook
 	sent, received uint64
+	// absent marks a placeholder for an instance whose interface did not
+	// exist when it was built: no socket, no announcer, in FAULT until
+	// checkAbsent finds the interface and apply builds the real one.
+	absent bool
+	// recreated marks an instance whose interface was deleted and created
+	// again (another index): its socket membership and announcer point at
+	// the old one, so apply builds it anew.
+	recreated bool
 }
 
 type syncGroup struct {
@@ -61,7 +71,7 @@ func (e *Engine) apply(cfg *keepalived.Config) error {
 	// Build everything new first, so a failure changes nothing.
 	fresh := map[string]*instance{}
 	for _, ic := range cfg.Instances {
-		if old, ok := e.instances[ic.Name]; ok && keepsState(old.cfg, ic) {
+		if old, ok := e.instances[ic.Name]; ok && keepsState(old.cfg, ic) && !(old.absent && e.linkExists(ic.Interface)) && !old.recreated {
 			continue
 		}
 		in, err := e.build(ic)
@@ -74,10 +84,20 @@ func (e *Engine) apply(cfg *keepalived.Config) error {
 		fresh[ic.Name] = in
 	}
 	// Stop what went away or changed.
+	var readvertise []*instance // kept, with a new version or authentication
 	for _, name := range sortedKeys(e.instances) {
 		old := e.instances[name]
 		if _, changed := fresh[name]; changed || !hasInstance(cfg, name) {
-			e.stopInstance(old, now, "configuration changed")
+			switch {
+			case old.recreated && hasInstance(cfg, name):
+				e.stopInstance(old, now, "interface "+old.cfg.Interface+" was created again")
+			case !old.absent:
+				e.stopInstance(old, now, "configuration changed")
+			case hasInstance(cfg, name) && !fresh[name].absent:
+				// A placeholder sent and held nothing: its replacement
+				// starts below.
+				e.log.Info("interface now exists; starting the instance", "instance", name, "interface", fresh[name].cfg.Interface)
+			}
 			delete(e.instances, name)
 			delete(e.byKey, old.key())
 			old.close()
@@ -95,6 +115,22 @@ func (e *Engine) apply(cfg *keepalived.Config) error {
 					// the new ones and removes the gone ones; the others
 					// are not touched.
 					e.updateVIPs(old, ic)
+				}
+				if old.cfg.Version != ic.Version || old.cfg.AuthType != ic.AuthType || old.cfg.AuthPass != ic.AuthPass {
+					// keepalived 2.2.7 keeps the state (measured: its
+					// master went on with the new version or password, no
+					// priority 0, its VIP never missing). Peers still on
+					// the old one drop our adverts until they reload too,
+					// as they would after a restart.
+					e.log.Info("VRRP version or authentication changed; instance keeps its state", "instance", name,
+						"version", ic.Version, "auth_type", cmp.Or(ic.AuthType, "none"))
+					old.auth = [8]byte{}
+					if ic.AuthType == "PASS" {
+						old.auth = vrrp.Password(ic.AuthPass)
+					}
+					// Adverts carry old.cfg's version and authentication:
+					// they go out below, once old.cfg is ic.
+					readvertise = append(readvertise, old)
 				}
 				if old.cfg.AdvertInterval != ic.AdvertInterval {
 					e.log.Info("advert_int changed; instance keeps its state", "instance", name,
@@ -115,6 +151,14 @@ func (e *Engine) apply(cfg *keepalived.Config) error {
 			}
 			old.cfg = ic // same content otherwise; take the new positions
 		}
+	}
+	for _, in := range readvertise {
+		// A master advertises the new content at once.
+		acts := in.fsm.SetVersion(now, in.cfg.Version)
+		if acts == nil {
+			acts = in.fsm.AdvertiseNow(now) // only the authentication changed
+		}
+		e.do(in, now, acts)
 	}
 	e.cfg = cfg
 	e.runner.Security = securityOf(cfg)
@@ -143,6 +187,12 @@ func (e *Engine) apply(cfg *keepalived.Config) error {
 		}
 	}
 	e.checkSources(now)
+	e.absentNext = time.Time{}
+	for _, in := range e.instances {
+		if in.absent {
+			e.absentNext = now.Add(srcPoll)
+		}
+	}
 	for _, name := range sortedKeys(fresh) {
 		in := fresh[name]
 		prio, fault := e.effective(in)
@@ -206,9 +256,9 @@ func sameInstance(a, b *keepalived.Instance) bool {
 // keeps an instance's state over a reload: when they differ only in their
 // addresses (same family), unicast peers (unicast stays unicast), base
 // priority (the address owner's 255 neither given nor taken), tracked
-// scripts, notify scripts, nopreempt / preempt_delay, advert_int or initial
-// state. Anything else (VRID, interface, version, authentication, ...)
-// restarts the instance.
+// scripts, notify scripts, nopreempt / preempt_delay, advert_int, initial
+// state, VRRP version or authentication. Anything else (VRID, interface,
+// family, unicast / multicast, ...) restarts the instance.
 func keepsState(a, b *keepalived.Instance) bool {
 	if a.Family() != b.Family() || (len(a.UnicastPeers) == 0) != (len(b.UnicastPeers) == 0) {
 		return false
@@ -221,6 +271,7 @@ func keepsState(a, b *keepalived.Instance) bool {
 		c.VIPs, c.ExcludedVIPs, c.UnicastPeers = nil, nil, nil
 		c.Priority, c.TrackScripts, c.Notify, c.InitialState = 0, nil, keepalived.Notify{}, ""
 		c.Preempt, c.PreemptDelay, c.AdvertInterval = false, 0, 0
+		c.Version, c.AuthType, c.AuthPass = 0, "", ""
 	}
 	return sameInstance(&ca, &cb)
 }
@@ -310,6 +361,17 @@ func (e *Engine) build(ic *keepalived.Instance) (*instance, error) {
 		return fmt.Errorf("%s: vrrp_instance %s: %s", ic.Pos, ic.Name, fmt.Sprintf(format, args...))
 	}
 	link, err := e.nl.Link(ic.Interface)
+	if errors.Is(err, netif.ErrNoLink) {
+		// keepalived 2.2.7 exits at start for this ("Non-existent
+		// interface specified in configuration") unless dynamic_interfaces
+		// is set; then the instance is in FAULT until the interface is
+		// created, and the others run. vipstack always does the latter.
+		e.log.Warn("interface does not exist; instance in FAULT until it appears",
+			"instance", ic.Name, "interface", ic.Interface, "at", ic.Pos.String())
+		e.links[ic.Interface] = false
+		return &instance{cfg: ic, family: ic.Family(), absent: true, conflicts: newConflictBook(), rivals: map[netip.Addr]*rival{},
+			fsm: fsm.New(fsm.Config{Version: ic.Version, AdvertInterval: ic.AdvertInterval, Preempt: ic.Preempt, PreemptDelay: ic.PreemptDelay})}, nil
+	}
 	if err != nil {
 		return nil, fail("interface %q: %v", ic.Interface, err)
 	}
@@ -412,13 +474,32 @@ func (in *instance) close() {
 }
 
 // syncTrackers starts a tracker for every script in use, keeps those whose
-// definition did not change, and stops the rest.
+// definition did not change, and stops the rest. A script still in use
+// whose definition changed gets a new tracker that starts in the old one's
+// state, as keepalived 2.2.7 does ("VRRP_Script(chk) considered
+// unsuccessful on reload"): a failing check stays failing until the new
+// definition has succeeded rise times, and a passing one needs fall
+// failures. Starting it afresh would count it as passing until its first
+// result, and a backup held down by it would preempt the master meanwhile.
 func (e *Engine) syncTrackers(cfg *keepalived.Config) {
+	resume := map[string]*track.Status{}
 	for name, te := range e.trackers {
 		s, ok := cfg.Scripts[name]
-		if ok && usedScript(cfg, name) && sameScript(te.spec, s) {
+		used := ok && usedScript(cfg, name)
+		if used && sameScript(te.spec, s) {
 			te.spec = s
 			continue
+		}
+		if used {
+			st := te.status
+			if te.tracker != nil {
+				st = te.tracker.Status() // the latest, flipped or not
+			}
+			if !st.Pending {
+				resume[name] = &st
+				e.log.Info("tracked script redefined; it keeps its state until the new definition's results change it",
+					"script", name, "ok", st.OK)
+			}
 		}
 		te.cancel()
 		delete(e.trackers, name)
@@ -443,6 +524,7 @@ func (e *Engine) syncTrackers(cfg *keepalived.Config) {
 			Check:    check,
 			Clock:    e.clk,
 			OnChange: func(st track.Status) { e.send(event{track: &st}) },
+			Resume:   resume[name],
 		}
 		e.trackers[name] = &trackerEntry{spec: s, cancel: cancel, status: tr.Status(), tracker: tr}
 		go tr.Run(ctx)
@@ -470,6 +552,23 @@ func (e *Engine) trackChanged(now time.Time, st track.Status) {
 }
 
 func (e *Engine) linkChanged(now time.Time, name string, up bool) {
+	rebuild := false
+	for _, in := range e.instances {
+		if in.cfg.Interface != name {
+			continue
+		}
+		if !in.absent && up {
+			// Deleted and created again, as keepalived 2.2.7 follows
+			// (measured: FAULT while gone, BACKUP when back).
+			if l, err := e.nl.Link(name); err == nil && l.Index != in.ifIndex {
+				in.recreated = true
+			}
+		}
+		rebuild = rebuild || in.absent || in.recreated
+	}
+	if rebuild {
+		e.checkAbsent(now)
+	}
 	was, known := e.links[name]
 	e.links[name] = up
 	if !known || was == up {
@@ -585,6 +684,44 @@ func (e *Engine) announceSources(link string) {
 // srcPoll is how often the unicast_src_ip addresses are looked for.
 const srcPoll = time.Second
 
+// linkExists reports whether the network namespace has an interface name.
+func (e *Engine) linkExists(name string) bool {
+	_, err := e.nl.Link(name)
+	return err == nil
+}
+
+// checkAbsent rebuilds the instances whose interface was missing when they
+// were built and now exists (see build), and those whose interface was
+// created again (see linkChanged), keeping everything else as it is.
+// It runs every srcPoll while there are any, and at once when the link
+// watcher reports one of their interfaces. A rebuild that fails (the
+// interface has no address to send from yet) is tried again at the next
+// poll.
+func (e *Engine) checkAbsent(now time.Time) {
+	e.absentNext = time.Time{}
+	appeared := false
+	for _, name := range sortedKeys(e.instances) {
+		in := e.instances[name]
+		if !in.absent && !in.recreated {
+			continue
+		}
+		e.absentNext = now.Add(srcPoll)
+		appeared = appeared || in.recreated || e.linkExists(in.cfg.Interface)
+	}
+	if !appeared {
+		return
+	}
+	if err := e.apply(e.cfg); err != nil {
+		if msg := err.Error(); msg != e.absentErr {
+			e.absentErr = msg
+			e.log.Warn("interface exists but the instance cannot start yet; trying again", "err", err)
+		}
+		e.absentNext = now.Add(srcPoll)
+		return
+	}
+	e.absentErr = ""
+}
+
 // checkSources looks for every configured unicast_src_ip among the
 // addresses of the node, now and every srcPoll while an instance has one,
 // and reports whether one came or went. keepalived cannot bind an absent
@@ -677,9 +814,12 @@ func (e *Engine) contributions(in *instance) []Contribution {
 		}
 		out = append(out, c)
 	}
-	// The instance's own interface: down means fault, unless
-	// dont_track_primary.
-	if !in.cfg.DontTrackPrimary {
+	// The instance's own interface: missing means fault, whatever
+	// dont_track_primary says (there is nothing to send on); down means
+	// fault, unless dont_track_primary.
+	if in.absent {
+		out = append(out, Contribution{Source: "interface " + in.cfg.Interface, OK: false, Fault: true, Reason: "does not exist"})
+	} else if !in.cfg.DontTrackPrimary {
 		up := e.links[in.cfg.Interface]
 		out = append(out, Contribution{Source: "interface " + in.cfg.Interface, OK: up, Fault: !up})
 	}

@@ -1,12 +1,15 @@
 package engine
 
 import (
+	"context"
+	"log/slog"
 	"net/netip"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/vipstack/vipstack/internal/clock"
 	"github.com/vipstack/vipstack/internal/keepalived"
 	"github.com/vipstack/vipstack/internal/track"
 	"github.com/vipstack/vipstack/internal/vrrp"
@@ -193,7 +196,11 @@ func TestKeepsState(t *testing.T) {
 		{name: "preempt_delay", b: change(func(c *keepalived.Instance) { c.PreemptDelay = 5 * time.Second }), want: true},
 		{name: "another VRID", b: change(func(c *keepalived.Instance) { c.VRID = 52 }), want: false},
 		{name: "another interval", b: change(func(c *keepalived.Instance) { c.AdvertInterval = time.Second }), want: true},
-		{name: "another version", b: change(func(c *keepalived.Instance) { c.Version = 3 }), want: false},
+		{name: "another version (keepalived 2.2.7 keeps its master)", b: change(func(c *keepalived.Instance) { c.Version = 3 }), want: true},
+		{name: "authentication added (keepalived 2.2.7 keeps its master)", b: change(func(c *keepalived.Instance) {
+			c.AuthType, c.AuthPass = "PASS", "secret1"
+		}), want: true},
+		{name: "another interface", b: change(func(c *keepalived.Instance) { c.Interface = "eth1" }), want: false},
 		{name: "unicast to multicast", b: change(func(c *keepalived.Instance) { c.UnicastPeers = nil }), want: false},
 		{name: "another family", b: change(func(c *keepalived.Instance) {
 			c.VIPs = []keepalived.VIP{{Prefix: p("fd00::100/128")}}
@@ -223,7 +230,7 @@ func TestMissingInterfaces(t *testing.T) {
 			VIPs: []keepalived.VIP{{Prefix: p("198.18.0.5/32"), Pos: at(5)}}}},
 		{name: "instance interface missing", in: keepalived.Instance{Name: "VI_1", Pos: at(1), Interface: "ens9"},
 			want: []string{`k.conf:1: interface "ens9" (interface of vrrp_instance VI_1) does not exist here; ` +
-				"keepalived -t refuses the file, and vipstack does not start without it"}},
+				"keepalived -t refuses the file, and vipstack runs the instance in FAULT until it appears"}},
 		{name: "VIP dev and tracked interface missing, each named once",
 			in: keepalived.Instance{Name: "VI_1", Pos: at(1), Interface: "ens3",
 				VIPs:            []keepalived.VIP{{Prefix: p("198.18.0.5/32"), Dev: "ens4", Pos: at(5)}, {Prefix: p("198.18.0.6/32"), Dev: "ens4", Pos: at(6)}},
@@ -241,5 +248,85 @@ func TestMissingInterfaces(t *testing.T) {
 				t.Errorf("MissingInterfaces (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// blockingProbe never finishes before its context is done: the trackers it
+// runs in show the state they started in.
+type blockingProbe struct{}
+
+func (blockingProbe) Probe(ctx context.Context) error {
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// TestRedefinedScriptKeepsItsState: a reload that changes a vrrp_script
+// (here its weight, -30 to -20) starts its new tracker in the old one's
+// state, as keepalived 2.2.7 does ("VRRP_Script(chk) considered
+// unsuccessful on reload"; its master went from priority 70 straight to 80,
+// never advertising 100). vipstack started it afresh, passing until its
+// first result: the instance was back at 100 meanwhile, and a backup held
+// below its master by the failing check preempted it.
+func TestRedefinedScriptKeepsItsState(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		old      track.Status
+		wantOK   bool
+		wantPrio uint8
+	}{{
+		name:     "failing stays failing",
+		old:      track.Status{Name: "chk", OK: false, Reason: "exit status 1"},
+		wantOK:   false,
+		wantPrio: 80,
+	}, {
+		name:     "passing stays passing",
+		old:      track.Status{Name: "chk", OK: true},
+		wantOK:   true,
+		wantPrio: 100,
+	}, {
+		name:     "no result yet starts afresh (passing until the first result)",
+		old:      track.Status{Name: "chk", OK: true, Pending: true},
+		wantOK:   true,
+		wantPrio: 100,
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			oldSpec := &keepalived.Script{Name: "chk", Weight: -30, Rise: 2, Fall: 2, Probe: blockingProbe{}}
+			newSpec := *oldSpec
+			newSpec.Weight = -20
+			vi := &keepalived.Instance{Name: "VI_1", Interface: "eth0", Priority: 100, TrackScripts: []keepalived.TrackScript{{Name: "chk"}}}
+			cfg := &keepalived.Config{Scripts: map[string]*keepalived.Script{"chk": &newSpec}, Instances: []*keepalived.Instance{vi}}
+			e := &Engine{
+				ctx: ctx, clk: clock.NewFake(time.Unix(0, 0)), log: slog.New(slog.DiscardHandler),
+				cfg:      cfg,
+				links:    map[string]bool{"eth0": true},
+				trackers: map[string]*trackerEntry{"chk": {spec: oldSpec, cancel: func() {}, status: tc.old}},
+			}
+			e.syncTrackers(cfg)
+			te := e.trackers["chk"]
+			if te == nil || te.spec != &newSpec {
+				t.Fatalf("tracker for chk not replaced by the new definition: %+v", te)
+			}
+			if te.status.OK != tc.wantOK || te.status.Pending != tc.old.Pending {
+				t.Errorf("new tracker starts with OK=%v pending=%v, want OK=%v pending=%v", te.status.OK, te.status.Pending, tc.wantOK, tc.old.Pending)
+			}
+			if prio, _ := e.effective(&instance{cfg: vi}); prio != tc.wantPrio {
+				t.Errorf("effective priority after the reload = %d, want %d\ncontributions: %s", prio, tc.wantPrio, describe(e.contributions(&instance{cfg: vi})))
+			}
+		})
+	}
+}
+
+// TestMissingInterfaceIsAFault: an instance built without its interface
+// (see build) is in FAULT even with dont_track_primary, which only ignores
+// the interface going down: there is nothing to send on.
+func TestMissingInterfaceIsAFault(t *testing.T) {
+	for _, dontTrack := range []bool{false, true} {
+		e := engineWith(nil, nil, map[string]bool{"eth5": false})
+		in := &instance{absent: true, cfg: &keepalived.Instance{Name: "VI_1", Interface: "eth5", Priority: 100, DontTrackPrimary: dontTrack}}
+		if _, fault := e.effective(in); fault != "interface eth5 failing" {
+			t.Errorf("dont_track_primary %v: fault %q, want %q", dontTrack, fault, "interface eth5 failing")
+		}
 	}
 }

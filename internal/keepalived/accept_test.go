@@ -36,6 +36,24 @@ func TestParseAccepts(t *testing.T) {
 			},
 		},
 		{
+			name: "a repeated unicast_peer is sent to once, with a warning (keepalived 2.2.7 sends to it twice)",
+			conf: vi(" unicast_peer {\n  198.18.0.2\n  198.18.0.3\n  198.18.0.2\n }\n unicast_peer {\n  198.18.0.3\n }\n"),
+			get:  func(c *Config) any { return first(c).UnicastPeers },
+			want: []netip.Addr{netip.MustParseAddr("198.18.0.2"), netip.MustParseAddr("198.18.0.3")},
+			wantWarnings: []string{
+				"k.conf:10: unicast_peer 198.18.0.2 is already listed at k.conf:8 in vrrp_instance \"VI\"; the repeat is ignored " +
+					"(keepalived 2.2.7 sends each advert to it once per entry)",
+				"k.conf:13: unicast_peer 198.18.0.3 is already listed at k.conf:9 in vrrp_instance \"VI\"; the repeat is ignored " +
+					"(keepalived 2.2.7 sends each advert to it once per entry)",
+			},
+		},
+		{
+			name: "dynamic_interfaces is accepted (vipstack always runs an instance with a missing interface in FAULT)",
+			conf: "global_defs {\n dynamic_interfaces allow_if_changes\n}\n" + vi(""),
+			get:  func(c *Config) any { return len(c.Instances) },
+			want: 1,
+		},
+		{
 			name: "nopreempt with BACKUP",
 			conf: vi(" nopreempt\n"),
 			get:  func(c *Config) any { return first(c).Preempt },

@@ -3,6 +3,7 @@ package keepalived
 import (
 	"math"
 	"net/netip"
+	"slices"
 	"time"
 )
 
@@ -88,6 +89,13 @@ func (p *parser) global(stmts []*stmt) {
 			}
 		case "vrrp_startup_delay":
 			g.StartupDelay, _ = p.secondsArg(s, 0, maxTimer)
+		case "dynamic_interfaces":
+			// Nothing to record: vipstack always does what it asks of
+			// keepalived (an instance whose interface is missing is in
+			// FAULT until it appears; see the package doc).
+			if a, ok := p.nargs(s, 0, 1, "nothing or allow_if_changes"); ok && len(a) == 1 && a[0] != "allow_if_changes" {
+				p.errs.add(s.pos, a[0], "unknown dynamic_interfaces option %q (accepted: nothing or allow_if_changes)", a[0])
+			}
 		default:
 			p.unhandled(s)
 		}
@@ -443,10 +451,19 @@ func (p *parser) peers(in *Instance, m *instMeta, s *stmt) {
 			}
 			continue
 		}
-		if a, ok := p.addr(e.pos, "unicast_peer", e.kw()); ok {
-			in.UnicastPeers = append(in.UnicastPeers, a)
-			m.peerPos = append(m.peerPos, e.pos)
+		a, ok := p.addr(e.pos, "unicast_peer", e.kw())
+		if !ok {
+			continue
 		}
+		if i := slices.Index(in.UnicastPeers, a); i >= 0 {
+			// keepalived 2.2.7 accepts a repeated peer without a word
+			// (-t exits 0) and sends every advert to it once per entry.
+			p.warn(e.pos, "unicast_peer %s is already listed at %s in vrrp_instance %q; the repeat is ignored "+
+				"(keepalived 2.2.7 sends each advert to it once per entry)", a, m.peerPos[i], in.Name)
+			continue
+		}
+		in.UnicastPeers = append(in.UnicastPeers, a)
+		m.peerPos = append(m.peerPos, e.pos)
 	}
 }
 

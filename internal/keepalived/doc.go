@@ -18,7 +18,12 @@
 //     vrrp_version, vrrp_garp_master_delay, vrrp_garp_master_repeat,
 //     vrrp_garp_master_refresh, vrrp_garp_master_refresh_repeat,
 //     vrrp_garp_interval, vrrp_gna_interval, max_auto_priority,
-//     vrrp_startup_delay. Repeated global_defs blocks merge.
+//     vrrp_startup_delay, dynamic_interfaces [allow_if_changes]. Repeated
+//     global_defs blocks merge. dynamic_interfaces changes nothing: vipstack
+//     always runs an instance whose interface does not exist in FAULT
+//     until the interface is created (and builds it anew when its
+//     interface is deleted and created again), which keepalived 2.2.7 does
+//     only with dynamic_interfaces; without it keepalived exits at start.
 //   - vrrp_script: script, interval, timeout (default: the interval),
 //     weight [reverse], rise, fall, user, init_fail. Unlike keepalived 2.2.7,
 //     interval and timeout may be fractional; a warning says so.

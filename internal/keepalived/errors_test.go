@@ -546,6 +546,11 @@ func TestParseErrors(t *testing.T) {
 			want: "k.conf:9: unicast_peer fd00::3 is IPv6 but the virtual addresses of vrrp_instance \"VI\" are IPv4",
 		},
 		{
+			name: "dynamic_interfaces option",
+			conf: "global_defs {\n dynamic_interfaces yes\n}\n" + vi(""),
+			want: "k.conf:2: unknown dynamic_interfaces option \"yes\" (accepted: nothing or allow_if_changes)",
+		},
+		{
 			name: "unicast_peer min_ttl",
 			conf: vi(" unicast_peer {\n  198.18.0.3 min_ttl 254\n }\n"),
 			want: "k.conf:8: unicast_peer option \"min_ttl\" is not supported by vipstack",

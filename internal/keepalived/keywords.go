@@ -17,11 +17,11 @@ const (
 	globalAccepted = "router_id, enable_script_security, script_user, vrrp_version, " +
 		"vrrp_garp_master_delay, vrrp_garp_master_repeat, vrrp_garp_master_refresh, " +
 		"vrrp_garp_master_refresh_repeat, vrrp_garp_interval, vrrp_gna_interval, " +
-		"max_auto_priority, vrrp_startup_delay"
+		"max_auto_priority, vrrp_startup_delay, dynamic_interfaces"
 	globalUnsupported = "bfd_cpu_affinity bfd_no_swap bfd_priority bfd_process_name bfd_rlimit_rttime " +
 		"bfd_rt_priority checker_cpu_affinity checker_log_all_failures checker_no_swap checker_priority " +
 		"checker_process_name checker_rlimit_rttime checker_rt_priority config_save_dir data_use_instance " +
-		"dbus_service_name default_interface disable_local_igmp dynamic_interfaces enable_dbus " +
+		"dbus_service_name default_interface disable_local_igmp enable_dbus " +
 		"enable_snmp_checker enable_snmp_rfc enable_snmp_rfcv2 enable_snmp_rfcv3 enable_snmp_vrrp " +
 		"enable_traps fifo_write_vrrp_states_on_reload include_check log_unknown_vrids lvs_flush " +
 		"lvs_flush_on_stop lvs_netlink_cmd_rcv_bufs lvs_netlink_cmd_rcv_bufs_force " +

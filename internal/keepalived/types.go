@@ -1,10 +1,11 @@
 package keepalived
 
 import (
-	"github.com/vipstack/vipstack/internal/track"
 	"net/netip"
 	"strconv"
 	"time"
+
+	"github.com/vipstack/vipstack/internal/track"
 )
 
 // Pos is a position in a configuration file.

@@ -322,20 +322,29 @@ func (p *parser) syncWeights(in *Instance, g *SyncGroup) {
 // securityNote mirrors keepalived's SECURITY VIOLATION warning: scripts are
 // run but enable_script_security is not set.
 func (p *parser) securityNote() {
-	if p.cfg.Global.EnableScriptSecurity {
-		return
+	if pos, ok := p.cfg.SecurityViolation(); ok {
+		p.warn(pos, "scripts are configured but enable_script_security is not set (keepalived reports a SECURITY VIOLATION)")
+	}
+}
+
+// SecurityViolation reports whether c runs scripts (tracked or notify)
+// without enable_script_security, and where the first one is configured:
+// keepalived 2.2.7 logs "SECURITY VIOLATION - scripts are being executed
+// but script_security not enabled" and keepalived -t exits 6 for it.
+func (c *Config) SecurityViolation() (Pos, bool) {
+	if c.Global.EnableScriptSecurity {
+		return Pos{}, false
 	}
 	runs := func(ts []TrackScript, n Notify) bool { return len(ts) > 0 || n != Notify{} }
-	for _, in := range p.cfg.Instances {
+	for _, in := range c.Instances {
 		if runs(in.TrackScripts, in.Notify) {
-			p.warn(in.Pos, "scripts are configured but enable_script_security is not set (keepalived reports a SECURITY VIOLATION)")
-			return
+			return in.Pos, true
 		}
 	}
-	for _, g := range p.cfg.SyncGroups {
+	for _, g := range c.SyncGroups {
 		if runs(g.TrackScripts, g.Notify) {
-			p.warn(g.Pos, "scripts are configured but enable_script_security is not set (keepalived reports a SECURITY VIOLATION)")
-			return
+			return g.Pos, true
 		}
 	}
+	return Pos{}, false
 }

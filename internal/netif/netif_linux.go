@@ -262,6 +262,9 @@ func linkUp(a *netlink.LinkAttrs) bool {
 // Link returns facts about the named link.
 func (h *Handle) Link(name string) (LinkInfo, error) {
 	l, err := h.link(name)
+	if isLinkNotFound(err) {
+		return LinkInfo{}, fmt.Errorf("link %q: %w", name, ErrNoLink)
+	}
 	if err != nil {
 		return LinkInfo{}, err
 	}

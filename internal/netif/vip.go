@@ -11,6 +11,9 @@ import (
 // ErrUnsupported is returned on systems without rtnetlink.
 var ErrUnsupported = errors.New("netif: unsupported on this operating system (Linux only)")
 
+// ErrNoLink is returned (wrapped) by Link when no interface has that name.
+var ErrNoLink = errors.New("no such interface")
+
 // ErrNoAddress is returned (wrapped) by PrimaryIPv4 and LinkLocalIPv6 when
 // the interface has no usable address of that kind (yet).
 var ErrNoAddress = errors.New("no usable address")

@@ -47,6 +47,12 @@ func (sec Security) Check(argv []string) error {
 // resolve runs Check's steps with the given PATH and returns the absolute
 // path to exec and the identity to run it as.
 func (sec Security) resolve(argv []string, path string) (string, Identity, error) {
+	return sec.resolvePath(argv, path, sec.Enforce)
+}
+
+// resolvePath is resolve with the root path check on or off (Unsafe runs it
+// on whether or not the configuration enforces it); the identity is sec's.
+func (sec Security) resolvePath(argv []string, path string, pathCheck bool) (string, Identity, error) {
 	if len(argv) == 0 || argv[0] == "" {
 		return "", Identity{}, errors.New("script: empty command; want a program path and optional arguments")
 	}
@@ -74,13 +80,39 @@ func (sec Security) resolve(argv []string, path string) (string, Identity, error
 		return "", id, fmt.Errorf("script %q: %s is not executable by uid:gid %d:%d (owner %d:%d, mode %04o); keepalived disables such scripts",
 			argv[0], name, id.UID, id.GID, st.Uid, st.Gid, st.Mode&0o7777)
 	}
-	if !sec.Enforce || !needsProtection(&st, id) {
+	if !pathCheck || !needsProtection(&st, id) {
 		return name, id, nil
 	}
 	if err := walkSecure(name); err != nil {
-		return "", id, fmt.Errorf("script %q: %w", argv[0], err)
+		return "", id, &UnsafeError{Script: argv[0], Path: name, Err: err}
 	}
 	return name, id, nil
+}
+
+// UnsafeError is the enable_script_security refusal: the script runs as
+// root and a non-root user could change or replace it.
+type UnsafeError struct {
+	Script string // argv[0] as given
+	Path   string // the file it resolved to
+	Err    error  // which path element, and why
+}
+
+func (e *UnsafeError) Error() string { return fmt.Sprintf("script %q: %v", e.Script, e.Err) }
+func (e *UnsafeError) Unwrap() error { return e.Err }
+
+// Unsafe returns the refusal Check would give with enable_script_security
+// set: nil when the script is safe, runs as a non-root user, or cannot run
+// at all (Check says why). keepalived 2.2.7 without enable_script_security
+// runs such a script anyway and logs "Unsafe permissions found for script
+// 'PATH'." (measured for a world-writable script, one writable by a
+// non-root group and one owned by a non-root user), so its callers warn.
+func (sec Security) Unsafe(argv []string) *UnsafeError {
+	_, _, err := sec.resolvePath(argv, DefaultPath, true)
+	var ue *UnsafeError
+	if errors.As(err, &ue) {
+		return ue
+	}
+	return nil
 }
 
 // needsProtection mirrors keepalived: the path check applies when the script

@@ -51,7 +51,7 @@ func writeScript(t *testing.T, path, body string) string {
 func TestCheck(t *testing.T) {
 	requireRoot(t)
 	const hint = "; " + insecureHint
-	enforce := Security{Enforce: true}
+	enforce := Security{Enforce: true, User: "root"}
 	tests := []struct {
 		name string
 		sec  Security
@@ -327,10 +327,13 @@ func TestIdentity(t *testing.T) {
 		{name: "unknown user", sec: Security{User: "vipstack-nope"}, wantErr: `script_user "vipstack-nope": no such user; want an existing user name or uid`},
 		{name: "unknown group", sec: Security{User: "nobody", Group: "vipstack-nope"}, wantErr: `script_user group "vipstack-nope": no such group; want an existing group name or gid`},
 		{name: "group without user", sec: Security{Group: "daemon"}, wantErr: `script_user: group "daemon" given without a user; want script_user USERNAME [GROUPNAME]`},
+		{name: "enable_script_security without script_user or keepalived_script", sec: Security{Enforce: true},
+			wantErr: `enable_script_security is set, script_user is not, and user "keepalived_script" does not exist: keepalived runs no script then ` +
+				"(its checks and notify scripts are dropped); want script_user USERNAME [GROUPNAME] in global_defs (e.g. `script_user root`, with root-owned scripts) or a keepalived_script user"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if tt.sec.User == "" && tt.wantErr == "" {
+			if tt.sec.User == "" && tt.sec.Group == "" {
 				if _, err := (Security{User: DefaultUser}).Identity(); err == nil {
 					t.Skipf("user %s exists on this machine", DefaultUser)
 				}

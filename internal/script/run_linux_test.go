@@ -186,7 +186,7 @@ func TestRunRefusesInsecureScript(t *testing.T) {
 	s := writeScript(t, base+"/bad/run.sh", `touch "$1"`)
 	must(t, os.Chmod(base+"/bad", 0o777))
 
-	got := Runner{Security: Security{Enforce: true}}.Run(context.Background(), []string{s, marker}, time.Minute, nil)
+	got := Runner{Security: Security{Enforce: true, User: "root"}}.Run(context.Background(), []string{s, marker}, time.Minute, nil)
 	wantErr := `script "` + s + `": ` + base + `/bad is writable by others (mode 0777); ` + insecureHint
 	if diff := cmp.Diff(Result{ExitCode: -1, Err: errors.New(wantErr)}, got, cmp.Comparer(errorText)); diff != "" {
 		t.Errorf("Run (-want +got):\n%s", diff)
@@ -194,7 +194,7 @@ func TestRunRefusesInsecureScript(t *testing.T) {
 	if _, err := os.Stat(marker); err == nil {
 		t.Error("the insecure script ran")
 	}
-	if err := (Runner{Security: Security{Enforce: true}}).Notify([]string{s, marker}); err == nil || err.Error() != wantErr {
+	if err := (Runner{Security: Security{Enforce: true, User: "root"}}).Notify([]string{s, marker}); err == nil || err.Error() != wantErr {
 		t.Errorf("Notify error = %v, want %s", err, wantErr)
 	}
 

@@ -54,6 +54,17 @@ func (sec Security) Identity() (Identity, error) {
 			if !errors.As(err, &unknown) {
 				return Identity{}, fmt.Errorf("script_user: look up default user %q: %w", DefaultUser, err)
 			}
+			if sec.Enforce {
+				// keepalived 2.2.7 (measured) then runs no script at all: it
+				// logs "Failed to set default user for notify script" and
+				// "track script chk not found, ignoring", and the instances
+				// run without their checks (-t exits 5). Running them as
+				// root instead would ignore what the option asks; running
+				// without them would hold VIPs without health checks.
+				return Identity{}, fmt.Errorf("enable_script_security is set, script_user is not, and user %q does not exist: keepalived runs no script then "+
+					"(its checks and notify scripts are dropped); want script_user USERNAME [GROUPNAME] in global_defs (e.g. `script_user root`, with root-owned scripts) "+
+					"or a %s user", DefaultUser, DefaultUser)
+			}
 			// keepalived: "otherwise the uid/gid under which keepalived is running".
 			return current(), nil
 		}

@@ -31,6 +31,15 @@ func NewHysteresis(rise, fall int, initFail bool) *Hysteresis {
 	return &Hysteresis{rise: max(rise, 1), fall: max(fall, 1), ok: !initFail, pending: !initFail}
 }
 
+// ResumeHysteresis returns the state of a check redefined on a reload that
+// carries over ok from the one it replaces, as keepalived 2.2.7 does
+// ("VRRP_Script(chk) considered unsuccessful on reload"): not pending, so
+// a carried-over success needs fall failures to flip and a carried-over
+// failure rise successes, whatever the new definition's first result.
+func ResumeHysteresis(rise, fall int, ok bool) *Hysteresis {
+	return &Hysteresis{rise: max(rise, 1), fall: max(fall, 1), ok: ok}
+}
+
 // Observe records one probe result and reports whether OK flipped.
 func (h *Hysteresis) Observe(success bool) (changed bool) {
 	first := h.pending

@@ -30,6 +30,7 @@ func TestHysteresis(t *testing.T) {
 		name       string
 		rise, fall int
 		initFail   bool
+		resume     *bool // ResumeHysteresis with this OK instead of NewHysteresis
 		start      hstate
 		steps      []step
 	}{
@@ -125,10 +126,38 @@ func TestHysteresis(t *testing.T) {
 				{S, hstate{OK: true, Successes: 1, Changed: true}},
 			},
 		},
+		{
+			// keepalived 2.2.7, measured: "VRRP_Script(chk) considered
+			// unsuccessful on reload", and the new definition's first
+			// success did not lift the weight (rise 2).
+			name: "resumed failing needs rise successes",
+			rise: 2, fall: 3, resume: &[]bool{false}[0],
+			start: hstate{},
+			steps: []step{
+				{S, hstate{Successes: 1}},
+				{S, hstate{OK: true, Successes: 2, Changed: true}},
+			},
+		},
+		{
+			// keepalived 2.2.7, measured: "considered successful on
+			// reload", then the new definition failed from its first run
+			// and was reported failed at its third (fall 3), not its first.
+			name: "resumed OK needs fall failures, not one",
+			rise: 2, fall: 3, resume: &[]bool{true}[0],
+			start: hstate{OK: true},
+			steps: []step{
+				{F, hstate{OK: true, Failures: 1}},
+				{F, hstate{OK: true, Failures: 2}},
+				{F, hstate{Failures: 3, Changed: true}},
+			},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			h := NewHysteresis(tt.rise, tt.fall, tt.initFail)
+			if tt.resume != nil {
+				h = ResumeHysteresis(tt.rise, tt.fall, *tt.resume)
+			}
 			if diff := cmp.Diff(tt.start, snapshot(h, false)); diff != "" {
 				t.Fatalf("initial state (-want +got):\n%s", diff)
 			}

@@ -142,6 +142,12 @@ type Tracker struct {
 	// OnChange is called from Run's goroutine each time OK flips, with the
 	// new Status. It should return quickly: the next probe waits for it.
 	OnChange func(Status)
+	// Resume, when set, is the state of the check this one replaces on a
+	// reload (its script, interval, weight, rise or fall changed). The
+	// tracker starts in it instead of the initial state: OK, Reason and
+	// Since carried over, not pending (see ResumeHysteresis). keepalived
+	// 2.2.7 does the same for a vrrp_script of the same name.
+	Resume *Status
 
 	mu      sync.Mutex
 	status  Status
@@ -162,6 +168,9 @@ func (t *Tracker) Run(ctx context.Context) {
 	}
 	interval, timeout := t.Spec.interval(), t.Spec.timeout()
 	h := NewHysteresis(t.Spec.Rise, t.Spec.Fall, t.Spec.InitFail)
+	if t.Resume != nil {
+		h = ResumeHysteresis(t.Spec.Rise, t.Spec.Fall, t.Resume.OK)
+	}
 	t.mu.Lock()
 	t.status = t.initial(clk.Now())
 	t.started = true
@@ -173,6 +182,9 @@ func (t *Tracker) Run(ctx context.Context) {
 }
 
 func (t *Tracker) initial(now time.Time) Status {
+	if r := t.Resume; r != nil {
+		return Status{Name: t.Spec.Name, OK: r.OK, Since: r.Since, Reason: r.Reason}
+	}
 	s := Status{Name: t.Spec.Name, OK: !t.Spec.InitFail, Pending: !t.Spec.InitFail, Since: now, Reason: "no probe has finished yet"}
 	if t.Spec.InitFail {
 		s.Reason = "init_fail: no probe has finished yet"

@@ -341,6 +341,34 @@ func (m *Machine) SetAdvertInterval(now time.Time, d time.Duration) {
 	}
 }
 
+// SetVersion changes the VRRP version (a reload) and keeps the state, as
+// keepalived 2.2.7 does (measured: its master went on advertising in the
+// new version, no priority 0, its VIP never missing). A backup times the
+// master with its own interval again until it hears a version 3 master's
+// interval; a master advertises at once, so the others hear the change
+// without waiting for the next advertisement.
+func (m *Machine) SetVersion(now time.Time, v int) []Action {
+	if v == m.cfg.Version {
+		return nil
+	}
+	m.cfg.Version = v
+	if m.state == Backup {
+		m.masterInterval = m.cfg.AdvertInterval
+	}
+	return m.AdvertiseNow(now)
+}
+
+// AdvertiseNow has a master send an advertisement at once (its content
+// changed on a reload: authentication, version) and the next one a whole
+// interval later. In any other state it does nothing.
+func (m *Machine) AdvertiseNow(now time.Time) []Action {
+	if m.state != Master {
+		return nil
+	}
+	m.advertAt = now.Add(m.cfg.AdvertInterval)
+	return []Action{{Kind: SendAdvert, Priority: m.priority}}
+}
+
 // SetFault enters Fault (reason != "") or leaves it (reason == "").
 func (m *Machine) SetFault(now time.Time, reason string) []Action {
 	if reason != "" {

@@ -18,7 +18,7 @@ var (
 // step is one event at an offset from t0, and what must hold afterwards.
 type step struct {
 	at     time.Duration
-	event  string // start, tick, recv, prio, fault, clear, shutdown, nopreempt, preempt, interval (a reload)
+	event  string // start, tick, recv, prio, fault, clear, shutdown, nopreempt, preempt, interval, version (prio is the version), advertise (a reload)
 	from   netip.Addr
 	prio   uint8
 	intv   time.Duration
@@ -57,6 +57,10 @@ func run(t *testing.T, cfg Config, steps []step) {
 			m.SetPreempt(now, false, 0)
 		case "preempt":
 			m.SetPreempt(now, true, 0)
+		case "version":
+			acts = m.SetVersion(now, int(s.prio))
+		case "advertise":
+			acts = m.AdvertiseNow(now)
 		default:
 			t.Fatalf("step %d: unknown event %q", i, s.event)
 		}
@@ -208,6 +212,29 @@ func TestScenarios(t *testing.T) {
 			// Back to 1 s: the next advertisement comes one new interval away.
 			{at: mdi100 + 1500*time.Millisecond, event: "interval", intv: sec, wantState: Master, wantNext: mdi100 + 2500*time.Millisecond},
 			{at: mdi100 + 2500*time.Millisecond, event: "tick", want: []string{"advert(prio 100)"}, wantState: Master, wantNext: mdi100 + 3500*time.Millisecond},
+		},
+	}, {
+		// keepalived 2.2.7 (measured): a reload that changes the version
+		// or the authentication keeps its master, which advertises the
+		// new content at once.
+		name: "version changed by a reload: a master stays master and advertises at once",
+		cfg:  v2(true),
+		steps: []step{
+			{event: "start", prio: 100, want: []string{"INIT->BACKUP"}, wantState: Backup, wantNext: mdi100},
+			{at: mdi100, event: "tick", want: []string{"advert(prio 100)", "BACKUP->MASTER"}, wantState: Master, wantNext: mdi100 + sec},
+			{at: mdi100 + 300*time.Millisecond, event: "version", prio: 3, want: []string{"advert(prio 100)"}, wantState: Master, wantNext: mdi100 + 1300*time.Millisecond},
+			{at: mdi100 + 400*time.Millisecond, event: "version", prio: 3, wantState: Master, wantNext: mdi100 + 1300*time.Millisecond},
+			{at: mdi100 + 500*time.Millisecond, event: "advertise", want: []string{"advert(prio 100)"}, wantState: Master, wantNext: mdi100 + 1500*time.Millisecond},
+		},
+	}, {
+		name: "version changed by a reload: a backup keeps its state and times a version 2 master with its own interval",
+		cfg:  Config{Version: 3, AdvertInterval: sec, Preempt: true, Primary: self},
+		steps: []step{
+			{event: "start", prio: 100, want: []string{"INIT->BACKUP"}, wantState: Backup, wantNext: mdi100},
+			{at: sec, event: "recv", from: upper, prio: 150, intv: 100 * time.Millisecond, wantState: Backup, wantNext: sec + 360937500},
+			{at: sec + 50*time.Millisecond, event: "version", prio: 2, wantState: Backup, wantNext: sec + 360937500},
+			{at: sec + 60*time.Millisecond, event: "advertise", wantState: Backup, wantNext: sec + 360937500},
+			{at: sec + 100*time.Millisecond, event: "recv", from: upper, prio: 150, wantState: Backup, wantNext: sec + 100*time.Millisecond + mdi100},
 		},
 	}, {
 		name: "advert_int changed by a reload: a version 2 backup times the master with the new interval",
