@@ -400,6 +400,26 @@ func (f *File) Validate() (*Cluster, error) {
 	if c.DNSVIP.IsValid() {
 		addVIP("dnsVIP", c.DNSVIP)
 	}
+	// Every node's cluster DNS listens on port 53 of all its addresses,
+	// the VIPs it holds included: an upstream there is the cluster DNS
+	// itself, and every name it forwards would come back to it.
+	for i, u := range c.UpstreamDNS {
+		if u.Port() != DNSPort {
+			continue
+		}
+		a := u.Addr().Unmap()
+		what := ""
+		if o, ok := owner[a]; ok {
+			what = "an address of node " + o
+		} else if v, ok := vipSeen[a]; ok {
+			what = v
+		} else if a.IsUnspecified() {
+			what = "every address of the node itself"
+		}
+		if what != "" {
+			bad("upstreamDNS[%d]: %s is %s, where the cluster DNS listens: queries forwarded there come back to it (a loop); want the resolvers outside the cluster that it forwards other names to", i, u, what)
+		}
+	}
 
 	c.VRRP = VRRP{Version: 2, AdvertInterval: time.Second, Unicast: true}
 	v6 := len(c.APIVIPs) > 0 && c.APIVIPs[0].Is6()

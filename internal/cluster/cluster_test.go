@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"math/rand/v2"
 	"net/netip"
 	"os"
 	"strings"
@@ -9,6 +10,44 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 )
+
+// TestVRIDsAgreeWithoutDNS: OpenShift's current baremetal-runtimecfg
+// (PopulateVRIDs without a DNS VIP) bumps the Ingress ID once, only off the
+// API ID; the older one, which DeriveVRIDs follows, also bumps it off the
+// DNS ID. They agree for every name because no bump ever happens: the low
+// nibble of Fletcher-8 is the byte sum mod 15, and the suffixes' sums
+// ("-api" 14, "-dns" 10, "-ingress" 13, mod 15) differ, so one name's three
+// checksums always differ. The test checks that fact, then both rules over
+// random names.
+func TestVRIDsAgreeWithoutDNS(t *testing.T) {
+	sums := map[int]string{}
+	for _, suffix := range []string{"-api", "-dns", "-ingress"} {
+		sum := 0
+		for i := 0; i < len(suffix); i++ {
+			sum += int(suffix[i])
+		}
+		if other, ok := sums[sum%15]; ok {
+			t.Fatalf("%q and %q have the same byte sum mod 15: their checksums can meet and the bump rules can differ", suffix, other)
+		}
+		sums[sum%15] = suffix
+	}
+	const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789-"
+	r := rand.New(rand.NewPCG(20261123, 1))
+	for range 200000 {
+		b := make([]byte, 1+r.IntN(24))
+		for j := range b {
+			b[j] = alphabet[r.IntN(len(alphabet))]
+		}
+		name := string(b)
+		api, ingress := Fletcher8(name+"-api")+1, Fletcher8(name+"-ingress")+1
+		if ingress == api {
+			ingress++
+		}
+		if got := DeriveVRIDs(name); got.API != api || got.Ingress != ingress {
+			t.Fatalf("DeriveVRIDs(%q) = %+v; current OpenShift derives API %d, Ingress %d", name, got, api, ingress)
+		}
+	}
+}
 
 func TestVRIDsMatchOpenShift(t *testing.T) {
 	// Seed 000: cluster "managed" runs managed_API on VRID 124 and
@@ -79,6 +118,12 @@ func TestValidationErrors(t *testing.T) {
 		{name: "bad interval", yaml: good + "vrrp: {advertInterval: 1500ms}\n", want: "vrrp.advertInterval: 1.5s: VRRPv2 needs whole seconds from 1s to 255s"},
 		{name: "bad port", yaml: good + "ports: {lb: 70000}\n", want: "ports.lb: 70000 is not a port (1..65535)"},
 		{name: "no master", yaml: strings.Replace(good, "role: master", "role: worker", 1), want: "nodes: no node has role master"},
+		{name: "upstream DNS is a node", yaml: good + "upstreamDNS: [198.18.0.53, 198.18.0.21]\n",
+			want: "upstreamDNS[1]: 198.18.0.21:53 is an address of node w0, where the cluster DNS listens: queries forwarded there come back to it (a loop)"},
+		{name: "upstream DNS is a VIP", yaml: good + "upstreamDNS: ['198.18.0.5:53']\n",
+			want: "upstreamDNS[0]: 198.18.0.5:53 is apiVIPs[0], where the cluster DNS listens"},
+		{name: "upstream DNS is the unspecified address", yaml: good + "upstreamDNS: ['::']\n",
+			want: "upstreamDNS[0]: [::]:53 is every address of the node itself"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse("c.yaml", []byte(tc.yaml))
@@ -92,6 +137,11 @@ func TestValidationErrors(t *testing.T) {
 	}
 	if _, err := Parse("c.yaml", []byte(good)); err != nil {
 		t.Fatalf("the base case is rejected: %v", err)
+	}
+	// Another port of a node is another server (a local resolver beside
+	// the cluster DNS), not a loop.
+	if _, err := Parse("c.yaml", []byte(good+"upstreamDNS: ['198.18.0.21:5353']\n")); err != nil {
+		t.Fatalf("an upstream on another port of a node is rejected: %v", err)
 	}
 }
 

@@ -8,4 +8,8 @@
 // virtual router IDs are a Fletcher-8 checksum of "<name>-api",
 // "<name>-dns" and "<name>-ingress" plus one, bumped on collision, and the
 // priorities and check weights are those of OpenShift's keepalived.conf.
+//
+// Each of apiVIPs and ingressVIPs holds one address family. OpenShift's
+// dual-stack VIP pairs are not accepted yet: docs/design/dual-stack-vips.md
+// records what OpenShift does with them, and what is still open.
 package cluster
