@@ -3,12 +3,11 @@
 package dns
 
 import (
-	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -16,127 +15,23 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/vipstack/vipstack/internal/peers"
 	"github.com/vipstack/vipstack/internal/syncbuf"
 	"github.com/vipstack/vipstack/internal/testnet"
 )
 
-// The OpenShift peers, built from source at the versions OpenShift ships
-// (never a downloaded binary) into the user's cache directory, keyed by
-// version, so only the first run pays for the build.
-const (
-	// mdns-publisher: the version the latest openshift/coredns-mdns go.mod
-	// requires (the proxy serves it; its module zip has no vendor
-	// directory, so it builds with -mod=mod from its go.sum).
-	mdnsPublisherModule  = "github.com/openshift/mdns-publisher"
-	mdnsPublisherVersion = "v0.0.0-20220222182051-8fef1ccb075f"
-	// coredns-mdns: the version openshift/coredns's go.mod requires, the
-	// mdns plugin of OpenShift's CoreDNS image. The checksum database has
-	// no entry for it (lookup: 404), so it is fetched from the proxy with
-	// GONOSUMDB for that module alone, and checked against corednsMDNSSum
-	// instead: the go.sum lines recorded at its first download here
-	// (2026-11-23), which the build's go.sum starts with, so that go
-	// refuses different contents ("SECURITY ERROR"). Its dependencies are
-	// verified by the checksum database as usual.
-	corednsMDNSModule  = "github.com/openshift/coredns-mdns"
-	corednsMDNSVersion = "v0.0.0-20210625150643-8c0b6474833f"
-	corednsMDNSSum     = corednsMDNSModule + " " + corednsMDNSVersion + " h1:fNTw437SGd4KAzm32K6ibCPtUXhQgDrhpp+xAcoPd+g=\n" +
-		corednsMDNSModule + " " + corednsMDNSVersion + "/go.mod h1:yixafteIRjJo5rpW96/rCpP3JdnIB4TMqzVW0kn+5wU=\n"
-	// The CoreDNS that coredns-mdns at that version requires.
-	corednsForMDNS = "v1.8.1"
-)
-
 // openshiftPeer returns the path of a peer binary ("mdns-publisher" or
-// "coredns"), building it on first use; it skips t if it cannot be built
-// (no module proxy).
+// "coredns"), building it on first use (peers.OpenShiftPeer); it skips t
+// if it cannot be built (no module proxy), and fails it if the proxy
+// serves other contents than the recorded checksum.
 func openshiftPeer(t *testing.T, name string) string {
 	t.Helper()
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		t.Skipf("skipping: no cache directory for the OpenShift peers: %v", err)
-	}
-	var version string
-	switch name {
-	case "mdns-publisher":
-		version = mdnsPublisherVersion
-	case "coredns":
-		version = corednsMDNSVersion
-	default:
-		t.Fatalf("unknown peer %q", name)
-	}
-	dir := filepath.Join(cache, "vipstack-peers", name+"-"+version)
-	bin := filepath.Join(dir, name)
-	if _, err := os.Stat(bin); err == nil {
-		return bin
-	}
-	src := filepath.Join(dir, "src")
-	if err := os.RemoveAll(src); err != nil {
+	bin, err := peers.OpenShiftPeer(name)
+	switch {
+	case errors.Is(err, peers.ErrChecksum):
 		t.Fatal(err)
-	}
-	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	run := func(env []string, args ...string) ([]byte, error) {
-		c := exec.Command(goBin, args...)
-		c.Dir = src
-		c.Env = append(os.Environ(), append([]string{"GOWORK=off", "GOFLAGS=-mod=mod -buildvcs=false"}, env...)...)
-		out, err := c.CombinedOutput()
-		if err != nil {
-			return out, fmt.Errorf("go %s: %w\n%s", strings.Join(args, " "), err, out)
-		}
-		return out, nil
-	}
-	build := func() error {
-		if err := os.MkdirAll(src, 0o755); err != nil {
-			return err
-		}
-		var env []string
-		switch name {
-		case "mdns-publisher":
-			out, err := run(nil, "mod", "download", "-json", mdnsPublisherModule+"@"+mdnsPublisherVersion)
-			if err != nil {
-				return err
-			}
-			var m struct{ Dir string }
-			if err := json.Unmarshal(out, &m); err != nil || m.Dir == "" {
-				return fmt.Errorf("go mod download: %v: %s", err, out)
-			}
-			if out, err := exec.Command("cp", "-r", m.Dir+"/.", src).CombinedOutput(); err != nil {
-				return fmt.Errorf("cp: %w: %s", err, out)
-			}
-			if out, err := exec.Command("chmod", "-R", "u+w", src).CombinedOutput(); err != nil {
-				return fmt.Errorf("chmod: %w: %s", err, out)
-			}
-			if err := os.RemoveAll(filepath.Join(src, "vendor")); err != nil {
-				return err
-			}
-		case "coredns":
-			env = []string{"GONOSUMDB=" + corednsMDNSModule}
-			main := "// Command coredns is CoreDNS with OpenShift's mdns plugin, a test peer for vipstack.\n" +
-				"package main\n\nimport (\n" +
-				"\t\"github.com/coredns/coredns/core/dnsserver\"\n\t\"github.com/coredns/coredns/coremain\"\n\n" +
-				"\t_ \"github.com/coredns/coredns/plugin/errors\"\n\t_ \"" + corednsMDNSModule + "\"\n)\n\n" +
-				"func init() { dnsserver.Directives = []string{\"errors\", \"mdns\"} }\n\nfunc main() { coremain.Run() }\n"
-			mod := "module vipstack.test/coredns-mdns-peer\n\ngo 1.21\n\nrequire (\n" +
-				"\tgithub.com/coredns/coredns " + corednsForMDNS + "\n\t" + corednsMDNSModule + " " + corednsMDNSVersion + "\n)\n"
-			for f, body := range map[string]string{"main.go": main, "go.mod": mod, "go.sum": corednsMDNSSum} {
-				if err := os.WriteFile(filepath.Join(src, f), []byte(body), 0o644); err != nil {
-					return err
-				}
-			}
-			if out, err := run(env, "mod", "tidy"); err != nil {
-				if strings.Contains(string(out), "SECURITY ERROR") {
-					t.Fatalf("%s %s from the module proxy does not match the recorded checksum: %v", corednsMDNSModule, corednsMDNSVersion, err)
-				}
-				return err
-			}
-		}
-		tmp := bin + ".tmp"
-		if _, err := run(env, "build", "-o", tmp, "."); err != nil {
-			return err
-		}
-		return os.Rename(tmp, bin)
-	}
-	t.Logf("building %s %s into %s (once)", name, version, dir)
-	if err := build(); err != nil {
-		t.Skipf("skipping: cannot build OpenShift's %s at %s from source: %v", name, version, err)
+	case err != nil:
+		t.Skipf("skipping: cannot build OpenShift's %s from source: %v", name, err)
 	}
 	return bin
 }
