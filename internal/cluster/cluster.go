@@ -77,7 +77,7 @@ type Node struct {
 
 // VRRP settings shared by every instance.
 type VRRP struct {
-	Version        int           // 2 or 3; default 2 (3 when the VIPs are IPv6)
+	Version        int           // 2 or 3, the IPv4 instances' (IPv6 ones run 3); default 2 (3 without IPv4 VIPs)
 	AdvertInterval time.Duration // default 1s
 	Unicast        bool          // default true
 	Interface      string        // "" = the interface that routes to the machine network
@@ -88,6 +88,39 @@ type VRRP struct {
 // LBMonitorPort, LBStatsPort, DefaultMetricsPort, DefaultStatusPort).
 type Ports struct {
 	API, LB, IngressHealth, MachineConfig int
+}
+
+// Families returns the address families of addrs (4, 6) in the order of
+// their first appearance: the first is the primary family.
+func Families(addrs []netip.Addr) []int {
+	var out []int
+	for _, a := range addrs {
+		f := 6
+		if a.Is4() {
+			f = 4
+		}
+		if !slices.Contains(out, f) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func familyNames(fams []int) string {
+	s := make([]string, len(fams))
+	for i, f := range fams {
+		s[i] = "IPv" + strconv.Itoa(f)
+	}
+	return strings.Join(s, ", ")
+}
+
+// VersionFor is the VRRP version of the instance that holds VIPs of a's
+// family: 3 for IPv6, the configured version for IPv4.
+func (c *Cluster) VersionFor(a netip.Addr) int {
+	if a.Is6() {
+		return 3
+	}
+	return c.VRRP.Version
 }
 
 // Domain is the cluster's DNS domain, "<name>.<baseDomain>".
@@ -304,16 +337,17 @@ func (f *File) Validate() (*Cluster, error) {
 			}
 			out = append(out, a)
 		}
-		for i := 1; i < len(out); i++ {
-			if out[i].Is4() != out[0].Is4() {
-				bad("%s: mixes IPv4 and IPv6 (%s and %s); one list holds one address family", field, out[0], out[i])
-				break
-			}
-		}
 		return out
 	}
+	// A VIP list may hold both families (OpenShift's dual-stack apiVIPs
+	// and ingressVIPs): each family is its own VRRP instance, the first
+	// entry's family the primary one.
 	c.APIVIPs = parseList("apiVIPs", f.APIVIPs, true)
 	c.IngressVIPs = parseList("ingressVIPs", f.IngressVIPs, true)
+	if fa, fi := Families(c.APIVIPs), Families(c.IngressVIPs); len(fa) > 0 && len(fi) > 0 && !slices.Equal(fa, fi) {
+		bad("ingressVIPs: families %s, but apiVIPs has %s; in a dual-stack cluster both lists hold the same families with the same one first (OpenShift pairs apiVIPs[i] with ingressVIPs[i])",
+			familyNames(fi), familyNames(fa))
+	}
 	if f.DNSVIP != "" {
 		if a, err := netip.ParseAddr(f.DNSVIP); err != nil {
 			bad("dnsVIP: %q is not an IP address", f.DNSVIP)
@@ -371,6 +405,26 @@ func (f *File) Validate() (*Cluster, error) {
 	if len(f.Nodes) > 0 && masters == 0 {
 		bad("nodes: no node has role master")
 	}
+	// A node runs an instance per family of the VIPs its role holds, and
+	// sends from (and to) its address of that family.
+	for i, n := range c.Nodes {
+		var vips []netip.Addr
+		switch n.Role {
+		case Bootstrap:
+			vips = c.APIVIPs
+		case Master:
+			vips = slices.Concat(c.APIVIPs, c.IngressVIPs)
+		case Worker:
+			vips = c.IngressVIPs
+		}
+		for _, v := range vips {
+			if _, ok := addrOfFamily(n.IPs, v); !ok && len(n.IPs) > 0 {
+				bad("nodes[%d].ips: node %s (%s) has no %s address, and it runs the instance of VIP %s; a node needs an address of each family its VIPs use",
+					i, n.Name, n.Role, family(v), v)
+				break
+			}
+		}
+	}
 	checkVIP := func(field string, a netip.Addr) {
 		in := false
 		for _, p := range c.MachineNetworks {
@@ -421,9 +475,13 @@ func (f *File) Validate() (*Cluster, error) {
 		}
 	}
 
+	// The version is the IPv4 instances'; IPv6 instances always run
+	// VRRPv3 (version 2 is IPv4 only), as keepalived switches them. A
+	// cluster without IPv4 VIPs defaults to 3.
 	c.VRRP = VRRP{Version: 2, AdvertInterval: time.Second, Unicast: true}
-	v6 := len(c.APIVIPs) > 0 && c.APIVIPs[0].Is6()
-	if v6 {
+	fams := Families(slices.Concat(c.APIVIPs, c.IngressVIPs))
+	has4, has6 := slices.Contains(fams, 4), slices.Contains(fams, 6)
+	if !has4 && has6 {
 		c.VRRP.Version = 3
 	}
 	if v := f.VRRP; v != nil {
@@ -450,12 +508,14 @@ func (f *File) Validate() (*Cluster, error) {
 			c.VRRP.Interface = v.Interface
 		}
 	}
+	runs2 := c.VRRP.Version == 2 && has4
+	runs3 := c.VRRP.Version == 3 || has6
 	switch {
-	case c.VRRP.Version == 2 && (v6 || (len(c.IngressVIPs) > 0 && c.IngressVIPs[0].Is6())):
-		bad("vrrp.version: 2 cannot carry IPv6 VIPs; use version 3")
-	case c.VRRP.Version == 2 && (c.VRRP.AdvertInterval%time.Second != 0 || c.VRRP.AdvertInterval > 255*time.Second):
+	case c.VRRP.Version == 2 && !has4 && has6:
+		bad("vrrp.version: 2 cannot carry IPv6 VIPs and this cluster has no IPv4 VIP; use version 3 (in a dual-stack cluster, 2 is the IPv4 instances' version and the IPv6 ones run 3)")
+	case runs2 && (c.VRRP.AdvertInterval%time.Second != 0 || c.VRRP.AdvertInterval > 255*time.Second):
 		bad("vrrp.advertInterval: %v: VRRPv2 needs whole seconds from 1s to 255s", c.VRRP.AdvertInterval)
-	case c.VRRP.Version == 3 && (c.VRRP.AdvertInterval%(10*time.Millisecond) != 0 || c.VRRP.AdvertInterval > 40950*time.Millisecond):
+	case runs3 && (c.VRRP.AdvertInterval%(10*time.Millisecond) != 0 || c.VRRP.AdvertInterval > 40950*time.Millisecond):
 		bad("vrrp.advertInterval: %v: VRRPv3 needs a multiple of 10ms up to 40.95s", c.VRRP.AdvertInterval)
 	}
 

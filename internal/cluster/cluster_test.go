@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/vipstack/vipstack/internal/track"
 )
 
 // TestVRIDsAgreeWithoutDNS: OpenShift's current baremetal-runtimecfg
@@ -103,8 +104,21 @@ func TestValidationErrors(t *testing.T) {
 			want: "apiVIPs[0]: 10.0.0.5 is outside every machine network (198.18.0.0/24)"},
 		{name: "VIP equal to a node IP", yaml: strings.Replace(good, "ingressVIPs: [198.18.0.7]", "ingressVIPs: [198.18.0.21]", 1),
 			want: "ingressVIPs[0]: 198.18.0.21 is also an address of node w0"},
-		{name: "mixed families in one list", yaml: strings.Replace(good, "apiVIPs: [198.18.0.5]", "apiVIPs: [198.18.0.5, 'fd00::5']", 1),
-			want: "apiVIPs: mixes IPv4 and IPv6 (198.18.0.5 and fd00::5); one list holds one address family"},
+		{name: "dual-stack API, single-stack Ingress", yaml: strings.NewReplacer("apiVIPs: [198.18.0.5]", "apiVIPs: [198.18.0.5, 'fd00::5']",
+			"198.18.0.0/24]", "198.18.0.0/24, 'fd00::/64']", "198.18.0.11]", "198.18.0.11, 'fd00::11']", "198.18.0.21]", "198.18.0.21, 'fd00::21']").Replace(good),
+			want: "ingressVIPs: families IPv4, but apiVIPs has IPv4, IPv6; in a dual-stack cluster both lists hold the same families with the same one first"},
+		{name: "dual-stack lists in other orders", yaml: strings.NewReplacer("apiVIPs: [198.18.0.5]", "apiVIPs: [198.18.0.5, 'fd00::5']", "ingressVIPs: [198.18.0.7]", "ingressVIPs: ['fd00::7', 198.18.0.7]",
+			"198.18.0.0/24]", "198.18.0.0/24, 'fd00::/64']", "198.18.0.11]", "198.18.0.11, 'fd00::11']", "198.18.0.21]", "198.18.0.21, 'fd00::21']").Replace(good),
+			want: "ingressVIPs: families IPv6, IPv4, but apiVIPs has IPv4, IPv6"},
+		{name: "dual-stack VIPs, a node without IPv6", yaml: strings.NewReplacer("apiVIPs: [198.18.0.5]", "apiVIPs: [198.18.0.5, 'fd00::5']", "ingressVIPs: [198.18.0.7]", "ingressVIPs: [198.18.0.7, 'fd00::7']",
+			"198.18.0.0/24]", "198.18.0.0/24, 'fd00::/64']", "198.18.0.11]", "198.18.0.11, 'fd00::11']").Replace(good),
+			want: "nodes[1].ips: node w0 (worker) has no IPv6 address, and it runs the instance of VIP fd00::7; a node needs an address of each family its VIPs use"},
+		{name: "dual-stack VRRPv2 with a sub-second interval", yaml: strings.NewReplacer("apiVIPs: [198.18.0.5]", "apiVIPs: ['fd00::5', 198.18.0.5]", "ingressVIPs: [198.18.0.7]", "ingressVIPs: ['fd00::7', 198.18.0.7]",
+			"198.18.0.0/24]", "198.18.0.0/24, 'fd00::/64']", "198.18.0.11]", "198.18.0.11, 'fd00::11']", "198.18.0.21]", "198.18.0.21, 'fd00::21']").Replace(good) + "vrrp: {version: 2, advertInterval: 100ms}\n",
+			want: "vrrp.advertInterval: 100ms: VRRPv2 needs whole seconds from 1s to 255s"},
+		{name: "IPv6 API, IPv4 Ingress", yaml: strings.NewReplacer("apiVIPs: [198.18.0.5]", "apiVIPs: ['fd00::5']",
+			"198.18.0.0/24]", "198.18.0.0/24, 'fd00::/64']", "198.18.0.11]", "198.18.0.11, 'fd00::11']").Replace(good),
+			want: "ingressVIPs: families IPv4, but apiVIPs has IPv6"},
 		{name: "unspecified node address", yaml: strings.Replace(good, "ips: [198.18.0.21]", "ips: [0.0.0.0]", 1),
 			want: "nodes[1].ips[0]: 0.0.0.0 is not a unicast address a host can hold (accepted: a unicast address, not unspecified, multicast or loopback)"},
 		{name: "multicast VIP", yaml: strings.Replace(good, "apiVIPs: [198.18.0.5]", "apiVIPs: [224.0.0.18]", 1),
@@ -114,7 +128,7 @@ func TestValidationErrors(t *testing.T) {
 		{name: "bad CIDR", yaml: strings.Replace(good, "198.18.0.0/24", "198.18.0.0/33", 1), want: `machineNetworks[0]: "198.18.0.0/33" is not a CIDR (e.g. 198.18.0.0/24)`},
 		{name: "bad name", yaml: strings.Replace(good, "name: c1", "name: C_1", 1), want: `name: "C_1" is not a DNS label`},
 		{name: "v2 with IPv6", yaml: "vrrp: {version: 2}\n" + strings.NewReplacer("198.18.0.5", "'fd00::5'", "198.18.0.7", "'fd00::7'", "198.18.0.0/24", "'fd00::/64'", "198.18.0.11", "'fd00::11'", "198.18.0.21", "'fd00::21'").Replace(good),
-			want: "vrrp.version: 2 cannot carry IPv6 VIPs; use version 3"},
+			want: "vrrp.version: 2 cannot carry IPv6 VIPs and this cluster has no IPv4 VIP; use version 3"},
 		{name: "bad interval", yaml: good + "vrrp: {advertInterval: 1500ms}\n", want: "vrrp.advertInterval: 1.5s: VRRPv2 needs whole seconds from 1s to 255s"},
 		{name: "bad port", yaml: good + "ports: {lb: 70000}\n", want: "ports.lb: 70000 is not a port (1..65535)"},
 		{name: "no master", yaml: strings.Replace(good, "role: master", "role: worker", 1), want: "nodes: no node has role master"},
@@ -319,5 +333,107 @@ func TestCheckEndpoints(t *testing.T) {
 				t.Fatalf("error:\n%s\nwant:\n%s", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestPlansDualStack: a dual-stack list is one instance per family, as
+// OpenShift runs it: the same VRID for both, "<name>_API_0" for the first
+// entry's family and "<name>_API_1" for the other, the unicast source and
+// peers of the instance's family, VRRPv2 with auth_pass for IPv4 (the
+// default version) and VRRPv3 without it for IPv6.
+func TestPlansDualStack(t *testing.T) {
+	c, err := Load("testdata/dualstack.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.VRRP.Version != 2 {
+		t.Fatalf("VRRP.Version = %d, want 2 (the IPv4 instances'; OpenShift writes none, and keepalived's default is 2)", c.VRRP.Version)
+	}
+	ids := DeriveVRIDs("dual")
+	type inst struct {
+		Name          string
+		VIPs          []string
+		VRID          uint8
+		Version       int
+		Source        string
+		Peers         []string
+		Auth          string
+		Priority      uint8
+		ChecksTracked int
+	}
+	summarize := func(p *Plan) []inst {
+		var out []inst
+		for _, in := range p.Instances {
+			var vips, peers []string
+			for _, x := range in.VIPs {
+				vips = append(vips, x.String())
+			}
+			for _, x := range in.Peers {
+				peers = append(peers, x.String())
+			}
+			out = append(out, inst{in.Name, vips, in.VRID, in.Version, in.Source.String(), peers, in.AuthPass, in.Priority, len(in.Checks)})
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		node string
+		want []inst
+	}{{
+		node: "master-1",
+		want: []inst{
+			{"dual_API_0", []string{"fd00::5"}, ids.API, 3, "fd00::12", []string{"fd00::10", "fd00::11"}, "", 40, 2},
+			{"dual_API_1", []string{"198.18.0.5"}, ids.API, 2, "198.18.0.12", []string{"198.18.0.10", "198.18.0.11"}, "dual_api_vip", 40, 2},
+			{"dual_INGRESS_0", []string{"fd00::7"}, ids.Ingress, 3, "fd00::12", []string{"fd00::11", "fd00::21"}, "", 20, 1},
+			{"dual_INGRESS_1", []string{"198.18.0.7"}, ids.Ingress, 2, "198.18.0.12", []string{"198.18.0.11", "198.18.0.21"}, "dual_ingress_vip", 20, 1},
+		},
+	}, {
+		node: "bootstrap",
+		want: []inst{
+			{"dual_API_0", []string{"fd00::5"}, ids.API, 3, "fd00::10", []string{"fd00::11", "fd00::12"}, "", 70, 0},
+			{"dual_API_1", []string{"198.18.0.5"}, ids.API, 2, "198.18.0.10", []string{"198.18.0.11", "198.18.0.12"}, "dual_api_vip", 70, 0},
+		},
+	}, {
+		node: "worker-0",
+		want: []inst{
+			{"dual_INGRESS_0", []string{"fd00::7"}, ids.Ingress, 3, "fd00::21", []string{"fd00::11", "fd00::12"}, "", 20, 1},
+			{"dual_INGRESS_1", []string{"198.18.0.7"}, ids.Ingress, 2, "198.18.0.21", []string{"198.18.0.11", "198.18.0.12"}, "dual_ingress_vip", 20, 1},
+		},
+	}} {
+		t.Run(tc.node, func(t *testing.T) {
+			p, err := c.PlanFor(tc.node)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, summarize(p)); diff != "" {
+				t.Fatalf("instances (-want +got):\n%s", diff)
+			}
+			// The engine's configuration carries each instance's version.
+			cfg := p.Keepalived(c, "eth0", func(CheckSpec) track.Check { return nil })
+			for i, in := range cfg.Instances {
+				if in.Version != tc.want[i].Version || (in.AuthType == "PASS") != (tc.want[i].Auth != "") {
+					t.Errorf("%s: engine instance version %d auth %q, want version %d auth %q", in.Name, in.Version, in.AuthType, tc.want[i].Version, tc.want[i].Auth)
+				}
+			}
+		})
+	}
+
+	// vrrp.version 3 makes the IPv4 instances VRRPv3 too, without
+	// authentication.
+	data, err := os.ReadFile("testdata/dualstack.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c3, err := Parse("dualstack.yaml", append(data, "vrrp: {version: 3, advertInterval: 500ms}\n"...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := c3.PlanFor("master-0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range p.Instances {
+		if in.Version != 3 || in.AuthPass != "" {
+			t.Errorf("vrrp.version 3: %s runs version %d with auth_pass %q, want 3 and none", in.Name, in.Version, in.AuthPass)
+		}
 	}
 }

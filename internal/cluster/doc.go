@@ -9,7 +9,10 @@
 // "<name>-dns" and "<name>-ingress" plus one, bumped on collision, and the
 // priorities and check weights are those of OpenShift's keepalived.conf.
 //
-// Each of apiVIPs and ingressVIPs holds one address family. OpenShift's
-// dual-stack VIP pairs are not accepted yet: docs/design/dual-stack-vips.md
-// records what OpenShift does with them, and what is still open.
+// apiVIPs and ingressVIPs may hold both address families (OpenShift's
+// dual-stack VIPs, with the same families in the same order in both
+// lists): each family is its own instance with the same VRID, named
+// "<name>_API_0" for the first entry's family and "<name>_API_1" for the
+// other, IPv4 on the configured VRRP version and IPv6 on VRRPv3.
+// docs/design/dual-stack-vips.md records the sources.
 package cluster

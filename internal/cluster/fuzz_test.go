@@ -25,7 +25,8 @@ var fuzzErrorLine = regexp.MustCompile(`^fuzz\.yaml(:\d+: \S|: [a-zA-Z]+(\[\d+\]
 // cluster and an error; that every line of an error names the file; that
 // an accepted cluster written back as YAML parses to the same cluster; and
 // that every node of an accepted cluster gets a plan (or a clear error)
-// whose instances have distinct, non-zero VRIDs, a source address of the
+// whose instances have distinct, non-zero VRIDs in each family, VIPs of
+// one family (IPv6 on VRRPv3; auth only on VRRPv2), a source address of the
 // node's own and peers that are other nodes of the VIP's family, and that
 // turns into an engine configuration and, with masters, a valid load
 // balancer configuration. The seed corpus is every YAML file in testdata
@@ -116,12 +117,28 @@ func checkAccepted(t *testing.T, c *Cluster) {
 
 func checkPlan(t *testing.T, c *Cluster, n Node, p *Plan) {
 	t.Helper()
-	var vrids []uint8
+	type router struct {
+		v6   bool
+		vrid uint8
+	}
+	var vrids []router // IPv4 and IPv6 routers with one VRID are distinct
 	for _, in := range p.Instances {
-		if in.VRID == 0 || slices.Contains(vrids, in.VRID) {
+		if len(in.VIPs) == 0 {
+			t.Fatalf("node %s: instance %s has no VIP", n.Name, in.Name)
+		}
+		r := router{in.VIPs[0].Is6(), in.VRID}
+		if in.VRID == 0 || slices.Contains(vrids, r) {
 			t.Fatalf("node %s: instance %s has VRID %d; VRIDs of the plan so far %v", n.Name, in.Name, in.VRID, vrids)
 		}
-		vrids = append(vrids, in.VRID)
+		vrids = append(vrids, r)
+		for _, v := range in.VIPs {
+			if v.Is6() != r.v6 {
+				t.Fatalf("node %s: instance %s mixes families: %v", n.Name, in.Name, in.VIPs)
+			}
+		}
+		if (r.v6 && in.Version != 3) || (in.AuthPass != "") != (in.Version == 2) {
+			t.Fatalf("node %s: instance %s for %v runs VRRPv%d with auth_pass %q", n.Name, in.Name, in.VIPs, in.Version, in.AuthPass)
+		}
 		if in.Priority == 0 || in.Priority == 255 {
 			t.Fatalf("node %s: instance %s has priority %d; an owner or a stopping router is not what a plan asks for", n.Name, in.Name, in.Priority)
 		}

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"net/netip"
 
 	"github.com/vipstack/vipstack/internal/keepalived"
@@ -30,7 +31,7 @@ func (p *Plan) Keepalived(c *Cluster, iface string, probe func(CheckSpec) track.
 	for _, in := range p.Instances {
 		ic := &keepalived.Instance{
 			Name: in.Name, InitialState: "BACKUP", Interface: iface, VRID: in.VRID, Priority: in.Priority,
-			AdvertInterval: c.VRRP.AdvertInterval, Version: c.VRRP.Version, Preempt: true,
+			AdvertInterval: c.VRRP.AdvertInterval, Version: cmp.Or(in.Version, c.VRRP.Version), Preempt: true,
 			GARPMasterDelay: 5e9, GARPMasterRepeat: 5, GARPMasterRefreshRepeat: 1, Accept: true,
 		}
 		if in.AuthPass != "" {

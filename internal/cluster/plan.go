@@ -27,6 +27,7 @@ type InstanceSpec struct {
 	Checks   []string // names of CheckSpecs
 	Source   netip.Addr
 	Peers    []netip.Addr // unicast peers; empty in multicast mode
+	Version  int          // 2 or 3 (always 3 for IPv6)
 	AuthPass string       // VRRPv2 only
 }
 
@@ -87,31 +88,47 @@ func (c *Cluster) PlanFor(name string) (*Plan, error) {
 	p := &Plan{Node: self, RunDNS: true, RunLB: self.Role == Master}
 	apiNodes := c.withRoles(Bootstrap, Master)
 	ingressNodes := c.withRoles(Master, Worker)
-	add := func(kind string, vips []netip.Addr, vrid uint8, prio uint8, members []Node, checks ...string) error {
-		if len(vips) == 0 {
-			return nil
-		}
-		src, ok := addrOfFamily(self.IPs, vips[0])
-		if !ok {
-			return fmt.Errorf("node %s has no %s address for the %s VIP %s", self.Name, family(vips[0]), kind, vips[0])
-		}
-		in := InstanceSpec{
-			Name: c.Name + "_" + upper(kind), VIPs: vips, VRID: vrid, Priority: prio, Checks: checks, Source: src,
-		}
-		if c.VRRP.Unicast {
-			for _, m := range members {
-				if m.Name == self.Name {
-					continue
-				}
-				if a, ok := addrOfFamily(m.IPs, vips[0]); ok {
-					in.Peers = append(in.Peers, a)
+	add := func(kind string, all []netip.Addr, vrid uint8, prio uint8, members []Node, checks ...string) error {
+		// One instance per address family, both with the same VRID (IPv4
+		// and IPv6 VRRP routers are distinct, RFC 5798 section 5.2.3), as
+		// OpenShift runs dual-stack VIPs: "<name>_API_0" for the first
+		// entry's family and "<name>_API_1" for the other. A single-family
+		// list keeps the plain "<name>_API".
+		fams := Families(all)
+		for i, fam := range fams {
+			var vips []netip.Addr
+			for _, v := range all {
+				if v.Is4() == (fam == 4) {
+					vips = append(vips, v)
 				}
 			}
+			src, ok := addrOfFamily(self.IPs, vips[0])
+			if !ok {
+				return fmt.Errorf("node %s has no %s address for the %s VIP %s", self.Name, family(vips[0]), kind, vips[0])
+			}
+			name := c.Name + "_" + upper(kind)
+			if len(fams) > 1 {
+				name += "_" + strconv.Itoa(i)
+			}
+			in := InstanceSpec{
+				Name: name, VIPs: vips, VRID: vrid, Priority: prio, Checks: checks, Source: src,
+				Version: c.VersionFor(vips[0]),
+			}
+			if c.VRRP.Unicast {
+				for _, m := range members {
+					if m.Name == self.Name {
+						continue
+					}
+					if a, ok := addrOfFamily(m.IPs, vips[0]); ok {
+						in.Peers = append(in.Peers, a)
+					}
+				}
+			}
+			if in.Version == 2 {
+				in.AuthPass = c.Name + "_" + kind + "_vip"
+			}
+			p.Instances = append(p.Instances, in)
 		}
-		if c.VRRP.Version == 2 {
-			in.AuthPass = c.Name + "_" + kind + "_vip"
-		}
-		p.Instances = append(p.Instances, in)
 		return nil
 	}
 	https := func(port int) string { return "https://localhost:" + strconv.Itoa(port) + "/readyz" }

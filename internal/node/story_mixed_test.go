@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -67,6 +68,8 @@ type mixedCluster struct {
 
 	mu  sync.Mutex
 	off map[*testnet.Host]bool // crashed nodes: cable pulled, not sampled
+
+	v6Instances map[string]bool // instances that hold IPv6 VIPs
 }
 
 // TestStoryMixedCluster checks the README's migration promise end to end: a
@@ -85,66 +88,8 @@ func TestStoryMixedCluster(t *testing.T) {
 			t.Skipf("skipping: %s is not installed (the mixed cluster runs the rendered upstream configs)", p)
 		}
 	}
-	cfg, err := cluster.Parse("mixed cluster.yaml", []byte(mixedYAML))
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := buildVipstack(t)
-	topo := testnet.New(t, testnet.Options{Hosts: 5, Prefix: "vsX"})
-	dir := t.TempDir()
-	cfgPath := filepath.Join(dir, "cluster.yaml")
-	if err := os.WriteFile(cfgPath, []byte(mixedYAML), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	mc := &mixedCluster{t: t, bin: bin, cfg: cfg, off: map[*testnet.Host]bool{}}
-	for i, spec := range []struct {
-		name     string
-		upstream bool
-	}{{"master-0", true}, {"master-1", false}, {"master-2", false}, {"worker-0", true}, {"worker-1", false}} {
-		n := &mixedNode{name: spec.name, host: topo.Hosts[i], upstream: spec.upstream, dir: filepath.Join(dir, spec.name)}
-		mc.nodes = append(mc.nodes, n)
-		if strings.HasPrefix(n.name, "master-") {
-			serveIn(t, n.host, fmt.Sprintf(":%d", cfg.Ports.API), true, "ok from "+n.name)
-		} else {
-			n.router = serveRouter(t, n.host, cfg.Ports.IngressHealth)
-		}
-		if n.upstream {
-			out, err := exec.Command(bin, "render", "--config", cfgPath, "--node", n.name, "--interface", n.host.Link, "--out", n.dir).CombinedOutput()
-			if err != nil {
-				t.Fatalf("vipstack render for %s: %v\n%s", n.name, err, out)
-			}
-		} else {
-			hc := n.host
-			n.status = &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
-				DisableKeepAlives: true,
-				DialContext: func(ctx context.Context, network, addr string) (conn net.Conn, err error) {
-					err = hc.Do(func() error {
-						conn, err = (&net.Dialer{Timeout: time.Second}).DialContext(ctx, network, addr)
-						return err
-					})
-					return conn, err
-				},
-			}}
-		}
-	}
-	t.Cleanup(func() {
-		if !t.Failed() {
-			return
-		}
-		for _, n := range mc.nodes {
-			for _, p := range []*peers.Node{n.vrrp, n.haproxy} {
-				if p != nil {
-					t.Logf("---- %s (%s), last lines:\n%s", n.name, n.host.Name, tailLines(p.Log(), 30))
-				}
-			}
-		}
-	})
-	for _, n := range mc.nodes {
-		if n.upstream && n.host.Index <= 3 {
-			mc.startHAProxy(n)
-		}
-		mc.startVRRP(n)
-	}
+	mc := startMixedCluster(t, mixedYAML, "vsX")
+	cfg := mc.cfg
 
 	var (
 		apiVIP, ingressVIP = cfg.APIVIPs[0], cfg.IngressVIPs[0]
@@ -291,6 +236,220 @@ func TestStoryMixedCluster(t *testing.T) {
 		t.Logf("ingress %d: %s's router ready again: %s keeps the Ingress VIP", i+1, from.name, to.name)
 		ingHolder = to
 	}
+}
+
+// startMixedCluster runs the cluster of yamlText (5 nodes: master-0..2,
+// worker-0..1) on a topology with prefix: master-0 and worker-0 run the
+// upstream daemons with the files `vipstack render` writes for them, the
+// others `vipstack node`; masters serve a stand-in API, workers a
+// stand-in router's readiness.
+func startMixedCluster(t *testing.T, yamlText, prefix string) *mixedCluster {
+	t.Helper()
+	cfg, err := cluster.Parse("mixed cluster.yaml", []byte(yamlText))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := buildVipstack(t)
+	topo := testnet.New(t, testnet.Options{Hosts: 5, Prefix: prefix})
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "cluster.yaml")
+	if err := os.WriteFile(cfgPath, []byte(yamlText), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mc := &mixedCluster{t: t, bin: bin, cfg: cfg, off: map[*testnet.Host]bool{}, v6Instances: map[string]bool{}}
+	for _, n := range cfg.Nodes {
+		p, err := cfg.PlanFor(n.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, in := range p.Instances {
+			mc.v6Instances[in.Name] = in.VIPs[0].Is6()
+		}
+	}
+	for i, spec := range []struct {
+		name     string
+		upstream bool
+	}{{"master-0", true}, {"master-1", false}, {"master-2", false}, {"worker-0", true}, {"worker-1", false}} {
+		n := &mixedNode{name: spec.name, host: topo.Hosts[i], upstream: spec.upstream, dir: filepath.Join(dir, spec.name)}
+		mc.nodes = append(mc.nodes, n)
+		if strings.HasPrefix(n.name, "master-") {
+			serveIn(t, n.host, fmt.Sprintf(":%d", cfg.Ports.API), true, "ok from "+n.name)
+		} else {
+			n.router = serveRouter(t, n.host, cfg.Ports.IngressHealth)
+		}
+		if n.upstream {
+			out, err := exec.Command(bin, "render", "--config", cfgPath, "--node", n.name, "--interface", n.host.Link, "--out", n.dir).CombinedOutput()
+			if err != nil {
+				t.Fatalf("vipstack render for %s: %v\n%s", n.name, err, out)
+			}
+		} else {
+			hc := n.host
+			n.status = &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
+				DisableKeepAlives: true,
+				DialContext: func(ctx context.Context, network, addr string) (conn net.Conn, err error) {
+					err = hc.Do(func() error {
+						conn, err = (&net.Dialer{Timeout: time.Second}).DialContext(ctx, network, addr)
+						return err
+					})
+					return conn, err
+				},
+			}}
+		}
+	}
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		for _, n := range mc.nodes {
+			for _, p := range []*peers.Node{n.vrrp, n.haproxy} {
+				if p != nil {
+					t.Logf("---- %s (%s), last lines:\n%s", n.name, n.host.Name, tailLines(p.Log(), 30))
+				}
+			}
+		}
+	})
+	for _, n := range mc.nodes {
+		if n.upstream && n.host.Index <= 3 {
+			mc.startHAProxy(n)
+		}
+		mc.startVRRP(n)
+	}
+
+	return mc
+}
+
+// mixedDualYAML is mixedYAML dual-stack, as OpenShift 4.11 and later
+// install it: an IPv4 and an IPv6 VIP each for the API and the Ingress,
+// every node an address of each family (the topology's IPv6 addresses,
+// testnet.HostIPv6). keepalived runs the rendered IPv4 instances as VRRPv2
+// with PASS auth and the IPv6 ones as VRRPv3, with the same VRID.
+func mixedDualYAML() string {
+	var b strings.Builder
+	b.WriteString("name: mixed\nbaseDomain: example.com\napiVIPs: [198.18.0.5, 'fd00:bb::5']\ningressVIPs: [198.18.0.7, 'fd00:bb::7']\n" +
+		"machineNetworks: [198.18.0.0/24, 'fd00:bb::/64']\nnodes:\n")
+	for i, n := range []struct{ name, role string }{
+		{"master-0", "master"}, {"master-1", "master"}, {"master-2", "master"}, {"worker-0", "worker"}, {"worker-1", "worker"},
+	} {
+		fmt.Fprintf(&b, "  - {name: %s, role: %s, ips: [%s, '%s']}\n", n.name, n.role, testnet.HostIPv4(i+1), testnet.HostIPv6(i+1))
+	}
+	return b.String()
+}
+
+// TestStoryMixedDualStack is the migration promise for a dual-stack
+// cluster: keepalived from `vipstack render` on master-0 and worker-0,
+// `vipstack node` on the others, one IPv4 (VRRPv2) and one IPv6 (VRRPv3)
+// instance per VIP with the same VRID. Both implementations must agree on
+// every instance: the vipstack backups see keepalived's masters of both
+// families at their priorities, keepalived preempts both families when
+// the vipstack masters' LB checks fail and keeps them at equal priority,
+// and when keepalived stops, vipstack takes both; each VIP has one holder
+// throughout (up to a handover grace).
+func TestStoryMixedDualStack(t *testing.T) {
+	testnet.RequireRoot(t)
+	for _, p := range []string{"keepalived", "haproxy", "curl", "nft", "timeout"} {
+		if _, err := exec.LookPath(p); err != nil {
+			t.Skipf("skipping: %s is not installed (the mixed cluster runs the rendered upstream configs)", p)
+		}
+	}
+	mc := startMixedCluster(t, mixedDualYAML(), "vsXd")
+	cfg := mc.cfg
+	var (
+		advert      = cfg.VRRP.AdvertInterval
+		m0, m1, m2  = mc.nodes[0], mc.nodes[1], mc.nodes[2]
+		w0, w1      = mc.nodes[3], mc.nodes[4]
+		masters     = mc.nodes[:3]
+		workers     = mc.nodes[3:]
+		apiUp       = cluster.PrioMasterAPI + cluster.WeightLB + cluster.WeightLBOrAPI
+		apiNoLB     = cluster.PrioMasterAPI + cluster.WeightLBOrAPI
+		ingUp       = cluster.PrioIngress + cluster.WeightIngress
+		skew        = time.Duration(256-cluster.PrioIngress) * advert / 256
+		masterDown  = 3*advert + skew
+		margin      = 2 * advert
+		grace       = advert + margin
+		lbCheck     = mc.check("master-0", "chk_ocp_lb")
+		checkBound  = time.Duration(lbCheck.Fall)*lbCheck.Interval + lbCheck.Timeout + advert + masterDown + margin
+		riseBound   = time.Duration(lbCheck.Rise)*lbCheck.Interval + lbCheck.Timeout + margin
+		apiVIPs     = cfg.APIVIPs
+		ingressVIPs = cfg.IngressVIPs
+	)
+	// The plan's names: the first entry's family is _0, the other _1.
+	apiNames := []string{cfg.Name + "_API_0", cfg.Name + "_API_1"}
+	ingNames := []string{cfg.Name + "_INGRESS_0", cfg.Name + "_INGRESS_1"}
+	if apiVIPs[0].Is6() || !apiVIPs[1].Is6() || !mc.v6Instances[apiNames[1]] || mc.v6Instances[apiNames[0]] {
+		t.Fatalf("the dual-stack plan changed: API VIPs %v, IPv6 instances %v", apiVIPs, mc.v6Instances)
+	}
+	stopWatch := mc.watchSplitBrain(slices.Concat(apiVIPs, ingressVIPs), grace)
+	t.Cleanup(stopWatch)
+
+	converge := riseBound + masterDown + 30*time.Second
+	for _, name := range apiNames {
+		for _, n := range []*mixedNode{m1, m2} {
+			mc.waitPrio(n, name, apiUp, converge)
+		}
+	}
+	for _, name := range ingNames {
+		mc.waitPrio(w1, name, ingUp, converge)
+	}
+	for i, vip := range apiVIPs {
+		holder := mc.waitSole(vip, masters, nil, 3*advert, converge)
+		mc.waitMasterSeen(apiNames[i], holder, apiUp, []*mixedNode{m1, m2}, masterDown)
+		t.Logf("converged: %s holds API VIP %s (%s)", holder.name, vip, apiNames[i])
+	}
+	for i, vip := range ingressVIPs {
+		holder := mc.waitSole(vip, workers, nil, 3*advert, converge)
+		mc.waitMasterSeen(ingNames[i], holder, ingUp, []*mixedNode{w1}, masterDown)
+		t.Logf("converged: %s holds Ingress VIP %s (%s)", holder.name, vip, ingNames[i])
+	}
+
+	// 1. Both vipstack masters fail their LB check: keepalived's master-0,
+	//    strictly higher, takes both API VIPs, over VRRPv2 and VRRPv3.
+	//    They recover to an equal priority and must not take them back.
+	for _, n := range []*mixedNode{m1, m2} {
+		mc.setLBBlock(n, true)
+	}
+	for _, name := range apiNames {
+		for _, n := range []*mixedNode{m1, m2} {
+			mc.waitPrio(n, name, apiNoLB, checkBound)
+		}
+	}
+	for i, vip := range apiVIPs {
+		mc.waitSole(vip, masters, is(m0), 3*advert, checkBound)
+		mc.waitMasterSeen(apiNames[i], m0, apiUp, []*mixedNode{m1, m2}, masterDown)
+	}
+	t.Logf("vipstack masters' LB check failing (%d): keepalived's master-0 holds both API VIPs", apiNoLB)
+	for _, n := range []*mixedNode{m1, m2} {
+		mc.setLBBlock(n, false)
+	}
+	for _, name := range apiNames {
+		mc.keepsWhile(apiVIPs[0], masters, m0, riseBound+masterDown, func() bool {
+			return mc.prio(m1, name) == apiUp && mc.prio(m2, name) == apiUp
+		})
+	}
+	for _, vip := range apiVIPs {
+		mc.keeps(vip, masters, m0, masterDown+advert)
+	}
+	t.Logf("vipstack masters back at %d: master-0 keeps both API VIPs", apiUp)
+
+	// 2. keepalived on master-0 stops (SIGTERM: a priority-0 advert in
+	//    each family): vipstack masters take both API VIPs.
+	if err := m0.vrrp.Term(); err != nil {
+		t.Fatal(err)
+	}
+	for _, vip := range apiVIPs {
+		h := mc.waitSole(vip, masters, isVipstack, 3*advert, masterDown+margin)
+		t.Logf("keepalived on master-0 stopped: %s holds API VIP %s", h.name, vip)
+	}
+
+	// 3. The Ingress VIPs move together with the router's readiness:
+	//    worker-0's (keepalived) router stops being ready, and vipstack's
+	//    worker-1 must hold both (or keep them).
+	w0.router.Store(false)
+	ingCheck := mc.check("worker-0", "chk_ingress")
+	ingBound := time.Duration(ingCheck.Fall)*ingCheck.Interval + ingCheck.Timeout + advert + masterDown + margin
+	for _, vip := range ingressVIPs {
+		mc.waitSole(vip, workers, is(w1), 3*advert, ingBound)
+	}
+	t.Logf("worker-0's router not ready: worker-1 holds both Ingress VIPs")
 }
 
 func is(n *mixedNode) func(*mixedNode) bool { return func(m *mixedNode) bool { return m == n } }
@@ -529,10 +688,15 @@ func (mc *mixedCluster) waitPrio(n *mixedNode, inst string, want int, timeout ti
 }
 
 // waitMasterSeen waits until every backup in ns reports holder as its
-// instance's master, at prio.
+// instance's master, at prio: by holder's IPv4 address, or its IPv6 one
+// for an instance whose name ends in v6.
 func (mc *mixedCluster) waitMasterSeen(inst string, holder *mixedNode, prio int, ns []*mixedNode, timeout time.Duration) {
 	mc.t.Helper()
-	want := fmt.Sprintf("master %s at %d", holder.host.IPv4.Addr(), prio)
+	addr := holder.host.IPv4.Addr()
+	if p, ok := mc.v6Instances[inst]; ok && p {
+		addr = holder.host.IPv6.Addr()
+	}
+	want := fmt.Sprintf("master %s at %d", addr, prio)
 	for _, n := range ns {
 		if n == holder {
 			continue

@@ -141,6 +141,11 @@ func KeepalivedConf(c *cluster.Cluster, p *cluster.Plan, iface string) ([]byte, 
 		w(1, "virtual_router_id %d", in.VRID)
 		w(1, "priority %d", in.Priority)
 		w(1, "advert_int %s", seconds(c.VRRP.AdvertInterval))
+		if in.Version != 0 && in.Version != c.VRRP.Version {
+			// A dual-stack cluster's IPv6 instance beside VRRPv2 IPv4
+			// ones: keepalived would switch it to 3 by itself; say so.
+			w(1, "version %d", in.Version)
+		}
 		if len(in.Peers) > 0 {
 			w(1, "unicast_src_ip %s", in.Source)
 			w(1, "unicast_peer {")

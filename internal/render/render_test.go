@@ -58,6 +58,21 @@ nodes:
   - {name: w0, role: worker, ips: ['fd00:bb::21']}
 `
 
+// dualCluster is a dual-stack cluster (IPv4 first): each VIP list holds
+// one IPv4 and one IPv6 address, every node one of each.
+const dualCluster = `name: dual
+baseDomain: example.com
+apiVIPs: [198.18.0.5, 'fd00:bb::5']
+ingressVIPs: [198.18.0.7, 'fd00:bb::7']
+machineNetworks: [198.18.0.0/24, 'fd00:bb::/64']
+upstreamDNS: [198.18.0.53]
+nodes:
+  - {name: bootstrap, role: bootstrap, ips: [198.18.0.10, 'fd00:bb::10']}
+  - {name: m0, role: master, ips: [198.18.0.11, 'fd00:bb::11']}
+  - {name: m1, role: master, ips: [198.18.0.12, 'fd00:bb::12']}
+  - {name: w0, role: worker, ips: [198.18.0.21, 'fd00:bb::21']}
+`
+
 // goldenFile compares got with testdata/<test name>.golden, or rewrites it
 // with -update.
 func goldenFile(t *testing.T, got []byte) {
@@ -125,6 +140,9 @@ func TestFiles(t *testing.T) {
 		name: "ipv6 master with options", cluster: v6Cluster, node: "m1",
 		opts: Options{Image: "registry.example.com/vipstack:v1.2.3", KeepalivedImage: "k:1", HAProxyImage: "h:2",
 			CoreDNSImage: "c:3", Namespace: "infra", ConfigPath: "/etc/vs/c.yaml", StatusPort: 9999},
+		want: []string{CorefilePath, HAProxyCfgPath, KeepalivedConfPath, CoreDNSPodPath, HAProxyPodPath, KeepalivedPodPath, VipstackPodPath},
+	}, {
+		name: "dual-stack master", cluster: dualCluster, node: "m0", opts: Options{Interface: "eth0"},
 		want: []string{CorefilePath, HAProxyCfgPath, KeepalivedConfPath, CoreDNSPodPath, HAProxyPodPath, KeepalivedPodPath, VipstackPodPath},
 	}, {
 		name: "no upstream", node: "worker-0", opts: Options{NoUpstream: true},

@@ -46,6 +46,7 @@ func TestUpstreamDaemonsAcceptRenderedConfigs(t *testing.T) {
 		{name: "master-0", node: "master-0", lb: true},
 		{name: "worker-0", node: "worker-0"},
 		{name: "ipv6 master", cluster: v6Cluster, node: "m0", lb: true},
+		{name: "dual-stack master", cluster: dualCluster, node: "m0", lb: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := demo(t)

@@ -150,6 +150,8 @@ func TestKeepalivedConfMatchesPlan(t *testing.T) {
 		{name: "worker-0", node: "worker-0", iface: "eth0"},
 		{name: "ipv6 bootstrap", cluster: v6Cluster, node: "bootstrap", iface: "ens3"},
 		{name: "ipv6 master", cluster: v6Cluster, node: "m0", iface: "ens3"},
+		{name: "dual-stack master", cluster: dualCluster, node: "m1", iface: "eth0"},
+		{name: "dual-stack worker", cluster: dualCluster, node: "w0", iface: "eth0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := demo(t)
