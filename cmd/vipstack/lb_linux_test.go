@@ -376,6 +376,87 @@ backend masters
 		return err == nil && body == other
 	})
 
+	// A reload that replaces the only server by a new one (another name
+	// and address: an API server on the same host, over the other family
+	// and on port 6444, that is still starting: it completes TCP
+	// handshakes but answers TLS only after 700 ms) keeps the monitor's 200
+	// and the redirect until the new server's first check has a verdict:
+	// keepalived's check script polls the monitor, and a 503 there would
+	// move the API VIP on every such reload. haproxy 2.6 answers 200
+	// throughout (measured); vipstack answered 503 from the reload until a
+	// new server passed a check.
+	srvHost := map[string]*testnet.Host{"m2": m2, "m3": m3}[other]
+	newAddr := "[" + srvHost.IPv6.Addr().String() + "]:6444"
+	if other == "m3" {
+		newAddr = srvHost.IPv4.Addr().String() + ":6444"
+	}
+	newName := "n" + other
+	var slowLn net.Listener
+	if err := srvHost.Do(func() (err error) {
+		slowLn, err = net.Listen("tcp", "[::]:6444")
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	slow := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/readyz" {
+			io.WriteString(w, "ok")
+			return
+		}
+		io.WriteString(w, other)
+	}))
+	slow.Config.ErrorLog = log.New(io.Discard, "", 0)
+	slow.Listener.Close()
+	slow.Listener = slowLn
+	defer slow.Close()
+	startSlow := time.AfterFunc(700*time.Millisecond, slow.StartTLS)
+	defer startSlow.Stop()
+	lines := strings.Split(conf(""), "\n")
+	for i, l := range lines {
+		switch {
+		case strings.HasPrefix(l, "   server "+longServer+" "):
+			lines[i] = ""
+		case strings.HasPrefix(l, "   server "+other+" "):
+			lines[i] = "   server " + newName + " " + newAddr + " weight 1 verify none check check-ssl inter 1s fall 2 rise 3"
+		}
+	}
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Process.Signal(syscall.SIGHUP)
+	checkStatus := func(name string) string {
+		for _, line := range strings.Split(stats(), "\n") {
+			f := strings.Split(line, ",")
+			if len(f) > 36 && f[0] == "masters" && f[1] == name {
+				return f[36]
+			}
+		}
+		return "(absent)"
+	}
+	samples := 0
+	deadline := time.Now().Add(20 * time.Second)
+	for st := ""; st != "L7OK"; st = checkStatus(newName) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s (%s) has check status %q 20 s after the reload, want L7OK", newName, newAddr, st)
+		}
+		code, _, err := nsGet(client, monitor, "/haproxy_ready", false, "")
+		if err != nil || code != 200 {
+			t.Fatalf("monitor during the reload to a new server: %d %v, want 200 (the verdict before the reload)", code, err)
+		}
+		if !hasTable() {
+			t.Fatal("the redirect left the kernel during the reload to a new server")
+		}
+		samples++
+		time.Sleep(20 * time.Millisecond) // polling, bounded by deadline
+	}
+	if _, body, err := nsGet(client, vip+":6443", "/", true, ""); err != nil || body != other {
+		t.Errorf("through the VIP after the reload to %s: %q %v, want %s", newName, body, err, other)
+	}
+	if samples < 10 {
+		t.Errorf("only %d samples before %s's first check passed: the window this step watches did not happen", samples, newName)
+	}
+	t.Logf("reload to %s at %s: monitor 200 and redirect in place over %d samples until its first check passed", newName, newAddr, samples)
+
 	// SIGTERM: the redirect goes, the drain ends when the long
 	// connection closes, exit status 0.
 	cmd.Process.Signal(syscall.SIGTERM)
