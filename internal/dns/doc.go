@@ -39,8 +39,10 @@
 // same user that sets it too (another vipstack dns, an old CoreDNS) could
 // listen on the same address and port, the kernel splitting the queries
 // between them. Start, and every restart of the reload plugin (through the
-// instance's OnRestart callbacks), first binds each plain DNS address the
-// Corefile will listen on without SO_REUSEPORT, over UDP and TCP, and
+// instance's OnRestart callbacks), first binds each address the
+// Corefile will listen on without SO_REUSEPORT, on the sockets its
+// transport uses (UDP and TCP for dns://, TCP for grpc://, tls:// and
+// https://, UDP for quic:// and https3://), and
 // refuses the Corefile if that fails with "address already in use"
 // (checkListeners). Addresses overlapping what the running Corefile
 // listens on are not probed on a reload.

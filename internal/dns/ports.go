@@ -18,23 +18,41 @@ import (
 	"github.com/coredns/coredns/plugin/pkg/transport"
 )
 
-// listenAt is one address a plain DNS server block of a Corefile listens
-// on, over UDP and TCP.
+// listenAt is one address a server block of a Corefile listens on.
 type listenAt struct {
 	// addr is host:port exactly as CoreDNS listens on it, with Go's "udp"
 	// and "tcp" networks: ":53" (no bind: every address, IPv4 and IPv6),
 	// "198.18.0.10:53", "[fd00::10]:53".
-	addr  string
-	where string // file:line: server block "KEY" (and its bind line)
+	addr string
+	// networks are the sockets CoreDNS opens there, each with
+	// SO_REUSEPORT: "udp" and "tcp" for dns://, "tcp" for tls://, https://
+	// and grpc://, "udp" for quic:// and https3://.
+	networks []string
+	where    string // file:line: server block "KEY" (and its bind line)
 }
 
-// listenAddrs returns where cf's plain DNS server blocks will listen, each
-// address once, in the order of the file. It follows CoreDNS: a block
-// listens on every address of every key's port (default dnsserver.Port),
-// the addresses being those its bind directives name (IP addresses, or
-// the addresses of the interfaces named, less those after except) or, with
-// no bind, the wildcard. What does not parse is left out: CoreDNS's own
-// setup refuses it, with its message.
+// transportListens gives, for each transport a server block key may name,
+// the networks its server listens on and its default port, as CoreDNS's
+// dnsserver does (register.go; each server's Listen and ListenPacket).
+var transportListens = map[string]struct {
+	networks []string
+	port     string
+}{
+	transport.DNS:    {[]string{"udp", "tcp"}, transport.Port},
+	transport.TLS:    {[]string{"tcp"}, transport.TLSPort},
+	transport.GRPC:   {[]string{"tcp"}, transport.GRPCPort},
+	transport.HTTPS:  {[]string{"tcp"}, transport.HTTPSPort},
+	transport.QUIC:   {[]string{"udp"}, transport.QUICPort},
+	transport.HTTPS3: {[]string{"udp"}, transport.HTTPSPort},
+}
+
+// listenAddrs returns where cf's server blocks will listen, each address
+// and network once, in the order of the file. It follows CoreDNS: a block
+// listens on every address of every key's port (default: its transport's,
+// 53 for dns://), the addresses being those its bind directives name (IP
+// addresses, or the addresses of the interfaces named, less those after
+// except) or, with no bind, the wildcard. What does not parse is left out:
+// CoreDNS's own setup refuses it, with its message.
 func listenAddrs(cf Corefile) []listenAt {
 	blocks, err := caddyfile.Parse(cf.name(), bytes.NewReader(cf.Contents), nil)
 	if err != nil {
@@ -56,24 +74,36 @@ func listenAddrs(cf Corefile) []listenAt {
 		}
 		for _, k := range b.Keys {
 			trans, k1 := parse.Transport(k)
-			if trans != transport.DNS {
-				continue
+			tl, ok := transportListens[trans]
+			if !ok {
+				continue // unix://: a path, no port
 			}
 			_, port, err := plugin.SplitHostPort(k1)
 			if err != nil {
 				continue
 			}
 			if port == "" {
-				port = dnsserver.Port
+				port = tl.port
+				if trans == transport.DNS {
+					port = dnsserver.Port // the -dns.port flag's, 53 unless set
+				}
 			}
 			for _, h := range hosts {
 				// As dnsserver.groupConfigsByListenAddr names the address.
 				a, err := net.ResolveTCPAddr("tcp", net.JoinHostPort(h, port))
-				if err != nil || seen[a.String()] {
+				if err != nil {
 					continue
 				}
-				seen[a.String()] = true
-				out = append(out, listenAt{addr: a.String(), where: where})
+				var nets []string
+				for _, n := range tl.networks {
+					if !seen[n+" "+a.String()] {
+						seen[n+" "+a.String()] = true
+						nets = append(nets, n)
+					}
+				}
+				if len(nets) > 0 {
+					out = append(out, listenAt{addr: a.String(), networks: nets, where: where})
+				}
 			}
 		}
 	}
@@ -206,8 +236,8 @@ func overlaps(a, b netip.AddrPort) bool {
 	return !x.IsValid() || !y.IsValid() || x.IsUnspecified() || y.IsUnspecified() || x == y
 }
 
-// checkListeners fails when another socket listens where a plain DNS
-// server block of cf would. CoreDNS sets SO_REUSEPORT on its listeners,
+// checkListeners fails when another socket listens where a server block
+// of cf would (dns://, tls://, https://, grpc://, quic://, https3://). CoreDNS sets SO_REUSEPORT on its listeners,
 // and the kernel lets a socket of the same user that sets it too (a
 // second vipstack dns, an older CoreDNS) bind the same address and port:
 // both would then listen, the kernel splitting the queries between them;
@@ -230,7 +260,7 @@ func checkListeners(op string, cf Corefile, heldUDP, heldTCP []netip.AddrPort) e
 			continue
 		}
 		ap := ta.AddrPort()
-		for _, network := range []string{"udp", "tcp"} {
+		for _, network := range l.networks {
 			held := heldUDP
 			if network == "tcp" {
 				held = heldTCP

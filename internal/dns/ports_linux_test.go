@@ -137,6 +137,30 @@ func TestRootPortHeldByAnother(t *testing.T) {
 		t.Errorf("bind %s on port 53 beside another process's %s:53: exited\n%s", v6, v4, stderr)
 	}
 
+	// DNS over gRPC listens on TCP alone, with SO_REUSEPORT as well: a
+	// second server on its address and port is refused the same way (it
+	// was not probed at all before), and a plain DNS block on the same
+	// port takes UDP beside it and is refused on TCP.
+	grpc := "grpc://.:9053 {\n    bind " + v4 + "\n    clusterdns managed.example.com {\n        api 198.18.0.5\n    }\n}\n"
+	if ok, stderr := tryDNS(t, h, grpc); !ok {
+		t.Fatalf("grpc:// on %s:9053: exited\n%s", v4, stderr)
+	}
+	for _, tt := range []struct{ name, corefile, want string }{
+		{"a second gRPC server", grpc,
+			`Corefile:1: server block "grpc://\.:9053" \(its bind, line 2\): tcp ` + regexp.QuoteMeta(v4) + `:9053: another process already listens on this address and port`},
+		{"plain DNS on the gRPC port", ".:9053 {\n    bind " + v4 + "\n}\n",
+			`Corefile:1: server block "\.:9053" \(its bind, line 2\): tcp ` + regexp.QuoteMeta(v4) + `:9053: another process already listens on this address and port`},
+	} {
+		ok, stderr := tryDNS(t, h, tt.corefile)
+		if ok {
+			t.Errorf("%s: serves beside the first gRPC server\n%s", tt.name, stderr)
+			continue
+		}
+		if !regexp.MustCompile(tt.want).MatchString(stderr) {
+			t.Errorf("%s: stderr does not match %q:\n%s", tt.name, tt.want, stderr)
+		}
+	}
+
 	// The first process still answers every query on its address.
 	c := &dns.Client{Timeout: 3 * time.Second}
 	for range 8 {

@@ -20,6 +20,7 @@ import (
 )
 
 func TestListenAddrs(t *testing.T) {
+	udpTCP := []string{"udp", "tcp"}
 	tests := []struct {
 		name     string
 		corefile string
@@ -28,19 +29,19 @@ func TestListenAddrs(t *testing.T) {
 		{
 			name:     "no bind: the wildcard",
 			corefile: ".:53 {\n    forward . 198.18.0.1\n}\n",
-			want:     []listenAt{{addr: ":53", where: `Corefile:1: server block ".:53"`}},
+			want:     []listenAt{{addr: ":53", networks: udpTCP, where: `Corefile:1: server block ".:53"`}},
 		},
 		{
 			name:     "default port",
 			corefile: "example.org {\n    bind 198.18.0.10\n}\n",
-			want:     []listenAt{{addr: "198.18.0.10:53", where: `Corefile:1: server block "example.org" (its bind, line 2)`}},
+			want:     []listenAt{{addr: "198.18.0.10:53", networks: udpTCP, where: `Corefile:1: server block "example.org" (its bind, line 2)`}},
 		},
 		{
 			name:     "single block without braces",
 			corefile: "\n\n.:1053\nbind 198.18.0.10 fd00::10\n",
 			want: []listenAt{
-				{addr: "198.18.0.10:1053", where: `Corefile:3: server block ".:1053" (its bind, line 4)`},
-				{addr: "[fd00::10]:1053", where: `Corefile:3: server block ".:1053" (its bind, line 4)`},
+				{addr: "198.18.0.10:1053", networks: udpTCP, where: `Corefile:3: server block ".:1053" (its bind, line 4)`},
+				{addr: "[fd00::10]:1053", networks: udpTCP, where: `Corefile:3: server block ".:1053" (its bind, line 4)`},
 			},
 		},
 		{
@@ -49,23 +50,35 @@ func TestListenAddrs(t *testing.T) {
 				".:1053 {\n    bind 198.18.0.10 198.18.0.11 {\n        except 198.18.0.11\n    }\n}\n" +
 				"a.example:1054 b.example:1055 {\n    forward . 198.18.0.1 {\n        policy sequential\n    }\n}\n",
 			want: []listenAt{
-				{addr: "198.18.0.10:1053", where: `Corefile:1: server block "example.org:1053" (its bind, line 2)`},
-				{addr: ":1054", where: `Corefile:9: server block "a.example:1054 b.example:1055"`},
-				{addr: ":1055", where: `Corefile:9: server block "a.example:1054 b.example:1055"`},
+				{addr: "198.18.0.10:1053", networks: udpTCP, where: `Corefile:1: server block "example.org:1053" (its bind, line 2)`},
+				{addr: ":1054", networks: udpTCP, where: `Corefile:9: server block "a.example:1054 b.example:1055"`},
+				{addr: ":1055", networks: udpTCP, where: `Corefile:9: server block "a.example:1054 b.example:1055"`},
 			},
 		},
 		{
 			name:     "bind 0.0.0.0 and :: stay as written (Go listens dual-stack on both)",
 			corefile: ".:53 {\n    bind 0.0.0.0 ::\n}\n",
 			want: []listenAt{
-				{addr: "0.0.0.0:53", where: `Corefile:1: server block ".:53" (its bind, line 2)`},
-				{addr: "[::]:53", where: `Corefile:1: server block ".:53" (its bind, line 2)`},
+				{addr: "0.0.0.0:53", networks: udpTCP, where: `Corefile:1: server block ".:53" (its bind, line 2)`},
+				{addr: "[::]:53", networks: udpTCP, where: `Corefile:1: server block ".:53" (its bind, line 2)`},
 			},
 		},
 		{
-			name:     "other transports are not plain DNS",
-			corefile: "tls://.:853 {\n    tls cert.pem key.pem\n}\ndns://.:5353 {\n}\n",
-			want:     []listenAt{{addr: ":5353", where: `Corefile:4: server block "dns://.:5353"`}},
+			name: "other transports: TCP or UDP only, their default ports; unix sockets have none",
+			corefile: "tls://.:8853 {\n    tls cert.pem key.pem\n}\ndns://.:5353 {\n}\nhttps://. {\n    bind 198.18.0.10\n}\n" +
+				"grpc://.:9053 {\n}\nquic://. {\n}\nhttps3://.:8443 {\n}\ntls://example.org {\n}\nunix:///run/dns.sock {\n}\n" +
+				"dns://.:8853 {\n}\n",
+			want: []listenAt{
+				{addr: ":8853", networks: []string{"tcp"}, where: `Corefile:1: server block "tls://.:8853"`},
+				{addr: ":5353", networks: udpTCP, where: `Corefile:4: server block "dns://.:5353"`},
+				{addr: "198.18.0.10:443", networks: []string{"tcp"}, where: `Corefile:6: server block "https://." (its bind, line 7)`},
+				{addr: ":9053", networks: []string{"tcp"}, where: `Corefile:9: server block "grpc://.:9053"`},
+				{addr: ":853", networks: []string{"udp"}, where: `Corefile:11: server block "quic://."`},
+				{addr: ":8443", networks: []string{"udp"}, where: `Corefile:13: server block "https3://.:8443"`},
+				{addr: ":853", networks: []string{"tcp"}, where: `Corefile:15: server block "tls://example.org"`},
+				// tls:// took TCP on 8853; a plain DNS block there adds UDP.
+				{addr: ":8853", networks: []string{"udp"}, where: `Corefile:19: server block "dns://.:8853"`},
+			},
 		},
 		{
 			name:     "a bind that does not parse is left to the bind plugin",
