@@ -82,11 +82,11 @@ func TestLedgerFormat(t *testing.T) {
 func TestLedgerErrors(t *testing.T) {
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad")
-	if err := os.WriteFile(bad, []byte("# c\n\n198.18.0.100/32 dev eth0\n198.18.0.101/32 dev eth0 label vip\n"), 0o644); err != nil {
+	if err := os.WriteFile(bad, []byte("# c\n\n198.18.0.100/32 dev eth0\n198.18.0.101/32 dev eth0 label eth0:much-too-long\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	_, err := Ledger{Path: bad}.Load()
-	if err == nil || !strings.Contains(err.Error(), bad+":4:") || !strings.Contains(err.Error(), `"vip"`) {
+	if err == nil || !strings.Contains(err.Error(), bad+":4:") || !strings.Contains(err.Error(), `"eth0:much-too-long"`) {
 		t.Errorf("Load of a bad line = %v; want the path, line 4 and the bad label", err)
 	}
 

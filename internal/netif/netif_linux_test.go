@@ -60,6 +60,9 @@ func TestAddDelVIP(t *testing.T) {
 		{name: "ipv4 label",
 			vip:       VIP{Prefix: netip.MustParsePrefix("198.18.0.100/32"), Dev: "eth0", Label: "eth0:vip"},
 			wantWords: []string{"inet 198.18.0.100/32 ", "scope global eth0:vip"}, notWords: []string{"brd"}},
+		{name: "ipv4 label without the interface name (OpenShift's label vip)",
+			vip:       VIP{Prefix: netip.MustParsePrefix("198.18.3.100/32"), Dev: "eth0", Label: "vip"},
+			wantWords: []string{"inet 198.18.3.100/32 ", "scope global vip"}},
 		{name: "ipv4 broadcast scope link",
 			vip: VIP{Prefix: netip.MustParsePrefix("198.18.1.100/24"), Dev: "eth0", Scope: "link",
 				Broadcast: netip.MustParseAddr("198.18.1.255")},
@@ -128,7 +131,7 @@ func TestAddDelVIP(t *testing.T) {
 func TestVIPErrors(t *testing.T) {
 	_, nh := setup(t)
 	p := netip.MustParsePrefix("198.18.0.100/32")
-	if err := nh.AddVIP(VIP{Prefix: p, Dev: "eth0", Label: "vip"}); err == nil || !strings.Contains(err.Error(), "VIP.Label") {
+	if err := nh.AddVIP(VIP{Prefix: p, Dev: "eth0", Label: "eth0:much-too-long"}); err == nil || !strings.Contains(err.Error(), "VIP.Label") {
 		t.Errorf("AddVIP with a bad label = %v; want a VIP.Label error", err)
 	}
 	if err := nh.AddVIP(VIP{Prefix: p, Dev: "nosuch0"}); err == nil || !strings.Contains(err.Error(), "nosuch0") {

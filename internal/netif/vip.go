@@ -85,9 +85,9 @@ func (v VIP) Validate() error {
 		if err := checkName("VIP.Label", v.Label); err != nil {
 			return err
 		}
-		if !strings.HasPrefix(v.Label, v.Dev) {
-			return fmt.Errorf("VIP.Label %q: must start with the interface name %q (e.g. %q)", v.Label, v.Dev, v.Dev+":vip")
-		}
+		// Any name: the kernel takes a label that does not start with the
+		// interface name (only the ip tool refuses one), and keepalived
+		// 2.2.7 adds OpenShift's "label vip" as written (measured).
 	}
 	if _, ok := scopeValue(v.Scope); !ok {
 		return fmt.Errorf("VIP.Scope %q: want global, site, link, host or nowhere", v.Scope)

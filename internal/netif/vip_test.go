@@ -24,7 +24,7 @@ func TestVIPValidate(t *testing.T) {
 		{name: "no dev", vip: VIP{Prefix: p4}, wantErr: "VIP.Dev is empty"},
 		{name: "dev too long", vip: VIP{Prefix: p4, Dev: "abcdefghijklmnop"}, wantErr: "at most 15"},
 		{name: "dev with slash", vip: VIP{Prefix: p4, Dev: "eth/0"}, wantErr: "whitespace or '/'"},
-		{name: "label not starting with dev", vip: VIP{Prefix: p4, Dev: "eth0", Label: "vip"}, wantErr: `must start with the interface name "eth0"`},
+		{name: "label not starting with dev (OpenShift's label vip)", vip: VIP{Prefix: p4, Dev: "eth0", Label: "vip"}},
 		{name: "label on ipv6", vip: VIP{Prefix: p6, Dev: "eth0", Label: "eth0:v"}, wantErr: "IPv4 addresses only"},
 		{name: "bad scope", vip: VIP{Prefix: p4, Dev: "eth0", Scope: "universe"}, wantErr: `VIP.Scope "universe": want global, site, link, host or nowhere`},
 		{name: "broadcast on ipv6", vip: VIP{Prefix: p6, Dev: "eth0", Broadcast: netip.MustParseAddr("198.18.0.255")}, wantErr: "IPv4 only"},
