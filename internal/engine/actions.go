@@ -493,6 +493,7 @@ func (e *Engine) reload() error {
 	}
 	e.metrics.reloads.WithLabelValues("ok").Inc()
 	logUnsafeScripts(e.log, cfg)
+	e.applyTuning()
 	if e.opts.ConfigPath != "" {
 		e.log.Info("configuration reloaded", "file", e.opts.ConfigPath, "instances", len(e.instances))
 	} else {

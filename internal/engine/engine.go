@@ -8,7 +8,9 @@ import (
 	"net"
 	"net/netip"
 	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -16,6 +18,7 @@ import (
 	"github.com/vipstack/vipstack/internal/clock"
 	"github.com/vipstack/vipstack/internal/keepalived"
 	"github.com/vipstack/vipstack/internal/netif"
+	"github.com/vipstack/vipstack/internal/sched"
 	"github.com/vipstack/vipstack/internal/script"
 	"github.com/vipstack/vipstack/internal/track"
 	"github.com/vipstack/vipstack/internal/vrrp"
@@ -73,8 +76,12 @@ type Engine struct {
 	// logged.
 	absentNext time.Time
 	absentErr  string
-	runner     script.Runner
-	ctx        context.Context
+	// tuned is the scheduling applied from global_defs; rtPrio its
+	// realtime priority, for keepRealtime.
+	tuned  sched.Tuning
+	rtPrio atomic.Int32
+	runner script.Runner
+	ctx    context.Context
 
 	statusMu sync.Mutex
 	status   []InstanceStatus
@@ -327,6 +334,8 @@ func (e *Engine) Run(ctx context.Context) error {
 	defer nl.Close()
 	e.nl = nl
 	e.runner = script.Runner{Security: securityOf(e.cfg)}
+	e.applyTuning()
+	go e.keepRealtime(ctx)
 
 	// Leftovers of a crashed earlier run, then any configured VIP that is
 	// present although we hold nothing yet.
@@ -627,3 +636,42 @@ func (e *Engine) conn(family int) (transport.Conn, error) {
 }
 
 func addrKey(p netip.Prefix, dev string) string { return p.String() + "%" + dev }
+
+// applyTuning applies global_defs' vrrp_rt_priority, vrrp_no_swap and
+// vrrp_rlimit_rttime to this process (at start, and after a reload that
+// changes them), logging what it did or why it could not.
+func (e *Engine) applyTuning() {
+	g := e.cfg.Global
+	want := sched.Tuning{RTPriority: g.RTPriority, NoSwap: g.NoSwap, RLimitRTTime: g.RLimitRTTime}
+	if want == e.tuned {
+		return
+	}
+	done, err := sched.Apply(e.tuned, want)
+	e.tuned = want
+	e.rtPrio.Store(int32(want.RTPriority))
+	if len(done) > 0 {
+		e.log.Info("VRRP process scheduling set from global_defs", "applied", strings.Join(done, "; "))
+	}
+	if err != nil {
+		e.log.Warn("VRRP process scheduling from global_defs not fully applied (needs CAP_SYS_NICE, CAP_IPC_LOCK, CAP_SYS_RESOURCE)", "err", err)
+	}
+}
+
+// keepRealtime gives the threads the Go runtime starts later the realtime
+// priority too (a new thread does not inherit it: the policy resets on
+// fork, so that scripts run as normal processes), once a second until ctx
+// ends.
+func (e *Engine) keepRealtime(ctx context.Context) {
+	t := time.NewTicker(time.Second) // the kernel's threads, not a protocol timer: the real clock
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if p := e.rtPrio.Load(); p > 0 {
+				_, _ = sched.Threads(int(p))
+			}
+		}
+	}
+}

@@ -87,6 +87,16 @@ func (p *parser) global(stmts []*stmt) {
 					g.MaxAutoPriority, _ = p.intVal(s.pos, s.kw(), a[0], -1, 99)
 				}
 			}
+		case "vrrp_rt_priority":
+			g.RTPriority, _ = p.intArg(s, 1, 99)
+		case "vrrp_no_swap":
+			g.NoSwap = p.flag(s)
+		case "vrrp_rlimit_rttime":
+			g.RLimitRTTime, _ = p.intArg(s, 1, math.MaxInt32)
+		case "checker_rlimit_rttime":
+			g.CheckerRLimitRTTime, _ = p.intArg(s, 1, math.MaxInt32)
+		case "bfd_rlimit_rttime":
+			g.BFDRLimitRTTime, _ = p.intArg(s, 1, math.MaxInt32)
 		case "vrrp_startup_delay":
 			g.StartupDelay, _ = p.secondsArg(s, 0, maxTimer)
 		case "dynamic_interfaces":

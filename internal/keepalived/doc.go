@@ -18,7 +18,11 @@
 //     vrrp_version, vrrp_garp_master_delay, vrrp_garp_master_repeat,
 //     vrrp_garp_master_refresh, vrrp_garp_master_refresh_repeat,
 //     vrrp_garp_interval, vrrp_gna_interval, max_auto_priority,
-//     vrrp_startup_delay, dynamic_interfaces [allow_if_changes]. Repeated
+//     vrrp_startup_delay, dynamic_interfaces [allow_if_changes],
+//     vrrp_rt_priority, vrrp_no_swap, vrrp_rlimit_rttime (applied to the
+//     engine process by package sched), checker_rlimit_rttime and
+//     bfd_rlimit_rttime (recorded; vipstack has no checker or BFD
+//     process, its checks run in the engine process). Repeated
 //     global_defs blocks merge. dynamic_interfaces changes nothing: vipstack
 //     always runs an instance whose interface does not exist in FAULT
 //     until the interface is created (and builds it anew when its

@@ -191,6 +191,21 @@ func TestParseErrors(t *testing.T) {
 			want: "k.conf:2: vrrp_version 4 is out of range (accepted: 2..3)",
 		},
 		{
+			name: "vrrp_rt_priority out of range",
+			conf: "global_defs {\n vrrp_rt_priority 0\n}\n",
+			want: "k.conf:2: vrrp_rt_priority 0 is out of range (accepted: 1..99)",
+		},
+		{
+			name: "vrrp_rlimit_rttime not a number",
+			conf: "global_defs {\n vrrp_rlimit_rttime 10ms\n}\n",
+			want: `k.conf:2: vrrp_rlimit_rttime "10ms" is not an integer (accepted: 1..2147483647)`,
+		},
+		{
+			name: "vrrp_no_swap with a value",
+			conf: "global_defs {\n vrrp_no_swap yes\n}\n",
+			want: "k.conf:2: vrrp_no_swap takes no value, got 1 values",
+		},
+		{
 			name: "bad max_auto_priority",
 			conf: "global_defs {\n max_auto_priority 100\n}\n",
 			want: "k.conf:2: max_auto_priority 100 is out of range (accepted: -1..99)",

@@ -17,10 +17,11 @@ const (
 	globalAccepted = "router_id, enable_script_security, script_user, vrrp_version, " +
 		"vrrp_garp_master_delay, vrrp_garp_master_repeat, vrrp_garp_master_refresh, " +
 		"vrrp_garp_master_refresh_repeat, vrrp_garp_interval, vrrp_gna_interval, " +
-		"max_auto_priority, vrrp_startup_delay, dynamic_interfaces"
-	globalUnsupported = "bfd_cpu_affinity bfd_no_swap bfd_priority bfd_process_name bfd_rlimit_rttime " +
+		"max_auto_priority, vrrp_startup_delay, dynamic_interfaces, vrrp_rt_priority, vrrp_no_swap, " +
+		"vrrp_rlimit_rttime, checker_rlimit_rttime, bfd_rlimit_rttime"
+	globalUnsupported = "bfd_cpu_affinity bfd_no_swap bfd_priority bfd_process_name " +
 		"bfd_rt_priority checker_cpu_affinity checker_log_all_failures checker_no_swap checker_priority " +
-		"checker_process_name checker_rlimit_rttime checker_rt_priority config_save_dir data_use_instance " +
+		"checker_process_name checker_rt_priority config_save_dir data_use_instance " +
 		"dbus_service_name default_interface disable_local_igmp enable_dbus " +
 		"enable_snmp_checker enable_snmp_rfc enable_snmp_rfcv2 enable_snmp_rfcv3 enable_snmp_vrrp " +
 		"enable_traps fifo_write_vrrp_states_on_reload include_check log_unknown_vrids lvs_flush " +
@@ -39,9 +40,9 @@ const (
 		"vrrp_garp_lower_prio_delay vrrp_garp_lower_prio_repeat vrrp_higher_prio_send_advert " +
 		"vrrp_ipsets vrrp_iptables vrrp_lower_prio_no_advert vrrp_mcast_group4 vrrp_mcast_group6 " +
 		"vrrp_min_garp vrrp_netlink_cmd_rcv_bufs vrrp_netlink_cmd_rcv_bufs_force " +
-		"vrrp_netlink_monitor_rcv_bufs vrrp_netlink_monitor_rcv_bufs_force vrrp_no_swap " +
+		"vrrp_netlink_monitor_rcv_bufs vrrp_netlink_monitor_rcv_bufs_force " +
 		"vrrp_notify_fifo vrrp_notify_fifo_script vrrp_notify_priority_changes vrrp_priority " +
-		"vrrp_process_name vrrp_rlimit_rttime vrrp_rt_priority vrrp_rx_bufs_multiplier " +
+		"vrrp_process_name vrrp_rx_bufs_multiplier " +
 		"vrrp_rx_bufs_policy vrrp_skip_check_adv_addr vrrp_strict net_namespace " +
 		"net_namespace_ipvs namespace_with_ipsets instance use_pid_dir linkbeat_use_polling " +
 		"child_wait_time"

@@ -48,6 +48,18 @@ type GlobalDefs struct {
 	GNAInterval             time.Duration
 	MaxAutoPriority         int // -1 when not set
 	StartupDelay            time.Duration
+	// Scheduling of the VRRP process, as OpenShift's current template sets
+	// it against split brain from CPU starvation: RTPriority is
+	// vrrp_rt_priority (SCHED_RR 1..99, 0 when not set), NoSwap
+	// vrrp_no_swap (memory locked), RLimitRTTime vrrp_rlimit_rttime (the
+	// CPU time in microseconds a realtime thread may use without blocking,
+	// RLIMIT_RTTIME; 0 when not set). CheckerRLimitRTTime and
+	// BFDRLimitRTTime are keepalived's checker and BFD processes', which
+	// vipstack does not have: recorded, no effect.
+	RTPriority                           int
+	NoSwap                               bool
+	RLimitRTTime                         int
+	CheckerRLimitRTTime, BFDRLimitRTTime int
 }
 
 // Script is a vrrp_script block.
