@@ -22,7 +22,11 @@
 //     vrrp_rt_priority, vrrp_no_swap, vrrp_rlimit_rttime (applied to the
 //     engine process by package sched), checker_rlimit_rttime and
 //     bfd_rlimit_rttime (recorded; vipstack has no checker or BFD
-//     process, its checks run in the engine process). Repeated
+//     process, its checks run in the engine process). max_auto_priority
+//     is accepted and does nothing more: keepalived raises its realtime
+//     priority by itself after late timers, up to that value; vipstack
+//     keeps vrrp_rt_priority and reads what queued up after a late timer
+//     before acting on it (engine.stallThreshold). Repeated
 //     global_defs blocks merge. dynamic_interfaces changes nothing: vipstack
 //     always runs an instance whose interface does not exist in FAULT
 //     until the interface is created (and builds it anew when its
