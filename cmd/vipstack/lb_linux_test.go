@@ -41,19 +41,28 @@ func TestLBHelperProcess(t *testing.T) {
 	os.Exit(runLB(ctx, strings.Split(args, "\n"), os.Stdout, os.Stderr))
 }
 
-// nsAPIServer is a TLS API server in a host's namespace: /readyz answers
-// "ok", anything else the server's name.
+// nsAPIServer is a TLS API server in a host's namespace on port (default
+// 6443): /readyz answers "ok", anything else the server's name. With
+// delay, it completes TCP handshakes at once but answers TLS only after
+// delay, as an API server that is starting.
 type nsAPIServer struct {
-	name string
-	h    *testnet.Host
-	srv  *httptest.Server
+	name  string
+	h     *testnet.Host
+	port  int
+	delay time.Duration
+	srv   *httptest.Server
+	timer *time.Timer // the delayed start, if any
 }
 
 func (a *nsAPIServer) start(t *testing.T) {
 	t.Helper()
+	port := a.port
+	if port == 0 {
+		port = 6443
+	}
 	var ln net.Listener
 	if err := a.h.Do(func() (err error) {
-		ln, err = net.Listen("tcp", "[::]:6443")
+		ln, err = net.Listen("tcp", fmt.Sprintf("[::]:%d", port))
 		return err
 	}); err != nil {
 		t.Fatal(err)
@@ -69,8 +78,12 @@ func (a *nsAPIServer) start(t *testing.T) {
 	s.Config.ErrorLog = log.New(io.Discard, "", 0)
 	s.Listener.Close()
 	s.Listener = ln
-	s.StartTLS()
 	a.srv = s
+	if a.delay > 0 {
+		a.timer = time.AfterFunc(a.delay, s.StartTLS)
+		return
+	}
+	s.StartTLS()
 }
 
 // nsDial connects from h's namespace.
@@ -391,26 +404,10 @@ backend masters
 		newAddr = srvHost.IPv4.Addr().String() + ":6444"
 	}
 	newName := "n" + other
-	var slowLn net.Listener
-	if err := srvHost.Do(func() (err error) {
-		slowLn, err = net.Listen("tcp", "[::]:6444")
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	slow := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/readyz" {
-			io.WriteString(w, "ok")
-			return
-		}
-		io.WriteString(w, other)
-	}))
-	slow.Config.ErrorLog = log.New(io.Discard, "", 0)
-	slow.Listener.Close()
-	slow.Listener = slowLn
-	defer slow.Close()
-	startSlow := time.AfterFunc(700*time.Millisecond, slow.StartTLS)
-	defer startSlow.Stop()
+	slow := &nsAPIServer{name: other, h: srvHost, port: 6444, delay: 700 * time.Millisecond}
+	slow.start(t)
+	defer slow.srv.Close()
+	defer slow.timer.Stop()
 	lines := strings.Split(conf(""), "\n")
 	for i, l := range lines {
 		switch {
