@@ -78,23 +78,37 @@ vrrp_instance VI_1 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(1500 * time.Millisecond) // one pass of the engine's once-a-second sweep over new threads
-
-	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, task := range tasks {
-		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/stat", pid, task.Name()))
+	// Every thread at SCHED_RR 50, those the runtime started after the
+	// engine applied it too (its sweep runs once a second): polled until
+	// so, for at most 5 s.
+	var notRR []string
+	var threads int
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		notRR, threads = nil, 0
+		tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
 		if err != nil {
-			continue // ended meanwhile
+			t.Fatal(err)
 		}
-		// Fields after the command (which is in parentheses): rt_priority
-		// is field 40, policy 41.
-		f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+2:]))
-		if prio, policy := f[37], f[38]; prio != "50" || policy != "2" {
-			t.Errorf("engine thread %s: rt_priority %s policy %s, want 50 and 2 (SCHED_RR)", task.Name(), prio, policy)
+		for _, task := range tasks {
+			stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/stat", pid, task.Name()))
+			if err != nil {
+				continue // ended meanwhile
+			}
+			threads++
+			// Fields after the command (which is in parentheses):
+			// rt_priority is field 40, policy 41.
+			f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+2:]))
+			if prio, policy := f[37], f[38]; prio != "50" || policy != "2" {
+				notRR = append(notRR, fmt.Sprintf("thread %s: rt_priority %s policy %s", task.Name(), prio, policy))
+			}
 		}
+		if len(notRR) == 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond) // polling /proc, bounded by deadline
+	}
+	for _, m := range notRR {
+		t.Errorf("engine %s, want rt_priority 50 and policy 2 (SCHED_RR)", m)
 	}
 	limits, err := os.ReadFile(fmt.Sprintf("/proc/%d/limits", pid))
 	if err != nil {
@@ -115,7 +129,7 @@ vrrp_instance VI_1 {
 	if k, _ := strconv.Atoi(string(lck[1])); k == 0 {
 		t.Errorf("VmLck 0 kB: vrrp_no_swap did not lock the engine's memory")
 	}
-	t.Logf("engine %d: %d threads at SCHED_RR 50, VmLck %s kB, VmRSS %s kB", pid, len(tasks), lck[1], rss[1])
+	t.Logf("engine %d: %d threads at SCHED_RR 50, VmLck %s kB, VmRSS %s kB", pid, threads, lck[1], rss[1])
 
 	policy, err := os.ReadFile(out)
 	if err != nil {

@@ -3,6 +3,7 @@
 package sched
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -53,10 +54,7 @@ func Apply(was, t Tuning) (done []string, err error) {
 			done = append(done, fmt.Sprintf("SCHED_OTHER on %d threads", n))
 		}
 	}
-	if len(errs) > 0 {
-		return done, fmt.Errorf("%v", errs)
-	}
-	return done, nil
+	return done, errors.Join(errs...)
 }
 
 // Threads sets every thread of the process to SCHED_RR at prio (0:
