@@ -43,7 +43,7 @@ func bit(i int) uint64 {
 
 // eligible reports whether server i may take a connection.
 func (p *pool) eligible(i int, skip uint64) bool {
-	return p.weights[i] > 0 && skip&bit(i) == 0 && p.servers[i].up.Load()
+	return p.weights[i] > 0 && skip&bit(i) == 0 && p.servers[i].usable()
 }
 
 // pick chooses an UP server not in skip, by the pool's algorithm, and

@@ -245,7 +245,7 @@ func (snap Snapshot) records() []*statRecord {
 		switch p.kind {
 		case proxyFrontend:
 			for _, f := range snap.Frontends {
-				if f.Name == p.name {
+				if f.Name == p.name && snap.filter.keeps(p.iid, 1, 0) {
 					out = append(out, frontendRecord(f, p.iid))
 					break
 				}
@@ -253,23 +253,38 @@ func (snap Snapshot) records() []*statRecord {
 		case proxyBackend:
 			for _, b := range snap.Backends {
 				if b.Name == p.name {
-					out = append(out, backendRecords(b, p.iid, snap.hideDown)...)
+					out = append(out, backendRecords(b, p.iid, snap.hideDown, snap.filter)...)
 					break
 				}
 			}
 		case proxyListen:
-			fe := newRecord(objFrontend, p.iid, 0, p.name, "FRONTEND", "http")
-			fe.s("status", "OPEN")
-			fe.n("slim", maxWebConns)
-			fe.zero("rate_lim", "comp_in", "comp_out", "comp_byp", "comp_rsp", "dcon", "dses", "wrew")
-			be := newRecord(objBackend, p.iid, 0, p.name, "BACKEND", "http")
-			be.s("status", "UP") // haproxy's, for a backend without servers
-			be.zero("qcur", "qmax", "weight", "act", "bck", "lbtot", "comp_in", "comp_out", "comp_byp", "comp_rsp",
-				"wrew", "reuse", "uweight")
-			out = append(out, fe, be)
+			if snap.filter.keeps(p.iid, 1, 0) {
+				out = append(out, listenFrontendRecord(p))
+			}
+			if snap.filter.keeps(p.iid, 2, 0) {
+				out = append(out, listenBackendRecord(p))
+			}
 		}
 	}
 	return out
+}
+
+// listenFrontendRecord is the FRONTEND line of a monitor or stats section.
+func listenFrontendRecord(p proxyRef) *statRecord {
+	fe := newRecord(objFrontend, p.iid, 0, p.name, "FRONTEND", "http")
+	fe.s("status", "OPEN")
+	fe.n("slim", maxWebConns)
+	fe.zero("rate_lim", "comp_in", "comp_out", "comp_byp", "comp_rsp", "dcon", "dses", "wrew")
+	return fe
+}
+
+// listenBackendRecord is the BACKEND line of a monitor or stats section.
+func listenBackendRecord(p proxyRef) *statRecord {
+	be := newRecord(objBackend, p.iid, 0, p.name, "BACKEND", "http")
+	be.s("status", "UP") // haproxy's, for a backend without servers
+	be.zero("qcur", "qmax", "weight", "act", "bck", "lbtot", "comp_in", "comp_out", "comp_byp", "comp_rsp",
+		"wrew", "reuse", "uweight")
+	return be
 }
 
 func frontendRecord(f FrontendStats, iid int) *statRecord {
@@ -288,11 +303,14 @@ func frontendRecord(f FrontendStats, iid int) *statRecord {
 	return r
 }
 
-func backendRecords(b BackendStats, iid int, hideDown bool) []*statRecord {
+func backendRecords(b BackendStats, iid int, hideDown bool, f *StatFilter) []*statRecord {
 	var out []*statRecord
 	for i, s := range b.Servers {
 		if hideDown && !s.Up {
 			continue // its sid stays taken, as in haproxy
+		}
+		if !f.keeps(iid, 4, i+1) || (f != nil && f.NoMaint && s.Admin == AdminMaint) {
+			continue
 		}
 		r := newRecord(objServer, iid, i+1, b.Name, s.Name, "tcp")
 		r.i("scur", s.Sessions)
@@ -350,6 +368,9 @@ func backendRecords(b BackendStats, iid int, hideDown bool) []*statRecord {
 	r.n("act", uint64(b.UpServers))
 	r.n("lbtot", b.Selected)
 	r.zero("qcur", "qmax", "dreq", "dresp", "wredis", "bck", "comp_in", "comp_out", "comp_byp", "comp_rsp", "wrew", "reuse")
+	if !f.keeps(iid, 2, 0) {
+		return out
+	}
 	return append(out, r)
 }
 

@@ -500,7 +500,7 @@ func (l *LB) health() (healthy, unconfirmed, held bool) {
 	waiting := false
 	for _, p := range l.view.Load().pools {
 		for _, s := range p.servers {
-			if s.up.Load() {
+			if s.usable() {
 				if s.confirmed.Load() {
 					return true, false, false
 				}

@@ -74,6 +74,13 @@ type server struct {
 	chkfail atomic.Uint64
 	results []atomic.Uint64 // by statusIndex
 
+	// admin is the server's AdminState (admin.go), changed under adminMu;
+	// downsBase counts the DOWN transitions of its earlier checkers (a
+	// server taken into MAINT loses its checker).
+	admin     atomic.Int32
+	adminMu   sync.Mutex
+	downsBase atomic.Uint64
+
 	mu         sync.Mutex // guards the fields below
 	check      checkConf
 	checker    *healthcheck.Checker
@@ -105,6 +112,8 @@ func (s *server) inherit(old *server) {
 	old.mu.Lock()
 	defer old.mu.Unlock()
 	s.up.Store(old.up.Load())
+	s.admin.Store(old.admin.Load())
+	s.downsBase.Store(old.downsBase.Load())
 	s.confirmed.Store(old.confirmed.Load())
 	s.checked.Store(old.checked.Load())
 	s.smax.Store(old.smax.Load())
@@ -131,6 +140,9 @@ func (s *server) startCheck(conf checkConf) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.check = conf
+	if AdminState(s.admin.Load()) == AdminMaint {
+		return // checks are paused in MAINT; leaving it starts them
+	}
 	if !conf.enabled {
 		if !s.up.Load() {
 			s.setUpLocked(true)

@@ -21,6 +21,8 @@ type Snapshot struct {
 	// hideDown leaves DOWN servers out of the stats page, haproxy's ";up"
 	// (see HideDown).
 	hideDown bool
+	// filter limits the stats lines (see Filter); nil for all.
+	filter *StatFilter
 }
 
 // HideDown returns snap with its DOWN servers left out of the stats page's
@@ -75,6 +77,9 @@ type ServerStats struct {
 	Status string `json:"status"` // haproxy's: UP, DOWN, "UP 1/2", "DOWN 1/3", "no check"
 	Up     bool   `json:"up"`
 	Weight int    `json:"weight"`
+	// Admin is the state an operator set (AdminState): ready, drain or
+	// maint. A server in drain or maint takes no new connection.
+	Admin AdminState `json:"admin"`
 
 	Sessions      int64  `json:"current_sessions"`
 	MaxSessions   int64  `json:"max_sessions"`
@@ -123,7 +128,7 @@ func (l *LB) Snapshot() Snapshot {
 		bs := BackendStats{Name: p.name, Balance: string(p.balance)}
 		for i, s := range p.servers {
 			ss := serverStats(s, p.weights[i], now)
-			if ss.Up {
+			if ss.Up && ss.Admin == AdminReady {
 				bs.UpServers++
 				bs.Weight += ss.Weight
 			}
@@ -176,6 +181,14 @@ func serverStats(s *server, weight int, now time.Time) ServerStats {
 		if ss.Up {
 			ss.Status = "UP"
 		}
+	}
+	ss.Downs += s.downsBase.Load()
+	switch ss.Admin = AdminState(s.admin.Load()); {
+	case ss.Admin == AdminMaint:
+		// haproxy's MAINT line: the check is paused and shows nothing.
+		ss.Status, ss.CheckStatus, ss.CheckCode, ss.CheckInfo, ss.CheckDurationMS = "MAINT", "", 0, "", 0
+	case ss.Admin == AdminDrain && ss.Up:
+		ss.Status = "DRAIN"
 	}
 	for i, name := range healthcheck.Statuses() {
 		if n := s.results[i].Load(); n > 0 {
