@@ -260,7 +260,22 @@ func TestParseAccepts(t *testing.T) {
 
 		// Warnings.
 		{
-			name: "log and stats socket are noted",
+			name: "stats sockets",
+			conf: func(t *testing.T) string {
+				return "global\n  stats socket /run/h.sock mode 600 level admin expose-fd listeners\n" +
+					"  stats socket unix@/run/h2.sock user root gid 0\n" +
+					"  stats socket ipv4@127.0.0.1:47019 level operator\n  stats socket [::1]:47019\n" + base
+			},
+			get: func(c *lbconfig.Config) any { return c.StatsSockets },
+			want: []lbconfig.StatsSocket{
+				{Network: "unix", Address: "/run/h.sock", Mode: 0o600, Level: "admin"},
+				{Network: "unix", Address: "/run/h2.sock", Level: "user", User: "root", Group: "0"},
+				{Network: "tcp", Address: "127.0.0.1:47019", Level: "operator"},
+				{Network: "tcp", Address: "[::1]:47019", Level: "user"},
+			},
+		},
+		{
+			name: "log is noted",
 			conf: func(t *testing.T) string {
 				return "global\n  stats socket /run/h.sock mode 600 level admin\n" +
 					edit(t, "  mode tcp\n", "  mode tcp\n  log /dev/log local0 info\n  log global\n")
@@ -268,7 +283,6 @@ func TestParseAccepts(t *testing.T) {
 			get:  func(c *lbconfig.Config) any { return len(c.Frontends) },
 			want: 1,
 			wantWarnings: []string{
-				"h.cfg:2: stats socket /run/h.sock: the runtime API is not served by vipstack; the socket is not created",
 				"h.cfg:5: log /dev/log: vipstack logs to stderr; the log target is not used",
 				"h.cfg:6: log global: vipstack logs to stderr; haproxy's log targets are not used",
 			},

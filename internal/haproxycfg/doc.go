@@ -15,8 +15,11 @@
 //
 // # Supported subset
 //
-//   - global: maxconn; stats socket (accepted and noted in a warning: the
-//     runtime API is not served). global may appear anywhere.
+//   - global: maxconn; stats socket ADDRESS (a file path, unix@PATH,
+//     ipv4@IP:PORT, ipv6@[IP]:PORT or IP:PORT) [mode OCTAL] [level
+//     user|operator|admin] [user|uid ...] [group|gid ...] [expose-fd
+//     listeners], where `vipstack lb` serves the runtime API
+//     (internal/lbcli). global may appear anywhere.
 //   - defaults (one section, before any proxy, optionally named): maxconn,
 //     mode tcp, log (accepted, with a warning: vipstack logs to stderr),
 //     option dontlognull, option redispatch, retries, timeout client |

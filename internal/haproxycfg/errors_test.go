@@ -47,6 +47,37 @@ func TestParseErrors(t *testing.T) {
 	}{
 		// The issue's bad inputs.
 		{
+			name: "stats socket parameter",
+			conf: func(t *testing.T) string {
+				return "global\n  stats socket /run/h.sock mode 600 accept-netscaler-cip 1\n" + base
+			},
+			want:    `h.cfg:2: stats socket: parameter "accept-netscaler-cip" is not supported by vipstack (accepted: expose-fd listeners, gid, group, level, mode, uid, user)`,
+			haproxy: haproxyAccepts,
+		},
+		{
+			name:    "stats socket level",
+			conf:    func(t *testing.T) string { return "global\n  stats socket /run/h.sock level root\n" + base },
+			want:    `h.cfg:2: stats socket: level "root" (accepted: user, operator, admin)`,
+			haproxy: haproxyRejects,
+		},
+		{
+			name: "stats socket mode",
+			conf: func(t *testing.T) string { return "global\n  stats socket /run/h.sock mode rw\n" + base },
+			want: `h.cfg:2: stats socket: mode "rw" is not octal permission bits such as 600`,
+		},
+		{
+			name:    "stats socket family",
+			conf:    func(t *testing.T) string { return "global\n  stats socket abns@lb\n" + base },
+			want:    `h.cfg:2: stats socket: address "abns@lb": the abns@ family is not supported by vipstack (accepted: a file path, unix@PATH, ipv4@IP:PORT, ipv6@[IP]:PORT)`,
+			haproxy: haproxyAccepts,
+		},
+		{
+			name:    "stats socket value missing",
+			conf:    func(t *testing.T) string { return "global\n  stats socket /run/h.sock level\n" + base },
+			want:    `h.cfg:2: stats socket: parameter "level" needs a value (accepted: expose-fd listeners, gid, group, level, mode, uid, user)`,
+			haproxy: haproxyRejects,
+		},
+		{
 			name:    "unsupported keyword",
 			conf:    func(t *testing.T) string { return edit(t, fe, fe+"  acl local src 127.0.0.1\n") },
 			want:    `h.cfg:8: keyword "acl" in frontend main is not supported by vipstack (supported: bind, default_backend, mode)`,

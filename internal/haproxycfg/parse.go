@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"slices"
 	"strconv"
@@ -384,12 +385,102 @@ func (p *parser) global(l line) {
 		}
 	case "stats socket":
 		if args, ok := p.nargs(l, 2, 1, 64, "ADDRESS [params]"); ok {
-			p.cfg.StatsSocket = true
-			p.warnf(l, "stats socket %s: the runtime API is not served by vipstack; the socket is not created", args[0])
+			p.statsSocket(l, args)
 		}
 	default:
 		p.unsupported(l, globalKeywords)
 	}
+}
+
+// socketParams are the `stats socket` parameters vipstack takes.
+const socketParams = "expose-fd listeners, gid, group, level, mode, uid, user"
+
+// statsSocket reads `stats socket ADDRESS [param value]...`. ADDRESS is a
+// file path (unix@ optional) or ipv4@/ipv6@ IP:PORT (or IP:PORT alone).
+func (p *parser) statsSocket(l line, args []string) {
+	s := lbconfig.StatsSocket{Network: "unix", Address: args[0]}
+	addr := args[0]
+	switch prefix, rest, ok := strings.Cut(addr, "@"); {
+	case ok && prefix == "unix":
+		s.Address = rest
+	case ok && (prefix == "ipv4" || prefix == "ipv6"):
+		s.Network, s.Address = "tcp", rest
+	case ok && !strings.Contains(prefix, "/"):
+		p.errorf(l, "stats socket", "stats socket: address %q: the %s@ family is not supported by vipstack (accepted: a file path, unix@PATH, ipv4@IP:PORT, ipv6@[IP]:PORT)", addr, prefix)
+		return
+	case !strings.HasPrefix(addr, "/") && strings.Contains(addr, ":"):
+		s.Network = "tcp"
+	}
+	if s.Network == "tcp" {
+		ap, err := netip.ParseAddrPort(s.Address)
+		if err != nil {
+			p.errorf(l, "stats socket", "stats socket: address %q is not IP:PORT or [IPv6]:PORT (accepted: a file path, unix@PATH, ipv4@IP:PORT, ipv6@[IP]:PORT)", addr)
+			return
+		}
+		s.Address = ap.String()
+	}
+	params := args[1:]
+	for i := 0; i < len(params); i++ {
+		name := params[i]
+		if i+1 >= len(params) {
+			p.errorf(l, "stats socket", "stats socket: parameter %q needs a value (accepted: %s)", name, socketParams)
+			return
+		}
+		val := params[i+1]
+		i++
+		switch name {
+		case "mode":
+			m, err := strconv.ParseUint(val, 8, 32)
+			if err != nil || m > 0o777 {
+				p.errorf(l, "stats socket", "stats socket: mode %q is not octal permission bits such as 600", val)
+				return
+			}
+			s.Mode = uint32(m)
+		case "level":
+			if !slices.Contains(lbconfig.StatsSocketLevels, val) {
+				p.errorf(l, "stats socket", "stats socket: level %q (accepted: %s)", val, strings.Join(lbconfig.StatsSocketLevels, ", "))
+				return
+			}
+			s.Level = val
+		case "user", "group", "uid", "gid":
+			if (name == "uid" || name == "gid") && !isDigits(val) {
+				p.errorf(l, "stats socket", "stats socket: %s %q is not a number (accepted: a numeric id; user and group take names)", name, val)
+				return
+			}
+			if name == "user" || name == "uid" {
+				s.User = val
+			} else {
+				s.Group = val
+			}
+		case "expose-fd":
+			if val != "listeners" {
+				p.errorf(l, "stats socket", "stats socket: expose-fd %q (accepted: listeners)", val)
+				return
+			}
+			// haproxy hands its listening sockets to the next process
+			// on reload; vipstack reloads in its own process and keeps
+			// them, so there is nothing to hand over.
+		default:
+			p.errorf(l, "stats socket", "stats socket: parameter %q is not supported by vipstack (accepted: %s)", name, socketParams)
+			return
+		}
+	}
+	p.source(lbconfig.ItemKey("global", "stats socket "+strconv.Itoa(len(p.cfg.StatsSockets))), l)
+	p.cfg.StatsSockets = append(p.cfg.StatsSockets, s)
+	p.cfg.StatsSocket = true
+}
+
+// isDigits reports whether s is a non-empty run of decimal digits.
+func isDigits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 func (p *parser) defaults(l line) {

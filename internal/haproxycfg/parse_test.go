@@ -111,8 +111,10 @@ func TestParseSeed000(t *testing.T) {
 		}},
 		Proxies:     []string{"frontend main", "listen health_check_http_url", "listen stats", "backend masters"},
 		StatsSocket: true,
+		StatsSockets: []lbconfig.StatsSocket{
+			{Network: "unix", Address: "/var/lib/haproxy/run/haproxy.sock", Mode: 0o600, Level: "admin"},
+		},
 		Warnings: []string{
-			"testdata/seed000.cfg:2: stats socket /var/lib/haproxy/run/haproxy.sock: the runtime API is not served by vipstack; the socket is not created",
 			"testdata/seed000.cfg:6: log /var/run/haproxy/haproxy-log.sock: vipstack logs to stderr; the log target is not used",
 		},
 	}

@@ -29,7 +29,11 @@ type Config struct {
 	Proxies []string
 	// StatsSocket is set by `stats socket` in global: haproxy then gives the
 	// socket's CLI proxy the first proxy number and the sections start at 2.
+	// Validate sets it when StatsSockets has any.
 	StatsSocket bool
+	// StatsSockets are where the runtime API listens (haproxy's `stats
+	// socket` lines): see internal/lbcli.
+	StatsSockets []StatsSocket
 
 	// Source says where each piece was read, for error messages: keys
 	// like "backend masters/server m0" map to "file:line". The key scheme
@@ -42,6 +46,26 @@ type Config struct {
 	// `stats socket`), and doubtful but valid settings.
 	Warnings []string
 }
+
+// StatsSocket is one `stats socket` line: an address for the runtime API.
+type StatsSocket struct {
+	// Network is "unix" (Address is a file path) or "tcp" (Address is
+	// IP:PORT or [IPv6]:PORT).
+	Network string
+	Address string
+	// Mode is a Unix socket's permission bits (haproxy's `mode`, octal);
+	// 0 leaves them to the umask.
+	Mode uint32
+	// Level is what a connection may do: user (the default), operator or
+	// admin.
+	Level string
+	// User and Group own a Unix socket (haproxy's `user`/`uid` and
+	// `group`/`gid`): a name or a number; empty leaves the process's.
+	User, Group string
+}
+
+// StatsSocketLevels are the accepted StatsSocket.Level values.
+var StatsSocketLevels = []string{"user", "operator", "admin"}
 
 // Timeouts are haproxy's `timeout` settings. Zero means not set.
 type Timeouts struct {

@@ -227,6 +227,41 @@ func (v *validator) run() {
 
 func (v *validator) global() {
 	c := v.c
+	seen := map[string]bool{}
+	for i := range c.StatsSockets {
+		s := &c.StatsSockets[i]
+		key := ItemKey("global", "stats socket "+strconv.Itoa(i))
+		pos := v.pos(key)
+		switch {
+		case s.Network != "unix" && s.Network != "tcp":
+			v.fail(pos, "global", "stats socket", "network %q (accepted: unix or tcp)", s.Network)
+		case s.Address == "":
+			v.fail(pos, "global", "stats socket", "no address (accepted: a file path, or IP:PORT)")
+		case s.Network == "tcp":
+			if _, err := netip.ParseAddrPort(s.Address); err != nil {
+				v.fail(pos, "global", "stats socket", "address %q is not IP:PORT or [IPv6]:PORT", s.Address)
+			}
+		}
+		if s.Level == "" {
+			s.Level = "user"
+		}
+		if !slices.Contains(StatsSocketLevels, s.Level) {
+			v.fail(pos, "global", "stats socket", "level %q (accepted: %s)", s.Level, strings.Join(StatsSocketLevels, ", "))
+		}
+		if s.Mode > 0o777 {
+			v.fail(pos, "global", "stats socket", "mode %o (accepted: permission bits, 0 to 777 in octal)", s.Mode)
+		}
+		if s.Network == "tcp" && (s.Mode != 0 || s.User != "" || s.Group != "") {
+			v.fail(pos, "global", "stats socket", "mode, user and group apply to a Unix socket, not to %s", s.Address)
+		}
+		if seen[s.Network+" "+s.Address] {
+			v.fail(pos, "global", "stats socket", "%s is already a stats socket (accepted: each address once)", s.Address)
+		}
+		seen[s.Network+" "+s.Address] = true
+	}
+	if len(c.StatsSockets) > 0 {
+		c.StatsSocket = true
+	}
 	if c.GlobalMaxConn < 0 {
 		v.fail(v.pos(ItemKey("global", "maxconn")), "global", "maxconn",
 			"maxconn %d is negative (accepted: 1 or more, or 0 for not set)", c.GlobalMaxConn)

@@ -29,6 +29,17 @@ type yamlConfig struct {
 	Backends      []yamlBackend  `yaml:"backends,omitempty"`
 	Monitors      []yamlMonitor  `yaml:"monitors,omitempty"`
 	Stats         []yamlStats    `yaml:"stats,omitempty"`
+	StatsSockets  []yamlSocket   `yaml:"statsSockets,omitempty"`
+}
+
+// yamlSocket is a stats socket: address is a file path (a Unix socket) or
+// IP:PORT (TCP); mode is octal, as in haproxy.cfg.
+type yamlSocket struct {
+	Address string `yaml:"address"`
+	Mode    string `yaml:"mode,omitempty"`
+	Level   string `yaml:"level,omitempty"`
+	User    string `yaml:"user,omitempty"`
+	Group   string `yaml:"group,omitempty"`
 }
 
 type yamlTimeouts struct {
@@ -108,6 +119,7 @@ func typeNames() *strings.Replacer {
 		"lbconfig.yamlBind", "a bind", "lbconfig.yamlFrontend", "a frontend", "lbconfig.yamlBackend", "a backend",
 		"lbconfig.yamlHTTPCheck", "httpCheck", "lbconfig.yamlServer", "a server", "lbconfig.yamlMonitor", "a monitor",
 		"lbconfig.yamlStats", "a stats page", "lbconfig.yamlUser", "a stats user", "lbconfig.duration", "a duration",
+		"lbconfig.yamlSocket", "a stats socket",
 	)
 }
 
@@ -119,6 +131,7 @@ var yamlTypes = map[string]reflect.Type{
 	"lbconfig.yamlBackend": reflect.TypeFor[yamlBackend](), "lbconfig.yamlHTTPCheck": reflect.TypeFor[yamlHTTPCheck](),
 	"lbconfig.yamlServer": reflect.TypeFor[yamlServer](), "lbconfig.yamlMonitor": reflect.TypeFor[yamlMonitor](),
 	"lbconfig.yamlStats": reflect.TypeFor[yamlStats](), "lbconfig.yamlUser": reflect.TypeFor[yamlUser](),
+	"lbconfig.yamlSocket": reflect.TypeFor[yamlSocket](),
 }
 
 var (
@@ -449,6 +462,20 @@ func (y *yamlConfig) config(src map[string]string) (*Config, []error) {
 		}
 		c.Stats = append(c.Stats, s)
 	}
+	for i, ys := range y.StatsSockets {
+		s := StatsSocket{Network: "unix", Address: ys.Address, Level: ys.Level, User: ys.User, Group: ys.Group}
+		if _, err := netip.ParseAddrPort(ys.Address); err == nil {
+			s.Network = "tcp"
+		}
+		if ys.Mode != "" {
+			m, err := strconv.ParseUint(ys.Mode, 8, 32)
+			if err != nil {
+				fail("", "statsSockets["+strconv.Itoa(i)+"]", "mode", "mode %q is not an octal number such as 600", ys.Mode)
+			}
+			s.Mode = uint32(m)
+		}
+		c.StatsSockets = append(c.StatsSockets, s)
+	}
 	return c, errs
 }
 
@@ -625,6 +652,13 @@ func FormatYAML(c *Config) ([]byte, error) {
 			ys.Users = append(ys.Users, yamlUser{User: u.User, Pass: u.Pass})
 		}
 		y.Stats = append(y.Stats, ys)
+	}
+	for _, s := range c.StatsSockets {
+		ys := yamlSocket{Address: s.Address, Level: s.Level, User: s.User, Group: s.Group}
+		if s.Mode != 0 {
+			ys.Mode = strconv.FormatUint(uint64(s.Mode), 8)
+		}
+		y.StatsSockets = append(y.StatsSockets, ys)
 	}
 	var buf bytes.Buffer
 	enc := yaml.NewEncoder(&buf)
