@@ -18,6 +18,7 @@ import (
 	"github.com/vipstack/vipstack/internal/clock"
 	"github.com/vipstack/vipstack/internal/haproxycfg"
 	"github.com/vipstack/vipstack/internal/lb"
+	"github.com/vipstack/vipstack/internal/lbcli"
 	"github.com/vipstack/vipstack/internal/lbconfig"
 	"github.com/vipstack/vipstack/internal/redirect"
 	"github.com/vipstack/vipstack/internal/serve"
@@ -142,10 +143,22 @@ func runLB(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "vipstack lb: %v\n", err)
 		return 1
 	}
-	if err := l.Apply(cfg); err != nil {
+	// The runtime API's sockets open before the configuration applies,
+	// so that one that cannot be opened stops the start with nothing
+	// listening (haproxy fails to start then too).
+	sockets := lbcli.NewSockets(l, version, time.Now(), log.With("part", "runtime-api"))
+	defer sockets.Close()
+	sockChange, err := sockets.Prepare(cfg.StatsSockets)
+	if err != nil {
 		fmt.Fprintf(stderr, "vipstack lb: %v\n", err)
 		return 1
 	}
+	if err := l.Apply(cfg); err != nil {
+		sockChange.Abort()
+		fmt.Fprintf(stderr, "vipstack lb: %v\n", err)
+		return 1
+	}
+	sockChange.Commit()
 	if rd != nil {
 		go rd.Run()
 	}
@@ -176,9 +189,15 @@ func runLB(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 				return fmt.Errorf("--redirect: %w", err)
 			}
 		}
-		if err := l.Apply(next); err != nil {
+		change, err := sockets.Prepare(next.StatsSockets)
+		if err != nil {
 			return err
 		}
+		if err := l.Apply(next); err != nil {
+			change.Abort()
+			return err
+		}
+		change.Commit()
 		if rd != nil && port != rdPort {
 			rd.Retarget(redirect.New(vip, port))
 			log.Info("the redirect follows the frontend to its new port", "old", rdPort, "new", port)

@@ -149,8 +149,10 @@ func TestLBNamespaces(t *testing.T) {
 	}
 	lbV4, lbV6 := h1.IPv4.Addr().String(), h1.IPv6.Addr().String()
 	m2, m3 := topo.Hosts[1], topo.Hosts[2]
+	// The seed's stats socket, in the test's directory.
+	sock := filepath.Join(t.TempDir(), "haproxy.sock")
 	conf := func(extra string) string {
-		return fmt.Sprintf(`global
+		return strings.Replace(fmt.Sprintf(`global
   stats socket /var/lib/haproxy/run/haproxy.sock  mode 600 level admin expose-fd listeners
 defaults
   maxconn 2000
@@ -186,7 +188,7 @@ backend masters
    balance roundrobin
    server m2 %s:6443 weight 1 verify none check check-ssl inter 1s fall 2 rise 3
    server m3 [%s]:6443 weight 1 verify none check check-ssl inter 1s fall 2 rise 3
-%s`, lbV4, m2.IPv4.Addr(), m3.IPv6.Addr(), extra)
+%s`, lbV4, m2.IPv4.Addr(), m3.IPv6.Addr(), extra), "/var/lib/haproxy/run/haproxy.sock", sock, 1)
 	}
 	path := filepath.Join(t.TempDir(), "haproxy.cfg")
 	if err := os.WriteFile(path, []byte(conf("")), 0o644); err != nil {
@@ -250,6 +252,55 @@ backend masters
 		}
 		return ""
 	}
+	// The runtime API on the stats socket: an operator takes m2 out of
+	// service and clients through the VIP reach m3 alone; back to ready,
+	// both again.
+	runtimeAPI := func(cmd string) string {
+		t.Helper()
+		c, err := net.DialTimeout("unix", sock, 5*time.Second)
+		if err != nil {
+			t.Fatalf("stats socket: %v", err)
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		if _, err := io.WriteString(c, cmd+"\n"); err != nil {
+			t.Fatalf("stats socket: %v", err)
+		}
+		b, err := io.ReadAll(c)
+		if err != nil {
+			t.Fatalf("stats socket %q: %v", cmd, err)
+		}
+		return string(b)
+	}
+	if got := runtimeAPI("set server masters/m2 state drain"); got != "\n" {
+		t.Fatalf("set server masters/m2 state drain: %q, want an empty answer", got)
+	}
+	for range 4 {
+		if _, body, err := nsGet(client, vip+":6443", "/", true, ""); err != nil || body != "m3" {
+			t.Errorf("via the VIP with m2 drained: %q %v, want m3", body, err)
+		}
+	}
+	if st := serverStatus("m2"); st != "DRAIN" {
+		t.Errorf("m2's stats status when drained: %q, want DRAIN", st)
+	}
+	runtimeAPI("set server masters/m2 state maint")
+	if got := runtimeAPI("show servers state masters"); !strings.Contains(got, " masters 1 m2 "+m2.IPv4.Addr().String()+" 0 1 ") {
+		t.Errorf("show servers state with m2 in maint (op state 0, admin state 1):\n%s", got)
+	}
+	if st := serverStatus("m2"); st != "MAINT" {
+		t.Errorf("m2's stats status in maint: %q, want MAINT", st)
+	}
+	runtimeAPI("set server masters/m2 state ready")
+	seenAgain := map[string]bool{}
+	for range 4 {
+		if _, body, err := nsGet(client, vip+":6443", "/", true, ""); err == nil {
+			seenAgain[body] = true
+		}
+	}
+	if !seenAgain["m2"] || !seenAgain["m3"] {
+		t.Errorf("after m2 is ready again: servers %v, want m2 and m3", seenAgain)
+	}
+
 	if code, _, err := nsGet(client, net.JoinHostPort(lbV4, "50000"), "/haproxy_stats", false, ""); err != nil || code != 401 {
 		t.Errorf("stats without credentials: %d %v, want 401", code, err)
 	}

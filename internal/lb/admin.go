@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+
+	"github.com/vipstack/vipstack/internal/healthcheck"
 )
 
 // AdminState is a server's administrative state, set by an operator (the
@@ -89,11 +91,14 @@ func (s *server) setAdmin(st AdminState) {
 		s.mu.Lock()
 		c := s.checker
 		s.mu.Unlock()
+		var last *healthcheck.State
 		if c != nil {
-			s.downsBase.Add(c.State().Downs)
+			st := c.State()
+			last = &st
 		}
 		s.stop()
 		s.mu.Lock()
+		s.paused = last
 		if s.up.Load() {
 			s.downsBase.Add(1)
 		}
@@ -101,6 +106,10 @@ func (s *server) setAdmin(st AdminState) {
 		s.mu.Unlock()
 	case old == AdminMaint:
 		s.mu.Lock()
+		if s.paused != nil {
+			s.downsBase.Add(s.paused.Downs)
+			s.paused = nil
+		}
 		s.setUpLocked(true)
 		conf := s.check
 		s.mu.Unlock()

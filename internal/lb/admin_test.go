@@ -148,9 +148,15 @@ func TestMaintPausesCheck(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := l.serverStats(t, "be", "a")
-	if st.Status != "MAINT" || st.CheckStatus != "" || st.Up || st.Downs != 1 {
-		t.Fatalf("a in maint: status %q check %q up %v downs %d, want MAINT, no check status, down, 1 down",
+	if st.Status != "MAINT" || st.CheckStatus != "L4OK" || st.Up || st.Downs != 1 {
+		t.Fatalf("a in maint: status %q check %q up %v downs %d, want MAINT, the last check's L4OK, down, 1 down",
 			st.Status, st.CheckStatus, st.Up, st.Downs)
+	}
+	// The stats CSV line leaves the paused check out, as haproxy's does.
+	for _, line := range strings.Split(l.Snapshot().CSV(), "\n") {
+		if strings.HasPrefix(line, "be,a,") && (!strings.Contains(line, ",MAINT,") || strings.Contains(line, "L4OK")) {
+			t.Errorf("a's CSV line in maint: %s", line)
+		}
 	}
 	if c := l.serverFor(t, "be", "a"); c.checker != nil {
 		t.Fatal("a's checker still runs in maint")

@@ -330,25 +330,28 @@ func backendRecords(b BackendStats, iid int, hideDown bool, f *StatFilter) []*st
 			r.n("chkfail", s.ChecksFailed)
 			r.n("chkdown", s.Downs)
 			r.i("downtime", s.DowntimeSeconds)
-			if s.CheckStatus != "" {
-				r.s("check_status", s.CheckStatus)
-				if s.CheckCode != 0 {
-					r.n("check_code", uint64(s.CheckCode))
+			// haproxy's MAINT line leaves the paused check's fields empty.
+			if s.Admin != AdminMaint {
+				if s.CheckStatus != "" {
+					r.s("check_status", s.CheckStatus)
+					if s.CheckCode != 0 {
+						r.n("check_code", uint64(s.CheckCode))
+					}
+					r.i("check_duration", s.CheckDurationMS)
+					r.s("check_desc", healthcheck.Description(s.CheckStatus))
+					// haproxy's last_chk is empty after a passed check
+					// (measured: a "200 OK" answer gives L7OK and "").
+					info := s.CheckInfo
+					if s.CheckStatus == healthcheck.L4OK || s.CheckStatus == healthcheck.L6OK || s.CheckStatus == healthcheck.L7OK {
+						info = ""
+					}
+					r.s("last_chk", info)
 				}
-				r.i("check_duration", s.CheckDurationMS)
-				r.s("check_desc", healthcheck.Description(s.CheckStatus))
-				// haproxy's last_chk is empty after a passed check
-				// (measured: a "200 OK" answer gives L7OK and "").
-				info := s.CheckInfo
-				if s.CheckStatus == healthcheck.L4OK || s.CheckStatus == healthcheck.L6OK || s.CheckStatus == healthcheck.L7OK {
-					info = ""
+				if s.CheckRise > 0 {
+					r.n("check_rise", uint64(s.CheckRise))
+					r.n("check_fall", uint64(s.CheckFall))
+					r.n("check_health", uint64(s.CheckHealth))
 				}
-				r.s("last_chk", info)
-			}
-			if s.CheckRise > 0 {
-				r.n("check_rise", uint64(s.CheckRise))
-				r.n("check_fall", uint64(s.CheckFall))
-				r.n("check_health", uint64(s.CheckHealth))
 			}
 		}
 		r.zero("qcur", "qmax", "dresp", "wredis", "bck", "wrew", "reuse", "srv_icur", "idle_conn_cur", "safe_conn_cur")

@@ -547,7 +547,7 @@ func (l *LB) recomputeHealth() {
 	case unconfirmed:
 		l.log.Info("load balancer not healthy yet: no server has passed a check")
 	default:
-		l.log.Warn("load balancer unhealthy: no server is UP")
+		l.log.Warn("load balancer unhealthy: no server is UP and ready (a drained or maintained server takes no client)")
 	}
 	if l.opts.OnHealthy != nil {
 		l.opts.OnHealthy(h)

@@ -80,6 +80,10 @@ type server struct {
 	admin     atomic.Int32
 	adminMu   sync.Mutex
 	downsBase atomic.Uint64
+	// paused is the check state the server had when it went into MAINT
+	// (guarded by mu): its stats keep showing the last result, as
+	// haproxy's do.
+	paused *healthcheck.State
 
 	mu         sync.Mutex // guards the fields below
 	check      checkConf
@@ -305,6 +309,12 @@ type serverView struct {
 	downSince time.Time
 }
 
+func (s *server) pausedState() *healthcheck.State {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.paused
+}
+
 func (s *server) view() serverView {
 	s.mu.Lock()
 	v := serverView{check: s.check, since: s.since, downtime: s.downtime, downSince: s.downSince}
@@ -312,6 +322,8 @@ func (s *server) view() serverView {
 	s.mu.Unlock()
 	if c != nil {
 		v.state, v.hasState = c.State(), true
+	} else if p := s.pausedState(); p != nil {
+		v.state, v.hasState = *p, true
 	}
 	return v
 }

@@ -185,8 +185,9 @@ func serverStats(s *server, weight int, now time.Time) ServerStats {
 	ss.Downs += s.downsBase.Load()
 	switch ss.Admin = AdminState(s.admin.Load()); {
 	case ss.Admin == AdminMaint:
-		// haproxy's MAINT line: the check is paused and shows nothing.
-		ss.Status, ss.CheckStatus, ss.CheckCode, ss.CheckInfo, ss.CheckDurationMS = "MAINT", "", 0, "", 0
+		// The check is paused; its last result stays (the stats CSV
+		// leaves it out, as haproxy's MAINT line does).
+		ss.Status, ss.Up = "MAINT", false
 	case ss.Admin == AdminDrain && ss.Up:
 		ss.Status = "DRAIN"
 	}

@@ -95,8 +95,9 @@ func (s *site) serveStats(w http.ResponseWriter, r *http.Request) {
 	if strings.Contains(opts, ";up") {
 		snap = snap.HideDown()
 	}
-	// ";no-maint" hides servers in maintenance: vipstack has no such
-	// state, so it changes nothing.
+	if strings.Contains(opts, ";no-maint") {
+		snap = snap.Filter(StatFilter{ProxyID: -1, Types: -1, ServerID: -1, UpOnly: snap.hideDown, NoMaint: true})
+	}
 	w.Header().Set("Cache-Control", "no-cache")
 	refresh := !strings.Contains(opts, ";norefresh")
 	if s.stats.Refresh > 0 && refresh {
@@ -174,7 +175,7 @@ func (s *site) html(snap Snapshot, refresh bool) string {
 			"<th>total</th><th>selected</th><th>conn errors</th><th>retries</th><th>checks failed</th><th>downs</th><th>last change (s)</th>" +
 			"<th>downtime (s)</th><th>bytes in</th><th>bytes out</th></tr>\n")
 		for _, s := range bk.Servers {
-			if snap.hideDown && !s.Up {
+			if (snap.hideDown && !s.Up) || (snap.filter != nil && snap.filter.NoMaint && s.Admin == AdminMaint) {
 				continue
 			}
 			class := "down"

@@ -1,0 +1,257 @@
+package lbcli
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/vipstack/vipstack/internal/haproxycfg"
+	"github.com/vipstack/vipstack/internal/lb"
+	"github.com/vipstack/vipstack/internal/lbconfig"
+)
+
+// peerConfig is seed 000's frontend and backend on loopback, with a stats
+// socket at each peer's own path and short check intervals; m3 is dead.
+const peerConfig = `global
+  stats socket {{SOCK}} mode 600 level admin expose-fd listeners
+defaults
+  maxconn 2000
+  mode    tcp
+  retries 3
+  timeout connect 10s
+  timeout client  86400s
+  timeout server  86400s
+frontend  main
+  bind 127.0.0.1:{{FE}}
+  default_backend masters
+backend masters
+   option  httpchk GET /readyz HTTP/1.0
+   balance roundrobin
+   server m1 {{M1}} weight 1 check inter 200ms fall 2 rise 3
+   server m2 {{M2}} weight 1 check inter 200ms fall 2 rise 3
+   server m3 {{M3}} weight 1 check inter 200ms fall 2 rise 3
+`
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	return port
+}
+
+// stateFields are the `show servers state` columns compared with
+// haproxy's: all but srv_time_since_last_change (10, a time) and
+// srv_check_health (13, which moves with each check).
+func stateFields(out string) []string {
+	var rows []string
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 25 || strings.HasPrefix(line, "#") {
+			continue
+		}
+		f[9], f[12] = "-", "-"
+		rows = append(rows, strings.Join(f, " "))
+	}
+	return rows
+}
+
+// TestRuntimeAPIMatchesHaproxy runs haproxy 2.6 and vipstack lb with the
+// same configuration and sends both the same runtime API commands on
+// their stats sockets: the answers are the same (the state lines but for
+// times and health counters), and taking a server out of service sends
+// both balancers' clients to the others.
+func TestRuntimeAPIMatchesHaproxy(t *testing.T) {
+	bin, err := exec.LookPath("haproxy")
+	if err != nil {
+		t.Skip("haproxy not installed")
+	}
+	named := func(name string) *httptest.Server {
+		s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/readyz" {
+				io.WriteString(w, "ok\n")
+				return
+			}
+			io.WriteString(w, name)
+		}))
+		t.Cleanup(s.Close)
+		return s
+	}
+	m1, m2 := named("m1"), named("m2")
+	dir := t.TempDir()
+	m3 := "127.0.0.1:" + freePort(t)
+	conf := func(sock, fe string) string {
+		return strings.NewReplacer("{{SOCK}}", sock, "{{FE}}", fe, "{{M1}}", m1.Listener.Addr().String(),
+			"{{M2}}", m2.Listener.Addr().String(), "{{M3}}", m3).Replace(peerConfig)
+	}
+
+	// haproxy.
+	hsock, hfe := filepath.Join(dir, "haproxy.sock"), freePort(t)
+	path := filepath.Join(dir, "haproxy.cfg")
+	if err := os.WriteFile(path, []byte(conf(hsock, hfe)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	cmd := exec.Command(bin, "-db", "-f", path)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+
+	// vipstack: the same text through the same reader, the LB and its
+	// sockets as `vipstack lb` runs them.
+	vsock := filepath.Join(dir, "vipstack.sock")
+	cfg, err := haproxycfg.Parse("haproxy.cfg", []byte(conf(vsock, "1")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Frontends[0].Binds = []lbconfig.Bind{{Addr: mustAddrPort("127.0.0.1:0")}}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	l, err := lb.New(lb.Options{Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Shutdown(canceledCtx()) })
+	socks := NewSockets(l, "test", time.Now(), quiet)
+	t.Cleanup(socks.Close)
+	change, err := socks.Prepare(cfg.StatsSockets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Apply(cfg); err != nil {
+		t.Fatal(err)
+	}
+	change.Commit()
+	if fi, err := os.Stat(vsock); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("vipstack's socket: %v, mode %v, want 0600", err, fi.Mode().Perm())
+	}
+
+	peers := []struct {
+		name, sock, fe string
+	}{{"haproxy", hsock, "127.0.0.1:" + hfe}, {"vipstack", vsock, l.Addrs("main")[0].String()}}
+	// Both settled: m1, m2 UP after a passed check, m3 DOWN after failed
+	// ones (op state 2 2 0, check results 3 3 2).
+	settled := func(sock string) bool {
+		c, err := net.Dial("unix", sock)
+		if err != nil {
+			return false
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		io.WriteString(c, "show servers state\n")
+		b, _ := io.ReadAll(c)
+		var got []string
+		for _, row := range stateFields(string(b)) {
+			f := strings.Fields(row)
+			got = append(got, f[5]+" "+f[11])
+		}
+		return cmp.Equal(got, []string{"2 3", "2 3", "0 2"})
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for !settled(hsock) || !settled(vsock) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for m1, m2 UP and m3 DOWN on both\nhaproxy:\n%s\nvipstack:\n%s\n%s",
+				ask(t, hsock, "show servers state\n"), ask(t, vsock, "show servers state\n"), out.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	// A new connection per request: the balancers pick a server per
+	// connection.
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	served := func(fe string) map[string]bool {
+		seen := map[string]bool{}
+		for range 6 {
+			resp, err := client.Get("http://" + fe + "/")
+			if err != nil {
+				t.Fatalf("through %s: %v", fe, err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			seen[string(b)] = true
+		}
+		return seen
+	}
+	steps := []struct {
+		cmd    string
+		served map[string]bool // nil: not checked
+	}{
+		{cmd: "show backend"},
+		{cmd: "get weight masters/m1"},
+		{cmd: "get weight masters"},
+		{cmd: "get weight nope/m1"},
+		{cmd: "show servers state nope"},
+		{cmd: "set server masters/zz state maint"},
+		{cmd: "set server masters/m1 state off"},
+		{cmd: "set server masters state maint"},
+		{cmd: "user; set server masters/m1 state maint"},
+		{cmd: "operator; disable server masters/m1; show cli level"},
+		{cmd: "set server masters/m1 state drain", served: map[string]bool{"m2": true}},
+		{cmd: "show servers state masters"},
+		{cmd: "set server masters/m1 state maint", served: map[string]bool{"m2": true}},
+		{cmd: "show servers state"},
+		{cmd: "set server masters/m1 state ready", served: map[string]bool{"m1": true, "m2": true}},
+		{cmd: "disable server masters/m2", served: map[string]bool{"m1": true}},
+		{cmd: "show servers state"},
+		{cmd: "enable server masters/m2", served: map[string]bool{"m1": true, "m2": true}},
+		{cmd: "show servers state"},
+	}
+	for _, s := range steps {
+		state := strings.HasPrefix(s.cmd, "show servers state") && !strings.HasSuffix(s.cmd, "nope")
+		var answers []string
+		// A state line read while haproxy runs a check says so (check
+		// result 0, check state 7), and vipstack's never do: such
+		// answers are read again, a few times, until the check is over.
+		for try := 0; ; try++ {
+			answers = answers[:0]
+			for _, p := range peers {
+				got := ask(t, p.sock, s.cmd+"\n")
+				if state {
+					got = strings.Join(stateFields(got), "\n")
+				}
+				answers = append(answers, got)
+			}
+			if !state || answers[0] == answers[1] || try == 20 {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if diff := cmp.Diff(answers[0], answers[1]); diff != "" {
+			t.Errorf("%q: the answers differ (-haproxy +vipstack):\n%s", s.cmd, diff)
+		}
+		if s.served != nil {
+			for _, p := range peers {
+				if seen := served(p.fe); !cmp.Equal(seen, s.served) {
+					t.Errorf("%s after %q: clients reached %v, want %v", p.name, s.cmd, seen, s.served)
+				}
+			}
+		}
+	}
+}
+
+func mustAddrPort(s string) netip.AddrPort { return netip.MustParseAddrPort(s) }
+
+func canceledCtx() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}
