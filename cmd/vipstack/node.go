@@ -49,6 +49,7 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		watch       = fs.Duration("watch-interval", time.Second, "how often to look for a changed cluster file; 0: only on SIGHUP")
 		noSuper     = fs.Bool("no-supervisor", false, "run without the supervisor that removes VIPs at once if the agent crashes")
 		check       = fs.Bool("check", false, "validate the cluster file for this node and exit")
+		lbSocket    = fs.String("lb-socket", "", "on a master, serve the load balancer's runtime API (haproxy's stats socket commands: show stat, show servers state, set server B/S state ready|drain|maint) on this Unix socket, level admin, mode 0600; empty: off")
 	)
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -101,7 +102,7 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	reg := prometheus.NewRegistry()
 	agent, err := node.New(node.Options{ClusterPath: *cfgPath, Node: *nodeName, Logger: log, Registry: reg,
-		Ledger: netif.Ledger{Path: ledger}, DNSLog: stderr, Endpoints: endpoints})
+		Ledger: netif.Ledger{Path: ledger}, DNSLog: stderr, Endpoints: endpoints, LBSocket: *lbSocket, Version: version})
 	if err != nil {
 		fmt.Fprintf(stderr, "%v\n", err)
 		return 1

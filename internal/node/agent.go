@@ -25,6 +25,7 @@ import (
 	"github.com/vipstack/vipstack/internal/healthcheck"
 	"github.com/vipstack/vipstack/internal/keepalived"
 	"github.com/vipstack/vipstack/internal/lb"
+	"github.com/vipstack/vipstack/internal/lbcli"
 	"github.com/vipstack/vipstack/internal/lbconfig"
 	"github.com/vipstack/vipstack/internal/netif"
 	"github.com/vipstack/vipstack/internal/redirect"
@@ -47,6 +48,12 @@ type Options struct {
 	// and status), named by their flags: the cluster file is refused when
 	// one of its services would bind one of them.
 	Endpoints []cluster.ServicePort
+	// LBSocket, when set on a node that runs the load balancer, is a Unix
+	// socket path where its runtime API (haproxy's stats socket commands,
+	// internal/lbcli) is served at level admin, mode 0600.
+	LBSocket string
+	// Version is the agent's version, for the runtime API.
+	Version string
 }
 
 // Agent is everything one node runs.
@@ -62,6 +69,7 @@ type Agent struct {
 
 	vrrp    *engine.Engine
 	lb      *lb.LB
+	lbAPI   *lbcli.Sockets
 	dnsSrv  dnsServer
 	nodes   *discovery.Registry
 	dnsConf string // the Corefile being served
@@ -139,6 +147,9 @@ func (a *Agent) Run(ctx context.Context) error {
 			return err
 		}
 		defer a.stopDNS()
+	}
+	if a.opts.LBSocket != "" && !a.plan.RunLB {
+		a.log.Warn("--lb-socket is not used: this node runs no load balancer (only masters do)", "socket", a.opts.LBSocket)
 	}
 	if a.plan.RunLB {
 		if err := a.startLB(); err != nil {
@@ -240,14 +251,29 @@ func (a *Agent) startLB() error {
 	if err != nil {
 		return err
 	}
+	var api *lbcli.Sockets
+	var change *lbcli.Change
+	if a.opts.LBSocket != "" {
+		api = lbcli.NewSockets(l, a.opts.Version, a.clk.Now(), a.log.With("part", "lb-runtime-api"))
+		spec := lbconfig.StatsSocket{Network: "unix", Address: a.opts.LBSocket, Mode: 0o600, Level: "admin"}
+		if change, err = api.Prepare([]lbconfig.StatsSocket{spec}); err != nil {
+			return fmt.Errorf("--lb-socket: %w", err)
+		}
+	}
 	if err := l.Apply(cfg); err != nil {
+		if change != nil {
+			change.Abort()
+		}
 		return err
+	}
+	if change != nil {
+		change.Commit()
 	}
 	// The redirects start with the monitor's verdict so far (OnHealthy
 	// records it even before they exist).
 	a.syncRedirects(a.cluster)
 	a.mu.Lock()
-	a.lb = l
+	a.lb, a.lbAPI = l, api
 	a.mu.Unlock()
 	return nil
 }
@@ -293,6 +319,9 @@ func (a *Agent) syncRedirects(c *cluster.Cluster) {
 }
 
 func (a *Agent) stopLB() {
+	if a.lbAPI != nil {
+		a.lbAPI.Close()
+	}
 	a.redirMu.Lock()
 	for vip, f := range a.followers {
 		f.f.Stop()

@@ -77,7 +77,11 @@ func TestNodeAgents(t *testing.T) {
 	var nodes []*peers.Node
 	for i, name := range []string{"master-0", "master-1", "worker-0"} {
 		h := topo.Hosts[i]
-		c := h.Command(bin, "node", "--config", cfg, "--node", name, "--state-dir", filepath.Join(dir, name), "--log-level", "debug")
+		args := []string{"node", "--config", cfg, "--node", name, "--state-dir", filepath.Join(dir, name), "--log-level", "debug"}
+		if strings.HasPrefix(name, "master-") {
+			args = append(args, "--lb-socket", filepath.Join(dir, name+".sock"))
+		}
+		c := h.Command(bin, args...)
 		n, err := peers.StartCmd(h, c)
 		if err != nil {
 			t.Fatal(err)
@@ -131,6 +135,49 @@ func TestNodeAgents(t *testing.T) {
 	}
 	if !strings.Contains(body, "ok from master-") {
 		t.Fatalf("client through the API VIP: %v %q", err, body)
+	}
+	// An operator takes master-1 out of every master's load balancer
+	// through their --lb-socket: clients through the VIP reach master-0
+	// alone; back to ready, master-1 answers again.
+	runtimeAPI := func(master, cmd string) string {
+		t.Helper()
+		c, err := net.DialTimeout("unix", filepath.Join(dir, master+".sock"), 5*time.Second)
+		if err != nil {
+			t.Fatalf("%s's --lb-socket: %v", master, err)
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		io.WriteString(c, cmd+"\n")
+		b, err := io.ReadAll(c)
+		if err != nil {
+			t.Fatalf("%s's --lb-socket, %q: %v", master, cmd, err)
+		}
+		return string(b)
+	}
+	for _, m := range []string{"master-0", "master-1"} {
+		if got := runtimeAPI(m, "set server masters/master-1 state maint"); got != "\n" {
+			t.Fatalf("%s: set server masters/master-1 state maint: %q", m, got)
+		}
+	}
+	for range 6 {
+		if body, err := get(); err != nil || !strings.Contains(body, "ok from master-0") {
+			t.Errorf("through the API VIP with master-1 in maintenance: %v %q, want master-0", err, body)
+		}
+	}
+	if got := runtimeAPI("master-1", "show servers state masters"); !strings.Contains(got, " masters 2 master-1 198.18.0.12 0 1 ") {
+		t.Errorf("show servers state on master-1 (master-1: op state 0, admin state 1):\n%s", got)
+	}
+	for _, m := range []string{"master-0", "master-1"} {
+		runtimeAPI(m, "set server masters/master-1 state ready")
+	}
+	seen := map[string]bool{}
+	for range 8 {
+		if body, err := get(); err == nil && strings.Contains(body, "ok from") {
+			seen[strings.TrimSpace(body[strings.LastIndex(body, "ok from"):])] = true
+		}
+	}
+	if !seen["ok from master-0"] || !seen["ok from master-1"] {
+		t.Errorf("through the API VIP after master-1 is ready again: %v, want both masters", seen)
 	}
 	// Cluster DNS on a master answers api.t1.example.com.
 	out, err := topo.Client.Run("dig", "+short", "+time=2", "+tries=3", "@198.18.0.11", "api.t1.example.com", "A")
