@@ -21,13 +21,16 @@ type pool struct {
 	cw []int      // smooth weighted round robin: current weights
 	// rot rotates leastconn's starting point so ties spread.
 	rot atomic.Uint32
+	// noSrv counts the clients that failed with no UP server left to try
+	// before their last attempt (the LB's counter for the backend).
+	noSrv *atomic.Uint64
 }
 
 func newPool(name string, balance lbconfig.Balance, servers []*server, weights []int) *pool {
 	if balance == "" {
 		balance = lbconfig.RoundRobin
 	}
-	return &pool{name: name, balance: balance, servers: servers, weights: weights, cw: make([]int, len(servers))}
+	return &pool{name: name, balance: balance, servers: servers, weights: weights, cw: make([]int, len(servers)), noSrv: new(atomic.Uint64)}
 }
 
 // maxTracked is how many servers the per-connection "already tried" set

@@ -315,10 +315,15 @@ func backendRecords(b BackendStats, iid int, hideDown bool, f *StatFilter) []*st
 		r := newRecord(objServer, iid, i+1, b.Name, s.Name, "tcp")
 		r.i("scur", s.Sessions)
 		r.i("smax", s.MaxSessions)
-		r.n("stot", s.TotalSessions)
+		// haproxy counts a session on a server at each connection attempt,
+		// and a failed attempt as a retry (wretr) or, when it was the
+		// client's last, as a connection error (econ): measured with
+		// `retries 3` and one refusing server, stot 4, wretr 3, econ 1.
+		// vipstack's ConnectErrors counts every failed attempt.
+		r.n("stot", s.TotalSessions+s.ConnectErrors)
 		r.n("bin", s.BytesIn)
 		r.n("bout", s.BytesOut)
-		r.n("econ", s.ConnectErrors)
+		r.n("econ", s.ConnectErrors-s.Retries)
 		r.n("wretr", s.Retries)
 		r.s("status", s.Status)
 		r.n("weight", uint64(s.Weight))
@@ -360,10 +365,14 @@ func backendRecords(b BackendStats, iid int, hideDown bool, f *StatFilter) []*st
 	r := newRecord(objBackend, iid, 0, b.Name, "BACKEND", "tcp")
 	r.i("scur", b.Sessions)
 	r.i("smax", b.MaxSessions)
-	r.n("stot", b.TotalSessions)
+	// The backend counts each client once, whether it reached a server or
+	// failed (haproxy's stot 1, econ 1 for a client that no server took,
+	// after its retries or with every server DOWN).
+	failed := b.ConnectErrors - b.Retries + b.NoServer
+	r.n("stot", b.TotalSessions+failed)
 	r.n("bin", b.BytesIn)
 	r.n("bout", b.BytesOut)
-	r.n("econ", b.ConnectErrors)
+	r.n("econ", failed)
 	r.n("wretr", b.Retries)
 	r.s("status", b.Status)
 	r.n("weight", uint64(b.Weight))

@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/vipstack/vipstack/internal/haproxycfg"
+	"github.com/vipstack/vipstack/internal/lbconfig"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden from the stats output")
@@ -123,4 +124,77 @@ func TestStatsLayoutMatchesMeasured(t *testing.T) {
 	}
 	compareStatsLayout(t, hrecs, vrecs, []string{"pxname", "svname", "status", "weight", "uweight", "act", "bck", "pid", "iid", "sid",
 		"type", "mode", "check_status", "check_code", "check_desc", "check_rise", "check_fall", "check_health", "stot", "bin", "bout", "lbtot"})
+}
+
+// csvFields returns the haproxy CSV line of pxname/svname as a map from
+// column name to value.
+func csvFields(t *testing.T, csv, pxname, svname string) map[string]string {
+	t.Helper()
+	lines := strings.Split(strings.TrimSpace(csv), "\n")
+	names := strings.Split(strings.TrimPrefix(lines[0], "# "), ",")
+	for _, l := range lines[1:] {
+		vals := strings.Split(l, ",")
+		if len(vals) >= 2 && vals[0] == pxname && vals[1] == svname {
+			m := map[string]string{}
+			for i, n := range names {
+				if i < len(vals) {
+					m[n] = vals[i]
+				}
+			}
+			return m
+		}
+	}
+	t.Fatalf("no CSV line %s,%s in\n%s", pxname, svname, csv)
+	return nil
+}
+
+// TestStatsFailedClientsCountedAsHaproxy: haproxy 2.6 counts a failed
+// connection attempt as a retry (wretr) or, on the client's last attempt,
+// as a connection error (econ), every attempt as a session on the server
+// (stot), and the client once on the backend whether or not a server took
+// it. Measured with `retries 3` and one refusing server: server stot 4,
+// wretr 3, econ 1; backend stot 1, econ 1; with the only server DOWN,
+// backend stot 1, econ 1.
+func TestStatsFailedClientsCountedAsHaproxy(t *testing.T) {
+	dead := deadBackend(t, "dead")
+	cfg := tcpConfig(lbconfig.RoundRobin, srv("dead", dead))
+	cfg.Retries = 3
+	l := newLB(t, fakeClock(), cfg)
+	cl := dial(t, l, "fe")
+	if !cl.closed(t) {
+		t.Fatal("client was not closed")
+	}
+	eventually(t, "the failure to be counted", func() bool { return l.Snapshot().Frontends[0].NoServer == 1 })
+	want := func(csv, sv string, fields map[string]string) {
+		t.Helper()
+		got := csvFields(t, csv, "be", sv)
+		for k, v := range fields {
+			if got[k] != v {
+				t.Errorf("be/%s %s = %q, want %q", sv, k, got[k], v)
+			}
+		}
+	}
+	csv := l.Snapshot().CSV()
+	want(csv, "dead", map[string]string{"stot": "4", "wretr": "3", "econ": "1"})
+	want(csv, "BACKEND", map[string]string{"stot": "1", "wretr": "3", "econ": "1"})
+
+	// With the server out of rotation no attempt is made: the backend
+	// still counts the client and its failure.
+	if err := l.SetServerAdmin("be", "dead", AdminMaint); err != nil {
+		t.Fatal(err)
+	}
+	cl = dial(t, l, "fe")
+	if !cl.closed(t) {
+		t.Fatal("client was not closed")
+	}
+	eventually(t, "the failure to be counted", func() bool { return l.Snapshot().Frontends[0].NoServer == 2 })
+	csv = l.Snapshot().CSV()
+	want(csv, "dead", map[string]string{"stot": "4", "wretr": "3", "econ": "1"})
+	want(csv, "BACKEND", map[string]string{"stot": "2", "wretr": "3", "econ": "2"})
+
+	// The counts survive a reload that keeps the backend.
+	if err := l.Apply(cfg); err != nil {
+		t.Fatal(err)
+	}
+	want(l.Snapshot().CSV(), "BACKEND", map[string]string{"stot": "2", "econ": "2"})
 }

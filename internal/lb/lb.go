@@ -67,9 +67,13 @@ type LB struct {
 	mu        sync.Mutex // serializes Apply and Shutdown; guards the fields below
 	frontends map[string]*frontend
 	servers   map[string]*server // by serverKey
-	tcpLns    map[string]*tcpListener
-	httpLns   map[string]*httpListener
-	shut      bool
+	// noSrv counts, by backend name, the clients a backend could not
+	// connect to anywhere that no server's counters hold (haproxy's
+	// backend-level failed connections); kept over reloads.
+	noSrv   map[string]*atomic.Uint64
+	tcpLns  map[string]*tcpListener
+	httpLns map[string]*httpListener
+	shut    bool
 
 	view atomic.Pointer[view]
 
@@ -103,7 +107,7 @@ func New(opts Options) (*LB, error) {
 	}
 	l := &LB{
 		opts: opts, log: opts.Logger, clk: opts.Clock, start: opts.Clock.Now(),
-		frontends: map[string]*frontend{}, servers: map[string]*server{},
+		frontends: map[string]*frontend{}, servers: map[string]*server{}, noSrv: map[string]*atomic.Uint64{},
 		tcpLns: map[string]*tcpListener{}, httpLns: map[string]*httpListener{},
 	}
 	l.bufs.New = func() any { return new(copyBuf) }
@@ -292,6 +296,7 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 	// Servers and pools.
 	servers := map[string]*server{}
 	pools := map[string]*pool{}
+	noSrv := map[string]*atomic.Uint64{}
 	var poolOrder []*pool
 	type restart struct {
 		s    *server
@@ -348,6 +353,10 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 			ws = append(ws, sc.Weight)
 		}
 		p := newPool(b.Name, b.Balance, ss, ws)
+		if p.noSrv = l.noSrv[b.Name]; p.noSrv == nil {
+			p.noSrv = new(atomic.Uint64)
+		}
+		noSrv[b.Name] = p.noSrv
 		pools[b.Name] = p
 		poolOrder = append(poolOrder, p)
 	}
@@ -358,6 +367,7 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 		}
 	}
 	l.servers = servers
+	l.noSrv = noSrv
 
 	// Frontends.
 	idle := cfg.Timeouts.Tunnel

@@ -374,6 +374,11 @@ func (lp *loop) connectNext(cn *conn) {
 		lp.countFailure(cn, s, err)
 	}
 	cn.fe.noServer.Add(1)
+	if p != nil && cn.attempt <= cfg.retries {
+		// Not failed on its last attempt (that one counts in the
+		// server's errors, not its retries): no UP server was left.
+		p.noSrv.Add(1)
+	}
 	lp.closeLocked(cn)
 }
 

@@ -54,20 +54,24 @@ type FrontendStats struct {
 
 // BackendStats is one backend and its servers.
 type BackendStats struct {
-	Name          string        `json:"name"`
-	Balance       string        `json:"balance"`
-	Status        string        `json:"status"` // UP while a server is UP
-	UpServers     int           `json:"up_servers"`
-	Weight        int           `json:"weight"` // total weight of UP servers
-	Sessions      int64         `json:"current_sessions"`
-	MaxSessions   int64         `json:"max_sessions"`
-	TotalSessions uint64        `json:"total_sessions"`
-	BytesIn       uint64        `json:"bytes_in"`
-	BytesOut      uint64        `json:"bytes_out"`
-	ConnectErrors uint64        `json:"connect_errors"`
-	Retries       uint64        `json:"retries"`
-	Selected      uint64        `json:"selected"`
-	Servers       []ServerStats `json:"servers"`
+	Name          string `json:"name"`
+	Balance       string `json:"balance"`
+	Status        string `json:"status"` // UP while a server is UP
+	UpServers     int    `json:"up_servers"`
+	Weight        int    `json:"weight"` // total weight of UP servers
+	Sessions      int64  `json:"current_sessions"`
+	MaxSessions   int64  `json:"max_sessions"`
+	TotalSessions uint64 `json:"total_sessions"`
+	BytesIn       uint64 `json:"bytes_in"`
+	BytesOut      uint64 `json:"bytes_out"`
+	ConnectErrors uint64 `json:"connect_errors"`
+	Retries       uint64 `json:"retries"`
+	// NoServer counts the clients that failed because no UP server was
+	// left to try (none at all, or none after failed attempts that were
+	// to be retried).
+	NoServer uint64        `json:"no_server"`
+	Selected uint64        `json:"selected"`
+	Servers  []ServerStats `json:"servers"`
 }
 
 // ServerStats is one server.
@@ -125,7 +129,7 @@ func (l *LB) Snapshot() Snapshot {
 		snap.Frontends = append(snap.Frontends, fs)
 	}
 	for _, p := range v.pools {
-		bs := BackendStats{Name: p.name, Balance: string(p.balance)}
+		bs := BackendStats{Name: p.name, Balance: string(p.balance), NoServer: p.noSrv.Load()}
 		for i, s := range p.servers {
 			ss := serverStats(s, p.weights[i], now)
 			if ss.Up && ss.Admin == AdminReady {
