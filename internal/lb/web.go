@@ -47,13 +47,32 @@ func writeHTML(w http.ResponseWriter, code int, body string) {
 // serveMonitor answers 200 at the monitor URI while a server is UP, and
 // 503 otherwise. Other URIs get 503: the section has no servers. As in
 // haproxy, the request's URI must be the monitor URI exactly, query
-// included: "/haproxy_ready?x" is another URI.
+// included: "/haproxy_ready?x" is another URI. A request in absolute form
+// ("GET http://host/haproxy_ready", as a proxy would send it) matches by
+// its path, as in haproxy 2.6 (measured: 200).
 func (s *site) serveMonitor(w http.ResponseWriter, r *http.Request) {
-	if r.RequestURI == s.monitor.URI && s.lb.Healthy() {
+	if requestPath(r.RequestURI, s.monitor.URI) == s.monitor.URI && s.lb.Healthy() {
 		writeHTML(w, http.StatusOK, body200)
 		return
 	}
 	writeHTML(w, http.StatusServiceUnavailable, body503)
+}
+
+// requestPath is the path (with its query) of a request URI in absolute
+// form, "scheme://authority/path?query", when want is a path; otherwise
+// uri itself.
+func requestPath(uri, want string) string {
+	if !strings.HasPrefix(want, "/") || strings.HasPrefix(uri, "/") {
+		return uri
+	}
+	_, rest, ok := strings.Cut(uri, "://")
+	if !ok {
+		return uri
+	}
+	if i := strings.IndexByte(rest, '/'); i >= 0 {
+		return rest[i:]
+	}
+	return "/"
 }
 
 func (s *site) authorized(r *http.Request) bool {

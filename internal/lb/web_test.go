@@ -498,3 +498,42 @@ func TestMonitorWhileDraining(t *testing.T) {
 		t.Fatal("Shutdown did not return after the last connection ended")
 	}
 }
+
+// TestMonitorAbsoluteURI: haproxy 2.6 matches a monitor URI that is a path
+// against the path of a request in absolute form (measured: "GET
+// http://x/haproxy_ready" answers 200, "GET http://x/haproxy_ready?x" 503).
+func TestMonitorAbsoluteURI(t *testing.T) {
+	a := startBackend(t, "a")
+	l := newLB(t, fakeClock(), webConfig(tcpConfig(lbconfig.RoundRobin, srv("a", a))))
+	addr := l.Addrs("health_check_http_url")[0].String()
+	status := func(uri string) int {
+		t.Helper()
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(bound))
+		if _, err := io.WriteString(c, "GET "+uri+" HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatalf("%s: %v", uri, err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for uri, want := range map[string]int{
+		"http://x/haproxy_ready":    200,
+		"http://x:80/haproxy_ready": 200,
+		"http://x/haproxy_ready?x":  503,
+		"http://x/other":            503,
+		"http://x":                  503,
+		"/haproxy_ready":            200,
+	} {
+		if got := status(uri); got != want {
+			t.Errorf("GET %s: %d, want %d", uri, got, want)
+		}
+	}
+}
