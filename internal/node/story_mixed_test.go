@@ -65,6 +65,7 @@ type mixedCluster struct {
 	bin   string
 	cfg   *cluster.Cluster
 	nodes []*mixedNode
+	topo  *testnet.Topology
 
 	mu  sync.Mutex
 	off map[*testnet.Host]bool // crashed nodes: cable pulled, not sampled
@@ -245,18 +246,25 @@ func TestStoryMixedCluster(t *testing.T) {
 // stand-in router's readiness.
 func startMixedCluster(t *testing.T, yamlText, prefix string) *mixedCluster {
 	t.Helper()
+	return startMixedClusterOn(t, yamlText, testnet.Options{Hosts: 5, Prefix: prefix})
+}
+
+// startMixedClusterOn is startMixedCluster on a topology of its own
+// options (5 hosts, and a client for tests that send traffic to the VIPs).
+func startMixedClusterOn(t *testing.T, yamlText string, opts testnet.Options) *mixedCluster {
+	t.Helper()
 	cfg, err := cluster.Parse("mixed cluster.yaml", []byte(yamlText))
 	if err != nil {
 		t.Fatal(err)
 	}
 	bin := buildVipstack(t)
-	topo := testnet.New(t, testnet.Options{Hosts: 5, Prefix: prefix})
+	topo := testnet.New(t, opts)
 	dir := t.TempDir()
 	cfgPath := filepath.Join(dir, "cluster.yaml")
 	if err := os.WriteFile(cfgPath, []byte(yamlText), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	mc := &mixedCluster{t: t, bin: bin, cfg: cfg, off: map[*testnet.Host]bool{}, v6Instances: map[string]bool{}}
+	mc := &mixedCluster{t: t, bin: bin, cfg: cfg, topo: topo, off: map[*testnet.Host]bool{}, v6Instances: map[string]bool{}}
 	for _, n := range cfg.Nodes {
 		p, err := cfg.PlanFor(n.Name)
 		if err != nil {
