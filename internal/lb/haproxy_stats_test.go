@@ -290,6 +290,24 @@ func TestStatsLayoutMatchesHaproxy(t *testing.T) {
 			t.Errorf("%q: Refresh header %q, haproxy %q", opts, got[1], got[0])
 		}
 	}
+	// ";typed": every line vipstack writes, haproxy writes too, with the
+	// same object, ids, position, name, tags and type.
+	htyped, hok := statsFetch(t, haproxy["stats"], ";typed")
+	vtyped, vok := statsFetch(t, vipstack["stats"], ";typed")
+	if !hok || !vok || !strings.HasPrefix(vtyped, "F.") {
+		t.Errorf(";typed: haproxy %v, vipstack %v %.80q", hok, vok, vtyped)
+	}
+	hkeys := map[string]bool{}
+	for _, line := range strings.Split(htyped, "\n") {
+		if f := strings.SplitN(line, ":", 4); len(f) == 4 {
+			hkeys[f[0]+":"+f[1]+":"+f[2]] = true
+		}
+	}
+	for _, line := range strings.Split(strings.TrimSpace(vtyped), "\n") {
+		if f := strings.SplitN(line, ":", 4); len(f) != 4 || !hkeys[f[0]+":"+f[1]+":"+f[2]] {
+			t.Errorf(";typed: vipstack's %q has no haproxy line with the same key, tags and type", line)
+		}
+	}
 	// The page for people follows ";up" too.
 	for opts, want := range map[string]bool{"": true, ";up": false} {
 		page, ok := statsFetch(t, vipstack["stats"], opts)

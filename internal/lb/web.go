@@ -128,6 +128,9 @@ func (s *site) serveStats(w http.ResponseWriter, r *http.Request) {
 	case strings.Contains(opts, ";csv"):
 		w.Header().Set("Content-Type", "text/plain")
 		w.Write([]byte(snap.CSV()))
+	case strings.Contains(opts, ";typed"):
+		w.Header().Set("Content-Type", "text/plain")
+		w.Write([]byte(snap.Typed()))
 	case strings.Contains(opts, ";json") || strings.Contains(r.Header.Get("Accept"), "application/json"):
 		w.Header().Set("Content-Type", "application/json")
 		w.Write(snap.JSON())

@@ -272,7 +272,7 @@ func init() {
 		{[]string{"show", "cli", "level"}, "", "display the level of the current CLI session", LevelUser, (*Server).showLevel},
 		{[]string{"show", "info"}, "", "report information about the running process", LevelUser, (*Server).showInfo},
 		{[]string{"show", "servers", "state"}, "[<backend>]", "dump volatile server information (all or for a single backend)", LevelUser, (*Server).showServersState},
-		{[]string{"show", "stat"}, "[json|no-maint|up]* [<iid> <type> <sid>]", "report counters for each proxy and server", LevelUser, (*Server).showStat},
+		{[]string{"show", "stat"}, "[json|typed|no-maint|up]* [<iid> <type> <sid>]", "report counters for each proxy and server", LevelUser, (*Server).showStat},
 		{[]string{"show", "version"}, "", "show version of the current process", LevelUser, (*Server).showVersion},
 		{[]string{"user"}, "", "lower the level of the current CLI session to user", LevelUser, (*Server).toUser},
 		{[]string{"help"}, "[<command>]", "list matching or all commands", LevelUser, (*Server).help},
@@ -401,11 +401,13 @@ func (s *Server) showStat(_ *session, args []string) string {
 		f.ServerID = atoi(args[2])
 		flags = args[3:]
 	}
-	json := false
+	json, typed := false, false
 	for _, a := range flags {
 		switch a {
 		case "json":
 			json = true
+		case "typed":
+			typed = true
 		case "up":
 			f.UpOnly = true
 		case "no-maint":
@@ -413,11 +415,12 @@ func (s *Server) showStat(_ *session, args []string) string {
 		case "desc":
 			// haproxy adds descriptions to typed and JSON output only;
 			// vipstack has none to add.
-		case "typed":
-			return "vipstack serves 'show stat' as CSV or json; typed is not served.\n"
 		}
 	}
 	snap = snap.Filter(f)
+	if typed {
+		return snap.Typed()
+	}
 	if json {
 		return string(snap.JSON()) + "\n"
 	}

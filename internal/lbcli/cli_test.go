@@ -122,7 +122,6 @@ func TestCommands(t *testing.T) {
 		{"set state, no server", "set server masters/zz state maint\n", "No such server.\n\n"},
 		{"set, not state", "set server masters/m0 weight 5\n", "'set server <srv> weight' is not served by vipstack; it serves 'set server <backend>/<server> state ready|drain|maint'.\n\n"},
 		{"two lines", "show version\nshow cli level\n", "test-1\n\nadmin\n\n"},
-		{"typed", "show stat typed\n", "vipstack serves 'show stat' as CSV or json; typed is not served.\n\n"},
 		{"no such proxy", "show stat up no-maint masters\n", "No such proxy.\n\n"},
 	}
 	for _, tt := range tests {

@@ -175,6 +175,37 @@ func TestRuntimeAPIMatchesHaproxy(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 
+	// show stat typed: every line vipstack writes, haproxy writes too with
+	// the same key (object, ids, position, name), tags and type; the
+	// fields that do not move with time or traffic have the same value.
+	typedLines := func(out string) map[string][2]string {
+		m := map[string][2]string{}
+		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+			// KEY:TAGS:TYPE:VALUE, the value possibly with colons.
+			if f := strings.SplitN(line, ":", 4); len(f) == 4 {
+				m[f[0]] = [2]string{f[1] + ":" + f[2], f[3]}
+			}
+		}
+		return m
+	}
+	htyped, vtyped := typedLines(ask(t, hsock, "show stat typed\n")), typedLines(ask(t, vsock, "show stat typed\n"))
+	if len(vtyped) < 50 {
+		t.Fatalf("vipstack's show stat typed has %d lines", len(vtyped))
+	}
+	static := map[string]bool{"pxname": true, "svname": true, "status": true, "weight": true, "iid": true, "sid": true,
+		"type": true, "check_status": true, "check_code": true, "mode": true, "act": true, "bck": true, "check_rise": true, "check_fall": true}
+	for key, v := range vtyped {
+		h, ok := htyped[key]
+		switch {
+		case !ok:
+			t.Errorf("show stat typed: vipstack writes %s, haproxy does not", key)
+		case h[0] != v[0]:
+			t.Errorf("show stat typed %s: tags and type %s, haproxy's %s", key, v[0], h[0])
+		case static[strings.Split(key, ".")[4]] && h[1] != v[1]:
+			t.Errorf("show stat typed %s: value %q, haproxy's %q", key, v[1], h[1])
+		}
+	}
+
 	// A new connection per request: the balancers pick a server per
 	// connection.
 	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
