@@ -18,7 +18,7 @@
 //
 //	help, prompt, quit, operator, user, show cli level
 //	show info, show version, show backend
-//	show stat [json] [up] [no-maint] [<proxy> | <iid> <type> <sid>]
+//	show stat [json|typed] [up] [no-maint] [<iid> <type> <sid>]
 //	show servers state [<backend>]
 //	get weight <backend>/<server>
 //	set server <backend>/<server> state ready|drain|maint   (admin)
