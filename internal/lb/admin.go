@@ -43,6 +43,18 @@ func (a AdminState) String() string {
 // MarshalText writes the state as its name ("ready", "drain", "maint").
 func (a AdminState) MarshalText() ([]byte, error) { return []byte(a.String()), nil }
 
+// UnmarshalText reads a state's name, so that a status written as JSON
+// (vipstack node's /status) reads back.
+func (a *AdminState) UnmarshalText(b []byte) error {
+	for st := AdminReady; st <= AdminMaint; st++ {
+		if string(b) == st.String() {
+			*a = st
+			return nil
+		}
+	}
+	return fmt.Errorf("admin state %q: expected ready, drain or maint", b)
+}
+
 // Errors of SetServerAdmin.
 var (
 	ErrNoBackend = errors.New("no such backend")
