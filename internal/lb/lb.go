@@ -811,10 +811,21 @@ type webTimeouts struct {
 	readHeader, idle time.Duration
 }
 
-// webTimeoutsOf applies haproxy's defaults where the configuration sets
-// none.
+// webTimeoutsOf falls back as haproxy 2.6 does where the configuration
+// sets no timeout: `timeout http-keep-alive` to `timeout http-request`, and
+// that to `timeout client` (measured: with `timeout http-request 3s` and no
+// keep-alive timeout haproxy closes an idle connection 3 s after its
+// answer). Where none of them is set haproxy never times out; lb then
+// takes 30 s for the headers and 10 s between requests, so that a
+// slowloris cannot hold the listener.
 func webTimeoutsOf(to lbconfig.Timeouts) webTimeouts {
 	w := webTimeouts{readHeader: to.HTTPRequest, idle: to.HTTPKeepAlive}
+	if w.readHeader == 0 {
+		w.readHeader = to.Client
+	}
+	if w.idle == 0 {
+		w.idle = w.readHeader
+	}
 	if w.readHeader == 0 {
 		w.readHeader = 30 * time.Second
 	}
