@@ -324,3 +324,22 @@ func TestRedirectPort(t *testing.T) {
 		})
 	}
 }
+
+func TestRedirectFlags(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--to-port", "9445", "--monitor", "http://127.0.0.1:50936/x"}, "--vip is required"},
+		{[]string{"--vip", "198.18.0.5", "--to-port", "9445", "--monitor", "http://127.0.0.1:50936/x"}, `"198.18.0.5" is not VIP:PORT`},
+		{[]string{"--vip", "198.18.0.5:6443", "--to-port", "0", "--monitor", "http://127.0.0.1:50936/x"}, "--to-port 0: want 1..65535"},
+		{[]string{"--vip", "198.18.0.5:6443", "--to-port", "9445", "--monitor", "127.0.0.1:50936"}, "want an http:// or https:// URL"},
+		{[]string{"--vip", "198.18.0.5:6443", "--to-port", "9445", "--monitor", "http://x/", "--interval", "1ms"}, "want 100ms or more"},
+		{[]string{"--vip", "127.0.0.1:6443", "--to-port", "9445", "--monitor", "http://x/"}, "loopback"},
+	} {
+		var stdout, stderr strings.Builder
+		if code := runRedirect(context.Background(), tt.args, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), tt.want) {
+			t.Errorf("%q: exit %d, stderr %q; want 2 and %q", tt.args, code, stderr.String(), tt.want)
+		}
+	}
+}
