@@ -33,7 +33,13 @@
 //
 //   - `timeout connect` bounds each attempt to reach a server.
 //   - `timeout queue` bounds the wait for a slot when the frontend is at
-//     maxconn; unset, haproxy uses `timeout connect`, and so does lb.
+//     maxconn; unset, lb uses `timeout connect` (haproxy's rule for its
+//     server queues). haproxy itself does not apply it there: at a
+//     frontend's maxconn it stops accepting, and a client waits in the
+//     listen backlog until a slot frees or it gives up (measured, 2.6.12:
+//     maxconn 1, `timeout queue 2s`, the second client still waiting
+//     after 6 s). lb's bounded wait is deliberate: a client learns within
+//     `timeout queue` that it should try elsewhere.
 //   - Once both sides are connected the connection is a tunnel: it is
 //     closed after `timeout tunnel` without a byte moving either way, or,
 //     without a tunnel timeout, after the smaller of `timeout client` and
