@@ -21,6 +21,7 @@ import (
 
 	"github.com/vipstack/vipstack/internal/cluster"
 	"github.com/vipstack/vipstack/internal/peers"
+	"github.com/vipstack/vipstack/internal/redirect"
 	"github.com/vipstack/vipstack/internal/render"
 	"github.com/vipstack/vipstack/internal/testnet"
 )
@@ -36,19 +37,16 @@ import (
 // path, /readyz included, answers "ok from <master>", so the client sees
 // which master answered.
 //
-// The rendered upstream files have no counterpart of OpenShift's
-// haproxy-monitor, the second container of OpenShift's haproxy static pod
-// that redirects API-VIP:6443 to haproxy's port while haproxy's monitor
-// URI answers (iptables nat PREROUTING and OUTPUT, REDIRECT --to-ports).
-// The first step shows what that means: with master-0 holding the VIP, the
-// client's requests reach master-0's own API server only, never haproxy,
-// and with that API server down every request is refused while master-0
-// keeps the VIP (its checks pass through haproxy). The test then installs
-// that redirect on master-0 as the monitor would (an nftables table with
-// the same two rules) and checks balancing through haproxy, a handover to
-// vipstack (keepalived stopped), back (the vipstack masters' LB checks
-// failing, so keepalived preempts), and to vipstack again when master-0
-// crashes.
+// The haproxy pod `vipstack render` writes has OpenShift's
+// haproxy-monitor beside haproxy: `vipstack redirect`, which redirects
+// API-VIP:6443 to haproxy's port while haproxy's monitor URI answers
+// (without it, the VIP's clients on an upstream master reach that
+// master's own API server only: with it down, every request was refused
+// while master-0 kept the VIP). The test runs the rendered command line
+// and checks balancing through haproxy, the redirect leaving when haproxy
+// stops, a handover to vipstack (keepalived stopped), back (the vipstack
+// masters' LB checks failing, so keepalived preempts), and to vipstack
+// again when master-0 crashes.
 //
 // Requests are sequential, one TLS connection each. Outside a handover
 // none may fail; during one, the failures are bounded by the time the VIP
@@ -57,7 +55,7 @@ import (
 // period.
 func TestStoryMixedLB(t *testing.T) {
 	st := startMixedLBStory(t, "vsMl")
-	mc, cl, cfg := st.mc, st.cl, st.mc.cfg
+	mc, cfg := st.mc, st.mc.cfg
 	var (
 		apiVIP, advert = st.apiVIP, st.advert
 		m0, m1, m2     = mc.nodes[0], mc.nodes[1], mc.nodes[2]
@@ -66,36 +64,64 @@ func TestStoryMixedLB(t *testing.T) {
 	)
 	st.toKeepalived()
 
-	// 1. The rendered files alone: VIP:6443 on master-0 is its own API
-	//    server's port; haproxy, on ports.lb, is never reached.
-	res := st.steady("keepalived+haproxy holding the VIP, without a redirect", false)
-	if got := res.masters(); !slices.Equal(got, []string{"master-0"}) {
-		t.Fatalf("without a redirect, VIP:6443 on master-0 should reach master-0's own API only (the rendered files install "+
-			"no haproxy-monitor); answered by %v: if render now installs a redirect, this step should say so", got)
-	}
+	// 1. The rendered files, the haproxy pod's haproxy-monitor (vipstack
+	//    redirect) included: VIP:6443 on master-0 goes to haproxy, which
+	//    balances over the three masters; with master-0's own API server
+	//    down, over the other two, and no request fails.
+	st.steady("keepalived+haproxy with the rendered haproxy-monitor holding the VIP", true)
 	mc.wantClientNeigh(apiVIP, m0)
-	//    So when master-0's own API server is down, the API VIP is down
-	//    for every client: haproxy still balances over master-1 and
-	//    master-2, so both of keepalived's checks pass and nothing moves
-	//    the VIP.
 	setAPIBlock(t, m0.host, cfg.Ports.API, true)
-	res = cl.run(steadyRequests, period, steadyRequests*(period+st.reqTimeout), nil)
-	t.Logf("keepalived+haproxy, no redirect, master-0's API down: %s", res)
-	if res.failed != res.sent {
-		t.Fatalf("master-0's API down, no redirect: %s; want every request refused (the VIP's port is master-0's API)", res)
+	// Until haproxy's checks take master-0 out (fall x inter), a client
+	// it sends there fails: haproxy retries the same server, a second
+	// apart (bench/lb measures that window). Wait for its stats to say
+	// DOWN.
+	waitHAProxyDown(t, m0.host, cfg, "master-0")
+	res := st.steady("keepalived+haproxy with the rendered haproxy-monitor holding the VIP, master-0's API down", true)
+	if res.by["master-0"] > 0 {
+		t.Fatalf("master-0's API is down, but it answered: %s", res)
 	}
-	mc.keeps(apiVIP, masters, m0, st.checkBound)
-	t.Logf("master-0's API down: master-0 keeps the API VIP for %v (its checks pass through haproxy), and the API VIP refuses every client", st.checkBound)
-
-	// 2. The redirect OpenShift's haproxy-monitor installs, on master-0:
-	//    the client now reaches the masters through haproxy, first the two
-	//    whose API answers, then all three.
-	installMonitorRedirect(t, m0.host, apiVIP, cfg.Ports.API, cfg.Ports.LB)
-	st.steady("keepalived+haproxy with the monitor's redirect holding the VIP, master-0's API down", true)
 	setAPIBlock(t, m0.host, cfg.Ports.API, false)
-	st.steady("keepalived+haproxy with the monitor's redirect holding the VIP", true)
+	st.steady("keepalived+haproxy with the rendered haproxy-monitor holding the VIP, master-0's API back", true)
 	mc.keeps(apiVIP, masters, m0, advert)
 	mc.wantClientNeigh(apiVIP, m0)
+
+	// 2. haproxy stops: its monitor URI no longer answers and the
+	//    monitor's redirect goes (after redirect.WatchFall polls), and
+	//    keepalived's LB check takes master-0 down to apiNoLB. Then
+	//    haproxy is back: the redirect returns, and master-0 takes the VIP
+	//    again.
+	haproxyDown := m0.vrrp.Log()
+	if err := m0.haproxy.Term(); err != nil {
+		t.Fatal(err)
+	}
+	table := redirect.TableName(netip.AddrPortFrom(apiVIP, uint16(cfg.Ports.API)))
+	redirected := func() bool {
+		out, err := m0.host.Run("nft", "list", "tables")
+		if err != nil {
+			t.Fatalf("nft list tables on master-0: %v", err)
+		}
+		return strings.Contains(out, table)
+	}
+	for deadline := time.Now().Add(10 * time.Second); redirected(); time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the monitor's redirect (table %s) is still there 10 s after haproxy stopped", table)
+		}
+	}
+	mc.waitKeepalivedPrio(m0, haproxyDown, st.apiName, st.apiNoLB, st.checkBound)
+	back := m0.vrrp.Log()
+	mc.startHAProxy(m0)
+	for deadline := time.Now().Add(10 * time.Second); !redirected(); time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the monitor's redirect (table %s) is not back 10 s after haproxy restarted", table)
+		}
+	}
+	for deadline := time.Now().Add(st.riseBound + st.masterDown); !mc.keepalivedPrioSince(m0, back, st.apiName, st.apiUp); time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("keepalived on master-0 is not back at %d within %v of haproxy's restart", st.apiUp, st.riseBound+st.masterDown)
+		}
+	}
+	st.toKeepalived()
+	st.steady("keepalived+haproxy with the rendered haproxy-monitor holding the VIP after haproxy's restart", true)
 
 	// 3. keepalived on master-0 stops (a priority-0 advert): a vipstack
 	//    master takes the VIP while the client keeps sending.
@@ -161,6 +187,12 @@ func TestStoryMixedLBVipstackLB(t *testing.T) {
 	if err := m0.haproxy.Term(); err != nil {
 		t.Fatal(err)
 	}
+	// Its pod's haproxy-monitor goes with it: vipstack lb redirects the
+	// VIP itself.
+	if err := m0.monitor.Term(); err != nil {
+		t.Fatal(err)
+	}
+	m0.monitor = nil
 	haproxyCfg := filepath.Join(m0.dir, filepath.FromSlash(render.HAProxyCfgPath))
 	redirectTo := netip.AddrPortFrom(apiVIP, uint16(cfg.Ports.API)).String()
 	lb, err := peers.StartCmd(m0.host, m0.host.Command(mc.bin, "lb", "-f", haproxyCfg, "--redirect", redirectTo))
@@ -354,25 +386,6 @@ func setAPIBlock(t *testing.T, h *testnet.Host, port int, block bool) {
 	}
 }
 
-// installMonitorRedirect installs in h's namespace what OpenShift's
-// haproxy-monitor installs while haproxy's monitor URI answers: TCP
-// traffic for vip:apiPort, from other hosts and from the node itself, goes
-// to haproxy's frontend on lbPort (iptables' nat PREROUTING and OUTPUT
-// REDIRECT --to-ports, written as an nftables table of its own).
-func installMonitorRedirect(t *testing.T, h *testnet.Host, vip netip.Addr, apiPort, lbPort int) {
-	t.Helper()
-	const table = "vipstack_mixed_haproxy_monitor"
-	rule := fmt.Sprintf("ip daddr %s tcp dport %d redirect to :%d", vip, apiPort, lbPort)
-	ruleset := fmt.Sprintf("table ip %s {\n"+
-		"\tchain prerouting { type nat hook prerouting priority dstnat; policy accept; %s; }\n"+
-		"\tchain output { type nat hook output priority -100; policy accept; %s; }\n}\n", table, rule, rule)
-	c := h.Command("nft", "-f", "-")
-	c.Stdin = strings.NewReader(ruleset)
-	if out, err := c.CombinedOutput(); err != nil {
-		t.Fatalf("installing the monitor's redirect on %s: %v\n%s\n%s", h.Name, err, ruleset, out)
-	}
-}
-
 // vipClient sends HTTPS requests to the API VIP from the client's
 // namespace, one new TCP connection each, and tells which master answered.
 type vipClient struct {
@@ -523,4 +536,44 @@ func (c *vipClient) during(period time.Duration, settle int, reqTimeout time.Dur
 	time.Sleep(time.Duration(settle) * period) // a bounded tail of requests after the VIP has moved
 	finish()
 	return res
+}
+
+// waitHAProxyDown waits, for at most 10 s, until the haproxy on h (the
+// rendered configuration: its stats page on cluster.LBStatsPort) reports
+// server as DOWN.
+func waitHAProxyDown(t *testing.T, h *testnet.Host, cfg *cluster.Cluster, server string) {
+	t.Helper()
+	// The client dials inside h's namespace (the dial runs on its own
+	// goroutine, so the namespace is entered there).
+	client := &http.Client{Timeout: time.Second, Transport: &http.Transport{
+		DisableKeepAlives: true,
+		DialContext: func(ctx context.Context, network, addr string) (conn net.Conn, err error) {
+			err = h.Do(func() error {
+				conn, err = (&net.Dialer{}).DialContext(ctx, network, addr)
+				return err
+			})
+			return conn, err
+		},
+	}}
+	status := func() string {
+		req, _ := http.NewRequest("GET", fmt.Sprintf("http://127.0.0.1:%d%s;csv", cluster.LBStatsPort, cluster.LBStatsURI), nil)
+		req.SetBasicAuth("admin", cfg.Name+"-stats")
+		resp, err := client.Do(req)
+		if err != nil {
+			return err.Error()
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		for _, l := range strings.Split(string(b), "\n") {
+			if f := strings.Split(l, ","); len(f) > 17 && f[0] == "masters" && f[1] == server {
+				return f[17]
+			}
+		}
+		return resp.Status + ": no line for " + server
+	}
+	for deadline := time.Now().Add(10 * time.Second); status() != "DOWN"; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("haproxy on %s does not report %s DOWN after 10 s (status %q)", h.Name, server, status())
+		}
+	}
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/vipstack/vipstack/internal/peers"
 	"github.com/vipstack/vipstack/internal/render"
 	"github.com/vipstack/vipstack/internal/testnet"
+	"go.yaml.in/yaml/v3"
 )
 
 // mixedYAML is a cluster left at OpenShift's VRRP defaults (VRRPv2, advert
@@ -55,6 +56,7 @@ type mixedNode struct {
 	dir      string // rendered files (upstream) or state dir (vipstack)
 	vrrp     *peers.Node
 	haproxy  *peers.Node
+	monitor  *peers.Node  // the haproxy pod's haproxy-monitor: vipstack redirect
 	router   *atomic.Bool // workers: the stand-in router's readiness
 	status   *http.Client // vipstack nodes: /status inside the namespace
 }
@@ -309,7 +311,7 @@ func startMixedClusterOn(t *testing.T, yamlText string, opts testnet.Options) *m
 			return
 		}
 		for _, n := range mc.nodes {
-			for _, p := range []*peers.Node{n.vrrp, n.haproxy} {
+			for _, p := range []*peers.Node{n.vrrp, n.haproxy, n.monitor} {
 				if p != nil {
 					t.Logf("---- %s (%s), last lines:\n%s", n.name, n.host.Name, tailLines(p.Log(), 30))
 				}
@@ -519,6 +521,47 @@ func (mc *mixedCluster) startHAProxy(n *mixedNode) {
 		mc.t.Fatal(err)
 	}
 	n.haproxy = p
+	if n.monitor == nil {
+		mc.startMonitor(n)
+	}
+}
+
+// startMonitor runs the haproxy pod's second container, haproxy-monitor,
+// with the command line `vipstack render` wrote for it (the test's
+// vipstack binary in place of the image's): it redirects the API VIP to
+// haproxy while haproxy's monitor URI answers.
+func (mc *mixedCluster) startMonitor(n *mixedNode) {
+	mc.t.Helper()
+	data, err := os.ReadFile(filepath.Join(n.dir, filepath.FromSlash(render.HAProxyPodPath)))
+	if err != nil {
+		mc.t.Fatal(err)
+	}
+	var pod struct {
+		Spec struct {
+			Containers []struct {
+				Name    string   `yaml:"name"`
+				Command []string `yaml:"command"`
+			} `yaml:"containers"`
+		} `yaml:"spec"`
+	}
+	if err := yaml.Unmarshal(data, &pod); err != nil {
+		mc.t.Fatalf("%s's haproxy pod: %v", n.name, err)
+	}
+	for _, c := range pod.Spec.Containers {
+		if c.Name != "haproxy-monitor" {
+			continue
+		}
+		if len(c.Command) < 2 || c.Command[0] != "vipstack" {
+			mc.t.Fatalf("%s's haproxy-monitor runs %q, want vipstack", n.name, c.Command)
+		}
+		p, err := peers.StartCmd(n.host, n.host.Command(mc.bin, c.Command[1:]...))
+		if err != nil {
+			mc.t.Fatal(err)
+		}
+		n.monitor = p
+		return
+	}
+	mc.t.Fatalf("%s's haproxy pod has no haproxy-monitor container", n.name)
 }
 
 // setLBBlock makes the node's load balancer port unreachable over
@@ -551,7 +594,7 @@ func (mc *mixedCluster) crash(n *mixedNode) {
 	mc.mu.Lock()
 	mc.off[n.host] = true
 	mc.mu.Unlock()
-	for _, p := range []*peers.Node{n.vrrp, n.haproxy} {
+	for _, p := range []*peers.Node{n.vrrp, n.haproxy, n.monitor} {
 		if p != nil {
 			if err := p.Kill(); err != nil {
 				mc.t.Fatal(err)

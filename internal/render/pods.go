@@ -3,6 +3,7 @@ package render
 import (
 	"bytes"
 	"fmt"
+	"net/netip"
 	"path"
 	"strconv"
 
@@ -207,7 +208,7 @@ func keepalivedPod(plan *cluster.Plan, o Options) ([]byte, error) {
 // haproxyPod runs haproxy in the foreground on the rendered haproxy.cfg.
 // It needs no privilege: its ports are above 1024. Its liveness probe is
 // the monitor URI, as in OpenShift.
-func haproxyPod(plan *cluster.Plan, lb *lbconfig.Config, o Options) ([]byte, error) {
+func haproxyPod(cl *cluster.Cluster, plan *cluster.Plan, lb *lbconfig.Config, o Options) ([]byte, error) {
 	vol, mnt := dirVolume("conf-dir", hostHAProxyDir)
 	c := container{
 		Name:    "haproxy",
@@ -225,7 +226,44 @@ func haproxyPod(plan *cluster.Plan, lb *lbconfig.Config, o Options) ([]byte, err
 			InitialDelaySeconds: 10, PeriodSeconds: 10, TimeoutSeconds: 3, FailureThreshold: 3,
 		}
 	}
-	return marshalPod(plan, HAProxyPodPath, "haproxy", newPod("haproxy", plan, o, c, []volume{vol}))
+	p := newPod("haproxy", plan, o, c, []volume{vol})
+	if m := haproxyMonitor(cl, lb, o); m != nil {
+		p.Spec.Containers = append(p.Spec.Containers, *m)
+	}
+	return marshalPod(plan, HAProxyPodPath, "haproxy", p)
+}
+
+// haproxyMonitor is the haproxy pod's second container, as OpenShift's
+// haproxy-monitor: `vipstack redirect` sends each API VIP's API port to
+// haproxy's frontend while haproxy's monitor URI answers 200, so that the
+// node holding the API VIP balances its clients over every master (without
+// it they reach this node's own API server only). nil when haproxy has no
+// monitor to follow.
+func haproxyMonitor(cl *cluster.Cluster, lb *lbconfig.Config, o Options) *container {
+	if len(lb.Monitors) == 0 || len(lb.Monitors[0].Binds) == 0 || len(cl.APIVIPs) == 0 {
+		return nil
+	}
+	mon := lb.Monitors[0]
+	cmd := []string{"vipstack", "redirect"}
+	for _, v := range cl.APIVIPs {
+		cmd = append(cmd, "--vip", netip.AddrPortFrom(v, uint16(cl.Ports.API)).String())
+	}
+	cmd = append(cmd, "--to-port", strconv.Itoa(cl.Ports.LB),
+		"--monitor", "http://127.0.0.1:"+strconv.Itoa(int(mon.Binds[0].Addr.Port()))+mon.URI)
+	c := container{
+		Name:    "haproxy-monitor",
+		Image:   o.Image,
+		Command: cmd,
+		SecurityContext: &securityContext{
+			AllowPrivilegeEscalation: ptr(false),
+			ReadOnlyRootFilesystem:   ptr(true),
+			Capabilities:             &capabilities{Add: []string{"NET_ADMIN"}, Drop: []string{"ALL"}},
+		},
+		ImagePullPolicy:          "IfNotPresent",
+		TerminationMessagePolicy: "FallbackToLogsOnError",
+	}
+	c.Resources.Requests = map[string]string{"cpu": "10m", "memory": "32Mi"}
+	return &c
 }
 
 // corednsPod runs CoreDNS on the rendered Corefile, locked down as

@@ -175,7 +175,7 @@ func Files(c *cluster.Cluster, node string, opts Options) (map[string][]byte, er
 		if err := add(HAProxyCfgPath, data, err); err != nil {
 			return nil, err
 		}
-		data, err = haproxyPod(plan, lb, o)
+		data, err = haproxyPod(c, plan, lb, o)
 		if err := add(HAProxyPodPath, data, err); err != nil {
 			return nil, err
 		}

@@ -204,8 +204,20 @@ func checkPod(t *testing.T, name string, data []byte) {
 	if err := dec.Decode(&p); err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}
-	if p.APIVersion != "v1" || p.Kind != "Pod" || !p.Spec.HostNetwork || len(p.Spec.Containers) != 1 || p.Spec.Containers[0].Image == "" {
-		t.Errorf("%s: not a host-network v1 Pod with one container: %+v", name, p)
+	// The haproxy pod has haproxy and its monitor (vipstack redirect);
+	// the others one container.
+	want := 1
+	if name == HAProxyPodPath {
+		want = 2
+	}
+	if p.APIVersion != "v1" || p.Kind != "Pod" || !p.Spec.HostNetwork || len(p.Spec.Containers) != want || p.Spec.Containers[0].Image == "" {
+		t.Errorf("%s: not a host-network v1 Pod with %d container(s): %+v", name, want, p)
+	}
+	if name == HAProxyPodPath {
+		mon := p.Spec.Containers[1].SecurityContext
+		if diff := cmp.Diff([]string{"NET_ADMIN"}, mon.Capabilities.Add); diff != "" || mon.Privileged != nil {
+			t.Errorf("%s: the monitor's capabilities (-want +got):\n%s (privileged %v)", name, diff, mon.Privileged)
+		}
 	}
 	if name != VipstackPodPath {
 		return
