@@ -92,6 +92,14 @@ func KeepalivedConf(c *cluster.Cluster, p *cluster.Plan, iface string) ([]byte, 
 	if c.VRRP.Version == 3 {
 		w(1, "vrrp_version 3")
 	}
+	// OpenShift's current template runs the VRRP process at realtime
+	// priority with its memory locked, so that a loaded node still
+	// sends its adverts in time (a late one lets a backup take over).
+	w(1, "vrrp_rt_priority 50")
+	w(1, "vrrp_no_swap")
+	w(1, "vrrp_rlimit_rttime 100000")
+	w(1, "checker_rlimit_rttime 100000")
+	w(1, "bfd_rlimit_rttime 100000")
 	w(0, "}")
 
 	defined := map[string]bool{}
@@ -169,7 +177,13 @@ func KeepalivedConf(c *cluster.Cluster, p *cluster.Plan, iface string) ([]byte, 
 		}
 		w(1, "virtual_ipaddress {")
 		for _, v := range in.VIPs {
-			w(2, "%s", netip.PrefixFrom(v, v.BitLen()))
+			if v.Is4() {
+				// As OpenShift's current template; an address label is
+				// IPv4's alone, and keepalived warns about one on IPv6.
+				w(2, "%s label vip", netip.PrefixFrom(v, v.BitLen()))
+			} else {
+				w(2, "%s", netip.PrefixFrom(v, v.BitLen()))
+			}
 		}
 		w(1, "}")
 		if len(in.Checks) > 0 {

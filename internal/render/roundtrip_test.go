@@ -171,9 +171,16 @@ func TestKeepalivedConfMatchesPlan(t *testing.T) {
 				t.Fatalf("%v\n%s", err, text)
 			}
 			want := plan.Keepalived(c, tc.iface, func(cluster.CheckSpec) track.Check { return nil })
-			// The rendered file holds the 8 characters VRRPv2 carries.
+			// The rendered file holds the 8 characters VRRPv2 carries, and
+			// labels its IPv4 VIPs "vip" as OpenShift's template does (an
+			// address label on the interface, nothing on the wire).
 			for _, in := range want.Instances {
 				in.AuthPass = in.AuthPass[:min(len(in.AuthPass), 8)]
+				for i := range in.VIPs {
+					if in.VIPs[i].Prefix.Addr().Is4() {
+						in.VIPs[i].Label = "vip"
+					}
+				}
 			}
 			opts := cmp.Options{
 				cmpopts.IgnoreFields(keepalived.Instance{}, "Pos"),
@@ -200,6 +207,13 @@ func TestKeepalivedConfMatchesPlan(t *testing.T) {
 			// each instance's (compared above, it is what runs); the reader
 			// fills keepalived's global default, 1.
 			wantGlobal.GARPMasterRefreshRepeat = got.Global.GARPMasterRefreshRepeat
+			// keepalived runs VRRP in a process of its own at realtime
+			// priority, as OpenShift's template sets it. vipstack node
+			// shares its process with the load balancer and the DNS,
+			// which must not run at realtime priority: it reads the
+			// adverts queued meanwhile after a late timer instead.
+			wantGlobal.RTPriority, wantGlobal.NoSwap, wantGlobal.RLimitRTTime = 50, true, 100000
+			wantGlobal.CheckerRLimitRTTime, wantGlobal.BFDRLimitRTTime = 100000, 100000
 			if diff := cmp.Diff(wantGlobal, got.Global); diff != "" {
 				t.Errorf("global_defs (-plan +rendered):\n%s", diff)
 			}
