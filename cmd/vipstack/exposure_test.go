@@ -26,6 +26,7 @@ func TestAddressDefaultsAreLoopback(t *testing.T) {
 		"ipfailover": {"metrics-addr": "", "status-addr": ""},
 		"lb":         {"metrics-addr": ""}, // the frontends and stats are haproxy.cfg's
 		"node":       {"metrics-addr": "127.0.0.1:9650", "status-addr": "127.0.0.1:9651"},
+		"redirect":   {}, // it listens nowhere: it polls the monitor
 		"render":     {},
 		"status":     {"addr": "127.0.0.1:9651"}, // where it connects
 		"vrrp":       {"metrics-addr": "", "status-addr": ""},
