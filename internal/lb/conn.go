@@ -43,14 +43,17 @@ type conn struct {
 
 	// idle timeout, guarded by the loop's lock too
 	moved      uint64 // bytes relayed both ways
+	last       uint8  // the direction that moved bytes last: lastUp, lastDown
 	timer      clock.Timer
-	idle       time.Duration
+	every      time.Duration // how often checkIdle runs
 	lastSeen   uint64
 	lastActive time.Time
 }
 
-// checkIdle runs every half idle timeout while the connection is open
-// and closes it when no byte has moved for the idle timeout.
+// checkIdle runs every cn.every (half the smallest timeout that may
+// apply) while the connection is open, and closes it when no byte has
+// moved for the timeout that applies to the side expected to speak next
+// (feConfig.idleFor).
 func (cn *conn) checkIdle() {
 	lp := cn.lp
 	lp.mu.Lock()
@@ -61,13 +64,13 @@ func (cn *conn) checkIdle() {
 	now := cn.fe.lb.clk.Now()
 	if cn.moved != cn.lastSeen {
 		cn.lastSeen, cn.lastActive = cn.moved, now
-	} else if now.Sub(cn.lastActive) >= cn.idle {
-		cn.fe.lb.log.Debug("closing an idle connection", "frontend", cn.fe.name, "client", cn.peer.String(), "idle", cn.idle)
+	} else if idle := cn.cfg.idleFor(cn.last); idle > 0 && now.Sub(cn.lastActive) >= idle {
+		cn.fe.lb.log.Debug("closing an idle connection", "frontend", cn.fe.name, "client", cn.peer.String(), "idle", idle)
 		cn.fe.lb.idleCloses.Add(1)
 		lp.closeLocked(cn)
 		lp.unlock()
 		return
 	}
-	cn.timer.Reset(cn.idle / 2)
+	cn.timer.Reset(cn.every)
 	lp.mu.Unlock()
 }

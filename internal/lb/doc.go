@@ -41,13 +41,14 @@
 //     after 6 s). lb's bounded wait is deliberate: a client learns within
 //     `timeout queue` that it should try elsewhere.
 //   - Once both sides are connected the connection is a tunnel: it is
-//     closed after `timeout tunnel` without a byte moving either way, or,
-//     without a tunnel timeout, after the smaller of `timeout client` and
-//     `timeout server`. A coarse per-connection timer checks the byte
-//     counters every half timeout, so an idle connection is closed between
-//     1 and 1.5 timeouts after its last byte. haproxy tracks client and
-//     server inactivity separately; one idle clock for both is the
-//     difference.
+//     closed after `timeout tunnel` without a byte moving either way.
+//     Without a tunnel timeout the side expected to speak next decides,
+//     as in haproxy: while the client spoke last (a request waits for its
+//     answer) the connection may be silent for `timeout server`, while
+//     the server spoke last for `timeout client`, and before any byte for
+//     the smaller of the two. A coarse per-connection timer checks the
+//     byte counters every half of the smallest timeout that may apply, so
+//     an idle connection is closed up to that much after its timeout.
 //   - Unset timeouts never expire, as in haproxy.
 //
 // # Servers

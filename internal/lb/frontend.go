@@ -10,12 +10,48 @@ import (
 // feConfig is what a connection needs from the configuration; a
 // connection keeps the one it started with.
 type feConfig struct {
-	pool         *pool // nil: no backend, connections are closed
-	retries      int
-	idle         time.Duration // tunnel idle timeout; 0: none
-	queueTimeout time.Duration // 0: wait for a slot forever
+	pool    *pool // nil: no backend, connections are closed
+	retries int
+	// Inactivity timeouts of a relayed connection (see idleFor); 0: none.
+	tunnel, client, server time.Duration
+	queueTimeout           time.Duration // 0: wait for a slot forever
 	// connectTimeout bounds each connect attempt; 0: none.
 	connectTimeout time.Duration
+}
+
+// Which direction last moved bytes on a connection: the side that spoke
+// last, whose peer is expected to answer.
+const (
+	lastNone uint8 = iota
+	lastUp         // client to server: waiting for the server
+	lastDown       // server to client: waiting for the client
+)
+
+// idleFor is the inactivity timeout of a connection whose last bytes
+// went last (lastNone, lastUp, lastDown), as haproxy 2.6 applies them in
+// mode tcp: `timeout tunnel` for any silence when set; otherwise `timeout
+// server` while the client spoke last (its answer may take that long),
+// `timeout client` while the server spoke last, and the smaller of the two
+// before any byte. 0: none.
+func (c *feConfig) idleFor(last uint8) time.Duration {
+	switch {
+	case c.tunnel > 0:
+		return c.tunnel
+	case last == lastUp:
+		return c.server
+	case last == lastDown:
+		return c.client
+	}
+	return minNonZero(c.client, c.server)
+}
+
+// idleEvery is how often a relayed connection's inactivity is checked:
+// half the smallest timeout that may apply to it; 0 when none does.
+func (c *feConfig) idleEvery() time.Duration {
+	if c.tunnel > 0 {
+		return c.tunnel / 2
+	}
+	return minNonZero(c.client, c.server) / 2
 }
 
 // frontend admits connections, up to maxconn at once, and queues the

@@ -370,10 +370,6 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 	l.noSrv = noSrv
 
 	// Frontends.
-	idle := cfg.Timeouts.Tunnel
-	if idle == 0 {
-		idle = minNonZero(cfg.Timeouts.Client, cfg.Timeouts.Server)
-	}
 	queueTimeout := cfg.Timeouts.Queue
 	if queueTimeout == 0 {
 		queueTimeout = cfg.Timeouts.Connect
@@ -385,7 +381,8 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 			fe = newFrontend(l, fc.Name)
 			l.frontends[fc.Name] = fe
 		}
-		fe.cfg.Store(&feConfig{pool: pools[fc.Backend], retries: max(cfg.Retries, 0), idle: idle, queueTimeout: queueTimeout, connectTimeout: cfg.Timeouts.Connect})
+		fe.cfg.Store(&feConfig{pool: pools[fc.Backend], retries: max(cfg.Retries, 0),
+			tunnel: cfg.Timeouts.Tunnel, client: cfg.Timeouts.Client, server: cfg.Timeouts.Server, queueTimeout: queueTimeout, connectTimeout: cfg.Timeouts.Connect})
 		fe.setMaxconn(cfg.MaxConn)
 		feOrder = append(feOrder, fe)
 	}

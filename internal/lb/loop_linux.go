@@ -518,11 +518,11 @@ func (lp *loop) connected(cn *conn) {
 		s.smax.Store(cur)
 	}
 	cn.state = stRelaying
-	if idle := cn.cfg.idle; idle > 0 {
+	if every := cn.cfg.idleEvery(); every > 0 {
 		clk := lp.lb.clk
-		cn.idle = idle
+		cn.every = every
 		cn.lastActive = clk.Now()
-		cn.timer = clk.AfterFunc(idle/2, cn.checkIdle)
+		cn.timer = clk.AfterFunc(every, cn.checkIdle)
 	}
 	lp.progress(cn)
 }
@@ -564,6 +564,10 @@ func (lp *loop) pump(cn *conn, d *dir, src, dst *side, otherDone bool, c1, c2 in
 				c1.Add(uint64(n))
 				c2.Add(uint64(n))
 				cn.moved += uint64(n)
+				cn.last = lastDown
+				if d == &cn.relay.up {
+					cn.last = lastUp
+				}
 			}
 			if err != nil {
 				return err

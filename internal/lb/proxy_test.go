@@ -16,6 +16,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/vipstack/vipstack/internal/clock"
 	"github.com/vipstack/vipstack/internal/lbconfig"
 )
 
@@ -595,4 +596,87 @@ func TestRebindWidensOwnPort(t *testing.T) {
 			t.Errorf("with bind %s a client got %q, want a", cfg.Frontends[0].Binds[0].Addr, g)
 		}
 	}
+}
+
+// silentBackend accepts connections and reads them without ever
+// answering: a server slow to answer.
+func silentBackend(t *testing.T) *backend {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &backend{name: "silent", ln: ln, addr: netip.MustParseAddrPort(ln.Addr().String()), conns: map[net.Conn]bool{}}
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			b.mu.Lock()
+			b.conns[c] = true
+			b.mu.Unlock()
+			b.wg.Add(1)
+			go func() {
+				defer b.wg.Done()
+				io.Copy(io.Discard, c)
+			}()
+		}
+	}()
+	t.Cleanup(b.stop)
+	return b
+}
+
+// TestIdleTimeoutPerSide: without `timeout tunnel`, a request waiting
+// for a slow answer may wait `timeout server`, not the smaller `timeout
+// client` (haproxy delivers the answer, measured: client 2s, server 6s,
+// an answer after 3.5s); once the server has spoken, the client's
+// silence is bounded by `timeout client`.
+func TestIdleTimeoutPerSide(t *testing.T) {
+	// One idle check per second (half the 2 s client timeout); the fake
+	// clock runs each within Advance.
+	tick := func(clk *clock.Fake, d time.Duration) {
+		for range int(d / time.Second) {
+			clk.Advance(time.Second)
+		}
+	}
+	t.Run("waiting for the server", func(t *testing.T) {
+		s := silentBackend(t)
+		clk := fakeClock()
+		cfg := tcpConfig(lbconfig.RoundRobin, srv("s", s))
+		cfg.Timeouts.Client, cfg.Timeouts.Server = 2*time.Second, 6*time.Second
+		l := newLB(t, clk, cfg)
+		cl := dial(t, l, "fe")
+		if _, err := io.WriteString(cl, "request\n"); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "the request to reach the server", func() bool { return l.serverStats(t, "be", "s").BytesIn == 8 })
+		tick(clk, 4*time.Second) // past timeout client, within timeout server
+		if n := l.idleCloses.Load(); n != 0 {
+			t.Fatalf("closed after 4 s waiting for the server's answer (timeout server 6 s): %d idle closes", n)
+		}
+		tick(clk, 4*time.Second) // 8 s: past timeout server
+		if !cl.closed(t) {
+			t.Fatal("still open 8 s after the request with timeout server 6 s")
+		}
+		if n := l.idleCloses.Load(); n != 1 {
+			t.Errorf("idle closes = %d, want 1", n)
+		}
+	})
+	t.Run("waiting for the client", func(t *testing.T) {
+		a := startBackend(t, "a") // speaks first: its greeting
+		clk := fakeClock()
+		cfg := tcpConfig(lbconfig.RoundRobin, srv("a", a))
+		cfg.Timeouts.Client, cfg.Timeouts.Server = 2*time.Second, 6*time.Second
+		l := newLB(t, clk, cfg)
+		cl := dial(t, l, "fe")
+		cl.greeting(t)
+		cl.echo(t, "ping") // the server's echo is the last word
+		tick(clk, 3*time.Second)
+		if !cl.closed(t) {
+			t.Fatal("still open 3 s after the server's answer with timeout client 2 s")
+		}
+	})
 }
