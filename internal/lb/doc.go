@@ -78,6 +78,17 @@
 // `maxconn` in global) caps accepted connections over all frontends: at
 // the cap every frontend stops accepting until one ends.
 //
+// # Administrative state
+//
+// An operator sets a server's state with SetServerAdmin (the runtime API
+// of internal/lbcli: `set server B/S state ready|drain|maint`). A drained
+// or maintained server takes no new connection, and its established ones
+// run to their end; drain keeps its health check, maint pauses it and
+// counts a down, and leaving maint the server is UP at once with its check
+// started again, as haproxy does. The monitor counts ready servers only.
+// The state survives reloads while the server's backend, name and address
+// stay (haproxy forgets it).
+//
 // # Reload and drain
 //
 // Apply swaps in a new configuration: frontends, backends and servers are
