@@ -33,15 +33,33 @@ type backend struct {
 
 	mu    sync.Mutex
 	conns map[net.Conn]bool
+
+	handle func(net.Conn) // nil: greetAndEcho
+}
+
+// greetAndEcho is a backend's default: its name and a newline, then an
+// echo of everything until the client closes.
+func (b *backend) greetAndEcho(c net.Conn) {
+	if _, err := io.WriteString(c, b.name+"\n"); err != nil {
+		return
+	}
+	io.Copy(c, c)
 }
 
 func startBackend(t *testing.T, name string) *backend {
+	t.Helper()
+	return startBackendFunc(t, name, nil)
+}
+
+// startBackendFunc is a loopback backend that runs handle (nil:
+// greetAndEcho) on each connection, and closes it when handle returns.
+func startBackendFunc(t *testing.T, name string, handle func(net.Conn)) *backend {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := &backend{name: name, ln: ln, addr: netip.MustParseAddrPort(ln.Addr().String()), conns: map[net.Conn]bool{}}
+	b := &backend{name: name, ln: ln, addr: netip.MustParseAddrPort(ln.Addr().String()), conns: map[net.Conn]bool{}, handle: handle}
 	b.serve()
 	t.Cleanup(b.stop)
 	return b
@@ -68,10 +86,11 @@ func (b *backend) serve() {
 					b.mu.Unlock()
 					c.Close()
 				}()
-				if _, err := io.WriteString(c, b.name+"\n"); err != nil {
-					return
+				if b.handle != nil {
+					b.handle(c)
+				} else {
+					b.greetAndEcho(c)
 				}
-				io.Copy(c, c)
 			}()
 		}
 	}()

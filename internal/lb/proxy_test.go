@@ -205,7 +205,9 @@ func TestMaxconnQueue(t *testing.T) {
 	second.echo(t, "served")
 
 	third := dial(t, l, "fe")
-	eventually(t, "the third client to queue", func() bool { return fe().Queued == 1 })
+	// Queued, and its queue timer armed (the only timer of this LB: no
+	// checks, no idle timeouts); qcur is stored just before the timer.
+	eventually(t, "the third client to queue", func() bool { return fe().Queued == 1 && clk.Pending() == 1 })
 	clk.Advance(30 * time.Second)
 	if !third.closed(t) {
 		t.Fatal("the third client was not closed after timeout queue")
@@ -598,35 +600,10 @@ func TestRebindWidensOwnPort(t *testing.T) {
 	}
 }
 
-// silentBackend accepts connections and reads them without ever
-// answering: a server slow to answer.
+// silentBackend reads its connections without ever answering: a server
+// slow to answer.
 func silentBackend(t *testing.T) *backend {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := &backend{name: "silent", ln: ln, addr: netip.MustParseAddrPort(ln.Addr().String()), conns: map[net.Conn]bool{}}
-	b.wg.Add(1)
-	go func() {
-		defer b.wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			b.mu.Lock()
-			b.conns[c] = true
-			b.mu.Unlock()
-			b.wg.Add(1)
-			go func() {
-				defer b.wg.Done()
-				io.Copy(io.Discard, c)
-			}()
-		}
-	}()
-	t.Cleanup(b.stop)
-	return b
+	return startBackendFunc(t, "silent", func(c net.Conn) { io.Copy(io.Discard, c) })
 }
 
 // TestIdleTimeoutPerSide: without `timeout tunnel`, a request waiting
