@@ -125,15 +125,7 @@ func TestStoryMixedLB(t *testing.T) {
 
 	// 3. keepalived on master-0 stops (a priority-0 advert): a vipstack
 	//    master takes the VIP while the client keeps sending.
-	holder := st.handover("keepalived stopped, to vipstack", func() *mixedNode {
-		if err := m0.vrrp.Term(); err != nil {
-			t.Error(err)
-			return nil
-		}
-		return mc.waitSole(apiVIP, masters, isVipstack, 3*advert, st.masterDown+st.margin)
-	})
-	st.steady("vipstack's "+holder.name+" holding the VIP", true)
-	mc.wantClientNeigh(apiVIP, holder)
+	holder := st.keepalivedStops()
 
 	// 4. keepalived comes back (as a backup, at equal priority it leaves
 	//    the VIP); then the vipstack masters' LB checks fail and it
@@ -212,15 +204,7 @@ func TestStoryMixedLBVipstackLB(t *testing.T) {
 	setAPIBlock(t, m0.host, cfg.Ports.API, false)
 	mc.keeps(apiVIP, masters, m0, advert)
 
-	holder := st.handover("keepalived stopped, to vipstack", func() *mixedNode {
-		if err := m0.vrrp.Term(); err != nil {
-			t.Error(err)
-			return nil
-		}
-		return mc.waitSole(apiVIP, masters, isVipstack, 3*advert, st.masterDown+st.margin)
-	})
-	st.steady("vipstack's "+holder.name+" holding the VIP", true)
-	mc.wantClientNeigh(apiVIP, holder)
+	st.keepalivedStops()
 }
 
 // The client sends one request every period, each with its own timeout
@@ -312,6 +296,26 @@ func (st *mixedLBStory) toKeepalived() {
 		return mc.prio(vipstacks[0], st.apiName) == st.apiUp && mc.prio(vipstacks[1], st.apiName) == st.apiUp
 	})
 	st.t.Logf("keepalived's master-0 holds the API VIP, every master at %d", st.apiUp)
+}
+
+// keepalivedStops stops keepalived on master-0 (a priority-0 advert) while
+// the client keeps sending: a vipstack master takes the VIP within the
+// handover bound, and then serves the client, balanced. It returns the
+// new holder.
+func (st *mixedLBStory) keepalivedStops() *mixedNode {
+	st.t.Helper()
+	mc := st.mc
+	m0, masters := mc.nodes[0], mc.nodes[:3]
+	holder := st.handover("keepalived stopped, to vipstack", func() *mixedNode {
+		if err := m0.vrrp.Term(); err != nil {
+			st.t.Error(err)
+			return nil
+		}
+		return mc.waitSole(st.apiVIP, masters, isVipstack, 3*st.advert, st.masterDown+st.margin)
+	})
+	st.steady("vipstack's "+holder.name+" holding the VIP", true)
+	mc.wantClientNeigh(st.apiVIP, holder)
+	return holder
 }
 
 // steady sends steadyRequests requests: every one must be answered, and,
