@@ -32,13 +32,20 @@ import (
 // namespace (the test binary re-executed), with the arguments from the
 // environment, one per line.
 func TestLBHelperProcess(t *testing.T) {
-	args := os.Getenv("VIPSTACK_LB_HELPER_ARGS")
+	helperProcess(t, "VIPSTACK_LB_HELPER_ARGS", "TestLBNamespaces", runLB)
+}
+
+// helperProcess runs a subcommand, as the test binary re-executed by a
+// root test inside a namespace, with the arguments in the environment
+// variable env, one per line; without them the test is skipped.
+func helperProcess(t *testing.T, env, forTest string, run func(context.Context, []string, io.Writer, io.Writer) int) {
+	args := os.Getenv(env)
 	if args == "" {
-		t.Skip("helper process for TestLBNamespaces")
+		t.Skip("helper process for " + forTest)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	os.Exit(runLB(ctx, strings.Split(args, "\n"), os.Stdout, os.Stderr))
+	os.Exit(run(ctx, strings.Split(args, "\n"), os.Stdout, os.Stderr))
 }
 
 // nsAPIServer is a TLS API server in a host's namespace on port (default

@@ -1,13 +1,11 @@
 package main
 
 import (
-	"context"
 	"io"
 	"net"
 	"net/http"
 	"net/netip"
 	"os"
-	"os/signal"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -22,13 +20,7 @@ import (
 // TestRedirectHelperProcess is `vipstack redirect` run by TestRedirect
 // inside a namespace, with the arguments from the environment.
 func TestRedirectHelperProcess(t *testing.T) {
-	args := os.Getenv("VIPSTACK_REDIRECT_HELPER_ARGS")
-	if args == "" {
-		t.Skip("helper process for TestRedirect")
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	defer stop()
-	os.Exit(runRedirect(ctx, strings.Split(args, "\n"), os.Stdout, os.Stderr))
+	helperProcess(t, "VIPSTACK_REDIRECT_HELPER_ARGS", "TestRedirect", runRedirect)
 }
 
 // TestRedirect runs `vipstack redirect` in a namespace with a VIP, a

@@ -12,7 +12,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/vipstack/vipstack/internal/haproxycfg"
-	"github.com/vipstack/vipstack/internal/lbconfig"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden from the stats output")
@@ -156,15 +155,7 @@ func csvFields(t *testing.T, csv, pxname, svname string) map[string]string {
 // wretr 3, econ 1; backend stot 1, econ 1; with the only server DOWN,
 // backend stot 1, econ 1.
 func TestStatsFailedClientsCountedAsHaproxy(t *testing.T) {
-	dead := deadBackend(t, "dead")
-	cfg := tcpConfig(lbconfig.RoundRobin, srv("dead", dead))
-	cfg.Retries = 3
-	l := newLB(t, fakeClock(), cfg)
-	cl := dial(t, l, "fe")
-	if !cl.closed(t) {
-		t.Fatal("client was not closed")
-	}
-	eventually(t, "the failure to be counted", func() bool { return l.Snapshot().Frontends[0].NoServer == 1 })
+	l, cfg := failedClient(t, 3)
 	want := func(csv, sv string, fields map[string]string) {
 		t.Helper()
 		got := csvFields(t, csv, "be", sv)
@@ -183,7 +174,7 @@ func TestStatsFailedClientsCountedAsHaproxy(t *testing.T) {
 	if err := l.SetServerAdmin("be", "dead", AdminMaint); err != nil {
 		t.Fatal(err)
 	}
-	cl = dial(t, l, "fe")
+	cl := dial(t, l, "fe")
 	if !cl.closed(t) {
 		t.Fatal("client was not closed")
 	}

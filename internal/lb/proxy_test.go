@@ -161,16 +161,26 @@ func TestRetriesOnClosedPort(t *testing.T) {
 	}
 }
 
-func TestNoServerUpClosesClient(t *testing.T) {
+// failedClient sends one client to an LB whose only server ("dead" of
+// backend "be") refuses connections, with retries, and waits until the
+// client is closed and counted as having found no server. It returns the
+// LB and its configuration.
+func failedClient(t *testing.T, retries int) (*LB, *lbconfig.Config) {
+	t.Helper()
 	dead := deadBackend(t, "dead")
 	cfg := tcpConfig(lbconfig.RoundRobin, srv("dead", dead))
-	cfg.Retries = 2
+	cfg.Retries = retries
 	l := newLB(t, fakeClock(), cfg)
 	cl := dial(t, l, "fe")
 	if !cl.closed(t) {
 		t.Fatal("client was not closed")
 	}
 	eventually(t, "the failure to be counted", func() bool { return l.Snapshot().Frontends[0].NoServer == 1 })
+	return l, cfg
+}
+
+func TestNoServerUpClosesClient(t *testing.T) {
+	l, _ := failedClient(t, 2)
 	// One try and two retries, all on the only server.
 	if d := l.serverStats(t, "be", "dead"); d.ConnectErrors != 3 || d.Retries != 2 {
 		t.Errorf("dead: %d errors, %d retries; want 3 and 2", d.ConnectErrors, d.Retries)
