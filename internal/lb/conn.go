@@ -35,6 +35,7 @@ type conn struct {
 	state   connState
 	cfg     *feConfig // the configuration the connection started with
 	srv     *server   // the server connected or being connected to
+	picked  *server   // the server of the last attempt, connected or not
 	tried   uint64    // servers tried, as pool bits
 	attempt int       // connect attempts made
 	ctimer  *time.Timer

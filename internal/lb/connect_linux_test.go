@@ -2,6 +2,7 @@ package lb
 
 import (
 	"context"
+	"io"
 	"net"
 	"net/netip"
 	"testing"
@@ -212,5 +213,36 @@ func TestBurstSpreadsOverLoops(t *testing.T) {
 		if c > limit {
 			t.Errorf("loop %d relays %d of %d connections (%v), want at most %d", i, c, n, counts, limit)
 		}
+	}
+}
+
+// TestNoServerEndsClientCleanly: a client that has sent bytes and then
+// finds no server gets the end of the connection, not a reset, as from
+// haproxy (measured, 2.6.12: the client reads end of file). Its bytes
+// count as bytes in, and the one server tried counts one selection and
+// one session at most, as haproxy's lbtot and smax do.
+func TestNoServerEndsClientCleanly(t *testing.T) {
+	cfg := tcpConfig(lbconfig.RoundRobin, srv("hole", &backend{addr: blackhole(t)}))
+	cfg.Timeouts.Connect = time.Hour
+	cfg.Retries = 2
+	l := newLB(t, fakeClock(), cfg)
+	c := dial(t, l, "fe")
+	msg := []byte("GET /readyz HTTP/1.1\r\nHost: api\r\n\r\n")
+	if _, err := c.Write(msg); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the connect to start", func() bool { return l.serverStats(t, "be", "hole").Sessions == 1 })
+	// On loopback the bytes are in the balancer's socket once Write
+	// returned; the server now goes DOWN, and no other is left.
+	l.serverFor(t, "be", "hole").onChange(healthcheck.State{Up: false})
+	b, err := c.r.ReadByte()
+	if err != io.EOF {
+		t.Fatalf("client read %q, %v; want end of file (a reset means its bytes were left unread)", b, err)
+	}
+	eventually(t, "the failure to be counted", func() bool { return l.Snapshot().Frontends[0].NoServer == 1 })
+	hole, fe := l.serverStats(t, "be", "hole"), l.Snapshot().Frontends[0]
+	if fe.BytesIn != uint64(len(msg)) || hole.BytesIn != uint64(len(msg)) || hole.Selected != 1 || hole.MaxSessions != 1 {
+		t.Errorf("frontend bytes in %d, server bytes in %d, selected %d, max sessions %d; want %d, %d, 1, 1",
+			fe.BytesIn, hole.BytesIn, hole.Selected, hole.MaxSessions, len(msg), len(msg))
 	}
 }

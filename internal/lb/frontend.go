@@ -294,6 +294,7 @@ func (cn *conn) queueExpired() {
 	f.queueDrops.Add(1)
 	done := f.doneLocked()
 	f.mu.Unlock()
+	f.bin.Add(discardInput(cn.cfd)) // an end of file, not a reset (see connectNext)
 	closeFD(cn.cfd)
 	f.lb.globalDone()
 	f.lb.log.Debug("closed a client that waited too long for a slot", "frontend", f.name, "client", cn.peer.String())

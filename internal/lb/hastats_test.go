@@ -151,8 +151,10 @@ func csvFields(t *testing.T, csv, pxname, svname string) map[string]string {
 // connection attempt as a retry (wretr) or, on the client's last attempt,
 // as a connection error (econ), every attempt as a session on the server
 // (stot), and the client once on the backend whether or not a server took
-// it. Measured with `retries 3` and one refusing server: server stot 4,
-// wretr 3, econ 1; backend stot 1, econ 1; with the only server DOWN,
+// it, and the server once as selected (lbtot: retries on the same server
+// are not selections) and in its smax. Measured with `retries 3` and one
+// refusing server: server stot 4, wretr 3, econ 1, lbtot 1, smax 1;
+// backend stot 1, econ 1; with the only server DOWN,
 // backend stot 1, econ 1.
 func TestStatsFailedClientsCountedAsHaproxy(t *testing.T) {
 	l, cfg := failedClient(t, 3)
@@ -166,7 +168,7 @@ func TestStatsFailedClientsCountedAsHaproxy(t *testing.T) {
 		}
 	}
 	csv := l.Snapshot().CSV()
-	want(csv, "dead", map[string]string{"stot": "4", "wretr": "3", "econ": "1"})
+	want(csv, "dead", map[string]string{"stot": "4", "wretr": "3", "econ": "1", "lbtot": "1", "smax": "1"})
 	want(csv, "BACKEND", map[string]string{"stot": "1", "wretr": "3", "econ": "1"})
 
 	// With the server out of rotation no attempt is made: the backend

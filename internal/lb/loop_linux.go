@@ -354,8 +354,16 @@ func (lp *loop) connectNext(cn *conn) {
 		cn.tried |= bit(i)
 		cn.attempt++
 		s := p.servers[i]
-		s.lbtot.Add(1)
-		s.cur.Add(1) // counted while connecting, so leastconn sees it
+		if s != cn.picked {
+			// A selection, as haproxy's lbtot counts it: a retry on the
+			// same server is not a new one (measured, 2.6.12: one client,
+			// one refusing server, retries 2: lbtot 1).
+			s.lbtot.Add(1)
+			cn.picked = s
+		}
+		// Counted while connecting, so leastconn sees it; haproxy's smax
+		// counts a session that never connected too (measured: 1 above).
+		storeMax(&s.smax, s.cur.Add(1))
 		fd, err := dialStart(s.addr)
 		if err == nil {
 			cn.srv = s
@@ -378,6 +386,16 @@ func (lp *loop) connectNext(cn *conn) {
 		// Not failed on its last attempt (that one counts in the
 		// server's errors, not its retries): no UP server was left.
 		p.noSrv.Add(1)
+	}
+	// What the client sent is read and dropped before the close, so that
+	// it sees the end of the connection rather than a reset (closing a
+	// socket with unread input resets it), as haproxy's clients do: it
+	// reads what arrives while it connects. It counts as bytes in there.
+	if n := discardInput(cn.relay.c.fd); n > 0 {
+		cn.fe.bin.Add(n)
+		if cn.picked != nil {
+			cn.picked.bin.Add(n)
+		}
 	}
 	lp.closeLocked(cn)
 }
@@ -512,11 +530,7 @@ func (lp *loop) connected(cn *conn) {
 		cn.ctimer.Stop()
 		cn.ctimer = nil
 	}
-	s := cn.srv
-	s.tot.Add(1)
-	if cur := s.cur.Load(); cur > s.smax.Load() {
-		s.smax.Store(cur)
-	}
+	cn.srv.tot.Add(1)
 	cn.state = stRelaying
 	if every := cn.cfg.idleEvery(); every > 0 {
 		clk := lp.lb.clk
@@ -1006,6 +1020,29 @@ func (lp *loop) pauseLn(r *lnReg, ready <-chan struct{}, tm interface{ Stop() bo
 
 // closeFD closes a socket the relay owns.
 func closeFD(fd int) { rawClose(fd) }
+
+// discardInput reads and drops what has arrived on the non-blocking
+// socket fd, up to maxDiscard bytes, and says how much it read. A socket
+// closed with unread input sends a reset instead of its FIN; a client
+// that sent more than maxDiscard gets the reset.
+func discardInput(fd int) uint64 {
+	var buf [16 << 10]byte
+	var n uint64
+	for n < maxDiscard {
+		m, err := rawRecv(fd, buf[:])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil || m <= 0 {
+			break
+		}
+		n += uint64(m)
+	}
+	return n
+}
+
+// maxDiscard bounds what discardInput reads: a client's first flight.
+const maxDiscard = 256 << 10
 
 // loopCount is how many event loops an LB runs: one per processor. The
 // loops block in epoll_wait holding their processor (P), so the first call
