@@ -4,8 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
+	"sync/atomic"
 
 	"github.com/vipstack/vipstack/internal/healthcheck"
+	"github.com/vipstack/vipstack/internal/lbconfig"
 )
 
 // AdminState is a server's administrative state, set by an operator (the
@@ -55,11 +58,140 @@ func (a *AdminState) UnmarshalText(b []byte) error {
 	return fmt.Errorf("admin state %q: expected ready, drain or maint", b)
 }
 
-// Errors of SetServerAdmin.
+// Errors of SetServerAdmin, SetServerWeight and ShutdownServerSessions.
 var (
 	ErrNoBackend = errors.New("no such backend")
 	ErrNoServer  = errors.New("no such server")
+	// ErrStaticWeight: the backend balances by source, whose hash map is
+	// built from the configured weights (haproxy's static algorithm); a
+	// server's weight can only go to 0 or back to its configured weight.
+	ErrStaticWeight = errors.New("the backend balances by source, a static algorithm: a server's weight may only be 0 or its configured weight")
 )
+
+// MaxWeight is the largest server weight, haproxy's.
+const MaxWeight = 256
+
+// serverWeight is a server's weight: the configuration's (haproxy's
+// initial weight, iweight) and the one in force (uweight), which the
+// runtime API changes.
+type serverWeight struct {
+	mu      sync.Mutex // guards set and initial
+	set     bool       // configure ran once
+	initial int
+	cur     atomic.Int32
+}
+
+// configure sets the configuration's weight w. A server new to the LB
+// starts at w; a server kept over a reload keeps a weight set at runtime
+// unless its configured weight changed: the new file's word wins then.
+// It reports whether a runtime weight was dropped.
+func (w *serverWeight) configure(n int) (dropped bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.set && w.initial == n {
+		return false
+	}
+	dropped = w.set && int(w.cur.Load()) != w.initial
+	w.set, w.initial = true, n
+	w.cur.Store(int32(n))
+	return dropped
+}
+
+// inherit copies old's weights (a renamed server at the same address).
+func (w *serverWeight) inherit(old *serverWeight) {
+	old.mu.Lock()
+	set, initial := old.set, old.initial
+	old.mu.Unlock()
+	w.mu.Lock()
+	w.set, w.initial = set, initial
+	w.cur.Store(old.cur.Load())
+	w.mu.Unlock()
+}
+
+// get returns the weight in force and the configured one.
+func (w *serverWeight) get() (cur, initial int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return int(w.cur.Load()), w.initial
+}
+
+// findServer returns the pool and server name of backend in the
+// configuration in force.
+func (l *LB) findServer(backend, name string) (*pool, *server, error) {
+	v := l.view.Load()
+	for _, p := range v.pools {
+		if p.name != backend {
+			continue
+		}
+		for _, s := range p.servers {
+			if s.name == name {
+				return p, s, nil
+			}
+		}
+		return nil, nil, fmt.Errorf("server %s/%s: %w", backend, name, ErrNoServer)
+	}
+	return nil, nil, fmt.Errorf("backend %s: %w", backend, ErrNoBackend)
+}
+
+// SetServerWeight sets the weight in force of server name of backend to
+// w (0 to MaxWeight): the next connection is balanced by it, in every
+// algorithm. Weight 0 takes the server out of new selections, as in
+// haproxy; its established connections go on. In a backend balanced by
+// source only 0 and the configured weight are accepted (ErrStaticWeight),
+// as haproxy accepts for its static algorithms. A reload keeps the weight
+// while the server keeps its backend, name and address and the file's
+// weight for it does not change (haproxy forgets it on every reload).
+func (l *LB) SetServerWeight(backend, name string, w int) error {
+	if w < 0 || w > MaxWeight {
+		return fmt.Errorf("weight %d: expected 0 to %d", w, MaxWeight)
+	}
+	p, s, err := l.findServer(backend, name)
+	if err != nil {
+		return err
+	}
+	s.weight.mu.Lock()
+	if p.balance == lbconfig.Source && w != 0 && w != s.weight.initial {
+		s.weight.mu.Unlock()
+		return fmt.Errorf("server %s/%s: weight %d: %w", backend, name, w, ErrStaticWeight)
+	}
+	old := s.weight.cur.Swap(int32(w))
+	s.weight.mu.Unlock()
+	if int(old) != w {
+		l.log.Info("server weight changed", "backend", backend, "server", name, "from", old, "to", w)
+	}
+	l.recomputeHealth()
+	return nil
+}
+
+// ServerWeight returns the weight in force of server name of backend and
+// its configured weight.
+func (l *LB) ServerWeight(backend, name string) (cur, initial int, err error) {
+	_, s, err := l.findServer(backend, name)
+	if err != nil {
+		return 0, 0, err
+	}
+	cur, initial = s.weight.get()
+	return cur, initial, nil
+}
+
+// ShutdownServerSessions closes every established connection of server
+// name of backend (and every connect in progress to it), both sockets,
+// and returns how many it closed. As with haproxy's `shutdown sessions
+// server`, the counters move as for connections that ended by
+// themselves: the current sessions drop, and no error or abort is
+// counted (measured with haproxy 2.6.12: scur, bin, bout and ttime move,
+// eresp, cli_abrt, srv_abrt do not).
+func (l *LB) ShutdownServerSessions(backend, name string) (int, error) {
+	_, s, err := l.findServer(backend, name)
+	if err != nil {
+		return 0, err
+	}
+	n := l.closeServer(s)
+	if n > 0 {
+		l.log.Info("server's connections shut down from the runtime API", "backend", backend, "server", name, "connections", n)
+	}
+	return n, nil
+}
 
 // SetServerAdmin sets the administrative state of server name of backend
 // in the configuration in force. The next connection sees it. A server
@@ -70,21 +202,13 @@ func (l *LB) SetServerAdmin(backend, name string, st AdminState) error {
 	if st < AdminReady || st > AdminMaint {
 		return fmt.Errorf("admin state %d: expected ready, drain or maint", st)
 	}
-	v := l.view.Load()
-	for _, p := range v.pools {
-		if p.name != backend {
-			continue
-		}
-		for _, s := range p.servers {
-			if s.name == name {
-				s.setAdmin(st)
-				l.recomputeHealth()
-				return nil
-			}
-		}
-		return fmt.Errorf("server %s/%s: %w", backend, name, ErrNoServer)
+	_, s, err := l.findServer(backend, name)
+	if err != nil {
+		return err
 	}
-	return fmt.Errorf("backend %s: %w", backend, ErrNoBackend)
+	s.setAdmin(st)
+	l.recomputeHealth()
+	return nil
 }
 
 // setAdmin moves the server to st: into MAINT its check stops and it
@@ -131,10 +255,10 @@ func (s *server) setAdmin(st AdminState) {
 		"from", old.String(), "to", st.String())
 }
 
-// usable reports whether the server may take a new connection: UP and
-// ready.
+// usable reports whether the server may take a new connection: UP,
+// ready and of a weight above 0 (haproxy's srv_is_usable).
 func (s *server) usable() bool {
-	return s.up.Load() && AdminState(s.admin.Load()) == AdminReady
+	return s.up.Load() && AdminState(s.admin.Load()) == AdminReady && s.weight.cur.Load() > 0
 }
 
 // ProxyID is haproxy's id of the section (frontend, backend or listen)

@@ -10,12 +10,12 @@ import (
 
 // pool is one backend's servers as one configuration has them. Apply
 // builds a new pool each time; servers are shared between pools of the
-// same backend when their name and address stay.
+// same backend when their name and address stay. A server's weight in
+// force is its own (server.weight), so that the runtime API may change it.
 type pool struct {
 	name    string
 	balance lbconfig.Balance
 	servers []*server
-	weights []int
 
 	mu sync.Mutex // guards cw
 	cw []int      // smooth weighted round robin: current weights
@@ -26,12 +26,22 @@ type pool struct {
 	noSrv *atomic.Uint64
 }
 
+// newPool builds the pool of servers, weights[i] being servers[i]'s
+// configured weight (see serverWeight.configure).
 func newPool(name string, balance lbconfig.Balance, servers []*server, weights []int) *pool {
 	if balance == "" {
 		balance = lbconfig.RoundRobin
 	}
-	return &pool{name: name, balance: balance, servers: servers, weights: weights, cw: make([]int, len(servers)), noSrv: new(atomic.Uint64)}
+	for i, s := range servers {
+		if s.weight.configure(weights[i]) && s.lb != nil {
+			s.lb.log.Info("server weight set at runtime dropped: its configured weight changed", "backend", name, "server", s.name, "weight", weights[i])
+		}
+	}
+	return &pool{name: name, balance: balance, servers: servers, cw: make([]int, len(servers)), noSrv: new(atomic.Uint64)}
 }
+
+// weight is server i's weight in force.
+func (p *pool) weight(i int) int { return int(p.servers[i].weight.cur.Load()) }
 
 // maxTracked is how many servers the per-connection "already tried" set
 // covers; servers beyond it may be retried.
@@ -46,7 +56,7 @@ func bit(i int) uint64 {
 
 // eligible reports whether server i may take a connection.
 func (p *pool) eligible(i int, skip uint64) bool {
-	return p.weights[i] > 0 && skip&bit(i) == 0 && p.servers[i].usable()
+	return skip&bit(i) == 0 && p.servers[i].usable()
 }
 
 // pick chooses an UP server not in skip, by the pool's algorithm, and
@@ -74,8 +84,9 @@ func (p *pool) pickRoundRobin(skip uint64) int {
 		if !p.eligible(i, skip) {
 			continue
 		}
-		p.cw[i] += p.weights[i]
-		total += p.weights[i]
+		w := p.weight(i)
+		p.cw[i] += w
+		total += w
 		if best < 0 || p.cw[i] > p.cw[best] {
 			best = i
 		}
@@ -104,7 +115,7 @@ func (p *pool) pickLeastConn(skip uint64) int {
 		}
 		cur := p.servers[i].cur.Load() + 1
 		// cur/w < bestCur/bestW without division.
-		if best < 0 || cur*int64(p.weights[best]) < bestCur*int64(p.weights[i]) {
+		if best < 0 || cur*int64(p.weight(best)) < bestCur*int64(p.weight(i)) {
 			best, bestCur = i, cur
 		}
 	}
@@ -117,7 +128,7 @@ func (p *pool) pickSource(client netip.Addr, skip uint64) int {
 	total := 0
 	for i := range p.servers {
 		if p.eligible(i, skip) {
-			total += p.weights[i]
+			total += p.weight(i)
 		}
 	}
 	if total == 0 {
@@ -128,10 +139,11 @@ func (p *pool) pickSource(client netip.Addr, skip uint64) int {
 		if !p.eligible(i, skip) {
 			continue
 		}
-		if h < p.weights[i] {
+		w := p.weight(i)
+		if h < w {
 			return i
 		}
-		h -= p.weights[i]
+		h -= w
 	}
 	return -1 // unreachable unless a server went down during the scan
 }

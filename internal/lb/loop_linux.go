@@ -855,6 +855,23 @@ func (lp *loop) closeFrontend(f *frontend) {
 	lp.unlock()
 }
 
+// closeServer closes every connection of s, established or connecting
+// (the runtime API's shutdown sessions), and returns how many.
+func (l *LB) closeServer(s *server) int {
+	n := 0
+	for _, lp := range l.loops {
+		lp.mu.Lock()
+		for _, cn := range lp.conns {
+			if cn != nil && cn.srv == s && (cn.state == stConnecting || cn.state == stRelaying) {
+				lp.closeLocked(cn)
+				n++
+			}
+		}
+		lp.unlock()
+	}
+	return n
+}
+
 // lnReg is one listening socket in one loop's epoll set. Every loop
 // watches every socket, with EPOLLEXCLUSIVE: a new client wakes one loop
 // that is waiting, which accepts it and relays it itself.

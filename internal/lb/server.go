@@ -79,6 +79,7 @@ type server struct {
 	// server taken into MAINT loses its checker).
 	admin     atomic.Int32
 	adminMu   sync.Mutex
+	weight    serverWeight // the configured and the runtime weight (admin.go)
 	downsBase atomic.Uint64
 	// paused is the check state the server had when it went into MAINT
 	// (guarded by mu): its stats keep showing the last result, as
@@ -117,6 +118,7 @@ func (s *server) inherit(old *server) {
 	defer old.mu.Unlock()
 	s.up.Store(old.up.Load())
 	s.admin.Store(old.admin.Load())
+	s.weight.inherit(&old.weight)
 	s.downsBase.Store(old.downsBase.Load())
 	s.confirmed.Store(old.confirmed.Load())
 	s.checked.Store(old.checked.Load())

@@ -56,9 +56,9 @@ type FrontendStats struct {
 type BackendStats struct {
 	Name          string `json:"name"`
 	Balance       string `json:"balance"`
-	Status        string `json:"status"` // UP while a server is UP
-	UpServers     int    `json:"up_servers"`
-	Weight        int    `json:"weight"` // total weight of UP servers
+	Status        string `json:"status"`     // UP while a server is UP
+	UpServers     int    `json:"up_servers"` // UP, ready and of a weight above 0
+	Weight        int    `json:"weight"`     // total weight of UP servers
 	Sessions      int64  `json:"current_sessions"`
 	MaxSessions   int64  `json:"max_sessions"`
 	TotalSessions uint64 `json:"total_sessions"`
@@ -80,7 +80,9 @@ type ServerStats struct {
 	Addr   string `json:"addr"`
 	Status string `json:"status"` // haproxy's: UP, DOWN, "UP 1/2", "DOWN 1/3", "no check"
 	Up     bool   `json:"up"`
-	Weight int    `json:"weight"`
+	Weight int    `json:"weight"` // in force: the configured one unless the runtime API changed it
+	// InitialWeight is the configured weight (haproxy's "initial").
+	InitialWeight int `json:"initial_weight"`
 	// Admin is the state an operator set (AdminState): ready, drain or
 	// maint. A server in drain or maint takes no new connection.
 	Admin AdminState `json:"admin"`
@@ -130,9 +132,9 @@ func (l *LB) Snapshot() Snapshot {
 	}
 	for _, p := range v.pools {
 		bs := BackendStats{Name: p.name, Balance: string(p.balance), NoServer: p.noSrv.Load()}
-		for i, s := range p.servers {
-			ss := serverStats(s, p.weights[i], now)
-			if ss.Up && ss.Admin == AdminReady {
+		for _, s := range p.servers {
+			ss := serverStats(s, now)
+			if ss.Up && ss.Admin == AdminReady && ss.Weight > 0 {
 				bs.UpServers++
 				bs.Weight += ss.Weight
 			}
@@ -155,10 +157,11 @@ func (l *LB) Snapshot() Snapshot {
 	return snap
 }
 
-func serverStats(s *server, weight int, now time.Time) ServerStats {
+func serverStats(s *server, now time.Time) ServerStats {
 	sv := s.view()
+	weight, initial := s.weight.get()
 	ss := ServerStats{
-		Name: s.name, Addr: s.addr.String(), Up: s.up.Load(), Weight: weight,
+		Name: s.name, Addr: s.addr.String(), Up: s.up.Load(), Weight: weight, InitialWeight: initial,
 		Sessions: s.cur.Load(), MaxSessions: s.smax.Load(), TotalSessions: s.tot.Load(),
 		BytesIn: s.bin.Load(), BytesOut: s.bout.Load(), ConnectErrors: s.econ.Load(),
 		Retries: s.wretr.Load(), Selected: s.lbtot.Load(),
