@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,6 +21,8 @@ import (
 type Balancer interface {
 	Snapshot() lb.Snapshot
 	SetServerAdmin(backend, server string, st lb.AdminState) error
+	SetServerWeight(backend, server string, weight int) error
+	ShutdownServerSessions(backend, server string) (int, error)
 }
 
 // Level is what a connection may do: haproxy's CLI access levels.
@@ -267,13 +269,15 @@ func init() {
 		{[]string{"enable", "server"}, "<bk>/<srv>", "enable a disabled server (use 'set server' instead)", LevelAdmin, (*Server).enableServer},
 		{[]string{"get", "weight"}, "<bk>/<srv>", "report a server's current weight", LevelUser, (*Server).getWeight},
 		{[]string{"operator"}, "", "lower the level of the current CLI session to operator", LevelOperator, (*Server).toOperator},
-		{[]string{"set", "server"}, "<bk>/<srv> state ready|drain|maint", "change a server's state", LevelAdmin, (*Server).setServer},
+		{[]string{"set", "server"}, "<bk>/<srv> state ready|drain|maint | weight <w>[%]", "change a server's state or weight", LevelAdmin, (*Server).setServer},
+		{[]string{"set", "weight"}, "<bk>/<srv> <w>[%]", "change a server's weight (use 'set server' instead)", LevelAdmin, (*Server).setWeight},
 		{[]string{"show", "backend"}, "", "list backends in the current running config", LevelUser, (*Server).showBackend},
 		{[]string{"show", "cli", "level"}, "", "display the level of the current CLI session", LevelUser, (*Server).showLevel},
-		{[]string{"show", "info"}, "", "report information about the running process", LevelUser, (*Server).showInfo},
+		{[]string{"show", "info"}, "[json|typed]", "report information about the running process", LevelUser, (*Server).showInfo},
 		{[]string{"show", "servers", "state"}, "[<backend>]", "dump volatile server information (all or for a single backend)", LevelUser, (*Server).showServersState},
 		{[]string{"show", "stat"}, "[json|typed|no-maint|up]* [<iid> <type> <sid>]", "report counters for each proxy and server", LevelUser, (*Server).showStat},
 		{[]string{"show", "version"}, "", "show version of the current process", LevelUser, (*Server).showVersion},
+		{[]string{"shutdown", "sessions", "server"}, "<bk>/<srv>", "close every connection of a server", LevelAdmin, (*Server).shutdownSessions},
 		{[]string{"user"}, "", "lower the level of the current CLI session to user", LevelUser, (*Server).toUser},
 		{[]string{"help"}, "[<command>]", "list matching or all commands", LevelUser, (*Server).help},
 		{[]string{"prompt"}, "", "toggle interactive mode with prompt", LevelUser, (*Server).prompt},
@@ -350,24 +354,6 @@ func (s *Server) showLevel(sess *session, _ []string) string {
 
 func (s *Server) showVersion(*session, []string) string {
 	return s.opts.Version + "\n"
-}
-
-// showInfo writes the lines of haproxy's `show info` that vipstack has.
-func (s *Server) showInfo(*session, []string) string {
-	snap := s.opts.Balancer.Snapshot()
-	var cur int64
-	var cum uint64
-	for _, f := range snap.Frontends {
-		cur += f.Sessions
-		cum += f.TotalSessions
-	}
-	up := max(s.opts.Now().Sub(s.opts.Started), 0)
-	sec := int64(up / time.Second)
-	var b strings.Builder
-	fmt.Fprintf(&b, "Name: vipstack\nVersion: %s\nPid: %d\n", s.opts.Version, os.Getpid())
-	fmt.Fprintf(&b, "Uptime: %dd %dh%02dm%02ds\nUptime_sec: %d\n", sec/86400, sec/3600%24, sec/60%60, sec%60, sec)
-	fmt.Fprintf(&b, "CurrConns: %d\nCumConns: %d\n", cur, cum)
-	return b.String()
 }
 
 func (s *Server) showBackend(*session, []string) string {
@@ -510,7 +496,7 @@ func serverStateLine(beID int, backend string, sid int, sv lb.ServerStats) strin
 		}
 	}
 	return fmt.Sprintf("%d %s %d %s %s %d %d %d %d %d %d %d %d %d 0 0 0 - %s - 0 0 - - 0\n",
-		beID, backend, sid, sv.Name, host, opState, admin, sv.Weight, sv.Weight, sv.LastChangeSeconds,
+		beID, backend, sid, sv.Name, host, opState, admin, sv.Weight, sv.InitialWeight, sv.LastChangeSeconds,
 		status, result, sv.CheckHealth, checkState, port)
 }
 
@@ -543,12 +529,128 @@ func (s *Server) getWeight(_ *session, args []string) string {
 		}
 		for _, sv := range be.Servers {
 			if sv.Name == server {
-				return fmt.Sprintf("%d (initial %d)\n", sv.Weight, sv.Weight)
+				return fmt.Sprintf("%d (initial %d)\n", sv.Weight, sv.InitialWeight)
 			}
 		}
 		return "No such server.\n"
 	}
 	return "No such backend.\n"
+}
+
+// findServer returns the backend and server of "backend/server" in the
+// snapshot, or haproxy's answer when there is none.
+func findServer(snap lb.Snapshot, args []string) (lb.BackendStats, lb.ServerStats, string) {
+	backend, server, e := serverArg(args)
+	if e != "" {
+		return lb.BackendStats{}, lb.ServerStats{}, e
+	}
+	for _, be := range snap.Backends {
+		if be.Name != backend {
+			continue
+		}
+		for _, sv := range be.Servers {
+			if sv.Name == server {
+				return be, sv, ""
+			}
+		}
+		return lb.BackendStats{}, lb.ServerStats{}, "No such server.\n"
+	}
+	return lb.BackendStats{}, lb.ServerStats{}, "No such backend.\n"
+}
+
+// parseWeight reads a weight argument as haproxy 2.6 does: an integer in
+// C's strtol syntax (an optional sign, decimal digits), alone for an
+// absolute weight (0 to 256) or followed by '%' for a share of the
+// configured weight (any share from 0, the result capped at 256). Its
+// error texts are haproxy's (measured; the first two end with no newline
+// in haproxy's answer).
+func parseWeight(arg string, initial int) (int, string) {
+	i := 0
+	if i < len(arg) && (arg[i] == '+' || arg[i] == '-') {
+		i++
+	}
+	j := i
+	for j < len(arg) && arg[j] >= '0' && arg[j] <= '9' {
+		j++
+	}
+	if j == i {
+		return 0, "Empty weight string empty or preceded by garbage"
+	}
+	relative := j < len(arg) && arg[j] == '%'
+	rest := arg[j:]
+	if relative {
+		rest = rest[1:]
+	}
+	if rest != "" {
+		return 0, "Trailing garbage in weight string"
+	}
+	n, err := strconv.ParseInt(arg[:j], 10, 64)
+	if err != nil { // out of range: strtol saturates
+		n = math.MaxInt64
+		if arg[0] == '-' {
+			n = math.MinInt64
+		}
+	}
+	if relative {
+		if n < 0 {
+			return 0, "Relative weight must be positive.\n"
+		}
+		n = min(n, 1<<40) // no overflow below; the result is capped anyway
+		return int(min(int64(initial)*n/100, lb.MaxWeight)), ""
+	}
+	if n < 0 || n > lb.MaxWeight {
+		return 0, "Absolute weight can only be between 0 and 256 inclusive.\n"
+	}
+	return int(n), ""
+}
+
+// setWeight is `set weight <b>/<s> <w>[%]`; `set server <b>/<s> weight`
+// is the same.
+func (s *Server) setWeight(_ *session, args []string) string {
+	be, sv, e := findServer(s.opts.Balancer.Snapshot(), args)
+	if e != "" {
+		return e
+	}
+	if len(args) < 2 {
+		return "Require <weight> or <weight%>.\n"
+	}
+	w, e := parseWeight(args[1], sv.InitialWeight)
+	if e != "" {
+		return e
+	}
+	err := s.opts.Balancer.SetServerWeight(be.Name, sv.Name, w)
+	switch {
+	case errors.Is(err, lb.ErrStaticWeight):
+		return "Backend is using a static LB algorithm and only accepts weights '0%' and '100%'.\n"
+	case errors.Is(err, lb.ErrNoBackend):
+		return "No such backend.\n"
+	case errors.Is(err, lb.ErrNoServer):
+		return "No such server.\n"
+	case err != nil:
+		return err.Error() + "\n"
+	}
+	s.log.Info("server weight set from the runtime API", "server", be.Name+"/"+sv.Name, "weight", w, "initial", sv.InitialWeight)
+	return ""
+}
+
+// shutdownSessions is `shutdown sessions server <b>/<s>`: every
+// connection of the server is closed.
+func (s *Server) shutdownSessions(_ *session, args []string) string {
+	backend, server, e := serverArg(args)
+	if e != "" {
+		return e
+	}
+	n, err := s.opts.Balancer.ShutdownServerSessions(backend, server)
+	switch {
+	case errors.Is(err, lb.ErrNoBackend):
+		return "No such backend.\n"
+	case errors.Is(err, lb.ErrNoServer):
+		return "No such server.\n"
+	case err != nil:
+		return err.Error() + "\n"
+	}
+	s.log.Info("server's connections shut down from the runtime API", "server", backend+"/"+server, "connections", n)
+	return ""
 }
 
 func (s *Server) disableServer(_ *session, args []string) string {
@@ -564,10 +666,13 @@ func (s *Server) setServer(_ *session, args []string) string {
 		if _, _, e := serverArg(args); e != "" {
 			return e
 		}
-		return "usage: set server <backend>/<server> state ready|drain|maint (vipstack serves 'state' only)\n"
+		return "usage: set server <backend>/<server> state ready|drain|maint | weight <w>[%] (vipstack serves 'state' and 'weight')\n"
+	}
+	if args[1] == "weight" {
+		return s.setWeight(nil, append(args[:1:1], args[2:]...))
 	}
 	if args[1] != "state" {
-		return "'set server <srv> " + args[1] + "' is not served by vipstack; it serves 'set server <backend>/<server> state ready|drain|maint'.\n"
+		return "'set server <srv> " + args[1] + "' is not served by vipstack; it serves 'set server <backend>/<server> state ready|drain|maint' and 'weight <w>[%]'.\n"
 	}
 	st := lb.AdminState(-1)
 	if len(args) >= 3 {

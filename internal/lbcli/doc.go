@@ -17,17 +17,57 @@
 // balancer and takes a server in and out of service:
 //
 //	help, prompt, quit, operator, user, show cli level
-//	show info, show version, show backend
+//	show info [json|typed], show version, show backend
 //	show stat [json|typed] [up] [no-maint] [<iid> <type> <sid>]
 //	show servers state [<backend>]
 //	get weight <backend>/<server>
 //	set server <backend>/<server> state ready|drain|maint   (admin)
+//	set server <backend>/<server> weight <w>[%]             (admin)
+//	set weight <backend>/<server> <w>[%]                    (admin)
+//	shutdown sessions server <backend>/<server>             (admin)
 //	disable server <backend>/<server>, enable server ...    (admin)
+//
+// To take a master out: `set server masters/m1 state drain` (or maint),
+// then `shutdown sessions server masters/m1` closes the connections it
+// still has, both sockets of each; the clients read the end of the
+// connection and reconnect to the others. haproxy counts these as
+// connections that ended (measured: scur, bin, bout, ttime move; no error
+// or abort counter does), and so does vipstack. The server stays in its
+// state; the command takes it out of no selection.
+//
+// A weight is 0 to 256, or a percentage of the configured weight (any
+// percentage from 0, the result capped at 256; 50% of 3 is 1), parsed and
+// refused with haproxy 2.6's texts. It applies from the next connection in
+// roundrobin, leastconn and source; weight 0 takes the server out of new
+// selections (the backend's act and weight in show stat drop, and a
+// backend whose servers are all at 0 is DOWN, as in haproxy), and its
+// established connections go on. A backend balanced by source takes
+// only 0 and the configured weight (haproxy's rule for its static
+// algorithms: "only accepts weights '0%' and '100%'"). `get weight`
+// answers "<current> (initial <configured>)", and show servers state's
+// srv_uweight and srv_iweight are those two. A reload keeps a runtime
+// weight, as it keeps a server's state, while the server keeps its
+// backend, name and address and the file's weight for it is unchanged;
+// when the file's weight changed, the file wins (haproxy forgets every
+// runtime weight on reload).
+//
+// show info writes haproxy 2.6's fields that vipstack can fill
+// truthfully, with haproxy's names, order, positions, tags and types
+// (measured), as "Name: value" lines (what haproxy_exporter parses), as
+// typed lines (show info typed) or as JSON (show info json). Name is
+// "vipstack", Nbthread Go's GOMAXPROCS, CurrConns and CumConns the
+// frontends' current and total sessions (haproxy counts its CLI
+// connections in them too), node the host name. The TLS, compression,
+// rate-limit, peer, resolver, debug and log-receiver fields are 0 because
+// vipstack has none of those; haproxy's memory pools, socket limits,
+// request and rate counters, pipes, tasks, jobs, listeners, byte totals,
+// Release_date, Build info and Tainted are left out: they have no true
+// value here.
 //
 // Their answers are haproxy 2.6's, measured against it: the same lines,
 // column sets and error texts ("No such server.", "Permission denied").
-// Every other haproxy command gets "Unknown command" and the list of
-// these. The socket's `level` (user, operator, admin; haproxy's default
+// Every other haproxy command (show schema json, show sess among them)
+// gets "Unknown command" and the list of these. The socket's `level` (user, operator, admin; haproxy's default
 // is user) bounds what a connection may do, and `operator` and `user`
 // lower it for the rest of the connection, as in haproxy.
 package lbcli

@@ -2,6 +2,8 @@ package lbcli
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -42,6 +44,9 @@ backend masters
    server m1 {{M1}} weight 1 check inter 200ms fall 2 rise 3
    server m2 {{M2}} weight 1 check inter 200ms fall 2 rise 3
    server m3 {{M3}} weight 1 check inter 200ms fall 2 rise 3
+backend src
+   balance source
+   server s1 {{M1}} weight 3
 `
 
 func freePort(t *testing.T) string {
@@ -74,8 +79,9 @@ func stateFields(out string) []string {
 // TestRuntimeAPIMatchesHaproxy runs haproxy 2.6 and vipstack lb with the
 // same configuration and sends both the same runtime API commands on
 // their stats sockets: the answers are the same (the state lines but for
-// times and health counters), and taking a server out of service sends
-// both balancers' clients to the others.
+// times and health counters), taking a server out of service or to
+// weight 0 sends both balancers' clients to the others, and shutdown
+// sessions server closes a client's connection on both, counted alike.
 func TestRuntimeAPIMatchesHaproxy(t *testing.T) {
 	bin, err := exec.LookPath("haproxy")
 	if err != nil {
@@ -157,7 +163,7 @@ func TestRuntimeAPIMatchesHaproxy(t *testing.T) {
 		}
 		defer c.Close()
 		c.SetDeadline(time.Now().Add(5 * time.Second))
-		io.WriteString(c, "show servers state\n")
+		io.WriteString(c, "show servers state masters\n")
 		b, _ := io.ReadAll(c)
 		var got []string
 		for _, row := range stateFields(string(b)) {
@@ -222,9 +228,27 @@ func TestRuntimeAPIMatchesHaproxy(t *testing.T) {
 		}
 		return seen
 	}
+	// The weight and act columns of show stat for backends masters and
+	// src, and the backends' status (a server's status may read "UP 1/2"
+	// on haproxy for a while after enable server, where vipstack's reads
+	// UP: not compared here).
+	weights := func(sock string) string {
+		var rows []string
+		for _, line := range strings.Split(ask(t, sock, "show stat\n"), "\n") {
+			f := strings.Split(line, ",")
+			if len(f) > 19 && (f[0] == "masters" || f[0] == "src") {
+				if f[1] != "BACKEND" {
+					f[17] = "-"
+				}
+				rows = append(rows, strings.Join([]string{f[0], f[1], f[17], f[18], f[19]}, ","))
+			}
+		}
+		return strings.Join(rows, "\n")
+	}
 	steps := []struct {
 		cmd    string
 		served map[string]bool // nil: not checked
+		stat   bool            // compare show stat's weights afterwards
 	}{
 		{cmd: "show backend"},
 		{cmd: "get weight masters/m1"},
@@ -245,6 +269,37 @@ func TestRuntimeAPIMatchesHaproxy(t *testing.T) {
 		{cmd: "show servers state"},
 		{cmd: "enable server masters/m2", served: map[string]bool{"m1": true, "m2": true}},
 		{cmd: "show servers state"},
+		{cmd: "set weight masters/m1 0", served: map[string]bool{"m2": true}, stat: true},
+		{cmd: "get weight masters/m1"},
+		{cmd: "show servers state masters"},
+		{cmd: "set weight masters/m2 0%", stat: true},
+		{cmd: "set server masters/m2 weight 100%", served: map[string]bool{"m2": true}},
+		{cmd: "set server masters/m1 weight 3", served: map[string]bool{"m1": true, "m2": true}, stat: true},
+		{cmd: "get weight masters/m1"},
+		{cmd: "set weight masters/m1 50%"},
+		{cmd: "get weight masters/m1"},
+		{cmd: "set weight masters/m1 1000%"},
+		{cmd: "get weight masters/m1"},
+		{cmd: "set weight masters/m1 257"},
+		{cmd: "set weight masters/m1 -2%"},
+		{cmd: "set weight masters/m1 abc"},
+		{cmd: "set weight masters/m1 2x"},
+		{cmd: "set weight masters/m1"},
+		{cmd: "set weight masters/zz 1"},
+		{cmd: "set weight nope/m1 1"},
+		{cmd: "set server masters/m1 weight"},
+		{cmd: "user; set weight masters/m1 1"},
+		{cmd: "set weight src/s1 2"},
+		{cmd: "set weight src/s1 50%"},
+		{cmd: "set weight src/s1 0", stat: true},
+		{cmd: "set weight src/s1 3"},
+		{cmd: "get weight src/s1"},
+		{cmd: "set weight masters/m1 1", served: map[string]bool{"m1": true, "m2": true}},
+		{cmd: "show servers state"},
+		{cmd: "shutdown sessions server masters"},
+		{cmd: "shutdown sessions server masters/zz"},
+		{cmd: "shutdown sessions server nope/m1"},
+		{cmd: "operator; shutdown sessions server masters/m1"},
 	}
 	for _, s := range steps {
 		state := strings.HasPrefix(s.cmd, "show servers state") && !strings.HasSuffix(s.cmd, "nope")
@@ -269,12 +324,163 @@ func TestRuntimeAPIMatchesHaproxy(t *testing.T) {
 		if diff := cmp.Diff(answers[0], answers[1]); diff != "" {
 			t.Errorf("%q: the answers differ (-haproxy +vipstack):\n%s", s.cmd, diff)
 		}
+		if s.stat {
+			if diff := cmp.Diff(weights(hsock), weights(vsock)); diff != "" {
+				t.Errorf("after %q: show stat's weight, act, status differ (-haproxy +vipstack):\n%s", s.cmd, diff)
+			}
+		}
 		if s.served != nil {
 			for _, p := range peers {
 				if seen := served(p.fe); !cmp.Equal(seen, s.served) {
 					t.Errorf("%s after %q: clients reached %v, want %v", p.name, s.cmd, seen, s.served)
 				}
 			}
+		}
+	}
+	shutdownSessions(t, peers)
+	showInfoMatches(t, hsock, vsock)
+}
+
+// showInfoMatches compares show info: every field vipstack writes,
+// haproxy writes too, in the same order, at the same position with the
+// same tags and type (typed), in the same JSON shape; the fields that
+// hold for any process of this configuration have the same value.
+func showInfoMatches(t *testing.T, hsock, vsock string) {
+	t.Helper()
+	typed := func(sock string) (order []string, m map[string][2]string) {
+		m = map[string][2]string{}
+		for _, line := range strings.Split(strings.TrimSpace(ask(t, sock, "show info typed\n")), "\n") {
+			f := strings.SplitN(line, ":", 4)
+			if len(f) != 4 {
+				t.Fatalf("show info typed line %q", line)
+			}
+			order = append(order, f[0])
+			m[f[0]] = [2]string{f[1] + ":" + f[2], f[3]}
+		}
+		return order, m
+	}
+	horder, h := typed(hsock)
+	vorder, v := typed(vsock)
+	// Fields whose value is the same for both: fixed, or zero by what
+	// vipstack is and by this configuration on haproxy.
+	same := map[string]bool{"Nbproc": true, "Process_num": true, "Memmax_MB": true, "Memmax_bytes": true, "node": true,
+		"MaxSslConns": true, "CurrSslConns": true, "CumSslConns": true, "ConnRateLimit": true, "SessRateLimit": true,
+		"SslRate": true, "SslRateLimit": true, "MaxSslRate": true, "SslFrontendKeyRate": true, "SslFrontendMaxKeyRate": true,
+		"SslFrontendSessionReuse_pct": true, "SslBackendKeyRate": true, "SslBackendMaxKeyRate": true, "SslCacheLookups": true,
+		"SslCacheMisses": true, "CompressBpsIn": true, "CompressBpsOut": true, "CompressBpsRateLim": true, "ActivePeers": true,
+		"ConnectedPeers": true, "FailedResolutions": true, "DebugCommandsIssued": true, "CumRecvLogs": true}
+	i := 0
+	for _, key := range vorder {
+		for i < len(horder) && horder[i] != key {
+			i++
+		}
+		if i == len(horder) {
+			t.Errorf("show info typed: vipstack's %s is not in haproxy's, or not in its order", key)
+			i = 0
+			continue
+		}
+		name := strings.Split(key, ".")[1]
+		if h[key][0] != v[key][0] {
+			t.Errorf("show info typed %s: tags and type %s, haproxy's %s", key, v[key][0], h[key][0])
+		}
+		if same[name] && h[key][1] != v[key][1] {
+			t.Errorf("show info %s: %q, haproxy's %q", name, v[key][1], h[key][1])
+		}
+	}
+	// The plain lines are "Name: value" in the same order.
+	for _, sock := range []string{hsock, vsock} {
+		lines := strings.Split(strings.TrimSpace(ask(t, sock, "show info\n")), "\n")
+		order, _ := typed(sock)
+		for j, line := range lines {
+			if k, _, ok := strings.Cut(line, ": "); !ok || j >= len(order) || strings.Split(order[j], ".")[1] != k {
+				t.Errorf("%s: show info line %d %q does not match its typed field", sock, j, line)
+			}
+		}
+	}
+	// JSON: the same objects but for their values.
+	shape := func(sock string) map[string]string {
+		var fields []map[string]any
+		if err := json.Unmarshal([]byte(ask(t, sock, "show info json\n")), &fields); err != nil {
+			t.Fatalf("show info json: %v", err)
+		}
+		m := map[string]string{}
+		for _, f := range fields {
+			val := f["value"].(map[string]any)
+			f["value"] = val["type"]
+			b, _ := json.Marshal(f)
+			m[fmt.Sprint(f["field"])] = string(b)
+		}
+		return m
+	}
+	hj, vj := shape(hsock), shape(vsock)
+	for k, vv := range vj {
+		if hj[k] != vv {
+			t.Errorf("show info json field %s: %s, haproxy's %s", k, vv, hj[k])
+		}
+	}
+}
+
+// shutdownSessions holds a keep-alive HTTP connection to m1 through each
+// peer (m2 at weight 0 meanwhile), runs shutdown sessions server
+// masters/m1 on both, and checks that both close it and count it alike:
+// m1's scur drops to 0, and its stot, econ, eresp, cli_abrt and srv_abrt
+// do not move (vipstack leaves the last three empty: it does not count
+// them).
+func shutdownSessions(t *testing.T, peers []struct{ name, sock, fe string }) {
+	t.Helper()
+	var conns []net.Conn
+	for _, p := range peers {
+		ask(t, p.sock, "set weight masters/m2 0\n")
+		c, err := net.Dial("tcp", p.fe)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+		buf := make([]byte, 4096)
+		n, err := c.Read(buf)
+		if err != nil || !strings.HasSuffix(string(buf[:n]), "m1") {
+			t.Fatalf("%s: a request through it got %q, %v; want m1's answer", p.name, buf[:n], err)
+		}
+		conns = append(conns, c)
+		ask(t, p.sock, "set weight masters/m2 1\n")
+	}
+	m1 := func(sock string) (scur, others string) {
+		for _, line := range strings.Split(ask(t, sock, "show stat\n"), "\n") {
+			if f := strings.Split(line, ","); len(f) > 50 && f[0] == "masters" && f[1] == "m1" {
+				return f[4], "stot " + f[7] + " econ " + f[13] + " eresp " + f[14] + " cli_abrt " + f[49] + " srv_abrt " + f[50]
+			}
+		}
+		return "", "no m1 line"
+	}
+	var before []string
+	for _, p := range peers {
+		scur, others := m1(p.sock)
+		if scur != "1" {
+			t.Errorf("%s: m1's scur %q with a client on it, want 1", p.name, scur)
+		}
+		before = append(before, others)
+	}
+	for i, p := range peers {
+		if got := ask(t, p.sock, "shutdown sessions server masters/m1\n"); got != "\n" {
+			t.Errorf("%s: shutdown sessions answered %q", p.name, got)
+		}
+		if _, err := conns[i].Read(make([]byte, 1)); err != io.EOF {
+			t.Errorf("%s: after shutdown sessions, the client read %v, want the end of the connection", p.name, err)
+		}
+	}
+	for i, p := range peers {
+		// haproxy releases the stream at its next pass: read until it did.
+		var scur, others string
+		for try := 0; try < 50; try++ {
+			if scur, others = m1(p.sock); scur == "0" {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if scur != "0" || others != before[i] {
+			t.Errorf("%s: m1 after shutdown sessions: scur %s, %s; want scur 0, and as before: %s", p.name, scur, others, before[i])
 		}
 	}
 }
