@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"slices"
 	"strconv"
 	"sync"
@@ -15,7 +14,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"golang.org/x/net/netutil"
 
 	"github.com/vipstack/vipstack/internal/clock"
 	"github.com/vipstack/vipstack/internal/lbconfig"
@@ -281,9 +279,9 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 				return fmt.Errorf("lb: apply: %s: %s: %w", where(cfg, w.key), k, err)
 			}
 		}
-		// New, or its timeouts changed: a net/http server reads them
-		// while it serves, so a new listener (SO_REUSEPORT lets it bind
-		// beside the old one) takes over.
+		// New, or its timeouts changed: a listener's clients read them
+		// while they are served, so a new listener (SO_REUSEPORT lets it
+		// bind beside the old one) takes over.
 		h, err := l.listenHTTP(k, w.bind, cfg.Timeouts)
 		if err != nil {
 			undo()
@@ -796,9 +794,16 @@ type httpListener struct {
 	key  string
 	ln   net.Listener
 	at   boundAddr // where ln listens
-	srv  *http.Server
 	to   webTimeouts
 	site atomic.Pointer[site]
+
+	// slots holds a token per client being served, maxWebConns at most:
+	// past them, clients wait in the accept queue.
+	slots chan struct{}
+
+	mu     sync.Mutex
+	closed bool
+	conns  map[net.Conn]struct{}
 }
 
 // webTimeouts are the timeouts of a monitor or stats listener: `timeout
@@ -839,36 +844,33 @@ func (l *LB) listenHTTP(key string, b lbconfig.Bind, to lbconfig.Timeouts) (*htt
 	if err != nil {
 		return nil, err
 	}
-	h := &httpListener{key: key, ln: netutil.LimitListener(ln, maxWebConns), at: boundOf(b, ln.Addr()), to: webTimeoutsOf(to)}
-	h.srv = &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: h.to.readHeader,
-		WriteTimeout:      30 * time.Second,
-		IdleTimeout:       h.to.idle,
-		MaxHeaderBytes:    maxWebHeader,
-		ErrorLog:          slog.NewLogLogger(l.log.Handler(), slog.LevelDebug),
-	}
+	h := &httpListener{key: key, ln: ln, at: boundOf(b, ln.Addr()), to: webTimeoutsOf(to),
+		conns: map[net.Conn]struct{}{}, slots: make(chan struct{}, maxWebConns)}
 	return h, nil
 }
 
-// Limits of the monitor and stats listeners: haproxy refuses request
-// headers past its 16 KiB buffer; a monitor is polled by a few check
-// scripts and the stats page read by people, so a few hundred connections
-// are plenty (more wait in the accept queue).
-const (
-	maxWebHeader = 16 << 10
-	maxWebConns  = 256
-)
+// maxWebConns bounds the monitor and stats listeners' clients: a monitor
+// is polled by a few check scripts and the stats page read by people, so a
+// few hundred connections are plenty (more wait in the accept queue).
+// httpserve.go has the request limits.
+const maxWebConns = 256
 
 func (h *httpListener) start() {
-	go h.srv.Serve(h.ln)
+	go h.serve()
 }
 
-// close stops serving. It closes the socket itself too: Serve runs in a
-// goroutine that may not have started yet, and until then the server does
-// not know the listener, so its Close would leave the socket in the port's
-// SO_REUSEPORT group, taking connections it would then reset.
+// close stops serving: the socket, then every client's connection. It
+// closes the socket itself, not through serve, which runs in a goroutine
+// that may not have started yet: a socket left open would stay in the
+// port's SO_REUSEPORT group, taking connections nobody answers.
 func (h *httpListener) close() {
-	h.srv.Close()
+	h.mu.Lock()
+	h.closed = true
+	conns := h.conns
+	h.conns = map[net.Conn]struct{}{}
+	h.mu.Unlock()
 	h.ln.Close()
+	for c := range conns {
+		c.Close()
+	}
 }

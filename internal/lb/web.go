@@ -2,9 +2,9 @@ package lb
 
 import (
 	"crypto/subtle"
+	"encoding/base64"
 	"fmt"
 	"html"
-	"net/http"
 	"strconv"
 	"strings"
 
@@ -25,37 +25,40 @@ const (
 	body401 = "<html><body><h1>401 Unauthorized</h1>\nYou need a valid user and password to access this content.\n</body></html>\n"
 )
 
-func (h *httpListener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+// respond answers a request on a monitor or stats listener.
+func (h *httpListener) respond(r *request) *response {
 	s := h.site.Load()
 	switch {
 	case s.monitor != nil:
-		s.serveMonitor(w, r)
+		return s.serveMonitor(r)
 	case s.stats != nil:
-		s.serveStats(w, r)
-	default:
-		writeHTML(w, http.StatusServiceUnavailable, body503)
+		return s.serveStats(r)
 	}
+	return htmlAnswer(503, body503)
 }
 
-func writeHTML(w http.ResponseWriter, code int, body string) {
-	w.Header().Set("Content-Type", "text/html")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.WriteHeader(code)
-	w.Write([]byte(body))
+// htmlAnswer is one of haproxy's short HTML answers, with its header lines
+// in haproxy's order (measured).
+func htmlAnswer(code int, body string) *response {
+	return &response{code: code, reason: reasons[code], body: []byte(body),
+		header: []field{{"cache-control", "no-cache"}, {"content-type", "text/html"}}}
 }
+
+var reasons = map[int]string{200: "OK", 303: "See Other", 401: "Unauthorized", 503: "Service Unavailable"}
 
 // serveMonitor answers 200 at the monitor URI while a server is UP, and
-// 503 otherwise. Other URIs get 503: the section has no servers. As in
-// haproxy, the request's URI must be the monitor URI exactly, query
-// included: "/haproxy_ready?x" is another URI. A request in absolute form
-// ("GET http://host/haproxy_ready", as a proxy would send it) matches by
-// its path, as in haproxy 2.6 (measured: 200).
-func (s *site) serveMonitor(w http.ResponseWriter, r *http.Request) {
-	if requestPath(r.RequestURI, s.monitor.URI) == s.monitor.URI && s.lb.Healthy() {
-		writeHTML(w, http.StatusOK, body200)
-		return
+// 503 otherwise, whatever the method (measured: haproxy answers POST, FOO
+// and a lower-case get alike; HEAD gets the head alone). Other URIs get
+// 503: the section has no servers. As in haproxy, the request's URI must
+// be the monitor URI exactly, query included: "/haproxy_ready?x" is
+// another URI. A request in absolute form ("GET http://host/haproxy_ready",
+// as a proxy would send it) matches by its path, as in haproxy 2.6
+// (measured: 200).
+func (s *site) serveMonitor(r *request) *response {
+	if requestPath(r.uri, s.monitor.URI) == s.monitor.URI && s.lb.Healthy() {
+		return htmlAnswer(200, body200)
 	}
-	writeHTML(w, http.StatusServiceUnavailable, body503)
+	return htmlAnswer(503, body503)
 }
 
 // requestPath is the path (with its query) of a request URI in absolute
@@ -75,12 +78,25 @@ func requestPath(uri, want string) string {
 	return "/"
 }
 
-func (s *site) authorized(r *http.Request) bool {
+// basicAuth is the user and password of a Basic Authorization header.
+func basicAuth(r *request) (user, pass string, ok bool) {
+	scheme, cred, ok := strings.Cut(r.get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Basic") {
+		return "", "", false
+	}
+	dec, err := base64.StdEncoding.DecodeString(strings.TrimSpace(cred))
+	if err != nil {
+		return "", "", false
+	}
+	return strings.Cut(string(dec), ":")
+}
+
+func (s *site) authorized(r *request) bool {
 	users := s.stats.Users
 	if len(users) == 0 {
 		return true
 	}
-	user, pass, ok := r.BasicAuth()
+	user, pass, ok := basicAuth(r)
 	if !ok {
 		return false
 	}
@@ -93,23 +109,34 @@ func (s *site) authorized(r *http.Request) bool {
 }
 
 // serveStats serves the stats page under its URI: HTML, or CSV with
-// ";csv", or JSON with ";json" or Accept: application/json.
-func (s *site) serveStats(w http.ResponseWriter, r *http.Request) {
+// ";csv", or JSON with ";json" or Accept: application/json. As haproxy
+// 2.6 (measured): only GET, HEAD and POST reach it (other methods get
+// 503); 401 ends the connection; a POST, with stats admin not supported,
+// gets "303 See Other" to the URI with ";st=DENY", no body; the page goes
+// out chunked, also to HTTP/1.0 clients, and HEAD gets the head without
+// a length.
+func (s *site) serveStats(r *request) *response {
 	uri := s.stats.URI
 	if uri == "" {
 		uri = "/haproxy?stats" // haproxy's default
 	}
+	reqPath, reqQuery, _ := strings.Cut(requestPath(r.uri, uri), "?")
 	path, query, _ := strings.Cut(uri, "?")
-	if !strings.HasPrefix(r.URL.Path, path) || (query != "" && !strings.HasPrefix(r.URL.RawQuery, query)) {
-		writeHTML(w, http.StatusServiceUnavailable, body503)
-		return
+	if !strings.HasPrefix(reqPath, path) || (query != "" && !strings.HasPrefix(reqQuery, query)) ||
+		(r.method != "GET" && r.method != "HEAD" && r.method != "POST") {
+		return htmlAnswer(503, body503)
 	}
 	if !s.authorized(r) {
-		w.Header().Set("WWW-Authenticate", `Basic realm="HAProxy Statistics"`)
-		writeHTML(w, http.StatusUnauthorized, body401)
-		return
+		a := htmlAnswer(401, body401)
+		a.header = append(a.header, field{"www-authenticate", `Basic realm="HAProxy Statistics"`})
+		a.close = true
+		return a
 	}
-	opts := r.URL.Path[len(path):] + ";" + r.URL.RawQuery
+	if r.method == "POST" {
+		return &response{code: 303, reason: reasons[303], header: []field{{"cache-control", "no-cache"}, {"content-type", "text/plain"},
+			{"content-length", "0"}, {"location", uri + ";st=DENY"}}, noLength: true}
+	}
+	opts := reqPath[len(path):] + ";" + reqQuery
 	snap := s.lb.Snapshot()
 	if strings.Contains(opts, ";up") {
 		snap = snap.HideDown()
@@ -117,27 +144,27 @@ func (s *site) serveStats(w http.ResponseWriter, r *http.Request) {
 	if strings.Contains(opts, ";no-maint") {
 		snap = snap.Filter(StatFilter{ProxyID: -1, Types: -1, ServerID: -1, UpOnly: snap.hideDown, NoMaint: true})
 	}
-	w.Header().Set("Cache-Control", "no-cache")
+	resp := &response{code: 200, reason: reasons[200], chunked: true}
+	var ctype string
+	switch {
+	case strings.Contains(opts, ";csv"):
+		ctype, resp.body = "text/plain", []byte(snap.CSV())
+	case strings.Contains(opts, ";typed"):
+		ctype, resp.body = "text/plain", []byte(snap.Typed())
+	case strings.Contains(opts, ";json") || strings.Contains(r.get("Accept"), "application/json"):
+		ctype, resp.body = "application/json", snap.JSON()
+	}
 	refresh := !strings.Contains(opts, ";norefresh")
+	if ctype == "" {
+		ctype, resp.body = "text/html", []byte(s.html(snap, refresh))
+	}
+	resp.header = []field{{"cache-control", "no-cache"}, {"content-type", ctype}}
 	if s.stats.Refresh > 0 && refresh {
 		// haproxy sends it with every form, the CSV and JSON included
 		// (measured, 2.6.12); ";norefresh" leaves it out.
-		w.Header().Set("Refresh", strconv.Itoa(int(s.stats.Refresh.Seconds())))
+		resp.header = append(resp.header, field{"refresh", strconv.Itoa(int(s.stats.Refresh.Seconds()))})
 	}
-	switch {
-	case strings.Contains(opts, ";csv"):
-		w.Header().Set("Content-Type", "text/plain")
-		w.Write([]byte(snap.CSV()))
-	case strings.Contains(opts, ";typed"):
-		w.Header().Set("Content-Type", "text/plain")
-		w.Write([]byte(snap.Typed()))
-	case strings.Contains(opts, ";json") || strings.Contains(r.Header.Get("Accept"), "application/json"):
-		w.Header().Set("Content-Type", "application/json")
-		w.Write(snap.JSON())
-	default:
-		w.Header().Set("Content-Type", "text/html")
-		w.Write([]byte(s.html(snap, refresh)))
-	}
+	return resp
 }
 
 // html renders the page for people; refresh asks the browser to reload

@@ -6,10 +6,14 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,6 +24,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/vipstack/vipstack/internal/haproxycfg"
 	"github.com/vipstack/vipstack/internal/lbconfig"
 )
 
@@ -93,8 +98,8 @@ func TestMonitor(t *testing.T) {
 		}
 	}
 	big := http.Header{"X-Big": {strings.Repeat("a", 2*maxWebHeader)}}
-	if code := get(t, base+"/haproxy_ready", big, "", "").Code; code != http.StatusRequestHeaderFieldsTooLarge {
-		t.Errorf("a %d-byte header: %d, want 431 (haproxy refuses headers past its buffer too)", 2*maxWebHeader, code)
+	if code := get(t, base+"/haproxy_ready", big, "", "").Code; code != http.StatusBadRequest {
+		t.Errorf("a %d-byte header: %d, want 400 (haproxy 2.6 refuses headers past its buffer with 400, measured)", 2*maxWebHeader, code)
 	}
 
 	// Reload with only a checked server whose port is closed: its first
@@ -401,8 +406,8 @@ func TestWebTimeouts(t *testing.T) {
 	timeouts := func() (time.Duration, time.Duration) {
 		l.mu.Lock()
 		defer l.mu.Unlock()
-		s := l.httpLns[key].srv
-		return s.ReadHeaderTimeout, s.IdleTimeout
+		to := l.httpLns[key].to
+		return to.readHeader, to.idle
 	}
 	if err := l.Apply(conf(time.Minute, 2*time.Minute)); err != nil {
 		t.Fatal(err)
@@ -433,27 +438,22 @@ func TestWebTimeouts(t *testing.T) {
 		if _, err := io.WriteString(c, send); err != nil {
 			t.Fatal(err)
 		}
-		r := bufio.NewReader(c)
-		if wantAnswer {
-			resp, err := http.ReadResponse(r, nil)
-			if err != nil {
-				t.Fatalf("%s: %v", what, err)
-			}
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode != 200 {
-				t.Fatalf("%s: monitor answered %d, want 200", what, resp.StatusCode)
-			}
-		}
-		rest, err := io.ReadAll(r)
+		got, err := io.ReadAll(c)
 		var ne net.Error
 		if errors.As(err, &ne) && ne.Timeout() {
 			t.Fatalf("%s: the connection was still open after 10s; want it closed after %v", what, short)
 		}
-		if what == "idle after an answer" && len(rest) != 0 {
-			t.Errorf("%s: %q after the answer, want nothing", what, rest)
+		// haproxy answers a head that does not come in time with its
+		// 408 (measured), and closes an idle connection without a word.
+		want := measured408
+		if wantAnswer {
+			want = okHead + okBody
+		}
+		if diff := cmp.Diff(want, string(got)); diff != "" {
+			t.Errorf("%s: answer (-want +got):\n%s", what, diff)
 		}
 	}
+	closedByServer("nothing sent", "", false)
 	closedByServer("headers that never end", "GET /haproxy_ready HTTP/1.1\r\nHost: x\r\n", false)
 	closedByServer("idle after an answer", "GET /haproxy_ready HTTP/1.1\r\nHost: x\r\n\r\n", true)
 }
@@ -556,5 +556,329 @@ func TestWebTimeoutsFallBack(t *testing.T) {
 		if got, want := webTimeoutsOf(c.to), (webTimeouts{readHeader: c.header, idle: c.ka}); got != want {
 			t.Errorf("webTimeoutsOf(%+v) = %+v, want %+v", c.to, got, want)
 		}
+	}
+}
+
+// haproxy 2.6.12's answers on its monitor and stats listeners, byte for
+// byte as it sent them (measured with raw requests on loopback).
+const (
+	okHead       = "HTTP/1.1 200 OK\r\ncontent-length: 58\r\ncache-control: no-cache\r\ncontent-type: text/html\r\n\r\n"
+	okBody       = "<html><body><h1>200 OK</h1>\nService ready.\n</body></html>\n"
+	okClose      = "HTTP/1.1 200 OK\r\ncontent-length: 58\r\ncache-control: no-cache\r\ncontent-type: text/html\r\nconnection: close\r\n\r\n" + okBody
+	okKeep       = "HTTP/1.1 200 OK\r\ncontent-length: 58\r\ncache-control: no-cache\r\ncontent-type: text/html\r\nconnection: keep-alive\r\n\r\n" + okBody
+	unavail      = "HTTP/1.1 503 Service Unavailable\r\ncontent-length: 107\r\ncache-control: no-cache\r\ncontent-type: text/html\r\n\r\n" + unavailBody
+	unavailBody  = "<html><body><h1>503 Service Unavailable</h1>\nNo server is available to handle this request.\n</body></html>\n"
+	unavailClose = "HTTP/1.1 503 Service Unavailable\r\ncontent-length: 107\r\ncache-control: no-cache\r\ncontent-type: text/html\r\nconnection: close\r\n\r\n" + unavailBody
+	measured400  = "HTTP/1.1 400 Bad request\r\nContent-length: 90\r\nCache-Control: no-cache\r\nConnection: close\r\nContent-Type: text/html\r\n\r\n" +
+		"<html><body><h1>400 Bad request</h1>\nYour browser sent an invalid request.\n</body></html>\n"
+	measured408 = "HTTP/1.1 408 Request Time-out\r\nContent-length: 110\r\nCache-Control: no-cache\r\nConnection: close\r\nContent-Type: text/html\r\n\r\n" +
+		"<html><body><h1>408 Request Time-out</h1>\nYour browser didn't send a complete request in time.\n</body></html>\n"
+	measured413 = "HTTP/1.1 413 Payload Too Large\r\nContent-length: 106\r\nCache-Control: no-cache\r\nContent-Type: text/html\r\n\r\n" +
+		"<html><body><h1>413 Payload Too Large</h1>\nThe request entity exceeds the maximum allowed.\n</body></html>\n"
+	measured422 = "HTTP/1.1 422 Unprocessable Content\r\nContent-length: 116\r\nCache-Control: no-cache\r\nContent-Type: text/html\r\n\r\n" +
+		"<html><body><h1>422 Unprocessable Content</h1>\nThe server cannot process the contained instructions.\n</body></html>\n"
+	unauth401 = "HTTP/1.1 401 Unauthorized\r\ncontent-length: 112\r\ncache-control: no-cache\r\ncontent-type: text/html\r\nwww-authenticate: Basic realm=\"HAProxy Statistics\"\r\n\r\n" +
+		"<html><body><h1>401 Unauthorized</h1>\nYou need a valid user and password to access this content.\n</body></html>\n"
+	seeOther = "HTTP/1.1 303 See Other\r\ncache-control: no-cache\r\ncontent-type: text/plain\r\ncontent-length: 0\r\nlocation: /haproxy_stats;st=DENY\r\n\r\n"
+	// The stats page's heads; its body is vipstack's own (HTML) or
+	// differs in values (CSV, JSON), so only the head is compared.
+	csvHead           = "HTTP/1.1 200 OK\r\ncache-control: no-cache\r\ncontent-type: text/plain\r\nrefresh: 30\r\ntransfer-encoding: chunked\r\n\r\n"
+	csvHeadHEAD       = "HTTP/1.1 200 OK\r\ncache-control: no-cache\r\ncontent-type: text/plain\r\nrefresh: 30\r\n\r\n"
+	csvHead10         = "HTTP/1.1 200 OK\r\ncache-control: no-cache\r\ncontent-type: text/plain\r\nrefresh: 30\r\nconnection: close\r\ntransfer-encoding: chunked\r\n\r\n"
+	csvHead10KA       = "HTTP/1.1 200 OK\r\ncache-control: no-cache\r\ncontent-type: text/plain\r\nrefresh: 30\r\nconnection: keep-alive\r\ntransfer-encoding: chunked\r\n\r\n"
+	csvHeadClose      = "HTTP/1.1 200 OK\r\ncache-control: no-cache\r\ncontent-type: text/plain\r\nrefresh: 30\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n"
+	htmlHeadNoRefresh = "HTTP/1.1 200 OK\r\ncache-control: no-cache\r\ncontent-type: text/html\r\ntransfer-encoding: chunked\r\n\r\n"
+	jsonHead          = "HTTP/1.1 200 OK\r\ncache-control: no-cache\r\ncontent-type: application/json\r\nrefresh: 30\r\ntransfer-encoding: chunked\r\n\r\n"
+)
+
+// rawCase is a raw request to a monitor or stats listener and haproxy's
+// answer to it. Where the connection stays open, the test pipelines a
+// probe that asks to close after it, and its answer must follow.
+type rawCase struct {
+	name string
+	// stats: sent to the stats listener, else to the monitor.
+	stats bool
+	req   string
+	// want is the whole answer; with headOnly, the beginning of the
+	// answer (the stats page's head).
+	want     string
+	headOnly bool
+	// closed: the server ends the connection after its answer.
+	closed bool
+}
+
+const (
+	statsAuth = "Authorization: Basic VXNlcm5hbWU6UGFzc3dvcmQ=\r\n" // Username:Password
+	monProbe  = "GET /haproxy_ready HTTP/1.1\r\nConnection: close\r\n\r\n"
+	statProbe = "GET /none HTTP/1.1\r\nConnection: close\r\n\r\n"
+)
+
+// paddedRequest is a monitor request of n bytes: one header X padded.
+func paddedRequest(n int) string {
+	head, tail := "GET /haproxy_ready HTTP/1.1\r\nX: ", "\r\n\r\n"
+	return head + strings.Repeat("a", n-len(head)-len(tail)) + tail
+}
+
+// manyHeaders is a monitor request with n header lines.
+func manyHeaders(n int) string {
+	var b strings.Builder
+	b.WriteString("GET /haproxy_ready HTTP/1.1\r\n")
+	for i := range n {
+		fmt.Fprintf(&b, "H%03d: v\r\n", i)
+	}
+	return b.String() + "\r\n"
+}
+
+// rawCases: haproxy 2.6.12's answers, measured.
+var rawCases = []rawCase{
+	{name: "no Host", req: "GET /haproxy_ready HTTP/1.1\r\n\r\n", want: okHead + okBody},
+	{name: "LF line ends", req: "GET /haproxy_ready HTTP/1.1\n\n", want: okHead + okBody},
+	{name: "leading empty lines", req: "\r\n\r\nGET /haproxy_ready HTTP/1.1\r\n\r\n", want: okHead + okBody},
+	{name: "HTTP/1.0", req: "GET /haproxy_ready HTTP/1.0\r\n\r\n", want: okClose, closed: true},
+	{name: "HTTP/1.0 keep-alive", req: "GET /haproxy_ready HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n", want: okKeep},
+	{name: "HTTP/1.1 close", req: "GET /haproxy_ready HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", want: okClose, closed: true},
+	{name: "HTTP/1.1 keep-alive, close", req: "GET /haproxy_ready HTTP/1.1\r\nConnection: keep-alive, close\r\n\r\n", want: okClose, closed: true},
+	{name: "HEAD", req: "HEAD /haproxy_ready HTTP/1.1\r\nHost: x\r\n\r\n", want: okHead},
+	{name: "other URI", req: "GET /other HTTP/1.1\r\nHost: x\r\n\r\n", want: unavail},
+	{name: "relative URI", req: "GET haproxy_ready HTTP/1.1\r\n\r\n", want: unavail},
+	{name: "unknown method", req: "FOO /haproxy_ready HTTP/1.1\r\nHost: x\r\n\r\n", want: okHead + okBody},
+	{name: "lower-case method", req: "get /haproxy_ready HTTP/1.1\r\n\r\n", want: okHead + okBody},
+	{name: "method not a token", req: "GE(T /x HTTP/1.1\r\n\r\n", want: measured400, closed: true},
+	{name: "tabs", req: "GET\t/x\tHTTP/1.1\r\n\r\n", want: unavail},
+	{name: "two spaces", req: "GET  /haproxy_ready HTTP/1.1\r\n\r\n", want: okHead + okBody},
+	{name: "HTTP/2.0 line", req: "GET /haproxy_ready HTTP/2.0\r\n\r\n", want: okHead + okBody},
+	{name: "HTTP/0.9 line", req: "GET /haproxy_ready HTTP/0.9\r\n\r\n", want: okClose, closed: true},
+	{name: "garbage", req: "GARBAGE\r\n\r\n", want: measured400, closed: true},
+	{name: "no version", req: "GET /haproxy_ready\r\n\r\n", want: measured400, closed: true},
+	{name: "method alone", req: "GET\r\n\r\n", want: measured400, closed: true},
+	{name: "four words", req: "GET /haproxy ready HTTP/1.1\r\n\r\n", want: measured400, closed: true},
+	{name: "HTTP/1", req: "GET /haproxy_ready HTTP/1\r\n\r\n", want: measured400, closed: true},
+	{name: "lower-case version", req: "GET /haproxy_ready http/1.1\r\n\r\n", want: measured400, closed: true},
+	{name: "HTTP/1.10", req: "GET /haproxy_ready HTTP/1.10\r\n\r\n", want: measured400, closed: true},
+	{name: "control byte in URI", req: "GET /hap\x01roxy_ready HTTP/1.1\r\n\r\n", want: measured400, closed: true},
+	{name: "8-bit URI", req: "GET /\xc3\xa9 HTTP/1.1\r\n\r\n", want: measured400, closed: true},
+	{name: "header without colon", req: "GET /haproxy_ready HTTP/1.1\r\nHost: x\r\nbad header\r\n\r\n", want: measured400, closed: true},
+	{name: "space before colon", req: "GET /haproxy_ready HTTP/1.1\r\nX : y\r\n\r\n", want: measured400, closed: true},
+	{name: "empty name", req: "GET /x HTTP/1.1\r\n:y\r\n\r\n", want: measured400, closed: true},
+	{name: "empty value", req: "GET /x HTTP/1.1\r\nX:\r\n\r\n", want: unavail},
+	{name: "CR in value", req: "GET /x HTTP/1.1\r\nX: a\rb\r\n\r\n", want: measured400, closed: true},
+	{name: "folded header", req: "GET /haproxy_ready HTTP/1.1\r\n folded\r\n\r\n", want: measured400, closed: true},
+	{name: "two Hosts", req: "GET /haproxy_ready HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", want: measured400, closed: true},
+	{name: "same Host twice", req: "GET /haproxy_ready HTTP/1.1\r\nHost: a\r\nHost: a\r\n\r\n", want: okHead + okBody},
+	{name: "100 headers", req: manyHeaders(100), want: okHead + okBody},
+	{name: "101 headers", req: manyHeaders(101), want: measured400, closed: true},
+	{name: "largest head", req: paddedRequest(15277), want: okHead + okBody},
+	{name: "head a byte larger", req: paddedRequest(15278), want: measured400, closed: true},
+	{name: "head past the buffer", req: paddedRequest(20000), want: measured400, closed: true},
+	{name: "body", req: "POST /haproxy_ready HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello", want: okHead + okBody},
+	{name: "body then a request", req: "POST /haproxy_ready HTTP/1.1\r\nContent-Length: 5\r\n\r\nhelloGET /other HTTP/1.1\r\n\r\n", want: okHead + okBody + unavail},
+	{name: "body cut short", req: "GET /haproxy_ready HTTP/1.1\r\nContent-Length: 3\r\n\r\nab", want: okClose, closed: true},
+	{name: "lengths 5 and 6", req: "GET /haproxy_ready HTTP/1.1\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello!", want: measured400, closed: true},
+	{name: "length 5,5", req: "GET /haproxy_ready HTTP/1.1\r\nContent-Length: 5,5\r\n\r\nhello", want: okHead + okBody},
+	{name: "length abc", req: "GET /haproxy_ready HTTP/1.1\r\nContent-Length: abc\r\n\r\n", want: measured400, closed: true},
+	{name: "length past int64", req: "GET /haproxy_ready HTTP/1.1\r\nContent-Length: 99999999999999999999\r\n\r\n", want: measured400, closed: true},
+	{name: "chunked body then a request", req: "GET /haproxy_ready HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\nGET /x HTTP/1.1\r\n\r\n", want: okHead + okBody + unavail},
+	{name: "length and chunked", req: "GET /x HTTP/1.1\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", want: unavailClose, closed: true},
+	{name: "gzip", req: "GET /haproxy_ready HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n", want: measured400, closed: true},
+	{name: "gzip, chunked", req: "GET /x HTTP/1.1\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n", want: measured422, closed: true},
+	{name: "chunked twice", req: "GET /x HTTP/1.1\r\nTransfer-Encoding: chunked, chunked\r\n\r\n0\r\n\r\n", want: measured400, closed: true},
+	{name: "HTTP/1.0 chunked", req: "GET /haproxy_ready HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", want: measured413, closed: true},
+	{name: "pipelined", req: "GET /haproxy_ready HTTP/1.1\r\n\r\nGET /other HTTP/1.1\r\n\r\nGET /haproxy_ready HTTP/1.1\r\nConnection: close\r\n\r\n",
+		want: okHead + okBody + unavail + okClose, closed: true},
+
+	{name: "stats POST", stats: true, req: "POST /haproxy_stats HTTP/1.1\r\nHost: x\r\n" + statsAuth + "Content-Length: 5\r\n\r\nhello", want: seeOther},
+	{name: "stats POST ;csv", stats: true, req: "POST /haproxy_stats;csv HTTP/1.1\r\n" + statsAuth + "Content-Length: 0\r\n\r\n", want: seeOther},
+	{name: "stats POST without credentials", stats: true, req: "POST /haproxy_stats HTTP/1.1\r\nContent-Length: 0\r\n\r\n", want: unauth401, closed: true},
+	{name: "stats without credentials", stats: true, req: "GET /haproxy_stats HTTP/1.1\r\n\r\n", want: unauth401, closed: true},
+	{name: "stats wrong password", stats: true, req: "GET /haproxy_stats HTTP/1.1\r\nAuthorization: Basic VXNlcm5hbWU6d3Jvbmc=\r\n\r\n", want: unauth401, closed: true},
+	{name: "stats Bearer", stats: true, req: "GET /haproxy_stats HTTP/1.1\r\nAuthorization: Bearer x\r\n\r\n", want: unauth401, closed: true},
+	{name: "stats PUT", stats: true, req: "PUT /haproxy_stats HTTP/1.1\r\n" + statsAuth + "Content-Length: 0\r\n\r\n", want: unavail},
+	{name: "stats unknown method", stats: true, req: "FOO /haproxy_stats HTTP/1.1\r\n" + statsAuth + "\r\n", want: unavail},
+	{name: "stats other URI", stats: true, req: "GET /other HTTP/1.1\r\n\r\n", want: unavail},
+	{name: "stats HEAD", stats: true, req: "HEAD /haproxy_stats;csv HTTP/1.1\r\n" + statsAuth + "\r\n", want: csvHeadHEAD},
+	{name: "stats CSV", stats: true, req: "GET /haproxy_stats;csv HTTP/1.1\r\n" + statsAuth + "\r\n", want: csvHead, headOnly: true},
+	{name: "stats JSON", stats: true, req: "GET /haproxy_stats;json HTTP/1.1\r\n" + statsAuth + "\r\n", want: jsonHead, headOnly: true},
+	{name: "stats norefresh", stats: true, req: "GET /haproxy_stats;norefresh HTTP/1.1\r\n" + statsAuth + "\r\n", want: htmlHeadNoRefresh, headOnly: true},
+	{name: "stats HTTP/1.0", stats: true, req: "GET /haproxy_stats;csv HTTP/1.0\r\n" + statsAuth + "\r\n", want: csvHead10, headOnly: true, closed: true},
+	{name: "stats HTTP/1.0 keep-alive", stats: true, req: "GET /haproxy_stats;csv HTTP/1.0\r\nConnection: keep-alive\r\n" + statsAuth + "\r\n", want: csvHead10KA, headOnly: true},
+	{name: "stats close", stats: true, req: "GET /haproxy_stats;csv HTTP/1.1\r\nConnection: close\r\n" + statsAuth + "\r\n", want: csvHeadClose, headOnly: true, closed: true},
+	{name: "stats garbage", stats: true, req: "GARBAGE\r\n\r\n", want: measured400, closed: true},
+}
+
+// rawExchange sends c.req to addr (and a probe that closes, where the
+// connection should stay open) and reads until the server closes.
+func rawExchange(t *testing.T, addr string, c rawCase) string {
+	t.Helper()
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(bound))
+	req := c.req
+	switch {
+	case c.closed:
+	case c.stats:
+		req += statProbe
+	default:
+		req += monProbe
+	}
+	if _, err := io.WriteString(conn, req); err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(conn)
+	if err != nil {
+		t.Errorf("%s: reading the answer: %v (got %q)", c.name, err, got)
+	}
+	return string(got)
+}
+
+// checkRaw compares an answer with the case's, the probe's answer
+// included where the connection stays open.
+func checkRaw(t *testing.T, who string, c rawCase, got string) {
+	t.Helper()
+	want := c.want
+	if !c.closed {
+		probe := okClose
+		if c.stats {
+			probe = unavailClose
+		}
+		if !strings.HasSuffix(got, probe) {
+			t.Errorf("%s %s: the connection did not stay open for the next request: got %q", who, c.name, got)
+		}
+		if !c.headOnly {
+			want += probe
+		}
+	}
+	if c.headOnly {
+		if !strings.HasPrefix(got, want) {
+			t.Errorf("%s %s: head (-want +got):\n%s", who, c.name, cmp.Diff(want, got[:min(len(got), len(want)+200)]))
+		}
+		return
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("%s %s: answer (-want +got):\n%s", who, c.name, diff)
+	}
+}
+
+// TestWebRawAnswers: the monitor and stats listeners answer raw requests
+// as haproxy 2.6 does (rawCases, measured), the connection closed or kept
+// as haproxy does.
+func TestWebRawAnswers(t *testing.T) {
+	a := startBackend(t, "a")
+	l := newLB(t, fakeClock(), webConfig(tcpConfig(lbconfig.RoundRobin, srv("a", a))))
+	mon, stats := l.Addrs("health_check_http_url")[0].String(), l.Addrs("stats")[0].String()
+	for _, c := range rawCases {
+		t.Run(c.name, func(t *testing.T) {
+			addr := mon
+			if c.stats {
+				addr = stats
+			}
+			checkRaw(t, "vipstack", c, rawExchange(t, addr, c))
+		})
+	}
+}
+
+// webCompareConfig: a monitor and a stats page as in seed 000's
+// haproxy.cfg, a frontend with one server so that vipstack's monitor is
+// healthy, and a short `timeout http-request` for the slow case.
+const webCompareConfig = `defaults
+  mode    tcp
+  timeout http-request 1s
+  timeout http-keep-alive 5s
+  timeout connect      10s
+  timeout client       86400s
+  timeout server       86400s
+frontend  main
+  bind 127.0.0.1:{{FE}}
+  default_backend masters
+listen health_check_http_url
+  bind 127.0.0.1:{{MON}}
+  mode http
+  monitor-uri /haproxy_ready
+  option dontlognull
+listen stats
+  bind 127.0.0.1:{{STATS}}
+  mode http
+  stats enable
+  stats hide-version
+  stats uri /haproxy_stats
+  stats refresh 30s
+  stats auth Username:Password
+backend masters
+   balance roundrobin
+   server m1 {{M1}} weight 1
+`
+
+// TestWebAnswersMatchHaproxy runs haproxy 2.6 and vipstack with the same
+// monitor and stats sections and sends both every raw request of
+// rawCases, plus a head that does not come within `timeout http-request`:
+// each must give its case's answer (the stats page's head where the body
+// is vipstack's own), and close or keep the connection as the case says.
+// So the table is checked against haproxy itself wherever it runs.
+func TestWebAnswersMatchHaproxy(t *testing.T) {
+	bin, err := exec.LookPath("haproxy")
+	if err != nil {
+		t.Skip("haproxy not installed")
+	}
+	m1 := startBackend(t, "m1")
+	conf := func(fe, mon, stats string) string {
+		return strings.NewReplacer("{{FE}}", fe, "{{MON}}", mon, "{{STATS}}", stats, "{{M1}}", m1.addr.String()).Replace(webCompareConfig)
+	}
+	hmon, hstats := freePort(t), freePort(t)
+	path := filepath.Join(t.TempDir(), "haproxy.cfg")
+	if err := os.WriteFile(path, []byte(conf(freePort(t), hmon, hstats)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	cmd := exec.Command(bin, "-db", "-f", path)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+
+	cfg, err := haproxycfg.Parse("haproxy.cfg", []byte(conf("1", "2", "3")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Frontends[0].Binds = []lbconfig.Bind{loopbackBind()}
+	cfg.Monitors[0].Binds = []lbconfig.Bind{loopbackBind()}
+	cfg.Stats[0].Binds = []lbconfig.Bind{loopbackBind()}
+	l := newLB(t, fakeClock(), cfg)
+
+	servers := []struct{ who, mon, stats string }{
+		{"haproxy", "127.0.0.1:" + hmon, "127.0.0.1:" + hstats},
+		{"vipstack", l.Addrs("health_check_http_url")[0].String(), l.Addrs("stats")[0].String()},
+	}
+	deadline := time.Now().Add(bound)
+	for {
+		c, err := net.Dial("tcp", servers[0].mon)
+		if err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("haproxy did not listen on %s: %v\n%s", servers[0].mon, err, out.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cases := append(slices.Clone(rawCases),
+		rawCase{name: "slow head", req: "GET /haproxy_ready HTTP/1.1\r\nHost: x\r\n", want: measured408, closed: true},
+		rawCase{name: "nothing sent", req: "", want: measured408, closed: true},
+		rawCase{name: "stats slow head", stats: true, req: "GET /haproxy_stats HTTP/1.1\r\n", want: measured408, closed: true})
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			for _, s := range servers {
+				addr := s.mon
+				if c.stats {
+					addr = s.stats
+				}
+				checkRaw(t, s.who, c, rawExchange(t, addr, c))
+			}
+		})
 	}
 }

@@ -1,0 +1,596 @@
+package lb
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The monitor and stats listeners speak HTTP/1.x as haproxy 2.6 does, not
+// as Go's net/http does: a request without Host is answered, slow headers
+// get haproxy's 408, and malformed or oversized requests get haproxy's
+// 400, with haproxy's fixed bodies. Every answer below was measured
+// against haproxy 2.6.12 (Debian 12) with `printf | nc`-style raw
+// requests; web_test.go holds them as a table and
+// TestWebAnswersMatchHaproxy compares both servers on the same requests.
+
+// Limits of haproxy 2.6's request parser with its default 16 KiB buffer
+// (tune.bufsize 16384, tune.maxrewrite 1024, tune.http.maxhdr 101).
+const (
+	// maxWebHeader is the buffer the request's head must fit in, raw.
+	maxWebHeader = 16 << 10
+	// maxWebHTX bounds the head as haproxy stores it (HTX): the request
+	// line's three parts, every header's name and value, and 8 bytes per
+	// block (the request line, each header, the end of headers). Measured:
+	// `GET /haproxy_ready HTTP/1.1` with one header `X` of 15241 bytes is
+	// answered, of 15242 refused with 400; with 10 more headers of 5 bytes
+	// each, 130 bytes (10×(5+8)) less fit.
+	maxWebHTX = 15291
+	// maxWebHeaders is the number of header lines haproxy takes
+	// (measured: 100 answered, 101 refused with 400).
+	maxWebHeaders = 100
+	// webWriteTimeout bounds an answer's write to a client that does not
+	// read.
+	webWriteTimeout = 30 * time.Second
+)
+
+// haproxy's error answers: its built-in errorfiles, byte for byte
+// (measured), each ends the connection.
+const (
+	answer400 = "HTTP/1.1 400 Bad request\r\nContent-length: 90\r\nCache-Control: no-cache\r\nConnection: close\r\nContent-Type: text/html\r\n\r\n" +
+		"<html><body><h1>400 Bad request</h1>\nYour browser sent an invalid request.\n</body></html>\n"
+	answer408 = "HTTP/1.1 408 Request Time-out\r\nContent-length: 110\r\nCache-Control: no-cache\r\nConnection: close\r\nContent-Type: text/html\r\n\r\n" +
+		"<html><body><h1>408 Request Time-out</h1>\nYour browser didn't send a complete request in time.\n</body></html>\n"
+	answer413 = "HTTP/1.1 413 Payload Too Large\r\nContent-length: 106\r\nCache-Control: no-cache\r\nContent-Type: text/html\r\n\r\n" +
+		"<html><body><h1>413 Payload Too Large</h1>\nThe request entity exceeds the maximum allowed.\n</body></html>\n"
+	answer422 = "HTTP/1.1 422 Unprocessable Content\r\nContent-length: 116\r\nCache-Control: no-cache\r\nContent-Type: text/html\r\n\r\n" +
+		"<html><body><h1>422 Unprocessable Content</h1>\nThe server cannot process the contained instructions.\n</body></html>\n"
+)
+
+// A requestError is a request haproxy refuses: answer is what it sends
+// before it closes the connection.
+type requestError struct {
+	answer string
+	reason string
+}
+
+func (e *requestError) Error() string { return "bad request: " + e.reason }
+
+func badRequest(format string, args ...any) *requestError {
+	return &requestError{answer: answer400, reason: fmt.Sprintf(format, args...)}
+}
+
+// field is one header line, its name as sent.
+type field struct{ name, value string }
+
+// request is the head of an HTTP/1.x request.
+type request struct {
+	method, uri string
+	// major, minor: the version, "HTTP/major.minor".
+	major, minor int
+	header       []field
+	// keepAlive: the client asked for the connection to stay open
+	// (HTTP/1.1 without `Connection: close`, HTTP/1.0 with
+	// `Connection: keep-alive`).
+	keepAlive bool
+	// closeAsked: `Connection: close` (haproxy then says close in its
+	// answer), keepAliveAsked: an HTTP/1.0 `Connection: keep-alive`
+	// (haproxy then says keep-alive).
+	closeAsked, keepAliveAsked bool
+	// contentLength is -1 without Content-Length; chunked with
+	// Transfer-Encoding: chunked (then contentLength is ignored).
+	contentLength int64
+	chunked       bool
+	// framingConflict: both Content-Length and Transfer-Encoding. haproxy
+	// takes the request (chunked) but closes after its answer (measured).
+	framingConflict bool
+}
+
+// get is the value of the first header called name (case-insensitive).
+func (r *request) get(name string) string {
+	for _, f := range r.header {
+		if strings.EqualFold(f.name, name) {
+			return f.value
+		}
+	}
+	return ""
+}
+
+// headEnd is the length of the request's head in b, through its empty
+// line, or -1 if b does not hold all of it. Lines end in LF, with or
+// without CR, as haproxy takes them.
+func headEnd(b []byte) int {
+	for i := 0; i < len(b); i++ {
+		if b[i] != '\n' {
+			continue
+		}
+		switch {
+		case i+1 < len(b) && b[i+1] == '\n':
+			return i + 2
+		case i+2 < len(b) && b[i+1] == '\r' && b[i+2] == '\n':
+			return i + 3
+		}
+	}
+	return -1
+}
+
+// parseRequest parses a request's head (through its empty line, leading
+// empty lines removed) as haproxy 2.6 does; a refused head returns a
+// *requestError with haproxy's answer.
+func parseRequest(head []byte) (*request, error) {
+	lines := strings.Split(strings.TrimSuffix(string(head), "\n"), "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimSuffix(l, "\r")
+		if strings.IndexByte(lines[i], '\r') >= 0 {
+			return nil, badRequest("CR inside line %d", i+1)
+		}
+	}
+	if len(lines) > 0 && lines[len(lines)-1] == "" {
+		lines = lines[:len(lines)-1]
+	}
+	if len(lines) == 0 {
+		return nil, badRequest("no request line")
+	}
+	// Request line: method, URI and version, separated by runs of spaces
+	// or tabs (measured: "GET  /x" and tabs are taken, a fourth word is
+	// refused).
+	parts := strings.FieldsFunc(lines[0], func(r rune) bool { return r == ' ' || r == '\t' })
+	if len(parts) != 3 {
+		return nil, badRequest("request line %q: want METHOD URI HTTP/x.y", lines[0])
+	}
+	r := &request{method: parts[0], uri: parts[1], contentLength: -1}
+	if !isToken(r.method) {
+		return nil, badRequest("method %q is not a token", r.method)
+	}
+	for i := 0; i < len(r.uri); i++ {
+		// haproxy refuses control characters, DEL and 8-bit bytes in
+		// the URI (measured: "/é" and "/x\x7f" get 400).
+		if c := r.uri[i]; c <= ' ' || c >= 0x7f {
+			return nil, badRequest("URI byte %#x at %d", c, i)
+		}
+	}
+	v := parts[2]
+	// Exactly "HTTP/" digit "." digit (measured: "HTTP/1", "http/1.1"
+	// and "HTTP/1.10" get 400; "HTTP/2.0" and "HTTP/3.0" are answered as
+	// 1.1, "HTTP/0.9" as 1.0).
+	if len(v) != 8 || v[:5] != "HTTP/" || !isDigit(v[5]) || v[6] != '.' || !isDigit(v[7]) {
+		return nil, badRequest("version %q: want HTTP/x.y", v)
+	}
+	r.major, r.minor = int(v[5]-'0'), int(v[7]-'0')
+	old := r.major == 0 || (r.major == 1 && r.minor == 0)
+
+	size := len(r.method) + len(r.uri) + len(v) + 8*2 // the request line and end-of-headers blocks
+	var host, te string
+	hostSeen, teSeen := false, false
+	for _, l := range lines[1:] {
+		if l != "" && (l[0] == ' ' || l[0] == '\t') {
+			return nil, badRequest("folded header line %q", l)
+		}
+		name, value, ok := strings.Cut(l, ":")
+		if !ok || !isToken(name) {
+			// No colon, an empty name, or a space before the colon
+			// (measured: "X : y" gets 400).
+			return nil, badRequest("header line %q: want NAME: VALUE", l)
+		}
+		value = strings.Trim(value, " \t")
+		if len(r.header) == maxWebHeaders {
+			return nil, badRequest("more than %d header lines", maxWebHeaders)
+		}
+		r.header = append(r.header, field{name: name, value: value})
+		size += len(name) + len(value) + 8
+		switch strings.ToLower(name) {
+		case "host":
+			// The same Host twice is taken, two different ones refused
+			// (measured).
+			if hostSeen && value != host {
+				return nil, badRequest("two Host headers, %q and %q", host, value)
+			}
+			host, hostSeen = value, true
+		case "content-length":
+			// A list of equal values, or equal repeated headers, is
+			// one length (measured: "5,5" and two "5" are taken; 5 and
+			// 6, "abc" and a length past int64 get 400).
+			for _, s := range strings.Split(value, ",") {
+				s = strings.Trim(s, " \t")
+				n, err := strconv.ParseInt(s, 10, 64)
+				if err != nil || n < 0 || !allDigits(s) {
+					return nil, badRequest("Content-Length %q: want a number", value)
+				}
+				if r.contentLength >= 0 && n != r.contentLength {
+					return nil, badRequest("Content-Length %d and %d", r.contentLength, n)
+				}
+				r.contentLength = n
+			}
+		case "transfer-encoding":
+			if teSeen {
+				te += ","
+			}
+			te += value
+			teSeen = true
+		case "connection":
+			for _, t := range strings.Split(value, ",") {
+				switch strings.ToLower(strings.Trim(t, " \t")) {
+				case "close":
+					r.closeAsked = true
+				case "keep-alive":
+					r.keepAliveAsked = true
+				}
+			}
+		}
+	}
+	if size > maxWebHTX {
+		return nil, badRequest("request head of %d bytes as haproxy stores it, past its %d", size, maxWebHTX)
+	}
+	if teSeen {
+		// measured: HTTP/1.0 with Transfer-Encoding gets 413; a last
+		// coding other than chunked, or chunked twice, 400; another
+		// coding before chunked, 422.
+		if old {
+			return nil, &requestError{answer: answer413, reason: "Transfer-Encoding in an HTTP/1.0 request"}
+		}
+		codings := strings.Split(te, ",")
+		chunked := 0
+		for i, c := range codings {
+			c = strings.ToLower(strings.Trim(c, " \t"))
+			codings[i] = c
+			if c == "chunked" {
+				chunked++
+			}
+		}
+		if codings[len(codings)-1] != "chunked" || chunked > 1 {
+			return nil, badRequest("Transfer-Encoding %q: want chunked last, once", te)
+		}
+		if chunked != len(codings) {
+			return nil, &requestError{answer: answer422, reason: fmt.Sprintf("Transfer-Encoding %q: only chunked is supported", te)}
+		}
+		r.chunked = true
+		r.framingConflict = r.contentLength >= 0
+	}
+	if old {
+		r.keepAlive = r.keepAliveAsked && !r.closeAsked
+	} else {
+		r.keepAlive = !r.closeAsked
+		r.keepAliveAsked = false // said only to HTTP/1.0 clients
+	}
+	return r, nil
+}
+
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }
+
+func allDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if !isDigit(s[i]) {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// isToken: RFC 9110's token, what a method or a header name may be.
+func isToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c <= ' ' || c >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// skipBody discards a request's body if it is already read (haproxy
+// answers the monitor and stats at once, with what its buffer holds):
+// false if it is not all there, and the connection must then close
+// after the answer (measured: a Content-Length of 3 with 2 bytes sent is
+// answered with "connection: close").
+func skipBody(br *bufio.Reader, r *request) bool {
+	if r.chunked {
+		b, _ := br.Peek(br.Buffered())
+		n := chunkedLen(b)
+		if n < 0 {
+			return false
+		}
+		br.Discard(n)
+		return true
+	}
+	if r.contentLength <= 0 {
+		return true
+	}
+	if int64(br.Buffered()) < r.contentLength {
+		return false
+	}
+	br.Discard(int(r.contentLength))
+	return true
+}
+
+// chunkedLen is the length of a whole chunked body at the start of b
+// (trailers included), or -1 if b does not hold all of it or it is
+// malformed.
+func chunkedLen(b []byte) int {
+	off := 0
+	for {
+		i := bytes.IndexByte(b[off:], '\n')
+		if i < 0 {
+			return -1
+		}
+		line := strings.TrimSuffix(string(b[off:off+i]), "\r")
+		line, _, _ = strings.Cut(line, ";")
+		n, err := strconv.ParseUint(strings.Trim(line, " \t"), 16, 31)
+		if err != nil {
+			return -1
+		}
+		off += i + 1
+		if n == 0 {
+			// Trailers, up to an empty line.
+			for {
+				j := bytes.IndexByte(b[off:], '\n')
+				if j < 0 {
+					return -1
+				}
+				empty := j == 0 || (j == 1 && b[off] == '\r')
+				off += j + 1
+				if empty {
+					return off
+				}
+			}
+		}
+		off += int(n)
+		switch {
+		case off+1 <= len(b) && b[off] == '\n':
+			off++
+		case off+2 <= len(b) && b[off] == '\r' && b[off+1] == '\n':
+			off += 2
+		default:
+			return -1
+		}
+	}
+}
+
+// response is an answer to a request. The head's header lines are in
+// haproxy's order; serveConn adds the framing and connection lines.
+type response struct {
+	code   int
+	reason string
+	header []field
+	body   []byte
+	// chunked: the body goes out as chunks, as haproxy sends its stats
+	// (to HTTP/1.0 clients too, measured); otherwise with
+	// content-length.
+	chunked bool
+	// noLength: no content-length line either (haproxy's 303 and HEAD
+	// answers on the stats page).
+	noLength bool
+	// close ends the connection after the answer (haproxy's 401).
+	close bool
+}
+
+// errRequestTooLarge is a head that does not fit haproxy's buffer.
+var errRequestTooLarge = errors.New("request head larger than the buffer")
+
+// readHead reads a request's head: leading empty lines are skipped (as
+// haproxy does), the head is returned through its empty line. It fails
+// with errRequestTooLarge past maxWebHeader bytes, or with the read's
+// error (a timeout at the deadline).
+func readHead(br *bufio.Reader) ([]byte, error) {
+	for {
+		b, err := br.Peek(1)
+		if err != nil {
+			return nil, err
+		}
+		if b[0] != '\r' && b[0] != '\n' {
+			break
+		}
+		br.Discard(1)
+	}
+	n := 1
+	for {
+		_, err := br.Peek(n) // blocks until the n-th byte is in
+		b, _ := br.Peek(br.Buffered())
+		if i := headEnd(b); i >= 0 {
+			head := bytes.Clone(b[:i])
+			br.Discard(i)
+			return head, nil
+		}
+		if len(b) >= br.Size() {
+			return nil, errRequestTooLarge
+		}
+		if err != nil {
+			return nil, err
+		}
+		n = br.Buffered() + 1
+	}
+}
+
+// serveConn serves one client: requests one after another on the
+// connection, until one asks to close, a timeout, or a refusal. The first
+// request's head must come within `timeout http-request` of the accept;
+// between requests the connection waits `timeout http-keep-alive` for a
+// request's first byte (then closes without a word), and its head must
+// then come within `timeout http-request` (measured: a partial request
+// sent 0.5 s or 2 s after an answer gets 408 3 s later, with
+// http-request 3s and http-keep-alive 5s; a connection that sends nothing
+// gets 408 at 3 s).
+func (h *httpListener) serveConn(c net.Conn) {
+	defer c.Close()
+	br := bufio.NewReaderSize(c, maxWebHeader)
+	first := true
+	for {
+		if !first {
+			c.SetReadDeadline(time.Now().Add(h.to.idle))
+			if _, err := br.Peek(1); err != nil {
+				return
+			}
+		}
+		c.SetReadDeadline(time.Now().Add(h.to.readHeader))
+		head, err := readHead(br)
+		var ne net.Error
+		switch {
+		case errors.Is(err, errRequestTooLarge):
+			h.writeRaw(c, answer400)
+			return
+		case errors.As(err, &ne) && ne.Timeout():
+			h.writeRaw(c, answer408)
+			return
+		case err != nil:
+			return // the client went away
+		}
+		first = false
+		req, err := parseRequest(head)
+		var re *requestError
+		if errors.As(err, &re) {
+			h.writeRaw(c, re.answer)
+			return
+		}
+		complete := skipBody(br, req)
+		resp := h.respond(req)
+		closing := !req.keepAlive || !complete || req.framingConflict || resp.close
+		c.SetWriteDeadline(time.Now().Add(webWriteTimeout))
+		if _, err := c.Write(resp.encode(req, closing)); err != nil {
+			return
+		}
+		if closing {
+			lingerClose(c)
+			return
+		}
+	}
+}
+
+func (h *httpListener) writeRaw(c net.Conn, answer string) {
+	c.SetWriteDeadline(time.Now().Add(webWriteTimeout))
+	if _, err := io.WriteString(c, answer); err == nil {
+		lingerClose(c)
+	}
+}
+
+// lingerClose ends the connection after an answer as haproxy does, without
+// a reset: it shuts its side, then reads and drops what the client still
+// sends (the rest of a refused request, pipelined requests) until the
+// client closes, for at most a second and 256 KiB. A close with unread
+// data would reset the connection, and the client could lose the answer
+// (haproxy's 400 to a 200 KB head arrives whole, measured).
+func lingerClose(c net.Conn) {
+	cw, ok := c.(interface{ CloseWrite() error })
+	if !ok || cw.CloseWrite() != nil {
+		return
+	}
+	c.SetReadDeadline(time.Now().Add(time.Second))
+	io.CopyN(io.Discard, c, 256<<10)
+}
+
+// encode writes the answer to req as haproxy does: its status line, the
+// length, the response's own lines, then "connection: close" when the
+// connection ends because the client asked for it or sent an incomplete
+// body, or "connection: keep-alive" to an HTTP/1.0 client that asked to
+// keep it.
+func (resp *response) encode(req *request, closing bool) []byte {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "HTTP/1.1 %d %s\r\n", resp.code, resp.reason)
+	head := req.method == "HEAD"
+	if !resp.chunked && !resp.noLength {
+		fmt.Fprintf(&b, "content-length: %d\r\n", len(resp.body))
+	}
+	for _, f := range resp.header {
+		b.WriteString(f.name + ": " + f.value + "\r\n")
+	}
+	var conn, te string
+	switch {
+	case closing && !resp.close:
+		conn = "connection: close\r\n"
+	case req.keepAliveAsked && !closing:
+		conn = "connection: keep-alive\r\n"
+	}
+	if resp.chunked && !head {
+		te = "transfer-encoding: chunked\r\n"
+	}
+	if req.major == 1 && req.minor == 1 {
+		// haproxy's order (measured): the framing line first to an
+		// HTTP/1.1 client, the connection line first to others.
+		conn, te = te, conn
+	}
+	b.WriteString(conn + te)
+	b.WriteString("\r\n")
+	if head {
+		return b.Bytes()
+	}
+	if resp.chunked {
+		if len(resp.body) > 0 {
+			fmt.Fprintf(&b, "%X\r\n", len(resp.body))
+			b.Write(resp.body)
+			b.WriteString("\r\n")
+		}
+		b.WriteString("0\r\n\r\n")
+		return b.Bytes()
+	}
+	b.Write(resp.body)
+	return b.Bytes()
+}
+
+// serve accepts clients until the listener closes.
+func (h *httpListener) serve() {
+	var delay time.Duration
+	for {
+		h.slots <- struct{}{}
+		c, err := h.ln.Accept()
+		if err != nil {
+			<-h.slots
+			if h.stopped() {
+				return
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() || isTemporary(err) {
+				// Out of file descriptors and the like: back off as
+				// net/http does, up to a second.
+				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+				time.Sleep(delay)
+				continue
+			}
+			return
+		}
+		delay = 0
+		if !h.track(c, true) {
+			c.Close()
+			<-h.slots
+			return
+		}
+		go func() {
+			defer func() { <-h.slots }()
+			defer h.track(c, false)
+			h.serveConn(c)
+		}()
+	}
+}
+
+func isTemporary(err error) bool {
+	var t interface{ Temporary() bool }
+	return errors.As(err, &t) && t.Temporary()
+}
+
+// track adds (add) or removes a client connection; false once the
+// listener is closed.
+func (h *httpListener) track(c net.Conn, add bool) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !add {
+		delete(h.conns, c)
+		return true
+	}
+	if h.closed {
+		return false
+	}
+	h.conns[c] = struct{}{}
+	return true
+}
+
+func (h *httpListener) stopped() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.closed
+}
