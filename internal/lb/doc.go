@@ -125,4 +125,21 @@
 // numbered as haproxy numbers them; hastats.go says which fields vipstack
 // fills and which it leaves out. Metrics go to the Prometheus registry
 // given in Options.
+//
+// The monitor and stats listeners speak HTTP/1.x as haproxy 2.6 does
+// (httpserve.go; every answer measured against haproxy 2.6.12): a request
+// without Host is answered (check scripts send `printf 'GET
+// /haproxy_ready HTTP/1.1\r\n\r\n' | nc`), any method reaches the
+// monitor, a head that does not come within `timeout http-request` gets
+// haproxy's 408, a malformed one or one past haproxy's 16 KiB buffer
+// (15291 bytes as haproxy stores a head, 100 header lines) its 400, with
+// haproxy's own short HTML bodies. Connections are kept alive as haproxy
+// keeps them (HTTP/1.1 unless `Connection: close`, HTTP/1.0 with
+// `Connection: keep-alive`), up to `timeout http-keep-alive` between
+// requests, pipelined requests answered in order; a request body is
+// dropped if it has arrived whole with its head, else the connection
+// closes after the answer. The stats page takes GET, HEAD and POST (other
+// methods get 503); a POST, its admin actions not being supported, gets
+// haproxy's `303 See Other` to `<uri>;st=DENY` (haproxy's answer without
+// `stats admin`); a refused login closes the connection. Each listener serves at most 256 connections at once.
 package lb
