@@ -283,7 +283,7 @@ func TestParseAccepts(t *testing.T) {
 			get:  func(c *lbconfig.Config) any { return len(c.Frontends) },
 			want: 1,
 			wantWarnings: []string{
-				"h.cfg:5: log /dev/log: vipstack logs to stderr; the log target is not used",
+				"h.cfg:5: log /dev/log: vipstack logs to stderr; the log target is not used (frontends with log-format or option tcplog write their connection lines there)",
 				"h.cfg:6: log global: vipstack logs to stderr; haproxy's log targets are not used",
 			},
 		},

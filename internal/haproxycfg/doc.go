@@ -22,10 +22,21 @@
 //     (internal/lbcli). global may appear anywhere.
 //   - defaults (one section, before any proxy, optionally named): maxconn,
 //     mode tcp, log (accepted, with a warning: vipstack logs to stderr),
-//     option dontlognull, option redispatch, retries, timeout client |
-//     connect | server | tunnel | queue | http-request | http-keep-alive.
+//     log-format "FORMAT", option tcplog, option dontlognull, option
+//     redispatch, retries, timeout client | connect | server | tunnel |
+//     queue | http-request | http-keep-alive.
 //   - frontend NAME: bind ADDRESS:PORT[,...] [v4v6], default_backend,
-//     mode tcp.
+//     log-format "FORMAT", option tcplog, mode tcp.
+//
+// A frontend writes a connection log (lbconfig.ConnLog) when defaults has
+// a `log TARGET` line and the frontend or defaults a format: log-format,
+// with the variables of lbconfig.LogVariables (OpenShift's current
+// template uses only those), or option tcplog. The lines go to vipstack's
+// standard error, one per connection when it ends, as haproxy formats
+// them; option dontlognull leaves out clients that sent nothing. Without
+// a format haproxy writes a short "Connect from" line at accept; vipstack
+// writes none. Sample expressions (%[...]), HTTP variables and the flags
+// other than +Q/-Q are errors that name them.
 //   - backend NAME: balance roundrobin | leastconn | source, option httpchk
 //     [[METHOD] URI [VERSION]], option log-health-checks, option
 //     redispatch, mode tcp, server NAME ADDRESS:PORT [weight N] [verify
@@ -46,7 +57,7 @@
 //
 // Every keyword outside the subset is an error, never ignored:
 //
-//	haproxy.cfg:12: keyword "acl" in frontend main is not supported by vipstack (supported: bind, default_backend, mode)
+//	haproxy.cfg:12: keyword "acl" in frontend main is not supported by vipstack (supported: bind, default_backend, log-format, mode, option tcplog)
 //
 // A setting given twice in a section is an error (haproxy keeps the
 // last). weight 0 and retries 0 are rejected, because the model reads 0 as

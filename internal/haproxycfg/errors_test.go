@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/vipstack/vipstack/internal/lbconfig"
 )
 
 // base is a valid haproxy.cfg that haproxy 2.6 accepts without warning.
@@ -80,8 +82,26 @@ func TestParseErrors(t *testing.T) {
 		{
 			name:    "unsupported keyword",
 			conf:    func(t *testing.T) string { return edit(t, fe, fe+"  acl local src 127.0.0.1\n") },
-			want:    `h.cfg:8: keyword "acl" in frontend main is not supported by vipstack (supported: bind, default_backend, mode)`,
+			want:    `h.cfg:8: keyword "acl" in frontend main is not supported by vipstack (supported: bind, default_backend, log-format, mode, option tcplog)`,
 			haproxy: haproxyAccepts,
+		},
+		{
+			name:    "log-format variable",
+			conf:    func(t *testing.T) string { return edit(t, fe, fe+"  log-format \"%ci %bi\"\n") },
+			want:    `h.cfg:8: log-format "%ci %bi": variable %bi is not supported by vipstack (accepted: ` + strings.Join(lbconfig.LogVariables, " ") + `)`,
+			haproxy: haproxyAccepts,
+		},
+		{
+			name:    "log-format sample",
+			conf:    func(t *testing.T) string { return edit(t, fe, fe+"  log-format \"%[src]\"\n") },
+			want:    `h.cfg:8: log-format "%[src]": sample expressions (%[...]) are not supported by vipstack (accepted variables: ` + strings.Join(lbconfig.LogVariables, " ") + `)`,
+			haproxy: haproxyAccepts,
+		},
+		{
+			name:    "log-format unquoted",
+			conf:    func(t *testing.T) string { return edit(t, fe, fe+"  log-format %ci %cp\n") },
+			want:    `h.cfg:8: log-format takes 1 value(s) (a format, quoted when it has spaces), got 2: "%ci %cp"`,
+			haproxy: haproxyRejects,
 		},
 		{
 			name:    "bad address",
@@ -272,14 +292,14 @@ func TestParseErrors(t *testing.T) {
 		},
 		{
 			name:    "unsupported option",
-			conf:    func(t *testing.T) string { return edit(t, "  mode tcp\n", "  mode tcp\n  option tcplog\n") },
-			want:    `h.cfg:3: keyword "option tcplog" in defaults is not supported by vipstack (supported: log, maxconn, mode, option dontlognull, option redispatch, retries, timeout)`,
+			conf:    func(t *testing.T) string { return edit(t, "  mode tcp\n", "  mode tcp\n  option httplog\n") },
+			want:    `h.cfg:3: keyword "option httplog" in defaults is not supported by vipstack (supported: log, log-format, maxconn, mode, option dontlognull, option redispatch, option tcplog, retries, timeout)`,
 			haproxy: haproxyAccepts,
 		},
 		{
 			name:    "no option",
 			conf:    func(t *testing.T) string { return edit(t, "  mode tcp\n", "  mode tcp\n  no option redispatch\n") },
-			want:    `h.cfg:3: keyword "no option redispatch" in defaults is not supported by vipstack (supported: log, maxconn, mode, option dontlognull, option redispatch, retries, timeout)`,
+			want:    `h.cfg:3: keyword "no option redispatch" in defaults is not supported by vipstack (supported: log, log-format, maxconn, mode, option dontlognull, option redispatch, option tcplog, retries, timeout)`,
 			haproxy: haproxyAccepts,
 		},
 		{
@@ -291,7 +311,7 @@ func TestParseErrors(t *testing.T) {
 		{
 			name:    "timeout outside defaults",
 			conf:    func(t *testing.T) string { return edit(t, fe, fe+"  timeout client 5s\n") },
-			want:    `h.cfg:8: keyword "timeout client" in frontend main is not supported by vipstack (supported: bind, default_backend, mode)`,
+			want:    `h.cfg:8: keyword "timeout client" in frontend main is not supported by vipstack (supported: bind, default_backend, log-format, mode, option tcplog)`,
 			haproxy: haproxyAccepts,
 		},
 		{

@@ -89,8 +89,8 @@ func commas(list string) string { return strings.Join(strings.Fields(list), ", "
 // Keywords each section accepts, for error messages.
 const (
 	globalKeywords   = "maxconn, stats socket"
-	defaultsKeywords = "log, maxconn, mode, option dontlognull, option redispatch, retries, timeout"
-	frontendKeywords = "bind, default_backend, mode"
+	defaultsKeywords = "log, log-format, maxconn, mode, option dontlognull, option redispatch, option tcplog, retries, timeout"
+	frontendKeywords = "bind, default_backend, log-format, mode, option tcplog"
 	listenKeywords   = "bind, mode, monitor-uri, option dontlognull, stats auth, stats enable, stats hide-version, stats refresh, stats uri"
 	backendKeywords  = "balance, mode, option httpchk, option log-health-checks, option redispatch, server"
 	serverParams     = "check, check-ssl, fall, inter, rise, verify, weight"
@@ -114,10 +114,13 @@ type parser struct {
 	secLine int            // line of the section keyword
 	seen    map[string]int // keyword -> line, for settings given once per section
 
-	defaultsLine int  // line of the defaults section, 0 if none yet
-	proxySeen    bool // a frontend, backend or listen section was opened
-	dontLogNull  bool // from defaults
-	redispatch   bool // from defaults
+	defaultsLine int    // line of the defaults section, 0 if none yet
+	proxySeen    bool   // a frontend, backend or listen section was opened
+	dontLogNull  bool   // from defaults
+	redispatch   bool   // from defaults
+	logTarget    bool   // defaults has a `log TARGET ...` line
+	logFormat    string // defaults' log-format or option tcplog
+	feLogFormat  string // the frontend's own, overriding logFormat
 
 	front, back map[string]nameUse // haproxy's two proxy name spaces
 
@@ -317,7 +320,7 @@ func (p *parser) section(l line) {
 		p.cfg.Proxies = append(p.cfg.Proxies, p.key)
 		switch kw {
 		case "frontend":
-			p.kind, p.fe = secFrontend, &lbconfig.Frontend{Name: name}
+			p.kind, p.fe, p.feLogFormat = secFrontend, &lbconfig.Frontend{Name: name}, ""
 		case "backend":
 			p.kind, p.be = secBackend, &lbconfig.Backend{Name: name, DontLogNull: p.dontLogNull, RedispatchOnRetry: p.redispatch}
 		default:
@@ -330,6 +333,17 @@ func (p *parser) section(l line) {
 func (p *parser) endSection() {
 	switch p.kind {
 	case secFrontend:
+		// haproxy writes a connection log where the proxy has a log
+		// target and a format (log-format or option tcplog); without
+		// a format it writes a line at accept, which vipstack does not
+		// (doc.go).
+		format := p.logFormat
+		if p.feLogFormat != "" {
+			format = p.feLogFormat
+		}
+		if p.logTarget && format != "" {
+			p.fe.Log = &lbconfig.ConnLog{Format: format, DontLogNull: p.dontLogNull}
+		}
 		p.cfg.Frontends = append(p.cfg.Frontends, *p.fe)
 	case secBackend:
 		p.cfg.Backends = append(p.cfg.Backends, *p.be)
@@ -497,6 +511,8 @@ func (p *parser) defaults(l line) {
 		p.tcpMode(l)
 	case "log":
 		p.log(l)
+	case "log-format", "option tcplog":
+		p.logFormatLine(l, &p.logFormat)
 	case "option dontlognull":
 		if p.once(l, kw) {
 			if _, ok := p.nargs(l, 2, 0, 0, ""); ok {
@@ -615,7 +631,8 @@ func (p *parser) log(l line) {
 			return
 		}
 	}
-	p.warnf(l, "log %s: vipstack logs to stderr; the log target is not used", args[0])
+	p.logTarget = true
+	p.warnf(l, "log %s: vipstack logs to stderr; the log target is not used (frontends with log-format or option tcplog write their connection lines there)", args[0])
 }
 
 // syslog facilities and levels haproxy accepts in `log`.
@@ -638,9 +655,33 @@ func (p *parser) frontend(l line) {
 		}
 	case "mode":
 		p.tcpMode(l)
+	case "log-format", "option tcplog":
+		p.logFormatLine(l, &p.feLogFormat)
 	default:
 		p.unsupported(l, frontendKeywords)
 	}
+}
+
+// logFormatLine reads `log-format FORMAT` or `option tcplog` (haproxy's
+// TCP format) into dst; the later of the two in a section wins, as in
+// haproxy (which warns).
+func (p *parser) logFormatLine(l line, dst *string) {
+	kw := keyword(l.words)
+	if kw == "option tcplog" {
+		if _, ok := p.nargs(l, 2, 0, 0, ""); ok && p.once(l, kw) {
+			*dst = lbconfig.TCPLogFormat
+		}
+		return
+	}
+	args, ok := p.nargs(l, 1, 1, 1, "a format, quoted when it has spaces")
+	if !ok || !p.once(l, kw) {
+		return
+	}
+	if _, err := lbconfig.ParseLogFormat(args[0]); err != nil {
+		p.errorf(l, kw, "%v", err)
+		return
+	}
+	*dst = args[0]
 }
 
 func (p *parser) listen(l line) {

@@ -27,6 +27,7 @@ var testdataConfigs = []string{
 	"testdata/seed000.cfg",
 	"testdata/seed001.cfg",
 	"testdata/features.cfg",
+	"testdata/openshift-current.cfg",
 }
 
 func TestParseTestdata(t *testing.T) {
@@ -115,7 +116,7 @@ func TestParseSeed000(t *testing.T) {
 			{Network: "unix", Address: "/var/lib/haproxy/run/haproxy.sock", Mode: 0o600, Level: "admin"},
 		},
 		Warnings: []string{
-			"testdata/seed000.cfg:6: log /var/run/haproxy/haproxy-log.sock: vipstack logs to stderr; the log target is not used",
+			"testdata/seed000.cfg:6: log /var/run/haproxy/haproxy-log.sock: vipstack logs to stderr; the log target is not used (frontends with log-format or option tcplog write their connection lines there)",
 		},
 	}
 	if diff := cmp.Diff(want, got, cmpOpts, cmp.FilterPath(func(p cmp.Path) bool {

@@ -49,6 +49,17 @@ type conn struct {
 	every      time.Duration // how often checkIdle runs
 	lastSeen   uint64
 	lastActive time.Time
+
+	// The connection log (connlog.go), when the frontend keeps one: set
+	// at accept, then guarded by the loop's lock.
+	log      *connLog
+	acceptAt time.Time      // accepted
+	startAt  time.Time      // left the queue, started to connect
+	connAt   time.Time      // connected
+	local    netip.AddrPort // the address the client connected to, if the format shows it
+	up, down uint64         // bytes from the client, from the server
+	term     [2]byte        // termination state, when something else than an end of file ended it
+	timedOut bool           // the last connect attempt timed out
 }
 
 // checkIdle runs every cn.every (half the smallest timeout that may
@@ -68,6 +79,10 @@ func (cn *conn) checkIdle() {
 	} else if idle := cn.cfg.idleFor(cn.last); idle > 0 && now.Sub(cn.lastActive) >= idle {
 		cn.fe.lb.log.Debug("closing an idle connection", "frontend", cn.fe.name, "client", cn.peer.String(), "idle", idle)
 		cn.fe.lb.idleCloses.Add(1)
+		cn.term = [2]byte{'c', 'D'} // the client was to speak next
+		if cn.last == lastUp {
+			cn.term[0] = 's'
+		}
 		lp.closeLocked(cn)
 		lp.unlock()
 		return

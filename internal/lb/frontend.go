@@ -17,6 +17,8 @@ type feConfig struct {
 	queueTimeout           time.Duration // 0: wait for a slot forever
 	// connectTimeout bounds each connect attempt; 0: none.
 	connectTimeout time.Duration
+	// log is the connection log; nil: none.
+	log *connLog
 }
 
 // Which direction last moved bytes on a connection: the side that spoke
@@ -171,6 +173,12 @@ func (f *frontend) admit(fd int, peer netip.AddrPort, lp *loop) <-chan struct{} 
 		return nil
 	}
 	cn := &conn{fe: f, cfd: fd, peer: peer}
+	if cl := f.cfg.Load().log; cl != nil {
+		cn.log, cn.acceptAt = cl, f.lb.clk.Now()
+		if cl.needLocal {
+			cn.local = localAddr(fd)
+		}
+	}
 	var taken int64
 	if f.qcur.Load() == 0 {
 		taken = f.tryAcquire()
@@ -294,8 +302,13 @@ func (cn *conn) queueExpired() {
 	f.queueDrops.Add(1)
 	done := f.doneLocked()
 	f.mu.Unlock()
-	f.bin.Add(discardInput(cn.cfd)) // an end of file, not a reset (see connectNext)
+	n := discardInput(cn.cfd) // an end of file, not a reset (see connectNext)
+	f.bin.Add(n)
 	closeFD(cn.cfd)
+	if cn.log != nil {
+		cn.up, cn.term = n, [2]byte{'s', 'Q'}
+		f.logConn(cn)
+	}
 	f.lb.globalDone()
 	f.lb.log.Debug("closed a client that waited too long for a slot", "frontend", f.name, "client", cn.peer.String())
 	if done {
@@ -306,6 +319,9 @@ func (cn *conn) queueExpired() {
 // release ends cn's slot; the oldest queued client takes it, if any.
 // It must be called without any loop's lock held.
 func (f *frontend) release(cn *conn) {
+	if cn.log != nil {
+		f.logConn(cn)
+	}
 	done, next := f.putSlotServe()
 	f.lb.globalDone()
 	if done {

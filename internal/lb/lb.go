@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"slices"
 	"strconv"
 	"sync"
@@ -40,6 +41,10 @@ type Options struct {
 	ListenersPerBind int
 	// Version is shown on the stats page unless `stats hide-version`.
 	Version string
+	// AccessLog receives the connection log lines of frontends that keep
+	// one (haproxy's log-format or option tcplog, with a log target),
+	// one line per write; nil means standard error.
+	AccessLog io.Writer
 }
 
 // LB is a running load balancer. Create it with New, configure it with
@@ -54,6 +59,7 @@ type LB struct {
 	loops []*loop   // the relay's event loops
 
 	idleCloses atomic.Uint64
+	accessLog  accessLog
 
 	// Global maxconn: accepted connections (admitted or queued) over all
 	// frontends, and the cap; at the cap the accept loops wait.
@@ -109,6 +115,10 @@ func New(opts Options) (*LB, error) {
 		tcpLns: map[string]*tcpListener{}, httpLns: map[string]*httpListener{},
 	}
 	l.bufs.New = func() any { return new(copyBuf) }
+	l.accessLog.w = opts.AccessLog
+	if l.accessLog.w == nil {
+		l.accessLog.w = os.Stderr
+	}
 	lps, err := newLoops(l, loopCount())
 	if err != nil {
 		return nil, fmt.Errorf("lb: %w", err)
@@ -379,8 +389,14 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 			fe = newFrontend(l, fc.Name)
 			l.frontends[fc.Name] = fe
 		}
+		cl, err := newConnLog(fc.Log)
+		if err != nil { // Validate has checked it
+			cl = nil
+			l.log.Warn("lb: frontend's log format refused; no connection log", "frontend", fc.Name, "err", err)
+		}
 		fe.cfg.Store(&feConfig{pool: pools[fc.Backend], retries: max(cfg.Retries, 0),
-			tunnel: cfg.Timeouts.Tunnel, client: cfg.Timeouts.Client, server: cfg.Timeouts.Server, queueTimeout: queueTimeout, connectTimeout: cfg.Timeouts.Connect})
+			tunnel: cfg.Timeouts.Tunnel, client: cfg.Timeouts.Client, server: cfg.Timeouts.Server, queueTimeout: queueTimeout, connectTimeout: cfg.Timeouts.Connect,
+			log: cl})
 		fe.setMaxconn(cfg.MaxConn)
 		feOrder = append(feOrder, fe)
 	}

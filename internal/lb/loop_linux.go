@@ -299,6 +299,9 @@ func (lp *loop) startLocked(cn *conn) {
 		return
 	}
 	cn.cfg = cn.fe.cfg.Load()
+	if cn.log != nil {
+		cn.startAt = lp.lb.clk.Now()
+	}
 	if len(lp.free) > 0 {
 		r.slot = lp.free[len(lp.free)-1]
 		lp.free = lp.free[:len(lp.free)-1]
@@ -393,9 +396,14 @@ func (lp *loop) connectNext(cn *conn) {
 	// reads what arrives while it connects. It counts as bytes in there.
 	if n := discardInput(cn.relay.c.fd); n > 0 {
 		cn.fe.bin.Add(n)
+		cn.up += n
 		if cn.picked != nil {
 			cn.picked.bin.Add(n)
 		}
+	}
+	cn.term = [2]byte{'S', 'C'}
+	if cn.timedOut {
+		cn.term[0] = 's'
 	}
 	lp.closeLocked(cn)
 }
@@ -459,6 +467,7 @@ func (lp *loop) connectTimedOut(cn *conn, attempt int) {
 	defer lp.unlock()
 	if cn.state == stConnecting && cn.attempt == attempt && cn.srv != nil {
 		cn.ctimer = nil
+		cn.timedOut = true
 		lp.connectFailed(cn, fmt.Errorf("connect: timed out after %v", cn.cfg.connectTimeout))
 	}
 }
@@ -470,6 +479,7 @@ func (l *LB) failConnects(s *server) {
 		lp.mu.Lock()
 		for _, cn := range lp.conns {
 			if cn != nil && cn.state == stConnecting && cn.srv == s {
+				cn.timedOut = false
 				lp.connectFailed(cn, errServerDown)
 			}
 		}
@@ -515,6 +525,7 @@ func (lp *loop) handle(ev *unix.EpollEvent) {
 			if v, gerr := rawGetsockoptInt(r.s.fd, unix.SOL_SOCKET, unix.SO_ERROR); gerr == nil && v != 0 {
 				err = os.NewSyscallError("connect", syscall.Errno(v))
 			}
+			cn.timedOut = false
 			lp.connectFailed(cn, err)
 			return
 		}
@@ -532,6 +543,9 @@ func (lp *loop) connected(cn *conn) {
 	}
 	cn.srv.tot.Add(1)
 	cn.state = stRelaying
+	if cn.log != nil {
+		cn.connAt = lp.lb.clk.Now()
+	}
 	if every := cn.cfg.idleEvery(); every > 0 {
 		clk := lp.lb.clk
 		cn.every = every
@@ -578,12 +592,16 @@ func (lp *loop) pump(cn *conn, d *dir, src, dst *side, otherDone bool, c1, c2 in
 				c1.Add(uint64(n))
 				c2.Add(uint64(n))
 				cn.moved += uint64(n)
-				cn.last = lastDown
 				if d == &cn.relay.up {
 					cn.last = lastUp
+					cn.up += uint64(n)
+				} else {
+					cn.last = lastDown
+					cn.down += uint64(n)
 				}
 			}
 			if err != nil {
+				cn.endedBy(dst)
 				return err
 			}
 			if d.end > d.off || d.inPipe > 0 {
@@ -594,6 +612,7 @@ func (lp *loop) pump(cn *conn, d *dir, src, dst *side, otherDone bool, c1, c2 in
 			d.done = true
 			if !otherDone {
 				if err := rawShutdown(dst.fd, unix.SHUT_WR); err != nil && err != unix.ENOTCONN {
+					cn.endedBy(dst)
 					return os.NewSyscallError("shutdown", err)
 				}
 			}
@@ -603,6 +622,7 @@ func (lp *loop) pump(cn *conn, d *dir, src, dst *side, otherDone bool, c1, c2 in
 			return nil
 		}
 		if err := d.fill(lp.lb, src); err != nil {
+			cn.endedBy(src)
 			return err
 		}
 		if !d.eof && d.end == d.off && d.inPipe == 0 {
@@ -849,6 +869,9 @@ func (lp *loop) closeFrontend(f *frontend) {
 	lp.mu.Lock()
 	for _, cn := range lp.conns {
 		if cn != nil && cn.fe == f {
+			if cn.term[0] == 0 {
+				cn.term = [2]byte{'K', 'D'}
+			}
 			lp.closeLocked(cn)
 		}
 	}
@@ -863,6 +886,7 @@ func (l *LB) closeServer(s *server) int {
 		lp.mu.Lock()
 		for _, cn := range lp.conns {
 			if cn != nil && cn.srv == s && (cn.state == stConnecting || cn.state == stRelaying) {
+				cn.term = [2]byte{'K', 'D'} // killed by an operator, as haproxy logs it
 				lp.closeLocked(cn)
 				n++
 			}
@@ -1037,6 +1061,33 @@ func (lp *loop) pauseLn(r *lnReg, ready <-chan struct{}, tm interface{ Stop() bo
 
 // closeFD closes a socket the relay owns.
 func closeFD(fd int) { rawClose(fd) }
+
+// endedBy records that the side s of cn failed (a reset or another error).
+func (cn *conn) endedBy(s *side) {
+	if cn.term[0] != 0 {
+		return
+	}
+	if s == &cn.relay.c {
+		cn.term = [2]byte{'C', 'D'}
+	} else {
+		cn.term = [2]byte{'S', 'D'}
+	}
+}
+
+// localAddr is the address a connected socket is bound to.
+func localAddr(fd int) netip.AddrPort {
+	sa, err := unix.Getsockname(fd)
+	if err != nil {
+		return netip.AddrPort{}
+	}
+	switch a := sa.(type) {
+	case *unix.SockaddrInet4:
+		return netip.AddrPortFrom(netip.AddrFrom4(a.Addr), uint16(a.Port))
+	case *unix.SockaddrInet6:
+		return netip.AddrPortFrom(netip.AddrFrom16(a.Addr), uint16(a.Port))
+	}
+	return netip.AddrPort{}
+}
 
 // discardInput reads and drops what has arrived on the non-blocking
 // socket fd, up to maxDiscard bytes, and says how much it read. A socket

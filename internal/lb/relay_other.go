@@ -5,6 +5,7 @@ package lb
 import (
 	"errors"
 	"net"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 )
@@ -38,6 +39,7 @@ func (l *LB) failConnects(*server)    {}
 func (l *LB) closeServer(*server) int { return 0 }
 func closeFD(int)                     {}
 func discardInput(int) uint64         { return 0 }
+func localAddr(int) netip.AddrPort    { return netip.AddrPort{} }
 
 func (l *LB) watchListener(*tcpListener)   {}
 func (l *LB) unwatchListener(*tcpListener) {}

@@ -83,6 +83,8 @@ type Frontend struct {
 	Name    string
 	Binds   []Bind
 	Backend string
+	// Log is the connection log; nil writes none.
+	Log *ConnLog
 }
 
 // Bind is one listening address. An unspecified address with V4V6 listens

@@ -320,6 +320,11 @@ func (v *validator) frontend(f *Frontend, backends map[string]bool, binds map[Bi
 	case !backends[f.Backend]:
 		v.fail(pos, key, "default_backend", "default_backend %q is not a backend (accepted: %s)", f.Backend, v.backendNames())
 	}
+	if f.Log != nil {
+		if _, err := ParseLogFormat(f.Log.Format); err != nil {
+			v.fail(v.pos(ItemKey(key, "log-format"), key), key, "log-format", "%v", err)
+		}
+	}
 }
 
 func (v *validator) backendNames() string {

@@ -58,9 +58,15 @@ type yamlBind struct {
 }
 
 type yamlFrontend struct {
-	Name    string     `yaml:"name"`
-	Binds   []yamlBind `yaml:"binds"`
-	Backend string     `yaml:"backend"`
+	Name    string       `yaml:"name"`
+	Binds   []yamlBind   `yaml:"binds"`
+	Backend string       `yaml:"backend"`
+	Log     *yamlConnLog `yaml:"log,omitempty"`
+}
+
+type yamlConnLog struct {
+	Format      string `yaml:"format"`
+	DontLogNull bool   `yaml:"dontLogNull,omitempty"`
 }
 
 type yamlBackend struct {
@@ -119,7 +125,7 @@ func typeNames() *strings.Replacer {
 		"lbconfig.yamlBind", "a bind", "lbconfig.yamlFrontend", "a frontend", "lbconfig.yamlBackend", "a backend",
 		"lbconfig.yamlHTTPCheck", "httpCheck", "lbconfig.yamlServer", "a server", "lbconfig.yamlMonitor", "a monitor",
 		"lbconfig.yamlStats", "a stats page", "lbconfig.yamlUser", "a stats user", "lbconfig.duration", "a duration",
-		"lbconfig.yamlSocket", "a stats socket",
+		"lbconfig.yamlSocket", "a stats socket", "lbconfig.yamlConnLog", "a frontend's log",
 	)
 }
 
@@ -128,6 +134,7 @@ func typeNames() *strings.Replacer {
 var yamlTypes = map[string]reflect.Type{
 	"lbconfig.yamlConfig": reflect.TypeFor[yamlConfig](), "lbconfig.yamlTimeouts": reflect.TypeFor[yamlTimeouts](),
 	"lbconfig.yamlBind": reflect.TypeFor[yamlBind](), "lbconfig.yamlFrontend": reflect.TypeFor[yamlFrontend](),
+	"lbconfig.yamlConnLog": reflect.TypeFor[yamlConnLog](),
 	"lbconfig.yamlBackend": reflect.TypeFor[yamlBackend](), "lbconfig.yamlHTTPCheck": reflect.TypeFor[yamlHTTPCheck](),
 	"lbconfig.yamlServer": reflect.TypeFor[yamlServer](), "lbconfig.yamlMonitor": reflect.TypeFor[yamlMonitor](),
 	"lbconfig.yamlStats": reflect.TypeFor[yamlStats](), "lbconfig.yamlUser": reflect.TypeFor[yamlUser](),
@@ -413,7 +420,11 @@ func (y *yamlConfig) config(src map[string]string) (*Config, []error) {
 	}
 	for _, yf := range y.Frontends {
 		key := FrontendKey(yf.Name)
-		c.Frontends = append(c.Frontends, Frontend{Name: yf.Name, Binds: binds(key, yf.Binds), Backend: yf.Backend})
+		f := Frontend{Name: yf.Name, Binds: binds(key, yf.Binds), Backend: yf.Backend}
+		if yf.Log != nil {
+			f.Log = &ConnLog{Format: yf.Log.Format, DontLogNull: yf.Log.DontLogNull}
+		}
+		c.Frontends = append(c.Frontends, f)
 	}
 	for _, yb := range y.Backends {
 		key := BackendKey(yb.Name)
@@ -621,7 +632,11 @@ func FormatYAML(c *Config) ([]byte, error) {
 		return out
 	}
 	for _, f := range c.Frontends {
-		y.Frontends = append(y.Frontends, yamlFrontend{Name: f.Name, Binds: binds(f.Binds), Backend: f.Backend})
+		yf := yamlFrontend{Name: f.Name, Binds: binds(f.Binds), Backend: f.Backend}
+		if f.Log != nil {
+			yf.Log = &yamlConnLog{Format: f.Log.Format, DontLogNull: f.Log.DontLogNull}
+		}
+		y.Frontends = append(y.Frontends, yf)
 	}
 	for _, b := range c.Backends {
 		yb := yamlBackend{Name: b.Name, Balance: string(b.Balance), LogHealthChecks: b.LogHealthChecks,

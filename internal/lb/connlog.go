@@ -1,0 +1,228 @@
+package lb
+
+import (
+	"io"
+	"net/netip"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/vipstack/vipstack/internal/lbconfig"
+)
+
+// connLog is a frontend's compiled connection log format.
+type connLog struct {
+	items       []lbconfig.LogItem
+	dontLogNull bool
+	needLocal   bool // the format shows the address the client connected to
+}
+
+func newConnLog(c *lbconfig.ConnLog) (*connLog, error) {
+	if c == nil {
+		return nil, nil
+	}
+	items, err := lbconfig.ParseLogFormat(c.Format)
+	if err != nil {
+		return nil, err
+	}
+	cl := &connLog{items: items, dontLogNull: c.DontLogNull}
+	for _, it := range items {
+		if it.Var == "fi" || it.Var == "fp" {
+			cl.needLocal = true
+		}
+	}
+	return cl, nil
+}
+
+// Termination states (haproxy's %ts): the first character says what
+// ended the connection, the second in which phase.
+//
+//	--  normal: each side ended with an end of file, whichever first
+//	SD  the server reset (or failed) while data flowed
+//	CD  the client reset (or failed) while data flowed
+//	cD  client-side timeout: the client was expected to speak and did not
+//	sD  server-side timeout: the server was expected to answer and did not
+//	SC  no server could be connected (refused, down, or none UP)
+//	sC  the last connect attempt timed out (timeout connect)
+//	sQ  the client waited in the frontend's queue past timeout queue
+//	KD  closed by a forced shutdown or the runtime API's shutdown sessions
+//
+// Measured against haproxy 2.6.12 (TestConnLogMatchesHaproxy): --, SD,
+// CD, SC; cD and sD by hand.
+var termNormal = [2]byte{'-', '-'}
+
+// termState is cn's termination state once it is closed.
+func (cn *conn) termState() [2]byte {
+	if cn.term[0] != 0 {
+		return cn.term
+	}
+	return termNormal
+}
+
+// accessLog serializes the lines of every frontend on one writer.
+type accessLog struct {
+	mu  sync.Mutex
+	w   io.Writer
+	buf []byte
+}
+
+var hostname = sync.OnceValue(func() string {
+	h, err := os.Hostname()
+	if err != nil {
+		return "-"
+	}
+	return h
+})
+
+// logConn writes cn's line, when its frontend logs connections. It runs
+// when the connection has ended, before its slot is given back (so %fc
+// and %ac count it, as haproxy's do).
+func (f *frontend) logConn(cn *conn) {
+	cl := cn.log
+	if cl == nil || (cl.dontLogNull && cn.up == 0) {
+		return
+	}
+	al := &f.lb.accessLog
+	end := f.lb.clk.Now()
+	al.mu.Lock()
+	defer al.mu.Unlock()
+	b := cn.appendLine(al.buf[:0], cl, end)
+	b = append(b, '\n')
+	al.w.Write(b)
+	if cap(b) <= 4096 {
+		al.buf = b
+	}
+}
+
+// ms is d in whole milliseconds.
+func ms(d time.Duration) int64 { return d.Milliseconds() }
+
+func (cn *conn) appendLine(b []byte, cl *connLog, end time.Time) []byte {
+	f := cn.fe
+	var s *server
+	if cn.picked != nil {
+		s = cn.picked
+	}
+	backend := "-"
+	if cn.cfg != nil && cn.cfg.pool != nil {
+		backend = cn.cfg.pool.name
+	}
+	addr := func(b []byte, a netip.Addr) []byte {
+		if !a.IsValid() {
+			return append(b, '-')
+		}
+		return a.Unmap().AppendTo(b)
+	}
+	for _, it := range cl.items {
+		if it.Var == "" {
+			b = append(b, it.Lit...)
+			continue
+		}
+		if it.Quote {
+			b = append(b, '"')
+		}
+		switch it.Var {
+		case "ci":
+			b = addr(b, cn.peer.Addr())
+		case "cp":
+			b = strconv.AppendUint(b, uint64(cn.peer.Port()), 10)
+		case "fi":
+			b = addr(b, cn.local.Addr())
+		case "fp":
+			b = strconv.AppendUint(b, uint64(cn.local.Port()), 10)
+		case "si":
+			if s == nil {
+				b = append(b, '-')
+			} else {
+				b = addr(b, s.addr.Addr())
+			}
+		case "sp":
+			if s == nil {
+				b = append(b, '-')
+			} else {
+				b = strconv.AppendUint(b, uint64(s.addr.Port()), 10)
+			}
+		case "f", "ft":
+			b = append(b, f.name...)
+		case "b":
+			b = append(b, backend...)
+		case "s":
+			if s == nil {
+				b = append(b, "<NOSRV>"...)
+			} else {
+				b = append(b, s.name...)
+			}
+		case "t":
+			b = cn.acceptAt.AppendFormat(b, "02/Jan/2006:15:04:05.000")
+		case "T":
+			b = cn.acceptAt.UTC().AppendFormat(b, "02/Jan/2006:15:04:05 -0700")
+		case "Tl":
+			b = cn.acceptAt.AppendFormat(b, "02/Jan/2006:15:04:05 -0700")
+		case "Ts":
+			b = strconv.AppendInt(b, cn.acceptAt.Unix(), 10)
+		case "ms":
+			b = appendMillis(b, cn.acceptAt)
+		case "Th":
+			b = append(b, '0')
+		case "Tw":
+			tw := int64(0)
+			if !cn.startAt.IsZero() {
+				tw = ms(cn.startAt.Sub(cn.acceptAt))
+			} else {
+				tw = ms(end.Sub(cn.acceptAt)) // still queued
+			}
+			b = strconv.AppendInt(b, tw, 10)
+		case "Tc":
+			tc := int64(-1)
+			if !cn.connAt.IsZero() {
+				tc = ms(cn.connAt.Sub(cn.startAt))
+			}
+			b = strconv.AppendInt(b, tc, 10)
+		case "Tt":
+			b = strconv.AppendInt(b, ms(end.Sub(cn.acceptAt)), 10)
+		case "B":
+			b = strconv.AppendUint(b, cn.down, 10)
+		case "U":
+			b = strconv.AppendUint(b, cn.up, 10)
+		case "ts":
+			ts := cn.termState()
+			b = append(b, ts[0], ts[1])
+		case "ac":
+			b = strconv.AppendInt(b, f.lb.gcount.Load(), 10)
+		case "fc":
+			b = strconv.AppendInt(b, f.cur.Load(), 10)
+		case "bc":
+			var n int64
+			if cn.cfg != nil && cn.cfg.pool != nil {
+				for _, ps := range cn.cfg.pool.servers {
+					n += ps.cur.Load()
+				}
+			}
+			b = strconv.AppendInt(b, n, 10)
+		case "sc":
+			var n int64
+			if s != nil {
+				n = s.cur.Load()
+			}
+			b = strconv.AppendInt(b, n, 10)
+		case "rc":
+			b = strconv.AppendInt(b, int64(max(cn.attempt-1, 0)), 10)
+		case "sq", "bq":
+			b = append(b, '0')
+		case "pid":
+			b = strconv.AppendInt(b, int64(os.Getpid()), 10)
+		case "H":
+			b = append(b, hostname()...)
+		}
+		if it.Quote {
+			b = append(b, '"')
+		}
+	}
+	return b
+}
+
+func appendMillis(b []byte, t time.Time) []byte {
+	m := t.Nanosecond() / 1e6
+	return append(b, byte('0'+m/100), byte('0'+m/10%10), byte('0'+m%10))
+}

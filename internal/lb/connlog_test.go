@@ -1,0 +1,315 @@
+package lb
+
+import (
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/vipstack/vipstack/internal/haproxycfg"
+	"github.com/vipstack/vipstack/internal/lbconfig"
+	"github.com/vipstack/vipstack/internal/syncbuf"
+)
+
+// connLogConfig has four frontends with OpenShift's log-format (plus %U):
+// to an echo server, to a server that says "bye" and closes, to a server
+// that refuses, and to one that resets; and one with option tcplog.
+const connLogConfig = `global
+defaults
+  mode tcp
+  {{LOG}}
+  retries 2
+  timeout connect 1s
+  timeout client 20s
+  timeout server 20s
+  log-format "%ci:%cp -> %fi:%fp [%t] %ft %b/%s %Tw/%Tc/%Tt %B %U %ts %ac/%fc/%bc/%sc/%rc %sq/%bq"
+frontend echo
+  bind 127.0.0.1:{{P1}}
+  default_backend echo
+frontend closer
+  bind 127.0.0.1:{{P2}}
+  default_backend closer
+frontend dead
+  bind 127.0.0.1:{{P3}}
+  default_backend dead
+frontend tcplog
+  bind 127.0.0.1:{{P4}}
+  option tcplog
+  default_backend echo
+frontend resetter
+  bind 127.0.0.1:{{P5}}
+  default_backend resetter
+backend echo
+  server e1 {{ECHO}}
+backend closer
+  server c1 {{CLOSER}}
+backend dead
+  server d1 {{DEAD}}
+backend resetter
+  server r1 {{RESETTER}}
+`
+
+// lineServer accepts on loopback and runs serve on each connection.
+func lineServer(t *testing.T, serve func(net.Conn)) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				serve(c)
+			}()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// logMask keeps what two balancers must agree on from a line of the
+// format above: the ports, the date and the times vary (Tc only as
+// connected or not: -1).
+var logMask = regexp.MustCompile(`^(\S+):\d+ -> (\S+):\d+ \[[^\]]+\] (\S+ \S+) \d+/(-1|\d+)/\d+ (.*)$`)
+
+func maskLogLine(s string) string {
+	m := logMask.FindStringSubmatch(s)
+	if m == nil {
+		if strings.Contains(s, "[") { // tcplog: %ci:%cp [%t] ...
+			re := regexp.MustCompile(`^(\S+):\d+ \[[^\]]+\] (\S+ \S+) \d+/(-1|\d+)/\d+ (.*)$`)
+			if m := re.FindStringSubmatch(s); m != nil {
+				tc := "Tc"
+				if m[3] == "-1" {
+					tc = "-1"
+				}
+				return m[1] + ":PORT [DATE] " + m[2] + " Tw/" + tc + "/Tt " + m[4]
+			}
+		}
+		return "unparsed: " + s
+	}
+	tc := "Tc"
+	if m[4] == "-1" {
+		tc = "-1"
+	}
+	return m[1] + ":PORT -> " + m[2] + ":PORT [DATE] " + m[3] + " Tw/" + tc + "/Tt " + m[5]
+}
+
+// TestConnLogMatchesHaproxy runs haproxy 2.6 and vipstack with the same
+// log-format and the same clients, and compares their connection lines,
+// ports, dates and times masked: the termination states (-- whichever
+// side ends first, SD, CD, SC), byte counts, counters and retries, and
+// option tcplog's format.
+func TestConnLogMatchesHaproxy(t *testing.T) {
+	bin, err := exec.LookPath("haproxy")
+	if err != nil {
+		t.Skip("haproxy not installed")
+	}
+	echo := lineServer(t, func(c net.Conn) { io.Copy(c, c) })
+	// closer answers a line and ends; resetter resets after reading one.
+	closer := lineServer(t, func(c net.Conn) {
+		io.ReadFull(c, make([]byte, 6))
+		c.Write([]byte("bye\n"))
+	})
+	resetter := lineServer(t, func(c net.Conn) {
+		io.ReadFull(c, make([]byte, 6))
+		c.(*net.TCPConn).SetLinger(0)
+	})
+	dead := "127.0.0.1:" + freePort(t)
+	conf := func(log string, ports []string) string {
+		return strings.NewReplacer("{{LOG}}", log, "{{P1}}", ports[0], "{{P2}}", ports[1], "{{P3}}", ports[2], "{{P4}}", ports[3], "{{P5}}", ports[4],
+			"{{ECHO}}", echo, "{{CLOSER}}", closer, "{{DEAD}}", dead, "{{RESETTER}}", resetter).Replace(connLogConfig)
+	}
+
+	hports := []string{freePort(t), freePort(t), freePort(t), freePort(t), freePort(t)}
+	path := filepath.Join(t.TempDir(), "haproxy.cfg")
+	if err := os.WriteFile(path, []byte(conf("log stdout format raw local0", hports)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var hout syncbuf.Buffer
+	cmd := exec.Command(bin, "-db", "-f", path)
+	cmd.Stdout, cmd.Stderr = &hout, &hout
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+
+	// vipstack from the same text, with a log target it accepts
+	// (haproxy's "stdout format raw" is not haproxy.cfg that vipstack
+	// reads): its lines go to vout.
+	cfg, err := haproxycfg.Parse("haproxy.cfg", []byte(conf("log /dev/log local0", []string{"1", "2", "3", "4", "5"})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range cfg.Frontends {
+		cfg.Frontends[i].Binds = []lbconfig.Bind{loopbackBind()}
+	}
+	var vout syncbuf.Buffer
+	l, err := New(Options{AccessLog: &vout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Shutdown(canceled()) })
+	if err := l.Apply(cfg); err != nil {
+		t.Fatal(err)
+	}
+	vaddr := func(fe string) string { return l.Addrs(fe)[0].String() }
+	// haproxy is up once a client's exchange is logged (and over: its
+	// connection counted no more in the next line's %ac).
+	waitHaproxy := time.Now().Add(bound)
+	for !strings.Contains(hout.String(), " echo echo/e1 ") {
+		if c, err := net.Dial("tcp", "127.0.0.1:"+hports[0]); err == nil {
+			c.Write([]byte("up?\n"))
+			io.ReadFull(c, make([]byte, 4))
+			c.Close()
+		}
+		if time.Now().After(waitHaproxy) {
+			t.Fatalf("haproxy did not start:\n%s", hout.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	type scenario struct {
+		name, fe string
+		run      func(c *net.TCPConn)
+	}
+	readAll := func(c *net.TCPConn) { io.Copy(io.Discard, c) }
+	scenarios := []scenario{
+		{"the client ends first", "echo", func(c *net.TCPConn) {
+			c.Write([]byte("hello\n"))
+			io.ReadFull(c, make([]byte, 6))
+		}},
+		{"the server ends first", "closer", func(c *net.TCPConn) {
+			c.Write([]byte("hello\n"))
+			readAll(c)
+		}},
+		{"the server resets", "resetter", func(c *net.TCPConn) {
+			c.Write([]byte("hello\n"))
+			readAll(c)
+		}},
+		{"the client half-closes", "echo", func(c *net.TCPConn) {
+			c.Write([]byte("abc"))
+			c.CloseWrite()
+			readAll(c)
+		}},
+		{"the client resets", "echo", func(c *net.TCPConn) {
+			c.Write([]byte("abc"))
+			io.ReadFull(c, make([]byte, 3))
+			c.SetLinger(0)
+		}},
+		{"no server", "dead", func(c *net.TCPConn) {
+			c.Write([]byte("hello\n"))
+			readAll(c)
+		}},
+		{"option tcplog", "tcplog", func(c *net.TCPConn) {
+			c.Write([]byte("hello\n"))
+			io.ReadFull(c, make([]byte, 6))
+		}},
+	}
+	feIndex := map[string]int{"echo": 0, "closer": 1, "dead": 2, "tcplog": 3, "resetter": 4}
+	lines := func(b *syncbuf.Buffer) []string {
+		var out []string
+		for _, s := range strings.Split(b.String(), "\n") {
+			if s = strings.Trim(s, "\x00 "); s != "" && !strings.HasPrefix(s, "[") {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	var want, got []string
+	for _, sc := range scenarios {
+		for _, side := range []struct {
+			addr string
+			buf  *syncbuf.Buffer
+			into *[]string
+		}{{"127.0.0.1:" + hports[feIndex[sc.fe]], &hout, &want}, {vaddr(sc.fe), &vout, &got}} {
+			before := len(lines(side.buf))
+			c, err := net.DialTimeout("tcp", side.addr, bound)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.SetDeadline(time.Now().Add(bound))
+			sc.run(c.(*net.TCPConn))
+			c.Close()
+			deadline := time.Now().Add(bound)
+			for len(lines(side.buf)) == before {
+				if time.Now().After(deadline) {
+					t.Fatalf("%s: no log line from %s (dead %s, vipstack %v)\nhaproxy:\n%s\nvipstack:\n%s", sc.name, side.addr, dead, l.Snapshot().Frontends, hout.String(), vout.String())
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			ls := lines(side.buf)
+			for _, s := range ls[before:] {
+				s = maskLogLine(s)
+				if sc.fe == "dead" {
+					// vipstack tries the next server at once where
+					// haproxy waits a second: the client's bytes may
+					// come after the close (%U 0).
+					s = strings.Replace(s, "Tw/-1/Tt 0 6 SC", "Tw/-1/Tt 0 U SC", 1)
+					s = strings.Replace(s, "Tw/-1/Tt 0 0 SC", "Tw/-1/Tt 0 U SC", 1)
+				}
+				*side.into = append(*side.into, sc.name+": "+s)
+			}
+		}
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("connection log lines (-haproxy +vipstack):\n%s", diff)
+	}
+	t.Logf("haproxy:\n%s", strings.Join(want, "\n"))
+}
+
+// TestConnLogDontLogNull: with option dontlognull a client that sent
+// nothing leaves no line; one that did, does; a reload that drops the
+// format stops the lines.
+func TestConnLogDontLogNull(t *testing.T) {
+	a := startBackend(t, "a")
+	cfg := tcpConfig(lbconfig.RoundRobin, srv("a", a))
+	cfg.Frontends[0].Log = &lbconfig.ConnLog{Format: "%f %b/%s %U %ts", DontLogNull: true}
+	var out syncbuf.Buffer
+	l, err := New(Options{Clock: fakeClock(), AccessLog: &out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Shutdown(canceled()) })
+	if err := l.Apply(cfg); err != nil {
+		t.Fatal(err)
+	}
+	silent := dial(t, l, "fe")
+	silent.greeting(t)
+	silent.Close()
+	eventually(t, "the silent client to end", func() bool { return l.serverStats(t, "be", "a").Sessions == 0 })
+	talker := dial(t, l, "fe")
+	talker.greeting(t)
+	talker.echo(t, "hi")
+	talker.Close()
+	eventually(t, "a line", func() bool { return strings.Contains(out.String(), "\n") })
+	if got, want := out.String(), "fe be/a 3 --\n"; got != want {
+		t.Errorf("log = %q, want %q (the silent client's connection left out)", got, want)
+	}
+	cfg.Frontends[0].Log = nil
+	if err := l.Apply(cfg); err != nil {
+		t.Fatal(err)
+	}
+	after := dial(t, l, "fe")
+	after.greeting(t)
+	after.echo(t, "hi")
+	after.Close()
+	eventually(t, "the client to end", func() bool { return l.serverStats(t, "be", "a").Sessions == 0 })
+	if got := out.String(); got != "fe be/a 3 --\n" {
+		t.Errorf("after a reload without a format, log = %q", got)
+	}
+}
