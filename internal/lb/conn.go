@@ -43,12 +43,10 @@ type conn struct {
 	relay relayState // the sockets and both directions (per OS)
 
 	// idle timeout, guarded by the loop's lock too
-	moved      uint64 // bytes relayed both ways
-	last       uint8  // the direction that moved bytes last: lastUp, lastDown
+	last       uint8 // the direction that moved bytes last: lastUp, lastDown
 	timer      clock.Timer
 	every      time.Duration // how often checkIdle runs
-	lastSeen   uint64
-	lastActive time.Time
+	lastActive time.Time     // when bytes last moved (the loop's batch time)
 
 	// The connection log (connlog.go), when the frontend keeps one: set
 	// at accept, then guarded by the loop's lock.
@@ -62,10 +60,12 @@ type conn struct {
 	timedOut bool           // the last connect attempt timed out
 }
 
-// checkIdle runs every cn.every (half the smallest timeout that may
-// apply) while the connection is open, and closes it when no byte has
-// moved for the timeout that applies to the side expected to speak next
-// (feConfig.idleFor).
+// checkIdle closes the connection when no byte has moved for the timeout
+// that applies to the side expected to speak next (feConfig.idleFor), at
+// that moment, as haproxy does. Otherwise it runs again when that timeout
+// would expire, or after cn.every (half the smallest timeout that may
+// apply) if that comes first: the other side may speak meanwhile, and its
+// timeout may be shorter.
 func (cn *conn) checkIdle() {
 	lp := cn.lp
 	lp.mu.Lock()
@@ -73,20 +73,22 @@ func (cn *conn) checkIdle() {
 		lp.mu.Unlock()
 		return
 	}
-	now := cn.fe.lb.clk.Now()
-	if cn.moved != cn.lastSeen {
-		cn.lastSeen, cn.lastActive = cn.moved, now
-	} else if idle := cn.cfg.idleFor(cn.last); idle > 0 && now.Sub(cn.lastActive) >= idle {
-		cn.fe.lb.log.Debug("closing an idle connection", "frontend", cn.fe.name, "client", cn.peer.String(), "idle", idle)
-		cn.fe.lb.idleCloses.Add(1)
-		cn.term = [2]byte{'c', 'D'} // the client was to speak next
-		if cn.last == lastUp {
-			cn.term[0] = 's'
+	next := cn.every
+	if idle := cn.cfg.idleFor(cn.last); idle > 0 {
+		left := idle - cn.fe.lb.clk.Now().Sub(cn.lastActive)
+		if left <= 0 {
+			cn.fe.lb.log.Debug("closing an idle connection", "frontend", cn.fe.name, "client", cn.peer.String(), "idle", idle)
+			cn.fe.lb.idleCloses.Add(1)
+			cn.term = [2]byte{'c', 'D'} // the client was to speak next
+			if cn.last == lastUp {
+				cn.term[0] = 's'
+			}
+			lp.closeLocked(cn)
+			lp.unlock()
+			return
 		}
-		lp.closeLocked(cn)
-		lp.unlock()
-		return
+		next = min(left, cn.every)
 	}
-	cn.timer.Reset(cn.every)
+	cn.timer.Reset(next)
 	lp.mu.Unlock()
 }

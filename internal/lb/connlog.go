@@ -49,7 +49,7 @@ func newConnLog(c *lbconfig.ConnLog) (*connLog, error) {
 //	KD  closed by a forced shutdown or the runtime API's shutdown sessions
 //
 // Measured against haproxy 2.6.12 (TestConnLogMatchesHaproxy): --, SD,
-// CD, SC; cD and sD by hand.
+// CD, cD, SC.
 var termNormal = [2]byte{'-', '-'}
 
 // termState is cn's termination state once it is closed.

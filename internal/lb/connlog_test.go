@@ -27,8 +27,8 @@ defaults
   {{LOG}}
   retries 2
   timeout connect 1s
-  timeout client 20s
-  timeout server 20s
+  timeout client 3s
+  timeout server 3s
   log-format "%ci:%cp -> %fi:%fp [%t] %ft %b/%s %Tw/%Tc/%Tt %B %U %ts %ac/%fc/%bc/%sc/%rc %sq/%bq"
 frontend echo
   bind 127.0.0.1:{{P1}}
@@ -109,8 +109,8 @@ func maskLogLine(s string) string {
 // TestConnLogMatchesHaproxy runs haproxy 2.6 and vipstack with the same
 // log-format and the same clients, and compares their connection lines,
 // ports, dates and times masked: the termination states (-- whichever
-// side ends first, SD, CD, SC), byte counts, counters and retries, and
-// option tcplog's format.
+// side ends first, SD, CD, cD, SC), byte counts, counters and retries,
+// and option tcplog's format.
 func TestConnLogMatchesHaproxy(t *testing.T) {
 	bin, err := exec.LookPath("haproxy")
 	if err != nil {
@@ -214,6 +214,10 @@ func TestConnLogMatchesHaproxy(t *testing.T) {
 		{"no server", "dead", func(c *net.TCPConn) {
 			c.Write([]byte("hello\n"))
 			readAll(c)
+		}},
+		{"the client stays silent past timeout client", "echo", func(c *net.TCPConn) {
+			c.Write([]byte("hello\n"))
+			readAll(c) // the balancer ends it after 3 s
 		}},
 		{"option tcplog", "tcplog", func(c *net.TCPConn) {
 			c.Write([]byte("hello\n"))

@@ -58,6 +58,9 @@ type loop struct {
 	lns      []*lnReg     // the listening sockets it accepts on
 	stopping bool
 	events   [128]unix.EpollEvent
+	// now is read once per batch of events, when run takes the lock: a
+	// connection that moves bytes stores it as its last activity.
+	now time.Time
 
 	inboxMu sync.Mutex // guards inbox only, never held long
 	inbox   []*conn    // handed over by other loops, to start here
@@ -202,6 +205,7 @@ func (lp *loop) run() {
 			return
 		}
 		lp.mu.Lock()
+		lp.now = lp.lb.clk.Now()
 		// Clear the wake-up before taking the inbox: a post after the
 		// read wakes the loop again, one before it is in the inbox.
 		for i := 0; i < n; i++ {
@@ -547,10 +551,9 @@ func (lp *loop) connected(cn *conn) {
 		cn.connAt = lp.lb.clk.Now()
 	}
 	if every := cn.cfg.idleEvery(); every > 0 {
-		clk := lp.lb.clk
 		cn.every = every
-		cn.lastActive = clk.Now()
-		cn.timer = clk.AfterFunc(every, cn.checkIdle)
+		cn.lastActive = lp.now
+		cn.timer = lp.lb.clk.AfterFunc(every, cn.checkIdle)
 	}
 	lp.progress(cn)
 }
@@ -591,7 +594,7 @@ func (lp *loop) pump(cn *conn, d *dir, src, dst *side, otherDone bool, c1, c2 in
 			if n > 0 {
 				c1.Add(uint64(n))
 				c2.Add(uint64(n))
-				cn.moved += uint64(n)
+				cn.lastActive = lp.now
 				if d == &cn.relay.up {
 					cn.last = lastUp
 					cn.up += uint64(n)

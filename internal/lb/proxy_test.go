@@ -273,6 +273,33 @@ func TestIdleTimeout(t *testing.T) {
 	}
 }
 
+// TestIdleTimeoutOnTime: an idle connection is closed when its timeout
+// has passed since its last byte, not up to half a timeout later (the
+// idle check once ran every half timeout and counted from the check that
+// first saw the connection quiet).
+func TestIdleTimeoutOnTime(t *testing.T) {
+	a := startBackend(t, "a")
+	clk := fakeClock()
+	cfg := tcpConfig(lbconfig.RoundRobin, srv("a", a))
+	cfg.Timeouts.Tunnel = 10 * time.Second
+	l := newLB(t, clk, cfg)
+	cl := dial(t, l, "fe")
+	cl.greeting(t) // the last byte, at the fake clock's start
+	eventually(t, "the idle timer", func() bool { return clk.Pending() == 1 })
+	clk.Advance(5 * time.Second)
+	clk.Advance(5*time.Second - time.Millisecond)
+	if n := l.idleCloses.Load(); n != 0 {
+		t.Fatalf("closed %v after the last byte, timeout tunnel 10s", 10*time.Second-time.Millisecond)
+	}
+	clk.Advance(time.Millisecond)
+	if n := l.idleCloses.Load(); n != 1 {
+		t.Fatalf("idle closes = %d at 10s after the last byte, want 1 (timeout tunnel 10s)", n)
+	}
+	if !cl.closed(t) {
+		t.Fatal("the client is still open")
+	}
+}
+
 // TestReloadKeepsConnection: a connection survives a reload that removes
 // its server; new connections use the new set.
 func TestReloadKeepsConnection(t *testing.T) {
