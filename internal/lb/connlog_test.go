@@ -56,29 +56,6 @@ backend resetter
   server r1 {{RESETTER}}
 `
 
-// lineServer accepts on loopback and runs serve on each connection.
-func lineServer(t *testing.T, serve func(net.Conn)) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				serve(c)
-			}()
-		}
-	}()
-	return ln.Addr().String()
-}
-
 // logMask keeps what two balancers must agree on from a line of the
 // format above: the ports, the date and the times vary (Tc only as
 // connected or not: -1).
@@ -116,16 +93,16 @@ func TestConnLogMatchesHaproxy(t *testing.T) {
 	if err != nil {
 		t.Skip("haproxy not installed")
 	}
-	echo := lineServer(t, func(c net.Conn) { io.Copy(c, c) })
+	echo := startBackendFunc(t, "echo", func(c net.Conn) { io.Copy(c, c) }).addr.String()
 	// closer answers a line and ends; resetter resets after reading one.
-	closer := lineServer(t, func(c net.Conn) {
+	closer := startBackendFunc(t, "closer", func(c net.Conn) {
 		io.ReadFull(c, make([]byte, 6))
 		c.Write([]byte("bye\n"))
-	})
-	resetter := lineServer(t, func(c net.Conn) {
+	}).addr.String()
+	resetter := startBackendFunc(t, "resetter", func(c net.Conn) {
 		io.ReadFull(c, make([]byte, 6))
 		c.(*net.TCPConn).SetLinger(0)
-	})
+	}).addr.String()
 	dead := "127.0.0.1:" + freePort(t)
 	conf := func(log string, ports []string) string {
 		return strings.NewReplacer("{{LOG}}", log, "{{P1}}", ports[0], "{{P2}}", ports[1], "{{P3}}", ports[2], "{{P4}}", ports[3], "{{P5}}", ports[4],
