@@ -69,6 +69,15 @@ const mdnsSRVPort = 9
 // to 1 min back-off if the probe lost) and stays unpublished meanwhile. An
 // avahi-daemon on the same host publishing the same host name causes this.
 //
+// With Self left zero (no name, role nor address) MDNS only browses: it
+// publishes nothing, answers no query, sends no goodbye, and reports the
+// peers alone. That is what OpenShift's CoreDNS mdns plugin does (the
+// publishing is mdns-publisher's job), and what vipstack's mdns directive
+// (internal/dns/mdnsplugin) uses. A browse-only MDNS with OpenShift browses
+// only mdns-publisher's two types, as that plugin does, and its Cluster may
+// be empty: then every instance whose label has mdns-publisher's form for
+// any cluster ("<one word> Workstation[-...]") counts.
+//
 // Beyond what RFC 6762 requires, unicast replies go from the address the
 // query was sent to (so a VIP never appears as their source), and a peer's
 // addresses in Exclude are dropped on receipt. Not done: duplicate question
@@ -119,12 +128,13 @@ func (m *MDNS) Run(ctx context.Context, update func([]Node)) error {
 
 // mdnsConfig is the validated, normalised form of MDNS.
 type mdnsConfig struct {
-	cluster   string
-	openshift bool
-	self      Node // Addrs filtered by exclude, unmapped, sorted
-	exclude   map[netip.Addr]bool
-	ttl       time.Duration
-	log       *slog.Logger
+	cluster    string
+	openshift  bool
+	browseOnly bool // Self is zero: publish nothing, report the peers only
+	self       Node // Addrs filtered by exclude, unmapped, sorted
+	exclude    map[netip.Addr]bool
+	ttl        time.Duration
+	log        *slog.Logger
 }
 
 // config validates m without modifying it.
@@ -132,6 +142,9 @@ func (m *MDNS) config() (mdnsConfig, error) {
 	c := mdnsConfig{exclude: map[netip.Addr]bool{}, log: m.Logger}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
+	}
+	if m.Self.Name == "" && m.Self.Role == "" && len(m.Self.Addrs) == 0 {
+		return m.browseConfig(c)
 	}
 	if err := checkLabel(m.Cluster); err != nil {
 		return c, fmt.Errorf("mdns: Cluster %q: %w", m.Cluster, err)
@@ -191,6 +204,27 @@ func (m *MDNS) config() (mdnsConfig, error) {
 	default:
 		c.ttl = m.TTL
 	}
+	return c, nil
+}
+
+// browseConfig is config for a browse-only MDNS (Self zero).
+func (m *MDNS) browseConfig(c mdnsConfig) (mdnsConfig, error) {
+	c.browseOnly = true
+	c.openshift = m.OpenShift
+	if m.Cluster != "" || !m.OpenShift {
+		if err := checkLabel(m.Cluster); err != nil {
+			return c, fmt.Errorf("mdns: Cluster %q: %w (empty only to browse every cluster's OpenShift instances: Self zero and OpenShift on)", m.Cluster, err)
+		}
+	}
+	c.cluster = m.Cluster
+	for i, a := range m.Exclude {
+		if !a.IsValid() {
+			return c, fmt.Errorf("mdns: Exclude[%d] is the zero address; want an IPv4 or IPv6 address", i)
+		}
+		c.exclude[a.Unmap().WithZone("")] = true
+	}
+	// The TTL is that of published records: none here.
+	c.ttl = MDNSDefaultTTL
 	return c, nil
 }
 

@@ -197,6 +197,18 @@ func newMDNSEngine(cfg mdnsConfig, rnd *rand.Rand) *mdnsEngine {
 			txt:      &dns.TXT{Hdr: hdr(instance, dns.TypeTXT), Txt: txt},
 		})
 	}
+	if cfg.browseOnly {
+		// Nothing to publish (no services, no addresses, no host name:
+		// "" matches no received name). OpenShift's types alone when
+		// OpenShift is on, as coredns-mdns browses them.
+		e.host = ""
+		e.browse = []string{e.svc}
+		if cfg.openshift {
+			e.browse = []string{dnsTypeName(MDNSWorkstationType), dnsTypeName(MDNSEtcdType)}
+		}
+		e.ownKeys = map[cacheKey]bool{}
+		return e
+	}
 	add(MDNSServiceType, cfg.instanceLabel(), mdnsSRVPort,
 		[]string{"cluster=" + cfg.cluster, "name=" + cfg.self.Name, "role=" + string(cfg.self.Role)})
 	e.instance = e.services[0].instance
@@ -311,7 +323,9 @@ func keyOf(rr dns.RR) cacheKey {
 // start begins probing and browsing.
 func (e *mdnsEngine) start(now time.Time) []outPacket {
 	e.phase = pubWaiting
-	e.pubAt = now.Add(time.Duration(e.rnd.Int64N(int64(probeWait))))
+	if !e.cfg.browseOnly {
+		e.pubAt = now.Add(time.Duration(e.rnd.Int64N(int64(probeWait))))
+	}
 	e.browseAt = now.Add(20*time.Millisecond + time.Duration(e.rnd.Int64N(int64(firstBrowseMax-20*time.Millisecond))))
 	e.browseEvery = time.Second
 	return nil
@@ -1225,9 +1239,11 @@ func suppressKnown(answers, known []dns.RR) []dns.RR {
 // nodes is this node plus every complete instance of our cluster.
 func (e *mdnsEngine) nodes() []Node {
 	byName := map[string]*Node{}
-	self := e.cfg.self
-	self.Addrs = append([]netip.Addr(nil), self.Addrs...)
-	byName[strings.ToLower(self.Name)] = &self
+	if !e.cfg.browseOnly {
+		self := e.cfg.self
+		self.Addrs = append([]netip.Addr(nil), self.Addrs...)
+		byName[strings.ToLower(self.Name)] = &self
+	}
 	for _, c := range e.sets[rrsetKey{e.svc, dns.TypePTR}] {
 		inst := dns.CanonicalName(c.rr.(*dns.PTR).Ptr)
 		srvRR, ok1 := e.lookup(inst, dns.TypeSRV, nil)
@@ -1301,7 +1317,7 @@ func (e *mdnsEngine) addNode(byName map[string]*Node, name, target string) *Node
 		return nil
 	}
 	lname := strings.ToLower(name)
-	if lname == strings.ToLower(e.cfg.self.Name) {
+	if !e.cfg.browseOnly && lname == strings.ToLower(e.cfg.self.Name) {
 		return nil
 	}
 	var addrs []netip.Addr

@@ -70,7 +70,17 @@ func ocpInstanceLabel(cluster, kind, node string) string {
 // published by mdns-publisher for cluster, or "" if the label is not one.
 // Labels compare case-insensitively (they are DNS names, and the cache keeps
 // them lower-case).
+//
+// An empty cluster (a browse-only MDNS for every cluster) takes any
+// non-empty first word without a space as the cluster name.
 func ocpKindOf(label, cluster string) string {
+	if cluster == "" {
+		word, _, ok := strings.Cut(label, " ")
+		if !ok || word == "" {
+			return ""
+		}
+		cluster = word
+	}
 	for _, kind := range []string{ocpWorkstation, ocpEtcd} {
 		base := cluster + " " + kind
 		if len(label) < len(base) || !strings.EqualFold(label[:len(base)], base) {
