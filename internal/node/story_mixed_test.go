@@ -276,13 +276,25 @@ func startMixedClusterOn(t *testing.T, yamlText string, opts testnet.Options) *m
 			mc.v6Instances[in.Name] = in.VIPs[0].Is6()
 		}
 	}
-	for i, spec := range []struct {
+	specs := []struct {
 		name     string
 		upstream bool
-	}{{"master-0", true}, {"master-1", false}, {"master-2", false}, {"worker-0", true}, {"worker-1", false}} {
+	}{{"master-0", true}, {"master-1", false}, {"master-2", false}, {"worker-0", true}, {"worker-1", false}}
+	for _, n := range cfg.Nodes {
+		if n.Role == cluster.Bootstrap {
+			// The installer's bootstrap node: keepalived from the
+			// rendered files, as an installer that knows nothing of
+			// vipstack would run it; host 6.
+			specs = append(specs, struct {
+				name     string
+				upstream bool
+			}{n.Name, true})
+		}
+	}
+	for i, spec := range specs {
 		n := &mixedNode{name: spec.name, host: topo.Hosts[i], upstream: spec.upstream, dir: filepath.Join(dir, spec.name)}
 		mc.nodes = append(mc.nodes, n)
-		if strings.HasPrefix(n.name, "master-") {
+		if strings.HasPrefix(n.name, "master-") || i >= 5 {
 			serveIn(t, n.host, fmt.Sprintf(":%d", cfg.Ports.API), true, "ok from "+n.name)
 		} else {
 			n.router = serveRouter(t, n.host, cfg.Ports.IngressHealth)
