@@ -139,7 +139,11 @@ func parseRequest(head []byte) (*request, error) {
 	}
 	// Request line: method, URI and version, separated by runs of spaces
 	// or tabs (measured: "GET  /x" and tabs are taken, a fourth word is
-	// refused).
+	// refused, and so is a space or tab before the method or after the
+	// version).
+	if l := lines[0]; l != "" && (l[0] == ' ' || l[0] == '\t' || l[len(l)-1] == ' ' || l[len(l)-1] == '\t') {
+		return nil, badRequest("request line %q: space before the method or after the version", l)
+	}
 	parts := strings.FieldsFunc(lines[0], func(r rune) bool { return r == ' ' || r == '\t' })
 	if len(parts) != 3 {
 		return nil, badRequest("request line %q: want METHOD URI HTTP/x.y", lines[0])
@@ -186,9 +190,9 @@ func parseRequest(head []byte) (*request, error) {
 		size += len(name) + len(value) + 8
 		switch strings.ToLower(name) {
 		case "host":
-			// The same Host twice is taken, two different ones refused
-			// (measured).
-			if hostSeen && value != host {
+			// The same Host twice is taken, also in another case, two
+			// different ones refused (measured: "a" and "A" are taken).
+			if hostSeen && !strings.EqualFold(value, host) {
 				return nil, badRequest("two Host headers, %q and %q", host, value)
 			}
 			host, hostSeen = value, true
@@ -375,8 +379,10 @@ type response struct {
 // errRequestTooLarge is a head that does not fit haproxy's buffer.
 var errRequestTooLarge = errors.New("request head larger than the buffer")
 
-// readHead reads a request's head: leading empty lines are skipped (as
-// haproxy does), the head is returned through its empty line. It fails
+// readHead reads a request's head: leading empty lines (LF or CR LF) are
+// skipped, as haproxy does (a lone CR is not an empty line: measured,
+// "\rGET ..." gets 400, and stays for the parser to refuse); the head is
+// returned through its empty line. It fails
 // with errRequestTooLarge past maxWebHeader bytes, or with the read's
 // error (a timeout at the deadline).
 func readHead(br *bufio.Reader) ([]byte, error) {
@@ -385,7 +391,14 @@ func readHead(br *bufio.Reader) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		if b[0] != '\r' && b[0] != '\n' {
+		if b[0] == '\r' {
+			if b, err = br.Peek(2); err != nil {
+				return nil, err
+			}
+			if b[1] != '\n' {
+				break
+			}
+		} else if b[0] != '\n' {
 			break
 		}
 		br.Discard(1)
