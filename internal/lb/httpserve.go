@@ -294,42 +294,65 @@ func isToken(s string) bool {
 // answers the monitor and stats at once, with what its buffer holds):
 // false if it is not all there, and the connection must then close
 // after the answer (measured: a Content-Length of 3 with 2 bytes sent is
-// answered with "connection: close").
-func skipBody(br *bufio.Reader, r *request) bool {
+// answered with "connection: close"). A chunked body that is malformed
+// as far as it was read is refused with haproxy's 400 (measured: a chunk
+// size "zz", "+5", " 5" or past 52 bits, and a chunk longer than its
+// size, get 400 and no other answer).
+func skipBody(br *bufio.Reader, r *request) (bool, error) {
 	if r.chunked {
 		b, _ := br.Peek(br.Buffered())
 		n := chunkedLen(b)
-		if n < 0 {
-			return false
+		switch {
+		case n == chunkedMalformed:
+			return false, badRequest("malformed chunked body")
+		case n < 0:
+			return false, nil
 		}
 		br.Discard(n)
-		return true
+		return true, nil
 	}
 	if r.contentLength <= 0 {
-		return true
+		return true, nil
 	}
 	if int64(br.Buffered()) < r.contentLength {
-		return false
+		return false, nil
 	}
 	br.Discard(int(r.contentLength))
-	return true
+	return true, nil
 }
 
+// chunkedMalformed is chunkedLen's answer for a body that cannot be
+// chunked whatever follows.
+const chunkedMalformed = -2
+
+// maxChunkBits bounds a chunk's size as haproxy 2.6 does (measured: a
+// size of 13 hex digits F is taken, of 14 refused; leading zeros do not
+// count).
+const maxChunkBits = 52
+
 // chunkedLen is the length of a whole chunked body at the start of b
-// (trailers included), or -1 if b does not hold all of it or it is
-// malformed.
+// (trailers included), -1 if b does not hold all of it, or
+// chunkedMalformed. A chunk's size line is hex digits, then optional
+// spaces or tabs and a ";" extension; each trailer is a header line.
 func chunkedLen(b []byte) int {
 	off := 0
 	for {
 		i := bytes.IndexByte(b[off:], '\n')
 		if i < 0 {
+			if len(b)-off > 0 && !isHexDigit(b[off]) {
+				return chunkedMalformed
+			}
 			return -1
 		}
 		line := strings.TrimSuffix(string(b[off:off+i]), "\r")
 		line, _, _ = strings.Cut(line, ";")
-		n, err := strconv.ParseUint(strings.Trim(line, " \t"), 16, 31)
+		line = strings.TrimRight(line, " \t")
+		if line == "" || !isHexDigit(line[0]) {
+			return chunkedMalformed
+		}
+		n, err := strconv.ParseUint(line, 16, maxChunkBits)
 		if err != nil {
-			return -1
+			return chunkedMalformed
 		}
 		off += i + 1
 		if n == 0 {
@@ -340,11 +363,20 @@ func chunkedLen(b []byte) int {
 					return -1
 				}
 				empty := j == 0 || (j == 1 && b[off] == '\r')
+				if !empty {
+					l := strings.TrimSuffix(string(b[off:off+j]), "\r")
+					if name, _, ok := strings.Cut(l, ":"); !ok || !isToken(name) {
+						return chunkedMalformed
+					}
+				}
 				off += j + 1
 				if empty {
 					return off
 				}
 			}
+		}
+		if n > uint64(len(b)-off) {
+			return -1
 		}
 		off += int(n)
 		switch {
@@ -352,10 +384,18 @@ func chunkedLen(b []byte) int {
 			off++
 		case off+2 <= len(b) && b[off] == '\r' && b[off+1] == '\n':
 			off += 2
+		case off < len(b) && b[off] != '\r', off+1 < len(b):
+			// Not a line end after the chunk's data (measured:
+			// "5\r\nhelloXX" and "5\r\nhello\r0" get 400).
+			return chunkedMalformed
 		default:
 			return -1
 		}
 	}
+}
+
+func isHexDigit(c byte) bool {
+	return isDigit(c) || 'a' <= c|0x20 && c|0x20 <= 'f'
 }
 
 // response is an answer to a request. The head's header lines are in
@@ -462,7 +502,11 @@ func (h *httpListener) serveConn(c net.Conn) {
 			h.writeRaw(c, re.answer)
 			return
 		}
-		complete := skipBody(br, req)
+		complete, err := skipBody(br, req)
+		if errors.As(err, &re) {
+			h.writeRaw(c, re.answer)
+			return
+		}
 		resp := h.respond(req)
 		closing := !req.keepAlive || !complete || req.framingConflict || resp.close
 		c.SetWriteDeadline(time.Now().Add(webWriteTimeout))

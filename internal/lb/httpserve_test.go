@@ -29,7 +29,7 @@ func FuzzParseRequest(f *testing.F) {
 	}
 	f.Add([]byte("GET / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5;x=y\r\nhello\r\n0\r\nTrailer: t\r\n\r\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		if n := chunkedLen(b); n > len(b) {
+		if n := chunkedLen(b); n > len(b) || n < chunkedMalformed {
 			t.Fatalf("chunkedLen = %d past the %d bytes given", n, len(b))
 		}
 		end := headEnd(b)
