@@ -59,6 +59,18 @@ func (p *pool) eligible(i int, skip uint64) bool {
 	return skip&bit(i) == 0 && p.servers[i].usable()
 }
 
+// pickWeight is server i's weight for one pick: 0 when it may not take
+// the connection. A pick reads it once per server, as the runtime API and
+// the health checks change weights and states meanwhile: read twice, a
+// server could count in a sum and then be skipped (source found no server
+// at all), or be picked at weight 0 (roundrobin).
+func (p *pool) pickWeight(i int, skip uint64) int {
+	if !p.eligible(i, skip) {
+		return 0
+	}
+	return max(p.weight(i), 0)
+}
+
 // pick chooses an UP server not in skip, by the pool's algorithm, and
 // returns its index, or -1 when there is none. client is used by source.
 func (p *pool) pick(client netip.Addr, skip uint64) int {
@@ -81,10 +93,10 @@ func (p *pool) pickRoundRobin(skip uint64) int {
 	defer p.mu.Unlock()
 	best, total := -1, 0
 	for i := range p.servers {
-		if !p.eligible(i, skip) {
+		w := p.pickWeight(i, skip)
+		if w == 0 {
 			continue
 		}
-		w := p.weight(i)
 		p.cw[i] += w
 		total += w
 		if best < 0 || p.cw[i] > p.cw[best] {
@@ -107,16 +119,17 @@ func (p *pool) pickLeastConn(skip uint64) int {
 	}
 	start := int(p.rot.Add(1) % uint32(n))
 	best := -1
-	var bestCur int64
+	var bestCur, bestW int64
 	for k := 0; k < n; k++ {
 		i := (start + k) % n
-		if !p.eligible(i, skip) {
+		w := int64(p.pickWeight(i, skip))
+		if w == 0 {
 			continue
 		}
 		cur := p.servers[i].cur.Load() + 1
 		// cur/w < bestCur/bestW without division.
-		if best < 0 || cur*int64(p.weight(best)) < bestCur*int64(p.weight(i)) {
-			best, bestCur = i, cur
+		if best < 0 || cur*bestW < bestCur*w {
+			best, bestCur, bestW = i, cur, w
 		}
 	}
 	return best
@@ -125,27 +138,28 @@ func (p *pool) pickLeastConn(skip uint64) int {
 // pickSource hashes the client address onto the eligible servers, each
 // owning a share of the hash space proportional to its weight.
 func (p *pool) pickSource(client netip.Addr, skip uint64) int {
+	var small [16]int
+	ws := small[:0]
+	if len(p.servers) > len(small) {
+		ws = make([]int, 0, len(p.servers))
+	}
 	total := 0
 	for i := range p.servers {
-		if p.eligible(i, skip) {
-			total += p.weight(i)
-		}
+		w := p.pickWeight(i, skip)
+		ws = append(ws, w)
+		total += w
 	}
 	if total == 0 {
 		return -1
 	}
 	h := int(hashAddr(client) % uint32(total))
-	for i := range p.servers {
-		if !p.eligible(i, skip) {
-			continue
-		}
-		w := p.weight(i)
+	for i, w := range ws {
 		if h < w {
 			return i
 		}
 		h -= w
 	}
-	return -1 // unreachable unless a server went down during the scan
+	return -1 // unreachable: h < total
 }
 
 // hashAddr is 32-bit FNV-1a over the address bytes (IPv4 as 4 bytes, so

@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -217,5 +218,49 @@ func TestShutdownServerSessions(t *testing.T) {
 	}
 	if _, err := l.ShutdownServerSessions("nope", "a"); !errors.Is(err, ErrNoBackend) {
 		t.Errorf("no such backend: %v", err)
+	}
+}
+
+// TestPickWhileWeightsChange: a pick never finds no server while one
+// stays usable and another's weight (or health) changes under it. Found
+// in review: source read the weights twice, and a change between its sum
+// and its scan left the hash past every server (-1: the client was
+// closed as if no server were UP). Bounded in picks and time.
+func TestPickWhileWeightsChange(t *testing.T) {
+	for _, bal := range []lbconfig.Balance{lbconfig.RoundRobin, lbconfig.LeastConn, lbconfig.Source} {
+		t.Run(string(bal), func(t *testing.T) {
+			p := testPool(bal, 1, 1, 1)
+			stop := make(chan struct{})
+			done, started := make(chan struct{}), make(chan struct{})
+			go func() {
+				defer close(done)
+				close(started)
+				for w := int32(0); ; w ^= 1 {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					p.servers[1].weight.cur.Store(w)
+					p.servers[2].up.Store(w == 1)
+				}
+			}()
+			<-started
+			// The race needs both goroutines on processors at once:
+			// pick for a second (at most 5 million picks).
+			deadline := time.Now().Add(time.Second)
+			fails := 0
+			for i := 0; i < 5_000_000 && (i%1024 != 0 || time.Now().Before(deadline)); i++ {
+				client := netip.AddrFrom4([4]byte{198, 18, byte(i >> 8), byte(i)})
+				if p.pick(client, 0) < 0 {
+					fails++
+				}
+			}
+			close(stop)
+			<-done
+			if fails > 0 {
+				t.Errorf("%d picks found no server while a stayed UP at weight 1", fails)
+			}
+		})
 	}
 }
