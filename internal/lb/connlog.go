@@ -47,6 +47,7 @@ func newConnLog(c *lbconfig.ConnLog) (*connLog, error) {
 //	sC  the last connect attempt timed out (timeout connect)
 //	sQ  the client waited in the frontend's queue past timeout queue
 //	KD  closed by a forced shutdown or the runtime API's shutdown sessions
+//	KQ  closed by a forced shutdown while it waited in the queue
 //
 // Measured against haproxy 2.6.12 (TestConnLogMatchesHaproxy): --, SD,
 // CD, cD, SC.

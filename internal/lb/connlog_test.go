@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -292,5 +293,41 @@ func TestConnLogDontLogNull(t *testing.T) {
 	eventually(t, "the client to end", func() bool { return l.serverStats(t, "be", "a").Sessions == 0 })
 	if got := out.String(); got != "fe be/a 3 --\n" {
 		t.Errorf("after a reload without a format, log = %q", got)
+	}
+}
+
+// TestConnLogForcedShutdown: a forced shutdown logs every connection it
+// closes once, the relayed one as killed in data (KD) and the one waiting
+// in the queue as killed in the queue (KQ, haproxy's K for a stream it
+// aborted itself, Q for the phase). Found in review: closeAll closed the
+// queued clients without a line.
+func TestConnLogForcedShutdown(t *testing.T) {
+	a := startBackend(t, "a")
+	cfg := tcpConfig(lbconfig.RoundRobin, srv("a", a))
+	cfg.MaxConn = 1
+	cfg.Frontends[0].Log = &lbconfig.ConnLog{Format: "%f %b/%s %ts"}
+	var out syncbuf.Buffer
+	l, err := New(Options{Clock: fakeClock(), AccessLog: &out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Shutdown(canceled()) })
+	if err := l.Apply(cfg); err != nil {
+		t.Fatal(err)
+	}
+	first := dial(t, l, "fe")
+	first.greeting(t)
+	second := dial(t, l, "fe")
+	eventually(t, "the second client to queue", func() bool { return l.Snapshot().Frontends[0].Queued == 1 })
+	l.Shutdown(canceled())
+	for _, c := range []*client{first, second} {
+		if !c.closed(t) {
+			t.Error("a client was not closed by the forced shutdown")
+		}
+	}
+	got := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	slices.Sort(got)
+	if diff := cmp.Diff([]string{"fe -/<NOSRV> KQ", "fe be/a KD"}, got); diff != "" {
+		t.Errorf("log lines (-want +got):\n%s", diff)
 	}
 }

@@ -423,6 +423,10 @@ func (f *frontend) closeAll() {
 	f.mu.Unlock()
 	for _, c := range queued {
 		closeFD(c.cfd)
+		if c.log != nil {
+			c.term = [2]byte{'K', 'Q'} // killed while queued
+			f.logConn(c)
+		}
 		f.lb.globalDone()
 	}
 	for _, lp := range f.lb.loops {
