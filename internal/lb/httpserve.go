@@ -477,12 +477,12 @@ func (h *httpListener) serveConn(c net.Conn) {
 	first := true
 	for {
 		if !first {
-			c.SetReadDeadline(time.Now().Add(h.to.idle))
+			c.SetReadDeadline(time.Now().Add(h.to.Load().idle))
 			if _, err := br.Peek(1); err != nil {
 				return
 			}
 		}
-		c.SetReadDeadline(time.Now().Add(h.to.readHeader))
+		c.SetReadDeadline(time.Now().Add(h.to.Load().readHeader))
 		head, err := readHead(br)
 		var ne net.Error
 		switch {

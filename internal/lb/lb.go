@@ -279,19 +279,16 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 			held = append(held, t.at)
 			continue
 		}
-		old := l.httpLns[k]
-		if old != nil && old.to == webTimeoutsOf(cfg.Timeouts) {
+		if l.httpLns[k] != nil {
+			// Kept, with its clients: it takes the new site and
+			// timeouts below (closing it would cut the requests in
+			// flight, which haproxy's old process finishes).
 			continue
 		}
-		if old == nil {
-			if err := portFree(w.bind, held); err != nil {
-				undo()
-				return fmt.Errorf("lb: apply: %s: %s: %w", where(cfg, w.key), k, err)
-			}
+		if err := portFree(w.bind, held); err != nil {
+			undo()
+			return fmt.Errorf("lb: apply: %s: %s: %w", where(cfg, w.key), k, err)
 		}
-		// New, or its timeouts changed: a listener's clients read them
-		// while they are served, so a new listener (SO_REUSEPORT lets it
-		// bind beside the old one) takes over.
 		h, err := l.listenHTTP(k, w.bind, cfg.Timeouts)
 		if err != nil {
 			undo()
@@ -423,11 +420,12 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 		if nh := newHTTP[k]; nh != nil {
 			nh.site.Store(w.site)
 			nh.start()
-			if h != nil {
-				h.close()
-			}
 			l.httpLns[k], h = nh, nh
 		} else {
+			// A client reads the timeouts at each deadline it sets: the
+			// new ones apply from its next wait on.
+			to := webTimeoutsOf(cfg.Timeouts)
+			h.to.Store(&to)
 			h.site.Store(w.site)
 		}
 		addrs[w.section] = append(addrs[w.section], h.ln.Addr())
@@ -810,7 +808,7 @@ type httpListener struct {
 	key  string
 	ln   net.Listener
 	at   boundAddr // where ln listens
-	to   webTimeouts
+	to   atomic.Pointer[webTimeouts]
 	site atomic.Pointer[site]
 
 	// slots holds a token per client being served, maxWebConns at most:
@@ -860,8 +858,10 @@ func (l *LB) listenHTTP(key string, b lbconfig.Bind, to lbconfig.Timeouts) (*htt
 	if err != nil {
 		return nil, err
 	}
-	h := &httpListener{key: key, ln: ln, at: boundOf(b, ln.Addr()), to: webTimeoutsOf(to),
+	h := &httpListener{key: key, ln: ln, at: boundOf(b, ln.Addr()),
 		conns: map[net.Conn]struct{}{}, slots: make(chan struct{}, maxWebConns)}
+	wt := webTimeoutsOf(to)
+	h.to.Store(&wt)
 	return h, nil
 }
 

@@ -387,7 +387,8 @@ func TestMonitorWaitsForACheck(t *testing.T) {
 
 // TestWebTimeouts: `timeout http-request` and `timeout http-keep-alive`
 // govern the monitor and stats listeners, and a reload that changes them
-// takes effect on the same address (a new listener takes over).
+// takes effect on the same address (the listener takes them for its
+// next requests).
 func TestWebTimeouts(t *testing.T) {
 	a := startBackend(t, "a")
 	addr := closedPort(t)
@@ -406,7 +407,7 @@ func TestWebTimeouts(t *testing.T) {
 	timeouts := func() (time.Duration, time.Duration) {
 		l.mu.Lock()
 		defer l.mu.Unlock()
-		to := l.httpLns[key].to
+		to := l.httpLns[key].to.Load()
 		return to.readHeader, to.idle
 	}
 	if err := l.Apply(conf(time.Minute, 2*time.Minute)); err != nil {
@@ -456,6 +457,57 @@ func TestWebTimeouts(t *testing.T) {
 	closedByServer("nothing sent", "", false)
 	closedByServer("headers that never end", "GET /haproxy_ready HTTP/1.1\r\nHost: x\r\n", false)
 	closedByServer("idle after an answer", "GET /haproxy_ready HTTP/1.1\r\nHost: x\r\n\r\n", true)
+}
+
+// TestWebReloadKeepsClients: a reload that changes the HTTP timeouts
+// leaves the monitor's clients alone: a keep-alive client's next request
+// and a client half-way through its head are answered. Found in review:
+// such a reload replaced the listener and closed every client of the old
+// one (an in-flight monitor poll lost its answer; haproxy's old process
+// finishes its requests on reload).
+func TestWebReloadKeepsClients(t *testing.T) {
+	a := startBackend(t, "a")
+	at := closedPort(t)
+	conf := func(request time.Duration) *lbconfig.Config {
+		cfg := webConfig(tcpConfig(lbconfig.RoundRobin, srv("a", a)))
+		cfg.Monitors[0].Binds = []lbconfig.Bind{{Addr: at}}
+		cfg.Timeouts.HTTPRequest, cfg.Timeouts.HTTPKeepAlive = request, request
+		return cfg
+	}
+	l := newLB(t, fakeClock(), conf(time.Minute))
+	addr := l.Addrs("health_check_http_url")[0].String()
+	open := func() (net.Conn, *bufio.Reader) {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		c.SetDeadline(time.Now().Add(bound))
+		return c, bufio.NewReader(c)
+	}
+	read := func(what string, r *bufio.Reader, want string) {
+		t.Helper()
+		got := make([]byte, len(want))
+		if _, err := io.ReadFull(r, got); err != nil || string(got) != want {
+			t.Fatalf("%s: got %q, %v; want %q", what, got, err, want)
+		}
+	}
+	const req = "GET /haproxy_ready HTTP/1.1\r\n\r\n"
+	keep, keepR := open()
+	io.WriteString(keep, req)
+	read("before the reload", keepR, okHead+okBody)
+	half, halfR := open()
+	io.WriteString(half, "GET /haproxy_ready HTTP/1.1\r\n")
+	if err := l.Apply(conf(30 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if got := l.Addrs("health_check_http_url")[0].String(); got != addr {
+		t.Fatalf("monitor address after the reload = %s, want %s", got, addr)
+	}
+	io.WriteString(keep, req)
+	read("a keep-alive client after the reload", keepR, okHead+okBody)
+	io.WriteString(half, "\r\n")
+	read("a head finished after the reload", halfR, okHead+okBody)
 }
 
 // TestMonitorWhileDraining: once Shutdown begins the frontends refuse new
