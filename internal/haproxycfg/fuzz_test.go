@@ -29,6 +29,10 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(base))
 	f.Add([]byte(base + "listen s\n bind localhost:1,[::1]:2 v4v6\n mode http\n stats auth 'a b':\"c\\\"d\"\n stats refresh 1d\n"))
 	f.Add([]byte("frontend \"\\x41\"#\n\tbind :1\r\n.if\n\x00userlist u\n"))
+	// Connection logs: defaults' and a frontend's log-format, quoting and
+	// escapes, option tcplog, dontlognull, a bad variable.
+	f.Add([]byte(base + "defaults\n log /dev/log local0\n log-format \"%ci:%cp -> %fi:%fp [%t] %ft %b/%s %Tw/%Tc/%Tt %B %ts %ac/%fc/%bc/%sc/%rc %sq/%bq\"\n option dontlognull\nfrontend f2\n bind :3\n log-format %{+Q}ci\\ %%\\ %U\n option tcplog\n"))
+	f.Add([]byte(base + "defaults\n log global\n log-format '%[src] %zz %{+X}t %'\n"))
 
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cfg, err := Parse("testdata/fuzz.cfg", data)
