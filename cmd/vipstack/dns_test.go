@@ -31,3 +31,22 @@ func TestDNSFlags(t *testing.T) {
 		})
 	}
 }
+
+// TestDNSCheckOpenShiftCorefile: `vipstack dns -check` accepts OpenShift's
+// current on-prem Corefile (machine-config-operator
+// templates/common/on-prem/files/coredns-corefile.yaml, rendered), whose
+// mdns line it refused with `unknown plugin "mdns"` before the mdns
+// directive; -plugins lists mdns after cache, as OpenShift's build orders
+// it. CoreDNS's tables are process-wide, so this is the package's only
+// test that gets as far as building the DNS server.
+func TestDNSCheckOpenShiftCorefile(t *testing.T) {
+	const path = "../../internal/dns/testdata/openshift-mdns.Corefile"
+	var out, errb bytes.Buffer
+	if code := run([]string{"dns", "-check", "-conf", path}, &out, &errb); code != 0 || !strings.Contains(out.String(), "Corefile is valid") {
+		t.Fatalf("dns -check %s = %d\nstdout: %s\nstderr: %s", path, code, out.String(), errb.String())
+	}
+	out.Reset()
+	if code := run([]string{"dns", "-plugins"}, &out, &errb); code != 0 || !strings.Contains(out.String(), "\ncache\nmdns\ntemplate\n") {
+		t.Errorf("dns -plugins = %d\n%s\nwant mdns between cache and template", code, out.String())
+	}
+}

@@ -89,6 +89,8 @@ func TestBinaryCLI(t *testing.T) {
 	bad := filepath.Join(dir, "bad.Corefile")
 	os.WriteFile(good, []byte(".:1053 {\n    clusterdns managed.example.com {\n        api 198.18.0.5\n    }\n}\n"), 0o644)
 	os.WriteFile(bad, []byte(".:1053 {\n    clusterdns managed.example.com {\n        api 198.18.0.5\n        ingress 198.18.0\n    }\n}\n"), 0o644)
+	mdnsBad := filepath.Join(dir, "mdnsbad.Corefile")
+	os.WriteFile(mdnsBad, []byte(".:1053 {\n    mdns example.com 0 ostest 198.18.0.x\n}\n"), 0o644)
 	long := strings.Repeat("c", 30) + " Workstation-" + strings.Repeat("n", 25)
 	tests := []struct {
 		name     string
@@ -98,6 +100,11 @@ func TestBinaryCLI(t *testing.T) {
 	}{
 		{name: "plugins", args: []string{"-plugins"}, wantCode: 0, wantOut: strings.Join(Directives(), "\n")},
 		{name: "check good", args: []string{"-check", "-conf", good}, wantCode: 0, wantOut: "good.Corefile: Corefile is valid"},
+		// OpenShift's current on-prem Corefile (machine-config-operator
+		// templates/common/on-prem/files/coredns-corefile.yaml, rendered):
+		// before the mdns directive, "Corefile:4: unknown plugin \"mdns\"".
+		{name: "check OpenShift's mdns Corefile", args: []string{"-check", "-conf", "testdata/openshift-mdns.Corefile"}, wantCode: 0, wantOut: "openshift-mdns.Corefile: Corefile is valid"},
+		{name: "check bad mdns BIND_ADDRESS", args: []string{"-check", "-conf", mdnsBad}, wantCode: 1, wantOut: `mdnsbad.Corefile:2 - Error during parsing: BIND_ADDRESS "198.18.0.x" is not an IP address`},
 		{name: "check bad", args: []string{"-check", "-conf", bad}, wantCode: 1, wantOut: `bad.Corefile:4 - Error during parsing: ingress: "198.18.0" is not an IP address`},
 		{name: "missing Corefile", args: []string{"-conf", filepath.Join(dir, "none")}, wantCode: 1, wantOut: "no such file"},
 		{name: "CoreDNS's -p is not ours", args: []string{"-p", "53"}, wantCode: 2, wantOut: "flag provided but not defined: -p"},

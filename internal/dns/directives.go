@@ -17,6 +17,7 @@ import (
 	_ "github.com/coredns/coredns/plugin/template"
 
 	"github.com/vipstack/vipstack/internal/dns/clusterdns"
+	"github.com/vipstack/vipstack/internal/dns/mdnsplugin"
 )
 
 // Directives returns the plugins this build knows, in the order a query
@@ -37,6 +38,14 @@ import (
 //   - before forward, so that the cluster zone never leaks upstream unless
 //     clusterdns falls through.
 //
+// mdns (mdnsplugin, OpenShift's "mdns DOMAIN 0 CLUSTER ADDRESS" line) sits
+// where OpenShift's build puts coredns-mdns (openshift/coredns plugin.cfg):
+// after cache and before template, hosts and forward. So OpenShift's
+// Corefile behaves as on OpenShift: "cache 30" holds mdns's answers (a node
+// that leaves is answered until the cached record expires, at most 30 s),
+// and the names mdns passes on (api, api-int, *.apps, anything else) meet
+// the templates, then forward.
+//
 // The result is a fresh slice.
 func Directives() []string {
 	return []string{
@@ -50,6 +59,7 @@ func Directives() []string {
 		"log",
 		clusterdns.Name,
 		"cache",
+		mdnsplugin.Name,
 		"template",
 		"hosts",
 		"forward",

@@ -21,7 +21,7 @@ import (
 func TestDirectives(t *testing.T) {
 	want := []string{
 		"reload", "bufsize", "bind", "ready", "health", "prometheus", "errors", "log",
-		"clusterdns", "cache", "template", "hosts", "forward",
+		"clusterdns", "cache", "mdns", "template", "hosts", "forward",
 	}
 	if diff := cmp.Diff(want, Directives()); diff != "" {
 		t.Errorf("Directives() (-want +got):\n%s", diff)
@@ -39,6 +39,11 @@ func TestDirectives(t *testing.T) {
 		{"clusterdns", "forward", "the cluster zone must not go upstream"},
 		{"log", "clusterdns", "queries answered by clusterdns are logged"},
 		{"errors", "clusterdns", "errors sees clusterdns's errors"},
+		// OpenShift's build (openshift/coredns plugin.cfg): cache, mdns,
+		// ..., template, hosts, ..., forward.
+		{"cache", "mdns", "as in OpenShift's build: cache 30 holds mdns's answers"},
+		{"mdns", "template", "as in OpenShift's build: names mdns passes on meet the templates"},
+		{"mdns", "forward", "as in OpenShift's build: node names never go upstream"},
 		{"template", "hosts", "CoreDNS's own order"},
 		{"hosts", "forward", "CoreDNS's own order"},
 	} {
@@ -47,10 +52,10 @@ func TestDirectives(t *testing.T) {
 		}
 	}
 
-	// Apart from clusterdns, the order is CoreDNS's own.
+	// Apart from clusterdns and mdns, the order is CoreDNS's own.
 	var ours []string
 	for _, d := range Directives() {
-		if d != clusterdns.Name {
+		if d != clusterdns.Name && d != "mdns" {
 			ours = append(ours, d)
 		}
 	}

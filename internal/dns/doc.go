@@ -1,8 +1,10 @@
 // Package dns runs CoreDNS embedded as a library, with the standard plugins
 // the on-premise cluster Corefiles use (errors, bufsize, health, ready,
 // forward, cache, reload, template, hosts, log, prometheus, plus bind) and
-// vipstack's own clusterdns plugin, in an explicit, tested order
-// (Directives). DNS itself is RFC 1034/1035; the plugins cite their own.
+// vipstack's own clusterdns and mdns plugins (mdns answers OpenShift's
+// "mdns DOMAIN 0 CLUSTER ADDRESS" line from a browse-only mDNS browser; see
+// package mdnsplugin), in an explicit, tested order (Directives). DNS
+// itself is RFC 1034/1035; the plugins cite their own.
 //
 // # Process-wide state
 //

@@ -92,3 +92,34 @@ func matchAll(want, got []string) bool {
 	}
 	return true
 }
+
+// TestReadmeMDNS checks every Corefile example in mdnsplugin/README.md
+// (Check: starting one would browse mDNS outside a test namespace).
+func TestReadmeMDNS(t *testing.T) {
+	b, err := os.ReadFile("mdnsplugin/README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var corefiles []string
+	var cur []string
+	in := false
+	for _, line := range strings.Split(string(b), "\n") {
+		switch {
+		case strings.HasPrefix(line, "~~~ corefile"):
+			in, cur = true, nil
+		case in && line == "~~~":
+			in = false
+			corefiles = append(corefiles, strings.Join(cur, "\n")+"\n")
+		case in:
+			cur = append(cur, line)
+		}
+	}
+	if len(corefiles) == 0 {
+		t.Fatal("mdnsplugin/README.md has no corefile example")
+	}
+	for i, cf := range corefiles {
+		if err := srv.Check(Corefile{Contents: []byte(cf)}); err != nil {
+			t.Errorf("example %d: %v\n%s", i+1, err, cf)
+		}
+	}
+}

@@ -23,6 +23,22 @@ type Config struct {
 	Nodes   []discovery.Node // node lines, merged with the registry's nodes
 	TTL     uint32           // TTL of every answer and of negative answers
 	Fall    fall.F           // names in the zone passed on instead of NXDOMAIN
+
+	// NodesOnly makes the handler answer what OpenShift's coredns-mdns
+	// answers, for the mdns directive (internal/dns/mdnsplugin): A and AAAA
+	// for NODE.ZONE, and SRV for _etcd-server-ssl._tcp.ZONE with the
+	// masters' NODE.ZONE as targets. Every other name (the apex, api,
+	// apps, etcd-N, short names), and every query type but A, AAAA, SRV
+	// and CNAME, goes to the next plugin; a node name asked for a type it
+	// has no record of gets an empty NOERROR answer without SOA (the
+	// plugin is no zone's authority). API, Ingress and Fall are ignored.
+	NodesOnly bool
+	// MinSRV is, with NodesOnly, the fewest masters the SRV answer needs:
+	// with fewer, _etcd-server-ssl._tcp.ZONE goes to the next plugin.
+	MinSRV int
+	// Plugin is the directive the handler serves, its Name and log prefix;
+	// "" is clusterdns.
+	Plugin string
 }
 
 // ClusterDNS is the plugin handler. It is safe for concurrent use.
@@ -50,7 +66,10 @@ func New(cfg Config, reg *discovery.Registry) *ClusterDNS {
 	if reg == nil {
 		reg = discovery.NewRegistry()
 	}
-	return &ClusterDNS{cfg: cfg, reg: reg, log: clog.NewWithPlugin(Name)}
+	if cfg.Plugin == "" {
+		cfg.Plugin = Name
+	}
+	return &ClusterDNS{cfg: cfg, reg: reg, log: clog.NewWithPlugin(cfg.Plugin)}
 }
 
 // Registry returns the registry the handler reads; sources may feed it
@@ -59,7 +78,7 @@ func New(cfg Config, reg *discovery.Registry) *ClusterDNS {
 func (h *ClusterDNS) Registry() *discovery.Registry { return h.reg }
 
 // Name implements plugin.Handler.
-func (h *ClusterDNS) Name() string { return Name }
+func (h *ClusterDNS) Name() string { return h.cfg.Plugin }
 
 // ServeDNS implements plugin.Handler.
 func (h *ClusterDNS) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (int, error) {
@@ -70,6 +89,16 @@ func (h *ClusterDNS) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.
 	qname := state.Name()
 	idx := h.index()
 	e, inZone := idx.lookup(qname)
+	if h.cfg.NodesOnly {
+		switch state.QType() {
+		case dns.TypeA, dns.TypeAAAA, dns.TypeSRV, dns.TypeCNAME:
+		default:
+			return plugin.NextOrFailure(h.Name(), h.Next, ctx, w, r)
+		}
+		if e == nil {
+			return plugin.NextOrFailure(h.Name(), h.Next, ctx, w, r)
+		}
+	}
 	if e == nil {
 		if !inZone || h.cfg.Fall.Through(qname) {
 			return plugin.NextOrFailure(h.Name(), h.Next, ctx, w, r)
@@ -111,7 +140,7 @@ func (h *ClusterDNS) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.
 		soa.Header().Name = owner
 		m.Answer = append(m.Answer, soa)
 	}
-	if len(m.Answer) == 0 && !e.bare {
+	if len(m.Answer) == 0 && !e.bare && !h.cfg.NodesOnly {
 		// NODATA: the name exists, without records of this type.
 		m.Ns = []dns.RR{idx.soa()}
 	}

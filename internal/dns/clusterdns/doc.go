@@ -15,4 +15,10 @@
 // register itself in init. The embedder (package internal/dns) registers the
 // setup function NewSetup returns, which captures how to find the live
 // registry for a zone. See README.md for the Corefile syntax.
+//
+// Config.NodesOnly narrows the same index and answers to what OpenShift's
+// coredns-mdns answers (node names and the etcd SRV with the nodes as
+// targets, everything else passed on): the mdns directive
+// (internal/dns/mdnsplugin) is this handler fed by a browse-only mDNS
+// browser.
 package clusterdns

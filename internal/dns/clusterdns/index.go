@@ -78,12 +78,15 @@ func buildIndex(cfg *Config, version uint64, nodes []discovery.Node) (*index, []
 		names:   map[string]*entry{"": {apex: true}},
 		bare:    map[string]*entry{},
 	}
-	if len(cfg.API) > 0 {
+	if cfg.NodesOnly {
+		delete(idx.names, "")
+	}
+	if len(cfg.API) > 0 && !cfg.NodesOnly {
 		api := addrEntry(cfg.API)
 		idx.names[labelAPI] = api
 		idx.names[labelAPIInt] = api
 	}
-	if len(cfg.Ingress) > 0 {
+	if len(cfg.Ingress) > 0 && !cfg.NodesOnly {
 		idx.ingress = addrEntry(cfg.Ingress)
 		idx.names[labelApps] = &entry{}
 	}
@@ -112,10 +115,24 @@ func buildIndex(cfg *Config, version uint64, nodes []discovery.Node) (*index, []
 		}
 		e := addrEntry(n.node.Addrs)
 		idx.names[n.name] = e
+		if cfg.NodesOnly {
+			if n.node.Role == discovery.Master {
+				masters = append(masters, target{name: n.name + "." + cfg.Zone, v4: e.v4, v6: e.v6})
+			}
+			continue
+		}
 		idx.bare[n.name+"."] = &entry{v4: e.v4, v6: e.v6, bare: true}
 		if n.node.Role == discovery.Master {
 			masters = append(masters, target{v4: e.v4, v6: e.v6})
 		}
+	}
+	if cfg.NodesOnly {
+		// coredns-mdns's SRV targets are the hosts themselves, and it
+		// has no etcd-N names nor an entry for _tcp.
+		if len(masters) > 0 && len(masters) >= cfg.MinSRV {
+			idx.names[srvName] = &entry{srv: masters}
+		}
+		return idx, skipped
 	}
 	for i := range masters {
 		rel := etcdPrefix + strconv.Itoa(i)

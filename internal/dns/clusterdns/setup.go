@@ -69,7 +69,7 @@ func parse(c *caddy.Controller) (Config, error) {
 		if err != nil {
 			return Config{}, c.Errf("zone: %v", err)
 		}
-		if err := inServerBlock(zone, c.ServerBlockKeys); err != nil {
+		if err := inServerBlock(zone, c.ServerBlockKeys, Name); err != nil {
 			return Config{}, c.Errf("zone: %v", err)
 		}
 		cfg.Zone = zone
@@ -119,6 +119,17 @@ func parse(c *caddy.Controller) (Config, error) {
 	return cfg, nil
 }
 
+// ParseZone checks and normalises a zone name as the clusterdns directive
+// does, for other directives that name a cluster domain (mdns).
+func ParseZone(s string) (string, error) { return parseZone(s) }
+
+// InServerBlock checks that the server block keys cover zone, so that
+// queries for it reach the plugin at all; directive names the plugin in
+// the error.
+func InServerBlock(zone string, keys []string, directive string) error {
+	return inServerBlock(zone, keys, directive)
+}
+
 // maxTTL bounds the ttl property (one day).
 const maxTTL = 86400
 
@@ -142,7 +153,7 @@ func parseZone(s string) (string, error) {
 
 // inServerBlock checks that the server block's zones cover zone, so that
 // queries for it reach the plugin at all.
-func inServerBlock(zone string, keys []string) error {
+func inServerBlock(zone string, keys []string, directive string) error {
 	zones := plugin.OriginsFromArgsOrServerBlock(nil, keys)
 	if len(zones) == 0 {
 		return nil // a test controller without server block keys
@@ -152,7 +163,7 @@ func inServerBlock(zone string, keys []string) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("%q is outside this server block's zones %q, so no query for it would reach %s", zone, zones, Name)
+	return fmt.Errorf("%q is outside this server block's zones %q, so no query for it would reach %s", zone, zones, directive)
 }
 
 func isHostLabel(l string) bool {
