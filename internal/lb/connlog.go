@@ -6,6 +6,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/vipstack/vipstack/internal/lbconfig"
@@ -61,11 +62,78 @@ func (cn *conn) termState() [2]byte {
 	return termNormal
 }
 
-// accessLog serializes the lines of every frontend on one writer.
+// accessLog hands the connection log's lines to a goroutine of its own
+// that writes them, so that a slow or blocked standard error (a full pipe
+// to a container runtime) never holds up the relay's loops: haproxy sends
+// its lines as datagrams that the kernel drops when the log socket is
+// full, and counts them (show info's DroppedLogs). Lines wait in a buffer
+// of up to maxPendingLog bytes; a line that does not fit is dropped and
+// counted.
 type accessLog struct {
-	mu  sync.Mutex
-	w   io.Writer
-	buf []byte
+	mu      sync.Mutex
+	w       io.Writer
+	pending []byte // lines to write, guarded by mu
+	spare   []byte // the writer's buffer, swapped with pending
+	writing bool   // the writer goroutine runs (guarded by mu)
+	idle    sync.Cond
+	dropped atomic.Uint64
+	warned  atomic.Bool
+	log     func(dropped uint64)
+}
+
+// maxPendingLog bounds the lines waiting for the writer.
+const maxPendingLog = 1 << 20
+
+// add queues line (without its newline) and makes sure a writer runs.
+func (al *accessLog) add(line []byte) {
+	al.mu.Lock()
+	if len(al.pending)+len(line)+1 > maxPendingLog {
+		al.mu.Unlock()
+		if n := al.dropped.Add(1); al.warned.CompareAndSwap(false, true) && al.log != nil {
+			al.log(n)
+		}
+		return
+	}
+	al.pending = append(al.pending, line...)
+	al.pending = append(al.pending, '\n')
+	start := !al.writing
+	al.writing = true
+	al.mu.Unlock()
+	if start {
+		go al.drain()
+	}
+}
+
+// drain writes what is pending until nothing is, then ends.
+func (al *accessLog) drain() {
+	al.mu.Lock()
+	for len(al.pending) > 0 {
+		b := al.pending
+		al.pending, al.spare = al.spare[:0], nil
+		al.mu.Unlock()
+		al.w.Write(b)
+		al.mu.Lock()
+		if cap(b) <= 64<<10 {
+			al.spare = b[:0]
+		}
+	}
+	al.writing = false
+	if al.idle.L != nil {
+		al.idle.Broadcast()
+	}
+	al.mu.Unlock()
+}
+
+// flush waits until the lines queued so far are written.
+func (al *accessLog) flush() {
+	al.mu.Lock()
+	if al.idle.L == nil {
+		al.idle.L = &al.mu
+	}
+	for al.writing {
+		al.idle.Wait()
+	}
+	al.mu.Unlock()
 }
 
 var hostname = sync.OnceValue(func() string {
@@ -84,16 +152,8 @@ func (f *frontend) logConn(cn *conn) {
 	if cl == nil || (cl.dontLogNull && cn.up == 0) {
 		return
 	}
-	al := &f.lb.accessLog
-	end := f.lb.clk.Now()
-	al.mu.Lock()
-	defer al.mu.Unlock()
-	b := cn.appendLine(al.buf[:0], cl, end)
-	b = append(b, '\n')
-	al.w.Write(b)
-	if cap(b) <= 4096 {
-		al.buf = b
-	}
+	var buf [512]byte
+	f.lb.accessLog.add(cn.appendLine(buf[:0], cl, f.lb.clk.Now()))
 }
 
 // ms is d in whole milliseconds.

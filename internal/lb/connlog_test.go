@@ -1,6 +1,7 @@
 package lb
 
 import (
+	"bytes"
 	"io"
 	"net"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -329,5 +331,98 @@ func TestConnLogForcedShutdown(t *testing.T) {
 	slices.Sort(got)
 	if diff := cmp.Diff([]string{"fe -/<NOSRV> KQ", "fe be/a KD"}, got); diff != "" {
 		t.Errorf("log lines (-want +got):\n%s", diff)
+	}
+}
+
+// gateWriter blocks every Write until open is closed (a pipe nobody
+// reads), then keeps what it is given.
+type gateWriter struct {
+	open chan struct{}
+	mu   sync.Mutex
+	b    []byte
+}
+
+func (w *gateWriter) Write(p []byte) (int, error) {
+	<-w.open
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.b = append(w.b, p...)
+	return len(p), nil
+}
+
+func (w *gateWriter) lines() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return bytes.Count(w.b, []byte("\n"))
+}
+
+// TestConnLogBlockedWriter: a connection log whose writer blocks (standard
+// error to a full pipe) holds up no connection: 20 connections run to
+// their end while it is blocked; the lines past the buffer are dropped
+// and counted, and the others come out once the writer takes them.
+func TestConnLogBlockedWriter(t *testing.T) {
+	a := startBackend(t, "a")
+	cfg := tcpConfig(lbconfig.RoundRobin, srv("a", a))
+	// 100 kB lines: the first is in the blocked write, ten more fit the
+	// 1 MiB buffer, the other nine are dropped.
+	cfg.Frontends[0].Log = &lbconfig.ConnLog{Format: strings.Repeat("x", 100_000) + " %U"}
+	w := &gateWriter{open: make(chan struct{})}
+	l, err := New(Options{Clock: fakeClock(), AccessLog: w})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Shutdown(canceled()) })
+	var once sync.Once
+	release := func() { once.Do(func() { close(w.open) }) }
+	t.Cleanup(release) // before Shutdown: a relay blocked in the writer would hold it up
+	if err := l.Apply(cfg); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 {
+		cl := dial(t, l, "fe")
+		if g := cl.greeting(t); g != "a" {
+			t.Fatalf("client %d: greeting %q with the log writer blocked", i, g)
+		}
+		cl.echo(t, "hi")
+		cl.Close()
+		eventually(t, "the connection to end", func() bool { return l.serverStats(t, "be", "a").Sessions == 0 })
+	}
+	eventually(t, "every line to be queued or dropped", func() bool {
+		l.accessLog.mu.Lock()
+		queued := bytes.Count(l.accessLog.pending, []byte("\n"))
+		l.accessLog.mu.Unlock()
+		return queued+1+int(l.accessLog.dropped.Load()) == 20
+	})
+	release()
+	l.accessLog.flush()
+	if got, dropped := w.lines(), l.accessLog.dropped.Load(); got != 11 || dropped != 9 {
+		t.Errorf("%d lines written, %d dropped; want 11 and 9", got, dropped)
+	}
+}
+
+// TestAccessLogAddNeverBlocks: queuing a line returns while the writer is
+// blocked (the relay's loops queue them); past the buffer, lines are
+// dropped and counted.
+func TestAccessLogAddNeverBlocks(t *testing.T) {
+	w := &gateWriter{open: make(chan struct{})}
+	al := &accessLog{w: w}
+	al.idle.L = &al.mu
+	done := make(chan struct{})
+	go func() {
+		for range 20 {
+			al.add(bytes.Repeat([]byte("x"), 100_000))
+		}
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(bound):
+		close(w.open)
+		t.Fatal("queuing a line waited for the blocked writer")
+	}
+	close(w.open)
+	al.flush()
+	if got, dropped := w.lines(), al.dropped.Load(); got+int(dropped) != 20 || dropped == 0 {
+		t.Errorf("%d lines written, %d dropped; want 20 in all, some dropped", got, dropped)
 	}
 }

@@ -119,6 +119,10 @@ func New(opts Options) (*LB, error) {
 	if l.accessLog.w == nil {
 		l.accessLog.w = os.Stderr
 	}
+	l.accessLog.idle.L = &l.accessLog.mu
+	l.accessLog.log = func(n uint64) {
+		l.log.Warn("connection log: standard error does not keep up; lines are dropped (counted in vipstack_lb_access_log_dropped_total)", "dropped", n)
+	}
 	lps, err := newLoops(l, loopCount())
 	if err != nil {
 		return nil, fmt.Errorf("lb: %w", err)
@@ -633,6 +637,7 @@ wait:
 		s.stop()
 	}
 	l.stopLoops()
+	l.accessLog.flush()
 	return forced
 }
 

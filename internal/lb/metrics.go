@@ -15,7 +15,7 @@ type collector struct {
 }
 
 type descs struct {
-	healthy, idleCloses                                          *prometheus.Desc
+	healthy, idleCloses, logDrops                                *prometheus.Desc
 	srvUp, srvCur, srvTot, srvIn, srvOut, srvChecks, srvRetries  *prometheus.Desc
 	srvConnErr, srvDowns, srvWeight                              *prometheus.Desc
 	feCur, feTot, feIn, feOut, feQueue, feQueueDrops, feNoServer *prometheus.Desc
@@ -29,6 +29,7 @@ func newCollector(l *LB) collector {
 	return collector{l: l, d: descs{
 		healthy:      n("vipstack_lb_healthy", "1 while at least one server of any backend is UP and has passed a check or has none (the monitor URI answers 200), else 0.", nil, nil),
 		idleCloses:   n("vipstack_lb_idle_timeouts_total", "Connections closed by the client, server or tunnel idle timeout.", nil, nil),
+		logDrops:     n("vipstack_lb_access_log_dropped_total", "Connection log lines dropped because standard error did not keep up.", nil, nil),
 		srvUp:        n("vipstack_lb_server_up", "1 if the server is UP, 0 if DOWN.", sl, nil),
 		srvWeight:    n("vipstack_lb_server_weight", "The server's configured weight.", sl, nil),
 		srvCur:       n("vipstack_lb_server_current_sessions", "Connections to the server now open (or being opened).", sl, nil),
@@ -52,7 +53,7 @@ func newCollector(l *LB) collector {
 
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
 	d := c.d
-	for _, x := range []*prometheus.Desc{d.healthy, d.idleCloses, d.srvUp, d.srvWeight, d.srvCur, d.srvTot, d.srvIn, d.srvOut, d.srvChecks,
+	for _, x := range []*prometheus.Desc{d.healthy, d.idleCloses, d.logDrops, d.srvUp, d.srvWeight, d.srvCur, d.srvTot, d.srvIn, d.srvOut, d.srvChecks,
 		d.srvConnErr, d.srvRetries, d.srvDowns, d.beUp, d.feCur, d.feTot, d.feIn, d.feOut, d.feQueue, d.feQueueDrops, d.feNoServer} {
 		ch <- x
 	}
@@ -69,6 +70,7 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	g(d.healthy, b2f(snap.Healthy))
 	ctr(d.idleCloses, c.l.idleCloses.Load())
+	ctr(d.logDrops, c.l.accessLog.dropped.Load())
 	for _, f := range snap.Frontends {
 		g(d.feCur, float64(f.Sessions), f.Name)
 		ctr(d.feTot, f.TotalSessions, f.Name)
