@@ -264,14 +264,7 @@ func TestConnLogDontLogNull(t *testing.T) {
 	cfg := tcpConfig(lbconfig.RoundRobin, srv("a", a))
 	cfg.Frontends[0].Log = &lbconfig.ConnLog{Format: "%f %b/%s %U %ts", DontLogNull: true}
 	var out syncbuf.Buffer
-	l, err := New(Options{Clock: fakeClock(), AccessLog: &out})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Shutdown(canceled()) })
-	if err := l.Apply(cfg); err != nil {
-		t.Fatal(err)
-	}
+	l := newLBOpts(t, Options{Clock: fakeClock(), AccessLog: &out}, cfg)
 	silent := dial(t, l, "fe")
 	silent.greeting(t)
 	silent.Close()
@@ -309,14 +302,7 @@ func TestConnLogForcedShutdown(t *testing.T) {
 	cfg.MaxConn = 1
 	cfg.Frontends[0].Log = &lbconfig.ConnLog{Format: "%f %b/%s %ts"}
 	var out syncbuf.Buffer
-	l, err := New(Options{Clock: fakeClock(), AccessLog: &out})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Shutdown(canceled()) })
-	if err := l.Apply(cfg); err != nil {
-		t.Fatal(err)
-	}
+	l := newLBOpts(t, Options{Clock: fakeClock(), AccessLog: &out}, cfg)
 	first := dial(t, l, "fe")
 	first.greeting(t)
 	second := dial(t, l, "fe")
@@ -367,17 +353,10 @@ func TestConnLogBlockedWriter(t *testing.T) {
 	// 1 MiB buffer, the other nine are dropped.
 	cfg.Frontends[0].Log = &lbconfig.ConnLog{Format: strings.Repeat("x", 100_000) + " %U"}
 	w := &gateWriter{open: make(chan struct{})}
-	l, err := New(Options{Clock: fakeClock(), AccessLog: w})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Shutdown(canceled()) })
+	l := newLBOpts(t, Options{Clock: fakeClock(), AccessLog: w}, cfg)
 	var once sync.Once
 	release := func() { once.Do(func() { close(w.open) }) }
 	t.Cleanup(release) // before Shutdown: a relay blocked in the writer would hold it up
-	if err := l.Apply(cfg); err != nil {
-		t.Fatal(err)
-	}
 	for i := range 20 {
 		cl := dial(t, l, "fe")
 		if g := cl.greeting(t); g != "a" {

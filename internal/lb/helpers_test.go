@@ -176,7 +176,13 @@ func srv(name string, b *backend) lbconfig.Server {
 
 func newLB(t *testing.T, clk clock.Clock, cfg *lbconfig.Config) *LB {
 	t.Helper()
-	l, err := New(Options{Clock: clk})
+	return newLBOpts(t, Options{Clock: clk}, cfg)
+}
+
+// newLBOpts is newLB with options of the test's own.
+func newLBOpts(t *testing.T, opts Options, cfg *lbconfig.Config) *LB {
+	t.Helper()
+	l, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
