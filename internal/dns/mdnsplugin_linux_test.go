@@ -17,11 +17,13 @@ import (
 
 // TestRootMDNSDirective runs `vipstack dns` with OpenShift's current
 // on-prem Corefile (testdata/openshift-mdns.Corefile, its "mdns" line and
-// forward rendered with this topology's addresses) on host 1, and a node
+// forward rendered with this topology's addresses, reload checking every
+// 2 s instead of 30) on host 1, and a node
 // publishing itself as mdns-publisher does (vipstack's own mDNS with
 // -mdns-openshift, the default) on host 2; host 3 is the upstream. The
 // node's name and the etcd SRV come from mDNS, api and *.apps from the
-// templates, other names from upstream; after the node's goodbye its name
+// templates, other names from upstream; two reloads leave one browser's
+// sockets, and the new browser answers; after the node's goodbye its name
 // goes upstream too, once "cache 30" lets go of it (cache sits before mdns,
 // as in OpenShift's build).
 func TestRootMDNSDirective(t *testing.T) {
@@ -40,6 +42,8 @@ func TestRootMDNSDirective(t *testing.T) {
 	for _, r := range [][2]string{
 		{"mdns example.com 0 ostest 198.18.0.11", "mdns example.com 0 ostest " + h1.IPv4.Addr().String()},
 		{"forward . 198.18.0.1", "forward . " + h3.IPv4.Addr().String()},
+		// The shortest reload check, for the reload step below.
+		{"    reload\n", "    reload 2s 1s\n"},
 	} {
 		if !strings.Contains(corefile, r[0]) {
 			t.Fatalf("the Corefile has no %q", r[0])
@@ -89,6 +93,47 @@ func TestRootMDNSDirective(t *testing.T) {
 		if msg := answers(q.name, q.typ, q.want...)(); msg != "" {
 			t.Error(msg)
 		}
+	}
+
+	// A reload replaces the browser: the new one answers, the old one's
+	// sockets close (one IPv4 and one IPv6 socket on port 5353 before and
+	// after), and it logs no second join for a node it already had.
+	mdnsSockets := func() int {
+		out, err := h1.Run("ss", "-Huan", "sport = :5353")
+		if err != nil {
+			t.Fatalf("ss: %v: %s", err, out)
+		}
+		return len(strings.Fields(strings.TrimSpace(out))) / 5 // ss -H prints 5 columns per socket
+	}
+	if n := mdnsSockets(); n != 2 {
+		t.Errorf("before the reload: %d mDNS sockets, want 2", n)
+	}
+	for i := 1; i <= 2; i++ {
+		edited := strings.Replace(corefile, "    cache 30\n", fmt.Sprintf("    cache %d\n", 30-i), 1)
+		if err := os.WriteFile(p1.path, []byte(edited), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 15*time.Second, func() string {
+			if strings.Count(p1.stderr.String(), `msg="mdns: starting" plugin=mdns`) >= 1+i && strings.Count(p1.stderr.String(), "Reloading complete") >= i {
+				return ""
+			}
+			return fmt.Sprintf("no reload %d yet", i)
+		})
+		eventually(t, 10*time.Second, func() string {
+			if n := mdnsSockets(); n != 2 {
+				return fmt.Sprintf("after reload %d: %d mDNS sockets, want 2", i, n)
+			}
+			return ""
+		})
+	}
+	eventually(t, 15*time.Second, func() string {
+		if strings.Count(p1.stderr.String(), `msg="mdns: node joined" plugin=mdns domain=example.com. name=master-1`) >= 3 {
+			return ""
+		}
+		return "the reloaded browsers have not both found master-1"
+	})
+	if msg := answers("_etcd-server-ssl._tcp.example.com", "SRV", "_etcd-server-ssl._tcp.example.com. SRV 0 10 2380 master-1.example.com.")(); msg != "" {
+		t.Errorf("after the reloads: %s", msg)
 	}
 
 	// The node leaves (SIGTERM: goodbye). Its name is upstream's once

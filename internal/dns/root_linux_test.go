@@ -30,6 +30,7 @@ type dnsProc struct {
 	cmd    *exec.Cmd
 	stderr *syncbuf.Buffer
 	exited chan error
+	path   string // the Corefile
 }
 
 // startDNS runs `vipstack dns -conf <corefile> args...` in h and waits for
@@ -42,7 +43,7 @@ func startDNS(t *testing.T, h *testnet.Host, corefile string, args ...string) *d
 		t.Fatal(err)
 	}
 	c := h.Command(vipstackBin(t), append([]string{"dns", "-conf", path}, args...)...)
-	p := &dnsProc{cmd: c, stderr: &syncbuf.Buffer{}, exited: make(chan error, 1)}
+	p := &dnsProc{cmd: c, stderr: &syncbuf.Buffer{}, exited: make(chan error, 1), path: path}
 	c.Stderr = p.stderr
 	stdout, err := c.StdoutPipe()
 	if err != nil {
