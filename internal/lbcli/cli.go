@@ -619,15 +619,11 @@ func (s *Server) setWeight(_ *session, args []string) string {
 		return e
 	}
 	err := s.opts.Balancer.SetServerWeight(be.Name, sv.Name, w)
-	switch {
-	case errors.Is(err, lb.ErrStaticWeight):
+	if errors.Is(err, lb.ErrStaticWeight) {
 		return "Backend is using a static LB algorithm and only accepts weights '0%' and '100%'.\n"
-	case errors.Is(err, lb.ErrNoBackend):
-		return "No such backend.\n"
-	case errors.Is(err, lb.ErrNoServer):
-		return "No such server.\n"
-	case err != nil:
-		return err.Error() + "\n"
+	}
+	if err != nil {
+		return errText(err)
 	}
 	s.log.Info("server weight set from the runtime API", "server", be.Name+"/"+sv.Name, "weight", w, "initial", sv.InitialWeight)
 	return ""
@@ -641,13 +637,8 @@ func (s *Server) shutdownSessions(_ *session, args []string) string {
 		return e
 	}
 	n, err := s.opts.Balancer.ShutdownServerSessions(backend, server)
-	switch {
-	case errors.Is(err, lb.ErrNoBackend):
-		return "No such backend.\n"
-	case errors.Is(err, lb.ErrNoServer):
-		return "No such server.\n"
-	case err != nil:
-		return err.Error() + "\n"
+	if err != nil {
+		return errText(err)
 	}
 	s.log.Info("server's connections shut down from the runtime API", "server", backend+"/"+server, "connections", n)
 	return ""
@@ -697,14 +688,21 @@ func (s *Server) setAdmin(args []string, st lb.AdminState) string {
 		return e
 	}
 	err := s.opts.Balancer.SetServerAdmin(backend, server, st)
+	if err != nil {
+		return errText(err)
+	}
+	s.log.Info("server state set from the runtime API", "server", backend+"/"+server, "state", st.String())
+	return ""
+}
+
+// errText is haproxy's answer to a server command whose backend or server
+// does not exist, or the error itself.
+func errText(err error) string {
 	switch {
 	case errors.Is(err, lb.ErrNoBackend):
 		return "No such backend.\n"
 	case errors.Is(err, lb.ErrNoServer):
 		return "No such server.\n"
-	case err != nil:
-		return err.Error() + "\n"
 	}
-	s.log.Info("server state set from the runtime API", "server", backend+"/"+server, "state", st.String())
-	return ""
+	return err.Error() + "\n"
 }
