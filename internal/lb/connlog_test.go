@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"io"
 	"net"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -18,6 +16,7 @@ import (
 
 	"github.com/vipstack/vipstack/internal/haproxycfg"
 	"github.com/vipstack/vipstack/internal/lbconfig"
+	"github.com/vipstack/vipstack/internal/peers"
 	"github.com/vipstack/vipstack/internal/syncbuf"
 )
 
@@ -92,8 +91,7 @@ func maskLogLine(s string) string {
 // side ends first, SD, CD, cD, SC), byte counts, counters and retries,
 // and option tcplog's format.
 func TestConnLogMatchesHaproxy(t *testing.T) {
-	bin, err := exec.LookPath("haproxy")
-	if err != nil {
+	if _, err := exec.LookPath("haproxy"); err != nil {
 		t.Skip("haproxy not installed")
 	}
 	echo := startBackendFunc(t, "echo", func(c net.Conn) { io.Copy(c, c) }).addr.String()
@@ -113,20 +111,7 @@ func TestConnLogMatchesHaproxy(t *testing.T) {
 	}
 
 	hports := []string{freePort(t), freePort(t), freePort(t), freePort(t), freePort(t)}
-	path := filepath.Join(t.TempDir(), "haproxy.cfg")
-	if err := os.WriteFile(path, []byte(conf("log stdout format raw local0", hports)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var hout syncbuf.Buffer
-	cmd := exec.Command(bin, "-db", "-f", path)
-	cmd.Stdout, cmd.Stderr = &hout, &hout
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
+	hout := peers.HAProxy(t, conf("log stdout format raw local0", hports))
 
 	// vipstack from the same text, with a log target it accepts
 	// (haproxy's "stdout format raw" is not haproxy.cfg that vipstack
@@ -220,7 +205,7 @@ func TestConnLogMatchesHaproxy(t *testing.T) {
 			addr string
 			buf  *syncbuf.Buffer
 			into *[]string
-		}{{"127.0.0.1:" + hports[feIndex[sc.fe]], &hout, &want}, {vaddr(sc.fe), &vout, &got}} {
+		}{{"127.0.0.1:" + hports[feIndex[sc.fe]], hout, &want}, {vaddr(sc.fe), &vout, &got}} {
 			before := len(lines(side.buf))
 			c, err := net.DialTimeout("tcp", side.addr, bound)
 			if err != nil {

@@ -8,9 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -20,6 +18,7 @@ import (
 
 	"github.com/vipstack/vipstack/internal/haproxycfg"
 	"github.com/vipstack/vipstack/internal/lbconfig"
+	"github.com/vipstack/vipstack/internal/peers"
 )
 
 // statsConfig is seed 000's haproxy.cfg on loopback ports, with shorter
@@ -114,8 +113,7 @@ func statsFetch(t *testing.T, addr, opts string) (string, bool) {
 // the same cells are empty or not where vipstack fills them. The fields
 // haproxy gives and vipstack does not are logged.
 func TestStatsLayoutMatchesHaproxy(t *testing.T) {
-	bin, err := exec.LookPath("haproxy")
-	if err != nil {
+	if _, err := exec.LookPath("haproxy"); err != nil {
 		t.Skip("haproxy not installed")
 	}
 	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok\n") })
@@ -131,20 +129,7 @@ func TestStatsLayoutMatchesHaproxy(t *testing.T) {
 
 	// haproxy.
 	hfe, hstats := freePort(t), freePort(t)
-	path := filepath.Join(dir, "haproxy.cfg")
-	if err := os.WriteFile(path, []byte(conf(hfe, freePort(t), hstats)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var out strings.Builder
-	cmd := exec.Command(bin, "-db", "-f", path)
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
+	out := peers.HAProxy(t, conf(hfe, freePort(t), hstats))
 
 	// vipstack, from the same text: its listeners on ports of its own.
 	cfg, err := haproxycfg.Parse("haproxy.cfg", []byte(conf("1", "2", "3")))

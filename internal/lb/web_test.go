@@ -11,9 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -26,6 +24,7 @@ import (
 
 	"github.com/vipstack/vipstack/internal/haproxycfg"
 	"github.com/vipstack/vipstack/internal/lbconfig"
+	"github.com/vipstack/vipstack/internal/peers"
 )
 
 // webConfig adds the seed's monitor and stats sections to a TCP config.
@@ -896,8 +895,7 @@ backend masters
 // is vipstack's own), and close or keep the connection as the case says.
 // So the table is checked against haproxy itself wherever it runs.
 func TestWebAnswersMatchHaproxy(t *testing.T) {
-	bin, err := exec.LookPath("haproxy")
-	if err != nil {
+	if _, err := exec.LookPath("haproxy"); err != nil {
 		t.Skip("haproxy not installed")
 	}
 	m1 := startBackend(t, "m1")
@@ -905,20 +903,7 @@ func TestWebAnswersMatchHaproxy(t *testing.T) {
 		return strings.NewReplacer("{{FE}}", fe, "{{MON}}", mon, "{{STATS}}", stats, "{{M1}}", m1.addr.String()).Replace(webCompareConfig)
 	}
 	hmon, hstats := freePort(t), freePort(t)
-	path := filepath.Join(t.TempDir(), "haproxy.cfg")
-	if err := os.WriteFile(path, []byte(conf(freePort(t), hmon, hstats)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var out strings.Builder
-	cmd := exec.Command(bin, "-db", "-f", path)
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
+	out := peers.HAProxy(t, conf(freePort(t), hmon, hstats))
 
 	cfg, err := haproxycfg.Parse("haproxy.cfg", []byte(conf("1", "2", "3")))
 	if err != nil {

@@ -22,6 +22,7 @@ import (
 	"github.com/vipstack/vipstack/internal/haproxycfg"
 	"github.com/vipstack/vipstack/internal/lb"
 	"github.com/vipstack/vipstack/internal/lbconfig"
+	"github.com/vipstack/vipstack/internal/peers"
 )
 
 // peerConfig is seed 000's frontend and backend on loopback, with a stats
@@ -83,8 +84,7 @@ func stateFields(out string) []string {
 // weight 0 sends both balancers' clients to the others, and shutdown
 // sessions server closes a client's connection on both, counted alike.
 func TestRuntimeAPIMatchesHaproxy(t *testing.T) {
-	bin, err := exec.LookPath("haproxy")
-	if err != nil {
+	if _, err := exec.LookPath("haproxy"); err != nil {
 		t.Skip("haproxy not installed")
 	}
 	named := func(name string) *httptest.Server {
@@ -108,20 +108,7 @@ func TestRuntimeAPIMatchesHaproxy(t *testing.T) {
 
 	// haproxy.
 	hsock, hfe := filepath.Join(dir, "haproxy.sock"), freePort(t)
-	path := filepath.Join(dir, "haproxy.cfg")
-	if err := os.WriteFile(path, []byte(conf(hsock, hfe)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var out strings.Builder
-	cmd := exec.Command(bin, "-db", "-f", path)
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
+	out := peers.HAProxy(t, conf(hsock, hfe))
 
 	// vipstack: the same text through the same reader, the LB and its
 	// sockets as `vipstack lb` runs them.

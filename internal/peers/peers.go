@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"testing"
 	"text/template"
 	"time"
 
@@ -332,4 +333,27 @@ func moduleRoot() (string, error) {
 		return "", errors.New("not inside the vipstack module")
 	}
 	return filepath.Dir(mod), nil
+}
+
+// HAProxy runs haproxy in the foreground (`haproxy -db`) with the
+// configuration text conf, in the test's network namespace (loopback
+// addresses in conf), until the test ends. Its standard output and error
+// go to the returned buffer (a `log stdout` target writes there too).
+func HAProxy(t testing.TB, conf string) *syncbuf.Buffer {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "haproxy.cfg")
+	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := new(syncbuf.Buffer)
+	cmd := exec.Command("haproxy", "-db", "-f", path)
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	return out
 }
