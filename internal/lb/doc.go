@@ -141,5 +141,14 @@
 // closes after the answer. The stats page takes GET, HEAD and POST (other
 // methods get 503); a POST, its admin actions not being supported, gets
 // haproxy's `303 See Other` to `<uri>;st=DENY` (haproxy's answer without
-// `stats admin`); a refused login closes the connection. Each listener serves at most 256 connections at once.
+// `stats admin`); a refused login closes the connection. Each listener
+// serves at most 256 clients at once (haproxy's cap is its maxconn, 9986
+// here); at the cap a new client takes the place of a waiting one (no
+// request yet, a partial one, or idle between requests), the oldest of the
+// address holding the most connections, which is closed without an
+// answer. So a few hundred silent or slow connections cannot keep the
+// check script's poll waiting for `timeout http-request` (1m in the seeds)
+// and cost the node its VIP (httpserve_admit.go; haproxy, measured, serves
+// a new client beside 2000 silent ones, and at its maxconn makes it wait
+// for a silent one's 408).
 package lb

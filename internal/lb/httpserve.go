@@ -471,7 +471,7 @@ func readHead(br *bufio.Reader) ([]byte, error) {
 // sent 0.5 s or 2 s after an answer gets 408 3 s later, with
 // http-request 3s and http-keep-alive 5s; a connection that sends nothing
 // gets 408 at 3 s).
-func (h *httpListener) serveConn(c net.Conn) {
+func (h *httpListener) serveConn(c *webConn) {
 	defer c.Close()
 	br := bufio.NewReaderSize(c, maxWebHeader)
 	first := true
@@ -496,6 +496,9 @@ func (h *httpListener) serveConn(c net.Conn) {
 			return // the client went away
 		}
 		first = false
+		if !c.answering() {
+			return // evicted for a newer client
+		}
 		req, err := parseRequest(head)
 		var re *requestError
 		if errors.As(err, &re) {
@@ -513,6 +516,7 @@ func (h *httpListener) serveConn(c net.Conn) {
 		if _, err := c.Write(resp.encode(req, closing)); err != nil {
 			return
 		}
+		c.waiting()
 		if closing {
 			lingerClose(c)
 			return
@@ -520,9 +524,10 @@ func (h *httpListener) serveConn(c net.Conn) {
 	}
 }
 
-func (h *httpListener) writeRaw(c net.Conn, answer string) {
+func (h *httpListener) writeRaw(c *webConn, answer string) {
 	c.SetWriteDeadline(time.Now().Add(webWriteTimeout))
 	if _, err := io.WriteString(c, answer); err == nil {
+		c.waiting()
 		lingerClose(c)
 	}
 }
@@ -590,14 +595,18 @@ func (resp *response) encode(req *request, closing bool) []byte {
 	return b.Bytes()
 }
 
-// serve accepts clients until the listener closes.
+// serve accepts clients until the listener closes. It always accepts:
+// when maxWebConns clients are being served, the new one takes the place
+// of a client that is waiting for a request (admit), so that clients
+// which connect and say nothing, or send their head a byte at a time,
+// cannot keep the check script's poll in the accept queue until `timeout
+// http-request` ends one of them.
 func (h *httpListener) serve() {
 	var delay time.Duration
+	var seq uint64
 	for {
-		h.slots <- struct{}{}
 		c, err := h.ln.Accept()
 		if err != nil {
-			<-h.slots
 			if h.stopped() {
 				return
 			}
@@ -612,15 +621,15 @@ func (h *httpListener) serve() {
 			return
 		}
 		delay = 0
-		if !h.track(c, true) {
+		seq++
+		wc := newWebConn(c, seq)
+		if !h.admit(wc) {
 			c.Close()
-			<-h.slots
 			return
 		}
 		go func() {
-			defer func() { <-h.slots }()
-			defer h.track(c, false)
-			h.serveConn(c)
+			defer h.release(wc)
+			h.serveConn(wc)
 		}()
 	}
 }
