@@ -491,6 +491,29 @@ func (l *LB) failConnects(s *server) {
 	}
 }
 
+// sessions describes every connection the loops relay or connect, with
+// the addresses of its sockets (the runtime API's show sess).
+func (l *LB) sessions() []Session {
+	var ss []Session
+	for _, lp := range l.loops {
+		lp.mu.Lock()
+		now := l.clk.Now()
+		for _, cn := range lp.conns {
+			if cn == nil || cn.state == stClosed {
+				continue
+			}
+			s := sessionOf(cn, now)
+			s.Listener = localAddr(cn.relay.c.fd)
+			if cn.relay.s.fd >= 0 {
+				s.Local = localAddr(cn.relay.s.fd)
+			}
+			ss = append(ss, s)
+		}
+		lp.unlock()
+	}
+	return ss
+}
+
 // handle applies one event.
 func (lp *loop) handle(ev *unix.EpollEvent) {
 	slot, which := ev.Fd>>1, ev.Fd&1

@@ -36,6 +36,7 @@ func (lp *loop) post(*conn)           {}
 func (lp *loop) unlock()              { lp.mu.Unlock() }
 func (lp *loop) closeLocked(*conn)    {}
 func (l *LB) failConnects(*server)    {}
+func (l *LB) sessions() []Session     { return nil }
 func (l *LB) closeServer(*server) int { return 0 }
 func closeFD(int)                     {}
 func discardInput(int) uint64         { return 0 }

@@ -23,6 +23,7 @@ type Balancer interface {
 	SetServerAdmin(backend, server string, st lb.AdminState) error
 	SetServerWeight(backend, server string, weight int) error
 	ShutdownServerSessions(backend, server string) (int, error)
+	Sessions() []lb.Session
 }
 
 // Level is what a connection may do: haproxy's CLI access levels.
@@ -30,7 +31,7 @@ type Level int
 
 const (
 	LevelUser     Level = iota + 1 // read-only commands
-	LevelOperator                  // haproxy's operator: no more than user among the commands served here
+	LevelOperator                  // haproxy's operator: show sess, and what user may do
 	LevelAdmin                     // every command, servers' state included
 )
 
@@ -275,6 +276,7 @@ func init() {
 		{[]string{"show", "cli", "level"}, "", "display the level of the current CLI session", LevelUser, (*Server).showLevel},
 		{[]string{"show", "info"}, "[json|typed]", "report information about the running process", LevelUser, (*Server).showInfo},
 		{[]string{"show", "servers", "state"}, "[<backend>]", "dump volatile server information (all or for a single backend)", LevelUser, (*Server).showServersState},
+		{[]string{"show", "sess"}, "[<id>|all]", "list the connections being relayed, or show one in detail", LevelOperator, (*Server).showSess},
 		{[]string{"show", "stat"}, "[json|typed|no-maint|up]* [<iid> <type> <sid>]", "report counters for each proxy and server", LevelUser, (*Server).showStat},
 		{[]string{"show", "version"}, "", "show version of the current process", LevelUser, (*Server).showVersion},
 		{[]string{"shutdown", "sessions", "server"}, "<bk>/<srv>", "close every connection of a server", LevelAdmin, (*Server).shutdownSessions},

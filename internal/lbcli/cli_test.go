@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -52,6 +53,20 @@ func (f *fakeLB) Snapshot() lb.Snapshot {
 		}}},
 	}
 }
+
+// fakeSessions are the fake's connections: one relayed to m1 with its
+// accept time known, one connecting to m0 over IPv6 without it.
+var fakeSessions = []lb.Session{
+	{ID: 0xc000123400, Frontend: "main", Backend: "masters", Server: "m1", Connected: true,
+		Client: netip.MustParseAddrPort("198.18.0.50:40000"), Listener: netip.MustParseAddrPort("198.18.0.5:6443"),
+		ServerAddr: netip.MustParseAddrPort("[fd00::12]:6443"), Local: netip.MustParseAddrPort("[fd00::1]:50000"),
+		Accepted: time.Date(2026, 11, 23, 19, 38, 23, 927691000, time.Local), Age: 3725 * time.Second},
+	{ID: 0xc000123500, Frontend: "main", Backend: "masters", Server: "m0",
+		Client: netip.MustParseAddrPort("[fd00::50]:40001"), Listener: netip.MustParseAddrPort("[fd00::5]:6443"),
+		ServerAddr: netip.MustParseAddrPort("198.18.0.11:6443")},
+}
+
+func (f *fakeLB) Sessions() []lb.Session { return fakeSessions }
 
 func (f *fakeLB) find(backend, server string) error {
 	if backend != "masters" {

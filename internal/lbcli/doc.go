@@ -20,6 +20,7 @@
 //	show info [json|typed], show version, show backend
 //	show stat [json|typed] [up] [no-maint] [<iid> <type> <sid>]
 //	show servers state [<backend>]
+//	show sess [<id>|all]                                   (operator)
 //	get weight <backend>/<server>
 //	set server <backend>/<server> state ready|drain|maint   (admin)
 //	set server <backend>/<server> weight <w>[%]             (admin)
@@ -64,10 +65,51 @@
 // Release_date, Build info and Tainted are left out: they have no true
 // value here.
 //
+// show sess lists the connections the balancer relays (or is connecting
+// to a server), a line each, as haproxy 2.6 does with the fields vipstack
+// has a true value for, in haproxy's order and spelling (measured):
+//
+//	<id>: proto=tcpv4 src=198.18.0.50:40000 fe=main be=masters srv=m1 age=1h2m
+//
+// Its fields:
+//
+//   - id names the connection while it lasts: the address of its state
+//     in memory, as haproxy's is the address of its stream; `show sess
+//     <id>` takes it in hex with 0x or in decimal (the argument is read
+//     as C's strtoul, as haproxy reads it);
+//   - proto: tcpv4 or tcpv6, the client's family;
+//   - src: the client's address and port;
+//   - fe, be, srv: the frontend, its backend (<NONE> without one), and
+//     the server connected or being connected to (<none> before one is
+//     picked);
+//   - age: since the accept, in haproxy's two-unit form (2s, 1m5s,
+//     23h59m, 1d5s), on the balancer's clock; written only for the
+//     frontends that keep a connection log (`log` with `option tcplog` or
+//     a log-format): the others do not note the accept time, and the
+//     field is then left out rather than made up.
+//
+// haproxy's ts, epoch, calls, rate, cpu, lat, rq[], rp[], scf[], scb[],
+// exp, rc and c_exp describe its scheduler, buffers and stream flags, and
+// have no counterpart in vipstack's relay: left out. haproxy lists its
+// own CLI connection too (proto=unix_stream fe=GLOBAL); vipstack lists
+// neither that nor the monitor's and stats page's clients, nor clients
+// waiting in a frontend's queue. `show sess all` (or -1), and `show sess
+// <id>` for one, write each connection in detail, haproxy's block cut to
+// the lines vipstack fills: the header (the accept date when known,
+// proto, source), `frontend=<name> (id=<iid> mode=tcp) addr=<the address
+// the client connected to>` (haproxy's `listener=? (id=N)` left out),
+// `backend=<name> (id=<iid> mode=tcp) addr=<the balancer's address toward
+// the server>`, `server=<name> (id=<sid>) addr=<its address>`, then a
+// line of vipstack's own, `state=EST` (relaying) or `CON` (connecting)
+// and the age. An id that names no connection gets haproxy's "Session
+// not found."; an argument that reads as 0 ("xyz") gets the list, as in
+// haproxy. Like haproxy, show sess needs level operator (user gets
+// "Permission denied").
+//
 // Their answers are haproxy 2.6's, measured against it: the same lines,
 // column sets and error texts ("No such server.", "Permission denied").
-// Every other haproxy command (show schema json, show sess among them)
-// gets "Unknown command" and the list of these. The socket's `level` (user, operator, admin; haproxy's default
+// Every other haproxy command (show schema json among them) gets
+// "Unknown command" and the list of these. The socket's `level` (user, operator, admin; haproxy's default
 // is user) bounds what a connection may do, and `operator` and `user`
 // lower it for the rest of the connection, as in haproxy.
 package lbcli

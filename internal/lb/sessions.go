@@ -1,0 +1,71 @@
+package lb
+
+import (
+	"cmp"
+	"net/netip"
+	"slices"
+	"time"
+	"unsafe"
+)
+
+// Session is a client connection being relayed, as the runtime API's
+// `show sess` lists it: what the balancer knows of it, nothing made up.
+type Session struct {
+	// ID names the connection while it lasts: the address of its state
+	// in memory, as haproxy names its sessions by the address of theirs.
+	// Once the connection ends the ID may name a later one.
+	ID uintptr
+	// Frontend is the section that accepted the client.
+	Frontend string
+	// Backend is the frontend's backend, "" when it has none.
+	Backend string
+	// Server is the server connected to, or being connected to; "" when
+	// none is picked yet.
+	Server string
+	// Connected: the server's connect has completed and bytes are
+	// relayed both ways; false while the connect is in progress.
+	Connected bool
+	// Client is the client's address and port.
+	Client netip.AddrPort
+	// Listener is the address the client connected to.
+	Listener netip.AddrPort
+	// ServerAddr is Server's address; Local the address and port of the
+	// balancer's socket to it (zero before the socket exists).
+	ServerAddr, Local netip.AddrPort
+	// Accepted is when the client was accepted, Age how long ago (on the
+	// balancer's clock). Both are zero when unknown: the balancer notes
+	// the accept time only of the frontends that keep a connection log.
+	Accepted time.Time
+	Age      time.Duration
+}
+
+// Sessions lists the connections being relayed, in accept order where it
+// is known (then by ID). Clients waiting in a frontend's queue are not
+// listed (they have no server yet), nor the monitor's and the stats
+// page's clients.
+func (l *LB) Sessions() []Session {
+	ss := l.sessions()
+	slices.SortFunc(ss, func(a, b Session) int {
+		if c := a.Accepted.Compare(b.Accepted); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.ID, b.ID)
+	})
+	return ss
+}
+
+// sessionOf describes cn; its loop's lock is held. now is the balancer's
+// clock.
+func sessionOf(cn *conn, now time.Time) Session {
+	s := Session{ID: uintptr(unsafe.Pointer(cn)), Frontend: cn.fe.name, Client: cn.peer, Connected: cn.state == stRelaying}
+	if cn.cfg != nil && cn.cfg.pool != nil {
+		s.Backend = cn.cfg.pool.name
+	}
+	if cn.srv != nil {
+		s.Server, s.ServerAddr = cn.srv.name, cn.srv.addr
+	}
+	if !cn.acceptAt.IsZero() {
+		s.Accepted, s.Age = cn.acceptAt, now.Sub(cn.acceptAt)
+	}
+	return s
+}

@@ -1,0 +1,73 @@
+package lbcli
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestShowSess: show sess's forms, arguments and level on the fake's two
+// sessions, (a snapshot built by hand numbers main 1 and masters 2), the answers shaped as haproxy 2.6.12's (measured; see
+// sess.go): the list, the detailed blocks for all or one, the argument
+// read as strtoul, and "Session not found.".
+func TestShowSess(t *testing.T) {
+	path, _ := serve(t, LevelOperator)
+	stamp := fakeSessions[0].Accepted.Format("02/Jan/2006:15:04:05.000000")
+	list := "0xc000123400: proto=tcpv4 src=198.18.0.50:40000 fe=main be=masters srv=m1 age=1h2m\n" +
+		"0xc000123500: proto=tcpv6 src=[fd00::50]:40001 fe=main be=masters srv=m0\n"
+	first := "0xc000123400: [" + stamp + "] proto=tcpv4 source=198.18.0.50:40000\n" +
+		"  frontend=main (id=1 mode=tcp) addr=198.18.0.5:6443\n" +
+		"  backend=masters (id=2 mode=tcp) addr=[fd00::1]:50000\n" +
+		"  server=m1 (id=2) addr=[fd00::12]:6443\n" +
+		"  state=EST age=1h2m\n"
+	second := "0xc000123500: proto=tcpv6 source=[fd00::50]:40001\n" +
+		"  frontend=main (id=1 mode=tcp) addr=[fd00::5]:6443\n" +
+		"  backend=masters (id=2 mode=tcp)\n" +
+		"  server=m0 (id=1) addr=198.18.0.11:6443\n" +
+		"  state=CON\n"
+	for _, tt := range []struct{ name, in, want string }{
+		{name: "list", in: "show sess\n", want: list + "\n"},
+		{name: "argument read as 0", in: "show sess xyz\n", want: list + "\n"},
+		{name: "zero", in: "show sess 0\n", want: list + "\n"},
+		{name: "all", in: "show sess all\n", want: first + second + "\n"},
+		{name: "all, more words", in: "show sess all x\n", want: first + second + "\n"},
+		{name: "minus one is all", in: "show sess -1\n", want: first + second + "\n"},
+		{name: "one by hex id", in: "show sess 0xc000123500\n", want: second + "\n"},
+		{name: "one by decimal id", in: "show sess 824634913792\n", want: first + "\n"},
+		{name: "hex without 0x reads as decimal", in: "show sess 123400\n", want: "Session not found.\n\n"},
+		{name: "hex letters first read as 0", in: "show sess c000123400\n", want: list + "\n"},
+		{name: "no such session", in: "show sess 0x1234\n", want: "Session not found.\n\n"},
+		{name: "then all is ignored", in: "show sess 0x1234 all\n", want: "Session not found.\n\n"},
+		{name: "user may not", in: "user; show sess\n", want: "\nPermission denied\n\n"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, ask(t, path, tt.in)); diff != "" {
+				t.Errorf("%q (-want +got):\n%s", tt.in, diff)
+			}
+		})
+	}
+}
+
+func TestStrtoul(t *testing.T) {
+	for in, want := range map[string]uint64{
+		"": 0, "xyz": 0, "12": 12, "12ab": 12, "0x1f": 31, "0X1F": 31, "0x": 0, "0xg": 0, "017": 15, "09": 0,
+		" +7": 7, "-1": math.MaxUint64, "-2": math.MaxUint64 - 1, "99999999999999999999999": math.MaxUint64,
+	} {
+		if got := strtoul(in); got != want {
+			t.Errorf("strtoul(%q) = %d, want %d", in, got, want)
+		}
+	}
+}
+
+func TestHumanTime(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		0: "0s", 999 * time.Millisecond: "0s", 2 * time.Second: "2s", 60 * time.Second: "1m", 61 * time.Second: "1m1s",
+		3725 * time.Second: "1h2m", 86399 * time.Second: "23h59m", 86405 * time.Second: "1d5s", 90061 * time.Second: "1d1h",
+	} {
+		if got := humanTime(d); got != want {
+			t.Errorf("humanTime(%v) = %q, want %q", d, got, want)
+		}
+	}
+}
