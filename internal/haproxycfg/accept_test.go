@@ -275,16 +275,42 @@ func TestParseAccepts(t *testing.T) {
 			},
 		},
 		{
-			name: "log is noted",
+			name: "log global with nothing in global",
 			conf: func(t *testing.T) string {
-				return "global\n  stats socket /run/h.sock mode 600 level admin\n" +
-					edit(t, "  mode tcp\n", "  mode tcp\n  log /dev/log local0 info\n  log global\n")
+				return edit(t, "  mode tcp\n", "  mode tcp\n  log /dev/log local0 info\n  log global\n")
 			},
-			get:  func(c *lbconfig.Config) any { return len(c.Frontends) },
-			want: 1,
-			wantWarnings: []string{
-				"h.cfg:5: log /dev/log: vipstack logs to stderr; the log target is not used (frontends with log-format or option tcplog write their connection lines there)",
-				"h.cfg:6: log global: vipstack logs to stderr; haproxy's log targets are not used",
+			get:          func(c *lbconfig.Config) any { return c.Frontends[0].LogTargets },
+			want:         []lbconfig.LogTarget{{Network: "unixgram", Address: "/dev/log", Facility: 16, Level: 6}},
+			wantWarnings: []string{"h.cfg:4: log global: global has no log line (above this one): nothing is sent"},
+		},
+		{
+			// Measured with haproxy 2.6.12: a proxy's own log lines add
+			// to those of defaults; `no log` drops the inherited ones;
+			// `log global` adds global's.
+			name: "log targets by section",
+			conf: func(t *testing.T) string {
+				return "global\n  log 127.0.0.1 local1 notice\n  log-tag hx\n" +
+					edit(t, "  mode tcp\n", "  mode tcp\n  log unix@/run/d.sock format raw local0 info warning\n")
+			},
+			get: func(c *lbconfig.Config) any {
+				return []any{c.LogTag, c.Frontends[0].LogTargets, c.Backends[0].LogTargets}
+			},
+			want: []any{"hx",
+				[]lbconfig.LogTarget{{Network: "unixgram", Address: "/run/d.sock", Raw: true, Facility: 16, Level: 6, MinLevel: 4}},
+				[]lbconfig.LogTarget{{Network: "unixgram", Address: "/run/d.sock", Raw: true, Facility: 16, Level: 6, MinLevel: 4}},
+			},
+		},
+		{
+			name: "frontend and backend log lines",
+			conf: func(t *testing.T) string {
+				c := "global\n  log [::1]:1514 local1\n" + edit(t, "  mode tcp\n", "  mode tcp\n  log /run/d.sock local0\n")
+				c = strings.Replace(c, fe, fe+"  no log\n  log global\n  log udp@127.0.0.1 local2 info\n", 1)
+				return strings.Replace(c, srv, srv+"  log stderr local3\n", 1)
+			},
+			get: func(c *lbconfig.Config) any { return []any{c.Frontends[0].LogTargets, c.Backends[0].LogTargets} },
+			want: []any{
+				[]lbconfig.LogTarget{{Network: "udp", Address: "[::1]:1514", Facility: 17, Level: 7}, {Network: "udp", Address: "127.0.0.1:514", Facility: 18, Level: 6}},
+				[]lbconfig.LogTarget{{Network: "unixgram", Address: "/run/d.sock", Facility: 16, Level: 7}, {Network: "stderr", Facility: 19, Level: 7}},
 			},
 		},
 		{

@@ -15,29 +15,42 @@
 //
 // # Supported subset
 //
-//   - global: maxconn; stats socket ADDRESS (a file path, unix@PATH,
+//   - global: maxconn; log TARGET ... (below); log-tag TAG; stats socket ADDRESS (a file path, unix@PATH,
 //     ipv4@IP:PORT, ipv6@[IP]:PORT or IP:PORT) [mode OCTAL] [level
 //     user|operator|admin] [user|uid ...] [group|gid ...] [expose-fd
 //     listeners], where `vipstack lb` serves the runtime API
 //     (internal/lbcli). global may appear anywhere.
 //   - defaults (one section, before any proxy, optionally named): maxconn,
-//     mode tcp, log (accepted, with a warning: vipstack logs to stderr),
+//     mode tcp, log TARGET ..., log global, no log,
 //     log-format "FORMAT", option tcplog, option dontlognull, option
 //     redispatch, retries, timeout client | connect | server | tunnel |
 //     queue | http-request | http-keep-alive.
 //   - frontend NAME: bind ADDRESS:PORT[,...] [v4v6], default_backend,
-//     log-format "FORMAT", option tcplog, mode tcp.
+//     log ..., log global, no log, log-format "FORMAT", option tcplog,
+//     mode tcp.
 //
-// A frontend writes a connection log (lbconfig.ConnLog) when defaults has
-// a `log TARGET` line and the frontend or defaults a format: log-format,
-// with the variables of lbconfig.LogVariables (OpenShift's current
-// template uses only those), or option tcplog. The lines go to vipstack's
-// standard error, one per connection when it ends, as haproxy formats
-// them; option dontlognull leaves out clients that sent nothing. Without
-// a format haproxy writes a short "Connect from" line at accept; vipstack
-// writes none. Sample expressions (%[...]), HTTP variables and the flags
-// other than +Q/-Q are errors that name them.
-//   - backend NAME: balance roundrobin | leastconn | source, option httpchk
+// `log TARGET [format raw|rfc3164] FACILITY [LEVEL [MINLEVEL]]`
+// (lbconfig.ParseLogTarget) names where syslog messages go: an absolute
+// path to a Unix datagram socket (or unix@PATH), IP[:PORT] or
+// [IPv6][:PORT] over UDP (port 514 by default; udp@, udp4@, udp6@, ipv4@,
+// ipv6@ prefixes), stdout or stderr. Host names, relative paths, port 0,
+// IPv6 without brackets, other families (tcp@, fd@, ring@) and the len
+// and sample options are errors that say what is accepted (haproxy
+// accepts some of them). As in haproxy 2.6 (measured), defaults' lines
+// apply to every frontend and backend, a section's own lines add to them,
+// `no log` drops the inherited ones and `log global` adds global's.
+// log-tag sets the syslog tag (default "haproxy", see internal/lb).
+// Listen sections take no log line: vipstack sends nothing for them.
+//
+// A frontend with targets sends a connection log: with a format
+// (lbconfig.ConnLog: log-format, with the variables of
+// lbconfig.LogVariables, or option tcplog) one line per connection when it
+// ends, as haproxy formats them, option dontlognull leaving out clients
+// that sent nothing; without a format haproxy's "Connect from" line at
+// accept. Sample expressions (%[...]), HTTP variables and the flags other
+// than +Q/-Q are errors that name them.
+//   - backend NAME: balance roundrobin | leastconn | source, log ..., log
+//     global, no log, option httpchk
 //     [[METHOD] URI [VERSION]], option log-health-checks, option
 //     redispatch, mode tcp, server NAME ADDRESS:PORT [weight N] [verify
 //     none|required] [check] [check-ssl] [inter T] [fall N] [rise N].
@@ -57,7 +70,7 @@
 //
 // Every keyword outside the subset is an error, never ignored:
 //
-//	haproxy.cfg:12: keyword "acl" in frontend main is not supported by vipstack (supported: bind, default_backend, log-format, mode, option tcplog)
+//	haproxy.cfg:12: keyword "acl" in frontend main is not supported by vipstack (supported: bind, default_backend, log, log-format, mode, no log, option tcplog)
 //
 // A setting given twice in a section is an error (haproxy keeps the
 // last). weight 0 and retries 0 are rejected, because the model reads 0 as

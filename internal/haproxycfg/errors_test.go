@@ -82,7 +82,7 @@ func TestParseErrors(t *testing.T) {
 		{
 			name:    "unsupported keyword",
 			conf:    func(t *testing.T) string { return edit(t, fe, fe+"  acl local src 127.0.0.1\n") },
-			want:    `h.cfg:8: keyword "acl" in frontend main is not supported by vipstack (supported: bind, default_backend, log-format, mode, option tcplog)`,
+			want:    `h.cfg:8: keyword "acl" in frontend main is not supported by vipstack (supported: bind, default_backend, log, log-format, mode, no log, option tcplog)`,
 			haproxy: haproxyAccepts,
 		},
 		{
@@ -279,7 +279,7 @@ func TestParseErrors(t *testing.T) {
 		{
 			name:    "unsupported global keyword",
 			conf:    func(t *testing.T) string { return "global\n  daemon\n" + base },
-			want:    `h.cfg:2: keyword "daemon" in global is not supported by vipstack (supported: maxconn, stats socket)`,
+			want:    `h.cfg:2: keyword "daemon" in global is not supported by vipstack (supported: log, log-tag, maxconn, stats socket)`,
 			haproxy: haproxyAccepts,
 		},
 
@@ -293,13 +293,13 @@ func TestParseErrors(t *testing.T) {
 		{
 			name:    "unsupported option",
 			conf:    func(t *testing.T) string { return edit(t, "  mode tcp\n", "  mode tcp\n  option httplog\n") },
-			want:    `h.cfg:3: keyword "option httplog" in defaults is not supported by vipstack (supported: log, log-format, maxconn, mode, option dontlognull, option redispatch, option tcplog, retries, timeout)`,
+			want:    `h.cfg:3: keyword "option httplog" in defaults is not supported by vipstack (supported: log, log-format, maxconn, mode, no log, option dontlognull, option redispatch, option tcplog, retries, timeout)`,
 			haproxy: haproxyAccepts,
 		},
 		{
 			name:    "no option",
 			conf:    func(t *testing.T) string { return edit(t, "  mode tcp\n", "  mode tcp\n  no option redispatch\n") },
-			want:    `h.cfg:3: keyword "no option redispatch" in defaults is not supported by vipstack (supported: log, log-format, maxconn, mode, option dontlognull, option redispatch, option tcplog, retries, timeout)`,
+			want:    `h.cfg:3: keyword "no option redispatch" in defaults is not supported by vipstack (supported: log, log-format, maxconn, mode, no log, option dontlognull, option redispatch, option tcplog, retries, timeout)`,
 			haproxy: haproxyAccepts,
 		},
 		{
@@ -311,7 +311,7 @@ func TestParseErrors(t *testing.T) {
 		{
 			name:    "timeout outside defaults",
 			conf:    func(t *testing.T) string { return edit(t, fe, fe+"  timeout client 5s\n") },
-			want:    `h.cfg:8: keyword "timeout client" in frontend main is not supported by vipstack (supported: bind, default_backend, log-format, mode, option tcplog)`,
+			want:    `h.cfg:8: keyword "timeout client" in frontend main is not supported by vipstack (supported: bind, default_backend, log, log-format, mode, no log, option tcplog)`,
 			haproxy: haproxyAccepts,
 		},
 		{
@@ -402,18 +402,91 @@ func TestParseErrors(t *testing.T) {
 		{
 			name:    "unknown log facility",
 			conf:    func(t *testing.T) string { return edit(t, "  mode tcp\n", "  mode tcp\n  log /dev/log bogus\n") },
-			want:    `h.cfg:3: unknown log facility "bogus" (accepted: kern, user, mail, daemon, auth, syslog, lpr, news, uucp, cron, auth2, ftp, ntp, audit, alert, cron2, local0, local1, local2, local3, local4, local5, local6, local7)`,
+			want:    `h.cfg:3: log /dev/log: unknown facility "bogus" (accepted: kern, user, mail, daemon, auth, syslog, lpr, news, uucp, cron, auth2, ftp, ntp, audit, alert, cron2, local0, local1, local2, local3, local4, local5, local6, local7)`,
 			haproxy: haproxyRejects,
 		},
 		{
 			name: "log format option",
 			conf: func(t *testing.T) string {
-				return edit(t, "  mode tcp\n", "  mode tcp\n  log stdout format raw local0\n")
+				return edit(t, "  mode tcp\n", "  mode tcp\n  log stdout format short local0\n")
 			},
-			want:    `h.cfg:3: log option "format" is not supported by vipstack (accepted: log TARGET FACILITY [LEVEL [MINLEVEL]])`,
+			want:    `h.cfg:3: log stdout: format "short" is not supported by vipstack (accepted: raw, rfc3164)`,
 			haproxy: haproxyAccepts,
 		},
-
+		{
+			name: "log len option",
+			conf: func(t *testing.T) string {
+				return edit(t, "  mode tcp\n", "  mode tcp\n  log /dev/log len 100 local0\n")
+			},
+			want:    `h.cfg:3: log /dev/log: option "len" is not supported by vipstack (accepted: format raw, format rfc3164)`,
+			haproxy: haproxyAccepts,
+		},
+		{
+			name:    "log relative path",
+			conf:    func(t *testing.T) string { return edit(t, "  mode tcp\n", "  mode tcp\n  log haproxy.sock local0\n") },
+			want:    `h.cfg:3: log target "haproxy.sock" is neither an absolute path nor an IP address (accepted: an absolute path to a Unix datagram socket (or unix@PATH), IP[:PORT] or [IPv6][:PORT] (UDP, port 514 by default; udp@, udp4@, udp6@, ipv4@, ipv6@ prefixes), stdout, stderr; names are not resolved)`,
+			haproxy: haproxyRejects,
+		},
+		{
+			name:    "log host name",
+			conf:    func(t *testing.T) string { return edit(t, "  mode tcp\n", "  mode tcp\n  log localhost:1514 local0\n") },
+			want:    `h.cfg:3: log target "localhost:1514": "localhost" is not an IP address (accepted: an absolute path to a Unix datagram socket (or unix@PATH), IP[:PORT] or [IPv6][:PORT] (UDP, port 514 by default; udp@, udp4@, udp6@, ipv4@, ipv6@ prefixes), stdout, stderr)`,
+			haproxy: haproxyAccepts,
+		},
+		{
+			name: "log bad port",
+			conf: func(t *testing.T) string {
+				return edit(t, "  mode tcp\n", "  mode tcp\n  log 127.0.0.1:99999 local0\n")
+			},
+			want:    `h.cfg:3: log target "127.0.0.1:99999": port "99999" is out of range (accepted: 1..65535) (accepted: an absolute path to a Unix datagram socket (or unix@PATH), IP[:PORT] or [IPv6][:PORT] (UDP, port 514 by default; udp@, udp4@, udp6@, ipv4@, ipv6@ prefixes), stdout, stderr)`,
+			haproxy: haproxyRejects,
+		},
+		{
+			name:    "log port 0",
+			conf:    func(t *testing.T) string { return edit(t, "  mode tcp\n", "  mode tcp\n  log 127.0.0.1:0 local0\n") },
+			want:    `h.cfg:3: log target "127.0.0.1:0": port "0" is out of range (accepted: 1..65535) (accepted: an absolute path to a Unix datagram socket (or unix@PATH), IP[:PORT] or [IPv6][:PORT] (UDP, port 514 by default; udp@, udp4@, udp6@, ipv4@, ipv6@ prefixes), stdout, stderr)`,
+			haproxy: haproxyAccepts,
+		},
+		{
+			name: "log tcp family",
+			conf: func(t *testing.T) string {
+				return edit(t, "  mode tcp\n", "  mode tcp\n  log tcp@127.0.0.1:1514 local0\n")
+			},
+			want:    `h.cfg:3: log target "tcp@127.0.0.1:1514": the tcp@ family is not supported by vipstack (accepted: an absolute path to a Unix datagram socket (or unix@PATH), IP[:PORT] or [IPv6][:PORT] (UDP, port 514 by default; udp@, udp4@, udp6@, ipv4@, ipv6@ prefixes), stdout, stderr)`,
+			haproxy: haproxyAccepts,
+		},
+		{
+			name:    "log IPv6 without brackets",
+			conf:    func(t *testing.T) string { return edit(t, "  mode tcp\n", "  mode tcp\n  log ::1:1514 local0\n") },
+			want:    `h.cfg:3: log target "::1:1514": IPv6 address "::1:1514" needs brackets, [IPv6]:PORT (accepted: an absolute path to a Unix datagram socket (or unix@PATH), IP[:PORT] or [IPv6][:PORT] (UDP, port 514 by default; udp@, udp4@, udp6@, ipv4@, ipv6@ prefixes), stdout, stderr)`,
+			haproxy: haproxyAccepts,
+		},
+		{
+			name:    "log unknown level",
+			conf:    func(t *testing.T) string { return edit(t, "  mode tcp\n", "  mode tcp\n  log /dev/log local0 loud\n") },
+			want:    `h.cfg:3: log /dev/log: unknown level "loud" (accepted: emerg, alert, crit, err, warning, notice, info, debug)`,
+			haproxy: haproxyRejects,
+		},
+		{
+			name: "log too many values",
+			conf: func(t *testing.T) string {
+				return edit(t, "  mode tcp\n", "  mode tcp\n  log /dev/log local0 info info info\n")
+			},
+			want:    `h.cfg:3: log /dev/log takes FACILITY [LEVEL [MINLEVEL]] after the target, got 4 values: "local0 info info info"`,
+			haproxy: haproxyRejects,
+		},
+		{
+			name:    "log without facility",
+			conf:    func(t *testing.T) string { return edit(t, "  mode tcp\n", "  mode tcp\n  log /dev/log\n") },
+			want:    `h.cfg:3: log /dev/log takes FACILITY [LEVEL [MINLEVEL]] after the target, got 0 values: ""`,
+			haproxy: haproxyRejects,
+		},
+		{
+			name:    "log global in global",
+			conf:    func(t *testing.T) string { return "global\n  log global\n" + base },
+			want:    `h.cfg:2: log global in global refers to itself (accepted in global: log TARGET [format raw|rfc3164] FACILITY [LEVEL [MINLEVEL]])`,
+			haproxy: haproxyRejects,
+		},
 		// frontend and bind.
 		{
 			name:    "frontend without default_backend",
@@ -687,7 +760,7 @@ func TestParseErrors(t *testing.T) {
 		{
 			name: "errors beyond 20 are counted",
 			conf: func(t *testing.T) string { return base + strings.Repeat("  acl x src 1.2.3.4\n", 25) },
-			want: strings.TrimSuffix(strings.Repeat(`h.cfg:N: keyword "acl" in backend masters is not supported by vipstack (supported: balance, mode, option httpchk, option log-health-checks, option redispatch, server)`+"\n", 20), "\n") +
+			want: strings.TrimSuffix(strings.Repeat(`h.cfg:N: keyword "acl" in backend masters is not supported by vipstack (supported: balance, log, mode, no log, option httpchk, option log-health-checks, option redispatch, server)`+"\n", 20), "\n") +
 				"\n... and 5 more errors",
 		},
 	}

@@ -88,11 +88,11 @@ func commas(list string) string { return strings.Join(strings.Fields(list), ", "
 
 // Keywords each section accepts, for error messages.
 const (
-	globalKeywords   = "maxconn, stats socket"
-	defaultsKeywords = "log, log-format, maxconn, mode, option dontlognull, option redispatch, option tcplog, retries, timeout"
-	frontendKeywords = "bind, default_backend, log-format, mode, option tcplog"
+	globalKeywords   = "log, log-tag, maxconn, stats socket"
+	defaultsKeywords = "log, log-format, maxconn, mode, no log, option dontlognull, option redispatch, option tcplog, retries, timeout"
+	frontendKeywords = "bind, default_backend, log, log-format, mode, no log, option tcplog"
 	listenKeywords   = "bind, mode, monitor-uri, option dontlognull, stats auth, stats enable, stats hide-version, stats refresh, stats uri"
-	backendKeywords  = "balance, mode, option httpchk, option log-health-checks, option redispatch, server"
+	backendKeywords  = "balance, log, mode, no log, option httpchk, option log-health-checks, option redispatch, server"
 	serverParams     = "check, check-ssl, fall, inter, rise, verify, weight"
 	timeoutNames     = "client, connect, http-keep-alive, http-request, queue, server, tunnel"
 )
@@ -114,13 +114,15 @@ type parser struct {
 	secLine int            // line of the section keyword
 	seen    map[string]int // keyword -> line, for settings given once per section
 
-	defaultsLine int    // line of the defaults section, 0 if none yet
-	proxySeen    bool   // a frontend, backend or listen section was opened
-	dontLogNull  bool   // from defaults
-	redispatch   bool   // from defaults
-	logTarget    bool   // defaults has a `log TARGET ...` line
-	logFormat    string // defaults' log-format or option tcplog
-	feLogFormat  string // the frontend's own, overriding logFormat
+	defaultsLine int                   // line of the defaults section, 0 if none yet
+	proxySeen    bool                  // a frontend, backend or listen section was opened
+	dontLogNull  bool                  // from defaults
+	redispatch   bool                  // from defaults
+	globalLogs   []lbconfig.LogTarget  // global's `log` lines
+	defLogs      []lbconfig.LogTarget  // defaults' `log` lines, `log global` expanded
+	logs         *[]lbconfig.LogTarget // the current section's: defLogs, the frontend's or the backend's
+	logFormat    string                // defaults' log-format or option tcplog
+	feLogFormat  string                // the frontend's own, overriding logFormat
 
 	front, back map[string]nameUse // haproxy's two proxy name spaces
 
@@ -283,6 +285,7 @@ func (p *parser) section(l line) {
 			p.errorf(l, kw, "a second defaults section is not supported by vipstack (the first is at line %d; merge them)", p.defaultsLine)
 		default:
 			p.kind, p.defaultsLine = secDefaults, l.num
+			p.logs = &p.defLogs
 			p.source("defaults", l)
 		}
 	default: // frontend, backend, listen
@@ -321,8 +324,12 @@ func (p *parser) section(l line) {
 		switch kw {
 		case "frontend":
 			p.kind, p.fe, p.feLogFormat = secFrontend, &lbconfig.Frontend{Name: name}, ""
+			p.fe.LogTargets = slices.Clone(p.defLogs)
+			p.logs = &p.fe.LogTargets
 		case "backend":
 			p.kind, p.be = secBackend, &lbconfig.Backend{Name: name, DontLogNull: p.dontLogNull, RedispatchOnRetry: p.redispatch}
+			p.be.LogTargets = slices.Clone(p.defLogs)
+			p.logs = &p.be.LogTargets
 		default:
 			p.kind, p.ls = secListen, &listen{name: name}
 		}
@@ -335,13 +342,12 @@ func (p *parser) endSection() {
 	case secFrontend:
 		// haproxy writes a connection log where the proxy has a log
 		// target and a format (log-format or option tcplog); without
-		// a format it writes a line at accept, which vipstack does not
-		// (doc.go).
+		// a format it sends "Connect from" at accept (doc.go).
 		format := p.logFormat
 		if p.feLogFormat != "" {
 			format = p.feLogFormat
 		}
-		if p.logTarget && format != "" {
+		if len(p.fe.LogTargets) > 0 && format != "" {
 			p.fe.Log = &lbconfig.ConnLog{Format: format, DontLogNull: p.dontLogNull}
 		}
 		p.cfg.Frontends = append(p.cfg.Frontends, *p.fe)
@@ -350,7 +356,7 @@ func (p *parser) endSection() {
 	case secListen:
 		p.endListen()
 	}
-	p.kind, p.fe, p.be, p.ls = secNone, nil, nil, nil
+	p.kind, p.fe, p.be, p.ls, p.logs = secNone, nil, nil, nil, nil
 }
 
 func (p *parser) endListen() {
@@ -400,6 +406,21 @@ func (p *parser) global(l line) {
 	case "stats socket":
 		if args, ok := p.nargs(l, 2, 1, 64, "ADDRESS [params]"); ok {
 			p.statsSocket(l, args)
+		}
+	case "log":
+		if len(l.words) == 2 && l.words[1] == "global" {
+			p.errorf(l, "log", "log global in global refers to itself (accepted in global: log TARGET [format raw|rfc3164] FACILITY [LEVEL [MINLEVEL]])")
+			return
+		}
+		p.logs = &p.globalLogs
+		p.log(l)
+		p.logs = nil
+	case "log-tag":
+		if !p.once(l, "log-tag") {
+			return
+		}
+		if args, ok := p.nargs(l, 1, 1, 1, "a tag"); ok {
+			p.cfg.LogTag = args[0]
 		}
 	default:
 		p.unsupported(l, globalKeywords)
@@ -509,7 +530,7 @@ func (p *parser) defaults(l line) {
 		}
 	case "mode":
 		p.tcpMode(l)
-	case "log":
+	case "log", "no log":
 		p.log(l)
 	case "log-format", "option tcplog":
 		p.logFormatLine(l, &p.logFormat)
@@ -605,42 +626,33 @@ func (p *parser) timeout(l line) {
 	}
 }
 
-// log accepts `log global` and `log TARGET FACILITY [LEVEL [MINLEVEL]]`;
-// vipstack logs to stderr, so the target is only noted.
+// log reads `log TARGET [format raw|rfc3164] FACILITY [LEVEL [MINLEVEL]]`,
+// `log global` (global's targets) and `no log` (none of those inherited
+// from defaults) into the current section's targets. As in haproxy 2.6
+// (measured), a frontend's or backend's own lines add to those of
+// defaults.
 func (p *parser) log(l line) {
 	args := l.words[1:]
-	if len(args) == 1 && args[0] == "global" {
-		p.warnf(l, "log global: vipstack logs to stderr; haproxy's log targets are not used")
-		return
-	}
-	if len(args) < 2 || len(args) > 4 {
-		p.errorf(l, "log", "log takes global, or TARGET FACILITY [LEVEL [MINLEVEL]], got %d values", len(args))
-		return
-	}
-	if inList("len format sample", args[1]) {
-		p.errorf(l, "log", "log option %q is not supported by vipstack (accepted: log TARGET FACILITY [LEVEL [MINLEVEL]])", args[1])
-		return
-	}
-	if !inList(facilities, args[1]) {
-		p.errorf(l, "log", "unknown log facility %q (accepted: %s)", args[1], commas(facilities))
-		return
-	}
-	for _, lv := range args[2:] {
-		if !inList(levels, lv) {
-			p.errorf(l, "log", "unknown log level %q (accepted: %s)", lv, commas(levels))
-			return
+	if l.words[0] == "no" {
+		if _, ok := p.nargs(l, 2, 0, 0, ""); ok {
+			*p.logs = nil
 		}
+		return
 	}
-	p.logTarget = true
-	p.warnf(l, "log %s: vipstack logs to stderr; the log target is not used (frontends with log-format or option tcplog write their connection lines there)", args[0])
+	if len(args) == 1 && args[0] == "global" {
+		if len(p.globalLogs) == 0 {
+			p.warnf(l, "log global: global has no log line (above this one): nothing is sent")
+		}
+		*p.logs = append(*p.logs, p.globalLogs...)
+		return
+	}
+	t, err := lbconfig.ParseLogTarget(args)
+	if err != nil {
+		p.errorf(l, "log", "%v", err)
+		return
+	}
+	*p.logs = append(*p.logs, t)
 }
-
-// syslog facilities and levels haproxy accepts in `log`.
-const (
-	facilities = "kern user mail daemon auth syslog lpr news uucp cron auth2 ftp ntp audit alert cron2 " +
-		"local0 local1 local2 local3 local4 local5 local6 local7"
-	levels = "emerg alert crit err warning notice info debug"
-)
 
 func (p *parser) frontend(l line) {
 	switch kw := keyword(l.words); kw {
@@ -655,6 +667,8 @@ func (p *parser) frontend(l line) {
 		}
 	case "mode":
 		p.tcpMode(l)
+	case "log", "no log":
+		p.log(l)
 	case "log-format", "option tcplog":
 		p.logFormatLine(l, &p.feLogFormat)
 	default:
@@ -769,6 +783,8 @@ func (p *parser) backend(l line) {
 		}
 	case "mode":
 		p.tcpMode(l)
+	case "log", "no log":
+		p.log(l)
 	case "option httpchk":
 		if !p.once(l, kw) {
 			return

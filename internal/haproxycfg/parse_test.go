@@ -115,10 +115,10 @@ func TestParseSeed000(t *testing.T) {
 		StatsSockets: []lbconfig.StatsSocket{
 			{Network: "unix", Address: "/var/lib/haproxy/run/haproxy.sock", Mode: 0o600, Level: "admin"},
 		},
-		Warnings: []string{
-			"testdata/seed000.cfg:6: log /var/run/haproxy/haproxy-log.sock: vipstack logs to stderr; the log target is not used (frontends with log-format or option tcplog write their connection lines there)",
-		},
 	}
+	// The seed's `log` line in defaults: every proxy sends there.
+	seedLog := []lbconfig.LogTarget{{Network: "unixgram", Address: "/var/run/haproxy/haproxy-log.sock", Facility: 16, Level: lbconfig.LevelDebug}}
+	want.Frontends[0].LogTargets, want.Backends[0].LogTargets = seedLog, seedLog
 	if diff := cmp.Diff(want, got, cmpOpts, cmp.FilterPath(func(p cmp.Path) bool {
 		return p.String() == "Source"
 	}, cmp.Ignore())); diff != "" {

@@ -34,6 +34,9 @@ type Config struct {
 	// StatsSockets are where the runtime API listens (haproxy's `stats
 	// socket` lines): see internal/lbcli.
 	StatsSockets []StatsSocket
+	// LogTag is the tag of the syslog messages (haproxy's `log-tag` in
+	// global); empty means "haproxy" (see internal/lb's doc).
+	LogTag string
 
 	// Source says where each piece was read, for error messages: keys
 	// like "backend masters/server m0" map to "file:line". The key scheme
@@ -42,8 +45,8 @@ type Config struct {
 
 	// Warnings are non-fatal notes from the reader and from Validate, each
 	// starting with "file:line: " when the position is known: settings
-	// vipstack accepts but does not act on (a haproxy `log` target, the
-	// `stats socket`), and doubtful but valid settings.
+	// vipstack accepts but does not act on, and doubtful but valid
+	// settings.
 	Warnings []string
 }
 
@@ -83,8 +86,12 @@ type Frontend struct {
 	Name    string
 	Binds   []Bind
 	Backend string
-	// Log is the connection log; nil writes none.
+	// Log is the connection log's format; nil, with LogTargets, sends
+	// haproxy's "Connect from" line at accept instead.
 	Log *ConnLog
+	// LogTargets receive the frontend's connection lines (haproxy's `log`
+	// lines in defaults and the frontend); none sends none.
+	LogTargets []LogTarget
 }
 
 // Bind is one listening address. An unspecified address with V4V6 listens
@@ -115,6 +122,9 @@ type Backend struct {
 	Servers           []Server
 	DontLogNull       bool
 	RedispatchOnRetry bool // `option redispatch`; vipstack always retries on another server, see docs
+	// LogTargets receive the backend's health check lines (with
+	// LogHealthChecks) and its servers' state changes.
+	LogTargets []LogTarget
 }
 
 // HTTPCheck is `option httpchk METHOD URI VERSION`.

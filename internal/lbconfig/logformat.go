@@ -7,8 +7,8 @@ import (
 
 // ConnLog is a frontend's connection log: haproxy writes one line per
 // connection when its proxy has a `log` target and a format, from
-// `log-format` or `option tcplog`. vipstack writes the lines to its
-// standard error (the log target is not used).
+// `log-format` or `option tcplog`. vipstack sends them to the frontend's
+// LogTargets, as haproxy does.
 type ConnLog struct {
 	// Format is a haproxy log-format string with the variables of
 	// LogVariables; TCPLogFormat is `option tcplog`'s.

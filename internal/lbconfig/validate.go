@@ -325,6 +325,15 @@ func (v *validator) frontend(f *Frontend, backends map[string]bool, binds map[Bi
 			v.fail(v.pos(ItemKey(key, "log-format"), key), key, "log-format", "%v", err)
 		}
 	}
+	v.logTargets(key, f.LogTargets)
+}
+
+func (v *validator) logTargets(key string, ts []LogTarget) {
+	for _, t := range ts {
+		if err := t.check(); err != nil {
+			v.fail(v.pos(ItemKey(key, "log"), key), key, "log", "%v", err)
+		}
+	}
 }
 
 func (v *validator) backendNames() string {
@@ -384,6 +393,7 @@ func bindString(b Bind) string {
 
 func (v *validator) backend(b *Backend) {
 	key := BackendKey(b.Name)
+	v.logTargets(key, b.LogTargets)
 	switch b.Balance {
 	case "":
 		b.Balance = DefaultBalance

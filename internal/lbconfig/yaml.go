@@ -30,6 +30,7 @@ type yamlConfig struct {
 	Monitors      []yamlMonitor  `yaml:"monitors,omitempty"`
 	Stats         []yamlStats    `yaml:"stats,omitempty"`
 	StatsSockets  []yamlSocket   `yaml:"statsSockets,omitempty"`
+	LogTag        string         `yaml:"logTag,omitempty"`
 }
 
 // yamlSocket is a stats socket: address is a file path (a Unix socket) or
@@ -62,6 +63,10 @@ type yamlFrontend struct {
 	Binds   []yamlBind   `yaml:"binds"`
 	Backend string       `yaml:"backend"`
 	Log     *yamlConnLog `yaml:"log,omitempty"`
+	// LogTargets are haproxy `log` lines' values, "/dev/log local0
+	// info". A log format without targets goes to standard error
+	// ("stderr format raw local0"), as before targets existed.
+	LogTargets []string `yaml:"logTargets,omitempty"`
 }
 
 type yamlConnLog struct {
@@ -76,6 +81,7 @@ type yamlBackend struct {
 	LogHealthChecks bool           `yaml:"logHealthChecks,omitempty"`
 	DontLogNull     bool           `yaml:"dontLogNull,omitempty"`
 	Redispatch      bool           `yaml:"redispatch,omitempty"`
+	LogTargets      []string       `yaml:"logTargets,omitempty"`
 	Servers         []yamlServer   `yaml:"servers"`
 }
 
@@ -418,18 +424,35 @@ func (y *yamlConfig) config(src map[string]string) (*Config, []error) {
 		}
 		return out
 	}
+	c.LogTag = y.LogTag
+	logTargets := func(key string, ls []string) []LogTarget {
+		var out []LogTarget
+		for i, l := range ls {
+			t, err := ParseLogTarget(strings.Fields(l))
+			if err != nil {
+				fail(ItemKey(key, "log"), key+", logTargets["+strconv.Itoa(i)+"]", "log", "%v", err)
+				continue
+			}
+			out = append(out, t)
+		}
+		return out
+	}
 	for _, yf := range y.Frontends {
 		key := FrontendKey(yf.Name)
 		f := Frontend{Name: yf.Name, Binds: binds(key, yf.Binds), Backend: yf.Backend}
 		if yf.Log != nil {
 			f.Log = &ConnLog{Format: yf.Log.Format, DontLogNull: yf.Log.DontLogNull}
+			if len(yf.LogTargets) == 0 {
+				f.LogTargets = []LogTarget{{Network: "stderr", Raw: true, Facility: 16, Level: LevelDebug}}
+			}
 		}
+		f.LogTargets = append(f.LogTargets, logTargets(key, yf.LogTargets)...)
 		c.Frontends = append(c.Frontends, f)
 	}
 	for _, yb := range y.Backends {
 		key := BackendKey(yb.Name)
 		b := Backend{Name: yb.Name, Balance: Balance(yb.Balance), LogHealthChecks: yb.LogHealthChecks,
-			DontLogNull: yb.DontLogNull, RedispatchOnRetry: yb.Redispatch}
+			DontLogNull: yb.DontLogNull, RedispatchOnRetry: yb.Redispatch, LogTargets: logTargets(key, yb.LogTargets)}
 		if h := yb.HTTPCheck; h != nil {
 			b.Check = HTTPCheck{Method: h.Method, URI: h.URI, Version: h.Version}
 			if h.Method == "" {
@@ -620,6 +643,7 @@ func FormatYAML(c *Config) ([]byte, error) {
 	if c.Retries != 0 {
 		y.Retries = &c.Retries
 	}
+	y.LogTag = c.LogTag
 	binds := func(bs []Bind) []yamlBind {
 		var out []yamlBind
 		for _, b := range bs {
@@ -636,11 +660,17 @@ func FormatYAML(c *Config) ([]byte, error) {
 		if f.Log != nil {
 			yf.Log = &yamlConnLog{Format: f.Log.Format, DontLogNull: f.Log.DontLogNull}
 		}
+		for _, t := range f.LogTargets {
+			yf.LogTargets = append(yf.LogTargets, t.String())
+		}
 		y.Frontends = append(y.Frontends, yf)
 	}
 	for _, b := range c.Backends {
 		yb := yamlBackend{Name: b.Name, Balance: string(b.Balance), LogHealthChecks: b.LogHealthChecks,
 			DontLogNull: b.DontLogNull, Redispatch: b.RedispatchOnRetry}
+		for _, t := range b.LogTargets {
+			yb.LogTargets = append(yb.LogTargets, t.String())
+		}
 		if b.Check != (HTTPCheck{}) {
 			yb.HTTPCheck = &yamlHTTPCheck{Method: b.Check.Method, URI: b.Check.URI, Version: b.Check.Version}
 		}

@@ -190,7 +190,7 @@ func TestParseYAMLErrors(t *testing.T) {
 		{
 			name: "unknown top-level field",
 			yaml: "maxconn: 10\n" + doc,
-			want: "lb.yaml:1: field maxconn is not a field of the top level (accepted: maxConn, globalMaxConn, retries, timeouts, frontends, backends, monitors, stats, statsSockets)",
+			want: "lb.yaml:1: field maxconn is not a field of the top level (accepted: maxConn, globalMaxConn, retries, timeouts, frontends, backends, monitors, stats, statsSockets, logTag)",
 		},
 		{
 			name: "repeated key",
