@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -287,6 +288,12 @@ func TestRuntimeAPIMatchesHaproxy(t *testing.T) {
 		{cmd: "shutdown sessions server masters/zz"},
 		{cmd: "shutdown sessions server nope/m1"},
 		{cmd: "operator; shutdown sessions server masters/m1"},
+		{cmd: "show sess 0x1234"},
+		{cmd: "show sess 12"},
+		{cmd: "show sess 0x1234 all"},
+		{cmd: "user; show sess"},
+		{cmd: "user; show sess all"},
+		{cmd: "user; show sess 0x1234"},
 	}
 	for _, s := range steps {
 		state := strings.HasPrefix(s.cmd, "show servers state") && !strings.HasSuffix(s.cmd, "nope")
@@ -325,7 +332,141 @@ func TestRuntimeAPIMatchesHaproxy(t *testing.T) {
 		}
 	}
 	shutdownSessions(t, peers)
+	showSessMatches(t, peers)
 	showInfoMatches(t, hsock, vsock)
+}
+
+// sessTokens are the key=value words of show sess's lines, ports masked
+// where they differ between the peers (clients', listeners', the
+// balancers' own); a block's header words are keyed "head", the others
+// by their line's first key. The session's id (its first word) is cut.
+func sessTokens(lines []string) []string {
+	var out []string
+	for i, line := range lines {
+		if i == 0 {
+			_, line, _ = strings.Cut(line, ": ")
+		}
+		words := strings.FieldsFunc(line, func(r rune) bool { return r == ' ' || r == ',' || r == '(' || r == ')' })
+		var kvs [][2]string
+		for _, w := range words {
+			if k, v, ok := strings.Cut(w, "="); ok {
+				kvs = append(kvs, [2]string{k, v})
+			}
+		}
+		if len(kvs) == 0 {
+			continue
+		}
+		key := kvs[0][0]
+		if i == 0 {
+			key = "head"
+		}
+		for _, kv := range kvs {
+			k, v := kv[0], kv[1]
+			if k == "src" || k == "source" || k == "addr" && key != "server" {
+				if j := strings.LastIndexByte(v, ':'); j >= 0 {
+					v = v[:j] + ":*"
+				}
+			}
+			out = append(out, key+"."+k+"="+v)
+		}
+	}
+	return out
+}
+
+// showSessMatches holds two relayed connections through each peer and
+// compares show sess: every word vipstack writes of a session (ports
+// masked), haproxy writes of one of its sessions too; haproxy's CLI
+// session is not compared (vipstack does not list its own).
+func showSessMatches(t *testing.T, peers []struct{ name, sock, fe string }) {
+	t.Helper()
+	for _, p := range peers {
+		for range 2 {
+			c, err := net.Dial("tcp", p.fe)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			c.SetDeadline(time.Now().Add(10 * time.Second))
+			io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+			if _, err := c.Read(make([]byte, 4096)); err != nil {
+				t.Fatalf("%s: a request through it: %v", p.name, err)
+			}
+		}
+	}
+	// The sessions of each peer, as token lists: the list's lines, and
+	// the blocks of show sess all.
+	sessions := func(sock string) (list, blocks [][]string, ids []string) {
+		for _, line := range strings.Split(strings.TrimSpace(ask(t, sock, "show sess\n")), "\n") {
+			if strings.Contains(line, "proto=unix_stream") {
+				continue
+			}
+			list = append(list, sessTokens([]string{line}))
+			ids = append(ids, strings.SplitN(line, ":", 2)[0])
+		}
+		var cur []string
+		for _, line := range strings.Split(ask(t, sock, "show sess all\n"), "\n") {
+			if strings.HasPrefix(line, "0x") || line == "" {
+				if len(cur) > 0 && !strings.Contains(cur[0], "proto=unix_stream") {
+					blocks = append(blocks, sessTokens(cur))
+				}
+				cur = nil
+			}
+			if line != "" {
+				cur = append(cur, line)
+			}
+		}
+		return list, blocks, ids
+	}
+	hlist, hblocks, _ := sessions(peers[0].sock)
+	vlist, vblocks, vids := sessions(peers[1].sock)
+	// vipstack's own last line, "state=EST age=..", says what haproxy's
+	// scb line (the server side) says with state=; its age (none here:
+	// these frontends keep no log) is not compared.
+	for j, b := range vblocks {
+		vblocks[j] = slices.DeleteFunc(b, func(w string) bool { return strings.HasPrefix(w, "state.age=") })
+		for i, w := range vblocks[j] {
+			vblocks[j][i] = strings.Replace(w, "state.state=", "scb.state=", 1)
+		}
+	}
+	// contained: every vipstack session's words are in a haproxy
+	// session of its own.
+	contained := func(what string, h, v [][]string) {
+		if len(h) != 2 || len(v) != 2 {
+			t.Errorf("%s: haproxy lists %d sessions, vipstack %d; want 2 each", what, len(h), len(v))
+			return
+		}
+		used := make([]bool, len(h))
+	next:
+		for _, vs := range v {
+			for i, hs := range h {
+				if used[i] {
+					continue
+				}
+				all := true
+				for _, w := range vs {
+					all = all && slices.Contains(hs, w)
+				}
+				if all {
+					used[i] = true
+					continue next
+				}
+			}
+			t.Errorf("%s: vipstack's session %v is none of haproxy's:\n%v", what, vs, h)
+		}
+	}
+	contained("show sess", hlist, vlist)
+	contained("show sess all", hblocks, vblocks)
+	for _, want := range []string{"head.proto=tcpv4", "head.src=127.0.0.1:*", "head.fe=main", "head.be=masters"} {
+		if len(vlist) > 0 && !slices.Contains(vlist[0], want) {
+			t.Errorf("vipstack's show sess line %v lacks %s", vlist[0], want)
+		}
+	}
+	if len(vids) > 0 {
+		one := ask(t, peers[1].sock, "show sess "+vids[0]+"\n")
+		if !strings.HasPrefix(one, vids[0]+": ") || strings.Count(one, "\n0x") != 0 {
+			t.Errorf("vipstack's show sess %s: %q, want that session's block alone", vids[0], one)
+		}
+	}
 }
 
 // showInfoMatches compares show info: every field vipstack writes,
