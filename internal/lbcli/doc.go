@@ -108,8 +108,14 @@
 //
 // Their answers are haproxy 2.6's, measured against it: the same lines,
 // column sets and error texts ("No such server.", "Permission denied").
-// Every other haproxy command (show schema json among them) gets
-// "Unknown command" and the list of these. The socket's `level` (user, operator, admin; haproxy's default
+// Every other haproxy command gets "Unknown command" and the list of
+// these. That includes `show schema json`: haproxy's answer is a fixed
+// JSON Schema of the shape of its show info and show stat JSON (measured:
+// 2784 bytes, draft-04, the item objects and the tag vocabularies, no
+// field list), not something vipstack may copy, and no tool the seeds or
+// OpenShift run asks for it; a schema of vipstack's own, generated from
+// its field tables and checked against both balancers' JSON, is left for
+// when a client needs it. The socket's `level` (user, operator, admin; haproxy's default
 // is user) bounds what a connection may do, and `operator` and `user`
 // lower it for the rest of the connection, as in haproxy.
 package lbcli
