@@ -42,10 +42,17 @@ func TestShowSessRealLB(t *testing.T) {
 	}))
 	t.Cleanup(m1.Close)
 	loopback := []lbconfig.Bind{{Addr: mustAddrPort("127.0.0.1:0")}}
+	// main's log goes to a UDP socket of the test's that nobody reads.
+	sink, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sink.Close() })
+	logTo := []lbconfig.LogTarget{{Network: "udp", Address: sink.LocalAddr().String(), Facility: 16, Level: 7}}
 	cfg := &lbconfig.Config{
 		Timeouts: lbconfig.Timeouts{Connect: 5 * time.Second},
 		Frontends: []lbconfig.Frontend{
-			{Name: "main", Binds: loopback, Backend: "masters", Log: &lbconfig.ConnLog{Format: lbconfig.TCPLogFormat}},
+			{Name: "main", Binds: loopback, Backend: "masters", Log: &lbconfig.ConnLog{Format: lbconfig.TCPLogFormat}, LogTargets: logTo},
 			{Name: "plain", Binds: loopback, Backend: "masters"},
 		},
 		Backends: []lbconfig.Backend{{Name: "masters", Balance: lbconfig.RoundRobin,
@@ -53,7 +60,7 @@ func TestShowSessRealLB(t *testing.T) {
 	}
 	clk := clock.NewFake(time.Unix(1_700_000_000, 123456000))
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	l, err := lb.New(lb.Options{Clock: clk, Logger: quiet, AccessLog: io.Discard})
+	l, err := lb.New(lb.Options{Clock: clk, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
