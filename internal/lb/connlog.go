@@ -1,7 +1,6 @@
 package lb
 
 import (
-	"io"
 	"net/netip"
 	"os"
 	"strconv"
@@ -12,22 +11,30 @@ import (
 	"github.com/vipstack/vipstack/internal/lbconfig"
 )
 
-// connLog is a frontend's compiled connection log format.
+// connLog is a frontend's connection log: where its lines go, and its
+// compiled format, or none for haproxy's "Connect from" line at accept.
 type connLog struct {
+	to          *logDests
+	connect     bool // no format: the "Connect from" line at accept
 	items       []lbconfig.LogItem
 	dontLogNull bool
-	needLocal   bool // the format shows the address the client connected to
+	needLocal   bool // the line shows the address the client connected to
 }
 
-func newConnLog(c *lbconfig.ConnLog) (*connLog, error) {
-	if c == nil {
+// newConnLog compiles a frontend's connection log; nil (no log) when it
+// has no targets.
+func newConnLog(c *lbconfig.ConnLog, to *logDests) (*connLog, error) {
+	if to == nil || len(*to) == 0 {
 		return nil, nil
+	}
+	if c == nil {
+		return &connLog{to: to, connect: true, needLocal: true}, nil
 	}
 	items, err := lbconfig.ParseLogFormat(c.Format)
 	if err != nil {
 		return nil, err
 	}
-	cl := &connLog{items: items, dontLogNull: c.DontLogNull}
+	cl := &connLog{to: to, items: items, dontLogNull: c.DontLogNull}
 	for _, it := range items {
 		if it.Var == "fi" || it.Var == "fp" {
 			cl.needLocal = true
@@ -62,40 +69,50 @@ func (cn *conn) termState() [2]byte {
 	return termNormal
 }
 
-// accessLog hands the connection log's lines to a goroutine of its own
-// that writes them, so that a slow or blocked standard error (a full pipe
-// to a container runtime) never holds up the relay's loops: haproxy sends
-// its lines as datagrams that the kernel drops when the log socket is
-// full, and counts them (show info's DroppedLogs). Lines wait in a buffer
-// of up to maxPendingLog bytes; a line that does not fit is dropped and
-// counted.
+// accessLog hands the log messages (connection lines, health checks,
+// server state changes) to a goroutine of its own that sends them to
+// their targets, so that a slow or blocked target (a full log socket, a
+// standard output piped to a container runtime) never holds up the
+// relay's loops: haproxy sends its lines as datagrams that the kernel
+// drops when the log socket is full, and counts them (show info's
+// DroppedLogs). Messages wait in a buffer of up to maxPendingLog bytes; a
+// message that does not fit is dropped and counted, as is one a target
+// could not take.
 type accessLog struct {
 	mu      sync.Mutex
-	w       io.Writer
-	pending []byte // lines to write, guarded by mu
-	spare   []byte // the writer's buffer, swapped with pending
-	writing bool   // the writer goroutine runs (guarded by mu)
+	pending []byte   // the messages' bytes, guarded by mu
+	recs    []logRec // one per message in pending, guarded by mu
+	spare   []byte   // the writer's buffers, swapped with pending and recs
+	spareR  []logRec
+	writing bool // the writer goroutine runs (guarded by mu)
 	idle    sync.Cond
 	dropped atomic.Uint64
 	warned  atomic.Bool
 	log     func(dropped uint64)
+	pid     int
 }
 
-// maxPendingLog bounds the lines waiting for the writer.
+// logRec is one queued message: n bytes of pending, for to's targets.
+type logRec struct {
+	to    *logDests
+	level int
+	at    time.Time
+	n     int
+}
+
+// maxPendingLog bounds the messages waiting for the writer.
 const maxPendingLog = 1 << 20
 
-// add queues line (without its newline) and makes sure a writer runs.
-func (al *accessLog) add(line []byte) {
+// add queues msg (without its newline) and makes sure a writer runs.
+func (al *accessLog) add(to *logDests, level int, at time.Time, msg []byte) {
 	al.mu.Lock()
-	if len(al.pending)+len(line)+1 > maxPendingLog {
+	if len(al.pending)+len(msg) > maxPendingLog {
 		al.mu.Unlock()
-		if n := al.dropped.Add(1); al.warned.CompareAndSwap(false, true) && al.log != nil {
-			al.log(n)
-		}
+		al.drop(1)
 		return
 	}
-	al.pending = append(al.pending, line...)
-	al.pending = append(al.pending, '\n')
+	al.pending = append(al.pending, msg...)
+	al.recs = append(al.recs, logRec{to: to, level: level, at: at, n: len(msg)})
 	start := !al.writing
 	al.writing = true
 	al.mu.Unlock()
@@ -104,17 +121,38 @@ func (al *accessLog) add(line []byte) {
 	}
 }
 
-// drain writes what is pending until nothing is, then ends.
+func (al *accessLog) drop(n int) {
+	if c := al.dropped.Add(uint64(n)); al.warned.CompareAndSwap(false, true) && al.log != nil {
+		al.log(c)
+	}
+}
+
+// drain sends what is pending until nothing is, then ends.
 func (al *accessLog) drain() {
+	var scratch []byte
 	al.mu.Lock()
-	for len(al.pending) > 0 {
-		b := al.pending
+	for len(al.recs) > 0 {
+		b, recs := al.pending, al.recs
 		al.pending, al.spare = al.spare[:0], nil
+		al.recs, al.spareR = al.spareR[:0], nil
 		al.mu.Unlock()
-		al.w.Write(b)
+		off, failed := 0, 0
+		for _, r := range recs {
+			var f int
+			scratch, f = deliver(r.to, r.level, r.at, b[off:off+r.n], al.pid, scratch)
+			failed += f
+			off += r.n
+		}
+		if failed > 0 {
+			al.drop(failed)
+		}
+		clear(recs) // let go of the targets
 		al.mu.Lock()
 		if cap(b) <= 64<<10 {
 			al.spare = b[:0]
+		}
+		if cap(recs) <= 1024 {
+			al.spareR = recs[:0]
 		}
 	}
 	al.writing = false
@@ -124,7 +162,7 @@ func (al *accessLog) drain() {
 	al.mu.Unlock()
 }
 
-// flush waits until the lines queued so far are written.
+// flush waits until the messages queued so far are sent.
 func (al *accessLog) flush() {
 	al.mu.Lock()
 	if al.idle.L == nil {
@@ -153,7 +191,8 @@ func (f *frontend) logConn(cn *conn) {
 		return
 	}
 	var buf [512]byte
-	f.lb.accessLog.add(cn.appendLine(buf[:0], cl, f.lb.clk.Now()))
+	now := f.lb.clk.Now()
+	f.lb.sendLog(cl.to, lbconfig.LevelInfo, cn.appendLine(buf[:0], cl, now))
 }
 
 // ms is d in whole milliseconds.

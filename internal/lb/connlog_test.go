@@ -113,10 +113,8 @@ func TestConnLogMatchesHaproxy(t *testing.T) {
 	hports := []string{freePort(t), freePort(t), freePort(t), freePort(t), freePort(t)}
 	hout := peers.HAProxy(t, conf("log stdout format raw local0", hports))
 
-	// vipstack from the same text, with a log target it accepts
-	// (haproxy's "stdout format raw" is not haproxy.cfg that vipstack
-	// reads): its lines go to vout.
-	cfg, err := haproxycfg.Parse("haproxy.cfg", []byte(conf("log /dev/log local0", []string{"1", "2", "3", "4", "5"})))
+	// vipstack from the same text: its lines go to vout.
+	cfg, err := haproxycfg.Parse("haproxy.cfg", []byte(conf("log stdout format raw local0", []string{"1", "2", "3", "4", "5"})))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +122,7 @@ func TestConnLogMatchesHaproxy(t *testing.T) {
 		cfg.Frontends[i].Binds = []lbconfig.Bind{loopbackBind()}
 	}
 	var vout syncbuf.Buffer
-	l, err := New(Options{AccessLog: &vout})
+	l, err := New(Options{Stdout: &vout})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,8 +246,9 @@ func TestConnLogDontLogNull(t *testing.T) {
 	a := startBackend(t, "a")
 	cfg := tcpConfig(lbconfig.RoundRobin, srv("a", a))
 	cfg.Frontends[0].Log = &lbconfig.ConnLog{Format: "%f %b/%s %U %ts", DontLogNull: true}
+	cfg.Frontends[0].LogTargets = rawStdout
 	var out syncbuf.Buffer
-	l := newLBOpts(t, Options{Clock: fakeClock(), AccessLog: &out}, cfg)
+	l := newLBOpts(t, Options{Clock: fakeClock(), Stdout: &out}, cfg)
 	silent := dial(t, l, "fe")
 	silent.greeting(t)
 	silent.Close()
@@ -262,19 +261,38 @@ func TestConnLogDontLogNull(t *testing.T) {
 	if got, want := out.String(), "fe be/a 3 --\n"; got != want {
 		t.Errorf("log = %q, want %q (the silent client's connection left out)", got, want)
 	}
+	// Without a format, haproxy's line at accept (dontlognull or not).
 	cfg.Frontends[0].Log = nil
 	if err := l.Apply(cfg); err != nil {
 		t.Fatal(err)
 	}
 	after := dial(t, l, "fe")
 	after.greeting(t)
-	after.echo(t, "hi")
 	after.Close()
 	eventually(t, "the client to end", func() bool { return l.serverStats(t, "be", "a").Sessions == 0 })
-	if got := out.String(); got != "fe be/a 3 --\n" {
-		t.Errorf("after a reload without a format, log = %q", got)
+	l.accessLog.flush()
+	connect := regexp.MustCompile(`^fe be/a 3 --\nConnect from 127\.0\.0\.1:\d+ to 127\.0\.0\.1:\d+ \(fe/TCP\)\n$`)
+	if got := out.String(); !connect.MatchString(got) {
+		t.Errorf("after a reload without a format, log = %q, want %v", got, connect)
+	}
+	// Without targets, nothing.
+	before := out.String()
+	cfg.Frontends[0].LogTargets = nil
+	if err := l.Apply(cfg); err != nil {
+		t.Fatal(err)
+	}
+	last := dial(t, l, "fe")
+	last.greeting(t)
+	last.Close()
+	eventually(t, "the client to end", func() bool { return l.serverStats(t, "be", "a").Sessions == 0 })
+	l.accessLog.flush()
+	if got := out.String(); got != before {
+		t.Errorf("after a reload without log targets, log = %q, want %q", got, before)
 	}
 }
+
+// rawStdout is `log stdout format raw local0`: the lines alone.
+var rawStdout = []lbconfig.LogTarget{{Network: "stdout", Raw: true, Facility: 16, Level: lbconfig.LevelDebug}}
 
 // TestConnLogForcedShutdown: a forced shutdown logs every connection it
 // closes once, the relayed one as killed in data (KD) and the one waiting
@@ -286,8 +304,9 @@ func TestConnLogForcedShutdown(t *testing.T) {
 	cfg := tcpConfig(lbconfig.RoundRobin, srv("a", a))
 	cfg.MaxConn = 1
 	cfg.Frontends[0].Log = &lbconfig.ConnLog{Format: "%f %b/%s %ts"}
+	cfg.Frontends[0].LogTargets = rawStdout
 	var out syncbuf.Buffer
-	l := newLBOpts(t, Options{Clock: fakeClock(), AccessLog: &out}, cfg)
+	l := newLBOpts(t, Options{Clock: fakeClock(), Stdout: &out}, cfg)
 	first := dial(t, l, "fe")
 	first.greeting(t)
 	second := dial(t, l, "fe")
@@ -337,8 +356,9 @@ func TestConnLogBlockedWriter(t *testing.T) {
 	// 100 kB lines: the first is in the blocked write, ten more fit the
 	// 1 MiB buffer, the other nine are dropped.
 	cfg.Frontends[0].Log = &lbconfig.ConnLog{Format: strings.Repeat("x", 100_000) + " %U"}
+	cfg.Frontends[0].LogTargets = rawStdout
 	w := &gateWriter{open: make(chan struct{})}
-	l := newLBOpts(t, Options{Clock: fakeClock(), AccessLog: w}, cfg)
+	l := newLBOpts(t, Options{Clock: fakeClock(), Stdout: w}, cfg)
 	var once sync.Once
 	release := func() { once.Do(func() { close(w.open) }) }
 	t.Cleanup(release) // before Shutdown: a relay blocked in the writer would hold it up
@@ -353,7 +373,7 @@ func TestConnLogBlockedWriter(t *testing.T) {
 	}
 	eventually(t, "every line to be queued or dropped", func() bool {
 		l.accessLog.mu.Lock()
-		queued := bytes.Count(l.accessLog.pending, []byte("\n"))
+		queued := len(l.accessLog.recs)
 		l.accessLog.mu.Unlock()
 		return queued+1+int(l.accessLog.dropped.Load()) == 20
 	})
@@ -369,12 +389,13 @@ func TestConnLogBlockedWriter(t *testing.T) {
 // dropped and counted.
 func TestAccessLogAddNeverBlocks(t *testing.T) {
 	w := &gateWriter{open: make(chan struct{})}
-	al := &accessLog{w: w}
+	al := &accessLog{}
 	al.idle.L = &al.mu
+	to := &logDests{{sink: &logSink{network: "stdout", w: w}, raw: true, level: lbconfig.LevelDebug}}
 	done := make(chan struct{})
 	go func() {
 		for range 20 {
-			al.add(bytes.Repeat([]byte("x"), 100_000))
+			al.add(to, lbconfig.LevelInfo, time.Time{}, bytes.Repeat([]byte("x"), 100_000))
 		}
 		close(done)
 	}()

@@ -174,9 +174,13 @@ func (f *frontend) admit(fd int, peer netip.AddrPort, lp *loop) <-chan struct{} 
 	}
 	cn := &conn{fe: f, cfd: fd, peer: peer}
 	if cl := f.cfg.Load().log; cl != nil {
-		cn.log, cn.acceptAt = cl, f.lb.clk.Now()
 		if cl.needLocal {
 			cn.local = localAddr(fd)
+		}
+		if cl.connect {
+			f.logConnect(cn, cl)
+		} else {
+			cn.log, cn.acceptAt = cl, f.lb.clk.Now()
 		}
 	}
 	var taken int64

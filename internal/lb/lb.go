@@ -41,10 +41,10 @@ type Options struct {
 	ListenersPerBind int
 	// Version is shown on the stats page unless `stats hide-version`.
 	Version string
-	// AccessLog receives the connection log lines of frontends that keep
-	// one (haproxy's log-format or option tcplog, with a log target),
-	// one line per write; nil means standard error.
-	AccessLog io.Writer
+	// Stdout and Stderr receive the messages of `log stdout` and `log
+	// stderr` targets, one line per write; nil means the process's.
+	// Other targets are sockets (syslog.go).
+	Stdout, Stderr io.Writer
 }
 
 // LB is a running load balancer. Create it with New, configure it with
@@ -59,7 +59,9 @@ type LB struct {
 	loops []*loop   // the relay's event loops
 
 	idleCloses atomic.Uint64
-	accessLog  accessLog
+	accessLog  accessLog               // the log messages' queue (connlog.go)
+	logs       atomic.Pointer[logView] // the backends' log targets (syslog.go)
+	sinks      map[string]*logSink     // log targets by network and address, guarded by mu
 
 	// Global maxconn: accepted connections (admitted or queued) over all
 	// frontends, and the cap; at the cap the accept loops wait.
@@ -115,13 +117,16 @@ func New(opts Options) (*LB, error) {
 		tcpLns: map[string]*tcpListener{}, httpLns: map[string]*httpListener{},
 	}
 	l.bufs.New = func() any { return new(copyBuf) }
-	l.accessLog.w = opts.AccessLog
-	if l.accessLog.w == nil {
-		l.accessLog.w = os.Stderr
+	if l.opts.Stdout == nil {
+		l.opts.Stdout = os.Stdout
+	}
+	if l.opts.Stderr == nil {
+		l.opts.Stderr = os.Stderr
 	}
 	l.accessLog.idle.L = &l.accessLog.mu
+	l.accessLog.pid = os.Getpid()
 	l.accessLog.log = func(n uint64) {
-		l.log.Warn("connection log: standard error does not keep up; lines are dropped (counted in vipstack_lb_access_log_dropped_total)", "dropped", n)
+		l.log.Warn("log: a target does not keep up or cannot be reached; messages are dropped (counted in vipstack_lb_access_log_dropped_total)", "dropped", n)
 	}
 	lps, err := newLoops(l, loopCount())
 	if err != nil {
@@ -384,13 +389,14 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 		queueTimeout = cfg.Timeouts.Connect
 	}
 	var feOrder []*frontend
+	feLogs := l.applyLogs(cfg)
 	for _, fc := range cfg.Frontends {
 		fe := l.frontends[fc.Name]
 		if fe == nil {
 			fe = newFrontend(l, fc.Name)
 			l.frontends[fc.Name] = fe
 		}
-		cl, err := newConnLog(fc.Log)
+		cl, err := newConnLog(fc.Log, feLogs[fc.Name])
 		if err != nil { // Validate has checked it
 			cl = nil
 			l.log.Warn("lb: frontend's log format refused; no connection log", "frontend", fc.Name, "err", err)
@@ -638,6 +644,11 @@ wait:
 	}
 	l.stopLoops()
 	l.accessLog.flush()
+	l.mu.Lock()
+	for _, s := range l.sinks {
+		s.close()
+	}
+	l.mu.Unlock()
 	return forced
 }
 

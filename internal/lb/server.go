@@ -209,9 +209,24 @@ func (s *server) onChange(st healthcheck.State) {
 	s.mu.Unlock()
 }
 
-// logChange logs an UP/DOWN change and recomputes the LB's health.
-func (s *server) logChange(st healthcheck.State) {
+// logChange logs an UP/DOWN change and recomputes the LB's health. It
+// sends haproxy's line to the backend's log targets, and "backend B has
+// no server available!" after the last UP server's DOWN; withCheck puts
+// the check's account in the line (haproxy leaves it out with
+// log-health-checks, whose line came just before).
+func (s *server) logChange(st healthcheck.State, withCheck bool) {
 	l := s.lb
+	if to := l.backendLog(s.backend); to != nil {
+		up := l.upServers(s.backend)
+		level := lbconfig.LevelNotice
+		if !st.Up {
+			level = lbconfig.LevelAlert
+		}
+		l.sendLog(to, level, serverStateLine(s.id(), st, withCheck, up, s.cur.Load()))
+		if !st.Up && up == 0 {
+			l.sendLog(to, lbconfig.LevelEmerg, noServerLine(s.backend))
+		}
+	}
 	r := st.Last
 	state := "DOWN"
 	if st.Up {
@@ -277,16 +292,18 @@ func (s *server) onResult(r healthcheck.Result, st healthcheck.State) {
 	s.checkUp = st.Up
 	prev, prevState, state := s.lastStatus, s.lastState, st.String()
 	s.lastStatus, s.lastState = r.Status, state
-	logIt := s.check.logHealthChk && (prev != r.Status || prevState != state)
+	logHC := s.check.logHealthChk
+	logIt := logHC && (prev != r.Status || prevState != state)
 	changed := s.changed
 	s.changed = false
 	s.mu.Unlock()
 	if changed {
-		defer s.logChange(st)
+		defer s.logChange(st, !logHC)
 	}
 	if !logIt {
 		return
 	}
+	s.lb.sendLog(s.lb.backendLog(s.backend), lbconfig.LevelNotice, healthCheckLine(s.id(), r, st))
 	verdict := "failed"
 	if r.OK {
 		verdict = "succeeded"

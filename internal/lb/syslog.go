@@ -1,0 +1,392 @@
+package lb
+
+import (
+	"errors"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/vipstack/vipstack/internal/healthcheck"
+	"github.com/vipstack/vipstack/internal/lbconfig"
+)
+
+// This file sends haproxy's log messages to the `log` targets of the
+// configuration, as syslog datagrams in haproxy 2.6's format (RFC 3164,
+// measured: TestSyslogMatchesHaproxy):
+//
+//	<PRI>Mmm dd hh:mm:ss TAG[PID]: MESSAGE\n
+//
+// PRI is facility*8+level, the day is space-padded, the time is local,
+// there is no host name (haproxy sends one only with log-send-hostname),
+// and the datagram ends with a newline. `format raw` sends MESSAGE\n
+// alone. stdout and stderr targets get the same bytes as a line.
+//
+// TAG is the configuration's log-tag, "haproxy" by default. haproxy's
+// default is its program name; vipstack stands in for haproxy with
+// haproxy's configuration and sends haproxy's messages, and whatever reads
+// the log socket (OpenShift's sidecar, a syslog daemon's rules, a log
+// shipper's haproxy parser) keys on "haproxy[", so vipstack keeps that
+// tag. The PID is vipstack's own.
+
+// defaultLogTag is the syslog tag without log-tag.
+const defaultLogTag = "haproxy"
+
+// maxLogLine bounds a datagram, header and newline included: haproxy's
+// default `len`. A longer message is cut and still ends with a newline.
+const maxLogLine = 1024
+
+// logRetry is how long a log target that could not be reached is left
+// alone before the next message tries it again; messages to it in
+// between are dropped and counted.
+const logRetry = time.Second
+
+// logSink is one socket (or stream) that `log` lines send to: the lines
+// naming the same target share it, and it outlives reloads while some
+// line names it.
+type logSink struct {
+	network, address string
+	w                io.Writer // stdout and stderr targets
+	// report tells the operator, on vipstack's own log, that the target
+	// failed (err set) or works again (err nil).
+	report func(s *logSink, err error)
+
+	mu      sync.Mutex // guards the fields below; held while sending
+	conn    net.Conn
+	closed  bool
+	failing bool      // the last attempt failed and was reported
+	retryAt time.Time // when failing, the next attempt
+}
+
+func (s *logSink) String() string {
+	if s.w != nil {
+		return s.network
+	}
+	return s.address
+}
+
+// send writes one datagram; it reports whether it went out. A socket that
+// fails is closed, reported once and tried again on a message after
+// logRetry.
+func (s *logSink) send(b []byte, now time.Time) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	if s.w != nil {
+		_, err := s.w.Write(b)
+		return err == nil
+	}
+	if s.failing && now.Before(s.retryAt) {
+		return false
+	}
+	err := s.write(b)
+	switch {
+	case err != nil && !s.failing:
+		s.failing = true
+		s.report(s, err)
+	case err == nil && s.failing:
+		s.failing = false
+		s.report(s, nil)
+	}
+	if err != nil {
+		s.retryAt = now.Add(logRetry)
+		return false
+	}
+	return true
+}
+
+// write sends b on the socket, dialing it first when needed.
+func (s *logSink) write(b []byte) error {
+	if s.conn == nil {
+		c, err := net.Dial(s.network, s.address)
+		if err != nil {
+			return err
+		}
+		s.conn = c
+	}
+	// A reader that does not keep up fills the socket: wait a little,
+	// then drop (haproxy drops at once; this runs off the relay's path).
+	s.conn.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
+	_, err := s.conn.Write(b)
+	if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
+		// The reader went away (ECONNREFUSED, ENOENT after a
+		// restart of the reader): dial again next time.
+		s.conn.Close()
+		s.conn = nil
+	}
+	return err
+}
+
+func (s *logSink) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	if s.conn != nil {
+		s.conn.Close()
+		s.conn = nil
+	}
+}
+
+// logDest is one `log` line: a sink and what to send there.
+type logDest struct {
+	sink            *logSink
+	raw             bool
+	facility        int
+	level, minLevel int
+	tag             string
+}
+
+// logDests are a proxy's log lines; nil or empty sends nothing.
+type logDests []logDest
+
+// logView is the log configuration in force: the backends' lines (the
+// frontends' are in their feConfig).
+type logView struct {
+	backends map[string]*logDests
+}
+
+// applyLogs opens (or keeps) the sinks cfg's targets name, closes those no
+// longer named, and returns each frontend's lines; the backends' are
+// stored for their servers. It runs under l.mu.
+func (l *LB) applyLogs(cfg *lbconfig.Config) map[string]*logDests {
+	tag := cfg.LogTag
+	if tag == "" {
+		tag = defaultLogTag
+	}
+	sinks := map[string]*logSink{}
+	dests := func(ts []lbconfig.LogTarget) *logDests {
+		if len(ts) == 0 {
+			return nil
+		}
+		out := make(logDests, 0, len(ts))
+		for _, t := range ts {
+			key := t.Network + " " + t.Address
+			s := sinks[key]
+			if s == nil {
+				s = l.sinks[key]
+			}
+			if s == nil {
+				s = &logSink{network: t.Network, address: t.Address, report: l.reportSink}
+				switch t.Network {
+				case "stdout":
+					s.w = l.opts.Stdout
+				case "stderr":
+					s.w = l.opts.Stderr
+				}
+			}
+			sinks[key] = s
+			out = append(out, logDest{sink: s, raw: t.Raw, facility: t.Facility, level: t.Level, minLevel: t.MinLevel, tag: tag})
+		}
+		return &out
+	}
+	fronts := map[string]*logDests{}
+	for _, f := range cfg.Frontends {
+		fronts[f.Name] = dests(f.LogTargets)
+	}
+	backs := map[string]*logDests{}
+	for _, b := range cfg.Backends {
+		backs[b.Name] = dests(b.LogTargets)
+	}
+	for k, s := range l.sinks {
+		if sinks[k] == nil {
+			s.close()
+		}
+	}
+	l.sinks = sinks
+	l.logs.Store(&logView{backends: backs})
+	return fronts
+}
+
+// reportSink says on vipstack's own log that a log target failed, once
+// until it works again, and when it does.
+func (l *LB) reportSink(s *logSink, err error) {
+	if err != nil {
+		l.log.Warn("log target: cannot send; its messages are dropped (counted in vipstack_lb_access_log_dropped_total) and it is tried again every second",
+			"target", s.String(), "err", err)
+		return
+	}
+	l.log.Info("log target: sending again", "target", s.String())
+}
+
+// backendLog is where backend's messages go.
+func (l *LB) backendLog(backend string) *logDests {
+	v := l.logs.Load()
+	if v == nil {
+		return nil
+	}
+	return v.backends[backend]
+}
+
+// sendLog queues msg (without newline) at level for to's targets.
+func (l *LB) sendLog(to *logDests, level int, msg []byte) {
+	if to == nil || len(*to) == 0 {
+		return
+	}
+	l.accessLog.add(to, level, l.clk.Now(), msg)
+}
+
+// deliver sends one queued message to each of its targets that takes its
+// level; it reports how many it could not send. buf is scratch space.
+func deliver(to *logDests, level int, at time.Time, msg []byte, pid int, buf []byte) ([]byte, int) {
+	failed := 0
+	for _, d := range *to {
+		if level > d.level {
+			continue
+		}
+		buf = appendDatagram(buf[:0], d, level, at, pid, msg)
+		if !d.sink.send(buf, time.Now()) {
+			failed++
+		}
+	}
+	return buf, failed
+}
+
+// appendDatagram formats msg for d: the RFC 3164 header unless raw, the
+// message cut to maxLogLine, and a newline.
+func appendDatagram(b []byte, d logDest, level int, at time.Time, pid int, msg []byte) []byte {
+	if !d.raw {
+		b = append(b, '<')
+		b = strconv.AppendInt(b, int64(d.facility*8+max(level, d.minLevel)), 10)
+		b = append(b, '>')
+		b = at.AppendFormat(b, "Jan _2 15:04:05 ")
+		b = append(b, d.tag...)
+		b = append(b, '[')
+		b = strconv.AppendInt(b, int64(pid), 10)
+		b = append(b, "]: "...)
+	}
+	room := maxLogLine - 1 - len(b)
+	if room < 0 {
+		room = 0
+	}
+	if len(msg) > room {
+		msg = msg[:room]
+	}
+	b = append(b, msg...)
+	return append(b, '\n')
+}
+
+// logConnect sends haproxy's line for a connection accepted by a frontend
+// without a log format (measured; sent at accept whatever dontlognull
+// says):
+//
+//	Connect from 127.0.0.1:56490 to 127.0.0.1:17001 (fe/TCP)
+func (f *frontend) logConnect(cn *conn, cl *connLog) {
+	var buf [160]byte
+	b := append(buf[:0], "Connect from "...)
+	b = appendAddrPort(b, cn.peer)
+	b = append(b, " to "...)
+	b = appendAddrPort(b, cn.local)
+	b = append(b, " ("...)
+	b = append(b, f.name...)
+	b = append(b, "/TCP)"...)
+	f.lb.sendLog(cl.to, lbconfig.LevelInfo, b)
+}
+
+// appendAddrPort writes ADDR:PORT as haproxy's "Connect from" line does:
+// IPv6 without brackets (not measured), IPv4-mapped addresses as IPv4.
+func appendAddrPort(b []byte, ap netip.AddrPort) []byte {
+	a := ap.Addr()
+	if !a.IsValid() {
+		return append(b, '-')
+	}
+	b = a.Unmap().AppendTo(b)
+	b = append(b, ':')
+	return strconv.AppendUint(b, uint64(ap.Port()), 10)
+}
+
+// appendCheck writes haproxy's account of a check result: reason, code,
+// info and duration, as its health check and server state lines show it
+// (measured):
+//
+//	, reason: Layer7 wrong status, code: 503, info: "Service Unavailable", check duration: 1ms
+//
+// haproxy shows no info for a passed check nor for "Layer7 invalid
+// response".
+func appendCheck(b []byte, r healthcheck.Result) []byte {
+	b = append(b, ", reason: "...)
+	b = append(b, healthcheck.Description(r.Status)...)
+	if r.Code != 0 {
+		b = append(b, ", code: "...)
+		b = strconv.AppendInt(b, int64(r.Code), 10)
+	}
+	if !r.OK && r.Info != "" && r.Status != healthcheck.L7RSP {
+		b = append(b, `, info: "`...)
+		b = append(b, r.Info...)
+		b = append(b, '"')
+	}
+	b = append(b, ", check duration: "...)
+	b = strconv.AppendInt(b, r.Duration.Milliseconds(), 10)
+	return append(b, "ms"...)
+}
+
+// checkStatus is haproxy's "status: 2/2 UP" part: while UP, the failures
+// it can still take out of fall; while DOWN, the passes it has out of
+// rise.
+func appendCheckStatus(b []byte, st healthcheck.State) []byte {
+	if st.Up {
+		b = strconv.AppendInt(b, int64(st.Fall-st.Failures), 10)
+		b = append(b, '/')
+		b = strconv.AppendInt(b, int64(st.Fall), 10)
+		return append(b, " UP"...)
+	}
+	b = strconv.AppendInt(b, int64(st.Successes), 10)
+	b = append(b, '/')
+	b = strconv.AppendInt(b, int64(st.Rise), 10)
+	return append(b, " DOWN"...)
+}
+
+// healthCheckLine is option log-health-checks' line (level notice):
+//
+//	Health check for server be/s1 failed, reason: Layer4 connection problem, info: "Connection refused", check duration: 0ms, status: 0/2 DOWN.
+func healthCheckLine(id string, r healthcheck.Result, st healthcheck.State) []byte {
+	b := append([]byte("Health check for server "), id...)
+	if r.OK {
+		b = append(b, " succeeded"...)
+	} else {
+		b = append(b, " failed"...)
+	}
+	b = appendCheck(b, r)
+	b = append(b, ", status: "...)
+	b = appendCheckStatus(b, st)
+	return append(b, '.')
+}
+
+// serverStateLine is haproxy's line for a server going UP (level notice)
+// or DOWN (level alert); with log-health-checks the check's account is
+// left out, the health check line before it having given it (measured):
+//
+//	Server be/s1 is DOWN, reason: Layer4 connection problem, info: "Connection refused", check duration: 0ms. 1 active and 0 backup servers left. 0 sessions active, 0 requeued, 0 remaining in queue.
+//	Server be/s1 is UP. 2 active and 0 backup servers online. 0 sessions requeued, 0 total in queue.
+//
+// vipstack has no backup servers and queues at the frontend: those
+// counts are 0.
+func serverStateLine(id string, st healthcheck.State, withCheck bool, upServers int, sessions int64) []byte {
+	b := append([]byte("Server "), id...)
+	if st.Up {
+		b = append(b, " is UP"...)
+	} else {
+		b = append(b, " is DOWN"...)
+	}
+	if withCheck {
+		b = appendCheck(b, st.Last)
+	}
+	b = append(b, ". "...)
+	b = strconv.AppendInt(b, int64(upServers), 10)
+	if st.Up {
+		return append(b, " active and 0 backup servers online. 0 sessions requeued, 0 total in queue."...)
+	}
+	b = append(b, " active and 0 backup servers left. "...)
+	b = strconv.AppendInt(b, sessions, 10)
+	return append(b, " sessions active, 0 requeued, 0 remaining in queue."...)
+}
+
+// noServerLine is sent (level emerg) when a backend's last UP server goes
+// DOWN.
+func noServerLine(backend string) []byte {
+	return append(append([]byte("backend "), backend...), " has no server available!"...)
+}

@@ -1,0 +1,171 @@
+package lb
+
+import (
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/vipstack/vipstack/internal/healthcheck"
+	"github.com/vipstack/vipstack/internal/lbconfig"
+)
+
+// TestSyslogLines checks the messages against the lines haproxy 2.6.12
+// sent for the same events (measured on loopback with log targets on
+// Unix datagram sockets, `option httpchk` and log-health-checks on one
+// backend, not on another).
+func TestSyslogLines(t *testing.T) {
+	refused := healthcheck.Result{Status: healthcheck.L4CON, Info: "Connection refused"}
+	down := func(succ, rise int) healthcheck.State { return healthcheck.State{Successes: succ, Rise: rise, Fall: 2} }
+	up := func(fails, fall int) healthcheck.State {
+		return healthcheck.State{Up: true, Failures: fails, Rise: 2, Fall: fall}
+	}
+	withLast := func(st healthcheck.State, r healthcheck.Result) healthcheck.State { st.Last = r; return st }
+	tests := []struct {
+		name string
+		got  []byte
+		want string // measured
+	}{
+		{"check refused", healthCheckLine("be/s1", refused, down(0, 2)),
+			`Health check for server be/s1 failed, reason: Layer4 connection problem, info: "Connection refused", check duration: 0ms, status: 0/2 DOWN.`},
+		{"check passed, TCP", healthCheckLine("be/s2", healthcheck.Result{OK: true, Status: healthcheck.L4OK}, up(0, 2)),
+			`Health check for server be/s2 succeeded, reason: Layer4 check passed, check duration: 0ms, status: 2/2 UP.`},
+		{"check passed, HTTP, rising", healthCheckLine("be2/s1", healthcheck.Result{OK: true, Status: healthcheck.L7OK, Code: 200, Info: "OK", Duration: time.Millisecond}, down(1, 2)),
+			`Health check for server be2/s1 succeeded, reason: Layer7 check passed, code: 200, check duration: 1ms, status: 1/2 DOWN.`},
+		{"check wrong status", healthCheckLine("be2/s2", healthcheck.Result{Status: healthcheck.L7STS, Code: 503, Info: "Service Unavailable", Duration: time.Millisecond}, down(0, 2)),
+			`Health check for server be2/s2 failed, reason: Layer7 wrong status, code: 503, info: "Service Unavailable", check duration: 1ms, status: 0/2 DOWN.`},
+		{"check invalid response: no info", healthCheckLine("be2/s3", healthcheck.Result{Status: healthcheck.L7RSP, Info: "malformed HTTP response"}, down(0, 2)),
+			`Health check for server be2/s3 failed, reason: Layer7 invalid response, check duration: 0ms, status: 0/2 DOWN.`},
+		{"check reset, falling", healthCheckLine("be2/s1", healthcheck.Result{Status: healthcheck.SOCKERR, Info: "Connection reset by peer", Duration: 10 * time.Millisecond}, up(1, 2)),
+			`Health check for server be2/s1 failed, reason: Socket error, info: "Connection reset by peer", check duration: 10ms, status: 1/2 UP.`},
+		{"DOWN with the check", serverStateLine("be/s1", withLast(down(0, 2), refused), true, 1, 0),
+			`Server be/s1 is DOWN, reason: Layer4 connection problem, info: "Connection refused", check duration: 0ms. 1 active and 0 backup servers left. 0 sessions active, 0 requeued, 0 remaining in queue.`},
+		{"DOWN with log-health-checks", serverStateLine("be2/s1", withLast(down(0, 2), refused), false, 2, 0),
+			`Server be2/s1 is DOWN. 2 active and 0 backup servers left. 0 sessions active, 0 requeued, 0 remaining in queue.`},
+		{"UP with the check", serverStateLine("be/s1", withLast(up(0, 2), healthcheck.Result{OK: true, Status: healthcheck.L7OK, Code: 200, Info: "OK"}), true, 1, 0),
+			`Server be/s1 is UP, reason: Layer7 check passed, code: 200, check duration: 0ms. 1 active and 0 backup servers online. 0 sessions requeued, 0 total in queue.`},
+		{"UP with log-health-checks", serverStateLine("be2/s1", up(0, 2), false, 1, 0),
+			`Server be2/s1 is UP. 1 active and 0 backup servers online. 0 sessions requeued, 0 total in queue.`},
+		{"no server", noServerLine("be2"), `backend be2 has no server available!`},
+	}
+	for _, tt := range tests {
+		if got := string(tt.got); got != tt.want {
+			t.Errorf("%s:\n got %s\nwant %s", tt.name, got, tt.want)
+		}
+	}
+}
+
+// recordSink is a logSink's writer that keeps each write.
+type recordSink struct{ got []string }
+
+func (r *recordSink) Write(b []byte) (int, error) {
+	r.got = append(r.got, string(b))
+	return len(b), nil
+}
+
+// TestSyslogDatagrams checks the header, the PRI, level filtering and
+// minimum level against haproxy 2.6.12's datagrams (measured: `log SOCK
+// local0` got "<129>" for a server DOWN, `local0 info warning` "<132>"
+// for it and for "no server available", `local2 notice` "<144>" for the
+// latter (emerg) and nothing for a "Connect from" line (info)).
+func TestSyslogDatagrams(t *testing.T) {
+	at := time.Date(2026, time.November, 3, 19, 34, 4, 0, time.Local)
+	tests := []struct {
+		name  string
+		dest  logDest
+		level int
+		msg   string
+		want  []string
+	}{
+		{"alert to local0", logDest{facility: 16, level: 7}, lbconfig.LevelAlert, "Server be/s1 is DOWN.",
+			[]string{"<129>Nov  3 19:34:04 haproxy[22150]: Server be/s1 is DOWN.\n"}},
+		{"notice to local0", logDest{facility: 16, level: 7}, lbconfig.LevelNotice, "Health check",
+			[]string{"<133>Nov  3 19:34:04 haproxy[22150]: Health check\n"}},
+		{"info to local1", logDest{facility: 17, level: 7}, lbconfig.LevelInfo, "Connect from",
+			[]string{"<142>Nov  3 19:34:04 haproxy[22150]: Connect from\n"}},
+		{"minimum level caps an alert", logDest{facility: 16, level: 6, minLevel: 4}, lbconfig.LevelAlert, "down",
+			[]string{"<132>Nov  3 19:34:04 haproxy[22150]: down\n"}},
+		{"minimum level caps emerg", logDest{facility: 16, level: 6, minLevel: 4}, lbconfig.LevelEmerg, "none",
+			[]string{"<132>Nov  3 19:34:04 haproxy[22150]: none\n"}},
+		{"minimum level leaves info", logDest{facility: 16, level: 6, minLevel: 4}, lbconfig.LevelInfo, "conn",
+			[]string{"<134>Nov  3 19:34:04 haproxy[22150]: conn\n"}},
+		{"emerg passes notice", logDest{facility: 18, level: 5}, lbconfig.LevelEmerg, "none",
+			[]string{"<144>Nov  3 19:34:04 haproxy[22150]: none\n"}},
+		{"info stopped by notice", logDest{facility: 18, level: 5}, lbconfig.LevelInfo, "Connect from", nil},
+		{"raw", logDest{facility: 16, level: 7, raw: true}, lbconfig.LevelInfo, "a line", []string{"a line\n"}},
+		{"log-tag", logDest{facility: 16, level: 7, tag: "hx"}, lbconfig.LevelNotice, "m",
+			[]string{"<133>Nov  3 19:34:04 hx[22150]: m\n"}},
+		{"cut at 1024 bytes", logDest{facility: 16, level: 7, raw: true}, lbconfig.LevelInfo, strings.Repeat("x", 2000),
+			[]string{strings.Repeat("x", 1023) + "\n"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := &recordSink{}
+			d := tt.dest
+			d.sink = &logSink{network: "stdout", w: rec}
+			if d.tag == "" {
+				d.tag = defaultLogTag
+			}
+			deliver(&logDests{d}, tt.level, at, []byte(tt.msg), 22150, nil)
+			if diff := cmp.Diff(tt.want, rec.got); diff != "" {
+				t.Errorf("datagrams (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestLogSinkUnreachable: a socket target that cannot be reached is
+// reported once, its messages dropped; it is tried again after logRetry
+// and reported when it works.
+func TestLogSinkUnreachable(t *testing.T) {
+	path := t.TempDir() + "/log.sock"
+	var reports []string
+	s := &logSink{network: "unixgram", address: path, report: func(s *logSink, err error) {
+		reports = append(reports, s.String()+": "+map[bool]string{true: "failed", false: "works"}[err != nil])
+	}}
+	now := time.Unix(1000, 0)
+	if s.send([]byte("a\n"), now) || s.send([]byte("b\n"), now.Add(logRetry/2)) {
+		t.Fatal("sent to a socket that does not exist")
+	}
+	ln := listenUnixgram(t, path)
+	if s.send([]byte("c\n"), now.Add(logRetry/2)) {
+		t.Error("tried again before logRetry")
+	}
+	if !s.send([]byte("d\n"), now.Add(logRetry)) {
+		t.Error("not sent once the socket exists and logRetry passed")
+	}
+	if got := readDatagram(t, ln); got != "d\n" {
+		t.Errorf("received %q, want d", got)
+	}
+	want := []string{path + ": failed", path + ": works"}
+	if diff := cmp.Diff(want, reports); diff != "" {
+		t.Errorf("reports (-want +got):\n%s", diff)
+	}
+	s.close()
+}
+
+// listenUnixgram opens a Unix datagram socket at path, as a log reader
+// (OpenShift's socat sidecar) does.
+func listenUnixgram(t *testing.T, path string) *net.UnixConn {
+	t.Helper()
+	c, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// readDatagram returns the next datagram on c, failing after bound.
+func readDatagram(t *testing.T, c *net.UnixConn) string {
+	t.Helper()
+	c.SetReadDeadline(time.Now().Add(bound))
+	buf := make([]byte, 65536)
+	n, err := c.Read(buf)
+	if err != nil {
+		t.Fatalf("reading the log socket: %v", err)
+	}
+	return string(buf[:n])
+}
