@@ -85,14 +85,43 @@ type mixedCluster struct {
 // an equal one does not), within a bound derived from the advert interval;
 // all along, no VIP has two live holders for longer than a handover grace.
 func TestStoryMixedCluster(t *testing.T) {
+	mixedStory(t, mixedYAML, "vsX")
+}
+
+// TestStoryMixedVRRPv3 is TestStoryMixedCluster's story on a cluster
+// file that sets vrrp.version 3: the rendered keepalived.conf says
+// vrrp_version 3 (no authentication, which VRRPv3 does not carry), and
+// keepalived and vipstack must agree over IPv4 VRRPv3 adverts, whose
+// checksum covers the IPv4 pseudo-header (VRRPv2's does not).
+func TestStoryMixedVRRPv3(t *testing.T) {
+	mixedStory(t, strings.Replace(mixedYAML, "nodes:\n", "vrrp: {version: 3}\nnodes:\n", 1), "vsX3")
+}
+
+// mixedStory runs the steps of TestStoryMixedCluster on the cluster of
+// yamlText.
+func mixedStory(t *testing.T, yamlText, prefix string) {
 	testnet.RequireRoot(t)
 	for _, p := range []string{"keepalived", "haproxy", "curl", "nft", "timeout"} {
 		if _, err := exec.LookPath(p); err != nil {
 			t.Skipf("skipping: %s is not installed (the mixed cluster runs the rendered upstream configs)", p)
 		}
 	}
-	mc := startMixedCluster(t, mixedYAML, "vsX")
+	mc := startMixedCluster(t, yamlText, prefix)
 	cfg := mc.cfg
+	// The upstream nodes run the version the cluster file asks for.
+	for _, n := range mc.nodes {
+		if !n.upstream {
+			continue
+		}
+		conf, err := os.ReadFile(filepath.Join(n.dir, filepath.FromSlash(render.KeepalivedConfPath)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		v3 := strings.Contains(string(conf), "vrrp_version 3")
+		if v3 != (cfg.VRRP.Version == 3) || (v3 && strings.Contains(string(conf), "authentication")) {
+			t.Fatalf("%s: rendered keepalived.conf does not run VRRPv%d as the cluster file asks:\n%s", n.name, cfg.VRRP.Version, conf)
+		}
+	}
 
 	var (
 		apiVIP, ingressVIP = cfg.APIVIPs[0], cfg.IngressVIPs[0]
@@ -141,8 +170,9 @@ func TestStoryMixedCluster(t *testing.T) {
 	mc.waitPrio(w1, ingName, ingUp, converge)
 	apiHolder := mc.waitSole(apiVIP, masters, nil, 3*advert, converge)
 	ingHolder := mc.waitSole(ingressVIP, workers, nil, 3*advert, converge)
-	// The vipstack backups decode the upstream masters' adverts (VRID,
-	// PASS auth cut to 8 bytes, VRRPv2) and see them at their priority.
+	// The vipstack backups decode the upstream masters' adverts (VRID;
+	// VRRPv2 with PASS auth cut to 8 bytes, or VRRPv3) and see them at
+	// their priority.
 	mc.waitMasterSeen(apiName, apiHolder, apiUp, []*mixedNode{m1, m2}, masterDown)
 	mc.waitMasterSeen(ingName, ingHolder, ingUp, []*mixedNode{w1}, masterDown)
 	t.Logf("converged: %s holds the API VIP, %s the Ingress VIP", apiHolder.name, ingHolder.name)
