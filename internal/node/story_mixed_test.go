@@ -611,22 +611,7 @@ func (mc *mixedCluster) startMonitor(n *mixedNode) {
 // chk_ocp_both still passes on the local API.
 func (mc *mixedCluster) setLBBlock(n *mixedNode, block bool) {
 	mc.t.Helper()
-	const table = "vipstack_mixed_lb_down"
-	var cmds [][]string
-	if block {
-		cmds = [][]string{
-			{"add", "table", "inet", table},
-			{"add", "chain", "inet", table, "input", "{ type filter hook input priority filter; policy accept; }"},
-			{"add", "rule", "inet", table, "input", "iifname", "lo", "tcp", "dport", fmt.Sprint(mc.cfg.Ports.LB), "reject", "with", "tcp", "reset"},
-		}
-	} else {
-		cmds = [][]string{{"delete", "table", "inet", table}}
-	}
-	for _, c := range cmds {
-		if _, err := n.host.Run("nft", c...); err != nil {
-			mc.t.Fatal(err)
-		}
-	}
+	mc.setPortBlock(n, "vipstack_mixed_lb_down", mc.cfg.Ports.LB, block)
 }
 
 // crash kills the node's daemons' process groups and pulls its cable; it
