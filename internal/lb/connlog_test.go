@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -327,12 +328,14 @@ func TestConnLogForcedShutdown(t *testing.T) {
 // gateWriter blocks every Write until open is closed (a pipe nobody
 // reads), then keeps what it is given.
 type gateWriter struct {
-	open chan struct{}
-	mu   sync.Mutex
-	b    []byte
+	open    chan struct{}
+	entered atomic.Int32 // writes begun
+	mu      sync.Mutex
+	b       []byte
 }
 
 func (w *gateWriter) Write(p []byte) (int, error) {
+	w.entered.Add(1)
 	<-w.open
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -370,6 +373,10 @@ func TestConnLogBlockedWriter(t *testing.T) {
 		cl.echo(t, "hi")
 		cl.Close()
 		eventually(t, "the connection to end", func() bool { return l.serverStats(t, "be", "a").Sessions == 0 })
+		if i == 0 {
+			// The first line alone is in the blocked write.
+			eventually(t, "the writer to block", func() bool { return w.entered.Load() == 1 })
+		}
 	}
 	eventually(t, "every line to be queued or dropped", func() bool {
 		l.accessLog.mu.Lock()
