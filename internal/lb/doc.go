@@ -151,4 +151,59 @@
 // and cost the node its VIP (httpserve_admit.go; haproxy, measured, serves
 // a new client beside 2000 silent ones, and at its maxconn makes it wait
 // for a silent one's 408).
+//
+// # Logging
+//
+// haproxy's `log` targets are honoured (syslog.go): what haproxy 2.6
+// sends to a proxy's targets, vipstack sends there, as datagrams in
+// haproxy's format, measured against haproxy 2.6.12
+// (TestSyslogMatchesHaproxy, TestSyslogLines, TestSyslogDatagrams):
+//
+//	<PRI>Mmm dd hh:mm:ss haproxy[PID]: MESSAGE\n
+//
+// RFC 3164 with no host name, a space-padded day, local time and a
+// newline at the end; PRI is facility*8+level. `format raw` sends the
+// message and newline alone; stdout and stderr targets get the same bytes
+// as lines. The tag is "haproxy" unless global's log-tag says otherwise:
+// vipstack stands in for haproxy, and what reads the socket (OpenShift's
+// socat sidecar, syslog rules, log shippers' haproxy parsers) looks for
+// haproxy[; the PID is vipstack's. A target's LEVEL drops less severe
+// messages; MINLEVEL sends more severe ones at MINLEVEL. A datagram is
+// cut at 1024 bytes (haproxy's default len).
+//
+// What goes to a frontend's targets (level info): with log-format or
+// option tcplog, one line per connection when it ends (connlog.go);
+// without a format, haproxy's line at accept, which dontlognull does not
+// suppress:
+//
+//	Connect from 127.0.0.1:56490 to 127.0.0.1:17001 (fe/TCP)
+//
+// What goes to a backend's targets: with option log-health-checks, a
+// line for each check whose status or step of rise/fall changed (notice),
+// "Health check for server be/s1 failed, reason: Layer4 connection
+// problem, info: "Connection refused", check duration: 0ms, status: 0/2
+// DOWN."; always, a server's change to DOWN (alert) or UP (notice),
+// "Server be/s1 is DOWN, reason: ..., check duration: 0ms. 0 active and
+// 0 backup servers left. 0 sessions active, 0 requeued, 0 remaining in
+// queue." (without the reason part under log-health-checks, whose line
+// came just before), and "backend be has no server available!" (emerg)
+// after the last one's DOWN.
+//
+// Not sent, although haproxy sends them: the "Connect from ... (NAME/HTTP)"
+// lines of the monitor and stats listen sections (vipstack takes no log
+// line there), the runtime API's maintenance changes ("Server be/s1 was
+// DOWN and now enters maintenance.", "... is UP/READY (leaving forced
+// maintenance)."), and the "Proxy fe stopped (cumulated conns: ...)" lines
+// of a soft stop (haproxy sends them on SIGUSR1, none on SIGTERM).
+// vipstack's own log (Options.Logger, standard error) keeps its messages.
+//
+// Messages are queued off the relay's path and sent by one goroutine: at
+// most 1 MiB waits; a message that does not fit, or that a target cannot
+// take, is dropped and counted (vipstack_lb_access_log_dropped_total,
+// haproxy's DroppedLogs). A socket target that cannot be reached (no
+// reader yet; haproxy 2.6 starts anyway and prints one ALERT) does not
+// stop the LB: vipstack's log says so once, its messages are dropped, and
+// it is tried again a second later; it says so again when the target
+// works. A reload that changes a proxy's targets applies to the next
+// message; sockets that no line names any more are closed.
 package lb

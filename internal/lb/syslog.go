@@ -230,8 +230,10 @@ func (l *LB) sendLog(to *logDests, level int, msg []byte) {
 	l.accessLog.add(to, level, l.clk.Now(), msg)
 }
 
-// deliver sends one queued message to each of its targets that takes its
-// level; it reports how many it could not send. buf is scratch space.
+// deliver sends one queued message, queued at (on the LB's clock, which
+// also paces a failed target's retries), to each of its targets that
+// takes its level; it reports how many it could not send. buf is scratch
+// space.
 func deliver(to *logDests, level int, at time.Time, msg []byte, pid int, buf []byte) ([]byte, int) {
 	failed := 0
 	for _, d := range *to {
@@ -239,7 +241,7 @@ func deliver(to *logDests, level int, at time.Time, msg []byte, pid int, buf []b
 			continue
 		}
 		buf = appendDatagram(buf[:0], d, level, at, pid, msg)
-		if !d.sink.send(buf, time.Now()) {
+		if !d.sink.send(buf, at) {
 			failed++
 		}
 	}

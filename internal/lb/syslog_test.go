@@ -1,6 +1,7 @@
 package lb
 
 import (
+	"log/slog"
 	"net"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/vipstack/vipstack/internal/healthcheck"
 	"github.com/vipstack/vipstack/internal/lbconfig"
+	"github.com/vipstack/vipstack/internal/syncbuf"
 )
 
 // TestSyslogLines checks the messages against the lines haproxy 2.6.12
@@ -168,4 +170,77 @@ func readDatagram(t *testing.T, c *net.UnixConn) string {
 		t.Fatalf("reading the log socket: %v", err)
 	}
 	return string(buf[:n])
+}
+
+// TestSyslogReload: a reload that changes a frontend's target sends the
+// next line to the new one only; a target with no socket yet does not
+// stop the LB (it relays, its lines are dropped and counted, vipstack's
+// log says so once), and its lines arrive once the socket exists and the
+// retry delay has passed on the LB's clock.
+func TestSyslogReload(t *testing.T) {
+	a := startBackend(t, "a")
+	dir := t.TempDir()
+	target := func(name string) []lbconfig.LogTarget {
+		return []lbconfig.LogTarget{{Network: "unixgram", Address: dir + "/" + name, Facility: 16, Level: lbconfig.LevelDebug}}
+	}
+	first, second := listenUnixgram(t, dir+"/first"), listenUnixgram(t, dir+"/second")
+	cfg := tcpConfig(lbconfig.RoundRobin, srv("a", a))
+	cfg.Frontends[0].LogTargets = target("first")
+	var logged syncbuf.Buffer
+	clk := fakeClock()
+	l := newLBOpts(t, Options{Clock: clk, Logger: slog.New(slog.NewTextHandler(&logged, nil))}, cfg)
+	connect := func() {
+		t.Helper()
+		c := dial(t, l, "fe")
+		c.greeting(t)
+		c.Close()
+		l.accessLog.flush()
+	}
+	isConnect := func(d string) bool {
+		return strings.HasPrefix(d, "<134>") && strings.Contains(d, "haproxy[") && strings.HasSuffix(d, " (fe/TCP)\n")
+	}
+	connect()
+	if d := readDatagram(t, first); !isConnect(d) {
+		t.Fatalf("first target got %q, want a Connect line", d)
+	}
+
+	cfg.Frontends[0].LogTargets = target("second")
+	if err := l.Apply(cfg); err != nil {
+		t.Fatal(err)
+	}
+	connect()
+	if d := readDatagram(t, second); !isConnect(d) {
+		t.Errorf("after the reload, the second target got %q, want a Connect line", d)
+	}
+	first.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+	if n, err := first.Read(make([]byte, 1024)); err == nil {
+		t.Errorf("after the reload, the first target still got %d bytes", n)
+	}
+
+	cfg.Frontends[0].LogTargets = target("later")
+	if err := l.Apply(cfg); err != nil {
+		t.Fatalf("Apply with a log target that cannot be reached: %v", err)
+	}
+	dropped := l.accessLog.dropped.Load()
+	connect()
+	clk.Advance(logRetry) // tried again, failing again: not reported again
+	connect()
+	if got := l.accessLog.dropped.Load() - dropped; got != 2 {
+		t.Errorf("%d lines dropped for the missing socket, want 2", got)
+	}
+	if n := strings.Count(logged.String(), "log target: cannot send"); n != 1 {
+		t.Errorf("vipstack's log says %d times that the target fails, want once:\n%s", n, logged.String())
+	}
+	if !strings.Contains(logged.String(), "target="+dir+"/later") {
+		t.Errorf("vipstack's log does not name the target:\n%s", logged.String())
+	}
+	later := listenUnixgram(t, dir+"/later")
+	clk.Advance(logRetry)
+	connect()
+	if d := readDatagram(t, later); !isConnect(d) {
+		t.Errorf("once the socket exists, it got %q, want a Connect line", d)
+	}
+	if !strings.Contains(logged.String(), "log target: sending again") {
+		t.Errorf("vipstack's log does not say the target works again:\n%s", logged.String())
+	}
 }
