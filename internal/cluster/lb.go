@@ -15,6 +15,11 @@ const (
 	LBStatsURI    = "/haproxy_stats"
 )
 
+// stdoutLog is `log stdout local0`: haproxy's messages (connections,
+// health checks, server state changes) on standard output, where a
+// container's logs belong.
+var stdoutLog = []lbconfig.LogTarget{{Network: "stdout", Facility: 16, Level: lbconfig.LevelDebug}}
+
 // LBConfig is the API load balancer every master runs, as seed 000's
 // haproxy.cfg: a dual-stack TCP frontend on ports.lb, round-robin over
 // every master's API port with TLS /readyz checks (inter 1s fall 2 rise 3),
@@ -30,7 +35,7 @@ func (c *Cluster) LBConfig() (*lbconfig.Config, error) {
 			HTTPRequest: 30 * time.Second, Queue: time.Minute, Connect: 10 * time.Second,
 			Client: 86400 * time.Second, Server: 86400 * time.Second, Tunnel: 86400 * time.Second,
 		},
-		Frontends: []lbconfig.Frontend{{Name: "main", Binds: all(c.Ports.LB), Backend: "masters"}},
+		Frontends: []lbconfig.Frontend{{Name: "main", Binds: all(c.Ports.LB), Backend: "masters", LogTargets: stdoutLog}},
 		Monitors:  []lbconfig.Monitor{{Name: "health_check_http_url", Binds: all(LBMonitorPort), URI: LBMonitorURI}},
 		Stats: []lbconfig.Stats{{
 			Name:  "stats",
@@ -40,7 +45,7 @@ func (c *Cluster) LBConfig() (*lbconfig.Config, error) {
 		}},
 	}
 	b := lbconfig.Backend{
-		Name: "masters", Balance: lbconfig.RoundRobin, LogHealthChecks: true,
+		Name: "masters", Balance: lbconfig.RoundRobin, LogHealthChecks: true, LogTargets: stdoutLog,
 		Check: lbconfig.HTTPCheck{Method: "GET", URI: "/readyz", Version: "HTTP/1.0"},
 	}
 	for _, n := range c.withRoles(Master) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -16,8 +17,10 @@ import (
 // haproxycfg.Parse reads back into cfg (up to Source and Warnings). It
 // writes what lbconfig models; a setting haproxy.cfg cannot express per
 // backend (`option dontlognull`, which haproxycfg reads from defaults
-// only, differing between backends) is an error. Logs go to stdout, which
-// is where a container's logs belong.
+// only, differing between backends) is an error. The `log` targets every
+// frontend and backend share are written in defaults (the cluster's:
+// stdout, which is where a container's logs belong), the others in their
+// sections.
 func HAProxyCfg(cfg *lbconfig.Config) ([]byte, error) {
 	var b bytes.Buffer
 	var errs []error
@@ -43,6 +46,9 @@ func HAProxyCfg(cfg *lbconfig.Config) ([]byte, error) {
 	b.WriteString("# haproxy.cfg rendered by `vipstack render`: the API load balancer.\n")
 	b.WriteString("# `vipstack node` runs the same load balancer natively.\n")
 	w(false, "global")
+	if cfg.LogTag != "" {
+		w(true, "log-tag", cfg.LogTag)
+	}
 	if cfg.GlobalMaxConn > 0 {
 		w(true, "maxconn", strconv.Itoa(cfg.GlobalMaxConn))
 	}
@@ -51,7 +57,15 @@ func HAProxyCfg(cfg *lbconfig.Config) ([]byte, error) {
 		w(true, "maxconn", strconv.Itoa(cfg.MaxConn))
 	}
 	w(true, "mode", "tcp")
-	w(true, "log", "stdout", "local0")
+	common := commonLogTargets(cfg)
+	logLines := func(ts []lbconfig.LogTarget) {
+		for _, lt := range ts[len(common):] {
+			w(true, append([]string{"log"}, strings.Fields(lt.String())...)...)
+		}
+	}
+	for _, lt := range common {
+		w(true, append([]string{"log"}, strings.Fields(lt.String())...)...)
+	}
 	if dontLogNull {
 		w(true, "option", "dontlognull")
 	}
@@ -76,6 +90,7 @@ func HAProxyCfg(cfg *lbconfig.Config) ([]byte, error) {
 			w(true, bindWords(bd)...)
 		}
 		w(true, "default_backend", fe.Backend)
+		logLines(fe.LogTargets)
 	}
 	for _, m := range cfg.Monitors {
 		w(false, "listen", m.Name)
@@ -106,6 +121,7 @@ func HAProxyCfg(cfg *lbconfig.Config) ([]byte, error) {
 	}
 	for _, be := range cfg.Backends {
 		w(false, "backend", be.Name)
+		logLines(be.LogTargets)
 		if be.Check.Method != "" {
 			w(true, "option", "httpchk", be.Check.Method, be.Check.URI, be.Check.Version)
 		}
@@ -178,4 +194,25 @@ func bindWords(bd lbconfig.Bind) []string {
 		return []string{"bind", addr, "v4v6"}
 	}
 	return []string{"bind", addr}
+}
+
+// commonLogTargets are the log targets of every frontend and backend when
+// they all have the same, for defaults; none otherwise.
+func commonLogTargets(cfg *lbconfig.Config) []lbconfig.LogTarget {
+	var lists [][]lbconfig.LogTarget
+	for _, fe := range cfg.Frontends {
+		lists = append(lists, fe.LogTargets)
+	}
+	for _, be := range cfg.Backends {
+		lists = append(lists, be.LogTargets)
+	}
+	if len(lists) == 0 {
+		return nil
+	}
+	for _, l := range lists[1:] {
+		if !slices.Equal(l, lists[0]) {
+			return nil
+		}
+	}
+	return lists[0]
 }

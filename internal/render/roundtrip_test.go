@@ -63,8 +63,8 @@ func TestHAProxyCfgReadsBackAsLBConfig(t *testing.T) {
 				t.Fatalf("read back (-want +got):\n%s\n%s", diff, text)
 			}
 			sameProxyOrder(t, want, got)
-			if len(got.Warnings) != 1 || !strings.Contains(got.Warnings[0], "log stdout") {
-				t.Errorf("warnings = %q, want only the note about the log target", got.Warnings)
+			if len(got.Warnings) != 0 {
+				t.Errorf("warnings = %q, want none (the log target is used)", got.Warnings)
 			}
 		})
 	}
@@ -75,14 +75,16 @@ func TestHAProxyCfgReadsBackAsLBConfig(t *testing.T) {
 func TestHAProxyCfgWriterCoversTheModel(t *testing.T) {
 	ap := netip.MustParseAddrPort
 	want := &lbconfig.Config{
-		MaxConn: 500, GlobalMaxConn: 4000, Retries: 2,
+		MaxConn: 500, GlobalMaxConn: 4000, Retries: 2, LogTag: "hx",
 		Timeouts: lbconfig.Timeouts{Connect: 1500 * time.Millisecond, Client: time.Minute, Server: time.Minute, HTTPKeepAlive: 2 * time.Second},
 		Frontends: []lbconfig.Frontend{
-			{Name: "v4", Binds: []lbconfig.Bind{{Addr: ap("0.0.0.0:80")}, {Addr: ap("198.18.0.5:81")}}, Backend: "plain"},
+			{Name: "v4", Binds: []lbconfig.Bind{{Addr: ap("0.0.0.0:80")}, {Addr: ap("198.18.0.5:81")}}, Backend: "plain",
+				LogTargets: []lbconfig.LogTarget{{Network: "udp", Address: "[fd00::1]:1514", Facility: 18, Level: 6, MinLevel: 4}}},
 			{Name: "v6", Binds: []lbconfig.Bind{{Addr: ap("[fd00::5]:82")}}, Backend: "plain"},
 		},
 		Backends: []lbconfig.Backend{{
 			Name: "plain", Balance: lbconfig.LeastConn, RedispatchOnRetry: true,
+			LogTargets: []lbconfig.LogTarget{{Network: "stderr", Raw: true, Facility: 19, Level: 7}},
 			Servers: []lbconfig.Server{
 				{Name: "a", Addr: ap("198.18.0.11:8080"), Weight: 3, Check: true, Verify: true, Inter: 500 * time.Millisecond, Fall: 4, Rise: 1},
 				{Name: "b", Addr: ap("[fd00::12]:8080"), Weight: 1, Verify: true, Inter: 2 * time.Second, Fall: 3, Rise: 2},
