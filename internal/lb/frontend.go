@@ -173,6 +173,12 @@ func (f *frontend) admit(fd int, peer netip.AddrPort, lp *loop) <-chan struct{} 
 		return nil
 	}
 	cn := &conn{fe: f, cfd: fd, peer: peer}
+	if lp != nil {
+		// The accept time, for show sess: the loop's clock reading of
+		// this batch costs nothing; a connection log reads the clock
+		// itself below.
+		cn.acceptAt = lp.now
+	}
 	if cl := f.cfg.Load().log; cl != nil {
 		if cl.needLocal {
 			cn.local = localAddr(fd)

@@ -83,10 +83,9 @@
 //     the server connected or being connected to (<none> before one is
 //     picked);
 //   - age: since the accept, in haproxy's two-unit form (2s, 1m5s,
-//     23h59m, 1d5s), on the balancer's clock; written only for the
-//     frontends that keep a connection log (`log` with `option tcplog` or
-//     a log-format): the others do not note the accept time, and the
-//     field is then left out rather than made up.
+//     23h59m, 1d5s), on the balancer's clock (the accept time is the
+//     accepting loop's clock reading for its batch of events, or the
+//     connection log's own reading where a frontend keeps one).
 //
 // haproxy's ts, epoch, calls, rate, cpu, lat, rq[], rp[], scf[], scb[],
 // exp, rc and c_exp describe its scheduler, buffers and stream flags, and

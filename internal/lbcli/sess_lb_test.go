@@ -23,9 +23,8 @@ import (
 )
 
 // TestShowSessRealLB: show sess on a real balancer with real connections
-// through it, on a fake clock. Frontend "main" keeps a connection log, so
-// its sessions have an accept time and an age; "plain" keeps none, and its
-// session has neither. Every address is checked against what the client
+// through it, on a fake clock. Frontend "main" keeps a connection log and
+// "plain" none; the sessions of both have an accept time and an age. Every address is checked against what the client
 // and the server saw: the client's own address (src), the address it
 // dialled (the frontend's addr), the balancer's address toward the server
 // (the server's view of its client, the backend's addr). A closed
@@ -132,7 +131,7 @@ func TestShowSessRealLB(t *testing.T) {
 	want := []string{
 		"proto=tcpv4 src=" + a.c.LocalAddr().String() + " fe=main be=masters srv=m1 age=1m5s",
 		"proto=tcpv4 src=" + b.c.LocalAddr().String() + " fe=main be=masters srv=m1 age=1m5s",
-		"proto=tcpv4 src=" + plain.c.LocalAddr().String() + " fe=plain be=masters srv=m1",
+		"proto=tcpv4 src=" + plain.c.LocalAddr().String() + " fe=plain be=masters srv=m1 age=1m5s",
 	}
 	slices.Sort(want)
 	slices.Sort(lines)
