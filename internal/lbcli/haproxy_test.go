@@ -381,14 +381,7 @@ func showSessMatches(t *testing.T, peers []struct{ name, sock, fe string }) {
 	t.Helper()
 	for _, p := range peers {
 		for range 2 {
-			c, err := net.Dial("tcp", p.fe)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			c.SetDeadline(time.Now().Add(10 * time.Second))
-			io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
-			if _, err := c.Read(make([]byte, 4096)); err != nil {
+			if _, err := requestThrough(t, p.fe); err != nil {
 				t.Fatalf("%s: a request through it: %v", p.name, err)
 			}
 		}
@@ -559,17 +552,9 @@ func shutdownSessions(t *testing.T, peers []struct{ name, sock, fe string }) {
 	var conns []net.Conn
 	for _, p := range peers {
 		ask(t, p.sock, "set weight masters/m2 0\n")
-		c, err := net.Dial("tcp", p.fe)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		c.SetDeadline(time.Now().Add(10 * time.Second))
-		io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
-		buf := make([]byte, 4096)
-		n, err := c.Read(buf)
-		if err != nil || !strings.HasSuffix(string(buf[:n]), "m1") {
-			t.Fatalf("%s: a request through it got %q, %v; want m1's answer", p.name, buf[:n], err)
+		c, err := requestThrough(t, p.fe)
+		if err != nil || !strings.HasSuffix(c.answer, "m1") {
+			t.Fatalf("%s: a request through it got %q, %v; want m1's answer", p.name, c.answer, err)
 		}
 		conns = append(conns, c)
 		ask(t, p.sock, "set weight masters/m2 1\n")
@@ -619,4 +604,27 @@ func canceledCtx() context.Context {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	return ctx
+}
+
+// relayed is a connection through a balancer and the first answer read
+// from it.
+type relayed struct {
+	net.Conn
+	answer string
+}
+
+// requestThrough sends one HTTP request through the frontend at fe and
+// reads its answer, keeping the connection open until the test ends.
+func requestThrough(t *testing.T, fe string) (relayed, error) {
+	t.Helper()
+	c, err := net.Dial("tcp", fe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	buf := make([]byte, 4096)
+	n, err := c.Read(buf)
+	return relayed{Conn: c, answer: string(buf[:n])}, err
 }
