@@ -310,15 +310,21 @@ func WaitSoleHolder(hs []*testnet.Host, addr netip.Addr, want *testnet.Host, sta
 
 // BuildVipstack builds the vipstack binary into dir and returns its path.
 func BuildVipstack(dir string) (string, error) {
-	out := filepath.Join(dir, "vipstack")
+	return buildInModule(dir, "vipstack", "./cmd/vipstack")
+}
+
+// buildInModule builds the main package pkg of the vipstack module into
+// dir/name and returns its path.
+func buildInModule(dir, name, pkg string) (string, error) {
+	out := filepath.Join(dir, name)
 	root, err := moduleRoot()
 	if err != nil {
 		return "", err
 	}
-	cmd := exec.Command("go", "build", "-o", out, "./cmd/vipstack")
+	cmd := exec.Command("go", "build", "-o", out, pkg)
 	cmd.Dir = root
 	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build: %v\n%s", err, b)
+		return "", fmt.Errorf("go build %s: %v\n%s", pkg, err, b)
 	}
 	return out, nil
 }
