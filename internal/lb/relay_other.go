@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // The relay needs Linux: epoll and splice(2). Elsewhere New fails.
@@ -20,6 +21,7 @@ type loop struct {
 	mu      sync.Mutex
 	nconns  atomic.Int32
 	handoff []*conn
+	now     time.Time
 }
 
 type relayState struct{}
