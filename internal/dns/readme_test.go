@@ -17,27 +17,11 @@ var readmeRow = regexp.MustCompile("^\\| `([^ `]+) ([A-Z]+)` \\| (.+) \\|$")
 // TestReadme runs every Corefile example in clusterdns/README.md and checks
 // the README's answer table against it.
 func TestReadme(t *testing.T) {
-	b, err := os.ReadFile("clusterdns/README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var corefiles []string
+	corefiles, prose := readmeCorefiles(t, "clusterdns/README.md")
 	var rows [][]string
-	var cur []string
-	in := false
-	for _, line := range strings.Split(string(b), "\n") {
-		switch {
-		case strings.HasPrefix(line, "~~~ corefile"):
-			in, cur = true, nil
-		case in && strings.HasPrefix(line, "~~~"):
-			in = false
-			corefiles = append(corefiles, strings.Join(cur, "\n")+"\n")
-		case in:
-			cur = append(cur, line)
-		default:
-			if m := readmeRow.FindStringSubmatch(line); m != nil {
-				rows = append(rows, m[1:])
-			}
+	for _, line := range prose {
+		if m := readmeRow.FindStringSubmatch(line); m != nil {
+			rows = append(rows, m[1:])
 		}
 	}
 	if len(corefiles) == 0 || len(rows) == 0 {
@@ -96,24 +80,7 @@ func matchAll(want, got []string) bool {
 // TestReadmeMDNS checks every Corefile example in mdnsplugin/README.md
 // (Check: starting one would browse mDNS outside a test namespace).
 func TestReadmeMDNS(t *testing.T) {
-	b, err := os.ReadFile("mdnsplugin/README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var corefiles []string
-	var cur []string
-	in := false
-	for _, line := range strings.Split(string(b), "\n") {
-		switch {
-		case strings.HasPrefix(line, "~~~ corefile"):
-			in, cur = true, nil
-		case in && line == "~~~":
-			in = false
-			corefiles = append(corefiles, strings.Join(cur, "\n")+"\n")
-		case in:
-			cur = append(cur, line)
-		}
-	}
+	corefiles, _ := readmeCorefiles(t, "mdnsplugin/README.md")
 	if len(corefiles) == 0 {
 		t.Fatal("mdnsplugin/README.md has no corefile example")
 	}
@@ -122,4 +89,30 @@ func TestReadmeMDNS(t *testing.T) {
 			t.Errorf("example %d: %v\n%s", i+1, err, cf)
 		}
 	}
+}
+
+// readmeCorefiles reads a README and returns its Corefile examples (the
+// blocks fenced by "~~~ corefile" and "~~~") and its other lines.
+func readmeCorefiles(t *testing.T, path string) (corefiles, prose []string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cur []string
+	in := false
+	for _, line := range strings.Split(string(b), "\n") {
+		switch {
+		case strings.HasPrefix(line, "~~~ corefile"):
+			in, cur = true, nil
+		case in && strings.HasPrefix(line, "~~~"):
+			in = false
+			corefiles = append(corefiles, strings.Join(cur, "\n")+"\n")
+		case in:
+			cur = append(cur, line)
+		default:
+			prose = append(prose, line)
+		}
+	}
+	return corefiles, prose
 }
