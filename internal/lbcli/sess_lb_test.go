@@ -1,7 +1,6 @@
 package lbcli
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 	"log/slog"
@@ -89,18 +88,10 @@ func TestShowSessRealLB(t *testing.T) {
 		before := len(peers)
 		mu.Unlock()
 		fe := l.Addrs(frontend)[0].String()
-		c, err := net.Dial("tcp", fe)
-		if err != nil {
-			t.Fatal(err)
+		c, err := requestThrough(t, fe)
+		if err != nil || !strings.HasPrefix(c.answer, "HTTP/1.1 200 ") {
+			t.Fatalf("a request through %s: %q, %v; want a 200 answer", frontend, c.answer, err)
 		}
-		t.Cleanup(func() { c.Close() })
-		c.SetDeadline(time.Now().Add(10 * time.Second))
-		io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
-		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-		if err != nil {
-			t.Fatalf("a request through %s: %v", frontend, err)
-		}
-		resp.Body.Close()
 		mu.Lock()
 		defer mu.Unlock()
 		if len(peers) != before+1 {
