@@ -160,6 +160,22 @@ func loopbackBind() lbconfig.Bind {
 	return lbconfig.Bind{Addr: netip.MustParseAddrPort("127.0.0.1:0")}
 }
 
+// widenableBind is a loopback bind on a port no socket uses on any IPv4
+// address when it is picked, so a test can later widen it to 0.0.0.0.
+// A port the kernel picks for 127.0.0.1:0 may be in use on the host's
+// other addresses (a CI machine's own connections): widening then fails
+// for a reason outside the LB (seen in CI: TestRebindWidensOwnPort).
+func widenableBind(t *testing.T) lbconfig.Bind {
+	t.Helper()
+	ln, err := net.Listen("tcp4", "0.0.0.0:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := addrPort(t, ln.Addr()).Port()
+	ln.Close()
+	return lbconfig.Bind{Addr: netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), port)}
+}
+
 // tcpConfig is one frontend "fe" on a loopback port to backend "be".
 func tcpConfig(balance lbconfig.Balance, servers ...lbconfig.Server) *lbconfig.Config {
 	return &lbconfig.Config{

@@ -71,7 +71,9 @@ func TestBoundOf(t *testing.T) {
 // does the same on a namespace's addresses.
 func TestApplyPortOfAnotherAddress(t *testing.T) {
 	a := startBackend(t, "a")
-	l := newLB(t, fakeClock(), tcpConfig(lbconfig.RoundRobin, srv("a", a)))
+	first := tcpConfig(lbconfig.RoundRobin, srv("a", a))
+	first.Frontends[0].Binds = []lbconfig.Bind{widenableBind(t)}
+	l := newLB(t, fakeClock(), first)
 	port := addrPort(t, l.Addrs("fe")[0]).Port()
 	other, err := (&net.ListenConfig{Control: listenControl(-1)}).Listen(context.Background(), "tcp4", netip.AddrPortFrom(netip.MustParseAddr("127.0.0.2"), port).String())
 	if err != nil {

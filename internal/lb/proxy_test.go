@@ -622,7 +622,9 @@ func TestClientResetWhileServerSends(t *testing.T) {
 // port does not take the LB's own listener on P for one.
 func TestRebindWidensOwnPort(t *testing.T) {
 	a := startBackend(t, "a")
-	l := newLB(t, fakeClock(), tcpConfig(lbconfig.RoundRobin, srv("a", a)))
+	first := tcpConfig(lbconfig.RoundRobin, srv("a", a))
+	first.Frontends[0].Binds = []lbconfig.Bind{widenableBind(t)}
+	l := newLB(t, fakeClock(), first)
 	port := addrPort(t, l.Addrs("fe")[0]).Port()
 	for _, addr := range []netip.Addr{netip.MustParseAddr("127.0.0.1"), netip.IPv4Unspecified()} {
 		cfg := tcpConfig(lbconfig.RoundRobin, srv("a", a))
