@@ -491,7 +491,8 @@ func (e *mdnsEngine) ourInstance(inst string) bool {
 		return e.ourTXT(inst)
 	}
 	label, rest := splitInstance(inst)
-	return rest == typ && ocpKindOf(label, e.cfg.cluster) == ocpTypeKind(typ)
+	kind := ocpTypeKind(typ)
+	return rest == typ && (ocpKindOf(label, e.cfg.cluster) == kind || ocpCutOf(label, e.cfg.cluster, kind))
 }
 
 // ourTXT: inst's TXT, if known, names our cluster.

@@ -39,7 +39,8 @@ import (
 // its addresses those of that host, and it is a master when an Etcd instance
 // of the cluster points at it (clusterdns numbers the masters etcd-N), a
 // worker otherwise. Only instances whose label is "<cluster> Workstation"
-// or "<cluster> Etcd", alone or followed by "-" and anything, count: every
+// or "<cluster> Etcd", alone or followed by "-" and anything, or such a label
+// cut by mdns-publisher to 63 bytes (ocpCutOf), count: every
 // avahi host on a link publishes _workstation._tcp ("host [mac]"), and
 // coredns-mdns's substring match would also take cluster "ostest2"'s nodes
 // for cluster "ostest"'s.
@@ -91,6 +92,57 @@ func ocpKindOf(label, cluster string) string {
 		}
 	}
 	return ""
+}
+
+// mdns-publisher (since 2022, the version OpenShift ships) cuts an instance
+// label longer than 63 bytes to its first ocpCutHead bytes, the first
+// ocpCutHash hex digits of the SHA-256 of the whole label and its last
+// ocpCutTail bytes (publisher.go, truncateLongServiceName): with
+// collision_avoidance = "hostname", "ostest Workstation-<55-byte host name>"
+// goes on the wire as "ostest Workstat" + 32 hex digits + the last 16 bytes
+// of the host name (measured with the real mdns-publisher).
+const (
+	ocpCutHead = 15
+	ocpCutHash = 32
+	ocpCutTail = 16
+	ocpCutLen  = ocpCutHead + ocpCutHash + ocpCutTail // 63, a label's most
+)
+
+// ocpCutOf reports whether label is mdns-publisher's cut form of a label
+// "<cluster> <kind>-<host>" too long for a DNS label: 63 bytes, 32 hex
+// digits after the first 15 bytes, and those 15 bytes the start of
+// "<cluster> <kind>-". The kind is not always in them ("ostest Workstat",
+// or none of it for a cluster name of 15 bytes or more): the caller checks
+// the service type for it. The host part is not checked: the SRV target
+// names the node. An empty cluster takes any first word, or any 15 bytes
+// without a space (a cluster name too long to end in them).
+//
+// Two clusters whose names share their first 15 bytes cannot be told apart
+// in this form; a cluster name of 15 bytes or more with a node name long
+// enough to be cut is the only case where that matters.
+func ocpCutOf(label, cluster, kind string) bool {
+	if len(label) != ocpCutLen {
+		return false
+	}
+	for _, c := range []byte(label[ocpCutHead : ocpCutHead+ocpCutHash]) {
+		if !isDigit(c) && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	head := label[:ocpCutHead]
+	if cluster == "" {
+		word, _, ok := strings.Cut(head, " ")
+		if !ok {
+			return true // a cluster name of 15 bytes or more
+		}
+		if word == "" {
+			return false // the label starts with a space
+		}
+		cluster = word
+	}
+	base := cluster + " " + kind + "-"
+	n := min(len(base), ocpCutHead)
+	return strings.EqualFold(head[:n], base[:n])
 }
 
 // ocpTypeKind is the kind whose instances service type typ (a canonical

@@ -44,7 +44,8 @@
 //   - FILTER is the cluster name, matched by vipstack's rule for
 //     mdns-publisher's labels (discovery/mdns_openshift.go): the instance
 //     label must be "FILTER Workstation" or "FILTER Etcd", alone or followed
-//     by "-" and the host. A substring would take cluster "ostest2"'s nodes
+//     by "-" and the host, or mdns-publisher's cut form of such a label
+//     over 63 bytes (a long host name). A substring would take cluster "ostest2"'s nodes
 //     for "ostest"'s and every avahi host containing the word. FILTER must
 //     be a host name label; without FILTER every cluster's instances count.
 //   - Every address of a node is answered, by type: an A query gets the A
