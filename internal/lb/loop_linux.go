@@ -922,6 +922,25 @@ func (l *LB) closeServer(s *server) int {
 	return n
 }
 
+// closeSession closes the connection show sess names id, established or
+// connecting (the runtime API's shutdown session); false when no loop
+// holds it.
+func (l *LB) closeSession(id uintptr) bool {
+	for _, lp := range l.loops {
+		lp.mu.Lock()
+		for _, cn := range lp.conns {
+			if cn != nil && sessionID(cn) == id && (cn.state == stConnecting || cn.state == stRelaying) {
+				cn.term = [2]byte{'K', '-'} // killed, no phase: haproxy 2.6's tcplog says "K-" (measured)
+				lp.closeLocked(cn)
+				lp.unlock()
+				return true
+			}
+		}
+		lp.unlock()
+	}
+	return false
+}
+
 // lnReg is one listening socket in one loop's epoll set. Every loop
 // watches every socket, with EPOLLEXCLUSIVE: a new client wakes one loop
 // that is waiting, which accepts it and relays it itself.

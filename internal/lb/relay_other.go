@@ -32,17 +32,18 @@ func newLoops(*LB, int) ([]*loop, error) {
 
 func loopCount() int { return 1 }
 
-func (lp *loop) stop()                {}
-func (lp *loop) start(*conn)          {}
-func (lp *loop) post(*conn)           {}
-func (lp *loop) unlock()              { lp.mu.Unlock() }
-func (lp *loop) closeLocked(*conn)    {}
-func (l *LB) failConnects(*server)    {}
-func (l *LB) sessions() []Session     { return nil }
-func (l *LB) closeServer(*server) int { return 0 }
-func closeFD(int)                     {}
-func discardInput(int) uint64         { return 0 }
-func localAddr(int) netip.AddrPort    { return netip.AddrPort{} }
+func (lp *loop) stop()                  {}
+func (lp *loop) start(*conn)            {}
+func (lp *loop) post(*conn)             {}
+func (lp *loop) unlock()                { lp.mu.Unlock() }
+func (lp *loop) closeLocked(*conn)      {}
+func (l *LB) failConnects(*server)      {}
+func (l *LB) sessions() []Session       { return nil }
+func (l *LB) closeServer(*server) int   { return 0 }
+func (l *LB) closeSession(uintptr) bool { return false }
+func closeFD(int)                       {}
+func discardInput(int) uint64           { return 0 }
+func localAddr(int) netip.AddrPort      { return netip.AddrPort{} }
 
 func (l *LB) watchListener(*tcpListener)   {}
 func (l *LB) unwatchListener(*tcpListener) {}

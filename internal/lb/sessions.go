@@ -41,8 +41,10 @@ type Session struct {
 
 // Sessions lists the connections being relayed, in accept order where it
 // is known (then by ID). Clients waiting in a frontend's queue are not
-// listed (they have no server yet), nor the monitor's and the stats
-// page's clients.
+// listed (they have no server yet; haproxy leaves such clients in the
+// kernel's accept queue and lists none, measured), nor the monitor's and
+// the stats page's clients (haproxy lists one only while its request is
+// answered, measured: not while idle or with a partial request).
 func (l *LB) Sessions() []Session {
 	ss := l.sessions()
 	slices.SortFunc(ss, func(a, b Session) int {
@@ -54,10 +56,22 @@ func (l *LB) Sessions() []Session {
 	return ss
 }
 
+// ShutdownSession closes the connection whose Session.ID is id, both its
+// sockets, as haproxy's `shutdown session` does; false when no connection
+// being relayed or connecting has that ID. Its connection log line says
+// "K-" (killed), and its bytes count as those of a connection that ended:
+// no error or abort counter moves (haproxy 2.6, measured).
+func (l *LB) ShutdownSession(id uintptr) bool {
+	return id != 0 && l.closeSession(id)
+}
+
+// sessionID is cn's Session.ID.
+func sessionID(cn *conn) uintptr { return uintptr(unsafe.Pointer(cn)) }
+
 // sessionOf describes cn; its loop's lock is held. now is the balancer's
 // clock.
 func sessionOf(cn *conn, now time.Time) Session {
-	s := Session{ID: uintptr(unsafe.Pointer(cn)), Frontend: cn.fe.name, Client: cn.peer, Connected: cn.state == stRelaying}
+	s := Session{ID: sessionID(cn), Frontend: cn.fe.name, Client: cn.peer, Connected: cn.state == stRelaying}
 	if cn.cfg != nil && cn.cfg.pool != nil {
 		s.Backend = cn.cfg.pool.name
 	}

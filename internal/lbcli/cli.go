@@ -24,6 +24,7 @@ type Balancer interface {
 	SetServerWeight(backend, server string, weight int) error
 	ShutdownServerSessions(backend, server string) (int, error)
 	Sessions() []lb.Session
+	ShutdownSession(id uintptr) bool
 }
 
 // Level is what a connection may do: haproxy's CLI access levels.
@@ -76,13 +77,23 @@ type Options struct {
 	Now         func() time.Time // for uptime; nil means time.Now
 	IdleTimeout time.Duration    // 0 means DefaultIdleTimeout
 	Logger      *slog.Logger
+	// Clients is shared by the Servers of one configuration's stats
+	// sockets: show sess lists, and shutdown session closes, the
+	// connections of every one of them. nil: the Server's own.
+	Clients *Clients
+	// ListenerID is the socket's listener id, its place (from 1) among
+	// the configuration's stats socket lines, which haproxy writes in
+	// show sess for a Unix socket's clients ("src=unix:2"); 0 means 1.
+	ListenerID int
 }
 
 // Server answers runtime API connections.
 type Server struct {
-	opts  Options
-	log   *slog.Logger
-	level atomic.Int32 // the Level a new connection starts at
+	opts       Options
+	log        *slog.Logger
+	level      atomic.Int32 // the Level a new connection starts at
+	listenerID atomic.Int32
+	clients    *Clients
 
 	mu    sync.Mutex
 	conns map[net.Conn]struct{}
@@ -103,10 +114,18 @@ func New(opts Options) *Server {
 	if log == nil {
 		log = slog.Default()
 	}
-	s := &Server{opts: opts, log: log, conns: map[net.Conn]struct{}{}}
+	s := &Server{opts: opts, log: log, conns: map[net.Conn]struct{}{}, clients: opts.Clients}
+	if s.clients == nil {
+		s.clients = NewClients()
+	}
 	s.level.Store(int32(opts.Level))
+	s.SetListenerID(opts.ListenerID)
 	return s
 }
+
+// SetListenerID sets the socket's listener id (0 means 1), as a reload
+// that moves its stats socket line changes it.
+func (s *Server) SetListenerID(id int) { s.listenerID.Store(int32(max(id, 1))) }
 
 // SetLevel sets the level of the connections accepted from now on.
 func (s *Server) SetLevel(l Level) { s.level.Store(int32(l)) }
@@ -129,14 +148,17 @@ func (s *Server) Serve(ln net.Listener) error {
 		s.mu.Lock()
 		s.conns[c] = struct{}{}
 		s.mu.Unlock()
+		sess := &session{level: Level(s.level.Load()), srv: s, conn: c, accepted: s.opts.Now()}
+		s.clients.add(sess)
 		go func() {
 			defer func() {
+				s.clients.remove(sess)
 				s.mu.Lock()
 				delete(s.conns, c)
 				s.mu.Unlock()
 				_ = c.Close()
 			}()
-			s.serveConn(c)
+			s.serveConn(sess)
 		}()
 	}
 }
@@ -155,10 +177,18 @@ type session struct {
 	level       Level
 	interactive bool
 	quit        bool
+	// killed: shutdown session named this connection itself; it ends
+	// once that command's answer is written.
+	killed bool
+
+	// Set at the accept, for show sess.
+	srv      *Server
+	conn     net.Conn
+	accepted time.Time
 }
 
-func (s *Server) serveConn(c net.Conn) {
-	sess := &session{level: Level(s.level.Load())}
+func (s *Server) serveConn(sess *session) {
+	c := sess.conn
 	r := bufio.NewReaderSize(c, 4096)
 	w := bufio.NewWriter(c)
 	for !sess.quit {
@@ -177,7 +207,7 @@ func (s *Server) serveConn(c net.Conn) {
 			_, _ = w.WriteString("> ")
 		}
 		_ = c.SetWriteDeadline(time.Now().Add(s.opts.IdleTimeout))
-		if w.Flush() != nil {
+		if w.Flush() != nil || sess.killed {
 			return
 		}
 		// Non-interactive: answer the lines already received, then
@@ -231,6 +261,9 @@ func (s *Server) execLine(sess *session, line string, w io.Writer) {
 			return
 		}
 		_, _ = io.WriteString(w, "\n")
+		if sess.killed {
+			return
+		}
 	}
 }
 
@@ -279,6 +312,7 @@ func init() {
 		{[]string{"show", "sess"}, "[<id>|all]", "list the connections being relayed, or show one in detail", LevelOperator, (*Server).showSess},
 		{[]string{"show", "stat"}, "[json|typed|no-maint|up]* [<iid> <type> <sid>]", "report counters for each proxy and server", LevelUser, (*Server).showStat},
 		{[]string{"show", "version"}, "", "show version of the current process", LevelUser, (*Server).showVersion},
+		{[]string{"shutdown", "session"}, "[id]", "close a connection show sess lists", LevelAdmin, (*Server).shutdownSession},
 		{[]string{"shutdown", "sessions", "server"}, "<bk>/<srv>", "close every connection of a server", LevelAdmin, (*Server).shutdownSessions},
 		{[]string{"user"}, "", "lower the level of the current CLI session to user", LevelUser, (*Server).toUser},
 		{[]string{"help"}, "[<command>]", "list matching or all commands", LevelUser, (*Server).help},

@@ -24,6 +24,7 @@ type fakeLB struct {
 	admin  map[string]lb.AdminState
 	weight map[string]int // set at runtime
 	shut   map[string]int // shutdown sessions calls
+	killed []uintptr      // shutdown session calls that closed one
 }
 
 var fakeInitial = map[string]int{"m0": 1, "m1": 3}
@@ -106,6 +107,19 @@ func (f *fakeLB) ShutdownServerSessions(backend, server string) (int, error) {
 	}
 	f.shut[server]++
 	return 2, nil
+}
+
+// ShutdownSession closes one of fakeSessions (noted in killed).
+func (f *fakeLB) ShutdownSession(id uintptr) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, ss := range fakeSessions {
+		if ss.ID == id {
+			f.killed = append(f.killed, id)
+			return true
+		}
+	}
+	return false
 }
 
 // serve starts a Server at level on a Unix socket and returns its path.

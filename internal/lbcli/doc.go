@@ -25,6 +25,7 @@
 //	set server <backend>/<server> state ready|drain|maint   (admin)
 //	set server <backend>/<server> weight <w>[%]             (admin)
 //	set weight <backend>/<server> <w>[%]                    (admin)
+//	shutdown session <id>                                  (admin)
 //	shutdown sessions server <backend>/<server>             (admin)
 //	disable server <backend>/<server>, enable server ...    (admin)
 //
@@ -51,6 +52,23 @@
 // backend, name and address and the file's weight for it is unchanged;
 // when the file's weight changed, the file wins (haproxy forgets every
 // runtime weight on reload).
+//
+// `shutdown session <id>` closes one connection that show sess lists: a
+// relayed one (both its sockets: the client and the server each read the
+// end of the connection, a FIN), or a runtime API connection (a
+// connection that names itself gets its empty answer, and its prompt if
+// interactive, before the end, as in haproxy). The id is read as show
+// sess reads it. haproxy 2.6.12's answers, measured and served alike:
+// "" when closed; "Session pointer expected (use 'show sess')." without
+// an argument or with one that reads as 0 ("xyz", "all"); "No such
+// session (use 'show sess')." for an id that names none ("0x1234",
+// "-1"); level admin ("Permission denied" below). haproxy counts a
+// killed connection as one that ended (measured: scur drops, bin and
+// bout hold what was relayed, no error or abort counter moves; vipstack
+// alike) and its tcplog line's termination state is "K-" (killed, no
+// phase; measured), as vipstack writes it. As in haproxy, an id names a
+// connection only while it lasts: a later one may get its memory, and
+// its id.
 //
 // show info writes haproxy 2.6's fields that vipstack can fill
 // truthfully, with haproxy's names, order, positions, tags and types
@@ -89,10 +107,44 @@
 //
 // haproxy's ts, epoch, calls, rate, cpu, lat, rq[], rp[], scf[], scb[],
 // exp, rc and c_exp describe its scheduler, buffers and stream flags, and
-// have no counterpart in vipstack's relay: left out. haproxy lists its
-// own CLI connection too (proto=unix_stream fe=GLOBAL); vipstack lists
-// neither that nor the monitor's and stats page's clients, nor clients
-// waiting in a frontend's queue. `show sess all` (or -1), and `show sess
+// have no counterpart in vipstack's relay: left out.
+//
+// After the relayed connections come the runtime API's own, every one
+// of every stats socket of the configuration (the one asking included),
+// as haproxy lists them (measured with connections held on three Unix
+// sockets and a TCP one, listed alike from each):
+//
+//	<id>: proto=unix_stream src=unix:1 fe=GLOBAL be=<NONE> srv=<none> age=0s
+//
+// Their fields:
+//
+//   - id: the address of the connection's state, as for the others;
+//   - proto: unix_stream for a Unix socket, tcpv4 or tcpv6 for a TCP one;
+//   - src: "unix:<n>" for a Unix socket, n being haproxy's listener id
+//     of the socket, its place (from 1) among the configuration's
+//     `stats socket` lines (measured: unix:1, unix:2, unix:3, and a TCP
+//     socket fourth has id 4); the client's address and port for TCP;
+//   - fe=GLOBAL be=<NONE> srv=<none>: haproxy's names for its CLI
+//     frontend and for no backend and server;
+//   - age: since the accept, on the real clock (the runtime API's).
+//
+// Their block: the header (accept date, proto, source), `frontend=GLOBAL
+// (id=0 mode=tcp) addr=<unix:<n>, or the TCP socket's address>`,
+// `backend=<NONE> (id=-1 mode=-)`, `server=<NONE> (id=-1)` (haproxy's
+// lines, measured), and `state=EST age=..` (haproxy's scb state is EST).
+//
+// Not listed, because haproxy 2.6 does not list them either (measured):
+// the monitor's and the stats page's clients while they are connected
+// with no request (idle between keep-alive requests, or with a request
+// head only partly sent); haproxy has a stream for them only from a
+// complete request head until its answer is written, a moment for these
+// two pages, and vipstack leaves them out in that moment too. Nor clients held back by a
+// frontend's maxconn: haproxy leaves them in the kernel's accept queue,
+// with no stream (measured: a second client of a `maxconn 1` frontend
+// is not listed, and show stat's scur stays 1), where vipstack accepts
+// them into its own queue; they have no server yet.
+//
+// `show sess all` (or -1), and `show sess
 // <id>` for one, write each connection in detail, haproxy's block cut to
 // the lines vipstack fills: the header (the accept date when known,
 // proto, source), `frontend=<name> (id=<iid> mode=tcp) addr=<the address

@@ -294,6 +294,13 @@ func TestRuntimeAPIMatchesHaproxy(t *testing.T) {
 		{cmd: "user; show sess"},
 		{cmd: "user; show sess all"},
 		{cmd: "user; show sess 0x1234"},
+		{cmd: "shutdown session"},
+		{cmd: "shutdown session xyz"},
+		{cmd: "shutdown session all"},
+		{cmd: "shutdown session 0x1234"},
+		{cmd: "shutdown session -1"},
+		{cmd: "operator; shutdown session 0x1234"},
+		{cmd: "user; shutdown session"},
 	}
 	for _, s := range steps {
 		state := strings.HasPrefix(s.cmd, "show servers state") && !strings.HasSuffix(s.cmd, "nope")
@@ -332,6 +339,7 @@ func TestRuntimeAPIMatchesHaproxy(t *testing.T) {
 		}
 	}
 	shutdownSessions(t, peers)
+	shutdownSession(t, peers)
 	showSessMatches(t, peers)
 	showInfoMatches(t, hsock, vsock)
 }
@@ -375,8 +383,8 @@ func sessTokens(lines []string) []string {
 
 // showSessMatches holds two relayed connections through each peer and
 // compares show sess: every word vipstack writes of a session (ports
-// masked), haproxy writes of one of its sessions too; haproxy's CLI
-// session is not compared (vipstack does not list its own).
+// masked), haproxy writes of one of its sessions too; so for the CLI
+// connection asking (the one CLI connection of each, at that moment).
 func showSessMatches(t *testing.T, peers []struct{ name, sock, fe string }) {
 	t.Helper()
 	for _, p := range peers {
@@ -388,9 +396,10 @@ func showSessMatches(t *testing.T, peers []struct{ name, sock, fe string }) {
 	}
 	// The sessions of each peer, as token lists: the list's lines, and
 	// the blocks of show sess all.
-	sessions := func(sock string) (list, blocks [][]string, ids []string) {
+	sessions := func(sock string) (list, blocks, cli [][]string, ids []string) {
 		for _, line := range strings.Split(strings.TrimSpace(ask(t, sock, "show sess\n")), "\n") {
 			if strings.Contains(line, "proto=unix_stream") {
+				cli = append(cli, sessTokens([]string{line}))
 				continue
 			}
 			list = append(list, sessTokens([]string{line}))
@@ -401,6 +410,8 @@ func showSessMatches(t *testing.T, peers []struct{ name, sock, fe string }) {
 			if strings.HasPrefix(line, "0x") || line == "" {
 				if len(cur) > 0 && !strings.Contains(cur[0], "proto=unix_stream") {
 					blocks = append(blocks, sessTokens(cur))
+				} else if len(cur) > 0 {
+					cli = append(cli, sessTokens(cur))
 				}
 				cur = nil
 			}
@@ -408,13 +419,16 @@ func showSessMatches(t *testing.T, peers []struct{ name, sock, fe string }) {
 				cur = append(cur, line)
 			}
 		}
-		return list, blocks, ids
+		return list, blocks, cli, ids
 	}
-	hlist, hblocks, _ := sessions(peers[0].sock)
-	vlist, vblocks, vids := sessions(peers[1].sock)
+	hlist, hblocks, hcli, _ := sessions(peers[0].sock)
+	vlist, vblocks, vcli, vids := sessions(peers[1].sock)
 	// vipstack's own last line, "state=EST age=..", says what haproxy's
 	// scb line (the server side) says with state=; its age (none here:
 	// these frontends keep no log) is not compared.
+	for j, b := range vcli[1:] {
+		vcli[1+j] = slices.DeleteFunc(b, func(w string) bool { return strings.HasPrefix(w, "state.age=") })
+	}
 	for j, b := range vblocks {
 		vblocks[j] = slices.DeleteFunc(b, func(w string) bool { return strings.HasPrefix(w, "state.age=") })
 		for i, w := range vblocks[j] {
@@ -449,6 +463,23 @@ func showSessMatches(t *testing.T, peers []struct{ name, sock, fe string }) {
 	}
 	contained("show sess", hlist, vlist)
 	contained("show sess all", hblocks, vblocks)
+	// The CLI connection asking: its line, then its block.
+	if len(hcli) != 2 || len(vcli) != 2 {
+		t.Errorf("CLI connections in show sess and show sess all: haproxy %d, vipstack %d; want 1 and 1 each", len(hcli), len(vcli))
+	} else {
+		for i, what := range []string{"show sess", "show sess all"} {
+			for _, w := range vcli[i] {
+				if !slices.Contains(hcli[i], strings.Replace(w, "state.state=", "scb.state=", 1)) {
+					t.Errorf("%s: vipstack's CLI connection has %s, haproxy's does not: %v", what, w, hcli[i])
+				}
+			}
+		}
+		for _, want := range []string{"head.proto=unix_stream", "head.fe=GLOBAL", "head.be=<NONE>", "head.srv=<none>"} {
+			if !slices.Contains(vcli[0], want) {
+				t.Errorf("vipstack's CLI line %v lacks %s", vcli[0], want)
+			}
+		}
+	}
 	for _, want := range []string{"head.proto=tcpv4", "head.src=127.0.0.1:*", "head.fe=main", "head.be=masters"} {
 		if len(vlist) > 0 && !slices.Contains(vlist[0], want) {
 			t.Errorf("vipstack's show sess line %v lacks %s", vlist[0], want)
@@ -595,6 +626,66 @@ func shutdownSessions(t *testing.T, peers []struct{ name, sock, fe string }) {
 		if scur != "0" || others != before[i] {
 			t.Errorf("%s: m1 after shutdown sessions: scur %s, %s; want scur 0, and as before: %s", p.name, scur, others, before[i])
 		}
+	}
+}
+
+// shutdownSession holds a keep-alive HTTP connection through each peer,
+// finds it in show sess by its client address, and closes it with
+// shutdown session <id>: both answer "", their client reads the end of
+// the connection, and both count it alike: its server's scur drops to 0,
+// its stot, econ, eresp, cli_abrt and srv_abrt do not move (measured on
+// haproxy 2.6.12: a killed connection is counted as one that ended).
+func shutdownSession(t *testing.T, peers []struct{ name, sock, fe string }) {
+	t.Helper()
+	counters := func(sock, srv string) (scur, others string) {
+		for _, line := range strings.Split(ask(t, sock, "show stat\n"), "\n") {
+			if f := strings.Split(line, ","); len(f) > 50 && f[0] == "masters" && f[1] == srv {
+				return f[4], "stot " + f[7] + " econ " + f[13] + " eresp " + f[14] + " cli_abrt " + f[49] + " srv_abrt " + f[50]
+			}
+		}
+		return "", "no " + srv + " line"
+	}
+	for _, p := range peers {
+		c, err := requestThrough(t, p.fe)
+		if err != nil {
+			t.Fatalf("%s: a request through it: %v", p.name, err)
+		}
+		var id, srv string
+		for _, line := range strings.Split(ask(t, p.sock, "show sess\n"), "\n") {
+			if strings.Contains(line, " src="+c.LocalAddr().String()+" ") {
+				id = strings.SplitN(line, ":", 2)[0]
+				if _, rest, ok := strings.Cut(line, " srv="); ok {
+					srv = strings.Fields(rest)[0]
+				}
+			}
+		}
+		if id == "" || srv == "" {
+			t.Fatalf("%s: the connection from %s is not in show sess", p.name, c.LocalAddr())
+		}
+		scur, before := counters(p.sock, srv)
+		if scur != "1" {
+			t.Errorf("%s: %s's scur %q with a client on it, want 1", p.name, srv, scur)
+		}
+		if got := ask(t, p.sock, "shutdown session "+id+"\n"); got != "\n" {
+			t.Errorf("%s: shutdown session %s answered %q", p.name, id, got)
+		}
+		if _, err := c.Read(make([]byte, 1)); err != io.EOF {
+			t.Errorf("%s: after shutdown session, the client read %v, want the end of the connection", p.name, err)
+		}
+		// haproxy releases the stream at its next pass: read until it did.
+		var others string
+		for try := 0; try < 50; try++ {
+			if scur, others = counters(p.sock, srv); scur == "0" {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if scur != "0" || others != before {
+			t.Errorf("%s: %s after shutdown session: scur %s, %s; want scur 0, and as before: %s", p.name, srv, scur, others, before)
+		}
+		// The id is not asked again: haproxy gives the freed stream's
+		// memory to the next one, here the CLI connection asking, which
+		// then closes itself (measured: "" again).
 	}
 }
 

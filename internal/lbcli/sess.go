@@ -25,10 +25,18 @@ import (
 //     session gets "Session not found.". Words after the first are
 //     ignored.
 //
-// haproxy lists its CLI connection too (proto=unix_stream fe=GLOBAL);
-// vipstack lists the connections its relay holds (lb.Sessions), and
-// writes of each line only the fields it has a true value for: see
-// doc.go.
+// haproxy lists its CLI connections too, every one of them whichever
+// socket it came from, the one asking included (measured):
+//
+//	0x..: proto=unix_stream src=unix:1 fe=GLOBAL be=<NONE> srv=<none> ts=00 ... age=0s ...
+//	0x..: [date] id=1 proto=unix_stream source=unix:1
+//	  frontend=GLOBAL (id=0 mode=tcp), listener=? (id=1) addr=unix:1
+//	  backend=<NONE> (id=-1 mode=-)
+//	  server=<NONE> (id=-1)
+//
+// vipstack lists the connections its relay holds (lb.Sessions), then
+// its CLI connections (Clients), and writes of each line only the fields
+// it has a true value for: see doc.go.
 
 // showSess is `show sess [all|<id>]`.
 func (s *Server) showSess(_ *session, args []string) string {
@@ -41,10 +49,18 @@ func (s *Server) showSess(_ *session, args []string) string {
 		}
 	}
 	sessions := s.opts.Balancer.Sessions()
+	now := s.opts.Now()
+	var clis []cliSession
+	for _, c := range s.clients.list() {
+		clis = append(clis, c.describe(now))
+	}
 	if want == 0 {
 		var b strings.Builder
 		for _, ss := range sessions {
 			b.WriteString(sessLine(ss))
+		}
+		for _, c := range clis {
+			b.WriteString(c.line())
 		}
 		return b.String()
 	}
@@ -55,10 +71,64 @@ func (s *Server) showSess(_ *session, args []string) string {
 			b.WriteString(sessBlock(snap, ss))
 		}
 	}
+	for _, c := range clis {
+		if want == math.MaxUint64 || uint64(c.id) == want {
+			b.WriteString(c.block())
+		}
+	}
 	if b.Len() == 0 && want != math.MaxUint64 {
 		return "Session not found.\n"
 	}
 	return b.String()
+}
+
+// line is a CLI connection's line of show sess: haproxy's fields but for
+// those of its scheduler and buffers, as for the relayed connections.
+func (c cliSession) line() string {
+	return fmt.Sprintf("%#x: proto=%s src=%s fe=GLOBAL be=<NONE> srv=<none> age=%s\n", c.id, c.proto, c.src, humanTime(c.age))
+}
+
+// block is a CLI connection in detail, haproxy's lines cut as
+// sessBlock cuts them; state=EST as haproxy's scb (its CLI applet) says.
+func (c cliSession) block() string {
+	return fmt.Sprintf("%#x: [%s] proto=%s source=%s\n"+
+		"  frontend=GLOBAL (id=0 mode=tcp) addr=%s\n"+
+		"  backend=<NONE> (id=-1 mode=-)\n"+
+		"  server=<NONE> (id=-1)\n"+
+		"  state=EST age=%s\n", c.id, c.accepted.Local().Format("02/Jan/2006:15:04:05.000000"), c.proto, c.src, c.addr, humanTime(c.age))
+}
+
+// shutdownSession is `shutdown session <id>`: the relayed connection or
+// the CLI connection show sess names id is closed, both sockets of a
+// relayed one. haproxy 2.6's answers (measured; level admin, "Permission
+// denied" below it): "" when closed; "Session pointer expected (use 'show
+// sess')." without an argument or with one that reads as 0 ("xyz",
+// "all"); "No such session (use 'show sess')." for an id that names none
+// ("0x1234", "-1"). The argument is read as show sess reads its own.
+// A connection that closes itself gets its empty answer (and its prompt)
+// before the end, as in haproxy.
+func (s *Server) shutdownSession(sess *session, args []string) string {
+	var id uint64
+	if len(args) > 0 {
+		id = strtoul(args[0])
+	}
+	if id == 0 {
+		return "Session pointer expected (use 'show sess').\n"
+	}
+	if uint64(uintptr(id)) == id && s.opts.Balancer.ShutdownSession(uintptr(id)) {
+		s.log.Info("connection shut down from the runtime API", "session", fmt.Sprintf("%#x", id))
+		return ""
+	}
+	if c := s.clients.find(id); c != nil {
+		if c == sess {
+			sess.killed = true
+		} else {
+			_ = c.conn.Close()
+		}
+		s.log.Info("runtime API connection shut down from the runtime API", "session", fmt.Sprintf("%#x", id))
+		return ""
+	}
+	return "No such session (use 'show sess').\n"
 }
 
 // strtoul reads s as C's strtoul(s, NULL, 0), which haproxy applies to

@@ -23,6 +23,8 @@ type Sockets struct {
 	started time.Time
 	log     *slog.Logger
 
+	clients *Clients // every socket's connections, for show sess
+
 	mu   sync.Mutex
 	open map[string]*socket // by key
 }
@@ -41,7 +43,7 @@ func NewSockets(bal Balancer, version string, started time.Time, log *slog.Logge
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Sockets{bal: bal, version: version, started: started, log: log, open: map[string]*socket{}}
+	return &Sockets{bal: bal, version: version, started: started, log: log, clients: NewClients(), open: map[string]*socket{}}
 }
 
 // Change is a prepared move to a new set of sockets: the new addresses
@@ -82,12 +84,12 @@ func (c *Change) Commit() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	want := map[string]bool{}
-	for _, spec := range c.specs {
+	for i, spec := range c.specs {
 		k := key(spec)
 		want[k] = true
 		if so, ok := c.added[k]; ok {
 			so.srv = New(Options{Balancer: s.bal, Level: levelOf(spec.Level), Version: s.version, Started: s.started,
-				Logger: s.log})
+				Logger: s.log, Clients: s.clients, ListenerID: i + 1})
 			so.done = make(chan struct{})
 			go func() {
 				defer close(so.done)
@@ -100,6 +102,7 @@ func (c *Change) Commit() {
 			continue
 		}
 		so := s.open[k]
+		so.srv.SetListenerID(i + 1)
 		if so.spec != spec {
 			so.srv.SetLevel(levelOf(spec.Level))
 			if spec.Network == "unix" {
