@@ -912,7 +912,7 @@ func (l *LB) closeServer(s *server) int {
 		lp.mu.Lock()
 		for _, cn := range lp.conns {
 			if cn != nil && cn.srv == s && (cn.state == stConnecting || cn.state == stRelaying) {
-				cn.term = [2]byte{'K', 'D'} // killed by an operator, as haproxy logs it
+				cn.term = [2]byte{'K', '-'} // killed, no phase: haproxy 2.6's tcplog says "K-" (measured)
 				lp.closeLocked(cn)
 				n++
 			}

@@ -34,7 +34,8 @@
 // still has, both sockets of each; the clients read the end of the
 // connection and reconnect to the others. haproxy counts these as
 // connections that ended (measured: scur, bin, bout, ttime move; no error
-// or abort counter does), and so does vipstack. The server stays in its
+// or abort counter does), and so does vipstack; their tcplog lines say
+// "K-", killed (measured), as vipstack's do. The server stays in its
 // state; the command takes it out of no selection.
 //
 // A weight is 0 to 256, or a percentage of the configured weight (any

@@ -189,7 +189,7 @@ func TestShutdownSessionRealLB(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { backend.Close() })
-	serverEnd := make(chan error, 4) // how each server-side connection ended
+	serverEnd := make(chan error, 4) // how each server-side connection ended (the first's is read)
 	go func() {
 		for {
 			c, err := backend.Accept()
@@ -336,6 +336,31 @@ func TestShutdownSessionRealLB(t *testing.T) {
 	}
 	if sv := l.Snapshot().Backends[0].Servers[0]; sv.Sessions != 0 || sv.TotalSessions != 1 {
 		t.Errorf("m1 after shutdown session: scur %d stot %d, want 0 and 1", sv.Sessions, sv.TotalSessions)
+	}
+
+	// shutdown sessions server logs its connections as killed alike
+	// (haproxy 2.6.12's line says K- too, measured).
+	second, err := net.Dial("tcp", l.Addrs("main")[0].String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second.Close()
+	second.SetDeadline(time.Now().Add(10 * time.Second))
+	io.WriteString(second, "ping")
+	if _, err := io.ReadFull(second, make([]byte, 4)); err != nil {
+		t.Fatalf("the second client's echo: %v", err)
+	}
+	if got := ask(t, admin, "shutdown sessions server masters/m1\n"); got != "\n" {
+		t.Errorf("shutdown sessions server: %q, want the empty answer", got)
+	}
+	if _, err := second.Read(make([]byte, 1)); err != io.EOF {
+		t.Errorf("the client after shutdown sessions server read %v, want io.EOF", err)
+	}
+	if n, _, err = sink.ReadFrom(buf); err != nil {
+		t.Fatalf("no log line for the second connection: %v", err)
+	}
+	if f := strings.Fields(string(buf[:n])); len(f) < 5 || f[len(f)-3] != "K-" {
+		t.Errorf("log line %q after shutdown sessions server: want the termination state K- (haproxy's, measured)", buf[:n])
 	}
 
 	// The CLI connections: the TCP one closed from the admin socket, the
