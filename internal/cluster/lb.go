@@ -36,12 +36,13 @@ func (c *Cluster) LBConfig() (*lbconfig.Config, error) {
 			Client: 86400 * time.Second, Server: 86400 * time.Second, Tunnel: 86400 * time.Second,
 		},
 		Frontends: []lbconfig.Frontend{{Name: "main", Binds: all(c.Ports.LB), Backend: "masters", LogTargets: stdoutLog}},
-		Monitors:  []lbconfig.Monitor{{Name: "health_check_http_url", Binds: all(LBMonitorPort), URI: LBMonitorURI}},
+		Monitors:  []lbconfig.Monitor{{Name: "health_check_http_url", Binds: all(LBMonitorPort), URI: LBMonitorURI, LogTargets: stdoutLog}},
 		Stats: []lbconfig.Stats{{
 			Name:  "stats",
 			Binds: []lbconfig.Bind{{Addr: netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), LBStatsPort), Host: "localhost"}},
 			URI:   LBStatsURI, Refresh: 30 * time.Second, HideVersion: true,
-			Users: []lbconfig.UserPass{{User: "admin", Pass: c.Name + "-stats"}},
+			Users:      []lbconfig.UserPass{{User: "admin", Pass: c.Name + "-stats"}},
+			LogTargets: stdoutLog,
 		}},
 	}
 	b := lbconfig.Backend{

@@ -144,6 +144,7 @@ type listen struct {
 	monitorLine int
 	statsLine   int // first stats keyword, 0 if none
 	stats       lbconfig.Stats
+	logs        []lbconfig.LogTarget // defaults' `log` lines
 }
 
 func (p *parser) errorf(l line, kw, format string, a ...any) {
@@ -331,7 +332,7 @@ func (p *parser) section(l line) {
 			p.be.LogTargets = slices.Clone(p.defLogs)
 			p.logs = &p.be.LogTargets
 		default:
-			p.kind, p.ls = secListen, &listen{name: name}
+			p.kind, p.ls = secListen, &listen{name: name, logs: slices.Clone(p.defLogs)}
 		}
 	}
 }
@@ -363,6 +364,13 @@ func (p *parser) endListen() {
 	ls := p.ls
 	l := line{num: p.secLine}
 	monitor, stats := ls.monitorLine != 0, ls.statsLine != 0
+	// Without a log format, haproxy 2.6 sends "Connect from ... (NAME/HTTP)"
+	// for each request; with defaults' log-format it logs no monitor
+	// request (measured), and vipstack sends nothing there.
+	var logs []lbconfig.LogTarget
+	if p.logFormat == "" {
+		logs = ls.logs
+	}
 	switch {
 	case p.broken && (!monitor && !stats || ls.mode == ""):
 		// A line the lexer rejected may have been the monitor-uri,
@@ -383,10 +391,10 @@ func (p *parser) endListen() {
 		}
 		p.errorf(l, "mode", "%s needs mode http for its %s (haproxy ignores %s in TCP mode)", p.key, what, what)
 	case monitor:
-		p.cfg.Monitors = append(p.cfg.Monitors, lbconfig.Monitor{Name: ls.name, Binds: ls.binds, URI: ls.monitorURI})
+		p.cfg.Monitors = append(p.cfg.Monitors, lbconfig.Monitor{Name: ls.name, Binds: ls.binds, URI: ls.monitorURI, LogTargets: logs})
 	default:
 		s := ls.stats
-		s.Name, s.Binds = ls.name, ls.binds
+		s.Name, s.Binds, s.LogTargets = ls.name, ls.binds, logs
 		if s.URI == "" {
 			s.URI = lbconfig.DefaultStatsURI
 		}

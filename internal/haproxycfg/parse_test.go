@@ -119,6 +119,9 @@ func TestParseSeed000(t *testing.T) {
 	// The seed's `log` line in defaults: every proxy sends there.
 	seedLog := []lbconfig.LogTarget{{Network: "unixgram", Address: "/var/run/haproxy/haproxy-log.sock", Facility: 16, Level: lbconfig.LevelDebug}}
 	want.Frontends[0].LogTargets, want.Backends[0].LogTargets = seedLog, seedLog
+	// The monitor and stats sections take defaults' targets too: without
+	// a log format, haproxy sends them a "Connect from" line per request.
+	want.Monitors[0].LogTargets, want.Stats[0].LogTargets = seedLog, seedLog
 	if diff := cmp.Diff(want, got, cmpOpts, cmp.FilterPath(func(p cmp.Path) bool {
 		return p.String() == "Source"
 	}, cmp.Ignore())); diff != "" {

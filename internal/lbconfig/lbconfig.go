@@ -152,6 +152,10 @@ type Monitor struct {
 	Name  string
 	Binds []Bind
 	URI   string
+	// LogTargets receive haproxy's "Connect from ... (NAME/HTTP)" line
+	// for each request; empty where the section has a log format
+	// (haproxy then logs no monitor request).
+	LogTargets []LogTarget
 }
 
 // Stats is a `listen` section with `stats enable`.
@@ -162,6 +166,9 @@ type Stats struct {
 	Refresh     time.Duration
 	HideVersion bool
 	Users       []UserPass // `stats auth USER:PASS`; empty means no auth
+	// LogTargets receive haproxy's "Connect from ... (NAME/HTTP)" line
+	// for each request; empty where the section has a log format.
+	LogTargets []LogTarget
 }
 
 // UserPass is one stats user.

@@ -43,11 +43,12 @@ var LogLevels = []string{"emerg", "alert", "crit", "err", "warning", "notice", "
 // Syslog levels of the messages vipstack sends, as haproxy 2.6 sends
 // them (measured, internal/lb's TestSyslogMatchesHaproxy).
 const (
-	LevelEmerg  = 0 // "backend B has no server available!"
-	LevelAlert  = 1 // "Server B/S is DOWN..."
-	LevelNotice = 5 // "Server B/S is UP...", "Health check for server..."
-	LevelInfo   = 6 // connection lines
-	LevelDebug  = 7
+	LevelEmerg   = 0 // "backend B has no server available!"
+	LevelAlert   = 1 // "Server B/S is DOWN..."
+	LevelWarning = 4 // "Proxy NAME stopped (cumulated conns: ...)."
+	LevelNotice  = 5 // "Server B/S is UP...", "Health check for server..."
+	LevelInfo    = 6 // connection lines
+	LevelDebug   = 7
 )
 
 // DefaultSyslogPort is the UDP port of a target written without one.

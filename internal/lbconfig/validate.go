@@ -219,9 +219,11 @@ func (v *validator) run() {
 		key := ListenKey(m.Name)
 		v.binds(key, m.Binds, binds)
 		v.httpPath(v.pos(ItemKey(key, "monitor-uri"), key), key, "monitor-uri", m.URI)
+		v.logTargets(key, m.LogTargets)
 	}
 	for i := range c.Stats {
 		v.stats(&c.Stats[i], binds)
+		v.logTargets(ListenKey(c.Stats[i].Name), c.Stats[i].LogTargets)
 	}
 }
 

@@ -104,9 +104,10 @@ type yamlServer struct {
 }
 
 type yamlMonitor struct {
-	Name  string     `yaml:"name"`
-	Binds []yamlBind `yaml:"binds"`
-	URI   string     `yaml:"uri"`
+	Name       string     `yaml:"name"`
+	Binds      []yamlBind `yaml:"binds"`
+	URI        string     `yaml:"uri"`
+	LogTargets []string   `yaml:"logTargets,omitempty"`
 }
 
 type yamlStats struct {
@@ -116,6 +117,7 @@ type yamlStats struct {
 	Refresh     duration   `yaml:"refresh,omitempty"`
 	HideVersion bool       `yaml:"hideVersion,omitempty"`
 	Users       []yamlUser `yaml:"users,omitempty"`
+	LogTargets  []string   `yaml:"logTargets,omitempty"`
 }
 
 type yamlUser struct {
@@ -486,11 +488,12 @@ func (y *yamlConfig) config(src map[string]string) (*Config, []error) {
 		c.Backends = append(c.Backends, b)
 	}
 	for _, ym := range y.Monitors {
-		c.Monitors = append(c.Monitors, Monitor{Name: ym.Name, Binds: binds(ListenKey(ym.Name), ym.Binds), URI: ym.URI})
+		key := ListenKey(ym.Name)
+		c.Monitors = append(c.Monitors, Monitor{Name: ym.Name, Binds: binds(key, ym.Binds), URI: ym.URI, LogTargets: logTargets(key, ym.LogTargets)})
 	}
 	for _, ys := range y.Stats {
 		s := Stats{Name: ys.Name, Binds: binds(ListenKey(ys.Name), ys.Binds), URI: ys.URI,
-			Refresh: time.Duration(ys.Refresh), HideVersion: ys.HideVersion}
+			Refresh: time.Duration(ys.Refresh), HideVersion: ys.HideVersion, LogTargets: logTargets(ListenKey(ys.Name), ys.LogTargets)}
 		for _, u := range ys.Users {
 			s.Users = append(s.Users, UserPass{User: u.User, Pass: u.Pass})
 		}
@@ -689,12 +692,19 @@ func FormatYAML(c *Config) ([]byte, error) {
 		y.Backends = append(y.Backends, yb)
 	}
 	for _, m := range c.Monitors {
-		y.Monitors = append(y.Monitors, yamlMonitor{Name: m.Name, Binds: binds(m.Binds), URI: m.URI})
+		ym := yamlMonitor{Name: m.Name, Binds: binds(m.Binds), URI: m.URI}
+		for _, t := range m.LogTargets {
+			ym.LogTargets = append(ym.LogTargets, t.String())
+		}
+		y.Monitors = append(y.Monitors, ym)
 	}
 	for _, s := range c.Stats {
 		ys := yamlStats{Name: s.Name, Binds: binds(s.Binds), URI: s.URI, Refresh: duration(s.Refresh), HideVersion: s.HideVersion}
 		for _, u := range s.Users {
 			ys.Users = append(ys.Users, yamlUser{User: u.User, Pass: u.Pass})
+		}
+		for _, t := range s.LogTargets {
+			ys.LogTargets = append(ys.LogTargets, t.String())
 		}
 		y.Stats = append(y.Stats, ys)
 	}

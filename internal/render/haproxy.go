@@ -196,12 +196,20 @@ func bindWords(bd lbconfig.Bind) []string {
 	return []string{"bind", addr}
 }
 
-// commonLogTargets are the log targets of every frontend and backend when
-// they all have the same, for defaults; none otherwise.
+// commonLogTargets are the log targets of every section when they all
+// have the same, for defaults; none otherwise. The monitor and stats
+// sections take theirs from defaults only (haproxycfg reads no `log` line
+// in a listen section).
 func commonLogTargets(cfg *lbconfig.Config) []lbconfig.LogTarget {
 	var lists [][]lbconfig.LogTarget
 	for _, fe := range cfg.Frontends {
 		lists = append(lists, fe.LogTargets)
+	}
+	for _, m := range cfg.Monitors {
+		lists = append(lists, m.LogTargets)
+	}
+	for _, s := range cfg.Stats {
+		lists = append(lists, s.LogTargets)
 	}
 	for _, be := range cfg.Backends {
 		lists = append(lists, be.LogTargets)
