@@ -221,6 +221,8 @@ func (s *server) setAdmin(st AdminState) {
 	if old == st {
 		return
 	}
+	change := adminChange{backend: s.backend, id: s.id(), from: old, to: st, up: s.up.Load(),
+		before: s.lb.usableServers(s.backend)}
 	s.admin.Store(int32(st))
 	switch {
 	case st == AdminMaint:
@@ -253,6 +255,12 @@ func (s *server) setAdmin(st AdminState) {
 	}
 	s.lb.log.Info("server administrative state changed", "backend", s.backend, "server", s.name,
 		"from", old.String(), "to", st.String())
+	if to := s.lb.backendLog(s.backend); to != nil {
+		change.sessions, change.after = s.cur.Load(), s.lb.usableServers(s.backend)
+		for _, ln := range adminLines(change) {
+			s.lb.sendLog(to, ln.level, []byte(ln.msg))
+		}
+	}
 }
 
 // usable reports whether the server may take a new connection: UP,

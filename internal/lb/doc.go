@@ -178,6 +178,14 @@
 //
 //	Connect from 127.0.0.1:56490 to 127.0.0.1:17001 (fe/TCP)
 //
+// What goes to a monitor's or stats page's targets (a `listen` section
+// takes defaults' `log` lines; level info), without a log format: one
+// line per request, a keep-alive connection's second request included,
+// none for a connection that sends nothing, an incomplete request or one
+// answered 400, whatever dontlognull says (web.go):
+//
+//	Connect from 127.0.0.1:37074 to 127.0.0.1:50936 (health_check_http_url/HTTP)
+//
 // What goes to a backend's targets: with option log-health-checks, a
 // line for each check whose status or step of rise/fall changed (notice),
 // "Health check for server be/s1 failed, reason: Layer4 connection
@@ -186,15 +194,34 @@
 // "Server be/s1 is DOWN, reason: ..., check duration: 0ms. 0 active and
 // 0 backup servers left. 0 sessions active, 0 requeued, 0 remaining in
 // queue." (without the reason part under log-health-checks, whose line
-// came just before), and "backend be has no server available!" (emerg)
-// after the last one's DOWN.
+// came just before; "active" counts the servers that take connections,
+// a drained one not; a drained server's change is a notice followed by
+// "Server be/s1 remains in forced drain mode."), and "backend be has no
+// server available!" (emerg) after the last usable one's DOWN. The
+// runtime API's changes of a server's state (`set server be/s1 state
+// maint|drain|ready`, `disable server`, `enable server`) send haproxy's
+// lines, "Server be/s1 is going DOWN for maintenance. ..." (alert; notice
+// from drain), "... was DOWN and now enters maintenance.", "... is
+// UP/READY (leaving forced maintenance).", "... is UP/DRAIN (leaving
+// forced maintenance)." and "... remains in forced drain mode.", "...
+// enters drain state. ...", "... is UP (leaving forced drain)." (notices),
+// and "no server available" when the change took the last usable server
+// (adminLines in syslog.go has them all).
 //
-// Not sent, although haproxy sends them: the "Connect from ... (NAME/HTTP)"
-// lines of the monitor and stats listen sections (vipstack takes no log
-// line there), the runtime API's maintenance changes ("Server be/s1 was
-// DOWN and now enters maintenance.", "... is UP/READY (leaving forced
-// maintenance)."), and the "Proxy fe stopped (cumulated conns: ...)" lines
-// of a soft stop (haproxy sends them on SIGUSR1, none on SIGTERM).
+// The soft stop (LB.SoftStop; `vipstack lb` on SIGUSR1, as haproxy)
+// sends every proxy's "Proxy fe stopped (cumulated conns: FE: 3, BE:
+// 0)." (warning) at its start, in the configuration's order, as haproxy
+// 2.6 does on SIGUSR1. Shutdown (`vipstack lb` on SIGTERM, which drains
+// where haproxy's SIGTERM stops at once) sends none, as haproxy's SIGTERM
+// sends none.
+//
+// Not sent, although haproxy sends them: with a log format, the lines
+// haproxy sends a monitor or stats section for a connection that sends
+// nothing or garbage (measured: with defaults' log-format and no
+// dontlognull, "... mon mon/<NOSRV> -1/-1/0 0 CR ..."; a monitor request
+// itself is not logged), and a stats page request's line (not measured);
+// the lines of events vipstack does not have (backup servers, queues,
+// agent checks).
 // vipstack's own log (Options.Logger, standard error) keeps its messages.
 //
 // Messages are queued off the relay's path and sent by one goroutine: at

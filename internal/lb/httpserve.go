@@ -505,6 +505,11 @@ func (h *httpListener) serveConn(c *webConn) {
 			h.writeRaw(c, re.answer)
 			return
 		}
+		if st := h.site.Load(); st.logs != nil {
+			// haproxy's line comes with the stream, which a
+			// request that parsed starts (measured).
+			st.lb.logHTTPConnect(st.logs, st.name(), c.Conn)
+		}
 		complete, err := skipBody(br, req)
 		if errors.As(err, &re) {
 			h.writeRaw(c, re.answer)
@@ -621,6 +626,7 @@ func (h *httpListener) serve() {
 			return
 		}
 		delay = 0
+		h.site.Load().countConn()
 		seq++
 		wc := newWebConn(c, seq)
 		if !h.admit(wc) {

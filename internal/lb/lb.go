@@ -62,6 +62,7 @@ type LB struct {
 	accessLog  accessLog               // the log messages' queue (connlog.go)
 	logs       atomic.Pointer[logView] // the backends' log targets (syslog.go)
 	sinks      map[string]*logSink     // log targets by network and address, guarded by mu
+	webCounts  map[string]*webCount    // monitor and stats sections' counts by name, guarded by mu
 
 	// Global maxconn: accepted connections (admitted or queued) over all
 	// frontends, and the cap; at the cap the accept loops wait.
@@ -243,7 +244,7 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 	for i := range cfg.Monitors {
 		m := &cfg.Monitors[i]
 		for _, b := range m.Binds {
-			if err := add(lbconfig.ListenKey(m.Name), b, wantListener{section: m.Name, site: &site{lb: l, monitor: m}}); err != nil {
+			if err := add(lbconfig.ListenKey(m.Name), b, wantListener{section: m.Name, site: &site{lb: l, monitor: m, count: l.webCount(m.Name)}}); err != nil {
 				return err
 			}
 		}
@@ -251,7 +252,7 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 	for i := range cfg.Stats {
 		s := &cfg.Stats[i]
 		for _, b := range s.Binds {
-			if err := add(lbconfig.ListenKey(s.Name), b, wantListener{section: s.Name, site: &site{lb: l, stats: s}}); err != nil {
+			if err := add(lbconfig.ListenKey(s.Name), b, wantListener{section: s.Name, site: &site{lb: l, stats: s, count: l.webCount(s.Name)}}); err != nil {
 				return err
 			}
 		}
@@ -427,6 +428,7 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 			continue
 		}
 		h := l.httpLns[k]
+		w.site.logs = feLogs[w.section]
 		if nh := newHTTP[k]; nh != nil {
 			nh.site.Store(w.site)
 			nh.start()
@@ -560,6 +562,24 @@ func (l *LB) upServers(backend string) int {
 	return n
 }
 
+// usableServers counts backend's servers that take new connections: UP,
+// ready and of a weight above 0, haproxy's "active" servers of its log
+// lines (a drained server is not one, measured).
+func (l *LB) usableServers(backend string) int {
+	n := 0
+	for _, p := range l.view.Load().pools {
+		if p.name != backend {
+			continue
+		}
+		for _, s := range p.servers {
+			if s.usable() {
+				n++
+			}
+		}
+	}
+	return n
+}
+
 func (l *LB) recomputeHealth() {
 	l.healthMu.Lock()
 	defer l.healthMu.Unlock()
@@ -581,6 +601,34 @@ func (l *LB) recomputeHealth() {
 	if l.opts.OnHealthy != nil {
 		l.opts.OnHealthy(h)
 	}
+}
+
+// webCount is the counts of the monitor or stats section called name,
+// kept over reloads. It runs under l.mu.
+func (l *LB) webCount(name string) *webCount {
+	if l.webCounts == nil {
+		l.webCounts = map[string]*webCount{}
+	}
+	c := l.webCounts[name]
+	if c == nil {
+		c = &webCount{}
+		l.webCounts[name] = c
+	}
+	return c
+}
+
+// SoftStop is haproxy's soft stop (SIGUSR1): it sends haproxy's "Proxy
+// NAME stopped (cumulated conns: ...)" line of every proxy to its log
+// targets, then shuts down as Shutdown does. Shutdown alone sends none,
+// as haproxy's hard stop (SIGTERM) sends none (measured, haproxy 2.6.12).
+func (l *LB) SoftStop(ctx context.Context) error {
+	l.mu.Lock()
+	shut := l.shut
+	l.mu.Unlock()
+	if !shut {
+		l.logStopped()
+	}
+	return l.Shutdown(ctx)
 }
 
 // Shutdown stops accepting connections and health checks, waits for

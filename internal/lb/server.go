@@ -217,13 +217,21 @@ func (s *server) onChange(st healthcheck.State) {
 func (s *server) logChange(st healthcheck.State, withCheck bool) {
 	l := s.lb
 	if to := l.backendLog(s.backend); to != nil {
-		up := l.upServers(s.backend)
+		// haproxy counts the usable servers ("active"), and a drained
+		// server's change is a notice followed by "remains in forced
+		// drain mode." (measured, haproxy 2.6.12); the backend has no
+		// server left only when this one was usable.
+		up := l.usableServers(s.backend)
+		drained := AdminState(s.admin.Load()) == AdminDrain
 		level := lbconfig.LevelNotice
-		if !st.Up {
+		if !st.Up && !drained {
 			level = lbconfig.LevelAlert
 		}
 		l.sendLog(to, level, serverStateLine(s.id(), st, withCheck, up, s.cur.Load()))
-		if !st.Up && up == 0 {
+		switch {
+		case drained:
+			l.sendLog(to, lbconfig.LevelNotice, []byte("Server "+s.id()+" remains in forced drain mode."))
+		case !st.Up && up == 0 && s.weight.cur.Load() > 0:
 			l.sendLog(to, lbconfig.LevelEmerg, noServerLine(s.backend))
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -148,11 +149,15 @@ type logDests []logDest
 // frontends' are in their feConfig).
 type logView struct {
 	backends map[string]*logDests
+	// fronts are the frontends', monitors' and stats sections' lines
+	// by name, for the soft stop's lines.
+	fronts map[string]*logDests
 }
 
 // applyLogs opens (or keeps) the sinks cfg's targets name, closes those no
-// longer named, and returns each frontend's lines; the backends' are
-// stored for their servers. It runs under l.mu.
+// longer named, and returns the lines of each frontend and of each monitor
+// and stats section, by name (they share haproxy's frontend names); the
+// backends' are stored for their servers. It runs under l.mu.
 func (l *LB) applyLogs(cfg *lbconfig.Config) map[string]*logDests {
 	tag := cfg.LogTag
 	if tag == "" {
@@ -188,6 +193,12 @@ func (l *LB) applyLogs(cfg *lbconfig.Config) map[string]*logDests {
 	for _, f := range cfg.Frontends {
 		fronts[f.Name] = dests(f.LogTargets)
 	}
+	for _, m := range cfg.Monitors {
+		fronts[m.Name] = dests(m.LogTargets)
+	}
+	for _, s := range cfg.Stats {
+		fronts[s.Name] = dests(s.LogTargets)
+	}
 	backs := map[string]*logDests{}
 	for _, b := range cfg.Backends {
 		backs[b.Name] = dests(b.LogTargets)
@@ -198,7 +209,7 @@ func (l *LB) applyLogs(cfg *lbconfig.Config) map[string]*logDests {
 		}
 	}
 	l.sinks = sinks
-	l.logs.Store(&logView{backends: backs})
+	l.logs.Store(&logView{backends: backs, fronts: fronts})
 	return fronts
 }
 
@@ -287,6 +298,34 @@ func (f *frontend) logConnect(cn *conn, cl *connLog) {
 	b = append(b, f.name...)
 	b = append(b, "/TCP)"...)
 	f.lb.sendLog(cl.to, lbconfig.LevelInfo, b)
+}
+
+// logHTTPConnect sends haproxy's line for a request to a monitor or stats
+// section (level info), which haproxy 2.6 sends without a log format
+// (measured, TestSyslogMatchesHaproxy): one per request, a keep-alive
+// connection's second request included; none for a connection that sends
+// nothing, an incomplete request or one haproxy answers 400, whatever
+// dontlognull says; the same for a stats page's 200, 401 and other URIs:
+//
+//	Connect from 127.0.0.1:37074 to 127.0.0.1:18091 (health_check_http_url/HTTP)
+func (l *LB) logHTTPConnect(to *logDests, section string, c net.Conn) {
+	var buf [160]byte
+	b := append(buf[:0], "Connect from "...)
+	b = appendAddrPort(b, tcpAddrPort(c.RemoteAddr()))
+	b = append(b, " to "...)
+	b = appendAddrPort(b, tcpAddrPort(c.LocalAddr()))
+	b = append(b, " ("...)
+	b = append(b, section...)
+	b = append(b, "/HTTP)"...)
+	l.sendLog(to, lbconfig.LevelInfo, b)
+}
+
+// tcpAddrPort is a's address and port, or none when a is not TCP's.
+func tcpAddrPort(a net.Addr) netip.AddrPort {
+	if t, ok := a.(*net.TCPAddr); ok {
+		return t.AddrPort()
+	}
+	return netip.AddrPort{}
 }
 
 // appendAddrPort writes ADDR:PORT as haproxy's "Connect from" line does:
@@ -391,4 +430,154 @@ func serverStateLine(id string, st healthcheck.State, withCheck bool, upServers 
 // DOWN.
 func noServerLine(backend string) []byte {
 	return append(append([]byte("backend "), backend...), " has no server available!"...)
+}
+
+// logLine is one message and its level.
+type logLine struct {
+	level int
+	msg   string
+}
+
+// adminChange is a server's move between administrative states, as the
+// log lines of haproxy 2.6 need it.
+type adminChange struct {
+	backend  string
+	id       string     // be/s1
+	from, to AdminState // different
+	up       bool       // its check's verdict before the move (UP without a check)
+	sessions int64      // its connections
+	before   int        // the backend's usable servers before the move
+	after    int        // and after it
+}
+
+// adminLines are haproxy's messages for a runtime API change of a
+// server's state (`set server be/s1 state ready|drain|maint`, `disable
+// server`, `enable server`), measured with haproxy 2.6.12 (levels:
+// 1 alert, 5 notice, 0 emerg):
+//
+//	ready -> maint, UP:    1 Server be/s1 is going DOWN for maintenance. 1 active and 0 backup servers left. 0 sessions active, 0 requeued, 0 remaining in queue.
+//	drain -> maint, UP:    5 (the same line)
+//	ready|drain -> maint, DOWN: 5 Server be/s1 was DOWN and now enters maintenance.
+//	maint -> ready:        5 Server be/s1 is UP/READY (leaving forced maintenance).
+//	maint -> drain:        5 Server be/s1 is UP/DRAIN (leaving forced maintenance).
+//	                       5 Server be/s1 remains in forced drain mode.
+//	ready -> drain, UP:    5 Server be/s1 enters drain state. 1 active and 0 backup servers online. 0 sessions requeued, 0 total in queue.
+//	ready -> drain, DOWN:  5 Server be/s1 enters drain state. 1 active and 0 backup servers left. 0 sessions active, 0 requeued, 0 remaining in queue.
+//	drain -> ready:        5 Server be/s1 is UP (leaving forced drain).  (DOWN: "is DOWN (leaving forced drain).")
+//
+// "N active" counts the backend's usable servers after the move (a
+// drained server is not one: "Server be2/s1 enters drain state. 0 active
+// ..."). When the move takes the backend's last usable server away,
+// "backend be has no server available!" (emerg) follows. Leaving MAINT,
+// a server whose check then fails gets the check's DOWN line after
+// (server.go). vipstack has no backup servers and no server queue: those
+// counts are 0.
+func adminLines(c adminChange) []logLine {
+	var out []logLine
+	add := func(level int, parts ...string) {
+		var b []byte
+		b = append(b, "Server "...)
+		b = append(b, c.id...)
+		for _, p := range parts {
+			b = append(b, p...)
+		}
+		out = append(out, logLine{level, string(b)})
+	}
+	left := func() string {
+		return ". " + strconv.Itoa(c.after) + " active and 0 backup servers left. " +
+			strconv.FormatInt(c.sessions, 10) + " sessions active, 0 requeued, 0 remaining in queue."
+	}
+	switch {
+	case c.to == AdminMaint && !c.up:
+		add(lbconfig.LevelNotice, " was DOWN and now enters maintenance.")
+	case c.to == AdminMaint:
+		level := lbconfig.LevelAlert
+		if c.from == AdminDrain {
+			level = lbconfig.LevelNotice
+		}
+		add(level, " is going DOWN for maintenance", left())
+	case c.from == AdminMaint && c.to == AdminReady:
+		add(lbconfig.LevelNotice, " is UP/READY (leaving forced maintenance).")
+	case c.from == AdminMaint && c.to == AdminDrain:
+		add(lbconfig.LevelNotice, " is UP/DRAIN (leaving forced maintenance).")
+		add(lbconfig.LevelNotice, " remains in forced drain mode.")
+	case c.to == AdminDrain && c.up:
+		add(lbconfig.LevelNotice, " enters drain state. ", strconv.Itoa(c.after),
+			" active and 0 backup servers online. 0 sessions requeued, 0 total in queue.")
+	case c.to == AdminDrain:
+		add(lbconfig.LevelNotice, " enters drain state", left())
+	case c.from == AdminDrain && c.up:
+		add(lbconfig.LevelNotice, " is UP (leaving forced drain).")
+	case c.from == AdminDrain:
+		add(lbconfig.LevelNotice, " is DOWN (leaving forced drain).")
+	}
+	if c.before > 0 && c.after == 0 {
+		out = append(out, logLine{lbconfig.LevelEmerg, string(noServerLine(c.backend))})
+	}
+	return out
+}
+
+// logStopped sends haproxy's soft stop lines (level warning) to each
+// proxy's targets, in the configuration's order, as haproxy 2.6 sends them
+// when SIGUSR1 starts its soft stop, all at once, while connections still
+// run (measured, haproxy 2.6.12; SIGTERM, its hard stop, sends none):
+//
+//	Proxy fe stopped (cumulated conns: FE: 3, BE: 0).
+//	Proxy health_check_http_url stopped (cumulated conns: FE: 6, BE: 1).
+//	Proxy be stopped (cumulated conns: FE: 0, BE: 3).
+//
+// FE counts a frontend's (or monitor's, stats page's) accepted
+// connections, BE the connections a backend took (its servers' total) or
+// the requests a monitor or stats section passed to its serverless
+// backend, answered 503.
+func (l *LB) logStopped() {
+	v, logs := l.view.Load(), l.logs.Load()
+	if v == nil || v.cfg == nil || logs == nil {
+		return
+	}
+	l.mu.Lock()
+	counts := make(map[string]*webCount, len(l.webCounts))
+	for k, c := range l.webCounts {
+		counts[k] = c
+	}
+	l.mu.Unlock()
+	for _, key := range v.cfg.ProxyOrder() {
+		kind, name, _ := strings.Cut(key, " ")
+		var to *logDests
+		var fe, be uint64
+		switch kind {
+		case "frontend":
+			to = logs.fronts[name]
+			for _, f := range v.frontends {
+				if f.name == name {
+					fe = f.tot.Load()
+				}
+			}
+		case "backend":
+			to = logs.backends[name]
+			for _, p := range v.pools {
+				if p.name == name {
+					for _, s := range p.servers {
+						be += s.tot.Load()
+					}
+				}
+			}
+		default:
+			to = logs.fronts[name]
+			if c := counts[name]; c != nil {
+				fe, be = c.fe.Load(), c.be.Load()
+			}
+		}
+		l.sendLog(to, lbconfig.LevelWarning, stoppedLine(name, fe, be))
+	}
+}
+
+// stoppedLine is haproxy's "Proxy NAME stopped" line.
+func stoppedLine(name string, fe, be uint64) []byte {
+	b := append([]byte("Proxy "), name...)
+	b = append(b, " stopped (cumulated conns: FE: "...)
+	b = strconv.AppendUint(b, fe, 10)
+	b = append(b, ", BE: "...)
+	b = strconv.AppendUint(b, be, 10)
+	return append(b, ")."...)
 }

@@ -244,3 +244,81 @@ func TestSyslogReload(t *testing.T) {
 		t.Errorf("vipstack's log does not say the target works again:\n%s", logged.String())
 	}
 }
+
+// TestAdminLines checks the runtime API's state change messages against
+// what haproxy 2.6.12 sent (measured on a backend be of two checked
+// servers and a backend be2 of one unchecked server, with `set server
+// ... state`, `disable server` and `enable server`; levels: 0 emerg, 1
+// alert, 5 notice).
+func TestAdminLines(t *testing.T) {
+	type l = logLine
+	tests := []struct {
+		name string
+		c    adminChange
+		want []logLine
+	}{
+		{"ready to maint, UP, another left",
+			adminChange{backend: "be", id: "be/s1", from: AdminReady, to: AdminMaint, up: true, before: 2, after: 1},
+			[]l{{1, "Server be/s1 is going DOWN for maintenance. 1 active and 0 backup servers left. 0 sessions active, 0 requeued, 0 remaining in queue."}}},
+		{"ready to maint, the last one",
+			adminChange{backend: "be", id: "be/s2", from: AdminReady, to: AdminMaint, up: true, before: 1, after: 0},
+			[]l{{1, "Server be/s2 is going DOWN for maintenance. 0 active and 0 backup servers left. 0 sessions active, 0 requeued, 0 remaining in queue."},
+				{0, "backend be has no server available!"}}},
+		{"drain to maint: notice, and the backend had no usable server to lose",
+			adminChange{backend: "be", id: "be/s1", from: AdminDrain, to: AdminMaint, up: true, sessions: 3, before: 1, after: 1},
+			[]l{{5, "Server be/s1 is going DOWN for maintenance. 1 active and 0 backup servers left. 3 sessions active, 0 requeued, 0 remaining in queue."}}},
+		{"ready to maint, DOWN",
+			adminChange{backend: "be", id: "be/s1", from: AdminReady, to: AdminMaint, up: false, before: 1, after: 1},
+			[]l{{5, "Server be/s1 was DOWN and now enters maintenance."}}},
+		{"drain to maint, DOWN",
+			adminChange{backend: "be", id: "be/s1", from: AdminDrain, to: AdminMaint, up: false, before: 1, after: 1},
+			[]l{{5, "Server be/s1 was DOWN and now enters maintenance."}}},
+		{"maint to ready",
+			adminChange{backend: "be", id: "be/s1", from: AdminMaint, to: AdminReady, before: 1, after: 2},
+			[]l{{5, "Server be/s1 is UP/READY (leaving forced maintenance)."}}},
+		{"maint to drain",
+			adminChange{backend: "be2", id: "be2/s1", from: AdminMaint, to: AdminDrain, before: 0, after: 0},
+			[]l{{5, "Server be2/s1 is UP/DRAIN (leaving forced maintenance)."}, {5, "Server be2/s1 remains in forced drain mode."}}},
+		{"ready to drain, UP, another left",
+			adminChange{backend: "be", id: "be/s1", from: AdminReady, to: AdminDrain, up: true, before: 2, after: 1},
+			[]l{{5, "Server be/s1 enters drain state. 1 active and 0 backup servers online. 0 sessions requeued, 0 total in queue."}}},
+		{"ready to drain, the last one",
+			adminChange{backend: "be2", id: "be2/s1", from: AdminReady, to: AdminDrain, up: true, before: 1, after: 0},
+			[]l{{5, "Server be2/s1 enters drain state. 0 active and 0 backup servers online. 0 sessions requeued, 0 total in queue."},
+				{0, "backend be2 has no server available!"}}},
+		{"ready to drain, DOWN",
+			adminChange{backend: "be", id: "be/s1", from: AdminReady, to: AdminDrain, up: false, before: 1, after: 1},
+			[]l{{5, "Server be/s1 enters drain state. 1 active and 0 backup servers left. 0 sessions active, 0 requeued, 0 remaining in queue."}}},
+		{"drain to ready, UP",
+			adminChange{backend: "be", id: "be/s1", from: AdminDrain, to: AdminReady, up: true, before: 1, after: 2},
+			[]l{{5, "Server be/s1 is UP (leaving forced drain)."}}},
+		{"drain to ready, DOWN",
+			adminChange{backend: "be", id: "be/s1", from: AdminDrain, to: AdminReady, up: false, before: 1, after: 1},
+			[]l{{5, "Server be/s1 is DOWN (leaving forced drain)."}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, adminLines(tt.c), cmp.AllowUnexported(logLine{})); diff != "" {
+				t.Errorf("lines (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestStoppedLine checks the soft stop's line against haproxy 2.6.12's
+// (measured on SIGUSR1).
+func TestStoppedLine(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		fe, be uint64
+		want   string
+	}{
+		{"fe", 3, 0, "Proxy fe stopped (cumulated conns: FE: 3, BE: 0)."},
+		{"health_check_http_url", 6, 1, "Proxy health_check_http_url stopped (cumulated conns: FE: 6, BE: 1)."},
+		{"be", 0, 3, "Proxy be stopped (cumulated conns: FE: 0, BE: 3)."},
+	} {
+		if got := string(stoppedLine(tt.name, tt.fe, tt.be)); got != tt.want {
+			t.Errorf("got %s\nwant %s", got, tt.want)
+		}
+	}
+}

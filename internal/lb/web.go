@@ -7,6 +7,7 @@ import (
 	"html"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/vipstack/vipstack/internal/lbconfig"
 )
@@ -16,6 +17,43 @@ type site struct {
 	lb      *LB
 	monitor *lbconfig.Monitor
 	stats   *lbconfig.Stats
+	// logs receive a "Connect from" line per request (syslog.go); nil
+	// for none.
+	logs *logDests
+	// count is the section's cumulated connections, for the soft
+	// stop's "Proxy NAME stopped" line (syslog.go); nil in tests that
+	// build a site by hand.
+	count *webCount
+}
+
+// webCount is what haproxy's "cumulated conns" count for a monitor or
+// stats section: FE, the connections accepted; BE, the requests that
+// reached its (serverless) backend, answered 503 (measured).
+type webCount struct {
+	fe, be atomic.Uint64
+}
+
+func (s *site) countConn() {
+	if s.count != nil {
+		s.count.fe.Add(1)
+	}
+}
+
+func (s *site) countBackend() {
+	if s.count != nil {
+		s.count.be.Add(1)
+	}
+}
+
+// name is the section's name.
+func (s *site) name() string {
+	if s.monitor != nil {
+		return s.monitor.Name
+	}
+	if s.stats != nil {
+		return s.stats.Name
+	}
+	return ""
 }
 
 // haproxy's own bodies, so that scripts matching on them keep working.
@@ -55,7 +93,11 @@ var reasons = map[int]string{200: "OK", 303: "See Other", 401: "Unauthorized", 5
 // as a proxy would send it) matches by its path, as in haproxy 2.6
 // (measured: 200).
 func (s *site) serveMonitor(r *request) *response {
-	if requestPath(r.uri, s.monitor.URI) == s.monitor.URI && s.lb.Healthy() {
+	if requestPath(r.uri, s.monitor.URI) != s.monitor.URI {
+		s.countBackend()
+		return htmlAnswer(503, body503)
+	}
+	if s.lb.Healthy() {
 		return htmlAnswer(200, body200)
 	}
 	return htmlAnswer(503, body503)
@@ -124,6 +166,7 @@ func (s *site) serveStats(r *request) *response {
 	path, query, _ := strings.Cut(uri, "?")
 	if !strings.HasPrefix(reqPath, path) || (query != "" && !strings.HasPrefix(reqQuery, query)) ||
 		(r.method != "GET" && r.method != "HEAD" && r.method != "POST") {
+		s.countBackend()
 		return htmlAnswer(503, body503)
 	}
 	if !s.authorized(r) {
