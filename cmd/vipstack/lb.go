@@ -32,7 +32,7 @@ func runLB(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		check       = fs.Bool("check", false, "validate the configuration and exit (non-zero on error), like haproxy -c")
 		metricsAddr = fs.String("metrics-addr", "", "serve Prometheus metrics on this address (e.g. 127.0.0.1:9652); empty: off")
 		redirectTo  = fs.String("redirect", "", "while a server is UP, redirect TCP traffic for this VIP:PORT (e.g. 198.18.0.5:6443) to the first frontend's port with nftables; empty: off")
-		drain       = fs.Duration("drain-timeout", 10*time.Second, "on SIGTERM, how long connections may take to finish before they are closed")
+		drain       = fs.Duration("drain-timeout", 10*time.Second, "on SIGTERM (also after SIGUSR1's soft stop), how long connections may take to finish before they are closed")
 		watch       = fs.Duration("watch-interval", time.Second, "how often to check the configuration file for changes (mtime and size) and reload; 0: only on SIGHUP")
 		perBind     = fs.Int("listeners-per-bind", 1, "SO_REUSEPORT sockets (each with its own accept loop) per frontend bind")
 		logLevel    = fs.String("log-level", "info", "debug, info, warn or error")
@@ -210,6 +210,11 @@ func runLB(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
+	// SIGUSR1 is haproxy's soft stop: stop listening, let connections
+	// end by themselves, send haproxy's "Proxy NAME stopped" lines.
+	usr1 := make(chan os.Signal, 1)
+	signal.Notify(usr1, syscall.SIGUSR1)
+	defer signal.Stop(usr1)
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
 	go func() {
@@ -232,6 +237,11 @@ func runLB(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		case <-ctx.Done():
 			log.Info("draining", "timeout", *drain)
 			shutdownLB(l, rd, *drain, log)
+			log.Info("vipstack lb stopped")
+			return 0
+		case <-usr1:
+			log.Info("soft stop (SIGUSR1): not accepting connections; those open run to their end (SIGTERM or SIGINT gives them --drain-timeout)")
+			softStopLB(ctx, l, rd, *drain, log)
 			log.Info("vipstack lb stopped")
 			return 0
 		case why := <-reloads:
@@ -366,6 +376,37 @@ func shutdownLB(l *lb.LB, rd *redirect.Follower, drain time.Duration, log *slog.
 	ctx, cancel := context.WithTimeout(context.Background(), drain)
 	defer cancel()
 	if err := l.Shutdown(ctx); err != nil {
+		log.Warn("drain timed out; closed the remaining connections", "timeout", drain)
+	}
+}
+
+// softStopLB is haproxy's soft stop (SIGUSR1): the redirect goes, the LB
+// sends its "Proxy NAME stopped" lines and stops accepting, and the
+// connections run to their end, however long they take, as in haproxy
+// without hard-stop-after; once ctx is done (SIGTERM, SIGINT), they have
+// drain more.
+func softStopLB(ctx context.Context, l *lb.LB, rd *redirect.Follower, drain time.Duration, log *slog.Logger) {
+	if rd != nil {
+		rd.Stop()
+	}
+	sctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-sctx.Done():
+			return
+		case <-ctx.Done():
+		}
+		log.Info("draining", "timeout", drain)
+		t := time.NewTimer(drain)
+		defer t.Stop()
+		select {
+		case <-sctx.Done():
+		case <-t.C:
+			cancel()
+		}
+	}()
+	if err := l.SoftStop(sctx); err != nil {
 		log.Warn("drain timed out; closed the remaining connections", "timeout", drain)
 	}
 }
