@@ -40,7 +40,11 @@
 // apply to every frontend and backend, a section's own lines add to them,
 // `no log` drops the inherited ones and `log global` adds global's.
 // log-tag sets the syslog tag (default "haproxy", see internal/lb).
-// Listen sections take no log line: vipstack sends nothing for them.
+// Listen sections take no log line of their own: a monitor or stats
+// section gets defaults' targets (lbconfig.Monitor.LogTargets,
+// Stats.LogTargets), for haproxy's "Connect from ... (NAME/HTTP)" line per
+// request, unless defaults set a log format (haproxy then logs no monitor
+// request, and vipstack sends nothing there).
 //
 // A frontend with targets sends a connection log: with a format
 // (lbconfig.ConnLog: log-format, with the variables of

@@ -87,8 +87,8 @@ func TestParseErrors(t *testing.T) {
 		},
 		{
 			name:    "log-format variable",
-			conf:    func(t *testing.T) string { return edit(t, fe, fe+"  log-format \"%ci %bi\"\n") },
-			want:    `h.cfg:8: log-format "%ci %bi": variable %bi is not supported by vipstack (accepted: ` + strings.Join(lbconfig.LogVariables, " ") + `)`,
+			conf:    func(t *testing.T) string { return edit(t, fe, fe+"  log-format \"%ci %lc\"\n") },
+			want:    `h.cfg:8: log-format "%ci %lc": variable %lc is not supported by vipstack (accepted: ` + strings.Join(lbconfig.LogVariables, " ") + `)`,
 			haproxy: haproxyAccepts,
 		},
 		{

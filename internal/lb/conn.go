@@ -55,6 +55,7 @@ type conn struct {
 	startAt  time.Time      // left the queue, started to connect
 	connAt   time.Time      // connected
 	local    netip.AddrPort // the address the client connected to, if the format shows it
+	source   netip.AddrPort // the balancer's address on the last server connection, if the format shows it (%bi %bp)
 	up, down uint64         // bytes from the client, from the server
 	term     [2]byte        // termination state, when something else than an end of file ended it
 	timedOut bool           // the last connect attempt timed out

@@ -19,6 +19,10 @@ type connLog struct {
 	items       []lbconfig.LogItem
 	dontLogNull bool
 	needLocal   bool // the line shows the address the client connected to
+	// needSource: the line shows the balancer's address on the server
+	// connection (%bi, %bp), which costs a getsockname per connection;
+	// without them the relay does not pay it.
+	needSource bool
 }
 
 // newConnLog compiles a frontend's connection log; nil (no log) when it
@@ -36,8 +40,11 @@ func newConnLog(c *lbconfig.ConnLog, to *logDests) (*connLog, error) {
 	}
 	cl := &connLog{to: to, items: items, dontLogNull: c.DontLogNull}
 	for _, it := range items {
-		if it.Var == "fi" || it.Var == "fp" {
+		switch it.Var {
+		case "fi", "fp":
 			cl.needLocal = true
+		case "bi", "bp":
+			cl.needSource = true
 		}
 	}
 	return cl, nil
@@ -219,9 +226,11 @@ func (cn *conn) appendLine(b []byte, cl *connLog, end time.Time) []byte {
 			b = append(b, it.Lit...)
 			continue
 		}
-		if it.Quote {
+		q := it.Quote && quotedVar(it.Var)
+		if q {
 			b = append(b, '"')
 		}
+		start := len(b)
 		switch it.Var {
 		case "ci":
 			b = addr(b, cn.peer.Addr())
@@ -242,6 +251,18 @@ func (cn *conn) appendLine(b []byte, cl *connLog, end time.Time) []byte {
 				b = append(b, '-')
 			} else {
 				b = strconv.AppendUint(b, uint64(s.addr.Port()), 10)
+			}
+		case "bi":
+			if cn.source.IsValid() {
+				b = addr(b, cn.source.Addr())
+			} else {
+				b = append(b, '-')
+			}
+		case "bp":
+			if cn.source.IsValid() {
+				b = strconv.AppendUint(b, uint64(cn.source.Port()), 10)
+			} else {
+				b = append(b, '-')
 			}
 		case "f", "ft":
 			b = append(b, f.name...)
@@ -315,11 +336,43 @@ func (cn *conn) appendLine(b []byte, cl *connLog, end time.Time) []byte {
 		case "H":
 			b = append(b, hostname()...)
 		}
-		if it.Quote {
+		if it.Quote && string(b[start:]) == "-" && emptyQuotedVar(it.Var) {
+			// haproxy writes an absent address or port as "" under
+			// +Q (measured).
+			b = b[:start]
+			if !q {
+				b = append(b, '"')
+			}
+			q = true
+		}
+		if q {
 			b = append(b, '"')
 		}
 	}
 	return b
+}
+
+// quotedVar reports whether +Q quotes v: haproxy 2.6.12 quotes names and
+// addresses, not numbers, ports, dates nor the termination state
+// (measured: %{+Q}ci "127.0.0.1", %{+Q}cp 46602, %{+Q}s "s1", %{+Q}B 1251,
+// %{+Q}t 23/Nov/2026:21:39:18.908, %{+Q}ts --, %{+Q}H "vm").
+func quotedVar(v string) bool {
+	switch v {
+	case "ci", "fi", "si", "bi", "f", "ft", "b", "s", "H":
+		return true
+	}
+	return false
+}
+
+// emptyQuotedVar reports whether v, absent ("-"), is written "" under +Q
+// (measured, haproxy 2.6.12, no server tried: %{+Q}si %{+Q}sp %{+Q}bi
+// %{+Q}bp give "" "" "" "").
+func emptyQuotedVar(v string) bool {
+	switch v {
+	case "si", "sp", "bi", "bp":
+		return true
+	}
+	return false
 }
 
 func appendMillis(b []byte, t time.Time) []byte {

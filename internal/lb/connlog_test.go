@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -23,8 +24,12 @@ import (
 
 // connLogConfig has four frontends with OpenShift's log-format (plus %U):
 // to an echo server, to a server that says "bye" and closes, to a server
-// that refuses, and to one that resets; and one with option tcplog.
+// that refuses, and to one that resets; one with option tcplog; and three
+// with %bi/%bp and +Q quoting: to the echo server, to the refusing one,
+// and to a backend whose server is in maintenance (the runtime API's), so
+// never tried.
 const connLogConfig = `global
+  stats socket {{ADMIN}} mode 600 level admin
 defaults
   mode tcp
   {{LOG}}
@@ -49,6 +54,18 @@ frontend tcplog
 frontend resetter
   bind 127.0.0.1:{{P5}}
   default_backend resetter
+frontend quoted
+  bind 127.0.0.1:{{P6}}
+  log-format "Q ci=%{+Q}ci si=%{+Q}si sp=%{+Q}sp bi=%bi bp=%bp biq=%{+Q}bi bpq=%{+Q}bp s=%{+Q}s B=%{+Q}B ts=%{+Q}ts f=%{+Q}ft b=%{+Q}b"
+  default_backend echo
+frontend quoteddead
+  bind 127.0.0.1:{{P7}}
+  log-format "Q ci=%{+Q}ci si=%{+Q}si sp=%{+Q}sp bi=%bi bp=%bp biq=%{+Q}bi bpq=%{+Q}bp s=%{+Q}s ts=%{+Q}ts"
+  default_backend dead
+frontend nosrv
+  bind 127.0.0.1:{{P8}}
+  log-format "Q si=%{+Q}si sp=%{+Q}sp bi=%bi bp=%bp biq=%{+Q}bi bpq=%{+Q}bp s=%{+Q}s ts=%{+Q}ts"
+  default_backend nosrv
 backend echo
   server e1 {{ECHO}}
 backend closer
@@ -57,6 +74,8 @@ backend dead
   server d1 {{DEAD}}
 backend resetter
   server r1 {{RESETTER}}
+backend nosrv
+  server n1 {{ECHO}}
 `
 
 // logMask keeps what two balancers must agree on from a line of the
@@ -64,7 +83,13 @@ backend resetter
 // connected or not: -1).
 var logMask = regexp.MustCompile(`^(\S+):\d+ -> (\S+):\d+ \[[^\]]+\] (\S+ \S+) \d+/(-1|\d+)/\d+ (.*)$`)
 
+// logSourcePort masks %bp, the balancer's port on the server connection.
+var logSourcePort = regexp.MustCompile(`(bp|bpq)=\d+`)
+
 func maskLogLine(s string) string {
+	if strings.HasPrefix(s, "Q ") {
+		return logSourcePort.ReplaceAllString(s, "$1=PORT")
+	}
 	m := logMask.FindStringSubmatch(s)
 	if m == nil {
 		if strings.Contains(s, "[") { // tcplog: %ci:%cp [%t] ...
@@ -106,16 +131,18 @@ func TestConnLogMatchesHaproxy(t *testing.T) {
 		c.(*net.TCPConn).SetLinger(0)
 	}).addr.String()
 	dead := "127.0.0.1:" + freePort(t)
+	admin := filepath.Join(t.TempDir(), "admin.sock")
 	conf := func(log string, ports []string) string {
 		return strings.NewReplacer("{{LOG}}", log, "{{P1}}", ports[0], "{{P2}}", ports[1], "{{P3}}", ports[2], "{{P4}}", ports[3], "{{P5}}", ports[4],
+			"{{P6}}", ports[5], "{{P7}}", ports[6], "{{P8}}", ports[7], "{{ADMIN}}", admin,
 			"{{ECHO}}", echo, "{{CLOSER}}", closer, "{{DEAD}}", dead, "{{RESETTER}}", resetter).Replace(connLogConfig)
 	}
 
-	hports := []string{freePort(t), freePort(t), freePort(t), freePort(t), freePort(t)}
+	hports := []string{freePort(t), freePort(t), freePort(t), freePort(t), freePort(t), freePort(t), freePort(t), freePort(t)}
 	hout := peers.HAProxy(t, conf("log stdout format raw local0", hports))
 
 	// vipstack from the same text: its lines go to vout.
-	cfg, err := haproxycfg.Parse("haproxy.cfg", []byte(conf("log stdout format raw local0", []string{"1", "2", "3", "4", "5"})))
+	cfg, err := haproxycfg.Parse("haproxy.cfg", []byte(conf("log stdout format raw local0", []string{"1", "2", "3", "4", "5", "6", "7", "8"})))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,6 +172,22 @@ func TestConnLogMatchesHaproxy(t *testing.T) {
 			t.Fatalf("haproxy did not start:\n%s", hout.String())
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+
+	// nosrv's only server goes into maintenance on both.
+	if out := haproxyCommand(t, admin, "set server nosrv/n1 state maint"); strings.TrimSpace(out) != "" {
+		t.Fatalf("haproxy: %q", out)
+	}
+	if err := l.SetServerAdmin("nosrv", "n1", AdminMaint); err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range []*syncbuf.Buffer{hout, &vout} {
+		for deadline := time.Now().Add(bound); !strings.Contains(b.String(), "backend nosrv has no server available!"); {
+			if time.Now().After(deadline) {
+				t.Fatalf("nosrv/n1 not in maintenance:\n%s", b.String())
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
 	}
 
 	type scenario struct {
@@ -187,8 +230,20 @@ func TestConnLogMatchesHaproxy(t *testing.T) {
 			c.Write([]byte("hello\n"))
 			io.ReadFull(c, make([]byte, 6))
 		}},
+		{"%bi %bp, +Q", "quoted", func(c *net.TCPConn) {
+			c.Write([]byte("hello\n"))
+			io.ReadFull(c, make([]byte, 6))
+		}},
+		{"%bi %bp of a refused connect, +Q", "quoteddead", func(c *net.TCPConn) {
+			c.Write([]byte("hello\n"))
+			readAll(c)
+		}},
+		{"%bi %bp with no server tried, +Q", "nosrv", func(c *net.TCPConn) {
+			c.Write([]byte("hello\n"))
+			readAll(c)
+		}},
 	}
-	feIndex := map[string]int{"echo": 0, "closer": 1, "dead": 2, "tcplog": 3, "resetter": 4}
+	feIndex := map[string]int{"echo": 0, "closer": 1, "dead": 2, "tcplog": 3, "resetter": 4, "quoted": 5, "quoteddead": 6, "nosrv": 7}
 	lines := func(b *syncbuf.Buffer) []string {
 		var out []string
 		for _, s := range strings.Split(b.String(), "\n") {
@@ -420,5 +475,53 @@ func TestAccessLogAddNeverBlocks(t *testing.T) {
 	al.flush()
 	if got, dropped := w.lines(), al.dropped.Load(); got+int(dropped) != lines || dropped < lines-2*maxPendingLog/100_000 {
 		t.Errorf("%d lines written, %d dropped; want %d in all, at least %d dropped", got, dropped, lines, lines-2*maxPendingLog/100_000)
+	}
+}
+
+// TestConnLogSource: %bi:%bp is the balancer's end of the server
+// connection, the address the server saw its client at; a format without
+// them leaves the lookup out of the relay (needSource).
+func TestConnLogSource(t *testing.T) {
+	seen := make(chan string, 1)
+	a := startBackendFunc(t, "a", func(c net.Conn) {
+		seen <- c.RemoteAddr().String()
+		c.Write([]byte("a\n"))
+		io.Copy(io.Discard, c)
+	})
+	cfg := tcpConfig(lbconfig.RoundRobin, srv("a", a))
+	cfg.Frontends[0].Log = &lbconfig.ConnLog{Format: "%bi:%bp %ts"}
+	cfg.Frontends[0].LogTargets = rawStdout
+	var out syncbuf.Buffer
+	l := newLBOpts(t, Options{Clock: fakeClock(), Stdout: &out}, cfg)
+	c := dial(t, l, "fe")
+	c.greeting(t)
+	c.Close()
+	var remote string
+	select {
+	case remote = <-seen:
+	case <-time.After(bound):
+		t.Fatal("the server saw no connection")
+	}
+	eventually(t, "a line", func() bool { return strings.Contains(out.String(), "\n") })
+	if got, want := out.String(), remote+" --\n"; got != want {
+		t.Errorf("log = %q, want %q (the server's view of its client)", got, want)
+	}
+
+	for _, tt := range []struct {
+		format string
+		want   bool
+	}{
+		{lbconfig.TCPLogFormat, false},
+		{"%ci:%cp -> %fi:%fp %si:%sp", false},
+		{"%bi", true},
+		{"%{+Q}bp", true},
+	} {
+		cl, err := newConnLog(&lbconfig.ConnLog{Format: tt.format}, &logDests{{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cl.needSource != tt.want {
+			t.Errorf("%q: needSource = %v, want %v", tt.format, cl.needSource, tt.want)
+		}
 	}
 }

@@ -172,7 +172,11 @@
 // cut at 1024 bytes (haproxy's default len).
 //
 // What goes to a frontend's targets (level info): with log-format or
-// option tcplog, one line per connection when it ends (connlog.go);
+// option tcplog, one line per connection when it ends (connlog.go; %bi
+// and %bp, the balancer's end of the server connection, cost a
+// getsockname per connection only in a format that uses them; +Q quotes
+// names and addresses, not numbers, dates nor %ts, and an absent
+// %si/%sp/%bi/%bp is "", as in haproxy 2.6.12);
 // without a format, haproxy's line at accept, which dontlognull does not
 // suppress:
 //

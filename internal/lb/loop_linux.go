@@ -459,6 +459,9 @@ func (lp *loop) connectFailed(cn *conn, err error) {
 		cn.ctimer = nil
 	}
 	s := cn.srv
+	if cn.log != nil && cn.log.needSource {
+		cn.source = localAddr(cn.relay.s.fd) // haproxy shows the failed attempt's (measured)
+	}
 	rawClose(cn.relay.s.fd) // leaves the epoll set with it
 	cn.relay.s = side{fd: -1}
 	cn.srv = nil
@@ -572,6 +575,9 @@ func (lp *loop) connected(cn *conn) {
 	cn.state = stRelaying
 	if cn.log != nil {
 		cn.connAt = lp.lb.clk.Now()
+		if cn.log.needSource { // only then: a syscall per connection
+			cn.source = localAddr(cn.relay.s.fd)
+		}
 	}
 	if every := cn.cfg.idleEvery(); every > 0 {
 		cn.every = every

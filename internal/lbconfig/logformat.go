@@ -28,6 +28,9 @@ const TCPLogFormat = "%ci:%cp [%t] %ft %b/%s %Tw/%Tc/%Tt %B %ts %ac/%fc/%bc/%sc/
 //	ci cp      client address and port
 //	fi fp      address and port the client connected to
 //	si sp      server address and port ("-" when none was tried)
+//	bi bp      the balancer's address and port on the server connection
+//	           (of the last attempt, also when it failed; "-" when none
+//	           was tried)
 //	f ft       frontend name (ft: with "~" for TLS, which vipstack does not end: the same)
 //	b s        backend and server names ("<NOSRV>" when no server was tried)
 //	t          accept date, local time, "23/Nov/2026:18:02:49.251"
@@ -43,7 +46,7 @@ const TCPLogFormat = "%ci:%cp [%t] %ft %b/%s %Tw/%Tc/%Tt %B %ts %ac/%fc/%bc/%sc/
 //	rc         retries
 //	sq bq      server and backend queue (vipstack queues at the frontend: 0)
 //	pid H      process id, host name
-var LogVariables = []string{"B", "H", "T", "Tc", "Th", "Tl", "Ts", "Tt", "Tw", "U", "ac", "b", "bc", "bq", "ci", "cp",
+var LogVariables = []string{"B", "H", "T", "Tc", "Th", "Tl", "Ts", "Tt", "Tw", "U", "ac", "b", "bc", "bi", "bp", "bq", "ci", "cp",
 	"f", "fc", "fi", "fp", "ft", "ms", "pid", "rc", "s", "sc", "si", "sp", "sq", "t", "ts"}
 
 // LogItem is one piece of a compiled log format: literal text, or a
