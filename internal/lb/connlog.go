@@ -61,7 +61,9 @@ func newConnLog(c *lbconfig.ConnLog, to *logDests) (*connLog, error) {
 //	SC  no server could be connected (refused, down, or none UP)
 //	sC  the last connect attempt timed out (timeout connect)
 //	sQ  the client waited in the frontend's queue past timeout queue
-//	KD  closed by a forced shutdown or the runtime API's shutdown sessions
+//	KD  closed by a forced shutdown while data flowed
+//	K-  closed by the runtime API's shutdown session or shutdown sessions
+//	    server (haproxy 2.6 writes K-, no phase, for both: measured)
 //	KQ  closed by a forced shutdown while it waited in the queue
 //
 // Measured against haproxy 2.6.12 (TestConnLogMatchesHaproxy): --, SD,
