@@ -290,7 +290,11 @@ func (cn *conn) appendLine(b []byte, cl *connLog, end time.Time) []byte {
 			b = append(b, '0')
 		case "Tw":
 			tw := int64(0)
-			if !cn.startAt.IsZero() {
+			if !cn.startAt.IsZero() && cn.picked == nil {
+				// Left the queue and found no server to wait for:
+				// haproxy 2.6's "-1/-1/0 0 SC" (measured).
+				tw = -1
+			} else if !cn.startAt.IsZero() {
 				tw = ms(cn.startAt.Sub(cn.acceptAt))
 			} else {
 				tw = ms(end.Sub(cn.acceptAt)) // still queued

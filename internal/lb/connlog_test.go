@@ -380,6 +380,35 @@ func TestConnLogForcedShutdown(t *testing.T) {
 	}
 }
 
+// TestConnLogNoServerTimes: a client that finds no UP server is logged
+// with the times haproxy 2.6 writes for it, -1/-1/0 (measured: %Tw is -1
+// when the stream never reached a server's queue, %Tc -1 with no
+// connect), and one refused by its only server with Tw 0, Tc -1.
+func TestConnLogNoServerTimes(t *testing.T) {
+	up := deadBackend(t, "up")
+	cfg := tcpConfig(lbconfig.RoundRobin, srv("up", up))
+	cfg.Frontends[0].Log = &lbconfig.ConnLog{Format: "%b/%s %Tw/%Tc/%Tt %ts"}
+	cfg.Frontends[0].LogTargets = rawStdout
+	var out syncbuf.Buffer
+	l := newLBOpts(t, Options{Clock: fakeClock(), Stdout: &out}, cfg)
+	refused := dial(t, l, "fe")
+	if !refused.closed(t) {
+		t.Fatal("a client of a refusing server was not closed")
+	}
+	if err := l.SetServerAdmin("be", "up", AdminMaint); err != nil {
+		t.Fatal(err)
+	}
+	nosrv := dial(t, l, "fe")
+	if !nosrv.closed(t) {
+		t.Fatal("a client with no server UP was not closed")
+	}
+	l.accessLog.flush()
+	got := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	if diff := cmp.Diff([]string{"be/up 0/-1/0 SC", "be/<NOSRV> -1/-1/0 SC"}, got); diff != "" {
+		t.Errorf("log lines (-want +got):\n%s", diff)
+	}
+}
+
 // gateWriter blocks every Write until open is closed (a pipe nobody
 // reads), then keeps what it is given.
 type gateWriter struct {
