@@ -98,7 +98,7 @@ func buildIndex(cfg *Config, version uint64, nodes []discovery.Node) (*index, []
 	var skipped []skippedNode
 	var ok []named
 	for _, n := range nodes {
-		name, err := nodeLabel(n.Name, cfg.Zone)
+		name, err := nodeLabel(n.Name, cfg.Zone, !cfg.NodesOnly)
 		if err != nil {
 			skipped = append(skipped, skippedNode{name: n.Name, why: err.Error()})
 			continue
@@ -147,14 +147,18 @@ func buildIndex(cfg *Config, version uint64, nodes []discovery.Node) (*index, []
 }
 
 // nodeLabel turns a registry node name into the single label it gets in the
-// zone. A name already qualified with the zone is accepted.
-func nodeLabel(name, zone string) (string, error) {
+// zone. A name already qualified with the zone is accepted. With
+// checkReserved, the names the plugin answers from the VIPs and masters are
+// refused. NodesOnly answers none of them, and OpenShift 4.2's OpenStack
+// config had mdns-publisher publish the masters' Etcd instances on hosts
+// named etcd-N, which coredns-mdns answers as node names (the SRV targets).
+func nodeLabel(name, zone string, checkReserved bool) (string, error) {
 	l := strings.ToLower(strings.TrimSuffix(name, "."))
 	l = strings.TrimSuffix(l, "."+strings.TrimSuffix(zone, "."))
 	if !isHostLabel(l) {
 		return "", fmt.Errorf("not a short host name (one label: letters, digits and inner hyphens)")
 	}
-	if reserved(l) {
+	if checkReserved && reserved(l) {
 		return "", fmt.Errorf("reserved (api, api-int, apps and etcd-N are answered from the VIPs and masters)")
 	}
 	return l, nil

@@ -53,7 +53,10 @@
 //     type gets an empty NOERROR answer (NODATA), never NXDOMAIN.
 //   - SRV targets are the master's "NODE.DOMAIN." with port 2380 (what
 //     mdns-publisher publishes and clusterdns answers), TTL 60, and the
-//     targets' addresses ride in the additional section.
+//     targets' addresses ride in the additional section. Every host name
+//     is a node name, etcd-N included (clusterdns reserves etcd-N for its
+//     numbering, which the directive has not): OpenShift 4.2's OpenStack
+//     config published the masters' Etcd instances on etcd-N.local.
 //   - Nodes go when their records do: a goodbye removes a node at once, a
 //     silent node when its TTL runs out; there is no periodic re-browse
 //     that forgets everything between two rounds.
