@@ -314,6 +314,33 @@ func TestParseAccepts(t *testing.T) {
 			},
 		},
 		{
+			// Measured with haproxy 2.6.12 (a monitor request's Connect
+			// line counted at the socket): `log global` adds each of
+			// global's lines to a section once, however many say it
+			// (defaults' and the section's, or twice in the section:
+			// one datagram); a line naming the same target explicitly
+			// adds a second (two datagrams). Listen sections take log
+			// lines as the others do.
+			name: "log global once per section, listen log lines",
+			conf: func(t *testing.T) string {
+				c := "global\n  log /run/g.sock local0\n" + edit(t, "  mode tcp\n", "  mode tcp\n  log global\n")
+				c = strings.Replace(c, fe, fe+"  log global\n  log global\n", 1)
+				c = strings.Replace(c, srv, srv+"  log /run/g.sock local0\n", 1)
+				return c + "listen mon\n  bind 127.0.0.1:47013\n  mode http\n  log global\n  monitor-uri /ready\n" +
+					"listen mon2\n  bind 127.0.0.1:47014\n  mode http\n  no log\n  log /run/g.sock local2 notice\n  log global\n  monitor-uri /ready\n" +
+					"listen st\n  bind 127.0.0.1:47015\n  mode http\n  log stderr local1\n  stats enable\n"
+			},
+			get: func(c *lbconfig.Config) any {
+				return []any{c.Frontends[0].LogTargets, c.Backends[0].LogTargets, c.Monitors[0].LogTargets, c.Monitors[1].LogTargets, c.Stats[0].LogTargets}
+			},
+			want: func() []any {
+				g := lbconfig.LogTarget{Network: "unixgram", Address: "/run/g.sock", Facility: 16, Level: 7}
+				l2 := lbconfig.LogTarget{Network: "unixgram", Address: "/run/g.sock", Facility: 18, Level: 5}
+				e := lbconfig.LogTarget{Network: "stderr", Facility: 17, Level: 7}
+				return []any{[]lbconfig.LogTarget{g}, []lbconfig.LogTarget{g, g}, []lbconfig.LogTarget{g}, []lbconfig.LogTarget{l2, g}, []lbconfig.LogTarget{g, e}}
+			}(),
+		},
+		{
 			name: "missing timeouts",
 			conf: func(t *testing.T) string { return edit(t, "  timeout connect 5s\n  timeout client 30s\n", "") },
 			get:  func(c *lbconfig.Config) any { return c.Timeouts },

@@ -37,12 +37,14 @@
 // IPv6 without brackets, other families (tcp@, fd@, ring@) and the len
 // and sample options are errors that say what is accepted (haproxy
 // accepts some of them). As in haproxy 2.6 (measured), defaults' lines
-// apply to every frontend and backend, a section's own lines add to them,
-// `no log` drops the inherited ones and `log global` adds global's.
+// apply to every frontend, backend and listen section, a section's own
+// lines add to them, `no log` drops the inherited ones and `log global`
+// adds global's, each of them once: a `log global` in a section whose
+// defaults said it adds nothing (one datagram per message), while a line
+// naming one of global's targets again adds a second (two).
 // log-tag sets the syslog tag (default "haproxy", see internal/lb).
-// Listen sections take no log line of their own: a monitor or stats
-// section gets defaults' targets (lbconfig.Monitor.LogTargets,
-// Stats.LogTargets), for haproxy's "Connect from ... (NAME/HTTP)" line per
+// A monitor or stats section's targets (lbconfig.Monitor.LogTargets,
+// Stats.LogTargets) get haproxy's "Connect from ... (NAME/HTTP)" line per
 // request, unless defaults set a log format (haproxy then logs no monitor
 // request, and vipstack sends nothing there).
 //

@@ -752,7 +752,7 @@ func TestParseErrors(t *testing.T) {
 			conf: func(t *testing.T) string {
 				return base + "listen st\n  bind :47013\n  mode http\n  stats admin if TRUE\n"
 			},
-			want:    `h.cfg:14: keyword "stats admin" in listen st is not supported by vipstack (supported: bind, mode, monitor-uri, option dontlognull, stats auth, stats enable, stats hide-version, stats refresh, stats uri)`,
+			want:    `h.cfg:14: keyword "stats admin" in listen st is not supported by vipstack (supported: bind, log, mode, monitor-uri, no log, option dontlognull, stats auth, stats enable, stats hide-version, stats refresh, stats uri)`,
 			haproxy: haproxyAccepts,
 		},
 

@@ -91,7 +91,7 @@ const (
 	globalKeywords   = "log, log-tag, maxconn, stats socket"
 	defaultsKeywords = "log, log-format, maxconn, mode, no log, option dontlognull, option redispatch, option tcplog, retries, timeout"
 	frontendKeywords = "bind, default_backend, log, log-format, mode, no log, option tcplog"
-	listenKeywords   = "bind, mode, monitor-uri, option dontlognull, stats auth, stats enable, stats hide-version, stats refresh, stats uri"
+	listenKeywords   = "bind, log, mode, monitor-uri, no log, option dontlognull, stats auth, stats enable, stats hide-version, stats refresh, stats uri"
 	backendKeywords  = "balance, log, mode, no log, option httpchk, option log-health-checks, option redispatch, server"
 	serverParams     = "check, check-ssl, fall, inter, rise, verify, weight"
 	timeoutNames     = "client, connect, http-keep-alive, http-request, queue, server, tunnel"
@@ -121,8 +121,14 @@ type parser struct {
 	globalLogs   []lbconfig.LogTarget  // global's `log` lines
 	defLogs      []lbconfig.LogTarget  // defaults' `log` lines, `log global` expanded
 	logs         *[]lbconfig.LogTarget // the current section's: defLogs, the frontend's or the backend's
-	logFormat    string                // defaults' log-format or option tcplog
-	feLogFormat  string                // the frontend's own, overriding logFormat
+	// Which of global's lines each of the current section's targets
+	// came from through `log global` (-1: its own line), and defaults'.
+	// haproxy 2.6 adds a global line to a section once, however many
+	// `log global` name it (measured: defaults' `log global` and a
+	// listen's own send one datagram per message).
+	refs, defRefs []int
+	logFormat     string // defaults' log-format or option tcplog
+	feLogFormat   string // the frontend's own, overriding logFormat
 
 	front, back map[string]nameUse // haproxy's two proxy name spaces
 
@@ -144,7 +150,7 @@ type listen struct {
 	monitorLine int
 	statsLine   int // first stats keyword, 0 if none
 	stats       lbconfig.Stats
-	logs        []lbconfig.LogTarget // defaults' `log` lines
+	logs        []lbconfig.LogTarget // defaults' `log` lines, then its own
 }
 
 func (p *parser) errorf(l line, kw, format string, a ...any) {
@@ -287,6 +293,7 @@ func (p *parser) section(l line) {
 		default:
 			p.kind, p.defaultsLine = secDefaults, l.num
 			p.logs = &p.defLogs
+			p.refs = nil
 			p.source("defaults", l)
 		}
 	default: // frontend, backend, listen
@@ -322,6 +329,7 @@ func (p *parser) section(l line) {
 		}
 		p.source(p.key, l)
 		p.cfg.Proxies = append(p.cfg.Proxies, p.key)
+		p.refs = slices.Clone(p.defRefs)
 		switch kw {
 		case "frontend":
 			p.kind, p.fe, p.feLogFormat = secFrontend, &lbconfig.Frontend{Name: name}, ""
@@ -333,6 +341,7 @@ func (p *parser) section(l line) {
 			p.logs = &p.be.LogTargets
 		default:
 			p.kind, p.ls = secListen, &listen{name: name, logs: slices.Clone(p.defLogs)}
+			p.logs = &p.ls.logs
 		}
 	}
 }
@@ -356,6 +365,8 @@ func (p *parser) endSection() {
 		p.cfg.Backends = append(p.cfg.Backends, *p.be)
 	case secListen:
 		p.endListen()
+	case secDefaults:
+		p.defRefs = p.refs
 	}
 	p.kind, p.fe, p.be, p.ls, p.logs = secNone, nil, nil, nil, nil
 }
@@ -637,13 +648,15 @@ func (p *parser) timeout(l line) {
 // log reads `log TARGET [format raw|rfc3164] FACILITY [LEVEL [MINLEVEL]]`,
 // `log global` (global's targets) and `no log` (none of those inherited
 // from defaults) into the current section's targets. As in haproxy 2.6
-// (measured), a frontend's or backend's own lines add to those of
-// defaults.
+// (measured), a section's own lines add to those of defaults, each of
+// global's lines once: `log global` in a section whose defaults said it
+// already adds nothing, while an explicit line naming the same target as
+// global's adds a second one (two datagrams per message).
 func (p *parser) log(l line) {
 	args := l.words[1:]
 	if l.words[0] == "no" {
 		if _, ok := p.nargs(l, 2, 0, 0, ""); ok {
-			*p.logs = nil
+			*p.logs, p.refs = nil, nil
 		}
 		return
 	}
@@ -651,7 +664,12 @@ func (p *parser) log(l line) {
 		if len(p.globalLogs) == 0 {
 			p.warnf(l, "log global: global has no log line (above this one): nothing is sent")
 		}
-		*p.logs = append(*p.logs, p.globalLogs...)
+		for i, t := range p.globalLogs {
+			if !slices.Contains(p.refs, i) {
+				*p.logs = append(*p.logs, t)
+				p.refs = append(p.refs, i)
+			}
+		}
 		return
 	}
 	t, err := lbconfig.ParseLogTarget(args)
@@ -660,6 +678,7 @@ func (p *parser) log(l line) {
 		return
 	}
 	*p.logs = append(*p.logs, t)
+	p.refs = append(p.refs, -1)
 }
 
 func (p *parser) frontend(l line) {
@@ -733,6 +752,8 @@ func (p *parser) listen(l line) {
 		if args, ok := p.nargs(l, 1, 1, 1, "a URI"); ok {
 			ls.monitorURI, ls.monitorLine = args[0], l.num
 		}
+	case "log", "no log":
+		p.log(l)
 	case "option dontlognull":
 		if p.once(l, kw) {
 			p.nargs(l, 2, 0, 0, "")
