@@ -5,13 +5,16 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"golang.org/x/sys/unix"
 
 	"github.com/vipstack/vipstack/internal/healthcheck"
 	"github.com/vipstack/vipstack/internal/lbconfig"
+	"github.com/vipstack/vipstack/internal/syncbuf"
 )
 
 // blackhole listens on loopback with a full accept queue, so the kernel
@@ -244,5 +247,70 @@ func TestNoServerEndsClientCleanly(t *testing.T) {
 	if fe.BytesIn != uint64(len(msg)) || hole.BytesIn != uint64(len(msg)) || hole.Selected != 1 || hole.MaxSessions != 1 {
 		t.Errorf("frontend bytes in %d, server bytes in %d, selected %d, max sessions %d; want %d, %d, 1, 1",
 			fe.BytesIn, hole.BytesIn, hole.Selected, hole.MaxSessions, len(msg), len(msg))
+	}
+}
+
+// TestShutdownSessionConnecting: the runtime API's shutdown session and
+// shutdown sessions server, on a client whose connect to its server is
+// still in progress, close its server socket, stop its connect timer and
+// release the server's current session once, and end the client with a
+// FIN after reading what it sent (counted as bytes in), logged "KC",
+// killed while connecting. Measured with haproxy 2.6.12 (a server whose
+// SYNs are dropped, `option tcplog`, the client sent 5 bytes): both
+// commands answer "", the client reads the end of the connection (FIN),
+// bin counts its 5 bytes and the line says "be/s1 1/-1/4003 0 KC". haproxy
+// only ends the stream once its connect attempts are spent (timeout
+// connect times retries + 1, counted in econ and wretr); vipstack closes
+// it at once and counts no connect error.
+func TestShutdownSessionConnecting(t *testing.T) {
+	cfg := tcpConfig(lbconfig.RoundRobin, srv("hole", &backend{addr: blackhole(t)}))
+	cfg.Timeouts.Connect = time.Hour
+	cfg.Frontends[0].Log = &lbconfig.ConnLog{Format: "%b/%s %Tc %ts"}
+	cfg.Frontends[0].LogTargets = rawStdout
+	var out syncbuf.Buffer
+	l := newLBOpts(t, Options{Clock: fakeClock(), Stdout: &out}, cfg)
+	msg := "hello"
+	for _, kill := range []struct {
+		name string
+		do   func(id uintptr) bool
+	}{
+		{"shutdown session", l.ShutdownSession},
+		{"shutdown sessions server", func(uintptr) bool {
+			n, err := l.ShutdownServerSessions("be", "hole")
+			return err == nil && n == 1
+		}},
+	} {
+		c := dial(t, l, "fe")
+		c.SetDeadline(time.Now().Add(bound))
+		if _, err := io.WriteString(c, msg); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "the connect to start", func() bool { return l.serverStats(t, "be", "hole").Sessions == 1 })
+		ss := l.Sessions()
+		if len(ss) != 1 || ss[0].Connected {
+			t.Fatalf("%s: sessions %+v, want one connecting", kill.name, ss)
+		}
+		if !kill.do(ss[0].ID) {
+			t.Fatalf("%s: did not close the connecting client", kill.name)
+		}
+		if b, err := c.r.ReadByte(); err != io.EOF {
+			t.Errorf("%s: the client read %q, %v; want the end of the connection (a reset means its bytes were left unread)", kill.name, b, err)
+		}
+		if l.ShutdownSession(ss[0].ID) {
+			t.Errorf("%s: a second shutdown session of %#x closed something", kill.name, ss[0].ID)
+		}
+	}
+	hole, fe := l.serverStats(t, "be", "hole"), l.Snapshot().Frontends[0]
+	if hole.Sessions != 0 || hole.ConnectErrors != 0 || fe.BytesIn != uint64(2*len(msg)) || hole.BytesIn != uint64(2*len(msg)) {
+		t.Errorf("server's current sessions %d, connect errors %d, bytes in %d, frontend's bytes in %d; want 0, 0, %d, %d",
+			hole.Sessions, hole.ConnectErrors, hole.BytesIn, fe.BytesIn, 2*len(msg), 2*len(msg))
+	}
+	if n := len(l.Sessions()); n != 0 {
+		t.Errorf("%d sessions left", n)
+	}
+	l.accessLog.flush()
+	got := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	if diff := cmp.Diff([]string{"be/hole -1 KC", "be/hole -1 KC"}, got); diff != "" {
+		t.Errorf("log lines (-want +got):\n%s", diff)
 	}
 }

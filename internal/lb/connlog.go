@@ -64,6 +64,8 @@ func newConnLog(c *lbconfig.ConnLog, to *logDests) (*connLog, error) {
 //	KD  closed by a forced shutdown while data flowed
 //	K-  closed by the runtime API's shutdown session or shutdown sessions
 //	    server (haproxy 2.6 writes K-, no phase, for both: measured)
+//	KC  the same, while it connected to its server (haproxy 2.6: KC,
+//	    measured)
 //	KQ  closed by a forced shutdown while it waited in the queue
 //
 // Measured against haproxy 2.6.12 (TestConnLogMatchesHaproxy): --, SD,

@@ -394,10 +394,20 @@ func (lp *loop) connectNext(cn *conn) {
 		// server's errors, not its retries): no UP server was left.
 		p.noSrv.Add(1)
 	}
-	// What the client sent is read and dropped before the close, so that
-	// it sees the end of the connection rather than a reset (closing a
-	// socket with unread input resets it), as haproxy's clients do: it
-	// reads what arrives while it connects. It counts as bytes in there.
+	discardClient(cn)
+	cn.term = [2]byte{'S', 'C'}
+	if cn.timedOut {
+		cn.term[0] = 's'
+	}
+	lp.closeLocked(cn)
+}
+
+// discardClient reads and drops what the client of a connection that
+// never reached its server sent, before its close, so that it sees the
+// end of the connection rather than a reset (closing a socket with unread
+// input resets it), as haproxy's clients do: it reads what arrives while
+// it connects. It counts as bytes in there (measured).
+func discardClient(cn *conn) {
 	if n := discardInput(cn.relay.c.fd); n > 0 {
 		cn.fe.bin.Add(n)
 		cn.up += n
@@ -405,11 +415,6 @@ func (lp *loop) connectNext(cn *conn) {
 			cn.picked.bin.Add(n)
 		}
 	}
-	cn.term = [2]byte{'S', 'C'}
-	if cn.timedOut {
-		cn.term[0] = 's'
-	}
-	lp.closeLocked(cn)
 }
 
 func (lp *loop) countFailure(cn *conn, s *server, err error) {
@@ -918,8 +923,7 @@ func (l *LB) closeServer(s *server) int {
 		lp.mu.Lock()
 		for _, cn := range lp.conns {
 			if cn != nil && cn.srv == s && (cn.state == stConnecting || cn.state == stRelaying) {
-				cn.term = [2]byte{'K', '-'} // killed, no phase: haproxy 2.6's tcplog says "K-" (measured)
-				lp.closeLocked(cn)
+				lp.kill(cn)
 				n++
 			}
 		}
@@ -936,8 +940,7 @@ func (l *LB) closeSession(id uintptr) bool {
 		lp.mu.Lock()
 		for _, cn := range lp.conns {
 			if cn != nil && sessionID(cn) == id && (cn.state == stConnecting || cn.state == stRelaying) {
-				cn.term = [2]byte{'K', '-'} // killed, no phase: haproxy 2.6's tcplog says "K-" (measured)
-				lp.closeLocked(cn)
+				lp.kill(cn)
 				lp.unlock()
 				return true
 			}
@@ -945,6 +948,21 @@ func (l *LB) closeSession(id uintptr) bool {
 		lp.unlock()
 	}
 	return false
+}
+
+// kill closes cn, relayed or connecting, for the runtime API's shutdown
+// session and shutdown sessions server; its loop's lock is held. haproxy
+// 2.6.12's tcplog line says "K-" (killed, no phase) for a relayed
+// connection and "KC" (killed while connecting) for one still connecting,
+// whose client reads the end of the connection and whose bytes count as
+// bytes in (measured: "be/s1 1/-1/4003 0 KC", bin 5).
+func (lp *loop) kill(cn *conn) {
+	cn.term = [2]byte{'K', '-'}
+	if cn.state == stConnecting {
+		cn.term[1] = 'C'
+		discardClient(cn)
+	}
+	lp.closeLocked(cn)
 }
 
 // lnReg is one listening socket in one loop's epoll set. Every loop

@@ -59,8 +59,13 @@ func (l *LB) Sessions() []Session {
 // ShutdownSession closes the connection whose Session.ID is id, both its
 // sockets, as haproxy's `shutdown session` does; false when no connection
 // being relayed or connecting has that ID. Its connection log line says
-// "K-" (killed), and its bytes count as those of a connection that ended:
-// no error or abort counter moves (haproxy 2.6, measured).
+// "K-" (killed), "KC" while it connected to its server, and its bytes
+// count as those of a connection that ended: no error or abort counter
+// moves (haproxy 2.6, measured). A connecting client reads what it sent
+// first, so that it sees the end of the connection, not a reset, as
+// haproxy's does; haproxy 2.6.12 ends such a stream only once its connect
+// attempts are spent (measured: timeout connect times retries + 1, each
+// counted as a connect error or retry), vipstack at once.
 func (l *LB) ShutdownSession(id uintptr) bool {
 	return id != 0 && l.closeSession(id)
 }

@@ -35,7 +35,8 @@
 // connection and reconnect to the others. haproxy counts these as
 // connections that ended (measured: scur, bin, bout, ttime move; no error
 // or abort counter does), and so does vipstack; their tcplog lines say
-// "K-", killed (measured), as vipstack's do. The server stays in its
+// "K-", killed (measured), as vipstack's do ("KC" for a connection still
+// connecting to the server: below). The server stays in its
 // state; the command takes it out of no selection.
 //
 // A weight is 0 to 256, or a percentage of the configured weight (any
@@ -67,9 +68,20 @@
 // killed connection as one that ended (measured: scur drops, bin and
 // bout hold what was relayed, no error or abort counter moves; vipstack
 // alike) and its tcplog line's termination state is "K-" (killed, no
-// phase; measured), as vipstack writes it. As in haproxy, an id names a
-// connection only while it lasts: a later one may get its memory, and
-// its id.
+// phase; measured), as vipstack writes it. A connection still connecting
+// to its server is closed too: its client reads what it sent, then the
+// end of the connection (bytes in count it), and its line says "KC"
+// (haproxy 2.6.12, measured with a server whose SYNs are dropped: "KC",
+// the client reads a FIN, bin counts its bytes). Unlike vipstack,
+// haproxy answers "" at once but ends such a stream only when its
+// connect attempts are spent (timeout connect times retries + 1, counted
+// in econ and wretr); vipstack closes it at once, no connect error
+// counted. As in haproxy, an id names a connection only while it lasts:
+// a later one may get its memory, and its id (haproxy gave a freed
+// stream's address to the very next stream, measured; Go's allocator may
+// give a closed connection's memory to a later one once it is
+// collected). A stale id that names no live connection gets "No such
+// session"; it never reaches memory no connection holds.
 //
 // show info writes haproxy 2.6's fields that vipstack can fill
 // truthfully, with haproxy's names, order, positions, tags and types
