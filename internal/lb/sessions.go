@@ -33,8 +33,10 @@ type Session struct {
 	// balancer's socket to it (zero before the socket exists).
 	ServerAddr, Local netip.AddrPort
 	// Accepted is when the client was accepted, Age how long ago (on the
-	// balancer's clock). Both are zero when unknown: the balancer notes
-	// the accept time only of the frontends that keep a connection log.
+	// balancer's clock): the accepting loop's clock reading for its batch
+	// of events, or the connection log's own reading where the frontend
+	// keeps one. Both are zero when unknown (a client no event loop
+	// accepted).
 	Accepted time.Time
 	Age      time.Duration
 }
