@@ -381,10 +381,11 @@ func shutdownLB(l *lb.LB, rd *redirect.Follower, drain time.Duration, log *slog.
 }
 
 // softStopLB is haproxy's soft stop (SIGUSR1): the redirect goes, the LB
-// sends its "Proxy NAME stopped" lines and stops accepting, and the
+// stops accepting and sends its "Proxy NAME stopped" lines, and the
 // connections run to their end, however long they take, as in haproxy
 // without hard-stop-after; once ctx is done (SIGTERM, SIGINT), they have
-// drain more.
+// drain more, after which the LB closes them as haproxy's hard-stop-after
+// does ("Proxy NAME hard-stopped ..." lines).
 func softStopLB(ctx context.Context, l *lb.LB, rd *redirect.Follower, drain time.Duration, log *slog.Logger) {
 	if rd != nil {
 		rd.Stop()

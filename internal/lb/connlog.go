@@ -61,11 +61,12 @@ func newConnLog(c *lbconfig.ConnLog, to *logDests) (*connLog, error) {
 //	SC  no server could be connected (refused, down, or none UP)
 //	sC  the last connect attempt timed out (timeout connect)
 //	sQ  the client waited in the frontend's queue past timeout queue
-//	KD  closed by a forced shutdown while data flowed
 //	K-  closed by the runtime API's shutdown session or shutdown sessions
-//	    server (haproxy 2.6 writes K-, no phase, for both: measured)
-//	KC  the same, while it connected to its server (haproxy 2.6: KC,
-//	    measured)
+//	    server, or by a forced shutdown (haproxy 2.6 writes K-, no phase,
+//	    for both commands and for the connections its hard-stop-after
+//	    closes: measured)
+//	KC  the same, while it connected to its server (haproxy 2.6: KC for
+//	    both commands, measured)
 //	KQ  closed by a forced shutdown while it waited in the queue
 //
 // Measured against haproxy 2.6.12 (TestConnLogMatchesHaproxy): --, SD,

@@ -2,6 +2,7 @@ package lb
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"net"
 	"os/exec"
@@ -351,10 +352,12 @@ func TestConnLogDontLogNull(t *testing.T) {
 var rawStdout = []lbconfig.LogTarget{{Network: "stdout", Raw: true, Facility: 16, Level: lbconfig.LevelDebug}}
 
 // TestConnLogForcedShutdown: a forced shutdown logs every connection it
-// closes once, the relayed one as killed in data (KD) and the one waiting
-// in the queue as killed in the queue (KQ, haproxy's K for a stream it
-// aborted itself, Q for the phase). Found in review: closeAll closed the
-// queued clients without a line.
+// closes once, the relayed one as killed (K-, as haproxy 2.6.12 logs the
+// connections its hard-stop-after closes, measured: "fe2 be2/s2
+// 1/0/1301 3 K-") and the one waiting in the queue as killed in the
+// queue (KQ, haproxy's K for a stream it aborted itself, Q for the phase;
+// haproxy leaves such clients in the kernel's backlog, with no line).
+// Found in review: closeAll closed the queued clients without a line.
 func TestConnLogForcedShutdown(t *testing.T) {
 	a := startBackend(t, "a")
 	cfg := tcpConfig(lbconfig.RoundRobin, srv("a", a))
@@ -375,7 +378,7 @@ func TestConnLogForcedShutdown(t *testing.T) {
 	}
 	got := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
 	slices.Sort(got)
-	if diff := cmp.Diff([]string{"fe -/<NOSRV> KQ", "fe be/a KD"}, got); diff != "" {
+	if diff := cmp.Diff([]string{"fe -/<NOSRV> KQ", "fe be/a K-"}, got); diff != "" {
 		t.Errorf("log lines (-want +got):\n%s", diff)
 	}
 }
@@ -551,6 +554,68 @@ func TestConnLogSource(t *testing.T) {
 		}
 		if cl.needSource != tt.want {
 			t.Errorf("%q: needSource = %v, want %v", tt.format, cl.needSource, tt.want)
+		}
+	}
+}
+
+// TestSoftStopForced: a soft stop whose deadline comes with connections
+// still open sends, before it closes them, haproxy's "Proxy NAME
+// hard-stopped (N remaining conns will be closed)." (warning) for each
+// frontend that has some, none for one that has none, then their lines
+// (K-). Measured with haproxy 2.6.12, `hard-stop-after 1s`, SIGUSR1, one
+// connection relayed by fe2 and none by fe, log in defaults:
+//
+//	<132>... Proxy fe stopped (cumulated conns: FE: 0, BE: 0).
+//	<132>... Proxy fe2 stopped (cumulated conns: FE: 1, BE: 0).
+//	<132>... Proxy be2 stopped (cumulated conns: FE: 0, BE: 1).
+//	<132>... Proxy fe2 hard-stopped (1 remaining conns will be closed).
+//	<134>... 127.0.0.1:51372 [...] fe2 be2/s2 1/0/1301 3 K- 1/1/0/0/0 0/0
+//
+// ("soft-stop running for too long, performing a hard-stop." goes to
+// global's targets only.) Shutdown, haproxy's SIGTERM, sends neither
+// kind of stop line (measured: SIGTERM sends no line at all).
+func TestSoftStopForced(t *testing.T) {
+	a := startBackend(t, "a")
+	cfg := tcpConfig(lbconfig.RoundRobin, srv("a", a))
+	cfg.Frontends = append(cfg.Frontends, lbconfig.Frontend{Name: "idle", Binds: []lbconfig.Bind{loopbackBind()}, Backend: "be"})
+	for i := range cfg.Frontends {
+		cfg.Frontends[i].Log = &lbconfig.ConnLog{Format: "%f %b/%s %ts"}
+		cfg.Frontends[i].LogTargets = rawStdout
+	}
+	cfg.Backends[0].LogTargets = rawStdout
+	for _, soft := range []bool{true, false} {
+		var out syncbuf.Buffer
+		l := newLBOpts(t, Options{Clock: fakeClock(), Stdout: &out}, cfg)
+		var cs []*client
+		for range 2 {
+			c := dial(t, l, "fe")
+			c.greeting(t)
+			cs = append(cs, c)
+		}
+		stop := l.Shutdown
+		if soft {
+			stop = l.SoftStop
+		}
+		if err := stop(canceled()); err != context.Canceled {
+			t.Errorf("soft %v: %v, want context.Canceled", soft, err)
+		}
+		for _, c := range cs {
+			if !c.closed(t) {
+				t.Errorf("soft %v: a client was not closed", soft)
+			}
+		}
+		want := []string{"fe be/a K-", "fe be/a K-"}
+		if soft {
+			want = append([]string{
+				"Proxy fe stopped (cumulated conns: FE: 2, BE: 0).",
+				"Proxy idle stopped (cumulated conns: FE: 0, BE: 0).",
+				"Proxy be stopped (cumulated conns: FE: 0, BE: 2).",
+				"Proxy fe hard-stopped (2 remaining conns will be closed).",
+			}, want...)
+		}
+		got := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("soft %v: log lines (-want +got):\n%s", soft, diff)
 		}
 	}
 }

@@ -214,10 +214,17 @@
 //
 // The soft stop (LB.SoftStop; `vipstack lb` on SIGUSR1, as haproxy)
 // sends every proxy's "Proxy fe stopped (cumulated conns: FE: 3, BE:
-// 0)." (warning) at its start, in the configuration's order, as haproxy
-// 2.6 does on SIGUSR1. Shutdown (`vipstack lb` on SIGTERM, which drains
-// where haproxy's SIGTERM stops at once) sends none, as haproxy's SIGTERM
-// sends none.
+// 0)." (warning) at its start, once the frontends stop accepting, in the
+// configuration's order, as haproxy 2.6 does on SIGUSR1. When its
+// deadline comes with connections open (`vipstack lb`: a SIGTERM, then
+// --drain-timeout), each frontend that has some sends "Proxy fe
+// hard-stopped (2 remaining conns will be closed)." (warning) before they
+// are closed, as haproxy's hard-stop-after does (measured), and their
+// lines say K-. Shutdown (`vipstack lb` on SIGTERM, which drains where
+// haproxy's SIGTERM stops at once) sends no stop line, as haproxy's
+// SIGTERM sends none (measured: no line at all, the connections' neither).
+// During either, the monitor answers 503 where haproxy's soft stop closes
+// its listener: a check of it fails alike.
 //
 // Not sent, although haproxy sends them: with a log format, the lines
 // haproxy sends a monitor or stats section for a connection that sends
@@ -225,7 +232,10 @@
 // dontlognull, "... mon mon/<NOSRV> -1/-1/0 0 CR ..."; a monitor request
 // itself is not logged), and a stats page request's line (not measured);
 // the lines of events vipstack does not have (backup servers, queues,
-// agent checks).
+// agent checks), nor those haproxy sends only to global's targets (the
+// soft stop's "Proxy <HTTPCLIENT> stopped (cumulated conns: FE: 0, BE:
+// 0)." of its internal HTTP client, and "soft-stop running for too long,
+// performing a hard-stop.": measured with a log line in global).
 // vipstack's own log (Options.Logger, standard error) keeps its messages.
 //
 // Messages are queued off the relay's path and sent by one goroutine: at

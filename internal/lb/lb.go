@@ -617,25 +617,25 @@ func (l *LB) webCount(name string) *webCount {
 	return c
 }
 
-// SoftStop is haproxy's soft stop (SIGUSR1): it sends haproxy's "Proxy
-// NAME stopped (cumulated conns: ...)" line of every proxy to its log
-// targets, then shuts down as Shutdown does. Shutdown alone sends none,
-// as haproxy's hard stop (SIGTERM) sends none (measured, haproxy 2.6.12).
-func (l *LB) SoftStop(ctx context.Context) error {
-	l.mu.Lock()
-	shut := l.shut
-	l.mu.Unlock()
-	if !shut {
-		l.logStopped()
-	}
-	return l.Shutdown(ctx)
-}
+// SoftStop is haproxy's soft stop (SIGUSR1): it shuts down as Shutdown
+// does, and sends haproxy's "Proxy NAME stopped (cumulated conns: ...)"
+// line of every proxy to its log targets once the listeners are closed;
+// when ctx ends before the connections do, each frontend that still has
+// some sends "Proxy NAME hard-stopped (N remaining conns will be
+// closed)." before they are closed, as haproxy's hard-stop-after does.
+// Shutdown alone sends neither, as haproxy's hard stop (SIGTERM) sends no
+// line (measured, haproxy 2.6.12). Only the first of SoftStop and
+// Shutdown does anything.
+func (l *LB) SoftStop(ctx context.Context) error { return l.shutdown(ctx, true) }
 
 // Shutdown stops accepting connections and health checks, waits for
 // connections to finish until ctx is done, then closes those left and
 // returns ctx's error. From its start the LB counts as unhealthy: the
 // monitor answers 503 and OnHealthy(false) is called.
-func (l *LB) Shutdown(ctx context.Context) error {
+func (l *LB) Shutdown(ctx context.Context) error { return l.shutdown(ctx, false) }
+
+// shutdown is Shutdown, or SoftStop when soft.
+func (l *LB) shutdown(ctx context.Context, soft bool) error {
 	l.mu.Lock()
 	if l.shut {
 		l.mu.Unlock()
@@ -654,6 +654,9 @@ func (l *LB) Shutdown(ctx context.Context) error {
 	https := l.httpLns
 	l.httpLns = map[string]*httpListener{}
 	l.mu.Unlock()
+	if soft {
+		l.logStopped()
+	}
 	// The monitor keeps answering while connections drain, and must not
 	// say 200 for frontends that refuse connections: a check script
 	// polling it would keep the VIP here (haproxy's soft stop closes the
@@ -676,6 +679,9 @@ wait:
 		}
 	}
 	if forced != nil {
+		if soft {
+			l.logHardStopped()
+		}
 		for _, f := range fes {
 			f.closeAll()
 		}

@@ -906,10 +906,9 @@ func (lp *loop) closeFrontend(f *frontend) {
 	lp.mu.Lock()
 	for _, cn := range lp.conns {
 		if cn != nil && cn.fe == f {
-			if cn.term[0] == 0 {
-				cn.term = [2]byte{'K', 'D'}
-			}
-			lp.closeLocked(cn)
+			// K- (KC connecting), as haproxy 2.6.12 logs the connections
+			// its hard-stop-after closes (measured: K-).
+			lp.kill(cn)
 		}
 	}
 	lp.unlock()

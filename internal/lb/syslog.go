@@ -572,6 +572,34 @@ func (l *LB) logStopped() {
 	}
 }
 
+// logHardStopped sends, for each frontend that still has connections when
+// a soft stop's deadline comes, haproxy's line (warning) to its targets,
+// in the configuration's order, before they are closed (measured, haproxy
+// 2.6.12 with hard-stop-after, a frontend with one connection and one
+// with none: only the first sends its line, then its connection's, "K-"):
+//
+//	Proxy fe2 hard-stopped (1 remaining conns will be closed).
+//
+// haproxy's "soft-stop running for too long, performing a hard-stop." goes
+// to global's targets only, which vipstack has no use for.
+func (l *LB) logHardStopped() {
+	v, logs := l.view.Load(), l.logs.Load()
+	if v == nil || logs == nil {
+		return
+	}
+	for _, f := range v.frontends {
+		n := f.cur.Load()
+		if n <= 0 {
+			continue
+		}
+		b := append([]byte("Proxy "), f.name...)
+		b = append(b, " hard-stopped ("...)
+		b = strconv.AppendInt(b, n, 10)
+		b = append(b, " remaining conns will be closed)."...)
+		l.sendLog(logs.fronts[f.name], lbconfig.LevelWarning, b)
+	}
+}
+
 // stoppedLine is haproxy's "Proxy NAME stopped" line.
 func stoppedLine(name string, fe, be uint64) []byte {
 	b := append([]byte("Proxy "), name...)
