@@ -1,0 +1,299 @@
+package engine_test
+
+// Interop audit: every keepalived directive the seeds' configurations use
+// (OpenShift's on-premise keepalived static pods, /work/shared/seeds 000
+// and 001; ipfailover, 002; keepalived-operator, 004) and the test that runs
+// it with vipstack and a real keepalived 2.2.7 in one VRRP group.
+//
+//	directive (seed)                          against real keepalived
+//	global_defs enable_script_security,       TestInteropTrackScript, TestSyncGroup
+//	  script_user root (000)
+//	vrrp_script script/interval/weight        TestInteropTrackScript (weight -60, interval 1,
+//	  /rise/fall (000: weight +20 and +5,       fall 1 rise 1); node TestStoryMixedCluster
+//	  interval 2, rise 3, fall 2; +50)          (rendered chk_ocp_lb/chk_ocp_both/chk_ingress,
+//	                                            vipstack side native checks)
+//	track_script, two scripts summed (000)    node TestStoryMixedCluster (vipstack side native
+//	                                            checks, not `vipstack vrrp` track_script)
+//	state BACKUP (000, 001)                   every interop test
+//	state MASTER (ipfailover)                 TestStateMasterWaits
+//	interface, virtual_router_id              every interop test
+//	priority (equal priorities, 000)          TestInteropAuditEqualPriority (address tie-break
+//	                                            after a partition, v2/v3, IPv4/IPv6,
+//	                                            multicast/unicast); TestStoryMixedCluster
+//	                                            (equal priority does not preempt)
+//	advert_int 1 (000, 001)                   every v2 interop test; mismatch:
+//	                                            TestInteropAuditMisconfiguredPeer
+//	authentication PASS, auth_pass longer     TestInteropAuditMisconfiguredPeer (first 8
+//	  than 8 (000, 001: managed_api_vip,        characters equal = one group; different
+//	  managed_ingress_vip)                      password, PASS against none = both master);
+//	                                            TestReloadAuthOrVersionKeepsMaster
+//	virtual_ipaddress a.b.c.d/32, /16 (001)   every interop test (/32); the address list
+//	                                            differing: TestInteropAuditMisconfiguredPeer;
+//	                                            /16: none (parse test only)
+//	virtual_ipaddress ... label (rendered)    node TestStoryMixedCluster
+//	multicast (000, 001)                      TestInteropVipstackHighest/KeepalivedHighest
+//	unicast_src_ip/unicast_peer (ipfailover,  TestInteropVipstackHighest/KeepalivedHighest,
+//	  rendered)                                 TestInteropPartition, TestUnicastSourceNotLocal
+//	vrrp_version 3, IPv6 (ipfailover, dual    TestInteropVipstackHighest/KeepalivedHighest,
+//	  stack)                                    node TestStoryMixedVRRPv3/DualStack; v2 against
+//	                                            v3: TestInteropAuditMisconfiguredPeer
+//	nopreempt (ipfailover)                    TestInteropTrackScript
+//	preempt_delay (ipfailover)                none against keepalived (fsm and engine unit
+//	                                            tests only)
+//	notify script (002, 004)                  none against keepalived (TestNotifyScripts,
+//	                                            vipstack only: no wire effect)
+//	garp_master_delay                         TestLowerMasterAnnouncesLast (vipstack only)
+//	vrrp_sync_group                           TestSyncGroup
+//	track_interface, dont_track_primary       none (not in the seeds; unit tests only)
+//	virtual_routes, native_ipv6, AH auth      none (not in the seeds; AH is refused)
+//	ipfailover OPENSHIFT_HA_VRRP_ID_OFFSET    ipfailover TestVRIDConflictKeepalived
+//	  (002)
+//	ipfailover CHECK_SCRIPT/CHECK_INTERVAL/   none against keepalived (ipfailover
+//	  MONITOR_PORT/NOTIFY_SCRIPT/NETWORK_       TestPoolMonitorPort, TestPoolCheckScriptEnvironment,
+//	  INTERFACE/VIP_GROUPS (002)                TestRouteInterface: vipstack only)
+//	keepalived-operator flags (004:           none (no VRRP effect)
+//	  --dont-fork --use-file --config-id)
+//
+// The tests in this file close the failover gaps of that table.
+
+import (
+	"fmt"
+	"net/netip"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vipstack/vipstack/internal/peers"
+	"github.com/vipstack/vipstack/internal/testnet"
+)
+
+// auditPrefix starts the namespace names of the tests in this file.
+const auditPrefix = "vsmk"
+
+// newAuditCluster is newCluster on a topology of this file's prefix.
+func newAuditCluster(t *testing.T, m mode, impls []peers.Impl, prios []int) *cluster {
+	t.Helper()
+	c := &cluster{t: t, topo: testnet.New(t, testnet.Options{Hosts: len(impls), Prefix: auditPrefix}), m: m,
+		vip: netip.MustParseAddr("198.18.0.100"), impls: impls, prios: prios,
+		nodes: make([]*peers.Node, len(impls)), extra: make([]func(*peers.Conf), len(impls))}
+	if m.family == 6 {
+		c.vip = netip.MustParseAddr("fd00:bb::100")
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			for i, n := range c.nodes {
+				if n != nil {
+					t.Logf("---- node %d (%s) log:\n%s", i+1, n.Impl, tail(n.Log(), 60))
+				}
+			}
+		}
+	})
+	return c
+}
+
+// waitHolders polls until, for every host i, whether it holds vips[i] is
+// want[i], and that has lasted for stable (bounded by timeout).
+func waitHolders(t *testing.T, hs []*testnet.Host, vips []netip.Addr, want []bool, stable, timeout time.Duration, why string) {
+	t.Helper()
+	start := time.Now()
+	var since time.Time
+	var got []bool
+	for time.Since(start) < timeout {
+		got = got[:0]
+		for i, h := range hs {
+			held, err := h.HasAddr(vips[i])
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, held)
+		}
+		if slices.Equal(got, want) {
+			if since.IsZero() {
+				since = time.Now()
+			}
+			if time.Since(since) >= stable {
+				t.Logf("%s: holders %v", why, want)
+				return
+			}
+		} else {
+			since = time.Time{}
+		}
+		time.Sleep(20 * time.Millisecond) // polling the kernel, bounded by timeout
+	}
+	t.Fatalf("%s: after %v the hosts hold their VIPs %v, want %v", why, timeout, got, want)
+}
+
+// source is the address host i's instance advertises from, the one VRRP
+// compares on a priority tie: unicast_src_ip, else the interface's primary
+// IPv4 address or IPv6 link-local address.
+func (c *cluster) source(i int) netip.Addr {
+	h := c.topo.Hosts[i]
+	switch {
+	case c.m.family == 4:
+		return h.IPv4.Addr()
+	case c.m.unicast:
+		return h.IPv6.Addr()
+	default:
+		return h.LinkLocal
+	}
+}
+
+// isolate sets or clears the bridge's isolated flag on every host's
+// port: isolated ports forward nothing to each other, while every link
+// keeps its carrier (testnet's Cut takes the host's carrier away, and both
+// implementations go to FAULT on that instead of becoming master).
+func isolate(t *testing.T, topo *testnet.Topology, on bool) {
+	t.Helper()
+	state := "off"
+	if on {
+		state = "on"
+	}
+	for _, h := range topo.Hosts {
+		out, err := exec.Command("bridge", "-n", topo.Switch, "link", "set", "dev", fmt.Sprintf("p%d", h.Index), "isolated", state).CombinedOutput()
+		if err != nil {
+			t.Fatalf("isolate %s's port %s: %v: %s", h.Name, state, err, out)
+		}
+	}
+}
+
+// TestInteropAuditEqualPriority: vipstack and keepalived at the same
+// priority become master each on its side of a partition (their bridge
+// ports isolated before they start). When the partition heals, RFC 3768 6.4.3
+// / RFC 5798 6.4.3 break the tie on the sender's address: the router with
+// the higher primary address (unicast_src_ip in unicast, the link-local
+// address for IPv6) stays master and the other steps down, whichever of
+// the two implementations has it. keepalived 2.2.7 does (measured here:
+// "Master received advert from <higher> with same priority 100 but higher
+// IP address than ours"); a vipstack that kept the VIP against a higher
+// address, or gave it up to a lower one, leaves two holders or none.
+func TestInteropAuditEqualPriority(t *testing.T) {
+	testnet.RequireRoot(t)
+	vipstackBin(t)
+	for _, m := range []mode{
+		{version: 2, family: 4},
+		{version: 3, family: 4, unicast: true},
+		{version: 3, family: 6},
+		{version: 3, family: 6, unicast: true},
+	} {
+		for _, impls := range [][]peers.Impl{{peers.Vipstack, peers.Keepalived}, {peers.Keepalived, peers.Vipstack}} {
+			t.Run(fmt.Sprintf("%v/%s-%s", m, impls[0], impls[1]), func(t *testing.T) {
+				t.Parallel()
+				c := newAuditCluster(t, m, impls, []int{100, 100})
+				isolate(t, c.topo, true)
+				c.startAll()
+				vips := []netip.Addr{c.vip, c.vip}
+				waitHolders(t, c.topo.Hosts, vips, []bool{true, true}, 3*m.interval(), 20*time.Second, "partitioned: each side is master")
+				winner := 0
+				if c.source(0).Less(c.source(1)) {
+					winner = 1
+				}
+				isolate(t, c.topo, false)
+				c.waitMaster(winner, fmt.Sprintf("healed: the higher address %v keeps the VIP (%v lower)", c.source(winner), c.source(1-winner)))
+			})
+		}
+	}
+}
+
+// TestInteropAuditMisconfiguredPeer: vipstack and keepalived on one VRID
+// whose configurations differ in what RFC 3768 7.1 and keepalived check on
+// receipt. keepalived 2.2.7 drops such adverts (measured: each case's
+// keepalivedSays is in its log), so each side becomes master and holds its VIP, as two
+// keepalived nodes configured so would. vipstack must drop keepalived's
+// adverts alike, and say so ("VRID conflict", with the kind), or, at the
+// lower priority, it would be keepalived's backup while keepalived ignores
+// it. PASS passwords that differ after their 8th character are the same on
+// the wire (the seeds' managed_api_vip and managed_ingress_vip are both
+// "managed_"): those are one group, and the higher priority alone holds
+// the VIP. Both directions: vipstack
+// below keepalived (checks vipstack's receive rules) and above it
+// (keepalived's).
+func TestInteropAuditMisconfiguredPeer(t *testing.T) {
+	testnet.RequireRoot(t)
+	vipstackBin(t)
+	other := netip.MustParseAddr("198.18.0.101")
+	for _, tc := range []struct {
+		name       string
+		version    int
+		vipstack   func(*peers.Conf) // applied after the common settings
+		keepalived func(*peers.Conf)
+		oneGroup   bool   // agree on the wire: only the higher one holds
+		kind       string // vipstack's conflict kind when they disagree
+		// keepalivedSays is what keepalived 2.2.7 logged here (measured).
+		keepalivedSays string
+	}{
+		{name: "auth_pass same first 8 characters", version: 2,
+			vipstack:   func(c *peers.Conf) { c.Auth = "managed_ingress_vip" },
+			keepalived: func(c *peers.Conf) { c.Auth = "managed_api_vip" },
+			oneGroup:   true},
+		{name: "auth_pass differs", version: 2,
+			vipstack:       func(c *peers.Conf) { c.Auth = "secret2" },
+			keepalived:     func(c *peers.Conf) { c.Auth = "secret1" },
+			kind:           "auth",
+			keepalivedSays: "(VI_1) received an invalid passwd!"},
+		{name: "PASS against none", version: 2,
+			vipstack:       func(c *peers.Conf) { c.Auth = "" },
+			keepalived:     func(c *peers.Conf) { c.Auth = "secret1" },
+			kind:           "auth",
+			keepalivedSays: "(VI_1) received a 0 auth, expecting 1!"},
+		{name: "advert_int differs", version: 2,
+			vipstack:       func(c *peers.Conf) { c.Interval = 2 * time.Second },
+			keepalived:     func(c *peers.Conf) {},
+			kind:           "interval",
+			keepalivedSays: "(VI_1) advertisement interval mismatch mine=1 sec rcv'd=2 sec"},
+		{name: "VRRPv2 against VRRPv3", version: 2,
+			vipstack:       func(c *peers.Conf) { c.Version, c.Auth = 3, "" },
+			keepalived:     func(c *peers.Conf) { c.Auth = "" },
+			kind:           "version",
+			keepalivedSays: "(VI_1) wrong version. Received 3 and expect 2"},
+		{name: "virtual_ipaddress differs", version: 2,
+			vipstack:       func(c *peers.Conf) { c.VIP = netip.PrefixFrom(other, 32) },
+			keepalived:     func(c *peers.Conf) {},
+			kind:           "addresses",
+			keepalivedSays: "(VI_1) ip address associated with VRID 51 not present in MASTER advert: 198.18.0.100"},
+	} {
+		for _, vipstackHigher := range []bool{false, true} {
+			dir := "vipstack-lower"
+			if vipstackHigher {
+				dir = "vipstack-higher"
+			}
+			t.Run(tc.name+"/"+dir, func(t *testing.T) {
+				t.Parallel()
+				m := mode{version: tc.version, family: 4}
+				// Host 0 is always vipstack, so the tie-break plays no part.
+				prios := []int{100, 150}
+				if vipstackHigher {
+					prios = []int{150, 100}
+				}
+				c := newAuditCluster(t, m, []peers.Impl{peers.Vipstack, peers.Keepalived}, prios)
+				c.extra[0] = func(conf *peers.Conf) {
+					conf.Auth = "secret1"
+					tc.vipstack(conf)
+				}
+				c.extra[1] = func(conf *peers.Conf) {
+					conf.Auth = "secret1"
+					tc.keepalived(conf)
+				}
+				c.startAll()
+				vips := []netip.Addr{c.conf(0).VIP.Addr(), c.conf(1).VIP.Addr()}
+				want := []bool{true, true}
+				if tc.oneGroup {
+					want = []bool{vipstackHigher, !vipstackHigher}
+				}
+				// Both intervals' master-down times have passed once both
+				// are stable over three of the longer interval.
+				waitHolders(t, c.topo.Hosts, vips, want, 3*max(c.conf(0).Interval, c.conf(1).Interval), 25*time.Second, tc.name)
+				if !c.nodes[0].Alive() {
+					t.Errorf("vipstack exited")
+				}
+				if tc.keepalivedSays != "" && !strings.Contains(c.nodes[1].Log(), tc.keepalivedSays) {
+					t.Errorf("keepalived's log does not say %q", tc.keepalivedSays)
+				}
+				if tc.kind != "" && !strings.Contains(c.nodes[0].Log(), "kind="+tc.kind) {
+					t.Errorf("vipstack's log does not name the conflict kind=%s", tc.kind)
+				}
+			})
+		}
+	}
+}
