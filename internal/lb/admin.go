@@ -249,9 +249,8 @@ func (s *server) setAdmin(st AdminState) {
 			s.paused = nil
 		}
 		s.setUpLocked(true)
-		conf := s.check
 		s.mu.Unlock()
-		s.startCheck(conf)
+		s.restartCheck()
 	}
 	s.lb.log.Info("server administrative state changed", "backend", s.backend, "server", s.name,
 		"from", old.String(), "to", st.String())

@@ -86,6 +86,12 @@ type server struct {
 	// haproxy's do.
 	paused *healthcheck.State
 
+	// checkMu serializes starting and stopping the check, and is taken
+	// before mu: a reload restarting the check and the runtime API taking
+	// the server out of MAINT at once each stopped the checker it saw,
+	// then each started one, and the first started ran on unstopped.
+	checkMu sync.Mutex
+
 	mu         sync.Mutex // guards the fields below
 	check      checkConf
 	checker    *healthcheck.Checker
@@ -142,7 +148,25 @@ func (s *server) id() string { return s.backend + "/" + s.name }
 // checker starts DOWN when the server is DOWN now. It must be called
 // with s.mu not held.
 func (s *server) startCheck(conf checkConf) {
-	s.stop()
+	s.checkMu.Lock()
+	defer s.checkMu.Unlock()
+	s.startCheckLocked(conf)
+}
+
+// restartCheck starts the check again with the settings in force (the
+// last reload's), as the server leaves MAINT.
+func (s *server) restartCheck() {
+	s.checkMu.Lock()
+	defer s.checkMu.Unlock()
+	s.mu.Lock()
+	conf := s.check
+	s.mu.Unlock()
+	s.startCheckLocked(conf)
+}
+
+// startCheckLocked is startCheck with s.checkMu held.
+func (s *server) startCheckLocked(conf checkConf) {
+	s.stopLocked()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.check = conf
@@ -188,6 +212,13 @@ func healthcheckTLS(conf checkConf, addr netip.AddrPort) *tls.Config {
 
 // stop ends the server's health check and waits for it.
 func (s *server) stop() {
+	s.checkMu.Lock()
+	defer s.checkMu.Unlock()
+	s.stopLocked()
+}
+
+// stopLocked is stop with s.checkMu held.
+func (s *server) stopLocked() {
 	s.mu.Lock()
 	cancel, done := s.stopCheck, s.checkDone
 	s.checker, s.stopCheck, s.checkDone = nil, nil, nil
