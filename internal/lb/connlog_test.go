@@ -394,10 +394,16 @@ func TestConnLogNoServerTimes(t *testing.T) {
 	cfg.Frontends[0].LogTargets = rawStdout
 	var out syncbuf.Buffer
 	l := newLBOpts(t, Options{Clock: fakeClock(), Stdout: &out}, cfg)
+	// A client reads the end of its connection before its loop queues
+	// the line (release runs after the loop's lock): wait for it.
+	lines := func(n int) func() bool {
+		return func() bool { l.accessLog.flush(); return strings.Count(out.String(), "\n") >= n }
+	}
 	refused := dial(t, l, "fe")
 	if !refused.closed(t) {
 		t.Fatal("a client of a refusing server was not closed")
 	}
+	eventually(t, "the refused client's line", lines(1))
 	if err := l.SetServerAdmin("be", "up", AdminMaint); err != nil {
 		t.Fatal(err)
 	}
@@ -405,7 +411,7 @@ func TestConnLogNoServerTimes(t *testing.T) {
 	if !nosrv.closed(t) {
 		t.Fatal("a client with no server UP was not closed")
 	}
-	l.accessLog.flush()
+	eventually(t, "the second client's line", lines(2))
 	got := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
 	if diff := cmp.Diff([]string{"be/up 0/-1/0 SC", "be/<NOSRV> -1/-1/0 SC"}, got); diff != "" {
 		t.Errorf("log lines (-want +got):\n%s", diff)
