@@ -27,6 +27,8 @@ package engine_test
 //	  than 8 (000, 001: managed_api_vip,        characters equal = one group; different
 //	  managed_ingress_vip)                      password, PASS against none = both master);
 //	                                            TestReloadAuthOrVersionKeepsMaster
+//	authentication in a VRRPv3 instance       TestInteropAuditMisconfiguredPeer (ignored, as
+//	  (OpenShift's IPv6 instances)              keepalived runs it)
 //	virtual_ipaddress a.b.c.d/32, /16 (001)   every interop test (/32); the address list
 //	                                            differing: TestInteropAuditMisconfiguredPeer;
 //	                                            /16: none (parse test only)
@@ -205,8 +207,8 @@ func TestInteropAuditEqualPriority(t *testing.T) {
 // lower priority, it would be keepalived's backup while keepalived ignores
 // it. PASS passwords that differ after their 8th character are the same on
 // the wire (the seeds' managed_api_vip and managed_ingress_vip are both
-// "managed_"): those are one group, and the higher priority alone holds
-// the VIP. Both directions: vipstack
+// "managed_"), and VRRPv3 carries no authentication: those are one group,
+// and the higher priority alone holds the VIP. Both directions: vipstack
 // below keepalived (checks vipstack's receive rules) and above it
 // (keepalived's).
 func TestInteropAuditMisconfiguredPeer(t *testing.T) {
@@ -252,6 +254,11 @@ func TestInteropAuditMisconfiguredPeer(t *testing.T) {
 			keepalived:     func(c *peers.Conf) {},
 			kind:           "addresses",
 			keepalivedSays: "(VI_1) ip address associated with VRID 51 not present in MASTER advert: 198.18.0.100"},
+		{name: "VRRPv3 ignores authentication", version: 3,
+			vipstack:       func(c *peers.Conf) { c.Auth = "secret2" },
+			keepalived:     func(c *peers.Conf) { c.Auth = "secret1" },
+			oneGroup:       true,
+			keepalivedSays: "(VI_1) VRRP version 3 does not support authentication. Ignoring."},
 	} {
 		for _, vipstackHigher := range []bool{false, true} {
 			dir := "vipstack-lower"

@@ -48,6 +48,17 @@ func TestParseAccepts(t *testing.T) {
 			},
 		},
 		{
+			// keepalived 2.2.7 (measured): "(VI_1) VRRP version 3 does not
+			// support authentication. Ignoring.", and runs the instance.
+			name: "authentication with version 3 is ignored with a warning, as keepalived does",
+			conf: vi(" version 3\n authentication {\n  auth_type PASS\n  auth_pass x\n }\n"),
+			get:  func(c *Config) any { return []string{first(c).AuthType, first(c).AuthPass} },
+			want: []string{"", ""},
+			wantWarnings: []string{
+				"k.conf:8: authentication is not part of VRRP version 3 (RFC 5798); vrrp_instance \"VI\" runs without it, as keepalived does",
+			},
+		},
+		{
 			name: "dynamic_interfaces is accepted (vipstack always runs an instance with a missing interface in FAULT)",
 			conf: "global_defs {\n dynamic_interfaces allow_if_changes\n}\n" + vi(""),
 			get:  func(c *Config) any { return len(c.Instances) },

@@ -49,7 +49,9 @@
 //
 // Defaults are keepalived's. The VRRP version of an instance is its
 // version, else global vrrp_version, else 3 for IPv6 and 2 for IPv4;
-// an explicit version 2 with IPv6 addresses is an error. Where keepalived
+// an explicit version 2 with IPv6 addresses is an error; authentication in
+// a version 3 instance (OpenShift writes it into its IPv6 instances) is
+// ignored with a warning, as keepalived 2.2.7 runs it. Where keepalived
 // silently changes a setting (nopreempt with priority 255 or state MASTER,
 // preempt_delay with nopreempt or state MASTER, tracking the instance's own
 // interface) the model does the same and a

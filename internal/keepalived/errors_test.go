@@ -468,11 +468,6 @@ func TestParseErrors(t *testing.T) {
 			conf: vi(" authentication {\n  auth_type PASS\n  auth_pass x\n  auth_key y\n }\n"),
 			want: "k.conf:10: unknown keyword \"auth_key\" in authentication (accepted: " + authAccepted + ")",
 		},
-		{
-			name: "authentication with version 3",
-			conf: vi(" version 3\n authentication {\n  auth_type PASS\n  auth_pass x\n }\n"),
-			want: "k.conf:8: authentication is not part of VRRP version 3 (RFC 5798); remove it or use version 2",
-		},
 
 		// Addresses.
 		{

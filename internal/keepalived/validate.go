@@ -213,7 +213,14 @@ func (p *parser) version(in *Instance, m *instMeta, fam int) {
 		}
 	}
 	if at, ok := m.seen["authentication"]; ok && in.Version == 3 {
-		p.errs.add(at, "authentication", "authentication is not part of VRRP version 3 (RFC 5798); remove it or use version 2")
+		// keepalived 2.2.7 runs such an instance without authentication
+		// ("VRRP version 3 does not support authentication. Ignoring.";
+		// keepalived -t exits 5 on it, as on any warning). OpenShift
+		// writes authentication into its IPv6 instances, which keepalived
+		// runs as VRRPv3: refusing the file would leave the node without
+		// its VIPs where keepalived held them.
+		p.warn(at, "authentication is not part of VRRP version 3 (RFC 5798); vrrp_instance %q runs without it, as keepalived does", in.Name)
+		in.AuthType, in.AuthPass = "", ""
 	}
 }
 
