@@ -11,9 +11,10 @@ package engine_test
 //	vrrp_script script/interval/weight        TestInteropTrackScript (weight -60, interval 1,
 //	  /rise/fall (000: weight +20 and +5,       fall 1 rise 1); node TestStoryMixedCluster
 //	  interval 2, rise 3, fall 2; +50)          (rendered chk_ocp_lb/chk_ocp_both/chk_ingress,
-//	                                            vipstack side native checks)
-//	track_script, two scripts summed (000)    node TestStoryMixedCluster (vipstack side native
-//	                                            checks, not `vipstack vrrp` track_script)
+//	                                            vipstack side native checks);
+//	                                            TestInteropAuditSeedScripts (the seed's file
+//	                                            itself on both sides)
+//	track_script, two scripts summed (000)    TestInteropAuditSeedScripts; TestStoryMixedCluster
 //	state BACKUP (000, 001)                   every interop test
 //	state MASTER (ipfailover)                 TestStateMasterWaits
 //	interface, virtual_router_id              every interop test
@@ -61,7 +62,10 @@ package engine_test
 import (
 	"fmt"
 	"net/netip"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -303,4 +307,156 @@ func TestInteropAuditMisconfiguredPeer(t *testing.T) {
 			})
 		}
 	}
+}
+
+// seedFile returns seed 000's master keepalived.conf (OpenShift 4.8 on
+// OpenStack, as found on a running master) for a node of the test network:
+// the VIPs moved into 198.18.0.0/24 and each script replaced by a check
+// that fails while a file of dir exists; everything else as in the seed.
+func seedFile(t *testing.T, dir string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "keepalived", "testdata", "seed000_master.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(b)
+	for _, r := range [][2]string{
+		{"/usr/bin/timeout 1.9 /etc/keepalived/chk_ocp_script.sh", "/usr/bin/test ! -e " + filepath.Join(dir, "lb_down")},
+		{"/usr/bin/timeout 1.9 /etc/keepalived/chk_ocp_script_both.sh", "/usr/bin/test ! -e " + filepath.Join(dir, "api_down")},
+		{"/usr/bin/timeout 0.9 /usr/bin/curl -o /dev/null -Lfs http://localhost:1936/healthz/ready", "/usr/bin/test ! -e " + filepath.Join(dir, "ingress_down")},
+		{"10.0.0.5/32", "198.18.0.5/32"},
+		{"10.0.0.7/32", "198.18.0.7/32"},
+	} {
+		if !strings.Contains(text, r[0]) {
+			t.Fatalf("seed000_master.conf no longer has %q", r[0])
+		}
+		text = strings.ReplaceAll(text, r[0], r[1])
+	}
+	return text
+}
+
+// TestInteropAuditSeedScripts runs seed 000's master keepalived.conf on
+// two nodes, keepalived on node1 and `vipstack vrrp` on node2, and checks
+// the priority arithmetic of its tracked scripts over the wire: managed_API
+// is 40 + 20 (chk_ocp_lb, rise 3 fall 2 every 2 s) + 5 (chk_ocp_both),
+// managed_INGRESS 20 + 50 (chk_ingress). Equal priorities never preempt,
+// whichever address is higher (node2's is), so a VIP moves exactly when a
+// node's sum drops below the other's. keepalived's own log gives its
+// effective priority at each step ("Changing effective priority from 65 to
+// 45", measured); vipstack's must agree with the holders seen.
+func TestInteropAuditSeedScripts(t *testing.T) {
+	testnet.RequireRoot(t)
+	bin := vipstackBin(t)
+	topo := testnet.New(t, testnet.Options{Hosts: 2, Prefix: auditPrefix})
+	api, ingress := netip.MustParseAddr("198.18.0.5"), netip.MustParseAddr("198.18.0.7")
+	var nodes []*peers.Node
+	var dirs []string
+	for i, impl := range []peers.Impl{peers.Keepalived, peers.Vipstack} {
+		dir := filepath.Join(t.TempDir(), fmt.Sprint(i))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		n, err := peers.Start(topo.Hosts[i], impl, seedFile(t, dir), dir, bin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		logOnFailure(t, n)
+		nodes, dirs = append(nodes, n), append(dirs, dir)
+		if i == 0 {
+			// keepalived first and alone: it holds both VIPs, at 65 and 70
+			// once its checks passed.
+			for _, v := range []netip.Addr{api, ingress} {
+				if _, err := peers.WaitSoleHolder(topo.Hosts[:1], v, topo.Hosts[0], time.Second, 20*time.Second); err != nil {
+					t.Fatalf("keepalived alone: %v", err)
+				}
+			}
+		}
+	}
+	k, v := nodes[0], nodes[1]
+	set := func(node int, name string, down bool) {
+		t.Helper()
+		p := filepath.Join(dirs[node], name)
+		var err error
+		if down {
+			err = os.WriteFile(p, nil, 0o644)
+		} else {
+			err = os.Remove(p)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	// holds waits until node apiOn alone holds the API VIP and node
+	// ingressOn alone the Ingress VIP, both for three adverts in a row.
+	holds := func(why string, apiOn, ingressOn int) {
+		t.Helper()
+		var since time.Time
+		var last string
+		for start := time.Now(); time.Since(start) < 25*time.Second; time.Sleep(20 * time.Millisecond) { // polling the kernel, bounded
+			ok := true
+			last = ""
+			for _, c := range []struct {
+				vip netip.Addr
+				on  int
+			}{{api, apiOn}, {ingress, ingressOn}} {
+				hs, err := peers.Holders(topo.Hosts, c.vip)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ok = ok && len(hs) == 1 && hs[0] == topo.Hosts[c.on]
+				var names []string
+				for _, h := range hs {
+					names = append(names, h.Name)
+				}
+				last += fmt.Sprintf(" %v on %v;", c.vip, names)
+			}
+			switch {
+			case !ok:
+				since = time.Time{}
+			case since.IsZero():
+				since = time.Now()
+			case time.Since(since) >= 3*time.Second:
+				t.Logf("%s: API VIP on node%d, Ingress VIP on node%d", why, apiOn+1, ingressOn+1)
+				return
+			}
+		}
+		t.Fatalf("%s: want the API VIP on node%d only and the Ingress VIP on node%d only; last:%s", why, apiOn+1, ingressOn+1, last)
+	}
+	// logSays waits for a line matching the regular expression what (the
+	// order in which two scripts of one instance first pass or fail is
+	// free, so only the final sum is matched).
+	logSays := func(n *peers.Node, what, why string) {
+		t.Helper()
+		re := regexp.MustCompile(what)
+		poll(t, 20*time.Second, why, func() (bool, error) { return re.MatchString(n.Log()), nil })
+	}
+
+	// vipstack joins at 65 and 70 (its checks count as passing until
+	// their first result, and pass: one success is enough at start, as in
+	// keepalived): equal, so it takes nothing, for three adverts and more
+	// than one check interval.
+	logSays(v, `msg="starting VRRP instance" instance=managed_API .*priority=65`, "vipstack's API instance starts at 65")
+	holds("vipstack joined at equal priorities", 0, 0)
+
+	// 1. keepalived's chk_ocp_lb fails: 45 < 65, vipstack takes the API VIP.
+	set(0, "lb_down", true)
+	logSays(k, `\(managed_API\) Changing effective priority from 65 to 45`, "keepalived's API instance drops to 45")
+	holds("keepalived's chk_ocp_lb failing", 1, 0)
+
+	// 2. It passes again (rise 3): 65, equal, the VIP stays.
+	set(0, "lb_down", false)
+	logSays(k, `\(managed_API\) Changing effective priority from 45 to 65`, "keepalived's API instance back at 65")
+	holds("keepalived's chk_ocp_lb passing again", 1, 0)
+
+	// 3. Both of vipstack's API checks fail: 40 < 65, keepalived takes it.
+	set(1, "lb_down", true)
+	set(1, "api_down", true)
+	logSays(v, `msg="effective priority changed" instance=managed_API from=\d+ to=40`, "vipstack's API instance drops to 40")
+	holds("vipstack's chk_ocp_lb and chk_ocp_both failing", 0, 0)
+
+	// 4. keepalived's chk_ingress fails: 20 < 70, vipstack takes the
+	// Ingress VIP; the API VIP stays.
+	set(0, "ingress_down", true)
+	logSays(k, `\(managed_INGRESS\) Changing effective priority from 70 to 20`, "keepalived's Ingress instance drops to 20")
+	holds("keepalived's chk_ingress failing", 0, 1)
 }
