@@ -19,4 +19,9 @@
 // one is dropped and counted by reason; one that names our VRID but
 // disagrees on version, authentication, interval or addresses is a VRID
 // conflict, logged, counted and shown in the status.
+//
+// A tracked script counts as keepalived 2.2.7 counts it (measured): until
+// its first result it adds nothing and takes nothing away, and an instance
+// that tracks it with weight 0 is in FAULT; after that its rise and fall
+// counts decide (package track), one success being enough at start.
 package engine

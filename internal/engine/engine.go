@@ -107,6 +107,7 @@ type event struct {
 	advert   *vrrp.Advertisement // packet, parsed by screen
 	family   int
 	track    *track.Status
+	first    *track.Tracker // its first probe succeeded (see firstSuccess)
 	link     *linkEvent
 	reload   chan error
 	readErr  error
@@ -517,6 +518,8 @@ func (e *Engine) handle(ev event) {
 		e.receive(now, ev.family, *ev.packet, ev.advert)
 	case ev.track != nil:
 		e.trackChanged(now, *ev.track)
+	case ev.first != nil:
+		e.firstSuccess(now, ev.first)
 	case ev.link != nil:
 		e.linkChanged(now, ev.link.name, ev.link.up)
 	case ev.reload != nil:

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/vipstack/vipstack/internal/announce"
@@ -519,15 +520,50 @@ func (e *Engine) syncTrackers(cfg *keepalived.Config) {
 		if s.Probe != nil {
 			check = s.Probe
 		}
+		first := &firstResult{Check: check}
 		tr := &track.Tracker{
 			Spec:     spec,
-			Check:    check,
+			Check:    first,
 			Clock:    e.clk,
 			OnChange: func(st track.Status) { e.send(event{track: &st}) },
 			Resume:   resume[name],
 		}
+		first.done = func() { e.send(event{first: tr}) }
 		e.trackers[name] = &trackerEntry{spec: s, cancel: cancel, status: tr.Status(), tracker: tr}
 		go tr.Run(ctx)
+	}
+}
+
+// firstResult tells the engine when a tracked check's first probe
+// succeeds. The tracker reports flips only, and a first success is none
+// (a pending check is OK, and stays OK), yet it ends keepalived's INIT
+// state, in which the script counts for nothing (see contributions). A
+// first failure is a flip, reported as any other.
+type firstResult struct {
+	track.Check
+	once sync.Once
+	done func()
+}
+
+func (f *firstResult) Probe(ctx context.Context) error {
+	err := f.Check.Probe(ctx)
+	if err == nil {
+		f.once.Do(f.done)
+	}
+	return err
+}
+
+// firstSuccess ends the INIT state of tr's script, if tr is still the
+// engine's tracker for it (a reload may have replaced it) and its first
+// result was not a failure reported before.
+func (e *Engine) firstSuccess(now time.Time, tr *track.Tracker) {
+	for name, te := range e.trackers {
+		if te.tracker != tr || !te.status.Pending {
+			continue
+		}
+		te.status.Pending = false
+		e.log.Info("tracked script now succeeding", "script", name)
+		e.recomputeAll(now)
 	}
 }
 
@@ -807,6 +843,17 @@ func (e *Engine) contributions(in *instance) []Contribution {
 			w = -w
 		}
 		switch {
+		case te.status.Pending && w == 0:
+			// keepalived 2.2.7 (measured): an instance tracking a
+			// weight-0 script whose first result has not come is in
+			// FAULT, and goes BACKUP on its first success.
+			c.Fault = true
+		case te.status.Pending:
+			// keepalived 2.2.7 (measured): until its first result a
+			// script adds nothing and takes nothing away, whichever
+			// the sign of its weight. Counting it as passing made a
+			// node start above a master it then preempted, before its
+			// first result took it back down.
 		case w == 0:
 			c.Fault = !good
 		case w > 0 && good, w < 0 && !good:

@@ -15,6 +15,8 @@ package engine_test
 //	                                            TestInteropAuditSeedScripts (the seed's file
 //	                                            itself on both sides)
 //	track_script, two scripts summed (000)    TestInteropAuditSeedScripts; TestStoryMixedCluster
+//	vrrp_script before its first result       TestInteropAuditFirstProbe (weight +30 and 0)
+//	  (keepalived's INIT state)
 //	state BACKUP (000, 001)                   every interop test
 //	state MASTER (ipfailover)                 TestStateMasterWaits
 //	interface, virtual_router_id              every interop test
@@ -431,11 +433,12 @@ func TestInteropAuditSeedScripts(t *testing.T) {
 		poll(t, 20*time.Second, why, func() (bool, error) { return re.MatchString(n.Log()), nil })
 	}
 
-	// vipstack joins at 65 and 70 (its checks count as passing until
-	// their first result, and pass: one success is enough at start, as in
-	// keepalived): equal, so it takes nothing, for three adverts and more
-	// than one check interval.
-	logSays(v, `msg="starting VRRP instance" instance=managed_API .*priority=65`, "vipstack's API instance starts at 65")
+	// vipstack joins at 40 and 20, and is at 65 and 70 once its checks
+	// passed (one success is enough at start, as in keepalived): equal,
+	// so it takes nothing, for three adverts and more than one check
+	// interval.
+	logSays(v, `msg="starting VRRP instance" instance=managed_API .*priority=40`, "vipstack's API instance starts at 40")
+	logSays(v, `msg="effective priority changed" instance=managed_API from=\d+ to=65`, "vipstack's API instance reaches 65")
 	holds("vipstack joined at equal priorities", 0, 0)
 
 	// 1. keepalived's chk_ocp_lb fails: 45 < 65, vipstack takes the API VIP.
@@ -459,4 +462,73 @@ func TestInteropAuditSeedScripts(t *testing.T) {
 	set(0, "ingress_down", true)
 	logSays(k, `\(managed_INGRESS\) Changing effective priority from 70 to 20`, "keepalived's Ingress instance drops to 20")
 	holds("keepalived's chk_ingress failing", 0, 1)
+}
+
+// TestInteropAuditFirstProbe: a tracked script whose first result has not
+// come yet counts for nothing in keepalived 2.2.7 (measured, a script that
+// sleeps 6 s before succeeding, priority 100: weight +30 and weight -30
+// instances both advertise 100 until it succeeds, then 130 and 100; an
+// instance tracking it with weight 0 stays in FAULT, and goes BACKUP on
+// its success). A node that starts (or restarts) beside a keepalived
+// master at 100, at 80 with a +30 script whose first probe takes 0.9 s
+// and fails, or at 120 with a weight-0 one, must never take the VIP: the
+// script has not passed. vipstack counted a pending script as passing: at
+// 110 or 120 it preempted the master within a skew time, then dropped
+// back when the first result came, and the VIP moved twice. VRRPv3 at
+// 0.1 s, so the preemption would come well within the probe's 0.9 s.
+func TestInteropAuditFirstProbe(t *testing.T) {
+	testnet.RequireRoot(t)
+	bin := vipstackBin(t)
+	for _, tc := range []struct {
+		name     string
+		priority int
+		weight   int
+	}{
+		{name: "weight +30", priority: 80, weight: 30},
+		{name: "weight 0", priority: 120, weight: 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			topo := testnet.New(t, testnet.Options{Hosts: 2, Prefix: auditPrefix})
+			vip := netip.MustParseAddr("198.18.0.100")
+			conf := peers.Conf{Version: 3, Interval: 100 * time.Millisecond, VRID: 51, Priority: 100, VIP: netip.PrefixFrom(vip, 32)}
+			text, err := conf.Render(topo.Hosts[0].Name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			k, err := peers.Start(topo.Hosts[0], peers.Keepalived, text, t.TempDir(), bin)
+			if err != nil {
+				t.Fatal(err)
+			}
+			logOnFailure(t, k)
+			if _, err := peers.WaitSoleHolder(topo.Hosts, vip, topo.Hosts[0], 300*time.Millisecond, 20*time.Second); err != nil {
+				t.Fatalf("keepalived alone: %v", err)
+			}
+			conf.Priority = tc.priority
+			// Fails after 0.9 s (timeout's status 124), within the
+			// template's interval and timeout of 1 s.
+			conf.Script, conf.Weight = "/usr/bin/timeout 0.9 /bin/sleep 5", tc.weight
+			n := startVipstack(t, bin, topo.Hosts[1], conf)
+			poll(t, 10*time.Second, "vipstack started", func() (bool, error) {
+				return strings.Contains(n.Log(), `msg="starting VRRP instance"`), nil
+			})
+			// Sample through the first probe and well after its result.
+			for deadline := time.Now().Add(2500 * time.Millisecond); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) { // sampling the kernel
+				hs, err := peers.Holders(topo.Hosts, vip)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(hs) != 1 || hs[0] != topo.Hosts[0] {
+					var names []string
+					for _, h := range hs {
+						names = append(names, h.Name)
+					}
+					t.Fatalf("the VIP is held by %v, want only keepalived's %s: vipstack's first probe never passed", names, topo.Hosts[0].Name)
+				}
+			}
+			if !strings.Contains(n.Log(), `"tracked script now failing" script=chk`) {
+				t.Errorf("vipstack's first probe did not fail as the test means it to")
+			}
+		})
+	}
 }

@@ -39,6 +39,7 @@ func TestEffectivePriority(t *testing.T) {
 		track     []keepalived.TrackScript
 		ifaces    []keepalived.TrackInterface
 		status    map[string]bool
+		pending   []string // scripts whose first result has not come (OK, as the tracker has them)
 		links     map[string]bool
 		wantPrio  uint8
 		wantFault string
@@ -104,6 +105,24 @@ func TestEffectivePriority(t *testing.T) {
 		status:   map[string]bool{"reverse": false},
 		wantPrio: 90,
 	}, {
+		// keepalived 2.2.7 (measured): "Changing effective priority from
+		// 100 to 130" only once the script succeeded; a -30 instance
+		// advertised 100 meanwhile; weight 0 kept its instance in FAULT.
+		name:     "scripts without a first result count for nothing, whichever the sign",
+		base:     40,
+		track:    []keepalived.TrackScript{{Name: "lb"}, {Name: "both"}, {Name: "drop"}},
+		status:   map[string]bool{"lb": true, "both": true, "drop": true},
+		pending:  []string{"lb", "drop"},
+		wantPrio: 45,
+	}, {
+		name:      "weight 0 without a first result means fault",
+		base:      100,
+		track:     []keepalived.TrackScript{{Name: "must"}},
+		status:    map[string]bool{"must": true},
+		pending:   []string{"must"},
+		wantPrio:  100,
+		wantFault: "script must failing",
+	}, {
 		name:      "own interface down means fault",
 		base:      100,
 		links:     map[string]bool{"eth0": false},
@@ -122,6 +141,9 @@ func TestEffectivePriority(t *testing.T) {
 				links[k] = v
 			}
 			e := engineWith(scripts, tc.status, links)
+			for _, name := range tc.pending {
+				e.trackers[name].status.Pending = true
+			}
 			in := &instance{cfg: &keepalived.Instance{Name: "VI_1", Interface: "eth0", Priority: tc.base, TrackScripts: tc.track, TrackInterfaces: tc.ifaces}}
 			prio, fault := e.effective(in)
 			if prio != tc.wantPrio || fault != tc.wantFault {
