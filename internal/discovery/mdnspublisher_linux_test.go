@@ -9,14 +9,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/vipstack/vipstack/internal/peers"
-	"github.com/vipstack/vipstack/internal/syncbuf"
 	"github.com/vipstack/vipstack/internal/testnet"
 )
 
@@ -59,18 +57,11 @@ func mcoServices(cluster, host string, master bool) []publisherService {
 	return append(out, publisherService{cluster + " Workstation", host + ".local.", MDNSWorkstationType, ocpWorkstationPort, 3200})
 }
 
-// publisherProc is one running mdns-publisher.
-type publisherProc struct {
-	pid    int
-	exited chan struct{} // closed once it is reaped
-	stderr *syncbuf.Buffer
-}
-
-// startPublisher runs the real mdns-publisher in h with config, in a UTS
-// namespace of its own whose host name is hostname (collision_avoidance =
-// "hostname" appends the short os.Hostname() to every instance label). It
-// skips t if the peer cannot be built.
-func startPublisher(t *testing.T, h *testnet.Host, hostname, config string) *publisherProc {
+// startPublisher runs the real mdns-publisher in h with config, under
+// hostname (collision_avoidance = "hostname" appends the short
+// os.Hostname() to every instance label). It skips t if the peer cannot
+// be built.
+func startPublisher(t *testing.T, h *testnet.Host, hostname, config string) *peers.Proc {
 	t.Helper()
 	bin, err := peers.OpenShiftPeer("mdns-publisher")
 	switch {
@@ -83,28 +74,7 @@ func startPublisher(t *testing.T, h *testnet.Host, hostname, config string) *pub
 	if err := os.WriteFile(path, []byte(config), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	// unshare and sh exec: the process is mdns-publisher itself, so that
-	// SIGTERM reaches it (and it sends its goodbyes).
-	c := h.Command("unshare", "--uts", "sh", "-c", "hostname "+hostname+" && exec "+bin+" --config "+path)
-	p := &publisherProc{exited: make(chan struct{}), stderr: &syncbuf.Buffer{}}
-	c.Stdout, c.Stderr = p.stderr, p.stderr
-	if err := h.StartFor(t, c); err != nil {
-		t.Fatalf("mdns-publisher: %v", err)
-	}
-	p.pid = c.Process.Pid
-	go func() { _ = c.Wait(); close(p.exited) }()
-	t.Cleanup(func() {
-		select {
-		case <-p.exited:
-		default:
-			_ = syscall.Kill(-p.pid, syscall.SIGKILL)
-			<-p.exited
-		}
-		if t.Failed() {
-			t.Logf("mdns-publisher in %s (%s) logged:\n%s", h.Name, hostname, p.stderr)
-		}
-	})
-	return p
+	return peers.StartUTS(t, h, hostname, bin, "--config", path)
 }
 
 // TestRootMDNSPublisherConfigForms runs the browser `vipstack dns
@@ -142,7 +112,7 @@ func TestRootMDNSPublisherConfigForms(t *testing.T) {
 	if len(longMaster) != 55 || len(longWorker) != 55 {
 		t.Fatalf("long host names of %d and %d bytes, want 55", len(longMaster), len(longWorker))
 	}
-	pubs := map[string]*publisherProc{}
+	pubs := map[string]*peers.Proc{}
 	for _, p := range []struct {
 		h         *testnet.Host
 		host      string
@@ -174,15 +144,7 @@ func TestRootMDNSPublisherConfigForms(t *testing.T) {
 	waitReport(t, log, 10*time.Second, want)
 
 	for _, name := range []string{longWorker, "master-1"} {
-		p := pubs[name]
-		if err := syscall.Kill(p.pid, syscall.SIGTERM); err != nil {
-			t.Fatal(err)
-		}
-		select {
-		case <-p.exited:
-		case <-time.After(5 * time.Second):
-			t.Fatalf("mdns-publisher %s still running 5 s after SIGTERM", name)
-		}
+		pubs[name].Term(t)
 		var left []string
 		for _, n := range want {
 			if !strings.HasPrefix(n, name+" ") {

@@ -9,65 +9,24 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/vipstack/vipstack/internal/syncbuf"
+	"github.com/vipstack/vipstack/internal/peers"
 	"github.com/vipstack/vipstack/internal/testnet"
 )
 
-// publisher is one real mdns-publisher running in a UTS namespace of its
-// own (its collision_avoidance = "hostname" appends the short host name).
-type publisher struct {
-	pid    int
-	exited chan struct{}
-}
-
-// startPublisher runs mdns-publisher with config in h; unshare and sh exec,
-// so that the process is mdns-publisher itself and SIGTERM reaches it (it
-// then sends its goodbyes).
-func startPublisher(t *testing.T, h *testnet.Host, bin, hostname, config string) *publisher {
+// startPublisher runs mdns-publisher (bin) with config in h, under
+// hostname (its collision_avoidance = "hostname" appends it).
+func startPublisher(t *testing.T, h *testnet.Host, bin, hostname, config string) *peers.Proc {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "config.hcl")
 	if err := os.WriteFile(path, []byte(config), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	c := h.Command("unshare", "--uts", "sh", "-c", "hostname "+hostname+" && exec "+bin+" --config "+path)
-	out := &syncbuf.Buffer{}
-	c.Stdout, c.Stderr = out, out
-	if err := h.StartFor(t, c); err != nil {
-		t.Fatalf("mdns-publisher: %v", err)
-	}
-	p := &publisher{pid: c.Process.Pid, exited: make(chan struct{})}
-	go func() { _ = c.Wait(); close(p.exited) }()
-	t.Cleanup(func() {
-		select {
-		case <-p.exited:
-		default:
-			_ = syscall.Kill(-p.pid, syscall.SIGKILL)
-			<-p.exited
-		}
-		if t.Failed() {
-			t.Logf("mdns-publisher in %s (%s) logged:\n%s", h.Name, hostname, out)
-		}
-	})
-	return p
-}
-
-// term sends SIGTERM and waits (bounded) for the exit.
-func (p *publisher) term(t *testing.T) {
-	t.Helper()
-	if err := syscall.Kill(p.pid, syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-p.exited:
-	case <-time.After(5 * time.Second):
-		t.Fatal("mdns-publisher still running 5 s after SIGTERM")
-	}
+	return peers.StartUTS(t, h, hostname, bin, "--config", path)
 }
 
 // inactionConfig is mdns-publisher's config without collision_avoidance
@@ -186,7 +145,7 @@ func runMDNSDirectivePublisher(t *testing.T, bind func(*testnet.Host) netip.Addr
 	if err := os.WriteFile(ref, []byte(".:5300 {\n    errors\n    mdns "+zone+" 2 ostest "+bind(h[5]).String()+"\n}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	startOpenShiftPeer(t, h[5], "dns-ref", corednsBin, "-conf", ref)
+	peers.StartUTS(t, h[5], "dns-ref", corednsBin, "-conf", ref)
 
 	startPublisher(t, h[1], pubBin, "master-1", mdnsPublisherConfig("ostest", "master-1", bind(h[1]).String(), true))
 	worker0 := startPublisher(t, h[2], pubBin, "worker-0", mdnsPublisherConfig("ostest", "worker-0", bind(h[2]).String(), false))
@@ -263,9 +222,9 @@ func runMDNSDirectivePublisher(t *testing.T, bind func(*testnet.Host) netip.Addr
 	}
 
 	// Goodbyes.
-	worker0.term(t)
-	master2.term(t)
-	master3.term(t)
+	worker0.Term(t)
+	master2.Term(t)
+	master3.Term(t)
 	// Upstream's answer: the stub answers A with 198.18.0.99, AAAA with
 	// no record.
 	upstream := []string{"worker-0." + zone + ". A 198.18.0.99"}

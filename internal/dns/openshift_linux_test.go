@@ -10,14 +10,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/vipstack/vipstack/internal/peers"
-	"github.com/vipstack/vipstack/internal/syncbuf"
 	"github.com/vipstack/vipstack/internal/testnet"
 )
 
@@ -52,32 +50,6 @@ func mdnsPublisherConfig(cluster, host, addr string, master bool) string {
 	}
 	svc("Workstation", "_workstation._tcp", 42424)
 	return b.String()
-}
-
-// startOpenShiftPeer runs an OpenShift peer in h with its own UTS namespace
-// and host name (mdns-publisher appends os.Hostname() to its instance
-// names), logging to a buffer shown if t fails. stop kills it.
-func startOpenShiftPeer(t *testing.T, h *testnet.Host, hostname string, argv ...string) (stop func()) {
-	t.Helper()
-	quoted := make([]string, len(argv))
-	for i, a := range argv {
-		quoted[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
-	}
-	c := h.Command("unshare", "--uts", "sh", "-c", "hostname "+hostname+" && exec "+strings.Join(quoted, " "))
-	out := &syncbuf.Buffer{}
-	c.Stdout, c.Stderr = out, out
-	if err := h.StartFor(t, c); err != nil {
-		t.Fatalf("%s: %v", argv[0], err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("%s in %s (%s) logged:\n%s", filepath.Base(argv[0]), h.Name, hostname, out)
-		}
-	})
-	return func() {
-		_ = syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
-		_ = c.Wait()
-	}
 }
 
 // ocpMDNSFamily is how the nodes of an OpenShift cluster are addressed, as
@@ -187,12 +159,12 @@ func runOpenShiftMDNS(t *testing.T, fam ocpMDNSFamily) *ocpMDNSRun {
 	startDNS(t, h1, ". {\n    clusterdns "+zone+" {\n        api "+fam.api.String()+"\n    }\n}\n",
 		"-mdns-cluster", "ostest", "-node-name", "master-0", "-node-role", "master",
 		"-node-addr", strings.Join(addrList, ","), "-mdns-exclude", fam.api.String())
-	startOpenShiftPeer(t, h2, "master-1", publisher, "--config",
+	peers.StartUTS(t, h2, "master-1", publisher, "--config",
 		write("master-1.hcl", mdnsPublisherConfig("ostest", "master-1", fam.bind(h2).String(), true)))
-	startOpenShiftPeer(t, h3, "worker-0", publisher, "--config",
+	peers.StartUTS(t, h3, "worker-0", publisher, "--config",
 		write("worker-0.hcl", mdnsPublisherConfig("ostest", "worker-0", fam.bind(h3).String(), false)))
-	r.stopCoreDNS = startOpenShiftPeer(t, h2, "master-1", coredns, "-conf",
-		write("Corefile", ". {\n    errors\n    mdns "+zone+" 0 ostest "+fam.bind(h2).String()+"\n}\n"))
+	r.stopCoreDNS = peers.StartUTS(t, h2, "master-1", coredns, "-conf",
+		write("Corefile", ". {\n    errors\n    mdns "+zone+" 0 ostest "+fam.bind(h2).String()+"\n}\n")).Kill
 
 	r.answers = func(h *testnet.Host, server netip.Addr, q ocpQuery) func() string {
 		return func() string {
