@@ -80,27 +80,6 @@ import (
 // auditPrefix starts the namespace names of the tests in this file.
 const auditPrefix = "vsmk"
 
-// newAuditCluster is newCluster on a topology of this file's prefix.
-func newAuditCluster(t *testing.T, m mode, impls []peers.Impl, prios []int) *cluster {
-	t.Helper()
-	c := &cluster{t: t, topo: testnet.New(t, testnet.Options{Hosts: len(impls), Prefix: auditPrefix}), m: m,
-		vip: netip.MustParseAddr("198.18.0.100"), impls: impls, prios: prios,
-		nodes: make([]*peers.Node, len(impls)), extra: make([]func(*peers.Conf), len(impls))}
-	if m.family == 6 {
-		c.vip = netip.MustParseAddr("fd00:bb::100")
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			for i, n := range c.nodes {
-				if n != nil {
-					t.Logf("---- node %d (%s) log:\n%s", i+1, n.Impl, tail(n.Log(), 60))
-				}
-			}
-		}
-	})
-	return c
-}
-
 // waitHolders polls until, for every host i, whether it holds vips[i] is
 // want[i], and that has lasted for stable (bounded by timeout).
 func waitHolders(t *testing.T, hs []*testnet.Host, vips []netip.Addr, want []bool, stable, timeout time.Duration, why string) {
@@ -188,7 +167,7 @@ func TestInteropAuditEqualPriority(t *testing.T) {
 		for _, impls := range [][]peers.Impl{{peers.Vipstack, peers.Keepalived}, {peers.Keepalived, peers.Vipstack}} {
 			t.Run(fmt.Sprintf("%v/%s-%s", m, impls[0], impls[1]), func(t *testing.T) {
 				t.Parallel()
-				c := newAuditCluster(t, m, impls, []int{100, 100})
+				c := newCluster(t, m, impls, []int{100, 100})
 				isolate(t, c.topo, true)
 				c.startAll()
 				vips := []netip.Addr{c.vip, c.vip}
@@ -279,7 +258,7 @@ func TestInteropAuditMisconfiguredPeer(t *testing.T) {
 				if vipstackHigher {
 					prios = []int{150, 100}
 				}
-				c := newAuditCluster(t, m, []peers.Impl{peers.Vipstack, peers.Keepalived}, prios)
+				c := newCluster(t, m, []peers.Impl{peers.Vipstack, peers.Keepalived}, prios)
 				c.extra[0] = func(conf *peers.Conf) {
 					conf.Auth = "secret1"
 					tc.vipstack(conf)
