@@ -119,22 +119,7 @@ func TestRuntimeAPIMatchesHaproxy(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.Frontends[0].Binds = []lbconfig.Bind{{Addr: mustAddrPort("127.0.0.1:0")}}
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	l, err := lb.New(lb.Options{Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Shutdown(canceledCtx()) })
-	socks := NewSockets(l, "test", time.Now(), quiet)
-	t.Cleanup(socks.Close)
-	change, err := socks.Prepare(cfg.StatsSockets)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := l.Apply(cfg); err != nil {
-		t.Fatal(err)
-	}
-	change.Commit()
+	l := startLB(t, lb.Options{}, cfg)
 	if fi, err := os.Stat(vsock); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("vipstack's socket: %v, mode %v, want 0600", err, fi.Mode().Perm())
 	}
@@ -687,6 +672,30 @@ func shutdownSession(t *testing.T, peers []struct{ name, sock, fe string }) {
 		// memory to the next one, here the CLI connection asking, which
 		// then closes itself (measured: "" again).
 	}
+}
+
+// startLB runs a balancer with cfg and its stats sockets, as `vipstack
+// lb` does (sockets prepared, configuration applied, sockets committed),
+// logging nowhere; both stop when t ends.
+func startLB(t *testing.T, opts lb.Options, cfg *lbconfig.Config) *lb.LB {
+	t.Helper()
+	opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	l, err := lb.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Shutdown(canceledCtx()) })
+	socks := NewSockets(l, "test", time.Now(), opts.Logger)
+	t.Cleanup(socks.Close)
+	change, err := socks.Prepare(cfg.StatsSockets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Apply(cfg); err != nil {
+		t.Fatal(err)
+	}
+	change.Commit()
+	return l
 }
 
 func mustAddrPort(s string) netip.AddrPort { return netip.MustParseAddrPort(s) }

@@ -228,22 +228,7 @@ func TestShutdownSessionRealLB(t *testing.T) {
 		StatsSockets: []lbconfig.StatsSocket{{Network: "unix", Address: admin, Level: "admin"},
 			{Network: "unix", Address: oper, Level: "operator"}, {Network: "tcp", Address: tcpSock, Level: "admin"}},
 	}
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	l, err := lb.New(lb.Options{Clock: clock.NewFake(time.Unix(1_700_000_000, 0)), Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Shutdown(canceledCtx()) })
-	socks := NewSockets(l, "test", time.Now(), quiet)
-	t.Cleanup(socks.Close)
-	change, err := socks.Prepare(cfg.StatsSockets)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := l.Apply(cfg); err != nil {
-		t.Fatal(err)
-	}
-	change.Commit()
+	l := startLB(t, lb.Options{Clock: clock.NewFake(time.Unix(1_700_000_000, 0))}, cfg)
 
 	client, err := net.Dial("tcp", l.Addrs("main")[0].String())
 	if err != nil {
