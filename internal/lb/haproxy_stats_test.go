@@ -16,8 +16,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/vipstack/vipstack/internal/haproxycfg"
-	"github.com/vipstack/vipstack/internal/lbconfig"
 	"github.com/vipstack/vipstack/internal/peers"
 )
 
@@ -132,21 +130,7 @@ func TestStatsLayoutMatchesHaproxy(t *testing.T) {
 	out := peers.HAProxy(t, conf(hfe, freePort(t), hstats))
 
 	// vipstack, from the same text: its listeners on ports of its own.
-	cfg, err := haproxycfg.Parse("haproxy.cfg", []byte(conf("1", "2", "3")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Frontends[0].Binds = []lbconfig.Bind{loopbackBind()}
-	cfg.Monitors[0].Binds = []lbconfig.Bind{loopbackBind()}
-	cfg.Stats[0].Binds = []lbconfig.Bind{loopbackBind()}
-	l, err := New(Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Shutdown(canceled()) })
-	if err := l.Apply(cfg); err != nil {
-		t.Fatal(err)
-	}
+	l := newLBOpts(t, Options{}, parseOnLoopback(t, conf("1", "2", "3")))
 	haproxy := map[string]string{"fe": "127.0.0.1:" + hfe, "stats": "127.0.0.1:" + hstats}
 	vipstack := map[string]string{"fe": l.Addrs("main")[0].String(), "stats": l.Addrs("stats")[0].String()}
 

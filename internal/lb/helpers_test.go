@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/vipstack/vipstack/internal/clock"
+	"github.com/vipstack/vipstack/internal/haproxycfg"
 	"github.com/vipstack/vipstack/internal/lbconfig"
 )
 
@@ -174,6 +175,22 @@ func widenableBind(t *testing.T) lbconfig.Bind {
 	port := addrPort(t, ln.Addr()).Port()
 	ln.Close()
 	return lbconfig.Bind{Addr: netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), port)}
+}
+
+// parseOnLoopback reads a haproxy.cfg text (with one frontend, monitor
+// and stats section, as the haproxy comparison tests write them) and moves
+// those sections' binds to loopback ports of the kernel's choosing, so
+// vipstack runs beside a haproxy on the text's own ports.
+func parseOnLoopback(t *testing.T, text string) *lbconfig.Config {
+	t.Helper()
+	cfg, err := haproxycfg.Parse("haproxy.cfg", []byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Frontends[0].Binds = []lbconfig.Bind{loopbackBind()}
+	cfg.Monitors[0].Binds = []lbconfig.Bind{loopbackBind()}
+	cfg.Stats[0].Binds = []lbconfig.Bind{loopbackBind()}
+	return cfg
 }
 
 // tcpConfig is one frontend "fe" on a loopback port to backend "be".

@@ -16,8 +16,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/vipstack/vipstack/internal/haproxycfg"
-	"github.com/vipstack/vipstack/internal/lbconfig"
 	"github.com/vipstack/vipstack/internal/peers"
 )
 
@@ -226,21 +224,7 @@ func TestSyslogMatchesHaproxy(t *testing.T) {
 
 	hport, hmport, hsport := freePort(t), freePort(t), freePort(t)
 	hout := peers.HAProxy(t, conf(hsock, hport, hmport, hsport))
-	cfg, err := haproxycfg.Parse("haproxy.cfg", []byte(conf(vsock, "1", "2", "3")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Frontends[0].Binds = []lbconfig.Bind{loopbackBind()}
-	cfg.Monitors[0].Binds = []lbconfig.Bind{loopbackBind()}
-	cfg.Stats[0].Binds = []lbconfig.Bind{loopbackBind()}
-	l, err := New(Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Shutdown(canceled()) })
-	if err := l.Apply(cfg); err != nil {
-		t.Fatal(err)
-	}
+	l := newLBOpts(t, Options{}, parseOnLoopback(t, conf(vsock, "1", "2", "3")))
 	const firstCheck = "Health check for server be/s1 succeeded"
 	hlog.waitFor(t, "haproxy", firstCheck)
 	vlog.waitFor(t, "vipstack", firstCheck)

@@ -22,7 +22,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/vipstack/vipstack/internal/haproxycfg"
 	"github.com/vipstack/vipstack/internal/lbconfig"
 	"github.com/vipstack/vipstack/internal/peers"
 )
@@ -905,14 +904,7 @@ func TestWebAnswersMatchHaproxy(t *testing.T) {
 	hmon, hstats := freePort(t), freePort(t)
 	out := peers.HAProxy(t, conf(freePort(t), hmon, hstats))
 
-	cfg, err := haproxycfg.Parse("haproxy.cfg", []byte(conf("1", "2", "3")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Frontends[0].Binds = []lbconfig.Bind{loopbackBind()}
-	cfg.Monitors[0].Binds = []lbconfig.Bind{loopbackBind()}
-	cfg.Stats[0].Binds = []lbconfig.Bind{loopbackBind()}
-	l := newLB(t, fakeClock(), cfg)
+	l := newLB(t, fakeClock(), parseOnLoopback(t, conf("1", "2", "3")))
 
 	servers := []struct{ who, mon, stats string }{
 		{"haproxy", "127.0.0.1:" + hmon, "127.0.0.1:" + hstats},
