@@ -97,14 +97,17 @@ func (w *serverWeight) configure(n int) (dropped bool) {
 	return dropped
 }
 
-// inherit copies old's weights (a renamed server at the same address).
-func (w *serverWeight) inherit(old *serverWeight) {
+// inherit copies old's weights (a renamed server at the same address)
+// and sets retired, old's, under old's lock: a weight set on old after
+// the copy is refused, not lost.
+func (w *serverWeight) inherit(old *serverWeight, retired *atomic.Bool) {
 	old.mu.Lock()
-	set, initial := old.set, old.initial
+	set, initial, cur := old.set, old.initial, old.cur.Load()
+	retired.Store(true)
 	old.mu.Unlock()
 	w.mu.Lock()
 	w.set, w.initial = set, initial
-	w.cur.Store(old.cur.Load())
+	w.cur.Store(cur)
 	w.mu.Unlock()
 }
 
@@ -149,17 +152,27 @@ func (l *LB) SetServerWeight(backend, name string, w int) error {
 	if err != nil {
 		return err
 	}
+	return s.setWeight(p.balance, w)
+}
+
+// setWeight is SetServerWeight for s, a server of a backend balanced by
+// balance. A server a reload retired meanwhile gets ErrNoServer.
+func (s *server) setWeight(balance lbconfig.Balance, w int) error {
 	s.weight.mu.Lock()
-	if p.balance == lbconfig.Source && w != 0 && w != s.weight.initial {
+	if s.retired.Load() {
 		s.weight.mu.Unlock()
-		return fmt.Errorf("server %s/%s: weight %d: %w", backend, name, w, ErrStaticWeight)
+		return fmt.Errorf("server %s: %w", s.id(), ErrNoServer)
+	}
+	if balance == lbconfig.Source && w != 0 && w != s.weight.initial {
+		s.weight.mu.Unlock()
+		return fmt.Errorf("server %s: weight %d: %w", s.id(), w, ErrStaticWeight)
 	}
 	old := s.weight.cur.Swap(int32(w))
 	s.weight.mu.Unlock()
 	if int(old) != w {
-		l.log.Info("server weight changed", "backend", backend, "server", name, "from", old, "to", w)
+		s.lb.log.Info("server weight changed", "backend", s.backend, "server", s.name, "from", old, "to", w)
 	}
-	l.recomputeHealth()
+	s.lb.recomputeHealth()
 	return nil
 }
 
@@ -206,20 +219,26 @@ func (l *LB) SetServerAdmin(backend, name string, st AdminState) error {
 	if err != nil {
 		return err
 	}
-	s.setAdmin(st)
+	if !s.setAdmin(st) {
+		return fmt.Errorf("server %s/%s: %w", backend, name, ErrNoServer)
+	}
 	l.recomputeHealth()
 	return nil
 }
 
 // setAdmin moves the server to st: into MAINT its check stops and it
 // counts as DOWN (one more down in chkdown, as haproxy counts it); out of
-// MAINT it is UP at once and its check starts again.
-func (s *server) setAdmin(st AdminState) {
+// MAINT it is UP at once and its check starts again. It reports false,
+// changing nothing, for a server a reload retired meanwhile.
+func (s *server) setAdmin(st AdminState) bool {
 	s.adminMu.Lock()
 	defer s.adminMu.Unlock()
+	if s.retired.Load() {
+		return false
+	}
 	old := AdminState(s.admin.Load())
 	if old == st {
-		return
+		return true
 	}
 	change := adminChange{backend: s.backend, id: s.id(), from: old, to: st, up: s.up.Load(),
 		before: s.lb.usableServers(s.backend)}
@@ -260,6 +279,7 @@ func (s *server) setAdmin(st AdminState) {
 			s.lb.sendLog(to, ln.level, []byte(ln.msg))
 		}
 	}
+	return true
 }
 
 // usable reports whether the server may take a new connection: UP,

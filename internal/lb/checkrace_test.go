@@ -2,6 +2,8 @@ package lb
 
 import (
 	"context"
+	"errors"
+	"net/netip"
 	"log/slog"
 	"runtime"
 	"strings"
@@ -118,6 +120,75 @@ func TestCheckRestartRace(t *testing.T) {
 	if inter != 2*time.Second {
 		t.Errorf("the server checks every %v, want the reload's 2s", inter)
 	}
+	l.Shutdown(canceled())
+	eventually(t, "no checker running after Shutdown", func() bool { return runningCheckers() == 0 })
+}
+
+// TestRetiredServer: a runtime API call that found a server before a
+// reload removed it (or renamed it, giving its state to the new name)
+// changes nothing and gets ErrNoServer, and the server's check does not
+// start again. Before, taking a removed server out of MAINT restarted its
+// check after the reload had stopped it: a checker of a server nobody
+// saw ran on, probing and logging, after Shutdown (found in review).
+func TestRetiredServer(t *testing.T) {
+	eventually(t, "no checker running before the test", func() bool { return runningCheckers() == 0 })
+	a, b := startBackend(t, "a"), startBackend(t, "b")
+	srv := func(name string, addr netip.AddrPort) lbconfig.Server {
+		return lbconfig.Server{Name: name, Addr: addr, Weight: 1, Check: true, Inter: time.Second, Rise: 1, Fall: 1}
+	}
+	l := newLBOpts(t, Options{Clock: fakeClock()}, tcpConfig(lbconfig.RoundRobin, srv("a", a.addr), srv("b", b.addr)))
+	eventually(t, "two checkers", func() bool { return runningCheckers() == 2 })
+
+	t.Run("removed", func(t *testing.T) {
+		if err := l.SetServerAdmin("be", "a", AdminMaint); err != nil {
+			t.Fatal(err)
+		}
+		old := l.serverFor(t, "be", "a")
+		if err := l.Apply(tcpConfig(lbconfig.RoundRobin, srv("b", b.addr))); err != nil {
+			t.Fatal(err)
+		}
+		if old.setAdmin(AdminReady) {
+			t.Error("a removed server left MAINT")
+		}
+		if err := old.setWeight(lbconfig.RoundRobin, 7); !errors.Is(err, ErrNoServer) {
+			t.Errorf("weight of a removed server: err %v, want ErrNoServer", err)
+		}
+		eventually(t, "b's checker alone", func() bool { return runningCheckers() == 1 })
+		if AdminState(old.admin.Load()) != AdminMaint {
+			t.Errorf("the removed server's admin state changed to %v", AdminState(old.admin.Load()))
+		}
+	})
+
+	t.Run("renamed", func(t *testing.T) {
+		if err := l.SetServerAdmin("be", "b", AdminMaint); err != nil {
+			t.Fatal(err)
+		}
+		old := l.serverFor(t, "be", "b")
+		if err := l.Apply(tcpConfig(lbconfig.RoundRobin, srv("b2", b.addr))); err != nil {
+			t.Fatal(err)
+		}
+		s := l.serverFor(t, "be", "b2")
+		if got := AdminState(s.admin.Load()); got != AdminMaint || s.up.Load() {
+			t.Fatalf("the renamed server is %v, up %v; want MAINT, down", got, s.up.Load())
+		}
+		if old.setAdmin(AdminReady) {
+			t.Error("the server under its old name left MAINT after the rename")
+		}
+		if err := old.setWeight(lbconfig.RoundRobin, 7); !errors.Is(err, ErrNoServer) {
+			t.Errorf("weight of the server under its old name: err %v, want ErrNoServer", err)
+		}
+		if cur, _ := s.weight.get(); cur != 1 {
+			t.Errorf("the renamed server's weight is %d, want 1", cur)
+		}
+		if runningCheckers() != 0 {
+			t.Errorf("%d checker(s) running with every server in MAINT", runningCheckers())
+		}
+		// Under its new name it leaves MAINT and is checked again.
+		if err := l.SetServerAdmin("be", "b2", AdminReady); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "the renamed server's checker", func() bool { return runningCheckers() == 1 })
+	})
 	l.Shutdown(canceled())
 	eventually(t, "no checker running after Shutdown", func() bool { return runningCheckers() == 0 })
 }

@@ -467,7 +467,7 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 
 	// Health checks last, so that their first verdicts find the new view.
 	for _, s := range removed {
-		s.stop()
+		s.retire()
 	}
 	for _, r := range restarts {
 		r.s.startCheck(r.conf)

@@ -77,8 +77,14 @@ type server struct {
 	// admin is the server's AdminState (admin.go), changed under adminMu;
 	// downsBase counts the DOWN transitions of its earlier checkers (a
 	// server taken into MAINT loses its checker).
-	admin     atomic.Int32
-	adminMu   sync.Mutex
+	admin   atomic.Int32
+	adminMu sync.Mutex
+	// retired: a reload took the server out of the configuration (or
+	// gave its state to a renamed server). Set under adminMu and
+	// weight.mu: a runtime API call that found the server before the
+	// reload then gets ErrNoServer instead of changing a server nobody
+	// sees, and its check cannot start again.
+	retired   atomic.Bool
 	weight    serverWeight // the configured and the runtime weight (admin.go)
 	downsBase atomic.Uint64
 	// paused is the check state the server had when it went into MAINT
@@ -115,16 +121,20 @@ func (l *LB) newServer(backend string, s lbconfig.Server) *server {
 
 // inherit gives s, a server new to this configuration, the state and
 // counters of old, the server it replaces under another name at the same
-// address. old's check is stopped first, so that no result is lost
-// between the copy and the swap. The current sessions stay counted on
-// old, where the connections that hold them end.
+// address, and retires old. old's admin lock is held throughout, so a
+// runtime API change of old lands whole before the copy or is refused
+// after it (ErrNoServer); old's check is stopped first, so that no result
+// is lost between the copy and the swap. The current sessions stay
+// counted on old, where the connections that hold them end.
 func (s *server) inherit(old *server) {
+	old.adminMu.Lock()
+	defer old.adminMu.Unlock()
+	s.weight.inherit(&old.weight, &old.retired)
 	old.stop()
 	old.mu.Lock()
 	defer old.mu.Unlock()
 	s.up.Store(old.up.Load())
 	s.admin.Store(old.admin.Load())
-	s.weight.inherit(&old.weight)
 	s.downsBase.Store(old.downsBase.Load())
 	s.confirmed.Store(old.confirmed.Load())
 	s.checked.Store(old.checked.Load())
@@ -140,6 +150,18 @@ func (s *server) inherit(old *server) {
 	}
 	s.since, s.downSince, s.downtime = old.since, old.downSince, old.downtime
 	s.lastStatus, s.lastState, s.checkUp = old.lastStatus, old.lastState, old.checkUp
+	s.paused = old.paused
+}
+
+// retire stops the check of a server a reload removed, for good (see
+// retired).
+func (s *server) retire() {
+	s.adminMu.Lock()
+	s.weight.mu.Lock()
+	s.retired.Store(true)
+	s.weight.mu.Unlock()
+	s.adminMu.Unlock()
+	s.stop()
 }
 
 func (s *server) id() string { return s.backend + "/" + s.name }
@@ -170,6 +192,9 @@ func (s *server) startCheckLocked(conf checkConf) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.check = conf
+	if s.retired.Load() {
+		return // the configuration in force no longer has it
+	}
 	if AdminState(s.admin.Load()) == AdminMaint {
 		return // checks are paused in MAINT; leaving it starts them
 	}
