@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"fmt"
 	"io"
 	"net"
@@ -12,8 +11,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/vipstack/vipstack/internal/syncbuf"
 )
 
 // TestLBSoftStop: SIGUSR1 is haproxy's soft stop. The frontend stops
@@ -49,22 +46,9 @@ backend masters
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var stderr syncbuf.Buffer
-	done := make(chan int, 1)
-	go func() {
-		done <- runLB(ctx, []string{"-f", path, "--watch-interval", "0", "--drain-timeout", "100ms"}, io.Discard, &stderr)
-	}()
-	var long net.Conn
-	waitFor(t, "the frontend", func() bool {
-		c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", ports[0]))
-		if err != nil {
-			return false
-		}
-		long = c
-		return true
-	})
+	run := startRunLB(t, "-f", path, "--watch-interval", "0", "--drain-timeout", "100ms")
+	stderr, done := &run.stderr, run.done
+	long := dialFrontend(t, fmt.Sprintf("127.0.0.1:%d", ports[0]))
 	defer long.Close()
 	long.SetDeadline(time.Now().Add(10 * time.Second))
 	r := bufio.NewReader(long)
@@ -111,15 +95,7 @@ backend masters
 	default:
 	}
 
-	cancel() // SIGTERM: the connection gets --drain-timeout
-	select {
-	case code := <-done:
-		if code != 0 {
-			t.Fatalf("runLB = %d, want 0; stderr:\n%s", code, stderr.String())
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("runLB did not return after SIGTERM's drain timeout")
-	}
+	run.stop(t) // SIGTERM: the connection gets --drain-timeout
 	for _, want := range []string{"soft stop (SIGUSR1)", "draining", "drain timed out", "vipstack lb stopped"} {
 		if !strings.Contains(stderr.String(), want) {
 			t.Errorf("log lacks %q:\n%s", want, stderr.String())

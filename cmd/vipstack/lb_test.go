@@ -109,6 +109,49 @@ func nameServer(t *testing.T, name string) int {
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
+// lbRun is runLB running in a goroutine as `vipstack lb` runs; cancel
+// stands for SIGTERM.
+type lbRun struct {
+	cancel context.CancelFunc
+	done   chan int
+	stderr syncbuf.Buffer
+}
+
+// startRunLB starts runLB with args; the test's end cancels it.
+func startRunLB(t *testing.T, args ...string) *lbRun {
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	r := &lbRun{cancel: cancel, done: make(chan int, 1)}
+	go func() { r.done <- runLB(ctx, args, io.Discard, &r.stderr) }()
+	return r
+}
+
+// stop cancels the run (SIGTERM) and wants it to end with 0.
+func (r *lbRun) stop(t *testing.T) {
+	t.Helper()
+	r.cancel()
+	select {
+	case code := <-r.done:
+		if code != 0 {
+			t.Fatalf("runLB = %d, want 0; stderr:\n%s", code, r.stderr.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("runLB did not return after SIGTERM; stderr:\n%s", r.stderr.String())
+	}
+}
+
+// dialFrontend connects to addr as soon as the balancer listens there.
+func dialFrontend(t *testing.T, addr string) net.Conn {
+	t.Helper()
+	var c net.Conn
+	waitFor(t, "the frontend at "+addr, func() bool {
+		var err error
+		c, err = net.Dial("tcp", addr)
+		return err == nil
+	})
+	return c
+}
+
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
@@ -150,28 +193,15 @@ backend masters
 	if err := os.WriteFile(path, []byte(cfg(m0)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var stderr syncbuf.Buffer
-	done := make(chan int, 1)
-	go func() {
-		done <- runLB(ctx, []string{"-f", path, "--watch-interval", "10ms", "--metrics-addr", fmt.Sprintf("127.0.0.1:%d", metrics)}, io.Discard, &stderr)
-	}()
+	run := startRunLB(t, "-f", path, "--watch-interval", "10ms", "--metrics-addr", fmt.Sprintf("127.0.0.1:%d", metrics))
+	stderr := &run.stderr
 
 	greet := func(c net.Conn) string {
 		c.SetDeadline(time.Now().Add(10 * time.Second))
 		line, _ := bufio.NewReader(c).ReadString('\n')
 		return strings.TrimSpace(line)
 	}
-	var long net.Conn
-	waitFor(t, "the frontend", func() bool {
-		c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", fe))
-		if err != nil {
-			return false
-		}
-		long = c
-		return true
-	})
+	long := dialFrontend(t, fmt.Sprintf("127.0.0.1:%d", fe))
 	defer long.Close()
 	if g := greet(long); g != "m0" {
 		t.Fatalf("first connection greeted by %q, want m0 (stderr: %s)", g, stderr.String())
@@ -243,15 +273,7 @@ backend masters
 	}
 
 	long.Close() // the drain then ends at once
-	cancel()
-	select {
-	case code := <-done:
-		if code != 0 {
-			t.Fatalf("runLB = %d, want 0; stderr:\n%s", code, stderr.String())
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("runLB did not return after cancellation")
-	}
+	run.stop(t)
 	for _, want := range []string{"vipstack lb running", `reloading reason="file changed"`, "configuration applied", "draining", "vipstack lb stopped"} {
 		if !strings.Contains(stderr.String(), want) {
 			t.Errorf("log lacks %q:\n%s", want, stderr.String())
