@@ -226,6 +226,10 @@ func (l *LB) SetServerAdmin(backend, name string, st AdminState) error {
 	return nil
 }
 
+// testHookAdminCounted, when set, runs in setAdmin between the count of
+// the backend's usable servers and the move (tests only).
+var testHookAdminCounted func(*server)
+
 // setAdmin moves the server to st: into MAINT its check stops and it
 // counts as DOWN (one more down in chkdown, as haproxy counts it); out of
 // MAINT it is UP at once and its check starts again. It reports false,
@@ -240,9 +244,29 @@ func (s *server) setAdmin(st AdminState) bool {
 	if old == st {
 		return true
 	}
+	// The move and the backend's usable servers before and after it are
+	// counted under usableMu, with a check's verdict kept out meanwhile
+	// (see server.left). Into MAINT or DRAIN the server stops being
+	// usable with the store; out of MAINT, with its return to UP.
+	l := s.lb
+	l.usableMu.Lock()
 	change := adminChange{backend: s.backend, id: s.id(), from: old, to: st, up: s.up.Load(),
-		before: s.lb.usableServers(s.backend)}
+		before: l.usableServers(s.backend)}
+	if testHookAdminCounted != nil {
+		testHookAdminCounted(s)
+	}
 	s.admin.Store(int32(st))
+	if old == AdminMaint {
+		s.mu.Lock()
+		if s.paused != nil {
+			s.downsBase.Add(s.paused.Downs)
+			s.paused = nil
+		}
+		s.setUpLocked(true)
+		s.mu.Unlock()
+	}
+	change.after = l.usableServers(s.backend)
+	l.usableMu.Unlock()
 	switch {
 	case st == AdminMaint:
 		s.mu.Lock()
@@ -262,19 +286,12 @@ func (s *server) setAdmin(st AdminState) bool {
 		s.setUpLocked(false)
 		s.mu.Unlock()
 	case old == AdminMaint:
-		s.mu.Lock()
-		if s.paused != nil {
-			s.downsBase.Add(s.paused.Downs)
-			s.paused = nil
-		}
-		s.setUpLocked(true)
-		s.mu.Unlock()
 		s.restartCheck()
 	}
 	s.lb.log.Info("server administrative state changed", "backend", s.backend, "server", s.name,
 		"from", old.String(), "to", st.String())
 	if to := s.lb.backendLog(s.backend); to != nil {
-		change.sessions, change.after = s.cur.Load(), s.lb.usableServers(s.backend)
+		change.sessions = s.cur.Load()
 		for _, ln := range adminLines(change) {
 			s.lb.sendLog(to, ln.level, []byte(ln.msg))
 		}

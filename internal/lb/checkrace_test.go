@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/vipstack/vipstack/internal/lbconfig"
+	"github.com/vipstack/vipstack/internal/syncbuf"
 )
 
 // holdingHandler holds every message that contains hold until release
@@ -191,4 +192,53 @@ func TestRetiredServer(t *testing.T) {
 	})
 	l.Shutdown(canceled())
 	eventually(t, "no checker running after Shutdown", func() bool { return runningCheckers() == 0 })
+}
+
+// TestNoServerLineOnce: a check taking the backend's last server DOWN
+// while the runtime API takes it into MAINT announces "backend be has no
+// server available!" once, as haproxy, whose state changes are
+// serialized, does. Before, each counted the usable servers on its own:
+// the API counted one before the move, the check then took the server
+// DOWN and counted none (its line), and the API counted none after its
+// move (a second line). The hook holds the API between its count and its
+// move while the check runs.
+func TestNoServerLineOnce(t *testing.T) {
+	a := startBackend(t, "a")
+	cfg := tcpConfig(lbconfig.RoundRobin, lbconfig.Server{Name: "a", Addr: a.addr, Weight: 1, Check: true, Inter: time.Second, Rise: 1, Fall: 1})
+	cfg.Backends[0].LogTargets = rawStdout
+	var out syncbuf.Buffer
+	clk := fakeClock()
+	l := newLBOpts(t, Options{Clock: clk, Stdout: &out}, cfg)
+	eventually(t, "a's first check", func() bool { return checksDone(l.serverStats(t, "be", "a")) == 1 })
+
+	const noServer = "backend be has no server available!"
+	a.stop()
+	testHookAdminCounted = func(*server) {
+		clk.Advance(time.Second) // the next check fails: DOWN (fall 1)
+		// The old code logged the check's DOWN meanwhile; the fixed one
+		// holds the check until the move is counted (not an assertion).
+		for deadline := time.Now().Add(500 * time.Millisecond); !strings.Contains(out.String(), noServer) && time.Now().Before(deadline); {
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	t.Cleanup(func() { testHookAdminCounted = nil })
+	if err := l.SetServerAdmin("be", "a", AdminMaint); err != nil {
+		t.Fatal(err)
+	}
+	testHookAdminCounted = nil
+	// Into MAINT the check has stopped, its lines sent: the line of the
+	// return comes after them.
+	if err := l.SetServerAdmin("be", "a", AdminReady); err != nil {
+		t.Fatal(err)
+	}
+	const back = "Server be/a is UP/READY (leaving forced maintenance)."
+	eventually(t, "the log up to the server's return", func() bool { return strings.Contains(out.String(), back) })
+	// (After it the restarted check fails again: a line of its own.)
+	before, _, _ := strings.Cut(out.String(), back)
+	if n := strings.Count(before, noServer); n != 1 {
+		t.Errorf("%q sent %d times, want once:\n%s", noServer, n, out.String())
+	}
+	if !strings.Contains(before, "Server be/a is going DOWN for maintenance") {
+		t.Errorf("no maintenance line:\n%s", out.String())
+	}
 }

@@ -85,6 +85,10 @@ type LB struct {
 	view atomic.Pointer[view]
 
 	healthMu    sync.Mutex
+	// usableMu serializes the changes of a server's usability (a check's
+	// UP or DOWN, the runtime API's admin state) with the count of the
+	// backend's usable servers before and after each (see server.left).
+	usableMu    sync.Mutex
 	healthy     bool
 	healthKnown bool
 	// draining is set by Shutdown: the frontends no longer accept, so

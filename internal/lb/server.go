@@ -109,7 +109,13 @@ type server struct {
 	lastStatus string        // last check status, for log-health-checks
 	lastState  string        // last healthcheck.State.String(), for log-health-checks
 	changed    bool          // onChange ran for the result onResult is about to get
-	checkUp    bool          // UP as of the last check result (or the checker's start), for chkfail
+	// left is the backend's usable servers right after that change, and
+	// emptied says the change took its last one: counted with the change
+	// under lb.usableMu, so that of two changes at once (a check's DOWN,
+	// the runtime API's MAINT) only one announces the empty backend.
+	left    int
+	emptied bool
+	checkUp bool // UP as of the last check result (or the checker's start), for chkfail
 }
 
 func (l *LB) newServer(backend string, s lbconfig.Server) *server {
@@ -259,35 +265,43 @@ func (s *server) stopLocked() {
 // checker calls right after, so that the log reads as haproxy's does: the
 // check that failed, then the server going DOWN.
 func (s *server) onChange(st healthcheck.State) {
+	l := s.lb
+	l.usableMu.Lock()
+	before := l.usableServers(s.backend)
 	s.mu.Lock()
 	s.setUpLocked(st.Up)
 	s.changed = true
+	s.mu.Unlock()
+	left := l.usableServers(s.backend)
+	l.usableMu.Unlock()
+	s.mu.Lock()
+	s.left, s.emptied = left, before > 0 && left == 0
 	s.mu.Unlock()
 }
 
 // logChange logs an UP/DOWN change and recomputes the LB's health. It
 // sends haproxy's line to the backend's log targets, and "backend B has
-// no server available!" after the last UP server's DOWN; withCheck puts
-// the check's account in the line (haproxy leaves it out with
-// log-health-checks, whose line came just before).
-func (s *server) logChange(st healthcheck.State, withCheck bool) {
+// no server available!" when the change emptied the backend; withCheck
+// puts the check's account in the line (haproxy leaves it out with
+// log-health-checks, whose line came just before). left is the backend's
+// usable servers after the change.
+func (s *server) logChange(st healthcheck.State, withCheck bool, left int, emptied bool) {
 	l := s.lb
 	if to := l.backendLog(s.backend); to != nil {
 		// haproxy counts the usable servers ("active"), and a drained
 		// server's change is a notice followed by "remains in forced
 		// drain mode." (measured, haproxy 2.6.12); the backend has no
 		// server left only when this one was usable.
-		up := l.usableServers(s.backend)
 		drained := AdminState(s.admin.Load()) == AdminDrain
 		level := lbconfig.LevelNotice
 		if !st.Up && !drained {
 			level = lbconfig.LevelAlert
 		}
-		l.sendLog(to, level, serverStateLine(s.id(), st, withCheck, up, s.cur.Load()))
+		l.sendLog(to, level, serverStateLine(s.id(), st, withCheck, left, s.cur.Load()))
 		switch {
 		case drained:
 			l.sendLog(to, lbconfig.LevelNotice, []byte("Server "+s.id()+" remains in forced drain mode."))
-		case !st.Up && up == 0 && s.weight.cur.Load() > 0:
+		case !st.Up && emptied:
 			l.sendLog(to, lbconfig.LevelEmerg, noServerLine(s.backend))
 		}
 	}
@@ -358,11 +372,11 @@ func (s *server) onResult(r healthcheck.Result, st healthcheck.State) {
 	s.lastStatus, s.lastState = r.Status, state
 	logHC := s.check.logHealthChk
 	logIt := logHC && (prev != r.Status || prevState != state)
-	changed := s.changed
+	changed, left, emptied := s.changed, s.left, s.emptied
 	s.changed = false
 	s.mu.Unlock()
 	if changed {
-		defer s.logChange(st, !logHC)
+		defer s.logChange(st, !logHC, left, emptied)
 	}
 	if !logIt {
 		return
