@@ -41,13 +41,29 @@ func newConnLog(c *lbconfig.ConnLog, to *logDests) (*connLog, error) {
 	cl := &connLog{to: to, items: items, dontLogNull: c.DontLogNull}
 	for _, it := range items {
 		switch it.Var {
-		case "fi", "fp":
+		case "ci", "fi", "fp":
+			// %ci too: an IPv4 client of an IPv6 listener is
+			// written IPv4-mapped (client), which the listener's
+			// address tells.
 			cl.needLocal = true
 		case "bi", "bp":
 			cl.needSource = true
 		}
 	}
 	return cl, nil
+}
+
+// client is cn's client address as haproxy 2.6 writes it in its logs: an
+// IPv4 client of an IPv6 listener (`bind :::PORT v4v6`) IPv4-mapped, as
+// that socket gives it (measured: "::ffff:127.0.0.1:43206 [...] fe2 be/s1
+// ..." in a tcplog line, %ci and %fi "::ffff:127.0.0.1"); the accept loop
+// hands the client's address unmapped, and the listener's address (read
+// when the log needs it) tells the listener's family.
+func (cn *conn) client() netip.AddrPort {
+	if a := cn.peer.Addr(); a.Is4() && cn.local.Addr().Is4In6() {
+		return netip.AddrPortFrom(netip.AddrFrom16(a.As16()), cn.peer.Port())
+	}
+	return cn.peer
 }
 
 // Termination states (haproxy's %ts): the first character says what
@@ -224,7 +240,7 @@ func (cn *conn) appendLine(b []byte, cl *connLog, end time.Time) []byte {
 		if !a.IsValid() {
 			return append(b, '-')
 		}
-		return a.Unmap().AppendTo(b)
+		return a.AppendTo(b)
 	}
 	for _, it := range cl.items {
 		if it.Var == "" {
@@ -238,7 +254,7 @@ func (cn *conn) appendLine(b []byte, cl *connLog, end time.Time) []byte {
 		start := len(b)
 		switch it.Var {
 		case "ci":
-			b = addr(b, cn.peer.Addr())
+			b = addr(b, cn.client().Addr())
 		case "cp":
 			b = strconv.AppendUint(b, uint64(cn.peer.Port()), 10)
 		case "fi":

@@ -36,8 +36,11 @@ import (
 // defaultLogTag is the syslog tag without log-tag.
 const defaultLogTag = "haproxy"
 
-// maxLogLine bounds a datagram, header and newline included: haproxy's
-// default `len`. A longer message is cut and still ends with a newline.
+// maxLogLine is haproxy's default `len`: a longer line is cut, and still
+// ends with a newline. haproxy 2.6.12 counts the RFC 3164 header and the
+// message in it and adds the newline past it (a 1025-byte datagram), but
+// counts the newline in it with `format raw` (1024 bytes, and so on
+// stdout): measured, TestLongLogLineMatchesHaproxy.
 const maxLogLine = 1024
 
 // logRetry is how long a log target that could not be reached is left
@@ -260,9 +263,11 @@ func deliver(to *logDests, level int, at time.Time, msg []byte, pid int, buf []b
 }
 
 // appendDatagram formats msg for d: the RFC 3164 header unless raw, the
-// message cut to maxLogLine, and a newline.
+// message cut to maxLogLine (see there), and a newline.
 func appendDatagram(b []byte, d logDest, level int, at time.Time, pid int, msg []byte) []byte {
+	room := maxLogLine - 1
 	if !d.raw {
+		room = maxLogLine
 		b = append(b, '<')
 		b = strconv.AppendInt(b, int64(d.facility*8+max(level, d.minLevel)), 10)
 		b = append(b, '>')
@@ -272,7 +277,7 @@ func appendDatagram(b []byte, d logDest, level int, at time.Time, pid int, msg [
 		b = strconv.AppendInt(b, int64(pid), 10)
 		b = append(b, "]: "...)
 	}
-	room := maxLogLine - 1 - len(b)
+	room -= len(b)
 	if room < 0 {
 		room = 0
 	}
@@ -291,7 +296,7 @@ func appendDatagram(b []byte, d logDest, level int, at time.Time, pid int, msg [
 func (f *frontend) logConnect(cn *conn, cl *connLog) {
 	var buf [160]byte
 	b := append(buf[:0], "Connect from "...)
-	b = appendAddrPort(b, cn.peer)
+	b = appendAddrPort(b, cn.client())
 	b = append(b, " to "...)
 	b = appendAddrPort(b, cn.local)
 	b = append(b, " ("...)
@@ -329,13 +334,16 @@ func tcpAddrPort(a net.Addr) netip.AddrPort {
 }
 
 // appendAddrPort writes ADDR:PORT as haproxy's "Connect from" line does:
-// IPv6 without brackets (not measured), IPv4-mapped addresses as IPv4.
+// IPv6 without brackets, and an IPv4 client of an IPv6 listener (`bind
+// :::PORT v4v6`) IPv4-mapped, as the socket gives it (haproxy 2.6.12,
+// measured: "Connect from ::1:49850 to ::1:27010 (fe/TCP)", "Connect
+// from ::ffff:127.0.0.1:37374 to ::ffff:127.0.0.1:27010 (fe/TCP)").
 func appendAddrPort(b []byte, ap netip.AddrPort) []byte {
 	a := ap.Addr()
 	if !a.IsValid() {
 		return append(b, '-')
 	}
-	b = a.Unmap().AppendTo(b)
+	b = a.AppendTo(b)
 	b = append(b, ':')
 	return strconv.AppendUint(b, uint64(ap.Port()), 10)
 }
@@ -347,7 +355,21 @@ func appendAddrPort(b []byte, ap netip.AddrPort) []byte {
 //	, reason: Layer7 wrong status, code: 503, info: "Service Unavailable", check duration: 1ms
 //
 // haproxy shows no info for a passed check nor for "Layer7 invalid
-// response".
+// response". With check-ssl, haproxy 2.6.12 says the same for every
+// handshake that fails, whatever the TLS library's reason (a certificate
+// its CA file does not verify, a server answering in plain HTTP, closing
+// or resetting the connection after it read the ClientHello), and nothing
+// for a handshake that times out (measured,
+// TestHealthCheckTLSLogMatchesHaproxy):
+//
+//	, reason: Layer6 invalid response, info: "SSL handshake failure", check duration: 2ms
+//	, reason: Layer6 timeout, check duration: 1001ms
+//
+// Not matched: a server that resets the connection before it reads the
+// ClientHello gets "SSL handshake failure (Connection reset by peer)" from
+// haproxy (measured), as the reset then fails haproxy's own send; vipstack
+// sees such a reset on its read, like any other, and cannot tell them
+// apart.
 func appendCheck(b []byte, r healthcheck.Result) []byte {
 	b = append(b, ", reason: "...)
 	b = append(b, healthcheck.Description(r.Status)...)
@@ -355,9 +377,16 @@ func appendCheck(b []byte, r healthcheck.Result) []byte {
 		b = append(b, ", code: "...)
 		b = strconv.AppendInt(b, int64(r.Code), 10)
 	}
-	if !r.OK && r.Info != "" && r.Status != healthcheck.L7RSP {
+	info := r.Info
+	switch r.Status {
+	case healthcheck.L7RSP, healthcheck.L6TOUT:
+		info = ""
+	case healthcheck.L6RSP:
+		info = "SSL handshake failure"
+	}
+	if !r.OK && info != "" {
 		b = append(b, `, info: "`...)
-		b = append(b, r.Info...)
+		b = append(b, info...)
 		b = append(b, '"')
 	}
 	b = append(b, ", check duration: "...)

@@ -2,11 +2,22 @@ package lb
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
 	"io"
+	"math/big"
 	"net"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,6 +27,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/vipstack/vipstack/internal/haproxycfg"
 	"github.com/vipstack/vipstack/internal/peers"
 )
 
@@ -340,5 +352,378 @@ func TestSyslogMatchesHaproxy(t *testing.T) {
 	}
 	for _, k := range []string{"fe", "mon", "stats", "be", "be2"} {
 		t.Logf("haproxy, %s:\n%s", k, strings.Join(want[k], "\n"))
+	}
+}
+
+// startHaproxyAndLB runs haproxy on conf(hsock, hports) and vipstack on
+// conf(vsock, vports), each with its own log socket and n loopback
+// ports, and returns their log readers and ports.
+func startHaproxyAndLB(t *testing.T, n int, conf func(sock string, ports []string) string) (hlog, vlog *logReader, hports, vports []string) {
+	t.Helper()
+	if _, err := exec.LookPath("haproxy"); err != nil {
+		t.Skip("haproxy not installed")
+	}
+	dir := t.TempDir()
+	hsock, vsock := filepath.Join(dir, "h.sock"), filepath.Join(dir, "v.sock")
+	hlog, vlog = readLog(t, hsock), readLog(t, vsock)
+	for range n {
+		hports, vports = append(hports, freePort(t)), append(vports, freePort(t))
+	}
+	hout := peers.HAProxy(t, conf(hsock, hports))
+	cfg, err := haproxycfg.Parse("haproxy.cfg", []byte(conf(vsock, vports)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	newLBOpts(t, Options{}, cfg)
+	t.Cleanup(func() {
+		// haproxy's alerts about the configuration; "no server
+		// available" is one of the lines compared.
+		for _, l := range strings.Split(hout.String(), "\n") {
+			if strings.Contains(l, "[ALERT]") && !strings.Contains(l, "has no server available") {
+				t.Errorf("haproxy:\n%s", hout.String())
+				return
+			}
+		}
+	})
+	return hlog, vlog, hports, vports
+}
+
+// waitListening waits until addr takes connections (haproxy starting).
+func waitListening(t *testing.T, network, addr string) {
+	t.Helper()
+	deadline := time.Now().Add(bound)
+	for {
+		c, err := net.DialTimeout(network, addr, bound)
+		if err == nil {
+			c.Close()
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %v", addr, err)
+		}
+		time.Sleep(20 * time.Millisecond) // haproxy starting, bounded
+	}
+}
+
+var (
+	logConnectPorts = regexp.MustCompile(`^(<\d+> Connect from \S+):\d+ to (\S+):\d+ `)
+	logTCPLine      = regexp.MustCompile(`^(<\d+> \S+):\d+ \[[^\]]+\] (\S+ \S+) [-\d]+/[-\d]+/\d+ (\d+ \S\S) [/\d]+ `)
+)
+
+// TestLogAddressesMatchHaproxy compares the client and listener addresses
+// in the logs of a `bind :::PORT v4v6` listener, for an IPv4 client
+// (haproxy writes it IPv4-mapped, ::ffff:127.0.0.1) and an IPv6 one (::1,
+// no brackets): the "Connect from" line of a frontend without a format
+// and of a monitor, the tcplog line, and %ci %fi %si under log-format,
+// quoted and not. Ports, dates, timings and connection counts are
+// masked.
+func TestLogAddressesMatchHaproxy(t *testing.T) {
+	if c, err := net.Listen("tcp6", "[::1]:0"); err != nil {
+		t.Skip("no IPv6 loopback:", err)
+	} else {
+		c.Close()
+	}
+	server := startBackend(t, "a")
+	conf := func(sock string, ports []string) string {
+		return strings.NewReplacer("{{SOCK}}", sock, "{{SRV}}", server.addr.String(),
+			"{{P0}}", ports[0], "{{P1}}", ports[1], "{{P2}}", ports[2], "{{P3}}", ports[3]).Replace(`defaults
+  mode tcp
+  log {{SOCK}} local0
+  timeout connect 1s
+  timeout client 3s
+  timeout server 3s
+frontend fe
+  bind :::{{P0}} v4v6
+  default_backend be
+frontend fe2
+  bind :::{{P1}} v4v6
+  option tcplog
+  default_backend be
+frontend fe3
+  bind :::{{P2}} v4v6
+  log-format "%ci|%fi|%fp|%si|%{+Q}ci|%{+Q}fi"
+  default_backend be
+listen mon
+  bind :::{{P3}} v4v6
+  mode http
+  monitor-uri /ready
+backend be
+  server s1 {{SRV}}
+`)
+	}
+	hlog, vlog, hports, vports := startHaproxyAndLB(t, 4, conf)
+	waitListening(t, "tcp", "127.0.0.1:"+hports[3])
+	for _, ports := range [][]string{hports, vports} {
+		for i, port := range ports {
+			for _, host := range []string{"127.0.0.1", "::1"} {
+				addr := net.JoinHostPort(host, port)
+				if i == 3 {
+					exchange(t, addr, "GET /ready HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+					continue
+				}
+				c, err := net.DialTimeout("tcp", addr, bound)
+				if err != nil {
+					t.Fatal(err)
+				}
+				c.SetDeadline(time.Now().Add(bound))
+				io.ReadFull(c, make([]byte, 2)) // "a\n"
+				c.Close()
+			}
+		}
+	}
+	// haproxy's "Connect from" line for the monitor counts too: a
+	// line per request, four in all.
+	for _, who := range []struct {
+		name string
+		r    *logReader
+	}{{"haproxy", hlog}, {"vipstack", vlog}} {
+		who.r.waitForN(t, who.name, "Connect from", 4)
+		who.r.waitForN(t, who.name, " fe2 be/s1 ", 2)
+		who.r.waitForN(t, who.name, "|", 2)
+	}
+	mask := func(lines []string) []string {
+		var out []string
+		for _, d := range lines {
+			m := syslogHeader.FindStringSubmatch(d)
+			if m == nil {
+				out = append(out, "not RFC 3164: "+d)
+				continue
+			}
+			s := "<" + m[1] + "> " + m[2]
+			s = logConnectPorts.ReplaceAllString(s, "$1:PORT to $2:PORT ")
+			s = logTCPLine.ReplaceAllString(s, "$1:PORT [DATE] $2 Tw/Tc/Tt $3 COUNTS ")
+			s = strings.ReplaceAll(s, "|"+hportsOr(hports, vports, d)+"|", "|FP|")
+			out = append(out, s)
+		}
+		slices.Sort(out) // the four frontends' lines interleave as they come
+		return out
+	}
+	want, got := mask(hlog.lines()), mask(vlog.lines())
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("datagrams (-haproxy +vipstack):\n%s", diff)
+	}
+	t.Logf("haproxy:\n%s", strings.Join(want, "\n"))
+}
+
+// hportsOr is fe3's port in d: haproxy's or vipstack's.
+func hportsOr(hports, vports []string, d string) string {
+	if strings.Contains(d, "|"+hports[2]+"|") {
+		return hports[2]
+	}
+	return vports[2]
+}
+
+// TestLongLogLineMatchesHaproxy compares lines longer than haproxy's
+// default `len` of 1024: a log-format of 1100 bytes, to an RFC 3164 target
+// and to a `format raw` one, and the "Connect from" line of a frontend
+// whose name is 1000 bytes long. haproxy 2.6.12 cuts the RFC 3164
+// datagram to 1024 bytes and adds the newline (1025), the raw one to 1023
+// and the newline (1024); each holds the start of the line (measured).
+func TestLongLogLineMatchesHaproxy(t *testing.T) {
+	long := strings.Repeat("x", 1100)
+	name := "f" + strings.Repeat("n", 999)
+	var rawH, rawV *logReader
+	dir := t.TempDir()
+	conf := func(sock string, ports []string) string {
+		raw := sock + ".raw"
+		if rawH == nil {
+			rawH = readLog(t, raw)
+		} else {
+			rawV = readLog(t, raw)
+		}
+		return strings.NewReplacer("{{SOCK}}", sock, "{{RAW}}", raw, "{{SRV}}", filepath.Join(dir, "none"),
+			"{{P0}}", ports[0], "{{P1}}", ports[1], "{{LONG}}", long, "{{NAME}}", name).Replace(`defaults
+  mode tcp
+  timeout connect 1s
+  timeout client 3s
+  timeout server 3s
+frontend fe
+  bind 127.0.0.1:{{P0}}
+  log {{SOCK}} local0
+  log {{RAW}} format raw local0
+  log-format "A{{LONG}}Z"
+  default_backend be
+frontend {{NAME}}
+  bind 127.0.0.1:{{P1}}
+  log {{SOCK}} local0
+  default_backend be
+backend be
+  server s1 127.0.0.1:9
+`)
+	}
+	hlog, vlog, hports, vports := startHaproxyAndLB(t, 2, conf)
+	for _, ports := range [][]string{hports, vports} {
+		waitListening(t, "tcp", "127.0.0.1:"+ports[0]) // a connection to fe
+		exchange(t, "127.0.0.1:"+ports[1], "")
+	}
+	describe := func(r *logReader, who string, connect bool) []string {
+		if connect {
+			r.waitFor(t, who, "Connect from")
+		}
+		r.waitFor(t, who, "Axxx")
+		var out []string
+		for _, d := range r.lines() {
+			m := syslogHeader.FindStringSubmatch(d)
+			head := "raw"
+			msg := strings.TrimSuffix(d, "\n")
+			if m != nil {
+				head = "<" + m[1] + "> header"
+				msg = m[2]
+			}
+			msg = logPorts.ReplaceAllString(msg, "$1:PORT")
+			out = append(out, fmt.Sprintf("%s, %d bytes, newline %v: %.40s...%s", head, len(d), strings.HasSuffix(d, "\n"), msg, msg[max(len(msg)-10, 0):]))
+		}
+		slices.Sort(out) // the two frontends' lines come in either order
+		return out
+	}
+	want := append(describe(hlog, "haproxy", true), describe(rawH, "haproxy raw", false)...)
+	got := append(describe(vlog, "vipstack", true), describe(rawV, "vipstack raw", false)...)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("datagrams (-haproxy +vipstack):\n%s", diff)
+	}
+	t.Logf("haproxy:\n%s", strings.Join(want, "\n"))
+}
+
+// selfSigned is a self-signed certificate for 127.0.0.1 and its PEM.
+func selfSigned(t *testing.T, cn string) (tls.Certificate, []byte) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: cn},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(time.Hour),
+		IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1)},
+		IsCA:                  true,
+		BasicConstraintsValid: true,
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+}
+
+// TestHealthCheckTLSLogMatchesHaproxy compares option log-health-checks'
+// lines for check-ssl servers: one that completes the handshake (verify
+// none), one whose certificate is not verified (haproxy: verify required
+// with a ca-file of another CA; vipstack: verify by default, against the
+// system's CA pool), one that answers in plain HTTP, one that closes and
+// one that resets, both after reading the ClientHello. haproxy 2.6.12
+// reports every failed handshake as `Layer6 invalid response, info: "SSL
+// handshake failure"` (measured), then the server DOWN and the backend
+// without a server.
+func TestHealthCheckTLSLogMatchesHaproxy(t *testing.T) {
+	cert, _ := selfSigned(t, "server")
+	_, otherCA := selfSigned(t, "other CA")
+	caFile := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(caFile, otherCA, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	serve := func(handle func(net.Conn)) string {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ln.Close() })
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				go func() {
+					defer c.Close()
+					c.SetDeadline(time.Now().Add(bound))
+					handle(c)
+				}()
+			}
+		}()
+		return ln.Addr().String()
+	}
+	tlsOK := serve(func(c net.Conn) {
+		tc := tls.Server(c, &tls.Config{Certificates: []tls.Certificate{cert}})
+		if tc.Handshake() == nil {
+			io.Copy(io.Discard, tc)
+		}
+	})
+	plain := serve(func(c net.Conn) {
+		c.Read(make([]byte, 4096))
+		io.WriteString(c, "HTTP/1.0 400 Bad Request\r\n\r\n")
+	})
+	// Both read the ClientHello first, so that the check's client has
+	// connected and sent it whatever the timing: one then closes (an end
+	// of file in the handshake), the other resets.
+	closer := serve(func(c net.Conn) { c.Read(make([]byte, 4096)) })
+	reset := serve(func(c net.Conn) {
+		c.Read(make([]byte, 4096))
+		c.(*net.TCPConn).SetLinger(0)
+	})
+	backends := []string{"ok", "badca", "plain", "closer", "reset"}
+	conf := func(sock string, ports []string) string {
+		badca := "verify required ca-file " + caFile
+		if strings.Contains(sock, "v.sock") {
+			badca = "" // vipstack: verified by default, against the system's pool
+		}
+		return strings.NewReplacer("{{SOCK}}", sock, "{{P0}}", ports[0], "{{OK}}", tlsOK, "{{PLAIN}}", plain,
+			"{{CLOSER}}", closer, "{{RESET}}", reset, "{{BADCA}}", badca).Replace(`defaults
+  mode tcp
+  log {{SOCK}} local0
+  timeout connect 1s
+  timeout client 3s
+  timeout server 3s
+frontend fe
+  bind 127.0.0.1:{{P0}}
+  default_backend ok
+backend ok
+  option log-health-checks
+  server s1 {{OK}} check check-ssl verify none inter 5s
+backend badca
+  option log-health-checks
+  server s1 {{OK}} check check-ssl {{BADCA}} inter 5s
+backend plain
+  option log-health-checks
+  server s1 {{PLAIN}} check check-ssl verify none inter 5s
+backend closer
+  option log-health-checks
+  server s1 {{CLOSER}} check check-ssl verify none inter 5s
+backend reset
+  option log-health-checks
+  server s1 {{RESET}} check check-ssl verify none inter 5s
+`)
+	}
+	hlog, vlog, _, _ := startHaproxyAndLB(t, 1, conf)
+	for _, who := range []struct {
+		name string
+		r    *logReader
+	}{{"haproxy", hlog}, {"vipstack", vlog}} {
+		who.r.waitFor(t, who.name, "Health check for server ok/s1 succeeded")
+		for _, b := range backends[1:] {
+			who.r.waitFor(t, who.name, "backend "+b+" has no server available!")
+		}
+	}
+	group := func(lines []string) map[string][]string {
+		out := map[string][]string{}
+		for _, d := range lines {
+			s := maskDatagram(d)
+			for _, b := range backends {
+				if strings.Contains(s, " "+b+"/s1") || strings.Contains(s, "backend "+b+" ") {
+					out[b] = append(out[b], s)
+				}
+			}
+		}
+		return out
+	}
+	want, got := group(hlog.lines()), group(vlog.lines())
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("datagrams by backend (-haproxy +vipstack):\n%s", diff)
+	}
+	for _, b := range backends {
+		t.Logf("haproxy, %s:\n%s", b, strings.Join(want[b], "\n"))
 	}
 }

@@ -42,6 +42,17 @@ func TestSyslogLines(t *testing.T) {
 			`Health check for server be2/s3 failed, reason: Layer7 invalid response, check duration: 0ms, status: 0/2 DOWN.`},
 		{"check reset, falling", healthCheckLine("be2/s1", healthcheck.Result{Status: healthcheck.SOCKERR, Info: "Connection reset by peer", Duration: 10 * time.Millisecond}, up(1, 2)),
 			`Health check for server be2/s1 failed, reason: Socket error, info: "Connection reset by peer", check duration: 10ms, status: 1/2 UP.`},
+		// check-ssl (measured, haproxy 2.6.12: the same info for a
+		// certificate its ca-file does not verify, a plain HTTP
+		// answer, a close and a reset; none for a timeout).
+		{"TLS handshake failed: haproxy's info, not the TLS library's", healthCheckLine("badca/s1", healthcheck.Result{Status: healthcheck.L6RSP, Info: "tls: failed to verify certificate: x509: certificate signed by unknown authority", Duration: 2 * time.Millisecond}, down(0, 2)),
+			`Health check for server badca/s1 failed, reason: Layer6 invalid response, info: "SSL handshake failure", check duration: 2ms, status: 0/2 DOWN.`},
+		{"TLS handshake timed out: no info", healthCheckLine("silent/s1", healthcheck.Result{Status: healthcheck.L6TOUT, Info: "TLS handshake timed out", Duration: 1001 * time.Millisecond}, down(0, 2)),
+			`Health check for server silent/s1 failed, reason: Layer6 timeout, check duration: 1001ms, status: 0/2 DOWN.`},
+		{"TLS check passed", healthCheckLine("ok/s1", healthcheck.Result{OK: true, Status: healthcheck.L6OK, Duration: 4 * time.Millisecond}, up(0, 3)),
+			`Health check for server ok/s1 succeeded, reason: Layer6 check passed, check duration: 4ms, status: 3/3 UP.`},
+		{"DOWN after a TLS failure, with the check", serverStateLine("http/s1", withLast(down(0, 2), healthcheck.Result{Status: healthcheck.L6RSP, Info: "tls: first record does not look like a TLS handshake"}), true, 0, 0),
+			`Server http/s1 is DOWN, reason: Layer6 invalid response, info: "SSL handshake failure", check duration: 0ms. 0 active and 0 backup servers left. 0 sessions active, 0 requeued, 0 remaining in queue.`},
 		{"DOWN with the check", serverStateLine("be/s1", withLast(down(0, 2), refused), true, 1, 0),
 			`Server be/s1 is DOWN, reason: Layer4 connection problem, info: "Connection refused", check duration: 0ms. 1 active and 0 backup servers left. 0 sessions active, 0 requeued, 0 remaining in queue.`},
 		{"DOWN with log-health-checks", serverStateLine("be2/s1", withLast(down(0, 2), refused), false, 2, 0),
@@ -99,8 +110,16 @@ func TestSyslogDatagrams(t *testing.T) {
 		{"raw", logDest{facility: 16, level: 7, raw: true}, lbconfig.LevelInfo, "a line", []string{"a line\n"}},
 		{"log-tag", logDest{facility: 16, level: 7, tag: "hx"}, lbconfig.LevelNotice, "m",
 			[]string{"<133>Nov  3 19:34:04 hx[22150]: m\n"}},
-		{"cut at 1024 bytes", logDest{facility: 16, level: 7, raw: true}, lbconfig.LevelInfo, strings.Repeat("x", 2000),
+		// haproxy 2.6.12 cuts a line at its default len 1024 (measured,
+		// TestLongLogLineMatchesHaproxy): with the RFC 3164 header the
+		// header and message fill 1024 bytes and the newline comes past
+		// them; raw, the newline is the 1024th byte.
+		{"raw cut at 1024 bytes, newline included", logDest{facility: 16, level: 7, raw: true}, lbconfig.LevelInfo, strings.Repeat("x", 2000),
 			[]string{strings.Repeat("x", 1023) + "\n"}},
+		{"RFC 3164 cut at 1024 bytes, newline past them", logDest{facility: 16, level: 7}, lbconfig.LevelInfo, strings.Repeat("x", 2000),
+			[]string{"<134>Nov  3 19:34:04 haproxy[22150]: " + strings.Repeat("x", 1024-len("<134>Nov  3 19:34:04 haproxy[22150]: ")) + "\n"}},
+		{"RFC 3164 line of 1024 bytes whole", logDest{facility: 16, level: 7}, lbconfig.LevelInfo, strings.Repeat("y", 1024-len("<134>Nov  3 19:34:04 haproxy[22150]: ")),
+			[]string{"<134>Nov  3 19:34:04 haproxy[22150]: " + strings.Repeat("y", 1024-len("<134>Nov  3 19:34:04 haproxy[22150]: ")) + "\n"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
