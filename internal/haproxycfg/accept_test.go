@@ -30,6 +30,27 @@ func TestParseAccepts(t *testing.T) {
 		wantWarnings   []string
 		haproxyRejects string // why haproxy -c rejects it, when it does
 	}{
+		// A monitor under defaults' log format, whose targets get no
+		// info lines (haproxy's request lines there are info,
+		// measured): accepted, and it sends nothing.
+		{
+			name: "listen under a log format, notice target",
+			conf: func(t *testing.T) string {
+				return edit(t, "  mode tcp\n", "  mode tcp\n  log /run/l.sock local0 notice alert\n  option tcplog\n") +
+					"listen mon\n  bind 127.0.0.1:47013\n  mode http\n  monitor-uri /ready\n"
+			},
+			get:  func(c *lbconfig.Config) any { return c.Monitors[0].LogTargets },
+			want: []lbconfig.LogTarget(nil),
+		},
+		{
+			name: "listen under a log format, no log",
+			conf: func(t *testing.T) string {
+				return edit(t, "  mode tcp\n", "  mode tcp\n  log /run/l.sock local0\n  option tcplog\n") +
+					"listen mon\n  bind 127.0.0.1:47013\n  mode http\n  monitor-uri /ready\n  no log\n"
+			},
+			get:  func(c *lbconfig.Config) any { return c.Monitors[0].LogTargets },
+			want: []lbconfig.LogTarget(nil),
+		},
 		// Addresses.
 		{
 			name: "all IPv6 and IPv4",

@@ -45,8 +45,14 @@
 // log-tag sets the syslog tag (default "haproxy", see internal/lb).
 // A monitor or stats section's targets (lbconfig.Monitor.LogTargets,
 // Stats.LogTargets) get haproxy's "Connect from ... (NAME/HTTP)" line per
-// request, unless defaults set a log format (haproxy then logs no monitor
-// request, and vipstack sends nothing there).
+// request. Under defaults' log format haproxy logs no monitor hit but
+// writes a request line (level info) for other streams (CR, PR, cR, SC,
+// LR; measured), which vipstack does not write: such a section is an
+// error when one of its targets takes info lines (give it `no log`, a
+// level of notice or above as OpenShift's current template does, or put
+// the format in the frontends), and sends nothing otherwise. option
+// httplog, option tcplog and log-format in a listen section are errors
+// for the same reason.
 //
 // A frontend with targets sends a connection log: with a format
 // (lbconfig.ConnLog: log-format, with the variables of

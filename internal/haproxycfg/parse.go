@@ -128,6 +128,7 @@ type parser struct {
 	// listen's own send one datagram per message).
 	refs, defRefs []int
 	logFormat     string // defaults' log-format or option tcplog
+	logFormatAt   int    // its line
 	feLogFormat   string // the frontend's own, overriding logFormat
 
 	front, back map[string]nameUse // haproxy's two proxy name spaces
@@ -376,11 +377,29 @@ func (p *parser) endListen() {
 	l := line{num: p.secLine}
 	monitor, stats := ls.monitorLine != 0, ls.statsLine != 0
 	// Without a log format, haproxy 2.6 sends "Connect from ... (NAME/HTTP)"
-	// for each request; with defaults' log-format it logs no monitor
-	// request (measured), and vipstack sends nothing there.
+	// for each request. With defaults' log-format (or option tcplog) it
+	// logs no monitor hit, but writes a line in that format, at level info,
+	// for every other stream (measured, haproxy 2.6.12, option tcplog):
+	//
+	//	127.0.0.1:35148 [...] mon mon/<NOSRV> -1/-1/0 0 CR 1/1/0/0/0 0/0      connected and closed (none with dontlognull)
+	//	127.0.0.1:35160 [...] mon mon/<NOSRV> -1/-1/0 0 PR 1/1/0/0/0 0/0      garbage, answered 400
+	//	127.0.0.1:35164 [...] mon mon/<NOSRV> -1/-1/0 217 SC 1/1/0/0/0 0/0    another URI, answered 503
+	//	127.0.0.1:35182 [...] mon mon/<NOSRV> -1/-1/1001 0 cR 1/1/0/0/0 0/0   timeout http-request, 408 (none with dontlognull for a client that sent nothing)
+	//	127.0.0.1:57788 [...] stats stats/<STATS> 0/0/0 22758 LR 1/1/0/0/0 0/0 the stats page
+	//
+	// vipstack does not write those lines: a listen section that would
+	// send info lines under a log format is refused (logFormatRefusal);
+	// one whose targets take notice and above (OpenShift's current
+	// template: `log ... local0 notice alert`) gets none from haproxy
+	// either, and sends nothing.
 	var logs []lbconfig.LogTarget
 	if p.logFormat == "" {
 		logs = ls.logs
+	} else if i := slices.IndexFunc(ls.logs, func(t lbconfig.LogTarget) bool { return t.Level >= lbconfig.LevelInfo }); i >= 0 && !p.broken {
+		p.errorf(l, "log-format", "%s would log its requests in the log format of defaults (line %d) to %s at level info, "+
+			"which vipstack does not write for monitor and stats sections (haproxy writes its CR, PR, cR, SC and LR lines there); "+
+			"accepted: `no log` in %s, a log level of notice or above for its targets (as `log TARGET local0 notice`), or the log format in the frontends instead of defaults",
+			p.key, p.logFormatAt, ls.logs[i], p.key)
 	}
 	switch {
 	case p.broken && (!monitor && !stats || ls.mode == ""):
@@ -553,6 +572,7 @@ func (p *parser) defaults(l line) {
 		p.log(l)
 	case "log-format", "option tcplog":
 		p.logFormatLine(l, &p.logFormat)
+		p.logFormatAt = l.num
 	case "option dontlognull":
 		if p.once(l, kw) {
 			if _, ok := p.nargs(l, 2, 0, 0, ""); ok {
@@ -758,6 +778,11 @@ func (p *parser) listen(l line) {
 		if p.once(l, kw) {
 			p.nargs(l, 2, 0, 0, "")
 		}
+	case "option httplog", "log-format", "option tcplog":
+		// haproxy would write a request line for each stream but a
+		// monitor hit (see endListen): vipstack does not.
+		p.errorf(l, kw, "%s in %s: vipstack writes no request lines for monitor and stats sections "+
+			"(accepted: no log format there; without one, each request is logged as haproxy's \"Connect from\" line)", kw, p.key)
 	case "stats enable":
 		if p.once(l, kw) {
 			p.nargs(l, 2, 0, 0, "")

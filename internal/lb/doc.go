@@ -168,8 +168,11 @@
 // vipstack stands in for haproxy, and what reads the socket (OpenShift's
 // socat sidecar, syslog rules, log shippers' haproxy parsers) looks for
 // haproxy[; the PID is vipstack's. A target's LEVEL drops less severe
-// messages; MINLEVEL sends more severe ones at MINLEVEL. A datagram is
-// cut at 1024 bytes (haproxy's default len).
+// messages; MINLEVEL sends more severe ones at MINLEVEL. A line is cut
+// at haproxy's default len of 1024 bytes as haproxy 2.6.12 cuts it
+// (measured, TestLongLogLineMatchesHaproxy): header and message fill
+// 1024 bytes and the newline comes past them (1025), or with `format raw`
+// the newline is the 1024th byte.
 //
 // What goes to a frontend's targets (level info): with log-format or
 // option tcplog, one line per connection when it ends (connlog.go; %bi
@@ -181,6 +184,13 @@
 // suppress:
 //
 //	Connect from 127.0.0.1:56490 to 127.0.0.1:17001 (fe/TCP)
+//
+// Addresses are written as haproxy 2.6.12 writes them (measured,
+// TestLogAddressesMatchHaproxy): IPv6 without brackets ("Connect from
+// ::1:49850 to ::1:9445"), and an IPv4 client of a `bind :::PORT v4v6`
+// listener IPv4-mapped, in "Connect from" lines, tcplog lines and %ci/%fi
+// ("::ffff:127.0.0.1:37374"); %ci then costs a getsockname per logged
+// connection, to learn the listener's family.
 //
 // What goes to a monitor's or stats page's targets (a `listen` section
 // takes defaults' `log` lines; level info), without a log format: one
@@ -194,7 +204,10 @@
 // line for each check whose status or step of rise/fall changed (notice),
 // "Health check for server be/s1 failed, reason: Layer4 connection
 // problem, info: "Connection refused", check duration: 0ms, status: 0/2
-// DOWN."; always, a server's change to DOWN (alert) or UP (notice),
+// DOWN." (with check-ssl, a failed handshake is "reason: Layer6 invalid
+// response, info: "SSL handshake failure"" whatever the cause, and a
+// timed-out one "reason: Layer6 timeout" without info, as haproxy 2.6.12
+// writes them: TestHealthCheckTLSLogMatchesHaproxy); always, a server's change to DOWN (alert) or UP (notice),
 // "Server be/s1 is DOWN, reason: ..., check duration: 0ms. 0 active and
 // 0 backup servers left. 0 sessions active, 0 requeued, 0 remaining in
 // queue." (without the reason part under log-health-checks, whose line
@@ -226,12 +239,19 @@
 // During either, the monitor answers 503 where haproxy's soft stop closes
 // its listener: a check of it fails alike.
 //
-// Not sent, although haproxy sends them: with a log format, the lines
-// haproxy sends a monitor or stats section for a connection that sends
-// nothing or garbage (measured: with defaults' log-format and no
-// dontlognull, "... mon mon/<NOSRV> -1/-1/0 0 CR ..."; a monitor request
-// itself is not logged), and a stats page request's line (not measured);
-// the lines of events vipstack does not have (backup servers, queues,
+// Not sent, although haproxy sends them: under a log format, the request
+// lines haproxy writes (level info) for a monitor or stats section's
+// streams other than monitor hits: CR (connected and closed; none with
+// dontlognull), PR (garbage, 400), cR (timeout http-request, 408), SC
+// (another URI, 503), LR (a stats page), measured with option tcplog
+// and log-format in defaults and option httplog in the section. The
+// configuration reader refuses such a section when its targets take info
+// lines (internal/haproxycfg), so that none is silently missing; with
+// notice targets (OpenShift's current template) haproxy sends none
+// either. Also not sent: a check-ssl server that resets before it reads
+// the ClientHello gets "SSL handshake failure (Connection reset by
+// peer)" from haproxy (measured) and "SSL handshake failure" from
+// vipstack, which sees every reset on its read; the lines of events vipstack does not have (backup servers, queues,
 // agent checks), nor those haproxy sends only to global's targets (the
 // soft stop's "Proxy <HTTPCLIENT> stopped (cumulated conns: FE: 0, BE:
 // 0)." of its internal HTTP client, and "soft-stop running for too long,
