@@ -22,6 +22,10 @@
 //
 // A tracked script counts as keepalived 2.2.7 counts it (measured): until
 // its first result it adds nothing and takes nothing away, and an instance
-// that tracks it with weight 0 is in FAULT; after that its rise and fall
-// counts decide (package track), one success being enough at start.
+// that tracks it with weight 0 waits in INIT (no state change, no notify
+// script) and starts on that result, in BACKUP after a success and in
+// FAULT after a failure; after that its rise and fall counts decide
+// (package track), one success being enough at start. The notify scripts
+// run with keepalived's arguments and on the same transitions, shutdown
+// included (notify_stop and notify INSTANCE name STOP priority).
 package engine

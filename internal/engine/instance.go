@@ -57,6 +57,9 @@ type instance struct {
 	// again (another index): its socket membership and announcer point at
 	// the old one, so apply builds it anew.
 	recreated bool
+	// firstResult marks an instance held in INIT until the first result
+	// of a weight-0 tracked script (see startPending).
+	firstResult bool
 }
 
 type syncGroup struct {
@@ -199,6 +202,11 @@ func (e *Engine) apply(cfg *keepalived.Config) error {
 		prio, fault := e.effective(in)
 		e.log.Info("starting VRRP instance", "instance", in.cfg.Name, "vrid", in.cfg.VRID, "version", in.cfg.Version,
 			"interface", in.cfg.Interface, "priority", prio, "source", in.src, "peers", in.dsts)
+		if e.onlyPending(in) {
+			in.firstResult = true
+			e.log.Info("VRRP instance waits for the first result of its tracked scripts", "instance", in.cfg.Name, "fault", fault)
+			continue
+		}
 		e.do(in, now, in.fsm.Start(now, prio, fault))
 	}
 	e.recomputeAll(now)
@@ -815,6 +823,7 @@ type Contribution struct {
 	Applied int    `json:"applied"` // what it adds to the priority now
 	Fault   bool   `json:"fault,omitempty"`
 	Reason  string `json:"reason,omitempty"`
+	pending bool   // a weight-0 script before its first result
 }
 
 // contributions evaluates the tracked scripts and interfaces of in.
@@ -845,9 +854,10 @@ func (e *Engine) contributions(in *instance) []Contribution {
 		switch {
 		case te.status.Pending && w == 0:
 			// keepalived 2.2.7 (measured): an instance tracking a
-			// weight-0 script whose first result has not come is in
-			// FAULT, and goes BACKUP on its first success.
-			c.Fault = true
+			// weight-0 script whose first result has not come is not
+			// running (INIT, see onlyPending), and goes BACKUP on its
+			// first success.
+			c.Fault, c.pending = true, true
 		case te.status.Pending:
 			// keepalived 2.2.7 (measured): until its first result a
 			// script adds nothing and takes nothing away, whichever
@@ -900,6 +910,30 @@ func (e *Engine) contributions(in *instance) []Contribution {
 	return out
 }
 
+// onlyPending reports whether in is in fault only because weight-0 tracked
+// scripts have no first result yet. keepalived 2.2.7 holds such an
+// instance in INIT (measured, a script taking 0.8 s: no "Entering FAULT
+// STATE", no notify_fault nor notify FAULT; "Entering BACKUP STATE" after
+// its first success, FAULT with both notifies after a first failure), so
+// vipstack starts its state machine only on that first result. Entering
+// FAULT at once ran notify_fault (and notify ... FAULT) on every start of a
+// node whose checks pass.
+func (e *Engine) onlyPending(in *instance) bool {
+	if in.groupFault != "" {
+		return false
+	}
+	pending := false
+	for _, c := range e.contributions(in) {
+		switch {
+		case c.Fault && c.pending:
+			pending = true
+		case c.Fault:
+			return false
+		}
+	}
+	return pending
+}
+
 // effective returns the effective priority and, if the instance must be in
 // FAULT, why.
 func (e *Engine) effective(in *instance) (uint8, string) {
@@ -945,6 +979,12 @@ func (e *Engine) recomputeAll(now time.Time) {
 	}
 	for _, name := range sortedKeys(e.instances) {
 		in := e.instances[name]
+		if in.firstResult && !e.onlyPending(in) {
+			in.firstResult = false
+			prio, fault := e.effective(in)
+			e.do(in, now, in.fsm.Start(now, prio, fault))
+			continue
+		}
 		if in.fsm.State() == fsm.Initialize {
 			continue
 		}
