@@ -7,12 +7,16 @@ package engine_test
 // (the reference the vipstack rows must match).
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/vipstack/vipstack/internal/peers"
 	"github.com/vipstack/vipstack/internal/testnet"
@@ -156,5 +160,178 @@ func TestInteropAuditPreemptDelay(t *testing.T) {
 				t.Fatalf("150 after 200 stopped: %v", err)
 			}
 		})
+	}
+}
+
+// TestInteropAuditNotify runs one instance with every notify script
+// (notify_master, notify_backup, notify_fault, notify_stop and the generic
+// notify, which ipfailover renders) under keepalived and under vipstack,
+// through the same transitions, and compares the calls each made: which
+// scripts, with which arguments, in which order, and on shutdown. The
+// instance (priority 100, VRRPv3 0.1 s) tracks a weight-0 script that
+// takes 0.3 s; a keepalived peer at 200 comes and goes. The recorder
+// appends the arguments it got to one log for the specific scripts (their
+// own name, from the configuration, as first argument) and one for the
+// generic notify, each in call order (the specific script and notify of
+// one transition are started together, so their relative order is free).
+//
+// keepalived 2.2.7's calls, measured with this test (keepalived row):
+//
+//	step                          specific   notify
+//	start, first probe passes     backup     INSTANCE VI_1 BACKUP 100
+//	  (none while it runs: INIT)
+//	start, first probe fails      fault      INSTANCE VI_1 FAULT 100
+//	  then it passes              backup     INSTANCE VI_1 BACKUP 100
+//	alone: master down            master     INSTANCE VI_1 MASTER 100
+//	a peer at 200 preempts        backup     INSTANCE VI_1 BACKUP 100
+//	the peer stops                master     INSTANCE VI_1 MASTER 100
+//	the script fails (weight 0)   fault      INSTANCE VI_1 FAULT 100
+//	it passes again               backup,    INSTANCE VI_1 BACKUP 100,
+//	                              master     INSTANCE VI_1 MASTER 100
+//	SIGTERM as master             stop       INSTANCE VI_1 STOP 100
+//	                              (no notify_backup; the priority stays the
+//	                              configured one in every call)
+//
+// vipstack entered FAULT at once while the first probe ran and ran
+// notify_fault and notify FAULT on every start; keepalived stays in INIT
+// and runs nothing until the first result.
+func TestInteropAuditNotify(t *testing.T) {
+	testnet.RequireRoot(t)
+	vipstackBin(t)
+	type step struct {
+		name             string
+		specific, notify []string // added by this step
+	}
+	common := []step{
+		{name: "alone: master down", specific: []string{"master"}, notify: []string{"INSTANCE VI_1 MASTER 100"}},
+		{name: "a peer at 200 preempts", specific: []string{"backup"}, notify: []string{"INSTANCE VI_1 BACKUP 100"}},
+		{name: "the peer stops", specific: []string{"master"}, notify: []string{"INSTANCE VI_1 MASTER 100"}},
+		{name: "the script fails", specific: []string{"fault"}, notify: []string{"INSTANCE VI_1 FAULT 100"}},
+		{name: "the script passes again", specific: []string{"backup", "master"}, notify: []string{"INSTANCE VI_1 BACKUP 100", "INSTANCE VI_1 MASTER 100"}},
+		{name: "SIGTERM as master", specific: []string{"stop"}, notify: []string{"INSTANCE VI_1 STOP 100"}},
+	}
+	for _, tc := range []struct {
+		name      string
+		failFirst bool // the script fails at start until the test lets it pass
+		start     []step
+	}{
+		{name: "first probe passes",
+			start: []step{{name: "start", specific: []string{"backup"}, notify: []string{"INSTANCE VI_1 BACKUP 100"}}}},
+		{name: "first probe fails", failFirst: true,
+			start: []step{
+				{name: "start", specific: []string{"fault"}, notify: []string{"INSTANCE VI_1 FAULT 100"}},
+				{name: "the script passes", specific: []string{"backup"}, notify: []string{"INSTANCE VI_1 BACKUP 100"}}}},
+	} {
+		for _, impl := range []peers.Impl{peers.Keepalived, peers.Vipstack} {
+			t.Run(tc.name+"/"+string(impl), func(t *testing.T) {
+				t.Parallel()
+				topo := testnet.New(t, testnet.Options{Hosts: 2, Prefix: audit2Prefix})
+				subH, peerH := topo.Hosts[0], topo.Hosts[1]
+				vip := netip.MustParseAddr("198.18.0.100")
+				dir := t.TempDir() // root-owned, under sticky /tmp: passes enable_script_security
+				specLog, anyLog := filepath.Join(dir, "specific.log"), filepath.Join(dir, "notify.log")
+				rec, chk, flag := filepath.Join(dir, "rec.sh"), filepath.Join(dir, "chk.sh"), filepath.Join(dir, "fault")
+				writeScript(t, rec, fmt.Sprintf("if [ \"$1\" = notify ]; then shift; echo \"$@\" >> %s; else echo \"$@\" >> %s; fi\n", anyLog, specLog))
+				writeScript(t, chk, fmt.Sprintf("sleep 0.3\ntest ! -e %s\n", flag))
+				setFlag := func(on bool) {
+					t.Helper()
+					var err error
+					if on {
+						err = os.WriteFile(flag, nil, 0o644)
+					} else {
+						err = os.Remove(flag)
+					}
+					if err != nil {
+						t.Fatal(err)
+					}
+				}
+				if tc.failFirst {
+					setFlag(true)
+				}
+				conf := peers.Conf{Version: 3, Interval: 100 * time.Millisecond, VRID: 51, Priority: 100, VIP: netip.PrefixFrom(vip, 32),
+					Script: chk, Weight: 0, Notify: rec + " notify"}
+				holder := func(h *testnet.Host, why string) {
+					t.Helper()
+					if _, err := peers.WaitSoleHolder(topo.Hosts, vip, h, 500*time.Millisecond, 20*time.Second); err != nil {
+						t.Fatalf("%s: %v", why, err)
+					}
+				}
+				none := func(why string) {
+					t.Helper()
+					poll(t, 20*time.Second, why, func() (bool, error) {
+						hs, err := peers.Holders(topo.Hosts, vip)
+						return len(hs) == 0, err
+					})
+				}
+				var wantSpec, wantAny []string
+				// calls waits until both logs hold as many calls as
+				// keepalived made by the end of st, and compares them
+				// (the next step's may have started: the last step
+				// compares whole logs).
+				calls := func(st step, last bool) {
+					t.Helper()
+					wantSpec, wantAny = append(wantSpec, st.specific...), append(wantAny, st.notify...)
+					var gotSpec, gotAny []string
+					poll(t, 5*time.Second, st.name+": the notify scripts ran", func() (bool, error) {
+						var err1, err2 error
+						gotSpec, err1 = readLines(specLog)
+						gotAny, err2 = readLines(anyLog)
+						if os.IsNotExist(err1) || os.IsNotExist(err2) {
+							return false, nil
+						}
+						return len(gotSpec) >= len(wantSpec) && len(gotAny) >= len(wantAny), errors.Join(err1, err2)
+					})
+					if !last {
+						gotSpec, gotAny = gotSpec[:len(wantSpec)], gotAny[:len(wantAny)]
+					}
+					if diff := cmp.Diff(wantSpec, gotSpec); diff != "" {
+						t.Errorf("%s: notify_* calls (-keepalived's +got):\n%s", st.name, diff)
+					}
+					if diff := cmp.Diff(wantAny, gotAny); diff != "" {
+						t.Errorf("%s: notify calls (-keepalived's +got):\n%s", st.name, diff)
+					}
+					if t.Failed() {
+						t.FailNow()
+					}
+				}
+
+				sub := startText(t, subH, impl, withLines(t, conf, subH,
+					fmt.Sprintf("notify_master %q", rec+" master"),
+					fmt.Sprintf("notify_backup %q", rec+" backup"),
+					fmt.Sprintf("notify_fault %q", rec+" fault"),
+					fmt.Sprintf("notify_stop %q", rec+" stop")))
+				for i, st := range tc.start {
+					if i > 0 {
+						setFlag(false)
+					}
+					calls(st, false)
+				}
+				holder(subH, common[0].name)
+				calls(common[0], false)
+
+				peerConf := conf
+				peerConf.Priority, peerConf.Script, peerConf.Notify = 200, "", ""
+				peer := startText(t, peerH, peers.Keepalived, withLines(t, peerConf, peerH))
+				holder(peerH, common[1].name)
+				calls(common[1], false)
+				if err := peer.Term(); err != nil {
+					t.Fatal(err)
+				}
+				holder(subH, common[2].name)
+				calls(common[2], false)
+				setFlag(true)
+				none(common[3].name)
+				calls(common[3], false)
+				setFlag(false)
+				holder(subH, common[4].name)
+				calls(common[4], false)
+				if err := sub.Term(); err != nil {
+					t.Fatal(err)
+				}
+				none(common[5].name)
+				time.Sleep(500 * time.Millisecond) // anything more would come now that the node exited; observing
+				calls(common[5], true)
+			})
+		}
 	}
 }
