@@ -3,8 +3,8 @@ package lb
 import (
 	"context"
 	"errors"
-	"net/netip"
 	"log/slog"
+	"net/netip"
 	"runtime"
 	"strings"
 	"sync"

@@ -84,7 +84,7 @@ type LB struct {
 
 	view atomic.Pointer[view]
 
-	healthMu    sync.Mutex
+	healthMu sync.Mutex
 	// usableMu serializes the changes of a server's usability (a check's
 	// UP or DOWN, the runtime API's admin state) with the count of the
 	// backend's usable servers before and after each (see server.left).
