@@ -141,7 +141,12 @@
 // closes after the answer. The stats page takes GET, HEAD and POST (other
 // methods get 503); a POST, its admin actions not being supported, gets
 // haproxy's `303 See Other` to `<uri>;st=DENY` (haproxy's answer without
-// `stats admin`); a refused login closes the connection. Each listener
+// `stats admin`); a refused login closes the connection. A client that
+// opens with HTTP/2's preface (prior knowledge, as `curl
+// --http2-prior-knowledge` sends it) is answered in HTTP/2 with the same
+// status, fields and body, as haproxy answers it, one "Connect from"
+// line per stream (httpserve_h2.go; `Upgrade: h2c` stays HTTP/1.1, as in
+// haproxy). Each listener
 // serves at most 256 clients at once (haproxy's cap is its maxconn, 9986
 // here); at the cap a new client takes the place of a waiting one (no
 // request yet, a partial one, or idle between requests), the oldest of the

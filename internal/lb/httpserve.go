@@ -470,10 +470,16 @@ func readHead(br *bufio.Reader) ([]byte, error) {
 // then come within `timeout http-request` (measured: a partial request
 // sent 0.5 s or 2 s after an answer gets 408 3 s later, with
 // http-request 3s and http-keep-alive 5s; a connection that sends nothing
-// gets 408 at 3 s).
+// gets 408 at 3 s). A client that opens with HTTP/2's preface is served
+// in HTTP/2 (httpserve_h2.go).
 func (h *httpListener) serveConn(c *webConn) {
 	defer c.Close()
 	br := bufio.NewReaderSize(c, maxWebHeader)
+	c.SetReadDeadline(time.Now().Add(h.to.Load().readHeader))
+	if startsH2(br) {
+		h.serveH2(c, br)
+		return
+	}
 	first := true
 	for {
 		if !first {

@@ -1,0 +1,270 @@
+package lb
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"io"
+	"net"
+	"net/http"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/net/http2"
+
+	"github.com/vipstack/vipstack/internal/lbconfig"
+	"github.com/vipstack/vipstack/internal/peers"
+	"github.com/vipstack/vipstack/internal/syncbuf"
+)
+
+// h2Client sends every request over one HTTP/2 connection opened with
+// the preface (prior knowledge, no TLS), and counts its dials.
+func h2Client(dials *int) *http.Client {
+	return &http.Client{Timeout: bound, Transport: &http2.Transport{AllowHTTP: true,
+		DialTLSContext: func(ctx context.Context, network, addr string, _ *tls.Config) (net.Conn, error) {
+			*dials++
+			var d net.Dialer
+			return d.DialContext(ctx, network, addr)
+		}}}
+}
+
+// h2Answer is what a test compares of an HTTP/2 answer.
+type h2Answer struct {
+	code   int
+	header http.Header
+	body   string
+}
+
+func h2Get(t *testing.T, c *http.Client, method, url, user, pass string) h2Answer {
+	t.Helper()
+	req, err := http.NewRequest(method, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if user != "" {
+		req.SetBasicAuth(user, pass)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	if resp.ProtoMajor != 2 {
+		t.Fatalf("%s %s: answered in %s, want HTTP/2", method, url, resp.Proto)
+	}
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("%s %s: body: %v", method, url, err)
+	}
+	return h2Answer{resp.StatusCode, resp.Header, string(b)}
+}
+
+// TestH2MatchesHaproxy runs haproxy 2.6 and vipstack with the same
+// monitor and stats sections and sends both the same requests as HTTP/2
+// streams, all on one connection per listener: each answer's status,
+// header fields (a set: the order differs, see httpserve_h2.go) and body
+// must be haproxy's (of the stats CSV its heading line; the HTML page is
+// vipstack's own), and both send one "Connect from" line per
+// stream. Without HTTP/2 vipstack's listeners closed such a client
+// without a word.
+func TestH2MatchesHaproxy(t *testing.T) {
+	if _, err := exec.LookPath("haproxy"); err != nil {
+		t.Skip("haproxy not installed")
+	}
+	m1 := startBackend(t, "m1")
+	conf := func(fe, mon, stats string) string {
+		c := strings.NewReplacer("{{FE}}", fe, "{{MON}}", mon, "{{STATS}}", stats, "{{M1}}", m1.addr.String()).Replace(webCompareConfig)
+		return strings.Replace(c, "defaults\n", "defaults\n  log stdout format raw local0\n", 1)
+	}
+	hmon, hstats := freePort(t), freePort(t)
+	hout := peers.HAProxy(t, conf(freePort(t), hmon, hstats))
+	var vout syncbuf.Buffer
+	l := newLBOpts(t, Options{Clock: fakeClock(), Stdout: &vout}, parseOnLoopback(t, conf("1", "2", "3")))
+	eventually(t, "haproxy's monitor", func() bool {
+		c, err := net.Dial("tcp", "127.0.0.1:"+hmon)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	})
+
+	type server struct {
+		who, mon, stats string
+		out             *syncbuf.Buffer
+		answers         []h2Answer
+	}
+	servers := []*server{
+		{who: "haproxy", mon: "127.0.0.1:" + hmon, stats: "127.0.0.1:" + hstats, out: hout},
+		{who: "vipstack", mon: l.Addrs("health_check_http_url")[0].String(), stats: l.Addrs("stats")[0].String(), out: &vout},
+	}
+	type request struct{ method, path, user, pass string }
+	monitorReqs := []request{
+		{"GET", "/haproxy_ready", "", ""},
+		{"HEAD", "/haproxy_ready", "", ""},
+		{"GET", "/other", "", ""},
+	}
+	statsReqs := []request{
+		{"GET", "/haproxy_stats;csv", "", ""},
+		{"GET", "/haproxy_stats;csv", "Username", "Password"},
+		{"GET", "/haproxy_stats", "Username", "Password"},
+	}
+	for _, s := range servers {
+		for _, site := range []struct {
+			addr string
+			reqs []request
+		}{{s.mon, monitorReqs}, {s.stats, statsReqs}} {
+			dials := 0
+			c := h2Client(&dials)
+			for _, r := range site.reqs {
+				s.answers = append(s.answers, h2Get(t, c, r.method, "http://"+site.addr+r.path, r.user, r.pass))
+			}
+			if dials != 1 {
+				t.Errorf("%s: %d connections for %d streams, want 1", s.who, dials, len(site.reqs))
+			}
+		}
+	}
+	reqs := append(monitorReqs, statsReqs...)
+	for i, r := range reqs {
+		h, v := servers[0].answers[i], servers[1].answers[i]
+		name := r.method + " " + r.path
+		if r.user != "" {
+			name += " (with auth)"
+		}
+		if h.code != v.code {
+			t.Errorf("%s: status %d, haproxy %d", name, v.code, h.code)
+		}
+		for k := range h.header {
+			if got, want := strings.Join(v.header[k], ","), strings.Join(h.header[k], ","); got != want {
+				t.Errorf("%s: %s: %q, haproxy %q", name, k, got, want)
+			}
+		}
+		for k := range v.header {
+			if h.header[k] == nil {
+				t.Errorf("%s: %s: %q, haproxy sends none", name, k, v.header[k])
+			}
+		}
+		hb, vb := h.body, v.body
+		switch {
+		case r.path == "/haproxy_stats;csv" && h.code == 200: // the CSV's heading line
+			hb, _, _ = strings.Cut(hb, "\n")
+			vb, _, _ = strings.Cut(vb, "\n")
+		case r.path == "/haproxy_stats" && h.code == 200: // an HTML page of vipstack's own
+			hb, vb = "<html>", "<html>"
+			if !strings.Contains(v.body, "<html") {
+				t.Errorf("%s: body %.80q..., want an HTML page", name, v.body)
+			}
+		}
+		if hb != vb {
+			t.Errorf("%s: body %q, haproxy %q", name, vb, hb)
+		}
+	}
+	// One "Connect from" line per stream, all from one client port.
+	for _, s := range servers {
+		for _, site := range []struct {
+			addr string
+			n    int
+		}{{s.mon, len(monitorReqs)}, {s.stats, len(statsReqs)}} {
+			var lines []string
+			eventually(t, s.who+"'s Connect lines to "+site.addr, func() bool {
+				lines = connectLines(s.out.String(), site.addr)
+				return len(lines) >= site.n
+			})
+			ports := map[string]bool{}
+			for _, ln := range lines {
+				ports[strings.Fields(ln)[2]] = true
+			}
+			if len(lines) != site.n || len(ports) != 1 {
+				t.Errorf("%s: Connect lines to %s: %q, want %d from one client", s.who, site.addr, lines, site.n)
+			}
+		}
+	}
+}
+
+// connectLines are the "Connect from SRC to DST (...)" lines of out to
+// dst.
+func connectLines(out, dst string) []string {
+	var lines []string
+	sc := bufio.NewScanner(strings.NewReader(out))
+	for sc.Scan() {
+		if ln := sc.Text(); strings.HasPrefix(ln, "Connect from ") && strings.Contains(ln, " to "+dst+" ") {
+			lines = append(lines, ln)
+		}
+	}
+	return lines
+}
+
+// TestStartsH2: only HTTP/2's whole preface switches a connection, and a
+// request shorter than the preface is not held waiting for more bytes:
+// the client's side stays open, as a client waiting for its answer does.
+func TestStartsH2(t *testing.T) {
+	for _, tt := range []struct {
+		in     string
+		closed bool // the client closes after in
+		want   bool
+	}{
+		{h2Preface, false, true},
+		{h2Preface + "\x00\x00\x00\x04", false, true},
+		{"GET / HTTP/1.0\r\n\r\n", false, false}, // 18 bytes, shorter than the preface
+		{"PRI * HTTP/1.1\r\n\r\n", false, false},
+		{"PRI * HTTP/2.0\r\n\r\nXX\r\n\r\n", false, false},
+		{"PRI * HTTP/2.0\r\n", true, false}, // a prefix of the preface, then the client's close
+		{"", true, false},
+	} {
+		pr, pw := io.Pipe()
+		go func() {
+			io.WriteString(pw, tt.in)
+			if tt.closed {
+				pw.Close()
+			}
+		}()
+		got := make(chan bool, 1)
+		go func() { got <- startsH2(bufio.NewReader(pr)) }()
+		select {
+		case g := <-got:
+			if g != tt.want {
+				t.Errorf("startsH2(%q) = %v, want %v", tt.in, g, tt.want)
+			}
+		case <-time.After(bound):
+			t.Errorf("startsH2(%q) still waits for bytes after %v", tt.in, bound)
+		}
+		pw.Close()
+	}
+}
+
+// TestH2Evictable: an HTTP/2 connection with no stream being answered is
+// a waiting client (httpserve_admit.go): at the listener's cap a new
+// client takes its place, so idle HTTP/2 connections cannot keep the
+// check script's poll from its answer. Each flood client opens HTTP/2
+// and reads the server's SETTINGS, so it is being served when the next
+// one comes.
+func TestH2Evictable(t *testing.T) {
+	a := startBackend(t, "a")
+	at := closedPort(t)
+	cfg := webConfig(tcpConfig(lbconfig.RoundRobin, srv("a", a)))
+	cfg.Monitors[0].Binds = []lbconfig.Bind{{Addr: at}}
+	cfg.Timeouts.HTTPRequest, cfg.Timeouts.HTTPKeepAlive = time.Hour, time.Hour
+	newLB(t, fakeClock(), cfg)
+	addr := at.String()
+	const settings = "\x00\x00\x00\x04\x00\x00\x00\x00\x00" // an empty SETTINGS frame
+	for i := range maxWebConns + 10 {
+		c := dialFrom(t, "127.0.0.2", addr)
+		c.SetDeadline(time.Now().Add(bound))
+		if _, err := io.WriteString(c, h2Preface+settings); err != nil {
+			t.Fatal(err)
+		}
+		head := make([]byte, 9)
+		if _, err := io.ReadFull(c, head); err != nil || head[3] != 0x4 {
+			t.Fatalf("HTTP/2 client %d of 127.0.0.2: frame %x, %v; want the server's SETTINGS", i, head, err)
+		}
+	}
+	for i := range 3 {
+		c := dialFrom(t, "127.0.0.1", addr)
+		c.SetDeadline(time.Now().Add(bound))
+		if got := poll(t, c, bufio.NewReader(c)); got != okHead+okBody {
+			t.Fatalf("poll %d beside %d idle HTTP/2 connections: %q, want the monitor's 200", i, maxWebConns+10, got)
+		}
+		c.Close()
+	}
+}
