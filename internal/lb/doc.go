@@ -233,7 +233,9 @@
 // The soft stop (LB.SoftStop; `vipstack lb` on SIGUSR1, as haproxy)
 // sends every proxy's "Proxy fe stopped (cumulated conns: FE: 3, BE:
 // 0)." (warning) at its start, once the frontends stop accepting, in the
-// configuration's order, as haproxy 2.6 does on SIGUSR1. When its
+// configuration's order, as haproxy 2.6 does on SIGUSR1 (a backend's BE
+// counts every client it took, one that found no server UP included, as
+// its stats' stot does). When its
 // deadline comes with connections open (`vipstack lb`: a SIGTERM, then
 // --drain-timeout), each frontend that has some sends "Proxy fe
 // hard-stopped (2 remaining conns will be closed)." (warning) before they

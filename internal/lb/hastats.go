@@ -368,8 +368,8 @@ func backendRecords(b BackendStats, iid int, hideDown bool, f *StatFilter) []*st
 	// The backend counts each client once, whether it reached a server or
 	// failed (haproxy's stot 1, econ 1 for a client that no server took,
 	// after its retries or with every server DOWN).
-	failed := b.ConnectErrors - b.Retries + b.NoServer
-	r.n("stot", b.TotalSessions+failed)
+	failed := b.Clients() - b.TotalSessions
+	r.n("stot", b.Clients())
 	r.n("bin", b.BytesIn)
 	r.n("bout", b.BytesOut)
 	r.n("econ", failed)

@@ -74,6 +74,20 @@ type BackendStats struct {
 	Servers  []ServerStats `json:"servers"`
 }
 
+// Clients is haproxy's count of the clients the backend took: each once,
+// whether a server took it, its connects all failed (after its retries)
+// or no server was UP to try (NOSRV). It is the backend's stot in the
+// stats and the BE of the soft stop's "Proxy be stopped (cumulated conns:
+// FE: 0, BE: 3)." line (haproxy's be_counters.cum_conn: measured, 2.6.12,
+// three clients to a backend whose one server is DOWN and one to a
+// backend without servers give BE: 3 and BE: 1).
+func (b BackendStats) Clients() uint64 {
+	// The counters are read one by one while clients come and go: a
+	// retry counted between two reads must not wrap the difference.
+	failed := b.ConnectErrors - min(b.Retries, b.ConnectErrors)
+	return b.TotalSessions + failed + b.NoServer
+}
+
 // ServerStats is one server.
 type ServerStats struct {
 	Name   string `json:"name"`

@@ -556,13 +556,19 @@ func adminLines(c adminChange) []logLine {
 //	Proxy be stopped (cumulated conns: FE: 0, BE: 3).
 //
 // FE counts a frontend's (or monitor's, stats page's) accepted
-// connections, BE the connections a backend took (its servers' total) or
-// the requests a monitor or stats section passed to its serverless
-// backend, answered 503.
+// connections, BE the clients a backend took, each once whether a server
+// took it or not (BackendStats.Clients: a client that found no server UP,
+// logged "<NOSRV> ... SC", counts too, measured), or the requests a
+// monitor or stats section passed to its serverless backend, answered
+// 503.
 func (l *LB) logStopped() {
 	v, logs := l.view.Load(), l.logs.Load()
 	if v == nil || v.cfg == nil || logs == nil {
 		return
+	}
+	backends := map[string]uint64{}
+	for _, b := range l.Snapshot().Backends {
+		backends[b.Name] = b.Clients()
 	}
 	l.mu.Lock()
 	counts := make(map[string]*webCount, len(l.webCounts))
@@ -584,13 +590,7 @@ func (l *LB) logStopped() {
 			}
 		case "backend":
 			to = logs.backends[name]
-			for _, p := range v.pools {
-				if p.name == name {
-					for _, s := range p.servers {
-						be += s.tot.Load()
-					}
-				}
-			}
+			be = backends[name]
 		default:
 			to = logs.fronts[name]
 			if c := counts[name]; c != nil {

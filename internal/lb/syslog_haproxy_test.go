@@ -219,7 +219,8 @@ func byProxy(lines []string) map[string][]string {
 // account), and "no server available" (emerg); the runtime API's state
 // changes of be2/s1 while DOWN and while UP (maint, drain, ready, each
 // way), and its check's changes while drained; and the soft stop's "Proxy NAME stopped" lines (haproxy: SIGUSR1;
-// vipstack: SoftStop), with each proxy's cumulated connections.
+// vipstack: SoftStop), with each proxy's cumulated connections, be's
+// counting a client that came while it had no server (NOSRV).
 func TestSyslogMatchesHaproxy(t *testing.T) {
 	if _, err := exec.LookPath("haproxy"); err != nil {
 		t.Skip("haproxy not installed")
@@ -287,6 +288,13 @@ func TestSyslogMatchesHaproxy(t *testing.T) {
 		hlog.waitFor(t, "haproxy", s)
 		vlog.waitFor(t, "vipstack", s)
 	}
+	// A client while be has no server: haproxy counts it in be's BE of
+	// the soft stop's line (measured, BE: 2 with the one served above).
+	for _, addr := range []string{"127.0.0.1:" + hport, l.Addrs("fe")[0].String()} {
+		exchange(t, addr, "x")
+	}
+	hlog.waitForN(t, "haproxy", "(fe/TCP)", 2)
+	vlog.waitForN(t, "vipstack", "(fe/TCP)", 2)
 	// The runtime API on be2/s1, DOWN: maint, then ready, which its
 	// check takes DOWN again.
 	setState := func(cmd string, st AdminState, wait string, n int) {

@@ -341,3 +341,26 @@ func TestStoppedLine(t *testing.T) {
 		}
 	}
 }
+
+// TestBackendClients: a backend counts each client once, as haproxy's
+// be_counters.cum_conn (stot, the soft stop's BE): served, failed after
+// its retries, or with no server UP to try (NOSRV; measured, 2.6.12:
+// three such clients give "Proxy be stopped (cumulated conns: FE: 0, BE:
+// 3).").
+func TestBackendClients(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		b    BackendStats
+		want uint64
+	}{
+		{"served", BackendStats{TotalSessions: 3}, 3},
+		{"no server UP", BackendStats{NoServer: 3}, 3},
+		{"refused after retries 3", BackendStats{ConnectErrors: 4, Retries: 3}, 1},
+		{"all three", BackendStats{TotalSessions: 2, ConnectErrors: 4, Retries: 3, NoServer: 1}, 4},
+		{"a retry read before its error", BackendStats{ConnectErrors: 1, Retries: 2}, 0},
+	} {
+		if got := tt.b.Clients(); got != tt.want {
+			t.Errorf("%s: %+v: Clients() = %d, want %d", tt.name, tt.b, got, tt.want)
+		}
+	}
+}
