@@ -182,7 +182,9 @@
 // What goes to a frontend's targets (level info): with log-format or
 // option tcplog, one line per connection when it ends (connlog.go; %bi
 // and %bp, the balancer's end of the server connection, cost a
-// getsockname per connection only in a format that uses them; +Q quotes
+// getsockname per connection only in a format that uses them, and are
+// the last attempt's, also one failed or killed by the runtime API while
+// connecting, as haproxy shows them; +Q quotes
 // names and addresses, not numbers, dates nor %ts, and an absent
 // %si/%sp/%bi/%bp is "", as in haproxy 2.6.12);
 // without a format, haproxy's line at accept, which dontlognull does not

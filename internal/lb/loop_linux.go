@@ -954,12 +954,17 @@ func (l *LB) closeSession(id uintptr) bool {
 // 2.6.12's tcplog line says "K-" (killed, no phase) for a relayed
 // connection and "KC" (killed while connecting) for one still connecting,
 // whose client reads the end of the connection and whose bytes count as
-// bytes in (measured: "be/s1 1/-1/4003 0 KC", bin 5).
+// bytes in (measured: "be/s1 1/-1/4003 0 KC", bin 5). Its %bi and %bp
+// are the address the connect in progress was given, as haproxy's are
+// (measured: "127.0.0.1:51346 ... KC", TestKilledConnectingSourceMatchesHaproxy).
 func (lp *loop) kill(cn *conn) {
 	cn.term = [2]byte{'K', '-'}
 	if cn.state == stConnecting {
 		cn.term[1] = 'C'
 		discardClient(cn)
+		if cn.log != nil && cn.log.needSource && cn.relay.s.fd >= 0 {
+			cn.source = localAddr(cn.relay.s.fd)
+		}
 	}
 	lp.closeLocked(cn)
 }
