@@ -34,7 +34,9 @@ package engine_test
 //	  (OpenShift's IPv6 instances)              keepalived runs it)
 //	virtual_ipaddress a.b.c.d/32, /16 (001)   every interop test (/32); the address list
 //	                                            differing: TestInteropAuditMisconfiguredPeer;
-//	                                            /16: none (parse test only)
+//	                                            /16: TestInteropAuditSlash16 (address, scope,
+//	                                            routes as keepalived installs them; none left
+//	                                            after preemption or stop)
 //	virtual_ipaddress ... label (rendered)    node TestStoryMixedCluster
 //	multicast (000, 001)                      TestInteropVipstackHighest/KeepalivedHighest
 //	unicast_src_ip/unicast_peer (ipfailover,  TestInteropVipstackHighest/KeepalivedHighest,
@@ -43,23 +45,29 @@ package engine_test
 //	  stack)                                    node TestStoryMixedVRRPv3/DualStack; v2 against
 //	                                            v3: TestInteropAuditMisconfiguredPeer
 //	nopreempt (ipfailover)                    TestInteropTrackScript
-//	preempt_delay (ipfailover)                none against keepalived (fsm and engine unit
-//	                                            tests only)
-//	notify script (002, 004)                  none against keepalived (TestNotifyScripts,
-//	                                            vipstack only: no wire effect)
+//	preempt_delay (ipfailover)                TestInteropAuditPreemptDelay (BACKUP through
+//	                                            the delay, MASTER after it; a master leaving
+//	                                            during it is taken over at once)
+//	notify, notify_master/_backup/_fault/     TestInteropAuditNotify (the calls keepalived
+//	  _stop (002, 004)                          and vipstack make through the same
+//	                                            transitions, shutdown included);
+//	                                            ipfailover TestPoolWithKeepalived
 //	garp_master_delay                         TestLowerMasterAnnouncesLast (vipstack only)
 //	vrrp_sync_group                           TestSyncGroup
 //	track_interface, dont_track_primary       none (not in the seeds; unit tests only)
 //	virtual_routes, native_ipv6, AH auth      none (not in the seeds; AH is refused)
 //	ipfailover OPENSHIFT_HA_VRRP_ID_OFFSET    ipfailover TestVRIDConflictKeepalived
 //	  (002)
-//	ipfailover CHECK_SCRIPT/CHECK_INTERVAL/   none against keepalived (ipfailover
-//	  MONITOR_PORT/NOTIFY_SCRIPT/NETWORK_       TestPoolMonitorPort, TestPoolCheckScriptEnvironment,
-//	  INTERFACE/VIP_GROUPS (002)                TestRouteInterface: vipstack only)
+//	ipfailover CHECK_SCRIPT/CHECK_INTERVAL/   ipfailover TestPoolWithKeepalived (keepalived
+//	  MONITOR_PORT/NOTIFY_SCRIPT/               running ipfailover's rendered file beside a
+//	  PREEMPTION (002)                          vipstack node: VIPs follow the check both ways)
+//	ipfailover NETWORK_INTERFACE unset,       none against keepalived (TestRouteInterface,
+//	  VIP_GROUPS (002)                          TestPoolCheckScriptEnvironment: vipstack only)
 //	keepalived-operator flags (004:           none (no VRRP effect)
 //	  --dont-fork --use-file --config-id)
 //
-// The tests in this file close the failover gaps of that table.
+// The tests in this file and in interop_audit2_linux_test.go close the
+// gaps of that table.
 
 import (
 	"fmt"
