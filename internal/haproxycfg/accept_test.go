@@ -322,6 +322,19 @@ func TestParseAccepts(t *testing.T) {
 			},
 		},
 		{
+			// haproxy 2.6.12 takes len from 80 to 65535, before format
+			// (measured with haproxy -c).
+			name: "log len",
+			conf: func(t *testing.T) string {
+				return edit(t, "  mode tcp\n", "  mode tcp\n  log /run/d.sock len 80 format raw local0\n  log /run/e.sock len 65535 local0\n")
+			},
+			get: func(c *lbconfig.Config) any { return c.Frontends[0].LogTargets },
+			want: []lbconfig.LogTarget{
+				{Network: "unixgram", Address: "/run/d.sock", Raw: true, Facility: 16, Level: 7, Len: 80},
+				{Network: "unixgram", Address: "/run/e.sock", Facility: 16, Level: 7, Len: 65535},
+			},
+		},
+		{
 			name: "frontend and backend log lines",
 			conf: func(t *testing.T) string {
 				c := "global\n  log [::1]:1514 local1\n" + edit(t, "  mode tcp\n", "  mode tcp\n  log /run/d.sock local0\n")

@@ -29,14 +29,17 @@
 //     log ..., log global, no log, log-format "FORMAT", option tcplog,
 //     mode tcp.
 //
-// `log TARGET [format raw|rfc3164] FACILITY [LEVEL [MINLEVEL]]`
-// (lbconfig.ParseLogTarget) names where syslog messages go: an absolute
-// path to a Unix datagram socket (or unix@PATH), IP[:PORT] or
+// `log TARGET [len LENGTH] [format raw|rfc3164] FACILITY [LEVEL
+// [MINLEVEL]]` (lbconfig.ParseLogTarget) names where syslog messages go:
+// an absolute path to a Unix datagram socket (or unix@PATH), IP[:PORT] or
 // [IPv6][:PORT] over UDP (port 514 by default; udp@, udp4@, udp6@, ipv4@,
-// ipv6@ prefixes), stdout or stderr. Host names, relative paths, port 0,
-// IPv6 without brackets, other families (tcp@, fd@, ring@) and the len
-// and sample options are errors that say what is accepted (haproxy
-// accepts some of them). As in haproxy 2.6 (measured), defaults' lines
+// ipv6@ prefixes), stdout or stderr. len is the target's longest line,
+// 80 to 65535 bytes as in haproxy 2.6 (measured; default 1024), and
+// comes before format as haproxy reads it. Host names, relative paths,
+// port 0, IPv6 without brackets, other families (tcp@, fd@, ring@), the
+// sample option and a len haproxy would read from leading digits
+// ("100abc") are errors that say what is accepted (haproxy accepts some
+// of them). As in haproxy 2.6 (measured), defaults' lines
 // apply to every frontend, backend and listen section, a section's own
 // lines add to them, `no log` drops the inherited ones and `log global`
 // adds global's, each of them once: a `log global` in a section whose

@@ -435,12 +435,62 @@ func TestParseErrors(t *testing.T) {
 			want:    `h.cfg:3: log stdout: format "short" is not supported by vipstack (accepted: raw, rfc3164)`,
 			haproxy: haproxyAccepts,
 		},
+		// log len: haproxy 2.6.12 says "invalid log length '79', must be
+		// between 80 and 65535" (measured, also for 65536, abc and -5;
+		// a len without value reads the facility as the length).
 		{
-			name: "log len option",
+			name: "log len below 80",
 			conf: func(t *testing.T) string {
-				return edit(t, "  mode tcp\n", "  mode tcp\n  log /dev/log len 100 local0\n")
+				return edit(t, "  mode tcp\n", "  mode tcp\n  log /dev/log len 79 local0\n")
 			},
-			want:    `h.cfg:3: log /dev/log: option "len" is not supported by vipstack (accepted: format raw, format rfc3164)`,
+			want:    `h.cfg:3: log /dev/log: len "79" is not a length from 80 to 65535 bytes (haproxy's bounds)`,
+			haproxy: haproxyRejects,
+		},
+		{
+			name: "log len above 65535",
+			conf: func(t *testing.T) string {
+				return edit(t, "  mode tcp\n", "  mode tcp\n  log /dev/log len 65536 local0\n")
+			},
+			want:    `h.cfg:3: log /dev/log: len "65536" is not a length from 80 to 65535 bytes (haproxy's bounds)`,
+			haproxy: haproxyRejects,
+		},
+		{
+			name: "log len not a number",
+			conf: func(t *testing.T) string {
+				return edit(t, "  mode tcp\n", "  mode tcp\n  log /dev/log len abc local0\n")
+			},
+			want:    `h.cfg:3: log /dev/log: len "abc" is not a length from 80 to 65535 bytes (haproxy's bounds)`,
+			haproxy: haproxyRejects,
+		},
+		{
+			name:    "log len without value",
+			conf:    func(t *testing.T) string { return edit(t, "  mode tcp\n", "  mode tcp\n  log /dev/log len\n") },
+			want:    `h.cfg:3: log /dev/log: len needs a value (accepted: 80..65535)`,
+			haproxy: haproxyRejects,
+		},
+		{
+			// haproxy reads the leading digits, 100.
+			name: "log len with trailing letters",
+			conf: func(t *testing.T) string {
+				return edit(t, "  mode tcp\n", "  mode tcp\n  log /dev/log len 100abc local0\n")
+			},
+			want:    `h.cfg:3: log /dev/log: len "100abc" is not a length from 80 to 65535 bytes (haproxy's bounds)`,
+			haproxy: haproxyAccepts,
+		},
+		{
+			name: "log len after format",
+			conf: func(t *testing.T) string {
+				return edit(t, "  mode tcp\n", "  mode tcp\n  log /dev/log format raw len 100 local0\n")
+			},
+			want:    `h.cfg:3: log /dev/log: len comes before format and only once (accepted: log TARGET [len LENGTH] [format raw|rfc3164] FACILITY ...; haproxy reads this len as a facility)`,
+			haproxy: haproxyRejects,
+		},
+		{
+			name: "log sample option",
+			conf: func(t *testing.T) string {
+				return edit(t, "  mode tcp\n", "  mode tcp\n  log /dev/log sample 1:2 local0\n")
+			},
+			want:    `h.cfg:3: log /dev/log: option "sample" is not supported by vipstack (accepted: len LENGTH, format raw, format rfc3164)`,
 			haproxy: haproxyAccepts,
 		},
 		{

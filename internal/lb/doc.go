@@ -174,10 +174,14 @@
 // socat sidecar, syslog rules, log shippers' haproxy parsers) looks for
 // haproxy[; the PID is vipstack's. A target's LEVEL drops less severe
 // messages; MINLEVEL sends more severe ones at MINLEVEL. A line is cut
-// at haproxy's default len of 1024 bytes as haproxy 2.6.12 cuts it
-// (measured, TestLongLogLineMatchesHaproxy): header and message fill
-// 1024 bytes and the newline comes past them (1025), or with `format raw`
-// the newline is the 1024th byte.
+// at its target's `len` (default 1024) as haproxy 2.6.12 cuts it
+// (measured, TestLongLogLineMatchesHaproxy, TestLogLenMatchesHaproxy):
+// header and message fill len bytes and the newline comes past them
+// (1025), where the message alone holds one byte less than the largest
+// len of the configuration, 1024 at least: so with `format raw` and no
+// larger len anywhere, the newline is the 1024th byte. A global `log`
+// line that no section uses does not count in that largest len, where
+// haproxy counts it.
 //
 // What goes to a frontend's targets (level info): with log-format or
 // option tcplog, one line per connection when it ends (connlog.go; %bi

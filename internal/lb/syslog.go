@@ -36,12 +36,45 @@ import (
 // defaultLogTag is the syslog tag without log-tag.
 const defaultLogTag = "haproxy"
 
-// maxLogLine is haproxy's default `len`: a longer line is cut, and still
-// ends with a newline. haproxy 2.6.12 counts the RFC 3164 header and the
-// message in it and adds the newline past it (a 1025-byte datagram), but
-// counts the newline in it with `format raw` (1024 bytes, and so on
-// stdout): measured, TestLongLogLineMatchesHaproxy.
-const maxLogLine = 1024
+// Long lines are cut as haproxy 2.6.12 cuts them (measured,
+// TestLongLogLineMatchesHaproxy and TestLogLenMatchesHaproxy), in two
+// steps:
+//
+//   - the message (a connection's line, a check's) is built in one buffer
+//     for every target, of the largest `len` in the configuration or 1024
+//     if larger (haproxy's max_syslog_len), and holds one byte less than
+//     that;
+//   - each target's datagram, the RFC 3164 header and the message, or the
+//     message alone with `format raw`, is cut to the target's own `len`
+//     (1024 by default), and the newline comes past it.
+//
+// So with no `len` anywhere, an RFC 3164 datagram of a long line is 1025
+// bytes and a raw one 1024 (the message's 1023 and the newline); with
+// `len 2000` on another target, a default raw target's is 1025.
+
+// logLineMax is the message buffer's size for targets: the largest of
+// their `len` and lbconfig.DefaultLogLen.
+func logLineMax(cfg *lbconfig.Config) int {
+	n := lbconfig.DefaultLogLen
+	add := func(ts []lbconfig.LogTarget) {
+		for _, t := range ts {
+			n = max(n, t.Len)
+		}
+	}
+	for _, f := range cfg.Frontends {
+		add(f.LogTargets)
+	}
+	for _, m := range cfg.Monitors {
+		add(m.LogTargets)
+	}
+	for _, s := range cfg.Stats {
+		add(s.LogTargets)
+	}
+	for _, b := range cfg.Backends {
+		add(b.LogTargets)
+	}
+	return n
+}
 
 // logRetry is how long a log target that could not be reached is left
 // alone before the next message tries it again; messages to it in
@@ -143,6 +176,8 @@ type logDest struct {
 	facility        int
 	level, minLevel int
 	tag             string
+	// maxLen is the target's `len`; lineMax is logLineMax's.
+	maxLen, lineMax int
 }
 
 // logDests are a proxy's log lines; nil or empty sends nothing.
@@ -166,6 +201,7 @@ func (l *LB) applyLogs(cfg *lbconfig.Config) map[string]*logDests {
 	if tag == "" {
 		tag = defaultLogTag
 	}
+	lineMax := logLineMax(cfg)
 	sinks := map[string]*logSink{}
 	dests := func(ts []lbconfig.LogTarget) *logDests {
 		if len(ts) == 0 {
@@ -188,7 +224,12 @@ func (l *LB) applyLogs(cfg *lbconfig.Config) map[string]*logDests {
 				}
 			}
 			sinks[key] = s
-			out = append(out, logDest{sink: s, raw: t.Raw, facility: t.Facility, level: t.Level, minLevel: t.MinLevel, tag: tag})
+			maxLen := t.Len
+			if maxLen == 0 {
+				maxLen = lbconfig.DefaultLogLen
+			}
+			out = append(out, logDest{sink: s, raw: t.Raw, facility: t.Facility, level: t.Level, minLevel: t.MinLevel, tag: tag,
+				maxLen: maxLen, lineMax: lineMax})
 		}
 		return &out
 	}
@@ -262,12 +303,22 @@ func deliver(to *logDests, level int, at time.Time, msg []byte, pid int, buf []b
 	return buf, failed
 }
 
-// appendDatagram formats msg for d: the RFC 3164 header unless raw, the
-// message cut to maxLogLine (see there), and a newline.
+// appendDatagram formats msg for d: the RFC 3164 header unless raw and
+// the message, cut as haproxy cuts them (above logLineMax), and a
+// newline. A logDest without lengths takes haproxy's defaults.
 func appendDatagram(b []byte, d logDest, level int, at time.Time, pid int, msg []byte) []byte {
-	room := maxLogLine - 1
+	maxLen, lineMax := d.maxLen, d.lineMax
+	if maxLen == 0 {
+		maxLen = lbconfig.DefaultLogLen
+	}
+	if lineMax == 0 {
+		lineMax = max(maxLen, lbconfig.DefaultLogLen)
+	}
+	if len(msg) > lineMax-1 {
+		msg = msg[:lineMax-1]
+	}
+	start := len(b)
 	if !d.raw {
-		room = maxLogLine
 		b = append(b, '<')
 		b = strconv.AppendInt(b, int64(d.facility*8+max(level, d.minLevel)), 10)
 		b = append(b, '>')
@@ -277,10 +328,7 @@ func appendDatagram(b []byte, d logDest, level int, at time.Time, pid int, msg [
 		b = strconv.AppendInt(b, int64(pid), 10)
 		b = append(b, "]: "...)
 	}
-	room -= len(b)
-	if room < 0 {
-		room = 0
-	}
+	room := max(maxLen-(len(b)-start), 0)
 	if len(msg) > room {
 		msg = msg[:room]
 	}

@@ -592,6 +592,73 @@ backend be
 	t.Logf("haproxy:\n%s", strings.Join(want, "\n"))
 }
 
+// TestLogLenMatchesHaproxy compares the datagrams of a 3000-byte line
+// sent to targets with `len 80` and `len 2000`, RFC 3164 and raw, and to
+// two without len beside them. haproxy 2.6.12 cuts each datagram, header
+// included, to its target's len and adds the newline (81 and 2001 bytes,
+// raw or not), except that the line itself is built in a buffer of the
+// largest len less one, so that the raw len 2000 target gets 1999 bytes
+// and the newline; the default targets get 1024 and the newline (the raw
+// one 1024 too, where without a larger len elsewhere it gets 1023):
+// measured, the same with len 500, 1023, 1025 and 65535 (65535 and 65536
+// bytes).
+func TestLogLenMatchesHaproxy(t *testing.T) {
+	long := "A" + strings.Repeat("x", 2998) + "Z"
+	targets := []string{"len 80", "len 80 format raw", "len 2000", "len 2000 format raw", "", "format raw"}
+	readers := map[string][]*logReader{}
+	conf := func(sock string, ports []string) string {
+		var logs strings.Builder
+		for i, opts := range targets {
+			path := fmt.Sprintf("%s.%d", sock, i)
+			readers[sock] = append(readers[sock], readLog(t, path))
+			fmt.Fprintf(&logs, "  log %s %s local0\n", path, opts)
+		}
+		return strings.NewReplacer("{{LOGS}}", logs.String(), "{{P0}}", ports[0], "{{LONG}}", long).Replace(`defaults
+  mode tcp
+  timeout connect 1s
+  timeout client 3s
+  timeout server 3s
+frontend fe
+  bind 127.0.0.1:{{P0}}
+{{LOGS}}  log-format "{{LONG}}"
+  default_backend be
+backend be
+  server s1 127.0.0.1:9
+`)
+	}
+	_, _, hports, vports := startHaproxyAndLB(t, 1, conf)
+	for _, ports := range [][]string{hports, vports} {
+		waitListening(t, "tcp", "127.0.0.1:"+ports[0]) // a connection to fe
+	}
+	describe := func(rs []*logReader, who string) []string {
+		var out []string
+		for i, r := range rs {
+			r.waitFor(t, who+" "+targets[i], "Axxx")
+			for _, d := range r.lines() {
+				head, msg := "raw", strings.TrimSuffix(d, "\n")
+				if m := syslogHeader.FindStringSubmatch(d); m != nil {
+					head, msg = "<"+m[1]+"> header", m[2]
+				}
+				out = append(out, fmt.Sprintf("%q: %s, %d bytes, newline %v, %.10s...%s", targets[i], head, len(d), strings.HasSuffix(d, "\n"),
+					msg, msg[max(len(msg)-10, 0):]))
+			}
+		}
+		return out
+	}
+	var want, got []string
+	for sock, rs := range readers {
+		if strings.HasSuffix(sock, "h.sock") {
+			want = describe(rs, "haproxy")
+		} else {
+			got = describe(rs, "vipstack")
+		}
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("datagrams (-haproxy +vipstack):\n%s", diff)
+	}
+	t.Logf("haproxy:\n%s", strings.Join(want, "\n"))
+}
+
 // selfSigned is a self-signed certificate for 127.0.0.1 and its PEM.
 func selfSigned(t *testing.T, cn string) (tls.Certificate, []byte) {
 	t.Helper()

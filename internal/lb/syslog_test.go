@@ -120,6 +120,20 @@ func TestSyslogDatagrams(t *testing.T) {
 			[]string{"<134>Nov  3 19:34:04 haproxy[22150]: " + strings.Repeat("x", 1024-len("<134>Nov  3 19:34:04 haproxy[22150]: ")) + "\n"}},
 		{"RFC 3164 line of 1024 bytes whole", logDest{facility: 16, level: 7}, lbconfig.LevelInfo, strings.Repeat("y", 1024-len("<134>Nov  3 19:34:04 haproxy[22150]: ")),
 			[]string{"<134>Nov  3 19:34:04 haproxy[22150]: " + strings.Repeat("y", 1024-len("<134>Nov  3 19:34:04 haproxy[22150]: ")) + "\n"}},
+		// `len N` (measured, TestLogLenMatchesHaproxy): the target's
+		// datagram is cut to N and the newline comes past it, raw or
+		// not; the message itself to the configuration's largest len
+		// (at least 1024) less one.
+		{"len 80", logDest{facility: 16, level: 7, maxLen: 80, lineMax: 1024}, lbconfig.LevelInfo, strings.Repeat("x", 3000),
+			[]string{"<134>Nov  3 19:34:04 haproxy[22150]: " + strings.Repeat("x", 80-len("<134>Nov  3 19:34:04 haproxy[22150]: ")) + "\n"}},
+		{"len 80 raw", logDest{facility: 16, level: 7, raw: true, maxLen: 80, lineMax: 1024}, lbconfig.LevelInfo, strings.Repeat("x", 3000),
+			[]string{strings.Repeat("x", 80) + "\n"}},
+		{"len 2000", logDest{facility: 16, level: 7, maxLen: 2000, lineMax: 2000}, lbconfig.LevelInfo, strings.Repeat("x", 3000),
+			[]string{"<134>Nov  3 19:34:04 haproxy[22150]: " + strings.Repeat("x", 2000-len("<134>Nov  3 19:34:04 haproxy[22150]: ")) + "\n"}},
+		{"len 2000 raw: the message holds 1999", logDest{facility: 16, level: 7, raw: true, maxLen: 2000, lineMax: 2000}, lbconfig.LevelInfo, strings.Repeat("x", 3000),
+			[]string{strings.Repeat("x", 1999) + "\n"}},
+		{"default len raw beside a len 2000", logDest{facility: 16, level: 7, raw: true, maxLen: 1024, lineMax: 2000}, lbconfig.LevelInfo, strings.Repeat("x", 3000),
+			[]string{strings.Repeat("x", 1024) + "\n"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

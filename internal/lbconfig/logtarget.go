@@ -30,7 +30,20 @@ type LogTarget struct {
 	// MinLevel: messages more severe than it (a lower number) are sent
 	// with this level instead; 0 (emerg) leaves them.
 	MinLevel int
+	// Len is haproxy's `len`: the most bytes of a line sent to this
+	// target, its newline apart (MinLogLen..MaxLogLen); 0 means
+	// DefaultLogLen. A longer line is cut and still ends with a newline.
+	Len int
 }
+
+// Bounds of a log target's `len`, haproxy 2.6's (measured: 79 and 65536
+// are refused, "invalid log length '79', must be between 80 and 65535"),
+// and its default.
+const (
+	MinLogLen     = 80
+	MaxLogLen     = 65535
+	DefaultLogLen = 1024
+)
 
 // LogFacilities are the syslog facilities haproxy names, by number.
 var LogFacilities = []string{"kern", "user", "mail", "daemon", "auth", "syslog", "lpr", "news",
@@ -59,20 +72,38 @@ const logTargetForms = "an absolute path to a Unix datagram socket (or unix@PATH
 	"(UDP, port 514 by default; udp@, udp4@, udp6@, ipv4@, ipv6@ prefixes), stdout, stderr"
 
 // ParseLogTarget reads the words after haproxy's `log` keyword:
-// TARGET [format rfc3164|raw] FACILITY [LEVEL [MINLEVEL]]. The error
-// names the bad word and what is accepted.
+// TARGET [len LENGTH] [format rfc3164|raw] FACILITY [LEVEL [MINLEVEL]],
+// len before format as haproxy 2.6 reads them (measured: `format raw len
+// 100` is refused, "unknown log facility 'len'"). The error names the bad
+// word and what is accepted.
 func ParseLogTarget(words []string) (LogTarget, error) {
 	if len(words) == 0 {
-		return LogTarget{}, fmt.Errorf("log needs a target (accepted: log global, or log TARGET [format raw|rfc3164] FACILITY [LEVEL [MINLEVEL]])")
+		return LogTarget{}, fmt.Errorf("log needs a target (accepted: log global, or log TARGET [len LENGTH] [format raw|rfc3164] FACILITY [LEVEL [MINLEVEL]])")
 	}
 	t, err := parseLogAddress(words[0])
 	if err != nil {
 		return LogTarget{}, err
 	}
 	rest := words[1:]
+	if len(rest) > 0 && rest[0] == "len" {
+		if len(rest) < 2 {
+			return LogTarget{}, fmt.Errorf("log %s: len needs a value (accepted: %d..%d)", words[0], MinLogLen, MaxLogLen)
+		}
+		n, err := strconv.Atoi(rest[1])
+		if err != nil || n < MinLogLen || n > MaxLogLen {
+			// haproxy reads the leading digits alone ("100abc" is
+			// 100); vipstack takes a plain number only.
+			return LogTarget{}, fmt.Errorf("log %s: len %q is not a length from %d to %d bytes (haproxy's bounds)", words[0], rest[1], MinLogLen, MaxLogLen)
+		}
+		t.Len = n
+		rest = rest[2:]
+	}
 	for len(rest) > 0 && (rest[0] == "format" || rest[0] == "len" || rest[0] == "sample") {
-		if rest[0] != "format" {
-			return LogTarget{}, fmt.Errorf("log %s: option %q is not supported by vipstack (accepted: format raw, format rfc3164)", words[0], rest[0])
+		switch {
+		case rest[0] == "len":
+			return LogTarget{}, fmt.Errorf("log %s: len comes before format and only once (accepted: log TARGET [len LENGTH] [format raw|rfc3164] FACILITY ...; haproxy reads this len as a facility)", words[0])
+		case rest[0] != "format":
+			return LogTarget{}, fmt.Errorf("log %s: option %q is not supported by vipstack (accepted: len LENGTH, format raw, format rfc3164)", words[0], rest[0])
 		}
 		if len(rest) < 2 {
 			return LogTarget{}, fmt.Errorf("log %s: format needs a value (accepted: raw, rfc3164)", words[0])
@@ -190,6 +221,9 @@ func (t LogTarget) String() string {
 	default:
 		b.WriteString(t.Address)
 	}
+	if t.Len != 0 {
+		b.WriteString(" len " + strconv.Itoa(t.Len))
+	}
 	if t.Raw {
 		b.WriteString(" format raw")
 	}
@@ -231,6 +265,9 @@ func (t LogTarget) check() error {
 	}
 	if t.Facility < 0 || t.Facility >= len(LogFacilities) {
 		return fmt.Errorf("log target %s: facility %d is out of range (accepted: 0..23)", t.Address, t.Facility)
+	}
+	if t.Len != 0 && (t.Len < MinLogLen || t.Len > MaxLogLen) {
+		return fmt.Errorf("log target %s: len %d is out of range (accepted: 0 for %d, or %d..%d)", t.Address, t.Len, DefaultLogLen, MinLogLen, MaxLogLen)
 	}
 	if t.Level < 0 || t.Level > LevelDebug || t.MinLevel < 0 || t.MinLevel > LevelDebug {
 		return fmt.Errorf("log target %s: level %d or minimum level %d is out of range (accepted: 0..7)", t.Address, t.Level, t.MinLevel)
