@@ -45,6 +45,9 @@ type Cluster struct {
 	viewStop  chan struct{}
 	viewDone  chan struct{}
 	closeOnce sync.Once
+	// keepDir leaves Dir (the node agents' logs and state) in place at
+	// Close: set when a step did not hold, for the logs to explain it.
+	keepDir bool
 }
 
 // Node is one node of the demo cluster.
@@ -696,7 +699,7 @@ func (c *Cluster) close() {
 	if c.topo != nil {
 		c.topo.Close()
 	}
-	if c.Dir != "" {
+	if c.Dir != "" && !c.keepDir {
 		_ = os.RemoveAll(c.Dir)
 	}
 }

@@ -58,7 +58,11 @@ func Run(ctx context.Context, opts Options) (res Result, err error) {
 	}
 	res.Tag, res.Dir = c.Tag, c.Dir
 	defer func() {
-		c.Printf("removing the cluster\n")
+		if c.keepDir {
+			c.Printf("removing the cluster; the node agents' logs and state stay in %s\n", c.Dir)
+		} else {
+			c.Printf("removing the cluster\n")
+		}
 		c.Close()
 		res.Elapsed = c.Elapsed()
 		if err == nil {
@@ -94,6 +98,7 @@ func Run(ctx context.Context, opts Options) (res Result, err error) {
 			err = fmt.Errorf("demo: step %d/%d (%s) did not hold: %w", i+1, len(steps), st.title, serr)
 			c.Printf("FAILED: %v\n", err)
 			c.printProblems()
+			c.keepDir = true // the node agents' logs explain it
 			break
 		}
 		res.Steps++
