@@ -24,6 +24,11 @@
 //   - Probes start every inter, measured from the start of the previous
 //     one; they never overlap.
 //
+// A Result's Info is the reason as Go gave it (vipstack's own log and
+// status show it); HaproxyInfo is what haproxy 2.6.12 shows in its log
+// lines and stats' last_chk instead: "SSL handshake failure" for every
+// failed check-ssl handshake, nothing for one that timed out (measured).
+//
 // Checker runs on an injected clock (clock.Clock), so tests drive it with
 // clock.NewFake; the probes themselves do real network I/O and are aborted
 // when the clock's timeout fires.

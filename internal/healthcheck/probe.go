@@ -64,6 +64,25 @@ func Description(status string) string {
 	return status
 }
 
+// HaproxyInfo is the info haproxy 2.6.12 shows for a failed result, in
+// its log lines (`info: "..."`) and its stats' last_chk, where Info keeps
+// the reason as Go gave it (for vipstack's own log and status). A check-ssl
+// handshake that fails, whatever the TLS library's reason, is "SSL
+// handshake failure", and one that times out has none (measured: a server
+// that closes after the ClientHello, one that answers in plain HTTP, one
+// whose certificate the CA file does not verify; one that never answers
+// the ClientHello gives L6TOUT and an empty last_chk). Other results keep
+// their Info.
+func HaproxyInfo(r Result) string {
+	switch r.Status {
+	case L6RSP:
+		return "SSL handshake failure"
+	case L6TOUT:
+		return ""
+	}
+	return r.Info
+}
+
 // Result is one probe's outcome.
 type Result struct {
 	OK     bool

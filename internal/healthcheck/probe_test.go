@@ -168,3 +168,23 @@ func TestHTTPRequest(t *testing.T) {
 		})
 	}
 }
+
+// TestHaproxyInfo: what haproxy 2.6.12 shows as a failed check's info
+// (log lines, the stats' last_chk; measured): its own text for a failed
+// TLS handshake, none for a timed-out one, the reason for the rest.
+func TestHaproxyInfo(t *testing.T) {
+	for _, tt := range []struct {
+		r    Result
+		want string
+	}{
+		{Result{Status: L6RSP, Info: "tls: failed to verify certificate: x509: certificate signed by unknown authority"}, "SSL handshake failure"},
+		{Result{Status: L6RSP, Info: "EOF"}, "SSL handshake failure"},
+		{Result{Status: L6TOUT, Info: "TLS handshake timed out"}, ""},
+		{Result{Status: L4CON, Info: "Connection refused"}, "Connection refused"},
+		{Result{Status: L7STS, Code: 503, Info: "Service Unavailable"}, "Service Unavailable"},
+	} {
+		if got := HaproxyInfo(tt.r); got != tt.want {
+			t.Errorf("%s %q: HaproxyInfo = %q, want %q", tt.r.Status, tt.r.Info, got, tt.want)
+		}
+	}
+}

@@ -123,7 +123,11 @@
 // an array of lines, each an array of field objects), with a line per
 // frontend, server and backend, the monitor and stats sections included,
 // numbered as haproxy numbers them; hastats.go says which fields vipstack
-// fills and which it leaves out. Metrics go to the Prometheus registry
+// fills and which it leaves out. A check's last_chk is haproxy's text,
+// as its log lines' info (healthcheck.HaproxyInfo: "SSL handshake
+// failure" for a failed check-ssl handshake, empty for a timed-out one,
+// measured: TestCheckSSLStatsMatchHaproxy); the HTML page and
+// ServerStats.CheckInfo keep Go's reason. Metrics go to the Prometheus registry
 // given in Options.
 //
 // The monitor and stats listeners speak HTTP/1.x as haproxy 2.6 does

@@ -345,8 +345,11 @@ func backendRecords(b BackendStats, iid int, hideDown bool, f *StatFilter) []*st
 					r.i("check_duration", s.CheckDurationMS)
 					r.s("check_desc", healthcheck.Description(s.CheckStatus))
 					// haproxy's last_chk is empty after a passed check
-					// (measured: a "200 OK" answer gives L7OK and "").
-					info := s.CheckInfo
+					// (measured: a "200 OK" answer gives L7OK and ""),
+					// and is haproxy's text for a check-ssl failure
+					// (measured: "SSL handshake failure", and "" for
+					// L6TOUT), not the TLS library's reason.
+					info := healthcheck.HaproxyInfo(healthcheck.Result{Status: s.CheckStatus, Info: s.CheckInfo})
 					if s.CheckStatus == healthcheck.L4OK || s.CheckStatus == healthcheck.L6OK || s.CheckStatus == healthcheck.L7OK {
 						info = ""
 					}

@@ -425,12 +425,9 @@ func appendCheck(b []byte, r healthcheck.Result) []byte {
 		b = append(b, ", code: "...)
 		b = strconv.AppendInt(b, int64(r.Code), 10)
 	}
-	info := r.Info
-	switch r.Status {
-	case healthcheck.L7RSP, healthcheck.L6TOUT:
+	info := healthcheck.HaproxyInfo(r)
+	if r.Status == healthcheck.L7RSP {
 		info = ""
-	case healthcheck.L6RSP:
-		info = "SSL handshake failure"
 	}
 	if !r.OK && info != "" {
 		b = append(b, `, info: "`...)
