@@ -323,15 +323,18 @@ func TestParseAccepts(t *testing.T) {
 		},
 		{
 			// haproxy 2.6.12 takes len from 80 to 65535, before format
-			// (measured with haproxy -c).
-			name: "log len",
+			// (measured with haproxy -c); an explicit format rfc3164
+			// is not the default format (its header has a host name).
+			name: "log len, format rfc3164",
 			conf: func(t *testing.T) string {
-				return edit(t, "  mode tcp\n", "  mode tcp\n  log /run/d.sock len 80 format raw local0\n  log /run/e.sock len 65535 local0\n")
+				return edit(t, "  mode tcp\n", "  mode tcp\n  log /run/d.sock len 80 format raw local0\n  log /run/e.sock len 65535 local0\n"+
+					"  log /run/f.sock format rfc3164 local0\n")
 			},
 			get: func(c *lbconfig.Config) any { return c.Frontends[0].LogTargets },
 			want: []lbconfig.LogTarget{
 				{Network: "unixgram", Address: "/run/d.sock", Raw: true, Facility: 16, Level: 7, Len: 80},
 				{Network: "unixgram", Address: "/run/e.sock", Facility: 16, Level: 7, Len: 65535},
+				{Network: "unixgram", Address: "/run/f.sock", RFC3164: true, Facility: 16, Level: 7},
 			},
 		},
 		{

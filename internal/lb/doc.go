@@ -170,7 +170,9 @@
 //
 //	<PRI>Mmm dd hh:mm:ss haproxy[PID]: MESSAGE\n
 //
-// RFC 3164 with no host name, a space-padded day, local time and a
+// RFC 3164 with no host name (an explicit `format rfc3164` adds
+// "localhost " before the tag, as haproxy 2.6.12 does), a space-padded
+// day, local time and a
 // newline at the end; PRI is facility*8+level. `format raw` sends the
 // message and newline alone; stdout and stderr targets get the same bytes
 // as lines. The tag is "haproxy" unless global's log-tag says otherwise:

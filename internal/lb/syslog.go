@@ -23,8 +23,9 @@ import (
 //
 // PRI is facility*8+level, the day is space-padded, the time is local,
 // there is no host name (haproxy sends one only with log-send-hostname),
-// and the datagram ends with a newline. `format raw` sends MESSAGE\n
-// alone. stdout and stderr targets get the same bytes as a line.
+// and the datagram ends with a newline. An explicit `format rfc3164`
+// adds haproxy's host name field, "localhost " before TAG (measured,
+// TestLogLenMatchesHaproxy). `format raw` sends MESSAGE\n alone. stdout and stderr targets get the same bytes as a line.
 //
 // TAG is the configuration's log-tag, "haproxy" by default. haproxy's
 // default is its program name; vipstack stands in for haproxy with
@@ -173,6 +174,7 @@ func (s *logSink) close() {
 type logDest struct {
 	sink            *logSink
 	raw             bool
+	host            bool // format rfc3164: the header has haproxy's host name field
 	facility        int
 	level, minLevel int
 	tag             string
@@ -228,7 +230,7 @@ func (l *LB) applyLogs(cfg *lbconfig.Config) map[string]*logDests {
 			if maxLen == 0 {
 				maxLen = lbconfig.DefaultLogLen
 			}
-			out = append(out, logDest{sink: s, raw: t.Raw, facility: t.Facility, level: t.Level, minLevel: t.MinLevel, tag: tag,
+			out = append(out, logDest{sink: s, raw: t.Raw, host: t.RFC3164, facility: t.Facility, level: t.Level, minLevel: t.MinLevel, tag: tag,
 				maxLen: maxLen, lineMax: lineMax})
 		}
 		return &out
@@ -323,6 +325,9 @@ func appendDatagram(b []byte, d logDest, level int, at time.Time, pid int, msg [
 		b = strconv.AppendInt(b, int64(d.facility*8+max(level, d.minLevel)), 10)
 		b = append(b, '>')
 		b = at.AppendFormat(b, "Jan _2 15:04:05 ")
+		if d.host {
+			b = append(b, "localhost "...)
+		}
 		b = append(b, d.tag...)
 		b = append(b, '[')
 		b = strconv.AppendInt(b, int64(pid), 10)

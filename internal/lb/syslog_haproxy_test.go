@@ -592,6 +592,10 @@ backend be
 	t.Logf("haproxy:\n%s", strings.Join(want, "\n"))
 }
 
+// syslogHeaderHost is syslogHeader with haproxy's host name field of
+// `format rfc3164`, when there is one.
+var syslogHeaderHost = regexp.MustCompile(`^<(\d+)>[A-Z][a-z]{2} [ 123]\d \d\d:\d\d:\d\d (\S+ )?haproxy\[\d+\]: (.*)\n$`)
+
 // TestLogLenMatchesHaproxy compares the datagrams of a 3000-byte line
 // sent to targets with `len 80` and `len 2000`, RFC 3164 and raw, and to
 // two without len beside them. haproxy 2.6.12 cuts each datagram, header
@@ -601,10 +605,11 @@ backend be
 // and the newline; the default targets get 1024 and the newline (the raw
 // one 1024 too, where without a larger len elsewhere it gets 1023):
 // measured, the same with len 500, 1023, 1025 and 65535 (65535 and 65536
-// bytes).
+// bytes). With an explicit `format rfc3164`, haproxy's header has a host
+// name, "localhost" (measured; the default format has none).
 func TestLogLenMatchesHaproxy(t *testing.T) {
 	long := "A" + strings.Repeat("x", 2998) + "Z"
-	targets := []string{"len 80", "len 80 format raw", "len 2000", "len 2000 format raw", "", "format raw"}
+	targets := []string{"len 80", "len 80 format raw", "len 2000", "len 2000 format raw", "", "format raw", "len 80 format rfc3164", "format rfc3164"}
 	readers := map[string][]*logReader{}
 	conf := func(sock string, ports []string) string {
 		var logs strings.Builder
@@ -636,8 +641,8 @@ backend be
 			r.waitFor(t, who+" "+targets[i], "Axxx")
 			for _, d := range r.lines() {
 				head, msg := "raw", strings.TrimSuffix(d, "\n")
-				if m := syslogHeader.FindStringSubmatch(d); m != nil {
-					head, msg = "<"+m[1]+"> header", m[2]
+				if m := syslogHeaderHost.FindStringSubmatch(d); m != nil {
+					head, msg = "<"+m[1]+"> header "+m[2], m[3]
 				}
 				out = append(out, fmt.Sprintf("%q: %s, %d bytes, newline %v, %.10s...%s", targets[i], head, len(d), strings.HasSuffix(d, "\n"),
 					msg, msg[max(len(msg)-10, 0):]))

@@ -108,6 +108,8 @@ func TestSyslogDatagrams(t *testing.T) {
 			[]string{"<144>Nov  3 19:34:04 haproxy[22150]: none\n"}},
 		{"info stopped by notice", logDest{facility: 18, level: 5}, lbconfig.LevelInfo, "Connect from", nil},
 		{"raw", logDest{facility: 16, level: 7, raw: true}, lbconfig.LevelInfo, "a line", []string{"a line\n"}},
+		{"format rfc3164: a host name", logDest{facility: 16, level: 7, host: true}, lbconfig.LevelInfo, "Connect from",
+			[]string{"<134>Nov  3 19:34:04 localhost haproxy[22150]: Connect from\n"}},
 		{"log-tag", logDest{facility: 16, level: 7, tag: "hx"}, lbconfig.LevelNotice, "m",
 			[]string{"<133>Nov  3 19:34:04 hx[22150]: m\n"}},
 		// haproxy 2.6.12 cuts a line at its default len 1024 (measured,

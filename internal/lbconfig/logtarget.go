@@ -21,6 +21,11 @@ type LogTarget struct {
 	// syslog header. The default is RFC 3164: "<PRI>Mmm dd hh:mm:ss
 	// TAG[PID]: message".
 	Raw bool
+	// RFC3164 is an explicit `format rfc3164`, whose header haproxy 2.6
+	// writes with a host name, "localhost" (measured, 2.6.12 without
+	// log-send-hostname: "<134>Nov 24 01:12:24 localhost haproxy[16752]:
+	// Connect from ..."), where the default format has none.
+	RFC3164 bool
 	// Facility is the syslog facility, 0 (kern) to 23 (local7):
 	// index into LogFacilities.
 	Facility int
@@ -110,9 +115,9 @@ func ParseLogTarget(words []string) (LogTarget, error) {
 		}
 		switch rest[1] {
 		case "raw":
-			t.Raw = true
+			t.Raw, t.RFC3164 = true, false
 		case "rfc3164":
-			t.Raw = false
+			t.Raw, t.RFC3164 = false, true
 		default:
 			return LogTarget{}, fmt.Errorf("log %s: format %q is not supported by vipstack (accepted: raw, rfc3164)", words[0], rest[1])
 		}
@@ -227,6 +232,9 @@ func (t LogTarget) String() string {
 	if t.Raw {
 		b.WriteString(" format raw")
 	}
+	if t.RFC3164 {
+		b.WriteString(" format rfc3164")
+	}
 	b.WriteString(" " + name(LogFacilities, t.Facility))
 	if t.Level != LevelDebug || t.MinLevel != 0 {
 		b.WriteString(" " + name(LogLevels, t.Level))
@@ -265,6 +273,9 @@ func (t LogTarget) check() error {
 	}
 	if t.Facility < 0 || t.Facility >= len(LogFacilities) {
 		return fmt.Errorf("log target %s: facility %d is out of range (accepted: 0..23)", t.Address, t.Facility)
+	}
+	if t.Raw && t.RFC3164 {
+		return fmt.Errorf("log target %s: both raw and rfc3164 (accepted: one format)", t.Address)
 	}
 	if t.Len != 0 && (t.Len < MinLogLen || t.Len > MaxLogLen) {
 		return fmt.Errorf("log target %s: len %d is out of range (accepted: 0 for %d, or %d..%d)", t.Address, t.Len, DefaultLogLen, MinLogLen, MaxLogLen)
