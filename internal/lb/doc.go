@@ -150,7 +150,10 @@
 // --http2-prior-knowledge` sends it) is answered in HTTP/2 with the same
 // status, fields and body, as haproxy answers it, one "Connect from"
 // line per stream (httpserve_h2.go; `Upgrade: h2c` stays HTTP/1.1, as in
-// haproxy). Each listener
+// haproxy); an answer a client does not read within 30 s is given up,
+// in HTTP/1.1 with the connection, in HTTP/2 with the stream (a client
+// that never opens its flow-control window cannot hold a stream, and its
+// connection's slot, for longer). Each listener
 // serves at most 256 clients at once (haproxy's cap is its maxconn, 9986
 // here); at the cap a new client takes the place of a waiting one (no
 // request yet, a partial one, or idle between requests), the oldest of the

@@ -523,7 +523,7 @@ func (h *httpListener) serveConn(c *webConn) {
 		}
 		resp := h.respond(req)
 		closing := !req.keepAlive || !complete || req.framingConflict || resp.close
-		c.SetWriteDeadline(time.Now().Add(webWriteTimeout))
+		c.SetWriteDeadline(time.Now().Add(h.to.Load().write))
 		if _, err := c.Write(resp.encode(req, closing)); err != nil {
 			return
 		}
@@ -536,7 +536,7 @@ func (h *httpListener) serveConn(c *webConn) {
 }
 
 func (h *httpListener) writeRaw(c *webConn, answer string) {
-	c.SetWriteDeadline(time.Now().Add(webWriteTimeout))
+	c.SetWriteDeadline(time.Now().Add(h.to.Load().write))
 	if _, err := io.WriteString(c, answer); err == nil {
 		c.waiting()
 		lingerClose(c)

@@ -66,11 +66,17 @@ func (h *httpListener) serveH2(c *webConn, br *bufio.Reader) {
 	srv := &http2.Server{
 		MaxConcurrentStreams: h2MaxStreams,
 		IdleTimeout:          to.idle,
-		WriteByteTimeout:     webWriteTimeout,
+		WriteByteTimeout:     to.write,
 	}
 	var streams h2Streams
 	srv.ServeConn(&prereadConn{Conn: c, r: br}, &http2.ServeConnOpts{
-		BaseConfig: &http.Server{MaxHeaderBytes: maxWebHeader},
+		// WriteTimeout bounds each stream's answer, as the write
+		// deadline bounds an HTTP/1 answer: a client that never opens
+		// its flow-control window would otherwise hold the stream's
+		// handler, and so its connection's slot (the connection counts
+		// as being answered, not evictable), for good. The stream is
+		// reset when it passes; the connection goes on.
+		BaseConfig: &http.Server{MaxHeaderBytes: maxWebHeader, WriteTimeout: to.write},
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if !streams.start(c) {
 				panic(http.ErrAbortHandler) // evicted: the stream is reset

@@ -2,8 +2,10 @@ package lb
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/tls"
+	"encoding/base64"
 	"io"
 	"net"
 	"net/http"
@@ -13,6 +15,7 @@ import (
 	"time"
 
 	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
 
 	"github.com/vipstack/vipstack/internal/lbconfig"
 	"github.com/vipstack/vipstack/internal/peers"
@@ -266,5 +269,76 @@ func TestH2Evictable(t *testing.T) {
 			t.Fatalf("poll %d beside %d idle HTTP/2 connections: %q, want the monitor's 200", i, maxWebConns+10, got)
 		}
 		c.Close()
+	}
+}
+
+// TestH2StalledStreamEnds: a client that never opens its flow-control
+// window (SETTINGS_INITIAL_WINDOW_SIZE 0) and asks for the stats page,
+// larger than the HTTP/2 server's 4 KiB write buffer, gets the stream
+// reset once the answer's write timeout passes (30 s; the test shortens
+// it), as an HTTP/1 client that does not read has its connection closed:
+// the connection is then waiting again, and evictable at the listener's
+// cap. Before, the stream's handler waited for the window for ever, the
+// connection counted as being answered, and maxWebConns such clients
+// (one stream each) took every slot of the listener for good.
+func TestH2StalledStreamEnds(t *testing.T) {
+	a := startBackend(t, "a")
+	l := newLB(t, fakeClock(), webConfig(tcpConfig(lbconfig.RoundRobin, srv("a", a))))
+	addr := l.Addrs("stats")[0].String()
+	l.mu.Lock()
+	for _, h := range l.httpLns {
+		to := *h.to.Load()
+		to.write = 300 * time.Millisecond
+		h.to.Store(&to)
+	}
+	l.mu.Unlock()
+
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(bound))
+	if _, err := io.WriteString(c, h2Preface); err != nil {
+		t.Fatal(err)
+	}
+	fr := http2.NewFramer(c, c)
+	if err := fr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: 0}); err != nil {
+		t.Fatal(err)
+	}
+	var hb bytes.Buffer
+	enc := hpack.NewEncoder(&hb)
+	for _, f := range [][2]string{{":method", "GET"}, {":scheme", "http"}, {":authority", addr}, {":path", "/haproxy_stats"},
+		{"authorization", "Basic " + base64.StdEncoding.EncodeToString([]byte("Username:Password"))}} {
+		enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
+	}
+	if err := fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: hb.Bytes(), EndStream: true, EndHeaders: true}); err != nil {
+		t.Fatal(err)
+	}
+	headers := false
+	for {
+		f, err := fr.ReadFrame()
+		if err != nil {
+			t.Fatalf("no RST_STREAM for the stalled stream (HEADERS seen: %v): %v", headers, err)
+		}
+		switch f := f.(type) {
+		case *http2.SettingsFrame:
+			if !f.IsAck() {
+				fr.WriteSettingsAck()
+			}
+		case *http2.HeadersFrame:
+			headers = true
+		case *http2.DataFrame:
+			if len(f.Data()) > 0 {
+				t.Fatalf("%d bytes of DATA with a window of 0", len(f.Data()))
+			}
+		case *http2.RSTStreamFrame:
+			if !headers {
+				t.Fatalf("stream reset (%v) before its HEADERS: the answer did not start", f.ErrCode)
+			}
+			return
+		case *http2.GoAwayFrame:
+			t.Fatalf("GOAWAY %v: want the stream reset, the connection kept", f.ErrCode)
+		}
 	}
 }

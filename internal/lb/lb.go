@@ -896,9 +896,10 @@ type httpListener struct {
 
 // webTimeouts are the timeouts of a monitor or stats listener: `timeout
 // http-request` for the request's headers, `timeout http-keep-alive` for an
-// idle connection between requests.
+// idle connection between requests, and the bound of an answer's write
+// to a client that does not read (webWriteTimeout).
 type webTimeouts struct {
-	readHeader, idle time.Duration
+	readHeader, idle, write time.Duration
 }
 
 // webTimeoutsOf falls back as haproxy 2.6 does where the configuration
@@ -909,7 +910,7 @@ type webTimeouts struct {
 // takes 30 s for the headers and 10 s between requests, so that a
 // slowloris cannot hold the listener.
 func webTimeoutsOf(to lbconfig.Timeouts) webTimeouts {
-	w := webTimeouts{readHeader: to.HTTPRequest, idle: to.HTTPKeepAlive}
+	w := webTimeouts{readHeader: to.HTTPRequest, idle: to.HTTPKeepAlive, write: webWriteTimeout}
 	if w.readHeader == 0 {
 		w.readHeader = to.Client
 	}
