@@ -242,3 +242,28 @@ func TestNoServerLineOnce(t *testing.T) {
 		t.Errorf("no maintenance line:\n%s", out.String())
 	}
 }
+
+// TestNoCheckAfterShutdown: a server taken out of MAINT by the runtime
+// API after Shutdown (the API's sockets close after the LB: `vipstack
+// lb` closes them when its run ends) does not start its check again.
+// Before, the check Shutdown had stopped for good started again, and ran
+// on, probing and logging, in a load balancer that was shut down.
+func TestNoCheckAfterShutdown(t *testing.T) {
+	eventually(t, "no checker running before the test", func() bool { return runningCheckers() == 0 })
+	a := startBackend(t, "a")
+	l := newLBOpts(t, Options{Clock: fakeClock()}, tcpConfig(lbconfig.RoundRobin,
+		lbconfig.Server{Name: "a", Addr: a.addr, Weight: 1, Check: true, Inter: time.Second, Rise: 1, Fall: 1}))
+	if err := l.SetServerAdmin("be", "a", AdminMaint); err != nil {
+		t.Fatal(err)
+	}
+	l.Shutdown(canceled())
+	if err := l.SetServerAdmin("be", "a", AdminReady); err != nil {
+		t.Fatal(err)
+	}
+	// startCheck's goroutine counts from its go statement, before
+	// SetServerAdmin returns.
+	if n := runningCheckers(); n != 0 {
+		t.Errorf("%d checker(s) running after Shutdown", n)
+	}
+	eventually(t, "no checker running", func() bool { return runningCheckers() == 0 })
+}

@@ -88,7 +88,10 @@ type LB struct {
 	// usableMu serializes the changes of a server's usability (a check's
 	// UP or DOWN, the runtime API's admin state) with the count of the
 	// backend's usable servers before and after each (see server.left).
-	usableMu    sync.Mutex
+	usableMu sync.Mutex
+	// checksOff: Shutdown has stopped the health checks; none starts
+	// again.
+	checksOff   atomic.Bool
 	healthy     bool
 	healthKnown bool
 	// draining is set by Shutdown: the frontends no longer accept, so
@@ -697,6 +700,9 @@ wait:
 	for _, h := range https {
 		h.close()
 	}
+	// For good: a server the runtime API takes out of MAINT from now on
+	// does not start its check again (startCheckLocked).
+	l.checksOff.Store(true)
 	for _, s := range servers {
 		s.stop()
 	}

@@ -201,6 +201,9 @@ func (s *server) startCheckLocked(conf checkConf) {
 	if s.retired.Load() {
 		return // the configuration in force no longer has it
 	}
+	if s.lb.checksOff.Load() {
+		return // shut down: Shutdown stopped the checks for good
+	}
 	if AdminState(s.admin.Load()) == AdminMaint {
 		return // checks are paused in MAINT; leaving it starts them
 	}
