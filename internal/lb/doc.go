@@ -153,7 +153,8 @@
 // haproxy); an answer a client does not read within 30 s is given up,
 // in HTTP/1.1 with the connection, in HTTP/2 with the stream (a client
 // that never opens its flow-control window cannot hold a stream, and its
-// connection's slot, for longer). Each listener
+// connection's slot, for longer), and its receive windows stay at the
+// protocol's initial 64 KiB, as haproxy's do. Each listener
 // serves at most 256 clients at once (haproxy's cap is its maxconn, 9986
 // here); at the cap a new client takes the place of a waiting one (no
 // request yet, a partial one, or idle between requests), the oldest of the

@@ -36,6 +36,10 @@ const h2Preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 // h2MaxStreams is haproxy 2.6's default tune.h2.max-concurrent-streams.
 const h2MaxStreams = 100
 
+// h2Window is HTTP/2's initial flow-control window (RFC 9113, section
+// 6.9.2), haproxy 2.6's receive window.
+const h2Window = 65535
+
 // startsH2 reports whether the connection opens with HTTP/2's preface.
 // It waits for more bytes only while those in br could still be the
 // preface, so an HTTP/1.x request shorter than the preface is not held
@@ -67,6 +71,13 @@ func (h *httpListener) serveH2(c *webConn, br *bufio.Reader) {
 		MaxConcurrentStreams: h2MaxStreams,
 		IdleTimeout:          to.idle,
 		WriteByteTimeout:     to.write,
+		// The protocol's initial windows, as haproxy 2.6.12 keeps them
+		// (measured: no INITIAL_WINDOW_SIZE, no connection
+		// WINDOW_UPDATE): the answers take no body, so a connection
+		// buffers at most 64 KiB a client sends (x/net's default is 1
+		// MiB, per stream and per connection).
+		MaxUploadBufferPerConnection: h2Window,
+		MaxUploadBufferPerStream:     h2Window,
 	}
 	var streams h2Streams
 	srv.ServeConn(&prereadConn{Conn: c, r: br}, &http2.ServeConnOpts{

@@ -342,3 +342,52 @@ func TestH2StalledStreamEnds(t *testing.T) {
 		}
 	}
 }
+
+// TestH2ReceiveWindows: the monitor and stats listeners take no request
+// body, and hold what a stream sends until its answer is written, so
+// their HTTP/2 receive windows stay at the protocol's initial 65535
+// bytes, per stream and per connection, as haproxy 2.6.12 leaves them
+// (measured: its SETTINGS carry MAX_CONCURRENT_STREAMS 100 and no
+// INITIAL_WINDOW_SIZE, and no connection WINDOW_UPDATE follows). Before,
+// x/net/http2's defaults opened both to 1 MiB: a client whose streams
+// were being answered could have each of the 256 connections buffer
+// 1 MiB of body it sends.
+func TestH2ReceiveWindows(t *testing.T) {
+	a := startBackend(t, "a")
+	l := newLB(t, fakeClock(), webConfig(tcpConfig(lbconfig.RoundRobin, srv("a", a))))
+	c, err := net.Dial("tcp", l.Addrs("health_check_http_url")[0].String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(bound))
+	if _, err := io.WriteString(c, h2Preface); err != nil {
+		t.Fatal(err)
+	}
+	fr := http2.NewFramer(c, c)
+	if err := fr.WriteSettings(); err != nil {
+		t.Fatal(err)
+	}
+	// The server's SETTINGS and window updates come before its ACK of
+	// ours.
+	for {
+		f, err := fr.ReadFrame()
+		if err != nil {
+			t.Fatalf("no SETTINGS ACK: %v", err)
+		}
+		switch f := f.(type) {
+		case *http2.SettingsFrame:
+			if f.IsAck() {
+				return
+			}
+			if v, ok := f.Value(http2.SettingInitialWindowSize); ok && v > 65535 {
+				t.Errorf("SETTINGS INITIAL_WINDOW_SIZE %d, want at most 65535 (haproxy sends none: 65535)", v)
+			}
+			fr.WriteSettingsAck()
+		case *http2.WindowUpdateFrame:
+			if f.StreamID == 0 {
+				t.Errorf("connection WINDOW_UPDATE +%d, want none (haproxy's window stays 65535)", f.Increment)
+			}
+		}
+	}
+}
