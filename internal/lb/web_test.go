@@ -603,7 +603,7 @@ func TestWebTimeoutsFallBack(t *testing.T) {
 		{lbconfig.Timeouts{HTTPKeepAlive: 2 * time.Second, Client: 5 * time.Second}, 5 * time.Second, 2 * time.Second},
 		{lbconfig.Timeouts{}, 30 * time.Second, 10 * time.Second}, // none: lb's own bounds
 	} {
-		if got, want := webTimeoutsOf(c.to), (webTimeouts{readHeader: c.header, idle: c.ka}); got != want {
+		if got, want := webTimeoutsOf(c.to), (webTimeouts{readHeader: c.header, idle: c.ka, write: webWriteTimeout}); got != want {
 			t.Errorf("webTimeoutsOf(%+v) = %+v, want %+v", c.to, got, want)
 		}
 	}
