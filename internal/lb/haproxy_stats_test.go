@@ -62,10 +62,13 @@ backend masters
    server m3 {{M3}} weight 1 check inter 200ms fall 2 rise 3
 `
 
-// freePort is a loopback port nothing listens on (a moment ago).
+// freePort is a port nothing used, on any address, a moment ago.
 func freePort(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	// On the wildcard address, IPv6 and IPv4 together: the haproxy
+	// configurations bind `:::PORT v4v6` too, and a port free on
+	// 127.0.0.1 may be taken on another address.
+	ln, err := net.Listen("tcp", ":0")
 	if err != nil {
 		t.Fatal(err)
 	}
