@@ -226,10 +226,6 @@ func (l *LB) SetServerAdmin(backend, name string, st AdminState) error {
 	return nil
 }
 
-// testHookAdminCounted, when set, runs in setAdmin between the count of
-// the backend's usable servers and the move (tests only).
-var testHookAdminCounted func(*server)
-
 // setAdmin moves the server to st: into MAINT its check stops and it
 // counts as DOWN (one more down in chkdown, as haproxy counts it); out of
 // MAINT it is UP at once and its check starts again. It reports false,
@@ -252,8 +248,8 @@ func (s *server) setAdmin(st AdminState) bool {
 	l.usableMu.Lock()
 	change := adminChange{backend: s.backend, id: s.id(), from: old, to: st, up: s.up.Load(),
 		before: l.usableServers(s.backend)}
-	if testHookAdminCounted != nil {
-		testHookAdminCounted(s)
+	if h := l.opts.hooks; h != nil && h.adminCounted != nil {
+		h.adminCounted(s)
 	}
 	s.admin.Store(int32(st))
 	if old == AdminMaint {

@@ -195,12 +195,6 @@ func admitOnLoop(l *LB, f *frontend, fd int, peer netip.AddrPort) <-chan struct{
 	return w
 }
 
-// setHook sets a test hook of admit for the rest of the test.
-func setHook(t *testing.T, hook *func(*frontend), f func(*frontend)) {
-	*hook = f
-	t.Cleanup(func() { *hook = nil })
-}
-
 // TestSlotFreedWhileQueueing: at maxconn 1, a client finds the only slot
 // taken; before it joins the queue, the connection holding the slot ends
 // and finds nobody queued. The client must get that slot at once: no
@@ -209,16 +203,17 @@ func TestSlotFreedWhileQueueing(t *testing.T) {
 	a := startBackend(t, "a")
 	cfg := tcpConfig(lbconfig.RoundRobin, srv("a", a))
 	cfg.MaxConn = 1
-	l := newLB(t, fakeClock(), cfg)
+	hooks := new(testHooks)
+	l := newLBOpts(t, Options{Clock: fakeClock(), hooks: hooks}, cfg)
 	f := l.frontends["fe"]
 	if f.tryAcquire() == 0 { // a client holds the only slot
 		t.Fatal("the only slot of an idle frontend was not free")
 	}
-	setHook(t, &testHookQueueing, func(f *frontend) {
+	hooks.queueing = func(f *frontend) {
 		if done, next := f.putSlotServe(); done || len(next) != 0 {
 			t.Errorf("the release found a drain ended (%v) or %d queued clients, want neither", done, len(next))
 		}
-	})
+	}
 	fd, peer, cl := acceptedFD(t)
 	if w := admitOnLoop(l, f, fd, peer); w != nil {
 		t.Error("admit asked the accept loop to wait with one client queued at most")
@@ -237,10 +232,11 @@ func TestSlotFreedWhileQueueing(t *testing.T) {
 // drain end with it.
 func TestDrainBeganDuringAdmit(t *testing.T) {
 	a := startBackend(t, "a")
-	l := newLB(t, fakeClock(), tcpConfig(lbconfig.RoundRobin, srv("a", a)))
+	hooks := new(testHooks)
+	l := newLBOpts(t, Options{Clock: fakeClock(), hooks: hooks}, tcpConfig(lbconfig.RoundRobin, srv("a", a)))
 	f := l.frontends["fe"]
 	var drained <-chan struct{}
-	setHook(t, &testHookAdmitted, func(f *frontend) { drained = f.drain() })
+	hooks.admitted = func(f *frontend) { drained = f.drain() }
 	fd, peer, cl := acceptedFD(t)
 	admitOnLoop(l, f, fd, peer)
 	if drained == nil {

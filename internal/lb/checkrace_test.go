@@ -208,12 +208,13 @@ func TestNoServerLineOnce(t *testing.T) {
 	cfg.Backends[0].LogTargets = rawStdout
 	var out syncbuf.Buffer
 	clk := fakeClock()
-	l := newLBOpts(t, Options{Clock: clk, Stdout: &out}, cfg)
+	hooks := new(testHooks)
+	l := newLBOpts(t, Options{Clock: clk, Stdout: &out, hooks: hooks}, cfg)
 	eventually(t, "a's first check", func() bool { return checksDone(l.serverStats(t, "be", "a")) == 1 })
 
 	const noServer = "backend be has no server available!"
 	a.stop()
-	testHookAdminCounted = func(*server) {
+	hooks.adminCounted = func(*server) {
 		clk.Advance(time.Second) // the next check fails: DOWN (fall 1)
 		// The old code logged the check's DOWN meanwhile; the fixed one
 		// holds the check until the move is counted (not an assertion).
@@ -221,11 +222,10 @@ func TestNoServerLineOnce(t *testing.T) {
 			time.Sleep(5 * time.Millisecond)
 		}
 	}
-	t.Cleanup(func() { testHookAdminCounted = nil })
 	if err := l.SetServerAdmin("be", "a", AdminMaint); err != nil {
 		t.Fatal(err)
 	}
-	testHookAdminCounted = nil
+	hooks.adminCounted = nil
 	// Into MAINT the check has stopped, its lines sent: the line of the
 	// return comes after them.
 	if err := l.SetServerAdmin("be", "a", AdminReady); err != nil {

@@ -154,11 +154,6 @@ func (f *frontend) tryAcquire() int64 {
 	}
 }
 
-// Tests set these to act between the steps of admit where another
-// goroutine may: after a fast admit took its slot, and before a client
-// that found no slot joins the queue. Nil otherwise.
-var testHookAdmitted, testHookQueueing func(*frontend)
-
 // admit takes a new client connection, accepted by the event loop lp
 // (whose lock is held): it starts serving it at once when a slot is
 // free, or queues it. When the queue is full it returns a channel that
@@ -194,8 +189,8 @@ func (f *frontend) admit(fd int, peer netip.AddrPort, lp *loop) <-chan struct{} 
 		taken = f.tryAcquire()
 	}
 	if taken > 0 {
-		if testHookAdmitted != nil {
-			testHookAdmitted(f)
+		if h := f.lb.opts.hooks; h != nil && h.admitted != nil {
+			h.admitted(f)
 		}
 		if f.draining.Load() {
 			// The drain began after the first look and may have
@@ -220,8 +215,8 @@ func (f *frontend) admit(fd int, peer netip.AddrPort, lp *loop) <-chan struct{} 
 // admitSlow admits or queues cn under the lock: the frontend is at
 // maxconn or clients wait already.
 func (f *frontend) admitSlow(cn *conn, lp *loop) <-chan struct{} {
-	if testHookQueueing != nil {
-		testHookQueueing(f)
+	if h := f.lb.opts.hooks; h != nil && h.queueing != nil {
+		h.queueing(f)
 	}
 	f.mu.Lock()
 	if f.draining.Load() {

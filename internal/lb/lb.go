@@ -45,6 +45,22 @@ type Options struct {
 	// stderr` targets, one line per write; nil means the process's.
 	// Other targets are sockets (syslog.go).
 	Stdout, Stderr io.Writer
+
+	// hooks, set by this package's tests only, act between the steps
+	// of a race (nil otherwise).
+	hooks *testHooks
+}
+
+// testHooks let a test act where another goroutine may, between two
+// steps that must stay correct whatever happens in between.
+type testHooks struct {
+	// admitted runs in admit after a fast admit took its slot without
+	// the frontend's lock; queueing before a client that found no slot
+	// joins the queue.
+	admitted, queueing func(*frontend)
+	// adminCounted runs in setAdmin between the count of the backend's
+	// usable servers and the move.
+	adminCounted func(*server)
 }
 
 // LB is a running load balancer. Create it with New, configure it with
