@@ -390,38 +390,16 @@ func TestCheckSSLStatsMatchHaproxy(t *testing.T) {
 	if _, err := exec.LookPath("haproxy"); err != nil {
 		t.Skip("haproxy not installed")
 	}
-	done := make(chan struct{})
-	t.Cleanup(func() { close(done) })
 	serve := func(handle func(net.Conn)) string {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { ln.Close() })
-		go func() {
-			for {
-				c, err := ln.Accept()
-				if err != nil {
-					return
-				}
-				go func() {
-					defer c.Close()
-					c.SetDeadline(time.Now().Add(bound))
-					c.Read(make([]byte, 4096)) // the ClientHello
-					handle(c)
-				}()
-			}
-		}()
-		return ln.Addr().String()
+		return startBackendFunc(t, "tls", func(c net.Conn) {
+			c.SetDeadline(time.Now().Add(bound))
+			c.Read(make([]byte, 4096)) // the ClientHello
+			handle(c)
+		}).addr.String()
 	}
 	closer := serve(func(net.Conn) {})
 	plain := serve(func(c net.Conn) { io.WriteString(c, "HTTP/1.0 400 Bad Request\r\n\r\n") })
-	silent := serve(func(net.Conn) {
-		select {
-		case <-done:
-		case <-time.After(bound):
-		}
-	})
+	silent := serve(func(c net.Conn) { io.Copy(io.Discard, c) }) // until the check gives up (or the test's end)
 	backends := []string{"closer", "plain", "silent"}
 	dir := t.TempDir()
 	conf := func(port string) string {

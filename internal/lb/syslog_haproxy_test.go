@@ -706,25 +706,10 @@ func TestHealthCheckTLSLogMatchesHaproxy(t *testing.T) {
 		t.Fatal(err)
 	}
 	serve := func(handle func(net.Conn)) string {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { ln.Close() })
-		go func() {
-			for {
-				c, err := ln.Accept()
-				if err != nil {
-					return
-				}
-				go func() {
-					defer c.Close()
-					c.SetDeadline(time.Now().Add(bound))
-					handle(c)
-				}()
-			}
-		}()
-		return ln.Addr().String()
+		return startBackendFunc(t, "tls", func(c net.Conn) {
+			c.SetDeadline(time.Now().Add(bound))
+			handle(c)
+		}).addr.String()
 	}
 	tlsOK := serve(func(c net.Conn) {
 		tc := tls.Server(c, &tls.Config{Certificates: []tls.Certificate{cert}})
