@@ -293,19 +293,7 @@ func TestH2StalledStreamEnds(t *testing.T) {
 	}
 	l.mu.Unlock()
 
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(bound))
-	if _, err := io.WriteString(c, h2Preface); err != nil {
-		t.Fatal(err)
-	}
-	fr := http2.NewFramer(c, c)
-	if err := fr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: 0}); err != nil {
-		t.Fatal(err)
-	}
+	fr := h2Open(t, addr, http2.Setting{ID: http2.SettingInitialWindowSize, Val: 0})
 	var hb bytes.Buffer
 	enc := hpack.NewEncoder(&hb)
 	for _, f := range [][2]string{{":method", "GET"}, {":scheme", "http"}, {":authority", addr}, {":path", "/haproxy_stats"},
@@ -355,19 +343,7 @@ func TestH2StalledStreamEnds(t *testing.T) {
 func TestH2ReceiveWindows(t *testing.T) {
 	a := startBackend(t, "a")
 	l := newLB(t, fakeClock(), webConfig(tcpConfig(lbconfig.RoundRobin, srv("a", a))))
-	c, err := net.Dial("tcp", l.Addrs("health_check_http_url")[0].String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(bound))
-	if _, err := io.WriteString(c, h2Preface); err != nil {
-		t.Fatal(err)
-	}
-	fr := http2.NewFramer(c, c)
-	if err := fr.WriteSettings(); err != nil {
-		t.Fatal(err)
-	}
+	fr := h2Open(t, l.Addrs("health_check_http_url")[0].String())
 	// The server's SETTINGS and window updates come before its ACK of
 	// ours.
 	for {
@@ -390,4 +366,26 @@ func TestH2ReceiveWindows(t *testing.T) {
 			}
 		}
 	}
+}
+
+// h2Open connects to addr, sends HTTP/2's preface and a SETTINGS frame
+// with settings, and returns the connection's framer (raw frames, for
+// what a client library would not send). The connection ends with the
+// test and reads and writes within bound.
+func h2Open(t *testing.T, addr string, settings ...http2.Setting) *http2.Framer {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	c.SetDeadline(time.Now().Add(bound))
+	if _, err := io.WriteString(c, h2Preface); err != nil {
+		t.Fatal(err)
+	}
+	fr := http2.NewFramer(c, c)
+	if err := fr.WriteSettings(settings...); err != nil {
+		t.Fatal(err)
+	}
+	return fr
 }
