@@ -785,6 +785,14 @@ backend reset
 		return out
 	}
 	want, got := group(hlog.lines()), group(vlog.lines())
+	// haproxy adds " (Connection reset by peer)" when the reset reaches
+	// it while it still waits to read the handshake's answer, which
+	// depends on its scheduling (3 of 15 runs beside two CPU hogs; the
+	// others as in the table). vipstack writes the line without it
+	// (doc.go): the reset's own line is compared without the suffix.
+	for i, l := range want["reset"] {
+		want["reset"][i] = strings.Replace(l, `"SSL handshake failure (Connection reset by peer)"`, `"SSL handshake failure"`, 1)
+	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("datagrams by backend (-haproxy +vipstack):\n%s", diff)
 	}
