@@ -131,7 +131,8 @@ func TestConnLogMatchesHaproxy(t *testing.T) {
 		io.ReadFull(c, make([]byte, 6))
 		c.(*net.TCPConn).SetLinger(0)
 	}).addr.String()
-	dead := "127.0.0.1:" + freePort(t)
+	ports := freePorts(t, 9)
+	dead := "127.0.0.1:" + ports[8]
 	admin := filepath.Join(t.TempDir(), "admin.sock")
 	conf := func(log string, ports []string) string {
 		return strings.NewReplacer("{{LOG}}", log, "{{P1}}", ports[0], "{{P2}}", ports[1], "{{P3}}", ports[2], "{{P4}}", ports[3], "{{P5}}", ports[4],
@@ -139,7 +140,7 @@ func TestConnLogMatchesHaproxy(t *testing.T) {
 			"{{ECHO}}", echo, "{{CLOSER}}", closer, "{{DEAD}}", dead, "{{RESETTER}}", resetter).Replace(connLogConfig)
 	}
 
-	hports := []string{freePort(t), freePort(t), freePort(t), freePort(t), freePort(t), freePort(t), freePort(t), freePort(t)}
+	hports := ports[:8]
 	hout := peers.HAProxy(t, conf("log stdout format raw local0", hports))
 
 	// vipstack from the same text: its lines go to vout.

@@ -65,16 +65,28 @@ backend masters
 // freePort is a port nothing used, on any address, a moment ago.
 func freePort(t *testing.T) string {
 	t.Helper()
-	// On the wildcard address, IPv6 and IPv4 together: the haproxy
-	// configurations bind `:::PORT v4v6` too, and a port free on
-	// 127.0.0.1 may be taken on another address.
-	ln, err := net.Listen("tcp", ":0")
-	if err != nil {
-		t.Fatal(err)
+	return freePorts(t, 1)[0]
+}
+
+// freePorts is n different ports nothing used, on any address, a moment
+// ago. They are picked on the wildcard address, IPv6 and IPv4 together
+// (the haproxy configurations bind `:::PORT v4v6` too, and a port free on
+// 127.0.0.1 may be taken on another address), all held until the last is
+// picked: the kernel hands a port just given back out again (two calls of
+// freePort gave two frontends one port).
+func freePorts(t *testing.T, n int) []string {
+	t.Helper()
+	var ports []string
+	for range n {
+		ln, err := net.Listen("tcp", ":0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		_, port, _ := net.SplitHostPort(ln.Addr().String())
+		ports = append(ports, port)
 	}
-	defer ln.Close()
-	_, port, _ := net.SplitHostPort(ln.Addr().String())
-	return port
+	return ports
 }
 
 // statsKey names a stats line: objType pxname/svname.
@@ -124,15 +136,16 @@ func TestStatsLayoutMatchesHaproxy(t *testing.T) {
 	t.Cleanup(m1.Close)
 	t.Cleanup(m2.Close)
 	dir := t.TempDir()
-	m3 := "127.0.0.1:" + freePort(t)
+	ports := freePorts(t, 4)
+	m3 := "127.0.0.1:" + ports[3]
 	conf := func(fe, mon, stats string) string {
 		return strings.NewReplacer("{{DIR}}", dir, "{{FE}}", fe, "{{MON}}", mon, "{{STATS}}", stats,
 			"{{M1}}", m1.Listener.Addr().String(), "{{M2}}", m2.Listener.Addr().String(), "{{M3}}", m3).Replace(statsConfig)
 	}
 
 	// haproxy.
-	hfe, hstats := freePort(t), freePort(t)
-	out := peers.HAProxy(t, conf(hfe, freePort(t), hstats))
+	hfe, hstats := ports[0], ports[2]
+	out := peers.HAProxy(t, conf(hfe, ports[1], hstats))
 
 	// vipstack, from the same text: its listeners on ports of its own.
 	l := newLBOpts(t, Options{}, parseOnLoopback(t, conf("1", "2", "3")))

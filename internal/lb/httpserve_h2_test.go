@@ -81,8 +81,9 @@ func TestH2MatchesHaproxy(t *testing.T) {
 		c := strings.NewReplacer("{{FE}}", fe, "{{MON}}", mon, "{{STATS}}", stats, "{{M1}}", m1.addr.String()).Replace(webCompareConfig)
 		return strings.Replace(c, "defaults\n", "defaults\n  log stdout format raw local0\n", 1)
 	}
-	hmon, hstats := freePort(t), freePort(t)
-	hout := peers.HAProxy(t, conf(freePort(t), hmon, hstats))
+	ports := freePorts(t, 3)
+	hmon, hstats := ports[0], ports[1]
+	hout := peers.HAProxy(t, conf(ports[2], hmon, hstats))
 	var vout syncbuf.Buffer
 	l := newLBOpts(t, Options{Clock: fakeClock(), Stdout: &vout}, parseOnLoopback(t, conf("1", "2", "3")))
 	eventually(t, "haproxy's monitor", func() bool {

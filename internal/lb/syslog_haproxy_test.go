@@ -235,7 +235,8 @@ func TestSyslogMatchesHaproxy(t *testing.T) {
 	hsock, vsock := filepath.Join(dir, "h.sock"), filepath.Join(dir, "v.sock")
 	hlog, vlog := readLog(t, hsock), readLog(t, vsock)
 
-	hport, hmport, hsport := freePort(t), freePort(t), freePort(t)
+	ports := freePorts(t, 3)
+	hport, hmport, hsport := ports[0], ports[1], ports[2]
 	hout := peers.HAProxy(t, conf(hsock, hport, hmport, hsport))
 	l := newLBOpts(t, Options{}, parseOnLoopback(t, conf(vsock, "1", "2", "3")))
 	const firstCheck = "Health check for server be/s1 succeeded"
@@ -374,9 +375,8 @@ func startHaproxyAndLB(t *testing.T, n int, conf func(sock string, ports []strin
 	dir := t.TempDir()
 	hsock, vsock := filepath.Join(dir, "h.sock"), filepath.Join(dir, "v.sock")
 	hlog, vlog = readLog(t, hsock), readLog(t, vsock)
-	for range n {
-		hports, vports = append(hports, freePort(t)), append(vports, freePort(t))
-	}
+	ports := freePorts(t, 2*n)
+	hports, vports = ports[:n], ports[n:]
 	hout := peers.HAProxy(t, conf(hsock, hports))
 	cfg, err := haproxycfg.Parse("haproxy.cfg", []byte(conf(vsock, vports)))
 	if err != nil {

@@ -901,8 +901,9 @@ func TestWebAnswersMatchHaproxy(t *testing.T) {
 	conf := func(fe, mon, stats string) string {
 		return strings.NewReplacer("{{FE}}", fe, "{{MON}}", mon, "{{STATS}}", stats, "{{M1}}", m1.addr.String()).Replace(webCompareConfig)
 	}
-	hmon, hstats := freePort(t), freePort(t)
-	out := peers.HAProxy(t, conf(freePort(t), hmon, hstats))
+	ports := freePorts(t, 3)
+	hmon, hstats := ports[0], ports[1]
+	out := peers.HAProxy(t, conf(ports[2], hmon, hstats))
 
 	l := newLB(t, fakeClock(), parseOnLoopback(t, conf("1", "2", "3")))
 
