@@ -360,6 +360,9 @@ func HAProxy(t testing.TB, conf string) *syncbuf.Buffer {
 	t.Cleanup(func() {
 		cmd.Process.Kill()
 		cmd.Wait()
+		if t.Failed() { // why haproxy did not answer, if it exited early
+			t.Logf("haproxy (%v) wrote:\n%s", cmd.ProcessState, out.String())
+		}
 	})
 	return out
 }
