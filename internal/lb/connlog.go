@@ -76,6 +76,8 @@ func (cn *conn) client() netip.AddrPort {
 //	sD  server-side timeout: the server was expected to answer and did not
 //	SC  no server could be connected (refused, down, or none UP)
 //	sC  the last connect attempt timed out (timeout connect)
+//	CC  the client ended without sending a byte while its server was
+//	    connecting (a reset then gives CD, as in haproxy 2.6.12: measured)
 //	sQ  the client waited in the frontend's queue past timeout queue
 //	K-  closed by the runtime API's shutdown session or shutdown sessions
 //	    server, or by a forced shutdown (haproxy 2.6 writes K-, no phase,
@@ -86,7 +88,8 @@ func (cn *conn) client() netip.AddrPort {
 //	KQ  closed by a forced shutdown while it waited in the queue
 //
 // Measured against haproxy 2.6.12 (TestConnLogMatchesHaproxy): --, SD,
-// CD, cD, SC.
+// CD, cD, SC; TestClientLeavesWhileConnectingMatchesHaproxy: CC, CD and
+// sC of a client that leaves while its server is connecting.
 var termNormal = [2]byte{'-', '-'}
 
 // termState is cn's termination state once it is closed.

@@ -177,19 +177,25 @@ func widenableBind(t *testing.T) lbconfig.Bind {
 	return lbconfig.Bind{Addr: netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), port)}
 }
 
-// parseOnLoopback reads a haproxy.cfg text (with one frontend, monitor
-// and stats section, as the haproxy comparison tests write them) and moves
-// those sections' binds to loopback ports of the kernel's choosing, so
-// vipstack runs beside a haproxy on the text's own ports.
+// parseOnLoopback reads a haproxy.cfg text (as the haproxy comparison
+// tests write them) and moves every frontend, monitor and stats section's
+// binds to loopback ports of the kernel's choosing, so vipstack runs
+// beside a haproxy on the text's own ports.
 func parseOnLoopback(t *testing.T, text string) *lbconfig.Config {
 	t.Helper()
 	cfg, err := haproxycfg.Parse("haproxy.cfg", []byte(text))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Frontends[0].Binds = []lbconfig.Bind{loopbackBind()}
-	cfg.Monitors[0].Binds = []lbconfig.Bind{loopbackBind()}
-	cfg.Stats[0].Binds = []lbconfig.Bind{loopbackBind()}
+	for i := range cfg.Frontends {
+		cfg.Frontends[i].Binds = []lbconfig.Bind{loopbackBind()}
+	}
+	for i := range cfg.Monitors {
+		cfg.Monitors[i].Binds = []lbconfig.Bind{loopbackBind()}
+	}
+	for i := range cfg.Stats {
+		cfg.Stats[i].Binds = []lbconfig.Bind{loopbackBind()}
+	}
 	return cfg
 }
 

@@ -138,8 +138,10 @@ func rawWrite(fd int, p []byte) (int, error) {
 // notification hooks): about 3 % of the relay's CPU under keep-alive
 // load. Sends pass MSG_NOSIGNAL: a send to a reset peer fails with EPIPE
 // instead of raising SIGPIPE.
-func rawRecv(fd int, p []byte) (int, error) {
-	r, _, e := unix.RawSyscall6(unix.SYS_RECVFROM, uintptr(fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)), 0, 0, 0)
+func rawRecv(fd int, p []byte) (int, error) { return rawRecvFlags(fd, p, 0) }
+
+func rawRecvFlags(fd int, p []byte, flags int) (int, error) {
+	r, _, e := unix.RawSyscall6(unix.SYS_RECVFROM, uintptr(fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)), uintptr(flags), 0, 0)
 	if e != 0 {
 		return 0, e
 	}
