@@ -121,14 +121,20 @@ func (e *Engine) followGroup(in *instance, now time.Time, a fsm.Action) {
 	if g.state == a.To {
 		return
 	}
-	g.state = a.To
-	state := a.To.String()
-	if a.To == fsm.Initialize {
+	e.groupState(g, a.To)
+}
+
+// groupState records that every member of g is in to and runs the group's
+// notify scripts.
+func (e *Engine) groupState(g *syncGroup, to fsm.State) {
+	g.state = to
+	state := to.String()
+	if to == fsm.Initialize {
 		state = "STOP"
 	}
 	e.log.Info("sync group state", "group", g.cfg.Name, "state", state)
 	specific := map[fsm.State]string{fsm.Master: g.cfg.Notify.Master, fsm.Backup: g.cfg.Notify.Backup,
-		fsm.Fault: g.cfg.Notify.Fault, fsm.Initialize: g.cfg.Notify.Stop}[a.To]
+		fsm.Fault: g.cfg.Notify.Fault, fsm.Initialize: g.cfg.Notify.Stop}[to]
 	e.runNotify("group "+g.cfg.Name, specific)
 	e.runNotify("group "+g.cfg.Name, g.cfg.Notify.Any, "GROUP", g.cfg.Name, state, "0")
 }
@@ -324,7 +330,37 @@ func (e *Engine) runNotify(owner, cmd string, extra ...string) {
 
 func (e *Engine) stopInstance(in *instance, now time.Time, why string) {
 	e.log.Info("stopping VRRP instance", "instance", in.cfg.Name, "why", why)
+	if in.firstResult {
+		e.stopWaiting(in, why)
+		return
+	}
 	e.do(in, now, in.fsm.Shutdown(now))
+}
+
+// stopWaiting stops an instance still waiting in INIT for the first result
+// of its tracked scripts (see waits). It sends nothing and holds nothing,
+// but keepalived 2.2.7 still runs its notify_stop and notify INSTANCE name
+// STOP priority, and, once every member of its sync group has stopped so,
+// the group's notify_stop and notify GROUP name STOP 0 (measured,
+// TestInteropAuditSyncGroupFirstProbe: SIGTERM during the wait). vipstack
+// ran none of them for such an instance, as its state machine never left
+// INIT.
+func (e *Engine) stopWaiting(in *instance, why string) {
+	in.firstResult = false
+	prio, _ := e.effective(in)
+	e.log.Info("VRRP state change", "instance", in.cfg.Name, "from", "INIT", "to", "INIT",
+		"reason", why+" while waiting for the first result of its tracked scripts", "priority", prio)
+	e.notify(in, fsm.Initialize, prio)
+	g := in.group
+	if g == nil || g.state != fsm.Initialize {
+		return
+	}
+	for _, m := range g.members {
+		if m.firstResult || m.fsm.State() != fsm.Initialize {
+			return
+		}
+	}
+	e.groupState(g, fsm.Initialize)
 }
 
 // stopAll shuts every instance down: masters send priority 0 and drop

@@ -25,7 +25,11 @@
 // that tracks it with weight 0 waits in INIT (no state change, no notify
 // script) and starts on that result, in BACKUP after a success and in
 // FAULT after a failure; after that its rise and fall counts decide
-// (package track), one success being enough at start. The notify scripts
-// run with keepalived's arguments and on the same transitions, shutdown
-// included (notify_stop and notify INSTANCE name STOP priority).
+// (package track), one success being enough at start. In a
+// vrrp_sync_group the whole group waits in INIT for such a member's first
+// result, and then starts together. The notify scripts run with
+// keepalived's arguments and on the same transitions, shutdown included
+// (notify_stop and notify INSTANCE name STOP priority, also for an
+// instance stopped while it waited in INIT, and the group's GROUP name
+// STOP 0).
 package engine

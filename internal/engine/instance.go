@@ -58,7 +58,7 @@ type instance struct {
 	// the old one, so apply builds it anew.
 	recreated bool
 	// firstResult marks an instance held in INIT until the first result
-	// of a weight-0 tracked script (see startPending).
+	// of a weight-0 tracked script (see waits).
 	firstResult bool
 }
 
@@ -202,7 +202,7 @@ func (e *Engine) apply(cfg *keepalived.Config) error {
 		prio, fault := e.effective(in)
 		e.log.Info("starting VRRP instance", "instance", in.cfg.Name, "vrid", in.cfg.VRID, "version", in.cfg.Version,
 			"interface", in.cfg.Interface, "priority", prio, "source", in.src, "peers", in.dsts)
-		if e.onlyPending(in) {
+		if e.waits(in) {
 			in.firstResult = true
 			e.log.Info("VRRP instance waits for the first result of its tracked scripts", "instance", in.cfg.Name, "fault", fault)
 			continue
@@ -855,7 +855,7 @@ func (e *Engine) contributions(in *instance) []Contribution {
 		case te.status.Pending && w == 0:
 			// keepalived 2.2.7 (measured): an instance tracking a
 			// weight-0 script whose first result has not come is not
-			// running (INIT, see onlyPending), and goes BACKUP on its
+			// running (INIT, see waits), and goes BACKUP on its
 			// first success.
 			c.Fault, c.pending = true, true
 		case te.status.Pending:
@@ -910,28 +910,51 @@ func (e *Engine) contributions(in *instance) []Contribution {
 	return out
 }
 
-// onlyPending reports whether in is in fault only because weight-0 tracked
-// scripts have no first result yet. keepalived 2.2.7 holds such an
-// instance in INIT (measured, a script taking 0.8 s: no "Entering FAULT
-// STATE", no notify_fault nor notify FAULT; "Entering BACKUP STATE" after
-// its first success, FAULT with both notifies after a first failure), so
-// vipstack starts its state machine only on that first result. Entering
-// FAULT at once ran notify_fault (and notify ... FAULT) on every start of a
-// node whose checks pass.
-func (e *Engine) onlyPending(in *instance) bool {
-	if in.groupFault != "" {
-		return false
+// waits reports whether in is held in INIT until the first result of
+// weight-0 tracked scripts. keepalived 2.2.7 holds such an instance in INIT
+// (measured, a script taking 0.8 s: no "Entering FAULT STATE", no
+// notify_fault nor notify FAULT; "Entering BACKUP STATE" after its first
+// success, FAULT with both notifies after a first failure), so vipstack
+// starts its state machine only on that first result. Entering FAULT at
+// once ran notify_fault (and notify ... FAULT) on every start of a node
+// whose checks pass.
+//
+// In a vrrp_sync_group the whole group waits for any member's first
+// result, as keepalived 2.2.7 does (measured,
+// TestInteropAuditSyncGroupFirstProbe: the other member stays in INIT too,
+// sends no advert and runs no notify script until the result, then the
+// group enters BACKUP together). vipstack started the other member, which
+// went BACKUP and at once FAULT for the group and ran its notify_fault and
+// notify ... FAULT. A member in fault for another reason ends the wait:
+// the group starts, in FAULT.
+func (e *Engine) waits(in *instance) bool {
+	if in.group == nil {
+		pending, fault := e.pendingOnly(in)
+		return pending && !fault
 	}
-	pending := false
+	any := false
+	for _, m := range in.group.members {
+		pending, fault := e.pendingOnly(m)
+		if fault {
+			return false
+		}
+		any = any || pending
+	}
+	return any
+}
+
+// pendingOnly reports whether in has weight-0 tracked scripts without a
+// first result, and whether it is in fault for another reason of its own.
+func (e *Engine) pendingOnly(in *instance) (pending, fault bool) {
 	for _, c := range e.contributions(in) {
 		switch {
 		case c.Fault && c.pending:
 			pending = true
 		case c.Fault:
-			return false
+			fault = true
 		}
 	}
-	return pending
+	return pending, fault
 }
 
 // effective returns the effective priority and, if the instance must be in
@@ -979,7 +1002,7 @@ func (e *Engine) recomputeAll(now time.Time) {
 	}
 	for _, name := range sortedKeys(e.instances) {
 		in := e.instances[name]
-		if in.firstResult && !e.onlyPending(in) {
+		if in.firstResult && !e.waits(in) {
 			in.firstResult = false
 			prio, fault := e.effective(in)
 			e.do(in, now, in.fsm.Start(now, prio, fault))
