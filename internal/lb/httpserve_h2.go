@@ -2,10 +2,12 @@ package lb
 
 import (
 	"bufio"
+	"bytes"
 	"io"
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -23,12 +25,27 @@ import (
 // connection, three lines). A request that asks to upgrade (`Upgrade:
 // h2c`) is answered in HTTP/1.1, by both (measured).
 //
-// The streams are served by golang.org/x/net/http2's server. Two things
-// differ from haproxy, neither of which a client may rely on: the header
-// fields go out in the order that server writes them (alphabetical, the
-// length last when it adds it), not haproxy's; and a 401 leaves the
-// connection open (an HTTP/1.1 401 closes it, as haproxy's does), since
-// closing would end the connection's other streams.
+// The streams are served by golang.org/x/net/http2's server, with
+// haproxy's header fields in haproxy's order (the length first, then
+// the others as in HTTP/1: h2Keys), a 303 or HEAD answer ending its
+// stream on its HEADERS, and a 401 that leaves the connection open for
+// its next streams, as haproxy 2.6.12 does over HTTP/2 (measured: no
+// GOAWAY, no RST_STREAM, the next stream answered; its HTTP/1.1 401
+// closes the connection, and so does vipstack's).
+//
+// Across a reload a connection keeps the `timeout http-keep-alive` it
+// started with, and each stream is answered with the configuration of
+// the moment. haproxy differs (measured, 2.6.12, old keep-alive 8 s, new
+// 2 s, reload with -sf): its old process sends a GOAWAY at once (last
+// stream 2^31-1, NO_ERROR: go elsewhere for new streams), still answers
+// the connection's further streams with the old configuration (its
+// monitor-uri, which the new one had changed), and closes it neither at
+// 8 s nor at 2 s but when the client does (or at `timeout client`).
+// vipstack keeps its way on purpose: answering with the new
+// configuration is what the reload is for (the monitor's verdict), an
+// idle connection stays bounded, so it cannot hold one of the
+// listener's slots for a day, and x/net's server has no GOAWAY without
+// closing the connection a second later.
 
 // h2Preface opens every HTTP/2 connection (RFC 9113, section 3.4).
 const h2Preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
@@ -113,24 +130,107 @@ func (h *httpListener) serveH2Stream(c *webConn, w http.ResponseWriter, r *http.
 		st.lb.logHTTPConnect(st.logs, st.name(), c.Conn)
 	}
 	resp := h.respond(req)
-	hdr := w.Header()
-	hdr["Date"] = nil // haproxy sends none
+	fields := resp.header
 	if !resp.chunked && !resp.noLength {
-		hdr["Content-Length"] = []string{strconv.Itoa(len(resp.body))}
+		// haproxy's HTTP/2 answers give the length first, as its
+		// HTTP/1 answers do (measured, 2.6.12).
+		fields = append([]field{{"content-length", strconv.Itoa(len(resp.body))}}, fields...)
 	}
-	for _, f := range resp.header {
-		name := http.CanonicalHeaderKey(f.name)
-		hdr[name] = append(hdr[name], f.value)
+	hdr := w.Header()
+	keys, ordered := h2Keys(fields)
+	if !ordered {
+		keys = nil // out of haproxy's order, alphabetical
+	}
+	for i, f := range fields {
+		k := http.CanonicalHeaderKey(f.name)
+		if keys != nil {
+			k = keys[i]
+		}
+		hdr[k] = append(hdr[k], f.value)
+	}
+	// The server looks these keys up in their canonical spelling, and
+	// would otherwise add a date, a sniffed content type or the length
+	// of a body written whole, or move a length it finds to the end.
+	// Present with no value, they are written as nothing.
+	for _, k := range []string{"Date", "Content-Type", "Content-Length"} {
+		if _, ok := hdr[k]; !ok {
+			hdr[k] = nil
+		}
 	}
 	w.WriteHeader(resp.code)
-	if resp.chunked || resp.noLength {
-		// Out now, before the body: the server would otherwise add
-		// the length of a body written whole.
-		w.(http.Flusher).Flush()
-	}
 	if r.Method != http.MethodHead {
 		w.Write(resp.body)
 	}
+}
+
+// h2Keys spells each field's name so that golang.org/x/net/http2's
+// server, which writes a response's header fields sorted by their keys
+// (bytewise; lowercased on the wire), writes them in the order of
+// fields, as haproxy does. A name's spelling is free, its case being
+// lost on the wire: each key is the lowest case-spelling of its name
+// above the key before it (content-length, cache-control, content-type
+// are keyed "CONTENT-LENGTH", "CaCHE-CONTROL", "CoNTENT-TYPE"). A
+// canonical spelling the
+// server treats specially (Content-Length, Content-Type, Date) is never
+// picked. ordered is false when no spelling follows the key before (a
+// name sorting below its predecessor whatever their cases, or a
+// repeated name): the caller writes canonical keys then.
+func h2Keys(fields []field) (keys []string, ordered bool) {
+	prev := ""
+	for _, f := range fields {
+		k, ok := caseAbove(strings.ToLower(f.name), prev)
+		if !ok {
+			return nil, false
+		}
+		keys = append(keys, k)
+		prev = k
+	}
+	return keys, true
+}
+
+// caseAbove returns the bytewise lowest spelling of name (lowercase),
+// changing only the case of its letters, that sorts above prev and is
+// not a canonical key the HTTP/2 server reads itself.
+func caseAbove(name, prev string) (string, bool) {
+	variants := func(c byte) []byte { // ascending
+		if c >= 'a' && c <= 'z' {
+			return []byte{c - 'a' + 'A', c}
+		}
+		return []byte{c}
+	}
+	special := map[string]bool{"Content-Length": true, "Content-Type": true, "Date": true}
+	// The answer shares prev's first i bytes and exceeds it at byte i
+	// (or is longer than prev, i == len(prev)), its other bytes as low
+	// as they go; the longest shared prefix gives the lowest answer.
+	// Try them from the longest down, skipping a special spelling.
+	for i := min(len(name), len(prev)); i >= 0; i-- {
+		shared := true
+		for j := range i {
+			if !bytes.ContainsRune(variants(name[j]), rune(prev[j])) {
+				shared = false
+				break
+			}
+		}
+		if !shared {
+			continue
+		}
+		if i == len(name) {
+			continue // name spelled as prev's prefix is not above it
+		}
+		for _, c := range variants(name[i]) {
+			if i < len(prev) && c <= prev[i] {
+				continue
+			}
+			b := []byte(prev[:i] + string(c))
+			for j := i + 1; j < len(name); j++ {
+				b = append(b, variants(name[j])[0])
+			}
+			if k := string(b); !special[k] {
+				return k, true
+			}
+		}
+	}
+	return "", false
 }
 
 // h2Streams counts an HTTP/2 connection's streams being answered: the
