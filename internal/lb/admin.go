@@ -167,12 +167,29 @@ func (s *server) setWeight(balance lbconfig.Balance, w int) error {
 		s.weight.mu.Unlock()
 		return fmt.Errorf("server %s: weight %d: %w", s.id(), w, ErrStaticWeight)
 	}
+	// The change and the backend's usable servers before and after it
+	// are counted under usableMu, as setAdmin and a check's verdict count
+	// theirs (see server.left): of two changes at once, only the one that
+	// takes the last usable server says so.
+	l := s.lb
+	l.usableMu.Lock()
+	before := l.usableServers(s.backend)
 	old := s.weight.cur.Swap(int32(w))
+	after := l.usableServers(s.backend)
+	l.usableMu.Unlock()
 	s.weight.mu.Unlock()
 	if int(old) != w {
-		s.lb.log.Info("server weight changed", "backend", s.backend, "server", s.name, "from", old, "to", w)
+		l.log.Info("server weight changed", "backend", s.backend, "server", s.name, "from", old, "to", w)
 	}
-	s.lb.recomputeHealth()
+	// haproxy 2.6.12 sends "backend be has no server available!" (emerg)
+	// when `set weight` to 0 takes the last usable server, and nothing
+	// for a weight change otherwise (measured).
+	if before > 0 && after == 0 {
+		if to := l.backendLog(s.backend); to != nil {
+			l.sendLog(to, lbconfig.LevelEmerg, noServerLine(s.backend))
+		}
+	}
+	l.recomputeHealth()
 	return nil
 }
 

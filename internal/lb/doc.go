@@ -246,7 +246,9 @@
 // forced maintenance)." and "... remains in forced drain mode.", "...
 // enters drain state. ...", "... is UP (leaving forced drain)." (notices),
 // and "no server available" when the change took the last usable server
-// (adminLines in syslog.go has them all).
+// (adminLines in syslog.go has them all); `set weight` to 0 of the last
+// usable server sends "no server available" alone, as haproxy 2.6.12
+// does (measured).
 //
 // The soft stop (LB.SoftStop; `vipstack lb` on SIGUSR1, as haproxy)
 // sends every proxy's "Proxy fe stopped (cumulated conns: FE: 3, BE:

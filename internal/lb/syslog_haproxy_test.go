@@ -218,7 +218,8 @@ func byProxy(lines []string) map[string][]string {
 // its reason) and without (be2: the state change with the check's
 // account), and "no server available" (emerg); the runtime API's state
 // changes of be2/s1 while DOWN and while UP (maint, drain, ready, each
-// way), and its check's changes while drained; and the soft stop's "Proxy NAME stopped" lines (haproxy: SIGUSR1;
+// way), and its check's changes while drained; its weight set to 0 ("no
+// server available") and back; and the soft stop's "Proxy NAME stopped" lines (haproxy: SIGUSR1;
 // vipstack: SoftStop), with each proxy's cumulated connections, be's
 // counting a client that came while it had no server (NOSRV).
 func TestSyslogMatchesHaproxy(t *testing.T) {
@@ -337,6 +338,24 @@ func TestSyslogMatchesHaproxy(t *testing.T) {
 	hlog.waitForN(t, "haproxy", "Server be2/s1 remains in forced drain mode.", 3)
 	vlog.waitForN(t, "vipstack", "Server be2/s1 remains in forced drain mode.", 3)
 	setState("set server be2/s1 state ready", AdminReady, "Server be2/s1 is UP (leaving forced drain).", 2)
+	// Weight 0 takes be2's only server out: "no server available"
+	// (measured), and nothing when it comes back.
+	noServer := "backend be2 has no server available!"
+	count := func(r *logReader) int { return strings.Count(strings.Join(r.lines(), ""), noServer) }
+	hn, vn := count(hlog), count(vlog)
+	for i, w := range []int{0, 1} {
+		cmd := "set weight be2/s1 " + strconv.Itoa(w)
+		if out := haproxyCommand(t, admin, cmd); strings.TrimSpace(out) != "" {
+			t.Fatalf("haproxy: %s: %q", cmd, out)
+		}
+		if err := l.SetServerWeight("be2", "s1", w); err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			hlog.waitForN(t, "haproxy", noServer, hn+1)
+			vlog.waitForN(t, "vipstack", noServer, vn+1)
+		}
+	}
 	// Anything either sends next (it should send nothing) shows in
 	// the comparison.
 	time.Sleep(500 * time.Millisecond) // 2.5 check intervals, bounded
