@@ -90,7 +90,7 @@ func (e *Engine) transition(in *instance, now time.Time, a fsm.Action) {
 	case a.To == fsm.Master:
 		e.takeVIPs(in, now)
 	case a.From == fsm.Master:
-		e.releaseVIPs(in)
+		e.releaseVIPs(in, now)
 	}
 	e.notify(in, a.To, prio)
 	e.followGroup(in, now, a)
@@ -143,7 +143,9 @@ func (e *Engine) groupState(g *syncGroup, to fsm.State) {
 // the gratuitous ARP / unsolicited NA schedule.
 func (e *Engine) takeVIPs(in *instance, now time.Time) {
 	for _, v := range in.vips {
-		e.held[addrKey(v.Prefix, v.Dev)] = v
+		k := addrKey(v.Prefix, v.Dev)
+		e.held[k] = v
+		delete(e.released, k) // ours again: no longer watched
 	}
 	if err := e.opts.Ledger.Save(e.heldList()); err != nil {
 		e.log.Error("cannot record VIPs in the ledger; a crash now would leave them behind", "path", e.opts.Ledger.Path, "err", err)
@@ -264,26 +266,120 @@ func (e *Engine) refreshGARP(in *instance, now time.Time) {
 	in.refreshAt = now.Add(in.cfg.GARPMasterRefresh)
 }
 
-func (e *Engine) releaseVIPs(in *instance) {
+func (e *Engine) releaseVIPs(in *instance, now time.Time) {
 	in.pacer.Cancel()
 	in.refreshAt = time.Time{}
 	in.reannounce.cancel()
 	for _, v := range in.vips {
-		if err := e.nl.DelVIP(v); err != nil {
-			e.log.Error("removing VIP failed", "instance", in.cfg.Name, "vip", v.Prefix, "dev", v.Dev, "err", err)
-			continue
-		}
-		delete(e.held, addrKey(v.Prefix, v.Dev))
+		e.release(in.cfg.Name, v, now)
 	}
+	e.checkReleased(now)
 	if err := e.opts.Ledger.Save(e.heldList()); err != nil {
 		e.log.Warn("cannot update the VIP ledger", "path", e.opts.Ledger.Path, "err", err)
 	}
 }
 
+// release removes one VIP an instance of ours held and watches it for
+// releaseWatch (see checkReleased), also when the removal failed: then the
+// watch retries it until it succeeds.
+func (e *Engine) release(instance string, v netif.VIP, now time.Time) {
+	k := addrKey(v.Prefix, v.Dev)
+	delete(e.held, k)
+	e.released[k] = releasedVIP{vip: v, instance: instance, at: now}
+	if err := e.nl.DelVIP(v); err != nil {
+		e.log.Error("removing VIP failed; trying again", "instance", instance, "vip", v.Prefix, "dev", v.Dev, "err", err)
+		return
+	}
+	if h := e.opts.hooks; h != nil && h.removed != nil {
+		h.removed(v)
+	}
+}
+
+// releasedVIP is a VIP an instance of ours held and let go.
+type releasedVIP struct {
+	vip      netif.VIP
+	instance string
+	at       time.Time // when it was released, or last found and removed again
+}
+
+// A released VIP is looked for on its interface at once and then every
+// releasePoll for releaseWatch; whenever it is found there while no
+// instance of ours is master for it, it is removed again (logged) and
+// watched anew. A removal that failed is retried the same way, however
+// long it takes. A VIP on two nodes is the one failure VRRP exists to
+// prevent: a removal lost anywhere between us and the kernel must not
+// leave one for good.
+//
+// Only VIPs we held are watched, and only for a while: keepalived 2.2.7
+// leaves a VIP that another program adds on a backup's interface alone
+// (measured: `ip addr add` of the VIP on a BACKUP stayed, with or without
+// a label, and keepalived logged nothing), and so does vipstack, once the
+// watch is over.
+const (
+	releasePoll  = time.Second
+	releaseWatch = 10 * time.Second
+)
+
+// checkReleased looks for the released VIPs on their interfaces (one
+// address dump), removes those found there again, and ends the watch of
+// those absent for releaseWatch.
+func (e *Engine) checkReleased(now time.Time) {
+	e.releasedNext = time.Time{}
+	if len(e.released) == 0 {
+		return
+	}
+	keys := sortedKeys(e.released)
+	vips := make([]netif.VIP, len(keys))
+	for i, k := range keys {
+		vips[i] = e.released[k].vip
+	}
+	present, err := e.nl.Present(vips)
+	if err != nil {
+		e.log.Warn("cannot look for released VIPs on their interfaces; trying again", "err", err)
+		e.releasedNext = now.Add(releasePoll)
+		return
+	}
+	changed := false
+	for i, k := range keys {
+		r := e.released[k]
+		switch {
+		case present[i]:
+			if err := e.nl.DelVIP(r.vip); err != nil {
+				e.log.Error("removing a released VIP still on its interface failed; trying again",
+					"instance", r.instance, "vip", r.vip.Prefix, "dev", r.vip.Dev, "err", err)
+				continue
+			}
+			e.log.Warn("removed a VIP still on its interface after its instance let it go (it is not master for it); a VIP on two nodes would answer for both",
+				"instance", r.instance, "vip", r.vip.Prefix, "dev", r.vip.Dev, "released", now.Sub(r.at).Round(time.Millisecond))
+			r.at = now
+			e.released[k] = r
+		case now.Sub(r.at) >= releaseWatch:
+			delete(e.released, k)
+			changed = true
+		}
+	}
+	if len(e.released) > 0 {
+		e.releasedNext = now.Add(releasePoll)
+	}
+	if changed {
+		if err := e.opts.Ledger.Save(e.heldList()); err != nil {
+			e.log.Warn("cannot update the VIP ledger", "path", e.opts.Ledger.Path, "err", err)
+		}
+	}
+}
+
+// heldList is what the ledger records: the VIPs held, and those released
+// and still watched (a crash while one is on the interface again must not
+// leave it there).
 func (e *Engine) heldList() []netif.VIP {
-	out := make([]netif.VIP, 0, len(e.held))
+	out := make([]netif.VIP, 0, len(e.held)+len(e.released))
 	for _, k := range sortedKeys(e.held) {
 		out = append(out, e.held[k])
+	}
+	for _, k := range sortedKeys(e.released) {
+		if _, ok := e.held[k]; !ok {
+			out = append(out, e.released[k].vip)
+		}
 	}
 	return out
 }
@@ -380,6 +476,17 @@ func (e *Engine) stopAll(why string) {
 		}
 		delete(e.held, k)
 	}
+	// The released VIPs still watched: one last removal (a no-op for
+	// those gone, as they should all be).
+	for _, k := range sortedKeys(e.released) {
+		v := e.released[k].vip
+		if err := e.nl.DelVIP(v); err != nil {
+			e.log.Error("removing a released VIP at shutdown failed", "vip", v.Prefix, "err", err)
+			continue
+		}
+		delete(e.released, k)
+	}
+	e.releasedNext = time.Time{}
 	if err := e.opts.Ledger.Save(e.heldList()); err != nil {
 		e.log.Warn("cannot update the VIP ledger", "err", err)
 	}

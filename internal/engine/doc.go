@@ -32,4 +32,17 @@
 // (notify_stop and notify INSTANCE name STOP priority, also for an
 // instance stopped while it waited in INIT, and the group's GROUP name
 // STOP 0).
+//
+// A master adds its VIPs after recording them in the ledger
+// (netif.Ledger), and removes them when it leaves MASTER. A VIP let go is
+// then watched for ten seconds (checkReleased): looked for on its
+// interface at once and every second, removed again and logged ("removed a
+// VIP still on its interface after its instance let it go") whenever it is
+// found there while the instance is not master, and kept in the ledger
+// meanwhile; a removal that failed is retried until it succeeds. So a
+// removal lost anywhere between the engine and the kernel (an add landing
+// after it, a delete the kernel did not apply) cannot leave a VIP on a
+// backup for good. Only VIPs this engine held are watched, and only for
+// that while: as keepalived 2.2.7 does (measured), a VIP another program
+// adds on a backup's interface later is left alone.
 package engine

@@ -44,6 +44,17 @@ type Options struct {
 	// each instance (0: unlimited, keepalived's behaviour). With thousands
 	// of VIPs it keeps a takeover from flooding the switch and the peers.
 	AnnounceRate int
+
+	// hooks, set by this package's tests only, act at points where
+	// another actor may.
+	hooks *testHooks
+}
+
+// testHooks let a test act at a point of the engine's work.
+type testHooks struct {
+	// removed runs right after a released VIP was removed from its
+	// interface (on the engine's goroutine).
+	removed func(v netif.VIP)
 }
 
 // Engine runs VRRP instances.
@@ -66,11 +77,15 @@ type Engine struct {
 	trackers  map[string]*trackerEntry // by vrrp_script name
 	groups    map[string]*syncGroup
 	held      map[string]netif.VIP // VIPs we hold, by key
-	links     map[string]bool      // interface name -> up
-	dad       map[string]dadWait   // links back up whose IPv6 source is still tentative (see checkDAD)
-	dadNext   time.Time            // when to look at them again
-	srcAbsent map[netip.Addr]bool  // unicast_src_ip addresses not configured on this node (see checkSources)
-	srcNext   time.Time            // when to look at them again
+	// released are the VIPs we let go, watched for a while (see
+	// checkReleased); releasedNext is when to look at them again.
+	released     map[string]releasedVIP
+	releasedNext time.Time
+	links        map[string]bool     // interface name -> up
+	dad          map[string]dadWait  // links back up whose IPv6 source is still tentative (see checkDAD)
+	dadNext      time.Time           // when to look at them again
+	srcAbsent    map[netip.Addr]bool // unicast_src_ip addresses not configured on this node (see checkSources)
+	srcNext      time.Time           // when to look at them again
 	// absentNext is when to look again for the interfaces of instances
 	// built without one (see checkAbsent); absentErr the last rebuild error
 	// logged.
@@ -151,6 +166,7 @@ func New(opts Options) (*Engine, *keepalived.Config, error) {
 		trackers:  map[string]*trackerEntry{},
 		groups:    map[string]*syncGroup{},
 		held:      map[string]netif.VIP{},
+		released:  map[string]releasedVIP{},
 		links:     map[string]bool{},
 		dad:       map[string]dadWait{},
 		srcAbsent: map[netip.Addr]bool{},
@@ -569,6 +585,9 @@ func (e *Engine) nextDeadline() time.Time {
 	if !e.absentNext.IsZero() && (next.IsZero() || e.absentNext.Before(next)) {
 		next = e.absentNext
 	}
+	if !e.releasedNext.IsZero() && (next.IsZero() || e.releasedNext.Before(next)) {
+		next = e.releasedNext
+	}
 	for _, in := range e.instances {
 		for _, d := range []time.Time{in.fsm.NextDeadline(), in.refreshAt, in.reannounce.deadline(), in.conflicts.next()} {
 			if !d.IsZero() && (next.IsZero() || d.Before(next)) {
@@ -590,6 +609,9 @@ func (e *Engine) tick(now time.Time) {
 	}
 	if !e.absentNext.IsZero() && !now.Before(e.absentNext) {
 		e.checkAbsent(now)
+	}
+	if !e.releasedNext.IsZero() && !now.Before(e.releasedNext) {
+		e.checkReleased(now)
 	}
 	for _, name := range sortedKeys(e.instances) {
 		in := e.instances[name]

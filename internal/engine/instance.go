@@ -331,15 +331,17 @@ func (e *Engine) updateVIPs(in *instance, ic *keepalived.Instance) {
 	if in.fsm.State() != fsm.Master {
 		return
 	}
+	now := e.clk.Now()
 	for _, v := range removed {
-		if err := e.nl.DelVIP(v); err != nil {
-			e.log.Error("removing VIP failed", "instance", ic.Name, "vip", v.Prefix, "dev", v.Dev, "err", err)
-			continue
-		}
-		delete(e.held, addrKey(v.Prefix, v.Dev))
+		e.release(ic.Name, v, now)
 	}
 	for _, v := range added {
-		e.held[addrKey(v.Prefix, v.Dev)] = v
+		k := addrKey(v.Prefix, v.Dev)
+		e.held[k] = v
+		delete(e.released, k)
+	}
+	if len(removed) > 0 {
+		e.checkReleased(now)
 	}
 	if err := e.opts.Ledger.Save(e.heldList()); err != nil {
 		e.log.Error("cannot record VIPs in the ledger; a crash now would leave them behind", "path", e.opts.Ledger.Path, "err", err)

@@ -208,6 +208,60 @@ func (h *Handle) HasVIP(v VIP) (bool, error) {
 	return false, nil
 }
 
+// Present reports, for each of vips, whether its address is configured with
+// its prefix length on its interface, as HasVIP does, from one dump of the
+// namespace's addresses however many VIPs there are. A VIP whose interface
+// is missing is not present.
+func (h *Handle) Present(vips []VIP) ([]bool, error) {
+	type key struct {
+		index int
+		p     netip.Prefix
+	}
+	index := map[string]int{} // interface name -> index; 0 when missing
+	for _, v := range vips {
+		if err := v.Validate(); err != nil {
+			return nil, fmt.Errorf("check VIPs: %w", err)
+		}
+		if _, ok := index[v.Dev]; ok {
+			continue
+		}
+		l, err := h.link(v.Dev)
+		switch {
+		case err == nil:
+			index[v.Dev] = l.Attrs().Index
+		case isLinkNotFound(err):
+			index[v.Dev] = 0
+		default:
+			return nil, fmt.Errorf("check VIPs: %w", err)
+		}
+	}
+	out := make([]bool, len(vips))
+	if len(vips) == 0 {
+		return out, nil
+	}
+	var as []netlink.Addr
+	var err error
+	for i := 0; i < dumpRetries; i++ {
+		if as, err = h.nl.AddrList(nil, netlink.FAMILY_ALL); !errors.Is(err, netlink.ErrDumpInterrupted) {
+			break
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("check VIPs: list addresses: %w", err)
+	}
+	have := make(map[key]bool, len(as))
+	for _, a := range as {
+		if p, ok := prefixOf(a); ok {
+			have[key{a.LinkIndex, p}] = true
+		}
+	}
+	for i, v := range vips {
+		idx := index[v.Dev]
+		out[i] = idx != 0 && have[key{idx, netip.PrefixFrom(v.Prefix.Addr(), v.Prefix.Bits())}]
+	}
+	return out, nil
+}
+
 func prefixOf(a netlink.Addr) (netip.Prefix, bool) {
 	ip, ok := netip.AddrFromSlice(a.IP)
 	if !ok {

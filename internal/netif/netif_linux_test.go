@@ -349,3 +349,50 @@ func TestSweep(t *testing.T) {
 		t.Errorf("second Sweep = %v, %v; want nothing", removed, err)
 	}
 }
+
+// TestPresent: Present answers as HasVIP does for each VIP, from one dump:
+// the address with its length on its interface; another length, another
+// interface or a missing interface is not present.
+func TestPresent(t *testing.T) {
+	h, nh := setup(t)
+	for _, c := range [][]string{
+		{"ip", "addr", "add", "198.18.0.100/32", "dev", h.Link},
+		{"ip", "addr", "add", "198.18.0.101/24", "dev", h.Link},
+		{"ip", "addr", "add", "fd00:bb::100/128", "dev", h.Link, "nodad"},
+		{"ip", "addr", "add", "198.18.0.102/32", "dev", "lo"},
+	} {
+		if out, err := h.Run(c[0], c[1:]...); err != nil {
+			t.Fatalf("%v: %v: %s", c, err, out)
+		}
+	}
+	vip := func(s, dev string) VIP { return VIP{Prefix: netip.MustParsePrefix(s), Dev: dev} }
+	vips := []VIP{
+		vip("198.18.0.100/32", h.Link),
+		vip("198.18.0.101/32", h.Link), // configured as /24
+		vip("fd00:bb::100/128", h.Link),
+		vip("198.18.0.102/32", h.Link), // on lo
+		vip("198.18.0.102/32", "lo"),
+		vip("198.18.0.103/32", h.Link),
+		vip("198.18.0.100/32", "nosuch0"),
+	}
+	got, err := nh.Present(vips)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []bool{true, false, true, false, true, false, false}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Present (-want +got):\n%s", diff)
+	}
+	for i, v := range vips {
+		has, err := nh.HasVIP(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if has != got[i] {
+			t.Errorf("%s: HasVIP %v, Present %v", v, has, got[i])
+		}
+	}
+	if _, err := nh.Present([]VIP{{Prefix: netip.MustParsePrefix("198.18.0.1/32")}}); err == nil || !strings.Contains(err.Error(), "VIP.Dev") {
+		t.Errorf("a VIP without Dev: err %v, want one naming VIP.Dev", err)
+	}
+}

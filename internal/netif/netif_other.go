@@ -26,6 +26,9 @@ func (h *Handle) DelVIP(v VIP) error { return ErrUnsupported }
 // HasVIP returns ErrUnsupported.
 func (h *Handle) HasVIP(v VIP) (bool, error) { return false, ErrUnsupported }
 
+// Present returns ErrUnsupported.
+func (h *Handle) Present(vips []VIP) ([]bool, error) { return nil, ErrUnsupported }
+
 // Link returns ErrUnsupported.
 func (h *Handle) Link(name string) (LinkInfo, error) { return LinkInfo{}, ErrUnsupported }
 
