@@ -321,3 +321,77 @@ func TestInteropAuditSyncGroupFirstProbe(t *testing.T) {
 		}
 	}
 }
+
+// TestInteropAuditPreemptDelayMasterLeaves: a master leaving (priority 0
+// advert) during a backup's preempt_delay is taken over by that backup
+// after its skew time, not after a master-down interval: the delay holds
+// back preemption, and a master leaving is none. Three nodes in one group,
+// VRRPv2 at 1 s: a lower master at 50, a node at 150 that restarts with
+// preempt_delay 10, and one at 200 (no delay) that preempts the lower at
+// once and then stops during 150's delay. The order of the adverts on the
+// wire tells the two apart without timing anything: after 200's priority
+// 0, 150 (skew 0.41 s) advertises before the lower node's skew (0.80 s)
+// runs out, so the first advert is 150's and the lower node sends none;
+// a 150 that waited its master-down interval (3.41 s) would let the lower
+// node become master first, and its adverts would come before 150's.
+// keepalived 2.2.7 on every node (the keepalived row, measured): after
+// "200 prio 0" the next advert is 150's, and the lower node sends none.
+func TestInteropAuditPreemptDelayMasterLeaves(t *testing.T) {
+	testnet.RequireRoot(t)
+	vipstackBin(t)
+	const delay = 10 * time.Second
+	for _, tc := range []struct {
+		name                    string
+		lower, delayed, highest peers.Impl
+	}{
+		{name: "keepalived-only", lower: peers.Keepalived, delayed: peers.Keepalived, highest: peers.Keepalived},
+		{name: "vipstack-delayed", lower: peers.Keepalived, delayed: peers.Vipstack, highest: peers.Keepalived},
+		{name: "keepalived-delayed", lower: peers.Vipstack, delayed: peers.Keepalived, highest: peers.Vipstack},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			topo := testnet.New(t, testnet.Options{Hosts: 3, Prefix: audit3Prefix})
+			lowH, delH, highH := topo.Hosts[0], topo.Hosts[1], topo.Hosts[2]
+			vip := netip.MustParseAddr("198.18.0.100")
+			conf := func(prio int) peers.Conf {
+				return peers.Conf{Version: 2, Interval: time.Second, VRID: 51, Priority: prio, VIP: netip.PrefixFrom(vip, 32), Auth: "secret1"}
+			}
+			delayLine := fmt.Sprintf("preempt_delay %d", int(delay.Seconds()))
+			startText(t, lowH, tc.lower, withLines(t, conf(50), lowH))
+			if _, err := peers.WaitSoleHolder(topo.Hosts, vip, lowH, 500*time.Millisecond, 20*time.Second); err != nil {
+				t.Fatalf("the lower node alone: %v", err)
+			}
+			capt := captureVRRP(t, lowH, "")
+			startText(t, delH, tc.delayed, withLines(t, conf(150), delH, delayLine))
+			restarted := time.Now()
+			high := startText(t, highH, tc.highest, withLines(t, conf(200), highH))
+			if _, err := peers.WaitSoleHolder(topo.Hosts, vip, highH, 500*time.Millisecond, 5*time.Second); err != nil {
+				t.Fatalf("200 preempts at once: %v", err)
+			}
+			if err := high.Term(); err != nil {
+				t.Fatal(err)
+			}
+			// 150 ends up holding the VIP either way (at the latest when
+			// its delay is over); the adverts say how it got there.
+			if _, err := peers.WaitSoleHolder(topo.Hosts, vip, delH, time.Second, time.Until(restarted.Add(delay+10*time.Second))); err != nil {
+				t.Errorf("after 200 stopped: %v", err)
+			}
+			lines := capt.Lines()
+			left := slices.Index(lines, highH.IPv4.Addr().String()+" vrid 51 prio 0")
+			if left < 0 {
+				t.Fatalf("no priority 0 advert from 200 captured: %q", lines)
+			}
+			after := lines[left+1:]
+			t.Logf("adverts after 200's priority 0: %q", after[:min(len(after), 4)])
+			if want := delH.IPv4.Addr().String() + " vrid 51 prio 150"; len(after) == 0 || after[0] != want {
+				t.Errorf("after 200's priority 0 advert the first advert is %q, want 150's %q (150 took over after its skew time, before the lower node's)", after[:min(len(after), 1)], want)
+			}
+			for _, l := range after {
+				if strings.HasPrefix(l, lowH.IPv4.Addr().String()+" ") {
+					t.Errorf("the lower node advertised after 200 left (it became master before 150): %q", l)
+					break
+				}
+			}
+		})
+	}
+}
