@@ -68,6 +68,17 @@ func printStatus(w io.Writer, body []byte, format string, now time.Time) error {
 	if err := json.Unmarshal(body, &s); err != nil {
 		return err
 	}
+	if s.LB != nil {
+		// The last check's text as the stats CSV's last_chk gives it,
+		// haproxy's ("SSL handshake failure" for a failed check-ssl
+		// handshake, nothing after a passed check), not the TLS
+		// library's reason the node's JSON keeps in check_info.
+		for _, b := range s.LB.Backends {
+			for i := range b.Servers {
+				b.Servers[i].CheckInfo = b.Servers[i].LastCheck()
+			}
+		}
+	}
 	return node.WriteTable(w, s)
 }
 

@@ -7,10 +7,14 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/vipstack/vipstack/internal/engine"
 	"github.com/vipstack/vipstack/internal/ipfailover"
 	"github.com/vipstack/vipstack/internal/k8s/agent"
+	"github.com/vipstack/vipstack/internal/lb"
 	"github.com/vipstack/vipstack/internal/node"
 )
 
@@ -84,4 +88,50 @@ func mustJSON(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestStatusLastCheckIsCSVs: a node's LB table shows each server's last
+// check with the stats CSV's last_chk text (lb.ServerStats.LastCheck,
+// compared with haproxy 2.6.12's in TestCheckSSLStatsMatchHaproxy), not
+// the TLS library's reason the node's JSON carries: "SSL handshake
+// failure" for a failed check-ssl handshake, nothing for a timed-out one
+// or a passed check. Before, it showed "L6RSP EOF".
+func TestStatusLastCheckIsCSVs(t *testing.T) {
+	servers := []lb.ServerStats{
+		{Name: "closer", Addr: "198.18.0.11:6443", Status: "DOWN", Check: true, CheckStatus: "L6RSP", CheckInfo: "EOF"},
+		{Name: "plain", Addr: "198.18.0.12:6443", Status: "DOWN", Check: true, CheckStatus: "L6RSP", CheckInfo: "tls: first record does not look like a TLS handshake"},
+		{Name: "silent", Addr: "198.18.0.13:6443", Status: "DOWN", Check: true, CheckStatus: "L6TOUT", CheckInfo: "TLS handshake timed out"},
+		{Name: "sts", Addr: "198.18.0.14:6443", Status: "DOWN", Check: true, CheckStatus: "L7STS", CheckCode: 503, CheckInfo: "Service Unavailable"},
+		{Name: "ok", Addr: "198.18.0.15:6443", Status: "UP", Check: true, CheckStatus: "L7OK", CheckCode: 200, CheckInfo: "OK"},
+	}
+	body, err := json.Marshal(node.Status{Node: "master-0", Role: "master", Interface: "eth0",
+		LB: &lb.Snapshot{Backends: []lb.BackendStats{{Name: "masters", Servers: servers}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := printStatus(&out, body, "", time.Unix(0, 0)); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, line := range strings.Split(out.String(), "\n") {
+		if f := strings.Fields(line); len(f) >= 6 && f[0] == "masters" {
+			got[f[1]] = strings.Join(f[5:], " ")
+		}
+	}
+	want := map[string]string{
+		"closer": "L6RSP SSL handshake failure",
+		"plain":  "L6RSP SSL handshake failure",
+		"silent": "L6TOUT",
+		"sts":    "L7STS Service Unavailable",
+		"ok":     "L7OK",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("LAST CHECK by server (-want +got):\n%s\n%s", diff, out.String())
+	}
+	for _, sv := range servers {
+		if w := strings.TrimSpace(sv.CheckStatus + " " + sv.LastCheck()); got[sv.Name] != w {
+			t.Errorf("%s: %q, the CSV's last_chk gives %q", sv.Name, got[sv.Name], w)
+		}
+	}
 }

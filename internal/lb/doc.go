@@ -126,9 +126,11 @@
 // fills and which it leaves out. A check's last_chk is haproxy's text,
 // as its log lines' info (healthcheck.HaproxyInfo: "SSL handshake
 // failure" for a failed check-ssl handshake, empty for a timed-out one,
-// measured: TestCheckSSLStatsMatchHaproxy); the HTML page and
-// ServerStats.CheckInfo keep Go's reason. Metrics go to the Prometheus registry
-// given in Options.
+// measured: TestCheckSSLStatsMatchHaproxy), and so are the HTML page's
+// last check cell (haproxy's "L6RSP in 3ms" with the description and
+// last_chk as a tip) and `vipstack status` (ServerStats.LastCheck);
+// ServerStats.CheckInfo, in the node's JSON status, keeps Go's reason.
+// Metrics go to the Prometheus registry given in Options.
 //
 // The monitor and stats listeners speak HTTP/1.x as haproxy 2.6 does
 // (httpserve.go; every answer measured against haproxy 2.6.12): a request

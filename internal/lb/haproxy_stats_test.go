@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -16,8 +17,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/vipstack/vipstack/internal/haproxycfg"
-	"github.com/vipstack/vipstack/internal/lbconfig"
 	"github.com/vipstack/vipstack/internal/peers"
 )
 
@@ -399,6 +398,15 @@ func compareStatsLayout(t *testing.T, hrecs, vrecs [][]haproxyJSONField, same []
 // look like a TLS handshake") and "TLS handshake timed out". haproxy
 // writes "* L6TOUT" while the next check runs (vipstack has no such mark):
 // the "* " is dropped before comparing.
+//
+// The HTML pages' last check cells are compared too (the check's
+// duration aside): haproxy's, measured,
+//
+//	<u> L6RSP in 3ms<div class=tips>Layer6 invalid response: SSL handshake failure</div></u>
+//	<u> L6TOUT in 501ms<div class=tips>Layer6 timeout</div></u>
+//
+// where vipstack's page showed "L6RSP (EOF)" and "L6TOUT (TLS handshake
+// timed out)".
 func TestCheckSSLStatsMatchHaproxy(t *testing.T) {
 	if _, err := exec.LookPath("haproxy"); err != nil {
 		t.Skip("haproxy not installed")
@@ -432,15 +440,16 @@ backend plain
   server s1 {{PLAIN}} check check-ssl verify none inter 500ms fall 1 rise 1
 backend silent
   server s1 {{SILENT}} check check-ssl verify none inter 500ms fall 1 rise 1
+listen stats
+  bind 127.0.0.1:{{P1}}
+  mode http
+  stats enable
+  stats uri /haproxy_stats
 `)
 	}
-	peers.HAProxy(t, conf(freePort(t)))
-	cfg, err := haproxycfg.Parse("haproxy.cfg", []byte(conf("1")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Frontends[0].Binds = []lbconfig.Bind{loopbackBind()}
-	l := newLBOpts(t, Options{}, cfg)
+	ports := freePorts(t, 2)
+	peers.HAProxy(t, strings.ReplaceAll(conf(ports[0]), "{{P1}}", ports[1]))
+	l := newLBOpts(t, Options{}, parseOnLoopback(t, strings.ReplaceAll(conf("1"), "{{P1}}", "2")))
 
 	fields := []string{"status", "check_status", "check_code", "check_desc", "last_chk"}
 	// checks reads the servers' check fields from a show stat CSV, or
@@ -493,5 +502,46 @@ backend silent
 	}
 	for _, b := range backends {
 		t.Logf("haproxy %s/s1: %q", b, want[b])
+	}
+
+	// cells reads each backend's s1 last check cell from a stats page:
+	// the first <u> ...</u> after the backend's name (haproxy's anchor
+	// "closer/s1", vipstack's heading "backend closer").
+	cell := regexp.MustCompile(`<u> (?:\* )?(L[^<]*?) in \d+ms(<div class=tips>[^<]*</div>)</u>`)
+	cells := func(page string, at func(b string) string) map[string]string {
+		got := map[string]string{}
+		for _, b := range backends {
+			i := strings.Index(page, at(b))
+			if i < 0 {
+				continue
+			}
+			if m := cell.FindStringSubmatch(page[i:]); m != nil {
+				got[b] = m[1] + " in Nms" + m[2]
+			}
+		}
+		return got
+	}
+	page := func(addr string) string {
+		resp, err := http.Get("http://" + addr + "/haproxy_stats")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	hcells := cells(page("127.0.0.1:"+ports[1]), func(b string) string { return `name="` + b + `/s1"` })
+	vcells := cells(page(l.Addrs("stats")[0].String()), func(b string) string { return "<h2>backend " + b + " " })
+	if len(hcells) != len(backends) {
+		t.Fatalf("haproxy's page: last check cells %q, want one per backend", hcells)
+	}
+	if diff := cmp.Diff(hcells, vcells); diff != "" {
+		t.Errorf("HTML last check cells by backend (-haproxy +vipstack):\n%s", diff)
+	}
+	for _, b := range backends {
+		t.Logf("haproxy's page, %s/s1: %s", b, hcells[b])
 	}
 }

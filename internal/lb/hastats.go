@@ -95,6 +95,9 @@ var statFieldTags = map[string]statTags{
 	"dresp":          {"Metric", "Counter", "Process", "u64"},
 	"ereq":           {"Metric", "Counter", "Process", "u64"},
 	"econ":           {"Metric", "Counter", "Process", "u64"},
+	"eresp":          {"Metric", "Counter", "Process", "u64"},
+	"cli_abrt":       {"Metric", "Counter", "Process", "u64"},
+	"srv_abrt":       {"Metric", "Counter", "Process", "u64"},
 	"wretr":          {"Metric", "Counter", "Process", "u64"},
 	"wredis":         {"Metric", "Counter", "Process", "u64"},
 	"status":         {"Status", "Gauge", "Process", "str"},
@@ -325,6 +328,9 @@ func backendRecords(b BackendStats, iid int, hideDown bool, f *StatFilter) []*st
 		r.n("bout", s.BytesOut)
 		r.n("econ", s.ConnectErrors-s.Retries)
 		r.n("wretr", s.Retries)
+		r.n("cli_abrt", s.ClientAborts)
+		r.n("srv_abrt", s.ServerAborts)
+		r.n("eresp", s.ResponseErrors)
 		r.s("status", s.Status)
 		r.n("weight", uint64(s.Weight))
 		r.n("uweight", uint64(s.Weight))
@@ -344,16 +350,7 @@ func backendRecords(b BackendStats, iid int, hideDown bool, f *StatFilter) []*st
 					}
 					r.i("check_duration", s.CheckDurationMS)
 					r.s("check_desc", healthcheck.Description(s.CheckStatus))
-					// haproxy's last_chk is empty after a passed check
-					// (measured: a "200 OK" answer gives L7OK and ""),
-					// and is haproxy's text for a check-ssl failure
-					// (measured: "SSL handshake failure", and "" for
-					// L6TOUT), not the TLS library's reason.
-					info := healthcheck.HaproxyInfo(healthcheck.Result{Status: s.CheckStatus, Info: s.CheckInfo})
-					if s.CheckStatus == healthcheck.L4OK || s.CheckStatus == healthcheck.L6OK || s.CheckStatus == healthcheck.L7OK {
-						info = ""
-					}
-					r.s("last_chk", info)
+					r.s("last_chk", s.LastCheck())
 				}
 				if s.CheckRise > 0 {
 					r.n("check_rise", uint64(s.CheckRise))
@@ -377,6 +374,9 @@ func backendRecords(b BackendStats, iid int, hideDown bool, f *StatFilter) []*st
 	r.n("bout", b.BytesOut)
 	r.n("econ", failed)
 	r.n("wretr", b.Retries)
+	r.n("cli_abrt", b.ClientAborts)
+	r.n("srv_abrt", b.ServerAborts)
+	r.n("eresp", b.ResponseErrors)
 	r.s("status", b.Status)
 	r.n("weight", uint64(b.Weight))
 	r.n("uweight", uint64(b.Weight))
@@ -483,4 +483,18 @@ func (snap Snapshot) JSON() []byte {
 	enc.SetEscapeHTML(false)
 	enc.Encode(recs) // cannot fail: strings and numbers only
 	return b.Bytes()
+}
+
+// LastCheck is haproxy's last_chk for the server's last check: empty
+// after a passed check (measured: a "200 OK" answer gives L7OK and ""),
+// haproxy's text for a check-ssl failure (measured: "SSL handshake
+// failure", and "" for L6TOUT), not the TLS library's reason kept in
+// CheckInfo, and CheckInfo otherwise. The stats' CSV, JSON and HTML page
+// and `vipstack status` show it.
+func (s ServerStats) LastCheck() string {
+	switch s.CheckStatus {
+	case healthcheck.L4OK, healthcheck.L6OK, healthcheck.L7OK:
+		return ""
+	}
+	return healthcheck.HaproxyInfo(healthcheck.Result{Status: s.CheckStatus, Info: s.CheckInfo})
 }

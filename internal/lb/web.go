@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/vipstack/vipstack/internal/healthcheck"
 	"github.com/vipstack/vipstack/internal/lbconfig"
 )
 
@@ -220,7 +221,10 @@ func (s *site) html(snap Snapshot, refresh bool) string {
 	}
 	b.WriteString(`<style>body{font-family:sans-serif;font-size:13px}table{border-collapse:collapse;margin-bottom:1.5em}` +
 		`th,td{border:1px solid #999;padding:2px 6px;text-align:right}th{background:#ddd}td.n{text-align:left}` +
-		`tr.up td{background:#cfc}tr.down td{background:#fcc}tr.going td{background:#ffc}</style></head><body>` + "\n")
+		`tr.up td{background:#cfc}tr.down td{background:#fcc}tr.going td{background:#ffc}` +
+		// A last check's description shows on hover, as on haproxy's page.
+		`u{position:relative;text-decoration:none}u .tips{display:none;position:absolute;left:0;top:1.2em;z-index:1;` +
+		`background:#ffd;border:1px solid #999;padding:2px 6px;white-space:nowrap}u:hover .tips{display:block}</style></head><body>` + "\n")
 	b.WriteString("<h1>vipstack load balancer statistics</h1>\n")
 	if !s.stats.HideVersion && s.lb.opts.Version != "" {
 		fmt.Fprintf(&b, "<p>vipstack %s</p>\n", html.EscapeString(s.lb.opts.Version))
@@ -277,19 +281,42 @@ func (s *site) html(snap Snapshot, refresh bool) string {
 			case s.Up || strings.HasPrefix(s.Status, "DOWN "):
 				class = "going"
 			}
-			check := s.CheckStatus
-			if s.CheckCode != 0 {
-				check += " " + strconv.Itoa(s.CheckCode)
+			check := "" // no check, or none run yet
+			if s.CheckStatus != "" {
+				check = htmlLastCheck(s)
 			}
-			if s.CheckInfo != "" {
-				check += " (" + s.CheckInfo + ")"
-			}
-			cells(class, s.Name, s.Addr, s.Status, check, strconv.Itoa(s.Weight), itoa(s.Sessions), itoa(s.MaxSessions),
+			fmt.Fprintf(&b, "<tr class=%q><td class=\"n\">%s</td><td>%s</td><td>%s</td><td>%s</td>", class, esc(s.Name), esc(s.Addr), esc(s.Status), check)
+			for _, v := range []string{strconv.Itoa(s.Weight), itoa(s.Sessions), itoa(s.MaxSessions),
 				utoa(s.TotalSessions), utoa(s.Selected), utoa(s.ConnectErrors), utoa(s.Retries), utoa(s.ChecksFailed), utoa(s.Downs),
-				itoa(s.LastChangeSeconds), itoa(s.DowntimeSeconds), utoa(s.BytesIn), utoa(s.BytesOut))
+				itoa(s.LastChangeSeconds), itoa(s.DowntimeSeconds), utoa(s.BytesIn), utoa(s.BytesOut)} {
+				fmt.Fprintf(&b, "<td>%s</td>", v)
+			}
+			b.WriteString("</tr>\n")
 		}
 		b.WriteString("</table>\n")
 	}
 	b.WriteString("</body></html>\n")
+	return b.String()
+}
+
+// htmlLastCheck is haproxy 2.6.12's LastChk cell for the server's last
+// check, as its HTML stats page writes it (measured, check-ssl verify
+// none: a server that closes after the ClientHello and one answering in
+// plain HTTP give "<u> L6RSP in 3ms<div class=tips>Layer6 invalid
+// response: SSL handshake failure</div></u>", one that never answers
+// "<u> L6TOUT in 501ms<div class=tips>Layer6 timeout</div></u>"): the
+// status, "/code" when there is one, the check's duration, and a tip
+// with its description and last_chk, HTML-escaped.
+func htmlLastCheck(s ServerStats) string {
+	var b strings.Builder
+	b.WriteString("<u> " + html.EscapeString(s.CheckStatus))
+	if s.CheckCode != 0 {
+		fmt.Fprintf(&b, "/%d", s.CheckCode)
+	}
+	fmt.Fprintf(&b, " in %dms<div class=tips>%s", s.CheckDurationMS, html.EscapeString(healthcheck.Description(s.CheckStatus)))
+	if info := s.LastCheck(); info != "" {
+		b.WriteString(": " + html.EscapeString(info))
+	}
+	b.WriteString("</div></u>")
 	return b.String()
 }
