@@ -60,7 +60,8 @@ var connectingLine = regexp.MustCompile(`^(\S+ \S+) \d+/(-?\d+)/\d+ (.*)$`)
 // while the balancer still connects to its server (the server drops
 // SYNs) ends its connection at once when it reset ("CD") or ended
 // without sending a byte ("CC"): no retry, the server's session counted
-// without an error. A client that sent bytes before its FIN waits for
+// without an error (and the reset as the client's abort, cli_abrt). A
+// client that sent bytes before its FIN waits for
 // the connect and its retries ("sC"). Measured with haproxy 2.6.12 in
 // this test; vipstack, before, went on connecting through its retries
 // for all three and logged "sC" with %rc 1, econ 1 and wretr 1.
@@ -150,7 +151,8 @@ func TestClientLeavesWhileConnectingMatchesHaproxy(t *testing.T) {
 		for _, sv := range []string{"s1", "BACKEND"} {
 			pick := func(csv string) map[string]string {
 				m := csvFields(t, csv, fe, sv)
-				return map[string]string{"scur": m["scur"], "stot": m["stot"], "econ": m["econ"], "wretr": m["wretr"], "lbtot": m["lbtot"]}
+				return map[string]string{"scur": m["scur"], "stot": m["stot"], "econ": m["econ"], "wretr": m["wretr"], "lbtot": m["lbtot"],
+					"cli_abrt": m["cli_abrt"], "srv_abrt": m["srv_abrt"], "eresp": m["eresp"]}
 			}
 			if diff := cmp.Diff(pick(hcsv), pick(vcsv)); diff != "" {
 				t.Errorf("%s/%s counters (-haproxy +vipstack):\n%s", fe, sv, diff)

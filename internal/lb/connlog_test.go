@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/vipstack/vipstack/internal/haproxycfg"
 	"github.com/vipstack/vipstack/internal/lbconfig"
@@ -116,7 +118,8 @@ func maskLogLine(s string) string {
 // log-format and the same clients, and compares their connection lines,
 // ports, dates and times masked: the termination states (-- whichever
 // side ends first, SD, CD, cD, SC), byte counts, counters and retries,
-// and option tcplog's format.
+// and option tcplog's format; then the aborts counted in the stats
+// (cli_abrt, srv_abrt, eresp) and vipstack's metrics of them.
 func TestConnLogMatchesHaproxy(t *testing.T) {
 	if _, err := exec.LookPath("haproxy"); err != nil {
 		t.Skip("haproxy not installed")
@@ -152,7 +155,8 @@ func TestConnLogMatchesHaproxy(t *testing.T) {
 		cfg.Frontends[i].Binds = []lbconfig.Bind{loopbackBind()}
 	}
 	var vout syncbuf.Buffer
-	l, err := New(Options{Stdout: &vout})
+	reg := prometheus.NewRegistry()
+	l, err := New(Options{Stdout: &vout, Registry: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -295,6 +299,33 @@ func TestConnLogMatchesHaproxy(t *testing.T) {
 		t.Errorf("connection log lines (-haproxy +vipstack):\n%s", diff)
 	}
 	t.Logf("haproxy:\n%s", strings.Join(want, "\n"))
+
+	// The aborts, counted on the servers and backends as haproxy counts
+	// them (measured: echo's cli_abrt 2 for its CD and cD, resetter's
+	// srv_abrt 1 and eresp 1 for its SD), and in vipstack's metrics.
+	hcsv, vcsv := haproxyCommand(t, admin, "show stat"), l.Snapshot().CSV()
+	metrics := gather(t, reg)
+	for _, b := range []struct{ backend, server string }{{"echo", "e1"}, {"closer", "c1"}, {"dead", "d1"}, {"resetter", "r1"}, {"nosrv", "n1"}} {
+		for _, sv := range []string{b.server, "BACKEND"} {
+			pick := func(csv string) map[string]string {
+				m := csvFields(t, csv, b.backend, sv)
+				return map[string]string{"cli_abrt": m["cli_abrt"], "srv_abrt": m["srv_abrt"], "eresp": m["eresp"]}
+			}
+			want := pick(hcsv)
+			if diff := cmp.Diff(want, pick(vcsv)); diff != "" {
+				t.Errorf("%s/%s aborts (-haproxy +vipstack):\n%s", b.backend, sv, diff)
+			}
+			if sv == "BACKEND" {
+				continue
+			}
+			for field, metric := range map[string]string{"cli_abrt": "client_aborts", "srv_abrt": "server_aborts", "eresp": "response_errors"} {
+				k := `vipstack_lb_server_` + metric + `_total{backend="` + b.backend + `",server="` + b.server + `"}`
+				if got := strconv.FormatFloat(metrics[k], 'f', -1, 64); got != want[field] {
+					t.Errorf("%s = %s, want haproxy's %s %s", k, got, field, want[field])
+				}
+			}
+		}
+	}
 }
 
 // TestConnLogDontLogNull: with option dontlognull a client that sent

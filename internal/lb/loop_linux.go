@@ -937,6 +937,7 @@ func (lp *loop) closeLocked(cn *conn) {
 	if r.s.fd >= 0 {
 		rawClose(r.s.fd)
 		cn.srv.cur.Add(-1)
+		cn.srv.countAbort(cn.term)
 	}
 	r.up.release(lp.lb)
 	r.down.release(lp.lb)

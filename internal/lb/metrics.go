@@ -18,6 +18,7 @@ type descs struct {
 	healthy, idleCloses, logDrops                                *prometheus.Desc
 	srvUp, srvCur, srvTot, srvIn, srvOut, srvChecks, srvRetries  *prometheus.Desc
 	srvConnErr, srvDowns, srvWeight                              *prometheus.Desc
+	srvCliAbrt, srvSrvAbrt, srvRespErr                           *prometheus.Desc
 	feCur, feTot, feIn, feOut, feQueue, feQueueDrops, feNoServer *prometheus.Desc
 	beUp                                                         *prometheus.Desc
 }
@@ -40,6 +41,9 @@ func newCollector(l *LB) collector {
 		srvConnErr:   n("vipstack_lb_server_connect_errors_total", "Failed connection attempts to the server.", sl, nil),
 		srvRetries:   n("vipstack_lb_server_connect_retries_total", "Failed connection attempts to the server that were retried (on another server when one is UP).", sl, nil),
 		srvDowns:     n("vipstack_lb_server_downs_total", "UP to DOWN transitions of the server.", sl, nil),
+		srvCliAbrt:   n("vipstack_lb_server_client_aborts_total", "Connections to the server that the client ended with a reset or by its idle timeout (haproxy's cli_abrt).", sl, nil),
+		srvSrvAbrt:   n("vipstack_lb_server_server_aborts_total", "Connections that the server ended with a reset or by its idle timeout (haproxy's srv_abrt).", sl, nil),
+		srvRespErr:   n("vipstack_lb_server_response_errors_total", "Connections that the server ended with a reset (haproxy's eresp).", sl, nil),
 		beUp:         n("vipstack_lb_backend_up_servers", "UP servers in the backend.", []string{"backend"}, nil),
 		feCur:        n("vipstack_lb_frontend_current_connections", "Client connections admitted and open.", fl, nil),
 		feTot:        n("vipstack_lb_frontend_connections_total", "Client connections accepted.", fl, nil),
@@ -54,7 +58,7 @@ func newCollector(l *LB) collector {
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
 	d := c.d
 	for _, x := range []*prometheus.Desc{d.healthy, d.idleCloses, d.logDrops, d.srvUp, d.srvWeight, d.srvCur, d.srvTot, d.srvIn, d.srvOut, d.srvChecks,
-		d.srvConnErr, d.srvRetries, d.srvDowns, d.beUp, d.feCur, d.feTot, d.feIn, d.feOut, d.feQueue, d.feQueueDrops, d.feNoServer} {
+		d.srvConnErr, d.srvRetries, d.srvDowns, d.srvCliAbrt, d.srvSrvAbrt, d.srvRespErr, d.beUp, d.feCur, d.feTot, d.feIn, d.feOut, d.feQueue, d.feQueueDrops, d.feNoServer} {
 		ch <- x
 	}
 }
@@ -92,6 +96,9 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 			ctr(d.srvConnErr, s.ConnectErrors, b.Name, s.Name)
 			ctr(d.srvRetries, s.Retries, b.Name, s.Name)
 			ctr(d.srvDowns, s.Downs, b.Name, s.Name)
+			ctr(d.srvCliAbrt, s.ClientAborts, b.Name, s.Name)
+			ctr(d.srvSrvAbrt, s.ServerAborts, b.Name, s.Name)
+			ctr(d.srvRespErr, s.ResponseErrors, b.Name, s.Name)
 			if s.Check {
 				for _, st := range healthcheck.Statuses() {
 					ctr(d.srvChecks, s.CheckResults[st], b.Name, s.Name, st)

@@ -68,6 +68,10 @@ type server struct {
 
 	cur, smax                          atomic.Int64
 	tot, lbtot, bin, bout, econ, wretr atomic.Uint64
+	// The connections that ended in an abort (aborts.go): cliAbrt by the
+	// client (CD, cD), srvAbrt by the server (SD, sD), eresp the server's
+	// errors among those (SD).
+	cliAbrt, srvAbrt, eresp atomic.Uint64
 	// chkfail counts failed checks of the server while it was UP (or on
 	// its way down), as haproxy's chkfail does: the checks that keep
 	// failing once it is DOWN are not counted.
@@ -148,6 +152,7 @@ func (s *server) inherit(old *server) {
 	for _, c := range []struct{ to, from *atomic.Uint64 }{
 		{&s.tot, &old.tot}, {&s.lbtot, &old.lbtot}, {&s.bin, &old.bin}, {&s.bout, &old.bout},
 		{&s.econ, &old.econ}, {&s.wretr, &old.wretr}, {&s.chkfail, &old.chkfail},
+		{&s.cliAbrt, &old.cliAbrt}, {&s.srvAbrt, &old.srvAbrt}, {&s.eresp, &old.eresp},
 	} {
 		c.to.Store(c.from.Load())
 	}

@@ -66,6 +66,10 @@ type BackendStats struct {
 	BytesOut      uint64 `json:"bytes_out"`
 	ConnectErrors uint64 `json:"connect_errors"`
 	Retries       uint64 `json:"retries"`
+	// The aborts of its servers' connections (see ServerStats).
+	ClientAborts   uint64 `json:"client_aborts"`
+	ServerAborts   uint64 `json:"server_aborts"`
+	ResponseErrors uint64 `json:"response_errors"`
 	// NoServer counts the clients that failed because no UP server was
 	// left to try (none at all, or none after failed attempts that were
 	// to be retried).
@@ -109,6 +113,13 @@ type ServerStats struct {
 	ConnectErrors uint64 `json:"connect_errors"`
 	Retries       uint64 `json:"retries"`  // failed connects followed by a retry
 	Selected      uint64 `json:"selected"` // times picked, haproxy's lbtot
+	// ClientAborts counts the connections the client ended with an error
+	// or a timeout (CD, cD, haproxy's cli_abrt), ServerAborts those the
+	// server did (SD, sD, srv_abrt), and ResponseErrors the server's
+	// errors among them (SD, haproxy's eresp in TCP mode).
+	ClientAborts   uint64 `json:"client_aborts"`
+	ServerAborts   uint64 `json:"server_aborts"`
+	ResponseErrors uint64 `json:"response_errors"`
 
 	Check           bool              `json:"check"`
 	CheckStatus     string            `json:"check_status,omitempty"` // L7OK, L4CON, ...
@@ -159,6 +170,9 @@ func (l *LB) Snapshot() Snapshot {
 			bs.BytesOut += ss.BytesOut
 			bs.ConnectErrors += ss.ConnectErrors
 			bs.Retries += ss.Retries
+			bs.ClientAborts += ss.ClientAborts
+			bs.ServerAborts += ss.ServerAborts
+			bs.ResponseErrors += ss.ResponseErrors
 			bs.Selected += ss.Selected
 			bs.Servers = append(bs.Servers, ss)
 		}
@@ -179,6 +193,7 @@ func serverStats(s *server, now time.Time) ServerStats {
 		Sessions: s.cur.Load(), MaxSessions: s.smax.Load(), TotalSessions: s.tot.Load(),
 		BytesIn: s.bin.Load(), BytesOut: s.bout.Load(), ConnectErrors: s.econ.Load(),
 		Retries: s.wretr.Load(), Selected: s.lbtot.Load(),
+		ClientAborts: s.cliAbrt.Load(), ServerAborts: s.srvAbrt.Load(), ResponseErrors: s.eresp.Load(),
 		Check:             sv.check.enabled,
 		LastChangeSeconds: int64(now.Sub(sv.since) / time.Second),
 	}
