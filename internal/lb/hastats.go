@@ -95,6 +95,9 @@ var statFieldTags = map[string]statTags{
 	"dresp":          {"Metric", "Counter", "Process", "u64"},
 	"ereq":           {"Metric", "Counter", "Process", "u64"},
 	"econ":           {"Metric", "Counter", "Process", "u64"},
+	"eresp":          {"Metric", "Counter", "Process", "u64"},
+	"cli_abrt":       {"Metric", "Counter", "Process", "u64"},
+	"srv_abrt":       {"Metric", "Counter", "Process", "u64"},
 	"wretr":          {"Metric", "Counter", "Process", "u64"},
 	"wredis":         {"Metric", "Counter", "Process", "u64"},
 	"status":         {"Status", "Gauge", "Process", "str"},
@@ -325,6 +328,9 @@ func backendRecords(b BackendStats, iid int, hideDown bool, f *StatFilter) []*st
 		r.n("bout", s.BytesOut)
 		r.n("econ", s.ConnectErrors-s.Retries)
 		r.n("wretr", s.Retries)
+		r.n("cli_abrt", s.ClientAborts)
+		r.n("srv_abrt", s.ServerAborts)
+		r.n("eresp", s.ResponseErrors)
 		r.s("status", s.Status)
 		r.n("weight", uint64(s.Weight))
 		r.n("uweight", uint64(s.Weight))
@@ -368,6 +374,9 @@ func backendRecords(b BackendStats, iid int, hideDown bool, f *StatFilter) []*st
 	r.n("bout", b.BytesOut)
 	r.n("econ", failed)
 	r.n("wretr", b.Retries)
+	r.n("cli_abrt", b.ClientAborts)
+	r.n("srv_abrt", b.ServerAborts)
+	r.n("eresp", b.ResponseErrors)
 	r.s("status", b.Status)
 	r.n("weight", uint64(b.Weight))
 	r.n("uweight", uint64(b.Weight))
