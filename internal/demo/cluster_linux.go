@@ -453,10 +453,32 @@ func (c *Cluster) Observe(ctx context.Context) Observation {
 				return
 			}
 			o.Nodes[i] = ObserveNode(n.Name, n.Addr, s)
+			o.Nodes[i].Stray = n.stray(ctx, o.Nodes[i])
 		}()
 	}
 	wg.Wait()
 	return o
+}
+
+// stray returns the VIP kinds whose address is on the node's interface
+// although obs (its agent's status) does not say MASTER for them. A
+// disagreement is looked at twice, status first: a takeover or a step-down
+// between reading the status and the interface is over by the second look.
+func (n *Node) stray(ctx context.Context, obs NodeObs) []string {
+	var out []string
+	for _, v := range VIPs() {
+		if held, err := n.Holds(v.Addr); err != nil || !held || obs.Inst[v.Kind].State == "MASTER" {
+			continue
+		}
+		in, err := n.Priority(ctx, v.Kind)
+		if err != nil || in.State == "MASTER" {
+			continue
+		}
+		if held, err := n.Holds(v.Addr); err == nil && held {
+			out = append(out, v.Kind)
+		}
+	}
+	return out
 }
 
 // Priority returns the effective priority of the node's instance for kind.
@@ -507,14 +529,14 @@ func (c *Cluster) Poll(ctx context.Context, timeout time.Duration, cond func(ctx
 func (c *Cluster) WaitHolder(ctx context.Context, vip netip.Addr, want func(*Node) bool, stable, timeout time.Duration) (*Node, error) {
 	var since time.Time
 	var got *Node
-	err := c.Poll(ctx, timeout, func(context.Context) (bool, string, error) {
+	err := c.Poll(ctx, timeout, func(ctx context.Context) (bool, string, error) {
 		hs, err := c.Holders(vip)
 		if err != nil {
 			return false, "", err
 		}
 		if len(hs) != 1 || (want != nil && !want(hs[0])) {
 			since, got = time.Time{}, nil
-			return false, fmt.Sprintf("%s is held by %s", vip, nodeNames(hs)), nil
+			return false, fmt.Sprintf("%s is held by %s", vip, c.holderStates(ctx, vip, hs)), nil
 		}
 		if got != hs[0] {
 			since, got = c.clk.Now(), hs[0]
@@ -528,6 +550,36 @@ func (c *Cluster) WaitHolder(ctx context.Context, vip netip.Addr, want func(*Nod
 		return nil, err
 	}
 	return got, nil
+}
+
+// holderStates names the nodes that have vip on their interface and, when
+// there are several, what each one's agent reports for it: a holder whose
+// agent does not say MASTER is the kernel and the agent disagreeing.
+func (c *Cluster) holderStates(ctx context.Context, vip netip.Addr, hs []*Node) string {
+	if len(hs) < 2 {
+		return nodeNames(hs)
+	}
+	kind := ""
+	for _, v := range VIPs() {
+		if v.Addr == vip {
+			kind = v.Kind
+		}
+	}
+	var s []string
+	for _, n := range hs {
+		ctx, cancel := context.WithTimeout(ctx, time.Second)
+		in, err := n.Priority(ctx, kind)
+		cancel()
+		switch {
+		case err != nil:
+			s = append(s, fmt.Sprintf("%s (its agent does not say: %v)", n.Name, err))
+		case in.Reason != "":
+			s = append(s, fmt.Sprintf("%s (%s since: %s)", n.Name, in.State, in.Reason))
+		default:
+			s = append(s, fmt.Sprintf("%s (%s)", n.Name, in.State))
+		}
+	}
+	return strings.Join(s, " and ")
 }
 
 func nodeNames(ns []*Node) string {

@@ -15,6 +15,10 @@
 //
 // A live view prints, on every change, who holds each VIP and why: each
 // node's effective priority and which of its checks fail, read from the
-// node agents' JSON status endpoints. Everything is removed on every exit
-// path.
+// node agents' JSON status endpoints. It also reads each node's interface:
+// a node that has a VIP's address but whose agent does not report MASTER
+// for it (or does not answer) is shown as holding it too, so the view never
+// shows one holder while the kernel has the VIP on several nodes; a step
+// waiting for one holder names, when there are several, what each one's
+// agent reports. Everything is removed on every exit path.
 package demo

@@ -31,6 +31,10 @@ type NodeObs struct {
 	// a node whose agent does not answer (killed with nothing left to
 	// remove it): hosts may still send there.
 	Left []string
+	// Stray lists the VIP kinds whose address is on the interface of a
+	// node whose agent answers but does not report MASTER for it: the
+	// kernel and the agent disagree, and the VIP may be on two nodes.
+	Stray []string
 }
 
 // InstObs is one VRRP instance of a node.
@@ -80,13 +84,17 @@ func ObserveNode(name string, addr netip.Addr, s node.Status) NodeObs {
 }
 
 // Holders returns the nodes that report MASTER for kind, and those whose
-// agent does not answer but whose interface still has its address.
+// interface has its address although their agent does not answer or does
+// not report MASTER for it (the view reads both, so that it never shows
+// one holder while the kernel has the address on several nodes).
 func (o Observation) Holders(kind string) []string {
 	var out []string
 	for _, n := range o.Nodes {
 		switch {
 		case n.Gone == "" && n.Inst[kind].State == "MASTER":
 			out = append(out, n.Name)
+		case n.Gone == "" && slices.Contains(n.Stray, kind):
+			out = append(out, n.Name+" (not MASTER, yet the address is on its interface)")
 		case n.Gone != "" && slices.Contains(n.Left, kind):
 			out = append(out, n.Name+" (its agent is gone; the address is still on its interface)")
 		}

@@ -68,6 +68,8 @@ func TestMoves(t *testing.T) {
 	split.Nodes[2].Inst[KindDNS] = InstObs{State: "MASTER"}
 	leftBehind := observation()
 	leftBehind.Nodes[1] = NodeObs{Name: "master-0", Gone: "agent not answering", Left: []string{KindDNS}}
+	stray := observation()
+	stray.Nodes[1].Stray = []string{KindAPI}
 	tests := []struct {
 		name      string
 		prev, cur Observation
@@ -89,6 +91,12 @@ func TestMoves(t *testing.T) {
 		// addresses: the view must not say nobody holds them.
 		{name: "an agent gone, its addresses left", prev: observation(), cur: leftBehind, want: []string{
 			"DNS VIP 198.18.0.6: master-0 -> master-0 (its agent is gone; the address is still on its interface)",
+		}},
+		// master-0 reports BACKUP for the API VIP but its interface has
+		// the address: the view must show both holders, not master-1 alone
+		// (the demo once showed one holder while three had it).
+		{name: "a backup with the address", prev: observation(), cur: stray, want: []string{
+			"API VIP 198.18.0.5: master-1 -> master-0 (not MASTER, yet the address is on its interface)+master-1 (SEVERAL CLAIM IT)",
 		}},
 	}
 	for _, tt := range tests {
