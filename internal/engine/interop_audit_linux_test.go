@@ -15,8 +15,9 @@ package engine_test
 //	                                            TestInteropAuditSeedScripts (the seed's file
 //	                                            itself on both sides)
 //	track_script, two scripts summed (000)    TestInteropAuditSeedScripts; TestStoryMixedCluster
-//	vrrp_script before its first result       TestInteropAuditFirstProbe (weight +30 and 0)
-//	  (keepalived's INIT state)
+//	vrrp_script before its first result       TestInteropAuditFirstProbe (weight +30 and 0);
+//	  (keepalived's INIT state)                 TestInteropAuditSyncGroupFirstProbe (a sync
+//	                                            group waits whole; SIGTERM during the wait)
 //	state BACKUP (000, 001)                   every interop test
 //	state MASTER (ipfailover)                 TestStateMasterWaits
 //	interface, virtual_router_id              every interop test
@@ -47,13 +48,19 @@ package engine_test
 //	nopreempt (ipfailover)                    TestInteropTrackScript
 //	preempt_delay (ipfailover)                TestInteropAuditPreemptDelay (BACKUP through
 //	                                            the delay, MASTER after it; a master leaving
-//	                                            during it is taken over at once)
+//	                                            during it is taken over at once);
+//	                                            TestInteropAuditPreemptDelayMasterLeaves
+//	                                            (after the skew time, not a master-down
+//	                                            interval: order of the adverts)
 //	notify, notify_master/_backup/_fault/     TestInteropAuditNotify (the calls keepalived
 //	  _stop (002, 004)                          and vipstack make through the same
 //	                                            transitions, shutdown included);
+//	                                            TestInteropAuditSyncGroupFirstProbe (group
+//	                                            and instance scripts; stopped in INIT);
 //	                                            ipfailover TestPoolWithKeepalived
 //	garp_master_delay                         TestLowerMasterAnnouncesLast (vipstack only)
-//	vrrp_sync_group                           TestSyncGroup
+//	vrrp_sync_group                           TestSyncGroup;
+//	                                            TestInteropAuditSyncGroupFirstProbe
 //	track_interface, dont_track_primary       none (not in the seeds; unit tests only)
 //	virtual_routes, native_ipv6, AH auth      none (not in the seeds; AH is refused)
 //	ipfailover OPENSHIFT_HA_VRRP_ID_OFFSET    ipfailover TestVRIDConflictKeepalived
@@ -61,13 +68,16 @@ package engine_test
 //	ipfailover CHECK_SCRIPT/CHECK_INTERVAL/   ipfailover TestPoolWithKeepalived (keepalived
 //	  MONITOR_PORT/NOTIFY_SCRIPT/               running ipfailover's rendered file beside a
 //	  PREEMPTION (002)                          vipstack node: VIPs follow the check both ways)
-//	ipfailover NETWORK_INTERFACE unset,       none against keepalived (TestRouteInterface,
-//	  VIP_GROUPS (002)                          TestPoolCheckScriptEnvironment: vipstack only)
+//	ipfailover NETWORK_INTERFACE unset,       ipfailover
+//	  VIP_GROUPS (002)                          TestPoolWithKeepalivedRouteInterfaceGroups
+//	                                            (keepalived running the rendered file: eth0
+//	                                            chosen beside an eth1, three groups, VIPs
+//	                                            follow the check both ways)
 //	keepalived-operator flags (004:           none (no VRRP effect)
 //	  --dont-fork --use-file --config-id)
 //
-// The tests in this file and in interop_audit2_linux_test.go close the
-// gaps of that table.
+// The tests in this file, interop_audit2_linux_test.go and
+// interop_audit3_linux_test.go close the gaps of that table.
 
 import (
 	"fmt"
