@@ -325,6 +325,11 @@ const (
 // those absent for releaseWatch.
 func (e *Engine) checkReleased(now time.Time) {
 	e.releasedNext = time.Time{}
+	for k := range e.released {
+		if _, ok := e.held[k]; ok {
+			delete(e.released, k) // a master of ours holds it again
+		}
+	}
 	if len(e.released) == 0 {
 		return
 	}

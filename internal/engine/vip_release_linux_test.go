@@ -197,6 +197,7 @@ func TestVIPReleaseWatch(t *testing.T) {
 		wantPresent bool
 		wantRemoved int // removals logged so far
 		wantWatched bool
+		wantLedger  bool
 		wantNext    time.Duration // releasedNext after t0; 0: none
 	}{
 		{name: "held", at: 0, do: func(time.Time) {
@@ -205,23 +206,29 @@ func TestVIPReleaseWatch(t *testing.T) {
 			if err := e.opts.Ledger.Save(e.heldList()); err != nil {
 				t.Fatal(err)
 			}
-		}, wantPresent: true},
+		}, wantPresent: true, wantLedger: true},
 		{name: "released", at: 0, do: func(now time.Time) {
 			e.release("VI_1", v, now)
 			e.checkReleased(now)
-		}, wantWatched: true, wantNext: releasePoll},
+		}, wantWatched: true, wantLedger: true, wantNext: releasePoll},
 		{name: "back on the interface within the watch", at: releasePoll, do: func(now time.Time) {
 			add()
 			e.checkReleased(now)
-		}, wantRemoved: 1, wantWatched: true, wantNext: 2 * releasePoll},
+		}, wantRemoved: 1, wantWatched: true, wantLedger: true, wantNext: 2 * releasePoll},
 		{name: "absent, watch not over (it restarted at the removal)", at: releaseWatch, do: func(now time.Time) {
 			e.checkReleased(now)
-		}, wantRemoved: 1, wantWatched: true, wantNext: releaseWatch + releasePoll},
+		}, wantRemoved: 1, wantWatched: true, wantLedger: true, wantNext: releaseWatch + releasePoll},
 		{name: "absent for releaseWatch: watch over", at: releasePoll + releaseWatch, do: func(now time.Time) {
 			e.checkReleased(now)
 		}, wantRemoved: 1},
 		{name: "another program adds it afterwards: left alone", at: 2*releasePoll + releaseWatch, do: func(now time.Time) {
 			add()
+			e.checkReleased(now)
+		}, wantPresent: true, wantRemoved: 1},
+		{name: "released again, then held by a master of ours before the check: left alone", at: 3*releasePoll + releaseWatch, do: func(now time.Time) {
+			e.release("VI_1", v, now)
+			add()
+			e.held[addrKey(v.Prefix, v.Dev)] = v
 			e.checkReleased(now)
 		}, wantPresent: true, wantRemoved: 1},
 	}
@@ -247,7 +254,7 @@ func TestVIPReleaseWatch(t *testing.T) {
 			Removed                    int
 			Next                       time.Duration
 		}
-		want := state{Present: st.wantPresent, Watched: st.wantWatched, InLedger: st.wantWatched || st.name == "held", Removed: st.wantRemoved, Next: st.wantNext}
+		want := state{Present: st.wantPresent, Watched: st.wantWatched, InLedger: st.wantLedger, Removed: st.wantRemoved, Next: st.wantNext}
 		got := state{Present: present, Watched: watched, InLedger: len(inLedger) == 1, Removed: removals(), Next: next}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Fatalf("step %q (held %v): (-want +got):\n%s\nlog:\n%s", st.name, held, diff, log.String())
