@@ -154,7 +154,8 @@
 // one "Connect from" line per stream, a refused login leaving the
 // connection open for its next streams as haproxy's HTTP/2 does
 // (httpserve_h2.go, which also says how a reload differs from haproxy's;
-// `Upgrade: h2c` stays HTTP/1.1, as in haproxy); an answer a client does not read within 30 s is given up,
+// `Upgrade: h2c` stays HTTP/1.1, as in haproxy); an answer a client
+// does not read within 30 s is given up,
 // in HTTP/1.1 with the connection, in HTTP/2 with the stream (a client
 // that never opens its flow-control window cannot hold a stream, and its
 // connection's slot, for longer), and its receive windows stay at the
