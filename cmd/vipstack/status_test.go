@@ -115,6 +115,9 @@ func TestStatusLastCheckIsCSVs(t *testing.T) {
 	}
 	got := map[string]string{}
 	for _, line := range strings.Split(out.String(), "\n") {
+		if strings.HasSuffix(line, " ") {
+			t.Errorf("a line ends with a space: %q", line)
+		}
 		if f := strings.Fields(line); len(f) >= 6 && f[0] == "masters" {
 			got[f[1]] = strings.Join(f[5:], " ")
 		}

@@ -66,7 +66,8 @@ func Description(status string) string {
 
 // HaproxyInfo is the info haproxy 2.6.12 shows for a failed result, in
 // its log lines (`info: "..."`) and its stats' last_chk, where Info keeps
-// the reason as Go gave it (for vipstack's own log and status). A check-ssl
+// the reason as Go gave it (for vipstack's own log and the node's JSON
+// status; the stats and `vipstack status` show this text). A check-ssl
 // handshake that fails, whatever the TLS library's reason, is "SSL
 // handshake failure", and one that times out has none (measured: a server
 // that closes after the ClientHello, one that answers in plain HTTP, one

@@ -148,7 +148,8 @@ func WriteTable(w io.Writer, s Status) error {
 		fmt.Fprintln(tw, "BACKEND\tSERVER\tADDRESS\tSTATE\tSESSIONS\tLAST CHECK")
 		for _, b := range s.LB.Backends {
 			for _, sv := range b.Servers {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s %s\n", b.Name, sv.Name, sv.Addr, sv.Status, sv.Sessions, sv.CheckStatus, sv.CheckInfo)
+				check := strings.TrimSpace(sv.CheckStatus + " " + sv.CheckInfo) // no info after a passed check
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", b.Name, sv.Name, sv.Addr, sv.Status, sv.Sessions, check)
 			}
 		}
 		if err := tw.Flush(); err != nil {
