@@ -118,7 +118,10 @@
 // healthy until each new server has had its first check (bounded by its
 // timeout, inter), so a reload that replaces every server does not turn
 // the monitor 503 for the time of a check. A Stats section serves haproxy's
-// stats page at its URI behind basic auth: HTML, and haproxy 2.6's `;csv`
+// stats page at its URI behind basic auth: HTML (haproxy 2.6's tables, a
+// row per frontend, server and backend with its 30 columns, classes and
+// tips, filled from the same lines as the CSV: web.go; compared cell by
+// cell with haproxy's page: TestStatsPageMatchesHaproxy), haproxy 2.6's `;csv`
 // (its 128 columns) and `;json` (`;json`, or Accept: application/json:
 // an array of lines, each an array of field objects), with a line per
 // frontend, server and backend, the monitor and stats sections included,

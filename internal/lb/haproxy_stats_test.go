@@ -505,8 +505,7 @@ listen stats
 	}
 
 	// cells reads each backend's s1 last check cell from a stats page:
-	// the first <u> ...</u> after the backend's name (haproxy's anchor
-	// "closer/s1", vipstack's heading "backend closer").
+	// the first <u> ...</u> after the server's anchor ("closer/s1").
 	cell := regexp.MustCompile(`<u> (?:\* )?(L[^<]*?) in \d+ms(<div class=tips>[^<]*</div>)</u>`)
 	cells := func(page string, at func(b string) string) map[string]string {
 		got := map[string]string{}
@@ -534,7 +533,7 @@ listen stats
 		return string(b)
 	}
 	hcells := cells(page("127.0.0.1:"+ports[1]), func(b string) string { return `name="` + b + `/s1"` })
-	vcells := cells(page(l.Addrs("stats")[0].String()), func(b string) string { return "<h2>backend " + b + " " })
+	vcells := cells(page(l.Addrs("stats")[0].String()), func(b string) string { return `name="` + b + `/s1"` })
 	if len(hcells) != len(backends) {
 		t.Fatalf("haproxy's page: last check cells %q, want one per backend", hcells)
 	}

@@ -148,13 +148,28 @@ func TestStats(t *testing.T) {
 	}
 
 	page := get(t, base, nil, "Username", "Password")
-	if page.Code != 200 || page.ContentType != "text/html" || !strings.Contains(page.Body, "<h2>backend be (roundrobin, UP, 2 up)</h2>") ||
+	if page.Code != 200 || page.ContentType != "text/html" ||
 		!strings.Contains(page.Body, `<meta http-equiv="refresh" content="30">`) || strings.Contains(page.Body, "v9.9.9") {
 		t.Errorf("HTML page: %d %s\n%s", page.Code, page.ContentType, page.Body)
 	}
+	// The backend's row: UP, both servers active, weight 2 of 2; the
+	// frontend's: one session of 100 at most, 11 bytes in, 13 out.
+	rows := pageRows(t, page.Body)
+	cells := map[string][]string{
+		"be/Backend":  {"status", "UP", "weight", "2/2", "act", "2", "stot", "1 | Cum. sessions: 1"},
+		"fe/Frontend": {"slim", "100", "stot", "1 | Cum. connections: 1 Cum. sessions: 1", "bin", "11"},
+		"be/a":        {"status", "no check", "lbtot", "1", "bout", "13"},
+	}
+	for key, cells := range cells {
+		for i := 0; i < len(cells); i += 2 {
+			if r, ok := rows[key]; !ok || r.Cells[slices.Index(pageColumns, cells[i])] != cells[i+1] {
+				t.Errorf("HTML page, %s %s: %q, want %q\n%s", key, cells[i], r.Cells, cells[i+1], page.Body)
+			}
+		}
+	}
 
 	// haproxy's ;norefresh: the same page without the refresh.
-	if page := get(t, base+";norefresh", nil, "Username", "Password"); page.Code != 200 || !strings.Contains(page.Body, "<h2>backend be") ||
+	if page := get(t, base+";norefresh", nil, "Username", "Password"); page.Code != 200 || !strings.Contains(page.Body, `<a name="be/Backend">`) ||
 		strings.Contains(page.Body, `http-equiv="refresh"`) {
 		t.Errorf("HTML page with ;norefresh: %d\n%s", page.Code, page.Body)
 	}
@@ -937,5 +952,59 @@ func TestWebAnswersMatchHaproxy(t *testing.T) {
 				checkRaw(t, s.who, c, rawExchange(t, addr, c))
 			}
 		})
+	}
+}
+
+// TestStatsPageCells checks the page's number and time forms and its
+// server rows' classes and status cells against haproxy 2.6.12's:
+// measured where the comparison with haproxy reaches them
+// (TestStatsPageMatchesHaproxy: 9984 and 2000 grouped, "no check",
+// MAINT, DRAIN, DOWN), and from haproxy's naming of its row classes for
+// the passing states ("UP 1/2", "DOWN 1/3"), which no comparison catches
+// reliably.
+func TestStatsPageCells(t *testing.T) {
+	for n, want := range map[uint64]string{
+		0: "0", 999: "999", 2000: `<span class="rls">2</span>000`, 9984: `<span class="rls">9</span>984`,
+		1234567: `<span class="rls">1</span>23<span class="rls">4</span>567`,
+	} {
+		if got := htmlNumber(n); got != want {
+			t.Errorf("htmlNumber(%d) = %q, want %q", n, got, want)
+		}
+	}
+	for s, want := range map[uint64]string{0: "0s", 59: "59s", 60: "1m", 61: "1m1s", 3600: "1h", 3661: "1h1m",
+		86400: "1d", 86405: "1d5s", 90061: "1d1h"} {
+		if got := humanTime(s); got != want {
+			t.Errorf("humanTime(%d) = %q, want %q", s, got, want)
+		}
+	}
+
+	snap := Snapshot{Backends: []BackendStats{{Name: "be", Status: "UP", Servers: []ServerStats{
+		{Name: "up", Status: "UP", Up: true, Check: true, LastChangeSeconds: 75},
+		{Name: "fading", Status: "UP 1/2", Up: true, Check: true},
+		{Name: "rising", Status: "DOWN 1/3", Check: true},
+		{Name: "down", Status: "DOWN", Check: true, DowntimeSeconds: 3700},
+		{Name: "maint", Status: "MAINT", Admin: AdminMaint, Check: true},
+		{Name: "drain", Status: "DRAIN", Up: true, Admin: AdminDrain, Check: true},
+		{Name: "unchecked", Status: "no check", Up: true},
+	}}}}
+	var page strings.Builder
+	htmlProxies(&page, snap)
+	rows := pageRows(t, page.String())
+	col := func(name string) int { return slices.Index(pageColumns, name) }
+	for _, c := range []struct{ name, class, status, lastchk, dwntme string }{
+		{"up", "active_up", "1m15s UP", "", "0s"},
+		{"fading", "active_going_down", "0s UP 1/2", "", "0s"},
+		{"rising", "active_going_up", "0s DOWN 1/3", "", "0s"},
+		{"down", "active_down", "0s DOWN", "", "1h1m"},
+		{"maint", "maintain", "0s MAINT", "", "0s"},
+		{"drain", "active_draining", "0s DRAIN", "", "0s"},
+		{"unchecked", "active_no_check", "no check", "", ""},
+	} {
+		r := rows["be/"+c.name]
+		if r.Class != c.class || len(r.Cells) != len(pageColumns) || r.Cells[col("status")] != c.status ||
+			r.Cells[col("lastchk")] != c.lastchk || r.Cells[col("dwntme")] != c.dwntme {
+			t.Errorf("%s: class %q, cells %q; want class %q, status %q, last check %q, downtime %q", c.name, r.Class, r.Cells,
+				c.class, c.status, c.lastchk, c.dwntme)
+		}
 	}
 }
