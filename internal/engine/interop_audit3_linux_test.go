@@ -170,9 +170,9 @@ func syncGroupConf(prio int, group bool, chk, rec string) string {
 	return b.String()
 }
 
-// calls is what the notify recorder logs for one transition of an
+// notifyCalls is what the notify recorder logs for one transition of an
 // instance (or group) who: its specific script and the generic notify.
-func calls(who, state, prio string) map[string][]string {
+func notifyCalls(who, state, prio string) map[string][]string {
 	kind := "INSTANCE"
 	if who == "G" {
 		kind = "GROUP"
@@ -184,8 +184,8 @@ func calls(who, state, prio string) map[string][]string {
 	}
 }
 
-// join appends the calls of each step, in order.
-func join(steps ...map[string][]string) map[string][]string {
+// joinCalls appends the calls of each step, in order.
+func joinCalls(steps ...map[string][]string) map[string][]string {
 	out := map[string][]string{}
 	for _, st := range steps {
 		for k, v := range st {
@@ -218,28 +218,29 @@ func join(steps ...map[string][]string) map[string][]string {
 func TestInteropAuditSyncGroupFirstProbe(t *testing.T) {
 	testnet.RequireRoot(t)
 	vipstackBin(t)
-	stop := func(who, prio string) map[string][]string { return calls(who, "STOP", prio) }
+	stop := func(who, prio string) map[string][]string { return notifyCalls(who, "STOP", prio) }
 	for _, tc := range []struct {
 		name  string
 		group bool
 		stop  bool // SIGTERM during the wait instead of letting it end
 		// silent are the VRIDs the node sends no advert for during the
-		// wait, waiting the instances whose notify scripts run none.
+		// wait; waiting are the instances (and group) whose notify
+		// scripts run none then.
 		silent, waiting []string
 		calls           map[string][]string // every call, when the node has stopped
 	}{
 		{name: "group, first probe passes", group: true,
 			silent: []string{"61", "62"}, waiting: []string{"G", "VI_1", "VI_2"},
-			calls: join(
-				calls("VI_1", "BACKUP", "150"), calls("VI_2", "BACKUP", "150"), calls("G", "BACKUP", "0"),
-				calls("VI_1", "MASTER", "150"), calls("VI_2", "MASTER", "150"), calls("G", "MASTER", "0"),
+			calls: joinCalls(
+				notifyCalls("VI_1", "BACKUP", "150"), notifyCalls("VI_2", "BACKUP", "150"), notifyCalls("G", "BACKUP", "0"),
+				notifyCalls("VI_1", "MASTER", "150"), notifyCalls("VI_2", "MASTER", "150"), notifyCalls("G", "MASTER", "0"),
 				stop("VI_1", "150"), stop("VI_2", "150"), stop("G", "0"))},
 		{name: "group, stopped during the wait", group: true, stop: true,
 			silent: []string{"61", "62"}, waiting: []string{"G", "VI_1", "VI_2"},
-			calls: join(stop("VI_1", "150"), stop("VI_2", "150"), stop("G", "0"))},
+			calls: joinCalls(stop("VI_1", "150"), stop("VI_2", "150"), stop("G", "0"))},
 		{name: "no group, stopped during the wait", stop: true,
 			silent: []string{"62"}, waiting: []string{"VI_2"},
-			calls: join(calls("VI_1", "BACKUP", "150"), calls("VI_1", "MASTER", "150"), stop("VI_1", "150"),
+			calls: joinCalls(notifyCalls("VI_1", "BACKUP", "150"), notifyCalls("VI_1", "MASTER", "150"), stop("VI_1", "150"),
 				stop("VI_2", "150"))},
 	} {
 		for _, impl := range []peers.Impl{peers.Keepalived, peers.Vipstack} {
