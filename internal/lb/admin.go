@@ -298,8 +298,6 @@ func (s *server) setAdmin(st AdminState) bool {
 		}
 		s.setUpLocked(false)
 		s.mu.Unlock()
-	case old == AdminMaint:
-		s.restartCheck()
 	}
 	s.lb.log.Info("server administrative state changed", "backend", s.backend, "server", s.name,
 		"from", old.String(), "to", st.String())
@@ -307,6 +305,16 @@ func (s *server) setAdmin(st AdminState) bool {
 		change.sessions = s.cur.Load()
 		for _, ln := range adminLines(change) {
 			s.lb.sendLog(to, ln.level, []byte(ln.msg))
+		}
+	}
+	// Out of MAINT, the check starts once the move's lines are sent: its
+	// first result (a DOWN line) comes after "is UP/READY (leaving forced
+	// maintenance).", as haproxy logs them (a check that started first
+	// could log before them: TestSyslogMatchesHaproxy saw it once).
+	if old == AdminMaint {
+		s.restartCheck()
+		if h := l.opts.hooks; h != nil && h.checkRestarted != nil {
+			h.checkRestarted(s)
 		}
 	}
 	return true

@@ -267,3 +267,40 @@ func TestNoCheckAfterShutdown(t *testing.T) {
 	}
 	eventually(t, "no checker running", func() bool { return runningCheckers() == 0 })
 }
+
+// TestLeavingMaintLoggedBeforeCheck: a server taken out of MAINT whose
+// restarted check fails logs "is UP/READY (leaving forced maintenance)."
+// before the check's DOWN line, as haproxy 2.6.12 does
+// (TestSyslogMatchesHaproxy). The check used to start before the move's
+// lines were sent, so a quick first result could come first (seen once
+// in TestSyslogMatchesHaproxy beside other tests); here a hook holds the
+// caller after the restart until the check's line is out.
+func TestLeavingMaintLoggedBeforeCheck(t *testing.T) {
+	a := startBackend(t, "a")
+	cfg := tcpConfig(lbconfig.RoundRobin, lbconfig.Server{Name: "a", Addr: a.addr, Weight: 1, Check: true, Inter: time.Second, Rise: 1, Fall: 1})
+	cfg.Backends[0].LogTargets = rawStdout
+	var out syncbuf.Buffer
+	hooks := new(testHooks)
+	l := newLBOpts(t, Options{Clock: fakeClock(), Stdout: &out, hooks: hooks}, cfg)
+	eventually(t, "a's first check", func() bool { return checksDone(l.serverStats(t, "be", "a")) == 1 })
+	if err := l.SetServerAdmin("be", "a", AdminMaint); err != nil {
+		t.Fatal(err)
+	}
+	a.stop()
+	const down = "Server be/a is DOWN"
+	hooks.checkRestarted = func(*server) {
+		// Not an assertion: gives the restarted check time to log.
+		for deadline := time.Now().Add(2 * time.Second); !strings.Contains(out.String(), down) && time.Now().Before(deadline); {
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	if err := l.SetServerAdmin("be", "a", AdminReady); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the restarted check's DOWN line", func() bool { return strings.Contains(out.String(), down) })
+	const back = "Server be/a is UP/READY (leaving forced maintenance)."
+	logged := out.String()
+	if b, d := strings.Index(logged, back), strings.Index(logged, down); b < 0 || b > d {
+		t.Errorf("want %q before the check's %q:\n%s", back, down, logged)
+	}
+}

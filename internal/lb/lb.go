@@ -59,8 +59,9 @@ type testHooks struct {
 	// joins the queue.
 	admitted, queueing func(*frontend)
 	// adminCounted runs in setAdmin between the count of the backend's
-	// usable servers and the move.
-	adminCounted func(*server)
+	// usable servers and the move; checkRestarted right after a server
+	// leaving MAINT has its check started again.
+	adminCounted, checkRestarted func(*server)
 }
 
 // LB is a running load balancer. Create it with New, configure it with
