@@ -176,6 +176,7 @@ func (s *server) setWeight(balance lbconfig.Balance, w int) error {
 	before := l.usableServers(s.backend)
 	old := s.weight.cur.Swap(int32(w))
 	after := l.usableServers(s.backend)
+	l.noteUsable(s.backend, after)
 	l.usableMu.Unlock()
 	s.weight.mu.Unlock()
 	if int(old) != w {
@@ -279,6 +280,7 @@ func (s *server) setAdmin(st AdminState) bool {
 		s.mu.Unlock()
 	}
 	change.after = l.usableServers(s.backend)
+	l.noteUsable(s.backend, change.after)
 	l.usableMu.Unlock()
 	switch {
 	case st == AdminMaint:

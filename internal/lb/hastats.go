@@ -382,6 +382,11 @@ func backendRecords(b BackendStats, iid int, hideDown bool, f *StatFilter) []*st
 	r.n("uweight", uint64(b.Weight))
 	r.n("act", uint64(b.UpServers))
 	r.n("lbtot", b.Selected)
+	// haproxy's backend, DOWN while no server is usable: its changes,
+	// the time since the last and its time DOWN (backendstate.go).
+	r.n("chkdown", b.Downs)
+	r.i("lastchg", b.LastChangeSeconds)
+	r.i("downtime", b.DowntimeSeconds)
 	r.zero("qcur", "qmax", "dreq", "dresp", "wredis", "bck", "comp_in", "comp_out", "comp_byp", "comp_rsp", "wrew", "reuse")
 	if !f.keeps(iid, 2, 0) {
 		return out

@@ -106,6 +106,9 @@ type LB struct {
 	// UP or DOWN, the runtime API's admin state) with the count of the
 	// backend's usable servers before and after each (see server.left).
 	usableMu sync.Mutex
+	// beStates is each backend's UP/DOWN history, by name (guarded by
+	// usableMu; backendstate.go).
+	beStates map[string]*beState
 	// checksOff: Shutdown has stopped the health checks; none starts
 	// again.
 	checksOff   atomic.Bool
@@ -485,7 +488,11 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 	l.healthMu.Lock()
 	l.hold.Store(l.healthKnown && l.healthy)
 	l.healthMu.Unlock()
-	l.view.Store(&view{cfg: cfg, frontends: feOrder, pools: poolOrder, addrs: addrs})
+	nv := &view{cfg: cfg, frontends: feOrder, pools: poolOrder, addrs: addrs}
+	l.usableMu.Lock()
+	l.view.Store(nv)
+	l.applyBackendStates(nv)
+	l.usableMu.Unlock()
 	l.gmax.Store(int64(max(cfg.GlobalMaxConn, 0)))
 	l.globalChanged()
 

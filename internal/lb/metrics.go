@@ -20,7 +20,7 @@ type descs struct {
 	srvConnErr, srvDowns, srvWeight                              *prometheus.Desc
 	srvCliAbrt, srvSrvAbrt, srvRespErr                           *prometheus.Desc
 	feCur, feTot, feIn, feOut, feQueue, feQueueDrops, feNoServer *prometheus.Desc
-	beUp                                                         *prometheus.Desc
+	beUp, beDowns                                                *prometheus.Desc
 }
 
 func newCollector(l *LB) collector {
@@ -45,6 +45,7 @@ func newCollector(l *LB) collector {
 		srvSrvAbrt:   n("vipstack_lb_server_server_aborts_total", "Connections that the server ended with a reset or by its idle timeout (haproxy's srv_abrt).", sl, nil),
 		srvRespErr:   n("vipstack_lb_server_response_errors_total", "Connections that the server ended with a reset (haproxy's eresp).", sl, nil),
 		beUp:         n("vipstack_lb_backend_up_servers", "UP servers in the backend.", []string{"backend"}, nil),
+		beDowns:      n("vipstack_lb_backend_downs_total", "Changes of the backend to DOWN: none of its servers usable (UP, ready, weight above 0).", []string{"backend"}, nil),
 		feCur:        n("vipstack_lb_frontend_current_connections", "Client connections admitted and open.", fl, nil),
 		feTot:        n("vipstack_lb_frontend_connections_total", "Client connections accepted.", fl, nil),
 		feIn:         n("vipstack_lb_frontend_bytes_in_total", "Bytes received from clients and relayed.", fl, nil),
@@ -58,7 +59,7 @@ func newCollector(l *LB) collector {
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
 	d := c.d
 	for _, x := range []*prometheus.Desc{d.healthy, d.idleCloses, d.logDrops, d.srvUp, d.srvWeight, d.srvCur, d.srvTot, d.srvIn, d.srvOut, d.srvChecks,
-		d.srvConnErr, d.srvRetries, d.srvDowns, d.srvCliAbrt, d.srvSrvAbrt, d.srvRespErr, d.beUp, d.feCur, d.feTot, d.feIn, d.feOut, d.feQueue, d.feQueueDrops, d.feNoServer} {
+		d.srvConnErr, d.srvRetries, d.srvDowns, d.srvCliAbrt, d.srvSrvAbrt, d.srvRespErr, d.beUp, d.beDowns, d.feCur, d.feTot, d.feIn, d.feOut, d.feQueue, d.feQueueDrops, d.feNoServer} {
 		ch <- x
 	}
 }
@@ -86,6 +87,7 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for _, b := range snap.Backends {
 		g(d.beUp, float64(b.UpServers), b.Name)
+		ctr(d.beDowns, b.Downs, b.Name)
 		for _, s := range b.Servers {
 			g(d.srvUp, b2f(s.Up), b.Name, s.Name)
 			g(d.srvWeight, float64(s.Weight), b.Name, s.Name)

@@ -281,6 +281,7 @@ func (s *server) onChange(st healthcheck.State) {
 	s.changed = true
 	s.mu.Unlock()
 	left := l.usableServers(s.backend)
+	l.noteUsable(s.backend, left)
 	l.usableMu.Unlock()
 	s.mu.Lock()
 	s.left, s.emptied = left, before > 0 && left == 0

@@ -66,6 +66,12 @@ type BackendStats struct {
 	BytesOut      uint64 `json:"bytes_out"`
 	ConnectErrors uint64 `json:"connect_errors"`
 	Retries       uint64 `json:"retries"`
+	// Downs counts its UP to DOWN changes (DOWN: no usable server),
+	// LastChangeSeconds is the time since its last change and
+	// DowntimeSeconds its total time DOWN (backendstate.go).
+	Downs             uint64 `json:"downs"`
+	LastChangeSeconds int64  `json:"last_change_seconds"`
+	DowntimeSeconds   int64  `json:"downtime_seconds"`
 	// The aborts of its servers' connections (see ServerStats).
 	ClientAborts   uint64 `json:"client_aborts"`
 	ServerAborts   uint64 `json:"server_aborts"`
@@ -157,6 +163,7 @@ func (l *LB) Snapshot() Snapshot {
 	}
 	for _, p := range v.pools {
 		bs := BackendStats{Name: p.name, Balance: string(p.balance), NoServer: p.noSrv.Load()}
+		bs.Downs, bs.LastChangeSeconds, bs.DowntimeSeconds, _ = l.backendState(p.name, now)
 		for _, s := range p.servers {
 			ss := serverStats(s, now)
 			if ss.Up && ss.Admin == AdminReady && ss.Weight > 0 {

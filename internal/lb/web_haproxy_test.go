@@ -223,11 +223,6 @@ var pageKnown = []struct {
 	// A backend's session limit is haproxy's fullconn (measured: 200,
 	// a tenth of maxconn 2000); vipstack has no fullconn.
 	{"backend", "slim", is(""), "no fullconn"},
-	// A backend's own status changes, downs and downtime are not kept:
-	// its status has no age, its Dwn and Dwntme are empty.
-	{"backend", "status", noAge, "backend's last change not kept"},
-	{"backend", "dwn", is(""), "backend's downs not kept"},
-	{"backend", "dwntme", is(""), "backend's downtime not kept"},
 }
 
 // TestStatsPageMatchesHaproxy runs haproxy 2.6 and vipstack on the same

@@ -152,11 +152,12 @@ func TestStats(t *testing.T) {
 		!strings.Contains(page.Body, `<meta http-equiv="refresh" content="30">`) || strings.Contains(page.Body, "v9.9.9") {
 		t.Errorf("HTML page: %d %s\n%s", page.Code, page.ContentType, page.Body)
 	}
-	// The backend's row: UP, both servers active, weight 2 of 2; the
-	// frontend's: one session of 100 at most, 11 bytes in, 13 out.
+	// The backend's row: UP since the start (0s on the fake clock), both
+	// servers active, weight 2 of 2; the frontend's: one session of 100
+	// at most, 11 bytes in, 13 out.
 	rows := pageRows(t, page.Body)
 	cells := map[string][]string{
-		"be/Backend":  {"status", "UP", "weight", "2/2", "act", "2", "stot", "1 | Cum. sessions: 1"},
+		"be/Backend":  {"status", "0s UP", "weight", "2/2", "act", "2", "stot", "1 | Cum. sessions: 1"},
 		"fe/Frontend": {"slim", "100", "stot", "1 | Cum. connections: 1 Cum. sessions: 1", "bin", "11"},
 		"be/a":        {"status", "no check", "lbtot", "1", "bout", "13"},
 	}
