@@ -24,41 +24,8 @@ func TestAnnouncesBeforeAdvertising(t *testing.T) {
 	node, other := topo.Hosts[0], topo.Hosts[1]
 	vip := netip.MustParseAddr("198.18.0.100")
 
-	dump := other.Command("tcpdump", "-i", other.Link, "-n", "-l", "-c", "20", "arp or ip proto 112")
-	out, err := dump.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	errOut, err := dump.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := other.StartFor(t, dump); err != nil {
-		t.Fatalf("tcpdump: %v", err)
-	}
 	// tcpdump says "listening on" once its socket is open.
-	listening := make(chan bool, 1)
-	go func() {
-		sc := bufio.NewScanner(errOut)
-		ok := false
-		for sc.Scan() {
-			if strings.Contains(sc.Text(), "listening on") {
-				ok = true
-				break
-			}
-		}
-		listening <- ok
-		for sc.Scan() {
-		}
-	}()
-	select {
-	case ok := <-listening:
-		if !ok {
-			t.Fatal("tcpdump ended without listening")
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("tcpdump did not start listening")
-	}
+	out := startTcpdump(t, other, "tcpdump", "-i", other.Link, "-n", "-l", "-c", "20", "arp or ip proto 112")
 	startVipstack(t, bin, node, peers.Conf{Version: 3, Interval: 100 * time.Millisecond, VRID: 56, Priority: 100,
 		VIP: netip.PrefixFrom(vip, 32)})
 

@@ -9,6 +9,7 @@ package engine_test
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -34,16 +35,12 @@ type vrrpCapture struct {
 	lines []string
 }
 
-// captureVRRP starts tcpdump on h for VRRP packets matching filter (added
-// to "ip proto 112") and returns once it listens.
-func captureVRRP(t *testing.T, h *testnet.Host, filter string) *vrrpCapture {
+// startTcpdump runs the tcpdump command args on h for the rest of the
+// test and returns its standard output once it says it listens (its
+// "listening on" line on standard error).
+func startTcpdump(t *testing.T, h *testnet.Host, args ...string) io.Reader {
 	t.Helper()
-	expr := "ip proto 112"
-	if filter != "" {
-		expr += " and " + filter
-	}
-	// Bounded: at most 20000 packets or 120 s, and stopped with the test.
-	dump := h.Command("timeout", "120", "tcpdump", "-i", h.Link, "-n", "-l", "-c", "20000", expr)
+	dump := h.Command(args[0], args[1:]...)
 	out, err := dump.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -77,6 +74,19 @@ func captureVRRP(t *testing.T, h *testnet.Host, filter string) *vrrpCapture {
 	case <-time.After(20 * time.Second):
 		t.Fatal("tcpdump did not start listening")
 	}
+	return out
+}
+
+// captureVRRP starts tcpdump on h for VRRP packets matching filter (added
+// to "ip proto 112") and returns once it listens.
+func captureVRRP(t *testing.T, h *testnet.Host, filter string) *vrrpCapture {
+	t.Helper()
+	expr := "ip proto 112"
+	if filter != "" {
+		expr += " and " + filter
+	}
+	// Bounded: at most 20000 packets or 120 s, and stopped with the test.
+	out := startTcpdump(t, h, "timeout", "120", "tcpdump", "-i", h.Link, "-n", "-l", "-c", "20000", expr)
 	c := &vrrpCapture{}
 	go func() {
 		sc := bufio.NewScanner(out)
