@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/netip"
@@ -148,6 +149,12 @@ func (p HTTP) Request() string {
 	return b.String()
 }
 
+// maxHead bounds the answer's head a probe reads: one that does not end
+// within it is an invalid response (L7RSP), as haproxy 2.6.12 answers
+// one that does not fit its 16 KiB buffer (measured: a reason phrase of
+// 16250 bytes gives L7STS, one of 16300 bytes L7RSP).
+const maxHead = 16 << 10
+
 // Probe sends the request and checks the status code.
 func (p HTTP) Probe(ctx context.Context) Result {
 	conn, r, ok := connect(ctx, p.Addr, p.TLS)
@@ -163,7 +170,9 @@ func (p HTTP) Probe(ctx context.Context) Result {
 		}
 		return Result{Status: L7RSP, Info: errText(err)}
 	}
-	resp, err := http.ReadResponse(bufio.NewReaderSize(conn, 1024), nil)
+	// At most maxHead bytes are read: net/http reads a status line or a
+	// header whole, however long.
+	resp, err := http.ReadResponse(bufio.NewReaderSize(io.LimitReader(conn, maxHead), 1024), nil)
 	if err != nil {
 		if ctx.Err() != nil {
 			return Result{Status: L7TOUT, Info: "no response in time"}

@@ -8,7 +8,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -186,5 +188,90 @@ func TestHaproxyInfo(t *testing.T) {
 		if got := HaproxyInfo(tt.r); got != tt.want {
 			t.Errorf("%s %q: HaproxyInfo = %q, want %q", tt.r.Status, tt.r.Info, got, tt.want)
 		}
+	}
+}
+
+// TestProbeBoundsTheHead: a server whose answer's head does not end (an
+// endless status line) is an invalid response once the head passes
+// maxHead, as haproxy 2.6.12 answers L7RSP for a head that does not fit
+// its 16 KiB buffer (measured: a reason phrase of 16250 bytes gives
+// L7STS, one of 16300 bytes L7RSP). The probe used to read the line
+// whole, however long, into memory, until its timeout.
+func TestProbeBoundsTheHead(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	sent := make(chan int64, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		c.Read(make([]byte, 512)) // the request
+		// At most 64 MiB, and only while the probe reads.
+		chunk := make([]byte, 64<<10)
+		for i := range chunk {
+			chunk[i] = 'a'
+		}
+		n, _ := c.Write([]byte("HTTP/1.0 503 "))
+		total := int64(n)
+		for total < 64<<20 {
+			n, err := c.Write(chunk)
+			total += int64(n)
+			if err != nil {
+				break
+			}
+		}
+		sent <- total
+	}()
+	// The bound ends a probe that reads on; it is not asserted.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	r := HTTP{Addr: addrOf(t, ln.Addr()), Method: "GET", URI: "/"}.Probe(ctx)
+	if r.Status != L7RSP {
+		t.Errorf("Probe: %s %q, want L7RSP", r.Status, r.Info)
+	}
+	// The server's writes stop once the probe closes: what it sent is what
+	// the probe read, and the kernel's buffers.
+	if n := <-sent; n >= 64<<20 {
+		t.Errorf("the probe read the whole %d bytes", n)
+	}
+}
+
+// answering is a loopback server that reads a request and writes answer,
+// for every connection until the test ends.
+func answering(t *testing.T, answer []byte) netip.AddrPort {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Read(make([]byte, 512))
+			c.Write(answer)
+			c.Close()
+		}
+	}()
+	return addrOf(t, ln.Addr())
+}
+
+// TestProbeLongReason: a head within maxHead is read whole, its long
+// reason phrase kept (haproxy 2.6.12 too: L7STS for a reason of 16000
+// bytes, measured).
+func TestProbeLongReason(t *testing.T) {
+	reason := strings.Repeat("a", 16000)
+	addr := answering(t, []byte("HTTP/1.0 503 "+reason+"\r\nContent-Length: 0\r\n\r\n"))
+	r := HTTP{Addr: addr, Method: "GET", URI: "/"}.Probe(context.Background())
+	if r.Status != L7STS || r.Code != 503 || r.Info != reason {
+		t.Errorf("Probe: %s %d, info of %d bytes; want L7STS 503 and the reason's %d", r.Status, r.Code, len(r.Info), len(reason))
 	}
 }
