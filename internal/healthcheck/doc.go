@@ -30,7 +30,8 @@
 // A Result's Info is the reason as Go gave it (vipstack's own log and
 // status show it); HaproxyInfo is what haproxy 2.6.12 shows in its log
 // lines and stats' last_chk instead: "SSL handshake failure" for every
-// failed check-ssl handshake, nothing for one that timed out (measured).
+// failed check-ssl handshake, nothing for one that timed out nor for an
+// invalid HTTP answer, and at most 127 bytes of any other (measured).
 //
 // Checker runs on an injected clock (clock.Clock), so tests drive it with
 // clock.NewFake; the probes themselves do real network I/O and are aborted

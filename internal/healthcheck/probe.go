@@ -73,17 +73,27 @@ func Description(status string) string {
 // handshake failure", and one that times out has none (measured: a server
 // that closes after the ClientHello, one that answers in plain HTTP, one
 // whose certificate the CA file does not verify; one that never answers
-// the ClientHello gives L6TOUT and an empty last_chk). Other results keep
-// their Info.
+// the ClientHello gives L6TOUT and an empty last_chk). An invalid HTTP
+// answer (L7RSP) has none either (measured: no answer, "garbage", a
+// status line cut short, a head past its buffer). Other results keep
+// their Info, cut to its first 127 bytes as haproxy keeps them (its check
+// description's 128-byte buffer; measured: a reason of 16000 bytes gives
+// a last_chk of 127, cut within a UTF-8 sequence if it falls there).
 func HaproxyInfo(r Result) string {
 	switch r.Status {
 	case L6RSP:
 		return "SSL handshake failure"
-	case L6TOUT:
+	case L6TOUT, L7RSP:
 		return ""
+	}
+	if len(r.Info) > maxInfo {
+		return r.Info[:maxInfo]
 	}
 	return r.Info
 }
+
+// maxInfo is the longest info haproxy 2.6.12 keeps (HCHK_DESC_LEN - 1).
+const maxInfo = 127
 
 // Result is one probe's outcome.
 type Result struct {

@@ -173,7 +173,8 @@ func TestHTTPRequest(t *testing.T) {
 
 // TestHaproxyInfo: what haproxy 2.6.12 shows as a failed check's info
 // (log lines, the stats' last_chk; measured): its own text for a failed
-// TLS handshake, none for a timed-out one, the reason for the rest.
+// TLS handshake, none for a timed-out one nor for an invalid HTTP answer,
+// the reason's first 127 bytes for the rest.
 func TestHaproxyInfo(t *testing.T) {
 	for _, tt := range []struct {
 		r    Result
@@ -184,9 +185,20 @@ func TestHaproxyInfo(t *testing.T) {
 		{Result{Status: L6TOUT, Info: "TLS handshake timed out"}, ""},
 		{Result{Status: L4CON, Info: "Connection refused"}, "Connection refused"},
 		{Result{Status: L7STS, Code: 503, Info: "Service Unavailable"}, "Service Unavailable"},
+		// haproxy keeps 127 bytes of a reason, cut within a UTF-8
+		// sequence if it falls there (measured: 100 'A', then 'é'
+		// twenty times: last_chk is the 'A's, 13 'é' and the first
+		// byte of the 14th).
+		{Result{Status: L7STS, Code: 503, Info: strings.Repeat("A", 100) + strings.Repeat("é", 20) + "\xff\xfe\x80" + strings.Repeat("B", 80)},
+			strings.Repeat("A", 100) + strings.Repeat("é", 13) + "\xc3"},
+		{Result{Status: L7STS, Code: 503, Info: strings.Repeat("a", 16000)}, strings.Repeat("a", 127)},
+		// An invalid answer has no info (measured: no answer, "garbage",
+		// a status line cut short, a head past haproxy's buffer).
+		{Result{Status: L7RSP, Info: "malformed HTTP response \"garbage\""}, ""},
+		{Result{Status: L7RSP, Info: "unexpected EOF"}, ""},
 	} {
 		if got := HaproxyInfo(tt.r); got != tt.want {
-			t.Errorf("%s %q: HaproxyInfo = %q, want %q", tt.r.Status, tt.r.Info, got, tt.want)
+			t.Errorf("%s %.200q: HaproxyInfo = %.200q, want %.200q", tt.r.Status, tt.r.Info, got, tt.want)
 		}
 	}
 }
