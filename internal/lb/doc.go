@@ -236,7 +236,10 @@
 // DOWN." (with check-ssl, a failed handshake is "reason: Layer6 invalid
 // response, info: "SSL handshake failure"" whatever the cause, and a
 // timed-out one "reason: Layer6 timeout" without info, as haproxy 2.6.12
-// writes them: TestHealthCheckTLSLogMatchesHaproxy); always, a server's change to DOWN (alert) or UP (notice),
+// writes them: TestHealthCheckTLSLogMatchesHaproxy; an info from the
+// server's answer is its first 127 bytes, a control character, '"',
+// '<', '>' or a byte above 0x7e written <XX>, as haproxy writes them:
+// TestSyslogLines); always, a server's change to DOWN (alert) or UP (notice),
 // "Server be/s1 is DOWN, reason: ..., check duration: 0ms. 0 active and
 // 0 backup servers left. 0 sessions active, 0 requeued, 0 remaining in
 // queue." (without the reason part under log-health-checks, whose line

@@ -436,12 +436,32 @@ func appendCheck(b []byte, r healthcheck.Result) []byte {
 	}
 	if !r.OK && info != "" {
 		b = append(b, `, info: "`...)
-		b = append(b, info...)
+		b = appendLogEscaped(b, info)
 		b = append(b, '"')
 	}
 	b = append(b, ", check duration: "...)
 	b = strconv.AppendInt(b, r.Duration.Milliseconds(), 10)
 	return append(b, "ms"...)
+}
+
+// appendLogEscaped writes a check's info as haproxy 2.6.12 writes it in
+// its log lines: a control character, '"', '<', '>', DEL and every byte
+// above it as <XX>, in upper-case hex (measured: a server answering its
+// check "503 <b>\x1b[31m..." is logged `info: "<3C>b<3E><1B>[31m..."`,
+// its last_chk keeps the bytes). The info comes from the server's answer:
+// raw, it could put terminal escapes or a quote that ends the field into
+// the log.
+func appendLogEscaped(b []byte, s string) []byte {
+	const hex = "0123456789ABCDEF"
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < ' ' || c >= 0x7f || c == '"' || c == '<' || c == '>' {
+			b = append(b, '<', hex[c>>4], hex[c&0xf], '>')
+			continue
+		}
+		b = append(b, c)
+	}
+	return b
 }
 
 // checkStatus is haproxy's "status: 2/2 UP" part: while UP, the failures

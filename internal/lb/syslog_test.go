@@ -62,6 +62,15 @@ func TestSyslogLines(t *testing.T) {
 		{"UP with log-health-checks", serverStateLine("be2/s1", up(0, 2), false, 1, 0),
 			`Server be2/s1 is UP. 1 active and 0 backup servers online. 0 sessions requeued, 0 total in queue.`},
 		{"no server", noServerLine("be2"), `backend be2 has no server available!`},
+		// A reason with control characters, quotes, angle brackets and
+		// bytes above 0x7e: haproxy writes each as <XX>, after keeping
+		// its first 127 bytes (measured, the same in the DOWN line).
+		{"check info escaped", healthCheckLine("be/s1", healthcheck.Result{Status: healthcheck.L7STS, Code: 503, Info: "<b>\x1b[31m\"q\" \\ #%\x7f\xc3\xa9"}, down(0, 2)),
+			`Health check for server be/s1 failed, reason: Layer7 wrong status, code: 503, info: "<3C>b<3E><1B>[31m<22>q<22> \ #%<7F><C3><A9>", check duration: 0ms, status: 0/2 DOWN.`},
+		{"DOWN info escaped", serverStateLine("be/s1", withLast(down(0, 2), healthcheck.Result{Status: healthcheck.L7STS, Code: 503, Info: "<b>\x1b[31m\"q\" \\ #%\x7f\xc3\xa9"}), true, 0, 0),
+			`Server be/s1 is DOWN, reason: Layer7 wrong status, code: 503, info: "<3C>b<3E><1B>[31m<22>q<22> \ #%<7F><C3><A9>", check duration: 0ms. 0 active and 0 backup servers left. 0 sessions active, 0 requeued, 0 remaining in queue.`},
+		{"check info: every byte but CR and LF, cut at 127 then escaped", healthCheckLine("be/s1", healthcheck.Result{Status: healthcheck.L7STS, Code: 503, Info: allBytes}, down(0, 2)),
+			`Health check for server be/s1 failed, reason: Layer7 wrong status, code: 503, info: "<01><02><03><04><05><06><07><08><09><0B><0C><0E><0F><10><11><12><13><14><15><16><17><18><19><1A><1B><1C><1D><1E><1F> !<22>#$%&'()*+,-./0123456789:;<3C>=<3E>?@ABCDEFGHIJKLMNOPQRSTUVWXYZ[\]^_` + "`" + `abcdefghijklmnopqrstuvwxyz{|}~<7F><80><81>", check duration: 0ms, status: 0/2 DOWN.`},
 	}
 	for _, tt := range tests {
 		if got := string(tt.got); got != tt.want {
@@ -69,6 +78,18 @@ func TestSyslogLines(t *testing.T) {
 		}
 	}
 }
+
+// allBytes is every byte from 0x01 to 0xff but CR and LF, in order: the
+// reason phrase of TestSyslogLines's measured line.
+var allBytes = func() string {
+	var b []byte
+	for c := 1; c < 256; c++ {
+		if c != '\r' && c != '\n' {
+			b = append(b, byte(c))
+		}
+	}
+	return string(b)
+}()
 
 // recordSink is a logSink's writer that keeps each write.
 type recordSink struct{ got []string }
