@@ -24,6 +24,9 @@ type pool struct {
 	// noSrv counts the clients that failed with no UP server left to try
 	// before their last attempt (the LB's counter for the backend).
 	noSrv *atomic.Uint64
+	// be is the backend's rate, last session and times (rates.go), kept
+	// over reloads as noSrv.
+	be *backendCounters
 }
 
 // newPool builds the pool of servers, weights[i] being servers[i]'s
@@ -37,7 +40,7 @@ func newPool(name string, balance lbconfig.Balance, servers []*server, weights [
 			s.lb.log.Info("server weight set at runtime dropped: its configured weight changed", "backend", name, "server", s.name, "weight", weights[i])
 		}
 	}
-	return &pool{name: name, balance: balance, servers: servers, cw: make([]int, len(servers)), noSrv: new(atomic.Uint64)}
+	return &pool{name: name, balance: balance, servers: servers, cw: make([]int, len(servers)), noSrv: new(atomic.Uint64), be: new(backendCounters)}
 }
 
 // weight is server i's weight in force.

@@ -126,9 +126,14 @@
 // an array of lines, each an array of field objects), with a line per
 // frontend, server and backend, the monitor and stats sections included,
 // numbered as haproxy numbers them; hastats.go says which fields vipstack
-// fills and which it leaves out. A check's last_chk is haproxy's text,
-// as its log lines' info (healthcheck.HaproxyInfo: "SSL handshake
-// failure" for a failed check-ssl handshake, empty for a timed-out one,
+// fills and which it leaves out. The session rates (haproxy's freq_ctr
+// over the current and previous second), the last session's age and the
+// average queue, connect and total times (its swrate over the last 1024
+// sessions) are haproxy's, counted with a few atomic operations per
+// connection at the event loop's batch time (rates.go). A check's
+// last_chk is haproxy's text, as its log lines' info
+// (healthcheck.HaproxyInfo: "SSL handshake failure" for a failed
+// check-ssl handshake, empty for a timed-out one,
 // measured: TestCheckSSLStatsMatchHaproxy), and so are the HTML page's
 // last check cell (haproxy's "L6RSP in 3ms" with the description and
 // last_chk as a tip) and `vipstack status` (ServerStats.LastCheck);

@@ -89,6 +89,9 @@ type frontend struct {
 
 	smax, qmax                           atomic.Int64
 	tot, bin, bout, noServer, queueDrops atomic.Uint64
+	// rate counts the clients taken, with tot: haproxy's session and
+	// connection rates (rates.go).
+	rate rateCounter
 }
 
 func newFrontend(l *LB, name string) *frontend {
@@ -184,6 +187,9 @@ func (f *frontend) admit(fd int, peer netip.AddrPort, lp *loop) <-chan struct{} 
 			cn.log, cn.acceptAt = cl, f.lb.clk.Now()
 		}
 	}
+	if cn.acceptAt.IsZero() { // not from a loop's batch (tests)
+		cn.acceptAt = f.lb.clk.Now()
+	}
 	var taken int64
 	if f.qcur.Load() == 0 {
 		taken = f.tryAcquire()
@@ -205,6 +211,7 @@ func (f *frontend) admit(fd int, peer netip.AddrPort, lp *loop) <-chan struct{} 
 		storeMax(&f.smax, taken)
 		f.lb.gcount.Add(1)
 		f.tot.Add(1)
+		f.rate.add(cn.acceptAt)
 		cn.lp = f.lb.pickLoop(lp)
 		lp.launch(cn)
 		return nil
@@ -226,6 +233,7 @@ func (f *frontend) admitSlow(cn *conn, lp *loop) <-chan struct{} {
 	}
 	f.lb.gcount.Add(1)
 	f.tot.Add(1)
+	f.rate.add(cn.acceptAt)
 	cn.queued = true
 	f.queue.push(cn)
 	f.qcur.Store(int64(f.queue.n))

@@ -35,10 +35,12 @@ import (
 // requests, header rewrites, compression, rate limits, backup servers,
 // connection reuse, HTTP requests on a TCP frontend), and the field is left
 // out (empty in the CSV, absent from the JSON) when vipstack does not
-// measure it: rates, times (qtime, ctime, rtime, ttime, lastsess),
-// response errors and aborts, the monitor's and stats page's own sessions
-// and bytes, a backend's last change and downtime, and the module
-// counters. Which fields each line has is in records below.
+// measure it: the monitor's and stats page's own sessions, bytes, rates
+// and times, and the module counters. The session rates, the last
+// session's age and the average times (rate, rate_max, conn_rate,
+// conn_rate_max, conn_tot, lastsess, qtime ... ttime_max) are counted as
+// haproxy counts them (rates.go). Which fields each line has is in
+// records below.
 
 // statColumns is haproxy 2.6's `show stat` CSV header, in its order.
 var statColumns = [...]string{
@@ -138,12 +140,29 @@ var statFieldTags = map[string]statTags{
 	"idle_conn_cur":  {"Metric", "Gauge", "Process", "u32"},
 	"safe_conn_cur":  {"Metric", "Gauge", "Process", "u32"},
 	"uweight":        {"Metric", "Avg", "Process", "u32"},
+	// rates.go's fields, tags measured (a Backend's rates differ).
+	"rate":          {"Metric", "Rate", "Process", "u32"},
+	"rate_max":      {"Metric", "Max", "Process", "u32"},
+	"conn_rate":     {"Metric", "Rate", "Process", "u32"},
+	"conn_rate_max": {"Metric", "Max", "Process", "u32"},
+	"conn_tot":      {"Metric", "Counter", "Process", "u64"},
+	"lastsess":      {"Metric", "Age", "Process", "s32"},
+	"qtime":         {"Metric", "Avg", "Process", "u32"},
+	"ctime":         {"Metric", "Avg", "Process", "u32"},
+	"rtime":         {"Metric", "Avg", "Process", "u32"},
+	"ttime":         {"Metric", "Avg", "Process", "u32"},
+	"qtime_max":     {"Metric", "Max", "Process", "u32"},
+	"ctime_max":     {"Metric", "Max", "Process", "u32"},
+	"rtime_max":     {"Metric", "Max", "Process", "u32"},
+	"ttime_max":     {"Metric", "Max", "Process", "u32"},
 }
 
 // backendTags overrides statFieldTags on Backend lines.
 var backendTags = map[string]statTags{
-	"act": {"Metric", "Gauge", "Process", "u32"},
-	"bck": {"Metric", "Gauge", "Process", "u32"},
+	"act":      {"Metric", "Gauge", "Process", "u32"},
+	"bck":      {"Metric", "Gauge", "Process", "u32"},
+	"rate":     {"Metric", "Gauge", "Process", "u32"},
+	"rate_max": {"Metric", "Gauge", "Process", "u32"},
 }
 
 // JSON object types and CSV type numbers of the three kinds of lines.
@@ -188,6 +207,32 @@ func (r *statRecord) n(name string, v uint64) {
 
 // i takes a gauge; a negative one (never expected) shows as 0.
 func (r *statRecord) i(name string, v int64) { r.n(name, uint64(max(v, 0))) }
+
+// signed takes a signed field (type s32: lastsess, -1 for none).
+func (r *statRecord) signed(name string, v int64) { r.n(name, uint64(v)) }
+
+// number is field i's value as text, signed for an s32 field.
+func (r *statRecord) number(i int, t statTags) string {
+	if t.Type == "s32" {
+		return strconv.FormatInt(int64(r.num[i]), 10)
+	}
+	return strconv.FormatUint(r.num[i], 10)
+}
+
+// times sets the session rate, last session and times of a server or
+// backend line (rates.go; rtime is 0 in TCP mode).
+func (r *statRecord) times(rate, maxRate uint64, lastSess int64, t TimeStats) {
+	r.n("rate", rate)
+	r.n("rate_max", maxRate)
+	r.signed("lastsess", lastSess)
+	r.n("qtime", t.QueueMS)
+	r.n("ctime", t.ConnectMS)
+	r.n("ttime", t.TotalMS)
+	r.n("qtime_max", t.MaxQueueMS)
+	r.n("ctime_max", t.MaxConnectMS)
+	r.n("ttime_max", t.MaxTotalMS)
+	r.zero("rtime", "rtime_max")
+}
 
 // zero sets fields to 0: features vipstack does not have.
 func (r *statRecord) zero(names ...string) {
@@ -301,6 +346,12 @@ func frontendRecord(f FrontendStats, iid int) *statRecord {
 	r.n("bin", f.BytesIn)
 	r.n("bout", f.BytesOut)
 	r.s("status", "OPEN")
+	// TCP mode: a session is a connection (rates.go).
+	r.n("rate", f.Rate)
+	r.n("rate_max", f.MaxRate)
+	r.n("conn_rate", f.Rate)
+	r.n("conn_rate_max", f.MaxRate)
+	r.n("conn_tot", f.TotalSessions)
 	r.zero("dreq", "dresp", "ereq", "rate_lim", "req_rate", "req_rate_max", "req_tot",
 		"comp_in", "comp_out", "comp_byp", "comp_rsp", "dcon", "dses", "wrew")
 	return r
@@ -337,6 +388,7 @@ func backendRecords(b BackendStats, iid int, hideDown bool, f *StatFilter) []*st
 		r.n("act", 1)
 		r.i("lastchg", s.LastChangeSeconds)
 		r.n("lbtot", s.Selected)
+		r.times(s.Rate, s.MaxRate, s.LastSessionSeconds, s.Times)
 		if s.Check {
 			r.n("chkfail", s.ChecksFailed)
 			r.n("chkdown", s.Downs)
@@ -382,6 +434,7 @@ func backendRecords(b BackendStats, iid int, hideDown bool, f *StatFilter) []*st
 	r.n("uweight", uint64(b.Weight))
 	r.n("act", uint64(b.UpServers))
 	r.n("lbtot", b.Selected)
+	r.times(b.Rate, b.MaxRate, b.LastSessionSeconds, b.Times)
 	// haproxy's backend, DOWN while no server is usable: its changes,
 	// the time since the last and its time DOWN (backendstate.go).
 	r.n("chkdown", b.Downs)
@@ -409,10 +462,10 @@ func (snap Snapshot) CSV() string {
 			case i == statGeneric:
 				b.WriteByte('-')
 			case i < statGeneric && r.set[i]:
-				if r.tags(statColumns[i]).Type == "str" {
+				if t := r.tags(statColumns[i]); t.Type == "str" {
 					b.WriteString(csvField(r.str[i]))
 				} else {
-					b.WriteString(strconv.FormatUint(r.num[i], 10))
+					b.WriteString(r.number(i, t))
 				}
 			}
 			b.WriteByte(',')
@@ -471,8 +524,11 @@ func (snap Snapshot) JSON() []byte {
 			name := statColumns[i]
 			t := r.tags(name)
 			var v any = r.num[i]
-			if t.Type == "str" {
+			switch t.Type {
+			case "str":
 				v = r.str[i]
+			case "s32":
+				v = int64(r.num[i])
 			}
 			fields = append(fields, jsonField{
 				ObjType: r.objType, ProxyID: r.proxyID, ID: r.id,

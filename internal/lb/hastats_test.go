@@ -37,7 +37,8 @@ func golden(t *testing.T, name string, got []byte) {
 // measuredSnapshot is vipstack's state for the configuration of
 // testdata/haproxy-2.6.12-stats.cfg in the state haproxy was measured in:
 // m1 and m2 UP after passed checks, m3 DOWN (connection refused), 4
-// clients through main.
+// clients through main, within a second, read over 2 s later (rates 0,
+// their maxima 4 and 2 a server, the last session 1 s ago, never on m3).
 func measuredSnapshot(t *testing.T) Snapshot {
 	t.Helper()
 	cfg, err := haproxycfg.Load("testdata/haproxy-2.6.12-stats.cfg")
@@ -48,20 +49,22 @@ func measuredSnapshot(t *testing.T) Snapshot {
 		return ServerStats{Name: name, Addr: "127.0.0.1:47101", Status: "UP", Up: true, Weight: 1, MaxSessions: 1,
 			TotalSessions: sel, Selected: sel, BytesIn: bytesIn, BytesOut: bytesOut,
 			Check: true, CheckStatus: "L7OK", CheckCode: 200, CheckInfo: "OK", CheckDurationMS: 1,
-			CheckRise: 3, CheckFall: 2, CheckHealth: 4, LastChangeSeconds: 6}
+			CheckRise: 3, CheckFall: 2, CheckHealth: 4, LastChangeSeconds: 6,
+			MaxRate: 2, LastSessionSeconds: 1, Times: TimeStats{ConnectMS: 1, TotalMS: 3, MaxConnectMS: 1, MaxTotalMS: 4}}
 	}
 	return Snapshot{
 		Healthy: true,
 		Frontends: []FrontendStats{{Name: "main", Backend: "masters", Binds: []string{"127.0.0.1:47445"},
-			MaxSessions: 1, SessionLimit: 20000, TotalSessions: 4, BytesIn: 260, BytesOut: 468}},
+			MaxSessions: 1, SessionLimit: 20000, TotalSessions: 4, BytesIn: 260, BytesOut: 468, MaxRate: 4}},
 		Backends: []BackendStats{{Name: "masters", Balance: "roundrobin", Status: "UP", UpServers: 2, Weight: 2,
 			MaxSessions: 1, TotalSessions: 4, BytesIn: 260, BytesOut: 468, Selected: 4,
+			MaxRate: 4, LastSessionSeconds: 1, Times: TimeStats{ConnectMS: 1, TotalMS: 3, MaxConnectMS: 1, MaxTotalMS: 4},
 			Servers: []ServerStats{
 				up("m1", 2, 130, 234),
 				up("m2", 2, 130, 234),
 				{Name: "m3", Addr: "127.0.0.1:47103", Status: "DOWN", Weight: 1,
 					Check: true, CheckStatus: "L4CON", CheckInfo: "connection refused, again", ChecksFailed: 1, Downs: 1,
-					CheckRise: 3, CheckFall: 2, LastChangeSeconds: 8, DowntimeSeconds: 8},
+					CheckRise: 3, CheckFall: 2, LastChangeSeconds: 8, DowntimeSeconds: 8, LastSessionSeconds: -1},
 			}}},
 		proxies: proxyRefs(cfg),
 	}

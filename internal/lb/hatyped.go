@@ -31,7 +31,7 @@ func (snap Snapshot) Typed() string {
 			t := r.tags(name)
 			v := r.str[i]
 			if t.Type != "str" {
-				v = strconv.FormatUint(r.num[i], 10)
+				v = r.number(i, t)
 			}
 			b.WriteString(prefix + strconv.Itoa(i) + "." + name + ".1:" +
 				typedOrigin[t.Origin] + typedNature[t.Nature] + typedScope[t.Scope] + ":" + t.Type + ":" + v + "\n")

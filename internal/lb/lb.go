@@ -99,6 +99,10 @@ type LB struct {
 	httpLns map[string]*httpListener
 	shut    bool
 
+	// beCounters are the backends' rates, last sessions and times, by
+	// name, kept over reloads as noSrv (guarded by mu too).
+	beCounters map[string]*backendCounters
+
 	view atomic.Pointer[view]
 
 	healthMu sync.Mutex
@@ -339,6 +343,7 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 	servers := map[string]*server{}
 	pools := map[string]*pool{}
 	noSrv := map[string]*atomic.Uint64{}
+	beCounters := map[string]*backendCounters{}
 	var poolOrder []*pool
 	type restart struct {
 		s    *server
@@ -399,6 +404,10 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 			p.noSrv = new(atomic.Uint64)
 		}
 		noSrv[b.Name] = p.noSrv
+		if be := l.beCounters[b.Name]; be != nil {
+			p.be = be
+		}
+		beCounters[b.Name] = p.be
 		pools[b.Name] = p
 		poolOrder = append(poolOrder, p)
 	}
@@ -410,6 +419,7 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 	}
 	l.servers = servers
 	l.noSrv = noSrv
+	l.beCounters = beCounters
 
 	// Frontends.
 	queueTimeout := cfg.Timeouts.Queue

@@ -61,6 +61,10 @@ type loop struct {
 	// now is read once per batch of events, when run takes the lock: a
 	// connection that moves bytes stores it as its last activity.
 	now time.Time
+	// inBatch: the lock is held by run for a batch, so now is current;
+	// otherwise (a timer, the runtime API, a queued client started after
+	// another's close) it may be old (see stamp).
+	inBatch bool
 
 	inboxMu sync.Mutex // guards inbox only, never held long
 	inbox   []*conn    // handed over by other loops, to start here
@@ -206,6 +210,7 @@ func (lp *loop) run() {
 		}
 		lp.mu.Lock()
 		lp.now = lp.lb.clk.Now()
+		lp.inBatch = true
 		// Clear the wake-up before taking the inbox: a post after the
 		// read wakes the loop again, one before it is in the inbox.
 		for i := 0; i < n; i++ {
@@ -230,6 +235,7 @@ func (lp *loop) run() {
 			}
 		}
 		stop := lp.stopping
+		lp.inBatch = false
 		lp.unlock()
 		if stop {
 			return
@@ -303,9 +309,7 @@ func (lp *loop) startLocked(cn *conn) {
 		return
 	}
 	cn.cfg = cn.fe.cfg.Load()
-	if cn.log != nil {
-		cn.startAt = lp.lb.clk.Now()
-	}
+	cn.startAt = lp.stamp(cn)
 	if len(lp.free) > 0 {
 		r.slot = lp.free[len(lp.free)-1]
 		lp.free = lp.free[:len(lp.free)-1]
@@ -345,6 +349,16 @@ func (lp *loop) watch(cn *conn, s *side, which int) error {
 func (lp *loop) connectNext(cn *conn) {
 	cfg := cn.cfg
 	p := cfg.pool
+	var now time.Time
+	if p != nil {
+		now = lp.stamp(cn)
+		if cn.attempt == 0 {
+			// The backend's session: each client once, those that no
+			// server takes too (haproxy's be_sess_per_sec, last_sess).
+			p.be.rate.add(now)
+			p.be.last.set(now)
+		}
+	}
 	for p != nil && cn.attempt <= cfg.retries {
 		var client netip.Addr
 		if p.balance == lbconfig.Source {
@@ -366,6 +380,12 @@ func (lp *loop) connectNext(cn *conn) {
 			// same server is not a new one (measured, 2.6.12: one client,
 			// one refusing server, retries 2: lbtot 1).
 			s.lbtot.Add(1)
+			// The server's session rate and last session count the
+			// selections too, not the retries (measured: a client that
+			// tried one refusing server 4 times gave stot 4, rate_max 1).
+			s.rate.add(now)
+			s.last.set(now)
+			p.be.picked.Add(1)
 			cn.picked = s
 		}
 		// Counted while connecting, so leastconn sees it; haproxy's smax
@@ -625,8 +645,8 @@ func (lp *loop) connected(cn *conn) {
 	}
 	cn.srv.tot.Add(1)
 	cn.state = stRelaying
+	cn.connAt = lp.stamp(cn)
 	if cn.log != nil {
-		cn.connAt = lp.lb.clk.Now()
 		if cn.log.needSource { // only then: a syscall per connection
 			cn.source = localAddr(cn.relay.s.fd)
 		}
@@ -923,6 +943,9 @@ func (lp *loop) closeLocked(cn *conn) {
 	if cn.state == stClosed {
 		return
 	}
+	if cn.state == stRelaying {
+		lp.countTimes(cn)
+	}
 	cn.state = stClosed
 	lp.nconns.Add(-1)
 	if cn.ctimer != nil {
@@ -946,6 +969,30 @@ func (lp *loop) closeLocked(cn *conn) {
 		lp.free = append(lp.free, r.slot)
 	}
 	lp.released = append(lp.released, cn)
+}
+
+// stamp is the time of a step of cn (accepted, started, connected,
+// closed) for its log and the stats: the batch's clock reading, which
+// costs nothing, or the clock's when cn logs (its log shows ms) or the
+// loop is not in a batch (lp.now may be old then).
+func (lp *loop) stamp(cn *conn) time.Time {
+	if cn.log != nil || !lp.inBatch {
+		return lp.lb.clk.Now()
+	}
+	return lp.now
+}
+
+// countTimes adds the times of cn, which connected and is closing, to its
+// server's and backend's averages (rates.go): queued from its accept to
+// its start, connecting from its start to the last connect, in all from
+// its accept to now.
+func (lp *loop) countTimes(cn *conn) {
+	q, c := msBetween(cn.acceptAt, cn.startAt), msBetween(cn.startAt, cn.connAt)
+	t := msBetween(cn.acceptAt, lp.stamp(cn))
+	cn.srv.times.add(cn.srv.lbtot.Load(), q, c, t)
+	if p := cn.cfg.pool; p != nil {
+		p.be.times.add(p.be.picked.Load(), q, c, t)
+	}
 }
 
 // closeFrontend closes every connection of f this loop relays (forced

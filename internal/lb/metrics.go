@@ -21,6 +21,10 @@ type descs struct {
 	srvCliAbrt, srvSrvAbrt, srvRespErr                           *prometheus.Desc
 	feCur, feTot, feIn, feOut, feQueue, feQueueDrops, feNoServer *prometheus.Desc
 	beUp, beDowns                                                *prometheus.Desc
+	// The average times and last session of servers and backends
+	// (rates.go); the rates are the counters' rate() in Prometheus.
+	srvQTime, srvCTime, srvTTime, srvLastSess *prometheus.Desc
+	beQTime, beCTime, beTTime, beLastSess     *prometheus.Desc
 }
 
 func newCollector(l *LB) collector {
@@ -46,6 +50,14 @@ func newCollector(l *LB) collector {
 		srvRespErr:   n("vipstack_lb_server_response_errors_total", "Connections that the server ended with a reset (haproxy's eresp).", sl, nil),
 		beUp:         n("vipstack_lb_backend_up_servers", "UP servers in the backend.", []string{"backend"}, nil),
 		beDowns:      n("vipstack_lb_backend_downs_total", "Changes of the backend to DOWN: none of its servers usable (UP, ready, weight above 0).", []string{"backend"}, nil),
+		srvQTime:     n("vipstack_lb_server_queue_time_average_seconds", "Average time the server's last 1024 sessions waited for a slot (haproxy's qtime).", sl, nil),
+		srvCTime:     n("vipstack_lb_server_connect_time_average_seconds", "Average time the server's last 1024 sessions took to connect (haproxy's ctime).", sl, nil),
+		srvTTime:     n("vipstack_lb_server_total_time_average_seconds", "Average time from accept to close of the server's last 1024 sessions (haproxy's ttime).", sl, nil),
+		srvLastSess:  n("vipstack_lb_server_last_session_seconds", "Seconds since the server was last picked for a client (haproxy's lastsess); absent before the first.", sl, nil),
+		beQTime:      n("vipstack_lb_backend_queue_time_average_seconds", "Average time the backend's last 1024 sessions waited for a slot (haproxy's qtime).", []string{"backend"}, nil),
+		beCTime:      n("vipstack_lb_backend_connect_time_average_seconds", "Average time the backend's last 1024 sessions took to connect (haproxy's ctime).", []string{"backend"}, nil),
+		beTTime:      n("vipstack_lb_backend_total_time_average_seconds", "Average time from accept to close of the backend's last 1024 sessions (haproxy's ttime).", []string{"backend"}, nil),
+		beLastSess:   n("vipstack_lb_backend_last_session_seconds", "Seconds since the backend's last client (haproxy's lastsess); absent before the first.", []string{"backend"}, nil),
 		feCur:        n("vipstack_lb_frontend_current_connections", "Client connections admitted and open.", fl, nil),
 		feTot:        n("vipstack_lb_frontend_connections_total", "Client connections accepted.", fl, nil),
 		feIn:         n("vipstack_lb_frontend_bytes_in_total", "Bytes received from clients and relayed.", fl, nil),
@@ -59,7 +71,8 @@ func newCollector(l *LB) collector {
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
 	d := c.d
 	for _, x := range []*prometheus.Desc{d.healthy, d.idleCloses, d.logDrops, d.srvUp, d.srvWeight, d.srvCur, d.srvTot, d.srvIn, d.srvOut, d.srvChecks,
-		d.srvConnErr, d.srvRetries, d.srvDowns, d.srvCliAbrt, d.srvSrvAbrt, d.srvRespErr, d.beUp, d.beDowns, d.feCur, d.feTot, d.feIn, d.feOut, d.feQueue, d.feQueueDrops, d.feNoServer} {
+		d.srvConnErr, d.srvRetries, d.srvDowns, d.srvCliAbrt, d.srvSrvAbrt, d.srvRespErr, d.beUp, d.beDowns, d.feCur, d.feTot, d.feIn, d.feOut, d.feQueue, d.feQueueDrops, d.feNoServer,
+		d.srvQTime, d.srvCTime, d.srvTTime, d.srvLastSess, d.beQTime, d.beCTime, d.beTTime, d.beLastSess} {
 		ch <- x
 	}
 }
@@ -72,6 +85,11 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ctr := func(desc *prometheus.Desc, v uint64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(desc, prometheus.CounterValue, float64(v), labels...)
+	}
+	times := func(q, c, t *prometheus.Desc, ts TimeStats, labels ...string) {
+		g(q, float64(ts.QueueMS)/1000, labels...)
+		g(c, float64(ts.ConnectMS)/1000, labels...)
+		g(t, float64(ts.TotalMS)/1000, labels...)
 	}
 	g(d.healthy, b2f(snap.Healthy))
 	ctr(d.idleCloses, c.l.idleCloses.Load())
@@ -88,6 +106,10 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	for _, b := range snap.Backends {
 		g(d.beUp, float64(b.UpServers), b.Name)
 		ctr(d.beDowns, b.Downs, b.Name)
+		times(d.beQTime, d.beCTime, d.beTTime, b.Times, b.Name)
+		if b.LastSessionSeconds >= 0 {
+			g(d.beLastSess, float64(b.LastSessionSeconds), b.Name)
+		}
 		for _, s := range b.Servers {
 			g(d.srvUp, b2f(s.Up), b.Name, s.Name)
 			g(d.srvWeight, float64(s.Weight), b.Name, s.Name)
@@ -101,6 +123,10 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 			ctr(d.srvCliAbrt, s.ClientAborts, b.Name, s.Name)
 			ctr(d.srvSrvAbrt, s.ServerAborts, b.Name, s.Name)
 			ctr(d.srvRespErr, s.ResponseErrors, b.Name, s.Name)
+			times(d.srvQTime, d.srvCTime, d.srvTTime, s.Times, b.Name, s.Name)
+			if s.LastSessionSeconds >= 0 {
+				g(d.srvLastSess, float64(s.LastSessionSeconds), b.Name, s.Name)
+			}
 			if s.Check {
 				for _, st := range healthcheck.Statuses() {
 					ctr(d.srvChecks, s.CheckResults[st], b.Name, s.Name, st)

@@ -72,6 +72,11 @@ type server struct {
 	// client (CD, cD), srvAbrt by the server (SD, sD), eresp the server's
 	// errors among those (SD).
 	cliAbrt, srvAbrt, eresp atomic.Uint64
+	// rate and last count the times it was picked, as lbtot does, times
+	// the sessions that connected (rates.go).
+	rate  rateCounter
+	last  lastSession
+	times sessionTimes
 	// chkfail counts failed checks of the server while it was UP (or on
 	// its way down), as haproxy's chkfail does: the checks that keep
 	// failing once it is DOWN are not counted.
@@ -159,6 +164,9 @@ func (s *server) inherit(old *server) {
 	for i := range s.results {
 		s.results[i].Store(old.results[i].Load())
 	}
+	s.rate.inherit(&old.rate)
+	s.last.sec.Store(old.last.sec.Load())
+	s.times.inherit(&old.times)
 	s.since, s.downSince, s.downtime = old.since, old.downSince, old.downtime
 	s.lastStatus, s.lastState, s.checkUp = old.lastStatus, old.lastState, old.checkUp
 	s.paused = old.paused

@@ -50,6 +50,11 @@ type FrontendStats struct {
 	MaxQueued     int64    `json:"max_queued"`
 	QueueTimeouts uint64   `json:"queue_timeouts"`
 	NoServer      uint64   `json:"no_server"` // clients closed because no server could be reached
+	// Rate is the clients of the last second and MaxRate the most a
+	// second counted (haproxy's rate and rate_max, which its conn_rate
+	// and conn_rate_max equal in TCP mode; rates.go).
+	Rate    uint64 `json:"rate"`
+	MaxRate uint64 `json:"max_rate"`
 }
 
 // BackendStats is one backend and its servers.
@@ -79,9 +84,17 @@ type BackendStats struct {
 	// NoServer counts the clients that failed because no UP server was
 	// left to try (none at all, or none after failed attempts that were
 	// to be retried).
-	NoServer uint64        `json:"no_server"`
-	Selected uint64        `json:"selected"`
-	Servers  []ServerStats `json:"servers"`
+	NoServer uint64 `json:"no_server"`
+	Selected uint64 `json:"selected"`
+	// Rate, MaxRate: its clients of the last second, and the most a
+	// second counted; LastSessionSeconds: the seconds since its last
+	// client, -1 for none; Times: the averages of its sessions' times
+	// (rates.go).
+	Rate               uint64        `json:"rate"`
+	MaxRate            uint64        `json:"max_rate"`
+	LastSessionSeconds int64         `json:"last_session_seconds"`
+	Times              TimeStats     `json:"times"`
+	Servers            []ServerStats `json:"servers"`
 }
 
 // Clients is haproxy's count of the clients the backend took: each once,
@@ -126,6 +139,13 @@ type ServerStats struct {
 	ClientAborts   uint64 `json:"client_aborts"`
 	ServerAborts   uint64 `json:"server_aborts"`
 	ResponseErrors uint64 `json:"response_errors"`
+	// Rate, MaxRate and LastSessionSeconds count the times it was
+	// picked, as Selected does (not its retries); Times are the averages
+	// of the sessions that connected (see BackendStats).
+	Rate               uint64    `json:"rate"`
+	MaxRate            uint64    `json:"max_rate"`
+	LastSessionSeconds int64     `json:"last_session_seconds"`
+	Times              TimeStats `json:"times"`
 
 	Check           bool              `json:"check"`
 	CheckStatus     string            `json:"check_status,omitempty"` // L7OK, L4CON, ...
@@ -155,6 +175,7 @@ func (l *LB) Snapshot() Snapshot {
 			Sessions: f.cur.Load(), MaxSessions: f.smax.Load(), SessionLimit: v.cfg.MaxConn,
 			TotalSessions: f.tot.Load(), BytesIn: f.bin.Load(), BytesOut: f.bout.Load(),
 			Queued: f.qcur.Load(), MaxQueued: f.qmax.Load(), QueueTimeouts: f.queueDrops.Load(), NoServer: f.noServer.Load(),
+			Rate: f.rate.read(now), MaxRate: uint64(f.rate.max.Load()),
 		}
 		for _, a := range v.addrs[f.name] {
 			fs.Binds = append(fs.Binds, a.String())
@@ -162,7 +183,9 @@ func (l *LB) Snapshot() Snapshot {
 		snap.Frontends = append(snap.Frontends, fs)
 	}
 	for _, p := range v.pools {
-		bs := BackendStats{Name: p.name, Balance: string(p.balance), NoServer: p.noSrv.Load()}
+		bs := BackendStats{Name: p.name, Balance: string(p.balance), NoServer: p.noSrv.Load(),
+			Rate: p.be.rate.read(now), MaxRate: uint64(p.be.rate.max.Load()), LastSessionSeconds: p.be.last.age(now),
+			Times: p.be.times.stats(p.be.picked.Load())}
 		bs.Downs, bs.LastChangeSeconds, bs.DowntimeSeconds, _ = l.backendState(p.name, now)
 		for _, s := range p.servers {
 			ss := serverStats(s, now)
@@ -201,9 +224,11 @@ func serverStats(s *server, now time.Time) ServerStats {
 		BytesIn: s.bin.Load(), BytesOut: s.bout.Load(), ConnectErrors: s.econ.Load(),
 		Retries: s.wretr.Load(), Selected: s.lbtot.Load(),
 		ClientAborts: s.cliAbrt.Load(), ServerAborts: s.srvAbrt.Load(), ResponseErrors: s.eresp.Load(),
+		Rate: s.rate.read(now), MaxRate: uint64(s.rate.max.Load()), LastSessionSeconds: s.last.age(now),
 		Check:             sv.check.enabled,
 		LastChangeSeconds: int64(now.Sub(sv.since) / time.Second),
 	}
+	ss.Times = s.times.stats(ss.Selected)
 	down := sv.downtime
 	if !sv.downSince.IsZero() {
 		down += now.Sub(sv.downSince)

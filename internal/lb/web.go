@@ -360,8 +360,47 @@ func htmlTotal(r *statRecord, parts ...string) string {
 	for _, p := range parts {
 		fmt.Fprintf(&b, "<tr><th>%s:</th><td>%s</td></tr>", p, v)
 	}
+	if _, ok := r.val("ttime"); ok {
+		// A server's or backend's times, as haproxy 2.6.12 writes them in
+		// TCP mode (measured): "<tr><th colspan=3>Max / Avg over last
+		// 1024 success. conn.</th></tr><tr><th>- Queue time:</th><td>0 /
+		// 0</td><td>ms</td></tr>", then Connect and Total time.
+		fmt.Fprintf(&b, "<tr><th colspan=3>Max / Avg over last %d success. conn.</th></tr>", timeSamples)
+		for _, x := range [][3]string{{"Queue", "qtime_max", "qtime"}, {"Connect", "ctime_max", "ctime"}, {"Total", "ttime_max", "ttime"}} {
+			fmt.Fprintf(&b, "<tr><th>- %s time:</th><td>%s / %s</td><td>ms</td></tr>", x[0], r.h(x[1]), r.h(x[2]))
+		}
+	}
 	b.WriteString("</table></div></u></td>")
 	return b.String()
+}
+
+// htmlRate is a frontend's session rate cell (name rate or rate_max),
+// with the connection and session rates on hover, as haproxy 2.6.12
+// writes it in TCP mode (measured: "<td><u>0<div class=tips><table
+// class=det><tr><th>Current connection rate:</th><td>0/s</td></tr><tr>
+// <th>Current session rate:</th><td>0/s</td></tr></table></div></u></td>",
+// "Max connection rate:" and "Max session rate:" for rate_max).
+func htmlRate(r *statRecord, name, label string) string {
+	v := r.h(name)
+	if v == "" {
+		return "<td></td>"
+	}
+	conn := r.h(strings.Replace(name, "rate", "conn_rate", 1))
+	return fmt.Sprintf("<td><u>%s<div class=tips><table class=det><tr><th>%s connection rate:</th><td>%s/s</td></tr>"+
+		"<tr><th>%s session rate:</th><td>%s/s</td></tr></table></div></u></td>", v, label, conn, label, v)
+}
+
+// htmlLastSession is a server's or backend's Last cell: the time since its
+// last session, "?" for none (haproxy's, measured, for lastsess -1).
+func htmlLastSession(r *statRecord) string {
+	v, ok := r.val("lastsess")
+	if !ok {
+		return ""
+	}
+	if int64(v) < 0 {
+		return "?"
+	}
+	return humanTime(v)
 }
 
 // htmlBytesOut is a frontend's or backend's Bytes Out cell: in TCP mode
@@ -408,8 +447,8 @@ func htmlStatus(r *statRecord) string {
 
 func htmlFrontendRow(b *strings.Builder, r *statRecord) {
 	htmlAnchor(b, "frontend", r, "Frontend")
-	fmt.Fprintf(b, "<td colspan=3></td><td></td><td></td><td>%s</td><td>%s</td><td>%s</td><td>%s</td>%s<td></td><td></td>",
-		r.limit("rate_lim"), r.h("scur"), r.h("smax"), r.h("slim"), htmlTotal(r, "Cum. connections", "Cum. sessions"))
+	fmt.Fprintf(b, "<td colspan=3></td>%s%s<td>%s</td><td>%s</td><td>%s</td><td>%s</td>%s<td></td><td></td>",
+		htmlRate(r, "rate", "Current"), htmlRate(r, "rate_max", "Max"), r.limit("rate_lim"), r.h("scur"), r.h("smax"), r.h("slim"), htmlTotal(r, "Cum. connections", "Cum. sessions"))
 	fmt.Fprintf(b, "<td>%s</td>%s<td>%s</td><td>%s</td><td>%s</td><td></td><td></td><td></td><td></td><td class=ac>%s</td><td class=ac colspan=8></td></tr>",
 		r.h("bin"), htmlBytesOut(r), r.h("dreq"), r.h("dresp"), r.h("ereq"), html.EscapeString(r.text("status")))
 }
@@ -445,9 +484,9 @@ func htmlServerClass(r *statRecord) string {
 
 func htmlServerRow(b *strings.Builder, r *statRecord) {
 	htmlAnchor(b, htmlServerClass(r), r, r.text("svname"))
-	fmt.Fprintf(b, "<td>%s</td><td>%s</td><td>%s</td><td></td><td></td><td></td><td>%s</td><td>%s</td><td>%s</td>%s<td>%s</td><td>%s</td>",
-		r.h("qcur"), r.h("qmax"), r.limit("qlimit"), r.h("scur"), r.h("smax"), r.limit("slim"),
-		htmlTotal(r, "Cum. sessions"), r.h("lbtot"), r.age("lastsess"))
+	fmt.Fprintf(b, "<td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td></td><td>%s</td><td>%s</td><td>%s</td>%s<td>%s</td><td>%s</td>",
+		r.h("qcur"), r.h("qmax"), r.limit("qlimit"), r.h("rate"), r.h("rate_max"), r.h("scur"), r.h("smax"), r.limit("slim"),
+		htmlTotal(r, "Cum. sessions"), r.h("lbtot"), htmlLastSession(r))
 	fmt.Fprintf(b, "<td>%s</td><td>%s</td><td></td><td>%s</td><td></td><td>%s</td>%s<td>%s</td><td>%s</td>",
 		r.h("bin"), r.h("bout"), r.h("dresp"), r.h("econ"), htmlResponseErrors(r), r.h("wretr"), r.h("wredis"))
 	// LastChk: the check's result; empty while a check is paused (MAINT),
@@ -478,8 +517,8 @@ func htmlServerRow(b *strings.Builder, r *statRecord) {
 
 func htmlBackendRow(b *strings.Builder, r *statRecord) {
 	htmlAnchor(b, "backend", r, "Backend")
-	fmt.Fprintf(b, "<td>%s</td><td>%s</td><td></td><td></td><td></td><td></td><td>%s</td><td>%s</td><td>%s</td>%s<td>%s</td><td>%s</td>",
-		r.h("qcur"), r.h("qmax"), r.h("scur"), r.h("smax"), r.h("slim"), htmlTotal(r, "Cum. sessions"), r.h("lbtot"), r.age("lastsess"))
+	fmt.Fprintf(b, "<td>%s</td><td>%s</td><td></td><td>%s</td><td>%s</td><td></td><td>%s</td><td>%s</td><td>%s</td>%s<td>%s</td><td>%s</td>",
+		r.h("qcur"), r.h("qmax"), r.h("rate"), r.h("rate_max"), r.h("scur"), r.h("smax"), r.h("slim"), htmlTotal(r, "Cum. sessions"), r.h("lbtot"), htmlLastSession(r))
 	fmt.Fprintf(b, "<td>%s</td>%s<td>%s</td><td>%s</td><td></td><td>%s</td>%s<td>%s</td><td>%s</td>",
 		r.h("bin"), htmlBytesOut(r), r.h("dreq"), r.h("dresp"), r.h("econ"), htmlResponseErrors(r), r.h("wretr"), r.h("wredis"))
 	weight, _ := r.val("weight")

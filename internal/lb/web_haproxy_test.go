@@ -153,6 +153,11 @@ var (
 	pageDuration = regexp.MustCompile(`^(\d+d)?(\d+h)?(\d+m)?(\d+s)?$`)
 	pageCheckMS  = regexp.MustCompile(` in \d+ms`)
 	pageLeadAge  = regexp.MustCompile(`^(\d+[dhms])+ `)
+	// pageTimes are the connect and total times of a Total's tip: the
+	// test's exchanges' durations on the wall clock (loopback connects of
+	// 0 to 2 ms, totals of tens of ms), which no two runs share. The
+	// queue time stays: 0 in both, no client ever waits.
+	pageTimes = regexp.MustCompile(`(- (Connect|Total) time: )\d+ / \d+ ms`)
 )
 
 // maskPageRow hides what must differ between two runs: the status's
@@ -174,7 +179,7 @@ func maskPageRow(r pageRow) pageRow {
 			// such mark).
 			c = pageCheckMS.ReplaceAllString(strings.TrimPrefix(c, "* "), " in Nms")
 		case "stot":
-			c, _, _ = strings.Cut(c, " Max / Avg")
+			c = pageTimes.ReplaceAllString(c, "${1}N / N ms")
 		}
 		cells[i] = c
 	}
@@ -202,20 +207,6 @@ var pageKnown = []struct {
 	vipstack     func(haproxy string) string
 	why          string
 }{
-	// Rates: vipstack counts no per-second rate. haproxy shows a number
-	// (with the connection/session rates on hover); vipstack an empty
-	// cell, as haproxy shows a field it has no value for (a server's
-	// denied requests, a backend's rate limit). A 0 would be a lie under
-	// load.
-	{"frontend", "rate", is(""), "rates not measured"},
-	{"frontend", "rate_max", is(""), "rates not measured"},
-	{"server", "rate", is(""), "rates not measured"},
-	{"server", "rate_max", is(""), "rates not measured"},
-	{"backend", "rate", is(""), "rates not measured"},
-	{"backend", "rate_max", is(""), "rates not measured"},
-	// The last session's age: not measured.
-	{"server", "lastsess", is(""), "last session's age not measured"},
-	{"backend", "lastsess", is(""), "last session's age not measured"},
 	// A server's current sessions: haproxy's tip details the server's
 	// connections (used, idle, safe, estimated need, limits); vipstack
 	// has no idle pool and shows the count alone.
@@ -241,6 +232,10 @@ var pageKnown = []struct {
 //	masters/m3 active_down     ... T DOWN  | L4CON in Nms | Layer4 connection problem: Connection refused ...
 //	masters/m1 Errors Resp "1 | Connection resets during transfers: 2 client, 1 server"
 //	main/Frontend slim "[2]000", Total "8 | Cum. connections: 8 Cum. sessions: 8"
+//	main/Frontend rate_max "8 | Max connection rate: 8/s Max session rate: 8/s"
+//	masters/m3 rate_max "0", lastsess "?" (never picked); broken/b1 rate_max "1" (4 attempts)
+//	masters/m1 Total "4 | Cum. sessions: 4 Max / Avg over last 1024 success. conn.
+//	  - Queue time: 0 / 0 ms - Connect time: N / N ms - Total time: N / N ms"
 //
 // The rows' whole cells are logged.
 func TestStatsPageMatchesHaproxy(t *testing.T) {
@@ -335,7 +330,15 @@ func TestStatsPageMatchesHaproxy(t *testing.T) {
 			strings.HasPrefix(rows["masters/m3"].Cells[slices.Index(pageColumns, "lastchk")], "L4CON")
 	})
 
+	// The rates' maxima are the most sessions one period of 1 s counted,
+	// the period starting at the first session: all 8 of main's when its
+	// exchanges take less than a second on both balancers (they take
+	// about 0.2 s), or whatever the second's boundary split otherwise.
+	// fail's one client is 1 however long its retries take (haproxy's
+	// take 3 s: a second between retries).
+	var slow []string
 	for _, b := range lbs {
+		began := time.Now()
 		exchange := func(addr, send string, reset bool) {
 			c, err := net.DialTimeout("tcp", addr, bound)
 			if err != nil {
@@ -373,11 +376,23 @@ func TestStatsPageMatchesHaproxy(t *testing.T) {
 			exchange(b.fe, x.send, x.reset)
 			ended("main")
 		}
+		if took := time.Since(began); took >= 900*time.Millisecond {
+			slow = append(slow, fmt.Sprintf("%s's exchanges took %v", b.name, took))
+		}
 		// A client that waits without a byte, refused 4 times: wretr 3,
 		// econ 1. (One that sends bytes first has them in haproxy's
 		// Bytes In always, in vipstack's in some runs only: not compared.)
 		exchange(b.fail, "", false)
 		ended("fail")
+	}
+	loose := map[string]bool{}
+	if len(slow) > 0 {
+		t.Logf("main's and masters' rate_max not compared: %s", strings.Join(slow, ", "))
+		for _, k := range []string{"main/Frontend", "masters/m1", "masters/m2", "masters/m3", "masters/Backend"} {
+			loose[k+" rate_max"] = true
+		}
+	} else {
+		t.Logf("main's exchanges took under 0.9 s on both: rate_max compared")
 	}
 	wait("the connections' ends", func(rows map[string]pageRow) bool {
 		fe := rows["main/Frontend"].Cells
@@ -399,7 +414,7 @@ func TestStatsPageMatchesHaproxy(t *testing.T) {
 	var hrows, vrows map[string]pageRow
 	for deadline := time.Now().Add(bound); ; time.Sleep(100 * time.Millisecond) {
 		hrows, vrows = fetch(lbs[0]), fetch(lbs[1])
-		diffs = comparePageRows(keys, hrows, vrows)
+		diffs = comparePageRows(keys, hrows, vrows, loose)
 		if len(diffs) == 0 || time.Now().After(deadline) {
 			break
 		}
@@ -415,8 +430,9 @@ func TestStatsPageMatchesHaproxy(t *testing.T) {
 
 // comparePageRows compares the rows named keys of two stats pages, masked:
 // the class and every cell, but where pageKnown lists the row's kind and
-// column, vipstack's cell must be the one listed.
-func comparePageRows(keys []string, hrows, vrows map[string]pageRow) []string {
+// column, vipstack's cell must be the one listed; loose's cells ("row
+// column") are not compared.
+func comparePageRows(keys []string, hrows, vrows map[string]pageRow, loose map[string]bool) []string {
 	var diffs []string
 	for _, k := range keys {
 		h, hok := hrows[k]
@@ -446,6 +462,9 @@ func comparePageRows(keys []string, hrows, vrows map[string]pageRow) []string {
 				// main's frontend and one server, the clients one at a time
 				// and the frontend at 0 sessions between them); vipstack's
 				// may be lower, never higher.
+				continue
+			}
+			if loose[k+" "+col] {
 				continue
 			}
 			if v.Cells[i] != want {

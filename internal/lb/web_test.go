@@ -157,7 +157,8 @@ func TestStats(t *testing.T) {
 	// at most, 11 bytes in, 13 out.
 	rows := pageRows(t, page.Body)
 	cells := map[string][]string{
-		"be/Backend":  {"status", "0s UP", "weight", "2/2", "act", "2", "stot", "1 | Cum. sessions: 1"},
+		"be/Backend": {"status", "0s UP", "weight", "2/2", "act", "2",
+			"stot", "1 | Cum. sessions: 1 Max / Avg over last 1024 success. conn. - Queue time: 0 / 0 ms - Connect time: 0 / 0 ms - Total time: 0 / 0 ms"},
 		"fe/Frontend": {"slim", "100", "stot", "1 | Cum. connections: 1 Cum. sessions: 1", "bin", "11"},
 		"be/a":        {"status", "no check", "lbtot", "1", "bout", "13"},
 	}
