@@ -475,13 +475,16 @@ func (snap Snapshot) CSV() string {
 	return b.String()
 }
 
-// csvField keeps a field from breaking the line: haproxy names cannot hold
-// commas or newlines, but check information (an error text) can.
+// csvField quotes a field as haproxy 2.6.12 does: haproxy's names cannot
+// hold commas, quotes or line ends, but a check's information (a server's
+// reason phrase) can. A field that holds one is written between double
+// quotes, with each quote doubled (measured: `"Service, Unavailable"`,
+// `"say ""no"""`), so a CSV reader gets the text back.
 func csvField(s string) string {
-	if !strings.ContainsAny(s, ",\n\r") {
+	if !strings.ContainsAny(s, ",\"\n\r") {
 		return s
 	}
-	return strings.NewReplacer(",", ";", "\n", " ", "\r", " ").Replace(s)
+	return `"` + strings.ReplaceAll(s, `"`, `""`) + `"`
 }
 
 // jsonField is one field object of haproxy's JSON stats.

@@ -2,6 +2,7 @@ package lb
 
 import (
 	"bytes"
+	"encoding/csv"
 	"encoding/json"
 	"flag"
 	"os"
@@ -107,9 +108,17 @@ func TestStatsLayoutMatchesMeasured(t *testing.T) {
 	if diff := cmp.Diff(mhead, vhead); diff != "" {
 		t.Errorf("CSV header (-haproxy +vipstack):\n%s", diff)
 	}
-	for i, line := range strings.Split(strings.TrimSuffix(snap.CSV(), "\n"), "\n") {
-		if got, want := strings.Count(line, ","), strings.Count(mhead, ","); got != want {
-			t.Errorf("CSV line %d has %d commas, haproxy's %d: %s", i+1, got, want, line)
+	// Each line has haproxy's columns, read as CSV (a check's text may
+	// hold a quoted comma).
+	r := csv.NewReader(strings.NewReader(strings.TrimPrefix(snap.CSV(), "# ")))
+	r.FieldsPerRecord = -1
+	recs, err := r.ReadAll()
+	if err != nil {
+		t.Fatalf("vipstack's CSV: %v\n%s", err, snap.CSV())
+	}
+	for i, rec := range recs {
+		if got, want := len(rec), strings.Count(mhead, ",")+1; got != want {
+			t.Errorf("CSV line %d has %d fields, haproxy's %d: %q", i+1, got, want, rec)
 		}
 	}
 
@@ -193,4 +202,26 @@ func TestStatsFailedClientsCountedAsHaproxy(t *testing.T) {
 		t.Fatal(err)
 	}
 	want(l.Snapshot().CSV(), "BACKEND", map[string]string{"stot": "2", "econ": "2"})
+}
+
+// TestCSVFieldQuoting: a field with a comma, a quote or a line end is
+// quoted as haproxy 2.6.12 quotes it (measured with check reasons
+// "Service, Unavailable" and `say "no"`), and encoding/csv reads every
+// field of such a line back as it was. vipstack used to turn commas into
+// semicolons and leave quotes raw, which broke the line for CSV readers.
+func TestCSVFieldQuoting(t *testing.T) {
+	for in, want := range map[string]string{
+		"Service Unavailable":  "Service Unavailable",
+		"Service, Unavailable": `"Service, Unavailable"`,
+		`say "no"`:             `"say ""no"""`,
+		"two\r\nlines":         "\"two\r\nlines\"",
+	} {
+		if got := csvField(in); got != want {
+			t.Errorf("csvField(%q) = %q, want haproxy's %q", in, got, want)
+		}
+		recs, err := csv.NewReader(strings.NewReader("a," + csvField(in) + ",b\n")).ReadAll()
+		if err != nil || len(recs) != 1 || len(recs[0]) != 3 || recs[0][1] != strings.ReplaceAll(in, "\r\n", "\n") {
+			t.Errorf("csv reads %q back as %q (%v)", in, recs, err)
+		}
+	}
 }
