@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -103,6 +104,8 @@ func TestStatusLastCheckIsCSVs(t *testing.T) {
 		{Name: "silent", Addr: "198.18.0.13:6443", Status: "DOWN", Check: true, CheckStatus: "L6TOUT", CheckInfo: "TLS handshake timed out"},
 		{Name: "sts", Addr: "198.18.0.14:6443", Status: "DOWN", Check: true, CheckStatus: "L7STS", CheckCode: 503, CheckInfo: "Service Unavailable"},
 		{Name: "ok", Addr: "198.18.0.15:6443", Status: "UP", Check: true, CheckStatus: "L7OK", CheckCode: 200, CheckInfo: "OK"},
+		// A reason phrase with a terminal's escape sequences and a bell.
+		{Name: "evil", Addr: "198.18.0.16:6443", Status: "DOWN", Check: true, CheckStatus: "L7STS", CheckCode: 500, CheckInfo: "Bad\x1b[2J\x07 day\u009b"},
 	}
 	body, err := json.Marshal(node.Status{Node: "master-0", Role: "master", Interface: "eth0",
 		LB: &lb.Snapshot{Backends: []lb.BackendStats{{Name: "masters", Servers: servers}}}})
@@ -128,11 +131,18 @@ func TestStatusLastCheckIsCSVs(t *testing.T) {
 		"silent": "L6TOUT",
 		"sts":    "L7STS Service Unavailable",
 		"ok":     "L7OK",
+		"evil":   "L7STS Bad<1B>[2J<07> day<C2><9B>",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("LAST CHECK by server (-want +got):\n%s\n%s", diff, out.String())
 	}
+	if strings.ContainsAny(out.String(), "\x1b\x07") || !utf8.ValidString(out.String()) {
+		t.Errorf("the table passes a server's control bytes to the terminal: %q", out.String())
+	}
 	for _, sv := range servers {
+		if sv.Name == "evil" {
+			continue // escaped: compared above
+		}
 		if w := strings.TrimSpace(sv.CheckStatus + " " + sv.LastCheck()); got[sv.Name] != w {
 			t.Errorf("%s: %q, the CSV's last_chk gives %q", sv.Name, got[sv.Name], w)
 		}

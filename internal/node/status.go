@@ -10,6 +10,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/vipstack/vipstack/internal/engine"
 	"github.com/vipstack/vipstack/internal/lb"
@@ -148,7 +150,7 @@ func WriteTable(w io.Writer, s Status) error {
 		fmt.Fprintln(tw, "BACKEND\tSERVER\tADDRESS\tSTATE\tSESSIONS\tLAST CHECK")
 		for _, b := range s.LB.Backends {
 			for _, sv := range b.Servers {
-				check := strings.TrimSpace(sv.CheckStatus + " " + sv.CheckInfo) // no info after a passed check
+				check := printable(strings.TrimSpace(sv.CheckStatus + " " + sv.CheckInfo)) // no info after a passed check
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", b.Name, sv.Name, sv.Addr, sv.Status, sv.Sessions, check)
 			}
 		}
@@ -211,4 +213,24 @@ func since(t, now time.Time) string {
 		age = fmt.Sprintf("%dd", int(d/(24*time.Hour)))
 	}
 	return fmt.Sprintf("%s (%s ago)", t.Format(layout), age)
+}
+
+// printable writes what a terminal would act on, in s (a check's text
+// holds what a server answered: control characters, escape sequences,
+// bytes that are not UTF-8), as <XX> per byte, the way haproxy writes
+// such bytes in its log lines.
+func printable(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if (r == utf8.RuneError && n == 1) || unicode.IsControl(r) {
+			for _, c := range []byte(s[i : i+n]) {
+				fmt.Fprintf(&b, "<%02X>", c)
+			}
+		} else {
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
 }
