@@ -17,8 +17,26 @@ import (
 // nothing leaks (no session, no current connection, no socket), and the
 // counters add up as haproxy 2.6.12 counts such clients
 // (TestClientLeavesWhileConnectingMatchesHaproxy): one server session per
-// client, one client abort per reset, no connect error, no retry.
+// client, one client abort per reset, no connect error, no retry; also
+// when every reload renames the server.
 func TestClientsLeaveWhileConnectingUnderReloads(t *testing.T) {
+	// Each reload keeps the server's name, or renames it (s1, s2, s1,
+	// ...: same address): a renamed server's successor takes over its
+	// connections and counters (server.takeOver).
+	for _, rename := range []bool{false, true} {
+		t.Run(map[bool]string{false: "same name", true: "renaming"}[rename], func(t *testing.T) {
+			clientsLeaveUnderReloads(t, rename)
+		})
+	}
+}
+
+func clientsLeaveUnderReloads(t *testing.T, rename bool) {
+	name := func(i int) string {
+		if rename {
+			return "s" + itoa(1+i%2)
+		}
+		return "s1"
+	}
 	const rounds, perRound, maxReloads = 20, 50, 400
 	hole := blackhole(t)
 	bind := widenableBind(t) // a port of its own, kept by every reload
@@ -29,7 +47,7 @@ func TestClientsLeaveWhileConnectingUnderReloads(t *testing.T) {
 			// by the connect timeout did not end at the client's leave.
 			Timeouts:  lbconfig.Timeouts{Connect: time.Minute, Client: time.Duration(30+i%2) * time.Second},
 			Frontends: []lbconfig.Frontend{{Name: "fe", Binds: []lbconfig.Bind{bind}, Backend: "be"}},
-			Backends:  []lbconfig.Backend{{Name: "be", Balance: lbconfig.RoundRobin, Servers: []lbconfig.Server{{Name: "s1", Addr: hole, Weight: 1}}}},
+			Backends:  []lbconfig.Backend{{Name: "be", Balance: lbconfig.RoundRobin, Servers: []lbconfig.Server{{Name: name(i), Addr: hole, Weight: 1}}}},
 		}
 		return c
 	}
@@ -91,9 +109,9 @@ func TestClientsLeaveWhileConnectingUnderReloads(t *testing.T) {
 	wg.Wait()
 	t.Logf("%d clients, %d resets, %d reloads", rounds*perRound, resets, reloads)
 
-	s := l.serverStats(t, "be", "s1")
+	s := l.serverStats(t, "be", name(reloads))
 	if s.Sessions != 0 || s.TotalSessions != rounds*perRound || s.ClientAborts != uint64(resets) || s.ConnectErrors != 0 || s.Retries != 0 {
-		t.Errorf("server s1: scur %d stot %d cli_abrt %d econ %d wretr %d; want 0, %d, %d, 0, 0",
+		t.Errorf("server %s: scur %d stot %d cli_abrt %d econ %d wretr %d; want 0, %d, %d, 0, 0", name(reloads),
 			s.Sessions, s.TotalSessions, s.ClientAborts, s.ConnectErrors, s.Retries, rounds*perRound, resets)
 	}
 	for _, f := range l.Snapshot().Frontends {

@@ -350,6 +350,7 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 		conf checkConf
 	}
 	var restarts []restart
+	var takeOvers [][2]*server // renamed servers: old, new
 	// A server keeps its state by backend, name and address; failing
 	// that, a server of the backend at the same address that no server of
 	// the new configuration keeps by name takes it over: a renamed server
@@ -382,6 +383,7 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 				s = l.newServer(b.Name, sc)
 				if o := renamed(b.Name, sc); o != nil {
 					s.inherit(o)
+					takeOvers = append(takeOvers, [2]*server{o, s})
 					l.log.Info("server renamed: it keeps its state and check history", "backend", b.Name, "server", sc.Name, "was", o.name, "addr", sc.Addr.String())
 				}
 			}
@@ -507,6 +509,9 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 	l.globalChanged()
 
 	// Health checks last, so that their first verdicts find the new view.
+	for _, o := range takeOvers {
+		o[1].takeOver(o[0])
+	}
 	for _, s := range removed {
 		s.retire()
 	}

@@ -519,6 +519,32 @@ func (l *LB) failConnects(s *server) {
 	}
 }
 
+// moveConns hands the connections relayed or connecting to old, a server
+// a reload renamed, to s, its successor at the same address, with their
+// current sessions: from then on they count on s. A retry picks from the
+// pool a connection started with (its configuration), where old stays.
+func (l *LB) moveConns(old, s *server) {
+	for _, lp := range l.loops {
+		lp.mu.Lock()
+		for _, cn := range lp.conns {
+			if cn == nil || cn.state == stClosed {
+				continue
+			}
+			if cn.picked == old {
+				cn.picked = s
+			}
+			if cn.srv == old {
+				cn.srv = s
+				if cn.relay.s.fd >= 0 { // counted in cur while it has its socket
+					old.cur.Add(-1)
+					storeMax(&s.smax, s.cur.Add(1))
+				}
+			}
+		}
+		lp.unlock()
+	}
+}
+
 // sessions describes every connection the loops relay or connect, with
 // the addresses of its sockets (the runtime API's show sess).
 func (l *LB) sessions() []Session {

@@ -186,14 +186,16 @@ func swrateAvg(sum, picked uint64) uint64 {
 	return (sum + n - 1) / n
 }
 
-// inherit takes over old's sums and maxima (a reload's renamed server).
+// inherit takes over old's sums and maxima (a reload's renamed server),
+// adding them to what the connections moved from old may have counted
+// on st already.
 func (st *sessionTimes) inherit(old *sessionTimes) {
-	st.q.Store(old.q.Load())
-	st.c.Store(old.c.Load())
-	st.t.Store(old.t.Load())
-	st.qmax.Store(old.qmax.Load())
-	st.cmax.Store(old.cmax.Load())
-	st.tmax.Store(old.tmax.Load())
+	st.q.Add(old.q.Load())
+	st.c.Add(old.c.Load())
+	st.t.Add(old.t.Load())
+	storeMax(&st.qmax, old.qmax.Load())
+	storeMax(&st.cmax, old.cmax.Load())
+	storeMax(&st.tmax, old.tmax.Load())
 }
 
 // TimeStats are the average and maximum times of a server's or backend's

@@ -38,6 +38,7 @@ func (lp *loop) post(*conn)             {}
 func (lp *loop) unlock()                { lp.mu.Unlock() }
 func (lp *loop) closeLocked(*conn)      {}
 func (l *LB) failConnects(*server)      {}
+func (l *LB) moveConns(_, _ *server)    {}
 func (l *LB) sessions() []Session       { return nil }
 func (l *LB) closeServer(*server) int   { return 0 }
 func (l *LB) closeSession(uintptr) bool { return false }

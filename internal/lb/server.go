@@ -134,13 +134,13 @@ func (l *LB) newServer(backend string, s lbconfig.Server) *server {
 	return srv
 }
 
-// inherit gives s, a server new to this configuration, the state and
-// counters of old, the server it replaces under another name at the same
-// address, and retires old. old's admin lock is held throughout, so a
-// runtime API change of old lands whole before the copy or is refused
-// after it (ErrNoServer); old's check is stopped first, so that no result
-// is lost between the copy and the swap. The current sessions stay
-// counted on old, where the connections that hold them end.
+// inherit gives s, a server new to this configuration, the state of old,
+// the server it replaces under another name at the same address, and
+// retires old. old's admin lock is held throughout, so a runtime API
+// change of old lands whole before the copy or is refused after it
+// (ErrNoServer); old's check is stopped first, so that no result is lost
+// between the copy and the swap. Its counters and connections follow once
+// the new configuration is in force (takeOver).
 func (s *server) inherit(old *server) {
 	old.adminMu.Lock()
 	defer old.adminMu.Unlock()
@@ -153,23 +153,36 @@ func (s *server) inherit(old *server) {
 	s.downsBase.Store(old.downsBase.Load())
 	s.confirmed.Store(old.confirmed.Load())
 	s.checked.Store(old.checked.Load())
-	s.smax.Store(old.smax.Load())
-	for _, c := range []struct{ to, from *atomic.Uint64 }{
-		{&s.tot, &old.tot}, {&s.lbtot, &old.lbtot}, {&s.bin, &old.bin}, {&s.bout, &old.bout},
-		{&s.econ, &old.econ}, {&s.wretr, &old.wretr}, {&s.chkfail, &old.chkfail},
-		{&s.cliAbrt, &old.cliAbrt}, {&s.srvAbrt, &old.srvAbrt}, {&s.eresp, &old.eresp},
-	} {
-		c.to.Store(c.from.Load())
-	}
+	s.chkfail.Store(old.chkfail.Load())
 	for i := range s.results {
 		s.results[i].Store(old.results[i].Load())
 	}
-	s.rate.inherit(&old.rate)
-	s.last.sec.Store(old.last.sec.Load())
-	s.times.inherit(&old.times)
 	s.since, s.downSince, s.downtime = old.since, old.downSince, old.downtime
 	s.lastStatus, s.lastState, s.checkUp = old.lastStatus, old.lastState, old.checkUp
 	s.paused = old.paused
+}
+
+// takeOver moves to s, old's successor (inherit), the connections old
+// relays or connects, with their current sessions, then adds old's
+// counters to s's. It runs once the configuration that names s is in
+// force: a connection that started with the previous one may have picked
+// old until then. From the move on, what those connections count (bytes,
+// aborts, times) counts on s, so old's counters are final when they are
+// added (helper u's stress test lost 851 of 1000 sessions to renaming
+// reloads before).
+func (s *server) takeOver(old *server) {
+	s.lb.moveConns(old, s)
+	storeMax(&s.smax, old.smax.Load())
+	for _, c := range []struct{ to, from *atomic.Uint64 }{
+		{&s.tot, &old.tot}, {&s.lbtot, &old.lbtot}, {&s.bin, &old.bin}, {&s.bout, &old.bout},
+		{&s.econ, &old.econ}, {&s.wretr, &old.wretr},
+		{&s.cliAbrt, &old.cliAbrt}, {&s.srvAbrt, &old.srvAbrt}, {&s.eresp, &old.eresp},
+	} {
+		c.to.Add(c.from.Load())
+	}
+	s.rate.inherit(&old.rate)
+	storeMax(&s.last.sec, old.last.sec.Load()) // the later of the two last sessions
+	s.times.inherit(&old.times)
 }
 
 // retire stops the check of a server a reload removed, for good (see
