@@ -79,7 +79,7 @@ func TestH2MatchesHaproxy(t *testing.T) {
 	}
 	m1 := startBackend(t, "m1")
 	conf := func(fe, mon, stats string) string {
-		c := strings.NewReplacer("{{FE}}", fe, "{{MON}}", mon, "{{STATS}}", stats, "{{M1}}", m1.addr.String()).Replace(webCompareConfig)
+		c := webCompareText(m1.addr, fe, mon, stats)
 		return strings.Replace(c, "defaults\n", "defaults\n  log stdout format raw local0\n", 1)
 	}
 	ports := freePorts(t, 3)
@@ -409,7 +409,7 @@ func TestH2FramesMatchHaproxy(t *testing.T) {
 	}
 	m1 := startBackend(t, "m1")
 	conf := func(fe, mon, stats string) string {
-		return strings.NewReplacer("{{FE}}", fe, "{{MON}}", mon, "{{STATS}}", stats, "{{M1}}", m1.addr.String()).Replace(webCompareConfig)
+		return webCompareText(m1.addr, fe, mon, stats)
 	}
 	ports := freePorts(t, 3)
 	peers.HAProxy(t, conf(ports[2], ports[0], ports[1]))

@@ -876,6 +876,12 @@ func TestWebRawAnswers(t *testing.T) {
 // webCompareConfig: a monitor and a stats page as in seed 000's
 // haproxy.cfg, a frontend with one server so that vipstack's monitor is
 // healthy, and a short `timeout http-request` for the slow case.
+// webCompareText is webCompareConfig with its frontend, monitor and
+// stats ports and its server m1 filled in.
+func webCompareText(m1 netip.AddrPort, fe, mon, stats string) string {
+	return strings.NewReplacer("{{FE}}", fe, "{{MON}}", mon, "{{STATS}}", stats, "{{M1}}", m1.String()).Replace(webCompareConfig)
+}
+
 const webCompareConfig = `defaults
   mode    tcp
   timeout http-request 1s
@@ -916,7 +922,7 @@ func TestWebAnswersMatchHaproxy(t *testing.T) {
 	}
 	m1 := startBackend(t, "m1")
 	conf := func(fe, mon, stats string) string {
-		return strings.NewReplacer("{{FE}}", fe, "{{MON}}", mon, "{{STATS}}", stats, "{{M1}}", m1.addr.String()).Replace(webCompareConfig)
+		return webCompareText(m1.addr, fe, mon, stats)
 	}
 	ports := freePorts(t, 3)
 	hmon, hstats := ports[0], ports[1]
