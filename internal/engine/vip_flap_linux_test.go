@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/vipstack/vipstack/internal/netif"
-	"github.com/vipstack/vipstack/internal/syncbuf"
 	"github.com/vipstack/vipstack/internal/testnet"
 )
 
@@ -31,20 +30,7 @@ func TestVIPReleaseWatchFlaps(t *testing.T) {
 	low, high := topo.Hosts[0], topo.Hosts[1]
 	vip := netip.MustParseAddr(releaseVIP)
 
-	var lowLog syncbuf.Buffer
-	lowE, _, err := New(Options{
-		ConfigPath: releaseConf(t, 100),
-		Logger:     slog.New(slog.NewTextHandler(&lowLog, nil)),
-		Ledger:     netif.Ledger{Path: filepath.Join(t.TempDir(), "low.vips")},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("low node's log:\n%s", lowLog.String())
-		}
-	})
+	lowE, lowLog := lowEngine(t, nil)
 	runIn(t, low, lowE)
 	holders := func() (bool, bool, string) {
 		hl, err1 := low.HasAddr(vip)

@@ -24,6 +24,29 @@ import (
 
 const releaseVIP = "198.18.0.100"
 
+// lowEngine is the engine of a test's low-priority node (priority 100,
+// releaseConf) with hooks, its own ledger and a log that the test prints
+// if it fails.
+func lowEngine(t *testing.T, hooks *testHooks) (*Engine, *syncbuf.Buffer) {
+	t.Helper()
+	log := new(syncbuf.Buffer)
+	e, _, err := New(Options{
+		ConfigPath: releaseConf(t, 100),
+		Logger:     slog.New(slog.NewTextHandler(log, nil)),
+		Ledger:     netif.Ledger{Path: filepath.Join(t.TempDir(), "low.vips")},
+		hooks:      hooks,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("low node's log:\n%s", log.String())
+		}
+	})
+	return e, log
+}
+
 // releaseConf is a one-instance keepalived.conf for the VIP above.
 func releaseConf(t *testing.T, prio int) string {
 	t.Helper()
@@ -103,31 +126,17 @@ func TestVIPReleaseLostRemove(t *testing.T) {
 	low, high := topo.Hosts[0], topo.Hosts[1]
 	vip := netip.MustParseAddr(releaseVIP)
 
-	var lowLog syncbuf.Buffer
 	readded := make(chan error, 1)
-	lowE, _, err := New(Options{
-		ConfigPath: releaseConf(t, 100),
-		Logger:     slog.New(slog.NewTextHandler(&lowLog, nil)),
-		Ledger:     netif.Ledger{Path: filepath.Join(t.TempDir(), "low.vips")},
-		hooks: &testHooks{removed: func(v netif.VIP) {
-			// The late add, once: it lands after the removal returned.
-			select {
-			case readded <- nil:
-				if _, err := low.Run("ip", "addr", "add", v.Prefix.String(), "dev", v.Dev); err != nil {
-					t.Errorf("hook: re-adding %s: %v", v.Prefix, err)
-				}
-			default:
+	lowE, lowLog := lowEngine(t, &testHooks{removed: func(v netif.VIP) {
+		// The late add, once: it lands after the removal returned.
+		select {
+		case readded <- nil:
+			if _, err := low.Run("ip", "addr", "add", v.Prefix.String(), "dev", v.Dev); err != nil {
+				t.Errorf("hook: re-adding %s: %v", v.Prefix, err)
 			}
-		}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("low node's log:\n%s", lowLog.String())
+		default:
 		}
-	})
+	}})
 	runIn(t, low, lowE)
 	waitFor(t, "the low node takes the VIP", func() (bool, string) {
 		has, err := low.HasAddr(vip)
