@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vipstack/vipstack/internal/peers"
 	"github.com/vipstack/vipstack/internal/testnet"
 )
 
@@ -84,22 +83,8 @@ func TestPoolWithKeepalivedRouteInterfaceGroups(t *testing.T) {
 		}
 	}
 
-	pc := kH.Command(bin, append([]string{"ipfailover", "--print-config"}, flags...)...)
-	pc.Env = append([]string{"PATH=" + os.Getenv("PATH")}, env...)
-	out, err := pc.Output()
-	if err != nil {
-		t.Fatalf("vipstack ipfailover --print-config: %v", err)
-	}
-	text := string(out)
-	k, err := peers.Start(kH, peers.Keepalived, text, filepath.Join(t.TempDir(), "keepalived"), bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("---- rendered keepalived.conf:\n%s\n---- keepalived log:\n%s", text, tail(k.Log(), 60))
-		}
-	})
+	text := renderedConfig(t, kH, bin, env, flags)
+	startRenderedKeepalived(t, kH, bin, text, filepath.Join(t.TempDir(), "keepalived"))
 
 	// The rendered file: the instances, VRIDs, interface and VIP layout.
 	type instance struct {

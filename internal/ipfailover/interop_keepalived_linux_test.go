@@ -105,28 +105,15 @@ func TestPoolWithKeepalived(t *testing.T) {
 			}
 
 			// keepalived's node: the configuration ipfailover renders for it.
-			pc := kH.Command(bin, append([]string{"ipfailover", "--print-config"}, flags...)...)
-			pc.Env = append([]string{"PATH=" + os.Getenv("PATH")}, env...)
-			text, err := pc.Output()
-			if err != nil {
-				t.Fatalf("vipstack ipfailover --print-config: %v", err)
-			}
+			text := renderedConfig(t, kH, bin, env, flags)
 			check := "</dev/tcp/" + kH.IPv4.Addr().String() + "/8080"
 			if tc.script {
 				check = "check.sh"
 			}
-			if !strings.Contains(string(text), check) {
+			if !strings.Contains(text, check) {
 				t.Fatalf("the rendered configuration does not run %s:\n%s", check, text)
 			}
-			k, err := peers.Start(kH, peers.Keepalived, string(text), filepath.Join(dir, "keepalived"), bin)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() {
-				if t.Failed() {
-					t.Logf("---- rendered keepalived.conf:\n%s\n---- keepalived log:\n%s", text, tail(k.Log(), 60))
-				}
-			})
+			k := startRenderedKeepalived(t, kH, bin, text, filepath.Join(dir, "keepalived"))
 			startNode(t, vH, env, flags...)
 
 			// The plan puts VIPs round robin into 2 groups, VIP_1
@@ -216,4 +203,34 @@ func TestPoolWithKeepalived(t *testing.T) {
 			}
 		})
 	}
+}
+
+// renderedConfig is the keepalived.conf `vipstack ipfailover --print-config`
+// renders on h for env (OPENSHIFT_HA_* variables) and flags.
+func renderedConfig(t *testing.T, h *testnet.Host, bin string, env, flags []string) string {
+	t.Helper()
+	pc := h.Command(bin, append([]string{"ipfailover", "--print-config"}, flags...)...)
+	pc.Env = append([]string{"PATH=" + os.Getenv("PATH")}, env...)
+	out, err := pc.Output()
+	if err != nil {
+		t.Fatalf("vipstack ipfailover --print-config: %v", err)
+	}
+	return string(out)
+}
+
+// startRenderedKeepalived runs keepalived on h with the configuration text
+// in dir for the rest of the test; a failed test shows the text and the
+// end of keepalived's log.
+func startRenderedKeepalived(t *testing.T, h *testnet.Host, bin, text, dir string) *peers.Node {
+	t.Helper()
+	k, err := peers.Start(h, peers.Keepalived, text, dir, bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("---- rendered keepalived.conf:\n%s\n---- keepalived log:\n%s", text, tail(k.Log(), 60))
+		}
+	})
+	return k
 }
