@@ -8,7 +8,6 @@ import "time"
 // server's usability counts the backend's usable servers (noteUsable),
 // and is kept over reloads by backend name.
 type beState struct {
-	down      bool
 	since     time.Time     // the last UP/DOWN change, or the backend's creation
 	downSince time.Time     // when it went DOWN; zero while UP
 	downtime  time.Duration // total time DOWN before downSince
@@ -30,7 +29,7 @@ func (l *LB) noteUsable(backend string, after int) {
 		return
 	}
 	down := after == 0
-	if down == st.down {
+	if down == st.down() {
 		return
 	}
 	now := l.clk.Now()
@@ -41,8 +40,11 @@ func (l *LB) noteUsable(backend string, after int) {
 		st.downtime += now.Sub(st.downSince)
 		st.downSince = time.Time{}
 	}
-	st.down, st.since = down, now
+	st.since = now
 }
+
+// down says whether the backend is DOWN.
+func (st *beState) down() bool { return !st.downSince.IsZero() }
 
 // applyBackendStates keeps the states of the backends of v, the view a
 // reload just put in force, creates those of new backends (DOWN from the
@@ -55,8 +57,8 @@ func (l *LB) applyBackendStates(v *view) {
 		n := l.usableServers(p.name)
 		st := l.beStates[p.name]
 		if st == nil {
-			st = &beState{down: n == 0, since: now}
-			if st.down {
+			st = &beState{since: now}
+			if n == 0 {
 				st.downSince = now
 			}
 		}
@@ -78,7 +80,7 @@ func (l *LB) backendState(backend string, now time.Time) (downs uint64, lastChan
 		return 0, 0, 0, false
 	}
 	down := st.downtime
-	if st.down {
+	if st.down() {
 		down += now.Sub(st.downSince)
 	}
 	return st.downs, int64(now.Sub(st.since) / time.Second), int64(down / time.Second), true
