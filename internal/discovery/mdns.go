@@ -60,7 +60,13 @@ const mdnsSRVPort = 9
 // removes a node at once: RFC 6762 section 10.1 suggests keeping a record
 // for one more second, but the records are unique records of the leaving
 // host, so there is nobody to refute the goodbye and the second would only
-// delay the DNS answer. A silent node goes when its TTL runs out.
+// delay the DNS answer. A record that comes back within 5 s of its goodbye
+// is kept but reconfirmed (RFC 6762 section 10.4): asked for twice, and
+// dropped 4 s after it came unless a response carries it again. A host
+// that is shutting down can answer after its goodbye (mdns-publisher does,
+// when it is asked between its goodbye and the close of its sockets), and
+// that answer would otherwise keep the node for its whole TTL. A silent
+// node goes when its TTL runs out.
 //
 // A name conflict (another host answering for <name>.local or for the
 // instance with other data) is logged as an error; unlike RFC 6762 section
@@ -82,7 +88,9 @@ const mdnsSRVPort = 9
 // query was sent to (so a VIP never appears as their source), and a peer's
 // addresses in Exclude are dropped on receipt. Not done: duplicate question
 // suppression (section 7.3), passive observation of failures (section
-// 10.5), reverse-mapping PTR records, interfaces that appear after Run
+// 10.5: mdns-publisher answers no query for its host or instance name, so
+// another browser's unanswered query for them says nothing about its
+// life), reverse-mapping PTR records, interfaces that appear after Run
 // starts.
 type MDNS struct {
 	Cluster   string       // cluster name: the TXT key "cluster" and part of the instance name

@@ -34,6 +34,24 @@ const (
 	askAgainAfter   = time.Second // a question is not repeated within a second (RFC 6762 section 5.2)
 	legacyTTL       = 10          // RFC 6762 section 6.7
 
+	// A record that comes back within goodbyeMemory of its goodbye is
+	// cached but reconfirmed (RFC 6762 section 10.4): asked for
+	// reconfirmQueries times, reconfirmGap apart from reconfirmFirst on,
+	// and dropped reconfirmWait after the last query unless a response
+	// carries it meanwhile. A responder that is shutting down can answer a
+	// query after its goodbye (mdns-publisher's zeroconf sends the goodbye
+	// before it closes its sockets; a browser that asks about the host
+	// whose other service just said goodbye gets that answer), and without
+	// the reconfirmation the node would stay for the record's whole TTL
+	// (53 minutes for mdns-publisher). A host that really came back, or a
+	// cooperating responder that rescues a shared record (section 10.1),
+	// answers and stays.
+	goodbyeMemory    = 5 * time.Second
+	reconfirmFirst   = time.Second
+	reconfirmGap     = time.Second
+	reconfirmQueries = 2
+	reconfirmWait    = 2 * time.Second
+
 	// maxPacket bounds every message sent (RFC 6762 section 17); a query
 	// whose questions and known answers would not fit is split, or sent
 	// without the known answers that do not fit (section 7.1 allows it: the
@@ -104,7 +122,18 @@ type cacheEntry struct {
 	refreshes int       // refresh queries sent since received (RFC 6762 section 5.2: 80, 85, 90, 95 %)
 	refreshAt time.Time // next refresh query; zero after the last one
 	jitter    int       // random part of the refresh times, in thousandths of a percent of the TTL (0-1999)
+
+	// Reconfirmation of a record that came back right after its goodbye
+	// (see goodbyeMemory); all zero for any other record. A response that
+	// carries the record at or after verifyFrom (the first query) confirms
+	// it; at verifyBy it is dropped.
+	verifyFrom, verifyBy time.Time
+	verifyAt             time.Time // next reconfirmation query; zero after the last
+	verifyQueries        int       // reconfirmation queries sent
 }
+
+// verifying reports whether c waits for a reconfirmation.
+func (c *cacheEntry) verifying() bool { return !c.verifyBy.IsZero() }
 
 // mdnsEngine publishes one node and browses the others.
 type mdnsEngine struct {
@@ -141,6 +170,8 @@ type mdnsEngine struct {
 	sets  map[rrsetKey]map[cacheKey]*cacheEntry
 	full  bool // the cache reached maxCache (logged once per episode)
 	asked map[dns.Question]time.Time
+	// goodbyes: when a cached record's goodbye came, for goodbyeMemory.
+	goodbyes map[cacheKey]time.Time
 }
 
 // ownService is one service instance this node publishes.
@@ -178,6 +209,7 @@ func newMDNSEngine(cfg mdnsConfig, rnd *rand.Rand) *mdnsEngine {
 		cache:     map[cacheKey]*cacheEntry{},
 		sets:      map[rrsetKey]map[cacheKey]*cacheEntry{},
 		asked:     map[dns.Question]time.Time{},
+		goodbyes:  map[cacheKey]time.Time{},
 		backoff:   conflictBackoff,
 	}
 	host := cfg.self.Name + "." + mdnsDomain
@@ -347,6 +379,8 @@ func (e *mdnsEngine) next() time.Time {
 	for _, c := range e.cache {
 		earliest(c.expires)
 		earliest(c.refreshAt)
+		earliest(c.verifyAt)
+		earliest(c.verifyBy)
 	}
 	return t
 }
@@ -367,8 +401,18 @@ func (e *mdnsEngine) tick(now time.Time) []outPacket {
 	}
 	e.delayed = kept
 	for k, c := range e.cache {
-		if !now.Before(c.expires) {
+		switch {
+		case !now.Before(c.expires):
 			e.drop(k)
+		case c.verifying() && !now.Before(c.verifyBy):
+			e.cfg.log.Info("mdns: a record came back right after its goodbye and no response confirmed it; dropped",
+				"record", strings.ReplaceAll(c.rr.String(), "\t", " "), "queries", c.verifyQueries)
+			e.drop(k)
+		}
+	}
+	for k, t := range e.goodbyes {
+		if now.Sub(t) >= goodbyeMemory {
+			delete(e.goodbyes, k)
 		}
 	}
 	var qs []dns.Question
@@ -381,6 +425,17 @@ func (e *mdnsEngine) tick(now time.Time) []outPacket {
 	}
 	var hosts map[string]bool // wantedHosts, computed once if a refresh needs it
 	noKnown := map[string]bool{}
+	for _, c := range e.cache {
+		if c.verifyAt.IsZero() || now.Before(c.verifyAt) {
+			continue
+		}
+		c.verifyQueries++
+		c.verifyAt = time.Time{}
+		if c.verifyQueries < reconfirmQueries {
+			c.verifyAt = now.Add(reconfirmGap)
+		}
+		qs = append(qs, e.reconfirmQuestions(c.rr, noKnown)...)
+	}
 	for _, c := range e.cache {
 		if c.refreshAt.IsZero() || now.Before(c.refreshAt) {
 			continue
@@ -454,6 +509,31 @@ func (e *mdnsEngine) refreshQuestion(rr dns.RR, hosts map[string]bool) (dns.Ques
 		return q, hosts[dns.CanonicalName(h.Name)]
 	}
 	return q, false
+}
+
+// reconfirmQuestions returns the questions whose answer carries rr (RFC
+// 6762 section 10.4), and marks in noKnown the instances whose PTR must not
+// be listed as a known answer. mdns-publisher answers only a PTR query for
+// its type (see ocpAsk): its SRV, TXT and address are asked for that way.
+// query never lists a record being reconfirmed as a known answer.
+func (e *mdnsEngine) reconfirmQuestions(rr dns.RR, noKnown map[string]bool) []dns.Question {
+	h := rr.Header()
+	name := dns.CanonicalName(h.Name)
+	q := dns.Question{Name: name, Qtype: h.Rrtype, Qclass: dns.ClassINET}
+	switch h.Rrtype {
+	case dns.TypePTR:
+		if inst := dns.CanonicalName(rr.(*dns.PTR).Ptr); e.typeOf(inst) != e.svc {
+			noKnown[inst] = true
+		}
+	case dns.TypeSRV, dns.TypeTXT:
+		if typ := e.typeOf(name); typ != "" && typ != e.svc {
+			noKnown[name] = true
+			return []dns.Question{{Name: typ, Qtype: dns.TypePTR, Qclass: dns.ClassINET}}
+		}
+	case dns.TypeA, dns.TypeAAAA:
+		return append([]dns.Question{q}, e.ocpAsk(name, noKnown)...)
+	}
+	return []dns.Question{q}
 }
 
 // wantInstance: a live PTR points at inst and inst is of our cluster.
@@ -609,7 +689,7 @@ func (e *mdnsEngine) query(now time.Time, qs []dns.Question, noKnown map[string]
 			}
 		}
 		for _, c := range e.sets[rrsetKey{q.Name, q.Qtype}] {
-			if ptr, ok := c.rr.(*dns.PTR); ok && noKnown[dns.CanonicalName(ptr.Ptr)] {
+			if ptr, ok := c.rr.(*dns.PTR); ok && noKnown[dns.CanonicalName(ptr.Ptr)] || c.verifying() {
 				continue
 			}
 			left := c.expires.Sub(now)
@@ -846,7 +926,8 @@ func (e *mdnsEngine) handleResponse(now time.Time, m *dns.Msg) []outPacket {
 }
 
 // store caches rr. TTL 0 is a goodbye and removes the record at once (see
-// the MDNS doc comment for why not one second later). A cache-flush bit
+// the MDNS doc comment for why not one second later); the record is
+// reconfirmed if it comes back soon after (see goodbyeMemory). A cache-flush bit
 // ages the other records of the same name and type that are older than a
 // second to one second (RFC 6762 section 10.2).
 func (e *mdnsEngine) store(now time.Time, rr dns.RR, flushed map[cacheKey]bool, jitter int) {
@@ -856,6 +937,9 @@ func (e *mdnsEngine) store(now time.Time, rr dns.RR, flushed map[cacheKey]bool, 
 	h.Class &^= topBit
 	k := keyOf(rr)
 	if h.Ttl == 0 {
+		if _, ok := e.cache[k]; ok {
+			e.goodbyes[k] = now // only records we hold: bounded by the cache
+		}
 		e.drop(k)
 		return
 	}
@@ -884,6 +968,22 @@ func (e *mdnsEngine) store(now time.Time, rr dns.RR, flushed map[cacheKey]bool, 
 	ttl := min(time.Duration(h.Ttl)*time.Second, maxCacheTTL)
 	c := &cacheEntry{rr: rr, ttl: ttl, received: now, expires: now.Add(ttl), jitter: jitter}
 	e.scheduleRefresh(c)
+	switch old := e.cache[k]; {
+	case old != nil && old.verifying():
+		if now.Before(old.verifyFrom) {
+			// Still before our first question: no confirmation.
+			c.verifyFrom, c.verifyBy, c.verifyAt, c.verifyQueries = old.verifyFrom, old.verifyBy, old.verifyAt, old.verifyQueries
+		} else {
+			delete(e.goodbyes, k) // confirmed
+		}
+	default:
+		if bye, ok := e.goodbyes[k]; ok && now.Sub(bye) < goodbyeMemory {
+			delete(e.goodbyes, k)
+			c.verifyFrom = now.Add(reconfirmFirst)
+			c.verifyAt = c.verifyFrom
+			c.verifyBy = c.verifyFrom.Add(reconfirmGap*(reconfirmQueries-1) + reconfirmWait)
+		}
+	}
 	e.put(k, c)
 }
 

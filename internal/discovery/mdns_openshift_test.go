@@ -189,6 +189,17 @@ func TestMDNSEngineOpenShiftAnswers(t *testing.T) {
 // address with TTL 120 (appendAddrs); the TXT is empty (no strings).
 func zeroconfAnnouncement(t testing.TB, label, typ, host string, port uint16, addr string) []byte {
 	t.Helper()
+	return zeroconfPacket(t, label, typ, host, port, addr, 3200)
+}
+
+// zeroconfPacket is that announcement with TTL ttl (120 for the address
+// unless ttl is 0): with 0, the goodbye (Server.unregister).
+func zeroconfPacket(t testing.TB, label, typ, host string, port uint16, addr string, ttl uint32) []byte {
+	t.Helper()
+	attl := uint32(120)
+	if ttl == 0 {
+		attl = 0
+	}
 	inst := escapeLabel(label) + "." + typ + ".local."
 	hdr := func(name string, rt, class uint16, ttl uint32) dns.RR_Header {
 		return dns.RR_Header{Name: name, Rrtype: rt, Class: class, Ttl: ttl}
@@ -196,16 +207,16 @@ func zeroconfAnnouncement(t testing.TB, label, typ, host string, port uint16, ad
 	m := new(dns.Msg)
 	m.Response = true
 	m.Answer = []dns.RR{
-		&dns.SRV{Hdr: hdr(inst, dns.TypeSRV, dns.ClassINET|topBit, 3200), Port: port, Target: host + ".local."},
-		&dns.TXT{Hdr: hdr(inst, dns.TypeTXT, dns.ClassINET|topBit, 3200)},
-		&dns.PTR{Hdr: hdr(typ+".local.", dns.TypePTR, dns.ClassINET, 3200), Ptr: inst},
-		&dns.PTR{Hdr: hdr(mdnsMetaName, dns.TypePTR, dns.ClassINET, 3200), Ptr: typ + ".local."},
+		&dns.SRV{Hdr: hdr(inst, dns.TypeSRV, dns.ClassINET|topBit, ttl), Port: port, Target: host + ".local."},
+		&dns.TXT{Hdr: hdr(inst, dns.TypeTXT, dns.ClassINET|topBit, ttl)},
+		&dns.PTR{Hdr: hdr(typ+".local.", dns.TypePTR, dns.ClassINET, ttl), Ptr: inst},
+		&dns.PTR{Hdr: hdr(mdnsMetaName, dns.TypePTR, dns.ClassINET, ttl), Ptr: typ + ".local."},
 	}
 	a := netip.MustParseAddr(addr)
 	if a.Is4() {
-		m.Answer = append(m.Answer, &dns.A{Hdr: hdr(host+".local.", dns.TypeA, dns.ClassINET|topBit, 120), A: a.AsSlice()})
+		m.Answer = append(m.Answer, &dns.A{Hdr: hdr(host+".local.", dns.TypeA, dns.ClassINET|topBit, attl), A: a.AsSlice()})
 	} else {
-		m.Answer = append(m.Answer, &dns.AAAA{Hdr: hdr(host+".local.", dns.TypeAAAA, dns.ClassINET|topBit, 120), AAAA: a.AsSlice()})
+		m.Answer = append(m.Answer, &dns.AAAA{Hdr: hdr(host+".local.", dns.TypeAAAA, dns.ClassINET|topBit, attl), AAAA: a.AsSlice()})
 	}
 	b, err := m.Pack()
 	if err != nil {
