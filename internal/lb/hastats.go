@@ -310,7 +310,7 @@ func (snap Snapshot) records() []*statRecord {
 				out = append(out, listenFrontendRecord(p))
 			}
 			if snap.filter.keeps(p.iid, 2, 0) {
-				out = append(out, listenBackendRecord(p))
+				out = append(out, listenBackendRecord(p, snap.listenFullConn))
 			}
 		}
 	}
@@ -327,8 +327,11 @@ func listenFrontendRecord(p proxyRef) *statRecord {
 }
 
 // listenBackendRecord is the BACKEND line of a monitor or stats section.
-func listenBackendRecord(p proxyRef) *statRecord {
+func listenBackendRecord(p proxyRef, fullConn int) *statRecord {
 	be := newRecord(objBackend, p.iid, 0, p.name, "BACKEND", "http")
+	if fullConn > 0 {
+		be.n("slim", uint64(fullConn))
+	}
 	be.s("status", "UP") // haproxy's, for a backend without servers
 	be.zero("qcur", "qmax", "weight", "act", "bck", "lbtot", "comp_in", "comp_out", "comp_byp", "comp_rsp",
 		"wrew", "reuse", "uweight")
@@ -434,6 +437,9 @@ func backendRecords(b BackendStats, iid int, hideDown bool, f *StatFilter) []*st
 	r.n("uweight", uint64(b.Weight))
 	r.n("act", uint64(b.UpServers))
 	r.n("lbtot", b.Selected)
+	if b.FullConn > 0 {
+		r.n("slim", uint64(b.FullConn))
+	}
 	r.times(b.Rate, b.MaxRate, b.LastSessionSeconds, b.Times)
 	// haproxy's backend, DOWN while no server is usable: its changes,
 	// the time since the last and its time DOWN (backendstate.go).

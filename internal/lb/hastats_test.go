@@ -225,3 +225,53 @@ func TestCSVFieldQuoting(t *testing.T) {
 		}
 	}
 }
+
+// TestStatsFullConn: a backend's session limit in the stats is haproxy's
+// default fullconn. haproxy 2.6.12 showed (measured, stats page ;csv):
+// with defaults maxconn 4005, a backend used by frontends of maxconn 4005
+// and 100, slim 411; one used by a frontend of maxconn 7, 1; one no
+// frontend uses, 1; a stats section's backend, 401. vipstack's maxconn is
+// the same for every frontend: two frontends of 4005 give 801.
+func TestStatsFullConn(t *testing.T) {
+	for _, tt := range []struct{ maxconn, users, want int }{
+		{4105, 1, 411}, // the sum of the two frontends' maxconn
+		{7, 1, 1},
+		{4005, 0, 1},
+		{4005, 1, 401},
+		{4005, 2, 801},
+		{2000, 1, 200},
+	} {
+		if got := fullConn(tt.maxconn, tt.users); got != tt.want {
+			t.Errorf("fullConn(%d, %d) = %d, want %d", tt.maxconn, tt.users, got, tt.want)
+		}
+	}
+	cfg := parseOnLoopback(t, `defaults
+  mode tcp
+  maxconn 4005
+  timeout connect 1s
+  timeout client 10s
+  timeout server 10s
+frontend f1
+  bind 127.0.0.1:1
+  default_backend b1
+frontend f2
+  bind 127.0.0.1:2
+  default_backend b1
+backend b1
+  server s1 127.0.0.1:29999
+backend b2
+  server s1 127.0.0.1:29999
+listen stats
+  bind 127.0.0.1:3
+  mode http
+  stats enable
+  stats uri /st
+`)
+	l := newLB(t, nil, cfg)
+	csv := l.Snapshot().CSV()
+	for _, tt := range []struct{ px, want string }{{"b1", "801"}, {"b2", "1"}, {"stats", "401"}} {
+		if got := csvFields(t, csv, tt.px, "BACKEND")["slim"]; got != tt.want {
+			t.Errorf("%s BACKEND slim %q, want %q\n%s", tt.px, got, tt.want, csv)
+		}
+	}
+}

@@ -23,6 +23,10 @@ type Snapshot struct {
 	hideDown bool
 	// filter limits the stats lines (see Filter); nil for all.
 	filter *StatFilter
+	// listenFullConn is the session limit of a monitor or stats
+	// section's backend line: haproxy's fullconn for a backend its own
+	// frontend alone uses (see BackendStats.FullConn).
+	listenFullConn int
 }
 
 // HideDown returns snap with its DOWN servers left out of the stats page's
@@ -86,6 +90,13 @@ type BackendStats struct {
 	// to be retried).
 	NoServer uint64 `json:"no_server"`
 	Selected uint64 `json:"selected"`
+	// FullConn is haproxy's default fullconn, which its stats show as the
+	// backend's session limit: a tenth of the maxconn of the frontends
+	// that use the backend, rounded up, and 1 for a backend no frontend
+	// uses (measured with haproxy 2.6.12). vipstack limits sessions per
+	// frontend only: nothing else uses it (haproxy's minconn, which
+	// scales server limits by it, is not in the configs vipstack reads).
+	FullConn int `json:"full_conn"`
 	// Rate, MaxRate: its clients of the last second, and the most a
 	// second counted; LastSessionSeconds: the seconds since its last
 	// client, -1 for none; Times: the averages of its sessions' times
@@ -167,7 +178,7 @@ type ServerStats struct {
 func (l *LB) Snapshot() Snapshot {
 	v := l.view.Load()
 	now := l.clk.Now()
-	snap := Snapshot{Healthy: l.Healthy(), proxies: proxyRefs(v.cfg)}
+	snap := Snapshot{Healthy: l.Healthy(), proxies: proxyRefs(v.cfg), listenFullConn: fullConn(v.cfg.MaxConn, 1)}
 	for i, f := range v.frontends {
 		fc := v.cfg.Frontends[i]
 		fs := FrontendStats{
@@ -186,6 +197,13 @@ func (l *LB) Snapshot() Snapshot {
 		bs := BackendStats{Name: p.name, Balance: string(p.balance), NoServer: p.noSrv.Load(),
 			Rate: p.be.rate.read(now), MaxRate: uint64(p.be.rate.max.Load()), LastSessionSeconds: p.be.last.age(now),
 			Times: p.be.times.stats(p.be.picked.Load())}
+		users := 0
+		for _, fc := range v.cfg.Frontends {
+			if fc.Backend == p.name {
+				users++
+			}
+		}
+		bs.FullConn = fullConn(v.cfg.MaxConn, users)
 		bs.Downs, bs.LastChangeSeconds, bs.DowntimeSeconds, _ = l.backendState(p.name, now)
 		for _, s := range p.servers {
 			ss := serverStats(s, now)
@@ -213,6 +231,12 @@ func (l *LB) Snapshot() Snapshot {
 		snap.Backends = append(snap.Backends, bs)
 	}
 	return snap
+}
+
+// fullConn is haproxy's default fullconn of a backend that users
+// frontends of maxconn each use (see BackendStats.FullConn).
+func fullConn(maxconn, users int) int {
+	return max(1, (maxconn*users+9)/10)
 }
 
 func serverStats(s *server, now time.Time) ServerStats {

@@ -211,9 +211,6 @@ var pageKnown = []struct {
 	// connections (used, idle, safe, estimated need, limits); vipstack
 	// has no idle pool and shows the count alone.
 	{"server", "scur", untipped, "no connection pool: no tip"},
-	// A backend's session limit is haproxy's fullconn (measured: 200,
-	// a tenth of maxconn 2000); vipstack has no fullconn.
-	{"backend", "slim", is(""), "no fullconn"},
 }
 
 // TestStatsPageMatchesHaproxy runs haproxy 2.6 and vipstack on the same

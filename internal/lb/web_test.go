@@ -202,18 +202,20 @@ func TestStats(t *testing.T) {
 			}
 			got = append(got, cells)
 		}
+		// A backend's session limit is haproxy's fullconn: a tenth of
+		// the maxconn (100) of the one frontend that uses it.
 		// The configuration was built without a file order: frontends,
 		// listen sections, then backends (lbconfig's ProxyOrder, the
 		// order vipstack render writes haproxy.cfg in).
 		want := [][]string{
 			{"fe", "FRONTEND", "0", "100", "1", "11", "13", "OPEN", "", "", "0", ""},
 			{"health_check_http_url", "FRONTEND", "", "256", "", "", "", "OPEN", "", "", "0", ""},
-			{"health_check_http_url", "BACKEND", "", "", "", "", "", "UP", "0", "0", "1", "0"},
+			{"health_check_http_url", "BACKEND", "", "10", "", "", "", "UP", "0", "0", "1", "0"},
 			{"stats", "FRONTEND", "", "256", "", "", "", "OPEN", "", "", "0", ""},
-			{"stats", "BACKEND", "", "", "", "", "", "UP", "0", "0", "1", "0"},
+			{"stats", "BACKEND", "", "10", "", "", "", "UP", "0", "0", "1", "0"},
 			{"be", "a", "0", "", "1", "11", "13", "no check", "1", "1", "2", "1"},
 			{"be", "b", "0", "", "0", "0", "0", "no check", "1", "1", "2", "0"},
-			{"be", "BACKEND", "0", "", "1", "11", "13", "UP", "2", "2", "1", "1"},
+			{"be", "BACKEND", "0", "10", "1", "11", "13", "UP", "2", "2", "1", "1"},
 		}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("%s rows: pxname svname scur slim stot bin bout status weight act type lbtot (-want +got):\n%s", u, diff)
