@@ -66,7 +66,10 @@ const mdnsSRVPort = 9
 // that is shutting down can answer after its goodbye (mdns-publisher does,
 // when it is asked between its goodbye and the close of its sockets), and
 // that answer would otherwise keep the node for its whole TTL. A silent
-// node goes when its TTL runs out.
+// node goes when its TTL runs out. A record an instance still lacks (an
+// address that lapsed while the instance's PTR and SRV live on, as those
+// of a dead mdns-publisher node do for 53 minutes) is asked for at once,
+// then 1 s, 2 s, 4 s ... up to an hour apart while it stays missing.
 //
 // A name conflict (another host answering for <name>.local or for the
 // instance with other data) is logged as an error; unlike RFC 6762 section

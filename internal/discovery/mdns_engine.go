@@ -172,6 +172,16 @@ type mdnsEngine struct {
 	asked map[dns.Question]time.Time
 	// goodbyes: when a cached record's goodbye came, for goodbyeMemory.
 	goodbyes map[cacheKey]time.Time
+	// missAsk: when each question of missing may go out again. Only the
+	// questions missing still returns are kept.
+	missAsk map[dns.Question]missState
+}
+
+// missState is the back-off of one question for a missing record: it may
+// be asked again from next on, then gap*2 later (see backOffMissing).
+type missState struct {
+	next time.Time
+	gap  time.Duration
 }
 
 // ownService is one service instance this node publishes.
@@ -210,6 +220,7 @@ func newMDNSEngine(cfg mdnsConfig, rnd *rand.Rand) *mdnsEngine {
 		sets:      map[rrsetKey]map[cacheKey]*cacheEntry{},
 		asked:     map[dns.Question]time.Time{},
 		goodbyes:  map[cacheKey]time.Time{},
+		missAsk:   map[dns.Question]missState{},
 		backoff:   conflictBackoff,
 	}
 	host := cfg.self.Name + "." + mdnsDomain
@@ -922,7 +933,45 @@ func (e *mdnsEngine) handleResponse(now time.Time, m *dns.Msg) []outPacket {
 		}
 	}
 	qs, noKnown := e.missing()
-	return e.query(now, qs, noKnown)
+	return e.query(now, e.backOffMissing(now, qs), noKnown)
+}
+
+// backOffMissing returns the questions of qs (from missing) that are due:
+// a question goes out at once the first time, then 1 s, 2 s, 4 s ... up to
+// an hour apart while the record stays missing, as RFC 6762 section 5.2
+// spaces continuous queries; a question missing no longer returns is
+// forgotten, so the next need asks at once. Without the back-off every
+// response on the link (tens a second on a busy one) asked again, once a
+// second: a node on mdns-publisher that died without its goodbye leaves
+// its PTR and SRV (TTL 3200 s) behind its address (120 s), and each
+// browser asked for that address and mdns-publisher's type for 53
+// minutes, each question answered in full by every live mdns-publisher.
+func (e *mdnsEngine) backOffMissing(now time.Time, qs []dns.Question) []dns.Question {
+	want := make(map[dns.Question]bool, len(qs))
+	var due []dns.Question
+	for _, q := range qs {
+		q.Name = dns.CanonicalName(q.Name)
+		if want[q] {
+			continue
+		}
+		want[q] = true
+		st, ok := e.missAsk[q]
+		if ok && now.Before(st.next) {
+			continue
+		}
+		gap := askAgainAfter
+		if ok {
+			gap = min(2*st.gap, browseMax)
+		}
+		e.missAsk[q] = missState{next: now.Add(gap), gap: gap}
+		due = append(due, q)
+	}
+	for q := range e.missAsk {
+		if !want[q] {
+			delete(e.missAsk, q)
+		}
+	}
+	return due
 }
 
 // store caches rr. TTL 0 is a goodbye and removes the record at once (see
