@@ -89,7 +89,10 @@ const mdnsSRVPort = 9
 //
 // Beyond what RFC 6762 requires, unicast replies go from the address the
 // query was sent to (so a VIP never appears as their source), and a peer's
-// addresses in Exclude are dropped on receipt. Not done: duplicate question
+// addresses in Exclude are dropped on receipt. A datagram sent to one of
+// our unicast addresses from a source outside the subnets of the interface
+// it came in on is dropped (section 11, as avahi does): an off-link host
+// can neither add nodes nor get answers. Not done: duplicate question
 // suppression (section 7.3), passive observation of failures (section
 // 10.5: mdns-publisher answers no query for its host or instance name, so
 // another browser's unanswered query for them says nothing about its
@@ -270,6 +273,33 @@ func unusableAddr(a netip.Addr) string {
 		return "a link-local address (it needs a zone, so it is useless in DNS answers)"
 	}
 	return ""
+}
+
+// fromOffLink reports whether a datagram from src to dst, received on an
+// interface holding the prefixes ifPrefixes, comes from off the link and
+// must be dropped (RFC 6762 section 11). A datagram to the mDNS group is on
+// the link whatever its source (routers do not forward the link-local
+// groups); one to a unicast address of ours is on the link only if src is
+// link-local or inside a prefix of the interface. Without this, a host
+// beyond a router that reaches UDP port 5353 could put nodes into the
+// cluster's DNS, or replace a node's address with the cache-flush bit, and
+// would get answers to its queries (CERT VU#550620). avahi drops such
+// responses the same way ("Received non-local response"). An unknown dst
+// (no control message) counts as on the link.
+func fromOffLink(src, dst netip.Addr, ifPrefixes []netip.Prefix) bool {
+	if !dst.IsValid() || dst.IsMulticast() {
+		return false
+	}
+	src = src.Unmap().WithZone("")
+	if src.IsLinkLocalUnicast() {
+		return false
+	}
+	for _, p := range ifPrefixes {
+		if p.Contains(src) {
+			return false
+		}
+	}
+	return true
 }
 
 func sortAddrs(a []netip.Addr) {

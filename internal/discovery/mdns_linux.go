@@ -115,6 +115,10 @@ func (m *MDNS) run(ctx context.Context, cfg mdnsConfig, update func([]Node)) err
 			if !conn.ifIndex[p.ifIndex] {
 				continue
 			}
+			if fromOffLink(p.from.Addr(), p.dst, conn.prefixes(p.ifIndex, p.dst, clk.Now())) {
+				cfg.log.Debug("mdns: dropping a datagram from off the link (RFC 6762 section 11)", "from", p.from, "to", p.dst)
+				continue
+			}
 			conn.sendAll(eng.receive(clk.Now(), p), cfg)
 		case <-timer.C():
 			conn.sendAll(eng.tick(clk.Now()), cfg)
@@ -180,6 +184,55 @@ type mdnsConn struct {
 	ifaces  []net.Interface
 	ifIndex map[int]bool
 	failed  chan error
+	// onLink caches each interface's prefixes for prefixes, a second.
+	onLink map[int]ifPrefixes
+}
+
+type ifPrefixes struct {
+	at       time.Time
+	prefixes []netip.Prefix
+}
+
+// prefixes returns the prefixes of interface ifIndex's addresses, for
+// fromOffLink, read again when the cache is a second old: only a datagram
+// sent to a unicast address needs them (dst multicast: nil, unread), and a
+// host flooding those costs a read of the interface's addresses a second,
+// not one a datagram.
+func (c *mdnsConn) prefixes(ifIndex int, dst netip.Addr, now time.Time) []netip.Prefix {
+	if !dst.IsValid() || dst.IsMulticast() {
+		return nil
+	}
+	if e, ok := c.onLink[ifIndex]; ok && now.Sub(e.at) < time.Second && !now.Before(e.at) {
+		return e.prefixes
+	}
+	var out []netip.Prefix
+	if ifi, err := net.InterfaceByIndex(ifIndex); err == nil {
+		if addrs, err := ifi.Addrs(); err == nil {
+			for _, a := range addrs {
+				n, ok := a.(*net.IPNet)
+				if !ok {
+					continue
+				}
+				ip, ok := netip.AddrFromSlice(n.IP)
+				ones, _ := n.Mask.Size()
+				if !ok {
+					continue
+				}
+				ip = ip.Unmap()
+				if ip.Is4() && ones > 32 {
+					ones -= 96
+				}
+				if p, err := ip.Prefix(ones); err == nil {
+					out = append(out, p)
+				}
+			}
+		}
+	}
+	if c.onLink == nil {
+		c.onLink = map[int]ifPrefixes{}
+	}
+	c.onLink[ifIndex] = ifPrefixes{at: now, prefixes: out}
+	return out
 }
 
 // listenMDNS binds UDP port 5353 for IPv4 and IPv6 and joins the mDNS
