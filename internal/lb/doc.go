@@ -126,7 +126,11 @@
 // an array of lines, each an array of field objects), with a line per
 // frontend, server and backend, the monitor and stats sections included,
 // numbered as haproxy numbers them; hastats.go says which fields vipstack
-// fills and which it leaves out. The session rates (haproxy's freq_ctr
+// fills and which it leaves out. The monitor and stats sections' own
+// lines count their connections, requests, intercepted requests, answers
+// by class, request errors and the requests passed to their serverless
+// backend as haproxy 2.6.12 does (webCount in web.go, ListenStats;
+// compared with haproxy's field by field: TestListenStatsMatchHaproxy). The session rates (haproxy's freq_ctr
 // over the current and previous second), the last session's age and the
 // average queue, connect and total times (its swrate over the last 1024
 // sessions) are haproxy's, counted with a few atomic operations per

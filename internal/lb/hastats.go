@@ -35,8 +35,8 @@ import (
 // requests, header rewrites, compression, rate limits, backup servers,
 // connection reuse, HTTP requests on a TCP frontend), and the field is left
 // out (empty in the CSV, absent from the JSON) when vipstack does not
-// measure it: the monitor's and stats page's own sessions, bytes, rates
-// and times, and the module counters. The session rates, the last
+// measure it: the module counters. The monitor's and stats page's own
+// lines are counted as haproxy counts them (webCount, ListenStats). The session rates, the last
 // session's age and the average times (rate, rate_max, conn_rate,
 // conn_rate_max, conn_tot, lastsess, qtime ... ttime_max) are counted as
 // haproxy counts them (rates.go). Which fields each line has is in
@@ -140,6 +140,18 @@ var statFieldTags = map[string]statTags{
 	"idle_conn_cur":  {"Metric", "Gauge", "Process", "u32"},
 	"safe_conn_cur":  {"Metric", "Gauge", "Process", "u32"},
 	"uweight":        {"Metric", "Avg", "Process", "u32"},
+	// The HTTP counters of the monitor and stats sections (measured).
+	"hrsp_1xx":      {"Metric", "Counter", "Process", "u64"},
+	"hrsp_2xx":      {"Metric", "Counter", "Process", "u64"},
+	"hrsp_3xx":      {"Metric", "Counter", "Process", "u64"},
+	"hrsp_4xx":      {"Metric", "Counter", "Process", "u64"},
+	"hrsp_5xx":      {"Metric", "Counter", "Process", "u64"},
+	"hrsp_other":    {"Metric", "Counter", "Process", "u64"},
+	"intercepted":   {"Metric", "Counter", "Process", "u64"},
+	"cache_lookups": {"Metric", "Counter", "Process", "u64"},
+	"cache_hits":    {"Metric", "Counter", "Process", "u64"},
+	"eint":          {"Metric", "Counter", "Process", "u64"},
+	"connect":       {"Metric", "Counter", "Process", "u64"},
 	// rates.go's fields, tags measured (a Backend's rates differ).
 	"rate":          {"Metric", "Rate", "Process", "u32"},
 	"rate_max":      {"Metric", "Max", "Process", "u32"},
@@ -306,28 +318,61 @@ func (snap Snapshot) records() []*statRecord {
 				}
 			}
 		case proxyListen:
+			var ls *ListenStats
+			for i := range snap.Listens {
+				if snap.Listens[i].Name == p.name {
+					ls = &snap.Listens[i]
+				}
+			}
 			if snap.filter.keeps(p.iid, 1, 0) {
-				out = append(out, listenFrontendRecord(p))
+				out = append(out, listenFrontendRecord(p, ls))
 			}
 			if snap.filter.keeps(p.iid, 2, 0) {
-				out = append(out, listenBackendRecord(p, snap.listenFullConn))
+				out = append(out, listenBackendRecord(p, ls, snap.listenFullConn))
 			}
 		}
 	}
 	return out
 }
 
-// listenFrontendRecord is the FRONTEND line of a monitor or stats section.
-func listenFrontendRecord(p proxyRef) *statRecord {
+// listenFrontendRecord is the FRONTEND line of a monitor or stats
+// section; ls, its counts, is nil in a snapshot built by hand.
+func listenFrontendRecord(p proxyRef, ls *ListenStats) *statRecord {
 	fe := newRecord(objFrontend, p.iid, 0, p.name, "FRONTEND", "http")
 	fe.s("status", "OPEN")
 	fe.n("slim", maxWebConns)
 	fe.zero("rate_lim", "comp_in", "comp_out", "comp_byp", "comp_rsp", "dcon", "dses", "wrew")
+	if ls == nil {
+		return fe
+	}
+	fe.i("scur", ls.Sessions)
+	fe.i("smax", ls.MaxSessions)
+	fe.n("stot", ls.TotalSessions)
+	fe.n("bin", ls.BytesIn)
+	fe.n("bout", ls.BytesOut)
+	fe.n("ereq", ls.RequestErrors)
+	fe.n("rate", ls.Rate)
+	fe.n("rate_max", ls.MaxRate)
+	fe.n("conn_rate", ls.Rate)
+	fe.n("conn_rate_max", ls.MaxRate)
+	fe.n("conn_tot", ls.TotalSessions)
+	fe.n("req_rate", ls.RequestRate)
+	fe.n("req_rate_max", ls.MaxRequestRate)
+	fe.n("req_tot", ls.Requests)
+	fe.n("intercepted", ls.Intercepted)
+	for _, class := range hrspClasses {
+		fe.n("hrsp_"+class, ls.Responses[class])
+	}
+	fe.zero("dreq", "dresp", "cache_lookups", "cache_hits", "eint")
 	return fe
 }
 
-// listenBackendRecord is the BACKEND line of a monitor or stats section.
-func listenBackendRecord(p proxyRef, fullConn int) *statRecord {
+// listenBackendRecord is the BACKEND line of a monitor or stats section:
+// the requests passed to its backend, without a server, each a session
+// and a connection error answered 503 (measured: stot, econ, req_tot and
+// hrsp_5xx 1 for one such request); its bytes are the frontend's, as
+// haproxy shows them.
+func listenBackendRecord(p proxyRef, ls *ListenStats, fullConn int) *statRecord {
 	be := newRecord(objBackend, p.iid, 0, p.name, "BACKEND", "http")
 	if fullConn > 0 {
 		be.n("slim", uint64(fullConn))
@@ -335,6 +380,23 @@ func listenBackendRecord(p proxyRef, fullConn int) *statRecord {
 	be.s("status", "UP") // haproxy's, for a backend without servers
 	be.zero("qcur", "qmax", "weight", "act", "bck", "lbtot", "comp_in", "comp_out", "comp_byp", "comp_rsp",
 		"wrew", "reuse", "uweight")
+	if ls == nil {
+		return be
+	}
+	be.n("scur", 0)
+	be.i("smax", ls.BackendMaxSessions)
+	be.n("stot", ls.BackendRequests)
+	be.n("bin", ls.BytesIn)
+	be.n("bout", ls.BytesOut)
+	be.n("econ", ls.BackendRequests)
+	be.n("req_tot", ls.BackendRequests)
+	for _, class := range hrspClasses {
+		be.n("hrsp_"+class, 0)
+	}
+	be.n("hrsp_5xx", ls.BackendRequests)
+	be.times(ls.BackendRate, ls.BackendMaxRate, ls.BackendLastSessionSec, TimeStats{})
+	be.zero("dreq", "dresp", "eresp", "wretr", "wredis", "cli_abrt", "srv_abrt", "chkdown", "connect",
+		"cache_lookups", "cache_hits", "eint")
 	return be
 }
 

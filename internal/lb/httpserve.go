@@ -414,6 +414,92 @@ type response struct {
 	noLength bool
 	// close ends the connection after the answer (haproxy's 401).
 	close bool
+	// backend: the answer of the section's backend (it has no server),
+	// not one the section intercepted (webCount).
+	backend bool
+}
+
+// htxStartLine is the size haproxy 2.6 adds to a start line's three parts
+// as it stores it (struct htx_sl), and htxEnd the end of headers block.
+// Measured: "GET /haproxy_ready HTTP/1.0" without headers counts bin 46
+// (3+14+8+20+1), with headers "A: b" and "Cc: dd" 52.
+const (
+	htxStartLine = 20
+	htxEnd       = 1
+)
+
+// htxSize is the request's head as haproxy 2.6 stores it and counts it in
+// bin: the start line, each header's name and value, but a Connection
+// header that says only close or keep-alive, which haproxy's HTTP/1
+// parser removes (measured: adding "Connection: close" leaves bin as it
+// is).
+func (r *request) htxSize() uint64 {
+	n := len(r.method) + len(r.uri) + len("HTTP/1.1") + htxStartLine + htxEnd
+	for _, f := range r.header {
+		if strings.EqualFold(f.name, "connection") && connectionOnly(f.value) {
+			continue
+		}
+		n += len(f.name) + len(f.value)
+	}
+	return uint64(n)
+}
+
+// connectionOnly: a Connection value of close and keep-alive tokens
+// only.
+func connectionOnly(v string) bool {
+	for _, t := range strings.Split(v, ",") {
+		switch strings.ToLower(strings.Trim(t, " \t")) {
+		case "close", "keep-alive":
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// htxSize is the answer as haproxy 2.6 stores it and counts it in bout:
+// its status line, its header lines (the connection and framing lines
+// the HTTP/1 layer adds are not stored), and its body unless head
+// (measured: the monitor's 200 counts bout 150, 92 to a HEAD; the 303
+// of the stats page to a POST 118).
+func (resp *response) htxSize(head bool) uint64 {
+	n := len("HTTP/1.1") + 3 + len(resp.reason) + htxStartLine + htxEnd
+	if !resp.chunked && !resp.noLength {
+		n += len("content-length") + len(strconv.Itoa(len(resp.body)))
+	}
+	for _, f := range resp.header {
+		n += len(f.name) + len(f.value)
+	}
+	if !head {
+		n += len(resp.body)
+	}
+	return uint64(n)
+}
+
+// chunkedData is the data of a whole chunked body (chunkedLen's) as
+// haproxy stores it: the chunks' data, and the end of trailers block
+// (measured: "5\r\nhello\r\n0\r\n\r\n" counts 6).
+func chunkedData(b []byte) int64 {
+	var n int64
+	for {
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			return n
+		}
+		line, _, _ := strings.Cut(strings.TrimSuffix(string(b[:i]), "\r"), ";")
+		size, err := strconv.ParseUint(strings.TrimRight(line, " \t"), 16, maxChunkBits)
+		if err != nil || size == 0 || int(size) > len(b)-i-1 {
+			return n + htxEnd
+		}
+		n += int64(size)
+		b = b[i+1+int(size):]
+		if len(b) > 0 && b[0] == '\r' {
+			b = b[1:]
+		}
+		if len(b) > 0 && b[0] == '\n' {
+			b = b[1:]
+		}
+	}
 }
 
 // errRequestTooLarge is a head that does not fit haproxy's buffer.
@@ -493,13 +579,19 @@ func (h *httpListener) serveConn(c *webConn) {
 		var ne net.Error
 		switch {
 		case errors.Is(err, errRequestTooLarge):
+			h.site.Load().countRefused()
 			h.writeRaw(c, answer400)
 			return
 		case errors.As(err, &ne) && ne.Timeout():
+			h.site.Load().countRefused()
 			h.writeRaw(c, answer408)
 			return
 		case err != nil:
-			return // the client went away
+			// The client went away with its head unsent: haproxy
+			// counts the 400 it sends to the closed connection
+			// (measured, also for a client that sends nothing).
+			h.site.Load().countRefused()
+			return
 		}
 		first = false
 		if !c.answering() {
@@ -508,6 +600,7 @@ func (h *httpListener) serveConn(c *webConn) {
 		req, err := parseRequest(head)
 		var re *requestError
 		if errors.As(err, &re) {
+			h.site.Load().countRefused()
 			h.writeRaw(c, re.answer)
 			return
 		}
@@ -516,12 +609,23 @@ func (h *httpListener) serveConn(c *webConn) {
 			// request that parsed starts (measured).
 			st.lb.logHTTPConnect(st.logs, st.name(), c.Conn)
 		}
+		body := int64(0)
+		if req.chunked {
+			b, _ := br.Peek(br.Buffered())
+			body = chunkedData(b)
+		} else if int64(br.Buffered()) >= req.contentLength {
+			body = req.contentLength
+		}
 		complete, err := skipBody(br, req)
 		if errors.As(err, &re) {
+			h.site.Load().countRefused()
 			h.writeRaw(c, re.answer)
 			return
 		}
-		resp := h.respond(req)
+		if !complete {
+			body = 0
+		}
+		resp := h.answer(req, body)
 		closing := !req.keepAlive || !complete || req.framingConflict || resp.close
 		c.SetWriteDeadline(time.Now().Add(h.to.Load().write))
 		if _, err := c.Write(resp.encode(req, closing)); err != nil {
@@ -632,14 +736,17 @@ func (h *httpListener) serve() {
 			return
 		}
 		delay = 0
-		h.site.Load().countConn()
+		st := h.site.Load()
+		st.countConn()
 		seq++
 		wc := newWebConn(c, seq)
 		if !h.admit(wc) {
+			st.countClose()
 			c.Close()
 			return
 		}
 		go func() {
+			defer st.countClose()
 			defer h.release(wc)
 			h.serveConn(wc)
 		}()

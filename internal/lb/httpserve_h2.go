@@ -129,7 +129,7 @@ func (h *httpListener) serveH2Stream(c *webConn, w http.ResponseWriter, r *http.
 	if st := h.site.Load(); st.logs != nil {
 		st.lb.logHTTPConnect(st.logs, st.name(), c.Conn)
 	}
-	resp := h.respond(req)
+	resp := h.answer(req, max(r.ContentLength, 0))
 	fields := resp.header
 	if !resp.chunked && !resp.noLength {
 		// haproxy's HTTP/2 answers give the length first, as its

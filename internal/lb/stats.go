@@ -14,6 +14,8 @@ type Snapshot struct {
 	Healthy   bool            `json:"healthy"`
 	Frontends []FrontendStats `json:"frontends"`
 	Backends  []BackendStats  `json:"backends"`
+	// Listens are the monitor and stats sections, by name.
+	Listens []ListenStats `json:"listens,omitempty"`
 
 	// proxies are the sections in haproxy's numbering, for the stats
 	// CSV and JSON; nil in a snapshot built by hand (see proxyOrder).
@@ -174,6 +176,65 @@ type ServerStats struct {
 	DowntimeSeconds   int64 `json:"downtime_seconds"`
 }
 
+// ListenStats is a monitor or stats section: its connections and
+// requests (its FRONTEND line of the stats) and the requests it passed to
+// its backend, which has no server (its BACKEND line), counted as haproxy
+// 2.6.12 counts them (see webCount).
+type ListenStats struct {
+	Name          string `json:"name"`
+	Sessions      int64  `json:"current_sessions"`
+	MaxSessions   int64  `json:"max_sessions"`
+	TotalSessions uint64 `json:"total_sessions"`
+	// BytesIn and BytesOut are the requests' and answers' sizes as
+	// haproxy stores them (HTX), not the bytes on the wire.
+	BytesIn  uint64 `json:"bytes_in"`
+	BytesOut uint64 `json:"bytes_out"`
+	// Requests counts every request, RequestErrors those refused or not
+	// sent in time, Intercepted those the section answered itself,
+	// Responses the answers by class ("1xx" ... "5xx", "other").
+	Requests      uint64            `json:"requests"`
+	RequestErrors uint64            `json:"request_errors"`
+	Intercepted   uint64            `json:"intercepted"`
+	Responses     map[string]uint64 `json:"responses,omitempty"`
+	// Rate, MaxRate: connections; RequestRate, MaxRequestRate:
+	// requests (rates.go).
+	Rate           uint64 `json:"rate"`
+	MaxRate        uint64 `json:"max_rate"`
+	RequestRate    uint64 `json:"request_rate"`
+	MaxRequestRate uint64 `json:"max_request_rate"`
+	// The backend: the requests it answered 503 (each a session and a
+	// connection error), their most at once and rate, and haproxy's
+	// lastsess: the seconds since a stats section's last request, -1 for
+	// none and always for a monitor (measured).
+	BackendRequests       uint64 `json:"backend_requests"`
+	BackendMaxSessions    int64  `json:"backend_max_sessions"`
+	BackendRate           uint64 `json:"backend_rate"`
+	BackendMaxRate        uint64 `json:"backend_max_rate"`
+	BackendLastSessionSec int64  `json:"backend_last_session_seconds"`
+}
+
+// hrspClasses name webCount.hrsp's classes.
+var hrspClasses = [6]string{"1xx", "2xx", "3xx", "4xx", "5xx", "other"}
+
+func listenStats(name string, c *webCount, now time.Time) ListenStats {
+	ls := ListenStats{Name: name, Sessions: c.cur.Load(), MaxSessions: c.smax.Load(), TotalSessions: c.fe.Load(),
+		BytesIn: c.bin.Load(), BytesOut: c.bout.Load(),
+		Requests: c.reqs.Load(), RequestErrors: c.ereq.Load(), Intercepted: c.intercepted.Load(),
+		Rate: c.rate.read(now), MaxRate: uint64(c.rate.max.Load()),
+		RequestRate: c.reqRate.read(now), MaxRequestRate: uint64(c.reqRate.max.Load()),
+		BackendRequests: c.be.Load(), BackendMaxSessions: c.beSmax.Load(),
+		BackendRate: c.beRate.read(now), BackendMaxRate: uint64(c.beRate.max.Load()), BackendLastSessionSec: c.beLast.age(now)}
+	for i, class := range hrspClasses {
+		if n := c.hrsp[i].Load(); n > 0 {
+			if ls.Responses == nil {
+				ls.Responses = map[string]uint64{}
+			}
+			ls.Responses[class] = n
+		}
+	}
+	return ls
+}
+
 // Snapshot reads every counter. It takes no lock on the forwarding path.
 func (l *LB) Snapshot() Snapshot {
 	v := l.view.Load()
@@ -229,6 +290,17 @@ func (l *LB) Snapshot() Snapshot {
 			bs.Status = "UP"
 		}
 		snap.Backends = append(snap.Backends, bs)
+	}
+	l.mu.Lock()
+	counts := make(map[string]*webCount, len(l.webCounts))
+	for k, c := range l.webCounts {
+		counts[k] = c
+	}
+	l.mu.Unlock()
+	for _, p := range snap.proxies {
+		if c := counts[p.name]; p.kind == proxyListen && c != nil {
+			snap.Listens = append(snap.Listens, listenStats(p.name, c, now))
+		}
 	}
 	return snap
 }

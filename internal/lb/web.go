@@ -26,23 +26,108 @@ type site struct {
 	count *webCount
 }
 
-// webCount is what haproxy's "cumulated conns" count for a monitor or
-// stats section: FE, the connections accepted; BE, the requests that
-// reached its (serverless) backend, answered 503 (measured).
+// webCount is what haproxy 2.6.12 counts for a monitor or stats section:
+// its FRONTEND and BACKEND lines of the stats (listenStats) and its soft
+// stop's "cumulated conns", kept over reloads. Measured with haproxy
+// 2.6.12 (Debian 12), read from `show stat` after raw requests on
+// loopback:
+//
+//   - Every connection is a frontend session (stot, conn_tot, scur and
+//     smax, rate and conn_rate), and every request counts (req_tot,
+//     req_rate, hrsp_*), also on a keep-alive connection (three requests
+//     on one connection: stot 1, req_tot 3).
+//   - A request the section answers itself (the monitor URI, whatever
+//     its answer; the stats page, its 303 to a POST and its 401) is
+//     intercepted. Another request goes to the section's backend, which
+//     has no server: 503, and the backend counts a session (stot,
+//     rate), a connection error (econ), a request (req_tot) and its 5xx.
+//     The backend's lastsess is the last request of a stats section,
+//     whoever answered it; a monitor's stays -1, also after requests to
+//     its backend.
+//   - A refused request (400, 413, 422) and a head that did not come in
+//     time (408) count as a request error (ereq) with a 4xx, and no
+//     bytes; so does a client that connects and closes without a word
+//     (haproxy counts the 400 it would have sent), and one that sends a
+//     part of a head and closes. A connection closed while idle between
+//     keep-alive requests counts nothing.
+//   - bin and bout are the requests' and answers' sizes as haproxy stores
+//     them (HTX, htxSize), not the bytes on the wire: three curl requests
+//     of 92 bytes give bin 285. The backend line shows the frontend's
+//     bin and bout (also when every request was intercepted).
 type webCount struct {
+	// fe: the connections accepted; be: the requests passed to the
+	// backend (also the soft stop's FE and BE).
 	fe, be atomic.Uint64
+	// cur, smax: the connections open and the most at once; beCur,
+	// beSmax: the requests at the backend.
+	cur, smax, beCur, beSmax atomic.Int64
+	bin, bout                atomic.Uint64
+	reqs, intercepted, ereq  atomic.Uint64
+	// hrsp counts the answers by class: 1xx to 5xx, then other codes.
+	hrsp                  [6]atomic.Uint64
+	rate, reqRate, beRate rateCounter
+	beLast                lastSession
 }
 
 func (s *site) countConn() {
+	if s.count == nil {
+		return
+	}
+	s.count.fe.Add(1)
+	storeMax(&s.count.smax, s.count.cur.Add(1))
+	s.count.rate.add(s.lb.clk.Now())
+}
+
+// countClose counts a connection's end.
+func (s *site) countClose() {
 	if s.count != nil {
-		s.count.fe.Add(1)
+		s.count.cur.Add(-1)
 	}
 }
 
-func (s *site) countBackend() {
-	if s.count != nil {
-		s.count.be.Add(1)
+// countRefused counts a request refused before it was parsed: a 400,
+// 408, 413 or 422 of haproxy's (or the 400 of a client that closed).
+func (s *site) countRefused() {
+	if s.count == nil {
+		return
 	}
+	s.count.reqs.Add(1)
+	s.count.reqRate.add(s.lb.clk.Now())
+	s.count.ereq.Add(1)
+	s.count.hrsp[3].Add(1)
+}
+
+// answer answers a parsed request and counts it; body is the size of its
+// body as haproxy stores it.
+func (h *httpListener) answer(req *request, body int64) *response {
+	s := h.site.Load()
+	c := s.count
+	if c == nil {
+		return h.respond(req)
+	}
+	now := s.lb.clk.Now()
+	c.reqs.Add(1)
+	c.reqRate.add(now)
+	c.bin.Add(req.htxSize() + uint64(max(body, 0)))
+	resp := h.respond(req)
+	if resp.backend {
+		c.be.Add(1)
+		storeMax(&c.beSmax, c.beCur.Add(1))
+		c.beRate.add(now)
+		c.beCur.Add(-1)
+	} else {
+		c.intercepted.Add(1)
+	}
+	if s.stats != nil {
+		c.beLast.set(now)
+	}
+	class := resp.code/100 - 1
+	if class < 0 || class > 4 {
+		class = 5
+	}
+	c.hrsp[class].Add(1)
+	c.bout.Add(resp.htxSize(req.method == "HEAD"))
+	return resp
 }
 
 // name is the section's name.
@@ -82,6 +167,13 @@ func htmlAnswer(code int, body string) *response {
 		header: []field{{"cache-control", "no-cache"}, {"content-type", "text/html"}}}
 }
 
+// toBackend is the answer of the section's backend, which has no server.
+func toBackend() *response {
+	a := htmlAnswer(503, body503)
+	a.backend = true
+	return a
+}
+
 var reasons = map[int]string{200: "OK", 303: "See Other", 401: "Unauthorized", 503: "Service Unavailable"}
 
 // serveMonitor answers 200 at the monitor URI while a server is UP, and
@@ -94,8 +186,7 @@ var reasons = map[int]string{200: "OK", 303: "See Other", 401: "Unauthorized", 5
 // (measured: 200).
 func (s *site) serveMonitor(r *request) *response {
 	if requestPath(r.uri, s.monitor.URI) != s.monitor.URI {
-		s.countBackend()
-		return htmlAnswer(503, body503)
+		return toBackend()
 	}
 	if s.lb.Healthy() {
 		return htmlAnswer(200, body200)
@@ -166,8 +257,7 @@ func (s *site) serveStats(r *request) *response {
 	path, query, _ := strings.Cut(uri, "?")
 	if !strings.HasPrefix(reqPath, path) || (query != "" && !strings.HasPrefix(reqQuery, query)) ||
 		(r.method != "GET" && r.method != "HEAD" && r.method != "POST") {
-		s.countBackend()
-		return htmlAnswer(503, body503)
+		return toBackend()
 	}
 	if !s.authorized(r) {
 		a := htmlAnswer(401, body401)
@@ -360,7 +450,18 @@ func htmlTotal(r *statRecord, parts ...string) string {
 	for _, p := range parts {
 		fmt.Fprintf(&b, "<tr><th>%s:</th><td>%s</td></tr>", p, v)
 	}
-	if _, ok := r.val("ttime"); ok {
+	http := r.text("mode") == "http"
+	if http {
+		htmlHTTPTotals(&b, r)
+	}
+	if _, ok := r.val("ttime"); ok && http {
+		// An HTTP backend's times (measured, haproxy 2.6.12): the
+		// response time between connect and total.
+		fmt.Fprintf(&b, "<tr><th colspan=3>Max / Avg over last %d success. conn.</th></tr>", timeSamples)
+		for _, x := range [][3]string{{"Queue", "qtime_max", "qtime"}, {"Connect", "ctime_max", "ctime"}, {"Responses", "rtime_max", "rtime"}, {"Total", "ttime_max", "ttime"}} {
+			fmt.Fprintf(&b, "<tr><th>- %s time:</th><td>%s / %s</td><td>ms</td></tr>", x[0], r.h(x[1]), r.h(x[2]))
+		}
+	} else if ok {
 		// A server's or backend's times, as haproxy 2.6.12 writes them in
 		// TCP mode (measured): "<tr><th colspan=3>Max / Avg over last
 		// 1024 success. conn.</th></tr><tr><th>- Queue time:</th><td>0 /
@@ -372,6 +473,35 @@ func htmlTotal(r *statRecord, parts ...string) string {
 	}
 	b.WriteString("</table></div></u></td>")
 	return b.String()
+}
+
+// htmlHTTPTotals is the HTTP part of the tip of an HTTP section's Total
+// cell (a monitor or stats section), as haproxy 2.6.12 writes it
+// (measured): a backend's new and reused connections, the requests, the
+// answers by class, a frontend's intercepted requests, and the counters
+// of features vipstack does not have (compression, cache, header
+// rewrites, internal errors) at 0.
+func htmlHTTPTotals(b *strings.Builder, r *statRecord) {
+	row := func(label, v string) { fmt.Fprintf(b, "<tr><th>%s</th><td>%s</td></tr>", label, v) }
+	if r.objType == objBackend {
+		row("New connections:", r.h("connect"))
+		fmt.Fprintf(b, "<tr><th>Reused connections:</th><td>%s</td><td>(0%%)</td></tr>", r.h("reuse"))
+	}
+	row("Cum. HTTP requests:", r.h("req_tot"))
+	for _, class := range []string{"1xx", "2xx", "3xx", "4xx", "5xx"} {
+		row("- HTTP "+class+" responses:", r.h("hrsp_"+class))
+		if class == "2xx" {
+			b.WriteString("<tr><th>&nbsp;&nbsp;Compressed 2xx:</th><td>0</td><td>(0%)</td></tr>")
+		}
+	}
+	row("- other responses:", r.h("hrsp_other"))
+	if r.objType == objFrontend {
+		row("Intercepted requests:", r.h("intercepted"))
+	}
+	row("Cache lookups:", r.h("cache_lookups"))
+	b.WriteString("<tr><th>Cache hits:</th><td>" + r.h("cache_hits") + "</td><td>(0%)</td></tr>")
+	row("Failed hdr rewrites:", r.h("wrew"))
+	row("Internal errors:", r.h("eint"))
 }
 
 // htmlRate is a frontend's session rate cell (name rate or rate_max),
@@ -386,8 +516,13 @@ func htmlRate(r *statRecord, name, label string) string {
 		return "<td></td>"
 	}
 	conn := r.h(strings.Replace(name, "rate", "conn_rate", 1))
+	req := ""
+	if r.text("mode") == "http" {
+		// An HTTP frontend's request rate too (measured, 2.6.12).
+		req = fmt.Sprintf("<tr><th>%s request rate:</th><td>%s/s</td></tr>", label, r.h(strings.Replace(name, "rate", "req_rate", 1)))
+	}
 	return fmt.Sprintf("<td><u>%s<div class=tips><table class=det><tr><th>%s connection rate:</th><td>%s/s</td></tr>"+
-		"<tr><th>%s session rate:</th><td>%s/s</td></tr></table></div></u></td>", v, label, conn, label, v)
+		"<tr><th>%s session rate:</th><td>%s/s</td></tr>%s</table></div></u></td>", v, label, conn, label, v, req)
 }
 
 // htmlLastSession is a server's or backend's Last cell: the time since its
