@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/vipstack/vipstack/internal/lbconfig"
 )
@@ -22,7 +23,8 @@ func TestListenStatsOverTime(t *testing.T) {
 	clk := fakeClock()
 	cfg := webConfig(tcpConfig(lbconfig.RoundRobin, srv("a", a)))
 	cfg.Stats[0].Users = nil
-	l := newLB(t, clk, cfg)
+	reg := prometheus.NewRegistry()
+	l := newLBOpts(t, Options{Clock: clk, Registry: reg}, cfg)
 	send := func(section, text string) {
 		c, err := net.DialTimeout("tcp", l.Addrs(section)[0].String(), bound)
 		if err != nil {
@@ -103,6 +105,24 @@ func TestListenStatsOverTime(t *testing.T) {
 				t.Errorf("stats after %v more: lastsess %d, intercepted %d, backend requests %d; want %d, 1, 0",
 					step.advance, ls.BackendLastSessionSec, ls.Intercepted, ls.BackendRequests, step.want)
 			}
+		}
+	}
+
+	// The monitor's counters in Prometheus.
+	got := gather(t, reg)
+	for k, v := range map[string]float64{
+		`vipstack_lb_listen_connections_total{section="health_check_http_url"}`:           2,
+		`vipstack_lb_listen_current_connections{section="health_check_http_url"}`:         0,
+		`vipstack_lb_listen_responses_total{class="2xx",section="health_check_http_url"}`: 2,
+		`vipstack_lb_listen_responses_total{class="5xx",section="health_check_http_url"}`: 2,
+		`vipstack_lb_listen_responses_total{class="4xx",section="health_check_http_url"}`: 0,
+		`vipstack_lb_listen_intercepted_total{section="health_check_http_url"}`:           2,
+		`vipstack_lb_listen_backend_requests_total{section="health_check_http_url"}`:      2,
+		`vipstack_lb_listen_request_errors_total{section="health_check_http_url"}`:        0,
+		`vipstack_lb_listen_intercepted_total{section="stats"}`:                           1,
+	} {
+		if g, ok := got[k]; !ok || g != v {
+			t.Errorf("metric %s = %v (present %v), want %v", k, g, ok, v)
 		}
 	}
 }

@@ -25,11 +25,14 @@ type descs struct {
 	// (rates.go); the rates are the counters' rate() in Prometheus.
 	srvQTime, srvCTime, srvTTime, srvLastSess *prometheus.Desc
 	beQTime, beCTime, beTTime, beLastSess     *prometheus.Desc
+	// The monitor and stats sections (ListenStats).
+	lsCur, lsTot, lsResp, lsReqErr, lsIntercepted, lsBackend *prometheus.Desc
 }
 
 func newCollector(l *LB) collector {
 	sl := []string{"backend", "server"}
 	fl := []string{"frontend"}
+	ll := []string{"section"}
 	n := prometheus.NewDesc
 	return collector{l: l, d: descs{
 		healthy:      n("vipstack_lb_healthy", "1 while at least one server of any backend is UP and has passed a check or has none (the monitor URI answers 200), else 0.", nil, nil),
@@ -65,6 +68,13 @@ func newCollector(l *LB) collector {
 		feQueue:      n("vipstack_lb_frontend_queue_length", "Clients waiting for a slot (the frontend is at maxconn).", fl, nil),
 		feQueueDrops: n("vipstack_lb_frontend_queue_timeouts_total", "Clients closed after waiting `timeout queue` for a slot.", fl, nil),
 		feNoServer:   n("vipstack_lb_frontend_no_server_total", "Clients closed because no server was UP or every connection attempt failed.", fl, nil),
+		lsCur:        n("vipstack_lb_listen_current_connections", "Client connections open on a monitor or stats section.", ll, nil),
+		lsTot:        n("vipstack_lb_listen_connections_total", "Client connections accepted by a monitor or stats section.", ll, nil),
+		lsResp: n("vipstack_lb_listen_responses_total", "Answers of a monitor or stats section by class (1xx ... 5xx, other; haproxy's hrsp_*), its refusals (400, 408) included.",
+			append(ll, "class"), nil),
+		lsReqErr:      n("vipstack_lb_listen_request_errors_total", "Requests a monitor or stats section refused or did not get in time (haproxy's ereq).", ll, nil),
+		lsIntercepted: n("vipstack_lb_listen_intercepted_total", "Requests a monitor or stats section answered itself: monitor URI hits, stats pages (haproxy's intercepted).", ll, nil),
+		lsBackend:     n("vipstack_lb_listen_backend_requests_total", "Requests a monitor or stats section passed to its backend, which has no server: answered 503.", ll, nil),
 	}}
 }
 
@@ -72,7 +82,8 @@ func (c collector) Describe(ch chan<- *prometheus.Desc) {
 	d := c.d
 	for _, x := range []*prometheus.Desc{d.healthy, d.idleCloses, d.logDrops, d.srvUp, d.srvWeight, d.srvCur, d.srvTot, d.srvIn, d.srvOut, d.srvChecks,
 		d.srvConnErr, d.srvRetries, d.srvDowns, d.srvCliAbrt, d.srvSrvAbrt, d.srvRespErr, d.beUp, d.beDowns, d.feCur, d.feTot, d.feIn, d.feOut, d.feQueue, d.feQueueDrops, d.feNoServer,
-		d.srvQTime, d.srvCTime, d.srvTTime, d.srvLastSess, d.beQTime, d.beCTime, d.beTTime, d.beLastSess} {
+		d.srvQTime, d.srvCTime, d.srvTTime, d.srvLastSess, d.beQTime, d.beCTime, d.beTTime, d.beLastSess,
+		d.lsCur, d.lsTot, d.lsResp, d.lsReqErr, d.lsIntercepted, d.lsBackend} {
 		ch <- x
 	}
 }
@@ -102,6 +113,16 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		g(d.feQueue, float64(f.Queued), f.Name)
 		ctr(d.feQueueDrops, f.QueueTimeouts, f.Name)
 		ctr(d.feNoServer, f.NoServer, f.Name)
+	}
+	for _, ls := range snap.Listens {
+		g(d.lsCur, float64(ls.Sessions), ls.Name)
+		ctr(d.lsTot, ls.TotalSessions, ls.Name)
+		for _, class := range hrspClasses {
+			ctr(d.lsResp, ls.Responses[class], ls.Name, class)
+		}
+		ctr(d.lsReqErr, ls.RequestErrors, ls.Name)
+		ctr(d.lsIntercepted, ls.Intercepted, ls.Name)
+		ctr(d.lsBackend, ls.BackendRequests, ls.Name)
 	}
 	for _, b := range snap.Backends {
 		g(d.beUp, float64(b.UpServers), b.Name)
