@@ -65,7 +65,11 @@ const mdnsSRVPort = 9
 // dropped 4 s after it came unless a response carries it again. A host
 // that is shutting down can answer after its goodbye (mdns-publisher does,
 // when it is asked between its goodbye and the close of its sockets), and
-// that answer would otherwise keep the node for its whole TTL. A silent
+// that answer would otherwise keep the node for its whole TTL. A goodbye
+// another responder sends for records this node publishes (its own
+// mdns-publisher, stopped while the node moves to vipstack, publishes the
+// same records) is answered at once with those records (section 10.1's
+// rescue), so the others lose the node for one round trip only. A silent
 // node goes when its TTL runs out. A record an instance still lacks (an
 // address that lapsed while the instance's PTR and SRV live on, as those
 // of a dead mdns-publisher node do for 53 minutes) is asked for at once,

@@ -888,6 +888,7 @@ func (e *mdnsEngine) handleResponse(now time.Time, m *dns.Msg) []outPacket {
 			return e.lost(now, rr)
 		}
 	}
+	out := e.rescue(now, rrs)
 	// Pass 1: PTR, SRV, TXT (they decide which addresses we want).
 	// Pass 2: addresses and NSEC of wanted hosts.
 	flushed := map[cacheKey]bool{}
@@ -933,7 +934,50 @@ func (e *mdnsEngine) handleResponse(now time.Time, m *dns.Msg) []outPacket {
 		}
 	}
 	qs, noKnown := e.missing()
-	return e.query(now, e.backOffMissing(now, qs), noKnown)
+	return append(out, e.query(now, e.backOffMissing(now, qs), noKnown)...)
+}
+
+// rescue announces again, at once, the records of ours that another
+// responder just said goodbye for (RFC 6762 section 10.1: a cooperating
+// responder rescues them). That responder is mdns-publisher on this node
+// while the node moves to vipstack: it publishes the same records byte for
+// byte, host address included, and its goodbye when it is stopped would
+// otherwise remove them from every browser (they drop a goodbye'd record at
+// once, see store), and the node with them, until something asks again:
+// for a browser of mdns-publisher's types only (the DNS's mdns directive)
+// that is the next PTR query for the type by any host on the link. The
+// browsers reconfirm the records, back right after their goodbye, and we
+// answer. Every goodbye is answered, with no rate limit (section 6.2's
+// second would leave the address deleted when a master's mdns-publisher
+// sends its second goodbye, the Etcd server's, right after the first): one
+// packet for one, and only a host that publishes our records sends them.
+func (e *mdnsEngine) rescue(now time.Time, rrs []dns.RR) []outPacket {
+	if e.phase != pubAnnouncing && e.phase != pubAnnounced {
+		return nil
+	}
+	var again []dns.RR
+	for _, rr := range rrs {
+		h := rr.Header()
+		if h.Ttl != 0 || h.Class&^topBit != dns.ClassINET {
+			continue
+		}
+		k := keyOf(rr)
+		if !e.ownKeys[k] {
+			continue
+		}
+		for _, o := range e.all() {
+			if keyOf(o) == k && !containsRR(again, o) {
+				again = append(again, o)
+			}
+		}
+	}
+	if len(again) == 0 {
+		return nil
+	}
+	e.cfg.log.Info("mdns: another responder said goodbye for records this node publishes (its mdns-publisher stopping?); announcing them again",
+		"records", len(again))
+	e.noteMcast(now, again, 0, 0)
+	return []outPacket{{msg: e.response(again, nil, true)}}
 }
 
 // backOffMissing returns the questions of qs (from missing) that are due:
