@@ -121,6 +121,7 @@ type cacheEntry struct {
 	expires   time.Time
 	refreshes int       // refresh queries sent since received (RFC 6762 section 5.2: 80, 85, 90, 95 %)
 	refreshAt time.Time // next refresh query; zero after the last one
+	refreshed time.Time // when the last refresh query was due; zero before the first
 	jitter    int       // random part of the refresh times, in thousandths of a percent of the TTL (0-1999)
 
 	// Reconfirmation of a record that came back right after its goodbye
@@ -447,10 +448,21 @@ func (e *mdnsEngine) tick(now time.Time) []outPacket {
 		}
 		qs = append(qs, e.reconfirmQuestions(c.rr, noKnown)...)
 	}
+	// retry: the refresh questions that go out even if asked within
+	// askAgainAfter. The refresh queries of a record with a TTL under 20 s
+	// are less than a second apart (0.75 s at the default TTL); the
+	// question asked last by this record's own previous refresh is no
+	// answer to it, one asked since by another need is.
+	retry := map[dns.Question]bool{}
 	for _, c := range e.cache {
 		if c.refreshAt.IsZero() || now.Before(c.refreshAt) {
 			continue
 		}
+		prev := c.refreshed
+		if prev.IsZero() {
+			prev = c.received
+		}
+		c.refreshed = now
 		c.refreshes++
 		e.scheduleRefresh(c)
 		t := c.rr.Header().Rrtype
@@ -458,13 +470,17 @@ func (e *mdnsEngine) tick(now time.Time) []outPacket {
 			hosts = e.wantedHosts()
 		}
 		if q, ok := e.refreshQuestion(c.rr, hosts); ok {
+			q.Name = dns.CanonicalName(q.Name)
+			if at, ok := e.asked[q]; ok && !at.After(prev) {
+				retry[q] = true
+			}
 			qs = append(qs, q)
 			if t == dns.TypeA || t == dns.TypeAAAA {
 				qs = append(qs, e.ocpAsk(dns.CanonicalName(c.rr.Header().Name), noKnown)...)
 			}
 		}
 	}
-	return append(out, e.query(now, qs, noKnown)...)
+	return append(out, e.query(now, qs, noKnown, retry)...)
 }
 
 // ocpAsk returns the questions that make mdns-publisher send the address of
@@ -669,8 +685,9 @@ func (e *mdnsEngine) lookup(name string, t uint16, f func(dns.RR) bool) (dns.RR,
 // record) and checked once per packet.
 //
 // The PTRs that point at an instance in noKnown are never listed as known
-// answers (see ocpAsk).
-func (e *mdnsEngine) query(now time.Time, qs []dns.Question, noKnown map[string]bool) []outPacket {
+// answers (see ocpAsk). The questions in retry are asked even within
+// askAgainAfter (see tick).
+func (e *mdnsEngine) query(now time.Time, qs []dns.Question, noKnown map[string]bool, retry map[dns.Question]bool) []outPacket {
 	const header = 12
 	var out []outPacket
 	m, size := &dns.Msg{Compress: true}, header
@@ -685,7 +702,7 @@ func (e *mdnsEngine) query(now time.Time, qs []dns.Question, noKnown map[string]
 			continue
 		}
 		seen[q] = true
-		if t, ok := e.asked[q]; ok && now.Sub(t) < askAgainAfter {
+		if t, ok := e.asked[q]; ok && now.Sub(t) < askAgainAfter && !retry[q] {
 			continue
 		}
 		e.asked[q] = now
@@ -934,7 +951,7 @@ func (e *mdnsEngine) handleResponse(now time.Time, m *dns.Msg) []outPacket {
 		}
 	}
 	qs, noKnown := e.missing()
-	return append(out, e.query(now, e.backOffMissing(now, qs), noKnown)...)
+	return append(out, e.query(now, e.backOffMissing(now, qs), noKnown, nil)...)
 }
 
 // rescue announces again, at once, the records of ours that another

@@ -552,7 +552,7 @@ func TestMDNSEngineManyPeers(t *testing.T) {
 	}
 	// The browse query carries every PTR as a known answer: 300 fit in
 	// one packet (about 26 bytes each, compressed).
-	q := h.e.query(l.now.Add(time.Second), []dns.Question{{Name: h.e.svc, Qtype: dns.TypePTR, Qclass: dns.ClassINET}}, nil)
+	q := h.e.query(l.now.Add(time.Second), []dns.Question{{Name: h.e.svc, Qtype: dns.TypePTR, Qclass: dns.ClassINET}}, nil, nil)
 	if len(q) != 1 || len(q[0].msg.Answer) != n+1 || q[0].msg.Len() > maxPacket {
 		t.Errorf("browse query: %d packets, want 1 with %d known answers in at most %d bytes", len(q), n+1, maxPacket)
 		for _, p := range q {
