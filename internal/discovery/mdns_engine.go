@@ -1047,8 +1047,12 @@ func (e *mdnsEngine) store(now time.Time, rr dns.RR, flushed map[cacheKey]bool, 
 	h.Class &^= topBit
 	k := keyOf(rr)
 	if h.Ttl == 0 {
-		if _, ok := e.cache[k]; ok {
-			e.goodbyes[k] = now // only records we hold: bounded by the cache
+		// Only records we hold, and at most maxCache of them: a host
+		// announcing and saying goodbye over and over between two timers
+		// (which forget the old ones) would grow the memory without bound.
+		// Past it, a goodbye'd record that comes back is not reconfirmed.
+		if _, ok := e.cache[k]; ok && len(e.goodbyes) < maxCache {
+			e.goodbyes[k] = now
 		}
 		e.drop(k)
 		return
