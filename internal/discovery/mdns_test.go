@@ -955,9 +955,26 @@ func FuzzMDNSEngineReceive(f *testing.F) {
 		}
 		e.receive(now, inPacket{data: data, from: netip.MustParseAddrPort("198.18.0.30:5353"), ifIndex: 1})
 		e.receive(now, inPacket{data: data, from: netip.MustParseAddrPort("198.18.0.30:40000"), ifIndex: 1})
-		for i := 0; i < 5 && !e.next().IsZero(); i++ {
+		// The same records' goodbye, then the records again 10 ms
+		// later: the reconfirmation's paths (goodbyeMemory).
+		if m := new(dns.Msg); m.Unpack(data) == nil {
+			for _, rr := range append(append([]dns.RR(nil), m.Answer...), m.Extra...) {
+				rr.Header().Ttl = 0
+			}
+			if bye, err := m.Pack(); err == nil {
+				e.receive(now, inPacket{data: bye, from: netip.MustParseAddrPort("198.18.0.30:5353"), ifIndex: 1})
+				now = now.Add(10 * time.Millisecond)
+				e.receive(now, inPacket{data: data, from: netip.MustParseAddrPort("198.18.0.30:5353"), ifIndex: 1})
+			}
+		}
+		for i := 0; i < 8 && !e.next().IsZero(); i++ {
 			now = e.next()
 			e.tick(now)
+		}
+		for k, c := range e.cache {
+			if c.verifying() && !now.Before(c.verifyBy) {
+				t.Fatalf("%+v is still cached at %v, past its reconfirmation's end %v", k, now, c.verifyBy)
+			}
 		}
 		for _, n := range e.nodes() {
 			for _, a := range n.Addrs {
