@@ -22,10 +22,7 @@ import (
 // comes.
 func TestMDNSEngineMissingBacksOff(t *testing.T) {
 	l := newSimLink(t)
-	h := l.add(MDNS{Cluster: "ostest", Self: Node{Name: "master-0", Role: Master, Addrs: addrs("198.18.0.11")},
-		OpenShift: true, TTL: 20 * time.Second}, "198.18.0.11", 5)
-	l.start(h)
-	l.run(2 * time.Second)
+	h := startMaster0(l, true)
 	dead := newZeroconfPeer(t, "ostest", "master-2", "198.18.0.14")
 	dead.live[MDNSWorkstationType], dead.live[MDNSEtcdType] = false, false
 	for _, typ := range []string{MDNSEtcdType, MDNSWorkstationType} {

@@ -183,6 +183,18 @@ func TestMDNSEngineOpenShiftAnswers(t *testing.T) {
 	}
 }
 
+// startMaster0 starts master-0 of cluster ostest (198.18.0.11, TTL 20 s,
+// OpenShift's forms if openshift) on l and runs the link 2 s: the node the
+// OpenShift tests watch others from.
+func startMaster0(l *simLink, openshift bool) *simHost {
+	l.t.Helper()
+	h := l.add(MDNS{Cluster: "ostest", Self: Node{Name: "master-0", Role: Master, Addrs: addrs("198.18.0.11")},
+		OpenShift: openshift, TTL: 20 * time.Second}, "198.18.0.11", 5)
+	l.start(h)
+	l.run(2 * time.Second)
+	return h
+}
+
 // zeroconfAnnouncement is what mdns-publisher (github.com/celebdor/zeroconf,
 // Server.probe -> composeLookupAnswers) multicasts for one service: SRV and
 // TXT with the cache-flush bit, the PTR, the service type PTR, and the
@@ -268,10 +280,7 @@ func TestMDNSEngineOpenShiftBrowse(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			l := newSimLink(t)
-			h := l.add(MDNS{Cluster: "ostest", Self: Node{Name: "master-0", Role: Master, Addrs: addrs("198.18.0.11")},
-				OpenShift: tt.openshift, TTL: 20 * time.Second}, "198.18.0.11", 5)
-			l.start(h)
-			l.run(2 * time.Second)
+			h := startMaster0(l, tt.openshift)
 			for _, p := range tt.pubs {
 				l.deliver(h, h.e.receive(l.now, inPacket{data: zeroconfAnnouncement(t, p.label, p.typ, p.host, 42424, p.addr),
 					from: netip.AddrPortFrom(netip.MustParseAddr(p.addr), mdnsPort), ifIndex: 1}))
@@ -318,10 +327,7 @@ func TestMDNSEngineOpenShiftMixed(t *testing.T) {
 // does not list its PTR as a known answer, and the node stays.
 func TestMDNSEngineOpenShiftRefresh(t *testing.T) {
 	l := newSimLink(t)
-	h := l.add(MDNS{Cluster: "ostest", Self: Node{Name: "master-0", Role: Master, Addrs: addrs("198.18.0.11")},
-		OpenShift: true, TTL: 20 * time.Second}, "198.18.0.11", 5)
-	l.start(h)
-	l.run(2 * time.Second)
+	h := startMaster0(l, true)
 	from := netip.MustParseAddrPort("198.18.0.21:5353")
 	announce := func() []byte {
 		return zeroconfAnnouncement(t, ocpInstanceLabel("ostest", ocpWorkstation, "worker-0"), MDNSWorkstationType, "worker-0", 42424, "198.18.0.21")

@@ -107,10 +107,7 @@ func TestMDNSEngineReconfirmAfterGoodbye(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			l := newSimLink(t)
-			h := l.add(MDNS{Cluster: "ostest", Self: Node{Name: "master-0", Role: Master, Addrs: addrs("198.18.0.11")},
-				OpenShift: true, TTL: 20 * time.Second}, "198.18.0.11", 5)
-			l.start(h)
-			l.run(2 * time.Second)
+			h := startMaster0(l, true)
 			p := newZeroconfPeer(t, "ostest", "master-2", "198.18.0.14")
 			for _, typ := range []string{MDNSEtcdType, MDNSWorkstationType} {
 				p.answer(l, h, h.e.receive(l.now, inPacket{data: p.packet(typ, 3200), from: p.from(), ifIndex: 1}))
@@ -187,10 +184,7 @@ func TestMDNSEngineReconfirmAfterGoodbye(t *testing.T) {
 // cached as any others, without reconfirmation.
 func TestMDNSEngineReturnAfterGoodbyeMemory(t *testing.T) {
 	l := newSimLink(t)
-	h := l.add(MDNS{Cluster: "ostest", Self: Node{Name: "master-0", Role: Master, Addrs: addrs("198.18.0.11")},
-		OpenShift: true, TTL: 20 * time.Second}, "198.18.0.11", 5)
-	l.start(h)
-	l.run(2 * time.Second)
+	h := startMaster0(l, true)
 	p := newZeroconfPeer(t, "ostest", "master-2", "198.18.0.14")
 	p.live[MDNSWorkstationType], p.live[MDNSEtcdType] = false, false // never answers a query
 	announce := func(ttl uint32) {
