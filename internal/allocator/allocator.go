@@ -169,12 +169,12 @@ func New() *Allocator {
 // address is still in a pool (a Service keeps its address until it is
 // released). A pool with no ranges, a duplicate name, or ranges that
 // overlap another pool's (or each other) is rejected and left out; the
-// error joins one *Error per rejected pool. Pools are checked in name
-// order, so of two overlapping pools the first by name is kept.
+// error joins one *Error per rejected pool. Pools are checked in the
+// order given, so of two overlapping pools (or two of one name) the
+// earlier is kept: the controller gives them oldest first, so that a new
+// pool overlapping one in use is the one refused, not the one in use.
+// Allocate still tries auto-assign pools in name order.
 func (a *Allocator) SetPools(pools []Pool) error {
-	sorted := make([]Pool, len(pools))
-	copy(sorted, pools)
-	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
 	a.pools = nil
 	a.byName = map[string]*Pool{}
 	var errs []error
@@ -182,7 +182,7 @@ func (a *Allocator) SetPools(pools []Pool) error {
 		errs = append(errs, &Error{Op: "pool", Pool: p.Name, Kind: ErrInvalidPool, Detail: fmt.Sprintf(format, args...)})
 	}
 next:
-	for _, p := range sorted {
+	for _, p := range pools {
 		switch {
 		case p.Name == "":
 			reject(p, "a pool needs a name")
@@ -218,6 +218,7 @@ next:
 		a.pools = append(a.pools, &p)
 		a.byName[p.Name] = &p
 	}
+	sort.SliceStable(a.pools, func(i, j int) bool { return a.pools[i].Name < a.pools[j].Name })
 	return errors.Join(errs...)
 }
 

@@ -234,13 +234,25 @@ func TestSetPoolsRejects(t *testing.T) {
 		wantMsgs  []string
 	}{
 		{
-			name: "overlap with another pool: the first by name stays",
+			name: "overlap with another pool: the one given first stays",
 			pools: []Pool{
-				{Name: "b", Ranges: []Range{MustParseRange("198.18.0.8/29")}},
 				{Name: "a", Ranges: []Range{MustParseRange("198.18.0.0/28")}},
+				{Name: "b", Ranges: []Range{MustParseRange("198.18.0.8/29")}},
 			},
 			wantPools: []string{"a"},
 			wantMsgs:  []string{"pool b: range 198.18.0.8/29 overlaps range 198.18.0.0/28 of pool a"},
+		},
+		{
+			// The controller gives the pools oldest first: a new pool
+			// that overlaps one in use is refused, whatever its name.
+			name: "overlap with another pool: given first, not first by name",
+			pools: []Pool{
+				{Name: "zeta", Ranges: []Range{MustParseRange("198.18.0.8/29")}},
+				{Name: "alpha", Ranges: []Range{MustParseRange("198.18.0.0/28")}},
+				{Name: "beta", Ranges: []Range{MustParseRange("198.18.1.0/28")}},
+			},
+			wantPools: []string{"beta", "zeta"},
+			wantMsgs:  []string{"pool alpha: range 198.18.0.0/28 overlaps range 198.18.0.8/29 of pool zeta"},
 		},
 		{
 			name:      "overlap within a pool",

@@ -213,6 +213,22 @@ func (c *Controller) syncPoolsLocked(ctx context.Context) error {
 	}
 	c.poolSig = sig.String()
 	c.poolErrs = map[string]error{}
+	// Oldest first: of two overlapping pools the older is kept, so a new
+	// pool that overlaps one in use is refused rather than the pool in
+	// use (whose Services would lose the pool they name). Creation times
+	// have whole seconds; within one, the pool with more addresses in use
+	// goes first.
+	used := map[string]int{}
+	for _, st := range c.alloc.Stats() {
+		used[st.Name] = st.Used
+	}
+	sort.SliceStable(list.Items, func(i, j int) bool {
+		ti, tj := list.Items[i].CreationTimestamp, list.Items[j].CreationTimestamp
+		if !ti.Equal(&tj) {
+			return ti.Before(&tj)
+		}
+		return used[list.Items[i].Name] > used[list.Items[j].Name]
+	})
 	var pools []allocator.Pool
 	for i := range list.Items {
 		p, err := list.Items[i].Pool()

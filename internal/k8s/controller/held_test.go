@@ -1,0 +1,76 @@
+package controller_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/vipstack/vipstack/internal/k8s"
+	"github.com/vipstack/vipstack/internal/k8s/controller"
+	"github.com/vipstack/vipstack/internal/k8s/k8stest"
+	"github.com/vipstack/vipstack/internal/k8s/v1alpha1"
+)
+
+// TestHeldAddresses checks, against a real API server, that a Service
+// keeps a working address through what happens around it: a newer pool
+// that overlaps its pool.
+func TestHeldAddresses(t *testing.T) {
+	h := newHarness(t)
+	for _, ns := range []string{"infra", "demo"} {
+		h.namespace(ns)
+	}
+	lb := map[string]string{"vipstack.io/lb": "true"}
+	h.node("n1", "198.18.0.11", lb)
+	h.node("n2", "198.18.0.12", lb)
+	h.create(pool("zeta", false, []string{"demo"}, "198.18.20.0/30"))
+	h.create(pool("manual", false, nil, "198.18.21.0/30"))
+	h.create(group("infra", "workers", lb))
+	h.create(group("infra", "other", lb))
+	h.startController(controller.Options{})
+
+	h.create(lbService("demo", "bypool", map[string]string{k8s.GroupAnnotation: "infra/workers", k8s.PoolAnnotation: "zeta"}))
+	h.waitIngress("demo", "bypool", "198.18.20.0")
+
+	t.Run("a newer overlapping pool is refused, the older one stays", func(t *testing.T) {
+		// "alpha" sorts before "zeta" but came later: it is the one in the
+		// wrong, and zeta (in use, limited to namespace demo) must go on
+		// serving.
+		h.create(pool("alpha", true, nil, "198.18.20.0/29"))
+		a := h.poolCondition("alpha", v1alpha1.ConditionReady, metav1.ConditionFalse)
+		if !strings.Contains(a.Message, "overlaps range 198.18.20.0/30 of pool zeta") {
+			t.Errorf("alpha's Ready message %q does not name the pool it overlaps", a.Message)
+		}
+		h.poolCondition("zeta", v1alpha1.ConditionReady, metav1.ConditionTrue)
+		// zeta still hands out addresses.
+		h.create(lbService("demo", "bypool2", map[string]string{k8s.GroupAnnotation: "infra/workers", k8s.PoolAnnotation: "zeta"}))
+		h.waitIngress("demo", "bypool2", "198.18.20.1")
+		h.waitIngress("demo", "bypool", "198.18.20.0")
+		if err := h.c.Delete(t.Context(), &v1alpha1.IPPool{ObjectMeta: metav1.ObjectMeta{Name: "alpha"}}); err != nil {
+			t.Fatal(err)
+		}
+	})
+
+}
+
+// poolCondition waits for a pool's condition to have the given status.
+func (h *harness) poolCondition(name, typ string, status metav1.ConditionStatus) *metav1.Condition {
+	h.t.Helper()
+	var c *metav1.Condition
+	k8stest.Eventually(h.t, 30*time.Second, func() error {
+		var p v1alpha1.IPPool
+		if err := h.c.Get(h.t.Context(), client.ObjectKey{Name: name}, &p); err != nil {
+			return err
+		}
+		c = meta.FindStatusCondition(p.Status.Conditions, typ)
+		if c == nil || c.Status != status {
+			return fmt.Errorf("pool %s: condition %s is %+v, want %s", name, typ, c, status)
+		}
+		return nil
+	})
+	return c
+}
