@@ -231,6 +231,10 @@ func (a *Allocator) Pools() []string {
 	return out
 }
 
+// HasPool reports whether a pool of that name is in use (defined and not
+// rejected by SetPools).
+func (a *Allocator) HasPool(name string) bool { return a.byName[name] != nil }
+
 // PoolOf returns the name of the pool holding addr, or "".
 func (a *Allocator) PoolOf(addr netip.Addr) string {
 	addr = addr.Unmap()

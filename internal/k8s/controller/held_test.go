@@ -2,10 +2,12 @@ package controller_test
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -18,7 +20,7 @@ import (
 
 // TestHeldAddresses checks, against a real API server, that a Service
 // keeps a working address through what happens around it: a newer pool
-// that overlaps its pool.
+// that overlaps its pool, its pool deleted, a move to a full pool.
 func TestHeldAddresses(t *testing.T) {
 	h := newHarness(t)
 	for _, ns := range []string{"infra", "demo"} {
@@ -52,6 +54,63 @@ func TestHeldAddresses(t *testing.T) {
 		h.waitIngress("demo", "bypool", "198.18.20.0")
 		if err := h.c.Delete(t.Context(), &v1alpha1.IPPool{ObjectMeta: metav1.ObjectMeta{Name: "alpha"}}); err != nil {
 			t.Fatal(err)
+		}
+	})
+
+	t.Run("a Service that names a pool keeps its address when the pool goes", func(t *testing.T) {
+		if err := h.c.Delete(t.Context(), &v1alpha1.IPPool{ObjectMeta: metav1.ObjectMeta{Name: "zeta"}}); err != nil {
+			t.Fatal(err)
+		}
+		k8stest.Eventually(t, 30*time.Second, func() error {
+			var p v1alpha1.IPPool
+			if err := h.c.Get(t.Context(), client.ObjectKey{Name: "zeta"}, &p); err == nil {
+				return fmt.Errorf("pool zeta still there")
+			}
+			return nil
+		})
+		// Move the Service to another group, so that the controller looks
+		// at it again: it must say its pool is gone, and keep the address.
+		s := h.service("demo", "bypool")
+		s.Annotations[k8s.GroupAnnotation] = "infra/other"
+		if err := h.c.Update(t.Context(), s); err != nil {
+			t.Fatal(err)
+		}
+		c := h.waitCondition("demo", "bypool", v1alpha1.ServiceConditionAllocated, metav1.ConditionFalse, controller.ReasonNoPool)
+		if !strings.Contains(c.Message, "pool zeta") {
+			t.Errorf("condition message %q does not name the pool", c.Message)
+		}
+		if got := ingressIPs(h.service("demo", "bypool")); !slices.Equal(got, []string{"198.18.20.0"}) {
+			t.Errorf("after its pool was deleted the Service shows %v; want 198.18.20.0 kept", got)
+		}
+		// The pool back: the condition is True again, same address.
+		h.create(pool("zeta", false, []string{"demo"}, "198.18.20.0/30"))
+		h.waitCondition("demo", "bypool", v1alpha1.ServiceConditionAllocated, metav1.ConditionTrue, controller.ReasonAllocated)
+		h.waitIngress("demo", "bypool", "198.18.20.0")
+	})
+
+	t.Run("a Service moved to a full pool keeps its address until one is free", func(t *testing.T) {
+		h.create(pool("one", false, nil, "198.18.22.0"))
+		h.create(lbService("demo", "holder", map[string]string{k8s.GroupAnnotation: "infra/workers", k8s.PoolAnnotation: "one"}))
+		h.waitIngress("demo", "holder", "198.18.22.0")
+		h.create(lbService("demo", "mover", map[string]string{k8s.GroupAnnotation: "infra/workers", k8s.PoolAnnotation: "zeta"}))
+		s := h.waitService("demo", "mover", "an address", func(s *corev1.Service) bool { return len(s.Status.LoadBalancer.Ingress) == 1 })
+		old := ingressIPs(s)[0]
+		s.Annotations[k8s.PoolAnnotation] = "one"
+		if err := h.c.Update(t.Context(), s); err != nil {
+			t.Fatal(err)
+		}
+		h.waitCondition("demo", "mover", v1alpha1.ServiceConditionAllocated, metav1.ConditionFalse, controller.ReasonPoolExhausted)
+		if got := ingressIPs(h.service("demo", "mover")); !slices.Equal(got, []string{old}) {
+			t.Errorf("moved to a full pool, the Service shows %v; want %s kept until pool one has room", got, old)
+		}
+		if err := h.c.Delete(t.Context(), h.service("demo", "holder")); err != nil {
+			t.Fatal(err)
+		}
+		h.waitIngress("demo", "mover", "198.18.22.0")
+		h.waitCondition("demo", "mover", v1alpha1.ServiceConditionAllocated, metav1.ConditionTrue, controller.ReasonAllocated)
+		note := h.waitEvent("demo", "Service", "mover", corev1.EventTypeNormal, controller.ReasonReleased)
+		if note != "released "+old {
+			t.Errorf("Released Event note %q, want %q", note, "released "+old)
 		}
 	})
 

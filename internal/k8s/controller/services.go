@@ -281,15 +281,28 @@ func (c *Controller) allocate(svc *corev1.Service) (assigned, released []netip.A
 				released = append(released, cur)
 			}
 			assigned = append(assigned, want)
-		case has && (pool == "" || c.alloc.PoolOf(cur) == pool):
-			// keep it
+		case has && (pool == "" || c.alloc.PoolOf(cur) == pool || !c.alloc.HasPool(pool)):
+			// Keep it. A named pool that is gone (deleted, invalid, or
+			// refused for overlapping an older one) has nothing better to
+			// offer: dropping the address would only take the Service
+			// off the network, as it would for a Service without the
+			// annotation, which keeps its address when its pool goes.
+			if pool != "" && !c.alloc.HasPool(pool) {
+				probs = append(probs, problem{ReasonNoPool, fmt.Sprintf("pool %s (annotation %s) does not exist or is not valid (see its status); the Service keeps %s meanwhile",
+					pool, k8s.PoolAnnotation, cur)})
+			}
 		default:
+			// The Service names another pool than its address's: move
+			// it there, but give the old address back only once the new
+			// one is found, so that a full pool leaves it where it is.
 			if has {
 				c.alloc.ReleaseIP(key, cur)
-				released = append(released, cur)
 			}
 			if s, ok := shown[f]; ok && s != cur {
 				if p, err := c.alloc.Request(as, s); err == nil && (pool == "" || p == pool) {
+					if has {
+						released = append(released, cur)
+					}
 					continue // the status already shows it
 				} else if err == nil {
 					c.alloc.ReleaseIP(key, s)
@@ -297,8 +310,16 @@ func (c *Controller) allocate(svc *corev1.Service) (assigned, released []netip.A
 			}
 			a, _, err := c.alloc.Allocate(as, f, pool)
 			if err != nil {
+				if has {
+					if rerr := c.alloc.Reserve(key, cur); rerr != nil {
+						released = append(released, cur) // cannot happen: the lock is held throughout
+					}
+				}
 				probs = append(probs, problemOf(err))
 				continue
+			}
+			if has {
+				released = append(released, cur)
 			}
 			assigned = append(assigned, a)
 		}
