@@ -68,7 +68,11 @@ func (c *Controller) reconcileGroup(ctx context.Context, req reconcile.Request) 
 	var local []string
 	for _, s := range svcs.Items {
 		sk := s.Namespace + "/" + s.Name
-		if isOurLB(&s) && s.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal && len(c.alloc.IPs(sk)) > 0 {
+		// Local Services with addresses: load-balancer ones, or accepted
+		// spec.externalIPs (the agents hold those only on nodes with a
+		// ready endpoint too, in the Service's instance).
+		held := (isOurLB(&s) && len(c.alloc.IPs(sk)) > 0) || len(c.alloc.IPs(extKey(sk))) > 0
+		if s.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal && held {
 			local = append(local, sk)
 		}
 	}

@@ -20,7 +20,9 @@ import (
 
 // TestHeldAddresses checks, against a real API server, that a Service
 // keeps a working address through what happens around it: a newer pool
-// that overlaps its pool, its pool deleted, a move to a full pool.
+// that overlaps its pool, its pool deleted, a move to a full pool; and
+// that spec.externalIPs of a Service with externalTrafficPolicy Local get
+// the instance the agents need for them.
 func TestHeldAddresses(t *testing.T) {
 	h := newHarness(t)
 	for _, ns := range []string{"infra", "demo"} {
@@ -112,6 +114,22 @@ func TestHeldAddresses(t *testing.T) {
 		if note != "released "+old {
 			t.Errorf("Released Event note %q, want %q", note, "released "+old)
 		}
+	})
+
+	t.Run("externalIPs of a Local Service get an instance", func(t *testing.T) {
+		s := lbService("demo", "ext-local", groupAnn("infra/workers"))
+		s.Spec.Type = corev1.ServiceTypeClusterIP
+		s.Spec.AllocateLoadBalancerNodePorts = nil
+		s.Spec.ExternalIPs = []string{"198.18.21.3"}
+		s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
+		h.create(s)
+		h.waitCondition("demo", "ext-local", v1alpha1.ServiceConditionExternalIPs, metav1.ConditionTrue, controller.ReasonAllowed)
+		h.groupStatus("infra", "workers", func(g *v1alpha1.VIPGroup) error {
+			if _, ok := vrids(g)["service/demo/ext-local"]; !ok {
+				return fmt.Errorf("no instance for demo/ext-local, whose externalIPs the agents hold only on nodes with a ready endpoint: %+v", g.Status.Instances)
+			}
+			return nil
+		})
 	})
 
 }
