@@ -175,8 +175,12 @@ func (c *Controller) prepare(ctx context.Context) error {
 				}
 			}
 			if cond := findCondition(s.Status.Conditions, v1alpha1.ServiceConditionExternalIPs); cond != nil && cond.Status == "True" {
+				// What the condition allowed (and the agents hold), not
+				// spec.externalIPs: an address added to the spec while no
+				// controller ran has not been checked, and may be another
+				// Service's.
 				ek := extKey(key)
-				for _, ip := range s.Spec.ExternalIPs {
+				for _, ip := range v1alpha1.AllowedExternalIPs(cond.Message) {
 					if a, err := netip.ParseAddr(ip); err == nil && c.alloc.Reserve(ek, a) == nil {
 						c.extKeys[ek] = true
 						n++

@@ -20,9 +20,10 @@ import (
 
 // TestHeldAddresses checks, against a real API server, that a Service
 // keeps a working address through what happens around it: a newer pool
-// that overlaps its pool, its pool deleted, a move to a full pool; and
-// that spec.externalIPs of a Service with externalTrafficPolicy Local get
-// the instance the agents need for them.
+// that overlaps its pool, its pool deleted, a move to a full pool, a
+// restart after another Service's externalIPs were edited to name its
+// address; and that spec.externalIPs of a Service with
+// externalTrafficPolicy Local get the instance the agents need for them.
 func TestHeldAddresses(t *testing.T) {
 	h := newHarness(t)
 	for _, ns := range []string{"infra", "demo"} {
@@ -35,7 +36,7 @@ func TestHeldAddresses(t *testing.T) {
 	h.create(pool("manual", false, nil, "198.18.21.0/30"))
 	h.create(group("infra", "workers", lb))
 	h.create(group("infra", "other", lb))
-	h.startController(controller.Options{})
+	ctl := h.startController(controller.Options{})
 
 	h.create(lbService("demo", "bypool", map[string]string{k8s.GroupAnnotation: "infra/workers", k8s.PoolAnnotation: "zeta"}))
 	h.waitIngress("demo", "bypool", "198.18.20.0")
@@ -132,6 +133,32 @@ func TestHeldAddresses(t *testing.T) {
 		})
 	})
 
+	t.Run("a restart does not hand a Service's address to externalIPs edited meanwhile", func(t *testing.T) {
+		// a-ext is older (and first by name): the rebuild looks at it
+		// before b-lb.
+		s := lbService("demo", "a-ext", groupAnn("infra/workers"))
+		s.Spec.Type = corev1.ServiceTypeClusterIP
+		s.Spec.AllocateLoadBalancerNodePorts = nil
+		s.Spec.ExternalIPs = []string{"198.18.21.0"}
+		h.create(s)
+		h.waitCondition("demo", "a-ext", v1alpha1.ServiceConditionExternalIPs, metav1.ConditionTrue, controller.ReasonAllowed)
+		h.create(lbService("demo", "b-lb", map[string]string{k8s.GroupAnnotation: "infra/workers", k8s.PoolAnnotation: "manual"}))
+		h.waitIngress("demo", "b-lb", "198.18.21.1")
+
+		ctl.stop(t)
+		s = h.service("demo", "a-ext")
+		s.Spec.ExternalIPs = append(s.Spec.ExternalIPs, "198.18.21.1")
+		if err := h.c.Update(t.Context(), s); err != nil {
+			t.Fatal(err)
+		}
+		h.startController(controller.Options{})
+		c := h.waitCondition("demo", "a-ext", v1alpha1.ServiceConditionExternalIPs, metav1.ConditionFalse, controller.ReasonIPNotInPool)
+		if !strings.Contains(c.Message, "198.18.21.1") || !strings.Contains(c.Message, "held by demo/b-lb") {
+			t.Errorf("a-ext's condition %q does not name the address and its holder", c.Message)
+		}
+		h.waitIngress("demo", "b-lb", "198.18.21.1")
+		h.waitCondition("demo", "b-lb", v1alpha1.ServiceConditionAllocated, metav1.ConditionTrue, controller.ReasonAllocated)
+	})
 }
 
 // poolCondition waits for a pool's condition to have the given status.
