@@ -171,8 +171,9 @@ func New() *Allocator {
 // overlap another pool's (or each other) is rejected and left out; the
 // error joins one *Error per rejected pool. Pools are checked in the
 // order given, so of two overlapping pools (or two of one name) the
-// earlier is kept: the controller gives them oldest first, so that a new
-// pool overlapping one in use is the one refused, not the one in use.
+// earlier is kept: the controller gives the pools already serving first,
+// then the oldest, so that a pool created or edited to overlap one in use
+// is the one refused, not the one in use.
 // Allocate still tries auto-assign pools in name order.
 func (a *Allocator) SetPools(pools []Pool) error {
 	a.pools = nil

@@ -12,6 +12,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -217,30 +219,9 @@ func (c *Controller) syncPoolsLocked(ctx context.Context) error {
 	}
 	c.poolSig = sig.String()
 	c.poolErrs = map[string]error{}
-	// Oldest first: of two overlapping pools the older is kept, so a new
-	// pool that overlaps one in use is refused rather than the pool in
-	// use (whose Services would lose the pool they name). Creation times
-	// have whole seconds; within one, the pool with more addresses in use
-	// goes first.
-	used := map[string]int{}
-	for _, st := range c.alloc.Stats() {
-		used[st.Name] = st.Used
-	}
-	sort.SliceStable(list.Items, func(i, j int) bool {
-		ti, tj := list.Items[i].CreationTimestamp, list.Items[j].CreationTimestamp
-		if !ti.Equal(&tj) {
-			return ti.Before(&tj)
-		}
-		return used[list.Items[i].Name] > used[list.Items[j].Name]
-	})
-	var pools []allocator.Pool
-	for i := range list.Items {
-		p, err := list.Items[i].Pool()
-		if err != nil {
-			c.poolErrs[list.Items[i].Name] = err
-			continue
-		}
-		pools = append(pools, p)
+	pools, errs := poolsInOrder(list.Items)
+	for name, err := range errs {
+		c.poolErrs[name] = err
 	}
 	if err := c.alloc.SetPools(pools); err != nil {
 		var joined interface{ Unwrap() []error }
@@ -255,6 +236,51 @@ func (c *Controller) syncPoolsLocked(ctx context.Context) error {
 	}
 	c.kickWaitingLocked()
 	return nil
+}
+
+// poolsInOrder converts the IPPools for the allocator in the order
+// SetPools should try them: of two overlapping pools it keeps the first,
+// and that must be the one already serving, so that a new pool, or a pool
+// edited, that overlaps a pool in use is the one refused, not the pool
+// whose Services name it. First come the pools accepted as they are now
+// (their status says Ready for the current generation: this survives a
+// restart), then the oldest, then by name (creation times have whole
+// seconds). It returns the pools that convert, and why the others do
+// not.
+func poolsInOrder(items []v1alpha1.IPPool) ([]allocator.Pool, map[string]error) {
+	type entry struct {
+		pool     allocator.Pool
+		accepted bool
+		created  metav1.Time
+	}
+	var es []entry
+	errs := map[string]error{}
+	for i := range items {
+		it := &items[i]
+		p, err := it.Pool()
+		if err != nil {
+			errs[it.Name] = err
+			continue
+		}
+		r := meta.FindStatusCondition(it.Status.Conditions, v1alpha1.ConditionReady)
+		accepted := r != nil && r.Status == metav1.ConditionTrue && r.ObservedGeneration == it.Generation
+		es = append(es, entry{pool: p, accepted: accepted, created: it.CreationTimestamp})
+	}
+	sort.SliceStable(es, func(i, j int) bool {
+		a, b := es[i], es[j]
+		switch {
+		case a.accepted != b.accepted:
+			return a.accepted
+		case !a.created.Equal(&b.created):
+			return a.created.Before(&b.created)
+		}
+		return a.pool.Name < b.pool.Name
+	})
+	pools := make([]allocator.Pool, len(es))
+	for i, e := range es {
+		pools[i] = e.pool
+	}
+	return pools, errs
 }
 
 // kickWaitingLocked asks for another look at every Service that waits for

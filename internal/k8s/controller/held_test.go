@@ -20,8 +20,8 @@ import (
 
 // TestHeldAddresses checks, against a real API server, that a Service
 // keeps a working address through what happens around it: a newer pool
-// that overlaps its pool, its pool deleted, a move to a full pool, a
-// restart after another Service's externalIPs were edited to name its
+// that overlaps its pool, its pool deleted, a move to a full pool,
+// another pool edited to overlap its pool, a restart after another Service's externalIPs were edited to name its
 // address; and that spec.externalIPs of a Service with
 // externalTrafficPolicy Local get the instance the agents need for them.
 func TestHeldAddresses(t *testing.T) {
@@ -115,6 +115,34 @@ func TestHeldAddresses(t *testing.T) {
 		if note != "released "+old {
 			t.Errorf("Released Event note %q, want %q", note, "released "+old)
 		}
+	})
+
+	t.Run("a pool edited to overlap one in use is refused, the one in use stays", func(t *testing.T) {
+		// zeta is older than one, but one serves its range as it is and
+		// zeta's edit is what overlaps.
+		var p v1alpha1.IPPool
+		if err := h.c.Get(t.Context(), client.ObjectKey{Name: "zeta"}, &p); err != nil {
+			t.Fatal(err)
+		}
+		orig := p.Spec.Addresses
+		p.Spec.Addresses = append(slices.Clone(orig), "198.18.22.0")
+		if err := h.c.Update(t.Context(), &p); err != nil {
+			t.Fatal(err)
+		}
+		z := h.poolCondition("zeta", v1alpha1.ConditionReady, metav1.ConditionFalse)
+		if !strings.Contains(z.Message, "overlaps range 198.18.22.0 of pool one") {
+			t.Errorf("zeta's Ready message %q does not name the pool it overlaps", z.Message)
+		}
+		h.poolCondition("one", v1alpha1.ConditionReady, metav1.ConditionTrue)
+		// The edit undone: zeta serves again.
+		if err := h.c.Get(t.Context(), client.ObjectKey{Name: "zeta"}, &p); err != nil {
+			t.Fatal(err)
+		}
+		p.Spec.Addresses = orig
+		if err := h.c.Update(t.Context(), &p); err != nil {
+			t.Fatal(err)
+		}
+		h.poolCondition("zeta", v1alpha1.ConditionReady, metav1.ConditionTrue)
 	})
 
 	t.Run("externalIPs of a Local Service get an instance", func(t *testing.T) {
