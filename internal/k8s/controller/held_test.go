@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -161,6 +162,35 @@ func TestHeldAddresses(t *testing.T) {
 		})
 	})
 
+	t.Run("an address whose status write failed is given back when the Service stops naming a group", func(t *testing.T) {
+		// The API refuses every status write to Services with this label
+		// (a ValidatingAdmissionPolicy), so the controller picks an
+		// address that no status ever shows.
+		const block = "test.vipstack.io/block-status"
+		h.denyServiceStatus(block)
+		h.create(pool("leak", false, nil, "198.18.23.0"))
+		s := lbService("demo", "unwritten", map[string]string{k8s.GroupAnnotation: "infra/workers", k8s.PoolAnnotation: "leak"})
+		s.Labels = map[string]string{block: "true"}
+		h.create(s)
+		// Another Service asking for that address learns who holds it.
+		s = lbService("demo", "asker", groupAnn("infra/workers"))
+		s.Spec.LoadBalancerIP = "198.18.23.0"
+		h.create(s)
+		c := h.waitCondition("demo", "asker", v1alpha1.ServiceConditionAllocated, metav1.ConditionFalse, controller.ReasonIPInUse)
+		if !strings.Contains(c.Message, "held by demo/unwritten") {
+			t.Fatalf("asker's condition %q; want the address held by demo/unwritten", c.Message)
+		}
+		// unwritten stops naming a group: not ours any more, so what the
+		// controller held for it goes, shown or not.
+		s = h.service("demo", "unwritten")
+		delete(s.Annotations, k8s.GroupAnnotation)
+		if err := h.c.Update(t.Context(), s); err != nil {
+			t.Fatal(err)
+		}
+		h.waitIngress("demo", "asker", "198.18.23.0")
+		h.waitCondition("demo", "asker", v1alpha1.ServiceConditionAllocated, metav1.ConditionTrue, controller.ReasonAllocated)
+	})
+
 	t.Run("a restart does not hand a Service's address to externalIPs edited meanwhile", func(t *testing.T) {
 		// a-ext is older (and first by name): the rebuild looks at it
 		// before b-lb.
@@ -205,4 +235,48 @@ func (h *harness) poolCondition(name, typ string, status metav1.ConditionStatus)
 		return nil
 	})
 	return c
+}
+
+// denyServiceStatus makes the API server refuse every write of a
+// Service's status while the Service has the label, and waits until it
+// does (a ValidatingAdmissionPolicy takes a moment to apply).
+func (h *harness) denyServiceStatus(label string) {
+	h.t.Helper()
+	ctx := h.t.Context()
+	fail := admissionregistrationv1.Fail
+	h.create(&admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "deny-service-status"},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: &fail,
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Update},
+					Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"services/status"}},
+				},
+			}}},
+			Validations: []admissionregistrationv1.Validation{{
+				Expression: fmt.Sprintf("!has(object.metadata.labels) || !(%q in object.metadata.labels)", label),
+				Message:    "status writes are blocked by the test",
+			}},
+		},
+	})
+	h.create(&admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "deny-service-status"},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: "deny-service-status",
+			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}},
+	})
+	probe := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "status-probe", Labels: map[string]string{label: "true"}},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}}}
+	h.create(probe)
+	k8stest.Eventually(h.t, 30*time.Second, func() error {
+		var s corev1.Service
+		if err := h.c.Get(ctx, client.ObjectKeyFromObject(probe), &s); err != nil {
+			return err
+		}
+		s.Status.Conditions = []metav1.Condition{{Type: "Probe", Status: metav1.ConditionTrue, Reason: "Probe", LastTransitionTime: metav1.Now()}}
+		if err := h.c.Status().Update(ctx, &s); err == nil {
+			return fmt.Errorf("a status write to a labelled Service is still accepted")
+		}
+		return nil
+	})
 }

@@ -118,9 +118,10 @@ func (c *Controller) reconcileService(ctx context.Context, req reconcile.Request
 		if group.IsZero() && gerr == nil && svc.Spec.LoadBalancerClass == nil {
 			// Not ours: a LoadBalancer without our class and without a
 			// group is left to whatever else serves load balancers, but
-			// what we held for it (the group annotation was removed) goes.
-			if hadCondition := hasCondition(svc.Status.Conditions, v1alpha1.ServiceConditionAllocated); hadCondition {
-				released = append(released, c.release(key)...)
+			// what we held for it (the group annotation was removed) goes,
+			// whether or not a status showed it (the write may have failed).
+			released = append(released, c.release(key)...)
+			if hasCondition(svc.Status.Conditions, v1alpha1.ServiceConditionAllocated) {
 				svc.Status.LoadBalancer.Ingress = nil
 				meta.RemoveStatusCondition(&svc.Status.Conditions, v1alpha1.ServiceConditionAllocated)
 			}
