@@ -369,7 +369,7 @@ type metrics struct {
 func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{
 		allocations: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "vipstack_k8s_allocations_total",
-			Help: "Address allocations for Services, by result (the condition reason)."}, []string{"result"}),
+			Help: "Allocation outcomes for Services, by result (the condition reason): an address given or a condition changed, not every look at a Service."}, []string{"result"}),
 		poolSize: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "vipstack_k8s_pool_addresses",
 			Help: "Addresses in the pool."}, []string{"pool"}),
 		poolUsed: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "vipstack_k8s_pool_assigned",

@@ -103,6 +103,10 @@ func (c *Controller) reconcileService(ctx context.Context, req reconcile.Request
 		wait     bool
 		newIPs   []netip.Addr
 		released []netip.Addr
+		// outcome is the condition reason to count in allocations_total
+		// once the status is written: only what is new (an address given,
+		// a condition that changed), not every look at the Service.
+		outcome string
 	)
 
 	// Load-balancer addresses.
@@ -161,7 +165,9 @@ func (c *Controller) reconcileService(ctx context.Context, req reconcile.Request
 				warnings = append([]problem{*p}, warnings...)
 			}
 			meta.SetStatusCondition(&svc.Status.Conditions, cond)
-			c.m.allocations.WithLabelValues(cond.Reason).Inc()
+			if len(newIPs) > 0 || old == nil || old.Status != cond.Status || old.Reason != cond.Reason || old.Message != cond.Message {
+				outcome = cond.Reason
+			}
 		}
 	} else if hasCondition(svc.Status.Conditions, v1alpha1.ServiceConditionAllocated) {
 		// Deleted (with a finalizer of someone else), changed type or class.
@@ -205,6 +211,9 @@ func (c *Controller) reconcileService(ctx context.Context, req reconcile.Request
 			}
 			return reconcile.Result{}, fmt.Errorf("write status of Service %s: %w", key, err)
 		}
+	}
+	if outcome != "" {
+		c.m.allocations.WithLabelValues(outcome).Inc()
 	}
 	for _, a := range newIPs {
 		c.events.Eventf(&svc, nil, corev1.EventTypeNormal, ReasonAllocated, "Allocate",
