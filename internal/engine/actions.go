@@ -295,6 +295,42 @@ func (e *Engine) release(instance string, v netif.VIP, now time.Time) {
 	}
 }
 
+// vipGone handles an address removed from an interface (the zero Prefix: the
+// address watcher lost events, so any may be). A master whose VIP is no
+// longer on its interface (something else removed it: `ip addr flush`, a
+// network manager) steps down as keepalived 2.2.7 does (see fsm.Resign):
+// priority 0, so that a backup takes the VIPs after its Skew_Time, or this
+// node again after its own when no backup does. Before, it went on
+// advertising as master without the VIP, and no node answered for it until
+// the master stopped (TestVIPRemovedFromMaster). Removals of our own (a
+// release) find the instance no longer master, and an event that arrives
+// after the VIP was added again finds it present: both are ignored.
+func (e *Engine) vipGone(now time.Time, p netip.Prefix) {
+	for _, name := range sortedKeys(e.instances) {
+		in := e.instances[name]
+		if in.fsm.State() != fsm.Master {
+			continue
+		}
+		for _, v := range in.vips {
+			if p.IsValid() && v.Prefix != p {
+				continue
+			}
+			has, err := e.nl.HasVIP(v)
+			if err != nil {
+				e.log.Warn("cannot look for a VIP on its interface after an address was removed", "instance", name, "vip", v.Prefix, "dev", v.Dev, "err", err)
+				continue
+			}
+			if has {
+				continue
+			}
+			reason := fmt.Sprintf("VIP %s removed from %s behind our back; stepping down with priority 0 (as keepalived does)", v.Prefix, v.Dev)
+			e.log.Warn("a VIP of a master was removed from its interface by something else; stepping down", "instance", name, "vip", v.Prefix, "dev", v.Dev)
+			e.do(in, now, in.fsm.Resign(now, reason))
+			break
+		}
+	}
+}
+
 // releasedVIP is a VIP an instance of ours held and let go.
 type releasedVIP struct {
 	vip      netif.VIP

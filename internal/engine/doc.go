@@ -45,4 +45,11 @@
 // backup for good. Only VIPs this engine held are watched, and only for
 // that while: as keepalived 2.2.7 does (measured), a VIP another program
 // adds on a backup's interface later is left alone.
+//
+// A VIP that something else removes from a master's interface (an address
+// watcher reports every removal) makes that master step down as keepalived
+// 2.2.7 does (measured): a priority-0 advertisement and BACKUP, so that the
+// best backup takes the VIPs after its Skew_Time, or this node again after
+// its own when no backup does (fsm.Machine.Resign). Before, the master went
+// on advertising without the VIP and no node answered for it.
 package engine

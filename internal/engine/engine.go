@@ -124,6 +124,7 @@ type event struct {
 	track    *track.Status
 	first    *track.Tracker // its first probe succeeded (see firstSuccess)
 	link     *linkEvent
+	addrGone *netip.Prefix // an address was removed (the zero Prefix: any may have been)
 	reload   chan error
 	readErr  error
 	shutdown bool
@@ -376,6 +377,13 @@ func (e *Engine) Run(ctx context.Context) error {
 			e.log.Error("watching links failed; track_interface will not react", "err", err)
 		}
 	}()
+	go func() {
+		if err := nl.WatchAddrsGone(loopCtx, func(p netip.Prefix) {
+			e.send(event{addrGone: &p})
+		}); err != nil && loopCtx.Err() == nil {
+			e.log.Error("watching addresses failed; a VIP removed from a master's interface will not be noticed", "err", err)
+		}
+	}()
 
 	if err := e.apply(e.cfg); err != nil {
 		e.stopAll("start failed")
@@ -538,6 +546,8 @@ func (e *Engine) handle(ev event) {
 		e.firstSuccess(now, ev.first)
 	case ev.link != nil:
 		e.linkChanged(now, ev.link.name, ev.link.up)
+	case ev.addrGone != nil:
+		e.vipGone(now, *ev.addrGone)
 	case ev.reload != nil:
 		ev.reload <- e.reload()
 	case ev.readErr != nil:

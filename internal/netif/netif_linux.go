@@ -515,3 +515,89 @@ func (h *Handle) watchOnce(ctx context.Context, known map[int]linkState, f func(
 		}
 	}
 }
+
+// WatchAddrsGone calls f(p) for every address removed from an interface of
+// the handle's namespace (p is the address with its prefix length), until
+// ctx is done; then it returns nil. f runs on the caller's goroutine. If the
+// kernel drops events (the subscription socket overflowed) WatchAddrsGone
+// calls f with the zero Prefix, meaning "any address may be gone", and
+// resubscribes; it returns an error only when it cannot subscribe again.
+func (h *Handle) WatchAddrsGone(ctx context.Context, f func(p netip.Prefix)) error {
+	quiet := 0
+	for {
+		delivered, err := h.watchAddrsOnce(ctx, f)
+		if ctx.Err() != nil {
+			return nil
+		}
+		f(netip.Prefix{}) // events may have been lost before the next subscription
+		if delivered {
+			quiet = 0
+		} else {
+			quiet++
+		}
+		if err != nil && quiet >= maxQuietFailures {
+			return fmt.Errorf("watch addresses: %w", err)
+		}
+	}
+}
+
+func (h *Handle) watchAddrsOnce(ctx context.Context, f func(netip.Prefix)) (delivered bool, err error) {
+	ch := make(chan netlink.AddrUpdate, 64)
+	done := make(chan struct{})
+	errc := make(chan error, 1)
+	// As in watchOnce: made on a thread already in the namespace when it can.
+	runtime.LockOSThread()
+	var at *netns.NsHandle
+	cur, cerr := netns.Get()
+	if cerr != nil || !cur.Equal(h.ns) {
+		ns := h.ns
+		at = &ns
+	}
+	if cerr == nil {
+		cur.Close()
+	}
+	err = netlink.AddrSubscribeWithOptions(ch, done, netlink.AddrSubscribeOptions{
+		Namespace: at,
+		ErrorCallback: func(err error) {
+			select {
+			case errc <- err:
+			default:
+			}
+		},
+		ReceiveBufferSize: 1 << 20,
+	})
+	runtime.UnlockOSThread()
+	if err != nil {
+		return false, fmt.Errorf("subscribe: %w", err)
+	}
+	defer func() {
+		close(done)
+		for range ch { // let the library's reader goroutine finish
+		}
+	}()
+	for {
+		select {
+		case <-ctx.Done():
+			return delivered, nil
+		case u, ok := <-ch:
+			if !ok {
+				select {
+				case err := <-errc:
+					return delivered, err
+				default:
+					return delivered, errors.New("subscription closed")
+				}
+			}
+			delivered = true
+			if u.NewAddr {
+				continue
+			}
+			a, ok := netip.AddrFromSlice(u.LinkAddress.IP)
+			if !ok {
+				continue
+			}
+			bits, _ := u.LinkAddress.Mask.Size()
+			f(netip.PrefixFrom(a.Unmap(), bits)) // the kernel's IPv4 comes as 16 bytes
+		}
+	}
+}

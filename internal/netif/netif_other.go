@@ -50,3 +50,8 @@ func (h *Handle) LocalAddrs() (map[netip.Addr]bool, error) { return nil, ErrUnsu
 func (h *Handle) WatchLinks(ctx context.Context, f func(name string, up bool)) error {
 	return ErrUnsupported
 }
+
+// WatchAddrsGone returns ErrUnsupported.
+func (h *Handle) WatchAddrsGone(ctx context.Context, f func(p netip.Prefix)) error {
+	return ErrUnsupported
+}

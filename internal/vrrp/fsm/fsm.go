@@ -93,6 +93,7 @@ type Machine struct {
 	startedAt      time.Time
 	lowerSince     time.Time // Backup: first advert below us from the current master
 	leftAt         time.Time // Backup: when the master announced it is leaving (priority 0)
+	resigned       bool      // Backup: we left Master ourselves with priority 0 (see Resign)
 	faultReason    string
 
 	master         netip.Addr // the current master as far as we know
@@ -192,7 +193,9 @@ func (m *Machine) Tick(now time.Time) []Action {
 	case Backup:
 		if !now.Before(m.masterDownAt) {
 			reason := fmt.Sprintf("no advertisement from master %s for %v", addrOr(m.master), m.MasterDownInterval())
-			if !m.leftAt.IsZero() {
+			if m.resigned {
+				reason = fmt.Sprintf("no master took over within skew time %v after we stepped down (priority 0 advertisement); taking over again", m.SkewTime())
+			} else if !m.leftAt.IsZero() {
 				reason = fmt.Sprintf("master %s left (priority 0 advertisement); took over after skew time %v", addrOr(m.master), m.SkewTime())
 			} else if !m.lowerSince.IsZero() {
 				reason = fmt.Sprintf("preempting master %s: its priority %d is below ours %d", addrOr(m.master), m.masterPriority, m.priority)
@@ -227,6 +230,7 @@ func (m *Machine) receiveBackup(now time.Time, a Advert) []Action {
 		}
 		m.master, m.masterPriority = a.From, 0
 		m.leftAt = now
+		m.resigned = false
 		return nil
 	}
 	if m.cfg.Preempt && a.Priority < m.priority && m.master.IsValid() && a.From != m.master && m.masterPriority != 0 {
@@ -237,6 +241,7 @@ func (m *Machine) receiveBackup(now time.Time, a Advert) []Action {
 		return nil
 	}
 	m.leftAt = time.Time{}
+	m.resigned = false
 	if m.cfg.Version == 3 && a.Interval > 0 {
 		m.masterInterval = a.Interval
 	}
@@ -392,8 +397,30 @@ func (m *Machine) SetFault(now time.Time, reason string) []Action {
 	return m.becomeBackup(now, "fault cleared")
 }
 
+// Resign has a master step down as if it were leaving: it sends a priority 0
+// advertisement, so that the best backup takes over after its Skew_Time, and
+// becomes a backup whose own master-down timer is Skew_Time too, so that it
+// takes over again when no router does. keepalived 2.2.7 does this when a
+// VIP of a master is removed from the interface behind its back (measured:
+// "Netlink reflector reports IP ... removed", "Entering BACKUP STATE",
+// "sent 0 priority", VIPs removed; alone, MASTER again 0.63 s later at
+// priority 100 and advert 1 s, its Skew_Time). In any other state it does
+// nothing.
+func (m *Machine) Resign(now time.Time, reason string) []Action {
+	if m.state != Master {
+		return nil
+	}
+	acts := []Action{{Kind: SendAdvert, Priority: 0}}
+	acts = append(acts, m.becomeBackup(now, reason)...)
+	m.masterDownAt = now.Add(m.SkewTime())
+	m.master, m.masterPriority = m.cfg.Primary, 0
+	m.leftAt, m.resigned = now, true
+	return acts
+}
+
 func (m *Machine) becomeMaster(now time.Time, reason string) []Action {
 	m.leftAt = time.Time{}
+	m.resigned = false
 	m.advertAt = now.Add(m.cfg.AdvertInterval)
 	m.masterInterval = m.cfg.AdvertInterval
 	m.lowerSince = time.Time{}
@@ -405,6 +432,7 @@ func (m *Machine) becomeMaster(now time.Time, reason string) []Action {
 
 func (m *Machine) becomeBackup(now time.Time, reason string) []Action {
 	m.lowerSince = time.Time{}
+	m.resigned = false
 	m.masterDownAt = now.Add(m.MasterDownInterval())
 	if m.state == Master {
 		m.master, m.masterPriority = netip.Addr{}, 0

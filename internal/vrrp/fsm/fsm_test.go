@@ -18,7 +18,7 @@ var (
 // step is one event at an offset from t0, and what must hold afterwards.
 type step struct {
 	at     time.Duration
-	event  string // start, tick, recv, prio, fault, clear, shutdown, nopreempt, preempt, interval, version (prio is the version), advertise (a reload)
+	event  string // start, tick, recv, prio, fault, clear, shutdown, nopreempt, preempt, interval, version (prio is the version), advertise (a reload), resign
 	from   netip.Addr
 	prio   uint8
 	intv   time.Duration
@@ -61,6 +61,8 @@ func run(t *testing.T, cfg Config, steps []step) {
 			acts = m.SetVersion(now, int(s.prio))
 		case "advertise":
 			acts = m.AdvertiseNow(now)
+		case "resign":
+			acts = m.Resign(now, s.reason)
 		default:
 			t.Fatalf("step %d: unknown event %q", i, s.event)
 		}
@@ -428,5 +430,43 @@ func TestMasterReportsItsOwnPriority(t *testing.T) {
 	m.SetPriority(t0.Add(3*sec), 30)
 	if addr, prio := m.Master(); addr != upper || prio != 100 {
 		t.Errorf("a backup's SetPriority changed what it knows of the master: %v prio %d, want %v prio 100", addr, prio, upper)
+	}
+}
+
+// TestResign: a master whose VIP was removed behind its back steps down as
+// keepalived 2.2.7 does (measured: BACKUP, "sent 0 priority", MASTER again
+// after its Skew_Time when alone): a priority-0 advertisement, BACKUP, and
+// its own master-down timer at Skew_Time, so the best backup takes over
+// first and, without one, it does. A router it hears meanwhile is followed
+// as any master.
+func TestResign(t *testing.T) {
+	mdi := mdi100
+	run(t, v2(true), []step{
+		{at: 0, event: "start", prio: 100, want: []string{"INIT->BACKUP"}, wantState: Backup, wantNext: mdi},
+		{at: mdi, event: "tick", want: []string{"advert(prio 100)", "BACKUP->MASTER"}, wantState: Master, wantNext: mdi + sec},
+		{at: mdi + 100*time.Millisecond, event: "resign", reason: "vip gone",
+			want: []string{"advert(prio 0)", "MASTER->BACKUP"}, wantState: Backup, wantNext: mdi + 100*time.Millisecond + skew100},
+		{at: mdi + 100*time.Millisecond + skew100, event: "tick", want: []string{"advert(prio 100)", "BACKUP->MASTER"}, wantState: Master,
+			wantNext: mdi + 1100*time.Millisecond + skew100},
+		// Not master: nothing.
+		{at: 6 * sec, event: "recv", from: upper, prio: 200, want: []string{"MASTER->BACKUP", "advert(prio 100)"}, wantState: Backup, wantNext: 6*sec + mdi},
+		{at: 6500 * time.Millisecond, event: "resign", want: nil, wantState: Backup, wantNext: 6*sec + mdi},
+	})
+	// A better backup that takes over after the priority 0 is followed.
+	run(t, v2(true), []step{
+		{at: 0, event: "start", prio: 100, want: []string{"INIT->BACKUP"}, wantState: Backup, wantNext: mdi},
+		{at: mdi, event: "tick", want: []string{"advert(prio 100)", "BACKUP->MASTER"}, wantState: Master, wantNext: mdi + sec},
+		{at: 4 * sec, event: "resign", want: []string{"advert(prio 0)", "MASTER->BACKUP"}, wantState: Backup, wantNext: 4*sec + skew100},
+		{at: 4*sec + 10*time.Millisecond, event: "recv", from: upper, prio: 150, want: nil, wantState: Backup, wantNext: 4*sec + 10*time.Millisecond + mdi},
+	})
+	// The takeover's reason says what happened.
+	t0 := time.Unix(0, 0)
+	m := New(v2(true))
+	m.Start(t0, 100, "")
+	m.Tick(t0.Add(mdi))
+	m.Resign(t0.Add(5*sec), "vip gone")
+	acts := m.Tick(t0.Add(5*sec + skew100))
+	if len(acts) != 2 || !strings.Contains(acts[1].Reason, "after we stepped down") {
+		t.Fatalf("takeover after resigning: %v", acts)
 	}
 }
