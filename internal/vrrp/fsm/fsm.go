@@ -315,6 +315,14 @@ func (m *Machine) SetPriority(now time.Time, p uint8) []Action {
 		m.advertAt = now.Add(m.cfg.AdvertInterval)
 		return []Action{{Kind: SendAdvert, Priority: p}}
 	}
+	if m.state == Backup && !m.lowerSince.IsZero() && p <= m.masterPriority {
+		// We were about to preempt a master below us (see receiveBackup)
+		// and no longer rank above it: time it as any master instead.
+		// Preempting anyway moved the VIPs to us and, on the master's
+		// answer, straight back.
+		m.lowerSince = time.Time{}
+		m.masterDownAt = now.Add(m.MasterDownInterval())
+	}
 	return nil
 }
 

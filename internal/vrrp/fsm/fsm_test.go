@@ -470,3 +470,31 @@ func TestResign(t *testing.T) {
 		t.Fatalf("takeover after resigning: %v", acts)
 	}
 }
+
+// TestPriorityDropCancelsPreemption: a preempting backup that heard its
+// master advertise below it takes over after Skew_Time; if its own priority
+// drops to or below the master's meanwhile (its tracked script failed), it
+// must not: the master is better again. It took over, and the master's
+// answer sent it back at once, the VIP moving there and back. It times the
+// master as any backup does from then on.
+func TestPriorityDropCancelsPreemption(t *testing.T) {
+	t1 := 2 * sec
+	run(t, v2(true), []step{
+		{at: 0, event: "start", prio: 100, want: []string{"INIT->BACKUP"}, wantState: Backup, wantNext: mdi100},
+		{at: sec, event: "recv", from: upper, prio: 150, want: nil, wantState: Backup, wantNext: sec + mdi100},
+		// The master's priority drops below ours: preempt after Skew_Time.
+		{at: t1, event: "recv", from: upper, prio: 50, want: nil, wantState: Backup, wantNext: t1 + skew100},
+		// Ours drops to 40 before that: no preemption.
+		{at: t1 + 100*time.Millisecond, event: "prio", prio: 40, want: nil, wantState: Backup, wantNext: t1 + 100*time.Millisecond + 3*sec + 216*sec/256},
+		{at: t1 + skew100, event: "tick", want: nil, wantState: Backup, wantNext: t1 + 100*time.Millisecond + 3*sec + 216*sec/256},
+		{at: t1 + sec, event: "recv", from: upper, prio: 50, want: nil, wantState: Backup, wantNext: t1 + sec + 3*sec + 216*sec/256},
+	})
+	// Equal to the master's is not above it either; a drop that leaves us
+	// above it changes nothing.
+	run(t, v2(true), []step{
+		{at: 0, event: "start", prio: 100, want: []string{"INIT->BACKUP"}, wantState: Backup, wantNext: mdi100},
+		{at: t1, event: "recv", from: upper, prio: 50, want: nil, wantState: Backup, wantNext: t1 + skew100},
+		{at: t1 + 10*time.Millisecond, event: "prio", prio: 60, want: nil, wantState: Backup, wantNext: t1 + skew100},
+		{at: t1 + 20*time.Millisecond, event: "prio", prio: 50, want: nil, wantState: Backup, wantNext: t1 + 20*time.Millisecond + 3*sec + 206*sec/256},
+	})
+}
