@@ -311,16 +311,22 @@ func (e *Engine) vipGone(now time.Time, p netip.Prefix) {
 		if in.fsm.State() != fsm.Master {
 			continue
 		}
+		var vips []netif.VIP
 		for _, v := range in.vips {
-			if p.IsValid() && v.Prefix != p {
-				continue
+			if !p.IsValid() || v.Prefix == p {
+				vips = append(vips, v)
 			}
-			has, err := e.nl.HasVIP(v)
-			if err != nil {
-				e.log.Warn("cannot look for a VIP on its interface after an address was removed", "instance", name, "vip", v.Prefix, "dev", v.Dev, "err", err)
-				continue
-			}
-			if has {
+		}
+		if len(vips) == 0 {
+			continue
+		}
+		present, err := e.nl.Present(vips) // one dump, however many VIPs
+		if err != nil {
+			e.log.Warn("cannot look for a master's VIPs on their interface after an address was removed", "instance", name, "err", err)
+			continue
+		}
+		for i, v := range vips {
+			if present[i] {
 				continue
 			}
 			reason := fmt.Sprintf("VIP %s removed from %s behind our back; stepping down with priority 0 (as keepalived does)", v.Prefix, v.Dev)
