@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"strconv"
@@ -293,6 +294,77 @@ func (e *Engine) release(instance string, v netif.VIP, now time.Time) {
 	if h := e.opts.hooks; h != nil && h.removed != nil {
 		h.removed(v)
 	}
+}
+
+// addrChanged handles an address added or removed (see addrEvent).
+func (e *Engine) addrChanged(now time.Time, ev addrEvent) {
+	if !ev.added {
+		e.vipGone(now, ev.prefix)
+	}
+	if ev.prefix.IsValid() && e.isVIP(ev.prefix.Addr()) {
+		return // a VIP is never the source: our own takeovers and releases change nothing there
+	}
+	if e.checkPrimaries(now) {
+		e.recomputeAll(now)
+	}
+}
+
+// isVIP reports whether a is a configured virtual address.
+func (e *Engine) isVIP(a netip.Addr) bool {
+	for _, in := range e.instances {
+		for _, v := range in.vips {
+			if v.Prefix.Addr() == a {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// checkPrimaries looks again at the source of every IPv4 instance that
+// sends from its interface's primary address (no unicast_src_ip), after an
+// address came or went, and reports whether one lost its last address or
+// got one back. keepalived 2.2.7 (measured: the only IPv4 address of a
+// master's interface deleted, the VIP a /32 beside it) logs "Deassigned
+// address", enters FAULT at once, sends priority 0 and removes its VIPs;
+// when an address is assigned again it enters BACKUP and sends from it.
+// vipstack stayed MASTER, advertising from an address the node no longer
+// had, with the VIP on a node that had lost its route to the subnet
+// (TestInterfaceLosesItsAddress). An instance whose primary address changed
+// sends from the new one, and compares it on a priority tie.
+func (e *Engine) checkPrimaries(now time.Time) bool {
+	changed := false
+	for _, name := range sortedKeys(e.instances) {
+		in := e.instances[name]
+		if in.absent || in.family != 4 || in.cfg.UnicastSrcIP.IsValid() {
+			continue
+		}
+		var vipAddrs []netip.Addr
+		for _, v := range in.vips {
+			vipAddrs = append(vipAddrs, v.Prefix.Addr())
+		}
+		src, err := e.nl.PrimaryIPv4(in.cfg.Interface, vipAddrs)
+		switch {
+		case errors.Is(err, netif.ErrNoAddress):
+			if !in.noSource {
+				e.log.Warn("interface has no IPv4 address left to send from; instance in FAULT until it has one", "instance", name, "interface", in.cfg.Interface, "was", in.src)
+				in.noSource, changed = true, true
+			}
+		case err != nil:
+			e.log.Warn("cannot look for the interface's IPv4 address after an address changed", "instance", name, "interface", in.cfg.Interface, "err", err)
+		default:
+			if src != in.src {
+				e.log.Info("interface's primary IPv4 address changed; advertisements now come from it", "instance", name, "interface", in.cfg.Interface, "from", in.src, "to", src)
+				in.src = src
+				in.fsm.SetPrimary(src)
+			}
+			if in.noSource {
+				e.log.Info("interface has an IPv4 address to send from again", "instance", name, "interface", in.cfg.Interface, "source", src)
+				in.noSource, changed = false, true
+			}
+		}
+	}
+	return changed
 }
 
 // vipGone handles an address removed from an interface (the zero Prefix: the

@@ -51,5 +51,8 @@
 // 2.2.7 does (measured): a priority-0 advertisement and BACKUP, so that the
 // best backup takes the VIPs after its Skew_Time, or this node again after
 // its own when no backup does (fsm.Machine.Resign). Before, the master went
-// on advertising without the VIP and no node answered for it.
+// on advertising without the VIP and no node answered for it. An IPv4
+// instance whose interface loses its last IPv4 address (it sends from the
+// interface's primary address) is in FAULT until the interface has one
+// again, and then sends from the new one, as keepalived does.
 package engine

@@ -124,10 +124,17 @@ type event struct {
 	track    *track.Status
 	first    *track.Tracker // its first probe succeeded (see firstSuccess)
 	link     *linkEvent
-	addrGone *netip.Prefix // an address was removed (the zero Prefix: any may have been)
+	addr     *addrEvent
 	reload   chan error
 	readErr  error
 	shutdown bool
+}
+
+// addrEvent is an address added or removed; the zero Prefix means any may
+// have been (the watcher lost events).
+type addrEvent struct {
+	prefix netip.Prefix
+	added  bool
 }
 
 type linkEvent struct {
@@ -378,10 +385,10 @@ func (e *Engine) Run(ctx context.Context) error {
 		}
 	}()
 	go func() {
-		if err := nl.WatchAddrsGone(loopCtx, func(p netip.Prefix) {
-			e.send(event{addrGone: &p})
+		if err := nl.WatchAddrs(loopCtx, func(p netip.Prefix, added bool) {
+			e.send(event{addr: &addrEvent{prefix: p, added: added}})
 		}); err != nil && loopCtx.Err() == nil {
-			e.log.Error("watching addresses failed; a VIP removed from a master's interface will not be noticed", "err", err)
+			e.log.Error("watching addresses failed; a VIP removed from a master's interface, or an interface losing its address, will not be noticed", "err", err)
 		}
 	}()
 
@@ -546,8 +553,8 @@ func (e *Engine) handle(ev event) {
 		e.firstSuccess(now, ev.first)
 	case ev.link != nil:
 		e.linkChanged(now, ev.link.name, ev.link.up)
-	case ev.addrGone != nil:
-		e.vipGone(now, *ev.addrGone)
+	case ev.addr != nil:
+		e.addrChanged(now, *ev.addr)
 	case ev.reload != nil:
 		ev.reload <- e.reload()
 	case ev.readErr != nil:

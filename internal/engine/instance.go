@@ -60,6 +60,9 @@ type instance struct {
 	// firstResult marks an instance held in INIT until the first result
 	// of a weight-0 tracked script (see waits).
 	firstResult bool
+	// noSource marks an IPv4 instance that sends from its interface's
+	// primary address while the interface has none (see checkPrimaries).
+	noSource bool
 }
 
 type syncGroup struct {
@@ -887,6 +890,10 @@ func (e *Engine) contributions(in *instance) []Contribution {
 	if w, waiting := e.dad[in.cfg.Interface]; waiting && in.family != 4 && e.links[in.cfg.Interface] {
 		out = append(out, Contribution{Source: "IPv6 source " + w.src.String(), OK: false, Fault: true,
 			Reason: "still tentative after " + in.cfg.Interface + " came back up (duplicate address detection)"})
+	}
+	if in.noSource {
+		out = append(out, Contribution{Source: "interface " + in.cfg.Interface + " IPv4 address", OK: false, Fault: true,
+			Reason: "the interface has no IPv4 address to send from"})
 	}
 	if src := in.cfg.UnicastSrcIP; src.IsValid() && e.srcAbsent[src] {
 		out = append(out, Contribution{Source: "unicast_src_ip " + src.String(), OK: false, Fault: true,

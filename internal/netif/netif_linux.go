@@ -516,20 +516,21 @@ func (h *Handle) watchOnce(ctx context.Context, known map[int]linkState, f func(
 	}
 }
 
-// WatchAddrsGone calls f(p) for every address removed from an interface of
-// the handle's namespace (p is the address with its prefix length), until
-// ctx is done; then it returns nil. f runs on the caller's goroutine. If the
-// kernel drops events (the subscription socket overflowed) WatchAddrsGone
-// calls f with the zero Prefix, meaning "any address may be gone", and
-// resubscribes; it returns an error only when it cannot subscribe again.
-func (h *Handle) WatchAddrsGone(ctx context.Context, f func(p netip.Prefix)) error {
+// WatchAddrs calls f(p, added) for every address added to or removed from
+// an interface of the handle's namespace (p is the address with its prefix
+// length), until ctx is done; then it returns nil. f runs on the caller's
+// goroutine. If the kernel drops events (the subscription socket
+// overflowed) WatchAddrs calls f with the zero Prefix, meaning "any address
+// may have come or gone", and resubscribes; it returns an error only when it
+// cannot subscribe again.
+func (h *Handle) WatchAddrs(ctx context.Context, f func(p netip.Prefix, added bool)) error {
 	quiet := 0
 	for {
 		delivered, err := h.watchAddrsOnce(ctx, f)
 		if ctx.Err() != nil {
 			return nil
 		}
-		f(netip.Prefix{}) // events may have been lost before the next subscription
+		f(netip.Prefix{}, false) // events may have been lost before the next subscription
 		if delivered {
 			quiet = 0
 		} else {
@@ -541,7 +542,7 @@ func (h *Handle) WatchAddrsGone(ctx context.Context, f func(p netip.Prefix)) err
 	}
 }
 
-func (h *Handle) watchAddrsOnce(ctx context.Context, f func(netip.Prefix)) (delivered bool, err error) {
+func (h *Handle) watchAddrsOnce(ctx context.Context, f func(netip.Prefix, bool)) (delivered bool, err error) {
 	ch := make(chan netlink.AddrUpdate, 64)
 	done := make(chan struct{})
 	errc := make(chan error, 1)
@@ -589,15 +590,12 @@ func (h *Handle) watchAddrsOnce(ctx context.Context, f func(netip.Prefix)) (deli
 				}
 			}
 			delivered = true
-			if u.NewAddr {
-				continue
-			}
 			a, ok := netip.AddrFromSlice(u.LinkAddress.IP)
 			if !ok {
 				continue
 			}
 			bits, _ := u.LinkAddress.Mask.Size()
-			f(netip.PrefixFrom(a.Unmap(), bits)) // the kernel's IPv4 comes as 16 bytes
+			f(netip.PrefixFrom(a.Unmap(), bits), u.NewAddr) // the kernel's IPv4 comes as 16 bytes
 		}
 	}
 }

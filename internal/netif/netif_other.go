@@ -51,7 +51,7 @@ func (h *Handle) WatchLinks(ctx context.Context, f func(name string, up bool)) e
 	return ErrUnsupported
 }
 
-// WatchAddrsGone returns ErrUnsupported.
-func (h *Handle) WatchAddrsGone(ctx context.Context, f func(p netip.Prefix)) error {
+// WatchAddrs returns ErrUnsupported.
+func (h *Handle) WatchAddrs(ctx context.Context, f func(p netip.Prefix, added bool)) error {
 	return ErrUnsupported
 }

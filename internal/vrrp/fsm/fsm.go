@@ -326,6 +326,15 @@ func (m *Machine) SetPriority(now time.Time, p uint8) []Action {
 	return nil
 }
 
+// SetPrimary changes our source address (the interface's primary address
+// changed), compared with the sender's on a priority tie.
+func (m *Machine) SetPrimary(a netip.Addr) {
+	m.cfg.Primary = a
+	if m.state == Master {
+		m.master = a
+	}
+}
+
 // SetPreempt changes nopreempt and preempt_delay (a reload) and keeps the
 // state: they are consulted on the next advertisement from a lower master.
 // A backup that was about to preempt a lower master and may no longer

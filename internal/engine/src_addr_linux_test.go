@@ -1,0 +1,65 @@
+package engine_test
+
+import (
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vipstack/vipstack/internal/peers"
+	"github.com/vipstack/vipstack/internal/testnet"
+)
+
+// TestInterfaceLosesItsAddress: the only IPv4 address of the master's
+// interface is deleted (a lost DHCP lease, a network manager), the VIP a
+// /32 beside it. keepalived 2.2.7 enters FAULT at once, sends priority 0 and
+// removes its VIPs, and enters BACKUP when an address is assigned again
+// (measured alone in a namespace: "Deassigned address", FAULT 8 ms after the
+// deletion; "Assigned address", BACKUP 1 ms after the new one, MASTER after
+// Master_Down_Interval). vipstack stayed MASTER, advertising from the gone
+// address, with the VIP on a node without a route to the subnet. Now the
+// keepalived backup takes the VIP, and vipstack takes it back (priority 100
+// over 90) once its interface has another address, which it sends from.
+// Bounded: each step waited for at most 10 s.
+func TestInterfaceLosesItsAddress(t *testing.T) {
+	testnet.RequireRoot(t)
+	bin := vipstackBin(t)
+	topo := testnet.New(t, testnet.Options{Hosts: 2, Prefix: "vsz"})
+	vs, ka := topo.Hosts[0], topo.Hosts[1]
+	vip := netip.MustParseAddr("198.18.0.100")
+	conf := peers.Conf{Version: 3, Interval: 100 * time.Millisecond, VRID: 64, VIP: netip.PrefixFrom(vip, 32)}
+
+	c := conf
+	c.Priority = 100
+	n := startVipstack(t, bin, vs, c)
+	c.Priority = 90
+	text, err := c.Render(ka.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	startText(t, ka, peers.Keepalived, text)
+	if _, err := peers.WaitSoleHolder(topo.Hosts, vip, vs, 500*time.Millisecond, 20*time.Second); err != nil {
+		t.Fatalf("at start: %v", err)
+	}
+
+	if out, err := vs.Run("ip", "addr", "del", vs.IPv4.String(), "dev", vs.Link); err != nil {
+		t.Fatalf("deleting the master's address: %v: %s", err, out)
+	}
+	if _, err := peers.WaitSoleHolder(topo.Hosts, vip, ka, 500*time.Millisecond, 10*time.Second); err != nil {
+		t.Fatalf("the master's interface has no address: the backup must hold the VIP alone: %v", err)
+	}
+	if !strings.Contains(n.Log(), "no IPv4 address left to send from") {
+		t.Errorf("vipstack's log must say why it is in FAULT")
+	}
+
+	other := netip.PrefixFrom(netip.MustParseAddr("198.18.0.50"), 24)
+	if out, err := vs.Run("ip", "addr", "add", other.String(), "dev", vs.Link); err != nil {
+		t.Fatalf("adding another address: %v: %s", err, out)
+	}
+	if _, err := peers.WaitSoleHolder(topo.Hosts, vip, vs, 500*time.Millisecond, 10*time.Second); err != nil {
+		t.Fatalf("the interface has an address again: the higher node must hold the VIP alone: %v", err)
+	}
+	if !strings.Contains(n.Log(), "advertisements now come from it") {
+		t.Errorf("vipstack's log must say it sends from the new address")
+	}
+}
