@@ -121,7 +121,7 @@ func (e *Engine) apply(cfg *keepalived.Config) error {
 					// Addresses came or went: a master adds and announces
 					// the new ones and removes the gone ones; the others
 					// are not touched.
-					e.updateVIPs(old, ic)
+					e.updateVIPs(old, ic, func(v netif.VIP) string { return e.keptByMaster(cfg, fresh, name, v) })
 				}
 				if old.cfg.Version != ic.Version || old.cfg.AuthType != ic.AuthType || old.cfg.AuthPass != ic.AuthPass {
 					// keepalived 2.2.7 keeps the state (measured: its
@@ -298,8 +298,33 @@ func sameVIPs(a, b *keepalived.Instance) bool {
 	return sameInstance(&ca, &cb)
 }
 
-// updateVIPs gives a running instance a new address list in place.
-func (e *Engine) updateVIPs(in *instance, ic *keepalived.Instance) {
+// keptByMaster returns the name of another instance that is master, keeps
+// its state over the reload to cfg (it is not in fresh) and has v in cfg, or
+// "": the instance a VIP moves to when a reload regroups the VIPs of two
+// masters of this node.
+func (e *Engine) keptByMaster(cfg *keepalived.Config, fresh map[string]*instance, self string, v netif.VIP) string {
+	k := addrKey(v.Prefix, v.Dev)
+	for _, ic := range cfg.Instances {
+		other := e.instances[ic.Name]
+		if ic.Name == self || other == nil || fresh[ic.Name] != nil || other.fsm.State() != fsm.Master {
+			continue
+		}
+		for _, w := range slices.Concat(ic.VIPs, ic.ExcludedVIPs) {
+			if w := toVIP(w, ic.Interface); addrKey(w.Prefix, w.Dev) == k {
+				return ic.Name
+			}
+		}
+	}
+	return ""
+}
+
+// updateVIPs gives a running instance a new address list in place. A VIP
+// it loses that movedTo names another master of this node for stays on the
+// interface: that master holds it now. Removing it, when the master that
+// gained it had been handled first, left that master without it (seen:
+// gone until the master stepped down and took its VIPs again;
+// TestReloadMovesVIPBetweenMasters).
+func (e *Engine) updateVIPs(in *instance, ic *keepalived.Instance, movedTo func(netif.VIP) string) {
 	var vips []netif.VIP
 	var advert []netip.Addr
 	var text []string
@@ -336,6 +361,10 @@ func (e *Engine) updateVIPs(in *instance, ic *keepalived.Instance) {
 	}
 	now := e.clk.Now()
 	for _, v := range removed {
+		if to := movedTo(v); to != "" {
+			e.log.Info("VIP moves to another instance that is master here; it stays on the interface", "instance", ic.Name, "vip", v.Prefix, "dev", v.Dev, "to", to)
+			continue
+		}
 		e.release(ic.Name, v, now)
 	}
 	for _, v := range added {
