@@ -285,6 +285,11 @@ type nodeState struct {
 	seen       bool
 	engineDead time.Time // when a live supervisor's engine was last seen dying (zero: not dead)
 	killedAt   time.Time // the KillEngine that caused it, if any
+	// byAgentKill: a KillAgent explains the engine's death. The
+	// supervisor was killed with it and may still show as running for a
+	// while (its exit is seen when its Wait returns, late on a loaded
+	// machine): no supervisor bound applies, the restart's sweep does.
+	byAgentKill bool
 	reactHeld  []netip.Addr
 	reactRules bool // had vipstack tables when its engine died
 	agentDead  bool
@@ -511,11 +516,15 @@ func Check(cfg Config, windows []Window, samples []Sample) (Report, error) {
 				st.killedAt = killTime(windows, n, KillEngine, prevAt, t)
 				// A kill of the whole agent may show the engine gone one
 				// sample before its supervisor.
-				if st.killedAt.IsZero() && killTime(windows, n, KillAgent, prevAt, t).IsZero() {
+				st.byAgentKill = st.killedAt.IsZero() && !killTime(windows, n, KillAgent, prevAt, t).IsZero()
+				if st.killedAt.IsZero() && !st.byAgentKill {
 					rep.Violations = append(rep.Violations, Violation{Kind: Exit, At: t, Nodes: []string{name}, Detail: "the engine exited with no kill to explain it (its supervisor lives)"})
 				}
-				st.reactHeld = append([]netip.Addr(nil), st.prev.Holds...)
-				st.reactRules = len(st.prev.Rules) > 0
+				st.reactHeld, st.reactRules = nil, false
+				if !st.byAgentKill {
+					st.reactHeld = append([]netip.Addr(nil), st.prev.Holds...)
+					st.reactRules = len(st.prev.Rules) > 0
+				}
 			}
 			if ns.Agent && ns.Engine {
 				st.engineDead = time.Time{}
@@ -526,7 +535,7 @@ func Check(cfg Config, windows []Window, samples []Sample) (Report, error) {
 				if !st.killedAt.IsZero() {
 					from = st.killedAt
 				}
-				late := t.Sub(from) > cfg.SupervisorBound
+				late := !st.byAgentKill && t.Sub(from) > cfg.SupervisorBound
 				if len(ns.Holds) > 0 && late {
 					extend(&engVIP[n], t, []string{name}, fmt.Sprintf("VIPs %v stay after the engine died (supervisor bound %v)", ns.Holds, cfg.SupervisorBound))
 				} else if engVIP[n] != nil {
