@@ -290,12 +290,12 @@ type nodeState struct {
 	// while (its exit is seen when its Wait returns, late on a loaded
 	// machine): no supervisor bound applies, the restart's sweep does.
 	byAgentKill bool
-	reactHeld  []netip.Addr
-	reactRules bool // had vipstack tables when its engine died
-	agentDead  bool
-	leftVIPs   []netip.Addr // VIPs held when the whole agent died, not yet swept
-	restarted  time.Time    // when the agent was seen running again (zero: not yet)
-	sweepCount bool         // leftVIPs held at death: count the sweep time
+	reactHeld   []netip.Addr
+	reactRules  bool // had vipstack tables when its engine died
+	agentDead   bool
+	leftVIPs    []netip.Addr // VIPs held when the whole agent died, not yet swept
+	restarted   time.Time    // when the agent was seen running again (zero: not yet)
+	sweepCount  bool         // leftVIPs held at death: count the sweep time
 }
 
 // Check judges a run: samples sorted by time, windows in any order.
