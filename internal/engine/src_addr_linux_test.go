@@ -28,19 +28,7 @@ func TestInterfaceLosesItsAddress(t *testing.T) {
 	vs, ka := topo.Hosts[0], topo.Hosts[1]
 	vip := netip.MustParseAddr("198.18.0.100")
 	conf := peers.Conf{Version: 3, Interval: 100 * time.Millisecond, VRID: 64, VIP: netip.PrefixFrom(vip, 32)}
-
-	c := conf
-	c.Priority = 100
-	n := startVipstack(t, bin, vs, c)
-	c.Priority = 90
-	text, err := c.Render(ka.Name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	startText(t, ka, peers.Keepalived, text)
-	if _, err := peers.WaitSoleHolder(topo.Hosts, vip, vs, 500*time.Millisecond, 20*time.Second); err != nil {
-		t.Fatalf("at start: %v", err)
-	}
+	n := startOverKeepalived(t, bin, topo.Hosts, vs, ka, conf)
 
 	if out, err := vs.Run("ip", "addr", "del", vs.IPv4.String(), "dev", vs.Link); err != nil {
 		t.Fatalf("deleting the master's address: %v: %s", err, out)

@@ -26,20 +26,7 @@ func TestVIPRemovedFromMaster(t *testing.T) {
 	high, low := topo.Hosts[0], topo.Hosts[1]
 	vip := netip.MustParseAddr("198.18.0.100")
 	conf := peers.Conf{Version: 3, Interval: 100 * time.Millisecond, VRID: 63, VIP: netip.PrefixFrom(vip, 24)}
-
-	c := conf
-	c.Priority = 100
-	n := startVipstack(t, bin, high, c)
-	c.Priority = 90
-	text, err := c.Render(low.Name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	startText(t, low, peers.Keepalived, text)
-
-	if _, err := peers.WaitSoleHolder(topo.Hosts, vip, high, 500*time.Millisecond, 20*time.Second); err != nil {
-		t.Fatalf("at start: %v", err)
-	}
+	n := startOverKeepalived(t, bin, topo.Hosts, high, low, conf)
 	for i := range 2 {
 		if out, err := high.Run("ip", "addr", "del", conf.VIP.String(), "dev", "eth0"); err != nil {
 			t.Fatalf("removing the VIP behind the master's back: %v: %s", err, out)
