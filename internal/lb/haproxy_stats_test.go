@@ -5,12 +5,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"os/exec"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -71,15 +74,36 @@ func freePort(t *testing.T) string {
 // ago. They are picked on the wildcard address, IPv6 and IPv4 together
 // (the haproxy configurations bind `:::PORT v4v6` too, and a port free on
 // 127.0.0.1 may be taken on another address), all held until the last is
-// picked: the kernel hands a port just given back out again (two calls of
-// freePort gave two frontends one port).
+// picked (the kernel hands a port just given back out again: two calls of
+// freePort gave two frontends one port), and below the kernel's ephemeral
+// range (ip_local_port_range), where no bind to port 0 lands: between
+// their release and haproxy's bind, a balancer of the same test (or any
+// other) binding port 0 got one of them, and as haproxy and vipstack both
+// set SO_REUSEPORT both binds succeeded and the kernel split the clients
+// between the two (a clean-clone run, TestConnLogMatchesHaproxy: a client
+// of haproxy's frontend was logged by vipstack's).
 func freePorts(t *testing.T, n int) []string {
 	t.Helper()
+	low := 32768
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if v, err := strconv.Atoi(f[0]); err == nil {
+				low = v
+			}
+		}
+	}
+	const from = 10000
+	if low-from < 1000 {
+		t.Fatalf("the ephemeral port range starts at %d: no room below it for the test's ports", low)
+	}
 	var ports []string
-	for range n {
-		ln, err := net.Listen("tcp", ":0")
+	for tries := 0; len(ports) < n; tries++ {
+		if tries > 100*n {
+			t.Fatalf("found %d free ports of %d between %d and %d", len(ports), n, from, low)
+		}
+		ln, err := net.Listen("tcp", fmt.Sprintf(":%d", from+rand.IntN(low-from)))
 		if err != nil {
-			t.Fatal(err)
+			continue // taken
 		}
 		defer ln.Close()
 		_, port, _ := net.SplitHostPort(ln.Addr().String())
