@@ -48,4 +48,14 @@
 // refuses the Corefile if that fails with "address already in use"
 // (checkListeners). Addresses overlapping what the running Corefile
 // listens on are not probed on a reload.
+//
+// # Reloads
+//
+// A reload (the reload plugin) goes through the same checks as Start:
+// Validate (braces, unknown plugins, the lint checks) and checkListeners
+// run in the instance's OnRestart callbacks, before Caddy sets the new
+// Corefile up, so an edit Start would refuse (a hosts line whose address
+// does not parse, which CoreDNS would silently drop; a stray '}') fails
+// the reload with the file, line and bad value in the log, and the running
+// Corefile keeps serving.
 package dns

@@ -164,16 +164,23 @@ func watchRestarts(caddy.Context) error {
 
 // checkRestart runs before inst restarts with a new Corefile: it reads the
 // Corefile as the reload plugin just did (through Caddy's loaders, which
-// read the -conf path Start set) and checks its listeners, leaving out
-// what inst listens on. A file changed again in between is checked in its
-// newer version; the reload plugin reloads that one at its next tick.
+// read the -conf path Start set), refuses what Start refuses before
+// Caddy sees it (Validate: unbalanced braces, and the lint checks, such as
+// a hosts line whose address does not parse, which Caddy loads and
+// CoreDNS silently drops), and checks its listeners, leaving out what inst
+// listens on. A file changed again in between is checked in its newer
+// version; the reload plugin reloads that one at its next tick.
 func checkRestart(inst *caddy.Instance) error {
 	in, err := caddy.LoadCaddyfile(serverType)
 	if err != nil || in == nil {
 		return nil // the reload itself reports it
 	}
+	cf := Corefile{Path: in.Path(), Contents: in.Body()}
+	if err := Validate(cf); err != nil {
+		return fmt.Errorf("%w; still serving the running Corefile", err)
+	}
 	udp, tcp := heldAddrs(inst)
-	return checkListeners("reload", Corefile{Path: in.Path(), Contents: in.Body()}, udp, tcp)
+	return checkListeners("reload", cf, udp, tcp)
 }
 
 // Check validates cf without serving it: syntax, plugin names, server block
