@@ -407,9 +407,6 @@ func (h *Handle) Tentative(name string, addr netip.Addr) (bool, error) {
 	return true, nil
 }
 
-// maxQuietFailures bounds resubscriptions in a row that deliver nothing.
-const maxQuietFailures = 3
-
 // WatchLinks calls f(name, up) for every link in the handle's namespace
 // once with its current state, then on every change of up (see LinkInfo.Up;
 // a deleted link is reported down), until ctx is done; then it returns nil.
@@ -419,101 +416,9 @@ const maxQuietFailures = 3
 // cannot subscribe again.
 func (h *Handle) WatchLinks(ctx context.Context, f func(name string, up bool)) error {
 	known := map[int]linkState{}
-	quiet := 0
-	for {
-		delivered, err := h.watchOnce(ctx, known, f)
-		if ctx.Err() != nil {
-			return nil
-		}
-		if delivered {
-			quiet = 0
-		} else {
-			quiet++
-		}
-		if err != nil && quiet >= maxQuietFailures {
-			return fmt.Errorf("watch links: %w", err)
-		}
-	}
-}
-
-type linkState struct {
-	name string
-	up   bool
-}
-
-func (h *Handle) watchOnce(ctx context.Context, known map[int]linkState, f func(string, bool)) (delivered bool, err error) {
-	ch := make(chan netlink.LinkUpdate, 64)
-	done := make(chan struct{})
-	errc := make(chan error, 1)
-	// The subscription's socket is made while this call runs; on a thread
-	// already in the handle's namespace (always, in the agent) it is made
-	// there without setns, which needs CAP_SYS_ADMIN (see Open).
-	runtime.LockOSThread()
-	var at *netns.NsHandle // nil: the calling thread's namespace
-	cur, cerr := netns.Get()
-	if cerr != nil || !cur.Equal(h.ns) {
-		ns := h.ns
-		at = &ns
-	}
-	if cerr == nil {
-		cur.Close()
-	}
-	err = netlink.LinkSubscribeWithOptions(ch, done, netlink.LinkSubscribeOptions{
-		Namespace:    at,
-		ListExisting: true,
-		ErrorCallback: func(err error) {
-			if errors.Is(err, netlink.ErrDumpInterrupted) {
-				return // the events that follow still carry every change
-			}
-			select {
-			case errc <- err:
-			default:
-			}
-		},
-		ReceiveBufferSize: 1 << 20,
-	})
-	runtime.UnlockOSThread()
-	if err != nil {
-		return false, fmt.Errorf("subscribe: %w", err)
-	}
-	defer func() {
-		close(done)
-		for range ch { // let the library's reader goroutine finish
-		}
-	}()
-	for {
-		select {
-		case <-ctx.Done():
-			return delivered, nil
-		case u, ok := <-ch:
-			if !ok {
-				select {
-				case err := <-errc:
-					return delivered, err
-				default:
-					return delivered, errors.New("subscription closed")
-				}
-			}
-			delivered = true
-			a := u.Attrs()
-			idx := int(u.Index)
-			if u.Header.Type == syscall.RTM_DELLINK {
-				if old, ok := known[idx]; ok {
-					delete(known, idx)
-					if old.up {
-						f(old.name, false)
-					}
-				}
-				continue
-			}
-			now := linkState{name: a.Name, up: linkUp(a)}
-			old, ok := known[idx]
-			known[idx] = now
-			if !ok || old.up != now.up {
-				f(now.name, now.up)
-			}
-		}
-	}
+	return resubscribe(ctx, "links", func() (bool, error) {
+		return h.watchLinksOnce(ctx, known, f)
+	}, nil)
 }
 
 // WatchAddrs calls f(p, added) for every address added to or removed from
@@ -524,30 +429,48 @@ func (h *Handle) watchOnce(ctx context.Context, known map[int]linkState, f func(
 // may have come or gone", and resubscribes; it returns an error only when it
 // cannot subscribe again.
 func (h *Handle) WatchAddrs(ctx context.Context, f func(p netip.Prefix, added bool)) error {
+	return resubscribe(ctx, "addresses", func() (bool, error) {
+		return h.watchAddrsOnce(ctx, f)
+	}, func() { f(netip.Prefix{}, false) })
+}
+
+// maxQuietFailures bounds resubscriptions in a row that deliver nothing.
+const maxQuietFailures = 3
+
+// resubscribe runs one subscription after another until ctx is done, and
+// returns nil then. After each subscription ends, lost (if set) is told
+// that events may have been lost before the next one. It gives up, with
+// the last error, after maxQuietFailures subscriptions in a row that
+// delivered nothing.
+func resubscribe(ctx context.Context, what string, once func() (delivered bool, err error), lost func()) error {
 	quiet := 0
 	for {
-		delivered, err := h.watchAddrsOnce(ctx, f)
+		delivered, err := once()
 		if ctx.Err() != nil {
 			return nil
 		}
-		f(netip.Prefix{}, false) // events may have been lost before the next subscription
+		if lost != nil {
+			lost()
+		}
 		if delivered {
 			quiet = 0
 		} else {
 			quiet++
 		}
 		if err != nil && quiet >= maxQuietFailures {
-			return fmt.Errorf("watch addresses: %w", err)
+			return fmt.Errorf("watch %s: %w", what, err)
 		}
 	}
 }
 
-func (h *Handle) watchAddrsOnce(ctx context.Context, f func(netip.Prefix, bool)) (delivered bool, err error) {
-	ch := make(chan netlink.AddrUpdate, 64)
-	done := make(chan struct{})
-	errc := make(chan error, 1)
-	// As in watchOnce: made on a thread already in the namespace when it can.
+// subscribe makes a netlink subscription through sub, which gets the
+// namespace to subscribe in (nil: the calling thread's). The subscription's
+// socket is made while sub runs; on a thread already in the handle's
+// namespace (always, in the agent) it is made there without setns, which
+// needs CAP_SYS_ADMIN (see Open).
+func (h *Handle) subscribe(sub func(at *netns.NsHandle) error) error {
 	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	var at *netns.NsHandle
 	cur, cerr := netns.Get()
 	if cerr != nil || !cur.Equal(h.ns) {
@@ -557,23 +480,20 @@ func (h *Handle) watchAddrsOnce(ctx context.Context, f func(netip.Prefix, bool))
 	if cerr == nil {
 		cur.Close()
 	}
-	err = netlink.AddrSubscribeWithOptions(ch, done, netlink.AddrSubscribeOptions{
-		Namespace: at,
-		ErrorCallback: func(err error) {
-			select {
-			case errc <- err:
-			default:
-			}
-		},
-		ReceiveBufferSize: 1 << 20,
-	})
-	runtime.UnlockOSThread()
-	if err != nil {
-		return false, fmt.Errorf("subscribe: %w", err)
+	if err := sub(at); err != nil {
+		return fmt.Errorf("subscribe: %w", err)
 	}
+	return nil
+}
+
+// receive hands each update on ch to f until ctx is done (then it returns
+// a nil error) or the subscription ends (then it returns the error the
+// library reported on errc, if any). Either way it closes done and drains
+// ch, so the library's reader goroutine finishes.
+func receive[U any](ctx context.Context, ch chan U, done chan struct{}, errc <-chan error, f func(U)) (delivered bool, err error) {
 	defer func() {
 		close(done)
-		for range ch { // let the library's reader goroutine finish
+		for range ch {
 		}
 	}()
 	for {
@@ -590,12 +510,90 @@ func (h *Handle) watchAddrsOnce(ctx context.Context, f func(netip.Prefix, bool))
 				}
 			}
 			delivered = true
-			a, ok := netip.AddrFromSlice(u.LinkAddress.IP)
-			if !ok {
-				continue
-			}
-			bits, _ := u.LinkAddress.Mask.Size()
-			f(netip.PrefixFrom(a.Unmap(), bits), u.NewAddr) // the kernel's IPv4 comes as 16 bytes
+			f(u)
 		}
 	}
+}
+
+// keepFirst returns an error callback that keeps the first error reported
+// on errc, and makes errc.
+func keepFirst(ignore func(error) bool) (chan error, func(error)) {
+	errc := make(chan error, 1)
+	return errc, func(err error) {
+		if ignore != nil && ignore(err) {
+			return
+		}
+		select {
+		case errc <- err:
+		default:
+		}
+	}
+}
+
+type linkState struct {
+	name string
+	up   bool
+}
+
+func (h *Handle) watchLinksOnce(ctx context.Context, known map[int]linkState, f func(string, bool)) (delivered bool, err error) {
+	ch := make(chan netlink.LinkUpdate, 64)
+	done := make(chan struct{})
+	errc, onErr := keepFirst(func(err error) bool {
+		// The events that follow an interrupted dump still carry every change.
+		return errors.Is(err, netlink.ErrDumpInterrupted)
+	})
+	err = h.subscribe(func(at *netns.NsHandle) error {
+		return netlink.LinkSubscribeWithOptions(ch, done, netlink.LinkSubscribeOptions{
+			Namespace:         at,
+			ListExisting:      true,
+			ErrorCallback:     onErr,
+			ReceiveBufferSize: 1 << 20,
+		})
+	})
+	if err != nil {
+		return false, err
+	}
+	return receive(ctx, ch, done, errc, func(u netlink.LinkUpdate) {
+		a := u.Attrs()
+		idx := int(u.Index)
+		if u.Header.Type == syscall.RTM_DELLINK {
+			if old, ok := known[idx]; ok {
+				delete(known, idx)
+				if old.up {
+					f(old.name, false)
+				}
+			}
+			return
+		}
+		now := linkState{name: a.Name, up: linkUp(a)}
+		old, ok := known[idx]
+		known[idx] = now
+		if !ok || old.up != now.up {
+			f(now.name, now.up)
+		}
+	})
+}
+
+func (h *Handle) watchAddrsOnce(ctx context.Context, f func(netip.Prefix, bool)) (delivered bool, err error) {
+	ch := make(chan netlink.AddrUpdate, 64)
+	done := make(chan struct{})
+	errc, onErr := keepFirst(nil)
+	err = h.subscribe(func(at *netns.NsHandle) error {
+		return netlink.AddrSubscribeWithOptions(ch, done, netlink.AddrSubscribeOptions{
+			Namespace:         at,
+			ErrorCallback:     onErr,
+			ReceiveBufferSize: 1 << 20,
+		})
+	})
+	if err != nil {
+		return false, err
+	}
+	return receive(ctx, ch, done, errc, func(u netlink.AddrUpdate) {
+		a, ok := netip.AddrFromSlice(u.LinkAddress.IP)
+		if !ok {
+			return
+		}
+		bits, _ := u.LinkAddress.Mask.Size()
+		f(netip.PrefixFrom(a.Unmap(), bits), u.NewAddr) // the kernel's IPv4 comes as 16 bytes
+	})
 }

@@ -297,8 +297,8 @@ func TestWatchLinks(t *testing.T) {
 		if err := s.do(); err != nil {
 			t.Fatalf("%s: %v", s.name, err)
 		}
-		if diff := cmp.Diff(s.want, next()); diff != "" {
-			t.Fatalf("%s: event (-want +got):\n%s", s.name, diff)
+		if got := next(); got != s.want {
+			t.Fatalf("%s: event %v, want %v", s.name, got, s.want)
 		}
 	}
 }
@@ -395,4 +395,159 @@ func TestPresent(t *testing.T) {
 	if _, err := nh.Present([]VIP{{Prefix: netip.MustParsePrefix("198.18.0.1/32")}}); err == nil || !strings.Contains(err.Error(), "VIP.Dev") {
 		t.Errorf("a VIP without Dev: err %v, want one naming VIP.Dev", err)
 	}
+}
+
+type addrEvent struct {
+	Prefix netip.Prefix
+	Added  bool
+}
+
+func TestWatchAddrs(t *testing.T) {
+	h, nh := setup(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	events := make(chan addrEvent, 100)
+	ret := make(chan error, 1)
+	go func() {
+		ret <- nh.WatchAddrs(ctx, func(p netip.Prefix, added bool) { events <- addrEvent{p, added} })
+	}()
+	defer func() {
+		cancel()
+		select {
+		case err := <-ret:
+			if err != nil {
+				t.Errorf("WatchAddrs returned %v after cancel; want nil", err)
+			}
+		case <-time.After(waitLimit):
+			t.Errorf("WatchAddrs did not return within %v of cancel", waitLimit)
+		}
+	}()
+	v4 := netip.MustParsePrefix("198.18.7.1/24")
+	v6 := netip.MustParsePrefix("fd00:bb::7:1/64")
+	next := func() addrEvent {
+		t.Helper()
+		for {
+			select {
+			case e := <-events:
+				if e.Prefix == v4 || e.Prefix == v6 || !e.Prefix.IsValid() {
+					return e
+				}
+			case err := <-ret:
+				t.Fatalf("WatchAddrs returned early: %v", err)
+			case <-time.After(waitLimit):
+				t.Fatalf("no address event within %v", waitLimit)
+			}
+		}
+	}
+	ip := func(args ...string) error {
+		_, err := h.Run("ip", args...)
+		return err
+	}
+	// The subscription is made while WatchAddrs starts: add and delete the
+	// IPv4 address until an add is reported.
+	subscribed := func() bool {
+		if err := ip("addr", "add", v4.String(), "dev", h.Link); err != nil {
+			t.Fatal(err)
+		}
+		timeout := time.After(200 * time.Millisecond)
+		for {
+			select {
+			case e := <-events:
+				if e == (addrEvent{v4, true}) {
+					return true
+				}
+			case <-timeout:
+				if err := ip("addr", "del", v4.String(), "dev", h.Link); err != nil {
+					t.Fatal(err)
+				}
+				return false
+			}
+		}
+	}
+	for deadline := time.Now().Add(waitLimit); !subscribed(); {
+		if time.Now().After(deadline) {
+			t.Fatalf("no event for an added address within %v", waitLimit)
+		}
+	}
+	steps := []struct {
+		name string
+		do   func() error
+		want addrEvent
+	}{
+		{name: "IPv6 added", do: func() error { return ip("addr", "add", v6.String(), "dev", h.Link, "nodad") }, want: addrEvent{v6, true}},
+		{name: "IPv4 deleted", do: func() error { return ip("addr", "del", v4.String(), "dev", h.Link) }, want: addrEvent{v4, false}},
+		{name: "IPv6 deleted", do: func() error { return ip("addr", "del", v6.String(), "dev", h.Link) }, want: addrEvent{v6, false}},
+		{name: "IPv4 added again", do: func() error { return ip("addr", "add", v4.String(), "dev", h.Link) }, want: addrEvent{v4, true}},
+	}
+	for _, s := range steps {
+		if err := s.do(); err != nil {
+			t.Fatalf("%s: %v", s.name, err)
+		}
+		if got := next(); got != s.want {
+			t.Fatalf("%s: event %v, want %v", s.name, got, s.want)
+		}
+	}
+}
+
+// TestResubscribe drives the resubscription loop with scripted
+// subscriptions: each end is reported as lost, a subscription that
+// delivered resets the count of quiet failures, and the loop gives up
+// after maxQuietFailures quiet failures in a row.
+func TestResubscribe(t *testing.T) {
+	boom := errors.New("boom")
+	type result struct {
+		delivered bool
+		err       error
+	}
+	tests := []struct {
+		name      string
+		script    []result
+		wantCalls int
+		wantErr   bool
+	}{
+		{
+			name:      "quiet failures give up",
+			script:    []result{{false, boom}, {false, boom}, {false, boom}},
+			wantCalls: 3,
+			wantErr:   true,
+		},
+		{
+			name:      "a delivering subscription resets the count",
+			script:    []result{{false, boom}, {false, boom}, {true, boom}, {false, boom}, {false, boom}, {false, boom}},
+			wantCalls: 6,
+			wantErr:   true,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			calls, lost := 0, 0
+			err := resubscribe(context.Background(), "things", func() (bool, error) {
+				if calls == len(tc.script) {
+					t.Fatalf("subscription %d not in the script", calls+1)
+				}
+				r := tc.script[calls]
+				calls++
+				return r.delivered, r.err
+			}, func() { lost++ })
+			if calls != tc.wantCalls || lost != tc.wantCalls {
+				t.Errorf("subscriptions %d, lost reports %d; want %d of each", calls, lost, tc.wantCalls)
+			}
+			if (err != nil) != tc.wantErr || (err != nil && !errors.Is(err, boom)) {
+				t.Errorf("err = %v, want wrapped boom: %v", err, tc.wantErr)
+			}
+			if err != nil && !strings.Contains(err.Error(), "watch things") {
+				t.Errorf("err = %q, want it to name what is watched", err)
+			}
+		})
+	}
+	t.Run("cancel returns nil without a lost report", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		lost := 0
+		err := resubscribe(ctx, "things", func() (bool, error) {
+			cancel()
+			return true, boom
+		}, func() { lost++ })
+		if err != nil || lost != 0 {
+			t.Errorf("after cancel: err %v, lost reports %d; want nil, 0", err, lost)
+		}
+	})
 }
