@@ -28,6 +28,11 @@ const (
 	EnvUseUnicast    = "OPENSHIFT_HA_USE_UNICAST"
 	EnvUnicastPeers  = "OPENSHIFT_HA_UNICAST_PEERS"
 	EnvIptablesChain = "OPENSHIFT_HA_IPTABLES_CHAIN"
+	// EnvNftablesRule is the current image's name for the firewall switch
+	// (settings.sh: "OPENSHIFT_HA_NFTABLES_RULE is the preferred env var
+	// name", OPENSHIFT_HA_IPTABLES_CHAIN deprecated): when set, whatever
+	// its value, the rule goes in a table of the pool's own.
+	EnvNftablesRule  = "OPENSHIFT_HA_NFTABLES_RULE"
 	EnvCheckScript   = "OPENSHIFT_HA_CHECK_SCRIPT"
 	EnvNotifyScript  = "OPENSHIFT_HA_NOTIFY_SCRIPT"
 	EnvCheckInterval = "OPENSHIFT_HA_CHECK_INTERVAL"
@@ -67,6 +72,7 @@ func Vars() []Var {
 		{Name: EnvUseUnicast, Flag: "use-unicast", Default: "false", Usage: "send VRRP to OPENSHIFT_HA_UNICAST_PEERS instead of multicast (true needs the peers)"},
 		{Name: EnvUnicastPeers, Flag: "unicast-peers", Usage: "addresses of every node of the pool, comma separated; when set, VRRP is unicast to them"},
 		{Name: EnvIptablesChain, Flag: "iptables-chain", Usage: "nftables chain (e.g. INPUT of iptables-nft's filter table) that gets the rule admitting VRRP multicast; empty: a table of our own"},
+		{Name: EnvNftablesRule, Usage: "the current image's name for the firewall switch: when set, whatever the value, the rule goes in the pool's own table and OPENSHIFT_HA_IPTABLES_CHAIN is ignored"},
 		{Name: EnvCheckScript, Flag: "check-script", Usage: "script run every check interval instead of the port check; non-zero exit: the node holds no VIPs"},
 		{Name: EnvNotifyScript, Flag: "notify-script", Usage: "script run on every state change with keepalived's arguments: INSTANCE name state priority"},
 		{Name: EnvCheckInterval, Flag: "check-interval", Default: "2", Usage: "seconds between checks (port or script); fractions allowed"},
@@ -337,7 +343,17 @@ func Parse(in Input) (*Spec, error) {
 	sort.Ints(s.ExcludedVRIDs)
 
 	s.IptablesChain, _ = p.get(EnvIptablesChain)
-	if src := p.source(EnvIptablesChain); s.IptablesChain != "" && !validChain(s.IptablesChain) {
+	switch src := p.source(EnvIptablesChain); {
+	case p.given(EnvNftablesRule):
+		// The current image reads "${OPENSHIFT_HA_NFTABLES_RULE:-${OPENSHIFT_HA_IPTABLES_CHAIN:-""}}"
+		// only for being set, and then adds its rule in a table of its
+		// own: the chain's name plays no part.
+		if s.IptablesChain != "" {
+			s.Warnings = append(s.Warnings, fmt.Sprintf("%s=%q is ignored: %s is set, so the rule goes in the pool's own table (inet %s), as the image then puts it in its own (inet keepalived)",
+				src, s.IptablesChain, EnvNftablesRule, NewFirewall(&Spec{ConfigName: s.ConfigName}).Table()))
+		}
+		s.IptablesChain = ""
+	case s.IptablesChain != "" && !validChain(s.IptablesChain):
 		p.bad(src, s.IptablesChain, "a chain name of up to 28 letters, digits, '_', '-' or '.' (e.g. INPUT)")
 	}
 

@@ -96,6 +96,28 @@ func TestParse(t *testing.T) {
 			},
 		},
 		{
+			// The image's own e2e template (openshift/images
+			// ipfailover/keepalived/tests/e2e/testdata/router/ipfailover.yaml)
+			// sets OPENSHIFT_HA_NFTABLES_RULE: "INPUT"; its settings.sh reads
+			// only whether it is set, and then adds the rule in a table of its
+			// own (inet keepalived), whatever the value.
+			name: "OPENSHIFT_HA_NFTABLES_RULE of the current image: a table of our own",
+			env:  map[string]string{EnvVirtualIPs: "10.1.1.1-3", EnvNftablesRule: "INPUT"},
+			want: func(s *Spec) {
+				s.ScriptEnv = []string{"OPENSHIFT_HA_VIRTUAL_IPS=10.1.1.1-3", "OPENSHIFT_HA_NFTABLES_RULE=INPUT"}
+			},
+		},
+		{
+			// settings.sh: HA_MULTICAST_ACCEPT="${OPENSHIFT_HA_NFTABLES_RULE:-${OPENSHIFT_HA_IPTABLES_CHAIN:-""}}":
+			// with both set the chain name plays no part (and is not checked).
+			name: "OPENSHIFT_HA_NFTABLES_RULE with OPENSHIFT_HA_IPTABLES_CHAIN: the chain is ignored, with a warning",
+			env:  map[string]string{EnvVirtualIPs: "10.1.1.1-3", EnvNftablesRule: "yes", EnvIptablesChain: "IN PUT"},
+			want: func(s *Spec) {
+				s.Warnings = []string{`OPENSHIFT_HA_IPTABLES_CHAIN="IN PUT" is ignored: OPENSHIFT_HA_NFTABLES_RULE is set, so the rule goes in the pool's own table (inet vipstack_ipfailover_OpenShift_IPFailover), as the image then puts it in its own (inet keepalived)`}
+				s.ScriptEnv = []string{"OPENSHIFT_HA_VIRTUAL_IPS=10.1.1.1-3", "OPENSHIFT_HA_IPTABLES_CHAIN=IN PUT", "OPENSHIFT_HA_NFTABLES_RULE=yes"}
+			},
+		},
+		{
 			name: "ignored variables are warnings",
 			env:  map[string]string{EnvVirtualIPs: "10.1.1.1-3", "OPENSHIFT_HA_SELECTOR": "ipfailover=yes"},
 			want: func(s *Spec) {
