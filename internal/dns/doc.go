@@ -57,5 +57,7 @@
 // Corefile up, so an edit Start would refuse (a hosts line whose address
 // does not parse, which CoreDNS would silently drop; a stray '}') fails
 // the reload with the file, line and bad value in the log, and the running
-// Corefile keeps serving.
+// Corefile keeps serving. Server.Reload does the same on demand (CoreDNS
+// reloads on SIGUSR1; an embedding command calls Reload on its signal),
+// returning the error instead of logging it.
 package dns

@@ -90,7 +90,10 @@ func (c Corefile) input() caddy.Input {
 type Server struct {
 	mu       sync.Mutex
 	inst     *caddy.Instance // running instance; a reload replaces it
+	path     string          // the running Corefile's Path, which Reload reads
 	starting bool            // a Start is under way
+
+	reloading sync.Mutex // one Reload at a time
 }
 
 // NewServer configures CoreDNS for this process: the directive order
@@ -256,7 +259,46 @@ func (s *Server) Start(cf Corefile) error {
 		}
 	}
 	s.mu.Lock()
-	s.inst = inst
+	s.inst, s.path = inst, cf.Path
+	s.mu.Unlock()
+	return nil
+}
+
+// Reload reads the running Corefile again from its path and restarts
+// CoreDNS with it, as CoreDNS does on SIGUSR1 (vipstack dns calls it on
+// SIGUSR1 and SIGHUP). The new Corefile goes through what Start checks
+// (Validate, the listeners; see checkRestart) and every plugin's setup
+// before it replaces the running one; if any of that fails, Reload
+// returns the error (naming the file and line where there is one) and the
+// running Corefile keeps serving, unchanged.
+func (s *Server) Reload() error {
+	s.reloading.Lock()
+	defer s.reloading.Unlock()
+	s.mu.Lock()
+	inst, path := s.inst, s.path
+	s.mu.Unlock()
+	if inst == nil {
+		return errors.New("dns: reload: no Corefile is running")
+	}
+	if path == "" {
+		return errors.New("dns: reload: the running Corefile was given without a path, so there is no file to read again")
+	}
+	const kept = "still serving the running Corefile"
+	cf, err := ReadCorefile(path)
+	if err != nil {
+		return fmt.Errorf("%w; %s", err, kept)
+	}
+	if err := Validate(cf); err != nil {
+		return fmt.Errorf("%w; %s", err, kept)
+	}
+	next, err := inst.Restart(cf.input())
+	if err != nil {
+		return fmt.Errorf("dns: reload %s: %w; %s", cf.name(), err, kept)
+	}
+	s.mu.Lock()
+	if s.inst == inst { // the startup event hook has usually done it already
+		s.inst = next
+	}
 	s.mu.Unlock()
 	return nil
 }
@@ -341,9 +383,11 @@ func (s *Server) Addrs() []net.Addr {
 // Stop runs the plugins' shutdown callbacks, closes every listener and waits
 // for the servers to finish. Stopping a stopped Server does nothing.
 func (s *Server) Stop() error {
+	s.reloading.Lock() // let a Reload finish, so Stop sees the instance it left
+	defer s.reloading.Unlock()
 	s.mu.Lock()
 	inst := s.inst
-	s.inst = nil
+	s.inst, s.path = nil, ""
 	s.mu.Unlock()
 	if inst == nil {
 		return nil
