@@ -145,7 +145,7 @@ func (p *Pool) Prepare(ctx context.Context) (string, error) {
 		return "", p.fail(err)
 	}
 	for _, f := range findings {
-		if f.Action == "unused" {
+		if f.Action == "unused" && len(f.VIPs) == 0 {
 			log.Info(f.String())
 		} else {
 			log.Warn(f.String(), "vrid", f.VRID, "action", f.Action)

@@ -29,6 +29,11 @@ type Finding struct {
 	// on it) or "unused" (outside the VRIDs the pool needs).
 	Action string `json:"action"`
 	Group  string `json:"group,omitempty"` // our group on that VRID, for "conflict"
+	// VIPs are the pool's VIPs the advertisements carry, though they match
+	// none of this node's groups: a node of the pool running other
+	// settings (a rollout of changed OPENSHIFT_HA_* values), or another
+	// router holding them. Those VIPs can be held on two nodes at once.
+	VIPs []netip.Addr `json:"pool_vips,omitempty"`
 }
 
 // String is the log line for f.
@@ -40,11 +45,26 @@ func (f Finding) String() string {
 	s := fmt.Sprintf("VRID %d is spoken on the link by %s, not by this pool", f.VRID, strings.Join(from, ", "))
 	switch f.Action {
 	case "avoided":
-		return s + ": avoided"
+		s += ": avoided"
 	case "conflict":
-		return s + ": CONFLICT, used anyway by " + f.Group + " (the VRID offset is fixed, or the pool already runs on it); failover on it is unreliable until one side moves"
+		s += ": CONFLICT, used anyway by " + f.Group + " (the VRID offset is fixed, or the pool already runs on it); failover on it is unreliable until one side moves"
+	default:
+		s += " (not one this pool needs)"
 	}
-	return s + " (not one this pool needs)"
+	if len(f.VIPs) > 0 {
+		shown := make([]string, 0, 6)
+		for i, a := range f.VIPs {
+			if i == 5 {
+				shown = append(shown, "...")
+				break
+			}
+			shown = append(shown, a.String())
+		}
+		s += fmt.Sprintf("; it carries %d of this pool's VIPs (%s) in a group this node does not have: a node of this pool running other settings "+
+			"(%s, %s, %s, %s or --node-addresses differ, as while a change rolls out) or another router; those VIPs can be held twice "+
+			"until every node runs the same settings", len(f.VIPs), strings.Join(shown, ", "), EnvVirtualIPs, EnvVIPGroups, EnvReplicaCount, EnvUnicastPeers)
+	}
+	return s
 }
 
 // AssignVRIDs gives every group of p a VRID and says which VRIDs heard on
@@ -68,12 +88,30 @@ func AssignVRIDs(p *Plan, s *Spec, heard []Heard, members []netip.Addr) ([]Findi
 	}
 	foreign := map[uint8][]netip.Addr{}
 	adopted := map[int]uint8{} // group -> VRID it runs on
+	pool := map[netip.Addr]bool{}
+	for _, g := range p.Groups {
+		for _, a := range g.VIPs {
+			pool[a] = true
+		}
+	}
+	// elsewhere: per VRID, the pool's VIPs heard in a group this node does
+	// not have, and who sent them.
+	elsewhere := map[uint8][]netip.Addr{}
+	elsewhereFrom := map[uint8][]netip.Addr{}
 	for _, h := range heard {
 		if g := groupOf(p, h.Addresses); g >= 0 {
 			if _, ok := adopted[g]; !ok {
 				adopted[g] = h.VRID
 			}
 			continue
+		}
+		for _, a := range h.Addresses {
+			if pool[a] && !slices.Contains(elsewhere[h.VRID], a) {
+				elsewhere[h.VRID] = append(elsewhere[h.VRID], a)
+			}
+		}
+		if len(elsewhere[h.VRID]) > 0 && !slices.Contains(elsewhereFrom[h.VRID], h.From) {
+			elsewhereFrom[h.VRID] = append(elsewhereFrom[h.VRID], h.From)
 		}
 		if slices.Contains(members, h.From) {
 			continue
@@ -143,10 +181,20 @@ func AssignVRIDs(p *Plan, s *Spec, heard []Heard, members []netip.Addr) ([]Findi
 	for _, g := range p.Groups {
 		byVRID[g.VRID] = g.Name
 	}
+	// A known node is never foreign, but one that carries the pool's VIPs
+	// in another layout is still reported.
+	for v, from := range elsewhereFrom {
+		for _, a := range from {
+			if !slices.Contains(foreign[v], a) {
+				foreign[v] = append(foreign[v], a)
+			}
+		}
+	}
 	var out []Finding
 	for v, from := range foreign {
 		sort.Slice(from, func(i, j int) bool { return from[i].Less(from[j]) })
-		f := Finding{VRID: v, From: from, Action: "unused"}
+		f := Finding{VRID: v, From: from, Action: "unused", VIPs: elsewhere[v]}
+		slices.SortFunc(f.VIPs, netip.Addr.Compare)
 		if name, ok := byVRID[v]; ok {
 			f.Action, f.Group = "conflict", name
 		} else if i := slices.Index(candidates, int(v)); !s.OffsetFixed && (natural[int(v)] || i >= 0 && i < next) {

@@ -17,6 +17,13 @@ func TestAssignVRIDs(t *testing.T) {
 		p := NewPlan(specWith(10, 0), 3)
 		return Heard{VRID: vrid, From: netip.MustParseAddr(from), Version: 2, Addresses: p.Groups[g].Advertised(), Packets: 3}
 	}
+	// otherLayout returns an advert of group 0 of the same VIPs laid out
+	// for 2 ranks (a node of the pool still running the settings of before
+	// a scale-up from 2 to 3 nodes): 10.1.0.1, .3, .5, .7, .9 on vrid.
+	otherLayout := func(vrid uint8, from string) Heard {
+		p := NewPlan(specWith(10, 0), 2)
+		return Heard{VRID: vrid, From: netip.MustParseAddr(from), Version: 2, Addresses: p.Groups[0].Advertised(), Packets: 3}
+	}
 	for _, tc := range []struct {
 		name     string
 		spec     func(s *Spec)
@@ -67,6 +74,21 @@ func TestAssignVRIDs(t *testing.T) {
 			want: []uint8{11, 12, 13, 14, 15, 16},
 		},
 		{
+			// Before: the finding said only "avoided", and nothing told
+			// that these VIPs are now held on two VRIDs at once.
+			name:  "the pool's VIPs in a layout of other settings: avoided as before, and the VIPs named",
+			heard: []Heard{otherLayout(11, "198.18.0.12")}, want: []uint8{12, 13, 14, 15, 16, 17},
+			findings: []Finding{{VRID: 11, From: addrs("198.18.0.12"), Action: "avoided", VIPs: addrs("10.1.0.1", "10.1.0.3", "10.1.0.5", "10.1.0.7", "10.1.0.9")}},
+		},
+		{
+			// Before: nothing at all was reported (a known node is never
+			// foreign), though VRID 11 then carries two address lists.
+			name:  "a known node running other settings: reported as a conflict with the VIPs named",
+			heard: []Heard{otherLayout(11, "198.18.0.12")}, members: []string{"198.18.0.11", "198.18.0.12"},
+			want:     []uint8{11, 12, 13, 14, 15, 16},
+			findings: []Finding{{VRID: 11, From: addrs("198.18.0.12"), Action: "conflict", Group: "OpenShift_IPFailover_VIP_1", VIPs: addrs("10.1.0.1", "10.1.0.3", "10.1.0.5", "10.1.0.7", "10.1.0.9")}},
+		},
+		{
 			name: "the search wraps around below the offset",
 			spec: func(s *Spec) { s.VRIDOffset = 251 }, heard: []Heard{foreign(253, "198.18.0.50")},
 			want:     []uint8{252, 254, 255, 1, 2, 3},
@@ -104,5 +126,20 @@ func TestAssignVRIDs(t *testing.T) {
 				t.Errorf("findings (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+func TestFindingStringNamesPoolVIPs(t *testing.T) {
+	f := Finding{VRID: 11, From: addrs("198.18.0.12"), Action: "avoided", VIPs: addrs("10.1.0.1", "10.1.0.3", "10.1.0.5", "10.1.0.7", "10.1.0.9", "10.1.0.11")}
+	got := f.String()
+	for _, want := range []string{
+		"VRID 11 is spoken on the link by 198.18.0.12, not by this pool: avoided",
+		"it carries 6 of this pool's VIPs (10.1.0.1, 10.1.0.3, 10.1.0.5, 10.1.0.7, 10.1.0.9, ...)",
+		"held twice",
+		EnvVirtualIPs, EnvVIPGroups, EnvReplicaCount, EnvUnicastPeers,
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("Finding.String() = %q\nwant it to contain %q", got, want)
+		}
 	}
 }
