@@ -368,7 +368,8 @@ func (e *Engine) checkPrimaries(now time.Time) bool {
 }
 
 // vipGone handles an address removed from an interface (the zero Prefix: the
-// address watcher lost events, so any may be). A master whose VIP is no
+// address watcher has just subscribed, at the start or after it lost
+// events, so any may be). A master whose VIP is no
 // longer on its interface (something else removed it: `ip addr flush`, a
 // network manager) steps down as keepalived 2.2.7 does (see fsm.Resign):
 // priority 0, so that a backup takes the VIPs after its Skew_Time, or this

@@ -131,7 +131,8 @@ type event struct {
 }
 
 // addrEvent is an address added or removed; the zero Prefix means any may
-// have been (the watcher lost events).
+// have been (the watcher has just subscribed: at the start, or after it lost
+// events).
 type addrEvent struct {
 	prefix netip.Prefix
 	added  bool

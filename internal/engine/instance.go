@@ -436,8 +436,20 @@ func (e *Engine) build(ic *keepalived.Instance) (*instance, error) {
 	case ic.UnicastSrcIP.IsValid():
 		in.src = ic.UnicastSrcIP
 	case in.family == 4:
-		if in.src, err = e.nl.PrimaryIPv4(ic.Interface, vipAddrs); err != nil {
-			return nil, fail("no IPv4 address on %s to send from: %v", ic.Interface, err)
+		in.src, err = e.nl.PrimaryIPv4(ic.Interface, vipAddrs)
+		switch {
+		case errors.Is(err, netif.ErrNoAddress):
+			// keepalived 2.2.7 starts such an instance in FAULT ("entering
+			// FAULT state (no IPv4 address for interface)") and enters BACKUP
+			// when an address is assigned (measured: TestStartWithoutAddress).
+			// A node whose DHCP lease comes after the agent starts must not
+			// lose its agent. The address watcher's first report makes
+			// checkPrimaries look again.
+			e.log.Warn("interface has no IPv4 address to send from; instance in FAULT until it has one",
+				"instance", ic.Name, "interface", ic.Interface, "at", ic.Pos.String())
+			in.noSource = true
+		case err != nil:
+			return nil, fail("IPv4 address of %s to send from: %v", ic.Interface, err)
 		}
 	default:
 		if in.src, err = e.nl.LinkLocalIPv6(ic.Interface); err != nil {

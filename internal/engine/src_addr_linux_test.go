@@ -51,3 +51,54 @@ func TestInterfaceLosesItsAddress(t *testing.T) {
 		t.Errorf("vipstack's log must say it sends from the new address")
 	}
 }
+
+// TestStartWithoutAddress: vipstack starts on an interface with no IPv4
+// address yet (a DHCP lease that comes after the agent). keepalived 2.2.7
+// starts such an instance in FAULT ("entering FAULT state (no IPv4 address
+// for interface)") and enters BACKUP when an address is assigned, then
+// MASTER after Master_Down_Interval (measured alone in a namespace,
+// 2026-11-24). vipstack's engine exited at start ("no IPv4 address on eth0
+// to send from") and its supervisor restarted it, with a growing delay,
+// until the address came. Now it runs in FAULT while the
+// keepalived backup holds the VIP, and takes it (priority 100 over 90) once
+// its interface has an address. Bounded: each step waited for at most 20 s.
+func TestStartWithoutAddress(t *testing.T) {
+	testnet.RequireRoot(t)
+	bin := vipstackBin(t)
+	topo := testnet.New(t, testnet.Options{Hosts: 2, Prefix: "vsL"})
+	vs, ka := topo.Hosts[0], topo.Hosts[1]
+	vip := netip.MustParseAddr("198.18.0.100")
+	conf := peers.Conf{Version: 3, Interval: 100 * time.Millisecond, VRID: 65, VIP: netip.PrefixFrom(vip, 32)}
+	if out, err := vs.Run("ip", "addr", "del", vs.IPv4.String(), "dev", vs.Link); err != nil {
+		t.Fatalf("deleting the address before the start: %v: %s", err, out)
+	}
+	low := conf
+	low.Priority = 90
+	text, err := low.Render(ka.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	startText(t, ka, peers.Keepalived, text)
+	high := conf
+	high.Priority = 100
+	n := startVipstack(t, bin, vs, high)
+	if _, err := peers.WaitSoleHolder(topo.Hosts, vip, ka, 500*time.Millisecond, 20*time.Second); err != nil {
+		t.Fatalf("vipstack has no address to send from: keepalived must hold the VIP alone: %v", err)
+	}
+	if !strings.Contains(n.Log(), "no IPv4 address to send from; instance in FAULT") {
+		t.Errorf("vipstack's log must say why the instance is in FAULT")
+	}
+	other := netip.PrefixFrom(netip.MustParseAddr("198.18.0.50"), 24)
+	if out, err := vs.Run("ip", "addr", "add", other.String(), "dev", vs.Link); err != nil {
+		t.Fatalf("adding an address: %v: %s", err, out)
+	}
+	if _, err := peers.WaitSoleHolder(topo.Hosts, vip, vs, 500*time.Millisecond, 20*time.Second); err != nil {
+		t.Fatalf("the interface has an address now: the higher node must hold the VIP alone: %v", err)
+	}
+	if !strings.Contains(n.Log(), "advertisements now come from it") {
+		t.Errorf("vipstack's log must say it sends from the new address")
+	}
+	if strings.Contains(n.Log(), "engine died") {
+		t.Errorf("the engine must wait in FAULT, not exit and be restarted by its supervisor")
+	}
+}

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"net/netip"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -60,7 +61,7 @@ func (e *Engine) snapshot() []InstanceStatus {
 			VRID:           in.cfg.VRID,
 			Version:        in.cfg.Version,
 			Interface:      in.cfg.Interface,
-			Source:         in.src.String(),
+			Source:         addrText(in.src),
 			Mode:           "multicast",
 			BasePriority:   int(in.cfg.Priority),
 			Effective:      int(prio),
@@ -125,4 +126,13 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		reg.MustRegister(m.state, m.priority, m.transitions, m.sent, m.sendErrors, m.received, m.dropped, m.conflicts, m.reloads)
 	}
 	return m
+}
+
+// addrText is a's text, or "" for the zero Addr (an IPv4 instance whose
+// interface has no address to send from).
+func addrText(a netip.Addr) string {
+	if !a.IsValid() {
+		return ""
+	}
+	return a.String()
 }

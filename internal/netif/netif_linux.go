@@ -418,39 +418,36 @@ func (h *Handle) WatchLinks(ctx context.Context, f func(name string, up bool)) e
 	known := map[int]linkState{}
 	return resubscribe(ctx, "links", func() (bool, error) {
 		return h.watchLinksOnce(ctx, known, f)
-	}, nil)
+	})
 }
 
 // WatchAddrs calls f(p, added) for every address added to or removed from
 // an interface of the handle's namespace (p is the address with its prefix
 // length), until ctx is done; then it returns nil. f runs on the caller's
-// goroutine. If the kernel drops events (the subscription socket
-// overflowed) WatchAddrs calls f with the zero Prefix, meaning "any address
-// may have come or gone", and resubscribes; it returns an error only when it
-// cannot subscribe again.
+// goroutine. Each time a subscription starts WatchAddrs calls f with the
+// zero Prefix, meaning "any address may have come or gone before now": at
+// the start (so a caller that looked at the addresses before calling
+// WatchAddrs misses no change made meanwhile), and after the kernel dropped
+// events (the subscription socket overflowed), when it resubscribes. It
+// returns an error only when it cannot subscribe again.
 func (h *Handle) WatchAddrs(ctx context.Context, f func(p netip.Prefix, added bool)) error {
 	return resubscribe(ctx, "addresses", func() (bool, error) {
 		return h.watchAddrsOnce(ctx, f)
-	}, func() { f(netip.Prefix{}, false) })
+	})
 }
 
 // maxQuietFailures bounds resubscriptions in a row that deliver nothing.
 const maxQuietFailures = 3
 
 // resubscribe runs one subscription after another until ctx is done, and
-// returns nil then. After each subscription ends, lost (if set) is told
-// that events may have been lost before the next one. It gives up, with
-// the last error, after maxQuietFailures subscriptions in a row that
-// delivered nothing.
-func resubscribe(ctx context.Context, what string, once func() (delivered bool, err error), lost func()) error {
+// returns nil then. It gives up, with the last error, after
+// maxQuietFailures subscriptions in a row that delivered nothing.
+func resubscribe(ctx context.Context, what string, once func() (delivered bool, err error)) error {
 	quiet := 0
 	for {
 		delivered, err := once()
 		if ctx.Err() != nil {
 			return nil
-		}
-		if lost != nil {
-			lost()
 		}
 		if delivered {
 			quiet = 0
@@ -588,6 +585,7 @@ func (h *Handle) watchAddrsOnce(ctx context.Context, f func(netip.Prefix, bool))
 	if err != nil {
 		return false, err
 	}
+	f(netip.Prefix{}, false) // anything may have changed before the subscription
 	return receive(ctx, ch, done, errc, func(u netlink.AddrUpdate) {
 		a, ok := netip.AddrFromSlice(u.LinkAddress.IP)
 		if !ok {
