@@ -21,7 +21,10 @@
 //     (pure), with the monitor port as a native TCP check (no fork);
 //   - Pool (Linux) resolves the interface by route lookup, listens on the
 //     link for VRIDs in use, installs the nftables rule that admits VRRP
-//     multicast and runs the engine.
+//     multicast and runs the engine;
+//   - LayoutGuard holds this node's groups back while the pool's VIPs are
+//     advertised in a layout it does not share (nodes still running other
+//     settings during a rollout), so that no VIP is held on two nodes.
 //
 // docs/design/ipfailover.md explains the layout, the ranks and the
 // deliberate differences from the image.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"slices"
 	"sync"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/vipstack/vipstack/internal/keepalived"
 	"github.com/vipstack/vipstack/internal/script"
 	"github.com/vipstack/vipstack/internal/track"
+	"github.com/vipstack/vipstack/internal/vrrp"
 )
 
 // Pool runs this node's part of an IP failover pool.
@@ -209,6 +211,11 @@ func (p *Pool) Run(ctx context.Context) error {
 	if err != nil {
 		return p.fail(err)
 	}
+	if stop, err := p.guard(ctx, plan, node, cfg); err != nil {
+		return p.fail(err)
+	} else {
+		defer stop()
+	}
 	if !s.Unicast() {
 		fw := NewFirewall(s)
 		where, err := fw.Install()
@@ -250,6 +257,64 @@ func (p *Pool) Run(ctx context.Context) error {
 		return p.fail(err)
 	}
 	return nil
+}
+
+// guard arms the LayoutGuard when the VRID probe heard the pool's VIPs in
+// another layout: every group then tracks a native check that holds it in
+// FAULT while that layout is still heard, fed by a watcher of the link's
+// advertisements that runs until stop is called or ctx is done.
+func (p *Pool) guard(ctx context.Context, plan *Plan, node Node, cfg *keepalived.Config) (stop func(), err error) {
+	s, o, log := p.opts.Spec, p.opts, p.opts.Logger
+	p.mu.Lock()
+	heard, findings := p.status.Heard, p.status.Findings
+	p.mu.Unlock()
+	armed := false
+	for _, f := range findings {
+		armed = armed || len(f.VIPs) > 0
+	}
+	if !armed {
+		return func() {}, nil
+	}
+	g := NewLayoutGuard(o.Clock, plan)
+	for _, h := range heard {
+		g.Observe(h.VRID, h.From, 1, h.Interval, h.Addresses)
+	}
+	if cfg.Scripts == nil {
+		cfg.Scripts = map[string]*keepalived.Script{}
+	}
+	var held []string
+	for i, gr := range plan.Groups {
+		name := g.ScriptName(i)
+		by := g.Blocking(i)
+		if by != "" {
+			held = append(held, gr.Name)
+		}
+		cfg.Scripts[name] = &keepalived.Script{Name: name, Command: "(native) layout guard of " + gr.Name,
+			Interval: o.AdvertInterval, InitFail: by != "", Probe: g.Check(i)}
+		for _, in := range cfg.Instances {
+			if in.Name == gr.Name {
+				in.TrackScripts = append(in.TrackScripts, keepalived.TrackScript{Name: name})
+			}
+		}
+	}
+	ifi, err := net.InterfaceByName(node.Interface)
+	if err != nil {
+		return nil, fmt.Errorf("interface %s: %w", node.Interface, err)
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		err := WatchAdverts(wctx, s.Family(), ifi.Index, func(from netip.Addr, adv *vrrp.Advertisement) {
+			g.Observe(adv.VRID, from, adv.Priority, adv.Interval, adv.Addresses)
+		})
+		if err != nil {
+			log.Error("the layout guard no longer hears the link; the groups it holds back are released when its last advertisements age out", "err", err)
+		}
+	}()
+	log.Warn("the pool's VIPs are advertised in another layout (nodes running other settings): holding back the groups that carry them until that layout is gone",
+		"held_back", held, "groups", len(plan.Groups))
+	return func() { cancel(); <-done }, nil
 }
 
 // Status returns the pool's state; safe for concurrent use.

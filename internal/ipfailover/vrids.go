@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/vipstack/vipstack/internal/vrrp"
 )
@@ -18,6 +19,8 @@ type Heard struct {
 	Version   int          `json:"version"`
 	Addresses []netip.Addr `json:"addresses"`
 	Packets   int          `json:"packets"`
+	// Interval is the advertisement interval of the first packet heard.
+	Interval time.Duration `json:"-"`
 }
 
 // Finding is a VRID heard on the link that is not this pool's.
@@ -32,7 +35,7 @@ type Finding struct {
 	// VIPs are the pool's VIPs the advertisements carry, though they match
 	// none of this node's groups: a node of the pool running other
 	// settings (a rollout of changed OPENSHIFT_HA_* values), or another
-	// router holding them. Those VIPs can be held on two nodes at once.
+	// router holding them. Any such finding arms the LayoutGuard.
 	VIPs []netip.Addr `json:"pool_vips,omitempty"`
 }
 
@@ -61,8 +64,8 @@ func (f Finding) String() string {
 			shown = append(shown, a.String())
 		}
 		s += fmt.Sprintf("; it carries %d of this pool's VIPs (%s) in a group this node does not have: a node of this pool running other settings "+
-			"(%s, %s, %s, %s or --node-addresses differ, as while a change rolls out) or another router; those VIPs can be held twice "+
-			"until every node runs the same settings", len(f.VIPs), strings.Join(shown, ", "), EnvVirtualIPs, EnvVIPGroups, EnvReplicaCount, EnvUnicastPeers)
+			"(%s, %s, %s, %s or --node-addresses differ, as while a change rolls out) or another router; VRRP elects per VRID, so they would be held twice: "+
+			"this node holds back its groups that carry them until that layout is gone", len(f.VIPs), strings.Join(shown, ", "), EnvVirtualIPs, EnvVIPGroups, EnvReplicaCount, EnvUnicastPeers)
 	}
 	return s
 }

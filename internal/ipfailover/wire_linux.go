@@ -70,7 +70,7 @@ loop:
 			k := key{adv.VRID, p.Src.WithZone("")}
 			h := found[k]
 			if h == nil {
-				h = &Heard{VRID: adv.VRID, From: k.from, Version: adv.Version, Addresses: adv.Addresses}
+				h = &Heard{VRID: adv.VRID, From: k.from, Version: adv.Version, Addresses: adv.Addresses, Interval: adv.Interval}
 				found[k] = h
 			}
 			h.Packets++
@@ -88,4 +88,36 @@ loop:
 		return out[i].From.Less(out[j].From)
 	})
 	return out, nil
+}
+
+// WatchAdverts calls fn with every VRRP advertisement of family (4 or 6)
+// heard on interface ifIndex, until ctx is done. It needs CAP_NET_RAW.
+// Packets that do not decode are skipped.
+func WatchAdverts(ctx context.Context, family, ifIndex int, fn func(from netip.Addr, adv *vrrp.Advertisement)) error {
+	c, err := transport.Listen(family)
+	if err != nil {
+		return fmt.Errorf("watch advertisements: %w", err)
+	}
+	if err := c.JoinGroup(ifIndex); err != nil {
+		c.Close()
+		return fmt.Errorf("watch advertisements: %w", err)
+	}
+	stop := context.AfterFunc(ctx, func() { c.Close() })
+	defer stop()
+	for {
+		p, err := c.ReadPacket()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			c.Close()
+			return fmt.Errorf("watch advertisements: %w", err)
+		}
+		if p.IfIndex != ifIndex {
+			continue
+		}
+		if adv, err := vrrp.Unmarshal(p.Payload, p.Src, p.Dst); err == nil {
+			fn(p.Src.WithZone(""), adv)
+		}
+	}
 }
