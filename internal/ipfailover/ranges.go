@@ -35,7 +35,7 @@ func ExpandVIPs(s string) ([]netip.Addr, error) {
 		out = append(out, a)
 		return nil
 	}
-	items := strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' || r == '\n' })
+	items := strings.FieldsFunc(s, listSep)
 	if len(items) == 0 {
 		return nil, fmt.Errorf("no VIPs (want addresses or ranges like 10.1.1.1-10)")
 	}

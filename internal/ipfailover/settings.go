@@ -229,7 +229,7 @@ func Parse(in Input) (*Spec, error) {
 	}
 
 	if val, src := p.get(EnvVIPGroups); val != "" {
-		n, err := strconv.Atoi(val)
+		n, err := strconv.Atoi(strings.TrimSpace(val))
 		switch {
 		case err != nil || n < 0:
 			p.bad(src, val, "a whole number of groups (0 or unset: automatic)")
@@ -258,7 +258,7 @@ func Parse(in Input) (*Spec, error) {
 
 	useUnicast := false
 	if val, src := p.get(EnvUseUnicast); val != "" {
-		b, err := strconv.ParseBool(val)
+		b, err := strconv.ParseBool(strings.TrimSpace(val))
 		if err != nil {
 			p.bad(src, val, "true or false")
 		}
@@ -307,7 +307,7 @@ func Parse(in Input) (*Spec, error) {
 	}
 
 	if val, src := p.get(EnvCheckInterval); val != "" {
-		f, err := strconv.ParseFloat(val, 64)
+		f, err := strconv.ParseFloat(strings.TrimSpace(val), 64)
 		d := time.Duration(f * float64(time.Second))
 		if err != nil || math.IsNaN(f) || d < 10*time.Millisecond || d > maxCheckInterval {
 			p.bad(src, val, "seconds between checks, from 0.01 to 3600 (e.g. 2 or 0.5)")
@@ -329,7 +329,7 @@ func Parse(in Input) (*Spec, error) {
 		if val == "" {
 			continue
 		}
-		for _, f := range strings.FieldsFunc(val, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' }) {
+		for _, f := range strings.FieldsFunc(val, listSep) {
 			n, err := strconv.Atoi(f)
 			if err != nil || n < 1 || n > 255 {
 				p.bad(src, val, fmt.Sprintf("VRIDs from 1 to 255 separated by spaces or commas (%q is not one)", f))
@@ -494,7 +494,7 @@ func parsePreemption(v string) (preempt bool, delay time.Duration, err error) {
 
 func parseAddrList(v string) ([]netip.Addr, error) {
 	var out []netip.Addr
-	for _, f := range strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' }) {
+	for _, f := range strings.FieldsFunc(v, listSep) {
 		a, err := netip.ParseAddr(f)
 		if err != nil || a.Zone() != "" || a.Is4In6() || !a.IsGlobalUnicast() {
 			return nil, fmt.Errorf("%q is not a unicast IPv4 or IPv6 address (want e.g. 10.0.0.11,10.0.0.12)", f)
@@ -555,3 +555,8 @@ func hasControl(s string) bool {
 	}
 	return false
 }
+
+// listSep separates the entries of a list value (VIPs, peers, VRIDs):
+// commas and white space, line ends included (a value read from a
+// ConfigMap file ends with one).
+func listSep(r rune) bool { return r == ',' || unicode.IsSpace(r) }

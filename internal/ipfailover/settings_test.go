@@ -96,6 +96,24 @@ func TestParse(t *testing.T) {
 			},
 		},
 		{
+			// A value read from a ConfigMap file (env valueFrom
+			// configMapKeyRef, created with --from-file) ends with a
+			// newline. The image's bash reads these numbers with
+			// [[ $v -gt 0 ]] or pastes them into keepalived.conf, where the
+			// whitespace does not matter; OPENSHIFT_HA_MONITOR_PORT already
+			// was trimmed here.
+			name: "numbers and booleans with surrounding whitespace",
+			env: map[string]string{EnvVirtualIPs: "10.1.1.1-3\n", EnvVIPGroups: "2\n", EnvCheckInterval: " 0.5\n",
+				EnvUseUnicast: "false\n", EnvMonitorPort: "8080\n", EnvExcludedVRIDsImage: "9 12\r\n", EnvUnicastPeers: "10.0.0.11,10.0.0.12\n"},
+			want: func(s *Spec) {
+				s.VIPGroups, s.CheckInterval, s.MonitorPort = 2, 500*time.Millisecond, 8080
+				s.ExcludedVRIDs, s.Peers = []int{9, 12}, addrs("10.0.0.11", "10.0.0.12")
+				s.ScriptEnv = []string{"OPENSHIFT_HA_VIRTUAL_IPS=10.1.1.1-3\n", "OPENSHIFT_HA_VIP_GROUPS=2\n", "OPENSHIFT_HA_MONITOR_PORT=8080\n",
+					"OPENSHIFT_HA_USE_UNICAST=false\n", "OPENSHIFT_HA_UNICAST_PEERS=10.0.0.11,10.0.0.12\n", "OPENSHIFT_HA_CHECK_INTERVAL= 0.5\n",
+					"HA_EXCLUDED_VRRP_IDS=9 12\r\n"}
+			},
+		},
+		{
 			// The image's own e2e template (openshift/images
 			// ipfailover/keepalived/tests/e2e/testdata/router/ipfailover.yaml)
 			// sets OPENSHIFT_HA_NFTABLES_RULE: "INPUT"; its settings.sh reads
