@@ -2,7 +2,9 @@ package dns
 
 import (
 	// The plugins vipstack's CoreDNS is built with; each registers its
-	// directive with Caddy in init. The list must match Directives.
+	// directive with Caddy in init (clusterdns and mdns are registered by
+	// NewServer, with state that outlives a reload). The list must match
+	// Directives.
 	_ "github.com/coredns/coredns/plugin/bind"
 	_ "github.com/coredns/coredns/plugin/bufsize"
 	_ "github.com/coredns/coredns/plugin/cache"

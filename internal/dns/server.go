@@ -26,6 +26,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/vipstack/vipstack/internal/dns/clusterdns"
+	"github.com/vipstack/vipstack/internal/dns/mdnsplugin"
 )
 
 // serverType is CoreDNS's Caddy server type.
@@ -106,8 +107,8 @@ func NewServer(o Options) (*Server, error) {
 		return nil, errors.New("dns: NewServer already ran in this process: CoreDNS's plugin table is process-wide, so a process has one Server")
 	}
 	for _, d := range Directives() {
-		if d == clusterdns.Name {
-			continue
+		if d == clusterdns.Name || d == mdnsplugin.Name {
+			continue // registered below
 		}
 		if _, err := caddy.DirectiveAction(serverType, d); err != nil {
 			return nil, fmt.Errorf("dns: plugin %q is in Directives but not linked into this binary: %w", d, err)
@@ -117,6 +118,9 @@ func NewServer(o Options) (*Server, error) {
 		return nil, fmt.Errorf("dns: set plugin order: %w", err)
 	}
 	plugin.Register(clusterdns.Name, clusterdns.NewSetup(o.Registry))
+	// The browsers outlive each instance, so a reload keeps the mdns
+	// lines it does not change browsing (mdnsplugin.Browsers).
+	plugin.Register(mdnsplugin.Name, mdnsplugin.NewSetup(mdnsplugin.NewBrowsers()))
 	s := &Server{}
 	caddy.RegisterEventHook("vipstack-dns", s.event)
 	caddy.RegisterParsingCallback(serverType, "reload", watchRestarts)

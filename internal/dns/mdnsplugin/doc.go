@@ -70,12 +70,20 @@
 //
 // # Lifecycle
 //
-// Each server block with an mdns line owns one browser (shared by the
-// block's keys, e.g. "example.com:53 example.com:5353"): its sockets open in
-// the instance's OnStartup and close in its OnShutdown, which CoreDNS runs
-// when the server stops and, on a reload, after the new instance has
-// started. So a reload runs the new browser alongside the old one for a
-// moment (the mDNS sockets share port 5353 with SO_REUSEPORT) and leaks
-// neither sockets nor goroutines. -check sets the plugin up without
-// starting it: no socket is opened.
+// Each distinct mdns line (DOMAIN, MIN_SRV, FILTER, BIND_ADDRESS) has one
+// browser in the process's Browsers, which the embedder creates once and
+// hands to NewSetup (package internal/dns does, in NewServer). A server
+// block using the line counts as one user from its instance's OnStartup to
+// its OnShutdown; the browser's sockets open for the first user and close
+// after the last. CoreDNS runs a reload's new OnStartup before the old
+// instance's OnShutdown, so a reload that keeps the line keeps the browser
+// running, with the nodes it knows: the names stay answered. With a
+// browser per instance (coredns-mdns, too, starts one per reload), a
+// reload left the node names and the etcd SRV to the next plugins until
+// mDNS answered the new browser; upstream answered them and "cache 30"
+// kept that answer. A reload that
+// changes the line runs the new browser alongside the old one for a moment
+// (the mDNS sockets share port 5353 with SO_REUSEPORT); neither sockets nor
+// goroutines leak. -check sets the plugin up without starting it: no
+// socket is opened.
 package mdnsplugin

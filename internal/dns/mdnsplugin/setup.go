@@ -28,8 +28,6 @@ const DefaultMinSRV = 3
 // TTL is the TTL of every answer (coredns-mdns's address TTL).
 const TTL = 60
 
-func init() { plugin.Register(Name, setup) }
-
 // Config is one parsed mdns line.
 type Config struct {
 	Domain string     // lower-case FQDN the .local names are answered under
@@ -38,18 +36,94 @@ type Config struct {
 	Bind   netip.Addr // the browse interface is the one holding it; invalid = every interface
 }
 
-func setup(c *caddy.Controller) error {
+// NewSetup returns the setup function for the mdns directive, sharing
+// browsers through p. CoreDNS keeps its plugin table per process, so the
+// embedder registers the result once, e.g.
+// plugin.Register(Name, NewSetup(NewBrowsers())).
+func NewSetup(p *Browsers) caddy.SetupFunc {
+	return func(c *caddy.Controller) error { return p.setup(c) }
+}
+
+// Browsers holds one process's browsers, one per distinct mdns line, and
+// counts the running instances that use each. A reload that keeps a line
+// (the same DOMAIN, MIN_SRV, FILTER and BIND_ADDRESS) hands the new
+// instance the running browser and the nodes it knows: the new instance
+// starts (its use counted) before the old one shuts down (its use
+// released), so the browser never stops and the node names and etcd SRV
+// are answered throughout. A new browser would know no node until mDNS
+// answered it, and meanwhile the names would go to the next plugin
+// (upstream, whose answer cache then holds). A browser stops when its
+// last instance shuts down. It is safe for concurrent use.
+type Browsers struct {
+	// run browses for cfg on ifname, reporting every change of the node
+	// set, until ctx is done; nil runs a browse-only discovery.MDNS. Tests
+	// set a fake so that no socket opens.
+	run func(ctx context.Context, cfg Config, ifname string, update func([]discovery.Node)) error
+
+	mu sync.Mutex
+	by map[Config]*browser
+}
+
+// NewBrowsers returns an empty set of browsers that browse mDNS.
+func NewBrowsers() *Browsers { return &Browsers{by: map[Config]*browser{}} }
+
+// get returns the browser for cfg, created (not started) if there is none.
+// A line that never runs (a -check, a failed reload) leaves an idle entry
+// with an empty registry: there are as many as distinct lines tried.
+func (p *Browsers) get(cfg Config) *browser {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	b := p.by[cfg]
+	if b == nil {
+		b = &browser{cfg: cfg, reg: discovery.NewRegistry(), run: p.run}
+		p.by[cfg] = b
+	}
+	return b
+}
+
+// acquire counts one more running instance using b, starting it for the
+// first.
+func (p *Browsers) acquire(b *browser) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if b.users == 0 {
+		if err := b.start(); err != nil {
+			return err
+		}
+	}
+	b.users++
+	return nil
+}
+
+// release counts one running instance less using b, stopping it after the
+// last; its registry is emptied so that a later start serves nothing stale.
+func (p *Browsers) release(b *browser) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if b.users == 0 {
+		return nil
+	}
+	b.users--
+	if b.users > 0 {
+		return nil
+	}
+	err := b.stop()
+	b.reg.Set(Name, nil)
+	return err
+}
+
+func (p *Browsers) setup(c *caddy.Controller) error {
 	cfg, err := parse(c)
 	if err != nil {
 		return plugin.Error(Name, err)
 	}
-	// One browser per server block: setup runs once per key of the block.
+	// One use per server block: setup runs once per key of the block.
 	b, _ := c.ServerBlockStorage.(*browser)
 	if b == nil {
-		b = &browser{cfg: cfg, reg: discovery.NewRegistry()}
+		b = p.get(cfg)
 		c.ServerBlockStorage = b
-		c.OnStartup(b.start)
-		c.OnShutdown(b.stop)
+		c.OnStartup(func() error { return p.acquire(b) })
+		c.OnShutdown(func() error { return p.release(b) })
 	}
 	h := clusterdns.New(clusterdns.Config{Zone: cfg.Domain, TTL: TTL, NodesOnly: true, MinSRV: cfg.MinSRV, Plugin: Name}, b.reg)
 	dnsserver.GetConfig(c).AddPlugin(func(next plugin.Handler) plugin.Handler {
@@ -112,11 +186,13 @@ func parse(c *caddy.Controller) (Config, error) {
 	return cfg, nil
 }
 
-// browser runs a browse-only discovery.MDNS for one server block while its
-// instance runs, feeding reg.
+// browser runs a browse-only discovery.MDNS for one mdns line while an
+// instance using it runs, feeding reg.
 type browser struct {
-	cfg Config
-	reg *discovery.Registry
+	cfg   Config
+	reg   *discovery.Registry
+	run   func(ctx context.Context, cfg Config, ifname string, update func([]discovery.Node)) error // nil: discovery.MDNS
+	users int                                                                                       // running instances using it; guarded by Browsers.mu
 
 	mu     sync.Mutex
 	cancel context.CancelFunc
@@ -130,15 +206,17 @@ func (b *browser) start() error {
 	if err != nil {
 		return plugin.Error(Name, err)
 	}
-	m := &discovery.MDNS{
-		Cluster:   b.cfg.Filter,
-		OpenShift: true,
-		Interface: ifname,
-		// CoreDNS logs through the standard log package (clog); so do we.
-		Logger: slog.New(slog.NewTextHandler(log.Writer(), nil)).With("plugin", Name, "domain", b.cfg.Domain),
-	}
-	if err := m.Validate(); err != nil {
-		return plugin.Error(Name, err)
+	// CoreDNS logs through the standard log package (clog); so do we.
+	logger := slog.New(slog.NewTextHandler(log.Writer(), nil)).With("plugin", Name, "domain", b.cfg.Domain)
+	run := b.run
+	if run == nil {
+		m := &discovery.MDNS{Cluster: b.cfg.Filter, OpenShift: true, Interface: ifname, Logger: logger}
+		if err := m.Validate(); err != nil {
+			return plugin.Error(Name, err)
+		}
+		run = func(ctx context.Context, _ Config, _ string, update func([]discovery.Node)) error {
+			return m.Run(ctx, update)
+		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -147,8 +225,8 @@ func (b *browser) start() error {
 	b.mu.Unlock()
 	go func() {
 		defer close(done)
-		if err := m.Run(ctx, func(nodes []discovery.Node) { b.reg.Set(Name, nodes) }); err != nil {
-			m.Logger.Error("mdns: browsing stopped", "err", err)
+		if err := run(ctx, b.cfg, ifname, func(nodes []discovery.Node) { b.reg.Set(Name, nodes) }); err != nil {
+			logger.Error("mdns: browsing stopped", "err", err)
 		}
 	}()
 	return nil
