@@ -303,6 +303,19 @@ func TestBadCorefile(t *testing.T) {
 			want:     []string{`Corefile:4: hosts: address 198.18.0.11 without a name`},
 		},
 		{
+			// CoreDNS sets it up and answers SERVFAIL for every name the
+			// template matches (measured with dig: console.apps.example.com
+			// A got SERVFAIL, nothing logged without the errors plugin).
+			name:     "template answer that is no record",
+			corefile: ".:0 {\n    bind 127.0.0.1\n    template IN A example.com {\n        match .*.apps.example.com\n        answer \"{{ .Name }} 60 in {{ .Type }} 198.18.0.300\"\n    }\n}\n",
+			want:     []string{`Corefile:5: template: answer "\{\{ \.Name \}\} 60 in \{\{ \.Type \}\} 198\.18\.0\.300" renders as "example\.com\. 60 in A 198\.18\.0\.300", which is not a resource record`, `SERVFAIL`},
+		},
+		{
+			name:     "template additional record with a bad name",
+			corefile: ".:0 {\n    bind 127.0.0.1\n    template IN SRV example.com {\n        answer \"{{ .Name }} 60 IN SRV 0 10 2380 etcd-0.example.com.\"\n        additional \"etcd-0..example.com. 60 IN A 198.18.0.11\"\n    }\n}\n",
+			want:     []string{`Corefile:5: template: additional "etcd-0\.\.example\.com\. 60 IN A 198\.18\.0\.11"`},
+		},
+		{
 			// CoreDNS says "invalid port" when it starts, without a line.
 			name:     "server block port out of range",
 			corefile: "example.org:0 {\n    bind 127.0.0.1\n}\n.:99999 {\n    bind 127.0.0.1\n}\n",

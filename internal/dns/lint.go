@@ -7,10 +7,12 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"text/template"
 
 	"github.com/coredns/caddy/caddyfile"
 	"github.com/coredns/coredns/plugin/pkg/parse"
 	"github.com/coredns/coredns/plugin/pkg/transport"
+	"github.com/miekg/dns"
 )
 
 // lint refuses what the standard plugins accept without a word and then
@@ -24,7 +26,13 @@ import (
 //     the system resolver (which on a cluster node may be this very DNS) and
 //     fails with "failed to resolve", without a line;
 //   - a hosts inline entry whose address does not parse: CoreDNS drops the
-//     line silently, as in /etc/hosts, and the name is forwarded upstream.
+//     line silently, as in /etc/hosts, and the name is forwarded upstream;
+//   - a template answer, additional or authority line that does not render
+//     as a resource record: CoreDNS sets it up and answers SERVFAIL for
+//     every name the template matches (api, *.apps in the seeds). Only the
+//     lines that use no more than .Name, .Zone, .Class and .Type are
+//     checked; the others depend on the query (.Match, .Group, .Remote,
+//     ...) and are left to CoreDNS.
 func lint(cf Corefile, blocks []caddyfile.ServerBlock) error {
 	if err := lintKeys(cf); err != nil {
 		return err
@@ -33,7 +41,7 @@ func lint(cf Corefile, blocks []caddyfile.ServerBlock) error {
 		for _, check := range []struct {
 			directive string
 			f         func(*caddyfile.Dispenser) error
-		}{{"forward", lintForward}, {"hosts", lintHosts}} {
+		}{{"forward", lintForward}, {"hosts", lintHosts}, {"template", lintTemplate}} {
 			toks := b.Tokens[check.directive]
 			if len(toks) == 0 {
 				continue
@@ -151,6 +159,56 @@ func lintHosts(d *caddyfile.Dispenser) error {
 		}
 		if len(names) == 0 {
 			return fmt.Errorf("%s:%d: hosts: address %s without a name; want ADDRESS NAME..., e.g. %s master-0 master-0.example.com", d.File(), line, v, v)
+		}
+	}
+	return nil
+}
+
+// templateSample is the part of the template plugin's data that does not
+// depend on the query beyond its name and type.
+type templateSample struct {
+	Zone, Name, Class, Type string
+}
+
+// lintTemplate checks the records of one template directive.
+func lintTemplate(d *caddyfile.Dispenser) error {
+	args := d.RemainingArgs()
+	if len(args) < 2 {
+		return nil // template's own setup says what is missing
+	}
+	sample := templateSample{Zone: "example.com.", Class: strings.ToUpper(args[0]), Type: strings.ToUpper(args[1])}
+	if len(args) > 2 && args[2] != "." {
+		sample.Zone = dns.Fqdn(strings.ToLower(args[2]))
+	}
+	if sample.Type == "ANY" {
+		sample.Type = "A"
+	}
+	sample.Name = sample.Zone
+	for d.NextBlock() {
+		section, line := d.Val(), d.Line()
+		vals := d.RemainingArgs()
+		switch section {
+		case "answer", "additional", "authority":
+		default:
+			continue
+		}
+		for _, v := range vals {
+			tmpl, err := template.New(section).Option("missingkey=error").Parse(v)
+			if err != nil {
+				continue // template's own setup reports syntax, with its functions
+			}
+			var b strings.Builder
+			if err := tmpl.Execute(&b, sample); err != nil {
+				continue // uses what only a query has (.Match, .Group, ...)
+			}
+			if rr, err := dns.NewRR(b.String()); err != nil || rr == nil {
+				why := "it is empty"
+				if err != nil {
+					why = err.Error()
+				}
+				return fmt.Errorf("%s:%d: template: %s %q renders as %q, which is not a resource record (%s), so CoreDNS would answer SERVFAIL for every name the template matches; want e.g. \"{{ .Name }} 60 IN A 198.18.0.5\"",
+					d.File(), line, section, v, b.String(), why)
+			}
 		}
 	}
 	return nil
