@@ -107,7 +107,11 @@ func parse(c *caddy.Controller) (Config, error) {
 				}
 				cfg.TTL = uint32(ttl)
 			case "fallthrough":
-				cfg.Fall.SetZonesFromArgs(c.RemainingArgs())
+				args := c.RemainingArgs()
+				if err := checkFallZones(zone, args); err != nil {
+					return Config{}, c.Errf("fallthrough: %v", err)
+				}
+				cfg.Fall.SetZonesFromArgs(args)
 			default:
 				return Config{}, c.Errf("unknown property %q; want api, ingress, node, ttl or fallthrough", prop)
 			}
@@ -128,6 +132,25 @@ func ParseZone(s string) (string, error) { return parseZone(s) }
 // the error.
 func InServerBlock(zone string, keys []string, directive string) error {
 	return inServerBlock(zone, keys, directive)
+}
+
+// checkFallZones refuses fallthrough zones that would change nothing, which
+// CoreDNS's fall package accepts silently: one that does not parse as a
+// zone (dropped), and one that neither holds nor lies inside zone (no name
+// the block answers is in it, so its names still get NXDOMAIN).
+func checkFallZones(zone string, args []string) error {
+	for _, a := range args {
+		zs := plugin.Host(a).NormalizeExact()
+		if len(zs) == 0 {
+			return fmt.Errorf("%q is not a zone; want zones inside %s (e.g. apps.%s), or no argument for all of it", a, zone, zone)
+		}
+		for _, z := range zs {
+			if !dns.IsSubDomain(z, zone) && !dns.IsSubDomain(zone, z) {
+				return fmt.Errorf("%q is outside the block's zone %s, so it would pass nothing on; want zones inside it (e.g. apps.%s), or no argument for all of it", a, zone, zone)
+			}
+		}
+	}
+	return nil
 }
 
 // maxTTL bounds the ttl property (one day).

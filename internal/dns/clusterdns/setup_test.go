@@ -108,6 +108,10 @@ func TestSetupErrors(t *testing.T) {
 		{name: "duplicate node", input: "clusterdns managed.example.com {\n node m master 198.18.0.11\n node m master 198.18.0.12\n}", want: []string{"Testfile:3", `node "m": listed twice`}},
 		{name: "bad ttl", input: "clusterdns managed.example.com {\n ttl 1h\n}", want: []string{"Testfile:2", `ttl: "1h"`, "0 to 86400"}},
 		{name: "unknown property", input: "clusterdns managed.example.com {\n vip 198.18.0.5\n}", want: []string{"Testfile:2", `unknown property "vip"`, "api, ingress, node, ttl or fallthrough"}},
+		// CoreDNS's fall package would drop the first and keep the second,
+		// which passes on nothing: unknown names got NXDOMAIN either way.
+		{name: "fallthrough to a bad zone", input: "clusterdns managed.example.com {\n fallthrough apps.managed.example.com:\n}", want: []string{"Testfile:2", `fallthrough: "apps.managed.example.com:" is not a zone`, "apps.managed.example.com."}},
+		{name: "fallthrough outside the zone", input: "clusterdns managed.example.com {\n fallthrough apps.managed.example.com other.example.com\n}", want: []string{"Testfile:2", `fallthrough: "other.example.com" is outside the block's zone managed.example.com.`}},
 		{name: "two blocks", input: "clusterdns a.example\nclusterdns b.example", want: []string{"Testfile:2", "a second clusterdns block"}},
 	}
 	for _, tt := range tests {
