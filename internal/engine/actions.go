@@ -321,50 +321,70 @@ func (e *Engine) isVIP(a netip.Addr) bool {
 	return false
 }
 
-// checkPrimaries looks again at the source of every IPv4 instance that
-// sends from its interface's primary address (no unicast_src_ip), after an
-// address came or went, and reports whether one lost its last address or
-// got one back. keepalived 2.2.7 (measured: the only IPv4 address of a
-// master's interface deleted, the VIP a /32 beside it) logs "Deassigned
-// address", enters FAULT at once, sends priority 0 and removes its VIPs;
-// when an address is assigned again it enters BACKUP and sends from it.
-// vipstack stayed MASTER, advertising from an address the node no longer
-// had, with the VIP on a node that had lost its route to the subnet
-// (TestInterfaceLosesItsAddress). An instance whose primary address changed
-// sends from the new one, and compares it on a priority tie.
+// checkPrimaries looks again at the source of every instance that sends
+// from its interface's own address (no unicast_src_ip: the primary IPv4
+// address, or the IPv6 link-local one), after an address came or went, and
+// reports whether one lost its last address or got one back. keepalived
+// 2.2.7 (measured: the only IPv4 address of a master's interface deleted,
+// the VIP a /32 beside it; or the link-local address of an IPv6 master's)
+// logs "Deassigned address", enters FAULT at once, sends priority 0 and
+// removes its VIPs; when an address is assigned again it enters BACKUP and
+// sends from it. vipstack stayed MASTER, advertising from an address the
+// node no longer had (IPv4: with the VIP on a node that had lost its route
+// to the subnet, TestInterfaceLosesItsAddress; IPv6: every advert failed
+// with EINVAL, the backup took over and both held the VIP,
+// TestInterfaceLosesItsLinkLocal). An instance whose source changed sends
+// from the new one, and compares it on a priority tie. An IPv6 instance
+// keeps its link-local source while it is on the interface and usable.
 func (e *Engine) checkPrimaries(now time.Time) bool {
 	changed := false
 	for _, name := range sortedKeys(e.instances) {
 		in := e.instances[name]
-		if in.absent || in.family != 4 || in.cfg.UnicastSrcIP.IsValid() {
+		if in.absent || in.cfg.UnicastSrcIP.IsValid() {
 			continue
 		}
-		var vipAddrs []netip.Addr
-		for _, v := range in.vips {
-			vipAddrs = append(vipAddrs, v.Prefix.Addr())
-		}
-		src, err := e.nl.PrimaryIPv4(in.cfg.Interface, vipAddrs)
+		src, what, err := e.sourceNow(in)
 		switch {
 		case errors.Is(err, netif.ErrNoAddress):
 			if !in.noSource {
-				e.log.Warn("interface has no IPv4 address left to send from; instance in FAULT until it has one", "instance", name, "interface", in.cfg.Interface, "was", in.src)
+				e.log.Warn("interface has no "+what+" left to send from; instance in FAULT until it has one", "instance", name, "interface", in.cfg.Interface, "was", in.src)
 				in.noSource, changed = true, true
 			}
 		case err != nil:
-			e.log.Warn("cannot look for the interface's IPv4 address after an address changed", "instance", name, "interface", in.cfg.Interface, "err", err)
+			e.log.Warn("cannot look for the interface's "+what+" after an address changed", "instance", name, "interface", in.cfg.Interface, "err", err)
 		default:
 			if src != in.src {
-				e.log.Info("interface's primary IPv4 address changed; advertisements now come from it", "instance", name, "interface", in.cfg.Interface, "from", in.src, "to", src)
+				e.log.Info("interface's "+what+" changed; advertisements now come from it", "instance", name, "interface", in.cfg.Interface, "from", in.src, "to", src)
 				in.src = src
 				in.fsm.SetPrimary(src)
 			}
 			if in.noSource {
-				e.log.Info("interface has an IPv4 address to send from again", "instance", name, "interface", in.cfg.Interface, "source", src)
+				e.log.Info("interface has an "+what+" to send from again", "instance", name, "interface", in.cfg.Interface, "source", src)
 				in.noSource, changed = false, true
 			}
 		}
 	}
 	return changed
+}
+
+// sourceNow returns the address in would send from now (see checkPrimaries),
+// and what kind of address that is, for the log.
+func (e *Engine) sourceNow(in *instance) (netip.Addr, string, error) {
+	if in.family == 4 {
+		var vipAddrs []netip.Addr
+		for _, v := range in.vips {
+			vipAddrs = append(vipAddrs, v.Prefix.Addr())
+		}
+		src, err := e.nl.PrimaryIPv4(in.cfg.Interface, vipAddrs)
+		return src, "IPv4 address", err
+	}
+	if in.src.IsValid() {
+		if tentative, err := e.nl.Tentative(in.cfg.Interface, in.src); err == nil && !tentative {
+			return in.src, "IPv6 link-local address", nil
+		}
+	}
+	src, err := e.nl.LinkLocalIPv6(in.cfg.Interface)
+	return src, "IPv6 link-local address", err
 }
 
 // vipGone handles an address removed from an interface (the zero Prefix: the

@@ -452,8 +452,16 @@ func (e *Engine) build(ic *keepalived.Instance) (*instance, error) {
 			return nil, fail("IPv4 address of %s to send from: %v", ic.Interface, err)
 		}
 	default:
-		if in.src, err = e.nl.LinkLocalIPv6(ic.Interface); err != nil {
-			return nil, fail("no IPv6 link-local address on %s to send from: %v", ic.Interface, err)
+		in.src, err = e.nl.LinkLocalIPv6(ic.Interface)
+		switch {
+		case errors.Is(err, netif.ErrNoAddress):
+			// As for IPv4 above; keepalived 2.2.7 enters FAULT when the
+			// link-local address goes (TestInterfaceLosesItsLinkLocal).
+			e.log.Warn("interface has no IPv6 link-local address to send from; instance in FAULT until it has one",
+				"instance", ic.Name, "interface", ic.Interface, "at", ic.Pos.String())
+			in.noSource = true
+		case err != nil:
+			return nil, fail("IPv6 link-local address of %s to send from: %v", ic.Interface, err)
 		}
 	}
 	if len(ic.UnicastPeers) > 0 {
@@ -933,8 +941,12 @@ func (e *Engine) contributions(in *instance) []Contribution {
 			Reason: "still tentative after " + in.cfg.Interface + " came back up (duplicate address detection)"})
 	}
 	if in.noSource {
-		out = append(out, Contribution{Source: "interface " + in.cfg.Interface + " IPv4 address", OK: false, Fault: true,
-			Reason: "the interface has no IPv4 address to send from"})
+		what := "IPv4 address"
+		if in.family != 4 {
+			what = "IPv6 link-local address"
+		}
+		out = append(out, Contribution{Source: "interface " + in.cfg.Interface + " " + what, OK: false, Fault: true,
+			Reason: "the interface has no " + what + " to send from"})
 	}
 	if src := in.cfg.UnicastSrcIP; src.IsValid() && e.srcAbsent[src] {
 		out = append(out, Contribution{Source: "unicast_src_ip " + src.String(), OK: false, Fault: true,
