@@ -9,7 +9,10 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 
 	"github.com/vipstack/vipstack/internal/discovery"
 	"github.com/vipstack/vipstack/internal/dns"
@@ -103,6 +106,13 @@ func runDNS(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 
+	// SIGUSR1 reloads, as in CoreDNS; so does SIGHUP, as in vipstack's
+	// other commands (CoreDNS ignores it). Without this, SIGHUP would end
+	// the process and SIGUSR1 would be dropped without a word.
+	reload := make(chan os.Signal, 1)
+	signal.Notify(reload, syscall.SIGUSR1, syscall.SIGHUP)
+	defer signal.Stop(reload)
+
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var mdnsDone chan error // nil without -mdns-cluster: never ready
@@ -121,15 +131,26 @@ func runDNS(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "vipstack dns: serving %s on %s\n", *conf, listenAddrs(srv.Addrs()))
 
 	code := 0
-	select {
-	case <-ctx.Done():
-	case err := <-mdnsDone:
-		// The mDNS source returns before ctx ends only on a configuration
-		// or socket error: a DNS that silently lost its live state would be
-		// worse than one that stops.
-		log.Error("mdns source stopped; stopping", "err", err)
-		code = 1
-		mdnsDone = nil
+serve:
+	for {
+		select {
+		case <-ctx.Done():
+			break serve
+		case sig := <-reload:
+			if err := srv.Reload(); err != nil {
+				log.Error("reload refused", "signal", sig, "err", err)
+				continue
+			}
+			log.Info("reloaded", "signal", sig, "conf", *conf)
+		case err := <-mdnsDone:
+			// The mDNS source returns before ctx ends only on a configuration
+			// or socket error: a DNS that silently lost its live state would be
+			// worse than one that stops.
+			log.Error("mdns source stopped; stopping", "err", err)
+			code = 1
+			mdnsDone = nil
+			break serve
+		}
 	}
 	cancel()
 	if err := srv.Stop(); err != nil {
