@@ -1,6 +1,7 @@
 package keepalived
 
 import (
+	"fmt"
 	"net/netip"
 	"testing"
 	"testing/fstest"
@@ -63,6 +64,28 @@ func TestParseAccepts(t *testing.T) {
 			conf: "global_defs {\n dynamic_interfaces allow_if_changes\n}\n" + vi(""),
 			get:  func(c *Config) any { return len(c.Instances) },
 			want: 1,
+		},
+		{
+			// keepalived 2.2.7 (measured: keepalived -t exits 0 and the
+			// running daemon dumps instances A and B with their VRIDs,
+			// VIPs, password and tracked script) splits an unquoted "{"
+			// or "}" from the word it touches; a quoted one stays.
+			name: "braces touching words are words of their own, as in keepalived",
+			conf: "vrrp_script chk {\n script /bin/true\n}\n" +
+				"vrrp_instance A{\n interface eth0\n virtual_router_id 10\n virtual_ipaddress{\n  198.18.0.100/32}\n" +
+				" authentication{auth_type PASS\n  auth_pass \"a{b}\"}\n track_script {chk}\n}vrrp_instance B {\n" +
+				" interface eth0\n virtual_router_id 11\n virtual_ipaddress {198.18.0.101/32}\n}\n",
+			get: func(c *Config) any {
+				var out []string
+				for _, in := range c.Instances {
+					out = append(out, fmt.Sprint(in.Name, " ", in.VRID, " ", in.VIPs[0].Prefix, " ", in.AuthPass, " ", len(in.TrackScripts)))
+				}
+				return out
+			},
+			want: []string{"A 10 198.18.0.100/32 a{b} 1", "B 11 198.18.0.101/32  0"},
+			wantWarnings: []string{
+				"k.conf:4: scripts are configured but enable_script_security is not set (keepalived reports a SECURITY VIOLATION)",
+			},
 		},
 		{
 			name: "nopreempt with BACKUP",

@@ -7,7 +7,10 @@
 // The reader follows keepalived's line-based format: "#" and "!" start a
 // comment anywhere outside double quotes (\# and \! are literal), words are
 // separated by blanks, a double-quoted string is one word, and "{" / "}"
-// open and close blocks. A block may open on the keyword's line or alone on
+// open and close blocks. An unquoted brace is a word of its own even where
+// it touches another word ("vrrp_instance A{", "track_script {chk}",
+// "auth_pass a{b" is auth_pass a and a block), as keepalived 2.2.7 reads
+// it; include patterns are not split. A block may open on the keyword's line or alone on
 // the next line, and several statements may share a line, as in
 // "track_script { chk }". Script and notify command lines are split again
 // the way keepalived does (see SplitCommand).

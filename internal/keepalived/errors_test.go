@@ -44,6 +44,16 @@ func TestParseErrors(t *testing.T) {
 				"k.conf:3: unknown keyword \"a\" in global_defs (accepted: " + globalAccepted + ")",
 		},
 		{
+			// keepalived 2.2.7 (measured) reads "auth_pass a{b" as
+			// auth_pass a, then "{" and an unknown keyword b ("There are
+			// 1 missing '}'s"), and runs with password "a"; taking "a{b"
+			// would put another password on the wire than keepalived's.
+			name: "unquoted brace inside a word splits it",
+			conf: vi(" authentication {\n  auth_type PASS\n  auth_pass a{b\n }\n"),
+			want: "k.conf:1: \"vrrp_instance\" block opened here is not closed\n" +
+				"k.conf:9: auth_pass does not take a { } block",
+		},
+		{
 			name: "conditional line",
 			conf: "@node1 global_defs {\n}\n",
 			want: "k.conf:1: conditional configuration (@id lines) is not supported by vipstack\n" +

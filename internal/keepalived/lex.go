@@ -119,13 +119,14 @@ func (r *reader) readFile(name string, data []byte) {
 		if !r.special(pos, text) {
 			continue
 		}
-		toks, err := tokenize(text)
+		toks, err := tokenize(text, true)
 		if err != "" {
 			r.errs.add(pos, "", "%s", err)
 			continue
 		}
 		if toks[0].text == "include" && !toks[0].quoted {
-			r.include(pos, toks[1:])
+			words, _ := tokenize(text, false) // no error: the same quotes
+			r.include(pos, words[1:])
 			continue
 		}
 		r.lines = append(r.lines, line{pos: pos, text: text, toks: toks})
@@ -284,8 +285,14 @@ func decomment(s string) (string, string) {
 const blanks = " \t\f\v\r"
 
 // tokenize splits a decommented line into words. A word starting with a
-// double quote runs to the next double quote and loses the quotes.
-func tokenize(s string) ([]token, string) {
+// double quote runs to the next double quote and loses the quotes. An
+// unquoted "{" or "}" is a word of its own even where it touches another
+// word, as keepalived 2.2.7 reads it: "vrrp_instance A{", "{chk}" and
+// "}vrrp_instance" open and close blocks (measured), and "auth_pass a{b"
+// is auth_pass a followed by a block.
+// With braces false they are ordinary characters, for include patterns
+// (whose brace expressions include rejects by name).
+func tokenize(s string, braces bool) ([]token, string) {
 	var toks []token
 	i := 0
 	for {
@@ -305,7 +312,12 @@ func tokenize(s string) ([]token, string) {
 			toks = append(toks, token{text: s[start+1 : i-1], quoted: true, start: start, end: i})
 			continue
 		}
-		for i < len(s) && s[i] != '"' && strings.IndexByte(blanks, s[i]) < 0 {
+		if braces && (s[i] == '{' || s[i] == '}') {
+			i++
+			toks = append(toks, token{text: s[start:i], start: start, end: i})
+			continue
+		}
+		for i < len(s) && s[i] != '"' && !(braces && (s[i] == '{' || s[i] == '}')) && strings.IndexByte(blanks, s[i]) < 0 {
 			i++
 		}
 		toks = append(toks, token{text: s[start:i], start: start, end: i})
