@@ -228,10 +228,24 @@ func TestParseAccepts(t *testing.T) {
 			},
 		},
 		{
-			name: "escaped comment characters",
-			conf: "global_defs {\n router_id a\\#b\\!c\n}\n" + vi(""),
-			get:  func(c *Config) any { return c.Global.RouterID },
-			want: "a#b!c",
+			// keepalived 2.2.7, measured with the running daemon's -d
+			// dump: its VRRP instances read "auth_pass ab\#cd" and
+			// "ab\!cd" as password "ab", "ab\\#cd" as "ab\\", a quoted
+			// "ab\#cd" as ab\#cd, "script /bin/echo\#x" as /bin/echo and
+			// "label d0:\#1" as d0: (only its global_defs dump showed
+			// router_id ab\#cd as ab#cd). vipstack took ab#cd, a password
+			// the keepalived nodes do not send.
+			name: "a backslash does not protect # or ! outside quotes",
+			conf: "vrrp_script chk {\n script /bin/echo\\#x\n}\n" + inst("A", "1", "198.18.0.1 label eth0:\\#1") +
+				authInst("B", "2", `ab\#cd`) + authInst("C", "3", `ab\!cd`) + authInst("D", "4", `ab\\#cd`) + authInst("E", "5", `"ab\#cd"`),
+			get: func(c *Config) any {
+				out := []any{c.Scripts["chk"].Args, c.Instances[0].VIPs[0].Label}
+				for _, in := range c.Instances[1:] {
+					out = append(out, in.AuthPass)
+				}
+				return out
+			},
+			want: []any{[]string{"/bin/echo"}, "eth0:", "ab", "ab", `ab\\`, `ab\#cd`},
 		},
 		{
 			name: "script command splitting",
@@ -321,4 +335,11 @@ func TestParseAccepts(t *testing.T) {
 			}
 		})
 	}
+}
+
+// authInst returns a vrrp_instance with VRID and VIP 198.18.0.VRID, and
+// auth_pass written as pass.
+func authInst(name, vrid, pass string) string {
+	return "vrrp_instance " + name + " {\n interface eth0\n virtual_router_id " + vrid + "\n virtual_ipaddress {\n  198.18.0." + vrid +
+		"\n }\n authentication {\n  auth_type PASS\n  auth_pass " + pass + "\n }\n}\n"
 }

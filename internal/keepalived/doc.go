@@ -5,7 +5,8 @@
 // # Syntax
 //
 // The reader follows keepalived's line-based format: "#" and "!" start a
-// comment anywhere outside double quotes (\# and \! are literal), words are
+// comment anywhere outside double quotes (also after a backslash: keepalived
+// 2.2.7's VRRP process reads "auth_pass ab\#cd" as "ab"), words are
 // separated by blanks, a double-quoted string is one word, and "{" / "}"
 // open and close blocks. An unquoted brace is a word of its own even where
 // it touches another word ("vrrp_instance A{", "track_script {chk}",

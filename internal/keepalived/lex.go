@@ -252,8 +252,14 @@ func readLimited(fsys fs.FS, name string) ([]byte, error) {
 var errTooLarge = fmt.Errorf("file is larger than %d bytes (1 MiB)", MaxFileSize)
 
 // decomment strips a comment (# or ! outside double quotes) and surrounding
-// blanks, and turns \# and \! outside quotes into # and !, as keepalived
-// does. It returns a message for lines vipstack cannot accept.
+// blanks. It returns a message for lines vipstack cannot accept.
+//
+// A backslash does not protect # or ! outside quotes: keepalived 2.2.7's
+// VRRP instances read "auth_pass ab\#cd" as password "ab" and
+// "script /bin/echo\#x" as /bin/echo (measured with the daemon's -d dump;
+// only its global_defs dump showed router_id ab\#cd as ab#cd). Inside
+// double quotes a backslash pair is kept as it is (\" does not end the
+// quote), and outside them "\\" stays two backslashes, as there.
 func decomment(s string) (string, string) {
 	var b strings.Builder
 	quote := false
@@ -266,20 +272,21 @@ func decomment(s string) (string, string) {
 			if i+1 == len(s) {
 				return "", "line continuation (trailing \\) is not supported by vipstack"
 			}
-			i++
-			if quote || (s[i] != '#' && s[i] != '!') {
-				b.WriteByte(c)
+			if !quote && (s[i+1] == '#' || s[i+1] == '!') {
+				return strings.Trim(b.String(), blanks), ""
 			}
+			i++
+			b.WriteByte(c)
 			c = s[i]
 		case !quote && (c == '#' || c == '!'):
-			return strings.Trim(b.String(), " \t\f\v\r"), ""
+			return strings.Trim(b.String(), blanks), ""
 		}
 		b.WriteByte(c)
 	}
 	if quote {
 		return "", "unterminated double quote"
 	}
-	return strings.Trim(b.String(), " \t\f\v\r"), ""
+	return strings.Trim(b.String(), blanks), ""
 }
 
 const blanks = " \t\f\v\r"
