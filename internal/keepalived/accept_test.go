@@ -254,6 +254,36 @@ func TestParseAccepts(t *testing.T) {
 			want: []any{`/bin/sh -c 'test -e "/run/a b"'`, []string{"/bin/sh", "-c", `test -e "/run/a b"`}},
 		},
 		{
+			// keepalived 2.2.7 (measured, keepalived -t exits 0 and the
+			// daemon runs instance A only): "Configuration file
+			// 'conf.d/b.conf' is not a regular non-executable file -
+			// skipping", and "'conf.d/sub.conf/' is a directory -
+			// skipping", also for a plain include of a directory.
+			// vipstack read the executable file (running an instance
+			// keepalived does not) and refused the file for the directory.
+			name: "executable files and directories are skipped by include, as keepalived does",
+			conf: "include conf.d/*.conf\ninclude other\n",
+			files: fstest.MapFS{
+				"conf.d/a.conf":          {Data: []byte(inst("A", "1", "198.18.0.1"))},
+				"conf.d/b.conf":          {Data: []byte(inst("B", "2", "198.18.0.2")), Mode: 0o755},
+				"conf.d/sub.conf/c.conf": {Data: []byte(inst("C", "3", "198.18.0.3"))},
+				"other/d.conf":           {Data: []byte(inst("D", "4", "198.18.0.4"))},
+			},
+			get: func(c *Config) any {
+				var names []string
+				for _, in := range c.Instances {
+					names = append(names, in.Name)
+				}
+				return []any{names, c.Files}
+			},
+			want: []any{[]string{"A"}, []string{"k.conf", "conf.d/a.conf"}},
+			wantWarnings: []string{
+				`k.conf:1: include "conf.d/*.conf": conf.d/b.conf is executable (mode 0755); skipped, as keepalived skips any include that is not a regular non-executable file`,
+				`k.conf:1: include "conf.d/*.conf": conf.d/sub.conf is a directory; skipped, as keepalived does`,
+				`k.conf:2: include "other": other is a directory; skipped, as keepalived does`,
+			},
+		},
+		{
 			name:  "include inside a block, relative to the including file",
 			conf:  "include conf.d/vi.conf\n",
 			files: fstest.MapFS{"conf.d/vi.conf": {Data: []byte(inst("VI", "1", "include ../vips/*"))}, "vips/a": {Data: []byte("198.18.0.1\n")}, "vips/b": {Data: []byte("198.18.0.2\n")}},

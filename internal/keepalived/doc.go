@@ -80,7 +80,11 @@
 // relative pattern is relative to the directory of the file that contains
 // it. Patterns use path.Match globs (* ? [...]), sorted; brace expressions
 // and the includer/includem/... variants are rejected. A glob that matches
-// nothing is a warning, a plain path that does not exist an error. Includes
+// nothing is a warning, a plain path that does not exist an error. A
+// directory, a file that is not regular, or one with an execute bit is
+// skipped with a warning, as keepalived 2.2.7 skips it ("not a regular
+// non-executable file - skipping"; keepalived -t exits 0 there, --check
+// exits 5 on the warning). Includes
 // nest at most 8 deep, at most 256 files are read, each at most 1 MiB, and
 // a file including itself (directly or not) is an error. Config.Files lists
 // every file read, for reload watching.

@@ -136,12 +136,6 @@ func TestParseErrors(t *testing.T) {
 			want:  "k.conf:1: include \"big.conf\": big.conf: file is larger than 1048576 bytes (1 MiB)",
 		},
 		{
-			name:  "include a directory",
-			conf:  "include d\n",
-			files: fstest.MapFS{"d/x": {}},
-			want:  "k.conf:1: include \"d\": d: not a regular file (d---------)",
-		},
-		{
 			name:  "too many files",
 			conf:  strings.Repeat("include a.conf\n", 256),
 			files: fstest.MapFS{"a.conf": {Data: []byte("# empty\n")}},

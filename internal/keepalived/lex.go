@@ -216,6 +216,10 @@ func (r *reader) include(pos Pos, args []token) {
 			r.errs.add(pos, "include", "include %q: more than %d files read in total", pattern, maxFiles)
 			return
 		}
+		if skip := skipInclude(r.fsys, m); skip != "" {
+			r.warnings = append(r.warnings, fmt.Sprintf("%s: include %q: %s %s", pos, pattern, name, skip))
+			continue
+		}
 		data, err := readLimited(r.fsys, m)
 		if err != nil {
 			r.errs.add(pos, "include", "include %q: %s: %v", pattern, name, err)
@@ -223,6 +227,27 @@ func (r *reader) include(pos Pos, args []token) {
 		}
 		r.readFile(name, data)
 	}
+}
+
+// skipInclude says why keepalived 2.2.7 would skip the included file name,
+// or "" to read it. keepalived reads only regular files with no execute
+// bit ("Configuration file '...' is not a regular non-executable file -
+// skipping", "... is a directory - skipping"; measured, keepalived -t exits
+// 0) and goes on with the rest. A file that cannot be stat'ed is left to
+// readLimited, which reports why.
+func skipInclude(fsys fs.FS, name string) string {
+	fi, err := fs.Stat(fsys, name)
+	switch {
+	case err != nil:
+		return ""
+	case fi.IsDir():
+		return "is a directory; skipped, as keepalived does"
+	case !fi.Mode().IsRegular():
+		return fmt.Sprintf("is not a regular file (%s); skipped, as keepalived does", fi.Mode().Type())
+	case fi.Mode().Perm()&0o111 != 0:
+		return fmt.Sprintf("is executable (mode %04o); skipped, as keepalived skips any include that is not a regular non-executable file", fi.Mode().Perm())
+	}
+	return ""
 }
 
 // readLimited reads a regular file of at most MaxFileSize bytes.
