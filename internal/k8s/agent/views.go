@@ -106,16 +106,11 @@ func Views(ctx context.Context, r client.Reader, node string, ifs Interfaces) ([
 			return nil, nil, fmt.Errorf("list EndpointSlices: %w", err)
 		}
 		for _, sl := range slices.Items {
-			key := sl.Namespace + "/" + sl.Labels[discoveryv1.LabelServiceName]
+			key := k8s.EndpointSliceService(&sl)
 			if !needReady[key] {
 				continue
 			}
-			for _, ep := range sl.Endpoints {
-				if ep.NodeName == nil || (ep.Conditions.Ready != nil && !*ep.Conditions.Ready) {
-					continue
-				}
-				ready[key] = append(ready[key], *ep.NodeName)
-			}
+			ready[key] = append(ready[key], k8s.ReadyNodes(&sl)...)
 		}
 	}
 	var out []GroupView

@@ -12,11 +12,13 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -63,6 +65,7 @@ type Controller struct {
 	poolErrs map[string]error
 	waiting  map[types.NamespacedName]bool // refused for want of an address
 	groups   map[string][]k8s.Instance     // last planned, by group key
+	laidOut  map[string]bool               // groups planned (by us or, per their status, before)
 	extKeys  map[string]bool               // allocator keys of accepted externalIPs
 
 	retry chan event.GenericEvent
@@ -70,7 +73,7 @@ type Controller struct {
 }
 
 // Setup registers the controller's three reconcilers (Services, VIPGroups,
-// IPPools) and its index with mgr. They run once mgr is started and, with
+// IPPools) and its indexes with mgr. They run once mgr is started and, with
 // leader election, only on the leader.
 func Setup(mgr manager.Manager, o Options) (*Controller, error) {
 	if o.Logger == nil {
@@ -97,6 +100,7 @@ func Setup(mgr manager.Manager, o Options) (*Controller, error) {
 		poolErrs: map[string]error{},
 		waiting:  map[types.NamespacedName]bool{},
 		groups:   map[string][]k8s.Instance{},
+		laidOut:  map[string]bool{},
 		extKeys:  map[string]bool{},
 		retry:    make(chan event.GenericEvent, 1<<14),
 		m:        newMetrics(o.Registry),
@@ -111,8 +115,12 @@ func Setup(mgr manager.Manager, o Options) (*Controller, error) {
 	}); err != nil {
 		return nil, fmt.Errorf("index Services by group: %w", err)
 	}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &discoveryv1.EndpointSlice{}, sliceIndex, indexSlice); err != nil {
+		return nil, fmt.Errorf("index EndpointSlices by Service: %w", err)
+	}
 	err := ctrl.NewControllerManagedBy(mgr).Named("vipstack-services").
 		For(&corev1.Service{}).
+		Watches(&discoveryv1.EndpointSlice{}, handler.EnqueueRequestsFromMapFunc(c.serviceOfSlice), builder.WithPredicates(readyNodesChanged)).
 		Watches(&v1alpha1.IPPool{}, handler.EnqueueRequestsFromMapFunc(c.waitingServices)).
 		Watches(&v1alpha1.VIPGroup{}, handler.EnqueueRequestsFromMapFunc(c.servicesOfGroup)).
 		WatchesRawSource(source.Channel(c.retry, &handler.EnqueueRequestForObject{})).
@@ -196,6 +204,9 @@ func (c *Controller) prepare(ctx context.Context) error {
 		}
 		for _, g := range groups.Items {
 			c.groups[g.Namespace+"/"+g.Name] = instancesOf(g.Status.Instances)
+			if hasCondition(g.Status.Conditions, v1alpha1.ConditionReady) {
+				c.laidOut[g.Namespace+"/"+g.Name] = true
+			}
 		}
 		c.built = true
 		c.log.Info("rebuilt from the API", "services", len(svcs), "addresses", n, "groups", len(groups.Items))

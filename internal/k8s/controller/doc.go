@@ -5,7 +5,10 @@
 // condition and Events, releases addresses when a Service goes away or
 // changes type, and gives every VIPGroup its VRRP instances (RFC 5798)
 // with VRIDs unique across the cluster, recorded in the group's status for
-// the node agents.
+// the node agents. A Service with externalTrafficPolicy Local that no
+// node of its group can hold (no ready endpoint there) gets a False
+// vipstack.io/LocalEndpointsInGroup condition and a Warning Event, from
+// the EndpointSlices it watches (indexed by Service).
 //
 // Its state lives in the API: after a restart (or a new leader) the first
 // reconcile rebuilds the allocator from every Service's status and every

@@ -42,6 +42,7 @@ func (c *Controller) reconcileGroup(ctx context.Context, req reconcile.Request) 
 		if apierrors.IsNotFound(err) {
 			c.mu.Lock()
 			delete(c.groups, key)
+			delete(c.laidOut, key)
 			c.mu.Unlock()
 			return reconcile.Result{}, nil
 		}
@@ -92,6 +93,7 @@ func (c *Controller) reconcileGroup(ctx context.Context, req reconcile.Request) 
 	planned, perr := k8s.PlanInstances(k8s.VRIDPlan{Group: key, Nodes: names, Local: local, Current: c.groups[key],
 		Excluded: excluded, Taken: taken})
 	c.groups[key] = planned
+	c.laidOut[key] = true
 	c.mu.Unlock()
 
 	g.Status.ObservedGeneration = g.Generation

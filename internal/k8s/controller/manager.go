@@ -6,9 +6,12 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -72,6 +75,11 @@ func NewManager(cfg *rest.Config, o ManagerOptions) (manager.Manager, error) {
 		LeaderElectionReleaseOnCancel: true,
 		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddr},
 		HealthProbeBindAddress:        o.HealthAddr,
+		// The controller reads of an EndpointSlice only which nodes have a
+		// ready endpoint: keep no more of the cluster's slices in memory.
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+			&discoveryv1.EndpointSlice{}: {Transform: slimEndpointSlice},
+		}},
 		// Several controllers may run in one process (tests, a restart).
 		Controller: config.Controller{SkipNameValidation: &skip},
 	}
@@ -89,4 +97,19 @@ func NewManager(cfg *rest.Config, o ManagerOptions) (manager.Manager, error) {
 		return nil, fmt.Errorf("controller manager: %w", err)
 	}
 	return mgr, nil
+}
+
+// slimEndpointSlice drops what the controller never reads from an
+// EndpointSlice (addresses, ports, hints, managed fields), keeping its
+// Service label and, per endpoint, the node and the ready condition.
+func slimEndpointSlice(o any) (any, error) {
+	sl, ok := o.(*discoveryv1.EndpointSlice)
+	if !ok {
+		return o, nil
+	}
+	sl.ManagedFields, sl.Annotations, sl.Ports = nil, nil, nil
+	for i, ep := range sl.Endpoints {
+		sl.Endpoints[i] = discoveryv1.Endpoint{NodeName: ep.NodeName, Conditions: discoveryv1.EndpointConditions{Ready: ep.Conditions.Ready}}
+	}
+	return sl, nil
 }

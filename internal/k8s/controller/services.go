@@ -37,6 +37,10 @@ const (
 	ReasonNoGroup        = "NoGroup"
 	ReasonInvalidRequest = "InvalidRequest"
 	ReasonAllowed        = "Allowed"
+	// ReasonEndpointsInGroup and ReasonNoEndpointInGroup are the reasons
+	// of ServiceConditionLocalEndpoints.
+	ReasonEndpointsInGroup  = "EndpointsInGroup"
+	ReasonNoEndpointInGroup = "NoEndpointInGroup"
 )
 
 // waitRetry is how often a Service that waits for an address is looked at
@@ -191,6 +195,25 @@ func (c *Controller) reconcileService(ctx context.Context, req reconcile.Request
 		meta.RemoveStatusCondition(&svc.Status.Conditions, v1alpha1.ServiceConditionExternalIPs)
 	}
 
+	// Local Services: does any node of the group announce them?
+	localCond, err := c.localEndpoints(ctx, &svc, group, gerr, now)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	var announce *problem // the Event to send, only on a change of status
+	if localCond != nil {
+		old := findCondition(orig.Status.Conditions, localCond.Type)
+		switch {
+		case localCond.Status == metav1.ConditionFalse && (old == nil || old.Status != metav1.ConditionFalse):
+			announce = &problem{localCond.Reason, localCond.Message}
+		case localCond.Status == metav1.ConditionTrue && old != nil && old.Status == metav1.ConditionFalse:
+			announce = &problem{localCond.Reason, localCond.Message}
+		}
+		meta.SetStatusCondition(&svc.Status.Conditions, *localCond)
+	} else {
+		meta.RemoveStatusCondition(&svc.Status.Conditions, v1alpha1.ServiceConditionLocalEndpoints)
+	}
+
 	c.mu.Lock()
 	if wait {
 		c.waiting[req.NamespacedName] = true
@@ -224,6 +247,13 @@ func (c *Controller) reconcileService(ctx context.Context, req reconcile.Request
 	}
 	for _, w := range warnings {
 		c.events.Eventf(&svc, nil, corev1.EventTypeWarning, w.reason, "Allocate", "%s", w.msg)
+	}
+	if announce != nil {
+		typ := corev1.EventTypeNormal
+		if announce.reason == ReasonNoEndpointInGroup {
+			typ = corev1.EventTypeWarning
+		}
+		c.events.Eventf(&svc, nil, typ, announce.reason, "Announce", "%s", announce.msg)
 	}
 	if wait {
 		return reconcile.Result{RequeueAfter: waitRetry}, nil

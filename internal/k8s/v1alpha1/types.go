@@ -129,6 +129,12 @@ const (
 	// hold the externalIPs its message lists (ExternalIPsMessage) while it
 	// is True.
 	ServiceConditionExternalIPs = "vipstack.io/ExternalIPsAllowed"
+	// ServiceConditionLocalEndpoints on a Service with
+	// externalTrafficPolicy Local that holds addresses in a group: some
+	// node of the group has a ready endpoint, so the agents there hold
+	// the addresses (True), or none has and nobody announces them (False,
+	// naming the group's nodes and where the ready endpoints are).
+	ServiceConditionLocalEndpoints = "vipstack.io/LocalEndpointsInGroup"
 )
 
 // ExternalIPsMessage is the message of a True ServiceConditionExternalIPs
