@@ -90,5 +90,9 @@
 // every file read, for reload watching.
 //
 // keepalived's preprocessor ($NAME definitions, @id conditional lines,
-// ~SEQ, trailing-backslash continuation) is not supported and rejected.
+// ~SEQ, trailing-backslash continuation) is not supported and rejected,
+// and so is a line using one of its builtin definitions ($_PWD, ${_PWD},
+// ${_INSTANCE}, ${_RANDOM}, ${_HASH}, ${_BANG}), which keepalived 2.2.7
+// expands anywhere on a line, inside quotes too: read as text, they gave
+// another password or script path than keepalived's.
 package keepalived

@@ -60,6 +60,36 @@ func TestParseErrors(t *testing.T) {
 				"k.conf:2: unexpected \"}\" (no block is open)",
 		},
 		{
+			// keepalived 2.2.7 (measured with the daemon's -d dump)
+			// expands these builtins anywhere on a line, quotes
+			// included: auth_pass ${_PWD} and a$_PWD gave the config
+			// directory, ${_INSTANCE} the host name, ${_RANDOM 1 1} 1,
+			// "a${_HASH}b" a#b and a${_BANG}b a. vipstack read them as
+			// text: another password than keepalived's on the wire, a
+			// script path that does not exist. $_PWD/x is not expanded
+			// (the name must end the line or come before a blank, "," or
+			// ")"), nor are unknown names or ones in comments.
+			name: "keepalived builtin definitions",
+			conf: vi(" authentication {\n  auth_type PASS\n  auth_pass \"x${_PWD}\"\n }\n") +
+				"vrrp_script a {\n script \"${_INSTANCE}/chk $_RANDOM x\"\n}\n" +
+				"vrrp_script b {\n script \"/bin/chk ${_HASH} ${_BANG} ${_RANDOM 1 9} $_PWD/x $X ${X:-1} ${_NOPE}\" # ${_PWD}\n}\n",
+			want: "k.conf:9: keepalived's builtin definition ${_PWD} is not supported by vipstack " +
+				"(keepalived puts the directory of the configuration file there); write the value instead\n" +
+				"k.conf:13: keepalived's builtin definition ${_INSTANCE} is not supported by vipstack " +
+				"(keepalived puts its instance name (the host name unless -i is given) there); write the value instead\n" +
+				"k.conf:13: keepalived's builtin definition $_RANDOM is not supported by vipstack " +
+				"(keepalived puts a random number there); write the value instead\n" +
+				"k.conf:16: keepalived's builtin definition ${_HASH} is not supported by vipstack " +
+				"(keepalived puts # there); write the value instead\n" +
+				"k.conf:16: keepalived's builtin definition ${_BANG} is not supported by vipstack " +
+				"(keepalived puts ! there); write the value instead\n" +
+				"k.conf:16: keepalived's builtin definition ${_RANDOM 1 9} is not supported by vipstack " +
+				"(keepalived puts a random number there); write the value instead\n" +
+				"k.conf:7: authentication has auth_type but no auth_pass\n" +
+				"k.conf:12: vrrp_script \"a\" has no script line\n" +
+				"k.conf:15: vrrp_script \"b\" has no script line",
+		},
+		{
 			name: "definition",
 			conf: "$IF=eth0\n",
 			want: "k.conf:1: parameter definitions ($NAME=...) are not supported by vipstack",

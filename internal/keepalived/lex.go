@@ -119,6 +119,14 @@ func (r *reader) readFile(name string, data []byte) {
 		if !r.special(pos, text) {
 			continue
 		}
+		if refs := builtinRefs(text); len(refs) > 0 {
+			for _, ref := range refs {
+				what, _ := builtin(ref.name)
+				r.errs.add(pos, "$", "keepalived's builtin definition %s is not supported by vipstack (keepalived puts %s there); write the value instead",
+					ref.text, what)
+			}
+			continue
+		}
 		toks, err := tokenize(text, true)
 		if err != "" {
 			r.errs.add(pos, "", "%s", err)
@@ -152,6 +160,74 @@ func (r *reader) special(pos Pos, text string) bool {
 	}
 	return false
 }
+
+// builtin says what keepalived 2.2.7 puts in place of its predefined
+// definition name, and whether name is one.
+func builtin(name string) (string, bool) {
+	switch name {
+	case "_PWD":
+		return "the directory of the configuration file", true
+	case "_INSTANCE":
+		return "its instance name (the host name unless -i is given)", true
+	case "_RANDOM":
+		return "a random number", true
+	case "_HASH":
+		return "#", true
+	case "_BANG":
+		return "!", true
+	}
+	return "", false
+}
+
+// builtinRef is one use of a keepalived builtin definition in a line.
+type builtinRef struct {
+	name string // the definition, e.g. _PWD
+	text string // as written, e.g. ${_PWD}
+}
+
+// builtinRefs finds the builtin definitions keepalived 2.2.7 would expand
+// in a decommented line: $NAME where the name ends the line or is followed
+// by a blank, "," or ")", and ${NAME} or ${NAME N M}, anywhere, quotes
+// included (measured: auth_pass "x${_PWD}" and a$_PWD are expanded,
+// $_PWD/x is not). Other names are left as they are, as keepalived leaves
+// names it has no definition for.
+func builtinRefs(line string) []builtinRef {
+	var refs []builtinRef
+	for i := 0; i < len(line); i++ {
+		if line[i] != '$' {
+			continue
+		}
+		j := i + 1
+		braces := j < len(line) && line[j] == '{'
+		if braces {
+			j++
+		}
+		start := j
+		for j < len(line) && (line[j] == '_' || isAlpha(line[j]) || (j > start && line[j] >= '0' && line[j] <= '9')) {
+			j++
+		}
+		name := line[start:j]
+		if _, ok := builtin(name); !ok {
+			continue
+		}
+		if braces {
+			for j < len(line) && (line[j] == ' ' || (line[j] >= '0' && line[j] <= '9')) {
+				j++
+			}
+			if j == len(line) || line[j] != '}' {
+				continue
+			}
+			j++
+		} else if j < len(line) && !strings.ContainsRune(" \t,)", rune(line[j])) {
+			continue
+		}
+		refs = append(refs, builtinRef{name: name, text: line[i:j]})
+		i = j - 1
+	}
+	return refs
+}
+
+func isAlpha(c byte) bool { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') }
 
 // include reads the files matching an include pattern. A relative pattern
 // is relative to the directory of the including file.
