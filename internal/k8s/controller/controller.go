@@ -58,15 +58,18 @@ type Controller struct {
 	clk    clock.Clock
 	opts   Options
 
-	mu       sync.Mutex
-	alloc    *allocator.Allocator
-	built    bool
-	poolSig  string
-	poolErrs map[string]error
-	waiting  map[types.NamespacedName]bool // refused for want of an address
-	groups   map[string][]k8s.Instance     // last planned, by group key
-	laidOut  map[string]bool               // groups planned (by us or, per their status, before)
-	extKeys  map[string]bool               // allocator keys of accepted externalIPs
+	mu      sync.Mutex
+	alloc   *allocator.Allocator
+	built   bool
+	poolSig string
+	// poolState says what is in effect of each pool; lastGood is the
+	// last version of each pool the allocator took (in memory only).
+	poolState map[string]poolState
+	lastGood  map[string]lastValid
+	waiting   map[types.NamespacedName]bool // refused for want of an address
+	groups    map[string][]k8s.Instance     // last planned, by group key
+	laidOut   map[string]bool               // groups planned (by us or, per their status, before)
+	extKeys   map[string]bool               // allocator keys of accepted externalIPs
 
 	retry chan event.GenericEvent
 	m     *metrics
@@ -91,19 +94,20 @@ func Setup(mgr manager.Manager, o Options) (*Controller, error) {
 		}
 	}
 	c := &Controller{
-		client:   mgr.GetClient(),
-		events:   mgr.GetEventRecorder(k8s.FieldManager),
-		log:      o.Logger,
-		clk:      o.Clock,
-		opts:     o,
-		alloc:    allocator.New(),
-		poolErrs: map[string]error{},
-		waiting:  map[types.NamespacedName]bool{},
-		groups:   map[string][]k8s.Instance{},
-		laidOut:  map[string]bool{},
-		extKeys:  map[string]bool{},
-		retry:    make(chan event.GenericEvent, 1<<14),
-		m:        newMetrics(o.Registry),
+		client:    mgr.GetClient(),
+		events:    mgr.GetEventRecorder(k8s.FieldManager),
+		log:       o.Logger,
+		clk:       o.Clock,
+		opts:      o,
+		alloc:     allocator.New(),
+		poolState: map[string]poolState{},
+		lastGood:  map[string]lastValid{},
+		waiting:   map[types.NamespacedName]bool{},
+		groups:    map[string][]k8s.Instance{},
+		laidOut:   map[string]bool{},
+		extKeys:   map[string]bool{},
+		retry:     make(chan event.GenericEvent, 1<<14),
+		m:         newMetrics(o.Registry),
 	}
 	ctx := context.Background()
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Service{}, groupIndex, func(o client.Object) []string {
@@ -215,6 +219,16 @@ func (c *Controller) prepare(ctx context.Context) error {
 }
 
 // syncPoolsLocked applies the IPPools when they changed. c.mu is held.
+//
+// A pool whose current spec is refused (it does not convert, or the
+// allocator rejects it: ranges that overlap each other or another pool's)
+// keeps the last version this controller had in effect, as MetalLB keeps
+// its last valid configuration: an edit that went wrong must not stop a
+// pool from serving new Services. Its Ready condition says so. That
+// version lives in memory only: after a restart with the spec still
+// refused, the pool serves nothing new (and says so) until it is fixed.
+// Either way no address held is taken or given twice: held addresses
+// are the allocator's, whatever the pools.
 func (c *Controller) syncPoolsLocked(ctx context.Context) error {
 	var list v1alpha1.IPPoolList
 	if err := c.client.List(ctx, &list); err != nil {
@@ -229,24 +243,127 @@ func (c *Controller) syncPoolsLocked(ctx context.Context) error {
 		return nil
 	}
 	c.poolSig = sig.String()
-	c.poolErrs = map[string]error{}
-	pools, errs := poolsInOrder(list.Items)
-	for name, err := range errs {
-		c.poolErrs[name] = err
-	}
-	if err := c.alloc.SetPools(pools); err != nil {
-		var joined interface{ Unwrap() []error }
-		if errors.As(err, &joined) {
-			for _, e := range joined.Unwrap() {
-				var ae *allocator.Error
-				if errors.As(e, &ae) {
-					c.poolErrs[ae.Pool] = e
-				}
+	// Try the current versions; each one the allocator refuses falls
+	// back to its last valid version, and the set is tried again (a
+	// fallback may free a range another pool wanted). Each pool falls
+	// back at most once, so this ends.
+	why := map[string]error{} // why a pool's current spec is refused, once it falls back
+	useLast := map[string]bool{}
+	var (
+		chosen   []poolVersion
+		convErrs map[string]error
+		setErrs  map[string]error
+	)
+	for {
+		var pools []allocator.Pool
+		pools, chosen, convErrs = poolsInOrder(list.Items, c.lastGood, useLast)
+		setErrs = poolErrors(c.alloc.SetPools(pools))
+		again := false
+		for _, v := range chosen {
+			e, bad := setErrs[v.name]
+			if !bad || v.fallback {
+				continue
 			}
+			if lv, ok := c.lastGood[v.name]; ok && lv.gen != v.gen {
+				why[v.name] = e
+				useLast[v.name] = true
+				again = true
+			}
+		}
+		if !again {
+			break
+		}
+	}
+	c.poolState = map[string]poolState{}
+	for name, err := range convErrs {
+		c.poolState[name] = poolState{err: err}
+	}
+	for _, v := range chosen {
+		switch {
+		case !c.alloc.HasPool(v.name) && v.fallback:
+			// Its last valid version is refused too (another pool in use
+			// took its range): nothing of it is in effect.
+			err := why[v.name]
+			if err == nil {
+				err = convErrs[v.name]
+			}
+			c.poolState[v.name] = poolState{err: errors.Join(err, fmt.Errorf("its last valid version (generation %d) is refused too: %w", v.gen, setErrs[v.name]))}
+		case !c.alloc.HasPool(v.name):
+			c.poolState[v.name] = poolState{err: setErrs[v.name]}
+		case v.fallback:
+			err := why[v.name]
+			if err == nil {
+				err = convErrs[v.name]
+			}
+			c.poolState[v.name] = poolState{err: err, fallback: v.gen, ranges: rangesOf(v.pool)}
+		default:
+			c.poolState[v.name] = poolState{}
+			c.lastGood[v.name] = lastValid{gen: v.gen, pool: v.pool}
+		}
+	}
+	for name := range c.lastGood {
+		if generationOf(list.Items, name) == 0 {
+			delete(c.lastGood, name) // deleted: a pool made again starts afresh
 		}
 	}
 	c.kickWaitingLocked()
 	return nil
+}
+
+// poolErrors maps the pools SetPools refused to why.
+func poolErrors(err error) map[string]error {
+	out := map[string]error{}
+	if err == nil {
+		return out
+	}
+	var joined interface{ Unwrap() []error }
+	if errors.As(err, &joined) {
+		for _, e := range joined.Unwrap() {
+			var ae *allocator.Error
+			if errors.As(e, &ae) {
+				out[ae.Pool] = e
+			}
+		}
+	}
+	return out
+}
+
+func generationOf(items []v1alpha1.IPPool, name string) int64 {
+	for i := range items {
+		if items[i].Name == name {
+			return items[i].Generation
+		}
+	}
+	return 0
+}
+
+func rangesOf(p allocator.Pool) string {
+	s := make([]string, len(p.Ranges))
+	for i, r := range p.Ranges {
+		s[i] = r.String()
+	}
+	return strings.Join(s, ", ")
+}
+
+// lastValid is the last version of a pool the allocator took.
+type lastValid struct {
+	gen  int64
+	pool allocator.Pool
+}
+
+// poolState is what the allocator does with a pool, for its status.
+type poolState struct {
+	err      error  // why its current spec is refused; nil: in effect as it is
+	fallback int64  // the generation in effect instead, its last valid one; 0: none
+	ranges   string // the ranges of that generation
+}
+
+// poolVersion is the version of a pool given to the allocator.
+type poolVersion struct {
+	name     string
+	gen      int64
+	fallback bool // the last valid version, not the current one
+	pool     allocator.Pool
 }
 
 // poolsInOrder converts the IPPools for the allocator in the order
@@ -255,12 +372,15 @@ func (c *Controller) syncPoolsLocked(ctx context.Context) error {
 // edited, that overlaps a pool in use is the one refused, not the pool
 // whose Services name it. First come the pools accepted as they are now
 // (their status says Ready for the current generation: this survives a
-// restart), then the oldest, then by name (creation times have whole
-// seconds). It returns the pools that convert, and why the others do
-// not.
-func poolsInOrder(items []v1alpha1.IPPool) ([]allocator.Pool, map[string]error) {
+// restart; or this controller took that generation) and those that serve
+// their last valid version, then the oldest, then by name (creation times
+// have whole seconds). A pool whose current spec does not convert, or
+// that useLast names, is given as its last valid version when last has
+// one. It returns the pools, the versions chosen, and why the pools left
+// out (and the current specs replaced) do not convert.
+func poolsInOrder(items []v1alpha1.IPPool, last map[string]lastValid, useLast map[string]bool) ([]allocator.Pool, []poolVersion, map[string]error) {
 	type entry struct {
-		pool     allocator.Pool
+		v        poolVersion
 		accepted bool
 		created  metav1.Time
 	}
@@ -271,11 +391,22 @@ func poolsInOrder(items []v1alpha1.IPPool) ([]allocator.Pool, map[string]error) 
 		p, err := it.Pool()
 		if err != nil {
 			errs[it.Name] = err
-			continue
 		}
-		r := meta.FindStatusCondition(it.Status.Conditions, v1alpha1.ConditionReady)
-		accepted := r != nil && r.Status == metav1.ConditionTrue && r.ObservedGeneration == it.Generation
-		es = append(es, entry{pool: p, accepted: accepted, created: it.CreationTimestamp})
+		lv, hasLast := last[it.Name]
+		var e entry
+		switch {
+		case hasLast && lv.gen != it.Generation && (err != nil || useLast[it.Name]):
+			e = entry{v: poolVersion{name: it.Name, gen: lv.gen, fallback: true, pool: lv.pool}, accepted: true}
+		case err != nil:
+			continue
+		default:
+			r := meta.FindStatusCondition(it.Status.Conditions, v1alpha1.ConditionReady)
+			accepted := (r != nil && r.Status == metav1.ConditionTrue && r.ObservedGeneration == it.Generation) ||
+				(hasLast && lv.gen == it.Generation)
+			e = entry{v: poolVersion{name: it.Name, gen: it.Generation, pool: p}, accepted: accepted}
+		}
+		e.created = it.CreationTimestamp
+		es = append(es, e)
 	}
 	sort.SliceStable(es, func(i, j int) bool {
 		a, b := es[i], es[j]
@@ -285,13 +416,14 @@ func poolsInOrder(items []v1alpha1.IPPool) ([]allocator.Pool, map[string]error) 
 		case !a.created.Equal(&b.created):
 			return a.created.Before(&b.created)
 		}
-		return a.pool.Name < b.pool.Name
+		return a.v.name < b.v.name
 	})
 	pools := make([]allocator.Pool, len(es))
+	vs := make([]poolVersion, len(es))
 	for i, e := range es {
-		pools[i] = e.pool
+		pools[i], vs[i] = e.v.pool, e.v
 	}
-	return pools, errs
+	return pools, vs, errs
 }
 
 // kickWaitingLocked asks for another look at every Service that waits for
@@ -375,6 +507,7 @@ type metrics struct {
 	allocations *prometheus.CounterVec
 	poolSize    *prometheus.GaugeVec
 	poolUsed    *prometheus.GaugeVec
+	poolStale   *prometheus.GaugeVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -385,11 +518,14 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Addresses in the pool."}, []string{"pool"}),
 		poolUsed: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "vipstack_k8s_pool_assigned",
 			Help: "Addresses of the pool held by Services."}, []string{"pool"}),
+		poolStale: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "vipstack_k8s_pool_stale",
+			Help: "1 while the pool's current spec is refused and its last valid version serves instead (see its Ready condition)."}, []string{"pool"}),
 	}
 	if reg != nil {
 		m.allocations = register(reg, m.allocations)
 		m.poolSize = register(reg, m.poolSize)
 		m.poolUsed = register(reg, m.poolUsed)
+		m.poolStale = register(reg, m.poolStale)
 	}
 	return m
 }

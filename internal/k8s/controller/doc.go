@@ -10,6 +10,10 @@
 // vipstack.io/LocalEndpointsInGroup condition and a Warning Event, from
 // the EndpointSlices it watches (indexed by Service).
 //
+// An IPPool edited into a spec it refuses keeps its last valid version
+// in effect while the controller runs (in memory: not after a restart);
+// its Ready condition says which.
+//
 // Its state lives in the API: after a restart (or a new leader) the first
 // reconcile rebuilds the allocator from every Service's status and every
 // group's status before anything new is handed out, so nothing moves.

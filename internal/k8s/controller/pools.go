@@ -34,13 +34,14 @@ func (c *Controller) reconcilePool(ctx context.Context, req reconcile.Request) (
 		if apierrors.IsNotFound(err) {
 			c.m.poolSize.DeleteLabelValues(req.Name)
 			c.m.poolUsed.DeleteLabelValues(req.Name)
+			c.m.poolStale.DeleteLabelValues(req.Name)
 			return reconcile.Result{}, nil
 		}
 		return reconcile.Result{}, err
 	}
 	orig := p.DeepCopy()
 	c.mu.Lock()
-	perr := c.poolErrs[p.Name]
+	st := c.poolState[p.Name]
 	var size uint64
 	used := 0
 	for _, st := range c.alloc.Stats() {
@@ -55,12 +56,17 @@ func (c *Controller) reconcilePool(ctx context.Context, req reconcile.Request) (
 	p.Status.Assigned = int64(used)
 	ready := metav1.Condition{Type: v1alpha1.ConditionReady, ObservedGeneration: p.Generation, LastTransitionTime: now,
 		Status: metav1.ConditionTrue, Reason: ReasonValid, Message: fmt.Sprintf("%d addresses", size)}
-	if perr != nil {
-		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, ReasonInvalid, perr.Error()
+	switch {
+	case st.err != nil && st.fallback > 0:
+		ready.Status, ready.Reason = metav1.ConditionFalse, ReasonInvalid
+		ready.Message = fmt.Sprintf("%v; generation %d (the last valid one) is still in effect: %s (%d addresses)", st.err, st.fallback, st.ranges, size)
+	case st.err != nil:
+		ready.Status, ready.Reason = metav1.ConditionFalse, ReasonInvalid
+		ready.Message = fmt.Sprintf("%v; no valid version of the pool is in effect (none seen since the controller started: the last valid version is not kept across restarts), so it gives no new addresses; Services keep the addresses they hold", st.err)
 	}
 	exh := metav1.Condition{Type: v1alpha1.ConditionExhausted, ObservedGeneration: p.Generation, LastTransitionTime: now,
 		Status: metav1.ConditionFalse, Reason: ReasonAddressesFree, Message: fmt.Sprintf("%d of %d addresses assigned", used, size)}
-	if perr == nil && size > 0 && uint64(used) >= size {
+	if (st.err == nil || st.fallback > 0) && size > 0 && uint64(used) >= size {
 		exh.Status, exh.Reason = metav1.ConditionTrue, ReasonAllAssigned
 	}
 	oldReady := meta.FindStatusCondition(orig.Status.Conditions, ready.Type)
@@ -78,6 +84,11 @@ func (c *Controller) reconcilePool(ctx context.Context, req reconcile.Request) (
 	}
 	c.m.poolSize.WithLabelValues(p.Name).Set(float64(size))
 	c.m.poolUsed.WithLabelValues(p.Name).Set(float64(used))
+	stale := 0.0
+	if st.fallback > 0 {
+		stale = 1
+	}
+	c.m.poolStale.WithLabelValues(p.Name).Set(stale)
 	if ready.Status == metav1.ConditionFalse && (oldReady == nil || oldReady.Message != ready.Message) {
 		c.events.Eventf(&p, nil, corev1.EventTypeWarning, ReasonInvalid, "Validate", "%s", ready.Message)
 	}

@@ -116,7 +116,9 @@ type IPPoolList struct {
 // Condition types and reasons.
 const (
 	// ConditionReady on a VIPGroup: every instance has a VRID. On an
-	// IPPool: the pool is valid and in use.
+	// IPPool: the pool is valid and in use; False (reason Invalid) when
+	// its current spec is refused, the message saying whether its last
+	// valid generation is still in effect.
 	ConditionReady = "Ready"
 	// ConditionExhausted on an IPPool: every address is assigned.
 	ConditionExhausted = "Exhausted"
