@@ -284,6 +284,32 @@ func TestParseAccepts(t *testing.T) {
 			},
 		},
 		{
+			// keepalived 2.2.7 globs with glibc's glob(3), where a leading
+			// "." in a name must be matched by a "." in the pattern
+			// (measured: "include conf.d/*.conf" read a.conf and not
+			// .hidden.conf, "conf.d/.e*.conf" read .explicit.conf and
+			// "conf.d/*/x.conf" not .dd/x.conf). Go's path.Match lets *
+			// match it, so vipstack ran instances keepalived does not
+			// (an editor's .swp file, a ConfigMap's ..data directory).
+			name: "include globs do not match a leading dot, as glibc's glob",
+			conf: "include conf.d/*.conf\ninclude conf.d/.e*.conf\ninclude conf.d/*/x.conf\n",
+			files: fstest.MapFS{
+				"conf.d/a.conf":         {Data: []byte(inst("A", "1", "198.18.0.1"))},
+				"conf.d/.hidden.conf":   {Data: []byte(inst("H", "2", "198.18.0.2"))},
+				"conf.d/.explicit.conf": {Data: []byte(inst("E", "3", "198.18.0.3"))},
+				"conf.d/.dd/x.conf":     {Data: []byte(inst("D", "4", "198.18.0.4"))},
+			},
+			get: func(c *Config) any {
+				var names []string
+				for _, in := range c.Instances {
+					names = append(names, in.Name)
+				}
+				return names
+			},
+			want:         []string{"A", "E"},
+			wantWarnings: []string{`k.conf:3: include "conf.d/*/x.conf" matched no files`},
+		},
+		{
 			name:  "include inside a block, relative to the including file",
 			conf:  "include conf.d/vi.conf\n",
 			files: fstest.MapFS{"conf.d/vi.conf": {Data: []byte(inst("VI", "1", "include ../vips/*"))}, "vips/a": {Data: []byte("198.18.0.1\n")}, "vips/b": {Data: []byte("198.18.0.2\n")}},

@@ -78,7 +78,10 @@
 // "include PATTERN" may appear on any line, at the top level or inside a
 // block, as in keepalived, and is replaced by the matching files' lines. A
 // relative pattern is relative to the directory of the file that contains
-// it. Patterns use path.Match globs (* ? [...]), sorted; brace expressions
+// it. Patterns use path.Match globs (* ? [...]), sorted; as in keepalived
+// (glibc's glob), a name starting with "." is matched only by a pattern
+// component starting with "." (conf.d/*.conf skips conf.d/.x.conf and a
+// ConfigMap's ..data directory); brace expressions
 // and the includer/includem/... variants are rejected. A glob that matches
 // nothing is a warning, a plain path that does not exist an error. A
 // directory, a file that is not regular, or one with an execute bit is

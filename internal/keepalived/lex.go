@@ -161,6 +161,24 @@ func (r *reader) special(pos Pos, text string) bool {
 	return false
 }
 
+// hiddenMatch reports whether the glob pattern matched name only because a
+// wildcard matched a leading "." of one of its components. keepalived
+// globs with glibc's glob(3), where such a dot must be matched by a "." in
+// the pattern; Go's path.Match lets * and ? match it. fs.Glob matches
+// component by component, so both have as many components.
+func hiddenMatch(pattern, name string) bool {
+	pc, nc := strings.Split(pattern, "/"), strings.Split(name, "/")
+	if len(pc) != len(nc) {
+		return false
+	}
+	for i := range nc {
+		if strings.HasPrefix(nc[i], ".") && !strings.HasPrefix(pc[i], ".") {
+			return true
+		}
+	}
+	return false
+}
+
 // builtin says what keepalived 2.2.7 puts in place of its predefined
 // definition name, and whether name is one.
 func builtin(name string) (string, bool) {
@@ -266,6 +284,7 @@ func (r *reader) include(pos Pos, args []token) {
 			r.errs.add(pos, "include", "include %q: %v", pattern, err)
 			return
 		}
+		m = slices.DeleteFunc(m, func(name string) bool { return hiddenMatch(fsName, name) })
 		if len(m) == 0 {
 			r.warnings = append(r.warnings, fmt.Sprintf("%s: include %q matched no files", pos, pattern))
 		}
