@@ -264,7 +264,7 @@ func (c *Controller) syncPoolsLocked(ctx context.Context) error {
 			if !bad || v.fallback {
 				continue
 			}
-			if lv, ok := c.lastGood[v.name]; ok && lv.gen != v.gen {
+			if lv, ok := c.lastGood[v.name]; ok && lv.uid == uidOf(list.Items, v.name) && lv.gen != v.gen {
 				why[v.name] = e
 				useLast[v.name] = true
 				again = true
@@ -298,12 +298,12 @@ func (c *Controller) syncPoolsLocked(ctx context.Context) error {
 			c.poolState[v.name] = poolState{err: err, fallback: v.gen, ranges: rangesOf(v.pool)}
 		default:
 			c.poolState[v.name] = poolState{}
-			c.lastGood[v.name] = lastValid{gen: v.gen, pool: v.pool}
+			c.lastGood[v.name] = lastValid{uid: uidOf(list.Items, v.name), gen: v.gen, pool: v.pool}
 		}
 	}
-	for name := range c.lastGood {
-		if generationOf(list.Items, name) == 0 {
-			delete(c.lastGood, name) // deleted: a pool made again starts afresh
+	for name, lv := range c.lastGood {
+		if uidOf(list.Items, name) != lv.uid {
+			delete(c.lastGood, name) // deleted (and maybe made again)
 		}
 	}
 	c.kickWaitingLocked()
@@ -328,13 +328,13 @@ func poolErrors(err error) map[string]error {
 	return out
 }
 
-func generationOf(items []v1alpha1.IPPool, name string) int64 {
+func uidOf(items []v1alpha1.IPPool, name string) types.UID {
 	for i := range items {
 		if items[i].Name == name {
-			return items[i].Generation
+			return items[i].UID
 		}
 	}
-	return 0
+	return ""
 }
 
 func rangesOf(p allocator.Pool) string {
@@ -347,6 +347,7 @@ func rangesOf(p allocator.Pool) string {
 
 // lastValid is the last version of a pool the allocator took.
 type lastValid struct {
+	uid  types.UID // of the object: a pool deleted and made again starts afresh
 	gen  int64
 	pool allocator.Pool
 }
@@ -393,6 +394,7 @@ func poolsInOrder(items []v1alpha1.IPPool, last map[string]lastValid, useLast ma
 			errs[it.Name] = err
 		}
 		lv, hasLast := last[it.Name]
+		hasLast = hasLast && lv.uid == it.UID
 		var e entry
 		switch {
 		case hasLast && lv.gen != it.Generation && (err != nil || useLast[it.Name]):

@@ -95,6 +95,16 @@ func TestPoolsInOrder(t *testing.T) {
 			kept:     []string{"alpha", "zeta"},
 			fallback: []string{"alpha"},
 		},
+		{
+			name: "a pool deleted and made again has no last valid version",
+			items: []v1alpha1.IPPool{func() v1alpha1.IPPool {
+				p := mk("again", t1, 1, "", 0, "198.18.21.9-198.18.21.1")
+				p.UID = "second"
+				return p
+			}()},
+			kept: []string{},
+			last: map[string]lastValid{"again": {uid: "first", gen: 3, pool: allocator.Pool{Name: "again", Ranges: []allocator.Range{allocator.MustParseRange("198.18.20.0/30")}}}},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
