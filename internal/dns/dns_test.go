@@ -459,7 +459,7 @@ func TestReload(t *testing.T) {
 		time.Sleep(100 * time.Millisecond) // polling CoreDNS's reload timer, which we cannot drive
 	}
 	live.Set("mdns", []discovery.Node{{Name: "master-9", Role: discovery.Master, Addrs: addrs("198.18.0.19")}})
-	check(t, addr, []qa{{name: "etcd-0.managed.example.com", qtype: dns.TypeA, answer: []string{"etcd-0.managed.example.com. A 198.18.0.19"}}})
+	check(t, addr, []qa{{name: "etcd-9.managed.example.com", qtype: dns.TypeA, answer: []string{"etcd-9.managed.example.com. A 198.18.0.19"}}})
 	if err := srv.Stop(); err != nil {
 		t.Fatalf("Stop after reload: %v", err)
 	}

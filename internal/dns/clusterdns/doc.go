@@ -1,8 +1,9 @@
 // Package clusterdns is a CoreDNS plugin that answers for a cluster's DNS zone
 // from live cluster state: api and api-int (API VIPs), everything under apps
 // (Ingress VIPs), node names short and fully qualified (node addresses),
-// etcd-N (the Nth control-plane node) and the _etcd-server-ssl._tcp SRV
-// record (RFC 2782) listing every control-plane node on port 2380.
+// etcd-N (control-plane node N, from its name's -N where it has one) and the
+// _etcd-server-ssl._tcp SRV record (RFC 2782) listing every control-plane
+// node on port 2380.
 //
 // Node state comes from a discovery.Registry, read on every query, so a node
 // that joins or leaves changes the next answer without a reload. Names that

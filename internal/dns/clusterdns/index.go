@@ -108,6 +108,7 @@ func buildIndex(cfg *Config, version uint64, nodes []discovery.Node) (*index, []
 	sort.SliceStable(ok, func(i, j int) bool { return ok[i].name < ok[j].name })
 
 	var masters []target
+	var masterNames []string
 	for _, n := range ok {
 		if _, dup := idx.names[n.name]; dup {
 			skipped = append(skipped, skippedNode{name: n.node.Name, why: "another node has the same name"})
@@ -124,6 +125,7 @@ func buildIndex(cfg *Config, version uint64, nodes []discovery.Node) (*index, []
 		idx.bare[n.name+"."] = &entry{v4: e.v4, v6: e.v6, bare: true}
 		if n.node.Role == discovery.Master {
 			masters = append(masters, target{v4: e.v4, v6: e.v6})
+			masterNames = append(masterNames, n.name)
 		}
 	}
 	if cfg.NodesOnly {
@@ -134,8 +136,8 @@ func buildIndex(cfg *Config, version uint64, nodes []discovery.Node) (*index, []
 		}
 		return idx, skipped
 	}
-	for i := range masters {
-		rel := etcdPrefix + strconv.Itoa(i)
+	for i, num := range etcdNumbers(masterNames) {
+		rel := etcdPrefix + strconv.Itoa(num)
 		masters[i].name = rel + "." + cfg.Zone
 		idx.names[rel] = &entry{v4: masters[i].v4, v6: masters[i].v6}
 	}
@@ -144,6 +146,47 @@ func buildIndex(cfg *Config, version uint64, nodes []discovery.Node) (*index, []
 		idx.names[srvParent] = &entry{}
 	}
 	return idx, skipped
+}
+
+// maxEtcdNumber bounds the number a master's name can give its etcd-N name.
+const maxEtcdNumber = 9999
+
+// etcdNumbers gives each master (names in name order) the N of its etcd-N
+// name. A name that ends in "-<digits>" (OpenShift's <cluster>-master-N)
+// keeps that number, so a master's etcd-N does not move when another master
+// leaves: OpenShift 4.1 to 4.3 put etcd-N.<domain> in each member's serving
+// certificate, and a shift would send etcd-0 to the member whose certificate
+// says etcd-1. Before, the masters were numbered in name order, and master-0
+// leaving moved every other master's name. A name without such a number,
+// or whose number an earlier name took, gets the lowest number left, in
+// name order.
+func etcdNumbers(names []string) []int {
+	nums := make([]int, len(names))
+	taken := map[int]bool{}
+	for i, name := range names {
+		nums[i] = -1
+		dash := strings.LastIndexByte(name, '-')
+		if dash < 0 || dash == len(name)-1 {
+			continue
+		}
+		digits := name[dash+1:]
+		n, err := strconv.Atoi(digits)
+		if err != nil || n < 0 || n > maxEtcdNumber || (len(digits) > 1 && digits[0] == '0') || taken[n] {
+			continue
+		}
+		nums[i], taken[n] = n, true
+	}
+	next := 0
+	for i := range nums {
+		if nums[i] >= 0 {
+			continue
+		}
+		for taken[next] {
+			next++
+		}
+		nums[i], taken[next] = next, true
+	}
+	return nums
 }
 
 // nodeLabel turns a registry node name into the single label it gets in the
