@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -481,6 +482,20 @@ func (a *Agent) prepareReload() (*cluster.Cluster, *cluster.Plan, *lbconfig.Conf
 			"(API %d to %d, DNS %d to %d, Ingress %d to %d); nodes that reloaded at different times would hold the same VIPs "+
 			"under both IDs at once; keep the name, or stop every node agent and start them with the new file",
 			path, old.Name, c.Name, o.API, n.API, o.DNS, n.DNS, o.Ingress, n.Ingress)
+	}
+	// The engine runs every instance on the interface resolved at start
+	// (vrrpConfig): a file that would resolve another one cannot be
+	// applied in place, and accepting it would report as applied what
+	// still runs on the old interface.
+	if c.VRRP.Interface != old.VRRP.Interface || !slices.Equal(c.MachineNetworks, old.MachineNetworks) {
+		iface, err := resolveInterface(c)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("%s: %w", path, err)
+		}
+		if iface != a.iface {
+			return nil, nil, nil, fmt.Errorf("%s: vrrp.interface: %s to %s: the VRRP instances run on %s; "+
+				"restart the node agent to move them to %s", path, a.iface, iface, a.iface, iface)
+		}
 	}
 	var lbCfg *lbconfig.Config
 	if p.RunLB {
