@@ -35,22 +35,7 @@ func TestRootMDNSDirective(t *testing.T) {
 	topo := testnet.New(t, testnet.Options{Hosts: 3, Prefix: "vshc"})
 	h1, h2, h3 := topo.Hosts[0], topo.Hosts[1], topo.Hosts[2]
 	serveStub(t, h3)
-	b, err := os.ReadFile("testdata/openshift-mdns.Corefile")
-	if err != nil {
-		t.Fatal(err)
-	}
-	corefile := string(b)
-	for _, r := range [][2]string{
-		{"mdns example.com 0 ostest 198.18.0.11", "mdns example.com 0 ostest " + h1.IPv4.Addr().String()},
-		{"forward . 198.18.0.1", "forward . " + h3.IPv4.Addr().String()},
-		// The shortest reload check, for the reload step below.
-		{"    reload\n", "    reload 2s 1s\n"},
-	} {
-		if !strings.Contains(corefile, r[0]) {
-			t.Fatalf("the Corefile has no %q", r[0])
-		}
-		corefile = strings.Replace(corefile, r[0], r[1], 1)
-	}
+	corefile := openshiftMDNSCorefile(t, h1, h3)
 	p1 := startDNS(t, h1, corefile)
 	p2 := startDNS(t, h2, ".:53 {\n    errors\n}\n", "-mdns-cluster", "ostest", "-node-name", "master-1", "-node-role", "master",
 		"-node-addr", h2.IPv4.Addr().String()+","+h2.IPv6.Addr().String())
@@ -142,4 +127,28 @@ func TestRootMDNSDirective(t *testing.T) {
 	p2.stop(t)
 	eventually(t, 45*time.Second, answers("master-1.example.com", "A", "master-1.example.com. A 198.18.0.99"))
 	p1.stop(t)
+}
+
+// openshiftMDNSCorefile returns OpenShift's on-prem Corefile
+// (testdata/openshift-mdns.Corefile) rendered for a topology: its mdns line
+// bound to host's IPv4 address, forward to upstream's, and the reload
+// plugin checking every 2 s (its shortest) instead of 30.
+func openshiftMDNSCorefile(t *testing.T, host, upstream *testnet.Host) string {
+	t.Helper()
+	b, err := os.ReadFile("testdata/openshift-mdns.Corefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	corefile := string(b)
+	for _, r := range [][2]string{
+		{"mdns example.com 0 ostest 198.18.0.11", "mdns example.com 0 ostest " + host.IPv4.Addr().String()},
+		{"forward . 198.18.0.1", "forward . " + upstream.IPv4.Addr().String()},
+		{"    reload\n", "    reload 2s 1s\n"},
+	} {
+		if !strings.Contains(corefile, r[0]) {
+			t.Fatalf("the Corefile has no %q", r[0])
+		}
+		corefile = strings.Replace(corefile, r[0], r[1], 1)
+	}
+	return corefile
 }

@@ -29,21 +29,7 @@ func TestRootMDNSReloadGap(t *testing.T) {
 	topo := testnet.New(t, testnet.Options{Hosts: 3, Prefix: "vsaa"})
 	h1, h2, h3 := topo.Hosts[0], topo.Hosts[1], topo.Hosts[2]
 	serveStub(t, h3)
-	b, err := os.ReadFile("testdata/openshift-mdns.Corefile")
-	if err != nil {
-		t.Fatal(err)
-	}
-	corefile := string(b)
-	for _, r := range [][2]string{
-		{"mdns example.com 0 ostest 198.18.0.11", "mdns example.com 0 ostest " + h1.IPv4.Addr().String()},
-		{"forward . 198.18.0.1", "forward . " + h3.IPv4.Addr().String()},
-		{"    reload\n", "    reload 2s 1s\n"},
-	} {
-		if !strings.Contains(corefile, r[0]) {
-			t.Fatalf("the Corefile has no %q", r[0])
-		}
-		corefile = strings.Replace(corefile, r[0], r[1], 1)
-	}
+	corefile := openshiftMDNSCorefile(t, h1, h3)
 	p1 := startDNS(t, h1, corefile)
 	startDNS(t, h2, ".:53 {\n    errors\n}\n", "-mdns-cluster", "ostest", "-node-name", "master-1", "-node-role", "master",
 		"-node-addr", h2.IPv4.Addr().String())
