@@ -320,7 +320,23 @@ func (f *File) Validate() (*Cluster, error) {
 	if len(f.MachineNetworks) == 0 {
 		bad("machineNetworks: at least one CIDR is required")
 	}
-	parseList := func(field string, in []string, required bool) []netip.Addr {
+	// hostable reports what keeps a from being an address of a node or,
+	// with vip, a VIP: "" when nothing does. A VIP is also not
+	// link-local: only its own link reaches one (an IPv6 one only with a
+	// zone, which DNS answers cannot carry), and the API VIP's redirect
+	// refuses it (redirect.CheckVIP), so a master would retry it forever.
+	hostable := func(a netip.Addr, vip bool) string {
+		switch {
+		case a.Is4In6():
+			return fmt.Sprintf("%s is an IPv4-mapped IPv6 address, which never appears on the wire (accepted: %s)", a, a.Unmap())
+		case a.IsUnspecified() || a.IsMulticast() || a.IsLoopback():
+			return fmt.Sprintf("%s is not a unicast address a host can hold (accepted: a unicast address, not unspecified, multicast or loopback)", a)
+		case vip && a.IsLinkLocalUnicast():
+			return fmt.Sprintf("%s is a link-local address: only its own link reaches it (accepted: a unicast address that is not link-local)", a)
+		}
+		return ""
+	}
+	parseList := func(field string, in []string, required, vip bool) []netip.Addr {
 		var out []netip.Addr
 		if required && len(in) == 0 {
 			bad("%s: at least one address is required", field)
@@ -331,8 +347,8 @@ func (f *File) Validate() (*Cluster, error) {
 				bad("%s[%d]: %q is not an IP address", field, i, s)
 				continue
 			}
-			if a.IsUnspecified() || a.IsMulticast() || a.IsLoopback() {
-				bad("%s[%d]: %s is not a unicast address a host can hold (accepted: a unicast address, not unspecified, multicast or loopback)", field, i, a)
+			if why := hostable(a, vip); why != "" {
+				bad("%s[%d]: %s", field, i, why)
 				continue
 			}
 			out = append(out, a)
@@ -342,15 +358,17 @@ func (f *File) Validate() (*Cluster, error) {
 	// A VIP list may hold both families (OpenShift's dual-stack apiVIPs
 	// and ingressVIPs): each family is its own VRRP instance, the first
 	// entry's family the primary one.
-	c.APIVIPs = parseList("apiVIPs", f.APIVIPs, true)
-	c.IngressVIPs = parseList("ingressVIPs", f.IngressVIPs, true)
+	c.APIVIPs = parseList("apiVIPs", f.APIVIPs, true, true)
+	c.IngressVIPs = parseList("ingressVIPs", f.IngressVIPs, true, true)
 	if fa, fi := Families(c.APIVIPs), Families(c.IngressVIPs); len(fa) > 0 && len(fi) > 0 && !slices.Equal(fa, fi) {
 		bad("ingressVIPs: families %s, but apiVIPs has %s; in a dual-stack cluster both lists hold the same families with the same one first (OpenShift pairs apiVIPs[i] with ingressVIPs[i])",
 			familyNames(fi), familyNames(fa))
 	}
 	if f.DNSVIP != "" {
-		if a, err := netip.ParseAddr(f.DNSVIP); err != nil {
+		if a, err := netip.ParseAddr(f.DNSVIP); err != nil || a.Zone() != "" {
 			bad("dnsVIP: %q is not an IP address", f.DNSVIP)
+		} else if why := hostable(a, true); why != "" {
+			bad("dnsVIP: %s", why)
 		} else {
 			c.DNSVIP = a
 		}
@@ -384,7 +402,7 @@ func (f *File) Validate() (*Cluster, error) {
 		default:
 			bad("nodes[%d].role: %q is not a role (accepted: bootstrap, master, worker)", i, n.Role)
 		}
-		node.IPs = parseList(fmt.Sprintf("nodes[%d].ips", i), n.IPs, true)
+		node.IPs = parseList(fmt.Sprintf("nodes[%d].ips", i), n.IPs, true, false)
 		for _, a := range node.IPs {
 			if o, dup := owner[a]; dup {
 				bad("nodes[%d].ips: %s is also an address of node %s", i, a, o)

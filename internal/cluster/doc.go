@@ -15,4 +15,10 @@
 // "<name>_API_0" for the first entry's family and "<name>_API_1" for the
 // other, IPv4 on the configured VRRP version and IPv6 on VRRPv3.
 // docs/design/dual-stack-vips.md records the sources.
+//
+// Every VIP (apiVIPs, ingressVIPs, dnsVIP) is a unicast address that is
+// neither link-local (only its own link reaches it, and the API VIP's
+// redirect refuses it) nor IPv4-mapped IPv6 (::ffff:a.b.c.d, which no
+// packet carries: write a.b.c.d); a node address may be link-local but not
+// IPv4-mapped either.
 package cluster
