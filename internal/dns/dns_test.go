@@ -429,18 +429,7 @@ func TestReload(t *testing.T) {
 	corefile := func(api string) string {
 		return ".:0 {\n    bind 127.0.0.1\n    reload 2s 1s\n    clusterdns managed.example.com {\n        api " + api + "\n    }\n}\n"
 	}
-	path := t.TempDir() + "/Corefile"
-	if err := os.WriteFile(path, []byte(corefile("198.18.0.5")), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cf, err := ReadCorefile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(cf); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Stop() })
+	path, _ := startEditable(t, corefile("198.18.0.5"))
 	addr := srv.Addrs()[0].String()
 	check(t, addr, []qa{{name: "api.managed.example.com", qtype: dns.TypeA, answer: []string{"api.managed.example.com. A 198.18.0.5"}}})
 

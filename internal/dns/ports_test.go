@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -282,21 +281,7 @@ func TestReloadPorts(t *testing.T) {
 	block := func(bind, api string) string {
 		return fmt.Sprintf(".:%d {\n%s    reload 2s 1s\n    clusterdns managed.example.com {\n        api %s\n    }\n}\n", port, bind, api)
 	}
-	path := t.TempDir() + "/Corefile"
-	write := func(s string) {
-		if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write(block("    bind 127.0.0.1\n", "198.18.0.5"))
-	cf, err := ReadCorefile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(cf); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Stop() })
+	_, write := startEditable(t, block("    bind 127.0.0.1\n", "198.18.0.5"))
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	waitAnswer := func(want string) {
 		t.Helper()

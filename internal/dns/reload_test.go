@@ -27,22 +27,7 @@ func TestReloadRefusesWhatStartRefuses(t *testing.T) {
 	corefile := func(api, extra string) string {
 		return fmt.Sprintf(".:%d {\n    bind 127.0.0.1\n    reload 2s 1s\n    clusterdns managed.example.com {\n        api %s\n    }\n%s}\n", port, api, extra)
 	}
-	path := t.TempDir() + "/Corefile"
-	write := func(s string) {
-		t.Helper()
-		if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write(corefile("198.18.0.5", ""))
-	cf, err := ReadCorefile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(cf); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Stop() })
+	path, write := startEditable(t, corefile("198.18.0.5", ""))
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	answer := func() []string {
 		_, a, _ := query(t, addr, "api.managed.example.com", dns.TypeA)
@@ -105,26 +90,10 @@ func TestServerReload(t *testing.T) {
 	corefile := func(api, extra string) string {
 		return fmt.Sprintf(".:%d {\n    bind 127.0.0.1\n    clusterdns managed.example.com {\n        api %s\n    }\n%s}\n", port, api, extra)
 	}
-	dir := t.TempDir()
-	path := dir + "/Corefile"
-	write := func(s string) {
-		t.Helper()
-		if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
 	if err := srv.Reload(); err == nil || !strings.Contains(err.Error(), "no Corefile is running") {
 		t.Errorf("Reload with nothing running: %v, want a no Corefile is running error", err)
 	}
-	write(corefile("198.18.0.5", ""))
-	cf, err := ReadCorefile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(cf); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Stop() })
+	path, write := startEditable(t, corefile("198.18.0.5", ""))
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	steps := []struct {
 		name    string
@@ -179,4 +148,28 @@ func TestServerReload(t *testing.T) {
 	if _, _, err := (&dns.Client{Timeout: time.Second}).Exchange(new(dns.Msg).SetQuestion("api.managed.example.com.", dns.TypeA), addr); err == nil {
 		t.Errorf("%s still answers after Stop", addr)
 	}
+}
+
+// startEditable writes text to a Corefile in a temporary directory, starts
+// srv with it (stopped when the test ends) and returns the file's path and
+// a function that replaces its text, for reloads.
+func startEditable(t *testing.T, text string) (path string, write func(string)) {
+	t.Helper()
+	path = t.TempDir() + "/Corefile"
+	write = func(s string) {
+		t.Helper()
+		if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(text)
+	cf, err := ReadCorefile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(cf); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Stop() })
+	return path, write
 }
