@@ -30,7 +30,24 @@ type Status struct {
 	LoadError string                  `json:"cluster_file_error,omitempty"`    // Rejected.Error, for readers of this field
 	VRRP      []engine.InstanceStatus `json:"vrrp"`
 	LB        *lb.Snapshot            `json:"lb,omitempty"`
-	DNS       *DNSStatus              `json:"dns,omitempty"`
+	// Redirects are the API VIP redirects to the load balancer (masters):
+	// whether each is in effect, and why not.
+	Redirects []RedirectStatus `json:"redirects,omitempty"`
+	DNS       *DNSStatus       `json:"dns,omitempty"`
+}
+
+// RedirectStatus is one API VIP's redirect to the load balancer's port.
+type RedirectStatus struct {
+	VIP    string `json:"vip"` // the address and port it captures
+	ToPort uint16 `json:"to_port"`
+	// Want is what the load balancer's health asks: "enable" (healthy),
+	// "disable", or "" before its first verdict.
+	Want     string `json:"want"`
+	InEffect bool   `json:"in_effect"`
+	// Failures counts the changes that failed in a row, Error the last
+	// one's (both retried every second).
+	Failures int    `json:"failures,omitempty"`
+	Error    string `json:"error,omitempty"`
 }
 
 // Rejection is a version of the cluster file the agent refused, until one
@@ -63,10 +80,25 @@ func (a *Agent) Status() Status {
 		snap := a.lb.Snapshot()
 		s.LB = &snap
 	}
+	s.Redirects = a.redirectStatus()
 	if a.dnsSrv != nil {
 		s.DNS = &DNSStatus{Zone: a.cluster.Domain(), Nodes: len(a.nodes.Nodes()), Listening: listening(a.dnsSrv.Addrs())}
 	}
 	return s
+}
+
+// redirectStatus reports the redirects, by VIP.
+func (a *Agent) redirectStatus() []RedirectStatus {
+	a.redirMu.Lock()
+	defer a.redirMu.Unlock()
+	var out []RedirectStatus
+	for vip, f := range a.followers {
+		st := f.f.State()
+		out = append(out, RedirectStatus{VIP: vip.String(), ToPort: f.toPort, Want: st.Want, InEffect: st.InEffect,
+			Failures: st.Failures, Error: st.Err})
+	}
+	slices.SortFunc(out, func(x, y RedirectStatus) int { return strings.Compare(x.VIP, y.VIP) })
+	return out
 }
 
 // listening names the DNS server's sockets with their protocol ("udp
@@ -158,10 +190,32 @@ func WriteTable(w io.Writer, s Status) error {
 			return err
 		}
 	}
+	if len(s.Redirects) > 0 {
+		fmt.Fprintln(w)
+	}
+	for _, r := range s.Redirects {
+		fmt.Fprintf(w, "redirect %s to :%d: %s\n", r.VIP, r.ToPort, redirectState(r))
+	}
 	if s.DNS != nil {
 		fmt.Fprintf(w, "\ndns: zone %s, %d nodes, listening on %s\n", s.DNS.Zone, s.DNS.Nodes, strings.Join(s.DNS.Listening, ", "))
 	}
 	return nil
+}
+
+// redirectState says whether a redirect is in effect and why not.
+func redirectState(r RedirectStatus) string {
+	switch {
+	case r.Failures > 0:
+		return fmt.Sprintf("FAILING to %s (%d tries in a row, retrying every 1s): %s", r.Want, r.Failures, printable(oneLine(r.Error)))
+	case r.InEffect:
+		return "in effect (the load balancer is healthy)"
+	case r.Want == "enable":
+		return "being installed (the load balancer is healthy)"
+	case r.Want == "disable":
+		return "off: the load balancer is not healthy; clients of the VIP reach this node's own API port"
+	default:
+		return "off: no verdict from the load balancer yet"
+	}
 }
 
 // contribution is what a check or an interface adds to the priority now

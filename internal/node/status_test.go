@@ -2,8 +2,12 @@ package node
 
 import (
 	"bytes"
+	"errors"
 	"flag"
+	"io"
+	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,6 +20,7 @@ import (
 	"github.com/vipstack/vipstack/internal/cluster"
 	"github.com/vipstack/vipstack/internal/engine"
 	"github.com/vipstack/vipstack/internal/lb"
+	"github.com/vipstack/vipstack/internal/redirect"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden from WriteTable's output")
@@ -86,6 +91,22 @@ func TestWriteTable(t *testing.T) {
 				LastTransition: &engine.Transition{From: "MASTER", To: "BACKUP", At: at,
 					Reason: "advertisement from 198.18.0.12 with higher priority 65, ours 40"},
 			}},
+		},
+	}, {
+		// A dual-stack master whose LB is healthy: the IPv4 redirect is in
+		// effect, the IPv6 one cannot be installed (the LB's health alone
+		// would hide that).
+		name: "redirects",
+		s: Status{
+			Node: "master-0", Role: "master", Interface: "eth0", Now: at,
+			LB: &lb.Snapshot{Healthy: true},
+			Redirects: []RedirectStatus{
+				{VIP: "198.18.0.5:6443", ToPort: 9445, Want: "enable", InEffect: true},
+				{VIP: "[fd00::5]:6443", ToPort: 9445, Want: "enable", Failures: 12,
+					Error: "redirect: enable vipstack_redirect_fd00__5_6443: netlink receive: operation not permitted"},
+				{VIP: "[fd00::6]:6443", ToPort: 9445, Want: "disable"},
+				{VIP: "[fd00::7]:6443", ToPort: 9445},
+			},
 		},
 	}, {
 		name: "cluster file rejected",
@@ -231,3 +252,38 @@ func TestStatusClusterFile(t *testing.T) {
 		})
 	}
 }
+
+// TestStatusRedirects checks that the status reports each API VIP
+// redirect's state as its Follower knows it: a master whose load balancer
+// is healthy but whose redirect cannot be installed says so.
+func TestStatusRedirects(t *testing.T) {
+	tg := &failingToggler{}
+	f := redirect.NewFollower(tg, slog.New(slog.NewTextHandler(io.Discard, nil)), clock.NewFake(time.Unix(0, 0)))
+	go f.Run()
+	defer f.Stop()
+	vip := netip.MustParseAddrPort("198.18.0.5:6443")
+	a := &Agent{clk: clock.NewFake(time.Unix(0, 0)), plan: &cluster.Plan{Node: cluster.Node{Name: "m0", Role: cluster.Master}},
+		followers: map[netip.AddrPort]*follower{vip: {f: f, toPort: 9445}}}
+	if diff := cmp.Diff([]RedirectStatus{{VIP: "198.18.0.5:6443", ToPort: 9445}}, a.Status().Redirects); diff != "" {
+		t.Errorf("before a verdict (-want +got):\n%s", diff)
+	}
+	f.Set(true)
+	want := []RedirectStatus{{VIP: "198.18.0.5:6443", ToPort: 9445, Want: "enable", Failures: 1, Error: "nft: operation not permitted"}}
+	var got []RedirectStatus
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) { // the follower's goroutine, not a timer
+		if got = a.Status().Redirects; cmp.Equal(want, got) {
+			break
+		}
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("after a failed enable (-want +got):\n%s", diff)
+	}
+}
+
+// failingToggler is a redirect whose every change fails.
+type failingToggler struct{}
+
+func (failingToggler) Enable() error        { return errors.New("nft: operation not permitted") }
+func (failingToggler) Disable() error       { return errors.New("nft: operation not permitted") }
+func (failingToggler) Renew() error         { return errors.New("nft: operation not permitted") }
+func (failingToggler) Lease() time.Duration { return 5 * time.Second }

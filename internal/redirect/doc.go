@@ -34,6 +34,11 @@
 // those: the seeds' `bind :::9445 v4v6` (every address, both families)
 // does.
 //
+// A Follower's State says whether its redirect is in effect, the verdict it
+// follows, and its failures in a row with the last error: the node agent's
+// status reports it, since the load balancer's health alone does not say
+// whether clients of the VIP reach it.
+//
 // Operations act on the network namespace of the calling thread. Render
 // returns the same ruleset as `nft list table` text, for documentation and
 // for tests that compare it with what the kernel holds.

@@ -2,6 +2,7 @@ package redirect
 
 import (
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/vipstack/vipstack/internal/clock"
@@ -38,6 +39,37 @@ type Follower struct {
 	target  chan Toggler // latest Retarget, capacity 1
 	quit    chan struct{}
 	stopped chan struct{}
+
+	mu    sync.Mutex
+	state FollowerState
+}
+
+// FollowerState is what a Follower has done, for a status report.
+type FollowerState struct {
+	// Want is the verdict it follows: "enable" (the load balancer is
+	// healthy), "disable", or "" before the first one.
+	Want string
+	// InEffect is true while the redirect is installed: its last change
+	// was an enable that succeeded, and no renewal failed since.
+	InEffect bool
+	// Failures counts the changes that failed in a row (retried every
+	// second), and Err is the last one's error; 0 and "" once one
+	// succeeds.
+	Failures int
+	Err      string
+}
+
+// State returns what the Follower has done so far.
+func (d *Follower) State() FollowerState {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.state
+}
+
+func (d *Follower) setState(f func(*FollowerState)) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	f(&d.state)
 }
 
 // NewFollower returns a Follower for r; nil clk means the real clock. The
@@ -100,6 +132,10 @@ func (d *Follower) Run() {
 		}
 		var err error
 		stopRenew()
+		want := "disable"
+		if target {
+			want = "enable"
+		}
 		if target {
 			err = d.r.Enable()
 		} else {
@@ -108,6 +144,9 @@ func (d *Follower) Run() {
 		if err != nil {
 			known = false
 			failures++
+			d.setState(func(s *FollowerState) {
+				*s = FollowerState{Want: want, Failures: failures, Err: err.Error()}
+			})
 			now := d.clk.Now()
 			if failures == 1 || err.Error() != failedMsg || now.Sub(loggedAt) >= FailureLogEvery {
 				d.log.Error("redirect change failed; retrying every 1s", "enable", target, "failures", failures, "err", err)
@@ -122,6 +161,7 @@ func (d *Follower) Run() {
 			failures = 0
 		}
 		enabled, known = target, true
+		d.setState(func(s *FollowerState) { *s = FollowerState{Want: want, InEffect: target} })
 		if target {
 			renew = d.clk.NewTimer(every)
 			renewC = renew.C()
@@ -170,6 +210,7 @@ func (d *Follower) Run() {
 			if err := d.r.Renew(); err != nil {
 				// The table went (removed by hand, a sweep): build it again.
 				d.log.Warn("renewing the redirect's lease failed; enabling it again", "err", err)
+				d.setState(func(s *FollowerState) { s.InEffect = false })
 				known = false
 				apply()
 				break
@@ -181,7 +222,9 @@ func (d *Follower) Run() {
 				retry.Stop()
 			}
 			stopRenew()
-			if err := d.r.Disable(); err != nil {
+			err := d.r.Disable()
+			d.setState(func(s *FollowerState) { s.InEffect = false })
+			if err != nil {
 				d.log.Error("removing the redirect on exit failed", "err", err)
 			} else if known && enabled {
 				d.log.Info("redirect removed")

@@ -181,3 +181,52 @@ func TestFollowerLogsFailuresSparingly(t *testing.T) {
 		t.Errorf("log (-want +got):\n%s\nfull log:\n%s", diff, logs.String())
 	}
 }
+
+// TestFollowerState checks the state a Follower reports after each step:
+// nothing before a verdict, a failing enable with its count and error,
+// in effect once it succeeds, out of effect after a failed renewal until
+// enabled again, and after a disable and after Stop.
+func TestFollowerState(t *testing.T) {
+	fr := &fakeRedirect{fail: 2}
+	clk := clock.NewFake(time.Unix(0, 0))
+	d := NewFollower(fr, slog.New(slog.NewTextHandler(io.Discard, nil)), clk)
+	check := func(step string, want FollowerState) {
+		t.Helper()
+		if diff := cmp.Diff(want, d.State()); diff != "" {
+			t.Errorf("%s: state (-want +got):\n%s", step, diff)
+		}
+	}
+	go d.Run()
+	check("before a verdict", FollowerState{})
+	d.Set(true)
+	waitFor(t, "the first retry to be armed", func() bool { return clk.Pending() == 1 })
+	check("the enable failed", FollowerState{Want: "enable", Failures: 1, Err: "nft: busy"})
+	clk.Advance(time.Second)
+	waitFor(t, "the second failure", func() bool { return len(fr.get()) == 2 })
+	waitFor(t, "the second retry to be armed", func() bool { return clk.Pending() == 1 })
+	check("the enable failed twice", FollowerState{Want: "enable", Failures: 2, Err: "nft: busy"})
+	fr.mu.Lock()
+	fr.failRenew = 1
+	fr.mu.Unlock()
+	clk.Advance(time.Second)
+	waitFor(t, "the enable", func() bool { return len(fr.get()) == 3 })
+	waitFor(t, "the renewal to be armed", func() bool { return clk.Pending() == 1 })
+	check("enabled", FollowerState{Want: "enable", InEffect: true})
+	clk.Advance(time.Second) // the renewal fails, the enable after it succeeds
+	waitFor(t, "the enable after the failed renewal", func() bool { return len(fr.get()) == 5 })
+	waitFor(t, "the renewal to be armed again", func() bool { return clk.Pending() == 1 })
+	check("enabled again after a failed renewal", FollowerState{Want: "enable", InEffect: true})
+	d.Set(false)
+	waitFor(t, "the disable", func() bool { return len(fr.get()) == 6 })
+	waitFor(t, "no timer left", func() bool { return clk.Pending() == 0 })
+	check("disabled", FollowerState{Want: "disable"})
+	d.Set(true)
+	waitFor(t, "the enable", func() bool { return len(fr.get()) == 7 })
+	waitFor(t, "the renewal to be armed", func() bool { return clk.Pending() == 1 })
+	d.Stop()
+	check("stopped", FollowerState{Want: "enable"})
+	want := []string{"enable failed", "enable failed", "enable", "renew failed", "enable", "disable", "enable", "disable"}
+	if diff := cmp.Diff(want, fr.get()); diff != "" {
+		t.Errorf("calls (-want +got):\n%s", diff)
+	}
+}
