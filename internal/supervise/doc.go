@@ -4,4 +4,8 @@
 // supervisor removes the VIPs recorded in the engine's ledger the moment the
 // child is gone, then starts a new engine. keepalived has the same
 // parent/child split but leaves the VIPs of a crashed child in place.
+//
+// As process 1 (a container's first process) the supervisor also reaps
+// every other process that becomes its child: the orphans of the engine's
+// scripts (see reaper).
 package supervise

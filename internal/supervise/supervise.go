@@ -39,6 +39,10 @@ type Supervisor struct {
 	StopTimeout time.Duration
 	// MaxBackoff caps the delay between restarts. Default 30 s.
 	MaxBackoff time.Duration
+	// Reap makes the supervisor reap every other process that becomes its
+	// child (see reaper). It always does when it is process 1, the only
+	// process orphans are handed to unless another is a subreaper.
+	Reap bool
 }
 
 // Run starts the child and keeps it running until ctx is done (or SIGTERM /
@@ -54,6 +58,14 @@ func (s *Supervisor) Run(ctx context.Context) int {
 	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGTERM, syscall.SIGINT)
 	defer signal.Stop(sigs)
 
+	r := &reaper{log: s.Log}
+	if s.Reap || os.Getpid() == 1 {
+		stop := make(chan struct{})
+		done := make(chan struct{})
+		go func() { defer close(done); r.run(stop) }()
+		defer func() { close(stop); <-done }()
+	}
+
 	backoff := time.Second
 	for {
 		started := time.Now()
@@ -62,7 +74,12 @@ func (s *Supervisor) Run(ctx context.Context) int {
 		cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d", EnvChild, os.Getpid()))
 		// If the supervisor itself dies, the engine stops gracefully.
 		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
-		if err := cmd.Start(); err != nil {
+		if err := r.start(func() (int, error) {
+			if err := cmd.Start(); err != nil {
+				return 0, err
+			}
+			return cmd.Process.Pid, nil
+		}); err != nil {
 			s.Log.Error("supervisor: cannot start the engine", "err", err)
 			return 1
 		}
