@@ -13,6 +13,8 @@ const (
 	LBStatsPort   = 50000 // `listen stats` on localhost
 	LBMonitorURI  = "/haproxy_ready"
 	LBStatsURI    = "/haproxy_stats"
+	// LBFrontend names the API frontend, on ports.lb.
+	LBFrontend = "main"
 )
 
 // stdoutLog is `log stdout local0`: haproxy's messages (connections,
@@ -35,7 +37,7 @@ func (c *Cluster) LBConfig() (*lbconfig.Config, error) {
 			HTTPRequest: 30 * time.Second, Queue: time.Minute, Connect: 10 * time.Second,
 			Client: 86400 * time.Second, Server: 86400 * time.Second, Tunnel: 86400 * time.Second,
 		},
-		Frontends: []lbconfig.Frontend{{Name: "main", Binds: all(c.Ports.LB), Backend: "masters", LogTargets: stdoutLog}},
+		Frontends: []lbconfig.Frontend{{Name: LBFrontend, Binds: all(c.Ports.LB), Backend: "masters", LogTargets: stdoutLog}},
 		Monitors:  []lbconfig.Monitor{{Name: "health_check_http_url", Binds: all(LBMonitorPort), URI: LBMonitorURI, LogTargets: stdoutLog}},
 		Stats: []lbconfig.Stats{{
 			Name:  "stats",

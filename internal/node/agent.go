@@ -279,11 +279,53 @@ func (a *Agent) startLB() error {
 	return nil
 }
 
+// alsoOn returns cfg with its API frontend also listening on port: the
+// LB's configuration while the redirects move from port to cfg's.
+func alsoOn(cfg *lbconfig.Config, port int) *lbconfig.Config {
+	both := *cfg
+	both.Frontends = slices.Clone(cfg.Frontends)
+	for i, fe := range both.Frontends {
+		if fe.Name != cluster.LBFrontend {
+			continue
+		}
+		var binds []lbconfig.Bind
+		for _, b := range fe.Binds {
+			binds = append(binds, b)
+			old := b
+			old.Addr = netip.AddrPortFrom(b.Addr.Addr(), uint16(port))
+			binds = append(binds, old)
+		}
+		both.Frontends[i].Binds = binds
+	}
+	return &both
+}
+
+// retargetWait bounds how long a reload waits for the redirects to move
+// before the LB closes its old port.
+const retargetWait = 5 * time.Second
+
 // syncRedirects makes the redirects match c: one per API VIP, capturing
 // VIP:ports.api and sending it to ports.lb. A redirect whose target port
-// changed is retargeted in place; one for a VIP or API port that is gone
+// changed is retargeted in place, and syncRedirects returns once that is
+// done (or retargetWait passed); one for a VIP or API port that is gone
 // is removed; a new one starts with the monitor's last verdict.
 func (a *Agent) syncRedirects(c *cluster.Cluster) {
+	var moved []<-chan struct{}
+	defer func() {
+		if len(moved) == 0 {
+			return
+		}
+		t := a.clk.NewTimer(retargetWait)
+		defer t.Stop()
+		for _, done := range moved {
+			select {
+			case <-done:
+			case <-t.C():
+				a.log.Warn("the redirects did not move to the load balancer's new port in time", "wait", retargetWait)
+				return
+			}
+		}
+	}()
 	want := map[netip.AddrPort]uint16{}
 	for _, v := range c.APIVIPs {
 		want[netip.AddrPortFrom(v, uint16(c.Ports.API))] = uint16(c.Ports.LB)
@@ -303,7 +345,7 @@ func (a *Agent) syncRedirects(c *cluster.Cluster) {
 		if f, ok := a.followers[vip]; ok {
 			if f.toPort != to {
 				a.log.Info("redirect follows the load balancer to its new port", "vip", vip.String(), "from", f.toPort, "to", to)
-				f.f.Retarget(redirect.New(vip, to))
+				moved = append(moved, f.f.Retarget(redirect.New(vip, to)))
 				f.toPort = to
 			}
 			continue
@@ -408,13 +450,25 @@ func (a *Agent) stopDNS() {
 // The LB goes first: the VRRP checks probe its ports, and a check that
 // probed a port the LB did not listen on yet would drop the node's
 // priority and move the API VIP for nothing. The redirects follow the LB
-// to its new port before VRRP changes.
+// to its new port before VRRP changes. A new ports.lb is applied in two
+// steps: the LB listens on both ports, the redirects move to the new one,
+// then the LB closes the old one; otherwise the redirects would point at
+// a closed port until they moved (measured: connections to VIP:6443
+// refused, TestStoryReloadLBPortNoRefused).
 func (a *Agent) Reload() error {
 	<-a.ready
+	a.mu.Lock()
+	oldLBPort := a.cluster.Ports.LB
+	a.mu.Unlock()
 	c, p, lbCfg, err := a.prepareReload()
+	moving := err == nil && a.lb != nil && c.Ports.LB != oldLBPort
 	if err == nil && a.lb != nil {
+		first := lbCfg
+		if moving {
+			first = alsoOn(lbCfg, oldLBPort)
+		}
 		// Apply opens new listeners first and changes nothing if one fails.
-		if err = a.lb.Apply(lbCfg); err != nil {
+		if err = a.lb.Apply(first); err != nil {
 			err = fmt.Errorf("load balancer: %w", err)
 		}
 	}
@@ -431,10 +485,15 @@ func (a *Agent) Reload() error {
 		a.log.Error("cluster file rejected; keeping the running configuration", "file", a.opts.ClusterPath, "err", err)
 		return err
 	}
+	var errs []error
 	if a.lb != nil {
 		a.syncRedirects(c)
+		if moving {
+			if err := a.lb.Apply(lbCfg); err != nil {
+				errs = append(errs, fmt.Errorf("load balancer: closing the old port %d: %w", oldLBPort, err))
+			}
+		}
 	}
-	var errs []error
 	if a.vrrp != nil {
 		errs = append(errs, a.vrrp.Reload())
 	}

@@ -35,8 +35,8 @@ type Follower struct {
 	r       Toggler
 	log     *slog.Logger
 	clk     clock.Clock
-	want    chan bool    // latest verdict, capacity 1
-	target  chan Toggler // latest Retarget, capacity 1
+	want    chan bool        // latest verdict, capacity 1
+	target  chan retargeting // latest Retarget, capacity 1
 	quit    chan struct{}
 	stopped chan struct{}
 
@@ -79,7 +79,14 @@ func NewFollower(r Toggler, log *slog.Logger, clk clock.Clock) *Follower {
 	if clk == nil {
 		clk = clock.Real{}
 	}
-	return &Follower{r: r, log: log, clk: clk, want: make(chan bool, 1), target: make(chan Toggler, 1), quit: make(chan struct{}), stopped: make(chan struct{})}
+	return &Follower{r: r, log: log, clk: clk, want: make(chan bool, 1), target: make(chan retargeting, 1), quit: make(chan struct{}), stopped: make(chan struct{})}
+}
+
+// retargeting is one Retarget: the new redirect, and a channel closed once
+// it is dealt with.
+type retargeting struct {
+	r    Toggler
+	done chan struct{}
 }
 
 // Set records the newest verdict; it never blocks. OnHealthy calls are
@@ -95,13 +102,25 @@ func (d *Follower) Set(healthy bool) {
 // Retarget makes r the redirect the Follower drives from now on (a reload
 // moved the frontend to another port): an enabled redirect is enabled
 // again as r, which replaces the table of the same VIP in one transaction.
-// It never blocks; the newest call wins.
-func (d *Follower) Retarget(r Toggler) {
+// It never blocks; the newest call wins. The channel it returns is closed
+// once the Follower has dealt with r (enabled it, or tried to and will
+// retry; at once when disabled), or a newer Retarget replaced it, or the
+// Follower stopped: a caller that closes the old frontend waits for it, so
+// that the redirect never points at a port nothing listens on.
+func (d *Follower) Retarget(r Toggler) <-chan struct{} {
+	rt := retargeting{r: r, done: make(chan struct{})}
 	select {
-	case <-d.target:
+	case old := <-d.target:
+		close(old.done)
 	default:
 	}
-	d.target <- r
+	select {
+	case <-d.stopped:
+		close(rt.done)
+	default:
+		d.target <- rt
+	}
+	return rt.done
 }
 
 func (d *Follower) Run() {
@@ -170,7 +189,9 @@ func (d *Follower) Run() {
 			d.log.Info("redirect disabled: the load balancer is not healthy (no server is UP and checked)", describe(d.r)...)
 		}
 	}
-	retarget := func(r Toggler) {
+	retarget := func(rt retargeting) {
+		defer close(rt.done)
+		r := rt.r
 		d.r = r
 		every = r.Lease() / RenewsPerLease
 		if enabled || !known {
@@ -218,6 +239,11 @@ func (d *Follower) Run() {
 			renew = d.clk.NewTimer(every)
 			renewC = renew.C()
 		case <-d.quit:
+			select {
+			case rt := <-d.target:
+				close(rt.done)
+			default:
+			}
 			if retry != nil {
 				retry.Stop()
 			}

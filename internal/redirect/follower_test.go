@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -230,3 +231,47 @@ func TestFollowerState(t *testing.T) {
 		t.Errorf("calls (-want +got):\n%s", diff)
 	}
 }
+
+// TestFollowerRetargetDone checks the channel Retarget returns: closed
+// once an enabled redirect is enabled as the new one (not before), at
+// once when disabled, and at once after Stop.
+func TestFollowerRetargetDone(t *testing.T) {
+	old, moved, later, late := &fakeRedirect{}, &blockingRedirect{release: make(chan struct{})}, &fakeRedirect{}, &fakeRedirect{}
+	clk := clock.NewFake(time.Unix(0, 0))
+	d := NewFollower(old, slog.New(slog.NewTextHandler(io.Discard, nil)), clk)
+	go d.Run()
+	d.Set(true)
+	waitFor(t, "the enable", func() bool { return len(old.get()) == 1 })
+	done := d.Retarget(moved)
+	waitFor(t, "the enable as the moved redirect to start", func() bool { return moved.started.Load() })
+	select {
+	case <-done:
+		t.Fatal("Retarget's channel closed before the moved redirect was enabled")
+	default:
+	}
+	close(moved.release)
+	<-done
+	d.Set(false)
+	waitFor(t, "the disable", func() bool { return moved.disabled.Load() })
+	<-d.Retarget(later) // disabled: nothing to move, done at once
+	if got := later.get(); len(got) != 0 {
+		t.Errorf("a disabled follower's new redirect got calls %q, want none", got)
+	}
+	d.Stop()
+	<-d.Retarget(late)
+}
+
+// blockingRedirect's Enable waits for release.
+type blockingRedirect struct {
+	release           chan struct{}
+	started, disabled atomic.Bool
+}
+
+func (b *blockingRedirect) Enable() error {
+	b.started.Store(true)
+	<-b.release
+	return nil
+}
+func (b *blockingRedirect) Disable() error       { b.disabled.Store(true); return nil }
+func (b *blockingRedirect) Renew() error         { return nil }
+func (b *blockingRedirect) Lease() time.Duration { return 5 * time.Second }
