@@ -89,6 +89,9 @@ type Agent struct {
 	redirMu   sync.Mutex
 	followers map[netip.AddrPort]*follower // by the VIP and port they capture
 	healthy   bool                         // the LB monitor's last verdict
+	// redirStopped is set when the LB stops: a reload still running
+	// then starts no redirect to it.
+	redirStopped bool
 }
 
 // dnsServer is what the agent uses of the cluster DNS (a *dns.Server).
@@ -332,6 +335,9 @@ func (a *Agent) syncRedirects(c *cluster.Cluster) {
 	}
 	a.redirMu.Lock()
 	defer a.redirMu.Unlock()
+	if a.redirStopped {
+		return
+	}
 	if a.followers == nil {
 		a.followers = map[netip.AddrPort]*follower{}
 	}
@@ -366,6 +372,7 @@ func (a *Agent) stopLB() {
 		a.lbAPI.Close()
 	}
 	a.redirMu.Lock()
+	a.redirStopped = true
 	for vip, f := range a.followers {
 		f.f.Stop()
 		delete(a.followers, vip)
