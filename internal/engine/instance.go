@@ -427,42 +427,28 @@ func (e *Engine) build(ic *keepalived.Instance) (*instance, error) {
 	for _, v := range ic.ExcludedVIPs {
 		in.vips = append(in.vips, toVIP(v, ic.Interface))
 	}
-	var vipAddrs []netip.Addr
 	for _, v := range in.vips {
-		vipAddrs = append(vipAddrs, v.Prefix.Addr())
 		in.vipText = append(in.vipText, v.Prefix.String())
 	}
-	switch {
-	case ic.UnicastSrcIP.IsValid():
+	if ic.UnicastSrcIP.IsValid() {
 		in.src = ic.UnicastSrcIP
-	case in.family == 4:
-		in.src, err = e.nl.PrimaryIPv4(ic.Interface, vipAddrs)
+	} else {
+		src, what, err := e.sourceNow(in)
 		switch {
 		case errors.Is(err, netif.ErrNoAddress):
 			// keepalived 2.2.7 starts such an instance in FAULT ("entering
 			// FAULT state (no IPv4 address for interface)") and enters BACKUP
-			// when an address is assigned (measured: TestStartWithoutAddress).
-			// A node whose DHCP lease comes after the agent starts must not
-			// lose its agent. The address watcher's first report makes
-			// checkPrimaries look again.
-			e.log.Warn("interface has no IPv4 address to send from; instance in FAULT until it has one",
+			// when an address is assigned (TestStartWithoutAddress; for
+			// IPv6, TestInterfaceLosesItsLinkLocal). A node whose DHCP lease
+			// comes after the agent starts must not lose its agent. The
+			// address watcher's first report makes checkPrimaries look again.
+			e.log.Warn("interface has no "+what+" to send from; instance in FAULT until it has one",
 				"instance", ic.Name, "interface", ic.Interface, "at", ic.Pos.String())
 			in.noSource = true
 		case err != nil:
-			return nil, fail("IPv4 address of %s to send from: %v", ic.Interface, err)
+			return nil, fail("%s of %s to send from: %v", what, ic.Interface, err)
 		}
-	default:
-		in.src, err = e.nl.LinkLocalIPv6(ic.Interface)
-		switch {
-		case errors.Is(err, netif.ErrNoAddress):
-			// As for IPv4 above; keepalived 2.2.7 enters FAULT when the
-			// link-local address goes (TestInterfaceLosesItsLinkLocal).
-			e.log.Warn("interface has no IPv6 link-local address to send from; instance in FAULT until it has one",
-				"instance", ic.Name, "interface", ic.Interface, "at", ic.Pos.String())
-			in.noSource = true
-		case err != nil:
-			return nil, fail("IPv6 link-local address of %s to send from: %v", ic.Interface, err)
-		}
+		in.src = src
 	}
 	if len(ic.UnicastPeers) > 0 {
 		in.setPeers(ic.UnicastPeers)
