@@ -8,8 +8,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/vipstack/vipstack/internal/keepalived"
 	"github.com/vipstack/vipstack/internal/netif"
-	"github.com/vipstack/vipstack/internal/script"
 	"github.com/vipstack/vipstack/internal/vrrp"
 	"github.com/vipstack/vipstack/internal/vrrp/fsm"
 	"github.com/vipstack/vipstack/internal/vrrp/transport"
@@ -547,7 +547,7 @@ func (e *Engine) runNotify(owner, cmd string, extra ...string) {
 	if cmd == "" {
 		return
 	}
-	argv, err := script.Split(cmd)
+	argv, err := keepalived.SplitCommand(cmd)
 	if err != nil {
 		e.log.Error("notify script failed to start", "for", owner, "script", cmd, "err", err)
 		return

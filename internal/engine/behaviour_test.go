@@ -667,7 +667,11 @@ func writeScript(t *testing.T, path, body string) {
 	}
 }
 
-// readLines returns the lines of path, none if it does not exist yet.
+// readLines returns the complete lines of path (those a writer has ended
+// with a newline), none if it does not exist yet. A script's `>> file`
+// creates the file before it writes: an empty file, or a line still being
+// written, is not a line yet (TestInteropAuditNotify once read "" as a
+// call on a loaded machine).
 func readLines(path string) ([]string, error) {
 	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
@@ -676,13 +680,19 @@ func readLines(path string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	return strings.Split(strings.TrimSuffix(string(b), "\n"), "\n"), nil
+	s := string(b)
+	end := strings.LastIndexByte(s, '\n')
+	if end < 0 {
+		return nil, nil
+	}
+	return strings.Split(s[:end], "\n"), nil
 }
 
 // TestNotifyScripts: the generic notify script gets "INSTANCE name state
 // priority" for BACKUP at start, MASTER, and STOP on SIGTERM, and a STOP
 // script that takes a moment is not killed by vipstack's exit;
-// notify_master runs without arguments.
+// notify_master runs with the arguments its line gives, split as keepalived
+// splits them.
 func TestNotifyScripts(t *testing.T) {
 	testnet.RequireRoot(t)
 	bin := vipstackBin(t)
@@ -695,10 +705,15 @@ func TestNotifyScripts(t *testing.T) {
 	// send alerts, stop services): vipstack must let it finish before it
 	// exits, as keepalived does (it waits about a second).
 	writeScript(t, notify, fmt.Sprintf("[ \"$3\" = STOP ] && sleep 0.2\necho \"$@\" >> %s\n", notifyLog))
-	writeScript(t, master, fmt.Sprintf("echo master \"$@\" >> %s\n", masterLog))
+	writeScript(t, master, fmt.Sprintf("printf '%%s|' master \"$@\" >> %s\necho >> %s\n", masterLog, masterLog))
+	// notify_master's arguments are split as keepalived 2.2.7 splits them
+	// (measured, 2026-11-24: it ran the script with aAz, bAz and g\h): the
+	// quoted string's escapes, then the command line's, inside single
+	// quotes too. vipstack split it with other rules and passed ax41z,
+	// b\x41z and g\h.
 	text := renderConf("    enable_script_security\n    script_user root\n", vrrpInstance{
 		name: "VI_1", vrid: 51, vip: "198.18.0.100",
-		extra: fmt.Sprintf("    notify %q\n    notify_master %q\n", notify, master),
+		extra: fmt.Sprintf("    notify %q\n    notify_master \"%s "+`a\\x41z 'b\\x41z' g\\\\h`+"\"\n", notify, master),
 	})
 	n, err := peers.Start(h, peers.Vipstack, text, filepath.Join(dir, "node"), bin)
 	if err != nil {
@@ -729,7 +744,7 @@ func TestNotifyScripts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]string{"master"}, gotMaster); diff != "" {
+	if diff := cmp.Diff([]string{`master|aAz|bAz|g\h|`}, gotMaster); diff != "" {
 		t.Errorf("notify_master calls (-want +got):\n%s", diff)
 	}
 }

@@ -206,7 +206,7 @@ func Check(path string) (*keepalived.Config, error) {
 			if cmd == "" {
 				continue
 			}
-			argv, err := script.Split(cmd)
+			argv, err := keepalived.SplitCommand(cmd)
 			if err == nil {
 				err = sec.Check(argv)
 			}
@@ -220,7 +220,7 @@ func Check(path string) (*keepalived.Config, error) {
 			if cmd == "" {
 				continue
 			}
-			argv, err := script.Split(cmd)
+			argv, err := keepalived.SplitCommand(cmd)
 			if err == nil {
 				err = sec.Check(argv)
 			}
@@ -301,7 +301,7 @@ func UnsafeScripts(cfg *keepalived.Config) []UnsafeScript {
 	}
 	notify := func(kind, name string, pos keepalived.Pos, n keepalived.Notify) {
 		for _, cmd := range []string{n.Master, n.Backup, n.Fault, n.Stop, n.Any} {
-			if argv, err := script.Split(cmd); cmd != "" && err == nil {
+			if argv, err := keepalived.SplitCommand(cmd); cmd != "" && err == nil {
 				check(fmt.Sprintf("%s %s notify (%s)", kind, name, pos), argv)
 			}
 		}
