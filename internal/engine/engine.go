@@ -102,6 +102,7 @@ type Engine struct {
 	status   []InstanceStatus
 
 	notifying sync.WaitGroup // notify scripts still running
+	tracking  sync.WaitGroup // the trackers' runs (see stopTrackers)
 }
 
 type demuxKey struct {
@@ -414,6 +415,7 @@ func (e *Engine) Run(ctx context.Context) error {
 			e.stopAll("shutdown")
 			e.closeConns()
 			e.publishStatus()
+			e.stopTrackers(trackerGrace)
 			e.waitNotify(notifyGrace)
 			return nil
 		case <-timer.C():
@@ -485,6 +487,41 @@ func (e *Engine) drainUpTo(n int) {
 // notifyGrace is how long shutdown waits for notify scripts, as keepalived
 // 2.2.7 does (measured: a 0.3s notify STOP completes, a 2s one is killed).
 const notifyGrace = time.Second
+
+// trackerGrace bounds how long shutdown waits for the runs of the tracked
+// scripts to end: the script runner's time between SIGTERM and SIGKILL, and a
+// second more.
+const trackerGrace = script.DefaultKillGrace + time.Second
+
+// stopTrackers ends every tracked script's run and waits, at most d, until
+// each has ended: a script still running gets SIGTERM and, after the
+// runner's grace, its whole process group SIGKILL, as keepalived 2.2.7
+// leaves none behind. The engine used to return at once, before the runner
+// could, and a script that ignored SIGTERM (or its background jobs)
+// outlived vipstack (TestShutdownEndsHungScripts). Results that come in
+// meanwhile are dropped: nothing acts on them any more.
+func (e *Engine) stopTrackers(d time.Duration) {
+	for _, te := range e.trackers {
+		te.cancel()
+	}
+	done := make(chan struct{})
+	go func() {
+		e.tracking.Wait()
+		close(done)
+	}()
+	t := e.clk.NewTimer(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-e.events:
+		case <-t.C():
+			e.log.Warn("tracked scripts still running at shutdown are left behind", "waited", d)
+			return
+		}
+	}
+}
 
 // waitNotify waits at most d for the notify scripts still running; the
 // rest get SIGTERM (Pdeathsig) when vipstack exits.

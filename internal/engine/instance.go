@@ -578,7 +578,11 @@ func (e *Engine) syncTrackers(cfg *keepalived.Config) {
 		}
 		first.done = func() { e.send(event{first: tr}) }
 		e.trackers[name] = &trackerEntry{spec: s, cancel: cancel, status: tr.Status(), tracker: tr}
-		go tr.Run(ctx)
+		e.tracking.Add(1)
+		go func() {
+			defer e.tracking.Done()
+			tr.Run(ctx)
+		}()
 	}
 }
 
