@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -173,6 +174,7 @@ func runLB(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 
 	// reload applies the file as it is now, or nothing.
+	running := cfg
 	reload := func() error {
 		next, err := loadLBConfig(*cfgPath)
 		if err != nil {
@@ -193,15 +195,44 @@ func runLB(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if err != nil {
 			return err
 		}
-		if err := l.Apply(next); err != nil {
+		moving := rd != nil && port != rdPort
+		first := next
+		if moving {
+			// The frontend keeps its old port too until the redirect
+			// has moved: applied at once, VIP:6443 would point at a
+			// closed port until the redirect's table is replaced, and
+			// its clients be refused.
+			first = alsoOnPort(next, port, running, rdPort)
+		}
+		err = l.Apply(first)
+		if err != nil && first != next {
+			// The old port is taken in the new configuration: move
+			// without the overlap.
+			log.Warn("cannot keep the old port open while the redirect moves", "port", rdPort, "err", err)
+			first = next
+			err = l.Apply(next)
+		}
+		if err != nil {
 			change.Abort()
 			return err
 		}
 		change.Commit()
-		if rd != nil && port != rdPort {
-			rd.Retarget(redirect.New(vip, port))
+		running = next
+		if moving {
 			log.Info("the redirect follows the frontend to its new port", "old", rdPort, "new", port)
+			moved := rd.Retarget(redirect.New(vip, port))
+			old := rdPort
 			rdPort = port
+			select {
+			case <-moved:
+			case <-time.After(retargetWait):
+				log.Warn("the redirect did not move to the new port in time; closing the old one", "wait", retargetWait)
+			}
+			if first != next {
+				if err := l.Apply(next); err != nil {
+					return fmt.Errorf("closing the old port %d: %w", old, err)
+				}
+			}
 		}
 		return nil
 	}
@@ -331,6 +362,37 @@ func v6OnlyDefault() bool {
 // `::: v4v6` for an IPv4 VIP (or `:::` alone while the kernel makes IPv6
 // wildcards dual-stack by default), :: for an IPv6 one. A bind to one address
 // would leave the VIP refusing every connection.
+// retargetWait bounds how long a reload that moves the frontend keeps its
+// old port open for the redirect to move.
+const retargetWait = 5 * time.Second
+
+// alsoOnPort returns next with the running configuration's wildcard binds
+// on old (those the redirect delivers to now, see redirectPort) added, as
+// they are, to the frontend of next that has a wildcard bind on port.
+func alsoOnPort(next *lbconfig.Config, port uint16, running *lbconfig.Config, old uint16) *lbconfig.Config {
+	wild := func(b lbconfig.Bind, p uint16) bool {
+		a := b.Addr.Addr()
+		return a.IsValid() && a.IsUnspecified() && b.Addr.Port() == p
+	}
+	var keep []lbconfig.Bind
+	for _, fe := range running.Frontends {
+		for _, b := range fe.Binds {
+			if wild(b, old) {
+				keep = append(keep, b)
+			}
+		}
+	}
+	both := *next
+	both.Frontends = slices.Clone(next.Frontends)
+	for i, fe := range both.Frontends {
+		if slices.ContainsFunc(fe.Binds, func(b lbconfig.Bind) bool { return wild(b, port) }) {
+			both.Frontends[i].Binds = append(slices.Clone(fe.Binds), keep...)
+			break
+		}
+	}
+	return &both
+}
+
 func redirectPort(cfg *lbconfig.Config, vip netip.AddrPort) (uint16, error) {
 	v4 := vip.Addr().Unmap().Is4()
 	var seen []string

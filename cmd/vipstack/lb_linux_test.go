@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -648,14 +649,51 @@ func TestLBReloadMovesRedirect(t *testing.T) {
 	x.config(":::9445 v4v6")
 	x.start()
 
-	x.config(":9446")
-	x.cmd.Process.Signal(syscall.SIGHUP)
-	waitFor(t, "the redirect to follow the frontend to 9446", func() bool { return strings.Contains(x.table(), "redirect to :9446") })
+	// Each move, with a client connecting to VIP:6443 back to back: none
+	// may go unanswered. The frontend keeps its old port until the
+	// redirect has moved; it used to close it first, and measured on the
+	// node agent (helper ae) 0 to 6 of about 2,800 connections per move
+	// were refused.
+	move := func(bind string, port int) {
+		t.Helper()
+		var ok, bad atomic.Int64
+		stop, done := make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(done)
+			// Bounded: at most 20000 connections or 20 s.
+			for n, end := 0, time.Now().Add(20*time.Second); n < 20000 && time.Now().Before(end); n++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if x.answer() == 'B' {
+					ok.Add(1)
+				} else {
+					bad.Add(1)
+				}
+			}
+		}()
+		time.Sleep(200 * time.Millisecond) // connections before the reload, not a timer of ours
+		x.config(bind)
+		x.cmd.Process.Signal(syscall.SIGHUP)
+		to := fmt.Sprintf("redirect to :%d", port)
+		waitFor(t, "the redirect to follow the frontend to "+to, func() bool { return strings.Contains(x.table(), to) })
+		time.Sleep(200 * time.Millisecond) // and after it
+		close(stop)
+		<-done
+		if bad.Load() != 0 || ok.Load() == 0 {
+			t.Errorf("moving the frontend to %s: %d connections to the VIP answered, %d not; want none unanswered", bind, ok.Load(), bad.Load())
+		}
+	}
+	move(":9446", 9446)
 	// The log names the port the redirect now sends to (it named the
 	// first one for the life of the process).
 	waitFor(t, "the log to say the redirect goes to 9446", func() bool {
 		return strings.Contains(x.out.String(), `msg="redirect enabled: a server is UP" redirect=198.18.0.100:6443 to_port=9446`)
 	})
+	move(":::9445 v4v6", 9445)
+	move(":9446", 9446)
 	if got := x.answer(); got != 'B' {
 		t.Fatalf("after the move the VIP answered %q, want the backend's 'B'", got)
 	}
