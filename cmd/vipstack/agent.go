@@ -64,6 +64,9 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "vipstack agent: %v\n", err)
 		return 1
 	}
+	if w := supervise.NoSupervisorWarning(os.Getpid()); *noSuper && w != "" {
+		log.Warn(w)
+	}
 	if !*noSuper && !supervise.IsChild() {
 		self, err := os.Executable()
 		if err != nil {

@@ -172,6 +172,9 @@ func runIPFailover(ctx context.Context, args []string, stdout, stderr io.Writer)
 		}
 		defer claim.Close()
 	}
+	if w := supervise.NoSupervisorWarning(os.Getpid()); *noSuper && w != "" {
+		log.Warn(w)
+	}
 	if !*noSuper && !supervise.IsChild() {
 		// The configuration and the options were checked above, so a bad
 		// variable or flag fails here (exit 2) and not in a restart loop.

@@ -111,6 +111,9 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "%s: valid for node %s\n", *cfgPath, *nodeName)
 		return 0
 	}
+	if w := supervise.NoSupervisorWarning(os.Getpid()); *noSuper && w != "" {
+		log.Warn(w)
+	}
 	if !*noSuper && !supervise.IsChild() {
 		self, err := os.Executable()
 		if err != nil {

@@ -83,6 +83,9 @@ func runVRRP(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "vipstack vrrp: %v\n", err)
 		return 1
 	}
+	if w := supervise.NoSupervisorWarning(os.Getpid()); *noSuper && w != "" {
+		log.Warn(w)
+	}
 	if !*noSuper && !supervise.IsChild() {
 		// Validate first, so a bad file fails here and not in a restart loop.
 		if _, err := engine.Check(*cfgPath); err != nil {

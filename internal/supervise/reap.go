@@ -103,3 +103,13 @@ func siginfoPid(info *unix.Siginfo) int {
 	off := (3*unsafe.Sizeof(int32(0)) + align - 1) &^ (align - 1)
 	return int(*(*int32)(unsafe.Add(unsafe.Pointer(info), off)))
 }
+
+// NoSupervisorWarning is what a command run with --no-supervisor logs when
+// it is process pid: as process 1 nothing would reap the orphans of its
+// scripts (see reaper). "" when pid is not 1.
+func NoSupervisorWarning(pid int) string {
+	if pid != 1 {
+		return ""
+	}
+	return "running as process 1 without the supervisor: orphaned processes of scripts are not reaped and pile up as zombies; run without --no-supervisor"
+}

@@ -130,3 +130,12 @@ func TestReapLeavesTheEngine(t *testing.T) {
 		t.Fatalf("the engine's Wait after a reap: %v (code %d), want exit status 7", err, code)
 	}
 }
+
+func TestNoSupervisorWarning(t *testing.T) {
+	if got := NoSupervisorWarning(1); !strings.Contains(got, "not reaped") {
+		t.Errorf("as process 1: %q, want a warning that orphans are not reaped", got)
+	}
+	if got := NoSupervisorWarning(4242); got != "" {
+		t.Errorf("as process 4242: %q, want none", got)
+	}
+}
