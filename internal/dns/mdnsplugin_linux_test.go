@@ -28,15 +28,7 @@ import (
 // goes upstream too, once "cache 30" lets go of it (cache sits before mdns,
 // as in OpenShift's build).
 func TestRootMDNSDirective(t *testing.T) {
-	testnet.RequireRoot(t)
-	if _, err := exec.LookPath("dig"); err != nil {
-		t.Skip("skipping: needs dig (apt-get install dnsutils)")
-	}
-	topo := testnet.New(t, testnet.Options{Hosts: 3, Prefix: "vshc"})
-	h1, h2, h3 := topo.Hosts[0], topo.Hosts[1], topo.Hosts[2]
-	serveStub(t, h3)
-	corefile := openshiftMDNSCorefile(t, h1, h3)
-	p1 := startDNS(t, h1, corefile)
+	h1, h2, corefile, p1 := openshiftMDNSLab(t, "vshc")
 	p2 := startDNS(t, h2, ".:53 {\n    errors\n}\n", "-mdns-cluster", "ostest", "-node-name", "master-1", "-node-role", "master",
 		"-node-addr", h2.IPv4.Addr().String()+","+h2.IPv6.Addr().String())
 
@@ -127,6 +119,24 @@ func TestRootMDNSDirective(t *testing.T) {
 	p2.stop(t)
 	eventually(t, 45*time.Second, answers("master-1.example.com", "A", "master-1.example.com. A 198.18.0.99"))
 	p1.stop(t)
+}
+
+// openshiftMDNSLab is the start of the tests of OpenShift's Corefile: it
+// skips without root or dig, makes three hosts (namespace prefix), serves
+// the upstream stub on host 3, and runs `vipstack dns` on host 1 with
+// openshiftMDNSCorefile; it returns hosts 1 and 2, the Corefile and host
+// 1's process.
+func openshiftMDNSLab(t *testing.T, prefix string) (h1, h2 *testnet.Host, corefile string, p1 *dnsProc) {
+	t.Helper()
+	testnet.RequireRoot(t)
+	if _, err := exec.LookPath("dig"); err != nil {
+		t.Skip("skipping: needs dig (apt-get install dnsutils)")
+	}
+	topo := testnet.New(t, testnet.Options{Hosts: 3, Prefix: prefix})
+	h1, h2, h3 := topo.Hosts[0], topo.Hosts[1], topo.Hosts[2]
+	serveStub(t, h3)
+	corefile = openshiftMDNSCorefile(t, h1, h3)
+	return h1, h2, corefile, startDNS(t, h1, corefile)
 }
 
 // openshiftMDNSCorefile returns OpenShift's on-prem Corefile

@@ -5,12 +5,9 @@ package dns
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/vipstack/vipstack/internal/testnet"
 )
 
 // TestRootMDNSReloadGap asks for a node name the mdns directive answers,
@@ -22,15 +19,7 @@ import (
 // first reload were the upstream stub's (198.18.0.99), and every answer
 // after the next two.
 func TestRootMDNSReloadGap(t *testing.T) {
-	testnet.RequireRoot(t)
-	if _, err := exec.LookPath("dig"); err != nil {
-		t.Skip("skipping: needs dig (apt-get install dnsutils)")
-	}
-	topo := testnet.New(t, testnet.Options{Hosts: 3, Prefix: "vsaa"})
-	h1, h2, h3 := topo.Hosts[0], topo.Hosts[1], topo.Hosts[2]
-	serveStub(t, h3)
-	corefile := openshiftMDNSCorefile(t, h1, h3)
-	p1 := startDNS(t, h1, corefile)
+	h1, h2, corefile, p1 := openshiftMDNSLab(t, "vsaa")
 	startDNS(t, h2, ".:53 {\n    errors\n}\n", "-mdns-cluster", "ostest", "-node-name", "master-1", "-node-role", "master",
 		"-node-addr", h2.IPv4.Addr().String())
 	eventually(t, 15*time.Second, func() string {
