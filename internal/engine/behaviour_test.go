@@ -688,17 +688,25 @@ func readLines(path string) ([]string, error) {
 	return strings.Split(s[:end], "\n"), nil
 }
 
+// scriptHost is the start of the tests that run scripts under vipstack: it
+// skips without root, and returns vipstack's binary, one host, and a
+// directory for the scripts (root-owned, under sticky /tmp: it passes
+// enable_script_security).
+func scriptHost(t *testing.T) (bin string, h *testnet.Host, dir string) {
+	t.Helper()
+	testnet.RequireRoot(t)
+	bin = vipstackBin(t)
+	topo := testnet.New(t, testnet.Options{Hosts: 1, Prefix: behaviourPrefix})
+	return bin, topo.Hosts[0], t.TempDir()
+}
+
 // TestNotifyScripts: the generic notify script gets "INSTANCE name state
 // priority" for BACKUP at start, MASTER, and STOP on SIGTERM, and a STOP
 // script that takes a moment is not killed by vipstack's exit;
 // notify_master runs with the arguments its line gives, split as keepalived
 // splits them.
 func TestNotifyScripts(t *testing.T) {
-	testnet.RequireRoot(t)
-	bin := vipstackBin(t)
-	topo := testnet.New(t, testnet.Options{Hosts: 1, Prefix: behaviourPrefix})
-	h := topo.Hosts[0]
-	dir := t.TempDir() // root-owned, under sticky /tmp: passes enable_script_security
+	bin, h, dir := scriptHost(t)
 	notifyLog, masterLog := filepath.Join(dir, "notify.log"), filepath.Join(dir, "master.log")
 	notify, master := filepath.Join(dir, "notify.sh"), filepath.Join(dir, "notify_master.sh")
 	// The STOP call takes a little while, as real notify scripts do (they

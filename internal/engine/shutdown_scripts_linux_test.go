@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/vipstack/vipstack/internal/peers"
-	"github.com/vipstack/vipstack/internal/testnet"
 )
 
 // alive reports whether pid is a process that has not exited (a zombie
@@ -35,11 +34,7 @@ func alive(pid int) bool {
 // each run has ended its group. Bounded: 20 s for the script to start, 5 s
 // for its processes to be gone after vipstack exited.
 func TestShutdownEndsHungScripts(t *testing.T) {
-	testnet.RequireRoot(t)
-	bin := vipstackBin(t)
-	topo := testnet.New(t, testnet.Options{Hosts: 1, Prefix: behaviourPrefix})
-	h := topo.Hosts[0]
-	dir := t.TempDir() // root-owned, under sticky /tmp: passes enable_script_security
+	bin, h, dir := scriptHost(t)
 	pids, chk := filepath.Join(dir, "pids"), filepath.Join(dir, "chk.sh")
 	writeScript(t, chk, fmt.Sprintf("trap '' TERM\necho $$ >> %[1]s\nsleep 31 &\necho $! >> %[1]s\nsleep 32 &\necho $! >> %[1]s\nwait\n", pids))
 	text := renderConf("    enable_script_security\n    script_user root\n", vrrpInstance{
