@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# Builds kube-apiserver and etcd from the tools/kube module (k8s.io/kubernetes
-# and go.etcd.io/etcd/server/v3 at the versions its go.mod pins) into a cache
+# Builds kube-apiserver, kube-controller-manager, kube-scheduler, kubelet,
+# kube-proxy and etcd from the tools/kube module (k8s.io/kubernetes and
+# go.etcd.io/etcd/server/v3 at the versions its go.mod pins) into a cache
 # directory keyed by the hash of tools/kube/go.sum, and prints that directory.
-# internal/kubetest runs these binaries as a throwaway control plane.
+# internal/kubetest runs etcd and kube-apiserver as a throwaway control plane;
+# internal/nodelab adds the rest for its real-node tier.
 #
 #   hack/kube-binaries.sh          build unless cached; print the directory
 #   hack/kube-binaries.sh --dir    print the directory only; never build
 #
 # The cache lives in ${XDG_CACHE_HOME:-$HOME/.cache}/vipstack/kube/<hash>/.
-# A cold build takes about 10 minutes on 2 cores and leaves about 2.3 GB in
+# A cold build takes about 20 minutes on 2 cores and leaves about 3 GB in
 # the Go build cache; a cached run takes well under a second. Concurrent runs
 # (parallel test packages) serialise on a lock and build once.
 set -euo pipefail
@@ -32,7 +34,15 @@ case "${1:-}" in
 	;;
 esac
 
-cached() { [ -x "$dir/kube-apiserver" ] && [ -x "$dir/etcd" ]; }
+# Every binary the directory must hold; internal/kubetest and internal/nodelab
+# check the same names.
+bins=(kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy etcd)
+cached() {
+	local b
+	for b in "${bins[@]}"; do
+		[ -x "$dir/$b" ] || return 1
+	done
+}
 
 if cached; then
 	echo "$dir"
@@ -63,10 +73,16 @@ done
 
 tmp=$(mktemp -d "$base/.build.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
-echo "kube-binaries: building kube-apiserver $version and etcd into $dir (about 10 minutes cold)" >&2
+echo "kube-binaries: building ${bins[*]} ($version) into $dir (about 20 minutes cold)" >&2
 start=$SECONDS
 export CGO_ENABLED=0
-go build -buildvcs=false -trimpath -ldflags "$ldflags" -o "$tmp/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver
+# One go build for the Kubernetes commands shares their common packages.
+go build -buildvcs=false -trimpath -ldflags "$ldflags" -o "$tmp/" \
+	k8s.io/kubernetes/cmd/kube-apiserver \
+	k8s.io/kubernetes/cmd/kube-controller-manager \
+	k8s.io/kubernetes/cmd/kube-scheduler \
+	k8s.io/kubernetes/cmd/kubelet \
+	k8s.io/kubernetes/cmd/kube-proxy
 go build -buildvcs=false -trimpath -ldflags "-s -w" -o "$tmp/etcd" go.etcd.io/etcd/server/v3
 echo "kube-binaries: built in $((SECONDS - start))s" >&2
 rm -rf "$dir"
