@@ -120,12 +120,21 @@ func Start(ctx context.Context, spec Spec, opts Options) (c *Cluster, err error)
 	}
 	nodes := spec.Nodes()
 	c.Printf("building %d nodes and a client in network namespaces %s*\n", len(nodes), opts.Prefix)
-	if c.topo, err = testnet.Build(testnet.Options{Hosts: len(nodes), Client: true, Prefix: opts.Prefix}); err != nil {
-		return c, fmt.Errorf("demo: %w", err)
+	topo := opts.Topology
+	if topo == nil {
+		if c.topo, err = testnet.Build(testnet.Options{Hosts: len(nodes), Client: true, Prefix: opts.Prefix}); err != nil {
+			return c, fmt.Errorf("demo: %w", err)
+		}
+		topo = c.topo
+	} else if len(topo.Hosts) < len(nodes) || topo.Client == nil {
+		return c, fmt.Errorf("demo: Options.Topology has %d hosts and client %v, want %d hosts and a client", len(topo.Hosts), topo.Client != nil, len(nodes))
 	}
-	c.Tag, c.Client = c.topo.Tag, c.topo.Client
+	c.Tag, c.Client = topo.Tag, topo.Client
 	for i, ns := range nodes {
-		n := &Node{NodeSpec: ns, Host: c.topo.Hosts[i], c: c, nsh: -1}
+		if h := topo.Hosts[i]; h.IPv4.Addr() != ns.Addr {
+			return c, fmt.Errorf("demo: Options.Topology's host %d is %s, want %s for %s", i+1, h.IPv4.Addr(), ns.Addr, ns.Name)
+		}
+		n := &Node{NodeSpec: ns, Host: topo.Hosts[i], c: c, nsh: -1}
 		c.Nodes = append(c.Nodes, n)
 		if err := n.open(); err != nil {
 			return c, err
@@ -148,12 +157,14 @@ func Start(ctx context.Context, spec Spec, opts Options) (c *Cluster, err error)
 			}
 		}
 	}
-	for _, n := range c.Nodes {
-		if err := n.startAgent(cfgPath); err != nil {
-			return c, err
+	if !opts.NoAgents {
+		for _, n := range c.Nodes {
+			if err := n.startAgent(cfgPath); err != nil {
+				return c, err
+			}
 		}
+		c.Printf("node agents started; work directory %s\n", c.Dir)
 	}
-	c.Printf("node agents started; work directory %s\n", c.Dir)
 	if opts.View > 0 {
 		c.viewStop, c.viewDone = make(chan struct{}), make(chan struct{})
 		go c.runView()
@@ -163,7 +174,7 @@ func Start(ctx context.Context, spec Spec, opts Options) (c *Cluster, err error)
 
 // preflight rejects what would make Start fail half-way.
 func preflight(opts Options) error {
-	if opts.Bin == "" {
+	if opts.Bin == "" && !opts.NoAgents {
 		return errors.New("demo: Options.Bin: the vipstack binary is required")
 	}
 	if os.Geteuid() != 0 {

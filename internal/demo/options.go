@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/vipstack/vipstack/internal/clock"
+	"github.com/vipstack/vipstack/internal/testnet"
 )
 
 // Options configure a demo cluster.
@@ -28,6 +29,16 @@ type Options struct {
 	// NET_BIND_SERVICE. Its last element is followed by Bin and the agent's
 	// arguments. Empty: Bin runs directly.
 	Wrap []string
+	// Topology, if set, is where Start puts the cluster instead of building
+	// its own: it needs a host for each node of the Spec (in Spec.Nodes'
+	// order, at testnet's addresses) and a client. Close leaves it to its
+	// owner.
+	Topology *testnet.Topology
+	// NoAgents leaves the node agents to someone else (internal/nodelab's
+	// kubelets run them as static pods): Start runs the stand-in servers
+	// and the live view only, and Bin is not needed. Crash and Shutdown
+	// then stop the stand-ins and pull the cable only.
+	NoAgents bool
 }
 
 // command builds argv, prefixed with Wrap, with mk (a testnet.Host's

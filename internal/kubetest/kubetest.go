@@ -17,6 +17,7 @@ import (
 	"math/big"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"os"
 	"os/exec"
@@ -63,12 +64,31 @@ type Env struct {
 	// Kubeconfig is the path of a kubeconfig file with the same cluster and
 	// credentials as Config, for code under test that takes --kubeconfig.
 	Kubeconfig string
+	// Bin is the directory holding the binaries (hack/kube-binaries.sh's
+	// cache directory, or VIPSTACK_KUBE_BIN).
+	Bin string
+	// CAFile is the PEM file of the CA that signed the serving
+	// certificate (a controller-manager's --root-ca-file).
+	CAFile string
+	// ServiceAccountKeyFile is the private key service account tokens are
+	// signed with (a controller-manager's
+	// --service-account-private-key-file).
+	ServiceAccountKeyFile string
 
 	dir       string
 	etcd      *proc
 	apiserver *proc
 	stopOnce  sync.Once
 	stopErr   error
+}
+
+// Options tune StartWith; the zero value is what Start runs.
+type Options struct {
+	// ServingIPs are more addresses the serving certificate is valid for,
+	// for clients that reach the API server (which listens on 127.0.0.1
+	// only) through a forwarder at one of them, as internal/nodelab's
+	// nodes do from their network namespaces.
+	ServingIPs []netip.Addr
 }
 
 // Start runs etcd and kube-apiserver for the test and returns once the API
@@ -80,9 +100,15 @@ type Env struct {
 // first when they are not cached (see the package documentation).
 func Start(t testing.TB) *Env {
 	t.Helper()
-	bin := binaries(t)
+	return StartWith(t, Options{})
+}
+
+// StartWith is Start with options.
+func StartWith(t testing.TB, o Options) *Env {
+	t.Helper()
+	bin := BinDir(t)
 	began := time.Now()
-	env, err := start(bin)
+	env, err := start(bin, o)
 	if err != nil {
 		t.Fatalf("kubetest: %v", err)
 	}
@@ -128,8 +154,11 @@ func (e *Env) ConfigAs(user string, groups ...string) *rest.Config {
 	return c
 }
 
-// binaries returns the directory holding kube-apiserver and etcd.
-func binaries(t testing.TB) string {
+// BinDir returns the directory holding the binaries hack/kube-binaries.sh
+// builds (kube-apiserver and etcd are checked; internal/nodelab checks the
+// ones it runs), building them first when they are not cached. It skips t
+// when VIPSTACK_SKIP_KUBE=1.
+func BinDir(t testing.TB) string {
 	t.Helper()
 	if os.Getenv("VIPSTACK_SKIP_KUBE") == "1" {
 		t.Skip("kubetest: VIPSTACK_SKIP_KUBE=1: skipping a test that needs kube-apiserver and etcd")
@@ -151,7 +180,7 @@ func binaries(t testing.TB) string {
 	if haveBinaries(dir) == nil {
 		return dir
 	}
-	t.Logf("kubetest: %s has no kube-apiserver and etcd yet; building them with %s (about 10 minutes on 2 cores; set VIPSTACK_SKIP_KUBE=1 to skip instead)", dir, script)
+	t.Logf("kubetest: %s has no kube-apiserver and etcd yet; building them with %s (about 20 minutes on 2 cores; set VIPSTACK_SKIP_KUBE=1 to skip instead)", dir, script)
 	began := time.Now()
 	if dir, err = runScript(script); err != nil {
 		t.Fatalf("kubetest: %v", err)
@@ -212,12 +241,12 @@ func runScript(script string, args ...string) (string, error) {
 }
 
 // start runs etcd and kube-apiserver from bin and waits until both are ready.
-func start(bin string) (_ *Env, err error) {
+func start(bin string, o Options) (_ *Env, err error) {
 	dir, err := os.MkdirTemp("", "vipstack-kubetest-")
 	if err != nil {
 		return nil, fmt.Errorf("create data directory: %w", err)
 	}
-	env := &Env{dir: dir}
+	env := &Env{dir: dir, Bin: bin}
 	defer func() {
 		if err != nil {
 			env.Stop()
@@ -226,10 +255,11 @@ func start(bin string) (_ *Env, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), readyTimeout)
 	defer cancel()
 
-	c, err := writeCredentials(dir)
+	c, err := writeCredentials(dir, o.ServingIPs)
 	if err != nil {
 		return nil, err
 	}
+	env.CAFile, env.ServiceAccountKeyFile = c.caFile, c.saKeyFile
 	etcdURL, err := env.startEtcd(ctx, bin)
 	if err != nil {
 		return nil, err
@@ -501,7 +531,8 @@ func (p *proc) tail() string {
 // clients to the API server.
 type credentials struct {
 	caPEM        []byte
-	certFile     string // serving certificate for 127.0.0.1 and localhost
+	caFile       string // caPEM
+	certFile     string // serving certificate for 127.0.0.1, localhost and Options.ServingIPs
 	keyFile      string
 	saKeyFile    string // service account token signing key
 	saPublicFile string
@@ -509,8 +540,9 @@ type credentials struct {
 	token        string // AdminUser's bearer token
 }
 
-func writeCredentials(dir string) (*credentials, error) {
+func writeCredentials(dir string, servingIPs []netip.Addr) (*credentials, error) {
 	c := &credentials{
+		caFile:       filepath.Join(dir, "ca.crt"),
 		certFile:     filepath.Join(dir, "apiserver.crt"),
 		keyFile:      filepath.Join(dir, "apiserver.key"),
 		saKeyFile:    filepath.Join(dir, "sa.key"),
@@ -557,6 +589,9 @@ func writeCredentials(dir string) (*credentials, error) {
 		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
 		DNSNames:     []string{"localhost"},
 	}
+	for _, a := range servingIPs {
+		tmpl.IPAddresses = append(tmpl.IPAddresses, a.AsSlice())
+	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
 	if err != nil {
 		return nil, fmt.Errorf("create serving certificate: %w", err)
@@ -589,6 +624,7 @@ func writeCredentials(dir string) (*credentials, error) {
 		path string
 		data []byte
 	}{
+		{c.caFile, c.caPEM},
 		{c.certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})},
 		{c.keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})},
 		{c.saKeyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: saDER})},
