@@ -1,0 +1,137 @@
+//go:build linux
+
+package nodelab_test
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
+
+	"github.com/vipstack/vipstack/internal/nodelab"
+)
+
+// TestLabControlPlane checks the lab itself with the control plane on: two
+// registered nodes become Ready; a hostNetwork DaemonSet runs on both and
+// rolls to a new template; a Deployment's pods get addresses from their
+// node's pod subnet and become available.
+func TestLabControlPlane(t *testing.T) {
+	lab := nodelab.Start(t, nodelab.Options{
+		Nodes:        []nodelab.NodeSpec{{Name: "node-a", Labels: map[string]string{"vipstack.test/lab": "yes"}}, {Name: "node-b"}},
+		ControlPlane: true,
+	})
+	ctx := t.Context()
+	cs := lab.Clientset
+	labels := map[string]string{"app": "pause"}
+	podSpec := func(hostNetwork bool) corev1.PodTemplateSpec {
+		return corev1.PodTemplateSpec{
+			ObjectMeta: metav1.ObjectMeta{Labels: labels},
+			Spec: corev1.PodSpec{
+				HostNetwork:                   hostNetwork,
+				TerminationGracePeriodSeconds: ptr.To[int64](1),
+				Containers: []corev1.Container{{
+					Name: "pause", Image: nodelab.PauseRef, ImagePullPolicy: corev1.PullNever,
+				}},
+			},
+		}
+	}
+	ds := &appsv1.DaemonSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "pause", Namespace: "default"},
+		Spec: appsv1.DaemonSetSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: podSpec(true),
+		},
+	}
+	if _, err := cs.AppsV1().DaemonSets("default").Create(ctx, ds, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitDaemonSet(t, lab, "pause", 1)
+
+	// Roll it.
+	ds, err := cs.AppsV1().DaemonSets("default").Get(ctx, "pause", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds.Spec.Template.Annotations = map[string]string{"vipstack.test/rev": "2"}
+	if _, err := cs.AppsV1().DaemonSets("default").Update(ctx, ds, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitDaemonSet(t, lab, "pause", 2)
+
+	dlabels := map[string]string{"app": "pause-net"}
+	tmpl := podSpec(false)
+	tmpl.Labels = dlabels
+	dep := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "pause-net", Namespace: "default"},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](2),
+			Selector: &metav1.LabelSelector{MatchLabels: dlabels},
+			Template: tmpl,
+		},
+	}
+	if _, err := cs.AppsV1().Deployments("default").Create(ctx, dep, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	err = poll(ctx, 90*time.Second, func() (bool, string) {
+		d, err := cs.AppsV1().Deployments("default").Get(ctx, "pause-net", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return d.Status.AvailableReplicas == 2, fmt.Sprintf("%d of 2 available", d.Status.AvailableReplicas)
+	})
+	if err != nil {
+		t.Fatalf("deployment pause-net: %v", err)
+	}
+	pods, err := cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=pause-net"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		n := lab.Node(p.Spec.NodeName)
+		addr, err := netip.ParseAddr(p.Status.PodIP)
+		if n == nil || err != nil || !n.PodSubnet.Contains(addr) {
+			t.Errorf("pod %s on %q has address %q, want one in its node's pod subnet", p.Name, p.Spec.NodeName, p.Status.PodIP)
+		}
+	}
+}
+
+// waitDaemonSet waits until the DaemonSet's generation gen runs, ready, on
+// every node.
+func waitDaemonSet(t *testing.T, lab *nodelab.Lab, name string, gen int64) {
+	t.Helper()
+	ctx := t.Context()
+	err := poll(ctx, 90*time.Second, func() (bool, string) {
+		ds, err := lab.Clientset.AppsV1().DaemonSets("default").Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		s := ds.Status
+		n := int32(len(lab.Nodes))
+		return s.ObservedGeneration >= gen && s.DesiredNumberScheduled == n && s.UpdatedNumberScheduled == n && s.NumberReady == n && s.NumberUnavailable == 0,
+			fmt.Sprintf("generation %d observed %d: desired %d, updated %d, ready %d", gen, s.ObservedGeneration, s.DesiredNumberScheduled, s.UpdatedNumberScheduled, s.NumberReady)
+	})
+	if err != nil {
+		t.Fatalf("daemonset %s: %v", name, err)
+	}
+}
+
+// poll calls cond every 500 ms until it holds or timeout passes.
+func poll(ctx context.Context, timeout time.Duration, cond func() (bool, string)) error {
+	var why string
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		var ok bool
+		ok, why = cond()
+		return ok, nil
+	})
+	if err != nil {
+		return fmt.Errorf("%w: %s", err, why)
+	}
+	return nil
+}
