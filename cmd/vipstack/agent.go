@@ -15,6 +15,7 @@ import (
 	"github.com/vipstack/vipstack/internal/k8s/agent"
 	"github.com/vipstack/vipstack/internal/netif"
 	"github.com/vipstack/vipstack/internal/supervise"
+	"github.com/vipstack/vipstack/internal/version"
 )
 
 // runAgent runs the Kubernetes node agent: this node's share of every
@@ -94,7 +95,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return 1
 	}
 	defer stopEndpoints()
-	log.Info("vipstack agent starting", "version", version, "api", cfg.Host, "ledger", ledger)
+	log.Info("vipstack agent starting", "version", version.String(), "api", cfg.Host, "ledger", ledger)
 	if err := mgr.Start(ctx); err != nil {
 		log.Error("vipstack agent failed", "err", err)
 		return 1

@@ -18,6 +18,7 @@ import (
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/vipstack/vipstack/internal/k8s/controller"
+	"github.com/vipstack/vipstack/internal/version"
 )
 
 // runController runs the Kubernetes controller: addresses for LoadBalancer
@@ -69,7 +70,7 @@ func runController(ctx context.Context, args []string, stdout, stderr io.Writer)
 		fmt.Fprintf(stderr, "vipstack controller: %v\n", err)
 		return 1
 	}
-	log.Info("vipstack controller starting", "version", version, "api", cfg.Host, "leader_elect", *leaderElect, "lease_namespace", *leaseNS)
+	log.Info("vipstack controller starting", "version", version.String(), "api", cfg.Host, "leader_elect", *leaderElect, "lease_namespace", *leaseNS)
 	if err := mgr.Start(ctx); err != nil {
 		log.Error("vipstack controller failed", "err", err)
 		return 1

@@ -21,6 +21,7 @@ import (
 	"github.com/vipstack/vipstack/internal/ipfailover"
 	"github.com/vipstack/vipstack/internal/netif"
 	"github.com/vipstack/vipstack/internal/supervise"
+	"github.com/vipstack/vipstack/internal/version"
 )
 
 const ipfailoverUsage = `Usage: vipstack ipfailover [flags] [NAME]
@@ -212,7 +213,7 @@ func runIPFailover(ctx context.Context, args []string, stdout, stderr io.Writer)
 			log.Info("SIGHUP ignored: the configuration comes from the environment; restart to change it")
 		}
 	}()
-	log.Info("vipstack ipfailover starting", "version", version, "config", spec.ConfigName, "vips", len(spec.VIPs),
+	log.Info("vipstack ipfailover starting", "version", version.String(), "config", spec.ConfigName, "vips", len(spec.VIPs),
 		"ledger", ledger, "variables", setVars(flagVals))
 	if err := pool.Run(ctx); err != nil {
 		log.Error("vipstack ipfailover failed", "err", err)

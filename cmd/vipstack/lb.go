@@ -23,6 +23,7 @@ import (
 	"github.com/vipstack/vipstack/internal/lbconfig"
 	"github.com/vipstack/vipstack/internal/redirect"
 	"github.com/vipstack/vipstack/internal/serve"
+	"github.com/vipstack/vipstack/internal/version"
 )
 
 func runLB(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -135,7 +136,7 @@ func runLB(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "vipstack lb: metrics: %v\n", err)
 		return 1
 	}
-	opts := lb.Options{Logger: log, Registry: reg, ListenersPerBind: *perBind, Version: version}
+	opts := lb.Options{Logger: log, Registry: reg, ListenersPerBind: *perBind, Version: version.String()}
 	if rd != nil {
 		opts.OnHealthy = rd.Set
 	}
@@ -147,7 +148,7 @@ func runLB(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// The runtime API's sockets open before the configuration applies,
 	// so that one that cannot be opened stops the start with nothing
 	// listening (haproxy fails to start then too).
-	sockets := lbcli.NewSockets(l, version, time.Now(), log.With("part", "runtime-api"))
+	sockets := lbcli.NewSockets(l, version.String(), time.Now(), log.With("part", "runtime-api"))
 	defer sockets.Close()
 	sockChange, err := sockets.Prepare(cfg.StatsSockets)
 	if err != nil {
@@ -262,7 +263,7 @@ func runLB(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		go watchFile(watchCtx, clock.Real{}, *cfgPath, *watch, func() { requestReload(reloads, "file changed") }, log)
 	}
 
-	log.Info("vipstack lb running", "version", version, "config", *cfgPath)
+	log.Info("vipstack lb running", "version", version.String(), "config", *cfgPath)
 	for {
 		select {
 		case <-ctx.Done():

@@ -9,10 +9,9 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
-)
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
+	"github.com/vipstack/vipstack/internal/version"
+)
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
@@ -68,7 +67,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "redirect":
 		return runRedirect(ctx, args[1:], stdout, stderr)
 	case "version", "--version", "-v":
-		fmt.Fprintf(stdout, "vipstack %s\n", version)
+		fmt.Fprintln(stdout, version.Get())
 		return 0
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)

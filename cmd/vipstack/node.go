@@ -22,6 +22,7 @@ import (
 	"github.com/vipstack/vipstack/internal/node"
 	"github.com/vipstack/vipstack/internal/redirect"
 	"github.com/vipstack/vipstack/internal/supervise"
+	"github.com/vipstack/vipstack/internal/version"
 )
 
 // The node agent's default endpoints: the ports cluster validation keeps
@@ -102,7 +103,7 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	reg := prometheus.NewRegistry()
 	agent, err := node.New(node.Options{ClusterPath: *cfgPath, Node: *nodeName, Logger: log, Registry: reg,
-		Ledger: netif.Ledger{Path: ledger}, DNSLog: stderr, Endpoints: endpoints, LBSocket: *lbSocket, Version: version})
+		Ledger: netif.Ledger{Path: ledger}, DNSLog: stderr, Endpoints: endpoints, LBSocket: *lbSocket, Version: version.String()})
 	if err != nil {
 		fmt.Fprintf(stderr, "%v\n", err)
 		return 1

@@ -13,6 +13,7 @@ import (
 
 	"github.com/vipstack/vipstack/internal/clock"
 	"github.com/vipstack/vipstack/internal/redirect"
+	"github.com/vipstack/vipstack/internal/version"
 )
 
 // vipList is a repeatable --vip flag.
@@ -92,7 +93,7 @@ func runRedirect(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	for _, f := range followers {
 		go f.Run()
 	}
-	log.Info("vipstack redirect running", "version", version, "vips", vips.String(), "to_port", *toPort, "monitor", *monitor)
+	log.Info("vipstack redirect running", "version", version.String(), "vips", vips.String(), "to_port", *toPort, "monitor", *monitor)
 	redirect.Watch(ctx, clock.Real{}, *monitor, *interval, func(healthy bool) {
 		for _, f := range followers {
 			f.Set(healthy)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/vipstack/vipstack/internal/cluster"
 	"github.com/vipstack/vipstack/internal/render"
+	"github.com/vipstack/vipstack/internal/version"
 )
 
 // runRender is `vipstack render`: it writes one node's static pods (and the
@@ -21,7 +22,7 @@ func runRender(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		cfgPath     = fs.String("config", "", "cluster file (cluster.yaml) to render from (required)")
 		node        = fs.String("node", "", "node to render for, by its name in the cluster file (required)")
 		out         = fs.String("out", "", "directory to write into; created if missing, refused if not empty unless --force (required)")
-		image       = fs.String("image", render.DefaultImage, "image of the vipstack node pod")
+		image       = fs.String("image", version.Image(), "image of the vipstack node pod (default: this build's)")
 		kaImage     = fs.String("keepalived-image", render.DefaultKeepalivedImage, "image of the upstream keepalived pod")
 		hapImage    = fs.String("haproxy-image", render.DefaultHAProxyImage, "image of the upstream haproxy pod")
 		dnsImage    = fs.String("coredns-image", render.DefaultCoreDNSImage, "image of the upstream CoreDNS pod")

@@ -19,6 +19,7 @@ import (
 	"github.com/vipstack/vipstack/internal/engine"
 	"github.com/vipstack/vipstack/internal/netif"
 	"github.com/vipstack/vipstack/internal/supervise"
+	"github.com/vipstack/vipstack/internal/version"
 )
 
 func runVRRP(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -133,7 +134,7 @@ func runVRRP(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			}
 		}
 	}()
-	log.Info("vipstack vrrp starting", "version", version, "config", *cfgPath, "ledger", ledger)
+	log.Info("vipstack vrrp starting", "version", version.String(), "config", *cfgPath, "ledger", ledger)
 	if err := e.Run(ctx); err != nil {
 		log.Error("vipstack vrrp failed", "err", err)
 		return 1

@@ -8,11 +8,12 @@ import (
 	"strings"
 
 	"github.com/vipstack/vipstack/internal/cluster"
+	"github.com/vipstack/vipstack/internal/version"
 )
 
-// Defaults for Options.
+// Defaults for Options. The vipstack image defaults to this build's,
+// version.Image().
 const (
-	DefaultImage           = "quay.io/vipstack/vipstack:latest"
 	DefaultKeepalivedImage = "quay.io/openshift/origin-keepalived-ipfailover:latest"
 	DefaultHAProxyImage    = "docker.io/library/haproxy:2.6"
 	DefaultCoreDNSImage    = "registry.k8s.io/coredns/coredns:v1.12.0"
@@ -48,7 +49,8 @@ var ErrNoInterface = errors.New("no interface for VRRP: set vrrp.interface in th
 // the default images, except that the upstream keepalived.conf needs an
 // interface (Interface or the cluster file's vrrp.interface).
 type Options struct {
-	// Image runs `vipstack node`; default DefaultImage.
+	// Image runs `vipstack node` (and the haproxy pod's redirect);
+	// default version.Image(), this build's image.
 	Image string
 	// Images of the upstream daemons' pods.
 	KeepalivedImage, HAProxyImage, CoreDNSImage string
@@ -81,7 +83,7 @@ func (o Options) withDefaults(c *cluster.Cluster) (Options, error) {
 			*s = d
 		}
 	}
-	def(&o.Image, DefaultImage)
+	def(&o.Image, version.Image())
 	def(&o.KeepalivedImage, DefaultKeepalivedImage)
 	def(&o.HAProxyImage, DefaultHAProxyImage)
 	def(&o.CoreDNSImage, DefaultCoreDNSImage)
@@ -97,7 +99,7 @@ func (o Options) withDefaults(c *cluster.Cluster) (Options, error) {
 		{"haproxy image", o.HAProxyImage}, {"coredns image", o.CoreDNSImage},
 	} {
 		if !imageRE.MatchString(im.v) {
-			errs = append(errs, fmt.Errorf("%s %q is not an image reference (e.g. %s)", im.field, im.v, DefaultImage))
+			errs = append(errs, fmt.Errorf("%s %q is not an image reference (e.g. %s)", im.field, im.v, version.Image()))
 		}
 	}
 	if !labelRE.MatchString(o.Namespace) {

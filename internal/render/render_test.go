@@ -14,6 +14,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/vipstack/vipstack/internal/cluster"
+	"github.com/vipstack/vipstack/internal/version"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
@@ -172,7 +173,10 @@ func TestFiles(t *testing.T) {
 					checkPod(t, name, data)
 				}
 			}
-			goldenFile(t, bundle(files))
+			// The default image is this build's (version.Image), which
+			// changes with every commit: the golden files name it
+			// REPOSITORY:VERSION.
+			goldenFile(t, bytes.ReplaceAll(bundle(files), []byte(version.Image()), []byte(version.Repository+":VERSION")))
 		})
 	}
 }
