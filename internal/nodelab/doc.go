@@ -17,12 +17,12 @@
 // reach the API server (which listens on loopback only) through a forwarder
 // on the lab's bridge at APIAddr; pods on the nodes' small bridge network
 // (198.19.N.0/24 on node N, routed between nodes) reach it the same way.
-// Images are OCI archives imported with `ctr images import`: there is no
-// registry.
+// Images are OCI archives (internal/ociimage, hack/image) imported with
+// `ctr images import`: there is no registry.
 //
 // Tests skip with a message when not run as root, or when containerd, runc,
-// the CNI plugins (Debian: containerd runc containernetworking-plugins) or
-// podman are missing; the Kubernetes binaries come from
+// the CNI plugins or nsenter are missing (Debian: containerd runc
+// containernetworking-plugins util-linux); the Kubernetes binaries come from
 // hack/kube-binaries.sh through internal/kubetest (built when not cached).
 // Close, registered with t.Cleanup, kills every process of the lab by PID,
 // removes its cgroups, mounts, namespaces and files, and restores the

@@ -1,21 +1,27 @@
 package nodelab
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"time"
+
+	"github.com/vipstack/vipstack/internal/ociimage"
+	"github.com/vipstack/vipstack/internal/version"
 )
 
 // PauseRef is the sandbox image every node's containerd runs pods in.
 const PauseRef = "vipstack.test/pause:1"
 
 // BuildStatic builds the main package pkg (a path relative to the vipstack
-// module root, like "./cmd/vipstack") as a static binary (CGO_ENABLED=0)
-// at dir/name, for a FROM-scratch image.
+// module root, like "./internal/nodelab/pause") as a static binary
+// (CGO_ENABLED=0) at dir/name, for a FROM-scratch image.
 func BuildStatic(dir, name, pkg string) (string, error) {
-	root, err := moduleRoot()
+	root, err := ModuleRoot()
 	if err != nil {
 		return "", err
 	}
@@ -29,7 +35,9 @@ func BuildStatic(dir, name, pkg string) (string, error) {
 	return out, nil
 }
 
-func moduleRoot() (string, error) {
+// ModuleRoot is the vipstack module's directory (tests run in their
+// package's).
+func ModuleRoot() (string, error) {
 	out, err := exec.Command("go", "env", "GOMOD").Output()
 	if err != nil {
 		return "", fmt.Errorf("go env GOMOD: %w", err)
@@ -41,85 +49,51 @@ func moduleRoot() (string, error) {
 	return filepath.Dir(mod), nil
 }
 
-// Image is what BuildImage puts in a FROM-scratch image.
-type Image struct {
-	Ref string // name:tag the archive carries, e.g. PauseRef
-	// Files maps a path in the image to a file on disk; each is copied
-	// with its mode.
-	Files      map[string]string
-	Entrypoint []string
+// BuildPauseImage builds ./internal/nodelab/pause and writes it as the
+// one-file image PauseRef, an OCI archive at dir/pause.oci.tar, for this
+// machine's platform.
+func BuildPauseImage(dir string) (string, error) {
+	bin, err := BuildStatic(dir, "pause", "./internal/nodelab/pause")
+	if err != nil {
+		return "", err
+	}
+	data, err := os.ReadFile(bin)
+	if err != nil {
+		return "", err
+	}
+	var b bytes.Buffer
+	err = ociimage.WriteArchive(&b, ociimage.Archive{
+		Name:    PauseRef,
+		Created: time.Unix(0, 0),
+		Images: []ociimage.Image{{
+			OS: "linux", Architecture: runtime.GOARCH,
+			Files:  []ociimage.File{{Path: "/pause", Mode: 0o755, Data: data}},
+			Config: ociimage.Config{Entrypoint: []string{"/pause"}},
+		}},
+	})
+	if err != nil {
+		return "", fmt.Errorf("pause image: %w", err)
+	}
+	archive := filepath.Join(dir, "pause.oci.tar")
+	if err := os.WriteFile(archive, b.Bytes(), 0o644); err != nil {
+		return "", fmt.Errorf("pause image: %w", err)
+	}
+	return archive, nil
 }
 
-// BuildImage writes img as an OCI archive (what `ctr images import` and
-// `podman load` read) at archive. It uses podman with a storage of its own
-// under a temporary directory, removed afterwards, so the machine's podman
-// images are untouched.
-//
-// TODO: build with the lead's internal/ociimage once it is on main, so the
-// tier needs no podman.
-func BuildImage(img Image, archive string) error {
-	podman, err := exec.LookPath("podman")
+// BuildVipstackImage runs the documented image command (go run ./hack/image)
+// for this machine's platform and returns the archive, at dir/vipstack.oci.tar,
+// and the image's reference, ghcr.io/vipstack/vipstack:TAG.
+func BuildVipstackImage(dir, tag string) (archive, ref string, err error) {
+	root, err := ModuleRoot()
 	if err != nil {
-		return fmt.Errorf("build image %s: podman is not installed (Debian package podman): %w", img.Ref, err)
+		return "", "", err
 	}
-	work, err := os.MkdirTemp("", "vsrn-image-")
-	if err != nil {
-		return fmt.Errorf("build image %s: %w", img.Ref, err)
+	archive = filepath.Join(dir, "vipstack.oci.tar")
+	cmd := exec.Command("go", "run", "./hack/image", "-platforms", "linux/"+runtime.GOARCH, "-tag", tag, "-o", archive)
+	cmd.Dir = root
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", "", fmt.Errorf("go run ./hack/image: %v\n%s", err, b)
 	}
-	defer os.RemoveAll(work)
-	ctx := filepath.Join(work, "context")
-	var file strings.Builder
-	file.WriteString("FROM scratch\n")
-	i := 0
-	for dst, src := range img.Files {
-		name := fmt.Sprintf("f%d", i)
-		i++
-		b, err := os.ReadFile(src)
-		if err != nil {
-			return fmt.Errorf("build image %s: %w", img.Ref, err)
-		}
-		fi, err := os.Stat(src)
-		if err != nil {
-			return fmt.Errorf("build image %s: %w", img.Ref, err)
-		}
-		if err := os.MkdirAll(ctx, 0o755); err != nil {
-			return err
-		}
-		if err := os.WriteFile(filepath.Join(ctx, name), b, fi.Mode().Perm()); err != nil {
-			return fmt.Errorf("build image %s: %w", img.Ref, err)
-		}
-		fmt.Fprintf(&file, "COPY %s %s\n", name, dst)
-	}
-	if len(img.Entrypoint) > 0 {
-		fmt.Fprintf(&file, "ENTRYPOINT [%s]\n", quoteAll(img.Entrypoint))
-	}
-	if err := os.MkdirAll(ctx, 0o755); err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(ctx, "Containerfile"), []byte(file.String()), 0o644); err != nil {
-		return err
-	}
-	storage := []string{"--root", filepath.Join(work, "root"), "--runroot", filepath.Join(work, "run"),
-		"--storage-driver", "vfs", "--cgroup-manager", "cgroupfs", "--events-backend", "none"}
-	run := func(args ...string) error {
-		cmd := exec.Command(podman, append(append([]string{}, storage...), args...)...)
-		cmd.Dir = ctx
-		if b, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("build image %s: podman %s: %v\n%s", img.Ref, strings.Join(args, " "), err, b)
-		}
-		return nil
-	}
-	if err := run("build", "-q", "--pull=never", "-t", img.Ref, "-f", "Containerfile", "."); err != nil {
-		return err
-	}
-	_ = os.Remove(archive)
-	return run("save", "--format", "oci-archive", "-o", archive, img.Ref)
-}
-
-func quoteAll(s []string) string {
-	q := make([]string, len(s))
-	for i, v := range s {
-		q[i] = fmt.Sprintf("%q", v)
-	}
-	return strings.Join(q, ", ")
+	return archive, version.Repository + ":" + tag, nil
 }

@@ -160,11 +160,11 @@ func Start(t testing.TB, o Options) *Lab {
 }
 
 // Require skips t unless the container runtime, the CNI plugins and
-// podman (for images, until internal/ociimage builds them) are installed.
+// util-linux's nsenter and unshare are installed.
 func Require(t testing.TB) {
 	t.Helper()
 	var missing []string
-	for _, c := range []string{"containerd", "ctr", "runc", "nsenter", "unshare", "podman"} {
+	for _, c := range []string{"containerd", "ctr", "runc", "nsenter", "unshare"} {
 		if _, err := exec.LookPath(c); err != nil {
 			missing = append(missing, c)
 		}
@@ -175,17 +175,13 @@ func Require(t testing.TB) {
 		}
 	}
 	if len(missing) > 0 {
-		t.Skipf("nodelab: skipping: %s not installed (Debian packages containerd runc containernetworking-plugins podman util-linux; .ci/run installs them)", strings.Join(missing, ", "))
+		t.Skipf("nodelab: skipping: %s not installed (Debian packages containerd runc containernetworking-plugins util-linux; .ci/run installs them)", strings.Join(missing, ", "))
 	}
 }
 
 func (l *Lab) start(bin string, o Options) error {
-	pause, err := BuildStatic(l.Dir, "pause", "./internal/nodelab/pause")
+	pauseArchive, err := BuildPauseImage(l.Dir)
 	if err != nil {
-		return err
-	}
-	pauseArchive := filepath.Join(l.Dir, "pause.tar")
-	if err := BuildImage(Image{Ref: PauseRef, Files: map[string]string{"/pause": pause}, Entrypoint: []string{"/pause"}}, pauseArchive); err != nil {
 		return err
 	}
 	images := append([]string{pauseArchive}, o.Images...)

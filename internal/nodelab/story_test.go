@@ -24,30 +24,9 @@ import (
 )
 
 const (
-	// vipstackRef names the image built from this tree for the lab; the
-	// manifests are rendered with --image pointing at it.
-	vipstackRef = "vipstack.test/vipstack:lab"
 	stepTimeout = 60 * time.Second
 	holdFor     = 2 * time.Second
 )
-
-// buildVipstackImage builds a static vipstack binary and a FROM-scratch
-// image of it (entrypoint /vipstack, vipstack on PATH) as an OCI archive.
-func buildVipstackImage(t *testing.T) (bin, archive string) {
-	t.Helper()
-	dir := t.TempDir()
-	bin, err := nodelab.BuildStatic(dir, "vipstack", "./cmd/vipstack")
-	if err != nil {
-		t.Fatal(err)
-	}
-	archive = filepath.Join(dir, "vipstack.tar")
-	img := nodelab.Image{Ref: vipstackRef, Entrypoint: []string{"/vipstack"},
-		Files: map[string]string{"/vipstack": bin, "/usr/local/bin/vipstack": bin}}
-	if err := nodelab.BuildImage(img, archive); err != nil {
-		t.Fatal(err)
-	}
-	return bin, archive
-}
 
 // TestStaticPodStory plays the seeds' story with vipstack as they run it:
 // `vipstack render` writes each node's static pod, a real kubelet on each
@@ -61,7 +40,16 @@ func TestStaticPodStory(t *testing.T) {
 	testnet.RequireRoot(t)
 	nodelab.Require(t)
 	spec := demo.Spec{Masters: 3}
-	bin, archive := buildVipstackImage(t)
+	dir := t.TempDir()
+	// The image as shipped (go run ./hack/image); the manifests name it.
+	archive, ref, err := nodelab.BuildVipstackImage(dir, "lab")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin, err := nodelab.BuildStatic(dir, "vipstack", "./cmd/vipstack")
+	if err != nil {
+		t.Fatal(err)
+	}
 	var nodes []nodelab.NodeSpec
 	for _, n := range spec.Nodes() {
 		nodes = append(nodes, nodelab.NodeSpec{Name: n.Name})
@@ -78,7 +66,7 @@ func TestStaticPodStory(t *testing.T) {
 		}
 		out := filepath.Join(n.Dir, "rendered")
 		cmd := exec.Command(bin, "render", "--config", cfg, "--node", n.Name, "--out", out,
-			"--no-upstream", "--cluster-path", cfg, "--image", vipstackRef)
+			"--no-upstream", "--cluster-path", cfg, "--image", ref)
 		if b, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("vipstack render for %s: %v\n%s", n.Name, err, b)
 		}
