@@ -26,5 +26,8 @@ GOOS=darwin go build $portable
 go test -count=1 -run '^$' ./... >/dev/null 2>&1 || true
 if [ "$(id -u)" = 0 ]; then
 	go run ./hack/openshift-peers >/dev/null || echo "test.sh: the OpenShift peers did not build; the tests that need them will say why" >&2
+	# The real-node tier (internal/nodelab) builds static binaries for its
+	# images: the pause program and, through hack/image, vipstack.
+	CGO_ENABLED=0 go build -trimpath ./cmd/vipstack ./internal/nodelab/pause >/dev/null 2>&1 || true
 fi
 go test -count=1 -timeout 20m "$@" ./...

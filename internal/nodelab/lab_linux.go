@@ -20,6 +20,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -41,10 +42,18 @@ const (
 	// readyTimeout bounds how long Start waits for the nodes' runtimes and
 	// kubelets (and, with the control plane, for the nodes to be Ready).
 	readyTimeout = 3 * time.Minute
-	// podSubnets is where node N's pods get addresses: 198.19.N.0/24,
-	// below kubetest.ServiceCIDR (198.19.240.0/20).
+	// podSubnetBase is where node N's pods get addresses: 198.19.N.0/24,
+	// in podCIDR, below kubetest.ServiceCIDR (198.19.240.0/20).
 	podSubnetBase = "198.19.0.0"
+	podCIDR       = "198.19.0.0/19"
 )
+
+// KubernetesServiceIP is the kubernetes Service's ClusterIP (the first of
+// kubetest.ServiceCIDR), which the API server's certificate also carries.
+// With Options.KubeProxy, pods reach the API server there as in any
+// cluster; without, they need KUBERNETES_SERVICE_HOST and _PORT set to
+// APIAddr.
+var KubernetesServiceIP = netip.MustParseAddr("198.19.240.1")
 
 // Options describe a lab.
 type Options struct {
@@ -61,6 +70,11 @@ type Options struct {
 	// Images are OCI archives imported into every node's containerd
 	// before its kubelet starts (ImportImage adds more later).
 	Images []string
+	// KubeProxy runs kube-proxy (nftables mode) on every node, so that
+	// ClusterIPs, NodePorts and LoadBalancer addresses reach their
+	// endpoints, and the kubernetes Service's ClusterIP reaches the API
+	// server. It needs ControlPlane.
+	KubeProxy bool
 }
 
 // NodeSpec is one node of a lab.
@@ -109,7 +123,9 @@ type Node struct {
 	mu         sync.Mutex
 	containerd *proc
 	kubelet    *proc
+	kubeProxy  *proc
 	killed     bool
+	execs      int
 }
 
 // Start builds a lab for t and removes it when t ends. It skips t when not
@@ -127,6 +143,15 @@ func Start(t testing.TB, o Options) *Lab {
 	if o.ControlPlane {
 		need = append(need, "kube-controller-manager", "kube-scheduler")
 	}
+	if o.KubeProxy {
+		if !o.ControlPlane {
+			t.Fatal("nodelab: Options.KubeProxy needs ControlPlane")
+		}
+		need = append(need, "kube-proxy")
+		if _, err := exec.LookPath("nft"); err != nil {
+			t.Skip("nodelab: skipping: kube-proxy's nftables mode needs the nft command (Debian package nftables)")
+		}
+	}
 	for _, b := range need {
 		if fi, err := os.Stat(filepath.Join(bin, b)); err != nil || fi.Mode()&0o111 == 0 {
 			t.Skipf("nodelab: %s has no %s: rebuild with hack/kube-binaries.sh (the cache key follows tools/kube/go.sum)", bin, b)
@@ -142,7 +167,7 @@ func Start(t testing.TB, o Options) *Lab {
 	if o.ControlPlane {
 		// Started before the lab's cleanup is registered, so that it stops
 		// after the kubelets.
-		l.Kube = kubetest.StartWith(t, kubetest.Options{ServingIPs: []netip.Addr{APIAddr.Addr()}})
+		l.Kube = kubetest.StartWith(t, kubetest.Options{ServingIPs: []netip.Addr{APIAddr.Addr(), KubernetesServiceIP}})
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -209,11 +234,24 @@ func (l *Lab) start(bin string, o Options) error {
 			return err
 		}
 	}
+	if o.KubeProxy {
+		if err := l.publishAPIEndpoint(); err != nil {
+			return err
+		}
+		// A node connecting to a ClusterIP needs a route to it before
+		// kube-proxy's output chain rewrites the destination (the nodes
+		// have no default route).
+		for _, n := range l.Nodes {
+			if err := ip("-n", n.Host.Name, "route", "replace", kubetest.ServiceCIDR, "via", APIAddr.Addr().String()); err != nil {
+				return err
+			}
+		}
+	}
 	if l.sysctls, err = readSysctls(); err != nil {
 		return err
 	}
 	for i, n := range l.Nodes {
-		if err := n.start(bin, o.Nodes[i], images); err != nil {
+		if err := n.start(bin, o.Nodes[i], images, o.KubeProxy); err != nil {
 			return err
 		}
 	}
@@ -387,7 +425,7 @@ func (n *Node) removeCgroups() error {
 	return errors.Join(errs...)
 }
 
-func (n *Node) start(bin string, spec NodeSpec, images []string) error {
+func (n *Node) start(bin string, spec NodeSpec, images []string, kubeProxy bool) error {
 	for _, d := range []string{n.Dir, n.StaticPodDir, filepath.Join(n.Dir, "cni"), filepath.Join(n.Dir, "kubelet")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return err
@@ -464,8 +502,58 @@ func (n *Node) start(bin string, spec NodeSpec, images []string) error {
 	n.mu.Lock()
 	n.kubelet = kl
 	n.mu.Unlock()
+	if !kubeProxy {
+		return nil
+	}
+	kp, err := startProc("kube-proxy on "+n.Name, filepath.Join(n.Dir, "kube-proxy.log"),
+		"nsenter", "--net=/run/netns/"+n.Host.Name, "--",
+		filepath.Join(bin, "kube-proxy"),
+		"--kubeconfig="+n.lab.NodeKubeconfig,
+		"--proxy-mode=nftables",
+		"--hostname-override="+n.Name,
+		"--cluster-cidr="+podCIDR,
+		// Leave the machine's (global) conntrack table size alone, and
+		// the oom_score_adj root may not lower here.
+		"--conntrack-max-per-core=0",
+		"--conntrack-tcp-timeout-established=0",
+		"--conntrack-tcp-timeout-close-wait=0",
+		"--oom-score-adj=0",
+		"--healthz-bind-address=127.0.0.1:10256",
+		"--metrics-bind-address=127.0.0.1:10249",
+		"--nodeport-addresses=primary",
+		"--v=1",
+	)
+	if err != nil {
+		return err
+	}
+	n.mu.Lock()
+	n.kubeProxy = kp
+	n.mu.Unlock()
 	return nil
 }
+
+// publishAPIEndpoint points the kubernetes Service at the forwarder: the
+// API server keeps no endpoints of its own (kubetest runs it with
+// --endpoint-reconciler-type=none, advertising loopback).
+func (l *Lab) publishAPIEndpoint() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	slice := &discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{Name: "kubernetes", Namespace: "default", Labels: map[string]string{
+			discoveryv1.LabelServiceName: "kubernetes",
+			discoveryv1.LabelManagedBy:   "nodelab",
+		}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{APIAddr.Addr().String()}, Conditions: discoveryv1.EndpointConditions{Ready: ptrTo(true)}}},
+		Ports:       []discoveryv1.EndpointPort{{Name: ptrTo("https"), Port: ptrTo(int32(APIAddr.Port())), Protocol: ptrTo(corev1.ProtocolTCP)}},
+	}
+	if _, err := l.Clientset.DiscoveryV1().EndpointSlices("default").Create(ctx, slice, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("endpoints of the kubernetes Service: %w", err)
+	}
+	return nil
+}
+
+func ptrTo[T any](v T) *T { return &v }
 
 // waitReady waits for the kubelet's /healthz and, when registered, for
 // the Node to be Ready.
@@ -501,6 +589,21 @@ func (n *Node) ready(ctx context.Context, client *http.Client) error {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("kubelet /healthz: %s: %s", resp.Status, body)
+	}
+	n.mu.Lock()
+	kp := n.kubeProxy
+	n.mu.Unlock()
+	if kp != nil {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://127.0.0.1:10256/healthz", nil)
+		resp, err := client.Do(req)
+		if err != nil {
+			return fmt.Errorf("kube-proxy /healthz: %w", err)
+		}
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("kube-proxy /healthz: %s: %s", resp.Status, body)
+		}
 	}
 	if n.lab.Clientset == nil {
 		return nil
@@ -590,9 +693,9 @@ func (n *Node) Kill() error {
 		return fmt.Errorf("nodelab: kill %s: %w", n.Name, err)
 	}
 	n.mu.Lock()
-	kl, cd := n.kubelet, n.containerd
+	kl, cd, kp := n.kubelet, n.containerd, n.kubeProxy
 	n.mu.Unlock()
-	return errors.Join(kl.kill(), cd.kill())
+	return errors.Join(kl.kill(), cd.kill(), kp.kill())
 }
 
 // Killed reports whether KillNode was called on the node.
@@ -628,33 +731,38 @@ func (n *Node) ContainerLog(pod, container string) (string, error) {
 	return string(b), err
 }
 
-// Containers lists the node's running containers (not sandboxes) as
-// "pod/container" names with their PIDs, from containerd.
-func (n *Node) Containers() (map[string]int, error) {
+// Container is one running container of a node, as containerd reports it.
+type Container struct {
+	ID   string // containerd's (and the CRI's) container ID
+	Pod  string // the pod's name (a static pod's is its manifest's plus "-" and the node name)
+	Name string // the container's name in the pod
+	PID  int    // its first process, in the machine's PID namespace
+}
+
+// Containers lists the node's running containers (not sandboxes).
+func (n *Node) Containers() ([]Container, error) {
 	out, err := n.Ctr("tasks", "ls")
 	if err != nil {
 		return nil, err
 	}
-	running := map[string]int{}
+	var got []Container
 	for _, line := range strings.Split(out, "\n")[1:] {
 		f := strings.Fields(line)
-		if len(f) == 3 && f[2] == "RUNNING" {
-			pid, _ := strconv.Atoi(f[1])
-			running[f[0]] = pid
+		if len(f) != 3 || f[2] != "RUNNING" {
+			continue
 		}
-	}
-	got := map[string]int{}
-	for id, pid := range running {
-		info, err := n.Ctr("containers", "info", id)
+		pid, _ := strconv.Atoi(f[1])
+		info, err := n.Ctr("containers", "info", f[0])
 		if err != nil {
 			continue // gone meanwhile
 		}
-		pod, ctr := label(info, "io.kubernetes.pod.name"), label(info, "io.kubernetes.container.name")
-		if ctr == "" || label(info, "io.cri-containerd.kind") == "sandbox" {
+		c := Container{ID: f[0], PID: pid, Pod: label(info, "io.kubernetes.pod.name"), Name: label(info, "io.kubernetes.container.name")}
+		if c.Name == "" || label(info, "io.cri-containerd.kind") == "sandbox" {
 			continue
 		}
-		got[pod+"/"+ctr] = pid
+		got = append(got, c)
 	}
+	slices.SortFunc(got, func(a, b Container) int { return strings.Compare(a.Pod+"/"+a.Name, b.Pod+"/"+b.Name) })
 	return got, nil
 }
 
@@ -669,28 +777,35 @@ func label(info, key string) string {
 	return v
 }
 
-// WaitContainer waits until a container called container runs in a pod
-// whose name starts with pod, and returns its PID.
-func (n *Node) WaitContainer(ctx context.Context, pod, container string, timeout time.Duration) (int, error) {
+// WaitContainer waits until a container called name runs in a pod whose
+// name starts with pod, and returns it.
+func (n *Node) WaitContainer(ctx context.Context, pod, name string, timeout time.Duration) (Container, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	for {
 		cs, err := n.Containers()
-		if err == nil {
-			for k, pid := range cs {
-				p, c, _ := strings.Cut(k, "/")
-				if c == container && strings.HasPrefix(p, pod) {
-					return pid, nil
-				}
+		for _, c := range cs {
+			if c.Name == name && strings.HasPrefix(c.Pod, pod) {
+				return c, nil
 			}
 		}
 		select {
 		case <-ctx.Done():
-			return 0, fmt.Errorf("%s: no running container %s in pod %s* after %v (running: %v, %v); kubelet's last lines:\n%s",
-				n.Name, container, pod, timeout, cs, err, n.KubeletLog(15))
+			return Container{}, fmt.Errorf("%s: no running container %s in pod %s* after %v (running: %v, %v); kubelet's last lines:\n%s",
+				n.Name, name, pod, timeout, cs, err, n.KubeletLog(15))
 		case <-time.After(250 * time.Millisecond): // polling another process
 		}
 	}
+}
+
+// Exec runs argv in container c (as `kubectl exec` would; the API server
+// cannot reach the kubelets) and returns its combined output.
+func (n *Node) Exec(c Container, argv ...string) (string, error) {
+	n.mu.Lock()
+	n.execs++
+	id := fmt.Sprintf("vsrn-exec-%d", n.execs)
+	n.mu.Unlock()
+	return n.Ctr(append([]string{"tasks", "exec", "--exec-id", id, c.ID}, argv...)...)
 }
 
 func (l *Lab) logTails() {
@@ -700,6 +815,9 @@ func (l *Lab) logTails() {
 	for _, n := range l.Nodes {
 		l.t.Logf("nodelab: %s: last lines of the kubelet's log:\n%s", n.Name, n.KubeletLog(25))
 		l.t.Logf("nodelab: %s: last lines of containerd's log:\n%s", n.Name, n.ContainerdLog(10))
+		if p := filepath.Join(n.Dir, "kube-proxy.log"); fileExists(p) {
+			l.t.Logf("nodelab: %s: last lines of kube-proxy's log:\n%s", n.Name, tailFile(p, 15))
+		}
 	}
 }
 
@@ -819,6 +937,8 @@ func writeSysctls(m map[string]string) error {
 	}
 	return errors.Join(errs...)
 }
+
+func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
 
 func ip(args ...string) error {
 	out, err := exec.Command("ip", args...).CombinedOutput()

@@ -13,22 +13,49 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
 	"github.com/vipstack/vipstack/internal/nodelab"
 )
 
-// TestLabControlPlane checks the lab itself with the control plane on: two
-// registered nodes become Ready; a hostNetwork DaemonSet runs on both and
+// TestLabControlPlane checks the lab itself with the control plane and
+// kube-proxy on: two registered nodes become Ready; the kubernetes
+// Service's ClusterIP reaches the API server from a node; a hostNetwork
+// DaemonSet runs on both and
 // rolls to a new template; a Deployment's pods get addresses from their
 // node's pod subnet and become available.
 func TestLabControlPlane(t *testing.T) {
 	lab := nodelab.Start(t, nodelab.Options{
 		Nodes:        []nodelab.NodeSpec{{Name: "node-a", Labels: map[string]string{"vipstack.test/lab": "yes"}}, {Name: "node-b"}},
 		ControlPlane: true,
+		KubeProxy:    true,
 	})
 	ctx := t.Context()
 	cs := lab.Clientset
+
+	// From a node, the kubernetes Service's ClusterIP reaches the API
+	// server (kube-proxy's nftables rules, then the lab's forwarder), as
+	// in-cluster clients reach it.
+	n := lab.Nodes[0]
+	cfg := rest.CopyConfig(lab.Kube.Config)
+	cfg.Host = "https://" + netip.AddrPortFrom(nodelab.KubernetesServiceIP, 443).String()
+	cfg.Dial = n.DialContext
+	inCluster, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = poll(ctx, 30*time.Second, func() (bool, string) {
+		v, err := inCluster.Discovery().ServerVersion()
+		if err != nil {
+			return false, err.Error()
+		}
+		return true, v.GitVersion
+	})
+	if err != nil {
+		t.Fatalf("the API server through %s from %s: %v", cfg.Host, n.Name, err)
+	}
 	labels := map[string]string{"app": "pause"}
 	podSpec := func(hostNetwork bool) corev1.PodTemplateSpec {
 		return corev1.PodTemplateSpec{
@@ -55,7 +82,7 @@ func TestLabControlPlane(t *testing.T) {
 	waitDaemonSet(t, lab, "pause", 1)
 
 	// Roll it.
-	ds, err := cs.AppsV1().DaemonSets("default").Get(ctx, "pause", metav1.GetOptions{})
+	ds, err = cs.AppsV1().DaemonSets("default").Get(ctx, "pause", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

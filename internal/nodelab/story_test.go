@@ -98,11 +98,14 @@ func TestStaticPodStory(t *testing.T) {
 
 	// The kubelets start the pods; each runs with exactly the capabilities
 	// its manifest adds.
+	ctrs := map[string]nodelab.Container{}
 	for _, n := range lab.Nodes {
-		pid, err := n.WaitContainer(ctx, "vipstack-node", "vipstack", stepTimeout)
+		ctr, err := n.WaitContainer(ctx, "vipstack-node", "vipstack", stepTimeout)
 		if err != nil {
 			t.Fatal(err)
 		}
+		ctrs[n.Name] = ctr
+		pid := ctr.PID
 		_, prm, eff, bnd, _, err := testnet.Caps(pid)
 		if err != nil {
 			t.Fatal(err)
@@ -126,6 +129,11 @@ func TestStaticPodStory(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("the API VIP %s is on %s", api, holder.Name)
+	// vipstack status in the holder's container says so.
+	out, err := lab.Node(holder.Name).Exec(ctrs[holder.Name], "vipstack", "status")
+	if err != nil || !strings.Contains(out, "MASTER") {
+		t.Errorf("vipstack status in %s's container: %v\n%s", holder.Name, err, out)
+	}
 
 	checkDNS(t, c, dns)
 	checkBalanced(t, c, dns, masters)
