@@ -49,11 +49,29 @@ func ModuleRoot() (string, error) {
 	return filepath.Dir(mod), nil
 }
 
-// BuildPauseImage builds ./internal/nodelab/pause and writes it as the
-// one-file image PauseRef, an OCI archive at dir/pause.oci.tar, for this
-// machine's platform.
+// BuildPauseImage builds ./internal/nodelab/pause as the image PauseRef,
+// an OCI archive in dir, for this machine's platform.
 func BuildPauseImage(dir string) (string, error) {
-	bin, err := BuildStatic(dir, "pause", "./internal/nodelab/pause")
+	return BuildImage(dir, PauseRef, "./internal/nodelab/pause")
+}
+
+// EchoRef is the image BuildEchoImage writes.
+const EchoRef = "vipstack.test/echo:1"
+
+// BuildEchoImage builds ./internal/nodelab/echo, a backend that answers
+// every connection on :8080 with $NODE_NAME, as the image EchoRef, an OCI
+// archive in dir.
+func BuildEchoImage(dir string) (string, error) {
+	return BuildImage(dir, EchoRef, "./internal/nodelab/echo")
+}
+
+// BuildImage builds the main package pkg of the vipstack module (static)
+// and writes it as a one-file image named ref, entrypoint /NAME (the
+// package's last path element), for this machine's platform: an OCI
+// archive at dir/NAME.oci.tar.
+func BuildImage(dir, ref, pkg string) (string, error) {
+	name := filepath.Base(pkg)
+	bin, err := BuildStatic(dir, name, pkg)
 	if err != nil {
 		return "", err
 	}
@@ -63,20 +81,20 @@ func BuildPauseImage(dir string) (string, error) {
 	}
 	var b bytes.Buffer
 	err = ociimage.WriteArchive(&b, ociimage.Archive{
-		Name:    PauseRef,
+		Name:    ref,
 		Created: time.Unix(0, 0),
 		Images: []ociimage.Image{{
 			OS: "linux", Architecture: runtime.GOARCH,
-			Files:  []ociimage.File{{Path: "/pause", Mode: 0o755, Data: data}},
-			Config: ociimage.Config{Entrypoint: []string{"/pause"}},
+			Files:  []ociimage.File{{Path: "/" + name, Mode: 0o755, Data: data}},
+			Config: ociimage.Config{Entrypoint: []string{"/" + name}},
 		}},
 	})
 	if err != nil {
-		return "", fmt.Errorf("pause image: %w", err)
+		return "", fmt.Errorf("image %s: %w", ref, err)
 	}
-	archive := filepath.Join(dir, "pause.oci.tar")
+	archive := filepath.Join(dir, name+".oci.tar")
 	if err := os.WriteFile(archive, b.Bytes(), 0o644); err != nil {
-		return "", fmt.Errorf("pause image: %w", err)
+		return "", fmt.Errorf("image %s: %w", ref, err)
 	}
 	return archive, nil
 }

@@ -2,6 +2,7 @@ package nodelab
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -22,6 +23,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -80,7 +82,7 @@ type Options struct {
 // NodeSpec is one node of a lab.
 type NodeSpec struct {
 	Name   string
-	Labels map[string]string // registered nodes' labels (--node-labels)
+	Labels map[string]string // set on the registered Node once it is Ready
 }
 
 // Lab is a running set of nodes.
@@ -250,17 +252,36 @@ func (l *Lab) start(bin string, o Options) error {
 	if l.sysctls, err = readSysctls(); err != nil {
 		return err
 	}
-	for i, n := range l.Nodes {
-		if err := n.start(bin, o.Nodes[i], images, o.KubeProxy); err != nil {
+	for _, n := range l.Nodes {
+		if err := n.start(bin, images, o.KubeProxy); err != nil {
 			return err
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), readyTimeout)
 	defer cancel()
-	for _, n := range l.Nodes {
+	for i, n := range l.Nodes {
 		if err := n.waitReady(ctx); err != nil {
 			return err
 		}
+		if err := n.label(ctx, o.Nodes[i].Labels); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// label sets labels on the registered node, as an admin would (the
+// kubelet refuses to set node-role.kubernetes.io/ labels on itself).
+func (n *Node) label(ctx context.Context, labels map[string]string) error {
+	if len(labels) == 0 || n.lab.Clientset == nil {
+		return nil
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": labels}})
+	if err != nil {
+		return err
+	}
+	if _, err := n.lab.Clientset.CoreV1().Nodes().Patch(ctx, n.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("label node %s: %w", n.Name, err)
 	}
 	return nil
 }
@@ -425,7 +446,7 @@ func (n *Node) removeCgroups() error {
 	return errors.Join(errs...)
 }
 
-func (n *Node) start(bin string, spec NodeSpec, images []string, kubeProxy bool) error {
+func (n *Node) start(bin string, images []string, kubeProxy bool) error {
 	for _, d := range []string{n.Dir, n.StaticPodDir, filepath.Join(n.Dir, "cni"), filepath.Join(n.Dir, "kubelet")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return err
@@ -486,14 +507,6 @@ func (n *Node) start(bin string, spec NodeSpec, images []string, kubeProxy bool)
 	}
 	if n.lab.Kube != nil {
 		args = append(args, "--kubeconfig="+n.lab.NodeKubeconfig)
-		if len(spec.Labels) > 0 {
-			var ls []string
-			for k, v := range spec.Labels {
-				ls = append(ls, k+"="+v)
-			}
-			slices.Sort(ls)
-			args = append(args, "--node-labels="+strings.Join(ls, ","))
-		}
 	}
 	kl, err := startProc("kubelet on "+n.Name, filepath.Join(n.Dir, "kubelet.log"), args...)
 	if err != nil {

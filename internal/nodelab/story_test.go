@@ -161,9 +161,10 @@ func TestStaticPodStory(t *testing.T) {
 }
 
 // removeLedgers removes, when the test ends, the VIP ledgers the pods
-// leave in the machine's /run/vipstack (the rendered pod's hostPath; the
-// nodes share the machine's file system): vipstack names each after its
-// network namespace, vrrp-net-INODE.vips.
+// leave in the machine's /run/vipstack (the manifests' hostPath; the nodes
+// share the machine's file system): vipstack names each after its network
+// namespace, vrrp-net-INODE.vips (vipstack node) or
+// k8s-agent-net-INODE.vips (vipstack agent).
 func removeLedgers(t *testing.T, lab *nodelab.Lab) {
 	var files []string
 	for _, n := range lab.Nodes {
@@ -171,7 +172,9 @@ func removeLedgers(t *testing.T, lab *nodelab.Lab) {
 		if err := syscall.Stat("/run/netns/"+n.Host.Name, &st); err != nil {
 			t.Fatal(err)
 		}
-		files = append(files, fmt.Sprintf("/run/vipstack/vrrp-net-%d.vips", st.Ino))
+		for _, kind := range []string{"vrrp", "k8s-agent"} {
+			files = append(files, fmt.Sprintf("/run/vipstack/%s-net-%d.vips", kind, st.Ino))
+		}
 	}
 	t.Cleanup(func() {
 		for _, f := range files {
