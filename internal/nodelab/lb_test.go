@@ -34,6 +34,66 @@ import (
 // kubelet, runtime and containers are killed (and its cable pulled), the
 // address moves to another node and answers again.
 func TestLoadBalancerOnNodes(t *testing.T) {
+	lab, c, svc := installLB(t)
+	ctx := t.Context()
+
+	// The agents run with exactly NET_ADMIN and NET_RAW.
+	for _, n := range lab.Nodes {
+		ctr, err := n.WaitContainer(ctx, "vipstack-agent", "agent", 90*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, prm, eff, bnd, _, err := testnet.Caps(ctr.PID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := testnet.CapMask(testnet.CapNetAdmin, testnet.CapNetRaw); prm != want || eff != want || bnd != want {
+			t.Errorf("%s: agent container (pid %d): permitted %s, effective %s, bounding %s; want %s each", n.Name, ctr.PID, prm, eff, bnd, want)
+		}
+	}
+
+	addr := waitLBAddress(t, c, svc)
+	holder := waitAnswers(t, lab, addr, nil)
+	t.Logf("%s answers from the client; held by %s", addr, holder.Name)
+
+	if err := lab.KillNode(holder.Name); err != nil {
+		t.Fatal(err)
+	}
+	if err := holder.Host.Cut(true); err != nil {
+		t.Fatal(err)
+	}
+	next := waitAnswers(t, lab, addr, holder)
+	t.Logf("after %s was killed, %s answers again, held by %s", holder.Name, addr, next.Name)
+}
+
+// waitLBAddress waits for the Service's LoadBalancer address.
+func waitLBAddress(t *testing.T, c client.Client, svc *corev1.Service) netip.Addr {
+	t.Helper()
+	ctx := t.Context()
+	var addr netip.Addr
+	err := poll(ctx, 90*time.Second, func() (bool, string) {
+		var s corev1.Service
+		if err := c.Get(ctx, client.ObjectKeyFromObject(svc), &s); err != nil {
+			return false, err.Error()
+		}
+		if len(s.Status.LoadBalancer.Ingress) == 0 {
+			return false, "no address yet"
+		}
+		a, err := netip.ParseAddr(s.Status.LoadBalancer.Ingress[0].IP)
+		addr = a
+		return err == nil, fmt.Sprintf("address %q", s.Status.LoadBalancer.Ingress[0].IP)
+	})
+	if err != nil {
+		t.Fatalf("service web: %v", err)
+	}
+	return addr
+}
+
+// installLB starts three nodes with kube-proxy, installs deploy/ (CRDs,
+// RBAC, the controller, the agent DaemonSet) with the shipped image, an
+// IPPool, a VIPGroup of the three nodes (VRRPv3, 100 ms adverts), an echo
+// DaemonSet and a LoadBalancer Service "web" in front of it.
+func installLB(t *testing.T) (*nodelab.Lab, client.Client, *corev1.Service) {
 	testnet.RequireRoot(t)
 	nodelab.Require(t)
 	dir := t.TempDir()
@@ -105,48 +165,7 @@ func TestLoadBalancerOnNodes(t *testing.T) {
 			t.Fatalf("create %T %s: %v", o, o.GetName(), err)
 		}
 	}
-
-	// The agents run with exactly NET_ADMIN and NET_RAW.
-	for _, n := range lab.Nodes {
-		ctr, err := n.WaitContainer(ctx, "vipstack-agent", "agent", 90*time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, prm, eff, bnd, _, err := testnet.Caps(ctr.PID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if want := testnet.CapMask(testnet.CapNetAdmin, testnet.CapNetRaw); prm != want || eff != want || bnd != want {
-			t.Errorf("%s: agent container (pid %d): permitted %s, effective %s, bounding %s; want %s each", n.Name, ctr.PID, prm, eff, bnd, want)
-		}
-	}
-
-	var addr netip.Addr
-	err = poll(ctx, 90*time.Second, func() (bool, string) {
-		var s corev1.Service
-		if err := c.Get(ctx, client.ObjectKeyFromObject(svc), &s); err != nil {
-			return false, err.Error()
-		}
-		if len(s.Status.LoadBalancer.Ingress) == 0 {
-			return false, "no address yet"
-		}
-		addr, err = netip.ParseAddr(s.Status.LoadBalancer.Ingress[0].IP)
-		return err == nil, fmt.Sprintf("address %q", s.Status.LoadBalancer.Ingress[0].IP)
-	})
-	if err != nil {
-		t.Fatalf("service web: %v", err)
-	}
-	holder := waitAnswers(t, lab, addr, nil)
-	t.Logf("%s answers from the client; held by %s", addr, holder.Name)
-
-	if err := lab.KillNode(holder.Name); err != nil {
-		t.Fatal(err)
-	}
-	if err := holder.Host.Cut(true); err != nil {
-		t.Fatal(err)
-	}
-	next := waitAnswers(t, lab, addr, holder)
-	t.Logf("after %s was killed, %s answers again, held by %s", holder.Name, addr, next.Name)
+	return lab, c, svc
 }
 
 // setImage points a Deployment's or DaemonSet's containers at the lab's
