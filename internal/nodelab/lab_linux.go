@@ -101,12 +101,14 @@ type Lab struct {
 	// credentials, the server at APIAddr.
 	NodeKubeconfig string
 
-	t       testing.TB
-	procs   []*proc // control plane processes besides kubetest's
-	fwd     *forwarder
-	sysctls map[string]string // kernel settings before the kubelets ran
-	closeMu sync.Mutex
-	closed  bool
+	t         testing.TB
+	bin       string // the Kubernetes binaries
+	kubeProxy bool
+	procs     []*proc // control plane processes besides kubetest's
+	fwd       *forwarder
+	sysctls   map[string]string // kernel settings before the kubelets ran
+	closeMu   sync.Mutex
+	closed    bool
 }
 
 // Node is one node: a network namespace with a containerd and a kubelet.
@@ -207,6 +209,7 @@ func Require(t testing.TB) {
 }
 
 func (l *Lab) start(bin string, o Options) error {
+	l.bin, l.kubeProxy = bin, o.KubeProxy
 	pauseArchive, err := BuildPauseImage(l.Dir)
 	if err != nil {
 		return err
@@ -711,7 +714,26 @@ func (n *Node) Kill() error {
 	return errors.Join(kl.kill(), cd.kill(), kp.kill())
 }
 
-// Killed reports whether KillNode was called on the node.
+// Restart starts a killed node's containerd and kubelet (and kube-proxy)
+// again, as after a reboot, and waits until the node is ready. Its images
+// stay; its containers are gone, and the kubelet starts its pods again.
+func (n *Node) Restart(ctx context.Context) error {
+	if !n.Killed() {
+		return fmt.Errorf("nodelab: restart %s: it runs; KillNode it first", n.Name)
+	}
+	if err := n.start(n.lab.bin, nil, n.lab.kubeProxy); err != nil {
+		return fmt.Errorf("nodelab: restart %s: %w", n.Name, err)
+	}
+	n.mu.Lock()
+	n.killed = false
+	n.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
+	defer cancel()
+	return n.waitReady(ctx)
+}
+
+// Killed reports whether KillNode was called on the node (and Restart not
+// since).
 func (n *Node) Killed() bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()

@@ -23,8 +23,8 @@ import (
 // TestLabControlPlane checks the lab itself with the control plane and
 // kube-proxy on: two registered nodes become Ready; the kubernetes
 // Service's ClusterIP reaches the API server from a node; a hostNetwork
-// DaemonSet runs on both and
-// rolls to a new template; a Deployment's pods get addresses from their
+// DaemonSet runs on both, rolls to a new template, and runs again on a
+// node killed and restarted; a Deployment's pods get addresses from their
 // node's pod subnet and become available.
 func TestLabControlPlane(t *testing.T) {
 	lab := nodelab.Start(t, nodelab.Options{
@@ -91,6 +91,21 @@ func TestLabControlPlane(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitDaemonSet(t, lab, "pause", 2)
+
+	// A node killed and started again runs its pods again.
+	b := lab.Node("node-b")
+	if err := lab.KillNode(b.Name); err != nil {
+		t.Fatal(err)
+	}
+	if cs, err := b.Containers(); err == nil {
+		t.Fatalf("containerd on the killed %s answers: %v", b.Name, cs)
+	}
+	if err := b.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.WaitContainer(ctx, "pause-", "pause", 60*time.Second); err != nil {
+		t.Fatal(err)
+	}
 
 	dlabels := map[string]string{"app": "pause-net"}
 	tmpl := podSpec(false)
