@@ -2,7 +2,6 @@ package manifest
 
 import (
 	"bytes"
-	"encoding/json"
 	"flag"
 	"net/netip"
 	"os"
@@ -15,7 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/yaml"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/vipstack/vipstack/internal/ipfailover"
 )
@@ -191,42 +190,19 @@ func TestIPFailoverRoundTrip(t *testing.T) {
 	}
 }
 
-// decodeDeployment finds the Deployment in the printed output.
+// decodeDeployment finds the Deployment in the printed output; a field
+// the Deployment type does not have is an error.
 func decodeDeployment(t *testing.T, b []byte, format string) *appsv1.Deployment {
 	t.Helper()
-	var docs [][]byte
-	switch format {
-	case FormatJSON:
-		var list struct {
-			Kind  string            `json:"kind"`
-			Items []json.RawMessage `json:"items"`
+	for _, u := range decodeObjects(t, b, format) {
+		if u.GetKind() != "Deployment" {
+			continue
 		}
-		if err := json.Unmarshal(b, &list); err != nil {
-			t.Fatal(err)
-		}
-		if list.Kind != "List" {
-			t.Fatalf("kind %q, want List", list.Kind)
-		}
-		for _, it := range list.Items {
-			docs = append(docs, it)
-		}
-	default:
-		for _, doc := range strings.Split(string(b), "\n---\n") {
-			docs = append(docs, []byte(doc))
-		}
-	}
-	for _, doc := range docs {
 		var d appsv1.Deployment
-		if err := yaml.UnmarshalStrict(doc, &d); err != nil {
-			var meta struct{ Kind string }
-			if yaml.Unmarshal(doc, &meta) == nil && meta.Kind != "Deployment" {
-				continue
-			}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(u.Object, &d, true); err != nil {
 			t.Fatalf("decode Deployment: %v", err)
 		}
-		if d.Kind == "Deployment" {
-			return &d
-		}
+		return &d
 	}
 	t.Fatalf("no Deployment in:\n%s", b)
 	return nil
