@@ -26,6 +26,27 @@ func TestIPFailoverServerDryRun(t *testing.T) {
 	if err := c.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "routers"}}); err != nil {
 		t.Fatal(err)
 	}
+	// The dry run validates: a host port other than the container port
+	// on the host network is refused.
+	t.Run("refused when broken", func(t *testing.T) {
+		objs, err := NewIPFailover(goldenCases()[0].in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		objs.Deployment.Spec.Template.Spec.Containers[0].Ports[0].HostPort++
+		var b bytes.Buffer
+		if err := Encode(&b, objs.Objects(), FormatYAML); err != nil {
+			t.Fatal(err)
+		}
+		us := decodeObjects(t, b.Bytes(), FormatYAML)
+		for _, u := range us {
+			u.SetNamespace("default")
+		}
+		err = k8stest.Apply(t.Context(), c, us, true)
+		if err == nil || !strings.Contains(err.Error(), "must match `containerPort` when `hostNetwork` is true") {
+			t.Fatalf("dry run of a host port unlike the container port: %v, want it refused", err)
+		}
+	})
 	for _, tc := range goldenCases() {
 		t.Run(tc.name, func(t *testing.T) {
 			objs, err := NewIPFailover(tc.in)
