@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -66,5 +68,42 @@ func TestManifestIPFailoverJSON(t *testing.T) {
 	}
 	if list.Kind != "List" || len(list.Items) != 2 || list.Items[0].Kind != "ServiceAccount" || list.Items[1].Kind != "Deployment" {
 		t.Errorf("got %+v, want a List of a ServiceAccount and a Deployment", list)
+	}
+}
+
+// TestManifestIPFailoverDocExamples runs every `vipstack manifest
+// ipfailover` command line of docs/install-ipfailover-systemd.md (up to
+// the pipe into kubectl).
+func TestManifestIPFailoverDocExamples(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "install-ipfailover-systemd.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cmds []string
+	cur := ""
+	for _, line := range strings.Split(string(b), "\n") {
+		l := strings.TrimSpace(line)
+		if cur == "" && !(strings.HasPrefix(line, "    vipstack manifest ipfailover ") && !strings.Contains(l, "[")) { // not the synopsis
+			continue
+		}
+		if c, ok := strings.CutSuffix(l, `\`); ok {
+			cur += c + " "
+			continue
+		}
+		cmds = append(cmds, cur+l)
+		cur = ""
+	}
+	if len(cmds) == 0 {
+		t.Fatal("no vipstack manifest ipfailover example in the doc")
+	}
+	for _, c := range cmds {
+		t.Run(c, func(t *testing.T) {
+			c, _, _ = strings.Cut(c, "|")
+			args := strings.Fields(c)[1:]
+			var out, errb bytes.Buffer
+			if code := run(args, &out, &errb); code != 0 || !strings.Contains(out.String(), "kind: Deployment") {
+				t.Fatalf("exit %d\n%s%s", code, errb.String(), out.String())
+			}
+		})
 	}
 }
