@@ -25,6 +25,7 @@ func TestAddressDefaultsAreLoopback(t *testing.T) {
 		"dns":        {}, // its listeners are the Corefile's
 		"ipfailover": {"metrics-addr": "", "status-addr": ""},
 		"lb":         {"metrics-addr": ""}, // the frontends and stats are haproxy.cfg's
+		"manifest":   {},                   // it prints; the pods' status port is on loopback
 		"node":       {"metrics-addr": "127.0.0.1:9650", "status-addr": "127.0.0.1:9651"},
 		"redirect":   {}, // it listens nowhere: it polls the monitor
 		"render":     {},
