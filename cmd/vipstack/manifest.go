@@ -10,12 +10,8 @@ import (
 
 	"github.com/vipstack/vipstack/internal/ipfailover"
 	"github.com/vipstack/vipstack/internal/manifest"
+	"github.com/vipstack/vipstack/internal/version"
 )
-
-// defaultManifestImage is the image the printed manifests run.
-// TODO(lead): take the default image reference from internal/version once
-// it lands, so it is pinned to the build's version.
-const defaultManifestImage = "ghcr.io/vipstack/vipstack:latest"
 
 const manifestUsage = `Usage: vipstack manifest ipfailover [NAME] [flags]
 
@@ -81,7 +77,7 @@ func runManifestIPFailover(args []string, stdout, stderr io.Writer) int {
 		selector   = fs.String("selector", "", "node selector: the pool's nodes' labels, key=value pairs separated by commas (default: any node)")
 		namespace  = fs.String("namespace", "", "namespace of the objects (default: kubectl's)")
 		sa         = fs.String("service-account", manifest.DefaultServiceAccount, `ServiceAccount of the pods, printed too unless "default"`)
-		image      = fs.String("image", defaultManifestImage, "image running vipstack")
+		image      = fs.String("image", version.Image(), "image running vipstack (default: this build's)")
 		statusPort = fs.Int("status-port", manifest.StatusPortAuto, fmt.Sprintf("loopback port of the pool's /status, probed by the kubelet and declared as the pods' host port; 0: none; %d: %d + the VRID offset, oc's host port", manifest.StatusPortAuto, manifest.ServicePortBase))
 		output     = fs.String("output", manifest.FormatYAML, "yaml or json")
 	)
