@@ -288,16 +288,40 @@ func TestRender(t *testing.T) {
 				return p
 			}()},
 		{name: "digest", set: []string{"image.digest=sha256:" + strings.Repeat("ab", 32)},
-			agent: func() pod { p := dflt("agent", "9655", 9655); p.Image = "ghcr.io/vipstack/vipstack@sha256:" + strings.Repeat("ab", 32); return p }(),
-			ctl:   func() pod { p := dflt("controller", "9656", 9656); p.Image = "ghcr.io/vipstack/vipstack@sha256:" + strings.Repeat("ab", 32); return p }()},
+			agent: func() pod {
+				p := dflt("agent", "9655", 9655)
+				p.Image = "ghcr.io/vipstack/vipstack@sha256:" + strings.Repeat("ab", 32)
+				return p
+			}(),
+			ctl: func() pod {
+				p := dflt("controller", "9656", 9656)
+				p.Image = "ghcr.io/vipstack/vipstack@sha256:" + strings.Repeat("ab", 32)
+				return p
+			}()},
 		{name: "health ports", set: []string{"agent.healthPort=19655", "controller.healthPort=8081"},
 			agent: dflt("agent", "19655", 19655), ctl: dflt("controller", "8081", 8081)},
 		{name: "no kube-proxy", set: []string{"kubernetesServiceHost=192.0.2.10", "kubernetesServicePort=16443"},
-			agent: func() pod { p := dflt("agent", "9655", 9655); p.APIHostEnv, p.APIPortEnv = "192.0.2.10", "16443"; return p }(),
-			ctl:   func() pod { p := dflt("controller", "9656", 9656); p.APIHostEnv, p.APIPortEnv = "192.0.2.10", "16443"; return p }()},
+			agent: func() pod {
+				p := dflt("agent", "9655", 9655)
+				p.APIHostEnv, p.APIPortEnv = "192.0.2.10", "16443"
+				return p
+			}(),
+			ctl: func() pod {
+				p := dflt("controller", "9656", 9656)
+				p.APIHostEnv, p.APIPortEnv = "192.0.2.10", "16443"
+				return p
+			}()},
 		{name: "agent and controller flags", set: []string{"agent.announceRate=0", "agent.logLevel=debug", "controller.excludedVRIDs={7,9}"},
-			agent: func() pod { p := dflt("agent", "9655", 9655); p.ArgsWithout = []string{"--announce-rate=0", "--log-level=debug"}; return p }(),
-			ctl:   func() pod { p := dflt("controller", "9656", 9656); p.ArgsWithout = []string{"--log-level=info", "--excluded-vrids=7,9"}; return p }()},
+			agent: func() pod {
+				p := dflt("agent", "9655", 9655)
+				p.ArgsWithout = []string{"--announce-rate=0", "--log-level=debug"}
+				return p
+			}(),
+			ctl: func() pod {
+				p := dflt("controller", "9656", 9656)
+				p.ArgsWithout = []string{"--log-level=info", "--excluded-vrids=7,9"}
+				return p
+			}()},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := render(t, h, tc.set...)
