@@ -83,7 +83,7 @@ func (h Helm) Template(ctx context.Context, namespace string, set ...string) ([]
 	for _, s := range set {
 		args = append(args, "--set", s)
 	}
-	return h.run(ctx, args...)
+	return h.Run(ctx, args...)
 }
 
 // Lint runs helm lint --strict on the chart with the given --set values.
@@ -92,10 +92,12 @@ func (h Helm) Lint(ctx context.Context, set ...string) ([]byte, error) {
 	for _, s := range set {
 		args = append(args, "--set", s)
 	}
-	return h.run(ctx, args...)
+	return h.Run(ctx, args...)
 }
 
-func (h Helm) run(ctx context.Context, args ...string) ([]byte, error) {
+// Run runs helm with args (helm install, upgrade, uninstall...) and
+// returns its output; an error carries helm's message.
+func (h Helm) Run(ctx context.Context, args ...string) ([]byte, error) {
 	var stdout, stderr bytes.Buffer
 	cmd := exec.CommandContext(ctx, h.Bin, args...)
 	// No repositories, plugins or registry logins of the user's.

@@ -12,9 +12,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"github.com/vipstack/vipstack/internal/chart"
@@ -481,6 +484,118 @@ func TestDryRun(t *testing.T) {
 		err := k8stest.Apply(t.Context(), c, []*unstructured.Unstructured{bad}, true)
 		if err == nil || !strings.Contains(err.Error(), "honourLabels") {
 			t.Errorf("%s %s with spec.honourLabels: error %v, want one naming the field", bad.GetKind(), bad.GetName(), err)
+		}
+	}
+}
+
+// TestHelmLifecycle runs helm install, upgrade and uninstall against a real
+// API server, as docs/install.md tells an operator to: the namespace made
+// and labelled first, then the release. The upgrade changes the
+// DaemonSet; the uninstall removes the workloads and RBAC but keeps the
+// CRDs and the IPPools made meanwhile.
+func TestHelmLifecycle(t *testing.T) {
+	h, _ := helm(t)
+	env := kubetest.Start(t)
+	c := k8stest.Client(t, env.Config)
+	ctx := t.Context()
+	ns := k8stest.Parse(t, "namespace", []byte(`
+apiVersion: v1
+kind: Namespace
+metadata:
+  name: vipstack-system
+  labels: {pod-security.kubernetes.io/enforce: privileged}
+`))
+	if err := k8stest.Apply(ctx, c, ns, false); err != nil {
+		t.Fatal(err)
+	}
+	run := func(args ...string) {
+		t.Helper()
+		args = append(args, "--kubeconfig", env.Kubeconfig, "--namespace", chart.Namespace)
+		if out, err := h.Run(ctx, args...); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+	}
+	get := func(kind, namespace, name string) (*unstructured.Unstructured, error) {
+		u := &unstructured.Unstructured{}
+		gv := map[string]string{"DaemonSet": "apps/v1", "Deployment": "apps/v1", "ClusterRole": "rbac.authorization.k8s.io/v1",
+			"CustomResourceDefinition": "apiextensions.k8s.io/v1", "IPPool": "vipstack.io/v1alpha1"}[kind]
+		u.SetAPIVersion(gv)
+		u.SetKind(kind)
+		err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, u)
+		return u, err
+	}
+	agentArgs := func() []string {
+		t.Helper()
+		ds, err := get("DaemonSet", chart.Namespace, "vipstack-agent")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cs, _, _ := unstructured.NestedSlice(ds.Object, "spec", "template", "spec", "containers")
+		args, _, _ := unstructured.NestedStringSlice(cs[0].(map[string]any), "args")
+		return args
+	}
+
+	run(append([]string{"install", chart.Release, h.Chart}, "--set", "agent.logLevel=info")...)
+	if args := agentArgs(); !slices.Contains(args, "--log-level=info") {
+		t.Errorf("installed agent args %v, want --log-level=info", args)
+	}
+	// The release installed the CRDs: wait until the kinds are served.
+	k8stest.Eventually(t, 30*time.Second, func() error {
+		l := &unstructured.UnstructuredList{}
+		l.SetAPIVersion("vipstack.io/v1alpha1")
+		l.SetKind("IPPoolList")
+		return c.List(ctx, l)
+	})
+	pool := k8stest.Parse(t, "pool", []byte(`
+apiVersion: vipstack.io/v1alpha1
+kind: IPPool
+metadata: {name: lifecycle}
+spec: {addresses: [198.18.0.0/28]}
+`))
+	if err := k8stest.Apply(ctx, c, pool, false); err != nil {
+		t.Fatal(err)
+	}
+
+	run("upgrade", chart.Release, h.Chart, "--set", "agent.logLevel=debug")
+	if args := agentArgs(); !slices.Contains(args, "--log-level=debug") {
+		t.Errorf("upgraded agent args %v, want --log-level=debug", args)
+	}
+
+	run("uninstall", chart.Release)
+	for _, o := range []struct{ kind, ns, name string }{
+		{"DaemonSet", chart.Namespace, "vipstack-agent"}, {"Deployment", chart.Namespace, "vipstack-controller"},
+		{"ClusterRole", "", "vipstack-agent"},
+	} {
+		if _, err := get(o.kind, o.ns, o.name); !apierrors.IsNotFound(err) {
+			t.Errorf("after uninstall, %s %s: %v, want not found", o.kind, o.name, err)
+		}
+	}
+	for _, o := range []struct{ kind, name string }{
+		{"CustomResourceDefinition", "ippools.vipstack.io"}, {"CustomResourceDefinition", "vipgroups.vipstack.io"}, {"IPPool", "lifecycle"},
+	} {
+		if _, err := get(o.kind, "", o.name); err != nil {
+			t.Errorf("after uninstall, %s %s: %v, want it kept", o.kind, o.name, err)
+		}
+	}
+}
+
+// TestInstallManifest applies deploy/vipstack.yaml for real, as
+// `kubectl apply --server-side -f deploy/vipstack.yaml` does, to an empty
+// API server: every object in it is accepted in the file's order.
+func TestInstallManifest(t *testing.T) {
+	env := kubetest.Start(t)
+	c := k8stest.Client(t, env.Config)
+	objs := k8stest.Objects(t, chart.AllInOne)
+	kinds := map[string]bool{}
+	for _, u := range objs {
+		if err := k8stest.Apply(t.Context(), c, []*unstructured.Unstructured{u}, false); err != nil {
+			t.Fatal(err)
+		}
+		kinds[u.GetKind()] = true
+	}
+	for _, k := range []string{"Namespace", "CustomResourceDefinition", "ServiceAccount", "ClusterRole", "Deployment", "DaemonSet"} {
+		if !kinds[k] {
+			t.Errorf("deploy/%s holds no %s", chart.AllInOne, k)
 		}
 	}
 }
