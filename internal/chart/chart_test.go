@@ -599,3 +599,58 @@ func TestInstallManifest(t *testing.T) {
 		}
 	}
 }
+
+// TestValuesDocumented checks docs/install.md's values table against
+// values.yaml: every key is in the table (or its parent is, for free-form
+// maps such as resources), and every key in the table exists.
+func TestValuesDocumented(t *testing.T) {
+	h, root := helm(t)
+	doc, err := os.ReadFile(filepath.Join(root, "docs", "install.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	table := map[string]bool{}
+	for _, line := range strings.Split(string(doc), "\n") {
+		if k, ok := strings.CutPrefix(line, "| `"); ok {
+			if k, _, ok := strings.Cut(k, "`"); ok && !strings.HasPrefix(k, "Vipstack") {
+				table[k] = true
+			}
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(h.Chart, "values.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var values map[string]any
+	if err := yaml.Unmarshal(b, &values); err != nil {
+		t.Fatal(err)
+	}
+	exists := map[string]bool{}
+	var walk func(prefix string, m map[string]any)
+	walk = func(prefix string, m map[string]any) {
+		for k, v := range m {
+			key := prefix + k
+			exists[key] = true
+			sub, isMap := v.(map[string]any)
+			switch {
+			case table[key]:
+				// Documented as a whole; its children may be mentioned too.
+				if isMap {
+					for c := range sub {
+						exists[key+"."+c] = true
+					}
+				}
+			case isMap && len(sub) > 0:
+				walk(key+".", sub)
+			default:
+				t.Errorf("values.yaml key %s is not in docs/install.md's values table", key)
+			}
+		}
+	}
+	walk("", values)
+	for k := range table {
+		if !exists[k] {
+			t.Errorf("docs/install.md's values table names %s, which values.yaml does not have", k)
+		}
+	}
+}
