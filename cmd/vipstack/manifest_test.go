@@ -72,10 +72,10 @@ func TestManifestIPFailoverJSON(t *testing.T) {
 }
 
 // TestManifestIPFailoverDocExamples runs every `vipstack manifest
-// ipfailover` command line of docs/install-ipfailover-systemd.md (up to
+// ipfailover` command line of docs/install.md (up to
 // the pipe into kubectl).
 func TestManifestIPFailoverDocExamples(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "install-ipfailover-systemd.md"))
+	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "install.md"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/vipstack/vipstack/internal/chart"
+	"github.com/vipstack/vipstack/internal/version"
 	"github.com/vipstack/vipstack/internal/k8s/k8stest"
 	"github.com/vipstack/vipstack/internal/kubetest"
 )
@@ -78,6 +79,9 @@ func TestDeployInSync(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, e := range entries {
+		if e.IsDir() { // deploy/systemd: not from the chart
+			continue
+		}
 		b, err := os.ReadFile(filepath.Join(root, "deploy", e.Name()))
 		if err != nil {
 			t.Fatal(err)
@@ -259,6 +263,15 @@ func appVersion(t *testing.T, h chart.Helm) string {
 		t.Fatal(err)
 	}
 	return c.AppVersion
+}
+
+// TestChartVersion keeps the chart's appVersion, and so the image deploy/
+// and the chart install by default, the project's release.
+func TestChartVersion(t *testing.T) {
+	h, _ := helm(t)
+	if got := appVersion(t, h); got != version.Release {
+		t.Errorf("Chart.yaml appVersion %q, internal/version.Release %q: set both to the release", got, version.Release)
+	}
 }
 
 // TestRender checks what values do to the pods: one image reference (tag
@@ -609,8 +622,15 @@ func TestValuesDocumented(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The values table is the one in the "### Values" section; the doc's
+	// other tables (ipfailover flags, systemd units) are not values.
+	_, section, ok := strings.Cut(string(doc), "\n### Values\n")
+	if !ok {
+		t.Fatal("docs/install.md has no ### Values section")
+	}
+	section, _, _ = strings.Cut(section, "\n#")
 	table := map[string]bool{}
-	for _, line := range strings.Split(string(doc), "\n") {
+	for _, line := range strings.Split(section, "\n") {
 		if k, ok := strings.CutPrefix(line, "| `"); ok {
 			if k, _, ok := strings.Cut(k, "`"); ok && !strings.HasPrefix(k, "Vipstack") {
 				table[k] = true
