@@ -28,6 +28,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		nodeName     = fs.String("node-name", os.Getenv("NODE_NAME"), "this node's Node name (default $NODE_NAME)")
 		metricsAddr  = fs.String("metrics-addr", loopback(cluster.DefaultAgentMetricsPort), "Prometheus metrics address (loopback unless told otherwise, e.g. :9654); empty: off")
 		statusAddr   = fs.String("status-addr", loopback(cluster.DefaultAgentStatusPort), "JSON status address (loopback only); empty: off")
+		healthAddr   = fs.String("health-addr", loopback(cluster.DefaultAgentHealthPort), "address for /healthz (the VRRP engine's loop answers) and /readyz (it runs with the first plan); loopback unless told otherwise, e.g. :9655 for the kubelet's probes; empty: off")
 		stateDir     = fs.String("state-dir", "/run/vipstack", "directory for the ledger of held VIPs")
 		announceRate = fs.Int("announce-rate", 500, "gratuitous ARP / unsolicited NA per second and instance (0: unlimited)")
 		logLevel     = fs.String("log-level", "info", "debug, info, warn or error")
@@ -78,7 +79,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			OnCrash: func() { sweepLedger(log, netif.Ledger{Path: ledger}) }}
 		return sup.Run(ctx)
 	}
-	mgr, err := agent.NewManager(cfg, log)
+	mgr, err := agent.NewManager(cfg, log, *healthAddr)
 	if err != nil {
 		fmt.Fprintf(stderr, "vipstack agent: %v\n", err)
 		return 1

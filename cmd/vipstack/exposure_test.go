@@ -19,12 +19,13 @@ import (
 // be added here deliberately.
 func TestAddressDefaultsAreLoopback(t *testing.T) {
 	want := map[string]map[string]string{
-		"agent":      {"metrics-addr": "127.0.0.1:9654", "status-addr": "127.0.0.1:9653"},
+		"agent":      {"health-addr": "127.0.0.1:9655", "metrics-addr": "127.0.0.1:9654", "status-addr": "127.0.0.1:9653"},
 		"controller": {"health-addr": "", "metrics-addr": "127.0.0.1:9652"},
 		"demo":       {},
 		"dns":        {}, // its listeners are the Corefile's
 		"ipfailover": {"metrics-addr": "", "status-addr": ""},
 		"lb":         {"metrics-addr": ""}, // the frontends and stats are haproxy.cfg's
+		"manifest":   {},                   // it prints; the pods' status port is on loopback
 		"node":       {"metrics-addr": "127.0.0.1:9650", "status-addr": "127.0.0.1:9651"},
 		"redirect":   {}, // it listens nowhere: it polls the monitor
 		"render":     {},

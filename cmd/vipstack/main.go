@@ -27,6 +27,7 @@ Usage:
   vipstack node --config cluster.yaml --node NAME [--status-addr ADDR] [--metrics-addr ADDR]
   vipstack status [--addr 127.0.0.1:9651] [-o table|json]
   vipstack render --config cluster.yaml --node NAME --out DIR [--interface IF]
+  vipstack manifest ipfailover [NAME] --virtual-ips VIPS [--replicas N] [--selector K=V] ...   (the Deployment oc adm ipfailover creates)
   vipstack redirect --vip VIP:PORT --to-port PORT --monitor URL   (haproxy-monitor: VIP to the local balancer while it is healthy)
   vipstack ipfailover [flags]   (or the OPENSHIFT_HA_* environment of OpenShift's ipfailover image)
   vipstack controller --kubeconfig FILE   (LoadBalancer Services: IP pools, VRIDs; leader-elected)
@@ -64,6 +65,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runStatus(ctx, args[1:], stdout, stderr)
 	case "render":
 		return runRender(ctx, args[1:], stdout, stderr)
+	case "manifest":
+		return runManifest(ctx, args[1:], stdout, stderr)
 	case "redirect":
 		return runRedirect(ctx, args[1:], stdout, stderr)
 	case "version", "--version", "-v":

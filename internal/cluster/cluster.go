@@ -563,7 +563,8 @@ func (f *File) Validate() (*Cluster, error) {
 		ServicePort{"vipstack node's default --metrics-addr", DefaultMetricsPort},
 		ServicePort{"vipstack node's default --status-addr", DefaultStatusPort},
 		ServicePort{"vipstack agent's default --status-addr", DefaultAgentStatusPort},
-		ServicePort{"vipstack agent's default --metrics-addr", DefaultAgentMetricsPort})
+		ServicePort{"vipstack agent's default --metrics-addr", DefaultAgentMetricsPort},
+		ServicePort{"vipstack agent's default --health-addr", DefaultAgentHealthPort})
 	for i, u := range users {
 		for j, o := range users[:i] {
 			if u.Port != o.Port {

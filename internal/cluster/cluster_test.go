@@ -178,7 +178,7 @@ func TestValidationErrors(t *testing.T) {
 // of a node also binds is rejected with the field, the value, the other
 // service and the ports accepted.
 func TestPortCollisions(t *testing.T) {
-	const others = "1..65535 except 53, 1936, 6443, 9650, 9651, 9653, 9654, 18080, 22623, 50000, 50936"
+	const others = "1..65535 except 53, 1936, 6443, 9650, 9651, 9653, 9654, 9655, 18080, 22623, 50000, 50936"
 	for _, tc := range []struct {
 		name  string
 		ports string
@@ -187,19 +187,21 @@ func TestPortCollisions(t *testing.T) {
 		{name: "lb on the cluster DNS", ports: "{lb: 53}",
 			want: "ports.lb: 53 is also the port of the cluster DNS (UDP and TCP); every service of a node needs its own port (accepted: " + others + ")"},
 		{name: "api on the cluster DNS", ports: "{api: 53}",
-			want: "ports.api: 53 is also the port of the cluster DNS (UDP and TCP); every service of a node needs its own port (accepted: 1..65535 except 53, 1936, 9445, 9650, 9651, 9653, 9654, 18080, 22623, 50000, 50936)"},
+			want: "ports.api: 53 is also the port of the cluster DNS (UDP and TCP); every service of a node needs its own port (accepted: 1..65535 except 53, 1936, 9445, 9650, 9651, 9653, 9654, 9655, 18080, 22623, 50000, 50936)"},
 		{name: "lb on the DNS health check", ports: "{lb: 18080}",
 			want: "ports.lb: 18080 is also the port of the DNS health check; every service of a node needs its own port (accepted: " + others + ")"},
 		{name: "lb on the LB monitor", ports: "{lb: 50936}",
 			want: "ports.lb: 50936 is also the port of the load balancer's monitor; every service of a node needs its own port (accepted: " + others + ")"},
 		{name: "ingressHealth on the LB stats page", ports: "{ingressHealth: 50000}",
-			want: "ports.ingressHealth: 50000 is also the port of the load balancer's stats page; every service of a node needs its own port (accepted: 1..65535 except 53, 6443, 9445, 9650, 9651, 9653, 9654, 18080, 22623, 50000, 50936)"},
+			want: "ports.ingressHealth: 50000 is also the port of the load balancer's stats page; every service of a node needs its own port (accepted: 1..65535 except 53, 6443, 9445, 9650, 9651, 9653, 9654, 9655, 18080, 22623, 50000, 50936)"},
 		{name: "lb on the metrics port", ports: "{lb: 9650}",
 			want: "ports.lb: 9650 is also the port of vipstack node's default --metrics-addr; every service of a node needs its own port (accepted: " + others + ")"},
 		{name: "machineConfig on the status port", ports: "{machineConfig: 9651}",
-			want: "ports.machineConfig: 9651 is also the port of vipstack node's default --status-addr; every service of a node needs its own port (accepted: 1..65535 except 53, 1936, 6443, 9445, 9650, 9651, 9653, 9654, 18080, 50000, 50936)"},
+			want: "ports.machineConfig: 9651 is also the port of vipstack node's default --status-addr; every service of a node needs its own port (accepted: 1..65535 except 53, 1936, 6443, 9445, 9650, 9651, 9653, 9654, 9655, 18080, 50000, 50936)"},
 		{name: "lb on the agent's metrics port", ports: "{lb: 9654}",
 			want: "ports.lb: 9654 is also the port of vipstack agent's default --metrics-addr; every service of a node needs its own port (accepted: " + others + ")"},
+		{name: "lb on the agent's health port", ports: "{lb: 9655}",
+			want: "ports.lb: 9655 is also the port of vipstack agent's default --health-addr; every service of a node needs its own port (accepted: " + others + ")"},
 		{name: "lb on the API", ports: "{lb: 6443}",
 			want: "ports.lb: 6443 is also the port of ports.api; every service of a node needs its own port (accepted: " + others + ")"},
 		{name: "lb on 54", ports: "{lb: 54}"},

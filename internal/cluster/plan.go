@@ -64,14 +64,16 @@ const (
 )
 
 // The ports of `vipstack node`'s default --metrics-addr and --status-addr
-// (on 127.0.0.1), and of `vipstack agent`'s, which may run on the same
-// host (the Kubernetes agent for LoadBalancer Services, beside the node's
-// static pods). Validate keeps the file's ports off all four.
+// (on 127.0.0.1), and of `vipstack agent`'s (and its --health-addr), which
+// may run on the same host (the Kubernetes agent for LoadBalancer Services,
+// beside the node's static pods). Validate keeps the file's ports off all
+// five.
 const (
 	DefaultMetricsPort      = 9650
 	DefaultStatusPort       = 9651
 	DefaultAgentStatusPort  = 9653
 	DefaultAgentMetricsPort = 9654
+	DefaultAgentHealthPort  = 9655
 )
 
 // PlanFor derives what the named node runs.

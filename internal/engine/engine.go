@@ -127,6 +127,7 @@ type event struct {
 	link     *linkEvent
 	addr     *addrEvent
 	reload   chan error
+	ping     chan struct{}
 	readErr  error
 	shutdown bool
 }
@@ -595,6 +596,8 @@ func (e *Engine) handle(ev event) {
 		e.addrChanged(now, *ev.addr)
 	case ev.reload != nil:
 		ev.reload <- e.reload()
+	case ev.ping != nil:
+		close(ev.ping)
 	case ev.readErr != nil:
 		e.log.Error("VRRP socket read failed", "family", ev.family, "err", ev.readErr)
 	}
@@ -615,6 +618,33 @@ func (e *Engine) Reload() error {
 		return err
 	case <-e.done:
 		return errors.New("engine stopped during reload")
+	}
+}
+
+// Ping returns once the engine's loop has taken an event from its queue,
+// behind whatever was queued before: the loop runs and is not wedged. It
+// fails when ctx ends first or the engine has stopped. A liveness check.
+func (e *Engine) Ping(ctx context.Context) error {
+	select {
+	case <-e.done:
+		return errors.New("engine is not running")
+	default:
+	}
+	reply := make(chan struct{})
+	select {
+	case e.events <- event{ping: reply}:
+	case <-e.done:
+		return errors.New("engine is not running")
+	case <-ctx.Done():
+		return fmt.Errorf("engine loop did not take an event: %w", context.Cause(ctx))
+	}
+	select {
+	case <-reply:
+		return nil
+	case <-e.done:
+		return errors.New("engine stopped")
+	case <-ctx.Done():
+		return fmt.Errorf("engine loop did not answer: %w", context.Cause(ctx))
 	}
 }
 

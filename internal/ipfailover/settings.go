@@ -94,6 +94,10 @@ type Input struct {
 	Env map[string]string
 	// Flags holds values given as flags, keyed by variable name.
 	Flags map[string]string
+	// FlagNames names every variable by its flag in errors, also when it
+	// is unset: for a command line that reads no environment (`vipstack
+	// manifest ipfailover`).
+	FlagNames bool
 }
 
 // EnvFrom picks the variables of the family out of environ ("KEY=value"
@@ -439,13 +443,13 @@ func (p *parser) get(name string) (string, string) {
 	if v := p.in.Env[name]; v != "" {
 		return v, name
 	}
-	return p.known[name].Default, name + " (default)"
+	return p.known[name].Default, p.source(name) + " (default)"
 }
 
 // source names where the value of name comes from: "--flag" when a flag
-// gave it, else the variable.
+// gave it (or Input.FlagNames is set and it has a flag), else the variable.
 func (p *parser) source(name string) string {
-	if v, ok := p.in.Flags[name]; ok && v != "" {
+	if v, ok := p.in.Flags[name]; p.in.FlagNames || ok && v != "" {
 		if f := p.known[name].Flag; f != "" {
 			return "--" + f
 		}

@@ -160,10 +160,11 @@ func TestParse(t *testing.T) {
 
 func TestParseErrors(t *testing.T) {
 	for _, tc := range []struct {
-		name  string
-		env   map[string]string
-		flags map[string]string
-		want  []string // substrings of the error
+		name      string
+		env       map[string]string
+		flags     map[string]string
+		flagNames bool
+		want      []string // substrings of the error
 	}{
 		{name: "VIPs required", env: map[string]string{}, want: []string{"OPENSHIFT_HA_VIRTUAL_IPS is required"}},
 		{name: "unknown variable", env: map[string]string{EnvVirtualIPs: "10.1.1.1", "OPENSHIFT_HA_VIRTUAL_IP": "10.1.1.2"},
@@ -196,11 +197,17 @@ func TestParseErrors(t *testing.T) {
 			want: []string{`OPENSHIFT_HA_VIP_GROUPS="-1": want a whole number of groups`}},
 		{name: "every error at once", env: map[string]string{EnvVirtualIPs: "10.1.1.1", EnvMonitorPort: "x", EnvReplicaCount: "y"},
 			want: []string{"OPENSHIFT_HA_MONITOR_PORT", "OPENSHIFT_HA_REPLICA_COUNT"}},
+		// A command line without an environment (vipstack manifest
+		// ipfailover) names the flags, also of unset variables.
+		{name: "flag names: VIPs required", flags: map[string]string{EnvUseUnicast: "true"}, flagNames: true,
+			want: []string{"--virtual-ips is required", "--use-unicast=true needs --unicast-peers"}},
+		{name: "flag names: a value from the environment is named by its variable", flags: map[string]string{EnvVirtualIPs: "10.1.1.1"}, flagNames: true,
+			env: map[string]string{EnvCheckInterval: "x"}, want: []string{`OPENSHIFT_HA_CHECK_INTERVAL="x": want seconds`}},
 		{name: "bad VIP range", env: map[string]string{EnvVirtualIPs: "10.1.1.9-3"},
 			want: []string{`OPENSHIFT_HA_VIRTUAL_IPS="10.1.1.9-3": "10.1.1.9-3": the range ends (10.1.1.3) before it starts (10.1.1.9)`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Parse(Input{Env: tc.env, Flags: tc.flags})
+			_, err := Parse(Input{Env: tc.env, Flags: tc.flags, FlagNames: tc.flagNames})
 			if err == nil {
 				t.Fatalf("Parse succeeded, want an error containing %q", tc.want)
 			}

@@ -20,6 +20,13 @@ import (
 // chart, `vipstack render`, `vipstack manifest`) names Repository:Tag().
 const Repository = "ghcr.io/vipstack/vipstack"
 
+// Release is the release this tree is, or is heading for. The Helm chart's
+// appVersion and the plain manifests in deploy/ name Repository:Release;
+// a build from the commit tagged Release has exactly that version, and
+// any other build names its own (git describe), so installing a
+// development build means giving its tag (helm --set image.tag=...).
+const Release = "v0.1.0"
+
 // LDFlag is the -X flag that sets the version at build time:
 //
 //	go build -ldflags "-X github.com/vipstack/vipstack/internal/version.version=v1.2.3"

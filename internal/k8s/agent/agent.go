@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"sync"
+	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
@@ -31,8 +33,11 @@ import (
 )
 
 // NewManager returns a controller-runtime manager for the agent: no leader
-// election (every node runs one), no metrics or health servers of its own.
-func NewManager(cfg *rest.Config, log *slog.Logger) (manager.Manager, error) {
+// election (every node runs one), no metrics server of its own (the agent
+// registers its metrics with Options.Registry). healthAddr serves /healthz
+// and /readyz with the checks New registers (Agent.Live, Agent.Ready);
+// "" or "0": off.
+func NewManager(cfg *rest.Config, log *slog.Logger, healthAddr string) (manager.Manager, error) {
 	s := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(s); err != nil {
 		return nil, err
@@ -43,12 +48,15 @@ func NewManager(cfg *rest.Config, log *slog.Logger) (manager.Manager, error) {
 	if log == nil {
 		log = slog.Default()
 	}
+	if healthAddr == "" {
+		healthAddr = "0"
+	}
 	skip := true
 	mgr, err := manager.New(cfg, manager.Options{
 		Scheme:                 s,
 		Logger:                 logr.FromSlogHandler(log.Handler()),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
+		HealthProbeBindAddress: healthAddr,
 		Controller:             config.Controller{SkipNameValidation: &skip},
 	})
 	if err != nil {
@@ -91,6 +99,8 @@ type Agent struct {
 	// version counts plan changes.
 	version int
 	eng     *engine.Engine
+	// stage says what run waits for before the engine runs (for Ready).
+	stage string
 }
 
 // planKey is the single work item: every watched change asks for the
@@ -129,6 +139,12 @@ func New(mgr manager.Manager, o Options) (*Agent, error) {
 	}
 	if err := mgr.Add(manager.RunnableFunc(a.run)); err != nil {
 		return nil, fmt.Errorf("agent runnable: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("engine", a.Live); err != nil {
+		return nil, fmt.Errorf("agent liveness check: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("engine", a.Ready); err != nil {
+		return nil, fmt.Errorf("agent readiness check: %w", err)
 	}
 	return a, nil
 }
@@ -208,10 +224,13 @@ func (a *Agent) load() (*keepalived.Config, error) {
 // run waits for the caches, makes the first plan and runs the engine
 // until ctx is done.
 func (a *Agent) run(ctx context.Context) error {
+	a.setStage("removing the VIPs an earlier run left")
 	a.sweep()
+	a.setStage("waiting for the API server: VIPGroups, Services, EndpointSlices and Nodes not listed yet")
 	if !a.cache.WaitForCacheSync(ctx) {
 		return errors.New("agent: caches did not sync")
 	}
+	a.setStage("computing the first plan")
 	if _, err := a.refresh(ctx); err != nil {
 		return fmt.Errorf("agent: first plan: %w", err)
 	}
@@ -228,6 +247,7 @@ func (a *Agent) run(ctx context.Context) error {
 	}
 	a.mu.Lock()
 	a.eng = eng
+	a.stage = ""
 	missed := a.version != v0
 	a.mu.Unlock()
 	if missed {
@@ -240,6 +260,65 @@ func (a *Agent) run(ctx context.Context) error {
 	a.log.Info("agent serving", "node", a.opts.Node)
 	if err := eng.Run(ctx); err != nil {
 		return fmt.Errorf("agent: engine: %w", err)
+	}
+	return nil
+}
+
+func (a *Agent) setStage(s string) {
+	a.mu.Lock()
+	a.stage = s
+	a.mu.Unlock()
+}
+
+// pingTimeout bounds how long Live and Ready wait for the engine's loop
+// (the kubelet's probe timeout may cut it shorter). The loop handles queued
+// events in batches; even under a flood of packets it answers within
+// milliseconds, so seconds of silence mean it is wedged.
+const pingTimeout = 3 * time.Second
+
+// ping asks the engine's loop to answer, within pingTimeout and the
+// request's own deadline.
+func ping(req *http.Request, eng *engine.Engine) error {
+	ctx, cancel := context.WithTimeout(req.Context(), pingTimeout)
+	defer cancel()
+	return eng.Ping(ctx)
+}
+
+// Live is the liveness check (/healthz): the engine's loop answers. Before
+// the engine runs the agent counts as live: it waits for the API server,
+// and a restart would not bring the API server back (while VIPs an earlier
+// run left are removed at once, see sweep). A loop that does not answer is
+// wedged, and only a restart helps: the supervisor, or the kubelet without
+// one, starts the agent again, and a peer holds its VIPs meanwhile.
+func (a *Agent) Live(req *http.Request) error {
+	a.mu.Lock()
+	eng := a.eng
+	a.mu.Unlock()
+	if eng == nil {
+		return nil
+	}
+	if err := ping(req, eng); err != nil {
+		return fmt.Errorf("agent: the VRRP engine's loop does not answer (wedged or stopped): %w", err)
+	}
+	return nil
+}
+
+// Ready is the readiness check (/readyz): the caches have synced, the
+// first plan is made and the engine's loop runs with it (its instances
+// started, the VIPs left over removed). A DaemonSet rolling update waits
+// for it before it moves to the next node.
+func (a *Agent) Ready(req *http.Request) error {
+	a.mu.Lock()
+	eng, stage := a.eng, a.stage
+	a.mu.Unlock()
+	if eng == nil {
+		if stage == "" {
+			stage = "not started"
+		}
+		return fmt.Errorf("agent: the VRRP engine does not run yet: %s", stage)
+	}
+	if err := ping(req, eng); err != nil {
+		return fmt.Errorf("agent: the VRRP engine does not answer: %w", err)
 	}
 	return nil
 }

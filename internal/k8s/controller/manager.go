@@ -1,8 +1,11 @@
 package controller
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -13,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -43,7 +47,9 @@ type ManagerOptions struct {
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 	// MetricsAddr serves controller-runtime's metrics; "" or "0": off.
 	MetricsAddr string
-	// HealthAddr serves /healthz and /readyz; "" or "0": off.
+	// HealthAddr serves /healthz (the process answers) and /readyz (the
+	// informers have synced; a replica waiting for the Lease has none and
+	// is ready); "" or "0": off.
 	HealthAddr string
 }
 
@@ -96,7 +102,33 @@ func NewManager(cfg *rest.Config, o ManagerOptions) (manager.Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("controller manager: %w", err)
 	}
+	// Without a check controller-runtime answers 404 on both paths.
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return nil, fmt.Errorf("controller liveness check: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("informers", cacheSynced(mgr.GetCache())); err != nil {
+		return nil, fmt.Errorf("controller readiness check: %w", err)
+	}
 	return mgr, nil
+}
+
+// cacheSyncTimeout bounds how long the readiness check waits for the
+// informers before it fails.
+const cacheSyncTimeout = time.Second
+
+// cacheSynced is the readiness check: every informer the controllers
+// started has listed its objects.
+func cacheSynced(c interface {
+	WaitForCacheSync(context.Context) bool
+}) healthz.Checker {
+	return func(req *http.Request) error {
+		ctx, cancel := context.WithTimeout(req.Context(), cacheSyncTimeout)
+		defer cancel()
+		if !c.WaitForCacheSync(ctx) {
+			return errors.New("controller: the informers have not synced with the API server yet")
+		}
+		return nil
+	}
 }
 
 // slimEndpointSlice drops what the controller never reads from an

@@ -40,6 +40,7 @@ const (
 	Group            = "infra/lab"
 	ServiceNamespace = "lab"
 	statusAddr       = "127.0.0.1:9653"
+	healthAddr       = "127.0.0.1:9655"
 )
 
 // Options describe a lab.
@@ -632,7 +633,7 @@ func (n *Node) StartAgent() error {
 		}
 	}
 	args := []string{"agent", "--kubeconfig", n.kubeconfig, "--node-name", n.Name, "--state-dir", n.stateDir,
-		"--metrics-addr", "", "--status-addr", statusAddr, "--log-level", "info"}
+		"--metrics-addr", "", "--status-addr", statusAddr, "--health-addr", healthAddr, "--log-level", "info"}
 	if !n.lab.o.Supervisor {
 		args = append(args, "--no-supervisor")
 	}
@@ -771,6 +772,25 @@ func (n *Node) Status(ctx context.Context) (agent.Status, error) {
 		return st, fmt.Errorf("k8slab: %s: status: %w", n.Name, err)
 	}
 	return st, nil
+}
+
+// Health fetches path (/healthz, /readyz, /readyz/engine) from the
+// agent's --health-addr and returns the HTTP status code and the body.
+func (n *Node) Health(ctx context.Context, path string) (int, string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+healthAddr+path, nil)
+	if err != nil {
+		return 0, "", err
+	}
+	resp, err := n.status.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	if err != nil {
+		return 0, "", fmt.Errorf("k8slab: %s: %s: %w", n.Name, path, err)
+	}
+	return resp.StatusCode, string(b), nil
 }
 
 // Log returns the agent's log so far (every run of it).

@@ -69,6 +69,13 @@ func Objects(t testing.TB, name string) []*unstructured.Unstructured {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return Parse(t, path, b)
+}
+
+// Parse reads the YAML documents of b (from what, for errors), skipping
+// empty ones.
+func Parse(t testing.TB, what string, b []byte) []*unstructured.Unstructured {
+	t.Helper()
 	r := utilyaml.NewYAMLReader(bufioReader(b))
 	var out []*unstructured.Unstructured
 	for {
@@ -77,18 +84,18 @@ func Objects(t testing.TB, name string) []*unstructured.Unstructured {
 			break
 		}
 		if err != nil {
-			t.Fatalf("%s: %v", path, err)
+			t.Fatalf("%s: %v", what, err)
 		}
 		js, err := yaml.YAMLToJSON(doc)
 		if err != nil {
-			t.Fatalf("%s: %v", path, err)
+			t.Fatalf("%s: %v", what, err)
 		}
 		if len(bytes.TrimSpace(js)) == 0 || string(bytes.TrimSpace(js)) == "null" {
 			continue
 		}
 		u := &unstructured.Unstructured{}
 		if err := u.UnmarshalJSON(js); err != nil {
-			t.Fatalf("%s: %v", path, err)
+			t.Fatalf("%s: %v", what, err)
 		}
 		out = append(out, u)
 	}
@@ -117,7 +124,21 @@ func Apply(ctx context.Context, c client.Client, objs []*unstructured.Unstructur
 func InstallCRDs(t testing.TB, c client.Client) {
 	t.Helper()
 	ctx := context.Background()
-	objs := Objects(t, "crds.yaml")
+	ApplyCRDs(t, c, Objects(t, "crds.yaml"))
+	// The client's REST mapper learns the new kinds on first use; give the
+	// discovery a moment by listing until it works.
+	Eventually(t, 30*time.Second, func() error {
+		u := &unstructured.UnstructuredList{}
+		u.SetGroupVersionKind(schema.GroupVersionKind{Group: "vipstack.io", Version: "v1alpha1", Kind: "IPPoolList"})
+		return c.List(ctx, u)
+	})
+}
+
+// ApplyCRDs applies CustomResourceDefinitions and waits until the API
+// server has established each.
+func ApplyCRDs(t testing.TB, c client.Client, objs []*unstructured.Unstructured) {
+	t.Helper()
+	ctx := context.Background()
 	if err := Apply(ctx, c, objs, false); err != nil {
 		t.Fatal(err)
 	}
@@ -141,13 +162,6 @@ func InstallCRDs(t testing.TB, c client.Client) {
 			}
 		}
 		return nil
-	})
-	// The client's REST mapper learns the new kinds on first use; give the
-	// discovery a moment by listing until it works.
-	Eventually(t, 30*time.Second, func() error {
-		u := &unstructured.UnstructuredList{}
-		u.SetGroupVersionKind(schema.GroupVersionKind{Group: "vipstack.io", Version: "v1alpha1", Kind: "IPPoolList"})
-		return c.List(ctx, u)
 	})
 }
 
