@@ -13,6 +13,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -34,7 +35,7 @@ import (
 // kubelet, runtime and containers are killed (and its cable pulled), the
 // address moves to another node and answers again.
 func TestLoadBalancerOnNodes(t *testing.T) {
-	lab, c, svc := installLB(t)
+	lab, c, svc := installLB(t, applyDeploy)
 	ctx := t.Context()
 
 	// The agents run with exactly NET_ADMIN and NET_RAW.
@@ -89,11 +90,31 @@ func waitLBAddress(t *testing.T, c client.Client, svc *corev1.Service) netip.Add
 	return addr
 }
 
-// installLB starts three nodes with kube-proxy, installs deploy/ (CRDs,
-// RBAC, the controller, the agent DaemonSet) with the shipped image, an
-// IPPool, a VIPGroup of the three nodes (VRRPv3, 100 ms adverts), an echo
-// DaemonSet and a LoadBalancer Service "web" in front of it.
-func installLB(t *testing.T) (*nodelab.Lab, client.Client, *corev1.Service) {
+// installer installs vipstack (CRDs, RBAC, the controller, the agent
+// DaemonSet) with the image ref on the lab.
+type installer func(t *testing.T, lab *nodelab.Lab, c client.Client, ref string)
+
+// applyDeploy applies deploy/'s plain manifests, as kubectl apply -f would.
+func applyDeploy(t *testing.T, lab *nodelab.Lab, c client.Client, ref string) {
+	t.Helper()
+	k8stest.InstallCRDs(t, c)
+	var objs []*unstructured.Unstructured
+	for _, f := range []string{"rbac.yaml", "controller.yaml", "agent.yaml"} {
+		for _, u := range k8stest.Objects(t, f) {
+			setImage(t, u, ref)
+			objs = append(objs, u)
+		}
+	}
+	if err := k8stest.Apply(t.Context(), c, objs, false); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// installLB starts three nodes with kube-proxy, installs vipstack with
+// install and the shipped image, an IPPool, a VIPGroup of the three nodes
+// (VRRPv3, 100 ms adverts), an echo DaemonSet and a LoadBalancer Service
+// "web" in front of it.
+func installLB(t *testing.T, install installer) (*nodelab.Lab, client.Client, *corev1.Service) {
 	testnet.RequireRoot(t)
 	nodelab.Require(t)
 	dir := t.TempDir()
@@ -116,17 +137,7 @@ func installLB(t *testing.T) (*nodelab.Lab, client.Client, *corev1.Service) {
 	removeLedgers(t, lab)
 	ctx := t.Context()
 	c := k8stest.Client(t, lab.Kube.Config)
-	k8stest.InstallCRDs(t, c)
-	var objs []*unstructured.Unstructured
-	for _, f := range []string{"rbac.yaml", "controller.yaml", "agent.yaml"} {
-		for _, u := range k8stest.Objects(t, f) {
-			setImage(t, u, ref)
-			objs = append(objs, u)
-		}
-	}
-	if err := k8stest.Apply(ctx, c, objs, false); err != nil {
-		t.Fatal(err)
-	}
+	install(t, lab, c, ref)
 
 	pool := &v1alpha1.IPPool{ObjectMeta: metav1.ObjectMeta{Name: "lab"},
 		Spec: v1alpha1.IPPoolSpec{Addresses: []string{"198.18.0.200-198.18.0.209"}}}
@@ -161,7 +172,15 @@ func installLB(t *testing.T) (*nodelab.Lab, client.Client, *corev1.Service) {
 		},
 	}
 	for _, o := range []client.Object{pool, group, backends, svc} {
-		if err := c.Create(ctx, o); err != nil {
+		// Retried: CRDs installed by helm may not be served yet.
+		err := poll(ctx, 30*time.Second, func() (bool, string) {
+			err := c.Create(ctx, o)
+			if err != nil && !apierrors.IsAlreadyExists(err) {
+				return false, err.Error()
+			}
+			return true, ""
+		})
+		if err != nil {
 			t.Fatalf("create %T %s: %v", o, o.GetName(), err)
 		}
 	}

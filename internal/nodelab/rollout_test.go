@@ -40,7 +40,7 @@ const (
 // A failed connection fails the test; a move away and back is logged as a
 // miss (today the restarted agent preempts its instance back).
 func TestAgentRollingUpdate(t *testing.T) {
-	lab, c, svc := installLB(t)
+	lab, c, svc := installLB(t, applyDeploy)
 	ctx := t.Context()
 	addr := waitLBAddress(t, c, svc)
 	first := waitAnswers(t, lab, addr, nil)
