@@ -164,22 +164,25 @@ func TestStaticPodStory(t *testing.T) {
 // leave in the machine's /run/vipstack (the manifests' hostPath; the nodes
 // share the machine's file system): vipstack names each after its network
 // namespace, vrrp-net-INODE.vips (vipstack node) or
-// k8s-agent-net-INODE.vips (vipstack agent).
+// k8s-agent-net-INODE.vips (vipstack agent), and writes it through a
+// temporary .NAME.tmpNNN that a killed pod may leave behind.
 func removeLedgers(t *testing.T, lab *nodelab.Lab) {
-	var files []string
+	var patterns []string
 	for _, n := range lab.Nodes {
 		var st syscall.Stat_t
 		if err := syscall.Stat("/run/netns/"+n.Host.Name, &st); err != nil {
 			t.Fatal(err)
 		}
-		for _, kind := range []string{"vrrp", "k8s-agent"} {
-			files = append(files, fmt.Sprintf("/run/vipstack/%s-net-%d.vips", kind, st.Ino))
-		}
+		name := fmt.Sprintf("*-net-%d.vips", st.Ino)
+		patterns = append(patterns, "/run/vipstack/"+name, "/run/vipstack/."+name+".tmp*")
 	}
 	t.Cleanup(func() {
-		for _, f := range files {
-			if err := os.Remove(f); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				t.Error(err)
+		for _, p := range patterns {
+			files, _ := filepath.Glob(p)
+			for _, f := range files {
+				if err := os.Remove(f); err != nil && !errors.Is(err, fs.ErrNotExist) {
+					t.Error(err)
+				}
 			}
 		}
 	})
