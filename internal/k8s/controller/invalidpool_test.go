@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vipstack/vipstack/internal/k8s/controller"
@@ -22,11 +23,16 @@ import (
 func (h *harness) editPool(name string, addrs ...string) int64 {
 	h.t.Helper()
 	var p v1alpha1.IPPool
-	if err := h.c.Get(h.t.Context(), client.ObjectKey{Name: name}, &p); err != nil {
-		h.t.Fatal(err)
-	}
-	p.Spec.Addresses = addrs
-	if err := h.c.Update(h.t.Context(), &p); err != nil {
+	// The controller writes the pool's status meanwhile, which changes its
+	// resourceVersion: read it again on a conflict, as kubectl edit would.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := h.c.Get(h.t.Context(), client.ObjectKey{Name: name}, &p); err != nil {
+			return err
+		}
+		p.Spec.Addresses = addrs
+		return h.c.Update(h.t.Context(), &p)
+	})
+	if err != nil {
 		h.t.Fatalf("edit pool %s to %v: %v", name, addrs, err)
 	}
 	return p.Generation
