@@ -8,6 +8,12 @@
 #
 #   hack/kube-binaries.sh          build unless cached; print the directory
 #   hack/kube-binaries.sh --dir    print the directory only; never build
+#   hack/kube-binaries.sh --module tools/kube-oldest [--dir]
+#                                  the same for another Kubernetes version's
+#                                  module: its kube-apiserver only (the
+#                                  supported-versions tests run it with
+#                                  tools/kube's etcd), cached in
+#                                  .../vipstack/kube-oldest/<hash>/
 #
 # The cache lives in ${XDG_CACHE_HOME:-$HOME/.cache}/vipstack/kube/<hash>/.
 # A cold build takes about 20 minutes on 2 cores and leaves about 3 GB in
@@ -17,26 +23,45 @@ set -euo pipefail
 export PATH=$PATH:/usr/local/go/bin
 
 root=$(cd "$(dirname "$0")/.." && pwd)
-mod="$root/tools/kube"
+usage() {
+	echo "usage: $0 [--module tools/kube-NAME] [--dir]" >&2
+	exit 2
+}
+module=tools/kube
+only_dir=false
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--dir) only_dir=true ;;
+	--module)
+		[ $# -ge 2 ] || usage
+		module=${2%/}
+		shift
+		;;
+	*) usage ;;
+	esac
+	shift
+done
+if [[ ! $module =~ ^tools/kube(-[a-z0-9]+)?$ ]] || [ ! -f "$root/$module/go.mod" ]; then
+	echo "kube-binaries: --module $module: want a module directory tools/kube or tools/kube-NAME of this repository with a go.mod" >&2
+	exit 2
+fi
+mod="$root/$module"
 key=$(cat "$mod/go.sum" | sha256sum | cut -c1-16)
-base="${XDG_CACHE_HOME:-$HOME/.cache}/vipstack/kube"
+base="${XDG_CACHE_HOME:-$HOME/.cache}/vipstack/$(basename "$module")"
 dir="$base/$key"
 
-case "${1:-}" in
---dir)
+if $only_dir; then
 	echo "$dir"
 	exit 0
-	;;
-"") ;;
-*)
-	echo "usage: $0 [--dir]" >&2
-	exit 2
-	;;
-esac
+fi
 
 # Every binary the directory must hold; internal/kubetest and internal/nodelab
-# check the same names.
-bins=(kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy etcd)
+# check the same names. Another version's module holds the API server alone.
+if [ "$module" = tools/kube ]; then
+	bins=(kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy etcd)
+else
+	bins=(kube-apiserver)
+fi
 cached() {
 	local b
 	for b in "${bins[@]}"; do
@@ -73,17 +98,18 @@ done
 
 tmp=$(mktemp -d "$base/.build.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
-echo "kube-binaries: building ${bins[*]} ($version) into $dir (about 20 minutes cold)" >&2
+echo "kube-binaries: building ${bins[*]} ($version) into $dir (about $((${#bins[@]} > 1 ? 20 : 8)) minutes cold)" >&2
 start=$SECONDS
 export CGO_ENABLED=0
 # One go build for the Kubernetes commands shares their common packages.
-go build -buildvcs=false -trimpath -ldflags "$ldflags" -o "$tmp/" \
-	k8s.io/kubernetes/cmd/kube-apiserver \
-	k8s.io/kubernetes/cmd/kube-controller-manager \
-	k8s.io/kubernetes/cmd/kube-scheduler \
-	k8s.io/kubernetes/cmd/kubelet \
-	k8s.io/kubernetes/cmd/kube-proxy
-go build -buildvcs=false -trimpath -ldflags "-s -w" -o "$tmp/etcd" go.etcd.io/etcd/server/v3
+pkgs=()
+for b in "${bins[@]}"; do
+	[ "$b" = etcd ] || pkgs+=("k8s.io/kubernetes/cmd/$b")
+done
+go build -buildvcs=false -trimpath -ldflags "$ldflags" -o "$tmp/" "${pkgs[@]}"
+if [[ " ${bins[*]} " == *" etcd "* ]]; then
+	go build -buildvcs=false -trimpath -ldflags "-s -w" -o "$tmp/etcd" go.etcd.io/etcd/server/v3
+fi
 echo "kube-binaries: built in $((SECONDS - start))s" >&2
 rm -rf "$dir"
 chmod 755 "$tmp"

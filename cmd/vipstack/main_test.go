@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/vipstack/vipstack/internal/version"
 )
 
 func TestRunDispatch(t *testing.T) {
@@ -13,7 +15,7 @@ func TestRunDispatch(t *testing.T) {
 		wantOut  string
 		wantErr  string
 	}{
-		{args: []string{"version"}, wantCode: 0, wantOut: "vipstack dev"},
+		{args: []string{"version"}, wantCode: 0, wantOut: "vipstack " + version.String()},
 		{args: nil, wantCode: 2, wantErr: "Usage:"},
 		{args: []string{"frobnicate"}, wantCode: 2, wantErr: `unknown command "frobnicate"`},
 		{args: []string{"vrrp", "--status-addr", "0.0.0.0:9651", "-f", "/nonexistent"}, wantCode: 2, wantErr: "loopback only"},

@@ -250,3 +250,16 @@ func unmountBelow(t *testing.T, dir string) {
 		}
 	}
 }
+
+// TestBuildScriptFlag keeps hack/build.sh's -X flag on the variable
+// internal/version reads: a renamed variable would build binaries that
+// print no version.
+func TestBuildScriptFlag(t *testing.T) {
+	b, err := os.ReadFile("../build.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "-X "+version.LDFlag+"=$ver") {
+		t.Errorf("hack/build.sh does not set %s", version.LDFlag)
+	}
+}

@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/discovery"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -444,18 +445,96 @@ func monitoringCRDs(t *testing.T) []*unstructured.Unstructured {
 func TestDryRun(t *testing.T) {
 	h, _ := helm(t)
 	env := kubetest.Start(t)
-	c := k8stest.Client(t, env.Config)
-	k8stest.ApplyCRDs(t, c, monitoringCRDs(t))
+	out, err := h.Template(t.Context(), "vipstack-test", allButOpenShift()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dryRun(t, env, out)
+}
+
+// allButOpenShift is allOn without the OpenShift objects, whose types the
+// test API server does not serve.
+func allButOpenShift() []string {
 	var set []string
 	for _, s := range allOn {
 		if !strings.HasPrefix(s, "openshift.") {
 			set = append(set, s)
 		}
 	}
-	out, err := h.Template(t.Context(), "vipstack-test", set...)
-	if err != nil {
-		t.Fatal(err)
+	return set
+}
+
+// TestSupportedVersions applies the chart (every optional part the test
+// API server can serve), the CRDs and deploy/examples.yaml to the oldest
+// Kubernetes vipstack supports and to the newest the module proxy serves,
+// each rendered by helm for that version: the CRDs for real, the rest by
+// server-side dry run, as TestDryRun does for tools/kube's version.
+func TestSupportedVersions(t *testing.T) {
+	h, root := helm(t)
+	for _, tc := range []struct{ module, version string }{
+		{module: "tools/kube-oldest", version: "v1.34"},
+		{module: "tools/kube-newest", version: "v1.37"},
+	} {
+		t.Run(tc.module, func(t *testing.T) {
+			env := kubetest.StartWith(t, kubetest.Options{Module: tc.module})
+			dc, err := discovery.NewDiscoveryClientForConfig(env.Config)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sv, err := dc.ServerVersion()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.HasPrefix(sv.GitVersion, tc.version+".") {
+				t.Fatalf("%s's API server is %s, want %s.x", tc.module, sv.GitVersion, tc.version)
+			}
+			args := []string{"template", chart.Release, h.Chart, "--namespace", "vipstack-test", "--kube-version", sv.GitVersion}
+			for _, s := range allButOpenShift() {
+				args = append(args, "--set", s)
+			}
+			out, err := h.Run(t.Context(), args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dryRun(t, env, out)
+			c := k8stest.Client(t, env.Config)
+			for _, ns := range []string{"keepalived-operator", "demo"} {
+				nsObj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}}}
+				if err := k8stest.Apply(t.Context(), c, []*unstructured.Unstructured{nsObj}, false); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ex, err := os.ReadFile(filepath.Join(root, "deploy", "examples.yaml"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, u := range k8stest.Parse(t, "deploy/examples.yaml", ex) {
+				if err := k8stest.Apply(t.Context(), c, []*unstructured.Unstructured{u}, true); err != nil {
+					t.Errorf("deploy/examples.yaml %s %s on %s: %v", u.GetKind(), u.GetName(), sv.GitVersion, err)
+				}
+			}
+			// The CRDs' CEL IP rules run on this version: a block with
+			// host bits set is refused with the rule's message.
+			bad := &unstructured.Unstructured{Object: map[string]any{
+				"apiVersion": "vipstack.io/v1alpha1", "kind": "IPPool", "metadata": map[string]any{"name": "bad"},
+				"spec": map[string]any{"addresses": []any{"192.0.2.33/27"}},
+			}}
+			err = k8stest.Apply(t.Context(), c, []*unstructured.Unstructured{bad}, true)
+			if err == nil || !strings.Contains(err.Error(), "without host bits") {
+				t.Errorf("IPPool with 192.0.2.33/27 on %s: err %v, want the CRD's CEL rule to refuse it", sv.GitVersion, err)
+			}
+			t.Logf("%s: the chart, the CRDs and deploy/examples.yaml are accepted", sv.GitVersion)
+		})
 	}
+}
+
+// dryRun applies helm template's output to env: the CRDs, the namespace
+// and RBAC for real, everything else by server-side dry run, and checks
+// that a misspelt field is refused (so the dry run checks fields).
+func dryRun(t *testing.T, env *kubetest.Env, out []byte) {
+	t.Helper()
+	c := k8stest.Client(t, env.Config)
+	k8stest.ApplyCRDs(t, c, monitoringCRDs(t))
 	objs := k8stest.Parse(t, "helm template", out)
 	// Applied for real in helm's order (namespace, CRDs, RBAC), then the
 	// rest as a dry run once the CRDs are served.

@@ -89,6 +89,11 @@ type Options struct {
 	// only) through a forwarder at one of them, as internal/nodelab's
 	// nodes do from their network namespaces.
 	ServingIPs []netip.Addr
+	// Module runs the kube-apiserver of another Kubernetes version: a
+	// module directory of this repository such as "tools/kube-oldest"
+	// (hack/kube-binaries.sh --module builds it), beside tools/kube's
+	// etcd. Empty: tools/kube's, the version every other test runs.
+	Module string
 }
 
 // Start runs etcd and kube-apiserver for the test and returns once the API
@@ -107,8 +112,12 @@ func Start(t testing.TB) *Env {
 func StartWith(t testing.TB, o Options) *Env {
 	t.Helper()
 	bin := BinDir(t)
+	apiBin := bin
+	if o.Module != "" {
+		apiBin = moduleBinDir(t, o.Module)
+	}
 	began := time.Now()
-	env, err := start(bin, o)
+	env, err := start(bin, apiBin, o)
 	if err != nil {
 		t.Fatalf("kubetest: %v", err)
 	}
@@ -192,8 +201,39 @@ func BinDir(t testing.TB) string {
 	return dir
 }
 
-func haveBinaries(dir string) error {
-	for _, name := range []string{"kube-apiserver", "etcd"} {
+// moduleBinDir returns the directory holding the kube-apiserver of another
+// version's module (Options.Module), building it first when it is not
+// cached.
+func moduleBinDir(t testing.TB, module string) string {
+	t.Helper()
+	script, err := findScript()
+	if err != nil {
+		t.Fatalf("kubetest: %v", err)
+	}
+	dir, err := runScript(script, "--module", module, "--dir")
+	if err != nil {
+		t.Fatalf("kubetest: %v", err)
+	}
+	if haveBinaries(dir, "kube-apiserver") == nil {
+		return dir
+	}
+	t.Logf("kubetest: building the kube-apiserver of %s with %s (about 10 minutes on 2 cores)", module, script)
+	began := time.Now()
+	if dir, err = runScript(script, "--module", module); err != nil {
+		t.Fatalf("kubetest: %v", err)
+	}
+	if err := haveBinaries(dir, "kube-apiserver"); err != nil {
+		t.Fatalf("kubetest: after %s --module %s: %v", script, module, err)
+	}
+	t.Logf("kubetest: built in %v", time.Since(began).Round(time.Second))
+	return dir
+}
+
+func haveBinaries(dir string, names ...string) error {
+	if len(names) == 0 {
+		names = []string{"kube-apiserver", "etcd"}
+	}
+	for _, name := range names {
 		fi, err := os.Stat(filepath.Join(dir, name))
 		if err != nil {
 			return fmt.Errorf("find binary: %w", err)
@@ -241,7 +281,7 @@ func runScript(script string, args ...string) (string, error) {
 }
 
 // start runs etcd and kube-apiserver from bin and waits until both are ready.
-func start(bin string, o Options) (_ *Env, err error) {
+func start(bin, apiBin string, o Options) (_ *Env, err error) {
 	dir, err := os.MkdirTemp("", "vipstack-kubetest-")
 	if err != nil {
 		return nil, fmt.Errorf("create data directory: %w", err)
@@ -264,7 +304,7 @@ func start(bin string, o Options) (_ *Env, err error) {
 	if err != nil {
 		return nil, err
 	}
-	host, err := env.startAPIServer(ctx, bin, etcdURL, c)
+	host, err := env.startAPIServer(ctx, apiBin, etcdURL, c)
 	if err != nil {
 		return nil, err
 	}
