@@ -109,6 +109,17 @@ type Lab struct {
 	sysctls   map[string]string // kernel settings before the kubelets ran
 	closeMu   sync.Mutex
 	closed    bool
+	after     []func() // AfterKill's
+}
+
+// AfterKill registers f to run in Close once every process of the lab is
+// dead and before the namespaces go: for what the pods leave on the
+// machine's file system (hostPath volumes), which a pod still running
+// could write again. Call it before the test ends.
+func (l *Lab) AfterKill(f func()) {
+	l.closeMu.Lock()
+	defer l.closeMu.Unlock()
+	l.after = append(l.after, f)
 }
 
 // Node is one node: a network namespace with a containerd and a kubelet.
@@ -880,6 +891,9 @@ func (l *Lab) Close() error {
 	}
 	wg.Wait()
 	errs = append(errs, nodeErrs...)
+	for _, f := range l.after {
+		f()
+	}
 	for _, p := range l.procs {
 		errs = append(errs, p.stop(5*time.Second))
 	}

@@ -160,7 +160,7 @@ func TestStaticPodStory(t *testing.T) {
 	checkBalanced(t, c, dns, alive)
 }
 
-// removeLedgers removes, when the test ends, the VIP ledgers the pods
+// removeLedgers removes, once the lab's pods are dead, the VIP ledgers they
 // leave in the machine's /run/vipstack (the manifests' hostPath; the nodes
 // share the machine's file system): vipstack names each after its network
 // namespace, vrrp-net-INODE.vips (vipstack node) or
@@ -176,7 +176,7 @@ func removeLedgers(t *testing.T, lab *nodelab.Lab) {
 		name := fmt.Sprintf("*-net-%d.vips", st.Ino)
 		patterns = append(patterns, "/run/vipstack/"+name, "/run/vipstack/."+name+".tmp*")
 	}
-	t.Cleanup(func() {
+	lab.AfterKill(func() {
 		for _, p := range patterns {
 			files, _ := filepath.Glob(p)
 			for _, f := range files {
