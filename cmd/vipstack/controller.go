@@ -9,6 +9,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
@@ -71,13 +72,36 @@ func runController(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return 1
 	}
 	log.Info("vipstack controller starting", "version", version.String(), "api", cfg.Host, "leader_elect", *leaderElect, "lease_namespace", *leaseNS)
-	if err := mgr.Start(ctx); err != nil {
-		log.Error("vipstack controller failed", "err", err)
+	errc := make(chan error, 1)
+	go func() { errc <- mgr.Start(ctx) }()
+	var startErr error
+	select {
+	case startErr = <-errc:
+	case <-ctx.Done():
+		// controller-runtime's manager does not return from Start once
+		// cancelled while its informers have never synced (RBAC missing,
+		// seen with v0.24.1: still running minutes later), and the pod
+		// would sit out its whole termination grace period. Give it
+		// stopGrace, then leave.
+		select {
+		case startErr = <-errc:
+		case <-time.After(stopGrace):
+			log.Error("vipstack controller: still stopping after the signal; exiting anyway (informers that never synced? check the RBAC)",
+				"waited", stopGrace)
+			return 1
+		}
+	}
+	if startErr != nil {
+		log.Error("vipstack controller failed", "err", startErr)
 		return 1
 	}
 	log.Info("vipstack controller stopped")
 	return 0
 }
+
+// stopGrace is how long the controller waits for its manager to stop
+// after a signal: within the chart's terminationGracePeriodSeconds (10).
+const stopGrace = 8 * time.Second
 
 // kubeConfig loads a kubeconfig file, $KUBECONFIG, or the in-cluster
 // ServiceAccount, in that order.

@@ -5,6 +5,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -106,5 +108,62 @@ func TestRunController(t *testing.T) {
 	}
 	if !strings.Contains(errb.String(), "vipstack controller starting") {
 		t.Errorf("no start line in the log:\n%s", errb.String())
+	}
+}
+
+// TestControllerStopsWithoutRBAC runs the controller as a ServiceAccount
+// that may read nothing, so its informers never sync, and checks that it
+// still returns once its context ends, saying why it did not stop
+// cleanly (controller-runtime's manager alone stays in Start).
+func TestControllerStopsWithoutRBAC(t *testing.T) {
+	env := kubetest.Start(t)
+	c := k8stest.Client(t, env.Config)
+	k8stest.InstallCRDs(t, c)
+	if err := c.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "vipstack-system"}}); err != nil {
+		t.Fatal(err)
+	}
+	kc := t.TempDir() + "/nobody.kubeconfig"
+	if err := env.WriteKubeconfigAs(kc, "", "vipstack-system", "nobody"); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	health := ln.Addr().String()
+	ln.Close()
+	runCtx, cancel := context.WithCancel(t.Context())
+	var out, errb syncbuf.Buffer
+	done := make(chan int, 1)
+	go func() {
+		done <- runController(runCtx, []string{"--kubeconfig", kc, "--metrics-addr", "127.0.0.1:0", "--health-addr", health, "--leader-elect=false"}, &out, &errb)
+	}()
+	// Wait until its manager runs with informers that cannot sync.
+	err = k8stest.Poll(60*time.Second, func() error {
+		resp, err := http.Get("http://" + health + "/readyz/informers")
+		if err != nil {
+			return err
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusInternalServerError || !strings.Contains(string(b), "not synced") {
+			return fmt.Errorf("/readyz/informers: %d %q", resp.StatusCode, b)
+		}
+		return nil
+	})
+	cancel()
+	if err != nil {
+		t.Fatalf("%v\nstderr:\n%s", err, errb.String())
+	}
+	select {
+	case code := <-done:
+		if code != 1 {
+			t.Errorf("runController returned %d, want 1 (it did not stop cleanly)", code)
+		}
+		if !strings.Contains(errb.String(), "check the RBAC") {
+			t.Errorf("the log does not say why it exits:\n%s", errb.String())
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatalf("runController did not return within 60s of its context ending\nstderr:\n%s", errb.String())
 	}
 }
