@@ -27,7 +27,10 @@ go test -count=1 -run '^$' ./... >/dev/null 2>&1 || true
 if [ "$(id -u)" = 0 ]; then
 	go run ./hack/openshift-peers >/dev/null || echo "test.sh: the OpenShift peers did not build; the tests that need them will say why" >&2
 	# The real-node tier (internal/nodelab) builds static binaries for its
-	# images: the pause program and, through hack/image, vipstack.
-	CGO_ENABLED=0 go build -trimpath ./cmd/vipstack ./internal/nodelab/pause >/dev/null 2>&1 || true
+	# images: the pause and echo programs and, through hack/image, vipstack.
+	CGO_ENABLED=0 go build -trimpath -o /dev/null ./cmd/vipstack ./internal/nodelab/pause ./internal/nodelab/echo >/dev/null 2>&1 || true
 fi
+# hack/image's TestImage cross-compiles vipstack for linux/arm64: compile
+# its packages now, not beside the timing-sensitive tests.
+CGO_ENABLED=0 GOOS=linux GOARCH=arm64 go build -trimpath -o /dev/null ./cmd/vipstack >/dev/null 2>&1 || true
 go test -count=1 -timeout 20m "$@" ./...
