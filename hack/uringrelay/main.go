@@ -3,8 +3,9 @@
 // Command uringrelay is an experiment, not part of vipstack: a bare TCP relay
 // on io_uring, written to measure what a completion-based relay would save
 // against the epoll relay of internal/lb. It was measured on 2026-11-22; the
-// figures and the reasoning are in docs/benchmarks.md ("An io_uring relay,
-// measured as a prototype").
+// figures and the reasoning are in the git history of docs/benchmarks.md
+// (the section "An io_uring relay, measured as a prototype", which the page
+// dropped on 2026-11-28 when it was cut to the current figures).
 //
 // Each of -n loops owns a ring (SINGLE_ISSUER, DEFER_TASKRUN) and a
 // SO_REUSEPORT listener. It accepts with a multishot accept, connects to the
