@@ -12,7 +12,6 @@ import (
 
 	"github.com/vipstack/vipstack/internal/chart"
 	"github.com/vipstack/vipstack/internal/nodelab"
-	"github.com/vipstack/vipstack/internal/testnet"
 	"github.com/vipstack/vipstack/internal/version"
 )
 
@@ -49,19 +48,7 @@ func TestHelmInstallOnNodes(t *testing.T) {
 	lab, c, svc := installLB(t, helmInstall)
 	ctx := t.Context()
 
-	for _, n := range lab.Nodes {
-		ctr, err := n.WaitContainer(ctx, "vipstack-agent", "agent", 90*time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, prm, eff, bnd, _, err := testnet.Caps(ctr.PID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if want := testnet.CapMask(testnet.CapNetAdmin, testnet.CapNetRaw); prm != want || eff != want || bnd != want {
-			t.Errorf("%s: agent container (pid %d): permitted %s, effective %s, bounding %s; want %s each", n.Name, ctr.PID, prm, eff, bnd, want)
-		}
-	}
+	checkAgentCaps(ctx, t, lab)
 	addr := waitLBAddress(t, c, svc)
 	holder := waitAnswers(t, lab, addr, nil)
 	t.Logf("%s answers from the client; held by %s", addr, holder.Name)

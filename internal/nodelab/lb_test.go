@@ -3,6 +3,7 @@
 package nodelab_test
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -38,20 +39,7 @@ func TestLoadBalancerOnNodes(t *testing.T) {
 	lab, c, svc := installLB(t, applyDeploy)
 	ctx := t.Context()
 
-	// The agents run with exactly NET_ADMIN and NET_RAW.
-	for _, n := range lab.Nodes {
-		ctr, err := n.WaitContainer(ctx, "vipstack-agent", "agent", 90*time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, prm, eff, bnd, _, err := testnet.Caps(ctr.PID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if want := testnet.CapMask(testnet.CapNetAdmin, testnet.CapNetRaw); prm != want || eff != want || bnd != want {
-			t.Errorf("%s: agent container (pid %d): permitted %s, effective %s, bounding %s; want %s each", n.Name, ctr.PID, prm, eff, bnd, want)
-		}
-	}
+	checkAgentCaps(ctx, t, lab)
 
 	addr := waitLBAddress(t, c, svc)
 	holder := waitAnswers(t, lab, addr, nil)
@@ -255,4 +243,24 @@ func fetchFrom(h *testnet.Host, addr netip.AddrPort) (string, error) {
 	_ = conn.SetDeadline(time.Now().Add(2 * time.Second))
 	b, err := io.ReadAll(conn)
 	return strings.TrimSpace(string(b)), err
+}
+
+// checkAgentCaps waits for every node's agent container and checks that
+// it runs with exactly NET_ADMIN and NET_RAW (permitted, effective and
+// bounding), as the manifests declare, read from /proc.
+func checkAgentCaps(ctx context.Context, t *testing.T, lab *nodelab.Lab) {
+	t.Helper()
+	for _, n := range lab.Nodes {
+		ctr, err := n.WaitContainer(ctx, "vipstack-agent", "agent", 90*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, prm, eff, bnd, _, err := testnet.Caps(ctr.PID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := testnet.CapMask(testnet.CapNetAdmin, testnet.CapNetRaw); prm != want || eff != want || bnd != want {
+			t.Errorf("%s: agent container (pid %d): permitted %s, effective %s, bounding %s; want %s each", n.Name, ctr.PID, prm, eff, bnd, want)
+		}
+	}
 }
