@@ -49,15 +49,8 @@ func TestIPFailoverServerDryRun(t *testing.T) {
 	})
 	for _, tc := range goldenCases() {
 		t.Run(tc.name, func(t *testing.T) {
-			objs, err := NewIPFailover(tc.in)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var b bytes.Buffer
-			if err := Encode(&b, objs.Objects(), tc.format); err != nil {
-				t.Fatal(err)
-			}
-			us := decodeObjects(t, b.Bytes(), tc.format)
+			objs, b := encodeCase(t, tc)
+			us := decodeObjects(t, b, tc.format)
 			if len(us) != len(objs.Objects()) {
 				t.Fatalf("decoded %d objects, printed %d", len(us), len(objs.Objects()))
 			}

@@ -33,17 +33,16 @@ func withDefaults(vars map[string]string) map[string]string {
 	return out
 }
 
-// goldenCases are flag sets of `oc adm ipfailover` and vipstack's.
-func goldenCases() []struct {
+// goldenCase is a flag set and the format it is printed in.
+type goldenCase struct {
 	name   string
 	in     IPFailover
 	format string
-} {
-	return []struct {
-		name   string
-		in     IPFailover
-		format string
-	}{
+}
+
+// goldenCases are flag sets of `oc adm ipfailover` and vipstack's.
+func goldenCases() []goldenCase {
+	return []goldenCase{
 		{
 			name: "defaults",
 			in: IPFailover{Name: "ipfailover", Image: testImage, ServiceAccount: DefaultServiceAccount, StatusPort: StatusPortAuto,
@@ -90,18 +89,26 @@ func goldenCases() []struct {
 	}
 }
 
+// encodeCase builds a golden case's objects and prints them in its
+// format, as the command does.
+func encodeCase(t *testing.T, tc goldenCase) (*IPFailoverObjects, []byte) {
+	t.Helper()
+	objs, err := NewIPFailover(tc.in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := Encode(&b, objs.Objects(), tc.format); err != nil {
+		t.Fatal(err)
+	}
+	return objs, b.Bytes()
+}
+
 func TestIPFailoverGolden(t *testing.T) {
 	for _, tc := range goldenCases() {
 		t.Run(tc.name, func(t *testing.T) {
-			objs, err := NewIPFailover(tc.in)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var b bytes.Buffer
-			if err := Encode(&b, objs.Objects(), tc.format); err != nil {
-				t.Fatal(err)
-			}
-			goldenFile(t, b.Bytes())
+			_, b := encodeCase(t, tc)
+			goldenFile(t, b)
 		})
 	}
 }
@@ -113,15 +120,8 @@ func TestIPFailoverGolden(t *testing.T) {
 func TestIPFailoverRoundTrip(t *testing.T) {
 	for _, tc := range goldenCases() {
 		t.Run(tc.name, func(t *testing.T) {
-			objs, err := NewIPFailover(tc.in)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var b bytes.Buffer
-			if err := Encode(&b, objs.Objects(), tc.format); err != nil {
-				t.Fatal(err)
-			}
-			d := decodeDeployment(t, b.Bytes(), tc.format)
+			_, b := encodeCase(t, tc)
+			d := decodeDeployment(t, b, tc.format)
 			if len(d.Spec.Template.Spec.Containers) != 1 {
 				t.Fatalf("%d containers, want 1", len(d.Spec.Template.Spec.Containers))
 			}
