@@ -12,8 +12,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/vipstack/vipstack/internal/cluster"
+	"github.com/vipstack/vipstack/internal/handoff"
 	"github.com/vipstack/vipstack/internal/k8s/agent"
 	"github.com/vipstack/vipstack/internal/netif"
+	"github.com/vipstack/vipstack/internal/serve"
 	"github.com/vipstack/vipstack/internal/supervise"
 	"github.com/vipstack/vipstack/internal/version"
 )
@@ -33,6 +35,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		announceRate = fs.Int("announce-rate", 500, "gratuitous ARP / unsolicited NA per second and instance (0: unlimited)")
 		logLevel     = fs.String("log-level", "info", "debug, info, warn or error")
 		noSuper      = fs.Bool("no-supervisor", false, "run without the supervisor that removes VIPs at once if the agent crashes")
+		handoffSock  = fs.String("handoff-socket", handoff.AgentSocket, "abstract Unix socket (on the node's network) by which the agent serving the node hands it to a successor started beside it, so that a rolling update moves no address; empty: off (every stop releases the addresses)")
 	)
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -76,26 +79,45 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			return 1
 		}
 		sup := &supervise.Supervisor{Path: self, Args: append([]string{"agent"}, args...), Log: log,
-			OnCrash: func() { sweepLedger(log, netif.Ledger{Path: ledger}) }}
+			OnCrash: func() {
+				if *handoffSock != "" && handoff.Held(*handoffSock) {
+					// The agent died before it took over from the one that
+					// still serves the node: the ledger lists that one's
+					// addresses.
+					log.Info("supervisor: another agent serves this node; leaving its addresses", "socket", *handoffSock)
+					return
+				}
+				sweepLedger(log, netif.Ledger{Path: ledger})
+			}}
 		return sup.Run(ctx)
 	}
-	mgr, err := agent.NewManager(cfg, log, *healthAddr)
+	mgr, err := agent.NewManager(cfg, log)
 	if err != nil {
 		fmt.Fprintf(stderr, "vipstack agent: %v\n", err)
 		return 1
 	}
 	reg := prometheus.NewRegistry()
 	a, err := agent.New(mgr, agent.Options{Node: *nodeName, Logger: log, Registry: reg,
-		Ledger: netif.Ledger{Path: ledger}, AnnounceRate: *announceRate})
+		Ledger: netif.Ledger{Path: ledger}, AnnounceRate: *announceRate, Handoff: *handoffSock, Version: version.String()})
 	if err != nil {
 		fmt.Fprintf(stderr, "vipstack agent: %v\n", err)
 		return 1
 	}
-	stopEndpoints, ok := startEndpoints("vipstack agent", stderr, *metricsAddr, reg, *statusAddr, func() any { return a.Status() })
+	// A successor started beside this agent (a rolling update with surge)
+	// listens on the same ports until this one stops: SO_REUSEPORT.
+	stopEndpoints, ok := startEndpoints("vipstack agent", stderr, *metricsAddr, reg, *statusAddr, func() any { return a.Status() }, serve.ReusePort())
 	if !ok {
 		return 1
 	}
 	defer stopEndpoints()
+	if *healthAddr != "" {
+		hs, err := serve.Handler(*healthAddr, a.Health(), serve.ReusePort())
+		if err != nil {
+			fmt.Fprintf(stderr, "vipstack agent: --health-addr: %v\n", err)
+			return 1
+		}
+		defer hs.Close()
+	}
 	log.Info("vipstack agent starting", "version", version.String(), "api", cfg.Host, "ledger", ledger)
 	if err := mgr.Start(ctx); err != nil {
 		log.Error("vipstack agent failed", "err", err)

@@ -13,7 +13,7 @@ import (
 // set) and JSON status endpoint (when statusAddr is set). On failure it
 // prints "<command>: --flag: error", closes what it opened and returns
 // ok false; otherwise the caller defers stop.
-func startEndpoints(command string, stderr io.Writer, metricsAddr string, g prometheus.Gatherer, statusAddr string, status func() any) (stop func(), ok bool) {
+func startEndpoints(command string, stderr io.Writer, metricsAddr string, g prometheus.Gatherer, statusAddr string, status func() any, opts ...serve.Option) (stop func(), ok bool) {
 	var servers []*serve.Server
 	stop = func() {
 		for _, s := range servers {
@@ -21,7 +21,7 @@ func startEndpoints(command string, stderr io.Writer, metricsAddr string, g prom
 		}
 	}
 	if metricsAddr != "" {
-		s, err := serve.MetricsFrom(metricsAddr, g)
+		s, err := serve.MetricsFrom(metricsAddr, g, opts...)
 		if err != nil {
 			fmt.Fprintf(stderr, "%s: --metrics-addr: %v\n", command, err)
 			return stop, false
@@ -29,7 +29,7 @@ func startEndpoints(command string, stderr io.Writer, metricsAddr string, g prom
 		servers = append(servers, s)
 	}
 	if statusAddr != "" {
-		s, err := serve.JSON(statusAddr, "/status", status)
+		s, err := serve.JSON(statusAddr, "/status", status, opts...)
 		if err != nil {
 			stop()
 			fmt.Fprintf(stderr, "%s: --status-addr: %v\n", command, err)

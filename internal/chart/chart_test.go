@@ -278,12 +278,18 @@ func TestChartVersion(t *testing.T) {
 // TestRender checks what values do to the pods: one image reference (tag
 // from appVersion unless overridden, or a digest), the subcommand as args
 // of the image's /vipstack entrypoint (never command), both probes on the
-// port --health-addr binds, and the API server env for clusters without
-// kube-proxy.
+// port --health-addr binds, the agent with no declared (host) ports, and
+// the API server env for clusters without kube-proxy.
 func TestRender(t *testing.T) {
 	h, _ := helm(t)
 	img := "ghcr.io/vipstack/vipstack:" + appVersion(t, h)
 	dflt := func(sub, port string, n int64) pod {
+		if sub == "agent" {
+			// No declared ports (host ports would keep the surge pod of a
+			// rolling update off the node): the probes name the number.
+			return pod{Image: img, PullPolicy: "IfNotPresent", Subcommand: sub, HealthArg: ":" + port,
+				Liveness: "/healthz " + port, Readiness: "/readyz " + port}
+		}
 		return pod{Image: img, PullPolicy: "IfNotPresent", Subcommand: sub, HealthArg: ":" + port, HealthPort: n,
 			Liveness: "/healthz health", Readiness: "/readyz health"}
 	}
@@ -751,5 +757,31 @@ func TestValuesDocumented(t *testing.T) {
 		if !exists[k] {
 			t.Errorf("docs/install.md's values table names %s, which values.yaml does not have", k)
 		}
+	}
+}
+
+// TestAgentSurges: the agent's DaemonSet rolls with a surge pod (the new
+// agent beside the old, which hands over in place), which the scheduler
+// only places when the agent declares no host ports; its grace period
+// covers the hand-off's bounds (5 s for a starting successor, 3 s to take
+// over).
+func TestAgentSurges(t *testing.T) {
+	h, _ := helm(t)
+	r := render(t, h)
+	for _, u := range r {
+		if u.GetKind() != "DaemonSet" {
+			continue
+		}
+		ru, _, _ := unstructured.NestedMap(u.Object, "spec", "updateStrategy", "rollingUpdate")
+		if fmt.Sprint(ru["maxSurge"]) != "1" || fmt.Sprint(ru["maxUnavailable"]) != "0" {
+			t.Errorf("agent rollingUpdate %v, want maxSurge 1 and maxUnavailable 0", ru)
+		}
+		grace, _, _ := unstructured.NestedInt64(u.Object, "spec", "template", "spec", "terminationGracePeriodSeconds")
+		if grace < 10 {
+			t.Errorf("agent terminationGracePeriodSeconds %d, want at least 10 for the hand-off", grace)
+		}
+	}
+	if ports, found, _ := unstructured.NestedSlice(r.container(t, "DaemonSet"), "ports"); found || len(ports) > 0 {
+		t.Errorf("agent container declares ports %v: on the host network they are host ports, and a surge pod cannot be scheduled", ports)
 	}
 }

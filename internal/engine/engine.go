@@ -22,6 +22,7 @@ import (
 	"github.com/vipstack/vipstack/internal/script"
 	"github.com/vipstack/vipstack/internal/track"
 	"github.com/vipstack/vipstack/internal/vrrp"
+	"github.com/vipstack/vipstack/internal/vrrp/fsm"
 	"github.com/vipstack/vipstack/internal/vrrp/transport"
 )
 
@@ -44,6 +45,13 @@ type Options struct {
 	// each instance (0: unlimited, keepalived's behaviour). With thousands
 	// of VIPs it keeps a takeover from flooding the switch and the peers.
 	AnnounceRate int
+	// Adopt names the instances a predecessor on this node handed over as
+	// master, their addresses left on the interfaces (see package
+	// handoff). They start as master at once, advertising, and their
+	// addresses are neither swept from the ledger nor removed at start.
+	// AdoptFrom says from whom, for the log.
+	Adopt     []string
+	AdoptFrom string
 
 	// hooks, set by this package's tests only, act at points where
 	// another actor may.
@@ -86,6 +94,10 @@ type Engine struct {
 	dadNext      time.Time           // when to look at them again
 	srcAbsent    map[netip.Addr]bool // unicast_src_ip addresses not configured on this node (see checkSources)
 	srcNext      time.Time           // when to look at them again
+	// adopt holds the instances to adopt at the first apply (Options.Adopt).
+	adopt map[string]bool
+	// handoff, once set, asks the loop to stop for a hand-off (Handoff).
+	handoff chan []string
 	// absentNext is when to look again for the interfaces of instances
 	// built without one (see checkAbsent); absentErr the last rebuild error
 	// logged.
@@ -130,6 +142,7 @@ type event struct {
 	ping     chan struct{}
 	readErr  error
 	shutdown bool
+	handoff  chan []string
 }
 
 // addrEvent is an address added or removed; the zero Prefix means any may
@@ -181,6 +194,10 @@ func New(opts Options) (*Engine, *keepalived.Config, error) {
 		links:     map[string]bool{},
 		dad:       map[string]dadWait{},
 		srcAbsent: map[netip.Addr]bool{},
+		adopt:     map[string]bool{},
+	}
+	for _, name := range opts.Adopt {
+		e.adopt[name] = true
 	}
 	return e, cfg, nil
 }
@@ -366,8 +383,10 @@ func (e *Engine) Run(ctx context.Context) error {
 	go e.keepRealtime(ctx)
 
 	// Leftovers of a crashed earlier run, then any configured VIP that is
-	// present although we hold nothing yet.
-	if removed, err := nl.Sweep(e.opts.Ledger); err != nil {
+	// present although we hold nothing yet; not those of the instances a
+	// predecessor handed over.
+	adopted := e.adoptedVIPs()
+	if removed, err := nl.SweepExcept(e.opts.Ledger, func(v netif.VIP) bool { return adopted[addrKey(v.Prefix, v.Dev)] }); err != nil {
 		e.log.Warn("removing VIPs left by an earlier run failed", "ledger", e.opts.Ledger.Path, "err", err)
 	} else {
 		for _, v := range removed {
@@ -439,6 +458,10 @@ func (e *Engine) Run(ctx context.Context) error {
 			// and publish once.
 			e.drainUpTo(eventBatch - 1)
 		}
+		if e.handoff != nil {
+			e.handoff <- e.stopForHandoff()
+			return nil
+		}
 		e.publishStatus()
 	}
 }
@@ -453,6 +476,9 @@ func (e *Engine) Run(ctx context.Context) error {
 // stays.
 func (e *Engine) removePresentVIPs() {
 	for _, ic := range e.cfg.Instances {
+		if e.adopt[ic.Name] {
+			continue
+		}
 		for _, v := range append(append([]keepalived.VIP(nil), ic.VIPs...), ic.ExcludedVIPs...) {
 			vip := toVIP(v, ic.Interface)
 			had, err := e.nl.HasVIP(vip)
@@ -598,6 +624,8 @@ func (e *Engine) handle(ev event) {
 		ev.reload <- e.reload()
 	case ev.ping != nil:
 		close(ev.ping)
+	case ev.handoff != nil:
+		e.handoff = ev.handoff
 	case ev.readErr != nil:
 		e.log.Error("VRRP socket read failed", "family", ev.family, "err", ev.readErr)
 	}
@@ -619,6 +647,65 @@ func (e *Engine) Reload() error {
 	case <-e.done:
 		return errors.New("engine stopped during reload")
 	}
+}
+
+// Handoff stops the engine for a successor on this node that takes over
+// (see package handoff): unlike a shutdown, masters send no priority 0 and
+// every address stays on its interface and in the ledger, so that peers
+// and hosts see no change if the successor advertises within the master
+// down interval. No notify script runs: no state changes. It returns the
+// instances that were master; Run returns nil.
+func (e *Engine) Handoff(ctx context.Context) ([]string, error) {
+	reply := make(chan []string, 1)
+	select {
+	case e.events <- event{handoff: reply}:
+	case <-e.done:
+		return nil, errors.New("engine is not running")
+	case <-ctx.Done():
+		return nil, fmt.Errorf("engine loop did not take the hand-off: %w", context.Cause(ctx))
+	}
+	select {
+	case m := <-reply:
+		return m, nil
+	case <-e.done:
+		return nil, errors.New("engine stopped before the hand-off")
+	}
+}
+
+// stopForHandoff closes every socket without a word and returns the
+// masters (see Handoff).
+func (e *Engine) stopForHandoff() []string {
+	var masters []string
+	for _, name := range sortedKeys(e.instances) {
+		in := e.instances[name]
+		if !in.absent && !in.firstResult && in.fsm.State() == fsm.Master {
+			masters = append(masters, name)
+		}
+		in.close()
+	}
+	e.closeConns()
+	e.log.Info("VRRP stopped for a hand-off to a successor on this node: no priority 0 sent, addresses left in place",
+		"masters", len(masters), "addresses", len(e.held))
+	e.publishStatus()
+	e.stopTrackers(trackerGrace)
+	e.waitNotify(notifyGrace)
+	return masters
+}
+
+// adoptedVIPs are the configured addresses of the instances to adopt, by
+// addrKey.
+func (e *Engine) adoptedVIPs() map[string]bool {
+	keys := map[string]bool{}
+	for _, ic := range e.cfg.Instances {
+		if !e.adopt[ic.Name] {
+			continue
+		}
+		for _, v := range append(append([]keepalived.VIP(nil), ic.VIPs...), ic.ExcludedVIPs...) {
+			vip := toVIP(v, ic.Interface)
+			keys[addrKey(vip.Prefix, vip.Dev)] = true
+		}
+	}
+	return keys
 }
 
 // Ping returns once the engine's loop has taken an event from its queue,

@@ -205,6 +205,17 @@ func (e *Engine) apply(cfg *keepalived.Config) error {
 		prio, fault := e.effective(in)
 		e.log.Info("starting VRRP instance", "instance", in.cfg.Name, "vrid", in.cfg.VRID, "version", in.cfg.Version,
 			"interface", in.cfg.Interface, "priority", prio, "source", in.src, "peers", in.dsts)
+		if e.adopt[name] {
+			delete(e.adopt, name)
+			if !e.waits(in) {
+				e.do(in, now, in.fsm.Adopt(now, prio, fault, "handed over by "+cmp.Or(e.opts.AdoptFrom, "the previous agent on this node")))
+				if in.fsm.State() != fsm.Master {
+					e.dropAdopted(in, "it cannot start as master")
+				}
+				continue
+			}
+			e.dropAdopted(in, "it waits for the first result of its tracked scripts")
+		}
 		if e.waits(in) {
 			in.firstResult = true
 			e.log.Info("VRRP instance waits for the first result of its tracked scripts", "instance", in.cfg.Name, "fault", fault)
@@ -212,8 +223,21 @@ func (e *Engine) apply(cfg *keepalived.Config) error {
 		}
 		e.do(in, now, in.fsm.Start(now, prio, fault))
 	}
+	e.adopt = nil // only at start
 	e.recomputeAll(now)
 	return nil
+}
+
+// dropAdopted removes the addresses a predecessor left for an instance
+// that does not start as master after all.
+func (e *Engine) dropAdopted(in *instance, why string) {
+	for _, v := range in.vips {
+		if err := e.nl.DelVIP(v); err != nil {
+			e.log.Warn("removing a handed-over VIP failed", "instance", in.cfg.Name, "vip", v.Prefix, "dev", v.Dev, "err", err)
+			continue
+		}
+		e.log.Info("removed a VIP handed over by the previous agent: "+why, "instance", in.cfg.Name, "vip", v.Prefix, "dev", v.Dev)
+	}
 }
 
 func hasInstance(cfg *keepalived.Config, name string) bool { return instanceByName(cfg, name) != nil }

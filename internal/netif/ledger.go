@@ -114,7 +114,11 @@ func writeAtomic(path string, data []byte) (err error) {
 // entries already gone (or whose interface is gone) are dropped silently.
 // Entries it failed to remove stay in the ledger and their errors are
 // returned joined.
-func (h *Handle) Sweep(l Ledger) ([]VIP, error) {
+func (h *Handle) Sweep(l Ledger) ([]VIP, error) { return h.SweepExcept(l, nil) }
+
+// SweepExcept is Sweep leaving the entries keep reports true for on the
+// system and in the ledger (addresses a predecessor handed over).
+func (h *Handle) SweepExcept(l Ledger, keep func(VIP) bool) ([]VIP, error) {
 	vips, err := l.Load()
 	if err != nil {
 		return nil, fmt.Errorf("sweep: %w", err)
@@ -122,6 +126,10 @@ func (h *Handle) Sweep(l Ledger) ([]VIP, error) {
 	var removed, kept []VIP
 	var errs []error
 	for _, v := range vips {
+		if keep != nil && keep(v) {
+			kept = append(kept, v)
+			continue
+		}
 		had, err := h.HasVIP(v)
 		if err == nil {
 			err = h.DelVIP(v)

@@ -350,6 +350,40 @@ func TestSweep(t *testing.T) {
 	}
 }
 
+// TestSweepExcept: the kept entries stay on the interface and in the
+// ledger; the others are removed as Sweep removes them.
+func TestSweepExcept(t *testing.T) {
+	h, nh := setup(t)
+	l := Ledger{Path: filepath.Join(t.TempDir(), "vips")}
+	keep := VIP{Prefix: netip.MustParsePrefix("198.18.0.100/32"), Dev: "eth0"}
+	drop := VIP{Prefix: netip.MustParsePrefix("198.18.0.101/32"), Dev: "eth0"}
+	if err := l.Save([]VIP{keep, drop}); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []VIP{keep, drop} {
+		if err := nh.AddVIP(v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	removed, err := nh.SweepExcept(l, func(v VIP) bool { return v.Prefix == keep.Prefix })
+	if err != nil {
+		t.Fatalf("SweepExcept: %v", err)
+	}
+	if diff := cmp.Diff([]VIP{drop}, removed, addrCmp...); diff != "" {
+		t.Errorf("SweepExcept removed (-want +got):\n%s", diff)
+	}
+	if line := addrLine(t, h, keep.Prefix.Addr()); line == "" {
+		t.Errorf("SweepExcept removed the kept %s", keep.Prefix)
+	}
+	if line := addrLine(t, h, drop.Prefix.Addr()); line != "" {
+		t.Errorf("after SweepExcept, ip addr still shows %q", line)
+	}
+	left, err := l.Load()
+	if diff := cmp.Diff([]VIP{keep}, left, addrCmp...); err != nil || diff != "" {
+		t.Errorf("ledger after SweepExcept (-want +got, err %v):\n%s", err, diff)
+	}
+}
+
 // TestPresent: Present answers as HasVIP does for each VIP, from one dump:
 // the address with its length on its interface; another length, another
 // interface or a missing interface is not present.

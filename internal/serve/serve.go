@@ -5,13 +5,16 @@ package serve
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net"
 	"net/http"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"golang.org/x/net/netutil"
+	"golang.org/x/sys/unix"
 )
 
 // Server is one listening endpoint.
@@ -20,20 +23,35 @@ type Server struct {
 	Addr net.Addr
 }
 
+// Option changes how an endpoint listens.
+type Option func(*options)
+
+type options struct{ reusePort bool }
+
+// ReusePort sets SO_REUSEPORT, so that a successor on the node (see package
+// handoff) can listen on the same port while its predecessor still does;
+// the kernel spreads connections between the two until one closes.
+func ReusePort() Option { return func(o *options) { o.reusePort = true } }
+
 // Metrics serves reg at /metrics on addr.
 func Metrics(addr string, reg *prometheus.Registry) (*Server, error) {
 	return MetricsFrom(addr, reg)
 }
 
 // MetricsFrom serves what g gathers (e.g. several registries) at /metrics.
-func MetricsFrom(addr string, g prometheus.Gatherer) (*Server, error) {
+func MetricsFrom(addr string, g prometheus.Gatherer, opts ...Option) (*Server, error) {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
-	return start(addr, mux)
+	return start(addr, mux, opts)
+}
+
+// Handler serves h on addr.
+func Handler(addr string, h http.Handler, opts ...Option) (*Server, error) {
+	return start(addr, h, opts)
 }
 
 // JSON serves the value f returns, as indented JSON, at path on addr.
-func JSON(addr, path string, f func() any) (*Server, error) {
+func JSON(addr, path string, f func() any, opts ...Option) (*Server, error) {
 	mux := http.NewServeMux()
 	mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
@@ -41,7 +59,7 @@ func JSON(addr, path string, f func() any) (*Server, error) {
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(f())
 	})
-	return start(addr, mux)
+	return start(addr, mux, opts)
 }
 
 // Limits of the status and metrics endpoints: a scraper or a person needs
@@ -52,8 +70,22 @@ const (
 	MaxHeaderBytes = 16 << 10
 )
 
-func start(addr string, h http.Handler) (*Server, error) {
-	ln, err := net.Listen("tcp", addr)
+func start(addr string, h http.Handler, opts []Option) (*Server, error) {
+	var o options
+	for _, f := range opts {
+		f(&o)
+	}
+	var lc net.ListenConfig
+	if o.reusePort {
+		lc.Control = func(_, _ string, c syscall.RawConn) error {
+			var serr error
+			err := c.Control(func(fd uintptr) {
+				serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, unix.SO_REUSEPORT, 1)
+			})
+			return errors.Join(err, serr)
+		}
+	}
+	ln, err := lc.Listen(context.Background(), "tcp", addr)
 	if err != nil {
 		return nil, err
 	}

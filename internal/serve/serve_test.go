@@ -78,3 +78,29 @@ func TestLimits(t *testing.T) {
 		t.Fatalf("connection %d was not served after a slot freed: %v", MaxConns+1, err)
 	}
 }
+
+// TestReusePort: two endpoints with ReusePort share a port (an agent and
+// its successor on a node); without it the second is refused.
+func TestReusePort(t *testing.T) {
+	ok := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
+	a, err := Handler("127.0.0.1:0", ok, ReusePort())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := Handler(a.Addr.String(), ok, ReusePort())
+	if err != nil {
+		t.Fatalf("second endpoint with ReusePort on %s: %v", a.Addr, err)
+	}
+	defer b.Close()
+	if c, err := Handler(a.Addr.String(), ok); err == nil {
+		c.Close()
+		t.Fatalf("an endpoint without ReusePort listened on %s beside two with it", a.Addr)
+	}
+	a.Close()
+	resp, err := http.Get("http://" + a.Addr.String() + "/")
+	if err != nil {
+		t.Fatalf("after the first closed, the second does not answer: %v", err)
+	}
+	resp.Body.Close()
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
 	"sync"
 	"time"
 
@@ -21,23 +22,24 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/vipstack/vipstack/internal/clock"
 	"github.com/vipstack/vipstack/internal/engine"
+	"github.com/vipstack/vipstack/internal/handoff"
 	"github.com/vipstack/vipstack/internal/k8s/v1alpha1"
 	"github.com/vipstack/vipstack/internal/keepalived"
 	"github.com/vipstack/vipstack/internal/netif"
 )
 
 // NewManager returns a controller-runtime manager for the agent: no leader
-// election (every node runs one), no metrics server of its own (the agent
-// registers its metrics with Options.Registry). healthAddr serves /healthz
-// and /readyz with the checks New registers (Agent.Live, Agent.Ready);
-// "" or "0": off.
-func NewManager(cfg *rest.Config, log *slog.Logger, healthAddr string) (manager.Manager, error) {
+// election (every node runs one), no metrics or health server of its own
+// (the agent registers its metrics with Options.Registry, and serves
+// Agent.Health itself: its port is shared with a successor on the node).
+func NewManager(cfg *rest.Config, log *slog.Logger) (manager.Manager, error) {
 	s := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(s); err != nil {
 		return nil, err
@@ -48,15 +50,12 @@ func NewManager(cfg *rest.Config, log *slog.Logger, healthAddr string) (manager.
 	if log == nil {
 		log = slog.Default()
 	}
-	if healthAddr == "" {
-		healthAddr = "0"
-	}
 	skip := true
 	mgr, err := manager.New(cfg, manager.Options{
 		Scheme:                 s,
 		Logger:                 logr.FromSlogHandler(log.Handler()),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: healthAddr,
+		HealthProbeBindAddress: "0",
 		Controller:             config.Controller{SkipNameValidation: &skip},
 	})
 	if err != nil {
@@ -79,6 +78,12 @@ type Options struct {
 	AnnounceRate int
 	// Interfaces finds interfaces; default HostInterfaces.
 	Interfaces Interfaces
+	// Handoff is the abstract socket by which the agent serving a node
+	// hands it over to its successor (handoff.AgentSocket); "": no
+	// hand-off, every start sweeps and every stop releases.
+	Handoff string
+	// Version is this agent's version, told to the predecessor.
+	Version string
 }
 
 // Agent serves its node's share of every group with the VRRP engine.
@@ -101,6 +106,11 @@ type Agent struct {
 	eng     *engine.Engine
 	// stage says what run waits for before the engine runs (for Ready).
 	stage string
+	// takeover: this agent waits for its predecessor on the node to hand
+	// over, with its first plan made (Ready answers ready).
+	takeover bool
+	// srv is the hand-off socket once this agent serves the node.
+	srv *handoff.Server
 }
 
 // planKey is the single work item: every watched change asks for the
@@ -140,13 +150,19 @@ func New(mgr manager.Manager, o Options) (*Agent, error) {
 	if err := mgr.Add(manager.RunnableFunc(a.run)); err != nil {
 		return nil, fmt.Errorf("agent runnable: %w", err)
 	}
-	if err := mgr.AddHealthzCheck("engine", a.Live); err != nil {
-		return nil, fmt.Errorf("agent liveness check: %w", err)
-	}
-	if err := mgr.AddReadyzCheck("engine", a.Ready); err != nil {
-		return nil, fmt.Errorf("agent readiness check: %w", err)
-	}
 	return a, nil
+}
+
+// Health serves /healthz (Live) and /readyz (Ready), each also under
+// /NAME/engine, as controller-runtime's probe server does.
+func (a *Agent) Health() http.Handler {
+	mux := http.NewServeMux()
+	for path, check := range map[string]healthz.Checker{"/healthz": a.Live, "/readyz": a.Ready} {
+		h := http.StripPrefix(path, &healthz.Handler{Checks: map[string]healthz.Checker{"engine": check}})
+		mux.Handle(path, h)
+		mux.Handle(path+"/", h)
+	}
+	return mux
 }
 
 // reconcile recomputes the plan and reloads the engine when it changed.
@@ -224,8 +240,16 @@ func (a *Agent) load() (*keepalived.Config, error) {
 // run waits for the caches, makes the first plan and runs the engine
 // until ctx is done.
 func (a *Agent) run(ctx context.Context) error {
-	a.setStage("removing the VIPs an earlier run left")
-	a.sweep()
+	pred, err := a.claim()
+	if err != nil {
+		return err
+	}
+	if pred == nil {
+		a.setStage("removing the VIPs an earlier run left")
+		a.sweep()
+	} else {
+		defer pred.Close()
+	}
 	a.setStage("waiting for the API server: VIPGroups, Services, EndpointSlices and Nodes not listed yet")
 	if !a.cache.WaitForCacheSync(ctx) {
 		return errors.New("agent: caches did not sync")
@@ -234,6 +258,17 @@ func (a *Agent) run(ctx context.Context) error {
 	if _, err := a.refresh(ctx); err != nil {
 		return fmt.Errorf("agent: first plan: %w", err)
 	}
+	var adopt []string
+	var from string
+	if pred != nil {
+		h, ok, err := a.takeOver(ctx, pred)
+		if err != nil || ctx.Err() != nil {
+			return err // stopped before taking over: nothing held
+		}
+		if ok {
+			adopt, from = h.Masters, fmt.Sprintf("agent %d on this node", h.PID)
+		}
+	}
 	// engine.New calls a.load, which takes a.mu: do not hold it here. A
 	// plan that changes between New and a.eng being set is caught by the
 	// version check and reloaded once the engine runs.
@@ -241,13 +276,15 @@ func (a *Agent) run(ctx context.Context) error {
 	v0 := a.version
 	a.mu.Unlock()
 	eng, _, err := engine.New(engine.Options{Load: a.load, Clock: a.opts.Clock, Logger: a.log,
-		Registry: a.opts.Registry, Ledger: a.opts.Ledger, AnnounceRate: a.opts.AnnounceRate})
+		Registry: a.opts.Registry, Ledger: a.opts.Ledger, AnnounceRate: a.opts.AnnounceRate,
+		Adopt: adopt, AdoptFrom: from})
 	if err != nil {
 		return fmt.Errorf("agent: engine: %w", err)
 	}
 	a.mu.Lock()
 	a.eng = eng
 	a.stage = ""
+	a.takeover = false
 	missed := a.version != v0
 	a.mu.Unlock()
 	if missed {
@@ -257,11 +294,144 @@ func (a *Agent) run(ctx context.Context) error {
 			}
 		}()
 	}
-	a.log.Info("agent serving", "node", a.opts.Node)
-	if err := eng.Run(ctx); err != nil {
+	a.log.Info("agent serving", "node", a.opts.Node, "adopted", len(adopt))
+	// The engine runs on its own context: when ctx ends, stop decides
+	// between a hand-off to a successor and a shutdown.
+	engCtx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ran, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		select {
+		case <-ctx.Done():
+			a.stop(eng, cancel)
+		case <-ran:
+		}
+	}()
+	err = eng.Run(engCtx)
+	close(ran)
+	<-stopped
+	if err != nil {
 		return fmt.Errorf("agent: engine: %w", err)
 	}
 	return nil
+}
+
+// claim takes the hand-off socket, or, when another agent serves the node
+// (a rolling update with surge started this one beside it), connects to
+// it as its successor and returns the connection.
+func (a *Agent) claim() (*handoff.Successor, error) {
+	if a.opts.Handoff == "" {
+		return nil, nil
+	}
+	for {
+		srv, err := handoff.Listen(a.opts.Handoff, a.log)
+		if err == nil {
+			a.mu.Lock()
+			a.srv = srv
+			a.mu.Unlock()
+			return nil, nil
+		}
+		if !errors.Is(err, handoff.ErrBusy) {
+			return nil, fmt.Errorf("agent: %w", err)
+		}
+		pred, err := handoff.Dial(a.opts.Handoff, os.Getpid(), a.opts.Version)
+		if err != nil {
+			continue // it stopped between the two: take the socket
+		}
+		a.log.Info("another agent serves this node; this one takes over when that one stops (a rolling update)", "socket", a.opts.Handoff)
+		return pred, nil
+	}
+}
+
+// takeOver tells the predecessor this agent is ready, waits for its
+// handover (sent when the kubelet stops it) and takes the socket. ok is
+// false when the predecessor stopped without handing over (it released
+// what it held, or died): then the engine starts afresh.
+func (a *Agent) takeOver(ctx context.Context, pred *handoff.Successor) (h handoff.Handover, ok bool, err error) {
+	a.mu.Lock()
+	a.stage = "ready to take over: waiting for the agent that serves this node to stop and hand over"
+	a.takeover = true
+	a.mu.Unlock()
+	if err := pred.Ready(); err != nil {
+		a.log.Warn("the agent that serves this node went away before this one was ready", "err", err)
+	}
+	h, err = pred.Wait(ctx)
+	switch {
+	case err == nil:
+		ok = true
+	case ctx.Err() != nil:
+		return h, false, nil
+	default:
+		a.log.Info("the agent that served this node stopped without handing over; starting afresh", "why", err)
+	}
+	a.setStage("taking the hand-off socket from the agent that served this node")
+	srv, err := handoff.Acquire(ctx, a.opts.Handoff, a.log)
+	if err != nil {
+		if ctx.Err() != nil {
+			if ok {
+				// Its addresses are ours and nobody else will remove them.
+				a.sweep()
+			}
+			return h, false, nil
+		}
+		return h, false, fmt.Errorf("agent: %w", err)
+	}
+	a.mu.Lock()
+	a.srv = srv
+	a.mu.Unlock()
+	if ok {
+		if err := pred.Ack(); err != nil {
+			a.log.Warn("acknowledging the handover failed; taking over anyway", "err", err)
+		}
+		a.log.Info("taking over from the agent that served this node", "pid", h.PID, "masters", len(h.Masters))
+	}
+	return h, ok, nil
+}
+
+// Bounds of a hand-off at stop, within the supervisor's 10 s and the
+// DaemonSet's termination grace period: how long to wait for a successor
+// that is still starting, and for the successor to take the socket and
+// acknowledge.
+const (
+	handoffReadyWait = 5 * time.Second
+	handoffAckWait   = 3 * time.Second
+)
+
+// stop ends the engine: a hand-off when a successor is connected and
+// ready (or gets ready soon), else a shutdown that releases everything.
+func (a *Agent) stop(eng *engine.Engine, shutdown context.CancelFunc) {
+	a.mu.Lock()
+	srv := a.srv
+	a.mu.Unlock()
+	if srv == nil || srv.Successor() == handoff.None {
+		shutdown()
+		return
+	}
+	wctx, cancel := context.WithTimeout(context.Background(), handoffReadyWait)
+	st := srv.WaitReady(wctx)
+	cancel()
+	if st != handoff.Ready {
+		a.log.Warn("the new agent on this node is not ready to take over; releasing the addresses", "successor", st.String())
+		shutdown()
+		return
+	}
+	hctx, cancel := context.WithTimeout(context.Background(), handoffAckWait)
+	defer cancel()
+	frozen, err := srv.HandOver(hctx, func() ([]string, error) { return eng.Handoff(hctx) })
+	switch {
+	case err == nil:
+		a.log.Info("handed this node over to the new agent: addresses left in place")
+	case frozen:
+		// VRRP has stopped and the successor did not take over: let go of
+		// everything, as a crash would (peers take over after their
+		// master down interval).
+		a.log.Error("the hand-off failed after VRRP stopped; removing the addresses", "err", err)
+		a.sweep()
+	default:
+		a.log.Warn("no hand-off; releasing the addresses", "err", err)
+		shutdown()
+	}
 }
 
 func (a *Agent) setStage(s string) {
@@ -309,13 +479,26 @@ func (a *Agent) Live(req *http.Request) error {
 // for it before it moves to the next node.
 func (a *Agent) Ready(req *http.Request) error {
 	a.mu.Lock()
-	eng, stage := a.eng, a.stage
+	eng, stage, takeover, srv := a.eng, a.stage, a.takeover, a.srv
 	a.mu.Unlock()
+	if eng == nil && takeover {
+		// A successor with its first plan: it takes over the moment the
+		// kubelet stops its predecessor, which the rolling update does
+		// once this pod is ready.
+		return nil
+	}
 	if eng == nil {
 		if stage == "" {
 			stage = "not started"
 		}
 		return fmt.Errorf("agent: the VRRP engine does not run yet: %s", stage)
+	}
+	if srv != nil && srv.Successor() == handoff.Starting {
+		// The kubelet's probes of the new pod on this node reach this
+		// agent too (one port on the node's network): the new pod must not
+		// count as ready, and its predecessor deleted, before it can take
+		// over.
+		return errors.New("agent: a new agent is starting on this node; it is ready once it has its first plan")
 	}
 	if err := ping(req, eng); err != nil {
 		return fmt.Errorf("agent: the VRRP engine does not answer: %w", err)

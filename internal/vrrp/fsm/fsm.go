@@ -174,6 +174,23 @@ func (m *Machine) Start(now time.Time, priority uint8, faultReason string) []Act
 	return m.becomeBackup(now, "start")
 }
 
+// Adopt leaves Initialize as master, for an instance whose mastership a
+// predecessor on this node handed over with its addresses still on the
+// interface (see package handoff): no backup has taken over, so waiting a
+// Master_Down_Interval first would make them. It advertises at once. A
+// fault or priority 0 starts the machine as Start does.
+func (m *Machine) Adopt(now time.Time, priority uint8, faultReason, reason string) []Action {
+	if m.state != Initialize {
+		return nil
+	}
+	if faultReason != "" || priority == 0 {
+		return m.Start(now, priority, faultReason)
+	}
+	m.priority = priority
+	m.startedAt = now
+	return m.becomeMaster(now, "start: "+reason)
+}
+
 // Shutdown stops the router: a master sends a priority 0 advertisement so
 // a backup takes over after Skew_Time.
 func (m *Machine) Shutdown(now time.Time) []Action {

@@ -498,3 +498,32 @@ func TestPriorityDropCancelsPreemption(t *testing.T) {
 		{at: t1 + 20*time.Millisecond, event: "prio", prio: 50, want: nil, wantState: Backup, wantNext: t1 + 20*time.Millisecond + 3*sec + 206*sec/256},
 	})
 }
+
+// TestAdopt: an instance handed over by a predecessor on the node starts as
+// master at once and advertises, keeps its timers as a master does, and
+// yields to a higher master; a fault still starts it in Fault.
+func TestAdopt(t *testing.T) {
+	t0 := time.Unix(0, 0)
+	m := New(v2(true))
+	acts := m.Adopt(t0, 100, "", "taken over from agent 42")
+	if m.State() != Master || len(acts) != 2 || acts[0].Kind != SendAdvert || acts[0].Priority != 100 ||
+		acts[1].Kind != Transition || acts[1].From != Initialize || acts[1].Reason != "start: taken over from agent 42" {
+		t.Fatalf("Adopt: state %v actions %v, want Master after one advert at 100", m.State(), acts)
+	}
+	if got := m.NextDeadline(); got != t0.Add(sec) {
+		t.Fatalf("Adopt: next deadline %v, want the next advert at %v", got, t0.Add(sec))
+	}
+	if acts := m.Adopt(t0, 100, "", "again"); acts != nil {
+		t.Fatalf("Adopt outside Initialize = %v, want nothing", acts)
+	}
+	acts = m.Receive(t0.Add(sec/2), Advert{From: upper, Priority: 200})
+	if m.State() != Backup || len(acts) == 0 {
+		t.Fatalf("adopted master heard priority 200: state %v actions %v, want Backup", m.State(), acts)
+	}
+
+	f := New(v2(true))
+	acts = f.Adopt(t0, 100, "interface down", "taken over")
+	if f.State() != Fault || len(acts) != 1 || acts[0].Kind != Transition {
+		t.Fatalf("Adopt with a fault: state %v actions %v, want Fault and no advert", f.State(), acts)
+	}
+}
