@@ -12,6 +12,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // AgentSocket is the abstract socket of `vipstack agent`.
@@ -141,6 +143,11 @@ func (s *Server) accept() {
 // serve reads one successor's messages. A newer successor replaces an
 // older one (a pod deleted and created again).
 func (s *Server) serve(c *net.UnixConn) {
+	if err := sameUser(c); err != nil {
+		s.log.Warn("refused a connection to the hand-off socket", "err", err)
+		c.Close()
+		return
+	}
 	p := &peer{conn: c, r: bufio.NewReaderSize(c, maxLine), acks: make(chan struct{}, 1)}
 	defer func() {
 		c.Close()
@@ -277,6 +284,10 @@ func Dial(name string, pid int, version string) (*Successor, error) {
 	if err != nil {
 		return nil, fmt.Errorf("hand-off socket %s: %w", name, err)
 	}
+	if err := sameUser(c); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("hand-off socket %s: %w", name, err)
+	}
 	s := &Successor{conn: c, r: bufio.NewReaderSize(c, maxLine)}
 	if err := write(c, message{Type: "hello", PID: pid, Version: version}); err != nil {
 		c.Close()
@@ -319,6 +330,28 @@ func (s *Successor) Ack() error {
 
 // Close closes the connection.
 func (s *Successor) Close() { s.conn.Close() }
+
+// sameUser refuses a peer that runs as another user than this process:
+// the socket is open to every process on the node's network, and one that
+// posed as a successor could have the addresses left behind on a stop.
+func sameUser(c *net.UnixConn) error {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var cred *unix.Ucred
+	var cerr error
+	if err := raw.Control(func(fd uintptr) { cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED) }); err != nil {
+		return err
+	}
+	if cerr != nil {
+		return fmt.Errorf("peer credentials: %w", cerr)
+	}
+	if int(cred.Uid) != os.Geteuid() {
+		return fmt.Errorf("the peer (pid %d) runs as uid %d, not %d as this agent does", cred.Pid, cred.Uid, os.Geteuid())
+	}
+	return nil
+}
 
 // maxLine bounds one message (a handover names every master instance).
 const maxLine = 4 << 20
