@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vipstack/vipstack/internal/lb/stats"
 	"github.com/vipstack/vipstack/internal/lbconfig"
 )
 
@@ -179,7 +180,7 @@ func TestMaxconnSlowClients(t *testing.T) {
 		Backends:  []lbconfig.Backend{{Name: "be", Balance: lbconfig.RoundRobin, Servers: []lbconfig.Server{{Name: "b", Addr: addr, Weight: 1}}}},
 	}
 	l := newLB(t, clk, cfg)
-	fe := func() FrontendStats { return l.Snapshot().Frontends[0] }
+	fe := func() stats.FrontendStats { return l.Snapshot().Frontends[0] }
 	lbAddr := l.Addrs("fe")[0].String()
 
 	heap0, stacks0 := liveMemory()

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/vipstack/vipstack/internal/clock"
+	"github.com/vipstack/vipstack/internal/lb/stats"
 	"github.com/vipstack/vipstack/internal/lbconfig"
 )
 
@@ -989,7 +990,7 @@ func (l *LB) listenHTTP(key string, b lbconfig.Bind, to lbconfig.Timeouts) (*htt
 // is polled by a few check scripts and the stats page read by people, so a
 // few hundred connections are plenty (more wait in the accept queue).
 // httpserve.go has the request limits.
-const maxWebConns = 256
+const maxWebConns = stats.ListenMaxConn
 
 func (h *httpListener) start() {
 	go h.serve()

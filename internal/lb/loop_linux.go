@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/vipstack/vipstack/internal/lb/stats"
 	"github.com/vipstack/vipstack/internal/lbconfig"
 )
 
@@ -355,8 +356,8 @@ func (lp *loop) connectNext(cn *conn) {
 		if cn.attempt == 0 {
 			// The backend's session: each client once, those that no
 			// server takes too (haproxy's be_sess_per_sec, last_sess).
-			p.be.rate.add(now)
-			p.be.last.set(now)
+			p.be.rate.Add(now)
+			p.be.last.Set(now)
 		}
 	}
 	for p != nil && cn.attempt <= cfg.retries {
@@ -383,14 +384,14 @@ func (lp *loop) connectNext(cn *conn) {
 			// The server's session rate and last session count the
 			// selections too, not the retries (measured: a client that
 			// tried one refusing server 4 times gave stot 4, rate_max 1).
-			s.rate.add(now)
-			s.last.set(now)
+			s.rate.Add(now)
+			s.last.Set(now)
 			p.be.picked.Add(1)
 			cn.picked = s
 		}
 		// Counted while connecting, so leastconn sees it; haproxy's smax
 		// counts a session that never connected too (measured: 1 above).
-		storeMax(&s.smax, s.cur.Add(1))
+		stats.StoreMax(&s.smax, s.cur.Add(1))
 		fd, err := dialStart(s.addr)
 		if err == nil {
 			cn.srv = s
@@ -537,7 +538,7 @@ func (l *LB) moveConns(old, s *server) {
 				cn.srv = s
 				if cn.relay.s.fd >= 0 { // counted in cur while it has its socket
 					old.cur.Add(-1)
-					storeMax(&s.smax, s.cur.Add(1))
+					stats.StoreMax(&s.smax, s.cur.Add(1))
 				}
 			}
 		}
@@ -1013,11 +1014,11 @@ func (lp *loop) stamp(cn *conn) time.Time {
 // its start, connecting from its start to the last connect, in all from
 // its accept to now.
 func (lp *loop) countTimes(cn *conn) {
-	q, c := msBetween(cn.acceptAt, cn.startAt), msBetween(cn.startAt, cn.connAt)
-	t := msBetween(cn.acceptAt, lp.stamp(cn))
-	cn.srv.times.add(cn.srv.lbtot.Load(), q, c, t)
+	q, c := stats.MsBetween(cn.acceptAt, cn.startAt), stats.MsBetween(cn.startAt, cn.connAt)
+	t := stats.MsBetween(cn.acceptAt, lp.stamp(cn))
+	cn.srv.times.Add(cn.srv.lbtot.Load(), q, c, t)
 	if p := cn.cfg.pool; p != nil {
-		p.be.times.add(p.be.picked.Load(), q, c, t)
+		p.be.times.Add(p.be.picked.Load(), q, c, t)
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/vipstack/vipstack/internal/clock"
+	"github.com/vipstack/vipstack/internal/lb/stats"
 	"github.com/vipstack/vipstack/internal/lbconfig"
 )
 
@@ -196,7 +197,7 @@ func TestMaxconnQueue(t *testing.T) {
 	cfg.MaxConn = 1
 	cfg.Timeouts.Queue = 30 * time.Second
 	l := newLB(t, clk, cfg)
-	fe := func() FrontendStats { return l.Snapshot().Frontends[0] }
+	fe := func() stats.FrontendStats { return l.Snapshot().Frontends[0] }
 
 	first := dial(t, l, "fe")
 	if g := first.greeting(t); g != "a" {
