@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vipstack/vipstack/internal/lb/relay"
 	"github.com/vipstack/vipstack/internal/lb/stats"
 	"github.com/vipstack/vipstack/internal/lbconfig"
 )
@@ -167,7 +168,7 @@ func TestMaxconnSlowClients(t *testing.T) {
 		closes  = 300
 		trickle = 3
 	)
-	if soft, _, err := RaiseFileLimit(); err != nil || soft < 3*clients+500 {
+	if soft, _, err := relay.RaiseFileLimit(); err != nil || soft < 3*clients+500 {
 		t.Skipf("skipping: needs %d open files, RLIMIT_NOFILE allows %d (%v)", 3*clients+500, soft, err)
 	}
 	addr := startFloodBackend(t)

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/vipstack/vipstack/internal/clock"
+	"github.com/vipstack/vipstack/internal/lb/relay"
 	"github.com/vipstack/vipstack/internal/lb/stats"
 	"github.com/vipstack/vipstack/internal/lbconfig"
 )
@@ -72,7 +73,7 @@ type LB struct {
 	log   *slog.Logger
 	clk   clock.Clock
 	start time.Time
-	pipes pipePool
+	pipes relay.PipePool
 	bufs  sync.Pool // *copyBuf
 	loops []*loop   // the relay's event loops
 
@@ -808,10 +809,10 @@ type tcpListener struct {
 func (l *LB) listenTCP(key string, b lbconfig.Bind) (*tcpListener, error) {
 	network, address, v6only := bindNetwork(b)
 	n := max(l.opts.ListenersPerBind, 1)
-	if b.Addr.Port() == 0 || !reusePortSupported {
+	if b.Addr.Port() == 0 || !relay.ReusePortSupported {
 		n = 1
 	}
-	lc := net.ListenConfig{KeepAlive: -1, Control: listenControl(v6only)}
+	lc := net.ListenConfig{KeepAlive: -1, Control: relay.ListenControl(v6only)}
 	t := &tcpListener{key: key, stop: make(chan struct{})}
 	for range n {
 		ln, err := lc.Listen(context.Background(), network, address)
@@ -856,7 +857,7 @@ func bindNetwork(b lbconfig.Bind) (network, address string, v6only int) {
 	case a.IsUnspecified() && b.V4V6:
 		return "tcp", net.JoinHostPort("::", port), -1
 	case a.IsUnspecified():
-		return "tcp6", net.JoinHostPort("::", port), systemV6Only()
+		return "tcp6", net.JoinHostPort("::", port), relay.SystemV6Only()
 	}
 	return "tcp6", net.JoinHostPort(a.String(), port), -1
 }
@@ -974,7 +975,7 @@ func webTimeoutsOf(to lbconfig.Timeouts) webTimeouts {
 
 func (l *LB) listenHTTP(key string, b lbconfig.Bind, to lbconfig.Timeouts) (*httpListener, error) {
 	network, address, v6only := bindNetwork(b)
-	lc := net.ListenConfig{Control: listenControl(v6only)}
+	lc := net.ListenConfig{Control: relay.ListenControl(v6only)}
 	ln, err := lc.Listen(context.Background(), network, address)
 	if err != nil {
 		return nil, err

@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/vipstack/vipstack/internal/clock"
+	"github.com/vipstack/vipstack/internal/lb/relay"
 	"github.com/vipstack/vipstack/internal/lb/stats"
 	"github.com/vipstack/vipstack/internal/lbconfig"
 )
@@ -359,7 +360,7 @@ func TestApplyErrors(t *testing.T) {
 	}
 	defer taken.Close()
 	takenBind := lbconfig.Bind{Addr: addrPort(t, taken.Addr())}
-	shared, err := (&net.ListenConfig{Control: listenControl(-1)}).Listen(context.Background(), "tcp4", "127.0.0.1:0")
+	shared, err := (&net.ListenConfig{Control: relay.ListenControl(-1)}).Listen(context.Background(), "tcp4", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
