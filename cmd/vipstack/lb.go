@@ -19,6 +19,7 @@ import (
 	"github.com/vipstack/vipstack/internal/clock"
 	"github.com/vipstack/vipstack/internal/haproxycfg"
 	"github.com/vipstack/vipstack/internal/lb"
+	"github.com/vipstack/vipstack/internal/lb/relay"
 	"github.com/vipstack/vipstack/internal/lbcli"
 	"github.com/vipstack/vipstack/internal/lbconfig"
 	"github.com/vipstack/vipstack/internal/redirect"
@@ -97,7 +98,7 @@ func runLB(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	for _, w := range cfg.Warnings {
 		log.Warn(w)
 	}
-	if soft, hard, err := lb.RaiseFileLimit(); err != nil {
+	if soft, hard, err := relay.RaiseFileLimit(); err != nil {
 		log.Warn("could not raise the open file limit", "err", err, "soft", soft, "hard", hard)
 	} else {
 		log.Debug("open file limit", "soft", soft, "hard", hard)

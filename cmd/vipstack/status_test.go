@@ -15,7 +15,7 @@ import (
 	"github.com/vipstack/vipstack/internal/engine"
 	"github.com/vipstack/vipstack/internal/ipfailover"
 	"github.com/vipstack/vipstack/internal/k8s/agent"
-	"github.com/vipstack/vipstack/internal/lb"
+	lbstats "github.com/vipstack/vipstack/internal/lb/stats"
 	"github.com/vipstack/vipstack/internal/node"
 )
 
@@ -92,13 +92,13 @@ func mustJSON(t *testing.T, v any) string {
 }
 
 // TestStatusLastCheckIsCSVs: a node's LB table shows each server's last
-// check with the stats CSV's last_chk text (lb.ServerStats.LastCheck,
+// check with the stats CSV's last_chk text (lbstats.ServerStats.LastCheck,
 // compared with haproxy 2.6.12's in TestCheckSSLStatsMatchHaproxy), not
 // the TLS library's reason the node's JSON carries: "SSL handshake
 // failure" for a failed check-ssl handshake, nothing for a timed-out one
 // or a passed check. Before, it showed "L6RSP EOF".
 func TestStatusLastCheckIsCSVs(t *testing.T) {
-	servers := []lb.ServerStats{
+	servers := []lbstats.ServerStats{
 		{Name: "closer", Addr: "198.18.0.11:6443", Status: "DOWN", Check: true, CheckStatus: "L6RSP", CheckInfo: "EOF"},
 		{Name: "plain", Addr: "198.18.0.12:6443", Status: "DOWN", Check: true, CheckStatus: "L6RSP", CheckInfo: "tls: first record does not look like a TLS handshake"},
 		{Name: "silent", Addr: "198.18.0.13:6443", Status: "DOWN", Check: true, CheckStatus: "L6TOUT", CheckInfo: "TLS handshake timed out"},
@@ -108,7 +108,7 @@ func TestStatusLastCheckIsCSVs(t *testing.T) {
 		{Name: "evil", Addr: "198.18.0.16:6443", Status: "DOWN", Check: true, CheckStatus: "L7STS", CheckCode: 500, CheckInfo: "Bad\x1b[2J\x07 day\u009b"},
 	}
 	body, err := json.Marshal(node.Status{Node: "master-0", Role: "master", Interface: "eth0",
-		LB: &lb.Snapshot{Backends: []lb.BackendStats{{Name: "masters", Servers: servers}}}})
+		LB: &lbstats.Snapshot{Backends: []lbstats.BackendStats{{Name: "masters", Servers: servers}}}})
 	if err != nil {
 		t.Fatal(err)
 	}

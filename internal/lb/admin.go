@@ -3,60 +3,13 @@ package lb
 import (
 	"errors"
 	"fmt"
-	"strconv"
 	"sync"
 	"sync/atomic"
 
 	"github.com/vipstack/vipstack/internal/healthcheck"
+	"github.com/vipstack/vipstack/internal/lb/stats"
 	"github.com/vipstack/vipstack/internal/lbconfig"
 )
-
-// AdminState is a server's administrative state, set by an operator (the
-// runtime API's `set server ... state`), apart from what its health check
-// says.
-type AdminState int32
-
-const (
-	// AdminReady: the server takes connections while it is UP.
-	AdminReady AdminState = iota
-	// AdminDrain: the server takes no new connection; its established
-	// ones run to their end, and its health check goes on (haproxy's
-	// DRAIN).
-	AdminDrain
-	// AdminMaint: the server takes no new connection and its health
-	// check is paused; its established connections run to their end
-	// (haproxy's MAINT). Leaving it, the server is UP at once and the
-	// check starts again at the edge of UP, as in haproxy: its first
-	// failure starts it on the way down.
-	AdminMaint
-)
-
-func (a AdminState) String() string {
-	switch a {
-	case AdminReady:
-		return "ready"
-	case AdminDrain:
-		return "drain"
-	case AdminMaint:
-		return "maint"
-	}
-	return "AdminState(" + strconv.Itoa(int(a)) + ")"
-}
-
-// MarshalText writes the state as its name ("ready", "drain", "maint").
-func (a AdminState) MarshalText() ([]byte, error) { return []byte(a.String()), nil }
-
-// UnmarshalText reads a state's name, so that a status written as JSON
-// (vipstack node's /status) reads back.
-func (a *AdminState) UnmarshalText(b []byte) error {
-	for st := AdminReady; st <= AdminMaint; st++ {
-		if string(b) == st.String() {
-			*a = st
-			return nil
-		}
-	}
-	return fmt.Errorf("admin state %q: expected ready, drain or maint", b)
-}
 
 // Errors of SetServerAdmin, SetServerWeight and ShutdownServerSessions.
 var (
@@ -229,8 +182,8 @@ func (l *LB) ShutdownServerSessions(backend, name string) (int, error) {
 // keeps its state over reloads while its backend, name and address stay
 // (haproxy forgets it on reload unless it is told to load a server-state
 // file).
-func (l *LB) SetServerAdmin(backend, name string, st AdminState) error {
-	if st < AdminReady || st > AdminMaint {
+func (l *LB) SetServerAdmin(backend, name string, st stats.AdminState) error {
+	if st < stats.AdminReady || st > stats.AdminMaint {
 		return fmt.Errorf("admin state %d: expected ready, drain or maint", st)
 	}
 	_, s, err := l.findServer(backend, name)
@@ -248,13 +201,13 @@ func (l *LB) SetServerAdmin(backend, name string, st AdminState) error {
 // counts as DOWN (one more down in chkdown, as haproxy counts it); out of
 // MAINT it is UP at once and its check starts again. It reports false,
 // changing nothing, for a server a reload retired meanwhile.
-func (s *server) setAdmin(st AdminState) bool {
+func (s *server) setAdmin(st stats.AdminState) bool {
 	s.adminMu.Lock()
 	defer s.adminMu.Unlock()
 	if s.retired.Load() {
 		return false
 	}
-	old := AdminState(s.admin.Load())
+	old := stats.AdminState(s.admin.Load())
 	if old == st {
 		return true
 	}
@@ -270,7 +223,7 @@ func (s *server) setAdmin(st AdminState) bool {
 		h.adminCounted(s)
 	}
 	s.admin.Store(int32(st))
-	if old == AdminMaint {
+	if old == stats.AdminMaint {
 		s.mu.Lock()
 		if s.paused != nil {
 			s.downsBase.Add(s.paused.Downs)
@@ -283,7 +236,7 @@ func (s *server) setAdmin(st AdminState) bool {
 	l.noteUsable(s.backend, change.after)
 	l.usableMu.Unlock()
 	switch {
-	case st == AdminMaint:
+	case st == stats.AdminMaint:
 		s.mu.Lock()
 		c := s.checker
 		s.mu.Unlock()
@@ -313,7 +266,7 @@ func (s *server) setAdmin(st AdminState) bool {
 	// first result (a DOWN line) comes after "is UP/READY (leaving forced
 	// maintenance).", as haproxy logs them (a check that started first
 	// could log before them: TestSyslogMatchesHaproxy saw it once).
-	if old == AdminMaint {
+	if old == stats.AdminMaint {
 		s.restartCheck()
 		if h := l.opts.hooks; h != nil && h.checkRestarted != nil {
 			h.checkRestarted(s)
@@ -325,52 +278,5 @@ func (s *server) setAdmin(st AdminState) bool {
 // usable reports whether the server may take a new connection: UP,
 // ready and of a weight above 0 (haproxy's srv_is_usable).
 func (s *server) usable() bool {
-	return s.up.Load() && AdminState(s.admin.Load()) == AdminReady && s.weight.cur.Load() > 0
-}
-
-// ProxyID is haproxy's id of the section (frontend, backend or listen)
-// called name, as the stats number it; 0 when there is none.
-func (snap Snapshot) ProxyID(name string) int {
-	for _, p := range snap.proxyOrder() {
-		if p.name == name {
-			return p.iid
-		}
-	}
-	return 0
-}
-
-// StatFilter selects the stats lines of haproxy's `show stat` arguments.
-type StatFilter struct {
-	ProxyID  int  // -1 or 0: every section
-	Types    int  // bit mask: 1 frontends, 2 backends, 4 servers; -1: all
-	ServerID int  // -1 or 0: every server
-	UpOnly   bool // servers UP (or going down) only, haproxy's "up"
-	NoMaint  bool // no server in MAINT, haproxy's "no-maint"
-}
-
-// Filter returns snap with its stats lines (CSV and JSON) limited to f.
-func (snap Snapshot) Filter(f StatFilter) Snapshot {
-	snap.filter = &f
-	if f.UpOnly {
-		snap.hideDown = true
-	}
-	return snap
-}
-
-// keeps reports whether a stats line of section iid, of type bit typ
-// (1, 2, 4) and server id sid passes the filter.
-func (f *StatFilter) keeps(iid, typ, sid int) bool {
-	if f == nil {
-		return true
-	}
-	if f.ProxyID > 0 && iid != f.ProxyID {
-		return false
-	}
-	if f.Types != -1 && f.Types&typ == 0 {
-		return false
-	}
-	if typ == 4 && f.ServerID > 0 && sid != f.ServerID {
-		return false
-	}
-	return true
+	return s.up.Load() && stats.AdminState(s.admin.Load()) == stats.AdminReady && s.weight.cur.Load() > 0
 }

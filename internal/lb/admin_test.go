@@ -1,7 +1,6 @@
 package lb
 
 import (
-	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -9,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/vipstack/vipstack/internal/lb/stats"
 	"github.com/vipstack/vipstack/internal/lbconfig"
 )
 
@@ -49,15 +49,15 @@ func TestAdminStates(t *testing.T) {
 
 	steps := []struct {
 		name      string
-		st        AdminState
+		st        stats.AdminState
 		want      string // backends of 6 new connections
 		status    string // b's stats status
 		healthy   bool
 		backendUp int
 	}{
-		{name: "drain", st: AdminDrain, want: "acacac", status: "DRAIN", healthy: true, backendUp: 2},
-		{name: "maint", st: AdminMaint, want: "acacac", status: "MAINT", healthy: true, backendUp: 2},
-		{name: "ready", st: AdminReady, want: "abcabc", status: "no check", healthy: true, backendUp: 3},
+		{name: "drain", st: stats.AdminDrain, want: "acacac", status: "DRAIN", healthy: true, backendUp: 2},
+		{name: "maint", st: stats.AdminMaint, want: "acacac", status: "MAINT", healthy: true, backendUp: 2},
+		{name: "ready", st: stats.AdminReady, want: "abcabc", status: "no check", healthy: true, backendUp: 3},
 	}
 	for _, step := range steps {
 		if err := l.SetServerAdmin("be", "b", step.st); err != nil {
@@ -76,7 +76,7 @@ func TestAdminStates(t *testing.T) {
 		if got := l.Healthy(); got != step.healthy {
 			t.Errorf("%s: Healthy() = %v, want %v", step.name, got, step.healthy)
 		}
-		var be BackendStats
+		var be stats.BackendStats
 		for _, x := range l.Snapshot().Backends {
 			be = x
 		}
@@ -90,7 +90,7 @@ func TestAdminStates(t *testing.T) {
 	// Every server in maint: nothing may take a client, the LB is not
 	// healthy (the monitor answers 503), and a new client is closed.
 	for _, name := range []string{"a", "b", "c"} {
-		if err := l.SetServerAdmin("be", name, AdminMaint); err != nil {
+		if err := l.SetServerAdmin("be", name, stats.AdminMaint); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -104,10 +104,10 @@ func TestAdminStates(t *testing.T) {
 	if err := l.Apply(tcpConfig(lbconfig.RoundRobin, srv("a", a), srv("b", b), srv("c", c))); err != nil {
 		t.Fatal(err)
 	}
-	if s := l.serverStats(t, "be", "a"); s.Admin != AdminMaint {
+	if s := l.serverStats(t, "be", "a"); s.Admin != stats.AdminMaint {
 		t.Errorf("a after a reload: admin %v, want maint (kept)", s.Admin)
 	}
-	if err := l.SetServerAdmin("be", "c", AdminReady); err != nil {
+	if err := l.SetServerAdmin("be", "c", stats.AdminReady); err != nil {
 		t.Fatal(err)
 	}
 	if got := greetings(t, l, 2); got != "cc" {
@@ -117,10 +117,10 @@ func TestAdminStates(t *testing.T) {
 		t.Error("Healthy() with c ready, want true")
 	}
 
-	if err := l.SetServerAdmin("nope", "a", AdminMaint); !errors.Is(err, ErrNoBackend) {
+	if err := l.SetServerAdmin("nope", "a", stats.AdminMaint); !errors.Is(err, ErrNoBackend) {
 		t.Errorf("unknown backend: %v, want ErrNoBackend", err)
 	}
-	if err := l.SetServerAdmin("be", "zz", AdminMaint); !errors.Is(err, ErrNoServer) {
+	if err := l.SetServerAdmin("be", "zz", stats.AdminMaint); !errors.Is(err, ErrNoServer) {
 		t.Errorf("unknown server: %v, want ErrNoServer", err)
 	}
 }
@@ -145,7 +145,7 @@ func TestMaintPausesCheck(t *testing.T) {
 	s := lbconfig.Server{Name: "a", Addr: a.addr, Weight: 1, Check: true, Inter: time.Second, Fall: 2, Rise: 3}
 	l := newLB(t, clk, tcpConfig(lbconfig.RoundRobin, s))
 	eventually(t, "a's first check", func() bool { return checksDone(l.serverStats(t, "be", "a")) == 1 })
-	if err := l.SetServerAdmin("be", "a", AdminMaint); err != nil {
+	if err := l.SetServerAdmin("be", "a", stats.AdminMaint); err != nil {
 		t.Fatal(err)
 	}
 	st := l.serverStats(t, "be", "a")
@@ -170,7 +170,7 @@ func TestMaintPausesCheck(t *testing.T) {
 	}
 
 	a.stop() // a dies while in maintenance
-	if err := l.SetServerAdmin("be", "a", AdminReady); err != nil {
+	if err := l.SetServerAdmin("be", "a", stats.AdminReady); err != nil {
 		t.Fatal(err)
 	}
 	if st := l.serverStats(t, "be", "a"); !st.Up {
@@ -194,11 +194,11 @@ func TestStatFilter(t *testing.T) {
 	a, b := startBackend(t, "a"), startBackend(t, "b")
 	cfg := tcpConfig(lbconfig.RoundRobin, srv("a", a), srv("b", b))
 	l := newLB(t, fakeClock(), cfg)
-	if err := l.SetServerAdmin("be", "b", AdminMaint); err != nil {
+	if err := l.SetServerAdmin("be", "b", stats.AdminMaint); err != nil {
 		t.Fatal(err)
 	}
 	snap := l.Snapshot()
-	lines := func(f StatFilter) []string {
+	lines := func(f stats.StatFilter) []string {
 		var out []string
 		for _, line := range strings.Split(strings.TrimSpace(snap.Filter(f).CSV()), "\n")[1:] {
 			px, rest, _ := strings.Cut(line, ",")
@@ -213,16 +213,16 @@ func TestStatFilter(t *testing.T) {
 	}
 	tests := []struct {
 		name string
-		f    StatFilter
+		f    stats.StatFilter
 		want []string
 	}{
-		{"all", StatFilter{ProxyID: -1, Types: -1, ServerID: -1}, []string{"fe/FRONTEND", "be/a", "be/b", "be/BACKEND"}},
-		{"servers of be", StatFilter{ProxyID: be, Types: 4, ServerID: -1}, []string{"be/a", "be/b"}},
-		{"backend line", StatFilter{ProxyID: be, Types: 2, ServerID: -1}, []string{"be/BACKEND"}},
-		{"server 2", StatFilter{ProxyID: be, Types: 4, ServerID: 2}, []string{"be/b"}},
-		{"frontends", StatFilter{ProxyID: -1, Types: 1, ServerID: -1}, []string{"fe/FRONTEND"}},
-		{"no-maint", StatFilter{ProxyID: -1, Types: -1, ServerID: -1, NoMaint: true}, []string{"fe/FRONTEND", "be/a", "be/BACKEND"}},
-		{"up", StatFilter{ProxyID: -1, Types: -1, ServerID: -1, UpOnly: true}, []string{"fe/FRONTEND", "be/a", "be/BACKEND"}},
+		{"all", stats.StatFilter{ProxyID: -1, Types: -1, ServerID: -1}, []string{"fe/FRONTEND", "be/a", "be/b", "be/BACKEND"}},
+		{"servers of be", stats.StatFilter{ProxyID: be, Types: 4, ServerID: -1}, []string{"be/a", "be/b"}},
+		{"backend line", stats.StatFilter{ProxyID: be, Types: 2, ServerID: -1}, []string{"be/BACKEND"}},
+		{"server 2", stats.StatFilter{ProxyID: be, Types: 4, ServerID: 2}, []string{"be/b"}},
+		{"frontends", stats.StatFilter{ProxyID: -1, Types: 1, ServerID: -1}, []string{"fe/FRONTEND"}},
+		{"no-maint", stats.StatFilter{ProxyID: -1, Types: -1, ServerID: -1, NoMaint: true}, []string{"fe/FRONTEND", "be/a", "be/BACKEND"}},
+		{"up", stats.StatFilter{ProxyID: -1, Types: -1, ServerID: -1, UpOnly: true}, []string{"fe/FRONTEND", "be/a", "be/BACKEND"}},
 	}
 	for _, tt := range tests {
 		if diff := cmp.Diff(tt.want, lines(tt.f)); diff != "" {
@@ -231,35 +231,5 @@ func TestStatFilter(t *testing.T) {
 	}
 	if !strings.Contains(snap.CSV(), "be,b,") || !strings.Contains(snap.CSV(), ",MAINT,") {
 		t.Errorf("b's CSV line does not say MAINT:\n%s", snap.CSV())
-	}
-}
-
-// TestAdminStateJSON: a snapshot written as JSON (vipstack node's
-// /status) reads back, admin states included.
-func TestAdminStateJSON(t *testing.T) {
-	in := Snapshot{Backends: []BackendStats{{Name: "be", Servers: []ServerStats{
-		{Name: "a", Admin: AdminReady}, {Name: "b", Admin: AdminDrain}, {Name: "c", Admin: AdminMaint},
-	}}}}
-	b, err := json.Marshal(in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(string(b), `"admin":"drain"`) {
-		t.Errorf("JSON: %s, want the admin state by name", b)
-	}
-	var out Snapshot
-	if err := json.Unmarshal(b, &out); err != nil {
-		t.Fatalf("reading back %s: %v", b, err)
-	}
-	var got []AdminState
-	for _, s := range out.Backends[0].Servers {
-		got = append(got, s.Admin)
-	}
-	if diff := cmp.Diff([]AdminState{AdminReady, AdminDrain, AdminMaint}, got); diff != "" {
-		t.Errorf("(-want +got):\n%s", diff)
-	}
-	var bad AdminState
-	if err := json.Unmarshal([]byte(`"off"`), &bad); err == nil || !strings.Contains(err.Error(), "expected ready, drain or maint") {
-		t.Errorf("unknown state: %v", err)
 	}
 }

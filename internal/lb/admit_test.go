@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/vipstack/vipstack/internal/lb/stats"
 	"github.com/vipstack/vipstack/internal/lbconfig"
 )
 
@@ -90,7 +91,7 @@ func TestMaxconnChurn(t *testing.T) {
 			if uint64(served) != want {
 				t.Fatalf("%d clients served, want %d", served, want)
 			}
-			fe := func() FrontendStats { return l.Snapshot().Frontends[0] }
+			fe := func() stats.FrontendStats { return l.Snapshot().Frontends[0] }
 			eventually(t, "every slot to come back", func() bool { return fe().Sessions == 0 })
 			s := fe()
 			if s.TotalSessions != want || s.MaxSessions > int64(tc.maxconn) || s.Queued != 0 || s.MaxQueued == 0 {

@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/vipstack/vipstack/internal/lb/stats"
 	"github.com/vipstack/vipstack/internal/lbconfig"
 	"github.com/vipstack/vipstack/internal/peers"
 )
@@ -69,14 +70,14 @@ backend be2
 		{"a's check passes", func() { a.restart(t) }, state{"be status": "UP", "be chkdown": "1", "be2 status": "UP", "be2 chkdown": "0"}},
 		{"a in MAINT", func() {
 			haproxyCommand(t, admin, "set server be/a state maint")
-			if err := l.SetServerAdmin("be", "a", AdminMaint); err != nil {
+			if err := l.SetServerAdmin("be", "a", stats.AdminMaint); err != nil {
 				t.Fatal(err)
 			}
 		}, state{"be status": "DOWN", "be chkdown": "2", "be2 status": "UP", "be2 chkdown": "0"}},
 		{"a ready, b's weight 0", func() {
 			haproxyCommand(t, admin, "set server be/a state ready")
 			haproxyCommand(t, admin, "set weight be2/b 0")
-			if err := l.SetServerAdmin("be", "a", AdminReady); err != nil {
+			if err := l.SetServerAdmin("be", "a", stats.AdminReady); err != nil {
 				t.Fatal(err)
 			}
 			if err := l.SetServerWeight("be2", "b", 0); err != nil {
@@ -133,12 +134,12 @@ func TestBackendStateTimes(t *testing.T) {
 	}
 	clk.Advance(5 * time.Second)
 	want("UP for 5 s", "be", [3]int64{0, 5, 0})
-	if err := l.SetServerAdmin("be", "a", AdminMaint); err != nil {
+	if err := l.SetServerAdmin("be", "a", stats.AdminMaint); err != nil {
 		t.Fatal(err)
 	}
 	clk.Advance(3 * time.Second)
 	want("DOWN (MAINT) for 3 s", "be", [3]int64{1, 3, 3})
-	if err := l.SetServerAdmin("be", "a", AdminReady); err != nil {
+	if err := l.SetServerAdmin("be", "a", stats.AdminReady); err != nil {
 		t.Fatal(err)
 	}
 	clk.Advance(2 * time.Second)

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/vipstack/vipstack/internal/lb/stats"
 	"github.com/vipstack/vipstack/internal/lbconfig"
 )
 
@@ -189,4 +190,15 @@ func hashAddr(a netip.Addr) uint32 {
 	h *= 0xc2b2ae35
 	h ^= h >> 16
 	return h
+}
+
+// backendCounters are a backend's session rate, last session and times,
+// kept by name over reloads (LB.beCounters), as its noSrv.
+type backendCounters struct {
+	rate  stats.RateCounter
+	last  stats.LastSession
+	times stats.SessionTimes
+	// picked counts the backend's server selections (haproxy's backend
+	// lbtot, cum_lbconn): the times' window.
+	picked atomic.Uint64
 }

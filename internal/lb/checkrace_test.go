@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vipstack/vipstack/internal/lb/stats"
 	"github.com/vipstack/vipstack/internal/lbconfig"
 	"github.com/vipstack/vipstack/internal/syncbuf"
 )
@@ -90,9 +91,9 @@ func TestCheckRestartRace(t *testing.T) {
 	// Meanwhile the runtime API takes the server into MAINT and out.
 	admin := make(chan error, 1)
 	go func() {
-		err := l.SetServerAdmin("be", "a", AdminMaint)
+		err := l.SetServerAdmin("be", "a", stats.AdminMaint)
 		if err == nil {
-			err = l.SetServerAdmin("be", "a", AdminReady)
+			err = l.SetServerAdmin("be", "a", stats.AdminReady)
 		}
 		admin <- err
 	}()
@@ -141,27 +142,27 @@ func TestRetiredServer(t *testing.T) {
 	eventually(t, "two checkers", func() bool { return runningCheckers() == 2 })
 
 	t.Run("removed", func(t *testing.T) {
-		if err := l.SetServerAdmin("be", "a", AdminMaint); err != nil {
+		if err := l.SetServerAdmin("be", "a", stats.AdminMaint); err != nil {
 			t.Fatal(err)
 		}
 		old := l.serverFor(t, "be", "a")
 		if err := l.Apply(tcpConfig(lbconfig.RoundRobin, srv("b", b.addr))); err != nil {
 			t.Fatal(err)
 		}
-		if old.setAdmin(AdminReady) {
+		if old.setAdmin(stats.AdminReady) {
 			t.Error("a removed server left MAINT")
 		}
 		if err := old.setWeight(lbconfig.RoundRobin, 7); !errors.Is(err, ErrNoServer) {
 			t.Errorf("weight of a removed server: err %v, want ErrNoServer", err)
 		}
 		eventually(t, "b's checker alone", func() bool { return runningCheckers() == 1 })
-		if AdminState(old.admin.Load()) != AdminMaint {
-			t.Errorf("the removed server's admin state changed to %v", AdminState(old.admin.Load()))
+		if stats.AdminState(old.admin.Load()) != stats.AdminMaint {
+			t.Errorf("the removed server's admin state changed to %v", stats.AdminState(old.admin.Load()))
 		}
 	})
 
 	t.Run("renamed", func(t *testing.T) {
-		if err := l.SetServerAdmin("be", "b", AdminMaint); err != nil {
+		if err := l.SetServerAdmin("be", "b", stats.AdminMaint); err != nil {
 			t.Fatal(err)
 		}
 		old := l.serverFor(t, "be", "b")
@@ -169,10 +170,10 @@ func TestRetiredServer(t *testing.T) {
 			t.Fatal(err)
 		}
 		s := l.serverFor(t, "be", "b2")
-		if got := AdminState(s.admin.Load()); got != AdminMaint || s.up.Load() {
+		if got := stats.AdminState(s.admin.Load()); got != stats.AdminMaint || s.up.Load() {
 			t.Fatalf("the renamed server is %v, up %v; want MAINT, down", got, s.up.Load())
 		}
-		if old.setAdmin(AdminReady) {
+		if old.setAdmin(stats.AdminReady) {
 			t.Error("the server under its old name left MAINT after the rename")
 		}
 		if err := old.setWeight(lbconfig.RoundRobin, 7); !errors.Is(err, ErrNoServer) {
@@ -185,7 +186,7 @@ func TestRetiredServer(t *testing.T) {
 			t.Errorf("%d checker(s) running with every server in MAINT", runningCheckers())
 		}
 		// Under its new name it leaves MAINT and is checked again.
-		if err := l.SetServerAdmin("be", "b2", AdminReady); err != nil {
+		if err := l.SetServerAdmin("be", "b2", stats.AdminReady); err != nil {
 			t.Fatal(err)
 		}
 		eventually(t, "the renamed server's checker", func() bool { return runningCheckers() == 1 })
@@ -222,13 +223,13 @@ func TestNoServerLineOnce(t *testing.T) {
 			time.Sleep(5 * time.Millisecond)
 		}
 	}
-	if err := l.SetServerAdmin("be", "a", AdminMaint); err != nil {
+	if err := l.SetServerAdmin("be", "a", stats.AdminMaint); err != nil {
 		t.Fatal(err)
 	}
 	hooks.adminCounted = nil
 	// Into MAINT the check has stopped, its lines sent: the line of the
 	// return comes after them.
-	if err := l.SetServerAdmin("be", "a", AdminReady); err != nil {
+	if err := l.SetServerAdmin("be", "a", stats.AdminReady); err != nil {
 		t.Fatal(err)
 	}
 	const back = "Server be/a is UP/READY (leaving forced maintenance)."
@@ -253,11 +254,11 @@ func TestNoCheckAfterShutdown(t *testing.T) {
 	a := startBackend(t, "a")
 	l := newLBOpts(t, Options{Clock: fakeClock()}, tcpConfig(lbconfig.RoundRobin,
 		lbconfig.Server{Name: "a", Addr: a.addr, Weight: 1, Check: true, Inter: time.Second, Rise: 1, Fall: 1}))
-	if err := l.SetServerAdmin("be", "a", AdminMaint); err != nil {
+	if err := l.SetServerAdmin("be", "a", stats.AdminMaint); err != nil {
 		t.Fatal(err)
 	}
 	l.Shutdown(canceled())
-	if err := l.SetServerAdmin("be", "a", AdminReady); err != nil {
+	if err := l.SetServerAdmin("be", "a", stats.AdminReady); err != nil {
 		t.Fatal(err)
 	}
 	// startCheck's goroutine counts from its go statement, before
@@ -283,7 +284,7 @@ func TestLeavingMaintLoggedBeforeCheck(t *testing.T) {
 	hooks := new(testHooks)
 	l := newLBOpts(t, Options{Clock: fakeClock(), Stdout: &out, hooks: hooks}, cfg)
 	eventually(t, "a's first check", func() bool { return checksDone(l.serverStats(t, "be", "a")) == 1 })
-	if err := l.SetServerAdmin("be", "a", AdminMaint); err != nil {
+	if err := l.SetServerAdmin("be", "a", stats.AdminMaint); err != nil {
 		t.Fatal(err)
 	}
 	a.stop()
@@ -294,7 +295,7 @@ func TestLeavingMaintLoggedBeforeCheck(t *testing.T) {
 			time.Sleep(5 * time.Millisecond)
 		}
 	}
-	if err := l.SetServerAdmin("be", "a", AdminReady); err != nil {
+	if err := l.SetServerAdmin("be", "a", stats.AdminReady); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "the restarted check's DOWN line", func() bool { return strings.Contains(out.String(), down) })

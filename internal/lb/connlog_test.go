@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/vipstack/vipstack/internal/haproxycfg"
+	"github.com/vipstack/vipstack/internal/lb/stats"
 	"github.com/vipstack/vipstack/internal/lbconfig"
 	"github.com/vipstack/vipstack/internal/peers"
 	"github.com/vipstack/vipstack/internal/syncbuf"
@@ -184,7 +185,7 @@ func TestConnLogMatchesHaproxy(t *testing.T) {
 	if out := haproxyCommand(t, admin, "set server nosrv/n1 state maint"); strings.TrimSpace(out) != "" {
 		t.Fatalf("haproxy: %q", out)
 	}
-	if err := l.SetServerAdmin("nosrv", "n1", AdminMaint); err != nil {
+	if err := l.SetServerAdmin("nosrv", "n1", stats.AdminMaint); err != nil {
 		t.Fatal(err)
 	}
 	for _, b := range []*syncbuf.Buffer{hout, &vout} {
@@ -436,7 +437,7 @@ func TestConnLogNoServerTimes(t *testing.T) {
 		t.Fatal("a client of a refusing server was not closed")
 	}
 	eventually(t, "the refused client's line", lines(1))
-	if err := l.SetServerAdmin("be", "up", AdminMaint); err != nil {
+	if err := l.SetServerAdmin("be", "up", stats.AdminMaint); err != nil {
 		t.Fatal(err)
 	}
 	nosrv := dial(t, l, "fe")

@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vipstack/vipstack/internal/lb/relay"
+	"github.com/vipstack/vipstack/internal/lb/stats"
 	"github.com/vipstack/vipstack/internal/lbconfig"
 )
 
@@ -166,7 +168,7 @@ func TestMaxconnSlowClients(t *testing.T) {
 		closes  = 300
 		trickle = 3
 	)
-	if soft, _, err := RaiseFileLimit(); err != nil || soft < 3*clients+500 {
+	if soft, _, err := relay.RaiseFileLimit(); err != nil || soft < 3*clients+500 {
 		t.Skipf("skipping: needs %d open files, RLIMIT_NOFILE allows %d (%v)", 3*clients+500, soft, err)
 	}
 	addr := startFloodBackend(t)
@@ -179,7 +181,7 @@ func TestMaxconnSlowClients(t *testing.T) {
 		Backends:  []lbconfig.Backend{{Name: "be", Balance: lbconfig.RoundRobin, Servers: []lbconfig.Server{{Name: "b", Addr: addr, Weight: 1}}}},
 	}
 	l := newLB(t, clk, cfg)
-	fe := func() FrontendStats { return l.Snapshot().Frontends[0] }
+	fe := func() stats.FrontendStats { return l.Snapshot().Frontends[0] }
 	lbAddr := l.Addrs("fe")[0].String()
 
 	heap0, stacks0 := liveMemory()

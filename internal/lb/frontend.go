@@ -5,6 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/vipstack/vipstack/internal/lb/stats"
 )
 
 // feConfig is what a connection needs from the configuration; a
@@ -91,7 +93,7 @@ type frontend struct {
 	tot, bin, bout, noServer, queueDrops atomic.Uint64
 	// rate counts the clients taken, with tot: haproxy's session and
 	// connection rates (rates.go).
-	rate rateCounter
+	rate stats.RateCounter
 }
 
 func newFrontend(l *LB, name string) *frontend {
@@ -132,16 +134,6 @@ func (q *connList) remove(c *conn) {
 
 // queueLimit bounds the queue: as many waiting clients as maxconn.
 func (f *frontend) queueLimit() int { return int(max(f.maxconn.Load(), 1)) }
-
-// storeMax raises m to v if v is larger.
-func storeMax(m *atomic.Int64, v int64) {
-	for {
-		old := m.Load()
-		if v <= old || m.CompareAndSwap(old, v) {
-			return
-		}
-	}
-}
 
 // tryAcquire takes a slot if maxconn allows one and returns the slots
 // taken with it, or 0. The caller counts a slot it keeps in smax.
@@ -208,10 +200,10 @@ func (f *frontend) admit(fd int, peer netip.AddrPort, lp *loop) <-chan struct{} 
 			}
 			return nil
 		}
-		storeMax(&f.smax, taken)
+		stats.StoreMax(&f.smax, taken)
 		f.lb.gcount.Add(1)
 		f.tot.Add(1)
-		f.rate.add(cn.acceptAt)
+		f.rate.Add(cn.acceptAt)
 		cn.lp = f.lb.pickLoop(lp)
 		lp.launch(cn)
 		return nil
@@ -233,11 +225,11 @@ func (f *frontend) admitSlow(cn *conn, lp *loop) <-chan struct{} {
 	}
 	f.lb.gcount.Add(1)
 	f.tot.Add(1)
-	f.rate.add(cn.acceptAt)
+	f.rate.Add(cn.acceptAt)
 	cn.queued = true
 	f.queue.push(cn)
 	f.qcur.Store(int64(f.queue.n))
-	storeMax(&f.qmax, int64(f.queue.n))
+	stats.StoreMax(&f.qmax, int64(f.queue.n))
 	// A slot given back before qcur said cn waits was not offered to
 	// the queue: look for one now.
 	next := f.serveQueueLocked()
@@ -280,7 +272,7 @@ func (f *frontend) serveQueueLocked() []*conn {
 		if taken == 0 {
 			break
 		}
-		storeMax(&f.smax, taken)
+		stats.StoreMax(&f.smax, taken)
 		n := f.queue.head
 		f.dequeueLocked(n)
 		if n.qtimer != nil {

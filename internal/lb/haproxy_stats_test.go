@@ -20,6 +20,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/vipstack/vipstack/internal/lb/stats/statstest"
 	"github.com/vipstack/vipstack/internal/peers"
 )
 
@@ -112,20 +113,6 @@ func freePorts(t *testing.T, n int) []string {
 	return ports
 }
 
-// statsKey names a stats line: objType pxname/svname.
-func statsKey(rec []haproxyJSONField) string {
-	var px, sv any
-	for _, f := range rec {
-		switch f.Field.Name {
-		case "pxname":
-			px = f.Value.Value
-		case "svname":
-			sv = f.Value.Value
-		}
-	}
-	return fmt.Sprintf("%s %v/%v", rec[0].ObjType, px, sv)
-}
-
 // statsFetch gets the stats page at addr with opts (";json", ";csv").
 func statsFetch(t *testing.T, addr, opts string) (string, bool) {
 	t.Helper()
@@ -202,10 +189,10 @@ func TestStatsLayoutMatchesHaproxy(t *testing.T) {
 		}
 	}
 
-	var hrecs, vrecs [][]haproxyJSONField
+	var hrecs, vrecs [][]statstest.JSONField
 	for _, x := range []struct {
 		addr string
-		recs *[][]haproxyJSONField
+		recs *[][]statstest.JSONField
 	}{{haproxy["stats"], &hrecs}, {vipstack["stats"], &vrecs}} {
 		body, ok := statsFetch(t, x.addr, ";json")
 		if !ok {
@@ -217,7 +204,7 @@ func TestStatsLayoutMatchesHaproxy(t *testing.T) {
 	}
 	stable := []string{"pxname", "svname", "status", "last_chk", "weight", "uweight", "act", "bck", "pid", "iid", "sid", "type", "mode",
 		"check_status", "check_code", "check_desc", "check_rise", "check_fall", "check_health"}
-	compareStatsLayout(t, hrecs, vrecs, stable)
+	statstest.CompareLayout(t, hrecs, vrecs, stable)
 
 	// CSV: the same header, lines and columns; vipstack's filled cells
 	// are filled in haproxy's CSV too.
@@ -323,87 +310,6 @@ func TestStatsLayoutMatchesHaproxy(t *testing.T) {
 		page, ok := statsFetch(t, vipstack["stats"], opts)
 		if !ok || !strings.Contains(page, ">m1<") || strings.Contains(page, ">m3<") != want {
 			t.Errorf("HTML page %q: m1 listed %v, m3 listed %v, want true, %v", opts, strings.Contains(page, ">m1<"), strings.Contains(page, ">m3<"), want)
-		}
-	}
-}
-
-// haproxyJSONField is one field object of haproxy's `;json` stats, read
-// back by the tests.
-type haproxyJSONField struct {
-	ObjType string `json:"objType"`
-	ProxyID int    `json:"proxyId"`
-	ID      int    `json:"id"`
-	Field   struct {
-		Pos  int    `json:"pos"`
-		Name string `json:"name"`
-	} `json:"field"`
-	ProcessNum int `json:"processNum"`
-	Tags       struct {
-		Origin string `json:"origin"`
-		Nature string `json:"nature"`
-		Scope  string `json:"scope"`
-	} `json:"tags"`
-	Value struct {
-		Type  string `json:"type"`
-		Value any    `json:"value"`
-	} `json:"value"`
-}
-
-// compareStatsLayout compares two `;json` outputs line by line: the same
-// lines with the same ids, vipstack's fields a subset of haproxy's with
-// the same position, tags and type, in position order, and the fields
-// named in same with equal values. It logs what vipstack leaves out.
-func compareStatsLayout(t *testing.T, hrecs, vrecs [][]haproxyJSONField, same []string) {
-	t.Helper()
-	type line struct {
-		Key         string
-		ProxyID, ID int
-	}
-	lines := func(recs [][]haproxyJSONField) []line {
-		var ls []line
-		for _, r := range recs {
-			ls = append(ls, line{statsKey(r), r[0].ProxyID, r[0].ID})
-		}
-		return ls
-	}
-	if diff := cmp.Diff(lines(hrecs), lines(vrecs)); diff != "" {
-		t.Fatalf("JSON lines (-haproxy +vipstack):\n%s", diff)
-	}
-	for i, vr := range vrecs {
-		hr := hrecs[i]
-		byName := map[string]haproxyJSONField{}
-		for _, f := range hr {
-			byName[f.Field.Name] = f
-		}
-		var missing []string
-		for _, f := range hr {
-			if !slices.ContainsFunc(vr, func(g haproxyJSONField) bool { return g.Field.Name == f.Field.Name }) {
-				missing = append(missing, f.Field.Name)
-			}
-		}
-		t.Logf("%s: vipstack gives %d of haproxy's %d fields; not: %s", statsKey(vr), len(vr), len(hr), strings.Join(missing, " "))
-		lastPos := -1
-		for _, f := range vr {
-			h, ok := byName[f.Field.Name]
-			if !ok {
-				t.Errorf("%s: vipstack gives %s, haproxy does not", statsKey(vr), f.Field.Name)
-				continue
-			}
-			if f.Field.Pos <= lastPos {
-				t.Errorf("%s: %s at pos %d after pos %d", statsKey(vr), f.Field.Name, f.Field.Pos, lastPos)
-			}
-			lastPos = f.Field.Pos
-			want, got := h, f
-			want.Value.Value, got.Value.Value = nil, nil
-			if diff := cmp.Diff(want, got); diff != "" {
-				t.Errorf("%s field %s (-haproxy +vipstack):\n%s", statsKey(vr), f.Field.Name, diff)
-			}
-			if f.Field.Name == "last_chk" {
-				t.Logf("%s: last_chk %q, haproxy %q", statsKey(vr), f.Value.Value, h.Value.Value)
-			}
-			if slices.Contains(same, f.Field.Name) && h.Value.Value != f.Value.Value {
-				t.Errorf("%s: %s = %v, haproxy %v", statsKey(vr), f.Field.Name, f.Value.Value, h.Value.Value)
-			}
 		}
 	}
 }

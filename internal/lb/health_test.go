@@ -17,6 +17,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/vipstack/vipstack/internal/lb/stats"
 	"github.com/vipstack/vipstack/internal/lbconfig"
 	"github.com/vipstack/vipstack/internal/syncbuf"
 )
@@ -55,7 +56,7 @@ func startAPIServer(t *testing.T, name, addr string) *apiServer {
 	return a
 }
 
-func checksDone(s ServerStats) uint64 {
+func checksDone(s stats.ServerStats) uint64 {
 	var n uint64
 	for _, v := range s.CheckResults {
 		n += v

@@ -16,6 +16,7 @@ import (
 
 	"github.com/vipstack/vipstack/internal/clock"
 	"github.com/vipstack/vipstack/internal/haproxycfg"
+	"github.com/vipstack/vipstack/internal/lb/stats"
 	"github.com/vipstack/vipstack/internal/lbconfig"
 )
 
@@ -305,7 +306,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-func (l *LB) serverStats(t *testing.T, backend, name string) ServerStats {
+func (l *LB) serverStats(t *testing.T, backend, name string) stats.ServerStats {
 	t.Helper()
 	for _, b := range l.Snapshot().Backends {
 		if b.Name != backend {
@@ -318,7 +319,7 @@ func (l *LB) serverStats(t *testing.T, backend, name string) ServerStats {
 		}
 	}
 	t.Fatalf("no server %s/%s", backend, name)
-	return ServerStats{}
+	return stats.ServerStats{}
 }
 
 func addrPort(t *testing.T, a net.Addr) netip.AddrPort {

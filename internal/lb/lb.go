@@ -17,6 +17,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/vipstack/vipstack/internal/clock"
+	"github.com/vipstack/vipstack/internal/lb/relay"
+	"github.com/vipstack/vipstack/internal/lb/stats"
 	"github.com/vipstack/vipstack/internal/lbconfig"
 )
 
@@ -71,7 +73,7 @@ type LB struct {
 	log   *slog.Logger
 	clk   clock.Clock
 	start time.Time
-	pipes pipePool
+	pipes relay.PipePool
 	bufs  sync.Pool // *copyBuf
 	loops []*loop   // the relay's event loops
 
@@ -807,10 +809,10 @@ type tcpListener struct {
 func (l *LB) listenTCP(key string, b lbconfig.Bind) (*tcpListener, error) {
 	network, address, v6only := bindNetwork(b)
 	n := max(l.opts.ListenersPerBind, 1)
-	if b.Addr.Port() == 0 || !reusePortSupported {
+	if b.Addr.Port() == 0 || !relay.ReusePortSupported {
 		n = 1
 	}
-	lc := net.ListenConfig{KeepAlive: -1, Control: listenControl(v6only)}
+	lc := net.ListenConfig{KeepAlive: -1, Control: relay.ListenControl(v6only)}
 	t := &tcpListener{key: key, stop: make(chan struct{})}
 	for range n {
 		ln, err := lc.Listen(context.Background(), network, address)
@@ -855,7 +857,7 @@ func bindNetwork(b lbconfig.Bind) (network, address string, v6only int) {
 	case a.IsUnspecified() && b.V4V6:
 		return "tcp", net.JoinHostPort("::", port), -1
 	case a.IsUnspecified():
-		return "tcp6", net.JoinHostPort("::", port), systemV6Only()
+		return "tcp6", net.JoinHostPort("::", port), relay.SystemV6Only()
 	}
 	return "tcp6", net.JoinHostPort(a.String(), port), -1
 }
@@ -973,7 +975,7 @@ func webTimeoutsOf(to lbconfig.Timeouts) webTimeouts {
 
 func (l *LB) listenHTTP(key string, b lbconfig.Bind, to lbconfig.Timeouts) (*httpListener, error) {
 	network, address, v6only := bindNetwork(b)
-	lc := net.ListenConfig{Control: listenControl(v6only)}
+	lc := net.ListenConfig{Control: relay.ListenControl(v6only)}
 	ln, err := lc.Listen(context.Background(), network, address)
 	if err != nil {
 		return nil, err
@@ -989,7 +991,7 @@ func (l *LB) listenHTTP(key string, b lbconfig.Bind, to lbconfig.Timeouts) (*htt
 // is polled by a few check scripts and the stats page read by people, so a
 // few hundred connections are plenty (more wait in the accept queue).
 // httpserve.go has the request limits.
-const maxWebConns = 256
+const maxWebConns = stats.ListenMaxConn
 
 func (h *httpListener) start() {
 	go h.serve()

@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/vipstack/vipstack/internal/lb/stats"
 	"github.com/vipstack/vipstack/internal/peers"
 )
 
@@ -80,11 +81,11 @@ func listenLines(t *testing.T, csvText string) map[string]map[string]string {
 	}
 	out := map[string]map[string]string{}
 	for _, row := range rows[1:] {
-		if len(row) < statGeneric || (row[0] != "health_check_http_url" && row[0] != "stats") {
+		if len(row) < stats.GenericColumns || (row[0] != "health_check_http_url" && row[0] != "stats") {
 			continue
 		}
 		fields := map[string]string{}
-		for i, v := range row[:statGeneric] {
+		for i, v := range row[:stats.GenericColumns] {
 			if v != "" {
 				fields[rows[0][i]] = v
 			}

@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/vipstack/vipstack/internal/lb/stats"
 	"github.com/vipstack/vipstack/internal/lbconfig"
 )
 
@@ -54,26 +55,26 @@ func TestListenStatsOverTime(t *testing.T) {
 		advance time.Duration
 		section string // where send goes, "" for nothing
 		send    string
-		want    ListenStats // the section's
+		want    stats.ListenStats // the section's
 	}{{
 		name: "two hits and a request to the backend on one connection", section: "health_check_http_url", send: twoHits + other,
-		want: ListenStats{Name: "health_check_http_url", MaxSessions: 1, TotalSessions: 1, BytesIn: 46 + 46 + 38, BytesOut: 150 + 150 + 217,
+		want: stats.ListenStats{Name: "health_check_http_url", MaxSessions: 1, TotalSessions: 1, BytesIn: 46 + 46 + 38, BytesOut: 150 + 150 + 217,
 			Requests: 3, Intercepted: 2, Responses: map[string]uint64{"2xx": 2, "5xx": 1}, Rate: 1, MaxRate: 1, RequestRate: 3, MaxRequestRate: 3,
 			BackendRequests: 1, BackendMaxSessions: 1, BackendRate: 1, BackendMaxRate: 1, BackendLastSessionSec: -1},
 	}, {
 		name: "0.6 s on: still the first period", advance: 600 * time.Millisecond,
-		want: ListenStats{Name: "health_check_http_url", MaxSessions: 1, TotalSessions: 1, BytesIn: 130, BytesOut: 517,
+		want: stats.ListenStats{Name: "health_check_http_url", MaxSessions: 1, TotalSessions: 1, BytesIn: 130, BytesOut: 517,
 			Requests: 3, Intercepted: 2, Responses: map[string]uint64{"2xx": 2, "5xx": 1}, Rate: 1, MaxRate: 1, RequestRate: 3, MaxRequestRate: 3,
 			BackendRequests: 1, BackendMaxSessions: 1, BackendRate: 1, BackendMaxRate: 1, BackendLastSessionSec: -1},
 	}, {
 		name: "1.5 s on: half of the last period weighs", advance: 900 * time.Millisecond,
-		want: ListenStats{Name: "health_check_http_url", MaxSessions: 1, TotalSessions: 1, BytesIn: 130, BytesOut: 517,
+		want: stats.ListenStats{Name: "health_check_http_url", MaxSessions: 1, TotalSessions: 1, BytesIn: 130, BytesOut: 517,
 			Requests: 3, Intercepted: 2, Responses: map[string]uint64{"2xx": 2, "5xx": 1}, Rate: 0, MaxRate: 1, RequestRate: 1, MaxRequestRate: 3,
 			BackendRequests: 1, BackendMaxSessions: 1, BackendRate: 0, BackendMaxRate: 1, BackendLastSessionSec: -1},
 	}, {
 		name: "2.6 s on: a monitor request to the backend, then no rate left of the first", advance: 1100 * time.Millisecond,
 		section: "health_check_http_url", send: other,
-		want: ListenStats{Name: "health_check_http_url", MaxSessions: 1, TotalSessions: 2, BytesIn: 130 + 38, BytesOut: 517 + 217,
+		want: stats.ListenStats{Name: "health_check_http_url", MaxSessions: 1, TotalSessions: 2, BytesIn: 130 + 38, BytesOut: 517 + 217,
 			Requests: 4, Intercepted: 2, Responses: map[string]uint64{"2xx": 2, "5xx": 2}, Rate: 1, MaxRate: 1, RequestRate: 1, MaxRequestRate: 3,
 			BackendRequests: 2, BackendMaxSessions: 1, BackendRate: 1, BackendMaxRate: 1, BackendLastSessionSec: -1},
 	}} {
@@ -81,7 +82,7 @@ func TestListenStatsOverTime(t *testing.T) {
 		if step.section != "" {
 			send(step.section, step.send)
 		}
-		var got ListenStats
+		var got stats.ListenStats
 		for _, ls := range l.Snapshot().Listens {
 			if ls.Name == step.want.Name {
 				got = ls

@@ -14,6 +14,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/vipstack/vipstack/internal/lb/relay"
+	"github.com/vipstack/vipstack/internal/lb/stats"
 	"github.com/vipstack/vipstack/internal/lbconfig"
 )
 
@@ -96,7 +98,7 @@ type side struct {
 type dir struct {
 	buf      *copyBuf // copy mode: buf[off:end] is still to be written
 	off, end int
-	p        *spipe // splice mode: inPipe bytes wait in p
+	p        *relay.Pipe // splice mode: inPipe bytes wait in p
 	inPipe   int
 	splice   bool  // bulk seen: splice from now on
 	rerr     error // a read failed after reading bytes still to be written
@@ -190,14 +192,14 @@ func (lp *loop) run() {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	for {
-		n, err := rawEpollPoll(lp.epfd, lp.events[:])
+		n, err := relay.EpollPoll(lp.epfd, lp.events[:])
 		if n == 0 && err == nil {
 			// Announce the wait, then look for posts once more: a post
 			// either lands before this look or sees waiting and wakes
 			// the loop (both are sequentially consistent atomics).
 			lp.waiting.Store(true)
 			if !lp.posted.Load() {
-				n, err = rawEpollWait(lp.epfd, lp.events[:], busyWaitMsec)
+				n, err = relay.EpollWait(lp.epfd, lp.events[:], busyWaitMsec)
 				if n == 0 && err == nil {
 					n, err = unix.EpollWait(lp.epfd, lp.events[:], -1)
 				}
@@ -216,7 +218,7 @@ func (lp *loop) run() {
 		for i := 0; i < n; i++ {
 			if lp.events[i].Pad == tagWake {
 				var b [8]byte
-				rawRead(lp.wake, b[:])
+				relay.Read(lp.wake, b[:])
 				break
 			}
 		}
@@ -269,7 +271,7 @@ func (lp *loop) post(cn *conn) {
 		// Only a loop that may be blocked needs waking; a busy one
 		// takes the inbox at its next turn.
 		var one = [8]byte{1}
-		rawWrite(lp.wake, one[:])
+		relay.Write(lp.wake, one[:])
 	}
 }
 
@@ -302,7 +304,7 @@ func (lp *loop) startLocked(cn *conn) {
 	r.c = side{fd: cn.cfd}
 	r.s = side{fd: -1}
 	if cn.fe.aborting.Load() { // Shutdown closed its frontend's connections meanwhile
-		rawClose(cn.cfd)
+		relay.Close(cn.cfd)
 		cn.state = stClosed
 		lp.nconns.Add(-1)
 		lp.released = append(lp.released, cn)
@@ -335,7 +337,7 @@ func (lp *loop) startLocked(cn *conn) {
 func (lp *loop) watch(cn *conn, s *side, which int) error {
 	ev := unix.EpollEvent{Events: evMask}
 	ev.Fd, ev.Pad = token(cn.relay.slot, cn.relay.gen, which)
-	if err := rawEpollCtl(lp.epfd, unix.EPOLL_CTL_ADD, s.fd, &ev); err != nil {
+	if err := relay.EpollCtl(lp.epfd, unix.EPOLL_CTL_ADD, s.fd, &ev); err != nil {
 		return os.NewSyscallError("epoll_ctl", err)
 	}
 	s.registered = true
@@ -355,8 +357,8 @@ func (lp *loop) connectNext(cn *conn) {
 		if cn.attempt == 0 {
 			// The backend's session: each client once, those that no
 			// server takes too (haproxy's be_sess_per_sec, last_sess).
-			p.be.rate.add(now)
-			p.be.last.set(now)
+			p.be.rate.Add(now)
+			p.be.last.Set(now)
 		}
 	}
 	for p != nil && cn.attempt <= cfg.retries {
@@ -383,14 +385,14 @@ func (lp *loop) connectNext(cn *conn) {
 			// The server's session rate and last session count the
 			// selections too, not the retries (measured: a client that
 			// tried one refusing server 4 times gave stot 4, rate_max 1).
-			s.rate.add(now)
-			s.last.set(now)
+			s.rate.Add(now)
+			s.last.Set(now)
 			p.be.picked.Add(1)
 			cn.picked = s
 		}
 		// Counted while connecting, so leastconn sees it; haproxy's smax
 		// counts a session that never connected too (measured: 1 above).
-		storeMax(&s.smax, s.cur.Add(1))
+		stats.StoreMax(&s.smax, s.cur.Add(1))
 		fd, err := dialStart(s.addr)
 		if err == nil {
 			cn.srv = s
@@ -402,7 +404,7 @@ func (lp *loop) connectNext(cn *conn) {
 				}
 				return
 			}
-			rawClose(fd)
+			relay.Close(fd)
 			cn.relay.s = side{fd: -1}
 			cn.srv = nil
 		}
@@ -457,21 +459,21 @@ func dialStart(addr netip.AddrPort) (int, error) {
 			zone = uint32(ifi.Index)
 		}
 	}
-	fd, err := rawSocket(family, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, unix.IPPROTO_TCP)
+	fd, err := relay.Socket(family, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, unix.IPPROTO_TCP)
 	if err != nil {
 		return -1, os.NewSyscallError("socket", err)
 	}
 	// As Go's net package does for every TCP connection: relayed messages
 	// leave at once.
-	rawSetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
+	relay.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
 	for {
-		err = rawConnect(fd, addr, zone)
+		err = relay.Connect(fd, addr, zone)
 		if err != unix.EINTR {
 			break
 		}
 	}
 	if err != nil && err != unix.EINPROGRESS {
-		rawClose(fd)
+		relay.Close(fd)
 		return -1, os.NewSyscallError("connect", err)
 	}
 	return fd, nil
@@ -487,7 +489,7 @@ func (lp *loop) connectFailed(cn *conn, err error) {
 	if cn.log != nil && cn.log.needSource {
 		cn.source = localAddr(cn.relay.s.fd) // haproxy shows the failed attempt's (measured)
 	}
-	rawClose(cn.relay.s.fd) // leaves the epoll set with it
+	relay.Close(cn.relay.s.fd) // leaves the epoll set with it
 	cn.relay.s = side{fd: -1}
 	cn.srv = nil
 	lp.countFailure(cn, s, err)
@@ -537,7 +539,7 @@ func (l *LB) moveConns(old, s *server) {
 				cn.srv = s
 				if cn.relay.s.fd >= 0 { // counted in cur while it has its socket
 					old.cur.Add(-1)
-					storeMax(&s.smax, s.cur.Add(1))
+					stats.StoreMax(&s.smax, s.cur.Add(1))
 				}
 			}
 		}
@@ -607,7 +609,7 @@ func (lp *loop) handle(ev *unix.EpollEvent) {
 		}
 		if e&(unix.EPOLLHUP|unix.EPOLLERR) != 0 {
 			err := errors.New("connect: connection closed")
-			if v, gerr := rawGetsockoptInt(r.s.fd, unix.SOL_SOCKET, unix.SO_ERROR); gerr == nil && v != 0 {
+			if v, gerr := relay.GetsockoptInt(r.s.fd, unix.SOL_SOCKET, unix.SO_ERROR); gerr == nil && v != 0 {
 				err = os.NewSyscallError("connect", syscall.Errno(v))
 			}
 			cn.timedOut = false
@@ -655,7 +657,7 @@ func (lp *loop) clientWhileConnecting(cn *conn, e uint32) {
 func pendingInput(fd int) bool {
 	var b [1]byte
 	for {
-		n, err := rawRecvFlags(fd, b[:], unix.MSG_PEEK)
+		n, err := relay.RecvFlags(fd, b[:], unix.MSG_PEEK)
 		if err == unix.EINTR {
 			continue
 		}
@@ -741,7 +743,7 @@ func (lp *loop) pump(cn *conn, d *dir, src, dst *side, otherDone bool, c1, c2 in
 		if d.eof {
 			d.done = true
 			if !otherDone {
-				if err := rawShutdown(dst.fd, unix.SHUT_WR); err != nil && err != unix.ENOTCONN {
+				if err := relay.Shutdown(dst.fd, unix.SHUT_WR); err != nil && err != unix.ENOTCONN {
 					cn.endedBy(dst)
 					return os.NewSyscallError("shutdown", err)
 				}
@@ -768,8 +770,6 @@ const copyBufSize = 16 << 10
 // copyBuf is a pooled copy buffer.
 type copyBuf [copyBufSize]byte
 
-const spliceFlags = unix.SPLICE_F_MOVE | unix.SPLICE_F_NONBLOCK
-
 // splicedBytes counts the bytes every LB of the process has written to a
 // destination with splice(2). Splice is an optimisation the relay works
 // without, so no outcome a client sees tells whether it is used: tests
@@ -793,7 +793,7 @@ func (d *dir) fill(l *LB, src *side) error {
 		d.buf = l.bufs.Get().(*copyBuf)
 	}
 	for {
-		n, err := rawRecv(src.fd, d.buf[d.end:])
+		n, err := relay.Recv(src.fd, d.buf[d.end:])
 		switch err {
 		case nil:
 		case unix.EINTR:
@@ -856,21 +856,21 @@ func (d *dir) putBuf(l *LB) {
 func (d *dir) fillPipe(l *LB, src *side) error {
 	d.putBuf(l) // left over from copy mode, empty
 	if d.p == nil {
-		p, err := l.pipes.get()
+		p, err := l.pipes.Get()
 		if err != nil {
 			return err
 		}
 		d.p = p
 	}
 	for {
-		n, err := rawSplice(src.fd, d.p.w, d.p.size, 0)
+		n, err := relay.Splice(src.fd, d.p.W, d.p.Size, 0)
 		switch err {
 		case nil:
 		case unix.EINTR:
 			continue
 		case unix.EAGAIN:
 			src.canRead = false
-			l.pipes.put(d.p)
+			l.pipes.Put(d.p)
 			d.p = nil
 			return nil
 		default:
@@ -878,7 +878,7 @@ func (d *dir) fillPipe(l *LB, src *side) error {
 		}
 		if n == 0 {
 			d.eof = true
-			l.pipes.put(d.p)
+			l.pipes.Put(d.p)
 			d.p = nil
 			return nil
 		}
@@ -903,7 +903,7 @@ func (d *dir) flush(l *LB, dst *side, last bool) (int, error) {
 		spliceMore = unix.SPLICE_F_MORE
 	}
 	for d.end > d.off {
-		n, err := rawSend(dst.fd, d.buf[d.off:d.end], sendFlags)
+		n, err := relay.Send(dst.fd, d.buf[d.off:d.end], sendFlags)
 		switch err {
 		case nil:
 		case unix.EINTR:
@@ -923,7 +923,7 @@ func (d *dir) flush(l *LB, dst *side, last bool) (int, error) {
 		d.putBuf(l)
 	}
 	for d.inPipe > 0 {
-		n, err := rawSplice(d.p.r, dst.fd, d.inPipe, spliceMore)
+		n, err := relay.Splice(d.p.R, dst.fd, d.inPipe, spliceMore)
 		switch err {
 		case nil:
 		case unix.EINTR:
@@ -941,7 +941,7 @@ func (d *dir) flush(l *LB, dst *side, last bool) (int, error) {
 		total += int(n)
 		splicedBytes.Add(uint64(n))
 		if d.inPipe == 0 {
-			l.pipes.put(d.p)
+			l.pipes.Put(d.p)
 			d.p = nil
 		}
 	}
@@ -955,9 +955,9 @@ func (d *dir) release(l *LB) {
 		return
 	}
 	if d.inPipe > 0 {
-		d.p.destroy()
+		d.p.Destroy()
 	} else {
-		l.pipes.put(d.p)
+		l.pipes.Put(d.p)
 	}
 	d.p, d.inPipe = nil, 0
 }
@@ -982,9 +982,9 @@ func (lp *loop) closeLocked(cn *conn) {
 		cn.timer.Stop()
 	}
 	r := &cn.relay
-	rawClose(r.c.fd)
+	relay.Close(r.c.fd)
 	if r.s.fd >= 0 {
-		rawClose(r.s.fd)
+		relay.Close(r.s.fd)
 		cn.srv.cur.Add(-1)
 		cn.srv.countAbort(cn.term)
 	}
@@ -1013,11 +1013,11 @@ func (lp *loop) stamp(cn *conn) time.Time {
 // its start, connecting from its start to the last connect, in all from
 // its accept to now.
 func (lp *loop) countTimes(cn *conn) {
-	q, c := msBetween(cn.acceptAt, cn.startAt), msBetween(cn.startAt, cn.connAt)
-	t := msBetween(cn.acceptAt, lp.stamp(cn))
-	cn.srv.times.add(cn.srv.lbtot.Load(), q, c, t)
+	q, c := stats.MsBetween(cn.acceptAt, cn.startAt), stats.MsBetween(cn.startAt, cn.connAt)
+	t := stats.MsBetween(cn.acceptAt, lp.stamp(cn))
+	cn.srv.times.Add(cn.srv.lbtot.Load(), q, c, t)
 	if p := cn.cfg.pool; p != nil {
-		p.be.times.add(p.be.picked.Load(), q, c, t)
+		p.be.times.Add(p.be.picked.Load(), q, c, t)
 	}
 }
 
@@ -1188,7 +1188,7 @@ func (lp *loop) acceptOn(r *lnReg) {
 			lp.pauseLn(r, w, nil)
 			return
 		}
-		nfd, peer, err := rawAccept4(r.fd, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC)
+		nfd, peer, err := relay.Accept4(r.fd, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC)
 		switch err {
 		case nil:
 		case unix.EAGAIN:
@@ -1208,12 +1208,12 @@ func (lp *loop) acceptOn(r *lnReg) {
 		r.backoff = 0
 		if r.inherit == 0 {
 			r.inherit = -1
-			if v, err := rawGetsockoptInt(nfd, unix.IPPROTO_TCP, unix.TCP_NODELAY); err == nil && v != 0 {
+			if v, err := relay.GetsockoptInt(nfd, unix.IPPROTO_TCP, unix.TCP_NODELAY); err == nil && v != 0 {
 				r.inherit = 1
 			}
 		}
 		if r.inherit < 0 {
-			rawSetsockoptInt(nfd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
+			relay.SetsockoptInt(nfd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
 		}
 		if w := r.t.fe.Load().admit(nfd, peer, lp); w != nil {
 			lp.pauseLn(r, w, nil)
@@ -1254,7 +1254,7 @@ func (lp *loop) pauseLn(r *lnReg, ready <-chan struct{}, tm interface{ Stop() bo
 }
 
 // closeFD closes a socket the relay owns.
-func closeFD(fd int) { rawClose(fd) }
+func closeFD(fd int) { relay.Close(fd) }
 
 // endedBy records that the side s of cn failed (a reset or another error).
 func (cn *conn) endedBy(s *side) {
@@ -1291,7 +1291,7 @@ func discardInput(fd int) uint64 {
 	var buf [16 << 10]byte
 	var n uint64
 	for n < maxDiscard {
-		m, err := rawRecv(fd, buf[:])
+		m, err := relay.Recv(fd, buf[:])
 		if err == unix.EINTR {
 			continue
 		}

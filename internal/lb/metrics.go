@@ -4,6 +4,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/vipstack/vipstack/internal/healthcheck"
+	"github.com/vipstack/vipstack/internal/lb/stats"
 )
 
 // collector exposes the LB's counters to Prometheus. It reads them at
@@ -97,7 +98,7 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	ctr := func(desc *prometheus.Desc, v uint64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(desc, prometheus.CounterValue, float64(v), labels...)
 	}
-	times := func(q, c, t *prometheus.Desc, ts TimeStats, labels ...string) {
+	times := func(q, c, t *prometheus.Desc, ts stats.TimeStats, labels ...string) {
 		g(q, float64(ts.QueueMS)/1000, labels...)
 		g(c, float64(ts.ConnectMS)/1000, labels...)
 		g(t, float64(ts.TotalMS)/1000, labels...)
@@ -117,7 +118,7 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	for _, ls := range snap.Listens {
 		g(d.lsCur, float64(ls.Sessions), ls.Name)
 		ctr(d.lsTot, ls.TotalSessions, ls.Name)
-		for _, class := range hrspClasses {
+		for _, class := range stats.ResponseClasses {
 			ctr(d.lsResp, ls.Responses[class], ls.Name, class)
 		}
 		ctr(d.lsReqErr, ls.RequestErrors, ls.Name)

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"syscall"
 
+	"github.com/vipstack/vipstack/internal/lb/relay"
 	"github.com/vipstack/vipstack/internal/lbconfig"
 )
 
@@ -84,7 +85,7 @@ func (l *LB) held() []boundAddr {
 // and port. Addresses overlapping one held (where this LB listens) are not
 // probed: the probe would find the LB itself. Port 0 needs no probe.
 func portFree(b lbconfig.Bind, held []boundAddr) error {
-	if !reusePortSupported || b.Addr.Port() == 0 {
+	if !relay.ReusePortSupported || b.Addr.Port() == 0 {
 		return nil
 	}
 	at := boundOf(b, nil)
@@ -92,7 +93,7 @@ func portFree(b lbconfig.Bind, held []boundAddr) error {
 		return nil
 	}
 	network, address, v6only := bindNetwork(b)
-	lc := net.ListenConfig{Control: probeControl(v6only)}
+	lc := net.ListenConfig{Control: relay.ProbeControl(v6only)}
 	ln, err := lc.Listen(context.Background(), network, address)
 	if err != nil {
 		if errors.Is(err, syscall.EADDRINUSE) {

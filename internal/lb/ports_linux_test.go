@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vipstack/vipstack/internal/lb/relay"
 	"github.com/vipstack/vipstack/internal/lbconfig"
 	"github.com/vipstack/vipstack/internal/testnet"
 )
@@ -52,7 +53,7 @@ func TestRootApplyPortByAddress(t *testing.T) {
 			return fmt.Errorf("first Apply: %w", err)
 		}
 		var err error
-		other, err = (&net.ListenConfig{Control: listenControl(-1)}).Listen(context.Background(), "tcp4", netip.AddrPortFrom(haproxy, 9445).String())
+		other, err = (&net.ListenConfig{Control: relay.ListenControl(-1)}).Listen(context.Background(), "tcp4", netip.AddrPortFrom(haproxy, 9445).String())
 		return err
 	})
 	if err != nil {

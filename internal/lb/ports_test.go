@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vipstack/vipstack/internal/lb/relay"
 	"github.com/vipstack/vipstack/internal/lbconfig"
 )
 
@@ -51,7 +52,7 @@ func TestBoundOf(t *testing.T) {
 		{name: "IPv4", bind: lbconfig.Bind{Addr: p("198.18.0.1:9445")}, want: boundAddr{ap: p("198.18.0.1:9445")}},
 		{name: "IPv4-mapped", bind: lbconfig.Bind{Addr: p("[::ffff:198.18.0.1]:9445")}, want: boundAddr{ap: p("198.18.0.1:9445")}},
 		{name: "v4v6", bind: lbconfig.Bind{Addr: p("[::]:9445"), V4V6: true}, want: boundAddr{ap: p("[::]:9445"), dual: true}},
-		{name: "IPv6 wildcard: the kernel's default", bind: lbconfig.Bind{Addr: p("[::]:9445")}, want: boundAddr{ap: p("[::]:9445"), dual: systemV6Only() == 0}},
+		{name: "IPv6 wildcard: the kernel's default", bind: lbconfig.Bind{Addr: p("[::]:9445")}, want: boundAddr{ap: p("[::]:9445"), dual: relay.SystemV6Only() == 0}},
 		{name: "IPv6 address", bind: lbconfig.Bind{Addr: p("[fd00::1]:9445"), V4V6: true}, want: boundAddr{ap: p("[fd00::1]:9445")}},
 	}
 	for _, tt := range tests {
@@ -75,7 +76,7 @@ func TestApplyPortOfAnotherAddress(t *testing.T) {
 	first.Frontends[0].Binds = []lbconfig.Bind{widenableBind(t)}
 	l := newLB(t, fakeClock(), first)
 	port := addrPort(t, l.Addrs("fe")[0]).Port()
-	other, err := (&net.ListenConfig{Control: listenControl(-1)}).Listen(context.Background(), "tcp4", netip.AddrPortFrom(netip.MustParseAddr("127.0.0.2"), port).String())
+	other, err := (&net.ListenConfig{Control: relay.ListenControl(-1)}).Listen(context.Background(), "tcp4", netip.AddrPortFrom(netip.MustParseAddr("127.0.0.2"), port).String())
 	if err != nil {
 		t.Skipf("cannot listen on 127.0.0.2:%d: %v", port, err)
 	}

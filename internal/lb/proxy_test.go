@@ -17,6 +17,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/vipstack/vipstack/internal/clock"
+	"github.com/vipstack/vipstack/internal/lb/relay"
+	"github.com/vipstack/vipstack/internal/lb/stats"
 	"github.com/vipstack/vipstack/internal/lbconfig"
 )
 
@@ -196,7 +198,7 @@ func TestMaxconnQueue(t *testing.T) {
 	cfg.MaxConn = 1
 	cfg.Timeouts.Queue = 30 * time.Second
 	l := newLB(t, clk, cfg)
-	fe := func() FrontendStats { return l.Snapshot().Frontends[0] }
+	fe := func() stats.FrontendStats { return l.Snapshot().Frontends[0] }
 
 	first := dial(t, l, "fe")
 	if g := first.greeting(t); g != "a" {
@@ -358,7 +360,7 @@ func TestApplyErrors(t *testing.T) {
 	}
 	defer taken.Close()
 	takenBind := lbconfig.Bind{Addr: addrPort(t, taken.Addr())}
-	shared, err := (&net.ListenConfig{Control: listenControl(-1)}).Listen(context.Background(), "tcp4", "127.0.0.1:0")
+	shared, err := (&net.ListenConfig{Control: relay.ListenControl(-1)}).Listen(context.Background(), "tcp4", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,117 +7,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/vipstack/vipstack/internal/lb/stats"
 	"github.com/vipstack/vipstack/internal/lbconfig"
 )
-
-// TestRateCounter walks haproxy's freq_ctr arithmetic on a fake clock:
-// the first steps replay what haproxy 2.6.12 showed after five sessions
-// at once (measured, rates.go: 5 at 0.3 s and 0.8 s, 3 at 1.3 s, 0 at
-// 1.8 s, rate_max 5), the next a count in each of two periods, then a
-// gap of more than a period. rate_max is the most one period counted.
-func TestRateCounter(t *testing.T) {
-	clk := fakeClock()
-	var r rateCounter
-	steps := []struct {
-		name     string
-		advance  time.Duration // before the step
-		events   int
-		rate     uint64
-		rateMax  int64
-		periodAt time.Duration // the current period's start, from the first event
-	}{
-		{name: "five sessions", events: 5, rate: 5, rateMax: 5},
-		{name: "0.315 s", advance: 315 * time.Millisecond, rate: 5, rateMax: 5},
-		{name: "0.816 s", advance: 501 * time.Millisecond, rate: 5, rateMax: 5},
-		{name: "1.321 s: 5 × 679/1000", advance: 505 * time.Millisecond, rate: 3, rateMax: 5},
-		{name: "1.823 s: 5 × 177/1000", advance: 502 * time.Millisecond, rate: 0, rateMax: 5},
-		{name: "2.2 s, 2 more: a period later, the 5 are 2 periods old", advance: 377 * time.Millisecond, events: 2, rate: 2, rateMax: 5, periodAt: 2200 * time.Millisecond},
-		{name: "3.0 s, 4 more: the same period, 6", advance: 800 * time.Millisecond, events: 4, rate: 6, rateMax: 6, periodAt: 2200 * time.Millisecond},
-		{name: "3.3 s, 4 more: the next period, 6 × 900/1000 + 4", advance: 300 * time.Millisecond, events: 4, rate: 9, rateMax: 6, periodAt: 3200 * time.Millisecond},
-		{name: "8 s: nothing for more than a period", advance: 4700 * time.Millisecond, rate: 0, rateMax: 6, periodAt: 3200 * time.Millisecond},
-		{name: "8 s, 1: a new period from now", events: 1, rate: 1, rateMax: 6, periodAt: 8 * time.Second},
-	}
-	first := clk.Now()
-	for _, s := range steps {
-		clk.Advance(s.advance)
-		for range s.events {
-			r.add(clk.Now())
-		}
-		if got := r.read(clk.Now()); got != s.rate {
-			t.Errorf("%s: rate %d, want %d", s.name, got, s.rate)
-		}
-		if got := r.max.Load(); got != s.rateMax {
-			t.Errorf("%s: rate_max %d, want %d", s.name, got, s.rateMax)
-		}
-		if got, want := r.start.Load(), first.Add(s.periodAt).UnixMilli(); got != want {
-			t.Errorf("%s: period from %+d ms, want %+d", s.name, got-first.UnixMilli(), want-first.UnixMilli())
-		}
-	}
-}
-
-// TestSessionTimesArithmetic checks haproxy's swrate sums and averages:
-// a plain sum divided, rounded up, by the sessions picked until 1024,
-// with failed sessions in the divisor (measured, rates.go: samples of 203
-// and 200 ms give a server picked twice 202 and its backend picked four
-// times, twice for a refusing server, 101), then 1/1024 of the sum out per
-// sample.
-func TestSessionTimesArithmetic(t *testing.T) {
-	var server, backend sessionTimes
-	server.add(1, 0, 0, 203)
-	backend.add(2, 0, 0, 203)
-	server.add(2, 0, 1, 200)
-	backend.add(4, 0, 1, 200)
-	if diff := cmp.Diff(TimeStats{ConnectMS: 1, TotalMS: 202, MaxConnectMS: 1, MaxTotalMS: 203}, server.stats(2)); diff != "" {
-		t.Errorf("server (-want +got):\n%s", diff)
-	}
-	if diff := cmp.Diff(TimeStats{ConnectMS: 1, TotalMS: 101, MaxConnectMS: 1, MaxTotalMS: 203}, backend.stats(4)); diff != "" {
-		t.Errorf("backend (-want +got):\n%s", diff)
-	}
-	// None picked: the window is 1024 and the sums are 0.
-	var none sessionTimes
-	if diff := cmp.Diff(TimeStats{}, none.stats(0)); diff != "" {
-		t.Errorf("never picked (-want +got):\n%s", diff)
-	}
-
-	// 1024 sessions of 100 ms, then the window slides: each sample takes
-	// (sum+1023)/1024 out of the sum.
-	var st sessionTimes
-	for i := uint64(1); i <= timeSamples; i++ {
-		st.add(i, 0, 0, 100)
-	}
-	if got := st.stats(timeSamples).TotalMS; got != 100 {
-		t.Fatalf("1024 × 100 ms: average %d, want 100", got)
-	}
-	st.add(timeSamples+1, 0, 0, 1124) // 102400 - 100 + 1124 = 103424
-	if got, want := st.t.Load(), uint64(103424); got != want {
-		t.Errorf("sum after the 1025th sample %d, want %d", got, want)
-	}
-	if got := st.stats(timeSamples + 1).TotalMS; got != 101 {
-		t.Errorf("average after the 1025th sample %d, want 101 (103424/1024 rounded up)", got)
-	}
-}
-
-// TestLastSessionAge: -1 before any session, then now's second minus the
-// session's, as haproxy's lastsess (measured: 1 at 0.6 s after sessions
-// at x.3 s, the wall clock's second having turned).
-func TestLastSessionAge(t *testing.T) {
-	clk := fakeClock()
-	var l lastSession
-	if got := l.age(clk.Now()); got != -1 {
-		t.Errorf("no session: %d, want -1", got)
-	}
-	clk.Advance(700 * time.Millisecond)
-	l.set(clk.Now())
-	for _, s := range []struct {
-		advance time.Duration
-		want    int64
-	}{{0, 0}, {200 * time.Millisecond, 0}, {100 * time.Millisecond, 1}, {900 * time.Millisecond, 1}, {100 * time.Millisecond, 2}} {
-		clk.Advance(s.advance)
-		if got := l.age(clk.Now()); got != s.want {
-			t.Errorf("at %v: %d, want %d", clk.Now().Sub(time.Unix(1_700_000_000, 0)), got, s.want)
-		}
-	}
-}
 
 // TestStatsRatesAndTimes runs clients through an LB on a fake clock, so
 // that the times are exact: three clients connect to a (accepted,
@@ -130,7 +22,7 @@ func TestStatsRatesAndTimes(t *testing.T) {
 	clk := fakeClock()
 	reg := prometheus.NewRegistry()
 	l := newLBOpts(t, Options{Clock: clk, Registry: reg}, tcpConfig(lbconfig.RoundRobin, srv("a", a), srv("b", b)))
-	if err := l.SetServerAdmin("be", "b", AdminMaint); err != nil {
+	if err := l.SetServerAdmin("be", "b", stats.AdminMaint); err != nil {
 		t.Fatal(err)
 	}
 	var cls []*client
@@ -147,11 +39,11 @@ func TestStatsRatesAndTimes(t *testing.T) {
 	}
 	eventually(t, "the three sessions' ends", func() bool { return l.serverStats(t, "be", "a").Sessions == 0 })
 
-	times := TimeStats{TotalMS: 300, MaxTotalMS: 300}
+	times := stats.TimeStats{TotalMS: 300, MaxTotalMS: 300}
 	type line struct {
 		Rate, MaxRate uint64
 		Last          int64
-		Times         TimeStats
+		Times         stats.TimeStats
 	}
 	steps := []struct {
 		name         string
@@ -159,9 +51,9 @@ func TestStatsRatesAndTimes(t *testing.T) {
 		fe           [2]uint64 // rate, rate_max
 		a, be, never line
 	}{
-		{name: "0.3 s", fe: [2]uint64{3, 3}, a: line{3, 3, 0, times}, be: line{3, 3, 0, times}, never: line{0, 0, -1, TimeStats{}}},
-		{name: "1.3 s: 3 × 700/1000", advance: time.Second, fe: [2]uint64{2, 3}, a: line{2, 3, 1, times}, be: line{2, 3, 1, times}, never: line{0, 0, -1, TimeStats{}}},
-		{name: "2.1 s", advance: 800 * time.Millisecond, fe: [2]uint64{0, 3}, a: line{0, 3, 2, times}, be: line{0, 3, 2, times}, never: line{0, 0, -1, TimeStats{}}},
+		{name: "0.3 s", fe: [2]uint64{3, 3}, a: line{3, 3, 0, times}, be: line{3, 3, 0, times}, never: line{0, 0, -1, stats.TimeStats{}}},
+		{name: "1.3 s: 3 × 700/1000", advance: time.Second, fe: [2]uint64{2, 3}, a: line{2, 3, 1, times}, be: line{2, 3, 1, times}, never: line{0, 0, -1, stats.TimeStats{}}},
+		{name: "2.1 s", advance: 800 * time.Millisecond, fe: [2]uint64{0, 3}, a: line{0, 3, 2, times}, be: line{0, 3, 2, times}, never: line{0, 0, -1, stats.TimeStats{}}},
 	}
 	for _, s := range steps {
 		clk.Advance(s.advance)
@@ -230,27 +122,20 @@ func TestStatsRatesAndTimes(t *testing.T) {
 			t.Errorf("CSV has no %q:\n%s", want, csv)
 		}
 	}
-	recs := snap.records()
-	check := func(r *statRecord, want map[string]string) {
+	check := func(pxname, svname string, want map[string]string) {
 		t.Helper()
+		got := csvFields(t, csv, pxname, svname)
 		for name, w := range want {
-			i := statColumn[name]
-			got := ""
-			if r.set[i] {
-				got = r.number(i, r.tags(name))
-			}
-			if got != w {
-				t.Errorf("%s/%s %s = %q, want %q", r.text("pxname"), r.text("svname"), name, got, w)
+			if got[name] != w {
+				t.Errorf("%s/%s %s = %q, want %q", pxname, svname, name, got[name], w)
 			}
 		}
 	}
-	check(recs[0], map[string]string{"rate": "0", "rate_max": "3", "conn_rate": "0", "conn_rate_max": "3", "conn_tot": "3", "lastsess": "", "ttime": ""})
-	check(recs[1], map[string]string{"rate": "0", "rate_max": "3", "lastsess": "2", "qtime": "0", "ctime": "0", "rtime": "0", "ttime": "300", "ttime_max": "300"})
-	check(recs[2], map[string]string{"rate": "0", "rate_max": "0", "lastsess": "-1", "ttime": "0", "ttime_max": "0"})
-	check(recs[3], map[string]string{"rate": "0", "rate_max": "3", "lastsess": "2", "ttime": "300", "ttime_max": "300"})
-	var pb strings.Builder
-	htmlProxies(&pb, snap)
-	page := pb.String()
+	check("fe", "FRONTEND", map[string]string{"rate": "0", "rate_max": "3", "conn_rate": "0", "conn_rate_max": "3", "conn_tot": "3", "lastsess": "", "ttime": ""})
+	check("be", "a", map[string]string{"rate": "0", "rate_max": "3", "lastsess": "2", "qtime": "0", "ctime": "0", "rtime": "0", "ttime": "300", "ttime_max": "300"})
+	check("be", "b", map[string]string{"rate": "0", "rate_max": "0", "lastsess": "-1", "ttime": "0", "ttime_max": "0"})
+	check("be", "BACKEND", map[string]string{"rate": "0", "rate_max": "3", "lastsess": "2", "ttime": "300", "ttime_max": "300"})
+	page := snap.HTML(stats.Page{})
 	for _, want := range []string{
 		"<tr><th>Max connection rate:</th><td>3/s</td></tr><tr><th>Max session rate:</th><td>3/s</td></tr>",
 		"<tr><th>- Total time:</th><td>300 / 300</td><td>ms</td></tr>",
@@ -259,36 +144,5 @@ func TestStatsRatesAndTimes(t *testing.T) {
 		if !strings.Contains(page, want) {
 			t.Errorf("HTML page has no %q", want)
 		}
-	}
-}
-
-// TestRateCounterConcurrent: adds from many goroutines around a period's
-// rollover lose none: the previous and current counts hold them all
-// (run with -race, the counter's lock bit is the only guard).
-func TestRateCounterConcurrent(t *testing.T) {
-	t0 := fakeClock().Now()
-	var r rateCounter
-	const workers, each = 8, 1000
-	done := make(chan struct{})
-	for range workers {
-		go func() {
-			defer func() { done <- struct{}{} }()
-			for i := range each {
-				at := t0
-				if i >= each/2 {
-					at = t0.Add(1500 * time.Millisecond) // the next period
-				}
-				r.add(at)
-			}
-		}()
-	}
-	for range workers {
-		<-done
-	}
-	if got := r.prev.Load() + r.curr.Load(); got != workers*each {
-		t.Errorf("previous %d + current %d = %d, want %d", r.prev.Load(), r.curr.Load(), got, workers*each)
-	}
-	if got, want := r.start.Load(), t0.Add(time.Second).UnixMilli(); got != want {
-		t.Errorf("period from %d, want %d", got, want)
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/vipstack/vipstack/internal/lb/relay"
 	"github.com/vipstack/vipstack/internal/lbconfig"
 )
 
@@ -204,11 +205,11 @@ func TestReadAfterFINTakesAll(t *testing.T) {
 			return fmt.Errorf("no FIN reported within 10 s (revents %#x)", pfd[0].Revents)
 		}
 		buf := make([]byte, copyBufSize)
-		n, err := rawRecv(fd, buf)
+		n, err := relay.Recv(fd, buf)
 		if err != nil || n != segments*size {
 			return fmt.Errorf("one read after the FIN took %d bytes (%v), want all %d", n, err, segments*size)
 		}
-		if n, err := rawRecv(fd, buf); n != 0 || err != nil {
+		if n, err := relay.Recv(fd, buf); n != 0 || err != nil {
 			return fmt.Errorf("the read after that returned %d, %v; want 0 (end of file)", n, err)
 		}
 		return nil

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/vipstack/vipstack/internal/healthcheck"
+	"github.com/vipstack/vipstack/internal/lb/stats"
 	"github.com/vipstack/vipstack/internal/lbconfig"
 )
 
@@ -74,9 +75,9 @@ type server struct {
 	cliAbrt, srvAbrt, eresp atomic.Uint64
 	// rate and last count the times it was picked, as lbtot does, times
 	// the sessions that connected (rates.go).
-	rate  rateCounter
-	last  lastSession
-	times sessionTimes
+	rate  stats.RateCounter
+	last  stats.LastSession
+	times stats.SessionTimes
 	// chkfail counts failed checks of the server while it was UP (or on
 	// its way down), as haproxy's chkfail does: the checks that keep
 	// failing once it is DOWN are not counted.
@@ -172,7 +173,7 @@ func (s *server) inherit(old *server) {
 // reloads before).
 func (s *server) takeOver(old *server) {
 	s.lb.moveConns(old, s)
-	storeMax(&s.smax, old.smax.Load())
+	stats.StoreMax(&s.smax, old.smax.Load())
 	for _, c := range []struct{ to, from *atomic.Uint64 }{
 		{&s.tot, &old.tot}, {&s.lbtot, &old.lbtot}, {&s.bin, &old.bin}, {&s.bout, &old.bout},
 		{&s.econ, &old.econ}, {&s.wretr, &old.wretr},
@@ -180,9 +181,9 @@ func (s *server) takeOver(old *server) {
 	} {
 		c.to.Add(c.from.Load())
 	}
-	s.rate.inherit(&old.rate)
-	storeMax(&s.last.sec, old.last.sec.Load()) // the later of the two last sessions
-	s.times.inherit(&old.times)
+	s.rate.Inherit(&old.rate)
+	s.last.Inherit(&old.last) // the later of the two last sessions
+	s.times.Inherit(&old.times)
 }
 
 // retire stops the check of a server a reload removed, for good (see
@@ -230,7 +231,7 @@ func (s *server) startCheckLocked(conf checkConf) {
 	if s.lb.checksOff.Load() {
 		return // shut down: Shutdown stopped the checks for good
 	}
-	if AdminState(s.admin.Load()) == AdminMaint {
+	if stats.AdminState(s.admin.Load()) == stats.AdminMaint {
 		return // checks are paused in MAINT; leaving it starts them
 	}
 	if !conf.enabled {
@@ -322,7 +323,7 @@ func (s *server) logChange(st healthcheck.State, withCheck bool, left int, empti
 		// server's change is a notice followed by "remains in forced
 		// drain mode." (measured, haproxy 2.6.12); the backend has no
 		// server left only when this one was usable.
-		drained := AdminState(s.admin.Load()) == AdminDrain
+		drained := stats.AdminState(s.admin.Load()) == stats.AdminDrain
 		level := lbconfig.LevelNotice
 		if !st.Up && !drained {
 			level = lbconfig.LevelAlert

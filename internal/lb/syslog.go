@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/vipstack/vipstack/internal/healthcheck"
+	"github.com/vipstack/vipstack/internal/lb/stats"
 	"github.com/vipstack/vipstack/internal/lbconfig"
 )
 
@@ -541,12 +542,12 @@ type logLine struct {
 // log lines of haproxy 2.6 need it.
 type adminChange struct {
 	backend  string
-	id       string     // be/s1
-	from, to AdminState // different
-	up       bool       // its check's verdict before the move (UP without a check)
-	sessions int64      // its connections
-	before   int        // the backend's usable servers before the move
-	after    int        // and after it
+	id       string           // be/s1
+	from, to stats.AdminState // different
+	up       bool             // its check's verdict before the move (UP without a check)
+	sessions int64            // its connections
+	before   int              // the backend's usable servers before the move
+	after    int              // and after it
 }
 
 // adminLines are haproxy's messages for a runtime API change of a
@@ -587,27 +588,27 @@ func adminLines(c adminChange) []logLine {
 			strconv.FormatInt(c.sessions, 10) + " sessions active, 0 requeued, 0 remaining in queue."
 	}
 	switch {
-	case c.to == AdminMaint && !c.up:
+	case c.to == stats.AdminMaint && !c.up:
 		add(lbconfig.LevelNotice, " was DOWN and now enters maintenance.")
-	case c.to == AdminMaint:
+	case c.to == stats.AdminMaint:
 		level := lbconfig.LevelAlert
-		if c.from == AdminDrain {
+		if c.from == stats.AdminDrain {
 			level = lbconfig.LevelNotice
 		}
 		add(level, " is going DOWN for maintenance", left())
-	case c.from == AdminMaint && c.to == AdminReady:
+	case c.from == stats.AdminMaint && c.to == stats.AdminReady:
 		add(lbconfig.LevelNotice, " is UP/READY (leaving forced maintenance).")
-	case c.from == AdminMaint && c.to == AdminDrain:
+	case c.from == stats.AdminMaint && c.to == stats.AdminDrain:
 		add(lbconfig.LevelNotice, " is UP/DRAIN (leaving forced maintenance).")
 		add(lbconfig.LevelNotice, " remains in forced drain mode.")
-	case c.to == AdminDrain && c.up:
+	case c.to == stats.AdminDrain && c.up:
 		add(lbconfig.LevelNotice, " enters drain state. ", strconv.Itoa(c.after),
 			" active and 0 backup servers online. 0 sessions requeued, 0 total in queue.")
-	case c.to == AdminDrain:
+	case c.to == stats.AdminDrain:
 		add(lbconfig.LevelNotice, " enters drain state", left())
-	case c.from == AdminDrain && c.up:
+	case c.from == stats.AdminDrain && c.up:
 		add(lbconfig.LevelNotice, " is UP (leaving forced drain).")
-	case c.from == AdminDrain:
+	case c.from == stats.AdminDrain:
 		add(lbconfig.LevelNotice, " is DOWN (leaving forced drain).")
 	}
 	if c.before > 0 && c.after == 0 {

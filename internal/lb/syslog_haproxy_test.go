@@ -28,6 +28,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/vipstack/vipstack/internal/haproxycfg"
+	"github.com/vipstack/vipstack/internal/lb/stats"
 	"github.com/vipstack/vipstack/internal/peers"
 )
 
@@ -299,7 +300,7 @@ func TestSyslogMatchesHaproxy(t *testing.T) {
 	vlog.waitForN(t, "vipstack", "(fe/TCP)", 2)
 	// The runtime API on be2/s1, DOWN: maint, then ready, which its
 	// check takes DOWN again.
-	setState := func(cmd string, st AdminState, wait string, n int) {
+	setState := func(cmd string, st stats.AdminState, wait string, n int) {
 		t.Helper()
 		if out := haproxyCommand(t, admin, cmd); strings.TrimSpace(out) != "" {
 			t.Fatalf("haproxy: %s: %q", cmd, out)
@@ -310,8 +311,8 @@ func TestSyslogMatchesHaproxy(t *testing.T) {
 		hlog.waitForN(t, "haproxy", wait, n)
 		vlog.waitForN(t, "vipstack", wait, n)
 	}
-	setState("set server be2/s1 state maint", AdminMaint, "Server be2/s1 was DOWN and now enters maintenance.", 1)
-	setState("set server be2/s1 state ready", AdminReady, "Server be2/s1 is UP/READY (leaving forced maintenance).", 1)
+	setState("set server be2/s1 state maint", stats.AdminMaint, "Server be2/s1 was DOWN and now enters maintenance.", 1)
+	setState("set server be2/s1 state ready", stats.AdminReady, "Server be2/s1 is UP/READY (leaving forced maintenance).", 1)
 	hlog.waitForN(t, "haproxy", "backend be2 has no server available!", 2)
 	vlog.waitForN(t, "vipstack", "backend be2 has no server available!", 2)
 
@@ -322,22 +323,22 @@ func TestSyslogMatchesHaproxy(t *testing.T) {
 		vlog.waitFor(t, "vipstack", s)
 	}
 	// UP: every move between ready, drain and maint.
-	setState("set server be2/s1 state drain", AdminDrain, "Server be2/s1 enters drain state.", 1)
-	setState("set server be2/s1 state ready", AdminReady, "Server be2/s1 is UP (leaving forced drain).", 1)
-	setState("disable server be2/s1", AdminMaint, "Server be2/s1 is going DOWN for maintenance.", 1)
-	setState("set server be2/s1 state drain", AdminDrain, "Server be2/s1 remains in forced drain mode.", 1)
-	setState("set server be2/s1 state maint", AdminMaint, "Server be2/s1 is going DOWN for maintenance.", 2)
-	setState("enable server be2/s1", AdminReady, "Server be2/s1 is UP/READY (leaving forced maintenance).", 2)
+	setState("set server be2/s1 state drain", stats.AdminDrain, "Server be2/s1 enters drain state.", 1)
+	setState("set server be2/s1 state ready", stats.AdminReady, "Server be2/s1 is UP (leaving forced drain).", 1)
+	setState("disable server be2/s1", stats.AdminMaint, "Server be2/s1 is going DOWN for maintenance.", 1)
+	setState("set server be2/s1 state drain", stats.AdminDrain, "Server be2/s1 remains in forced drain mode.", 1)
+	setState("set server be2/s1 state maint", stats.AdminMaint, "Server be2/s1 is going DOWN for maintenance.", 2)
+	setState("enable server be2/s1", stats.AdminReady, "Server be2/s1 is UP/READY (leaving forced maintenance).", 2)
 	// Drained, the server dies and comes back: its check's lines are
 	// notices, each followed by "remains in forced drain mode.".
-	setState("set server be2/s1 state drain", AdminDrain, "Server be2/s1 enters drain state.", 2)
+	setState("set server be2/s1 state drain", stats.AdminDrain, "Server be2/s1 enters drain state.", 2)
 	server2.stop()
 	hlog.waitForN(t, "haproxy", "Server be2/s1 remains in forced drain mode.", 2)
 	vlog.waitForN(t, "vipstack", "Server be2/s1 remains in forced drain mode.", 2)
 	server2.restart(t)
 	hlog.waitForN(t, "haproxy", "Server be2/s1 remains in forced drain mode.", 3)
 	vlog.waitForN(t, "vipstack", "Server be2/s1 remains in forced drain mode.", 3)
-	setState("set server be2/s1 state ready", AdminReady, "Server be2/s1 is UP (leaving forced drain).", 2)
+	setState("set server be2/s1 state ready", stats.AdminReady, "Server be2/s1 is UP (leaving forced drain).", 2)
 	// Weight 0 takes be2's only server out: "no server available"
 	// (measured), and nothing when it comes back.
 	noServer := "backend be2 has no server available!"

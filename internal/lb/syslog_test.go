@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/vipstack/vipstack/internal/healthcheck"
+	"github.com/vipstack/vipstack/internal/lb/stats"
 	"github.com/vipstack/vipstack/internal/lbconfig"
 	"github.com/vipstack/vipstack/internal/syncbuf"
 )
@@ -314,42 +315,42 @@ func TestAdminLines(t *testing.T) {
 		want []logLine
 	}{
 		{"ready to maint, UP, another left",
-			adminChange{backend: "be", id: "be/s1", from: AdminReady, to: AdminMaint, up: true, before: 2, after: 1},
+			adminChange{backend: "be", id: "be/s1", from: stats.AdminReady, to: stats.AdminMaint, up: true, before: 2, after: 1},
 			[]l{{1, "Server be/s1 is going DOWN for maintenance. 1 active and 0 backup servers left. 0 sessions active, 0 requeued, 0 remaining in queue."}}},
 		{"ready to maint, the last one",
-			adminChange{backend: "be", id: "be/s2", from: AdminReady, to: AdminMaint, up: true, before: 1, after: 0},
+			adminChange{backend: "be", id: "be/s2", from: stats.AdminReady, to: stats.AdminMaint, up: true, before: 1, after: 0},
 			[]l{{1, "Server be/s2 is going DOWN for maintenance. 0 active and 0 backup servers left. 0 sessions active, 0 requeued, 0 remaining in queue."},
 				{0, "backend be has no server available!"}}},
 		{"drain to maint: notice, and the backend had no usable server to lose",
-			adminChange{backend: "be", id: "be/s1", from: AdminDrain, to: AdminMaint, up: true, sessions: 3, before: 1, after: 1},
+			adminChange{backend: "be", id: "be/s1", from: stats.AdminDrain, to: stats.AdminMaint, up: true, sessions: 3, before: 1, after: 1},
 			[]l{{5, "Server be/s1 is going DOWN for maintenance. 1 active and 0 backup servers left. 3 sessions active, 0 requeued, 0 remaining in queue."}}},
 		{"ready to maint, DOWN",
-			adminChange{backend: "be", id: "be/s1", from: AdminReady, to: AdminMaint, up: false, before: 1, after: 1},
+			adminChange{backend: "be", id: "be/s1", from: stats.AdminReady, to: stats.AdminMaint, up: false, before: 1, after: 1},
 			[]l{{5, "Server be/s1 was DOWN and now enters maintenance."}}},
 		{"drain to maint, DOWN",
-			adminChange{backend: "be", id: "be/s1", from: AdminDrain, to: AdminMaint, up: false, before: 1, after: 1},
+			adminChange{backend: "be", id: "be/s1", from: stats.AdminDrain, to: stats.AdminMaint, up: false, before: 1, after: 1},
 			[]l{{5, "Server be/s1 was DOWN and now enters maintenance."}}},
 		{"maint to ready",
-			adminChange{backend: "be", id: "be/s1", from: AdminMaint, to: AdminReady, before: 1, after: 2},
+			adminChange{backend: "be", id: "be/s1", from: stats.AdminMaint, to: stats.AdminReady, before: 1, after: 2},
 			[]l{{5, "Server be/s1 is UP/READY (leaving forced maintenance)."}}},
 		{"maint to drain",
-			adminChange{backend: "be2", id: "be2/s1", from: AdminMaint, to: AdminDrain, before: 0, after: 0},
+			adminChange{backend: "be2", id: "be2/s1", from: stats.AdminMaint, to: stats.AdminDrain, before: 0, after: 0},
 			[]l{{5, "Server be2/s1 is UP/DRAIN (leaving forced maintenance)."}, {5, "Server be2/s1 remains in forced drain mode."}}},
 		{"ready to drain, UP, another left",
-			adminChange{backend: "be", id: "be/s1", from: AdminReady, to: AdminDrain, up: true, before: 2, after: 1},
+			adminChange{backend: "be", id: "be/s1", from: stats.AdminReady, to: stats.AdminDrain, up: true, before: 2, after: 1},
 			[]l{{5, "Server be/s1 enters drain state. 1 active and 0 backup servers online. 0 sessions requeued, 0 total in queue."}}},
 		{"ready to drain, the last one",
-			adminChange{backend: "be2", id: "be2/s1", from: AdminReady, to: AdminDrain, up: true, before: 1, after: 0},
+			adminChange{backend: "be2", id: "be2/s1", from: stats.AdminReady, to: stats.AdminDrain, up: true, before: 1, after: 0},
 			[]l{{5, "Server be2/s1 enters drain state. 0 active and 0 backup servers online. 0 sessions requeued, 0 total in queue."},
 				{0, "backend be2 has no server available!"}}},
 		{"ready to drain, DOWN",
-			adminChange{backend: "be", id: "be/s1", from: AdminReady, to: AdminDrain, up: false, before: 1, after: 1},
+			adminChange{backend: "be", id: "be/s1", from: stats.AdminReady, to: stats.AdminDrain, up: false, before: 1, after: 1},
 			[]l{{5, "Server be/s1 enters drain state. 1 active and 0 backup servers left. 0 sessions active, 0 requeued, 0 remaining in queue."}}},
 		{"drain to ready, UP",
-			adminChange{backend: "be", id: "be/s1", from: AdminDrain, to: AdminReady, up: true, before: 1, after: 2},
+			adminChange{backend: "be", id: "be/s1", from: stats.AdminDrain, to: stats.AdminReady, up: true, before: 1, after: 2},
 			[]l{{5, "Server be/s1 is UP (leaving forced drain)."}}},
 		{"drain to ready, DOWN",
-			adminChange{backend: "be", id: "be/s1", from: AdminDrain, to: AdminReady, up: false, before: 1, after: 1},
+			adminChange{backend: "be", id: "be/s1", from: stats.AdminDrain, to: stats.AdminReady, up: false, before: 1, after: 1},
 			[]l{{5, "Server be/s1 is DOWN (leaving forced drain)."}}},
 	}
 	for _, tt := range tests {
@@ -387,14 +388,14 @@ func TestStoppedLine(t *testing.T) {
 func TestBackendClients(t *testing.T) {
 	for _, tt := range []struct {
 		name string
-		b    BackendStats
+		b    stats.BackendStats
 		want uint64
 	}{
-		{"served", BackendStats{TotalSessions: 3}, 3},
-		{"no server UP", BackendStats{NoServer: 3}, 3},
-		{"refused after retries 3", BackendStats{ConnectErrors: 4, Retries: 3}, 1},
-		{"all three", BackendStats{TotalSessions: 2, ConnectErrors: 4, Retries: 3, NoServer: 1}, 4},
-		{"a retry read before its error", BackendStats{ConnectErrors: 1, Retries: 2}, 0},
+		{"served", stats.BackendStats{TotalSessions: 3}, 3},
+		{"no server UP", stats.BackendStats{NoServer: 3}, 3},
+		{"refused after retries 3", stats.BackendStats{ConnectErrors: 4, Retries: 3}, 1},
+		{"all three", stats.BackendStats{TotalSessions: 2, ConnectErrors: 4, Retries: 3, NoServer: 1}, 4},
+		{"a retry read before its error", stats.BackendStats{ConnectErrors: 1, Retries: 2}, 0},
 	} {
 		if got := tt.b.Clients(); got != tt.want {
 			t.Errorf("%s: %+v: Clients() = %d, want %d", tt.name, tt.b, got, tt.want)

@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/net/html"
 
+	"github.com/vipstack/vipstack/internal/lb/stats"
 	"github.com/vipstack/vipstack/internal/peers"
 )
 
@@ -285,9 +286,9 @@ func TestStatsPageMatchesHaproxy(t *testing.T) {
 			case "set weight masters/m2 3":
 				err = l.SetServerWeight("masters", "m2", 3)
 			case "set server masters/m1 state maint":
-				err = l.SetServerAdmin("masters", "m1", AdminMaint)
+				err = l.SetServerAdmin("masters", "m1", stats.AdminMaint)
 			case "set server masters/m2 state drain":
-				err = l.SetServerAdmin("masters", "m2", AdminDrain)
+				err = l.SetServerAdmin("masters", "m2", stats.AdminDrain)
 			default:
 				err = fmt.Errorf("no such command in the test")
 			}

@@ -15,12 +15,13 @@ import (
 	"time"
 
 	"github.com/vipstack/vipstack/internal/lb"
+	lbstats "github.com/vipstack/vipstack/internal/lb/stats"
 )
 
 // Balancer is what the runtime API reads and changes: the load balancer.
 type Balancer interface {
-	Snapshot() lb.Snapshot
-	SetServerAdmin(backend, server string, st lb.AdminState) error
+	Snapshot() lbstats.Snapshot
+	SetServerAdmin(backend, server string, st lbstats.AdminState) error
 	SetServerWeight(backend, server string, weight int) error
 	ShutdownServerSessions(backend, server string) (int, error)
 	Sessions() []lb.Session
@@ -407,7 +408,7 @@ func (s *Server) showBackend(*session, []string) string {
 // -1 all) and the server id (-1 all).
 func (s *Server) showStat(_ *session, args []string) string {
 	snap := s.opts.Balancer.Snapshot()
-	f := lb.StatFilter{ProxyID: -1, Types: -1, ServerID: -1}
+	f := lbstats.StatFilter{ProxyID: -1, Types: -1, ServerID: -1}
 	flags := args
 	if len(args) >= 3 {
 		// A proxy name, or C's atoi of the word: 0 is no proxy, -1 all.
@@ -501,26 +502,26 @@ func (s *Server) showServersState(_ *session, args []string) string {
 	return b.String()
 }
 
-func serverStateLine(beID int, backend string, sid int, sv lb.ServerStats) string {
+func serverStateLine(beID int, backend string, sid int, sv lbstats.ServerStats) string {
 	host, port := sv.Addr, "0"
 	if ap, err := netAddrPort(sv.Addr); err == nil {
 		host, port = ap[0], ap[1]
 	}
 	opState := 0 // SRV_ST_STOPPED
-	if sv.Up && sv.Admin != lb.AdminMaint {
+	if sv.Up && sv.Admin != lbstats.AdminMaint {
 		opState = 2 // SRV_ST_RUNNING
 	}
 	admin := 0
 	switch sv.Admin {
-	case lb.AdminMaint:
+	case lbstats.AdminMaint:
 		admin = 1 // SRV_ADMF_FMAINT
-	case lb.AdminDrain:
+	case lbstats.AdminDrain:
 		admin = 8 // SRV_ADMF_DRAIN
 	}
 	status, result, checkState := 1, 0, 0 // INI, unknown, no check
 	if sv.Check {
 		checkState = 6 // CHK_ST_CONFIGURED | CHK_ST_ENABLED
-		if sv.Admin == lb.AdminMaint {
+		if sv.Admin == lbstats.AdminMaint {
 			checkState |= 8 // CHK_ST_PAUSED
 		}
 		if code, ok := checkStatusCode[sv.CheckStatus]; ok {
@@ -575,10 +576,10 @@ func (s *Server) getWeight(_ *session, args []string) string {
 
 // findServer returns the backend and server of "backend/server" in the
 // snapshot, or haproxy's answer when there is none.
-func findServer(snap lb.Snapshot, args []string) (lb.BackendStats, lb.ServerStats, string) {
+func findServer(snap lbstats.Snapshot, args []string) (lbstats.BackendStats, lbstats.ServerStats, string) {
 	backend, server, e := serverArg(args)
 	if e != "" {
-		return lb.BackendStats{}, lb.ServerStats{}, e
+		return lbstats.BackendStats{}, lbstats.ServerStats{}, e
 	}
 	for _, be := range snap.Backends {
 		if be.Name != backend {
@@ -589,9 +590,9 @@ func findServer(snap lb.Snapshot, args []string) (lb.BackendStats, lb.ServerStat
 				return be, sv, ""
 			}
 		}
-		return lb.BackendStats{}, lb.ServerStats{}, "No such server.\n"
+		return lbstats.BackendStats{}, lbstats.ServerStats{}, "No such server.\n"
 	}
-	return lb.BackendStats{}, lb.ServerStats{}, "No such backend.\n"
+	return lbstats.BackendStats{}, lbstats.ServerStats{}, "No such backend.\n"
 }
 
 // parseWeight reads a weight argument as haproxy 2.6 does: an integer in
@@ -681,11 +682,11 @@ func (s *Server) shutdownSessions(_ *session, args []string) string {
 }
 
 func (s *Server) disableServer(_ *session, args []string) string {
-	return s.setAdmin(args, lb.AdminMaint)
+	return s.setAdmin(args, lbstats.AdminMaint)
 }
 
 func (s *Server) enableServer(_ *session, args []string) string {
-	return s.setAdmin(args, lb.AdminReady)
+	return s.setAdmin(args, lbstats.AdminReady)
 }
 
 func (s *Server) setServer(_ *session, args []string) string {
@@ -701,15 +702,15 @@ func (s *Server) setServer(_ *session, args []string) string {
 	if args[1] != "state" {
 		return "'set server <srv> " + args[1] + "' is not served by vipstack; it serves 'set server <backend>/<server> state ready|drain|maint' and 'weight <w>[%]'.\n"
 	}
-	st := lb.AdminState(-1)
+	st := lbstats.AdminState(-1)
 	if len(args) >= 3 {
 		switch args[2] {
 		case "ready":
-			st = lb.AdminReady
+			st = lbstats.AdminReady
 		case "drain":
-			st = lb.AdminDrain
+			st = lbstats.AdminDrain
 		case "maint":
-			st = lb.AdminMaint
+			st = lbstats.AdminMaint
 		}
 	}
 	if st < 0 {
@@ -718,7 +719,7 @@ func (s *Server) setServer(_ *session, args []string) string {
 	return s.setAdmin(args[:1], st)
 }
 
-func (s *Server) setAdmin(args []string, st lb.AdminState) string {
+func (s *Server) setAdmin(args []string, st lbstats.AdminState) string {
 	backend, server, e := serverArg(args)
 	if e != "" {
 		return e

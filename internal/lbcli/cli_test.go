@@ -15,13 +15,14 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/vipstack/vipstack/internal/lb"
+	lbstats "github.com/vipstack/vipstack/internal/lb/stats"
 )
 
 // fakeLB is a Balancer with two servers in backend "masters", m0 of
 // weight 1 and m1 of weight 3.
 type fakeLB struct {
 	mu     sync.Mutex
-	admin  map[string]lb.AdminState
+	admin  map[string]lbstats.AdminState
 	weight map[string]int // set at runtime
 	shut   map[string]int // shutdown sessions calls
 	killed []uintptr      // shutdown session calls that closed one
@@ -29,27 +30,27 @@ type fakeLB struct {
 
 var fakeInitial = map[string]int{"m0": 1, "m1": 3}
 
-func (f *fakeLB) Snapshot() lb.Snapshot {
+func (f *fakeLB) Snapshot() lbstats.Snapshot {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	srv := func(name, addr string) lb.ServerStats {
+	srv := func(name, addr string) lbstats.ServerStats {
 		w, ok := f.weight[name]
 		if !ok {
 			w = fakeInitial[name]
 		}
-		s := lb.ServerStats{Name: name, Addr: addr, Up: true, Weight: w, InitialWeight: fakeInitial[name], Status: "UP", Admin: f.admin[name],
+		s := lbstats.ServerStats{Name: name, Addr: addr, Up: true, Weight: w, InitialWeight: fakeInitial[name], Status: "UP", Admin: f.admin[name],
 			Check: true, CheckStatus: "L7OK", CheckCode: 200, CheckRise: 3, CheckFall: 2, CheckHealth: 4, LastChangeSeconds: 7}
 		switch s.Admin {
-		case lb.AdminMaint:
+		case lbstats.AdminMaint:
 			s.Status, s.CheckStatus, s.Up = "MAINT", "", false
-		case lb.AdminDrain:
+		case lbstats.AdminDrain:
 			s.Status = "DRAIN"
 		}
 		return s
 	}
-	return lb.Snapshot{
-		Frontends: []lb.FrontendStats{{Name: "main", Sessions: 2, TotalSessions: 40}},
-		Backends: []lb.BackendStats{{Name: "masters", Servers: []lb.ServerStats{
+	return lbstats.Snapshot{
+		Frontends: []lbstats.FrontendStats{{Name: "main", Sessions: 2, TotalSessions: 40}},
+		Backends: []lbstats.BackendStats{{Name: "masters", Servers: []lbstats.ServerStats{
 			srv("m0", "198.18.0.11:6443"), srv("m1", "[fd00::12]:6443"),
 		}}},
 	}
@@ -79,7 +80,7 @@ func (f *fakeLB) find(backend, server string) error {
 	return nil
 }
 
-func (f *fakeLB) SetServerAdmin(backend, server string, st lb.AdminState) error {
+func (f *fakeLB) SetServerAdmin(backend, server string, st lbstats.AdminState) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.find(backend, server); err != nil {
@@ -125,7 +126,7 @@ func (f *fakeLB) ShutdownSession(id uintptr) bool {
 // serve starts a Server at level on a Unix socket and returns its path.
 func serve(t *testing.T, level Level) (string, *fakeLB) {
 	t.Helper()
-	f := &fakeLB{admin: map[string]lb.AdminState{}, weight: map[string]int{}, shut: map[string]int{}}
+	f := &fakeLB{admin: map[string]lbstats.AdminState{}, weight: map[string]int{}, shut: map[string]int{}}
 	path := filepath.Join(t.TempDir(), "lb.sock")
 	ln, err := net.Listen("unix", path)
 	if err != nil {
@@ -384,14 +385,14 @@ func TestServerStateCommands(t *testing.T) {
 	steps := []struct {
 		in     string
 		server string
-		want   lb.AdminState
+		want   lbstats.AdminState
 		line   string // m0's `show servers state` fields 6-7 and 14 afterwards
 	}{
-		{"set server masters/m0 state maint\n", "m0", lb.AdminMaint, "0 1 14"},
-		{"set server masters/m0 state ready\n", "m0", lb.AdminReady, "2 0 6"},
-		{"set server masters/m0 state drain\n", "m0", lb.AdminDrain, "2 8 6"},
-		{"disable server masters/m0\n", "m0", lb.AdminMaint, "0 1 14"},
-		{"enable server masters/m0\n", "m0", lb.AdminReady, "2 0 6"},
+		{"set server masters/m0 state maint\n", "m0", lbstats.AdminMaint, "0 1 14"},
+		{"set server masters/m0 state ready\n", "m0", lbstats.AdminReady, "2 0 6"},
+		{"set server masters/m0 state drain\n", "m0", lbstats.AdminDrain, "2 8 6"},
+		{"disable server masters/m0\n", "m0", lbstats.AdminMaint, "0 1 14"},
+		{"enable server masters/m0\n", "m0", lbstats.AdminReady, "2 0 6"},
 	}
 	for _, s := range steps {
 		if got := ask(t, path, s.in); got != "\n" {
@@ -483,7 +484,7 @@ func TestPrompt(t *testing.T) {
 }
 
 func TestIdleTimeout(t *testing.T) {
-	f := &fakeLB{admin: map[string]lb.AdminState{}, weight: map[string]int{}, shut: map[string]int{}}
+	f := &fakeLB{admin: map[string]lbstats.AdminState{}, weight: map[string]int{}, shut: map[string]int{}}
 	path := filepath.Join(t.TempDir(), "lb.sock")
 	ln, err := net.Listen("unix", path)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/vipstack/vipstack/internal/lb"
+	lbstats "github.com/vipstack/vipstack/internal/lb/stats"
 )
 
 // show sess, as haproxy 2.6.12 answers it (measured on an operator and
@@ -202,7 +203,7 @@ func sessLine(ss lb.Session) string {
 }
 
 // sessBlock is a session in detail.
-func sessBlock(snap lb.Snapshot, ss lb.Session) string {
+func sessBlock(snap lbstats.Snapshot, ss lb.Session) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%#x:", ss.ID)
 	if !ss.Accepted.IsZero() {
@@ -237,7 +238,7 @@ func sessBlock(snap lb.Snapshot, ss lb.Session) string {
 }
 
 // serverID is the server's id (sid) in its backend, -1 if it is gone.
-func serverID(snap lb.Snapshot, backend, server string) int {
+func serverID(snap lbstats.Snapshot, backend, server string) int {
 	for _, be := range snap.Backends {
 		if be.Name != backend {
 			continue

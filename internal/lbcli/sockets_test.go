@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vipstack/vipstack/internal/lb"
+	lbstats "github.com/vipstack/vipstack/internal/lb/stats"
 	"github.com/vipstack/vipstack/internal/lbconfig"
 )
 
@@ -21,7 +21,7 @@ func TestSocketsFollowReloads(t *testing.T) {
 	dir := t.TempDir()
 	a, b := filepath.Join(dir, "a.sock"), filepath.Join(dir, "b.sock")
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	s := NewSockets(&fakeLB{admin: map[string]lb.AdminState{}}, "test", time.Now(), quiet)
+	s := NewSockets(&fakeLB{admin: map[string]lbstats.AdminState{}}, "test", time.Now(), quiet)
 	t.Cleanup(s.Close)
 	apply := func(specs ...lbconfig.StatsSocket) {
 		t.Helper()
@@ -113,7 +113,7 @@ func TestListenRefuses(t *testing.T) {
 	sl.(*net.UnixListener).SetUnlinkOnClose(false)
 	sl.Close()
 
-	s := NewSockets(&fakeLB{admin: map[string]lb.AdminState{}}, "test", time.Now(), quiet)
+	s := NewSockets(&fakeLB{admin: map[string]lbstats.AdminState{}}, "test", time.Now(), quiet)
 	t.Cleanup(s.Close)
 	for _, tt := range []struct {
 		path, want string

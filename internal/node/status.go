@@ -14,7 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/vipstack/vipstack/internal/engine"
-	"github.com/vipstack/vipstack/internal/lb"
+	lbstats "github.com/vipstack/vipstack/internal/lb/stats"
 )
 
 // Status is what the node agent's status endpoint serves and `vipstack
@@ -29,7 +29,7 @@ type Status struct {
 	Rejected  *Rejection              `json:"cluster_file_rejected,omitempty"` // a later version, refused
 	LoadError string                  `json:"cluster_file_error,omitempty"`    // Rejected.Error, for readers of this field
 	VRRP      []engine.InstanceStatus `json:"vrrp"`
-	LB        *lb.Snapshot            `json:"lb,omitempty"`
+	LB        *lbstats.Snapshot       `json:"lb,omitempty"`
 	// Redirects are the API VIP redirects to the load balancer (masters):
 	// whether each is in effect, and why not.
 	Redirects []RedirectStatus `json:"redirects,omitempty"`

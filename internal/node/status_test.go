@@ -19,7 +19,7 @@ import (
 	"github.com/vipstack/vipstack/internal/clock"
 	"github.com/vipstack/vipstack/internal/cluster"
 	"github.com/vipstack/vipstack/internal/engine"
-	"github.com/vipstack/vipstack/internal/lb"
+	lbstats "github.com/vipstack/vipstack/internal/lb/stats"
 	"github.com/vipstack/vipstack/internal/redirect"
 )
 
@@ -31,7 +31,7 @@ var update = flag.Bool("update", false, "rewrite testdata/*.golden from WriteTab
 // its instance, the LB's backends and the DNS.
 func TestWriteTable(t *testing.T) {
 	at := time.Date(2026, 3, 1, 12, 3, 4, 0, time.UTC)
-	lbDown := &lb.Snapshot{Healthy: false, Backends: []lb.BackendStats{{Name: "masters", Servers: []lb.ServerStats{
+	lbDown := &lbstats.Snapshot{Healthy: false, Backends: []lbstats.BackendStats{{Name: "masters", Servers: []lbstats.ServerStats{
 		{Name: "master-1", Addr: "198.18.0.12:6443", Status: "DOWN", CheckStatus: "L4CON"}}}}}
 	dns := &DNSStatus{Zone: "managed.example.com", Nodes: 6, Listening: []string{"udp [::]:53", "tcp [::]:53"}}
 	for _, tc := range []struct {
@@ -99,7 +99,7 @@ func TestWriteTable(t *testing.T) {
 		name: "redirects",
 		s: Status{
 			Node: "master-0", Role: "master", Interface: "eth0", Now: at,
-			LB: &lb.Snapshot{Healthy: true},
+			LB: &lbstats.Snapshot{Healthy: true},
 			Redirects: []RedirectStatus{
 				{VIP: "198.18.0.5:6443", ToPort: 9445, Want: "enable", InEffect: true},
 				{VIP: "[fd00::5]:6443", ToPort: 9445, Want: "enable", Failures: 12,

@@ -1,4 +1,4 @@
-package lb
+package relay
 
 import (
 	"os"
@@ -8,15 +8,15 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// reusePortSupported says whether several sockets may share a TCP port,
+// ReusePortSupported says whether several sockets may share a TCP port,
 // which lets Apply open a new listener before closing the old one and
 // Options.ListenersPerBind spread accepts over sockets.
-const reusePortSupported = true
+const ReusePortSupported = true
 
-// listenControl sets SO_REUSEPORT on a listening socket and, for an IPv6
+// ListenControl sets SO_REUSEPORT on a listening socket and, for an IPv6
 // wildcard bind without v4v6 (v6only >= 0), IPV6_V6ONLY as the kernel's
 // default says (net.ipv6.bindv6only), as haproxy leaves it.
-func listenControl(v6only int) func(network, address string, c syscall.RawConn) error {
+func ListenControl(v6only int) func(network, address string, c syscall.RawConn) error {
 	return func(network, address string, c syscall.RawConn) error {
 		var serr error
 		err := c.Control(func(fd uintptr) {
@@ -38,10 +38,10 @@ func listenControl(v6only int) func(network, address string, c syscall.RawConn) 
 	}
 }
 
-// probeControl sets IPV6_V6ONLY as listenControl does, and nothing else:
+// ProbeControl sets IPV6_V6ONLY as ListenControl does, and nothing else:
 // a socket without SO_REUSEPORT cannot bind where another one listens,
 // whatever that one set.
-func probeControl(v6only int) func(network, address string, c syscall.RawConn) error {
+func ProbeControl(v6only int) func(network, address string, c syscall.RawConn) error {
 	return func(network, address string, c syscall.RawConn) error {
 		if v6only < 0 || network != "tcp6" {
 			return nil
@@ -57,9 +57,9 @@ func probeControl(v6only int) func(network, address string, c syscall.RawConn) e
 	}
 }
 
-// systemV6Only is net.ipv6.bindv6only: 1 when IPv6 wildcard sockets take
+// SystemV6Only is net.ipv6.bindv6only: 1 when IPv6 wildcard sockets take
 // IPv6 only by default.
-func systemV6Only() int {
+func SystemV6Only() int {
 	b, err := os.ReadFile("/proc/sys/net/ipv6/bindv6only")
 	if err == nil && strings.TrimSpace(string(b)) == "1" {
 		return 1

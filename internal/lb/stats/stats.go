@@ -1,10 +1,8 @@
-package lb
+package stats
 
 import (
 	"strings"
-	"time"
 
-	"github.com/vipstack/vipstack/internal/healthcheck"
 	"github.com/vipstack/vipstack/internal/lbconfig"
 )
 
@@ -213,171 +211,10 @@ type ListenStats struct {
 	BackendLastSessionSec int64  `json:"backend_last_session_seconds"`
 }
 
-// hrspClasses name webCount.hrsp's classes.
-var hrspClasses = [6]string{"1xx", "2xx", "3xx", "4xx", "5xx", "other"}
-
-func listenStats(name string, c *webCount, now time.Time) ListenStats {
-	ls := ListenStats{Name: name, Sessions: c.cur.Load(), MaxSessions: c.smax.Load(), TotalSessions: c.fe.Load(),
-		BytesIn: c.bin.Load(), BytesOut: c.bout.Load(),
-		Requests: c.reqs.Load(), RequestErrors: c.ereq.Load(), Intercepted: c.intercepted.Load(),
-		Rate: c.rate.read(now), MaxRate: uint64(c.rate.max.Load()),
-		RequestRate: c.reqRate.read(now), MaxRequestRate: uint64(c.reqRate.max.Load()),
-		BackendRequests: c.be.Load(), BackendMaxSessions: c.beSmax.Load(),
-		BackendRate: c.beRate.read(now), BackendMaxRate: uint64(c.beRate.max.Load()), BackendLastSessionSec: c.beLast.age(now)}
-	for i, class := range hrspClasses {
-		if n := c.hrsp[i].Load(); n > 0 {
-			if ls.Responses == nil {
-				ls.Responses = map[string]uint64{}
-			}
-			ls.Responses[class] = n
-		}
-	}
-	return ls
-}
-
-// Snapshot reads every counter. It takes no lock on the forwarding path.
-func (l *LB) Snapshot() Snapshot {
-	v := l.view.Load()
-	now := l.clk.Now()
-	snap := Snapshot{Healthy: l.Healthy(), proxies: proxyRefs(v.cfg), listenFullConn: fullConn(v.cfg.MaxConn, 1)}
-	for i, f := range v.frontends {
-		fc := v.cfg.Frontends[i]
-		fs := FrontendStats{
-			Name: f.name, Backend: fc.Backend,
-			Sessions: f.cur.Load(), MaxSessions: f.smax.Load(), SessionLimit: v.cfg.MaxConn,
-			TotalSessions: f.tot.Load(), BytesIn: f.bin.Load(), BytesOut: f.bout.Load(),
-			Queued: f.qcur.Load(), MaxQueued: f.qmax.Load(), QueueTimeouts: f.queueDrops.Load(), NoServer: f.noServer.Load(),
-			Rate: f.rate.read(now), MaxRate: uint64(f.rate.max.Load()),
-		}
-		for _, a := range v.addrs[f.name] {
-			fs.Binds = append(fs.Binds, a.String())
-		}
-		snap.Frontends = append(snap.Frontends, fs)
-	}
-	for _, p := range v.pools {
-		bs := BackendStats{Name: p.name, Balance: string(p.balance), NoServer: p.noSrv.Load(),
-			Rate: p.be.rate.read(now), MaxRate: uint64(p.be.rate.max.Load()), LastSessionSeconds: p.be.last.age(now),
-			Times: p.be.times.stats(p.be.picked.Load())}
-		users := 0
-		for _, fc := range v.cfg.Frontends {
-			if fc.Backend == p.name {
-				users++
-			}
-		}
-		bs.FullConn = fullConn(v.cfg.MaxConn, users)
-		bs.Downs, bs.LastChangeSeconds, bs.DowntimeSeconds, _ = l.backendState(p.name, now)
-		for _, s := range p.servers {
-			ss := serverStats(s, now)
-			if ss.Up && ss.Admin == AdminReady && ss.Weight > 0 {
-				bs.UpServers++
-				bs.Weight += ss.Weight
-			}
-			bs.Sessions += ss.Sessions
-			bs.MaxSessions = max(bs.MaxSessions, ss.MaxSessions)
-			bs.TotalSessions += ss.TotalSessions
-			bs.BytesIn += ss.BytesIn
-			bs.BytesOut += ss.BytesOut
-			bs.ConnectErrors += ss.ConnectErrors
-			bs.Retries += ss.Retries
-			bs.ClientAborts += ss.ClientAborts
-			bs.ServerAborts += ss.ServerAborts
-			bs.ResponseErrors += ss.ResponseErrors
-			bs.Selected += ss.Selected
-			bs.Servers = append(bs.Servers, ss)
-		}
-		bs.Status = "DOWN"
-		if bs.UpServers > 0 {
-			bs.Status = "UP"
-		}
-		snap.Backends = append(snap.Backends, bs)
-	}
-	l.mu.Lock()
-	counts := make(map[string]*webCount, len(l.webCounts))
-	for k, c := range l.webCounts {
-		counts[k] = c
-	}
-	l.mu.Unlock()
-	for _, p := range snap.proxies {
-		if c := counts[p.name]; p.kind == proxyListen && c != nil {
-			snap.Listens = append(snap.Listens, listenStats(p.name, c, now))
-		}
-	}
-	return snap
-}
-
-// fullConn is haproxy's default fullconn of a backend that users
+// FullConn is haproxy's default fullconn of a backend that users
 // frontends of maxconn each use (see BackendStats.FullConn).
-func fullConn(maxconn, users int) int {
+func FullConn(maxconn, users int) int {
 	return max(1, (maxconn*users+9)/10)
-}
-
-func serverStats(s *server, now time.Time) ServerStats {
-	sv := s.view()
-	weight, initial := s.weight.get()
-	ss := ServerStats{
-		Name: s.name, Addr: s.addr.String(), Up: s.up.Load(), Weight: weight, InitialWeight: initial,
-		Sessions: s.cur.Load(), MaxSessions: s.smax.Load(), TotalSessions: s.tot.Load(),
-		BytesIn: s.bin.Load(), BytesOut: s.bout.Load(), ConnectErrors: s.econ.Load(),
-		Retries: s.wretr.Load(), Selected: s.lbtot.Load(),
-		ClientAborts: s.cliAbrt.Load(), ServerAborts: s.srvAbrt.Load(), ResponseErrors: s.eresp.Load(),
-		Rate: s.rate.read(now), MaxRate: uint64(s.rate.max.Load()), LastSessionSeconds: s.last.age(now),
-		Check:             sv.check.enabled,
-		LastChangeSeconds: int64(now.Sub(sv.since) / time.Second),
-	}
-	ss.Times = s.times.stats(ss.Selected)
-	down := sv.downtime
-	if !sv.downSince.IsZero() {
-		down += now.Sub(sv.downSince)
-	}
-	ss.DowntimeSeconds = int64(down / time.Second)
-	switch {
-	case !sv.check.enabled:
-		ss.Status = "no check"
-	case sv.hasState:
-		st := sv.state
-		ss.Status = st.String()
-		ss.CheckStatus, ss.CheckCode, ss.CheckInfo = st.Last.Status, st.Last.Code, st.Last.Info
-		ss.CheckDurationMS = st.Last.Duration.Milliseconds()
-		ss.ChecksFailed, ss.Downs = s.chkfail.Load(), st.Downs
-		ss.CheckRise, ss.CheckFall, ss.CheckHealth = st.Rise, st.Fall, checkHealth(st)
-	default:
-		ss.Status = "DOWN"
-		if ss.Up {
-			ss.Status = "UP"
-		}
-	}
-	ss.Downs += s.downsBase.Load()
-	switch ss.Admin = AdminState(s.admin.Load()); {
-	case ss.Admin == AdminMaint:
-		// The check is paused; its last result stays (the stats CSV
-		// leaves it out, as haproxy's MAINT line does).
-		ss.Status, ss.Up = "MAINT", false
-	case ss.Admin == AdminDrain && ss.Up:
-		ss.Status = "DRAIN"
-	}
-	for i, name := range healthcheck.Statuses() {
-		if n := s.results[i].Load(); n > 0 {
-			if ss.CheckResults == nil {
-				ss.CheckResults = map[string]uint64{}
-			}
-			ss.CheckResults[name] = n
-		}
-	}
-	return ss
-}
-
-// checkHealth is haproxy's health counter of a checked server: it counts
-// up on a passed check to rise+fall-1 and down on a failed one to 0, and
-// the server is UP from rise (haproxy's server starts at rise: UP, and
-// DOWN at its first failure).
-func checkHealth(st healthcheck.State) int {
-	switch {
-	case st.Pending:
-		return st.Rise
-	case st.Up:
-		return max(st.Rise+st.Fall-1-st.Failures, st.Rise)
-	}
-	return min(st.Successes, st.Rise-1)
 }
 
 // proxyRefs numbers the sections as haproxy does: in file order from 1,
@@ -405,3 +242,33 @@ func proxyRefs(cfg *lbconfig.Config) []proxyRef {
 	}
 	return refs
 }
+
+// New returns an empty snapshot of the configuration cfg, its sections
+// numbered as haproxy numbers them, for the LB to fill.
+func New(cfg *lbconfig.Config, healthy bool) Snapshot {
+	return Snapshot{Healthy: healthy, proxies: proxyRefs(cfg), listenFullConn: FullConn(cfg.MaxConn, 1)}
+}
+
+// ListenNames are the monitor and stats sections of the snapshot's
+// configuration, in haproxy's order.
+func (snap Snapshot) ListenNames() []string {
+	var names []string
+	for _, p := range snap.proxies {
+		if p.kind == proxyListen {
+			names = append(names, p.name)
+		}
+	}
+	return names
+}
+
+// ListenMaxConn is the clients a monitor or stats listener serves at
+// once, the FRONTEND line's slim of its section.
+const ListenMaxConn = 256
+
+// ResponseClasses name ListenStats.Responses' classes: 1xx to 5xx, then
+// other codes.
+var ResponseClasses = [6]string{"1xx", "2xx", "3xx", "4xx", "5xx", "other"}
+
+// DownHidden says whether HideDown (or a filter's UpOnly) hides the DOWN
+// servers.
+func (snap Snapshot) DownHidden() bool { return snap.hideDown }

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package lb
+package relay
 
 import "errors"
 

@@ -1,4 +1,4 @@
-package lb
+package relay
 
 import (
 	"os"
@@ -13,40 +13,40 @@ import (
 // fs.pipe-user-pages-soft, and the pipe keeps its default 64 KiB.
 const pipeSize = 1 << 20
 
-// spipe is a pipe for splice(2).
-type spipe struct {
-	r, w    int
-	size    int
+// Pipe is a pipe for splice(2).
+type Pipe struct {
+	R, W    int // read and write ends
+	Size    int // capacity
 	cleanup runtime.Cleanup
 }
 
-// pipePool keeps empty pipes for reuse. A pipe the garbage collector drops
+// PipePool keeps empty pipes for reuse. A pipe the garbage collector drops
 // from the pool is closed by its cleanup.
-type pipePool struct{ p sync.Pool }
+type PipePool struct{ p sync.Pool }
 
-func (pp *pipePool) get() (*spipe, error) {
+func (pp *PipePool) Get() (*Pipe, error) {
 	if v := pp.p.Get(); v != nil {
-		return v.(*spipe), nil
+		return v.(*Pipe), nil
 	}
 	var fds [2]int
 	if err := unix.Pipe2(fds[:], unix.O_CLOEXEC|unix.O_NONBLOCK); err != nil {
 		return nil, os.NewSyscallError("pipe2", err)
 	}
-	p := &spipe{r: fds[0], w: fds[1], size: 64 << 10}
+	p := &Pipe{R: fds[0], W: fds[1], Size: 64 << 10}
 	if n, err := unix.FcntlInt(uintptr(fds[0]), unix.F_SETPIPE_SZ, pipeSize); err == nil {
-		p.size = n
+		p.Size = n
 	}
 	p.cleanup = runtime.AddCleanup(p, closePipe, fds)
 	return p, nil
 }
 
-// put returns an empty pipe to the pool.
-func (pp *pipePool) put(p *spipe) { pp.p.Put(p) }
+// Put returns an empty pipe to the pool.
+func (pp *PipePool) Put(p *Pipe) { pp.p.Put(p) }
 
-// destroy closes a pipe that still holds data.
-func (p *spipe) destroy() {
+// Destroy closes a pipe that still holds data.
+func (p *Pipe) Destroy() {
 	p.cleanup.Stop()
-	closePipe([2]int{p.r, p.w})
+	closePipe([2]int{p.R, p.W})
 }
 
 func closePipe(fds [2]int) {

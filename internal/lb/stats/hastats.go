@@ -1,8 +1,9 @@
-package lb
+package stats
 
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -340,7 +341,7 @@ func (snap Snapshot) records() []*statRecord {
 func listenFrontendRecord(p proxyRef, ls *ListenStats) *statRecord {
 	fe := newRecord(objFrontend, p.iid, 0, p.name, "FRONTEND", "http")
 	fe.s("status", "OPEN")
-	fe.n("slim", maxWebConns)
+	fe.n("slim", ListenMaxConn)
 	fe.zero("rate_lim", "comp_in", "comp_out", "comp_byp", "comp_rsp", "dcon", "dses", "wrew")
 	if ls == nil {
 		return fe
@@ -360,7 +361,7 @@ func listenFrontendRecord(p proxyRef, ls *ListenStats) *statRecord {
 	fe.n("req_rate_max", ls.MaxRequestRate)
 	fe.n("req_tot", ls.Requests)
 	fe.n("intercepted", ls.Intercepted)
-	for _, class := range hrspClasses {
+	for _, class := range ResponseClasses {
 		fe.n("hrsp_"+class, ls.Responses[class])
 	}
 	fe.zero("dreq", "dresp", "cache_lookups", "cache_hits", "eint")
@@ -390,7 +391,7 @@ func listenBackendRecord(p proxyRef, ls *ListenStats, fullConn int) *statRecord 
 	be.n("bout", ls.BytesOut)
 	be.n("econ", ls.BackendRequests)
 	be.n("req_tot", ls.BackendRequests)
-	for _, class := range hrspClasses {
+	for _, class := range ResponseClasses {
 		be.n("hrsp_"+class, 0)
 	}
 	be.n("hrsp_5xx", ls.BackendRequests)
@@ -630,3 +631,14 @@ func (s ServerStats) LastCheck() string {
 	}
 	return healthcheck.HaproxyInfo(healthcheck.Result{Status: s.CheckStatus, Info: s.CheckInfo})
 }
+
+// GenericColumns is the number of haproxy's generic CSV fields, the
+// first of every line.
+const GenericColumns = statGeneric
+
+// Columns is haproxy 2.6's `show stat` CSV header, in its order.
+func Columns() []string { return slices.Clone(statColumns[:]) }
+
+// Column is the position of a generic field in a CSV line (0, the first
+// column's, for a name that is not one).
+func Column(name string) int { return statColumn[name] }

@@ -1,4 +1,4 @@
-package lb
+package relay
 
 import (
 	"net/netip"
@@ -21,26 +21,26 @@ func errnoErr(e unix.Errno) error {
 	return e
 }
 
-func rawSocket(family, typ, proto int) (int, error) {
+func Socket(family, typ, proto int) (int, error) {
 	r, _, e := unix.RawSyscall(unix.SYS_SOCKET, uintptr(family), uintptr(typ), uintptr(proto))
 	return int(r), errnoErr(e)
 }
 
-func rawSetsockoptInt(fd, level, opt, v int) error {
+func SetsockoptInt(fd, level, opt, v int) error {
 	val := int32(v)
 	_, _, e := unix.RawSyscall6(unix.SYS_SETSOCKOPT, uintptr(fd), uintptr(level), uintptr(opt), uintptr(unsafe.Pointer(&val)), 4, 0)
 	return errnoErr(e)
 }
 
-func rawGetsockoptInt(fd, level, opt int) (int, error) {
+func GetsockoptInt(fd, level, opt int) (int, error) {
 	var val int32
 	l := uint32(4)
 	_, _, e := unix.RawSyscall6(unix.SYS_GETSOCKOPT, uintptr(fd), uintptr(level), uintptr(opt), uintptr(unsafe.Pointer(&val)), uintptr(unsafe.Pointer(&l)), 0)
 	return int(val), errnoErr(e)
 }
 
-// rawConnect starts connecting fd to addr.
-func rawConnect(fd int, addr netip.AddrPort, zone uint32) error {
+// Connect starts connecting fd to addr.
+func Connect(fd int, addr netip.AddrPort, zone uint32) error {
 	a := addr.Addr()
 	port := addr.Port()
 	var e unix.Errno
@@ -61,8 +61,8 @@ func rawConnect(fd int, addr netip.AddrPort, zone uint32) error {
 	return errnoErr(e)
 }
 
-// rawAccept4 accepts a client on the listening socket fd.
-func rawAccept4(fd, flags int) (int, netip.AddrPort, error) {
+// Accept4 accepts a client on the listening socket fd.
+func Accept4(fd, flags int) (int, netip.AddrPort, error) {
 	var rsa unix.RawSockaddrAny
 	l := uint32(unsafe.Sizeof(rsa))
 	r, _, e := unix.RawSyscall6(unix.SYS_ACCEPT4, uintptr(fd), uintptr(unsafe.Pointer(&rsa)), uintptr(unsafe.Pointer(&l)), uintptr(flags), 0, 0)
@@ -81,42 +81,42 @@ func rawAccept4(fd, flags int) (int, netip.AddrPort, error) {
 	return int(r), peer, nil
 }
 
-func rawEpollCtl(epfd, op, fd int, ev *unix.EpollEvent) error {
+func EpollCtl(epfd, op, fd int, ev *unix.EpollEvent) error {
 	_, _, e := unix.RawSyscall6(unix.SYS_EPOLL_CTL, uintptr(epfd), uintptr(op), uintptr(fd), uintptr(unsafe.Pointer(ev)), 0, 0)
 	return errnoErr(e)
 }
 
-// rawEpollPoll takes the events already pending, without waiting.
-func rawEpollPoll(epfd int, events []unix.EpollEvent) (int, error) {
-	return rawEpollWait(epfd, events, 0)
+// EpollPoll takes the events already pending, without waiting.
+func EpollPoll(epfd int, events []unix.EpollEvent) (int, error) {
+	return EpollWait(epfd, events, 0)
 }
 
-// rawEpollWait is epoll_wait(2) for up to msec milliseconds outside the
+// EpollWait is epoll_wait(2) for up to msec milliseconds outside the
 // scheduler's system call hooks: the thread keeps its processor while it
 // waits. A signal (the runtime's preemption, for one) ends the wait with
 // EINTR.
-func rawEpollWait(epfd int, events []unix.EpollEvent, msec int) (int, error) {
+func EpollWait(epfd int, events []unix.EpollEvent, msec int) (int, error) {
 	r, _, e := unix.RawSyscall6(unix.SYS_EPOLL_PWAIT, uintptr(epfd), uintptr(unsafe.Pointer(&events[0])), uintptr(len(events)), uintptr(msec), 0, 0)
 	return int(r), errnoErr(e)
 }
 
-func rawClose(fd int) {
+func Close(fd int) {
 	unix.RawSyscall(unix.SYS_CLOSE, uintptr(fd), 0, 0)
 }
 
-func rawShutdown(fd, how int) error {
+func Shutdown(fd, how int) error {
 	_, _, e := unix.RawSyscall(unix.SYS_SHUTDOWN, uintptr(fd), uintptr(how), 0)
 	return errnoErr(e)
 }
 
-func rawSplice(rfd, wfd, n, flags int) (int, error) {
+func Splice(rfd, wfd, n, flags int) (int, error) {
 	r, _, e := unix.RawSyscall6(unix.SYS_SPLICE, uintptr(rfd), 0, uintptr(wfd), 0, uintptr(n), uintptr(spliceFlags|flags))
 	return int(r), errnoErr(e)
 }
 
-// rawRead and rawWrite are read(2) and write(2) on the loops' eventfds,
+// Read and Write are read(2) and write(2) on the loops' eventfds,
 // which return at once, so they skip the scheduler's system call hooks.
-func rawRead(fd int, p []byte) (int, error) {
+func Read(fd int, p []byte) (int, error) {
 	r, _, e := unix.RawSyscall(unix.SYS_READ, uintptr(fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
 	if e != 0 {
 		return 0, e
@@ -124,7 +124,7 @@ func rawRead(fd int, p []byte) (int, error) {
 	return int(r), nil
 }
 
-func rawWrite(fd int, p []byte) (int, error) {
+func Write(fd int, p []byte) (int, error) {
 	r, _, e := unix.RawSyscall(unix.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
 	if e != 0 {
 		return 0, e
@@ -132,15 +132,15 @@ func rawWrite(fd int, p []byte) (int, error) {
 	return int(r), nil
 }
 
-// rawRecv and rawSend move bytes on the relay's non-blocking sockets:
+// Recv and Send move bytes on the relay's non-blocking sockets:
 // recvfrom(2) and sendto(2) go straight to the socket, without the file
 // layer's work in read(2) and write(2) (position lock, permission and
 // notification hooks): about 3 % of the relay's CPU under keep-alive
 // load. Sends pass MSG_NOSIGNAL: a send to a reset peer fails with EPIPE
 // instead of raising SIGPIPE.
-func rawRecv(fd int, p []byte) (int, error) { return rawRecvFlags(fd, p, 0) }
+func Recv(fd int, p []byte) (int, error) { return RecvFlags(fd, p, 0) }
 
-func rawRecvFlags(fd int, p []byte, flags int) (int, error) {
+func RecvFlags(fd int, p []byte, flags int) (int, error) {
 	r, _, e := unix.RawSyscall6(unix.SYS_RECVFROM, uintptr(fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)), uintptr(flags), 0, 0)
 	if e != 0 {
 		return 0, e
@@ -148,10 +148,12 @@ func rawRecvFlags(fd int, p []byte, flags int) (int, error) {
 	return int(r), nil
 }
 
-func rawSend(fd int, p []byte, flags int) (int, error) {
+func Send(fd int, p []byte, flags int) (int, error) {
 	r, _, e := unix.RawSyscall6(unix.SYS_SENDTO, uintptr(fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)), uintptr(flags), 0, 0)
 	if e != 0 {
 		return 0, e
 	}
 	return int(r), nil
 }
+
+const spliceFlags = unix.SPLICE_F_MOVE | unix.SPLICE_F_NONBLOCK

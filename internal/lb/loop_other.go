@@ -13,8 +13,6 @@ import (
 
 // The relay needs Linux: epoll and splice(2). Elsewhere New fails.
 
-type pipePool struct{ _ sync.Mutex }
-
 type copyBuf [16 << 10]byte
 
 type loop struct {

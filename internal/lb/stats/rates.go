@@ -1,4 +1,4 @@
-package lb
+package stats
 
 import (
 	"runtime"
@@ -57,23 +57,23 @@ const timeSamples = 1024
 // ratePeriod is a rate's period, in ms.
 const ratePeriod = 1000
 
-// rateCounter is haproxy's freq_ctr over a 1 s period and its maximum
+// RateCounter is haproxy's freq_ctr over a 1 s period and its maximum
 // (sps_max, cps_max). add is lock-free: an atomic load and add while the
 // period runs; the first add of a new period rotates it, holding the
 // period's start odd (the lock bit; starts are even ms, as haproxy's).
-type rateCounter struct {
+type RateCounter struct {
 	start      atomic.Int64 // the current period's start, Unix ms
 	curr, prev atomic.Int64
 	max        atomic.Int64
 }
 
 // add counts an event at now.
-func (r *rateCounter) add(now time.Time) {
+func (r *RateCounter) Add(now time.Time) {
 	ms := now.UnixMilli()
 	for {
 		t := r.start.Load()
 		if t&1 == 0 && ms-t < ratePeriod {
-			storeMax(&r.max, r.curr.Add(1))
+			StoreMax(&r.max, r.curr.Add(1))
 			return
 		}
 		if t&1 != 0 {
@@ -99,7 +99,7 @@ func (r *rateCounter) add(now time.Time) {
 
 // read is the rate at now: the current period's count and the part of
 // the previous one's that its remaining time weighs.
-func (r *rateCounter) read(now time.Time) uint64 {
+func (r *RateCounter) Read(now time.Time) uint64 {
 	t := r.start.Load() &^ 1
 	curr, past := r.curr.Load(), r.prev.Load()
 	left := t + ratePeriod - now.UnixMilli()
@@ -113,22 +113,22 @@ func (r *rateCounter) read(now time.Time) uint64 {
 	return uint64(max((past*left+curr*ratePeriod)/ratePeriod, 0))
 }
 
-// inherit takes over old's counts (a reload's renamed server).
-func (r *rateCounter) inherit(old *rateCounter) {
+// Inherit takes over old's counts (a reload's renamed server).
+func (r *RateCounter) Inherit(old *RateCounter) {
 	r.start.Store(old.start.Load() &^ 1)
 	r.curr.Store(old.curr.Load())
 	r.prev.Store(old.prev.Load())
 	r.max.Store(old.max.Load())
 }
 
-// lastSession is the Unix second of the last session, 0 for none.
-type lastSession struct{ sec atomic.Int64 }
+// LastSession is the Unix second of the last session, 0 for none.
+type LastSession struct{ sec atomic.Int64 }
 
-func (l *lastSession) set(now time.Time) { l.sec.Store(now.Unix()) }
+func (l *LastSession) Set(now time.Time) { l.sec.Store(now.Unix()) }
 
 // age is haproxy's lastsess: now's second minus the session's, -1 for
 // none.
-func (l *lastSession) age(now time.Time) int64 {
+func (l *LastSession) Age(now time.Time) int64 {
 	s := l.sec.Load()
 	if s == 0 {
 		return -1
@@ -136,10 +136,10 @@ func (l *lastSession) age(now time.Time) int64 {
 	return max(now.Unix()-s, 0)
 }
 
-// sessionTimes are the sums and maxima of the queue, connect and total
+// SessionTimes are the sums and maxima of the queue, connect and total
 // times (ms) of the sessions that connected (the response time is 0 in
 // TCP mode and not kept).
-type sessionTimes struct {
+type SessionTimes struct {
 	q, c, t          atomic.Uint64
 	qmax, cmax, tmax atomic.Int64
 }
@@ -147,7 +147,7 @@ type sessionTimes struct {
 // add counts a session's times; picked is the sessions picked so far
 // (lbtot): until it passes timeSamples the sums are plain sums, as
 // haproxy's swrate_add_dynamic with a window of 0.
-func (st *sessionTimes) add(picked uint64, q, c, t int64) {
+func (st *SessionTimes) Add(picked uint64, q, c, t int64) {
 	n := uint64(0)
 	if picked > timeSamples {
 		n = timeSamples
@@ -155,9 +155,9 @@ func (st *sessionTimes) add(picked uint64, q, c, t int64) {
 	swrateAdd(&st.q, n, uint64(q))
 	swrateAdd(&st.c, n, uint64(c))
 	swrateAdd(&st.t, n, uint64(t))
-	storeMax(&st.qmax, q)
-	storeMax(&st.cmax, c)
-	storeMax(&st.tmax, t)
+	StoreMax(&st.qmax, q)
+	StoreMax(&st.cmax, c)
+	StoreMax(&st.tmax, t)
 }
 
 // swrateAdd is haproxy's swrate_add_dynamic: the sum loses 1/n of itself
@@ -186,16 +186,16 @@ func swrateAvg(sum, picked uint64) uint64 {
 	return (sum + n - 1) / n
 }
 
-// inherit takes over old's sums and maxima (a reload's renamed server),
+// Inherit takes over old's sums and maxima (a reload's renamed server),
 // adding them to what the connections moved from old may have counted
 // on st already.
-func (st *sessionTimes) inherit(old *sessionTimes) {
+func (st *SessionTimes) Inherit(old *SessionTimes) {
 	st.q.Add(old.q.Load())
 	st.c.Add(old.c.Load())
 	st.t.Add(old.t.Load())
-	storeMax(&st.qmax, old.qmax.Load())
-	storeMax(&st.cmax, old.cmax.Load())
-	storeMax(&st.tmax, old.tmax.Load())
+	StoreMax(&st.qmax, old.qmax.Load())
+	StoreMax(&st.cmax, old.cmax.Load())
+	StoreMax(&st.tmax, old.tmax.Load())
 }
 
 // TimeStats are the average and maximum times of a server's or backend's
@@ -211,7 +211,7 @@ type TimeStats struct {
 }
 
 // stats reads the averages over the window that picked sessions give.
-func (st *sessionTimes) stats(picked uint64) TimeStats {
+func (st *SessionTimes) Stats(picked uint64) TimeStats {
 	return TimeStats{
 		QueueMS: swrateAvg(st.q.Load(), picked), ConnectMS: swrateAvg(st.c.Load(), picked),
 		TotalMS:    swrateAvg(st.t.Load(), picked),
@@ -219,19 +219,25 @@ func (st *sessionTimes) stats(picked uint64) TimeStats {
 	}
 }
 
-// backendCounters are a backend's session rate, last session and times,
-// kept by name over reloads (LB.beCounters), as its noSrv.
-type backendCounters struct {
-	rate  rateCounter
-	last  lastSession
-	times sessionTimes
-	// picked counts the backend's server selections (haproxy's backend
-	// lbtot, cum_lbconn): the times' window.
-	picked atomic.Uint64
-}
-
-// msBetween is b-a in whole ms, 0 if b is before a (times from two
+// MsBetween is b-a in whole ms, 0 if b is before a (times from two
 // loops' batches).
-func msBetween(a, b time.Time) int64 {
+func MsBetween(a, b time.Time) int64 {
 	return max(b.Sub(a).Milliseconds(), 0)
 }
+
+// StoreMax raises m to v if v is larger.
+func StoreMax(m *atomic.Int64, v int64) {
+	for {
+		old := m.Load()
+		if v <= old || m.CompareAndSwap(old, v) {
+			return
+		}
+	}
+}
+
+// Max is the most a period counted (haproxy's rate_max).
+func (r *RateCounter) Max() uint64 { return uint64(r.max.Load()) }
+
+// Inherit keeps the later of l's and old's last sessions (a reload's
+// renamed server).
+func (l *LastSession) Inherit(old *LastSession) { StoreMax(&l.sec, old.sec.Load()) }
