@@ -625,17 +625,9 @@ func (n *Node) StartAgent() error {
 	if n.AgentRunning() {
 		return fmt.Errorf("k8slab: %s: the agent still runs", n.Name)
 	}
-	var prefix []string
-	if n.lab.o.Caps {
-		var err error
-		if prefix, err = testnet.CapshPrefix(testnet.CapNetAdmin, testnet.CapNetRaw); err != nil {
-			return fmt.Errorf("k8slab: %w", err)
-		}
-	}
-	args := []string{"agent", "--kubeconfig", n.kubeconfig, "--node-name", n.Name, "--state-dir", n.stateDir,
-		"--metrics-addr", "", "--status-addr", statusAddr, "--health-addr", healthAddr, "--log-level", "info"}
-	if !n.lab.o.Supervisor {
-		args = append(args, "--no-supervisor")
+	prefix, args, err := n.agentArgv()
+	if err != nil {
+		return err
 	}
 	p, err := n.lab.start(n.Host, n.logPath, prefix, args...)
 	if err != nil {
@@ -645,6 +637,52 @@ func (n *Node) StartAgent() error {
 	n.agent = p
 	n.mu.Unlock()
 	return nil
+}
+
+// AgentCommand returns the command StartAgent runs, in the node's
+// namespace, for a test that runs a second agent beside the first (the
+// surge pod of a rolling update); the lab does not track it.
+func (n *Node) AgentCommand() (*exec.Cmd, error) {
+	prefix, args, err := n.agentArgv()
+	if err != nil {
+		return nil, err
+	}
+	argv := append(append(prefix, n.lab.o.Bin), args...)
+	c := n.Host.Command(argv[0], argv[1:]...)
+	c.Env = []string{"PATH=" + os.Getenv("PATH")}
+	return c, nil
+}
+
+// TermAgent sends SIGTERM to the agent (its supervisor, which passes it
+// on) and waits for it to exit.
+func (n *Node) TermAgent(timeout time.Duration) error {
+	p := n.proc()
+	if !p.running() {
+		return fmt.Errorf("k8slab: %s: no agent runs", n.Name)
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		return fmt.Errorf("k8slab: %s: SIGTERM the agent: %w", n.Name, err)
+	}
+	select {
+	case <-p.done:
+		return nil
+	case <-time.After(timeout):
+		return fmt.Errorf("k8slab: %s: the agent did not exit within %v of SIGTERM", n.Name, timeout)
+	}
+}
+
+func (n *Node) agentArgv() (prefix, args []string, err error) {
+	if n.lab.o.Caps {
+		if prefix, err = testnet.CapshPrefix(testnet.CapNetAdmin, testnet.CapNetRaw); err != nil {
+			return nil, nil, fmt.Errorf("k8slab: %w", err)
+		}
+	}
+	args = []string{"agent", "--kubeconfig", n.kubeconfig, "--node-name", n.Name, "--state-dir", n.stateDir,
+		"--metrics-addr", "", "--status-addr", statusAddr, "--health-addr", healthAddr, "--log-level", "info"}
+	if !n.lab.o.Supervisor {
+		args = append(args, "--no-supervisor")
+	}
+	return prefix, args, nil
 }
 
 func (n *Node) proc() *proc {
