@@ -447,7 +447,8 @@ func startErr(op string, cf Corefile, err error) error {
 }
 
 // Validate checks a Corefile's syntax, that every directive is a plugin this
-// build has (naming the file, line and the plugins it would accept), and
+// build has (naming the file, line and the plugins it would accept; for a
+// stock plugin left out, Refused's reason), and
 // what the standard plugins would accept silently or report without a line
 // (lint). Plugin arguments are otherwise checked when the plugins set up
 // (Check, Start).
@@ -489,6 +490,10 @@ func Validate(cf Corefile) error {
 	file := b.tok.File
 	if file == "" {
 		file = cf.name()
+	}
+	if why, ok := Refused()[b.name]; ok {
+		return fmt.Errorf("dns: %s:%d: plugin %q is a stock CoreDNS plugin that vipstack does not build in: %s; this build has: %s",
+			file, b.tok.Line, b.name, why, strings.Join(Directives(), ", "))
 	}
 	hint := ""
 	if strings.ContainsAny(b.name, ".:") {
