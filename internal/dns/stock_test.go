@@ -273,17 +273,21 @@ func TestStockSideBySide(t *testing.T) {
 // supervisor or Kubernetes restarts it; the message names the zone and
 // the probe query).
 func TestStockLoopDetected(t *testing.T) {
-	port := freePort(t)
-	cf := fmt.Sprintf(".:%d {\n    bind 127.0.0.1\n    loop\n    forward . 127.0.0.1:%d\n}\n", port, port)
-	path := filepath.Join(t.TempDir(), "Corefile")
-	if err := os.WriteFile(path, []byte(cf), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	for name, args := range map[string][]string{
-		"stock CoreDNS": {stockBin(t), "-conf", path},
-		"vipstack dns":  {vipstackBin(t), "dns", "-conf", path},
+	for _, c := range []struct {
+		name string
+		argv func(conf string) []string
+	}{
+		{"stock CoreDNS", func(conf string) []string { return []string{stockBin(t), "-conf", conf} }},
+		{"vipstack dns", func(conf string) []string { return []string{vipstackBin(t), "dns", "-conf", conf} }},
 	} {
-		t.Run(name, func(t *testing.T) {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "Corefile")
+			args := c.argv(path) // builds the binary first, then takes a port
+			port := freePort(t)
+			cf := fmt.Sprintf(".:%d {\n    bind 127.0.0.1\n    loop\n    forward . 127.0.0.1:%d\n}\n", port, port)
+			if err := os.WriteFile(path, []byte(cf), 0o644); err != nil {
+				t.Fatal(err)
+			}
 			cmd := exec.Command(args[0], args[1:]...)
 			var out bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &out, &out
