@@ -98,9 +98,13 @@ func runDNS(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	if *check {
-		if err := srv.Check(cf); err != nil {
+		warnings, err := srv.CheckPortable(cf)
+		if err != nil {
 			fmt.Fprintf(stderr, "%v\n", err)
 			return 1
+		}
+		for _, w := range warnings {
+			fmt.Fprintf(stderr, "warning: %s\n", w)
 		}
 		fmt.Fprintf(stdout, "%s: Corefile is valid\n", *conf)
 		return 0

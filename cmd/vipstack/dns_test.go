@@ -46,7 +46,9 @@ func TestDNSCheckOpenShiftCorefile(t *testing.T) {
 		t.Fatalf("dns -check %s = %d\nstdout: %s\nstderr: %s", path, code, out.String(), errb.String())
 	}
 	out.Reset()
-	if code := run([]string{"dns", "-plugins"}, &out, &errb); code != 0 || !strings.Contains(out.String(), "\ncache\nmdns\ntemplate\n") {
-		t.Errorf("dns -plugins = %d\n%s\nwant mdns between cache and template", code, out.String())
+	code := run([]string{"dns", "-plugins"}, &out, &errb)
+	list := out.String()
+	if i, j := strings.Index(list, "\ncache\nmdns\n"), strings.Index(list, "\ntemplate\n"); code != 0 || i < 0 || j < i {
+		t.Errorf("dns -plugins = %d\n%s\nwant mdns right after cache, and before template", code, list)
 	}
 }

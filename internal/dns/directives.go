@@ -5,18 +5,63 @@ import (
 	// directive with Caddy in init (clusterdns and mdns are registered by
 	// NewServer, with state that outlives a reload). The list must match
 	// Directives.
+	_ "github.com/coredns/caddy/onevent"
+	_ "github.com/coredns/coredns/plugin/acl"
+	_ "github.com/coredns/coredns/plugin/any"
+	_ "github.com/coredns/coredns/plugin/auto"
+	_ "github.com/coredns/coredns/plugin/autopath"
 	_ "github.com/coredns/coredns/plugin/bind"
 	_ "github.com/coredns/coredns/plugin/bufsize"
 	_ "github.com/coredns/coredns/plugin/cache"
+	_ "github.com/coredns/coredns/plugin/cancel"
+	_ "github.com/coredns/coredns/plugin/chaos"
+	_ "github.com/coredns/coredns/plugin/debug"
+	_ "github.com/coredns/coredns/plugin/dns64"
+	_ "github.com/coredns/coredns/plugin/dnstap"
+	_ "github.com/coredns/coredns/plugin/dynupdate"
+	_ "github.com/coredns/coredns/plugin/erratic"
 	_ "github.com/coredns/coredns/plugin/errors"
+	_ "github.com/coredns/coredns/plugin/etcd"
+	_ "github.com/coredns/coredns/plugin/file"
 	_ "github.com/coredns/coredns/plugin/forward"
+	_ "github.com/coredns/coredns/plugin/geoip"
+	_ "github.com/coredns/coredns/plugin/grpc"
+	_ "github.com/coredns/coredns/plugin/grpc_server"
+	_ "github.com/coredns/coredns/plugin/header"
 	_ "github.com/coredns/coredns/plugin/health"
 	_ "github.com/coredns/coredns/plugin/hosts"
+	_ "github.com/coredns/coredns/plugin/https"
+	_ "github.com/coredns/coredns/plugin/https3"
+	_ "github.com/coredns/coredns/plugin/k8s_external"
+	_ "github.com/coredns/coredns/plugin/kubernetes"
+	_ "github.com/coredns/coredns/plugin/loadbalance"
+	_ "github.com/coredns/coredns/plugin/local"
 	_ "github.com/coredns/coredns/plugin/log"
+	_ "github.com/coredns/coredns/plugin/loop"
+	_ "github.com/coredns/coredns/plugin/metadata"
 	_ "github.com/coredns/coredns/plugin/metrics"
+	_ "github.com/coredns/coredns/plugin/minimal"
+	_ "github.com/coredns/coredns/plugin/multisocket"
+	_ "github.com/coredns/coredns/plugin/nomad"
+	_ "github.com/coredns/coredns/plugin/nsid"
+	_ "github.com/coredns/coredns/plugin/pprof"
+	_ "github.com/coredns/coredns/plugin/proxyproto"
+	_ "github.com/coredns/coredns/plugin/quic"
 	_ "github.com/coredns/coredns/plugin/ready"
 	_ "github.com/coredns/coredns/plugin/reload"
+	_ "github.com/coredns/coredns/plugin/rewrite"
+	_ "github.com/coredns/coredns/plugin/root"
+	_ "github.com/coredns/coredns/plugin/secondary"
+	_ "github.com/coredns/coredns/plugin/shed"
+	_ "github.com/coredns/coredns/plugin/sign"
+	_ "github.com/coredns/coredns/plugin/siit"
 	_ "github.com/coredns/coredns/plugin/template"
+	_ "github.com/coredns/coredns/plugin/timeouts"
+	_ "github.com/coredns/coredns/plugin/tls"
+	_ "github.com/coredns/coredns/plugin/transfer"
+	_ "github.com/coredns/coredns/plugin/tsig"
+	_ "github.com/coredns/coredns/plugin/view"
+	_ "github.com/coredns/coredns/plugin/whoami"
 
 	"github.com/vipstack/vipstack/internal/dns/clusterdns"
 	"github.com/vipstack/vipstack/internal/dns/mdnsplugin"
@@ -24,8 +69,11 @@ import (
 
 // Directives returns the plugins this build knows, in the order a query
 // passes through them (the order in the Corefile does not matter). It is
-// CoreDNS's own order (core/dnsserver/zdirectives.go) restricted to these
-// plugins, with clusterdns inserted before cache:
+// stock CoreDNS's order (its plugin.cfg, as core/dnsserver/zdirectives.go
+// of the CoreDNS version in go.mod has it) without the plugins in Refused,
+// with clusterdns inserted just before cache and mdns just after it.
+//
+// clusterdns sits
 //
 //   - before cache, so that the answers it computes from live state are never
 //     held in the local cache: a node joining or leaving changes the very next
@@ -33,37 +81,100 @@ import (
 //     precomputed index, so a cache in front of it would not make them
 //     cheaper. Queries it passes on (fallthrough, other zones) still go
 //     through cache;
-//   - before template and hosts, so that adding a clusterdns block to a
-//     Corefile that still has the old template and hosts lines for the zone
-//     serves the live state, with those lines as the fallback for names
-//     clusterdns passes on (with fallthrough);
+//   - after acl, rewrite, loadbalance and the other plugins that stock
+//     CoreDNS runs before cache, so they act on its queries and answers as
+//     on any other plugin's behind cache (acl refuses, rewrite renames,
+//     loadbalance shuffles);
+//   - before template, hosts, file and kubernetes, so that adding a
+//     clusterdns block to a Corefile that still has the old template and
+//     hosts lines for the zone serves the live state, with those lines as
+//     the fallback for names clusterdns passes on (with fallthrough);
 //   - before forward, so that the cluster zone never leaks upstream unless
 //     clusterdns falls through.
 //
 // mdns (mdnsplugin, OpenShift's "mdns DOMAIN 0 CLUSTER ADDRESS" line) sits
-// where OpenShift's build puts coredns-mdns (openshift/coredns plugin.cfg):
-// after cache and before template, hosts and forward. So OpenShift's
-// Corefile behaves as on OpenShift: "cache 30" holds mdns's answers (a node
-// that leaves is answered until the cached record expires, at most 30 s),
-// and the names mdns passes on (api, api-int, *.apps, anything else) meet
-// the templates, then forward.
+// where OpenShift's build puts coredns-mdns: after cache and before
+// template, hosts and forward. So OpenShift's Corefile behaves as on
+// OpenShift: "cache 30" holds mdns's answers (a node that leaves is
+// answered until the cached record expires, at most 30 s), and the names
+// mdns passes on (api, api-int, *.apps, anything else) meet the templates,
+// then forward.
 //
 // The result is a fresh slice.
 func Directives() []string {
 	return []string{
+		"root",
+		"metadata",
+		"geoip",
+		"cancel",
+		"proxyproto",
+		"quic",
+		"grpc_server",
+		"https",
+		"https3",
+		"timeouts",
+		"multisocket",
 		"reload",
+		"nsid",
 		"bufsize",
 		"bind",
+		"debug",
 		"ready",
 		"health",
+		"pprof",
+		"shed",
 		"prometheus",
 		"errors",
 		"log",
+		"dnstap",
+		"local",
+		"dns64",
+		"siit",
+		"any",
+		"chaos",
+		"loadbalance",
+		"tsig",
+		"rewrite",
+		"autopath",
+		"acl",
 		clusterdns.Name,
 		"cache",
 		mdnsplugin.Name,
+		"header",
+		"tls",
+		"minimal",
 		"template",
+		"transfer",
+		"dynupdate",
 		"hosts",
+		"k8s_external",
+		"kubernetes",
+		"file",
+		"auto",
+		"secondary",
+		"etcd",
+		"loop",
 		"forward",
+		"grpc",
+		"erratic",
+		"whoami",
+		"on",
+		"sign",
+		"view",
+		"nomad",
+	}
+}
+
+// Refused returns the stock CoreDNS plugins this build leaves out, each
+// with the reason: what linking it would drag into the binary. A Corefile
+// that names one is refused with that reason (Validate); nothing is
+// silently ignored. The result is a fresh map.
+func Refused() map[string]string {
+	return map[string]string{
+		"route53":  "it serves zones from AWS Route 53 and needs the AWS SDK (github.com/aws/aws-sdk-go-v2)",
+		"azure":    "it serves zones from Azure DNS and needs the Azure SDK (github.com/Azure/azure-sdk-for-go, go-autorest)",
+		"clouddns": "it serves zones from Google Cloud DNS and needs the Google Cloud API clients (google.golang.org/api, cloud.google.com/go/auth)",
+		"dnssec":   "it can read keys from AWS Secrets Manager and so needs the AWS SDK (github.com/aws/aws-sdk-go-v2); sign (DNSSEC-signed zone files served by file or auto) is built in",
+		"trace":    "it needs the Datadog tracer and agent libraries (github.com/DataDog/dd-trace-go, datadog-agent) and Zipkin; use prometheus and log for metrics and query logs",
 	}
 }

@@ -19,9 +19,17 @@ import (
 )
 
 func TestDirectives(t *testing.T) {
+	// Stock CoreDNS's plugin.cfg order without route53, azure, clouddns,
+	// dnssec and trace (Refused), clusterdns before cache, mdns after it.
 	want := []string{
-		"reload", "bufsize", "bind", "ready", "health", "prometheus", "errors", "log",
-		"clusterdns", "cache", "mdns", "template", "hosts", "forward",
+		"root", "metadata", "geoip", "cancel", "proxyproto", "quic", "grpc_server", "https", "https3",
+		"timeouts", "multisocket", "reload", "nsid", "bufsize", "bind", "debug", "ready", "health",
+		"pprof", "shed", "prometheus", "errors", "log", "dnstap", "local", "dns64", "siit", "any",
+		"chaos", "loadbalance", "tsig", "rewrite", "autopath", "acl",
+		"clusterdns", "cache", "mdns",
+		"header", "tls", "minimal", "template", "transfer", "dynupdate", "hosts", "k8s_external",
+		"kubernetes", "file", "auto", "secondary", "etcd", "loop", "forward", "grpc", "erratic",
+		"whoami", "on", "sign", "view", "nomad",
 	}
 	if diff := cmp.Diff(want, Directives()); diff != "" {
 		t.Errorf("Directives() (-want +got):\n%s", diff)
@@ -44,6 +52,12 @@ func TestDirectives(t *testing.T) {
 		{"cache", "mdns", "as in OpenShift's build: cache 30 holds mdns's answers"},
 		{"mdns", "template", "as in OpenShift's build: names mdns passes on meet the templates"},
 		{"mdns", "forward", "as in OpenShift's build: node names never go upstream"},
+		{"acl", "clusterdns", "acl guards clusterdns's names as any other plugin's"},
+		{"rewrite", "clusterdns", "clusterdns sees rewritten names, as stock plugins behind cache do"},
+		{"loadbalance", "clusterdns", "loadbalance shuffles clusterdns's answers"},
+		{"clusterdns", "file", "clusterdns answers before file zones for the same names"},
+		{"clusterdns", "kubernetes", "clusterdns answers before the kubernetes plugin"},
+		{"mdns", "file", "node names from mDNS before file zones"},
 		{"template", "hosts", "CoreDNS's own order"},
 		{"hosts", "forward", "CoreDNS's own order"},
 	} {
@@ -67,6 +81,20 @@ func TestDirectives(t *testing.T) {
 	}
 	if diff := cmp.Diff(theirs, ours); diff != "" {
 		t.Errorf("standard plugins not in CoreDNS's order (-coredns +ours):\n%s", diff)
+	}
+
+	// Every stock plugin is built in or refused with a reason, never both.
+	refused := Refused()
+	for _, d := range upstreamOrder {
+		_, out := refused[d]
+		if in := slices.Contains(Directives(), d); in == out {
+			t.Errorf("stock plugin %q: in Directives %v, in Refused %v; want exactly one", d, in, out)
+		}
+	}
+	for d := range refused {
+		if !slices.Contains(upstreamOrder, d) {
+			t.Errorf("Refused names %q, which is no stock CoreDNS plugin", d)
+		}
 	}
 
 	// Every directive has a plugin behind it.
@@ -225,8 +253,18 @@ func TestBadCorefile(t *testing.T) {
 	}{
 		{
 			name:     "unknown plugin",
-			corefile: ".:0 {\n    bind 127.0.0.1\n    whoami\n}\n",
-			want:     []string{`Corefile:3: unknown plugin "whoami"`, `this build has: reload, bufsize, .*clusterdns.*, forward`},
+			corefile: ".:0 {\n    bind 127.0.0.1\n    unbound\n}\n",
+			want:     []string{`Corefile:3: unknown plugin "unbound"`, `this build has: root, metadata, .*, acl, clusterdns, cache, mdns, .*, forward, .*, nomad$`},
+		},
+		{
+			name:     "stock plugin left out",
+			corefile: ".:0 {\n    bind 127.0.0.1\n    route53 example.org.:Z1D633PJN98FT9\n}\n",
+			want:     []string{`Corefile:3: plugin "route53" is a stock CoreDNS plugin that vipstack does not build in: .*AWS SDK.*; this build has: root, .*whoami`},
+		},
+		{
+			name:     "stock plugin left out for its dependencies",
+			corefile: ".:0 {\n    bind 127.0.0.1\n    forward . 198.18.0.1\n    trace\n}\n",
+			want:     []string{`Corefile:4: plugin "trace" is a stock CoreDNS plugin that vipstack does not build in: .*Datadog`},
 		},
 		{
 			name:     "unclosed block",

@@ -1,7 +1,6 @@
-// Package dns runs CoreDNS embedded as a library, with the standard plugins
-// the on-premise cluster Corefiles use (errors, bufsize, health, ready,
-// forward, cache, reload, template, hosts, log, prometheus, plus bind) and
-// vipstack's own clusterdns and mdns plugins (mdns answers OpenShift's
+// Package dns runs CoreDNS embedded as a library, with CoreDNS's standard
+// plugins (all of its plugin.cfg but those Refused names, which need cloud
+// SDKs or tracing libraries) and vipstack's own clusterdns and mdns plugins (mdns answers OpenShift's
 // "mdns DOMAIN 0 CLUSTER ADDRESS" line from a browse-only mDNS browser; see
 // package mdnsplugin), in an explicit, tested order (Directives). DNS
 // itself is RFC 1034/1035; the plugins cite their own.

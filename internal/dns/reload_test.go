@@ -117,8 +117,8 @@ func TestServerReload(t *testing.T) {
 		},
 		{
 			name:    "unknown plugin",
-			edit:    func() { write(corefile("198.18.0.7", "    whoami\n")) },
-			wantErr: `Corefile:6: unknown plugin "whoami".*; still serving the running Corefile`,
+			edit:    func() { write(corefile("198.18.0.7", "    unbound\n")) },
+			wantErr: `Corefile:6: unknown plugin "unbound".*; still serving the running Corefile`,
 			api:     "198.18.0.6",
 		},
 		{

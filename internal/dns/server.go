@@ -198,9 +198,41 @@ func (s *Server) Check(cf Corefile) error {
 		return err
 	}
 	if err := caddy.ValidateAndExecuteDirectives(cf.input(), nil, true); err != nil {
-		return startErr("check", cf, err)
+		return inClusterHint(cf, startErr("check", cf, err))
 	}
 	return nil
+}
+
+// CheckPortable validates cf as Check does, for a Corefile written for
+// another host than this one: a kubernetes block that takes its API server
+// from the pod it runs in (no endpoint, no kubeconfig, as in every
+// Kubernetes deployment of CoreDNS) is checked in full when this process
+// runs in no pod, and reported as a warning, not an error, since only the
+// host is missing. Each warning names the file and line and says that
+// starting here would fail. vipstack dns -check uses it.
+func (s *Server) CheckPortable(cf Corefile) (warnings []string, err error) {
+	if err := Validate(cf); err != nil {
+		return nil, err
+	}
+	lines := inClusterLines(cf)
+	why := ""
+	if len(lines) > 0 {
+		why = notInPod()
+	}
+	if why == "" {
+		return nil, s.Check(cf)
+	}
+	run, ok := withEndpoint(cf, lines)
+	if !ok {
+		return nil, s.Check(cf)
+	}
+	if err := caddy.ValidateAndExecuteDirectives(run.input(), nil, true); err != nil {
+		return nil, startErr("check", cf, err)
+	}
+	for _, l := range lines {
+		warnings = append(warnings, fmt.Sprintf("%s:%d: kubernetes names no endpoint or kubeconfig, so it takes the API server from the pod it runs in, and this process is not in one (%s): the block is valid, but starting this Corefile here would fail", l.file, l.line, why))
+	}
+	return warnings, nil
 }
 
 // Start validates cf and starts serving it. It returns once every plain
@@ -239,7 +271,7 @@ func (s *Server) Start(cf Corefile) error {
 	}
 	inst, err := caddy.Start(cf.input())
 	if err != nil {
-		return startErr("start", cf, err)
+		return inClusterHint(cf, startErr("start", cf, err))
 	}
 	// Caddy starts the servers' loops in goroutines. A server stopped
 	// before its loop runs is never stopped (CoreDNS skips it) and Stop
@@ -447,7 +479,8 @@ func startErr(op string, cf Corefile, err error) error {
 }
 
 // Validate checks a Corefile's syntax, that every directive is a plugin this
-// build has (naming the file, line and the plugins it would accept), and
+// build has (naming the file, line and the plugins it would accept; for a
+// stock plugin left out, Refused's reason), and
 // what the standard plugins would accept silently or report without a line
 // (lint). Plugin arguments are otherwise checked when the plugins set up
 // (Check, Start).
@@ -489,6 +522,10 @@ func Validate(cf Corefile) error {
 	file := b.tok.File
 	if file == "" {
 		file = cf.name()
+	}
+	if why, ok := Refused()[b.name]; ok {
+		return fmt.Errorf("dns: %s:%d: plugin %q is a stock CoreDNS plugin that vipstack does not build in: %s; this build has: %s",
+			file, b.tok.Line, b.name, why, strings.Join(Directives(), ", "))
 	}
 	hint := ""
 	if strings.ContainsAny(b.name, ".:") {
