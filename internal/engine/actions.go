@@ -578,7 +578,7 @@ func (e *Engine) stopInstance(in *instance, now time.Time, why string) {
 // but keepalived 2.2.7 still runs its notify_stop and notify INSTANCE name
 // STOP priority, and, once every member of its sync group has stopped so,
 // the group's notify_stop and notify GROUP name STOP 0 (measured,
-// TestInteropAuditSyncGroupFirstProbe: SIGTERM during the wait). vipstack
+// TestInteropSyncGroupFirstProbe: SIGTERM during the wait). vipstack
 // ran none of them for such an instance, as its state machine never left
 // INIT.
 func (e *Engine) stopWaiting(in *instance, why string) {

@@ -670,7 +670,7 @@ func writeScript(t *testing.T, path, body string) {
 // readLines returns the complete lines of path (those a writer has ended
 // with a newline), none if it does not exist yet. A script's `>> file`
 // creates the file before it writes: an empty file, or a line still being
-// written, is not a line yet (TestInteropAuditNotify once read "" as a
+// written, is not a line yet (TestInteropNotify once read "" as a
 // call on a loaded machine).
 func readLines(path string) ([]string, error) {
 	b, err := os.ReadFile(path)

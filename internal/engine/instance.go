@@ -997,7 +997,7 @@ func (e *Engine) contributions(in *instance) []Contribution {
 //
 // In a vrrp_sync_group the whole group waits for any member's first
 // result, as keepalived 2.2.7 does (measured,
-// TestInteropAuditSyncGroupFirstProbe: the other member stays in INIT too,
+// TestInteropSyncGroupFirstProbe: the other member stays in INIT too,
 // sends no advert and runs no notify script until the result, then the
 // group enters BACKUP together). vipstack started the other member, which
 // went BACKUP and at once FAULT for the group and ran its notify_fault and
