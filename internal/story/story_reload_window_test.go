@@ -1,6 +1,6 @@
 //go:build linux
 
-package node_test
+package story_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/vipstack/vipstack/internal/demo"
 	"github.com/vipstack/vipstack/internal/syncbuf"
 	"github.com/vipstack/vipstack/internal/testnet"
+	"github.com/vipstack/vipstack/internal/testutil"
 )
 
 // TestStoryReloadLBPortNoRefused: while a client opens connections to the
@@ -34,7 +35,7 @@ func TestStoryReloadLBPortNoRefused(t *testing.T) {
 	t.Cleanup(func() {
 		if t.Failed() {
 			for _, n := range c.Nodes {
-				t.Logf("---- %s's node agent, last lines:\n%s", n.Name, tailLines(n.Log(), 25))
+				t.Logf("---- %s's node agent, last lines:\n%s", n.Name, testutil.Tail(n.Log(), 25))
 			}
 		}
 		c.Close()

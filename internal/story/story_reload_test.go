@@ -1,6 +1,6 @@
 //go:build linux
 
-package node_test
+package story_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/vipstack/vipstack/internal/demo"
+	"github.com/vipstack/vipstack/internal/testutil"
 )
 
 // TestStoryReloadLBPort: on three masters, the cluster file moves the LB to
@@ -81,7 +82,7 @@ func TestStoryReloadLBPort(t *testing.T) {
 	steady("the LB moves to port 9446", 4*time.Second)
 	for _, m := range masters {
 		if !strings.Contains(m.Log(), "redirect follows the load balancer to its new port") {
-			t.Fatalf("%s did not move its redirect:\n%s", m.Name, tailLines(m.Log(), 20))
+			t.Fatalf("%s did not move its redirect:\n%s", m.Name, testutil.Tail(m.Log(), 20))
 		}
 	}
 	if err := c.Poll(ctx, stepTimeout, reaches); err != nil {
@@ -111,7 +112,7 @@ func TestStoryReloadLBPort(t *testing.T) {
 	steady("a renamed cluster is refused", 2*time.Second)
 	for _, m := range masters {
 		if strings.Contains(m.Log(), "demo2_API") {
-			t.Fatalf("%s started an instance of the renamed cluster:\n%s", m.Name, tailLines(m.Log(), 20))
+			t.Fatalf("%s started an instance of the renamed cluster:\n%s", m.Name, testutil.Tail(m.Log(), 20))
 		}
 	}
 	if err := c.Poll(ctx, stepTimeout, reaches); err != nil {

@@ -1,6 +1,6 @@
 //go:build linux
 
-package node_test
+package story_test
 
 import (
 	"context"

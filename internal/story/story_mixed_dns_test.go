@@ -1,6 +1,6 @@
 //go:build linux
 
-package node_test
+package story_test
 
 import (
 	"fmt"
@@ -16,6 +16,7 @@ import (
 	"github.com/vipstack/vipstack/internal/peers"
 	"github.com/vipstack/vipstack/internal/render"
 	"github.com/vipstack/vipstack/internal/testnet"
+	"github.com/vipstack/vipstack/internal/testutil"
 )
 
 // mixedDNSYAML is mixedYAML with a DNS VIP, as OpenShift on OpenStack ran
@@ -133,7 +134,7 @@ func (mc *mixedCluster) startCoreDNS(n *mixedNode, bin string) (stop func()) {
 	}
 	mc.t.Cleanup(func() {
 		if mc.t.Failed() {
-			mc.t.Logf("---- CoreDNS on %s, last lines:\n%s", n.name, tailLines(p.Log(), 30))
+			mc.t.Logf("---- CoreDNS on %s, last lines:\n%s", n.name, testutil.Tail(p.Log(), 30))
 		}
 	})
 	return func() {

@@ -1,6 +1,6 @@
 //go:build linux
 
-package node_test
+package story_test
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"github.com/vipstack/vipstack/internal/peers"
 	"github.com/vipstack/vipstack/internal/syncbuf"
 	"github.com/vipstack/vipstack/internal/testnet"
+	"github.com/vipstack/vipstack/internal/testutil"
 )
 
 // buildVipstack builds the binary the node agents run.
@@ -42,7 +43,7 @@ func startCluster(t *testing.T, spec demo.Spec) *demo.Cluster {
 	t.Cleanup(func() {
 		if t.Failed() {
 			for _, n := range c.Nodes {
-				t.Logf("---- %s's node agent, last lines:\n%s", n.Name, tailLines(n.Log(), 25))
+				t.Logf("---- %s's node agent, last lines:\n%s", n.Name, testutil.Tail(n.Log(), 25))
 			}
 		}
 		c.Close()

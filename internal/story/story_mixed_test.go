@@ -1,6 +1,6 @@
 //go:build linux
 
-package node_test
+package story_test
 
 import (
 	"context"
@@ -26,6 +26,7 @@ import (
 	"github.com/vipstack/vipstack/internal/peers"
 	"github.com/vipstack/vipstack/internal/render"
 	"github.com/vipstack/vipstack/internal/testnet"
+	"github.com/vipstack/vipstack/internal/testutil"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -355,7 +356,7 @@ func startMixedClusterOn(t *testing.T, yamlText string, opts testnet.Options) *m
 		for _, n := range mc.nodes {
 			for _, p := range []*peers.Node{n.vrrp, n.haproxy, n.monitor} {
 				if p != nil {
-					t.Logf("---- %s (%s), last lines:\n%s", n.name, n.host.Name, tailLines(p.Log(), 30))
+					t.Logf("---- %s (%s), last lines:\n%s", n.name, n.host.Name, testutil.Tail(p.Log(), 30))
 				}
 			}
 		}

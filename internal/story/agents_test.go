@@ -1,4 +1,4 @@
-package node_test
+package story_test
 
 import (
 	"crypto/tls"
@@ -16,6 +16,7 @@ import (
 
 	"github.com/vipstack/vipstack/internal/peers"
 	"github.com/vipstack/vipstack/internal/testnet"
+	"github.com/vipstack/vipstack/internal/testutil"
 )
 
 const clusterYAML = `name: t1
@@ -91,7 +92,7 @@ func TestNodeAgents(t *testing.T) {
 	t.Cleanup(func() {
 		if t.Failed() {
 			for i, n := range nodes {
-				t.Logf("---- node %d log:\n%s", i, tailLines(n.Log(), 40))
+				t.Logf("---- node %d log:\n%s", i, testutil.Tail(n.Log(), 40))
 			}
 		}
 	})
@@ -190,14 +191,6 @@ func TestNodeAgents(t *testing.T) {
 	}
 }
 
-func tailLines(s string, n int) string {
-	l := strings.Split(s, "\n")
-	if len(l) > n {
-		l = l[len(l)-n:]
-	}
-	return strings.Join(l, "\n")
-}
-
 // TestReloadAddsAndRemovesNodes: adding a node to the cluster file and
 // removing it again changes every instance's unicast peers, but no VIP
 // moves and no instance restarts.
@@ -229,7 +222,7 @@ func TestReloadAddsAndRemovesNodes(t *testing.T) {
 	t.Cleanup(func() {
 		if t.Failed() {
 			for i, n := range nodes {
-				t.Logf("---- node %d log:\n%s", i, tailLines(n.Log(), 30))
+				t.Logf("---- node %d log:\n%s", i, testutil.Tail(n.Log(), 30))
 			}
 		}
 	})
@@ -273,10 +266,10 @@ func TestReloadAddsAndRemovesNodes(t *testing.T) {
 	watch(3 * time.Second)
 	for i, n := range nodes {
 		if !strings.Contains(n.Log(), "unicast peers changed") {
-			t.Fatalf("node %d did not apply the new peers in place:\n%s", i, tailLines(n.Log(), 20))
+			t.Fatalf("node %d did not apply the new peers in place:\n%s", i, testutil.Tail(n.Log(), 20))
 		}
 		if strings.Contains(n.Log(), "configuration changed") {
-			t.Fatalf("node %d restarted an instance:\n%s", i, tailLines(n.Log(), 20))
+			t.Fatalf("node %d restarted an instance:\n%s", i, testutil.Tail(n.Log(), 20))
 		}
 	}
 	if err := os.WriteFile(cfg, []byte(clusterYAML), 0o644); err != nil {
