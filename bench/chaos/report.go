@@ -110,21 +110,6 @@ func demoVIPNames() map[netip.Addr]string {
 	return m
 }
 
-// lastWarnings returns the last n WARN or ERROR lines of a node agent's
-// log.
-func lastWarnings(log string, n int) string {
-	var lines []string
-	for _, l := range strings.Split(log, "\n") {
-		if strings.Contains(l, "level=WARN") || strings.Contains(l, "level=ERROR") {
-			lines = append(lines, l)
-		}
-	}
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
-}
-
 // vipLegend names the VIP indices the timelines use.
 func vipLegend(cfg chaos.Config, names map[netip.Addr]string) string {
 	var parts []string

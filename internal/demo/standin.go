@@ -90,12 +90,6 @@ func (s *httpServer) stop() {
 	}
 }
 
-func (s *httpServer) running() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.srv != nil
-}
-
 // newAPIServer is a stand-in Kubernetes API server on :port: TLS with a
 // self-signed certificate, /readyz answering "ok from NAME".
 func newAPIServer(name string, port int, listen listenFunc, cert tls.Certificate) *httpServer {

@@ -15,7 +15,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -161,7 +160,7 @@ func (w testWriter) Write(p []byte) (int, error) {
 func buildPeer(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "mdnstest")
-	out, err := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", bin, "github.com/vipstack/vipstack/internal/discovery/mdnstest").CombinedOutput()
+	out, err := exec.Command("go", "build", "-o", bin, "github.com/vipstack/vipstack/internal/discovery/mdnstest").CombinedOutput()
 	if err != nil {
 		t.Fatalf("go build mdnstest: %v\n%s", err, out)
 	}

@@ -141,7 +141,6 @@ type event struct {
 	reload   chan error
 	ping     chan struct{}
 	readErr  error
-	shutdown bool
 	handoff  chan []string
 }
 

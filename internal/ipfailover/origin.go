@@ -72,10 +72,8 @@ func OriginConfig(s *Spec, addr netip.Addr, iface string, rnd func(n int) int) (
 		}
 	}
 
-	groups := len(s.VIPs)
 	per, extra := 1, 0
-	if s.VIPGroups > 0 {
-		groups = s.VIPGroups
+	if groups := s.VIPGroups; groups > 0 {
 		per, extra = len(s.VIPs)/groups, len(s.VIPs)%groups
 	}
 	excluded := map[int]bool{}

@@ -213,16 +213,14 @@ func TestPlaceSpreadsAndIsStable(t *testing.T) {
 					t.Errorf("%s holds %d addresses, want within 15%% of %d (shares %v)", name, c, even, share)
 				}
 			}
-			if prev != nil {
-				for a, was := range prev {
-					now := got[a]
-					if now == was {
-						continue
-					}
-					// A move is allowed only to a new instance or away from a gone one.
-					if _, existed := share[was]; existed && prevHas(prev, now) {
-						t.Fatalf("%s moved from %s to %s, both present before and after", a, was, now)
-					}
+			for a, was := range prev {
+				now := got[a]
+				if now == was {
+					continue
+				}
+				// A move is allowed only to a new instance or away from a gone one.
+				if _, existed := share[was]; existed && prevHas(prev, now) {
+					t.Fatalf("%s moved from %s to %s, both present before and after", a, was, now)
 				}
 			}
 			prev = got

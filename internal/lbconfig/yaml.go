@@ -495,7 +495,7 @@ func (y *yamlConfig) config(src map[string]string) (*Config, []error) {
 		s := Stats{Name: ys.Name, Binds: binds(ListenKey(ys.Name), ys.Binds), URI: ys.URI,
 			Refresh: time.Duration(ys.Refresh), HideVersion: ys.HideVersion, LogTargets: logTargets(ListenKey(ys.Name), ys.LogTargets)}
 		for _, u := range ys.Users {
-			s.Users = append(s.Users, UserPass{User: u.User, Pass: u.Pass})
+			s.Users = append(s.Users, UserPass(u))
 		}
 		c.Stats = append(c.Stats, s)
 	}
@@ -701,7 +701,7 @@ func FormatYAML(c *Config) ([]byte, error) {
 	for _, s := range c.Stats {
 		ys := yamlStats{Name: s.Name, Binds: binds(s.Binds), URI: s.URI, Refresh: duration(s.Refresh), HideVersion: s.HideVersion}
 		for _, u := range s.Users {
-			ys.Users = append(ys.Users, yamlUser{User: u.User, Pass: u.Pass})
+			ys.Users = append(ys.Users, yamlUser(u))
 		}
 		for _, t := range s.LogTargets {
 			ys.LogTargets = append(ys.LogTargets, t.String())

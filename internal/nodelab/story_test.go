@@ -116,10 +116,7 @@ func TestStaticPodStory(t *testing.T) {
 		}
 	}
 
-	var masters []*demo.Node
-	for _, n := range c.Nodes {
-		masters = append(masters, n)
-	}
+	masters := append([]*demo.Node(nil), c.Nodes...)
 	if err := c.WaitLBs(ctx, masters, masters, stepTimeout); err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 )
 
@@ -77,7 +76,10 @@ func OpenShiftPeer(name string) (string, error) {
 		return "", err
 	}
 	defer os.RemoveAll(src)
-	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	goBin, err := goTool()
+	if err != nil {
+		return "", err
+	}
 	run := func(env []string, args ...string) ([]byte, error) {
 		c := exec.Command(goBin, args...)
 		c.Dir = src
@@ -139,4 +141,17 @@ func OpenShiftPeer(name string) (string, error) {
 		return "", err
 	}
 	return bin, os.Rename(tmp.Name(), bin)
+}
+
+// goTool finds the go command: on PATH (go test and test.sh put it there),
+// else where Go's installer puts it.
+func goTool() (string, error) {
+	if p, err := exec.LookPath("go"); err == nil {
+		return p, nil
+	}
+	const fallback = "/usr/local/go/bin/go"
+	if _, err := os.Stat(fallback); err == nil {
+		return fallback, nil
+	}
+	return "", errors.New("the go command is not on PATH nor at " + fallback)
 }

@@ -7,7 +7,6 @@ import (
 	"crypto/tls"
 	"fmt"
 	"io"
-	"maps"
 	"net"
 	"net/http"
 	"net/netip"
@@ -448,8 +447,6 @@ func (r loadResult) String() string {
 	}
 	return s
 }
-
-func (r loadResult) masters() []string { return slices.Sorted(maps.Keys(r.by)) }
 
 func (r loadResult) wantNoFailure(t *testing.T, what string) {
 	t.Helper()

@@ -131,7 +131,7 @@ func Setup(mgr manager.Manager, o Options) (*Controller, error) {
 		WithOptions(controller.Options{MaxConcurrentReconciles: o.Workers}).
 		Complete(reconcile.Func(c.reconcileService))
 	if err != nil {
-		return nil, fmt.Errorf("Service controller: %w", err)
+		return nil, fmt.Errorf("the Services' controller: %w", err)
 	}
 	err = ctrl.NewControllerManagedBy(mgr).Named("vipstack-groups").
 		For(&v1alpha1.VIPGroup{}).

@@ -345,7 +345,7 @@ func (l *Lab) DeleteService(ctx context.Context, i int) error {
 		if err != nil {
 			return err
 		}
-		return fmt.Errorf("Service %s/%s still exists", s.Namespace, s.Name)
+		return fmt.Errorf("k8slab: Service %s/%s still exists", s.Namespace, s.Name)
 	})
 }
 

@@ -193,24 +193,21 @@ func listen6() (*conn6, error) {
 func (c *conn6) ReadPacket() (Packet, error) {
 	c.rmu.Lock()
 	defer c.rmu.Unlock()
-	buf := c.buf
-	for {
-		n, cm, src, err := c.p.ReadFrom(buf)
-		if err != nil {
-			return Packet{}, &OpError{Op: "read", Family: 6, Err: err}
-		}
-		p := Packet{Payload: append([]byte(nil), buf[:n]...), TTL: -1}
-		if ia, ok := src.(*net.IPAddr); ok {
-			p.Src, _ = netip.AddrFromSlice(ia.IP)
-			p.Src = p.Src.Unmap()
-		}
-		if cm != nil {
-			p.TTL = cm.HopLimit
-			p.IfIndex = cm.IfIndex
-			p.Dst, _ = netip.AddrFromSlice(cm.Dst)
-		}
-		return p, nil
+	n, cm, src, err := c.p.ReadFrom(c.buf)
+	if err != nil {
+		return Packet{}, &OpError{Op: "read", Family: 6, Err: err}
 	}
+	p := Packet{Payload: append([]byte(nil), c.buf[:n]...), TTL: -1}
+	if ia, ok := src.(*net.IPAddr); ok {
+		p.Src, _ = netip.AddrFromSlice(ia.IP)
+		p.Src = p.Src.Unmap()
+	}
+	if cm != nil {
+		p.TTL = cm.HopLimit
+		p.IfIndex = cm.IfIndex
+		p.Dst, _ = netip.AddrFromSlice(cm.Dst)
+	}
+	return p, nil
 }
 
 func (c *conn6) WritePacket(payload []byte, src, dst netip.Addr, ifIndex int) error {
