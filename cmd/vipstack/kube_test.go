@@ -20,6 +20,7 @@ import (
 	"github.com/vipstack/vipstack/internal/k8s/v1alpha1"
 	"github.com/vipstack/vipstack/internal/kubetest"
 	"github.com/vipstack/vipstack/internal/syncbuf"
+	"github.com/vipstack/vipstack/internal/testutil"
 )
 
 // TestKubeFlags checks what runController and runAgent refuse before they
@@ -84,7 +85,7 @@ func TestRunController(t *testing.T) {
 	go func() {
 		done <- runController(runCtx, []string{"--kubeconfig", env.Kubeconfig, "--metrics-addr", "127.0.0.1:0", "--excluded-vrids", "1"}, &out, &errb)
 	}()
-	err := k8stest.Poll(60*time.Second, func() error {
+	err := testutil.Poll(60*time.Second, func() error {
 		var s corev1.Service
 		if err := c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "web"}, &s); err != nil {
 			return err
@@ -139,7 +140,7 @@ func TestControllerStopsWithoutRBAC(t *testing.T) {
 		done <- runController(runCtx, []string{"--kubeconfig", kc, "--metrics-addr", "127.0.0.1:0", "--health-addr", health, "--leader-elect=false"}, &out, &errb)
 	}()
 	// Wait until its manager runs with informers that cannot sync.
-	err = k8stest.Poll(60*time.Second, func() error {
+	err = testutil.Poll(60*time.Second, func() error {
 		resp, err := http.Get("http://" + health + "/readyz/informers")
 		if err != nil {
 			return err

@@ -17,6 +17,7 @@ import (
 
 	"github.com/vipstack/vipstack/internal/haproxycfg"
 	"github.com/vipstack/vipstack/internal/syncbuf"
+	"github.com/vipstack/vipstack/internal/testutil"
 )
 
 func TestLBCheck(t *testing.T) {
@@ -154,13 +155,12 @@ func dialFrontend(t *testing.T, addr string) net.Conn {
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if cond() {
+			return nil
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return fmt.Errorf("waiting for %s", what)
+	})
 }
 
 // TestLBRun runs the subcommand: it serves, reloads when the file

@@ -24,6 +24,7 @@ import (
 	"github.com/vipstack/vipstack/internal/chart"
 	"github.com/vipstack/vipstack/internal/k8s/k8stest"
 	"github.com/vipstack/vipstack/internal/kubetest"
+	"github.com/vipstack/vipstack/internal/testutil"
 	"github.com/vipstack/vipstack/internal/version"
 )
 
@@ -638,7 +639,7 @@ metadata:
 		t.Errorf("installed agent args %v, want --log-level=info", args)
 	}
 	// The release installed the CRDs: wait until the kinds are served.
-	k8stest.Eventually(t, 30*time.Second, func() error {
+	testutil.Eventually(t, 30*time.Second, func() error {
 		l := &unstructured.UnstructuredList{}
 		l.SetAPIVersion("vipstack.io/v1alpha1")
 		l.SetKind("IPPoolList")

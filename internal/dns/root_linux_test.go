@@ -2,6 +2,7 @@ package dns
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/vipstack/vipstack/internal/syncbuf"
 	"github.com/vipstack/vipstack/internal/testnet"
+	"github.com/vipstack/vipstack/internal/testutil"
 )
 
 // netnsPrefix starts the names of this package's namespaces.
@@ -252,17 +254,12 @@ func TestRootDig(t *testing.T) {
 // returns "" or timeout passes, and fails with f's last complaint.
 func eventually(t *testing.T, timeout time.Duration, f func() string) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		msg := f()
-		if msg == "" {
-			return
+	testutil.Eventually(t, timeout, func() error {
+		if msg := f(); msg != "" {
+			return errors.New(msg)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after %v: %s", timeout, msg)
-		}
-		time.Sleep(20 * time.Millisecond) // polling another process, not waiting for a timer of ours
-	}
+		return nil
+	})
 }
 
 // TestRootMDNSJoinLeave runs `vipstack dns -mdns-cluster` on two hosts: each

@@ -24,6 +24,7 @@ import (
 	"github.com/vipstack/vipstack/internal/peers"
 	"github.com/vipstack/vipstack/internal/script"
 	"github.com/vipstack/vipstack/internal/testnet"
+	"github.com/vipstack/vipstack/internal/testutil"
 	"github.com/vipstack/vipstack/internal/vrrp"
 )
 
@@ -35,17 +36,13 @@ const behaviourPrefix = "vsF"
 // for a timer of the code under test.
 func poll(t *testing.T, timeout time.Duration, what string, f func() (bool, error)) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	var last error
-	for time.Now().Before(deadline) {
+	testutil.Eventually(t, timeout, func() error {
 		done, err := f()
 		if done {
-			return
+			return nil
 		}
-		last = err
-		time.Sleep(50 * time.Millisecond) // polling the system, bounded by timeout
-	}
-	t.Fatalf("%s: not true after %v (last error: %v)", what, timeout, last)
+		return fmt.Errorf("%s: not true (last error: %v)", what, err)
+	})
 }
 
 // logOnFailure prints the tail of n's log when t fails.

@@ -17,6 +17,7 @@ import (
 	"github.com/vipstack/vipstack/internal/netif"
 	"github.com/vipstack/vipstack/internal/syncbuf"
 	"github.com/vipstack/vipstack/internal/testnet"
+	"github.com/vipstack/vipstack/internal/testutil"
 )
 
 // The tests here run the engine in this process, in network namespaces,
@@ -90,18 +91,12 @@ func runIn(t *testing.T, h *testnet.Host, e *Engine) {
 // asserted, it only ends a test that would otherwise hang.
 func waitFor(t *testing.T, what string, cond func() (bool, string)) {
 	t.Helper()
-	const waitLimit = 20 * time.Second
-	deadline := time.Now().Add(waitLimit)
-	for {
-		ok, why := cond()
-		if ok {
-			return
+	testutil.Eventually(t, 20*time.Second, func() error {
+		if ok, why := cond(); !ok {
+			return fmt.Errorf("%s: not so: %s", what, why)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not so after %v: %s", what, waitLimit, why)
-		}
-		time.Sleep(20 * time.Millisecond) // polling the system, bounded above
-	}
+		return nil
+	})
 }
 
 func stateOf(e *Engine) string {

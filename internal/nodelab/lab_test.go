@@ -4,6 +4,7 @@ package nodelab_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"testing"
@@ -12,12 +13,12 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
 	"github.com/vipstack/vipstack/internal/nodelab"
+	"github.com/vipstack/vipstack/internal/testutil"
 )
 
 // TestLabControlPlane checks the lab itself with the control plane and
@@ -166,14 +167,10 @@ func waitDaemonSet(t *testing.T, lab *nodelab.Lab, name string, gen int64) {
 
 // poll calls cond every 500 ms until it holds or timeout passes.
 func poll(ctx context.Context, timeout time.Duration, cond func() (bool, string)) error {
-	var why string
-	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
-		var ok bool
-		ok, why = cond()
-		return ok, nil
+	return testutil.PollEvery(ctx, 500*time.Millisecond, timeout, func() error {
+		if ok, why := cond(); !ok {
+			return errors.New(why)
+		}
+		return nil
 	})
-	if err != nil {
-		return fmt.Errorf("%w: %s", err, why)
-	}
-	return nil
 }

@@ -2,6 +2,7 @@ package redirect
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"slices"
@@ -15,17 +16,18 @@ import (
 
 	"github.com/vipstack/vipstack/internal/clock"
 	"github.com/vipstack/vipstack/internal/syncbuf"
+	"github.com/vipstack/vipstack/internal/testutil"
 )
 
+// waitFor waits for the follower's goroutine, not for a timer.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if cond() {
+			return nil
 		}
-		time.Sleep(5 * time.Millisecond) // waiting for the follower's goroutine, not for a timer
-	}
+		return fmt.Errorf("waiting for %s", what)
+	})
 }
 
 type fakeRedirect struct {

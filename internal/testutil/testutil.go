@@ -1,8 +1,54 @@
-// Package testutil holds small helpers the tests of several packages
-// share: the last lines of a log to print on failure.
+// Package testutil holds the helpers the tests of several packages share:
+// the one way they poll for a condition, and the last lines of a log to
+// print on failure.
 package testutil
 
-import "strings"
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Interval is how often Poll and Eventually look again.
+const Interval = 20 * time.Millisecond
+
+// PollEvery calls f every interval until it returns nil, timeout passes or
+// ctx ends; it then returns nil or f's last error with the time waited.
+// Tests poll what another process or goroutine does (addresses, files,
+// endpoints, the API server), never a timer of the code under test: the
+// timeout only ends a test that would otherwise hang.
+func PollEvery(ctx context.Context, interval, timeout time.Duration, f func() error) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		err := f()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("after %v: %w", timeout, err)
+		case <-tick.C:
+		}
+	}
+}
+
+// Poll is PollEvery at Interval.
+func Poll(timeout time.Duration, f func() error) error {
+	return PollEvery(context.Background(), Interval, timeout, f)
+}
+
+// Eventually is Poll failing t with f's last error.
+func Eventually(t testing.TB, timeout time.Duration, f func() error) {
+	t.Helper()
+	if err := Poll(timeout, f); err != nil {
+		t.Fatal(err)
+	}
+}
 
 // Tail returns the last n lines of s.
 func Tail(s string, n int) string {

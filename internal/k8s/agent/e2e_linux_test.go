@@ -16,10 +16,10 @@ import (
 
 	"github.com/vipstack/vipstack/internal/k8s"
 	"github.com/vipstack/vipstack/internal/k8s/k8slab"
-	"github.com/vipstack/vipstack/internal/k8s/k8stest"
 	"github.com/vipstack/vipstack/internal/k8s/v1alpha1"
 	"github.com/vipstack/vipstack/internal/peers"
 	"github.com/vipstack/vipstack/internal/testnet"
+	"github.com/vipstack/vipstack/internal/testutil"
 )
 
 func tail(s string, n int) string {
@@ -108,7 +108,7 @@ func TestEndToEnd(t *testing.T) {
 	// instance, so the first address goes up without waiting an election.
 	for _, n := range nodes {
 		own := k8slab.Group + "/node/" + n.Name + "/v4"
-		k8stest.Eventually(t, 30*time.Second, func() error {
+		testutil.Eventually(t, 30*time.Second, func() error {
 			st, err := n.Status(ctx)
 			if err != nil {
 				return fmt.Errorf("%s's status: %v", n.Name, err)
@@ -139,7 +139,7 @@ func TestEndToEnd(t *testing.T) {
 
 	mk(k8slab.NewService("web", netip.Addr{}))
 	var vip netip.Addr
-	k8stest.Eventually(t, 30*time.Second, func() error {
+	testutil.Eventually(t, 30*time.Second, func() error {
 		var s corev1.Service
 		if err := admin.Get(ctx, client.ObjectKey{Namespace: k8slab.ServiceNamespace, Name: "web"}, &s); err != nil {
 			return err
@@ -175,7 +175,7 @@ func TestEndToEnd(t *testing.T) {
 
 	var holder *k8slab.Node
 	if !t.Run("the address answers from a client namespace", func(t *testing.T) {
-		k8stest.Eventually(t, 30*time.Second, func() error {
+		testutil.Eventually(t, 30*time.Second, func() error {
 			hs := holders(t, nodes, vip)
 			if len(hs) != 1 {
 				var g v1alpha1.VIPGroup
@@ -214,7 +214,7 @@ func TestEndToEnd(t *testing.T) {
 				others = append(others, n)
 			}
 		}
-		k8stest.Eventually(t, 30*time.Second, func() error {
+		testutil.Eventually(t, 30*time.Second, func() error {
 			hs := holders(t, others, vip)
 			if len(hs) != 1 {
 				return fmt.Errorf("held by %v among the survivors, want exactly one", hs)
@@ -242,7 +242,7 @@ func TestEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !t.Run("the node comes back and takes its address back", func(t *testing.T) {
-		k8stest.Eventually(t, 30*time.Second, func() error {
+		testutil.Eventually(t, 30*time.Second, func() error {
 			hs := holders(t, nodes, vip)
 			if len(hs) != 1 || hs[0] != holder.Name {
 				return fmt.Errorf("held by %v, want %s alone (its preferred master)", hs, holder.Name)
@@ -296,7 +296,7 @@ func TestEndToEnd(t *testing.T) {
 			}
 		}()
 		mk(k8slab.NewService("api", second))
-		err := k8stest.Poll(30*time.Second, func() error {
+		err := testutil.Poll(30*time.Second, func() error {
 			if hs := holders(t, nodes, second); len(hs) != 1 {
 				return fmt.Errorf("%s held by %v, want one node", second, hs)
 			}
@@ -357,7 +357,7 @@ func TestEndToEnd(t *testing.T) {
 			}
 		}()
 		mk(k8slab.NewService("third", third))
-		err := k8stest.Poll(30*time.Second, func() error {
+		err := testutil.Poll(30*time.Second, func() error {
 			if hs := holders(t, nodes, third); len(hs) != 1 {
 				return fmt.Errorf("%s held by %v", third, hs)
 			}
@@ -384,7 +384,7 @@ func TestEndToEnd(t *testing.T) {
 		if err := admin.Delete(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: k8slab.ServiceNamespace, Name: "web"}}); err != nil {
 			t.Fatal(err)
 		}
-		k8stest.Eventually(t, 30*time.Second, func() error {
+		testutil.Eventually(t, 30*time.Second, func() error {
 			if hs := holders(t, nodes, vip); len(hs) != 0 {
 				return fmt.Errorf("still held by %v", hs)
 			}

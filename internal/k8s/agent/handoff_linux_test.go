@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/vipstack/vipstack/internal/k8s/k8slab"
-	"github.com/vipstack/vipstack/internal/k8s/k8stest"
 	"github.com/vipstack/vipstack/internal/peers"
 	"github.com/vipstack/vipstack/internal/testnet"
+	"github.com/vipstack/vipstack/internal/testutil"
 )
 
 // TestHandoffToSuccessor runs a second agent beside the one that holds a
@@ -103,8 +103,8 @@ func TestHandoffToSuccessor(t *testing.T) {
 	if succ, err = peers.StartCmd(node.Host, cmd); err != nil {
 		t.Fatal(err)
 	}
-	k8stest.Eventually(t, 30*time.Second, logHas("the successor", succ.Log, "another agent serves this node"))
-	k8stest.Eventually(t, 30*time.Second, logHas("the serving agent", node.Log, "a new agent started on this node"))
+	testutil.Eventually(t, 30*time.Second, logHas("the successor", succ.Log, "another agent serves this node"))
+	testutil.Eventually(t, 30*time.Second, logHas("the serving agent", node.Log, "a new agent started on this node"))
 
 	// The successor's engine dies before it takes over.
 	child, err := succ.EnginePid()
@@ -114,10 +114,10 @@ func TestHandoffToSuccessor(t *testing.T) {
 	if err := syscall.Kill(child, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	k8stest.Eventually(t, 30*time.Second, logHas("the successor's supervisor", succ.Log, "another agent serves this node; leaving its addresses"))
-	k8stest.Eventually(t, 30*time.Second, logHas("the serving agent", node.Log, "went away before it took over"))
+	testutil.Eventually(t, 30*time.Second, logHas("the successor's supervisor", succ.Log, "another agent serves this node; leaving its addresses"))
+	testutil.Eventually(t, 30*time.Second, logHas("the serving agent", node.Log, "went away before it took over"))
 	// Restarted by its supervisor, it connects again and gets ready.
-	k8stest.Eventually(t, 60*time.Second, func() error {
+	testutil.Eventually(t, 60*time.Second, func() error {
 		if n := strings.Count(node.Log(), "is ready to take over"); n < 1 {
 			return fmt.Errorf("the serving agent has not heard the restarted successor is ready")
 		}
@@ -128,7 +128,7 @@ func TestHandoffToSuccessor(t *testing.T) {
 	if err := node.TermAgent(15 * time.Second); err != nil {
 		t.Fatal(err)
 	}
-	k8stest.Eventually(t, 30*time.Second, logHas("the successor", succ.Log, "taking over from the agent that served this node"))
+	testutil.Eventually(t, 30*time.Second, logHas("the successor", succ.Log, "taking over from the agent that served this node"))
 	if !strings.Contains(node.Log(), "handed this node over to the new agent") {
 		t.Errorf("the serving agent's log does not say it handed over")
 	}
@@ -144,7 +144,7 @@ func TestHandoffToSuccessor(t *testing.T) {
 	if err := succ.Term(); err != nil {
 		t.Fatal(err)
 	}
-	k8stest.Eventually(t, 30*time.Second, func() error {
+	testutil.Eventually(t, 30*time.Second, func() error {
 		if got := holders(t, l.Nodes, vip); !slices.Equal(got, []string{other.Name}) {
 			return fmt.Errorf("held by %v after the last agent stopped, want %s", got, other.Name)
 		}

@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/vipstack/vipstack/internal/k8s/k8slab"
-	"github.com/vipstack/vipstack/internal/k8s/k8stest"
 	"github.com/vipstack/vipstack/internal/peers"
 	"github.com/vipstack/vipstack/internal/testnet"
+	"github.com/vipstack/vipstack/internal/testutil"
 )
 
 // TestHealthEndpoint runs `vipstack agent --health-addr` as the DaemonSet
@@ -62,7 +62,7 @@ func TestHealthEndpoint(t *testing.T) {
 	if err := n.StartAgent(); err != nil {
 		t.Fatal(err)
 	}
-	k8stest.Eventually(t, 30*time.Second, want("/readyz/engine", http.StatusInternalServerError, "the VRRP engine does not run yet"))
+	testutil.Eventually(t, 30*time.Second, want("/readyz/engine", http.StatusInternalServerError, "the VRRP engine does not run yet"))
 	// Sampled for a while (the agent's own retries run meanwhile): the
 	// answers must not change while the API server stays out of reach.
 	for range 10 {
@@ -83,7 +83,7 @@ func TestHealthEndpoint(t *testing.T) {
 	}
 
 	n.SetAPI(true)
-	k8stest.Eventually(t, 60*time.Second, want("/readyz", http.StatusOK, "ok"))
+	testutil.Eventually(t, 60*time.Second, want("/readyz", http.StatusOK, "ok"))
 	if err := want("/healthz", http.StatusOK, "ok")(); err != nil {
 		t.Errorf("API back: %v", err)
 	}

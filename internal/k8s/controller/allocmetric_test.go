@@ -10,8 +10,8 @@ import (
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/vipstack/vipstack/internal/k8s/controller"
-	"github.com/vipstack/vipstack/internal/k8s/k8stest"
 	"github.com/vipstack/vipstack/internal/k8s/v1alpha1"
+	"github.com/vipstack/vipstack/internal/testutil"
 )
 
 // TestAllocationsMetric: vipstack_k8s_allocations_total counts outcomes
@@ -65,7 +65,7 @@ func TestAllocationsMetric(t *testing.T) {
 		if err := h.c.Update(t.Context(), s); err != nil {
 			t.Fatal(err)
 		}
-		k8stest.Eventually(t, 30*time.Second, func() error {
+		testutil.Eventually(t, 30*time.Second, func() error {
 			if n := count(crmetrics.Registry, "controller_runtime_reconcile_total", "controller", "vipstack-services"); n <= before {
 				return fmt.Errorf("no reconcile of the Services after touching %s", name)
 			}
@@ -78,7 +78,7 @@ func TestAllocationsMetric(t *testing.T) {
 	// The count follows the status write the test just saw.
 	atLeast := func(result string, n float64) {
 		t.Helper()
-		k8stest.Eventually(t, 30*time.Second, func() error {
+		testutil.Eventually(t, 30*time.Second, func() error {
 			if got := allocations(result); got < n {
 				return fmt.Errorf("allocations_total{result=%s} = %v, want %v", result, got, n)
 			}

@@ -15,8 +15,8 @@ import (
 
 	"github.com/vipstack/vipstack/internal/k8s"
 	"github.com/vipstack/vipstack/internal/k8s/controller"
-	"github.com/vipstack/vipstack/internal/k8s/k8stest"
 	"github.com/vipstack/vipstack/internal/k8s/v1alpha1"
+	"github.com/vipstack/vipstack/internal/testutil"
 )
 
 func pool(name string, auto bool, ns []string, addrs ...string) *v1alpha1.IPPool {
@@ -32,7 +32,7 @@ func group(ns, name string, sel map[string]string, excluded ...int32) *v1alpha1.
 func (h *harness) groupStatus(ns, name string, ok func(*v1alpha1.VIPGroup) error) *v1alpha1.VIPGroup {
 	h.t.Helper()
 	var g v1alpha1.VIPGroup
-	k8stest.Eventually(h.t, 30*time.Second, func() error {
+	testutil.Eventually(h.t, 30*time.Second, func() error {
 		if err := h.c.Get(h.t.Context(), client.ObjectKey{Namespace: ns, Name: name}, &g); err != nil {
 			return err
 		}
@@ -181,7 +181,7 @@ func TestController(t *testing.T) {
 		h.waitEvent("demo", "Service", "late", corev1.EventTypeWarning, controller.ReasonPoolExhausted)
 		h.waitEvent("", "IPPool", "auto", corev1.EventTypeWarning, "PoolExhausted")
 		var p v1alpha1.IPPool
-		k8stest.Eventually(t, 30*time.Second, func() error {
+		testutil.Eventually(t, 30*time.Second, func() error {
 			if err := h.c.Get(t.Context(), client.ObjectKey{Name: "auto"}, &p); err != nil {
 				return err
 			}

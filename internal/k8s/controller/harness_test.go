@@ -20,6 +20,7 @@ import (
 	"github.com/vipstack/vipstack/internal/k8s/controller"
 	"github.com/vipstack/vipstack/internal/k8s/k8stest"
 	"github.com/vipstack/vipstack/internal/kubetest"
+	"github.com/vipstack/vipstack/internal/testutil"
 )
 
 // The controller's ServiceAccount, as deploy/rbac.yaml defines it: the
@@ -190,7 +191,7 @@ func ingressIPs(s *corev1.Service) []string {
 func (h *harness) waitService(ns, name string, what string, ok func(*corev1.Service) bool) *corev1.Service {
 	h.t.Helper()
 	var last *corev1.Service
-	err := k8stest.Poll(30*time.Second, func() error {
+	err := testutil.Poll(30*time.Second, func() error {
 		var s corev1.Service
 		if err := h.c.Get(h.t.Context(), client.ObjectKey{Namespace: ns, Name: name}, &s); err != nil {
 			return err
@@ -231,7 +232,7 @@ func (h *harness) waitCondition(ns, name, typ string, status metav1.ConditionSta
 func (h *harness) waitEvent(ns, kind, name, typ, reason string) string {
 	h.t.Helper()
 	var note string
-	k8stest.Eventually(h.t, 30*time.Second, func() error {
+	testutil.Eventually(h.t, 30*time.Second, func() error {
 		var list eventsv1.EventList
 		if err := h.c.List(h.t.Context(), &list, client.InNamespace(ns)); err != nil {
 			return err

@@ -14,7 +14,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/vipstack/vipstack/internal/k8s/controller"
-	"github.com/vipstack/vipstack/internal/k8s/k8stest"
+	"github.com/vipstack/vipstack/internal/testutil"
 )
 
 // freePort returns a loopback address no one listens on now.
@@ -96,7 +96,7 @@ func TestHealthEndpoints(t *testing.T) {
 	for i := range 2 {
 		addr := runWithHealth(t, h.controllerConfig(), true, true)
 		for _, path := range []string{"/healthz", "/readyz", "/readyz/informers"} {
-			k8stest.Eventually(t, 30*time.Second, wantHealth(addr, path, http.StatusOK, "ok"))
+			testutil.Eventually(t, 30*time.Second, wantHealth(addr, path, http.StatusOK, "ok"))
 		}
 		t.Logf("replica %d: live and ready", i)
 	}
@@ -106,7 +106,7 @@ func TestHealthEndpoints(t *testing.T) {
 	// once cancelled (seen with controller-runtime v0.24.1: still running
 	// 180 s later); the test does not wait for it.
 	addr := runWithHealth(t, nobody, false, false)
-	k8stest.Eventually(t, 30*time.Second, wantHealth(addr, "/healthz", http.StatusOK, "ok"))
+	testutil.Eventually(t, 30*time.Second, wantHealth(addr, "/healthz", http.StatusOK, "ok"))
 	// Sampled for a while: the informers keep being refused, and the
 	// answers must not change.
 	for range 5 {

@@ -15,8 +15,8 @@ import (
 
 	"github.com/vipstack/vipstack/internal/k8s"
 	"github.com/vipstack/vipstack/internal/k8s/controller"
-	"github.com/vipstack/vipstack/internal/k8s/k8stest"
 	"github.com/vipstack/vipstack/internal/k8s/v1alpha1"
+	"github.com/vipstack/vipstack/internal/testutil"
 )
 
 // TestHeldAddresses checks, against a real API server, that a Service
@@ -65,7 +65,7 @@ func TestHeldAddresses(t *testing.T) {
 		if err := h.c.Delete(t.Context(), &v1alpha1.IPPool{ObjectMeta: metav1.ObjectMeta{Name: "zeta"}}); err != nil {
 			t.Fatal(err)
 		}
-		k8stest.Eventually(t, 30*time.Second, func() error {
+		testutil.Eventually(t, 30*time.Second, func() error {
 			var p v1alpha1.IPPool
 			if err := h.c.Get(t.Context(), client.ObjectKey{Name: "zeta"}, &p); err == nil {
 				return fmt.Errorf("pool zeta still there")
@@ -223,7 +223,7 @@ func TestHeldAddresses(t *testing.T) {
 func (h *harness) poolCondition(name, typ string, status metav1.ConditionStatus) *metav1.Condition {
 	h.t.Helper()
 	var c *metav1.Condition
-	k8stest.Eventually(h.t, 30*time.Second, func() error {
+	testutil.Eventually(h.t, 30*time.Second, func() error {
 		var p v1alpha1.IPPool
 		if err := h.c.Get(h.t.Context(), client.ObjectKey{Name: name}, &p); err != nil {
 			return err
@@ -268,7 +268,7 @@ func (h *harness) denyServiceStatus(label string) {
 	probe := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "status-probe", Labels: map[string]string{label: "true"}},
 		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}}}
 	h.create(probe)
-	k8stest.Eventually(h.t, 30*time.Second, func() error {
+	testutil.Eventually(h.t, 30*time.Second, func() error {
 		var s corev1.Service
 		if err := h.c.Get(ctx, client.ObjectKeyFromObject(probe), &s); err != nil {
 			return err

@@ -14,8 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vipstack/vipstack/internal/k8s/controller"
-	"github.com/vipstack/vipstack/internal/k8s/k8stest"
 	"github.com/vipstack/vipstack/internal/k8s/v1alpha1"
+	"github.com/vipstack/vipstack/internal/testutil"
 )
 
 // editPool sets a pool's addresses (the CRD's schema must let them
@@ -43,7 +43,7 @@ func (h *harness) editPool(name string, addrs ...string) int64 {
 func (h *harness) poolReady(name string, gen int64, status metav1.ConditionStatus, want ...string) *v1alpha1.IPPool {
 	h.t.Helper()
 	var p v1alpha1.IPPool
-	k8stest.Eventually(h.t, 30*time.Second, func() error {
+	testutil.Eventually(h.t, 30*time.Second, func() error {
 		if err := h.c.Get(h.t.Context(), client.ObjectKey{Name: name}, &p); err != nil {
 			return err
 		}

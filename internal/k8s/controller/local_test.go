@@ -14,8 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vipstack/vipstack/internal/k8s/controller"
-	"github.com/vipstack/vipstack/internal/k8s/k8stest"
 	"github.com/vipstack/vipstack/internal/k8s/v1alpha1"
+	"github.com/vipstack/vipstack/internal/testutil"
 )
 
 // endpointSlice is the EndpointSlice the EndpointSlice controller would
@@ -154,7 +154,7 @@ func TestLocalServiceUnserved(t *testing.T) {
 				}
 				return true
 			})
-			k8stest.Eventually(t, 10*time.Second, func() error {
+			testutil.Eventually(t, 10*time.Second, func() error {
 				w := h.events("demo", "local", corev1.EventTypeWarning, controller.ReasonNoEndpointInGroup)
 				r := h.events("demo", "local", corev1.EventTypeNormal, controller.ReasonEndpointsInGroup)
 				if len(w) != st.warnings || len(r) != st.recovered {

@@ -11,8 +11,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vipstack/vipstack/internal/k8s/controller"
-	"github.com/vipstack/vipstack/internal/k8s/k8stest"
 	"github.com/vipstack/vipstack/internal/k8s/v1alpha1"
+	"github.com/vipstack/vipstack/internal/testutil"
 )
 
 // Test1000Services creates 1,000 LoadBalancer Services at once and checks
@@ -53,7 +53,7 @@ func Test1000Services(t *testing.T) {
 	}
 	created := time.Since(began)
 	var list corev1.ServiceList
-	k8stest.Eventually(t, 3*time.Minute, func() error {
+	testutil.Eventually(t, 3*time.Minute, func() error {
 		if err := h.c.List(t.Context(), &list, client.InNamespace("scale")); err != nil {
 			return err
 		}
@@ -81,7 +81,7 @@ func Test1000Services(t *testing.T) {
 			t.Errorf("%s got %s, outside the pool", s.Name, ip)
 		}
 	}
-	k8stest.Eventually(t, 30*time.Second, func() error {
+	testutil.Eventually(t, 30*time.Second, func() error {
 		var p v1alpha1.IPPool
 		if err := h.c.Get(t.Context(), client.ObjectKey{Name: "big"}, &p); err != nil {
 			return err

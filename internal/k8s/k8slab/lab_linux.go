@@ -32,6 +32,7 @@ import (
 	"github.com/vipstack/vipstack/internal/kubetest"
 	"github.com/vipstack/vipstack/internal/procfs"
 	"github.com/vipstack/vipstack/internal/testnet"
+	"github.com/vipstack/vipstack/internal/testutil"
 )
 
 // Group is the lab's VIPGroup ("namespace/name") and ServiceNamespace the
@@ -221,7 +222,7 @@ func Start(ctx context.Context, t testing.TB, o Options) *Lab {
 	l.logf("waiting for every node to master its own instance")
 	for _, n := range l.Nodes {
 		own := Group + "/node/" + n.Name + "/v4"
-		if err := k8stest.Poll(60*time.Second, func() error {
+		if err := testutil.Poll(60*time.Second, func() error {
 			if !n.AgentRunning() {
 				return fmt.Errorf("the agent of %s exited:\n%s", n.Name, tail(n.Log(), 20))
 			}
@@ -337,7 +338,7 @@ func (l *Lab) DeleteService(ctx context.Context, i int) error {
 	}
 	// Wait (bounded) until it is gone, so that a create right after does
 	// not meet the old object.
-	return k8stest.Poll(30*time.Second, func() error {
+	return testutil.Poll(30*time.Second, func() error {
 		err := l.Admin.Get(ctx, client.ObjectKeyFromObject(s), &corev1.Service{})
 		if apierrors.IsNotFound(err) {
 			return nil
@@ -358,7 +359,7 @@ func (l *Lab) WaitHeld(ctx context.Context, stable, timeout time.Duration) error
 	}
 	defer s.Close()
 	var since time.Time
-	return k8stest.Poll(timeout, func() error {
+	return testutil.Poll(timeout, func() error {
 		if ctx.Err() != nil {
 			return nil
 		}

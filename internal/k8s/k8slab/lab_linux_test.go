@@ -13,9 +13,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/vipstack/vipstack/internal/k8s"
-	"github.com/vipstack/vipstack/internal/k8s/k8stest"
 	"github.com/vipstack/vipstack/internal/peers"
 	"github.com/vipstack/vipstack/internal/testnet"
+	"github.com/vipstack/vipstack/internal/testutil"
 )
 
 // holders returns the names of the nodes holding vip.
@@ -73,7 +73,7 @@ func TestRestartSweepsWithoutAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Another node takes over; the killed one keeps the address meanwhile.
-	k8stest.Eventually(t, 10*time.Second, func() error {
+	testutil.Eventually(t, 10*time.Second, func() error {
 		if got := holders(t, s, l, 0); len(got) != 2 || !slices.Contains(got, h.Name) {
 			return fmt.Errorf("%s held by %v, want %s (left behind) and a new master", l.VIPs[0], got, h.Name)
 		}
@@ -83,7 +83,7 @@ func TestRestartSweepsWithoutAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	began := time.Now()
-	k8stest.Eventually(t, 5*time.Second, func() error {
+	testutil.Eventually(t, 5*time.Second, func() error {
 		if got := holders(t, s, l, 0); slices.Contains(got, h.Name) {
 			return fmt.Errorf("%s still on %s %v after its agent started again without the API (held by %v)", l.VIPs[0], h.Name, time.Since(began).Round(time.Millisecond), got)
 		}
@@ -93,7 +93,7 @@ func TestRestartSweepsWithoutAPI(t *testing.T) {
 	h.SetAPI(true)
 	// The agent's client retries the API with a back-off; once its caches
 	// sync, its engine starts and takes its address back.
-	k8stest.Eventually(t, 60*time.Second, func() error {
+	testutil.Eventually(t, 60*time.Second, func() error {
 		if got := holders(t, s, l, 0); len(got) != 1 || got[0] != h.Name {
 			return fmt.Errorf("with the API back, %s is held by %v, want %s (its preferred master)", l.VIPs[0], got, h.Name)
 		}

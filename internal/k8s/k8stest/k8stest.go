@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/vipstack/vipstack/internal/k8s/controller"
+	"github.com/vipstack/vipstack/internal/testutil"
 )
 
 // Root returns the module's root directory (where go.mod is).
@@ -127,7 +128,7 @@ func InstallCRDs(t testing.TB, c client.Client) {
 	ApplyCRDs(t, c, Objects(t, "crds.yaml"))
 	// The client's REST mapper learns the new kinds on first use; give the
 	// discovery a moment by listing until it works.
-	Eventually(t, 30*time.Second, func() error {
+	testutil.Eventually(t, 30*time.Second, func() error {
 		u := &unstructured.UnstructuredList{}
 		u.SetGroupVersionKind(schema.GroupVersionKind{Group: "vipstack.io", Version: "v1alpha1", Kind: "IPPoolList"})
 		return c.List(ctx, u)
@@ -142,7 +143,7 @@ func ApplyCRDs(t testing.TB, c client.Client, objs []*unstructured.Unstructured)
 	if err := Apply(ctx, c, objs, false); err != nil {
 		t.Fatal(err)
 	}
-	Eventually(t, 30*time.Second, func() error {
+	testutil.Eventually(t, 30*time.Second, func() error {
 		for _, o := range objs {
 			u := &unstructured.Unstructured{}
 			u.SetGroupVersionKind(schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"})
@@ -163,33 +164,6 @@ func ApplyCRDs(t testing.TB, c client.Client, objs []*unstructured.Unstructured)
 		}
 		return nil
 	})
-}
-
-// Eventually polls f until it returns nil or timeout passes, then fails
-// the test with f's last error. It waits on the API server (another
-// process), not on a timer of the code under test.
-func Eventually(t testing.TB, timeout time.Duration, f func() error) {
-	t.Helper()
-	if err := Poll(timeout, f); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// Poll is Eventually returning the error instead of failing.
-func Poll(timeout time.Duration, f func() error) error {
-	deadline := time.Now().Add(timeout)
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		err := f()
-		if err == nil {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("after %v: %w", timeout, err)
-		}
-		<-tick.C
-	}
 }
 
 func bufioReader(b []byte) *bufio.Reader { return bufio.NewReader(bytes.NewReader(b)) }
