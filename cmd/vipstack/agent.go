@@ -16,7 +16,6 @@ import (
 	"github.com/vipstack/vipstack/internal/k8s/agent"
 	"github.com/vipstack/vipstack/internal/netif"
 	"github.com/vipstack/vipstack/internal/serve"
-	"github.com/vipstack/vipstack/internal/supervise"
 	"github.com/vipstack/vipstack/internal/version"
 )
 
@@ -33,10 +32,10 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		healthAddr   = fs.String("health-addr", loopback(cluster.DefaultAgentHealthPort), "address for /healthz (the VRRP engine's loop answers) and /readyz (it runs with the first plan); loopback unless told otherwise, e.g. :9655 for the kubelet's probes; empty: off")
 		stateDir     = fs.String("state-dir", "/run/vipstack", "directory for the ledger of held VIPs")
 		announceRate = fs.Int("announce-rate", 500, "gratuitous ARP / unsolicited NA per second and instance (0: unlimited)")
-		logLevel     = fs.String("log-level", "info", "debug, info, warn or error")
 		noSuper      = fs.Bool("no-supervisor", false, "run without the supervisor that removes VIPs at once if the agent crashes")
 		handoffSock  = fs.String("handoff-socket", handoff.AgentSocket, "abstract Unix socket (on the node's network) by which the agent serving the node hands it to a successor started beside it, so that a rolling update moves no address; empty: off (every stop releases the addresses)")
 	)
+	logLevel := addLogLevel(fs, "vipstack agent", "")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -54,7 +53,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			return 2
 		}
 	}
-	log, ok := kubeLogger(stderr, "agent", *logLevel)
+	log, ok := kubeLogger(stderr, logLevel)
 	if !ok {
 		return 2
 	}
@@ -69,27 +68,16 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "vipstack agent: %v\n", err)
 		return 1
 	}
-	if w := supervise.NoSupervisorWarning(os.Getpid()); *noSuper && w != "" {
-		log.Warn(w)
-	}
-	if !*noSuper && !supervise.IsChild() {
-		self, err := os.Executable()
-		if err != nil {
-			fmt.Fprintf(stderr, "vipstack agent: cannot find my own executable for the supervisor: %v\n", err)
-			return 1
+	if code, ran := superviseSelf(ctx, log, stderr, "agent", args, *noSuper, func() {
+		if *handoffSock != "" && handoff.Held(*handoffSock) {
+			// The agent died before it took over from the one that still
+			// serves the node: the ledger lists that one's addresses.
+			log.Info("supervisor: another agent serves this node; leaving its addresses", "socket", *handoffSock)
+			return
 		}
-		sup := &supervise.Supervisor{Path: self, Args: append([]string{"agent"}, args...), Log: log,
-			OnCrash: func() {
-				if *handoffSock != "" && handoff.Held(*handoffSock) {
-					// The agent died before it took over from the one that
-					// still serves the node: the ledger lists that one's
-					// addresses.
-					log.Info("supervisor: another agent serves this node; leaving its addresses", "socket", *handoffSock)
-					return
-				}
-				sweepLedger(log, netif.Ledger{Path: ledger})
-			}}
-		return sup.Run(ctx)
+		sweepLedger(log, netif.Ledger{Path: ledger})
+	}); ran {
+		return code
 	}
 	mgr, err := agent.NewManager(cfg, log)
 	if err != nil {

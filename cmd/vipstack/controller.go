@@ -36,8 +36,8 @@ func runController(ctx context.Context, args []string, stdout, stderr io.Writer)
 		healthAddr  = fs.String("health-addr", "", "address for /healthz and /readyz; empty: off")
 		workers     = fs.Int("workers", 4, "Services reconciled at once")
 		qps         = fs.Float64("qps", 200, "API requests per second the controller may send")
-		logLevel    = fs.String("log-level", "info", "debug, info, warn or error")
 	)
+	logLevel := addLogLevel(fs, "vipstack controller", "")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -45,7 +45,7 @@ func runController(ctx context.Context, args []string, stdout, stderr io.Writer)
 		fmt.Fprintf(stderr, "vipstack controller: unexpected arguments %q\n", fs.Args())
 		return 2
 	}
-	log, ok := kubeLogger(stderr, "controller", *logLevel)
+	log, ok := kubeLogger(stderr, logLevel)
 	if !ok {
 		return 2
 	}
@@ -125,13 +125,11 @@ func kubeConfig(path string) (*rest.Config, error) {
 
 // kubeLogger makes the slog logger and routes controller-runtime's and
 // client-go's (klog) logging to it.
-func kubeLogger(stderr io.Writer, what, level string) (*slog.Logger, bool) {
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(level)); err != nil {
-		fmt.Fprintf(stderr, "vipstack %s: --log-level %q: want debug, info, warn or error\n", what, level)
+func kubeLogger(stderr io.Writer, level *logLevelFlag) (*slog.Logger, bool) {
+	log, ok := level.logger(stderr)
+	if !ok {
 		return nil, false
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: l}))
 	lr := logr.FromSlogHandler(log.Handler())
 	ctrllog.SetLogger(lr)
 	klog.SetLogger(lr)

@@ -37,11 +37,11 @@ func runDNS(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		nodeRole = fs.String("node-role", "master", "this node's role for -mdns-cluster: master, worker or bootstrap (masters are the etcd-N names)")
 		iface    = fs.String("mdns-interface", "", "interface for mDNS (empty: every up multicast interface)")
 		ocp      = fs.Bool("mdns-openshift", true, "with -mdns-cluster, also publish this node as OpenShift's mdns-publisher does (_workstation._tcp, and _etcd-server-ssl._tcp on masters) and accept the nodes it publishes, so that OpenShift nodes and vipstack nodes see each other during a migration; false: only _vipstack._tcp")
-		logLevel = fs.String("log-level", "info", "debug, info, warn or error (vipstack's own messages)")
 	)
 	var nodeAddrs, exclude addrList
 	fs.Var(&nodeAddrs, "node-addr", "this node's address to publish over mDNS; repeat or separate with commas; never a VIP")
 	fs.Var(&exclude, "mdns-exclude", "address never to advertise or accept over mDNS (the VIPs); repeat or separate with commas")
+	logLevel := addLogLevel(fs, "vipstack dns", "debug, info, warn or error (vipstack's own messages)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -53,9 +53,8 @@ func runDNS(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, strings.Join(dns.Directives(), "\n"))
 		return 0
 	}
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
-		fmt.Fprintf(stderr, "vipstack dns: -log-level %q: want debug, info, warn or error\n", *logLevel)
+	level, ok := logLevel.level(stderr)
+	if !ok {
 		return 2
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))

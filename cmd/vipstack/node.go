@@ -21,7 +21,6 @@ import (
 	"github.com/vipstack/vipstack/internal/netif"
 	"github.com/vipstack/vipstack/internal/node"
 	"github.com/vipstack/vipstack/internal/redirect"
-	"github.com/vipstack/vipstack/internal/supervise"
 	"github.com/vipstack/vipstack/internal/version"
 )
 
@@ -46,12 +45,12 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		metricsAddr = fs.String("metrics-addr", defaultMetricsAddr, "Prometheus metrics address; empty: off")
 		statusAddr  = fs.String("status-addr", defaultStatusAddr, "JSON status address (loopback only); empty: off")
 		stateDir    = fs.String("state-dir", "/run/vipstack", "directory for the ledger of held VIPs")
-		logLevel    = fs.String("log-level", "info", "debug, info, warn or error")
 		watch       = fs.Duration("watch-interval", time.Second, "how often to look for a changed cluster file; 0: only on SIGHUP")
 		noSuper     = fs.Bool("no-supervisor", false, "run without the supervisor that removes VIPs at once if the agent crashes")
 		check       = fs.Bool("check", false, "validate the cluster file for this node and exit")
 		lbSocket    = fs.String("lb-socket", "", "on a master, serve the load balancer's runtime API (haproxy's stats socket commands: show stat, show servers state, set server B/S state ready|drain|maint) on this Unix socket, level admin, mode 0600; empty: off")
 	)
+	logLevel := addLogLevel(fs, "vipstack node", "")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -69,9 +68,8 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			}
 		}
 	}
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
-		fmt.Fprintf(stderr, "vipstack node: --log-level %q: want debug, info, warn or error\n", *logLevel)
+	level, ok := logLevel.level(stderr)
+	if !ok {
 		return 2
 	}
 	if *statusAddr != "" {
@@ -112,25 +110,15 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "%s: valid for node %s\n", *cfgPath, *nodeName)
 		return 0
 	}
-	if w := supervise.NoSupervisorWarning(os.Getpid()); *noSuper && w != "" {
-		log.Warn(w)
-	}
-	if !*noSuper && !supervise.IsChild() {
-		self, err := os.Executable()
-		if err != nil {
-			fmt.Fprintf(stderr, "vipstack node: cannot find my own executable for the supervisor: %v\n", err)
-			return 1
+	if code, ran := superviseSelf(ctx, log, stderr, "node", args, *noSuper, func() {
+		sweepLedger(log, netif.Ledger{Path: ledger})
+		if names, err := redirect.Sweep(); err != nil {
+			log.Error("supervisor: removing the API VIP redirects failed", "err", err)
+		} else if len(names) > 0 {
+			log.Info("supervisor: removed the crashed agent's redirects", "tables", names)
 		}
-		sup := &supervise.Supervisor{Path: self, Args: append([]string{"node"}, args...), Log: log,
-			OnCrash: func() {
-				sweepLedger(log, netif.Ledger{Path: ledger})
-				if names, err := redirect.Sweep(); err != nil {
-					log.Error("supervisor: removing the API VIP redirects failed", "err", err)
-				} else if len(names) > 0 {
-					log.Info("supervisor: removed the crashed agent's redirects", "tables", names)
-				}
-			}}
-		return sup.Run(ctx)
+	}); ran {
+		return code
 	}
 	// CoreDNS's plugins register on Prometheus's default registry.
 	stopEndpoints, ok := startEndpoints("vipstack node", stderr, *metricsAddr, prometheus.Gatherers{reg, prometheus.DefaultGatherer}, *statusAddr, func() any { return agent.Status() })

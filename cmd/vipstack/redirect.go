@@ -53,12 +53,12 @@ func runRedirect(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		toPort   = fs.Int("to-port", 0, "the balancer's port on this node (the frontend's bind port, e.g. 9445)")
 		monitor  = fs.String("monitor", "", "the balancer's monitor URL (e.g. http://127.0.0.1:50936/haproxy_ready)")
 		interval = fs.Duration("interval", time.Second, "how often to ask the monitor")
-		logLevel = fs.String("log-level", "info", "debug, info, warn or error")
 	)
+	logLevel := addLogLevel(fs, "vipstack redirect", "")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	var level slog.Level
+	level, levelOK := logLevel.level(io.Discard)
 	u, uerr := url.Parse(*monitor)
 	switch {
 	case fs.NArg() > 0:
@@ -76,8 +76,8 @@ func runRedirect(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	case *interval < 100*time.Millisecond:
 		fmt.Fprintf(stderr, "vipstack redirect: --interval %v: want 100ms or more\n", *interval)
 		return 2
-	case level.UnmarshalText([]byte(*logLevel)) != nil:
-		fmt.Fprintf(stderr, "vipstack redirect: --log-level %q: want debug, info, warn or error\n", *logLevel)
+	case !levelOK:
+		logLevel.level(stderr) // says what is accepted
 		return 2
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))

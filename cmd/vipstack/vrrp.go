@@ -31,10 +31,10 @@ func runVRRP(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		metricsAddr = fs.String("metrics-addr", "", "serve Prometheus metrics on this address (e.g. 127.0.0.1:9650); empty: off")
 		statusAddr  = fs.String("status-addr", "", "serve JSON status on this loopback address (e.g. 127.0.0.1:9651); empty: off")
 		stateDir    = fs.String("state-dir", "/run/vipstack", "directory for the ledger of held VIPs (crash clean-up)")
-		logLevel    = fs.String("log-level", "info", "debug, info, warn or error")
 		noSuper     = fs.Bool("no-supervisor", false, "run the engine in this process, without the supervisor that removes VIPs at once if the engine crashes")
 	)
 	fs.StringVar(cfgPath, "config-file", "/etc/keepalived/keepalived.conf", "same as -f")
+	logLevel := addLogLevel(fs, "vipstack vrrp", "")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -42,12 +42,10 @@ func runVRRP(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "vipstack vrrp: unexpected arguments %q\n", fs.Args())
 		return 2
 	}
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
-		fmt.Fprintf(stderr, "vipstack vrrp: --log-level %q: want debug, info, warn or error\n", *logLevel)
+	log, ok := logLevel.logger(stderr)
+	if !ok {
 		return 2
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 
 	if *check {
 		cfg, err := engine.Check(*cfgPath)
@@ -84,29 +82,15 @@ func runVRRP(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "vipstack vrrp: %v\n", err)
 		return 1
 	}
-	if w := supervise.NoSupervisorWarning(os.Getpid()); *noSuper && w != "" {
-		log.Warn(w)
-	}
 	if !*noSuper && !supervise.IsChild() {
 		// Validate first, so a bad file fails here and not in a restart loop.
 		if _, err := engine.Check(*cfgPath); err != nil {
 			fmt.Fprintf(stderr, "%v\n", err)
 			return 1
 		}
-		self, err := os.Executable()
-		if err != nil {
-			fmt.Fprintf(stderr, "vipstack vrrp: cannot find my own executable for the supervisor: %v\n", err)
-			return 1
-		}
-		sup := &supervise.Supervisor{
-			Path: self,
-			Args: append([]string{"vrrp"}, args...),
-			Log:  log,
-			OnCrash: func() {
-				sweepLedger(log, netif.Ledger{Path: ledger})
-			},
-		}
-		return sup.Run(ctx)
+	}
+	if code, ran := superviseSelf(ctx, log, stderr, "vrrp", args, *noSuper, func() { sweepLedger(log, netif.Ledger{Path: ledger}) }); ran {
+		return code
 	}
 	reg := prometheus.NewRegistry()
 	e, cfg, err := engine.New(engine.Options{ConfigPath: *cfgPath, Logger: log, Registry: reg, Ledger: netif.Ledger{Path: ledger}})
