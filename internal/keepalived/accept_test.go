@@ -60,6 +60,28 @@ func TestParseAccepts(t *testing.T) {
 			},
 		},
 		{
+			// keepalived 2.2.7 (measured with keepalived -t): "(VI_1) track
+			// script chk_late not found, ignoring..." for a vrrp_script
+			// defined after the instance and for one never defined; the
+			// instance runs without them.
+			name: "track_script naming a later or undefined vrrp_script is dropped with keepalived's warning",
+			conf: script + vi(" track_script {\n  chk\n  later\n  nope\n }\n") + "vrrp_script later {\n script /bin/true\n}\n" +
+				"vrrp_sync_group G {\n group {\n  VI\n }\n track_script {\n  later\n  nope\n }\n}\n",
+			get: func(c *Config) any {
+				return [][]TrackScript{first(c).TrackScripts, c.SyncGroups[0].TrackScripts}
+			},
+			want: [][]TrackScript{{{Name: "chk", Pos: Pos{"k.conf", 11}}}, {{Name: "later", Pos: Pos{"k.conf", 24}}}},
+			wantWarnings: []string{
+				"k.conf:12: (VI) track script later not found, ignoring... WARNING: vrrp_script later is defined at k.conf:16, " +
+					"after this track_script; keepalived 2.2.7 only knows scripts defined above their use, so VI runs WITHOUT " +
+					"this check (vipstack does the same); move vrrp_script later above it",
+				"k.conf:13: (VI) track script nope not found, ignoring... (defined: chk, later); VI runs without it, as in keepalived",
+				"k.conf:25: (G) track script nope not found, ignoring... (defined: chk, later); G runs without it, as in keepalived",
+				"k.conf:19: vrrp_sync_group \"G\" has only one vrrp_instance",
+				"k.conf:4: scripts are configured but enable_script_security is not set (keepalived reports a SECURITY VIOLATION)",
+			},
+		},
+		{
 			name: "dynamic_interfaces is accepted (vipstack always runs an instance with a missing interface in FAULT)",
 			conf: "global_defs {\n dynamic_interfaces allow_if_changes\n}\n" + vi(""),
 			get:  func(c *Config) any { return len(c.Instances) },

@@ -484,7 +484,14 @@ func (p *parser) trackScripts(s *stmt) []TrackScript {
 	var out []TrackScript
 	for _, e := range s.block {
 		if w, has, ok := p.trackWeight(e, s.kw()); ok {
-			out = append(out, TrackScript{Name: e.kw(), Weight: w, HasWeight: has, Pos: e.pos})
+			ts := TrackScript{Name: e.kw(), Weight: w, HasWeight: has, Pos: e.pos}
+			if _, ok := p.cfg.Scripts[ts.Name]; !ok {
+				// keepalived 2.2.7 looks the name up while it reads the
+				// block: a vrrp_script defined further down is not
+				// found, and the entry is dropped (see dropUnknownTracks).
+				p.unknownTracks[e.pos] = true
+			}
+			out = append(out, ts)
 		}
 	}
 	return out

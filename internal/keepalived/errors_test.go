@@ -617,16 +617,6 @@ func TestParseErrors(t *testing.T) {
 
 		// Tracking and notify.
 		{
-			name: "undefined track_script, none defined",
-			conf: vi(" track_script {\n  chk\n }\n"),
-			want: "k.conf:8: track_script \"chk\" is not a defined vrrp_script (no vrrp_script is defined)",
-		},
-		{
-			name: "undefined track_script",
-			conf: script + "vrrp_script other {\n script /bin/true\n}\n" + vi(" track_script {\n  chk_typo\n }\n"),
-			want: "k.conf:14: track_script \"chk_typo\" is not a defined vrrp_script (defined: chk, other)",
-		},
-		{
 			name: "track_script weight out of range",
 			conf: script + vi(" track_script {\n  chk weight -254\n }\n"),
 			want: "k.conf:11: weight -254 is out of range (accepted: -253..253)",
@@ -700,11 +690,6 @@ func TestParseErrors(t *testing.T) {
 			name: "weighted track_interface in a sync group member",
 			conf: vi(" track_interface {\n  eth1 weight 5\n }\n") + "vrrp_sync_group G {\n group {\n  VI\n }\n}\n",
 			want: "k.conf:8: track_interface eth1 has weight 5, but vrrp_instance \"VI\" is in vrrp_sync_group \"G\", where keepalived ignores weighted tracking; use weight 0 or track it on the sync group",
-		},
-		{
-			name: "undefined track_script in sync group",
-			conf: inst("A", "1", "198.18.0.1") + "vrrp_sync_group G {\n group {\n  A\n }\n track_script {\n  nope\n }\n}\n",
-			want: "k.conf:13: track_script \"nope\" is not a defined vrrp_script (no vrrp_script is defined)",
 		},
 
 		// Collection.

@@ -40,7 +40,8 @@ func Parse(name string, data []byte, fsys fs.FS) (*Config, error) {
 	tree := buildTree(r.lines, errs)
 
 	p := &parser{errs: errs, cfg: newConfig(), insts: map[*Instance]*instMeta{},
-		globalSeen: map[string]Pos{}, syncNames: map[string]Pos{}, instByName: map[string]*Instance{}}
+		globalSeen: map[string]Pos{}, syncNames: map[string]Pos{}, instByName: map[string]*Instance{},
+		unknownTracks: map[Pos]bool{}}
 	p.cfg.Warnings = r.warnings
 	p.top(tree)
 	p.validate()
@@ -73,6 +74,9 @@ type parser struct {
 	syncNames  map[string]Pos
 	instByName map[string]*Instance
 	defined    string // scriptNames, computed once for error messages
+	// unknownTracks are the track_script entries naming a vrrp_script not
+	// defined yet where they were read.
+	unknownTracks map[Pos]bool
 }
 
 // instMeta is what validation needs to know about an instance beyond the

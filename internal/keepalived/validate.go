@@ -37,7 +37,7 @@ func (p *parser) validate() {
 		p.resolveGARP(in, m)
 		p.preempt(in, m)
 		p.ownInterface(in)
-		p.checkTracks(in.TrackScripts)
+		in.TrackScripts = p.dropUnknownTracks(in.Name, in.TrackScripts)
 		p.ownerWeights(in)
 		if at := m.seen["virtual_router_id"]; in.VRID != 0 && in.Interface != "" {
 			k := vrKey{in.Interface, in.VRID, fam}
@@ -252,16 +252,32 @@ func deref[T any](v *T, def T) T {
 	return *v
 }
 
-// checkTracks checks that tracked scripts are defined.
-func (p *parser) checkTracks(ts []TrackScript) {
-	for _, t := range ts {
-		if _, ok := p.cfg.Scripts[t.Name]; !ok {
+// dropUnknownTracks removes the track_script entries that keepalived 2.2.7
+// ignores: those naming a vrrp_script that is not defined where the entry is
+// read, because it is defined further down or not at all. keepalived logs
+// "(VI_1) track script chk not found, ignoring..." and runs the instance
+// without the check; vipstack does the same, with a warning in keepalived's
+// words and, for a script defined later, what surprises in it.
+func (p *parser) dropUnknownTracks(owner string, ts []TrackScript) []TrackScript {
+	return slices.DeleteFunc(ts, func(t TrackScript) bool {
+		if !p.unknownTracks[t.Pos] {
+			return false
+		}
+		sc, later := p.cfg.Scripts[t.Name]
+		switch {
+		case later:
+			p.warn(t.Pos, "(%s) track script %s not found, ignoring... WARNING: vrrp_script %s is defined at %s, after this "+
+				"track_script; keepalived 2.2.7 only knows scripts defined above their use, so %s runs WITHOUT this check "+
+				"(vipstack does the same); move vrrp_script %s above it", owner, t.Name, t.Name, sc.Pos, owner, t.Name)
+		default:
 			if p.defined == "" {
 				p.defined = p.scriptNames()
 			}
-			p.errs.add(t.Pos, "track_script", "track_script %q is not a defined vrrp_script (%s)", t.Name, p.defined)
+			p.warn(t.Pos, "(%s) track script %s not found, ignoring... (%s); %s runs without it, as in keepalived",
+				owner, t.Name, p.defined, owner)
 		}
-	}
+		return true
+	})
 }
 
 // scriptNames lists the defined vrrp_script names for error messages, at
@@ -280,7 +296,7 @@ func (p *parser) scriptNames() string {
 func (p *parser) checkSyncGroups() {
 	owner := map[string]*SyncGroup{}
 	for _, g := range p.cfg.SyncGroups {
-		p.checkTracks(g.TrackScripts)
+		g.TrackScripts = p.dropUnknownTracks(g.Name, g.TrackScripts)
 		for _, name := range g.Members {
 			if _, ok := p.instByName[name]; !ok {
 				p.errs.add(g.Pos, "group", "vrrp_sync_group %q: member %q is not a defined vrrp_instance", g.Name, name)
