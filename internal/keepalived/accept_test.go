@@ -3,6 +3,7 @@ package keepalived
 import (
 	"fmt"
 	"net/netip"
+	"strings"
 	"testing"
 	"testing/fstest"
 	"time"
@@ -79,6 +80,36 @@ func TestParseAccepts(t *testing.T) {
 				"k.conf:25: (G) track script nope not found, ignoring... (defined: chk, later); G runs without it, as in keepalived",
 				"k.conf:19: vrrp_sync_group \"G\" has only one vrrp_instance",
 				"k.conf:4: scripts are configured but enable_script_security is not set (keepalived reports a SECURITY VIOLATION)",
+			},
+		},
+		{
+			name: "SMTP alert settings, smtp_alert resolved as keepalived does (instance, else smtp_alert_vrrp, else smtp_alert)",
+			conf: "global_defs {\n notification_email {\n  a@example.org\n  b@example.org\n }\n notification_email_from k@example.org\n" +
+				" smtp_server localhost\n smtp_helo_name n1.example\n smtp_connect_timeout 15\n smtp_alert\n smtp_alert_vrrp off\n" +
+				" smtp_alert_checker yes\n no_email_faults\n checker_no_swap\n}\n" +
+				inst("A", "1", "198.18.0.1") + strings.Replace(inst("B", "2", "198.18.0.2"), " interface", " smtp_alert\n interface", 1),
+			get: func(c *Config) any {
+				return []any{c.Global.NotificationEmail, c.Global.NotificationEmailFrom, c.Global.SMTPServer, c.Global.SMTPHeloName,
+					c.Global.SMTPConnectTimeout, c.Global.NoEmailFaults, c.Global.CheckerNoSwap, c.Instances[0].SMTPAlert, c.Instances[1].SMTPAlert}
+			},
+			want: []any{[]string{"a@example.org", "b@example.org"}, "k@example.org", "localhost:25", "n1.example",
+				15 * time.Second, true, true, false, true},
+		},
+		{
+			name: "smtp_server with a port; global smtp_alert applies when smtp_alert_vrrp is not set",
+			conf: "global_defs {\n notification_email {\n  a@example.org\n }\n smtp_server 198.18.0.9 2525\n smtp_alert\n}\n" + vi(""),
+			get:  func(c *Config) any { return []any{c.Global.SMTPServer, first(c).SMTPAlert} },
+			want: []any{"198.18.0.9:2525", true},
+		},
+		{
+			// keepalived 2.2.7 -t: "Warning - empty notification_email block".
+			name: "empty notification_email block",
+			conf: "global_defs {\n notification_email {\n }\n}\n" + vi(" smtp_alert\n"),
+			get:  func(c *Config) any { return first(c).SMTPAlert },
+			want: true,
+			wantWarnings: []string{
+				"k.conf:2: Warning - empty notification_email block",
+				"k.conf:5: vrrp_instance \"VI\" has smtp_alert but global_defs has no smtp_server: no alert is sent (as in keepalived)",
 			},
 		},
 		{

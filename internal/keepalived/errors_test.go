@@ -692,6 +692,23 @@ func TestParseErrors(t *testing.T) {
 			want: "k.conf:8: track_interface eth1 has weight 5, but vrrp_instance \"VI\" is in vrrp_sync_group \"G\", where keepalived ignores weighted tracking; use weight 0 or track it on the sync group",
 		},
 
+		// SMTP alerts.
+		{
+			name: "smtp_alert with a bad value",
+			conf: vi(" smtp_alert maybe\n"),
+			want: "k.conf:7: Invalid value 'maybe' for smtp_alert specified (accepted: nothing, true, on, yes, false, off, no)",
+		},
+		{
+			name: "smtp_server port out of range",
+			conf: "global_defs {\n smtp_server 127.0.0.1 70000\n}\n" + vi(""),
+			want: "k.conf:2: smtp_server port 70000 is out of range (accepted: 1..65535)",
+		},
+		{
+			name: "smtp_server not a host",
+			conf: "global_defs {\n smtp_server smtp/server\n}\n" + vi(""),
+			want: "k.conf:2: smtp_server \"smtp/server\" is neither an IP address nor a host name",
+		},
+
 		// Collection.
 		{
 			name: "errors are collected and capped",

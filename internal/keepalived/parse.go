@@ -77,6 +77,9 @@ type parser struct {
 	// unknownTracks are the track_script entries naming a vrrp_script not
 	// defined yet where they were read.
 	unknownTracks map[Pos]bool
+	// smtpAlert and smtpAlertVRRP are global smtp_alert and
+	// smtp_alert_vrrp, nil when not set.
+	smtpAlert, smtpAlertVRRP *bool
 }
 
 // instMeta is what validation needs to know about an instance beyond the
@@ -86,6 +89,7 @@ type instMeta struct {
 	advertRaw              string
 	garpDelay, garpRefresh *time.Duration
 	garpRepeat, garpRefRep *int
+	smtpAlert              *bool // smtp_alert, nil when not set
 	vipEntries             int   // virtual_ipaddress entries, valid or not
 	peerPos                []Pos // position of each UnicastPeers entry
 }
@@ -269,4 +273,24 @@ func (p *parser) top(stmts []*stmt) {
 			p.reject(s, "the top level", topAccepted, topUnsupported)
 		}
 	}
+}
+
+// boolArg parses keepalived's optional boolean argument (check_true_false:
+// true, on, yes / false, off, no); no argument means true.
+func (p *parser) boolArg(s *stmt) (bool, bool) {
+	a, ok := p.nargs(s, 0, 1, "nothing or one of true, on, yes, false, off, no")
+	if !ok {
+		return false, false
+	}
+	if len(a) == 0 {
+		return true, true
+	}
+	switch strings.ToLower(a[0]) {
+	case "true", "on", "yes":
+		return true, true
+	case "false", "off", "no":
+		return false, true
+	}
+	p.errs.add(s.pos, s.kw(), "Invalid value '%s' for %s specified (accepted: nothing, true, on, yes, false, off, no)", a[0], s.kw())
+	return false, false
 }

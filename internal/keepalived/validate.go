@@ -35,6 +35,7 @@ func (p *parser) validate() {
 		p.version(in, m, fam)
 		p.unicastFamily(in, m, fam)
 		p.resolveGARP(in, m)
+		in.SMTPAlert = deref(m.smtpAlert, deref(p.smtpAlertVRRP, deref(p.smtpAlert, false)))
 		p.preempt(in, m)
 		p.ownInterface(in)
 		in.TrackScripts = p.dropUnknownTracks(in.Name, in.TrackScripts)
@@ -70,6 +71,26 @@ func (p *parser) validate() {
 	}
 	p.checkSyncGroups()
 	p.securityNote()
+	p.smtpNote()
+}
+
+// smtpNote warns when an instance asks for alerts that cannot be sent.
+func (p *parser) smtpNote() {
+	g := p.cfg.Global
+	for _, in := range p.cfg.Instances {
+		if !in.SMTPAlert {
+			continue
+		}
+		switch {
+		case g.SMTPServer == "":
+			p.warn(in.Pos, "vrrp_instance %q has smtp_alert but global_defs has no smtp_server: no alert is sent (as in keepalived)", in.Name)
+		case len(g.NotificationEmail) == 0:
+			p.warn(in.Pos, "vrrp_instance %q has smtp_alert but global_defs has no notification_email address: no alert is sent (as in keepalived)", in.Name)
+		default:
+			continue
+		}
+		return
+	}
 }
 
 // ownerWeights warns about weights that cannot apply: the address owner
