@@ -35,6 +35,8 @@ func runVRRP(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		noSuper     = fs.Bool("no-supervisor", false, "run the engine in this process, without the supervisor that removes VIPs at once if the engine crashes")
 	)
 	fs.StringVar(cfgPath, "config-file", "/etc/keepalived/keepalived.conf", "same as -f")
+	configID := fs.String("i", "", "config ID, as keepalived's -i: lines \"@ID ...\" are read only with this ID, \"@^ID ...\" only without it (default: the host name)")
+	fs.StringVar(configID, "config-id", "", "same as -i")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -50,7 +52,7 @@ func runVRRP(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 
 	if *check {
-		cfg, err := engine.Check(*cfgPath)
+		cfg, err := engine.CheckID(*cfgPath, *configID)
 		if err != nil {
 			fmt.Fprintf(stderr, "%v\n", err)
 			return engine.CheckExit(nil, err, nil)
@@ -89,7 +91,7 @@ func runVRRP(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if !*noSuper && !supervise.IsChild() {
 		// Validate first, so a bad file fails here and not in a restart loop.
-		if _, err := engine.Check(*cfgPath); err != nil {
+		if _, err := engine.CheckID(*cfgPath, *configID); err != nil {
 			fmt.Fprintf(stderr, "%v\n", err)
 			return 1
 		}
@@ -109,7 +111,7 @@ func runVRRP(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return sup.Run(ctx)
 	}
 	reg := prometheus.NewRegistry()
-	e, cfg, err := engine.New(engine.Options{ConfigPath: *cfgPath, Logger: log, Registry: reg, Ledger: netif.Ledger{Path: ledger}})
+	e, cfg, err := engine.New(engine.Options{ConfigPath: *cfgPath, ConfigID: *configID, Logger: log, Registry: reg, Ledger: netif.Ledger{Path: ledger}})
 	if err != nil {
 		fmt.Fprintf(stderr, "%v\n", err)
 		return 1

@@ -29,6 +29,9 @@ import (
 type Options struct {
 	// ConfigPath is the keepalived.conf to load (and reload).
 	ConfigPath string
+	// ConfigID is keepalived's -i/--config-id, for "@ID" lines; "" means
+	// the host name.
+	ConfigID string
 	// Load, when set, produces the configuration instead of reading
 	// ConfigPath (for configurations generated in memory, such as
 	// ipfailover's). It is called at start and on every reload.
@@ -154,8 +157,8 @@ func New(opts Options) (*Engine, *keepalived.Config, error) {
 		opts.Logger = slog.Default()
 	}
 	if opts.Load == nil {
-		path := opts.ConfigPath
-		opts.Load = func() (*keepalived.Config, error) { return Check(path) }
+		path, id := opts.ConfigPath, opts.ConfigID
+		opts.Load = func() (*keepalived.Config, error) { return CheckID(path, id) }
 	}
 	cfg, err := opts.Load()
 	if err != nil {
@@ -196,8 +199,12 @@ func New(opts Options) (*Engine, *keepalived.Config, error) {
 // track script chk since not found/accessible"; the instance runs without
 // it) and a notify script is not run ("Script /x cannot be accessed - No
 // such file or directory").
-func Check(path string) (*keepalived.Config, error) {
-	cfg, err := keepalived.Load(path)
+func Check(path string) (*keepalived.Config, error) { return CheckID(path, "") }
+
+// CheckID is Check with keepalived's config ID (-i) for "@ID" lines; ""
+// means the host name.
+func CheckID(path, configID string) (*keepalived.Config, error) {
+	cfg, err := keepalived.LoadID(path, configID)
 	if err != nil {
 		return nil, err
 	}

@@ -54,12 +54,6 @@ func TestParseErrors(t *testing.T) {
 				"k.conf:9: auth_pass does not take a { } block",
 		},
 		{
-			name: "conditional line",
-			conf: "@node1 global_defs {\n}\n",
-			want: "k.conf:1: conditional configuration (@id lines) is not supported by vipstack\n" +
-				"k.conf:2: unexpected \"}\" (no block is open)",
-		},
-		{
 			// keepalived 2.2.7 (measured with the daemon's -d dump)
 			// expands these builtins anywhere on a line, quotes
 			// included: auth_pass ${_PWD} and a$_PWD gave the config

@@ -10,8 +10,15 @@ import (
 	"time"
 )
 
-// Load reads path (and its includes) from the file system.
-func Load(path string) (*Config, error) {
+// Load reads path (and its includes) from the file system, with the host
+// name as config ID (see LoadID).
+func Load(path string) (*Config, error) { return LoadID(path, "") }
+
+// LoadID reads path (and its includes) from the file system. configID is
+// keepalived's -i/--config-id: a line "@ID ..." is read only when ID is
+// configID, a line "@^ID ..." only when it is not. "" means the host name,
+// keepalived's default.
+func LoadID(path, configID string) (*Config, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, fmt.Errorf("load keepalived config %s: %w", path, err)
@@ -22,7 +29,7 @@ func Load(path string) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load keepalived config %s: %w", abs, err)
 	}
-	return Parse(abs, data, fsys)
+	return ParseID(abs, data, fsys, configID)
 }
 
 // Parse parses data as if read from name. Includes are read through fsys:
@@ -30,8 +37,16 @@ func Load(path string) (*Config, error) {
 // joined to the directory of the including file. On any error it returns a
 // nil Config and all errors (up to 20) joined, each an *Error.
 func Parse(name string, data []byte, fsys fs.FS) (*Config, error) {
+	return ParseID(name, data, fsys, "")
+}
+
+// ParseID is Parse with a config ID for "@ID" lines (see LoadID).
+func ParseID(name string, data []byte, fsys fs.FS, configID string) (*Config, error) {
+	if configID == "" {
+		configID, _ = os.Hostname()
+	}
 	errs := &errList{}
-	r := &reader{fsys: fsys, errs: errs}
+	r := &reader{fsys: fsys, errs: errs, configID: configID}
 	if len(data) > MaxFileSize {
 		errs.add(Pos{File: name}, "", "%v", errTooLarge)
 		return nil, errs.err()
