@@ -113,6 +113,31 @@ func TestParseAccepts(t *testing.T) {
 			},
 		},
 		{
+			// keepalived 2.2.7 -t: no message; the daemon runs at priority 100.
+			name: "words after state are ignored with a warning, as keepalived ignores them",
+			conf: vi(" state MASTER priority 200\n"),
+			get:  func(c *Config) any { return []any{first(c).InitialState, first(c).Priority} },
+			want: []any{"MASTER", uint8(100)},
+			wantWarnings: []string{
+				"k.conf:7: state MASTER: the words after it (\"priority 200\") are ignored, as keepalived 2.2.7 ignores them; put each setting on its own line",
+			},
+		},
+		{
+			name: "a repeated nopreempt is read once, with a warning",
+			conf: vi(" nopreempt\n nopreempt\n"),
+			get:  func(c *Config) any { return first(c).Preempt },
+			want: false,
+			wantWarnings: []string{
+				"k.conf:8: nopreempt is repeated (first at k.conf:7); keepalived 2.2.7 takes the repeat without a word, it changes nothing",
+			},
+		},
+		{
+			name: "default_interface is recorded (keepalived uses it only for static addresses)",
+			conf: "global_defs {\n default_interface eth1\n}\n" + vi(""),
+			get:  func(c *Config) any { return c.Global.DefaultInterface },
+			want: "eth1",
+		},
+		{
 			name: "dynamic_interfaces is accepted (vipstack always runs an instance with a missing interface in FAULT)",
 			conf: "global_defs {\n dynamic_interfaces allow_if_changes\n}\n" + vi(""),
 			get:  func(c *Config) any { return len(c.Instances) },

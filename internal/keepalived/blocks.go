@@ -102,6 +102,10 @@ func (p *parser) global(stmts []*stmt) {
 			g.BFDRLimitRTTime, _ = p.intArg(s, 1, math.MaxInt32)
 		case "vrrp_startup_delay":
 			g.StartupDelay, _ = p.secondsArg(s, 0, maxTimer)
+		case "default_interface":
+			if v, ok := p.one(s, "an interface name"); ok {
+				g.DefaultInterface = p.ifName(s.pos, s.kw(), v)
+			}
 		case "checker_no_swap":
 			g.CheckerNoSwap = p.flag(s)
 		case "notification_email":
@@ -234,9 +238,17 @@ func (p *parser) instance(s *stmt) {
 func (p *parser) instanceEntry(in *Instance, m *instMeta, s *stmt) {
 	switch s.kw() {
 	case "state":
-		if v, ok := p.one(s, "MASTER or BACKUP"); ok {
+		// keepalived 2.2.7 reads the first word and ignores any after it
+		// without a word (measured: "state MASTER priority 200" runs at
+		// priority 100); vipstack does the same and says so.
+		if a, ok := p.nargs(s, 1, math.MaxInt, "one value (MASTER or BACKUP)"); ok {
+			v := a[0]
 			if v != "MASTER" && v != "BACKUP" {
 				p.errs.add(s.pos, s.kw(), "state %q is invalid (accepted: MASTER, BACKUP)", v)
+			}
+			if len(a) > 1 {
+				p.warn(s.pos, "state %s: the words after it (%q) are ignored, as keepalived 2.2.7 ignores them; "+
+					"put each setting on its own line", v, strings.Join(a[1:], " "))
 			}
 			in.InitialState = v
 		}

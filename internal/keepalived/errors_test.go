@@ -22,6 +22,10 @@ func inst(name, vrid, vip string) string {
 		"\n virtual_ipaddress {\n  " + vip + "\n }\n}\n"
 }
 
+// lvsWhy ends the refusal of an IPVS keyword.
+const lvsWhy = ": it configures IPVS (LVS), which vipstack does not implement and this kernel does not have; " +
+	"run keepalived for it, or balance with vipstack lb"
+
 const script = "vrrp_script chk {\n script /bin/true\n}\n"
 
 func TestParseErrors(t *testing.T) {
@@ -189,14 +193,14 @@ func TestParseErrors(t *testing.T) {
 			name:  "errors in included file name it",
 			conf:  "include conf.d/*.conf\n",
 			files: fstest.MapFS{"conf.d/x.conf": {Data: []byte("\n\nvirtual_server 1.2.3.4 80 {\n}\n")}},
-			want:  "conf.d/x.conf:3: keyword \"virtual_server\" is not supported by vipstack",
+			want:  "conf.d/x.conf:3: keyword \"virtual_server\" is not supported by vipstack" + lvsWhy,
 		},
 
 		// Top level and global_defs.
 		{
 			name: "unsupported top-level keyword",
 			conf: "virtual_server 10.0.0.1 80 {\n real_server 10.0.0.2 80 {\n }\n}\n",
-			want: "k.conf:1: keyword \"virtual_server\" is not supported by vipstack",
+			want: "k.conf:1: keyword \"virtual_server\" is not supported by vipstack" + lvsWhy,
 		},
 		{
 			name: "unknown top-level keyword",
@@ -686,6 +690,16 @@ func TestParseErrors(t *testing.T) {
 			want: "k.conf:8: track_interface eth1 has weight 5, but vrrp_instance \"VI\" is in vrrp_sync_group \"G\", where keepalived ignores weighted tracking; use weight 0 or track it on the sync group",
 		},
 
+		{
+			name: "lvs_sync_daemon_interface needs IPVS",
+			conf: vi(" lvs_sync_daemon_interface eth1\n"),
+			want: "k.conf:7: keyword \"lvs_sync_daemon_interface\" is not supported by vipstack" + lvsWhy,
+		},
+		{
+			name: "repeated flag with a value is still an error",
+			conf: vi(" nopreempt\n nopreempt x\n"),
+			want: "k.conf:8: nopreempt is already set at k.conf:7",
+		},
 		// SMTP alerts.
 		{
 			name: "smtp_alert with a bad value",

@@ -20,11 +20,11 @@ const (
 		"max_auto_priority, vrrp_startup_delay, dynamic_interfaces, vrrp_rt_priority, vrrp_no_swap, " +
 		"vrrp_rlimit_rttime, checker_rlimit_rttime, bfd_rlimit_rttime, notification_email, " +
 		"notification_email_from, smtp_server, smtp_helo_name, smtp_connect_timeout, smtp_alert, " +
-		"smtp_alert_vrrp, smtp_alert_checker, no_email_faults, checker_no_swap"
+		"smtp_alert_vrrp, smtp_alert_checker, no_email_faults, checker_no_swap, default_interface"
 	globalUnsupported = "bfd_cpu_affinity bfd_no_swap bfd_priority bfd_process_name " +
 		"bfd_rt_priority checker_cpu_affinity checker_log_all_failures checker_priority " +
 		"checker_process_name checker_rt_priority config_save_dir data_use_instance " +
-		"dbus_service_name default_interface disable_local_igmp enable_dbus " +
+		"dbus_service_name disable_local_igmp enable_dbus " +
 		"enable_snmp_checker enable_snmp_rfc enable_snmp_rfcv2 enable_snmp_rfcv3 enable_snmp_vrrp " +
 		"enable_traps fifo_write_vrrp_states_on_reload include_check log_unknown_vrids lvs_flush " +
 		"lvs_flush_on_stop lvs_netlink_cmd_rcv_bufs lvs_netlink_cmd_rcv_bufs_force " +
@@ -62,7 +62,7 @@ const (
 		"garp_lower_prio_repeat garp_extra_if down_timer_adverts lower_prio_no_advert " +
 		"higher_prio_send_advert promote_secondaries virtual_routes virtual_rules " +
 		"skip_check_adv_addr strict_mode debug notify_master_rx_lower_pri notify_priority_changes " +
-		"notify_deleted kernel_rx_buf_size linkbeat_use_polling"
+		"notify_deleted kernel_rx_buf_size linkbeat_use_polling lvs_sync_daemon_interface"
 
 	authAccepted = "auth_type, auth_pass"
 
@@ -73,6 +73,17 @@ const (
 	vipAccepted    = "brd, dev, scope, label, -nodad, noprefixroute"
 	vipUnsupported = "peer home mngtmpaddr autojoin no_track preferred_lft use_vmac track_group"
 )
+
+// lvsKeywords configure IPVS (LVS) or its sync daemon: refused with a
+// message saying why.
+const lvsKeywords = "virtual_server virtual_server_group lvs_sync_daemon lvs_sync_daemon_interface lvs_timeouts " +
+	"lvs_flush lvs_flush_on_stop lvs_id lvs_notify_fifo lvs_notify_fifo_script net_namespace_ipvs " +
+	"lvs_netlink_cmd_rcv_bufs lvs_netlink_cmd_rcv_bufs_force lvs_netlink_monitor_rcv_bufs " +
+	"lvs_netlink_monitor_rcv_bufs_force nftables_ipvs nftables_ipvs_priority nftables_ipvs_start_fwmark"
+
+// repeatableFlags are flags keepalived 2.2.7 takes again without a word;
+// vipstack warns about the repeat and reads it once.
+const repeatableFlags = "nopreempt preempt accept no_accept dont_track_primary"
 
 // inList reports whether word is one of the words of list, which are
 // separated by spaces or ", ".

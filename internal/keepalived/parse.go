@@ -116,6 +116,11 @@ func (p *parser) warn(pos Pos, format string, a ...any) {
 // reject reports a keyword the block does not accept.
 func (p *parser) reject(s *stmt, where, accepted, unsupported string) {
 	kw := s.kw()
+	if inList(lvsKeywords, kw) {
+		p.errs.add(s.pos, kw, "keyword %q is not supported by vipstack: it configures IPVS (LVS), which vipstack does not "+
+			"implement and this kernel does not have; run keepalived for it, or balance with vipstack lb", kw)
+		return
+	}
 	if inList(unsupported, kw) {
 		p.errs.add(s.pos, kw, "keyword %q is not supported by vipstack", kw)
 		return
@@ -126,6 +131,10 @@ func (p *parser) reject(s *stmt, where, accepted, unsupported string) {
 // once records the first use of a keyword in a block and rejects repeats.
 func (p *parser) once(seen map[string]Pos, s *stmt) bool {
 	if first, ok := seen[s.kw()]; ok {
+		if inList(repeatableFlags, s.kw()) && len(s.words) == 1 && s.open == nil {
+			p.warn(s.pos, "%s is repeated (first at %s); keepalived 2.2.7 takes the repeat without a word, it changes nothing", s.kw(), first)
+			return false
+		}
 		p.errs.add(s.pos, s.kw(), "%s is already set at %s", s.kw(), first)
 		return false
 	}

@@ -63,6 +63,11 @@ type GlobalDefs struct {
 	// CheckerNoSwap is checker_no_swap: recorded, no effect (keepalived's
 	// checker process runs only for virtual_server, which vipstack refuses).
 	CheckerNoSwap bool
+	// DefaultInterface is default_interface: recorded, no effect. keepalived
+	// 2.2.7 uses it only for static_ipaddress and static_routes, which
+	// vipstack refuses (an instance without interface is refused by
+	// keepalived too: measured, "(VI_1) Unknown interface!").
+	DefaultInterface string
 	// SMTP alerts (see Instance.SMTPAlert). SMTPServer is "host:port"
 	// (port 25 unless given), "" when not set; SMTPHeloName is "" for the
 	// host name; SMTPConnectTimeout is 0 when not set (keepalived: 30 s).
