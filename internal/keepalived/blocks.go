@@ -297,9 +297,18 @@ func (p *parser) instanceEntry(in *Instance, m *instMeta, s *stmt) {
 				in.ExcludedVIPs = append(in.ExcludedVIPs, v)
 			}
 		}
-	case "unicast_src_ip":
+	case "unicast_src_ip", "mcast_src_ip":
+		// keepalived 2.2.7 reads both into one setting, the source
+		// address of the adverts, multicast or unicast alike.
+		other := map[string]string{"unicast_src_ip": "mcast_src_ip", "mcast_src_ip": "unicast_src_ip"}[s.kw()]
+		if at, ok := m.seen[other]; ok {
+			p.errs.add(s.pos, s.kw(), "%s and %s at %s both set the advert source address (keepalived reads them as one "+
+				"setting, the last wins); keep one", s.kw(), other, at)
+			return
+		}
 		if v, ok := p.one(s, "an IP address"); ok {
 			in.UnicastSrcIP, _ = p.addr(s.pos, s.kw(), v)
+			m.srcKw = s.kw()
 		}
 	case "unicast_peer":
 		p.peers(in, m, s)

@@ -104,9 +104,10 @@ type instMeta struct {
 	advertRaw              string
 	garpDelay, garpRefresh *time.Duration
 	garpRepeat, garpRefRep *int
-	smtpAlert              *bool // smtp_alert, nil when not set
-	vipEntries             int   // virtual_ipaddress entries, valid or not
-	peerPos                []Pos // position of each UnicastPeers entry
+	smtpAlert              *bool  // smtp_alert, nil when not set
+	srcKw                  string // unicast_src_ip or mcast_src_ip, whichever set UnicastSrcIP
+	vipEntries             int    // virtual_ipaddress entries, valid or not
+	peerPos                []Pos  // position of each UnicastPeers entry
 }
 
 func (p *parser) warn(pos Pos, format string, a ...any) {

@@ -247,8 +247,8 @@ func (p *parser) version(in *Instance, m *instMeta, fam int) {
 
 func (p *parser) unicastFamily(in *Instance, m *instMeta, fam int) {
 	if a := in.UnicastSrcIP; a.IsValid() && family(a) != fam {
-		p.errs.add(m.seen["unicast_src_ip"], "unicast_src_ip", "unicast_src_ip %s is IPv%d but the virtual addresses of vrrp_instance %q are IPv%d",
-			a, family(a), in.Name, fam)
+		p.errs.add(m.seen[m.srcKw], m.srcKw, "%s %s is IPv%d but the virtual addresses of vrrp_instance %q are IPv%d",
+			m.srcKw, a, family(a), in.Name, fam)
 	}
 	for i, a := range in.UnicastPeers {
 		if family(a) != fam {
