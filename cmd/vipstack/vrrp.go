@@ -35,6 +35,8 @@ func runVRRP(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	)
 	fs.StringVar(cfgPath, "config-file", "/etc/keepalived/keepalived.conf", "same as -f")
 	logLevel := addLogLevel(fs, "vipstack vrrp", "")
+	configID := fs.String("i", "", "config ID, as keepalived's -i: lines \"@ID ...\" are read only with this ID, \"@^ID ...\" only without it (default: the host name)")
+	fs.StringVar(configID, "config-id", "", "same as -i")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -48,7 +50,7 @@ func runVRRP(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 
 	if *check {
-		cfg, err := engine.Check(*cfgPath)
+		cfg, err := engine.CheckID(*cfgPath, *configID)
 		if err != nil {
 			fmt.Fprintf(stderr, "%v\n", err)
 			return engine.CheckExit(nil, err, nil)
@@ -84,7 +86,7 @@ func runVRRP(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if !*noSuper && !supervise.IsChild() {
 		// Validate first, so a bad file fails here and not in a restart loop.
-		if _, err := engine.Check(*cfgPath); err != nil {
+		if _, err := engine.CheckID(*cfgPath, *configID); err != nil {
 			fmt.Fprintf(stderr, "%v\n", err)
 			return 1
 		}
@@ -93,7 +95,7 @@ func runVRRP(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	reg := prometheus.NewRegistry()
-	e, cfg, err := engine.New(engine.Options{ConfigPath: *cfgPath, Logger: log, Registry: reg, Ledger: netif.Ledger{Path: ledger}})
+	e, cfg, err := engine.New(engine.Options{ConfigPath: *cfgPath, ConfigID: *configID, Logger: log, Registry: reg, Ledger: netif.Ledger{Path: ledger}})
 	if err != nil {
 		fmt.Fprintf(stderr, "%v\n", err)
 		return 1

@@ -1,15 +1,18 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"net/netip"
+	"os"
 	"strconv"
 	"time"
 
 	"github.com/vipstack/vipstack/internal/keepalived"
 	"github.com/vipstack/vipstack/internal/netif"
+	"github.com/vipstack/vipstack/internal/smtpalert"
 	"github.com/vipstack/vipstack/internal/vrrp"
 	"github.com/vipstack/vipstack/internal/vrrp/fsm"
 	"github.com/vipstack/vipstack/internal/vrrp/transport"
@@ -541,6 +544,50 @@ func (e *Engine) notify(in *instance, to fsm.State, prio uint8) {
 	}
 	e.runNotify("instance "+in.cfg.Name, specific)
 	e.runNotify("instance "+in.cfg.Name, in.cfg.Notify.Any, "INSTANCE", in.cfg.Name, state, strconv.Itoa(int(prio)))
+	e.mailAlert(in, to)
+}
+
+// mailAlert sends the instance's SMTP alert for a new state, as keepalived
+// 2.2.7's vrrp_smtp_notifier does: with smtp_alert on, once per change of
+// state (not twice for the same one), none for FAULT with no_email_faults,
+// none when stopping.
+func (e *Engine) mailAlert(in *instance, to fsm.State) {
+	g := e.cfg.Global
+	if !in.cfg.SMTPAlert || g.SMTPServer == "" || len(g.NotificationEmail) == 0 ||
+		(g.NoEmailFaults && to == fsm.Fault) || (in.mailed && in.lastMailed == to) {
+		return
+	}
+	text := map[fsm.State][2]string{
+		fsm.Master: {"Entering MASTER state", "=> VRRP Instance is now owning VRRP VIPs <="},
+		fsm.Backup: {"Entering BACKUP state", "=> VRRP Instance is no longer owning VRRP VIPs <="},
+		fsm.Fault:  {"Entering FAULT state", "=> VRRP Instance is no longer owning VRRP VIPs <="},
+		// No "Stopping" mail: keepalived 2.2.7 means to send one on
+		// SIGTERM, but exits once connected, before a word is sent
+		// (measured, TestSMTPAlertLikeKeepalived); none arrives.
+	}[to]
+	if text[0] == "" {
+		return
+	}
+	in.mailed, in.lastMailed = true, to
+	host, _ := os.Hostname()
+	msg := smtpalert.Message{
+		HeloName: cmp.Or(g.SMTPHeloName, host),
+		From:     g.NotificationEmailFrom,
+		To:       g.NotificationEmail,
+		Subject:  fmt.Sprintf("[%s] VRRP Instance %s - %s", cmp.Or(g.RouterID, host), in.cfg.Name, text[0]),
+		Body:     text[1],
+		Date:     e.clk.Now(),
+	}
+	timeout := cmp.Or(g.SMTPConnectTimeout, 30*time.Second)
+	e.notifying.Add(1)
+	go func() {
+		defer e.notifying.Done()
+		if err := smtpalert.Send(context.Background(), g.SMTPServer, timeout, msg); err != nil {
+			e.log.Error("SMTP alert failed", "instance", in.cfg.Name, "err", err)
+			return
+		}
+		e.log.Info("SMTP alert successfully sent", "instance", in.cfg.Name, "server", g.SMTPServer, "subject", msg.Subject)
+	}()
 }
 
 func (e *Engine) runNotify(owner, cmd string, extra ...string) {

@@ -437,16 +437,27 @@ func TestCheckRejectsBadConfigWithLine(t *testing.T) {
 			code: 5,
 		},
 		{
-			name: "track_script undefined",
+			// keepalived 2.2.7 warns "(VI_1) track script chk_missing not
+			// found, ignoring..." and runs the instance without it.
+			name: "warning only: track_script undefined",
 			conf: mustReplace(t, conf, "        chk\n    }\n}", "        chk_missing\n    }\n}"),
 			at:   "chk_missing",
-			want: []string{`"chk_missing"`, "vrrp_script"},
+			want: []string{"(VI_1) track script chk_missing not found, ignoring..."},
+			code: 5,
+		},
+		{
+			// keepalived 2.2.7: "Disabling track script chk since not
+			// found/accessible"; -t exits 5.
+			name: "warning only: vrrp_script file missing",
+			conf: mustReplace(t, conf, `"/bin/true"`, `"/nonexistent/vska-chk.sh"`),
+			at:   "vrrp_script chk",
+			want: []string{"Disabling track script chk since not found/accessible", "no such file or directory"},
 			code: 5,
 		},
 	}
 	if _, err := user.Lookup(script.DefaultUser); err != nil {
-		// keepalived 2.2.7 drops every script then and -t exits 5; vipstack
-		// refuses the file rather than run the scripts as root or not at all.
+		// keepalived 2.2.7 drops every script then and -t exits 5; so does
+		// vipstack, with a warning for each.
 		tests = append(tests, struct {
 			name string
 			conf string
@@ -454,7 +465,7 @@ func TestCheckRejectsBadConfigWithLine(t *testing.T) {
 			want []string
 			code int
 		}{
-			name: "enable_script_security without script_user or a keepalived_script user",
+			name: "warning only: enable_script_security without script_user or a keepalived_script user",
 			conf: mustReplace(t, conf, "    script_user root\n", ""),
 			at:   "vrrp_script chk",
 			want: []string{"enable_script_security is set, script_user is not", "want script_user USERNAME"},

@@ -30,6 +30,9 @@ import (
 type Options struct {
 	// ConfigPath is the keepalived.conf to load (and reload).
 	ConfigPath string
+	// ConfigID is keepalived's -i/--config-id, for "@ID" lines; "" means
+	// the host name.
+	ConfigID string
 	// Load, when set, produces the configuration instead of reading
 	// ConfigPath (for configurations generated in memory, such as
 	// ipfailover's). It is called at start and on every reload.
@@ -166,8 +169,8 @@ func New(opts Options) (*Engine, *keepalived.Config, error) {
 		opts.Logger = slog.Default()
 	}
 	if opts.Load == nil {
-		path := opts.ConfigPath
-		opts.Load = func() (*keepalived.Config, error) { return Check(path) }
+		path, id := opts.ConfigPath, opts.ConfigID
+		opts.Load = func() (*keepalived.Config, error) { return CheckID(path, id) }
 	}
 	cfg, err := opts.Load()
 	if err != nil {
@@ -202,55 +205,78 @@ func New(opts Options) (*Engine, *keepalived.Config, error) {
 }
 
 // Check loads a configuration and applies the checks that need the
-// machine but change nothing: script security. It is what `--check` runs.
-func Check(path string) (*keepalived.Config, error) {
-	cfg, err := keepalived.Load(path)
+// machine but change nothing on it: each script it runs must exist and be
+// runnable (under enable_script_security, safe too). It is what `--check`
+// runs, and what the engine loads at start and on reload.
+//
+// A script that fails its check is disabled, as keepalived 2.2.7 disables
+// it, and a warning in cfg.Warnings says so in keepalived's words: a
+// vrrp_script is dropped from every track_script that names it ("Disabling
+// track script chk since not found/accessible"; the instance runs without
+// it) and a notify script is not run ("Script /x cannot be accessed - No
+// such file or directory").
+func Check(path string) (*keepalived.Config, error) { return CheckID(path, "") }
+
+// CheckID is Check with keepalived's config ID (-i) for "@ID" lines; ""
+// means the host name.
+func CheckID(path, configID string) (*keepalived.Config, error) {
+	cfg, err := keepalived.LoadID(path, configID)
 	if err != nil {
 		return nil, err
 	}
-	sec := securityOf(cfg)
-	var errs []error
+	disableScripts(cfg, securityOf(cfg).Check)
+	return cfg, nil
+}
+
+// disableScripts removes from cfg the scripts check refuses, with a warning
+// for each, as keepalived 2.2.7 does at start.
+func disableScripts(cfg *keepalived.Config, check func(argv []string) error) {
+	disabled := map[string]bool{}
 	for _, name := range sortedKeys(cfg.Scripts) {
 		s := cfg.Scripts[name]
-		if !usedScript(cfg, name) {
+		if s.Probe != nil || !usedScript(cfg, name) {
 			continue
 		}
-		if err := sec.Check(s.Args); err != nil {
-			errs = append(errs, fmt.Errorf("%s: vrrp_script %s: %w", s.Pos, name, err))
+		if err := check(s.Args); err != nil {
+			disabled[name] = true
+			cfg.Warnings = append(cfg.Warnings, fmt.Sprintf("%s: Disabling track script %s since not found/accessible (%v); "+
+				"the instances tracking it run without it, as in keepalived", s.Pos, name, err))
+		}
+	}
+	drop := func(ts []keepalived.TrackScript) []keepalived.TrackScript {
+		return slices.DeleteFunc(ts, func(t keepalived.TrackScript) bool { return disabled[t.Name] })
+	}
+	for name := range disabled {
+		delete(cfg.Scripts, name)
+	}
+	notify := func(kind, name string, pos keepalived.Pos, n *keepalived.Notify) {
+		for _, cmd := range []*string{&n.Master, &n.Backup, &n.Fault, &n.Stop, &n.Any} {
+			if *cmd == "" {
+				continue
+			}
+			argv, err := keepalived.SplitCommand(*cmd)
+			if err == nil {
+				err = check(argv)
+			}
+			if err != nil {
+				prog := *cmd
+				if len(argv) > 0 {
+					prog = argv[0]
+				}
+				cfg.Warnings = append(cfg.Warnings, fmt.Sprintf("%s: Script %s cannot be accessed (%v); %s %s notify script %q "+
+					"is disabled, as in keepalived", pos, prog, err, kind, name, *cmd))
+				*cmd = ""
+			}
 		}
 	}
 	for _, in := range cfg.Instances {
-		for _, cmd := range []string{in.Notify.Master, in.Notify.Backup, in.Notify.Fault, in.Notify.Stop, in.Notify.Any} {
-			if cmd == "" {
-				continue
-			}
-			argv, err := keepalived.SplitCommand(cmd)
-			if err == nil {
-				err = sec.Check(argv)
-			}
-			if err != nil {
-				errs = append(errs, fmt.Errorf("%s: vrrp_instance %s notify script %q: %w", in.Pos, in.Name, cmd, err))
-			}
-		}
+		in.TrackScripts = drop(in.TrackScripts)
+		notify("vrrp_instance", in.Name, in.Pos, &in.Notify)
 	}
 	for _, g := range cfg.SyncGroups {
-		for _, cmd := range []string{g.Notify.Master, g.Notify.Backup, g.Notify.Fault, g.Notify.Stop, g.Notify.Any} {
-			if cmd == "" {
-				continue
-			}
-			argv, err := keepalived.SplitCommand(cmd)
-			if err == nil {
-				err = sec.Check(argv)
-			}
-			if err != nil {
-				errs = append(errs, fmt.Errorf("%s: vrrp_sync_group %s notify script %q: %w", g.Pos, g.Name, cmd, err))
-			}
-		}
+		g.TrackScripts = drop(g.TrackScripts)
+		notify("vrrp_sync_group", g.Name, g.Pos, &g.Notify)
 	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
-	}
-	return cfg, nil
 }
 
 // MissingInterfaces returns a note for every interface cfg names (an

@@ -49,6 +49,8 @@ type instance struct {
 	lastTransition *Transition
 	conflicts      conflictBook
 	sent, received uint64
+	lastMailed     fsm.State // the state of the last SMTP alert sent (keepalived's last_email_state)
+	mailed         bool      // an SMTP alert was sent
 	// absent marks a placeholder for an instance whose interface did not
 	// exist when it was built: no socket, no announcer, in FAULT until
 	// checkAbsent finds the interface and apply builds the real one.

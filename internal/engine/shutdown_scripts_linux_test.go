@@ -40,7 +40,12 @@ func TestShutdownEndsHungScripts(t *testing.T) {
 	text := renderConf("    enable_script_security\n    script_user root\n", vrrpInstance{
 		name: "VI_1", vrid: 57, vip: "198.18.0.100",
 		extra: "    track_script {\n        chk\n    }\n",
-	}) + fmt.Sprintf("vrrp_script chk {\n    script %q\n    interval 1\n    timeout 20\n}\n", chk)
+	})
+	// The vrrp_script goes above the instance that tracks it: keepalived
+	// 2.2.7, and vipstack with it, ignores a track_script naming a
+	// vrrp_script defined further down.
+	at := strings.Index(text, "vrrp_instance")
+	text = text[:at] + fmt.Sprintf("vrrp_script chk {\n    script %q\n    interval 1\n    timeout 20\n}\n", chk) + text[at:]
 	n, err := peers.Start(h, peers.Vipstack, text, filepath.Join(dir, "node"), bin)
 	if err != nil {
 		t.Fatal(err)

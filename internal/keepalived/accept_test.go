@@ -3,6 +3,7 @@ package keepalived
 import (
 	"fmt"
 	"net/netip"
+	"strings"
 	"testing"
 	"testing/fstest"
 	"time"
@@ -58,6 +59,83 @@ func TestParseAccepts(t *testing.T) {
 			wantWarnings: []string{
 				"k.conf:8: authentication is not part of VRRP version 3 (RFC 5798); vrrp_instance \"VI\" runs without it, as keepalived does",
 			},
+		},
+		{
+			// keepalived 2.2.7 (measured with keepalived -t): "(VI_1) track
+			// script chk_late not found, ignoring..." for a vrrp_script
+			// defined after the instance and for one never defined; the
+			// instance runs without them.
+			name: "track_script naming a later or undefined vrrp_script is dropped with keepalived's warning",
+			conf: script + vi(" track_script {\n  chk\n  later\n  nope\n }\n") + "vrrp_script later {\n script /bin/true\n}\n" +
+				"vrrp_sync_group G {\n group {\n  VI\n }\n track_script {\n  later\n  nope\n }\n}\n",
+			get: func(c *Config) any {
+				return [][]TrackScript{first(c).TrackScripts, c.SyncGroups[0].TrackScripts}
+			},
+			want: [][]TrackScript{{{Name: "chk", Pos: Pos{"k.conf", 11}}}, {{Name: "later", Pos: Pos{"k.conf", 24}}}},
+			wantWarnings: []string{
+				"k.conf:12: (VI) track script later not found, ignoring... WARNING: vrrp_script later is defined at k.conf:16, " +
+					"after this track_script; keepalived 2.2.7 only knows scripts defined above their use, so VI runs WITHOUT " +
+					"this check (vipstack does the same); move vrrp_script later above it",
+				"k.conf:13: (VI) track script nope not found, ignoring... (defined: chk, later); VI runs without it, as in keepalived",
+				"k.conf:25: (G) track script nope not found, ignoring... (defined: chk, later); G runs without it, as in keepalived",
+				"k.conf:19: vrrp_sync_group \"G\" has only one vrrp_instance",
+				"k.conf:4: scripts are configured but enable_script_security is not set (keepalived reports a SECURITY VIOLATION)",
+			},
+		},
+		{
+			name: "SMTP alert settings, smtp_alert resolved as keepalived does (instance, else smtp_alert_vrrp, else smtp_alert)",
+			conf: "global_defs {\n notification_email {\n  a@example.org\n  b@example.org\n }\n notification_email_from k@example.org\n" +
+				" smtp_server localhost\n smtp_helo_name n1.example\n smtp_connect_timeout 15\n smtp_alert\n smtp_alert_vrrp off\n" +
+				" smtp_alert_checker yes\n no_email_faults\n checker_no_swap\n}\n" +
+				inst("A", "1", "198.18.0.1") + strings.Replace(inst("B", "2", "198.18.0.2"), " interface", " smtp_alert\n interface", 1),
+			get: func(c *Config) any {
+				return []any{c.Global.NotificationEmail, c.Global.NotificationEmailFrom, c.Global.SMTPServer, c.Global.SMTPHeloName,
+					c.Global.SMTPConnectTimeout, c.Global.NoEmailFaults, c.Global.CheckerNoSwap, c.Instances[0].SMTPAlert, c.Instances[1].SMTPAlert}
+			},
+			want: []any{[]string{"a@example.org", "b@example.org"}, "k@example.org", "localhost:25", "n1.example",
+				15 * time.Second, true, true, false, true},
+		},
+		{
+			name: "smtp_server with a port; global smtp_alert applies when smtp_alert_vrrp is not set",
+			conf: "global_defs {\n notification_email {\n  a@example.org\n }\n smtp_server 198.18.0.9 2525\n smtp_alert\n}\n" + vi(""),
+			get:  func(c *Config) any { return []any{c.Global.SMTPServer, first(c).SMTPAlert} },
+			want: []any{"198.18.0.9:2525", true},
+		},
+		{
+			// keepalived 2.2.7 -t: "Warning - empty notification_email block".
+			name: "empty notification_email block",
+			conf: "global_defs {\n notification_email {\n }\n}\n" + vi(" smtp_alert\n"),
+			get:  func(c *Config) any { return first(c).SMTPAlert },
+			want: true,
+			wantWarnings: []string{
+				"k.conf:2: Warning - empty notification_email block",
+				"k.conf:5: vrrp_instance \"VI\" has smtp_alert but global_defs has no smtp_server: no alert is sent (as in keepalived)",
+			},
+		},
+		{
+			// keepalived 2.2.7 -t: no message; the daemon runs at priority 100.
+			name: "words after state are ignored with a warning, as keepalived ignores them",
+			conf: vi(" state MASTER priority 200\n"),
+			get:  func(c *Config) any { return []any{first(c).InitialState, first(c).Priority} },
+			want: []any{"MASTER", uint8(100)},
+			wantWarnings: []string{
+				"k.conf:7: state MASTER: the words after it (\"priority 200\") are ignored, as keepalived 2.2.7 ignores them; put each setting on its own line",
+			},
+		},
+		{
+			name: "a repeated nopreempt is read once, with a warning",
+			conf: vi(" nopreempt\n nopreempt\n"),
+			get:  func(c *Config) any { return first(c).Preempt },
+			want: false,
+			wantWarnings: []string{
+				"k.conf:8: nopreempt is repeated (first at k.conf:7); keepalived 2.2.7 takes the repeat without a word, it changes nothing",
+			},
+		},
+		{
+			name: "default_interface is recorded (keepalived uses it only for static addresses)",
+			conf: "global_defs {\n default_interface eth1\n}\n" + vi(""),
+			get:  func(c *Config) any { return c.Global.DefaultInterface },
+			want: "eth1",
 		},
 		{
 			name: "dynamic_interfaces is accepted (vipstack always runs an instance with a missing interface in FAULT)",

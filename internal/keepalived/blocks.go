@@ -2,8 +2,11 @@ package keepalived
 
 import (
 	"math"
+	"net"
 	"net/netip"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -99,6 +102,34 @@ func (p *parser) global(stmts []*stmt) {
 			g.BFDRLimitRTTime, _ = p.intArg(s, 1, math.MaxInt32)
 		case "vrrp_startup_delay":
 			g.StartupDelay, _ = p.secondsArg(s, 0, maxTimer)
+		case "default_interface":
+			if v, ok := p.one(s, "an interface name"); ok {
+				g.DefaultInterface = p.ifName(s.pos, s.kw(), v)
+			}
+		case "checker_no_swap":
+			g.CheckerNoSwap = p.flag(s)
+		case "notification_email":
+			p.emails(s)
+		case "notification_email_from":
+			g.NotificationEmailFrom, _ = p.one(s, "an email address")
+		case "smtp_server":
+			g.SMTPServer = p.smtpServer(s)
+		case "smtp_helo_name":
+			g.SMTPHeloName, _ = p.one(s, "a host name")
+		case "smtp_connect_timeout":
+			g.SMTPConnectTimeout, _ = p.wholeSecondsArg(s, 4294)
+		case "smtp_alert":
+			b, ok := p.boolArg(s)
+			p.smtpAlert = ptrIf(b, ok)
+		case "smtp_alert_vrrp":
+			b, ok := p.boolArg(s)
+			p.smtpAlertVRRP = ptrIf(b, ok)
+		case "smtp_alert_checker":
+			// keepalived's checker process alerts only for virtual_server,
+			// which vipstack refuses: nothing to record.
+			p.boolArg(s)
+		case "no_email_faults":
+			g.NoEmailFaults = p.flag(s)
 		case "dynamic_interfaces":
 			// Nothing to record: vipstack always does what it asks of
 			// keepalived (an instance whose interface is missing is in
@@ -207,9 +238,17 @@ func (p *parser) instance(s *stmt) {
 func (p *parser) instanceEntry(in *Instance, m *instMeta, s *stmt) {
 	switch s.kw() {
 	case "state":
-		if v, ok := p.one(s, "MASTER or BACKUP"); ok {
+		// keepalived 2.2.7 reads the first word and ignores any after it
+		// without a word (measured: "state MASTER priority 200" runs at
+		// priority 100); vipstack does the same and says so.
+		if a, ok := p.nargs(s, 1, math.MaxInt, "one value (MASTER or BACKUP)"); ok {
+			v := a[0]
 			if v != "MASTER" && v != "BACKUP" {
 				p.errs.add(s.pos, s.kw(), "state %q is invalid (accepted: MASTER, BACKUP)", v)
+			}
+			if len(a) > 1 {
+				p.warn(s.pos, "state %s: the words after it (%q) are ignored, as keepalived 2.2.7 ignores them; "+
+					"put each setting on its own line", v, strings.Join(a[1:], " "))
 			}
 			in.InitialState = v
 		}
@@ -258,9 +297,18 @@ func (p *parser) instanceEntry(in *Instance, m *instMeta, s *stmt) {
 				in.ExcludedVIPs = append(in.ExcludedVIPs, v)
 			}
 		}
-	case "unicast_src_ip":
+	case "unicast_src_ip", "mcast_src_ip":
+		// keepalived 2.2.7 reads both into one setting, the source
+		// address of the adverts, multicast or unicast alike.
+		other := map[string]string{"unicast_src_ip": "mcast_src_ip", "mcast_src_ip": "unicast_src_ip"}[s.kw()]
+		if at, ok := m.seen[other]; ok {
+			p.errs.add(s.pos, s.kw(), "%s and %s at %s both set the advert source address (keepalived reads them as one "+
+				"setting, the last wins); keep one", s.kw(), other, at)
+			return
+		}
 		if v, ok := p.one(s, "an IP address"); ok {
 			in.UnicastSrcIP, _ = p.addr(s.pos, s.kw(), v)
+			m.srcKw = s.kw()
 		}
 	case "unicast_peer":
 		p.peers(in, m, s)
@@ -291,6 +339,9 @@ func (p *parser) instanceEntry(in *Instance, m *instMeta, s *stmt) {
 		m.garpRefRep = ptrIf(n, ok)
 	case "dont_track_primary":
 		in.DontTrackPrimary = p.flag(s)
+	case "smtp_alert":
+		b, ok := p.boolArg(s)
+		m.smtpAlert = ptrIf(b, ok)
 	case "accept", "no_accept":
 		other := map[string]string{"accept": "no_accept", "no_accept": "accept"}[s.kw()]
 		if at, ok := m.seen[other]; ok {
@@ -484,7 +535,14 @@ func (p *parser) trackScripts(s *stmt) []TrackScript {
 	var out []TrackScript
 	for _, e := range s.block {
 		if w, has, ok := p.trackWeight(e, s.kw()); ok {
-			out = append(out, TrackScript{Name: e.kw(), Weight: w, HasWeight: has, Pos: e.pos})
+			ts := TrackScript{Name: e.kw(), Weight: w, HasWeight: has, Pos: e.pos}
+			if _, ok := p.cfg.Scripts[ts.Name]; !ok {
+				// keepalived 2.2.7 looks the name up while it reads the
+				// block: a vrrp_script defined further down is not
+				// found, and the entry is dropped (see dropUnknownTracks).
+				p.unknownTracks[e.pos] = true
+			}
+			out = append(out, ts)
 		}
 	}
 	return out
@@ -582,4 +640,49 @@ func (p *parser) syncGroup(s *stmt) {
 	}
 	p.syncNames[name] = s.pos
 	p.cfg.SyncGroups = append(p.cfg.SyncGroups, g)
+}
+
+// emails reads a notification_email block: one address per line (keepalived
+// takes every word of a line as an address).
+func (p *parser) emails(s *stmt) {
+	if !p.plainBlock(s) {
+		return
+	}
+	for _, e := range s.block {
+		if !p.leaf(e) {
+			continue
+		}
+		for _, w := range e.words {
+			if strings.ContainsAny(w.text, "<>\r\n") || w.text == "" {
+				p.errs.add(e.pos, s.kw(), "notification_email %q is not an email address", w.text)
+				continue
+			}
+			p.cfg.Global.NotificationEmail = append(p.cfg.Global.NotificationEmail, w.text)
+		}
+	}
+	if len(s.block) == 0 {
+		p.warn(s.pos, "Warning - empty notification_email block")
+	}
+}
+
+// smtpServer parses "smtp_server HOST [PORT]" into host:port.
+func (p *parser) smtpServer(s *stmt) string {
+	a, ok := p.nargs(s, 1, 2, "a host name or IP address and an optional port")
+	if !ok {
+		return ""
+	}
+	port := 25
+	if len(a) == 2 {
+		if port, ok = p.intVal(s.pos, "smtp_server port", a[1], 1, 65535); !ok {
+			return ""
+		}
+	}
+	host := a[0]
+	if ad, err := netip.ParseAddr(host); err == nil && ad.Zone() == "" {
+		host = ad.String()
+	} else if !validHostName(host) {
+		p.errs.add(s.pos, s.kw(), "smtp_server %q is neither an IP address nor a host name", host)
+		return ""
+	}
+	return net.JoinHostPort(host, strconv.Itoa(port))
 }

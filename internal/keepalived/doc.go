@@ -24,7 +24,12 @@
 //     vrrp_garp_interval, vrrp_gna_interval, max_auto_priority,
 //     vrrp_startup_delay, dynamic_interfaces [allow_if_changes],
 //     vrrp_rt_priority, vrrp_no_swap, vrrp_rlimit_rttime (applied to the
-//     engine process by package sched), checker_rlimit_rttime and
+//     engine process by package sched), notification_email,
+//     notification_email_from, smtp_server, smtp_helo_name,
+//     smtp_connect_timeout, smtp_alert, smtp_alert_vrrp, no_email_faults
+//     (SMTP alerts on state changes), smtp_alert_checker, checker_no_swap
+//     and default_interface (recorded, no effect: keepalived uses them
+//     for its checker and static addresses), checker_rlimit_rttime and
 //     bfd_rlimit_rttime (recorded; vipstack has no checker or BFD
 //     process, its checks run in the engine process). max_auto_priority
 //     is accepted and does nothing more: keepalived raises its realtime
@@ -48,7 +53,8 @@
 //     track_interface { IF [weight N] }, notify_master, notify_backup,
 //     notify_fault, notify_stop, notify, garp_master_delay,
 //     garp_master_repeat, garp_master_refresh, garp_master_refresh_repeat,
-//     dont_track_primary, accept, no_accept.
+//     dont_track_primary, accept, no_accept, smtp_alert, mcast_src_ip (the
+//     same setting as unicast_src_ip, as in keepalived).
 //   - vrrp_sync_group: group { INSTANCE ... }, track_script, notify_*.
 //
 // Defaults are keepalived's. The VRRP version of an instance is its
@@ -92,8 +98,11 @@
 // a file including itself (directly or not) is an error. Config.Files lists
 // every file read, for reload watching.
 //
-// keepalived's preprocessor ($NAME definitions, @id conditional lines,
-// ~SEQ, trailing-backslash continuation) is not supported and rejected,
+// Conditional lines are read as keepalived reads them: "@ID line" only when
+// ID is the config ID (ParseID, LoadID; keepalived's -i, default the host
+// name), "@^ID line" only when it is not. The rest of keepalived's
+// preprocessor ($NAME definitions, ~SEQ, trailing-backslash continuation)
+// is not supported and rejected,
 // and so is a line using one of its builtin definitions ($_PWD, ${_PWD},
 // ${_INSTANCE}, ${_RANDOM}, ${_HASH}, ${_BANG}), which keepalived 2.2.7
 // expands anywhere on a line, inside quotes too: read as text, they gave

@@ -95,6 +95,7 @@ type reader struct {
 	warnings []string
 	stack    []string // files being read, outermost first
 	lines    []line
+	configID string // keepalived's -i: which "@ID" lines are read
 }
 
 // readFile reads data as the contents of name.
@@ -115,6 +116,12 @@ func (r *reader) readFile(name string, data []byte) {
 		}
 		if text == "" {
 			continue
+		}
+		if text[0] == '@' {
+			var keep bool
+			if text, keep = r.conditional(pos, text); !keep {
+				continue
+			}
 		}
 		if !r.special(pos, text) {
 			continue
@@ -147,8 +154,6 @@ func (r *reader) special(pos Pos, text string) bool {
 	first, _, _ := strings.Cut(text, " ")
 	first, _, _ = strings.Cut(first, "\t")
 	switch {
-	case text[0] == '@':
-		r.errs.add(pos, "@", "conditional configuration (@id lines) is not supported by vipstack")
 	case text[0] == '$':
 		r.errs.add(pos, "$", "parameter definitions ($NAME=...) are not supported by vipstack")
 	case text[0] == '~':
@@ -159,6 +164,28 @@ func (r *reader) special(pos Pos, text string) bool {
 		return true
 	}
 	return false
+}
+
+// conditional handles keepalived's conditional lines: "@ID rest" is rest
+// when ID is the config ID (-i, default the host name), "@^ID rest" when it
+// is not; otherwise the line is skipped. It returns the line to read and
+// whether to read it.
+func (r *reader) conditional(pos Pos, text string) (string, bool) {
+	id, rest, _ := strings.Cut(text[1:], " ")
+	if i := strings.IndexByte(id, '\t'); i >= 0 {
+		id, rest = id[:i], id[i+1:]+" "+rest
+	}
+	rest = strings.TrimLeft(rest, blanks)
+	not := strings.HasPrefix(id, "^")
+	id = strings.TrimPrefix(id, "^")
+	if id == "" {
+		r.errs.add(pos, "@", "conditional line %q has no config ID after @ (accepted: @ID or @^ID, then the line)", text)
+		return "", false
+	}
+	if (id == r.configID) == not || rest == "" {
+		return "", false
+	}
+	return rest, true
 }
 
 // hiddenMatch reports whether the glob pattern matched name only because a

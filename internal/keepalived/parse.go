@@ -10,8 +10,15 @@ import (
 	"time"
 )
 
-// Load reads path (and its includes) from the file system.
-func Load(path string) (*Config, error) {
+// Load reads path (and its includes) from the file system, with the host
+// name as config ID (see LoadID).
+func Load(path string) (*Config, error) { return LoadID(path, "") }
+
+// LoadID reads path (and its includes) from the file system. configID is
+// keepalived's -i/--config-id: a line "@ID ..." is read only when ID is
+// configID, a line "@^ID ..." only when it is not. "" means the host name,
+// keepalived's default.
+func LoadID(path, configID string) (*Config, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, fmt.Errorf("load keepalived config %s: %w", path, err)
@@ -22,7 +29,7 @@ func Load(path string) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load keepalived config %s: %w", abs, err)
 	}
-	return Parse(abs, data, fsys)
+	return ParseID(abs, data, fsys, configID)
 }
 
 // Parse parses data as if read from name. Includes are read through fsys:
@@ -30,8 +37,16 @@ func Load(path string) (*Config, error) {
 // joined to the directory of the including file. On any error it returns a
 // nil Config and all errors (up to 20) joined, each an *Error.
 func Parse(name string, data []byte, fsys fs.FS) (*Config, error) {
+	return ParseID(name, data, fsys, "")
+}
+
+// ParseID is Parse with a config ID for "@ID" lines (see LoadID).
+func ParseID(name string, data []byte, fsys fs.FS, configID string) (*Config, error) {
+	if configID == "" {
+		configID, _ = os.Hostname()
+	}
 	errs := &errList{}
-	r := &reader{fsys: fsys, errs: errs}
+	r := &reader{fsys: fsys, errs: errs, configID: configID}
 	if len(data) > MaxFileSize {
 		errs.add(Pos{File: name}, "", "%v", errTooLarge)
 		return nil, errs.err()
@@ -40,7 +55,8 @@ func Parse(name string, data []byte, fsys fs.FS) (*Config, error) {
 	tree := buildTree(r.lines, errs)
 
 	p := &parser{errs: errs, cfg: newConfig(), insts: map[*Instance]*instMeta{},
-		globalSeen: map[string]Pos{}, syncNames: map[string]Pos{}, instByName: map[string]*Instance{}}
+		globalSeen: map[string]Pos{}, syncNames: map[string]Pos{}, instByName: map[string]*Instance{},
+		unknownTracks: map[Pos]bool{}}
 	p.cfg.Warnings = r.warnings
 	p.top(tree)
 	p.validate()
@@ -73,6 +89,12 @@ type parser struct {
 	syncNames  map[string]Pos
 	instByName map[string]*Instance
 	defined    string // scriptNames, computed once for error messages
+	// unknownTracks are the track_script entries naming a vrrp_script not
+	// defined yet where they were read.
+	unknownTracks map[Pos]bool
+	// smtpAlert and smtpAlertVRRP are global smtp_alert and
+	// smtp_alert_vrrp, nil when not set.
+	smtpAlert, smtpAlertVRRP *bool
 }
 
 // instMeta is what validation needs to know about an instance beyond the
@@ -82,8 +104,10 @@ type instMeta struct {
 	advertRaw              string
 	garpDelay, garpRefresh *time.Duration
 	garpRepeat, garpRefRep *int
-	vipEntries             int   // virtual_ipaddress entries, valid or not
-	peerPos                []Pos // position of each UnicastPeers entry
+	smtpAlert              *bool  // smtp_alert, nil when not set
+	srcKw                  string // unicast_src_ip or mcast_src_ip, whichever set UnicastSrcIP
+	vipEntries             int    // virtual_ipaddress entries, valid or not
+	peerPos                []Pos  // position of each UnicastPeers entry
 }
 
 func (p *parser) warn(pos Pos, format string, a ...any) {
@@ -93,6 +117,11 @@ func (p *parser) warn(pos Pos, format string, a ...any) {
 // reject reports a keyword the block does not accept.
 func (p *parser) reject(s *stmt, where, accepted, unsupported string) {
 	kw := s.kw()
+	if inList(lvsKeywords, kw) {
+		p.errs.add(s.pos, kw, "keyword %q is not supported by vipstack: it configures IPVS (LVS), which vipstack does not "+
+			"implement and this kernel does not have; run keepalived for it, or balance with vipstack lb", kw)
+		return
+	}
 	if inList(unsupported, kw) {
 		p.errs.add(s.pos, kw, "keyword %q is not supported by vipstack", kw)
 		return
@@ -103,6 +132,10 @@ func (p *parser) reject(s *stmt, where, accepted, unsupported string) {
 // once records the first use of a keyword in a block and rejects repeats.
 func (p *parser) once(seen map[string]Pos, s *stmt) bool {
 	if first, ok := seen[s.kw()]; ok {
+		if inList(repeatableFlags, s.kw()) && len(s.words) == 1 && s.open == nil {
+			p.warn(s.pos, "%s is repeated (first at %s); keepalived 2.2.7 takes the repeat without a word, it changes nothing", s.kw(), first)
+			return false
+		}
 		p.errs.add(s.pos, s.kw(), "%s is already set at %s", s.kw(), first)
 		return false
 	}
@@ -265,4 +298,24 @@ func (p *parser) top(stmts []*stmt) {
 			p.reject(s, "the top level", topAccepted, topUnsupported)
 		}
 	}
+}
+
+// boolArg parses keepalived's optional boolean argument (check_true_false:
+// true, on, yes / false, off, no); no argument means true.
+func (p *parser) boolArg(s *stmt) (bool, bool) {
+	a, ok := p.nargs(s, 0, 1, "nothing or one of true, on, yes, false, off, no")
+	if !ok {
+		return false, false
+	}
+	if len(a) == 0 {
+		return true, true
+	}
+	switch strings.ToLower(a[0]) {
+	case "true", "on", "yes":
+		return true, true
+	case "false", "off", "no":
+		return false, true
+	}
+	p.errs.add(s.pos, s.kw(), "Invalid value '%s' for %s specified (accepted: nothing, true, on, yes, false, off, no)", a[0], s.kw())
+	return false, false
 }

@@ -260,3 +260,34 @@ func TestParseSeconds(t *testing.T) {
 		}
 	}
 }
+
+// TestConditionalLines: keepalived's "@ID line" is read only with config ID
+// ID (-i), "@^ID line" only without it (keepalived 2.2.7, measured with
+// keepalived -t -i n1 / -i n2 on a file whose @n1 and @^n1 lines are each
+// out of range: only the line for the given ID is reported).
+func TestConditionalLines(t *testing.T) {
+	conf := "vrrp_instance VI {\n interface eth0\n virtual_router_id 1\n@n1 priority 101\n@n2\tpriority 100\n" +
+		"@^n1 advert_int 3\n virtual_ipaddress {\n  198.18.0.1\n }\n}\n"
+	for _, tc := range []struct {
+		id       string
+		prio     uint8
+		interval time.Duration
+	}{
+		{id: "n1", prio: 101, interval: time.Second},
+		{id: "n2", prio: 100, interval: 3 * time.Second},
+		{id: "other", prio: 100, interval: 3 * time.Second},
+	} {
+		cfg, err := ParseID("k.conf", []byte(conf), fstest.MapFS{}, tc.id)
+		if err != nil {
+			t.Fatalf("-i %s: %v", tc.id, err)
+		}
+		in := cfg.Instances[0]
+		if in.Priority != tc.prio || in.AdvertInterval != tc.interval {
+			t.Errorf("-i %s: priority %d, advert_int %v; want %d, %v", tc.id, in.Priority, in.AdvertInterval, tc.prio, tc.interval)
+		}
+	}
+	if _, err := ParseID("k.conf", []byte("@ priority 1\n"), fstest.MapFS{}, "n1"); err == nil ||
+		!strings.Contains(err.Error(), "k.conf:1: conditional line \"@ priority 1\" has no config ID after @") {
+		t.Errorf("\"@ priority 1\": %v, want an error naming the line", err)
+	}
+}

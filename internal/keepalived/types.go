@@ -60,6 +60,23 @@ type GlobalDefs struct {
 	NoSwap                               bool
 	RLimitRTTime                         int
 	CheckerRLimitRTTime, BFDRLimitRTTime int
+	// CheckerNoSwap is checker_no_swap: recorded, no effect (keepalived's
+	// checker process runs only for virtual_server, which vipstack refuses).
+	CheckerNoSwap bool
+	// DefaultInterface is default_interface: recorded, no effect. keepalived
+	// 2.2.7 uses it only for static_ipaddress and static_routes, which
+	// vipstack refuses (an instance without interface is refused by
+	// keepalived too: measured, "(VI_1) Unknown interface!").
+	DefaultInterface string
+	// SMTP alerts (see Instance.SMTPAlert). SMTPServer is "host:port"
+	// (port 25 unless given), "" when not set; SMTPHeloName is "" for the
+	// host name; SMTPConnectTimeout is 0 when not set (keepalived: 30 s).
+	NotificationEmail     []string
+	NotificationEmailFrom string
+	SMTPServer            string
+	SMTPHeloName          string
+	SMTPConnectTimeout    time.Duration
+	NoEmailFaults         bool
 }
 
 // Script is a vrrp_script block.
@@ -112,6 +129,11 @@ type Instance struct {
 	GARPMasterRefreshRepeat int
 	DontTrackPrimary        bool
 	Accept                  bool // default true; false with no_accept
+	// SMTPAlert, resolved as keepalived 2.2.7 does: the instance's
+	// smtp_alert, else global smtp_alert_vrrp, else global smtp_alert,
+	// else off. An alert mail goes to Global.NotificationEmail on each
+	// change to MASTER, BACKUP, FAULT (unless no_email_faults) and STOP.
+	SMTPAlert bool
 }
 
 // Family returns 4 or 6, the address family of the instance's

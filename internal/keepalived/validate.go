@@ -35,9 +35,10 @@ func (p *parser) validate() {
 		p.version(in, m, fam)
 		p.unicastFamily(in, m, fam)
 		p.resolveGARP(in, m)
+		in.SMTPAlert = deref(m.smtpAlert, deref(p.smtpAlertVRRP, deref(p.smtpAlert, false)))
 		p.preempt(in, m)
 		p.ownInterface(in)
-		p.checkTracks(in.TrackScripts)
+		in.TrackScripts = p.dropUnknownTracks(in.Name, in.TrackScripts)
 		p.ownerWeights(in)
 		if at := m.seen["virtual_router_id"]; in.VRID != 0 && in.Interface != "" {
 			k := vrKey{in.Interface, in.VRID, fam}
@@ -70,6 +71,26 @@ func (p *parser) validate() {
 	}
 	p.checkSyncGroups()
 	p.securityNote()
+	p.smtpNote()
+}
+
+// smtpNote warns when an instance asks for alerts that cannot be sent.
+func (p *parser) smtpNote() {
+	g := p.cfg.Global
+	for _, in := range p.cfg.Instances {
+		if !in.SMTPAlert {
+			continue
+		}
+		switch {
+		case g.SMTPServer == "":
+			p.warn(in.Pos, "vrrp_instance %q has smtp_alert but global_defs has no smtp_server: no alert is sent (as in keepalived)", in.Name)
+		case len(g.NotificationEmail) == 0:
+			p.warn(in.Pos, "vrrp_instance %q has smtp_alert but global_defs has no notification_email address: no alert is sent (as in keepalived)", in.Name)
+		default:
+			continue
+		}
+		return
+	}
 }
 
 // ownerWeights warns about weights that cannot apply: the address owner
@@ -226,8 +247,8 @@ func (p *parser) version(in *Instance, m *instMeta, fam int) {
 
 func (p *parser) unicastFamily(in *Instance, m *instMeta, fam int) {
 	if a := in.UnicastSrcIP; a.IsValid() && family(a) != fam {
-		p.errs.add(m.seen["unicast_src_ip"], "unicast_src_ip", "unicast_src_ip %s is IPv%d but the virtual addresses of vrrp_instance %q are IPv%d",
-			a, family(a), in.Name, fam)
+		p.errs.add(m.seen[m.srcKw], m.srcKw, "%s %s is IPv%d but the virtual addresses of vrrp_instance %q are IPv%d",
+			m.srcKw, a, family(a), in.Name, fam)
 	}
 	for i, a := range in.UnicastPeers {
 		if family(a) != fam {
@@ -252,16 +273,32 @@ func deref[T any](v *T, def T) T {
 	return *v
 }
 
-// checkTracks checks that tracked scripts are defined.
-func (p *parser) checkTracks(ts []TrackScript) {
-	for _, t := range ts {
-		if _, ok := p.cfg.Scripts[t.Name]; !ok {
+// dropUnknownTracks removes the track_script entries that keepalived 2.2.7
+// ignores: those naming a vrrp_script that is not defined where the entry is
+// read, because it is defined further down or not at all. keepalived logs
+// "(VI_1) track script chk not found, ignoring..." and runs the instance
+// without the check; vipstack does the same, with a warning in keepalived's
+// words and, for a script defined later, what surprises in it.
+func (p *parser) dropUnknownTracks(owner string, ts []TrackScript) []TrackScript {
+	return slices.DeleteFunc(ts, func(t TrackScript) bool {
+		if !p.unknownTracks[t.Pos] {
+			return false
+		}
+		sc, later := p.cfg.Scripts[t.Name]
+		switch {
+		case later:
+			p.warn(t.Pos, "(%s) track script %s not found, ignoring... WARNING: vrrp_script %s is defined at %s, after this "+
+				"track_script; keepalived 2.2.7 only knows scripts defined above their use, so %s runs WITHOUT this check "+
+				"(vipstack does the same); move vrrp_script %s above it", owner, t.Name, t.Name, sc.Pos, owner, t.Name)
+		default:
 			if p.defined == "" {
 				p.defined = p.scriptNames()
 			}
-			p.errs.add(t.Pos, "track_script", "track_script %q is not a defined vrrp_script (%s)", t.Name, p.defined)
+			p.warn(t.Pos, "(%s) track script %s not found, ignoring... (%s); %s runs without it, as in keepalived",
+				owner, t.Name, p.defined, owner)
 		}
-	}
+		return true
+	})
 }
 
 // scriptNames lists the defined vrrp_script names for error messages, at
@@ -280,7 +317,7 @@ func (p *parser) scriptNames() string {
 func (p *parser) checkSyncGroups() {
 	owner := map[string]*SyncGroup{}
 	for _, g := range p.cfg.SyncGroups {
-		p.checkTracks(g.TrackScripts)
+		g.TrackScripts = p.dropUnknownTracks(g.Name, g.TrackScripts)
 		for _, name := range g.Members {
 			if _, ok := p.instByName[name]; !ok {
 				p.errs.add(g.Pos, "group", "vrrp_sync_group %q: member %q is not a defined vrrp_instance", g.Name, name)

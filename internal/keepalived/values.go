@@ -119,3 +119,22 @@ func unescape(s string, i int) (byte, int) {
 func isHex(c byte) bool {
 	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')
 }
+
+// validHostName reports whether name is a DNS host name: labels of letters,
+// digits and hyphens, separated by dots.
+func validHostName(name string) bool {
+	if name == "" || len(name) > 253 {
+		return false
+	}
+	for _, l := range strings.Split(strings.TrimSuffix(name, "."), ".") {
+		if l == "" || len(l) > 63 || l[0] == '-' || l[len(l)-1] == '-' {
+			return false
+		}
+		for _, c := range []byte(l) {
+			if !(isAlpha(c) || (c >= '0' && c <= '9') || c == '-' || c == '_') {
+				return false
+			}
+		}
+	}
+	return true
+}
