@@ -134,17 +134,17 @@ type trackerEntry struct {
 }
 
 type event struct {
-	packet   *transport.Packet
-	advert   *vrrp.Advertisement // packet, parsed by screen
-	family   int
-	track    *track.Status
-	first    *track.Tracker // its first probe succeeded (see firstSuccess)
-	link     *linkEvent
-	addr     *addrEvent
-	reload   chan error
-	ping     chan struct{}
-	readErr  error
-	handoff  chan []string
+	packet  *transport.Packet
+	advert  *vrrp.Advertisement // packet, parsed by screen
+	family  int
+	track   *track.Status
+	first   *track.Tracker // its first probe succeeded (see firstSuccess)
+	link    *linkEvent
+	addr    *addrEvent
+	reload  chan error
+	ping    chan struct{}
+	readErr error
+	handoff chan []string
 }
 
 // addrEvent is an address added or removed; the zero Prefix means any may
