@@ -13,6 +13,7 @@ import (
 
 	"github.com/vipstack/vipstack/internal/healthcheck"
 	"github.com/vipstack/vipstack/internal/lb/stats"
+	"github.com/vipstack/vipstack/internal/lb/web"
 	"github.com/vipstack/vipstack/internal/lbconfig"
 )
 
@@ -642,7 +643,7 @@ func (l *LB) logStopped() {
 		backends[b.Name] = b.Clients()
 	}
 	l.mu.Lock()
-	counts := make(map[string]*webCount, len(l.webCounts))
+	counts := make(map[string]*web.Count, len(l.webCounts))
 	for k, c := range l.webCounts {
 		counts[k] = c
 	}
@@ -665,7 +666,7 @@ func (l *LB) logStopped() {
 		default:
 			to = logs.fronts[name]
 			if c := counts[name]; c != nil {
-				fe, be = c.fe.Load(), c.be.Load()
+				fe, be = c.Sessions()
 			}
 		}
 		l.sendLog(to, lbconfig.LevelWarning, stoppedLine(name, fe, be))
