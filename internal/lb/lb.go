@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/vipstack/vipstack/internal/clock"
+	"github.com/vipstack/vipstack/internal/lb/logging"
 	"github.com/vipstack/vipstack/internal/lb/relay"
 	"github.com/vipstack/vipstack/internal/lb/stats"
 	"github.com/vipstack/vipstack/internal/lb/web"
@@ -46,7 +47,7 @@ type Options struct {
 	Version string
 	// Stdout and Stderr receive the messages of `log stdout` and `log
 	// stderr` targets, one line per write; nil means the process's.
-	// Other targets are sockets (syslog.go).
+	// Other targets are sockets (lb/logging).
 	Stdout, Stderr io.Writer
 
 	// hooks, set by this package's tests only, act between the steps
@@ -79,10 +80,10 @@ type LB struct {
 	loops []*loop   // the relay's event loops
 
 	idleCloses atomic.Uint64
-	accessLog  accessLog               // the log messages' queue (connlog.go)
-	logs       atomic.Pointer[logView] // the backends' log targets (syslog.go)
-	sinks      map[string]*logSink     // log targets by network and address, guarded by mu
-	webCounts  map[string]*web.Count   // monitor and stats sections' counts by name, guarded by mu
+	accessLog  *logging.Queue           // the log messages' queue
+	logs       atomic.Pointer[logView]  // the backends' log targets (syslog.go)
+	sinks      map[string]*logging.Sink // log targets by network and address, guarded by mu
+	webCounts  map[string]*web.Count    // monitor and stats sections' counts by name, guarded by mu
 
 	// Global maxconn: accepted connections (admitted or queued) over all
 	// frontends, and the cap; at the cap the accept loops wait.
@@ -158,11 +159,9 @@ func New(opts Options) (*LB, error) {
 	if l.opts.Stderr == nil {
 		l.opts.Stderr = os.Stderr
 	}
-	l.accessLog.idle.L = &l.accessLog.mu
-	l.accessLog.pid = os.Getpid()
-	l.accessLog.log = func(n uint64) {
+	l.accessLog = logging.NewQueue(os.Getpid(), func(n uint64) {
 		l.log.Warn("log: a target does not keep up or cannot be reached; messages are dropped (counted in vipstack_lb_access_log_dropped_total)", "dropped", n)
-	}
+	})
 	lps, err := newLoops(l, loopCount())
 	if err != nil {
 		return nil, fmt.Errorf("lb: %w", err)
@@ -439,7 +438,7 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 			fe = newFrontend(l, fc.Name)
 			l.frontends[fc.Name] = fe
 		}
-		cl, err := newConnLog(fc.Log, feLogs[fc.Name])
+		cl, err := logging.NewConnLog(fc.Log, feLogs[fc.Name])
 		if err != nil { // Validate has checked it
 			cl = nil
 			l.log.Warn("lb: frontend's log format refused; no connection log", "frontend", fc.Name, "err", err)
@@ -750,10 +749,10 @@ wait:
 		s.stop()
 	}
 	l.stopLoops()
-	l.accessLog.flush()
+	l.accessLog.Flush()
 	l.mu.Lock()
 	for _, s := range l.sinks {
-		s.close()
+		s.Close()
 	}
 	l.mu.Unlock()
 	return forced

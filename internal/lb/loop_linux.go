@@ -486,7 +486,7 @@ func (lp *loop) connectFailed(cn *conn, err error) {
 		cn.ctimer = nil
 	}
 	s := cn.srv
-	if cn.log != nil && cn.log.needSource {
+	if cn.log != nil && cn.log.NeedSource {
 		cn.source = localAddr(cn.relay.s.fd) // haproxy shows the failed attempt's (measured)
 	}
 	relay.Close(cn.relay.s.fd) // leaves the epoll set with it
@@ -646,7 +646,7 @@ func (lp *loop) clientWhileConnecting(cn *conn, e uint32) {
 	// The attempt counts as the server's session, not as its error
 	// (haproxy: stot 1, econ 0, wretr 0).
 	cn.srv.tot.Add(1)
-	if cn.log != nil && cn.log.needSource {
+	if cn.log != nil && cn.log.NeedSource {
 		cn.source = localAddr(cn.relay.s.fd)
 	}
 	lp.closeLocked(cn)
@@ -675,7 +675,7 @@ func (lp *loop) connected(cn *conn) {
 	cn.state = stRelaying
 	cn.connAt = lp.stamp(cn)
 	if cn.log != nil {
-		if cn.log.needSource { // only then: a syscall per connection
+		if cn.log.NeedSource { // only then: a syscall per connection
 			cn.source = localAddr(cn.relay.s.fd)
 		}
 	}
@@ -1083,7 +1083,7 @@ func (lp *loop) kill(cn *conn) {
 	if cn.state == stConnecting {
 		cn.term[1] = 'C'
 		discardClient(cn)
-		if cn.log != nil && cn.log.needSource && cn.relay.s.fd >= 0 {
+		if cn.log != nil && cn.log.NeedSource && cn.relay.s.fd >= 0 {
 			cn.source = localAddr(cn.relay.s.fd)
 		}
 	}
