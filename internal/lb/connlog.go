@@ -64,12 +64,13 @@ func (f *frontend) logConn(cn *conn) {
 	}
 	var buf [512]byte
 	now := f.lb.clk.Now()
-	f.lb.sendLog(cl.To, lbconfig.LevelInfo, cl.AppendLine(buf[:0], cn.logFields(), now))
+	lf := cn.logFields()
+	f.lb.sendLog(cl.To, lbconfig.LevelInfo, cl.AppendLine(buf[:0], &lf, now))
 }
 
 // logFields are what cn's log line may show.
-func (cn *conn) logFields() *logging.Fields {
-	lf := &logging.Fields{Client: cn.client(), Local: cn.local, Source: cn.source, Frontend: cn.fe.name, Backend: "-",
+func (cn *conn) logFields() logging.Fields {
+	lf := logging.Fields{Client: cn.client(), Local: cn.local, Source: cn.source, Frontend: cn.fe.name, Backend: "-",
 		AcceptAt: cn.acceptAt, StartAt: cn.startAt, ConnAt: cn.connAt, Up: cn.up, Down: cn.down,
 		Term: cn.termState(), Attempts: cn.attempt, Counts: logCounts{cn}}
 	if cn.cfg != nil && cn.cfg.pool != nil {
