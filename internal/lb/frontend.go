@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/vipstack/vipstack/internal/lb/logging"
+	"github.com/vipstack/vipstack/internal/lb/relay"
 	"github.com/vipstack/vipstack/internal/lb/stats"
 )
 
@@ -172,7 +173,7 @@ func (f *frontend) admit(fd int, peer netip.AddrPort, lp *loop) <-chan struct{} 
 	}
 	if cl := f.cfg.Load().log; cl != nil {
 		if cl.NeedLocal {
-			cn.local = localAddr(fd)
+			cn.local = relay.LocalAddr(fd)
 		}
 		if cl.Connect {
 			f.logConnect(cn, cl)

@@ -75,9 +75,8 @@ type LB struct {
 	log   *slog.Logger
 	clk   clock.Clock
 	start time.Time
-	pipes relay.PipePool
-	bufs  sync.Pool // *copyBuf
-	loops []*loop   // the relay's event loops
+	pools relay.Pools // the relay's copy buffers and splice pipes
+	loops []*loop     // the relay's event loops
 
 	idleCloses atomic.Uint64
 	accessLog  *logging.Queue           // the log messages' queue
@@ -152,7 +151,6 @@ func New(opts Options) (*LB, error) {
 		frontends: map[string]*frontend{}, servers: map[string]*server{}, noSrv: map[string]*atomic.Uint64{},
 		tcpLns: map[string]*tcpListener{}, httpLns: map[string]*httpListener{},
 	}
-	l.bufs.New = func() any { return new(copyBuf) }
 	if l.opts.Stdout == nil {
 		l.opts.Stdout = os.Stdout
 	}
@@ -819,7 +817,7 @@ func (l *LB) listenTCP(key string, b lbconfig.Bind) (*tcpListener, error) {
 		ln, err := lc.Listen(context.Background(), network, address)
 		if err == nil {
 			var fd int
-			fd, err = acceptFD(ln.(*net.TCPListener))
+			fd, err = relay.AcceptFD(ln.(*net.TCPListener))
 			if t.addr == nil {
 				t.addr = ln.Addr()
 				t.at = boundOf(b, t.addr)
