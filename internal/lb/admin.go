@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/vipstack/vipstack/internal/healthcheck"
+	"github.com/vipstack/vipstack/internal/lb/logging"
 	"github.com/vipstack/vipstack/internal/lb/stats"
 	"github.com/vipstack/vipstack/internal/lbconfig"
 )
@@ -140,7 +141,7 @@ func (s *server) setWeight(balance lbconfig.Balance, w int) error {
 	// for a weight change otherwise (measured).
 	if before > 0 && after == 0 {
 		if to := l.backendLog(s.backend); to != nil {
-			l.sendLog(to, lbconfig.LevelEmerg, noServerLine(s.backend))
+			l.sendLog(to, lbconfig.LevelEmerg, logging.NoServerLine(s.backend))
 		}
 	}
 	l.recomputeHealth()
@@ -217,8 +218,8 @@ func (s *server) setAdmin(st stats.AdminState) bool {
 	// usable with the store; out of MAINT, with its return to UP.
 	l := s.lb
 	l.usableMu.Lock()
-	change := adminChange{backend: s.backend, id: s.id(), from: old, to: st, up: s.up.Load(),
-		before: l.usableServers(s.backend)}
+	change := logging.AdminChange{Backend: s.backend, ID: s.id(), From: old, To: st, Up: s.up.Load(),
+		Before: l.usableServers(s.backend)}
 	if h := l.opts.hooks; h != nil && h.adminCounted != nil {
 		h.adminCounted(s)
 	}
@@ -232,8 +233,8 @@ func (s *server) setAdmin(st stats.AdminState) bool {
 		s.setUpLocked(true)
 		s.mu.Unlock()
 	}
-	change.after = l.usableServers(s.backend)
-	l.noteUsable(s.backend, change.after)
+	change.After = l.usableServers(s.backend)
+	l.noteUsable(s.backend, change.After)
 	l.usableMu.Unlock()
 	switch {
 	case st == stats.AdminMaint:
@@ -257,9 +258,9 @@ func (s *server) setAdmin(st stats.AdminState) bool {
 	s.lb.log.Info("server administrative state changed", "backend", s.backend, "server", s.name,
 		"from", old.String(), "to", st.String())
 	if to := s.lb.backendLog(s.backend); to != nil {
-		change.sessions = s.cur.Load()
-		for _, ln := range adminLines(change) {
-			s.lb.sendLog(to, ln.level, []byte(ln.msg))
+		change.Sessions = s.cur.Load()
+		for _, ln := range logging.AdminLines(change) {
+			s.lb.sendLog(to, ln.Level, []byte(ln.Msg))
 		}
 	}
 	// Out of MAINT, the check starts once the move's lines are sent: its

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/vipstack/vipstack/internal/clock"
+	"github.com/vipstack/vipstack/internal/lb/logging"
 )
 
 // connState is where a connection is in its life. It changes only under
@@ -48,9 +49,9 @@ type conn struct {
 	every      time.Duration // how often checkIdle runs
 	lastActive time.Time     // when bytes last moved (the loop's batch time)
 
-	// The connection log (connlog.go), when the frontend keeps one: set
+	// The connection log (logging.ConnLog), when the frontend keeps one: set
 	// at accept, then guarded by the loop's lock.
-	log      *connLog
+	log      *logging.ConnLog
 	acceptAt time.Time      // accepted
 	startAt  time.Time      // left the queue, started to connect
 	connAt   time.Time      // connected

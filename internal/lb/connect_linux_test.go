@@ -308,7 +308,7 @@ func TestShutdownSessionConnecting(t *testing.T) {
 	if n := len(l.Sessions()); n != 0 {
 		t.Errorf("%d sessions left", n)
 	}
-	l.accessLog.flush()
+	l.accessLog.Flush()
 	got := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
 	if diff := cmp.Diff([]string{"be/hole -1 KC", "be/hole -1 KC"}, got); diff != "" {
 		t.Errorf("log lines (-want +got):\n%s", diff)

@@ -1,7 +1,6 @@
 package lb
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"net"
@@ -12,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,6 +18,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/vipstack/vipstack/internal/haproxycfg"
+	"github.com/vipstack/vipstack/internal/lb/logging"
+	"github.com/vipstack/vipstack/internal/lb/logging/logtest"
 	"github.com/vipstack/vipstack/internal/lb/stats"
 	"github.com/vipstack/vipstack/internal/lbconfig"
 	"github.com/vipstack/vipstack/internal/peers"
@@ -360,7 +360,7 @@ func TestConnLogDontLogNull(t *testing.T) {
 	after.greeting(t)
 	after.Close()
 	eventually(t, "the client to end", func() bool { return l.serverStats(t, "be", "a").Sessions == 0 })
-	l.accessLog.flush()
+	l.accessLog.Flush()
 	connect := regexp.MustCompile(`^fe be/a 3 --\nConnect from 127\.0\.0\.1:\d+ to 127\.0\.0\.1:\d+ \(fe/TCP\)\n$`)
 	if got := out.String(); !connect.MatchString(got) {
 		t.Errorf("after a reload without a format, log = %q, want %v", got, connect)
@@ -375,7 +375,7 @@ func TestConnLogDontLogNull(t *testing.T) {
 	last.greeting(t)
 	last.Close()
 	eventually(t, "the client to end", func() bool { return l.serverStats(t, "be", "a").Sessions == 0 })
-	l.accessLog.flush()
+	l.accessLog.Flush()
 	if got := out.String(); got != before {
 		t.Errorf("after a reload without log targets, log = %q, want %q", got, before)
 	}
@@ -430,7 +430,7 @@ func TestConnLogNoServerTimes(t *testing.T) {
 	// A client reads the end of its connection before its loop queues
 	// the line (release runs after the loop's lock): wait for it.
 	lines := func(n int) func() bool {
-		return func() bool { l.accessLog.flush(); return strings.Count(out.String(), "\n") >= n }
+		return func() bool { l.accessLog.Flush(); return strings.Count(out.String(), "\n") >= n }
 	}
 	refused := dial(t, l, "fe")
 	if !refused.closed(t) {
@@ -451,30 +451,6 @@ func TestConnLogNoServerTimes(t *testing.T) {
 	}
 }
 
-// gateWriter blocks every Write until open is closed (a pipe nobody
-// reads), then keeps what it is given.
-type gateWriter struct {
-	open    chan struct{}
-	entered atomic.Int32 // writes begun
-	mu      sync.Mutex
-	b       []byte
-}
-
-func (w *gateWriter) Write(p []byte) (int, error) {
-	w.entered.Add(1)
-	<-w.open
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.b = append(w.b, p...)
-	return len(p), nil
-}
-
-func (w *gateWriter) lines() int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return bytes.Count(w.b, []byte("\n"))
-}
-
 // TestConnLogBlockedWriter: a connection log whose writer blocks (standard
 // error to a full pipe) holds up no connection: 20 connections run to
 // their end while it is blocked; the lines past the buffer are dropped
@@ -486,10 +462,10 @@ func TestConnLogBlockedWriter(t *testing.T) {
 	// 1 MiB buffer, the other nine are dropped.
 	cfg.Frontends[0].Log = &lbconfig.ConnLog{Format: strings.Repeat("x", 100_000) + " %U"}
 	cfg.Frontends[0].LogTargets = rawStdout
-	w := &gateWriter{open: make(chan struct{})}
+	w := logtest.NewGateWriter()
 	l := newLBOpts(t, Options{Clock: fakeClock(), Stdout: w}, cfg)
 	var once sync.Once
-	release := func() { once.Do(func() { close(w.open) }) }
+	release := func() { once.Do(func() { close(w.Open) }) }
 	t.Cleanup(release) // before Shutdown: a relay blocked in the writer would hold it up
 	for i := range 20 {
 		cl := dial(t, l, "fe")
@@ -501,51 +477,16 @@ func TestConnLogBlockedWriter(t *testing.T) {
 		eventually(t, "the connection to end", func() bool { return l.serverStats(t, "be", "a").Sessions == 0 })
 		if i == 0 {
 			// The first line alone is in the blocked write.
-			eventually(t, "the writer to block", func() bool { return w.entered.Load() == 1 })
+			eventually(t, "the writer to block", func() bool { return w.Entered.Load() == 1 })
 		}
 	}
 	eventually(t, "every line to be queued or dropped", func() bool {
-		l.accessLog.mu.Lock()
-		queued := len(l.accessLog.recs)
-		l.accessLog.mu.Unlock()
-		return queued+1+int(l.accessLog.dropped.Load()) == 20
+		return l.accessLog.Queued()+1+int(l.accessLog.Dropped()) == 20
 	})
 	release()
-	l.accessLog.flush()
-	if got, dropped := w.lines(), l.accessLog.dropped.Load(); got != 11 || dropped != 9 {
+	l.accessLog.Flush()
+	if got, dropped := w.Lines(), l.accessLog.Dropped(); got != 11 || dropped != 9 {
 		t.Errorf("%d lines written, %d dropped; want 11 and 9", got, dropped)
-	}
-}
-
-// TestAccessLogAddNeverBlocks: queuing a line returns while the writer is
-// blocked (the relay's loops queue them); past the buffer, lines are
-// dropped and counted. The writer takes the buffer whole before its
-// blocked write, so up to twice the buffer (20 of these 100 kB lines) is
-// accepted when it starts late: 30 lines always overflow (20 did not
-// when the writer took a full buffer, seen once).
-func TestAccessLogAddNeverBlocks(t *testing.T) {
-	const lines = 30
-	w := &gateWriter{open: make(chan struct{})}
-	al := &accessLog{}
-	al.idle.L = &al.mu
-	to := &logDests{{sink: &logSink{network: "stdout", w: w}, raw: true, level: lbconfig.LevelDebug}}
-	done := make(chan struct{})
-	go func() {
-		for range lines {
-			al.add(to, lbconfig.LevelInfo, time.Time{}, bytes.Repeat([]byte("x"), 100_000))
-		}
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-time.After(bound):
-		close(w.open)
-		t.Fatal("queuing a line waited for the blocked writer")
-	}
-	close(w.open)
-	al.flush()
-	if got, dropped := w.lines(), al.dropped.Load(); got+int(dropped) != lines || dropped < lines-2*maxPendingLog/100_000 {
-		t.Errorf("%d lines written, %d dropped; want %d in all, at least %d dropped", got, dropped, lines, lines-2*maxPendingLog/100_000)
 	}
 }
 
@@ -587,12 +528,12 @@ func TestConnLogSource(t *testing.T) {
 		{"%bi", true},
 		{"%{+Q}bp", true},
 	} {
-		cl, err := newConnLog(&lbconfig.ConnLog{Format: tt.format}, &logDests{{}})
+		cl, err := logging.NewConnLog(&lbconfig.ConnLog{Format: tt.format}, &logging.Dests{{}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if cl.needSource != tt.want {
-			t.Errorf("%q: needSource = %v, want %v", tt.format, cl.needSource, tt.want)
+		if cl.NeedSource != tt.want {
+			t.Errorf("%q: NeedSource = %v, want %v", tt.format, cl.NeedSource, tt.want)
 		}
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/vipstack/vipstack/internal/lb/logging"
+	"github.com/vipstack/vipstack/internal/lb/relay"
 	"github.com/vipstack/vipstack/internal/lb/stats"
 )
 
@@ -20,7 +22,7 @@ type feConfig struct {
 	// connectTimeout bounds each connect attempt; 0: none.
 	connectTimeout time.Duration
 	// log is the connection log; nil: none.
-	log *connLog
+	log *logging.ConnLog
 }
 
 // Which direction last moved bytes on a connection: the side that spoke
@@ -170,10 +172,10 @@ func (f *frontend) admit(fd int, peer netip.AddrPort, lp *loop) <-chan struct{} 
 		cn.acceptAt = lp.now
 	}
 	if cl := f.cfg.Load().log; cl != nil {
-		if cl.needLocal {
-			cn.local = localAddr(fd)
+		if cl.NeedLocal {
+			cn.local = relay.LocalAddr(fd)
 		}
-		if cl.connect {
+		if cl.Connect {
 			f.logConnect(cn, cl)
 		} else {
 			cn.log, cn.acceptAt = cl, f.lb.clk.Now()

@@ -4,10 +4,10 @@ import (
 	"bufio"
 	"io"
 	"net"
-	"net/netip"
 	"testing"
 	"time"
 
+	"github.com/vipstack/vipstack/internal/lb/web"
 	"github.com/vipstack/vipstack/internal/lbconfig"
 )
 
@@ -40,7 +40,7 @@ func poll(t *testing.T, c net.Conn, r *bufio.Reader) string {
 // TestMonitorUnderSlowloris: silent connections past the listener's cap
 // do not keep the check script from its answer. haproxy 2.6 serves a new
 // client at once with 300 or 2000 silent ones (its cap is its maxconn,
-// 9986 here; measured, see httpserve_admit.go); lb serves maxWebConns
+// 9986 here; measured, see web/admit.go); lb serves web.MaxConns
 // at once and makes room by closing a waiting client, of the address that
 // holds the most, the oldest. So: keep-alive clients of another address
 // keep their connections, and a poll from 127.0.0.1 with a new connection
@@ -60,9 +60,7 @@ func TestMonitorUnderSlowloris(t *testing.T) {
 		l.mu.Lock()
 		h := l.httpLns[key]
 		l.mu.Unlock()
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		return len(h.conns)
+		return h.Clients()
 	}
 	addr := at.String()
 
@@ -87,72 +85,22 @@ func TestMonitorUnderSlowloris(t *testing.T) {
 			dialFrom(t, "127.0.0.2", addr)
 		}
 	}
-	silent(maxWebConns + 44)
-	eventually(t, "the listener to hold its cap of clients", func() bool { return tracked() == maxWebConns })
+	silent(web.MaxConns + 44)
+	eventually(t, "the listener to hold its cap of clients", func() bool { return tracked() == web.MaxConns })
 	for i := range 5 {
 		c := dialFrom(t, "127.0.0.1", addr)
 		if got := poll(t, c, bufio.NewReader(c)); got != okHead+okBody {
-			t.Fatalf("poll %d from 127.0.0.1 beside %d silent connections: %q, want the monitor's 200", i, maxWebConns+44+20*i, got)
+			t.Fatalf("poll %d from 127.0.0.1 beside %d silent connections: %q, want the monitor's 200", i, web.MaxConns+44+20*i, got)
 		}
 		c.Close()
 		silent(20)
 	}
-	if n := tracked(); n > maxWebConns {
-		t.Errorf("the listener holds %d clients, past its cap of %d", n, maxWebConns)
+	if n := tracked(); n > web.MaxConns {
+		t.Errorf("the listener holds %d clients, past its cap of %d", n, web.MaxConns)
 	}
 	for i, k := range keep {
 		if got := poll(t, k.c, k.r); got != okHead+okBody {
 			t.Errorf("keep-alive client %d of 127.0.0.3 after the flood: %q, want the monitor's 200 on its connection", i, got)
 		}
-	}
-}
-
-// TestWebEvictOrder: evict picks, among waiting clients, the oldest of
-// the address holding the most connections, and never one being
-// answered.
-func TestWebEvictOrder(t *testing.T) {
-	a, b, x := netip.MustParseAddr("198.18.0.1"), netip.MustParseAddr("198.18.0.2"), netip.MustParseAddr("198.18.0.3")
-	type conn struct {
-		src       netip.Addr
-		answering bool
-	}
-	for _, tc := range []struct {
-		name  string
-		conns []conn // in accept order
-		want  int    // index evicted, -1 for none
-	}{
-		{name: "oldest of one address", conns: []conn{{src: a}, {src: a}, {src: a}}, want: 0},
-		{name: "the address with the most", conns: []conn{{src: a}, {src: b}, {src: b}, {src: a}, {src: b}}, want: 1},
-		{name: "a tie goes to the oldest", conns: []conn{{src: b}, {src: a}, {src: a}, {src: b}}, want: 0},
-		{name: "not one being answered", conns: []conn{{src: a, answering: true}, {src: a}, {src: x}}, want: 1},
-		{name: "answering ones count for their address", conns: []conn{{src: x}, {src: a, answering: true}, {src: a, answering: true}, {src: a}, {src: x}}, want: 3},
-		{name: "none waiting", conns: []conn{{src: a, answering: true}, {src: b, answering: true}}, want: -1},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			h := &httpListener{conns: map[net.Conn]struct{}{}, slots: make(chan struct{}, len(tc.conns))}
-			var wcs []*webConn
-			for i, c := range tc.conns {
-				p1, p2 := net.Pipe()
-				t.Cleanup(func() { p1.Close(); p2.Close() })
-				wc := &webConn{Conn: p1, seq: uint64(i + 1), src: c.src}
-				if c.answering {
-					wc.state.Store(webAnswering)
-				}
-				h.slots <- struct{}{}
-				h.conns[wc] = struct{}{}
-				wcs = append(wcs, wc)
-			}
-			got := -1
-			if h.evict() {
-				for i, wc := range wcs {
-					if wc.state.Load() == webEvicted {
-						got = i
-					}
-				}
-			}
-			if got != tc.want {
-				t.Errorf("evicted %d, want %d", got, tc.want)
-			}
-		})
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
 
+	"github.com/vipstack/vipstack/internal/lb/web"
 	"github.com/vipstack/vipstack/internal/lbconfig"
 	"github.com/vipstack/vipstack/internal/peers"
 	"github.com/vipstack/vipstack/internal/syncbuf"
@@ -200,46 +201,8 @@ func connectLines(out, dst string) []string {
 	return lines
 }
 
-// TestStartsH2: only HTTP/2's whole preface switches a connection, and a
-// request shorter than the preface is not held waiting for more bytes:
-// the client's side stays open, as a client waiting for its answer does.
-func TestStartsH2(t *testing.T) {
-	for _, tt := range []struct {
-		in     string
-		closed bool // the client closes after in
-		want   bool
-	}{
-		{h2Preface, false, true},
-		{h2Preface + "\x00\x00\x00\x04", false, true},
-		{"GET / HTTP/1.0\r\n\r\n", false, false}, // 18 bytes, shorter than the preface
-		{"PRI * HTTP/1.1\r\n\r\n", false, false},
-		{"PRI * HTTP/2.0\r\n\r\nXX\r\n\r\n", false, false},
-		{"PRI * HTTP/2.0\r\n", true, false}, // a prefix of the preface, then the client's close
-		{"", true, false},
-	} {
-		pr, pw := io.Pipe()
-		go func() {
-			io.WriteString(pw, tt.in)
-			if tt.closed {
-				pw.Close()
-			}
-		}()
-		got := make(chan bool, 1)
-		go func() { got <- startsH2(bufio.NewReader(pr)) }()
-		select {
-		case g := <-got:
-			if g != tt.want {
-				t.Errorf("startsH2(%q) = %v, want %v", tt.in, g, tt.want)
-			}
-		case <-time.After(bound):
-			t.Errorf("startsH2(%q) still waits for bytes after %v", tt.in, bound)
-		}
-		pw.Close()
-	}
-}
-
 // TestH2Evictable: an HTTP/2 connection with no stream being answered is
-// a waiting client (httpserve_admit.go): at the listener's cap a new
+// a waiting client (web/admit.go): at the listener's cap a new
 // client takes its place, so idle HTTP/2 connections cannot keep the
 // check script's poll from its answer. Each flood client opens HTTP/2
 // and reads the server's SETTINGS, so it is being served when the next
@@ -253,10 +216,10 @@ func TestH2Evictable(t *testing.T) {
 	newLB(t, fakeClock(), cfg)
 	addr := at.String()
 	const settings = "\x00\x00\x00\x04\x00\x00\x00\x00\x00" // an empty SETTINGS frame
-	for i := range maxWebConns + 10 {
+	for i := range web.MaxConns + 10 {
 		c := dialFrom(t, "127.0.0.2", addr)
 		c.SetDeadline(time.Now().Add(bound))
-		if _, err := io.WriteString(c, h2Preface+settings); err != nil {
+		if _, err := io.WriteString(c, http2.ClientPreface+settings); err != nil {
 			t.Fatal(err)
 		}
 		head := make([]byte, 9)
@@ -268,7 +231,7 @@ func TestH2Evictable(t *testing.T) {
 		c := dialFrom(t, "127.0.0.1", addr)
 		c.SetDeadline(time.Now().Add(bound))
 		if got := poll(t, c, bufio.NewReader(c)); got != okHead+okBody {
-			t.Fatalf("poll %d beside %d idle HTTP/2 connections: %q, want the monitor's 200", i, maxWebConns+10, got)
+			t.Fatalf("poll %d beside %d idle HTTP/2 connections: %q, want the monitor's 200", i, web.MaxConns+10, got)
 		}
 		c.Close()
 	}
@@ -281,7 +244,7 @@ func TestH2Evictable(t *testing.T) {
 // it), as an HTTP/1 client that does not read has its connection closed:
 // the connection is then waiting again, and evictable at the listener's
 // cap. Before, the stream's handler waited for the window for ever, the
-// connection counted as being answered, and maxWebConns such clients
+// connection counted as being answered, and web.MaxConns such clients
 // (one stream each) took every slot of the listener for good.
 func TestH2StalledStreamEnds(t *testing.T) {
 	a := startBackend(t, "a")
@@ -289,9 +252,9 @@ func TestH2StalledStreamEnds(t *testing.T) {
 	addr := l.Addrs("stats")[0].String()
 	l.mu.Lock()
 	for _, h := range l.httpLns {
-		to := *h.to.Load()
-		to.write = 300 * time.Millisecond
-		h.to.Store(&to)
+		to := h.Timeouts()
+		to.Write = 300 * time.Millisecond
+		h.SetTimeouts(to)
 	}
 	l.mu.Unlock()
 
@@ -382,7 +345,7 @@ func h2Open(t *testing.T, addr string, settings ...http2.Setting) *http2.Framer 
 	}
 	t.Cleanup(func() { c.Close() })
 	c.SetDeadline(time.Now().Add(bound))
-	if _, err := io.WriteString(c, h2Preface); err != nil {
+	if _, err := io.WriteString(c, http2.ClientPreface); err != nil {
 		t.Fatal(err)
 	}
 	fr := http2.NewFramer(c, c)
@@ -493,45 +456,6 @@ func TestH2FramesMatchHaproxy(t *testing.T) {
 		got := transcript(tt.vipstack, tt.reqs)
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("%s: HTTP/2 answers differ from haproxy's (-haproxy +vipstack):\n%s", tt.name, diff)
-		}
-	}
-}
-
-// TestH2Keys: every field list the listeners answer with is written in
-// its order, and a list that cannot be is reported so.
-func TestH2Keys(t *testing.T) {
-	for _, tt := range []struct {
-		names []string
-		want  []string // nil: not ordered
-	}{
-		{[]string{"content-length", "cache-control", "content-type"}, []string{"CONTENT-LENGTH", "CaCHE-CONTROL", "CoNTENT-TYPE"}},
-		{[]string{"content-length", "cache-control", "content-type", "www-authenticate"}, []string{"CONTENT-LENGTH", "CaCHE-CONTROL", "CoNTENT-TYPE", "WWW-AUTHENTICATE"}},
-		{[]string{"cache-control", "content-type", "content-length", "location"}, []string{"CACHE-CONTROL", "CONTENT-TYPE", "CONTENT-lENGTH", "LOCATION"}},
-		{[]string{"cache-control", "content-type", "refresh"}, []string{"CACHE-CONTROL", "CONTENT-TYPE", "REFRESH"}},
-		{[]string{"b", "a"}, []string{"B", "a"}}, // case sorts first
-		{[]string{"ab", "a"}, []string{"AB", "a"}},
-		{[]string{"a", "ab"}, []string{"A", "AB"}},
-		{[]string{"a", "a"}, []string{"A", "a"}}, // a name twice
-		{[]string{"a", "a", "a"}, nil},           // no spelling above "a"
-		{[]string{"date", "x"}, []string{"DATE", "X"}},
-		{[]string{"Date"}, []string{"DATE"}},
-		{[]string{"content-type", "date"}, []string{"CONTENT-TYPE", "DATE"}},
-	} {
-		var fields []field
-		for _, n := range tt.names {
-			fields = append(fields, field{n, "v"})
-		}
-		got, ok := h2Keys(fields)
-		if !ok {
-			got = nil
-		}
-		if diff := cmp.Diff(tt.want, got); diff != "" {
-			t.Errorf("h2Keys(%q) (-want +got):\n%s", tt.names, diff)
-		}
-		for i := 1; i < len(got); i++ {
-			if got[i-1] >= got[i] {
-				t.Errorf("h2Keys(%q) = %q: not ascending", tt.names, got)
-			}
 		}
 	}
 }

@@ -17,8 +17,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/vipstack/vipstack/internal/clock"
+	"github.com/vipstack/vipstack/internal/lb/logging"
 	"github.com/vipstack/vipstack/internal/lb/relay"
 	"github.com/vipstack/vipstack/internal/lb/stats"
+	"github.com/vipstack/vipstack/internal/lb/web"
 	"github.com/vipstack/vipstack/internal/lbconfig"
 )
 
@@ -45,7 +47,7 @@ type Options struct {
 	Version string
 	// Stdout and Stderr receive the messages of `log stdout` and `log
 	// stderr` targets, one line per write; nil means the process's.
-	// Other targets are sockets (syslog.go).
+	// Other targets are sockets (lb/logging).
 	Stdout, Stderr io.Writer
 
 	// hooks, set by this package's tests only, act between the steps
@@ -73,15 +75,14 @@ type LB struct {
 	log   *slog.Logger
 	clk   clock.Clock
 	start time.Time
-	pipes relay.PipePool
-	bufs  sync.Pool // *copyBuf
-	loops []*loop   // the relay's event loops
+	pools relay.Pools // the relay's copy buffers and splice pipes
+	loops []*loop     // the relay's event loops
 
 	idleCloses atomic.Uint64
-	accessLog  accessLog               // the log messages' queue (connlog.go)
-	logs       atomic.Pointer[logView] // the backends' log targets (syslog.go)
-	sinks      map[string]*logSink     // log targets by network and address, guarded by mu
-	webCounts  map[string]*webCount    // monitor and stats sections' counts by name, guarded by mu
+	accessLog  *logging.Queue           // the log messages' queue
+	logs       atomic.Pointer[logView]  // the backends' log targets (syslog.go)
+	sinks      map[string]*logging.Sink // log targets by network and address, guarded by mu
+	webCounts  map[string]*web.Count    // monitor and stats sections' counts by name, guarded by mu
 
 	// Global maxconn: accepted connections (admitted or queued) over all
 	// frontends, and the cap; at the cap the accept loops wait.
@@ -150,18 +151,15 @@ func New(opts Options) (*LB, error) {
 		frontends: map[string]*frontend{}, servers: map[string]*server{}, noSrv: map[string]*atomic.Uint64{},
 		tcpLns: map[string]*tcpListener{}, httpLns: map[string]*httpListener{},
 	}
-	l.bufs.New = func() any { return new(copyBuf) }
 	if l.opts.Stdout == nil {
 		l.opts.Stdout = os.Stdout
 	}
 	if l.opts.Stderr == nil {
 		l.opts.Stderr = os.Stderr
 	}
-	l.accessLog.idle.L = &l.accessLog.mu
-	l.accessLog.pid = os.Getpid()
-	l.accessLog.log = func(n uint64) {
+	l.accessLog = logging.NewQueue(os.Getpid(), func(n uint64) {
 		l.log.Warn("log: a target does not keep up or cannot be reached; messages are dropped (counted in vipstack_lb_access_log_dropped_total)", "dropped", n)
-	}
+	})
 	lps, err := newLoops(l, loopCount())
 	if err != nil {
 		return nil, fmt.Errorf("lb: %w", err)
@@ -209,7 +207,7 @@ type wantListener struct {
 	key     string // its lbconfig.BindKey, for messages
 	bind    lbconfig.Bind
 	fe      *lbconfig.Frontend
-	site    *site
+	site    *web.Site
 }
 
 // Apply makes cfg the configuration in force. It opens new listeners
@@ -277,7 +275,7 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 	for i := range cfg.Monitors {
 		m := &cfg.Monitors[i]
 		for _, b := range m.Binds {
-			if err := add(lbconfig.ListenKey(m.Name), b, wantListener{section: m.Name, site: &site{lb: l, monitor: m, count: l.webCount(m.Name)}}); err != nil {
+			if err := add(lbconfig.ListenKey(m.Name), b, wantListener{section: m.Name, site: &web.Site{Monitor: m, Core: webCore{l}, Clock: l.clk, Version: l.opts.Version, Count: l.webCount(m.Name)}}); err != nil {
 				return err
 			}
 		}
@@ -285,7 +283,7 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 	for i := range cfg.Stats {
 		s := &cfg.Stats[i]
 		for _, b := range s.Binds {
-			if err := add(lbconfig.ListenKey(s.Name), b, wantListener{section: s.Name, site: &site{lb: l, stats: s, count: l.webCount(s.Name)}}); err != nil {
+			if err := add(lbconfig.ListenKey(s.Name), b, wantListener{section: s.Name, site: &web.Site{Stats: s, Core: webCore{l}, Clock: l.clk, Version: l.opts.Version, Count: l.webCount(s.Name)}}); err != nil {
 				return err
 			}
 		}
@@ -299,7 +297,7 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 			t.close()
 		}
 		for _, h := range newHTTP {
-			h.ln.Close()
+			h.Close()
 		}
 	}
 	held := l.held()
@@ -438,7 +436,7 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 			fe = newFrontend(l, fc.Name)
 			l.frontends[fc.Name] = fe
 		}
-		cl, err := newConnLog(fc.Log, feLogs[fc.Name])
+		cl, err := logging.NewConnLog(fc.Log, feLogs[fc.Name])
 		if err != nil { // Validate has checked it
 			cl = nil
 			l.log.Warn("lb: frontend's log format refused; no connection log", "frontend", fc.Name, "err", err)
@@ -469,19 +467,20 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 			continue
 		}
 		h := l.httpLns[k]
-		w.site.logs = feLogs[w.section]
+		if to := feLogs[w.section]; to != nil {
+			w.site.Log = func(section string, c net.Conn) { l.logHTTPConnect(to, section, c) }
+		}
 		if nh := newHTTP[k]; nh != nil {
-			nh.site.Store(w.site)
-			nh.start()
+			nh.SetSite(w.site)
+			nh.Start()
 			l.httpLns[k], h = nh, nh
 		} else {
 			// A client reads the timeouts at each deadline it sets: the
 			// new ones apply from its next wait on.
-			to := webTimeoutsOf(cfg.Timeouts)
-			h.to.Store(&to)
-			h.site.Store(w.site)
+			h.SetTimeouts(web.TimeoutsOf(cfg.Timeouts))
+			h.SetSite(w.site)
 		}
-		addrs[w.section] = append(addrs[w.section], h.ln.Addr())
+		addrs[w.section] = append(addrs[w.section], h.Addr())
 	}
 	for k, t := range l.tcpLns {
 		if w, ok := wants[k]; !ok || w.fe == nil {
@@ -491,7 +490,7 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 	}
 	for k, h := range l.httpLns {
 		if w, ok := wants[k]; !ok || w.site == nil {
-			h.close()
+			h.Close()
 			delete(l.httpLns, k)
 		}
 	}
@@ -653,13 +652,13 @@ func (l *LB) recomputeHealth() {
 
 // webCount is the counts of the monitor or stats section called name,
 // kept over reloads. It runs under l.mu.
-func (l *LB) webCount(name string) *webCount {
+func (l *LB) webCount(name string) *web.Count {
 	if l.webCounts == nil {
-		l.webCounts = map[string]*webCount{}
+		l.webCounts = map[string]*web.Count{}
 	}
 	c := l.webCounts[name]
 	if c == nil {
-		c = &webCount{}
+		c = &web.Count{}
 		l.webCounts[name] = c
 	}
 	return c
@@ -739,7 +738,7 @@ wait:
 		l.log.Warn("shutdown: closed connections still open at the deadline")
 	}
 	for _, h := range https {
-		h.close()
+		h.Close()
 	}
 	// For good: a server the runtime API takes out of MAINT from now on
 	// does not start its check again (startCheckLocked).
@@ -748,10 +747,10 @@ wait:
 		s.stop()
 	}
 	l.stopLoops()
-	l.accessLog.flush()
+	l.accessLog.Flush()
 	l.mu.Lock()
 	for _, s := range l.sinks {
-		s.close()
+		s.Close()
 	}
 	l.mu.Unlock()
 	return forced
@@ -818,7 +817,7 @@ func (l *LB) listenTCP(key string, b lbconfig.Bind) (*tcpListener, error) {
 		ln, err := lc.Listen(context.Background(), network, address)
 		if err == nil {
 			var fd int
-			fd, err = acceptFD(ln.(*net.TCPListener))
+			fd, err = relay.AcceptFD(ln.(*net.TCPListener))
 			if t.addr == nil {
 				t.addr = ln.Addr()
 				t.at = boundOf(b, t.addr)
@@ -924,55 +923,6 @@ func (l *LB) globalChanged() {
 	}
 }
 
-// httpListener serves a monitor or stats section.
-type httpListener struct {
-	key  string
-	ln   net.Listener
-	at   boundAddr // where ln listens
-	to   atomic.Pointer[webTimeouts]
-	site atomic.Pointer[site]
-
-	// slots holds a token per client being served, maxWebConns at most:
-	// past them, clients wait in the accept queue.
-	slots chan struct{}
-
-	mu     sync.Mutex
-	closed bool
-	conns  map[net.Conn]struct{}
-}
-
-// webTimeouts are the timeouts of a monitor or stats listener: `timeout
-// http-request` for the request's headers, `timeout http-keep-alive` for an
-// idle connection between requests, and the bound of an answer's write
-// to a client that does not read (webWriteTimeout).
-type webTimeouts struct {
-	readHeader, idle, write time.Duration
-}
-
-// webTimeoutsOf falls back as haproxy 2.6 does where the configuration
-// sets no timeout: `timeout http-keep-alive` to `timeout http-request`, and
-// that to `timeout client` (measured: with `timeout http-request 3s` and no
-// keep-alive timeout haproxy closes an idle connection 3 s after its
-// answer). Where none of them is set haproxy never times out; lb then
-// takes 30 s for the headers and 10 s between requests, so that a
-// slowloris cannot hold the listener.
-func webTimeoutsOf(to lbconfig.Timeouts) webTimeouts {
-	w := webTimeouts{readHeader: to.HTTPRequest, idle: to.HTTPKeepAlive, write: webWriteTimeout}
-	if w.readHeader == 0 {
-		w.readHeader = to.Client
-	}
-	if w.idle == 0 {
-		w.idle = w.readHeader
-	}
-	if w.readHeader == 0 {
-		w.readHeader = 30 * time.Second
-	}
-	if w.idle == 0 {
-		w.idle = 10 * time.Second
-	}
-	return w
-}
-
 func (l *LB) listenHTTP(key string, b lbconfig.Bind, to lbconfig.Timeouts) (*httpListener, error) {
 	network, address, v6only := bindNetwork(b)
 	lc := net.ListenConfig{Control: relay.ListenControl(v6only)}
@@ -980,35 +930,23 @@ func (l *LB) listenHTTP(key string, b lbconfig.Bind, to lbconfig.Timeouts) (*htt
 	if err != nil {
 		return nil, err
 	}
-	h := &httpListener{key: key, ln: ln, at: boundOf(b, ln.Addr()),
-		conns: map[net.Conn]struct{}{}, slots: make(chan struct{}, maxWebConns)}
-	wt := webTimeoutsOf(to)
-	h.to.Store(&wt)
-	return h, nil
+	return &httpListener{key: key, at: boundOf(b, ln.Addr()), Listener: web.NewListener(ln, to)}, nil
 }
 
-// maxWebConns bounds the monitor and stats listeners' clients: a monitor
-// is polled by a few check scripts and the stats page read by people, so a
-// few hundred connections are plenty (more wait in the accept queue).
-// httpserve.go has the request limits.
-const maxWebConns = stats.ListenMaxConn
-
-func (h *httpListener) start() {
-	go h.serve()
+// httpListener is a monitor or stats section's listener.
+type httpListener struct {
+	key string
+	at  boundAddr // where it listens
+	*web.Listener
 }
 
-// close stops serving: the socket, then every client's connection. It
-// closes the socket itself, not through serve, which runs in a goroutine
-// that may not have started yet: a socket left open would stay in the
-// port's SO_REUSEPORT group, taking connections nobody answers.
-func (h *httpListener) close() {
-	h.mu.Lock()
-	h.closed = true
-	conns := h.conns
-	h.conns = map[net.Conn]struct{}{}
-	h.mu.Unlock()
-	h.ln.Close()
-	for c := range conns {
-		c.Close()
-	}
+// webCore is what the monitor and stats pages need of the LB.
+type webCore struct{ l *LB }
+
+func (c webCore) Healthy() bool            { return c.l.Healthy() }
+func (c webCore) Snapshot() stats.Snapshot { return c.l.Snapshot() }
+
+func (c webCore) PageHealth() (unconfirmed, held, draining bool) {
+	_, unconfirmed, held = c.l.health()
+	return unconfirmed, held, c.l.draining.Load()
 }

@@ -100,7 +100,7 @@ func listenLines(t *testing.T, csvText string) map[string]map[string]string {
 // size (vipstack's page is not haproxy's), the backend's time since its
 // last change (vipstack does not keep it for these backends), algo and
 // the agg_* status fields (not given), and the frontend's session limit
-// (vipstack serves maxWebConns clients at once, httpserve_admit.go), and
+// (vipstack serves web.MaxConns clients at once, web/admit.go), and
 // its smax: haproxy 2.6.12's is sometimes 2 for clients that came one
 // after the other (measured: 2 after a single HEAD request), vipstack's
 // the most connections open at once.

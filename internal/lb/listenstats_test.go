@@ -17,7 +17,7 @@ import (
 // requests on the fake clock, step by step: the connection and request
 // rates as haproxy's freq_ctr reads them (rates.go), their maxima, and
 // the backend's lastsess, which a stats request sets and a monitor's
-// never does (webCount). TestListenStatsMatchHaproxy compares the same
+// never does (web.Count). TestListenStatsMatchHaproxy compares the same
 // counters with haproxy's.
 func TestListenStatsOverTime(t *testing.T) {
 	a := startBackend(t, "a")

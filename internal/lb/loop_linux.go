@@ -3,7 +3,6 @@ package lb
 import (
 	"errors"
 	"fmt"
-	"net"
 	"net/netip"
 	"os"
 	"runtime"
@@ -80,30 +79,15 @@ type loop struct {
 type relayState struct {
 	slot     int32
 	gen      uint32
-	c, s     side // client and server sockets
-	up, down dir  // client to server, server to client
+	c, s     side      // client and server sockets
+	up, down relay.Dir // client to server, server to client
 }
 
-// side is one socket and what epoll last said about it.
+// side is one socket of a connection, what epoll last said about it, and
+// whether it is in the loop's epoll set.
 type side struct {
-	fd                 int // -1: none
-	canRead, canWrite  bool
-	rdhup              bool // the peer's FIN (or a hang-up) was reported
-	fin                bool // the peer's FIN was reported, with no hang-up or error
+	relay.Side
 	registered, closed bool
-}
-
-// dir is one direction of a connection: what was read from src and is
-// still to be written to dst.
-type dir struct {
-	buf      *copyBuf // copy mode: buf[off:end] is still to be written
-	off, end int
-	p        *relay.Pipe // splice mode: inPipe bytes wait in p
-	inPipe   int
-	splice   bool  // bulk seen: splice from now on
-	rerr     error // a read failed after reading bytes still to be written
-	eof      bool  // src ended (what was read before may still be to write)
-	done     bool  // eof passed on (dst shut down for writing, or closing)
 }
 
 // An event's 64 bits of data say what it is about: a connection's socket
@@ -301,8 +285,8 @@ func (lp *loop) start(cn *conn) {
 
 func (lp *loop) startLocked(cn *conn) {
 	r := &cn.relay
-	r.c = side{fd: cn.cfd}
-	r.s = side{fd: -1}
+	r.c = side{Side: relay.Side{FD: cn.cfd}}
+	r.s = side{Side: relay.Side{FD: -1}}
 	if cn.fe.aborting.Load() { // Shutdown closed its frontend's connections meanwhile
 		relay.Close(cn.cfd)
 		cn.state = stClosed
@@ -337,7 +321,7 @@ func (lp *loop) startLocked(cn *conn) {
 func (lp *loop) watch(cn *conn, s *side, which int) error {
 	ev := unix.EpollEvent{Events: evMask}
 	ev.Fd, ev.Pad = token(cn.relay.slot, cn.relay.gen, which)
-	if err := relay.EpollCtl(lp.epfd, unix.EPOLL_CTL_ADD, s.fd, &ev); err != nil {
+	if err := relay.EpollCtl(lp.epfd, unix.EPOLL_CTL_ADD, s.FD, &ev); err != nil {
 		return os.NewSyscallError("epoll_ctl", err)
 	}
 	s.registered = true
@@ -393,10 +377,10 @@ func (lp *loop) connectNext(cn *conn) {
 		// Counted while connecting, so leastconn sees it; haproxy's smax
 		// counts a session that never connected too (measured: 1 above).
 		stats.StoreMax(&s.smax, s.cur.Add(1))
-		fd, err := dialStart(s.addr)
+		fd, err := relay.DialStart(s.addr)
 		if err == nil {
 			cn.srv = s
-			cn.relay.s = side{fd: fd}
+			cn.relay.s = side{Side: relay.Side{FD: fd}}
 			if err = lp.watch(cn, &cn.relay.s, sideServer); err == nil {
 				if cfg.connectTimeout > 0 {
 					attempt := cn.attempt
@@ -405,7 +389,7 @@ func (lp *loop) connectNext(cn *conn) {
 				return
 			}
 			relay.Close(fd)
-			cn.relay.s = side{fd: -1}
+			cn.relay.s = side{Side: relay.Side{FD: -1}}
 			cn.srv = nil
 		}
 		lp.countFailure(cn, s, err)
@@ -430,7 +414,7 @@ func (lp *loop) connectNext(cn *conn) {
 // input resets it), as haproxy's clients do: it reads what arrives while
 // it connects. It counts as bytes in there (measured).
 func discardClient(cn *conn) {
-	if n := discardInput(cn.relay.c.fd); n > 0 {
+	if n := discardInput(cn.relay.c.FD); n > 0 {
 		cn.fe.bin.Add(n)
 		cn.up += n
 		if cn.picked != nil {
@@ -448,37 +432,6 @@ func (lp *loop) countFailure(cn *conn, s *server, err error) {
 	lp.lb.log.Debug("connect to server failed", "frontend", cn.fe.name, "backend", cn.cfg.pool.name, "server", s.name, "addr", s.addr.String(), "attempt", cn.attempt, "err", err)
 }
 
-// dialStart opens a non-blocking socket and starts connecting it to addr.
-func dialStart(addr netip.AddrPort) (int, error) {
-	family := unix.AF_INET6
-	var zone uint32
-	if a := addr.Addr(); a.Is4() || a.Is4In6() {
-		family = unix.AF_INET
-	} else if z := a.Zone(); z != "" {
-		if ifi, err := net.InterfaceByName(z); err == nil {
-			zone = uint32(ifi.Index)
-		}
-	}
-	fd, err := relay.Socket(family, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, unix.IPPROTO_TCP)
-	if err != nil {
-		return -1, os.NewSyscallError("socket", err)
-	}
-	// As Go's net package does for every TCP connection: relayed messages
-	// leave at once.
-	relay.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
-	for {
-		err = relay.Connect(fd, addr, zone)
-		if err != unix.EINTR {
-			break
-		}
-	}
-	if err != nil && err != unix.EINPROGRESS {
-		relay.Close(fd)
-		return -1, os.NewSyscallError("connect", err)
-	}
-	return fd, nil
-}
-
 // connectFailed ends the connect in progress and tries the next server.
 func (lp *loop) connectFailed(cn *conn, err error) {
 	if cn.ctimer != nil {
@@ -486,11 +439,11 @@ func (lp *loop) connectFailed(cn *conn, err error) {
 		cn.ctimer = nil
 	}
 	s := cn.srv
-	if cn.log != nil && cn.log.needSource {
-		cn.source = localAddr(cn.relay.s.fd) // haproxy shows the failed attempt's (measured)
+	if cn.log != nil && cn.log.NeedSource {
+		cn.source = relay.LocalAddr(cn.relay.s.FD) // haproxy shows the failed attempt's (measured)
 	}
-	relay.Close(cn.relay.s.fd) // leaves the epoll set with it
-	cn.relay.s = side{fd: -1}
+	relay.Close(cn.relay.s.FD) // leaves the epoll set with it
+	cn.relay.s = side{Side: relay.Side{FD: -1}}
 	cn.srv = nil
 	lp.countFailure(cn, s, err)
 	lp.connectNext(cn)
@@ -537,7 +490,7 @@ func (l *LB) moveConns(old, s *server) {
 			}
 			if cn.srv == old {
 				cn.srv = s
-				if cn.relay.s.fd >= 0 { // counted in cur while it has its socket
+				if cn.relay.s.FD >= 0 { // counted in cur while it has its socket
 					old.cur.Add(-1)
 					stats.StoreMax(&s.smax, s.cur.Add(1))
 				}
@@ -559,9 +512,9 @@ func (l *LB) sessions() []Session {
 				continue
 			}
 			s := sessionOf(cn, now)
-			s.Listener = localAddr(cn.relay.c.fd)
-			if cn.relay.s.fd >= 0 {
-				s.Local = localAddr(cn.relay.s.fd)
+			s.Listener = relay.LocalAddr(cn.relay.c.FD)
+			if cn.relay.s.FD >= 0 {
+				s.Local = relay.LocalAddr(cn.relay.s.FD)
 			}
 			ss = append(ss, s)
 		}
@@ -587,16 +540,16 @@ func (lp *loop) handle(ev *unix.EpollEvent) {
 	}
 	e := ev.Events
 	if e&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
-		s.canRead = true
+		s.CanRead = true
 	}
 	if e&(unix.EPOLLOUT|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
-		s.canWrite = true
+		s.CanWrite = true
 	}
 	if e&(unix.EPOLLRDHUP|unix.EPOLLHUP) != 0 {
-		s.rdhup = true
+		s.RDHUP = true
 	}
 	if e&(unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) == unix.EPOLLRDHUP {
-		s.fin = true
+		s.FIN = true
 	}
 	switch cn.state {
 	case stConnecting:
@@ -609,7 +562,7 @@ func (lp *loop) handle(ev *unix.EpollEvent) {
 		}
 		if e&(unix.EPOLLHUP|unix.EPOLLERR) != 0 {
 			err := errors.New("connect: connection closed")
-			if v, gerr := relay.GetsockoptInt(r.s.fd, unix.SOL_SOCKET, unix.SO_ERROR); gerr == nil && v != 0 {
+			if v, gerr := relay.GetsockoptInt(r.s.FD, unix.SOL_SOCKET, unix.SO_ERROR); gerr == nil && v != 0 {
 				err = os.NewSyscallError("connect", syscall.Errno(v))
 			}
 			cn.timedOut = false
@@ -637,7 +590,7 @@ func (lp *loop) clientWhileConnecting(cn *conn, e uint32) {
 	switch {
 	case e&(unix.EPOLLHUP|unix.EPOLLERR) != 0:
 		cn.term = [2]byte{'C', 'D'}
-	case e&unix.EPOLLRDHUP != 0 && !pendingInput(cn.relay.c.fd):
+	case e&unix.EPOLLRDHUP != 0 && !pendingInput(cn.relay.c.FD):
 		cn.term = [2]byte{'C', 'C'}
 	default:
 		return
@@ -646,8 +599,8 @@ func (lp *loop) clientWhileConnecting(cn *conn, e uint32) {
 	// The attempt counts as the server's session, not as its error
 	// (haproxy: stot 1, econ 0, wretr 0).
 	cn.srv.tot.Add(1)
-	if cn.log != nil && cn.log.needSource {
-		cn.source = localAddr(cn.relay.s.fd)
+	if cn.log != nil && cn.log.NeedSource {
+		cn.source = relay.LocalAddr(cn.relay.s.FD)
 	}
 	lp.closeLocked(cn)
 }
@@ -675,8 +628,8 @@ func (lp *loop) connected(cn *conn) {
 	cn.state = stRelaying
 	cn.connAt = lp.stamp(cn)
 	if cn.log != nil {
-		if cn.log.needSource { // only then: a syscall per connection
-			cn.source = localAddr(cn.relay.s.fd)
+		if cn.log.NeedSource { // only then: a syscall per connection
+			cn.source = relay.LocalAddr(cn.relay.s.FD)
 		}
 	}
 	if every := cn.cfg.idleEvery(); every > 0 {
@@ -693,18 +646,18 @@ func (lp *loop) progress(cn *conn) {
 	r := &cn.relay
 	s := cn.srv
 	var err error
-	if !r.up.done {
-		err = lp.pump(cn, &r.up, &r.c, &r.s, r.down.done, &s.bin, &cn.fe.bin)
+	if !r.up.Done {
+		err = lp.pump(cn, &r.up, &r.c, &r.s, r.down.Done, &s.bin, &cn.fe.bin)
 	}
-	if err == nil && !r.down.done {
-		err = lp.pump(cn, &r.down, &r.s, &r.c, r.up.done, &s.bout, &cn.fe.bout)
+	if err == nil && !r.down.Done {
+		err = lp.pump(cn, &r.down, &r.s, &r.c, r.up.Done, &s.bout, &cn.fe.bout)
 	}
 	if err != nil {
 		lp.lb.log.Debug("relay: connection aborted", "frontend", cn.fe.name, "client", cn.peer.String(), "server", s.name, "err", err)
 		lp.closeLocked(cn)
 		return
 	}
-	if r.up.done && r.down.done {
+	if r.up.Done && r.down.Done {
 		lp.closeLocked(cn)
 	}
 }
@@ -713,13 +666,13 @@ func (lp *loop) progress(cn *conn) {
 // reads more, until src is drained, dst is full or src has ended. At end
 // of file it shuts dst down for writing, unless the other direction is
 // done too (closing both sockets sends the FIN then).
-func (lp *loop) pump(cn *conn, d *dir, src, dst *side, otherDone bool, c1, c2 interface{ Add(uint64) uint64 }) error {
+func (lp *loop) pump(cn *conn, d *relay.Dir, src, dst *side, otherDone bool, c1, c2 interface{ Add(uint64) uint64 }) error {
 	for {
-		if d.end > d.off || d.inPipe > 0 {
-			if !dst.canWrite {
+		if d.Pending() {
+			if !dst.CanWrite {
 				return nil
 			}
-			n, err := d.flush(lp.lb, dst, d.eof)
+			n, err := d.Flush(&lp.lb.pools, &dst.Side, d.EOF)
 			if n > 0 {
 				c1.Add(uint64(n))
 				c2.Add(uint64(n))
@@ -736,230 +689,31 @@ func (lp *loop) pump(cn *conn, d *dir, src, dst *side, otherDone bool, c1, c2 in
 				cn.endedBy(dst)
 				return err
 			}
-			if d.end > d.off || d.inPipe > 0 {
+			if d.Pending() {
 				return nil
 			}
 		}
-		if d.eof {
-			d.done = true
+		if d.EOF {
+			d.Done = true
 			if !otherDone {
-				if err := relay.Shutdown(dst.fd, unix.SHUT_WR); err != nil && err != unix.ENOTCONN {
+				if err := relay.Shutdown(dst.FD, unix.SHUT_WR); err != nil && err != unix.ENOTCONN {
 					cn.endedBy(dst)
 					return os.NewSyscallError("shutdown", err)
 				}
 			}
 			return nil
 		}
-		if !src.canRead {
+		if !src.CanRead {
 			return nil
 		}
-		if err := d.fill(lp.lb, src); err != nil {
+		if err := d.Fill(&lp.lb.pools, &src.Side); err != nil {
 			cn.endedBy(src)
 			return err
 		}
-		if !d.eof && d.end == d.off && d.inPipe == 0 {
+		if !d.EOF && !d.Pending() {
 			return nil // src is drained
 		}
 	}
-}
-
-// copyBufSize is the buffer a direction copies through until it sees bulk
-// data (haproxy's default tune.bufsize).
-const copyBufSize = 16 << 10
-
-// copyBuf is a pooled copy buffer.
-type copyBuf [copyBufSize]byte
-
-// splicedBytes counts the bytes every LB of the process has written to a
-// destination with splice(2). Splice is an optimisation the relay works
-// without, so no outcome a client sees tells whether it is used: tests
-// read this to see that bulk data takes the splice path and short
-// messages do not. One atomic add per splice call, which moves up to a
-// pipe's worth (1 MiB), costs nothing next to the call.
-var splicedBytes atomic.Uint64
-
-// fill reads what src holds: through the copy buffer until a read fills
-// it, then (bulk) with splice(2) into a pipe, so the payload no longer
-// enters user space. A direction holds a buffer or pipe only while data
-// is in flight.
-func (d *dir) fill(l *LB, src *side) error {
-	if d.splice {
-		return d.fillPipe(l, src)
-	}
-	if d.rerr != nil {
-		return d.rerr
-	}
-	if d.buf == nil {
-		d.buf = l.bufs.Get().(*copyBuf)
-	}
-	for {
-		n, err := relay.Recv(src.fd, d.buf[d.end:])
-		switch err {
-		case nil:
-		case unix.EINTR:
-			continue
-		case unix.EAGAIN:
-			src.canRead = false
-			if d.end == d.off {
-				d.putBuf(l)
-			}
-			return nil
-		default:
-			if d.end > d.off {
-				// Reading on after a FIN or hang-up failed: write what
-				// was read first, then end with the error.
-				d.rerr = os.NewSyscallError("recvfrom", err)
-				return nil
-			}
-			return os.NewSyscallError("recvfrom", err)
-		}
-		if n == 0 {
-			d.eof = true
-			if d.end == d.off {
-				d.putBuf(l)
-			}
-			return nil
-		}
-		want := len(d.buf) - d.end
-		d.end += n
-		if n == want {
-			d.splice = true // bulk: splice once this buffer is written
-			return nil
-		}
-		if src.fin {
-			// The FIN was in the receive queue before this read, behind
-			// every byte the peer sent, and a read that did not fill the
-			// buffer took all of them and the FIN: the next would return 0.
-			d.eof = true
-			return nil
-		}
-		if !src.rdhup {
-			// A short read drained the socket; what comes later raises
-			// an event.
-			src.canRead = false
-			return nil
-		}
-		// After a reported FIN, read on: this read may have consumed
-		// it, and seeing the end before writing lets the last bytes
-		// leave with the FIN (see flush).
-	}
-}
-
-func (d *dir) putBuf(l *LB) {
-	if d.buf != nil {
-		l.bufs.Put(d.buf)
-		d.buf = nil
-	}
-	d.off, d.end = 0, 0
-}
-
-func (d *dir) fillPipe(l *LB, src *side) error {
-	d.putBuf(l) // left over from copy mode, empty
-	if d.p == nil {
-		p, err := l.pipes.Get()
-		if err != nil {
-			return err
-		}
-		d.p = p
-	}
-	for {
-		n, err := relay.Splice(src.fd, d.p.W, d.p.Size, 0)
-		switch err {
-		case nil:
-		case unix.EINTR:
-			continue
-		case unix.EAGAIN:
-			src.canRead = false
-			l.pipes.Put(d.p)
-			d.p = nil
-			return nil
-		default:
-			return os.NewSyscallError("splice", err)
-		}
-		if n == 0 {
-			d.eof = true
-			l.pipes.Put(d.p)
-			d.p = nil
-			return nil
-		}
-		d.inPipe = int(n)
-		return nil
-	}
-}
-
-// flush writes what fill read to dst and returns how many bytes it
-// wrote. It stops when dst is full (dst.canWrite turns false).
-//
-// last says the source has ended and these are its last bytes: they are
-// sent with MSG_MORE (SPLICE_F_MORE), which keeps a short tail in the
-// kernel, and the shutdown or close that follows at once sends it with
-// the FIN in one segment, instead of the tail and then a FIN of its own
-// that the peer acknowledges apart.
-func (d *dir) flush(l *LB, dst *side, last bool) (int, error) {
-	total := 0
-	sendFlags, spliceMore := unix.MSG_NOSIGNAL, 0
-	if last {
-		sendFlags |= unix.MSG_MORE
-		spliceMore = unix.SPLICE_F_MORE
-	}
-	for d.end > d.off {
-		n, err := relay.Send(dst.fd, d.buf[d.off:d.end], sendFlags)
-		switch err {
-		case nil:
-		case unix.EINTR:
-			continue
-		case unix.EAGAIN:
-			dst.canWrite = false
-			return total, nil
-		default:
-			return total, os.NewSyscallError("sendto", err)
-		}
-		d.off += n
-		total += n
-		if d.off < d.end {
-			dst.canWrite = false // a short write filled the send buffer
-			return total, nil
-		}
-		d.putBuf(l)
-	}
-	for d.inPipe > 0 {
-		n, err := relay.Splice(d.p.R, dst.fd, d.inPipe, spliceMore)
-		switch err {
-		case nil:
-		case unix.EINTR:
-			continue
-		case unix.EAGAIN:
-			dst.canWrite = false
-			return total, nil
-		default:
-			return total, os.NewSyscallError("splice", err)
-		}
-		if n == 0 {
-			return total, errors.New("splice: wrote nothing")
-		}
-		d.inPipe -= int(n)
-		total += int(n)
-		splicedBytes.Add(uint64(n))
-		if d.inPipe == 0 {
-			l.pipes.Put(d.p)
-			d.p = nil
-		}
-	}
-	return total, nil
-}
-
-// release gives back the direction's buffer and pipe.
-func (d *dir) release(l *LB) {
-	d.putBuf(l)
-	if d.p == nil {
-		return
-	}
-	if d.inPipe > 0 {
-		d.p.Destroy()
-	} else {
-		l.pipes.Put(d.p)
-	}
-	d.p, d.inPipe = nil, 0
 }
 
 // closeLocked closes both sockets of cn, frees its slot and queues it for
@@ -982,14 +736,14 @@ func (lp *loop) closeLocked(cn *conn) {
 		cn.timer.Stop()
 	}
 	r := &cn.relay
-	relay.Close(r.c.fd)
-	if r.s.fd >= 0 {
-		relay.Close(r.s.fd)
+	relay.Close(r.c.FD)
+	if r.s.FD >= 0 {
+		relay.Close(r.s.FD)
 		cn.srv.cur.Add(-1)
 		cn.srv.countAbort(cn.term)
 	}
-	r.up.release(lp.lb)
-	r.down.release(lp.lb)
+	r.up.Release(&lp.lb.pools)
+	r.down.Release(&lp.lb.pools)
 	if int(r.slot) < len(lp.conns) && lp.conns[r.slot] == cn {
 		lp.conns[r.slot] = nil
 		lp.free = append(lp.free, r.slot)
@@ -1083,8 +837,8 @@ func (lp *loop) kill(cn *conn) {
 	if cn.state == stConnecting {
 		cn.term[1] = 'C'
 		discardClient(cn)
-		if cn.log != nil && cn.log.needSource && cn.relay.s.fd >= 0 {
-			cn.source = localAddr(cn.relay.s.fd)
+		if cn.log != nil && cn.log.NeedSource && cn.relay.s.FD >= 0 {
+			cn.source = relay.LocalAddr(cn.relay.s.FD)
 		}
 	}
 	lp.closeLocked(cn)
@@ -1112,27 +866,6 @@ const busyWaitMsec = 1
 // acceptBatch bounds the clients one wake-up accepts, so that a stream of
 // new clients does not starve the connections of the loop.
 const acceptBatch = 32
-
-// acceptFD duplicates ln's socket for the event loops, which accept on it
-// themselves. The duplicate shares the socket's non-blocking mode; ln can
-// be closed at once.
-func acceptFD(ln *net.TCPListener) (int, error) {
-	rc, err := ln.SyscallConn()
-	if err != nil {
-		return -1, err
-	}
-	nfd := -1
-	var derr error
-	if err := rc.Control(func(fd uintptr) {
-		nfd, derr = unix.FcntlInt(fd, unix.F_DUPFD_CLOEXEC, 0)
-	}); err != nil {
-		return -1, err
-	}
-	if derr != nil {
-		return -1, os.NewSyscallError("fcntl", derr)
-	}
-	return nfd, nil
-}
 
 func (lp *loop) watchLn(r *lnReg, idx int) error {
 	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLEXCLUSIVE, Fd: int32(idx), Pad: tagListener}
@@ -1266,21 +999,6 @@ func (cn *conn) endedBy(s *side) {
 	} else {
 		cn.term = [2]byte{'S', 'D'}
 	}
-}
-
-// localAddr is the address a connected socket is bound to.
-func localAddr(fd int) netip.AddrPort {
-	sa, err := unix.Getsockname(fd)
-	if err != nil {
-		return netip.AddrPort{}
-	}
-	switch a := sa.(type) {
-	case *unix.SockaddrInet4:
-		return netip.AddrPortFrom(netip.AddrFrom4(a.Addr), uint16(a.Port))
-	case *unix.SockaddrInet6:
-		return netip.AddrPortFrom(netip.AddrFrom16(a.Addr), uint16(a.Port))
-	}
-	return netip.AddrPort{}
 }
 
 // discardInput reads and drops what has arrived on the non-blocking

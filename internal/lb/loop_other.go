@@ -4,16 +4,12 @@ package lb
 
 import (
 	"errors"
-	"net"
-	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
 )
 
 // The relay needs Linux: epoll and splice(2). Elsewhere New fails.
-
-type copyBuf [16 << 10]byte
 
 type loop struct {
 	mu      sync.Mutex
@@ -42,11 +38,8 @@ func (l *LB) closeServer(*server) int   { return 0 }
 func (l *LB) closeSession(uintptr) bool { return false }
 func closeFD(int)                       {}
 func discardInput(int) uint64           { return 0 }
-func localAddr(int) netip.AddrPort      { return netip.AddrPort{} }
 
 func (l *LB) watchListener(*tcpListener)   {}
 func (l *LB) unwatchListener(*tcpListener) {}
 func (lp *loop) startLocked(*conn)         {}
 func (lp *loop) closeFrontend(*frontend)   {}
-
-func acceptFD(*net.TCPListener) (int, error) { return -1, errors.New("needs Linux") }

@@ -105,7 +105,7 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	g(d.healthy, b2f(snap.Healthy))
 	ctr(d.idleCloses, c.l.idleCloses.Load())
-	ctr(d.logDrops, c.l.accessLog.dropped.Load())
+	ctr(d.logDrops, c.l.accessLog.Dropped())
 	for _, f := range snap.Frontends {
 		g(d.feCur, float64(f.Sessions), f.Name)
 		ctr(d.feTot, f.TotalSessions, f.Name)

@@ -204,7 +204,7 @@ func TestReadAfterFINTakesAll(t *testing.T) {
 		if pfd[0].Revents&unix.POLLRDHUP == 0 {
 			return fmt.Errorf("no FIN reported within 10 s (revents %#x)", pfd[0].Revents)
 		}
-		buf := make([]byte, copyBufSize)
+		buf := make([]byte, relay.CopyBufSize)
 		n, err := relay.Recv(fd, buf)
 		if err != nil || n != segments*size {
 			return fmt.Errorf("one read after the FIN took %d bytes (%v), want all %d", n, err, segments*size)
@@ -253,7 +253,7 @@ func TestClientSocketsNoDelay(t *testing.T) {
 			lp.mu.Lock()
 			for _, cn := range lp.conns {
 				if cn != nil && cn.state == stRelaying {
-					fds = append(fds, cn.relay.c.fd)
+					fds = append(fds, cn.relay.c.FD)
 				}
 			}
 			lp.mu.Unlock()

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/vipstack/vipstack/internal/healthcheck"
+	"github.com/vipstack/vipstack/internal/lb/logging"
 	"github.com/vipstack/vipstack/internal/lb/stats"
 	"github.com/vipstack/vipstack/internal/lbconfig"
 )
@@ -328,12 +329,12 @@ func (s *server) logChange(st healthcheck.State, withCheck bool, left int, empti
 		if !st.Up && !drained {
 			level = lbconfig.LevelAlert
 		}
-		l.sendLog(to, level, serverStateLine(s.id(), st, withCheck, left, s.cur.Load()))
+		l.sendLog(to, level, logging.ServerStateLine(s.id(), st, withCheck, left, s.cur.Load()))
 		switch {
 		case drained:
 			l.sendLog(to, lbconfig.LevelNotice, []byte("Server "+s.id()+" remains in forced drain mode."))
 		case !st.Up && emptied:
-			l.sendLog(to, lbconfig.LevelEmerg, noServerLine(s.backend))
+			l.sendLog(to, lbconfig.LevelEmerg, logging.NoServerLine(s.backend))
 		}
 	}
 	r := st.Last
@@ -412,7 +413,7 @@ func (s *server) onResult(r healthcheck.Result, st healthcheck.State) {
 	if !logIt {
 		return
 	}
-	s.lb.sendLog(s.lb.backendLog(s.backend), lbconfig.LevelNotice, healthCheckLine(s.id(), r, st))
+	s.lb.sendLog(s.lb.backendLog(s.backend), lbconfig.LevelNotice, logging.HealthCheckLine(s.id(), r, st))
 	verdict := "failed"
 	if r.OK {
 		verdict = "succeeded"

@@ -5,6 +5,7 @@ import (
 
 	"github.com/vipstack/vipstack/internal/healthcheck"
 	"github.com/vipstack/vipstack/internal/lb/stats"
+	"github.com/vipstack/vipstack/internal/lb/web"
 )
 
 // Snapshot reads every counter. It takes no lock on the forwarding path.
@@ -64,14 +65,14 @@ func (l *LB) Snapshot() stats.Snapshot {
 		snap.Backends = append(snap.Backends, bs)
 	}
 	l.mu.Lock()
-	counts := make(map[string]*webCount, len(l.webCounts))
+	counts := make(map[string]*web.Count, len(l.webCounts))
 	for k, c := range l.webCounts {
 		counts[k] = c
 	}
 	l.mu.Unlock()
 	for _, name := range snap.ListenNames() {
 		if c := counts[name]; c != nil {
-			snap.Listens = append(snap.Listens, listenStats(name, c, now))
+			snap.Listens = append(snap.Listens, c.ListenStats(name, now))
 		}
 	}
 	return snap

@@ -9,11 +9,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vipstack/vipstack/internal/lb/relay"
 	"github.com/vipstack/vipstack/internal/lbconfig"
 )
 
 // TestSpliceCarriesBulk relays a request and then an answer through a
-// real LB on loopback and checks, with splicedBytes, which path each
+// real LB on loopback and checks, with relay.Spliced, which path each
 // direction took: a direction whose reads fill the copy buffer (bulk)
 // must carry nearly all of its bytes with splice(2), and a direction of
 // the same connection with a short message must not splice. Every byte
@@ -52,7 +53,7 @@ func TestSpliceCarriesBulk(t *testing.T) {
 			l := newLB(t, fakeClock(), tcpConfig(lbconfig.RoundRobin, srv("s", &backend{addr: addrPort(t, ln.Addr())})))
 
 			cl := dial(t, l, "fe")
-			before := splicedBytes.Load()
+			before := relay.Spliced()
 			if _, err := cl.Write(request); err != nil {
 				t.Fatalf("writing the request: %v", err)
 			}
@@ -71,10 +72,10 @@ func TestSpliceCarriesBulk(t *testing.T) {
 			if r.n != len(request) || r.sum != sha256.Sum256(request) {
 				t.Fatalf("the server received %d bytes with a different checksum, want the client's %d", r.n, len(request))
 			}
-			upSpliced := splicedBytes.Load() - before
+			upSpliced := relay.Spliced() - before
 			answerNow()
 
-			before = splicedBytes.Load()
+			before = relay.Spliced()
 			back, err := io.ReadAll(cl)
 			if err != nil {
 				t.Fatalf("reading the answer: %v", err)
@@ -82,7 +83,7 @@ func TestSpliceCarriesBulk(t *testing.T) {
 			if len(back) != len(answer) || sha256.Sum256(back) != sha256.Sum256(answer) {
 				t.Fatalf("the client received %d bytes with a different checksum, want the server's %d", len(back), len(answer))
 			}
-			downSpliced := splicedBytes.Load() - before
+			downSpliced := relay.Spliced() - before
 
 			t.Logf("spliced: %d of %d up, %d of %d down", upSpliced, tc.up, downSpliced, tc.down)
 			checkSpliced(t, "client to server", upSpliced, tc.up, tc.upBulk)
@@ -105,7 +106,7 @@ func TestShortMessagesAreCopied(t *testing.T) {
 		{name: "one byte", size: 1},
 		{name: "a small request", size: 100},
 		{name: "a page", size: 4 << 10},
-		{name: "just under the copy buffer", size: copyBufSize - 1},
+		{name: "just under the copy buffer", size: relay.CopyBufSize - 1},
 	}
 	b := startBackend(t, "s")
 	l := newLB(t, fakeClock(), tcpConfig(lbconfig.RoundRobin, srv("s", b)))
@@ -115,7 +116,7 @@ func TestShortMessagesAreCopied(t *testing.T) {
 			if g := cl.greeting(t); g != "s" {
 				t.Fatalf("greeting %q, want s", g)
 			}
-			before := splicedBytes.Load()
+			before := relay.Spliced()
 			back := make([]byte, tc.size)
 			for i := range rounds {
 				msg := randomBytes(t, tc.size)
@@ -133,7 +134,7 @@ func TestShortMessagesAreCopied(t *testing.T) {
 			if rest, err := io.ReadAll(cl.r); err != nil || len(rest) != 0 {
 				t.Fatalf("after the last round read %d bytes (%v), want the end of file", len(rest), err)
 			}
-			checkSpliced(t, "both ways", splicedBytes.Load()-before, 2*rounds*tc.size, false)
+			checkSpliced(t, "both ways", relay.Spliced()-before, 2*rounds*tc.size, false)
 		})
 	}
 }
@@ -148,7 +149,7 @@ func checkSpliced(t *testing.T, dir string, spliced uint64, size int, bulk bool)
 	case bulk && spliced < uint64(size)*3/4:
 		t.Errorf("%s: %d of %d bytes went through splice, want at least three quarters", dir, spliced, size)
 	case !bulk && spliced != 0:
-		t.Errorf("%s: %d of %d bytes went through splice, want none (messages below the %d-byte copy buffer are copied)", dir, spliced, size, copyBufSize)
+		t.Errorf("%s: %d of %d bytes went through splice, want none (messages below the %d-byte copy buffer are copied)", dir, spliced, size, relay.CopyBufSize)
 	}
 }
 

@@ -28,6 +28,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/vipstack/vipstack/internal/haproxycfg"
+	"github.com/vipstack/vipstack/internal/lb/logging/logtest"
 	"github.com/vipstack/vipstack/internal/lb/stats"
 	"github.com/vipstack/vipstack/internal/peers"
 )
@@ -74,7 +75,7 @@ type logReader struct {
 }
 
 func readLog(t *testing.T, path string) *logReader {
-	c := listenUnixgram(t, path)
+	c := logtest.ListenUnixgram(t, path)
 	r := &logReader{}
 	go func() {
 		buf := make([]byte, 65536)

@@ -87,19 +87,19 @@ func TestMonitor(t *testing.T) {
 	}
 	base := "http://" + l.Addrs("health_check_http_url")[0].String()
 
-	if diff := cmp.Diff(answer{Code: 200, Body: body200, ContentType: "text/html"}, get(t, base+"/haproxy_ready", nil, "", "")); diff != "" {
+	if diff := cmp.Diff(answer{Code: 200, Body: okBody, ContentType: "text/html"}, get(t, base+"/haproxy_ready", nil, "", "")); diff != "" {
 		t.Errorf("monitor with a server UP (-want +got):\n%s", diff)
 	}
 	// haproxy matches the whole URI: these are other URIs (503 from
 	// haproxy 2.6 too).
 	for _, uri := range []string{"/other", "/haproxy_ready?x=1", "/haproxy_ready/", "/haproxy_readyX"} {
-		if diff := cmp.Diff(answer{Code: 503, Body: body503, ContentType: "text/html"}, get(t, base+uri, nil, "", "")); diff != "" {
+		if diff := cmp.Diff(answer{Code: 503, Body: unavailBody, ContentType: "text/html"}, get(t, base+uri, nil, "", "")); diff != "" {
 			t.Errorf("URI %s (-want +got):\n%s", uri, diff)
 		}
 	}
-	big := http.Header{"X-Big": {strings.Repeat("a", 2*maxWebHeader)}}
+	big := http.Header{"X-Big": {strings.Repeat("a", 2*(16<<10))}}
 	if code := get(t, base+"/haproxy_ready", big, "", "").Code; code != http.StatusBadRequest {
-		t.Errorf("a %d-byte header: %d, want 400 (haproxy 2.6 refuses headers past its buffer with 400, measured)", 2*maxWebHeader, code)
+		t.Errorf("a %d-byte header: %d, want 400 (haproxy 2.6 refuses headers past its buffer with 400, measured)", 2*(16<<10), code)
 	}
 
 	// Reload with only a checked server whose port is closed: its first
@@ -141,7 +141,7 @@ func TestStats(t *testing.T) {
 	eventually(t, "the session to end", func() bool { return l.serverStats(t, "be", "a").Sessions == 0 })
 
 	base := "http://" + l.Addrs("stats")[0].String() + "/haproxy_stats"
-	unauth := answer{Code: 401, Body: body401, ContentType: "text/html", Auth: `Basic realm="HAProxy Statistics"`}
+	unauth := answer{Code: 401, Body: unauthBody, ContentType: "text/html", Auth: `Basic realm="HAProxy Statistics"`}
 	if diff := cmp.Diff(unauth, get(t, base, nil, "", "")); diff != "" {
 		t.Errorf("without credentials (-want +got):\n%s", diff)
 	}
@@ -384,7 +384,7 @@ func TestMonitorWaitsForACheck(t *testing.T) {
 	if got := l.serverStats(t, "be", "silent"); got.Status != "UP" || checksDone(got) != 0 {
 		t.Fatalf("silent with its first check out: %+v, want UP and no check done", got)
 	}
-	if diff := cmp.Diff(answer{Code: 503, Body: body503, ContentType: "text/html"}, get(t, base+"/haproxy_ready", nil, "", "")); diff != "" {
+	if diff := cmp.Diff(answer{Code: 503, Body: unavailBody, ContentType: "text/html"}, get(t, base+"/haproxy_ready", nil, "", "")); diff != "" {
 		t.Errorf("monitor with a server UP whose check has not passed (-want +got):\n%s", diff)
 	}
 	if l.Healthy() {
@@ -433,8 +433,8 @@ func TestWebTimeouts(t *testing.T) {
 	timeouts := func() (time.Duration, time.Duration) {
 		l.mu.Lock()
 		defer l.mu.Unlock()
-		to := l.httpLns[key].to.Load()
-		return to.readHeader, to.idle
+		to := l.httpLns[key].Timeouts()
+		return to.ReadHeader, to.Idle
 	}
 	if err := l.Apply(conf(time.Minute, 2*time.Minute)); err != nil {
 		t.Fatal(err)
@@ -554,7 +554,7 @@ func TestMonitorWhileDraining(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- l.Shutdown(context.Background()) }()
 	eventually(t, "OnHealthy(false)", func() bool { return len(calls()) >= 2 })
-	if diff := cmp.Diff(answer{Code: 503, Body: body503, ContentType: "text/html"}, get(t, monitor, nil, "", "")); diff != "" {
+	if diff := cmp.Diff(answer{Code: 503, Body: unavailBody, ContentType: "text/html"}, get(t, monitor, nil, "", "")); diff != "" {
 		t.Errorf("monitor while draining (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff([]bool{true, false}, calls()); diff != "" {
@@ -616,27 +616,6 @@ func TestMonitorAbsoluteURI(t *testing.T) {
 	}
 }
 
-// TestWebTimeoutsFallBack: an unset `timeout http-keep-alive` is `timeout
-// http-request`, and an unset `timeout http-request` is `timeout client`,
-// as in haproxy 2.6 (measured: `timeout http-request 3s` alone closes an
-// idle keep-alive connection after 3 s).
-func TestWebTimeoutsFallBack(t *testing.T) {
-	for _, c := range []struct {
-		to         lbconfig.Timeouts
-		header, ka time.Duration
-	}{
-		{lbconfig.Timeouts{HTTPRequest: 30 * time.Second, Client: 86400 * time.Second}, 30 * time.Second, 30 * time.Second}, // seed000
-		{lbconfig.Timeouts{HTTPRequest: time.Minute, HTTPKeepAlive: 10 * time.Second}, time.Minute, 10 * time.Second},       // seed001
-		{lbconfig.Timeouts{Client: 5 * time.Second}, 5 * time.Second, 5 * time.Second},
-		{lbconfig.Timeouts{HTTPKeepAlive: 2 * time.Second, Client: 5 * time.Second}, 5 * time.Second, 2 * time.Second},
-		{lbconfig.Timeouts{}, 30 * time.Second, 10 * time.Second}, // none: lb's own bounds
-	} {
-		if got, want := webTimeoutsOf(c.to), (webTimeouts{readHeader: c.header, idle: c.ka, write: webWriteTimeout}); got != want {
-			t.Errorf("webTimeoutsOf(%+v) = %+v, want %+v", c.to, got, want)
-		}
-	}
-}
-
 // haproxy 2.6.12's answers on its monitor and stats listeners, byte for
 // byte as it sent them (measured with raw requests on loopback).
 const (
@@ -646,6 +625,7 @@ const (
 	okKeep       = "HTTP/1.1 200 OK\r\ncontent-length: 58\r\ncache-control: no-cache\r\ncontent-type: text/html\r\nconnection: keep-alive\r\n\r\n" + okBody
 	unavail      = "HTTP/1.1 503 Service Unavailable\r\ncontent-length: 107\r\ncache-control: no-cache\r\ncontent-type: text/html\r\n\r\n" + unavailBody
 	unavailBody  = "<html><body><h1>503 Service Unavailable</h1>\nNo server is available to handle this request.\n</body></html>\n"
+	unauthBody   = "<html><body><h1>401 Unauthorized</h1>\nYou need a valid user and password to access this content.\n</body></html>\n"
 	unavailClose = "HTTP/1.1 503 Service Unavailable\r\ncontent-length: 107\r\ncache-control: no-cache\r\ncontent-type: text/html\r\nconnection: close\r\n\r\n" + unavailBody
 	measured400  = "HTTP/1.1 400 Bad request\r\nContent-length: 90\r\nCache-Control: no-cache\r\nConnection: close\r\nContent-Type: text/html\r\n\r\n" +
 		"<html><body><h1>400 Bad request</h1>\nYour browser sent an invalid request.\n</body></html>\n"

@@ -37,7 +37,7 @@ import (
 // connection reuse, HTTP requests on a TCP frontend), and the field is left
 // out (empty in the CSV, absent from the JSON) when vipstack does not
 // measure it: the module counters. The monitor's and stats page's own
-// lines are counted as haproxy counts them (webCount, ListenStats). The session rates, the last
+// lines are counted as haproxy counts them (web.Count, ListenStats). The session rates, the last
 // session's age and the average times (rate, rate_max, conn_rate,
 // conn_rate_max, conn_tot, lastsess, qtime ... ttime_max) are counted as
 // haproxy counts them (rates.go). Which fields each line has is in

@@ -177,7 +177,7 @@ type ServerStats struct {
 // ListenStats is a monitor or stats section: its connections and
 // requests (its FRONTEND line of the stats) and the requests it passed to
 // its backend, which has no server (its BACKEND line), counted as haproxy
-// 2.6.12 counts them (see webCount).
+// 2.6.12 counts them (see web.Count).
 type ListenStats struct {
 	Name          string `json:"name"`
 	Sessions      int64  `json:"current_sessions"`

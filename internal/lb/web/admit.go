@@ -1,4 +1,4 @@
-package lb
+package web
 
 import (
 	"errors"
@@ -9,7 +9,7 @@ import (
 
 // Admission to the monitor and stats listeners.
 //
-// Each listener serves maxWebConns clients at once. haproxy 2.6 has no
+// Each listener serves MaxConns clients at once. haproxy 2.6 has no
 // such small cap: a monitor-uri frontend takes clients up to its maxconn,
 // by default the global one (9986 with the 20000 open files of these
 // hosts), and only past it does a new client wait for a slot, that is for
@@ -28,7 +28,7 @@ import (
 // closed without an answer. A flood from one address so evicts its own
 // connections first, and a check script polling with a new connection
 // every few seconds is answered as long as the flood does not open
-// maxWebConns connections between its connect and its request.
+// MaxConns connections between its connect and its request.
 
 // States of a webConn.
 const (
@@ -72,7 +72,7 @@ func (c *webConn) waiting() {
 // admit takes a slot for c, evicting a waiting client if every slot is
 // taken, and tracks it; false once the listener is closed. If every slot
 // holds a client being answered, it waits for one to finish.
-func (h *httpListener) admit(c *webConn) bool {
+func (h *Listener) admit(c *webConn) bool {
 	select {
 	case h.slots <- struct{}{}:
 	default:
@@ -89,7 +89,7 @@ func (h *httpListener) admit(c *webConn) bool {
 
 // evict closes the waiting client chosen as above; true if its slot is
 // now the caller's.
-func (h *httpListener) evict() bool {
+func (h *Listener) evict() bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for {
@@ -123,7 +123,7 @@ func (h *httpListener) evict() bool {
 
 // release gives c's slot back, unless its eviction gave it away, and
 // stops tracking it.
-func (h *httpListener) release(c *webConn) {
+func (h *Listener) release(c *webConn) {
 	h.track(c, false)
 	if c.released.CompareAndSwap(false, true) {
 		<-h.slots

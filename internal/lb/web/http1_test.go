@@ -1,4 +1,4 @@
-package lb
+package web
 
 import (
 	"fmt"
@@ -22,11 +22,10 @@ func marshalHead(r *request) []byte {
 // FuzzParseRequest: the request parser never panics; a head it takes,
 // written back in canonical form, parses to the same request; a head it
 // refuses gets one of haproxy's answers. The chunked-body scanner never
-// reports more than it was given.
+// reports more than it was given. Its seeds, besides the one below, are
+// in testdata/fuzz/FuzzParseRequest: the requests of lb's rawCases, whose
+// answers were measured against haproxy 2.6.12.
 func FuzzParseRequest(f *testing.F) {
-	for _, c := range rawCases {
-		f.Add([]byte(c.req))
-	}
 	f.Add([]byte("GET / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5;x=y\r\nhello\r\n0\r\nTrailer: t\r\n\r\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if n := chunkedLen(b); n > len(b) || n < chunkedMalformed {

@@ -1,33 +1,49 @@
-package lb
+package web
 
 import (
 	"crypto/subtle"
 	"encoding/base64"
+	"net"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
 
+	"github.com/vipstack/vipstack/internal/clock"
 	"github.com/vipstack/vipstack/internal/lb/stats"
 	"github.com/vipstack/vipstack/internal/lbconfig"
 )
 
-// site is what an HTTP listener serves: a monitor URI or a stats page.
-type site struct {
-	lb      *LB
-	monitor *lbconfig.Monitor
-	stats   *lbconfig.Stats
-	// logs receive a "Connect from" line per request (syslog.go); nil
-	// for none.
-	logs *logDests
-	// count is the section's cumulated connections, for the soft
-	// stop's "Proxy NAME stopped" line (syslog.go); nil in tests that
-	// build a site by hand.
-	count *webCount
+// Core is what a site needs of the load balancer.
+type Core interface {
+	// Healthy is the monitor's verdict: 200 or 503.
+	Healthy() bool
+	// Snapshot is the figures the stats page shows.
+	Snapshot() stats.Snapshot
+	// PageHealth is what the stats page says beside its tables: a
+	// server is UP but not confirmed by a check yet, the verdict is the
+	// one held over a reload, the LB is shutting down.
+	PageHealth() (unconfirmed, held, draining bool)
 }
 
-// webCount is what haproxy 2.6.12 counts for a monitor or stats section:
-// its FRONTEND and BACKEND lines of the stats (listenStats) and its soft
+// Site is what a Listener serves: a monitor URI or a stats page.
+type Site struct {
+	Monitor *lbconfig.Monitor
+	Stats   *lbconfig.Stats
+	Core    Core
+	Clock   clock.Clock
+	// Version is the stats page's version, unless the section hides it.
+	Version string
+	// Log sends a "Connect from" line per request for the section
+	// called section; nil for none.
+	Log func(section string, c net.Conn)
+	// Count is the section's counts, kept over reloads; nil in tests
+	// that build a site by hand.
+	Count *Count
+}
+
+// Count is what haproxy 2.6.12 counts for a monitor or stats section:
+// its FRONTEND and BACKEND lines of the stats (ListenStats) and its soft
 // stop's "cumulated conns", kept over reloads. Measured with haproxy
 // 2.6.12 (Debian 12), read from `show stat` after raw requests on
 // loopback:
@@ -54,7 +70,7 @@ type site struct {
 //     them (HTX, htxSize), not the bytes on the wire: three curl requests
 //     of 92 bytes give bin 285. The backend line shows the frontend's
 //     bin and bout (also when every request was intercepted).
-type webCount struct {
+type Count struct {
 	// fe: the connections accepted; be: the requests passed to the
 	// backend (also the soft stop's FE and BE).
 	fe, be atomic.Uint64
@@ -69,43 +85,43 @@ type webCount struct {
 	beLast                stats.LastSession
 }
 
-func (s *site) countConn() {
-	if s.count == nil {
+func (s *Site) countConn() {
+	if s.Count == nil {
 		return
 	}
-	s.count.fe.Add(1)
-	stats.StoreMax(&s.count.smax, s.count.cur.Add(1))
-	s.count.rate.Add(s.lb.clk.Now())
+	s.Count.fe.Add(1)
+	stats.StoreMax(&s.Count.smax, s.Count.cur.Add(1))
+	s.Count.rate.Add(s.Clock.Now())
 }
 
 // countClose counts a connection's end.
-func (s *site) countClose() {
-	if s.count != nil {
-		s.count.cur.Add(-1)
+func (s *Site) countClose() {
+	if s.Count != nil {
+		s.Count.cur.Add(-1)
 	}
 }
 
 // countRefused counts a request refused before it was parsed: a 400,
 // 408, 413 or 422 of haproxy's (or the 400 of a client that closed).
-func (s *site) countRefused() {
-	if s.count == nil {
+func (s *Site) countRefused() {
+	if s.Count == nil {
 		return
 	}
-	s.count.reqs.Add(1)
-	s.count.reqRate.Add(s.lb.clk.Now())
-	s.count.ereq.Add(1)
-	s.count.hrsp[3].Add(1)
+	s.Count.reqs.Add(1)
+	s.Count.reqRate.Add(s.Clock.Now())
+	s.Count.ereq.Add(1)
+	s.Count.hrsp[3].Add(1)
 }
 
 // answer answers a parsed request and counts it; body is the size of its
 // body as haproxy stores it.
-func (h *httpListener) answer(req *request, body int64) *response {
+func (h *Listener) answer(req *request, body int64) *response {
 	s := h.site.Load()
-	c := s.count
+	c := s.Count
 	if c == nil {
 		return h.respond(req)
 	}
-	now := s.lb.clk.Now()
+	now := s.Clock.Now()
 	c.reqs.Add(1)
 	c.reqRate.Add(now)
 	c.bin.Add(req.htxSize() + uint64(max(body, 0)))
@@ -118,7 +134,7 @@ func (h *httpListener) answer(req *request, body int64) *response {
 	} else {
 		c.intercepted.Add(1)
 	}
-	if s.stats != nil {
+	if s.Stats != nil {
 		c.beLast.Set(now)
 	}
 	class := resp.code/100 - 1
@@ -131,12 +147,12 @@ func (h *httpListener) answer(req *request, body int64) *response {
 }
 
 // name is the section's name.
-func (s *site) name() string {
-	if s.monitor != nil {
-		return s.monitor.Name
+func (s *Site) name() string {
+	if s.Monitor != nil {
+		return s.Monitor.Name
 	}
-	if s.stats != nil {
-		return s.stats.Name
+	if s.Stats != nil {
+		return s.Stats.Name
 	}
 	return ""
 }
@@ -149,12 +165,12 @@ const (
 )
 
 // respond answers a request on a monitor or stats listener.
-func (h *httpListener) respond(r *request) *response {
+func (h *Listener) respond(r *request) *response {
 	s := h.site.Load()
 	switch {
-	case s.monitor != nil:
+	case s.Monitor != nil:
 		return s.serveMonitor(r)
-	case s.stats != nil:
+	case s.Stats != nil:
 		return s.serveStats(r)
 	}
 	return htmlAnswer(503, body503)
@@ -184,11 +200,11 @@ var reasons = map[int]string{200: "OK", 303: "See Other", 401: "Unauthorized", 5
 // another URI. A request in absolute form ("GET http://host/haproxy_ready",
 // as a proxy would send it) matches by its path, as in haproxy 2.6
 // (measured: 200).
-func (s *site) serveMonitor(r *request) *response {
-	if requestPath(r.uri, s.monitor.URI) != s.monitor.URI {
+func (s *Site) serveMonitor(r *request) *response {
+	if requestPath(r.uri, s.Monitor.URI) != s.Monitor.URI {
 		return toBackend()
 	}
-	if s.lb.Healthy() {
+	if s.Core.Healthy() {
 		return htmlAnswer(200, body200)
 	}
 	return htmlAnswer(503, body503)
@@ -224,8 +240,8 @@ func basicAuth(r *request) (user, pass string, ok bool) {
 	return strings.Cut(string(dec), ":")
 }
 
-func (s *site) authorized(r *request) bool {
-	users := s.stats.Users
+func (s *Site) authorized(r *request) bool {
+	users := s.Stats.Users
 	if len(users) == 0 {
 		return true
 	}
@@ -248,8 +264,8 @@ func (s *site) authorized(r *request) bool {
 // gets "303 See Other" to the URI with ";st=DENY", no body; the page goes
 // out chunked, also to HTTP/1.0 clients, and HEAD gets the head without
 // a length.
-func (s *site) serveStats(r *request) *response {
-	uri := s.stats.URI
+func (s *Site) serveStats(r *request) *response {
+	uri := s.Stats.URI
 	if uri == "" {
 		uri = "/haproxy?stats" // haproxy's default
 	}
@@ -270,7 +286,7 @@ func (s *site) serveStats(r *request) *response {
 			{"content-length", "0"}, {"location", uri + ";st=DENY"}}, noLength: true}
 	}
 	opts := reqPath[len(path):] + ";" + reqQuery
-	snap := s.lb.Snapshot()
+	snap := s.Core.Snapshot()
 	if strings.Contains(opts, ";up") {
 		snap = snap.HideDown()
 	}
@@ -292,15 +308,21 @@ func (s *site) serveStats(r *request) *response {
 		ctype, resp.body = "text/html", []byte(snap.HTML(s.page(refresh)))
 	}
 	resp.header = []field{{"cache-control", "no-cache"}, {"content-type", ctype}}
-	if s.stats.Refresh > 0 && refresh {
+	if s.Stats.Refresh > 0 && refresh {
 		// haproxy sends it with every form, the CSV and JSON included
 		// (measured, 2.6.12); ";norefresh" leaves it out.
-		resp.header = append(resp.header, field{"refresh", strconv.Itoa(int(s.stats.Refresh.Seconds()))})
+		resp.header = append(resp.header, field{"refresh", strconv.Itoa(int(s.Stats.Refresh.Seconds()))})
 	}
 	return resp
 }
 
-func listenStats(name string, c *webCount, now time.Time) stats.ListenStats {
+// Sessions is the section's cumulated connections (fe) and requests
+// passed to its backend (be), for the soft stop's "Proxy NAME stopped"
+// line.
+func (c *Count) Sessions() (fe, be uint64) { return c.fe.Load(), c.be.Load() }
+
+// ListenStats is the section's FRONTEND and BACKEND figures at now.
+func (c *Count) ListenStats(name string, now time.Time) stats.ListenStats {
 	ls := stats.ListenStats{Name: name, Sessions: c.cur.Load(), MaxSessions: c.smax.Load(), TotalSessions: c.fe.Load(),
 		BytesIn: c.bin.Load(), BytesOut: c.bout.Load(),
 		Requests: c.reqs.Load(), RequestErrors: c.ereq.Load(), Intercepted: c.intercepted.Load(),
@@ -322,15 +344,14 @@ func listenStats(name string, c *webCount, now time.Time) stats.ListenStats {
 // page is what the stats page shows beside its tables; refresh asks the
 // browser to reload it every `stats refresh` (haproxy's ";norefresh"
 // turns that off).
-func (s *site) page(refresh bool) stats.Page {
+func (s *Site) page(refresh bool) stats.Page {
 	var p stats.Page
 	if refresh {
-		p.Refresh = s.stats.Refresh
+		p.Refresh = s.Stats.Refresh
 	}
-	if !s.stats.HideVersion {
-		p.Version = s.lb.opts.Version
+	if !s.Stats.HideVersion {
+		p.Version = s.Version
 	}
-	_, p.Unconfirmed, p.Held = s.lb.health()
-	p.Draining = s.lb.draining.Load()
+	p.Unconfirmed, p.Held, p.Draining = s.Core.PageHealth()
 	return p
 }

@@ -1,4 +1,4 @@
-package lb
+package web
 
 import (
 	"bufio"
@@ -17,7 +17,7 @@ import (
 // get haproxy's 408, and malformed or oversized requests get haproxy's
 // 400, with haproxy's fixed bodies. Every answer below was measured
 // against haproxy 2.6.12 (Debian 12) with `printf | nc`-style raw
-// requests; web_test.go holds them as a table and
+// requests; lb's web_test.go holds them as a table and
 // TestWebAnswersMatchHaproxy compares both servers on the same requests.
 
 // Limits of haproxy 2.6's request parser with its default 16 KiB buffer
@@ -415,7 +415,7 @@ type response struct {
 	// close ends the connection after the answer (haproxy's 401).
 	close bool
 	// backend: the answer of the section's backend (it has no server),
-	// not one the section intercepted (webCount).
+	// not one the section intercepted (Count).
 	backend bool
 }
 
@@ -557,11 +557,11 @@ func readHead(br *bufio.Reader) ([]byte, error) {
 // sent 0.5 s or 2 s after an answer gets 408 3 s later, with
 // http-request 3s and http-keep-alive 5s; a connection that sends nothing
 // gets 408 at 3 s). A client that opens with HTTP/2's preface is served
-// in HTTP/2 (httpserve_h2.go).
-func (h *httpListener) serveConn(c *webConn) {
+// in HTTP/2 (h2.go).
+func (h *Listener) serveConn(c *webConn) {
 	defer c.Close()
 	br := bufio.NewReaderSize(c, maxWebHeader)
-	c.SetReadDeadline(time.Now().Add(h.to.Load().readHeader))
+	c.SetReadDeadline(time.Now().Add(h.to.Load().ReadHeader))
 	if startsH2(br) {
 		h.serveH2(c, br)
 		return
@@ -569,12 +569,12 @@ func (h *httpListener) serveConn(c *webConn) {
 	first := true
 	for {
 		if !first {
-			c.SetReadDeadline(time.Now().Add(h.to.Load().idle))
+			c.SetReadDeadline(time.Now().Add(h.to.Load().Idle))
 			if _, err := br.Peek(1); err != nil {
 				return
 			}
 		}
-		c.SetReadDeadline(time.Now().Add(h.to.Load().readHeader))
+		c.SetReadDeadline(time.Now().Add(h.to.Load().ReadHeader))
 		head, err := readHead(br)
 		var ne net.Error
 		switch {
@@ -604,10 +604,10 @@ func (h *httpListener) serveConn(c *webConn) {
 			h.writeRaw(c, re.answer)
 			return
 		}
-		if st := h.site.Load(); st.logs != nil {
+		if st := h.site.Load(); st.Log != nil {
 			// haproxy's line comes with the stream, which a
 			// request that parsed starts (measured).
-			st.lb.logHTTPConnect(st.logs, st.name(), c.Conn)
+			st.Log(st.name(), c.Conn)
 		}
 		body := int64(0)
 		if req.chunked {
@@ -627,7 +627,7 @@ func (h *httpListener) serveConn(c *webConn) {
 		}
 		resp := h.answer(req, body)
 		closing := !req.keepAlive || !complete || req.framingConflict || resp.close
-		c.SetWriteDeadline(time.Now().Add(h.to.Load().write))
+		c.SetWriteDeadline(time.Now().Add(h.to.Load().Write))
 		if _, err := c.Write(resp.encode(req, closing)); err != nil {
 			return
 		}
@@ -639,8 +639,8 @@ func (h *httpListener) serveConn(c *webConn) {
 	}
 }
 
-func (h *httpListener) writeRaw(c *webConn, answer string) {
-	c.SetWriteDeadline(time.Now().Add(h.to.Load().write))
+func (h *Listener) writeRaw(c *webConn, answer string) {
+	c.SetWriteDeadline(time.Now().Add(h.to.Load().Write))
 	if _, err := io.WriteString(c, answer); err == nil {
 		c.waiting()
 		lingerClose(c)
@@ -711,12 +711,12 @@ func (resp *response) encode(req *request, closing bool) []byte {
 }
 
 // serve accepts clients until the listener closes. It always accepts:
-// when maxWebConns clients are being served, the new one takes the place
+// when MaxConns clients are being served, the new one takes the place
 // of a client that is waiting for a request (admit), so that clients
 // which connect and say nothing, or send their head a byte at a time,
 // cannot keep the check script's poll in the accept queue until `timeout
 // http-request` ends one of them.
-func (h *httpListener) serve() {
+func (h *Listener) serve() {
 	var delay time.Duration
 	var seq uint64
 	for {
@@ -760,7 +760,7 @@ func isTemporary(err error) bool {
 
 // track adds (add) or removes a client connection; false once the
 // listener is closed.
-func (h *httpListener) track(c net.Conn, add bool) bool {
+func (h *Listener) track(c net.Conn, add bool) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if !add {
@@ -774,7 +774,7 @@ func (h *httpListener) track(c net.Conn, add bool) bool {
 	return true
 }
 
-func (h *httpListener) stopped() bool {
+func (h *Listener) stopped() bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.closed

@@ -1,4 +1,4 @@
-package lb
+package web
 
 import (
 	"bufio"
@@ -81,13 +81,13 @@ func startsH2(br *bufio.Reader) bool {
 // it ends: by the client, at `timeout http-keep-alive` without a stream,
 // by its eviction for a newer client while no stream is being answered,
 // or by the listener's close.
-func (h *httpListener) serveH2(c *webConn, br *bufio.Reader) {
+func (h *Listener) serveH2(c *webConn, br *bufio.Reader) {
 	c.SetDeadline(time.Time{}) // the HTTP/2 server keeps its own
 	to := h.to.Load()
 	srv := &http2.Server{
 		MaxConcurrentStreams: h2MaxStreams,
-		IdleTimeout:          to.idle,
-		WriteByteTimeout:     to.write,
+		IdleTimeout:          to.Idle,
+		WriteByteTimeout:     to.Write,
 		// The protocol's initial windows, as haproxy 2.6.12 keeps them
 		// (measured: no INITIAL_WINDOW_SIZE, no connection
 		// WINDOW_UPDATE): the answers take no body, so a connection
@@ -104,7 +104,7 @@ func (h *httpListener) serveH2(c *webConn, br *bufio.Reader) {
 		// handler, and so its connection's slot (the connection counts
 		// as being answered, not evictable), for good. The stream is
 		// reset when it passes; the connection goes on.
-		BaseConfig: &http.Server{MaxHeaderBytes: maxWebHeader, WriteTimeout: to.write},
+		BaseConfig: &http.Server{MaxHeaderBytes: maxWebHeader, WriteTimeout: to.Write},
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if !streams.start(c) {
 				panic(http.ErrAbortHandler) // evicted: the stream is reset
@@ -116,7 +116,7 @@ func (h *httpListener) serveH2(c *webConn, br *bufio.Reader) {
 }
 
 // serveH2Stream answers one stream as serveConn answers a request.
-func (h *httpListener) serveH2Stream(c *webConn, w http.ResponseWriter, r *http.Request) {
+func (h *Listener) serveH2Stream(c *webConn, w http.ResponseWriter, r *http.Request) {
 	req := &request{method: r.Method, uri: r.RequestURI, major: 2, keepAlive: true, contentLength: r.ContentLength}
 	if r.Host != "" {
 		req.header = append(req.header, field{"host", r.Host})
@@ -126,8 +126,8 @@ func (h *httpListener) serveH2Stream(c *webConn, w http.ResponseWriter, r *http.
 			req.header = append(req.header, field{name, v})
 		}
 	}
-	if st := h.site.Load(); st.logs != nil {
-		st.lb.logHTTPConnect(st.logs, st.name(), c.Conn)
+	if st := h.site.Load(); st.Log != nil {
+		st.Log(st.name(), c.Conn)
 	}
 	resp := h.answer(req, max(r.ContentLength, 0))
 	fields := resp.header
