@@ -13,6 +13,8 @@ if [ -n "$unformatted" ]; then
 	exit 1
 fi
 go vet ./...
+# staticcheck at the version tools/staticcheck pins (built once, cached).
+hack/staticcheck.sh ./...
 # Packages that carry stand-ins for other systems (files tagged !linux) keep
 # building there.
 portable=$(grep -rl --include='*.go' '^//go:build !linux' . | xargs -n1 dirname | sort -u)

@@ -3,6 +3,7 @@ package lb
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/netip"
@@ -18,6 +19,7 @@ import (
 	"github.com/vipstack/vipstack/internal/haproxycfg"
 	"github.com/vipstack/vipstack/internal/lb/stats"
 	"github.com/vipstack/vipstack/internal/lbconfig"
+	"github.com/vipstack/vipstack/internal/testutil"
 )
 
 // bound is how long a test waits for something that should happen at
@@ -297,12 +299,15 @@ func (c *client) closed(t *testing.T) bool {
 // eventually waits until cond holds; I/O-driven conditions only.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(bound)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
+	// Every millisecond: some conditions (a connection queued, a check
+	// in flight) last only a little longer.
+	if err := testutil.PollEvery(context.Background(), time.Millisecond, bound, func() error {
+		if cond() {
+			return nil
 		}
-		time.Sleep(time.Millisecond)
+		return fmt.Errorf("waiting for %s", what)
+	}); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 the test speaks HTTP/2 with prior knowledge over plain TCP, as h2c clients of haproxy do
+
 package lb
 
 import (

@@ -187,12 +187,6 @@ func maskPageRow(r pageRow) pageRow {
 	return pageRow{Class: r.Class, Cells: cells}
 }
 
-// is is a known difference's vipstack cell whatever haproxy's; noAge is
-// haproxy's without the time since the last change.
-func is(v string) func(string) string { return func(string) string { return v } }
-
-func noAge(haproxy string) string { return strings.TrimPrefix(haproxy, "T ") }
-
 // untipped is haproxy's cell without its tip.
 func untipped(haproxy string) string {
 	v, _, _ := strings.Cut(haproxy, " | ")

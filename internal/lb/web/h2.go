@@ -1,3 +1,9 @@
+// net/http serves HTTP/2 per listener; the monitor and stats binds hand
+// it connections whose first bytes the HTTP/1 / HTTP/2 dispatch has read,
+// which only x/net/http2's ServeConn takes.
+//
+//lint:file-ignore SA1019 ServeConn has no replacement for a connection already read from
+
 package web
 
 import (
