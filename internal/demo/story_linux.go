@@ -26,11 +26,11 @@ const (
 
 // story is the demo's state between steps.
 type story struct {
-	c                   *Cluster
-	api, dns, ingress   netip.Addr
-	apiURL, ingressURL  string
-	ingressHost         string
-	apiHolder, ingressH *Node
+	c                  *Cluster
+	api, dns, ingress  netip.Addr
+	apiURL, ingressURL string
+	ingressHost        string
+	apiHolder          *Node
 }
 
 type step struct {
@@ -278,7 +278,6 @@ func (s *story) bootstrapHolds(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("a worker (its router answers) should hold the Ingress VIP: %w", err)
 	}
-	s.ingressH = w
 	c.ok("%s holds the Ingress VIP %s (20 +50 router)", w.Name, s.ingress)
 	if err := s.expectResolve(ctx, s.dns, "the DNS VIP", "api."+Domain, s.api); err != nil {
 		return err
@@ -365,7 +364,11 @@ func countText(m map[string]int) string {
 
 func (s *story) masterCrash(ctx context.Context) error {
 	c := s.c
-	dead := s.apiHolder
+	// The master that holds the API VIP now (a stall may have moved it).
+	dead, err := c.WaitHolder(ctx, s.api, func(n *Node) bool { return n.Role == cluster.Master }, stable, moveTimeout)
+	if err != nil {
+		return fmt.Errorf("a master should hold the API VIP: %w", err)
+	}
 	if err := dead.Crash(); err != nil {
 		return err
 	}
@@ -414,7 +417,12 @@ func (s *story) routerFails(ctx context.Context) error {
 	from := func(n *Node) func(string) bool {
 		return func(b string) bool { return strings.Contains(b, " "+n.Name+"'s router") }
 	}
-	old := s.ingressH
+	// The worker that holds the Ingress VIP now: on a loaded machine a
+	// stall may have moved it since step 2 (the view shows each move).
+	old, err := c.WaitHolder(ctx, s.ingress, func(n *Node) bool { return n.Role == cluster.Worker }, stable, moveTimeout)
+	if err != nil {
+		return fmt.Errorf("a worker should hold the Ingress VIP: %w", err)
+	}
 	body, note, err := s.getFrom(ctx, s.ingressURL, from(old), old.Name+"'s router")
 	if err != nil {
 		return fmt.Errorf("client through the Ingress VIP: %w", err)
@@ -428,7 +436,6 @@ func (s *story) routerFails(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("the other worker should take the Ingress VIP: %w", err)
 	}
-	s.ingressH = h
 	c.ok("%s holds the Ingress VIP %s (70 beats %s's 20)", h.Name, s.ingress, old.Name)
 	body, note, err = s.getFrom(ctx, s.ingressURL, from(h), h.Name+"'s router")
 	if err != nil {
