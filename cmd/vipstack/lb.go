@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"os"
 	"os/signal"
+	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -22,6 +23,7 @@ import (
 	"github.com/vipstack/vipstack/internal/lb/relay"
 	"github.com/vipstack/vipstack/internal/lbcli"
 	"github.com/vipstack/vipstack/internal/lbconfig"
+	"github.com/vipstack/vipstack/internal/lbproc"
 	"github.com/vipstack/vipstack/internal/redirect"
 	"github.com/vipstack/vipstack/internal/serve"
 	"github.com/vipstack/vipstack/internal/version"
@@ -82,6 +84,11 @@ func runLB(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		for _, w := range cfg.Warnings {
 			fmt.Fprintf(stderr, "warning: %s\n", w)
 		}
+		// haproxy -c resolves user and group names too.
+		if _, err := lbproc.LookupIDs(cfg.User, cfg.Group); err != nil {
+			fmt.Fprintf(stderr, "%s: %v\n", *cfgPath, err)
+			return 1
+		}
 		if vip.IsValid() {
 			if _, err := redirectPort(cfg, vip); err != nil {
 				fmt.Fprintf(stderr, "vipstack lb: --redirect: %v\n", err)
@@ -97,6 +104,18 @@ func runLB(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	for _, w := range cfg.Warnings {
 		log.Warn(w)
+	}
+	ids, err := lbproc.LookupIDs(cfg.User, cfg.Group)
+	if err != nil {
+		fmt.Fprintf(stderr, "vipstack lb: %s: %v\n", *cfgPath, err)
+		return 1
+	}
+	if ids.UID > 0 && vip.IsValid() {
+		fmt.Fprintf(stderr, "vipstack lb: --redirect changes nftables while it runs, which user %s in %s would no longer allow (accepted: --redirect without user/group, or user/group without --redirect)\n", cfg.User, *cfgPath)
+		return 2
+	}
+	if cfg.NbThread > 0 {
+		runtime.GOMAXPROCS(cfg.NbThread)
 	}
 	if soft, hard, err := relay.RaiseFileLimit(); err != nil {
 		log.Warn("could not raise the open file limit", "err", err, "soft", soft, "hard", hard)
@@ -162,6 +181,29 @@ func runLB(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	sockChange.Commit()
+	// As haproxy: the pidfile is written, then the process becomes
+	// user and group, once every socket of the file is open.
+	if cfg.PIDFile != "" {
+		if err := lbproc.WritePIDFile(cfg.PIDFile, os.Getpid()); err != nil {
+			fmt.Fprintf(stderr, "vipstack lb: %v\n", err)
+			shutdownLB(l, nil, 0, log)
+			return 1
+		}
+		defer func() {
+			if err := lbproc.RemovePIDFile(cfg.PIDFile, os.Getpid()); err != nil {
+				log.Warn("could not remove the pidfile", "err", err)
+			}
+		}()
+	}
+	if err := lbproc.Drop(ids); err != nil {
+		fmt.Fprintf(stderr, "vipstack lb: %v\n", err)
+		shutdownLB(l, nil, 0, log)
+		return 1
+	}
+	if ids.UID >= 0 || ids.GID >= 0 {
+		log.Info("running as the configuration's user and group; a reload can no longer open ports below 1024 or sockets where only root may write",
+			"uid", ids.UID, "gid", ids.GID)
+	}
 	if rd != nil {
 		go rd.Run()
 	}
@@ -184,6 +226,9 @@ func runLB(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		for _, w := range next.Warnings {
 			log.Warn(w)
+		}
+		if next.PIDFile != running.PIDFile || next.User != running.User || next.Group != running.Group || next.NbThread != running.NbThread {
+			log.Warn("pidfile, user, group and nbthread apply at start: restart vipstack lb for the new ones")
 		}
 		var port uint16
 		if rd != nil {

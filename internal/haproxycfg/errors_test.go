@@ -300,8 +300,48 @@ func TestParseErrors(t *testing.T) {
 		},
 		{
 			name:    "unsupported global keyword",
-			conf:    func(t *testing.T) string { return "global\n  daemon\n" + base },
-			want:    `h.cfg:2: keyword "daemon" in global is not supported by vipstack (supported: log, log-tag, maxconn, stats socket)`,
+			conf:    func(t *testing.T) string { return "global\n  ulimit-n 4096\n" + base },
+			want:    `h.cfg:2: keyword "ulimit-n" in global is not supported by vipstack (supported: ` + globalKeywords + `)`,
+			haproxy: haproxyAccepts,
+		},
+		{
+			name: "chroot",
+			conf: func(t *testing.T) string { return "global\n  chroot /var/empty\n" + base },
+			want: `h.cfg:2: chroot is not supported by vipstack: vipstack lb reloads haproxy.cfg in its own process, which a chroot would hide ` +
+				`(accepted: no chroot line; confine the service with systemd's RootDirectory= or ProtectSystem= instead)`,
+			haproxy: haproxyAccepts,
+		},
+		{
+			name:    "pidfile twice",
+			conf:    func(t *testing.T) string { return "global\n  pidfile /run/a.pid\n  pidfile /run/b.pid\n" + base },
+			want:    `h.cfg:3: pidfile is already set in global at line 2 (accepted: once per section)`,
+			haproxy: haproxyAccepts,
+		},
+		{
+			name:    "uid not a number",
+			conf:    func(t *testing.T) string { return "global\n  uid haproxy\n" + base },
+			want:    `h.cfg:2: uid "haproxy" is not a number (accepted: a numeric id; user and group take names)`,
+			haproxy: haproxyAccepts, // with a warning, as uid 0
+		},
+		{
+			name:    "nbthread 0",
+			conf:    func(t *testing.T) string { return "global\n  nbthread 0\n" + base },
+			want:    `h.cfg:2: nbthread 0 is out of range (accepted: 1 or more)`,
+			haproxy: haproxyRejects,
+		},
+		{
+			name:    "stats timeout with a bad unit",
+			conf:    func(t *testing.T) string { return "global\n  stats timeout 30x\n" + base },
+			want:    `h.cfg:2: stats timeout "30x" has an unknown unit "x" (accepted: a whole number with a unit us, ms, s, m, h or d; no unit means milliseconds)`,
+			haproxy: haproxyRejects,
+		},
+		{
+			name: "ssl-default-server with check-ssl servers",
+			conf: func(t *testing.T) string {
+				return "global\n  ssl-default-server-ciphers ECDHE+AESGCM\n" + edit(t, " check\n", " check check-ssl verify none\n")
+			},
+			want: `h.cfg:2: ssl-default-server-* settings are not applied by vipstack, whose TLS health checks (backend masters, server m0: check-ssl) ` +
+				`use Go's TLS defaults (accepted: these settings without check-ssl servers, or remove them)`,
 			haproxy: haproxyAccepts,
 		},
 

@@ -49,6 +49,7 @@ func Parse(name string, data []byte) (*lbconfig.Config, error) {
 		p.line(l)
 	}
 	p.endSection()
+	p.endFile()
 	if err := errs.err(); err != nil {
 		return nil, err
 	}
@@ -88,7 +89,7 @@ func commas(list string) string { return strings.Join(strings.Fields(list), ", "
 
 // Keywords each section accepts, for error messages.
 const (
-	globalKeywords   = "log, log-tag, maxconn, stats socket"
+	globalKeywords   = "ca-base, crt-base, daemon, gid, group, log, log-tag, maxconn, nbthread, pidfile, ssl-default-bind-*, ssl-default-server-*, stats socket, stats timeout, uid, user"
 	defaultsKeywords = "log, log-format, maxconn, mode, no log, option dontlognull, option redispatch, option tcplog, retries, timeout"
 	frontendKeywords = "bind, default_backend, log, log-format, mode, no log, option tcplog"
 	listenKeywords   = "bind, log, mode, monitor-uri, no log, option dontlognull, stats auth, stats enable, stats hide-version, stats refresh, stats uri"
@@ -138,6 +139,9 @@ type parser struct {
 	ls *listen
 
 	broken bool // a line of the current section was rejected by the lexer
+
+	statsTimeout  time.Duration // global's `stats timeout`, for every socket
+	sslServerLine int           // line of global's first ssl-default-server-* setting
 }
 
 // listen is a listen section being read; what it becomes (a Monitor or a
@@ -432,8 +436,109 @@ func (p *parser) endListen() {
 	}
 }
 
+// endFile applies what global says about the whole file.
+func (p *parser) endFile() {
+	for i := range p.cfg.StatsSockets {
+		p.cfg.StatsSockets[i].IdleTimeout = p.statsTimeout
+	}
+	if p.sslServerLine == 0 {
+		return
+	}
+	for _, b := range p.cfg.Backends {
+		for _, s := range b.Servers {
+			if s.CheckSSL {
+				p.errorf(line{num: p.sslServerLine}, "ssl-default-server", "ssl-default-server-* settings are not applied by vipstack, "+
+					"whose TLS health checks (backend %s, server %s: check-ssl) use Go's TLS defaults (accepted: these settings without check-ssl servers, or remove them)", b.Name, s.Name)
+				return
+			}
+		}
+	}
+}
+
+// oneArg reads the single value of a global setting given once.
+func (p *parser) oneArg(l line, kw, form string) (string, bool) {
+	if !p.once(l, kw) {
+		return "", false
+	}
+	args, ok := p.nargs(l, len(strings.Fields(kw)), 1, 1, form)
+	if !ok {
+		return "", false
+	}
+	return args[0], true
+}
+
 func (p *parser) global(l line) {
-	switch keyword(l.words) {
+	kw := keyword(l.words)
+	switch {
+	case strings.HasPrefix(kw, "ssl-default-bind-"):
+		// They set the TLS of `bind ... ssl`, which vipstack refuses:
+		// they apply to nothing here, as in haproxy without ssl binds.
+		p.nargs(l, 1, 1, 1, "a value")
+		return
+	case strings.HasPrefix(kw, "ssl-default-server-"):
+		// They set the TLS of servers: refused at the file's end when
+		// a server checks over TLS (endFile).
+		if _, ok := p.nargs(l, 1, 1, 1, "a value"); ok && p.sslServerLine == 0 {
+			p.sslServerLine = l.num
+		}
+		return
+	}
+	switch kw {
+	case "daemon":
+		if _, ok := p.nargs(l, 1, 0, 0, ""); ok {
+			p.warnf(l, "daemon: vipstack lb stays in the foreground, as haproxy does in master-worker mode under a supervisor (-Ws); "+
+				"run it from systemd or another supervisor")
+		}
+	case "user", "uid", "group", "gid":
+		isUser := kw == "user" || kw == "uid"
+		key := "group"
+		if isUser {
+			key = "user"
+		}
+		v, ok := p.oneArg(l, key, "a name or number")
+		if !ok {
+			return
+		}
+		if (kw == "uid" || kw == "gid") && !isDigits(v) {
+			p.errorf(l, kw, "%s %q is not a number (accepted: a numeric id; user and group take names)", kw, v)
+			return
+		}
+		if isUser {
+			p.cfg.User = v
+		} else {
+			p.cfg.Group = v
+		}
+	case "chroot":
+		p.errorf(l, kw, "chroot is not supported by vipstack: vipstack lb reloads haproxy.cfg in its own process, which a chroot would hide "+
+			"(accepted: no chroot line; confine the service with systemd's RootDirectory= or ProtectSystem= instead)")
+	case "pidfile":
+		if v, ok := p.oneArg(l, kw, "a file path"); ok {
+			p.cfg.PIDFile = v
+		}
+	case "nbthread":
+		if v, ok := p.oneArg(l, kw, "a number of threads"); ok {
+			n, ok := p.intArg(l, kw, v, 1, "1 or more")
+			if ok && n == 0 {
+				p.errorf(l, kw, "nbthread 0 is out of range (accepted: 1 or more)")
+				return
+			}
+			p.cfg.NbThread = n
+		}
+	case "ca-base", "crt-base":
+		// Directories for relative CA and certificate file names;
+		// vipstack reads no such file (no ssl binds, no ca-file), so
+		// they apply to nothing, as in haproxy without those files.
+		p.oneArg(l, kw, "a directory")
+	case "stats timeout":
+		if v, ok := p.oneArg(l, kw, "a time such as 30s"); ok {
+			if d, ok := p.timeArg(l, kw, v, msUnit); ok {
+				if d == 0 {
+					p.errorf(l, kw, "stats timeout 0 is out of range (accepted: 1ms or more)")
+					return
+				}
+				p.statsTimeout = d
+			}
+		}
 	case "maxconn":
 		if !p.once(l, "maxconn") {
 			return

@@ -38,6 +38,18 @@ type Config struct {
 	// global); empty means "haproxy" (see internal/lb's doc).
 	LogTag string
 
+	// PIDFile is where `vipstack lb` writes its process id at start and
+	// removes it at exit (haproxy's `pidfile` in global); empty: none.
+	PIDFile string
+	// User and Group are who `vipstack lb` runs as once its listeners
+	// and runtime API sockets are open (haproxy's `user`/`uid` and
+	// `group`/`gid` in global): a name or a number; empty keeps root.
+	User, Group string
+	// NbThread caps the threads that run Go code (GOMAXPROCS), as
+	// haproxy's `nbthread` caps its threads; 0 leaves Go's default (one
+	// per CPU, as haproxy 2.6's).
+	NbThread int
+
 	// Source says where each piece was read, for error messages: keys
 	// like "backend masters/server m0" map to "file:line". The key scheme
 	// is in validate.go (FrontendKey, ItemKey, ServerKey, BindKey, ...).
@@ -65,6 +77,10 @@ type StatsSocket struct {
 	// User and Group own a Unix socket (haproxy's `user`/`uid` and
 	// `group`/`gid`): a name or a number; empty leaves the process's.
 	User, Group string
+	// IdleTimeout closes a connection that sends no line for this long
+	// (haproxy's `stats timeout` in global); 0 means lbcli's default,
+	// haproxy's 10s.
+	IdleTimeout time.Duration
 }
 
 // StatsSocketLevels are the accepted StatsSocket.Level values.
