@@ -2,6 +2,8 @@ package haproxycfg
 
 import (
 	"net/netip"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -73,6 +75,47 @@ func TestParseAccepts(t *testing.T) {
 			conf: func(t *testing.T) string { return "global\n  uid 65534\n  gid 65534\n" + base },
 			get:  func(c *lbconfig.Config) any { return []string{c.User, c.Group} },
 			want: []string{"65534", "65534"},
+		},
+		// HTTP settings in defaults behind TCP proxies: haproxy's
+		// warnings, in its words, and option tcplog's format.
+		{
+			name: "defaults mode http, TCP proxies",
+			conf: func(t *testing.T) string {
+				return strings.Replace(strings.Replace(strings.Replace(base,
+					"  mode tcp\n", "  mode http\n  option httplog\n  option http-server-close\n  option forwardfor except 127.0.0.0/8\n  log 127.0.0.1:514 local0\n", 1),
+					"  default_backend masters\n", "  mode tcp\n  default_backend masters\n", 1),
+					"\nbackend masters\n", "\nbackend masters\n  mode tcp\n", 1)
+			},
+			get:  func(c *lbconfig.Config) any { return c.Frontends[0].Log.Format },
+			want: lbconfig.TCPLogFormat,
+			wantWarnings: []string{
+				"h.cfg:3: 'option httplog' not usable with frontend 'main' (needs 'mode http'). Falling back to 'option tcplog'.",
+				"h.cfg:5: 'option forwardfor' ignored for frontend 'main' as it requires HTTP mode.",
+				"h.cfg:5: 'option forwardfor' ignored for backend 'masters' as it requires HTTP mode.",
+			},
+		},
+		{
+			name: "defaults mode http, monitor inherits it",
+			conf: func(t *testing.T) string {
+				return strings.Replace(strings.Replace(strings.Replace(base,
+					"  mode tcp\n", "  mode http\n", 1),
+					"  default_backend masters\n", "  mode tcp\n  default_backend masters\n", 1),
+					"\nbackend masters\n", "\nbackend masters\n  mode tcp\n", 1) + "listen ready\n  bind 127.0.0.1:47013\n  monitor-uri /ready\n"
+			},
+			get:  func(c *lbconfig.Config) any { return c.Monitors[0].URI },
+			want: "/ready",
+		},
+		{
+			name: "errorfile in TCP proxies",
+			conf: func(t *testing.T) string {
+				f := filepath.Join(t.TempDir(), "503.http")
+				if err := os.WriteFile(f, []byte("HTTP/1.0 503 Service Unavailable\r\n\r\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return edit(t, "  mode tcp\n", "  mode tcp\n  errorfile 503 "+f+"\n")
+			},
+			get:  func(c *lbconfig.Config) any { return len(c.Frontends) },
+			want: 1,
 		},
 		// Addresses.
 		{
@@ -446,6 +489,14 @@ func TestParseAccepts(t *testing.T) {
 				t.Errorf("haproxy -c rejects it:\n%s", out)
 			case tt.haproxyRejects != "" && (ok || !strings.Contains(out, tt.haproxyRejects)):
 				t.Errorf("haproxy -c: valid=%v, want a rejection saying %q; output:\n%s", ok, tt.haproxyRejects, out)
+			}
+			// Warnings quoting haproxy (they start with a quoted
+			// keyword) must be haproxy's words.
+			for _, w := range tt.wantWarnings {
+				_, msg, _ := strings.Cut(w, ": ")
+				if strings.HasPrefix(msg, "'") && !strings.Contains(out, msg) {
+					t.Errorf("haproxy -c does not warn %q; output:\n%s", msg, out)
+				}
 			}
 		})
 	}

@@ -2,6 +2,8 @@ package haproxycfg
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -347,21 +349,51 @@ func TestParseErrors(t *testing.T) {
 
 		// defaults.
 		{
-			name:    "mode http in defaults",
-			conf:    func(t *testing.T) string { return edit(t, "mode tcp", "mode http") },
-			want:    `h.cfg:2: mode http in defaults: vipstack's frontends are TCP only (accepted: mode tcp; mode http only in listen sections for monitor-uri and stats)`,
+			name: "mode http in defaults",
+			conf: func(t *testing.T) string { return edit(t, "mode tcp", "mode http") },
+			want: "h.cfg:6: frontend main has mode http from defaults (line 2): vipstack's frontends and backends are TCP only (accepted: mode tcp in frontend main or in defaults)\n" +
+				"h.cfg:9: backend masters has mode http from defaults (line 2): vipstack's frontends and backends are TCP only (accepted: mode tcp in backend masters or in defaults)",
 			haproxy: haproxyAccepts,
 		},
 		{
+			name: "errorfile in defaults with a monitor",
+			conf: func(t *testing.T) string {
+				f := filepath.Join(t.TempDir(), "503.http")
+				if err := os.WriteFile(f, []byte("HTTP/1.0 503 Service Unavailable\r\n\r\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return edit(t, "  mode tcp\n", "  mode tcp\n  errorfile 503 "+f+"\n") + "listen ready\n  bind 127.0.0.1:47013\n  mode http\n  monitor-uri /ready\n"
+			},
+			want: "h.cfg:3: errorfile in defaults would change the answers of listen ready (line 12), which vipstack does not do " +
+				"(accepted: errorfile only in files without monitor and stats sections, whose proxies are all mode tcp)",
+			haproxy: haproxyAccepts,
+		},
+		{
+			name: "errorfile missing",
+			conf: func(t *testing.T) string {
+				return edit(t, "  mode tcp\n", "  mode tcp\n  errorfile 503 /nonexistent/vshp.http\n")
+			},
+			want:    `h.cfg:3: errorfile: cannot open "/nonexistent/vshp.http": no such file or directory`,
+			haproxy: haproxyRejects,
+		},
+		{
+			name: "errorfile code",
+			conf: func(t *testing.T) string {
+				return edit(t, "  mode tcp\n", "  mode tcp\n  errorfile 999 /etc/hostname\n")
+			},
+			want:    `h.cfg:3: errorfile: status code "999" is not one haproxy takes (accepted: 200, 400, 401, 403, 404, 405, 407, 408, 410, 413, 425, 429, 500, 501, 502, 503, 504)`,
+			haproxy: haproxyRejects,
+		},
+		{
 			name:    "unsupported option",
-			conf:    func(t *testing.T) string { return edit(t, "  mode tcp\n", "  mode tcp\n  option httplog\n") },
-			want:    `h.cfg:3: keyword "option httplog" in defaults is not supported by vipstack (supported: log, log-format, maxconn, mode, no log, option dontlognull, option redispatch, option tcplog, retries, timeout)`,
+			conf:    func(t *testing.T) string { return edit(t, "  mode tcp\n", "  mode tcp\n  option httpclose\n") },
+			want:    `h.cfg:3: keyword "option httpclose" in defaults is not supported by vipstack (supported: ` + defaultsKeywords + `)`,
 			haproxy: haproxyAccepts,
 		},
 		{
 			name:    "no option",
 			conf:    func(t *testing.T) string { return edit(t, "  mode tcp\n", "  mode tcp\n  no option redispatch\n") },
-			want:    `h.cfg:3: keyword "no option redispatch" in defaults is not supported by vipstack (supported: log, log-format, maxconn, mode, no log, option dontlognull, option redispatch, option tcplog, retries, timeout)`,
+			want:    `h.cfg:3: keyword "no option redispatch" in defaults is not supported by vipstack (supported: ` + defaultsKeywords + `)`,
 			haproxy: haproxyAccepts,
 		},
 		{

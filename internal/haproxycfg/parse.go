@@ -90,7 +90,7 @@ func commas(list string) string { return strings.Join(strings.Fields(list), ", "
 // Keywords each section accepts, for error messages.
 const (
 	globalKeywords   = "ca-base, crt-base, daemon, gid, group, log, log-tag, maxconn, nbthread, pidfile, ssl-default-bind-*, ssl-default-server-*, stats socket, stats timeout, uid, user"
-	defaultsKeywords = "log, log-format, maxconn, mode, no log, option dontlognull, option redispatch, option tcplog, retries, timeout"
+	defaultsKeywords = "errorfile, log, log-format, maxconn, mode, no log, option dontlognull, option forwardfor, option http-server-close, option httplog, option redispatch, option tcplog, retries, timeout"
 	frontendKeywords = "bind, default_backend, log, log-format, mode, no log, option tcplog"
 	listenKeywords   = "bind, log, mode, monitor-uri, no log, option dontlognull, stats auth, stats enable, stats hide-version, stats refresh, stats uri"
 	backendKeywords  = "balance, log, mode, no log, option httpchk, option log-health-checks, option redispatch, server"
@@ -139,6 +139,12 @@ type parser struct {
 	ls *listen
 
 	broken bool // a line of the current section was rejected by the lexer
+
+	defMode      string // defaults' mode: "", tcp or http
+	defModeLine  int
+	httplogAt    int // line of defaults' option httplog while it is the format in force
+	forwardforAt int // line of defaults' option forwardfor
+	errorfileAt  int // line of defaults' first errorfile
 
 	statsTimeout  time.Duration // global's `stats timeout`, for every socket
 	sslServerLine int           // line of global's first ssl-default-server-* setting
@@ -345,7 +351,7 @@ func (p *parser) section(l line) {
 			p.be.LogTargets = slices.Clone(p.defLogs)
 			p.logs = &p.be.LogTargets
 		default:
-			p.kind, p.ls = secListen, &listen{name: name, logs: slices.Clone(p.defLogs)}
+			p.kind, p.ls = secListen, &listen{name: name, logs: slices.Clone(p.defLogs), mode: p.defMode}
 			p.logs = &p.ls.logs
 		}
 	}
@@ -365,8 +371,10 @@ func (p *parser) endSection() {
 		if len(p.fe.LogTargets) > 0 && format != "" {
 			p.fe.Log = &lbconfig.ConnLog{Format: format, DontLogNull: p.dontLogNull}
 		}
+		p.inheritedHTTP("frontend", p.fe.Name, p.feLogFormat != "")
 		p.cfg.Frontends = append(p.cfg.Frontends, *p.fe)
 	case secBackend:
+		p.inheritedHTTP("backend", p.be.Name, false)
 		p.cfg.Backends = append(p.cfg.Backends, *p.be)
 	case secListen:
 		p.endListen()
@@ -424,6 +432,9 @@ func (p *parser) endListen() {
 			l.num = ls.modeLine
 		}
 		p.errorf(l, "mode", "%s needs mode http for its %s (haproxy ignores %s in TCP mode)", p.key, what, what)
+	case p.errorfileAt != 0:
+		p.errorf(line{num: p.errorfileAt}, "errorfile", "errorfile in defaults would change the answers of %s (line %d), which vipstack does not do "+
+			"(accepted: errorfile only in files without monitor and stats sections, whose proxies are all mode tcp)", p.key, p.secLine)
 	case monitor:
 		p.cfg.Monitors = append(p.cfg.Monitors, lbconfig.Monitor{Name: ls.name, Binds: ls.binds, URI: ls.monitorURI, LogTargets: logs})
 	default:
@@ -672,12 +683,35 @@ func (p *parser) defaults(l line) {
 			p.cfg.MaxConn, _ = p.intArg(l, kw, args[0], 0, "0..2147483647; 0 means the global maxconn")
 		}
 	case "mode":
-		p.tcpMode(l)
+		p.defaultsMode(l)
 	case "log", "no log":
 		p.log(l)
 	case "log-format", "option tcplog":
 		p.logFormatLine(l, &p.logFormat)
-		p.logFormatAt = l.num
+		p.logFormatAt, p.httplogAt = l.num, 0
+	case "option httplog":
+		// For a TCP proxy, haproxy falls back to option tcplog with a
+		// warning (endSection); a monitor or stats section in mode http
+		// would log its requests, which endListen judges.
+		if _, ok := p.nargs(l, 2, 0, 0, ""); ok && p.once(l, kw) {
+			p.logFormat, p.logFormatAt, p.httplogAt = lbconfig.TCPLogFormat, l.num, l.num
+		}
+	case "option forwardfor":
+		// An HTTP header: haproxy ignores it, with a warning, in each
+		// TCP proxy (endSection), and monitor and stats sections
+		// forward nothing.
+		if _, ok := p.nargs(l, 2, 0, 5, "[except NETWORK] [header NAME] [if-none]"); ok && p.once(l, kw) {
+			p.forwardforAt = l.num
+		}
+	case "option http-server-close":
+		// Closes the server side of HTTP connections after each
+		// response: TCP proxies have no HTTP side, and monitor and stats
+		// sections no server; haproxy says nothing, it changes nothing.
+		if _, ok := p.nargs(l, 2, 0, 0, ""); ok {
+			p.once(l, kw)
+		}
+	case "errorfile":
+		p.errorfile(l)
 	case "option dontlognull":
 		if p.once(l, kw) {
 			if _, ok := p.nargs(l, 2, 0, 0, ""); ok {
@@ -719,7 +753,65 @@ func (p *parser) defaults(l line) {
 	}
 }
 
-// tcpMode handles `mode` in defaults, frontend and backend.
+// defaultsMode reads defaults' mode: tcp or http. Under mode http, each
+// frontend and backend must say mode tcp (endSection).
+func (p *parser) defaultsMode(l line) {
+	if !p.once(l, "mode") {
+		return
+	}
+	args, ok := p.nargs(l, 1, 1, 1, "tcp or http")
+	if !ok {
+		return
+	}
+	switch args[0] {
+	case "tcp", "http":
+		p.defMode, p.defModeLine = args[0], l.num
+	default:
+		p.errorf(l, "mode", "mode %q is not a haproxy mode (accepted: tcp, http)", args[0])
+	}
+}
+
+// errorfileCodes are the status codes haproxy 2.6 takes an errorfile for.
+const errorfileCodes = "200 400 401 403 404 405 407 408 410 413 425 429 500 501 502 503 504"
+
+// errorfile reads defaults' `errorfile CODE FILE`. haproxy reads the file
+// at once; it answers from it only in HTTP proxies, so TCP ones are
+// unchanged and a monitor or stats section is refused (endListen).
+func (p *parser) errorfile(l line) {
+	args, ok := p.nargs(l, 1, 2, 2, "CODE FILE")
+	if !ok {
+		return
+	}
+	if !inList(errorfileCodes, args[0]) {
+		p.errorf(l, "errorfile", "errorfile: status code %q is not one haproxy takes (accepted: %s)", args[0], commas(errorfileCodes))
+		return
+	}
+	if _, err := os.Stat(args[1]); err != nil {
+		p.errorf(l, "errorfile", "errorfile: cannot open %q: %v", args[1], errors.Unwrap(err))
+		return
+	}
+	if p.errorfileAt == 0 {
+		p.errorfileAt = l.num
+	}
+}
+
+// inheritedHTTP checks the mode a frontend or backend gets from defaults
+// and warns, in haproxy's words, about defaults' HTTP options it ignores.
+func (p *parser) inheritedHTTP(what, name string, ownFormat bool) {
+	if _, own := p.seen["mode"]; !own && p.defMode == "http" && !p.broken {
+		p.errorf(line{num: p.secLine}, "mode", "%s has mode http from defaults (line %d): vipstack's frontends and backends are TCP only "+
+			"(accepted: mode tcp in %s or in defaults)", p.key, p.defModeLine, p.key)
+		return
+	}
+	if p.httplogAt != 0 && what != "backend" && !ownFormat {
+		p.warnf(line{num: p.httplogAt}, "'option httplog' not usable with %s '%s' (needs 'mode http'). Falling back to 'option tcplog'.", what, name)
+	}
+	if p.forwardforAt != 0 {
+		p.warnf(line{num: p.forwardforAt}, "'option forwardfor' ignored for %s '%s' as it requires HTTP mode.", what, name)
+	}
+}
+
+// tcpMode handles `mode` in frontend and backend.
 func (p *parser) tcpMode(l line) {
 	if !p.once(l, "mode") {
 		return
