@@ -117,6 +117,76 @@ func TestParseAccepts(t *testing.T) {
 			get:  func(c *lbconfig.Config) any { return len(c.Frontends) },
 			want: 1,
 		},
+		// Health checks.
+		{
+			name: "timeout check",
+			conf: func(t *testing.T) string {
+				return edit(t, "  mode tcp\n", "  mode tcp\n  timeout check 3s\n")
+			},
+			get:  func(c *lbconfig.Config) any { return c.Backends[0].Servers[0].CheckTimeout },
+			want: 5 * time.Second, // min(timeout connect 5s, inter 2s) + 3s
+		},
+		{
+			name: "default-server in defaults and backend",
+			conf: func(t *testing.T) string {
+				return strings.Replace(edit(t, "  mode tcp\n", "  mode tcp\n  default-server inter 3s fall 4\n"), srv,
+					"  default-server rise 5\n"+srv+"  server m1 127.0.0.1:47013 check fall 1\n", 1)
+			},
+			get: func(c *lbconfig.Config) any {
+				var out [][3]any
+				for _, s := range c.Backends[0].Servers {
+					out = append(out, [3]any{s.Inter, s.Fall, s.Rise})
+				}
+				return out
+			},
+			want: [][3]any{{3 * time.Second, 4, 5}, {3 * time.Second, 1, 5}},
+		},
+		{
+			name: "default-server applies to the servers after it",
+			conf: func(t *testing.T) string {
+				return edit(t, srv, srv+"  default-server weight 7\n  server m1 127.0.0.1:47013 check\n")
+			},
+			get: func(c *lbconfig.Config) any {
+				return []int{c.Backends[0].Servers[0].Weight, c.Backends[0].Servers[1].Weight}
+			},
+			want: []int{1, 7},
+		},
+		{
+			name: "tcp-check dialogue",
+			conf: func(t *testing.T) string {
+				return edit(t, srv, "  option tcp-check\n  tcp-check connect port 6379\n  tcp-check send PING\\r\\n\n  tcp-check expect string +PONG\n"+srv)
+			},
+			get:  func(c *lbconfig.Config) any { return c.Backends[0].TCPCheck },
+			want: []lbconfig.TCPCheckRule{{Connect: true, Port: 6379}, {Send: "PING\r\n"}, {Expect: "+PONG"}},
+		},
+		{
+			name: "option tcp-check alone",
+			conf: func(t *testing.T) string { return edit(t, srv, "  option tcp-check\n"+srv) },
+			get:  func(c *lbconfig.Config) any { return c.Backends[0].TCPCheck },
+			want: []lbconfig.TCPCheckRule(nil),
+		},
+		{
+			name: "http-check expect status",
+			conf: func(t *testing.T) string {
+				return edit(t, srv, "  option httpchk GET /healthz\n  http-check expect status 200\n"+srv)
+			},
+			get:  func(c *lbconfig.Config) any { return c.Backends[0].Check.ExpectStatus },
+			want: "200",
+		},
+		{
+			name: "rules without their option",
+			conf: func(t *testing.T) string {
+				return edit(t, srv, "  http-check expect status 200\n  tcp-check send PING\\r\\n\n"+srv)
+			},
+			get: func(c *lbconfig.Config) any {
+				return []any{c.Backends[0].Check.ExpectStatus, len(c.Backends[0].TCPCheck)}
+			},
+			want: []any{"", 0},
+			wantWarnings: []string{
+				"h.cfg:10: backend 'masters' uses http-check rules without 'option httpchk', so the rules are ignored.",
+				"h.cfg:11: backend 'masters' uses tcp-check rules without 'option tcp-check', so the rules are ignored.",
+			},
+		},
 		// Addresses.
 		{
 			name: "all IPv6 and IPv4",
@@ -494,7 +564,7 @@ func TestParseAccepts(t *testing.T) {
 			// keyword) must be haproxy's words.
 			for _, w := range tt.wantWarnings {
 				_, msg, _ := strings.Cut(w, ": ")
-				if strings.HasPrefix(msg, "'") && !strings.Contains(out, msg) {
+				if (strings.HasPrefix(msg, "'") || strings.HasPrefix(msg, "backend '")) && !strings.Contains(out, msg) {
 					t.Errorf("haproxy -c does not warn %q; output:\n%s", msg, out)
 				}
 			}

@@ -148,7 +148,7 @@ func TestParseErrors(t *testing.T) {
 		{
 			name:    "timeout and its kind quoted into one word",
 			conf:    func(t *testing.T) string { return edit(t, "timeout client 30s", `timeout" client"`) },
-			want:    `h.cfg:4: timeout takes a name and a time (accepted timeouts: client, connect, http-keep-alive, http-request, queue, server, tunnel)`,
+			want:    `h.cfg:4: timeout takes a name and a time (accepted timeouts: check, client, connect, http-keep-alive, http-request, queue, server, tunnel)`,
 			haproxy: haproxyRejects,
 		},
 		{
@@ -347,6 +347,55 @@ func TestParseErrors(t *testing.T) {
 			haproxy: haproxyAccepts,
 		},
 
+		// Health check rules.
+		{
+			name: "tcp-check rule vipstack lacks",
+			conf: func(t *testing.T) string {
+				return edit(t, "  server m0", "  option tcp-check\n  tcp-check expect rstring ^OK\n  server m0")
+			},
+			want:    `h.cfg:11: tcp-check "expect rstring ^OK" is not supported by vipstack (accepted: tcp-check connect [port PORT], tcp-check send STRING, tcp-check expect string STRING)`,
+			haproxy: haproxyAccepts,
+		},
+		{
+			name: "tcp-check connect port out of range",
+			conf: func(t *testing.T) string {
+				return edit(t, "  server m0", "  option tcp-check\n  tcp-check connect port 70000\n  server m0")
+			},
+			want:    `h.cfg:11: tcp-check connect port 70000 is out of range (accepted: 1..65535)`,
+			haproxy: haproxyRejects,
+		},
+		{
+			name: "http-check send",
+			conf: func(t *testing.T) string {
+				return edit(t, "  server m0", "  option httpchk\n  http-check send meth GET uri /\n  server m0")
+			},
+			want:    `h.cfg:11: http-check "send meth GET uri /" is not supported by vipstack (accepted: http-check expect status CODES, such as 200 or 200-399)`,
+			haproxy: haproxyAccepts,
+		},
+		{
+			name: "http-check expect status not a code",
+			conf: func(t *testing.T) string {
+				return edit(t, "  server m0", "  option httpchk\n  http-check expect status ok\n  server m0")
+			},
+			want: `h.cfg:11: http-check expect status "ok" is not a code or range of codes 100..599 (accepted: 200, 200-399, 200,301)`,
+		},
+		{
+			name: "tcp-check and httpchk",
+			conf: func(t *testing.T) string {
+				return edit(t, "  server m0", "  option httpchk\n  option tcp-check\n  server m0")
+			},
+			want:    `h.cfg:11: backend masters has both option tcp-check and option httpchk (at line 10): haproxy keeps the last one (accepted: one of them)`,
+			haproxy: haproxyAccepts,
+		},
+		{
+			name: "default-server parameter vipstack lacks",
+			conf: func(t *testing.T) string {
+				return edit(t, "  server m0", "  default-server inter 3s slowstart 60s\n  server m0")
+			},
+			want:    `h.cfg:10: backend masters, default-server: parameter "slowstart" is not supported by vipstack (supported: ` + serverParams + `)`,
+			haproxy: haproxyAccepts,
+		},
+
 		// defaults.
 		{
 			name: "mode http in defaults",
@@ -398,8 +447,8 @@ func TestParseErrors(t *testing.T) {
 		},
 		{
 			name:    "unsupported timeout",
-			conf:    func(t *testing.T) string { return edit(t, "  mode tcp\n", "  mode tcp\n  timeout check 2s\n") },
-			want:    `h.cfg:3: keyword "timeout check" in defaults is not supported by vipstack (supported timeouts: client, connect, http-keep-alive, http-request, queue, server, tunnel)`,
+			conf:    func(t *testing.T) string { return edit(t, "  mode tcp\n", "  mode tcp\n  timeout server-fin 2s\n") },
+			want:    `h.cfg:3: keyword "timeout server-fin" in defaults is not supported by vipstack (supported timeouts: ` + timeoutNames + `)`,
 			haproxy: haproxyAccepts,
 		},
 		{
@@ -904,7 +953,7 @@ func TestParseErrors(t *testing.T) {
 		{
 			name: "errors beyond 20 are counted",
 			conf: func(t *testing.T) string { return base + strings.Repeat("  acl x src 1.2.3.4\n", 25) },
-			want: strings.TrimSuffix(strings.Repeat(`h.cfg:N: keyword "acl" in backend masters is not supported by vipstack (supported: balance, log, mode, no log, option httpchk, option log-health-checks, option redispatch, server)`+"\n", 20), "\n") +
+			want: strings.TrimSuffix(strings.Repeat(`h.cfg:N: keyword "acl" in backend masters is not supported by vipstack (supported: `+backendKeywords+`)`+"\n", 20), "\n") +
 				"\n... and 5 more errors",
 		},
 	}

@@ -45,6 +45,7 @@ func Parse(name string, data []byte) (*lbconfig.Config, error) {
 		front: map[string]nameUse{},
 		back:  map[string]nameUse{},
 	}
+	p.defaultsServer = lbconfig.Server{Verify: true}
 	for _, l := range splitLines(name, data, errs) {
 		p.line(l)
 	}
@@ -90,12 +91,12 @@ func commas(list string) string { return strings.Join(strings.Fields(list), ", "
 // Keywords each section accepts, for error messages.
 const (
 	globalKeywords   = "ca-base, crt-base, daemon, gid, group, log, log-tag, maxconn, nbthread, pidfile, ssl-default-bind-*, ssl-default-server-*, stats socket, stats timeout, uid, user"
-	defaultsKeywords = "errorfile, log, log-format, maxconn, mode, no log, option dontlognull, option forwardfor, option http-server-close, option httplog, option redispatch, option tcplog, retries, timeout"
+	defaultsKeywords = "default-server, errorfile, log, log-format, maxconn, mode, no log, option dontlognull, option forwardfor, option http-server-close, option httplog, option redispatch, option tcplog, retries, timeout"
 	frontendKeywords = "bind, default_backend, log, log-format, mode, no log, option tcplog"
 	listenKeywords   = "bind, log, mode, monitor-uri, no log, option dontlognull, stats auth, stats enable, stats hide-version, stats refresh, stats uri"
-	backendKeywords  = "balance, log, mode, no log, option httpchk, option log-health-checks, option redispatch, server"
+	backendKeywords  = "balance, default-server, http-check expect status, log, mode, no log, option httpchk, option tcp-check, option log-health-checks, option redispatch, server, tcp-check"
 	serverParams     = "check, check-ssl, fall, inter, rise, verify, weight"
-	timeoutNames     = "client, connect, http-keep-alive, http-request, queue, server, tunnel"
+	timeoutNames     = "check, client, connect, http-keep-alive, http-request, queue, server, tunnel"
 )
 
 // nameUse is where a proxy name was defined.
@@ -145,6 +146,13 @@ type parser struct {
 	httplogAt    int // line of defaults' option httplog while it is the format in force
 	forwardforAt int // line of defaults' option forwardfor
 	errorfileAt  int // line of defaults' first errorfile
+
+	defServer      lbconfig.Server // the section's default-server parameters
+	defaultsServer lbconfig.Server // defaults' default-server parameters
+
+	tcpCheckAt  int // the backend's option tcp-check line
+	tcpRulesAt  int // its first tcp-check rule
+	httpRulesAt int // its first http-check rule
 
 	statsTimeout  time.Duration // global's `stats timeout`, for every socket
 	sslServerLine int           // line of global's first ssl-default-server-* setting
@@ -347,6 +355,8 @@ func (p *parser) section(l line) {
 			p.fe.LogTargets = slices.Clone(p.defLogs)
 			p.logs = &p.fe.LogTargets
 		case "backend":
+			p.defServer = p.defaultsServer
+			p.tcpCheckAt, p.tcpRulesAt, p.httpRulesAt = 0, 0, 0
 			p.kind, p.be = secBackend, &lbconfig.Backend{Name: name, DontLogNull: p.dontLogNull, RedispatchOnRetry: p.redispatch}
 			p.be.LogTargets = slices.Clone(p.defLogs)
 			p.logs = &p.be.LogTargets
@@ -375,6 +385,7 @@ func (p *parser) endSection() {
 		p.cfg.Frontends = append(p.cfg.Frontends, *p.fe)
 	case secBackend:
 		p.inheritedHTTP("backend", p.be.Name, false)
+		p.endChecks()
 		p.cfg.Backends = append(p.cfg.Backends, *p.be)
 	case secListen:
 		p.endListen()
@@ -449,6 +460,24 @@ func (p *parser) endListen() {
 
 // endFile applies what global says about the whole file.
 func (p *parser) endFile() {
+	if t := p.cfg.Timeouts; t.Check > 0 {
+		// haproxy: connect within min(timeout connect, inter), then
+		// timeout check for the answer. vipstack bounds the whole check
+		// by their sum.
+		for i := range p.cfg.Backends {
+			for j := range p.cfg.Backends[i].Servers {
+				s := &p.cfg.Backends[i].Servers[j]
+				connect := s.Inter
+				if connect == 0 {
+					connect = lbconfig.DefaultInter
+				}
+				if t.Connect > 0 && t.Connect < connect {
+					connect = t.Connect
+				}
+				s.CheckTimeout = connect + t.Check
+			}
+		}
+	}
 	for i := range p.cfg.StatsSockets {
 		p.cfg.StatsSockets[i].IdleTimeout = p.statsTimeout
 	}
@@ -712,6 +741,8 @@ func (p *parser) defaults(l line) {
 		}
 	case "errorfile":
 		p.errorfile(l)
+	case "default-server":
+		p.defaultServer(l)
 	case "option dontlognull":
 		if p.once(l, kw) {
 			if _, ok := p.nargs(l, 2, 0, 0, ""); ok {
@@ -838,6 +869,7 @@ func (p *parser) timeout(l line) {
 		"queue":           &p.cfg.Timeouts.Queue,
 		"http-request":    &p.cfg.Timeouts.HTTPRequest,
 		"http-keep-alive": &p.cfg.Timeouts.HTTPKeepAlive,
+		"check":           &p.cfg.Timeouts.Check,
 	}
 	kw := keyword(l.words)
 	if len(l.words) < 2 {
@@ -1025,6 +1057,8 @@ func (p *parser) backend(l line) {
 	switch kw := keyword(l.words); kw {
 	case "server":
 		p.server(l)
+	case "default-server":
+		p.defaultServer(l)
 	case "balance":
 		if !p.once(l, kw) {
 			return
@@ -1054,6 +1088,14 @@ func (p *parser) backend(l line) {
 			c.Method, c.URI, c.Version = args[0], args[1], args[2]
 		}
 		p.be.Check = c
+	case "option tcp-check":
+		if _, ok := p.nargs(l, 2, 0, 0, ""); ok && p.once(l, kw) {
+			p.tcpCheckAt = l.num
+		}
+	case "tcp-check":
+		p.tcpCheck(l)
+	case "http-check":
+		p.httpCheck(l)
 	case "option log-health-checks":
 		if p.once(l, kw) {
 			if _, ok := p.nargs(l, 2, 0, 0, ""); ok {
@@ -1097,20 +1139,53 @@ func (p *parser) server(l line) {
 	fail := func(kw, format string, a ...any) {
 		p.errorf(l, kw, "%s: "+format, append([]any{field}, a...)...)
 	}
-	s := lbconfig.Server{Name: name, Verify: true}
+	s := p.defServer
+	s.Name = name
 	addr, _, msg := parseAddr(l.words[2], false)
 	if msg != "" {
 		fail("server", "%s", msg)
 		return
 	}
 	s.Addr = addr
-	params := l.words[3:]
 	seen := map[string]bool{}
+	if !p.serverParams(l.words[3:], &s, seen, fail) {
+		return
+	}
+	if seen["verify"] && !s.CheckSSL {
+		p.warnf(l, "%s: verify applies to TLS health checks (check-ssl), which this server does not have: it changes nothing here", field)
+	}
+	if s.Check && s.CheckSSL && s.Verify {
+		p.warnf(l, "%s: its health checks verify the server certificate against the system's CA pool "+
+			"(haproxy 2.6 needs a ca-file for this, which vipstack does not support; write verify none to skip verification)", field)
+	}
+	p.source(lbconfig.ServerKey(p.be.Name, name), l)
+	p.be.Servers = append(p.be.Servers, s)
+}
+
+// defaultServer reads `default-server [params]`: the parameters the
+// servers after it in the section (or, in defaults, in every backend)
+// start from, as in haproxy.
+func (p *parser) defaultServer(l line) {
+	fail := func(kw, format string, a ...any) {
+		p.errorf(l, kw, "%s, default-server: "+format, append([]any{p.key}, a...)...)
+	}
+	tmpl := p.defServer
+	if p.serverParams(l.words[1:], &tmpl, map[string]bool{}, fail) {
+		p.defServer = tmpl
+		if p.kind == secDefaults {
+			p.defaultsServer = tmpl
+		}
+	}
+}
+
+// serverParams reads server parameters into s; seen holds those already
+// given on the line. It reports the first error through fail.
+func (p *parser) serverParams(params []string, s *lbconfig.Server, seen map[string]bool, fail func(kw, format string, a ...any)) bool {
 	for i := 0; i < len(params); i++ {
 		param := params[i]
 		if seen[param] {
 			fail(param, "parameter %s is given twice", param)
-			return
+			return false
 		}
 		seen[param] = true
 		value := func(want string) (string, bool) {
@@ -1130,19 +1205,19 @@ func (p *parser) server(l line) {
 			v, ok := value("none or required")
 			switch {
 			case !ok:
-				return
+				return false
 			case v == "none":
 				s.Verify = false
 			case v == "required":
 				s.Verify = true
 			default:
 				fail(param, "verify %q is not a verify method (accepted: none, required)", v)
-				return
+				return false
 			}
 		case "weight", "fall", "rise":
 			v, ok := value("a number")
 			if !ok {
-				return
+				return false
 			}
 			want := "1 or more"
 			if param == "weight" {
@@ -1152,14 +1227,14 @@ func (p *parser) server(l line) {
 			switch {
 			case msg != "":
 				fail(param, "%s", msg)
-				return
+				return false
 			case n == 0 && param == "weight":
 				fail(param, "weight 0 is not supported by vipstack (accepted: 1..%d): "+
 					"haproxy's weight 0 takes a server out of load balancing, which vipstack does not do", lbconfig.MaxWeight)
-				return
+				return false
 			case n == 0:
 				fail(param, "%s 0 is out of range (accepted: 1 or more)", param)
-				return
+				return false
 			case param == "weight":
 				s.Weight = n
 			case param == "fall":
@@ -1170,33 +1245,25 @@ func (p *parser) server(l line) {
 		case "inter":
 			v, ok := value("a time such as 2s")
 			if !ok {
-				return
+				return false
 			}
 			d, msg := parseTime(v, msUnit)
 			switch {
 			case msg != "":
 				fail(param, "inter %q %s", v, msg)
-				return
+				return false
 			case d == 0:
 				fail(param, "inter %s is out of range (accepted: 1ms or more)", v)
-				return
+				return false
 			default:
 				s.Inter = d
 			}
 		default:
 			fail(param, "parameter %q is not supported by vipstack (supported: %s)", param, serverParams)
-			return
+			return false
 		}
 	}
-	if seen["verify"] && !s.CheckSSL {
-		p.warnf(l, "%s: verify applies to TLS health checks (check-ssl), which this server does not have: it changes nothing here", field)
-	}
-	if s.Check && s.CheckSSL && s.Verify {
-		p.warnf(l, "%s: its health checks verify the server certificate against the system's CA pool "+
-			"(haproxy 2.6 needs a ca-file for this, which vipstack does not support; write verify none to skip verification)", field)
-	}
-	p.source(lbconfig.ServerKey(p.be.Name, name), l)
-	p.be.Servers = append(p.be.Servers, s)
+	return true
 }
 
 // bind parses `bind ADDRESS[,ADDRESS...] [v4v6]`; first is the index of
@@ -1262,4 +1329,85 @@ func intValue(kw, v string, lo int, want string) (int, string) {
 		return 0, fmt.Sprintf("%s %d is out of range (accepted: %s)", kw, n, want)
 	}
 	return int(n), ""
+}
+
+// tcpCheck reads `tcp-check connect [port N]`, `tcp-check send STRING` and
+// `tcp-check expect string STRING`.
+func (p *parser) tcpCheck(l line) {
+	const accepted = "tcp-check connect [port PORT], tcp-check send STRING, tcp-check expect string STRING"
+	if p.tcpRulesAt == 0 {
+		p.tcpRulesAt = l.num
+	}
+	args := l.words[1:]
+	if len(args) == 0 {
+		p.errorf(l, "tcp-check", "tcp-check needs a rule (accepted: %s)", accepted)
+		return
+	}
+	var r lbconfig.TCPCheckRule
+	switch {
+	case args[0] == "connect" && (len(args) == 1 || len(args) == 3 && args[1] == "port"):
+		if len(p.be.TCPCheck) > 0 {
+			p.errorf(l, "tcp-check", "tcp-check connect after other rules in %s is not supported by vipstack (accepted: one connect, as the first rule)", p.key)
+			return
+		}
+		r.Connect = true
+		if len(args) == 3 {
+			n, msg := intValue("port", args[2], 1, "1..65535")
+			if msg == "" && n > 65535 {
+				msg = fmt.Sprintf("port %d is out of range (accepted: 1..65535)", n)
+			}
+			if msg != "" {
+				p.errorf(l, "tcp-check", "tcp-check connect %s", msg)
+				return
+			}
+			r.Port = n
+		}
+	case args[0] == "send" && len(args) == 2:
+		r.Send = args[1]
+	case args[0] == "expect" && len(args) == 3 && args[1] == "string":
+		r.Expect = args[2]
+	default:
+		p.errorf(l, "tcp-check", "tcp-check %q is not supported by vipstack (accepted: %s)", strings.Join(args, " "), accepted)
+		return
+	}
+	p.be.TCPCheck = append(p.be.TCPCheck, r)
+}
+
+// httpCheck reads `http-check expect status CODES`.
+func (p *parser) httpCheck(l line) {
+	args := l.words[1:]
+	if len(args) != 3 || args[0] != "expect" || args[1] != "status" {
+		p.errorf(l, "http-check", "http-check %q is not supported by vipstack (accepted: http-check expect status CODES, such as 200 or 200-399)", strings.Join(args, " "))
+		return
+	}
+	if !p.once(l, "http-check expect") {
+		return
+	}
+	if _, err := lbconfig.StatusRanges(args[2]); err != nil {
+		p.errorf(l, "http-check", "http-check expect %v", err)
+		return
+	}
+	if p.httpRulesAt == 0 {
+		p.httpRulesAt = l.num
+	}
+	p.be.Check.ExpectStatus = args[2]
+}
+
+// endChecks settles the backend's check type, with haproxy's warnings
+// for rules of a type the backend does not use.
+func (p *parser) endChecks() {
+	be := p.be
+	httpchk := be.Check.Method != "" || be.Check.URI != ""
+	if p.tcpCheckAt != 0 && httpchk {
+		p.errorf(line{num: p.tcpCheckAt}, "option tcp-check", "%s has both option tcp-check and option httpchk (at line %d): haproxy keeps the last one (accepted: one of them)",
+			p.key, p.seen["option httpchk"])
+	}
+	if p.httpRulesAt != 0 && !httpchk {
+		p.warnf(line{num: p.httpRulesAt}, "backend '%s' uses http-check rules without 'option httpchk', so the rules are ignored.", be.Name)
+		be.Check.ExpectStatus = ""
+	}
+	if p.tcpRulesAt != 0 && p.tcpCheckAt == 0 {
+		p.warnf(line{num: p.tcpRulesAt}, "backend '%s' uses tcp-check rules without 'option tcp-check', so the rules are ignored.", be.Name)
+		be.TCPCheck = nil
+	}
 }

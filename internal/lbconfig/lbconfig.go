@@ -1,7 +1,10 @@
 package lbconfig
 
 import (
+	"fmt"
 	"net/netip"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -95,6 +98,10 @@ type Timeouts struct {
 	Queue         time.Duration
 	HTTPRequest   time.Duration
 	HTTPKeepAlive time.Duration
+	// Check is haproxy's `timeout check`: with it, a health check may
+	// take min(Connect, inter) to connect and Check more to answer
+	// (Server.CheckTimeout).
+	Check time.Duration
 }
 
 // Frontend accepts client connections and sends them to a backend.
@@ -131,9 +138,12 @@ const (
 
 // Backend is a set of servers.
 type Backend struct {
-	Name              string
-	Balance           Balance
-	Check             HTTPCheck // Method == "" means TCP connect checks
+	Name    string
+	Balance Balance
+	Check   HTTPCheck // Method == "" means TCP connect checks
+	// TCPCheck is `option tcp-check`'s dialogue (`tcp-check` rules); empty
+	// means a connect check. Not with Check.
+	TCPCheck          []TCPCheckRule
 	LogHealthChecks   bool
 	Servers           []Server
 	DontLogNull       bool
@@ -146,6 +156,36 @@ type Backend struct {
 // HTTPCheck is `option httpchk METHOD URI VERSION`.
 type HTTPCheck struct {
 	Method, URI, Version string
+	// ExpectStatus is `http-check expect status`: codes and ranges,
+	// comma separated ("200", "200-399,401"); empty means 2xx and 3xx.
+	ExpectStatus string
+}
+
+// TCPCheckRule is one `tcp-check` rule: a connect (Port, 0 for the
+// server's), a Send or an Expect (`expect string`).
+type TCPCheckRule struct {
+	Connect bool
+	Port    int
+	Send    string
+	Expect  string
+}
+
+// StatusRanges parses ExpectStatus into inclusive ranges.
+func StatusRanges(s string) ([][2]int, error) {
+	var out [][2]int
+	for _, part := range strings.Split(s, ",") {
+		lo, hi, isRange := strings.Cut(part, "-")
+		if !isRange {
+			hi = lo
+		}
+		a, err1 := strconv.Atoi(lo)
+		b, err2 := strconv.Atoi(hi)
+		if err1 != nil || err2 != nil || a < 100 || b > 599 || a > b {
+			return nil, fmt.Errorf("status %q is not a code or range of codes 100..599 (accepted: 200, 200-399, 200,301)", part)
+		}
+		out = append(out, [2]int{a, b})
+	}
+	return out, nil
 }
 
 // Server is one backend server.
@@ -159,6 +199,9 @@ type Server struct {
 	Inter    time.Duration
 	Fall     int
 	Rise     int
+	// CheckTimeout bounds one health check; 0 means Inter, haproxy's rule
+	// without `timeout check`. The reader sets it from Timeouts.Check.
+	CheckTimeout time.Duration
 }
 
 // Monitor is a `listen` section in `mode http` with a `monitor-uri`: it
