@@ -187,6 +187,36 @@ func TestParseAccepts(t *testing.T) {
 				"h.cfg:11: backend 'masters' uses tcp-check rules without 'option tcp-check', so the rules are ignored.",
 			},
 		},
+		// A listen section that forwards (the OpenShift UPI layout).
+		{
+			name: "listen that forwards",
+			conf: func(t *testing.T) string {
+				return "defaults\n  mode http\n  option httplog\n  option forwardfor\n  log 127.0.0.1:514 local0\n" +
+					"  timeout connect 5s\n  timeout client 30s\n  timeout server 30s\n" +
+					"listen api-server-6443\n  bind 127.0.0.1:47016\n  mode tcp\n  balance source\n  option httpchk GET /readyz HTTP/1.0\n" +
+					"  option log-health-checks\n  server b0 127.0.0.1:47017 check check-ssl inter 1s fall 2 rise 3 verify none\n"
+			},
+			get: func(c *lbconfig.Config) any {
+				return []any{c.Frontends[0].Name, c.Frontends[0].Backend, c.Frontends[0].Binds[0].Addr.String(), c.Frontends[0].Log.Format,
+					c.Backends[0].Name, c.Backends[0].Balance, c.Backends[0].Check.URI, c.Backends[0].Servers[0].Addr.String(), c.Proxies}
+			},
+			want: []any{"api-server-6443", "api-server-6443", "127.0.0.1:47016", lbconfig.TCPLogFormat,
+				"api-server-6443", lbconfig.Source, "/readyz", "127.0.0.1:47017",
+				[]string{"frontend api-server-6443", "backend api-server-6443"}},
+			wantWarnings: []string{
+				"h.cfg:3: 'option httplog' not usable with proxy 'api-server-6443' (needs 'mode http'). Falling back to 'option tcplog'.",
+				"h.cfg:4: 'option forwardfor' ignored for proxy 'api-server-6443' as it requires HTTP mode.",
+			},
+		},
+		{
+			name: "listen that forwards, tcp-check",
+			conf: func(t *testing.T) string {
+				return base + "listen redis\n  bind 127.0.0.1:47016\n  option tcp-check\n  tcp-check send PING\\r\\n\n  tcp-check expect string +PONG\n" +
+					"  default-server inter 3s\n  server r0 127.0.0.1:47017 check\n"
+			},
+			get:  func(c *lbconfig.Config) any { return []any{len(c.Backends[1].TCPCheck), c.Backends[1].Servers[0].Inter} },
+			want: []any{2, 3 * time.Second},
+		},
 		// Addresses.
 		{
 			name: "all IPv6 and IPv4",

@@ -347,6 +347,22 @@ func TestParseErrors(t *testing.T) {
 			haproxy: haproxyAccepts,
 		},
 
+		// Forwarding listen sections.
+		{
+			name: "listen forwards and monitors",
+			conf: func(t *testing.T) string {
+				return base + "listen both\n  bind 127.0.0.1:47013\n  mode http\n  monitor-uri /ready\n  server s0 127.0.0.1:47014\n"
+			},
+			want:    `h.cfg:11: listen both both forwards (line 15) and serves a monitor or stats page: vipstack serves them from separate listen sections`,
+			haproxy: haproxyAccepts,
+		},
+		{
+			name:    "listen forwards in mode http",
+			conf:    func(t *testing.T) string { return base + "listen web\n  bind 127.0.0.1:47013\n  mode http\n  server s0 127.0.0.1:47014\n" },
+			want:    `h.cfg:13: listen web forwards in mode http: vipstack forwards TCP only (accepted: mode tcp)`,
+			haproxy: haproxyAccepts,
+		},
+
 		// Health check rules.
 		{
 			name: "tcp-check rule vipstack lacks",
@@ -897,7 +913,7 @@ func TestParseErrors(t *testing.T) {
 		{
 			name:    "listen that is neither monitor nor stats",
 			conf:    func(t *testing.T) string { return base + "listen web\n  bind :47013\n  mode http\n" },
-			want:    `h.cfg:11: listen web is neither a monitor (monitor-uri) nor a stats page (stats enable, stats uri, ...): vipstack supports no other listen section (use frontend and backend to forward traffic)`,
+			want:    `h.cfg:11: listen web is neither a monitor (monitor-uri) nor a stats page (stats enable, stats uri, ...) nor forwards (server lines): vipstack supports no other listen section`,
 			haproxy: haproxyAccepts,
 		},
 		{
@@ -945,7 +961,7 @@ func TestParseErrors(t *testing.T) {
 			conf: func(t *testing.T) string {
 				return base + "listen st\n  bind :47013\n  mode http\n  stats admin if TRUE\n"
 			},
-			want:    `h.cfg:14: keyword "stats admin" in listen st is not supported by vipstack (supported: bind, log, mode, monitor-uri, no log, option dontlognull, stats auth, stats enable, stats hide-version, stats refresh, stats uri)`,
+			want:    `h.cfg:14: keyword "stats admin" in listen st is not supported by vipstack (supported: ` + listenKeywords + `)`,
 			haproxy: haproxyAccepts,
 		},
 

@@ -93,7 +93,7 @@ const (
 	globalKeywords   = "ca-base, crt-base, daemon, gid, group, log, log-tag, maxconn, nbthread, pidfile, ssl-default-bind-*, ssl-default-server-*, stats socket, stats timeout, uid, user"
 	defaultsKeywords = "default-server, errorfile, log, log-format, maxconn, mode, no log, option dontlognull, option forwardfor, option http-server-close, option httplog, option redispatch, option tcplog, retries, timeout"
 	frontendKeywords = "bind, default_backend, log, log-format, mode, no log, option tcplog"
-	listenKeywords   = "bind, log, mode, monitor-uri, no log, option dontlognull, stats auth, stats enable, stats hide-version, stats refresh, stats uri"
+	listenKeywords   = "balance, bind, default-server, http-check expect status, log, log-format, mode, monitor-uri, no log, option dontlognull, option httpchk, option log-health-checks, option redispatch, option tcp-check, option tcplog, server, stats auth, stats enable, stats hide-version, stats refresh, stats uri, tcp-check"
 	backendKeywords  = "balance, default-server, http-check expect status, log, mode, no log, option httpchk, option tcp-check, option log-health-checks, option redispatch, server, tcp-check"
 	serverParams     = "check, check-ssl, fall, inter, rise, verify, weight"
 	timeoutNames     = "check, client, connect, http-keep-alive, http-request, queue, server, tunnel"
@@ -170,7 +170,14 @@ type listen struct {
 	statsLine   int // first stats keyword, 0 if none
 	stats       lbconfig.Stats
 	logs        []lbconfig.LogTarget // defaults' `log` lines, then its own
+	logFormat   string               // its own log-format or option tcplog
+	formatLine  int
+	forwardLine int // first line that makes it forward (server, balance, ...), 0 if none
 }
+
+// listenBackendKeywords make a listen section forward, as a frontend and
+// a backend of its name: the OpenShift UPI layout.
+const listenBackendKeywords = "server|default-server|balance|option httpchk|option tcp-check|tcp-check|http-check|option log-health-checks|option redispatch"
 
 func (p *parser) errorf(l line, kw, format string, a ...any) {
 	p.errs.add(p.file, l.num, kw, format, a...)
@@ -361,6 +368,8 @@ func (p *parser) section(l line) {
 			p.be.LogTargets = slices.Clone(p.defLogs)
 			p.logs = &p.be.LogTargets
 		default:
+			p.defServer = p.defaultsServer
+			p.tcpCheckAt, p.tcpRulesAt, p.httpRulesAt = 0, 0, 0
 			p.kind, p.ls = secListen, &listen{name: name, logs: slices.Clone(p.defLogs), mode: p.defMode}
 			p.logs = &p.ls.logs
 		}
@@ -399,6 +408,14 @@ func (p *parser) endListen() {
 	ls := p.ls
 	l := line{num: p.secLine}
 	monitor, stats := ls.monitorLine != 0, ls.statsLine != 0
+	if ls.forwardLine != 0 {
+		p.endForwardingListen(monitor || stats)
+		return
+	}
+	if ls.formatLine != 0 {
+		p.errorf(line{num: ls.formatLine}, "log-format", "log format in %s: vipstack writes no request lines for monitor and stats sections "+
+			"(accepted: no log format there; without one, each request is logged as haproxy's \"Connect from\" line)", p.key)
+	}
 	// Without a log format, haproxy 2.6 sends "Connect from ... (NAME/HTTP)"
 	// for each request. With defaults' log-format (or option tcplog) it
 	// logs no monitor hit, but writes a line in that format, at level info,
@@ -432,8 +449,8 @@ func (p *parser) endListen() {
 		p.errorf(l, "listen", "%s has both monitor-uri (line %d) and stats (line %d): vipstack serves them from separate listen sections",
 			p.key, ls.monitorLine, ls.statsLine)
 	case !monitor && !stats:
-		p.errorf(l, "listen", "%s is neither a monitor (monitor-uri) nor a stats page (stats enable, stats uri, ...): "+
-			"vipstack supports no other listen section (use frontend and backend to forward traffic)", p.key)
+		p.errorf(l, "listen", "%s is neither a monitor (monitor-uri) nor a stats page (stats enable, stats uri, ...) "+
+			"nor forwards (server lines): vipstack supports no other listen section", p.key)
 	case ls.mode != "http":
 		what := "monitor-uri"
 		if stats {
@@ -505,6 +522,62 @@ func (p *parser) oneArg(l line, kw, form string) (string, bool) {
 		return "", false
 	}
 	return args[0], true
+}
+
+// endForwardingListen stores a listen section with servers as a frontend
+// and a backend of its name, as haproxy runs it: one proxy that accepts
+// and forwards.
+func (p *parser) endForwardingListen(webToo bool) {
+	ls, be := p.ls, p.be
+	l := line{num: p.secLine}
+	switch {
+	case webToo:
+		p.errorf(l, "listen", "%s both forwards (line %d) and serves a monitor or stats page: vipstack serves them from separate listen sections", p.key, ls.forwardLine)
+		return
+	case ls.mode == "http" && ls.modeLine == 0 && !p.broken:
+		p.errorf(l, "mode", "%s has mode http from defaults (line %d): vipstack forwards TCP only (accepted: mode tcp in %s or in defaults)", p.key, p.defModeLine, p.key)
+		return
+	case ls.mode == "http":
+		p.errorf(line{num: ls.modeLine}, "mode", "%s forwards in mode http: vipstack forwards TCP only (accepted: mode tcp)", p.key)
+		return
+	}
+	if p.httplogAt != 0 && ls.logFormat == "" {
+		p.warnf(line{num: p.httplogAt}, "'option httplog' not usable with proxy '%s' (needs 'mode http'). Falling back to 'option tcplog'.", ls.name)
+	}
+	if p.forwardforAt != 0 {
+		p.warnf(line{num: p.forwardforAt}, "'option forwardfor' ignored for proxy '%s' as it requires HTTP mode.", ls.name)
+	}
+	p.endChecks()
+	fe := lbconfig.Frontend{Name: ls.name, Binds: ls.binds, Backend: ls.name, LogTargets: ls.logs}
+	format := p.logFormat
+	if ls.logFormat != "" {
+		format = ls.logFormat
+	}
+	if len(ls.logs) > 0 && format != "" {
+		fe.Log = &lbconfig.ConnLog{Format: format, DontLogNull: p.dontLogNull}
+	}
+	be.LogTargets = slices.Clone(ls.logs)
+	// Positions for Validate's messages, under the frontend's and the
+	// backend's keys.
+	for k, v := range p.cfg.Source {
+		if rest, ok := strings.CutPrefix(k, p.key); ok && (rest == "" || rest[0] == '/') {
+			p.source(lbconfig.FrontendKey(ls.name)+rest, line{num: atoiLine(v)})
+			if rest == "" {
+				p.source(lbconfig.BackendKey(ls.name), line{num: atoiLine(v)})
+			}
+		}
+	}
+	if i := slices.Index(p.cfg.Proxies, p.key); i >= 0 {
+		p.cfg.Proxies = slices.Replace(p.cfg.Proxies, i, i+1, lbconfig.FrontendKey(ls.name), lbconfig.BackendKey(ls.name))
+	}
+	p.cfg.Frontends = append(p.cfg.Frontends, fe)
+	p.cfg.Backends = append(p.cfg.Backends, *be)
+}
+
+// atoiLine returns the line of a "file:line" position.
+func atoiLine(pos string) int {
+	n, _ := strconv.Atoi(pos[strings.LastIndex(pos, ":")+1:])
+	return n
 }
 
 func (p *parser) global(l line) {
@@ -977,6 +1050,14 @@ func (p *parser) logFormatLine(l line, dst *string) {
 func (p *parser) listen(l line) {
 	ls := p.ls
 	kw := keyword(l.words)
+	if slices.Contains(strings.Split(listenBackendKeywords, "|"), kw) {
+		if ls.forwardLine == 0 {
+			ls.forwardLine = l.num
+			p.be = &lbconfig.Backend{Name: ls.name, DontLogNull: p.dontLogNull, RedispatchOnRetry: p.redispatch}
+		}
+		p.backend(l)
+		return
+	}
 	if strings.HasPrefix(kw, "stats ") && ls.statsLine == 0 {
 		ls.statsLine = l.num
 	}
@@ -1007,7 +1088,14 @@ func (p *parser) listen(l line) {
 		if p.once(l, kw) {
 			p.nargs(l, 2, 0, 0, "")
 		}
-	case "option httplog", "log-format", "option tcplog":
+	case "log-format", "option tcplog":
+		// A forwarding listen's connection log; refused in monitor and
+		// stats sections at the section's end.
+		p.logFormatLine(l, &ls.logFormat)
+		if ls.formatLine == 0 {
+			ls.formatLine = l.num
+		}
+	case "option httplog":
 		// haproxy would write a request line for each stream but a
 		// monitor hit (see endListen): vipstack does not.
 		p.errorf(l, kw, "%s in %s: vipstack writes no request lines for monitor and stats sections "+
