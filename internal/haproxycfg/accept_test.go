@@ -214,7 +214,9 @@ func TestParseAccepts(t *testing.T) {
 				return base + "listen redis\n  bind 127.0.0.1:47016\n  option tcp-check\n  tcp-check send PING\\r\\n\n  tcp-check expect string +PONG\n" +
 					"  default-server inter 3s\n  server r0 127.0.0.1:47017 check\n"
 			},
-			get:  func(c *lbconfig.Config) any { return []any{len(c.Backends[1].TCPCheck), c.Backends[1].Servers[0].Inter} },
+			get: func(c *lbconfig.Config) any {
+				return []any{len(c.Backends[1].TCPCheck), c.Backends[1].Servers[0].Inter}
+			},
 			want: []any{2, 3 * time.Second},
 		},
 		// Addresses.

@@ -357,8 +357,10 @@ func TestParseErrors(t *testing.T) {
 			haproxy: haproxyAccepts,
 		},
 		{
-			name:    "listen forwards in mode http",
-			conf:    func(t *testing.T) string { return base + "listen web\n  bind 127.0.0.1:47013\n  mode http\n  server s0 127.0.0.1:47014\n" },
+			name: "listen forwards in mode http",
+			conf: func(t *testing.T) string {
+				return base + "listen web\n  bind 127.0.0.1:47013\n  mode http\n  server s0 127.0.0.1:47014\n"
+			},
 			want:    `h.cfg:13: listen web forwards in mode http: vipstack forwards TCP only (accepted: mode tcp)`,
 			haproxy: haproxyAccepts,
 		},
