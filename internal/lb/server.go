@@ -26,6 +26,7 @@ type checkConf struct {
 	rise, fall   int
 	http         lbconfig.HTTPCheck
 	tcpCheck     string // lbconfig.Backend.TCPCheck as JSON: comparable
+	sslHello     bool
 	logHealthChk bool
 }
 
@@ -33,7 +34,7 @@ func checkConfOf(b lbconfig.Backend, s lbconfig.Server) checkConf {
 	if !s.Check {
 		return checkConf{}
 	}
-	return checkConf{enabled: true, ssl: s.CheckSSL, verify: s.Verify, inter: s.Inter, timeout: s.CheckTimeout, rise: s.Rise, fall: s.Fall, http: b.Check, tcpCheck: tcpCheckKey(b.TCPCheck), logHealthChk: b.LogHealthChecks}
+	return checkConf{enabled: true, ssl: s.CheckSSL, verify: s.Verify, inter: s.Inter, timeout: s.CheckTimeout, rise: s.Rise, fall: s.Fall, http: b.Check, tcpCheck: tcpCheckKey(b.TCPCheck), sslHello: b.SSLHelloCheck, logHealthChk: b.LogHealthChecks}
 }
 
 func tcpCheckKey(rules []lbconfig.TCPCheckRule) string {
@@ -281,6 +282,8 @@ func (s *server) startCheckLocked(conf checkConf) {
 		prober = healthcheck.HTTP{Addr: s.addr, Method: conf.http.Method, URI: conf.http.URI, Version: conf.http.Version, TLS: tlsConf, ExpectStatus: expect}
 	case conf.tcpCheck != "":
 		prober = tcpScript(conf, s.addr, tlsConf)
+	case conf.sslHello:
+		prober = healthcheck.SSLHello{Addr: s.addr}
 	}
 	spec := healthcheck.Spec{Name: s.id(), Inter: conf.inter, Timeout: conf.timeout, Rise: conf.rise, Fall: conf.fall, StartDown: !s.up.Load()}
 	s.checkUp = s.up.Load()
