@@ -60,7 +60,7 @@ func TestParseAccepts(t *testing.T) {
 				return "global\n  daemon\n  user nobody\n  group nogroup\n  pidfile /run/vshp.pid\n  nbthread 2\n" +
 					"  stats socket /run/vshp.sock mode 600 level admin\n  stats timeout 30s\n" +
 					"  ca-base /etc/ssl/certs\n  crt-base /etc/ssl/private\n  ssl-default-bind-ciphers ECDHE+AESGCM\n" +
-					"  ssl-default-bind-options no-sslv3\n  ssl-default-server-ciphers ECDHE+AESGCM\n" + base
+					"  ssl-default-bind-options no-sslv3 no-tlsv10 no-tls-tickets\n  ssl-default-server-ciphers ECDHE+AESGCM\n" + base
 			},
 			get: func(c *lbconfig.Config) any {
 				return []any{c.User, c.Group, c.PIDFile, c.NbThread, c.StatsSockets[0].IdleTimeout}
@@ -164,6 +164,12 @@ func TestParseAccepts(t *testing.T) {
 			conf: func(t *testing.T) string { return edit(t, srv, "  option tcp-check\n"+srv) },
 			get:  func(c *lbconfig.Config) any { return c.Backends[0].TCPCheck },
 			want: []lbconfig.TCPCheckRule(nil),
+		},
+		{
+			name: "option ssl-hello-chk",
+			conf: func(t *testing.T) string { return edit(t, srv, "  option ssl-hello-chk\n"+srv) },
+			get:  func(c *lbconfig.Config) any { return c.Backends[0].SSLHelloCheck },
+			want: true,
 		},
 		{
 			name: "http-check expect status",

@@ -93,8 +93,8 @@ const (
 	globalKeywords   = "ca-base, crt-base, daemon, gid, group, log, log-tag, maxconn, nbthread, pidfile, ssl-default-bind-*, ssl-default-server-*, stats socket, stats timeout, uid, user"
 	defaultsKeywords = "default-server, errorfile, log, log-format, maxconn, mode, no log, option dontlognull, option forwardfor, option http-server-close, option httplog, option redispatch, option tcplog, retries, timeout"
 	frontendKeywords = "bind, default_backend, log, log-format, mode, no log, option tcplog"
-	listenKeywords   = "balance, bind, default-server, http-check expect status, log, log-format, mode, monitor-uri, no log, option dontlognull, option httpchk, option log-health-checks, option redispatch, option tcp-check, option tcplog, server, stats auth, stats enable, stats hide-version, stats refresh, stats uri, tcp-check"
-	backendKeywords  = "balance, default-server, http-check expect status, log, mode, no log, option httpchk, option tcp-check, option log-health-checks, option redispatch, server, tcp-check"
+	listenKeywords   = "balance, bind, default-server, http-check expect status, log, log-format, mode, monitor-uri, no log, option dontlognull, option httpchk, option log-health-checks, option redispatch, option ssl-hello-chk, option tcp-check, option tcplog, server, stats auth, stats enable, stats hide-version, stats refresh, stats uri, tcp-check"
+	backendKeywords  = "balance, default-server, http-check expect status, log, mode, no log, option httpchk, option tcp-check, option log-health-checks, option redispatch, option ssl-hello-chk, server, tcp-check"
 	serverParams     = "check, check-ssl, fall, inter, rise, verify, weight"
 	timeoutNames     = "check, client, connect, http-keep-alive, http-request, queue, server, tunnel"
 )
@@ -177,7 +177,7 @@ type listen struct {
 
 // listenBackendKeywords make a listen section forward, as a frontend and
 // a backend of its name: the OpenShift UPI layout.
-const listenBackendKeywords = "server|default-server|balance|option httpchk|option tcp-check|tcp-check|http-check|option log-health-checks|option redispatch"
+const listenBackendKeywords = "server|default-server|balance|option httpchk|option ssl-hello-chk|option tcp-check|tcp-check|http-check|option log-health-checks|option redispatch"
 
 func (p *parser) errorf(l line, kw, format string, a ...any) {
 	p.errs.add(p.file, l.num, kw, format, a...)
@@ -586,12 +586,12 @@ func (p *parser) global(l line) {
 	case strings.HasPrefix(kw, "ssl-default-bind-"):
 		// They set the TLS of `bind ... ssl`, which vipstack refuses:
 		// they apply to nothing here, as in haproxy without ssl binds.
-		p.nargs(l, 1, 1, 1, "a value")
+		p.nargs(l, 1, 1, 64, "a value, or options")
 		return
 	case strings.HasPrefix(kw, "ssl-default-server-"):
 		// They set the TLS of servers: refused at the file's end when
 		// a server checks over TLS (endFile).
-		if _, ok := p.nargs(l, 1, 1, 1, "a value"); ok && p.sslServerLine == 0 {
+		if _, ok := p.nargs(l, 1, 1, 64, "a value, or options"); ok && p.sslServerLine == 0 {
 			p.sslServerLine = l.num
 		}
 		return
@@ -1180,6 +1180,10 @@ func (p *parser) backend(l line) {
 		if _, ok := p.nargs(l, 2, 0, 0, ""); ok && p.once(l, kw) {
 			p.tcpCheckAt = l.num
 		}
+	case "option ssl-hello-chk":
+		if _, ok := p.nargs(l, 2, 0, 0, ""); ok && p.once(l, kw) {
+			p.be.SSLHelloCheck = true
+		}
 	case "tcp-check":
 		p.tcpCheck(l)
 	case "http-check":
@@ -1489,6 +1493,9 @@ func (p *parser) endChecks() {
 	if p.tcpCheckAt != 0 && httpchk {
 		p.errorf(line{num: p.tcpCheckAt}, "option tcp-check", "%s has both option tcp-check and option httpchk (at line %d): haproxy keeps the last one (accepted: one of them)",
 			p.key, p.seen["option httpchk"])
+	}
+	if at, ok := p.seen["option ssl-hello-chk"]; ok && (httpchk || p.tcpCheckAt != 0) {
+		p.errorf(line{num: at}, "option ssl-hello-chk", "%s has option ssl-hello-chk and another check type (option httpchk or option tcp-check): haproxy keeps the last one (accepted: one of them)", p.key)
 	}
 	if p.httpRulesAt != 0 && !httpchk {
 		p.warnf(line{num: p.httpRulesAt}, "backend '%s' uses http-check rules without 'option httpchk', so the rules are ignored.", be.Name)

@@ -3,6 +3,8 @@ package healthcheck
 import (
 	"bufio"
 	"context"
+	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -109,5 +111,38 @@ func TestHTTPExpectStatus(t *testing.T) {
 		if got.OK != tt.ok {
 			t.Errorf("GET %s expecting %v: %+v, want OK %v", tt.uri, tt.expect, got, tt.ok)
 		}
+	}
+}
+
+// TestSSLHello: a TLS server passes, a plain one that answers in clear
+// or closes fails.
+func TestSSLHello(t *testing.T) {
+	tlsSrv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	tlsSrv.Config.ErrorLog = log.New(io.Discard, "", 0) // the probe leaves mid-handshake
+	tlsSrv.StartTLS()
+	defer tlsSrv.Close()
+	// A plain server that greets in clear text, as SSH does.
+	plain, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	go func() {
+		for {
+			c, err := plain.Accept()
+			if err != nil {
+				return
+			}
+			c.Write([]byte("SSH-2.0-test\r\n"))
+			c.Close()
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if got := (SSLHello{Addr: addrOf(t, tlsSrv.Listener.Addr())}).Probe(ctx); !got.OK || got.Status != L6OK {
+		t.Errorf("TLS server: %+v, want L6OK", got)
+	}
+	if got := (SSLHello{Addr: addrOf(t, plain.Addr())}).Probe(ctx); got.OK || got.Status != L6RSP {
+		t.Errorf("plain server: %+v, want L6RSP", got)
 	}
 }

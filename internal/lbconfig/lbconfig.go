@@ -143,7 +143,10 @@ type Backend struct {
 	Check   HTTPCheck // Method == "" means TCP connect checks
 	// TCPCheck is `option tcp-check`'s dialogue (`tcp-check` rules); empty
 	// means a connect check. Not with Check.
-	TCPCheck          []TCPCheckRule
+	TCPCheck []TCPCheckRule
+	// SSLHelloCheck is `option ssl-hello-chk`: a TLS ClientHello that a
+	// TLS answer passes. Not with Check or TCPCheck.
+	SSLHelloCheck     bool
 	LogHealthChecks   bool
 	Servers           []Server
 	DontLogNull       bool
