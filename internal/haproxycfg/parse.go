@@ -1,9 +1,11 @@
 package haproxycfg
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/netip"
 	"os"
 	"slices"
@@ -25,14 +27,38 @@ func Load(path string) (*lbconfig.Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load haproxy config %s: %w", path, err)
 	}
-	return Parse(path, data)
+	return ParseWith(path, data, Options{LookupHost: systemLookup})
 }
 
-// Parse parses data as the haproxy.cfg named name and returns the model
-// after lbconfig.Validate. On any error it returns a nil Config and the
-// errors joined (at most lbconfig.MaxErrors), each an *Error naming the
-// file and line. Validation runs only when the file parsed cleanly.
+// resolveTimeout bounds each host name's resolution at load.
+const resolveTimeout = 5 * time.Second
+
+// systemLookup resolves a server's host name with the system's resolver,
+// as haproxy does at start (init-addr libc).
+func systemLookup(host string) ([]netip.Addr, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), resolveTimeout)
+	defer cancel()
+	return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+}
+
+// Options are ParseWith's.
+type Options struct {
+	// LookupHost resolves a server address's host name (the first address
+	// it returns is used, as haproxy uses getaddrinfo's first); nil
+	// rejects host names other than localhost.
+	LookupHost func(host string) ([]netip.Addr, error)
+}
+
+// Parse is ParseWith without a resolver.
 func Parse(name string, data []byte) (*lbconfig.Config, error) {
+	return ParseWith(name, data, Options{})
+}
+
+// ParseWith parses data as the haproxy.cfg named name and returns the
+// model after lbconfig.Validate. On any error it returns a nil Config and
+// the errors joined (at most lbconfig.MaxErrors), each an *Error naming
+// the file and line. Validation runs only when the file parsed cleanly.
+func ParseWith(name string, data []byte, opts Options) (*lbconfig.Config, error) {
 	errs := &errList{}
 	if len(data) > MaxFileSize {
 		errs.add(name, 0, "", "file is larger than %d bytes (1 MiB)", MaxFileSize)
@@ -44,6 +70,7 @@ func Parse(name string, data []byte) (*lbconfig.Config, error) {
 		cfg:   &lbconfig.Config{Source: map[string]string{}},
 		front: map[string]nameUse{},
 		back:  map[string]nameUse{},
+		opts:  opts,
 	}
 	p.defaultsServer = lbconfig.Server{Verify: true}
 	for _, l := range splitLines(name, data, errs) {
@@ -110,6 +137,7 @@ type parser struct {
 	file string
 	errs *errList
 	cfg  *lbconfig.Config
+	opts Options
 
 	kind    secKind
 	key     string         // the section's Source key, also its name in messages
@@ -1233,7 +1261,21 @@ func (p *parser) server(l line) {
 	}
 	s := p.defServer
 	s.Name = name
-	addr, _, msg := parseAddr(l.words[2], false)
+	text := l.words[2]
+	if i := strings.LastIndexByte(text, ':'); i > 0 && p.opts.LookupHost != nil && !strings.HasPrefix(text, "[") {
+		if host := text[:i]; host != "localhost" && host != "*" && !strings.Contains(host, ":") && !isIPText(host) {
+			ips, err := p.opts.LookupHost(host)
+			if err != nil || len(ips) == 0 {
+				fail("server", "could not resolve address '%s' (accepted: a host name the system resolves at start, or an IP address)", host)
+				return
+			}
+			ip := ips[0].Unmap()
+			s.Host = host
+			text = netip.AddrPortFrom(ip, 0).String()
+			text = text[:strings.LastIndexByte(text, ':')] + l.words[2][i:]
+		}
+	}
+	addr, _, msg := parseAddr(text, false)
 	if msg != "" {
 		fail("server", "%s", msg)
 		return
@@ -1505,4 +1547,10 @@ func (p *parser) endChecks() {
 		p.warnf(line{num: p.tcpRulesAt}, "backend '%s' uses tcp-check rules without 'option tcp-check', so the rules are ignored.", be.Name)
 		be.TCPCheck = nil
 	}
+}
+
+// isIPText reports whether s parses as an IP address.
+func isIPText(s string) bool {
+	_, err := netip.ParseAddr(s)
+	return err == nil
 }

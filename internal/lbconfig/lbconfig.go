@@ -202,6 +202,9 @@ type Server struct {
 	Inter    time.Duration
 	Fall     int
 	Rise     int
+	// Host is the host name Addr was resolved from at load, "" for an
+	// IP address.
+	Host string
 	// CheckTimeout bounds one health check; 0 means Inter, haproxy's rule
 	// without `timeout check`. The reader sets it from Timeouts.Check.
 	CheckTimeout time.Duration
