@@ -121,7 +121,7 @@ const (
 	defaultsKeywords = "default-server, errorfile, log, log-format, maxconn, mode, no log, option dontlognull, option forwardfor, option http-server-close, option httplog, option redispatch, option tcplog, retries, timeout"
 	frontendKeywords = "bind, default_backend, log, log-format, mode, no log, option tcplog"
 	listenKeywords   = "balance, bind, default-server, http-check expect status, log, log-format, mode, monitor-uri, no log, option dontlognull, option httpchk, option log-health-checks, option redispatch, option ssl-hello-chk, option tcp-check, option tcplog, server, stats auth, stats enable, stats hide-version, stats refresh, stats uri, tcp-check"
-	backendKeywords  = "balance, default-server, http-check expect status, log, mode, no log, option httpchk, option tcp-check, option log-health-checks, option redispatch, option ssl-hello-chk, server, tcp-check"
+	backendKeywords  = "balance, default-server, http-check expect status, log, mode, no log, option httpchk, option tcp-check, option tcplog, option log-health-checks, option redispatch, option ssl-hello-chk, server, tcp-check"
 	serverParams     = "check, check-ssl, fall, inter, rise, verify, weight"
 	timeoutNames     = "check, client, connect, http-keep-alive, http-request, queue, server, tunnel"
 )
@@ -1207,6 +1207,11 @@ func (p *parser) backend(l line) {
 	case "option tcp-check":
 		if _, ok := p.nargs(l, 2, 0, 0, ""); ok && p.once(l, kw) {
 			p.tcpCheckAt = l.num
+		}
+	case "option tcplog":
+		// Backends write no connection log: haproxy warns and goes on.
+		if _, ok := p.nargs(l, 2, 0, 0, ""); ok && p.kind == secBackend {
+			p.warnf(l, "backend '%s' : 'option tcplog' directive is ignored in backends.", p.be.Name)
 		}
 	case "option ssl-hello-chk":
 		if _, ok := p.nargs(l, 2, 0, 0, ""); ok && p.once(l, kw) {
