@@ -90,8 +90,10 @@
 // Addresses follow haproxy: the port comes after the last colon, so
 // ":::9445" is every IPv6 address (and IPv4 with v4v6) on 9445, ":7443"
 // and "*:7443" are every IPv4 address, "[::1]:80" is accepted, and
-// "localhost:50000" becomes 127.0.0.1:50000 with Host "localhost". Other
-// host names are rejected rather than resolved. Times take haproxy's units
+// "localhost:50000" becomes 127.0.0.1:50000 with Host "localhost". Load
+// resolves other host names of servers with the system's resolver (the
+// first address, lbconfig.Server.Host keeps the name); Parse, without a
+// resolver, and binds reject them. Times take haproxy's units
 // (us, ms, s, m, h, d; milliseconds without a unit, seconds for stats
 // refresh), whole numbers only, rounded up and below 2^31 units.
 //
