@@ -166,10 +166,10 @@ func TestParseAccepts(t *testing.T) {
 			want: []lbconfig.TCPCheckRule(nil),
 		},
 		{
-			name: "option tcplog in a backend",
-			conf: func(t *testing.T) string { return edit(t, srv, "  option tcplog\n"+srv) },
-			get:  func(c *lbconfig.Config) any { return len(c.Backends[0].Servers) },
-			want: 1,
+			name:         "option tcplog in a backend",
+			conf:         func(t *testing.T) string { return edit(t, srv, "  option tcplog\n"+srv) },
+			get:          func(c *lbconfig.Config) any { return len(c.Backends[0].Servers) },
+			want:         1,
 			wantWarnings: []string{"h.cfg:10: backend 'masters' : 'option tcplog' directive is ignored in backends."},
 		},
 		{
