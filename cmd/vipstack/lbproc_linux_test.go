@@ -89,14 +89,22 @@ func TestLBPidfileAndUser(t *testing.T) {
 		body = string(b)
 		return body == "hello\n"
 	})
-	b, err := os.ReadFile(pidfile)
-	if err != nil {
-		t.Fatalf("pidfile: %v", err)
-	}
+	// The frontend forwards from Apply on; the pidfile comes after it.
+	var b []byte
+	waitFor(t, "the pidfile", func() bool {
+		b, err = os.ReadFile(pidfile)
+		return err == nil && strings.HasSuffix(string(b), "\n") // written whole
+	})
 	if got, want := string(b), strconv.Itoa(cmd.Process.Pid)+"\n"; got != want {
 		t.Errorf("pidfile holds %q, want %q", got, want)
 	}
-	ids := procIDs(t, cmd.Process.Pid)
+	// The pidfile is written, and the frontend forwards, just before
+	// the switch of user.
+	var ids map[string]string
+	waitFor(t, "the process to become nobody", func() bool {
+		ids = procIDs(t, cmd.Process.Pid)
+		return ids["Uid"] != "0 0 0 0"
+	})
 	for _, k := range []string{"Uid", "Gid", "Groups"} {
 		want := "65534 65534 65534 65534"
 		if k == "Groups" {
