@@ -57,15 +57,15 @@ func TestParseAccepts(t *testing.T) {
 		{
 			name: "global process settings",
 			conf: func(t *testing.T) string {
-				return "global\n  daemon\n  user nobody\n  group nogroup\n  pidfile /run/vshp.pid\n  nbthread 2\n" +
+				return "global\n  daemon\n  chroot /var/empty\n  user nobody\n  group nogroup\n  pidfile /run/vshp.pid\n  nbthread 2\n" +
 					"  stats socket /run/vshp.sock mode 600 level admin\n  stats timeout 30s\n" +
 					"  ca-base /etc/ssl/certs\n  crt-base /etc/ssl/private\n  ssl-default-bind-ciphers ECDHE+AESGCM\n" +
 					"  ssl-default-bind-options no-sslv3 no-tlsv10 no-tls-tickets\n  ssl-default-server-ciphers ECDHE+AESGCM\n" + base
 			},
 			get: func(c *lbconfig.Config) any {
-				return []any{c.User, c.Group, c.PIDFile, c.NbThread, c.StatsSockets[0].IdleTimeout}
+				return []any{c.Chroot, c.User, c.Group, c.PIDFile, c.NbThread, c.StatsSockets[0].IdleTimeout}
 			},
-			want: []any{"nobody", "nogroup", "/run/vshp.pid", 2, 30 * time.Second},
+			want: []any{"/var/empty", "nobody", "nogroup", "/run/vshp.pid", 2, 30 * time.Second},
 			wantWarnings: []string{
 				"h.cfg:2: daemon: vipstack lb stays in the foreground, as haproxy does in master-worker mode under a supervisor (-Ws); run it from systemd or another supervisor",
 			},

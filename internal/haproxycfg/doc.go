@@ -23,8 +23,8 @@
 //     the foreground); user|uid, group|gid, pidfile and nbthread (applied
 //     by `vipstack lb`, internal/lbproc); ca-base, crt-base,
 //     ssl-default-bind-* (apply to nothing vipstack reads) and
-//     ssl-default-server-* (refused next to check-ssl servers). chroot is
-//     an error. global may appear anywhere. docs/haproxy-cfg.md has the
+//     ssl-default-server-* (refused next to check-ssl servers); chroot
+//     (applied by `vipstack lb`). global may appear anywhere. docs/haproxy-cfg.md has the
 //     whole list with each directive's effect.
 //   - defaults (one section, before any proxy, optionally named): maxconn,
 //     mode tcp|http (http only when every frontend and backend says mode

@@ -307,10 +307,9 @@ func TestParseErrors(t *testing.T) {
 			haproxy: haproxyAccepts,
 		},
 		{
-			name: "chroot",
-			conf: func(t *testing.T) string { return "global\n  chroot /var/empty\n" + base },
-			want: `h.cfg:2: chroot is not supported by vipstack: vipstack lb reloads haproxy.cfg in its own process, which a chroot would hide ` +
-				`(accepted: no chroot line; confine the service with systemd's RootDirectory= or ProtectSystem= instead)`,
+			name:    "chroot relative",
+			conf:    func(t *testing.T) string { return "global\n  chroot var/empty\n" + base },
+			want:    `h.cfg:2: chroot "var/empty" is not an absolute path (accepted: a directory such as /var/lib/haproxy)`,
 			haproxy: haproxyAccepts,
 		},
 		{

@@ -36,6 +36,12 @@ const resolveTimeout = 5 * time.Second
 // systemLookup resolves a server's host name with the system's resolver,
 // as haproxy does at start (init-addr libc).
 func systemLookup(host string) ([]netip.Addr, error) {
+	return SystemLookup(host)
+}
+
+// SystemLookup resolves host with the system's resolver, within
+// resolveTimeout.
+func SystemLookup(host string) ([]netip.Addr, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), resolveTimeout)
 	defer cancel()
 	return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
@@ -117,7 +123,7 @@ func commas(list string) string { return strings.Join(strings.Fields(list), ", "
 
 // Keywords each section accepts, for error messages.
 const (
-	globalKeywords   = "ca-base, crt-base, daemon, gid, group, log, log-tag, maxconn, nbthread, pidfile, ssl-default-bind-*, ssl-default-server-*, stats socket, stats timeout, uid, user"
+	globalKeywords   = "ca-base, chroot, crt-base, daemon, gid, group, log, log-tag, maxconn, nbthread, pidfile, ssl-default-bind-*, ssl-default-server-*, stats socket, stats timeout, uid, user"
 	defaultsKeywords = "default-server, errorfile, log, log-format, maxconn, mode, no log, option dontlognull, option forwardfor, option http-server-close, option httplog, option redispatch, option tcplog, retries, timeout"
 	frontendKeywords = "bind, default_backend, log, log-format, mode, no log, option tcplog"
 	listenKeywords   = "balance, bind, default-server, http-check expect status, log, log-format, mode, monitor-uri, no log, option dontlognull, option httpchk, option log-health-checks, option redispatch, option ssl-hello-chk, option tcp-check, option tcplog, server, stats auth, stats enable, stats hide-version, stats refresh, stats uri, tcp-check"
@@ -650,8 +656,13 @@ func (p *parser) global(l line) {
 			p.cfg.Group = v
 		}
 	case "chroot":
-		p.errorf(l, kw, "chroot is not supported by vipstack: vipstack lb reloads haproxy.cfg in its own process, which a chroot would hide "+
-			"(accepted: no chroot line; confine the service with systemd's RootDirectory= or ProtectSystem= instead)")
+		if v, ok := p.oneArg(l, kw, "a directory"); ok {
+			if !strings.HasPrefix(v, "/") {
+				p.errorf(l, kw, "chroot %q is not an absolute path (accepted: a directory such as /var/lib/haproxy)", v)
+				return
+			}
+			p.cfg.Chroot = v
+		}
 	case "pidfile":
 		if v, ok := p.oneArg(l, kw, "a file path"); ok {
 			p.cfg.PIDFile = v

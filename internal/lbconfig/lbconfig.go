@@ -48,6 +48,9 @@ type Config struct {
 	// and runtime API sockets are open (haproxy's `user`/`uid` and
 	// `group`/`gid` in global): a name or a number; empty keeps root.
 	User, Group string
+	// Chroot is the directory `vipstack lb` makes its root once its
+	// sockets are open (haproxy's `chroot`); empty: none.
+	Chroot string
 	// NbThread caps the threads that run Go code (GOMAXPROCS), as
 	// haproxy's `nbthread` caps its threads; 0 leaves Go's default (one
 	// per CPU, as haproxy 2.6's).
