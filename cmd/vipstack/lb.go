@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"net/netip"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -189,8 +191,32 @@ func runLB(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			shutdownLB(l, nil, 0, log)
 			return 1
 		}
+	}
+	// After the chroot, the configuration (on reload) and the pidfile
+	// (at exit) are reached through the former root, as haproxy's master
+	// process reaches them from outside.
+	var root *os.Root
+	cfgAbs, err := filepath.Abs(*cfgPath) // before the chroot moves "/"
+	if err != nil {
+		cfgAbs = *cfgPath
+	}
+	if cfg.Chroot != "" {
+		if root, err = lbproc.Chroot(cfg.Chroot); err != nil {
+			fmt.Fprintf(stderr, "vipstack lb: %v\n", err)
+			shutdownLB(l, nil, 0, log)
+			return 1
+		}
+		defer root.Close()
+		log.Info("chrooted: log sockets and files are now found under the new root; reloads read the configuration through the former root (SIGHUP only: the file watcher is off)",
+			"chroot", cfg.Chroot)
+	}
+	if cfg.PIDFile != "" {
 		defer func() {
-			if err := lbproc.RemovePIDFile(cfg.PIDFile, os.Getpid()); err != nil {
+			err := lbproc.RemovePIDFile(cfg.PIDFile, os.Getpid())
+			if root != nil {
+				err = root.Remove(strings.TrimPrefix(filepath.Clean(cfg.PIDFile), "/"))
+			}
+			if err != nil && !errors.Is(err, os.ErrNotExist) {
 				log.Warn("could not remove the pidfile", "err", err)
 			}
 		}()
@@ -220,15 +246,15 @@ func runLB(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// reload applies the file as it is now, or nothing.
 	running := cfg
 	reload := func() error {
-		next, err := loadLBConfig(*cfgPath)
+		next, err := loadLBConfigIn(root, *cfgPath, cfgAbs)
 		if err != nil {
 			return err
 		}
 		for _, w := range next.Warnings {
 			log.Warn(w)
 		}
-		if next.PIDFile != running.PIDFile || next.User != running.User || next.Group != running.Group || next.NbThread != running.NbThread {
-			log.Warn("pidfile, user, group and nbthread apply at start: restart vipstack lb for the new ones")
+		if next.PIDFile != running.PIDFile || next.User != running.User || next.Group != running.Group || next.NbThread != running.NbThread || next.Chroot != running.Chroot {
+			log.Warn("pidfile, user, group, chroot and nbthread apply at start: restart vipstack lb for the new ones")
 		}
 		var port uint16
 		if rd != nil {
@@ -305,7 +331,7 @@ func runLB(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			}
 		}
 	}()
-	if *watch > 0 {
+	if *watch > 0 && root == nil {
 		go watchFile(watchCtx, clock.Real{}, *cfgPath, *watch, func() { requestReload(reloads, "file changed") }, log)
 	}
 
@@ -375,6 +401,22 @@ func (m *lbReloadMetrics) refused() {
 
 // loadLBConfig reads the YAML form for *.yaml and *.yml, haproxy.cfg
 // otherwise; both return a validated model.
+// loadLBConfigIn is loadLBConfig through root (the filesystem root before
+// a chroot), nil for the current one.
+func loadLBConfigIn(root *os.Root, path, abs string) (*lbconfig.Config, error) {
+	if root == nil {
+		return loadLBConfig(path)
+	}
+	data, err := root.ReadFile(strings.TrimPrefix(abs, "/"))
+	if err != nil {
+		return nil, fmt.Errorf("load haproxy config (through the root before chroot): %w", err)
+	}
+	if strings.HasSuffix(path, ".yaml") || strings.HasSuffix(path, ".yml") {
+		return lbconfig.ParseYAML(path, data)
+	}
+	return haproxycfg.ParseWith(path, data, haproxycfg.Options{LookupHost: haproxycfg.SystemLookup})
+}
+
 func loadLBConfig(path string) (*lbconfig.Config, error) {
 	if strings.HasSuffix(path, ".yaml") || strings.HasSuffix(path, ".yml") {
 		return lbconfig.LoadYAML(path)

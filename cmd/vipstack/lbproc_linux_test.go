@@ -146,3 +146,101 @@ func procIDs(t *testing.T, pid int) map[string]string {
 	}
 	return out
 }
+
+// TestLBChroot: with `chroot`, vipstack lb runs with that
+// directory as its root once it listens, still forwards, applies a
+// changed file on SIGHUP (read through the root it had before), and
+// removes its pidfile at exit.
+func TestLBChroot(t *testing.T) {
+	testnet.RequireRoot(t)
+	serve := func(greeting string) net.Listener {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ln.Close() })
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				fmt.Fprint(c, greeting)
+				c.Close()
+			}
+		}()
+		return ln
+	}
+	one, two := serve("one\n"), serve("two\n")
+	probe, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	front := probe.Addr().String()
+	probe.Close()
+
+	dir := t.TempDir()
+	jail := filepath.Join(dir, "jail")
+	if err := os.Mkdir(jail, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	pidfile := filepath.Join(dir, "lb.pid")
+	conf := func(server net.Listener) string {
+		return fmt.Sprintf("global\n  chroot %s\n  pidfile %s\n"+
+			"defaults\n  mode tcp\n  timeout connect 5s\n  timeout client 30s\n  timeout server 30s\n"+
+			"frontend fe\n  bind %s\n  default_backend be\nbackend be\n  server s0 %s\n", jail, pidfile, front, server.Addr())
+	}
+	path := filepath.Join(dir, "haproxy.cfg")
+	if err := os.WriteFile(path, []byte(conf(one)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out syncbuf.Buffer
+	cmd := exec.Command(os.Args[0], "-test.run=^TestLBHelperProcess$")
+	cmd.Env = append(os.Environ(), "VIPSTACK_LB_HELPER_ARGS="+strings.Join([]string{"-f", path, "--watch-interval", "0"}, "\n"))
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+		if t.Failed() {
+			t.Logf("vipstack lb output:\n%s", out.String())
+		}
+	}()
+	greet := func() string {
+		c, err := net.DialTimeout("tcp", front, time.Second)
+		if err != nil {
+			return ""
+		}
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(2 * time.Second))
+		b, _ := io.ReadAll(c)
+		return string(b)
+	}
+	waitFor(t, "the chroot", func() bool {
+		r, err := os.Readlink(fmt.Sprintf("/proc/%d/root", cmd.Process.Pid))
+		return err == nil && r == jail
+	})
+	if got := greet(); got != "one\n" {
+		t.Fatalf("through the frontend: %q, want one", got)
+	}
+	if err := os.WriteFile(path, []byte(conf(two)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the reload to reach server two", func() bool { return greet() == "two\n" })
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("vipstack lb exited: %v", err)
+	}
+	if _, err := os.Stat(pidfile); !os.IsNotExist(err) {
+		t.Errorf("pidfile still there after exit: %v", err)
+	}
+}
