@@ -230,6 +230,8 @@ func TestLBChroot(t *testing.T) {
 	if err := os.WriteFile(path, []byte(conf(two)), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// SIGHUP is handled once the start is over.
+	waitFor(t, "the start to end", func() bool { return strings.Contains(out.String(), "vipstack lb running") })
 	if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
