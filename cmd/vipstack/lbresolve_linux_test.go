@@ -26,8 +26,12 @@ func TestLBCheckResolvesLikeHaproxy(t *testing.T) {
 		t.Fatalf("ip netns add: %v: %s", err, out)
 	}
 	etc := filepath.Join("/etc/netns", ns)
+	_, statErr := os.Stat("/etc/netns")
 	t.Cleanup(func() {
 		os.RemoveAll(etc)
+		if os.IsNotExist(statErr) {
+			os.Remove("/etc/netns") // this test made it; only if empty
+		}
 		exec.Command("ip", "netns", "del", ns).Run()
 	})
 	if err := os.MkdirAll(etc, 0o755); err != nil {
