@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -9,6 +10,8 @@ import (
 	"net/netip"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -22,6 +25,7 @@ import (
 	"github.com/vipstack/vipstack/internal/lb/relay"
 	"github.com/vipstack/vipstack/internal/lbcli"
 	"github.com/vipstack/vipstack/internal/lbconfig"
+	"github.com/vipstack/vipstack/internal/lbproc"
 	"github.com/vipstack/vipstack/internal/redirect"
 	"github.com/vipstack/vipstack/internal/serve"
 	"github.com/vipstack/vipstack/internal/version"
@@ -81,6 +85,11 @@ func runLB(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		for _, w := range cfg.Warnings {
 			fmt.Fprintf(stderr, "warning: %s\n", w)
 		}
+		// haproxy -c resolves user and group names too.
+		if _, err := lbproc.LookupIDs(cfg.User, cfg.Group); err != nil {
+			fmt.Fprintf(stderr, "%s: %v\n", *cfgPath, err)
+			return 1
+		}
 		if vip.IsValid() {
 			if _, err := redirectPort(cfg, vip); err != nil {
 				fmt.Fprintf(stderr, "vipstack lb: --redirect: %v\n", err)
@@ -96,6 +105,18 @@ func runLB(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	for _, w := range cfg.Warnings {
 		log.Warn(w)
+	}
+	ids, err := lbproc.LookupIDs(cfg.User, cfg.Group)
+	if err != nil {
+		fmt.Fprintf(stderr, "vipstack lb: %s: %v\n", *cfgPath, err)
+		return 1
+	}
+	if ids.UID > 0 && vip.IsValid() {
+		fmt.Fprintf(stderr, "vipstack lb: --redirect changes nftables while it runs, which user %s in %s would no longer allow (accepted: --redirect without user/group, or user/group without --redirect)\n", cfg.User, *cfgPath)
+		return 2
+	}
+	if cfg.NbThread > 0 {
+		runtime.GOMAXPROCS(cfg.NbThread)
 	}
 	if soft, hard, err := relay.RaiseFileLimit(); err != nil {
 		log.Warn("could not raise the open file limit", "err", err, "soft", soft, "hard", hard)
@@ -161,6 +182,53 @@ func runLB(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	sockChange.Commit()
+	// As haproxy: the pidfile is written, then the process becomes
+	// user and group, once every socket of the file is open.
+	if cfg.PIDFile != "" {
+		if err := lbproc.WritePIDFile(cfg.PIDFile, os.Getpid()); err != nil {
+			fmt.Fprintf(stderr, "vipstack lb: %v\n", err)
+			shutdownLB(l, nil, 0, log)
+			return 1
+		}
+	}
+	// After the chroot, the configuration (on reload) and the pidfile
+	// (at exit) are reached through the former root, as haproxy's master
+	// process reaches them from outside.
+	var root *os.Root
+	cfgAbs, err := filepath.Abs(*cfgPath) // before the chroot moves "/"
+	if err != nil {
+		cfgAbs = *cfgPath
+	}
+	if cfg.Chroot != "" {
+		if root, err = lbproc.Chroot(cfg.Chroot); err != nil {
+			fmt.Fprintf(stderr, "vipstack lb: %v\n", err)
+			shutdownLB(l, nil, 0, log)
+			return 1
+		}
+		defer root.Close()
+		log.Info("chrooted: log sockets and files are now found under the new root; reloads read the configuration through the former root (SIGHUP only: the file watcher is off)",
+			"chroot", cfg.Chroot)
+	}
+	if cfg.PIDFile != "" {
+		defer func() {
+			err := lbproc.RemovePIDFile(cfg.PIDFile, os.Getpid())
+			if root != nil {
+				err = root.Remove(strings.TrimPrefix(filepath.Clean(cfg.PIDFile), "/"))
+			}
+			if err != nil && !errors.Is(err, os.ErrNotExist) {
+				log.Warn("could not remove the pidfile", "err", err)
+			}
+		}()
+	}
+	if err := lbproc.Drop(ids); err != nil {
+		fmt.Fprintf(stderr, "vipstack lb: %v\n", err)
+		shutdownLB(l, nil, 0, log)
+		return 1
+	}
+	if ids.UID >= 0 || ids.GID >= 0 {
+		log.Info("running as the configuration's user and group; a reload can no longer open ports below 1024 or sockets where only root may write",
+			"uid", ids.UID, "gid", ids.GID)
+	}
 	if rd != nil {
 		go rd.Run()
 	}
@@ -177,12 +245,15 @@ func runLB(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// reload applies the file as it is now, or nothing.
 	running := cfg
 	reload := func() error {
-		next, err := loadLBConfig(*cfgPath)
+		next, err := loadLBConfigIn(root, *cfgPath, cfgAbs)
 		if err != nil {
 			return err
 		}
 		for _, w := range next.Warnings {
 			log.Warn(w)
+		}
+		if next.PIDFile != running.PIDFile || next.User != running.User || next.Group != running.Group || next.NbThread != running.NbThread || next.Chroot != running.Chroot {
+			log.Warn("pidfile, user, group, chroot and nbthread apply at start: restart vipstack lb for the new ones")
 		}
 		var port uint16
 		if rd != nil {
@@ -259,7 +330,7 @@ func runLB(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			}
 		}
 	}()
-	if *watch > 0 {
+	if *watch > 0 && root == nil {
 		go watchFile(watchCtx, clock.Real{}, *cfgPath, *watch, func() { requestReload(reloads, "file changed") }, log)
 	}
 
@@ -329,6 +400,22 @@ func (m *lbReloadMetrics) refused() {
 
 // loadLBConfig reads the YAML form for *.yaml and *.yml, haproxy.cfg
 // otherwise; both return a validated model.
+// loadLBConfigIn is loadLBConfig through root (the filesystem root before
+// a chroot), nil for the current one.
+func loadLBConfigIn(root *os.Root, path, abs string) (*lbconfig.Config, error) {
+	if root == nil {
+		return loadLBConfig(path)
+	}
+	data, err := root.ReadFile(strings.TrimPrefix(abs, "/"))
+	if err != nil {
+		return nil, fmt.Errorf("load haproxy config (through the root before chroot): %w", err)
+	}
+	if strings.HasSuffix(path, ".yaml") || strings.HasSuffix(path, ".yml") {
+		return lbconfig.ParseYAML(path, data)
+	}
+	return haproxycfg.ParseWith(path, data, haproxycfg.Options{LookupHost: haproxycfg.SystemLookup})
+}
+
 func loadLBConfig(path string) (*lbconfig.Config, error) {
 	if strings.HasSuffix(path, ".yaml") || strings.HasSuffix(path, ".yml") {
 		return lbconfig.LoadYAML(path)

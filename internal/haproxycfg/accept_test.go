@@ -2,6 +2,8 @@ package haproxycfg
 
 import (
 	"net/netip"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -50,6 +52,185 @@ func TestParseAccepts(t *testing.T) {
 			},
 			get:  func(c *lbconfig.Config) any { return c.Monitors[0].LogTargets },
 			want: []lbconfig.LogTarget(nil),
+		},
+		// Global process settings.
+		{
+			name: "global process settings",
+			conf: func(t *testing.T) string {
+				return "global\n  daemon\n  chroot /var/empty\n  user nobody\n  group nogroup\n  pidfile /run/vshp.pid\n  nbthread 2\n" +
+					"  stats socket /run/vshp.sock mode 600 level admin\n  stats timeout 30s\n" +
+					"  ca-base /etc/ssl/certs\n  crt-base /etc/ssl/private\n  ssl-default-bind-ciphers ECDHE+AESGCM\n" +
+					"  ssl-default-bind-options no-sslv3 no-tlsv10 no-tls-tickets\n  ssl-default-server-ciphers ECDHE+AESGCM\n" + base
+			},
+			get: func(c *lbconfig.Config) any {
+				return []any{c.Chroot, c.User, c.Group, c.PIDFile, c.NbThread, c.StatsSockets[0].IdleTimeout}
+			},
+			want: []any{"/var/empty", "nobody", "nogroup", "/run/vshp.pid", 2, 30 * time.Second},
+			wantWarnings: []string{
+				"h.cfg:2: daemon: vipstack lb stays in the foreground, as haproxy does in master-worker mode under a supervisor (-Ws); run it from systemd or another supervisor",
+			},
+		},
+		{
+			name: "uid and gid",
+			conf: func(t *testing.T) string { return "global\n  uid 65534\n  gid 65534\n" + base },
+			get:  func(c *lbconfig.Config) any { return []string{c.User, c.Group} },
+			want: []string{"65534", "65534"},
+		},
+		// HTTP settings in defaults behind TCP proxies: haproxy's
+		// warnings, in its words, and option tcplog's format.
+		{
+			name: "defaults mode http, TCP proxies",
+			conf: func(t *testing.T) string {
+				return strings.Replace(strings.Replace(strings.Replace(base,
+					"  mode tcp\n", "  mode http\n  option httplog\n  option http-server-close\n  option forwardfor except 127.0.0.0/8\n  log 127.0.0.1:514 local0\n", 1),
+					"  default_backend masters\n", "  mode tcp\n  default_backend masters\n", 1),
+					"\nbackend masters\n", "\nbackend masters\n  mode tcp\n", 1)
+			},
+			get:  func(c *lbconfig.Config) any { return c.Frontends[0].Log.Format },
+			want: lbconfig.TCPLogFormat,
+			wantWarnings: []string{
+				"h.cfg:3: 'option httplog' not usable with frontend 'main' (needs 'mode http'). Falling back to 'option tcplog'.",
+				"h.cfg:5: 'option forwardfor' ignored for frontend 'main' as it requires HTTP mode.",
+				"h.cfg:5: 'option forwardfor' ignored for backend 'masters' as it requires HTTP mode.",
+			},
+		},
+		{
+			name: "defaults mode http, monitor inherits it",
+			conf: func(t *testing.T) string {
+				return strings.Replace(strings.Replace(strings.Replace(base,
+					"  mode tcp\n", "  mode http\n", 1),
+					"  default_backend masters\n", "  mode tcp\n  default_backend masters\n", 1),
+					"\nbackend masters\n", "\nbackend masters\n  mode tcp\n", 1) + "listen ready\n  bind 127.0.0.1:47013\n  monitor-uri /ready\n"
+			},
+			get:  func(c *lbconfig.Config) any { return c.Monitors[0].URI },
+			want: "/ready",
+		},
+		{
+			name: "errorfile in TCP proxies",
+			conf: func(t *testing.T) string {
+				f := filepath.Join(t.TempDir(), "503.http")
+				if err := os.WriteFile(f, []byte("HTTP/1.0 503 Service Unavailable\r\n\r\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return edit(t, "  mode tcp\n", "  mode tcp\n  errorfile 503 "+f+"\n")
+			},
+			get:  func(c *lbconfig.Config) any { return len(c.Frontends) },
+			want: 1,
+		},
+		// Health checks.
+		{
+			name: "timeout check",
+			conf: func(t *testing.T) string {
+				return edit(t, "  mode tcp\n", "  mode tcp\n  timeout check 3s\n")
+			},
+			get:  func(c *lbconfig.Config) any { return c.Backends[0].Servers[0].CheckTimeout },
+			want: 5 * time.Second, // min(timeout connect 5s, inter 2s) + 3s
+		},
+		{
+			name: "default-server in defaults and backend",
+			conf: func(t *testing.T) string {
+				return strings.Replace(edit(t, "  mode tcp\n", "  mode tcp\n  default-server inter 3s fall 4\n"), srv,
+					"  default-server rise 5\n"+srv+"  server m1 127.0.0.1:47013 check fall 1\n", 1)
+			},
+			get: func(c *lbconfig.Config) any {
+				var out [][3]any
+				for _, s := range c.Backends[0].Servers {
+					out = append(out, [3]any{s.Inter, s.Fall, s.Rise})
+				}
+				return out
+			},
+			want: [][3]any{{3 * time.Second, 4, 5}, {3 * time.Second, 1, 5}},
+		},
+		{
+			name: "default-server applies to the servers after it",
+			conf: func(t *testing.T) string {
+				return edit(t, srv, srv+"  default-server weight 7\n  server m1 127.0.0.1:47013 check\n")
+			},
+			get: func(c *lbconfig.Config) any {
+				return []int{c.Backends[0].Servers[0].Weight, c.Backends[0].Servers[1].Weight}
+			},
+			want: []int{1, 7},
+		},
+		{
+			name: "tcp-check dialogue",
+			conf: func(t *testing.T) string {
+				return edit(t, srv, "  option tcp-check\n  tcp-check connect port 6379\n  tcp-check send PING\\r\\n\n  tcp-check expect string +PONG\n"+srv)
+			},
+			get:  func(c *lbconfig.Config) any { return c.Backends[0].TCPCheck },
+			want: []lbconfig.TCPCheckRule{{Connect: true, Port: 6379}, {Send: "PING\r\n"}, {Expect: "+PONG"}},
+		},
+		{
+			name: "option tcp-check alone",
+			conf: func(t *testing.T) string { return edit(t, srv, "  option tcp-check\n"+srv) },
+			get:  func(c *lbconfig.Config) any { return c.Backends[0].TCPCheck },
+			want: []lbconfig.TCPCheckRule(nil),
+		},
+		{
+			name:         "option tcplog in a backend",
+			conf:         func(t *testing.T) string { return edit(t, srv, "  option tcplog\n"+srv) },
+			get:          func(c *lbconfig.Config) any { return len(c.Backends[0].Servers) },
+			want:         1,
+			wantWarnings: []string{"h.cfg:10: backend 'masters' : 'option tcplog' directive is ignored in backends."},
+		},
+		{
+			name: "option ssl-hello-chk",
+			conf: func(t *testing.T) string { return edit(t, srv, "  option ssl-hello-chk\n"+srv) },
+			get:  func(c *lbconfig.Config) any { return c.Backends[0].SSLHelloCheck },
+			want: true,
+		},
+		{
+			name: "http-check expect status",
+			conf: func(t *testing.T) string {
+				return edit(t, srv, "  option httpchk GET /healthz\n  http-check expect status 200\n"+srv)
+			},
+			get:  func(c *lbconfig.Config) any { return c.Backends[0].Check.ExpectStatus },
+			want: "200",
+		},
+		{
+			name: "rules without their option",
+			conf: func(t *testing.T) string {
+				return edit(t, srv, "  http-check expect status 200\n  tcp-check send PING\\r\\n\n"+srv)
+			},
+			get: func(c *lbconfig.Config) any {
+				return []any{c.Backends[0].Check.ExpectStatus, len(c.Backends[0].TCPCheck)}
+			},
+			want: []any{"", 0},
+			wantWarnings: []string{
+				"h.cfg:10: backend 'masters' uses http-check rules without 'option httpchk', so the rules are ignored.",
+				"h.cfg:11: backend 'masters' uses tcp-check rules without 'option tcp-check', so the rules are ignored.",
+			},
+		},
+		// A listen section that forwards (the OpenShift UPI layout).
+		{
+			name: "listen that forwards",
+			conf: func(t *testing.T) string {
+				return "defaults\n  mode http\n  option httplog\n  option forwardfor\n  log 127.0.0.1:514 local0\n" +
+					"  timeout connect 5s\n  timeout client 30s\n  timeout server 30s\n" +
+					"listen api-server-6443\n  bind 127.0.0.1:47016\n  mode tcp\n  balance source\n  option httpchk GET /readyz HTTP/1.0\n" +
+					"  option log-health-checks\n  server b0 127.0.0.1:47017 check check-ssl inter 1s fall 2 rise 3 verify none\n"
+			},
+			get: func(c *lbconfig.Config) any {
+				return []any{c.Frontends[0].Name, c.Frontends[0].Backend, c.Frontends[0].Binds[0].Addr.String(), c.Frontends[0].Log.Format,
+					c.Backends[0].Name, c.Backends[0].Balance, c.Backends[0].Check.URI, c.Backends[0].Servers[0].Addr.String(), c.Proxies}
+			},
+			want: []any{"api-server-6443", "api-server-6443", "127.0.0.1:47016", lbconfig.TCPLogFormat,
+				"api-server-6443", lbconfig.Source, "/readyz", "127.0.0.1:47017",
+				[]string{"frontend api-server-6443", "backend api-server-6443"}},
+			wantWarnings: []string{
+				"h.cfg:3: 'option httplog' not usable with proxy 'api-server-6443' (needs 'mode http'). Falling back to 'option tcplog'.",
+				"h.cfg:4: 'option forwardfor' ignored for proxy 'api-server-6443' as it requires HTTP mode.",
+			},
+		},
+		{
+			name: "listen that forwards, tcp-check",
+			conf: func(t *testing.T) string {
+				return base + "listen redis\n  bind 127.0.0.1:47016\n  option tcp-check\n  tcp-check send PING\\r\\n\n  tcp-check expect string +PONG\n" +
+					"  default-server inter 3s\n  server r0 127.0.0.1:47017 check\n"
+			},
+			get: func(c *lbconfig.Config) any {
+				return []any{len(c.Backends[1].TCPCheck), c.Backends[1].Servers[0].Inter}
+			},
+			want: []any{2, 3 * time.Second},
 		},
 		// Addresses.
 		{
@@ -423,6 +604,14 @@ func TestParseAccepts(t *testing.T) {
 				t.Errorf("haproxy -c rejects it:\n%s", out)
 			case tt.haproxyRejects != "" && (ok || !strings.Contains(out, tt.haproxyRejects)):
 				t.Errorf("haproxy -c: valid=%v, want a rejection saying %q; output:\n%s", ok, tt.haproxyRejects, out)
+			}
+			// Warnings quoting haproxy (they start with a quoted
+			// keyword) must be haproxy's words.
+			for _, w := range tt.wantWarnings {
+				_, msg, _ := strings.Cut(w, ": ")
+				if (strings.HasPrefix(msg, "'") || strings.HasPrefix(msg, "backend '")) && !strings.Contains(out, msg) {
+					t.Errorf("haproxy -c does not warn %q; output:\n%s", msg, out)
+				}
 			}
 		})
 	}

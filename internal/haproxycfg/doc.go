@@ -19,12 +19,21 @@
 //     ipv4@IP:PORT, ipv6@[IP]:PORT or IP:PORT) [mode OCTAL] [level
 //     user|operator|admin] [user|uid ...] [group|gid ...] [expose-fd
 //     listeners], where `vipstack lb` serves the runtime API
-//     (internal/lbcli). global may appear anywhere.
+//     (internal/lbcli); stats timeout; daemon (a warning: vipstack stays in
+//     the foreground); user|uid, group|gid, pidfile and nbthread (applied
+//     by `vipstack lb`, internal/lbproc); ca-base, crt-base,
+//     ssl-default-bind-* (apply to nothing vipstack reads) and
+//     ssl-default-server-* (refused next to check-ssl servers); chroot
+//     (applied by `vipstack lb`). global may appear anywhere. docs/haproxy-cfg.md has the
+//     whole list with each directive's effect.
 //   - defaults (one section, before any proxy, optionally named): maxconn,
-//     mode tcp, log TARGET ..., log global, no log,
-//     log-format "FORMAT", option tcplog, option dontlognull, option
-//     redispatch, retries, timeout client | connect | server | tunnel |
-//     queue | http-request | http-keep-alive.
+//     mode tcp|http (http only when every frontend and backend says mode
+//     tcp), log TARGET ..., log global, no log, log-format "FORMAT", option
+//     tcplog, option httplog, option forwardfor, option http-server-close
+//     and errorfile (haproxy's warnings and fallbacks for TCP proxies),
+//     option dontlognull, option redispatch, retries, default-server,
+//     timeout check | client | connect | server | tunnel | queue |
+//     http-request | http-keep-alive.
 //   - frontend NAME: bind ADDRESS:PORT[,...] [v4v6], default_backend,
 //     log ..., log global, no log, log-format "FORMAT", option tcplog,
 //     mode tcp.
@@ -66,18 +75,25 @@
 // than +Q/-Q are errors that name them.
 //   - backend NAME: balance roundrobin | leastconn | source, log ..., log
 //     global, no log, option httpchk
-//     [[METHOD] URI [VERSION]], option log-health-checks, option
-//     redispatch, mode tcp, server NAME ADDRESS:PORT [weight N] [verify
-//     none|required] [check] [check-ssl] [inter T] [fall N] [rise N].
+//     [[METHOD] URI [VERSION]], http-check expect status CODES, option
+//     tcp-check with tcp-check connect [port N] | send S | expect string S,
+//     option ssl-hello-chk, option log-health-checks, option
+//     redispatch, mode tcp, default-server [params], server NAME
+//     ADDRESS:PORT [weight N] [verify none|required] [check] [check-ssl]
+//     [inter T] [fall N] [rise N].
 //   - listen NAME in mode http, with bind, and either monitor-uri URI (a
 //     lbconfig.Monitor) or stats enable | uri | auth USER:PASS | refresh T
 //     | hide-version (a lbconfig.Stats); option dontlognull is accepted.
+//   - listen NAME in mode tcp with server lines (and the backend keywords
+//     above): a frontend and a backend of that name.
 //
 // Addresses follow haproxy: the port comes after the last colon, so
 // ":::9445" is every IPv6 address (and IPv4 with v4v6) on 9445, ":7443"
 // and "*:7443" are every IPv4 address, "[::1]:80" is accepted, and
-// "localhost:50000" becomes 127.0.0.1:50000 with Host "localhost". Other
-// host names are rejected rather than resolved. Times take haproxy's units
+// "localhost:50000" becomes 127.0.0.1:50000 with Host "localhost". Load
+// resolves other host names of servers with the system's resolver (the
+// first address, lbconfig.Server.Host keeps the name); Parse, without a
+// resolver, and binds reject them. Times take haproxy's units
 // (us, ms, s, m, h, d; milliseconds without a unit, seconds for stats
 // refresh), whole numbers only, rounded up and below 2^31 units.
 //
@@ -90,7 +106,7 @@
 // A setting given twice in a section is an error (haproxy keeps the
 // last). weight 0 and retries 0 are rejected, because the model reads 0 as
 // "default". Server ports must be written (haproxy would reuse the
-// client's). mode http is only accepted in listen sections. A server with
+// client's). mode http is only accepted in defaults and in monitor and stats sections. A server with
 // check-ssl verifies certificates by default, as in haproxy, against the
 // system's CA pool (haproxy would demand a ca-file); a warning says so.
 //

@@ -2,6 +2,8 @@ package haproxycfg
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -146,7 +148,7 @@ func TestParseErrors(t *testing.T) {
 		{
 			name:    "timeout and its kind quoted into one word",
 			conf:    func(t *testing.T) string { return edit(t, "timeout client 30s", `timeout" client"`) },
-			want:    `h.cfg:4: timeout takes a name and a time (accepted timeouts: client, connect, http-keep-alive, http-request, queue, server, tunnel)`,
+			want:    `h.cfg:4: timeout takes a name and a time (accepted timeouts: check, client, connect, http-keep-alive, http-request, queue, server, tunnel)`,
 			haproxy: haproxyRejects,
 		},
 		{
@@ -300,34 +302,170 @@ func TestParseErrors(t *testing.T) {
 		},
 		{
 			name:    "unsupported global keyword",
-			conf:    func(t *testing.T) string { return "global\n  daemon\n" + base },
-			want:    `h.cfg:2: keyword "daemon" in global is not supported by vipstack (supported: log, log-tag, maxconn, stats socket)`,
+			conf:    func(t *testing.T) string { return "global\n  ulimit-n 4096\n" + base },
+			want:    `h.cfg:2: keyword "ulimit-n" in global is not supported by vipstack (supported: ` + globalKeywords + `)`,
+			haproxy: haproxyAccepts,
+		},
+		{
+			name:    "chroot relative",
+			conf:    func(t *testing.T) string { return "global\n  chroot var/empty\n" + base },
+			want:    `h.cfg:2: chroot "var/empty" is not an absolute path (accepted: a directory such as /var/lib/haproxy)`,
+			haproxy: haproxyAccepts,
+		},
+		{
+			name:    "pidfile twice",
+			conf:    func(t *testing.T) string { return "global\n  pidfile /run/a.pid\n  pidfile /run/b.pid\n" + base },
+			want:    `h.cfg:3: pidfile is already set in global at line 2 (accepted: once per section)`,
+			haproxy: haproxyAccepts,
+		},
+		{
+			name:    "uid not a number",
+			conf:    func(t *testing.T) string { return "global\n  uid haproxy\n" + base },
+			want:    `h.cfg:2: uid "haproxy" is not a number (accepted: a numeric id; user and group take names)`,
+			haproxy: haproxyAccepts, // with a warning, as uid 0
+		},
+		{
+			name:    "nbthread 0",
+			conf:    func(t *testing.T) string { return "global\n  nbthread 0\n" + base },
+			want:    `h.cfg:2: nbthread 0 is out of range (accepted: 1 or more)`,
+			haproxy: haproxyRejects,
+		},
+		{
+			name:    "stats timeout with a bad unit",
+			conf:    func(t *testing.T) string { return "global\n  stats timeout 30x\n" + base },
+			want:    `h.cfg:2: stats timeout "30x" has an unknown unit "x" (accepted: a whole number with a unit us, ms, s, m, h or d; no unit means milliseconds)`,
+			haproxy: haproxyRejects,
+		},
+		{
+			name: "ssl-default-server with check-ssl servers",
+			conf: func(t *testing.T) string {
+				return "global\n  ssl-default-server-ciphers ECDHE+AESGCM\n" + edit(t, " check\n", " check check-ssl verify none\n")
+			},
+			want: `h.cfg:2: ssl-default-server-* settings are not applied by vipstack, whose TLS health checks (backend masters, server m0: check-ssl) ` +
+				`use Go's TLS defaults (accepted: these settings without check-ssl servers, or remove them)`,
+			haproxy: haproxyAccepts,
+		},
+
+		// Forwarding listen sections.
+		{
+			name: "listen forwards and monitors",
+			conf: func(t *testing.T) string {
+				return base + "listen both\n  bind 127.0.0.1:47013\n  mode http\n  monitor-uri /ready\n  server s0 127.0.0.1:47014\n"
+			},
+			want:    `h.cfg:11: listen both both forwards (line 15) and serves a monitor or stats page: vipstack serves them from separate listen sections`,
+			haproxy: haproxyAccepts,
+		},
+		{
+			name: "listen forwards in mode http",
+			conf: func(t *testing.T) string {
+				return base + "listen web\n  bind 127.0.0.1:47013\n  mode http\n  server s0 127.0.0.1:47014\n"
+			},
+			want:    `h.cfg:13: listen web forwards in mode http: vipstack forwards TCP only (accepted: mode tcp)`,
+			haproxy: haproxyAccepts,
+		},
+
+		// Health check rules.
+		{
+			name: "tcp-check rule vipstack lacks",
+			conf: func(t *testing.T) string {
+				return edit(t, "  server m0", "  option tcp-check\n  tcp-check expect rstring ^OK\n  server m0")
+			},
+			want:    `h.cfg:11: tcp-check "expect rstring ^OK" is not supported by vipstack (accepted: tcp-check connect [port PORT], tcp-check send STRING, tcp-check expect string STRING)`,
+			haproxy: haproxyAccepts,
+		},
+		{
+			name: "tcp-check connect port out of range",
+			conf: func(t *testing.T) string {
+				return edit(t, "  server m0", "  option tcp-check\n  tcp-check connect port 70000\n  server m0")
+			},
+			want:    `h.cfg:11: tcp-check connect port 70000 is out of range (accepted: 1..65535)`,
+			haproxy: haproxyRejects,
+		},
+		{
+			name: "http-check send",
+			conf: func(t *testing.T) string {
+				return edit(t, "  server m0", "  option httpchk\n  http-check send meth GET uri /\n  server m0")
+			},
+			want:    `h.cfg:11: http-check "send meth GET uri /" is not supported by vipstack (accepted: http-check expect status CODES, such as 200 or 200-399)`,
+			haproxy: haproxyAccepts,
+		},
+		{
+			name: "http-check expect status not a code",
+			conf: func(t *testing.T) string {
+				return edit(t, "  server m0", "  option httpchk\n  http-check expect status ok\n  server m0")
+			},
+			want: `h.cfg:11: http-check expect status "ok" is not a code or range of codes 100..599 (accepted: 200, 200-399, 200,301)`,
+		},
+		{
+			name: "tcp-check and httpchk",
+			conf: func(t *testing.T) string {
+				return edit(t, "  server m0", "  option httpchk\n  option tcp-check\n  server m0")
+			},
+			want:    `h.cfg:11: backend masters has both option tcp-check and option httpchk (at line 10): haproxy keeps the last one (accepted: one of them)`,
+			haproxy: haproxyAccepts,
+		},
+		{
+			name: "default-server parameter vipstack lacks",
+			conf: func(t *testing.T) string {
+				return edit(t, "  server m0", "  default-server inter 3s slowstart 60s\n  server m0")
+			},
+			want:    `h.cfg:10: backend masters, default-server: parameter "slowstart" is not supported by vipstack (supported: ` + serverParams + `)`,
 			haproxy: haproxyAccepts,
 		},
 
 		// defaults.
 		{
-			name:    "mode http in defaults",
-			conf:    func(t *testing.T) string { return edit(t, "mode tcp", "mode http") },
-			want:    `h.cfg:2: mode http in defaults: vipstack's frontends are TCP only (accepted: mode tcp; mode http only in listen sections for monitor-uri and stats)`,
+			name: "mode http in defaults",
+			conf: func(t *testing.T) string { return edit(t, "mode tcp", "mode http") },
+			want: "h.cfg:6: frontend main has mode http from defaults (line 2): vipstack's frontends and backends are TCP only (accepted: mode tcp in frontend main or in defaults)\n" +
+				"h.cfg:9: backend masters has mode http from defaults (line 2): vipstack's frontends and backends are TCP only (accepted: mode tcp in backend masters or in defaults)",
 			haproxy: haproxyAccepts,
 		},
 		{
+			name: "errorfile in defaults with a monitor",
+			conf: func(t *testing.T) string {
+				f := filepath.Join(t.TempDir(), "503.http")
+				if err := os.WriteFile(f, []byte("HTTP/1.0 503 Service Unavailable\r\n\r\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return edit(t, "  mode tcp\n", "  mode tcp\n  errorfile 503 "+f+"\n") + "listen ready\n  bind 127.0.0.1:47013\n  mode http\n  monitor-uri /ready\n"
+			},
+			want: "h.cfg:3: errorfile in defaults would change the answers of listen ready (line 12), which vipstack does not do " +
+				"(accepted: errorfile only in files without monitor and stats sections, whose proxies are all mode tcp)",
+			haproxy: haproxyAccepts,
+		},
+		{
+			name: "errorfile missing",
+			conf: func(t *testing.T) string {
+				return edit(t, "  mode tcp\n", "  mode tcp\n  errorfile 503 /nonexistent/vshp.http\n")
+			},
+			want:    `h.cfg:3: errorfile: cannot open "/nonexistent/vshp.http": no such file or directory`,
+			haproxy: haproxyRejects,
+		},
+		{
+			name: "errorfile code",
+			conf: func(t *testing.T) string {
+				return edit(t, "  mode tcp\n", "  mode tcp\n  errorfile 999 /etc/hostname\n")
+			},
+			want:    `h.cfg:3: errorfile: status code "999" is not one haproxy takes (accepted: 200, 400, 401, 403, 404, 405, 407, 408, 410, 413, 425, 429, 500, 501, 502, 503, 504)`,
+			haproxy: haproxyRejects,
+		},
+		{
 			name:    "unsupported option",
-			conf:    func(t *testing.T) string { return edit(t, "  mode tcp\n", "  mode tcp\n  option httplog\n") },
-			want:    `h.cfg:3: keyword "option httplog" in defaults is not supported by vipstack (supported: log, log-format, maxconn, mode, no log, option dontlognull, option redispatch, option tcplog, retries, timeout)`,
+			conf:    func(t *testing.T) string { return edit(t, "  mode tcp\n", "  mode tcp\n  option httpclose\n") },
+			want:    `h.cfg:3: keyword "option httpclose" in defaults is not supported by vipstack (supported: ` + defaultsKeywords + `)`,
 			haproxy: haproxyAccepts,
 		},
 		{
 			name:    "no option",
 			conf:    func(t *testing.T) string { return edit(t, "  mode tcp\n", "  mode tcp\n  no option redispatch\n") },
-			want:    `h.cfg:3: keyword "no option redispatch" in defaults is not supported by vipstack (supported: log, log-format, maxconn, mode, no log, option dontlognull, option redispatch, option tcplog, retries, timeout)`,
+			want:    `h.cfg:3: keyword "no option redispatch" in defaults is not supported by vipstack (supported: ` + defaultsKeywords + `)`,
 			haproxy: haproxyAccepts,
 		},
 		{
 			name:    "unsupported timeout",
-			conf:    func(t *testing.T) string { return edit(t, "  mode tcp\n", "  mode tcp\n  timeout check 2s\n") },
-			want:    `h.cfg:3: keyword "timeout check" in defaults is not supported by vipstack (supported timeouts: client, connect, http-keep-alive, http-request, queue, server, tunnel)`,
+			conf:    func(t *testing.T) string { return edit(t, "  mode tcp\n", "  mode tcp\n  timeout server-fin 2s\n") },
+			want:    `h.cfg:3: keyword "timeout server-fin" in defaults is not supported by vipstack (supported timeouts: ` + timeoutNames + `)`,
 			haproxy: haproxyAccepts,
 		},
 		{
@@ -776,7 +914,7 @@ func TestParseErrors(t *testing.T) {
 		{
 			name:    "listen that is neither monitor nor stats",
 			conf:    func(t *testing.T) string { return base + "listen web\n  bind :47013\n  mode http\n" },
-			want:    `h.cfg:11: listen web is neither a monitor (monitor-uri) nor a stats page (stats enable, stats uri, ...): vipstack supports no other listen section (use frontend and backend to forward traffic)`,
+			want:    `h.cfg:11: listen web is neither a monitor (monitor-uri) nor a stats page (stats enable, stats uri, ...) nor forwards (server lines): vipstack supports no other listen section`,
 			haproxy: haproxyAccepts,
 		},
 		{
@@ -824,7 +962,7 @@ func TestParseErrors(t *testing.T) {
 			conf: func(t *testing.T) string {
 				return base + "listen st\n  bind :47013\n  mode http\n  stats admin if TRUE\n"
 			},
-			want:    `h.cfg:14: keyword "stats admin" in listen st is not supported by vipstack (supported: bind, log, mode, monitor-uri, no log, option dontlognull, stats auth, stats enable, stats hide-version, stats refresh, stats uri)`,
+			want:    `h.cfg:14: keyword "stats admin" in listen st is not supported by vipstack (supported: ` + listenKeywords + `)`,
 			haproxy: haproxyAccepts,
 		},
 
@@ -832,7 +970,7 @@ func TestParseErrors(t *testing.T) {
 		{
 			name: "errors beyond 20 are counted",
 			conf: func(t *testing.T) string { return base + strings.Repeat("  acl x src 1.2.3.4\n", 25) },
-			want: strings.TrimSuffix(strings.Repeat(`h.cfg:N: keyword "acl" in backend masters is not supported by vipstack (supported: balance, log, mode, no log, option httpchk, option log-health-checks, option redispatch, server)`+"\n", 20), "\n") +
+			want: strings.TrimSuffix(strings.Repeat(`h.cfg:N: keyword "acl" in backend masters is not supported by vipstack (supported: `+backendKeywords+`)`+"\n", 20), "\n") +
 				"\n... and 5 more errors",
 		},
 	}

@@ -1,9 +1,11 @@
 package haproxycfg
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/netip"
 	"os"
 	"slices"
@@ -25,14 +27,44 @@ func Load(path string) (*lbconfig.Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load haproxy config %s: %w", path, err)
 	}
-	return Parse(path, data)
+	return ParseWith(path, data, Options{LookupHost: systemLookup})
 }
 
-// Parse parses data as the haproxy.cfg named name and returns the model
-// after lbconfig.Validate. On any error it returns a nil Config and the
-// errors joined (at most lbconfig.MaxErrors), each an *Error naming the
-// file and line. Validation runs only when the file parsed cleanly.
+// resolveTimeout bounds each host name's resolution at load.
+const resolveTimeout = 5 * time.Second
+
+// systemLookup resolves a server's host name with the system's resolver,
+// as haproxy does at start (init-addr libc).
+func systemLookup(host string) ([]netip.Addr, error) {
+	return SystemLookup(host)
+}
+
+// SystemLookup resolves host with the system's resolver, within
+// resolveTimeout.
+func SystemLookup(host string) ([]netip.Addr, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), resolveTimeout)
+	defer cancel()
+	return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+}
+
+// Options are ParseWith's.
+type Options struct {
+	// LookupHost resolves a server address's host name (the first address
+	// it returns is used, as haproxy uses getaddrinfo's first); nil
+	// rejects host names other than localhost.
+	LookupHost func(host string) ([]netip.Addr, error)
+}
+
+// Parse is ParseWith without a resolver.
 func Parse(name string, data []byte) (*lbconfig.Config, error) {
+	return ParseWith(name, data, Options{})
+}
+
+// ParseWith parses data as the haproxy.cfg named name and returns the
+// model after lbconfig.Validate. On any error it returns a nil Config and
+// the errors joined (at most lbconfig.MaxErrors), each an *Error naming
+// the file and line. Validation runs only when the file parsed cleanly.
+func ParseWith(name string, data []byte, opts Options) (*lbconfig.Config, error) {
 	errs := &errList{}
 	if len(data) > MaxFileSize {
 		errs.add(name, 0, "", "file is larger than %d bytes (1 MiB)", MaxFileSize)
@@ -44,11 +76,14 @@ func Parse(name string, data []byte) (*lbconfig.Config, error) {
 		cfg:   &lbconfig.Config{Source: map[string]string{}},
 		front: map[string]nameUse{},
 		back:  map[string]nameUse{},
+		opts:  opts,
 	}
+	p.defaultsServer = lbconfig.Server{Verify: true}
 	for _, l := range splitLines(name, data, errs) {
 		p.line(l)
 	}
 	p.endSection()
+	p.endFile()
 	if err := errs.err(); err != nil {
 		return nil, err
 	}
@@ -88,13 +123,13 @@ func commas(list string) string { return strings.Join(strings.Fields(list), ", "
 
 // Keywords each section accepts, for error messages.
 const (
-	globalKeywords   = "log, log-tag, maxconn, stats socket"
-	defaultsKeywords = "log, log-format, maxconn, mode, no log, option dontlognull, option redispatch, option tcplog, retries, timeout"
+	globalKeywords   = "ca-base, chroot, crt-base, daemon, gid, group, log, log-tag, maxconn, nbthread, pidfile, ssl-default-bind-*, ssl-default-server-*, stats socket, stats timeout, uid, user"
+	defaultsKeywords = "default-server, errorfile, log, log-format, maxconn, mode, no log, option dontlognull, option forwardfor, option http-server-close, option httplog, option redispatch, option tcplog, retries, timeout"
 	frontendKeywords = "bind, default_backend, log, log-format, mode, no log, option tcplog"
-	listenKeywords   = "bind, log, mode, monitor-uri, no log, option dontlognull, stats auth, stats enable, stats hide-version, stats refresh, stats uri"
-	backendKeywords  = "balance, log, mode, no log, option httpchk, option log-health-checks, option redispatch, server"
+	listenKeywords   = "balance, bind, default-server, http-check expect status, log, log-format, mode, monitor-uri, no log, option dontlognull, option httpchk, option log-health-checks, option redispatch, option ssl-hello-chk, option tcp-check, option tcplog, server, stats auth, stats enable, stats hide-version, stats refresh, stats uri, tcp-check"
+	backendKeywords  = "balance, default-server, http-check expect status, log, mode, no log, option httpchk, option tcp-check, option tcplog, option log-health-checks, option redispatch, option ssl-hello-chk, server, tcp-check"
 	serverParams     = "check, check-ssl, fall, inter, rise, verify, weight"
-	timeoutNames     = "client, connect, http-keep-alive, http-request, queue, server, tunnel"
+	timeoutNames     = "check, client, connect, http-keep-alive, http-request, queue, server, tunnel"
 )
 
 // nameUse is where a proxy name was defined.
@@ -108,6 +143,7 @@ type parser struct {
 	file string
 	errs *errList
 	cfg  *lbconfig.Config
+	opts Options
 
 	kind    secKind
 	key     string         // the section's Source key, also its name in messages
@@ -138,6 +174,22 @@ type parser struct {
 	ls *listen
 
 	broken bool // a line of the current section was rejected by the lexer
+
+	defMode      string // defaults' mode: "", tcp or http
+	defModeLine  int
+	httplogAt    int // line of defaults' option httplog while it is the format in force
+	forwardforAt int // line of defaults' option forwardfor
+	errorfileAt  int // line of defaults' first errorfile
+
+	defServer      lbconfig.Server // the section's default-server parameters
+	defaultsServer lbconfig.Server // defaults' default-server parameters
+
+	tcpCheckAt  int // the backend's option tcp-check line
+	tcpRulesAt  int // its first tcp-check rule
+	httpRulesAt int // its first http-check rule
+
+	statsTimeout  time.Duration // global's `stats timeout`, for every socket
+	sslServerLine int           // line of global's first ssl-default-server-* setting
 }
 
 // listen is a listen section being read; what it becomes (a Monitor or a
@@ -152,7 +204,14 @@ type listen struct {
 	statsLine   int // first stats keyword, 0 if none
 	stats       lbconfig.Stats
 	logs        []lbconfig.LogTarget // defaults' `log` lines, then its own
+	logFormat   string               // its own log-format or option tcplog
+	formatLine  int
+	forwardLine int // first line that makes it forward (server, balance, ...), 0 if none
 }
+
+// listenBackendKeywords make a listen section forward, as a frontend and
+// a backend of its name: the OpenShift UPI layout.
+const listenBackendKeywords = "server|default-server|balance|option httpchk|option ssl-hello-chk|option tcp-check|tcp-check|http-check|option log-health-checks|option redispatch"
 
 func (p *parser) errorf(l line, kw, format string, a ...any) {
 	p.errs.add(p.file, l.num, kw, format, a...)
@@ -337,11 +396,15 @@ func (p *parser) section(l line) {
 			p.fe.LogTargets = slices.Clone(p.defLogs)
 			p.logs = &p.fe.LogTargets
 		case "backend":
+			p.defServer = p.defaultsServer
+			p.tcpCheckAt, p.tcpRulesAt, p.httpRulesAt = 0, 0, 0
 			p.kind, p.be = secBackend, &lbconfig.Backend{Name: name, DontLogNull: p.dontLogNull, RedispatchOnRetry: p.redispatch}
 			p.be.LogTargets = slices.Clone(p.defLogs)
 			p.logs = &p.be.LogTargets
 		default:
-			p.kind, p.ls = secListen, &listen{name: name, logs: slices.Clone(p.defLogs)}
+			p.defServer = p.defaultsServer
+			p.tcpCheckAt, p.tcpRulesAt, p.httpRulesAt = 0, 0, 0
+			p.kind, p.ls = secListen, &listen{name: name, logs: slices.Clone(p.defLogs), mode: p.defMode}
 			p.logs = &p.ls.logs
 		}
 	}
@@ -361,8 +424,11 @@ func (p *parser) endSection() {
 		if len(p.fe.LogTargets) > 0 && format != "" {
 			p.fe.Log = &lbconfig.ConnLog{Format: format, DontLogNull: p.dontLogNull}
 		}
+		p.inheritedHTTP("frontend", p.fe.Name, p.feLogFormat != "")
 		p.cfg.Frontends = append(p.cfg.Frontends, *p.fe)
 	case secBackend:
+		p.inheritedHTTP("backend", p.be.Name, false)
+		p.endChecks()
 		p.cfg.Backends = append(p.cfg.Backends, *p.be)
 	case secListen:
 		p.endListen()
@@ -376,6 +442,14 @@ func (p *parser) endListen() {
 	ls := p.ls
 	l := line{num: p.secLine}
 	monitor, stats := ls.monitorLine != 0, ls.statsLine != 0
+	if ls.forwardLine != 0 {
+		p.endForwardingListen(monitor || stats)
+		return
+	}
+	if ls.formatLine != 0 {
+		p.errorf(line{num: ls.formatLine}, "log-format", "log format in %s: vipstack writes no request lines for monitor and stats sections "+
+			"(accepted: no log format there; without one, each request is logged as haproxy's \"Connect from\" line)", p.key)
+	}
 	// Without a log format, haproxy 2.6 sends "Connect from ... (NAME/HTTP)"
 	// for each request. With defaults' log-format (or option tcplog) it
 	// logs no monitor hit, but writes a line in that format, at level info,
@@ -409,8 +483,8 @@ func (p *parser) endListen() {
 		p.errorf(l, "listen", "%s has both monitor-uri (line %d) and stats (line %d): vipstack serves them from separate listen sections",
 			p.key, ls.monitorLine, ls.statsLine)
 	case !monitor && !stats:
-		p.errorf(l, "listen", "%s is neither a monitor (monitor-uri) nor a stats page (stats enable, stats uri, ...): "+
-			"vipstack supports no other listen section (use frontend and backend to forward traffic)", p.key)
+		p.errorf(l, "listen", "%s is neither a monitor (monitor-uri) nor a stats page (stats enable, stats uri, ...) "+
+			"nor forwards (server lines): vipstack supports no other listen section", p.key)
 	case ls.mode != "http":
 		what := "monitor-uri"
 		if stats {
@@ -420,6 +494,9 @@ func (p *parser) endListen() {
 			l.num = ls.modeLine
 		}
 		p.errorf(l, "mode", "%s needs mode http for its %s (haproxy ignores %s in TCP mode)", p.key, what, what)
+	case p.errorfileAt != 0:
+		p.errorf(line{num: p.errorfileAt}, "errorfile", "errorfile in defaults would change the answers of %s (line %d), which vipstack does not do "+
+			"(accepted: errorfile only in files without monitor and stats sections, whose proxies are all mode tcp)", p.key, p.secLine)
 	case monitor:
 		p.cfg.Monitors = append(p.cfg.Monitors, lbconfig.Monitor{Name: ls.name, Binds: ls.binds, URI: ls.monitorURI, LogTargets: logs})
 	default:
@@ -432,8 +509,188 @@ func (p *parser) endListen() {
 	}
 }
 
+// endFile applies what global says about the whole file.
+func (p *parser) endFile() {
+	if t := p.cfg.Timeouts; t.Check > 0 {
+		// haproxy: connect within min(timeout connect, inter), then
+		// timeout check for the answer. vipstack bounds the whole check
+		// by their sum.
+		for i := range p.cfg.Backends {
+			for j := range p.cfg.Backends[i].Servers {
+				s := &p.cfg.Backends[i].Servers[j]
+				connect := s.Inter
+				if connect == 0 {
+					connect = lbconfig.DefaultInter
+				}
+				if t.Connect > 0 && t.Connect < connect {
+					connect = t.Connect
+				}
+				s.CheckTimeout = connect + t.Check
+			}
+		}
+	}
+	for i := range p.cfg.StatsSockets {
+		p.cfg.StatsSockets[i].IdleTimeout = p.statsTimeout
+	}
+	if p.sslServerLine == 0 {
+		return
+	}
+	for _, b := range p.cfg.Backends {
+		for _, s := range b.Servers {
+			if s.CheckSSL {
+				p.errorf(line{num: p.sslServerLine}, "ssl-default-server", "ssl-default-server-* settings are not applied by vipstack, "+
+					"whose TLS health checks (backend %s, server %s: check-ssl) use Go's TLS defaults (accepted: these settings without check-ssl servers, or remove them)", b.Name, s.Name)
+				return
+			}
+		}
+	}
+}
+
+// oneArg reads the single value of a global setting given once.
+func (p *parser) oneArg(l line, kw, form string) (string, bool) {
+	if !p.once(l, kw) {
+		return "", false
+	}
+	args, ok := p.nargs(l, len(strings.Fields(kw)), 1, 1, form)
+	if !ok {
+		return "", false
+	}
+	return args[0], true
+}
+
+// endForwardingListen stores a listen section with servers as a frontend
+// and a backend of its name, as haproxy runs it: one proxy that accepts
+// and forwards.
+func (p *parser) endForwardingListen(webToo bool) {
+	ls, be := p.ls, p.be
+	l := line{num: p.secLine}
+	switch {
+	case webToo:
+		p.errorf(l, "listen", "%s both forwards (line %d) and serves a monitor or stats page: vipstack serves them from separate listen sections", p.key, ls.forwardLine)
+		return
+	case ls.mode == "http" && ls.modeLine == 0 && !p.broken:
+		p.errorf(l, "mode", "%s has mode http from defaults (line %d): vipstack forwards TCP only (accepted: mode tcp in %s or in defaults)", p.key, p.defModeLine, p.key)
+		return
+	case ls.mode == "http":
+		p.errorf(line{num: ls.modeLine}, "mode", "%s forwards in mode http: vipstack forwards TCP only (accepted: mode tcp)", p.key)
+		return
+	}
+	if p.httplogAt != 0 && ls.logFormat == "" {
+		p.warnf(line{num: p.httplogAt}, "'option httplog' not usable with proxy '%s' (needs 'mode http'). Falling back to 'option tcplog'.", ls.name)
+	}
+	if p.forwardforAt != 0 {
+		p.warnf(line{num: p.forwardforAt}, "'option forwardfor' ignored for proxy '%s' as it requires HTTP mode.", ls.name)
+	}
+	p.endChecks()
+	fe := lbconfig.Frontend{Name: ls.name, Binds: ls.binds, Backend: ls.name, LogTargets: ls.logs}
+	format := p.logFormat
+	if ls.logFormat != "" {
+		format = ls.logFormat
+	}
+	if len(ls.logs) > 0 && format != "" {
+		fe.Log = &lbconfig.ConnLog{Format: format, DontLogNull: p.dontLogNull}
+	}
+	be.LogTargets = slices.Clone(ls.logs)
+	// Positions for Validate's messages, under the frontend's and the
+	// backend's keys.
+	for k, v := range p.cfg.Source {
+		if rest, ok := strings.CutPrefix(k, p.key); ok && (rest == "" || rest[0] == '/') {
+			p.source(lbconfig.FrontendKey(ls.name)+rest, line{num: atoiLine(v)})
+			if rest == "" {
+				p.source(lbconfig.BackendKey(ls.name), line{num: atoiLine(v)})
+			}
+		}
+	}
+	if i := slices.Index(p.cfg.Proxies, p.key); i >= 0 {
+		p.cfg.Proxies = slices.Replace(p.cfg.Proxies, i, i+1, lbconfig.FrontendKey(ls.name), lbconfig.BackendKey(ls.name))
+	}
+	p.cfg.Frontends = append(p.cfg.Frontends, fe)
+	p.cfg.Backends = append(p.cfg.Backends, *be)
+}
+
+// atoiLine returns the line of a "file:line" position.
+func atoiLine(pos string) int {
+	n, _ := strconv.Atoi(pos[strings.LastIndex(pos, ":")+1:])
+	return n
+}
+
 func (p *parser) global(l line) {
-	switch keyword(l.words) {
+	kw := keyword(l.words)
+	switch {
+	case strings.HasPrefix(kw, "ssl-default-bind-"):
+		// They set the TLS of `bind ... ssl`, which vipstack refuses:
+		// they apply to nothing here, as in haproxy without ssl binds.
+		p.nargs(l, 1, 1, 64, "a value, or options")
+		return
+	case strings.HasPrefix(kw, "ssl-default-server-"):
+		// They set the TLS of servers: refused at the file's end when
+		// a server checks over TLS (endFile).
+		if _, ok := p.nargs(l, 1, 1, 64, "a value, or options"); ok && p.sslServerLine == 0 {
+			p.sslServerLine = l.num
+		}
+		return
+	}
+	switch kw {
+	case "daemon":
+		if _, ok := p.nargs(l, 1, 0, 0, ""); ok {
+			p.warnf(l, "daemon: vipstack lb stays in the foreground, as haproxy does in master-worker mode under a supervisor (-Ws); "+
+				"run it from systemd or another supervisor")
+		}
+	case "user", "uid", "group", "gid":
+		isUser := kw == "user" || kw == "uid"
+		key := "group"
+		if isUser {
+			key = "user"
+		}
+		v, ok := p.oneArg(l, key, "a name or number")
+		if !ok {
+			return
+		}
+		if (kw == "uid" || kw == "gid") && !isDigits(v) {
+			p.errorf(l, kw, "%s %q is not a number (accepted: a numeric id; user and group take names)", kw, v)
+			return
+		}
+		if isUser {
+			p.cfg.User = v
+		} else {
+			p.cfg.Group = v
+		}
+	case "chroot":
+		if v, ok := p.oneArg(l, kw, "a directory"); ok {
+			if !strings.HasPrefix(v, "/") {
+				p.errorf(l, kw, "chroot %q is not an absolute path (accepted: a directory such as /var/lib/haproxy)", v)
+				return
+			}
+			p.cfg.Chroot = v
+		}
+	case "pidfile":
+		if v, ok := p.oneArg(l, kw, "a file path"); ok {
+			p.cfg.PIDFile = v
+		}
+	case "nbthread":
+		if v, ok := p.oneArg(l, kw, "a number of threads"); ok {
+			n, ok := p.intArg(l, kw, v, 1, "1 or more")
+			if ok && n == 0 {
+				p.errorf(l, kw, "nbthread 0 is out of range (accepted: 1 or more)")
+				return
+			}
+			p.cfg.NbThread = n
+		}
+	case "ca-base", "crt-base":
+		// Directories for relative CA and certificate file names;
+		// vipstack reads no such file (no ssl binds, no ca-file), so
+		// they apply to nothing, as in haproxy without those files.
+		p.oneArg(l, kw, "a directory")
+	case "stats timeout":
+		if v, ok := p.oneArg(l, kw, "a time such as 30s"); ok {
+			if d, ok := p.timeArg(l, kw, v, msUnit); ok {
+				if d == 0 {
+					p.errorf(l, kw, "stats timeout 0 is out of range (accepted: 1ms or more)")
+					return
+				}
+				p.statsTimeout = d
+			}
+		}
 	case "maxconn":
 		if !p.once(l, "maxconn") {
 			return
@@ -567,12 +824,37 @@ func (p *parser) defaults(l line) {
 			p.cfg.MaxConn, _ = p.intArg(l, kw, args[0], 0, "0..2147483647; 0 means the global maxconn")
 		}
 	case "mode":
-		p.tcpMode(l)
+		p.defaultsMode(l)
 	case "log", "no log":
 		p.log(l)
 	case "log-format", "option tcplog":
 		p.logFormatLine(l, &p.logFormat)
-		p.logFormatAt = l.num
+		p.logFormatAt, p.httplogAt = l.num, 0
+	case "option httplog":
+		// For a TCP proxy, haproxy falls back to option tcplog with a
+		// warning (endSection); a monitor or stats section in mode http
+		// would log its requests, which endListen judges.
+		if _, ok := p.nargs(l, 2, 0, 0, ""); ok && p.once(l, kw) {
+			p.logFormat, p.logFormatAt, p.httplogAt = lbconfig.TCPLogFormat, l.num, l.num
+		}
+	case "option forwardfor":
+		// An HTTP header: haproxy ignores it, with a warning, in each
+		// TCP proxy (endSection), and monitor and stats sections
+		// forward nothing.
+		if _, ok := p.nargs(l, 2, 0, 5, "[except NETWORK] [header NAME] [if-none]"); ok && p.once(l, kw) {
+			p.forwardforAt = l.num
+		}
+	case "option http-server-close":
+		// Closes the server side of HTTP connections after each
+		// response: TCP proxies have no HTTP side, and monitor and stats
+		// sections no server; haproxy says nothing, it changes nothing.
+		if _, ok := p.nargs(l, 2, 0, 0, ""); ok {
+			p.once(l, kw)
+		}
+	case "errorfile":
+		p.errorfile(l)
+	case "default-server":
+		p.defaultServer(l)
 	case "option dontlognull":
 		if p.once(l, kw) {
 			if _, ok := p.nargs(l, 2, 0, 0, ""); ok {
@@ -614,7 +896,65 @@ func (p *parser) defaults(l line) {
 	}
 }
 
-// tcpMode handles `mode` in defaults, frontend and backend.
+// defaultsMode reads defaults' mode: tcp or http. Under mode http, each
+// frontend and backend must say mode tcp (endSection).
+func (p *parser) defaultsMode(l line) {
+	if !p.once(l, "mode") {
+		return
+	}
+	args, ok := p.nargs(l, 1, 1, 1, "tcp or http")
+	if !ok {
+		return
+	}
+	switch args[0] {
+	case "tcp", "http":
+		p.defMode, p.defModeLine = args[0], l.num
+	default:
+		p.errorf(l, "mode", "mode %q is not a haproxy mode (accepted: tcp, http)", args[0])
+	}
+}
+
+// errorfileCodes are the status codes haproxy 2.6 takes an errorfile for.
+const errorfileCodes = "200 400 401 403 404 405 407 408 410 413 425 429 500 501 502 503 504"
+
+// errorfile reads defaults' `errorfile CODE FILE`. haproxy reads the file
+// at once; it answers from it only in HTTP proxies, so TCP ones are
+// unchanged and a monitor or stats section is refused (endListen).
+func (p *parser) errorfile(l line) {
+	args, ok := p.nargs(l, 1, 2, 2, "CODE FILE")
+	if !ok {
+		return
+	}
+	if !inList(errorfileCodes, args[0]) {
+		p.errorf(l, "errorfile", "errorfile: status code %q is not one haproxy takes (accepted: %s)", args[0], commas(errorfileCodes))
+		return
+	}
+	if _, err := os.Stat(args[1]); err != nil {
+		p.errorf(l, "errorfile", "errorfile: cannot open %q: %v", args[1], errors.Unwrap(err))
+		return
+	}
+	if p.errorfileAt == 0 {
+		p.errorfileAt = l.num
+	}
+}
+
+// inheritedHTTP checks the mode a frontend or backend gets from defaults
+// and warns, in haproxy's words, about defaults' HTTP options it ignores.
+func (p *parser) inheritedHTTP(what, name string, ownFormat bool) {
+	if _, own := p.seen["mode"]; !own && p.defMode == "http" && !p.broken {
+		p.errorf(line{num: p.secLine}, "mode", "%s has mode http from defaults (line %d): vipstack's frontends and backends are TCP only "+
+			"(accepted: mode tcp in %s or in defaults)", p.key, p.defModeLine, p.key)
+		return
+	}
+	if p.httplogAt != 0 && what != "backend" && !ownFormat {
+		p.warnf(line{num: p.httplogAt}, "'option httplog' not usable with %s '%s' (needs 'mode http'). Falling back to 'option tcplog'.", what, name)
+	}
+	if p.forwardforAt != 0 {
+		p.warnf(line{num: p.forwardforAt}, "'option forwardfor' ignored for %s '%s' as it requires HTTP mode.", what, name)
+	}
+}
+
+// tcpMode handles `mode` in frontend and backend.
 func (p *parser) tcpMode(l line) {
 	if !p.once(l, "mode") {
 		return
@@ -641,6 +981,7 @@ func (p *parser) timeout(l line) {
 		"queue":           &p.cfg.Timeouts.Queue,
 		"http-request":    &p.cfg.Timeouts.HTTPRequest,
 		"http-keep-alive": &p.cfg.Timeouts.HTTPKeepAlive,
+		"check":           &p.cfg.Timeouts.Check,
 	}
 	kw := keyword(l.words)
 	if len(l.words) < 2 {
@@ -748,6 +1089,14 @@ func (p *parser) logFormatLine(l line, dst *string) {
 func (p *parser) listen(l line) {
 	ls := p.ls
 	kw := keyword(l.words)
+	if slices.Contains(strings.Split(listenBackendKeywords, "|"), kw) {
+		if ls.forwardLine == 0 {
+			ls.forwardLine = l.num
+			p.be = &lbconfig.Backend{Name: ls.name, DontLogNull: p.dontLogNull, RedispatchOnRetry: p.redispatch}
+		}
+		p.backend(l)
+		return
+	}
 	if strings.HasPrefix(kw, "stats ") && ls.statsLine == 0 {
 		ls.statsLine = l.num
 	}
@@ -778,7 +1127,14 @@ func (p *parser) listen(l line) {
 		if p.once(l, kw) {
 			p.nargs(l, 2, 0, 0, "")
 		}
-	case "option httplog", "log-format", "option tcplog":
+	case "log-format", "option tcplog":
+		// A forwarding listen's connection log; refused in monitor and
+		// stats sections at the section's end.
+		p.logFormatLine(l, &ls.logFormat)
+		if ls.formatLine == 0 {
+			ls.formatLine = l.num
+		}
+	case "option httplog":
 		// haproxy would write a request line for each stream but a
 		// monitor hit (see endListen): vipstack does not.
 		p.errorf(l, kw, "%s in %s: vipstack writes no request lines for monitor and stats sections "+
@@ -828,6 +1184,8 @@ func (p *parser) backend(l line) {
 	switch kw := keyword(l.words); kw {
 	case "server":
 		p.server(l)
+	case "default-server":
+		p.defaultServer(l)
 	case "balance":
 		if !p.once(l, kw) {
 			return
@@ -857,6 +1215,23 @@ func (p *parser) backend(l line) {
 			c.Method, c.URI, c.Version = args[0], args[1], args[2]
 		}
 		p.be.Check = c
+	case "option tcp-check":
+		if _, ok := p.nargs(l, 2, 0, 0, ""); ok && p.once(l, kw) {
+			p.tcpCheckAt = l.num
+		}
+	case "option tcplog":
+		// Backends write no connection log: haproxy warns and goes on.
+		if _, ok := p.nargs(l, 2, 0, 0, ""); ok && p.kind == secBackend {
+			p.warnf(l, "backend '%s' : 'option tcplog' directive is ignored in backends.", p.be.Name)
+		}
+	case "option ssl-hello-chk":
+		if _, ok := p.nargs(l, 2, 0, 0, ""); ok && p.once(l, kw) {
+			p.be.SSLHelloCheck = true
+		}
+	case "tcp-check":
+		p.tcpCheck(l)
+	case "http-check":
+		p.httpCheck(l)
 	case "option log-health-checks":
 		if p.once(l, kw) {
 			if _, ok := p.nargs(l, 2, 0, 0, ""); ok {
@@ -900,20 +1275,67 @@ func (p *parser) server(l line) {
 	fail := func(kw, format string, a ...any) {
 		p.errorf(l, kw, "%s: "+format, append([]any{field}, a...)...)
 	}
-	s := lbconfig.Server{Name: name, Verify: true}
-	addr, _, msg := parseAddr(l.words[2], false)
+	s := p.defServer
+	s.Name = name
+	text := l.words[2]
+	if i := strings.LastIndexByte(text, ':'); i > 0 && p.opts.LookupHost != nil && !strings.HasPrefix(text, "[") {
+		if host := text[:i]; host != "localhost" && host != "*" && !strings.Contains(host, ":") && !isIPText(host) {
+			ips, err := p.opts.LookupHost(host)
+			if err != nil || len(ips) == 0 {
+				fail("server", "could not resolve address '%s' (accepted: a host name the system resolves at start, or an IP address)", host)
+				return
+			}
+			ip := ips[0].Unmap()
+			s.Host = host
+			text = netip.AddrPortFrom(ip, 0).String()
+			text = text[:strings.LastIndexByte(text, ':')] + l.words[2][i:]
+		}
+	}
+	addr, _, msg := parseAddr(text, false)
 	if msg != "" {
 		fail("server", "%s", msg)
 		return
 	}
 	s.Addr = addr
-	params := l.words[3:]
 	seen := map[string]bool{}
+	if !p.serverParams(l.words[3:], &s, seen, fail) {
+		return
+	}
+	if seen["verify"] && !s.CheckSSL {
+		p.warnf(l, "%s: verify applies to TLS health checks (check-ssl), which this server does not have: it changes nothing here", field)
+	}
+	if s.Check && s.CheckSSL && s.Verify {
+		p.warnf(l, "%s: its health checks verify the server certificate against the system's CA pool "+
+			"(haproxy 2.6 needs a ca-file for this, which vipstack does not support; write verify none to skip verification)", field)
+	}
+	p.source(lbconfig.ServerKey(p.be.Name, name), l)
+	p.be.Servers = append(p.be.Servers, s)
+}
+
+// defaultServer reads `default-server [params]`: the parameters the
+// servers after it in the section (or, in defaults, in every backend)
+// start from, as in haproxy.
+func (p *parser) defaultServer(l line) {
+	fail := func(kw, format string, a ...any) {
+		p.errorf(l, kw, "%s, default-server: "+format, append([]any{p.key}, a...)...)
+	}
+	tmpl := p.defServer
+	if p.serverParams(l.words[1:], &tmpl, map[string]bool{}, fail) {
+		p.defServer = tmpl
+		if p.kind == secDefaults {
+			p.defaultsServer = tmpl
+		}
+	}
+}
+
+// serverParams reads server parameters into s; seen holds those already
+// given on the line. It reports the first error through fail.
+func (p *parser) serverParams(params []string, s *lbconfig.Server, seen map[string]bool, fail func(kw, format string, a ...any)) bool {
 	for i := 0; i < len(params); i++ {
 		param := params[i]
 		if seen[param] {
 			fail(param, "parameter %s is given twice", param)
-			return
+			return false
 		}
 		seen[param] = true
 		value := func(want string) (string, bool) {
@@ -933,19 +1355,19 @@ func (p *parser) server(l line) {
 			v, ok := value("none or required")
 			switch {
 			case !ok:
-				return
+				return false
 			case v == "none":
 				s.Verify = false
 			case v == "required":
 				s.Verify = true
 			default:
 				fail(param, "verify %q is not a verify method (accepted: none, required)", v)
-				return
+				return false
 			}
 		case "weight", "fall", "rise":
 			v, ok := value("a number")
 			if !ok {
-				return
+				return false
 			}
 			want := "1 or more"
 			if param == "weight" {
@@ -955,14 +1377,14 @@ func (p *parser) server(l line) {
 			switch {
 			case msg != "":
 				fail(param, "%s", msg)
-				return
+				return false
 			case n == 0 && param == "weight":
 				fail(param, "weight 0 is not supported by vipstack (accepted: 1..%d): "+
 					"haproxy's weight 0 takes a server out of load balancing, which vipstack does not do", lbconfig.MaxWeight)
-				return
+				return false
 			case n == 0:
 				fail(param, "%s 0 is out of range (accepted: 1 or more)", param)
-				return
+				return false
 			case param == "weight":
 				s.Weight = n
 			case param == "fall":
@@ -973,33 +1395,25 @@ func (p *parser) server(l line) {
 		case "inter":
 			v, ok := value("a time such as 2s")
 			if !ok {
-				return
+				return false
 			}
 			d, msg := parseTime(v, msUnit)
 			switch {
 			case msg != "":
 				fail(param, "inter %q %s", v, msg)
-				return
+				return false
 			case d == 0:
 				fail(param, "inter %s is out of range (accepted: 1ms or more)", v)
-				return
+				return false
 			default:
 				s.Inter = d
 			}
 		default:
 			fail(param, "parameter %q is not supported by vipstack (supported: %s)", param, serverParams)
-			return
+			return false
 		}
 	}
-	if seen["verify"] && !s.CheckSSL {
-		p.warnf(l, "%s: verify applies to TLS health checks (check-ssl), which this server does not have: it changes nothing here", field)
-	}
-	if s.Check && s.CheckSSL && s.Verify {
-		p.warnf(l, "%s: its health checks verify the server certificate against the system's CA pool "+
-			"(haproxy 2.6 needs a ca-file for this, which vipstack does not support; write verify none to skip verification)", field)
-	}
-	p.source(lbconfig.ServerKey(p.be.Name, name), l)
-	p.be.Servers = append(p.be.Servers, s)
+	return true
 }
 
 // bind parses `bind ADDRESS[,ADDRESS...] [v4v6]`; first is the index of
@@ -1065,4 +1479,94 @@ func intValue(kw, v string, lo int, want string) (int, string) {
 		return 0, fmt.Sprintf("%s %d is out of range (accepted: %s)", kw, n, want)
 	}
 	return int(n), ""
+}
+
+// tcpCheck reads `tcp-check connect [port N]`, `tcp-check send STRING` and
+// `tcp-check expect string STRING`.
+func (p *parser) tcpCheck(l line) {
+	const accepted = "tcp-check connect [port PORT], tcp-check send STRING, tcp-check expect string STRING"
+	if p.tcpRulesAt == 0 {
+		p.tcpRulesAt = l.num
+	}
+	args := l.words[1:]
+	if len(args) == 0 {
+		p.errorf(l, "tcp-check", "tcp-check needs a rule (accepted: %s)", accepted)
+		return
+	}
+	var r lbconfig.TCPCheckRule
+	switch {
+	case args[0] == "connect" && (len(args) == 1 || len(args) == 3 && args[1] == "port"):
+		if len(p.be.TCPCheck) > 0 {
+			p.errorf(l, "tcp-check", "tcp-check connect after other rules in %s is not supported by vipstack (accepted: one connect, as the first rule)", p.key)
+			return
+		}
+		r.Connect = true
+		if len(args) == 3 {
+			n, msg := intValue("port", args[2], 1, "1..65535")
+			if msg == "" && n > 65535 {
+				msg = fmt.Sprintf("port %d is out of range (accepted: 1..65535)", n)
+			}
+			if msg != "" {
+				p.errorf(l, "tcp-check", "tcp-check connect %s", msg)
+				return
+			}
+			r.Port = n
+		}
+	case args[0] == "send" && len(args) == 2:
+		r.Send = args[1]
+	case args[0] == "expect" && len(args) == 3 && args[1] == "string":
+		r.Expect = args[2]
+	default:
+		p.errorf(l, "tcp-check", "tcp-check %q is not supported by vipstack (accepted: %s)", strings.Join(args, " "), accepted)
+		return
+	}
+	p.be.TCPCheck = append(p.be.TCPCheck, r)
+}
+
+// httpCheck reads `http-check expect status CODES`.
+func (p *parser) httpCheck(l line) {
+	args := l.words[1:]
+	if len(args) != 3 || args[0] != "expect" || args[1] != "status" {
+		p.errorf(l, "http-check", "http-check %q is not supported by vipstack (accepted: http-check expect status CODES, such as 200 or 200-399)", strings.Join(args, " "))
+		return
+	}
+	if !p.once(l, "http-check expect") {
+		return
+	}
+	if _, err := lbconfig.StatusRanges(args[2]); err != nil {
+		p.errorf(l, "http-check", "http-check expect %v", err)
+		return
+	}
+	if p.httpRulesAt == 0 {
+		p.httpRulesAt = l.num
+	}
+	p.be.Check.ExpectStatus = args[2]
+}
+
+// endChecks settles the backend's check type, with haproxy's warnings
+// for rules of a type the backend does not use.
+func (p *parser) endChecks() {
+	be := p.be
+	httpchk := be.Check.Method != "" || be.Check.URI != ""
+	if p.tcpCheckAt != 0 && httpchk {
+		p.errorf(line{num: p.tcpCheckAt}, "option tcp-check", "%s has both option tcp-check and option httpchk (at line %d): haproxy keeps the last one (accepted: one of them)",
+			p.key, p.seen["option httpchk"])
+	}
+	if at, ok := p.seen["option ssl-hello-chk"]; ok && (httpchk || p.tcpCheckAt != 0) {
+		p.errorf(line{num: at}, "option ssl-hello-chk", "%s has option ssl-hello-chk and another check type (option httpchk or option tcp-check): haproxy keeps the last one (accepted: one of them)", p.key)
+	}
+	if p.httpRulesAt != 0 && !httpchk {
+		p.warnf(line{num: p.httpRulesAt}, "backend '%s' uses http-check rules without 'option httpchk', so the rules are ignored.", be.Name)
+		be.Check.ExpectStatus = ""
+	}
+	if p.tcpRulesAt != 0 && p.tcpCheckAt == 0 {
+		p.warnf(line{num: p.tcpRulesAt}, "backend '%s' uses tcp-check rules without 'option tcp-check', so the rules are ignored.", be.Name)
+		be.TCPCheck = nil
+	}
+}
+
+// isIPText reports whether s parses as an IP address.
+func isIPText(s string) bool {
+	_, err := netip.ParseAddr(s)
+	return err == nil
 }

@@ -134,6 +134,10 @@ type HTTP struct {
 	URI     string // "" means "/"
 	Version string // "" means HTTP/1.0
 	TLS     *tls.Config
+	// ExpectStatus are the status codes that pass, as inclusive ranges
+	// (haproxy's `http-check expect status 200,300-399`); empty means 2xx
+	// and 3xx.
+	ExpectStatus [][2]int
 }
 
 // Request returns the bytes the probe sends. haproxy sends the request
@@ -191,7 +195,14 @@ func (p HTTP) Probe(ctx context.Context) Result {
 	}
 	resp.Body.Close()
 	reason := strings.TrimSpace(strings.TrimPrefix(resp.Status, fmt.Sprint(resp.StatusCode)))
-	if resp.StatusCode >= 200 && resp.StatusCode < 400 {
+	pass := resp.StatusCode >= 200 && resp.StatusCode < 400
+	if len(p.ExpectStatus) > 0 {
+		pass = false
+		for _, r := range p.ExpectStatus {
+			pass = pass || resp.StatusCode >= r[0] && resp.StatusCode <= r[1]
+		}
+	}
+	if pass {
 		return Result{OK: true, Status: L7OK, Code: resp.StatusCode, Info: reason}
 	}
 	return Result{Status: L7STS, Code: resp.StatusCode, Info: reason}

@@ -3,6 +3,7 @@ package lb
 import (
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"fmt"
 	"net/netip"
 	"sync"
@@ -22,8 +23,11 @@ type checkConf struct {
 	enabled      bool
 	ssl, verify  bool
 	inter        time.Duration
+	timeout      time.Duration // 0: inter
 	rise, fall   int
 	http         lbconfig.HTTPCheck
+	tcpCheck     string // lbconfig.Backend.TCPCheck as JSON: comparable
+	sslHello     bool
 	logHealthChk bool
 }
 
@@ -31,7 +35,33 @@ func checkConfOf(b lbconfig.Backend, s lbconfig.Server) checkConf {
 	if !s.Check {
 		return checkConf{}
 	}
-	return checkConf{enabled: true, ssl: s.CheckSSL, verify: s.Verify, inter: s.Inter, rise: s.Rise, fall: s.Fall, http: b.Check, logHealthChk: b.LogHealthChecks}
+	return checkConf{enabled: true, ssl: s.CheckSSL, verify: s.Verify, inter: s.Inter, timeout: s.CheckTimeout, rise: s.Rise, fall: s.Fall, http: b.Check, tcpCheck: tcpCheckKey(b.TCPCheck), sslHello: b.SSLHelloCheck, logHealthChk: b.LogHealthChecks}
+}
+
+func tcpCheckKey(rules []lbconfig.TCPCheckRule) string {
+	if len(rules) == 0 {
+		return ""
+	}
+	b, _ := json.Marshal(rules)
+	return string(b)
+}
+
+// tcpScript is the prober for `option tcp-check` rules.
+func tcpScript(conf checkConf, addr netip.AddrPort, tlsConf *tls.Config) healthcheck.TCPScript {
+	var rules []lbconfig.TCPCheckRule
+	_ = json.Unmarshal([]byte(conf.tcpCheck), &rules) // written by tcpCheckKey
+	p := healthcheck.TCPScript{Addr: addr, TLS: tlsConf}
+	for _, r := range rules {
+		switch {
+		case r.Connect && r.Port != 0:
+			p.Addr = netip.AddrPortFrom(addr.Addr(), uint16(r.Port))
+		case r.Send != "":
+			p.Steps = append(p.Steps, healthcheck.Step{Send: []byte(r.Send)})
+		case r.Expect != "":
+			p.Steps = append(p.Steps, healthcheck.Step{Expect: []byte(r.Expect)})
+		}
+	}
+	return p
 }
 
 // statusIndex maps a check status to its slot in server.results.
@@ -244,10 +274,19 @@ func (s *server) startCheckLocked(conf checkConf) {
 	}
 	tlsConf := healthcheckTLS(conf, s.addr)
 	var prober healthcheck.Prober = healthcheck.TCP{Addr: s.addr, TLS: tlsConf}
-	if conf.http.Method != "" || conf.http.URI != "" {
-		prober = healthcheck.HTTP{Addr: s.addr, Method: conf.http.Method, URI: conf.http.URI, Version: conf.http.Version, TLS: tlsConf}
+	switch {
+	case conf.http.Method != "" || conf.http.URI != "":
+		expect, _ := lbconfig.StatusRanges(conf.http.ExpectStatus) // checked by the reader
+		if conf.http.ExpectStatus == "" {
+			expect = nil
+		}
+		prober = healthcheck.HTTP{Addr: s.addr, Method: conf.http.Method, URI: conf.http.URI, Version: conf.http.Version, TLS: tlsConf, ExpectStatus: expect}
+	case conf.tcpCheck != "":
+		prober = tcpScript(conf, s.addr, tlsConf)
+	case conf.sslHello:
+		prober = healthcheck.SSLHello{Addr: s.addr}
 	}
-	spec := healthcheck.Spec{Name: s.id(), Inter: conf.inter, Rise: conf.rise, Fall: conf.fall, StartDown: !s.up.Load()}
+	spec := healthcheck.Spec{Name: s.id(), Inter: conf.inter, Timeout: conf.timeout, Rise: conf.rise, Fall: conf.fall, StartDown: !s.up.Load()}
 	s.checkUp = s.up.Load()
 	c := healthcheck.New(spec, prober, healthcheck.Options{
 		Clock:    s.lb.clk,

@@ -89,7 +89,7 @@ func (c *Change) Commit() {
 		want[k] = true
 		if so, ok := c.added[k]; ok {
 			so.srv = New(Options{Balancer: s.bal, Level: levelOf(spec.Level), Version: s.version, Started: s.started,
-				Logger: s.log, Clients: s.clients, ListenerID: i + 1})
+				Logger: s.log, Clients: s.clients, ListenerID: i + 1, IdleTimeout: spec.IdleTimeout})
 			so.done = make(chan struct{})
 			go func() {
 				defer close(so.done)
@@ -104,6 +104,10 @@ func (c *Change) Commit() {
 		so := s.open[k]
 		so.srv.SetListenerID(i + 1)
 		if so.spec != spec {
+			if so.spec.IdleTimeout != spec.IdleTimeout {
+				s.log.Warn("runtime API socket: the new stats timeout applies once the socket is reopened (restart, or move it to another path)",
+					"socket", spec.Address, "timeout", so.spec.IdleTimeout, "new", spec.IdleTimeout)
+			}
 			so.srv.SetLevel(levelOf(spec.Level))
 			if spec.Network == "unix" {
 				if err := setFileMode(spec); err != nil {

@@ -1,7 +1,10 @@
 package lbconfig
 
 import (
+	"fmt"
 	"net/netip"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -38,6 +41,21 @@ type Config struct {
 	// global); empty means "haproxy" (see internal/lb's doc).
 	LogTag string
 
+	// PIDFile is where `vipstack lb` writes its process id at start and
+	// removes it at exit (haproxy's `pidfile` in global); empty: none.
+	PIDFile string
+	// User and Group are who `vipstack lb` runs as once its listeners
+	// and runtime API sockets are open (haproxy's `user`/`uid` and
+	// `group`/`gid` in global): a name or a number; empty keeps root.
+	User, Group string
+	// Chroot is the directory `vipstack lb` makes its root once its
+	// sockets are open (haproxy's `chroot`); empty: none.
+	Chroot string
+	// NbThread caps the threads that run Go code (GOMAXPROCS), as
+	// haproxy's `nbthread` caps its threads; 0 leaves Go's default (one
+	// per CPU, as haproxy 2.6's).
+	NbThread int
+
 	// Source says where each piece was read, for error messages: keys
 	// like "backend masters/server m0" map to "file:line". The key scheme
 	// is in validate.go (FrontendKey, ItemKey, ServerKey, BindKey, ...).
@@ -65,6 +83,10 @@ type StatsSocket struct {
 	// User and Group own a Unix socket (haproxy's `user`/`uid` and
 	// `group`/`gid`): a name or a number; empty leaves the process's.
 	User, Group string
+	// IdleTimeout closes a connection that sends no line for this long
+	// (haproxy's `stats timeout` in global); 0 means lbcli's default,
+	// haproxy's 10s.
+	IdleTimeout time.Duration
 }
 
 // StatsSocketLevels are the accepted StatsSocket.Level values.
@@ -79,6 +101,10 @@ type Timeouts struct {
 	Queue         time.Duration
 	HTTPRequest   time.Duration
 	HTTPKeepAlive time.Duration
+	// Check is haproxy's `timeout check`: with it, a health check may
+	// take min(Connect, inter) to connect and Check more to answer
+	// (Server.CheckTimeout).
+	Check time.Duration
 }
 
 // Frontend accepts client connections and sends them to a backend.
@@ -115,9 +141,15 @@ const (
 
 // Backend is a set of servers.
 type Backend struct {
-	Name              string
-	Balance           Balance
-	Check             HTTPCheck // Method == "" means TCP connect checks
+	Name    string
+	Balance Balance
+	Check   HTTPCheck // Method == "" means TCP connect checks
+	// TCPCheck is `option tcp-check`'s dialogue (`tcp-check` rules); empty
+	// means a connect check. Not with Check.
+	TCPCheck []TCPCheckRule
+	// SSLHelloCheck is `option ssl-hello-chk`: a TLS ClientHello that a
+	// TLS answer passes. Not with Check or TCPCheck.
+	SSLHelloCheck     bool
 	LogHealthChecks   bool
 	Servers           []Server
 	DontLogNull       bool
@@ -130,6 +162,36 @@ type Backend struct {
 // HTTPCheck is `option httpchk METHOD URI VERSION`.
 type HTTPCheck struct {
 	Method, URI, Version string
+	// ExpectStatus is `http-check expect status`: codes and ranges,
+	// comma separated ("200", "200-399,401"); empty means 2xx and 3xx.
+	ExpectStatus string
+}
+
+// TCPCheckRule is one `tcp-check` rule: a connect (Port, 0 for the
+// server's), a Send or an Expect (`expect string`).
+type TCPCheckRule struct {
+	Connect bool
+	Port    int
+	Send    string
+	Expect  string
+}
+
+// StatusRanges parses ExpectStatus into inclusive ranges.
+func StatusRanges(s string) ([][2]int, error) {
+	var out [][2]int
+	for _, part := range strings.Split(s, ",") {
+		lo, hi, isRange := strings.Cut(part, "-")
+		if !isRange {
+			hi = lo
+		}
+		a, err1 := strconv.Atoi(lo)
+		b, err2 := strconv.Atoi(hi)
+		if err1 != nil || err2 != nil || a < 100 || b > 599 || a > b {
+			return nil, fmt.Errorf("status %q is not a code or range of codes 100..599 (accepted: 200, 200-399, 200,301)", part)
+		}
+		out = append(out, [2]int{a, b})
+	}
+	return out, nil
 }
 
 // Server is one backend server.
@@ -143,6 +205,12 @@ type Server struct {
 	Inter    time.Duration
 	Fall     int
 	Rise     int
+	// Host is the host name Addr was resolved from at load, "" for an
+	// IP address.
+	Host string
+	// CheckTimeout bounds one health check; 0 means Inter, haproxy's rule
+	// without `timeout check`. The reader sets it from Timeouts.Check.
+	CheckTimeout time.Duration
 }
 
 // Monitor is a `listen` section in `mode http` with a `monitor-uri`: it

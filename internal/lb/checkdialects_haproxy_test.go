@@ -1,0 +1,191 @@
+package lb
+
+import (
+	"bufio"
+	"crypto/tls"
+	"encoding/csv"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/vipstack/vipstack/internal/peers"
+)
+
+// TestCheckDialectsMatchHaproxy runs haproxy 2.6 and vipstack side by
+// side on one file using listen sections that forward, default-server,
+// option tcp-check with a send/expect dialogue, option ssl-hello-chk and
+// http-check expect status, against the same servers, and compares each
+// server's check_status; then a client goes through each balancer's
+// forwarding listen.
+func TestCheckDialectsMatchHaproxy(t *testing.T) {
+	if _, err := exec.LookPath("haproxy"); err != nil {
+		t.Skip("haproxy not installed")
+	}
+	// A Redis-like server: +PONG to PING, -ERR to anything else; a
+	// client that sends nothing gets a greeting.
+	redis := startBackendFunc(t, "redis", func(c net.Conn) {
+		c.SetDeadline(time.Now().Add(bound))
+		line, err := bufio.NewReader(c).ReadString('\n')
+		switch {
+		case line == "PING\r\n":
+			c.Write([]byte("+PONG\r\n"))
+		case err == nil:
+			c.Write([]byte("-ERR unknown\r\n"))
+		}
+	}).addr.String()
+	greeter := startBackendFunc(t, "greeter", func(c net.Conn) {
+		c.Write([]byte("hello from greeter\n"))
+	}).addr.String()
+	tlsSrv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	tlsSrv.Config.ErrorLog = log.New(io.Discard, "", 0)
+	tlsSrv.TLS = &tls.Config{}
+	tlsSrv.StartTLS()
+	defer tlsSrv.Close()
+	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/moved" {
+			http.Redirect(w, r, "/", http.StatusFound)
+		}
+	}))
+	defer web.Close()
+
+	dir := t.TempDir()
+	conf := func(p0, p1 string) string {
+		return strings.NewReplacer("{{DIR}}", dir, "{{P0}}", p0, "{{P1}}", p1, "{{REDIS}}", redis, "{{GREETER}}", greeter,
+			"{{TLS}}", tlsSrv.Listener.Addr().String(), "{{WEB}}", web.Listener.Addr().String()).Replace(`global
+  stats socket {{DIR}}/haproxy.sock mode 600 level admin
+defaults
+  mode http
+  option httplog
+  timeout connect 1s
+  timeout client 3s
+  timeout server 3s
+  timeout check 1s
+  default-server inter 300ms fall 1 rise 1
+listen ping
+  bind 127.0.0.1:{{P0}}
+  mode tcp
+  option tcp-check
+  tcp-check send PING\r\n
+  tcp-check expect string +PONG
+  server s1 {{REDIS}} check
+listen wrongword
+  bind 127.0.0.1:{{P1}}
+  mode tcp
+  option tcp-check
+  tcp-check send PING\r\n
+  tcp-check expect string +OK
+  server s1 {{REDIS}} check
+backend hello
+  mode tcp
+  option ssl-hello-chk
+  server s1 {{TLS}} check
+backend hellofail
+  mode tcp
+  option ssl-hello-chk
+  server s1 {{REDIS}} check
+backend expect200
+  mode tcp
+  option httpchk GET /moved
+  http-check expect status 200
+  server s1 {{WEB}} check
+backend expect3xx
+  mode tcp
+  option httpchk GET /moved
+  http-check expect status 300-399
+  server s1 {{WEB}} check
+backend greet
+  mode tcp
+  default-server inter 200ms
+  server s1 {{GREETER}} check
+`)
+	}
+	names := []string{"ping", "wrongword", "hello", "hellofail", "expect200", "expect3xx", "greet"}
+	ports := freePorts(t, 2)
+	hout := peers.HAProxy(t, conf(ports[0], ports[1]))
+	l := newLBOpts(t, Options{}, parseOnLoopback(t, conf("1", "2")))
+
+	statuses := func(out string) map[string]string {
+		recs, err := csv.NewReader(strings.NewReader(strings.TrimPrefix(out, "# "))).ReadAll()
+		if err != nil || len(recs) == 0 {
+			return nil
+		}
+		col := slices.Index(recs[0], "check_status")
+		got := map[string]string{}
+		for _, rec := range recs[1:] {
+			if len(rec) == len(recs[0]) && rec[1] == "s1" {
+				st := strings.TrimPrefix(rec[col], "* ")
+				if st == "" || st == "INI" {
+					return nil
+				}
+				got[rec[0]] = st
+			}
+		}
+		if len(got) != len(names) {
+			return nil
+		}
+		return got
+	}
+	mine := func() map[string]string {
+		got := map[string]string{}
+		for _, b := range l.Snapshot().Backends {
+			for _, s := range b.Servers {
+				if s.CheckStatus != "" {
+					got[b.Name] = s.CheckStatus
+				}
+			}
+		}
+		if len(got) != len(names) {
+			return nil
+		}
+		return got
+	}
+	waitListening(t, "unix", dir+"/haproxy.sock")
+	var want, got map[string]string
+	deadline := time.Now().Add(bound)
+	for want == nil || got == nil {
+		if want == nil {
+			want = statuses(haproxyCommand(t, dir+"/haproxy.sock", "show stat"))
+		}
+		if got == nil {
+			got = mine()
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not every server checked: haproxy %q, vipstack %q\nhaproxy:\n%s", want, got, hout.String())
+		}
+		time.Sleep(50 * time.Millisecond) // checks running, bounded
+	}
+	// What each dialect should give, so that agreeing on a wrong
+	// answer fails too.
+	expected := map[string]string{"ping": "L7OK", "wrongword": "L7RSP", "hello": "L6OK", "hellofail": "L6RSP",
+		"expect200": "L7STS", "expect3xx": "L7OK", "greet": "L4OK"}
+	if diff := cmp.Diff(expected, want); diff != "" {
+		t.Errorf("haproxy's check_status differs from this test's expectation (-expected +haproxy):\n%s", diff)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("check_status (-haproxy +vipstack):\n%s", diff)
+	}
+	// The forwarding listen "ping" carries a client to the server in
+	// both.
+	for who, addr := range map[string]string{"haproxy": "127.0.0.1:" + ports[0], "vipstack": l.Addrs("ping")[0].String()} {
+		c, err := net.DialTimeout("tcp", addr, bound)
+		if err != nil {
+			t.Fatalf("%s: %v", who, err)
+		}
+		c.SetDeadline(time.Now().Add(bound))
+		c.Write([]byte("PING\r\n"))
+		line, _ := bufio.NewReader(c).ReadString('\n')
+		c.Close()
+		if line != "+PONG\r\n" {
+			t.Errorf("%s: listen ping answered %q, want +PONG", who, line)
+		}
+	}
+}
