@@ -90,7 +90,7 @@ func Views(ctx context.Context, r client.Reader, node string, ifs Interfaces) ([
 	needReady := map[string]bool{}
 	for i := range svcs.Items {
 		s := &svcs.Items[i]
-		g, _, err := k8s.GroupOf(s.Namespace, s.Annotations)
+		g, err := k8s.ServiceGroup(s.Namespace, s.Annotations, s.Status.Conditions, v1alpha1.ServiceConditionGroup)
 		if err != nil || g.IsZero() {
 			continue
 		}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/vipstack/vipstack/internal/allocator"
 	"github.com/vipstack/vipstack/internal/k8s"
+	"github.com/vipstack/vipstack/internal/k8s/compat"
 	"github.com/vipstack/vipstack/internal/k8s/v1alpha1"
 )
 
@@ -101,6 +102,13 @@ func (c *Controller) reconcileService(ctx context.Context, req reconcile.Request
 	key := req.NamespacedName.String()
 	orig := svc.DeepCopy()
 	group, _, gerr := k8s.GroupOf(svc.Namespace, svc.Annotations)
+	c.mu.Lock()
+	foreign := c.foreign
+	c.mu.Unlock()
+	// A Service that names no group and no class is served from
+	// MetalLB's or kube-vip's pools when vipstack reads some; the group
+	// then follows from the pool of its address.
+	foreignMode := group.IsZero() && gerr == nil && svc.Spec.LoadBalancerClass == nil && !foreign.Empty()
 	now := metav1.NewTime(c.clk.Now())
 	var (
 		warnings []problem
@@ -123,7 +131,7 @@ func (c *Controller) reconcileService(ctx context.Context, req reconcile.Request
 		case group.IsZero() && svc.Spec.LoadBalancerClass != nil:
 			p = &problem{ReasonNoGroup, fmt.Sprintf("loadBalancerClass is %s but the Service names no group: add the annotation %s: NAMESPACE/NAME", k8s.LoadBalancerClass, k8s.GroupAnnotation)}
 		}
-		if group.IsZero() && gerr == nil && svc.Spec.LoadBalancerClass == nil {
+		if group.IsZero() && gerr == nil && svc.Spec.LoadBalancerClass == nil && !foreignMode {
 			// Not ours: a LoadBalancer without our class and without a
 			// group is left to whatever else serves load balancers, but
 			// what we held for it (the group annotation was removed) goes,
@@ -134,7 +142,7 @@ func (c *Controller) reconcileService(ctx context.Context, req reconcile.Request
 				meta.RemoveStatusCondition(&svc.Status.Conditions, v1alpha1.ServiceConditionAllocated)
 			}
 		} else {
-			if p == nil {
+			if p == nil && !foreignMode {
 				var g v1alpha1.VIPGroup
 				if err := c.client.Get(ctx, types.NamespacedName{Namespace: group.Namespace, Name: group.Name}, &g); err != nil {
 					if !apierrors.IsNotFound(err) {
@@ -143,9 +151,17 @@ func (c *Controller) reconcileService(ctx context.Context, req reconcile.Request
 					p = &problem{ReasonGroupNotFound, fmt.Sprintf("VIPGroup %s does not exist (named by the Service's annotation); addresses already held are kept", group)}
 				}
 			}
+			pc := poolChoice{name: strings.TrimSpace(svc.Annotations[k8s.PoolAnnotation]), from: k8s.PoolAnnotation}
+			if foreignMode {
+				name, from, err := foreign.PoolRequest(svc.Annotations)
+				pc = poolChoice{name: name, from: from, candidates: foreign.Candidates()}
+				if err != nil && p == nil {
+					p = &problem{ReasonInvalidRequest, err.Error()}
+				}
+			}
 			if p == nil {
 				var probs []problem
-				newIPs, released, probs = c.allocate(&svc)
+				newIPs, released, probs = c.allocate(&svc, pc)
 				if len(probs) > 0 {
 					p = &probs[0]
 					warnings = append(warnings, probs[1:]...)
@@ -153,6 +169,16 @@ func (c *Controller) reconcileService(ctx context.Context, req reconcile.Request
 			}
 			ips := c.ips(key)
 			svc.Status.LoadBalancer.Ingress = ingressFor(ips, svc.Spec.IPFamilies)
+			if foreignMode {
+				gcond, w := c.foreignGroupCondition(&svc, ips, foreign, now)
+				if g, err := k8s.ParseGroupRef(svc.Namespace, gcond.Message); err == nil && gcond.Status == metav1.ConditionTrue {
+					group = g
+				}
+				if old := findCondition(orig.Status.Conditions, gcond.Type); w != nil && (old == nil || old.Message != gcond.Message) {
+					warnings = append(warnings, *w)
+				}
+				meta.SetStatusCondition(&svc.Status.Conditions, gcond)
+			}
 			if p != nil {
 				cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, p.reason, p.msg
 				switch p.reason {
@@ -173,6 +199,25 @@ func (c *Controller) reconcileService(ctx context.Context, req reconcile.Request
 				outcome = cond.Reason
 			}
 		}
+	}
+	if !foreignMode || !isOurLB(&svc) {
+		meta.RemoveStatusCondition(&svc.Status.Conditions, v1alpha1.ServiceConditionGroup)
+	}
+	// MetalLB's allow-shared-ip: vipstack gives every Service its own
+	// address, and says so.
+	if skey, from := compat.SharingKey(svc.Annotations); from != "" && isOurLB(&svc) {
+		cond := metav1.Condition{Type: v1alpha1.ServiceConditionSharing, Status: metav1.ConditionFalse, Reason: ReasonSharingRefused,
+			ObservedGeneration: svc.Generation, LastTransitionTime: now,
+			Message: fmt.Sprintf("annotation %s %q: vipstack does not share an address between Services; this Service holds addresses of its own, and an address another Service holds is refused (IPInUse)", from, skey)}
+		if old := findCondition(orig.Status.Conditions, cond.Type); old == nil || old.Message != cond.Message {
+			warnings = append(warnings, problem{ReasonSharingRefused, cond.Message})
+		}
+		meta.SetStatusCondition(&svc.Status.Conditions, cond)
+	} else {
+		meta.RemoveStatusCondition(&svc.Status.Conditions, v1alpha1.ServiceConditionSharing)
+	}
+	if isOurLB(&svc) {
+		// Done above.
 	} else if hasCondition(svc.Status.Conditions, v1alpha1.ServiceConditionAllocated) {
 		// Deleted (with a finalizer of someone else), changed type or class.
 		released = append(released, c.release(key)...)
@@ -261,10 +306,18 @@ func (c *Controller) reconcileService(ctx context.Context, req reconcile.Request
 	return reconcile.Result{}, nil
 }
 
+// poolChoice is where a Service's new addresses may come from: the pool
+// it names (by the annotation from), else the candidates in order (nil:
+// every auto-assign pool).
+type poolChoice struct {
+	name, from string
+	candidates []string
+}
+
 // allocate gives svc an address of each family it wants, honouring a
 // requested address and a requested pool. It returns the addresses newly
 // assigned, those given back, and the refusals.
-func (c *Controller) allocate(svc *corev1.Service) (assigned, released []netip.Addr, probs []problem) {
+func (c *Controller) allocate(svc *corev1.Service, pc poolChoice) (assigned, released []netip.Addr, probs []problem) {
 	key := svc.Namespace + "/" + svc.Name
 	as := allocator.Service{Key: key, Namespace: svc.Namespace, Labels: svc.Labels}
 	families := wantedFamilies(svc)
@@ -277,7 +330,7 @@ func (c *Controller) allocate(svc *corev1.Service) (assigned, released []netip.A
 			return nil, nil, []problem{{ReasonInvalidRequest, fmt.Sprintf("requested address %s is %s but the Service's ipFamilies are %v", r, allocator.FamilyOf(r), svc.Spec.IPFamilies)}}
 		}
 	}
-	pool := strings.TrimSpace(svc.Annotations[k8s.PoolAnnotation])
+	pool := pc.name
 	// What the status shows now, per family: kept when still allowed
 	// (addresses a controller before us gave out).
 	shown := map[allocator.Family]netip.Addr{}
@@ -329,7 +382,7 @@ func (c *Controller) allocate(svc *corev1.Service) (assigned, released []netip.A
 			// annotation, which keeps its address when its pool goes.
 			if pool != "" && !c.alloc.HasPool(pool) {
 				probs = append(probs, problem{ReasonNoPool, fmt.Sprintf("pool %s (annotation %s) does not exist or is not valid (see its status); the Service keeps %s meanwhile",
-					pool, k8s.PoolAnnotation, cur)})
+					pool, pc.from, cur)})
 			}
 		default:
 			// The Service names another pool than its address's: move
@@ -348,7 +401,7 @@ func (c *Controller) allocate(svc *corev1.Service) (assigned, released []netip.A
 					c.alloc.ReleaseIP(key, s)
 				}
 			}
-			a, _, err := c.alloc.Allocate(as, f, pool)
+			a, err := c.allocateFrom(as, f, pool, pc.candidates)
 			if err != nil {
 				if has {
 					if rerr := c.alloc.Reserve(key, cur); rerr != nil {
@@ -503,4 +556,68 @@ func joinAddrs(as []netip.Addr) string {
 		s[i] = a.String()
 	}
 	return strings.Join(s, ", ")
+}
+
+// allocateFrom allocates from the named pool, else from the first
+// candidate with a free address (candidates nil: any auto-assign pool).
+func (c *Controller) allocateFrom(as allocator.Service, f allocator.Family, pool string, candidates []string) (netip.Addr, error) {
+	if pool != "" || candidates == nil {
+		a, _, err := c.alloc.Allocate(as, f, pool)
+		return a, err
+	}
+	var errs []error
+	for _, name := range candidates {
+		if !c.alloc.HasPool(name) {
+			continue
+		}
+		a, _, err := c.alloc.Allocate(as, f, name)
+		if err == nil {
+			return a, nil
+		}
+		errs = append(errs, err)
+	}
+	for _, e := range errs {
+		if errors.Is(e, allocator.ErrExhausted) {
+			return netip.Addr{}, e
+		}
+	}
+	if len(errs) > 0 {
+		return netip.Addr{}, errors.Join(errs...)
+	}
+	return netip.Addr{}, &allocator.Error{Op: "allocate " + f.String(), Service: as.Key, Kind: allocator.ErrNoPool,
+		Detail: "no auto-assign MetalLB IPAddressPool or kube-vip range is in effect; name a group with " + k8s.GroupAnnotation}
+}
+
+// Reasons of ServiceConditionGroup.
+const (
+	ReasonFromPool        = "FromPool"
+	ReasonNoAdvertisement = "NoAdvertisement"
+	ReasonSharingRefused  = "SharingNotSupported"
+)
+
+// foreignGroupCondition says which group serves a Service that names
+// none, from the pools of the addresses it holds, and the Warning to send
+// when none does.
+func (c *Controller) foreignGroupCondition(svc *corev1.Service, ips []netip.Addr, cfg compat.Config, now metav1.Time) (metav1.Condition, *problem) {
+	cond := metav1.Condition{Type: v1alpha1.ServiceConditionGroup, ObservedGeneration: svc.Generation, LastTransitionTime: now}
+	if len(ips) == 0 {
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, ReasonNoAdvertisement, "holds no address yet"
+		return cond, nil
+	}
+	strs := make([]string, len(ips))
+	for i, a := range ips {
+		strs[i] = a.String()
+	}
+	g, _, err := c.foreignGroup(strs, cfg, func(ip string) string {
+		a, _ := netip.ParseAddr(ip)
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.alloc.PoolOf(a)
+	})
+	if err != nil {
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, ReasonNoAdvertisement, err.Error()+"; no node announces it"
+		return cond, &problem{ReasonNoAdvertisement, cond.Message}
+	}
+	cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, ReasonFromPool, g.String()
+	return cond, nil
 }

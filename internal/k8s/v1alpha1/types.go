@@ -137,6 +137,14 @@ const (
 	// the addresses (True), or none has and nobody announces them (False,
 	// naming the group's nodes and where the ready endpoints are).
 	ServiceConditionLocalEndpoints = "vipstack.io/LocalEndpointsInGroup"
+	// ServiceConditionGroup on a Service that names no group but holds
+	// addresses of a MetalLB or kube-vip pool (package compat): True, its
+	// message the group (NAMESPACE/NAME) that serves them, for the agents
+	// and the controller's index; False when no group serves the pool.
+	ServiceConditionGroup = "vipstack.io/ServedByGroup"
+	// ServiceConditionSharing on a Service with MetalLB's allow-shared-ip
+	// annotation: False, as vipstack does not share addresses.
+	ServiceConditionSharing = "vipstack.io/IPShared"
 )
 
 // ExternalIPsMessage is the message of a True ServiceConditionExternalIPs
