@@ -13,6 +13,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -233,6 +234,22 @@ func TestMigrateFromMetalLBAndKubeVIP(t *testing.T) {
 	if c := meta.FindStatusCondition(shared.Status.Conditions, v1alpha1.ServiceConditionSharing); c == nil || c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "does not share") {
 		t.Errorf("mlb-shared: sharing condition %+v, want False saying vipstack does not share", c)
 	}
+
+	// kube-vip's sample sets search-order: desc, which vipstack does not
+	// implement: a Warning Event on the ConfigMap says so.
+	k8stest.Eventually(t, 30*time.Second, func() error {
+		var evs eventsv1.EventList
+		if err := admin.List(ctx, &evs, client.InNamespace("kube-system")); err != nil {
+			return err
+		}
+		for _, e := range evs.Items {
+			if e.Regarding.Kind == "ConfigMap" && e.Regarding.Name == "kubevip" && e.Type == corev1.EventTypeWarning &&
+				e.Reason == "NotImplemented" && strings.Contains(e.Note, "search-order") {
+				return nil
+			}
+		}
+		return fmt.Errorf("no Warning Event on ConfigMap kube-system/kubevip about search-order among %d events", len(evs.Items))
+	})
 
 	// New Services naming nothing get the first free address of
 	// kube-vip's range (tried before MetalLB's pools), none of those held:
