@@ -186,7 +186,9 @@ func vipsOf(s *corev1.Service, ready map[string][]string) []VIP {
 	}
 	ours := s.Spec.Type == corev1.ServiceTypeLoadBalancer &&
 		(s.Spec.LoadBalancerClass == nil || *s.Spec.LoadBalancerClass == k8s.LoadBalancerClass)
-	if ours && meta.FindStatusCondition(s.Status.Conditions, v1alpha1.ServiceConditionAllocated) != nil {
+	// A Service sharing another's address (MetalLB's allow-shared-ip)
+	// leaves it to the holder, which announces it.
+	if c := meta.FindStatusCondition(s.Status.Conditions, v1alpha1.ServiceConditionAllocated); ours && c != nil && c.Reason != v1alpha1.ServiceReasonShared {
 		for _, ing := range s.Status.LoadBalancer.Ingress {
 			add(ing.IP)
 		}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
@@ -315,5 +316,46 @@ func TestThirdPartySamples(t *testing.T) {
 				t.Errorf("%s: %v", f, p)
 			}
 		}
+	}
+}
+
+func TestCanShare(t *testing.T) {
+	mk := func(key string, local bool, sel string, ports ...corev1.ServicePort) *corev1.Service {
+		s := &corev1.Service{}
+		s.Namespace, s.Name = "demo", "s"
+		if key != "" {
+			s.Annotations = map[string]string{MetalLBSharedAnnotation: key}
+		}
+		if local {
+			s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
+		}
+		s.Spec.Selector = map[string]string{"app": sel}
+		s.Spec.Ports = ports
+		return s
+	}
+	tcp := func(p int32) corev1.ServicePort { return corev1.ServicePort{Port: p} }
+	udp := func(p int32) corev1.ServicePort { return corev1.ServicePort{Port: p, Protocol: corev1.ProtocolUDP} }
+	legacy := mk("", false, "x", tcp(53))
+	legacy.Annotations = map[string]string{LegacyMetalLBSharedAnnotation: "dns"}
+	for _, tc := range []struct {
+		name string
+		a, b *corev1.Service
+		err  string
+	}{
+		{name: "dns on TCP and UDP", a: mk("dns", false, "x", tcp(53)), b: mk("dns", false, "y", udp(53))},
+		{name: "legacy and current key", a: legacy, b: mk("dns", false, "y", udp(53))},
+		{name: "same port", a: mk("k", false, "x", tcp(80)), b: mk("k", false, "y", tcp(443), tcp(80)), err: "uses port 80/TCP too"},
+		{name: "other key", a: mk("k", false, "x", tcp(80)), b: mk("j", false, "x", tcp(81)), err: `has the sharing key "k", not "j"`},
+		{name: "holder has no key", a: mk("", false, "x", tcp(80)), b: mk("k", false, "x", tcp(81)), err: "which holds it, has no"},
+		{name: "policies differ", a: mk("k", true, "x", tcp(80)), b: mk("k", false, "x", tcp(81)), err: "externalTrafficPolicy Local, not Cluster"},
+		{name: "Local, same selector", a: mk("k", true, "x", tcp(80)), b: mk("k", true, "x", tcp(81))},
+		{name: "Local, other selector", a: mk("k", true, "x", tcp(80)), b: mk("k", true, "y", tcp(81)), err: "Local with another selector"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := CanShare(tc.a, tc.b)
+			if tc.err == "" && err != nil || tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)) {
+				t.Fatalf("CanShare: %v, want error containing %q", err, tc.err)
+			}
+		})
 	}
 }

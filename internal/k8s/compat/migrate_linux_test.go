@@ -46,6 +46,7 @@ type migrated struct {
 	lbIP  string // spec.loadBalancerIP (older kube-vip-cloud-provider)
 	addr  string // what status.loadBalancer.ingress shows
 	group string // the VIPGroup that must serve it
+	port  int32  // default 8080
 }
 
 const (
@@ -60,6 +61,8 @@ var services = []migrated{
 		addr: "198.18.0.166", group: metallbGroup},
 	{name: "mlb-pool", ann: map[string]string{"metallb.io/address-pool": "example"}, addr: "198.18.0.170", group: metallbGroup},
 	{name: "mlb-shared", ann: map[string]string{"metallb.io/allow-shared-ip": "web"}, addr: "198.18.0.161", group: metallbGroup},
+	// MetalLB let it share mlb-shared's address: same key, another port.
+	{name: "mlb-shared-2", ann: map[string]string{"metallb.universe.tf/allow-shared-ip": "web"}, addr: "198.18.0.161", group: metallbGroup, port: 8081},
 	{name: "kv-ips", ann: map[string]string{"kube-vip.io/loadbalancerIPs": "198.18.0.181"}, addr: "198.18.0.181", group: kubevipGroup},
 	{name: "kv-spec", lbIP: "198.18.0.183", addr: "198.18.0.183", group: kubevipGroup},
 	{name: "kv-plain", addr: "198.18.0.180", group: kubevipGroup},
@@ -106,7 +109,7 @@ func leaveBehind(t *testing.T) func(ctx context.Context, admin client.Client) er
 		for _, m := range services {
 			s := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: k8slab.ServiceNamespace, Name: m.name, Annotations: m.ann},
 				Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, AllocateLoadBalancerNodePorts: &f,
-					Ports: []corev1.ServicePort{{Port: 8080}}, LoadBalancerIP: m.lbIP}}
+					Ports: []corev1.ServicePort{{Port: m.portOr()}}, LoadBalancerIP: m.lbIP}}
 			if err := admin.Create(ctx, s); err != nil {
 				return fmt.Errorf("create Service %s: %w", m.name, err)
 			}
@@ -120,10 +123,19 @@ func leaveBehind(t *testing.T) func(ctx context.Context, admin client.Client) er
 	}
 }
 
-func fetch(h *testnet.Host, vip netip.Addr) (string, error) {
+func (m migrated) portOr() int32 {
+	if m.port == 0 {
+		return 8080
+	}
+	return m.port
+}
+
+func fetch(h *testnet.Host, vip netip.Addr) (string, error) { return fetchPort(h, vip, 8080) }
+
+func fetchPort(h *testnet.Host, vip netip.Addr, port uint16) (string, error) {
 	var conn net.Conn
 	if err := h.Do(func() (err error) {
-		conn, err = net.DialTimeout("tcp", netip.AddrPortFrom(vip, 8080).String(), time.Second)
+		conn, err = net.DialTimeout("tcp", netip.AddrPortFrom(vip, port).String(), time.Second)
 		return err
 	}); err != nil {
 		return "", err
@@ -169,6 +181,7 @@ func TestMigrateFromMetalLBAndKubeVIP(t *testing.T) {
 	nodes := map[string]bool{}
 	for _, n := range l.Nodes {
 		n.Host.Greet(t, ":8080", []byte(n.Name))
+		n.Host.Greet(t, ":8081", []byte(n.Name))
 		nodes[n.Name] = true
 	}
 
@@ -191,9 +204,10 @@ func TestMigrateFromMetalLBAndKubeVIP(t *testing.T) {
 	}
 
 	// Every Service keeps its address, served by the right group.
+	want := slices.Clone(services)
 	check := func() {
 		t.Helper()
-		for _, m := range services {
+		for _, m := range want {
 			k8stest.Eventually(t, 30*time.Second, func() error {
 				var s corev1.Service
 				if err := admin.Get(ctx, client.ObjectKey{Namespace: k8slab.ServiceNamespace, Name: m.name}, &s); err != nil {
@@ -215,7 +229,7 @@ func TestMigrateFromMetalLBAndKubeVIP(t *testing.T) {
 	for _, m := range services {
 		vip := netip.MustParseAddr(m.addr)
 		k8stest.Eventually(t, 30*time.Second, func() error {
-			got, err := fetch(l.Topo.Client, vip)
+			got, err := fetchPort(l.Topo.Client, vip, uint16(m.portOr()))
 			if err != nil {
 				return fmt.Errorf("%s (%s) from the client: %v", m.name, vip, err)
 			}
@@ -226,14 +240,43 @@ func TestMigrateFromMetalLBAndKubeVIP(t *testing.T) {
 		})
 	}
 
-	// allow-shared-ip is refused, saying so.
-	var shared corev1.Service
-	if err := admin.Get(ctx, client.ObjectKey{Namespace: k8slab.ServiceNamespace, Name: "mlb-shared"}, &shared); err != nil {
+	// allow-shared-ip: mlb-shared-2 shares mlb-shared's address (the
+	// older one holds it) and says so.
+	sharedCond := func(name string) (*metav1.Condition, *metav1.Condition) {
+		t.Helper()
+		var s corev1.Service
+		if err := admin.Get(ctx, client.ObjectKey{Namespace: k8slab.ServiceNamespace, Name: name}, &s); err != nil {
+			t.Fatal(err)
+		}
+		return meta.FindStatusCondition(s.Status.Conditions, v1alpha1.ServiceConditionAllocated),
+			meta.FindStatusCondition(s.Status.Conditions, v1alpha1.ServiceConditionSharing)
+	}
+	if a, sh := sharedCond("mlb-shared-2"); a.Reason != v1alpha1.ServiceReasonShared || sh == nil || sh.Status != metav1.ConditionTrue ||
+		!strings.Contains(sh.Message, "shared with lab/mlb-shared") {
+		t.Errorf("mlb-shared-2: allocated %+v, sharing %+v; want both Shared with lab/mlb-shared", a, sh)
+	}
+	if a, sh := sharedCond("mlb-shared"); a.Reason != controller.ReasonAllocated || sh == nil || sh.Status != metav1.ConditionFalse {
+		t.Errorf("mlb-shared: allocated %+v, sharing %+v; want Allocated and holding its own", a, sh)
+	}
+	// The holder goes: the other takes the address over, unchanged, and
+	// it still answers on its port.
+	if err := admin.Delete(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: k8slab.ServiceNamespace, Name: "mlb-shared"}}); err != nil {
 		t.Fatal(err)
 	}
-	if c := meta.FindStatusCondition(shared.Status.Conditions, v1alpha1.ServiceConditionSharing); c == nil || c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "does not share") {
-		t.Errorf("mlb-shared: sharing condition %+v, want False saying vipstack does not share", c)
-	}
+	k8stest.Eventually(t, 30*time.Second, func() error {
+		if a, _ := sharedCond("mlb-shared-2"); a == nil || a.Reason != controller.ReasonAllocated || !strings.Contains(a.Message, "holds 198.18.0.161 ") {
+			return fmt.Errorf("mlb-shared-2 after its holder left: %+v", a)
+		}
+		return nil
+	})
+	k8stest.Eventually(t, 30*time.Second, func() error {
+		got, err := fetchPort(l.Topo.Client, netip.MustParseAddr("198.18.0.161"), 8081)
+		if err != nil || !nodes[got] {
+			return fmt.Errorf("mlb-shared-2 (198.18.0.161:8081) after its holder left: %q, %v", got, err)
+		}
+		return nil
+	})
+	want = slices.DeleteFunc(want, func(m migrated) bool { return m.name == "mlb-shared" })
 
 	// kube-vip's sample sets search-order: desc, which vipstack does not
 	// implement: a Warning Event on the ConfigMap says so.

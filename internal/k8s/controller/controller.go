@@ -231,7 +231,8 @@ func (c *Controller) prepare(ctx context.Context) error {
 		for i := range svcs {
 			s := &svcs[i]
 			key := s.Namespace + "/" + s.Name
-			if isOurLB(s) && hasCondition(s.Status.Conditions, v1alpha1.ServiceConditionAllocated) {
+			allocCond := findCondition(s.Status.Conditions, v1alpha1.ServiceConditionAllocated)
+			if isOurLB(s) && allocCond != nil && allocCond.Reason != v1alpha1.ServiceReasonShared {
 				for _, ing := range s.Status.LoadBalancer.Ingress {
 					a, err := netip.ParseAddr(ing.IP)
 					if err != nil {
@@ -243,7 +244,7 @@ func (c *Controller) prepare(ctx context.Context) error {
 					}
 					n++
 				}
-			} else if isOurLB(s) && !c.foreign.Empty() {
+			} else if isOurLB(s) && allocCond == nil && !c.foreign.Empty() {
 				for _, ing := range s.Status.LoadBalancer.Ingress {
 					a, err := netip.ParseAddr(ing.IP)
 					if err != nil {
@@ -253,7 +254,7 @@ func (c *Controller) prepare(ctx context.Context) error {
 						continue
 					}
 					if err := c.alloc.Reserve(key, a); err != nil {
-						c.log.Warn("rebuild: address another load balancer gave is shown twice; the older Service keeps it", "service", key, "err", err)
+						c.log.Info("rebuild: address another load balancer gave is shown twice (shared, or a conflict); the older Service holds it", "service", key, "err", err)
 						continue
 					}
 					n++

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"sort"
 	"strings"
 	"time"
 
@@ -159,7 +160,21 @@ func (c *Controller) reconcileService(ctx context.Context, req reconcile.Request
 					p = &problem{ReasonInvalidRequest, err.Error()}
 				}
 			}
+			var (
+				shareWith string // the Service whose address this one shares
+				sharedIPs []netip.Addr
+			)
 			if p == nil {
+				holder, ips, sp, err := c.sharing(ctx, &svc, group)
+				if err != nil {
+					return reconcile.Result{}, err
+				}
+				if sp != nil {
+					p = sp
+				}
+				shareWith, sharedIPs = holder, ips
+			}
+			if p == nil && shareWith == "" {
 				var probs []problem
 				newIPs, released, probs = c.allocate(&svc, pc)
 				if len(probs) > 0 {
@@ -168,6 +183,13 @@ func (c *Controller) reconcileService(ctx context.Context, req reconcile.Request
 				}
 			}
 			ips := c.ips(key)
+			if shareWith != "" {
+				// The holder's nodes announce the address; this Service
+				// holds none of its own.
+				released = append(released, c.release(key)...)
+				ips = sharedIPs
+				wait = true // looked at again when the holder lets go
+			}
 			svc.Status.LoadBalancer.Ingress = ingressFor(ips, svc.Spec.IPFamilies)
 			if foreignMode {
 				gcond, w := c.foreignGroupCondition(&svc, ips, foreign, now)
@@ -186,6 +208,10 @@ func (c *Controller) reconcileService(ctx context.Context, req reconcile.Request
 					// A release or a pool change may resolve it.
 					wait = true
 				}
+			} else if shareWith != "" {
+				skey, from := compat.SharingKey(svc.Annotations)
+				cond.Status, cond.Reason = metav1.ConditionTrue, v1alpha1.ServiceReasonShared
+				cond.Message = fmt.Sprintf("holds %s from group %s, shared with %s (annotation %s %q), which announces it", joinAddrs(ips), group, shareWith, from, skey)
 			} else {
 				cond.Status, cond.Reason = metav1.ConditionTrue, ReasonAllocated
 				cond.Message = fmt.Sprintf("holds %s from group %s", joinAddrs(ips), group)
@@ -203,14 +229,15 @@ func (c *Controller) reconcileService(ctx context.Context, req reconcile.Request
 	if !foreignMode || !isOurLB(&svc) {
 		meta.RemoveStatusCondition(&svc.Status.Conditions, v1alpha1.ServiceConditionGroup)
 	}
-	// MetalLB's allow-shared-ip: vipstack gives every Service its own
-	// address, and says so.
+	// MetalLB's allow-shared-ip: whether the Service shares another's
+	// address.
 	if skey, from := compat.SharingKey(svc.Annotations); from != "" && isOurLB(&svc) {
-		cond := metav1.Condition{Type: v1alpha1.ServiceConditionSharing, Status: metav1.ConditionFalse, Reason: ReasonSharingRefused,
-			ObservedGeneration: svc.Generation, LastTransitionTime: now,
-			Message: fmt.Sprintf("annotation %s %q: vipstack does not share an address between Services; this Service holds addresses of its own, and an address another Service holds is refused (IPInUse)", from, skey)}
-		if old := findCondition(orig.Status.Conditions, cond.Type); old == nil || old.Message != cond.Message {
-			warnings = append(warnings, problem{ReasonSharingRefused, cond.Message})
+		cond := metav1.Condition{Type: v1alpha1.ServiceConditionSharing, ObservedGeneration: svc.Generation, LastTransitionTime: now}
+		if a := findCondition(svc.Status.Conditions, v1alpha1.ServiceConditionAllocated); a != nil && a.Reason == v1alpha1.ServiceReasonShared {
+			cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, v1alpha1.ServiceReasonShared, a.Message
+		} else {
+			cond.Status, cond.Reason = metav1.ConditionFalse, ReasonNotShared
+			cond.Message = fmt.Sprintf("holds its own addresses; Services with annotation %s %q on other ports (and the same externalTrafficPolicy, and for Local the same selector) may share them", from, skey)
 		}
 		meta.SetStatusCondition(&svc.Status.Conditions, cond)
 	} else {
@@ -592,7 +619,7 @@ func (c *Controller) allocateFrom(as allocator.Service, f allocator.Family, pool
 const (
 	ReasonFromPool        = "FromPool"
 	ReasonNoAdvertisement = "NoAdvertisement"
-	ReasonSharingRefused  = "SharingNotSupported"
+	ReasonNotShared       = "NotShared"
 )
 
 // foreignGroupCondition says which group serves a Service that names
@@ -620,4 +647,103 @@ func (c *Controller) foreignGroupCondition(svc *corev1.Service, ips []netip.Addr
 	}
 	cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, ReasonFromPool, g.String()
 	return cond, nil
+}
+
+// sharing decides whether svc shares the address of another Service
+// under MetalLB's allow-shared-ip rules (compat.CanShare): the address it
+// asks for, or shows, is held by a Service it may share with, or, asking
+// for none, a Service with the same key it may share with holds one. It
+// returns that Service's key and addresses, or a refusal; "" and no
+// refusal when the Service takes addresses of its own.
+func (c *Controller) sharing(ctx context.Context, svc *corev1.Service, group k8s.GroupRef) (string, []netip.Addr, *problem, error) {
+	skey, _ := compat.SharingKey(svc.Annotations)
+	if skey == "" {
+		return "", nil, nil, nil
+	}
+	key := svc.Namespace + "/" + svc.Name
+	want, err := k8s.RequestedIPs(svc.Spec.LoadBalancerIP, svc.Annotations)
+	if err != nil {
+		return "", nil, nil, nil // allocate says why
+	}
+	if len(want) == 0 {
+		for _, ing := range svc.Status.LoadBalancer.Ingress {
+			if a, err := netip.ParseAddr(ing.IP); err == nil {
+				want = append(want, a)
+			}
+		}
+	}
+	owners := map[string]bool{}
+	c.mu.Lock()
+	for _, a := range want {
+		if o, ok := c.alloc.Owner(a); ok && o != key {
+			owners[o] = true
+		}
+	}
+	c.mu.Unlock()
+	sameGroup := func(h *corev1.Service) bool {
+		g, _, err := k8s.GroupOf(h.Namespace, h.Annotations)
+		return err == nil && g == group
+	}
+	var holder *corev1.Service
+	switch {
+	case len(owners) > 1:
+		return "", nil, &problem{ReasonIPInUse, fmt.Sprintf("%s are held by several Services; one Service's addresses can be shared, not a mix", joinAddrs(want))}, nil
+	case len(owners) == 1:
+		var owner string
+		for o := range owners {
+			owner = o
+		}
+		ns, name, ok := strings.Cut(owner, "/")
+		if !ok || strings.HasSuffix(owner, extKey("")) {
+			return "", nil, nil, nil // externalIPs: allocate says IPInUse
+		}
+		var h corev1.Service
+		if err := c.client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &h); err != nil {
+			if apierrors.IsNotFound(err) {
+				return "", nil, nil, nil
+			}
+			return "", nil, nil, err
+		}
+		if err := compat.CanShare(&h, svc); err != nil {
+			return "", nil, &problem{ReasonIPInUse, fmt.Sprintf("%s is held by %s and may not be shared: %v", joinAddrs(want), owner, err)}, nil
+		}
+		if !sameGroup(&h) {
+			return "", nil, &problem{ReasonIPInUse, fmt.Sprintf("%s is held by %s, which is in another group", joinAddrs(want), owner)}, nil
+		}
+		holder = &h
+	case len(want) > 0:
+		return "", nil, nil, nil // nobody else holds them
+	default:
+		// A new Service: share the address of one with the same key, as
+		// MetalLB does, when the rules allow.
+		var list corev1.ServiceList
+		if err := c.client.List(ctx, &list); err != nil {
+			return "", nil, nil, err
+		}
+		sort.Slice(list.Items, func(i, j int) bool {
+			return list.Items[i].Namespace+"/"+list.Items[i].Name < list.Items[j].Namespace+"/"+list.Items[j].Name
+		})
+		for i := range list.Items {
+			h := &list.Items[i]
+			hk := h.Namespace + "/" + h.Name
+			if k, _ := compat.SharingKey(h.Annotations); k != skey || hk == key || !isOurLB(h) || len(c.ips(hk)) == 0 {
+				continue
+			}
+			if compat.CanShare(h, svc) == nil && sameGroup(h) {
+				holder = h
+				break
+			}
+		}
+		if holder == nil {
+			return "", nil, nil, nil
+		}
+	}
+	hk := holder.Namespace + "/" + holder.Name
+	ips := c.ips(hk)
+	for _, a := range want {
+		if !slices.Contains(ips, a) {
+			return "", nil, &problem{ReasonIPInUse, fmt.Sprintf("%s shares addresses with %s, which holds %s, not %s", key, hk, joinAddrs(ips), a)}, nil
+		}
+	}
+	return hk, ips, nil, nil
 }

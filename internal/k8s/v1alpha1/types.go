@@ -143,8 +143,14 @@ const (
 	// and the controller's index; False when no group serves the pool.
 	ServiceConditionGroup = "vipstack.io/ServedByGroup"
 	// ServiceConditionSharing on a Service with MetalLB's allow-shared-ip
-	// annotation: False, as vipstack does not share addresses.
+	// annotation: True (reason ServiceReasonShared) while it shares the
+	// address another Service holds, False while it holds its own.
 	ServiceConditionSharing = "vipstack.io/IPShared"
+	// ServiceReasonShared is the reason of a True
+	// ServiceConditionAllocated (and ServiceConditionSharing) on a Service
+	// that shares another's address: the agents leave that address to the
+	// holder's entry, which announces it.
+	ServiceReasonShared = "Shared"
 )
 
 // ExternalIPsMessage is the message of a True ServiceConditionExternalIPs
