@@ -336,6 +336,39 @@ func TestMigrateFromMetalLBAndKubeVIP(t *testing.T) {
 	}
 	waitNew("fresh-after-restart", "198.18.0.185", true)
 	check()
+
+	// The L2Advertisement goes: its VIPGroup goes with it, MetalLB's
+	// Services keep their addresses but say no group announces them.
+	adv := &unstructured.Unstructured{}
+	adv.SetAPIVersion("metallb.io/v1beta1")
+	adv.SetKind("L2Advertisement")
+	adv.SetNamespace("metallb-system")
+	adv.SetName("empty")
+	if err := admin.Delete(ctx, adv); err != nil {
+		t.Fatal(err)
+	}
+	k8stest.Eventually(t, 30*time.Second, func() error {
+		var g v1alpha1.VIPGroup
+		err := admin.Get(ctx, client.ObjectKey{Namespace: "metallb-system", Name: "metallb-empty"}, &g)
+		if err == nil {
+			return fmt.Errorf("VIPGroup metallb-system/metallb-empty still exists")
+		}
+		return client.IgnoreNotFound(err)
+	})
+	k8stest.Eventually(t, 30*time.Second, func() error {
+		var s corev1.Service
+		if err := admin.Get(ctx, client.ObjectKey{Namespace: k8slab.ServiceNamespace, Name: "mlb-plain"}, &s); err != nil {
+			return err
+		}
+		if got := ingressIPs(&s); !slices.Equal(got, []string{"198.18.0.163"}) {
+			t.Fatalf("mlb-plain lost its address with the advertisement: %v", got)
+		}
+		g := meta.FindStatusCondition(s.Status.Conditions, v1alpha1.ServiceConditionGroup)
+		if g == nil || g.Status != metav1.ConditionFalse || g.Reason != controller.ReasonNoAdvertisement {
+			return fmt.Errorf("mlb-plain: group condition %+v, want False NoAdvertisement", g)
+		}
+		return nil
+	})
 }
 
 func tail(s string, n int) string {
