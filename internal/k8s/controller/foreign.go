@@ -42,16 +42,14 @@ var foreignKey = reconcile.Request{NamespacedName: types.NamespacedName{Name: "f
 
 // readForeign reads MetalLB's objects (when its CRDs were installed when
 // the controller started) and kube-vip's ConfigMap from the cache, and
-// returns them with a signature that changes whenever one does.
+// returns them with a signature that changes whenever one does. c.mu is
+// held.
 func (c *Controller) readForeign(ctx context.Context) (compat.Config, string, error) {
 	if c.opts.NoForeign {
 		return compat.Config{}, "", nil
 	}
 	var sig strings.Builder
-	var (
-		pools []compat.IPAddressPool
-		advs  []compat.L2Advertisement
-	)
+	items := map[string][]unstructured.Unstructured{} // by kind
 	if c.metallb {
 		for _, gvk := range []schema.GroupVersionKind{ipAddressPoolGVK, l2AdvertisementGVK} {
 			list := &unstructured.UnstructuredList{}
@@ -61,23 +59,8 @@ func (c *Controller) readForeign(ctx context.Context) (compat.Config, string, er
 			}
 			for _, u := range list.Items {
 				sig.WriteString(gvk.Kind + "/" + u.GetName() + "@" + u.GetResourceVersion() + ",")
-				var err error
-				switch gvk.Kind {
-				case "IPAddressPool":
-					var p compat.IPAddressPool
-					if err = runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &p); err == nil {
-						pools = append(pools, p)
-					}
-				default:
-					var a compat.L2Advertisement
-					if err = runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &a); err == nil {
-						advs = append(advs, a)
-					}
-				}
-				if err != nil {
-					c.log.Warn("MetalLB object not read", "kind", gvk.Kind, "name", u.GetNamespace()+"/"+u.GetName(), "err", err)
-				}
 			}
+			items[gvk.Kind] = list.Items
 		}
 	}
 	var data map[string]string
@@ -92,6 +75,33 @@ func (c *Controller) readForeign(ctx context.Context) (compat.Config, string, er
 		sig.WriteString("ConfigMap@" + cm.ResourceVersion)
 	case !apierrors.IsNotFound(err):
 		return compat.Config{}, "", fmt.Errorf("read ConfigMap %s/%s: %w", compat.KubeVIPConfigMapNamespace, compat.KubeVIPConfigMapName, err)
+	}
+	if c.built && sig.String() == c.foreignSig {
+		return c.foreign, c.foreignSig, nil // unchanged: not converted again
+	}
+	var (
+		pools []compat.IPAddressPool
+		advs  []compat.L2Advertisement
+	)
+	for kind, us := range items {
+		for _, u := range us {
+			var err error
+			switch kind {
+			case ipAddressPoolGVK.Kind:
+				var p compat.IPAddressPool
+				if err = runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &p); err == nil {
+					pools = append(pools, p)
+				}
+			default:
+				var a compat.L2Advertisement
+				if err = runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &a); err == nil {
+					advs = append(advs, a)
+				}
+			}
+			if err != nil {
+				c.log.Warn("MetalLB object not read", "kind", kind, "name", u.GetNamespace()+"/"+u.GetName(), "err", err)
+			}
+		}
 	}
 	return compat.Read(c.opts.MetalLBNamespace, pools, advs, data), sig.String(), nil
 }

@@ -155,6 +155,11 @@ func (c *Controller) reconcileService(ctx context.Context, req reconcile.Request
 			pc := poolChoice{name: strings.TrimSpace(svc.Annotations[k8s.PoolAnnotation]), from: k8s.PoolAnnotation}
 			if foreignMode {
 				name, from, err := foreign.PoolRequest(svc.Annotations)
+				if from == "" {
+					// vipstack's own annotation, read too: an IPPool has
+					// no group, which the group condition then says.
+					name, from = pc.name, pc.from
+				}
 				pc = poolChoice{name: name, from: from, candidates: foreign.Candidates()}
 				if err != nil && p == nil {
 					p = &problem{ReasonInvalidRequest, err.Error()}
