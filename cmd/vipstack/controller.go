@@ -36,6 +36,8 @@ func runController(ctx context.Context, args []string, stdout, stderr io.Writer)
 		healthAddr  = fs.String("health-addr", "", "address for /healthz and /readyz; empty: off")
 		workers     = fs.Int("workers", 4, "Services reconciled at once")
 		qps         = fs.Float64("qps", 200, "API requests per second the controller may send")
+		metallbNS   = fs.String("metallb-namespace", controller.DefaultMetalLBNamespace, "namespace of MetalLB's IPAddressPools and L2Advertisements, read when MetalLB's CRDs are installed")
+		foreign     = fs.Bool("read-metallb-kube-vip", true, "serve Services that name no group from MetalLB's and kube-vip's pools (docs/install.md, Migrating)")
 	)
 	logLevel := addLogLevel(fs, "vipstack controller", "")
 	if err := fs.Parse(args); err != nil {
@@ -67,7 +69,7 @@ func runController(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return 1
 	}
 	if _, err := controller.Setup(mgr, controller.Options{Logger: log, ExcludedVRIDs: vrids, Workers: *workers,
-		Registry: crmetrics.Registry}); err != nil {
+		Registry: crmetrics.Registry, MetalLBNamespace: *metallbNS, NoForeign: !*foreign}); err != nil {
 		fmt.Fprintf(stderr, "vipstack controller: %v\n", err)
 		return 1
 	}

@@ -5,6 +5,9 @@ import (
 	"net/netip"
 	"regexp"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // Annotations and names a Service uses to talk to vipstack.
@@ -30,7 +33,16 @@ const (
 	LoadBalancerClass = "vipstack.io/vip"
 	// FieldManager is the controller's name in managedFields and Events.
 	FieldManager = "vipstack-controller"
+
+	// MetalLB's and kube-vip's address requests, read as they are (a
+	// comma-separated list each, like IPsAnnotation).
+	MetalLBIPsAnnotation       = "metallb.io/loadBalancerIPs"
+	LegacyMetalLBIPsAnnotation = "metallb.universe.tf/loadBalancerIPs"
+	KubeVIPIPsAnnotation       = "kube-vip.io/loadbalancerIPs"
 )
+
+// ipsAnnotations are the annotations RequestedIPs reads, in order.
+var ipsAnnotations = []string{IPsAnnotation, MetalLBIPsAnnotation, LegacyMetalLBIPsAnnotation, KubeVIPIPsAnnotation}
 
 // GroupRef names a VIPGroup.
 type GroupRef struct {
@@ -92,7 +104,9 @@ func GroupOf(ns string, annotations map[string]string) (GroupRef, string, error)
 }
 
 // RequestedIPs returns the addresses a Service asks for: spec.loadBalancerIP
-// (given as lbIP) and the IPsAnnotation list, at most one per family.
+// (given as lbIP), the IPsAnnotation list and MetalLB's and kube-vip's
+// equivalents, at most one per family: annotations that disagree are an
+// error.
 func RequestedIPs(lbIP string, annotations map[string]string) ([]netip.Addr, error) {
 	var out []netip.Addr
 	add := func(field, s string) error {
@@ -118,9 +132,13 @@ func RequestedIPs(lbIP string, annotations map[string]string) ([]netip.Addr, err
 	if err := add("spec.loadBalancerIP", lbIP); err != nil {
 		return nil, err
 	}
-	if v, ok := annotations[IPsAnnotation]; ok {
+	for _, key := range ipsAnnotations {
+		v, ok := annotations[key]
+		if !ok {
+			continue
+		}
 		for _, s := range strings.Split(v, ",") {
-			if err := add("annotation "+IPsAnnotation, s); err != nil {
+			if err := add("annotation "+key, s); err != nil {
 				return nil, err
 			}
 		}
@@ -133,4 +151,20 @@ func family(a netip.Addr) int {
 		return 4
 	}
 	return 6
+}
+
+// ServiceGroup returns the group that serves a Service: the one its
+// annotations name (GroupOf) or, when they name none, the one the
+// controller recorded in a True condition of type condType (for Services
+// served from MetalLB's or kube-vip's pools, which name no group).
+func ServiceGroup(ns string, annotations map[string]string, conds []metav1.Condition, condType string) (GroupRef, error) {
+	g, _, err := GroupOf(ns, annotations)
+	if err != nil || !g.IsZero() {
+		return g, err
+	}
+	c := meta.FindStatusCondition(conds, condType)
+	if c == nil || c.Status != metav1.ConditionTrue {
+		return GroupRef{}, nil
+	}
+	return ParseGroupRef(ns, c.Message)
 }

@@ -1,6 +1,8 @@
 package k8s
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"fmt"
 	"net/netip"
 	"strings"
@@ -69,6 +71,12 @@ func TestRequestedIPs(t *testing.T) {
 		{name: "two of a family", lbIP: "198.18.0.5", ann: map[string]string{IPsAnnotation: "198.18.0.6"},
 			wantErr: "annotation vipstack.io/loadBalancerIPs: 198.18.0.5 and 198.18.0.6 are both IPv4"},
 		{name: "garbage", lbIP: "not-an-ip", wantErr: `spec.loadBalancerIP: "not-an-ip" is not an IPv4 or IPv6 address`},
+		{name: "MetalLB's annotation", ann: map[string]string{MetalLBIPsAnnotation: "198.18.0.5,fd00::5"}, want: []string{"198.18.0.5", "fd00::5"}},
+		{name: "MetalLB's legacy annotation", ann: map[string]string{LegacyMetalLBIPsAnnotation: "198.18.0.7"}, want: []string{"198.18.0.7"}},
+		{name: "kube-vip's annotation and spec agree", lbIP: "198.18.0.8", ann: map[string]string{KubeVIPIPsAnnotation: "198.18.0.8"}, want: []string{"198.18.0.8"}},
+		{name: "MetalLB's and kube-vip's disagree", ann: map[string]string{MetalLBIPsAnnotation: "198.18.0.5", KubeVIPIPsAnnotation: "198.18.0.6"},
+			wantErr: "annotation kube-vip.io/loadbalancerIPs: 198.18.0.5 and 198.18.0.6 are both IPv4"},
+		{name: "garbage in MetalLB's", ann: map[string]string{MetalLBIPsAnnotation: "x"}, wantErr: `annotation metallb.io/loadBalancerIPs: "x" is not`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -88,6 +96,38 @@ func TestRequestedIPs(t *testing.T) {
 			}
 			if diff := cmp.Diff(tt.want, s); diff != "" {
 				t.Errorf("addresses (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestServiceGroup: the annotation first, else the controller's True
+// condition (Services served from MetalLB's or kube-vip's pools).
+func TestServiceGroup(t *testing.T) {
+	const typ = "vipstack.io/ServedByGroup"
+	cond := func(status metav1.ConditionStatus, msg string) []metav1.Condition {
+		return []metav1.Condition{{Type: typ, Status: status, Message: msg}}
+	}
+	for _, tc := range []struct {
+		name  string
+		ann   map[string]string
+		conds []metav1.Condition
+		want  string
+		err   bool
+	}{
+		{name: "neither", want: "/"},
+		{name: "annotation wins", ann: map[string]string{GroupAnnotation: "infra/a"}, conds: cond(metav1.ConditionTrue, "metallb-system/metallb-x"), want: "infra/a"},
+		{name: "condition", conds: cond(metav1.ConditionTrue, "metallb-system/metallb-x"), want: "metallb-system/metallb-x"},
+		{name: "False condition", conds: cond(metav1.ConditionFalse, "no advertisement"), want: "/"},
+		{name: "bad message", conds: cond(metav1.ConditionTrue, "Not A Group"), err: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g, err := ServiceGroup("demo", tc.ann, tc.conds, typ)
+			if (err != nil) != tc.err {
+				t.Fatalf("error %v, want error %v", err, tc.err)
+			}
+			if !tc.err && g.String() != tc.want {
+				t.Errorf("group %s, want %s", g, tc.want)
 			}
 		})
 	}

@@ -90,7 +90,7 @@ func Views(ctx context.Context, r client.Reader, node string, ifs Interfaces) ([
 	needReady := map[string]bool{}
 	for i := range svcs.Items {
 		s := &svcs.Items[i]
-		g, _, err := k8s.GroupOf(s.Namespace, s.Annotations)
+		g, err := k8s.ServiceGroup(s.Namespace, s.Annotations, s.Status.Conditions, v1alpha1.ServiceConditionGroup)
 		if err != nil || g.IsZero() {
 			continue
 		}
@@ -186,7 +186,9 @@ func vipsOf(s *corev1.Service, ready map[string][]string) []VIP {
 	}
 	ours := s.Spec.Type == corev1.ServiceTypeLoadBalancer &&
 		(s.Spec.LoadBalancerClass == nil || *s.Spec.LoadBalancerClass == k8s.LoadBalancerClass)
-	if ours && meta.FindStatusCondition(s.Status.Conditions, v1alpha1.ServiceConditionAllocated) != nil {
+	// A Service sharing another's address (MetalLB's allow-shared-ip)
+	// leaves it to the holder, which announces it.
+	if c := meta.FindStatusCondition(s.Status.Conditions, v1alpha1.ServiceConditionAllocated); ours && c != nil && c.Reason != v1alpha1.ServiceReasonShared {
 		for _, ing := range s.Status.LoadBalancer.Ingress {
 			add(ing.IP)
 		}

@@ -101,6 +101,18 @@ func TestViews(t *testing.T) {
 	svc("other-lb", func(s *corev1.Service) { // ingress written by someone else: no condition of ours
 		s.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "198.18.10.3"}}
 	})
+	svc("from-metallb", func(s *corev1.Service) { // names no group; the controller's condition does
+		s.Annotations = nil
+		s.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "198.18.10.4"}}
+		s.Status.Conditions = []metav1.Condition{allocated, {Type: v1alpha1.ServiceConditionGroup, Status: "True", Reason: "FromPool",
+			Message: "infra/workers", LastTransitionTime: now}}
+	})
+	svc("no-advertisement", func(s *corev1.Service) { // False: no group serves its pool
+		s.Annotations = nil
+		s.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "198.18.10.5"}}
+		s.Status.Conditions = []metav1.Condition{allocated, {Type: v1alpha1.ServiceConditionGroup, Status: "False", Reason: "NoAdvertisement",
+			Message: "infra/workers", LastTransitionTime: now}}
+	})
 	svc("ext", func(s *corev1.Service) {
 		s.Spec.Type = corev1.ServiceTypeClusterIP
 		// 198.18.11.9 was added after the controller looked: not held yet.
@@ -151,6 +163,7 @@ func TestViews(t *testing.T) {
 	want := map[string][]string{
 		"198.18.10.1": {"n1", "n2", "n3"},
 		"198.18.10.2": {"n1"}, // Local: the only ready endpoint is on n1
+		"198.18.10.4": {"n1", "n2", "n3"},
 		"198.18.11.1": {"n1", "n2", "n3"},
 	}
 	if diff := cmp.Diff(want, runs); diff != "" {

@@ -15,6 +15,8 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -24,12 +26,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/vipstack/vipstack/internal/allocator"
 	"github.com/vipstack/vipstack/internal/clock"
 	"github.com/vipstack/vipstack/internal/k8s"
+	"github.com/vipstack/vipstack/internal/k8s/compat"
 	"github.com/vipstack/vipstack/internal/k8s/v1alpha1"
 )
 
@@ -44,6 +48,11 @@ type Options struct {
 	Workers int
 	// Registry receives the controller's metrics; nil: none.
 	Registry prometheus.Registerer
+	// MetalLBNamespace is where MetalLB's IPAddressPools and
+	// L2Advertisements are read (default DefaultMetalLBNamespace).
+	MetalLBNamespace string
+	// NoForeign turns off reading MetalLB's and kube-vip's configuration.
+	NoForeign bool
 }
 
 // groupIndex indexes Services by the group they name.
@@ -53,6 +62,7 @@ const groupIndex = "vipstack.io/group"
 // the API by the first reconcile after a start.
 type Controller struct {
 	client client.Client
+	cache  client.Reader // MetalLB's objects (unstructured) and kube-vip's ConfigMap
 	events events.EventRecorder
 	log    *slog.Logger
 	clk    clock.Clock
@@ -64,15 +74,23 @@ type Controller struct {
 	poolSig string
 	// poolState says what is in effect of each pool; lastGood is the
 	// last version of each pool the allocator took (in memory only).
-	poolState map[string]poolState
-	lastGood  map[string]lastValid
-	waiting   map[types.NamespacedName]bool // refused for want of an address
-	groups    map[string][]k8s.Instance     // last planned, by group key
-	laidOut   map[string]bool               // groups planned (by us or, per their status, before)
-	extKeys   map[string]bool               // allocator keys of accepted externalIPs
+	poolState  map[string]poolState
+	foreignSig string
+	lastGood   map[string]lastValid
+	waiting    map[types.NamespacedName]bool // refused for want of an address
+	groups     map[string][]k8s.Instance     // last planned, by group key
+	laidOut    map[string]bool               // groups planned (by us or, per their status, before)
+	extKeys    map[string]bool               // allocator keys of accepted externalIPs
+	// foreign is MetalLB's and kube-vip's configuration as last read;
+	// metallb: MetalLB's CRDs were served at start; reported: the
+	// problems last reported.
+	foreign  compat.Config
+	metallb  bool
+	reported string
 
-	retry chan event.GenericEvent
-	m     *metrics
+	retry       chan event.GenericEvent
+	foreignKick chan event.GenericEvent // starts the foreign reconciler once
+	m           *metrics
 }
 
 // Setup registers the controller's three reconcilers (Services, VIPGroups,
@@ -88,30 +106,36 @@ func Setup(mgr manager.Manager, o Options) (*Controller, error) {
 	if o.Workers <= 0 {
 		o.Workers = 4
 	}
+	if o.MetalLBNamespace == "" {
+		o.MetalLBNamespace = DefaultMetalLBNamespace
+	}
 	for _, v := range o.ExcludedVRIDs {
 		if v < 1 || v > 255 {
 			return nil, fmt.Errorf("excluded VRID %d: want 1 to 255", v)
 		}
 	}
 	c := &Controller{
-		client:    mgr.GetClient(),
-		events:    mgr.GetEventRecorder(k8s.FieldManager),
-		log:       o.Logger,
-		clk:       o.Clock,
-		opts:      o,
-		alloc:     allocator.New(),
-		poolState: map[string]poolState{},
-		lastGood:  map[string]lastValid{},
-		waiting:   map[types.NamespacedName]bool{},
-		groups:    map[string][]k8s.Instance{},
-		laidOut:   map[string]bool{},
-		extKeys:   map[string]bool{},
-		retry:     make(chan event.GenericEvent, 1<<14),
-		m:         newMetrics(o.Registry),
+		client:      mgr.GetClient(),
+		cache:       mgr.GetCache(),
+		events:      mgr.GetEventRecorder(k8s.FieldManager),
+		log:         o.Logger,
+		clk:         o.Clock,
+		opts:        o,
+		alloc:       allocator.New(),
+		poolState:   map[string]poolState{},
+		lastGood:    map[string]lastValid{},
+		waiting:     map[types.NamespacedName]bool{},
+		groups:      map[string][]k8s.Instance{},
+		laidOut:     map[string]bool{},
+		extKeys:     map[string]bool{},
+		retry:       make(chan event.GenericEvent, 1<<14),
+		foreignKick: make(chan event.GenericEvent, 1),
+		m:           newMetrics(o.Registry),
 	}
+	c.metallb = !o.NoForeign && hasMetalLB(mgr.GetRESTMapper())
 	ctx := context.Background()
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Service{}, groupIndex, func(o client.Object) []string {
-		g, _, err := k8s.GroupOf(o.GetNamespace(), o.GetAnnotations())
+		g, err := serviceGroup(o.(*corev1.Service))
 		if err != nil || g.IsZero() {
 			return nil
 		}
@@ -150,6 +174,29 @@ func Setup(mgr manager.Manager, o Options) (*Controller, error) {
 	if err != nil {
 		return nil, fmt.Errorf("IPPool controller: %w", err)
 	}
+	if !o.NoForeign {
+		one := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request { return []reconcile.Request{foreignKey} })
+		kubevip := builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+			return o.GetNamespace() == compat.KubeVIPConfigMapNamespace && o.GetName() == compat.KubeVIPConfigMapName
+		}))
+		b := ctrl.NewControllerManagedBy(mgr).Named("vipstack-foreign").
+			WatchesRawSource(source.Channel(c.foreignKick, one)).
+			Watches(&corev1.ConfigMap{}, one, kubevip).
+			Watches(&v1alpha1.VIPGroup{}, one, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+				return o.GetLabels()[MadeByLabel] != ""
+			})))
+		if c.metallb {
+			for _, gvk := range []schema.GroupVersionKind{ipAddressPoolGVK, l2AdvertisementGVK} {
+				u := &unstructured.Unstructured{}
+				u.SetGroupVersionKind(gvk)
+				b = b.Watches(u, one)
+			}
+		}
+		if err := b.Complete(reconcile.Func(c.reconcileForeign)); err != nil {
+			return nil, fmt.Errorf("MetalLB and kube-vip controller: %w", err)
+		}
+		c.foreignKick <- event.GenericEvent{Object: &corev1.ConfigMap{}}
+	}
 	return c, nil
 }
 
@@ -159,6 +206,15 @@ func (c *Controller) prepare(ctx context.Context) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.built {
+		// Addresses MetalLB or kube-vip gave (a status without our
+		// condition) are reserved before anything is handed out, when
+		// they lie in a pool of theirs that vipstack now reads: those
+		// Services keep them, whatever order they are looked at in.
+		foreign, sig, err := c.readForeign(ctx)
+		if err != nil {
+			return fmt.Errorf("rebuild: %w", err)
+		}
+		c.foreign, c.foreignSig = foreign, sig
 		var list corev1.ServiceList
 		if err := c.client.List(ctx, &list); err != nil {
 			return fmt.Errorf("rebuild: list Services: %w", err)
@@ -175,7 +231,8 @@ func (c *Controller) prepare(ctx context.Context) error {
 		for i := range svcs {
 			s := &svcs[i]
 			key := s.Namespace + "/" + s.Name
-			if isOurLB(s) && hasCondition(s.Status.Conditions, v1alpha1.ServiceConditionAllocated) {
+			allocCond := findCondition(s.Status.Conditions, v1alpha1.ServiceConditionAllocated)
+			if isOurLB(s) && allocCond != nil && allocCond.Reason != v1alpha1.ServiceReasonShared {
 				for _, ing := range s.Status.LoadBalancer.Ingress {
 					a, err := netip.ParseAddr(ing.IP)
 					if err != nil {
@@ -183,6 +240,21 @@ func (c *Controller) prepare(ctx context.Context) error {
 					}
 					if err := c.alloc.Reserve(key, a); err != nil {
 						c.log.Warn("rebuild: address recorded twice; the older Service keeps it", "service", key, "err", err)
+						continue
+					}
+					n++
+				}
+			} else if isOurLB(s) && allocCond == nil && !c.foreign.Empty() {
+				for _, ing := range s.Status.LoadBalancer.Ingress {
+					a, err := netip.ParseAddr(ing.IP)
+					if err != nil {
+						continue
+					}
+					if _, ok := c.foreign.InPool(a); !ok {
+						continue
+					}
+					if err := c.alloc.Reserve(key, a); err != nil {
+						c.log.Info("rebuild: address another load balancer gave is shown twice (shared, or a conflict); the older Service holds it", "service", key, "err", err)
 						continue
 					}
 					n++
@@ -235,14 +307,20 @@ func (c *Controller) syncPoolsLocked(ctx context.Context) error {
 		return fmt.Errorf("list IPPools: %w", err)
 	}
 	sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].Name < list.Items[j].Name })
+	foreign, fsig, err := c.readForeign(ctx)
+	if err != nil {
+		return err
+	}
 	var sig strings.Builder
 	for _, p := range list.Items {
 		sig.WriteString(p.Name + "@" + p.ResourceVersion + ",")
 	}
+	sig.WriteString(fsig)
 	if sig.String() == c.poolSig {
 		return nil
 	}
 	c.poolSig = sig.String()
+	c.foreign, c.foreignSig = foreign, fsig
 	// Try the current versions; each one the allocator refuses falls
 	// back to its last valid version, and the set is tried again (a
 	// fallback may free a range another pool wanted). Each pool falls
@@ -257,6 +335,11 @@ func (c *Controller) syncPoolsLocked(ctx context.Context) error {
 	for {
 		var pools []allocator.Pool
 		pools, chosen, convErrs = poolsInOrder(list.Items, c.lastGood, useLast)
+		// MetalLB's and kube-vip's pools come after vipstack's own: one
+		// that overlaps an IPPool is the one refused.
+		for _, fp := range foreign.Pools {
+			pools = append(pools, fp.Pool)
+		}
 		setErrs = poolErrors(c.alloc.SetPools(pools))
 		again := false
 		for _, v := range chosen {
@@ -272,6 +355,11 @@ func (c *Controller) syncPoolsLocked(ctx context.Context) error {
 		}
 		if !again {
 			break
+		}
+	}
+	for _, fp := range foreign.Pools {
+		if e, bad := setErrs[fp.Name]; bad {
+			c.log.Warn("pool of another load balancer refused", "source", fp.Source, "err", e)
 		}
 	}
 	c.poolState = map[string]poolState{}
@@ -477,8 +565,15 @@ func (c *Controller) allGroups(ctx context.Context, _ client.Object) []reconcile
 	return out
 }
 
+// serviceGroup is the group that serves s: the one it names, or the one
+// the controller recorded for a Service served from MetalLB's or
+// kube-vip's pools.
+func serviceGroup(s *corev1.Service) (k8s.GroupRef, error) {
+	return k8s.ServiceGroup(s.Namespace, s.Annotations, s.Status.Conditions, v1alpha1.ServiceConditionGroup)
+}
+
 func groupOfService(_ context.Context, o client.Object) []reconcile.Request {
-	g, _, err := k8s.GroupOf(o.GetNamespace(), o.GetAnnotations())
+	g, err := serviceGroup(o.(*corev1.Service))
 	if err != nil || g.IsZero() {
 		return nil
 	}

@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -20,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/vipstack/vipstack/internal/k8s/compat"
 	"github.com/vipstack/vipstack/internal/k8s/v1alpha1"
 )
 
@@ -85,6 +88,11 @@ func NewManager(cfg *rest.Config, o ManagerOptions) (manager.Manager, error) {
 		// ready endpoint: keep no more of the cluster's slices in memory.
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
 			&discoveryv1.EndpointSlice{}: {Transform: slimEndpointSlice},
+			// Of ConfigMaps only kube-vip's ranges are read.
+			&corev1.ConfigMap{}: {
+				Namespaces: map[string]cache.Config{compat.KubeVIPConfigMapNamespace: {}},
+				Field:      fields.OneTermEqualSelector("metadata.name", compat.KubeVIPConfigMapName),
+			},
 		}},
 		// Several controllers may run in one process (tests, a restart).
 		Controller: config.Controller{SkipNameValidation: &skip},

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"sort"
 	"strings"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 
 	"github.com/vipstack/vipstack/internal/allocator"
 	"github.com/vipstack/vipstack/internal/k8s"
+	"github.com/vipstack/vipstack/internal/k8s/compat"
 	"github.com/vipstack/vipstack/internal/k8s/v1alpha1"
 )
 
@@ -101,6 +103,13 @@ func (c *Controller) reconcileService(ctx context.Context, req reconcile.Request
 	key := req.NamespacedName.String()
 	orig := svc.DeepCopy()
 	group, _, gerr := k8s.GroupOf(svc.Namespace, svc.Annotations)
+	c.mu.Lock()
+	foreign := c.foreign
+	c.mu.Unlock()
+	// A Service that names no group and no class is served from
+	// MetalLB's or kube-vip's pools when vipstack reads some; the group
+	// then follows from the pool of its address.
+	foreignMode := group.IsZero() && gerr == nil && svc.Spec.LoadBalancerClass == nil && !foreign.Empty()
 	now := metav1.NewTime(c.clk.Now())
 	var (
 		warnings []problem
@@ -123,7 +132,7 @@ func (c *Controller) reconcileService(ctx context.Context, req reconcile.Request
 		case group.IsZero() && svc.Spec.LoadBalancerClass != nil:
 			p = &problem{ReasonNoGroup, fmt.Sprintf("loadBalancerClass is %s but the Service names no group: add the annotation %s: NAMESPACE/NAME", k8s.LoadBalancerClass, k8s.GroupAnnotation)}
 		}
-		if group.IsZero() && gerr == nil && svc.Spec.LoadBalancerClass == nil {
+		if group.IsZero() && gerr == nil && svc.Spec.LoadBalancerClass == nil && !foreignMode {
 			// Not ours: a LoadBalancer without our class and without a
 			// group is left to whatever else serves load balancers, but
 			// what we held for it (the group annotation was removed) goes,
@@ -134,7 +143,7 @@ func (c *Controller) reconcileService(ctx context.Context, req reconcile.Request
 				meta.RemoveStatusCondition(&svc.Status.Conditions, v1alpha1.ServiceConditionAllocated)
 			}
 		} else {
-			if p == nil {
+			if p == nil && !foreignMode {
 				var g v1alpha1.VIPGroup
 				if err := c.client.Get(ctx, types.NamespacedName{Namespace: group.Namespace, Name: group.Name}, &g); err != nil {
 					if !apierrors.IsNotFound(err) {
@@ -143,16 +152,60 @@ func (c *Controller) reconcileService(ctx context.Context, req reconcile.Request
 					p = &problem{ReasonGroupNotFound, fmt.Sprintf("VIPGroup %s does not exist (named by the Service's annotation); addresses already held are kept", group)}
 				}
 			}
+			pc := poolChoice{name: strings.TrimSpace(svc.Annotations[k8s.PoolAnnotation]), from: k8s.PoolAnnotation}
+			if foreignMode {
+				name, from, err := foreign.PoolRequest(svc.Annotations)
+				if from == "" {
+					// vipstack's own annotation, read too: an IPPool has
+					// no group, which the group condition then says.
+					name, from = pc.name, pc.from
+				}
+				pc = poolChoice{name: name, from: from, candidates: foreign.Candidates()}
+				if err != nil && p == nil {
+					p = &problem{ReasonInvalidRequest, err.Error()}
+				}
+			}
+			var (
+				shareWith string // the Service whose address this one shares
+				sharedIPs []netip.Addr
+			)
 			if p == nil {
+				holder, ips, sp, err := c.sharing(ctx, &svc, group)
+				if err != nil {
+					return reconcile.Result{}, err
+				}
+				if sp != nil {
+					p = sp
+				}
+				shareWith, sharedIPs = holder, ips
+			}
+			if p == nil && shareWith == "" {
 				var probs []problem
-				newIPs, released, probs = c.allocate(&svc)
+				newIPs, released, probs = c.allocate(&svc, pc)
 				if len(probs) > 0 {
 					p = &probs[0]
 					warnings = append(warnings, probs[1:]...)
 				}
 			}
 			ips := c.ips(key)
+			if shareWith != "" {
+				// The holder's nodes announce the address; this Service
+				// holds none of its own.
+				released = append(released, c.release(key)...)
+				ips = sharedIPs
+				wait = true // looked at again when the holder lets go
+			}
 			svc.Status.LoadBalancer.Ingress = ingressFor(ips, svc.Spec.IPFamilies)
+			if foreignMode {
+				gcond, w := c.foreignGroupCondition(&svc, ips, foreign, now)
+				if g, err := k8s.ParseGroupRef(svc.Namespace, gcond.Message); err == nil && gcond.Status == metav1.ConditionTrue {
+					group = g
+				}
+				if old := findCondition(orig.Status.Conditions, gcond.Type); w != nil && (old == nil || old.Message != gcond.Message) {
+					warnings = append(warnings, *w)
+				}
+				meta.SetStatusCondition(&svc.Status.Conditions, gcond)
+			}
 			if p != nil {
 				cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, p.reason, p.msg
 				switch p.reason {
@@ -160,6 +213,10 @@ func (c *Controller) reconcileService(ctx context.Context, req reconcile.Request
 					// A release or a pool change may resolve it.
 					wait = true
 				}
+			} else if shareWith != "" {
+				skey, from := compat.SharingKey(svc.Annotations)
+				cond.Status, cond.Reason = metav1.ConditionTrue, v1alpha1.ServiceReasonShared
+				cond.Message = fmt.Sprintf("holds %s from group %s, shared with %s (annotation %s %q), which announces it", joinAddrs(ips), group, shareWith, from, skey)
 			} else {
 				cond.Status, cond.Reason = metav1.ConditionTrue, ReasonAllocated
 				cond.Message = fmt.Sprintf("holds %s from group %s", joinAddrs(ips), group)
@@ -173,6 +230,26 @@ func (c *Controller) reconcileService(ctx context.Context, req reconcile.Request
 				outcome = cond.Reason
 			}
 		}
+	}
+	if !foreignMode || !isOurLB(&svc) {
+		meta.RemoveStatusCondition(&svc.Status.Conditions, v1alpha1.ServiceConditionGroup)
+	}
+	// MetalLB's allow-shared-ip: whether the Service shares another's
+	// address.
+	if skey, from := compat.SharingKey(svc.Annotations); from != "" && isOurLB(&svc) {
+		cond := metav1.Condition{Type: v1alpha1.ServiceConditionSharing, ObservedGeneration: svc.Generation, LastTransitionTime: now}
+		if a := findCondition(svc.Status.Conditions, v1alpha1.ServiceConditionAllocated); a != nil && a.Reason == v1alpha1.ServiceReasonShared {
+			cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, v1alpha1.ServiceReasonShared, a.Message
+		} else {
+			cond.Status, cond.Reason = metav1.ConditionFalse, ReasonNotShared
+			cond.Message = fmt.Sprintf("holds its own addresses; Services with annotation %s %q on other ports (and the same externalTrafficPolicy, and for Local the same selector) may share them", from, skey)
+		}
+		meta.SetStatusCondition(&svc.Status.Conditions, cond)
+	} else {
+		meta.RemoveStatusCondition(&svc.Status.Conditions, v1alpha1.ServiceConditionSharing)
+	}
+	if isOurLB(&svc) {
+		// Done above.
 	} else if hasCondition(svc.Status.Conditions, v1alpha1.ServiceConditionAllocated) {
 		// Deleted (with a finalizer of someone else), changed type or class.
 		released = append(released, c.release(key)...)
@@ -261,10 +338,18 @@ func (c *Controller) reconcileService(ctx context.Context, req reconcile.Request
 	return reconcile.Result{}, nil
 }
 
+// poolChoice is where a Service's new addresses may come from: the pool
+// it names (by the annotation from), else the candidates in order (nil:
+// every auto-assign pool).
+type poolChoice struct {
+	name, from string
+	candidates []string
+}
+
 // allocate gives svc an address of each family it wants, honouring a
 // requested address and a requested pool. It returns the addresses newly
 // assigned, those given back, and the refusals.
-func (c *Controller) allocate(svc *corev1.Service) (assigned, released []netip.Addr, probs []problem) {
+func (c *Controller) allocate(svc *corev1.Service, pc poolChoice) (assigned, released []netip.Addr, probs []problem) {
 	key := svc.Namespace + "/" + svc.Name
 	as := allocator.Service{Key: key, Namespace: svc.Namespace, Labels: svc.Labels}
 	families := wantedFamilies(svc)
@@ -277,7 +362,7 @@ func (c *Controller) allocate(svc *corev1.Service) (assigned, released []netip.A
 			return nil, nil, []problem{{ReasonInvalidRequest, fmt.Sprintf("requested address %s is %s but the Service's ipFamilies are %v", r, allocator.FamilyOf(r), svc.Spec.IPFamilies)}}
 		}
 	}
-	pool := strings.TrimSpace(svc.Annotations[k8s.PoolAnnotation])
+	pool := pc.name
 	// What the status shows now, per family: kept when still allowed
 	// (addresses a controller before us gave out).
 	shown := map[allocator.Family]netip.Addr{}
@@ -329,7 +414,7 @@ func (c *Controller) allocate(svc *corev1.Service) (assigned, released []netip.A
 			// annotation, which keeps its address when its pool goes.
 			if pool != "" && !c.alloc.HasPool(pool) {
 				probs = append(probs, problem{ReasonNoPool, fmt.Sprintf("pool %s (annotation %s) does not exist or is not valid (see its status); the Service keeps %s meanwhile",
-					pool, k8s.PoolAnnotation, cur)})
+					pool, pc.from, cur)})
 			}
 		default:
 			// The Service names another pool than its address's: move
@@ -348,7 +433,7 @@ func (c *Controller) allocate(svc *corev1.Service) (assigned, released []netip.A
 					c.alloc.ReleaseIP(key, s)
 				}
 			}
-			a, _, err := c.alloc.Allocate(as, f, pool)
+			a, err := c.allocateFrom(as, f, pool, pc.candidates)
 			if err != nil {
 				if has {
 					if rerr := c.alloc.Reserve(key, cur); rerr != nil {
@@ -503,4 +588,167 @@ func joinAddrs(as []netip.Addr) string {
 		s[i] = a.String()
 	}
 	return strings.Join(s, ", ")
+}
+
+// allocateFrom allocates from the named pool, else from the first
+// candidate with a free address (candidates nil: any auto-assign pool).
+func (c *Controller) allocateFrom(as allocator.Service, f allocator.Family, pool string, candidates []string) (netip.Addr, error) {
+	if pool != "" || candidates == nil {
+		a, _, err := c.alloc.Allocate(as, f, pool)
+		return a, err
+	}
+	var errs []error
+	for _, name := range candidates {
+		if !c.alloc.HasPool(name) {
+			continue
+		}
+		a, _, err := c.alloc.Allocate(as, f, name)
+		if err == nil {
+			return a, nil
+		}
+		errs = append(errs, err)
+	}
+	for _, e := range errs {
+		if errors.Is(e, allocator.ErrExhausted) {
+			return netip.Addr{}, e
+		}
+	}
+	if len(errs) > 0 {
+		return netip.Addr{}, errors.Join(errs...)
+	}
+	return netip.Addr{}, &allocator.Error{Op: "allocate " + f.String(), Service: as.Key, Kind: allocator.ErrNoPool,
+		Detail: "no auto-assign MetalLB IPAddressPool or kube-vip range is in effect; name a group with " + k8s.GroupAnnotation}
+}
+
+// Reasons of ServiceConditionGroup.
+const (
+	ReasonFromPool        = "FromPool"
+	ReasonNoAdvertisement = "NoAdvertisement"
+	ReasonNotShared       = "NotShared"
+)
+
+// foreignGroupCondition says which group serves a Service that names
+// none, from the pools of the addresses it holds, and the Warning to send
+// when none does.
+func (c *Controller) foreignGroupCondition(svc *corev1.Service, ips []netip.Addr, cfg compat.Config, now metav1.Time) (metav1.Condition, *problem) {
+	cond := metav1.Condition{Type: v1alpha1.ServiceConditionGroup, ObservedGeneration: svc.Generation, LastTransitionTime: now}
+	if len(ips) == 0 {
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, ReasonNoAdvertisement, "holds no address yet"
+		return cond, nil
+	}
+	strs := make([]string, len(ips))
+	for i, a := range ips {
+		strs[i] = a.String()
+	}
+	g, _, err := c.foreignGroup(strs, cfg, func(ip string) string {
+		a, _ := netip.ParseAddr(ip)
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.alloc.PoolOf(a)
+	})
+	if err != nil {
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, ReasonNoAdvertisement, err.Error()+"; no node announces it"
+		return cond, &problem{ReasonNoAdvertisement, cond.Message}
+	}
+	cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, ReasonFromPool, g.String()
+	return cond, nil
+}
+
+// sharing decides whether svc shares the address of another Service
+// under MetalLB's allow-shared-ip rules (compat.CanShare): the address it
+// asks for, or shows, is held by a Service it may share with, or, asking
+// for none, a Service with the same key it may share with holds one. It
+// returns that Service's key and addresses, or a refusal; "" and no
+// refusal when the Service takes addresses of its own.
+func (c *Controller) sharing(ctx context.Context, svc *corev1.Service, group k8s.GroupRef) (string, []netip.Addr, *problem, error) {
+	skey, _ := compat.SharingKey(svc.Annotations)
+	if skey == "" {
+		return "", nil, nil, nil
+	}
+	key := svc.Namespace + "/" + svc.Name
+	want, err := k8s.RequestedIPs(svc.Spec.LoadBalancerIP, svc.Annotations)
+	if err != nil {
+		return "", nil, nil, nil // allocate says why
+	}
+	if len(want) == 0 {
+		for _, ing := range svc.Status.LoadBalancer.Ingress {
+			if a, err := netip.ParseAddr(ing.IP); err == nil {
+				want = append(want, a)
+			}
+		}
+	}
+	owners := map[string]bool{}
+	c.mu.Lock()
+	for _, a := range want {
+		if o, ok := c.alloc.Owner(a); ok && o != key {
+			owners[o] = true
+		}
+	}
+	c.mu.Unlock()
+	sameGroup := func(h *corev1.Service) bool {
+		g, _, err := k8s.GroupOf(h.Namespace, h.Annotations)
+		return err == nil && g == group
+	}
+	var holder *corev1.Service
+	switch {
+	case len(owners) > 1:
+		return "", nil, &problem{ReasonIPInUse, fmt.Sprintf("%s are held by several Services; one Service's addresses can be shared, not a mix", joinAddrs(want))}, nil
+	case len(owners) == 1:
+		var owner string
+		for o := range owners {
+			owner = o
+		}
+		ns, name, ok := strings.Cut(owner, "/")
+		if !ok || strings.HasSuffix(owner, extKey("")) {
+			return "", nil, nil, nil // externalIPs: allocate says IPInUse
+		}
+		var h corev1.Service
+		if err := c.client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &h); err != nil {
+			if apierrors.IsNotFound(err) {
+				return "", nil, nil, nil
+			}
+			return "", nil, nil, err
+		}
+		if err := compat.CanShare(&h, svc); err != nil {
+			return "", nil, &problem{ReasonIPInUse, fmt.Sprintf("%s is held by %s and may not be shared: %v", joinAddrs(want), owner, err)}, nil
+		}
+		if !sameGroup(&h) {
+			return "", nil, &problem{ReasonIPInUse, fmt.Sprintf("%s is held by %s, which is in another group", joinAddrs(want), owner)}, nil
+		}
+		holder = &h
+	case len(want) > 0:
+		return "", nil, nil, nil // nobody else holds them
+	default:
+		// A new Service: share the address of one with the same key, as
+		// MetalLB does, when the rules allow.
+		var list corev1.ServiceList
+		if err := c.client.List(ctx, &list); err != nil {
+			return "", nil, nil, err
+		}
+		sort.Slice(list.Items, func(i, j int) bool {
+			return list.Items[i].Namespace+"/"+list.Items[i].Name < list.Items[j].Namespace+"/"+list.Items[j].Name
+		})
+		for i := range list.Items {
+			h := &list.Items[i]
+			hk := h.Namespace + "/" + h.Name
+			if k, _ := compat.SharingKey(h.Annotations); k != skey || hk == key || !isOurLB(h) || len(c.ips(hk)) == 0 {
+				continue
+			}
+			if compat.CanShare(h, svc) == nil && sameGroup(h) {
+				holder = h
+				break
+			}
+		}
+		if holder == nil {
+			return "", nil, nil, nil
+		}
+	}
+	hk := holder.Namespace + "/" + holder.Name
+	ips := c.ips(hk)
+	for _, a := range want {
+		if !slices.Contains(ips, a) {
+			return "", nil, &problem{ReasonIPInUse, fmt.Sprintf("%s shares addresses with %s, which holds %s, not %s", key, hk, joinAddrs(ips), a)}, nil
+		}
+	}
+	return hk, ips, nil, nil
 }

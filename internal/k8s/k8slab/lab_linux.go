@@ -72,6 +72,10 @@ type Options struct {
 	LeaderElect bool
 	// Log receives progress lines; nil: none.
 	Log io.Writer
+	// Before runs once the lab's own objects exist and before the
+	// controller starts: a migration test applies there what another
+	// load balancer left in the cluster.
+	Before func(ctx context.Context, admin client.Client) error
 }
 
 // Pool is the lab's IPPool range unless Options.Pool says otherwise;
@@ -187,6 +191,11 @@ func Start(ctx context.Context, t testing.TB, o Options) *Lab {
 	}
 	if err := l.objects(ctx); err != nil {
 		t.Fatalf("k8slab: %v", err)
+	}
+	if o.Before != nil {
+		if err := o.Before(ctx, l.Admin); err != nil {
+			t.Fatalf("k8slab: Options.Before: %v", err)
+		}
 	}
 	if l.ctrlCfg, err = l.kubeconfig("controller", "", "vipstack-controller"); err != nil {
 		t.Fatalf("k8slab: %v", err)

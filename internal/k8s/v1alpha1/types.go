@@ -137,6 +137,20 @@ const (
 	// the addresses (True), or none has and nobody announces them (False,
 	// naming the group's nodes and where the ready endpoints are).
 	ServiceConditionLocalEndpoints = "vipstack.io/LocalEndpointsInGroup"
+	// ServiceConditionGroup on a Service that names no group but holds
+	// addresses of a MetalLB or kube-vip pool (package compat): True, its
+	// message the group (NAMESPACE/NAME) that serves them, for the agents
+	// and the controller's index; False when no group serves the pool.
+	ServiceConditionGroup = "vipstack.io/ServedByGroup"
+	// ServiceConditionSharing on a Service with MetalLB's allow-shared-ip
+	// annotation: True (reason ServiceReasonShared) while it shares the
+	// address another Service holds, False while it holds its own.
+	ServiceConditionSharing = "vipstack.io/IPShared"
+	// ServiceReasonShared is the reason of a True
+	// ServiceConditionAllocated (and ServiceConditionSharing) on a Service
+	// that shares another's address: the agents leave that address to the
+	// holder's entry, which announces it.
+	ServiceReasonShared = "Shared"
 )
 
 // ExternalIPsMessage is the message of a True ServiceConditionExternalIPs
