@@ -59,11 +59,16 @@ func startStock(t *testing.T, corefile string) (string, *bytes.Buffer) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	t.Cleanup(func() {
+		exited := cmd.ProcessState != nil
 		cmd.Process.Kill()
 		cmd.Wait()
+		if t.Failed() {
+			// Which server refused: stock CoreDNS's address and output.
+			t.Logf("stock CoreDNS on %s (exited before the end: %v) printed:\n%s", addr, exited, out)
+		}
 	})
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	if err := probe(&net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: port}); err != nil {
 		t.Fatalf("stock CoreDNS on %s: %v\n%s", addr, err, out)
 	}
