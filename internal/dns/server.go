@@ -387,8 +387,16 @@ func probe(a net.Addr) error {
 	for i := 0; ctx.Err() == nil; i++ {
 		target := netip.AddrPortFrom(targets[i%len(targets)], ap.Port()).String()
 		m.Id = dns.Id()
-		if _, _, err := c.ExchangeContext(ctx, m, target); err != nil {
+		r, _, err := c.ExchangeContext(ctx, m, target)
+		if err != nil {
 			last = err
+			continue
+		}
+		if !r.Response {
+			// Our own query back: while nothing listens on the port, the
+			// kernel may give the probe's socket that very port, and it
+			// hears itself (a test's stock CoreDNS then lost its port).
+			last = errors.New("no server: the probe received its own query")
 			continue
 		}
 		return nil

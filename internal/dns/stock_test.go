@@ -45,33 +45,50 @@ func stockBin(t *testing.T) string {
 
 // startStock runs stock CoreDNS with corefile, in which PORT stands for the
 // port it listens on (127.0.0.1 only), until the test ends, and returns
-// its address once it answers, and its output.
+// its address once it answers, and its output. The port is picked free
+// and then released for CoreDNS to bind; if another socket took it
+// meanwhile and CoreDNS exited, it tries again on another port.
 func startStock(t *testing.T, corefile string) (string, *bytes.Buffer) {
 	t.Helper()
-	port := freePort(t)
-	path := filepath.Join(t.TempDir(), "Corefile")
-	if err := os.WriteFile(path, []byte(strings.ReplaceAll(corefile, "PORT", fmt.Sprint(port))), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	out := new(bytes.Buffer)
-	cmd := exec.Command(stockBin(t), "-conf", path)
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-		if t.Failed() {
-			// Which server refused: stock CoreDNS's address and output.
-			t.Logf("stock CoreDNS on %s printed:\n%s", addr, out)
+	var addr string
+	var out *bytes.Buffer
+	for attempt := 1; ; attempt++ {
+		port := freePort(t)
+		path := filepath.Join(t.TempDir(), "Corefile")
+		if err := os.WriteFile(path, []byte(strings.ReplaceAll(corefile, "PORT", fmt.Sprint(port))), 0o644); err != nil {
+			t.Fatal(err)
 		}
-	})
-	if err := probe(&net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: port}); err != nil {
-		t.Fatalf("stock CoreDNS on %s: %v\n%s", addr, err, out)
+		out = new(bytes.Buffer)
+		cmd := exec.Command(stockBin(t), "-conf", path)
+		cmd.Stdout, cmd.Stderr = out, out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		exited := make(chan struct{})
+		go func() { cmd.Wait(); close(exited) }()
+		addr = fmt.Sprintf("127.0.0.1:%d", port)
+		t.Cleanup(func() {
+			cmd.Process.Kill()
+			<-exited
+			if t.Failed() {
+				t.Logf("stock CoreDNS on %s printed:\n%s", addr, out)
+			}
+		})
+		err := probe(&net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: port})
+		select {
+		case <-exited:
+			if attempt < 3 {
+				t.Logf("stock CoreDNS on %s exited (%v); another port", addr, err)
+				continue
+			}
+			t.Fatalf("stock CoreDNS on %s exited:\n%s", addr, out)
+		default:
+		}
+		if err != nil {
+			t.Fatalf("stock CoreDNS on %s: %v\n%s", addr, err, out)
+		}
+		return addr, out
 	}
-	return addr, out
 }
 
 // startBoth runs corefile (PORT for the port; each server gets its own)
