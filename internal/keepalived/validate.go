@@ -2,11 +2,13 @@ package keepalived
 
 import (
 	"cmp"
+	"errors"
 	"maps"
 	"net/netip"
 	"slices"
 	"strings"
-	"time"
+
+	"github.com/vipstack/vipstack/internal/vrrp"
 )
 
 // validate runs the checks that need the whole file: required settings,
@@ -225,12 +227,9 @@ func (p *parser) version(in *Instance, m *instMeta, fam int) {
 			"but version 2 is set at %s; use vrrp_version 3", in.Name, at)
 	}
 	if at, ok := m.seen["advert_int"]; ok && m.advertRaw != "" {
-		d := in.AdvertInterval
-		switch {
-		case in.Version == 2 && (d%time.Second != 0 || d < time.Second):
-			p.errs.add(at, "advert_int", "advert_int %s is not valid for VRRP version 2 (accepted: whole seconds 1..255)", m.advertRaw)
-		case in.Version == 3 && (d%(10*time.Millisecond) != 0 || d > 4095*10*time.Millisecond):
-			p.errs.add(at, "advert_int", "advert_int %s is not valid for VRRP version 3 (accepted: 0.01..40.95 seconds in steps of 0.01)", m.advertRaw)
+		var ie *vrrp.IntervalError
+		if errors.As(vrrp.CheckAdvertInterval(in.Version, in.AdvertInterval), &ie) {
+			p.errs.add(at, "advert_int", "advert_int %s is not valid for VRRP version %d (accepted: %s)", m.advertRaw, in.Version, ie.Accepted())
 		}
 	}
 	if at, ok := m.seen["authentication"]; ok && in.Version == 3 {
