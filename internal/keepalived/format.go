@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"net"
-	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -54,6 +53,8 @@ func Format(c *Config) []byte {
 
 type writer struct {
 	b strings.Builder
+	// commented is set after a comment, which sticks to what follows.
+	commented bool
 }
 
 // line writes one line of words at indent. A line ending in a backslash
@@ -81,6 +82,7 @@ func (w *writer) comment(indent int, text string) {
 	for _, l := range strings.Split(text, "\n") {
 		w.line(indent, strings.TrimRight("# "+l, " "))
 	}
+	w.commented = true
 }
 
 // open starts a block; a blank line separates top-level blocks unless a
@@ -88,9 +90,10 @@ func (w *writer) comment(indent int, text string) {
 func (w *writer) open(indent int, comment string, words ...string) {
 	if comment != "" {
 		w.comment(indent, comment)
-	} else if indent == 0 && w.b.Len() > 0 {
+	} else if indent == 0 && w.b.Len() > 0 && !w.commented {
 		w.b.WriteByte('\n')
 	}
+	w.commented = false
 	w.line(indent, append(words, "{")...)
 }
 
@@ -350,7 +353,7 @@ func (w *writer) vips(vips []VIP, kw string) {
 	}
 	w.line(1, kw, "{")
 	for _, v := range vips {
-		words := []string{vipPrefix(v.Prefix)}
+		words := []string{v.Prefix.String()}
 		if v.Broadcast.IsValid() {
 			words = append(words, "brd", v.Broadcast.String())
 		}
@@ -372,15 +375,6 @@ func (w *writer) vips(vips []VIP, kw string) {
 		w.line(2, words...)
 	}
 	w.line(1, "}")
-}
-
-// vipPrefix writes an address alone when it has its full length, as
-// configurations usually do.
-func vipPrefix(p netip.Prefix) string {
-	if p.Bits() == p.Addr().BitLen() {
-		return p.Addr().String()
-	}
-	return p.String()
 }
 
 func (w *writer) tracks(ts []TrackScript) {
