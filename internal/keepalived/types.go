@@ -201,5 +201,11 @@ type Error struct {
 	Msg     string
 }
 
-// Error returns "file:line: msg".
-func (e *Error) Error() string { return e.Pos.String() + ": " + e.Msg }
+// Error returns "file:line: msg", or msg alone for a configuration built
+// in code, which has no position (its Msg names the block).
+func (e *Error) Error() string {
+	if e.Pos == (Pos{}) {
+		return e.Msg
+	}
+	return e.Pos.String() + ": " + e.Msg
+}
