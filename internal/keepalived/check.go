@@ -134,6 +134,38 @@ func (v *checker) script(name string, sc *Script) {
 }
 
 func (v *checker) instances() {
+	names := map[string]*Instance{}
+	var insts []*Instance
+	for i, in := range v.cfg.Instances {
+		if in == nil {
+			v.add(Pos{}, fmt.Sprintf("Instances[%d]", i), "vrrp_instance", "no instance (nil)")
+			continue
+		}
+		insts = append(insts, in)
+		what := fmt.Sprintf("vrrp_instance %q", in.Name)
+		if prev, ok := names[in.Name]; ok {
+			v.add(in.Pos, what, "vrrp_instance", "is already defined%s", at(prev.Pos))
+		}
+		names[in.Name] = in
+		v.instance(in, what)
+	}
+	duplicates(insts, func(in *Instance) Pos { return in.Pos }, func(pos Pos, kw, format string, a ...any) {
+		v.add(pos, "", kw, format, a...)
+	})
+}
+
+// at returns " at file:line", or "" for a configuration built in code.
+func at(p Pos) string {
+	if p == (Pos{}) {
+		return ""
+	}
+	return " at " + p.String()
+}
+
+// duplicates rejects two instances with one interface, VRID and family,
+// and an address held twice on one device, in the reader (vridAt is the
+// virtual_router_id line) and in Validate (the instance's position).
+func duplicates(insts []*Instance, vridAt func(*Instance) Pos, add func(pos Pos, kw, format string, a ...any)) {
 	type vrKey struct {
 		ifname string
 		vrid   uint8
@@ -149,28 +181,20 @@ func (v *checker) instances() {
 		pos Pos
 	}
 	vips := map[vipKey]vipAt{}
-	names := map[string]*Instance{}
-	for i, in := range v.cfg.Instances {
-		if in == nil {
-			v.add(Pos{}, fmt.Sprintf("Instances[%d]", i), "vrrp_instance", "no instance (nil)")
-			continue
-		}
-		what := fmt.Sprintf("vrrp_instance %q", in.Name)
-		if prev, ok := names[in.Name]; ok {
-			v.add(in.Pos, what, "vrrp_instance", "is already defined at %s", cmp.Or(prev.Pos.String(), "an earlier instance"))
-		}
-		names[in.Name] = in
-		v.instance(in, what)
+	for _, in := range insts {
 		fam := in.Family()
 		if in.VRID != 0 && in.Interface != "" {
 			k := vrKey{in.Interface, in.VRID, fam}
 			if prev, dup := vrids[k]; dup {
-				v.add(in.Pos, what, "virtual_router_id", "uses interface %s, virtual_router_id %d and IPv%d like vrrp_instance %q; one of them must differ",
-					in.Interface, in.VRID, fam, prev.Name)
+				add(cmp.Or(vridAt(in), in.Pos), "virtual_router_id", "vrrp_instance %q uses interface %s, virtual_router_id %d and IPv%d "+
+					"like vrrp_instance %q%s; one of them must differ", in.Name, in.Interface, in.VRID, fam, prev.Name, at(prev.Pos))
 			} else {
 				vrids[k] = in
 			}
 		}
+		// keepalived 2.2.7 accepts an address in two instances, and the
+		// instance that lets it go removes it from under the one that
+		// holds it (seen: one in FAULT left the other MASTER without it).
 		for _, a := range slices.Concat(in.VIPs, in.ExcludedVIPs) {
 			dev := cmp.Or(a.Dev, in.Interface)
 			k := vipKey{a.Prefix.Addr(), dev}
@@ -179,10 +203,16 @@ func (v *checker) instances() {
 			case !dup:
 				vips[k] = vipAt{in, a.Pos}
 			case prev.in == in:
-				v.add(cmp.Or(a.Pos, in.Pos), what, "virtual_ipaddress", "address %s on %s is listed twice", k.addr, dev)
+				first := ""
+				if prev.pos != (Pos{}) {
+					first = " (first at " + prev.pos.String() + ")"
+				}
+				add(cmp.Or(a.Pos, in.Pos), "virtual_ipaddress", "address %s on %s is listed twice in vrrp_instance %q%s",
+					k.addr, dev, in.Name, first)
 			default:
-				v.add(cmp.Or(a.Pos, in.Pos), what, "virtual_ipaddress", "address %s on %s is also in vrrp_instance %q; an address belongs to one instance",
-					k.addr, dev, prev.in.Name)
+				add(cmp.Or(a.Pos, in.Pos), "virtual_ipaddress", "address %s on %s of vrrp_instance %q is also in vrrp_instance %q%s; "+
+					"an address belongs to one instance (the instance that lets it go would remove it from under the other)",
+					k.addr, dev, in.Name, prev.in.Name, at(prev.pos))
 			}
 		}
 	}

@@ -94,8 +94,9 @@ func TestValidateBuilt(t *testing.T) {
 				c.Instances = append(c.Instances, in)
 			},
 			want: []string{
-				`vrrp_instance "VI2": uses interface eth0, virtual_router_id 1 and IPv4 like vrrp_instance "VI"; one of them must differ`,
-				`vrrp_instance "VI2": address 198.18.0.1 on eth0 is also in vrrp_instance "VI"; an address belongs to one instance`,
+				`vrrp_instance "VI2" uses interface eth0, virtual_router_id 1 and IPv4 like vrrp_instance "VI"; one of them must differ`,
+				`address 198.18.0.1 on eth0 of vrrp_instance "VI2" is also in vrrp_instance "VI"; an address belongs to one instance ` +
+					`(the instance that lets it go would remove it from under the other)`,
 			}},
 		{name: "script values",
 			edit: func(c *Config) {
