@@ -15,7 +15,8 @@ import (
 // same model (positions, Warnings and Files aside): the one writer of
 // keepalived.conf text for the configurations vipstack generates.
 //
-// It writes every field of the model. A setting equal to keepalived's
+// It writes every field of the model that keepalived.conf can say (not
+// Warnings, Files or a Script's native Probe). A setting equal to keepalived's
 // default is left out, except the ones a reader looks for first (state,
 // priority, advert_int, and a vrrp_script's interval, weight, rise and
 // fall). Resolved values are written where they differ from what the
