@@ -141,94 +141,56 @@ func wholeSecs(d time.Duration) string { return strconv.FormatInt(int64(d/time.S
 func itoa(n int) string { return strconv.Itoa(n) }
 
 func (w *writer) global(g *GlobalDefs) {
+	smtpHost, smtpPort, err := net.SplitHostPort(g.SMTPServer)
+	if err != nil {
+		smtpHost, smtpPort = g.SMTPServer, "25"
+	}
+	scriptUser := []string{"script_user", word(g.ScriptUser)}
+	if g.ScriptGroup != "" {
+		scriptUser = append(scriptUser, word(g.ScriptGroup))
+	}
+	// Each setting is written when it differs from keepalived's default.
+	settings := []struct {
+		set   bool
+		words []string
+	}{
+		{g.RouterID != "", []string{"router_id", word(g.RouterID)}},
+		{g.EnableScriptSecurity, []string{"enable_script_security"}},
+		{g.ScriptUser != "", scriptUser},
+		{g.VRRPVersion == 3, []string{"vrrp_version 3"}},
+		{g.RTPriority != 0, []string{"vrrp_rt_priority", itoa(g.RTPriority)}},
+		{g.NoSwap, []string{"vrrp_no_swap"}},
+		{g.RLimitRTTime != 0, []string{"vrrp_rlimit_rttime", itoa(g.RLimitRTTime)}},
+		{g.CheckerRLimitRTTime != 0, []string{"checker_rlimit_rttime", itoa(g.CheckerRLimitRTTime)}},
+		{g.BFDRLimitRTTime != 0, []string{"bfd_rlimit_rttime", itoa(g.BFDRLimitRTTime)}},
+		{g.CheckerNoSwap, []string{"checker_no_swap"}},
+		{g.GARPMasterDelay != 5*time.Second, []string{"vrrp_garp_master_delay", wholeSecs(g.GARPMasterDelay)}},
+		{g.GARPMasterRepeat != 5, []string{"vrrp_garp_master_repeat", itoa(g.GARPMasterRepeat)}},
+		{g.GARPMasterRefresh != 0, []string{"vrrp_garp_master_refresh", wholeSecs(g.GARPMasterRefresh)}},
+		{g.GARPMasterRefreshRepeat != 1, []string{"vrrp_garp_master_refresh_repeat", itoa(g.GARPMasterRefreshRepeat)}},
+		{g.GARPInterval != 0, []string{"vrrp_garp_interval", secs(g.GARPInterval)}},
+		{g.GNAInterval != 0, []string{"vrrp_gna_interval", secs(g.GNAInterval)}},
+		{g.MaxAutoPriority != -1, []string{"max_auto_priority", itoa(g.MaxAutoPriority)}},
+		{g.StartupDelay != 0, []string{"vrrp_startup_delay", secs(g.StartupDelay)}},
+		{g.DefaultInterface != "", []string{"default_interface", word(g.DefaultInterface)}},
+		{g.NotificationEmailFrom != "", []string{"notification_email_from", word(g.NotificationEmailFrom)}},
+		{g.SMTPServer != "", []string{"smtp_server", word(smtpHost), smtpPort}},
+		{g.SMTPHeloName != "", []string{"smtp_helo_name", word(g.SMTPHeloName)}},
+		{g.SMTPConnectTimeout != 0, []string{"smtp_connect_timeout", wholeSecs(g.SMTPConnectTimeout)}},
+		{g.NoEmailFaults, []string{"no_email_faults"}},
+	}
 	var body writer
-	l := body.line
-	if g.RouterID != "" {
-		l(1, "router_id", word(g.RouterID))
-	}
-	if g.EnableScriptSecurity {
-		l(1, "enable_script_security")
-	}
-	if g.ScriptUser != "" {
-		if g.ScriptGroup != "" {
-			l(1, "script_user", word(g.ScriptUser), word(g.ScriptGroup))
-		} else {
-			l(1, "script_user", word(g.ScriptUser))
+	for _, s := range settings {
+		if s.set {
+			body.line(1, s.words...)
 		}
-	}
-	if g.VRRPVersion == 3 {
-		l(1, "vrrp_version 3")
-	}
-	if g.RTPriority != 0 {
-		l(1, "vrrp_rt_priority", itoa(g.RTPriority))
-	}
-	if g.NoSwap {
-		l(1, "vrrp_no_swap")
-	}
-	if g.RLimitRTTime != 0 {
-		l(1, "vrrp_rlimit_rttime", itoa(g.RLimitRTTime))
-	}
-	if g.CheckerRLimitRTTime != 0 {
-		l(1, "checker_rlimit_rttime", itoa(g.CheckerRLimitRTTime))
-	}
-	if g.BFDRLimitRTTime != 0 {
-		l(1, "bfd_rlimit_rttime", itoa(g.BFDRLimitRTTime))
-	}
-	if g.CheckerNoSwap {
-		l(1, "checker_no_swap")
-	}
-	if g.GARPMasterDelay != 5*time.Second {
-		l(1, "vrrp_garp_master_delay", wholeSecs(g.GARPMasterDelay))
-	}
-	if g.GARPMasterRepeat != 5 {
-		l(1, "vrrp_garp_master_repeat", itoa(g.GARPMasterRepeat))
-	}
-	if g.GARPMasterRefresh != 0 {
-		l(1, "vrrp_garp_master_refresh", wholeSecs(g.GARPMasterRefresh))
-	}
-	if g.GARPMasterRefreshRepeat != 1 {
-		l(1, "vrrp_garp_master_refresh_repeat", itoa(g.GARPMasterRefreshRepeat))
-	}
-	if g.GARPInterval != 0 {
-		l(1, "vrrp_garp_interval", secs(g.GARPInterval))
-	}
-	if g.GNAInterval != 0 {
-		l(1, "vrrp_gna_interval", secs(g.GNAInterval))
-	}
-	if g.MaxAutoPriority != -1 {
-		l(1, "max_auto_priority", itoa(g.MaxAutoPriority))
-	}
-	if g.StartupDelay != 0 {
-		l(1, "vrrp_startup_delay", secs(g.StartupDelay))
-	}
-	if g.DefaultInterface != "" {
-		l(1, "default_interface", word(g.DefaultInterface))
 	}
 	if len(g.NotificationEmail) > 0 {
-		l(1, "notification_email {")
+		body.line(1, "notification_email {")
 		for _, e := range g.NotificationEmail {
-			l(2, word(e))
+			body.line(2, word(e))
 		}
-		l(1, "}")
-	}
-	if g.NotificationEmailFrom != "" {
-		l(1, "notification_email_from", word(g.NotificationEmailFrom))
-	}
-	if g.SMTPServer != "" {
-		host, port, err := net.SplitHostPort(g.SMTPServer)
-		if err != nil {
-			host, port = g.SMTPServer, "25"
-		}
-		l(1, "smtp_server", word(host), port)
-	}
-	if g.SMTPHeloName != "" {
-		l(1, "smtp_helo_name", word(g.SMTPHeloName))
-	}
-	if g.SMTPConnectTimeout != 0 {
-		l(1, "smtp_connect_timeout", wholeSecs(g.SMTPConnectTimeout))
-	}
-	if g.NoEmailFaults {
-		l(1, "no_email_faults")
+		body.line(1, "}")
 	}
 	if body.b.Len() == 0 {
 		return
