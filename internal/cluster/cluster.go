@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/vipstack/vipstack/internal/vrrp"
 )
 
 // Role is a node's role.
@@ -531,10 +533,10 @@ func (f *File) Validate() (*Cluster, error) {
 	switch {
 	case c.VRRP.Version == 2 && !has4 && has6:
 		bad("vrrp.version: 2 cannot carry IPv6 VIPs and this cluster has no IPv4 VIP; use version 3 (in a dual-stack cluster, 2 is the IPv4 instances' version and the IPv6 ones run 3)")
-	case runs2 && (c.VRRP.AdvertInterval%time.Second != 0 || c.VRRP.AdvertInterval > 255*time.Second):
-		bad("vrrp.advertInterval: %v: VRRPv2 needs whole seconds from 1s to 255s", c.VRRP.AdvertInterval)
-	case runs3 && (c.VRRP.AdvertInterval%(10*time.Millisecond) != 0 || c.VRRP.AdvertInterval > 40950*time.Millisecond):
-		bad("vrrp.advertInterval: %v: VRRPv3 needs a multiple of 10ms up to 40.95s", c.VRRP.AdvertInterval)
+	case runs2 && vrrp.CheckAdvertInterval(2, c.VRRP.AdvertInterval) != nil:
+		bad("vrrp.advertInterval: %v", vrrp.CheckAdvertInterval(2, c.VRRP.AdvertInterval))
+	case runs3 && vrrp.CheckAdvertInterval(3, c.VRRP.AdvertInterval) != nil:
+		bad("vrrp.advertInterval: %v", vrrp.CheckAdvertInterval(3, c.VRRP.AdvertInterval))
 	}
 
 	c.Ports = Ports{API: 6443, LB: 9445, IngressHealth: 1936, MachineConfig: 22623}

@@ -10,30 +10,22 @@ import (
 
 // Keepalived turns a plan into the configuration the VRRP engine runs, on
 // interface iface, with every check run natively by probe (no fork per
-// check).
+// check). It is built from keepalived's defaults (keepalived.NewConfig);
+// the caller checks it with Validate.
 func (p *Plan) Keepalived(c *Cluster, iface string, probe func(CheckSpec) track.Check) *keepalived.Config {
-	cfg := &keepalived.Config{
-		Global: keepalived.GlobalDefs{
-			RouterID:         p.Node.Name,
-			VRRPVersion:      c.VRRP.Version,
-			GARPMasterDelay:  5e9,
-			GARPMasterRepeat: 5,
-			MaxAutoPriority:  -1,
-		},
-		Scripts: map[string]*keepalived.Script{},
-	}
+	cfg := keepalived.NewConfig()
+	cfg.Global.RouterID = p.Node.Name
+	cfg.Global.VRRPVersion = c.VRRP.Version
 	for _, ch := range p.Checks {
-		cfg.Scripts[ch.Name] = &keepalived.Script{
-			Name: ch.Name, Command: "native " + ch.Name, Interval: ch.Interval, Timeout: ch.Timeout,
-			Weight: ch.Weight, Rise: ch.Rise, Fall: ch.Fall, Probe: probe(ch),
-		}
+		sc := keepalived.NewScript(ch.Name, "native "+ch.Name)
+		sc.Interval, sc.Timeout = ch.Interval, ch.Timeout
+		sc.Weight, sc.Rise, sc.Fall, sc.Probe = ch.Weight, ch.Rise, ch.Fall, probe(ch)
+		cfg.Scripts[ch.Name] = sc
 	}
 	for _, in := range p.Instances {
-		ic := &keepalived.Instance{
-			Name: in.Name, InitialState: "BACKUP", Interface: iface, VRID: in.VRID, Priority: in.Priority,
-			AdvertInterval: c.VRRP.AdvertInterval, Version: cmp.Or(in.Version, c.VRRP.Version), Preempt: true,
-			GARPMasterDelay: 5e9, GARPMasterRepeat: 5, GARPMasterRefreshRepeat: 1, Accept: true,
-		}
+		ic := cfg.NewInstance(in.Name)
+		ic.Interface, ic.VRID, ic.Priority = iface, in.VRID, in.Priority
+		ic.AdvertInterval, ic.Version = c.VRRP.AdvertInterval, cmp.Or(in.Version, c.VRRP.Version)
 		if in.AuthPass != "" {
 			ic.AuthType, ic.AuthPass = "PASS", in.AuthPass
 		}

@@ -23,6 +23,9 @@ func TestPlanToKeepalived(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := p.Keepalived(c, "eth0", func(s CheckSpec) track.Check { return fakeProbe{s.Name} })
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("Validate: %v", err)
+	}
 	if len(cfg.Instances) != 2 {
 		t.Fatalf("%d instances, want API and INGRESS", len(cfg.Instances))
 	}
@@ -39,5 +42,32 @@ func TestPlanToKeepalived(t *testing.T) {
 	}
 	if ing := cfg.Scripts["chk_ingress"]; ing == nil || ing.Weight != 50 {
 		t.Fatalf("chk_ingress: %+v", ing)
+	}
+}
+
+// TestPlanToKeepalivedValidates checks that the configuration the node
+// agent runs passes the keepalived reader's rules for every node of every
+// testdata cluster, IPv6 and dual-stack included.
+func TestPlanToKeepalivedValidates(t *testing.T) {
+	for _, file := range []string{"cluster.yaml", "dualstack.yaml", "ipv6.yaml", "seed000.yaml", "seed001.yaml"} {
+		c, err := Load("testdata/" + file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range c.Nodes {
+			t.Run(file+"/"+n.Name, func(t *testing.T) {
+				p, err := c.PlanFor(n.Name)
+				if err != nil {
+					t.Fatal(err)
+				}
+				cfg := p.Keepalived(c, "eth0", func(s CheckSpec) track.Check { return fakeProbe{s.Name} })
+				if len(cfg.Instances) == 0 {
+					t.Fatal("no instance")
+				}
+				if err := cfg.Validate(); err != nil {
+					t.Errorf("Validate: %v", err)
+				}
+			})
+		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/vipstack/vipstack/internal/cluster"
 	"github.com/vipstack/vipstack/internal/testnet"
+	"github.com/vipstack/vipstack/internal/vrrp"
 )
 
 // The demo cluster's names and addresses. The VIPs sit below the hosts'
@@ -58,7 +59,7 @@ func (s Spec) Validate() error {
 	if s.Workers < 0 || s.Masters+s.Workers > 20 {
 		return fmt.Errorf("demo: Masters = %d, Workers = %d: want at most 20 nodes and no negative count", s.Masters, s.Workers)
 	}
-	if s.Advert < 0 || s.Advert%(10*time.Millisecond) != 0 || s.Advert > 40950*time.Millisecond {
+	if s.Advert != 0 && vrrp.CheckAdvertInterval(3, s.Advert) != nil {
 		return fmt.Errorf("demo: Advert = %v: want a multiple of 10ms up to 40.95s (VRRPv3), or 0 for 100ms", s.Advert)
 	}
 	return nil

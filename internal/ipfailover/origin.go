@@ -25,8 +25,15 @@ import (
 //     port check, or `true` when the port is 0) every check interval, and
 //     the notify script.
 //
-// It is not what vipstack runs: see Plan.Render for that. It fails when the
+// It is not what vipstack runs: see Plan.Config for that. It fails when the
 // groups need VRIDs above 255 (the image's wall).
+//
+// Unlike every other keepalived.conf vipstack writes, this text is written
+// by hand, not with keepalived.Format: it stands for the image's output in
+// comparison runs, so it keeps the image's layout, its header comment, its
+// order of settings and lines Format would write otherwise or leave out
+// (the preempt line, max_auto_priority, notification_email, smtp_*), byte
+// for byte as the golden files record it.
 func OriginConfig(s *Spec, addr netip.Addr, iface string, rnd func(n int) int) (string, error) {
 	var b strings.Builder
 	w := func(format string, args ...any) {

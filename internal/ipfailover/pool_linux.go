@@ -44,8 +44,8 @@ func New(opts Options) (*Pool, error) {
 	if opts.Version == 2 && opts.Spec.Family() == 6 {
 		return nil, fmt.Errorf("ipfailover: --vrrp-version 2: the VIPs (%s) are IPv6, which VRRP version 2 cannot carry; want 3, or leave the flag out", EnvVirtualIPs)
 	}
-	if err := checkAdvert(opts.Version, opts.AdvertInterval); err != nil {
-		return nil, err
+	if err := vrrp.CheckAdvertInterval(opts.Version, opts.AdvertInterval); err != nil {
+		return nil, fmt.Errorf("ipfailover: %w", err)
 	}
 	if err := checkNodes(opts.Spec, opts.Nodes); err != nil {
 		return nil, err
@@ -62,16 +62,6 @@ func New(opts Options) (*Pool, error) {
 			func() float64 { return float64(p.Status().Held) }))
 	}
 	return p, nil
-}
-
-func checkAdvert(version int, d time.Duration) error {
-	if version == 2 && (d%time.Second != 0 || d < time.Second || d > 255*time.Second) {
-		return fmt.Errorf("ipfailover: advert interval %v: VRRPv2 needs whole seconds from 1s to 255s", d)
-	}
-	if version == 3 && (d%(10*time.Millisecond) != 0 || d < 10*time.Millisecond || d > 40950*time.Millisecond) {
-		return fmt.Errorf("ipfailover: advert interval %v: VRRPv3 needs centiseconds from 10ms to 40.95s", d)
-	}
-	return nil
 }
 
 // Prepare resolves the interface and this node's address and rank, runs

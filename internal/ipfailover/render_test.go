@@ -11,9 +11,22 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/vipstack/vipstack/internal/keepalived"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+// sameModel compares a generated model with the one the reader makes of
+// its text: positions, notes and comments aside, and the native probe.
+var sameModel = cmp.Options{
+	cmp.Comparer(func(a, b netip.Addr) bool { return a == b }),
+	cmp.Comparer(func(a, b netip.Prefix) bool { return a == b }),
+	cmpopts.IgnoreTypes(keepalived.Pos{}),
+	cmpopts.IgnoreFields(keepalived.Config{}, "Warnings", "Files", "Comment"),
+	cmpopts.IgnoreFields(keepalived.Script{}, "Probe"),
+}
 
 func golden(t *testing.T, got string) {
 	t.Helper()
@@ -81,6 +94,14 @@ func TestRender(t *testing.T) {
 			cfg, err := p.Keepalived(s, tc.node, probe, "test")
 			if err != nil {
 				t.Fatalf("%v\n%s", err, text)
+			}
+			// ... and keepalived runs the text: both read the same.
+			parsed, err := keepalived.Parse("test", []byte(text), nil)
+			if err != nil {
+				t.Fatalf("the reader rejects the text: %v\n%s", err, text)
+			}
+			if diff := cmp.Diff(parsed, cfg, sameModel); diff != "" {
+				t.Errorf("the engine's model differs from the text's (-text +model):\n%s", diff)
 			}
 			if len(cfg.Instances) != len(p.Groups) {
 				t.Fatalf("%d instances, want %d", len(cfg.Instances), len(p.Groups))

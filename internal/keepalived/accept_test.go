@@ -467,6 +467,7 @@ func TestParseAccepts(t *testing.T) {
 			if diff := cmp.Diff(tt.wantWarnings, cfg.Warnings); diff != "" {
 				t.Errorf("warnings mismatch (-want +got):\n%s", diff)
 			}
+			checkRoundTrip(t, cfg) // includes are written inline
 		})
 	}
 }

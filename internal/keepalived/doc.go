@@ -79,6 +79,13 @@
 // nil Config. Non-fatal notes, such as an auth_pass longer than the 8 bytes
 // sent on the wire, are returned in Config.Warnings.
 //
+// # Writing and building
+//
+// Format is the one writer of keepalived.conf text: Parse reads its output
+// back into the same model. Code that builds a configuration starts from
+// NewConfig, NewScript and NewInstance (keepalived's defaults) and checks
+// it with Validate, which applies the reader's rules to the model.
+//
 // # Includes
 //
 // "include PATTERN" may appear on any line, at the top level or inside a

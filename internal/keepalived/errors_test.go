@@ -459,13 +459,13 @@ func TestParseErrors(t *testing.T) {
 		{
 			name: "same address in two instances",
 			conf: inst("A", "7", "198.18.0.1") + inst("B", "8", "198.18.0.1/24"),
-			want: "k.conf:12: address 198.18.0.1 on eth0 is also in vrrp_instance \"A\" at k.conf:5; an address belongs to one instance " +
+			want: "k.conf:12: address 198.18.0.1 on eth0 of vrrp_instance \"B\" is also in vrrp_instance \"A\" at k.conf:5; an address belongs to one instance " +
 				"(the instance that lets it go would remove it from under the other)",
 		},
 		{
 			name: "same address in an instance and another's excluded list",
 			conf: inst("A", "7", "198.18.0.1") + "vrrp_instance B {\n interface eth0\n virtual_router_id 8\n virtual_ipaddress_excluded {\n  198.18.0.1 dev eth0\n }\n}\n",
-			want: "k.conf:12: address 198.18.0.1 on eth0 is also in vrrp_instance \"A\" at k.conf:5; an address belongs to one instance " +
+			want: "k.conf:12: address 198.18.0.1 on eth0 of vrrp_instance \"B\" is also in vrrp_instance \"A\" at k.conf:5; an address belongs to one instance " +
 				"(the instance that lets it go would remove it from under the other)",
 		},
 		{

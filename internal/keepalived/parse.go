@@ -54,7 +54,7 @@ func ParseID(name string, data []byte, fsys fs.FS, configID string) (*Config, er
 	r.readFile(name, data)
 	tree := buildTree(r.lines, errs)
 
-	p := &parser{errs: errs, cfg: newConfig(), insts: map[*Instance]*instMeta{},
+	p := &parser{errs: errs, cfg: NewConfig(), insts: map[*Instance]*instMeta{},
 		globalSeen: map[string]Pos{}, syncNames: map[string]Pos{}, instByName: map[string]*Instance{},
 		unknownTracks: map[Pos]bool{}}
 	p.cfg.Warnings = r.warnings
@@ -63,11 +63,20 @@ func ParseID(name string, data []byte, fsys fs.FS, configID string) (*Config, er
 	if err := errs.err(); err != nil {
 		return nil, err
 	}
+	// The model-level rules hold for what the reader accepts; a failure
+	// here is a reader bug, reported rather than run.
+	if err := p.cfg.Validate(); err != nil {
+		return nil, err
+	}
 	p.cfg.Files = r.files
 	return p.cfg, nil
 }
 
-func newConfig() *Config {
+// NewConfig returns an empty configuration with keepalived's global
+// defaults, the one the reader starts from; a program building a
+// configuration starts from it too, adds scripts and instances (see
+// NewScript and NewInstance), and checks the result with Validate.
+func NewConfig() *Config {
 	return &Config{
 		Global: GlobalDefs{
 			VRRPVersion:             2,
@@ -77,6 +86,29 @@ func newConfig() *Config {
 			MaxAutoPriority:         -1,
 		},
 		Scripts: map[string]*Script{},
+	}
+}
+
+// NewScript returns a vrrp_script running command, with keepalived's
+// defaults (interval 1 s, timeout the interval, rise and fall 1) and Args
+// split from command as the reader splits it.
+func NewScript(name, command string) *Script {
+	args, _ := SplitCommand(command)
+	return &Script{Name: name, Command: command, Args: args, Interval: time.Second, Timeout: time.Second, Rise: 1, Fall: 1}
+}
+
+// NewInstance returns a vrrp_instance with keepalived's defaults (BACKUP,
+// priority 100, advert_int 1 s, preempt, accept) and c's global settings
+// resolved (version, garp_master_*), as the reader gives an instance that
+// sets none of them. It is not added to c. A version 3 or IPv6 instance
+// needs its Version set when c's vrrp_version is 2.
+func (c *Config) NewInstance(name string) *Instance {
+	g := &c.Global
+	return &Instance{
+		Name: name, InitialState: "BACKUP", Priority: 100, AdvertInterval: time.Second,
+		Version: g.VRRPVersion, Preempt: true, Accept: true,
+		GARPMasterDelay: g.GARPMasterDelay, GARPMasterRepeat: g.GARPMasterRepeat,
+		GARPMasterRefresh: g.GARPMasterRefresh, GARPMasterRefreshRepeat: g.GARPMasterRefreshRepeat,
 	}
 }
 

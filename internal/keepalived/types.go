@@ -31,6 +31,9 @@ type Config struct {
 	SyncGroups []*SyncGroup
 	Warnings   []string // non-fatal notes, each "file:line: ..."
 	Files      []string // every file read (main + includes), for reload watching
+	// Comment, when set, is written by Format as "#" lines at the top.
+	// The reader never sets it (nor the Comment of a Script or Instance).
+	Comment string `json:",omitempty"`
 }
 
 // GlobalDefs holds the supported global_defs settings, with keepalived's
@@ -98,6 +101,8 @@ type Script struct {
 	// never set by the reader: vipstack's own generated configurations
 	// (ipfailover, the node agent) use it for checks that need no fork.
 	Probe track.Check `json:"-"`
+	// Comment, when set, is written by Format above the block.
+	Comment string `json:",omitempty"`
 }
 
 // Instance is a vrrp_instance block, with defaults and global settings
@@ -134,6 +139,8 @@ type Instance struct {
 	// else off. An alert mail goes to Global.NotificationEmail on each
 	// change to MASTER, BACKUP, FAULT (unless no_email_faults) and STOP.
 	SMTPAlert bool
+	// Comment, when set, is written by Format above the block.
+	Comment string `json:",omitempty"`
 }
 
 // Family returns 4 or 6, the address family of the instance's
@@ -194,5 +201,11 @@ type Error struct {
 	Msg     string
 }
 
-// Error returns "file:line: msg".
-func (e *Error) Error() string { return e.Pos.String() + ": " + e.Msg }
+// Error returns "file:line: msg", or msg alone for a configuration built
+// in code, which has no position (its Msg names the block).
+func (e *Error) Error() string {
+	if e.Pos == (Pos{}) {
+		return e.Msg
+	}
+	return e.Pos.String() + ": " + e.Msg
+}

@@ -1,33 +1,19 @@
 package keepalived
 
 import (
-	"cmp"
+	"errors"
 	"maps"
 	"net/netip"
 	"slices"
 	"strings"
-	"time"
+
+	"github.com/vipstack/vipstack/internal/vrrp"
 )
 
 // validate runs the checks that need the whole file: required settings,
 // cross references, address families, versions, and resolves values that
 // depend on global_defs.
 func (p *parser) validate() {
-	type vrKey struct {
-		ifname string
-		vrid   uint8
-		family int
-	}
-	vrids := map[vrKey]*Instance{}
-	type vipKey struct {
-		addr netip.Addr
-		dev  string
-	}
-	type vipAt struct {
-		in  *Instance
-		pos Pos
-	}
-	vips := map[vipKey]vipAt{}
 	for _, in := range p.cfg.Instances {
 		m := p.insts[in]
 		p.required(in, m)
@@ -40,35 +26,8 @@ func (p *parser) validate() {
 		p.ownInterface(in)
 		in.TrackScripts = p.dropUnknownTracks(in.Name, in.TrackScripts)
 		p.ownerWeights(in)
-		if at := m.seen["virtual_router_id"]; in.VRID != 0 && in.Interface != "" {
-			k := vrKey{in.Interface, in.VRID, fam}
-			if prev, dup := vrids[k]; dup {
-				p.errs.add(at, "virtual_router_id", "vrrp_instance %q uses interface %s, virtual_router_id %d and IPv%d "+
-					"like vrrp_instance %q at %s; one of them must differ", in.Name, in.Interface, in.VRID, fam, prev.Name, prev.Pos)
-			} else {
-				vrids[k] = in
-			}
-		}
-		// keepalived 2.2.7 accepts an address in two instances, and the
-		// instance that lets it go removes it from under the one that
-		// holds it (seen: one in FAULT left the other MASTER without it).
-		for _, v := range slices.Concat(in.VIPs, in.ExcludedVIPs) {
-			dev := cmp.Or(v.Dev, in.Interface)
-			k := vipKey{v.Prefix.Addr(), dev}
-			prev, dup := vips[k]
-			switch {
-			case !dup:
-				vips[k] = vipAt{in, v.Pos}
-			case prev.in == in:
-				p.errs.add(v.Pos, "virtual_ipaddress", "address %s on %s is listed twice in vrrp_instance %q (first at %s)",
-					k.addr, dev, in.Name, prev.pos)
-			default:
-				p.errs.add(v.Pos, "virtual_ipaddress", "address %s on %s is also in vrrp_instance %q at %s; an address "+
-					"belongs to one instance (the instance that lets it go would remove it from under the other)",
-					k.addr, dev, prev.in.Name, prev.pos)
-			}
-		}
 	}
+	duplicates(p.cfg.Instances, func(in *Instance) Pos { return p.insts[in].seen["virtual_router_id"] }, p.errs.add)
 	p.checkSyncGroups()
 	p.securityNote()
 	p.smtpNote()
@@ -225,12 +184,9 @@ func (p *parser) version(in *Instance, m *instMeta, fam int) {
 			"but version 2 is set at %s; use vrrp_version 3", in.Name, at)
 	}
 	if at, ok := m.seen["advert_int"]; ok && m.advertRaw != "" {
-		d := in.AdvertInterval
-		switch {
-		case in.Version == 2 && (d%time.Second != 0 || d < time.Second):
-			p.errs.add(at, "advert_int", "advert_int %s is not valid for VRRP version 2 (accepted: whole seconds 1..255)", m.advertRaw)
-		case in.Version == 3 && (d%(10*time.Millisecond) != 0 || d > 4095*10*time.Millisecond):
-			p.errs.add(at, "advert_int", "advert_int %s is not valid for VRRP version 3 (accepted: 0.01..40.95 seconds in steps of 0.01)", m.advertRaw)
+		var ie *vrrp.IntervalError
+		if errors.As(vrrp.CheckAdvertInterval(in.Version, in.AdvertInterval), &ie) {
+			p.errs.add(at, "advert_int", "advert_int %s is not valid for VRRP version %d (accepted: %s)", m.advertRaw, in.Version, ie.Accepted())
 		}
 	}
 	if at, ok := m.seen["authentication"]; ok && in.Version == 3 {

@@ -179,11 +179,16 @@ func (a *Agent) Run(ctx context.Context) error {
 }
 
 // vrrpConfig is the engine's loader: the current plan as an engine
-// configuration with native checks.
+// configuration with native checks, checked by the rules the
+// keepalived.conf reader applies.
 func (a *Agent) vrrpConfig() (*keepalived.Config, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.plan.Keepalived(a.cluster, a.iface, probeFor), nil
+	cfg := a.plan.Keepalived(a.cluster, a.iface, probeFor)
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("node %s: VRRP configuration: %w", a.plan.Node.Name, err)
+	}
+	return cfg, nil
 }
 
 // probeFor turns a check's URLs into a native probe: it succeeds when any

@@ -1,19 +1,20 @@
 package peers
 
 import (
-	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
-	"text/template"
 	"time"
 
+	"github.com/vipstack/vipstack/internal/keepalived"
 	"github.com/vipstack/vipstack/internal/syncbuf"
 	"github.com/vipstack/vipstack/internal/testnet"
 )
@@ -51,78 +52,49 @@ type Conf struct {
 	StartMaster bool
 }
 
-var confTmpl = template.Must(template.New("conf").Parse(`global_defs {
-    router_id {{.RouterID}}
-    vrrp_version {{.Version}}
-{{- if .Script}}
-    enable_script_security
-    script_user root
-{{- end}}
+// Config returns c as the typed keepalived model, for routerID. It is
+// not validated: a test may want what keepalived corrects with a warning
+// (StartMaster with NoPreempt).
+func (c Conf) Config(routerID string) *keepalived.Config {
+	cfg := keepalived.NewConfig()
+	g := &cfg.Global
+	g.RouterID, g.VRRPVersion = routerID, c.Version
+	if c.Script != "" {
+		g.EnableScriptSecurity, g.ScriptUser = true, "root"
+		sc := keepalived.NewScript("chk", c.Script)
+		sc.Weight = c.Weight
+		cfg.Scripts[sc.Name] = sc
+	}
+	in := cfg.NewInstance(cmp.Or(c.Instance, "VI_1"))
+	if c.StartMaster {
+		in.InitialState = "MASTER"
+	}
+	in.Interface, in.VRID, in.Priority = cmp.Or(c.Interface, "eth0"), uint8(c.VRID), uint8(c.Priority)
+	in.AdvertInterval, in.Version, in.Preempt = c.Interval, c.Version, !c.NoPreempt
+	if c.NoSecondGARP {
+		in.GARPMasterDelay = 0
+	}
+	if c.Auth != "" {
+		in.AuthType, in.AuthPass = "PASS", c.Auth
+	}
+	if len(c.Peers) > 0 {
+		in.UnicastSrcIP, in.UnicastPeers = c.Source, slices.Clone(c.Peers)
+	}
+	in.VIPs = []keepalived.VIP{{Prefix: c.VIP}}
+	if c.Script != "" {
+		in.TrackScripts = []keepalived.TrackScript{{Name: "chk"}}
+	}
+	in.Notify.Any = c.Notify
+	cfg.Instances = []*keepalived.Instance{in}
+	return cfg
 }
-{{if .Script}}
-vrrp_script chk {
-    script "{{.Script}}"
-    interval 1
-    weight {{.Weight}}
-    fall 1
-    rise 1
-}
-{{end}}
-vrrp_instance {{.Name}} {
-    state {{if .StartMaster}}MASTER{{else}}BACKUP{{end}}
-    interface {{.Interface}}
-    virtual_router_id {{.VRID}}
-    priority {{.Priority}}
-    advert_int {{.IntervalText}}
-{{- if .NoPreempt}}
-    nopreempt
-{{- end}}
-{{- if .NoSecondGARP}}
-    garp_master_delay 0
-{{- end}}
-{{- if .Auth}}
-    authentication {
-        auth_type PASS
-        auth_pass {{.Auth}}
-    }
-{{- end}}
-{{- if .Peers}}
-    unicast_src_ip {{.Source}}
-    unicast_peer {
-{{- range .Peers}}
-        {{.}}
-{{- end}}
-    }
-{{- end}}
-    virtual_ipaddress {
-        {{.VIP}}
-    }
-{{- if .Script}}
-    track_script {
-        chk
-    }
-{{- end}}
-{{- if .Notify}}
-    notify "{{.Notify}}"
-{{- end}}
-}
-`))
 
-// Render returns the keepalived.conf text.
+// Render returns the keepalived.conf text, written by keepalived.Format.
 func (c Conf) Render(routerID string) (string, error) {
-	if c.Instance == "" {
-		c.Instance = "VI_1"
+	if c.VRID < 1 || c.VRID > 255 || c.Priority < 1 || c.Priority > 255 {
+		return "", fmt.Errorf("peers: VRID %d, priority %d: want 1..255", c.VRID, c.Priority)
 	}
-	if c.Interface == "" {
-		c.Interface = "eth0"
-	}
-	iv := strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.2f", c.Interval.Seconds()), "0"), ".")
-	var b bytes.Buffer
-	err := confTmpl.Execute(&b, struct {
-		Conf
-		Name, RouterID, IntervalText string
-	}{c, c.Instance, routerID, iv})
-	return b.String(), err
+	return string(keepalived.Format(c.Config(routerID))), nil
 }
 
 // Node is one running VRRP speaker.

@@ -1,15 +1,17 @@
 package render
 
 import (
-	"bytes"
+	"cmp"
 	"fmt"
 	"net/netip"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/vipstack/vipstack/internal/cluster"
+	"github.com/vipstack/vipstack/internal/keepalived"
 )
 
 // Programs the upstream check scripts run. keepalived executes a script
@@ -72,35 +74,22 @@ func seconds(d time.Duration) string {
 // KeepalivedConf renders plan p of cluster c as a keepalived.conf for
 // keepalived 2.2 with VRRP on iface: the same instances, priorities,
 // peers and checks that `vipstack node` runs natively, each check a
-// vrrp_script running CheckCommand.
+// vrrp_script running CheckCommand. It builds the typed model, checks it
+// with the reader's rules (Validate) and writes it with keepalived.Format.
 func KeepalivedConf(c *cluster.Cluster, p *cluster.Plan, iface string) ([]byte, error) {
 	if !validIfName(iface) {
 		return nil, fmt.Errorf("interface %q is not an interface name (at most 15 characters, no '/', ':' or blanks)", iface)
 	}
-	var b bytes.Buffer
-	w := func(indent int, format string, a ...any) {
-		b.WriteString(strings.Repeat("    ", indent))
-		fmt.Fprintf(&b, format, a...)
-		b.WriteByte('\n')
-	}
-	w(0, "# keepalived.conf for node %s (%s) of cluster %s, rendered by `vipstack render`.", p.Node.Name, p.Node.Role, c.Domain())
-	w(0, "# `vipstack node` runs the same VRRP instances and checks natively.")
-	w(0, "global_defs {")
-	w(1, "router_id %s", p.Node.Name)
-	w(1, "enable_script_security")
-	w(1, "script_user root")
-	if c.VRRP.Version == 3 {
-		w(1, "vrrp_version 3")
-	}
+	cfg := keepalived.NewConfig()
+	cfg.Comment = fmt.Sprintf("keepalived.conf for node %s (%s) of cluster %s, rendered by `vipstack render`.\n"+
+		"`vipstack node` runs the same VRRP instances and checks natively.", p.Node.Name, p.Node.Role, c.Domain())
+	g := &cfg.Global
+	g.RouterID, g.EnableScriptSecurity, g.ScriptUser, g.VRRPVersion = p.Node.Name, true, "root", c.VRRP.Version
 	// OpenShift's current template runs the VRRP process at realtime
 	// priority with its memory locked, so that a loaded node still
 	// sends its adverts in time (a late one lets a backup take over).
-	w(1, "vrrp_rt_priority 50")
-	w(1, "vrrp_no_swap")
-	w(1, "vrrp_rlimit_rttime 100000")
-	w(1, "checker_rlimit_rttime 100000")
-	w(1, "bfd_rlimit_rttime 100000")
-	w(0, "}")
+	g.RTPriority, g.NoSwap = 50, true
+	g.RLimitRTTime, g.CheckerRLimitRTTime, g.BFDRLimitRTTime = 100000, 100000, 100000
 
 	defined := map[string]bool{}
 	for _, ch := range p.Checks {
@@ -126,74 +115,51 @@ func KeepalivedConf(c *cluster.Cluster, p *cluster.Plan, iface string) ([]byte, 
 		if ch.Interval < time.Second || ch.Interval%time.Second != 0 {
 			return nil, fmt.Errorf("check %s: interval %v: keepalived 2.2 takes whole seconds (1s or more)", ch.Name, ch.Interval)
 		}
-		b.WriteByte('\n')
-		w(0, "# %s adds %d to the priority while %s answers.", ch.Name, ch.Weight, strings.Join(ch.URLs, " or "))
-		w(0, "vrrp_script %s {", ch.Name)
-		w(1, "script \"%s\"", cmd) // CheckCommand holds no '"' or '\\'
-
-		w(1, "interval %s", seconds(ch.Interval))
-		w(1, "weight %d", ch.Weight)
-		w(1, "rise %d", max(ch.Rise, 1))
-		w(1, "fall %d", max(ch.Fall, 1))
-		w(0, "}")
+		sc := keepalived.NewScript(ch.Name, cmd)
+		sc.Comment = fmt.Sprintf("%s adds %d to the priority while %s answers.", ch.Name, ch.Weight, strings.Join(ch.URLs, " or "))
+		sc.Interval, sc.Timeout = ch.Interval, ch.Interval
+		sc.Weight, sc.Rise, sc.Fall = ch.Weight, max(ch.Rise, 1), max(ch.Fall, 1)
+		cfg.Scripts[ch.Name] = sc
 	}
 
 	for _, in := range p.Instances {
 		if len(in.VIPs) == 0 {
 			return nil, fmt.Errorf("instance %s has no VIP", in.Name)
 		}
-		b.WriteByte('\n')
-		w(0, "vrrp_instance %s {", in.Name)
-		w(1, "state BACKUP")
-		w(1, "interface %s", iface)
-		w(1, "virtual_router_id %d", in.VRID)
-		w(1, "priority %d", in.Priority)
-		w(1, "advert_int %s", seconds(c.VRRP.AdvertInterval))
-		if in.Version != 0 && in.Version != c.VRRP.Version {
-			// A dual-stack cluster's IPv6 instance beside VRRPv2 IPv4
-			// ones: keepalived would switch it to 3 by itself; say so.
-			w(1, "version %d", in.Version)
-		}
+		ki := cfg.NewInstance(in.Name)
+		ki.Interface, ki.VRID, ki.Priority = iface, in.VRID, in.Priority
+		// A dual-stack cluster's IPv6 instance beside VRRPv2 IPv4 ones
+		// runs version 3, as keepalived switches it by itself.
+		ki.AdvertInterval, ki.Version = c.VRRP.AdvertInterval, cmp.Or(in.Version, c.VRRP.Version)
 		if len(in.Peers) > 0 {
-			w(1, "unicast_src_ip %s", in.Source)
-			w(1, "unicast_peer {")
-			for _, a := range in.Peers {
-				w(2, "%s", a)
-			}
-			w(1, "}")
+			ki.UnicastSrcIP = in.Source
+			ki.UnicastPeers = slices.Clone(in.Peers)
 		}
 		if in.AuthPass != "" {
-			w(1, "authentication {")
-			w(2, "auth_type PASS")
-			pass := in.AuthPass
-			if len(pass) > authPassLen {
+			ki.AuthType, ki.AuthPass = "PASS", in.AuthPass
+			if len(ki.AuthPass) > authPassLen {
 				// What goes on the wire; written in full, keepalived
 				// truncates it with a warning that fails `keepalived -t`.
-				w(2, "# %s, cut to the %d characters VRRPv2 carries", pass, authPassLen)
-				pass = pass[:authPassLen]
+				ki.Comment = fmt.Sprintf("auth_pass %s, cut to the %d characters VRRPv2 carries", ki.AuthPass, authPassLen)
+				ki.AuthPass = ki.AuthPass[:authPassLen]
 			}
-			w(2, "auth_pass %s", pass)
-			w(1, "}")
 		}
-		w(1, "virtual_ipaddress {")
 		for _, v := range in.VIPs {
+			vip := keepalived.VIP{Prefix: netip.PrefixFrom(v, v.BitLen())}
 			if v.Is4() {
 				// As OpenShift's current template; an address label is
 				// IPv4's alone, and keepalived warns about one on IPv6.
-				w(2, "%s label vip", netip.PrefixFrom(v, v.BitLen()))
-			} else {
-				w(2, "%s", netip.PrefixFrom(v, v.BitLen()))
+				vip.Label = "vip"
 			}
+			ki.VIPs = append(ki.VIPs, vip)
 		}
-		w(1, "}")
-		if len(in.Checks) > 0 {
-			w(1, "track_script {")
-			for _, name := range in.Checks {
-				w(2, "%s", name)
-			}
-			w(1, "}")
+		for _, name := range in.Checks {
+			ki.TrackScripts = append(ki.TrackScripts, keepalived.TrackScript{Name: name})
 		}
-		w(0, "}")
+		cfg.Instances = append(cfg.Instances, ki)
 	}
-	return b.Bytes(), nil
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("keepalived.conf for node %s: %w", p.Node.Name, err)
+	}
+	return keepalived.Format(cfg), nil
 }

@@ -103,8 +103,8 @@ func (a *Advertisement) validate(src, dst netip.Addr) error {
 		if !src.Is4() {
 			return badField("Version", 2, "VRRPv2 is IPv4 only, use version 3 over IPv6")
 		}
-		if a.Interval%v2IntervalUnit != 0 || a.Interval < v2IntervalUnit || a.Interval > v2IntervalMax*v2IntervalUnit {
-			return badField("Interval", a.Interval, "VRRPv2 needs whole seconds from 1s to 255s")
+		if err := CheckAdvertInterval(2, a.Interval); err != nil {
+			return badField("Interval", a.Interval, "VRRPv2 accepts "+err.(*IntervalError).Accepted())
 		}
 		if a.AuthType != AuthNone && a.AuthType != AuthSimple {
 			return badField("AuthType", a.AuthType, "want 0 (none) or 1 (simple password)")
@@ -113,8 +113,8 @@ func (a *Advertisement) validate(src, dst netip.Addr) error {
 		if !src.Is4() && !src.IsLinkLocalUnicast() && dst.IsMulticast() {
 			return badField("src", src, "VRRPv3 over IPv6 multicast must come from a link-local address (RFC 5798 section 5.1.2.1)")
 		}
-		if a.Interval%v3IntervalUnit != 0 || a.Interval < v3IntervalUnit || a.Interval > v3IntervalMax*v3IntervalUnit {
-			return badField("Interval", a.Interval, "VRRPv3 needs a multiple of 10ms from 10ms to 40.95s")
+		if err := CheckAdvertInterval(3, a.Interval); err != nil {
+			return badField("Interval", a.Interval, "VRRPv3 accepts "+err.(*IntervalError).Accepted())
 		}
 		if a.AuthType != 0 {
 			return badField("AuthType", a.AuthType, "VRRPv3 has no authentication, want 0")

@@ -6,12 +6,14 @@ import (
 	"net"
 	"net/netip"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	"golang.org/x/net/ipv4"
 
+	"github.com/vipstack/vipstack/internal/keepalived"
 	"github.com/vipstack/vipstack/internal/testnet"
 	"github.com/vipstack/vipstack/internal/vrrp"
 )
@@ -22,37 +24,26 @@ var VIPs = []netip.Addr{netip.MustParseAddr("198.18.0.100"), netip.MustParseAddr
 
 // Conf is the keepalived.conf of both flooded nodes: VI_1 multicast on
 // VRID 51, VI_2 unicast (to peer only) on VRID 52, VRRPv3 with adverts
-// every advert (keepalived's advert_int text, e.g. "0.1").
+// every advert (keepalived's advert_int text, e.g. "0.1"), written by
+// keepalived.Format. It panics when advert is not a number of seconds, a
+// mistake in the calling test.
 func Conf(routerID string, prio int, self, peer netip.Addr, advert string) string {
-	return fmt.Sprintf(`global_defs {
-    router_id %[1]s
-    vrrp_version 3
-}
-vrrp_instance VI_1 {
-    state BACKUP
-    interface eth0
-    virtual_router_id 51
-    priority %[2]d
-    advert_int %[5]s
-    virtual_ipaddress {
-        %[6]s/32
-    }
-}
-vrrp_instance VI_2 {
-    state BACKUP
-    interface eth0
-    virtual_router_id 52
-    priority %[2]d
-    advert_int %[5]s
-    unicast_src_ip %[3]s
-    unicast_peer {
-        %[4]s
-    }
-    virtual_ipaddress {
-        %[7]s/32
-    }
-}
-`, routerID, prio, self, peer, advert, VIPs[0], VIPs[1])
+	d, err := time.ParseDuration(advert + "s")
+	if err != nil || strings.ContainsAny(advert, "+-") {
+		panic(fmt.Sprintf("vrrpflood.Conf: advert %q is not a number of seconds", advert))
+	}
+	cfg := keepalived.NewConfig()
+	cfg.Global.RouterID, cfg.Global.VRRPVersion = routerID, 3
+	for i, name := range []string{"VI_1", "VI_2"} {
+		in := cfg.NewInstance(name)
+		in.Interface, in.VRID, in.Priority, in.AdvertInterval = "eth0", uint8(51+i), uint8(prio), d
+		in.VIPs = []keepalived.VIP{{Prefix: netip.PrefixFrom(VIPs[i], 32)}}
+		if i == 1 {
+			in.UnicastSrcIP, in.UnicastPeers = self, []netip.Addr{peer}
+		}
+		cfg.Instances = append(cfg.Instances, in)
+	}
+	return string(keepalived.Format(cfg))
 }
 
 // Class is one kind of bogus packet. Reason is the drop reason vipstack's

@@ -5,8 +5,6 @@ import (
 	"net/netip"
 	"slices"
 	"sort"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/vipstack/vipstack/internal/k8s"
@@ -243,62 +241,46 @@ func (p Plan) VIPCount() int {
 	return n
 }
 
-// Render returns the plan as keepalived.conf text: what the engine runs
-// (Config parses it back) and what keepalived would run for it.
-func (p Plan) Render() string {
-	var b strings.Builder
-	w := func(indent int, format string, args ...any) {
-		b.WriteString(strings.Repeat("    ", indent))
-		fmt.Fprintf(&b, format, args...)
-		b.WriteByte('\n')
+// Model returns the plan as the typed keepalived model, not yet checked
+// (Config checks it).
+func (p Plan) Model() *keepalived.Config {
+	cfg := keepalived.NewConfig()
+	cfg.Comment = fmt.Sprintf("vipstack agent, node %s: %d instances, %d addresses", p.Node, len(p.Instances), p.VIPCount())
+	cfg.Global.RouterID = p.Node
+	vips := func(as []netip.Addr, dev string) []keepalived.VIP {
+		var out []keepalived.VIP
+		for _, a := range as {
+			out = append(out, keepalived.VIP{Prefix: netip.PrefixFrom(a, a.BitLen()), Dev: dev})
+		}
+		return out
 	}
-	w(0, "! vipstack agent, node %s: %d instances, %d addresses", p.Node, len(p.Instances), p.VIPCount())
-	w(0, "global_defs {")
-	w(1, "router_id %s", p.Node)
-	w(0, "}")
 	for _, in := range p.Instances {
-		w(0, "")
-		w(0, "vrrp_instance %s {", in.Name)
-		w(1, "state BACKUP")
-		w(1, "interface %s", in.Interface)
-		w(1, "virtual_router_id %d", in.VRID)
-		w(1, "priority %d", in.Priority)
-		w(1, "version %d", in.Version)
-		w(1, "advert_int %s", strconv.FormatFloat(in.Interval.Seconds(), 'f', -1, 64))
+		ki := cfg.NewInstance(in.Name)
+		ki.Interface, ki.VRID, ki.Priority = in.Interface, uint8(in.VRID), in.Priority
+		ki.Version, ki.AdvertInterval = in.Version, in.Interval
 		if in.Peers != nil {
-			w(1, "unicast_src_ip %s", in.Src)
-			w(1, "unicast_peer {")
-			for _, a := range in.Peers {
-				w(2, "%s", a)
+			ki.UnicastSrcIP = in.Src
+			if len(in.Peers) > 0 { // nil when empty, as the reader leaves it
+				ki.UnicastPeers = slices.Clone(in.Peers)
 			}
-			w(1, "}")
 		}
 		adv := in.VIPs[:min(len(in.VIPs), MaxAdvertised)]
-		if len(adv) > 0 {
-			w(1, "virtual_ipaddress {")
-			for _, a := range adv {
-				w(2, "%s dev %s", netip.PrefixFrom(a, a.BitLen()), in.Interface)
-			}
-			w(1, "}")
-		}
-		if rest := in.VIPs[len(adv):]; len(rest) > 0 {
-			w(1, "virtual_ipaddress_excluded {")
-			for _, a := range rest {
-				w(2, "%s dev %s", netip.PrefixFrom(a, a.BitLen()), in.Interface)
-			}
-			w(1, "}")
-		}
-		w(0, "}")
+		ki.VIPs, ki.ExcludedVIPs = vips(adv, in.Interface), vips(in.VIPs[len(adv):], in.Interface)
+		cfg.Instances = append(cfg.Instances, ki)
 	}
-	return b.String()
+	return cfg
 }
 
-// Config returns the plan as the engine runs it: Render's text read back
-// by the keepalived.conf reader, so it is exactly what the reader accepts.
+// Render returns the plan as keepalived.conf text: what the engine runs
+// (Config) as keepalived would run it.
+func (p Plan) Render() string { return string(keepalived.Format(p.Model())) }
+
+// Config returns the plan as the engine runs it: the model checked by the
+// keepalived.conf reader's rules.
 func (p Plan) Config() (*keepalived.Config, error) {
-	cfg, err := keepalived.Parse("agent:"+p.Node, []byte(p.Render()), nil)
-	if err != nil {
-		return nil, fmt.Errorf("generated configuration rejected (a bug): %w", err)
+	cfg := p.Model()
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("agent %s: generated configuration rejected (a bug): %w", p.Node, err)
 	}
 	return cfg, nil
 }

@@ -10,8 +10,10 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/vipstack/vipstack/internal/k8s"
+	"github.com/vipstack/vipstack/internal/keepalived"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -94,8 +96,19 @@ func TestPlanNode(t *testing.T) {
 			if diff := cmp.Diff(tt.wantWarns, warns); diff != "" {
 				t.Errorf("warnings (-want +got):\n%s", diff)
 			}
-			if _, err := p.Config(); err != nil {
+			cfg, err := p.Config()
+			if err != nil {
 				t.Fatalf("the engine's reader rejects the plan: %v", err)
+			}
+			// keepalived runs the text, the engine the model: both read the same.
+			parsed, err := keepalived.Parse("agent", []byte(p.Render()), nil)
+			if err != nil {
+				t.Fatalf("the reader rejects the text: %v\n%s", err, p.Render())
+			}
+			if diff := cmp.Diff(parsed, cfg, cmp.Comparer(func(a, b netip.Addr) bool { return a == b }),
+				cmp.Comparer(func(a, b netip.Prefix) bool { return a == b }), cmpopts.IgnoreTypes(keepalived.Pos{}),
+				cmpopts.IgnoreFields(keepalived.Config{}, "Warnings", "Files", "Comment")); diff != "" {
+				t.Errorf("the engine's model differs from the text's (-text +model):\n%s", diff)
 			}
 			golden(t, p.Render())
 		})

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/vipstack/vipstack/internal/allocator"
+	"github.com/vipstack/vipstack/internal/vrrp"
 )
 
 // Defaults of VIPGroupSpec.
@@ -53,11 +54,11 @@ func (s *VIPGroupSpec) Validate() error {
 	if v != 2 && v != 3 {
 		bad("vrrpVersion", s.VRRPVersion, "want 2 or 3")
 	}
-	ms := s.Interval().Milliseconds()
+	// The rule is the codec's; the words are in this field's unit.
 	switch {
-	case v == 2 && (ms%1000 != 0 || ms < 1000 || ms > 255000):
+	case v == 2 && vrrp.CheckAdvertInterval(v, s.Interval()) != nil:
 		bad("advertIntervalMilliseconds", s.AdvertIntervalMilliseconds, "VRRPv2 wants whole seconds from 1000 to 255000")
-	case v == 3 && (ms%10 != 0 || ms < 10 || ms > 40950):
+	case v == 3 && vrrp.CheckAdvertInterval(v, s.Interval()) != nil:
 		bad("advertIntervalMilliseconds", s.AdvertIntervalMilliseconds, "VRRPv3 wants 10 to 40950 in steps of 10 (centiseconds)")
 	}
 	for i, x := range s.ExcludedVRIDs {
