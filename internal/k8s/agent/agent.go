@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -324,7 +325,7 @@ func (a *Agent) claim() (*handoff.Successor, error) {
 	if a.opts.Handoff == "" {
 		return nil, nil
 	}
-	for {
+	for attempt := 0; ; attempt++ {
 		srv, err := handoff.Listen(a.opts.Handoff, a.log)
 		if err == nil {
 			a.mu.Lock()
@@ -336,11 +337,16 @@ func (a *Agent) claim() (*handoff.Successor, error) {
 			return nil, fmt.Errorf("agent: %w", err)
 		}
 		pred, err := handoff.Dial(a.opts.Handoff, os.Getpid(), a.opts.Version)
-		if err != nil {
-			continue // it stopped between the two: take the socket
+		if err == nil {
+			a.log.Info("another agent serves this node; this one takes over when that one stops (a rolling update)", "socket", a.opts.Handoff)
+			return pred, nil
 		}
-		a.log.Info("another agent serves this node; this one takes over when that one stops (a rolling update)", "socket", a.opts.Handoff)
-		return pred, nil
+		if !errors.Is(err, syscall.ECONNREFUSED) || attempt >= 100 {
+			// Not a holder that just went away: another user's process,
+			// or one that neither listens nor lets go.
+			return nil, fmt.Errorf("agent: %w", err)
+		}
+		time.Sleep(10 * time.Millisecond) // it stopped between the two: take the socket
 	}
 }
 
