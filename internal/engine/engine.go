@@ -56,6 +56,14 @@ type Options struct {
 	Adopt     []string
 	AdoptFrom string
 
+	// The seams (see seams.go); nil means the real ones. Netlink opens
+	// the netlink side, once per Run; Listen opens the VRRP socket of a
+	// family (4 or 6); Announcer opens the GARP / NA sender of an
+	// interface, once per instance.
+	Netlink   func() (Netlink, error)
+	Listen    func(family int) (transport.Conn, error)
+	Announcer func(name string, ifIndex int) (Announcer, error)
+
 	// hooks, set by this package's tests only, act at points where
 	// another actor may.
 	hooks *testHooks
@@ -80,7 +88,7 @@ type Engine struct {
 
 	// Owned by the loop goroutine.
 	cfg       *keepalived.Config
-	nl        *netif.Handle
+	nl        Netlink
 	conns     map[int]transport.Conn   // by address family
 	joined    map[[2]int]bool          // (family, ifindex) with the multicast group joined
 	instances map[string]*instance     // by name
@@ -397,7 +405,7 @@ func usedScript(cfg *keepalived.Config, name string) bool {
 // It returns an error only when the engine could not start.
 func (e *Engine) Run(ctx context.Context) error {
 	defer close(e.done)
-	nl, err := netif.Open()
+	nl, err := e.openNetlink()
 	if err != nil {
 		return fmt.Errorf("open netlink: %w", err)
 	}
@@ -835,7 +843,7 @@ func (e *Engine) conn(family int) (transport.Conn, error) {
 	if c, ok := e.conns[family]; ok {
 		return c, nil
 	}
-	c, err := transport.Listen(family)
+	c, err := e.listen(family)
 	if err != nil {
 		return nil, err
 	}
