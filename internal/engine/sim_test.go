@@ -10,9 +10,13 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"syscall"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/vipstack/vipstack/internal/netif"
+	"github.com/vipstack/vipstack/internal/peers"
 	"github.com/vipstack/vipstack/internal/syncbuf"
 	"github.com/vipstack/vipstack/internal/vrrp/transport"
 )
@@ -109,6 +113,64 @@ func (n *simNode) setUp(name string, up bool) {
 	}
 	l.up = up
 	n.notifyLocked([]linkEvent{{name: name, up: up}}, nil)
+}
+
+// delLink deletes a link, as `ip link del` does: it is reported down and
+// its addresses gone.
+func (n *simNode) delLink(name string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	l := n.links[name]
+	var evs []addrEvent
+	for _, a := range l.addrs {
+		evs = append(evs, addrEvent{prefix: a.prefix, added: false})
+	}
+	delete(n.links, name)
+	n.notifyLocked([]linkEvent{{name: name, up: false}}, evs)
+}
+
+// ifDown sets a link down as `ip link set dev down` does: the kernel
+// (keep_addr_on_down 0, its default) removes its IPv6 addresses, the
+// link-local one too; IPv4 ones stay.
+func (n *simNode) ifDown(name string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	l := n.links[name]
+	l.up = false
+	var evs []addrEvent
+	l.addrs = slices.DeleteFunc(l.addrs, func(a simAddr) bool {
+		if a.prefix.Addr().Is6() {
+			evs = append(evs, addrEvent{prefix: a.prefix, added: false})
+			return true
+		}
+		return false
+	})
+	n.notifyLocked([]linkEvent{{name: name, up: false}}, evs)
+}
+
+// ifUp sets a link up as `ip link set dev up` does: the kernel adds its
+// link-local address ll again, tentative while duplicate address detection
+// runs (dad).
+func (n *simNode) ifUp(name, ll string, dad bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	l := n.links[name]
+	l.up = true
+	p := netip.MustParsePrefix(ll)
+	l.addrs = append(l.addrs, simAddr{prefix: p, tentative: dad})
+	n.notifyLocked([]linkEvent{{name: name, up: true}}, []addrEvent{{prefix: p, added: true}})
+}
+
+// linkLocal returns the link-local address of a link, with its length.
+func (n *simNode) linkLocal(name string) string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, a := range n.links[name].addrs {
+		if a.prefix.Addr().IsLinkLocalUnicast() {
+			return a.prefix.String()
+		}
+	}
+	return ""
 }
 
 // addAddr adds an address (tentative: IPv6 DAD still running) to a link,
@@ -416,6 +478,9 @@ func (c *simConn) WritePacket(payload []byte, src, dst netip.Addr, ifIndex int) 
 	default:
 	}
 	from := c.node
+	if err := from.usableSource(src); err != nil {
+		return &transport.OpError{Op: "write to " + dst.String(), Family: c.family, Err: err}
+	}
 	if l, err := from.Link(simLinkName); err != nil || l.Index != ifIndex || !l.Up {
 		return nil // off the segment, or no carrier: lost
 	}
@@ -458,6 +523,24 @@ func (c *simConn) WritePacket(payload []byte, src, dst netip.Addr, ifIndex int) 
 		}
 	}
 	return nil
+}
+
+// usableSource is the kernel's check of a packet's source: an address of
+// this node (EADDRNOTAVAIL) that is not tentative (EINVAL).
+func (n *simNode) usableSource(src netip.Addr) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, l := range n.links {
+		for _, a := range l.addrs {
+			if a.prefix.Addr() == src.WithZone("") {
+				if a.tentative {
+					return syscall.EINVAL
+				}
+				return nil
+			}
+		}
+	}
+	return syscall.EADDRNOTAVAIL
 }
 
 func (c *simConn) JoinGroup(ifIndex int) error {
@@ -550,4 +633,61 @@ func simRun(t *testing.T, e *Engine) (stop func()) {
 	}
 	t.Cleanup(stop)
 	return stop
+}
+
+// simHolders returns the nodes holding addr on any link.
+func simHolders(nodes []*simNode, addr netip.Addr) []*simNode {
+	var out []*simNode
+	for _, n := range nodes {
+		n.mu.Lock()
+		for _, l := range n.links {
+			if slices.ContainsFunc(l.addrs, func(a simAddr) bool { return a.prefix.Addr() == addr }) {
+				out = append(out, n)
+				break
+			}
+		}
+		n.mu.Unlock()
+	}
+	return out
+}
+
+// simWaitSole is peers.WaitSoleHolder in virtual time: it lets time pass,
+// 20 ms at a time, until want is the only node among nodes holding addr
+// and has stayed so for stable; it fails after timeout of virtual time,
+// saying who held addr last.
+func simWaitSole(t *testing.T, nodes []*simNode, addr netip.Addr, want *simNode, stable, timeout time.Duration, why string) {
+	t.Helper()
+	start := time.Now()
+	var since time.Time
+	var last []*simNode
+	for time.Since(start) < timeout {
+		synctest.Wait()
+		last = simHolders(nodes, addr)
+		if len(last) == 1 && last[0] == want {
+			if since.IsZero() {
+				since = time.Now()
+			}
+			if time.Since(since) >= stable {
+				return
+			}
+		} else {
+			since = time.Time{}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	var names []string
+	for _, n := range last {
+		names = append(names, n.name)
+	}
+	t.Fatalf("%s: after %v, %v is held by %v, want only %s", why, timeout, addr, names, want.name)
+}
+
+// simConf renders a peers.Conf (one instance on eth0) for a router.
+func simConf(t *testing.T, c peers.Conf, routerID string) string {
+	t.Helper()
+	text, err := c.Render(routerID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return text
 }
