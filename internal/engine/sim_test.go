@@ -115,28 +115,40 @@ func (n *simNode) setUp(name string, up bool) {
 	n.notifyLocked([]linkEvent{{name: name, up: up}}, nil)
 }
 
-// delLink deletes a link, as `ip link del` does: it is reported down and
-// its addresses gone.
+// delLink deletes a link, as `ip link del` does, in the kernel's order: the
+// link is reported down (dev_close), the engines take that in, then its
+// addresses go (inetdev_destroy) and the link with them. Called from the
+// bubble's test goroutine only.
 func (n *simNode) delLink(name string) {
 	n.mu.Lock()
+	n.links[name].up = false
+	n.notifyLocked([]linkEvent{{name: name, up: false}}, nil)
+	n.mu.Unlock()
+	synctest.Wait()
+	n.mu.Lock()
 	defer n.mu.Unlock()
-	l := n.links[name]
 	var evs []addrEvent
-	for _, a := range l.addrs {
+	for _, a := range n.links[name].addrs {
 		evs = append(evs, addrEvent{prefix: a.prefix, added: false})
 	}
 	delete(n.links, name)
-	n.notifyLocked([]linkEvent{{name: name, up: false}}, evs)
+	n.notifyLocked(nil, evs)
 }
 
-// ifDown sets a link down as `ip link set dev down` does: the kernel
-// (keep_addr_on_down 0, its default) removes its IPv6 addresses, the
-// link-local one too; IPv4 ones stay.
+// ifDown sets a link down as `ip link set dev down` does, in the kernel's
+// order: the link is reported down, the engines take that in, then the
+// kernel (keep_addr_on_down 0, its default) removes its IPv6 addresses,
+// the link-local one too; IPv4 ones stay. Called from the bubble's test
+// goroutine only.
 func (n *simNode) ifDown(name string) {
 	n.mu.Lock()
-	defer n.mu.Unlock()
 	l := n.links[name]
 	l.up = false
+	n.notifyLocked([]linkEvent{{name: name, up: false}}, nil)
+	n.mu.Unlock()
+	synctest.Wait()
+	n.mu.Lock()
+	defer n.mu.Unlock()
 	var evs []addrEvent
 	l.addrs = slices.DeleteFunc(l.addrs, func(a simAddr) bool {
 		if a.prefix.Addr().Is6() {
@@ -145,7 +157,7 @@ func (n *simNode) ifDown(name string) {
 		}
 		return false
 	})
-	n.notifyLocked([]linkEvent{{name: name, up: false}}, evs)
+	n.notifyLocked(nil, evs)
 }
 
 // ifUp sets a link up as `ip link set dev up` does: the kernel adds its
