@@ -703,3 +703,20 @@ func simConf(t *testing.T, c peers.Conf, routerID string) string {
 	}
 	return text
 }
+
+// simOverPeer runs an engine on high at priority 100 and one on low at 90,
+// both with conf, and waits (up to 20 s of virtual time) until high alone
+// holds conf's VIP among nodes: startOverKeepalived on the segment, the
+// backup an engine. It returns high's engine and log.
+func simOverPeer(t *testing.T, nodes []*simNode, high, low *simNode, conf peers.Conf) (*Engine, *syncbuf.Buffer) {
+	t.Helper()
+	c := conf
+	c.Priority = 100
+	e, log := simEngine(t, high, simConf(t, c, high.name), nil)
+	simRun(t, e)
+	c.Priority = 90
+	le, _ := simEngine(t, low, simConf(t, c, low.name), nil)
+	simRun(t, le)
+	simWaitSole(t, nodes, conf.VIP.Addr(), high, 500*time.Millisecond, 20*time.Second, "at start")
+	return e, log
+}
