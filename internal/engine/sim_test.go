@@ -103,18 +103,6 @@ func (n *simNode) addLink(name string, addrs ...string) {
 	n.mu.Unlock()
 }
 
-// setUp sets a link's carrier.
-func (n *simNode) setUp(name string, up bool) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	l := n.links[name]
-	if l.up == up {
-		return
-	}
-	l.up = up
-	n.notifyLocked([]linkEvent{{name: name, up: up}}, nil)
-}
-
 // delLink deletes a link, as `ip link del` does, in the kernel's order: the
 // link is reported down (dev_close), the engines take that in, then its
 // addresses go (inetdev_destroy) and the link with them. Called from the
