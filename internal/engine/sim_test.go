@@ -65,6 +65,9 @@ type simNode struct {
 	linkW     []chan linkEvent
 	addrW     []chan addrEvent
 	announced []netip.Addr // GARP / NA sent, in order
+	// sendErr, when set, fails every VRRP packet the node sends (as an
+	// nftables rule dropping them on output makes sendmsg fail, EPERM).
+	sendErr error
 }
 
 // node adds a node whose eth0 is up on the segment with the given
@@ -101,6 +104,27 @@ func (n *simNode) addLink(name string, addrs ...string) {
 	}
 	n.notifyLocked([]linkEvent{{name: name, up: true}}, evs)
 	n.mu.Unlock()
+}
+
+// setCarrier sets a link's carrier, as a cable or switch port does: the
+// link is reported down or up, its addresses stay.
+func (n *simNode) setCarrier(name string, up bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	l := n.links[name]
+	if l.up == up {
+		return
+	}
+	l.up = up
+	n.notifyLocked([]linkEvent{{name: name, up: up}}, nil)
+}
+
+// announcements returns the addresses the node's announcers sent for, in
+// order.
+func (n *simNode) announcements() []netip.Addr {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return slices.Clone(n.announced)
 }
 
 // delLink deletes a link, as `ip link del` does, in the kernel's order: the
@@ -478,6 +502,12 @@ func (c *simConn) WritePacket(payload []byte, src, dst netip.Addr, ifIndex int) 
 	default:
 	}
 	from := c.node
+	from.mu.Lock()
+	sendErr := from.sendErr
+	from.mu.Unlock()
+	if sendErr != nil {
+		return &transport.OpError{Op: "write to " + dst.String(), Family: c.family, Err: sendErr}
+	}
 	if err := from.usableSource(src); err != nil {
 		return &transport.OpError{Op: "write to " + dst.String(), Family: c.family, Err: err}
 	}
@@ -523,6 +553,14 @@ func (c *simConn) WritePacket(payload []byte, src, dst netip.Addr, ifIndex int) 
 		}
 	}
 	return nil
+}
+
+// failSends makes every VRRP packet the node sends fail with err (nil:
+// they leave again).
+func (n *simNode) failSends(err error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.sendErr = err
 }
 
 // usableSource is the kernel's check of a packet's source: an address of
@@ -589,8 +627,9 @@ func (n *simNode) options(o Options) Options {
 }
 
 // simEngine builds an engine for n from a keepalived.conf text, with its
-// own ledger and a log the test prints when it fails.
-func simEngine(t *testing.T, n *simNode, conf string, hooks *testHooks) (*Engine, *syncbuf.Buffer) {
+// own ledger and a log the test prints when it fails; more set further
+// options.
+func simEngine(t *testing.T, n *simNode, conf string, hooks *testHooks, more ...func(*Options)) (*Engine, *syncbuf.Buffer) {
 	t.Helper()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "keepalived.conf")
@@ -598,12 +637,16 @@ func simEngine(t *testing.T, n *simNode, conf string, hooks *testHooks) (*Engine
 		t.Fatal(err)
 	}
 	log := new(syncbuf.Buffer)
-	e, _, err := New(n.options(Options{
+	o := Options{
 		ConfigPath: path,
 		Logger:     slog.New(slog.NewTextHandler(log, nil)),
 		Ledger:     netif.Ledger{Path: filepath.Join(dir, n.name+".vips")},
 		hooks:      hooks,
-	}))
+	}
+	for _, f := range more {
+		f(&o)
+	}
+	e, _, err := New(n.options(o))
 	if err != nil {
 		t.Fatal(err)
 	}
