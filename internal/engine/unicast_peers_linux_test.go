@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"strings"
 	"testing"
 	"time"
 
@@ -138,60 +137,5 @@ func TestUnicastHearsOnlyPeers(t *testing.T) {
 				return true, nil
 			})
 		})
-	}
-}
-
-// TestUnicastSourceNotLocal: a vipstack instance whose unicast_src_ip is
-// not an address of its node stays in FAULT, as keepalived does ("src
-// address not configured"), instead of sending from it through the raw
-// socket unheard and taking the VIP beside the real master (here a
-// keepalived of lower priority); once the address is added the instance
-// runs and takes over.
-func TestUnicastSourceNotLocal(t *testing.T) {
-	testnet.RequireRoot(t)
-	bin := vipstackBin(t)
-	topo := testnet.New(t, testnet.Options{Hosts: 2, Prefix: unicastPrefix})
-	node, peer := topo.Hosts[0], topo.Hosts[1]
-	vip := netip.MustParseAddr("198.18.0.100")
-	src := netip.MustParseAddr("198.18.0.99") // on no host yet
-	base := peers.Conf{Version: 2, Interval: time.Second, VRID: 51, VIP: netip.PrefixFrom(vip, 32), Auth: "managed_api_vip"}
-	ours, theirs := base, base
-	ours.Priority, ours.Source, ours.Peers = 200, src, []netip.Addr{peer.IPv4.Addr()}
-	theirs.Priority, theirs.Source, theirs.Peers = 100, peer.IPv4.Addr(), []netip.Addr{src}
-	start := func(h *testnet.Host, impl peers.Impl, c peers.Conf) *peers.Node {
-		t.Helper()
-		text, err := c.Render(h.Name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		n, err := peers.Start(h, impl, text, t.TempDir(), bin)
-		if err != nil {
-			t.Fatal(err)
-		}
-		logOnFailure(t, n)
-		return n
-	}
-	start(peer, peers.Keepalived, theirs)
-	n := start(node, peers.Vipstack, ours)
-
-	// The keepalived peer alone holds the VIP, for longer than vipstack's
-	// master-down interval.
-	if _, err := peers.WaitSoleHolder(topo.Hosts, vip, peer, 6*time.Second, 30*time.Second); err != nil {
-		t.Fatalf("with vipstack's unicast_src_ip absent: %v", err)
-	}
-	for _, want := range []string{
-		`msg="unicast_src_ip is not an address of this node; its instances stay in FAULT until it is" source=198.18.0.99`,
-		`msg="VRRP state change" instance=VI_1 from=INIT to=FAULT reason="start: unicast_src_ip 198.18.0.99 failing"`,
-	} {
-		if !strings.Contains(n.Log(), want) {
-			t.Errorf("vipstack's log lacks %s", want)
-		}
-	}
-
-	if _, err := node.Run("ip", "addr", "add", netip.PrefixFrom(src, 24).String(), "dev", node.Link); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := peers.WaitSoleHolder(topo.Hosts, vip, node, 2*time.Second, 20*time.Second); err != nil {
-		t.Fatalf("after adding unicast_src_ip %v to vipstack's node: %v", src, err)
 	}
 }
