@@ -581,6 +581,26 @@ func (n *simNode) usableSource(src netip.Addr) error {
 	return syscall.EADDRNOTAVAIL
 }
 
+// deliver hands p to the node's VRRP socket of family as if it had arrived
+// on eth0 (a raw packet another host wrote, whatever its TTL or checksum);
+// it reports false when the node has no such socket.
+func (n *simNode) deliver(family int, p transport.Packet) bool {
+	n.mu.Lock()
+	c := n.conns[family]
+	l := n.links[simLinkName]
+	n.mu.Unlock()
+	if c == nil || l == nil {
+		return false
+	}
+	p.IfIndex = l.index
+	select {
+	case c.in <- p:
+		return true
+	case <-c.done:
+		return false
+	}
+}
+
 func (c *simConn) JoinGroup(ifIndex int) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
