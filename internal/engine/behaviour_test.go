@@ -1,7 +1,6 @@
 package engine_test
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -18,7 +17,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/net/ipv4"
 
-	"github.com/vipstack/vipstack/internal/engine"
 	"github.com/vipstack/vipstack/internal/peers"
 	"github.com/vipstack/vipstack/internal/testnet"
 	"github.com/vipstack/vipstack/internal/testutil"
@@ -162,158 +160,6 @@ func (s *rawSender) send(payload []byte, ttl int) error {
 		Dst:      vrrp.MulticastIPv4.AsSlice(),
 	}
 	return s.raw.WriteTo(h, payload, nil)
-}
-
-// TestBadPacketsDroppedAndCounted: a VRRPv2 master gets, from a second host,
-// packets that each break exactly one receive rule, all with a priority
-// that would make it step down if accepted. It counts each under its reason,
-// records the configuration conflicts in /status with the peer and kind,
-// and stays the only holder of the VIP. A valid lower-priority advert from
-// the same socket is the control: it is accepted and counted.
-func TestBadPacketsDroppedAndCounted(t *testing.T) {
-	testnet.RequireRoot(t)
-	bin := vipstackBin(t)
-	topo := testnet.New(t, testnet.Options{Hosts: 2, Prefix: behaviourPrefix})
-	node, other := topo.Hosts[0], topo.Hosts[1]
-	vip := netip.MustParseAddr("198.18.0.100")
-	const (
-		auth        = "managed_api_vip"
-		metricsAddr = "127.0.0.1:9650"
-		statusAddr  = "127.0.0.1:9651"
-	)
-	text, err := peers.Conf{Version: 2, Interval: time.Second, VRID: 51, Priority: 100,
-		VIP: netip.PrefixFrom(vip, 32), Auth: auth}.Render("node1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	n, err := peers.Start(node, peers.Vipstack, text, t.TempDir(), bin,
-		"--metrics-addr", metricsAddr, "--status-addr", statusAddr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	logOnFailure(t, n)
-	if _, err := peers.WaitSoleHolder(topo.Hosts, vip, node, 2*time.Second, 20*time.Second); err != nil {
-		t.Fatalf("vipstack alone did not become master: %v", err)
-	}
-
-	marshal := func(a vrrp.Advertisement) []byte {
-		t.Helper()
-		b, err := a.Marshal(other.IPv4.Addr(), vrrp.MulticastIPv4)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
-	}
-	good := vrrp.Advertisement{Version: 2, VRID: 51, Priority: 254, Interval: time.Second,
-		AuthType: vrrp.AuthSimple, AuthData: vrrp.Password(auth), Addresses: []netip.Addr{vip}}
-	with := func(f func(*vrrp.Advertisement)) []byte {
-		a := good
-		f(&a)
-		return marshal(a)
-	}
-	badSum := marshal(good)
-	badSum[6] ^= 0xff
-	packets := []struct {
-		reason  string
-		ttl     int
-		payload []byte
-	}{
-		{reason: "too_short", ttl: 255, payload: []byte{0x21, 51, 254, 1}},
-		{reason: "bad_ttl", ttl: 64, payload: marshal(good)},
-		{reason: "bad_checksum", ttl: 255, payload: badSum},
-		{reason: "conflict_auth", ttl: 255, payload: with(func(a *vrrp.Advertisement) { a.AuthData = vrrp.Password("wrongpw!") })},
-		{reason: "conflict_version", ttl: 255, payload: with(func(a *vrrp.Advertisement) {
-			a.Version, a.AuthType, a.AuthData = 3, 0, [8]byte{}
-		})},
-		{reason: "conflict_interval", ttl: 255, payload: with(func(a *vrrp.Advertisement) { a.Interval = 2 * time.Second })},
-		{reason: "conflict_addresses", ttl: 255, payload: with(func(a *vrrp.Advertisement) {
-			a.Addresses = []netip.Addr{netip.MustParseAddr("198.18.0.200")}
-		})},
-	}
-	// The control: valid, but below the master's priority 100.
-	control := with(func(a *vrrp.Advertisement) { a.Priority = 50 })
-
-	s := newRawSender(t, other)
-	var metrics string
-	poll(t, 30*time.Second, "every drop reason and the control counted", func() (bool, error) {
-		for _, p := range packets {
-			if err := s.send(p.payload, p.ttl); err != nil {
-				return false, fmt.Errorf("send %s packet: %w", p.reason, err)
-			}
-		}
-		if err := s.send(control, 255); err != nil {
-			return false, fmt.Errorf("send control packet: %w", err)
-		}
-		m, err := httpGet(node, metricsAddr, "/metrics")
-		if err != nil {
-			return false, err
-		}
-		metrics = m
-		dropped := metricSum(m, "vipstack_vrrp_packets_dropped_total", "reason")
-		for _, p := range packets {
-			if dropped[p.reason] == 0 {
-				return false, fmt.Errorf("no %s drop counted yet", p.reason)
-			}
-		}
-		if metricSum(m, "vipstack_vrrp_adverts_received_total", "instance")["VI_1"] == 0 {
-			return false, errors.New("control advert not counted as received yet")
-		}
-		return true, nil
-	})
-
-	dropped := metricSum(metrics, "vipstack_vrrp_packets_dropped_total", "reason")
-	for _, p := range packets {
-		t.Logf("dropped %s: %v", p.reason, dropped[p.reason])
-	}
-	if got := metricSum(metrics, "vipstack_vrrp_transitions_total", "to")["MASTER"]; got != 1 {
-		t.Errorf("vipstack_vrrp_transitions_total{to=MASTER} = %v, want 1 (the node must never have left MASTER)", got)
-	}
-	wantConflicts := map[string]float64{"auth": 1, "version": 1, "interval": 1, "addresses": 1}
-	gotConflicts := map[string]float64{}
-	for k, v := range metricSum(metrics, "vipstack_vrrp_vrid_conflicts_total", "kind") {
-		gotConflicts[k] = min(v, 1)
-	}
-	if diff := cmp.Diff(wantConflicts, gotConflicts); diff != "" {
-		t.Errorf("vipstack_vrrp_vrid_conflicts_total kinds seen (capped at 1) (-want +got):\n%s", diff)
-	}
-
-	body, err := httpGet(node, statusAddr, "/status")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var st struct {
-		Instances []engine.InstanceStatus `json:"instances"`
-	}
-	if err := json.Unmarshal([]byte(body), &st); err != nil {
-		t.Fatalf("decode /status: %v\n%s", err, body)
-	}
-	if len(st.Instances) != 1 {
-		t.Fatalf("/status lists %d instances, want 1:\n%s", len(st.Instances), body)
-	}
-	in := st.Instances[0]
-	type conflict struct{ Peer, Kind string }
-	var gotList []conflict
-	for _, c := range in.Conflicts {
-		if c.Count == 0 || c.Detail == "" {
-			t.Errorf("/status conflict %+v: want a count and a detail", c)
-		}
-		gotList = append(gotList, conflict{Peer: c.Peer, Kind: c.Kind})
-	}
-	peer := other.IPv4.Addr().String()
-	wantList := []conflict{{Peer: peer, Kind: "addresses"}, {Peer: peer, Kind: "auth"}, {Peer: peer, Kind: "interval"}, {Peer: peer, Kind: "version"}}
-	if diff := cmp.Diff(wantList, gotList); diff != "" {
-		t.Errorf("/status conflicts (-want +got):\n%s", diff)
-	}
-	if in.State != "MASTER" || in.AdvertsRecv == 0 {
-		t.Errorf("/status: state %s with %d adverts received, want MASTER with at least 1 (the control)", in.State, in.AdvertsRecv)
-	}
-	holders, err := peers.Holders(topo.Hosts, vip)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(holders) != 1 || holders[0] != node {
-		t.Errorf("after the bad packets %v is held by %d hosts, want only %s", vip, len(holders), node.Name)
-	}
 }
 
 // writeScript writes an executable root-owned shell script.
