@@ -793,18 +793,15 @@ func (e *Engine) conflict(in *instance, now time.Time, from netip.Addr, kind, de
 }
 
 // expireConflicts drops the conflicts not seen for conflictForget from
-// every instance's status and logs that each is over.
-func (e *Engine) expireConflicts(now time.Time) {
-	for _, name := range sortedKeys(e.instances) {
-		in := e.instances[name]
-		for _, c := range in.conflicts.expire(now) {
-			msg := "VRID conflict over: nothing more from the peer"
-			if c.Kind == "dual_master" {
-				msg = "two masters over: the other router stopped advertising as master"
-			}
-			e.log.Info(msg, "instance", in.cfg.Name, "vrid", in.cfg.VRID, "peer", c.Peer, "kind", c.Kind,
-				"count", c.Count, "first_seen", c.FirstSeen.UTC().Format(time.RFC3339), "last_seen", c.LastSeen.UTC().Format(time.RFC3339))
+// in's status and logs that each is over.
+func (e *Engine) expireConflicts(in *instance, now time.Time) {
+	for _, c := range in.conflicts.expire(now) {
+		msg := "VRID conflict over: nothing more from the peer"
+		if c.Kind == "dual_master" {
+			msg = "two masters over: the other router stopped advertising as master"
 		}
+		e.log.Info(msg, "instance", in.cfg.Name, "vrid", in.cfg.VRID, "peer", c.Peer, "kind", c.Kind,
+			"count", c.Count, "first_seen", c.FirstSeen.UTC().Format(time.RFC3339), "last_seen", c.LastSeen.UTC().Format(time.RFC3339))
 	}
 }
 

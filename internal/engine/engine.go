@@ -56,6 +56,14 @@ type Options struct {
 	Adopt     []string
 	AdoptFrom string
 
+	// The seams (see seams.go); nil means the real ones. Netlink opens
+	// the netlink side, once per Run; Listen opens the VRRP socket of a
+	// family (4 or 6); Announcer opens the GARP / NA sender of an
+	// interface, once per instance.
+	Netlink   func() (Netlink, error)
+	Listen    func(family int) (transport.Conn, error)
+	Announcer func(name string, ifIndex int) (Announcer, error)
+
 	// hooks, set by this package's tests only, act at points where
 	// another actor may.
 	hooks *testHooks
@@ -80,7 +88,7 @@ type Engine struct {
 
 	// Owned by the loop goroutine.
 	cfg       *keepalived.Config
-	nl        *netif.Handle
+	nl        Netlink
 	conns     map[int]transport.Conn   // by address family
 	joined    map[[2]int]bool          // (family, ifindex) with the multicast group joined
 	instances map[string]*instance     // by name
@@ -397,7 +405,7 @@ func usedScript(cfg *keepalived.Config, name string) bool {
 // It returns an error only when the engine could not start.
 func (e *Engine) Run(ctx context.Context) error {
 	defer close(e.done)
-	nl, err := netif.Open()
+	nl, err := e.openNetlink()
 	if err != nil {
 		return fmt.Errorf("open netlink: %w", err)
 	}
@@ -774,53 +782,84 @@ func (e *Engine) publishStatus() {
 	e.statusMu.Unlock()
 }
 
-func (e *Engine) nextDeadline() time.Time {
-	next := e.dadNext
-	if !e.srcNext.IsZero() && (next.IsZero() || e.srcNext.Before(next)) {
-		next = e.srcNext
-	}
-	if !e.absentNext.IsZero() && (next.IsZero() || e.absentNext.Before(next)) {
-		next = e.absentNext
-	}
-	if !e.releasedNext.IsZero() && (next.IsZero() || e.releasedNext.Before(next)) {
-		next = e.releasedNext
-	}
-	for _, in := range e.instances {
-		for _, d := range []time.Time{in.fsm.NextDeadline(), in.refreshAt, in.reannounce.deadline(), in.conflicts.next()} {
-			if !d.IsZero() && (next.IsZero() || d.Before(next)) {
-				next = d
+// A deadline is one of the engine's timers: its name, when it is due
+// (zero: not armed) and what runs then. when is read at the moment tick
+// looks at it, after the deadlines before it ran, as they may move it.
+type deadline struct {
+	name string
+	when func() time.Time
+	fire func(now time.Time)
+}
+
+// engineDeadlines are the engine's own timers, in the order tick runs them.
+func (e *Engine) engineDeadlines() []deadline {
+	return []deadline{
+		{name: "dad", when: func() time.Time { return e.dadNext }, fire: e.recheckDAD},
+		{name: "sources", when: func() time.Time { return e.srcNext }, fire: func(now time.Time) {
+			if e.checkSources(now) {
+				e.recomputeAll(now)
 			}
+		}},
+		{name: "absent", when: func() time.Time { return e.absentNext }, fire: e.checkAbsent},
+		{name: "released", when: func() time.Time { return e.releasedNext }, fire: e.checkReleased},
+	}
+}
+
+// instanceDeadlines are in's timers, in the order tick runs them: its
+// state machine's, the GARP refresh and the follow-up announcement.
+func (e *Engine) instanceDeadlines(in *instance) []deadline {
+	name := in.cfg.Name
+	return []deadline{
+		{name: name + " fsm", when: in.fsm.NextDeadline, fire: func(now time.Time) { e.do(in, now, in.fsm.Tick(now)) }},
+		{name: name + " garp refresh", when: func() time.Time { return in.refreshAt }, fire: func(now time.Time) { e.refreshGARP(in, now) }},
+		{name: name + " reannounce", when: in.reannounce.deadline, fire: func(now time.Time) { e.reannounceFollowUp(in, now) }},
+	}
+}
+
+// conflictDeadline is when in's first VRID conflict is forgotten; tick runs
+// them after every instance's other timers.
+func (e *Engine) conflictDeadline(in *instance) deadline {
+	return deadline{name: in.cfg.Name + " conflicts", when: in.conflicts.next, fire: func(now time.Time) { e.expireConflicts(in, now) }}
+}
+
+// deadlines are all the timers, the engine's and its instances'.
+func (e *Engine) deadlines() []deadline {
+	all := e.engineDeadlines()
+	for _, name := range sortedKeys(e.instances) {
+		in := e.instances[name]
+		all = append(append(all, e.instanceDeadlines(in)...), e.conflictDeadline(in))
+	}
+	return all
+}
+
+// nextDeadline is when the first timer is due; zero when none is armed.
+func (e *Engine) nextDeadline() time.Time {
+	var next time.Time
+	for _, d := range e.deadlines() {
+		if at := d.when(); !at.IsZero() && (next.IsZero() || at.Before(next)) {
+			next = at
 		}
 	}
 	return next
 }
 
+// tick runs every timer due at now: the engine's, then each instance's in
+// name order, then the conflicts' expiry.
 func (e *Engine) tick(now time.Time) {
-	if !e.dadNext.IsZero() && !now.Before(e.dadNext) {
-		e.recheckDAD(now)
-	}
-	if !e.srcNext.IsZero() && !now.Before(e.srcNext) {
-		if e.checkSources(now) {
-			e.recomputeAll(now)
+	fire := func(ds ...deadline) {
+		for _, d := range ds {
+			if at := d.when(); !at.IsZero() && !now.Before(at) {
+				d.fire(now)
+			}
 		}
 	}
-	if !e.absentNext.IsZero() && !now.Before(e.absentNext) {
-		e.checkAbsent(now)
-	}
-	if !e.releasedNext.IsZero() && !now.Before(e.releasedNext) {
-		e.checkReleased(now)
+	fire(e.engineDeadlines()...)
+	for _, name := range sortedKeys(e.instances) {
+		fire(e.instanceDeadlines(e.instances[name])...)
 	}
 	for _, name := range sortedKeys(e.instances) {
-		in := e.instances[name]
-		if d := in.fsm.NextDeadline(); !d.IsZero() && !now.Before(d) {
-			e.do(in, now, in.fsm.Tick(now))
-		}
-		if !in.refreshAt.IsZero() && !now.Before(in.refreshAt) {
-			e.refreshGARP(in, now)
-		}
-		e.reannounceFollowUp(in, now)
+		fire(e.conflictDeadline(e.instances[name]))
 	}
-	e.expireConflicts(now)
 }
 
 func (e *Engine) closeConns() {
@@ -835,7 +874,7 @@ func (e *Engine) conn(family int) (transport.Conn, error) {
 	if c, ok := e.conns[family]; ok {
 		return c, nil
 	}
-	c, err := transport.Listen(family)
+	c, err := e.listen(family)
 	if err != nil {
 		return nil, err
 	}

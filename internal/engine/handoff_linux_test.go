@@ -17,6 +17,7 @@ import (
 	"github.com/vipstack/vipstack/internal/peers"
 	"github.com/vipstack/vipstack/internal/syncbuf"
 	"github.com/vipstack/vipstack/internal/testnet"
+	"github.com/vipstack/vipstack/internal/testutil"
 )
 
 // TestHandoffKeepsMastership: an engine that hands over (Handoff) to a
@@ -160,5 +161,17 @@ func TestHandoffKeepsMastership(t *testing.T) {
 		on, err1 := node.HasAddr(vip)
 		there, err2 := peer.HasAddr(vip)
 		return errors.Join(err1, err2) == nil && !on && there, fmt.Sprintf("node holds %v, keepalived's node %v", on, there)
+	})
+}
+
+// waitFor polls cond every 20 ms for at most waitLimit; the bound is never
+// asserted, it only ends a test that would otherwise hang.
+func waitFor(t *testing.T, what string, cond func() (bool, string)) {
+	t.Helper()
+	testutil.Eventually(t, 20*time.Second, func() error {
+		if ok, why := cond(); !ok {
+			return fmt.Errorf("%s: not so: %s", what, why)
+		}
+		return nil
 	})
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"net"
 	"net/netip"
 	"reflect"
 	"slices"
@@ -37,7 +36,7 @@ type instance struct {
 	vipText []string            // vips as text, for the status report
 	auth    [8]byte
 	group   *syncGroup
-	ann     *announce.Announcer
+	ann     Announcer
 	pacer   *announce.Pacer
 
 	refreshAt      time.Time
@@ -503,12 +502,8 @@ func (e *Engine) build(ic *keepalived.Instance) (*instance, error) {
 		}
 		e.joined[[2]int{in.family, in.ifIndex}] = true
 	}
-	ifi, err := net.InterfaceByIndex(in.ifIndex)
-	if err != nil {
-		return nil, fail("interface %q: %v", ic.Interface, err)
-	}
-	if in.ann, err = announce.New(ifi); err != nil {
-		return nil, fail("announcer: %v", err)
+	if in.ann, err = e.openAnnouncer(ic.Interface, in.ifIndex); err != nil {
+		return nil, fail("%v", err)
 	}
 	in.pacer = &announce.Pacer{Clock: e.clk, Rate: e.opts.AnnounceRate, Send: func(a netip.Addr) error {
 		err := in.ann.Announce(a)

@@ -1,0 +1,97 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+
+	"github.com/vipstack/vipstack/internal/announce"
+	"github.com/vipstack/vipstack/internal/netif"
+	"github.com/vipstack/vipstack/internal/vrrp/transport"
+)
+
+// The engine's seams: what it needs of the kernel, declared here where it
+// is used. Options leaves them nil in production, and the engine opens the
+// real ones (netif.Open, transport.Listen, announce.New); the package's
+// tests join several engines on one simulated segment instead (see
+// docs/design/engine.md).
+
+// Netlink is the netlink side of the engine: the links and addresses of
+// its network namespace, and their changes. *netif.Handle is the real one.
+type Netlink interface {
+	// Link returns facts about the named link; the error wraps
+	// netif.ErrNoLink when there is none.
+	Link(name string) (netif.LinkInfo, error)
+	AddVIP(v netif.VIP) error
+	DelVIP(v netif.VIP) error
+	HasVIP(v netif.VIP) (bool, error)
+	// Present reports, for each VIP, whether it is on its interface.
+	Present(vips []netif.VIP) ([]bool, error)
+	// SweepExcept removes the VIPs the ledger lists, but those keep keeps.
+	SweepExcept(l netif.Ledger, keep func(netif.VIP) bool) ([]netif.VIP, error)
+
+	// The sources of adverts: errors wrap netif.ErrNoAddress when there is
+	// none.
+	PrimaryIPv4(name string, exclude []netip.Addr) (netip.Addr, error)
+	LinkLocalIPv6(name string) (netip.Addr, error)
+	Tentative(name string, addr netip.Addr) (bool, error)
+	// LocalAddrs returns every address configured in the namespace.
+	LocalAddrs() (map[netip.Addr]bool, error)
+
+	// WatchLinks and WatchAddrs report changes until ctx is done (see
+	// netif.Handle's for what they report, and when).
+	WatchLinks(ctx context.Context, f func(name string, up bool)) error
+	WatchAddrs(ctx context.Context, f func(p netip.Prefix, added bool)) error
+	Close()
+}
+
+// Announcer sends gratuitous ARP (IPv4) or unsolicited neighbour
+// advertisements (IPv6) for an address out of one interface.
+// *announce.Announcer is the real one.
+type Announcer interface {
+	Announce(addr netip.Addr) error
+	Close() error
+}
+
+var (
+	_ Netlink   = (*netif.Handle)(nil)
+	_ Announcer = (*announce.Announcer)(nil)
+)
+
+// openNetlink is Options.Netlink, or the real handle.
+func (e *Engine) openNetlink() (Netlink, error) {
+	if e.opts.Netlink != nil {
+		return e.opts.Netlink()
+	}
+	h, err := netif.Open()
+	if err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// listen is Options.Listen, or the real socket.
+func (e *Engine) listen(family int) (transport.Conn, error) {
+	if e.opts.Listen != nil {
+		return e.opts.Listen(family)
+	}
+	return transport.Listen(family)
+}
+
+// openAnnouncer is Options.Announcer, or the real one on the interface
+// named name, of index ifIndex.
+func (e *Engine) openAnnouncer(name string, ifIndex int) (Announcer, error) {
+	if e.opts.Announcer != nil {
+		return e.opts.Announcer(name, ifIndex)
+	}
+	ifi, err := net.InterfaceByIndex(ifIndex)
+	if err != nil {
+		return nil, fmt.Errorf("interface %q: %v", name, err)
+	}
+	a, err := announce.New(ifi)
+	if err != nil {
+		return nil, fmt.Errorf("announcer: %v", err)
+	}
+	return a, nil
+}
