@@ -1,8 +1,10 @@
 package controller_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -10,6 +12,7 @@ import (
 
 	"github.com/vipstack/vipstack/internal/k8s/controller"
 	"github.com/vipstack/vipstack/internal/k8s/v1alpha1"
+	"github.com/vipstack/vipstack/internal/testutil"
 )
 
 // TestKubeVIPWithoutMetalLB: MetalLB's CRDs are not installed (the
@@ -39,10 +42,14 @@ func TestKubeVIPWithoutMetalLB(t *testing.T) {
 	h.waitCondition("demo", "old", v1alpha1.ServiceConditionGroup, metav1.ConditionTrue, controller.ReasonFromPool)
 	h.waitIngress("demo", "old", "198.18.1.2")
 	h.waitIngress("other", "web", "198.18.0.180")
-	var g v1alpha1.VIPGroup
-	if err := h.c.Get(ctx, client.ObjectKey{Namespace: "kube-system", Name: "kube-vip"}, &g); err != nil {
-		t.Fatalf("the group for kube-vip's ranges: %v", err)
-	}
+	// The group is made by another controller than the Services' one.
+	testutil.Eventually(t, 30*time.Second, func() error {
+		var g v1alpha1.VIPGroup
+		if err := h.c.Get(ctx, client.ObjectKey{Namespace: "kube-system", Name: "kube-vip"}, &g); err != nil {
+			return fmt.Errorf("the group for kube-vip's ranges: %w", err)
+		}
+		return nil
+	})
 
 	// A new Service of demo: demo's range first, the lowest free address.
 	h.create(lbService("demo", "new", map[string]string{"metallb.io/allow-shared-ip": "k"}))
