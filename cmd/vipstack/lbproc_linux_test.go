@@ -61,22 +61,7 @@ func TestLBPidfileAndUser(t *testing.T) {
 	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	var out syncbuf.Buffer
-	cmd := exec.Command(os.Args[0], "-test.run=^TestLBHelperProcess$")
-	cmd.Env = append(os.Environ(), "VIPSTACK_LB_HELPER_ARGS="+strings.Join([]string{"-f", path, "--watch-interval", "0"}, "\n"))
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if cmd.ProcessState == nil {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-		}
-		if t.Failed() {
-			t.Logf("vipstack lb output:\n%s", out.String())
-		}
-	}()
+	cmd, out := startLBProcess(t, path)
 	var body string
 	waitFor(t, "the frontend to forward", func() bool {
 		c, err := net.DialTimeout("tcp", front, time.Second)
@@ -194,22 +179,7 @@ func TestLBChroot(t *testing.T) {
 	if err := os.WriteFile(path, []byte(conf(one)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	var out syncbuf.Buffer
-	cmd := exec.Command(os.Args[0], "-test.run=^TestLBHelperProcess$")
-	cmd.Env = append(os.Environ(), "VIPSTACK_LB_HELPER_ARGS="+strings.Join([]string{"-f", path, "--watch-interval", "0"}, "\n"))
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if cmd.ProcessState == nil {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-		}
-		if t.Failed() {
-			t.Logf("vipstack lb output:\n%s", out.String())
-		}
-	}()
+	cmd, out := startLBProcess(t, path)
 	greet := func() string {
 		c, err := net.DialTimeout("tcp", front, time.Second)
 		if err != nil {
@@ -245,4 +215,28 @@ func TestLBChroot(t *testing.T) {
 	if _, err := os.Stat(pidfile); !os.IsNotExist(err) {
 		t.Errorf("pidfile still there after exit: %v", err)
 	}
+}
+
+// startLBProcess runs `vipstack lb -f path --watch-interval 0` in a child
+// process (TestLBHelperProcess) until the test ends, killing it then if it
+// still runs, and printing its output if the test failed.
+func startLBProcess(t *testing.T, path string) (*exec.Cmd, *syncbuf.Buffer) {
+	t.Helper()
+	out := new(syncbuf.Buffer)
+	cmd := exec.Command(os.Args[0], "-test.run=^TestLBHelperProcess$")
+	cmd.Env = append(os.Environ(), "VIPSTACK_LB_HELPER_ARGS="+strings.Join([]string{"-f", path, "--watch-interval", "0"}, "\n"))
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+		if t.Failed() {
+			t.Logf("vipstack lb output:\n%s", out.String())
+		}
+	})
+	return cmd, out
 }
