@@ -2,8 +2,6 @@ package agent_test
 
 import (
 	"fmt"
-	"io"
-	"net"
 	"net/netip"
 	"slices"
 	"strings"
@@ -22,11 +20,6 @@ import (
 	"github.com/vipstack/vipstack/internal/testutil"
 )
 
-func tail(s string, n int) string {
-	lines := strings.Split(strings.TrimSpace(s), "\n")
-	return strings.Join(lines[max(0, len(lines)-n):], "\n")
-}
-
 // nameServer answers every connection on :8080 in the host's namespace
 // with the node's name, standing in for kube-proxy and a backend.
 func nameServer(t *testing.T, h *testnet.Host, name string) {
@@ -36,19 +29,7 @@ func nameServer(t *testing.T, h *testnet.Host, name string) {
 
 // fetch connects to vip:8080 from the client namespace and returns what
 // the node holding the address answers.
-func fetch(h *testnet.Host, vip netip.Addr) (string, error) {
-	var conn net.Conn
-	if err := h.Do(func() (err error) {
-		conn, err = net.DialTimeout("tcp", netip.AddrPortFrom(vip, 8080).String(), time.Second)
-		return err
-	}); err != nil {
-		return "", err
-	}
-	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(2 * time.Second))
-	b, err := io.ReadAll(conn)
-	return string(b), err
-}
+func fetch(h *testnet.Host, vip netip.Addr) (string, error) { return k8slab.Fetch(h, vip, 8080) }
 
 // holders returns the names of the nodes whose link carries vip.
 func holders(t *testing.T, nodes []*k8slab.Node, vip netip.Addr) []string {
@@ -85,9 +66,9 @@ func TestEndToEnd(t *testing.T) {
 	t.Cleanup(func() {
 		if t.Failed() {
 			for _, n := range l.Nodes {
-				t.Logf("---- agent %s log (tail):\n%s", n.Name, tail(n.Log(), 30))
+				t.Logf("---- agent %s log (tail):\n%s", n.Name, testutil.Tail(n.Log(), 30))
 			}
-			t.Logf("---- controller log (tail):\n%s", tail(l.ControllerLog(), 30))
+			t.Logf("---- controller log (tail):\n%s", testutil.Tail(l.ControllerLog(), 30))
 		}
 	})
 	admin := l.Admin

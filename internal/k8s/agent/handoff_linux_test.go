@@ -52,9 +52,9 @@ func TestHandoffToSuccessor(t *testing.T) {
 	var succ *peers.Node
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("---- serving agent %s log (tail):\n%s", node.Name, tail(node.Log(), 40))
+			t.Logf("---- serving agent %s log (tail):\n%s", node.Name, testutil.Tail(node.Log(), 40))
 			if succ != nil {
-				t.Logf("---- successor log (tail):\n%s", tail(succ.Log(), 40))
+				t.Logf("---- successor log (tail):\n%s", testutil.Tail(succ.Log(), 40))
 			}
 		}
 		if succ != nil && succ.Alive() {

@@ -32,7 +32,7 @@ func TestHealthEndpoint(t *testing.T) {
 	n := l.Nodes[0]
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("---- agent %s log (tail):\n%s", n.Name, tail(n.Log(), 30))
+			t.Logf("---- agent %s log (tail):\n%s", n.Name, testutil.Tail(n.Log(), 30))
 		}
 	})
 	want := func(path string, code int, body string) func() error {

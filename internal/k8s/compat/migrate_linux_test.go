@@ -3,8 +3,6 @@ package compat_test
 import (
 	"context"
 	"fmt"
-	"io"
-	"net"
 	"net/netip"
 	"os"
 	"slices"
@@ -131,21 +129,7 @@ func (m migrated) portOr() int32 {
 	return m.port
 }
 
-func fetch(h *testnet.Host, vip netip.Addr) (string, error) { return fetchPort(h, vip, 8080) }
-
-func fetchPort(h *testnet.Host, vip netip.Addr, port uint16) (string, error) {
-	var conn net.Conn
-	if err := h.Do(func() (err error) {
-		conn, err = net.DialTimeout("tcp", netip.AddrPortFrom(vip, port).String(), time.Second)
-		return err
-	}); err != nil {
-		return "", err
-	}
-	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(2 * time.Second))
-	b, err := io.ReadAll(conn)
-	return string(b), err
-}
+func fetch(h *testnet.Host, vip netip.Addr) (string, error) { return k8slab.Fetch(h, vip, 8080) }
 
 func ingressIPs(s *corev1.Service) []string {
 	var out []string
@@ -173,9 +157,9 @@ func TestMigrateFromMetalLBAndKubeVIP(t *testing.T) {
 	t.Cleanup(func() {
 		if t.Failed() {
 			for _, n := range l.Nodes {
-				t.Logf("---- agent %s log (tail):\n%s", n.Name, tail(n.Log(), 20))
+				t.Logf("---- agent %s log (tail):\n%s", n.Name, testutil.Tail(n.Log(), 20))
 			}
-			t.Logf("---- controller log (tail):\n%s", tail(l.ControllerLog(), 40))
+			t.Logf("---- controller log (tail):\n%s", testutil.Tail(l.ControllerLog(), 40))
 		}
 	})
 	admin := l.Admin
@@ -230,7 +214,7 @@ func TestMigrateFromMetalLBAndKubeVIP(t *testing.T) {
 	for _, m := range services {
 		vip := netip.MustParseAddr(m.addr)
 		testutil.Eventually(t, 30*time.Second, func() error {
-			got, err := fetchPort(l.Topo.Client, vip, uint16(m.portOr()))
+			got, err := k8slab.Fetch(l.Topo.Client, vip, uint16(m.portOr()))
 			if err != nil {
 				return fmt.Errorf("%s (%s) from the client: %v", m.name, vip, err)
 			}
@@ -271,7 +255,7 @@ func TestMigrateFromMetalLBAndKubeVIP(t *testing.T) {
 		return nil
 	})
 	testutil.Eventually(t, 30*time.Second, func() error {
-		got, err := fetchPort(l.Topo.Client, netip.MustParseAddr("198.18.0.161"), 8081)
+		got, err := k8slab.Fetch(l.Topo.Client, netip.MustParseAddr("198.18.0.161"), 8081)
 		if err != nil || !nodes[got] {
 			return fmt.Errorf("mlb-shared-2 (198.18.0.161:8081) after its holder left: %q, %v", got, err)
 		}
@@ -370,9 +354,4 @@ func TestMigrateFromMetalLBAndKubeVIP(t *testing.T) {
 		}
 		return nil
 	})
-}
-
-func tail(s string, n int) string {
-	lines := strings.Split(strings.TrimSpace(s), "\n")
-	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }

@@ -909,3 +909,20 @@ func tail(s string, n int) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
+
+// Fetch connects to vip:port from h's namespace (the lab's client) and
+// returns what the node holding the address answers (its name server
+// writes and closes).
+func Fetch(h *testnet.Host, vip netip.Addr, port uint16) (string, error) {
+	var conn net.Conn
+	if err := h.Do(func() (err error) {
+		conn, err = net.DialTimeout("tcp", netip.AddrPortFrom(vip, port).String(), time.Second)
+		return err
+	}); err != nil {
+		return "", err
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(2 * time.Second))
+	b, err := io.ReadAll(conn)
+	return string(b), err
+}
