@@ -36,6 +36,8 @@ type result struct {
 	Injected map[chaos.Kind]int
 	Skipped  []string
 	Failed   []string // injections that did not work
+	Config   chaos.Config
+	Elapsed  time.Duration // from the first fault to the end of sampling
 }
 
 // OK reports whether the run found nothing wrong.

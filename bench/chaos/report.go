@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vipstack/vipstack/bench/internal/benchdoc"
 	"github.com/vipstack/vipstack/internal/chaos"
 	"github.com/vipstack/vipstack/internal/demo"
 )
@@ -117,4 +118,59 @@ func vipLegend(cfg chaos.Config, names map[netip.Addr]string) string {
 		parts = append(parts, fmt.Sprintf("%d=%s", i, names[v]))
 	}
 	return strings.Join(parts, " ")
+}
+
+// summary is the run's figures for docs/benchmarks.md: one row per
+// figure with its target, then the violations, if any.
+func summary(o options, cfg chaos.Config, res result, elapsed time.Duration) *benchdoc.Report {
+	rep := res.Report
+	total := 0
+	var kinds []string
+	for _, k := range chaos.AllKinds {
+		if n := res.Injected[k]; n > 0 {
+			total += n
+			kinds = append(kinds, fmt.Sprintf("%s %d", k, n))
+		}
+	}
+	verdict := func(ok bool) string {
+		if ok {
+			return "PASS"
+		}
+		return "**MISS**"
+	}
+	dist := func(d []time.Duration) string {
+		if len(d) == 0 {
+			return "none"
+		}
+		return fmt.Sprintf("p50 %v, max %v (n = %d)", pct(d, 50), pct(d, 100), len(d))
+	}
+	var took []time.Duration
+	for _, r := range rep.Recoveries {
+		took = append(took, r.Took)
+	}
+	bound, worst := cfg.RecoveryBound(), rep.Worst()
+	out := &benchdoc.Report{}
+	out.Para("%s; %d nodes, advert %v; %d samples every 10 ms (%d gaps over 50 ms).", res.Mode, o.Nodes, o.Advert, rep.Samples, rep.LateGaps)
+	tb := benchdoc.Table{Header: []string{"figure", "value", "target", "result"}}
+	tb.Add("faults", fmt.Sprintf("%d of %d in %.0f s: %s", total, o.Faults, elapsed.Seconds(), strings.Join(kinds, ", ")), "", "")
+	if len(res.Skipped)+len(res.Failed) > 0 {
+		tb.Add("injections skipped, failed", fmt.Sprintf("%d, %d", len(res.Skipped), len(res.Failed)), "0 failed", verdict(len(res.Failed) == 0))
+	}
+	tb.Add("violations", fmt.Sprint(len(rep.Violations)), "0", verdict(len(rep.Violations) == 0))
+	tb.Add("recovery to one eligible holder per VIP", fmt.Sprintf("p50 %v, p99 %v, worst %v (n = %d)", pct(took, 50), pct(took, 99), worst.Took.Round(time.Millisecond), len(took)),
+		fmt.Sprintf("under %v (3 x advert + skew + margin)", bound.Round(time.Millisecond)),
+		fmt.Sprintf("%s (%.2f)", verdict(worst.Took <= bound), float64(worst.Took)/float64(bound)))
+	tb.Add("supervisor reaction, kill -9 of the engine to its VIPs gone", dist(rep.Reactions), fmt.Sprintf("under %v", cfg.SupervisorBound), verdict(pct(rep.Reactions, 100) <= cfg.SupervisorBound))
+	tb.Add("restart sweep", dist(rep.Sweeps), fmt.Sprintf("under %v", cfg.StartSweep), verdict(pct(rep.Sweeps, 100) <= cfg.StartSweep))
+	if o.K8s {
+		tb.Add("Service deleted to its address on no node", dist(rep.ServiceGone), fmt.Sprintf("under %v", cfg.ServiceBound), verdict(pct(rep.ServiceGone, 100) <= cfg.ServiceBound))
+		tb.Add("Service created again to its address held", dist(rep.ServiceBack), fmt.Sprintf("under %v", cfg.ServiceBound), verdict(pct(rep.ServiceBack, 100) <= cfg.ServiceBound))
+	}
+	out.Table(tb)
+	var vs []string
+	for _, v := range rep.Violations {
+		vs = append(vs, fmt.Sprintf("%s at %s for %v on %s: %s", v.Kind, v.At.Format("15:04:05.000"), v.For.Round(time.Millisecond), strings.Join(v.Nodes, ", "), v.Detail))
+	}
+	out.List(vs)
+	return out
 }

@@ -20,6 +20,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/vipstack/vipstack/bench/internal/benchdoc"
 	"github.com/vipstack/vipstack/internal/chaos"
 	"github.com/vipstack/vipstack/internal/cluster"
 	"github.com/vipstack/vipstack/internal/peers"
@@ -38,6 +39,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.Bin, "vipstack", "", "vipstack binary to run (default: build ./cmd/vipstack)")
 	fs.BoolVar(&o.K8s, "k8s", false, "drive Kubernetes agents (a real kube-apiserver, the controller, one agent per node) instead of `vipstack node`")
 	fs.IntVar(&o.Services, "services", 6, "with -k8s: LoadBalancer Services, one VIP each (1..40)")
+	markdown := fs.String("markdown", "", "write the results into the chaos block (chaos-k8s with -k8s) of this Markdown `file` (docs/benchmarks.md)")
 	kinds := fs.String("kinds", "", "only these fault kinds, with weights: e.g. \"cut=1,stall=2\" (default: every kind, see internal/chaos DefaultWeights)")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -109,10 +111,26 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 	}
+	factArgs := args
+	if *seed == 0 {
+		factArgs = append(slices.Clone(args), "-seed", strconv.FormatUint(o.Seed, 10))
+	}
+	facts := benchdoc.Collect("./bench/chaos", factArgs)
 	res, err := Run(ctx, o, stdout)
 	if err != nil {
 		fmt.Fprintf(stderr, "chaos: %v\n", err)
 		return 1
+	}
+	if *markdown != "" {
+		block := "chaos"
+		if o.K8s {
+			block = "chaos-k8s"
+		}
+		if err := benchdoc.Write(*markdown, block, facts, summary(o, res.Config, res, res.Elapsed)); err != nil {
+			fmt.Fprintf(stderr, "chaos: -markdown: %v\n", err)
+			return 1
+		}
+		fmt.Fprintf(stdout, "wrote the results into %s\n", *markdown)
 	}
 	if !res.OK() {
 		return 1
@@ -302,7 +320,8 @@ func Run(ctx context.Context, o options, out io.Writer) (res result, err error) 
 	if err != nil {
 		return res, err
 	}
-	res = result{Mode: m.name(), Report: rep, Injected: r.injected, Skipped: r.skipped, Failed: append(r.failed, m.check()...)}
+	res = result{Mode: m.name(), Report: rep, Injected: r.injected, Skipped: r.skipped, Failed: append(r.failed, m.check()...),
+		Config: cfg, Elapsed: time.Since(start)}
 	names := m.names()
 	printReport(out, o, cfg, res, time.Since(start), r.netem, names)
 	fmt.Fprintf(out, "sampling: the slowest sample took %v (%s)\n", slowest.Round(time.Millisecond), m.slowest())

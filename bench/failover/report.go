@@ -2,12 +2,12 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"math"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
+
+	"github.com/vipstack/vipstack/bench/internal/benchdoc"
 )
 
 // Implementation names, as peers.Impl spells them (kept here as strings so
@@ -203,54 +203,38 @@ func (r *results) sinceAdvert(impl string, s scenario) stats {
 	return summarize(ss)
 }
 
-// printTable writes the table: one row per scenario, milliseconds from the
-// event to the first connection answered by the backup.
-func (r *results) printTable(w io.Writer) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "scenario\tbound\tkeepalived\tvipstack\tvipstack/keepalived")
+// report adds the tables to rep: one row per scenario, milliseconds from
+// the event to the first connection answered by the backup, then the
+// crashes measured from node1's last advertisement.
+func (r *results) report(rep *benchdoc.Report) {
+	rep.Para("ms to the first TCP connect to the VIP answered by node2, median [min..max]; bound = 3 x advert + skew for kill -9, skew for SIGTERM, with the backup at priority 100:")
+	tb := benchdoc.Table{Header: []string{"scenario", "bound", "keepalived", "vipstack", "vipstack/keepalived"}}
 	for _, s := range r.Scenarios {
-		ka, vs := r.stats(implKeepalived, s), r.stats(implVipstack, s)
-		rt := "-"
-		if v, ok := ratio(vs, ka); ok {
-			rt = fmt.Sprintf("%.2f", v)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.Label(), ms(s.Bound()), ka.cell(), vs.cell(), rt)
+		tb.Add(s.Label(), ms(s.Bound()), r.stats(implKeepalived, s).cell(), r.stats(implVipstack, s).cell(),
+			ratioCell(r.stats(implVipstack, s), r.stats(implKeepalived, s)))
 	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	fmt.Fprintln(w, "(milliseconds from the event to the first TCP connect to the VIP answered by node2: median [min..max];")
-	fmt.Fprintln(w, " bound = 3 x advert + skew for kill -9, skew for SIGTERM, with the backup at priority 100)")
+	rep.Table(tb)
 
-	// The same crashes measured from node1's last advertisement.
-	rows := 0
-	for _, s := range r.Scenarios {
-		if s.Event == eventKill {
-			rows++
-		}
-	}
-	if rows == 0 {
-		return nil
-	}
-	fmt.Fprintln(w)
-	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "kill -9, from node1's last advert\tbound\tkeepalived\tvipstack\tvipstack/keepalived")
+	since := benchdoc.Table{Header: []string{"kill -9, from node1's last advert", "bound", "keepalived", "vipstack", "vipstack/keepalived"}}
 	for _, s := range r.Scenarios {
 		if s.Event != eventKill {
 			continue
 		}
 		ka, vs := r.sinceAdvert(implKeepalived, s), r.sinceAdvert(implVipstack, s)
-		rt := "-"
-		if v, ok := ratio(vs, ka); ok {
-			rt = fmt.Sprintf("%.2f", v)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.Label(), ms(s.Bound()), ka.cell(), vs.cell(), rt)
+		since.Add(s.Label(), ms(s.Bound()), ka.cell(), vs.cell(), ratioCell(vs, ka))
 	}
-	if err := tw.Flush(); err != nil {
-		return err
+	if len(since.Rows) == 0 {
+		return
 	}
-	_, err := fmt.Fprintln(w, "(the same crashes, from the last advertisement the client saw from node1 before the kill: the backup's\n Master_Down timer starts there, so this removes where in the interval the crash fell; expect bound + ARP update)")
-	return err
+	rep.Para("The same crashes from the last advertisement the client saw from node1 before the kill: the backup's Master_Down timer starts there, so this removes where in the interval the crash fell; expect the bound plus the ARP update:")
+	rep.Table(since)
+}
+
+func ratioCell(vs, ka stats) string {
+	if v, ok := ratio(vs, ka); ok {
+		return fmt.Sprintf("%.3f", v)
+	}
+	return "-"
 }
 
 // targets checks the targets and returns one PASS/MISS line each;

@@ -11,12 +11,12 @@ import (
 	"os/exec"
 	"os/signal"
 	"regexp"
-	"runtime"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
+	"github.com/vipstack/vipstack/bench/internal/benchdoc"
 	"github.com/vipstack/vipstack/internal/peers"
 	"github.com/vipstack/vipstack/internal/testnet"
 )
@@ -51,6 +51,7 @@ type options struct {
 	verbose     bool
 	keep        bool
 	vipstackBin string
+	markdown    string
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -63,6 +64,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&o.verbose, "v", false, "narrate every step and print node logs of failed trials")
 	fs.BoolVar(&o.keep, "keep", false, "keep the work directory (configurations and node logs) and print its path")
 	fs.StringVar(&o.vipstackBin, "vipstack", "", "vipstack binary to run (default: build ./cmd/vipstack)")
+	fs.StringVar(&o.markdown, "markdown", "", "write the results into the failover block of this Markdown `file` (docs/benchmarks.md)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -86,7 +88,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		o.only = re
 	}
 
-	b := &bench{out: stdout, narrate: o.quick || o.verbose, verbose: o.verbose, keep: o.keep}
+	b := &bench{out: stdout, narrate: o.quick || o.verbose, verbose: o.verbose, keep: o.keep,
+		facts: benchdoc.Collect("./bench/failover", args, version("keepalived", "--version"))}
 	// Clean up on every way out: return, panic on this goroutine, SIGINT
 	// or SIGTERM (which exit from the signal goroutine after cleaning up).
 	sigc := make(chan os.Signal, 1)
@@ -127,6 +130,7 @@ type bench struct {
 	jobs      []job
 	res       results
 	notes     []string // misbehaviour seen, printed at the end
+	facts     benchdoc.Facts
 
 	closeOnce sync.Once
 	mu        sync.Mutex // guards topo, listeners and work against close from the signal goroutine
@@ -293,8 +297,7 @@ func (b *bench) note(format string, args ...any) {
 }
 
 func (b *bench) runAll(o options) {
-	fmt.Fprintf(b.out, "bench/failover: %s; %d CPUs; %s; keepalived: %s; vipstack: %s\n",
-		time.Now().UTC().Format("2006-01-02 15:04 MST"), runtime.NumCPU(), kernel(), version("keepalived", "--version"), vipVersion(b.vipBin))
+	fmt.Fprintf(b.out, "bench/failover: %s; vipstack: %s\n", b.facts, vipVersion(b.vipBin))
 	fmt.Fprintf(b.out, "3 nodes at priorities 150/100/50 + a client on one bridge; VIP %s; VRID %d; multicast; %d trial(s) each; probe every %v\n\n",
 		vip.Addr(), vrid, o.trials, probeEvery)
 	var last string
@@ -315,34 +318,29 @@ func (b *bench) runAll(o options) {
 		}
 	}
 	fmt.Fprintln(b.out)
-	_ = b.res.printTable(b.out)
-	fmt.Fprintln(b.out)
-	for _, l := range b.res.targets() {
-		fmt.Fprintln(b.out, l)
-	}
+	var rep benchdoc.Report
+	b.res.report(&rep)
+	rep.List(b.res.targets())
 	if o.trials < 5 {
-		fmt.Fprintf(b.out, "(%d trial(s) each: a crash ratio mostly shows where in the advertisement interval the kill fell;\n the targets are judged on medians of 5 or more: sudo go run ./bench/failover)\n", o.trials)
+		rep.Para("(%d trial(s) each: a crash ratio mostly shows where in the advertisement interval the kill fell; the targets are judged on medians of 5 or more: sudo go run ./bench/failover)", o.trials)
 	}
 	if f := b.res.failures(); len(f) > 0 {
-		fmt.Fprintln(b.out, "\nfailed trials:")
-		for _, l := range f {
-			fmt.Fprintln(b.out, "  "+l)
-		}
+		rep.Para("Failed trials:")
+		rep.List(f)
 	}
 	if len(b.notes) > 0 {
-		fmt.Fprintln(b.out, "\nmisbehaviour seen:")
-		for _, l := range b.notes {
-			fmt.Fprintln(b.out, "  "+l)
+		rep.Para("Misbehaviour seen:")
+		rep.List(b.notes)
+	}
+	_ = rep.Text(b.out)
+	if o.markdown != "" {
+		rep.Para("VRID %d, multicast, %d trial(s) each, a connect every %v.", vrid, o.trials, probeEvery)
+		if err := benchdoc.Write(o.markdown, "failover", b.facts, &rep); err != nil {
+			fmt.Fprintf(b.out, "\nfailover: -markdown: %v\n", err)
+		} else {
+			fmt.Fprintf(b.out, "\nwrote the results into %s\n", o.markdown)
 		}
 	}
-}
-
-func kernel() string {
-	out, err := exec.Command("uname", "-r").Output()
-	if err != nil {
-		return "kernel ?"
-	}
-	return "Linux " + strings.TrimSpace(string(out))
 }
 
 func version(name string, args ...string) string {

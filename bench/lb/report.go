@@ -5,8 +5,9 @@ import (
 	"io"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
+
+	"github.com/vipstack/vipstack/bench/internal/benchdoc"
 )
 
 // What is measured, as the report names it.
@@ -161,31 +162,29 @@ func (m metric) pairedRatio(h, v []figures) (float64, bool) {
 	return (q[n/2-1] + q[n/2]) / 2, true
 }
 
-// print writes the report.
-func (r *results) print(w io.Writer) {
-	for _, v := range r.Versions {
-		fmt.Fprintln(w, v)
-	}
+// print writes the report for a terminal.
+func (r *results) print(w io.Writer) { _ = r.report().Text(w) }
+
+// report is the run's report: the versions, the comparison with its
+// targets and the spread of the rounds, the kill test, the verdicts.
+func (r *results) report() *benchdoc.Report {
+	rep := &benchdoc.Report{}
+	rep.List(r.Versions)
 	n := len(r.Rounds[implHAProxy])
-	fmt.Fprintf(w, "\nmedian of %d round(s); direct = straight to one backend, for reference;\n", n)
-	fmt.Fprintln(w, "vipstack/haproxy is the median of the rounds' ratios (each round's pair ran back to back)")
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "figure\tdirect\thaproxy\tvipstack\tvipstack/haproxy\ttarget\tresult")
+	rep.Para("Median of %d round(s); direct = straight to one backend, for reference; vipstack/haproxy is the median of the rounds' ratios (each round's pair ran back to back):", n)
+	tb := benchdoc.Table{Header: []string{"figure", "direct", "haproxy", "vipstack", "vipstack/haproxy", "target", "result"}}
 	misses := 0
 	for _, m := range metrics() {
-		cell := func(impl string) (float64, string) {
+		cell := func(impl string) string {
 			if impl == implDirect && m.balancerOnly {
-				return 0, "-"
+				return "-"
 			}
 			v, ok := m.median(r.Rounds[impl])
 			if !ok {
-				return 0, "-"
+				return "-"
 			}
-			return v, m.format(v)
+			return m.format(v)
 		}
-		_, d := cell(implDirect)
-		_, hs := cell(implHAProxy)
-		_, vs := cell(implVipstack)
 		ratio, res := "-", ""
 		if q, ok := m.pairedRatio(r.Rounds[implHAProxy], r.Rounds[implVipstack]); ok {
 			ratio, res = m.fmtRatio(q), m.verdict(q)
@@ -195,63 +194,68 @@ func (r *results) print(w io.Writer) {
 		} else if m.bound != 0 {
 			res = "not run"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", m.name, d, hs, vs, ratio, m.target(), res)
+		tb.Add(m.name, cell(implDirect), cell(implHAProxy), cell(implVipstack), ratio, m.target(), res)
 	}
-	_ = tw.Flush()
-	if lines := r.roundRatios(); len(lines) > 0 {
-		fmt.Fprintln(w, "\nvipstack/haproxy in each round (round 1 first; each pair ran back to back):")
-		for _, l := range lines {
-			fmt.Fprintln(w, l)
+	rep.Table(tb)
+	if rows := r.roundRatios(); len(rows) > 0 {
+		rep.Para("vipstack/haproxy in each round (round 1 first; each pair ran back to back):")
+		rt := benchdoc.Table{Header: []string{"figure", "per round", "range"}}
+		for _, row := range rows {
+			rt.Add(row...)
 		}
+		rep.Table(rt)
 	}
 
 	if len(r.Kill) > 0 {
-		fmt.Fprintf(w, "\nbackend killed under load: %s\n", r.KillSpec)
-		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintf(tw, "balancer\trequests\tfailed\tin flight at the kill\tfailures started\tanswered after > %v\tslowest answer\tconn/s achieved\tfailures by kind\n", slowAnswer)
+		rep.Para("Backend killed under load: %s", r.KillSpec)
+		kt := benchdoc.Table{Header: []string{"balancer", "requests", "failed", "in flight at the kill", "failures started", fmt.Sprintf("answered after > %v", slowAnswer), "slowest answer", "conn/s achieved", "failures by kind"}}
 		for _, impl := range []string{implHAProxy, implVipstack} {
 			k, ok := r.Kill[impl]
 			if !ok {
-				fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t-\t-\t-\tnot run\n", impl)
+				kt.Add(impl, "-", "-", "-", "-", "-", "-", "-", "not run")
 				continue
 			}
 			window := "-"
 			if k.Failed > 0 {
 				window = fmt.Sprintf("%.2f..%.2f s after the kill", (k.FirstFail - k.KilledAt).Seconds(), (k.LastFail - k.KilledAt).Seconds())
 			}
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%d\t%s\t%.0f\t%s\n", impl, k.Sent, k.Failed, k.InFlight, window, k.Slow, fmtDuration(float64(k.Slowest)), k.Rate, fmtKinds(k.Kinds))
+			kt.Add(impl, fmt.Sprint(k.Sent), fmt.Sprint(k.Failed), fmt.Sprint(k.InFlight), window, fmt.Sprint(k.Slow),
+				fmtDuration(float64(k.Slowest)), fmt.Sprintf("%.0f", k.Rate), fmtKinds(k.Kinds))
 		}
-		_ = tw.Flush()
+		rep.Table(kt)
 		if k, ok := r.Kill[implVipstack]; ok {
 			res := "PASS"
 			if k.Failed > 0 {
 				res, misses = "MISS", misses+1
 			}
-			fmt.Fprintf(w, "target: vipstack fails no request started after the kill (its connect retry tries another server): %s\n", res)
-			fmt.Fprintln(w, "(failed: no complete 200 answer; in flight: sent to the backend before it died, which no balancer can save; between SIGKILL and the process's exit its kernel still accepts connections)")
+			rep.Para("Target: vipstack fails no request started after the kill (its connect retry tries another server): %s. (Failed: no complete 200 answer; in flight: sent to the backend before it died, which no balancer can save; between SIGKILL and the process's exit its kernel still accepts connections.)", res)
 		}
 	}
 	if r.Skipped != "" {
-		fmt.Fprintf(w, "\nvipstack was not measured: %s\n", r.Skipped)
+		rep.Para("vipstack was not measured: %s", r.Skipped)
 	}
+	var notes []string
 	for _, n := range r.Notes {
-		fmt.Fprintf(w, "note: %s\n", n)
+		notes = append(notes, "note: "+n)
 	}
+	rep.List(notes)
 	if r.Skipped == "" {
-		fmt.Fprintf(w, "\n%d target(s) missed\n", misses)
+		rep.Para("%d target(s) missed.", misses)
 	}
+	return rep
 }
 
-// roundRatios is one line per metric with a target: vipstack/haproxy in
-// each round and their range, so that the spread behind a median shows.
-// Without at least two rounds of both there is nothing to add.
-func (r *results) roundRatios() []string {
+// roundRatios is one row per metric with a target: its name,
+// vipstack/haproxy in each round, and their range, so that the spread
+// behind a median shows. Without at least two rounds of both there is
+// nothing to add.
+func (r *results) roundRatios() [][]string {
 	h, v := r.Rounds[implHAProxy], r.Rounds[implVipstack]
 	n := min(len(h), len(v))
 	if n < 2 {
 		return nil
 	}
-	var lines []string
+	var rows [][]string
 	for _, m := range metrics() {
 		if m.bound == 0 {
 			continue
@@ -273,9 +277,9 @@ func (r *results) roundRatios() []string {
 			}
 			cells = append(cells, fmt.Sprintf("%.2f", q))
 		}
-		lines = append(lines, fmt.Sprintf("  %-38s %s  (%.2f..%.2f)", m.name, strings.Join(cells, " "), lo, hi))
+		rows = append(rows, []string{m.name, strings.Join(cells, " "), fmt.Sprintf("%.2f..%.2f", lo, hi)})
 	}
-	return lines
+	return rows
 }
 
 func fmtKinds(k map[string]int) string {

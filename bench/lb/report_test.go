@@ -240,11 +240,11 @@ func TestRoundRatios(t *testing.T) {
 		implHAProxy:  {round(100, 10, 10*time.Millisecond, 5), round(200, 10, 10*time.Millisecond, 5)},
 		implVipstack: {round(120, 9, 8*time.Millisecond, 10), round(180, 11, 12*time.Millisecond, 0)},
 	}}
-	want := []string{
-		"  keep-alive requests/s                  1.20 0.90  (0.90..1.20)",
-		"  keep-alive p99 latency                 0.80 1.20  (0.80..1.20)",
-		"  new connections/s (Connection: close)  0.90 1.10  (0.90..1.10)",
-		"  bulk throughput (iperf3, 1 stream)     2.00 0.00  (0.00..2.00)",
+	want := [][]string{
+		{"keep-alive requests/s", "1.20 0.90", "0.90..1.20"},
+		{"keep-alive p99 latency", "0.80 1.20", "0.80..1.20"},
+		{"new connections/s (Connection: close)", "0.90 1.10", "0.90..1.10"},
+		{"bulk throughput (iperf3, 1 stream)", "2.00 0.00", "0.00..2.00"},
 	}
 	if diff := cmp.Diff(want, r.roundRatios()); diff != "" {
 		t.Errorf("roundRatios() (-want +got):\n%s", diff)

@@ -21,6 +21,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/vipstack/vipstack/bench/internal/benchdoc"
 	"github.com/vipstack/vipstack/internal/peers"
 	"github.com/vipstack/vipstack/internal/procfs"
 	"github.com/vipstack/vipstack/internal/testnet"
@@ -60,6 +61,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&o.killAt, "kill-at", 4*time.Second, "kill test: when the backend is killed, from the start of the load")
 	fs.StringVar(&o.vipstackBin, "vipstack", "", "vipstack binary to run (default: build ./cmd/vipstack)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the work directory (configurations and logs) and print its path")
+	markdown := fs.String("markdown", "", "write the results into the lb block of this Markdown `file` (docs/benchmarks.md)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -103,12 +105,20 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 	}()
 
+	facts := benchdoc.Collect("./bench/lb", args)
 	res, err := b.run(o)
 	if err != nil {
 		fmt.Fprintf(stderr, "lb: %v\n", err)
 		return 1
 	}
 	res.print(stdout)
+	if *markdown != "" {
+		if err := benchdoc.Write(*markdown, "lb", facts, res.report()); err != nil {
+			fmt.Fprintf(stderr, "lb: -markdown: %v\n", err)
+			return 1
+		}
+		fmt.Fprintf(stdout, "\nwrote the results into %s\n", *markdown)
+	}
 	return 0
 }
 
