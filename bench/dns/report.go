@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/vipstack/vipstack/bench/internal/benchdoc"
 )
 
 // perf is what one dnsperf run reports.
@@ -127,7 +129,14 @@ func us(d time.Duration) string { return fmt.Sprintf("%.0f", float64(d)/float64(
 
 // printPerf prints the query performance table and its PASS/MISS lines.
 func printPerf(w io.Writer, phases []phase) {
-	fmt.Fprintf(w, "%-26s %-11s %9s %10s %7s  %s\n", "phase", "server", "QPS", "latency", "lost", "per round (QPS / avg latency us)")
+	var rep benchdoc.Report
+	perfReport(&rep, phases)
+	_ = rep.Text(w)
+}
+
+// perfReport adds the query performance table and its PASS/MISS lines.
+func perfReport(rep *benchdoc.Report, phases []phase) {
+	tb := benchdoc.Table{Header: []string{"phase", "server", "QPS", "latency", "lost", "per round (QPS / avg latency us)"}}
 	for _, ph := range phases {
 		for _, s := range []struct {
 			name string
@@ -137,11 +146,12 @@ func printPerf(w io.Writer, phases []phase) {
 			for _, p := range s.ps {
 				rounds = append(rounds, fmt.Sprintf("%.0f/%s", p.QPS, us(p.Latency)))
 			}
-			fmt.Fprintf(w, "%-26s %-11s %9.0f %8sus %7d  %s\n", ph.Name, s.name, median(qpsOf(s.ps)), us(median(latOf(s.ps))), lostOf(s.ps), strings.Join(rounds, " "))
+			tb.Add(ph.Name, s.name, fmt.Sprintf("%.0f", median(qpsOf(s.ps))), us(median(latOf(s.ps)))+" us", fmt.Sprint(lostOf(s.ps)), strings.Join(rounds, " "))
 		}
 	}
-	fmt.Fprintln(w, "(medians over the rounds; latency is dnsperf's average; lost counts every round)")
-	fmt.Fprintln(w)
+	rep.Table(tb)
+	rep.Para("(medians over the rounds; latency is dnsperf's average; lost counts every round)")
+	var lines []string
 	for _, ph := range phases {
 		q, l := ph.ratios()
 		if ph.Fixed {
@@ -150,12 +160,13 @@ func printPerf(w io.Writer, phases []phase) {
 			// a handful of multi-millisecond stalls of a shared machine
 			// decide. Reported, not judged: the one-at-a-time percentiles
 			// below carry the latency verdict.
-			fmt.Fprintf(w, "INFO  %s: template/clusterdns average latency = %.3f (same fixed rate; the average is outlier-driven)\n", ph.Name, l)
+			lines = append(lines, fmt.Sprintf("INFO  %s: template/clusterdns average latency = %.3f (same fixed rate; the average is outlier-driven)", ph.Name, l))
 			continue
 		}
-		fmt.Fprintf(w, "%s  %s: clusterdns/template QPS = %.3f (want >= 1.000); template/clusterdns latency = %.3f (want >= 1.000)\n",
-			verdict(q >= 1 && l >= 1), ph.Name, q, l)
+		lines = append(lines, fmt.Sprintf("%s  %s: clusterdns/template QPS = %.3f (want >= 1.000); template/clusterdns latency = %.3f (want >= 1.000)",
+			verdict(q >= 1 && l >= 1), ph.Name, q, l))
 	}
+	rep.List(lines)
 }
 
 // rttPhase is the one-query-at-a-time latency measurement of both servers:
@@ -193,7 +204,14 @@ func medianQ(rounds [][3]time.Duration) [3]time.Duration {
 // printRTT prints the one-at-a-time latency table and its PASS/MISS line
 // (on the median, p50).
 func printRTT(w io.Writer, ph rttPhase) {
-	fmt.Fprintf(w, "%-11s %8s %8s %8s  %s\n", "server", "p50 us", "p90 us", "p99 us", "per round (p50/p99 us)")
+	var rep benchdoc.Report
+	rttReport(&rep, ph)
+	_ = rep.Text(w)
+}
+
+// rttReport adds the one-at-a-time latency table and its verdicts.
+func rttReport(rep *benchdoc.Report, ph rttPhase) {
+	tb := benchdoc.Table{Header: []string{"server", "p50 us", "p90 us", "p99 us", "per round (p50/p99 us)"}}
 	for _, s := range []struct {
 		name string
 		qs   [][3]time.Duration
@@ -203,10 +221,12 @@ func printRTT(w io.Writer, ph rttPhase) {
 		for _, q := range s.qs {
 			rounds = append(rounds, us(q[0])+"/"+us(q[2]))
 		}
-		fmt.Fprintf(w, "%-11s %8s %8s %8s  %s\n", s.name, us(m[0]), us(m[1]), us(m[2]), strings.Join(rounds, " "))
+		tb.Add(s.name, us(m[0]), us(m[1]), us(m[2]), strings.Join(rounds, " "))
 	}
-	fmt.Fprintf(w, "(%d queries per round, one at a time, %v apart; medians over the rounds)\n\n", ph.N, ph.Pause)
+	rep.Table(tb)
+	rep.Para("(%d queries per round, one at a time, %v apart; medians over the rounds)", ph.N, ph.Pause)
 	c, t := medianQ(ph.Cluster), medianQ(ph.Template)
+	var lines []string
 	for i, name := range []string{"p50", "p99"} {
 		j := []int{0, 2}[i]
 		r := 0.0
@@ -214,11 +234,12 @@ func printRTT(w io.Writer, ph rttPhase) {
 			r = float64(t[j]) / float64(c[j])
 		}
 		if name == "p50" {
-			fmt.Fprintf(w, "%s  one query at a time: template/clusterdns latency %s = %.3f (want >= 1.000)\n", verdict(r >= 1), name, r)
+			lines = append(lines, fmt.Sprintf("%s  one query at a time: template/clusterdns latency %s = %.3f (want >= 1.000)", verdict(r >= 1), name, r))
 		} else {
-			fmt.Fprintf(w, "INFO  one query at a time: template/clusterdns latency %s = %.3f (the tail is the machine's scheduling more than the server)\n", name, r)
+			lines = append(lines, fmt.Sprintf("INFO  one query at a time: template/clusterdns latency %s = %.3f (the tail is the machine's scheduling more than the server)", name, r))
 		}
 	}
+	rep.List(lines)
 }
 
 // event is one mDNS join or leave trial.
@@ -228,18 +249,24 @@ type event struct {
 }
 
 func printMDNS(w io.Writer, joins, leaves []event) {
-	fmt.Fprintf(w, "%-8s %-34s %-22s %s\n", "event", "from", "ms median [min..max]", "per trial")
+	var rep benchdoc.Report
+	mdnsReport(&rep, joins, leaves)
+	_ = rep.Text(w)
+}
+
+// mdnsReport adds the mDNS join and leave table and its verdicts.
+func mdnsReport(rep *benchdoc.Report, joins, leaves []event) {
+	tb := benchdoc.Table{Header: []string{"event", "from", "ms median [min..max]", "per trial"}}
 	row := func(name, from string, xs []time.Duration) {
 		if len(xs) == 0 {
-			fmt.Fprintf(w, "%-8s %-34s %-22s\n", name, from, "no data")
+			tb.Add(name, from, "no data")
 			return
 		}
 		var per []string
 		for _, x := range xs {
 			per = append(per, ms(x))
 		}
-		fmt.Fprintf(w, "%-8s %-34s %-22s %s\n", name, from,
-			fmt.Sprintf("%s [%s..%s]", ms(median(xs)), ms(slices.Min(xs)), ms(slices.Max(xs))), strings.Join(per, " "))
+		tb.Add(name, from, fmt.Sprintf("%s [%s..%s]", ms(median(xs)), ms(slices.Min(xs)), ms(slices.Max(xs))), strings.Join(per, " "))
 	}
 	split := func(es []event) (cause, packet []time.Duration) {
 		for _, e := range es {
@@ -256,19 +283,21 @@ func printMDNS(w io.Writer, joins, leaves []event) {
 	row("join", "first announcement -> SRV answer", jp)
 	row("leave", "SIGTERM -> SRV answer", lc)
 	row("leave", "goodbye packet -> SRV answer", lp)
-	fmt.Fprintln(w, "(a joining node probes its names for about 750 ms before it announces, RFC 6762 section 8.1)")
-	fmt.Fprintln(w)
+	rep.Table(tb)
+	rep.Para("(a joining node probes its names for about 750 ms before it announces, RFC 6762 section 8.1)")
+	var lines []string
 	check := func(name string, xs []time.Duration) {
 		if len(xs) == 0 {
-			fmt.Fprintf(w, "MISS  %s: no data\n", name)
+			lines = append(lines, fmt.Sprintf("MISS  %s: no data", name))
 			return
 		}
 		m := median(xs)
-		fmt.Fprintf(w, "%s  %s: median %s ms (want < 1000 ms)\n", verdict(m < time.Second), name, ms(m))
+		lines = append(lines, fmt.Sprintf("%s  %s: median %s ms (want < 1000 ms)", verdict(m < time.Second), name, ms(m)))
 	}
 	check("join, announcement -> answer", jp)
 	check("leave, SIGTERM -> answer", lc)
 	check("leave, goodbye -> answer", lp)
+	rep.List(lines)
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.0f", float64(d)/float64(time.Millisecond)) }

@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/vipstack/vipstack/bench/internal/benchdoc"
 	"github.com/vipstack/vipstack/internal/syncbuf"
 	"github.com/vipstack/vipstack/internal/testnet"
 )
@@ -34,6 +35,7 @@ type options struct {
 	skipMDNS    bool
 	verbose     bool
 	vipstackBin string
+	markdown    string
 }
 
 // bench is the state of one run.
@@ -70,6 +72,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&o.skipMDNS, "skip-mdns", false, "skip the mDNS join/leave part")
 	fs.BoolVar(&o.verbose, "v", false, "log every run")
 	fs.StringVar(&o.vipstackBin, "vipstack", "", "vipstack binary to run (default: build ./cmd/vipstack)")
+	fs.StringVar(&o.markdown, "markdown", "", "write the results into the dns block of this Markdown `file` (docs/benchmarks.md)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -83,6 +86,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 	}
+	facts := benchdoc.Collect("./bench/dns", args, "dnsperf "+benchdoc.FirstLine("dpkg-query", "-W", "-f", "${Version}", "dnsperf"))
+	md := &benchdoc.Report{}
 	b := &bench{o: o, serverCPU: -1, clientCPU: -1, stderr: stderr}
 	if o.pin {
 		b.serverCPU, b.clientCPU = 1, 0
@@ -129,7 +134,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "query performance: one vipstack binary, two Corefiles (clusterdns | template+hosts), loopback in a namespace; %s\n", pinning)
 		fmt.Fprintf(stdout, "dnsperf -s 127.0.0.1 -d <%d-query mix> -l %d -c 1 -q 100 -t 2, -Q %d (throughput) or -Q %d (latency); %d round(s) per phase\n\n",
 			len(queryMix), o.seconds, o.maxQPS, o.rate, o.rounds)
-		if err := perfPart(b, h1, stdout); err != nil {
+		md.Para("Query performance: dnsperf -l %d -c 1 -q 100 -t 2, -Q %d (throughput) or -Q %d (latency), %d round(s) per phase; answers identical for all %d queries of the mix.",
+			o.seconds, o.maxQPS, o.rate, o.rounds, len(queryMix))
+		if err := perfPart(b, h1, stdout, md); err != nil {
 			fmt.Fprintf(stderr, "bench/dns: %v\n", err)
 			return 1
 		}
@@ -142,11 +149,20 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 		printMDNS(stdout, joins, leaves)
+		md.Para("mDNS join and leave, %d trial(s), SRV asked every %v:", o.trials, o.probeEvery)
+		mdnsReport(md, joins, leaves)
+	}
+	if o.markdown != "" {
+		if err := benchdoc.Write(o.markdown, "dns", facts, md); err != nil {
+			fmt.Fprintf(stderr, "bench/dns: -markdown: %v\n", err)
+			return 1
+		}
+		fmt.Fprintf(stdout, "\nwrote the results into %s\n", o.markdown)
 	}
 	return code
 }
 
-func perfPart(b *bench, h *testnet.Host, stdout io.Writer) error {
+func perfPart(b *bench, h *testnet.Host, stdout io.Writer, md *benchdoc.Report) error {
 	servers, err := startPerfServers(b, h)
 	if err != nil {
 		return err
@@ -169,12 +185,15 @@ func perfPart(b *bench, h *testnet.Host, stdout io.Writer) error {
 		return err
 	}
 	printPerf(stdout, phases)
+	perfReport(md, phases)
 	fmt.Fprintln(stdout)
 	rtt, err := runProbe(b, h, servers)
 	if err != nil {
 		return err
 	}
 	printRTT(stdout, rtt)
+	md.Para("One query at a time:")
+	rttReport(md, rtt)
 	return nil
 }
 
