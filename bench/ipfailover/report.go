@@ -6,8 +6,9 @@ import (
 	"math"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
+
+	"github.com/vipstack/vipstack/bench/internal/benchdoc"
 )
 
 // variant is one way of running the pool.
@@ -129,21 +130,24 @@ func ratio(a, b float64) string {
 	return fmt.Sprintf("%.2f", a/b)
 }
 
-// printReport writes the comparison table: the first summary is the
-// reference (keepalived) and every other one gets ratios against it.
-func printReport(w io.Writer, vips int, sums []summary) {
+// printReport writes the comparison table for a terminal.
+func printReport(w io.Writer, vips int, sums []summary) { _ = report(vips, sums).Text(w) }
+
+// report is the comparison table: the first summary is the reference
+// (keepalived) and every other one gets ratios against it; then each
+// variant's trials.
+func report(vips int, sums []summary) *benchdoc.Report {
+	rep := &benchdoc.Report{}
 	if len(sums) == 0 {
-		return
+		return rep
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight|tabwriter.Debug)
-	head := []string{"metric"}
+	tb := benchdoc.Table{Header: []string{"metric"}}
 	for i, s := range sums {
-		head = append(head, s.Variant)
+		tb.Header = append(tb.Header, s.Variant)
 		if i > 0 {
-			head = append(head, "ratio")
+			tb.Header = append(tb.Header, "ratio")
 		}
 	}
-	fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
 	row := func(name string, f func(s summary) (string, float64)) {
 		cells := []string{name}
 		_, ref := f(sums[0])
@@ -154,7 +158,7 @@ func printReport(w io.Writer, vips int, sums []summary) {
 				cells = append(cells, ratio(v, ref))
 			}
 		}
-		fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
+		tb.Add(cells...)
 	}
 	ms := func(d time.Duration) (string, float64) { return fmt.Sprintf("%d ms", d.Milliseconds()), float64(d) }
 	row("kill to first VIP re-announced (median)", func(s summary) (string, float64) { return ms(s.First) })
@@ -169,18 +173,21 @@ func printReport(w io.Writer, vips int, sums []summary) {
 		return fmt.Sprint(s.Answered), float64(s.Answered)
 	})
 	row("VIPs answered twice (worst trial)", func(s summary) (string, float64) { return fmt.Sprint(s.Twice), float64(s.Twice) })
-	tw.Flush()
+	rep.Table(tb)
+	var lines []string
 	for _, s := range sums {
 		var l []string
 		for _, d := range s.Lasts {
 			l = append(l, fmt.Sprintf("%d", d.Milliseconds()))
 		}
-		fmt.Fprintf(w, "%s: every VIP re-announced after %s ms in its %d trials", s.Variant, strings.Join(l, ", "), s.Trials)
+		line := fmt.Sprintf("%s: every VIP re-announced after %s ms in its %d trials", s.Variant, strings.Join(l, ", "), s.Trials)
 		if s.Unsettled > 0 {
-			fmt.Fprintf(w, "; %d more trials never settled (every VIP held once) and are left out", s.Unsettled)
+			line += fmt.Sprintf("; %d more trials never settled (every VIP held once) and are left out", s.Unsettled)
 		}
-		fmt.Fprintln(w)
+		lines = append(lines, line)
 	}
+	rep.List(lines)
+	return rep
 }
 
 // vipList is the pool's OPENSHIFT_HA_VIRTUAL_IPS: 250 VIPs per /24 from

@@ -29,7 +29,7 @@ func TestPrintReportRatios(t *testing.T) {
 	vs := summary{Variant: "vipstack", Trials: 1, CPU: 1, PSS: 20, VRRPPerSecond: 6, Moved: 10, First: time.Second, Last: 2 * time.Second, Answered: 10}
 	var b bytes.Buffer
 	printReport(&b, 10, []summary{ka, vs})
-	for _, want := range []string{"4000 ms|", "2000 ms|", "0.50|", "2.00|", "1.00|"} {
+	for _, want := range []string{"keepalived  vipstack  ratio", "4000 ms     2000 ms   0.50", "10.0 MiB    20.0 MiB  2.00", "10          10        1.00"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, b.String())
 		}

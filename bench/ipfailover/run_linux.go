@@ -21,6 +21,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 
+	"github.com/vipstack/vipstack/bench/internal/benchdoc"
 	"github.com/vipstack/vipstack/internal/ipfailover"
 	"github.com/vipstack/vipstack/internal/peers"
 	"github.com/vipstack/vipstack/internal/procfs"
@@ -60,6 +61,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&o.v, "v", false, "narrate every step")
 	fs.BoolVar(&o.keep, "keep", false, "keep the work directory (configurations and node logs) and print its path")
 	fs.StringVar(&o.bin, "vipstack", "", "vipstack binary (default: build ./cmd/vipstack)")
+	markdown := fs.String("markdown", "", "write the results into the ipfailover block of this Markdown `file` (docs/benchmarks.md)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -128,6 +130,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	b.o.bin = o.bin
 
 	loadAtStart := procfs.LoadAvg()
+	facts := benchdoc.Collect("./bench/ipfailover", args, firstLine("keepalived", "--version"))
 	results := map[string][]trialResult{}
 	for i := 1; i <= o.trials; i++ {
 		for _, v := range picked {
@@ -157,6 +160,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 		time.Now().UTC().Format("2006-01-02 15:04 MST"), runtime.NumCPU(), firstLine("uname", "-r"), loadAtStart, firstLine("keepalived", "--version"))
 	fmt.Fprintf(stdout, "%d VIPs, 3 nodes, VRRPv2 advert 1 s, 6 groups; %d trials each; vipstack --announce-rate %d per group\n\n", o.vips, o.trials, o.rate)
 	printReport(stdout, o.vips, sums)
+	if *markdown != "" {
+		rep := report(o.vips, sums)
+		rep.Para("%d VIPs, 3 nodes, VRRPv2 advert 1 s, 6 groups; %d trials each; vipstack --announce-rate %d per group.", o.vips, o.trials, o.rate)
+		if err := benchdoc.Write(*markdown, "ipfailover", facts, rep); err != nil {
+			fmt.Fprintf(stderr, "ipfailover: -markdown: %v\n", err)
+			return 1
+		}
+		fmt.Fprintf(stdout, "\nwrote the results into %s\n", *markdown)
+	}
 	return 0
 }
 
