@@ -8,8 +8,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
+
+	"github.com/vipstack/vipstack/bench/internal/benchdoc"
 )
 
 // The benchmark's cluster: the demo cluster's addresses with three masters
@@ -147,44 +148,55 @@ func ratio(a, b float64) float64 {
 // printRest prints part 1: one row per daemon, the trio's total and the
 // ratios vipstack / trio, then the verdicts.
 func printRest(w io.Writer, vip usage, trio []usage) {
+	var rep benchdoc.Report
+	restReport(&rep, vip, trio)
+	_ = rep.Text(w)
+}
+
+// restReport adds part 1 to rep.
+func restReport(rep *benchdoc.Report, vip usage, trio []usage) {
 	sum := total("upstream total", trio)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	win := fmtSeconds(vip.Window)
-	fmt.Fprintf(tw, "master-0 runs\tprocs\tRSS MiB median [min..max]\tanon\tfile\tPSS MiB\tCPU s in %s\tCPU %%\tRSS per process MiB\n", win)
+	tb := benchdoc.Table{Header: []string{"master-0 runs", "procs", "RSS MiB median [min..max]", "anon", "file", "PSS MiB",
+		"CPU s in " + fmtSeconds(vip.Window), "CPU %", "RSS per process MiB"}}
 	row := func(u usage) {
 		var per []string
 		for _, p := range u.PerProc {
 			per = append(per, strconv.FormatFloat(p, 'f', 1, 64))
 		}
 		lo, hi := minMax(u.RSS)
-		fmt.Fprintf(tw, "%s\t%d\t%.1f [%.1f..%.1f]\t%.1f\t%.1f\t%.1f\t%.2f\t%.2f\t%s\n", u.Name, u.Procs, median(u.RSS), lo, hi,
-			median(u.Anon), median(u.File), median(u.PSS), median(u.CPU), u.cpuPercent(), strings.Join(per, " + "))
+		tb.Add(u.Name, strconv.Itoa(u.Procs), fmt.Sprintf("%.1f [%.1f..%.1f]", median(u.RSS), lo, hi),
+			fmt.Sprintf("%.1f", median(u.Anon)), fmt.Sprintf("%.1f", median(u.File)), fmt.Sprintf("%.1f", median(u.PSS)),
+			fmt.Sprintf("%.2f", median(u.CPU)), fmt.Sprintf("%.2f", u.cpuPercent()), strings.Join(per, " + "))
 	}
 	row(vip)
 	for _, u := range trio {
 		row(u)
 	}
 	row(sum)
-	r := func(f func(usage) []float64) float64 { return ratio(median(f(vip)), median(f(sum))) }
-	fmt.Fprintf(tw, "vipstack / upstream\t\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t\t\n",
+	r := func(f func(usage) []float64) string {
+		return fmt.Sprintf("%.2f", ratio(median(f(vip)), median(f(sum))))
+	}
+	tb.Add("vipstack / upstream", "",
 		r(func(u usage) []float64 { return u.RSS }), r(func(u usage) []float64 { return u.Anon }),
 		r(func(u usage) []float64 { return u.File }), r(func(u usage) []float64 { return u.PSS }),
 		r(func(u usage) []float64 { return u.CPU }))
-	tw.Flush()
-	fmt.Fprintf(w, "(RSS = VmRSS summed over the daemon's processes, sampled %d times: anon (heap, stacks) + file (executable and\n"+
-		" libraries); PSS counts pages shared between them once; CPU = utime+stime with reaped children over the window,\n"+
-		" median over %d round(s); the memory of keepalived's short-lived check scripts is not counted)\n\n",
+	rep.Table(tb)
+	rep.Para("(RSS = VmRSS summed over the daemon's processes, sampled %d times: anon (heap, stacks) + file (executable and "+
+		"libraries); PSS counts pages shared between them once; CPU = utime+stime with reaped children over the window, "+
+		"median over %d round(s); the memory of keepalived's short-lived check scripts is not counted)",
 		len(vip.RSS), len(vip.CPU))
-	verdict(w, "RSS at rest", "vipstack/upstream", ratio(median(vip.RSS), median(sum.RSS)))
-	verdict(w, "CPU at rest", "vipstack/upstream", ratio(median(vip.CPU), median(sum.CPU)))
+	rep.List([]string{
+		verdict("RSS at rest", "vipstack/upstream", ratio(median(vip.RSS), median(sum.RSS))),
+		verdict("CPU at rest", "vipstack/upstream", ratio(median(vip.CPU), median(sum.CPU))),
+	})
 }
 
-func verdict(w io.Writer, what, name string, r float64) {
+func verdict(what, name string, r float64) string {
 	v := "PASS"
 	if r > 1 {
 		v = "MISS"
 	}
-	fmt.Fprintf(w, "%s  %s: %s = %.3f (want <= 1.000)\n", v, what, name, r)
+	return fmt.Sprintf("%s  %s: %s = %.3f (want <= 1.000)", v, what, name, r)
 }
 
 func minMax(xs []float64) (lo, hi float64) {
@@ -218,9 +230,11 @@ func (r latencyRow) seen() []time.Duration {
 }
 
 // printLatency prints part 2.
-func printLatency(w io.Writer, rows []latencyRow) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "change\tobserved\ttrigger\tms median [min..max]\tper trial\n")
+func printLatency(w io.Writer, rows []latencyRow) { _ = latencyTable(rows).WriteText(w) }
+
+// latencyTable is part 2: per change and trigger, the time to see it.
+func latencyTable(rows []latencyRow) benchdoc.Table {
+	tb := benchdoc.Table{Header: []string{"change", "observed", "trigger", "ms median [min..max]", "per trial"}}
 	for _, r := range rows {
 		var per []string
 		for _, t := range r.Times {
@@ -238,7 +252,7 @@ func printLatency(w io.Writer, rows []latencyRow) {
 				fig += fmt.Sprintf(" (%d of %d)", len(s), len(r.Times))
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Change, r.Observed, r.Trigger, fig, strings.Join(per, " "))
+		tb.Add(r.Change, r.Observed, r.Trigger, fig, strings.Join(per, " "))
 	}
-	tw.Flush()
+	return tb
 }

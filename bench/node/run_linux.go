@@ -29,6 +29,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 
+	"github.com/vipstack/vipstack/bench/internal/benchdoc"
 	"github.com/vipstack/vipstack/internal/cluster"
 	"github.com/vipstack/vipstack/internal/node"
 	"github.com/vipstack/vipstack/internal/peers"
@@ -58,6 +59,7 @@ type options struct {
 	samples, rounds, trials int
 	v, keep                 bool
 	bin, coredns            string
+	markdown                string
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -73,6 +75,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&o.v, "v", false, "narrate every step")
 	fs.BoolVar(&o.keep, "keep", false, "keep the work directory (configurations, cluster file) and print its path")
 	fs.StringVar(&o.bin, "vipstack", "", "vipstack binary (default: build ./cmd/vipstack)")
+	fs.StringVar(&o.markdown, "markdown", "", "write the results into the node block of this Markdown `file` (docs/benchmarks.md)")
 	fs.StringVar(&o.coredns, "coredns", "", "CoreDNS binary (default: build github.com/coredns/coredns at go.mod's version)")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -101,7 +104,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
-	b := &bench{o: o, out: stdout, work: work}
+	b := &bench{o: o, out: stdout, work: work, facts: benchdoc.Collect("./bench/node", args)}
 	defer func() {
 		if o.keep {
 			fmt.Fprintf(stdout, "work directory kept: %s\n", work)
@@ -121,10 +124,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 }
 
 type bench struct {
-	o    options
-	out  io.Writer
-	work string
-	cfg  string // the cluster file
+	facts benchdoc.Facts
+	o     options
+	out   io.Writer
+	work  string
+	cfg   string // the cluster file
 	// peerBin is the copy of vipstack master-1 and master-2 run.
 	peerBin string
 	spec    clusterSpec
@@ -210,22 +214,35 @@ func (b *bench) main(ctx context.Context) error {
 	w := b.out
 	fmt.Fprintf(w, "\nbench/node: %s; %d CPUs; Linux %s; load average at start %s, at end %s\n",
 		time.Now().UTC().Format("2006-01-02 15:04 MST"), runtime.NumCPU(), firstLine("uname", "-r"), loadStart, procfs.LoadAvg())
-	fmt.Fprintf(w, "%s; %s; %s (stock, every in-tree plugin); %s\n",
+	versions := fmt.Sprintf("%s; %s; %s (stock, every in-tree plugin); %s",
 		firstLine("keepalived", "--version"), trimVersion(firstLine("haproxy", "-v")), firstLine(b.o.coredns, "-version"),
 		"vipstack: "+firstLine(b.o.bin, "version"))
-	fmt.Fprintf(w, "3 masters (198.18.0.11-13) + a client on one bridge; API VIP %s, Ingress VIP %s; VRRPv2 unicast, advert 1 s;\n", apiVIP, ingressA)
-	fmt.Fprintf(w, "stand-in API servers on every master, a stand-in router on master-0 only; master-1 and master-2 run vipstack node throughout\n\n")
-	fmt.Fprintf(w, "at rest on master-0: Ingress VIP held, effective priorities %d (API) and %d (Ingress): every check passes; %s\n",
-		wantAPIPrio, wantIngPrio, strings.Join(states, ", "))
-	fmt.Fprintf(w, "settled %s after that, then measured over %s; %d round(s), the trio first in each\n\n", fmtSeconds(b.o.settle), fmtSeconds(b.o.window), b.o.rounds)
-	printRest(w, vip.usage("vipstack node"), []usage{ka.usage("keepalived"), hap.usage("haproxy -W"), cdns.usage("CoreDNS")})
-	fmt.Fprintf(w, "\nreload: vipstack node on all 3 masters (--watch-interval 1s); the cluster file replaced by a rename at T0;\n"+
-		"%d trial(s) per trigger, alternating; the client asks every master's DNS every %v\n\n", b.o.trials, pollEvery)
-	printLatency(w, rows)
-	fmt.Fprint(w, "(ms from T0; SIGHUP goes to every node right after the rename. keepalived + haproxy + CoreDNS have no single\n"+
-		" equivalent: the files would be re-rendered and three daemons reloaded, so no upstream figure is printed)\n")
+	rep := &benchdoc.Report{}
+	rep.Para("%s", versions)
+	rep.Para("3 masters (198.18.0.11-13) + a client on one bridge; API VIP %s, Ingress VIP %s; VRRPv2 unicast, advert 1 s; "+
+		"stand-in API servers on every master, a stand-in router on master-0 only; master-1 and master-2 run vipstack node throughout.", apiVIP, ingressA)
+	rep.Para("At rest on master-0: Ingress VIP held, effective priorities %d (API) and %d (Ingress): every check passes; %s; "+
+		"settled %s after that, then measured over %s; %d round(s), the trio first in each:",
+		wantAPIPrio, wantIngPrio, strings.Join(states, ", "), fmtSeconds(b.o.settle), fmtSeconds(b.o.window), b.o.rounds)
+	restReport(rep, vip.usage("vipstack node"), []usage{ka.usage("keepalived"), hap.usage("haproxy -W"), cdns.usage("CoreDNS")})
+	rep.Para("Reload: vipstack node on all 3 masters (--watch-interval 1s); the cluster file replaced by a rename at T0; "+
+		"%d trial(s) per trigger, alternating; the client asks every master's DNS every %v:", b.o.trials, pollEvery)
+	rep.Table(latencyTable(rows))
+	rep.Para("(ms from T0; SIGHUP goes to every node right after the rename. keepalived + haproxy + CoreDNS have no single " +
+		"equivalent: the files would be re-rendered and three daemons reloaded, so no upstream figure is printed)")
+	var ns []string
 	for _, n := range notes {
-		fmt.Fprintf(w, "NOTE  %s\n", n)
+		ns = append(ns, "NOTE  "+n)
+	}
+	rep.List(ns)
+	if err := rep.Text(w); err != nil {
+		return err
+	}
+	if b.o.markdown != "" {
+		if err := benchdoc.Write(b.o.markdown, "node", b.facts, rep); err != nil {
+			return fmt.Errorf("-markdown: %w", err)
+		}
+		fmt.Fprintf(w, "\nwrote the results into %s\n", b.o.markdown)
 	}
 	return nil
 }
