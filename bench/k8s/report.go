@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"slices"
 	"time"
 )
@@ -30,7 +29,8 @@ func summarize(ds []time.Duration, of int) summary {
 	return s
 }
 
-func (s summary) row(w io.Writer, what string) {
+// cells are the row of s in the latency table.
+func (s summary) cells(what string) []string {
 	r := func(d time.Duration) string { return fmt.Sprintf("%d ms", d.Round(time.Millisecond).Milliseconds()) }
-	fmt.Fprintf(w, "%-34s %5d/%-5d %9s %9s %9s\n", what, s.N, s.Of, r(s.P50), r(s.P99), r(s.Max))
+	return []string{what, fmt.Sprintf("%d/%d", s.N, s.Of), r(s.P50), r(s.P99), r(s.Max)}
 }

@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/vipstack/vipstack/bench/internal/benchdoc"
 	"github.com/vipstack/vipstack/internal/k8s/k8slab"
 	"github.com/vipstack/vipstack/internal/peers"
 	"github.com/vipstack/vipstack/internal/testnet"
@@ -42,6 +43,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		warm    = fs.Int("warm", 0, "Services created and answering before the burst, so the group's VRRP instances already run (not counted)")
 		bin     = fs.String("vipstack", "", "vipstack binary to run; empty: build ./cmd/vipstack")
 		verbose = fs.Bool("v", false, "log progress")
+		md      = fs.String("markdown", "", "write the results into the k8s block of this Markdown `file` (docs/benchmarks.md)")
 	)
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -63,7 +65,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	b := &bench{ctx: ctx, out: stdout, n: *n, settle: *settle, advert: *advert, warm: *warm, clients: *clients}
+	b := &bench{ctx: ctx, out: stdout, n: *n, settle: *settle, advert: *advert, warm: *warm, clients: *clients,
+		markdown: *md, facts: benchdoc.Collect("./bench/k8s", args)}
 	b.p = &k8slab.Program{}
 	if *verbose {
 		b.log, b.p.Out = stderr, stderr
@@ -92,6 +95,9 @@ type bench struct {
 	advert  int
 	warm    int
 	clients int
+
+	markdown string
+	facts    benchdoc.Facts
 
 	lab *k8slab.Lab
 }
@@ -343,17 +349,34 @@ func (b *bench) run(bin string) error {
 	}
 	mu.Unlock()
 
-	o := b.out
-	fmt.Fprintf(o, "vipstack Kubernetes benchmark: %d LoadBalancer Services created at once (%d clients), 3 agents, advert %d ms, %d warm-up Services before\n", b.n, b.clients, b.advert, b.warm)
-	fmt.Fprintf(o, "creates took %v; every Service in status and answering after %v (from the first create)\n\n",
-		createdIn.Round(time.Millisecond), all.Round(time.Millisecond))
-	fmt.Fprintf(o, "%-34s %11s %9s %9s %9s\n", "per Service, from its create", "n", "p50", "p99", "max")
-	summarize(toStatus, b.n).row(o, "address in status")
-	summarize(toWire, b.n).row(o, "answers ARP from the client")
-	fmt.Fprintf(o, "\nVIPs held per node: %v\n\n", held)
-	fmt.Fprintf(o, "%-18s %14s %14s %14s\n", "process", "RSS before", "RSS after", "peak (VmHWM)")
+	rep := &benchdoc.Report{}
+	rep.Para("%d LoadBalancer Services created at once (%d clients), 3 agents, advert %d ms, %d warm-up Services before; "+
+		"creates took %v; every Service in status and answering after %v (from the first create).",
+		b.n, b.clients, b.advert, b.warm, createdIn.Round(time.Millisecond), all.Round(time.Millisecond))
+	lat := benchdoc.Table{Header: []string{"per Service, from its create", "n", "p50", "p99", "max", "target", "result"}}
+	lat.Add(summarize(toStatus, b.n).cells("address in status")...)
+	arp := summarize(toWire, b.n)
+	result := "PASS"
+	if arp.N < arp.Of || arp.P99 >= time.Second {
+		result = "MISS"
+	}
+	lat.Add(append(arp.cells("answers ARP from the client"), "p99 < 1 s, every Service", result)...)
+	rep.Table(lat)
+	rep.Para("VIPs held per node: %v.", held)
+	memt := benchdoc.Table{Header: []string{"process", "RSS before", "RSS after", "peak (VmHWM)"}}
 	for _, name := range names {
-		fmt.Fprintf(o, "%-18s %10.1f MiB %10.1f MiB %10.1f MiB\n", name, before[name].rss, after[name].rss, after[name].hwm)
+		memt.Add(name, fmt.Sprintf("%.1f MiB", before[name].rss), fmt.Sprintf("%.1f MiB", after[name].rss), fmt.Sprintf("%.1f MiB", after[name].hwm))
+	}
+	rep.Table(memt)
+	if waitErr != nil {
+		rep.Para("NOT COMPLETE: %v", waitErr)
+	}
+	_ = rep.Text(b.out)
+	if b.markdown != "" {
+		if err := benchdoc.Write(b.markdown, "k8s", b.facts, rep); err != nil {
+			return fmt.Errorf("-markdown: %w", err)
+		}
+		fmt.Fprintf(b.out, "\nwrote the results into %s\n", b.markdown)
 	}
 	if waitErr != nil {
 		return waitErr
