@@ -8,8 +8,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
+
+	"github.com/vipstack/vipstack/bench/internal/benchdoc"
 )
 
 // Implementation names.
@@ -167,13 +168,18 @@ func ms(d time.Duration) string { return fmt.Sprintf("%.2f", float64(d)/float64(
 func mib(b uint64) string { return fmt.Sprintf("%.1f", float64(b)/(1<<20)) }
 
 func printVRRP(w io.Writer, figs []vrrpFigures) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "VRRP flood\tpackets\tseconds\tmaster CPU s\tbackup CPU s\tidle master+backup CPU s\tVIP samples\tmastership moved: any\tVI_1 (multicast)\tVI_2 (unicast)")
+	var rep benchdoc.Report
+	vrrpReport(&rep, figs)
+	return rep.Text(w)
+}
+
+func vrrpReport(rep *benchdoc.Report, figs []vrrpFigures) {
+	tb := benchdoc.Table{Header: []string{"VRRP flood", "packets", "seconds", "master CPU s", "backup CPU s", "idle master+backup CPU s", "VIP samples", "mastership moved: any", "VI_1 (multicast)", "VI_2 (unicast)"}}
 	var vs, ka *vrrpFigures
 	for i := range figs {
 		f := &figs[i]
-		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.2f\t%.2f\t%.2f\t%d\t%d\t%d\t%d\n", f.Impl, f.Sent, f.Flood.Seconds(), f.MasterCPU.Seconds(), f.BackupCPU.Seconds(),
-			(f.MasterIdle + f.BackupIdle).Seconds(), f.Samples, f.Violations, f.Moved[0], f.Moved[1])
+		tb.Add(f.Impl, fmt.Sprint(f.Sent), fmt.Sprintf("%.1f", f.Flood.Seconds()), fmt.Sprintf("%.2f", f.MasterCPU.Seconds()), fmt.Sprintf("%.2f", f.BackupCPU.Seconds()),
+			fmt.Sprintf("%.2f", (f.MasterIdle+f.BackupIdle).Seconds()), fmt.Sprint(f.Samples), fmt.Sprint(f.Violations), fmt.Sprint(f.Moved[0]), fmt.Sprint(f.Moved[1]))
 		switch f.Impl {
 		case implVipstack:
 			vs = f
@@ -181,23 +187,24 @@ func printVRRP(w io.Writer, figs []vrrpFigures) error {
 			ka = f
 		}
 	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
+	rep.Table(tb)
 	if vs != nil && vs.Counted >= 0 {
-		fmt.Fprintf(w, "vipstack's master counted %.0f dropped packets of %d sent (the rest never reached its socket or were its own)\n", vs.Counted, vs.Sent)
+		rep.Para("vipstack's master counted %.0f dropped packets of %d sent (the rest never reached its socket or were its own).", vs.Counted, vs.Sent)
 	}
 	if vs != nil && ka != nil {
-		_, err := fmt.Fprintf(w, "CPU under the flood, vipstack/keepalived: master %s, master+backup %s\n",
+		rep.Para("CPU under the flood, vipstack/keepalived: master %s, master+backup %s.",
 			ratio(vs.MasterCPU.Seconds(), ka.MasterCPU.Seconds()), ratio((vs.MasterCPU+vs.BackupCPU).Seconds(), (ka.MasterCPU+ka.BackupCPU).Seconds()))
-		return err
 	}
-	return nil
 }
 
 func printLB(w io.Writer, figs []lbFigures) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "slow clients\tconnected\tgreeted\tscur\tsmax\tslim\tRSS before MiB\tRSS MiB\tpeak RSS MiB\tKiB per connection")
+	var rep benchdoc.Report
+	lbReport(&rep, figs)
+	return rep.Text(w)
+}
+
+func lbReport(rep *benchdoc.Report, figs []lbFigures) {
+	tb := benchdoc.Table{Header: []string{"slow clients", "connected", "greeted", "scur", "smax", "slim", "RSS before MiB", "RSS MiB", "peak RSS MiB", "KiB per connection"}}
 	var vs, hp *lbFigures
 	for i := range figs {
 		f := &figs[i]
@@ -205,7 +212,7 @@ func printLB(w io.Writer, figs []lbFigures) error {
 		if f.Conns > 0 && f.RSS > f.BaseRSS {
 			per = fmt.Sprintf("%.1f", float64(f.RSS-f.BaseRSS)/1024/float64(f.Conns))
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\n", f.Impl, f.Conns, f.Admitted, f.Stats.Scur, f.Stats.Smax, f.Stats.Slim,
+		tb.Add(f.Impl, fmt.Sprint(f.Conns), fmt.Sprint(f.Admitted), fmt.Sprint(f.Stats.Scur), fmt.Sprint(f.Stats.Smax), fmt.Sprint(f.Stats.Slim),
 			mib(f.BaseRSS), mib(f.RSS), mib(f.HWM), per)
 		switch f.Impl {
 		case implVipstack:
@@ -214,22 +221,23 @@ func printLB(w io.Writer, figs []lbFigures) error {
 			hp = f
 		}
 	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
+	rep.Table(tb)
 	if vs != nil && hp != nil {
-		_, err := fmt.Fprintf(w, "RSS with the clients connected, vipstack/haproxy: %s (peak %s; growth over the idle process %s)\n",
+		rep.Para("RSS with the clients connected, vipstack/haproxy: %s (peak %s; growth over the idle process %s).",
 			ratio(float64(vs.RSS), float64(hp.RSS)), ratio(float64(vs.HWM), float64(hp.HWM)),
 			ratio(float64(vs.RSS)-float64(vs.BaseRSS), float64(hp.RSS)-float64(hp.BaseRSS)))
-		return err
 	}
-	return nil
 }
 
 func printDNS(w io.Writer, f dnsFigures) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "DNS flood\tdnsperf QPS\tcompleted\tlost\thealth probes (failed)\thealth p50 ms\thealth p99 ms\tidle p50 ms\tidle p99 ms\treal queries (failed)")
-	fmt.Fprintf(tw, "vipstack dns\t%.0f\t%s\t%s\t%d (%d)\t%s\t%s\t%s\t%s\t%d (%d)\n", f.QPS, f.Completed, f.Lost, f.Health, f.HealthFailed,
-		ms(f.P50), ms(f.P99), ms(f.IdleP50), ms(f.IdleP99), f.Queries, f.QueryFailed)
-	return tw.Flush()
+	var rep benchdoc.Report
+	dnsReport(&rep, f)
+	return rep.Text(w)
+}
+
+func dnsReport(rep *benchdoc.Report, f dnsFigures) {
+	tb := benchdoc.Table{Header: []string{"DNS flood", "dnsperf QPS", "completed", "lost", "health probes (failed)", "health p50 ms", "health p99 ms", "idle p50 ms", "idle p99 ms", "real queries (failed)"}}
+	tb.Add("vipstack dns", fmt.Sprintf("%.0f", f.QPS), f.Completed, f.Lost, fmt.Sprintf("%d (%d)", f.Health, f.HealthFailed),
+		ms(f.P50), ms(f.P99), ms(f.IdleP50), ms(f.IdleP99), fmt.Sprintf("%d (%d)", f.Queries, f.QueryFailed))
+	rep.Table(tb)
 }

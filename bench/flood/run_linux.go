@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/vipstack/vipstack/bench/internal/benchdoc"
 	"github.com/vipstack/vipstack/internal/peers"
 	"github.com/vipstack/vipstack/internal/procfs"
 	"github.com/vipstack/vipstack/internal/testnet"
@@ -44,6 +45,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	var o options
 	only := fs.String("only", "vrrp,lb,dns", "comma-separated parts to run: vrrp, lb, dns")
 	fs.StringVar(&o.vipstackBin, "vipstack", "", "vipstack binary to run (default: build ./cmd/vipstack)")
+	markdown := fs.String("markdown", "", "write the results into the flood block of this Markdown `file` (docs/benchmarks.md)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the work directory (configurations and logs) and print its path")
 	fs.IntVar(&o.vrrpPackets, "vrrp-packets", 200_000, "VRRP flood: packets to send")
 	fs.IntVar(&o.vrrpRate, "vrrp-rate", 20_000, "VRRP flood: packets per second")
@@ -111,6 +113,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	code := 0
+	facts := benchdoc.Collect("./bench/flood", args)
+	md := &benchdoc.Report{}
 	if o.only["vrrp"] {
 		figs, err := b.vrrp(o)
 		if err != nil {
@@ -119,6 +123,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		if len(figs) > 0 {
 			printVRRP(stdout, figs)
+			vrrpReport(md, figs)
 			fmt.Fprintln(stdout)
 		}
 	}
@@ -130,6 +135,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		if len(figs) > 0 {
 			printLB(stdout, figs)
+			lbReport(md, figs)
 			fmt.Fprintln(stdout)
 		}
 	}
@@ -140,7 +146,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 			code = 1
 		} else {
 			printDNS(stdout, f)
+			dnsReport(md, f)
 		}
+	}
+	if *markdown != "" {
+		if err := benchdoc.Write(*markdown, "flood", facts, md); err != nil {
+			fmt.Fprintf(stderr, "flood: -markdown: %v\n", err)
+			return 1
+		}
+		fmt.Fprintf(stdout, "wrote the results into %s\n", *markdown)
 	}
 	fmt.Fprintln(stdout, "load average at the end:", procfs.LoadAvg())
 	if o.keep {
