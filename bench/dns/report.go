@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/vipstack/vipstack/bench/internal/benchdoc"
+	"github.com/vipstack/vipstack/internal/benchdoc"
 )
 
 // perf is what one dnsperf run reports.

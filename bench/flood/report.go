@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/vipstack/vipstack/bench/internal/benchdoc"
+	"github.com/vipstack/vipstack/internal/benchdoc"
 )
 
 // Implementation names.

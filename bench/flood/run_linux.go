@@ -15,7 +15,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/vipstack/vipstack/bench/internal/benchdoc"
+	"github.com/vipstack/vipstack/internal/benchdoc"
 	"github.com/vipstack/vipstack/internal/peers"
 	"github.com/vipstack/vipstack/internal/procfs"
 	"github.com/vipstack/vipstack/internal/testnet"

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/vipstack/vipstack/bench/internal/benchdoc"
+	"github.com/vipstack/vipstack/internal/benchdoc"
 )
 
 // variant is one way of running the pool.

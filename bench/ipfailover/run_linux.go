@@ -21,7 +21,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 
-	"github.com/vipstack/vipstack/bench/internal/benchdoc"
+	"github.com/vipstack/vipstack/internal/benchdoc"
 	"github.com/vipstack/vipstack/internal/ipfailover"
 	"github.com/vipstack/vipstack/internal/peers"
 	"github.com/vipstack/vipstack/internal/procfs"

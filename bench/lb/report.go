@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/vipstack/vipstack/bench/internal/benchdoc"
+	"github.com/vipstack/vipstack/internal/benchdoc"
 )
 
 // What is measured, as the report names it.

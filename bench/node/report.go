@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/vipstack/vipstack/bench/internal/benchdoc"
+	"github.com/vipstack/vipstack/internal/benchdoc"
 )
 
 // The benchmark's cluster: the demo cluster's addresses with three masters

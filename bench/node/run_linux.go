@@ -29,7 +29,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 
-	"github.com/vipstack/vipstack/bench/internal/benchdoc"
+	"github.com/vipstack/vipstack/internal/benchdoc"
 	"github.com/vipstack/vipstack/internal/cluster"
 	"github.com/vipstack/vipstack/internal/node"
 	"github.com/vipstack/vipstack/internal/peers"
