@@ -54,14 +54,14 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	log := f.log
-	ledger, err := ledgerPath(f.stateDir)
+	ledger, err := netif.LedgerIn(f.stateDir, "vrrp")
 	if err != nil {
 		fmt.Fprintf(stderr, "vipstack node: %v\n", err)
 		return 1
 	}
 	reg := prometheus.NewRegistry()
 	agent, err := node.New(node.Options{ClusterPath: f.cfgPath, Node: f.nodeName, Logger: log, Registry: reg,
-		Ledger: netif.Ledger{Path: ledger}, DNSLog: stderr, Endpoints: f.endpoints, LBSocket: f.lbSocket, Version: version.String()})
+		Ledger: ledger, DNSLog: stderr, Endpoints: f.endpoints, LBSocket: f.lbSocket, Version: version.String()})
 	if err != nil {
 		fmt.Fprintf(stderr, "%v\n", err)
 		return 1
@@ -71,7 +71,7 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	if code, ran := superviseSelf(ctx, log, stderr, "node", args, f.noSuper, func() {
-		sweepLedger(log, netif.Ledger{Path: ledger})
+		sweepLedger(log, ledger)
 		if names, err := redirect.Sweep(); err != nil {
 			log.Error("supervisor: removing the API VIP redirects failed", "err", err)
 		} else if len(names) > 0 {
