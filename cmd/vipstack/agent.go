@@ -106,11 +106,7 @@ func parseAgentFlags(args []string, stderr io.Writer) (f agentFlags, code int, o
 	fs.BoolVar(&f.noSuper, "no-supervisor", false, "run without the supervisor that removes VIPs at once if the agent crashes")
 	fs.StringVar(&f.handoffSock, "handoff-socket", handoff.AgentSocket, "abstract Unix socket (on the node's network) by which the agent serving the node hands it to a successor started beside it, so that a rolling update moves no address; empty: off (every stop releases the addresses)")
 	logLevel := addLogLevel(fs, "vipstack agent", "")
-	if err := fs.Parse(args); err != nil {
-		return f, 2, false
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "vipstack agent: unexpected arguments %q\n", fs.Args())
+	if !parseNoArgs(fs, args, stderr) {
 		return f, 2, false
 	}
 	if f.nodeName == "" {

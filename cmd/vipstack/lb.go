@@ -88,11 +88,7 @@ func parseLBFlags(args []string, stderr io.Writer) (f lbFlags, code int, ok bool
 	fs.IntVar(&f.perBind, "listeners-per-bind", 1, "SO_REUSEPORT sockets (each with its own accept loop) per frontend bind")
 	fs.BoolVar(&f.check, "c", false, "same as --check")
 	logLevel := addLogLevel(fs, "vipstack lb", "")
-	if err := fs.Parse(args); err != nil {
-		return f, 2, false
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "vipstack lb: unexpected arguments %q\n", fs.Args())
+	if !parseNoArgs(fs, args, stderr) {
 		return f, 2, false
 	}
 	if f.log, ok = logLevel.logger(stderr); !ok {

@@ -104,11 +104,7 @@ func parseVRRPFlags(args []string, stderr io.Writer) (f vrrpFlags, code int, ok 
 	logLevel := addLogLevel(fs, "vipstack vrrp", "")
 	fs.StringVar(&f.configID, "i", "", "config ID, as keepalived's -i: lines \"@ID ...\" are read only with this ID, \"@^ID ...\" only without it (default: the host name)")
 	fs.StringVar(&f.configID, "config-id", "", "same as -i")
-	if err := fs.Parse(args); err != nil {
-		return f, 2, false
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "vipstack vrrp: unexpected arguments %q\n", fs.Args())
+	if !parseNoArgs(fs, args, stderr) {
 		return f, 2, false
 	}
 	if f.log, ok = logLevel.logger(stderr); !ok {
