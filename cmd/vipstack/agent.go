@@ -5,9 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
-	"path/filepath"
-	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -19,63 +18,42 @@ import (
 	"github.com/vipstack/vipstack/internal/version"
 )
 
+// agentFlags are the flags of `vipstack agent`.
+type agentFlags struct {
+	kubeconfig, nodeName, metricsAddr, statusAddr, healthAddr, stateDir, handoffSock string
+	announceRate                                                                     int
+	noSuper                                                                          bool
+	log                                                                              *slog.Logger
+}
+
 // runAgent runs the Kubernetes node agent: this node's share of every
 // VIPGroup it belongs to, with the VRRP engine.
 func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("vipstack agent", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var (
-		kubeconfig   = fs.String("kubeconfig", "", "kubeconfig file; empty: $KUBECONFIG, else the in-cluster ServiceAccount")
-		nodeName     = fs.String("node-name", os.Getenv("NODE_NAME"), "this node's Node name (default $NODE_NAME)")
-		metricsAddr  = fs.String("metrics-addr", loopback(cluster.DefaultAgentMetricsPort), "Prometheus metrics address (loopback unless told otherwise, e.g. :9654); empty: off")
-		statusAddr   = fs.String("status-addr", loopback(cluster.DefaultAgentStatusPort), "JSON status address (loopback only); empty: off")
-		healthAddr   = fs.String("health-addr", loopback(cluster.DefaultAgentHealthPort), "address for /healthz (the VRRP engine's loop answers) and /readyz (it runs with the first plan); loopback unless told otherwise, e.g. :9655 for the kubelet's probes; empty: off")
-		stateDir     = fs.String("state-dir", "/run/vipstack", "directory for the ledger of held VIPs")
-		announceRate = fs.Int("announce-rate", 500, "gratuitous ARP / unsolicited NA per second and instance (0: unlimited)")
-		noSuper      = fs.Bool("no-supervisor", false, "run without the supervisor that removes VIPs at once if the agent crashes")
-		handoffSock  = fs.String("handoff-socket", handoff.AgentSocket, "abstract Unix socket (on the node's network) by which the agent serving the node hands it to a successor started beside it, so that a rolling update moves no address; empty: off (every stop releases the addresses)")
-	)
-	logLevel := addLogLevel(fs, "vipstack agent", "")
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "vipstack agent: unexpected arguments %q\n", fs.Args())
-		return 2
-	}
-	if *nodeName == "" {
-		fmt.Fprintln(stderr, "vipstack agent: --node-name is required (or $NODE_NAME, from the pod's spec.nodeName)")
-		return 2
-	}
-	if *statusAddr != "" {
-		if err := requireLoopback(*statusAddr); err != nil {
-			fmt.Fprintf(stderr, "vipstack agent: --status-addr %q: %v\n", *statusAddr, err)
-			return 2
-		}
-	}
-	log, ok := kubeLogger(stderr, logLevel)
+	f, code, ok := parseAgentFlags(args, stderr)
 	if !ok {
-		return 2
+		return code
 	}
-	log = log.With("node", *nodeName)
-	ledger, err := agentLedger(*stateDir)
+	log := f.log
+	// Apart from vipstack vrrp's and vipstack node's ledger, so that they
+	// never sweep each other's addresses.
+	ledger, err := netif.LedgerIn(f.stateDir, "k8s-agent")
 	if err != nil {
 		fmt.Fprintf(stderr, "vipstack agent: %v\n", err)
 		return 1
 	}
-	cfg, err := kubeConfig(*kubeconfig)
+	cfg, err := kubeConfig(f.kubeconfig)
 	if err != nil {
 		fmt.Fprintf(stderr, "vipstack agent: %v\n", err)
 		return 1
 	}
-	if code, ran := superviseSelf(ctx, log, stderr, "agent", args, *noSuper, func() {
-		if *handoffSock != "" && handoff.Held(*handoffSock) {
+	if code, ran := superviseSelf(ctx, log, stderr, "agent", args, f.noSuper, func() {
+		if f.handoffSock != "" && handoff.Held(f.handoffSock) {
 			// The agent died before it took over from the one that still
 			// serves the node: the ledger lists that one's addresses.
-			log.Info("supervisor: another agent serves this node; leaving its addresses", "socket", *handoffSock)
+			log.Info("supervisor: another agent serves this node; leaving its addresses", "socket", f.handoffSock)
 			return
 		}
-		sweepLedger(log, netif.Ledger{Path: ledger})
+		sweepLedger(log, ledger)
 	}); ran {
 		return code
 	}
@@ -85,28 +63,28 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return 1
 	}
 	reg := prometheus.NewRegistry()
-	a, err := agent.New(mgr, agent.Options{Node: *nodeName, Logger: log, Registry: reg,
-		Ledger: netif.Ledger{Path: ledger}, AnnounceRate: *announceRate, Handoff: *handoffSock, Version: version.String()})
+	a, err := agent.New(mgr, agent.Options{Node: f.nodeName, Logger: log, Registry: reg,
+		Ledger: ledger, AnnounceRate: f.announceRate, Handoff: f.handoffSock, Version: version.String()})
 	if err != nil {
 		fmt.Fprintf(stderr, "vipstack agent: %v\n", err)
 		return 1
 	}
 	// A successor started beside this agent (a rolling update with surge)
 	// listens on the same ports until this one stops: SO_REUSEPORT.
-	stopEndpoints, ok := startEndpoints("vipstack agent", stderr, *metricsAddr, reg, *statusAddr, func() any { return a.Status() }, serve.ReusePort())
+	stopEndpoints, ok := startEndpoints("vipstack agent", stderr, f.metricsAddr, reg, f.statusAddr, func() any { return a.Status() }, serve.ReusePort())
 	if !ok {
 		return 1
 	}
 	defer stopEndpoints()
-	if *healthAddr != "" {
-		hs, err := serve.Handler(*healthAddr, a.Health(), serve.ReusePort())
+	if f.healthAddr != "" {
+		hs, err := serve.Handler(f.healthAddr, a.Health(), serve.ReusePort())
 		if err != nil {
 			fmt.Fprintf(stderr, "vipstack agent: --health-addr: %v\n", err)
 			return 1
 		}
 		defer hs.Close()
 	}
-	log.Info("vipstack agent starting", "version", version.String(), "api", cfg.Host, "ledger", ledger)
+	log.Info("vipstack agent starting", "version", version.String(), "api", cfg.Host, "ledger", ledger.Path)
 	if err := mgr.Start(ctx); err != nil {
 		log.Error("vipstack agent failed", "err", err)
 		return 1
@@ -115,17 +93,35 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	return 0
 }
 
-// agentLedger names the agent's ledger after the network namespace, apart
-// from vipstack vrrp's and vipstack node's, so that they never sweep each
-// other's addresses.
-func agentLedger(dir string) (string, error) {
-	ns, err := os.Readlink("/proc/self/ns/net")
-	if err != nil {
-		ns = "net"
+func parseAgentFlags(args []string, stderr io.Writer) (f agentFlags, code int, ok bool) {
+	fs := flag.NewFlagSet("vipstack agent", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file; empty: $KUBECONFIG, else the in-cluster ServiceAccount")
+	fs.StringVar(&f.nodeName, "node-name", os.Getenv("NODE_NAME"), "this node's Node name (default $NODE_NAME)")
+	fs.StringVar(&f.metricsAddr, "metrics-addr", loopback(cluster.DefaultAgentMetricsPort), "Prometheus metrics address (loopback unless told otherwise, e.g. :9654); empty: off")
+	fs.StringVar(&f.statusAddr, "status-addr", loopback(cluster.DefaultAgentStatusPort), "JSON status address (loopback only); empty: off")
+	fs.StringVar(&f.healthAddr, "health-addr", loopback(cluster.DefaultAgentHealthPort), "address for /healthz (the VRRP engine's loop answers) and /readyz (it runs with the first plan); loopback unless told otherwise, e.g. :9655 for the kubelet's probes; empty: off")
+	fs.StringVar(&f.stateDir, "state-dir", "/run/vipstack", "directory for the ledger of held VIPs")
+	fs.IntVar(&f.announceRate, "announce-rate", 500, "gratuitous ARP / unsolicited NA per second and instance (0: unlimited)")
+	fs.BoolVar(&f.noSuper, "no-supervisor", false, "run without the supervisor that removes VIPs at once if the agent crashes")
+	fs.StringVar(&f.handoffSock, "handoff-socket", handoff.AgentSocket, "abstract Unix socket (on the node's network) by which the agent serving the node hands it to a successor started beside it, so that a rolling update moves no address; empty: off (every stop releases the addresses)")
+	logLevel := addLogLevel(fs, "vipstack agent", "")
+	if !parseNoArgs(fs, args, stderr) {
+		return f, 2, false
 	}
-	ns = strings.NewReplacer(":", "", "[", "-", "]", "").Replace(ns)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", fmt.Errorf("state directory: %w", err)
+	if f.nodeName == "" {
+		fmt.Fprintln(stderr, "vipstack agent: --node-name is required (or $NODE_NAME, from the pod's spec.nodeName)")
+		return f, 2, false
 	}
-	return filepath.Join(dir, "k8s-agent-"+ns+".vips"), nil
+	if f.statusAddr != "" {
+		if err := requireLoopback(f.statusAddr); err != nil {
+			fmt.Fprintf(stderr, "vipstack agent: --status-addr %q: %v\n", f.statusAddr, err)
+			return f, 2, false
+		}
+	}
+	if f.log, ok = kubeLogger(stderr, logLevel); !ok {
+		return f, 2, false
+	}
+	f.log = f.log.With("node", f.nodeName)
+	return f, 0, true
 }

@@ -40,11 +40,7 @@ func runController(ctx context.Context, args []string, stdout, stderr io.Writer)
 		foreign     = fs.Bool("read-metallb-kube-vip", true, "serve Services that name no group from MetalLB's and kube-vip's pools (docs/install.md, Migrating)")
 	)
 	logLevel := addLogLevel(fs, "vipstack controller", "")
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "vipstack controller: unexpected arguments %q\n", fs.Args())
+	if !parseNoArgs(fs, args, stderr) {
 		return 2
 	}
 	log, ok := kubeLogger(stderr, logLevel)

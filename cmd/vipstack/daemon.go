@@ -11,6 +11,19 @@ import (
 	"github.com/vipstack/vipstack/internal/supervise"
 )
 
+// parseNoArgs parses args with fs and refuses arguments after the flags;
+// false means exit 2 (the flag package, or it, said why).
+func parseNoArgs(fs *flag.FlagSet, args []string, stderr io.Writer) bool {
+	if err := fs.Parse(args); err != nil {
+		return false
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "%s: unexpected arguments %q\n", fs.Name(), fs.Args())
+		return false
+	}
+	return true
+}
+
 // logLevelFlag is the --log-level every long-running subcommand has.
 type logLevelFlag struct {
 	command string // "vipstack vrrp"

@@ -26,11 +26,73 @@ import (
 // CoreDNS's own flags (-conf, -p, -version, ... registered on the standard
 // flag set by coremain) play no part: this command parses its own flag set.
 func runDNS(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	f, code, ok := parseDNSFlags(args, stdout, stderr)
+	if !ok {
+		return code
+	}
+	cf, err := dns.ReadCorefile(f.conf)
+	if err != nil {
+		fmt.Fprintf(stderr, "vipstack dns: %v\n", err)
+		return 1
+	}
+	regs := dns.NewRegistries()
+	srv, err := dns.NewServer(dns.Options{Registry: regs.For, Log: stderr})
+	if err != nil {
+		fmt.Fprintf(stderr, "vipstack dns: %v\n", err)
+		return 1
+	}
+	if f.check {
+		warnings, err := srv.CheckPortable(cf)
+		if err != nil {
+			fmt.Fprintf(stderr, "%v\n", err)
+			return 1
+		}
+		for _, w := range warnings {
+			fmt.Fprintf(stderr, "warning: %s\n", w)
+		}
+		fmt.Fprintf(stdout, "%s: Corefile is valid\n", f.conf)
+		return 0
+	}
+	// SIGUSR1 reloads, as in CoreDNS; so does SIGHUP, as in vipstack's
+	// other commands (CoreDNS ignores it). Without this, SIGHUP would end
+	// the process and SIGUSR1 would be dropped without a word.
+	reload := make(chan os.Signal, 1)
+	signal.Notify(reload, syscall.SIGUSR1, syscall.SIGHUP)
+	defer signal.Stop(reload)
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var mdnsDone chan error // nil without -mdns-cluster: never ready
+	if f.mdns != nil {
+		mdnsDone = make(chan error, 1)
+		go func() { mdnsDone <- regs.Feed(ctx, "mdns", f.mdns) }()
+	}
+	if err := srv.Start(cf); err != nil {
+		fmt.Fprintf(stderr, "%v\n", err)
+		cancel()
+		if mdnsDone != nil {
+			<-mdnsDone
+		}
+		return 1
+	}
+	fmt.Fprintf(stdout, "vipstack dns: serving %s on %s\n", f.conf, listenAddrs(srv.Addrs()))
+	return serveDNS(ctx, cancel, srv, reload, mdnsDone, f)
+}
+
+// dnsFlags are the flags of `vipstack dns`.
+type dnsFlags struct {
+	conf  string
+	check bool
+	mdns  *discovery.MDNS // nil without -mdns-cluster
+	log   *slog.Logger
+}
+
+func parseDNSFlags(args []string, stdout, stderr io.Writer) (f dnsFlags, code int, ok bool) {
 	fs := flag.NewFlagSet("vipstack dns", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.StringVar(&f.conf, "conf", "Corefile", "Corefile to run")
+	fs.BoolVar(&f.check, "check", false, "validate the Corefile and exit (non-zero on error)")
 	var (
-		conf     = fs.String("conf", "Corefile", "Corefile to run")
-		check    = fs.Bool("check", false, "validate the Corefile and exit (non-zero on error)")
 		plugins  = fs.Bool("plugins", false, "list the plugins in the order queries pass through them, and exit")
 		cluster  = fs.String("mdns-cluster", "", "publish this node and browse the cluster's nodes over mDNS (RFC 6762) under this cluster name; needs -node-name and -node-addr")
 		nodeName = fs.String("node-name", "", "this node's short host name, for -mdns-cluster")
@@ -42,97 +104,50 @@ func runDNS(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.Var(&nodeAddrs, "node-addr", "this node's address to publish over mDNS; repeat or separate with commas; never a VIP")
 	fs.Var(&exclude, "mdns-exclude", "address never to advertise or accept over mDNS (the VIPs); repeat or separate with commas")
 	logLevel := addLogLevel(fs, "vipstack dns", "debug, info, warn or error (vipstack's own messages)")
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "vipstack dns: unexpected arguments %q\n", fs.Args())
-		return 2
+	if !parseNoArgs(fs, args, stderr) {
+		return f, 2, false
 	}
 	if *plugins {
 		fmt.Fprintln(stdout, strings.Join(dns.Directives(), "\n"))
-		return 0
+		return f, 0, false
 	}
-	level, ok := logLevel.level(stderr)
-	if !ok {
-		return 2
+	if f.log, ok = logLevel.logger(stderr); !ok {
+		return f, 2, false
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-
-	var mdns *discovery.MDNS
-	if *cluster != "" {
-		if *nodeName == "" || len(nodeAddrs) == 0 {
-			fmt.Fprintln(stderr, "vipstack dns: -mdns-cluster needs -node-name and at least one -node-addr")
-			return 2
+	if *cluster == "" {
+		if *nodeName != "" || len(nodeAddrs) > 0 || len(exclude) > 0 || *iface != "" {
+			fmt.Fprintln(stderr, "vipstack dns: -node-name, -node-addr, -mdns-interface and -mdns-exclude only apply with -mdns-cluster")
+			return f, 2, false
 		}
-		mdns = &discovery.MDNS{
-			Cluster:   *cluster,
-			Self:      discovery.Node{Name: *nodeName, Role: discovery.Role(*nodeRole), Addrs: nodeAddrs},
-			Interface: *iface,
-			Exclude:   exclude,
-			OpenShift: *ocp,
-			Logger:    log.With("source", "mdns"),
-		}
-		// Before serving (and in -check): a bad -node-role or an address
-		// list left empty by -mdns-exclude would otherwise show only once
-		// the DNS is up, as an exit.
-		if err := mdns.Validate(); err != nil {
-			fmt.Fprintf(stderr, "vipstack dns: %v\n", err)
-			return 2
-		}
-	} else if *nodeName != "" || len(nodeAddrs) > 0 || len(exclude) > 0 || *iface != "" {
-		fmt.Fprintln(stderr, "vipstack dns: -node-name, -node-addr, -mdns-interface and -mdns-exclude only apply with -mdns-cluster")
-		return 2
+		return f, 0, true
 	}
-
-	cf, err := dns.ReadCorefile(*conf)
-	if err != nil {
+	if *nodeName == "" || len(nodeAddrs) == 0 {
+		fmt.Fprintln(stderr, "vipstack dns: -mdns-cluster needs -node-name and at least one -node-addr")
+		return f, 2, false
+	}
+	f.mdns = &discovery.MDNS{
+		Cluster:   *cluster,
+		Self:      discovery.Node{Name: *nodeName, Role: discovery.Role(*nodeRole), Addrs: nodeAddrs},
+		Interface: *iface,
+		Exclude:   exclude,
+		OpenShift: *ocp,
+		Logger:    f.log.With("source", "mdns"),
+	}
+	// Before serving (and in -check): a bad -node-role or an address
+	// list left empty by -mdns-exclude would otherwise show only once
+	// the DNS is up, as an exit.
+	if err := f.mdns.Validate(); err != nil {
 		fmt.Fprintf(stderr, "vipstack dns: %v\n", err)
-		return 1
+		return f, 2, false
 	}
-	regs := dns.NewRegistries()
-	srv, err := dns.NewServer(dns.Options{Registry: regs.For, Log: stderr})
-	if err != nil {
-		fmt.Fprintf(stderr, "vipstack dns: %v\n", err)
-		return 1
-	}
-	if *check {
-		warnings, err := srv.CheckPortable(cf)
-		if err != nil {
-			fmt.Fprintf(stderr, "%v\n", err)
-			return 1
-		}
-		for _, w := range warnings {
-			fmt.Fprintf(stderr, "warning: %s\n", w)
-		}
-		fmt.Fprintf(stdout, "%s: Corefile is valid\n", *conf)
-		return 0
-	}
+	return f, 0, true
+}
 
-	// SIGUSR1 reloads, as in CoreDNS; so does SIGHUP, as in vipstack's
-	// other commands (CoreDNS ignores it). Without this, SIGHUP would end
-	// the process and SIGUSR1 would be dropped without a word.
-	reload := make(chan os.Signal, 1)
-	signal.Notify(reload, syscall.SIGUSR1, syscall.SIGHUP)
-	defer signal.Stop(reload)
-
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var mdnsDone chan error // nil without -mdns-cluster: never ready
-	if mdns != nil {
-		mdnsDone = make(chan error, 1)
-		go func() { mdnsDone <- regs.Feed(ctx, "mdns", mdns) }()
-	}
-	if err := srv.Start(cf); err != nil {
-		fmt.Fprintf(stderr, "%v\n", err)
-		cancel()
-		if mdnsDone != nil {
-			<-mdnsDone
-		}
-		return 1
-	}
-	fmt.Fprintf(stdout, "vipstack dns: serving %s on %s\n", *conf, listenAddrs(srv.Addrs()))
-
+// serveDNS reloads srv on each signal from reload until ctx is done or
+// the mDNS source (mdnsDone, nil without one) stops, then stops srv; it
+// returns the exit code.
+func serveDNS(ctx context.Context, cancel context.CancelFunc, srv *dns.Server, reload <-chan os.Signal, mdnsDone chan error, f dnsFlags) int {
+	log := f.log
 	code := 0
 serve:
 	for {
@@ -144,7 +159,7 @@ serve:
 				log.Error("reload refused", "signal", sig, "err", err)
 				continue
 			}
-			log.Info("reloaded", "signal", sig, "conf", *conf)
+			log.Info("reloaded", "signal", sig, "conf", f.conf)
 		case err := <-mdnsDone:
 			// The mDNS source returns before ctx ends only on a configuration
 			// or socket error: a DNS that silently lost its live state would be

@@ -6,10 +6,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/netip"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"sort"
 	"strings"
 	"syscall"
@@ -32,129 +32,33 @@ equivalent flags (flags win). NAME is the same as --config-name.
 Variables and flags:
 `
 
+// ipfailoverFlags are the flags of `vipstack ipfailover` beyond the
+// pool's variables.
+type ipfailoverFlags struct {
+	opts                              ipfailover.Options // but the registry and the ledger
+	flagVals                          map[string]string  // the variables given as flags, by name
+	printConfig, noSuper              bool
+	metricsAddr, statusAddr, stateDir string
+	log                               *slog.Logger
+}
+
 func runIPFailover(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("vipstack ipfailover", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	vars := ipfailover.Vars()
-	byFlag := map[string]string{}
-	for _, v := range vars {
-		if v.Flag == "" {
-			continue
-		}
-		usage := fmt.Sprintf("%s (%s", v.Usage, v.Name)
-		if v.Default != "" {
-			usage += fmt.Sprintf(", default %q", v.Default)
-		}
-		fs.String(v.Flag, "", usage+")")
-		byFlag[v.Flag] = v.Name
-	}
-	for short, long := range map[string]string{"i": "interface", "w": "watch-port", "r": "replicas"} {
-		fs.String(short, "", "same as --"+long)
-		byFlag[short] = byFlag[long]
-	}
-	var (
-		vrrpVersion  = fs.Int("vrrp-version", 0, "VRRP version: 2 or 3 (default: 2, the image's, for IPv4 VIPs; 3 for IPv6, as keepalived runs them)")
-		advert       = fs.Duration("advert-int", time.Second, "VRRP advertisement interval (v2: whole seconds; v3: from 10ms)")
-		announceRate = fs.Int("announce-rate", 1000, "gratuitous ARPs / unsolicited NAs per second and per group taken over (0: unlimited, as keepalived)")
-		vridProbe    = fs.Duration("vrid-probe", 3*time.Second, "listen this long on the link for VRIDs in use before starting (0: do not)")
-		nodes        = fs.String("node-addresses", "", "multicast mode: addresses of every node of the pool, comma separated, for exact ranks (unicast uses OPENSHIFT_HA_UNICAST_PEERS)")
-		printConfig  = fs.Bool("print-config", false, "resolve the interface, listen for VRIDs, print the keepalived.conf this node would run, and exit")
-		metricsAddr  = fs.String("metrics-addr", "", "serve Prometheus metrics on this address (e.g. 127.0.0.1:9650); empty: off")
-		statusAddr   = fs.String("status-addr", "", "serve JSON status on this loopback address (e.g. 127.0.0.1:9651); empty: off")
-		stateDir     = fs.String("state-dir", "/run/vipstack", "directory for the ledger of held VIPs (crash clean-up)")
-		noSuper      = fs.Bool("no-supervisor", false, "run without the supervisor that removes the VIPs (and the firewall rule) at once if the pool's process dies")
-	)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, ipfailoverUsage)
-		fs.PrintDefaults()
-	}
-	logLevel := addLogLevel(fs, "vipstack ipfailover", "")
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	flagVals := map[string]string{}
-	fs.Visit(func(f *flag.Flag) {
-		if name, ok := byFlag[f.Name]; ok {
-			flagVals[name] = f.Value.String()
-		}
-	})
-	switch fs.NArg() {
-	case 0:
-	case 1:
-		flagVals[ipfailover.EnvConfigName] = fs.Arg(0)
-	default:
-		fmt.Fprintf(stderr, "vipstack ipfailover: want at most one argument (the configuration NAME), got %q\n", fs.Args())
-		return 2
-	}
-	log, ok := logLevel.logger(stderr)
+	f, code, ok := parseIPFailoverFlags(args, stderr)
 	if !ok {
-		return 2
+		return code
 	}
-
-	spec, err := ipfailover.Parse(ipfailover.Input{Env: ipfailover.EnvFrom(os.Environ()), Flags: flagVals})
-	if err != nil {
-		fmt.Fprintf(stderr, "vipstack ipfailover: %v\n", err)
-		return 2
+	log, spec := f.log, f.opts.Spec
+	if f.printConfig {
+		return printIPFailoverConfig(ctx, f.opts, stdout, stderr)
 	}
-	for _, w := range spec.Warnings {
-		log.Warn(w)
-	}
-	var nodeAddrs []netip.Addr
-	if *nodes != "" {
-		for _, f := range strings.FieldsFunc(*nodes, func(r rune) bool { return r == ',' || r == ' ' }) {
-			a, err := netip.ParseAddr(f)
-			if err != nil {
-				fmt.Fprintf(stderr, "vipstack ipfailover: --node-addresses %q: %q is not an IP address\n", *nodes, f)
-				return 2
-			}
-			nodeAddrs = append(nodeAddrs, a)
-		}
-	}
-	if *announceRate < 0 {
-		fmt.Fprintf(stderr, "vipstack ipfailover: --announce-rate %d: want 0 (unlimited) or more\n", *announceRate)
-		return 2
-	}
-	if *vridProbe < 0 {
-		fmt.Fprintf(stderr, "vipstack ipfailover: --vrid-probe %v: want 0 (off) or a positive duration\n", *vridProbe)
-		return 2
-	}
-	if *statusAddr != "" {
-		if err := requireLoopback(*statusAddr); err != nil {
-			fmt.Fprintf(stderr, "vipstack ipfailover: --status-addr %q: %v\n", *statusAddr, err)
-			return 2
-		}
-	}
-	opts := ipfailover.Options{
-		Spec:           spec,
-		Version:        *vrrpVersion,
-		AdvertInterval: *advert,
-		AnnounceRate:   *announceRate,
-		VRIDProbe:      *vridProbe,
-		Nodes:          nodeAddrs,
-		Logger:         log,
-	}
-	if *printConfig {
-		pool, err := ipfailover.New(opts)
-		if err != nil {
-			fmt.Fprintf(stderr, "vipstack ipfailover: %v\n", err)
-			return 2
-		}
-		text, err := pool.Prepare(ctx)
-		if err != nil {
-			fmt.Fprintf(stderr, "vipstack ipfailover: %v\n", err)
-			return exitCodeOf(err)
-		}
-		fmt.Fprint(stdout, text)
-		return 0
-	}
-
-	ledger, err := ipfailoverLedger(*stateDir, spec.ConfigName)
+	ledger, err := netif.LedgerIn(f.stateDir, "ipfailover-"+spec.ConfigName)
 	if err != nil {
 		fmt.Fprintf(stderr, "vipstack ipfailover: %v\n", err)
 		return 1
 	}
 	reg := prometheus.NewRegistry()
-	opts.Registry, opts.Ledger = reg, netif.Ledger{Path: ledger}
+	opts := f.opts
+	opts.Registry, opts.Ledger = reg, ledger
 	pool, err := ipfailover.New(opts)
 	if err != nil {
 		fmt.Fprintf(stderr, "vipstack ipfailover: %v\n", err)
@@ -173,8 +77,8 @@ func runIPFailover(ctx context.Context, args []string, stdout, stderr io.Writer)
 	// The configuration and the options were checked above, so a bad
 	// variable or flag fails here (exit 2) and not in a restart loop.
 	fw := ipfailover.NewFirewall(spec)
-	if code, ran := superviseSelf(ctx, log, stderr, "ipfailover", args, *noSuper, func() {
-		sweepLedger(log, netif.Ledger{Path: ledger})
+	if code, ran := superviseSelf(ctx, log, stderr, "ipfailover", args, f.noSuper, func() {
+		sweepLedger(log, ledger)
 		if spec.Unicast() {
 			return // no rule in unicast mode
 		}
@@ -184,30 +88,170 @@ func runIPFailover(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}); ran {
 		return code
 	}
-	stopEndpoints, ok := startEndpoints("vipstack ipfailover", stderr, *metricsAddr, reg, *statusAddr, func() any { return pool.Status() })
+	stopEndpoints, ok := startEndpoints("vipstack ipfailover", stderr, f.metricsAddr, reg, f.statusAddr, func() any { return pool.Status() })
 	if !ok {
 		return 1
 	}
 	defer stopEndpoints()
-	// The configuration comes from the environment, which a running
-	// process cannot be given again: SIGHUP (which would otherwise end the
-	// process without releasing the VIPs) is logged and ignored.
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
-	go func() {
-		for range hup {
-			log.Info("SIGHUP ignored: the configuration comes from the environment; restart to change it")
-		}
-	}()
+	defer ignoreSIGHUP(log)()
 	log.Info("vipstack ipfailover starting", "version", version.String(), "config", spec.ConfigName, "vips", len(spec.VIPs),
-		"ledger", ledger, "variables", setVars(flagVals))
+		"ledger", ledger.Path, "variables", setVars(f.flagVals))
 	if err := pool.Run(ctx); err != nil {
 		log.Error("vipstack ipfailover failed", "err", err)
 		return exitCodeOf(err)
 	}
 	log.Info("vipstack ipfailover stopped")
 	return 0
+}
+
+func parseIPFailoverFlags(args []string, stderr io.Writer) (f ipfailoverFlags, code int, ok bool) {
+	fs := flag.NewFlagSet("vipstack ipfailover", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	byFlag := addIPFailoverVars(fs)
+	var (
+		vrrpVersion  = fs.Int("vrrp-version", 0, "VRRP version: 2 or 3 (default: 2, the image's, for IPv4 VIPs; 3 for IPv6, as keepalived runs them)")
+		advert       = fs.Duration("advert-int", time.Second, "VRRP advertisement interval (v2: whole seconds; v3: from 10ms)")
+		announceRate = fs.Int("announce-rate", 1000, "gratuitous ARPs / unsolicited NAs per second and per group taken over (0: unlimited, as keepalived)")
+		vridProbe    = fs.Duration("vrid-probe", 3*time.Second, "listen this long on the link for VRIDs in use before starting (0: do not)")
+		nodes        = fs.String("node-addresses", "", "multicast mode: addresses of every node of the pool, comma separated, for exact ranks (unicast uses OPENSHIFT_HA_UNICAST_PEERS)")
+	)
+	fs.BoolVar(&f.printConfig, "print-config", false, "resolve the interface, listen for VRIDs, print the keepalived.conf this node would run, and exit")
+	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address (e.g. 127.0.0.1:9650); empty: off")
+	fs.StringVar(&f.statusAddr, "status-addr", "", "serve JSON status on this loopback address (e.g. 127.0.0.1:9651); empty: off")
+	fs.StringVar(&f.stateDir, "state-dir", "/run/vipstack", "directory for the ledger of held VIPs (crash clean-up)")
+	fs.BoolVar(&f.noSuper, "no-supervisor", false, "run without the supervisor that removes the VIPs (and the firewall rule) at once if the pool's process dies")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, ipfailoverUsage)
+		fs.PrintDefaults()
+	}
+	logLevel := addLogLevel(fs, "vipstack ipfailover", "")
+	if err := fs.Parse(args); err != nil {
+		return f, 2, false
+	}
+	if f.flagVals, ok = ipfailoverFlagVars(fs, byFlag, stderr); !ok {
+		return f, 2, false
+	}
+	if f.log, ok = logLevel.logger(stderr); !ok {
+		return f, 2, false
+	}
+	spec, err := ipfailover.Parse(ipfailover.Input{Env: ipfailover.EnvFrom(os.Environ()), Flags: f.flagVals})
+	if err != nil {
+		fmt.Fprintf(stderr, "vipstack ipfailover: %v\n", err)
+		return f, 2, false
+	}
+	for _, w := range spec.Warnings {
+		f.log.Warn(w)
+	}
+	f.opts = ipfailover.Options{Spec: spec, Version: *vrrpVersion, AdvertInterval: *advert, AnnounceRate: *announceRate,
+		VRIDProbe: *vridProbe, Logger: f.log}
+	if f.opts.Nodes, ok = checkIPFailoverOptions(*nodes, *announceRate, *vridProbe, f.statusAddr, stderr); !ok {
+		return f, 2, false
+	}
+	return f, 0, true
+}
+
+// addIPFailoverVars adds a flag for each pool variable that has one, and
+// the image's short flags; it returns the variables' names by flag.
+func addIPFailoverVars(fs *flag.FlagSet) map[string]string {
+	byFlag := map[string]string{}
+	for _, v := range ipfailover.Vars() {
+		if v.Flag == "" {
+			continue
+		}
+		usage := fmt.Sprintf("%s (%s", v.Usage, v.Name)
+		if v.Default != "" {
+			usage += fmt.Sprintf(", default %q", v.Default)
+		}
+		fs.String(v.Flag, "", usage+")")
+		byFlag[v.Flag] = v.Name
+	}
+	for short, long := range map[string]string{"i": "interface", "w": "watch-port", "r": "replicas"} {
+		fs.String(short, "", "same as --"+long)
+		byFlag[short] = byFlag[long]
+	}
+	return byFlag
+}
+
+// ipfailoverFlagVars returns the variables given as flags, and NAME, the
+// one argument, as the configuration's name.
+func ipfailoverFlagVars(fs *flag.FlagSet, byFlag map[string]string, stderr io.Writer) (map[string]string, bool) {
+	flagVals := map[string]string{}
+	fs.Visit(func(f *flag.Flag) {
+		if name, ok := byFlag[f.Name]; ok {
+			flagVals[name] = f.Value.String()
+		}
+	})
+	switch fs.NArg() {
+	case 0:
+	case 1:
+		flagVals[ipfailover.EnvConfigName] = fs.Arg(0)
+	default:
+		fmt.Fprintf(stderr, "vipstack ipfailover: want at most one argument (the configuration NAME), got %q\n", fs.Args())
+		return nil, false
+	}
+	return flagVals, true
+}
+
+// checkIPFailoverOptions checks the flags beyond the pool's variables and
+// returns the --node-addresses.
+func checkIPFailoverOptions(nodes string, announceRate int, vridProbe time.Duration, statusAddr string, stderr io.Writer) ([]netip.Addr, bool) {
+	var nodeAddrs []netip.Addr
+	if nodes != "" {
+		for _, f := range strings.FieldsFunc(nodes, func(r rune) bool { return r == ',' || r == ' ' }) {
+			a, err := netip.ParseAddr(f)
+			if err != nil {
+				fmt.Fprintf(stderr, "vipstack ipfailover: --node-addresses %q: %q is not an IP address\n", nodes, f)
+				return nil, false
+			}
+			nodeAddrs = append(nodeAddrs, a)
+		}
+	}
+	if announceRate < 0 {
+		fmt.Fprintf(stderr, "vipstack ipfailover: --announce-rate %d: want 0 (unlimited) or more\n", announceRate)
+		return nil, false
+	}
+	if vridProbe < 0 {
+		fmt.Fprintf(stderr, "vipstack ipfailover: --vrid-probe %v: want 0 (off) or a positive duration\n", vridProbe)
+		return nil, false
+	}
+	if statusAddr != "" {
+		if err := requireLoopback(statusAddr); err != nil {
+			fmt.Fprintf(stderr, "vipstack ipfailover: --status-addr %q: %v\n", statusAddr, err)
+			return nil, false
+		}
+	}
+	return nodeAddrs, true
+}
+
+// printIPFailoverConfig is --print-config.
+func printIPFailoverConfig(ctx context.Context, opts ipfailover.Options, stdout, stderr io.Writer) int {
+	pool, err := ipfailover.New(opts)
+	if err != nil {
+		fmt.Fprintf(stderr, "vipstack ipfailover: %v\n", err)
+		return 2
+	}
+	text, err := pool.Prepare(ctx)
+	if err != nil {
+		fmt.Fprintf(stderr, "vipstack ipfailover: %v\n", err)
+		return exitCodeOf(err)
+	}
+	fmt.Fprint(stdout, text)
+	return 0
+}
+
+// ignoreSIGHUP logs and ignores SIGHUP until the returned func is called:
+// the configuration comes from the environment, which a running process
+// cannot be given again, and SIGHUP would otherwise end the process
+// without releasing the VIPs.
+func ignoreSIGHUP(log *slog.Logger) (stop func()) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	go func() {
+		for range hup {
+			log.Info("SIGHUP ignored: the configuration comes from the environment; restart to change it")
+		}
+	}()
+	return func() { signal.Stop(hup) }
 }
 
 // exitCodeOf is 2 for a configuration the node or the link cannot serve
@@ -219,26 +263,6 @@ func exitCodeOf(err error) int {
 		return 2
 	}
 	return 1
-}
-
-// ipfailoverLedger names the ledger after the pool and the network
-// namespace, so it is shared with neither `vipstack vrrp` nor another pool.
-func ipfailoverLedger(dir, config string) (string, error) {
-	ns, err := os.Readlink("/proc/self/ns/net")
-	if err != nil {
-		ns = "net"
-	}
-	ns = strings.NewReplacer(":", "", "[", "-", "]", "").Replace(ns)
-	name := strings.Map(func(r rune) rune {
-		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' {
-			return r
-		}
-		return '_'
-	}, config)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", fmt.Errorf("state directory: %w", err)
-	}
-	return filepath.Join(dir, "ipfailover-"+name+"-"+ns+".vips"), nil
 }
 
 // setVars lists the variables given in the environment or as flags, for

@@ -56,23 +56,7 @@ func runManifestIPFailover(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	defaults := manifest.IPFailoverDefaults()
-	byFlag := map[string]string{}
-	for _, v := range ipfailover.Vars() {
-		if v.Flag == "" || v.Flag == "config-name" {
-			continue
-		}
-		def := defaults[v.Name]
-		usage := fmt.Sprintf("%s (%s)", v.Usage, v.Name)
-		if v.Name == ipfailover.EnvVRIDOffset {
-			usage = fmt.Sprintf("VRIDs start at offset+1 (0..254) (%s); unset: from 11, avoiding VRIDs heard on the link (oc writes 0)", v.Name)
-		}
-		fs.String(v.Flag, def, usage)
-		byFlag[v.Flag] = v.Name
-	}
-	for short, long := range map[string]string{"i": "interface", "w": "watch-port", "r": "replicas"} {
-		fs.String(short, "", "same as --"+long)
-		byFlag[short] = byFlag[long]
-	}
+	byFlag := addManifestVars(fs, defaults)
 	var (
 		selector   = fs.String("selector", "", "node selector: the pool's nodes' labels, key=value pairs separated by commas (default: any node)")
 		namespace  = fs.String("namespace", "", "namespace of the objects (default: kubectl's)")
@@ -84,35 +68,15 @@ func runManifestIPFailover(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(selector, "l", "", "same as --selector")
 	fs.StringVar(namespace, "n", "", "same as --namespace")
 	fs.StringVar(output, "o", manifest.FormatYAML, "same as --output")
-	ocOnly := ocOnlyFlags()
-	names := make([]string, 0, len(ocOnly))
-	for name := range ocOnly {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		if name == "create" || name == "latest-images" {
-			fs.Bool(name, false, "oc adm ipfailover's; refused: "+ocOnly[name])
-		} else {
-			fs.String(name, "", "oc adm ipfailover's; refused: "+ocOnly[name])
-		}
-	}
+	ocOnly := addOCOnlyFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, manifestUsage)
 		fs.PrintDefaults()
 	}
 
-	// NAME may come before, between or after the flags, as with oc.
-	var positional []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return 2
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		positional = append(positional, fs.Arg(0))
-		args = fs.Args()[1:]
+	positional, err := parseInterspersed(fs, args)
+	if err != nil {
+		return 2
 	}
 	name := manifest.DefaultIPFailoverName
 	switch len(positional) {
@@ -162,4 +126,64 @@ func runManifestIPFailover(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// addManifestVars adds a flag for each pool variable that has one (but
+// the pool's name, the NAME argument), defaulting to the generator's
+// defaults, and the image's short flags; it returns the variables' names
+// by flag.
+func addManifestVars(fs *flag.FlagSet, defaults map[string]string) map[string]string {
+	byFlag := map[string]string{}
+	for _, v := range ipfailover.Vars() {
+		if v.Flag == "" || v.Flag == "config-name" {
+			continue
+		}
+		def := defaults[v.Name]
+		usage := fmt.Sprintf("%s (%s)", v.Usage, v.Name)
+		if v.Name == ipfailover.EnvVRIDOffset {
+			usage = fmt.Sprintf("VRIDs start at offset+1 (0..254) (%s); unset: from 11, avoiding VRIDs heard on the link (oc writes 0)", v.Name)
+		}
+		fs.String(v.Flag, def, usage)
+		byFlag[v.Flag] = v.Name
+	}
+	for short, long := range map[string]string{"i": "interface", "w": "watch-port", "r": "replicas"} {
+		fs.String(short, "", "same as --"+long)
+		byFlag[short] = byFlag[long]
+	}
+	return byFlag
+}
+
+// addOCOnlyFlags adds the flags of oc adm ipfailover that the generator
+// refuses, and returns why by flag.
+func addOCOnlyFlags(fs *flag.FlagSet) map[string]string {
+	ocOnly := ocOnlyFlags()
+	names := make([]string, 0, len(ocOnly))
+	for name := range ocOnly {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if name == "create" || name == "latest-images" {
+			fs.Bool(name, false, "oc adm ipfailover's; refused: "+ocOnly[name])
+		} else {
+			fs.String(name, "", "oc adm ipfailover's; refused: "+ocOnly[name])
+		}
+	}
+	return ocOnly
+}
+
+// parseInterspersed parses args with fs, taking arguments before, between
+// or after the flags, as oc does; it returns the arguments.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		if fs.NArg() == 0 {
+			return positional, nil
+		}
+		positional = append(positional, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
 }

@@ -12,12 +12,15 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/vipstack/vipstack/internal/clock"
 	"github.com/vipstack/vipstack/internal/cluster"
+	"github.com/vipstack/vipstack/internal/filewatch"
 	"github.com/vipstack/vipstack/internal/netif"
 	"github.com/vipstack/vipstack/internal/node"
 	"github.com/vipstack/vipstack/internal/redirect"
@@ -36,82 +39,39 @@ func loopback(port uint16) string {
 	return netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), port).String()
 }
 
+// nodeFlags are the flags of `vipstack node`.
+type nodeFlags struct {
+	cfgPath, nodeName, metricsAddr, statusAddr, stateDir, lbSocket string
+	watch                                                          time.Duration
+	noSuper, check                                                 bool
+	endpoints                                                      []cluster.ServicePort
+	log                                                            *slog.Logger
+}
+
 func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("vipstack node", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var (
-		cfgPath     = fs.String("config", "/etc/vipstack/cluster.yaml", "the cluster file")
-		nodeName    = fs.String("node", "", "this node's name in the cluster file (default: the short host name)")
-		metricsAddr = fs.String("metrics-addr", defaultMetricsAddr, "Prometheus metrics address; empty: off")
-		statusAddr  = fs.String("status-addr", defaultStatusAddr, "JSON status address (loopback only); empty: off")
-		stateDir    = fs.String("state-dir", "/run/vipstack", "directory for the ledger of held VIPs")
-		watch       = fs.Duration("watch-interval", time.Second, "how often to look for a changed cluster file; 0: only on SIGHUP")
-		noSuper     = fs.Bool("no-supervisor", false, "run without the supervisor that removes VIPs at once if the agent crashes")
-		check       = fs.Bool("check", false, "validate the cluster file for this node and exit")
-		lbSocket    = fs.String("lb-socket", "", "on a master, serve the load balancer's runtime API (haproxy's stats socket commands: show stat, show servers state, set server B/S state ready|drain|maint) on this Unix socket, level admin, mode 0600; empty: off")
-	)
-	logLevel := addLogLevel(fs, "vipstack node", "")
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	if *nodeName == "" {
-		h, err := os.Hostname()
-		if err != nil {
-			fmt.Fprintf(stderr, "vipstack node: --node not given and no host name: %v\n", err)
-			return 2
-		}
-		*nodeName = h
-		for i, c := range h {
-			if c == '.' {
-				*nodeName = h[:i]
-				break
-			}
-		}
-	}
-	level, ok := logLevel.level(stderr)
+	f, code, ok := parseNodeFlags(args, stderr)
 	if !ok {
-		return 2
+		return code
 	}
-	if *statusAddr != "" {
-		if err := requireLoopback(*statusAddr); err != nil {
-			fmt.Fprintf(stderr, "vipstack node: --status-addr %q: %v\n", *statusAddr, err)
-			return 2
-		}
-	}
-	var endpoints []cluster.ServicePort
-	for _, ep := range []struct{ flag, addr string }{{"--metrics-addr", *metricsAddr}, {"--status-addr", *statusAddr}} {
-		if ep.addr == "" {
-			continue
-		}
-		_, port, err := net.SplitHostPort(ep.addr)
-		n, perr := strconv.Atoi(port)
-		if err != nil || perr != nil || n < 0 || n > 65535 {
-			fmt.Fprintf(stderr, "vipstack node: %s %q: want HOST:PORT with a port 0..65535 (0: any free port), or empty for off\n", ep.flag, ep.addr)
-			return 2
-		}
-		if n != 0 {
-			endpoints = append(endpoints, cluster.ServicePort{Owner: "vipstack node's " + ep.flag + " " + ep.addr, Port: n})
-		}
-	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})).With("node", *nodeName)
-	ledger, err := ledgerPath(*stateDir)
+	log := f.log
+	ledger, err := netif.LedgerIn(f.stateDir, "vrrp")
 	if err != nil {
 		fmt.Fprintf(stderr, "vipstack node: %v\n", err)
 		return 1
 	}
 	reg := prometheus.NewRegistry()
-	agent, err := node.New(node.Options{ClusterPath: *cfgPath, Node: *nodeName, Logger: log, Registry: reg,
-		Ledger: netif.Ledger{Path: ledger}, DNSLog: stderr, Endpoints: endpoints, LBSocket: *lbSocket, Version: version.String()})
+	agent, err := node.New(node.Options{ClusterPath: f.cfgPath, Node: f.nodeName, Logger: log, Registry: reg,
+		Ledger: ledger, DNSLog: stderr, Endpoints: f.endpoints, LBSocket: f.lbSocket, Version: version.String()})
 	if err != nil {
 		fmt.Fprintf(stderr, "%v\n", err)
 		return 1
 	}
-	if *check {
-		fmt.Fprintf(stdout, "%s: valid for node %s\n", *cfgPath, *nodeName)
+	if f.check {
+		fmt.Fprintf(stdout, "%s: valid for node %s\n", f.cfgPath, f.nodeName)
 		return 0
 	}
-	if code, ran := superviseSelf(ctx, log, stderr, "node", args, *noSuper, func() {
-		sweepLedger(log, netif.Ledger{Path: ledger})
+	if code, ran := superviseSelf(ctx, log, stderr, "node", args, f.noSuper, func() {
+		sweepLedger(log, ledger)
 		if names, err := redirect.Sweep(); err != nil {
 			log.Error("supervisor: removing the API VIP redirects failed", "err", err)
 		} else if len(names) > 0 {
@@ -121,47 +81,97 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	// CoreDNS's plugins register on Prometheus's default registry.
-	stopEndpoints, ok := startEndpoints("vipstack node", stderr, *metricsAddr, prometheus.Gatherers{reg, prometheus.DefaultGatherer}, *statusAddr, func() any { return agent.Status() })
+	stopEndpoints, ok := startEndpoints("vipstack node", stderr, f.metricsAddr, prometheus.Gatherers{reg, prometheus.DefaultGatherer}, f.statusAddr, func() any { return agent.Status() })
 	if !ok {
 		return 1
 	}
 	defer stopEndpoints()
-	reload := make(chan os.Signal, 1)
-	signal.Notify(reload, syscall.SIGHUP)
-	defer signal.Stop(reload)
-	go func() {
-		var last os.FileInfo
-		if st, err := os.Stat(*cfgPath); err == nil {
-			last = st
-		}
-		var tick <-chan time.Time
-		if *watch > 0 {
-			t := time.NewTicker(*watch)
-			defer t.Stop()
-			tick = t.C
-		}
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-reload:
-				log.Info("SIGHUP: reloading the cluster file")
-			case <-tick:
-				st, err := os.Stat(*cfgPath)
-				if err != nil || (last != nil && st.ModTime().Equal(last.ModTime()) && st.Size() == last.Size()) {
-					continue
-				}
-				last = st
-				log.Info("the cluster file changed: reloading")
-			}
-			_ = agent.Reload()
-		}
-	}()
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	go reloadClusterFile(ctx, f.cfgPath, f.watch, hup, log, func() { _ = agent.Reload() })
 	if err := agent.Run(ctx); err != nil {
 		log.Error("node agent failed", "err", err)
 		return 1
 	}
 	return 0
+}
+
+func parseNodeFlags(args []string, stderr io.Writer) (f nodeFlags, code int, ok bool) {
+	fs := flag.NewFlagSet("vipstack node", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&f.cfgPath, "config", "/etc/vipstack/cluster.yaml", "the cluster file")
+	fs.StringVar(&f.nodeName, "node", "", "this node's name in the cluster file (default: the short host name)")
+	fs.StringVar(&f.metricsAddr, "metrics-addr", defaultMetricsAddr, "Prometheus metrics address; empty: off")
+	fs.StringVar(&f.statusAddr, "status-addr", defaultStatusAddr, "JSON status address (loopback only); empty: off")
+	fs.StringVar(&f.stateDir, "state-dir", "/run/vipstack", "directory for the ledger of held VIPs")
+	fs.DurationVar(&f.watch, "watch-interval", time.Second, "how often to look for a changed cluster file; 0: only on SIGHUP")
+	fs.BoolVar(&f.noSuper, "no-supervisor", false, "run without the supervisor that removes VIPs at once if the agent crashes")
+	fs.BoolVar(&f.check, "check", false, "validate the cluster file for this node and exit")
+	fs.StringVar(&f.lbSocket, "lb-socket", "", "on a master, serve the load balancer's runtime API (haproxy's stats socket commands: show stat, show servers state, set server B/S state ready|drain|maint) on this Unix socket, level admin, mode 0600; empty: off")
+	logLevel := addLogLevel(fs, "vipstack node", "")
+	if err := fs.Parse(args); err != nil {
+		return f, 2, false
+	}
+	if f.nodeName == "" {
+		h, err := os.Hostname()
+		if err != nil {
+			fmt.Fprintf(stderr, "vipstack node: --node not given and no host name: %v\n", err)
+			return f, 2, false
+		}
+		f.nodeName, _, _ = strings.Cut(h, ".")
+	}
+	if f.log, ok = logLevel.logger(stderr); !ok {
+		return f, 2, false
+	}
+	f.log = f.log.With("node", f.nodeName)
+	if f.statusAddr != "" {
+		if err := requireLoopback(f.statusAddr); err != nil {
+			fmt.Fprintf(stderr, "vipstack node: --status-addr %q: %v\n", f.statusAddr, err)
+			return f, 2, false
+		}
+	}
+	for _, ep := range []struct{ flag, addr string }{{"--metrics-addr", f.metricsAddr}, {"--status-addr", f.statusAddr}} {
+		if ep.addr == "" {
+			continue
+		}
+		_, port, err := net.SplitHostPort(ep.addr)
+		n, perr := strconv.Atoi(port)
+		if err != nil || perr != nil || n < 0 || n > 65535 {
+			fmt.Fprintf(stderr, "vipstack node: %s %q: want HOST:PORT with a port 0..65535 (0: any free port), or empty for off\n", ep.flag, ep.addr)
+			return f, 2, false
+		}
+		if n != 0 {
+			f.endpoints = append(f.endpoints, cluster.ServicePort{Owner: "vipstack node's " + ep.flag + " " + ep.addr, Port: n})
+		}
+	}
+	return f, 0, true
+}
+
+// reloadClusterFile calls reload on each signal from hup and, checking
+// every watch (0: never), when the file at path changed; one reload at a
+// time, until ctx is done.
+func reloadClusterFile(ctx context.Context, path string, watch time.Duration, hup <-chan os.Signal, log *slog.Logger, reload func()) {
+	changed := make(chan struct{}, 1)
+	if watch > 0 {
+		go filewatch.Watch(ctx, clock.Real{}, path, watch, func() {
+			select {
+			case changed <- struct{}{}:
+			default: // one is already pending; it will read the newest file
+			}
+		}, log)
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+			log.Info("SIGHUP: reloading the cluster file")
+		case <-changed:
+			log.Info("the cluster file changed: reloading")
+		}
+		reload()
+	}
 }
 
 func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int {

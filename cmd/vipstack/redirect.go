@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/netip"
 	"net/url"
 	"strings"
@@ -58,7 +57,7 @@ func runRedirect(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	level, levelOK := logLevel.level(io.Discard)
+	_, levelOK := logLevel.level(io.Discard) // said last, below
 	u, uerr := url.Parse(*monitor)
 	switch {
 	case fs.NArg() > 0:
@@ -80,7 +79,7 @@ func runRedirect(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		logLevel.level(stderr) // says what is accepted
 		return 2
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	log, _ := logLevel.logger(stderr)
 	var followers []*redirect.Follower
 	for _, v := range vips {
 		r := redirect.New(v, uint16(*toPort))

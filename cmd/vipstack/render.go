@@ -33,11 +33,7 @@ func runRender(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		noUpstream  = fs.Bool("no-upstream", false, "render only the vipstack node pod, not the upstream keepalived, haproxy and CoreDNS equivalents")
 		force       = fs.Bool("force", false, "write into a non-empty --out directory, replacing the rendered files")
 	)
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "vipstack render: unexpected arguments %q\n", fs.Args())
+	if !parseNoArgs(fs, args, stderr) {
 		return 2
 	}
 	for _, req := range []struct{ flag, v string }{{"--config", *cfgPath}, {"--node", *node}, {"--out", *out}} {

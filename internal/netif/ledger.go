@@ -150,3 +150,26 @@ func (h *Handle) SweepExcept(l Ledger, keep func(VIP) bool) ([]VIP, error) {
 	}
 	return removed, errors.Join(errs...)
 }
+
+// LedgerIn is the ledger NAME-NS.vips in dir, made if missing: NS names
+// the network namespace of the process, so that processes in different
+// namespaces on one host never share a ledger, and name says whose it is
+// ("vrrp", "k8s-agent", "ipfailover-POOL"), any character but a letter,
+// a digit, '-' or '_' replaced by '_'.
+func LedgerIn(dir, name string) (Ledger, error) {
+	ns, err := os.Readlink("/proc/self/ns/net")
+	if err != nil {
+		ns = "net"
+	}
+	ns = strings.NewReplacer(":", "", "[", "-", "]", "").Replace(ns)
+	name = strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' {
+			return r
+		}
+		return '_'
+	}, name)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return Ledger{}, fmt.Errorf("state directory: %w", err)
+	}
+	return Ledger{Path: filepath.Join(dir, name+"-"+ns+".vips")}, nil
+}

@@ -104,3 +104,29 @@ func TestLedgerErrors(t *testing.T) {
 		t.Errorf("Save into a missing directory succeeded")
 	}
 }
+
+// TestLedgerIn: the name is kept to file-name characters and followed by
+// the network namespace, and the state directory is made.
+func TestLedgerIn(t *testing.T) {
+	ns := "net"
+	if link, err := os.Readlink("/proc/self/ns/net"); err == nil {
+		ns = strings.NewReplacer(":", "", "[", "-", "]", "").Replace(link)
+	}
+	dir := filepath.Join(t.TempDir(), "state")
+	for _, tt := range []struct{ name, want string }{
+		{name: "vrrp", want: "vrrp-" + ns + ".vips"},
+		{name: "k8s-agent", want: "k8s-agent-" + ns + ".vips"},
+		{name: "ipfailover-ha/pool 1", want: "ipfailover-ha_pool_1-" + ns + ".vips"},
+	} {
+		l, err := LedgerIn(dir, tt.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := filepath.Join(dir, tt.want); l.Path != want {
+			t.Errorf("LedgerIn(%q) = %q; want %q", tt.name, l.Path, want)
+		}
+	}
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o700 {
+		t.Errorf("state directory: %v, %v; want a directory with mode 0700", fi, err)
+	}
+}

@@ -287,53 +287,13 @@ func (a *Agent) startLB() error {
 	return nil
 }
 
-// alsoOn returns cfg with its API frontend also listening on port: the
-// LB's configuration while the redirects move from port to cfg's.
-func alsoOn(cfg *lbconfig.Config, port int) *lbconfig.Config {
-	both := *cfg
-	both.Frontends = slices.Clone(cfg.Frontends)
-	for i, fe := range both.Frontends {
-		if fe.Name != cluster.LBFrontend {
-			continue
-		}
-		var binds []lbconfig.Bind
-		for _, b := range fe.Binds {
-			binds = append(binds, b)
-			old := b
-			old.Addr = netip.AddrPortFrom(b.Addr.Addr(), uint16(port))
-			binds = append(binds, old)
-		}
-		both.Frontends[i].Binds = binds
-	}
-	return &both
-}
-
-// retargetWait bounds how long a reload waits for the redirects to move
-// before the LB closes its old port.
-const retargetWait = 5 * time.Second
-
 // syncRedirects makes the redirects match c: one per API VIP, capturing
 // VIP:ports.api and sending it to ports.lb. A redirect whose target port
-// changed is retargeted in place, and syncRedirects returns once that is
-// done (or retargetWait passed); one for a VIP or API port that is gone
-// is removed; a new one starts with the monitor's last verdict.
-func (a *Agent) syncRedirects(c *cluster.Cluster) {
-	var moved []<-chan struct{}
-	defer func() {
-		if len(moved) == 0 {
-			return
-		}
-		t := a.clk.NewTimer(retargetWait)
-		defer t.Stop()
-		for _, done := range moved {
-			select {
-			case <-done:
-			case <-t.C():
-				a.log.Warn("the redirects did not move to the load balancer's new port in time", "wait", retargetWait)
-				return
-			}
-		}
-	}()
+// changed is retargeted in place, and syncRedirects returns a channel
+// for each that is closed once it moved (see redirect.Move); one for a VIP
+// or API port that is gone is removed; a new one starts with the
+// monitor's last verdict.
+func (a *Agent) syncRedirects(c *cluster.Cluster) (moved []<-chan struct{}) {
 	want := map[netip.AddrPort]uint16{}
 	for _, v := range c.APIVIPs {
 		want[netip.AddrPortFrom(v, uint16(c.Ports.API))] = uint16(c.Ports.LB)
@@ -341,7 +301,7 @@ func (a *Agent) syncRedirects(c *cluster.Cluster) {
 	a.redirMu.Lock()
 	defer a.redirMu.Unlock()
 	if a.redirStopped {
-		return
+		return nil
 	}
 	if a.followers == nil {
 		a.followers = map[netip.AddrPort]*follower{}
@@ -370,6 +330,7 @@ func (a *Agent) syncRedirects(c *cluster.Cluster) {
 		}
 		a.followers[vip] = &follower{f: f, toPort: to}
 	}
+	return moved
 }
 
 func (a *Agent) stopLB() {
@@ -470,19 +431,12 @@ func (a *Agent) stopDNS() {
 func (a *Agent) Reload() error {
 	<-a.ready
 	a.mu.Lock()
-	oldLBPort := a.cluster.Ports.LB
+	running := a.cluster
 	a.mu.Unlock()
 	c, p, lbCfg, err := a.prepareReload()
-	moving := err == nil && a.lb != nil && c.Ports.LB != oldLBPort
+	var move *redirect.Move
 	if err == nil && a.lb != nil {
-		first := lbCfg
-		if moving {
-			first = alsoOn(lbCfg, oldLBPort)
-		}
-		// Apply opens new listeners first and changes nothing if one fails.
-		if err = a.lb.Apply(first); err != nil {
-			err = fmt.Errorf("load balancer: %w", err)
-		}
+		move, err = a.openLB(running, c, lbCfg)
 	}
 	now := a.clk.Now()
 	a.mu.Lock()
@@ -498,12 +452,9 @@ func (a *Agent) Reload() error {
 		return err
 	}
 	var errs []error
-	if a.lb != nil {
-		a.syncRedirects(c)
-		if moving {
-			if err := a.lb.Apply(lbCfg); err != nil {
-				errs = append(errs, fmt.Errorf("load balancer: closing the old port %d: %w", oldLBPort, err))
-			}
+	if move != nil {
+		if err := move.Finish(a.syncRedirects(c)...); err != nil {
+			errs = append(errs, fmt.Errorf("load balancer: %w", err))
 		}
 	}
 	if a.vrrp != nil {
@@ -524,6 +475,22 @@ func (a *Agent) Reload() error {
 	}
 	a.log.Info("cluster file applied", "file", a.opts.ClusterPath, "nodes", len(c.Nodes))
 	return nil
+}
+
+// openLB applies lbCfg, the LB configuration of c, to the running LB; a
+// new ports.lb keeps the old one open too until the redirects moved
+// (redirect.Mover).
+func (a *Agent) openLB(running, c *cluster.Cluster, lbCfg *lbconfig.Config) (*redirect.Move, error) {
+	old, err := running.LBConfig()
+	if err != nil {
+		return nil, fmt.Errorf("load balancer: the running configuration: %w", err)
+	}
+	m := &redirect.Mover{LB: a.lb, Clock: a.clk, Log: a.log}
+	move, err := m.Open(old, lbCfg, uint16(running.Ports.LB), uint16(c.Ports.LB))
+	if err != nil {
+		return nil, fmt.Errorf("load balancer: %w", err)
+	}
+	return move, nil
 }
 
 // prepareReload loads the cluster file and checks everything that can be
