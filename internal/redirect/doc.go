@@ -39,6 +39,9 @@
 // status reports it, since the load balancer's health alone does not say
 // whether clients of the VIP reach it.
 //
+// A reload that moves the frontend to another port goes through a Mover:
+// the balancer listens on both ports until every redirect has moved.
+//
 // Operations act on the network namespace of the calling thread. Render
 // returns the same ruleset as `nft list table` text, for documentation and
 // for tests that compare it with what the kernel holds.
