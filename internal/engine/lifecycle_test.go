@@ -210,4 +210,3 @@ func TestLifecycle(t *testing.T) {
 		})
 	}
 }
-
