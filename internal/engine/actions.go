@@ -343,15 +343,15 @@ func (e *Engine) checkPrimaries(now time.Time) bool {
 	changed := false
 	for _, name := range sortedKeys(e.instances) {
 		in := e.instances[name]
-		if in.absent || in.cfg.UnicastSrcIP.IsValid() {
+		if in.life.has(condAbsent) || in.cfg.UnicastSrcIP.IsValid() {
 			continue
 		}
 		src, what, err := e.sourceNow(in)
 		switch {
 		case errors.Is(err, netif.ErrNoAddress):
-			if !in.noSource {
+			if !in.life.has(condNoSource) {
 				e.log.Warn("interface has no "+what+" left to send from; instance in FAULT until it has one", "instance", name, "interface", in.cfg.Interface, "was", in.src)
-				in.noSource, changed = true, true
+				changed = e.setCond(in, condNoSource, true, "interface "+in.cfg.Interface+" has no "+what+" left to send from") || changed
 			}
 		case err != nil:
 			e.log.Warn("cannot look for the interface's "+what+" after an address changed", "instance", name, "interface", in.cfg.Interface, "err", err)
@@ -361,9 +361,9 @@ func (e *Engine) checkPrimaries(now time.Time) bool {
 				in.src = src
 				in.fsm.SetPrimary(src)
 			}
-			if in.noSource {
+			if in.life.has(condNoSource) {
 				e.log.Info("interface has an "+what+" to send from again", "instance", name, "interface", in.cfg.Interface, "source", src)
-				in.noSource, changed = false, true
+				changed = e.setCond(in, condNoSource, false, "interface "+in.cfg.Interface+" has an "+what+" to send from again") || changed
 			}
 		}
 	}
@@ -613,7 +613,7 @@ func (e *Engine) runNotify(owner, cmd string, extra ...string) {
 
 func (e *Engine) stopInstance(in *instance, now time.Time, why string) {
 	e.log.Info("stopping VRRP instance", "instance", in.cfg.Name, "why", why)
-	if in.firstResult {
+	if in.life.has(condWaiting) {
 		e.stopWaiting(in, why)
 		return
 	}
@@ -629,7 +629,7 @@ func (e *Engine) stopInstance(in *instance, now time.Time, why string) {
 // ran none of them for such an instance, as its state machine never left
 // INIT.
 func (e *Engine) stopWaiting(in *instance, why string) {
-	in.firstResult = false
+	e.setCond(in, condWaiting, false, why+" while waiting for the first result of its tracked scripts")
 	prio, _ := e.effective(in)
 	e.log.Info("VRRP state change", "instance", in.cfg.Name, "from", "INIT", "to", "INIT",
 		"reason", why+" while waiting for the first result of its tracked scripts", "priority", prio)
@@ -639,7 +639,7 @@ func (e *Engine) stopWaiting(in *instance, why string) {
 		return
 	}
 	for _, m := range g.members {
-		if m.firstResult || m.fsm.State() != fsm.Initialize {
+		if m.life.has(condWaiting) || m.fsm.State() != fsm.Initialize {
 			return
 		}
 	}

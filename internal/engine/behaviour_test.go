@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
 	"golang.org/x/net/ipv4"
 
 	"github.com/vipstack/vipstack/internal/peers"
@@ -191,75 +190,6 @@ func readLines(path string) ([]string, error) {
 	return strings.Split(s[:end], "\n"), nil
 }
 
-// scriptHost is the start of the tests that run scripts under vipstack: it
-// skips without root, and returns vipstack's binary, one host, and a
-// directory for the scripts (root-owned, under sticky /tmp: it passes
-// enable_script_security).
-func scriptHost(t *testing.T) (bin string, h *testnet.Host, dir string) {
-	t.Helper()
-	testnet.RequireRoot(t)
-	bin = vipstackBin(t)
-	topo := testnet.New(t, testnet.Options{Hosts: 1, Prefix: behaviourPrefix})
-	return bin, topo.Hosts[0], t.TempDir()
-}
-
-// TestNotifyScripts: the generic notify script gets "INSTANCE name state
-// priority" for BACKUP at start, MASTER, and STOP on SIGTERM, and a STOP
-// script that takes a moment is not killed by vipstack's exit;
-// notify_master runs with the arguments its line gives, split as keepalived
-// splits them.
-func TestNotifyScripts(t *testing.T) {
-	bin, h, dir := scriptHost(t)
-	notifyLog, masterLog := filepath.Join(dir, "notify.log"), filepath.Join(dir, "master.log")
-	notify, master := filepath.Join(dir, "notify.sh"), filepath.Join(dir, "notify_master.sh")
-	// The STOP call takes a little while, as real notify scripts do (they
-	// send alerts, stop services): vipstack must let it finish before it
-	// exits, as keepalived does (it waits about a second).
-	writeScript(t, notify, fmt.Sprintf("[ \"$3\" = STOP ] && sleep 0.2\necho \"$@\" >> %s\n", notifyLog))
-	writeScript(t, master, fmt.Sprintf("printf '%%s|' master \"$@\" >> %s\necho >> %s\n", masterLog, masterLog))
-	// notify_master's arguments are split as keepalived 2.2.7 splits them
-	// (measured, 2026-11-24: it ran the script with aAz, bAz and g\h): the
-	// quoted string's escapes, then the command line's, inside single
-	// quotes too. vipstack split it with other rules and passed ax41z,
-	// b\x41z and g\h.
-	text := renderConf("    enable_script_security\n    script_user root\n", vrrpInstance{
-		name: "VI_1", vrid: 51, vip: "198.18.0.100",
-		extra: fmt.Sprintf("    notify %q\n    notify_master \"%s "+`a\\x41z 'b\\x41z' g\\\\h`+"\"\n", notify, master),
-	})
-	n, err := peers.Start(h, peers.Vipstack, text, filepath.Join(dir, "node"), bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	logOnFailure(t, n)
-	poll(t, 20*time.Second, "notify BACKUP then MASTER", func() (bool, error) {
-		l, err := readLines(notifyLog)
-		return len(l) >= 2, err
-	})
-	if err := n.Term(); err != nil {
-		t.Fatal(err)
-	}
-	// The STOP script is started at shutdown and may finish after vipstack.
-	poll(t, 10*time.Second, "notify STOP", func() (bool, error) {
-		l, err := readLines(notifyLog)
-		return len(l) >= 3, err
-	})
-	got, err := readLines(notifyLog)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []string{"INSTANCE VI_1 BACKUP 100", "INSTANCE VI_1 MASTER 100", "INSTANCE VI_1 STOP 100"}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("notify script calls (-want +got):\n%s", diff)
-	}
-	gotMaster, err := readLines(masterLog)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff([]string{`master|aAz|bAz|g\h|`}, gotMaster); diff != "" {
-		t.Errorf("notify_master calls (-want +got):\n%s", diff)
-	}
-}
-
 // ledgerEntries returns the VIPs recorded in the ledgers under stateDir.
 func ledgerEntries(t *testing.T, stateDir string) []string {
 	t.Helper()
@@ -340,44 +270,5 @@ func TestSIGTERMRemovesVIPsAndExitsZero(t *testing.T) {
 	}
 	if got := ledgerEntries(t, dir); len(got) != 0 {
 		t.Errorf("ledger after a clean stop holds %q, want nothing", got)
-	}
-}
-
-// TestCrashLeftoversSweptAtStart: a master killed with SIGKILL leaves its
-// VIP behind; started again with the same state directory as a backup
-// (priority 50, while another node at 100 is master) it removes the
-// leftover at start, so only the real master holds the VIP.
-func TestCrashLeftoversSweptAtStart(t *testing.T) {
-	testnet.RequireRoot(t)
-	bin := vipstackBin(t)
-	c := newCluster(t, mode{version: 3, family: 4}, []peers.Impl{peers.Vipstack, peers.Vipstack}, []int{150, 100})
-	c.startAll()
-	c.waitMaster(0, "start")
-	dir := c.nodes[0].Dir
-	if err := c.nodes[0].Kill(); err != nil {
-		t.Fatal(err)
-	}
-	c.waitMaster(1, "kill -9 of the vipstack master", 0)
-	crashed := c.topo.Hosts[0]
-	if has, err := crashed.HasAddr(c.vip); err != nil || !has {
-		t.Fatalf("precondition: after kill -9 the VIP should still be on %s (has %v, err %v)", crashed.Name, has, err)
-	}
-
-	c.prios[0] = 50
-	text, err := c.conf(0).Render("node1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	n, err := peers.Start(crashed, peers.Vipstack, text, dir, bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.nodes[0] = n
-	c.waitMaster(1, "restarted crashed node at priority 50")
-	if !strings.Contains(n.Log(), "removed VIP left by an earlier run") {
-		t.Errorf("the restarted node did not log the removal of the leftover VIP")
-	}
-	if got := ledgerEntries(t, dir); len(got) != 0 {
-		t.Errorf("ledger of a backup holds %q, want nothing", got)
 	}
 }

@@ -711,7 +711,7 @@ func (e *Engine) stopForHandoff() []string {
 	var masters []string
 	for _, name := range sortedKeys(e.instances) {
 		in := e.instances[name]
-		if !in.absent && !in.firstResult && in.fsm.State() == fsm.Master {
+		if !in.life.has(condAbsent) && !in.life.has(condWaiting) && in.fsm.State() == fsm.Master {
 			masters = append(masters, name)
 		}
 		in.close()

@@ -44,26 +44,15 @@ type instance struct {
 	rivals         map[netip.Addr]*rival // lower routers advertising as master (see rivalMaster)
 	sendFails      int                   // advertisements that failed to send, in a row
 	sendFailLogged time.Time
-	groupFault     string // set when another member of the sync group is in fault
 	lastTransition *Transition
 	conflicts      conflictBook
 	sent, received uint64
 	lastMailed     fsm.State // the state of the last SMTP alert sent (keepalived's last_email_state)
 	mailed         bool      // an SMTP alert was sent
-	// absent marks a placeholder for an instance whose interface did not
-	// exist when it was built: no socket, no announcer, in FAULT until
-	// checkAbsent finds the interface and apply builds the real one.
-	absent bool
-	// recreated marks an instance whose interface was deleted and created
-	// again (another index): its socket membership and announcer point at
-	// the old one, so apply builds it anew.
-	recreated bool
-	// firstResult marks an instance held in INIT until the first result
-	// of a weight-0 tracked script (see waits).
-	firstResult bool
-	// noSource marks an IPv4 instance that sends from its interface's
-	// primary address while the interface has none (see checkPrimaries).
-	noSource bool
+	// life is the instance's lifecycle state beside its fsm state
+	// (absent, recreated, waiting, no-source, group-fault: lifecycle.go),
+	// changed only by setCond.
+	life life
 }
 
 type syncGroup struct {
@@ -79,7 +68,7 @@ func (e *Engine) apply(cfg *keepalived.Config) error {
 	// Build everything new first, so a failure changes nothing.
 	fresh := map[string]*instance{}
 	for _, ic := range cfg.Instances {
-		if old, ok := e.instances[ic.Name]; ok && keepsState(old.cfg, ic) && !(old.absent && e.linkExists(ic.Interface)) && !old.recreated {
+		if old, ok := e.instances[ic.Name]; ok && keepsState(old.cfg, ic) && !(old.life.has(condAbsent) && e.linkExists(ic.Interface)) && !old.life.has(condRecreated) {
 			continue
 		}
 		in, err := e.build(ic)
@@ -97,14 +86,16 @@ func (e *Engine) apply(cfg *keepalived.Config) error {
 		old := e.instances[name]
 		if _, changed := fresh[name]; changed || !hasInstance(cfg, name) {
 			switch {
-			case old.recreated && hasInstance(cfg, name):
+			case old.life.has(condRecreated) && hasInstance(cfg, name):
 				e.stopInstance(old, now, "interface "+old.cfg.Interface+" was created again")
-			case !old.absent:
+				e.setCond(old, condRecreated, false, "built anew on the interface created again")
+			case !old.life.has(condAbsent):
 				e.stopInstance(old, now, "configuration changed")
-			case hasInstance(cfg, name) && !fresh[name].absent:
+			case hasInstance(cfg, name) && !fresh[name].life.has(condAbsent):
 				// A placeholder sent and held nothing: its replacement
 				// starts below.
 				e.log.Info("interface now exists; starting the instance", "instance", name, "interface", fresh[name].cfg.Interface)
+				e.setCond(old, condAbsent, false, "interface "+old.cfg.Interface+" now exists; the instance is built on it")
 			}
 			delete(e.instances, name)
 			delete(e.byKey, old.key())
@@ -197,7 +188,7 @@ func (e *Engine) apply(cfg *keepalived.Config) error {
 	e.checkSources(now)
 	e.absentNext = time.Time{}
 	for _, in := range e.instances {
-		if in.absent {
+		if in.life.has(condAbsent) {
 			e.absentNext = now.Add(srcPoll)
 		}
 	}
@@ -218,7 +209,7 @@ func (e *Engine) apply(cfg *keepalived.Config) error {
 			e.dropAdopted(in, "it waits for the first result of its tracked scripts")
 		}
 		if e.waits(in) {
-			in.firstResult = true
+			e.setCond(in, condWaiting, true, "a weight-0 tracked script has no result yet: INIT until its first")
 			e.log.Info("VRRP instance waits for the first result of its tracked scripts", "instance", in.cfg.Name, "fault", fault)
 			continue
 		}
@@ -437,8 +428,10 @@ func (e *Engine) build(ic *keepalived.Instance) (*instance, error) {
 		e.log.Warn("interface does not exist; instance in FAULT until it appears",
 			"instance", ic.Name, "interface", ic.Interface, "at", ic.Pos.String())
 		e.links[ic.Interface] = false
-		return &instance{cfg: ic, family: ic.Family(), absent: true, conflicts: newConflictBook(), rivals: map[netip.Addr]*rival{},
-			fsm: fsm.New(fsm.Config{Version: ic.Version, AdvertInterval: ic.AdvertInterval, Preempt: ic.Preempt, PreemptDelay: ic.PreemptDelay})}, nil
+		in := &instance{cfg: ic, family: ic.Family(), conflicts: newConflictBook(), rivals: map[netip.Addr]*rival{},
+			fsm: fsm.New(fsm.Config{Version: ic.Version, AdvertInterval: ic.AdvertInterval, Preempt: ic.Preempt, PreemptDelay: ic.PreemptDelay})}
+		e.setCond(in, condAbsent, true, "interface "+ic.Interface+" does not exist")
+		return in, nil
 	}
 	if err != nil {
 		return nil, fail("interface %q: %v", ic.Interface, err)
@@ -469,7 +462,7 @@ func (e *Engine) build(ic *keepalived.Instance) (*instance, error) {
 			// address watcher's first report makes checkPrimaries look again.
 			e.log.Warn("interface has no "+what+" to send from; instance in FAULT until it has one",
 				"instance", ic.Name, "interface", ic.Interface, "at", ic.Pos.String())
-			in.noSource = true
+			e.setCond(in, condNoSource, true, "interface "+ic.Interface+" has no "+what+" to send from")
 		case err != nil:
 			return nil, fail("%s of %s to send from: %v", what, ic.Interface, err)
 		}
@@ -666,14 +659,14 @@ func (e *Engine) linkChanged(now time.Time, name string, up bool) {
 		if in.cfg.Interface != name {
 			continue
 		}
-		if !in.absent && up {
+		if !in.life.has(condAbsent) && up {
 			// Deleted and created again, as keepalived 2.2.7 follows
 			// (measured: FAULT while gone, BACKUP when back).
 			if l, err := e.nl.Link(name); err == nil && l.Index != in.ifIndex {
-				in.recreated = true
+				e.setCond(in, condRecreated, true, fmt.Sprintf("interface %s was created again (index %d, was %d)", name, l.Index, in.ifIndex))
 			}
 		}
-		rebuild = rebuild || in.absent || in.recreated
+		rebuild = rebuild || in.life.has(condAbsent) || in.life.has(condRecreated)
 	}
 	if rebuild {
 		e.checkAbsent(now)
@@ -811,11 +804,11 @@ func (e *Engine) checkAbsent(now time.Time) {
 	appeared := false
 	for _, name := range sortedKeys(e.instances) {
 		in := e.instances[name]
-		if !in.absent && !in.recreated {
+		if !in.life.has(condAbsent) && !in.life.has(condRecreated) {
 			continue
 		}
 		e.absentNext = now.Add(srcPoll)
-		appeared = appeared || in.recreated || e.linkExists(in.cfg.Interface)
+		appeared = appeared || in.life.has(condRecreated) || e.linkExists(in.cfg.Interface)
 	}
 	if !appeared {
 		return
@@ -939,7 +932,7 @@ func (e *Engine) contributions(in *instance) []Contribution {
 	// The instance's own interface: missing means fault, whatever
 	// dont_track_primary says (there is nothing to send on); down means
 	// fault, unless dont_track_primary.
-	if in.absent {
+	if in.life.has(condAbsent) {
 		out = append(out, Contribution{Source: "interface " + in.cfg.Interface, OK: false, Fault: true, Reason: "does not exist"})
 	} else if !in.cfg.DontTrackPrimary {
 		up := e.links[in.cfg.Interface]
@@ -951,7 +944,7 @@ func (e *Engine) contributions(in *instance) []Contribution {
 		out = append(out, Contribution{Source: "IPv6 source " + w.src.String(), OK: false, Fault: true,
 			Reason: "still tentative after " + in.cfg.Interface + " came back up (duplicate address detection)"})
 	}
-	if in.noSource {
+	if in.life.has(condNoSource) {
 		what := "IPv4 address"
 		if in.family != 4 {
 			what = "IPv6 link-local address"
@@ -1042,8 +1035,8 @@ func (e *Engine) effective(in *instance) (uint8, string) {
 		}
 		sum += c.Applied
 	}
-	if in.groupFault != "" {
-		faults = append(faults, in.groupFault)
+	if f := in.life.reason(condGroupFault); f != "" {
+		faults = append(faults, f)
 	}
 	p := base
 	if base < 255 {
@@ -1052,31 +1045,46 @@ func (e *Engine) effective(in *instance) (uint8, string) {
 	return uint8(p), strings.Join(faults, "; ")
 }
 
+// ownFault is why the instance itself must be in FAULT, its sync group
+// aside ("" when it need not): the faults effective reports but the
+// group's.
+func (e *Engine) ownFault(in *instance) string {
+	var faults []string
+	for _, c := range e.contributions(in) {
+		if c.Fault {
+			faults = append(faults, c.Source+" failing")
+		}
+	}
+	return strings.Join(faults, "; ")
+}
+
 // recomputeAll re-evaluates priorities and faults after a tracked input
 // changed, propagating faults through sync groups.
 func (e *Engine) recomputeAll(now time.Time) {
 	for _, g := range e.groups {
+		// A member's own faults, without the group's.
 		var bad []string
 		for _, m := range g.members {
-			m.groupFault = ""
-		}
-		for _, m := range g.members {
-			if _, f := e.effective(m); f != "" {
+			if e.ownFault(m) != "" {
 				bad = append(bad, m.cfg.Name)
 			}
 		}
-		if len(bad) > 0 {
-			for _, m := range g.members {
-				if !contains(bad, m.cfg.Name) {
-					m.groupFault = fmt.Sprintf("sync group %s: %s in fault", g.cfg.Name, strings.Join(bad, ", "))
+		for _, m := range g.members {
+			if len(bad) > 0 && !contains(bad, m.cfg.Name) {
+				e.setCond(m, condGroupFault, true, fmt.Sprintf("sync group %s: %s in fault", g.cfg.Name, strings.Join(bad, ", ")))
+			} else if m.life.has(condGroupFault) {
+				why := "sync group " + g.cfg.Name + ": no other member in fault"
+				if len(bad) > 0 {
+					why = "sync group " + g.cfg.Name + ": in fault itself"
 				}
+				e.setCond(m, condGroupFault, false, why)
 			}
 		}
 	}
 	for _, name := range sortedKeys(e.instances) {
 		in := e.instances[name]
-		if in.firstResult && !e.waits(in) {
-			in.firstResult = false
+		if in.life.has(condWaiting) && !e.waits(in) {
+			e.setCond(in, condWaiting, false, "the first results of its tracked scripts came")
 			prio, fault := e.effective(in)
 			e.do(in, now, in.fsm.Start(now, prio, fault))
 			continue

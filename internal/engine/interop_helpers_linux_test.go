@@ -15,11 +15,13 @@ package engine_test
 //	                                            TestInteropSeedScripts (the seed's file
 //	                                            itself on both sides)
 //	track_script, two scripts summed (000)    TestInteropSeedScripts; TestStoryMixedCluster
-//	vrrp_script before its first result       TestInteropFirstProbe (weight +30 and 0);
-//	  (keepalived's INIT state)                 TestInteropSyncGroupFirstProbe (a sync
+//	vrrp_script before its first result       TestFirstProbe (simulated, an engine as the
+//	  (keepalived's INIT state)                 master: weight +30 and 0);
+//	                                            TestInteropSyncGroupFirstProbe (a sync
 //	                                            group waits whole; SIGTERM during the wait)
 //	state BACKUP (000, 001)                   every interop test
-//	state MASTER (ipfailover)                 TestStateMasterWaits
+//	state MASTER (ipfailover)                 TestStateMasterWaits (simulated, an engine
+//	                                            as the higher master)
 //	interface, virtual_router_id              every interop test
 //	priority (equal priorities, 000)          TestInteropEqualPriority (address tie-break
 //	                                            after a partition, v2/v3, IPv4/IPv6,

@@ -18,7 +18,7 @@ import (
 // engineWith builds an engine whose tracked inputs are set by hand, to test
 // the priority arithmetic without sockets or netlink.
 func engineWith(scripts map[string]*keepalived.Script, status map[string]bool, links map[string]bool) *Engine {
-	e := &Engine{cfg: &keepalived.Config{Scripts: scripts}, trackers: map[string]*trackerEntry{}, links: links}
+	e := &Engine{cfg: &keepalived.Config{Scripts: scripts}, trackers: map[string]*trackerEntry{}, links: links, log: slog.New(slog.DiscardHandler)}
 	for name, ok := range status {
 		e.trackers[name] = &trackerEntry{spec: scripts[name], status: track.Status{Name: name, OK: ok}}
 	}
@@ -346,7 +346,8 @@ func TestRedefinedScriptKeepsItsState(t *testing.T) {
 func TestMissingInterfaceIsAFault(t *testing.T) {
 	for _, dontTrack := range []bool{false, true} {
 		e := engineWith(nil, nil, map[string]bool{"eth5": false})
-		in := &instance{absent: true, cfg: &keepalived.Instance{Name: "VI_1", Interface: "eth5", Priority: 100, DontTrackPrimary: dontTrack}}
+		in := &instance{cfg: &keepalived.Instance{Name: "VI_1", Interface: "eth5", Priority: 100, DontTrackPrimary: dontTrack}}
+		e.setCond(in, condAbsent, true, "interface eth5 does not exist")
 		if _, fault := e.effective(in); fault != "interface eth5 failing" {
 			t.Errorf("dont_track_primary %v: fault %q, want %q", dontTrack, fault, "interface eth5 failing")
 		}

@@ -25,10 +25,14 @@ type InstanceStatus struct {
 	Effective      int            `json:"effective_priority"`
 	Contributions  []Contribution `json:"contributions"`
 	Fault          string         `json:"fault,omitempty"`
-	LastTransition *Transition    `json:"last_transition,omitempty"`
-	Conflicts      []Conflict     `json:"conflicts,omitempty"`
-	AdvertsSent    uint64         `json:"adverts_sent"`
-	AdvertsRecv    uint64         `json:"adverts_received"`
+	// Lifecycle lists the lifecycle conditions the instance holds beside
+	// its state (absent, recreated, waiting, no-source, group-fault; none:
+	// running as configured).
+	Lifecycle      []string    `json:"lifecycle,omitempty"`
+	LastTransition *Transition `json:"last_transition,omitempty"`
+	Conflicts      []Conflict  `json:"conflicts,omitempty"`
+	AdvertsSent    uint64      `json:"adverts_sent"`
+	AdvertsRecv    uint64      `json:"adverts_received"`
 }
 
 // Transition is the last state change of an instance.
@@ -67,6 +71,7 @@ func (e *Engine) snapshot() []InstanceStatus {
 			Effective:      int(prio),
 			Contributions:  e.contributions(in),
 			Fault:          fault,
+			Lifecycle:      in.life.names(),
 			LastTransition: in.lastTransition,
 			AdvertsSent:    in.sent,
 			AdvertsRecv:    in.received,
