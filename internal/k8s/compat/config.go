@@ -50,9 +50,35 @@ func Read(metallbNS string, pools []IPAddressPool, advs []L2Advertisement, kubev
 	return c
 }
 
-// Empty reports whether there is no foreign pool: Services that name no
-// group are then left to whatever else serves load balancers.
-func (c *Config) Empty() bool { return len(c.Pools) == 0 }
+// AddKeepalived adds the keepalived-operator's KeepalivedGroups (nil: the
+// CRD is not installed) and the pools of OpenShift's Network (nil: none).
+func (c *Config) AddKeepalived(groups []KeepalivedGroup, network *OpenShiftNetwork) {
+	gs, probs := KeepalivedGroups(groups)
+	c.Groups = append(c.Groups, gs...)
+	c.Problems = append(c.Problems, probs...)
+	ps, probs := OpenShiftPools(network)
+	c.Pools = append(c.Pools, ps...)
+	c.Problems = append(c.Problems, probs...)
+}
+
+// Empty reports whether there is no foreign pool for Services that name
+// no group (MetalLB's or kube-vip's): those Services are then left to
+// whatever else serves load balancers. OpenShift's pools do not count:
+// OpenShift gives their addresses to such Services itself.
+func (c *Config) Empty() bool {
+	for _, p := range c.Pools {
+		if !p.openShift {
+			return false
+		}
+	}
+	return true
+}
+
+// OpenShiftAutoAssign reports whether OpenShift's autoAssignCIDRs are read.
+func (c *Config) OpenShiftAutoAssign() bool {
+	_, ok := c.Pool(OpenShiftAutoAssignPool)
+	return ok
+}
 
 // Pool returns the pool of the given allocator name.
 func (c *Config) Pool(name string) (Pool, bool) {
@@ -99,7 +125,7 @@ func (c *Config) PoolRequest(annotations map[string]string) (string, string, err
 func (c *Config) Candidates() []string {
 	var out []string
 	for _, p := range c.Pools {
-		if p.AutoAssign {
+		if p.AutoAssign && !p.openShift {
 			out = append(out, p.Name)
 		}
 	}
