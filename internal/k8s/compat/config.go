@@ -40,7 +40,7 @@ func Read(metallbNS string, pools []IPAddressPool, advs []L2Advertisement, kubev
 		c.Pools = append(c.Pools, ps...)
 		c.Problems = append(c.Problems, probs...)
 		if len(ps) > 0 {
-			c.Groups = append(c.Groups, Group{Ref: KubeVIPGroup(), Source: "ConfigMap " + KubeVIPConfigMapNamespace + "/" + KubeVIPConfigMapName})
+			c.Groups = append(c.Groups, Group{Ref: KubeVIPGroup(), Source: "ConfigMap " + KubeVIPConfigMapNamespace + "/" + KubeVIPConfigMapName, MadeFor: MadeForKubeVIP})
 		}
 	}
 	ps, gs, probs := MetalLB(pools, advs)

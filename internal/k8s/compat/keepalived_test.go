@@ -154,7 +154,7 @@ func TestOpenShiftPools(t *testing.T) {
 	}{
 		{name: "no externalIP", want: map[string][]string{}},
 		{name: "the seed: allowed and auto-assign the same block, host bits set",
-			ext: &ExternalIPConfig{AutoAssignCIDRs: []string{"198.18.6.33/27"}, Policy: &ExternalIPPolicy{AllowedCIDRs: []string{"198.18.6.33/27"}}},
+			ext:  &ExternalIPConfig{AutoAssignCIDRs: []string{"198.18.6.33/27"}, Policy: &ExternalIPPolicy{AllowedCIDRs: []string{"198.18.6.33/27"}}},
 			want: map[string][]string{OpenShiftAutoAssignPool: {"198.18.6.33-198.18.6.62"}}, auto: []string{OpenShiftAutoAssignPool}},
 		{name: "allowed less rejected and auto-assign",
 			ext: &ExternalIPConfig{AutoAssignCIDRs: []string{"198.18.6.64/28"}, Policy: &ExternalIPPolicy{
@@ -166,7 +166,7 @@ func TestOpenShiftPools(t *testing.T) {
 		{name: "policy without auto-assign", ext: &ExternalIPConfig{Policy: &ExternalIPPolicy{AllowedCIDRs: []string{"198.18.7.0/30"}}},
 			want: map[string][]string{OpenShiftAllowedPool: {"198.18.7.0-198.18.7.3"}}},
 		{name: "a bad block is reported", ext: &ExternalIPConfig{AutoAssignCIDRs: []string{"nonsense", "198.18.8.0/30"}},
-			want:  map[string][]string{OpenShiftAutoAssignPool: {"198.18.8.1-198.18.8.2"}}, auto: []string{OpenShiftAutoAssignPool},
+			want: map[string][]string{OpenShiftAutoAssignPool: {"198.18.8.1-198.18.8.2"}}, auto: []string{OpenShiftAutoAssignPool},
 			probs: []string{`Network cluster: spec.externalIP.autoAssignCIDRs[0] "nonsense": not a CIDR block (want e.g. 198.18.6.32/27)`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -102,7 +102,7 @@ func (c *Controller) reconcileService(ctx context.Context, req reconcile.Request
 	}
 	key := req.NamespacedName.String()
 	orig := svc.DeepCopy()
-	group, _, gerr := k8s.GroupOf(svc.Namespace, svc.Annotations)
+	group, groupFrom, gerr := k8s.GroupOf(svc.Namespace, svc.Annotations)
 	c.mu.Lock()
 	foreign := c.foreign
 	c.mu.Unlock()
@@ -153,6 +153,11 @@ func (c *Controller) reconcileService(ctx context.Context, req reconcile.Request
 				}
 			}
 			pc := poolChoice{name: strings.TrimSpace(svc.Annotations[k8s.PoolAnnotation]), from: k8s.PoolAnnotation}
+			if pc.name == "" && groupFrom == k8s.KeepalivedGroupAnnotation && foreign.OpenShiftAutoAssign() {
+				// As OpenShift gives keepalived-operator's Services
+				// their addresses: from its autoAssignCIDRs.
+				pc.candidates = []string{compat.OpenShiftAutoAssignPool}
+			}
 			if foreignMode {
 				name, from, err := foreign.PoolRequest(svc.Annotations)
 				if from == "" {
@@ -182,6 +187,13 @@ func (c *Controller) reconcileService(ctx context.Context, req reconcile.Request
 			if p == nil && shareWith == "" {
 				var probs []problem
 				newIPs, released, probs = c.allocate(&svc, pc)
+				if groupFrom == k8s.KeepalivedGroupAnnotation {
+					for i := range probs {
+						if probs[i].reason == ReasonNoPool {
+							probs[i].msg += "; " + c.openShiftHint(foreign)
+						}
+					}
+				}
 				if len(probs) > 0 {
 					p = &probs[0]
 					warnings = append(warnings, probs[1:]...)
@@ -473,6 +485,11 @@ func (c *Controller) externalIPs(svc *corev1.Service, group k8s.GroupRef, gerr e
 			continue
 		}
 		want[a] = true
+		if o, ok := c.alloc.Owner(a); ok && o == key {
+			// Its own load-balancer address: OpenShift writes the
+			// address it assigns to both status and spec.externalIPs.
+			continue
+		}
 		if _, err := c.alloc.Request(as, a); err != nil {
 			probs = append(probs, err.Error())
 			delete(want, a)
@@ -751,4 +768,20 @@ func (c *Controller) sharing(ctx context.Context, svc *corev1.Service, group k8s
 		}
 	}
 	return hk, ips, nil, nil
+}
+
+// openShiftHint says where a Service with the keepalived-operator's
+// annotation gets an address, and why it got none.
+func (c *Controller) openShiftHint(cfg compat.Config) string {
+	why := "the auto-assign pool of OpenShift's Network is in effect but gave none"
+	switch {
+	case c.opts.NoKeepalivedOperator:
+		why = "reading it is turned off (--read-keepalived-operator=false)"
+	case !c.openshift:
+		why = "its CRD (config.openshift.io/v1 Network) was not served when the controller started (restart the controller once it is)"
+	case !cfg.OpenShiftAutoAssign():
+		why = "Network " + compat.OpenShiftNetworkName + " has no valid spec.externalIP.autoAssignCIDRs"
+	}
+	return "keepalived-operator Services get their addresses from OpenShift's Network spec.externalIP.autoAssignCIDRs, as on OpenShift, and " + why +
+		": set autoAssignCIDRs, create an IPPool, give the Service spec.loadBalancerIP, or list its addresses in spec.externalIPs"
 }
