@@ -61,6 +61,17 @@ func (c *Config) AddKeepalived(groups []KeepalivedGroup, network *OpenShiftNetwo
 	c.Problems = append(c.Problems, probs...)
 }
 
+// MadeGroup reports whether the controller makes the VIPGroup ref for
+// foreign configuration, and for what.
+func (c *Config) MadeGroup(ref k8s.GroupRef) (string, bool) {
+	for _, g := range c.Groups {
+		if g.Ref == ref {
+			return g.Source, true
+		}
+	}
+	return "", false
+}
+
 // Empty reports whether there is no foreign pool for Services that name
 // no group (MetalLB's or kube-vip's): those Services are then left to
 // whatever else serves load balancers. OpenShift's pools do not count:

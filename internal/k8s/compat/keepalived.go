@@ -86,9 +86,6 @@ var globalDefsOnly = map[string]bool{
 type KeepalivedConversion struct {
 	// Spec is the VIPGroup's spec; valid only when Err is nil.
 	Spec v1alpha1.VIPGroupSpec
-	// Password names the Secret (in the group's namespace) and key that
-	// hold the VRRP password; nil without spec.passwordAuth.
-	Password *PasswordAuth
 	// Notes are fields that have no effect under vipstack (not
 	// implemented, or concerning the operator's own pods): the group is
 	// served all the same, and each is reported.
@@ -100,7 +97,7 @@ type KeepalivedConversion struct {
 // ConvertKeepalivedGroup turns a KeepalivedGroup into the spec of the
 // VIPGroup that serves it: nodeSelector, interface, unicastEnabled,
 // passwordAuth (VRRPv2 simple password, as the operator's keepalived
-// sends; the Secret is read by the caller), blacklistRouterIDs (VRIDs the
+// sends; the agents read the Secret), blacklistRouterIDs (VRIDs the
 // group never gets) and the verbatimConfig keys of verbatimKeys. What
 // vipstack does not implement, and what concerns the operator's own
 // DaemonSet (image, daemonsetAnnotations), is returned as Notes.
@@ -137,11 +134,13 @@ func ConvertKeepalivedGroup(g *KeepalivedGroup) KeepalivedConversion {
 		if p.SecretRef.Name == "" {
 			errs = append(errs, errors.New("spec.passwordAuth.secretRef.name: empty: want the name of a Secret in the group's namespace"))
 		}
-		pa := *p
-		if pa.SecretKey == "" {
-			pa.SecretKey = DefaultPasswordKey
+		key := p.SecretKey
+		if key == "" {
+			key = DefaultPasswordKey
 		}
-		out.Password = &pa
+		if p.SecretRef.Name != "" {
+			spec.AuthPassSecretRef = &v1alpha1.SecretKeyRef{Name: p.SecretRef.Name, Key: key}
+		}
 		// VRRP authentication exists in version 2 only; keepalived
 		// speaks 2 unless told otherwise, as the operator left it.
 		spec.VRRPVersion = 2
@@ -202,7 +201,7 @@ func KeepalivedGroups(groups []KeepalivedGroup) ([]Group, []Problem) {
 		for _, n := range c.Notes {
 			probs = append(probs, Problem{Kind: "KeepalivedGroup", Namespace: g.Namespace, Name: g.Name, Err: n})
 		}
-		out = append(out, Group{Ref: KeepalivedGroupRef(g), Spec: c.Spec, Password: c.Password,
+		out = append(out, Group{Ref: KeepalivedGroupRef(g), Spec: c.Spec,
 			Source: "KeepalivedGroup " + g.Namespace + "/" + g.Name, MadeFor: MadeForKeepalived})
 	}
 	return out, probs

@@ -16,13 +16,13 @@ func TestConvertKeepalivedGroup(t *testing.T) {
 	pw.SecretRef.Name = "vrrp"
 	pwDefault := &PasswordAuth{}
 	pwDefault.SecretRef.Name = "vrrp"
+	ref := func(key string) *v1alpha1.SecretKeyRef { return &v1alpha1.SecretKeyRef{Name: "vrrp", Key: key} }
 	for _, tc := range []struct {
-		name     string
-		spec     KeepalivedGroupSpec
-		want     v1alpha1.VIPGroupSpec
-		password *PasswordAuth
-		notes    []string // substrings, one per note, in order
-		err      string
+		name  string
+		spec  KeepalivedGroupSpec
+		want  v1alpha1.VIPGroupSpec
+		notes []string // substrings, one per note, in order
+		err   string
 	}{
 		{name: "the seed's group", spec: KeepalivedGroupSpec{Interface: "ens3",
 			NodeSelector: map[string]string{"node-role.kubernetes.io/loadbalancer": ""}, BlacklistRouterIDs: []int{2, 1, 2}},
@@ -31,10 +31,9 @@ func TestConvertKeepalivedGroup(t *testing.T) {
 		{name: "unicast", spec: KeepalivedGroupSpec{Interface: "eth0", UnicastEnabled: true},
 			want: v1alpha1.VIPGroupSpec{Interface: "eth0", Unicast: true}},
 		{name: "password auth speaks VRRPv2", spec: KeepalivedGroupSpec{Interface: "eth0", PasswordAuth: pw},
-			want: v1alpha1.VIPGroupSpec{Interface: "eth0", VRRPVersion: 2}, password: pw},
+			want: v1alpha1.VIPGroupSpec{Interface: "eth0", VRRPVersion: 2, AuthPassSecretRef: ref("pw")}},
 		{name: "password key defaults to password", spec: KeepalivedGroupSpec{Interface: "eth0", PasswordAuth: pwDefault},
-			want:     v1alpha1.VIPGroupSpec{Interface: "eth0", VRRPVersion: 2},
-			password: func() *PasswordAuth { p := *pwDefault; p.SecretKey = "password"; return &p }()},
+			want: v1alpha1.VIPGroupSpec{Interface: "eth0", VRRPVersion: 2, AuthPassSecretRef: ref("password")}},
 		{name: "verbatim vrrp_version", spec: KeepalivedGroupSpec{Interface: "eth0", VerbatimConfig: map[string]string{"vrrp_version": "2"}},
 			want: v1alpha1.VIPGroupSpec{Interface: "eth0", VRRPVersion: 2}},
 		{name: "verbatim keys not implemented and not applicable are notes",
@@ -80,9 +79,6 @@ func TestConvertKeepalivedGroup(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.want, got.Spec); diff != "" {
 				t.Errorf("spec (-want +got):\n%s", diff)
-			}
-			if diff := cmp.Diff(tc.password, got.Password); diff != "" {
-				t.Errorf("password (-want +got):\n%s", diff)
 			}
 			if len(got.Notes) != len(tc.notes) {
 				t.Fatalf("notes %v, want %d containing %q", got.Notes, len(tc.notes), tc.notes)

@@ -85,9 +85,6 @@ type Group struct {
 	Source string
 	// MadeFor is the value of the vipstack.io/made-for label (MadeFor*).
 	MadeFor string
-	// Password, for a KeepalivedGroup with spec.passwordAuth, names the
-	// Secret (in Ref's namespace) holding the VRRP password.
-	Password *PasswordAuth
 }
 
 // Problem is a piece of foreign configuration vipstack refuses, naming the

@@ -228,26 +228,50 @@ func (c *Controller) reconcileForeign(ctx context.Context, _ reconcile.Request) 
 		c.reported = problemsKey(report)
 	}
 	c.mu.Unlock()
+	// One Event per object and kind of problem, every problem in its
+	// note: the events API folds Events that differ only in their note
+	// into a series that keeps the first note.
+	type eventKey struct {
+		kind, ns, name string
+		refused        bool
+	}
+	var order []eventKey
+	notes := map[eventKey][]string{}
 	for _, p := range report {
-		c.log.Warn("foreign configuration refused", "err", p.Error())
+		msg := "foreign configuration has no effect"
+		if p.Refused || p.Kind != keepalivedGroupGVK.Kind {
+			msg = "foreign configuration refused"
+		}
+		c.log.Warn(msg, "err", p.Error())
+		k := eventKey{p.Kind, p.Namespace, p.Name, p.Refused}
+		if _, ok := notes[k]; !ok {
+			order = append(order, k)
+		}
+		notes[k] = append(notes[k], p.Err.Error())
+	}
+	for _, k := range order {
 		obj := &unstructured.Unstructured{}
 		reason := "NotImplemented"
-		switch p.Kind {
+		switch k.kind {
 		case "ConfigMap":
 			obj.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMap"))
 		case keepalivedGroupGVK.Kind:
 			obj.SetGroupVersionKind(keepalivedGroupGVK)
-			if p.Refused {
+			if k.refused {
 				reason = ReasonKeepalivedRefused
 			}
 		case networkGVK.Kind:
 			obj.SetGroupVersionKind(networkGVK)
 		default:
-			obj.SetGroupVersionKind(schema.GroupVersionKind{Group: compat.MetalLBGroup, Version: compat.MetalLBVersion, Kind: p.Kind})
+			obj.SetGroupVersionKind(schema.GroupVersionKind{Group: compat.MetalLBGroup, Version: compat.MetalLBVersion, Kind: k.kind})
 		}
-		obj.SetNamespace(p.Namespace)
-		obj.SetName(p.Name)
-		c.events.Eventf(obj, nil, corev1.EventTypeWarning, reason, "Read", "%v", p.Err)
+		obj.SetNamespace(k.ns)
+		obj.SetName(k.name)
+		note := strings.Join(notes[k], "; ")
+		if len(note) > maxNote {
+			note = note[:maxNote-len(" (more in the log)")] + " (more in the log)"
+		}
+		c.events.Eventf(obj, nil, corev1.EventTypeWarning, reason, "Read", "%s", note)
 	}
 	if c.keepalived {
 		if err := c.keepalivedConditions(ctx, cfg); err != nil {
@@ -274,13 +298,17 @@ func (c *Controller) reconcileForeign(ctx context.Context, _ reconcile.Request) 
 	return reconcile.Result{}, nil
 }
 
+// maxNote is the longest note an Event may have (events.k8s.io/v1).
+const maxNote = 1024
+
 // sourceAnnotation on a VIPGroup the controller made names the object it
 // was made for.
 const sourceAnnotation = "vipstack.io/made-from"
 
 func equalSpec(a, b v1alpha1.VIPGroupSpec) bool {
 	return maps.Equal(a.NodeSelector, b.NodeSelector) && a.Interface == b.Interface && a.Unicast == b.Unicast &&
-		a.VRRPVersion == b.VRRPVersion && a.AdvertIntervalMilliseconds == b.AdvertIntervalMilliseconds && slices.Equal(a.ExcludedVRIDs, b.ExcludedVRIDs)
+		a.VRRPVersion == b.VRRPVersion && a.AdvertIntervalMilliseconds == b.AdvertIntervalMilliseconds && slices.Equal(a.ExcludedVRIDs, b.ExcludedVRIDs) &&
+		(a.AuthPassSecretRef == nil) == (b.AuthPassSecretRef == nil) && (a.AuthPassSecretRef == nil || *a.AuthPassSecretRef == *b.AuthPassSecretRef)
 }
 
 func problemsKey(ps []compat.Problem) string {

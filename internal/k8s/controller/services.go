@@ -27,15 +27,18 @@ import (
 
 // Condition reasons on Services.
 const (
-	ReasonAllocated      = "Allocated"
-	ReasonReleased       = "Released"
-	ReasonPoolExhausted  = "PoolExhausted"
-	ReasonPoolForbidden  = "PoolForbidden"
-	ReasonIPInUse        = "IPInUse"
-	ReasonIPNotInPool    = "IPNotInPool"
-	ReasonNoPool         = "NoPool"
-	ReasonInvalidGroup   = "InvalidGroup"
-	ReasonGroupNotFound  = "GroupNotFound"
+	ReasonAllocated     = "Allocated"
+	ReasonReleased      = "Released"
+	ReasonPoolExhausted = "PoolExhausted"
+	ReasonPoolForbidden = "PoolForbidden"
+	ReasonIPInUse       = "IPInUse"
+	ReasonIPNotInPool   = "IPNotInPool"
+	ReasonNoPool        = "NoPool"
+	ReasonInvalidGroup  = "InvalidGroup"
+	ReasonGroupNotFound = "GroupNotFound"
+	// ReasonGroupPending: the Service names a VIPGroup the controller is
+	// making for foreign configuration (a KeepalivedGroup); no Warning.
+	ReasonGroupPending   = "GroupPending"
 	ReasonNoGroup        = "NoGroup"
 	ReasonInvalidRequest = "InvalidRequest"
 	ReasonAllowed        = "Allowed"
@@ -150,6 +153,11 @@ func (c *Controller) reconcileService(ctx context.Context, req reconcile.Request
 						return reconcile.Result{}, err
 					}
 					p = &problem{ReasonGroupNotFound, fmt.Sprintf("VIPGroup %s does not exist (named by the Service's annotation); addresses already held are kept", group)}
+					if src, ok := foreign.MadeGroup(group); ok {
+						// The foreign reconciler is making it: not a
+						// mistake of the Service's, so no Warning.
+						p = &problem{ReasonGroupPending, fmt.Sprintf("VIPGroup %s is being made for %s; addresses already held are kept", group, src)}
+					}
 				}
 			}
 			pc := poolChoice{name: strings.TrimSpace(svc.Annotations[k8s.PoolAnnotation]), from: k8s.PoolAnnotation}
@@ -221,7 +229,7 @@ func (c *Controller) reconcileService(ctx context.Context, req reconcile.Request
 			if p != nil {
 				cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, p.reason, p.msg
 				switch p.reason {
-				case ReasonPoolExhausted, ReasonNoPool, ReasonPoolForbidden, ReasonIPInUse, ReasonIPNotInPool:
+				case ReasonPoolExhausted, ReasonNoPool, ReasonPoolForbidden, ReasonIPInUse, ReasonIPNotInPool, ReasonGroupPending:
 					// A release or a pool change may resolve it.
 					wait = true
 				}
@@ -234,7 +242,7 @@ func (c *Controller) reconcileService(ctx context.Context, req reconcile.Request
 				cond.Message = fmt.Sprintf("holds %s from group %s", joinAddrs(ips), group)
 			}
 			old := findCondition(orig.Status.Conditions, cond.Type)
-			if p != nil && (old == nil || old.Reason != p.reason || old.Message != p.msg) {
+			if p != nil && p.reason != ReasonGroupPending && (old == nil || old.Reason != p.reason || old.Message != p.msg) {
 				warnings = append([]problem{*p}, warnings...)
 			}
 			meta.SetStatusCondition(&svc.Status.Conditions, cond)
