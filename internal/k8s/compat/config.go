@@ -154,6 +154,9 @@ func SharingKey(annotations map[string]string) (string, string) {
 	return "", ""
 }
 
+// OpenShift reports whether the pool was read from OpenShift's Network.
+func (p Pool) OpenShift() bool { return p.openShift }
+
 // InPool reports whether a lies in a foreign pool.
 func (c *Config) InPool(a netip.Addr) (Pool, bool) {
 	for _, p := range c.Pools {

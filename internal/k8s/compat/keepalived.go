@@ -214,3 +214,24 @@ const (
 	MadeForKubeVIP    = "kube-vip"
 	MadeForKeepalived = "keepalived-operator"
 )
+
+// The keepalived-operator's Service annotations that vipstack does not
+// implement (its keepalivedgroup annotation is k8s.KeepalivedGroupAnnotation).
+const (
+	SpreadVIPsAnnotation     = "keepalived-operator.redhat-cop.io/spreadvips"
+	VerbatimConfigAnnotation = "keepalived-operator.redhat-cop.io/verbatimconfig"
+)
+
+// KeepalivedServiceNotes says which of the keepalived-operator's Service
+// annotations have no effect under vipstack, each with what it would
+// have done; nil when none is present.
+func KeepalivedServiceNotes(annotations map[string]string) []string {
+	var out []string
+	if v, ok := annotations[SpreadVIPsAnnotation]; ok {
+		out = append(out, fmt.Sprintf("annotation %s %q: not implemented by vipstack (one VRRP instance per address, spread over the nodes); the group's nodes share the Service's addresses by vipstack's own layout", SpreadVIPsAnnotation, v))
+	}
+	if v, ok := annotations[VerbatimConfigAnnotation]; ok {
+		out = append(out, fmt.Sprintf("annotation %s %q: not implemented by vipstack (keepalived keys for the Service's instance); set the group's VRRP settings on its VIPGroup or KeepalivedGroup", VerbatimConfigAnnotation, v))
+	}
+	return out
+}

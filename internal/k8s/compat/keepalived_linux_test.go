@@ -262,7 +262,8 @@ func TestMigrateFromKeepalivedOperator(t *testing.T) {
 	// network address left out, as OpenShift does).
 	f := false
 	fresh := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: k8slab.ServiceNamespace, Name: "fresh",
-		Annotations: map[string]string{"keepalived-operator.redhat-cop.io/keepalivedgroup": kaNamespace + "/" + kaName}},
+		Annotations: map[string]string{"keepalived-operator.redhat-cop.io/keepalivedgroup": kaNamespace + "/" + kaName,
+			compat.SpreadVIPsAnnotation: "true"}},
 		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, AllocateLoadBalancerNodePorts: &f, Ports: []corev1.ServicePort{{Port: 8080}}}}
 	if err := admin.Create(ctx, fresh); err != nil {
 		t.Fatal(err)
@@ -298,6 +299,19 @@ func TestMigrateFromKeepalivedOperator(t *testing.T) {
 			return nil
 		})
 	}
+	// spreadvips is not implemented: said on the Service, which is
+	// served all the same.
+	testutil.Eventually(t, 30*time.Second, func() error {
+		var s corev1.Service
+		if err := admin.Get(ctx, client.ObjectKeyFromObject(fresh), &s); err != nil {
+			return err
+		}
+		c := meta.FindStatusCondition(s.Status.Conditions, v1alpha1.ServiceConditionKeepalivedAnnotations)
+		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != controller.ReasonNotImplemented || !strings.Contains(c.Message, compat.SpreadVIPsAnnotation) {
+			return fmt.Errorf("Service fresh: condition %s %+v", v1alpha1.ServiceConditionKeepalivedAnnotations, c)
+		}
+		return nil
+	})
 	// No Warning on the seed's Service.
 	var evs eventsv1.EventList
 	if err := admin.List(ctx, &evs, client.InNamespace(k8slab.ServiceNamespace)); err != nil {
@@ -343,6 +357,41 @@ func TestMigrateFromKeepalivedOperator(t *testing.T) {
 		}
 		return nil
 	})
+	// A restart of the controller moves nothing; the next Service gets
+	// the next address of autoAssignCIDRs.
+	if err := l.KillController(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.StartController(); err != nil {
+		t.Fatal(err)
+	}
+	next := fresh.DeepCopy()
+	next.ObjectMeta = metav1.ObjectMeta{Namespace: k8slab.ServiceNamespace, Name: "after-restart", Annotations: map[string]string{
+		"keepalived-operator.redhat-cop.io/keepalivedgroup": kaNamespace + "/" + kaName}}
+	next.Spec.ClusterIP, next.Spec.ClusterIPs = "", nil
+	if err := admin.Create(ctx, next); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 30*time.Second, func() error {
+		if err := admin.Get(ctx, client.ObjectKeyFromObject(next), next); err != nil {
+			return err
+		}
+		if got := ingressIPs(next); !slices.Equal(got, []string{"198.18.0.130"}) {
+			return fmt.Errorf("after-restart: status %v, want [198.18.0.130]", got)
+		}
+		return nil
+	})
+	for name, want := range map[string]string{"demo": "198.18.0.140", "fresh": "198.18.0.129"} {
+		var s corev1.Service
+		if err := admin.Get(ctx, client.ObjectKey{Namespace: k8slab.ServiceNamespace, Name: name}, &s); err != nil {
+			t.Fatal(err)
+		}
+		if got := ingressIPs(&s); !slices.Equal(got, []string{want}) {
+			t.Errorf("Service %s after the controller's restart: %v, want [%s]", name, got, want)
+		}
+	}
+	addrs = append(addrs, netip.MustParseAddr("198.18.0.130"))
+
 	vrids := map[uint8]bool{}
 	for _, in := range group.Status.Instances {
 		vrids[uint8(in.VRID)] = true

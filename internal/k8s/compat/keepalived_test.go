@@ -205,3 +205,29 @@ func TestOpenShiftPools(t *testing.T) {
 		})
 	}
 }
+
+func TestKeepalivedServiceNotes(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		ann  map[string]string
+		want []string // substrings, one per note
+	}{
+		{name: "only the group", ann: map[string]string{"keepalived-operator.redhat-cop.io/keepalivedgroup": "ns/g"}},
+		{name: "spreadvips", ann: map[string]string{SpreadVIPsAnnotation: "true"},
+			want: []string{`annotation keepalived-operator.redhat-cop.io/spreadvips "true": not implemented by vipstack`}},
+		{name: "both", ann: map[string]string{SpreadVIPsAnnotation: "false", VerbatimConfigAnnotation: `{"track_src_ip": ""}`},
+			want: []string{"spreadvips \"false\"", `verbatimconfig "{\"track_src_ip\": \"\"}": not implemented by vipstack (keepalived keys for the Service's instance)`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := KeepalivedServiceNotes(tc.ann)
+			if len(got) != len(tc.want) {
+				t.Fatalf("notes %q, want %d", got, len(tc.want))
+			}
+			for i := range got {
+				if !strings.Contains(got[i], tc.want[i]) {
+					t.Errorf("note %d %q, want one containing %q", i, got[i], tc.want[i])
+				}
+			}
+		})
+	}
+}

@@ -38,7 +38,10 @@ const (
 	ReasonGroupNotFound = "GroupNotFound"
 	// ReasonGroupPending: the Service names a VIPGroup the controller is
 	// making for foreign configuration (a KeepalivedGroup); no Warning.
-	ReasonGroupPending   = "GroupPending"
+	ReasonGroupPending = "GroupPending"
+	// ReasonNotImplemented: an annotation of another load balancer
+	// vipstack does not implement.
+	ReasonNotImplemented = "NotImplemented"
 	ReasonNoGroup        = "NoGroup"
 	ReasonInvalidRequest = "InvalidRequest"
 	ReasonAllowed        = "Allowed"
@@ -144,6 +147,10 @@ func (c *Controller) reconcileService(ctx context.Context, req reconcile.Request
 			if hasCondition(svc.Status.Conditions, v1alpha1.ServiceConditionAllocated) {
 				svc.Status.LoadBalancer.Ingress = nil
 				meta.RemoveStatusCondition(&svc.Status.Conditions, v1alpha1.ServiceConditionAllocated)
+			} else {
+				// An address OpenShift auto-assigned to it stays reserved,
+				// so no Service of ours is given it too.
+				released = c.keepOpenShift(key, &svc, foreign, released)
 			}
 		} else {
 			if p == nil && !foreignMode {
@@ -267,6 +274,18 @@ func (c *Controller) reconcileService(ctx context.Context, req reconcile.Request
 		meta.SetStatusCondition(&svc.Status.Conditions, cond)
 	} else {
 		meta.RemoveStatusCondition(&svc.Status.Conditions, v1alpha1.ServiceConditionSharing)
+	}
+	// The keepalived-operator's annotations vipstack lacks: said, never
+	// passed over.
+	if notes := compat.KeepalivedServiceNotes(svc.Annotations); len(notes) > 0 && !group.IsZero() && svc.DeletionTimestamp == nil {
+		cond := metav1.Condition{Type: v1alpha1.ServiceConditionKeepalivedAnnotations, Status: metav1.ConditionFalse, Reason: ReasonNotImplemented,
+			Message: strings.Join(notes, "; ") + "; the Service's addresses are served all the same", ObservedGeneration: svc.Generation, LastTransitionTime: now}
+		if old := findCondition(orig.Status.Conditions, cond.Type); old == nil || old.Message != cond.Message {
+			warnings = append(warnings, problem{ReasonNotImplemented, cond.Message})
+		}
+		meta.SetStatusCondition(&svc.Status.Conditions, cond)
+	} else {
+		meta.RemoveStatusCondition(&svc.Status.Conditions, v1alpha1.ServiceConditionKeepalivedAnnotations)
 	}
 	if isOurLB(&svc) {
 		// Done above.
@@ -792,4 +811,25 @@ func (c *Controller) openShiftHint(cfg compat.Config) string {
 	}
 	return "keepalived-operator Services get their addresses from OpenShift's Network spec.externalIP.autoAssignCIDRs, as on OpenShift, and " + why +
 		": set autoAssignCIDRs, create an IPPool, give the Service spec.loadBalancerIP, or list its addresses in spec.externalIPs"
+}
+
+// keepOpenShift reserves for key the addresses of svc's status that lie
+// in OpenShift's pools (OpenShift gave them: the Service is not ours),
+// and returns released without them.
+func (c *Controller) keepOpenShift(key string, svc *corev1.Service, cfg compat.Config, released []netip.Addr) []netip.Addr {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, ing := range svc.Status.LoadBalancer.Ingress {
+		a, err := netip.ParseAddr(ing.IP)
+		if err != nil {
+			continue
+		}
+		if p, ok := cfg.InPool(a); !ok || !p.OpenShift() {
+			continue
+		}
+		if c.alloc.Reserve(key, a) == nil {
+			released = slices.DeleteFunc(released, func(r netip.Addr) bool { return r == a })
+		}
+	}
+	return released
 }

@@ -158,6 +158,11 @@ const (
 	// annotation: True (reason ServiceReasonShared) while it shares the
 	// address another Service holds, False while it holds its own.
 	ServiceConditionSharing = "vipstack.io/IPShared"
+	// ServiceConditionKeepalivedAnnotations on a Service with the
+	// keepalived-operator's spreadvips or verbatimconfig annotation,
+	// which vipstack does not implement: False (reason NotImplemented),
+	// naming each.
+	ServiceConditionKeepalivedAnnotations = "vipstack.io/KeepalivedAnnotations"
 	// ServiceReasonShared is the reason of a True
 	// ServiceConditionAllocated (and ServiceConditionSharing) on a Service
 	// that shares another's address: the agents leave that address to the
