@@ -139,6 +139,19 @@ func leaveKeepalived(t *testing.T) func(ctx context.Context, admin client.Client
 		if err := mk("demo", corev1.ServiceTypeLoadBalancer, []string{"198.18.0.140"}, "198.18.0.140"); err != nil {
 			return err
 		}
+		// A Service of no group that OpenShift gave an address of
+		// autoAssignCIDRs: not vipstack's, and its address is given to
+		// no other Service.
+		own := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: k8slab.ServiceNamespace, Name: "openshift-own"},
+			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, AllocateLoadBalancerNodePorts: &f,
+				Ports: []corev1.ServicePort{{Port: 8080}}, ExternalIPs: []string{"198.18.0.130"}}}
+		if err := admin.Create(ctx, own); err != nil {
+			return err
+		}
+		own.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "198.18.0.130"}}
+		if err := admin.Status().Update(ctx, own); err != nil {
+			return err
+		}
 		// externalIPs set by hand (within allowedCIDRs): the operator
 		// announces them too.
 		return mk("ext", corev1.ServiceTypeClusterIP, []string{"198.18.0.70"}, "")
@@ -358,7 +371,7 @@ func TestMigrateFromKeepalivedOperator(t *testing.T) {
 		return nil
 	})
 	// A restart of the controller moves nothing; the next Service gets
-	// the next address of autoAssignCIDRs.
+	// the next free address of autoAssignCIDRs (.130 is openshift-own's).
 	if err := l.KillController(); err != nil {
 		t.Fatal(err)
 	}
@@ -376,12 +389,12 @@ func TestMigrateFromKeepalivedOperator(t *testing.T) {
 		if err := admin.Get(ctx, client.ObjectKeyFromObject(next), next); err != nil {
 			return err
 		}
-		if got := ingressIPs(next); !slices.Equal(got, []string{"198.18.0.130"}) {
-			return fmt.Errorf("after-restart: status %v, want [198.18.0.130]", got)
+		if got := ingressIPs(next); !slices.Equal(got, []string{"198.18.0.131"}) {
+			return fmt.Errorf("after-restart: status %v, want [198.18.0.131]", got)
 		}
 		return nil
 	})
-	for name, want := range map[string]string{"demo": "198.18.0.140", "fresh": "198.18.0.129"} {
+	for name, want := range map[string]string{"demo": "198.18.0.140", "fresh": "198.18.0.129", "openshift-own": "198.18.0.130"} {
 		var s corev1.Service
 		if err := admin.Get(ctx, client.ObjectKey{Namespace: k8slab.ServiceNamespace, Name: name}, &s); err != nil {
 			t.Fatal(err)
@@ -390,7 +403,16 @@ func TestMigrateFromKeepalivedOperator(t *testing.T) {
 			t.Errorf("Service %s after the controller's restart: %v, want [%s]", name, got, want)
 		}
 	}
-	addrs = append(addrs, netip.MustParseAddr("198.18.0.130"))
+	var ownSvc corev1.Service
+	if err := admin.Get(ctx, client.ObjectKey{Namespace: k8slab.ServiceNamespace, Name: "openshift-own"}, &ownSvc); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range ownSvc.Status.Conditions {
+		if strings.HasPrefix(c.Type, "vipstack.io/") {
+			t.Errorf("Service openshift-own, of no group, has the condition %+v", c)
+		}
+	}
+	addrs = append(addrs, netip.MustParseAddr("198.18.0.131"))
 
 	vrids := map[uint8]bool{}
 	for _, in := range group.Status.Instances {
