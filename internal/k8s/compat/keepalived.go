@@ -113,9 +113,9 @@ func ConvertKeepalivedGroup(g *KeepalivedGroup) KeepalivedConversion {
 		if _, err := netip.ParseAddr(s.InterfaceFromIP); err != nil {
 			errs = append(errs, fmt.Errorf("spec.interfaceFromIP %q: not an IP address", s.InterfaceFromIP))
 		} else if s.Interface != "" {
-			out.Notes = append(out.Notes, fmt.Errorf("spec.interfaceFromIP %s: not implemented by vipstack (the interface routing to an address); spec.interface %s is used", s.InterfaceFromIP, s.Interface))
+			out.Notes = append(out.Notes, fmt.Errorf("spec.interfaceFromIP %s: not implemented by vipstack (the interface used to reach an address); spec.interface %s is used", s.InterfaceFromIP, s.Interface))
 		} else {
-			out.Notes = append(out.Notes, fmt.Errorf("spec.interfaceFromIP %s: not implemented by vipstack (the interface routing to an address); the interface holding each node's InternalIP is used instead; set spec.interface to choose one", s.InterfaceFromIP))
+			out.Notes = append(out.Notes, fmt.Errorf("spec.interfaceFromIP %s: not implemented by vipstack (the interface used to reach an address); the interface holding each node's InternalIP is used instead; set spec.interface to choose one", s.InterfaceFromIP))
 		}
 	}
 	seen := map[int]bool{}

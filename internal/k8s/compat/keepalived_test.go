@@ -49,7 +49,7 @@ func TestConvertKeepalivedGroup(t *testing.T) {
 				"spec.daemonsetAnnotations a, b: annotations of the operator's DaemonSet; not applicable"}},
 		{name: "interfaceFromIP without interface", spec: KeepalivedGroupSpec{InterfaceFromIP: "198.18.0.1"},
 			want:  v1alpha1.VIPGroupSpec{},
-			notes: []string{"spec.interfaceFromIP 198.18.0.1: not implemented by vipstack (the interface routing to an address); the interface holding each node's InternalIP is used"}},
+			notes: []string{"spec.interfaceFromIP 198.18.0.1: not implemented by vipstack (the interface used to reach an address); the interface holding each node's InternalIP is used"}},
 		{name: "interfaceFromIP with interface", spec: KeepalivedGroupSpec{Interface: "eth1", InterfaceFromIP: "198.18.0.1"},
 			want:  v1alpha1.VIPGroupSpec{Interface: "eth1"},
 			notes: []string{"spec.interface eth1 is used"}},
