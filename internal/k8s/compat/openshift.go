@@ -49,7 +49,8 @@ type ExternalIPPolicy struct {
 
 // OpenShiftPools reads spec.externalIP of OpenShift's Network as two
 // pools that no group serves by themselves (the Services name their
-// group, keepalived-operator's annotation): autoAssignCIDRs, auto-assign,
+// group, keepalived-operator's annotation): autoAssignCIDRs, from which
+// the controller gives addresses to the Services with that annotation,
 // without the network and broadcast addresses of IPv4 blocks (OpenShift
 // gives neither), and policy.allowedCIDRs less rejectedCIDRs and the
 // auto-assign blocks (pools may not overlap), for the spec.externalIPs
@@ -90,7 +91,10 @@ func OpenShiftPools(n *OpenShiftNetwork) ([]Pool, []Problem) {
 	var out []Pool
 	auto := parse("spec.externalIP.autoAssignCIDRs", ext.AutoAssignCIDRs, true)
 	if len(auto) > 0 {
-		out = append(out, Pool{Pool: allocator.Pool{Name: OpenShiftAutoAssignPool, Ranges: auto, AutoAssign: true},
+		// Not AutoAssign in the allocator: it gives addresses only to
+		// the Services that name a KeepalivedGroup (the controller lists
+		// it as their candidate), never to other Services of a group.
+		out = append(out, Pool{Pool: allocator.Pool{Name: OpenShiftAutoAssignPool, Ranges: auto},
 			Source: src + " spec.externalIP.autoAssignCIDRs", openShift: true})
 	}
 	if ext.Policy != nil {
