@@ -161,7 +161,7 @@ func TestOpenShiftPools(t *testing.T) {
 		{name: "policy without auto-assign", ext: &ExternalIPConfig{Policy: &ExternalIPPolicy{AllowedCIDRs: []string{"198.18.7.0/30"}}},
 			want: map[string][]string{OpenShiftAllowedPool: {"198.18.7.0-198.18.7.3"}}},
 		{name: "a bad block is reported", ext: &ExternalIPConfig{AutoAssignCIDRs: []string{"nonsense", "198.18.8.0/30"}},
-			want: map[string][]string{OpenShiftAutoAssignPool: {"198.18.8.1-198.18.8.2"}},
+			want:  map[string][]string{OpenShiftAutoAssignPool: {"198.18.8.1-198.18.8.2"}},
 			probs: []string{`Network cluster: spec.externalIP.autoAssignCIDRs[0] "nonsense": not a CIDR block (want e.g. 198.18.6.32/27)`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
