@@ -38,6 +38,7 @@ func runController(ctx context.Context, args []string, stdout, stderr io.Writer)
 		qps         = fs.Float64("qps", 200, "API requests per second the controller may send")
 		metallbNS   = fs.String("metallb-namespace", controller.DefaultMetalLBNamespace, "namespace of MetalLB's IPAddressPools and L2Advertisements, read when MetalLB's CRDs are installed")
 		foreign     = fs.Bool("read-metallb-kube-vip", true, "serve Services that name no group from MetalLB's and kube-vip's pools (docs/install.md, Migrating)")
+		keepalived  = fs.Bool("read-keepalived-operator", true, "serve keepalived-operator's KeepalivedGroups and read OpenShift's Network externalIP CIDRs, when their CRDs are installed (docs/kubernetes.md)")
 	)
 	logLevel := addLogLevel(fs, "vipstack controller", "")
 	if !parseNoArgs(fs, args, stderr) {
@@ -65,7 +66,7 @@ func runController(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return 1
 	}
 	if _, err := controller.Setup(mgr, controller.Options{Logger: log, ExcludedVRIDs: vrids, Workers: *workers,
-		Registry: crmetrics.Registry, MetalLBNamespace: *metallbNS, NoForeign: !*foreign}); err != nil {
+		Registry: crmetrics.Registry, MetalLBNamespace: *metallbNS, NoForeign: !*foreign, NoKeepalivedOperator: !*keepalived}); err != nil {
 		fmt.Fprintf(stderr, "vipstack controller: %v\n", err)
 		return 1
 	}

@@ -92,7 +92,10 @@ type Agent struct {
 	opts   Options
 	log    *slog.Logger
 	reader client.Reader
-	cache  interface {
+	// secrets reads the Secrets of VRRP passwords straight from the API
+	// (not cached: the agent would otherwise watch every Secret).
+	secrets client.Reader
+	cache   interface {
 		WaitForCacheSync(context.Context) bool
 	}
 	m *agentMetrics
@@ -135,7 +138,7 @@ func New(mgr manager.Manager, o Options) (*Agent, error) {
 	if o.Interfaces == nil {
 		o.Interfaces = HostInterfaces{}
 	}
-	a := &Agent{opts: o, log: o.Logger, reader: mgr.GetClient(), cache: mgr.GetCache(), m: newAgentMetrics(o.Registry)}
+	a := &Agent{opts: o, log: o.Logger, reader: mgr.GetClient(), secrets: mgr.GetAPIReader(), cache: mgr.GetCache(), m: newAgentMetrics(o.Registry)}
 	all := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
 		return []reconcile.Request{planKey}
 	})
@@ -183,13 +186,37 @@ func (a *Agent) reconcile(ctx context.Context, _ reconcile.Request) (reconcile.R
 		}
 		a.m.reloads.WithLabelValues("ok").Inc()
 	}
+	if a.usesPassword(ctx) {
+		// Secrets are not watched: a changed password is read again
+		// within passwordRecheck.
+		return reconcile.Result{RequeueAfter: passwordRecheck}, nil
+	}
 	return reconcile.Result{}, nil
+}
+
+// passwordRecheck is how often an agent whose plan uses a VRRP password
+// reads the Secrets again.
+const passwordRecheck = time.Minute
+
+// usesPassword reports whether a group names a password Secret (whether
+// or not it could be read: one created later is read then too).
+func (a *Agent) usesPassword(ctx context.Context) bool {
+	var groups v1alpha1.VIPGroupList
+	if err := a.reader.List(ctx, &groups); err != nil {
+		return true
+	}
+	for _, g := range groups.Items {
+		if g.Spec.AuthPassSecretRef != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // refresh computes the plan from the cache; it reports whether the
 // configuration changed.
 func (a *Agent) refresh(ctx context.Context) (bool, error) {
-	views, warns, err := Views(ctx, a.reader, a.opts.Node, a.opts.Interfaces)
+	views, warns, err := Views(ctx, a.reader, a.opts.Node, a.opts.Interfaces, a.secrets)
 	if err != nil {
 		return false, err
 	}

@@ -18,6 +18,8 @@ type GroupView struct {
 	Unicast   bool
 	Version   int // 2 or 3; IPv6 instances always use 3
 	Interval  time.Duration
+	// AuthPass is the VRRPv2 simple password ("": none).
+	AuthPass string
 	// Instances are the group's instances with their VRIDs, from its
 	// status (the controller's choice; agents never pick VRIDs).
 	Instances []k8s.Instance
@@ -48,6 +50,7 @@ type Instance struct {
 	Version   int
 	Interval  time.Duration
 	Priority  uint8
+	AuthPass  string       // VRRPv2 simple password; "": none
 	Src       netip.Addr   // unicast source; zero in multicast mode
 	Peers     []netip.Addr // unicast peers; nil in multicast mode
 	VIPs      []netip.Addr // sorted
@@ -169,6 +172,9 @@ func PlanNode(node string, groups []GroupView) (Plan, []string) {
 			}
 			inst := Instance{Name: name, Group: g.Key, Instance: gi.Name, Interface: g.Interface, VRID: gi.VRID, Family: k.fam,
 				Version: ver, Interval: g.Interval, Priority: k8s.Priority(gi, node)}
+			if ver == 2 {
+				inst.AuthPass = g.AuthPass // VRRPv3 (and so IPv6) has no authentication
+			}
 			wanted := len(vips[k])
 			for _, a := range sortedAddrs(vips[k]) {
 				if other, dup := held[a]; dup {
@@ -258,6 +264,9 @@ func (p Plan) Model() *keepalived.Config {
 		ki := cfg.NewInstance(in.Name)
 		ki.Interface, ki.VRID, ki.Priority = in.Interface, uint8(in.VRID), in.Priority
 		ki.Version, ki.AdvertInterval = in.Version, in.Interval
+		if in.AuthPass != "" {
+			ki.AuthType, ki.AuthPass = "PASS", in.AuthPass
+		}
 		if in.Peers != nil {
 			ki.UnicastSrcIP = in.Src
 			if len(in.Peers) > 0 { // nil when empty, as the reader leaves it

@@ -234,3 +234,35 @@ func TestPlanNodeNewGroup(t *testing.T) {
 		})
 	}
 }
+
+// TestPlanNodePassword: a group with a VRRP password (a KeepalivedGroup's
+// passwordAuth) speaks VRRPv2 with keepalived's auth_type PASS on its
+// IPv4 instances; its IPv6 instances speak VRRPv3, which has no
+// authentication. The configuration passes the keepalived reader's
+// checks.
+func TestPlanNodePassword(t *testing.T) {
+	g := testGroups()[0]
+	g.Version, g.AuthPass = 2, "s3cret"
+	p, _ := PlanNode("n1", []GroupView{g})
+	cfg, err := p.Config()
+	if err != nil {
+		t.Fatal(err)
+	}
+	v4, v6 := 0, 0
+	for _, in := range cfg.Instances {
+		switch {
+		case in.Version == 2 && in.AuthType == "PASS" && in.AuthPass == "s3cret":
+			v4++
+		case in.Version == 3 && in.AuthType == "" && in.AuthPass == "":
+			v6++
+		default:
+			t.Errorf("instance %s: version %d, auth %q %q", in.Name, in.Version, in.AuthType, in.AuthPass)
+		}
+	}
+	if v4 == 0 || v6 == 0 {
+		t.Errorf("%d VRRPv2 instances with the password, %d VRRPv3 without; want some of each", v4, v6)
+	}
+	if text := p.Render(); !strings.Contains(text, "auth_pass s3cret") {
+		t.Errorf("rendered configuration has no auth_pass:\n%s", text)
+	}
+}

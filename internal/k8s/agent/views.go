@@ -60,8 +60,14 @@ func (HostInterfaces) Holding(addr netip.Addr) (string, error) {
 // of the Services that name it, the nodes' InternalIPs and, for Local
 // Services, the nodes with a ready endpoint. Groups whose interface does
 // not exist here are left out with a warning, so one wrong group never
-// stops the others.
-func Views(ctx context.Context, r client.Reader, node string, ifs Interfaces) ([]GroupView, []string, error) {
+// stops the others. The VRRP passwords of groups with authPassSecretRef
+// are read through secrets (nil: r), so that the agent need not cache
+// every Secret of the cluster; a group whose password cannot be read is
+// left out with a warning (running it without would split it).
+func Views(ctx context.Context, r client.Reader, node string, ifs Interfaces, secrets client.Reader) ([]GroupView, []string, error) {
+	if secrets == nil {
+		secrets = r
+	}
 	var warns []string
 	var groups v1alpha1.VIPGroupList
 	if err := r.List(ctx, &groups); err != nil {
@@ -151,6 +157,14 @@ func Views(ctx context.Context, r client.Reader, node string, ifs Interfaces) ([
 		}
 		v := GroupView{Key: key, Interface: iface, Unicast: g.Spec.Unicast, Version: g.Spec.Version(),
 			Interval: g.Spec.Interval(), NodeAddrs: addrs}
+		if ref := g.Spec.AuthPassSecretRef; ref != nil {
+			pass, err := password(ctx, secrets, g.Namespace, ref)
+			if err != nil {
+				warns = append(warns, fmt.Sprintf("group %s is not served: %v", key, err))
+				continue
+			}
+			v.AuthPass = pass
+		}
 		for _, in := range g.Status.Instances {
 			v.Instances = append(v.Instances, k8s.Instance{Name: in.Name, VRID: int(in.VRID), Node: in.Node, Service: in.Service})
 		}
@@ -202,4 +216,20 @@ func vipsOf(s *corev1.Service, ready map[string][]string) []VIP {
 		}
 	}
 	return out
+}
+
+// password reads the VRRP password of a group from its Secret.
+func password(ctx context.Context, r client.Reader, ns string, ref *v1alpha1.SecretKeyRef) (string, error) {
+	var sec corev1.Secret
+	if err := r.Get(ctx, client.ObjectKey{Namespace: ns, Name: ref.Name}, &sec); err != nil {
+		return "", fmt.Errorf("spec.authPassSecretRef: read Secret %s/%s: %w", ns, ref.Name, err)
+	}
+	b, ok := sec.Data[ref.Key]
+	if !ok {
+		return "", fmt.Errorf("spec.authPassSecretRef: Secret %s/%s has no key %q", ns, ref.Name, ref.Key)
+	}
+	if len(b) == 0 {
+		return "", fmt.Errorf("spec.authPassSecretRef: key %q of Secret %s/%s is empty; want the password", ref.Key, ns, ref.Name)
+	}
+	return string(b), nil
 }

@@ -3,6 +3,7 @@ package agent_test
 import (
 	"fmt"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -142,7 +143,7 @@ func TestViews(t *testing.T) {
 	runs := map[string][]string{}
 	for _, node := range []string{"n1", "n2", "n3"} {
 		t.Run(node, func(t *testing.T) {
-			views, warns, err := agent.Views(ctx, reader, node, ifs)
+			views, warns, err := agent.Views(ctx, reader, node, ifs, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -178,6 +179,41 @@ func TestViews(t *testing.T) {
 		s.Status.LoadBalancer.Ingress = nil
 		if err := reader.Status().Update(ctx, s); err == nil {
 			t.Fatal("the agent's ServiceAccount may write Service status")
+		}
+	})
+
+	// A group with a VRRP password: left out with a warning while its
+	// Secret is missing, then served with the password, which the agent
+	// reads by name (it may not list Secrets).
+	t.Run("password", func(t *testing.T) {
+		sg := &v1alpha1.VIPGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "infra", Name: "secured"},
+			Spec: v1alpha1.VIPGroupSpec{VRRPVersion: 2, AuthPassSecretRef: &v1alpha1.SecretKeyRef{Name: "vrrp", Key: "password"}}}
+		mk(sg)
+		sg.Status.Instances = []v1alpha1.GroupInstance{{Name: "node/n1", VRID: 7, Node: "n1"}}
+		status(sg)
+		find := func() (*agent.GroupView, []string) {
+			t.Helper()
+			views, warns, err := agent.Views(ctx, reader, "n1", ifs, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range views {
+				if views[i].Key == "infra/secured" {
+					return &views[i], warns
+				}
+			}
+			return nil, warns
+		}
+		if v, warns := find(); v != nil || len(warns) != 1 || !strings.Contains(warns[0], "group infra/secured is not served: spec.authPassSecretRef: read Secret infra/vrrp") {
+			t.Errorf("without its Secret: view %+v, warnings %q", v, warns)
+		}
+		mk(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "infra", Name: "vrrp"}, Data: map[string][]byte{"password": []byte("s3cret")}})
+		if v, warns := find(); v == nil || v.AuthPass != "s3cret" || v.Version != 2 || len(warns) != 0 {
+			t.Errorf("with its Secret: view %+v, warnings %q", v, warns)
+		}
+		var list corev1.SecretList
+		if err := reader.List(ctx, &list); err == nil {
+			t.Error("the agent's ServiceAccount may list Secrets")
 		}
 	})
 }

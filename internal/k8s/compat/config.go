@@ -40,7 +40,7 @@ func Read(metallbNS string, pools []IPAddressPool, advs []L2Advertisement, kubev
 		c.Pools = append(c.Pools, ps...)
 		c.Problems = append(c.Problems, probs...)
 		if len(ps) > 0 {
-			c.Groups = append(c.Groups, Group{Ref: KubeVIPGroup(), Source: "ConfigMap " + KubeVIPConfigMapNamespace + "/" + KubeVIPConfigMapName})
+			c.Groups = append(c.Groups, Group{Ref: KubeVIPGroup(), Source: "ConfigMap " + KubeVIPConfigMapNamespace + "/" + KubeVIPConfigMapName, MadeFor: MadeForKubeVIP})
 		}
 	}
 	ps, gs, probs := MetalLB(pools, advs)
@@ -50,9 +50,46 @@ func Read(metallbNS string, pools []IPAddressPool, advs []L2Advertisement, kubev
 	return c
 }
 
-// Empty reports whether there is no foreign pool: Services that name no
-// group are then left to whatever else serves load balancers.
-func (c *Config) Empty() bool { return len(c.Pools) == 0 }
+// AddKeepalived adds the keepalived-operator's KeepalivedGroups (nil: the
+// CRD is not installed) and the pools of OpenShift's Network (nil: none).
+func (c *Config) AddKeepalived(groups []KeepalivedGroup, network *OpenShiftNetwork) {
+	gs, probs := KeepalivedGroups(groups)
+	c.Groups = append(c.Groups, gs...)
+	c.Problems = append(c.Problems, probs...)
+	ps, probs := OpenShiftPools(network)
+	c.Pools = append(c.Pools, ps...)
+	c.Problems = append(c.Problems, probs...)
+}
+
+// MadeGroup reports whether the controller makes the VIPGroup ref for
+// foreign configuration, and for what.
+func (c *Config) MadeGroup(ref k8s.GroupRef) (string, bool) {
+	for _, g := range c.Groups {
+		if g.Ref == ref {
+			return g.Source, true
+		}
+	}
+	return "", false
+}
+
+// Empty reports whether there is no foreign pool for Services that name
+// no group (MetalLB's or kube-vip's): those Services are then left to
+// whatever else serves load balancers. OpenShift's pools do not count:
+// OpenShift gives their addresses to such Services itself.
+func (c *Config) Empty() bool {
+	for _, p := range c.Pools {
+		if !p.openShift {
+			return false
+		}
+	}
+	return true
+}
+
+// OpenShiftAutoAssign reports whether OpenShift's autoAssignCIDRs are read.
+func (c *Config) OpenShiftAutoAssign() bool {
+	_, ok := c.Pool(OpenShiftAutoAssignPool)
+	return ok
+}
 
 // Pool returns the pool of the given allocator name.
 func (c *Config) Pool(name string) (Pool, bool) {
@@ -99,7 +136,7 @@ func (c *Config) PoolRequest(annotations map[string]string) (string, string, err
 func (c *Config) Candidates() []string {
 	var out []string
 	for _, p := range c.Pools {
-		if p.AutoAssign {
+		if p.AutoAssign && !p.openShift {
 			out = append(out, p.Name)
 		}
 	}
@@ -116,6 +153,9 @@ func SharingKey(annotations map[string]string) (string, string) {
 	}
 	return "", ""
 }
+
+// OpenShift reports whether the pool was read from OpenShift's Network.
+func (p Pool) OpenShift() bool { return p.openShift }
 
 // InPool reports whether a lies in a foreign pool.
 func (c *Config) InPool(a netip.Addr) (Pool, bool) {

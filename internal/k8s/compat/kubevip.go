@@ -44,7 +44,7 @@ func KubeVIPPoolName(ns string) string {
 // bits set, as in kube-vip's examples, means the whole block.
 func KubeVIP(data map[string]string) ([]Pool, []Problem) {
 	prob := func(err error) Problem {
-		return Problem{"ConfigMap", KubeVIPConfigMapNamespace, KubeVIPConfigMapName, err}
+		return Problem{Kind: "ConfigMap", Namespace: KubeVIPConfigMapNamespace, Name: KubeVIPConfigMapName, Err: err}
 	}
 	var probs []Problem
 	byNS := map[string]*Pool{}

@@ -71,6 +71,10 @@ type Pool struct {
 	// "" for the global one and for MetalLB pools.
 	kubeVIPNamespace string
 	kubeVIP          bool
+	// openShift: read from OpenShift's Network; its addresses go to the
+	// Services that name a group (the keepalived-operator's annotation),
+	// never to those that name none.
+	openShift bool
 }
 
 // Group is a VIPGroup vipstack makes for an L2Advertisement or for
@@ -79,6 +83,8 @@ type Group struct {
 	Ref    k8s.GroupRef
 	Spec   v1alpha1.VIPGroupSpec
 	Source string
+	// MadeFor is the value of the vipstack.io/made-for label (MadeFor*).
+	MadeFor string
 }
 
 // Problem is a piece of foreign configuration vipstack refuses, naming the
@@ -86,9 +92,15 @@ type Group struct {
 type Problem struct {
 	Kind, Namespace, Name string // the object
 	Err                   error
+	// Refused: the object is left out. Otherwise it is served and Err
+	// names a field that has no effect.
+	Refused bool
 }
 
 func (p Problem) Error() string {
+	if p.Namespace == "" { // cluster-scoped
+		return fmt.Sprintf("%s %s: %v", p.Kind, p.Name, p.Err)
+	}
 	return fmt.Sprintf("%s %s/%s: %v", p.Kind, p.Namespace, p.Name, p.Err)
 }
 
@@ -281,11 +293,11 @@ func MetalLB(pools []IPAddressPool, advs []L2Advertisement) ([]Pool, []Group, []
 		a := &advs[i]
 		spec, err := ConvertL2(a)
 		if err != nil {
-			probs = append(probs, Problem{"L2Advertisement", a.Namespace, a.Name, err})
+			probs = append(probs, Problem{Kind: "L2Advertisement", Namespace: a.Namespace, Name: a.Name, Err: err})
 			continue
 		}
 		groups = append(groups, Group{Ref: k8s.GroupRef{Namespace: a.Namespace, Name: L2GroupName(a.Name)}, Spec: spec,
-			Source: "L2Advertisement " + a.Namespace + "/" + a.Name})
+			Source: "L2Advertisement " + a.Namespace + "/" + a.Name, MadeFor: MadeForMetalLB})
 		okAdvs = append(okAdvs, a)
 	}
 	var out []Pool
@@ -293,14 +305,14 @@ func MetalLB(pools []IPAddressPool, advs []L2Advertisement) ([]Pool, []Group, []
 		p := &pools[i]
 		ap, err := ConvertPool(p)
 		if err != nil {
-			probs = append(probs, Problem{"IPAddressPool", p.Namespace, p.Name, err})
+			probs = append(probs, Problem{Kind: "IPAddressPool", Namespace: p.Namespace, Name: p.Name, Err: err})
 			continue
 		}
 		cp := Pool{Pool: ap, Source: "IPAddressPool " + p.Namespace + "/" + p.Name}
 		for _, a := range okAdvs {
 			ok, err := selects(a, p)
 			if err != nil {
-				probs = append(probs, Problem{"L2Advertisement", a.Namespace, a.Name, err})
+				probs = append(probs, Problem{Kind: "L2Advertisement", Namespace: a.Namespace, Name: a.Name, Err: err})
 				continue
 			}
 			if ok {

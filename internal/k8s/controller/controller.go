@@ -53,6 +53,9 @@ type Options struct {
 	MetalLBNamespace string
 	// NoForeign turns off reading MetalLB's and kube-vip's configuration.
 	NoForeign bool
+	// NoKeepalivedOperator turns off reading the keepalived-operator's
+	// KeepalivedGroups and OpenShift's Network (externalIP CIDRs).
+	NoKeepalivedOperator bool
 }
 
 // groupIndex indexes Services by the group they name.
@@ -84,9 +87,13 @@ type Controller struct {
 	// foreign is MetalLB's and kube-vip's configuration as last read;
 	// metallb: MetalLB's CRDs were served at start; reported: the
 	// problems last reported.
-	foreign  compat.Config
-	metallb  bool
-	reported string
+	// keepalived: the keepalived-operator's CRD was served at start;
+	// openshift: OpenShift's Network was.
+	foreign    compat.Config
+	metallb    bool
+	keepalived bool
+	openshift  bool
+	reported   string
 
 	retry       chan event.GenericEvent
 	foreignKick chan event.GenericEvent // starts the foreign reconciler once
@@ -133,6 +140,8 @@ func Setup(mgr manager.Manager, o Options) (*Controller, error) {
 		m:           newMetrics(o.Registry),
 	}
 	c.metallb = !o.NoForeign && hasMetalLB(mgr.GetRESTMapper())
+	c.keepalived = !o.NoKeepalivedOperator && hasKind(mgr.GetRESTMapper(), keepalivedGroupGVK)
+	c.openshift = !o.NoKeepalivedOperator && hasKind(mgr.GetRESTMapper(), networkGVK)
 	ctx := context.Background()
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Service{}, groupIndex, func(o client.Object) []string {
 		g, err := serviceGroup(o.(*corev1.Service))
@@ -174,7 +183,7 @@ func Setup(mgr manager.Manager, o Options) (*Controller, error) {
 	if err != nil {
 		return nil, fmt.Errorf("IPPool controller: %w", err)
 	}
-	if !o.NoForeign {
+	if !o.NoForeign || c.keepalived || c.openshift {
 		one := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request { return []reconcile.Request{foreignKey} })
 		kubevip := builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
 			return o.GetNamespace() == compat.KubeVIPConfigMapNamespace && o.GetName() == compat.KubeVIPConfigMapName
@@ -185,15 +194,23 @@ func Setup(mgr manager.Manager, o Options) (*Controller, error) {
 			Watches(&v1alpha1.VIPGroup{}, one, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
 				return o.GetLabels()[MadeByLabel] != ""
 			})))
+		var gvks []schema.GroupVersionKind
 		if c.metallb {
-			for _, gvk := range []schema.GroupVersionKind{ipAddressPoolGVK, l2AdvertisementGVK} {
-				u := &unstructured.Unstructured{}
-				u.SetGroupVersionKind(gvk)
-				b = b.Watches(u, one)
-			}
+			gvks = append(gvks, ipAddressPoolGVK, l2AdvertisementGVK)
+		}
+		if c.keepalived {
+			gvks = append(gvks, keepalivedGroupGVK)
+		}
+		if c.openshift {
+			gvks = append(gvks, networkGVK)
+		}
+		for _, gvk := range gvks {
+			u := &unstructured.Unstructured{}
+			u.SetGroupVersionKind(gvk)
+			b = b.Watches(u, one)
 		}
 		if err := b.Complete(reconcile.Func(c.reconcileForeign)); err != nil {
-			return nil, fmt.Errorf("MetalLB and kube-vip controller: %w", err)
+			return nil, fmt.Errorf("controller of MetalLB's, kube-vip's and keepalived-operator's objects: %w", err)
 		}
 		c.foreignKick <- event.GenericEvent{Object: &corev1.ConfigMap{}}
 	}
@@ -244,7 +261,9 @@ func (c *Controller) prepare(ctx context.Context) error {
 					}
 					n++
 				}
-			} else if isOurLB(s) && allocCond == nil && !c.foreign.Empty() {
+			} else if isOurLB(s) && allocCond == nil {
+				// (InPool includes OpenShift's pools, whose addresses
+				// Services with the keepalived-operator's annotation show.)
 				for _, ing := range s.Status.LoadBalancer.Ingress {
 					a, err := netip.ParseAddr(ing.IP)
 					if err != nil {

@@ -57,6 +57,21 @@ func TestCRDValidation(t *testing.T) {
 			wantErr: `spec.vrrpVersion: Unsupported value: 4: supported values: "2", "3"`},
 		{name: "group bad interface", obj: func() client.Object { g := group("v", "g", nil); g.Spec.Interface = "eth0/1"; return g }(),
 			wantErr: "interface must be a Linux interface name"},
+		{name: "group v2 password", obj: func() client.Object {
+			g := v2(1000)
+			g.Spec.AuthPassSecretRef = &v1alpha1.SecretKeyRef{Name: "vrrp", Key: "password"}
+			return g
+		}()},
+		{name: "group v3 password", obj: func() client.Object {
+			g := group("v", "g", nil)
+			g.Spec.AuthPassSecretRef = &v1alpha1.SecretKeyRef{Name: "vrrp", Key: "password"}
+			return g
+		}(), wantErr: "VRRP authentication exists in version 2 only: authPassSecretRef needs vrrpVersion 2"},
+		{name: "group password without key", obj: func() client.Object {
+			g := v2(1000)
+			g.Spec.AuthPassSecretRef = &v1alpha1.SecretKeyRef{Name: "vrrp"}
+			return g
+		}(), wantErr: "spec.authPassSecretRef.key"},
 		{name: "group VRID 0", obj: group("v", "g", nil, 0), wantErr: "spec.excludedVRIDs[0]: Invalid value: 0: spec.excludedVRIDs[0] in body should be greater than or equal to 1"},
 		{name: "pool block and range", obj: pool("p", true, []string{"team"}, "198.18.0.0/24", "fd00::/120", "198.18.1.10 - 198.18.1.20")},
 		{name: "pool single address", obj: pool("p", false, nil, "198.18.0.7")},

@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"sort"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -35,6 +37,8 @@ const DefaultMetalLBNamespace = "metallb-system"
 var (
 	ipAddressPoolGVK   = schema.GroupVersionKind{Group: compat.MetalLBGroup, Version: compat.MetalLBVersion, Kind: "IPAddressPool"}
 	l2AdvertisementGVK = schema.GroupVersionKind{Group: compat.MetalLBGroup, Version: compat.MetalLBVersion, Kind: "L2Advertisement"}
+	keepalivedGroupGVK = schema.GroupVersionKind{Group: compat.KeepalivedGroupAPIGroup, Version: compat.KeepalivedGroupVersion, Kind: "KeepalivedGroup"}
+	networkGVK         = schema.GroupVersionKind{Group: compat.OpenShiftConfigGroup, Version: compat.OpenShiftConfigVersion, Kind: "Network"}
 )
 
 // foreignKey is the one request of the reconciler of foreign objects.
@@ -45,7 +49,7 @@ var foreignKey = reconcile.Request{NamespacedName: types.NamespacedName{Name: "f
 // returns them with a signature that changes whenever one does. c.mu is
 // held.
 func (c *Controller) readForeign(ctx context.Context) (compat.Config, string, error) {
-	if c.opts.NoForeign {
+	if c.opts.NoForeign && !c.keepalived && !c.openshift {
 		return compat.Config{}, "", nil
 	}
 	var sig strings.Builder
@@ -63,10 +67,41 @@ func (c *Controller) readForeign(ctx context.Context) (compat.Config, string, er
 			items[gvk.Kind] = list.Items
 		}
 	}
+	var (
+		kitems []unstructured.Unstructured
+		netObj *unstructured.Unstructured
+	)
+	if c.keepalived {
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(keepalivedGroupGVK.GroupVersion().WithKind("KeepalivedGroupList"))
+		if err := c.cache.List(ctx, list); err != nil {
+			return compat.Config{}, "", fmt.Errorf("list KeepalivedGroups: %w", err)
+		}
+		for _, u := range list.Items {
+			sig.WriteString("KeepalivedGroup/" + u.GetNamespace() + "/" + u.GetName() + "@" + u.GetResourceVersion() + ",")
+		}
+		kitems = list.Items
+	}
+	if c.openshift {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(networkGVK)
+		err := c.cache.Get(ctx, types.NamespacedName{Name: compat.OpenShiftNetworkName}, u)
+		switch {
+		case err == nil:
+			sig.WriteString("Network@" + u.GetResourceVersion() + ",")
+			netObj = u
+		case !apierrors.IsNotFound(err):
+			return compat.Config{}, "", fmt.Errorf("read OpenShift Network %s: %w", compat.OpenShiftNetworkName, err)
+		}
+	}
 	var data map[string]string
 	var cm corev1.ConfigMap
-	err := c.cache.Get(ctx, types.NamespacedName{Namespace: compat.KubeVIPConfigMapNamespace, Name: compat.KubeVIPConfigMapName}, &cm)
+	var err error
+	if !c.opts.NoForeign {
+		err = c.cache.Get(ctx, types.NamespacedName{Namespace: compat.KubeVIPConfigMapNamespace, Name: compat.KubeVIPConfigMapName}, &cm)
+	}
 	switch {
+	case c.opts.NoForeign:
 	case err == nil:
 		data = cm.Data
 		if data == nil {
@@ -103,7 +138,29 @@ func (c *Controller) readForeign(ctx context.Context) (compat.Config, string, er
 			}
 		}
 	}
-	return compat.Read(c.opts.MetalLBNamespace, pools, advs, data), sig.String(), nil
+	var (
+		kgroups []compat.KeepalivedGroup
+		network *compat.OpenShiftNetwork
+	)
+	for _, u := range kitems {
+		var g compat.KeepalivedGroup
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &g); err != nil {
+			c.log.Warn("KeepalivedGroup not read", "name", u.GetNamespace()+"/"+u.GetName(), "err", err)
+			continue
+		}
+		kgroups = append(kgroups, g)
+	}
+	if netObj != nil {
+		var n compat.OpenShiftNetwork
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(netObj.Object, &n); err != nil {
+			c.log.Warn("OpenShift Network not read", "name", netObj.GetName(), "err", err)
+		} else {
+			network = &n
+		}
+	}
+	cfg := compat.Read(c.opts.MetalLBNamespace, pools, advs, data)
+	cfg.AddKeepalived(kgroups, network)
+	return cfg, sig.String(), nil
 }
 
 // reconcileForeign makes, updates and deletes the VIPGroups that serve
@@ -136,7 +193,7 @@ func (c *Controller) reconcileForeign(ctx context.Context, _ reconcile.Request) 
 			continue
 		}
 		delete(want, ref)
-		if g.Labels[MadeByLabel] == "kube-vip" {
+		if g.Labels[MadeByLabel] == compat.MadeForKubeVIP {
 			continue // made once; the administrator may edit it
 		}
 		if !equalSpec(g.Spec, w.Spec) {
@@ -154,13 +211,9 @@ func (c *Controller) reconcileForeign(ctx context.Context, _ reconcile.Request) 
 	sort.Slice(refs, func(i, j int) bool { return refs[i].String() < refs[j].String() })
 	for _, ref := range refs {
 		w := want[ref]
-		made := "metallb"
-		if ref == compat.KubeVIPGroup() {
-			made = "kube-vip"
-		}
 		g := &v1alpha1.VIPGroup{Spec: w.Spec}
 		g.Namespace, g.Name = ref.Namespace, ref.Name
-		g.Labels = map[string]string{MadeByLabel: made}
+		g.Labels = map[string]string{MadeByLabel: w.MadeFor}
 		g.Annotations = map[string]string{sourceAnnotation: w.Source}
 		if err := c.client.Create(ctx, g); err != nil && !apierrors.IsAlreadyExists(err) {
 			return reconcile.Result{}, fmt.Errorf("create VIPGroup %s for %s: %w", ref, w.Source, err)
@@ -175,18 +228,55 @@ func (c *Controller) reconcileForeign(ctx context.Context, _ reconcile.Request) 
 		c.reported = problemsKey(report)
 	}
 	c.mu.Unlock()
+	// One Event per object and kind of problem, every problem in its
+	// note: the events API folds Events that differ only in their note
+	// into a series that keeps the first note.
+	type eventKey struct {
+		kind, ns, name string
+		refused        bool
+	}
+	var order []eventKey
+	notes := map[eventKey][]string{}
 	for _, p := range report {
-		c.log.Warn("foreign configuration refused", "err", p.Error())
+		msg := "foreign configuration has no effect"
+		if p.Refused || p.Kind != keepalivedGroupGVK.Kind {
+			msg = "foreign configuration refused"
+		}
+		c.log.Warn(msg, "err", p.Error())
+		k := eventKey{p.Kind, p.Namespace, p.Name, p.Refused}
+		if _, ok := notes[k]; !ok {
+			order = append(order, k)
+		}
+		notes[k] = append(notes[k], p.Err.Error())
+	}
+	for _, k := range order {
 		obj := &unstructured.Unstructured{}
-		switch p.Kind {
+		reason := "NotImplemented"
+		switch k.kind {
 		case "ConfigMap":
 			obj.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMap"))
+		case keepalivedGroupGVK.Kind:
+			obj.SetGroupVersionKind(keepalivedGroupGVK)
+			if k.refused {
+				reason = ReasonKeepalivedRefused
+			}
+		case networkGVK.Kind:
+			obj.SetGroupVersionKind(networkGVK)
 		default:
-			obj.SetGroupVersionKind(schema.GroupVersionKind{Group: compat.MetalLBGroup, Version: compat.MetalLBVersion, Kind: p.Kind})
+			obj.SetGroupVersionKind(schema.GroupVersionKind{Group: compat.MetalLBGroup, Version: compat.MetalLBVersion, Kind: k.kind})
 		}
-		obj.SetNamespace(p.Namespace)
-		obj.SetName(p.Name)
-		c.events.Eventf(obj, nil, corev1.EventTypeWarning, "NotImplemented", "Read", "%v", p.Err)
+		obj.SetNamespace(k.ns)
+		obj.SetName(k.name)
+		note := strings.Join(notes[k], "; ")
+		if len(note) > maxNote {
+			note = note[:maxNote-len(" (more in the log)")] + " (more in the log)"
+		}
+		c.events.Eventf(obj, nil, corev1.EventTypeWarning, reason, "Read", "%s", note)
+	}
+	if c.keepalived {
+		if err := c.keepalivedConditions(ctx, cfg); err != nil {
+			return reconcile.Result{}, err
+		}
 	}
 	// Every Service that names no group may now be served differently.
 	var svcs corev1.ServiceList
@@ -208,13 +298,17 @@ func (c *Controller) reconcileForeign(ctx context.Context, _ reconcile.Request) 
 	return reconcile.Result{}, nil
 }
 
+// maxNote is the longest note an Event may have (events.k8s.io/v1).
+const maxNote = 1024
+
 // sourceAnnotation on a VIPGroup the controller made names the object it
 // was made for.
 const sourceAnnotation = "vipstack.io/made-from"
 
 func equalSpec(a, b v1alpha1.VIPGroupSpec) bool {
 	return maps.Equal(a.NodeSelector, b.NodeSelector) && a.Interface == b.Interface && a.Unicast == b.Unicast &&
-		a.VRRPVersion == b.VRRPVersion && a.AdvertIntervalMilliseconds == b.AdvertIntervalMilliseconds && len(a.ExcludedVRIDs) == len(b.ExcludedVRIDs)
+		a.VRRPVersion == b.VRRPVersion && a.AdvertIntervalMilliseconds == b.AdvertIntervalMilliseconds && slices.Equal(a.ExcludedVRIDs, b.ExcludedVRIDs) &&
+		(a.AuthPassSecretRef == nil) == (b.AuthPassSecretRef == nil) && (a.AuthPassSecretRef == nil || *a.AuthPassSecretRef == *b.AuthPassSecretRef)
 }
 
 func problemsKey(ps []compat.Problem) string {
@@ -223,6 +317,13 @@ func problemsKey(ps []compat.Problem) string {
 		s[i] = p.Error()
 	}
 	return strings.Join(s, "\n")
+}
+
+// hasKind reports whether the API serves gvk (checked once, at start:
+// CRDs installed later need a restart of the controller).
+func hasKind(m meta.RESTMapper, gvk schema.GroupVersionKind) bool {
+	_, err := m.RESTMapping(gvk.GroupKind(), gvk.Version)
+	return err == nil
 }
 
 // hasMetalLB reports whether MetalLB's CRDs are served (checked once, at
@@ -257,4 +358,92 @@ func (c *Controller) foreignGroup(ips []string, cfg compat.Config, poolOf func(s
 		got, from = p.Group, p.Source
 	}
 	return got, from, nil
+}
+
+// KeepalivedConditionType is the condition the controller sets on each
+// KeepalivedGroup: True while a VIPGroup of the same namespace and name
+// serves it (reason ReasonKeepalivedServed, or ReasonKeepalivedNotes when
+// some fields have no effect, each named in the message), False when it
+// is refused (ReasonKeepalivedRefused).
+const KeepalivedConditionType = "vipstack.io/Served"
+
+// Reasons of KeepalivedConditionType.
+const (
+	ReasonKeepalivedServed  = "ServedByVIPGroup"
+	ReasonKeepalivedNotes   = "ServedWithFieldsNotInEffect"
+	ReasonKeepalivedRefused = "Refused"
+)
+
+// keepalivedConditions writes KeepalivedConditionType on every
+// KeepalivedGroup, from the problems of cfg.
+func (c *Controller) keepalivedConditions(ctx context.Context, cfg compat.Config) error {
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(keepalivedGroupGVK.GroupVersion().WithKind("KeepalivedGroupList"))
+	if err := c.cache.List(ctx, list); err != nil {
+		return fmt.Errorf("list KeepalivedGroups: %w", err)
+	}
+	now := metav1.NewTime(c.clk.Now())
+	for i := range list.Items {
+		u := &list.Items[i]
+		var notes, refusals []string
+		for _, p := range cfg.Problems {
+			if p.Kind != keepalivedGroupGVK.Kind || p.Namespace != u.GetNamespace() || p.Name != u.GetName() {
+				continue
+			}
+			if p.Refused {
+				refusals = append(refusals, p.Err.Error())
+			} else {
+				notes = append(notes, p.Err.Error())
+			}
+		}
+		ref := k8s.GroupRef{Namespace: u.GetNamespace(), Name: u.GetName()}
+		cond := metav1.Condition{Type: KeepalivedConditionType, ObservedGeneration: u.GetGeneration(), LastTransitionTime: now}
+		switch {
+		case len(refusals) > 0:
+			cond.Status, cond.Reason = metav1.ConditionFalse, ReasonKeepalivedRefused
+			cond.Message = "not served (no VIPGroup is made for it): " + strings.Join(refusals, "; ")
+		case len(notes) > 0:
+			cond.Status, cond.Reason = metav1.ConditionTrue, ReasonKeepalivedNotes
+			cond.Message = fmt.Sprintf("served by VIPGroup %s; not in effect: %s", ref, strings.Join(notes, "; "))
+		default:
+			cond.Status, cond.Reason = metav1.ConditionTrue, ReasonKeepalivedServed
+			cond.Message = fmt.Sprintf("served by VIPGroup %s", ref)
+		}
+		raw, _, err := unstructured.NestedSlice(u.Object, "status", "conditions")
+		if err != nil {
+			raw = nil
+		}
+		var conds []metav1.Condition
+		for _, r := range raw {
+			m, ok := r.(map[string]any)
+			if !ok {
+				continue
+			}
+			var x metav1.Condition
+			if runtime.DefaultUnstructuredConverter.FromUnstructured(m, &x) == nil {
+				conds = append(conds, x)
+			}
+		}
+		if old := meta.FindStatusCondition(conds, cond.Type); old != nil && old.Status == cond.Status && old.Reason == cond.Reason &&
+			old.Message == cond.Message && old.ObservedGeneration == cond.ObservedGeneration {
+			continue
+		}
+		meta.SetStatusCondition(&conds, cond)
+		out := make([]any, len(conds))
+		for j := range conds {
+			m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&conds[j])
+			if err != nil {
+				return err
+			}
+			out[j] = m
+		}
+		u = u.DeepCopy()
+		if err := unstructured.SetNestedSlice(u.Object, out, "status", "conditions"); err != nil {
+			return err
+		}
+		if err := c.client.Status().Update(ctx, u); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("write condition %s of KeepalivedGroup %s: %w", cond.Type, ref, err)
+		}
+	}
+	return nil
 }

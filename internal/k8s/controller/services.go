@@ -27,15 +27,21 @@ import (
 
 // Condition reasons on Services.
 const (
-	ReasonAllocated      = "Allocated"
-	ReasonReleased       = "Released"
-	ReasonPoolExhausted  = "PoolExhausted"
-	ReasonPoolForbidden  = "PoolForbidden"
-	ReasonIPInUse        = "IPInUse"
-	ReasonIPNotInPool    = "IPNotInPool"
-	ReasonNoPool         = "NoPool"
-	ReasonInvalidGroup   = "InvalidGroup"
-	ReasonGroupNotFound  = "GroupNotFound"
+	ReasonAllocated     = "Allocated"
+	ReasonReleased      = "Released"
+	ReasonPoolExhausted = "PoolExhausted"
+	ReasonPoolForbidden = "PoolForbidden"
+	ReasonIPInUse       = "IPInUse"
+	ReasonIPNotInPool   = "IPNotInPool"
+	ReasonNoPool        = "NoPool"
+	ReasonInvalidGroup  = "InvalidGroup"
+	ReasonGroupNotFound = "GroupNotFound"
+	// ReasonGroupPending: the Service names a VIPGroup the controller is
+	// making for foreign configuration (a KeepalivedGroup); no Warning.
+	ReasonGroupPending = "GroupPending"
+	// ReasonNotImplemented: an annotation of another load balancer
+	// vipstack does not implement.
+	ReasonNotImplemented = "NotImplemented"
 	ReasonNoGroup        = "NoGroup"
 	ReasonInvalidRequest = "InvalidRequest"
 	ReasonAllowed        = "Allowed"
@@ -102,7 +108,7 @@ func (c *Controller) reconcileService(ctx context.Context, req reconcile.Request
 	}
 	key := req.NamespacedName.String()
 	orig := svc.DeepCopy()
-	group, _, gerr := k8s.GroupOf(svc.Namespace, svc.Annotations)
+	group, groupFrom, gerr := k8s.GroupOf(svc.Namespace, svc.Annotations)
 	c.mu.Lock()
 	foreign := c.foreign
 	c.mu.Unlock()
@@ -141,6 +147,10 @@ func (c *Controller) reconcileService(ctx context.Context, req reconcile.Request
 			if hasCondition(svc.Status.Conditions, v1alpha1.ServiceConditionAllocated) {
 				svc.Status.LoadBalancer.Ingress = nil
 				meta.RemoveStatusCondition(&svc.Status.Conditions, v1alpha1.ServiceConditionAllocated)
+			} else {
+				// An address OpenShift auto-assigned to it stays reserved,
+				// so no Service of ours is given it too.
+				released = c.keepOpenShift(key, &svc, foreign, released)
 			}
 		} else {
 			if p == nil && !foreignMode {
@@ -150,9 +160,19 @@ func (c *Controller) reconcileService(ctx context.Context, req reconcile.Request
 						return reconcile.Result{}, err
 					}
 					p = &problem{ReasonGroupNotFound, fmt.Sprintf("VIPGroup %s does not exist (named by the Service's annotation); addresses already held are kept", group)}
+					if src, ok := foreign.MadeGroup(group); ok {
+						// The foreign reconciler is making it: not a
+						// mistake of the Service's, so no Warning.
+						p = &problem{ReasonGroupPending, fmt.Sprintf("VIPGroup %s is being made for %s; addresses already held are kept", group, src)}
+					}
 				}
 			}
 			pc := poolChoice{name: strings.TrimSpace(svc.Annotations[k8s.PoolAnnotation]), from: k8s.PoolAnnotation}
+			if pc.name == "" && groupFrom == k8s.KeepalivedGroupAnnotation && foreign.OpenShiftAutoAssign() {
+				// As OpenShift gives keepalived-operator's Services
+				// their addresses: from its autoAssignCIDRs.
+				pc.candidates = []string{compat.OpenShiftAutoAssignPool}
+			}
 			if foreignMode {
 				name, from, err := foreign.PoolRequest(svc.Annotations)
 				if from == "" {
@@ -182,6 +202,13 @@ func (c *Controller) reconcileService(ctx context.Context, req reconcile.Request
 			if p == nil && shareWith == "" {
 				var probs []problem
 				newIPs, released, probs = c.allocate(&svc, pc)
+				if groupFrom == k8s.KeepalivedGroupAnnotation {
+					for i := range probs {
+						if probs[i].reason == ReasonNoPool {
+							probs[i].msg += "; " + c.openShiftHint(foreign)
+						}
+					}
+				}
 				if len(probs) > 0 {
 					p = &probs[0]
 					warnings = append(warnings, probs[1:]...)
@@ -209,7 +236,7 @@ func (c *Controller) reconcileService(ctx context.Context, req reconcile.Request
 			if p != nil {
 				cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, p.reason, p.msg
 				switch p.reason {
-				case ReasonPoolExhausted, ReasonNoPool, ReasonPoolForbidden, ReasonIPInUse, ReasonIPNotInPool:
+				case ReasonPoolExhausted, ReasonNoPool, ReasonPoolForbidden, ReasonIPInUse, ReasonIPNotInPool, ReasonGroupPending:
 					// A release or a pool change may resolve it.
 					wait = true
 				}
@@ -222,7 +249,7 @@ func (c *Controller) reconcileService(ctx context.Context, req reconcile.Request
 				cond.Message = fmt.Sprintf("holds %s from group %s", joinAddrs(ips), group)
 			}
 			old := findCondition(orig.Status.Conditions, cond.Type)
-			if p != nil && (old == nil || old.Reason != p.reason || old.Message != p.msg) {
+			if p != nil && p.reason != ReasonGroupPending && (old == nil || old.Reason != p.reason || old.Message != p.msg) {
 				warnings = append([]problem{*p}, warnings...)
 			}
 			meta.SetStatusCondition(&svc.Status.Conditions, cond)
@@ -247,6 +274,18 @@ func (c *Controller) reconcileService(ctx context.Context, req reconcile.Request
 		meta.SetStatusCondition(&svc.Status.Conditions, cond)
 	} else {
 		meta.RemoveStatusCondition(&svc.Status.Conditions, v1alpha1.ServiceConditionSharing)
+	}
+	// The keepalived-operator's annotations vipstack lacks: said, never
+	// passed over.
+	if notes := compat.KeepalivedServiceNotes(svc.Annotations); len(notes) > 0 && !group.IsZero() && svc.DeletionTimestamp == nil {
+		cond := metav1.Condition{Type: v1alpha1.ServiceConditionKeepalivedAnnotations, Status: metav1.ConditionFalse, Reason: ReasonNotImplemented,
+			Message: strings.Join(notes, "; ") + "; the Service's addresses are served all the same", ObservedGeneration: svc.Generation, LastTransitionTime: now}
+		if old := findCondition(orig.Status.Conditions, cond.Type); old == nil || old.Message != cond.Message {
+			warnings = append(warnings, problem{ReasonNotImplemented, cond.Message})
+		}
+		meta.SetStatusCondition(&svc.Status.Conditions, cond)
+	} else {
+		meta.RemoveStatusCondition(&svc.Status.Conditions, v1alpha1.ServiceConditionKeepalivedAnnotations)
 	}
 	if isOurLB(&svc) {
 		// Done above.
@@ -473,6 +512,11 @@ func (c *Controller) externalIPs(svc *corev1.Service, group k8s.GroupRef, gerr e
 			continue
 		}
 		want[a] = true
+		if o, ok := c.alloc.Owner(a); ok && o == key {
+			// Its own load-balancer address: OpenShift writes the
+			// address it assigns to both status and spec.externalIPs.
+			continue
+		}
 		if _, err := c.alloc.Request(as, a); err != nil {
 			probs = append(probs, err.Error())
 			delete(want, a)
@@ -751,4 +795,41 @@ func (c *Controller) sharing(ctx context.Context, svc *corev1.Service, group k8s
 		}
 	}
 	return hk, ips, nil, nil
+}
+
+// openShiftHint says where a Service with the keepalived-operator's
+// annotation gets an address, and why it got none.
+func (c *Controller) openShiftHint(cfg compat.Config) string {
+	why := "the auto-assign pool of OpenShift's Network is in effect but gave none"
+	switch {
+	case c.opts.NoKeepalivedOperator:
+		why = "reading it is turned off (--read-keepalived-operator=false)"
+	case !c.openshift:
+		why = "its CRD (config.openshift.io/v1 Network) was not served when the controller started (restart the controller once it is)"
+	case !cfg.OpenShiftAutoAssign():
+		why = "Network " + compat.OpenShiftNetworkName + " has no valid spec.externalIP.autoAssignCIDRs"
+	}
+	return "keepalived-operator Services get their addresses from OpenShift's Network spec.externalIP.autoAssignCIDRs, as on OpenShift, and " + why +
+		": set autoAssignCIDRs, create an IPPool, give the Service spec.loadBalancerIP, or list its addresses in spec.externalIPs"
+}
+
+// keepOpenShift reserves for key the addresses of svc's status that lie
+// in OpenShift's pools (OpenShift gave them: the Service is not ours),
+// and returns released without them.
+func (c *Controller) keepOpenShift(key string, svc *corev1.Service, cfg compat.Config, released []netip.Addr) []netip.Addr {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, ing := range svc.Status.LoadBalancer.Ingress {
+		a, err := netip.ParseAddr(ing.IP)
+		if err != nil {
+			continue
+		}
+		if p, ok := cfg.InPool(a); !ok || !p.OpenShift() {
+			continue
+		}
+		if c.alloc.Reserve(key, a) == nil {
+			released = slices.DeleteFunc(released, func(r netip.Addr) bool { return r == a })
+		}
+	}
+	return released
 }

@@ -24,6 +24,10 @@ func (s *VIPGroupSpec) DeepCopyInto(out *VIPGroupSpec) {
 	*out = *s
 	out.NodeSelector = maps.Clone(s.NodeSelector)
 	out.ExcludedVRIDs = slices.Clone(s.ExcludedVRIDs)
+	if s.AuthPassSecretRef != nil {
+		r := *s.AuthPassSecretRef
+		out.AuthPassSecretRef = &r
+	}
 }
 
 // DeepCopyInto copies s into out.

@@ -38,6 +38,18 @@ type VIPGroupSpec struct {
 	// ExcludedVRIDs are VRIDs other routers use on the network; the
 	// controller never gives them to this group.
 	ExcludedVRIDs []int32 `json:"excludedVRIDs,omitempty"`
+	// AuthPassSecretRef names the key of a Secret in the group's
+	// namespace whose value is the VRRP password (VRRPv2's simple
+	// password, keepalived's auth_type PASS; only its first 8 bytes are
+	// sent). It needs VRRPVersion 2. The agents read the Secret.
+	AuthPassSecretRef *SecretKeyRef `json:"authPassSecretRef,omitempty"`
+}
+
+// SecretKeyRef names a key of a Secret in the referring object's
+// namespace.
+type SecretKeyRef struct {
+	Name string `json:"name"`
+	Key  string `json:"key"`
 }
 
 // VIPGroupStatus is what the controller decided for the group.
@@ -146,6 +158,11 @@ const (
 	// annotation: True (reason ServiceReasonShared) while it shares the
 	// address another Service holds, False while it holds its own.
 	ServiceConditionSharing = "vipstack.io/IPShared"
+	// ServiceConditionKeepalivedAnnotations on a Service with the
+	// keepalived-operator's spreadvips or verbatimconfig annotation,
+	// which vipstack does not implement: False (reason NotImplemented),
+	// naming each.
+	ServiceConditionKeepalivedAnnotations = "vipstack.io/KeepalivedAnnotations"
 	// ServiceReasonShared is the reason of a True
 	// ServiceConditionAllocated (and ServiceConditionSharing) on a Service
 	// that shares another's address: the agents leave that address to the

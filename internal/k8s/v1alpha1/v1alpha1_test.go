@@ -27,6 +27,11 @@ func TestVIPGroupSpecValidate(t *testing.T) {
 				"spec.excludedVRIDs[1]: 256: want 1 to 255",
 			}},
 		{name: "version 4", spec: VIPGroupSpec{VRRPVersion: 4}, wantErr: []string{"spec.vrrpVersion: 4: want 2 or 3"}},
+		{name: "v2 password", spec: VIPGroupSpec{VRRPVersion: 2, AuthPassSecretRef: &SecretKeyRef{Name: "vrrp", Key: "password"}}},
+		{name: "password with v3", spec: VIPGroupSpec{AuthPassSecretRef: &SecretKeyRef{Name: "vrrp", Key: "password"}},
+			wantErr: []string{"spec.authPassSecretRef: vrrp/password: VRRP authentication exists in version 2 only: set vrrpVersion 2"}},
+		{name: "password without a key", spec: VIPGroupSpec{VRRPVersion: 2, AuthPassSecretRef: &SecretKeyRef{Name: "vrrp"}},
+			wantErr: []string{"spec.authPassSecretRef: {Name:vrrp Key:}: want the name of a Secret in the group's namespace and the key holding the password"}},
 		{name: "v3 interval too long", spec: VIPGroupSpec{AdvertIntervalMilliseconds: 41000},
 			wantErr: []string{"spec.advertIntervalMilliseconds: 41000: VRRPv3 wants 10 to 40950 in steps of 10"}},
 	}
@@ -113,14 +118,15 @@ func TestIPPoolPool(t *testing.T) {
 
 func TestDeepCopy(t *testing.T) {
 	tr := true
-	g := &VIPGroup{Spec: VIPGroupSpec{NodeSelector: map[string]string{"a": "b"}, ExcludedVRIDs: []int32{1}},
+	g := &VIPGroup{Spec: VIPGroupSpec{NodeSelector: map[string]string{"a": "b"}, ExcludedVRIDs: []int32{1}, AuthPassSecretRef: &SecretKeyRef{Name: "s", Key: "k"}},
 		Status: VIPGroupStatus{Instances: []GroupInstance{{Name: "node/n1", VRID: 1}}, Conditions: []metav1.Condition{{Type: "Ready"}}}}
 	c := g.DeepCopy()
 	c.Spec.NodeSelector["a"] = "x"
 	c.Spec.ExcludedVRIDs[0] = 9
+	c.Spec.AuthPassSecretRef.Name = "x"
 	c.Status.Instances[0].VRID = 9
 	c.Status.Conditions[0].Type = "x"
-	if g.Spec.NodeSelector["a"] != "b" || g.Spec.ExcludedVRIDs[0] != 1 || g.Status.Instances[0].VRID != 1 || g.Status.Conditions[0].Type != "Ready" {
+	if g.Spec.NodeSelector["a"] != "b" || g.Spec.ExcludedVRIDs[0] != 1 || g.Spec.AuthPassSecretRef.Name != "s" || g.Status.Instances[0].VRID != 1 || g.Status.Conditions[0].Type != "Ready" {
 		t.Errorf("VIPGroup copy shares memory with the original: %+v", g)
 	}
 	p := &IPPool{Spec: IPPoolSpec{Addresses: []string{"a"}, AutoAssign: &tr, Namespaces: []string{"n"},

@@ -61,6 +61,14 @@ func (s *VIPGroupSpec) Validate() error {
 	case v == 3 && vrrp.CheckAdvertInterval(v, s.Interval()) != nil:
 		bad("advertIntervalMilliseconds", s.AdvertIntervalMilliseconds, "VRRPv3 wants 10 to 40950 in steps of 10 (centiseconds)")
 	}
+	if r := s.AuthPassSecretRef; r != nil {
+		switch {
+		case r.Name == "" || r.Key == "":
+			bad("authPassSecretRef", fmt.Sprintf("%+v", *r), "want the name of a Secret in the group's namespace and the key holding the password")
+		case v != 2:
+			bad("authPassSecretRef", r.Name+"/"+r.Key, "VRRP authentication exists in version 2 only: set vrrpVersion 2")
+		}
+	}
 	for i, x := range s.ExcludedVRIDs {
 		if x < 1 || x > 255 {
 			bad(fmt.Sprintf("excludedVRIDs[%d]", i), x, "want 1 to 255")
