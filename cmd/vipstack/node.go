@@ -48,6 +48,8 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		watch       = fs.Duration("watch-interval", time.Second, "how often to look for a changed cluster file; 0: only on SIGHUP")
 		noSuper     = fs.Bool("no-supervisor", false, "run without the supervisor that removes VIPs at once if the agent crashes")
 		check       = fs.Bool("check", false, "validate the cluster file for this node and exit")
+		kubeconfig  = fs.String("kubeconfig", node.DefaultKubeconfig, "the kubeconfig to read the Node list through, when the cluster file sets membership.kubernetes (the kubelet's, as OpenShift's runtimecfg)")
+		role        = fs.String("role", "", "this node's role (bootstrap, master or worker) when the cluster file does not list it (default: from its Node object with membership.kubernetes)")
 		lbSocket    = fs.String("lb-socket", "", "on a master, serve the load balancer's runtime API (haproxy's stats socket commands: show stat, show servers state, set server B/S state ready|drain|maint) on this Unix socket, level admin, mode 0600; empty: off")
 	)
 	logLevel := addLogLevel(fs, "vipstack node", "")
@@ -101,7 +103,8 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	reg := prometheus.NewRegistry()
 	agent, err := node.New(node.Options{ClusterPath: *cfgPath, Node: *nodeName, Logger: log, Registry: reg,
-		Ledger: netif.Ledger{Path: ledger}, DNSLog: stderr, Endpoints: endpoints, LBSocket: *lbSocket, Version: version.String()})
+		Ledger: netif.Ledger{Path: ledger}, DNSLog: stderr, Endpoints: endpoints, LBSocket: *lbSocket, Version: version.String(),
+		Live: node.LiveOptions{Kubeconfig: *kubeconfig, Role: cluster.Role(*role)}})
 	if err != nil {
 		fmt.Fprintf(stderr, "%v\n", err)
 		return 1

@@ -113,3 +113,22 @@ func NodeOf(n *corev1.Node) Node {
 	sort.Slice(out.Addrs, func(i, j int) bool { return out.Addrs[i].Less(out.Addrs[j]) })
 	return out
 }
+
+// KubeNode reads one Node object, by its full name or, when no Node has
+// that name, by its short name (the first label of a Node named by FQDN).
+func KubeNode(ctx context.Context, cs kubernetes.Interface, name string) (Node, error) {
+	n, err := cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	if err == nil {
+		return NodeOf(n), nil
+	}
+	list, lerr := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if lerr != nil {
+		return Node{}, fmt.Errorf("kubernetes node %s: %w", name, err)
+	}
+	for i := range list.Items {
+		if short, _, _ := strings.Cut(list.Items[i].Name, "."); strings.EqualFold(short, name) {
+			return NodeOf(&list.Items[i]), nil
+		}
+	}
+	return Node{}, fmt.Errorf("kubernetes node %s: no Node object has that name", name)
+}
