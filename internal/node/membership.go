@@ -58,7 +58,7 @@ type membership struct {
 	live  map[string][]discovery.Node
 	notes []string // why live nodes were left out, last time
 
-	// reloadVRRP and applyLB apply a new cluster: the VRRP engine's
+	// reloadVRRP and applyLB (set under the agent's mu) apply a new cluster: the VRRP engine's
 	// reload (which keeps the state of instances whose peers alone
 	// changed) and the load balancer's (which keeps connections). nil
 	// when the node runs none.
@@ -257,29 +257,48 @@ func (a *Agent) liveSources() (map[string]discovery.Source, error) {
 	return out, nil
 }
 
+// firstListWait bounds how long the node agent waits for the live
+// sources' first lists before it starts VRRP (the Node list's comes once
+// the API server answers; mDNS reports this node at once, and its peers as
+// they answer its first query, for which mdnsFirstAnswers is given).
+const (
+	firstListWait    = 5 * time.Second
+	mdnsFirstAnswers = time.Second
+)
+
 // startMembership runs the live sources until ctx is done, applying every
-// change they report (a source that fails is started again 2 s later).
-func (a *Agent) startMembership(ctx context.Context) error {
+// change they report (a source that fails is started again 2 s later). It
+// returns once every source gave its first list (and mDNS's peers had
+// mdnsFirstAnswers to answer), or after firstListWait: VRRP then starts
+// with the peers known so far rather than alone (in multicast).
+func (a *Agent) startMembership(ctx context.Context) {
 	a.mu.Lock()
 	self := a.memb.self
 	live := a.cluster.Membership.Live() || a.opts.Live.Sources != nil
+	if a.lb != nil {
+		a.memb.applyLB = a.lb.Apply
+	}
 	a.mu.Unlock()
 	if !live {
-		return nil
+		return
 	}
 	if self != nil {
 		a.nodes.Set(sourceSelf, []discovery.Node{{Name: self.Name, Role: discovery.Role(self.Role), Addrs: self.IPs}})
 	}
 	srcs, err := a.liveSources()
 	if err != nil {
-		return err
+		a.log.Error("live membership does not run; the cluster file's nodes serve", "err", err)
+		return
 	}
 	changed := make(chan struct{}, 1)
+	first := make(chan string, len(srcs))
 	for name, src := range srcs {
+		var once sync.Once
 		go func() {
 			for {
 				err := src.Run(ctx, func(nodes []discovery.Node) {
 					a.report(name, nodes)
+					once.Do(func() { first <- name })
 					select {
 					case changed <- struct{}{}:
 					default:
@@ -309,7 +328,30 @@ func (a *Agent) startMembership(ctx context.Context) error {
 			}
 		}
 	}()
-	return nil
+	t := a.clk.NewTimer(firstListWait)
+	defer t.Stop()
+	waiting := len(srcs)
+	for waiting > 0 {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C():
+			a.log.Warn("live membership: starting VRRP before every source gave its first list", "waited", firstListWait)
+			return
+		case name := <-first:
+			waiting--
+			a.log.Info("live membership: first list", "source", name)
+		}
+	}
+	if _, ok := srcs[SourceMDNS]; ok {
+		w := a.clk.NewTimer(mdnsFirstAnswers)
+		defer w.Stop()
+		select {
+		case <-ctx.Done():
+		case <-w.C():
+		}
+	}
+	_ = a.applyMembership()
 }
 
 // applyMembership applies the live nodes in place: the load balancer's
@@ -331,10 +373,13 @@ func (a *Agent) applyMembership() error {
 	if err == nil && (p.Node.Role != oldPlan.Node.Role || p.RunLB != oldPlan.RunLB) {
 		err = fmt.Errorf("node %s changed role (%s to %s); restart the node agent to apply that", a.opts.Node, oldPlan.Node.Role, p.Node.Role)
 	}
-	if err == nil && p.RunLB && a.memb.applyLB != nil {
+	a.mu.Lock()
+	applyLB, reloadVRRP := a.memb.applyLB, a.memb.reloadVRRP
+	a.mu.Unlock()
+	if err == nil && p.RunLB && applyLB != nil {
 		var cfg *lbconfig.Config
 		if cfg, err = c.LBConfig(); err == nil {
-			err = a.memb.applyLB(cfg)
+			err = applyLB(cfg)
 		}
 		if err != nil {
 			err = fmt.Errorf("load balancer: %w", err)
@@ -348,8 +393,8 @@ func (a *Agent) applyMembership() error {
 	a.cluster, a.plan = c, p
 	a.mu.Unlock()
 	joined, left := diffNodes(old.Nodes, c.Nodes)
-	if a.memb.reloadVRRP != nil {
-		if err = a.memb.reloadVRRP(); err != nil {
+	if reloadVRRP != nil {
+		if err = reloadVRRP(); err != nil {
 			a.log.Error("live membership: VRRP reload failed", "err", err)
 		}
 	}

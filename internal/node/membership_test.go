@@ -74,9 +74,11 @@ func TestMembershipApply(t *testing.T) {
 	ag.memb.reloadVRRP = func() error { events <- "vrrp"; return nil }
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	if err := ag.startMembership(ctx); err != nil {
-		t.Fatal(err)
-	}
+	// It returns once both sources gave a first list: the steps below
+	// give them.
+	started := make(chan struct{})
+	go func() { ag.startMembership(ctx); close(started) }()
+	defer func() { cancel(); <-started }()
 	state := func() applied {
 		ag.mu.Lock()
 		defer ag.mu.Unlock()
