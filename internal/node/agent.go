@@ -172,6 +172,10 @@ func (a *Agent) Run(ctx context.Context) error {
 		}
 		defer a.stopLB()
 	}
+	// The live sources' first lists come before VRRP starts, so that its
+	// instances start with their peers (membership.go).
+	a.startMembership(ctx)
+	a.memb.applyMu.Lock() // no live change between the engine's first load and its seam
 	e, _, err := engine.New(engine.Options{
 		Load:     a.vrrpConfig,
 		Clock:    a.clk,
@@ -180,19 +184,15 @@ func (a *Agent) Run(ctx context.Context) error {
 		Ledger:   a.opts.Ledger,
 	})
 	if err != nil {
+		a.memb.applyMu.Unlock()
 		return err
 	}
 	a.mu.Lock()
 	a.vrrp = e
 	a.memb.reloadVRRP = e.Reload
-	if a.lb != nil {
-		a.memb.applyLB = a.lb.Apply
-	}
 	a.mu.Unlock()
+	a.memb.applyMu.Unlock()
 	close(a.ready)
-	if err := a.startMembership(ctx); err != nil {
-		a.log.Error("live membership does not run; the cluster file's nodes serve", "err", err)
-	}
 	return e.Run(ctx)
 }
 
