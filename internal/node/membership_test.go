@@ -155,6 +155,18 @@ func TestMembershipApply(t *testing.T) {
 			t.Errorf("%s: DNS registry (-want +got):\n%s", st.name, d)
 		}
 	}
+	// A reload of the cluster file keeps the live nodes.
+	c, p, _, err := ag.prepareReload()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, n := range c.Nodes {
+		names = append(names, n.Name)
+	}
+	if d := cmp.Diff([]string{"m0", "w0"}, names); d != "" || len(p.Instances[1].Peers) != 1 {
+		t.Errorf("after a reload: nodes (-want +got):\n%s\nIngress peers %v, want w0's", d, p.Instances[1].Peers)
+	}
 }
 
 // TestSelfNode checks how a node the cluster file does not list learns
