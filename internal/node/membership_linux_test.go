@@ -39,7 +39,8 @@ import (
 //   - two masters learn each other, and their own role, from the Node list;
 //   - a master that joins the Node list (a Node object, no process) shows
 //     up in the masters' load balancer backends, DNS names, etcd-N and the
-//     etcd SRV record, and leaves them when its Node object is deleted;
+//     etcd SRV record, leaves etcd-N and SRV when its Node is not ready,
+//     and leaves everything when its Node object is deleted;
 //   - a worker that is not in the Node list starts (--role worker) and is
 //     learnt over mDNS: its name is answered, and it stays backup for the
 //     Ingress VIP (the holder took it as a unicast peer before its master
@@ -170,6 +171,22 @@ membership: {kubernetes: true, mdns: true}
 	if ptr := query(m2, "50.0.18.198.in-addr.arpa.", dns.TypePTR); !slices.Contains(ptr, "master-3.live.example.com.") {
 		t.Errorf("PTR for master-3's address: %v", ptr)
 	}
+	// Its kubelet stops: it leaves etcd-N and the SRV record, keeps its name.
+	n3, err := cs.CoreV1().Nodes().Get(ctx, "master-3", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n3.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionUnknown, Reason: "NodeStatusUnknown"}}
+	t0 = time.Now()
+	if _, err := cs.CoreV1().Nodes().UpdateStatus(ctx, n3, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "master-3 out of the SRV record, still named", func() (bool, string) {
+		a, e := query(m2, "master-3.live.example.com.", dns.TypeA), query(m1, "etcd-3.live.example.com.", dns.TypeA)
+		srv := query(m1, "_etcd-server-ssl._tcp.live.example.com.", dns.TypeSRV)
+		return len(a) == 1 && len(e) == 0 && len(srv) == 2, fmt.Sprint(a, e, srv)
+	})
+	t.Logf("a master whose Node is not ready: out of the SRV record after %v", time.Since(t0).Round(time.Millisecond))
 	t0 = time.Now()
 	if err := cs.CoreV1().Nodes().Delete(ctx, "master-3", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)

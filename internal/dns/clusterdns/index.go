@@ -124,7 +124,7 @@ func buildIndex(cfg *Config, version uint64, nodes []discovery.Node) (*index, []
 		e := addrEntry(n.node.Addrs)
 		idx.names[n.name] = e
 		if cfg.NodesOnly {
-			if n.node.Role == discovery.Master {
+			if n.node.Role == discovery.Master && !n.node.NotReady {
 				masters = append(masters, target{name: n.name + "." + cfg.Zone, v4: e.v4, v6: e.v6})
 			}
 			continue
@@ -139,7 +139,10 @@ func buildIndex(cfg *Config, version uint64, nodes []discovery.Node) (*index, []
 			// An address two nodes claim names both, in name order.
 			idx.ptr[rev] = append(idx.ptr[rev], n.name+".", n.name+"."+cfg.Zone)
 		}
-		if n.node.Role == discovery.Master {
+		// A master a source knows is not running keeps its name, not its
+		// place among etcd's members (seed 003: "the list of control
+		// plane nodes currently running").
+		if n.node.Role == discovery.Master && !n.node.NotReady {
 			masters = append(masters, target{v4: e.v4, v6: e.v6})
 			masterNames = append(masterNames, n.name)
 		}
