@@ -247,6 +247,9 @@ func (a *Agent) liveSources() (map[string]discovery.Source, error) {
 			Self:      discovery.Node{Name: p.Node.Name, Role: discovery.Role(p.Node.Role), Addrs: p.Node.IPs},
 			Interface: a.iface,
 			Exclude:   slices.DeleteFunc(slices.Concat(c.APIVIPs, c.IngressVIPs, []netip.Addr{c.DNSVIP}), func(a netip.Addr) bool { return !a.IsValid() }),
+			// mdns-publisher's form too: during a migration the nodes
+			// that still run OpenShift's daemons are seen, and see these.
+			OpenShift: true,
 			Logger:    a.log.With("source", SourceMDNS),
 		}
 		if err := m.Validate(); err != nil {
