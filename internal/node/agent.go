@@ -572,6 +572,9 @@ func (a *Agent) prepareReload() (*cluster.Cluster, *cluster.Plan, *lbconfig.Conf
 			"under both IDs at once; keep the name, or stop every node agent and start them with the new file",
 			path, old.Name, c.Name, o.API, n.API, o.DNS, n.DNS, o.Ingress, n.Ingress)
 	}
+	if err := membershipReload(old, c); err != nil {
+		return nil, nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
 	if o, n := old.VRIDs(), c.VRIDs(); o != n {
 		return nil, nil, nil, fmt.Errorf("%s: vrrp: the virtual router IDs change (%v to %v); nodes that reloaded at different times "+
 			"would hold the same VIPs under both IDs at once; stop every node agent and start them with the new file", path, o, n)

@@ -427,3 +427,12 @@ func diffNodes(old, new []cluster.Node) (joined, left []string) {
 	}
 	return joined, left
 }
+
+// membershipReload refuses a cluster file that changes the live sources:
+// they start with the agent (before VRRP, for its first peers).
+func membershipReload(old, c *cluster.Cluster) error {
+	if old.Membership != c.Membership {
+		return fmt.Errorf("membership: %+v to %+v: the live sources start with the node agent; restart it to apply that", old.Membership, c.Membership)
+	}
+	return nil
+}

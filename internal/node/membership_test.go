@@ -155,6 +155,17 @@ func TestMembershipApply(t *testing.T) {
 			t.Errorf("%s: DNS registry (-want +got):\n%s", st.name, d)
 		}
 	}
+	// A reload that changes the live sources is refused.
+	if err := os.WriteFile(ag.opts.ClusterPath, []byte(strings.Replace(liveFile, "mdns: true", "mdns: false", 1)+
+		"nodes: [{name: m0, role: master, ips: [198.18.0.11]}]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, _, err := ag.prepareReload(); err == nil || !strings.Contains(err.Error(), "membership: {Kubernetes:true MDNS:true} to {Kubernetes:true MDNS:false}: the live sources start with the node agent; restart it") {
+		t.Errorf("a reload turning mDNS off: %v", err)
+	}
+	if err := os.WriteFile(ag.opts.ClusterPath, []byte(liveFile+"nodes: [{name: m0, role: master, ips: [198.18.0.11]}]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	// A reload of the cluster file keeps the live nodes.
 	c, p, _, err := ag.prepareReload()
 	if err != nil {
