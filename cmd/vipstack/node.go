@@ -42,6 +42,7 @@ func loopback(port uint16) string {
 // nodeFlags are the flags of `vipstack node`.
 type nodeFlags struct {
 	cfgPath, nodeName, metricsAddr, statusAddr, stateDir, lbSocket string
+	kubeconfig, role                                               string
 	watch                                                          time.Duration
 	noSuper, check                                                 bool
 	endpoints                                                      []cluster.ServicePort
@@ -61,7 +62,8 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	reg := prometheus.NewRegistry()
 	agent, err := node.New(node.Options{ClusterPath: f.cfgPath, Node: f.nodeName, Logger: log, Registry: reg,
-		Ledger: ledger, DNSLog: stderr, Endpoints: f.endpoints, LBSocket: f.lbSocket, Version: version.String()})
+		Ledger: ledger, DNSLog: stderr, Endpoints: f.endpoints, LBSocket: f.lbSocket, Version: version.String(),
+		Live: node.LiveOptions{Kubeconfig: f.kubeconfig, Role: cluster.Role(f.role)}})
 	if err != nil {
 		fmt.Fprintf(stderr, "%v\n", err)
 		return 1
@@ -108,6 +110,8 @@ func parseNodeFlags(args []string, stderr io.Writer) (f nodeFlags, code int, ok 
 	fs.DurationVar(&f.watch, "watch-interval", time.Second, "how often to look for a changed cluster file; 0: only on SIGHUP")
 	fs.BoolVar(&f.noSuper, "no-supervisor", false, "run without the supervisor that removes VIPs at once if the agent crashes")
 	fs.BoolVar(&f.check, "check", false, "validate the cluster file for this node and exit")
+	fs.StringVar(&f.kubeconfig, "kubeconfig", node.DefaultKubeconfig, "the kubeconfig to read the Node list through, when the cluster file sets membership.kubernetes (the kubelet's, as OpenShift's runtimecfg)")
+	fs.StringVar(&f.role, "role", "", "this node's role (bootstrap, master or worker) when the cluster file does not list it (default: from its Node object with membership.kubernetes)")
 	fs.StringVar(&f.lbSocket, "lb-socket", "", "on a master, serve the load balancer's runtime API (haproxy's stats socket commands: show stat, show servers state, set server B/S state ready|drain|maint) on this Unix socket, level admin, mode 0600; empty: off")
 	logLevel := addLogLevel(fs, "vipstack node", "")
 	if err := fs.Parse(args); err != nil {

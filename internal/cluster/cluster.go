@@ -42,18 +42,40 @@ type File struct {
 		Role string   `yaml:"role"`
 		IPs  []string `yaml:"ips"`
 	} `yaml:"nodes"`
+	// Membership names the live sources of nodes besides nodes (file
+	// membership.go); with one, nodes may be left out.
+	Membership *struct {
+		Kubernetes bool `yaml:"kubernetes,omitempty"`
+		MDNS       bool `yaml:"mdns,omitempty"`
+	} `yaml:"membership,omitempty"`
 	VRRP *struct {
 		Version        int    `yaml:"version,omitempty"`
 		AdvertInterval string `yaml:"advertInterval,omitempty"`
 		Unicast        *bool  `yaml:"unicast,omitempty"`
 		Interface      string `yaml:"interface,omitempty"`
+		// Per-instance overrides of the derived VRID, priority and
+		// password (a cluster whose IDs came from an older installer).
+		API     *OverrideFile `yaml:"api,omitempty"`
+		Ingress *OverrideFile `yaml:"ingress,omitempty"`
+		DNS     *OverrideFile `yaml:"dns,omitempty"`
 	} `yaml:"vrrp,omitempty"`
+	LoadBalancer *struct {
+		MachineConfig bool `yaml:"machineConfig,omitempty"`
+	} `yaml:"loadBalancer,omitempty"`
 	Ports *struct {
-		API           int `yaml:"api,omitempty"`
-		LB            int `yaml:"lb,omitempty"`
-		IngressHealth int `yaml:"ingressHealth,omitempty"`
-		MachineConfig int `yaml:"machineConfig,omitempty"`
+		API             int `yaml:"api,omitempty"`
+		LB              int `yaml:"lb,omitempty"`
+		IngressHealth   int `yaml:"ingressHealth,omitempty"`
+		MachineConfig   int `yaml:"machineConfig,omitempty"`
+		LBMachineConfig int `yaml:"lbMachineConfig,omitempty"`
 	} `yaml:"ports,omitempty"`
+}
+
+// OverrideFile is one VRRP instance's overrides as written.
+type OverrideFile struct {
+	VRID     int    `yaml:"vrid,omitempty"`
+	Priority int    `yaml:"priority,omitempty"`
+	Password string `yaml:"password,omitempty"`
 }
 
 // Cluster is a validated cluster file with defaults filled in.
@@ -65,9 +87,17 @@ type Cluster struct {
 	DNSVIP          netip.Addr // zero when not set
 	MachineNetworks []netip.Prefix
 	UpstreamDNS     []netip.AddrPort
-	Nodes           []Node
-	VRRP            VRRP
-	Ports           Ports
+	// Nodes are the nodes the file lists (Listed) and, in a cluster
+	// from WithNodes, those live sources report.
+	Nodes []Node
+	// Listed are the nodes the file lists.
+	Listed     []Node
+	Membership Membership
+	VRRP       VRRP
+	Ports      Ports
+	// BalanceMachineConfig runs the machine-config server's port
+	// (ports.machineConfig) through the masters' load balancer, as the API.
+	BalanceMachineConfig bool
 }
 
 // Node is one node of the cluster.
@@ -83,6 +113,19 @@ type VRRP struct {
 	AdvertInterval time.Duration // default 1s
 	Unicast        bool          // default true
 	Interface      string        // "" = the interface that routes to the machine network
+	// Overrides of the derived settings of the API, Ingress and DNS
+	// instances; a zero field keeps the derived value.
+	API, Ingress, DNS Override
+}
+
+// Override replaces an instance's derived settings: VRID (1..255),
+// Priority (1..254, every node's base priority for that instance but the
+// bootstrap node's) and Password (the VRRPv2 auth_pass). Zero values keep
+// what is derived.
+type Override struct {
+	VRID     uint8
+	Priority uint8
+	Password string
 }
 
 // Ports the node services use. Validate keeps them apart from each other
@@ -90,6 +133,10 @@ type VRRP struct {
 // LBMonitorPort, LBStatsPort, DefaultMetricsPort, DefaultStatusPort).
 type Ports struct {
 	API, LB, IngressHealth, MachineConfig int
+	// LBMachineConfig is where the load balancer takes the
+	// machine-config server's connections when BalanceMachineConfig is
+	// set (default 22625).
+	LBMachineConfig int
 }
 
 // Families returns the address families of addrs (4, 6) in the order of
@@ -413,8 +460,12 @@ func (f *File) Validate() (*Cluster, error) {
 		}
 		c.Nodes = append(c.Nodes, node)
 	}
-	if len(f.Nodes) == 0 {
-		bad("nodes: at least one node is required")
+	if m := f.Membership; m != nil {
+		c.Membership = Membership{Kubernetes: m.Kubernetes, MDNS: m.MDNS}
+	}
+	live := c.Membership.Live()
+	if len(f.Nodes) == 0 && !live {
+		bad("nodes: at least one node is required (or a live source to learn them from: membership.kubernetes or membership.mdns)")
 	}
 	masters := 0
 	for _, n := range c.Nodes {
@@ -422,8 +473,8 @@ func (f *File) Validate() (*Cluster, error) {
 			masters++
 		}
 	}
-	if len(f.Nodes) > 0 && masters == 0 {
-		bad("nodes: no node has role master")
+	if len(f.Nodes) > 0 && masters == 0 && !live {
+		bad("nodes: no node has role master (or a live source to learn them from: membership.kubernetes or membership.mdns)")
 	}
 	// A node runs an instance per family of the VIPs its role holds, and
 	// sends from (and to) its address of that family.
@@ -527,6 +578,13 @@ func (f *File) Validate() (*Cluster, error) {
 		} else {
 			c.VRRP.Interface = v.Interface
 		}
+		c.VRRP.API = override("vrrp.api", v.API, bad)
+		c.VRRP.Ingress = override("vrrp.ingress", v.Ingress, bad)
+		c.VRRP.DNS = override("vrrp.dns", v.DNS, bad)
+	}
+	ids := c.VRIDs()
+	if ids.API == ids.Ingress || (c.DNSVIP.IsValid() && (ids.DNS == ids.API || ids.DNS == ids.Ingress)) {
+		bad("vrrp: the API, Ingress and DNS instances have virtual router IDs %d, %d and %d; each instance on the interface needs its own (set vrrp.api.vrid, vrrp.ingress.vrid or vrrp.dns.vrid apart)", ids.API, ids.Ingress, ids.DNS)
 	}
 	runs2 := c.VRRP.Version == 2 && has4
 	runs3 := c.VRRP.Version == 3 || has6
@@ -539,7 +597,10 @@ func (f *File) Validate() (*Cluster, error) {
 		bad("vrrp.advertInterval: %v", vrrp.CheckAdvertInterval(3, c.VRRP.AdvertInterval))
 	}
 
-	c.Ports = Ports{API: 6443, LB: 9445, IngressHealth: 1936, MachineConfig: 22623}
+	c.Ports = Ports{API: 6443, LB: 9445, IngressHealth: 1936, MachineConfig: 22623, LBMachineConfig: DefaultLBMachineConfigPort}
+	if lb := f.LoadBalancer; lb != nil {
+		c.BalanceMachineConfig = lb.MachineConfig
+	}
 	if p := f.Ports; p != nil {
 		set := func(field string, v int, dst *int) {
 			if v == 0 {
@@ -555,6 +616,10 @@ func (f *File) Validate() (*Cluster, error) {
 		set("lb", p.LB, &c.Ports.LB)
 		set("ingressHealth", p.IngressHealth, &c.Ports.IngressHealth)
 		set("machineConfig", p.MachineConfig, &c.Ports.MachineConfig)
+		set("lbMachineConfig", p.LBMachineConfig, &c.Ports.LBMachineConfig)
+		if p.LBMachineConfig != 0 && !c.BalanceMachineConfig {
+			bad("ports.lbMachineConfig: %d is only used with loadBalancer.machineConfig: true", p.LBMachineConfig)
+		}
 	}
 	// A master binds every one of these ports (TCP; the cluster DNS also
 	// UDP), so no two may be equal. The listeners set SO_REUSEPORT, so a
@@ -584,6 +649,7 @@ func (f *File) Validate() (*Cluster, error) {
 		return nil, errors.Join(errs...)
 	}
 	sort.SliceStable(c.Nodes, func(i, j int) bool { return c.Nodes[i].Name < c.Nodes[j].Name })
+	c.Listed = c.Nodes
 	return c, nil
 }
 
@@ -597,12 +663,16 @@ type ServicePort struct {
 // sets and the fixed ones (not the node agent's own endpoints, which its
 // flags set).
 func (c *Cluster) ServicePorts() []ServicePort {
-	return []ServicePort{
+	out := []ServicePort{
 		{"ports.api", c.Ports.API}, {"ports.lb", c.Ports.LB}, {"ports.ingressHealth", c.Ports.IngressHealth},
 		{"ports.machineConfig", c.Ports.MachineConfig},
 		{"the cluster DNS (UDP and TCP)", DNSPort}, {"the DNS health check", DNSHealthPort},
 		{"the load balancer's monitor", LBMonitorPort}, {"the load balancer's stats page", LBStatsPort},
 	}
+	if c.BalanceMachineConfig {
+		out = append(out, ServicePort{"ports.lbMachineConfig", c.Ports.LBMachineConfig})
+	}
+	return out
 }
 
 // CheckEndpoints checks that the node agent's own endpoints (its

@@ -74,7 +74,7 @@ func TestLoadDemoCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.Domain() != "managed.example.com" || len(c.Nodes) != 6 || c.VRRP.Version != 2 || !c.VRRP.Unicast ||
-		c.VRRP.AdvertInterval != time.Second || c.Ports != (Ports{API: 6443, LB: 9445, IngressHealth: 1936, MachineConfig: 22623}) {
+		c.VRRP.AdvertInterval != time.Second || c.Ports != (Ports{API: 6443, LB: 9445, IngressHealth: 1936, MachineConfig: 22623, LBMachineConfig: DefaultLBMachineConfigPort}) {
 		t.Fatalf("unexpected defaults: %+v", c)
 	}
 	if c.UpstreamDNS[0] != netip.MustParseAddrPort("198.18.0.53:53") {

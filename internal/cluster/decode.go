@@ -179,8 +179,14 @@ func accepted(pattern string, t reflect.Type) string {
 		return "a duration, e.g. 1s or 100ms"
 	case "vrrp.interface":
 		return "an interface name, e.g. eth0"
-	case "ports.api", "ports.lb", "ports.ingressHealth", "ports.machineConfig":
+	case "ports.api", "ports.lb", "ports.ingressHealth", "ports.machineConfig", "ports.lbMachineConfig":
 		return "a port, 1..65535"
+	case "vrrp.api.vrid", "vrrp.ingress.vrid", "vrrp.dns.vrid":
+		return "a virtual router ID, 1..255"
+	case "vrrp.api.priority", "vrrp.ingress.priority", "vrrp.dns.priority":
+		return "a priority, 1..254"
+	case "vrrp.api.password", "vrrp.ingress.password", "vrrp.dns.password":
+		return "a VRRPv2 password, e.g. ocp4_api_vip (keepalived sends the first 8 characters)"
 	}
 	switch t.Kind() {
 	case reflect.Bool:

@@ -15,6 +15,9 @@ const (
 	LBStatsURI    = "/haproxy_stats"
 	// LBFrontend names the API frontend, on ports.lb.
 	LBFrontend = "main"
+	// LBMachineConfigFrontend names the machine-config server's frontend,
+	// on ports.lbMachineConfig (with loadBalancer.machineConfig).
+	LBMachineConfigFrontend = "machine-config"
 )
 
 // stdoutLog is `log stdout local0`: haproxy's messages (connections,
@@ -61,8 +64,37 @@ func (c *Cluster) LBConfig() (*lbconfig.Config, error) {
 		}
 	}
 	cfg.Backends = []lbconfig.Backend{b}
+	if c.BalanceMachineConfig {
+		// The machine-config server as the API: every master's port,
+		// HTTPS /healthz checks (what OpenShift's cloud load balancers
+		// probe on 22623).
+		mc := b
+		mc.Name, mc.Servers = LBMachineConfigFrontend, nil
+		mc.Check = lbconfig.HTTPCheck{Method: "GET", URI: "/healthz", Version: "HTTP/1.0"}
+		for _, s := range b.Servers {
+			s.Addr = netip.AddrPortFrom(s.Addr.Addr(), uint16(c.Ports.MachineConfig))
+			mc.Servers = append(mc.Servers, s)
+		}
+		cfg.Frontends = append(cfg.Frontends, lbconfig.Frontend{Name: LBMachineConfigFrontend, Binds: all(c.Ports.LBMachineConfig), Backend: mc.Name, LogTargets: stdoutLog})
+		cfg.Backends = append(cfg.Backends, mc)
+	}
 	if err := lbconfig.Validate(cfg); err != nil {
 		return nil, err
 	}
 	return cfg, nil
+}
+
+// Redirects are the captures a master keeps while its load balancer is
+// healthy: each API VIP's ports.api to ports.lb, and with
+// loadBalancer.machineConfig its ports.machineConfig to
+// ports.lbMachineConfig.
+func (c *Cluster) Redirects() map[netip.AddrPort]uint16 {
+	out := map[netip.AddrPort]uint16{}
+	for _, v := range c.APIVIPs {
+		out[netip.AddrPortFrom(v, uint16(c.Ports.API))] = uint16(c.Ports.LB)
+		if c.BalanceMachineConfig {
+			out[netip.AddrPortFrom(v, uint16(c.Ports.MachineConfig))] = uint16(c.Ports.LBMachineConfig)
+		}
+	}
+	return out
 }

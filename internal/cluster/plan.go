@@ -86,11 +86,15 @@ func (c *Cluster) PlanFor(name string) (*Plan, error) {
 		}
 		return nil, fmt.Errorf("node %q is not in the cluster file (nodes: %v)", name, names)
 	}
-	ids := DeriveVRIDs(c.Name)
+	ids := c.VRIDs()
 	p := &Plan{Node: self, RunDNS: true, RunLB: self.Role == Master}
 	apiNodes := c.withRoles(Bootstrap, Master)
 	ingressNodes := c.withRoles(Master, Worker)
 	add := func(kind string, all []netip.Addr, vrid uint8, prio uint8, members []Node, checks ...string) error {
+		ov := c.override(kind)
+		if ov.Priority != 0 && self.Role != Bootstrap {
+			prio = ov.Priority
+		}
 		// One instance per address family, both with the same VRID (IPv4
 		// and IPv6 VRRP routers are distinct, RFC 5798 section 5.2.3), as
 		// OpenShift runs dual-stack VIPs: "<name>_API_0" for the first
@@ -128,6 +132,9 @@ func (c *Cluster) PlanFor(name string) (*Plan, error) {
 			}
 			if in.Version == 2 {
 				in.AuthPass = c.Name + "_" + kind + "_vip"
+				if ov.Password != "" {
+					in.AuthPass = ov.Password
+				}
 			}
 			p.Instances = append(p.Instances, in)
 		}
@@ -169,6 +176,20 @@ func (c *Cluster) PlanFor(name string) (*Plan, error) {
 		}
 	}
 	return p, nil
+}
+
+// override returns the overrides of the instance of kind (api, ingress,
+// dns).
+func (c *Cluster) override(kind string) Override {
+	switch kind {
+	case "api":
+		return c.VRRP.API
+	case "ingress":
+		return c.VRRP.Ingress
+	case "dns":
+		return c.VRRP.DNS
+	}
+	return Override{}
 }
 
 func (c *Cluster) withRoles(roles ...Role) []Node {

@@ -22,6 +22,12 @@ type Node struct {
 	Name  string // short host name, e.g. "master-0"
 	Role  Role
 	Addrs []netip.Addr // node addresses (never VIPs), IPv4 and/or IPv6
+	// NotReady is set by a source that knows the node is not running
+	// (KubeNodes: a Node whose Ready condition is False or Unknown). The
+	// DNS keeps its name but leaves it out of etcd-N and the etcd SRV
+	// record; the VRRP peers and load balancer backends keep it (its
+	// VRRP may run without its kubelet, and the checks judge backends).
+	NotReady bool
 }
 
 // Source discovers nodes. Run reports the complete current set through
@@ -103,7 +109,8 @@ func merge(bySrc map[string][]Node) []Node {
 }
 
 // Merge unions node lists: a node named in several lists gets the union of
-// their addresses, and the first non-empty role. Names are host names, so
+// their addresses, and the first non-empty role; it is NotReady only if
+// every list naming it says so. Names are host names, so
 // they match case-insensitively; the first spelling wins. The result is
 // sorted by name, each node's addresses sorted; the inputs are not
 // modified.
@@ -114,9 +121,10 @@ func Merge(lists ...[]Node) []Node {
 			key := strings.ToLower(n.Name)
 			m := byName[key]
 			if m == nil {
-				m = &Node{Name: n.Name, Role: n.Role}
+				m = &Node{Name: n.Name, Role: n.Role, NotReady: n.NotReady}
 				byName[key] = m
 			}
+			m.NotReady = m.NotReady && n.NotReady
 			if m.Role == "" {
 				m.Role = n.Role
 			}

@@ -55,6 +55,16 @@ func TestMerge(t *testing.T) {
 			lists: [][]Node{{{Name: "master-0", Role: Master, Addrs: []netip.Addr{a("198.18.0.11")}}}, {{Name: "Master-0", Role: Worker, Addrs: []netip.Addr{a("fd00::11")}}}},
 			want:  []Node{{Name: "master-0", Role: Master, Addrs: []netip.Addr{a("198.18.0.11"), a("fd00::11")}}},
 		},
+		{
+			// One source that knows the node runs (mDNS answers) outweighs
+			// one that says it does not (a Node whose kubelet is down).
+			name: "not ready only if every list says so",
+			lists: [][]Node{
+				{{Name: "m0", Role: Master, NotReady: true}, {Name: "m1", Role: Master, NotReady: true}},
+				{{Name: "m0", Role: Master}},
+			},
+			want: []Node{{Name: "m0", Role: Master}, {Name: "m1", Role: Master, NotReady: true}},
+		},
 		{name: "nothing", want: []Node{}},
 	}
 	for _, tt := range tests {

@@ -18,7 +18,9 @@ import (
 // KubeNodes is the Kubernetes Node list as a Source: a watch on Nodes,
 // each reported by its short name (up to the first dot), its role (Master
 // for the node-role.kubernetes.io/control-plane or .../master labels,
-// Worker otherwise) and its InternalIP addresses.
+// Worker otherwise), its InternalIP addresses, and NotReady when its Ready
+// condition is False or Unknown (a Node without the condition, as one
+// created before its kubelet reports, counts as ready).
 type KubeNodes struct {
 	Client kubernetes.Interface
 	// Selector limits the nodes by label, in kubectl's syntax
@@ -102,6 +104,11 @@ func NodeOf(n *corev1.Node) Node {
 		}
 	}
 	out := Node{Name: name, Role: role}
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady && c.Status != corev1.ConditionTrue {
+			out.NotReady = true
+		}
+	}
 	for _, a := range n.Status.Addresses {
 		if a.Type != corev1.NodeInternalIP {
 			continue
@@ -112,4 +119,23 @@ func NodeOf(n *corev1.Node) Node {
 	}
 	sort.Slice(out.Addrs, func(i, j int) bool { return out.Addrs[i].Less(out.Addrs[j]) })
 	return out
+}
+
+// KubeNode reads one Node object, by its full name or, when no Node has
+// that name, by its short name (the first label of a Node named by FQDN).
+func KubeNode(ctx context.Context, cs kubernetes.Interface, name string) (Node, error) {
+	n, err := cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	if err == nil {
+		return NodeOf(n), nil
+	}
+	list, lerr := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if lerr != nil {
+		return Node{}, fmt.Errorf("kubernetes node %s: %w", name, err)
+	}
+	for i := range list.Items {
+		if short, _, _ := strings.Cut(list.Items[i].Name, "."); strings.EqualFold(short, name) {
+			return NodeOf(&list.Items[i]), nil
+		}
+	}
+	return Node{}, fmt.Errorf("kubernetes node %s: no Node object has that name", name)
 }

@@ -77,13 +77,27 @@ func TestKubeNodes(t *testing.T) {
 			{Name: "worker-0", Role: Worker, Addrs: []netip.Addr{a("198.18.0.21")}},
 			{Name: "worker-1", Role: Worker, Addrs: []netip.Addr{a("198.18.0.22")}},
 		}},
+		{name: "a node's kubelet stops: not ready", change: func() {
+			n, err := cs.CoreV1().Nodes().Get(ctx, "worker-1", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionUnknown}}
+			if _, err := cs.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}, want: []Node{
+			{Name: "master-0", Role: Master, Addrs: []netip.Addr{a("198.18.0.11"), a("fd00::11")}},
+			{Name: "worker-0", Role: Worker, Addrs: []netip.Addr{a("198.18.0.21")}},
+			{Name: "worker-1", Role: Worker, Addrs: []netip.Addr{a("198.18.0.22")}, NotReady: true},
+		}},
 		{name: "a node leaves", change: func() {
 			if err := cs.CoreV1().Nodes().Delete(ctx, "worker-0", metav1.DeleteOptions{}); err != nil {
 				t.Fatal(err)
 			}
 		}, want: []Node{
 			{Name: "master-0", Role: Master, Addrs: []netip.Addr{a("198.18.0.11"), a("fd00::11")}},
-			{Name: "worker-1", Role: Worker, Addrs: []netip.Addr{a("198.18.0.22")}},
+			{Name: "worker-1", Role: Worker, Addrs: []netip.Addr{a("198.18.0.22")}, NotReady: true},
 		}},
 	}
 	for _, tt := range tests {
@@ -105,6 +119,18 @@ func TestKubeNodes(t *testing.T) {
 			}
 		})
 	}
+	t.Run("KubeNode", func(t *testing.T) {
+		for _, name := range []string{"master-0.example.com", "master-0", "MASTER-0"} {
+			got, err := KubeNode(ctx, cs, name)
+			want := Node{Name: "master-0", Role: Master, Addrs: []netip.Addr{a("198.18.0.11"), a("fd00::11")}}
+			if err != nil || cmp.Diff(want, got, addrCmp) != "" {
+				t.Errorf("KubeNode(%q) = %+v, %v; want %+v", name, got, err, want)
+			}
+		}
+		if _, err := KubeNode(ctx, cs, "nobody"); err == nil || err.Error() != "kubernetes node nobody: no Node object has that name" {
+			t.Errorf("KubeNode(nobody): %v", err)
+		}
+	})
 	t.Run("selector", func(t *testing.T) {
 		sel := make(chan []Node, 4)
 		c2, cancel2 := context.WithCancel(ctx)

@@ -55,6 +55,8 @@ type Options struct {
 	LBSocket string
 	// Version is the agent's version, for the runtime API.
 	Version string
+	// Live configures live membership (membership.go).
+	Live LiveOptions
 }
 
 // Agent is everything one node runs.
@@ -92,6 +94,8 @@ type Agent struct {
 	// redirStopped is set when the LB stops: a reload still running
 	// then starts no redirect to it.
 	redirStopped bool
+
+	memb membership // live nodes (membership.go)
 }
 
 // dnsServer is what the agent uses of the cluster DNS (a *dns.Server).
@@ -117,10 +121,17 @@ func New(opts Options) (*Agent, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	c, err := cluster.Load(opts.ClusterPath)
+	file, err := cluster.Load(opts.ClusterPath)
 	if err != nil {
 		return nil, err
 	}
+	self, err := selfNode(file, opts.Node, opts.Live)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", opts.ClusterPath, err)
+	}
+	a := &Agent{opts: opts, log: opts.Logger, clk: opts.Clock, nodes: discovery.NewRegistry(), ready: make(chan struct{})}
+	a.memb.self = self
+	c := a.effective(file)
 	p, err := c.PlanFor(opts.Node)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", opts.ClusterPath, err)
@@ -128,8 +139,8 @@ func New(opts Options) (*Agent, error) {
 	if err := c.CheckEndpoints(opts.Endpoints); err != nil {
 		return nil, fmt.Errorf("%s: %w", opts.ClusterPath, err)
 	}
-	return &Agent{opts: opts, log: opts.Logger, clk: opts.Clock, cluster: c, plan: p, nodes: discovery.NewRegistry(),
-		ready: make(chan struct{})}, nil
+	a.cluster, a.plan = c, p
+	return a, nil
 }
 
 // Run starts the node's services and serves until ctx is done, then stops
@@ -161,6 +172,10 @@ func (a *Agent) Run(ctx context.Context) error {
 		}
 		defer a.stopLB()
 	}
+	// The live sources' first lists come before VRRP starts, so that its
+	// instances start with their peers (membership.go).
+	a.startMembership(ctx)
+	a.memb.applyMu.Lock() // no live change between the engine's first load and its seam
 	e, _, err := engine.New(engine.Options{
 		Load:     a.vrrpConfig,
 		Clock:    a.clk,
@@ -169,11 +184,14 @@ func (a *Agent) Run(ctx context.Context) error {
 		Ledger:   a.opts.Ledger,
 	})
 	if err != nil {
+		a.memb.applyMu.Unlock()
 		return err
 	}
 	a.mu.Lock()
 	a.vrrp = e
+	a.memb.reloadVRRP = e.Reload
 	a.mu.Unlock()
+	a.memb.applyMu.Unlock()
 	close(a.ready)
 	return e.Run(ctx)
 }
@@ -294,10 +312,7 @@ func (a *Agent) startLB() error {
 // or API port that is gone is removed; a new one starts with the
 // monitor's last verdict.
 func (a *Agent) syncRedirects(c *cluster.Cluster) (moved []<-chan struct{}) {
-	want := map[netip.AddrPort]uint16{}
-	for _, v := range c.APIVIPs {
-		want[netip.AddrPortFrom(v, uint16(c.Ports.API))] = uint16(c.Ports.LB)
-	}
+	want := c.Redirects()
 	a.redirMu.Lock()
 	defer a.redirMu.Unlock()
 	if a.redirStopped {
@@ -384,7 +399,7 @@ func (a *Agent) corefile() string {
 
 func (a *Agent) clusterNodes() []discovery.Node {
 	var out []discovery.Node
-	for _, n := range a.cluster.Nodes {
+	for _, n := range a.cluster.Listed {
 		out = append(out, discovery.Node{Name: n.Name, Role: discovery.Role(n.Role), Addrs: n.IPs})
 	}
 	return out
@@ -430,6 +445,8 @@ func (a *Agent) stopDNS() {
 // refused, TestStoryReloadLBPortNoRefused).
 func (a *Agent) Reload() error {
 	<-a.ready
+	a.memb.applyMu.Lock()
+	defer a.memb.applyMu.Unlock()
 	a.mu.Lock()
 	running := a.cluster
 	a.mu.Unlock()
@@ -497,10 +514,11 @@ func (a *Agent) openLB(running, c *cluster.Cluster, lbCfg *lbconfig.Config) (*re
 // checked before anything changes.
 func (a *Agent) prepareReload() (*cluster.Cluster, *cluster.Plan, *lbconfig.Config, error) {
 	path := a.opts.ClusterPath
-	c, err := cluster.Load(path)
+	file, err := cluster.Load(path)
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	c := a.effective(file)
 	p, err := c.PlanFor(a.opts.Node)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("%s: %w", path, err)
@@ -520,6 +538,13 @@ func (a *Agent) prepareReload() (*cluster.Cluster, *cluster.Plan, *lbconfig.Conf
 			"(API %d to %d, DNS %d to %d, Ingress %d to %d); nodes that reloaded at different times would hold the same VIPs "+
 			"under both IDs at once; keep the name, or stop every node agent and start them with the new file",
 			path, old.Name, c.Name, o.API, n.API, o.DNS, n.DNS, o.Ingress, n.Ingress)
+	}
+	if err := membershipReload(old, c); err != nil {
+		return nil, nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if o, n := old.VRIDs(), c.VRIDs(); o != n {
+		return nil, nil, nil, fmt.Errorf("%s: vrrp: the virtual router IDs change (%v to %v); nodes that reloaded at different times "+
+			"would hold the same VIPs under both IDs at once; stop every node agent and start them with the new file", path, o, n)
 	}
 	// The engine runs every instance on the interface resolved at start
 	// (vrrpConfig): a file that would resolve another one cannot be

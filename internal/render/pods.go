@@ -142,6 +142,13 @@ func marshalPod(plan *cluster.Plan, rel, what string, p pod) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
+// The kubelet's directory and kubeconfig on an OpenShift node (and
+// node.DefaultKubeconfig).
+const (
+	kubeletDir        = "/var/lib/kubelet"
+	kubeletKubeconfig = kubeletDir + "/kubeconfig"
+)
+
 // dirVolume mounts a host directory read-only at the same path.
 func dirVolume(name, dir string) (volume, volumeMount) {
 	return volume{Name: name, HostPath: hostPath{Path: dir, Type: "Directory"}},
@@ -154,7 +161,7 @@ func dirVolume(name, dir string) (volume, volumeMount) {
 // file read-only and /run/vipstack, where the agent keeps the ledger of the
 // VIPs it holds so that a restarted container removes what a crashed one
 // left behind. Its liveness probe reads the agent's /status on loopback.
-func vipstackPod(plan *cluster.Plan, o Options) ([]byte, error) {
+func vipstackPod(cl *cluster.Cluster, plan *cluster.Plan, o Options) ([]byte, error) {
 	statusAddr := "127.0.0.1:" + strconv.Itoa(o.StatusPort)
 	c := container{
 		Name:  "vipstack",
@@ -185,6 +192,13 @@ func vipstackPod(plan *cluster.Plan, o Options) ([]byte, error) {
 	vols := []volume{
 		{Name: "cluster-config", HostPath: hostPath{Path: o.ConfigPath, Type: "File"}},
 		{Name: "run", HostPath: hostPath{Path: hostVipstackRunDir, Type: "DirectoryOrCreate"}},
+	}
+	if cl.Membership.Kubernetes {
+		// The kubelet's kubeconfig and the client certificate it names,
+		// as OpenShift's runtimecfg reads the Node list.
+		c.Command = append(c.Command, "--kubeconfig", kubeletKubeconfig)
+		vol, mnt := dirVolume("kubelet", kubeletDir)
+		c.VolumeMounts, vols = append(c.VolumeMounts, mnt), append(vols, vol)
 	}
 	return marshalPod(plan, VipstackPodPath, "vipstack node", newPod("vipstack-node", plan, o, c, vols))
 }

@@ -148,12 +148,15 @@ func Files(c *cluster.Cluster, node string, opts Options) (map[string][]byte, er
 		out[name] = data
 		return nil
 	}
-	data, err := vipstackPod(plan, o)
+	data, err := vipstackPod(c, plan, o)
 	if err := add(VipstackPodPath, data, err); err != nil {
 		return nil, err
 	}
 	if o.NoUpstream {
 		return out, nil
+	}
+	if c.Membership.Live() {
+		return nil, fmt.Errorf("render for node %s: membership: the upstream keepalived.conf, haproxy.cfg and Corefile would list the file's nodes only and never follow a join or a leave; render with --no-upstream, or list every node and leave membership out for nodes that keep the upstream daemons", node)
 	}
 	if len(plan.Instances) > 0 {
 		if o.Interface == "" {
@@ -169,6 +172,11 @@ func Files(c *cluster.Cluster, node string, opts Options) (map[string][]byte, er
 		}
 	}
 	if plan.RunLB {
+		if c.BalanceMachineConfig {
+			// The haproxy pod's redirect container captures the API
+			// port alone; the machine-config one is not rendered.
+			return nil, fmt.Errorf("render %s for node %s: loadBalancer.machineConfig is not rendered for the upstream haproxy (its pod redirects the API port only); render with --no-upstream, or leave it off for nodes that keep haproxy", HAProxyCfgPath, node)
+		}
 		lb, err := c.LBConfig()
 		if err != nil {
 			return nil, fmt.Errorf("render %s for node %s: %w", HAProxyCfgPath, node, err)

@@ -88,6 +88,21 @@ func (h *ClusterDNS) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.
 	}
 	qname := state.Name()
 	idx := h.index()
+	if state.QType() == dns.TypePTR && !h.cfg.NodesOnly {
+		if names := idx.ptr[qname]; len(names) > 0 {
+			m := new(dns.Msg)
+			m.SetReply(r)
+			m.Authoritative = true
+			for _, n := range names {
+				m.Answer = append(m.Answer, &dns.PTR{
+					Hdr: dns.RR_Header{Name: state.QName(), Rrtype: dns.TypePTR, Class: dns.ClassINET, Ttl: h.cfg.TTL},
+					Ptr: n,
+				})
+			}
+			w.WriteMsg(m)
+			return dns.RcodeSuccess, nil
+		}
+	}
 	e, inZone := idx.lookup(qname)
 	if h.cfg.NodesOnly {
 		switch state.QType() {

@@ -101,6 +101,20 @@ func TestServeDNS(t *testing.T) {
 		{Qname: "nope.managed.example.com.", Qtype: dns.TypeA, Rcode: dns.RcodeNameError, Ns: []dns.RR{soa}},
 		{Qname: "x.api.managed.example.com.", Qtype: dns.TypeA, Rcode: dns.RcodeNameError, Ns: []dns.RR{soa}},
 		{Qname: "x.master-0.managed.example.com.", Qtype: dns.TypeAAAA, Rcode: dns.RcodeNameError, Ns: []dns.RR{soa}},
+		// PTR for node addresses, both families, as a hosts line
+		// "ADDR NODE NODE.ZONE" answers: the short name, then the FQDN.
+		{Qname: "11.0.18.198.in-addr.arpa.", Qtype: dns.TypePTR, Answer: []dns.RR{
+			test.PTR("11.0.18.198.in-addr.arpa. 60 IN PTR master-0."),
+			test.PTR("11.0.18.198.in-addr.arpa. 60 IN PTR master-0.managed.example.com."),
+		}},
+		{Qname: "21.0.18.198.IN-ADDR.ARPA.", Qtype: dns.TypePTR, Answer: []dns.RR{
+			test.PTR("21.0.18.198.IN-ADDR.ARPA. 60 IN PTR worker-0."),
+			test.PTR("21.0.18.198.IN-ADDR.ARPA. 60 IN PTR worker-0.managed.example.com."),
+		}},
+		{Qname: "3.1.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.b.b.0.0.0.0.d.f.ip6.arpa.", Qtype: dns.TypePTR, Answer: []dns.RR{
+			test.PTR("3.1.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.b.b.0.0.0.0.d.f.ip6.arpa. 60 IN PTR master-2."),
+			test.PTR("3.1.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.b.b.0.0.0.0.d.f.ip6.arpa. 60 IN PTR master-2.managed.example.com."),
+		}},
 	}
 	for _, tc := range cases {
 		t.Run(dns.TypeToString[tc.Qtype]+"/"+tc.Qname, func(t *testing.T) {
@@ -145,6 +159,8 @@ func TestServeDNSPassesOn(t *testing.T) {
 		{name: "unknown with fallthrough for the zone", fall: []string{"managed.example.com"}, qname: "nope.managed.example.com.", qtype: dns.TypeA, want: nextRcode},
 		{name: "unknown with fallthrough for another zone", fall: []string{"example.org"}, qname: "nope.managed.example.com.", qtype: dns.TypeA, want: dns.RcodeNameError},
 		{name: "known name with fallthrough is answered", fall: []string{}, qname: "api.managed.example.com.", qtype: dns.TypeA, want: dns.RcodeSuccess},
+		{name: "PTR of an address no node has (a VIP)", qname: "5.0.18.198.in-addr.arpa.", qtype: dns.TypePTR, want: nextRcode},
+		{name: "PTR of a node address asked as A", qname: "11.0.18.198.in-addr.arpa.", qtype: dns.TypeA, want: nextRcode},
 		{name: "NODATA is not passed on", fall: []string{}, qname: "console.apps.managed.example.com.", qtype: dns.TypeAAAA, want: dns.RcodeSuccess},
 	}
 	for _, tt := range tests {

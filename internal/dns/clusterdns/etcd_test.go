@@ -80,3 +80,44 @@ func TestEtcdNameStaysWhenAMasterLeaves(t *testing.T) {
 		}
 	}
 }
+
+// TestNotReadyMasterLeavesSRV: a master a source reports not ready (its
+// Node's Ready condition) keeps its name and PTR but leaves etcd-N and the
+// SRV record, so that the record lists the masters currently running; in
+// the mDNS form too.
+func TestNotReadyMasterLeavesSRV(t *testing.T) {
+	for _, nodesOnly := range []bool{false, true} {
+		cfg := testConfig()
+		cfg.NodesOnly = nodesOnly
+		for i := range cfg.Nodes {
+			if cfg.Nodes[i].Name == "master-1" {
+				cfg.Nodes[i].NotReady = true
+			}
+		}
+		idx, _ := buildIndex(&cfg, 1, cfg.Nodes)
+		var targets []string
+		if e := idx.names[srvName]; e != nil {
+			for _, tg := range e.srv {
+				targets = append(targets, tg.name)
+			}
+		}
+		want := []string{"etcd-0." + zone, "etcd-2." + zone}
+		if nodesOnly {
+			want = []string{"master-0." + zone, "master-2." + zone}
+		}
+		if !slices.Equal(targets, want) {
+			t.Errorf("NodesOnly=%v: SRV targets %v, want %v", nodesOnly, targets, want)
+		}
+		if e := idx.names["master-1"]; e == nil || len(e.v4) != 1 {
+			t.Errorf("NodesOnly=%v: master-1 lost its name", nodesOnly)
+		}
+		if !nodesOnly {
+			if idx.names["etcd-1"] != nil {
+				t.Errorf("etcd-1 still answered for a master that is not ready")
+			}
+			if !slices.Contains(idx.ptr["12.0.18.198.in-addr.arpa."], "master-1."+zone) {
+				t.Errorf("PTR of master-1's address: %v", idx.ptr["12.0.18.198.in-addr.arpa."])
+			}
+		}
+	}
+}

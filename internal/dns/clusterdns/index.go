@@ -3,6 +3,7 @@ package clusterdns
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -64,6 +65,11 @@ type index struct {
 	names   map[string]*entry // relative to zone, lower case; "" is the apex
 	bare    map[string]*entry // single-label node names, with the trailing dot
 	ingress *entry            // every name strictly under apps.<zone>; nil without ingress VIPs
+	// ptr maps the reverse name (lower case, as dns.ReverseAddr writes
+	// it) of every node address to the names it answers PTR with: the
+	// node's short name and NODE.ZONE, as a hosts line "ADDR NODE
+	// NODE.ZONE" does. Empty with NodesOnly.
+	ptr map[string][]string
 }
 
 // skippedNode is a registry node the index could not name.
@@ -77,6 +83,7 @@ func buildIndex(cfg *Config, version uint64, nodes []discovery.Node) (*index, []
 		ttl:     cfg.TTL,
 		names:   map[string]*entry{"": {apex: true}},
 		bare:    map[string]*entry{},
+		ptr:     map[string][]string{},
 	}
 	if cfg.NodesOnly {
 		delete(idx.names, "")
@@ -117,13 +124,25 @@ func buildIndex(cfg *Config, version uint64, nodes []discovery.Node) (*index, []
 		e := addrEntry(n.node.Addrs)
 		idx.names[n.name] = e
 		if cfg.NodesOnly {
-			if n.node.Role == discovery.Master {
+			if n.node.Role == discovery.Master && !n.node.NotReady {
 				masters = append(masters, target{name: n.name + "." + cfg.Zone, v4: e.v4, v6: e.v6})
 			}
 			continue
 		}
 		idx.bare[n.name+"."] = &entry{v4: e.v4, v6: e.v6, bare: true}
-		if n.node.Role == discovery.Master {
+		for _, a := range slices.Concat(e.v4, e.v6) {
+			rev, err := dns.ReverseAddr(a.String())
+			if err != nil {
+				continue
+			}
+			rev = strings.ToLower(rev)
+			// An address two nodes claim names both, in name order.
+			idx.ptr[rev] = append(idx.ptr[rev], n.name+".", n.name+"."+cfg.Zone)
+		}
+		// A master a source knows is not running keeps its name, not its
+		// place among etcd's members (seed 003: "the list of control
+		// plane nodes currently running").
+		if n.node.Role == discovery.Master && !n.node.NotReady {
 			masters = append(masters, target{v4: e.v4, v6: e.v6})
 			masterNames = append(masterNames, n.name)
 		}
