@@ -53,6 +53,7 @@ type File struct {
 		LB            int `yaml:"lb,omitempty"`
 		IngressHealth int `yaml:"ingressHealth,omitempty"`
 		MachineConfig int `yaml:"machineConfig,omitempty"`
+		Status        int `yaml:"status,omitempty"`
 	} `yaml:"ports,omitempty"`
 }
 
@@ -90,6 +91,10 @@ type VRRP struct {
 // LBMonitorPort, LBStatsPort, DefaultMetricsPort, DefaultStatusPort).
 type Ports struct {
 	API, LB, IngressHealth, MachineConfig int
+	// Status is where every node serves its status, read-only, on its
+	// own addresses to the other nodes of the file, for `vipstack status
+	// --cluster`; 0 (the default): the status stays on loopback only.
+	Status int
 }
 
 // Families returns the address families of addrs (4, 6) in the order of
@@ -555,6 +560,7 @@ func (f *File) Validate() (*Cluster, error) {
 		set("lb", p.LB, &c.Ports.LB)
 		set("ingressHealth", p.IngressHealth, &c.Ports.IngressHealth)
 		set("machineConfig", p.MachineConfig, &c.Ports.MachineConfig)
+		set("status", p.Status, &c.Ports.Status)
 	}
 	// A master binds every one of these ports (TCP; the cluster DNS also
 	// UDP), so no two may be equal. The listeners set SO_REUSEPORT, so a
@@ -597,12 +603,16 @@ type ServicePort struct {
 // sets and the fixed ones (not the node agent's own endpoints, which its
 // flags set).
 func (c *Cluster) ServicePorts() []ServicePort {
-	return []ServicePort{
+	ps := []ServicePort{
 		{"ports.api", c.Ports.API}, {"ports.lb", c.Ports.LB}, {"ports.ingressHealth", c.Ports.IngressHealth},
 		{"ports.machineConfig", c.Ports.MachineConfig},
 		{"the cluster DNS (UDP and TCP)", DNSPort}, {"the DNS health check", DNSHealthPort},
 		{"the load balancer's monitor", LBMonitorPort}, {"the load balancer's stats page", LBStatsPort},
 	}
+	if c.Ports.Status != 0 {
+		ps = append(ps, ServicePort{"ports.status", c.Ports.Status})
+	}
+	return ps
 }
 
 // CheckEndpoints checks that the node agent's own endpoints (its

@@ -179,7 +179,7 @@ func accepted(pattern string, t reflect.Type) string {
 		return "a duration, e.g. 1s or 100ms"
 	case "vrrp.interface":
 		return "an interface name, e.g. eth0"
-	case "ports.api", "ports.lb", "ports.ingressHealth", "ports.machineConfig":
+	case "ports.api", "ports.lb", "ports.ingressHealth", "ports.machineConfig", "ports.status":
 		return "a port, 1..65535"
 	}
 	switch t.Kind() {
