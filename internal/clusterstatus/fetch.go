@@ -165,4 +165,3 @@ func ListenAddrs(c *cluster.Cluster, node string) []string {
 	}
 	return out
 }
-

@@ -49,9 +49,9 @@ type VIP struct {
 	VRID      int      `json:"vrid"`
 	Service   string   `json:"service,omitempty"`
 	// Holders are the nodes in MASTER state: exactly one is healthy.
-	Holders []string  `json:"holders"`
-	Verdict string    `json:"verdict"` // ok, no holder, 2 holders
-	Members []Member  `json:"members"`
+	Holders []string `json:"holders"`
+	Verdict string   `json:"verdict"` // ok, no holder, 2 holders
+	Members []Member `json:"members"`
 }
 
 // Member is one node's instance of a VIP.
