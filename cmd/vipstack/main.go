@@ -26,6 +26,7 @@ Usage:
   vipstack demo [--keep]
   vipstack node --config cluster.yaml --node NAME [--status-addr ADDR] [--metrics-addr ADDR]
   vipstack status [--addr 127.0.0.1:9651] [-o table|json]
+  vipstack status --cluster [--config cluster.yaml] [-o table|json]   (every node and VIP; exit 1 when something is wrong)
   vipstack render --config cluster.yaml --node NAME --out DIR [--interface IF]
   vipstack manifest ipfailover [NAME] --virtual-ips VIPS [--replicas N] [--selector K=V] ...   (the Deployment oc adm ipfailover creates)
   vipstack redirect --vip VIP:PORT --to-port PORT --monitor URL   (haproxy-monitor: VIP to the local balancer while it is healthy)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/netip"
 	"sync"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/vipstack/vipstack/internal/cluster"
 	"github.com/vipstack/vipstack/internal/engine"
+	"github.com/vipstack/vipstack/internal/serve"
 )
 
 // maxAnswer bounds one node's answer.
@@ -164,4 +166,33 @@ func ListenAddrs(c *cluster.Cluster, node string) []string {
 		out = append(out, netip.AddrPortFrom(ip, uint16(c.Ports.Status)).String())
 	}
 	return out
+}
+
+// Serve serves h on every address of addrs until ctx is done. An address
+// that cannot be bound yet (the node's address is not up) is tried again
+// every retry, logged once.
+func Serve(ctx context.Context, addrs []string, h http.Handler, retry time.Duration, log *slog.Logger) {
+	for _, addr := range addrs {
+		go func() {
+			logged := false
+			for {
+				s, err := serve.Handler(addr, h)
+				if err == nil {
+					log.Info("serving the status to the cluster's nodes", "addr", addr)
+					<-ctx.Done()
+					s.Close()
+					return
+				}
+				if !logged {
+					log.Warn("cannot serve the status to the cluster yet; retrying", "addr", addr, "err", err, "every", retry)
+					logged = true
+				}
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(retry):
+				}
+			}
+		}()
+	}
 }
