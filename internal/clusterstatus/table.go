@@ -68,7 +68,11 @@ func WriteTable(w io.Writer, v View) error {
 		fmt.Fprintln(w, "ok: every VIP has one holder and every node answered")
 		return nil
 	}
-	fmt.Fprintf(w, "%d problems:\n", len(v.Problems))
+	if len(v.Problems) == 1 {
+		fmt.Fprintln(w, "1 problem:")
+	} else {
+		fmt.Fprintf(w, "%d problems:\n", len(v.Problems))
+	}
 	for _, p := range v.Problems {
 		fmt.Fprintf(w, "  - %s\n", p)
 	}
