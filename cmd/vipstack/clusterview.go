@@ -7,7 +7,13 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vipstack/vipstack/internal/cluster"
 	"github.com/vipstack/vipstack/internal/clusterstatus"
@@ -64,4 +70,48 @@ func printView(v clusterstatus.View, format string, stdout, stderr io.Writer) in
 		return 1
 	}
 	return 0
+}
+
+// runKubeClusterStatus is `vipstack status --cluster --kubeconfig FILE`
+// (and `kubectl vipstack status`): the agents' status Leases in namespace
+// and the LoadBalancer Services, one view; exit codes as runClusterStatus.
+func runKubeClusterStatus(ctx context.Context, kubeconfig, namespace, format string, timeout time.Duration, stdout, stderr io.Writer) int {
+	cfg, err := kubeConfig(kubeconfig)
+	if err != nil {
+		fmt.Fprintf(stderr, "vipstack status --cluster: %v\n", err)
+		return 2
+	}
+	cfg.Timeout = timeout
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		fmt.Fprintf(stderr, "vipstack status --cluster: %v\n", err)
+		return 2
+	}
+	c, err := client.New(cfg, client.Options{Scheme: s})
+	if err == nil {
+		var v clusterstatus.View
+		if v, err = clusterstatus.FromKubernetes(ctx, c, namespace, time.Now()); err == nil {
+			return printView(v, format, stdout, stderr)
+		}
+	}
+	fmt.Fprintf(stderr, "vipstack status --cluster: %v\n", err)
+	return 2
+}
+
+// kubectlArgs turns the arguments of `kubectl vipstack status [flags]`
+// (this binary named kubectl-vipstack) into `vipstack status --cluster
+// --kubeconfig K [flags]`, K being the first file of $KUBECONFIG or
+// ~/.kube/config as kubectl reads them; a --kubeconfig among flags wins.
+// Other commands are vipstack's.
+func kubectlArgs(args []string) []string {
+	if len(args) == 0 || args[0] != "status" {
+		return args
+	}
+	kc := ""
+	if l := filepath.SplitList(os.Getenv("KUBECONFIG")); len(l) > 0 {
+		kc = l[0]
+	} else if home, err := os.UserHomeDir(); err == nil {
+		kc = filepath.Join(home, ".kube", "config")
+	}
+	return append([]string{"status", "--cluster", "--kubeconfig", kc}, args[1:]...)
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/vipstack/vipstack/internal/chart"
 	"github.com/vipstack/vipstack/internal/clock"
 	"github.com/vipstack/vipstack/internal/cluster"
 	"github.com/vipstack/vipstack/internal/filewatch"
@@ -182,13 +183,18 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	out := fs.String("o", "table", "output: table or json")
 	all := fs.Bool("cluster", false, "every node of the cluster file (--config) in one view: exit 1 when a VIP has no or two holders or a node does not answer")
 	cfgPath := fs.String("config", "/etc/vipstack/cluster.yaml", "with --cluster: the cluster file, whose ports.status the nodes serve their status on")
-	timeout := fs.Duration("timeout", 5*time.Second, "how long to wait for each node")
+	kubeconfig := fs.String("kubeconfig", "", "with --cluster: Kubernetes mode, the agents' status Leases and the LoadBalancer Services (kubectl vipstack status sets it)")
+	namespace := fs.String("namespace", chart.Namespace, "with --kubeconfig: the agents' namespace")
+	timeout := fs.Duration("timeout", 5*time.Second, "how long to wait for each node (or the API server)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	if *out != "table" && *out != "json" {
 		fmt.Fprintf(stderr, "vipstack status: -o %q: want table or json\n", *out)
 		return 2
+	}
+	if *all && *kubeconfig != "" {
+		return runKubeClusterStatus(ctx, *kubeconfig, *namespace, *out, *timeout, stdout, stderr)
 	}
 	if *all {
 		return runClusterStatus(ctx, *cfgPath, *out, *timeout, stdout, stderr)
