@@ -116,6 +116,7 @@ func kubeExpected(reports []Report, addrs map[string][]string) []Expected {
 				e = &Expected{Instance: in.Name, VRID: int(in.VRID), VIPs: in.VIPs}
 				var svcs []string
 				for _, v := range in.VIPs {
+					v, _, _ = strings.Cut(v, "/") // the engine writes prefixes: 198.18.0.200/32
 					carried[v] = true
 					for _, s := range addrs[v] {
 						if !slices.Contains(svcs, s) {
