@@ -25,7 +25,7 @@ func WriteTable(w io.Writer, v View) error {
 	fmt.Fprintln(tw, "VIP\tINSTANCE\tVRID\tHOLDER\tNODE\tSTATE\tPRIORITY\tFAILING CHECKS")
 	var notes [][]string // per table row after the header
 	for _, x := range v.VIPs {
-		head := fmt.Sprintf("%s\t%s\t%d\t%s", strings.Join(x.Addresses, ","), instanceName(x), x.VRID, holder(x))
+		head := fmt.Sprintf("%s\t%s\t%d\t%s", dash(strings.Join(x.Addresses, ",")), instanceName(x), x.VRID, holder(x))
 		if len(x.Members) == 0 {
 			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\n", head)
 			notes = append(notes, nil)
