@@ -16,7 +16,7 @@ import (
 func TestKubectlArgs(t *testing.T) {
 	t.Setenv("HOME", "/home/op")
 	for _, tc := range []struct {
-		name, env string
+		name, env  string
 		args, want []string
 	}{
 		{name: "kubectl's default file", args: []string{"status"}, want: []string{"status", "--cluster", "--kubeconfig", "/home/op/.kube/config"}},
