@@ -20,10 +20,10 @@ import (
 
 // agentFlags are the flags of `vipstack agent`.
 type agentFlags struct {
-	kubeconfig, nodeName, metricsAddr, statusAddr, healthAddr, stateDir, handoffSock string
-	announceRate                                                                     int
-	noSuper                                                                          bool
-	log                                                                              *slog.Logger
+	kubeconfig, nodeName, metricsAddr, statusAddr, healthAddr, stateDir, handoffSock, publishNS string
+	announceRate                                                                                int
+	noSuper                                                                                     bool
+	log                                                                                         *slog.Logger
 }
 
 // runAgent runs the Kubernetes node agent: this node's share of every
@@ -64,7 +64,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	reg := prometheus.NewRegistry()
 	a, err := agent.New(mgr, agent.Options{Node: f.nodeName, Logger: log, Registry: reg,
-		Ledger: ledger, AnnounceRate: f.announceRate, Handoff: f.handoffSock, Version: version.String()})
+		Ledger: ledger, AnnounceRate: f.announceRate, Handoff: f.handoffSock, Version: version.String(), PublishNamespace: f.publishNS})
 	if err != nil {
 		fmt.Fprintf(stderr, "vipstack agent: %v\n", err)
 		return 1
@@ -105,6 +105,7 @@ func parseAgentFlags(args []string, stderr io.Writer) (f agentFlags, code int, o
 	fs.IntVar(&f.announceRate, "announce-rate", 500, "gratuitous ARP / unsolicited NA per second and instance (0: unlimited)")
 	fs.BoolVar(&f.noSuper, "no-supervisor", false, "run without the supervisor that removes VIPs at once if the agent crashes")
 	fs.StringVar(&f.handoffSock, "handoff-socket", handoff.AgentSocket, "abstract Unix socket (on the node's network) by which the agent serving the node hands it to a successor started beside it, so that a rolling update moves no address; empty: off (every stop releases the addresses)")
+	fs.StringVar(&f.publishNS, "publish-namespace", os.Getenv("POD_NAMESPACE"), "namespace of the agent's status Lease (vipstack-agent-NODE), read by `vipstack status --cluster --kubeconfig` (default $POD_NAMESPACE); empty: none")
 	logLevel := addLogLevel(fs, "vipstack agent", "")
 	if !parseNoArgs(fs, args, stderr) {
 		return f, 2, false

@@ -8,13 +8,18 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 
 	"github.com/vipstack/vipstack/internal/version"
 )
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	args := os.Args[1:]
+	if filepath.Base(os.Args[0]) == "kubectl-vipstack" { // kubectl's plugin: `kubectl vipstack status`
+		args = kubectlArgs(args)
+	}
+	os.Exit(run(args, os.Stdout, os.Stderr))
 }
 
 const usage = `vipstack: virtual IPs, load balancing and DNS for on-premise clusters.
@@ -26,6 +31,8 @@ Usage:
   vipstack demo [--keep]
   vipstack node --config cluster.yaml --node NAME [--status-addr ADDR] [--metrics-addr ADDR]
   vipstack status [--addr 127.0.0.1:9651] [-o table|json]
+  vipstack status --cluster [--config cluster.yaml] [-o table|json]   (every node and VIP; exit 1 when something is wrong)
+  vipstack status --cluster --kubeconfig FILE [--namespace vipstack-system]   (or kubectl vipstack status: Services and agents)
   vipstack render --config cluster.yaml --node NAME --out DIR [--interface IF]
   vipstack manifest ipfailover [NAME] --virtual-ips VIPS [--replicas N] [--selector K=V] ...   (the Deployment oc adm ipfailover creates)
   vipstack redirect --vip VIP:PORT --to-port PORT --monitor URL   (haproxy-monitor: VIP to the local balancer while it is healthy)

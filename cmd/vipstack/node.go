@@ -18,6 +18,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/vipstack/vipstack/internal/chart"
 	"github.com/vipstack/vipstack/internal/clock"
 	"github.com/vipstack/vipstack/internal/cluster"
 	"github.com/vipstack/vipstack/internal/filewatch"
@@ -88,6 +89,7 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer stopEndpoints()
+	serveClusterStatus(ctx, agent, f.nodeName, log)
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
@@ -183,6 +185,11 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fs.SetOutput(stderr)
 	addr := fs.String("addr", defaultStatusAddr, "the status address of vipstack node (default), or of vipstack vrrp, ipfailover or agent (their --status-addr)")
 	out := fs.String("o", "table", "output: table or json")
+	all := fs.Bool("cluster", false, "every node of the cluster file (--config) in one view: exit 1 when a VIP has no or two holders or a node does not answer")
+	cfgPath := fs.String("config", "/etc/vipstack/cluster.yaml", "with --cluster: the cluster file, whose ports.status the nodes serve their status on")
+	kubeconfig := fs.String("kubeconfig", "", "with --cluster: Kubernetes mode, the agents' status Leases and the LoadBalancer Services (kubectl vipstack status sets it)")
+	namespace := fs.String("namespace", chart.Namespace, "with --kubeconfig: the agents' namespace")
+	timeout := fs.Duration("timeout", 5*time.Second, "how long to wait for each node (or the API server)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -190,12 +197,18 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintf(stderr, "vipstack status: -o %q: want table or json\n", *out)
 		return 2
 	}
+	if *all && *kubeconfig != "" {
+		return runKubeClusterStatus(ctx, *kubeconfig, *namespace, *out, *timeout, stdout, stderr)
+	}
+	if *all {
+		return runClusterStatus(ctx, *cfgPath, *out, *timeout, stdout, stderr)
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+*addr+"/status", nil)
 	if err != nil {
 		fmt.Fprintf(stderr, "vipstack status: %v\n", err)
 		return 2
 	}
-	resp, err := (&http.Client{Timeout: 5 * time.Second}).Do(req)
+	resp, err := (&http.Client{Timeout: *timeout}).Do(req)
 	if err != nil {
 		fmt.Fprintf(stderr, "vipstack status: no node agent answers on %s: %v\n", *addr, err)
 		return 1

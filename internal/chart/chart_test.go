@@ -379,7 +379,7 @@ func TestOptionalObjects(t *testing.T) {
 			removed: []string{"CustomResourceDefinition/ippools.vipstack.io", "CustomResourceDefinition/vipgroups.vipstack.io"}},
 		{name: "no RBAC, no service accounts", set: []string{"rbac.create=false", "controller.serviceAccount.create=false", "agent.serviceAccount.create=false"},
 			removed: []string{"ClusterRole/vipstack-agent", "ClusterRole/vipstack-controller", "ClusterRoleBinding/vipstack-agent", "ClusterRoleBinding/vipstack-controller",
-				"Role/vipstack-controller-kube-vip", "Role/vipstack-controller-leader-election", "RoleBinding/vipstack-controller-kube-vip", "RoleBinding/vipstack-controller-leader-election", "ServiceAccount/vipstack-agent", "ServiceAccount/vipstack-controller"}},
+				"Role/vipstack-agent-status", "Role/vipstack-controller-kube-vip", "Role/vipstack-controller-leader-election", "RoleBinding/vipstack-agent-status", "RoleBinding/vipstack-controller-kube-vip", "RoleBinding/vipstack-controller-leader-election", "ServiceAccount/vipstack-agent", "ServiceAccount/vipstack-controller"}},
 		{name: "namespace", set: []string{"namespace.create=true"}, added: []string{"Namespace/vs"}},
 		{name: "pod monitors", set: []string{"monitoring.podMonitor.enabled=true"}, added: []string{"PodMonitor/vipstack-agent", "PodMonitor/vipstack-controller"}},
 		{name: "service monitors", set: []string{"monitoring.serviceMonitor.enabled=true"},

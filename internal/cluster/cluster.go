@@ -68,6 +68,7 @@ type File struct {
 		IngressHealth   int `yaml:"ingressHealth,omitempty"`
 		MachineConfig   int `yaml:"machineConfig,omitempty"`
 		LBMachineConfig int `yaml:"lbMachineConfig,omitempty"`
+		Status          int `yaml:"status,omitempty"`
 	} `yaml:"ports,omitempty"`
 }
 
@@ -137,6 +138,10 @@ type Ports struct {
 	// machine-config server's connections when BalanceMachineConfig is
 	// set (default 22625).
 	LBMachineConfig int
+	// Status is where every node serves its status, read-only, on its
+	// own addresses to the other nodes of the file, for `vipstack status
+	// --cluster`; 0 (the default): the status stays on loopback only.
+	Status int
 }
 
 // Families returns the address families of addrs (4, 6) in the order of
@@ -620,6 +625,7 @@ func (f *File) Validate() (*Cluster, error) {
 		if p.LBMachineConfig != 0 && !c.BalanceMachineConfig {
 			bad("ports.lbMachineConfig: %d is only used with loadBalancer.machineConfig: true", p.LBMachineConfig)
 		}
+		set("status", p.Status, &c.Ports.Status)
 	}
 	// A master binds every one of these ports (TCP; the cluster DNS also
 	// UDP), so no two may be equal. The listeners set SO_REUSEPORT, so a
@@ -671,6 +677,9 @@ func (c *Cluster) ServicePorts() []ServicePort {
 	}
 	if c.BalanceMachineConfig {
 		out = append(out, ServicePort{"ports.lbMachineConfig", c.Ports.LBMachineConfig})
+	}
+	if c.Ports.Status != 0 {
+		out = append(out, ServicePort{"ports.status", c.Ports.Status})
 	}
 	return out
 }

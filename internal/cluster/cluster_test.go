@@ -205,6 +205,11 @@ func TestPortCollisions(t *testing.T) {
 		{name: "lb on the API", ports: "{lb: 6443}",
 			want: "ports.lb: 6443 is also the port of ports.api; every service of a node needs its own port (accepted: " + others + ")"},
 		{name: "lb on 54", ports: "{lb: 54}"},
+		{name: "status on the node's default status port", ports: "{status: 9651}",
+			want: "ports.status: 9651 is also the port of vipstack node's default --status-addr; every service of a node needs its own port (accepted: 1..65535 except 53, 1936, 6443, 9445, 9650, 9651, 9653, 9654, 9655, 18080, 22623, 50000, 50936)"},
+		{name: "lb on the status port", ports: "{lb: 9652, status: 9652}",
+			want: "ports.status: 9652 is also the port of ports.lb; every service of a node needs its own port (accepted: 1..65535 except 53, 1936, 6443, 9650, 9651, 9652, 9653, 9654, 9655, 18080, 22623, 50000, 50936)"},
+		{name: "status served to the cluster", ports: "{status: 9652}"},
 		{name: "every port moved", ports: "{api: 7443, lb: 7445, ingressHealth: 2936, machineConfig: 23623}"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -179,7 +179,7 @@ func accepted(pattern string, t reflect.Type) string {
 		return "a duration, e.g. 1s or 100ms"
 	case "vrrp.interface":
 		return "an interface name, e.g. eth0"
-	case "ports.api", "ports.lb", "ports.ingressHealth", "ports.machineConfig", "ports.lbMachineConfig":
+	case "ports.api", "ports.lb", "ports.ingressHealth", "ports.machineConfig", "ports.lbMachineConfig", "ports.status":
 		return "a port, 1..65535"
 	case "vrrp.api.vrid", "vrrp.ingress.vrid", "vrrp.dns.vrid":
 		return "a virtual router ID, 1..255"

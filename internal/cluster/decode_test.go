@@ -33,7 +33,7 @@ func TestYAMLTypeErrors(t *testing.T) {
 		{name: "list element as a mapping", yaml: strings.Replace(good, "ips: [198.18.0.21]", "ips: [{a: b}]", 1),
 			want: `c.yaml:8: nodes[1].ips[0]: bad value (a mapping); accepted: an IP address, e.g. 198.18.0.11`},
 		{name: "mapping as a list", yaml: good + "ports: [9445]\n",
-			want: `c.yaml:9: ports: bad value (a list); accepted: a mapping of api, lb, ingressHealth, machineConfig, lbMachineConfig`},
+			want: `c.yaml:9: ports: bad value (a list); accepted: a mapping of api, lb, ingressHealth, machineConfig, lbMachineConfig, status`},
 		{name: "top level as a list", yaml: "- a\n",
 			want: `c.yaml:1: bad value (a list); accepted: a mapping of name, baseDomain, apiVIPs, ingressVIPs, dnsVIP, machineNetworks, upstreamDNS, nodes, membership, vrrp, loadBalancer, ports`},
 		{name: "long value", yaml: good + "vrrp: {unicast: '" + strings.Repeat("x", 50) + "'}\n",

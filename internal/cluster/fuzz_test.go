@@ -192,7 +192,7 @@ func fileOf(c *Cluster) map[string]any {
 		"vrrp": map[string]any{"version": c.VRRP.Version, "advertInterval": c.VRRP.AdvertInterval.String(),
 			"unicast": c.VRRP.Unicast, "interface": c.VRRP.Interface},
 		"ports": map[string]any{"api": c.Ports.API, "lb": c.Ports.LB, "ingressHealth": c.Ports.IngressHealth,
-			"machineConfig": c.Ports.MachineConfig},
+			"machineConfig": c.Ports.MachineConfig, "status": c.Ports.Status},
 	}
 	if ups != nil {
 		m["upstreamDNS"] = ups

@@ -532,6 +532,9 @@ func (a *Agent) prepareReload() (*cluster.Cluster, *cluster.Plan, *lbconfig.Conf
 	if p.RunLB != oldPlan.RunLB || p.Node.Role != oldPlan.Node.Role {
 		return nil, nil, nil, fmt.Errorf("%s: node %s changed role (%s to %s); restart the node agent to apply that", path, a.opts.Node, oldPlan.Node.Role, p.Node.Role)
 	}
+	if c.Ports.Status != old.Ports.Status {
+		return nil, nil, nil, fmt.Errorf("%s: ports.status: %d to %d: the node serves its status to the cluster on the port it started with; restart the node agent to apply that", path, old.Ports.Status, c.Ports.Status)
+	}
 	if c.Name != old.Name {
 		o, n := cluster.DeriveVRIDs(old.Name), cluster.DeriveVRIDs(c.Name)
 		return nil, nil, nil, fmt.Errorf("%s: name: %q to %q changes every VRRP instance's name and virtual router ID "+

@@ -85,6 +85,9 @@ type Options struct {
 	Handoff string
 	// Version is this agent's version, told to the predecessor.
 	Version string
+	// PublishNamespace is where the agent keeps its status Lease (see
+	// LeasePrefix); "": it publishes none.
+	PublishNamespace string
 }
 
 // Agent serves its node's share of every group with the VRRP engine.
@@ -153,6 +156,11 @@ func New(mgr manager.Manager, o Options) (*Agent, error) {
 	}
 	if err := mgr.Add(manager.RunnableFunc(a.run)); err != nil {
 		return nil, fmt.Errorf("agent runnable: %w", err)
+	}
+	if o.PublishNamespace != "" {
+		if err := mgr.Add(&publisher{a: a, c: mgr.GetClient(), reader: mgr.GetAPIReader(), namespace: o.PublishNamespace}); err != nil {
+			return nil, fmt.Errorf("agent status publisher: %w", err)
+		}
 	}
 	return a, nil
 }

@@ -39,7 +39,7 @@ func (f fakeIfs) Holding(a netip.Addr) (string, error) {
 }
 
 // TestViews reads a cluster's state through the agent's ServiceAccount
-// (deploy/rbac.yaml, read-only) and checks what the agent of each node
+// (deploy/rbac.yaml: read-only but for its own status Lease) and checks what the agent of each node
 // would serve: load-balancer addresses and allowed externalIPs of its
 // groups, Local Services only where an endpoint is ready.
 func TestViews(t *testing.T) {

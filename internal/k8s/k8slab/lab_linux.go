@@ -25,6 +25,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/vipstack/vipstack/internal/chart"
 	"github.com/vipstack/vipstack/internal/k8s"
 	"github.com/vipstack/vipstack/internal/k8s/agent"
 	"github.com/vipstack/vipstack/internal/k8s/k8stest"
@@ -688,7 +689,8 @@ func (n *Node) agentArgv() (prefix, args []string, err error) {
 		}
 	}
 	args = []string{"agent", "--kubeconfig", n.kubeconfig, "--node-name", n.Name, "--state-dir", n.stateDir,
-		"--metrics-addr", "", "--status-addr", statusAddr, "--health-addr", healthAddr, "--log-level", "info"}
+		"--metrics-addr", "", "--status-addr", statusAddr, "--health-addr", healthAddr, "--log-level", "info",
+		"--publish-namespace", chart.Namespace}
 	if !n.lab.o.Supervisor {
 		args = append(args, "--no-supervisor")
 	}
