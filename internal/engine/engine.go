@@ -90,7 +90,7 @@ type Engine struct {
 	cfg       *keepalived.Config
 	nl        Netlink
 	conns     map[int]transport.Conn   // by address family
-	joined    map[[2]int]bool          // (family, ifindex) with the multicast group joined
+	joined    map[joinKey]bool         // multicast groups joined, by interface
 	instances map[string]*instance     // by name
 	byKey     map[demuxKey]*instance   // receive demultiplexing
 	trackers  map[string]*trackerEntry // by vrrp_script name
@@ -194,7 +194,7 @@ func New(opts Options) (*Engine, *keepalived.Config, error) {
 		done:      make(chan struct{}),
 		cfg:       cfg,
 		conns:     map[int]transport.Conn{},
-		joined:    map[[2]int]bool{},
+		joined:    map[joinKey]bool{},
 		instances: map[string]*instance{},
 		byKey:     map[demuxKey]*instance{},
 		trackers:  map[string]*trackerEntry{},

@@ -64,6 +64,9 @@ type instance struct {
 	// noSource marks an IPv4 instance that sends from its interface's
 	// primary address while the interface has none (see checkPrimaries).
 	noSource bool
+	// notPeerLogged is when each source that is not a unicast peer was
+	// last logged (see notAPeer).
+	notPeerLogged map[netip.Addr]time.Time
 }
 
 type syncGroup struct {
@@ -79,10 +82,11 @@ func (e *Engine) apply(cfg *keepalived.Config) error {
 	// Build everything new first, so a failure changes nothing.
 	fresh := map[string]*instance{}
 	for _, ic := range cfg.Instances {
-		if old, ok := e.instances[ic.Name]; ok && keepsState(old.cfg, ic) && !(old.absent && e.linkExists(ic.Interface)) && !old.recreated {
+		if old, ok := e.instances[ic.Name]; ok && keepsState(old.cfg, ic) && sameGroup(e.cfg, cfg, ic) &&
+			!(old.absent && e.linkExists(ic.Interface)) && !old.recreated {
 			continue
 		}
-		in, err := e.build(ic)
+		in, err := e.build(cfg, ic)
 		if err != nil {
 			for _, f := range fresh {
 				f.close()
@@ -424,7 +428,7 @@ func (in *instance) setPeers(peers []netip.Addr) {
 }
 
 // build prepares an instance: interface, addresses, socket, announcer.
-func (e *Engine) build(ic *keepalived.Instance) (*instance, error) {
+func (e *Engine) build(cfg *keepalived.Config, ic *keepalived.Instance) (*instance, error) {
 	fail := func(format string, args ...any) error {
 		return fmt.Errorf("%s: vrrp_instance %s: %s", ic.Pos, ic.Name, fmt.Sprintf(format, args...))
 	}
@@ -477,10 +481,8 @@ func (e *Engine) build(ic *keepalived.Instance) (*instance, error) {
 	}
 	if len(ic.UnicastPeers) > 0 {
 		in.setPeers(ic.UnicastPeers)
-	} else if in.family == 4 {
-		in.dsts = []netip.Addr{vrrp.MulticastIPv4}
 	} else {
-		in.dsts = []netip.Addr{vrrp.MulticastIPv6}
+		in.dsts = []netip.Addr{mcastGroup(&cfg.Global, in.family)}
 	}
 	if ic.AuthType == "PASS" {
 		in.auth = vrrp.Password(ic.AuthPass)
@@ -496,11 +498,11 @@ func (e *Engine) build(ic *keepalived.Instance) (*instance, error) {
 	if err != nil {
 		return nil, fail("open VRRP socket: %v", err)
 	}
-	if in.peers == nil && !e.joined[[2]int{in.family, in.ifIndex}] {
-		if err := c.JoinGroup(in.ifIndex); err != nil {
+	if in.peers == nil && !e.joined[joinKey{in.ifIndex, in.dsts[0]}] {
+		if err := c.JoinGroup(in.ifIndex, in.dsts[0]); err != nil {
 			return nil, fail("%v", err)
 		}
-		e.joined[[2]int{in.family, in.ifIndex}] = true
+		e.joined[joinKey{in.ifIndex, in.dsts[0]}] = true
 	}
 	if in.ann, err = e.openAnnouncer(ic.Interface, in.ifIndex); err != nil {
 		return nil, fail("%v", err)

@@ -178,6 +178,9 @@ func (w *writer) global(g *GlobalDefs) {
 		{g.SMTPHeloName != "", []string{"smtp_helo_name", word(g.SMTPHeloName)}},
 		{g.SMTPConnectTimeout != 0, []string{"smtp_connect_timeout", wholeSecs(g.SMTPConnectTimeout)}},
 		{g.NoEmailFaults, []string{"no_email_faults"}},
+		{g.McastGroup4.IsValid(), []string{"vrrp_mcast_group4", g.McastGroup4.String()}},
+		{g.McastGroup6.IsValid(), []string{"vrrp_mcast_group6", g.McastGroup6.String()}},
+		{g.CheckUnicastSrc, []string{"vrrp_check_unicast_src"}},
 	}
 	var body writer
 	for _, s := range settings {
@@ -307,6 +310,9 @@ func (w *writer) instance(g *GlobalDefs, in *Instance) {
 	if in.SMTPAlert {
 		w.line(1, "smtp_alert")
 	}
+	if in.CheckUnicastSrc {
+		w.line(1, "check_unicast_src")
+	}
 	w.close(0)
 }
 
@@ -356,13 +362,24 @@ func (w *writer) tracks(ts []TrackScript) {
 }
 
 func (w *writer) notify(n Notify) {
-	for _, kv := range []struct{ kw, cmd string }{
-		{"notify_master", n.Master}, {"notify_backup", n.Backup}, {"notify_fault", n.Fault},
-		{"notify_stop", n.Stop}, {"notify", n.Any},
+	for _, kv := range []struct {
+		kw, cmd string
+		as      RunAs
+	}{
+		{"notify_master", n.Master, n.MasterAs}, {"notify_backup", n.Backup, n.BackupAs}, {"notify_fault", n.Fault, n.FaultAs},
+		{"notify_stop", n.Stop, n.StopAs}, {"notify", n.Any, n.AnyAs},
 	} {
-		if kv.cmd != "" {
-			w.line(1, kv.kw, command(kv.cmd))
+		if kv.cmd == "" {
+			continue
 		}
+		words := []string{kv.kw, command(kv.cmd)}
+		if kv.as.User != "" {
+			words = append(words, kv.as.User)
+			if kv.as.Group != "" {
+				words = append(words, kv.as.Group)
+			}
+		}
+		w.line(1, words...)
 	}
 }
 

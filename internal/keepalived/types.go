@@ -80,6 +80,13 @@ type GlobalDefs struct {
 	SMTPHeloName          string
 	SMTPConnectTimeout    time.Duration
 	NoEmailFaults         bool
+	// McastGroup4 and McastGroup6 are vrrp_mcast_group4 and
+	// vrrp_mcast_group6: the group multicast instances send to and join.
+	// The zero Addr means the default, 224.0.0.18 and ff02::12.
+	McastGroup4, McastGroup6 netip.Addr `json:",omitzero"`
+	// CheckUnicastSrc is vrrp_check_unicast_src: check_unicast_src for
+	// every instance.
+	CheckUnicastSrc bool `json:",omitempty"`
 }
 
 // Script is a vrrp_script block.
@@ -139,6 +146,12 @@ type Instance struct {
 	// else off. An alert mail goes to Global.NotificationEmail on each
 	// change to MASTER, BACKUP, FAULT (unless no_email_faults) and STOP.
 	SMTPAlert bool
+	// CheckUnicastSrc is check_unicast_src: unicast adverts whose source is
+	// not one of UnicastPeers are dropped (keepalived: "unicast source
+	// address ... not a unicast peer"). vipstack drops them whether it is
+	// set or not (docs/design/vrrp.md); with no unicast_peer it does
+	// nothing, as in keepalived.
+	CheckUnicastSrc bool `json:",omitempty"`
 	// Comment, when set, is written by Format above the block.
 	Comment string `json:",omitempty"`
 }
@@ -180,9 +193,19 @@ type TrackInterface struct {
 }
 
 // Notify holds notify script command lines, as written without outer quotes.
-// Any is the plain `notify` keyword.
+// Any is the plain `notify` keyword. Each may name the user (and group) it
+// runs as after the command, as in keepalived ("notify_master /x root
+// root"); the zero RunAs means script_user's.
 type Notify struct {
 	Master, Backup, Fault, Stop, Any string
+
+	MasterAs, BackupAs, FaultAs, StopAs, AnyAs RunAs `json:",omitzero"`
+}
+
+// RunAs is the user and optional group a script runs as; "" for User means
+// global_defs script_user's.
+type RunAs struct {
+	User, Group string
 }
 
 // SyncGroup is a vrrp_sync_group block.
@@ -208,4 +231,22 @@ func (e *Error) Error() string {
 		return e.Msg
 	}
 	return e.Pos.String() + ": " + e.Msg
+}
+
+// Script returns the command line run on entering state (MASTER, BACKUP,
+// FAULT or STOP; "" for the plain notify script) and the user it runs as.
+func (n Notify) Script(state string) (string, RunAs) {
+	switch state {
+	case "MASTER":
+		return n.Master, n.MasterAs
+	case "BACKUP":
+		return n.Backup, n.BackupAs
+	case "FAULT":
+		return n.Fault, n.FaultAs
+	case "STOP":
+		return n.Stop, n.StopAs
+	case "":
+		return n.Any, n.AnyAs
+	}
+	return "", RunAs{}
 }

@@ -1,0 +1,132 @@
+package keepalived
+
+import (
+	"net/netip"
+	"strings"
+	"testing"
+	"testing/fstest"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+)
+
+// TestIssue27Keywords checks the keywords added for issue 27 (multicast
+// groups, unicast source checks, notify users, VMAC, process tracking):
+// what each parses to, the warnings in keepalived's words, and that the
+// result survives Format.
+func TestIssue27Keywords(t *testing.T) {
+	tests := []struct {
+		name         string
+		conf         string
+		get          func(*Config) any
+		want         any
+		wantWarnings []string
+	}{
+		{
+			name: "mcast groups",
+			conf: "global_defs {\n vrrp_mcast_group4 239.1.2.3\n vrrp_mcast_group6 ff02::13\n}\n" + vi(""),
+			get:  func(c *Config) any { return []netip.Addr{c.Global.McastGroup4, c.Global.McastGroup6} },
+			want: []netip.Addr{netip.MustParseAddr("239.1.2.3"), netip.MustParseAddr("ff02::13")},
+		},
+		{
+			name:         "mcast group6 not link-local",
+			conf:         "global_defs {\n vrrp_mcast_group6 ff05::12\n}\n" + vi(""),
+			get:          func(c *Config) any { return c.Global.McastGroup6 },
+			want:         netip.MustParseAddr("ff05::12"),
+			wantWarnings: []string{"k.conf:2: vrrp_mcast_group6 [ff05::12] should be link-local multicast."},
+		},
+		{
+			name: "mcast groups default",
+			conf: vi(""),
+			get:  func(c *Config) any { return []bool{c.Global.McastGroup4.IsValid(), c.Global.McastGroup6.IsValid()} },
+			want: []bool{false, false},
+		},
+		{
+			name: "check_unicast_src",
+			conf: "global_defs {\n vrrp_check_unicast_src\n}\n" + vi(" check_unicast_src\n unicast_peer {\n  198.18.0.12\n }\n"),
+			get:  func(c *Config) any { return []bool{c.Global.CheckUnicastSrc, c.Instances[0].CheckUnicastSrc} },
+			want: []bool{true, true},
+		},
+		{
+			name: "notify users",
+			conf: vi(" notify_master \"/bin/n master\" root root\n notify_fault /bin/f nobody\n notify /bin/any\n"),
+			get:  func(c *Config) any { return c.Instances[0].Notify },
+			want: Notify{
+				Master: "/bin/n master", MasterAs: RunAs{User: "root", Group: "root"},
+				Fault: "/bin/f", FaultAs: RunAs{User: "nobody"}, Any: "/bin/any",
+			},
+		},
+		{
+			name: "sync group notify user",
+			conf: vi("") + inst("VJ", "2", "198.18.0.2") + "vrrp_sync_group G {\n group {\n  VI\n  VJ\n }\n notify_stop /bin/s daemon adm\n}\n",
+			get:  func(c *Config) any { return c.SyncGroups[0].Notify },
+			want: Notify{Stop: "/bin/s", StopAs: RunAs{User: "daemon", Group: "adm"}},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := Parse("k.conf", []byte(tc.conf), fstest.MapFS{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, tc.get(cfg), cmpOpts); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+			var warnings []string
+			for _, w := range cfg.Warnings {
+				if !strings.Contains(w, "enable_script_security") && !strings.Contains(w, "has only one") {
+					warnings = append(warnings, w)
+				}
+			}
+			if diff := cmp.Diff(tc.wantWarnings, warnings, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("warnings (-want +got):\n%s", diff)
+			}
+			checkRoundTrip(t, cfg)
+		})
+	}
+}
+
+// TestIssue27Errors: bad values of the new keywords are errors naming the
+// line, the value and what is accepted.
+func TestIssue27Errors(t *testing.T) {
+	tests := []struct {
+		name, conf, want string
+	}{
+		{
+			name: "mcast group4 not multicast",
+			conf: "global_defs {\n vrrp_mcast_group4 10.1.1.1\n}\n" + vi(""),
+			want: "k.conf:2: vrrp_mcast_group4 [10.1.1.1] is not multicast (keepalived skips it and uses 224.0.0.18; accepted: an IPv4 multicast address, default 224.0.0.18)",
+		},
+		{
+			name: "mcast group4 IPv6",
+			conf: "global_defs {\n vrrp_mcast_group4 ff02::13\n}\n" + vi(""),
+			want: "k.conf:2: vrrp_mcast_group4 [ff02::13] is not IPv4 (keepalived skips it and uses 224.0.0.18; accepted: an IPv4 multicast address, default 224.0.0.18)",
+		},
+		{
+			name: "mcast group6 garbage",
+			conf: "global_defs {\n vrrp_mcast_group6 nope\n}\n" + vi(""),
+			want: "k.conf:2: Can't parse vrrp_mcast_group6 [nope] (keepalived skips it and uses ff02::12; accepted: an IPv6 multicast address, default ff02::12)",
+		},
+		{
+			name: "mcast group two values",
+			conf: "global_defs {\n vrrp_mcast_group4 224.0.0.19 224.0.0.20\n}\n" + vi(""),
+			want: "k.conf:2: vrrp_mcast_group4 takes one value (an IPv4 multicast address), got 2 values",
+		},
+		{
+			name: "check_unicast_src with a value",
+			conf: vi(" check_unicast_src yes\n"),
+			want: "k.conf:7: check_unicast_src takes no value, got 1 values",
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse("k.conf", []byte(tc.conf), fstest.MapFS{})
+			if err == nil {
+				t.Fatalf("Parse succeeded, want error %q", tc.want)
+			}
+			if diff := cmp.Diff(tc.want, err.Error()); diff != "" {
+				t.Errorf("error (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
