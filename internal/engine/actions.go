@@ -674,6 +674,7 @@ func (e *Engine) stopAll(why string) {
 	if err := e.opts.Ledger.Save(e.heldList()); err != nil {
 		e.log.Warn("cannot update the VIP ledger", "err", err)
 	}
+	e.syncVMACs(false)
 }
 
 // screen applies the receive checks that need no configuration and

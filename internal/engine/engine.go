@@ -91,6 +91,7 @@ type Engine struct {
 	nl        Netlink
 	conns     map[int]transport.Conn   // by address family
 	joined    map[joinKey]bool         // multicast groups joined, by interface
+	vmacs     map[string]netif.VMAC    // VMAC interfaces made for use_vmac, by name (see vmac.go)
 	instances map[string]*instance     // by name
 	byKey     map[demuxKey]*instance   // receive demultiplexing
 	trackers  map[string]*trackerEntry // by vrrp_script name
@@ -427,6 +428,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		}
 	}
 
+	e.sweepVMACs(nl)
 	e.removePresentVIPs()
 
 	loopCtx, cancel := context.WithCancel(ctx)

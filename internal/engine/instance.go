@@ -198,6 +198,7 @@ func (e *Engine) apply(cfg *keepalived.Config) error {
 			}
 		}
 	}
+	e.syncVMACs(true)
 	e.checkSources(now)
 	e.absentNext = time.Time{}
 	for _, in := range e.instances {
@@ -449,12 +450,16 @@ func (e *Engine) build(cfg *keepalived.Config, ic *keepalived.Instance) (*instan
 	}
 	e.links[ic.Interface] = link.Up
 	in := &instance{cfg: ic, family: ic.Family(), ifIndex: link.Index, conflicts: newConflictBook(), rivals: map[netip.Addr]*rival{}}
+	vipDev, annName, annIndex, err := e.vmacFor(ic, in)
+	if err != nil {
+		return nil, fail("%v", err)
+	}
 	for _, v := range ic.VIPs {
-		in.vips = append(in.vips, toVIP(v, ic.Interface))
+		in.vips = append(in.vips, toVIP(v, vipDev))
 		in.advert = append(in.advert, v.Prefix.Addr())
 	}
 	for _, v := range ic.ExcludedVIPs {
-		in.vips = append(in.vips, toVIP(v, ic.Interface))
+		in.vips = append(in.vips, toVIP(v, vipDev))
 	}
 	for _, v := range in.vips {
 		in.vipText = append(in.vipText, v.Prefix.String())
@@ -504,7 +509,7 @@ func (e *Engine) build(cfg *keepalived.Config, ic *keepalived.Instance) (*instan
 		}
 		e.joined[joinKey{in.ifIndex, in.dsts[0]}] = true
 	}
-	if in.ann, err = e.openAnnouncer(ic.Interface, in.ifIndex); err != nil {
+	if in.ann, err = e.openAnnouncer(annName, annIndex); err != nil {
 		return nil, fail("%v", err)
 	}
 	in.pacer = &announce.Pacer{Clock: e.clk, Rate: e.opts.AnnounceRate, Send: func(a netip.Addr) error {

@@ -348,6 +348,10 @@ func (p *parser) instanceEntry(in *Instance, m *instMeta, s *stmt) {
 		m.smtpAlert = ptrIf(b, ok)
 	case "check_unicast_src":
 		in.CheckUnicastSrc = p.flag(s)
+	case "use_vmac":
+		p.useVMAC(in, s)
+	case "vmac_xmit_base":
+		in.VMACXmitBase = p.flag(s)
 	case "accept", "no_accept":
 		other := map[string]string{"accept": "no_accept", "no_accept": "accept"}[s.kw()]
 		if at, ok := m.seen[other]; ok {

@@ -296,6 +296,7 @@ func (v *checker) instance(in *Instance, what string) {
 		}
 	}
 	v.notify(in.Notify, pos, what)
+	v.vmac(in, pos, what)
 	v.wholeSeconds(pos, what, "garp_master_delay", in.GARPMasterDelay)
 	v.intRange(pos, what, "garp_master_repeat", in.GARPMasterRepeat, 1, 1<<31-1)
 	v.wholeSeconds(pos, what, "garp_master_refresh", in.GARPMasterRefresh)

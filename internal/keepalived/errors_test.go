@@ -348,8 +348,8 @@ func TestParseErrors(t *testing.T) {
 		},
 		{
 			name: "unsupported instance keyword",
-			conf: vi(" use_vmac\n"),
-			want: "k.conf:7: keyword \"use_vmac\" is not supported by vipstack",
+			conf: vi(" use_ipvlan\n"),
+			want: "k.conf:7: keyword \"use_ipvlan\" is not supported by vipstack",
 		},
 		{
 			name: "repeated keyword",

@@ -313,6 +313,15 @@ func (w *writer) instance(g *GlobalDefs, in *Instance) {
 	if in.CheckUnicastSrc {
 		w.line(1, "check_unicast_src")
 	}
+	switch {
+	case in.UseVMAC && in.VMACName != "":
+		w.line(1, "use_vmac", word(in.VMACName))
+	case in.UseVMAC:
+		w.line(1, "use_vmac")
+	}
+	if in.VMACXmitBase {
+		w.line(1, "vmac_xmit_base")
+	}
 	w.close(0)
 }
 

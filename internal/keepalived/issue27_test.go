@@ -62,6 +62,38 @@ func TestIssue27Keywords(t *testing.T) {
 			get:  func(c *Config) any { return c.SyncGroups[0].Notify },
 			want: Notify{Stop: "/bin/s", StopAs: RunAs{User: "daemon", Group: "adm"}},
 		},
+		{
+			name: "use_vmac default name",
+			conf: vi(" use_vmac\n"),
+			get: func(c *Config) any {
+				in := c.Instances[0]
+				return []any{in.UseVMAC, in.VMACName, in.VMACInterface(), in.VMACXmitBase}
+			},
+			want: []any{true, "", "vrrp.1", false},
+		},
+		{
+			name: "use_vmac named, xmit base",
+			conf: vi(" use_vmac vm1\n vmac_xmit_base\n"),
+			get: func(c *Config) any {
+				in := c.Instances[0]
+				return []any{in.UseVMAC, in.VMACName, in.VMACInterface(), in.VMACXmitBase}
+			},
+			want: []any{true, "vm1", "vm1", true},
+		},
+		{
+			name:         "use_vmac unicast sets vmac_xmit_base",
+			conf:         vi(" use_vmac\n unicast_peer {\n  198.18.0.12\n }\n"),
+			get:          func(c *Config) any { return c.Instances[0].VMACXmitBase },
+			want:         true,
+			wantWarnings: []string{"k.conf:7: (VI) unicast with use_vmac requires vmac_xmit_base - setting"},
+		},
+		{
+			name:         "vmac_xmit_base alone",
+			conf:         vi(" vmac_xmit_base\n"),
+			get:          func(c *Config) any { return c.Instances[0].VMACXmitBase },
+			want:         false,
+			wantWarnings: []string{"k.conf:7: (VI) vmac_xmit_base is only valid with a vmac"},
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -116,6 +148,26 @@ func TestIssue27Errors(t *testing.T) {
 			name: "check_unicast_src with a value",
 			conf: vi(" check_unicast_src yes\n"),
 			want: "k.conf:7: check_unicast_src takes no value, got 1 values",
+		},
+		{
+			name: "use_vmac MAC",
+			conf: vi(" use_vmac vm1 00:11:22:33:44:55\n"),
+			want: "k.conf:7: use_vmac takes an optional interface name, got 2 values",
+		},
+		{
+			name: "use_vmac MAC alone",
+			conf: vi(" use_vmac 00:11:22:33:44:55\n"),
+			want: "k.conf:7: use_vmac MAC address \"00:11:22:33:44:55\" is not supported by vipstack (accepted: use_vmac [NAME]; the MAC is 00:00:5e:00:01:VRID, or 00:00:5e:00:02:VRID for IPv6)",
+		},
+		{
+			name: "use_vmac bad name",
+			conf: vi(" use_vmac a/b\n"),
+			want: "k.conf:7: VMAC interface name 'a/b' too long or invalid characters (accepted: 1-15 characters, no \"/\", \":\" or blanks)",
+		},
+		{
+			name: "two instances on one VMAC",
+			conf: vi(" use_vmac\n") + "vrrp_instance VJ {\n interface eth1\n virtual_router_id 1\n use_vmac\n virtual_ipaddress {\n  198.18.0.2\n }\n}\n",
+			want: "k.conf:12: (VJ) VRRP instance VI is already using vrrp.1 (at k.conf:1); name the VMAC interface: use_vmac NAME",
 		},
 	}
 	for _, tc := range tests {

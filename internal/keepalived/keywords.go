@@ -56,8 +56,8 @@ const (
 		"virtual_ipaddress_excluded, unicast_src_ip, unicast_peer, track_script, track_interface, " +
 		"notify_master, notify_backup, notify_fault, notify_stop, notify, garp_master_delay, " +
 		"garp_master_repeat, garp_master_refresh, garp_master_refresh_repeat, dont_track_primary, " +
-		"accept, no_accept, smtp_alert, mcast_src_ip, check_unicast_src"
-	instanceUnsupported = "use_vmac use_vmac_addr vmac_xmit_base use_ipvlan native_ipv6 vrf " +
+		"accept, no_accept, smtp_alert, mcast_src_ip, check_unicast_src, use_vmac, vmac_xmit_base"
+	instanceUnsupported = "use_vmac_addr use_ipvlan native_ipv6 vrf " +
 		"track_file track_process track_bfd mcast_dst_ip track_src_ip " +
 		"unicast_fault_no_peer unicast_ttl old_unicast_checksum garp_lower_prio_delay " +
 		"garp_lower_prio_repeat garp_extra_if down_timer_adverts lower_prio_no_advert " +

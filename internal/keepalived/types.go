@@ -152,6 +152,13 @@ type Instance struct {
 	// set or not (docs/design/vrrp.md); with no unicast_peer it does
 	// nothing, as in keepalived.
 	CheckUnicastSrc bool `json:",omitempty"`
+	// UseVMAC is use_vmac: the instance's VIPs live on a macvlan
+	// interface with the virtual router MAC (see netif.VMAC) named
+	// VMACName, "" for keepalived's default "vrrp.VRID"; adverts go out
+	// of it too, or of Interface with VMACXmitBase (vmac_xmit_base).
+	UseVMAC      bool   `json:",omitempty"`
+	VMACName     string `json:",omitempty"`
+	VMACXmitBase bool   `json:",omitempty"`
 	// Comment, when set, is written by Format above the block.
 	Comment string `json:",omitempty"`
 }
@@ -249,4 +256,16 @@ func (n Notify) Script(state string) (string, RunAs) {
 		return n.Any, n.AnyAs
 	}
 	return "", RunAs{}
+}
+
+// VMACInterface is the name of the instance's VMAC interface: VMACName,
+// else keepalived's default "vrrp.VRID". "" without use_vmac.
+func (in *Instance) VMACInterface() string {
+	switch {
+	case !in.UseVMAC:
+		return ""
+	case in.VMACName != "":
+		return in.VMACName
+	}
+	return "vrrp." + strconv.Itoa(int(in.VRID))
 }

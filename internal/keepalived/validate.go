@@ -26,7 +26,9 @@ func (p *parser) validate() {
 		p.ownInterface(in)
 		in.TrackScripts = p.dropUnknownTracks(in.Name, in.TrackScripts)
 		p.ownerWeights(in)
+		p.vmac(in, m)
 	}
+	p.vmacNames()
 	duplicates(p.cfg.Instances, func(in *Instance) Pos { return p.insts[in].seen["virtual_router_id"] }, p.errs.add)
 	p.checkSyncGroups()
 	p.securityNote()
