@@ -179,7 +179,14 @@ func New(opts Options) (*Engine, *keepalived.Config, error) {
 	}
 	if opts.Load == nil {
 		path, id := opts.ConfigPath, opts.ConfigID
-		opts.Load = func() (*keepalived.Config, error) { return CheckID(path, id) }
+		clk := opts.Clock
+		opts.Load = func() (*keepalived.Config, error) {
+			cfg, err := CheckID(path, id)
+			if err != nil {
+				return nil, err
+			}
+			return cfg, addProcessTracks(cfg, clk, "/proc")
+		}
 	}
 	cfg, err := opts.Load()
 	if err != nil {

@@ -15,7 +15,7 @@ const maxTimer = math.MaxUint32 * time.Microsecond
 
 // repeatable keywords may appear more than once in a vrrp_instance; their
 // entries accumulate, as in keepalived.
-const repeatable = "virtual_ipaddress virtual_ipaddress_excluded unicast_peer track_script track_interface"
+const repeatable = "virtual_ipaddress virtual_ipaddress_excluded unicast_peer track_script track_interface track_process"
 
 // entry checks a statement against a block's accepted keywords and rejects
 // repeats. It reports whether the statement should be handled.
@@ -352,6 +352,8 @@ func (p *parser) instanceEntry(in *Instance, m *instMeta, s *stmt) {
 		p.useVMAC(in, s)
 	case "vmac_xmit_base":
 		in.VMACXmitBase = p.flag(s)
+	case "track_process":
+		in.TrackProcesses = append(in.TrackProcesses, p.trackProcesses(s)...)
 	case "accept", "no_accept":
 		other := map[string]string{"accept": "no_accept", "no_accept": "accept"}[s.kw()]
 		if at, ok := m.seen[other]; ok {

@@ -37,6 +37,7 @@ func (c *Config) Validate() error {
 		v.script(name, c.Scripts[name])
 	}
 	v.instances()
+	v.processes()
 	v.syncGroups()
 	return v.errs.err()
 }

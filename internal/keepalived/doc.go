@@ -57,7 +57,10 @@
 //     garp_master_repeat, garp_master_refresh, garp_master_refresh_repeat,
 //     dont_track_primary, accept, no_accept, smtp_alert, mcast_src_ip (the
 //     same setting as unicast_src_ip, as in keepalived), check_unicast_src,
-//     use_vmac [NAME], vmac_xmit_base.
+//     use_vmac [NAME], vmac_xmit_base, track_process { NAME [weight N] }.
+//   - vrrp_track_process: process NAME [PARAMS...], param_match
+//     [initial|partial], full_command, weight [reverse], quorum,
+//     quorum_max, fork_delay, terminate_delay, delay.
 //     Notify lines may name the user and group the script runs as after
 //     the command: notify_master "/path/script arg" USER [GROUP].
 //   - vrrp_sync_group: group { INSTANCE ... }, track_script, notify_*.

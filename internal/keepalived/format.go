@@ -43,6 +43,12 @@ func Format(c *Config) []byte {
 	for _, sc := range scripts {
 		w.script(sc)
 	}
+	processes := slices.SortedFunc(maps.Values(c.Processes), func(a, b *TrackProcess) int {
+		return cmp.Or(cmp.Compare(a.Pos.File, b.Pos.File), cmp.Compare(a.Pos.Line, b.Pos.Line), cmp.Compare(a.Name, b.Name))
+	})
+	for _, tp := range processes {
+		w.trackProcess(tp)
+	}
 	for _, in := range c.Instances {
 		w.instance(&c.Global, in)
 	}
@@ -288,6 +294,7 @@ func (w *writer) instance(g *GlobalDefs, in *Instance) {
 		w.line(1, "}")
 	}
 	w.tracks(in.TrackScripts)
+	w.trackList("track_process", in.TrackProcesses)
 	w.notify(in.Notify)
 	if in.GARPMasterDelay != g.GARPMasterDelay {
 		w.line(1, "garp_master_delay", wholeSecs(in.GARPMasterDelay))
@@ -355,11 +362,13 @@ func (w *writer) vips(vips []VIP, kw string) {
 	w.line(1, "}")
 }
 
-func (w *writer) tracks(ts []TrackScript) {
+func (w *writer) tracks(ts []TrackScript) { w.trackList("track_script", ts) }
+
+func (w *writer) trackList(kw string, ts []TrackScript) {
 	if len(ts) == 0 {
 		return
 	}
-	w.line(1, "track_script {")
+	w.line(1, kw+" {")
 	for _, t := range ts {
 		if t.HasWeight {
 			w.line(2, word(t.Name), "weight", itoa(t.Weight))

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 	"testing/fstest"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -94,6 +95,41 @@ func TestIssue27Keywords(t *testing.T) {
 			want:         false,
 			wantWarnings: []string{"k.conf:7: (VI) vmac_xmit_base is only valid with a vmac"},
 		},
+		{
+			name: "track_process defaults",
+			conf: "vrrp_track_process p {\n process haproxy\n}\n" + vi(" track_process {\n  p\n }\n"),
+			get:  func(c *Config) any { return []any{*c.Processes["p"], c.Instances[0].TrackProcesses} },
+			want: []any{
+				TrackProcess{Name: "p", Pos: Pos{"k.conf", 1}, Process: "haproxy", Quorum: 1, QuorumMax: -1},
+				[]TrackScript{{Name: "p", Pos: Pos{"k.conf", 11}}},
+			},
+		},
+		{
+			name: "track_process parameters imply exact and full_command",
+			conf: "vrrp_track_process p {\n process \"/bin/a b\" -c \"x y\"\n weight 10\n quorum 2\n quorum_max 3\n delay 1.5\n}\n" +
+				vi(" track_process {\n  p weight -5\n }\n"),
+			get: func(c *Config) any { return []any{*c.Processes["p"], c.Instances[0].TrackProcesses[0].Weight} },
+			want: []any{
+				TrackProcess{Name: "p", Pos: Pos{"k.conf", 1}, Process: "/bin/a b", Params: []string{"-c", "x y"}, ParamMatch: "exact",
+					FullCommand: true, Weight: 10, Quorum: 2, QuorumMax: 3, ForkDelay: 1500 * time.Millisecond, TerminateDelay: 1500 * time.Millisecond},
+				-5,
+			},
+		},
+		{
+			name: "track_process quorum_max 0",
+			conf: "vrrp_track_process p {\n process x\n quorum_max 0\n param_match initial\n}\n" + vi(""),
+			get:  func(c *Config) any { return *c.Processes["p"] },
+			want: TrackProcess{Name: "p", Pos: Pos{"k.conf", 1}, Process: "x", ParamMatch: "initial", FullCommand: true, Quorum: 0, QuorumMax: 0},
+		},
+		{
+			name: "track_process defined after its use",
+			conf: vi(" track_process {\n  p\n }\n") + "vrrp_track_process p {\n process x\n}\n",
+			get:  func(c *Config) any { return len(c.Instances[0].TrackProcesses) },
+			want: 0,
+			wantWarnings: []string{"k.conf:8: (VI) track process p not found, ignoring... WARNING: vrrp_track_process p is defined at " +
+				"k.conf:11, after this track_process; keepalived 2.2.7 only knows those defined above their use, so VI runs WITHOUT " +
+				"it (vipstack does the same); move vrrp_track_process p above it"},
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -168,6 +204,41 @@ func TestIssue27Errors(t *testing.T) {
 			name: "two instances on one VMAC",
 			conf: vi(" use_vmac\n") + "vrrp_instance VJ {\n interface eth1\n virtual_router_id 1\n use_vmac\n virtual_ipaddress {\n  198.18.0.2\n }\n}\n",
 			want: "k.conf:12: (VJ) VRRP instance VI is already using vrrp.1 (at k.conf:1); name the VMAC interface: use_vmac NAME",
+		},
+		{
+			name: "track_process without process",
+			conf: "vrrp_track_process p {\n quorum 1\n}\n" + vi(""),
+			want: "k.conf:1: track process 'p' process name not specified",
+		},
+		{
+			name: "track_process quorum_max below quorum",
+			conf: "vrrp_track_process p {\n process x\n quorum 3\n quorum_max 2\n}\n" + vi(""),
+			want: "k.conf:4: quorum_max 2 is less than quorum 3 (accepted: quorum_max >= quorum)",
+		},
+		{
+			name: "track_process bad param_match",
+			conf: "vrrp_track_process p {\n process x\n param_match all\n}\n" + vi(""),
+			want: "k.conf:3: Invalid param_match type all (accepted: nothing, initial, partial)",
+		},
+		{
+			name: "track_process weight out of range",
+			conf: "vrrp_track_process p {\n process x\n weight 255\n}\n" + vi(""),
+			want: "k.conf:3: weight 255 is out of range (accepted: -254..254)",
+		},
+		{
+			name: "track_process delay and fork_delay",
+			conf: "vrrp_track_process p {\n process x\n delay 1\n fork_delay 2\n}\n" + vi(""),
+			want: "k.conf:3: delay and fork_delay at k.conf:4 both set the fork_delay; keep one",
+		},
+		{
+			name: "track_process unknown keyword",
+			conf: "vrrp_track_process p {\n process x\n interval 1\n}\n" + vi(""),
+			want: "k.conf:3: unknown keyword \"interval\" in vrrp_track_process (accepted: process, param_match, weight, quorum, quorum_max, fork_delay, terminate_delay, delay, full_command)",
+		},
+		{
+			name: "track_process in a sync group",
+			conf: "vrrp_track_process p {\n process x\n}\n" + vi("") + "vrrp_sync_group G {\n group {\n  VI\n }\n track_process {\n  p\n }\n}\n",
+			want: "k.conf:15: keyword \"track_process\" is not supported by vipstack",
 		},
 	}
 	for _, tc := range tests {

@@ -8,9 +8,9 @@ import "strings"
 // supported by vipstack" rather than "unknown keyword". They are constants
 // so that the package keeps no mutable state.
 const (
-	topAccepted    = "global_defs, vrrp_script, vrrp_instance, vrrp_sync_group, include"
+	topAccepted    = "global_defs, vrrp_script, vrrp_track_process, vrrp_instance, vrrp_sync_group, include"
 	topUnsupported = "virtual_server virtual_server_group static_ipaddress static_routes static_rules " +
-		"track_group linkbeat_interfaces vrrp_track_file track_file vrrp_track_process garp_group " +
+		"track_group linkbeat_interfaces vrrp_track_file track_file garp_group " +
 		"bfd_instance interface_up_down_delays net_namespace net_namespace_ipvs namespace_with_ipsets " +
 		"instance use_pid_dir linkbeat_use_polling child_wait_time"
 
@@ -51,14 +51,16 @@ const (
 
 	scriptAccepted = "script, interval, timeout, weight, rise, fall, user, init_fail"
 
+	processAccepted = "process, param_match, weight, quorum, quorum_max, fork_delay, terminate_delay, delay, full_command"
+
 	instanceAccepted = "state, interface, virtual_router_id, priority, advert_int, version, " +
 		"nopreempt, preempt, preempt_delay, authentication, virtual_ipaddress, " +
 		"virtual_ipaddress_excluded, unicast_src_ip, unicast_peer, track_script, track_interface, " +
 		"notify_master, notify_backup, notify_fault, notify_stop, notify, garp_master_delay, " +
 		"garp_master_repeat, garp_master_refresh, garp_master_refresh_repeat, dont_track_primary, " +
-		"accept, no_accept, smtp_alert, mcast_src_ip, check_unicast_src, use_vmac, vmac_xmit_base"
+		"accept, no_accept, smtp_alert, mcast_src_ip, check_unicast_src, use_vmac, vmac_xmit_base, track_process"
 	instanceUnsupported = "use_vmac_addr use_ipvlan native_ipv6 vrf " +
-		"track_file track_process track_bfd mcast_dst_ip track_src_ip " +
+		"track_file track_bfd mcast_dst_ip track_src_ip " +
 		"unicast_fault_no_peer unicast_ttl old_unicast_checksum garp_lower_prio_delay " +
 		"garp_lower_prio_repeat garp_extra_if down_timer_adverts lower_prio_no_advert " +
 		"higher_prio_send_advert promote_secondaries virtual_routes virtual_rules " +

@@ -56,7 +56,7 @@ func ParseID(name string, data []byte, fsys fs.FS, configID string) (*Config, er
 
 	p := &parser{errs: errs, cfg: NewConfig(), insts: map[*Instance]*instMeta{},
 		globalSeen: map[string]Pos{}, syncNames: map[string]Pos{}, instByName: map[string]*Instance{},
-		unknownTracks: map[Pos]bool{}}
+		unknownTracks: map[Pos]bool{}, processPos: map[string]Pos{}}
 	p.cfg.Warnings = r.warnings
 	p.top(tree)
 	p.validate()
@@ -124,6 +124,10 @@ type parser struct {
 	// unknownTracks are the track_script entries naming a vrrp_script not
 	// defined yet where they were read.
 	unknownTracks map[Pos]bool
+	// processPos is where each vrrp_track_process was defined, also for
+	// the ones refused, so that a track_process naming one is not
+	// reported twice.
+	processPos map[string]Pos
 	// smtpAlert and smtpAlertVRRP are global smtp_alert and
 	// smtp_alert_vrrp, nil when not set.
 	smtpAlert, smtpAlertVRRP *bool
@@ -345,6 +349,8 @@ func (p *parser) top(stmts []*stmt) {
 			}
 		case "vrrp_script":
 			p.script(s)
+		case "vrrp_track_process":
+			p.trackProcess(s)
 		case "vrrp_instance":
 			p.instance(s)
 		case "vrrp_sync_group":

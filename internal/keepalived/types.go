@@ -25,9 +25,11 @@ func (p Pos) String() string {
 
 // Config is a parsed and validated keepalived.conf.
 type Config struct {
-	Global     GlobalDefs
-	Scripts    map[string]*Script // vrrp_script by name
-	Instances  []*Instance        // file order
+	Global  GlobalDefs
+	Scripts map[string]*Script // vrrp_script by name
+	// Processes are the vrrp_track_process blocks by name.
+	Processes  map[string]*TrackProcess `json:",omitempty"`
+	Instances  []*Instance              // file order
 	SyncGroups []*SyncGroup
 	Warnings   []string // non-fatal notes, each "file:line: ..."
 	Files      []string // every file read (main + includes), for reload watching
@@ -133,7 +135,10 @@ type Instance struct {
 	UnicastPeers    []netip.Addr
 	TrackScripts    []TrackScript
 	TrackInterfaces []TrackInterface
-	Notify          Notify
+	// TrackProcesses are the track_process entries, each naming a
+	// vrrp_track_process (Weight overrides its weight when HasWeight).
+	TrackProcesses []TrackScript `json:",omitempty"`
+	Notify         Notify
 	// GARP settings, resolved: instance value, else global.
 	GARPMasterDelay         time.Duration
 	GARPMasterRepeat        int
