@@ -226,3 +226,61 @@ func TestVMACXmitBase(t *testing.T) {
 		})
 	}
 }
+
+// TestVMACIPv6WithKeepalived: an IPv6 instance with use_vmac gets
+// 00:00:5e:00:02:VRID, adverts from it with the parent's link-local
+// address copied onto it, in vipstack as in keepalived 2.2.7: each hears
+// the other (one master), the VIP moves on SIGTERM, and a client reaches
+// the VIP at the VMAC whoever holds it.
+func TestVMACIPv6WithKeepalived(t *testing.T) {
+	testnet.RequireRoot(t)
+	topo := testnet.New(t, testnet.Options{Hosts: 2, Client: true, Prefix: "vka6"})
+	vs, ka := topo.Hosts[0], topo.Hosts[1]
+	const dev, mac = "vrrp.51", "00:00:5e:00:02:33"
+	vip := netip.MustParseAddr("fd00:bb::100")
+	hs := []*testnet.Host{vs, ka}
+	conf := func(h *testnet.Host, prio int) string {
+		c := peers.Conf{Version: 3, Interval: 100 * time.Millisecond, VRID: 51, Priority: prio, VIP: netip.PrefixFrom(vip, 128)}
+		return withLines(t, c, h, "use_vmac")
+	}
+	n := startText(t, vs, peers.Vipstack, conf(vs, 150))
+	startText(t, ka, peers.Keepalived, conf(ka, 100))
+	waitVMACHolder(t, hs, dev, vip, []bool{true, false}, "vipstack master")
+	for _, h := range hs {
+		s := vmacOn(t, h, dev)
+		if !s.exists || s.mac != mac || !strings.Contains(s.addrs, h.LinkLocal.String()) {
+			t.Errorf("%s: %s is %+v, want MAC %s and the parent's link-local %s", h.Name, dev, s, mac, h.LinkLocal)
+		}
+	}
+	neigh := func() string {
+		t.Helper()
+		c := topo.Client
+		if out, err := c.Run("ip", "-6", "neigh", "flush", "to", vip.String(), "dev", c.Link); err != nil {
+			t.Fatalf("flush: %v: %s", err, out)
+		}
+		if out, err := c.Run("ping", "-6", "-c", "1", "-W", "2", vip.String()); err != nil {
+			t.Fatalf("ping %s: %v: %s", vip, err, out)
+		}
+		out, _ := c.Run("ip", "-6", "neigh", "show", vip.String(), "dev", c.Link)
+		f := strings.Fields(out)
+		for i, w := range f {
+			if w == "lladdr" && i+1 < len(f) {
+				return f[i+1]
+			}
+		}
+		return out
+	}
+	if got := neigh(); got != mac {
+		t.Errorf("vipstack master: the client reaches %s at %s, want %s", vip, got, mac)
+	}
+	if err := n.Term(); err != nil {
+		t.Fatal(err)
+	}
+	waitVMACHolder(t, hs, dev, vip, []bool{false, true}, "keepalived master after vipstack stopped")
+	if s := vmacOn(t, vs, dev); s.exists {
+		t.Errorf("vipstack stopped but left %s", dev)
+	}
+	if got := neigh(); got != mac {
+		t.Errorf("keepalived master: the client reaches %s at %s, want %s", vip, got, mac)
+	}
+}
