@@ -199,6 +199,7 @@ func (e *Engine) apply(cfg *keepalived.Config) error {
 		}
 	}
 	e.syncVMACs(true)
+	e.leaveUnusedGroups()
 	e.checkSources(now)
 	e.absentNext = time.Time{}
 	for _, in := range e.instances {

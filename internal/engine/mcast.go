@@ -43,3 +43,31 @@ func sameGroup(old, next *keepalived.Config, ic *keepalived.Instance) bool {
 func (in *instance) otherGroup(dst netip.Addr) bool {
 	return in.peers == nil && dst.IsMulticast() && len(in.dsts) == 1 && dst != in.dsts[0]
 }
+
+// leaveUnusedGroups leaves the multicast groups no running instance sends
+// to any more (a reload changed vrrp_mcast_group4/6, or removed the last
+// multicast instance of an interface), so that the interface stops
+// receiving the old group's adverts.
+func (e *Engine) leaveUnusedGroups() {
+	used := map[joinKey]bool{}
+	for _, in := range e.instances {
+		if !in.absent && in.peers == nil && len(in.dsts) == 1 {
+			used[joinKey{in.ifIndex, in.dsts[0]}] = true
+		}
+	}
+	for k := range e.joined {
+		if used[k] {
+			continue
+		}
+		fam := 6
+		if k.group.Is4() {
+			fam = 4
+		}
+		if c := e.conns[fam]; c != nil {
+			if err := c.LeaveGroup(k.ifIndex, k.group); err != nil {
+				e.log.Debug("leaving a multicast group failed", "group", k.group, "ifindex", k.ifIndex, "err", err)
+			}
+		}
+		delete(e.joined, k)
+	}
+}

@@ -3,7 +3,9 @@ package engine_test
 import (
 	"fmt"
 	"net/netip"
+	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -141,4 +143,48 @@ func TestCheckUnicastSrcWithKeepalived(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestMcastGroupReload: a reload that changes vrrp_mcast_group4 makes the
+// interface leave the old group and join the new one (ip maddr).
+func TestMcastGroupReload(t *testing.T) {
+	testnet.RequireRoot(t)
+	topo := testnet.New(t, testnet.Options{Hosts: 1, Prefix: "vkar"})
+	h := topo.Hosts[0]
+	c := peers.Conf{Version: 3, Interval: 100 * time.Millisecond, VRID: 76, Priority: 100, VIP: netip.MustParsePrefix("198.18.0.100/32")}
+	text := func(group string) string {
+		s, err := c.Render(h.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return withGlobal(t, s, "vrrp_mcast_group4 "+group)
+	}
+	n := startText(t, h, peers.Vipstack, text("224.0.0.19"))
+	groups := func() string {
+		out, err := h.Run("ip", "maddr", "show", "dev", h.Link)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	wait := func(want, gone string) {
+		t.Helper()
+		for start := time.Now(); ; time.Sleep(50 * time.Millisecond) { // polls the kernel, bounded
+			g := groups()
+			if strings.Contains(g, want) && !strings.Contains(g, gone) {
+				return
+			}
+			if time.Since(start) > 20*time.Second {
+				t.Fatalf("memberships of %s: want %s and not %s, have\n%s", h.Link, want, gone, g)
+			}
+		}
+	}
+	wait("224.0.0.19", "224.0.0.20")
+	if err := os.WriteFile(n.Conf, []byte(text("224.0.0.20")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	wait("224.0.0.20", "224.0.0.19")
 }
