@@ -284,3 +284,30 @@ func TestVMACIPv6WithKeepalived(t *testing.T) {
 		t.Errorf("keepalived master: the client reaches %s at %s, want %s", vip, got, mac)
 	}
 }
+
+// TestVMACUnicastWithKeepalived: use_vmac with unicast peers, where
+// keepalived and vipstack both send from the base interface (keepalived:
+// "unicast with use_vmac requires vmac_xmit_base - setting"): they hear
+// each other, the VIP is on the VMAC of the master, and moves on SIGTERM.
+func TestVMACUnicastWithKeepalived(t *testing.T) {
+	testnet.RequireRoot(t)
+	topo := testnet.New(t, testnet.Options{Hosts: 2, Prefix: "vkaw"})
+	vs, ka := topo.Hosts[0], topo.Hosts[1]
+	vip := netip.MustParseAddr("198.18.0.100")
+	hs := []*testnet.Host{vs, ka}
+	conf := func(h, peer *testnet.Host, prio int) string {
+		c := peers.Conf{Version: 2, Interval: time.Second, VRID: 51, Priority: prio, Auth: "pw", VIP: netip.PrefixFrom(vip, 32),
+			Source: h.IPv4.Addr(), Peers: []netip.Addr{peer.IPv4.Addr()}}
+		return withLines(t, c, h, "use_vmac")
+	}
+	n := startText(t, vs, peers.Vipstack, conf(vs, ka, 150))
+	k := startText(t, ka, peers.Keepalived, conf(ka, vs, 100))
+	waitVMACHolder(t, hs, "vrrp.51", vip, []bool{true, false}, "vipstack master")
+	if err := n.Term(); err != nil {
+		t.Fatal(err)
+	}
+	waitVMACHolder(t, hs, "vrrp.51", vip, []bool{false, true}, "keepalived master after vipstack stopped")
+	if !strings.Contains(k.Log(), "unicast with use_vmac requires vmac_xmit_base - setting") {
+		t.Log("keepalived did not log that it set vmac_xmit_base")
+	}
+}
