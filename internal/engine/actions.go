@@ -137,10 +137,8 @@ func (e *Engine) groupState(g *syncGroup, to fsm.State) {
 		state = "STOP"
 	}
 	e.log.Info("sync group state", "group", g.cfg.Name, "state", state)
-	specific := map[fsm.State]string{fsm.Master: g.cfg.Notify.Master, fsm.Backup: g.cfg.Notify.Backup,
-		fsm.Fault: g.cfg.Notify.Fault, fsm.Initialize: g.cfg.Notify.Stop}[to]
-	e.runNotify("group "+g.cfg.Name, specific)
-	e.runNotify("group "+g.cfg.Name, g.cfg.Notify.Any, "GROUP", g.cfg.Name, state, "0")
+	e.runNotify("group "+g.cfg.Name, g.cfg.Notify, state)
+	e.runNotify("group "+g.cfg.Name, g.cfg.Notify, "", "GROUP", g.cfg.Name, state, "0")
 }
 
 // takeVIPs adds every VIP (recording it in the ledger first) and starts
@@ -531,19 +529,11 @@ func (e *Engine) heldList() []netif.VIP {
 // keepalived's arguments for the generic `notify`: INSTANCE name state prio.
 func (e *Engine) notify(in *instance, to fsm.State, prio uint8) {
 	state := to.String()
-	var specific string
-	switch to {
-	case fsm.Master:
-		specific = in.cfg.Notify.Master
-	case fsm.Backup:
-		specific = in.cfg.Notify.Backup
-	case fsm.Fault:
-		specific = in.cfg.Notify.Fault
-	case fsm.Initialize:
-		specific, state = in.cfg.Notify.Stop, "STOP"
+	if to == fsm.Initialize {
+		state = "STOP"
 	}
-	e.runNotify("instance "+in.cfg.Name, specific)
-	e.runNotify("instance "+in.cfg.Name, in.cfg.Notify.Any, "INSTANCE", in.cfg.Name, state, strconv.Itoa(int(prio)))
+	e.runNotify("instance "+in.cfg.Name, in.cfg.Notify, state)
+	e.runNotify("instance "+in.cfg.Name, in.cfg.Notify, "", "INSTANCE", in.cfg.Name, state, strconv.Itoa(int(prio)))
 	e.mailAlert(in, to)
 }
 
@@ -590,9 +580,16 @@ func (e *Engine) mailAlert(in *instance, to fsm.State) {
 	}()
 }
 
-func (e *Engine) runNotify(owner, cmd string, extra ...string) {
+// runNotify runs n's script for state ("" for the plain notify script),
+// with extra arguments, as the user the line names, else script_user.
+func (e *Engine) runNotify(owner string, n keepalived.Notify, state string, extra ...string) {
+	cmd, as := n.Script(state)
 	if cmd == "" {
 		return
+	}
+	runner := e.runner
+	if as.User != "" {
+		runner.Security.User, runner.Security.Group = as.User, as.Group
 	}
 	argv, err := keepalived.SplitCommand(cmd)
 	if err != nil {
@@ -605,7 +602,7 @@ func (e *Engine) runNotify(owner, cmd string, extra ...string) {
 	e.notifying.Add(1)
 	go func() {
 		defer e.notifying.Done()
-		if res := e.runner.Run(context.Background(), append(argv, extra...), 0, nil); res.Err != nil {
+		if res := runner.Run(context.Background(), append(argv, extra...), 0, nil); res.Err != nil {
 			e.log.Error("notify script failed to start", "for", owner, "script", cmd, "err", res.Err)
 		}
 	}()
@@ -677,6 +674,7 @@ func (e *Engine) stopAll(why string) {
 	if err := e.opts.Ledger.Save(e.heldList()); err != nil {
 		e.log.Warn("cannot update the VIP ledger", "err", err)
 	}
+	e.syncVMACs(false)
 }
 
 // screen applies the receive checks that need no configuration and
@@ -725,7 +723,12 @@ func (e *Engine) receive(now time.Time, family int, p transport.Packet, adv *vrr
 		return // our own packet
 	}
 	if in.peers != nil && !in.peers[p.Src] {
+		e.notAPeer(in, now, p.Src)
 		drop(name, "not_a_peer")
+		return
+	}
+	if in.otherGroup(p.Dst) {
+		drop(name, "other_group")
 		return
 	}
 	if kind, detail := e.mismatch(in, adv); kind != "" {

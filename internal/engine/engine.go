@@ -90,7 +90,8 @@ type Engine struct {
 	cfg       *keepalived.Config
 	nl        Netlink
 	conns     map[int]transport.Conn   // by address family
-	joined    map[[2]int]bool          // (family, ifindex) with the multicast group joined
+	joined    map[joinKey]bool         // multicast groups joined, by interface
+	vmacs     map[string]netif.VMAC    // VMAC interfaces made for use_vmac, by name (see vmac.go)
 	instances map[string]*instance     // by name
 	byKey     map[demuxKey]*instance   // receive demultiplexing
 	trackers  map[string]*trackerEntry // by vrrp_script name
@@ -178,7 +179,14 @@ func New(opts Options) (*Engine, *keepalived.Config, error) {
 	}
 	if opts.Load == nil {
 		path, id := opts.ConfigPath, opts.ConfigID
-		opts.Load = func() (*keepalived.Config, error) { return CheckID(path, id) }
+		clk := opts.Clock
+		opts.Load = func() (*keepalived.Config, error) {
+			cfg, err := CheckID(path, id)
+			if err != nil {
+				return nil, err
+			}
+			return cfg, addProcessTracks(cfg, clk, "/proc")
+		}
 	}
 	cfg, err := opts.Load()
 	if err != nil {
@@ -194,7 +202,7 @@ func New(opts Options) (*Engine, *keepalived.Config, error) {
 		done:      make(chan struct{}),
 		cfg:       cfg,
 		conns:     map[int]transport.Conn{},
-		joined:    map[[2]int]bool{},
+		joined:    map[joinKey]bool{},
 		instances: map[string]*instance{},
 		byKey:     map[demuxKey]*instance{},
 		trackers:  map[string]*trackerEntry{},
@@ -427,6 +435,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		}
 	}
 
+	e.sweepVMACs(nl)
 	e.removePresentVIPs()
 
 	loopCtx, cancel := context.WithCancel(ctx)

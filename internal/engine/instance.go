@@ -53,6 +53,9 @@ type instance struct {
 	// (absent, recreated, waiting, no-source, group-fault: lifecycle.go),
 	// changed only by setCond.
 	life life
+	// notPeerLogged is when each source that is not a unicast peer was
+	// last logged (see notAPeer).
+	notPeerLogged map[netip.Addr]time.Time
 }
 
 type syncGroup struct {
@@ -68,10 +71,11 @@ func (e *Engine) apply(cfg *keepalived.Config) error {
 	// Build everything new first, so a failure changes nothing.
 	fresh := map[string]*instance{}
 	for _, ic := range cfg.Instances {
-		if old, ok := e.instances[ic.Name]; ok && keepsState(old.cfg, ic) && !(old.life.has(condAbsent) && e.linkExists(ic.Interface)) && !old.life.has(condRecreated) {
+		if old, ok := e.instances[ic.Name]; ok && keepsState(old.cfg, ic) && sameGroup(e.cfg, cfg, ic) &&
+			!(old.life.has(condAbsent) && e.linkExists(ic.Interface)) && !old.life.has(condRecreated) {
 			continue
 		}
-		in, err := e.build(ic)
+		in, err := e.build(cfg, ic)
 		if err != nil {
 			for _, f := range fresh {
 				f.close()
@@ -185,6 +189,8 @@ func (e *Engine) apply(cfg *keepalived.Config) error {
 			}
 		}
 	}
+	e.syncVMACs(true)
+	e.leaveUnusedGroups()
 	e.checkSources(now)
 	e.absentNext = time.Time{}
 	for _, in := range e.instances {
@@ -415,7 +421,7 @@ func (in *instance) setPeers(peers []netip.Addr) {
 }
 
 // build prepares an instance: interface, addresses, socket, announcer.
-func (e *Engine) build(ic *keepalived.Instance) (*instance, error) {
+func (e *Engine) build(cfg *keepalived.Config, ic *keepalived.Instance) (*instance, error) {
 	fail := func(format string, args ...any) error {
 		return fmt.Errorf("%s: vrrp_instance %s: %s", ic.Pos, ic.Name, fmt.Sprintf(format, args...))
 	}
@@ -438,12 +444,16 @@ func (e *Engine) build(ic *keepalived.Instance) (*instance, error) {
 	}
 	e.links[ic.Interface] = link.Up
 	in := &instance{cfg: ic, family: ic.Family(), ifIndex: link.Index, conflicts: newConflictBook(), rivals: map[netip.Addr]*rival{}}
+	vipDev, annName, annIndex, err := e.vmacFor(ic, in)
+	if err != nil {
+		return nil, fail("%v", err)
+	}
 	for _, v := range ic.VIPs {
-		in.vips = append(in.vips, toVIP(v, ic.Interface))
+		in.vips = append(in.vips, toVIP(v, vipDev))
 		in.advert = append(in.advert, v.Prefix.Addr())
 	}
 	for _, v := range ic.ExcludedVIPs {
-		in.vips = append(in.vips, toVIP(v, ic.Interface))
+		in.vips = append(in.vips, toVIP(v, vipDev))
 	}
 	for _, v := range in.vips {
 		in.vipText = append(in.vipText, v.Prefix.String())
@@ -470,10 +480,8 @@ func (e *Engine) build(ic *keepalived.Instance) (*instance, error) {
 	}
 	if len(ic.UnicastPeers) > 0 {
 		in.setPeers(ic.UnicastPeers)
-	} else if in.family == 4 {
-		in.dsts = []netip.Addr{vrrp.MulticastIPv4}
 	} else {
-		in.dsts = []netip.Addr{vrrp.MulticastIPv6}
+		in.dsts = []netip.Addr{mcastGroup(&cfg.Global, in.family)}
 	}
 	if ic.AuthType == "PASS" {
 		in.auth = vrrp.Password(ic.AuthPass)
@@ -489,13 +497,13 @@ func (e *Engine) build(ic *keepalived.Instance) (*instance, error) {
 	if err != nil {
 		return nil, fail("open VRRP socket: %v", err)
 	}
-	if in.peers == nil && !e.joined[[2]int{in.family, in.ifIndex}] {
-		if err := c.JoinGroup(in.ifIndex); err != nil {
+	if in.peers == nil && !e.joined[joinKey{in.ifIndex, in.dsts[0]}] {
+		if err := c.JoinGroup(in.ifIndex, in.dsts[0]); err != nil {
 			return nil, fail("%v", err)
 		}
-		e.joined[[2]int{in.family, in.ifIndex}] = true
+		e.joined[joinKey{in.ifIndex, in.dsts[0]}] = true
 	}
-	if in.ann, err = e.openAnnouncer(ic.Interface, in.ifIndex); err != nil {
+	if in.ann, err = e.openAnnouncer(annName, annIndex); err != nil {
 		return nil, fail("%v", err)
 	}
 	in.pacer = &announce.Pacer{Clock: e.clk, Rate: e.opts.AnnounceRate, Send: func(a netip.Addr) error {

@@ -601,14 +601,14 @@ func (n *simNode) deliver(family int, p transport.Packet) bool {
 	}
 }
 
-func (c *simConn) JoinGroup(ifIndex int) error {
+func (c *simConn) JoinGroup(ifIndex int, _ netip.Addr) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.joined[ifIndex] = true
 	return nil
 }
 
-func (c *simConn) LeaveGroup(ifIndex int) error {
+func (c *simConn) LeaveGroup(ifIndex int, _ netip.Addr) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.joined, ifIndex)

@@ -21,7 +21,7 @@ func ListenVRIDs(ctx context.Context, clk clock.Clock, family, ifIndex int, d ti
 	if err != nil {
 		return nil, fmt.Errorf("listen for VRIDs in use: %w", err)
 	}
-	if err := c.JoinGroup(ifIndex); err != nil {
+	if err := c.JoinGroup(ifIndex, vrrp.MulticastGroup(family)); err != nil {
 		c.Close()
 		return nil, fmt.Errorf("listen for VRIDs in use: %w", err)
 	}
@@ -98,7 +98,7 @@ func WatchAdverts(ctx context.Context, family, ifIndex int, fn func(from netip.A
 	if err != nil {
 		return fmt.Errorf("watch advertisements: %w", err)
 	}
-	if err := c.JoinGroup(ifIndex); err != nil {
+	if err := c.JoinGroup(ifIndex, vrrp.MulticastGroup(family)); err != nil {
 		c.Close()
 		return fmt.Errorf("watch advertisements: %w", err)
 	}

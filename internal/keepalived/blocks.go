@@ -15,7 +15,7 @@ const maxTimer = math.MaxUint32 * time.Microsecond
 
 // repeatable keywords may appear more than once in a vrrp_instance; their
 // entries accumulate, as in keepalived.
-const repeatable = "virtual_ipaddress virtual_ipaddress_excluded unicast_peer track_script track_interface"
+const repeatable = "virtual_ipaddress virtual_ipaddress_excluded unicast_peer track_script track_interface track_process"
 
 // entry checks a statement against a block's accepted keywords and rejects
 // repeats. It reports whether the statement should be handled.
@@ -130,6 +130,10 @@ func (p *parser) global(stmts []*stmt) {
 			p.boolArg(s)
 		case "no_email_faults":
 			g.NoEmailFaults = p.flag(s)
+		case "vrrp_mcast_group4", "vrrp_mcast_group6":
+			p.mcastGroup(s)
+		case "vrrp_check_unicast_src":
+			g.CheckUnicastSrc = p.flag(s)
 		case "dynamic_interfaces":
 			// Nothing to record: vipstack always does what it asks of
 			// keepalived (an instance whose interface is missing is in
@@ -342,6 +346,14 @@ func (p *parser) instanceEntry(in *Instance, m *instMeta, s *stmt) {
 	case "smtp_alert":
 		b, ok := p.boolArg(s)
 		m.smtpAlert = ptrIf(b, ok)
+	case "check_unicast_src":
+		in.CheckUnicastSrc = p.flag(s)
+	case "use_vmac":
+		p.useVMAC(in, s)
+	case "vmac_xmit_base":
+		in.VMACXmitBase = p.flag(s)
+	case "track_process":
+		in.TrackProcesses = append(in.TrackProcesses, p.trackProcesses(s)...)
 	case "accept", "no_accept":
 		other := map[string]string{"accept": "no_accept", "no_accept": "accept"}[s.kw()]
 		if at, ok := m.seen[other]; ok {
@@ -572,21 +584,21 @@ func (p *parser) trackWeight(e *stmt, block string) (w int, has, ok bool) {
 }
 
 func (p *parser) notify(n *Notify, s *stmt) {
-	cmd, _, ok := p.command(s)
+	cmd, _, as, ok := p.commandAs(s)
 	if !ok {
 		return
 	}
 	switch s.kw() {
 	case "notify_master":
-		n.Master = cmd
+		n.Master, n.MasterAs = cmd, as
 	case "notify_backup":
-		n.Backup = cmd
+		n.Backup, n.BackupAs = cmd, as
 	case "notify_fault":
-		n.Fault = cmd
+		n.Fault, n.FaultAs = cmd, as
 	case "notify_stop":
-		n.Stop = cmd
+		n.Stop, n.StopAs = cmd, as
 	case "notify":
-		n.Any = cmd
+		n.Any, n.AnyAs = cmd, as
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"net/netip"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/vipstack/vipstack/internal/vrrp"
@@ -36,6 +37,7 @@ func (c *Config) Validate() error {
 		v.script(name, c.Scripts[name])
 	}
 	v.instances()
+	v.processes()
 	v.syncGroups()
 	return v.errs.err()
 }
@@ -109,6 +111,7 @@ func (v *checker) global() {
 		v.add(pos, what, "script_user", "script_user has a group (%q) but no user", g.ScriptGroup)
 	}
 	v.wholeSeconds(pos, what, "smtp_connect_timeout", g.SMTPConnectTimeout)
+	v.mcastGroups()
 }
 
 func (v *checker) script(name string, sc *Script) {
@@ -294,6 +297,7 @@ func (v *checker) instance(in *Instance, what string) {
 		}
 	}
 	v.notify(in.Notify, pos, what)
+	v.vmac(in, pos, what)
 	v.wholeSeconds(pos, what, "garp_master_delay", in.GARPMasterDelay)
 	v.intRange(pos, what, "garp_master_repeat", in.GARPMasterRepeat, 1, 1<<31-1)
 	v.wholeSeconds(pos, what, "garp_master_refresh", in.GARPMasterRefresh)
@@ -356,6 +360,29 @@ func (v *checker) notify(n Notify, pos Pos, what string) {
 			v.add(pos, what, kv.kw, "%s %q is not a command line (%v)", kv.kw, kv.cmd, cmp.Or(err, errors.New("empty")))
 		}
 	}
+	for _, kv := range []struct {
+		kw, cmd string
+		as      RunAs
+	}{
+		{"notify_master", n.Master, n.MasterAs}, {"notify_backup", n.Backup, n.BackupAs}, {"notify_fault", n.Fault, n.FaultAs},
+		{"notify_stop", n.Stop, n.StopAs}, {"notify", n.Any, n.AnyAs},
+	} {
+		switch {
+		case kv.as == RunAs{}:
+		case kv.cmd == "":
+			v.add(pos, what, kv.kw, "%s has a user (%q) but no command", kv.kw, kv.as.User)
+		case kv.as.User == "" || !plainWord(kv.as.User) || (kv.as.Group != "" && !plainWord(kv.as.Group)):
+			v.add(pos, what, kv.kw, "%s user %q group %q: want a user name and an optional group name, without blanks or quotes",
+				kv.kw, kv.as.User, kv.as.Group)
+		}
+	}
+}
+
+// plainWord reports whether s is read back as one word after a command
+// line: not empty, no blanks, quotes, braces, comment characters or
+// backslashes.
+func plainWord(s string) bool {
+	return s != "" && !strings.ContainsAny(s, blanks+"{}#!\"\\'")
 }
 
 func (v *checker) syncGroups() {

@@ -29,7 +29,9 @@
 //     smtp_connect_timeout, smtp_alert, smtp_alert_vrrp, no_email_faults
 //     (SMTP alerts on state changes), smtp_alert_checker, checker_no_swap
 //     and default_interface (recorded, no effect: keepalived uses them
-//     for its checker and static addresses), checker_rlimit_rttime and
+//     for its checker and static addresses), vrrp_mcast_group4 and
+//     vrrp_mcast_group6 (the group multicast adverts go to and that is
+//     joined), vrrp_check_unicast_src, checker_rlimit_rttime and
 //     bfd_rlimit_rttime (recorded; vipstack has no checker or BFD
 //     process, its checks run in the engine process). max_auto_priority
 //     is accepted and does nothing more: keepalived raises its realtime
@@ -54,7 +56,13 @@
 //     notify_fault, notify_stop, notify, garp_master_delay,
 //     garp_master_repeat, garp_master_refresh, garp_master_refresh_repeat,
 //     dont_track_primary, accept, no_accept, smtp_alert, mcast_src_ip (the
-//     same setting as unicast_src_ip, as in keepalived).
+//     same setting as unicast_src_ip, as in keepalived), check_unicast_src,
+//     use_vmac [NAME], vmac_xmit_base, track_process { NAME [weight N] }.
+//   - vrrp_track_process: process NAME [PARAMS...], param_match
+//     [initial|partial], full_command, weight [reverse], quorum,
+//     quorum_max, fork_delay, terminate_delay, delay.
+//     Notify lines may name the user and group the script runs as after
+//     the command: notify_master "/path/script arg" USER [GROUP].
 //   - vrrp_sync_group: group { INSTANCE ... }, track_script, notify_*.
 //
 // Defaults are keepalived's. The VRRP version of an instance is its

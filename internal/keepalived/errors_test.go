@@ -287,7 +287,7 @@ func TestParseErrors(t *testing.T) {
 		{
 			name: "script with extra words",
 			conf: "vrrp_script chk {\n script /bin/check arg\n}\n",
-			want: "k.conf:2: script: words after the command (\"arg\") are a user and group in keepalived, which vipstack does not support; quote the whole command line, e.g. script \"/path/script arg\"",
+			want: "k.conf:2: script: words after the command (\"arg\") are a user and group in keepalived, which vipstack does not support here; quote the whole command line, e.g. script \"/path/script arg\"",
 		},
 		{
 			name: "empty script",
@@ -348,8 +348,8 @@ func TestParseErrors(t *testing.T) {
 		},
 		{
 			name: "unsupported instance keyword",
-			conf: vi(" use_vmac\n"),
-			want: "k.conf:7: keyword \"use_vmac\" is not supported by vipstack",
+			conf: vi(" use_ipvlan\n"),
+			want: "k.conf:7: keyword \"use_ipvlan\" is not supported by vipstack",
 		},
 		{
 			name: "repeated keyword",
@@ -635,9 +635,9 @@ func TestParseErrors(t *testing.T) {
 			want: "k.conf:8: track_interface \"eth/1\" is not a valid interface name (1-15 characters, no \"/\", \":\" or blanks)",
 		},
 		{
-			name: "notify with user",
-			conf: vi(" notify_master /bin/notify.sh root\n"),
-			want: "k.conf:7: notify_master: words after the command (\"root\") are a user and group in keepalived, which vipstack does not support; quote the whole command line, e.g. notify_master \"/path/script arg\"",
+			name: "notify with too many words",
+			conf: vi(" notify_master /bin/notify.sh root root x\n"),
+			want: "k.conf:7: notify_master: \"root root x\" after the command: too many words (accepted: the command line in quotes, then an optional user and group, e.g. notify_master \"/path/script arg\" root root)",
 		},
 		{
 			name: "notify without command",

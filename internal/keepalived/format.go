@@ -43,6 +43,12 @@ func Format(c *Config) []byte {
 	for _, sc := range scripts {
 		w.script(sc)
 	}
+	processes := slices.SortedFunc(maps.Values(c.Processes), func(a, b *TrackProcess) int {
+		return cmp.Or(cmp.Compare(a.Pos.File, b.Pos.File), cmp.Compare(a.Pos.Line, b.Pos.Line), cmp.Compare(a.Name, b.Name))
+	})
+	for _, tp := range processes {
+		w.trackProcess(tp)
+	}
 	for _, in := range c.Instances {
 		w.instance(&c.Global, in)
 	}
@@ -178,6 +184,9 @@ func (w *writer) global(g *GlobalDefs) {
 		{g.SMTPHeloName != "", []string{"smtp_helo_name", word(g.SMTPHeloName)}},
 		{g.SMTPConnectTimeout != 0, []string{"smtp_connect_timeout", wholeSecs(g.SMTPConnectTimeout)}},
 		{g.NoEmailFaults, []string{"no_email_faults"}},
+		{g.McastGroup4.IsValid(), []string{"vrrp_mcast_group4", g.McastGroup4.String()}},
+		{g.McastGroup6.IsValid(), []string{"vrrp_mcast_group6", g.McastGroup6.String()}},
+		{g.CheckUnicastSrc, []string{"vrrp_check_unicast_src"}},
 	}
 	var body writer
 	for _, s := range settings {
@@ -285,6 +294,7 @@ func (w *writer) instance(g *GlobalDefs, in *Instance) {
 		w.line(1, "}")
 	}
 	w.tracks(in.TrackScripts)
+	w.trackList("track_process", in.TrackProcesses)
 	w.notify(in.Notify)
 	if in.GARPMasterDelay != g.GARPMasterDelay {
 		w.line(1, "garp_master_delay", wholeSecs(in.GARPMasterDelay))
@@ -306,6 +316,18 @@ func (w *writer) instance(g *GlobalDefs, in *Instance) {
 	}
 	if in.SMTPAlert {
 		w.line(1, "smtp_alert")
+	}
+	if in.CheckUnicastSrc {
+		w.line(1, "check_unicast_src")
+	}
+	switch {
+	case in.UseVMAC && in.VMACName != "":
+		w.line(1, "use_vmac", word(in.VMACName))
+	case in.UseVMAC:
+		w.line(1, "use_vmac")
+	}
+	if in.VMACXmitBase {
+		w.line(1, "vmac_xmit_base")
 	}
 	w.close(0)
 }
@@ -340,11 +362,13 @@ func (w *writer) vips(vips []VIP, kw string) {
 	w.line(1, "}")
 }
 
-func (w *writer) tracks(ts []TrackScript) {
+func (w *writer) tracks(ts []TrackScript) { w.trackList("track_script", ts) }
+
+func (w *writer) trackList(kw string, ts []TrackScript) {
 	if len(ts) == 0 {
 		return
 	}
-	w.line(1, "track_script {")
+	w.line(1, kw+" {")
 	for _, t := range ts {
 		if t.HasWeight {
 			w.line(2, word(t.Name), "weight", itoa(t.Weight))
@@ -356,13 +380,24 @@ func (w *writer) tracks(ts []TrackScript) {
 }
 
 func (w *writer) notify(n Notify) {
-	for _, kv := range []struct{ kw, cmd string }{
-		{"notify_master", n.Master}, {"notify_backup", n.Backup}, {"notify_fault", n.Fault},
-		{"notify_stop", n.Stop}, {"notify", n.Any},
+	for _, kv := range []struct {
+		kw, cmd string
+		as      RunAs
+	}{
+		{"notify_master", n.Master, n.MasterAs}, {"notify_backup", n.Backup, n.BackupAs}, {"notify_fault", n.Fault, n.FaultAs},
+		{"notify_stop", n.Stop, n.StopAs}, {"notify", n.Any, n.AnyAs},
 	} {
-		if kv.cmd != "" {
-			w.line(1, kv.kw, command(kv.cmd))
+		if kv.cmd == "" {
+			continue
 		}
+		words := []string{kv.kw, command(kv.cmd)}
+		if kv.as.User != "" {
+			words = append(words, kv.as.User)
+			if kv.as.Group != "" {
+				words = append(words, kv.as.Group)
+			}
+		}
+		w.line(1, words...)
 	}
 }
 

@@ -8,9 +8,9 @@ import "strings"
 // supported by vipstack" rather than "unknown keyword". They are constants
 // so that the package keeps no mutable state.
 const (
-	topAccepted    = "global_defs, vrrp_script, vrrp_instance, vrrp_sync_group, include"
+	topAccepted    = "global_defs, vrrp_script, vrrp_track_process, vrrp_instance, vrrp_sync_group, include"
 	topUnsupported = "virtual_server virtual_server_group static_ipaddress static_routes static_rules " +
-		"track_group linkbeat_interfaces vrrp_track_file track_file vrrp_track_process garp_group " +
+		"track_group linkbeat_interfaces vrrp_track_file track_file garp_group " +
 		"bfd_instance interface_up_down_delays net_namespace net_namespace_ipvs namespace_with_ipsets " +
 		"instance use_pid_dir linkbeat_use_polling child_wait_time"
 
@@ -20,7 +20,8 @@ const (
 		"max_auto_priority, vrrp_startup_delay, dynamic_interfaces, vrrp_rt_priority, vrrp_no_swap, " +
 		"vrrp_rlimit_rttime, checker_rlimit_rttime, bfd_rlimit_rttime, notification_email, " +
 		"notification_email_from, smtp_server, smtp_helo_name, smtp_connect_timeout, smtp_alert, " +
-		"smtp_alert_vrrp, smtp_alert_checker, no_email_faults, checker_no_swap, default_interface"
+		"smtp_alert_vrrp, smtp_alert_checker, no_email_faults, checker_no_swap, default_interface, " +
+		"vrrp_mcast_group4, vrrp_mcast_group6, vrrp_check_unicast_src"
 	globalUnsupported = "bfd_cpu_affinity bfd_no_swap bfd_priority bfd_process_name " +
 		"bfd_rt_priority checker_cpu_affinity checker_log_all_failures checker_priority " +
 		"checker_process_name checker_rt_priority config_save_dir data_use_instance " +
@@ -37,9 +38,9 @@ const (
 		"random_seed reload_check_config reload_file reload_repeat reload_time_file " +
 		"rs_init_notifies shutdown_script shutdown_script_timeout snmp_socket startup_script " +
 		"startup_script_timeout tmp_config_directory umask vmac_addr_prefix vmac_prefix " +
-		"vrrp_check_unicast_src vrrp_cpu_affinity vrrp_down_timer_adverts vrrp_garp_extra_if " +
+		"vrrp_cpu_affinity vrrp_down_timer_adverts vrrp_garp_extra_if " +
 		"vrrp_garp_lower_prio_delay vrrp_garp_lower_prio_repeat vrrp_higher_prio_send_advert " +
-		"vrrp_ipsets vrrp_iptables vrrp_lower_prio_no_advert vrrp_mcast_group4 vrrp_mcast_group6 " +
+		"vrrp_ipsets vrrp_iptables vrrp_lower_prio_no_advert " +
 		"vrrp_min_garp vrrp_netlink_cmd_rcv_bufs vrrp_netlink_cmd_rcv_bufs_force " +
 		"vrrp_netlink_monitor_rcv_bufs vrrp_netlink_monitor_rcv_bufs_force " +
 		"vrrp_notify_fifo vrrp_notify_fifo_script vrrp_notify_priority_changes vrrp_priority " +
@@ -50,14 +51,16 @@ const (
 
 	scriptAccepted = "script, interval, timeout, weight, rise, fall, user, init_fail"
 
+	processAccepted = "process, param_match, weight, quorum, quorum_max, fork_delay, terminate_delay, delay, full_command"
+
 	instanceAccepted = "state, interface, virtual_router_id, priority, advert_int, version, " +
 		"nopreempt, preempt, preempt_delay, authentication, virtual_ipaddress, " +
 		"virtual_ipaddress_excluded, unicast_src_ip, unicast_peer, track_script, track_interface, " +
 		"notify_master, notify_backup, notify_fault, notify_stop, notify, garp_master_delay, " +
 		"garp_master_repeat, garp_master_refresh, garp_master_refresh_repeat, dont_track_primary, " +
-		"accept, no_accept, smtp_alert, mcast_src_ip"
-	instanceUnsupported = "use_vmac use_vmac_addr vmac_xmit_base use_ipvlan native_ipv6 vrf " +
-		"track_file track_process track_bfd mcast_dst_ip track_src_ip check_unicast_src " +
+		"accept, no_accept, smtp_alert, mcast_src_ip, check_unicast_src, use_vmac, vmac_xmit_base, track_process"
+	instanceUnsupported = "use_vmac_addr use_ipvlan native_ipv6 vrf " +
+		"track_file track_bfd mcast_dst_ip track_src_ip " +
 		"unicast_fault_no_peer unicast_ttl old_unicast_checksum garp_lower_prio_delay " +
 		"garp_lower_prio_repeat garp_extra_if down_timer_adverts lower_prio_no_advert " +
 		"higher_prio_send_advert promote_secondaries virtual_routes virtual_rules " +

@@ -56,7 +56,7 @@ func ParseID(name string, data []byte, fsys fs.FS, configID string) (*Config, er
 
 	p := &parser{errs: errs, cfg: NewConfig(), insts: map[*Instance]*instMeta{},
 		globalSeen: map[string]Pos{}, syncNames: map[string]Pos{}, instByName: map[string]*Instance{},
-		unknownTracks: map[Pos]bool{}}
+		unknownTracks: map[Pos]bool{}, processPos: map[string]Pos{}}
 	p.cfg.Warnings = r.warnings
 	p.top(tree)
 	p.validate()
@@ -124,6 +124,10 @@ type parser struct {
 	// unknownTracks are the track_script entries naming a vrrp_script not
 	// defined yet where they were read.
 	unknownTracks map[Pos]bool
+	// processPos is where each vrrp_track_process was defined, also for
+	// the ones refused, so that a track_process naming one is not
+	// reported twice.
+	processPos map[string]Pos
 	// smtpAlert and smtpAlertVRRP are global smtp_alert and
 	// smtp_alert_vrrp, nil when not set.
 	smtpAlert, smtpAlertVRRP *bool
@@ -273,33 +277,56 @@ func (p *parser) wholeSecondsArg(s *stmt, hi int) (time.Duration, bool) {
 // is split honouring quotes and escapes, the first argument is the command
 // line, which is split again into the program and its arguments.
 func (p *parser) command(s *stmt) (string, []string, bool) {
-	if !p.leaf(s) {
+	cmd, args, as, ok := p.commandAs(s)
+	if ok && as != (RunAs{}) {
+		p.errs.add(s.pos, s.kw(), "%s: words after the command (%q) are a user and group in keepalived, "+
+			"which vipstack does not support here; quote the whole command line, e.g. %s \"/path/script arg\"",
+			s.kw(), strings.TrimSpace(as.User+" "+as.Group), s.kw())
 		return "", nil, false
+	}
+	return cmd, args, ok
+}
+
+// commandAs is command for a line that may name, after the command, the
+// user and optional group it runs as (keepalived's notify scripts:
+// notify_master "/path/script arg" USER [GROUP]).
+func (p *parser) commandAs(s *stmt) (string, []string, RunAs, bool) {
+	if !p.leaf(s) {
+		return "", nil, RunAs{}, false
 	}
 	words, err := SplitCommand(s.raw)
 	if err != nil {
 		p.errs.add(s.pos, s.kw(), "%s: %v", s.kw(), err)
-		return "", nil, false
+		return "", nil, RunAs{}, false
+	}
+	var as RunAs
+	switch {
+	case len(words) > 4:
+		p.errs.add(s.pos, s.kw(), "%s: %q after the command: too many words (accepted: the command line in quotes, "+
+			"then an optional user and group, e.g. %s \"/path/script arg\" root root)",
+			s.kw(), strings.Join(words[2:], " "), s.kw())
+		return "", nil, RunAs{}, false
+	case len(words) == 4:
+		as = RunAs{User: words[2], Group: words[3]}
+	case len(words) == 3:
+		as = RunAs{User: words[2]}
 	}
 	if len(words) > 2 {
-		p.errs.add(s.pos, s.kw(), "%s: words after the command (%q) are a user and group in keepalived, "+
-			"which vipstack does not support; quote the whole command line, e.g. %s \"/path/script arg\"",
-			s.kw(), strings.Join(words[2:], " "), s.kw())
-		return "", nil, false
+		words = words[:2]
 	}
 	var args []string
 	if len(words) == 2 {
 		args, err = SplitCommand(words[1])
 		if err != nil {
 			p.errs.add(s.pos, s.kw(), "%s %q: %v", s.kw(), words[1], err)
-			return "", nil, false
+			return "", nil, RunAs{}, false
 		}
 	}
 	if len(args) == 0 {
 		p.errs.add(s.pos, s.kw(), "%s needs a command", s.kw())
-		return "", nil, false
+		return "", nil, RunAs{}, false
 	}
-	return words[1], args, true
+	return words[1], args, as, true
 }
 
 // name returns the single name after a block keyword such as vrrp_instance.
@@ -322,6 +349,8 @@ func (p *parser) top(stmts []*stmt) {
 			}
 		case "vrrp_script":
 			p.script(s)
+		case "vrrp_track_process":
+			p.trackProcess(s)
 		case "vrrp_instance":
 			p.instance(s)
 		case "vrrp_sync_group":

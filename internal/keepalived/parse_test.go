@@ -29,6 +29,7 @@ var testdataConfigs = []string{
 	"testdata/seed000_worker.conf",
 	"testdata/seed001_api.conf",
 	"testdata/include/keepalived.conf",
+	"testdata/issue27.conf",
 }
 
 func parseFile(t *testing.T, name string) (*Config, error) {

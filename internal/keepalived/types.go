@@ -25,9 +25,11 @@ func (p Pos) String() string {
 
 // Config is a parsed and validated keepalived.conf.
 type Config struct {
-	Global     GlobalDefs
-	Scripts    map[string]*Script // vrrp_script by name
-	Instances  []*Instance        // file order
+	Global  GlobalDefs
+	Scripts map[string]*Script // vrrp_script by name
+	// Processes are the vrrp_track_process blocks by name.
+	Processes  map[string]*TrackProcess `json:",omitempty"`
+	Instances  []*Instance              // file order
 	SyncGroups []*SyncGroup
 	Warnings   []string // non-fatal notes, each "file:line: ..."
 	Files      []string // every file read (main + includes), for reload watching
@@ -80,6 +82,13 @@ type GlobalDefs struct {
 	SMTPHeloName          string
 	SMTPConnectTimeout    time.Duration
 	NoEmailFaults         bool
+	// McastGroup4 and McastGroup6 are vrrp_mcast_group4 and
+	// vrrp_mcast_group6: the group multicast instances send to and join.
+	// The zero Addr means the default, 224.0.0.18 and ff02::12.
+	McastGroup4, McastGroup6 netip.Addr `json:",omitzero"`
+	// CheckUnicastSrc is vrrp_check_unicast_src: check_unicast_src for
+	// every instance.
+	CheckUnicastSrc bool `json:",omitempty"`
 }
 
 // Script is a vrrp_script block.
@@ -126,7 +135,10 @@ type Instance struct {
 	UnicastPeers    []netip.Addr
 	TrackScripts    []TrackScript
 	TrackInterfaces []TrackInterface
-	Notify          Notify
+	// TrackProcesses are the track_process entries, each naming a
+	// vrrp_track_process (Weight overrides its weight when HasWeight).
+	TrackProcesses []TrackScript `json:",omitempty"`
+	Notify         Notify
 	// GARP settings, resolved: instance value, else global.
 	GARPMasterDelay         time.Duration
 	GARPMasterRepeat        int
@@ -139,6 +151,19 @@ type Instance struct {
 	// else off. An alert mail goes to Global.NotificationEmail on each
 	// change to MASTER, BACKUP, FAULT (unless no_email_faults) and STOP.
 	SMTPAlert bool
+	// CheckUnicastSrc is check_unicast_src: unicast adverts whose source is
+	// not one of UnicastPeers are dropped (keepalived: "unicast source
+	// address ... not a unicast peer"). vipstack drops them whether it is
+	// set or not (docs/design/vrrp.md); with no unicast_peer it does
+	// nothing, as in keepalived.
+	CheckUnicastSrc bool `json:",omitempty"`
+	// UseVMAC is use_vmac: the instance's VIPs live on a macvlan
+	// interface with the virtual router MAC (see netif.VMAC) named
+	// VMACName, "" for keepalived's default "vrrp.VRID"; adverts go out
+	// of it too, or of Interface with VMACXmitBase (vmac_xmit_base).
+	UseVMAC      bool   `json:",omitempty"`
+	VMACName     string `json:",omitempty"`
+	VMACXmitBase bool   `json:",omitempty"`
 	// Comment, when set, is written by Format above the block.
 	Comment string `json:",omitempty"`
 }
@@ -180,9 +205,19 @@ type TrackInterface struct {
 }
 
 // Notify holds notify script command lines, as written without outer quotes.
-// Any is the plain `notify` keyword.
+// Any is the plain `notify` keyword. Each may name the user (and group) it
+// runs as after the command, as in keepalived ("notify_master /x root
+// root"); the zero RunAs means script_user's.
 type Notify struct {
 	Master, Backup, Fault, Stop, Any string
+
+	MasterAs, BackupAs, FaultAs, StopAs, AnyAs RunAs `json:",omitzero"`
+}
+
+// RunAs is the user and optional group a script runs as; "" for User means
+// global_defs script_user's.
+type RunAs struct {
+	User, Group string
 }
 
 // SyncGroup is a vrrp_sync_group block.
@@ -208,4 +243,34 @@ func (e *Error) Error() string {
 		return e.Msg
 	}
 	return e.Pos.String() + ": " + e.Msg
+}
+
+// Script returns the command line run on entering state (MASTER, BACKUP,
+// FAULT or STOP; "" for the plain notify script) and the user it runs as.
+func (n Notify) Script(state string) (string, RunAs) {
+	switch state {
+	case "MASTER":
+		return n.Master, n.MasterAs
+	case "BACKUP":
+		return n.Backup, n.BackupAs
+	case "FAULT":
+		return n.Fault, n.FaultAs
+	case "STOP":
+		return n.Stop, n.StopAs
+	case "":
+		return n.Any, n.AnyAs
+	}
+	return "", RunAs{}
+}
+
+// VMACInterface is the name of the instance's VMAC interface: VMACName,
+// else keepalived's default "vrrp.VRID". "" without use_vmac.
+func (in *Instance) VMACInterface() string {
+	switch {
+	case !in.UseVMAC:
+		return ""
+	case in.VMACName != "":
+		return in.VMACName
+	}
+	return "vrrp." + strconv.Itoa(int(in.VRID))
 }

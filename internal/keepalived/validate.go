@@ -25,8 +25,11 @@ func (p *parser) validate() {
 		p.preempt(in, m)
 		p.ownInterface(in)
 		in.TrackScripts = p.dropUnknownTracks(in.Name, in.TrackScripts)
+		in.TrackProcesses = p.dropUnknownProcesses(in.Name, in.TrackProcesses)
 		p.ownerWeights(in)
+		p.vmac(in, m)
 	}
+	p.vmacNames()
 	duplicates(p.cfg.Instances, func(in *Instance) Pos { return p.insts[in].seen["virtual_router_id"] }, p.errs.add)
 	p.checkSyncGroups()
 	p.securityNote()
@@ -315,6 +318,15 @@ func (p *parser) syncWeights(in *Instance, g *SyncGroup) {
 	for _, t := range in.TrackInterfaces {
 		if t.Weight != 0 {
 			p.errs.add(t.Pos, "track_interface", "track_interface %s has weight %d, "+why, t.Name, t.Weight, in.Name, g.Name)
+		}
+	}
+	for _, t := range in.TrackProcesses {
+		w := t.Weight
+		if tp, ok := p.cfg.Processes[t.Name]; ok && !t.HasWeight {
+			w = tp.Weight
+		}
+		if w != 0 {
+			p.errs.add(t.Pos, "track_process", "track_process %q has weight %d, "+why, t.Name, w, in.Name, g.Name)
 		}
 	}
 }

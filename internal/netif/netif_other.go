@@ -55,3 +55,14 @@ func (h *Handle) WatchLinks(ctx context.Context, f func(name string, up bool)) e
 func (h *Handle) WatchAddrs(ctx context.Context, f func(p netip.Prefix, added bool)) error {
 	return ErrUnsupported
 }
+
+// EnsureVMAC returns ErrUnsupported.
+func (h *Handle) EnsureVMAC(v VMAC) (int, error) { return 0, ErrUnsupported }
+
+// DeleteVMAC returns ErrUnsupported.
+func (h *Handle) DeleteVMAC(v VMAC) error { return ErrUnsupported }
+
+// SweepVMACs returns ErrUnsupported.
+func (h *Handle) SweepVMACs(l VMACLedger, keep func(VMAC) bool) ([]VMAC, error) {
+	return nil, ErrUnsupported
+}

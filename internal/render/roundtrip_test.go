@@ -216,7 +216,7 @@ func TestKeepalivedConfMatchesPlan(t *testing.T) {
 			// adverts queued meanwhile after a late timer instead.
 			wantGlobal.RTPriority, wantGlobal.NoSwap, wantGlobal.RLimitRTTime = 50, true, 100000
 			wantGlobal.CheckerRLimitRTTime, wantGlobal.BFDRLimitRTTime = 100000, 100000
-			if diff := cmp.Diff(wantGlobal, got.Global); diff != "" {
+			if diff := cmp.Diff(wantGlobal, got.Global, opts); diff != "" {
 				t.Errorf("global_defs (-plan +rendered):\n%s", diff)
 			}
 			if len(got.Warnings) > 0 {

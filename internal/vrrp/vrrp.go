@@ -23,6 +23,14 @@ var (
 	MulticastIPv6 = netip.MustParseAddr("ff02::12")
 )
 
+// MulticastGroup returns the well-known group of family 4 or 6.
+func MulticastGroup(family int) netip.Addr {
+	if family == 6 {
+		return MulticastIPv6
+	}
+	return MulticastIPv4
+}
+
 // Sizes and limits of the wire format.
 const (
 	headerLen   = 8 // version/type, VRID, priority, count, 2 bytes of interval/auth, checksum

@@ -20,9 +20,11 @@ type Conn interface {
 	ReadPacket() (Packet, error)
 	// WritePacket sends payload from src to dst out of interface ifIndex.
 	WritePacket(payload []byte, src, dst netip.Addr, ifIndex int) error
-	// JoinGroup and LeaveGroup manage the VRRP multicast group on an interface.
-	JoinGroup(ifIndex int) error
-	LeaveGroup(ifIndex int) error
+	// JoinGroup and LeaveGroup manage a multicast group on an interface:
+	// the VRRP group (224.0.0.18, ff02::12) unless keepalived's
+	// vrrp_mcast_group4/6 names another.
+	JoinGroup(ifIndex int, group netip.Addr) error
+	LeaveGroup(ifIndex int, group netip.Addr) error
 	Close() error
 }
 

@@ -25,11 +25,6 @@ const (
 	bufSize = 1 << 16
 )
 
-var (
-	group4 = net.IPv4(224, 0, 0, 18)
-	group6 = net.ParseIP("ff02::12")
-)
-
 // Listen opens the raw VRRP socket for family 4 or 6 in the current network
 // namespace. It needs CAP_NET_RAW.
 func Listen(family int) (Conn, error) {
@@ -129,26 +124,39 @@ func (c *conn4) WritePacket(payload []byte, src, dst netip.Addr, ifIndex int) er
 	return nil
 }
 
-func (c *conn4) JoinGroup(ifIndex int) error {
-	ifi, err := net.InterfaceByIndex(ifIndex)
+func (c *conn4) JoinGroup(ifIndex int, group netip.Addr) error {
+	ifi, err := groupIf(ifIndex, group, 4, "join")
 	if err != nil {
-		return &OpError{Op: "join group", Family: 4, Err: err}
+		return err
 	}
-	if err := c.raw.JoinGroup(ifi, &net.IPAddr{IP: group4}); err != nil && !isAlready(err) {
-		return &OpError{Op: "join 224.0.0.18 on " + ifi.Name, Family: 4, Err: err}
+	if err := c.raw.JoinGroup(ifi, &net.IPAddr{IP: group.AsSlice()}); err != nil && !isAlready(err) {
+		return &OpError{Op: "join " + group.String() + " on " + ifi.Name, Family: 4, Err: err}
 	}
 	return nil
 }
 
-func (c *conn4) LeaveGroup(ifIndex int) error {
-	ifi, err := net.InterfaceByIndex(ifIndex)
+func (c *conn4) LeaveGroup(ifIndex int, group netip.Addr) error {
+	ifi, err := groupIf(ifIndex, group, 4, "leave")
 	if err != nil {
-		return &OpError{Op: "leave group", Family: 4, Err: err}
+		return err
 	}
-	if err := c.raw.LeaveGroup(ifi, &net.IPAddr{IP: group4}); err != nil {
-		return &OpError{Op: "leave 224.0.0.18 on " + ifi.Name, Family: 4, Err: err}
+	if err := c.raw.LeaveGroup(ifi, &net.IPAddr{IP: group.AsSlice()}); err != nil {
+		return &OpError{Op: "leave " + group.String() + " on " + ifi.Name, Family: 4, Err: err}
 	}
 	return nil
+}
+
+// groupIf checks that group is a multicast address of family and returns
+// the interface ifIndex.
+func groupIf(ifIndex int, group netip.Addr, family int, op string) (*net.Interface, error) {
+	if !group.IsMulticast() || (family == 4) != group.Is4() {
+		return nil, &OpError{Op: op + " group", Family: family, Err: fmt.Errorf("%v is not an IPv%d multicast address", group, family)}
+	}
+	ifi, err := net.InterfaceByIndex(ifIndex)
+	if err != nil {
+		return nil, &OpError{Op: op + " group " + group.String(), Family: family, Err: err}
+	}
+	return ifi, nil
 }
 
 func (c *conn4) Close() error { return c.pc.Close() }
@@ -229,24 +237,24 @@ func (c *conn6) WritePacket(payload []byte, src, dst netip.Addr, ifIndex int) er
 	return nil
 }
 
-func (c *conn6) JoinGroup(ifIndex int) error {
-	ifi, err := net.InterfaceByIndex(ifIndex)
+func (c *conn6) JoinGroup(ifIndex int, group netip.Addr) error {
+	ifi, err := groupIf(ifIndex, group, 6, "join")
 	if err != nil {
-		return &OpError{Op: "join group", Family: 6, Err: err}
+		return err
 	}
-	if err := c.p.JoinGroup(ifi, &net.IPAddr{IP: group6}); err != nil && !isAlready(err) {
-		return &OpError{Op: "join ff02::12 on " + ifi.Name, Family: 6, Err: err}
+	if err := c.p.JoinGroup(ifi, &net.IPAddr{IP: group.AsSlice()}); err != nil && !isAlready(err) {
+		return &OpError{Op: "join " + group.String() + " on " + ifi.Name, Family: 6, Err: err}
 	}
 	return nil
 }
 
-func (c *conn6) LeaveGroup(ifIndex int) error {
-	ifi, err := net.InterfaceByIndex(ifIndex)
+func (c *conn6) LeaveGroup(ifIndex int, group netip.Addr) error {
+	ifi, err := groupIf(ifIndex, group, 6, "leave")
 	if err != nil {
-		return &OpError{Op: "leave group", Family: 6, Err: err}
+		return err
 	}
-	if err := c.p.LeaveGroup(ifi, &net.IPAddr{IP: group6}); err != nil {
-		return &OpError{Op: "leave ff02::12 on " + ifi.Name, Family: 6, Err: err}
+	if err := c.p.LeaveGroup(ifi, &net.IPAddr{IP: group.AsSlice()}); err != nil {
+		return &OpError{Op: "leave " + group.String() + " on " + ifi.Name, Family: 6, Err: err}
 	}
 	return nil
 }

@@ -30,7 +30,11 @@ func TestMulticastAndUnicastAcrossHosts(t *testing.T) {
 					return err
 				}
 				*ifx = ifi.Index
-				return (*c).JoinGroup(ifi.Index)
+				group := netip.MustParseAddr("224.0.0.18")
+				if fam == 6 {
+					group = netip.MustParseAddr("ff02::12")
+				}
+				return (*c).JoinGroup(ifi.Index, group)
 			}); err != nil {
 				t.Fatal(err)
 			}
