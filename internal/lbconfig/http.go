@@ -22,7 +22,13 @@ type HTTPFrontend struct {
 	// HTTPLog is `option httplog` (or a log-format) in force: the
 	// connection log is written per request, in Frontend.Log's format.
 	HTTPLog bool
+	// LogFormat is the request log's format (HTTPLogFormat for option
+	// httplog); empty writes no request lines.
+	LogFormat string
 }
+
+// HTTPLogFormat is the format of haproxy's `option httplog`.
+const HTTPLogFormat = "%ci:%cp [%tr] %ft %b/%s %TR/%Tw/%Tc/%Tr/%Ta %ST %B %CC %CS %tsc %ac/%fc/%bc/%sc/%rc %sq/%bq %hr %hs %{+Q}r"
 
 // HTTPBackend is a backend's HTTP settings (mode http).
 type HTTPBackend struct {
