@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/vipstack/vipstack/internal/clock"
+	"github.com/vipstack/vipstack/internal/lb/httpproxy"
 	"github.com/vipstack/vipstack/internal/lb/logging"
 	"github.com/vipstack/vipstack/internal/lb/relay"
 	"github.com/vipstack/vipstack/internal/lb/stats"
@@ -100,7 +101,9 @@ type LB struct {
 	noSrv   map[string]*atomic.Uint64
 	tcpLns  map[string]*tcpListener
 	httpLns map[string]*httpListener
-	shut    bool
+	// proxyLns are the HTTP frontends' binds (httpfront.go).
+	proxyLns map[string]*proxyListener
+	shut     bool
 
 	// beCounters are the backends' rates, last sessions and times, by
 	// name, kept over reloads as noSrv (guarded by mu too).
@@ -150,6 +153,7 @@ func New(opts Options) (*LB, error) {
 		opts: opts, log: opts.Logger, clk: opts.Clock, start: opts.Clock.Now(),
 		frontends: map[string]*frontend{}, servers: map[string]*server{}, noSrv: map[string]*atomic.Uint64{},
 		tcpLns: map[string]*tcpListener{}, httpLns: map[string]*httpListener{},
+		proxyLns: map[string]*proxyListener{},
 	}
 	if l.opts.Stdout == nil {
 		l.opts.Stdout = os.Stdout
@@ -292,9 +296,13 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 	// Open what is new; undo on failure.
 	newTCP := map[string]*tcpListener{}
 	newHTTP := map[string]*httpListener{}
+	newProxy := map[string]*proxyListener{}
 	undo := func() {
 		for _, t := range newTCP {
 			t.close()
+		}
+		for _, pl := range newProxy {
+			pl.close()
 		}
 		for _, h := range newHTTP {
 			h.Close()
@@ -303,6 +311,23 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 	held := l.held()
 	for _, k := range order {
 		w := wants[k]
+		if w.fe != nil && w.fe.HTTP != nil {
+			if l.proxyLns[k] != nil {
+				continue
+			}
+			if err := portFree(w.bind, held); err != nil {
+				undo()
+				return fmt.Errorf("lb: apply: %s: %s: %w", where(cfg, w.key), k, err)
+			}
+			pl, err := l.listenProxy(k, w.bind)
+			if err != nil {
+				undo()
+				return fmt.Errorf("lb: apply: %s: %s: %w", where(cfg, w.key), k, err)
+			}
+			newProxy[k] = pl
+			held = append(held, pl.at)
+			continue
+		}
 		if w.fe != nil {
 			if l.tcpLns[k] != nil {
 				continue
@@ -453,6 +478,20 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 	addrs := map[string][]net.Addr{}
 	for _, k := range order {
 		w := wants[k]
+		if w.fe != nil && w.fe.HTTP != nil {
+			pc := l.proxyConfig(cfg, w.fe)
+			pl := l.proxyLns[k]
+			if pl == nil {
+				pl = newProxy[k]
+				pl.proxy = httpproxy.New(proxyCore{l}, pc, l.log)
+				l.proxyLns[k] = pl
+				go pl.proxy.Serve(pl.ln)
+			} else {
+				pl.proxy.Set(pc)
+			}
+			addrs[w.section] = append(addrs[w.section], pl.ln.Addr())
+			continue
+		}
 		if w.fe != nil {
 			t := l.tcpLns[k]
 			if t == nil {
@@ -483,9 +522,15 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 		addrs[w.section] = append(addrs[w.section], h.Addr())
 	}
 	for k, t := range l.tcpLns {
-		if w, ok := wants[k]; !ok || w.fe == nil {
+		if w, ok := wants[k]; !ok || w.fe == nil || w.fe.HTTP != nil {
 			t.close()
 			delete(l.tcpLns, k)
+		}
+	}
+	for k, pl := range l.proxyLns {
+		if w, ok := wants[k]; !ok || w.fe == nil || w.fe.HTTP == nil {
+			pl.close()
+			delete(l.proxyLns, k)
 		}
 	}
 	for k, h := range l.httpLns {
@@ -692,6 +737,10 @@ func (l *LB) shutdown(ctx context.Context, soft bool) error {
 	for k, t := range l.tcpLns {
 		t.close()
 		delete(l.tcpLns, k)
+	}
+	for k, pl := range l.proxyLns {
+		pl.close()
+		delete(l.proxyLns, k)
 	}
 	var fes []*frontend
 	for _, f := range l.frontends {

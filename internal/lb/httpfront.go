@@ -1,0 +1,129 @@
+package lb
+
+import (
+	"context"
+	"net"
+	"net/netip"
+
+	"github.com/vipstack/vipstack/internal/lb/httpproxy"
+	"github.com/vipstack/vipstack/internal/lb/relay"
+	"github.com/vipstack/vipstack/internal/lbconfig"
+)
+
+// proxyListener is an HTTP frontend's bind: a Go listener served by
+// httpproxy (mode http), beside the event loops' TCP relay.
+type proxyListener struct {
+	key   string
+	at    boundAddr
+	ln    net.Listener
+	proxy *httpproxy.Proxy
+}
+
+func (l *LB) listenProxy(key string, b lbconfig.Bind) (*proxyListener, error) {
+	network, address, v6only := bindNetwork(b)
+	lc := net.ListenConfig{Control: relay.ListenControl(v6only)}
+	ln, err := lc.Listen(context.Background(), network, address)
+	if err != nil {
+		return nil, err
+	}
+	return &proxyListener{key: key, at: boundOf(b, ln.Addr()), ln: ln}, nil
+}
+
+func (pl *proxyListener) close() {
+	if pl.proxy != nil {
+		pl.proxy.Close()
+	}
+	pl.ln.Close()
+}
+
+// proxyConfig is what an HTTP frontend's proxy needs of cfg.
+func (l *LB) proxyConfig(cfg *lbconfig.Config, fe *lbconfig.Frontend) httpproxy.Config {
+	bs := map[string]*lbconfig.Backend{}
+	for i := range cfg.Backends {
+		bs[cfg.Backends[i].Name] = &cfg.Backends[i]
+	}
+	return httpproxy.Config{Frontend: *fe, Backends: bs, Timeouts: cfg.Timeouts, Retries: cfg.Retries, Log: l.httpLogger(cfg, fe)}
+}
+
+// proxyCore is what httpproxy needs of the LB: the pools of the
+// configuration in force.
+type proxyCore struct{ l *LB }
+
+func (c proxyCore) pool(backend string) *pool {
+	for _, p := range c.l.view.Load().pools {
+		if p.name == backend {
+			return p
+		}
+	}
+	return nil
+}
+
+func (c proxyCore) Pick(backend string, client netip.Addr, hash uint32, useHash bool, skip uint64) int {
+	p := c.pool(backend)
+	if p == nil {
+		return -1
+	}
+	if useHash {
+		return p.pickHash(hash, skip)
+	}
+	if p.balance == lbconfig.URI || p.balance == lbconfig.Header {
+		return p.pickRoundRobin(skip)
+	}
+	return p.pick(client, skip)
+}
+
+func (c proxyCore) Usable(backend string, i int) bool {
+	p := c.pool(backend)
+	return p != nil && i < len(p.servers) && p.servers[i].usable()
+}
+
+func (c proxyCore) Begin(backend string, i int) func(failed bool) {
+	p := c.pool(backend)
+	if p == nil || i >= len(p.servers) {
+		return func(bool) {}
+	}
+	s := p.servers[i]
+	n := s.cur.Add(1)
+	for {
+		m := s.smax.Load()
+		if n <= m || s.smax.CompareAndSwap(m, n) {
+			break
+		}
+	}
+	s.tot.Add(1)
+	s.lbtot.Add(1)
+	return func(failed bool) {
+		s.cur.Add(-1)
+		if failed {
+			s.econ.Add(1)
+		}
+	}
+}
+
+// pickHash maps a request's hash (balance uri, hdr) onto the eligible
+// servers by weight, as pickSource maps a client address.
+func (p *pool) pickHash(h uint32, skip uint64) int {
+	total := 0
+	ws := make([]int, len(p.servers))
+	for i := range p.servers {
+		ws[i] = p.pickWeight(i, skip)
+		total += ws[i]
+	}
+	if total == 0 {
+		return -1
+	}
+	k := int(h % uint32(total))
+	for i, w := range ws {
+		if k < w {
+			return i
+		}
+		k -= w
+	}
+	return -1
+}
+
+// httpLogger writes an HTTP frontend's request lines (stub until the
+// HTTP log format lands).
+func (l *LB) httpLogger(cfg *lbconfig.Config, fe *lbconfig.Frontend) func(httpproxy.Entry) {
+	return nil
+}

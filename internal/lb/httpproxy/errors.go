@@ -1,0 +1,78 @@
+package httpproxy
+
+import (
+	"bufio"
+	"bytes"
+	"io"
+	"net/http"
+	"strconv"
+
+	"github.com/vipstack/vipstack/internal/lbconfig"
+)
+
+// haproxy 2.6's own answers (its default error messages): a status line,
+// these three headers and a short HTML body.
+var errorBodies = map[int]string{
+	400: "<html><body><h1>400 Bad request</h1>\nYour browser sent an invalid request.\n</body></html>\n",
+	403: "<html><body><h1>403 Forbidden</h1>\nRequest forbidden by administrative rules.\n</body></html>\n",
+	408: "<html><body><h1>408 Request Time-out</h1>\nYour browser didn't send a complete request in time.\n</body></html>\n",
+	500: "<html><body><h1>500 Internal Server Error</h1>\nAn internal server error occurred.\n</body></html>\n",
+	502: "<html><body><h1>502 Bad Gateway</h1>\nThe server returned an invalid or incomplete response.\n</body></html>\n",
+	503: "<html><body><h1>503 Service Unavailable</h1>\nNo server is available to handle this request.\n</body></html>\n",
+	504: "<html><body><h1>504 Gateway Time-out</h1>\nThe server didn't respond in time.\n</body></html>\n",
+}
+
+// fail answers status from the section's errorfile if it has one, else
+// with haproxy's message. A negative status (the client left) answers
+// nothing.
+func (p *Proxy) fail(w http.ResponseWriter, r *http.Request, h *lbconfig.HTTPProxy, status int) {
+	if status < 0 {
+		return
+	}
+	if h != nil {
+		if raw, ok := h.ErrorFiles[status]; ok {
+			if writeRaw(w, r, raw) {
+				return
+			}
+		}
+	}
+	body, ok := errorBodies[status]
+	if !ok {
+		body = "<html><body><h1>" + strconv.Itoa(status) + " " + http.StatusText(status) + "</h1>\n</body></html>\n"
+	}
+	hd := w.Header()
+	for k := range hd {
+		if k != "Connection" {
+			delete(hd, k)
+		}
+	}
+	hd.Set("Content-Length", strconv.Itoa(len(body)))
+	hd.Set("Cache-Control", "no-cache")
+	hd.Set("Content-Type", "text/html")
+	w.WriteHeader(status)
+	if r.Method != http.MethodHead {
+		io.WriteString(w, body)
+	}
+}
+
+// writeRaw answers with an errorfile: a whole HTTP response as written
+// in the file. False when the file does not read as one (haproxy checks
+// it at load; vipstack falls back to its message).
+func writeRaw(w http.ResponseWriter, r *http.Request, raw []byte) bool {
+	resp, err := http.ReadResponse(bufio.NewReader(bytes.NewReader(raw)), r)
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	hd := w.Header()
+	for k, vs := range resp.Header {
+		hd[k] = vs
+	}
+	if resp.ContentLength < 0 {
+		hd.Set("Content-Length", strconv.Itoa(len(body)))
+	}
+	w.WriteHeader(resp.StatusCode)
+	w.Write(body)
+	return true
+}
