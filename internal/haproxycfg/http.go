@@ -16,8 +16,8 @@ import (
 // lbconfig.HTTPBackend.
 
 const (
-	httpFrontendKeywords = "acl, errorfile, http-request, option forwardfor, option http-keep-alive, option http-server-close, option httpclose, option httplog, redirect, use_backend"
-	httpBackendKeywords  = "acl, balance uri, balance hdr(NAME), cookie, errorfile, http-request, option forwardfor, option http-keep-alive, option http-server-close, option httpclose, redirect"
+	httpFrontendKeywords = "acl, errorfile, http-request, option forwardfor, option http-keep-alive, option http-server-close, option httpclose, option httplog, redirect, stats auth, stats enable, stats hide-version, stats refresh, stats uri, use_backend"
+	httpBackendKeywords  = "acl, balance uri, balance hdr(NAME), cookie, errorfile, http-request, option forwardfor, option http-keep-alive, option http-server-close, option httpclose, redirect, stats auth, stats enable, stats hide-version, stats refresh, stats uri"
 )
 
 // withHTTP merges a section's keyword list with its HTTP keywords, sorted.
@@ -241,6 +241,12 @@ func (p *parser) httpLine(l line) bool {
 			}
 			hp.ErrorFiles[code] = body
 		}
+	case "stats enable", "stats uri", "stats refresh", "stats auth", "stats hide-version":
+		if p.kind == secListen {
+			return false
+		}
+		p.httpMark(l, kw)
+		p.proxyStats(l, hp)
 	case "cookie":
 		if p.kind == secFrontend {
 			return false
@@ -675,5 +681,50 @@ func (p *parser) inheritHTTP(h *lbconfig.HTTPProxy) {
 		if _, own := h.ErrorFiles[code]; !own {
 			h.ErrorFiles[code] = body
 		}
+	}
+}
+
+// proxyStats reads a stats keyword of an HTTP frontend or backend: each
+// enables the stats page there, at `stats uri` (haproxy's default
+// /haproxy?stats).
+func (p *parser) proxyStats(l line, hp *lbconfig.HTTPProxy) {
+	kw := keyword(l.words)
+	if hp.Stats == nil {
+		hp.Stats = &lbconfig.Stats{URI: lbconfig.DefaultStatsURI}
+		if p.kind == secBackend {
+			hp.Stats.Name = p.be.Name
+		} else {
+			hp.Stats.Name = p.fe.Name
+		}
+	}
+	st := hp.Stats
+	switch kw {
+	case "stats enable":
+		if p.once(l, kw) {
+			p.nargs(l, 2, 0, 0, "")
+		}
+	case "stats hide-version":
+		if _, ok := p.nargs(l, 2, 0, 0, ""); ok && p.once(l, kw) {
+			st.HideVersion = true
+		}
+	case "stats uri":
+		if args, ok := p.nargs(l, 2, 1, 1, "a URI prefix"); ok && p.once(l, kw) {
+			st.URI = args[0]
+		}
+	case "stats refresh":
+		if args, ok := p.nargs(l, 2, 1, 1, "a delay, in seconds without a unit"); ok && p.once(l, kw) {
+			st.Refresh, _ = p.timeArg(l, kw, args[0], sUnit)
+		}
+	case "stats auth":
+		args, ok := p.nargs(l, 2, 1, 1, "USER:PASSWORD")
+		if !ok {
+			return
+		}
+		user, pass, found := strings.Cut(args[0], ":")
+		if !found {
+			p.errorf(l, "stats", "stats auth %q has no ':' (accepted: USER:PASSWORD)", args[0])
+			return
+		}
+		st.Users = append(st.Users, lbconfig.UserPass{User: user, Pass: pass})
 	}
 }

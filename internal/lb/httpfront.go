@@ -3,10 +3,12 @@ package lb
 import (
 	"context"
 	"net"
+	"net/http"
 	"net/netip"
 
 	"github.com/vipstack/vipstack/internal/lb/httpproxy"
 	"github.com/vipstack/vipstack/internal/lb/relay"
+	"github.com/vipstack/vipstack/internal/lb/web"
 	"github.com/vipstack/vipstack/internal/lbconfig"
 )
 
@@ -42,7 +44,23 @@ func (l *LB) proxyConfig(cfg *lbconfig.Config, fe *lbconfig.Frontend) httpproxy.
 	for i := range cfg.Backends {
 		bs[cfg.Backends[i].Name] = &cfg.Backends[i]
 	}
-	return httpproxy.Config{Frontend: *fe, Backends: bs, Timeouts: cfg.Timeouts, Retries: cfg.Retries, Log: l.httpLogger(cfg, fe)}
+	st := map[string]func(http.ResponseWriter, *http.Request) bool{}
+	site := func(key string, s *lbconfig.Stats) {
+		if s == nil {
+			return
+		}
+		ws := &web.Site{Stats: s, Core: webCore{l}, Clock: l.clk, Version: l.opts.Version}
+		st[key] = ws.ServeStats
+	}
+	if fe.HTTP != nil {
+		site(lbconfig.FrontendKey(fe.Name), fe.HTTP.Stats)
+	}
+	for name, b := range bs {
+		if b.HTTP != nil {
+			site(lbconfig.BackendKey(name), b.HTTP.Stats)
+		}
+	}
+	return httpproxy.Config{Frontend: *fe, Backends: bs, Timeouts: cfg.Timeouts, Retries: cfg.Retries, Stats: st, Log: l.httpLogger(cfg, fe)}
 }
 
 // proxyCore is what httpproxy needs of the LB: the pools of the

@@ -41,6 +41,10 @@ type Config struct {
 	Backends map[string]*lbconfig.Backend
 	Timeouts lbconfig.Timeouts
 	Retries  int
+	// Stats serve the stats page of the frontend ("frontend NAME") or a
+	// backend ("backend NAME") with `stats enable`: true when they
+	// answered the request.
+	Stats map[string]func(http.ResponseWriter, *http.Request) bool
 	// Log writes a request's log line, when the frontend logs (nil: no
 	// lines).
 	Log func(Entry)
@@ -207,6 +211,10 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.verdict(w, r, &fe.HTTPProxy, v)
 		return
 	}
+	if st := c.cfg.Stats[lbconfig.FrontendKey(c.cfg.Frontend.Name)]; st != nil && st(w, r) {
+		e.Term, e.Server = "LR", "<STATS>"
+		return
+	}
 	backend := c.cfg.Frontend.Backend
 	for _, u := range fe.UseBackends {
 		if c.feACLs.cond(u.Cond, rq) {
@@ -231,6 +239,10 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		if bh.Conn == "close" {
 			w.Header().Set("Connection", "close")
+		}
+		if st := c.cfg.Stats[lbconfig.BackendKey(backend)]; st != nil && st(w, r) {
+			e.Term, e.Server = "LR", "<STATS>"
+			return
 		}
 	}
 	ff := fe.ForwardFor
