@@ -629,7 +629,7 @@ func (p *parser) sectionHTTP(mode string) bool {
 		return true
 	}
 	if p.hs.first != 0 {
-		p.errorf(line{num: p.hs.first}, p.hs.firstKw, "%s in %s needs mode http (accepted in mode tcp: %s)", p.hs.firstKw, p.key, "none of acl, use_backend, http-request, redirect, cookie, option httplog")
+		p.errorf(line{num: p.hs.first}, p.hs.firstKw, "%s in %s (mode tcp) is not supported by vipstack: its acl, use_backend, http-request, redirect, cookie and stats rules work in mode http only (accepted: mode http in %s)", p.hs.firstKw, p.key, p.key)
 	}
 	return false
 }

@@ -231,13 +231,29 @@ func HTTPValueExpr(expr string) bool {
 // httpFrontend checks an HTTP frontend's rules: backends named, acls
 // defined.
 func (v *validator) httpFrontend(f *Frontend, backends map[string]bool) {
+	key := FrontendKey(f.Name)
+	mode := map[string]bool{} // backend name -> mode http
+	for _, b := range v.c.Backends {
+		mode[b.Name] = b.HTTP != nil
+	}
 	if f.HTTP == nil {
+		if mode[f.Backend] {
+			v.fail(v.pos(ItemKey(key, "default_backend"), key), key, "default_backend",
+				"tcp frontend %s uses backend %s, which is mode http: haproxy upgrades such connections to HTTP, vipstack does not (accepted: the same mode in both)", f.Name, f.Backend)
+		}
 		return
 	}
-	key := FrontendKey(f.Name)
+	if f.Backend != "" && backends[f.Backend] && !mode[f.Backend] {
+		v.fail(v.pos(ItemKey(key, "default_backend"), key), key, "default_backend",
+			"http frontend '%s' tries to use incompatible tcp backend '%s' as its default backend (see 'mode').", f.Name, f.Backend)
+	}
 	for _, u := range f.HTTP.UseBackends {
-		if !backends[u.Backend] {
-			v.fail(v.pos(ItemKey(key, "use_backend "+u.Backend), key), key, "use_backend", "use_backend %q is not a backend (accepted: %s)", u.Backend, v.backendNames())
+		pos := v.pos(ItemKey(key, "use_backend "+u.Backend), key)
+		switch {
+		case !backends[u.Backend]:
+			v.fail(pos, key, "use_backend", "use_backend %q is not a backend (accepted: %s)", u.Backend, v.backendNames())
+		case !mode[u.Backend]:
+			v.fail(pos, key, "use_backend", "http frontend '%s' tries to use incompatible tcp backend '%s' in a 'use_backend' rule (see 'mode').", f.Name, u.Backend)
 		}
 		v.cond(key, "use_backend", &f.HTTP.HTTPProxy, u.Cond)
 	}
