@@ -278,7 +278,7 @@ func (p *parser) acl(l line, hp *lbconfig.HTTPProxy) {
 }
 
 // matchMethods are the -m values vipstack accepts.
-const matchMethods = "beg, dom, end, found, reg, str, sub"
+const matchMethods = "beg dom end found reg str sub"
 
 // aclTest reads CRITERION [FLAGS] VALUE... of an acl line or anonymous acl.
 func (p *parser) aclTest(l line, words []string) (lbconfig.ACLTest, bool) {

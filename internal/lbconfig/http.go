@@ -1,6 +1,7 @@
 package lbconfig
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
 	"regexp"
@@ -226,6 +227,24 @@ func HTTPValueExpr(expr string) bool {
 		}
 	}
 	return false
+}
+
+// ErrYAMLHTTP is FormatYAML's refusal of a configuration with mode http
+// frontends or backends, which the YAML form does not express.
+var ErrYAMLHTTP = errors.New("the YAML form has no mode http frontends or backends (accepted there: TCP frontends and backends; write haproxy.cfg instead)")
+
+func noHTTPInYAML(c *Config) error {
+	for _, f := range c.Frontends {
+		if f.HTTP != nil {
+			return fmt.Errorf("frontend %s: %w", f.Name, ErrYAMLHTTP)
+		}
+	}
+	for _, b := range c.Backends {
+		if b.HTTP != nil {
+			return fmt.Errorf("backend %s: %w", b.Name, ErrYAMLHTTP)
+		}
+	}
+	return nil
 }
 
 // httpFrontend checks an HTTP frontend's rules: backends named, acls
