@@ -52,6 +52,8 @@ type httpSection struct {
 	be       lbconfig.HTTPBackend
 	cookie   string // the server line's cookie value being read
 	httplog  bool   // own option httplog
+	// httplogLine is a listen section's option httplog line.
+	httplogLine int
 }
 
 // httpDefaultsLine reads defaults' HTTP keywords; false if l is not one.
@@ -727,4 +729,19 @@ func (p *parser) proxyStats(l line, hp *lbconfig.HTTPProxy) {
 		}
 		st.Users = append(st.Users, lbconfig.UserPass{User: user, Pass: pass})
 	}
+}
+
+// httpFormat reports whether a log-format line of the current section
+// may use HTTP variables: the section is in mode http so far (its own
+// mode line, or defaults').
+func (p *parser) httpFormat() bool {
+	switch {
+	case p.kind == secDefaults:
+		return p.defMode == "http"
+	case p.kind == secListen && p.ls != nil:
+		return p.ls.mode == "http"
+	case p.hs != nil && p.hs.mode != "":
+		return p.hs.mode == "http"
+	}
+	return p.defMode == "http"
 }

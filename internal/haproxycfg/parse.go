@@ -460,6 +460,10 @@ func (p *parser) endListen() {
 		p.endForwardingListen(monitor || stats)
 		return
 	}
+	if p.hs.httplogLine != 0 {
+		p.errorf(line{num: p.hs.httplogLine}, "option httplog", "option httplog in %s: vipstack writes no request lines for monitor and stats sections "+
+			"(accepted: no log format there; without one, each request is logged as haproxy's \"Connect from\" line)", p.key)
+	}
 	if ls.formatLine != 0 {
 		p.errorf(line{num: ls.formatLine}, "log-format", "log format in %s: vipstack writes no request lines for monitor and stats sections "+
 			"(accepted: no log format there; without one, each request is logged as haproxy's \"Connect from\" line)", p.key)
@@ -1046,7 +1050,11 @@ func (p *parser) logFormatLine(l line, dst *string) {
 	if !ok || !p.once(l, kw) {
 		return
 	}
-	if _, err := lbconfig.ParseLogFormat(args[0]); err != nil {
+	parse := lbconfig.ParseLogFormat
+	if p.httpFormat() {
+		parse = lbconfig.ParseHTTPLogFormat // http.go
+	}
+	if _, err := parse(args[0]); err != nil {
 		p.errorf(l, kw, "%v", err)
 		return
 	}
@@ -1102,10 +1110,13 @@ func (p *parser) listen(l line) {
 			ls.formatLine = l.num
 		}
 	case "option httplog":
-		// haproxy would write a request line for each stream but a
-		// monitor hit (see endListen): vipstack does not.
-		p.errorf(l, kw, "%s in %s: vipstack writes no request lines for monitor and stats sections "+
-			"(accepted: no log format there; without one, each request is logged as haproxy's \"Connect from\" line)", kw, p.key)
+		// A forwarding listen in mode http logs its requests
+		// (http.go); a monitor or stats section would write a
+		// request line for each stream but a monitor hit (see
+		// endListen), which vipstack does not.
+		if _, ok := p.nargs(l, 2, 0, 0, ""); ok && p.once(l, kw) {
+			p.hs.httplog, p.hs.httplogLine = true, l.num
+		}
 	case "stats enable":
 		if p.once(l, kw) {
 			p.nargs(l, 2, 0, 0, "")

@@ -7,6 +7,7 @@ import (
 	"net/netip"
 
 	"github.com/vipstack/vipstack/internal/lb/httpproxy"
+	"github.com/vipstack/vipstack/internal/lb/logging"
 	"github.com/vipstack/vipstack/internal/lb/relay"
 	"github.com/vipstack/vipstack/internal/lb/web"
 	"github.com/vipstack/vipstack/internal/lbconfig"
@@ -39,7 +40,7 @@ func (pl *proxyListener) close() {
 }
 
 // proxyConfig is what an HTTP frontend's proxy needs of cfg.
-func (l *LB) proxyConfig(cfg *lbconfig.Config, fe *lbconfig.Frontend) httpproxy.Config {
+func (l *LB) proxyConfig(cfg *lbconfig.Config, fe *lbconfig.Frontend, to *logging.Dests) httpproxy.Config {
 	bs := map[string]*lbconfig.Backend{}
 	for i := range cfg.Backends {
 		bs[cfg.Backends[i].Name] = &cfg.Backends[i]
@@ -60,7 +61,7 @@ func (l *LB) proxyConfig(cfg *lbconfig.Config, fe *lbconfig.Frontend) httpproxy.
 			site(lbconfig.BackendKey(name), b.HTTP.Stats)
 		}
 	}
-	return httpproxy.Config{Frontend: *fe, Backends: bs, Timeouts: cfg.Timeouts, Retries: cfg.Retries, Stats: st, Log: l.httpLogger(cfg, fe)}
+	return httpproxy.Config{Frontend: *fe, Backends: bs, Timeouts: cfg.Timeouts, Retries: cfg.Retries, Stats: st, Log: l.httpLogger(fe, to)}
 }
 
 // proxyCore is what httpproxy needs of the LB: the pools of the
@@ -140,8 +141,63 @@ func (p *pool) pickHash(h uint32, skip uint64) int {
 	return -1
 }
 
-// httpLogger writes an HTTP frontend's request lines (stub until the
-// HTTP log format lands).
-func (l *LB) httpLogger(cfg *lbconfig.Config, fe *lbconfig.Frontend) func(httpproxy.Entry) {
-	return nil
+// httpLogger writes an HTTP frontend's request lines to its targets,
+// in its format; nil when it logs none.
+func (l *LB) httpLogger(fe *lbconfig.Frontend, to *logging.Dests) func(httpproxy.Entry) {
+	if fe.HTTP == nil {
+		return nil
+	}
+	hl, err := logging.NewHTTPLog(fe.HTTP.LogFormat, to)
+	if err != nil { // Validate has checked it
+		l.log.Warn("lb: frontend's log format refused; no request log", "frontend", fe.Name, "err", err)
+		return nil
+	}
+	if hl == nil {
+		return nil
+	}
+	return func(e httpproxy.Entry) {
+		f := logging.HTTPFields{Client: e.Client, Local: e.Frontend, Frontend: fe.Name, Backend: e.Backend,
+			AcceptAt: e.Accept, TR: e.TR, Tw: e.Tw, Tc: e.Tc, Tr: e.Tr, Ta: e.Ta, Status: e.Status,
+			Down: uint64(max(e.Bytes, 0)), Method: e.Method, URI: e.URI, Version: e.Version, Retries: e.Retries,
+			Counts: httpCounts{l: l, backend: e.Backend, server: e.Server, inflight: e.InFlight}}
+		if e.Server != "<NOSRV>" {
+			f.Server, f.ServerAddr = e.Server, e.ServerAddr
+		}
+		copy(f.Term[:], e.Term)
+		var buf [1024]byte
+		l.sendLog(hl.To, lbconfig.LevelInfo, hl.AppendLine(buf[:0], &f))
+	}
+}
+
+// httpCounts are a request line's %ac %fc %bc %sc: the frontend's
+// requests in progress (for both %ac and %fc), and the backend's and the
+// server's current sessions.
+type httpCounts struct {
+	l               *LB
+	backend, server string
+	inflight        int64
+}
+
+func (c httpCounts) Global() int64   { return c.inflight }
+func (c httpCounts) Frontend() int64 { return c.inflight }
+
+func (c httpCounts) Backend() int64 {
+	var n int64
+	if p := (proxyCore{c.l}).pool(c.backend); p != nil {
+		for _, s := range p.servers {
+			n += s.cur.Load()
+		}
+	}
+	return n
+}
+
+func (c httpCounts) Server() int64 {
+	if p := (proxyCore{c.l}).pool(c.backend); p != nil {
+		for _, s := range p.servers {
+			if s.name == c.server {
+				return s.cur.Load()
+			}
+		}
+	}
+	return 0
 }

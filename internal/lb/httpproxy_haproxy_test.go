@@ -62,8 +62,8 @@ func (o *httpOrigin) serve(w http.ResponseWriter, r *http.Request) {
 		io.Copy(c, rw) // echo until the client closes
 		return
 	}
-	if r.URL.Path == "/setcookie" {
-		http.SetCookie(w, &http.Cookie{Name: "SRV", Value: "app"})
+	if r.URL.Path == "/cacheable" {
+		w.Header().Set("Cache-Control", "max-age=60")
 	}
 	body, _ := io.ReadAll(r.Body)
 	a := arrived{Server: o.name, Host: r.Host, Path: r.URL.RequestURI(), Header: r.Header, Remote: r.RemoteAddr, Body: string(body)}
@@ -335,5 +335,12 @@ func TestHTTPWebSocketRelay(t *testing.T) {
 			}
 		}
 		c.Close()
+	}
+}
+
+func jsonDecode(t *testing.T, s string, v any) {
+	t.Helper()
+	if err := json.Unmarshal([]byte(s), v); err != nil {
+		t.Fatalf("%v: %q", err, s)
 	}
 }

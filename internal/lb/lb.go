@@ -479,7 +479,7 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 	for _, k := range order {
 		w := wants[k]
 		if w.fe != nil && w.fe.HTTP != nil {
-			pc := l.proxyConfig(cfg, w.fe)
+			pc := l.proxyConfig(cfg, w.fe, feLogs[w.fe.Name])
 			pl := l.proxyLns[k]
 			if pl == nil {
 				pl = newProxy[k]

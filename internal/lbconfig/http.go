@@ -28,6 +28,26 @@ type HTTPFrontend struct {
 	LogFormat string
 }
 
+// HTTPLogVariables are the variables an HTTP frontend's log format may
+// show besides LogVariables (haproxy's names):
+//
+//	tr trg trl  the request's date (local, GMT, local with zone)
+//	TR Tr Ta Tq  the request's head, the server's answer, the whole
+//	            request, and TR plus the idle time (ms)
+//	Ti          idle time before the request (0)
+//	ST          status code
+//	r HM HU HP HQ HV  request line, method, URI, path, query, version
+//	CC CS       captured cookies ("-": vipstack captures none)
+//	tsc         termination state with the cookie flags (4 characters)
+//	hr hs hrl hsl  captured headers (vipstack captures none: empty)
+var HTTPLogVariables = []string{"CC", "CS", "HM", "HP", "HQ", "HU", "HV", "ST", "TR", "Ta", "Ti", "Tq", "Tr", "hr", "hrl", "hs", "hsl", "r", "tr", "trg", "trl", "tsc"}
+
+// ParseHTTPLogFormat is ParseLogFormat for a mode http frontend, whose
+// formats may also show HTTPLogVariables.
+func ParseHTTPLogFormat(s string) ([]LogItem, error) {
+	return parseLogFormat(s, append(slices.Clone(LogVariables), HTTPLogVariables...))
+}
+
 // HTTPLogFormat is the format of haproxy's `option httplog`.
 const HTTPLogFormat = "%ci:%cp [%tr] %ft %b/%s %TR/%Tw/%Tc/%Tr/%Ta %ST %B %CC %CS %tsc %ac/%fc/%bc/%sc/%rc %sq/%bq %hr %hs %{+Q}r"
 
@@ -265,6 +285,11 @@ func (v *validator) httpFrontend(f *Frontend, backends map[string]bool) {
 	if f.Backend != "" && backends[f.Backend] && !mode[f.Backend] {
 		v.fail(v.pos(ItemKey(key, "default_backend"), key), key, "default_backend",
 			"http frontend '%s' tries to use incompatible tcp backend '%s' as its default backend (see 'mode').", f.Name, f.Backend)
+	}
+	if f.HTTP.LogFormat != "" {
+		if _, err := ParseHTTPLogFormat(f.HTTP.LogFormat); err != nil {
+			v.fail(v.pos(ItemKey(key, "log-format"), key), key, "log-format", "%v", err)
+		}
 	}
 	for _, u := range f.HTTP.UseBackends {
 		pos := v.pos(ItemKey(key, "use_backend "+u.Backend), key)

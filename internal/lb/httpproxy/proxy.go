@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/http/httputil"
 	"net/netip"
 	"strings"
@@ -56,6 +57,7 @@ type Entry struct {
 	Accept           time.Time
 	FrontendName     string
 	Backend, Server  string
+	ServerAddr       netip.AddrPort
 	Request          string // "GET /path HTTP/1.1"
 	Method, URI      string
 	Version          string
@@ -65,6 +67,7 @@ type Entry struct {
 	Ta               time.Duration
 	Term             string // termination state, "--" when normal
 	Retries          int
+	InFlight         int64 // the frontend's requests in progress, this one included
 }
 
 // compiled is a Config ready to serve.
@@ -85,6 +88,8 @@ type Proxy struct {
 	core Core
 	log  *slog.Logger
 	cfg  atomic.Pointer[compiled]
+
+	inflight atomic.Int64
 
 	mu         sync.Mutex
 	transports map[string]*http.Transport // by "backend/server@addr/mode"
@@ -191,7 +196,9 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		Tw: -1, Tc: -1, Tr: -1, Term: "--"}
 	e.Request = r.Method + " " + r.RequestURI + " " + r.Proto
 	lw := &logWriter{ResponseWriter: w}
+	e.InFlight = p.inflight.Add(1)
 	defer func() {
+		p.inflight.Add(-1)
 		if c.cfg.Log != nil {
 			e.Status, e.Bytes, e.Ta = lw.status, lw.n, time.Since(start)
 			c.cfg.Log(e)
@@ -207,7 +214,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Connection", "close")
 	}
 	if v := apply(&fe.HTTPProxy, c.feACLs, rq); v.status != 0 {
-		e.Term = "PR"
+		e.Term = v.term()
 		p.verdict(w, r, &fe.HTTPProxy, v)
 		return
 	}
@@ -233,7 +240,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if b.HTTP != nil {
 		bh = b.HTTP
 		if v := apply(&bh.HTTPProxy, c.beACLs[backend], rq); v.status != 0 {
-			e.Term = "PR"
+			e.Term = v.term()
 			p.verdict(w, r, &bh.HTTPProxy, v)
 			return
 		}
@@ -327,7 +334,7 @@ func (p *Proxy) forward(w http.ResponseWriter, rq *request, c *compiled, name st
 			return
 		}
 		s := refs[i]
-		e.Server = s.name
+		e.Server, e.ServerAddr = s.name, s.addr
 		t := p.transport(name, s, conn, c.cfg.Timeouts)
 		end := p.core.Begin(name, i)
 		dialFailed := false
@@ -342,7 +349,8 @@ func (p *Proxy) forward(w http.ResponseWriter, rq *request, c *compiled, name st
 						pr.Out.Header[h] = vs
 					}
 				}
-				if bh != nil && bh.Cookie != nil && (bh.Cookie.Indirect || bh.Cookie.Mode == "insert") && byCookie {
+				// insert indirect: the cookie is the balancer's alone.
+				if bh != nil && bh.Cookie != nil && bh.Cookie.Indirect && bh.Cookie.Mode == "insert" {
 					removeCookie(pr.Out, bh.Cookie.Name)
 				}
 				if bh != nil && bh.Cookie != nil && bh.Cookie.Mode == "prefix" {
@@ -379,7 +387,22 @@ func (p *Proxy) forward(w http.ResponseWriter, rq *request, c *compiled, name st
 				}
 			},
 		}
-		rp.ServeHTTP(w, r)
+		var connStart, wrote time.Time
+		e.Tw, e.Tc, e.Tr = 0, -1, -1
+		trace := &httptrace.ClientTrace{
+
+			ConnectStart: func(string, string) { connStart = time.Now() },
+			GotConn: func(info httptrace.GotConnInfo) {
+				if info.Reused || connStart.IsZero() {
+					e.Tc = 0
+				} else {
+					e.Tc = time.Since(connStart)
+				}
+			},
+			WroteRequest:         func(httptrace.WroteRequestInfo) { wrote = time.Now() },
+			GotFirstResponseByte: func() { e.Tr = time.Since(wrote) },
+		}
+		rp.ServeHTTP(w, r.WithContext(httptrace.WithClientTrace(r.Context(), trace)))
 		end(failStatus != 0)
 		if failStatus == 0 {
 			return
@@ -529,7 +552,7 @@ func setCookie(resp *http.Response, c *lbconfig.Cookie, value string, byCookie b
 			v += "; Secure"
 		}
 		resp.Header.Add("Set-Cookie", v)
-		if c.NoCache {
+		if c.NoCache && cacheable(resp) {
 			resp.Header.Add("Cache-Control", "private")
 		}
 	case "prefix", "rewrite":
@@ -595,4 +618,32 @@ func (w *logWriter) Flush() {
 // Protocols answer (WebSocket).
 func (w *logWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	return http.NewResponseController(w.ResponseWriter).Hijack()
+}
+
+// cacheable reports whether a shared cache could keep resp, as haproxy
+// judges it before nocache marks it private: a GET or HEAD answered with
+// a cacheable status and explicit freshness (max-age, s-maxage, public,
+// Expires), not already private, no-cache or no-store.
+func cacheable(resp *http.Response) bool {
+	if resp.Request != nil && resp.Request.Method != http.MethodGet && resp.Request.Method != http.MethodHead {
+		return false
+	}
+	switch resp.StatusCode {
+	case 200, 203, 204, 206, 300, 301, 404, 405, 410, 414, 501:
+	default:
+		return false
+	}
+	fresh := resp.Header.Get("Expires") != ""
+	for _, v := range resp.Header.Values("Cache-Control") {
+		for _, d := range strings.Split(v, ",") {
+			d = strings.ToLower(strings.TrimSpace(d))
+			switch {
+			case d == "private" || d == "no-cache" || d == "no-store" || strings.HasPrefix(d, "private="):
+				return false
+			case d == "public" || strings.HasPrefix(d, "max-age=") || strings.HasPrefix(d, "s-maxage="):
+				fresh = true
+			}
+		}
+	}
+	return fresh
 }

@@ -75,6 +75,15 @@ type verdict struct {
 	location string // redirect's Location
 }
 
+// term is the termination state a verdict logs: LR for a redirect
+// (haproxy's "locally processed"), PR for a deny.
+func (v verdict) term() string {
+	if v.location != "" {
+		return "LR"
+	}
+	return "PR"
+}
+
 // apply runs a section's http-request rules, then its redirect rules, on
 // rq, as haproxy does: the first deny or redirect ends them; allow ends
 // the http-request rules.
