@@ -32,6 +32,17 @@ func (l *LB) listenProxy(key string, b lbconfig.Bind) (*proxyListener, error) {
 	return &proxyListener{key: key, at: boundOf(b, ln.Addr()), ln: ln}, nil
 }
 
+// shutdown stops accepting and waits for the requests in flight until
+// ctx ends, then closes every connection.
+func (pl *proxyListener) shutdown(ctx context.Context) {
+	if pl.proxy == nil {
+		pl.ln.Close()
+		return
+	}
+	pl.proxy.Shutdown(ctx)
+	pl.ln.Close()
+}
+
 func (pl *proxyListener) close() {
 	if pl.proxy != nil {
 		pl.proxy.Close()

@@ -738,10 +738,22 @@ func (l *LB) shutdown(ctx context.Context, soft bool) error {
 		t.close()
 		delete(l.tcpLns, k)
 	}
+	// HTTP frontends stop accepting now and finish the requests in
+	// flight, as the TCP frontends drain, until ctx ends.
+	var proxies []*proxyListener
 	for k, pl := range l.proxyLns {
-		pl.close()
+		proxies = append(proxies, pl)
 		delete(l.proxyLns, k)
 	}
+	proxiesDone := make(chan struct{})
+	go func() {
+		defer close(proxiesDone)
+		var wg sync.WaitGroup
+		for _, pl := range proxies {
+			wg.Go(func() { pl.shutdown(ctx) })
+		}
+		wg.Wait()
+	}()
 	var fes []*frontend
 	for _, f := range l.frontends {
 		fes = append(fes, f)
@@ -774,6 +786,13 @@ wait:
 			break wait
 		}
 	}
+	if forced == nil {
+		select {
+		case <-proxiesDone:
+		case <-ctx.Done():
+			forced = ctx.Err()
+		}
+	}
 	if forced != nil {
 		if soft {
 			l.logHardStopped()
@@ -789,6 +808,7 @@ wait:
 	for _, h := range https {
 		h.Close()
 	}
+	<-proxiesDone // at ctx's end, shutdown closes what is left
 	// For good: a server the runtime API takes out of MAINT from now on
 	// does not start its check again (startCheckLocked).
 	l.checksOff.Store(true)

@@ -12,6 +12,7 @@ import (
 	"net/http/httptrace"
 	"net/http/httputil"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -94,6 +95,8 @@ type Proxy struct {
 	mu         sync.Mutex
 	transports map[string]*http.Transport // by "backend/server@addr/mode"
 	servers    []*http.Server
+	hijacked   map[net.Conn]bool // upgraded connections (WebSocket), which http.Server no longer tracks
+	closed     bool
 }
 
 // New returns a Proxy with cfg in force.
@@ -101,7 +104,7 @@ func New(core Core, cfg Config, log *slog.Logger) *Proxy {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	p := &Proxy{core: core, log: log, transports: map[string]*http.Transport{}}
+	p := &Proxy{core: core, log: log, transports: map[string]*http.Transport{}, hijacked: map[net.Conn]bool{}}
 	p.Set(cfg)
 	return p
 }
@@ -144,14 +147,32 @@ func (p *Proxy) Serve(ln net.Listener) error {
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
 			return context.WithValue(ctx, connKey{}, c)
 		},
+		ConnState: func(c net.Conn, st http.ConnState) {
+			if st == http.StateHijacked {
+				p.mu.Lock()
+				closed := p.closed
+				if !closed {
+					p.hijacked[c] = true
+				}
+				p.mu.Unlock()
+				if closed {
+					c.Close()
+				}
+			}
+		},
 	}
 	srv.Protocols = new(http.Protocols)
 	srv.Protocols.SetHTTP1(true)
 	srv.Protocols.SetUnencryptedHTTP2(true)
 	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		ln.Close()
+		return nil
+	}
 	p.servers = append(p.servers, srv)
 	p.mu.Unlock()
-	err := srv.Serve(ln)
+	err := srv.Serve(trackingListener{ln, p})
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
 	}
@@ -160,14 +181,49 @@ func (p *Proxy) Serve(ln net.Listener) error {
 
 type connKey struct{}
 
+// Shutdown stops the listeners, lets the requests in flight finish until
+// ctx ends, then closes every connection.
+func (p *Proxy) Shutdown(ctx context.Context) {
+	p.mu.Lock()
+	servers := slices.Clone(p.servers)
+	p.mu.Unlock()
+	for _, s := range servers {
+		s.SetKeepAlivesEnabled(false)
+	}
+	var wg sync.WaitGroup
+	for _, s := range servers {
+		wg.Go(func() {
+			if s.Shutdown(ctx) != nil {
+				s.Close()
+			}
+		})
+	}
+	wg.Wait()
+	p.Close()
+}
+
 // Close stops the listeners and closes every connection.
 func (p *Proxy) Close() {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, s := range p.servers {
+	p.closed = true
+	hijacked := make([]net.Conn, 0, len(p.hijacked))
+	for c := range p.hijacked {
+		hijacked = append(hijacked, c)
+	}
+	servers := slices.Clone(p.servers)
+	transports := make([]*http.Transport, 0, len(p.transports))
+	for _, t := range p.transports {
+		transports = append(transports, t)
+	}
+	p.mu.Unlock()
+	// Outside p.mu: a connection's Close takes it (trackedConn).
+	for _, c := range hijacked {
+		c.Close()
+	}
+	for _, s := range servers {
 		s.Close()
 	}
-	for _, t := range p.transports {
+	for _, t := range transports {
 		t.CloseIdleConnections()
 	}
 }
@@ -646,4 +702,31 @@ func cacheable(resp *http.Response) bool {
 		}
 	}
 	return fresh
+}
+
+// trackingListener hands out connections that leave the proxy's
+// hijacked set when closed.
+type trackingListener struct {
+	net.Listener
+	p *Proxy
+}
+
+func (l trackingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &trackedConn{Conn: c, p: l.p}, nil
+}
+
+type trackedConn struct {
+	net.Conn
+	p *Proxy
+}
+
+func (c *trackedConn) Close() error {
+	c.p.mu.Lock()
+	delete(c.p.hijacked, c)
+	c.p.mu.Unlock()
+	return c.Conn.Close()
 }
