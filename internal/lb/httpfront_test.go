@@ -1,0 +1,85 @@
+package lb
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"testing"
+	"time"
+)
+
+// TestHTTPSoftStopFinishesRequests soft-stops an LB while a request is
+// at its server: the listener closes at once, and the request in flight
+// gets its answer.
+func TestHTTPSoftStopFinishesRequests(t *testing.T) {
+	release, arrived := make(chan struct{}), make(chan struct{})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	origin := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(arrived)
+		<-release
+		io.WriteString(w, "done")
+	})}
+	go origin.Serve(ln)
+	t.Cleanup(func() { origin.Close() })
+	cfg := parseOnLoopback(t, `defaults
+  mode http
+  timeout connect 1s
+  timeout client 5s
+  timeout server 5s
+frontend fe
+  bind 127.0.0.1:1
+  default_backend be
+backend be
+  server s1 `+ln.Addr().String()+`
+`)
+	l, err := New(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Apply(cfg); err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addrs("fe")[0].String()
+	c, err := net.DialTimeout("tcp", addr, bound)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(bound))
+	io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	<-arrived
+	stopped := make(chan error, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
+	go func() { stopped <- l.SoftStop(ctx) }()
+	// The listener goes; the request stays.
+	eventually(t, "the listener closed", func() bool {
+		nc, err := net.DialTimeout("tcp", addr, bound)
+		if err == nil {
+			nc.Close()
+		}
+		return err != nil
+	})
+	select {
+	case err := <-stopped:
+		t.Fatalf("SoftStop returned (%v) with a request in flight", err)
+	default:
+	}
+	close(release)
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || string(body) != "done" {
+		t.Errorf("answer %d %q, want 200 done", resp.StatusCode, body)
+	}
+	if err := <-stopped; err != nil {
+		t.Errorf("SoftStop: %v", err)
+	}
+}
