@@ -344,3 +344,72 @@ func jsonDecode(t *testing.T, s string, v any) {
 		t.Fatalf("%v: %q", err, s)
 	}
 }
+
+// TestHTTPContinueAndH2 sends through each proxy a request with
+// `Expect: 100-continue` (the interim answer comes before the body is
+// sent, the body arrives) and requests over HTTP/2 with prior knowledge
+// (routed by their path, X-Forwarded-For added).
+func TestHTTPContinueAndH2(t *testing.T) {
+	if _, err := exec.LookPath("haproxy"); err != nil {
+		t.Skip("haproxy not installed")
+	}
+	api, web := startOrigin(t, "api"), startOrigin(t, "web")
+	ports := freePorts(t, 2)
+	conf := func(port string) string {
+		return strings.NewReplacer("{{P0}}", port, "{{A}}", api.addr(), "{{W}}", web.addr(), "{{DEAD}}", closedPort(t).String()).Replace(httpRoutingConf)
+	}
+	peers.HAProxy(t, conf(ports[0]))
+	cfg, err := haproxycfg.Parse("haproxy.cfg", []byte(conf(ports[1])))
+	if err != nil {
+		t.Fatal(err)
+	}
+	newLBOpts(t, Options{}, cfg)
+	waitListening(t, "tcp", "127.0.0.1:"+ports[0])
+	for _, p := range []struct{ name, port string }{{"haproxy", ports[0]}, {"vipstack", ports[1]}} {
+		c, err := net.DialTimeout("tcp", "127.0.0.1:"+p.port, bound)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.SetDeadline(time.Now().Add(bound))
+		io.WriteString(c, "POST /api/up HTTP/1.1\r\nHost: a.example\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n")
+		br := bufio.NewReader(c)
+		status, err := br.ReadString('\n')
+		if err != nil || !strings.HasPrefix(status, "HTTP/1.1 100 ") {
+			t.Fatalf("%s: interim answer %q, %v; want 100 Continue", p.name, status, err)
+		}
+		for l, _ := br.ReadString('\n'); l != "\r\n"; l, _ = br.ReadString('\n') {
+			if l == "" {
+				t.Fatalf("%s: interim answer not ended", p.name)
+			}
+		}
+		io.WriteString(c, "hello")
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var a arrived
+		json.NewDecoder(resp.Body).Decode(&a)
+		resp.Body.Close()
+		c.Close()
+		if a.Server != "api" || a.Body != "hello" {
+			t.Errorf("%s: after 100-continue: %+v", p.name, a)
+		}
+
+		tr := &http.Transport{Protocols: new(http.Protocols)}
+		tr.Protocols.SetUnencryptedHTTP2(true)
+		cl := &http.Client{Transport: tr, Timeout: bound}
+		for path, want := range map[string]string{"/api/x": "api", "/index": "web"} {
+			resp, err := cl.Get("http://127.0.0.1:" + p.port + path)
+			if err != nil {
+				t.Fatalf("%s: h2: %v", p.name, err)
+			}
+			var a arrived
+			json.NewDecoder(resp.Body).Decode(&a)
+			resp.Body.Close()
+			if resp.ProtoMajor != 2 || a.Server != want || a.Header.Get("X-Route") != "fe" {
+				t.Errorf("%s: h2 %s: proto %s, arrived %+v; want HTTP/2 to %s", p.name, path, resp.Proto, a, want)
+			}
+		}
+		tr.CloseIdleConnections()
+	}
+}
