@@ -9,6 +9,7 @@ import (
 	"github.com/vipstack/vipstack/internal/lb/httpproxy"
 	"github.com/vipstack/vipstack/internal/lb/logging"
 	"github.com/vipstack/vipstack/internal/lb/relay"
+	"github.com/vipstack/vipstack/internal/lb/stats"
 	"github.com/vipstack/vipstack/internal/lb/web"
 	"github.com/vipstack/vipstack/internal/lbconfig"
 )
@@ -126,6 +127,31 @@ func (c proxyCore) Begin(backend string, i int) func(failed bool) {
 		s.cur.Add(-1)
 		if failed {
 			s.econ.Add(1)
+		}
+	}
+}
+
+// Opened counts an HTTP client connection as the TCP relay counts its
+// clients (the frontend's scur, smax, stot and rate), so that the stats
+// page shows it and a drain waits for it.
+func (c proxyCore) Opened(name string) func() {
+	var fe *frontend
+	for _, f := range c.l.view.Load().frontends {
+		if f.name == name {
+			fe = f
+			break
+		}
+	}
+	if fe == nil {
+		return func() {}
+	}
+	n := fe.cur.Add(1)
+	stats.StoreMax(&fe.smax, n)
+	fe.tot.Add(1)
+	fe.rate.Add(c.l.clk.Now())
+	return func() {
+		if done, _ := fe.putSlotServe(); done {
+			fe.closeDrained()
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -235,6 +236,8 @@ backend be
 	}
 	_, _, hports, vports := startHaproxyAndLB(t, 1, conf)
 	waitListening(t, "tcp", "127.0.0.1:"+hports[0])
+	waitListening(t, "tcp", "127.0.0.1:"+vports[0]) // the same probe for both counts
+	stot := map[string]string{}
 	for _, p := range []struct{ name, port string }{{"haproxy", hports[0]}, {"vipstack", vports[0]}} {
 		for _, tc := range []struct {
 			raw        string
@@ -261,6 +264,28 @@ backend be
 			if resp.StatusCode != tc.wantStatus || !strings.Contains(buf.String(), tc.wantIn) {
 				t.Errorf("%s: %q: status %d, body %.200q; want %d with %q", p.name, tc.raw, resp.StatusCode, buf.String(), tc.wantStatus, tc.wantIn)
 			}
+			if strings.Contains(tc.raw, ";csv") {
+				stot[p.name] = csvField(buf.String(), "fe", "FRONTEND", "stot")
+			}
 		}
 	}
+	// The frontend's sessions: the connections so far, the one reading
+	// the CSV included.
+	if stot["haproxy"] == "" || stot["haproxy"] != stot["vipstack"] {
+		t.Errorf("frontend fe stot: haproxy %q, vipstack %q", stot["haproxy"], stot["vipstack"])
+	}
+}
+
+// csvField is a field of the stats CSV's line for proxy px, svname sv.
+func csvField(csv, px, sv, field string) string {
+	lines := strings.Split(csv, "\n")
+	head := strings.Split(strings.TrimPrefix(lines[0], "# "), ",")
+	col := slices.Index(head, field)
+	for _, l := range lines[1:] {
+		f := strings.Split(l, ",")
+		if len(f) > col && col >= 0 && f[0] == px && f[1] == sv {
+			return f[col]
+		}
+	}
+	return ""
 }

@@ -34,6 +34,9 @@ type Core interface {
 	// Begin counts a request on server i of backend; end counts its end,
 	// failed when no answer came.
 	Begin(backend string, i int) (end func(failed bool))
+	// Opened counts a client connection of the frontend; closed counts
+	// its end.
+	Opened(frontend string) (closed func())
 }
 
 // Config is one HTTP frontend with the backends it may use, as the
@@ -716,17 +719,22 @@ func (l trackingListener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &trackedConn{Conn: c, p: l.p}, nil
+	closed := l.p.core.Opened(l.p.cfg.Load().cfg.Frontend.Name)
+	return &trackedConn{Conn: c, p: l.p, closed: closed}, nil
 }
 
 type trackedConn struct {
 	net.Conn
-	p *Proxy
+	p      *Proxy
+	once   sync.Once
+	closed func()
 }
 
 func (c *trackedConn) Close() error {
 	c.p.mu.Lock()
 	delete(c.p.hijacked, c)
 	c.p.mu.Unlock()
-	return c.Conn.Close()
+	err := c.Conn.Close()
+	c.once.Do(c.closed)
+	return err
 }
