@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"os/exec"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -24,7 +23,6 @@ import (
 type httpOrigin struct {
 	name string
 	ln   net.Listener
-	mu   sync.Mutex
 	srv  *http.Server
 }
 
