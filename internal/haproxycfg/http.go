@@ -16,7 +16,7 @@ import (
 // lbconfig.HTTPBackend.
 
 const (
-	httpFrontendKeywords = "acl, errorfile, http-request, option forwardfor, option http-keep-alive, option http-server-close, option httpclose, option httplog, redirect, stats auth, stats enable, stats hide-version, stats refresh, stats uri, use_backend"
+	httpFrontendKeywords = "acl, errorfile, http-request, monitor-uri, option forwardfor, option http-keep-alive, option http-server-close, option httpclose, option httplog, redirect, stats auth, stats enable, stats hide-version, stats refresh, stats uri, use_backend"
 	httpBackendKeywords  = "acl, balance uri, balance hdr(NAME), cookie, errorfile, http-request, option forwardfor, option http-keep-alive, option http-server-close, option httpclose, redirect, stats auth, stats enable, stats hide-version, stats refresh, stats uri"
 )
 
@@ -249,6 +249,14 @@ func (p *parser) httpLine(l line) bool {
 		}
 		p.httpMark(l, kw)
 		p.proxyStats(l, hp)
+	case "monitor-uri":
+		if p.kind != secFrontend {
+			return false
+		}
+		p.httpMark(l, kw)
+		if args, ok := p.nargs(l, 1, 1, 1, "a URI"); ok && p.once(l, kw) {
+			p.hs.fe.MonitorURI = args[0]
+		}
 	case "cookie":
 		if p.kind == secFrontend {
 			return false
@@ -631,7 +639,7 @@ func (p *parser) sectionHTTP(mode string) bool {
 		return true
 	}
 	if p.hs.first != 0 {
-		p.errorf(line{num: p.hs.first}, p.hs.firstKw, "%s in %s (mode tcp) is not supported by vipstack: its acl, use_backend, http-request, redirect, cookie and stats rules work in mode http only (accepted: mode http in %s)", p.hs.firstKw, p.key, p.key)
+		p.errorf(line{num: p.hs.first}, p.hs.firstKw, "%s in %s (mode tcp) is not supported by vipstack: its acl, use_backend, http-request, redirect, cookie, monitor-uri and stats rules work in mode http only (accepted: mode http in %s)", p.hs.firstKw, p.key, p.key)
 	}
 	return false
 }

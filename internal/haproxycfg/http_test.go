@@ -191,7 +191,7 @@ func TestParseHTTPErrors(t *testing.T) {
 		},
 		{
 			name: "acl in a tcp backend", lines: "backend t\n  mode tcp\n  acl x src 10.0.0.1\n  server s 127.0.0.1:1\n",
-			want:    `h.cfg:11: acl in backend t (mode tcp) is not supported by vipstack: its acl, use_backend, http-request, redirect, cookie and stats rules work in mode http only (accepted: mode http in backend t)`,
+			want:    `h.cfg:11: acl in backend t (mode tcp) is not supported by vipstack: its acl, use_backend, http-request, redirect, cookie, monitor-uri and stats rules work in mode http only (accepted: mode http in backend t)`,
 			haproxy: haproxyAccepts,
 		},
 	}

@@ -73,7 +73,12 @@ func (l *LB) proxyConfig(cfg *lbconfig.Config, fe *lbconfig.Frontend, to *loggin
 			site(lbconfig.BackendKey(name), b.HTTP.Stats)
 		}
 	}
-	return httpproxy.Config{Frontend: *fe, Backends: bs, Timeouts: cfg.Timeouts, Retries: cfg.Retries, Stats: st, Log: l.httpLogger(fe, to)}
+	pc := httpproxy.Config{Frontend: *fe, Backends: bs, Timeouts: cfg.Timeouts, Retries: cfg.Retries, Stats: st, Log: l.httpLogger(fe, to)}
+	if fe.HTTP != nil && fe.HTTP.MonitorURI != "" {
+		ms := &web.Site{Monitor: &lbconfig.Monitor{Name: fe.Name, URI: fe.HTTP.MonitorURI}, Core: webCore{l}, Clock: l.clk, Version: l.opts.Version}
+		pc.Monitor = ms.ServeMonitor
+	}
+	return pc
 }
 
 // proxyCore is what httpproxy needs of the LB: the pools of the

@@ -213,9 +213,10 @@ backend down
 	}
 }
 
-// TestHTTPStatsInFrontendMatchesHaproxy serves the stats page from a mode
-// http frontend that also forwards: its URI gets the page (with auth),
-// other requests go to the backend.
+// TestHTTPStatsInFrontendMatchesHaproxy serves the stats page and a
+// monitor-uri from a mode http frontend that also forwards: the stats URI
+// gets the page (with auth), the monitor URI its 200, other requests go
+// to the backend; the frontend's sessions count alike.
 func TestHTTPStatsInFrontendMatchesHaproxy(t *testing.T) {
 	s1 := startOrigin(t, "s1")
 	conf := func(sock string, ports []string) string {
@@ -229,6 +230,7 @@ frontend fe
   stats enable
   stats uri /admin?stats
   stats auth u:p
+  monitor-uri /ready
   default_backend be
 backend be
   server s1 {{S1}}
@@ -247,6 +249,7 @@ backend be
 			{"GET /admin?stats HTTP/1.1\r\nHost: x\r\n\r\n", 401, "401 Unauthorized"},
 			{"GET /admin?stats;csv HTTP/1.1\r\nHost: x\r\nAuthorization: Basic dTpw\r\n\r\n", 200, "# pxname,svname"},
 			{"GET /other HTTP/1.1\r\nHost: x\r\n\r\n", 200, `"Server":"s1"`},
+			{"GET /ready HTTP/1.1\r\nHost: x\r\n\r\n", 200, "<html><body><h1>200 OK</h1>\nService ready.\n</body></html>\n"},
 		} {
 			c, err := net.DialTimeout("tcp", "127.0.0.1:"+p.port, bound)
 			if err != nil {

@@ -23,6 +23,9 @@ type HTTPFrontend struct {
 	// HTTPLog is `option httplog` (or a log-format) in force: the
 	// connection log is written per request, in Frontend.Log's format.
 	HTTPLog bool
+	// MonitorURI is `monitor-uri`: requests for it get the monitor's
+	// answer (as a Monitor's), and no log line.
+	MonitorURI string
 	// LogFormat is the request log's format (HTTPLogFormat for option
 	// httplog); empty writes no request lines.
 	LogFormat string

@@ -50,6 +50,8 @@ type Config struct {
 	// backend ("backend NAME") with `stats enable`: true when they
 	// answered the request.
 	Stats map[string]func(http.ResponseWriter, *http.Request) bool
+	// Monitor answers the frontend's monitor-uri: true when it answered.
+	Monitor func(http.ResponseWriter, *http.Request) bool
 	// Log writes a request's log line, when the frontend logs (nil: no
 	// lines).
 	Log func(Entry)
@@ -255,6 +257,9 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		Tw: -1, Tc: -1, Tr: -1, Term: "--"}
 	e.Request = r.Method + " " + r.RequestURI + " " + r.Proto
 	lw := &logWriter{ResponseWriter: w}
+	if c.cfg.Monitor != nil && c.cfg.Monitor(w, r) {
+		return // haproxy logs no monitor hit
+	}
 	e.InFlight = p.inflight.Add(1)
 	defer func() {
 		p.inflight.Add(-1)

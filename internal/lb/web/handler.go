@@ -12,6 +12,20 @@ func (s *Site) ServeStats(w http.ResponseWriter, r *http.Request) bool {
 	if s.Stats == nil {
 		return false
 	}
+	return s.serveHTTP(w, r, s.serveStats)
+}
+
+// ServeMonitor answers r as a monitor section does when r is for its
+// URI (`monitor-uri` in a mode http frontend); false leaves r to the
+// caller.
+func (s *Site) ServeMonitor(w http.ResponseWriter, r *http.Request) bool {
+	if s.Monitor == nil {
+		return false
+	}
+	return s.serveHTTP(w, r, s.serveMonitor)
+}
+
+func (s *Site) serveHTTP(w http.ResponseWriter, r *http.Request, serve func(*request) *response) bool {
 	req := &request{method: r.Method, uri: r.RequestURI, major: r.ProtoMajor, minor: r.ProtoMinor, contentLength: r.ContentLength}
 	if r.Host != "" {
 		req.header = append(req.header, field{"host", r.Host})
@@ -21,7 +35,7 @@ func (s *Site) ServeStats(w http.ResponseWriter, r *http.Request) bool {
 			req.header = append(req.header, field{k, v})
 		}
 	}
-	resp := s.serveStats(req)
+	resp := serve(req)
 	if resp.backend {
 		return false
 	}
