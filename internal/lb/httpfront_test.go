@@ -8,6 +8,9 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/vipstack/vipstack/internal/haproxycfg"
+	"github.com/vipstack/vipstack/internal/lbconfig"
 )
 
 // TestHTTPSoftStopFinishesRequests soft-stops an LB while a request is
@@ -81,5 +84,60 @@ backend be
 	}
 	if err := <-stopped; err != nil {
 		t.Errorf("SoftStop: %v", err)
+	}
+}
+
+// TestHTTPModeReload switches a frontend's bind between mode tcp and mode
+// http by reloads: each configuration serves the next request (the
+// header the HTTP frontend sets shows which one did), on the same port.
+func TestHTTPModeReload(t *testing.T) {
+	origin := startOrigin(t, "o")
+	port := freePorts(t, 1)[0]
+	conf := func(mode, extra string) *lbconfig.Config {
+		cfg, err := haproxycfg.Parse("haproxy.cfg", []byte(`defaults
+  mode `+mode+`
+  timeout connect 1s
+  timeout client 5s
+  timeout server 5s
+frontend fe
+  bind 127.0.0.1:`+port+`
+`+extra+`  default_backend be
+backend be
+  server s1 `+origin.addr()+`
+`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg
+	}
+	l := newLB(t, nil, conf("tcp", ""))
+	get := func(step string) http.Header {
+		t.Helper()
+		c, err := net.DialTimeout("tcp", "127.0.0.1:"+port, bound)
+		if err != nil {
+			t.Fatalf("%s: %v", step, err)
+		}
+		defer c.Close()
+		a := ask(t, c, bufio.NewReader(c), "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+		if a.Arrived == nil {
+			t.Fatalf("%s: %+v", step, a)
+		}
+		return a.Arrived.Header
+	}
+	steps := []struct {
+		name, mode, extra, wantRoute string
+	}{
+		{"tcp", "tcp", "", ""},
+		{"to http", "http", "  http-request set-header X-Route http1\n", "http1"},
+		{"http, new rule", "http", "  http-request set-header X-Route http2\n", "http2"},
+		{"back to tcp", "tcp", "", ""},
+	}
+	for _, st := range steps {
+		if err := l.Apply(conf(st.mode, st.extra)); err != nil {
+			t.Fatalf("%s: %v", st.name, err)
+		}
+		if got := get(st.name).Get("X-Route"); got != st.wantRoute {
+			t.Errorf("%s: X-Route %q, want %q", st.name, got, st.wantRoute)
+		}
 	}
 }
