@@ -141,3 +141,61 @@ backend be
 		}
 	}
 }
+
+// TestHTTPClientTimeout: a client that stops sending in the middle of a
+// request body is cut after `timeout client` of silence, as haproxy's
+// inactivity timeout does, while one that keeps sending slowly is not.
+func TestHTTPClientTimeout(t *testing.T) {
+	origin := startOrigin(t, "o")
+	cfg := parseOnLoopback(t, `defaults
+  mode http
+  timeout connect 1s
+  timeout client 1s
+  timeout server 5s
+frontend fe
+  bind 127.0.0.1:1
+  default_backend be
+backend be
+  server s1 `+origin.addr()+`
+`)
+	l := newLB(t, nil, cfg)
+	addr := l.Addrs("fe")[0].String()
+
+	// Slow but steady: 6 pieces 250ms apart, 1.5s in all, longer than
+	// timeout client but never silent for it.
+	c, err := net.DialTimeout("tcp", addr, bound)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(bound))
+	io.WriteString(c, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 6\r\n\r\n")
+	for range 6 {
+		time.Sleep(250 * time.Millisecond) // the client's pace, well below timeout client
+		io.WriteString(c, "x")
+	}
+	a := ask(t, c, bufio.NewReader(c), "")
+	if a.Arrived == nil || a.Arrived.Body != "xxxxxx" {
+		t.Fatalf("slow steady body: %+v", a)
+	}
+
+	// Silent in the middle of the body: closed.
+	s, err := net.DialTimeout("tcp", addr, bound)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	s.SetDeadline(time.Now().Add(bound))
+	io.WriteString(s, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nabc")
+	buf := make([]byte, 4096)
+	for {
+		_, err := s.Read(buf)
+		if err == nil {
+			continue // an answer (haproxy: 408), then the close
+		}
+		if ne, ok := err.(net.Error); ok && ne.Timeout() {
+			t.Fatalf("a client silent mid-body was not cut within %v", bound)
+		}
+		break
+	}
+}

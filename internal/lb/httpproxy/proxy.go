@@ -154,6 +154,9 @@ func (p *Proxy) Serve(ln net.Listener) error {
 		},
 		ConnState: func(c net.Conn, st http.ConnState) {
 			if st == http.StateHijacked {
+				if tc, ok := c.(*trackedConn); ok && to.Tunnel > 0 {
+					tc.idle.Store(int64(to.Tunnel))
+				}
 				p.mu.Lock()
 				closed := p.closed
 				if !closed {
@@ -403,6 +406,7 @@ func (p *Proxy) forward(w http.ResponseWriter, rq *request, c *compiled, name st
 		end := p.core.Begin(name, i)
 		dialFailed := false
 		var failStatus int
+		var serverConn net.Conn // the server connection, from the trace
 		rp := &httputil.ReverseProxy{
 			Rewrite: func(pr *httputil.ProxyRequest) {
 				pr.Out.URL.Scheme, pr.Out.URL.Host = "http", s.addr.String()
@@ -428,6 +432,9 @@ func (p *Proxy) forward(w http.ResponseWriter, rq *request, c *compiled, name st
 			FlushInterval: -1,
 			ErrorLog:      nil,
 			ModifyResponse: func(resp *http.Response) error {
+				if ic, ok := serverConn.(*idleConn); ok && resp.StatusCode == http.StatusSwitchingProtocols && c.cfg.Timeouts.Tunnel > 0 {
+					ic.idle.Store(int64(c.cfg.Timeouts.Tunnel)) // haproxy's timeout tunnel once upgraded
+				}
 				if bh != nil && bh.Cookie != nil {
 					setCookie(resp, bh.Cookie, s.cookie, byCookie)
 				}
@@ -451,22 +458,32 @@ func (p *Proxy) forward(w http.ResponseWriter, rq *request, c *compiled, name st
 				}
 			},
 		}
-		var connStart, wrote time.Time
 		e.Tw, e.Tc, e.Tr = 0, -1, -1
+		// The trace's calls come from the Transport's goroutines.
+		var connStart, wrote atomic.Int64 // UnixNano
+		var tr atomic.Int64
+		tr.Store(-1)
 		trace := &httptrace.ClientTrace{
-
-			ConnectStart: func(string, string) { connStart = time.Now() },
+			ConnectStart: func(string, string) { connStart.Store(time.Now().UnixNano()) },
 			GotConn: func(info httptrace.GotConnInfo) {
-				if info.Reused || connStart.IsZero() {
+				serverConn = info.Conn
+				if cs := connStart.Load(); info.Reused || cs == 0 {
 					e.Tc = 0
 				} else {
-					e.Tc = time.Since(connStart)
+					e.Tc = time.Duration(time.Now().UnixNano() - cs)
 				}
 			},
-			WroteRequest:         func(httptrace.WroteRequestInfo) { wrote = time.Now() },
-			GotFirstResponseByte: func() { e.Tr = time.Since(wrote) },
+			WroteRequest: func(httptrace.WroteRequestInfo) { wrote.Store(time.Now().UnixNano()) },
+			GotFirstResponseByte: func() {
+				if w := wrote.Load(); w != 0 {
+					tr.Store(max(time.Now().UnixNano()-w, 0))
+				} else {
+					tr.Store(0) // answered before the request was whole
+				}
+			},
 		}
 		rp.ServeHTTP(w, r.WithContext(httptrace.WithClientTrace(r.Context(), trace)))
+		e.Tr = time.Duration(tr.Load())
 		end(failStatus != 0)
 		if failStatus == 0 {
 			return
@@ -528,7 +545,15 @@ func (p *Proxy) transport(backend string, s serverRef, conn string, to lbconfig.
 	}
 	d := &net.Dialer{Timeout: to.Connect}
 	t := &http.Transport{
-		DialContext:           d.DialContext,
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := d.DialContext(ctx, network, addr)
+			if err != nil || to.Server <= 0 {
+				return c, err
+			}
+			ic := &idleConn{Conn: c}
+			ic.idle.Store(int64(to.Server))
+			return ic, nil
+		},
 		MaxIdleConnsPerHost:   1024,
 		IdleConnTimeout:       firstSet(to.Server, 90*time.Second),
 		ResponseHeaderTimeout: to.Server,
@@ -724,15 +749,59 @@ func (l trackingListener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	closed := l.p.core.Opened(l.p.cfg.Load().cfg.Frontend.Name)
-	return &trackedConn{Conn: c, p: l.p, closed: closed}, nil
+	cfg := l.p.cfg.Load().cfg
+	closed := l.p.core.Opened(cfg.Frontend.Name)
+	tc := &trackedConn{idleConn: idleConn{Conn: c}, p: l.p, closed: closed}
+	tc.idle.Store(int64(cfg.Timeouts.Client))
+	return tc, nil
 }
 
+// trackedConn is a client connection: it leaves the proxy's hijacked set
+// and the frontend's count when closed, and ends after `timeout client`
+// without a byte read (`timeout tunnel` once upgraded).
 type trackedConn struct {
-	net.Conn
+	idleConn
 	p      *Proxy
 	once   sync.Once
 	closed func()
+}
+
+// idleConn fails a Read after idle without data (0: never), on top of
+// the deadlines its user sets (net/http's for the request head and
+// keep-alive), as haproxy's `timeout client` and `timeout server` are
+// inactivity timeouts.
+type idleConn struct {
+	net.Conn
+	idle     atomic.Int64 // time.Duration
+	mu       sync.Mutex
+	deadline time.Time // the user's read deadline
+}
+
+func (c *idleConn) SetReadDeadline(t time.Time) error {
+	c.mu.Lock()
+	c.deadline = t
+	c.mu.Unlock()
+	return c.Conn.SetReadDeadline(t)
+}
+
+func (c *idleConn) SetDeadline(t time.Time) error {
+	c.mu.Lock()
+	c.deadline = t
+	c.mu.Unlock()
+	return c.Conn.SetDeadline(t)
+}
+
+func (c *idleConn) Read(b []byte) (int, error) {
+	if idle := time.Duration(c.idle.Load()); idle > 0 {
+		d := time.Now().Add(idle)
+		c.mu.Lock()
+		if !c.deadline.IsZero() && c.deadline.Before(d) {
+			d = c.deadline
+		}
+		c.mu.Unlock()
+		c.Conn.SetReadDeadline(d)
+	}
+	return c.Conn.Read(b)
 }
 
 func (c *trackedConn) Close() error {
