@@ -201,7 +201,7 @@ func (l *LB) httpLogger(fe *lbconfig.Frontend, to *logging.Dests) func(httpproxy
 		f := logging.HTTPFields{Client: e.Client, Local: e.Frontend, Frontend: fe.Name, Backend: e.Backend,
 			AcceptAt: e.Accept, TR: e.TR, Tw: e.Tw, Tc: e.Tc, Tr: e.Tr, Ta: e.Ta, Status: e.Status,
 			Down: uint64(max(e.Bytes, 0)), Method: e.Method, URI: e.URI, Version: e.Version, Retries: e.Retries,
-			Counts: httpCounts{l: l, backend: e.Backend, server: e.Server, inflight: e.InFlight}}
+			Counts: httpCounts{l: l, frontend: fe.Name, backend: e.Backend, server: e.Server}}
 		if e.Server != "<NOSRV>" {
 			f.Server, f.ServerAddr = e.Server, e.ServerAddr
 		}
@@ -211,17 +211,39 @@ func (l *LB) httpLogger(fe *lbconfig.Frontend, to *logging.Dests) func(httpproxy
 	}
 }
 
-// httpCounts are a request line's %ac %fc %bc %sc: the frontend's
-// requests in progress (for both %ac and %fc), and the backend's and the
-// server's current sessions.
+// httpCounts are a request line's %ac %fc %bc %sc: the client
+// connections of the process (TCP relay and HTTP frontends) and of the
+// frontend, and the backend's and the server's current sessions, when
+// the line is written.
 type httpCounts struct {
-	l               *LB
-	backend, server string
-	inflight        int64
+	l                         *LB
+	frontend, backend, server string
 }
 
-func (c httpCounts) Global() int64   { return c.inflight }
-func (c httpCounts) Frontend() int64 { return c.inflight }
+func (c httpCounts) Global() int64 {
+	v := c.l.view.Load()
+	n := c.l.gcount.Load()
+	for _, fc := range v.cfg.Frontends {
+		if fc.HTTP == nil {
+			continue
+		}
+		for _, f := range v.frontends {
+			if f.name == fc.Name {
+				n += f.cur.Load()
+			}
+		}
+	}
+	return n
+}
+
+func (c httpCounts) Frontend() int64 {
+	for _, f := range c.l.view.Load().frontends {
+		if f.name == c.frontend {
+			return f.cur.Load()
+		}
+	}
+	return 0
+}
 
 func (c httpCounts) Backend() int64 {
 	var n int64

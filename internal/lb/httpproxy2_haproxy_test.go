@@ -23,7 +23,11 @@ var httpLogMask = []struct {
 }{
 	{regexp.MustCompile(`^<(\d+)>\S+ +\d+ \d\d:\d\d:\d\d \S+\[\d+\]: `), "<$1>DATE haproxy[PID]: "},
 	{regexp.MustCompile(`:\d+ \[[^\]]+\] `), ":PORT [DATE] "},
-	{regexp.MustCompile(` -?\d+/-?\d+/-?\d+/-?\d+/\d+ `), " TR/Tw/Tc/Tr/Ta "},
+	{regexp.MustCompile(`(\] \S+ \S+/\S+) -?\d+/-?\d+/-?\d+/-?\d+/\d+ `), "$1 TR/Tw/Tc/Tr/Ta "},
+	// %ac/%fc: the connections open when the line is written, the
+	// previous request's maybe still among them (its close races the
+	// next request).
+	{regexp.MustCompile(` \d+/\d+/(\d+/\d+/\d+ \d+/\d+ )`), " AC/FC/$1"},
 	// %B: haproxy counts the answer's head too, vipstack its body only
 	// (docs/lb.md).
 	{regexp.MustCompile(`Ta (\d+) \d+ `), "Ta $1 B "},

@@ -73,7 +73,6 @@ type Entry struct {
 	Ta               time.Duration
 	Term             string // termination state, "--" when normal
 	Retries          int
-	InFlight         int64 // the frontend's requests in progress, this one included
 }
 
 // compiled is a Config ready to serve.
@@ -94,8 +93,6 @@ type Proxy struct {
 	core Core
 	log  *slog.Logger
 	cfg  atomic.Pointer[compiled]
-
-	inflight atomic.Int64
 
 	mu         sync.Mutex
 	transports map[string]*http.Transport // by "backend/server@addr/mode"
@@ -263,9 +260,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if c.cfg.Monitor != nil && c.cfg.Monitor(w, r) {
 		return // haproxy logs no monitor hit
 	}
-	e.InFlight = p.inflight.Add(1)
 	defer func() {
-		p.inflight.Add(-1)
 		if c.cfg.Log != nil {
 			e.Status, e.Bytes, e.Ta = lw.status, lw.n, time.Since(start)
 			c.cfg.Log(e)
@@ -389,12 +384,19 @@ func (p *Proxy) forward(w http.ResponseWriter, rq *request, c *compiled, name st
 	}
 	retries := max(c.cfg.Retries, 0)
 	var skip uint64
+	last := -1
 	replayable := r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0
 	for attempt := 0; ; attempt++ {
 		i := chosen
 		if i < 0 || attempt > 0 {
 			i = p.core.Pick(name, rq.src.Addr(), hash, useHash, skip)
+			if i < 0 && attempt > 0 && last >= 0 {
+				// Every usable server tried: haproxy retries the last
+				// one (its %rc counts each retry).
+				i = last
+			}
 		}
+		last = i
 		if i < 0 || i >= len(refs) {
 			e.Term = "SC"
 			p.fail(w, r, errorSection(fe, bh), http.StatusServiceUnavailable)
