@@ -651,6 +651,7 @@ func (p *parser) httpFrontendEnd(fe *lbconfig.Frontend, mode string, ownFormat b
 		return
 	}
 	h := p.hs.fe
+	h.DontLogNull = p.dontLogNull
 	p.inheritHTTP(&h.HTTPProxy)
 	h.HTTPLog = p.hs.httplog || (p.httplogAt != 0 && !ownFormat)
 	if h.HTTPLog && !ownFormat {

@@ -23,6 +23,9 @@ type HTTPFrontend struct {
 	// HTTPLog is `option httplog` (or a log-format) in force: the
 	// connection log is written per request, in Frontend.Log's format.
 	HTTPLog bool
+	// DontLogNull leaves out the line of a client that sent nothing
+	// (option dontlognull).
+	DontLogNull bool
 	// MonitorURI is `monitor-uri`: requests for it get the monitor's
 	// answer (as a Monitor's), and no log line.
 	MonitorURI string

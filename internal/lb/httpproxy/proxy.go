@@ -73,6 +73,8 @@ type Entry struct {
 	Ta               time.Duration
 	Term             string // termination state, "--" when normal
 	Retries          int
+	// BadRequest: no request was read (Request is "<BADREQ>").
+	BadRequest bool
 }
 
 // compiled is a Config ready to serve.
@@ -753,7 +755,7 @@ func (l trackingListener) Accept() (net.Conn, error) {
 	}
 	cfg := l.p.cfg.Load().cfg
 	closed := l.p.core.Opened(cfg.Frontend.Name)
-	tc := &trackedConn{idleConn: idleConn{Conn: c}, p: l.p, closed: closed}
+	tc := &trackedConn{idleConn: idleConn{Conn: c}, p: l.p, closed: closed, accept: time.Now()}
 	tc.idle.Store(int64(cfg.Timeouts.Client))
 	return tc, nil
 }
@@ -766,6 +768,7 @@ type trackedConn struct {
 	p      *Proxy
 	once   sync.Once
 	closed func()
+	accept time.Time
 }
 
 // idleConn fails a Read after idle without data (0: never), on top of
@@ -775,6 +778,7 @@ type trackedConn struct {
 type idleConn struct {
 	net.Conn
 	idle     atomic.Int64 // time.Duration
+	got      atomic.Bool  // a byte was read
 	mu       sync.Mutex
 	deadline time.Time // the user's read deadline
 }
@@ -803,7 +807,11 @@ func (c *idleConn) Read(b []byte) (int, error) {
 		c.mu.Unlock()
 		c.Conn.SetReadDeadline(d)
 	}
-	return c.Conn.Read(b)
+	n, err := c.Conn.Read(b)
+	if n > 0 {
+		c.got.Store(true)
+	}
+	return n, err
 }
 
 func (c *trackedConn) Close() error {
@@ -811,6 +819,25 @@ func (c *trackedConn) Close() error {
 	delete(c.p.hijacked, c)
 	c.p.mu.Unlock()
 	err := c.Conn.Close()
-	c.once.Do(c.closed)
+	c.once.Do(func() {
+		c.closed()
+		if !c.got.Load() {
+			c.p.logEmpty(c)
+		}
+	})
 	return err
+}
+
+// logEmpty writes haproxy's line for a client that connected and closed
+// without a byte (termination state CR, "<BADREQ>", status 400), unless
+// the frontend has option dontlognull.
+func (p *Proxy) logEmpty(c *trackedConn) {
+	cfg := p.cfg.Load().cfg
+	if cfg.Log == nil || cfg.Frontend.HTTP == nil || cfg.Frontend.HTTP.DontLogNull {
+		return
+	}
+	name := cfg.Frontend.Name
+	cfg.Log(Entry{Client: addrPort(c.RemoteAddr()), Frontend: addrPort(c.LocalAddr()), Accept: c.accept, FrontendName: name,
+		Backend: name, Server: "<NOSRV>", Request: "<BADREQ>", Status: 400, TR: -1, Tw: -1, Tc: -1, Tr: -1,
+		Ta: time.Since(c.accept), Term: "CR", BadRequest: true})
 }

@@ -45,7 +45,9 @@ type HTTPFields struct {
 	Method, URI, Version string
 	Term                 [2]byte
 	Retries              int
-	Counts               Counts
+	// BadRequest: no request was read; %r is "<BADREQ>".
+	BadRequest bool
+	Counts     Counts
 }
 
 func msOrMinus(d time.Duration) int64 {
@@ -110,6 +112,10 @@ func (hl *HTTPLog) AppendLine(b []byte, f *HTTPFields) []byte {
 		case "ST":
 			b = strconv.AppendInt(b, int64(f.Status), 10)
 		case "r":
+			if f.BadRequest {
+				b = append(b, "<BADREQ>"...)
+				break
+			}
 			b = append(b, f.Method...)
 			b = append(b, ' ')
 			b = append(b, f.URI...)
