@@ -224,8 +224,10 @@ backend down
 func TestHTTPStatsInFrontendMatchesHaproxy(t *testing.T) {
 	s1 := startOrigin(t, "s1")
 	conf := func(sock string, ports []string) string {
-		return strings.NewReplacer("{{P0}}", ports[0], "{{S1}}", s1.addr()).Replace(`defaults
+		return strings.NewReplacer("{{P0}}", ports[0], "{{S1}}", s1.addr(), "{{SOCK}}", sock).Replace(`defaults
   mode http
+  log {{SOCK}} local0
+  option httplog
   timeout connect 1s
   timeout client 5s
   timeout server 5s
@@ -240,7 +242,7 @@ backend be
   server s1 {{S1}}
 `)
 	}
-	_, _, hports, vports := startHaproxyAndLB(t, 1, conf)
+	hlog, vlog, hports, vports := startHaproxyAndLB(t, 1, conf)
 	waitListening(t, "tcp", "127.0.0.1:"+hports[0])
 	waitListening(t, "tcp", "127.0.0.1:"+vports[0]) // the same probe for both counts
 	stot := map[string]string{}
@@ -280,6 +282,20 @@ backend be
 	// the CSV included.
 	if stot["haproxy"] == "" || stot["haproxy"] != stot["vipstack"] {
 		t.Errorf("frontend fe stot: haproxy %q, vipstack %q", stot["haproxy"], stot["vipstack"])
+	}
+	// The request lines: stats page (LR), its 401, the forwarded
+	// request; none for the monitor URI.
+	hlog.waitFor(t, "haproxy", "GET /other ")
+	vlog.waitFor(t, "vipstack", "GET /other ")
+	var want, got []string
+	for _, l := range hlog.lines() {
+		want = append(want, maskHTTPLog(l))
+	}
+	for _, l := range vlog.lines() {
+		got = append(got, maskHTTPLog(l))
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("request lines (-haproxy +vipstack):\n%s", diff)
 	}
 }
 

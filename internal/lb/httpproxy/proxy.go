@@ -265,6 +265,11 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer func() {
 		if c.cfg.Log != nil {
 			e.Status, e.Bytes, e.Ta = lw.status, lw.n, time.Since(start)
+			if e.Server == "<STATS>" && e.Status == http.StatusUnauthorized {
+				// Measured, haproxy 2.6.12: its stats page's 401
+				// (stats auth) is logged as 400.
+				e.Status = http.StatusBadRequest
+			}
 			c.cfg.Log(e)
 		}
 	}()
@@ -283,7 +288,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if st := c.cfg.Stats[lbconfig.FrontendKey(c.cfg.Frontend.Name)]; st != nil && st(w, r) {
-		e.Term, e.Server = "LR", "<STATS>"
+		e.Term, e.Server, e.Tw, e.Tc, e.Tr = "LR", "<STATS>", 0, 0, 0
 		return
 	}
 	backend := c.cfg.Frontend.Backend
@@ -312,7 +317,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Connection", "close")
 		}
 		if st := c.cfg.Stats[lbconfig.BackendKey(backend)]; st != nil && st(w, r) {
-			e.Term, e.Server = "LR", "<STATS>"
+			e.Term, e.Server, e.Tw, e.Tc, e.Tr = "LR", "<STATS>", 0, 0, 0
 			return
 		}
 	}
