@@ -190,6 +190,11 @@ func TestParseHTTPErrors(t *testing.T) {
 			haproxy: haproxyAccepts,
 		},
 		{
+			name: "acl in a stats listen", lines: "listen st\n  bind 127.0.0.1:47013\n  stats enable\n  acl x src 10.0.0.1\n",
+			want:    `h.cfg:12: acl in listen st, a monitor or stats section, is not supported by vipstack (accepted: acl in a frontend, or in a listen section with server lines)`,
+			haproxy: haproxyAccepts,
+		},
+		{
 			name: "acl in a tcp backend", lines: "backend t\n  mode tcp\n  acl x src 10.0.0.1\n  server s 127.0.0.1:1\n",
 			want:    `h.cfg:11: acl in backend t (mode tcp) is not supported by vipstack: its acl, use_backend, http-request, redirect, cookie, monitor-uri and stats rules work in mode http only (accepted: mode http in backend t)`,
 			haproxy: haproxyAccepts,

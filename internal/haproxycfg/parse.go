@@ -460,6 +460,10 @@ func (p *parser) endListen() {
 		p.endForwardingListen(monitor || stats)
 		return
 	}
+	if p.hs.first != 0 && p.hs.firstKw != "option httplog" {
+		p.errorf(line{num: p.hs.first}, p.hs.firstKw, "%s in %s, a monitor or stats section, is not supported by vipstack "+
+			"(accepted: %s in a frontend, or in a listen section with server lines)", p.hs.firstKw, p.key, p.hs.firstKw)
+	}
 	if p.hs.httplogLine != 0 {
 		p.errorf(line{num: p.hs.httplogLine}, "option httplog", "option httplog in %s: vipstack writes no request lines for monitor and stats sections "+
 			"(accepted: no log format there; without one, each request is logged as haproxy's \"Connect from\" line)", p.key)
