@@ -648,6 +648,7 @@ func (p *parser) sectionHTTP(mode string) bool {
 // http, with defaults' HTTP settings under its own.
 func (p *parser) httpFrontendEnd(fe *lbconfig.Frontend, mode string, ownFormat bool) {
 	if !p.sectionHTTP(mode) {
+		p.ownForwardForIgnored("frontend", fe.Name, p.hs.fe.ForwardFor)
 		return
 	}
 	h := p.hs.fe
@@ -663,6 +664,7 @@ func (p *parser) httpFrontendEnd(fe *lbconfig.Frontend, mode string, ownFormat b
 // httpBackendEnd makes the backend an HTTP one in mode http.
 func (p *parser) httpBackendEnd(be *lbconfig.Backend, mode string) {
 	if !p.sectionHTTP(mode) {
+		p.ownForwardForIgnored("backend", be.Name, p.hs.be.ForwardFor)
 		return
 	}
 	h := p.hs.be
@@ -753,4 +755,12 @@ func (p *parser) httpFormat() bool {
 		return p.hs.mode == "http"
 	}
 	return p.defMode == "http"
+}
+
+// ownForwardForIgnored warns, in haproxy's words, about a TCP section's
+// own option forwardfor (defaults' is inheritedHTTP's).
+func (p *parser) ownForwardForIgnored(what, name string, ff *lbconfig.ForwardFor) {
+	if at, ok := p.seen["option forwardfor"]; ok && ff != nil {
+		p.warnf(line{num: at}, "'option forwardfor' ignored for %s '%s' as it requires HTTP mode.", what, name)
+	}
 }

@@ -606,6 +606,9 @@ func (p *parser) endForwardingListen(webToo bool) {
 	if fe.HTTP == nil && p.forwardforAt != 0 {
 		p.warnf(line{num: p.forwardforAt}, "'option forwardfor' ignored for proxy '%s' as it requires HTTP mode.", ls.name)
 	}
+	if fe.HTTP == nil {
+		p.ownForwardForIgnored("proxy", ls.name, p.hs.fe.ForwardFor) // http.go
+	}
 	p.endChecks()
 	format := p.logFormat
 	if ls.logFormat != "" {
