@@ -40,7 +40,11 @@ func portsFor(impl string) lbPorts {
 //     20000 and haproxy needs two descriptors per connection;
 //   - no `log` line: there is no syslog socket in the namespace, and the
 //     `stats socket` lives in the work directory.
-func renderConfig(p lbPorts, statsSocket string) string {
+//
+// With httpMode (bench/lb -mode http), the main frontend and its backend
+// are `mode http` (the HTTP reverse proxy, keep-alive on both sides);
+// the bulk frontend stays TCP.
+func renderConfig(p lbPorts, statsSocket string, httpMode bool) string {
 	var b strings.Builder
 	w := func(format string, a ...any) { fmt.Fprintf(&b, format+"\n", a...) }
 	w("global")
@@ -58,6 +62,9 @@ func renderConfig(p lbPorts, statsSocket string) string {
 	w("  timeout tunnel       86400s")
 	w("frontend  main")
 	w("  bind :::%d v4v6", p.Main)
+	if httpMode {
+		w("  mode http")
+	}
 	w("  default_backend masters")
 	w("frontend  bulk")
 	w("  bind :::%d v4v6", p.Bulk)
@@ -76,6 +83,9 @@ func renderConfig(p lbPorts, statsSocket string) string {
 	w("  stats refresh 30s")
 	w("  stats auth Username:Password")
 	w("backend masters")
+	if httpMode {
+		w("   mode http")
+	}
 	w("   option  httpchk GET /readyz HTTP/1.0")
 	w("   option  log-health-checks")
 	w("   balance roundrobin")

@@ -168,8 +168,8 @@ func TestReportVipstackMissing(t *testing.T) {
 }
 
 func TestRenderConfigSameButPorts(t *testing.T) {
-	h := renderConfig(portsFor(implHAProxy), "/w/s.sock")
-	v := renderConfig(portsFor(implVipstack), "/w/s.sock")
+	h := renderConfig(portsFor(implHAProxy), "/w/s.sock", false)
+	v := renderConfig(portsFor(implVipstack), "/w/s.sock", false)
 	hp, vp := portsFor(implHAProxy), portsFor(implVipstack)
 	for _, p := range [][2]int{{hp.Main, vp.Main}, {hp.Bulk, vp.Bulk}, {hp.Monitor, vp.Monitor}, {hp.Stats, vp.Stats}} {
 		h = strings.ReplaceAll(h, ":"+strconv.Itoa(p[0]), ":PORT")

@@ -28,6 +28,7 @@ import (
 )
 
 type options struct {
+	mode        string // tcp or http: the main frontend's mode
 	rounds      int
 	dur         time.Duration // of each wrk run
 	iperfSecs   int
@@ -52,6 +53,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("lb", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var o options
+	fs.StringVar(&o.mode, "mode", "tcp", "the main frontend's and backend's mode: tcp (the TCP relay) or http (the HTTP reverse proxy)")
 	fs.IntVar(&o.rounds, "rounds", 1, "measurement rounds; each test runs for both balancers back to back, and the median of the rounds is reported")
 	fs.DurationVar(&o.dur, "d", 10*time.Second, "duration of each wrk run")
 	fs.IntVar(&o.iperfSecs, "iperf-t", 5, "duration in seconds of each iperf3 run")
@@ -67,6 +69,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	o.kill = !*noKill
 	switch {
+	case o.mode != "tcp" && o.mode != "http":
+		fmt.Fprintf(stderr, "lb: -mode %q: want tcp or http\n", o.mode)
+		return 2
 	case fs.NArg() > 0:
 		fmt.Fprintf(stderr, "lb: unexpected arguments %q\n", fs.Args())
 		return 2
@@ -217,7 +222,7 @@ func (b *bench) setup(o options, res *results) error {
 	cfgs := map[string]string{}
 	for _, impl := range []string{implHAProxy, implVipstack} {
 		cfgs[impl] = filepath.Join(work, impl+".cfg")
-		cfg := renderConfig(portsFor(impl), filepath.Join(work, impl+".sock"))
+		cfg := renderConfig(portsFor(impl), filepath.Join(work, impl+".sock"), o.mode == "http")
 		if err := os.WriteFile(cfgs[impl], []byte(cfg), 0o644); err != nil {
 			return err
 		}
@@ -226,7 +231,7 @@ func (b *bench) setup(o options, res *results) error {
 		return fmt.Errorf("haproxy -c rejects the benchmark's configuration: %v\n%s", err, out)
 	}
 	res.Versions = append(res.Versions,
-		fmt.Sprintf("bench/lb: %s; args: %q", time.Now().UTC().Format("2006-01-02 15:04 MST"), os.Args[1:]),
+		fmt.Sprintf("bench/lb (mode %s): %s; args: %q", o.mode, time.Now().UTC().Format("2006-01-02 15:04 MST"), os.Args[1:]),
 		"haproxy:  "+firstLine(exec.Command("haproxy", "-v")))
 
 	// vipstack: build it, then ask `vipstack lb --check` about the same

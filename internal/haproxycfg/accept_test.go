@@ -95,6 +95,18 @@ func TestParseAccepts(t *testing.T) {
 			},
 		},
 		{
+			name: "own option forwardfor in TCP proxies",
+			conf: func(t *testing.T) string {
+				return edit(t, fe, fe+"  option forwardfor\n") + "listen l\n  bind 127.0.0.1:47013\n  option forwardfor header X-Real\n  server s 127.0.0.1:47014\n"
+			},
+			get:  func(c *lbconfig.Config) any { return c.Frontends[0].HTTP == nil && c.Frontends[1].HTTP == nil },
+			want: true,
+			wantWarnings: []string{
+				"h.cfg:8: 'option forwardfor' ignored for frontend 'main' as it requires HTTP mode.",
+				"h.cfg:14: 'option forwardfor' ignored for proxy 'l' as it requires HTTP mode.",
+			},
+		},
+		{
 			name: "defaults mode http, monitor inherits it",
 			conf: func(t *testing.T) string {
 				return strings.Replace(strings.Replace(strings.Replace(base,

@@ -27,16 +27,22 @@
 //     (applied by `vipstack lb`). global may appear anywhere. docs/haproxy-cfg.md has the
 //     whole list with each directive's effect.
 //   - defaults (one section, before any proxy, optionally named): maxconn,
-//     mode tcp|http (http only when every frontend and backend says mode
-//     tcp), log TARGET ..., log global, no log, log-format "FORMAT", option
+//     mode tcp|http, log TARGET ..., log global, no log, log-format "FORMAT", option
 //     tcplog, option httplog, option forwardfor, option http-server-close
-//     and errorfile (haproxy's warnings and fallbacks for TCP proxies),
+//     | httpclose | http-keep-alive and errorfile (inherited by HTTP
+//     proxies; haproxy's warnings and fallbacks for TCP ones),
 //     option dontlognull, option redispatch, retries, default-server,
 //     timeout check | client | connect | server | tunnel | queue |
 //     http-request | http-keep-alive.
 //   - frontend NAME: bind ADDRESS:PORT[,...] [v4v6], default_backend,
 //     log ..., log global, no log, log-format "FORMAT", option tcplog,
-//     mode tcp.
+//     mode tcp|http; in mode http also (http.go) acl, use_backend,
+//     http-request set-header | add-header | del-header | set-path | deny |
+//     allow | redirect, redirect, option forwardfor, option httplog,
+//     option http-server-close | httpclose | http-keep-alive, errorfile,
+//     stats enable | uri | auth | refresh | hide-version
+//     (lbconfig.HTTPFrontend; docs/haproxy-cfg.md lists the criteria and
+//     actions).
 //
 // `log TARGET [len LENGTH] [format raw|rfc3164] FACILITY [LEVEL
 // [MINLEVEL]]` (lbconfig.ParseLogTarget) names where syslog messages go:
@@ -78,14 +84,18 @@
 //     [[METHOD] URI [VERSION]], http-check expect status CODES, option
 //     tcp-check with tcp-check connect [port N] | send S | expect string S,
 //     option ssl-hello-chk, option log-health-checks, option
-//     redispatch, mode tcp, default-server [params], server NAME
+//     redispatch, mode tcp|http, default-server [params], server NAME
 //     ADDRESS:PORT [weight N] [verify none|required] [check] [check-ssl]
-//     [inter T] [fall N] [rise N].
+//     [inter T] [fall N] [rise N] [cookie VALUE]; in mode http also
+//     balance uri | hdr(NAME), cookie NAME insert|prefix|rewrite ..., acl,
+//     http-request, redirect and the stats and option lines of a frontend
+//     (lbconfig.HTTPBackend).
 //   - listen NAME in mode http, with bind, and either monitor-uri URI (a
 //     lbconfig.Monitor) or stats enable | uri | auth USER:PASS | refresh T
 //     | hide-version (a lbconfig.Stats); option dontlognull is accepted.
-//   - listen NAME in mode tcp with server lines (and the backend keywords
-//     above): a frontend and a backend of that name.
+//   - listen NAME with server lines (and the frontend and backend
+//     keywords above): a frontend and a backend of that name, in its
+//     mode.
 //
 // Addresses follow haproxy: the port comes after the last colon, so
 // ":::9445" is every IPv6 address (and IPv4 with v4v6) on 9445, ":7443"
@@ -101,12 +111,13 @@
 //
 // Every keyword outside the subset is an error, never ignored:
 //
-//	haproxy.cfg:12: keyword "acl" in frontend main is not supported by vipstack (supported: bind, default_backend, log, log-format, mode, no log, option tcplog)
+//	haproxy.cfg:12: keyword "capture" in frontend main is not supported by vipstack (supported: acl, bind, default_backend, ...)
 //
 // A setting given twice in a section is an error (haproxy keeps the
 // last). weight 0 and retries 0 are rejected, because the model reads 0 as
 // "default". Server ports must be written (haproxy would reuse the
-// client's). mode http is only accepted in defaults and in monitor and stats sections. A server with
+// client's). acl, use_backend and http-request in mode tcp sections are
+// errors (haproxy evaluates them on layer 4 fetches). A server with
 // check-ssl verifies certificates by default, as in haproxy, against the
 // system's CA pool (haproxy would demand a ca-file); a warning says so.
 //

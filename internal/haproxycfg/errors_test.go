@@ -84,7 +84,7 @@ func TestParseErrors(t *testing.T) {
 		{
 			name:    "unsupported keyword",
 			conf:    func(t *testing.T) string { return edit(t, fe, fe+"  acl local src 127.0.0.1\n") },
-			want:    `h.cfg:8: keyword "acl" in frontend main is not supported by vipstack (supported: bind, default_backend, log, log-format, mode, no log, option tcplog)`,
+			want:    `h.cfg:8: acl in frontend main (mode tcp) is not supported by vipstack: its acl, use_backend, http-request, redirect, cookie, monitor-uri and stats rules work in mode http only (accepted: mode http in frontend main)`,
 			haproxy: haproxyAccepts,
 		},
 		// A monitor or stats section under a log format: haproxy writes
@@ -190,7 +190,7 @@ func TestParseErrors(t *testing.T) {
 		{
 			name:    "server without address",
 			conf:    func(t *testing.T) string { return edit(t, srv, "  server m0\n") },
-			want:    `h.cfg:10: server needs a name and an address (accepted: server NAME ADDRESS:PORT [check, check-ssl, fall, inter, rise, verify, weight])`,
+			want:    `h.cfg:10: server needs a name and an address (accepted: server NAME ADDRESS:PORT [check, check-ssl, cookie, fall, inter, rise, verify, weight])`,
 			haproxy: haproxyRejects,
 		},
 
@@ -355,15 +355,6 @@ func TestParseErrors(t *testing.T) {
 			want:    `h.cfg:11: listen both both forwards (line 15) and serves a monitor or stats page: vipstack serves them from separate listen sections`,
 			haproxy: haproxyAccepts,
 		},
-		{
-			name: "listen forwards in mode http",
-			conf: func(t *testing.T) string {
-				return base + "listen web\n  bind 127.0.0.1:47013\n  mode http\n  server s0 127.0.0.1:47014\n"
-			},
-			want:    `h.cfg:13: listen web forwards in mode http: vipstack forwards TCP only (accepted: mode tcp)`,
-			haproxy: haproxyAccepts,
-		},
-
 		// Health check rules.
 		{
 			name: "tcp-check rule vipstack lacks",
@@ -415,13 +406,6 @@ func TestParseErrors(t *testing.T) {
 
 		// defaults.
 		{
-			name: "mode http in defaults",
-			conf: func(t *testing.T) string { return edit(t, "mode tcp", "mode http") },
-			want: "h.cfg:6: frontend main has mode http from defaults (line 2): vipstack's frontends and backends are TCP only (accepted: mode tcp in frontend main or in defaults)\n" +
-				"h.cfg:9: backend masters has mode http from defaults (line 2): vipstack's frontends and backends are TCP only (accepted: mode tcp in backend masters or in defaults)",
-			haproxy: haproxyAccepts,
-		},
-		{
 			name: "errorfile in defaults with a monitor",
 			conf: func(t *testing.T) string {
 				f := filepath.Join(t.TempDir(), "503.http")
@@ -452,8 +436,8 @@ func TestParseErrors(t *testing.T) {
 		},
 		{
 			name:    "unsupported option",
-			conf:    func(t *testing.T) string { return edit(t, "  mode tcp\n", "  mode tcp\n  option httpclose\n") },
-			want:    `h.cfg:3: keyword "option httpclose" in defaults is not supported by vipstack (supported: ` + defaultsKeywords + `)`,
+			conf:    func(t *testing.T) string { return edit(t, "  mode tcp\n", "  mode tcp\n  option abortonclose\n") },
+			want:    `h.cfg:3: keyword "option abortonclose" in defaults is not supported by vipstack (supported: ` + defaultsKeywords + `)`,
 			haproxy: haproxyAccepts,
 		},
 		{
@@ -471,7 +455,7 @@ func TestParseErrors(t *testing.T) {
 		{
 			name:    "timeout outside defaults",
 			conf:    func(t *testing.T) string { return edit(t, fe, fe+"  timeout client 5s\n") },
-			want:    `h.cfg:8: keyword "timeout client" in frontend main is not supported by vipstack (supported: bind, default_backend, log, log-format, mode, no log, option tcplog)`,
+			want:    `h.cfg:8: keyword "timeout client" in frontend main is not supported by vipstack (supported: ` + withHTTP(frontendKeywords, httpFrontendKeywords) + `)`,
 			haproxy: haproxyAccepts,
 		},
 		{
@@ -757,7 +741,7 @@ func TestParseErrors(t *testing.T) {
 		{
 			name:    "mode http in frontend",
 			conf:    func(t *testing.T) string { return edit(t, fe, fe+"  mode http\n") },
-			want:    `h.cfg:8: mode http in frontend main: vipstack's frontends are TCP only (accepted: mode tcp; mode http only in listen sections for monitor-uri and stats)`,
+			want:    `h.cfg:9: frontend main: http frontend 'main' tries to use incompatible tcp backend 'masters' as its default backend (see 'mode').`,
 			haproxy: haproxyRejects, // the backend is in TCP mode
 		},
 
@@ -815,7 +799,7 @@ func TestParseErrors(t *testing.T) {
 		{
 			name:    "unsupported server parameter",
 			conf:    func(t *testing.T) string { return edit(t, "47012 check", "47012 check backup") },
-			want:    `h.cfg:10: backend masters, server m0: parameter "backup" is not supported by vipstack (supported: check, check-ssl, fall, inter, rise, verify, weight)`,
+			want:    `h.cfg:10: backend masters, server m0: parameter "backup" is not supported by vipstack (supported: check, check-ssl, cookie, fall, inter, rise, verify, weight)`,
 			haproxy: haproxyAccepts,
 		},
 		{
@@ -853,7 +837,7 @@ func TestParseErrors(t *testing.T) {
 			// does not; its value is not a second, bogus parameter.
 			name:    "unsupported server parameter with a value",
 			conf:    func(t *testing.T) string { return edit(t, "47012 check", "47012 maxconn 10 check") },
-			want:    `h.cfg:10: backend masters, server m0: parameter "maxconn" is not supported by vipstack (supported: check, check-ssl, fall, inter, rise, verify, weight)`,
+			want:    `h.cfg:10: backend masters, server m0: parameter "maxconn" is not supported by vipstack (supported: check, check-ssl, cookie, fall, inter, rise, verify, weight)`,
 			haproxy: haproxyAccepts,
 		},
 		{
@@ -875,7 +859,7 @@ func TestParseErrors(t *testing.T) {
 			conf: func(t *testing.T) string {
 				return edit(t, srv, "  server m0 127.0.0.1:47012 backup weight x\n  server m1 127.0.0.1:47013 weight x backup\n")
 			},
-			want: `h.cfg:10: backend masters, server m0: parameter "backup" is not supported by vipstack (supported: check, check-ssl, fall, inter, rise, verify, weight)` + "\n" +
+			want: `h.cfg:10: backend masters, server m0: parameter "backup" is not supported by vipstack (supported: check, check-ssl, cookie, fall, inter, rise, verify, weight)` + "\n" +
 				`h.cfg:11: backend masters, server m1: weight "x" is not an integer (accepted: 1..256)`,
 			haproxy: haproxyAccepts,
 		},
@@ -962,15 +946,15 @@ func TestParseErrors(t *testing.T) {
 			conf: func(t *testing.T) string {
 				return base + "listen st\n  bind :47013\n  mode http\n  stats admin if TRUE\n"
 			},
-			want:    `h.cfg:14: keyword "stats admin" in listen st is not supported by vipstack (supported: ` + listenKeywords + `)`,
+			want:    `h.cfg:14: keyword "stats admin" in listen st is not supported by vipstack (supported: ` + withHTTP(listenKeywords, httpFrontendKeywords+", "+httpBackendKeywords) + `)`,
 			haproxy: haproxyAccepts,
 		},
 
 		// Many errors.
 		{
 			name: "errors beyond 20 are counted",
-			conf: func(t *testing.T) string { return base + strings.Repeat("  acl x src 1.2.3.4\n", 25) },
-			want: strings.TrimSuffix(strings.Repeat(`h.cfg:N: keyword "acl" in backend masters is not supported by vipstack (supported: `+backendKeywords+`)`+"\n", 20), "\n") +
+			conf: func(t *testing.T) string { return base + strings.Repeat("  xyzzy 1\n", 25) },
+			want: strings.TrimSuffix(strings.Repeat(`h.cfg:N: keyword "xyzzy" in backend masters is not supported by vipstack (supported: `+withHTTP(backendKeywords, httpBackendKeywords)+`)`+"\n", 20), "\n") +
 				"\n... and 5 more errors",
 		},
 	}

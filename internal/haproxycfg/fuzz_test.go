@@ -34,6 +34,13 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(base + "defaults\n log /dev/log local0\n log-format \"%ci:%cp -> %fi:%fp [%t] %ft %b/%s %Tw/%Tc/%Tt %B %ts %ac/%fc/%bc/%sc/%rc %sq/%bq\"\n option dontlognull\nfrontend f2\n bind :3\n log-format %{+Q}ci\\ %%\\ %U\n option tcplog\n"))
 	f.Add([]byte(base + "defaults\n log global\n log-format '%[src] %zz %{+X}t %'\n"))
 
+	// mode http: acls, conditions with anonymous acls, ! and ||,
+	// http-request rules, redirects, cookies, stats in a frontend.
+	f.Add([]byte(httpSeed))
+	f.Add([]byte("defaults\n mode http\nfrontend f\n bind :1\n acl a hdr_beg(host) -i -m beg x\n use_backend b if !a || { path_reg ^/[a-z]+$ } a\n" +
+		" http-request set-header X %[src]:%[req.hdr(host)] unless { src 10.0.0.0/8 }\n redirect prefix / code 308 if { ssl_fc }\n" +
+		"backend b\n cookie S insert indirect nocache\n balance hdr(User-Agent)\n server s 127.0.0.1:2 cookie s\n"))
+
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cfg, err := Parse("testdata/fuzz.cfg", data)
 		if (cfg == nil) == (err == nil) {
@@ -52,6 +59,9 @@ func FuzzParse(f *testing.F) {
 			return
 		}
 		y, err := lbconfig.FormatYAML(cfg)
+		if errors.Is(err, lbconfig.ErrYAMLHTTP) {
+			return
+		}
 		if err != nil {
 			t.Fatalf("FormatYAML: %v", err)
 		}

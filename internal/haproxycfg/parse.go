@@ -124,11 +124,11 @@ func commas(list string) string { return strings.Join(strings.Fields(list), ", "
 // Keywords each section accepts, for error messages.
 const (
 	globalKeywords   = "ca-base, chroot, crt-base, daemon, gid, group, log, log-tag, maxconn, nbthread, pidfile, ssl-default-bind-*, ssl-default-server-*, stats socket, stats timeout, uid, user"
-	defaultsKeywords = "default-server, errorfile, log, log-format, maxconn, mode, no log, option dontlognull, option forwardfor, option http-server-close, option httplog, option redispatch, option tcplog, retries, timeout"
+	defaultsKeywords = "default-server, errorfile, log, log-format, maxconn, mode, no log, option dontlognull, option forwardfor, option http-keep-alive, option http-server-close, option httpclose, option httplog, option redispatch, option tcplog, retries, timeout"
 	frontendKeywords = "bind, default_backend, log, log-format, mode, no log, option tcplog"
 	listenKeywords   = "balance, bind, default-server, http-check expect status, log, log-format, mode, monitor-uri, no log, option dontlognull, option httpchk, option log-health-checks, option redispatch, option ssl-hello-chk, option tcp-check, option tcplog, server, stats auth, stats enable, stats hide-version, stats refresh, stats uri, tcp-check"
 	backendKeywords  = "balance, default-server, http-check expect status, log, mode, no log, option httpchk, option tcp-check, option tcplog, option log-health-checks, option redispatch, option ssl-hello-chk, server, tcp-check"
-	serverParams     = "check, check-ssl, fall, inter, rise, verify, weight"
+	serverParams     = "check, check-ssl, cookie, fall, inter, rise, verify, weight"
 	timeoutNames     = "check, client, connect, http-keep-alive, http-request, queue, server, tunnel"
 )
 
@@ -187,6 +187,9 @@ type parser struct {
 	tcpCheckAt  int // the backend's option tcp-check line
 	tcpRulesAt  int // its first tcp-check rule
 	httpRulesAt int // its first http-check rule
+
+	hd httpDefaults // defaults' HTTP settings (http.go)
+	hs *httpSection // the section's HTTP keywords (http.go)
 
 	statsTimeout  time.Duration // global's `stats timeout`, for every socket
 	sslServerLine int           // line of global's first ssl-default-server-* setting
@@ -390,6 +393,7 @@ func (p *parser) section(l line) {
 		p.source(p.key, l)
 		p.cfg.Proxies = append(p.cfg.Proxies, p.key)
 		p.refs = slices.Clone(p.defRefs)
+		p.hs = &httpSection{}
 		switch kw {
 		case "frontend":
 			p.kind, p.fe, p.feLogFormat = secFrontend, &lbconfig.Frontend{Name: name}, ""
@@ -421,12 +425,22 @@ func (p *parser) endSection() {
 		if p.feLogFormat != "" {
 			format = p.feLogFormat
 		}
-		if len(p.fe.LogTargets) > 0 && format != "" {
+		p.httpFrontendEnd(p.fe, p.hs.mode, p.feLogFormat != "")
+		if p.fe.HTTP != nil {
+			p.fe.HTTP.LogFormat = format
+			if p.feLogFormat != "" || p.fe.HTTP.HTTPLog {
+				p.fe.HTTP.LogFormat = p.feLogFormat
+			}
+			if len(p.fe.LogTargets) == 0 {
+				p.fe.HTTP.LogFormat = ""
+			}
+		} else if len(p.fe.LogTargets) > 0 && format != "" {
 			p.fe.Log = &lbconfig.ConnLog{Format: format, DontLogNull: p.dontLogNull}
 		}
 		p.inheritedHTTP("frontend", p.fe.Name, p.feLogFormat != "")
 		p.cfg.Frontends = append(p.cfg.Frontends, *p.fe)
 	case secBackend:
+		p.httpBackendEnd(p.be, p.hs.mode)
 		p.inheritedHTTP("backend", p.be.Name, false)
 		p.endChecks()
 		p.cfg.Backends = append(p.cfg.Backends, *p.be)
@@ -445,6 +459,14 @@ func (p *parser) endListen() {
 	if ls.forwardLine != 0 {
 		p.endForwardingListen(monitor || stats)
 		return
+	}
+	if p.hs.first != 0 && p.hs.firstKw != "option httplog" {
+		p.errorf(line{num: p.hs.first}, p.hs.firstKw, "%s in %s, a monitor or stats section, is not supported by vipstack "+
+			"(accepted: %s in a frontend, or in a listen section with server lines)", p.hs.firstKw, p.key, p.hs.firstKw)
+	}
+	if p.hs.httplogLine != 0 {
+		p.errorf(line{num: p.hs.httplogLine}, "option httplog", "option httplog in %s: vipstack writes no request lines for monitor and stats sections "+
+			"(accepted: no log format there; without one, each request is logged as haproxy's \"Connect from\" line)", p.key)
 	}
 	if ls.formatLine != 0 {
 		p.errorf(line{num: ls.formatLine}, "log-format", "log format in %s: vipstack writes no request lines for monitor and stats sections "+
@@ -568,26 +590,34 @@ func (p *parser) endForwardingListen(webToo bool) {
 	case webToo:
 		p.errorf(l, "listen", "%s both forwards (line %d) and serves a monitor or stats page: vipstack serves them from separate listen sections", p.key, ls.forwardLine)
 		return
-	case ls.mode == "http" && ls.modeLine == 0 && !p.broken:
-		p.errorf(l, "mode", "%s has mode http from defaults (line %d): vipstack forwards TCP only (accepted: mode tcp in %s or in defaults)", p.key, p.defModeLine, p.key)
-		return
-	case ls.mode == "http":
-		p.errorf(line{num: ls.modeLine}, "mode", "%s forwards in mode http: vipstack forwards TCP only (accepted: mode tcp)", p.key)
-		return
 	}
-	if p.httplogAt != 0 && ls.logFormat == "" {
+	fe := lbconfig.Frontend{Name: ls.name, Binds: ls.binds, Backend: ls.name, LogTargets: ls.logs}
+	if ls.mode == "http" {
+		p.hs.mode = "http"
+		p.httpFrontendEnd(&fe, "http", ls.logFormat != "")
+		p.httpBackendEnd(be, "http")
+		if fe.HTTP.HTTPLog && ls.logFormat == "" {
+			ls.logFormat = lbconfig.HTTPLogFormat
+		}
+	}
+	if fe.HTTP == nil && p.httplogAt != 0 && ls.logFormat == "" {
 		p.warnf(line{num: p.httplogAt}, "'option httplog' not usable with proxy '%s' (needs 'mode http'). Falling back to 'option tcplog'.", ls.name)
 	}
-	if p.forwardforAt != 0 {
+	if fe.HTTP == nil && p.forwardforAt != 0 {
 		p.warnf(line{num: p.forwardforAt}, "'option forwardfor' ignored for proxy '%s' as it requires HTTP mode.", ls.name)
 	}
+	if fe.HTTP == nil {
+		p.ownForwardForIgnored("proxy", ls.name, p.hs.fe.ForwardFor) // http.go
+	}
 	p.endChecks()
-	fe := lbconfig.Frontend{Name: ls.name, Binds: ls.binds, Backend: ls.name, LogTargets: ls.logs}
 	format := p.logFormat
 	if ls.logFormat != "" {
 		format = ls.logFormat
 	}
-	if len(ls.logs) > 0 && format != "" {
+	switch {
+	case fe.HTTP != nil && len(ls.logs) > 0:
+		fe.HTTP.LogFormat = format
+	case fe.HTTP == nil && len(ls.logs) > 0 && format != "":
 		fe.Log = &lbconfig.ConnLog{Format: format, DontLogNull: p.dontLogNull}
 	}
 	be.LogTargets = slices.Clone(ls.logs)
@@ -814,6 +844,9 @@ func isDigits(s string) bool {
 }
 
 func (p *parser) defaults(l line) {
+	if p.httpDefaultsLine(l) {
+		return
+	}
 	kw := keyword(l.words)
 	switch kw {
 	case "maxconn":
@@ -837,22 +870,6 @@ func (p *parser) defaults(l line) {
 		if _, ok := p.nargs(l, 2, 0, 0, ""); ok && p.once(l, kw) {
 			p.logFormat, p.logFormatAt, p.httplogAt = lbconfig.TCPLogFormat, l.num, l.num
 		}
-	case "option forwardfor":
-		// An HTTP header: haproxy ignores it, with a warning, in each
-		// TCP proxy (endSection), and monitor and stats sections
-		// forward nothing.
-		if _, ok := p.nargs(l, 2, 0, 5, "[except NETWORK] [header NAME] [if-none]"); ok && p.once(l, kw) {
-			p.forwardforAt = l.num
-		}
-	case "option http-server-close":
-		// Closes the server side of HTTP connections after each
-		// response: TCP proxies have no HTTP side, and monitor and stats
-		// sections no server; haproxy says nothing, it changes nothing.
-		if _, ok := p.nargs(l, 2, 0, 0, ""); ok {
-			p.once(l, kw)
-		}
-	case "errorfile":
-		p.errorfile(l)
 	case "default-server":
 		p.defaultServer(l)
 	case "option dontlognull":
@@ -917,58 +934,17 @@ func (p *parser) defaultsMode(l line) {
 // errorfileCodes are the status codes haproxy 2.6 takes an errorfile for.
 const errorfileCodes = "200 400 401 403 404 405 407 408 410 413 425 429 500 501 502 503 504"
 
-// errorfile reads defaults' `errorfile CODE FILE`. haproxy reads the file
-// at once; it answers from it only in HTTP proxies, so TCP ones are
-// unchanged and a monitor or stats section is refused (endListen).
-func (p *parser) errorfile(l line) {
-	args, ok := p.nargs(l, 1, 2, 2, "CODE FILE")
-	if !ok {
-		return
-	}
-	if !inList(errorfileCodes, args[0]) {
-		p.errorf(l, "errorfile", "errorfile: status code %q is not one haproxy takes (accepted: %s)", args[0], commas(errorfileCodes))
-		return
-	}
-	if _, err := os.Stat(args[1]); err != nil {
-		p.errorf(l, "errorfile", "errorfile: cannot open %q: %v", args[1], errors.Unwrap(err))
-		return
-	}
-	if p.errorfileAt == 0 {
-		p.errorfileAt = l.num
-	}
-}
-
 // inheritedHTTP checks the mode a frontend or backend gets from defaults
 // and warns, in haproxy's words, about defaults' HTTP options it ignores.
 func (p *parser) inheritedHTTP(what, name string, ownFormat bool) {
-	if _, own := p.seen["mode"]; !own && p.defMode == "http" && !p.broken {
-		p.errorf(line{num: p.secLine}, "mode", "%s has mode http from defaults (line %d): vipstack's frontends and backends are TCP only "+
-			"(accepted: mode tcp in %s or in defaults)", p.key, p.defModeLine, p.key)
-		return
+	if mode := p.hs.mode; mode == "http" || mode == "" && p.defMode == "http" {
+		return // an HTTP proxy: it uses them (http.go)
 	}
 	if p.httplogAt != 0 && what != "backend" && !ownFormat {
 		p.warnf(line{num: p.httplogAt}, "'option httplog' not usable with %s '%s' (needs 'mode http'). Falling back to 'option tcplog'.", what, name)
 	}
 	if p.forwardforAt != 0 {
 		p.warnf(line{num: p.forwardforAt}, "'option forwardfor' ignored for %s '%s' as it requires HTTP mode.", what, name)
-	}
-}
-
-// tcpMode handles `mode` in frontend and backend.
-func (p *parser) tcpMode(l line) {
-	if !p.once(l, "mode") {
-		return
-	}
-	args, ok := p.nargs(l, 1, 1, 1, "tcp")
-	if !ok {
-		return
-	}
-	switch args[0] {
-	case "tcp":
-	case "http":
-		p.errorf(l, "mode", "mode http in %s: vipstack's frontends are TCP only (accepted: mode tcp; mode http only in listen sections for monitor-uri and stats)", p.key)
-	default:
-		p.errorf(l, "mode", "mode %q is not a haproxy mode (accepted: tcp)", args[0])
 	}
 }
 
@@ -1054,13 +1030,15 @@ func (p *parser) frontend(l line) {
 			p.fe.Backend = args[0]
 		}
 	case "mode":
-		p.tcpMode(l)
+		p.httpMode(l)
 	case "log", "no log":
 		p.log(l)
 	case "log-format", "option tcplog":
 		p.logFormatLine(l, &p.feLogFormat)
 	default:
-		p.unsupported(l, frontendKeywords)
+		if !p.httpLine(l) {
+			p.unsupported(l, withHTTP(frontendKeywords, httpFrontendKeywords))
+		}
 	}
 }
 
@@ -1079,7 +1057,11 @@ func (p *parser) logFormatLine(l line, dst *string) {
 	if !ok || !p.once(l, kw) {
 		return
 	}
-	if _, err := lbconfig.ParseLogFormat(args[0]); err != nil {
+	parse := lbconfig.ParseLogFormat
+	if p.httpFormat() {
+		parse = lbconfig.ParseHTTPLogFormat // http.go
+	}
+	if _, err := parse(args[0]); err != nil {
 		p.errorf(l, kw, "%v", err)
 		return
 	}
@@ -1135,10 +1117,13 @@ func (p *parser) listen(l line) {
 			ls.formatLine = l.num
 		}
 	case "option httplog":
-		// haproxy would write a request line for each stream but a
-		// monitor hit (see endListen): vipstack does not.
-		p.errorf(l, kw, "%s in %s: vipstack writes no request lines for monitor and stats sections "+
-			"(accepted: no log format there; without one, each request is logged as haproxy's \"Connect from\" line)", kw, p.key)
+		// A forwarding listen in mode http logs its requests
+		// (http.go); a monitor or stats section would write a
+		// request line for each stream but a monitor hit (see
+		// endListen), which vipstack does not.
+		if _, ok := p.nargs(l, 2, 0, 0, ""); ok && p.once(l, kw) {
+			p.hs.httplog, p.hs.httplogLine = true, l.num
+		}
 	case "stats enable":
 		if p.once(l, kw) {
 			p.nargs(l, 2, 0, 0, "")
@@ -1176,7 +1161,9 @@ func (p *parser) listen(l line) {
 		p.source(lbconfig.ItemKey(p.key, "stats auth "+strconv.Itoa(len(ls.stats.Users))), l)
 		ls.stats.Users = append(ls.stats.Users, lbconfig.UserPass{User: user, Pass: pass})
 	default:
-		p.unsupported(l, listenKeywords)
+		if !p.httpLine(l) {
+			p.unsupported(l, withHTTP(listenKeywords, httpFrontendKeywords+", "+httpBackendKeywords))
+		}
 	}
 }
 
@@ -1194,7 +1181,7 @@ func (p *parser) backend(l line) {
 			p.be.Balance = lbconfig.Balance(args[0])
 		}
 	case "mode":
-		p.tcpMode(l)
+		p.httpMode(l)
 	case "log", "no log":
 		p.log(l)
 	case "option httpchk":
@@ -1245,7 +1232,9 @@ func (p *parser) backend(l line) {
 			}
 		}
 	default:
-		p.unsupported(l, backendKeywords)
+		if !p.httpLine(l) {
+			p.unsupported(l, withHTTP(backendKeywords, httpBackendKeywords))
+		}
 	}
 }
 
@@ -1310,6 +1299,12 @@ func (p *parser) server(l line) {
 	}
 	p.source(lbconfig.ServerKey(p.be.Name, name), l)
 	p.be.Servers = append(p.be.Servers, s)
+	if p.hs != nil && p.hs.cookie != "" {
+		if p.hs.be.ServerCookies == nil {
+			p.hs.be.ServerCookies = map[string]string{}
+		}
+		p.hs.be.ServerCookies[name], p.hs.cookie = p.hs.cookie, ""
+	}
 }
 
 // defaultServer reads `default-server [params]`: the parameters the
@@ -1347,6 +1342,14 @@ func (p *parser) serverParams(params []string, s *lbconfig.Server, seen map[stri
 			return params[i], true
 		}
 		switch param {
+		case "cookie":
+			v, ok := value("a cookie value")
+			if !ok {
+				return false
+			}
+			if p.hs != nil {
+				p.hs.cookie = v
+			}
 		case "check":
 			s.Check = true
 		case "check-ssl":

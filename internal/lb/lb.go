@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/vipstack/vipstack/internal/clock"
+	"github.com/vipstack/vipstack/internal/lb/httpproxy"
 	"github.com/vipstack/vipstack/internal/lb/logging"
 	"github.com/vipstack/vipstack/internal/lb/relay"
 	"github.com/vipstack/vipstack/internal/lb/stats"
@@ -100,7 +101,9 @@ type LB struct {
 	noSrv   map[string]*atomic.Uint64
 	tcpLns  map[string]*tcpListener
 	httpLns map[string]*httpListener
-	shut    bool
+	// proxyLns are the HTTP frontends' binds (httpfront.go).
+	proxyLns map[string]*proxyListener
+	shut     bool
 
 	// beCounters are the backends' rates, last sessions and times, by
 	// name, kept over reloads as noSrv (guarded by mu too).
@@ -150,6 +153,7 @@ func New(opts Options) (*LB, error) {
 		opts: opts, log: opts.Logger, clk: opts.Clock, start: opts.Clock.Now(),
 		frontends: map[string]*frontend{}, servers: map[string]*server{}, noSrv: map[string]*atomic.Uint64{},
 		tcpLns: map[string]*tcpListener{}, httpLns: map[string]*httpListener{},
+		proxyLns: map[string]*proxyListener{},
 	}
 	if l.opts.Stdout == nil {
 		l.opts.Stdout = os.Stdout
@@ -292,9 +296,13 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 	// Open what is new; undo on failure.
 	newTCP := map[string]*tcpListener{}
 	newHTTP := map[string]*httpListener{}
+	newProxy := map[string]*proxyListener{}
 	undo := func() {
 		for _, t := range newTCP {
 			t.close()
+		}
+		for _, pl := range newProxy {
+			pl.close()
 		}
 		for _, h := range newHTTP {
 			h.Close()
@@ -303,6 +311,23 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 	held := l.held()
 	for _, k := range order {
 		w := wants[k]
+		if w.fe != nil && w.fe.HTTP != nil {
+			if l.proxyLns[k] != nil {
+				continue
+			}
+			if err := portFree(w.bind, held); err != nil {
+				undo()
+				return fmt.Errorf("lb: apply: %s: %s: %w", where(cfg, w.key), k, err)
+			}
+			pl, err := l.listenProxy(k, w.bind)
+			if err != nil {
+				undo()
+				return fmt.Errorf("lb: apply: %s: %s: %w", where(cfg, w.key), k, err)
+			}
+			newProxy[k] = pl
+			held = append(held, pl.at)
+			continue
+		}
 		if w.fe != nil {
 			if l.tcpLns[k] != nil {
 				continue
@@ -453,6 +478,20 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 	addrs := map[string][]net.Addr{}
 	for _, k := range order {
 		w := wants[k]
+		if w.fe != nil && w.fe.HTTP != nil {
+			pc := l.proxyConfig(cfg, w.fe, feLogs[w.fe.Name])
+			pl := l.proxyLns[k]
+			if pl == nil {
+				pl = newProxy[k]
+				pl.proxy = httpproxy.New(proxyCore{l}, pc, l.log)
+				l.proxyLns[k] = pl
+				go pl.proxy.Serve(pl.ln)
+			} else {
+				pl.proxy.Set(pc)
+			}
+			addrs[w.section] = append(addrs[w.section], pl.ln.Addr())
+			continue
+		}
 		if w.fe != nil {
 			t := l.tcpLns[k]
 			if t == nil {
@@ -483,9 +522,15 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 		addrs[w.section] = append(addrs[w.section], h.Addr())
 	}
 	for k, t := range l.tcpLns {
-		if w, ok := wants[k]; !ok || w.fe == nil {
+		if w, ok := wants[k]; !ok || w.fe == nil || w.fe.HTTP != nil {
 			t.close()
 			delete(l.tcpLns, k)
+		}
+	}
+	for k, pl := range l.proxyLns {
+		if w, ok := wants[k]; !ok || w.fe == nil || w.fe.HTTP == nil {
+			pl.close()
+			delete(l.proxyLns, k)
 		}
 	}
 	for k, h := range l.httpLns {
@@ -693,6 +738,22 @@ func (l *LB) shutdown(ctx context.Context, soft bool) error {
 		t.close()
 		delete(l.tcpLns, k)
 	}
+	// HTTP frontends stop accepting now and finish the requests in
+	// flight, as the TCP frontends drain, until ctx ends.
+	var proxies []*proxyListener
+	for k, pl := range l.proxyLns {
+		proxies = append(proxies, pl)
+		delete(l.proxyLns, k)
+	}
+	proxiesDone := make(chan struct{})
+	go func() {
+		defer close(proxiesDone)
+		var wg sync.WaitGroup
+		for _, pl := range proxies {
+			wg.Go(func() { pl.shutdown(ctx) })
+		}
+		wg.Wait()
+	}()
 	var fes []*frontend
 	for _, f := range l.frontends {
 		fes = append(fes, f)
@@ -725,6 +786,13 @@ wait:
 			break wait
 		}
 	}
+	if forced == nil {
+		select {
+		case <-proxiesDone:
+		case <-ctx.Done():
+			forced = ctx.Err()
+		}
+	}
 	if forced != nil {
 		if soft {
 			l.logHardStopped()
@@ -740,6 +808,7 @@ wait:
 	for _, h := range https {
 		h.Close()
 	}
+	<-proxiesDone // at ctx's end, shutdown closes what is left
 	// For good: a server the runtime API takes out of MAINT from now on
 	// does not start its check again (startCheckLocked).
 	l.checksOff.Store(true)

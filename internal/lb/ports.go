@@ -71,6 +71,9 @@ func (l *LB) held() []boundAddr {
 	for _, h := range l.httpLns {
 		out = append(out, h.at)
 	}
+	for _, pl := range l.proxyLns {
+		out = append(out, pl.at)
+	}
 	return out
 }
 

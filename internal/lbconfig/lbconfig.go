@@ -118,6 +118,9 @@ type Frontend struct {
 	// LogTargets receive the frontend's connection lines (haproxy's `log`
 	// lines in defaults and the frontend); none sends none.
 	LogTargets []LogTarget
+	// HTTP makes the frontend an HTTP reverse proxy (mode http); nil
+	// relays TCP.
+	HTTP *HTTPFrontend
 }
 
 // Bind is one listening address. An unspecified address with V4V6 listens
@@ -137,6 +140,9 @@ const (
 	RoundRobin Balance = "roundrobin"
 	LeastConn  Balance = "leastconn"
 	Source     Balance = "source"
+	// URI and Header hash the request's path or a header (mode http).
+	URI    Balance = "uri"
+	Header Balance = "hdr"
 )
 
 // Backend is a set of servers.
@@ -157,6 +163,8 @@ type Backend struct {
 	// LogTargets receive the backend's health check lines (with
 	// LogHealthChecks) and its servers' state changes.
 	LogTargets []LogTarget
+	// HTTP is the backend's mode http settings; nil for mode tcp.
+	HTTP *HTTPBackend
 }
 
 // HTTPCheck is `option httpchk METHOD URI VERSION`.

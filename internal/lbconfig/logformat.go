@@ -2,6 +2,7 @@ package lbconfig
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -61,7 +62,9 @@ type LogItem struct {
 // percent sign, and "%VAR" or "%{+Q}VAR" / "%{-Q}VAR" for a variable of
 // LogVariables. Sample expressions ("%[...]"), other flags and unknown
 // variables are errors that name them.
-func ParseLogFormat(s string) ([]LogItem, error) {
+func ParseLogFormat(s string) ([]LogItem, error) { return parseLogFormat(s, LogVariables) }
+
+func parseLogFormat(s string, known []string) ([]LogItem, error) {
 	var items []LogItem
 	var lit strings.Builder
 	flush := func() {
@@ -102,7 +105,7 @@ func ParseLogFormat(s string) ([]LogItem, error) {
 			i += end + 1
 		}
 		if i < len(s) && s[i] == '[' {
-			return nil, fmt.Errorf("log-format %q: sample expressions (%%[...]) are not supported by vipstack (accepted variables: %s)", s, strings.Join(LogVariables, " "))
+			return nil, fmt.Errorf("log-format %q: sample expressions (%%[...]) are not supported by vipstack (accepted variables: %s)", s, strings.Join(known, " "))
 		}
 		j := i
 		for j < len(s) && isAlnum(s[j]) {
@@ -110,10 +113,10 @@ func ParseLogFormat(s string) ([]LogItem, error) {
 		}
 		name := s[i:j]
 		if name == "" {
-			return nil, fmt.Errorf("log-format %q: %% at offset %d is not followed by a variable (accepted: %%%% for a percent sign, or one of %s)", s, i-1, strings.Join(LogVariables, " "))
+			return nil, fmt.Errorf("log-format %q: %% at offset %d is not followed by a variable (accepted: %%%% for a percent sign, or one of %s)", s, i-1, strings.Join(known, " "))
 		}
-		if !knownLogVar(name) {
-			return nil, fmt.Errorf("log-format %q: variable %%%s is not supported by vipstack (accepted: %s)", s, name, strings.Join(LogVariables, " "))
+		if !slices.Contains(known, name) {
+			return nil, fmt.Errorf("log-format %q: variable %%%s is not supported by vipstack (accepted: %s)", s, name, strings.Join(known, " "))
 		}
 		flush()
 		items = append(items, LogItem{Var: name, Quote: quote})
@@ -125,13 +128,4 @@ func ParseLogFormat(s string) ([]LogItem, error) {
 
 func isAlnum(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
-}
-
-func knownLogVar(name string) bool {
-	for _, v := range LogVariables {
-		if v == name {
-			return true
-		}
-	}
-	return false
 }

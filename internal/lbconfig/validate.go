@@ -317,6 +317,8 @@ func (v *validator) frontend(f *Frontend, backends map[string]bool, binds map[Bi
 	v.binds(key, f.Binds, binds)
 	pos := v.pos(ItemKey(key, "default_backend"), key)
 	switch {
+	case f.Backend == "" && f.HTTP != nil:
+		// An HTTP frontend answers 503 where no use_backend matches.
 	case f.Backend == "":
 		v.fail(pos, key, "default_backend", "has no default_backend (accepted: the name of a backend: %s)", v.backendNames())
 	case !backends[f.Backend]:
@@ -328,6 +330,7 @@ func (v *validator) frontend(f *Frontend, backends map[string]bool, binds map[Bi
 		}
 	}
 	v.logTargets(key, f.LogTargets)
+	v.httpFrontend(f, backends)
 }
 
 func (v *validator) logTargets(key string, ts []LogTarget) {
@@ -400,11 +403,17 @@ func (v *validator) backend(b *Backend) {
 	case "":
 		b.Balance = DefaultBalance
 	case RoundRobin, LeastConn, Source:
+	case URI, Header:
+		if b.HTTP == nil {
+			v.fail(v.pos(ItemKey(key, "balance"), key), key, "balance",
+				"balance %s needs mode http (accepted in mode tcp: roundrobin, leastconn, source)", string(b.Balance))
+		}
 	default:
 		v.fail(v.pos(ItemKey(key, "balance"), key), key, "balance",
 			"balance %q is not supported by vipstack (accepted: roundrobin, leastconn, source)", string(b.Balance))
 	}
 	v.httpCheck(key, &b.Check)
+	v.httpBackend(b)
 	if len(b.Servers) == 0 {
 		v.warn(v.pos(key), key, "has no server: its frontends close every connection")
 	}

@@ -633,6 +633,9 @@ func scalar(n *yaml.Node, key string) string {
 // FormatYAML writes c in the YAML form ParseYAML reads. Source and
 // Warnings are not written.
 func FormatYAML(c *Config) ([]byte, error) {
+	if err := noHTTPInYAML(c); err != nil {
+		return nil, err
+	}
 	y := yamlConfig{
 		MaxConn:       c.MaxConn,
 		GlobalMaxConn: c.GlobalMaxConn,

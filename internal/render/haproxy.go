@@ -22,6 +22,11 @@ import (
 // stdout, which is where a container's logs belong), the others in their
 // sections.
 func HAProxyCfg(cfg *lbconfig.Config) ([]byte, error) {
+	for _, fe := range cfg.Frontends {
+		if fe.HTTP != nil {
+			return nil, fmt.Errorf("frontend %s is mode http, which the writer does not render (accepted: TCP frontends and backends)", fe.Name)
+		}
+	}
 	var b bytes.Buffer
 	var errs []error
 	w := func(indent bool, words ...string) {

@@ -1,0 +1,766 @@
+package haproxycfg
+
+import (
+	"net/netip"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/vipstack/vipstack/internal/lbconfig"
+)
+
+// HTTP mode: the keywords of frontends, backends and listen sections in
+// `mode http` (acl, use_backend, http-request, redirect, option
+// forwardfor, cookie, ...), read into lbconfig.HTTPFrontend and
+// lbconfig.HTTPBackend.
+
+const (
+	httpFrontendKeywords = "acl, errorfile, http-request, monitor-uri, option forwardfor, option http-keep-alive, option http-server-close, option httpclose, option httplog, redirect, stats auth, stats enable, stats hide-version, stats refresh, stats uri, use_backend"
+	httpBackendKeywords  = "acl, balance uri, balance hdr(NAME), cookie, errorfile, http-request, option forwardfor, option http-keep-alive, option http-server-close, option httpclose, redirect, stats auth, stats enable, stats hide-version, stats refresh, stats uri"
+)
+
+// withHTTP merges a section's keyword list with its HTTP keywords, sorted.
+func withHTTP(base, http string) string {
+	var all []string
+	for _, list := range []string{base, http} {
+		for _, k := range strings.Split(list, ", ") {
+			if !slices.Contains(all, k) {
+				all = append(all, k)
+			}
+		}
+	}
+	slices.Sort(all)
+	return strings.Join(all, ", ")
+}
+
+// httpDefaults are defaults' HTTP settings, which HTTP proxies inherit.
+type httpDefaults struct {
+	forwardFor *lbconfig.ForwardFor
+	conn       string
+	errorFiles map[int][]byte
+}
+
+// httpSection is the HTTP part of the section being read. What becomes
+// of it is known at the section's end, with its mode.
+type httpSection struct {
+	mode     string // own mode line's value, "" for defaults'
+	modeLine int
+	first    int    // first line with an HTTP-only keyword
+	firstKw  string // its keyword
+	fe       lbconfig.HTTPFrontend
+	be       lbconfig.HTTPBackend
+	cookie   string // the server line's cookie value being read
+	httplog  bool   // own option httplog
+	// httplogLine is a listen section's option httplog line.
+	httplogLine int
+}
+
+// httpDefaultsLine reads defaults' HTTP keywords; false if l is not one.
+func (p *parser) httpDefaultsLine(l line) bool {
+	kw := keyword(l.words)
+	switch kw {
+	case "option forwardfor":
+		if !p.once(l, kw) {
+			return true
+		}
+		if ff, ok := p.forwardFor(l); ok {
+			p.hd.forwardFor = ff
+			p.forwardforAt = l.num
+		}
+	case "option http-server-close", "option httpclose", "option http-keep-alive":
+		if _, ok := p.nargs(l, 2, 0, 0, ""); ok && p.once(l, kw) {
+			p.hd.conn = connMode(kw)
+		}
+	case "errorfile":
+		if code, body, ok := p.readErrorfile(l); ok {
+			if p.hd.errorFiles == nil {
+				p.hd.errorFiles = map[int][]byte{}
+			}
+			p.hd.errorFiles[code] = body
+			if p.errorfileAt == 0 {
+				p.errorfileAt = l.num
+			}
+		}
+	default:
+		return false
+	}
+	return true
+}
+
+func connMode(kw string) string {
+	switch kw {
+	case "option http-server-close":
+		return "server-close"
+	case "option httpclose":
+		return "close"
+	}
+	return ""
+}
+
+// readErrorfile reads `errorfile CODE FILE`.
+func (p *parser) readErrorfile(l line) (int, []byte, bool) {
+	args, ok := p.nargs(l, 1, 2, 2, "CODE FILE")
+	if !ok {
+		return 0, nil, false
+	}
+	if !inList(errorfileCodes, args[0]) {
+		p.errorf(l, "errorfile", "errorfile: status code %q is not one haproxy takes (accepted: %s)", args[0], commas(errorfileCodes))
+		return 0, nil, false
+	}
+	body, err := os.ReadFile(args[1])
+	if err != nil {
+		p.errorf(l, "errorfile", "errorfile: cannot open %q: %v", args[1], unwrapPath(err))
+		return 0, nil, false
+	}
+	code, _ := strconv.Atoi(args[0])
+	return code, body, true
+}
+
+func unwrapPath(err error) error {
+	if pe, ok := err.(*os.PathError); ok {
+		return pe.Err
+	}
+	return err
+}
+
+// forwardFor reads `option forwardfor [except NET] [header NAME] [if-none]`.
+func (p *parser) forwardFor(l line) (*lbconfig.ForwardFor, bool) {
+	ff := &lbconfig.ForwardFor{Header: "X-Forwarded-For"}
+	args := l.words[2:]
+	for i := 0; i < len(args); i++ {
+		switch args[i] {
+		case "if-none":
+			ff.IfNone = true
+		case "except", "header":
+			if i+1 == len(args) {
+				p.errorf(l, "option forwardfor", "option forwardfor: %s needs a value (accepted: except NETWORK, header NAME, if-none)", args[i])
+				return nil, false
+			}
+			i++
+			if args[i-1] == "header" {
+				ff.Header = args[i]
+				continue
+			}
+			pf, err := netip.ParsePrefix(args[i])
+			if err != nil {
+				a, err2 := netip.ParseAddr(args[i])
+				if err2 != nil {
+					p.errorf(l, "option forwardfor", "option forwardfor: except %q is not a network (accepted: 127.0.0.0/8, 10.0.0.1)", args[i])
+					return nil, false
+				}
+				pf = netip.PrefixFrom(a, a.BitLen())
+			}
+			ff.Except = pf.Masked()
+		default:
+			p.errorf(l, "option forwardfor", "option forwardfor: %q is not supported (accepted: except NETWORK, header NAME, if-none)", args[i])
+			return nil, false
+		}
+	}
+	return ff, true
+}
+
+// httpMark records the first HTTP-only keyword of the section.
+func (p *parser) httpMark(l line, kw string) {
+	if p.hs.first == 0 {
+		p.hs.first, p.hs.firstKw = l.num, kw
+	}
+}
+
+// httpProxyOf is the rules the keyword goes to: the frontend's in a
+// frontend or listen, the backend's in a backend.
+func (p *parser) httpProxyOf() *lbconfig.HTTPProxy {
+	if p.kind == secBackend {
+		return &p.hs.be.HTTPProxy
+	}
+	return &p.hs.fe.HTTPProxy
+}
+
+// httpLine reads an HTTP keyword of a frontend, backend or listen
+// section; false if l is not one.
+func (p *parser) httpLine(l line) bool {
+	kw := keyword(l.words)
+	hp := p.httpProxyOf()
+	switch kw {
+	case "acl":
+		p.httpMark(l, kw)
+		p.acl(l, hp)
+	case "use_backend":
+		if p.kind == secBackend {
+			return false
+		}
+		p.httpMark(l, kw)
+		args := l.words[1:]
+		if len(args) == 0 {
+			p.errorf(l, kw, "use_backend needs a backend name (accepted: use_backend NAME [if|unless CONDITION])")
+			return true
+		}
+		if strings.Contains(args[0], "%[") {
+			p.errorf(l, kw, "use_backend %s: a backend named by a sample expression is not supported by vipstack (accepted: a backend name)", args[0])
+			return true
+		}
+		cond, ok := p.cond(l, kw, args[1:], true)
+		if !ok {
+			return true
+		}
+		p.source(lbconfig.ItemKey(p.key, "use_backend "+args[0]), l)
+		p.hs.fe.UseBackends = append(p.hs.fe.UseBackends, lbconfig.UseBackend{Backend: args[0], Cond: cond})
+	case "http-request":
+		p.httpMark(l, kw)
+		p.httpRequest(l, hp)
+	case "redirect":
+		p.httpMark(l, kw)
+		if r, ok := p.redirect(l, l.words[1:]); ok {
+			hp.Redirects = append(hp.Redirects, r)
+		}
+	case "option forwardfor":
+		if !p.once(l, kw) {
+			return true
+		}
+		if ff, ok := p.forwardFor(l); ok {
+			hp.ForwardFor = ff
+		}
+	case "option http-server-close", "option httpclose", "option http-keep-alive":
+		if _, ok := p.nargs(l, 2, 0, 0, ""); ok && p.once(l, kw) {
+			hp.Conn = connMode(kw)
+		}
+	case "option httplog":
+		if p.kind == secBackend {
+			return false
+		}
+		if args, ok := p.nargs(l, 2, 0, 1, "[clf]"); ok && p.once(l, kw) {
+			if len(args) == 1 {
+				p.errorf(l, kw, "option httplog clf is not supported by vipstack (accepted: option httplog)")
+				return true
+			}
+			p.httpMark(l, kw)
+			p.hs.httplog = true
+		}
+	case "errorfile":
+		if code, body, ok := p.readErrorfile(l); ok {
+			if hp.ErrorFiles == nil {
+				hp.ErrorFiles = map[int][]byte{}
+			}
+			hp.ErrorFiles[code] = body
+		}
+	case "stats enable", "stats uri", "stats refresh", "stats auth", "stats hide-version":
+		if p.kind == secListen {
+			return false
+		}
+		p.httpMark(l, kw)
+		p.proxyStats(l, hp)
+	case "monitor-uri":
+		if p.kind != secFrontend {
+			return false
+		}
+		p.httpMark(l, kw)
+		if args, ok := p.nargs(l, 1, 1, 1, "a URI"); ok && p.once(l, kw) {
+			p.hs.fe.MonitorURI = args[0]
+		}
+	case "cookie":
+		if p.kind == secFrontend {
+			return false
+		}
+		p.httpMark(l, kw)
+		p.cookie(l)
+	default:
+		return false
+	}
+	return true
+}
+
+// acl reads `acl NAME CRITERION [FLAGS] VALUE...`.
+func (p *parser) acl(l line, hp *lbconfig.HTTPProxy) {
+	if len(l.words) < 3 {
+		p.errorf(l, "acl", "acl needs a name and a criterion (accepted: acl NAME CRITERION [-i] [-m METHOD] [VALUE...])")
+		return
+	}
+	name := l.words[1]
+	t, ok := p.aclTest(l, l.words[2:])
+	if !ok {
+		return
+	}
+	if hp.ACLs == nil {
+		hp.ACLs = map[string][]lbconfig.ACLTest{}
+	}
+	p.source(lbconfig.ItemKey(p.key, "acl "+name), l)
+	hp.ACLs[name] = append(hp.ACLs[name], t)
+}
+
+// matchMethods are the -m values vipstack accepts.
+const matchMethods = "beg dom end found reg str sub"
+
+// aclTest reads CRITERION [FLAGS] VALUE... of an acl line or anonymous acl.
+func (p *parser) aclTest(l line, words []string) (lbconfig.ACLTest, bool) {
+	var t lbconfig.ACLTest
+	crit := words[0]
+	fetch, arg := crit, ""
+	if i := strings.IndexByte(crit, '('); i > 0 && strings.HasSuffix(crit, ")") {
+		fetch, arg = crit[:i], crit[i+1:len(crit)-1]
+	}
+	if strings.Contains(crit, ",") {
+		p.errorf(l, "acl", "acl criterion %q: converters are not supported by vipstack (accepted: %s)", crit, lbconfig.HTTPFetchNames())
+		return t, false
+	}
+	match, ok := lbconfig.HTTPFetches[fetch]
+	if !ok {
+		p.errorf(l, "acl", "acl criterion %q is not supported by vipstack (accepted: %s)", crit, lbconfig.HTTPFetchNames())
+		return t, false
+	}
+	hdr := fetch == "hdr" || fetch == "req.hdr" || strings.HasPrefix(fetch, "hdr_")
+	switch {
+	case hdr && arg == "":
+		p.errorf(l, "acl", "acl criterion %q needs a header name (accepted: %s(NAME))", crit, fetch)
+		return t, false
+	case !hdr && arg != "":
+		p.errorf(l, "acl", "acl criterion %q takes no argument in vipstack", crit)
+		return t, false
+	}
+	base := fetch
+	if i := strings.IndexByte(fetch, '_'); i > 0 && fetch != "ssl_fc" && !strings.HasPrefix(fetch, "always_") {
+		base = fetch[:i]
+	}
+	if base == "req.hdr" {
+		base = "hdr"
+	}
+	t.Fetch, t.Arg, t.Match = base, arg, match
+	rest := words[1:]
+	for len(rest) > 0 && strings.HasPrefix(rest[0], "-") {
+		switch rest[0] {
+		case "-i":
+			t.Insensitive = true
+		case "-m":
+			if len(rest) < 2 || !inList(matchMethods, rest[1]) {
+				got := ""
+				if len(rest) > 1 {
+					got = " " + rest[1]
+				}
+				p.errorf(l, "acl", "acl: -m%s is not a match method vipstack supports (accepted: -m %s)", got, commas(matchMethods))
+				return t, false
+			}
+			if match == "ip" || match == "bool" || match == "meth" {
+				p.errorf(l, "acl", "acl: -m %s with %s is not supported by vipstack (accepted: %s without -m)", rest[1], crit, crit)
+				return t, false
+			}
+			t.Match = rest[1]
+			rest = rest[1:]
+		case "--":
+			rest = rest[1:]
+			goto values
+		default:
+			p.errorf(l, "acl", "acl flag %s is not supported by vipstack (accepted: -i, -m METHOD, --)", rest[0])
+			return t, false
+		}
+		rest = rest[1:]
+	}
+values:
+	t.Values = slices.Clone(rest)
+	switch {
+	case t.Match == "bool" && len(t.Values) > 0:
+		p.errorf(l, "acl", "acl %s takes no value (got %q)", crit, strings.Join(t.Values, " "))
+		return t, false
+	case t.Match != "bool" && t.Match != "found" && len(t.Values) == 0:
+		// haproxy accepts an acl without values, which never matches;
+		// that is almost always a mistake, so vipstack says so.
+		p.warnf(l, "acl %s has no value to match: it never matches", crit)
+	}
+	if err := lbconfig.CompileACL(&t); err != nil {
+		p.errorf(l, "acl", "acl %s: %v", crit, err)
+		return t, false
+	}
+	return t, true
+}
+
+// cond reads `[if|unless CONDITION]` from words; optional says whether
+// none may be given.
+func (p *parser) cond(l line, kw string, words []string, optional bool) (*lbconfig.Cond, bool) {
+	if len(words) == 0 {
+		if !optional {
+			p.errorf(l, kw, "%s needs a condition (accepted: if|unless CONDITION)", kw)
+			return nil, false
+		}
+		return nil, true
+	}
+	if words[0] != "if" && words[0] != "unless" {
+		p.errorf(l, kw, "%s: %q where if or unless was expected (accepted: ... [if|unless CONDITION])", kw, words[0])
+		return nil, false
+	}
+	c := &lbconfig.Cond{Unless: words[0] == "unless"}
+	var and []lbconfig.CondTerm
+	ws := words[1:]
+	if len(ws) == 0 {
+		p.errorf(l, kw, "%s %s needs a condition (accepted: acl names, !, ||, { anonymous acl })", kw, words[0])
+		return nil, false
+	}
+	for i := 0; i < len(ws); i++ {
+		w := ws[i]
+		switch {
+		case w == "||" || w == "or":
+			if len(and) == 0 {
+				p.errorf(l, kw, "%s: %s without a condition before it", kw, w)
+				return nil, false
+			}
+			c.Or = append(c.Or, and)
+			and = nil
+			continue
+		}
+		neg := false
+		if w == "!" {
+			neg = true
+			i++
+			if i == len(ws) {
+				p.errorf(l, kw, "%s: ! at the end of the condition", kw)
+				return nil, false
+			}
+			w = ws[i]
+		} else if strings.HasPrefix(w, "!") {
+			neg, w = true, w[1:]
+		}
+		if w == "{" {
+			end := slices.Index(ws[i+1:], "}")
+			if end < 1 {
+				p.errorf(l, kw, "%s: anonymous acl { ... } is not closed or empty", kw)
+				return nil, false
+			}
+			t, ok := p.aclTest(l, ws[i+1:i+1+end])
+			if !ok {
+				return nil, false
+			}
+			and = append(and, lbconfig.CondTerm{Neg: neg, Anon: &t})
+			i += end + 1
+			continue
+		}
+		and = append(and, lbconfig.CondTerm{Neg: neg, Name: w})
+	}
+	if len(and) == 0 {
+		p.errorf(l, kw, "%s: the condition ends with ||", kw)
+		return nil, false
+	}
+	c.Or = append(c.Or, and)
+	return c, true
+}
+
+// splitCond cuts words at if/unless.
+func splitCond(words []string) (args, cond []string) {
+	for i, w := range words {
+		if w == "if" || w == "unless" {
+			return words[:i], words[i:]
+		}
+	}
+	return words, nil
+}
+
+// httpRequest reads `http-request ACTION ... [if|unless COND]`.
+func (p *parser) httpRequest(l line, hp *lbconfig.HTTPProxy) {
+	if len(l.words) < 2 {
+		p.errorf(l, "http-request", "http-request needs an action (accepted: %s)", lbconfig.HTTPActions)
+		return
+	}
+	action := l.words[1]
+	args, condWords := splitCond(l.words[2:])
+	r := lbconfig.HTTPRule{Action: action, At: p.at(l)}
+	bad := func(form string) {
+		p.errorf(l, "http-request", "http-request %s takes %s, got %q", action, form, strings.Join(args, " "))
+	}
+	switch action {
+	case "set-header", "add-header":
+		if len(args) != 2 {
+			bad("a header name and a value")
+			return
+		}
+		r.Name, r.Value = args[0], args[1]
+		if err := lbconfig.CheckHTTPValue(r.Value); err != nil {
+			p.errorf(l, "http-request", "http-request %s %s: %v", action, r.Name, err)
+			return
+		}
+	case "del-header":
+		if len(args) != 1 {
+			bad("a header name (-m is not supported by vipstack)")
+			return
+		}
+		r.Name = args[0]
+	case "set-path":
+		if len(args) != 1 {
+			bad("a path")
+			return
+		}
+		r.Value = args[0]
+		if err := lbconfig.CheckHTTPValue(r.Value); err != nil {
+			p.errorf(l, "http-request", "http-request set-path: %v", err)
+			return
+		}
+	case "allow":
+		if len(args) != 0 {
+			bad("no value")
+			return
+		}
+	case "deny":
+		r.Status = 403
+		switch {
+		case len(args) == 0:
+		case len(args) == 2 && args[0] == "deny_status":
+			n, err := strconv.Atoi(args[1])
+			if err != nil || n < 200 || n > 599 {
+				p.errorf(l, "http-request", "http-request deny: deny_status %q is not a status code (accepted: 200..599)", args[1])
+				return
+			}
+			r.Status = n
+		default:
+			bad("[deny_status CODE]")
+			return
+		}
+	case "redirect":
+		rr, ok := p.redirect(l, l.words[2:])
+		if !ok {
+			return
+		}
+		rr.Action = "redirect"
+		hp.Rules = append(hp.Rules, rr)
+		return
+	default:
+		p.errorf(l, "http-request", "http-request %s is not supported by vipstack (accepted: %s)", action, lbconfig.HTTPActions)
+		return
+	}
+	cond, ok := p.cond(l, "http-request "+action, condWords, true)
+	if !ok {
+		return
+	}
+	r.Cond = cond
+	hp.Rules = append(hp.Rules, r)
+}
+
+// redirect reads `location|prefix|scheme TO [code N] [drop-query]
+// [append-slash] [if|unless COND]`.
+func (p *parser) redirect(l line, words []string) (lbconfig.HTTPRule, bool) {
+	r := lbconfig.HTTPRule{Action: "redirect", Status: 302, At: p.at(l)}
+	args, condWords := splitCond(words)
+	const form = "location|prefix|scheme TARGET [code 301|302|303|307|308] [drop-query] [append-slash] [if|unless CONDITION]"
+	if len(args) < 2 || (args[0] != "location" && args[0] != "prefix" && args[0] != "scheme") {
+		p.errorf(l, "redirect", "redirect takes %s, got %q", form, strings.Join(words, " "))
+		return r, false
+	}
+	r.Kind, r.To = args[0], args[1]
+	if strings.Contains(r.To, "%[") {
+		if err := lbconfig.CheckHTTPValue(r.To); err != nil {
+			p.errorf(l, "redirect", "redirect %s: %v", r.Kind, err)
+			return r, false
+		}
+	}
+	for i := 2; i < len(args); i++ {
+		switch args[i] {
+		case "code":
+			if i+1 == len(args) {
+				p.errorf(l, "redirect", "redirect: code needs a value (accepted: 301, 302, 303, 307, 308)")
+				return r, false
+			}
+			i++
+			n, err := strconv.Atoi(args[i])
+			if err != nil || !slices.Contains([]int{301, 302, 303, 307, 308}, n) {
+				p.errorf(l, "redirect", "redirect: code %q is not a redirect code (accepted: 301, 302, 303, 307, 308)", args[i])
+				return r, false
+			}
+			r.Status = n
+		case "drop-query":
+			r.DropQuery = true
+		case "append-slash":
+			r.AppendSlash = true
+		default:
+			p.errorf(l, "redirect", "redirect option %q is not supported by vipstack (accepted: code N, drop-query, append-slash)", args[i])
+			return r, false
+		}
+	}
+	cond, ok := p.cond(l, "redirect", condWords, true)
+	if !ok {
+		return r, false
+	}
+	r.Cond = cond
+	return r, true
+}
+
+// cookie reads a backend's `cookie NAME [rewrite|insert|prefix]
+// [indirect] [nocache] [httponly] [secure]`.
+func (p *parser) cookie(l line) {
+	if !p.once(l, "cookie") {
+		return
+	}
+	if len(l.words) < 2 {
+		p.errorf(l, "cookie", "cookie needs a name (accepted: cookie NAME [insert|prefix|rewrite] [indirect] [nocache] [httponly] [secure])")
+		return
+	}
+	c := &lbconfig.Cookie{Name: l.words[1]}
+	for _, w := range l.words[2:] {
+		switch w {
+		case "insert", "prefix", "rewrite":
+			if c.Mode != "" {
+				p.errorf(l, "cookie", "cookie: %s and %s together (accepted: one of insert, prefix, rewrite)", c.Mode, w)
+				return
+			}
+			c.Mode = w
+		case "indirect":
+			c.Indirect = true
+		case "nocache":
+			c.NoCache = true
+		case "httponly":
+			c.HTTPOnly = true
+		case "secure":
+			c.Secure = true
+		default:
+			p.errorf(l, "cookie", "cookie option %q is not supported by vipstack (accepted: insert, prefix, rewrite, indirect, nocache, httponly, secure)", w)
+			return
+		}
+	}
+	p.hs.be.Cookie = c
+}
+
+// httpMode handles `mode` in frontend and backend.
+func (p *parser) httpMode(l line) {
+	if !p.once(l, "mode") {
+		return
+	}
+	args, ok := p.nargs(l, 1, 1, 1, "tcp or http")
+	if !ok {
+		return
+	}
+	switch args[0] {
+	case "tcp", "http":
+		p.hs.mode, p.hs.modeLine = args[0], l.num
+	default:
+		p.errorf(l, "mode", "mode %q is not a haproxy mode (accepted: tcp, http)", args[0])
+	}
+}
+
+// sectionHTTP reports whether the section being closed is in mode http,
+// and refuses HTTP keywords in a TCP one.
+func (p *parser) sectionHTTP(mode string) bool {
+	if mode == "" {
+		mode = p.defMode
+	}
+	if mode == "http" {
+		return true
+	}
+	if p.hs.first != 0 {
+		p.errorf(line{num: p.hs.first}, p.hs.firstKw, "%s in %s (mode tcp) is not supported by vipstack: its acl, use_backend, http-request, redirect, cookie, monitor-uri and stats rules work in mode http only (accepted: mode http in %s)", p.hs.firstKw, p.key, p.key)
+	}
+	return false
+}
+
+// httpFrontendEnd makes the frontend an HTTP one when it is in mode
+// http, with defaults' HTTP settings under its own.
+func (p *parser) httpFrontendEnd(fe *lbconfig.Frontend, mode string, ownFormat bool) {
+	if !p.sectionHTTP(mode) {
+		p.ownForwardForIgnored("frontend", fe.Name, p.hs.fe.ForwardFor)
+		return
+	}
+	h := p.hs.fe
+	h.DontLogNull = p.dontLogNull
+	p.inheritHTTP(&h.HTTPProxy)
+	h.HTTPLog = p.hs.httplog || (p.httplogAt != 0 && !ownFormat)
+	if h.HTTPLog && !ownFormat {
+		p.feLogFormat = lbconfig.HTTPLogFormat
+	}
+	fe.HTTP = &h
+}
+
+// httpBackendEnd makes the backend an HTTP one in mode http.
+func (p *parser) httpBackendEnd(be *lbconfig.Backend, mode string) {
+	if !p.sectionHTTP(mode) {
+		p.ownForwardForIgnored("backend", be.Name, p.hs.be.ForwardFor)
+		return
+	}
+	h := p.hs.be
+	p.inheritHTTP(&h.HTTPProxy)
+	if b := string(be.Balance); strings.HasPrefix(b, "hdr(") && strings.HasSuffix(b, ")") {
+		be.Balance, h.HashHeader = lbconfig.Header, b[4:len(b)-1]
+	}
+	be.HTTP = &h
+}
+
+func (p *parser) inheritHTTP(h *lbconfig.HTTPProxy) {
+	if h.ForwardFor == nil && p.hd.forwardFor != nil {
+		ff := *p.hd.forwardFor
+		h.ForwardFor = &ff
+	}
+	if _, own := p.seen["option http-server-close"]; !own && h.Conn == "" {
+		if _, own := p.seen["option httpclose"]; !own {
+			if _, own := p.seen["option http-keep-alive"]; !own {
+				h.Conn = p.hd.conn
+			}
+		}
+	}
+	for code, body := range p.hd.errorFiles {
+		if h.ErrorFiles == nil {
+			h.ErrorFiles = map[int][]byte{}
+		}
+		if _, own := h.ErrorFiles[code]; !own {
+			h.ErrorFiles[code] = body
+		}
+	}
+}
+
+// proxyStats reads a stats keyword of an HTTP frontend or backend: each
+// enables the stats page there, at `stats uri` (haproxy's default
+// /haproxy?stats).
+func (p *parser) proxyStats(l line, hp *lbconfig.HTTPProxy) {
+	kw := keyword(l.words)
+	if hp.Stats == nil {
+		hp.Stats = &lbconfig.Stats{URI: lbconfig.DefaultStatsURI}
+		if p.kind == secBackend {
+			hp.Stats.Name = p.be.Name
+		} else {
+			hp.Stats.Name = p.fe.Name
+		}
+	}
+	st := hp.Stats
+	switch kw {
+	case "stats enable":
+		if p.once(l, kw) {
+			p.nargs(l, 2, 0, 0, "")
+		}
+	case "stats hide-version":
+		if _, ok := p.nargs(l, 2, 0, 0, ""); ok && p.once(l, kw) {
+			st.HideVersion = true
+		}
+	case "stats uri":
+		if args, ok := p.nargs(l, 2, 1, 1, "a URI prefix"); ok && p.once(l, kw) {
+			st.URI = args[0]
+		}
+	case "stats refresh":
+		if args, ok := p.nargs(l, 2, 1, 1, "a delay, in seconds without a unit"); ok && p.once(l, kw) {
+			st.Refresh, _ = p.timeArg(l, kw, args[0], sUnit)
+		}
+	case "stats auth":
+		args, ok := p.nargs(l, 2, 1, 1, "USER:PASSWORD")
+		if !ok {
+			return
+		}
+		user, pass, found := strings.Cut(args[0], ":")
+		if !found {
+			p.errorf(l, "stats", "stats auth %q has no ':' (accepted: USER:PASSWORD)", args[0])
+			return
+		}
+		st.Users = append(st.Users, lbconfig.UserPass{User: user, Pass: pass})
+	}
+}
+
+// httpFormat reports whether a log-format line of the current section
+// may use HTTP variables: the section is in mode http so far (its own
+// mode line, or defaults').
+func (p *parser) httpFormat() bool {
+	switch {
+	case p.kind == secDefaults:
+		return p.defMode == "http"
+	case p.kind == secListen && p.ls != nil:
+		return p.ls.mode == "http"
+	case p.hs != nil && p.hs.mode != "":
+		return p.hs.mode == "http"
+	}
+	return p.defMode == "http"
+}
+
+// ownForwardForIgnored warns, in haproxy's words, about a TCP section's
+// own option forwardfor (defaults' is inheritedHTTP's).
+func (p *parser) ownForwardForIgnored(what, name string, ff *lbconfig.ForwardFor) {
+	if at, ok := p.seen["option forwardfor"]; ok && ff != nil {
+		p.warnf(line{num: at}, "'option forwardfor' ignored for %s '%s' as it requires HTTP mode.", what, name)
+	}
+}

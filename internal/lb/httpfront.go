@@ -1,0 +1,267 @@
+package lb
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/netip"
+
+	"github.com/vipstack/vipstack/internal/lb/httpproxy"
+	"github.com/vipstack/vipstack/internal/lb/logging"
+	"github.com/vipstack/vipstack/internal/lb/relay"
+	"github.com/vipstack/vipstack/internal/lb/stats"
+	"github.com/vipstack/vipstack/internal/lb/web"
+	"github.com/vipstack/vipstack/internal/lbconfig"
+)
+
+// proxyListener is an HTTP frontend's bind: a Go listener served by
+// httpproxy (mode http), beside the event loops' TCP relay.
+type proxyListener struct {
+	key   string
+	at    boundAddr
+	ln    net.Listener
+	proxy *httpproxy.Proxy
+}
+
+func (l *LB) listenProxy(key string, b lbconfig.Bind) (*proxyListener, error) {
+	network, address, v6only := bindNetwork(b)
+	lc := net.ListenConfig{Control: relay.ListenControl(v6only)}
+	ln, err := lc.Listen(context.Background(), network, address)
+	if err != nil {
+		return nil, err
+	}
+	return &proxyListener{key: key, at: boundOf(b, ln.Addr()), ln: ln}, nil
+}
+
+// shutdown stops accepting and waits for the requests in flight until
+// ctx ends, then closes every connection.
+func (pl *proxyListener) shutdown(ctx context.Context) {
+	if pl.proxy == nil {
+		pl.ln.Close()
+		return
+	}
+	pl.proxy.Shutdown(ctx)
+	pl.ln.Close()
+}
+
+func (pl *proxyListener) close() {
+	if pl.proxy != nil {
+		pl.proxy.Close()
+	}
+	pl.ln.Close()
+}
+
+// proxyConfig is what an HTTP frontend's proxy needs of cfg.
+func (l *LB) proxyConfig(cfg *lbconfig.Config, fe *lbconfig.Frontend, to *logging.Dests) httpproxy.Config {
+	bs := map[string]*lbconfig.Backend{}
+	for i := range cfg.Backends {
+		bs[cfg.Backends[i].Name] = &cfg.Backends[i]
+	}
+	st := map[string]func(http.ResponseWriter, *http.Request) bool{}
+	site := func(key string, s *lbconfig.Stats) {
+		if s == nil {
+			return
+		}
+		ws := &web.Site{Stats: s, Core: webCore{l}, Clock: l.clk, Version: l.opts.Version}
+		st[key] = ws.ServeStats
+	}
+	if fe.HTTP != nil {
+		site(lbconfig.FrontendKey(fe.Name), fe.HTTP.Stats)
+	}
+	for name, b := range bs {
+		if b.HTTP != nil {
+			site(lbconfig.BackendKey(name), b.HTTP.Stats)
+		}
+	}
+	pc := httpproxy.Config{Frontend: *fe, Backends: bs, Timeouts: cfg.Timeouts, Retries: cfg.Retries, Stats: st, Log: l.httpLogger(fe, to)}
+	if fe.HTTP != nil && fe.HTTP.MonitorURI != "" {
+		ms := &web.Site{Monitor: &lbconfig.Monitor{Name: fe.Name, URI: fe.HTTP.MonitorURI}, Core: webCore{l}, Clock: l.clk, Version: l.opts.Version}
+		pc.Monitor = ms.ServeMonitor
+	}
+	return pc
+}
+
+// proxyCore is what httpproxy needs of the LB: the pools of the
+// configuration in force.
+type proxyCore struct{ l *LB }
+
+func (c proxyCore) pool(backend string) *pool {
+	for _, p := range c.l.view.Load().pools {
+		if p.name == backend {
+			return p
+		}
+	}
+	return nil
+}
+
+func (c proxyCore) Pick(backend string, client netip.Addr, hash uint32, useHash bool, skip uint64) int {
+	p := c.pool(backend)
+	if p == nil {
+		return -1
+	}
+	if useHash {
+		return p.pickHash(hash, skip)
+	}
+	if p.balance == lbconfig.URI || p.balance == lbconfig.Header {
+		return p.pickRoundRobin(skip)
+	}
+	return p.pick(client, skip)
+}
+
+func (c proxyCore) Usable(backend string, i int) bool {
+	p := c.pool(backend)
+	return p != nil && i < len(p.servers) && p.servers[i].usable()
+}
+
+func (c proxyCore) Begin(backend string, i int) func(failed bool) {
+	p := c.pool(backend)
+	if p == nil || i >= len(p.servers) {
+		return func(bool) {}
+	}
+	s := p.servers[i]
+	n := s.cur.Add(1)
+	for {
+		m := s.smax.Load()
+		if n <= m || s.smax.CompareAndSwap(m, n) {
+			break
+		}
+	}
+	s.tot.Add(1)
+	s.lbtot.Add(1)
+	return func(failed bool) {
+		s.cur.Add(-1)
+		if failed {
+			s.econ.Add(1)
+		}
+	}
+}
+
+// Opened counts an HTTP client connection as the TCP relay counts its
+// clients (the frontend's scur, smax, stot and rate), so that the stats
+// page shows it and a drain waits for it.
+func (c proxyCore) Opened(name string) func() {
+	var fe *frontend
+	for _, f := range c.l.view.Load().frontends {
+		if f.name == name {
+			fe = f
+			break
+		}
+	}
+	if fe == nil {
+		return func() {}
+	}
+	n := fe.cur.Add(1)
+	stats.StoreMax(&fe.smax, n)
+	fe.tot.Add(1)
+	fe.rate.Add(c.l.clk.Now())
+	return func() {
+		if done, _ := fe.putSlotServe(); done {
+			fe.closeDrained()
+		}
+	}
+}
+
+// pickHash maps a request's hash (balance uri, hdr) onto the eligible
+// servers by weight, as pickSource maps a client address.
+func (p *pool) pickHash(h uint32, skip uint64) int {
+	total := 0
+	ws := make([]int, len(p.servers))
+	for i := range p.servers {
+		ws[i] = p.pickWeight(i, skip)
+		total += ws[i]
+	}
+	if total == 0 {
+		return -1
+	}
+	k := int(h % uint32(total))
+	for i, w := range ws {
+		if k < w {
+			return i
+		}
+		k -= w
+	}
+	return -1
+}
+
+// httpLogger writes an HTTP frontend's request lines to its targets,
+// in its format; nil when it logs none.
+func (l *LB) httpLogger(fe *lbconfig.Frontend, to *logging.Dests) func(httpproxy.Entry) {
+	if fe.HTTP == nil {
+		return nil
+	}
+	hl, err := logging.NewHTTPLog(fe.HTTP.LogFormat, to)
+	if err != nil { // Validate has checked it
+		l.log.Warn("lb: frontend's log format refused; no request log", "frontend", fe.Name, "err", err)
+		return nil
+	}
+	if hl == nil {
+		return nil
+	}
+	return func(e httpproxy.Entry) {
+		f := logging.HTTPFields{Client: e.Client, Local: e.Frontend, Frontend: fe.Name, Backend: e.Backend,
+			AcceptAt: e.Accept, TR: e.TR, Tw: e.Tw, Tc: e.Tc, Tr: e.Tr, Ta: e.Ta, Status: e.Status,
+			Down: uint64(max(e.Bytes, 0)), Method: e.Method, URI: e.URI, Version: e.Version, Retries: e.Retries, BadRequest: e.BadRequest,
+			Counts: httpCounts{l: l, frontend: fe.Name, backend: e.Backend, server: e.Server}}
+		if e.Server != "<NOSRV>" {
+			f.Server, f.ServerAddr = e.Server, e.ServerAddr
+		}
+		copy(f.Term[:], e.Term)
+		var buf [1024]byte
+		l.sendLog(hl.To, lbconfig.LevelInfo, hl.AppendLine(buf[:0], &f))
+	}
+}
+
+// httpCounts are a request line's %ac %fc %bc %sc: the client
+// connections of the process (TCP relay and HTTP frontends) and of the
+// frontend, and the backend's and the server's current sessions, when
+// the line is written.
+type httpCounts struct {
+	l                         *LB
+	frontend, backend, server string
+}
+
+func (c httpCounts) Global() int64 {
+	v := c.l.view.Load()
+	n := c.l.gcount.Load()
+	for _, fc := range v.cfg.Frontends {
+		if fc.HTTP == nil {
+			continue
+		}
+		for _, f := range v.frontends {
+			if f.name == fc.Name {
+				n += f.cur.Load()
+			}
+		}
+	}
+	return n
+}
+
+func (c httpCounts) Frontend() int64 {
+	for _, f := range c.l.view.Load().frontends {
+		if f.name == c.frontend {
+			return f.cur.Load()
+		}
+	}
+	return 0
+}
+
+func (c httpCounts) Backend() int64 {
+	var n int64
+	if p := (proxyCore{c.l}).pool(c.backend); p != nil {
+		for _, s := range p.servers {
+			n += s.cur.Load()
+		}
+	}
+	return n
+}
+
+func (c httpCounts) Server() int64 {
+	if p := (proxyCore{c.l}).pool(c.backend); p != nil {
+		for _, s := range p.servers {
+			if s.name == c.server {
+				return s.cur.Load()
+			}
+		}
+	}
+	return 0
+}

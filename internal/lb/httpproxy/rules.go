@@ -1,0 +1,176 @@
+package httpproxy
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/vipstack/vipstack/internal/lbconfig"
+)
+
+// expand fills a rule value's %[...] expressions (lbconfig.HTTPValueVars).
+func expand(v string, rq *request) string {
+	if !strings.Contains(v, "%[") {
+		return v
+	}
+	var b strings.Builder
+	for {
+		i := strings.Index(v, "%[")
+		if i < 0 {
+			b.WriteString(v)
+			return b.String()
+		}
+		j := strings.IndexByte(v[i:], ']')
+		if j < 0 {
+			b.WriteString(v)
+			return b.String()
+		}
+		b.WriteString(v[:i])
+		b.WriteString(sample(v[i+2:i+j], rq))
+		v = v[i+j+1:]
+	}
+}
+
+func sample(expr string, rq *request) string {
+	switch expr {
+	case "src":
+		return rq.src.Addr().Unmap().String()
+	case "src_port":
+		return strconv.Itoa(int(rq.src.Port()))
+	case "dst":
+		return rq.dst.Addr().Unmap().String()
+	case "dst_port":
+		return strconv.Itoa(int(rq.dst.Port()))
+	case "ssl_fc":
+		if rq.tls {
+			return "1"
+		}
+		return "0"
+	case "path":
+		return rq.r.URL.Path
+	case "method":
+		return rq.r.Method
+	}
+	for _, f := range []string{"req.hdr(", "hdr("} {
+		if name, ok := strings.CutPrefix(expr, f); ok {
+			name = strings.TrimSuffix(name, ")")
+			if strings.EqualFold(name, "host") {
+				return rq.r.Host
+			}
+			vs := rq.r.Header.Values(name)
+			if len(vs) == 0 {
+				return ""
+			}
+			// haproxy's req.hdr() gives the last occurrence.
+			parts := strings.Split(vs[len(vs)-1], ",")
+			return strings.TrimSpace(parts[len(parts)-1])
+		}
+	}
+	return ""
+}
+
+// verdict is what the rules decided for a request.
+type verdict struct {
+	status   int    // deny: the status; redirect: the code; 0 goes on
+	location string // redirect's Location
+}
+
+// term is the termination state a verdict logs: LR for a redirect
+// (haproxy's "locally processed"), PR for a deny.
+func (v verdict) term() string {
+	if v.location != "" {
+		return "LR"
+	}
+	return "PR"
+}
+
+// apply runs a section's http-request rules, then its redirect rules, on
+// rq, as haproxy does: the first deny or redirect ends them; allow ends
+// the http-request rules.
+func apply(h *lbconfig.HTTPProxy, a acls, rq *request) verdict {
+	for i := range h.Rules {
+		r := &h.Rules[i]
+		if !a.cond(r.Cond, rq) {
+			continue
+		}
+		switch r.Action {
+		case "allow":
+			goto redirects
+		case "deny":
+			return verdict{status: r.Status}
+		case "redirect":
+			return verdict{status: r.Status, location: redirectTo(r, rq)}
+		case "set-header":
+			v := expand(r.Value, rq)
+			setHeader(rq.r, r.Name, v)
+		case "add-header":
+			v := expand(r.Value, rq)
+			if strings.EqualFold(r.Name, "host") {
+				rq.r.Host = v
+			} else {
+				rq.r.Header.Add(r.Name, v)
+			}
+		case "del-header":
+			if strings.EqualFold(r.Name, "host") {
+				rq.r.Host = ""
+			}
+			rq.r.Header.Del(r.Name)
+		case "set-path":
+			p := expand(r.Value, rq)
+			rq.r.URL.Path, rq.r.URL.RawPath = p, ""
+		}
+	}
+redirects:
+	for i := range h.Redirects {
+		r := &h.Redirects[i]
+		if a.cond(r.Cond, rq) {
+			return verdict{status: r.Status, location: redirectTo(r, rq)}
+		}
+	}
+	return verdict{}
+}
+
+// setHeader replaces every occurrence of a header. net/http keeps Host
+// out of Header: it is the request's Host.
+func setHeader(r *http.Request, name, v string) {
+	if strings.EqualFold(name, "host") {
+		r.Host = v
+		return
+	}
+	r.Header.Del(name)
+	r.Header[http.CanonicalHeaderKey(name)] = []string{v}
+}
+
+// redirectTo builds a redirect's Location as haproxy does.
+func redirectTo(r *lbconfig.HTTPRule, rq *request) string {
+	to := expand(r.To, rq)
+	uri := rq.r.URL.RequestURI()
+	if rq.r.URL.IsAbs() {
+		// an absolute-form request: its path and query
+		uri = rq.r.URL.EscapedPath()
+		if rq.r.URL.RawQuery != "" {
+			uri += "?" + rq.r.URL.RawQuery
+		}
+	}
+	path, query, hasQuery := strings.Cut(uri, "?")
+	if r.AppendSlash && !strings.HasSuffix(path, "/") {
+		path += "/"
+	}
+	tail := path
+	if hasQuery && !r.DropQuery {
+		tail += "?" + query
+	}
+	switch r.Kind {
+	case "location":
+		return to
+	case "prefix":
+		if to == "/" {
+			// haproxy: a prefix of "/" leaves the URI alone.
+			return tail
+		}
+		return to + tail
+	default: // scheme
+		host := rq.r.Host
+		return to + "://" + host + tail
+	}
+}

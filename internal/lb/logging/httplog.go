@@ -1,0 +1,156 @@
+package logging
+
+import (
+	"net/netip"
+	"strconv"
+	"time"
+
+	"github.com/vipstack/vipstack/internal/lbconfig"
+)
+
+// HTTPLog is a mode http frontend's request log: a line per request in
+// its format (haproxy's option httplog or a log-format with HTTP
+// variables).
+type HTTPLog struct {
+	To    *Dests
+	items []lbconfig.LogItem
+}
+
+// NewHTTPLog compiles an HTTP frontend's format; nil when it has no
+// targets or no format.
+func NewHTTPLog(format string, to *Dests) (*HTTPLog, error) {
+	if to == nil || len(*to) == 0 || format == "" {
+		return nil, nil
+	}
+	items, err := lbconfig.ParseHTTPLogFormat(format)
+	if err != nil {
+		return nil, err
+	}
+	return &HTTPLog{To: to, items: items}, nil
+}
+
+// HTTPFields are what a request's line may show.
+type HTTPFields struct {
+	Client, Local netip.AddrPort
+	Frontend      string
+	Backend       string
+	Server        string // "" when no server was picked
+	ServerAddr    netip.AddrPort
+	AcceptAt      time.Time
+	// TR, Tw, Tc, Tr: the request's head, the queue, the connect and the
+	// server's answer; negative when not reached. Ta the whole request.
+	TR, Tw, Tc, Tr, Ta   time.Duration
+	Status               int
+	Down, Up             uint64
+	Method, URI, Version string
+	Term                 [2]byte
+	Retries              int
+	// BadRequest: no request was read; %r is "<BADREQ>".
+	BadRequest bool
+	Counts     Counts
+}
+
+func msOrMinus(d time.Duration) int64 {
+	if d < 0 {
+		return -1
+	}
+	return d.Milliseconds()
+}
+
+// AppendLine writes the request's line.
+func (hl *HTTPLog) AppendLine(b []byte, f *HTTPFields) []byte {
+	// The variables a TCP line has too are written by ConnLog, from
+	// the Fields they map to.
+	cn := Fields{Client: f.Client, Local: f.Local, Frontend: f.Frontend, Backend: f.Backend, Server: f.Server,
+		ServerAddr: f.ServerAddr, HasServer: f.Server != "", AcceptAt: f.AcceptAt, StartAt: f.AcceptAt.Add(max(f.TR, 0)),
+		Up: f.Up, Down: f.Down, Term: f.Term, Attempts: f.Retries + 1, Counts: f.Counts}
+	if f.Tc >= 0 {
+		cn.ConnAt = cn.StartAt.Add(f.Tc)
+	}
+	end := f.AcceptAt.Add(f.Ta)
+	skipSpace := false
+	for _, it := range hl.items {
+		if it.Var == "" && skipSpace && len(it.Lit) > 0 && it.Lit[0] == ' ' {
+			// haproxy leaves out an empty capture with the space after
+			// it ("%hr %hs %{+Q}r" without captures: one space).
+			b = append(b, it.Lit[1:]...)
+			skipSpace = false
+			continue
+		}
+		skipSpace = false
+		q := it.Quote
+		switch it.Var {
+		case "tr", "trg", "trl", "TR", "Tr", "Ta", "Tq", "Ti", "Tw", "Tc", "ST", "r", "HM", "HU", "HP", "HQ", "HV", "CC", "CS", "tsc", "hr", "hs", "hrl", "hsl":
+		default:
+			one := ConnLog{items: []lbconfig.LogItem{it}}
+			b = one.AppendLine(b, &cn, end)
+			continue
+		}
+		quoted := q && (it.Var == "r" || it.Var == "HM" || it.Var == "HU" || it.Var == "HP" || it.Var == "HQ" || it.Var == "HV" || it.Var == "hr" || it.Var == "hs")
+		if quoted {
+			b = append(b, '"')
+		}
+		switch it.Var {
+		case "tr":
+			b = f.AcceptAt.Add(max(f.TR, 0)).AppendFormat(b, "02/Jan/2006:15:04:05.000")
+		case "trg":
+			b = f.AcceptAt.Add(max(f.TR, 0)).UTC().AppendFormat(b, "02/Jan/2006:15:04:05 -0700")
+		case "trl":
+			b = f.AcceptAt.Add(max(f.TR, 0)).AppendFormat(b, "02/Jan/2006:15:04:05 -0700")
+		case "TR", "Tq":
+			b = strconv.AppendInt(b, msOrMinus(f.TR), 10)
+		case "Ti":
+			b = append(b, '0')
+		case "Tw":
+			b = strconv.AppendInt(b, msOrMinus(f.Tw), 10)
+		case "Tc":
+			b = strconv.AppendInt(b, msOrMinus(f.Tc), 10)
+		case "Tr":
+			b = strconv.AppendInt(b, msOrMinus(f.Tr), 10)
+		case "Ta":
+			b = strconv.AppendInt(b, msOrMinus(f.Ta), 10)
+		case "ST":
+			b = strconv.AppendInt(b, int64(f.Status), 10)
+		case "r":
+			if f.BadRequest {
+				b = append(b, "<BADREQ>"...)
+				break
+			}
+			b = append(b, f.Method...)
+			b = append(b, ' ')
+			b = append(b, f.URI...)
+			b = append(b, ' ')
+			b = append(b, f.Version...)
+		case "HM":
+			b = append(b, f.Method...)
+		case "HU":
+			b = append(b, f.URI...)
+		case "HP", "HQ":
+			path, query := f.URI, ""
+			for i := 0; i < len(f.URI); i++ {
+				if f.URI[i] == '?' {
+					path, query = f.URI[:i], f.URI[i:]
+					break
+				}
+			}
+			if it.Var == "HP" {
+				b = append(b, path...)
+			} else {
+				b = append(b, query...)
+			}
+		case "HV":
+			b = append(b, f.Version...)
+		case "CC", "CS":
+			b = append(b, '-')
+		case "tsc":
+			b = append(b, f.Term[0], f.Term[1], '-', '-')
+		case "hr", "hs", "hrl", "hsl":
+			// no captures
+			skipSpace = !quoted
+		}
+		if quoted {
+			b = append(b, '"')
+		}
+	}
+	return b
+}

@@ -1,0 +1,390 @@
+package lbconfig
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// HTTP mode (haproxy's `mode http`): the model of the frontends' and
+// backends' request routing and rewriting, as internal/lb/httpproxy
+// carries it out.
+
+// HTTPFrontend is a frontend's HTTP settings; a Frontend with a non-nil
+// HTTP is a reverse proxy (mode http), one without relays TCP.
+type HTTPFrontend struct {
+	HTTPProxy
+	// UseBackends are the `use_backend` rules, tried in order before
+	// Frontend.Backend (default_backend).
+	UseBackends []UseBackend
+	// HTTPLog is `option httplog` (or a log-format) in force: the
+	// connection log is written per request, in Frontend.Log's format.
+	HTTPLog bool
+	// DontLogNull leaves out the line of a client that sent nothing
+	// (option dontlognull).
+	DontLogNull bool
+	// MonitorURI is `monitor-uri`: requests for it get the monitor's
+	// answer (as a Monitor's), and no log line.
+	MonitorURI string
+	// LogFormat is the request log's format (HTTPLogFormat for option
+	// httplog); empty writes no request lines.
+	LogFormat string
+}
+
+// HTTPLogVariables are the variables an HTTP frontend's log format may
+// show besides LogVariables (haproxy's names):
+//
+//	tr trg trl  the request's date (local, GMT, local with zone)
+//	TR Tr Ta Tq  the request's head, the server's answer, the whole
+//	            request, and TR plus the idle time (ms)
+//	Ti          idle time before the request (0)
+//	ST          status code
+//	r HM HU HP HQ HV  request line, method, URI, path, query, version
+//	CC CS       captured cookies ("-": vipstack captures none)
+//	tsc         termination state with the cookie flags (4 characters)
+//	hr hs hrl hsl  captured headers (vipstack captures none: empty)
+var HTTPLogVariables = []string{"CC", "CS", "HM", "HP", "HQ", "HU", "HV", "ST", "TR", "Ta", "Ti", "Tq", "Tr", "hr", "hrl", "hs", "hsl", "r", "tr", "trg", "trl", "tsc"}
+
+// ParseHTTPLogFormat is ParseLogFormat for a mode http frontend, whose
+// formats may also show HTTPLogVariables.
+func ParseHTTPLogFormat(s string) ([]LogItem, error) {
+	return parseLogFormat(s, append(slices.Clone(LogVariables), HTTPLogVariables...))
+}
+
+// HTTPLogFormat is the format of haproxy's `option httplog`.
+const HTTPLogFormat = "%ci:%cp [%tr] %ft %b/%s %TR/%Tw/%Tc/%Tr/%Ta %ST %B %CC %CS %tsc %ac/%fc/%bc/%sc/%rc %sq/%bq %hr %hs %{+Q}r"
+
+// HTTPBackend is a backend's HTTP settings (mode http).
+type HTTPBackend struct {
+	HTTPProxy
+	// Cookie is `cookie NAME insert|prefix|rewrite ...`: persistence to
+	// the server whose ServerCookies value the client's cookie carries.
+	Cookie *Cookie
+	// ServerCookies are the servers' `cookie VALUE`, by server name.
+	ServerCookies map[string]string
+	// HashHeader is `balance hdr(NAME)`'s header; HashURI `balance uri`.
+	HashHeader string
+	HashURI    bool
+}
+
+// HTTPProxy is what frontends and backends share: ACLs and rules applied
+// to each request, in haproxy's order (http-request rules, then
+// redirect rules).
+type HTTPProxy struct {
+	ACLs      map[string][]ACLTest // named acls; lines of one name are ORed
+	Rules     []HTTPRule           // http-request rules in order
+	Redirects []HTTPRule           // `redirect` rules in order (Action "redirect")
+	// ForwardFor is `option forwardfor`; nil when off.
+	ForwardFor *ForwardFor
+	// Conn is the connection mode: "" (keep-alive, haproxy's default),
+	// "server-close" or "close" (option httpclose).
+	Conn string
+	// ErrorFiles are `errorfile CODE FILE`: the whole answer (status line,
+	// headers and body) read from FILE, by status.
+	ErrorFiles map[int][]byte
+	// Stats serves the stats page at Stats.URI (`stats enable` / `stats
+	// uri` in an HTTP frontend or backend); nil when off.
+	Stats *Stats
+}
+
+// ForwardFor is `option forwardfor [except NET] [header NAME] [if-none]`.
+type ForwardFor struct {
+	Header string // default X-Forwarded-For
+	Except netip.Prefix
+	IfNone bool
+}
+
+// Cookie is a backend's `cookie` line.
+type Cookie struct {
+	Name     string
+	Mode     string // insert, prefix or rewrite
+	Indirect bool
+	NoCache  bool
+	HTTPOnly bool
+	Secure   bool
+}
+
+// UseBackend is `use_backend NAME [if|unless COND]`.
+type UseBackend struct {
+	Backend string
+	Cond    *Cond
+}
+
+// HTTPRule is one `http-request` rule or `redirect` rule.
+type HTTPRule struct {
+	// Action: set-header, add-header, del-header, set-path, deny,
+	// allow, redirect.
+	Action string
+	Name   string // header name (set-, add-, del-header)
+	Value  string // header value or path, a haproxy log-format (see HTTPValue)
+	Status int    // deny's deny_status (default 403); redirect's code (default 302)
+	// Redirect: Kind is location, prefix or scheme, To its argument.
+	Kind, To string
+	// DropQuery and AppendSlash are redirect's options.
+	DropQuery, AppendSlash bool
+	Cond                   *Cond
+	// At is the rule's "file:line", for messages.
+	At string
+}
+
+// Cond is `if|unless` and the condition: terms ORed (||), each a list of
+// tests ANDed.
+type Cond struct {
+	Unless bool
+	Or     [][]CondTerm
+}
+
+// CondTerm is one named or anonymous ACL, maybe negated (!).
+type CondTerm struct {
+	Neg  bool
+	Name string   // named acl, or
+	Anon *ACLTest // an anonymous one ({ ... })
+}
+
+// ACLTest is one `acl NAME CRITERION [FLAGS] [VALUES...]` line (or an
+// anonymous acl): a fetch, a match method, and values.
+type ACLTest struct {
+	// Fetch is the sample fetch: path, url, method, src, hdr, req.hdr,
+	// ssl_fc, always_true, always_false, ...
+	Fetch string
+	Arg   string // hdr's header name
+	// Match is str, beg, end, sub, reg, dom, found, ip, bool, len.
+	Match       string
+	Insensitive bool
+	Values      []string
+	// The values compiled by CompileACL.
+	Regexps []*regexp.Regexp
+	Nets    []netip.Prefix
+	Methods []string
+}
+
+// HTTPActions are the http-request actions vipstack carries out.
+const HTTPActions = "add-header, allow, del-header, deny, redirect, set-header, set-path"
+
+// HTTPFetches are the ACL criteria vipstack evaluates, with their
+// implied match methods.
+var HTTPFetches = map[string]string{
+	"path": "str", "path_beg": "beg", "path_end": "end", "path_reg": "reg", "path_sub": "sub", "path_dir": "dir",
+	"url": "str", "url_beg": "beg", "url_end": "end", "url_reg": "reg", "url_sub": "sub",
+	"hdr": "str", "hdr_beg": "beg", "hdr_end": "end", "hdr_reg": "reg", "hdr_sub": "sub", "hdr_dom": "dom",
+	"req.hdr": "str",
+	"method":  "meth", "src": "ip", "ssl_fc": "bool", "always_true": "bool", "always_false": "bool",
+	"base": "str", "base_beg": "beg", "base_sub": "sub", "base_end": "end", "base_reg": "reg",
+}
+
+// HTTPFetchNames lists HTTPFetches for messages.
+func HTTPFetchNames() string {
+	return "always_false, always_true, base[_beg|_end|_reg|_sub], hdr(NAME)[_beg|_dom|_end|_reg|_sub], method, path[_beg|_dir|_end|_reg|_sub], req.hdr(NAME), src, ssl_fc, url[_beg|_end|_reg|_sub]"
+}
+
+// CompileACL fills the compiled forms of t's values (Regexps, Nets,
+// Methods) and checks them.
+func CompileACL(t *ACLTest) error {
+	t.Regexps, t.Nets, t.Methods = nil, nil, nil
+	switch t.Match {
+	case "reg":
+		for _, v := range t.Values {
+			expr := v
+			if t.Insensitive {
+				expr = "(?i)" + expr
+			}
+			re, err := regexp.Compile(expr)
+			if err != nil {
+				return fmt.Errorf("regex %q: %v (accepted: an RE2 regular expression)", v, err)
+			}
+			t.Regexps = append(t.Regexps, re)
+		}
+	case "ip":
+		for _, v := range t.Values {
+			pf, err := netip.ParsePrefix(v)
+			if err != nil {
+				a, err2 := netip.ParseAddr(v)
+				if err2 != nil {
+					return fmt.Errorf("%q is not an address or network (accepted: 10.0.0.1, 10.0.0.0/8, fd00::/8)", v)
+				}
+				pf = netip.PrefixFrom(a, a.BitLen())
+			}
+			t.Nets = append(t.Nets, pf.Masked())
+		}
+	case "meth":
+		for _, v := range t.Values {
+			t.Methods = append(t.Methods, strings.ToUpper(v))
+		}
+	}
+	return nil
+}
+
+// HTTPValueVars are the %[...] expressions an http-request header value
+// may hold, besides literal text.
+const HTTPValueVars = "%[src], %[src_port], %[dst], %[dst_port], %[ssl_fc], %[path], %[method], %[req.hdr(NAME)], %[hdr(NAME)]"
+
+// CheckHTTPValue checks that a header value's %[...] expressions are ones
+// vipstack expands.
+func CheckHTTPValue(v string) error {
+	for {
+		i := strings.Index(v, "%[")
+		if i < 0 {
+			return nil
+		}
+		j := strings.IndexByte(v[i:], ']')
+		if j < 0 {
+			return fmt.Errorf("value %q has an unclosed %%[ (accepted: %s)", v, HTTPValueVars)
+		}
+		expr := v[i+2 : i+j]
+		if !HTTPValueExpr(expr) {
+			return fmt.Errorf("%%[%s] is not supported by vipstack (accepted: literal text and %s)", expr, HTTPValueVars)
+		}
+		v = v[i+j+1:]
+	}
+}
+
+// HTTPValueExpr reports whether vipstack expands %[expr].
+func HTTPValueExpr(expr string) bool {
+	switch expr {
+	case "src", "src_port", "dst", "dst_port", "ssl_fc", "path", "method":
+		return true
+	}
+	for _, f := range []string{"req.hdr(", "hdr("} {
+		if strings.HasPrefix(expr, f) && strings.HasSuffix(expr, ")") && len(expr) > len(f)+1 {
+			return true
+		}
+	}
+	return false
+}
+
+// ErrYAMLHTTP is FormatYAML's refusal of a configuration with mode http
+// frontends or backends, which the YAML form does not express.
+var ErrYAMLHTTP = errors.New("the YAML form has no mode http frontends or backends (accepted there: TCP frontends and backends; write haproxy.cfg instead)")
+
+func noHTTPInYAML(c *Config) error {
+	for _, f := range c.Frontends {
+		if f.HTTP != nil {
+			return fmt.Errorf("frontend %s: %w", f.Name, ErrYAMLHTTP)
+		}
+	}
+	for _, b := range c.Backends {
+		if b.HTTP != nil {
+			return fmt.Errorf("backend %s: %w", b.Name, ErrYAMLHTTP)
+		}
+	}
+	return nil
+}
+
+// httpFrontend checks an HTTP frontend's rules: backends named, acls
+// defined.
+func (v *validator) httpFrontend(f *Frontend, backends map[string]bool) {
+	key := FrontendKey(f.Name)
+	mode := map[string]bool{} // backend name -> mode http
+	for _, b := range v.c.Backends {
+		mode[b.Name] = b.HTTP != nil
+	}
+	if f.HTTP == nil {
+		if mode[f.Backend] {
+			v.fail(v.pos(ItemKey(key, "default_backend"), key), key, "default_backend",
+				"tcp frontend %s uses backend %s, which is mode http: haproxy upgrades such connections to HTTP, vipstack does not (accepted: the same mode in both)", f.Name, f.Backend)
+		}
+		return
+	}
+	if f.Backend != "" && backends[f.Backend] && !mode[f.Backend] {
+		v.fail(v.pos(ItemKey(key, "default_backend"), key), key, "default_backend",
+			"http frontend '%s' tries to use incompatible tcp backend '%s' as its default backend (see 'mode').", f.Name, f.Backend)
+	}
+	if f.HTTP.LogFormat != "" {
+		if _, err := ParseHTTPLogFormat(f.HTTP.LogFormat); err != nil {
+			v.fail(v.pos(ItemKey(key, "log-format"), key), key, "log-format", "%v", err)
+		}
+	}
+	for _, u := range f.HTTP.UseBackends {
+		pos := v.pos(ItemKey(key, "use_backend "+u.Backend), key)
+		switch {
+		case !backends[u.Backend]:
+			v.fail(pos, key, "use_backend", "use_backend %q is not a backend (accepted: %s)", u.Backend, v.backendNames())
+		case !mode[u.Backend]:
+			v.fail(pos, key, "use_backend", "http frontend '%s' tries to use incompatible tcp backend '%s' in a 'use_backend' rule (see 'mode').", f.Name, u.Backend)
+		}
+		v.cond(key, "use_backend", &f.HTTP.HTTPProxy, u.Cond)
+	}
+	v.httpProxy(key, &f.HTTP.HTTPProxy)
+}
+
+// httpBackend checks an HTTP backend's rules and cookies.
+func (v *validator) httpBackend(b *Backend) {
+	if b.HTTP == nil {
+		return
+	}
+	key := BackendKey(b.Name)
+	v.httpProxy(key, &b.HTTP.HTTPProxy)
+	if b.Balance == Header && b.HTTP.HashHeader == "" {
+		v.fail(v.pos(ItemKey(key, "balance"), key), key, "balance", "balance hdr needs a header name (accepted: hdr(NAME))")
+	}
+	for name := range b.HTTP.ServerCookies {
+		if !slices.ContainsFunc(b.Servers, func(s Server) bool { return s.Name == name }) {
+			v.fail(v.pos(key), key, "cookie", "cookie of server %q: no such server", name)
+		}
+	}
+}
+
+func (v *validator) httpProxy(key string, h *HTTPProxy) {
+	for name, tests := range h.ACLs {
+		for i := range tests {
+			if err := CompileACL(&tests[i]); err != nil {
+				v.fail(v.pos(ItemKey(key, "acl "+name), key), key, "acl", "acl %s: %v", name, err)
+			}
+		}
+	}
+	for _, rs := range [][]HTTPRule{h.Rules, h.Redirects} {
+		for _, r := range rs {
+			v.cond(key, r.Action, h, r.Cond)
+			if r.Action == "set-header" || r.Action == "add-header" || r.Action == "set-path" {
+				if err := CheckHTTPValue(r.Value); err != nil {
+					v.fail(r.At, key, "http-request", "http-request %s: %v", r.Action, err)
+				}
+			}
+		}
+	}
+}
+
+func (v *validator) cond(key, kw string, h *HTTPProxy, c *Cond) {
+	if c == nil {
+		return
+	}
+	for _, and := range c.Or {
+		for _, t := range and {
+			if t.Anon != nil {
+				if err := CompileACL(t.Anon); err != nil {
+					v.fail(v.pos(key), key, kw, "%v", err)
+				}
+				continue
+			}
+			if _, ok := h.ACLs[t.Name]; !ok && !predefinedACL(t.Name) {
+				v.fail(v.pos(key), key, kw, "acl %q is not defined in %s (accepted: an acl of the section, or a predefined one: TRUE, FALSE, HTTP, METH_GET, ...)", t.Name, key)
+			}
+		}
+	}
+}
+
+// PredefinedACLs are haproxy's predefined ACLs that vipstack knows.
+var PredefinedACLs = map[string]ACLTest{
+	"TRUE":           {Fetch: "always_true", Match: "bool"},
+	"FALSE":          {Fetch: "always_false", Match: "bool"},
+	"HTTP":           {Fetch: "always_true", Match: "bool"},
+	"METH_CONNECT":   {Fetch: "method", Match: "meth", Values: []string{"CONNECT"}, Methods: []string{"CONNECT"}},
+	"METH_DELETE":    {Fetch: "method", Match: "meth", Values: []string{"DELETE"}, Methods: []string{"DELETE"}},
+	"METH_GET":       {Fetch: "method", Match: "meth", Values: []string{"GET", "HEAD"}, Methods: []string{"GET", "HEAD"}},
+	"METH_HEAD":      {Fetch: "method", Match: "meth", Values: []string{"HEAD"}, Methods: []string{"HEAD"}},
+	"METH_OPTIONS":   {Fetch: "method", Match: "meth", Values: []string{"OPTIONS"}, Methods: []string{"OPTIONS"}},
+	"METH_POST":      {Fetch: "method", Match: "meth", Values: []string{"POST"}, Methods: []string{"POST"}},
+	"METH_PUT":       {Fetch: "method", Match: "meth", Values: []string{"PUT"}, Methods: []string{"PUT"}},
+	"METH_TRACE":     {Fetch: "method", Match: "meth", Values: []string{"TRACE"}, Methods: []string{"TRACE"}},
+	"LOCALHOST":      {Fetch: "src", Match: "ip", Values: []string{"127.0.0.1/8", "::1"}, Nets: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}},
+	"HTTP_1.0":       {Fetch: "req.ver", Match: "str", Values: []string{"1.0"}},
+	"HTTP_1.1":       {Fetch: "req.ver", Match: "str", Values: []string{"1.1"}},
+	"HTTP_URL_ABS":   {Fetch: "url_reg", Match: "reg", Values: []string{"^[^/:]*://"}, Regexps: []*regexp.Regexp{regexp.MustCompile("^[^/:]*://")}},
+	"HTTP_URL_SLASH": {Fetch: "url_beg", Match: "beg", Values: []string{"/"}},
+	"HTTP_URL_STAR":  {Fetch: "url", Match: "str", Values: []string{"*"}},
+}
+
+func predefinedACL(name string) bool { _, ok := PredefinedACLs[name]; return ok }
