@@ -8,11 +8,10 @@ import (
 	"log/slog"
 	"os"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/vipstack/vipstack/internal/cluster"
 	"github.com/vipstack/vipstack/internal/handoff"
 	"github.com/vipstack/vipstack/internal/k8s/agent"
+	"github.com/vipstack/vipstack/internal/metrics"
 	"github.com/vipstack/vipstack/internal/netif"
 	"github.com/vipstack/vipstack/internal/serve"
 	"github.com/vipstack/vipstack/internal/version"
@@ -62,7 +61,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "vipstack agent: %v\n", err)
 		return 1
 	}
-	reg := prometheus.NewRegistry()
+	reg := metrics.NewRegistry()
 	a, err := agent.New(mgr, agent.Options{Node: f.nodeName, Logger: log, Registry: reg,
 		Ledger: ledger, AnnounceRate: f.announceRate, Handoff: f.handoffSock, Version: version.String()})
 	if err != nil {

@@ -14,8 +14,12 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/vipstack/vipstack/internal/discovery"
 	"github.com/vipstack/vipstack/internal/dns"
+	"github.com/vipstack/vipstack/internal/metrics"
+	"github.com/vipstack/vipstack/internal/version"
 )
 
 // runDNS is "vipstack dns": CoreDNS embedded with vipstack's clusterdns
@@ -32,6 +36,12 @@ func runDNS(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	cf, err := dns.ReadCorefile(f.conf)
 	if err != nil {
+		fmt.Fprintf(stderr, "vipstack dns: %v\n", err)
+		return 1
+	}
+	// CoreDNS' prometheus plugin serves the default registry, which has
+	// the Go and process collectors; the build information joins them.
+	if err := prometheus.Register(metrics.BuildInfo(version.Get())); err != nil && !errors.As(err, new(prometheus.AlreadyRegisteredError)) {
 		fmt.Fprintf(stderr, "vipstack dns: %v\n", err)
 		return 1
 	}

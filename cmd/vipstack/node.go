@@ -21,6 +21,7 @@ import (
 	"github.com/vipstack/vipstack/internal/clock"
 	"github.com/vipstack/vipstack/internal/cluster"
 	"github.com/vipstack/vipstack/internal/filewatch"
+	"github.com/vipstack/vipstack/internal/metrics"
 	"github.com/vipstack/vipstack/internal/netif"
 	"github.com/vipstack/vipstack/internal/node"
 	"github.com/vipstack/vipstack/internal/redirect"
@@ -59,7 +60,7 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "vipstack node: %v\n", err)
 		return 1
 	}
-	reg := prometheus.NewRegistry()
+	reg := metrics.NewRegistry()
 	agent, err := node.New(node.Options{ClusterPath: f.cfgPath, Node: f.nodeName, Logger: log, Registry: reg,
 		Ledger: ledger, DNSLog: stderr, Endpoints: f.endpoints, LBSocket: f.lbSocket, Version: version.String()})
 	if err != nil {
@@ -81,7 +82,7 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	// CoreDNS's plugins register on Prometheus's default registry.
-	stopEndpoints, ok := startEndpoints("vipstack node", stderr, f.metricsAddr, prometheus.Gatherers{reg, prometheus.DefaultGatherer}, f.statusAddr, func() any { return agent.Status() })
+	stopEndpoints, ok := startEndpoints("vipstack node", stderr, f.metricsAddr, metrics.Merge(reg, prometheus.DefaultGatherer), f.statusAddr, func() any { return agent.Status() })
 	if !ok {
 		return 1
 	}

@@ -12,9 +12,8 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/vipstack/vipstack/internal/engine"
+	"github.com/vipstack/vipstack/internal/metrics"
 	"github.com/vipstack/vipstack/internal/netif"
 	"github.com/vipstack/vipstack/internal/supervise"
 	"github.com/vipstack/vipstack/internal/version"
@@ -57,7 +56,7 @@ func runVRRP(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if code, ran := superviseSelf(ctx, log, stderr, "vrrp", args, f.noSuper, func() { sweepLedger(log, ledger) }); ran {
 		return code
 	}
-	reg := prometheus.NewRegistry()
+	reg := metrics.NewRegistry()
 	e, cfg, err := engine.New(engine.Options{ConfigPath: f.cfgPath, ConfigID: f.configID, Logger: log, Registry: reg, Ledger: ledger})
 	if err != nil {
 		fmt.Fprintf(stderr, "%v\n", err)
