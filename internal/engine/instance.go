@@ -582,7 +582,7 @@ func (e *Engine) syncTrackers(cfg *keepalived.Config) {
 		if s.Probe != nil {
 			check = s.Probe
 		}
-		first := &firstResult{Check: check}
+		first := &firstResult{Check: e.metrics.counted(name, check)}
 		tr := &track.Tracker{
 			Spec:     spec,
 			Check:    first,
