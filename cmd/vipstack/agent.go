@@ -105,8 +105,8 @@ func parseAgentFlags(args []string, stderr io.Writer) (f agentFlags, code int, o
 	fs.BoolVar(&f.noSuper, "no-supervisor", false, "run without the supervisor that removes VIPs at once if the agent crashes")
 	fs.StringVar(&f.handoffSock, "handoff-socket", handoff.AgentSocket, "abstract Unix socket (on the node's network) by which the agent serving the node hands it to a successor started beside it, so that a rolling update moves no address; empty: off (every stop releases the addresses)")
 	logLevel := addLogLevel(fs, "vipstack agent", "")
-	if !parseNoArgs(fs, args, stderr) {
-		return f, 2, false
+	if code, ok := parseNoArgs(fs, args, stderr); !ok {
+		return f, code, false
 	}
 	if f.nodeName == "" {
 		fmt.Fprintln(stderr, "vipstack agent: --node-name is required (or $NODE_NAME, from the pod's spec.nodeName)")

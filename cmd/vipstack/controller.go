@@ -43,8 +43,8 @@ func runController(ctx context.Context, args []string, stdout, stderr io.Writer)
 		foreign     = fs.Bool("read-metallb-kube-vip", true, "serve Services that name no group from MetalLB's and kube-vip's pools (docs/install.md, Migrating)")
 	)
 	logLevel := addLogLevel(fs, "vipstack controller", "")
-	if !parseNoArgs(fs, args, stderr) {
-		return 2
+	if code, ok := parseNoArgs(fs, args, stderr); !ok {
+		return code
 	}
 	log, ok := kubeLogger(stderr, logLevel)
 	if !ok {

@@ -114,8 +114,8 @@ func parseDNSFlags(args []string, stdout, stderr io.Writer) (f dnsFlags, code in
 	fs.Var(&nodeAddrs, "node-addr", "this node's address to publish over mDNS; repeat or separate with commas; never a VIP")
 	fs.Var(&exclude, "mdns-exclude", "address never to advertise or accept over mDNS (the VIPs); repeat or separate with commas")
 	logLevel := addLogLevel(fs, "vipstack dns", "debug, info, warn or error (vipstack's own messages)")
-	if !parseNoArgs(fs, args, stderr) {
-		return f, 2, false
+	if code, ok := parseNoArgs(fs, args, stderr); !ok {
+		return f, code, false
 	}
 	if *plugins {
 		fmt.Fprintln(stdout, strings.Join(dns.Directives(), "\n"))

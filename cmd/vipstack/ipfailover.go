@@ -125,7 +125,7 @@ func parseIPFailoverFlags(args []string, stderr io.Writer) (f ipfailoverFlags, c
 	}
 	logLevel := addLogLevel(fs, "vipstack ipfailover", "")
 	if err := fs.Parse(args); err != nil {
-		return f, 2, false
+		return f, parseExit(err), false
 	}
 	if f.flagVals, ok = ipfailoverFlagVars(fs, byFlag, stderr); !ok {
 		return f, 2, false

@@ -112,7 +112,7 @@ func parseNodeFlags(args []string, stderr io.Writer) (f nodeFlags, code int, ok 
 	fs.StringVar(&f.lbSocket, "lb-socket", "", "on a master, serve the load balancer's runtime API (haproxy's stats socket commands: show stat, show servers state, set server B/S state ready|drain|maint) on this Unix socket, level admin, mode 0600; empty: off")
 	logLevel := addLogLevel(fs, "vipstack node", "")
 	if err := fs.Parse(args); err != nil {
-		return f, 2, false
+		return f, parseExit(err), false
 	}
 	if f.nodeName == "" {
 		h, err := os.Hostname()
@@ -181,7 +181,7 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	addr := fs.String("addr", defaultStatusAddr, "the status address of vipstack node (default), or of vipstack vrrp, ipfailover or agent (their --status-addr)")
 	out := fs.String("o", "table", "output: table or json")
 	if err := fs.Parse(args); err != nil {
-		return 2
+		return parseExit(err)
 	}
 	if *out != "table" && *out != "json" {
 		fmt.Fprintf(stderr, "vipstack status: -o %q: want table or json\n", *out)

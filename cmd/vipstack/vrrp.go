@@ -103,8 +103,8 @@ func parseVRRPFlags(args []string, stderr io.Writer) (f vrrpFlags, code int, ok 
 	logLevel := addLogLevel(fs, "vipstack vrrp", "")
 	fs.StringVar(&f.configID, "i", "", "config ID, as keepalived's -i: lines \"@ID ...\" are read only with this ID, \"@^ID ...\" only without it (default: the host name)")
 	fs.StringVar(&f.configID, "config-id", "", "same as -i")
-	if !parseNoArgs(fs, args, stderr) {
-		return f, 2, false
+	if code, ok := parseNoArgs(fs, args, stderr); !ok {
+		return f, code, false
 	}
 	if f.log, ok = logLevel.logger(stderr); !ok {
 		return f, 2, false
