@@ -82,6 +82,8 @@ type Agent struct {
 	rejectedAt time.Time
 	loadErr    string
 
+	reloads *prometheus.CounterVec // by result; see metrics.go
+
 	// ready is closed once Run has started the services: a reload waits
 	// for it, so that it never races their start with a new file.
 	ready chan struct{}
@@ -128,8 +130,17 @@ func New(opts Options) (*Agent, error) {
 	if err := c.CheckEndpoints(opts.Endpoints); err != nil {
 		return nil, fmt.Errorf("%s: %w", opts.ClusterPath, err)
 	}
-	return &Agent{opts: opts, log: opts.Logger, clk: opts.Clock, cluster: c, plan: p, nodes: discovery.NewRegistry(),
-		ready: make(chan struct{})}, nil
+	a := &Agent{opts: opts, log: opts.Logger, clk: opts.Clock, cluster: c, plan: p, nodes: discovery.NewRegistry(),
+		ready: make(chan struct{}), reloads: newReloads()}
+	if opts.Registry != nil {
+		if err := opts.Registry.Register(a.reloads); err != nil {
+			return nil, fmt.Errorf("metrics: %w", err)
+		}
+		if err := opts.Registry.Register(healthCollector{a}); err != nil {
+			return nil, fmt.Errorf("metrics: %w", err)
+		}
+	}
+	return a, nil
 }
 
 // Run starts the node's services and serves until ctx is done, then stops
@@ -448,9 +459,11 @@ func (a *Agent) Reload() error {
 	}
 	a.mu.Unlock()
 	if err != nil {
+		a.reloads.WithLabelValues("refused").Inc()
 		a.log.Error("cluster file rejected; keeping the running configuration", "file", a.opts.ClusterPath, "err", err)
 		return err
 	}
+	a.reloads.WithLabelValues("applied").Inc()
 	var errs []error
 	if move != nil {
 		if err := move.Finish(a.syncRedirects(c)...); err != nil {
