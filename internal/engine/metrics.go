@@ -180,3 +180,6 @@ func (e *Engine) heldOf(in *instance) []string {
 	}
 	return out
 }
+
+// Held lists the addresses of the instance (as in VIPs) on the node now.
+func (s InstanceStatus) Held() []string { return s.held }
