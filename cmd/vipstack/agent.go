@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/netip"
 	"os"
+	"strings"
 
 	"github.com/vipstack/vipstack/internal/cluster"
 	"github.com/vipstack/vipstack/internal/handoff"
@@ -108,6 +111,9 @@ func parseAgentFlags(args []string, stderr io.Writer) (f agentFlags, code int, o
 	if code, ok := parseNoArgs(fs, args, stderr); !ok {
 		return f, code, false
 	}
+	// The chart passes $(POD_IP):PORT, which for an IPv6 pod address
+	// lacks the brackets.
+	f.metricsAddr, f.healthAddr = bracketIPv6(f.metricsAddr), bracketIPv6(f.healthAddr)
 	if f.nodeName == "" {
 		fmt.Fprintln(stderr, "vipstack agent: --node-name is required (or $NODE_NAME, from the pod's spec.nodeName)")
 		return f, 2, false
@@ -123,4 +129,21 @@ func parseAgentFlags(args []string, stderr io.Writer) (f agentFlags, code int, o
 	}
 	f.log = f.log.With("node", f.nodeName)
 	return f, 0, true
+}
+
+// bracketIPv6 writes ADDR:PORT with an IPv6 ADDR and no brackets (as
+// Kubernetes expands "$(POD_IP):9654") as [ADDR]:PORT; any other text it
+// returns as it is, for the listener to accept or refuse.
+func bracketIPv6(addr string) string {
+	if _, _, err := net.SplitHostPort(addr); err == nil || addr == "" {
+		return addr
+	}
+	i := strings.LastIndexByte(addr, ':')
+	if i < 0 {
+		return addr
+	}
+	if ip, err := netip.ParseAddr(addr[:i]); err == nil && ip.Is6() {
+		return net.JoinHostPort(addr[:i], addr[i+1:])
+	}
+	return addr
 }

@@ -91,3 +91,27 @@ func TestJSONLogger(t *testing.T) {
 		t.Error("no time key")
 	}
 }
+
+// TestAgentPodIPAddr: the chart's --metrics-addr=$(POD_IP):9654 listens on
+// the pod's address, brackets added for an IPv6 one.
+func TestAgentPodIPAddr(t *testing.T) {
+	for in, want := range map[string]string{
+		"198.18.0.11:9654":   "198.18.0.11:9654",
+		"fd00::11:9654":      "[fd00::11]:9654",
+		"[fd00::11]:9654":    "[fd00::11]:9654",
+		"127.0.0.1:9654":     "127.0.0.1:9654",
+		":9654":              ":9654",
+		"":                   "",
+		"not an address":     "not an address",
+		"198.18.0.11:x:9654": "198.18.0.11:x:9654",
+	} {
+		if got := bracketIPv6(in); got != want {
+			t.Errorf("bracketIPv6(%q) = %q, want %q", in, got, want)
+		}
+	}
+	var errb bytes.Buffer
+	f, _, ok := parseAgentFlags([]string{"--node-name", "n1", "--metrics-addr", "fd00::11:9654"}, &errb)
+	if !ok || f.metricsAddr != "[fd00::11]:9654" {
+		t.Errorf("--metrics-addr fd00::11:9654: ok %v, addr %q (%s)", ok, f.metricsAddr, errb.String())
+	}
+}
