@@ -3,6 +3,9 @@
 package metricstest
 
 import (
+	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -21,9 +24,10 @@ func Problems(g prometheus.Gatherer) ([]string, error) {
 	return out, err
 }
 
-// Lint fails t for every promlint finding on what g gathers, and when g
-// gathers no vipstack_ series beside vipstack_build_info (a lint of
-// nothing proves nothing).
+// Lint fails t for every promlint finding on what g gathers, for every
+// vipstack_ series docs/metrics.md does not name, and when g gathers no
+// vipstack_ series beside vipstack_build_info (a lint of nothing proves
+// nothing).
 func Lint(t testing.TB, g prometheus.Gatherer) {
 	t.Helper()
 	fams, err := g.Gather()
@@ -46,4 +50,57 @@ func Lint(t testing.TB, g prometheus.Gatherer) {
 	for _, p := range ps {
 		t.Errorf("metric name lint: %s", p)
 	}
+	doc, path, err := readDoc()
+	if err != nil {
+		t.Fatalf("metrics documentation: %v", err)
+	}
+	for _, f := range fams {
+		if name := f.GetName(); strings.HasPrefix(name, "vipstack_") && !mentions(doc, name) {
+			t.Errorf("%s is not documented in %s", name, path)
+		}
+	}
 }
+
+// Doc is where every vipstack_ series is documented, from the module's
+// root.
+const Doc = "docs/metrics.md"
+
+// readDoc reads Doc, looking for the module's root (go.mod) from the
+// working directory up.
+func readDoc() (text, path string, err error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			path = filepath.Join(dir, Doc)
+			b, err := os.ReadFile(path)
+			return string(b), path, err
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", "", errors.New("no go.mod above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// mentions reports whether text names the series name as a whole word
+// (vipstack_lb_server_up is not in vipstack_lb_server_up_total).
+func mentions(text, name string) bool {
+	for i := 0; ; {
+		j := strings.Index(text[i:], name)
+		if j < 0 {
+			return false
+		}
+		end := i + j + len(name)
+		startOK := i+j == 0 || !wordByte(text[i+j-1])
+		if startOK && (end == len(text) || !wordByte(text[end])) {
+			return true
+		}
+		i = end
+	}
+}
+
+func wordByte(c byte) bool { return c == '_' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' }
