@@ -11,9 +11,12 @@ import (
 	"os"
 	"strings"
 
+	"k8s.io/client-go/kubernetes"
+
 	"github.com/vipstack/vipstack/internal/cluster"
 	"github.com/vipstack/vipstack/internal/handoff"
 	"github.com/vipstack/vipstack/internal/k8s/agent"
+	"github.com/vipstack/vipstack/internal/k8s/kubeauth"
 	"github.com/vipstack/vipstack/internal/metrics"
 	"github.com/vipstack/vipstack/internal/netif"
 	"github.com/vipstack/vipstack/internal/serve"
@@ -23,6 +26,7 @@ import (
 // agentFlags are the flags of `vipstack agent`.
 type agentFlags struct {
 	kubeconfig, nodeName, metricsAddr, statusAddr, healthAddr, stateDir, handoffSock string
+	metricsAuth                                                                      string
 	announceRate                                                                     int
 	noSuper                                                                          bool
 	log                                                                              *slog.Logger
@@ -73,7 +77,23 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	// A successor started beside this agent (a rolling update with surge)
 	// listens on the same ports until this one stops: SO_REUSEPORT.
-	stopEndpoints, ok := startEndpoints("vipstack agent", stderr, f.metricsAddr, reg, f.statusAddr, func() any { return a.Status() }, serve.ReusePort())
+	metricsAddr := f.metricsAddr
+	if f.metricsAuth == "kubernetes" && metricsAddr != "" {
+		cs, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			fmt.Fprintf(stderr, "vipstack agent: --metrics-auth kubernetes: %v\n", err)
+			return 1
+		}
+		guard := &kubeauth.Guard{Reviewer: kubeauth.ForClientset(cs), Logger: log}
+		ms, err := serve.Handler(metricsAddr, guard.Wrap(serve.MetricsHandler(reg)), serve.ReusePort())
+		if err != nil {
+			fmt.Fprintf(stderr, "vipstack agent: --metrics-addr: %v\n", err)
+			return 1
+		}
+		defer ms.Close()
+		metricsAddr = "" // served above
+	}
+	stopEndpoints, ok := startEndpoints("vipstack agent", stderr, metricsAddr, reg, f.statusAddr, func() any { return a.Status() }, serve.ReusePort())
 	if !ok {
 		return 1
 	}
@@ -107,6 +127,7 @@ func parseAgentFlags(args []string, stderr io.Writer) (f agentFlags, code int, o
 	fs.IntVar(&f.announceRate, "announce-rate", 500, "gratuitous ARP / unsolicited NA per second and instance (0: unlimited)")
 	fs.BoolVar(&f.noSuper, "no-supervisor", false, "run without the supervisor that removes VIPs at once if the agent crashes")
 	fs.StringVar(&f.handoffSock, "handoff-socket", handoff.AgentSocket, "abstract Unix socket (on the node's network) by which the agent serving the node hands it to a successor started beside it, so that a rolling update moves no address; empty: off (every stop releases the addresses)")
+	fs.StringVar(&f.metricsAuth, "metrics-auth", "none", "none, or kubernetes: serve metrics only to a bearer token the API server authenticates (TokenReview) whose user may get the path as a non-resource URL (SubjectAccessReview: a ClusterRole with nonResourceURLs [/metrics], verbs [get]); the agent's ServiceAccount needs system:auth-delegator")
 	logLevel := addLogLevel(fs, "vipstack agent", "")
 	if code, ok := parseNoArgs(fs, args, stderr); !ok {
 		return f, code, false
@@ -114,6 +135,10 @@ func parseAgentFlags(args []string, stderr io.Writer) (f agentFlags, code int, o
 	// The chart passes $(POD_IP):PORT, which for an IPv6 pod address
 	// lacks the brackets.
 	f.metricsAddr, f.healthAddr = bracketIPv6(f.metricsAddr), bracketIPv6(f.healthAddr)
+	if f.metricsAuth != "none" && f.metricsAuth != "kubernetes" {
+		fmt.Fprintf(stderr, "vipstack agent: --metrics-auth %q: want none or kubernetes\n", f.metricsAuth)
+		return f, 2, false
+	}
 	if f.nodeName == "" {
 		fmt.Fprintln(stderr, "vipstack agent: --node-name is required (or $NODE_NAME, from the pod's spec.nodeName)")
 		return f, 2, false

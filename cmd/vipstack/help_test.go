@@ -115,3 +115,12 @@ func TestAgentPodIPAddr(t *testing.T) {
 		t.Errorf("--metrics-addr fd00::11:9654: ok %v, addr %q (%s)", ok, f.metricsAddr, errb.String())
 	}
 }
+
+// TestMetricsAuthFlag: --metrics-auth takes none or kubernetes.
+func TestMetricsAuthFlag(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := run([]string{"agent", "--node-name", "n1", "--metrics-auth", "basic"}, &out, &errb); code != 2 ||
+		!strings.Contains(errb.String(), `--metrics-auth "basic": want none or kubernetes`) {
+		t.Errorf("--metrics-auth basic: exit %d, want 2 and what is accepted\nstderr: %s", code, errb.String())
+	}
+}
