@@ -97,6 +97,7 @@ func (e *Engine) apply(cfg *keepalived.Config) error {
 				e.log.Info("interface now exists; starting the instance", "instance", name, "interface", fresh[name].cfg.Interface)
 				e.setCond(old, condAbsent, false, "interface "+old.cfg.Interface+" now exists; the instance is built on it")
 			}
+			e.metrics.forget(old, fresh[name])
 			delete(e.instances, name)
 			delete(e.byKey, old.key())
 			old.close()

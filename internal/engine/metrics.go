@@ -65,6 +65,23 @@ func newMetrics(reg prometheus.Registerer, status func() []InstanceStatus) *metr
 	return m
 }
 
+// forget removes the counters of old, an instance a reload removed
+// (next nil) or rebuilt under other labels (its VRID or interface
+// changed), so that no series of what no longer runs stays.
+func (m *metrics) forget(old, next *instance) {
+	if m == nil || (next != nil && slices.Equal(old.labels(), next.labels())) {
+		return
+	}
+	ls := old.labels()
+	match := prometheus.Labels{"instance": ls[0], "vrid": ls[1], "interface": ls[2]}
+	for _, v := range []*prometheus.CounterVec{m.transitions, m.sent, m.sendErrors, m.received, m.conflicts} {
+		v.DeletePartialMatch(match)
+	}
+	if next == nil {
+		m.dropped.DeletePartialMatch(prometheus.Labels{"instance": ls[0]})
+	}
+}
+
 // counted returns c, counting its results under name (nil m: c itself).
 func (m *metrics) counted(name string, c track.Check) track.Check {
 	if m == nil {

@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"net/netip"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -132,4 +133,67 @@ func help(d *prometheus.Desc) string {
 	_, s, _ = strings.Cut(s, `help: "`)
 	s, _, _ = strings.Cut(s, `"`) // no help text here has a quote
 	return s
+}
+
+// TestMetricsForgetRemovedInstances: after a reload that removes VI_2 and
+// moves VI_1 to another VRID, no series names VI_2 or VI_1's old VRID;
+// VI_1's new VRID has its own.
+func TestMetricsForgetRemovedInstances(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := (&simSegment{}).node("h", "198.18.0.1/24")
+		inst := func(name string, vrid int, vip string) string {
+			return fmt.Sprintf("vrrp_instance %s {\n    state BACKUP\n    interface eth0\n    virtual_router_id %d\n    priority 100\n    advert_int 1\n    virtual_ipaddress {\n        %s\n    }\n}\n", name, vrid, vip)
+		}
+		reg := prometheus.NewRegistry()
+		e, _ := simEngine(t, n, inst("VI_1", 51, "198.18.0.100/32")+inst("VI_2", 52, "198.18.0.101/32"), nil, func(o *Options) { o.Registry = reg })
+		simRun(t, e)
+		time.Sleep(5 * time.Second) // both become master
+		synctest.Wait()
+		series := func() []string {
+			t.Helper()
+			fams, err := reg.Gather()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out []string
+			for _, f := range fams {
+				for _, m := range f.GetMetric() {
+					var ls []string
+					for _, l := range m.GetLabel() {
+						if l.GetName() == "instance" || l.GetName() == "vrid" {
+							ls = append(ls, l.GetValue())
+						}
+					}
+					if len(ls) == 2 {
+						out = append(out, ls[0]+"/"+ls[1])
+					}
+				}
+			}
+			return out
+		}
+		has := func(all []string, s string) bool { return strings.Contains(","+strings.Join(all, ",")+",", ","+s+",") }
+		before := series()
+		for _, want := range []string{"VI_1/51", "VI_2/52"} {
+			if !has(before, want) {
+				t.Fatalf("before the reload: no series of %s in %v", want, before)
+			}
+		}
+		if err := os.WriteFile(e.opts.ConfigPath, []byte(inst("VI_1", 53, "198.18.0.100/32")), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Reload(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		after := series()
+		for _, gone := range []string{"VI_1/51", "VI_2/52"} {
+			if has(after, gone) {
+				t.Errorf("after the reload: series of %s remain: %v", gone, after)
+			}
+		}
+		if !has(after, "VI_1/53") {
+			t.Errorf("after the reload: no series of VI_1/53: %v", after)
+		}
+	})
 }
