@@ -6,13 +6,18 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/netip"
 	"os"
+	"strings"
 
-	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/vipstack/vipstack/internal/cluster"
 	"github.com/vipstack/vipstack/internal/handoff"
 	"github.com/vipstack/vipstack/internal/k8s/agent"
+	"github.com/vipstack/vipstack/internal/k8s/kubeauth"
+	"github.com/vipstack/vipstack/internal/metrics"
 	"github.com/vipstack/vipstack/internal/netif"
 	"github.com/vipstack/vipstack/internal/serve"
 	"github.com/vipstack/vipstack/internal/version"
@@ -21,6 +26,7 @@ import (
 // agentFlags are the flags of `vipstack agent`.
 type agentFlags struct {
 	kubeconfig, nodeName, metricsAddr, statusAddr, healthAddr, stateDir, handoffSock, publishNS string
+	metricsAuth                                                                                 string
 	announceRate                                                                                int
 	noSuper                                                                                     bool
 	log                                                                                         *slog.Logger
@@ -62,7 +68,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "vipstack agent: %v\n", err)
 		return 1
 	}
-	reg := prometheus.NewRegistry()
+	reg := metrics.NewRegistry()
 	a, err := agent.New(mgr, agent.Options{Node: f.nodeName, Logger: log, Registry: reg,
 		Ledger: ledger, AnnounceRate: f.announceRate, Handoff: f.handoffSock, Version: version.String(), PublishNamespace: f.publishNS})
 	if err != nil {
@@ -71,7 +77,23 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	// A successor started beside this agent (a rolling update with surge)
 	// listens on the same ports until this one stops: SO_REUSEPORT.
-	stopEndpoints, ok := startEndpoints("vipstack agent", stderr, f.metricsAddr, reg, f.statusAddr, func() any { return a.Status() }, serve.ReusePort())
+	metricsAddr := f.metricsAddr
+	if f.metricsAuth == "kubernetes" && metricsAddr != "" {
+		cs, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			fmt.Fprintf(stderr, "vipstack agent: --metrics-auth kubernetes: %v\n", err)
+			return 1
+		}
+		guard := &kubeauth.Guard{Reviewer: kubeauth.ForClientset(cs), Logger: log}
+		ms, err := serve.Handler(metricsAddr, guard.Wrap(serve.MetricsHandler(reg)), serve.ReusePort())
+		if err != nil {
+			fmt.Fprintf(stderr, "vipstack agent: --metrics-addr: %v\n", err)
+			return 1
+		}
+		defer ms.Close()
+		metricsAddr = "" // served above
+	}
+	stopEndpoints, ok := startEndpoints("vipstack agent", stderr, metricsAddr, reg, f.statusAddr, func() any { return a.Status() }, serve.ReusePort())
 	if !ok {
 		return 1
 	}
@@ -106,8 +128,16 @@ func parseAgentFlags(args []string, stderr io.Writer) (f agentFlags, code int, o
 	fs.BoolVar(&f.noSuper, "no-supervisor", false, "run without the supervisor that removes VIPs at once if the agent crashes")
 	fs.StringVar(&f.handoffSock, "handoff-socket", handoff.AgentSocket, "abstract Unix socket (on the node's network) by which the agent serving the node hands it to a successor started beside it, so that a rolling update moves no address; empty: off (every stop releases the addresses)")
 	fs.StringVar(&f.publishNS, "publish-namespace", os.Getenv("POD_NAMESPACE"), "namespace of the agent's status Lease (vipstack-agent-NODE), read by `vipstack status --cluster --kubeconfig` (default $POD_NAMESPACE); empty: none")
+	fs.StringVar(&f.metricsAuth, "metrics-auth", "none", "none, or kubernetes: serve metrics only to a bearer token the API server authenticates (TokenReview) whose user may get the path as a non-resource URL (SubjectAccessReview: a ClusterRole with nonResourceURLs [/metrics], verbs [get]); the agent's ServiceAccount needs system:auth-delegator")
 	logLevel := addLogLevel(fs, "vipstack agent", "")
-	if !parseNoArgs(fs, args, stderr) {
+	if code, ok := parseNoArgs(fs, args, stderr); !ok {
+		return f, code, false
+	}
+	// The chart passes $(POD_IP):PORT, which for an IPv6 pod address
+	// lacks the brackets.
+	f.metricsAddr, f.healthAddr = bracketIPv6(f.metricsAddr), bracketIPv6(f.healthAddr)
+	if f.metricsAuth != "none" && f.metricsAuth != "kubernetes" {
+		fmt.Fprintf(stderr, "vipstack agent: --metrics-auth %q: want none or kubernetes\n", f.metricsAuth)
 		return f, 2, false
 	}
 	if f.nodeName == "" {
@@ -125,4 +155,21 @@ func parseAgentFlags(args []string, stderr io.Writer) (f agentFlags, code int, o
 	}
 	f.log = f.log.With("node", f.nodeName)
 	return f, 0, true
+}
+
+// bracketIPv6 writes ADDR:PORT with an IPv6 ADDR and no brackets (as
+// Kubernetes expands "$(POD_IP):9654") as [ADDR]:PORT; any other text it
+// returns as it is, for the listener to accept or refuse.
+func bracketIPv6(addr string) string {
+	if _, _, err := net.SplitHostPort(addr); err == nil || addr == "" {
+		return addr
+	}
+	i := strings.LastIndexByte(addr, ':')
+	if i < 0 {
+		return addr
+	}
+	if ip, err := netip.ParseAddr(addr[:i]); err == nil && ip.Is6() {
+		return net.JoinHostPort(addr[:i], addr[i+1:])
+	}
+	return addr
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
@@ -19,6 +21,7 @@ import (
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/vipstack/vipstack/internal/k8s/controller"
+	"github.com/vipstack/vipstack/internal/metrics"
 	"github.com/vipstack/vipstack/internal/version"
 )
 
@@ -41,8 +44,8 @@ func runController(ctx context.Context, args []string, stdout, stderr io.Writer)
 		keepalived  = fs.Bool("read-keepalived-operator", true, "serve keepalived-operator's KeepalivedGroups and read OpenShift's Network externalIP CIDRs, when their CRDs are installed (docs/kubernetes.md)")
 	)
 	logLevel := addLogLevel(fs, "vipstack controller", "")
-	if !parseNoArgs(fs, args, stderr) {
-		return 2
+	if code, ok := parseNoArgs(fs, args, stderr); !ok {
+		return code
 	}
 	log, ok := kubeLogger(stderr, logLevel)
 	if !ok {
@@ -62,6 +65,11 @@ func runController(ctx context.Context, args []string, stdout, stderr io.Writer)
 	mgr, err := controller.NewManager(cfg, controller.ManagerOptions{Logger: log, LeaderElection: *leaderElect,
 		LeaderElectionNamespace: *leaseNS, MetricsAddr: *metricsAddr, HealthAddr: *healthAddr})
 	if err != nil {
+		fmt.Fprintf(stderr, "vipstack controller: %v\n", err)
+		return 1
+	}
+	// controller-runtime's registry has the Go and process collectors.
+	if err := crmetrics.Registry.Register(metrics.BuildInfo(version.Get())); err != nil && !errors.As(err, new(prometheus.AlreadyRegisteredError)) {
 		fmt.Fprintf(stderr, "vipstack controller: %v\n", err)
 		return 1
 	}

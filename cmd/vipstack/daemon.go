@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -12,30 +13,46 @@ import (
 )
 
 // parseNoArgs parses args with fs and refuses arguments after the flags;
-// false means exit 2 (the flag package, or it, said why).
-func parseNoArgs(fs *flag.FlagSet, args []string, stderr io.Writer) bool {
+// false means exit with code: 0 after -h or --help (the flag package
+// printed the flags), 2 on a bad flag or argument (it, or the flag
+// package, said why).
+func parseNoArgs(fs *flag.FlagSet, args []string, stderr io.Writer) (code int, ok bool) {
 	if err := fs.Parse(args); err != nil {
-		return false
+		return parseExit(err), false
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "%s: unexpected arguments %q\n", fs.Name(), fs.Args())
-		return false
+		return 2, false
 	}
-	return true
+	return 0, true
 }
 
-// logLevelFlag is the --log-level every long-running subcommand has.
+// parseExit is the exit code after flag.FlagSet.Parse failed with err: 0
+// when help was asked for (the flags were printed, as asked), 2 for a bad
+// flag.
+func parseExit(err error) int {
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	return 2
+}
+
+// logLevelFlag is the --log-level and --log-format every long-running
+// subcommand has.
 type logLevelFlag struct {
 	command string // "vipstack vrrp"
 	value   *string
+	format  *string
 }
 
-// addLogLevel adds --log-level to fs; help "" says what it sets.
+// addLogLevel adds --log-level and --log-format to fs; help "" says what
+// the level sets.
 func addLogLevel(fs *flag.FlagSet, command, help string) *logLevelFlag {
 	if help == "" {
 		help = "debug, info, warn or error"
 	}
-	return &logLevelFlag{command: command, value: fs.String("log-level", "info", help)}
+	return &logLevelFlag{command: command, value: fs.String("log-level", "info", help),
+		format: fs.String("log-format", "text", "text (key=value, slog's text form) or json (one object a line, for Loki, Elastic, OpenShift logging)")}
 }
 
 // level parses the flag; on a bad value it tells stderr what is accepted.
@@ -48,13 +65,21 @@ func (f *logLevelFlag) level(stderr io.Writer) (slog.Level, bool) {
 	return l, true
 }
 
-// logger is a text logger on stderr at the flag's level.
+// logger is a logger on stderr at the flag's level, in the flag's format.
 func (f *logLevelFlag) logger(stderr io.Writer) (*slog.Logger, bool) {
 	l, ok := f.level(stderr)
 	if !ok {
 		return nil, false
 	}
-	return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: l})), true
+	o := &slog.HandlerOptions{Level: l}
+	switch *f.format {
+	case "text":
+		return slog.New(slog.NewTextHandler(stderr, o)), true
+	case "json":
+		return slog.New(slog.NewJSONHandler(stderr, o)), true
+	}
+	fmt.Fprintf(stderr, "%s: --log-format %q: want text or json\n", f.command, *f.format)
+	return nil, false
 }
 
 // superviseSelf runs `vipstack SUB ARGS...` again as the child of a

@@ -14,8 +14,12 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/vipstack/vipstack/internal/discovery"
 	"github.com/vipstack/vipstack/internal/dns"
+	"github.com/vipstack/vipstack/internal/metrics"
+	"github.com/vipstack/vipstack/internal/version"
 )
 
 // runDNS is "vipstack dns": CoreDNS embedded with vipstack's clusterdns
@@ -32,6 +36,12 @@ func runDNS(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	cf, err := dns.ReadCorefile(f.conf)
 	if err != nil {
+		fmt.Fprintf(stderr, "vipstack dns: %v\n", err)
+		return 1
+	}
+	// CoreDNS' prometheus plugin serves the default registry, which has
+	// the Go and process collectors; the build information joins them.
+	if err := prometheus.Register(metrics.BuildInfo(version.Get())); err != nil && !errors.As(err, new(prometheus.AlreadyRegisteredError)) {
 		fmt.Fprintf(stderr, "vipstack dns: %v\n", err)
 		return 1
 	}
@@ -104,8 +114,8 @@ func parseDNSFlags(args []string, stdout, stderr io.Writer) (f dnsFlags, code in
 	fs.Var(&nodeAddrs, "node-addr", "this node's address to publish over mDNS; repeat or separate with commas; never a VIP")
 	fs.Var(&exclude, "mdns-exclude", "address never to advertise or accept over mDNS (the VIPs); repeat or separate with commas")
 	logLevel := addLogLevel(fs, "vipstack dns", "debug, info, warn or error (vipstack's own messages)")
-	if !parseNoArgs(fs, args, stderr) {
-		return f, 2, false
+	if code, ok := parseNoArgs(fs, args, stderr); !ok {
+		return f, code, false
 	}
 	if *plugins {
 		fmt.Fprintln(stdout, strings.Join(dns.Directives(), "\n"))

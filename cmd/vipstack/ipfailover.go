@@ -15,9 +15,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/vipstack/vipstack/internal/ipfailover"
+	"github.com/vipstack/vipstack/internal/metrics"
 	"github.com/vipstack/vipstack/internal/netif"
 	"github.com/vipstack/vipstack/internal/supervise"
 	"github.com/vipstack/vipstack/internal/version"
@@ -56,7 +55,7 @@ func runIPFailover(ctx context.Context, args []string, stdout, stderr io.Writer)
 		fmt.Fprintf(stderr, "vipstack ipfailover: %v\n", err)
 		return 1
 	}
-	reg := prometheus.NewRegistry()
+	reg := metrics.NewRegistry()
 	opts := f.opts
 	opts.Registry, opts.Ledger = reg, ledger
 	pool, err := ipfailover.New(opts)
@@ -126,7 +125,7 @@ func parseIPFailoverFlags(args []string, stderr io.Writer) (f ipfailoverFlags, c
 	}
 	logLevel := addLogLevel(fs, "vipstack ipfailover", "")
 	if err := fs.Parse(args); err != nil {
-		return f, 2, false
+		return f, parseExit(err), false
 	}
 	if f.flagVals, ok = ipfailoverFlagVars(fs, byFlag, stderr); !ok {
 		return f, 2, false

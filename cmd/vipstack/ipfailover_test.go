@@ -33,7 +33,7 @@ func TestIPFailoverArguments(t *testing.T) {
 			wantCode: 2, wantErr: `--log-level "loud"`},
 		{name: "status on loopback only", env: map[string]string{"OPENSHIFT_HA_VIRTUAL_IPS": "198.18.0.100"}, args: []string{"--status-addr", "0.0.0.0:9651"},
 			wantCode: 2, wantErr: "loopback only"},
-		{name: "help lists the variables", args: []string{"-h"}, wantCode: 2, wantErr: "OPENSHIFT_HA_MONITOR_PORT, default \"80\""},
+		{name: "help lists the variables", args: []string{"-h"}, wantCode: 0, wantErr: "OPENSHIFT_HA_MONITOR_PORT, default \"80\""},
 		{name: "print the configuration", env: map[string]string{"OPENSHIFT_HA_VIRTUAL_IPS": "198.18.0.100-101", "OPENSHIFT_HA_MONITOR_PORT": "0",
 			"OPENSHIFT_HA_NETWORK_INTERFACE": "lo", "OPENSHIFT_HA_REPLICA_COUNT": "2"},
 			args: []string{"--print-config", "--vrid-probe", "0", "mypool"}, wantCode: 0,

@@ -88,8 +88,8 @@ func parseLBFlags(args []string, stderr io.Writer) (f lbFlags, code int, ok bool
 	fs.IntVar(&f.perBind, "listeners-per-bind", 1, "SO_REUSEPORT sockets (each with its own accept loop) per frontend bind")
 	fs.BoolVar(&f.check, "c", false, "same as --check")
 	logLevel := addLogLevel(fs, "vipstack lb", "")
-	if !parseNoArgs(fs, args, stderr) {
-		return f, 2, false
+	if code, ok := parseNoArgs(fs, args, stderr); !ok {
+		return f, code, false
 	}
 	if f.log, ok = logLevel.logger(stderr); !ok {
 		return f, 2, false

@@ -76,7 +76,7 @@ func runManifestIPFailover(args []string, stdout, stderr io.Writer) int {
 
 	positional, err := parseInterspersed(fs, args)
 	if err != nil {
-		return 2
+		return parseExit(err)
 	}
 	name := manifest.DefaultIPFailoverName
 	switch len(positional) {

@@ -18,7 +18,7 @@ func TestManifestIPFailoverArguments(t *testing.T) {
 		wantErr  string
 	}{
 		{name: "no kind", args: []string{"manifest"}, wantCode: 2, wantErr: "want the kind of manifest to print: ipfailover"},
-		{name: "help lists the flags", args: []string{"manifest", "-h"}, wantCode: 2, wantErr: "-virtual-ips"},
+		{name: "help lists the flags", args: []string{"manifest", "-h"}, wantCode: 0, wantErr: "-virtual-ips"},
 		{name: "VIPs required", args: []string{"manifest", "ipfailover"}, wantCode: 2, wantErr: "--virtual-ips is required"},
 		// oc's order: NAME first, then flags; and flags around NAME.
 		{name: "NAME before the flags", args: []string{"manifest", "ipfailover", "ipf-west", "--virtual-ips=198.18.0.100-104", "-r", "2", "-l", "router=us-west-ha"},

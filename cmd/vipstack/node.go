@@ -22,6 +22,7 @@ import (
 	"github.com/vipstack/vipstack/internal/clock"
 	"github.com/vipstack/vipstack/internal/cluster"
 	"github.com/vipstack/vipstack/internal/filewatch"
+	"github.com/vipstack/vipstack/internal/metrics"
 	"github.com/vipstack/vipstack/internal/netif"
 	"github.com/vipstack/vipstack/internal/node"
 	"github.com/vipstack/vipstack/internal/redirect"
@@ -61,7 +62,7 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "vipstack node: %v\n", err)
 		return 1
 	}
-	reg := prometheus.NewRegistry()
+	reg := metrics.NewRegistry()
 	agent, err := node.New(node.Options{ClusterPath: f.cfgPath, Node: f.nodeName, Logger: log, Registry: reg,
 		Ledger: ledger, DNSLog: stderr, Endpoints: f.endpoints, LBSocket: f.lbSocket, Version: version.String(),
 		Live: node.LiveOptions{Kubeconfig: f.kubeconfig, Role: cluster.Role(f.role)}})
@@ -84,7 +85,7 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	// CoreDNS's plugins register on Prometheus's default registry.
-	stopEndpoints, ok := startEndpoints("vipstack node", stderr, f.metricsAddr, prometheus.Gatherers{reg, prometheus.DefaultGatherer}, f.statusAddr, func() any { return agent.Status() })
+	stopEndpoints, ok := startEndpoints("vipstack node", stderr, f.metricsAddr, metrics.Merge(reg, prometheus.DefaultGatherer), f.statusAddr, func() any { return agent.Status() })
 	if !ok {
 		return 1
 	}
@@ -117,7 +118,7 @@ func parseNodeFlags(args []string, stderr io.Writer) (f nodeFlags, code int, ok 
 	fs.StringVar(&f.lbSocket, "lb-socket", "", "on a master, serve the load balancer's runtime API (haproxy's stats socket commands: show stat, show servers state, set server B/S state ready|drain|maint) on this Unix socket, level admin, mode 0600; empty: off")
 	logLevel := addLogLevel(fs, "vipstack node", "")
 	if err := fs.Parse(args); err != nil {
-		return f, 2, false
+		return f, parseExit(err), false
 	}
 	if f.nodeName == "" {
 		h, err := os.Hostname()
@@ -191,7 +192,7 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	namespace := fs.String("namespace", chart.Namespace, "with --kubeconfig: the agents' namespace")
 	timeout := fs.Duration("timeout", 5*time.Second, "how long to wait for each node (or the API server)")
 	if err := fs.Parse(args); err != nil {
-		return 2
+		return parseExit(err)
 	}
 	if *out != "table" && *out != "json" {
 		fmt.Fprintf(stderr, "vipstack status: -o %q: want table or json\n", *out)

@@ -55,9 +55,9 @@ func runRedirect(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	)
 	logLevel := addLogLevel(fs, "vipstack redirect", "")
 	if err := fs.Parse(args); err != nil {
-		return 2
+		return parseExit(err)
 	}
-	_, levelOK := logLevel.level(io.Discard) // said last, below
+	_, levelOK := logLevel.logger(io.Discard) // said last, below
 	u, uerr := url.Parse(*monitor)
 	switch {
 	case fs.NArg() > 0:
@@ -76,7 +76,7 @@ func runRedirect(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		fmt.Fprintf(stderr, "vipstack redirect: --interval %v: want 100ms or more\n", *interval)
 		return 2
 	case !levelOK:
-		logLevel.level(stderr) // says what is accepted
+		logLevel.logger(stderr) // says what is accepted
 		return 2
 	}
 	log, _ := logLevel.logger(stderr)

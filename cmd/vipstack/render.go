@@ -33,8 +33,8 @@ func runRender(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		noUpstream  = fs.Bool("no-upstream", false, "render only the vipstack node pod, not the upstream keepalived, haproxy and CoreDNS equivalents")
 		force       = fs.Bool("force", false, "write into a non-empty --out directory, replacing the rendered files")
 	)
-	if !parseNoArgs(fs, args, stderr) {
-		return 2
+	if code, ok := parseNoArgs(fs, args, stderr); !ok {
+		return code
 	}
 	for _, req := range []struct{ flag, v string }{{"--config", *cfgPath}, {"--node", *node}, {"--out", *out}} {
 		if req.v == "" {

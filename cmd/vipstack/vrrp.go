@@ -12,9 +12,8 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/vipstack/vipstack/internal/engine"
+	"github.com/vipstack/vipstack/internal/metrics"
 	"github.com/vipstack/vipstack/internal/netif"
 	"github.com/vipstack/vipstack/internal/supervise"
 	"github.com/vipstack/vipstack/internal/version"
@@ -57,7 +56,7 @@ func runVRRP(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if code, ran := superviseSelf(ctx, log, stderr, "vrrp", args, f.noSuper, func() { sweepLedger(log, ledger) }); ran {
 		return code
 	}
-	reg := prometheus.NewRegistry()
+	reg := metrics.NewRegistry()
 	e, cfg, err := engine.New(engine.Options{ConfigPath: f.cfgPath, ConfigID: f.configID, Logger: log, Registry: reg, Ledger: ledger})
 	if err != nil {
 		fmt.Fprintf(stderr, "%v\n", err)
@@ -104,8 +103,8 @@ func parseVRRPFlags(args []string, stderr io.Writer) (f vrrpFlags, code int, ok 
 	logLevel := addLogLevel(fs, "vipstack vrrp", "")
 	fs.StringVar(&f.configID, "i", "", "config ID, as keepalived's -i: lines \"@ID ...\" are read only with this ID, \"@^ID ...\" only without it (default: the host name)")
 	fs.StringVar(&f.configID, "config-id", "", "same as -i")
-	if !parseNoArgs(fs, args, stderr) {
-		return f, 2, false
+	if code, ok := parseNoArgs(fs, args, stderr); !ok {
+		return f, code, false
 	}
 	if f.log, ok = logLevel.logger(stderr); !ok {
 		return f, 2, false

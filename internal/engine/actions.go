@@ -56,14 +56,14 @@ func (e *Engine) advertise(in *instance, now time.Time, prio uint8) {
 			return
 		}
 		if err := c.WritePacket(b, in.src, dst, in.ifIndex); err != nil {
-			e.metrics.sendErrors.WithLabelValues(in.cfg.Name).Inc()
+			e.metrics.sendErrors.WithLabelValues(in.labels()...).Inc()
 			if failErr == nil {
 				failErr, failDst = err, dst
 			}
 			continue
 		}
 		in.sent++
-		e.metrics.sent.WithLabelValues(in.cfg.Name).Inc()
+		e.metrics.sent.WithLabelValues(in.labels()...).Inc()
 	}
 	// One count per advertisement that failed to reach a destination (a
 	// unicast instance has several), logged at the first and then every
@@ -85,11 +85,13 @@ func (e *Engine) advertise(in *instance, now time.Time, prio uint8) {
 func (e *Engine) transition(in *instance, now time.Time, a fsm.Action) {
 	prio := in.fsm.Priority()
 	master, mprio := in.fsm.Master()
+	// One event per change, with the same keys every time (docs/metrics.md,
+	// "Logs"): master is "" while none is known.
 	e.log.Info("VRRP state change", "instance", in.cfg.Name, "from", a.From.String(), "to", a.To.String(),
-		"reason", a.Reason, "priority", prio, "master", master, "master_priority", mprio)
+		"reason", a.Reason, "priority", int(prio), "master", addrText(master), "master_priority", int(mprio),
+		"vrid", int(in.cfg.VRID), "interface", in.cfg.Interface)
 	in.lastTransition = &Transition{From: a.From.String(), To: a.To.String(), Reason: a.Reason, At: now}
-	e.metrics.transitions.WithLabelValues(in.cfg.Name, a.To.String()).Inc()
-	e.metrics.state.WithLabelValues(in.cfg.Name).Set(float64(a.To))
+	e.metrics.transitions.WithLabelValues(append(in.labels(), a.To.String())...).Inc()
 	switch {
 	case a.To == fsm.Master:
 		e.takeVIPs(in, now)
@@ -737,7 +739,7 @@ func (e *Engine) receive(now time.Time, family int, p transport.Packet, adv *vrr
 		return
 	}
 	in.received++
-	e.metrics.received.WithLabelValues(name).Inc()
+	e.metrics.received.WithLabelValues(in.labels()...).Inc()
 	wasMaster := in.fsm.State() == fsm.Master
 	e.do(in, now, in.fsm.Receive(now, fsm.Advert{From: p.Src, Priority: adv.Priority, Interval: adv.Interval}))
 	if wasMaster && in.fsm.State() == fsm.Master && adv.Priority != 0 {
@@ -785,7 +787,7 @@ const sendFailLogEvery = 10 * time.Second
 
 func (e *Engine) conflict(in *instance, now time.Time, from netip.Addr, kind, detail string) {
 	c, logIt := in.conflicts.record(now, from, kind, detail)
-	e.metrics.conflicts.WithLabelValues(in.cfg.Name, kind).Inc()
+	e.metrics.conflicts.WithLabelValues(append(in.labels(), kind)...).Inc()
 	if logIt {
 		msg := "VRID conflict: another router speaks on our VRID with a different configuration; its packets are dropped"
 		if kind == "dual_master" {

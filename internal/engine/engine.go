@@ -197,7 +197,6 @@ func New(opts Options) (*Engine, *keepalived.Config, error) {
 		opts:      opts,
 		log:       opts.Logger,
 		clk:       opts.Clock,
-		metrics:   newMetrics(opts.Registry),
 		events:    make(chan event, 1024),
 		done:      make(chan struct{}),
 		cfg:       cfg,
@@ -214,6 +213,7 @@ func New(opts Options) (*Engine, *keepalived.Config, error) {
 		srcAbsent: map[netip.Addr]bool{},
 		adopt:     map[string]bool{},
 	}
+	e.metrics = newMetrics(opts.Registry, e.Status)
 	for _, name := range opts.Adopt {
 		e.adopt[name] = true
 	}

@@ -101,6 +101,7 @@ func (e *Engine) apply(cfg *keepalived.Config) error {
 				e.log.Info("interface now exists; starting the instance", "instance", name, "interface", fresh[name].cfg.Interface)
 				e.setCond(old, condAbsent, false, "interface "+old.cfg.Interface+" now exists; the instance is built on it")
 			}
+			e.metrics.forget(old, fresh[name])
 			delete(e.instances, name)
 			delete(e.byKey, old.key())
 			old.close()
@@ -590,7 +591,7 @@ func (e *Engine) syncTrackers(cfg *keepalived.Config) {
 		if s.Probe != nil {
 			check = s.Probe
 		}
-		first := &firstResult{Check: check}
+		first := &firstResult{Check: e.metrics.counted(name, check)}
 		tr := &track.Tracker{
 			Spec:     spec,
 			Check:    first,

@@ -4,8 +4,6 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/vipstack/vipstack/internal/vrrp/fsm"
 )
 
@@ -33,6 +31,11 @@ type InstanceStatus struct {
 	Conflicts      []Conflict  `json:"conflicts,omitempty"`
 	AdvertsSent    uint64      `json:"adverts_sent"`
 	AdvertsRecv    uint64      `json:"adverts_received"`
+	// held are the VIPs (as in VIPs) on the node for this instance now,
+	// for the metrics (see metrics.go).
+	held   []string
+	family int
+	state  fsm.State
 }
 
 // Transition is the last state change of an instance.
@@ -75,6 +78,8 @@ func (e *Engine) snapshot() []InstanceStatus {
 			LastTransition: in.lastTransition,
 			AdvertsSent:    in.sent,
 			AdvertsRecv:    in.received,
+			family:         in.family,
+			state:          in.fsm.State(),
 		}
 		if in.fsm.State() != fsm.Initialize {
 			s.Effective = int(in.fsm.Priority())
@@ -87,50 +92,10 @@ func (e *Engine) snapshot() []InstanceStatus {
 			s.Master, s.MasterPriority = m.String(), int(p)
 		}
 		s.Conflicts = in.conflicts.list()
-		e.metrics.priority.WithLabelValues(name).Set(float64(s.Effective))
-		e.metrics.state.WithLabelValues(name).Set(float64(in.fsm.State()))
+		s.held = e.heldOf(in)
 		out = append(out, s)
 	}
 	return out
-}
-
-type metrics struct {
-	state       *prometheus.GaugeVec
-	priority    *prometheus.GaugeVec
-	transitions *prometheus.CounterVec
-	sent        *prometheus.CounterVec
-	sendErrors  *prometheus.CounterVec
-	received    *prometheus.CounterVec
-	dropped     *prometheus.CounterVec
-	conflicts   *prometheus.CounterVec
-	reloads     *prometheus.CounterVec
-}
-
-func newMetrics(reg prometheus.Registerer) *metrics {
-	m := &metrics{
-		state: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "vipstack_vrrp_state",
-			Help: "State of the VRRP instance: 0 init, 1 backup, 2 master, 3 fault."}, []string{"instance"}),
-		priority: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "vipstack_vrrp_effective_priority",
-			Help: "Effective priority: base plus tracked scripts and interfaces."}, []string{"instance"}),
-		transitions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "vipstack_vrrp_transitions_total",
-			Help: "State transitions, by the state entered."}, []string{"instance", "to"}),
-		sent: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "vipstack_vrrp_adverts_sent_total",
-			Help: "Advertisements sent (one per destination)."}, []string{"instance"}),
-		sendErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "vipstack_vrrp_advert_send_errors_total",
-			Help: "Advertisements that could not be sent."}, []string{"instance"}),
-		received: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "vipstack_vrrp_adverts_received_total",
-			Help: "Valid advertisements received."}, []string{"instance"}),
-		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "vipstack_vrrp_packets_dropped_total",
-			Help: "Received VRRP packets dropped, by reason (instance empty when none matched)."}, []string{"instance", "reason"}),
-		conflicts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "vipstack_vrrp_vrid_conflicts_total",
-			Help: "Advertisements on our VRID that disagree with our configuration."}, []string{"instance", "kind"}),
-		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "vipstack_vrrp_reloads_total",
-			Help: "Configuration reloads, by result."}, []string{"result"}),
-	}
-	if reg != nil {
-		reg.MustRegister(m.state, m.priority, m.transitions, m.sent, m.sendErrors, m.received, m.dropped, m.conflicts, m.reloads)
-	}
-	return m
 }
 
 // addrText is a's text, or "" for the zero Addr (an IPv4 instance whose

@@ -18,6 +18,7 @@ import (
 	"github.com/vipstack/vipstack/internal/lbcli"
 	"github.com/vipstack/vipstack/internal/lbconfig"
 	"github.com/vipstack/vipstack/internal/lbproc"
+	"github.com/vipstack/vipstack/internal/metrics"
 	"github.com/vipstack/vipstack/internal/redirect"
 	"github.com/vipstack/vipstack/internal/serve"
 )
@@ -153,7 +154,7 @@ func (d *Daemon) prepareRedirect(cfg *lbconfig.Config) error {
 
 // startLB makes the balancer and applies cfg.
 func (d *Daemon) startLB(cfg *lbconfig.Config) error {
-	reg := prometheus.NewRegistry()
+	reg := metrics.NewRegistry()
 	var err error
 	if d.metrics, err = newReloadMetrics(reg); err != nil {
 		return fmt.Errorf("metrics: %w", err)

@@ -84,6 +84,8 @@ type Agent struct {
 	rejectedAt time.Time
 	loadErr    string
 
+	reloads *prometheus.CounterVec // by result; see metrics.go
+
 	// ready is closed once Run has started the services: a reload waits
 	// for it, so that it never races their start with a new file.
 	ready chan struct{}
@@ -140,6 +142,15 @@ func New(opts Options) (*Agent, error) {
 		return nil, fmt.Errorf("%s: %w", opts.ClusterPath, err)
 	}
 	a.cluster, a.plan = c, p
+	a.reloads = newReloads()
+	if opts.Registry != nil {
+		if err := opts.Registry.Register(a.reloads); err != nil {
+			return nil, fmt.Errorf("metrics: %w", err)
+		}
+		if err := opts.Registry.Register(healthCollector{a}); err != nil {
+			return nil, fmt.Errorf("metrics: %w", err)
+		}
+	}
 	return a, nil
 }
 
@@ -465,9 +476,11 @@ func (a *Agent) Reload() error {
 	}
 	a.mu.Unlock()
 	if err != nil {
+		a.reloads.WithLabelValues("refused").Inc()
 		a.log.Error("cluster file rejected; keeping the running configuration", "file", a.opts.ClusterPath, "err", err)
 		return err
 	}
+	a.reloads.WithLabelValues("applied").Inc()
 	var errs []error
 	if move != nil {
 		if err := move.Finish(a.syncRedirects(c)...); err != nil {

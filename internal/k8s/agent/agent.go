@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"os"
 	"sync"
 	"syscall"
@@ -108,6 +109,9 @@ type Agent struct {
 	text  string
 	cfg   *keepalived.Config
 	warns []string
+	// services names the Service ("namespace/name") of each address of
+	// the groups this node is in.
+	services map[netip.Addr]string
 	// version counts plan changes.
 	version int
 	eng     *engine.Engine
@@ -142,6 +146,11 @@ func New(mgr manager.Manager, o Options) (*Agent, error) {
 		o.Interfaces = HostInterfaces{}
 	}
 	a := &Agent{opts: o, log: o.Logger, reader: mgr.GetClient(), secrets: mgr.GetAPIReader(), cache: mgr.GetCache(), m: newAgentMetrics(o.Registry)}
+	if o.Registry != nil {
+		if err := o.Registry.Register(announcedCollector{a}); err != nil {
+			return nil, fmt.Errorf("agent: metrics: %w", err)
+		}
+	}
 	all := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
 		return []reconcile.Request{planKey}
 	})
@@ -233,6 +242,9 @@ func (a *Agent) refresh(ctx context.Context) (bool, error) {
 	text := plan.Render()
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	// Which Service holds an address can change without the plan: the
+	// metrics read it (announcedCollector).
+	a.services = servicesOf(views)
 	if text == a.text && a.cfg != nil {
 		return false, nil
 	}

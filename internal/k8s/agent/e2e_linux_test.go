@@ -182,6 +182,31 @@ func TestEndToEnd(t *testing.T) {
 		t.FailNow()
 	}
 
+	// vipstack_agent_announced (MetalLB's metallb_speaker_announced):
+	// the holder's agent exports the Service's address, the others not.
+	t.Run("the holder announces the address in its metrics", func(t *testing.T) {
+		series := fmt.Sprintf(`vipstack_agent_announced{ip=%q,namespace=%q,node=%q,service="web"} 1`, vip.String(), k8slab.ServiceNamespace, holder.Name)
+		for _, n := range nodes {
+			testutil.Eventually(t, 10*time.Second, func() error {
+				text, err := n.Metrics(ctx)
+				if err != nil {
+					return err
+				}
+				has := strings.Contains(text, series)
+				announces := strings.Contains(text, "vipstack_agent_announced{")
+				switch {
+				case n == holder && !has:
+					return fmt.Errorf("holder %s lacks %s", n.Name, series)
+				case n != holder && announces:
+					return fmt.Errorf("%s, not the holder, exports vipstack_agent_announced", n.Name)
+				case !strings.Contains(text, "vipstack_build_info{") || !strings.Contains(text, "process_cpu_seconds_total"):
+					return fmt.Errorf("%s's metrics lack the build information or the process collector", n.Name)
+				}
+				return nil
+			})
+		}
+	})
+
 	if !t.Run("the holder dies: another node takes over", func(t *testing.T) {
 		if err := holder.KillAgent(); err != nil {
 			t.Fatal(err)

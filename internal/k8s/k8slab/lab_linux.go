@@ -43,6 +43,7 @@ const (
 	ServiceNamespace = "lab"
 	statusAddr       = "127.0.0.1:9653"
 	healthAddr       = "127.0.0.1:9655"
+	metricsAddr      = "127.0.0.1:9654"
 )
 
 // Options describe a lab.
@@ -689,7 +690,7 @@ func (n *Node) agentArgv() (prefix, args []string, err error) {
 		}
 	}
 	args = []string{"agent", "--kubeconfig", n.kubeconfig, "--node-name", n.Name, "--state-dir", n.stateDir,
-		"--metrics-addr", "", "--status-addr", statusAddr, "--health-addr", healthAddr, "--log-level", "info",
+		"--metrics-addr", metricsAddr, "--status-addr", statusAddr, "--health-addr", healthAddr, "--log-level", "info",
 		"--publish-namespace", chart.Namespace}
 	if !n.lab.o.Supervisor {
 		args = append(args, "--no-supervisor")
@@ -822,6 +823,29 @@ func (n *Node) Status(ctx context.Context) (agent.Status, error) {
 		return st, fmt.Errorf("k8slab: %s: status: %w", n.Name, err)
 	}
 	return st, nil
+}
+
+// Metrics scrapes the agent's --metrics-addr and returns the text.
+func (n *Node) Metrics(ctx context.Context) (string, error) {
+	code, body, err := n.get(ctx, "http://"+metricsAddr+"/metrics")
+	if err == nil && code != http.StatusOK {
+		err = fmt.Errorf("k8slab: %s: metrics: HTTP %d", n.Name, code)
+	}
+	return body, err
+}
+
+func (n *Node) get(ctx context.Context, url string) (int, string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, "", err
+	}
+	resp, err := n.status.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	return resp.StatusCode, string(b), err
 }
 
 // Health fetches path (/healthz, /readyz, /readyz/engine) from the

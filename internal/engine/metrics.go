@@ -1,0 +1,202 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/vipstack/vipstack/internal/track"
+)
+
+// instanceLabels label every per-instance series: the vrrp_instance's
+// name, its VRID and its interface (keepalived-exporter's iname, vrid and
+// intf).
+var instanceLabels = []string{"instance", "vrid", "interface"}
+
+// labels are the values of instanceLabels for in.
+func (in *instance) labels() []string {
+	return []string{in.cfg.Name, strconv.Itoa(int(in.cfg.VRID)), in.cfg.Interface}
+}
+
+// metrics are the engine's series. Counters count events on the engine's
+// goroutine; the gauges (state, priorities, VIPs held, checks) are read
+// from the published status at each scrape (statusCollector), so they
+// are never older than `vipstack status`, and an instance a reload
+// removed is gone from them.
+type metrics struct {
+	transitions *prometheus.CounterVec
+	sent        *prometheus.CounterVec
+	sendErrors  *prometheus.CounterVec
+	received    *prometheus.CounterVec
+	dropped     *prometheus.CounterVec
+	conflicts   *prometheus.CounterVec
+	reloads     *prometheus.CounterVec
+	checks      *prometheus.CounterVec
+}
+
+func newMetrics(reg prometheus.Registerer, status func() []InstanceStatus) *metrics {
+	with := func(extra ...string) []string { return append(slices.Clone(instanceLabels), extra...) }
+	m := &metrics{
+		transitions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "vipstack_vrrp_transitions_total",
+			Help: "State transitions, by the state entered (to: INIT, BACKUP, MASTER, FAULT)."}, with("to")),
+		sent: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "vipstack_vrrp_adverts_sent_total",
+			Help: "Advertisements sent (one per destination)."}, with()),
+		sendErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "vipstack_vrrp_advert_send_errors_total",
+			Help: "Advertisements that could not be sent."}, with()),
+		received: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "vipstack_vrrp_adverts_received_total",
+			Help: "Valid advertisements received."}, with()),
+		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "vipstack_vrrp_packets_dropped_total",
+			Help: "Received VRRP packets dropped, by reason (instance empty when none matched)."}, []string{"instance", "reason"}),
+		conflicts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "vipstack_vrrp_vrid_conflicts_total",
+			Help: "Advertisements on our VRID that disagree with our configuration, by kind (version, auth, interval, addresses, dual_master)."}, with("kind")),
+		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "vipstack_vrrp_reloads_total",
+			Help: "Configuration reloads, by result (ok, error)."}, []string{"result"}),
+		checks: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "vipstack_check_results_total",
+			Help: "Probes of a tracked check (vrrp_script, or a native check of vipstack node), by result: success, failure, timeout."}, []string{"check", "result"}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.transitions, m.sent, m.sendErrors, m.received, m.dropped, m.conflicts, m.reloads, m.checks,
+			&statusCollector{status: status})
+	}
+	return m
+}
+
+// forget removes the counters of old, an instance a reload removed
+// (next nil) or rebuilt under other labels (its VRID or interface
+// changed), so that no series of what no longer runs stays.
+func (m *metrics) forget(old, next *instance) {
+	if m == nil || (next != nil && slices.Equal(old.labels(), next.labels())) {
+		return
+	}
+	ls := old.labels()
+	match := prometheus.Labels{"instance": ls[0], "vrid": ls[1], "interface": ls[2]}
+	for _, v := range []*prometheus.CounterVec{m.transitions, m.sent, m.sendErrors, m.received, m.conflicts} {
+		v.DeletePartialMatch(match)
+	}
+	if next == nil {
+		m.dropped.DeletePartialMatch(prometheus.Labels{"instance": ls[0]})
+	}
+}
+
+// counted returns c, counting its results under name (nil m: c itself).
+func (m *metrics) counted(name string, c track.Check) track.Check {
+	if m == nil {
+		return c
+	}
+	for _, r := range []string{"success", "failure", "timeout"} {
+		m.checks.WithLabelValues(name, r)
+	}
+	return countedCheck{Check: c, name: name, m: m}
+}
+
+// countedCheck counts the results of c's probes in m.
+type countedCheck struct {
+	track.Check
+	name string
+	m    *metrics
+}
+
+func (c countedCheck) Probe(ctx context.Context) error {
+	err := c.Check.Probe(ctx)
+	result := "success"
+	switch {
+	case err == nil:
+	case ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)):
+		result = "timeout"
+	default:
+		result = "failure"
+	}
+	c.m.checks.WithLabelValues(c.name, result).Inc()
+	return err
+}
+
+var (
+	stateDesc = prometheus.NewDesc("vipstack_vrrp_state",
+		"State of the VRRP instance: 0 init, 1 backup, 2 master, 3 fault.", instanceLabels, nil)
+	effectiveDesc = prometheus.NewDesc("vipstack_vrrp_effective_priority",
+		"Effective priority: the base priority plus what each tracked script and interface adds (vipstack status lists them); 255 for an address owner.", instanceLabels, nil)
+	baseDesc = prometheus.NewDesc("vipstack_vrrp_base_priority",
+		"The configured priority of the instance.", instanceLabels, nil)
+	infoDesc = prometheus.NewDesc("vipstack_vrrp_instance_info",
+		"Always 1; the labels describe the instance: address family (4, 6), VRRP version (2, 3) and mode (multicast, unicast).",
+		append(slices.Clone(instanceLabels), "family", "version", "mode"), nil)
+	heldDesc = prometheus.NewDesc("vipstack_vrrp_vip_held",
+		"1 for each address of the instance (virtual_ipaddress and virtual_ipaddress_excluded) this node holds now, 0 for the others.",
+		append(slices.Clone(instanceLabels), "vip"), nil)
+	checkDesc = prometheus.NewDesc("vipstack_check_up",
+		"1 while a check the instance tracks passes, 0 while it fails; kind is script (vrrp_script or a native check), interface, or what else keeps the instance from running (vipstack status: contributions).",
+		append(slices.Clone(instanceLabels), "kind", "check"), nil)
+)
+
+// statusCollector exports the published status of every instance.
+type statusCollector struct{ status func() []InstanceStatus }
+
+func (c *statusCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{stateDesc, effectiveDesc, baseDesc, infoDesc, heldDesc, checkDesc} {
+		ch <- d
+	}
+}
+
+func (c *statusCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, s := range c.status() {
+		ls := []string{s.Name, strconv.Itoa(int(s.VRID)), s.Interface}
+		gauge := func(d *prometheus.Desc, v float64, extra ...string) {
+			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, append(slices.Clone(ls), extra...)...)
+		}
+		gauge(stateDesc, float64(s.state))
+		gauge(effectiveDesc, float64(s.Effective))
+		gauge(baseDesc, float64(s.BasePriority))
+		gauge(infoDesc, 1, strconv.Itoa(s.family), strconv.Itoa(s.Version), s.Mode)
+		seen := map[string]bool{}
+		for _, v := range s.VIPs {
+			if seen[v] {
+				continue
+			}
+			seen[v] = true
+			gauge(heldDesc, b2f(slices.Contains(s.held, v)), v)
+		}
+		// One series per check: a source listed twice (the instance's
+		// own interface also a track_interface) is up only if both are.
+		type key struct{ kind, check string }
+		up := map[key]bool{}
+		var order []key
+		for _, c := range s.Contributions {
+			kind, name, _ := strings.Cut(c.Source, " ")
+			k := key{kind, name}
+			if prev, ok := up[k]; ok {
+				up[k] = prev && c.OK
+				continue
+			}
+			up[k] = c.OK
+			order = append(order, k)
+		}
+		for _, k := range order {
+			gauge(checkDesc, b2f(up[k]), k.kind, k.check)
+		}
+	}
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// heldOf lists the VIPs of in that the engine holds now.
+func (e *Engine) heldOf(in *instance) []string {
+	var out []string
+	for _, v := range in.vips {
+		if _, ok := e.held[addrKey(v.Prefix, v.Dev)]; ok {
+			out = append(out, v.Prefix.String())
+		}
+	}
+	return out
+}
+
+// Held lists the addresses of the instance (as in VIPs) on the node now.
+func (s InstanceStatus) Held() []string { return s.held }

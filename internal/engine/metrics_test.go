@@ -1,0 +1,199 @@
+package engine
+
+import (
+	"fmt"
+	"net/netip"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/vipstack/vipstack/internal/keepalived"
+	basemetrics "github.com/vipstack/vipstack/internal/metrics"
+	"github.com/vipstack/vipstack/internal/metrics/metricstest"
+	"github.com/vipstack/vipstack/internal/track"
+)
+
+// metricsConf is one instance on eth0 with VRID 51, two addresses, and a
+// weight -20 script; prio is the node's base priority.
+func metricsConf(prio int) string {
+	return fmt.Sprintf(`global_defs {
+    vrrp_version 3
+}
+vrrp_script chk_lb {
+    script "/bin/true"
+    interval 1
+    weight -20
+    rise 1
+    fall 1
+}
+vrrp_instance VI_1 {
+    state BACKUP
+    interface eth0
+    virtual_router_id 51
+    priority %d
+    advert_int 1
+    virtual_ipaddress {
+        198.18.0.100/32
+    }
+    virtual_ipaddress_excluded {
+        198.18.0.101/32
+    }
+    track_script {
+        chk_lb
+    }
+}
+`, prio)
+}
+
+// TestMetricsFollowHolder: on a simulated segment, the node at priority
+// 100 holds both addresses and its series say so (state 2, VIPs held 1,
+// effective priority 100, check up); the one at 90 says 0 for each VIP.
+// When the check fails, the first node's effective priority drops to 80,
+// the second takes the addresses, and both nodes' series follow. The
+// registries pass the name lint.
+func TestMetricsFollowHolder(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		seg := &simSegment{}
+		a := seg.node("a", "198.18.0.1/24")
+		b := seg.node("b", "198.18.0.2/24")
+		var failA, hold atomic.Bool
+		regA, regB := basemetrics.NewRegistry(), basemetrics.NewRegistry()
+		ea, _ := simEngine(t, a, metricsConf(100), nil, func(o *Options) { o.Registry = regA },
+			simProbes(func(*keepalived.Script) track.Check { return heldProbe{hold: &hold, fail: &failA} }))
+		var never atomic.Bool
+		eb, _ := simEngine(t, b, metricsConf(90), nil, func(o *Options) { o.Registry = regB },
+			simProbes(func(*keepalived.Script) track.Check { return heldProbe{hold: &hold, fail: &never} }))
+		simRun(t, ea)
+		simRun(t, eb)
+		vip := netip.MustParseAddr("198.18.0.100")
+		simWaitSole(t, []*simNode{a, b}, vip, a, 3*time.Second, 20*time.Second, "a at 100 over b at 90")
+
+		const names = "vipstack_vrrp_state vipstack_vrrp_effective_priority vipstack_vrrp_vip_held vipstack_check_up"
+		want := func(state, prio, held, up int) string {
+			return fmt.Sprintf(`# HELP vipstack_check_up %s
+# TYPE vipstack_check_up gauge
+vipstack_check_up{check="chk_lb",instance="VI_1",interface="eth0",kind="script",vrid="51"} %d
+vipstack_check_up{check="eth0",instance="VI_1",interface="eth0",kind="interface",vrid="51"} 1
+# HELP vipstack_vrrp_effective_priority %s
+# TYPE vipstack_vrrp_effective_priority gauge
+vipstack_vrrp_effective_priority{instance="VI_1",interface="eth0",vrid="51"} %d
+# HELP vipstack_vrrp_state %s
+# TYPE vipstack_vrrp_state gauge
+vipstack_vrrp_state{instance="VI_1",interface="eth0",vrid="51"} %d
+# HELP vipstack_vrrp_vip_held %s
+# TYPE vipstack_vrrp_vip_held gauge
+vipstack_vrrp_vip_held{instance="VI_1",interface="eth0",vip="198.18.0.100/32",vrid="51"} %d
+vipstack_vrrp_vip_held{instance="VI_1",interface="eth0",vip="198.18.0.101/32",vrid="51"} %d
+`, help(checkDesc), up, help(effectiveDesc), prio, help(stateDesc), state, help(heldDesc), held, held)
+		}
+		compare := func(step, node string, reg *prometheus.Registry, text string) {
+			t.Helper()
+			if err := testutil.GatherAndCompare(reg, strings.NewReader(text), strings.Fields(names)...); err != nil {
+				t.Errorf("%s, node %s: %v", step, node, err)
+			}
+		}
+		compare("a master", "a", regA, want(2, 100, 1, 1))
+		compare("a master", "b", regB, want(1, 90, 0, 1))
+
+		failA.Store(true)
+		simWaitSole(t, []*simNode{a, b}, vip, b, 3*time.Second, 20*time.Second, "b after a's check failed")
+		compare("a's check failing", "a", regA, want(1, 80, 0, 0))
+		compare("a's check failing", "b", regB, want(2, 90, 1, 1))
+
+		if got := testutil.ToFloat64(ea.metrics.checks.WithLabelValues("chk_lb", "failure")); got < 1 {
+			t.Errorf(`a: vipstack_check_results_total{check="chk_lb",result="failure"} = %v, want at least 1`, got)
+		}
+		if got := testutil.ToFloat64(eb.metrics.checks.WithLabelValues("chk_lb", "failure")); got != 0 {
+			t.Errorf(`b: vipstack_check_results_total{check="chk_lb",result="failure"} = %v, want 0`, got)
+		}
+		if got := testutil.ToFloat64(eb.metrics.transitions.WithLabelValues("VI_1", "51", "eth0", "MASTER")); got != 1 {
+			t.Errorf(`b: vipstack_vrrp_transitions_total{to="MASTER"} = %v, want 1`, got)
+		}
+		info := `# HELP vipstack_vrrp_instance_info ` + help(infoDesc) + `
+# TYPE vipstack_vrrp_instance_info gauge
+vipstack_vrrp_instance_info{family="4",instance="VI_1",interface="eth0",mode="multicast",version="3",vrid="51"} 1
+`
+		if err := testutil.GatherAndCompare(regA, strings.NewReader(info), "vipstack_vrrp_instance_info"); err != nil {
+			t.Error(err)
+		}
+		metricstest.Lint(t, regA)
+		metricstest.Lint(t, regB)
+	})
+}
+
+// help returns d's help text.
+func help(d *prometheus.Desc) string {
+	s := d.String()
+	_, s, _ = strings.Cut(s, `help: "`)
+	s, _, _ = strings.Cut(s, `"`) // no help text here has a quote
+	return s
+}
+
+// TestMetricsForgetRemovedInstances: after a reload that removes VI_2 and
+// moves VI_1 to another VRID, no series names VI_2 or VI_1's old VRID;
+// VI_1's new VRID has its own.
+func TestMetricsForgetRemovedInstances(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := (&simSegment{}).node("h", "198.18.0.1/24")
+		inst := func(name string, vrid int, vip string) string {
+			return fmt.Sprintf("vrrp_instance %s {\n    state BACKUP\n    interface eth0\n    virtual_router_id %d\n    priority 100\n    advert_int 1\n    virtual_ipaddress {\n        %s\n    }\n}\n", name, vrid, vip)
+		}
+		reg := prometheus.NewRegistry()
+		e, _ := simEngine(t, n, inst("VI_1", 51, "198.18.0.100/32")+inst("VI_2", 52, "198.18.0.101/32"), nil, func(o *Options) { o.Registry = reg })
+		simRun(t, e)
+		time.Sleep(5 * time.Second) // both become master
+		synctest.Wait()
+		series := func() []string {
+			t.Helper()
+			fams, err := reg.Gather()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out []string
+			for _, f := range fams {
+				for _, m := range f.GetMetric() {
+					var ls []string
+					for _, l := range m.GetLabel() {
+						if l.GetName() == "instance" || l.GetName() == "vrid" {
+							ls = append(ls, l.GetValue())
+						}
+					}
+					if len(ls) == 2 {
+						out = append(out, ls[0]+"/"+ls[1])
+					}
+				}
+			}
+			return out
+		}
+		has := func(all []string, s string) bool { return strings.Contains(","+strings.Join(all, ",")+",", ","+s+",") }
+		before := series()
+		for _, want := range []string{"VI_1/51", "VI_2/52"} {
+			if !has(before, want) {
+				t.Fatalf("before the reload: no series of %s in %v", want, before)
+			}
+		}
+		if err := os.WriteFile(e.opts.ConfigPath, []byte(inst("VI_1", 53, "198.18.0.100/32")), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Reload(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		after := series()
+		for _, gone := range []string{"VI_1/51", "VI_2/52"} {
+			if has(after, gone) {
+				t.Errorf("after the reload: series of %s remain: %v", gone, after)
+			}
+		}
+		if !has(after, "VI_1/53") {
+			t.Errorf("after the reload: no series of VI_1/53: %v", after)
+		}
+	})
+}

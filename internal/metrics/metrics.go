@@ -1,0 +1,83 @@
+package metrics
+
+import (
+	"sort"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/vipstack/vipstack/internal/version"
+)
+
+// BuildInfoName is the name of the build information series.
+const BuildInfoName = "vipstack_build_info"
+
+// NewRegistry returns the registry a daemon serves: vipstack_build_info of
+// this binary, go_* (the Go runtime) and process_* (CPU, memory, open
+// files of this process), to which the daemon adds its own collectors.
+func NewRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(BuildInfo(version.Get()),
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return reg
+}
+
+// BuildInfo is the collector of vipstack_build_info{version,revision,
+// goversion} 1, for in.
+func BuildInfo(in version.Info) prometheus.Collector {
+	rev := in.Revision
+	if in.Modified && rev != "" {
+		rev += "-dirty"
+	}
+	g := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: BuildInfoName,
+		Help: "Always 1; the labels name the build: its version (vipstack version), VCS revision and Go toolchain.",
+		ConstLabels: prometheus.Labels{
+			"version": in.Version, "revision": rev, "goversion": in.GoVersion,
+		},
+	})
+	g.Set(1)
+	return g
+}
+
+// Merge gathers from first and then from each of rest, leaving out of
+// rest the families first already has. A daemon that also serves
+// Prometheus' default registry (CoreDNS' plugins register there, beside
+// the default registry's own Go and process collectors) serves
+// Merge(NewRegistry(), prometheus.DefaultGatherer): one copy of go_* and
+// process_*.
+func Merge(first prometheus.Gatherer, rest ...prometheus.Gatherer) prometheus.Gatherer {
+	return merged{first: first, rest: rest}
+}
+
+type merged struct {
+	first prometheus.Gatherer
+	rest  []prometheus.Gatherer
+}
+
+func (m merged) Gather() ([]*dto.MetricFamily, error) {
+	out, err := m.first.Gather()
+	if err != nil {
+		return out, err
+	}
+	seen := map[string]bool{}
+	for _, f := range out {
+		seen[f.GetName()] = true
+	}
+	for _, g := range m.rest {
+		fams, err := g.Gather()
+		for _, f := range fams {
+			if !seen[f.GetName()] {
+				seen[f.GetName()] = true
+				out = append(out, f)
+			}
+		}
+		if err != nil {
+			return out, err
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].GetName() < out[j].GetName() })
+	return out, nil
+}
