@@ -359,14 +359,14 @@ func (m *Machine) setIntervals(now time.Time, tx, rx time.Duration) []Action {
 	m.advTx, m.advRx = tx, rx
 	m.useTx = min(m.useTx, tx)
 	m.useRx = max(m.useRx, rx)
+	if !m.detectAt.IsZero() {
+		m.detectAt = m.lastRx.Add(m.DetectionTime())
+	}
 	if m.polling {
 		// The running sequence now carries the new values too.
 		return nil
 	}
 	m.polling = true
-	if !m.detectAt.IsZero() {
-		m.detectAt = m.lastRx.Add(m.DetectionTime())
-	}
 	if m.txAt.IsZero() {
 		return nil
 	}
