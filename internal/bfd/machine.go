@@ -107,7 +107,9 @@ type Machine struct {
 	remoteTx     time.Duration // the last Desired Min TX received
 	remoteMult   uint8
 
-	txAt     time.Time // next periodic transmission; zero when none
+	txAt     time.Time     // next periodic transmission; zero when none
+	lastTx   time.Time     // the last periodic transmission
+	txIv     time.Duration // the interval txAt was scheduled with
 	detectAt time.Time // detection time expiry; zero when no packet is expected
 	lastRx   time.Time
 	reason   string
@@ -211,8 +213,31 @@ func (m *Machine) transmit(now time.Time) []Action {
 		m.txAt = time.Time{}
 		return nil
 	}
+	m.lastTx, m.txIv = now, iv
 	m.txAt = now.Add(m.jitter(iv))
 	return []Action{{Kind: Send, Packet: m.packet(m.polling, false)}}
+}
+
+// reschedule brings the next transmission forward when the interval has
+// shrunk since it was scheduled (the peer lowered its Required Min RX, or
+// a poll sequence ended): the peer computes its detection time from the
+// new values, so waiting out the old interval could take it Down.
+func (m *Machine) reschedule(now time.Time) {
+	iv := m.TxInterval()
+	if m.txAt.IsZero() || iv == 0 || iv >= m.txIv {
+		return
+	}
+	m.txIv = iv
+	if at := m.lastTx.Add(m.jitter(iv)); at.Before(m.txAt) {
+		m.txAt = later(at, now)
+	}
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // jitter reduces iv by 0 to 25 percent, or by 10 to 25 percent when the
@@ -294,6 +319,7 @@ func (m *Machine) Receive(now time.Time, p *Packet) ([]Action, error) {
 	if restart && m.txAt.IsZero() {
 		acts = append(acts, m.transmit(now)...)
 	}
+	m.reschedule(now)
 	return acts, nil
 }
 

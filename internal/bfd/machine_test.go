@@ -250,6 +250,20 @@ func TestScenarios(t *testing.T) {
 			{event: "start", want: []string{"send(Down)"}, state: Down, next: 750 * ms},
 			{at: 10 * ms, event: "recv", peer: peer{state: Init, rx: 2 * sec}, want: []string{"Down->Up", "send(Up P)"}, state: Up, next: 910 * ms},
 			{at: 900 * ms, event: "recv", peer: peer{state: Up, rx: 2 * sec}, state: Up, next: 1510 * ms},
+			// It lowers it again: the next packet moves forward to 75% of
+			// 300ms after the last one (10ms), which is already past.
+			{at: 1000 * ms, event: "recv", peer: peer{state: Up}, state: Up, next: 1000 * ms},
+			{at: 1000 * ms, event: "tick", want: []string{"send(Up P)"}, state: Up, next: 1225 * ms},
+		},
+	}, {
+		name: "a lower RX from the peer brings the next packet forward, not before now",
+		cfg:  cfg300(),
+		steps: []step{
+			// The peer in Init asks for 1s; from Down we go Up.
+			{event: "start", want: []string{"send(Down)"}, state: Down, next: 750 * ms},
+			{at: 10 * ms, event: "recv", peer: peer{state: Init, tx: sec, rx: sec}, want: []string{"Down->Up", "send(Up P)"}, state: Up, next: 760 * ms},
+			// Its poll to 300ms: a Final at once, the next packet at 10ms + 225ms.
+			{at: 100 * ms, event: "recv", peer: peer{state: Up, poll: true}, want: []string{"send(Up F)"}, state: Up, next: 235 * ms},
 		},
 	}} {
 		t.Run(tc.name, func(t *testing.T) { runSteps(t, tc.cfg, tc.steps) })
