@@ -110,7 +110,7 @@ type Machine struct {
 	txAt     time.Time     // next periodic transmission; zero when none
 	lastTx   time.Time     // the last periodic transmission
 	txIv     time.Duration // the interval txAt was scheduled with
-	detectAt time.Time // detection time expiry; zero when no packet is expected
+	detectAt time.Time     // detection time expiry; zero when no packet is expected
 	lastRx   time.Time
 	reason   string
 }
