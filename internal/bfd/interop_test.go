@@ -337,3 +337,43 @@ func TestFRRInterop(t *testing.T) {
 		}
 	})
 }
+
+// TestFRRPassword: FRR 8.4's bfdd has no authentication. It ignores the
+// authentication section of our packets, while a vipstack session with a
+// password discards bfdd's packets without one (RFC 5880 section 6.8.6):
+// the session never comes Up and says why.
+func TestFRRPassword(t *testing.T) {
+	requireFRR(t)
+	topo := testnet.New(t, testnet.Options{Hosts: 2, Prefix: "vbf"})
+	hb, hv := topo.Hosts[0], topo.Hosts[1]
+	bd := startBFDD(t, hb, fmt.Sprintf("bfd\n peer %v local-address %v\n !\n!\n", hv.IPv4.Addr(), hb.IPv4.Addr()))
+	var s *Session
+	cfg := SessionConfig{Local: hv.IPv4.Addr(), Peer: hb.IPv4.Addr(), DesiredMinTx: 300 * time.Millisecond,
+		RequiredMinRx: 300 * time.Millisecond, DetectMult: 3, Password: "vipstack-bfd", KeyID: 1}
+	if err := hv.Do(func() (err error) { s, err = Dial(cfg); return err }); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	testutil.Eventually(t, 20*time.Second, func() error {
+		if rej, _ := s.Rejected(); rej[ReasonAuth] < 2 {
+			return fmt.Errorf("rejected %v, want at least 2 auth failures", rej)
+		}
+		return nil
+	})
+	_, last := s.Rejected()
+	t.Logf("vipstack: %v", last)
+	if !strings.Contains(last.Error(), "no authentication section (A bit clear): want simple password, key ID 1") {
+		t.Errorf("last error %v, want the missing A bit named", last)
+	}
+	if s.State() != Down {
+		t.Errorf("vipstack state %v, want Down", s.State())
+	}
+	p, err := bd.peer(hv.IPv4.Addr(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("bfdd: %+v", p)
+	if p.Status == "up" {
+		t.Errorf("bfdd is up with a peer that discards all its packets")
+	}
+}

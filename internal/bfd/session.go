@@ -109,6 +109,7 @@ func (e Event) String() string {
 // peer is gone.
 type Session struct {
 	cfg    SessionConfig
+	discr  uint32
 	clk    clock.Clock
 	t      Transport
 	events chan Event
@@ -137,7 +138,7 @@ func NewSession(cfg SessionConfig, t Transport) (*Session, error) {
 	if clk == nil {
 		clk = clock.Real{}
 	}
-	s := &Session{cfg: cfg, clk: clk, t: t, m: m,
+	s := &Session{cfg: cfg, discr: mc.LocalDiscr, clk: clk, t: t, m: m,
 		events: make(chan Event, 16), cmds: make(chan func(time.Time) []Action),
 		done: make(chan struct{}), rejected: map[Reason]int{}}
 	rx := make(chan rxPacket)
@@ -159,7 +160,7 @@ func (s *Session) State() State {
 }
 
 // LocalDiscr returns our discriminator.
-func (s *Session) LocalDiscr() uint32 { return s.m.cfg.LocalDiscr }
+func (s *Session) LocalDiscr() uint32 { return s.discr }
 
 // Rejected returns how many received packets were discarded, by reason,
 // and the last such error.
