@@ -48,6 +48,8 @@ type bfddPeer struct {
 	Diagnostic       string `json:"diagnostic"`
 	RemoteDiagnostic string `json:"remote-diagnostic"`
 	RemoteID         uint32 `json:"remote-id"`
+	RemoteRxMS       int    `json:"remote-receive-interval"`
+	RemoteTxMS       int    `json:"remote-transmit-interval"`
 }
 
 type bfdd struct {
@@ -318,21 +320,53 @@ func TestFRRInterop(t *testing.T) {
 		})
 	})
 
+	// A poll sequence: vipstack slows down to 500ms while Up; bfdd learns
+	// the new intervals and the session stays Up on both sides.
+	c3 := cases[3]
+	_, v3 := c3.addrs(hb, hv)
+	t.Run("vipstack-poll/bfdd-learns", func(t *testing.T) {
+		s := sessions[c3.name]
+		if err := s.SetIntervals(context.Background(), 500*time.Millisecond, 500*time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+		testutil.Eventually(t, 10*time.Second, func() error {
+			p, err := bd.peer(v3, c3.multihop)
+			if err != nil {
+				return err
+			}
+			if p.Status != "up" || p.RemoteRxMS != 500 || p.RemoteTxMS != 500 {
+				return fmt.Errorf("bfdd: %+v, want up with remote intervals 500ms", p)
+			}
+			return nil
+		})
+		select {
+		case ev := <-s.Events():
+			t.Errorf("session changed state during the poll sequence: %v", ev)
+		default:
+		}
+		if s.State() != Up {
+			t.Errorf("state %v, want Up", s.State())
+		}
+	})
+
 	// bfdd dies: the multihop sessions go Down by detection time.
 	t.Run("bfdd-killed/vipstack-down", func(t *testing.T) {
 		start := time.Now()
 		if err := syscall.Kill(-bd.cmd.Process.Pid, syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
-		for _, c := range cases[2:] {
+		// The IPv6 multihop session runs at 500ms now: bfdd's 300ms TX
+		// against our 500ms RX gives 3 x 500ms.
+		for i, c := range cases[2:] {
+			detect := []time.Duration{mult * iv, mult * 500 * time.Millisecond}[i]
 			ev := waitEvent(t, sessions[c.name], Down, 10*time.Second)
 			took := time.Since(start)
-			t.Logf("%s: vipstack saw Down %v after bfdd was killed (detection time %v)", c.name, took, mult*iv)
+			t.Logf("%s: vipstack saw Down %v after bfdd was killed (detection time %v)", c.name, took, detect)
 			if ev.Diag != DiagControlDetectExpired {
 				t.Errorf("%s: diag %v, want %v", c.name, ev.Diag, DiagControlDetectExpired)
 			}
-			if took > mult*iv+3*time.Second {
-				t.Errorf("%s: took %v, want about the detection time %v", c.name, took, mult*iv)
+			if took > detect+3*time.Second {
+				t.Errorf("%s: took %v, want about the detection time %v", c.name, took, detect)
 			}
 		}
 	})
