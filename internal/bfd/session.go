@@ -113,7 +113,7 @@ type Session struct {
 	clk    clock.Clock
 	t      Transport
 	events chan Event
-	cmds   chan func(now time.Time) []Action
+	cmds   chan command
 	done   chan struct{}
 	wg     sync.WaitGroup
 	once   sync.Once
@@ -139,7 +139,7 @@ func NewSession(cfg SessionConfig, t Transport) (*Session, error) {
 		clk = clock.Real{}
 	}
 	s := &Session{cfg: cfg, discr: mc.LocalDiscr, clk: clk, t: t, m: m,
-		events: make(chan Event, 16), cmds: make(chan func(time.Time) []Action),
+		events: make(chan Event, 16), cmds: make(chan command),
 		done: make(chan struct{}), rejected: map[Reason]int{}}
 	rx := make(chan rxPacket)
 	s.wg.Add(2)
@@ -177,31 +177,32 @@ func (s *Session) Rejected() (map[Reason]int, error) {
 // AdminDown takes the session administratively down: the peer sees
 // AdminDown and goes Down at once. The session keeps sending until Close.
 func (s *Session) AdminDown(ctx context.Context) error {
-	return s.do(ctx, func(now time.Time) []Action { return s.m.AdminDown(now) })
+	return s.do(ctx, func(now time.Time) ([]Action, error) { return s.m.AdminDown(now), nil })
 }
 
 // SetIntervals changes the intervals; in Up a poll sequence tells the peer.
 func (s *Session) SetIntervals(ctx context.Context, desiredMinTx, requiredMinRx time.Duration) error {
-	var err error
-	if derr := s.do(ctx, func(now time.Time) []Action {
-		var acts []Action
-		acts, err = s.m.SetIntervals(now, desiredMinTx, requiredMinRx)
-		return acts
-	}); derr != nil {
-		return derr
-	}
-	return err
+	return s.do(ctx, func(now time.Time) ([]Action, error) {
+		return s.m.SetIntervals(now, desiredMinTx, requiredMinRx)
+	})
 }
 
-func (s *Session) do(ctx context.Context, f func(time.Time) []Action) error {
+type command struct {
+	f    func(now time.Time) ([]Action, error)
+	done chan error
+}
+
+// do runs f on the session's goroutine and returns its error.
+func (s *Session) do(ctx context.Context, f func(time.Time) ([]Action, error)) error {
+	c := command{f: f, done: make(chan error, 1)}
 	select {
-	case s.cmds <- f:
-		return nil
+	case s.cmds <- c:
 	case <-s.done:
 		return errors.New("bfd: session closed")
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+	return <-c.done
 }
 
 // Close stops the session at once, without telling the peer: the peer
@@ -263,8 +264,12 @@ func (s *Session) loop(rx <-chan rxPacket) {
 			return
 		case <-timer.C():
 			s.lock(func() { s.run(s.m.Tick(s.clk.Now())) })
-		case f := <-s.cmds:
-			s.lock(func() { s.run(f(s.clk.Now())) })
+		case c := <-s.cmds:
+			s.lock(func() {
+				acts, err := c.f(s.clk.Now())
+				s.run(acts)
+				c.done <- err
+			})
 		case p := <-rx:
 			if err := s.receive(p); err != nil {
 				s.note(err)

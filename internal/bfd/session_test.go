@@ -16,9 +16,9 @@ import (
 // its peer's address and a source port in range, with TTL 255.
 type memTransport struct {
 	self, peerAddr netip.AddrPort
-	in   chan []byte
-	out  chan<- []byte
-	done chan struct{}
+	in             chan []byte
+	out            chan<- []byte
+	done           chan struct{}
 }
 
 func memPair(a, b netip.Addr) (*memTransport, *memTransport) {
@@ -245,5 +245,22 @@ func TestSessionConfigErrors(t *testing.T) {
 				t.Fatalf("NewSession error %v, want one containing %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestSessionSetIntervals: the session's goroutine applies the change and
+// its error comes back to the caller; a closed session says so.
+func TestSessionSetIntervals(t *testing.T) {
+	clk := clock.NewFake(time.Unix(1_700_000_000, 0))
+	a, _ := memSessions(t, clk, "", "")
+	if err := a.SetIntervals(t.Context(), 0, 100*ms); err == nil || !strings.Contains(err.Error(), "desired min TX interval 0s") {
+		t.Fatalf("SetIntervals(0) error %v, want the bad interval named", err)
+	}
+	if err := a.SetIntervals(t.Context(), 200*ms, 200*ms); err != nil {
+		t.Fatal(err)
+	}
+	a.Close()
+	if err := a.AdminDown(t.Context()); err == nil || !strings.Contains(err.Error(), "session closed") {
+		t.Fatalf("AdminDown after Close: %v, want session closed", err)
 	}
 }
