@@ -1,7 +1,6 @@
 package kadump
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -32,28 +31,43 @@ type Server struct {
 	Log     *slog.Logger
 }
 
-// Run writes the pid file, then answers the dump signals until ctx ends;
-// then it removes the pid file if it still names this process. It
-// refuses a pid file that names another running process: keepalived
-// itself, during a migration, still answers there.
-func (s *Server) Run(ctx context.Context) error {
-	if err := s.claimPIDFile(); err != nil {
-		return err
+// Start answers the dump signals from now until stop is called, and
+// then writes the pid file (in that order: a signal sent as soon as the
+// pid file names this process must not find Go's default action, which
+// ends the process). It refuses a pid file that names another running
+// process: keepalived itself, during a migration, still answers there.
+// stop removes the pid file if it still names this process.
+func (s *Server) Start() (stop func(), err error) {
+	if err := s.checkPIDFile(); err != nil {
+		return nil, err
 	}
-	defer s.releasePIDFile()
 	ch := make(chan os.Signal, 3)
 	signal.Notify(ch, SigData, SigStats, SigJSON)
-	defer signal.Stop(ch)
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case sig := <-ch:
-			if err := s.Answer(sig.(syscall.Signal)); err != nil {
-				s.Log.Error("keepalived-exporter compatibility: dump failed", "signal", sig, "err", err)
+	if err := s.writePIDFile(); err != nil {
+		signal.Stop(ch)
+		return nil, err
+	}
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		for {
+			select {
+			case <-done:
+				return
+			case sig := <-ch:
+				if err := s.Answer(sig.(syscall.Signal)); err != nil {
+					s.Log.Error("keepalived-exporter compatibility: dump failed", "signal", sig, "err", err)
+				}
 			}
 		}
-	}
+	}()
+	return func() {
+		signal.Stop(ch)
+		close(done)
+		<-finished
+		s.releasePIDFile()
+	}, nil
 }
 
 // Answer writes the file keepalived writes on sig.
@@ -73,12 +87,16 @@ func (s *Server) Answer(sig syscall.Signal) error {
 	return fmt.Errorf("kadump: signal %v is not one of keepalived's dump signals (SIGUSR1, SIGUSR2, SIGRTMIN+2)", sig)
 }
 
-func (s *Server) claimPIDFile() error {
+func (s *Server) checkPIDFile() error {
 	if pid, ok := readPID(s.PIDFile); ok && pid != os.Getpid() {
 		if err := syscall.Kill(pid, 0); err == nil || errors.Is(err, syscall.EPERM) {
 			return fmt.Errorf("pid file %s names process %d, which is running (keepalived?): stop it or give vipstack another pid file", s.PIDFile, pid)
 		}
 	}
+	return nil
+}
+
+func (s *Server) writePIDFile() error {
 	if err := os.MkdirAll(filepath.Dir(s.PIDFile), 0o755); err != nil {
 		return fmt.Errorf("pid file %s: %w", s.PIDFile, err)
 	}

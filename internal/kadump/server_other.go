@@ -3,7 +3,6 @@
 package kadump
 
 import (
-	"context"
 	"errors"
 	"log/slog"
 )
@@ -16,7 +15,7 @@ type Server struct {
 	Log     *slog.Logger
 }
 
-// Run reports that the dump signals are Linux only.
-func (s *Server) Run(ctx context.Context) error {
-	return errors.New("keepalived-exporter compatibility needs Linux (keepalived's dump signals)")
+// Start reports that the dump signals are Linux only.
+func (s *Server) Start() (stop func(), err error) {
+	return nil, errors.New("keepalived-exporter compatibility needs Linux (keepalived's dump signals)")
 }
