@@ -65,6 +65,9 @@ func (s Source) Dump() (Dump, error) {
 	for _, st := range s.Status() {
 		in := instanceOf(st, byName[st.Name], cfg)
 		c := counters[st.Name]
+		if c == nil {
+			c = &instanceCounters{dropped: map[string]uint64{}}
+		}
 		in.Stats = Stats{
 			AdvertRcvd:        st.AdvertsRecv,
 			AdvertSent:        st.AdvertsSent,
