@@ -28,7 +28,7 @@ type Server struct {
 	Dir     string // where the dump files go (keepalived: /tmp)
 	PIDFile string // keepalived's pid file (/run/keepalived.pid)
 	Dump    func() (Dump, error)
-	Log     *slog.Logger
+	Log     *slog.Logger // nil: slog.Default()
 }
 
 // Start answers the dump signals from now until stop is called, and
@@ -47,6 +47,10 @@ func (s *Server) Start() (stop func(), err error) {
 		signal.Stop(ch)
 		return nil, err
 	}
+	log := s.Log
+	if log == nil {
+		log = slog.Default()
+	}
 	done := make(chan struct{})
 	finished := make(chan struct{})
 	go func() {
@@ -57,7 +61,7 @@ func (s *Server) Start() (stop func(), err error) {
 				return
 			case sig := <-ch:
 				if err := s.Answer(sig.(syscall.Signal)); err != nil {
-					s.Log.Error("keepalived-exporter compatibility: dump failed", "signal", sig, "err", err)
+					log.Error("keepalived-exporter compatibility: dump failed", "signal", sig, "err", err)
 				}
 			}
 		}
