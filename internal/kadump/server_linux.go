@@ -33,8 +33,8 @@ type Server struct {
 
 // Start answers the dump signals from now until stop is called, and
 // then writes the pid file (in that order: a signal sent as soon as the
-// pid file names this process must not find Go's default action, which
-// ends the process). It refuses a pid file that names another running
+// pid file names this process must be answered, not dropped as Go drops
+// SIGUSR1, SIGUSR2 and SIGRTMIN+2 nobody listens for). It refuses a pid file that names another running
 // process: keepalived itself, during a migration, still answers there.
 // stop removes the pid file if it still names this process.
 func (s *Server) Start() (stop func(), err error) {
