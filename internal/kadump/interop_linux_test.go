@@ -136,6 +136,9 @@ func TestExporterScrapesVipstackVRRP(t *testing.T) {
         198.18.0.200/24
         198.18.0.201/32
     }
+    virtual_ipaddress_excluded {
+        198.18.3.1/24
+    }
 %s}
 `, vs.Link, prio, track)
 	}
@@ -250,6 +253,7 @@ vrrp_script chk_up {
 		key("keepalived_gratuitous_arp_delay_total", "-"): 5,
 		`keepalived_script_status{name="chk_up"}`:         1,
 		`keepalived_script_state{name="chk_up"}`:          0,
+		fmt.Sprintf(`keepalived_vrrp_excluded_state{iname="VI_1",intf="%s",vrid="61",ip_address="198.18.3.1/24"}`, vs.Link): 2,
 	})
 	positive("master", vsSeries, key("keepalived_advertisements_sent_total", "-"))
 	positive("master: keepalived hears vipstack", kaSeries, key("keepalived_advertisements_received_total", "-"))

@@ -200,7 +200,12 @@ func WriteData(w io.Writer, d Dump) error {
 			p("   Using Native IPv6")
 		}
 		p("   State = %s", in.State)
-		p("   Flags: none")
+		if len(in.UnicastPeers) > 0 {
+			p("   Flags:")
+			p("     Using unicast")
+		} else {
+			p("   Flags: none")
+		}
 		p("   Wantstate = %s", in.wantState())
 		p("   Number of config faults = 0")
 		p("   Last transition = %s", stamp(in.LastTransition))
@@ -209,10 +214,8 @@ func WriteData(w io.Writer, d Dump) error {
 			p("   Using src_ip = %s", in.Source)
 		}
 		if len(in.UnicastPeers) > 0 {
-			p("   Unicast Peers :")
-			for _, a := range in.UnicastPeers {
-				p("     %s", a)
-			}
+			// keepalived names no multicast address for unicast; its
+			// peers follow the VIPs.
 		} else if in.Source.Is6() {
 			p("   Multicast address ff02::12")
 		} else {
@@ -246,10 +249,19 @@ func WriteData(w io.Writer, d Dump) error {
 			}
 		}
 		if len(in.ExcludedVIPs) > 0 {
-			p("   Virtual IP Excluded (%d):", len(in.ExcludedVIPs))
+			p("   Virtual IP Excluded :")
 			for _, v := range in.ExcludedVIPs {
 				p("     %s", v.text())
 			}
+		}
+		if len(in.UnicastPeers) > 0 {
+			p("   Unicast TTL = 255")
+			p("   Check unicast src : no")
+			p("   Unicast Peer :")
+			for _, a := range in.UnicastPeers {
+				p("     %s min_ttl 0 max_ttl 255", a)
+			}
+			p("   Unicast checksum compatibility = no")
 		}
 		if len(in.TrackScripts) > 0 {
 			p("   Tracked scripts :")
@@ -429,9 +441,6 @@ func WriteJSON(w io.Writer, d Dump) error {
 		}
 		for _, t := range in.TrackScripts {
 			jd.TrackScript = append(jd.TrackScript, "'"+scripts[t.Name]+"'")
-		}
-		for _, a := range in.UnicastPeers {
-			jd.UnicastPeers = append(jd.UnicastPeers, a.String())
 		}
 		s := in.Stats
 		out = append(out, jsonVRRP{Data: jd, Stats: jsonStats{
