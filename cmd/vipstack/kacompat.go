@@ -26,12 +26,14 @@ func addKACompatFlags(fs *flag.FlagSet) *kaCompatFlags {
 	return k
 }
 
-// start starts answering the dump signals; stop undoes it. Off: a no-op.
-func (k *kaCompatFlags) start(log *slog.Logger, e *engine.Engine, cfg *keepalived.Config, reg prometheus.Gatherer) (stop func(), err error) {
+// start starts answering the dump signals from status, the VRRP
+// configuration (nil: keepalived's defaults for what status does not say)
+// and the engine's registry; stop undoes it. Off: a no-op.
+func (k *kaCompatFlags) start(log *slog.Logger, status func() []engine.InstanceStatus, cfg *keepalived.Config, reg prometheus.Gatherer) (stop func(), err error) {
 	if !k.on {
 		return func() {}, nil
 	}
-	src := kadump.Source{Status: e.Status, Config: func() *keepalived.Config { return cfg }, Gatherer: reg}
+	src := kadump.Source{Status: status, Config: func() *keepalived.Config { return cfg }, Gatherer: reg}
 	srv := &kadump.Server{Dir: k.dir, PIDFile: k.pidFile, Dump: src.Dump, Log: log}
 	stop, err = srv.Start()
 	if err != nil {

@@ -72,7 +72,7 @@ func runVRRP(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer stopEndpoints()
-	stopKACompat, err := f.kaCompat.start(log, e, cfg, reg)
+	stopKACompat, err := f.kaCompat.start(log, e.Status, cfg, reg)
 	if err != nil {
 		fmt.Fprintf(stderr, "vipstack vrrp: --keepalived-exporter-compat: %v\n", err)
 		return 1
