@@ -21,6 +21,7 @@ import (
 	"github.com/vipstack/vipstack/internal/chart"
 	"github.com/vipstack/vipstack/internal/clock"
 	"github.com/vipstack/vipstack/internal/cluster"
+	"github.com/vipstack/vipstack/internal/engine"
 	"github.com/vipstack/vipstack/internal/filewatch"
 	"github.com/vipstack/vipstack/internal/metrics"
 	"github.com/vipstack/vipstack/internal/netif"
@@ -49,6 +50,7 @@ type nodeFlags struct {
 	noSuper, check                                                 bool
 	endpoints                                                      []cluster.ServicePort
 	log                                                            *slog.Logger
+	kaCompat                                                       *kaCompatFlags
 }
 
 func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -90,6 +92,12 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer stopEndpoints()
+	stopKACompat, err := f.kaCompat.start(log, func() []engine.InstanceStatus { return agent.Status().VRRP }, nil, reg)
+	if err != nil {
+		fmt.Fprintf(stderr, "vipstack node: --keepalived-exporter-compat: %v\n", err)
+		return 1
+	}
+	defer stopKACompat()
 	serveClusterStatus(ctx, agent, f.nodeName, log)
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
@@ -116,6 +124,7 @@ func parseNodeFlags(args []string, stderr io.Writer) (f nodeFlags, code int, ok 
 	fs.StringVar(&f.kubeconfig, "kubeconfig", node.DefaultKubeconfig, "the kubeconfig to read the Node list through, when the cluster file sets membership.kubernetes (the kubelet's, as OpenShift's runtimecfg)")
 	fs.StringVar(&f.role, "role", "", "this node's role (bootstrap, master or worker) when the cluster file does not list it (default: from its Node object with membership.kubernetes)")
 	fs.StringVar(&f.lbSocket, "lb-socket", "", "on a master, serve the load balancer's runtime API (haproxy's stats socket commands: show stat, show servers state, set server B/S state ready|drain|maint) on this Unix socket, level admin, mode 0600; empty: off")
+	f.kaCompat = addKACompatFlags(fs)
 	logLevel := addLogLevel(fs, "vipstack node", "")
 	if err := fs.Parse(args); err != nil {
 		return f, parseExit(err), false

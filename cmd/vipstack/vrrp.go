@@ -24,6 +24,7 @@ type vrrpFlags struct {
 	cfgPath, configID, metricsAddr, statusAddr, stateDir string
 	check, noSuper                                       bool
 	log                                                  *slog.Logger
+	kaCompat                                             *kaCompatFlags
 }
 
 func runVRRP(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -70,6 +71,12 @@ func runVRRP(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer stopEndpoints()
+	stopKACompat, err := f.kaCompat.start(log, e.Status, cfg, reg)
+	if err != nil {
+		fmt.Fprintf(stderr, "vipstack vrrp: --keepalived-exporter-compat: %v\n", err)
+		return 1
+	}
+	defer stopKACompat()
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
@@ -103,6 +110,7 @@ func parseVRRPFlags(args []string, stderr io.Writer) (f vrrpFlags, code int, ok 
 	logLevel := addLogLevel(fs, "vipstack vrrp", "")
 	fs.StringVar(&f.configID, "i", "", "config ID, as keepalived's -i: lines \"@ID ...\" are read only with this ID, \"@^ID ...\" only without it (default: the host name)")
 	fs.StringVar(&f.configID, "config-id", "", "same as -i")
+	f.kaCompat = addKACompatFlags(fs)
 	if code, ok := parseNoArgs(fs, args, stderr); !ok {
 		return f, code, false
 	}
