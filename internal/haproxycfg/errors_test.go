@@ -397,14 +397,6 @@ func TestParseErrors(t *testing.T) {
 			want: `h.cfg:11: http-check expect status "ok" is not a code or range of codes 100..599 (accepted: 200, 200-399, 200,301)`,
 		},
 		{
-			name: "tcp-check and httpchk",
-			conf: func(t *testing.T) string {
-				return edit(t, "  server m0", "  option httpchk\n  option tcp-check\n  server m0")
-			},
-			want:    `h.cfg:11: backend masters has both option tcp-check and option httpchk (at line 10): haproxy keeps the last one (accepted: one of them)`,
-			haproxy: haproxyAccepts,
-		},
-		{
 			name: "default-server parameter vipstack lacks",
 			conf: func(t *testing.T) string {
 				return edit(t, "  server m0", "  default-server inter 3s slowstart 60s\n  server m0")

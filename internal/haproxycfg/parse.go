@@ -187,6 +187,7 @@ type parser struct {
 	tcpCheckAt  int // the backend's option tcp-check line
 	tcpRulesAt  int // its first tcp-check rule
 	httpRulesAt int // its first http-check rule
+	checks      checkOpts // the check options in order (checktype.go)
 
 	statsTimeout  time.Duration // global's `stats timeout`, for every socket
 	sslServerLine int           // line of global's first ssl-default-server-* setting
@@ -397,13 +398,13 @@ func (p *parser) section(l line) {
 			p.logs = &p.fe.LogTargets
 		case "backend":
 			p.defServer = p.defaultsServer
-			p.tcpCheckAt, p.tcpRulesAt, p.httpRulesAt = 0, 0, 0
+			p.tcpCheckAt, p.tcpRulesAt, p.httpRulesAt, p.checks = 0, 0, 0, checkOpts{}
 			p.kind, p.be = secBackend, &lbconfig.Backend{Name: name, DontLogNull: p.dontLogNull, RedispatchOnRetry: p.redispatch}
 			p.be.LogTargets = slices.Clone(p.defLogs)
 			p.logs = &p.be.LogTargets
 		default:
 			p.defServer = p.defaultsServer
-			p.tcpCheckAt, p.tcpRulesAt, p.httpRulesAt = 0, 0, 0
+			p.tcpCheckAt, p.tcpRulesAt, p.httpRulesAt, p.checks = 0, 0, 0, checkOpts{}
 			p.kind, p.ls = secListen, &listen{name: name, logs: slices.Clone(p.defLogs), mode: p.defMode}
 			p.logs = &p.ls.logs
 		}
@@ -1214,10 +1215,13 @@ func (p *parser) backend(l line) {
 		case 3:
 			c.Method, c.URI, c.Version = args[0], args[1], args[2]
 		}
+		c.ExpectStatus = p.be.Check.ExpectStatus
 		p.be.Check = c
+		p.checks.option("httpchk", l.num)
 	case "option tcp-check":
 		if _, ok := p.nargs(l, 2, 0, 0, ""); ok && p.once(l, kw) {
 			p.tcpCheckAt = l.num
+			p.checks.option("tcp-check", l.num)
 		}
 	case "option tcplog":
 		// Backends write no connection log: haproxy warns and goes on.
@@ -1227,6 +1231,7 @@ func (p *parser) backend(l line) {
 	case "option ssl-hello-chk":
 		if _, ok := p.nargs(l, 2, 0, 0, ""); ok && p.once(l, kw) {
 			p.be.SSLHelloCheck = true
+			p.checks.option("ssl-hello-chk", l.num)
 		}
 	case "tcp-check":
 		p.tcpCheck(l)
@@ -1521,6 +1526,7 @@ func (p *parser) tcpCheck(l line) {
 		return
 	}
 	p.be.TCPCheck = append(p.be.TCPCheck, r)
+	p.checks.tcpRule(l.num)
 }
 
 // httpCheck reads `http-check expect status CODES`.
@@ -1540,29 +1546,8 @@ func (p *parser) httpCheck(l line) {
 	if p.httpRulesAt == 0 {
 		p.httpRulesAt = l.num
 	}
+	p.checks.httpRule(l.num)
 	p.be.Check.ExpectStatus = args[2]
-}
-
-// endChecks settles the backend's check type, with haproxy's warnings
-// for rules of a type the backend does not use.
-func (p *parser) endChecks() {
-	be := p.be
-	httpchk := be.Check.Method != "" || be.Check.URI != ""
-	if p.tcpCheckAt != 0 && httpchk {
-		p.errorf(line{num: p.tcpCheckAt}, "option tcp-check", "%s has both option tcp-check and option httpchk (at line %d): haproxy keeps the last one (accepted: one of them)",
-			p.key, p.seen["option httpchk"])
-	}
-	if at, ok := p.seen["option ssl-hello-chk"]; ok && (httpchk || p.tcpCheckAt != 0) {
-		p.errorf(line{num: at}, "option ssl-hello-chk", "%s has option ssl-hello-chk and another check type (option httpchk or option tcp-check): haproxy keeps the last one (accepted: one of them)", p.key)
-	}
-	if p.httpRulesAt != 0 && !httpchk {
-		p.warnf(line{num: p.httpRulesAt}, "backend '%s' uses http-check rules without 'option httpchk', so the rules are ignored.", be.Name)
-		be.Check.ExpectStatus = ""
-	}
-	if p.tcpRulesAt != 0 && p.tcpCheckAt == 0 {
-		p.warnf(line{num: p.tcpRulesAt}, "backend '%s' uses tcp-check rules without 'option tcp-check', so the rules are ignored.", be.Name)
-		be.TCPCheck = nil
-	}
 }
 
 // isIPText reports whether s parses as an IP address.
