@@ -187,7 +187,8 @@ type parser struct {
 	tcpCheckAt  int // the backend's option tcp-check line
 	tcpRulesAt  int // its first tcp-check rule
 	httpRulesAt int // its first http-check rule
-	checks      checkOpts // the check options in order (checktype.go)
+
+	checks checkOpts // the check options in order (checktype.go)
 
 	statsTimeout  time.Duration // global's `stats timeout`, for every socket
 	sslServerLine int           // line of global's first ssl-default-server-* setting
