@@ -148,7 +148,7 @@ func TestParseErrors(t *testing.T) {
 		{
 			name:    "timeout and its kind quoted into one word",
 			conf:    func(t *testing.T) string { return edit(t, "timeout client 30s", `timeout" client"`) },
-			want:    `h.cfg:4: timeout takes a name and a time (accepted timeouts: check, client, connect, http-keep-alive, http-request, queue, server, tunnel)`,
+			want:    `h.cfg:4: timeout takes a name and a time (accepted timeouts: ` + timeoutNames + `)`,
 			haproxy: haproxyRejects,
 		},
 		{
@@ -190,7 +190,7 @@ func TestParseErrors(t *testing.T) {
 		{
 			name:    "server without address",
 			conf:    func(t *testing.T) string { return edit(t, srv, "  server m0\n") },
-			want:    `h.cfg:10: server needs a name and an address (accepted: server NAME ADDRESS:PORT [check, check-ssl, fall, inter, rise, verify, weight])`,
+			want:    `h.cfg:10: server needs a name and an address (accepted: server NAME ADDRESS:PORT [` + serverParams + `])`,
 			haproxy: haproxyRejects,
 		},
 
@@ -399,9 +399,9 @@ func TestParseErrors(t *testing.T) {
 		{
 			name: "default-server parameter vipstack lacks",
 			conf: func(t *testing.T) string {
-				return edit(t, "  server m0", "  default-server inter 3s slowstart 60s\n  server m0")
+				return edit(t, "  server m0", "  default-server inter 3s agent-inter 60s\n  server m0")
 			},
-			want:    `h.cfg:10: backend masters, default-server: parameter "slowstart" is not supported by vipstack (supported: ` + serverParams + `)`,
+			want:    `h.cfg:10: backend masters, default-server: parameter "agent-inter" is not supported by vipstack (supported: ` + serverParams + `)`,
 			haproxy: haproxyAccepts,
 		},
 
@@ -456,14 +456,8 @@ func TestParseErrors(t *testing.T) {
 		},
 		{
 			name:    "unsupported timeout",
-			conf:    func(t *testing.T) string { return edit(t, "  mode tcp\n", "  mode tcp\n  timeout server-fin 2s\n") },
-			want:    `h.cfg:3: keyword "timeout server-fin" in defaults is not supported by vipstack (supported timeouts: ` + timeoutNames + `)`,
-			haproxy: haproxyAccepts,
-		},
-		{
-			name:    "timeout outside defaults",
-			conf:    func(t *testing.T) string { return edit(t, fe, fe+"  timeout client 5s\n") },
-			want:    `h.cfg:8: keyword "timeout client" in frontend main is not supported by vipstack (supported: bind, default_backend, log, log-format, mode, no log, option tcplog)`,
+			conf:    func(t *testing.T) string { return edit(t, "  mode tcp\n", "  mode tcp\n  timeout tarpit 2s\n") },
+			want:    `h.cfg:3: keyword "timeout tarpit" in defaults is not supported by vipstack (supported timeouts: ` + timeoutNames + `)`,
 			haproxy: haproxyAccepts,
 		},
 		{
@@ -501,9 +495,9 @@ func TestParseErrors(t *testing.T) {
 		{
 			name: "setting given twice",
 			conf: func(t *testing.T) string {
-				return edit(t, "  timeout server 30s\n", "  timeout server 30s\n  timeout server 1m\n")
+				return edit(t, "  timeout server 30s\n", "  timeout server 30s\n  retries 2\n  retries 4\n")
 			},
-			want:    `h.cfg:6: timeout server is already set in defaults at line 5 (accepted: once per section)`,
+			want:    `h.cfg:7: retries is already set in defaults at line 6 (accepted: once per section)`,
 			haproxy: haproxyAccepts,
 		},
 		{
@@ -806,8 +800,8 @@ func TestParseErrors(t *testing.T) {
 		},
 		{
 			name:    "unsupported server parameter",
-			conf:    func(t *testing.T) string { return edit(t, "47012 check", "47012 check backup") },
-			want:    `h.cfg:10: backend masters, server m0: parameter "backup" is not supported by vipstack (supported: check, check-ssl, fall, inter, rise, verify, weight)`,
+			conf:    func(t *testing.T) string { return edit(t, "47012 check", "47012 check send-proxy") },
+			want:    `h.cfg:10: backend masters, server m0: parameter "send-proxy" is not supported by vipstack (supported: ` + serverParams + `)`,
 			haproxy: haproxyAccepts,
 		},
 		{
@@ -844,8 +838,8 @@ func TestParseErrors(t *testing.T) {
 			// maxconn is a server parameter haproxy knows and vipstack
 			// does not; its value is not a second, bogus parameter.
 			name:    "unsupported server parameter with a value",
-			conf:    func(t *testing.T) string { return edit(t, "47012 check", "47012 maxconn 10 check") },
-			want:    `h.cfg:10: backend masters, server m0: parameter "maxconn" is not supported by vipstack (supported: check, check-ssl, fall, inter, rise, verify, weight)`,
+			conf:    func(t *testing.T) string { return edit(t, "47012 check", "47012 agent-port 10 check") },
+			want:    `h.cfg:10: backend masters, server m0: parameter "agent-port" is not supported by vipstack (supported: ` + serverParams + `)`,
 			haproxy: haproxyAccepts,
 		},
 		{
@@ -865,9 +859,9 @@ func TestParseErrors(t *testing.T) {
 		{
 			name: "one error per server line",
 			conf: func(t *testing.T) string {
-				return edit(t, srv, "  server m0 127.0.0.1:47012 backup weight x\n  server m1 127.0.0.1:47013 weight x backup\n")
+				return edit(t, srv, "  server m0 127.0.0.1:47012 send-proxy weight x\n  server m1 127.0.0.1:47013 weight x send-proxy\n")
 			},
-			want: `h.cfg:10: backend masters, server m0: parameter "backup" is not supported by vipstack (supported: check, check-ssl, fall, inter, rise, verify, weight)` + "\n" +
+			want: `h.cfg:10: backend masters, server m0: parameter "send-proxy" is not supported by vipstack (supported: ` + serverParams + `)` + "\n" +
 				`h.cfg:11: backend masters, server m1: weight "x" is not an integer (accepted: 1..256)`,
 			haproxy: haproxyAccepts,
 		},

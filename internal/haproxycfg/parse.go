@@ -128,8 +128,8 @@ const (
 	frontendKeywords = "bind, default_backend, log, log-format, mode, no log, option tcplog"
 	listenKeywords   = "balance, bind, default-server, http-check expect status, log, log-format, mode, monitor-uri, no log, option dontlognull, option httpchk, option log-health-checks, option redispatch, option ssl-hello-chk, option tcp-check, option tcplog, server, stats auth, stats enable, stats hide-version, stats refresh, stats uri, tcp-check"
 	backendKeywords  = "balance, default-server, http-check expect status, log, mode, no log, option httpchk, option tcp-check, option tcplog, option log-health-checks, option redispatch, option ssl-hello-chk, server, tcp-check"
-	serverParams     = "check, check-ssl, fall, inter, rise, verify, weight"
-	timeoutNames     = "check, client, connect, http-keep-alive, http-request, queue, server, tunnel"
+	serverParams     = "backup, check, check-ssl, downinter, fall, fastinter, id, inter, maxconn, maxqueue, on-marked-down, port, rise, slowstart, verify, weight"
+	timeoutNames     = "check, client, client-fin, connect, http-keep-alive, http-request, queue, server, server-fin, tunnel"
 )
 
 // nameUse is where a proxy name was defined.
@@ -189,6 +189,7 @@ type parser struct {
 	httpRulesAt int // its first http-check rule
 
 	checks checkOpts // the check options in order (checktype.go)
+	more   moreState // the keywords of more.go
 
 	statsTimeout  time.Duration // global's `stats timeout`, for every socket
 	sslServerLine int           // line of global's first ssl-default-server-* setting
@@ -209,6 +210,9 @@ type listen struct {
 	logFormat   string               // its own log-format or option tcplog
 	formatLine  int
 	forwardLine int // first line that makes it forward (server, balance, ...), 0 if none
+
+	timeouts lbconfig.Timeouts // its own timeout lines (timeouts.go)
+	maxconn  int               // its own maxconn, 0 if none
 }
 
 // listenBackendKeywords make a listen section forward, as a frontend and
@@ -332,6 +336,7 @@ func (p *parser) nargs(l line, n, lo, hi int, form string) ([]string, bool) {
 func (p *parser) section(l line) {
 	kw := l.kw()
 	p.kind, p.secLine, p.seen, p.broken = secSkip, l.num, map[string]int{}, false
+	p.more.own = p.more.defaults
 	p.key = kw
 	if inList(unsupportedSections, kw) {
 		p.errorf(l, kw, "section %q is not supported by vipstack (supported: %s)", kw, commas(supportedSections))
@@ -427,10 +432,12 @@ func (p *parser) endSection() {
 			p.fe.Log = &lbconfig.ConnLog{Format: format, DontLogNull: p.dontLogNull}
 		}
 		p.inheritedHTTP("frontend", p.fe.Name, p.feLogFormat != "")
+		p.endFrontendMore(p.fe, &p.more.own)
 		p.cfg.Frontends = append(p.cfg.Frontends, *p.fe)
 	case secBackend:
 		p.inheritedHTTP("backend", p.be.Name, false)
 		p.endChecks()
+		p.endBackendMore(p.be, &p.more.own)
 		p.cfg.Backends = append(p.cfg.Backends, *p.be)
 	case secListen:
 		p.endListen()
@@ -513,11 +520,11 @@ func (p *parser) endListen() {
 
 // endFile applies what global says about the whole file.
 func (p *parser) endFile() {
-	if t := p.cfg.Timeouts; t.Check > 0 {
-		// haproxy: connect within min(timeout connect, inter), then
-		// timeout check for the answer. vipstack bounds the whole check
-		// by their sum.
-		for i := range p.cfg.Backends {
+	// haproxy: connect within min(timeout connect, inter), then
+	// timeout check for the answer. vipstack bounds the whole check by
+	// their sum.
+	for i := range p.cfg.Backends {
+		if t := p.cfg.Backends[i].Timeouts.Or(p.cfg.Timeouts); t.Check > 0 {
 			for j := range p.cfg.Backends[i].Servers {
 				s := &p.cfg.Backends[i].Servers[j]
 				connect := s.Inter
@@ -584,7 +591,8 @@ func (p *parser) endForwardingListen(webToo bool) {
 		p.warnf(line{num: p.forwardforAt}, "'option forwardfor' ignored for proxy '%s' as it requires HTTP mode.", ls.name)
 	}
 	p.endChecks()
-	fe := lbconfig.Frontend{Name: ls.name, Binds: ls.binds, Backend: ls.name, LogTargets: ls.logs}
+	fe := lbconfig.Frontend{Name: ls.name, Binds: ls.binds, Backend: ls.name, LogTargets: ls.logs, Timeouts: ls.timeouts, MaxConn: ls.maxconn}
+	be.Timeouts = ls.timeouts
 	format := p.logFormat
 	if ls.logFormat != "" {
 		format = ls.logFormat
@@ -606,6 +614,8 @@ func (p *parser) endForwardingListen(webToo bool) {
 	if i := slices.Index(p.cfg.Proxies, p.key); i >= 0 {
 		p.cfg.Proxies = slices.Replace(p.cfg.Proxies, i, i+1, lbconfig.FrontendKey(ls.name), lbconfig.BackendKey(ls.name))
 	}
+	p.endFrontendMore(&fe, &p.more.own)
+	p.endBackendMore(be, &p.more.own)
 	p.cfg.Frontends = append(p.cfg.Frontends, fe)
 	p.cfg.Backends = append(p.cfg.Backends, *be)
 }
@@ -720,7 +730,9 @@ func (p *parser) global(l line) {
 			p.cfg.LogTag = args[0]
 		}
 	default:
-		p.unsupported(l, globalKeywords)
+		if !p.moreGlobal(l, kw) {
+			p.unsupported(l, globalKeywords)
+		}
 	}
 }
 
@@ -894,7 +906,9 @@ func (p *parser) defaults(l line) {
 			p.timeout(l)
 			return
 		}
-		p.unsupported(l, defaultsKeywords)
+		if !p.moreDefaults(l, kw) {
+			p.unsupported(l, defaultsKeywords)
+		}
 	}
 }
 
@@ -975,37 +989,7 @@ func (p *parser) tcpMode(l line) {
 }
 
 func (p *parser) timeout(l line) {
-	d := map[string]*time.Duration{
-		"connect":         &p.cfg.Timeouts.Connect,
-		"client":          &p.cfg.Timeouts.Client,
-		"server":          &p.cfg.Timeouts.Server,
-		"tunnel":          &p.cfg.Timeouts.Tunnel,
-		"queue":           &p.cfg.Timeouts.Queue,
-		"http-request":    &p.cfg.Timeouts.HTTPRequest,
-		"http-keep-alive": &p.cfg.Timeouts.HTTPKeepAlive,
-		"check":           &p.cfg.Timeouts.Check,
-	}
-	kw := keyword(l.words)
-	if len(l.words) < 2 {
-		// One word that starts "timeout " (quotes joined it): no kind.
-		p.errorf(l, kw, "timeout takes a name and a time (accepted timeouts: %s)", timeoutNames)
-		return
-	}
-	dst, ok := d[l.words[1]]
-	if !ok {
-		p.unsupported(l, "")
-		return
-	}
-	if !p.once(l, kw) {
-		return
-	}
-	args, ok := p.nargs(l, 2, 1, 1, "a time such as 10s")
-	if !ok {
-		return
-	}
-	if t, ok := p.timeArg(l, kw, args[0], msUnit); ok {
-		*dst = t
-	}
+	p.timeoutInto(l, &p.cfg.Timeouts, "")
 }
 
 // log reads `log TARGET [format raw|rfc3164] FACILITY [LEVEL [MINLEVEL]]`,
@@ -1062,7 +1046,9 @@ func (p *parser) frontend(l line) {
 	case "log-format", "option tcplog":
 		p.logFormatLine(l, &p.feLogFormat)
 	default:
-		p.unsupported(l, frontendKeywords)
+		if !p.moreFrontend(l, kw) {
+			p.unsupported(l, frontendKeywords)
+		}
 	}
 }
 
@@ -1178,7 +1164,9 @@ func (p *parser) listen(l line) {
 		p.source(lbconfig.ItemKey(p.key, "stats auth "+strconv.Itoa(len(ls.stats.Users))), l)
 		ls.stats.Users = append(ls.stats.Users, lbconfig.UserPass{User: user, Pass: pass})
 	default:
-		p.unsupported(l, listenKeywords)
+		if !p.moreListen(l, kw) {
+			p.unsupported(l, listenKeywords)
+		}
 	}
 }
 
@@ -1251,7 +1239,9 @@ func (p *parser) backend(l line) {
 			}
 		}
 	default:
-		p.unsupported(l, backendKeywords)
+		if !p.moreBackend(l, kw) {
+			p.unsupported(l, backendKeywords)
+		}
 	}
 }
 
@@ -1304,7 +1294,7 @@ func (p *parser) server(l line) {
 	}
 	s.Addr = addr
 	seen := map[string]bool{}
-	if !p.serverParams(l.words[3:], &s, seen, fail) {
+	if !p.serverParams(l.words[3:], &s, seen, fail) || !p.serverIDs(l, &s) {
 		return
 	}
 	if seen["verify"] && !s.CheckSSL {
@@ -1326,6 +1316,10 @@ func (p *parser) defaultServer(l line) {
 		p.errorf(l, kw, "%s, default-server: "+format, append([]any{p.key}, a...)...)
 	}
 	tmpl := p.defServer
+	if slices.Contains(l.words[1:], "id") {
+		fail("id", "'id' option is not accepted in default-server sections (accepted: id on each server line)")
+		return
+	}
 	if p.serverParams(l.words[1:], &tmpl, map[string]bool{}, fail) {
 		p.defServer = tmpl
 		if p.kind == secDefaults {
@@ -1415,6 +1409,12 @@ func (p *parser) serverParams(params []string, s *lbconfig.Server, seen map[stri
 				s.Inter = d
 			}
 		default:
+			if handled, ok := p.moreServerParam(param, value, s, fail); handled {
+				if !ok {
+					return false
+				}
+				continue
+			}
 			fail(param, "parameter %q is not supported by vipstack (supported: %s)", param, serverParams)
 			return false
 		}

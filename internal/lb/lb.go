@@ -390,6 +390,7 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 			if _, seen := servers[key]; !seen {
 				servers[key] = s
 				conf := checkConfOf(b, sc)
+				conf.spread = cfg.SpreadChecks
 				s.mu.Lock()
 				running := s.checker != nil
 				same := s.check == conf
@@ -398,10 +399,12 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 					restarts = append(restarts, restart{s, conf})
 				}
 			}
+			s.configure(sc)
 			ss = append(ss, s)
 			ws = append(ws, sc.Weight)
 		}
 		p := newPool(b.Name, b.Balance, ss, ws)
+		p.setTiers(b)
 		if p.noSrv = l.noSrv[b.Name]; p.noSrv == nil {
 			p.noSrv = new(atomic.Uint64)
 		}
@@ -424,10 +427,6 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 	l.beCounters = beCounters
 
 	// Frontends.
-	queueTimeout := cfg.Timeouts.Queue
-	if queueTimeout == 0 {
-		queueTimeout = cfg.Timeouts.Connect
-	}
 	var feOrder []*frontend
 	feLogs := l.applyLogs(cfg)
 	for _, fc := range cfg.Frontends {
@@ -441,10 +440,8 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 			cl = nil
 			l.log.Warn("lb: frontend's log format refused; no connection log", "frontend", fc.Name, "err", err)
 		}
-		fe.cfg.Store(&feConfig{pool: pools[fc.Backend], retries: max(cfg.Retries, 0),
-			tunnel: cfg.Timeouts.Tunnel, client: cfg.Timeouts.Client, server: cfg.Timeouts.Server, queueTimeout: queueTimeout, connectTimeout: cfg.Timeouts.Connect,
-			log: cl})
-		fe.setMaxconn(cfg.MaxConn)
+		fe.cfg.Store(sectionConfig(cfg, fc, pools[fc.Backend], cl))
+		fe.setMaxconn(frontendMaxconn(cfg, fc))
 		feOrder = append(feOrder, fe)
 	}
 

@@ -51,6 +51,15 @@ type Config struct {
 	// Chroot is the directory `vipstack lb` makes its root once its
 	// sockets are open (haproxy's `chroot`); empty: none.
 	Chroot string
+	// UlimitN is the open-file limit `vipstack lb` sets for itself at
+	// start (haproxy's `ulimit-n`); 0 leaves the one it got.
+	UlimitN int
+	// SpreadChecks spreads each check interval randomly by up to this
+	// percentage either way (haproxy's `spread-checks`, 0..50).
+	SpreadChecks int
+	// HardStopAfter bounds a soft stop: connections still open after
+	// it are closed (haproxy's `hard-stop-after`); 0: none.
+	HardStopAfter time.Duration
 	// NbThread caps the threads that run Go code (GOMAXPROCS), as
 	// haproxy's `nbthread` caps its threads; 0 leaves Go's default (one
 	// per CPU, as haproxy 2.6's).
@@ -105,6 +114,43 @@ type Timeouts struct {
 	// take min(Connect, inter) to connect and Check more to answer
 	// (Server.CheckTimeout).
 	Check time.Duration
+	// ClientFin and ServerFin replace Client and Server once that side
+	// has closed its half of the connection (haproxy's `timeout
+	// client-fin`, `timeout server-fin`).
+	ClientFin time.Duration
+	ServerFin time.Duration
+}
+
+// Or is t with each unset field taken from d: a section's own timeouts
+// over those of defaults.
+func (t Timeouts) Or(d Timeouts) Timeouts {
+	pick := func(a, b time.Duration) time.Duration {
+		if a != 0 {
+			return a
+		}
+		return b
+	}
+	return Timeouts{
+		Connect: pick(t.Connect, d.Connect), Client: pick(t.Client, d.Client), Server: pick(t.Server, d.Server),
+		Tunnel: pick(t.Tunnel, d.Tunnel), Queue: pick(t.Queue, d.Queue), HTTPRequest: pick(t.HTTPRequest, d.HTTPRequest),
+		HTTPKeepAlive: pick(t.HTTPKeepAlive, d.HTTPKeepAlive), Check: pick(t.Check, d.Check),
+		ClientFin: pick(t.ClientFin, d.ClientFin), ServerFin: pick(t.ServerFin, d.ServerFin),
+	}
+}
+
+// Effective returns the timeouts a connection of frontend f to backend b
+// (nil: none) runs with: the client side's (Client, ClientFin,
+// HTTPRequest, HTTPKeepAlive) from f, the server side's (Connect,
+// Server, ServerFin, Tunnel, Queue, Check) from b, each over Timeouts,
+// as haproxy takes them.
+func (c *Config) Effective(f *Frontend, b *Backend) Timeouts {
+	fe := f.Timeouts.Or(c.Timeouts)
+	be := c.Timeouts
+	if b != nil {
+		be = b.Timeouts.Or(c.Timeouts)
+	}
+	fe.Connect, fe.Server, fe.ServerFin, fe.Tunnel, fe.Queue, fe.Check = be.Connect, be.Server, be.ServerFin, be.Tunnel, be.Queue, be.Check
+	return fe
 }
 
 // Frontend accepts client connections and sends them to a backend.
@@ -118,6 +164,16 @@ type Frontend struct {
 	// LogTargets receive the frontend's connection lines (haproxy's `log`
 	// lines in defaults and the frontend); none sends none.
 	LogTargets []LogTarget
+	// Timeouts are the frontend's own (timeout lines in the section);
+	// unset ones come from Config.Timeouts. Of them, the client side's
+	// apply (Config.Effective).
+	Timeouts Timeouts
+	// MaxConn caps the frontend's concurrent clients (`maxconn` in the
+	// section); 0 means Config.MaxConn.
+	MaxConn int
+	// KeepAlive turns TCP keep-alives (SO_KEEPALIVE) on for the client
+	// sockets (`option clitcpka`, or `option tcpka` in the frontend).
+	KeepAlive bool
 }
 
 // Bind is one listening address. An unspecified address with V4V6 listens
@@ -157,6 +213,17 @@ type Backend struct {
 	// LogTargets receive the backend's health check lines (with
 	// LogHealthChecks) and its servers' state changes.
 	LogTargets []LogTarget
+	// Timeouts are the backend's own; of them the server side's apply
+	// (Config.Effective).
+	Timeouts Timeouts
+	// Retries is the backend's own `retries`; 0 means Config.Retries.
+	Retries int
+	// KeepAlive turns TCP keep-alives (SO_KEEPALIVE) on for the server
+	// sockets (`option srvtcpka`, or `option tcpka` in the backend).
+	KeepAlive bool
+	// AllBackups uses every UP backup server at once when no other
+	// server is UP (`option allbackups`), instead of the first.
+	AllBackups bool
 }
 
 // HTTPCheck is `option httpchk METHOD URI VERSION`.
@@ -211,6 +278,38 @@ type Server struct {
 	// CheckTimeout bounds one health check; 0 means Inter, haproxy's rule
 	// without `timeout check`. The reader sets it from Timeouts.Check.
 	CheckTimeout time.Duration
+
+	// The parameters below are haproxy's of the same names (see
+	// docs/haproxy-cfg.md); zero values mean haproxy's defaults.
+
+	// FastInter is the check interval while the server changes state
+	// (UP with failed checks, DOWN with passed ones); 0 means Inter.
+	FastInter time.Duration
+	// DownInter is the check interval while the server is DOWN; 0 means
+	// Inter.
+	DownInter time.Duration
+	// CheckPort is the port health checks connect to (`port`); 0 means
+	// Addr's.
+	CheckPort int
+	// ShutdownOnDown closes the server's connections when a check marks
+	// it DOWN (`on-marked-down shutdown-sessions`).
+	ShutdownOnDown bool
+	// MaxConn caps the server's concurrent connections; further clients
+	// wait in the backend's queue (`maxconn`); 0 means no cap.
+	MaxConn int
+	// MaxQueue caps the clients waiting for this server when it is full;
+	// 0 means no cap.
+	MaxQueue int
+	// SlowStart ramps the server's weight up over this time after it
+	// comes UP again (not at start, as in haproxy); 0 means none.
+	SlowStart time.Duration
+	// Backup servers take connections only while no other server of the
+	// backend is UP; then the first UP one (all with
+	// Backend.AllBackups).
+	Backup bool
+	// ID is the server's number on the stats page (sid); 0 means its
+	// position in the backend.
+	ID int
 }
 
 // Monitor is a `listen` section in `mode http` with a `monitor-uri`: it

@@ -225,6 +225,7 @@ func (v *validator) run() {
 		v.stats(&c.Stats[i], binds)
 		v.logTargets(ListenKey(c.Stats[i].Name), c.Stats[i].LogTargets)
 	}
+	v.more()
 }
 
 func (v *validator) global() {
@@ -297,16 +298,7 @@ func (v *validator) global() {
 				"timeout %s %s is negative (accepted: a positive duration, or 0 for none)", to.name, to.d)
 		}
 	}
-	if len(c.Frontends) > 0 && (t.Connect == 0 || t.Client == 0 || t.Server == 0) {
-		var missing []string
-		for _, to := range []struct {
-			name string
-			d    time.Duration
-		}{{"client", t.Client}, {"connect", t.Connect}, {"server", t.Server}} {
-			if to.d == 0 {
-				missing = append(missing, to.name)
-			}
-		}
+	if missing := v.missingTimeouts(); len(missing) > 0 {
 		v.warn(v.pos("defaults"), "", "timeout %s not set: such connections never time out "+
 			"(haproxy warns about this too: set client, connect and server)", strings.Join(missing, ", "))
 	}
