@@ -113,7 +113,9 @@ func TestSectionTimeouts(t *testing.T) {
 			conf: func(t *testing.T) string {
 				return edit(t, "  default_backend masters\n", "  default_backend masters\n  option srvtcpka\n  option allbackups\n") + "  option clitcpka\n"
 			},
-			get:  func(c *lbconfig.Config) any { return []bool{c.Frontends[0].KeepAlive, c.Backends[0].KeepAlive, c.Backends[0].AllBackups} },
+			get: func(c *lbconfig.Config) any {
+				return []bool{c.Frontends[0].KeepAlive, c.Backends[0].KeepAlive, c.Backends[0].AllBackups}
+			},
 			want: []bool{false, false, false},
 			wantWarnings: []string{
 				"h.cfg:9: 'srvtcpka' ignored because frontend 'main' has no backend capability.",
