@@ -65,7 +65,7 @@ type conn struct {
 	// maxconn (queue_linux.go), since srvQueuedAt, until qwait fires.
 	srvQueued   bool
 	srvQueuedAt time.Time
-	qwait       *time.Timer
+	qwait       clock.Timer
 }
 
 // checkIdle closes the connection when no byte has moved for the timeout

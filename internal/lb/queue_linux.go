@@ -1,9 +1,5 @@
 package lb
 
-import (
-	"time"
-)
-
 // closeServerDown closes every connection of s, established or
 // connecting, because a check marked it DOWN (`on-marked-down
 // shutdown-sessions`). haproxy's log shows such a connection's
@@ -43,9 +39,9 @@ func (lp *loop) queue(cn *conn) bool {
 		return false
 	}
 	cn.srvQueued = true
-	cn.srvQueuedAt = time.Now()
+	cn.srvQueuedAt = lp.lb.clk.Now()
 	if d := cn.cfg.queueTimeout; d > 0 {
-		cn.qwait = time.AfterFunc(d, func() { lp.queueTimedOut(cn) })
+		cn.qwait = lp.lb.clk.AfterFunc(d, func() { lp.queueTimedOut(cn) })
 	}
 	// A slot may have been freed between the pick and the add.
 	lp.lb.slotFreed(p)
