@@ -946,9 +946,33 @@ func TestParseErrors(t *testing.T) {
 		{
 			name: "unsupported stats keyword",
 			conf: func(t *testing.T) string {
-				return base + "listen st\n  bind :47013\n  mode http\n  stats admin if TRUE\n"
+				return base + "listen st\n  bind :47013\n  mode http\n  stats bind-process 1\n"
 			},
-			want:    `h.cfg:14: keyword "stats admin" in listen st is not supported by vipstack (supported: ` + listenKeywords + `)`,
+			want:    `h.cfg:14: keyword "stats bind-process" in listen st is not supported by vipstack (supported: ` + listenKeywords + `)`,
+			haproxy: haproxyRejects,
+		},
+		{
+			name: "stats admin without a condition",
+			conf: func(t *testing.T) string {
+				return base + "listen st\n  bind :47013\n  mode http\n  stats admin\n"
+			},
+			want:    `h.cfg:14: 'stats admin' requires either 'if' or 'unless' followed by a condition (accepted: if TRUE, if LOCALHOST, unless FALSE)`,
+			haproxy: haproxyRejects,
+		},
+		{
+			name: "stats admin with an ACL vipstack lacks",
+			conf: func(t *testing.T) string {
+				return base + "listen st\n  bind :47013\n  mode http\n  stats admin if { src 10.0.0.0/8 }\n"
+			},
+			want:    `h.cfg:14: stats admin "if { src 10.0.0.0/8 }": vipstack takes no other condition (accepted: if TRUE, if LOCALHOST, unless FALSE)`,
+			haproxy: haproxyAccepts,
+		},
+		{
+			name: "maxconn in a stats listen",
+			conf: func(t *testing.T) string {
+				return base + "listen st\n  bind :47013\n  mode http\n  stats enable\n  maxconn 10\n"
+			},
+			want:    `h.cfg:15: maxconn in listen st is not supported by vipstack: its monitor and stats listeners have a cap of their own, where a new client takes the place of one idle or still sending its request (accepted: maxconn in frontends and listens that forward)`,
 			haproxy: haproxyAccepts,
 		},
 

@@ -190,6 +190,4 @@ func (p *parser) endBackendMore(b *lbconfig.Backend, o *proxyOpts) {
 	b.KeepAlive, b.AllBackups = o.srvKA, o.allBackups
 }
 
-func (p *parser) moreStats(l line, kw string) bool { return false }
-
 func (p *parser) moreGlobal(l line, kw string) bool { return false }

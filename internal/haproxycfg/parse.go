@@ -506,11 +506,12 @@ func (p *parser) endListen() {
 	case p.errorfileAt != 0:
 		p.errorf(line{num: p.errorfileAt}, "errorfile", "errorfile in defaults would change the answers of %s (line %d), which vipstack does not do "+
 			"(accepted: errorfile only in files without monitor and stats sections, whose proxies are all mode tcp)", p.key, p.secLine)
+	case !p.endWebListen(ls):
 	case monitor:
 		p.cfg.Monitors = append(p.cfg.Monitors, lbconfig.Monitor{Name: ls.name, Binds: ls.binds, URI: ls.monitorURI, LogTargets: logs})
 	default:
 		s := ls.stats
-		s.Name, s.Binds, s.LogTargets = ls.name, ls.binds, logs
+		s.Name, s.Binds, s.LogTargets, s.Timeouts = ls.name, ls.binds, logs, ls.timeouts
 		if s.URI == "" {
 			s.URI = lbconfig.DefaultStatsURI
 		}

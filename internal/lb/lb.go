@@ -330,7 +330,7 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 			undo()
 			return fmt.Errorf("lb: apply: %s: %s: %w", where(cfg, w.key), k, err)
 		}
-		h, err := l.listenHTTP(k, w.bind, cfg.Timeouts)
+		h, err := l.listenHTTP(k, w.bind, webTimeouts(cfg, w.site))
 		if err != nil {
 			undo()
 			return fmt.Errorf("lb: apply: %s: %s: %w", where(cfg, w.key), k, err)
@@ -474,7 +474,7 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 		} else {
 			// A client reads the timeouts at each deadline it sets: the
 			// new ones apply from its next wait on.
-			h.SetTimeouts(web.TimeoutsOf(cfg.Timeouts))
+			h.SetTimeouts(web.TimeoutsOf(webTimeouts(cfg, w.site)))
 			h.SetSite(w.site)
 		}
 		addrs[w.section] = append(addrs[w.section], h.Addr())

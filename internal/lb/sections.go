@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/vipstack/vipstack/internal/lb/logging"
+	"github.com/vipstack/vipstack/internal/lb/web"
 	"github.com/vipstack/vipstack/internal/lbconfig"
 )
 
@@ -69,4 +70,13 @@ func (c *feConfig) idleOf(cn *conn) time.Duration {
 		return client
 	}
 	return minNonZero(client, server)
+}
+
+// webTimeouts are the timeouts of a monitor or stats listener: a stats
+// section's own over defaults'.
+func webTimeouts(cfg *lbconfig.Config, site *web.Site) lbconfig.Timeouts {
+	if site != nil && site.Stats != nil {
+		return site.Stats.Timeouts.Or(cfg.Timeouts)
+	}
+	return cfg.Timeouts
 }

@@ -336,7 +336,33 @@ type Stats struct {
 	// LogTargets receive haproxy's "Connect from ... (NAME/HTTP)" line
 	// for each request; empty where the section has a log format.
 	LogTargets []LogTarget
+	// Realm is the realm of the password prompt (`stats realm`); empty
+	// means haproxy's "HAProxy Statistics".
+	Realm string
+	// Admin says which clients may change servers from the page (`stats
+	// admin if|unless COND`): AdminNone, AdminAll or AdminLocal.
+	Admin StatsAdmin
+	// ShowNode shows the node's name on the page (`stats show-node
+	// [NAME]`): Node, or the host name when Node is empty.
+	ShowNode bool
+	Node     string
+	// Desc is shown on the page (`stats show-desc DESC`), and Legends
+	// adds the legend of the rows' colours (`stats show-legends`).
+	Desc    string
+	Legends bool
+	// Timeouts are the section's own (client, http-request,
+	// http-keep-alive apply); unset ones come from Config.Timeouts.
+	Timeouts Timeouts
 }
+
+// StatsAdmin is who may use the stats page's admin form.
+type StatsAdmin int
+
+const (
+	AdminNone  StatsAdmin = iota // nobody: a POST gets ";st=DENY"
+	AdminAll                     // `stats admin if TRUE`, `unless FALSE`
+	AdminLocal                   // `stats admin if LOCALHOST`: clients from 127.0.0.0/8 and ::1
+)
 
 // UserPass is one stats user.
 type UserPass struct{ User, Pass string }

@@ -90,6 +90,11 @@ type request struct {
 	// framingConflict: both Content-Length and Transfer-Encoding. haproxy
 	// takes the request (chunked) but closes after its answer (measured).
 	framingConflict bool
+	// form is the body when it came whole with the head (a stats admin
+	// form), and loopback says the client's address is a loopback one;
+	// both only for HTTP/1.
+	form     []byte
+	loopback bool
 }
 
 // get is the value of the first header called name (case-insensitive).
@@ -615,6 +620,11 @@ func (h *Listener) serveConn(c *webConn) {
 			body = chunkedData(b)
 		} else if int64(br.Buffered()) >= req.contentLength {
 			body = req.contentLength
+		}
+		req.loopback = remoteAddr(c.Conn).IsLoopback()
+		if !req.chunked && body > 0 && body <= maxForm {
+			b, _ := br.Peek(int(body))
+			req.form = append([]byte(nil), b...)
 		}
 		complete, err := skipBody(br, req)
 		if errors.As(err, &re) {

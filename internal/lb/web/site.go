@@ -277,9 +277,12 @@ func (s *Site) serveStats(r *request) *response {
 	}
 	if !s.authorized(r) {
 		a := htmlAnswer(401, body401)
-		a.header = append(a.header, field{"www-authenticate", `Basic realm="HAProxy Statistics"`})
+		a.header = append(a.header, field{"www-authenticate", `Basic realm="` + s.realm() + `"`})
 		a.close = true
 		return a
+	}
+	if r.method == "POST" && s.adminAllowed(r) {
+		return s.adminPost(r, uri)
 	}
 	if r.method == "POST" {
 		return &response{code: 303, reason: reasons[303], header: []field{{"cache-control", "no-cache"}, {"content-type", "text/plain"},
@@ -305,7 +308,7 @@ func (s *Site) serveStats(r *request) *response {
 	}
 	refresh := !strings.Contains(opts, ";norefresh")
 	if ctype == "" {
-		ctype, resp.body = "text/html", []byte(snap.HTML(s.page(refresh)))
+		ctype, resp.body = "text/html", []byte(snap.HTML(s.statsPage(r, uri, refresh)))
 	}
 	resp.header = []field{{"cache-control", "no-cache"}, {"content-type", ctype}}
 	if s.Stats.Refresh > 0 && refresh {
