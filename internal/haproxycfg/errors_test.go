@@ -91,25 +91,6 @@ func TestParseErrors(t *testing.T) {
 		// request lines (CR, PR, cR, SC, LR; measured) that vipstack
 		// does not, so it refuses when they would be sent.
 		{
-			name: "listen under defaults' log format, info target",
-			conf: func(t *testing.T) string {
-				return edit(t, "  mode tcp\n", "  mode tcp\n  log /run/l.sock local0\n  option tcplog\n") +
-					"listen mon\n  bind 127.0.0.1:47013\n  mode http\n  monitor-uri /ready\n"
-			},
-			want: `h.cfg:13: listen mon would log its requests in the log format of defaults (line 4) to /run/l.sock local0 at level info, ` +
-				`which vipstack does not write for monitor and stats sections (haproxy writes its CR, PR, cR, SC and LR lines there); ` +
-				"accepted: `no log` in listen mon, a log level of notice or above for its targets (as `log TARGET local0 notice`), or the log format in the frontends instead of defaults",
-			haproxy: haproxyAccepts,
-		},
-		{
-			name: "option httplog in a listen section",
-			conf: func(t *testing.T) string {
-				return base + "listen stats\n  bind 127.0.0.1:47013\n  mode http\n  option httplog\n  stats enable\n"
-			},
-			want:    `h.cfg:14: option httplog in listen stats: vipstack writes no request lines for monitor and stats sections (accepted: no log format there; without one, each request is logged as haproxy's "Connect from" line)`,
-			haproxy: haproxyAccepts,
-		},
-		{
 			name:    "log-format variable",
 			conf:    func(t *testing.T) string { return edit(t, fe, fe+"  log-format \"%ci %lc\"\n") },
 			want:    `h.cfg:8: log-format "%ci %lc": variable %lc is not supported by vipstack (accepted: ` + strings.Join(lbconfig.LogVariables, " ") + `)`,

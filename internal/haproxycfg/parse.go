@@ -455,10 +455,6 @@ func (p *parser) endListen() {
 		p.endForwardingListen(monitor || stats)
 		return
 	}
-	if ls.formatLine != 0 {
-		p.errorf(line{num: ls.formatLine}, "log-format", "log format in %s: vipstack writes no request lines for monitor and stats sections "+
-			"(accepted: no log format there; without one, each request is logged as haproxy's \"Connect from\" line)", p.key)
-	}
 	// Without a log format, haproxy 2.6 sends "Connect from ... (NAME/HTTP)"
 	// for each request. With defaults' log-format (or option tcplog) it
 	// logs no monitor hit, but writes a line in that format, at level info,
@@ -475,15 +471,7 @@ func (p *parser) endListen() {
 	// one whose targets take notice and above (OpenShift's current
 	// template: `log ... local0 notice alert`) gets none from haproxy
 	// either, and sends nothing.
-	var logs []lbconfig.LogTarget
-	if p.logFormat == "" {
-		logs = ls.logs
-	} else if i := slices.IndexFunc(ls.logs, func(t lbconfig.LogTarget) bool { return t.Level >= lbconfig.LevelInfo }); i >= 0 && !p.broken {
-		p.errorf(l, "log-format", "%s would log its requests in the log format of defaults (line %d) to %s at level info, "+
-			"which vipstack does not write for monitor and stats sections (haproxy writes its CR, PR, cR, SC and LR lines there); "+
-			"accepted: `no log` in %s, a log level of notice or above for its targets (as `log TARGET local0 notice`), or the log format in the frontends instead of defaults",
-			p.key, p.logFormatAt, ls.logs[i], p.key)
-	}
+	logs, connLog := ls.logs, p.listenLog(ls)
 	switch {
 	case p.broken && (!monitor && !stats || ls.mode == ""):
 		// A line the lexer rejected may have been the monitor-uri,
@@ -508,10 +496,10 @@ func (p *parser) endListen() {
 			"(accepted: errorfile only in files without monitor and stats sections, whose proxies are all mode tcp)", p.key, p.secLine)
 	case !p.endWebListen(ls):
 	case monitor:
-		p.cfg.Monitors = append(p.cfg.Monitors, lbconfig.Monitor{Name: ls.name, Binds: ls.binds, URI: ls.monitorURI, LogTargets: logs})
+		p.cfg.Monitors = append(p.cfg.Monitors, lbconfig.Monitor{Name: ls.name, Binds: ls.binds, URI: ls.monitorURI, LogTargets: logs, Log: connLog})
 	default:
 		s := ls.stats
-		s.Name, s.Binds, s.LogTargets, s.Timeouts = ls.name, ls.binds, logs, ls.timeouts
+		s.Name, s.Binds, s.LogTargets, s.Timeouts, s.Log = ls.name, ls.binds, logs, ls.timeouts, connLog
 		if s.URI == "" {
 			s.URI = lbconfig.DefaultStatsURI
 		}
@@ -1124,10 +1112,13 @@ func (p *parser) listen(l line) {
 			ls.formatLine = l.num
 		}
 	case "option httplog":
-		// haproxy would write a request line for each stream but a
-		// monitor hit (see endListen): vipstack does not.
-		p.errorf(l, kw, "%s in %s: vipstack writes no request lines for monitor and stats sections "+
-			"(accepted: no log format there; without one, each request is logged as haproxy's \"Connect from\" line)", kw, p.key)
+		// A monitor or stats section's request lines (listenLog).
+		if _, ok := p.nargs(l, 2, 0, 0, ""); ok && p.once(l, kw) {
+			ls.logFormat = lbconfig.ListenHTTPLogFormat
+			if ls.formatLine == 0 {
+				ls.formatLine = l.num
+			}
+		}
 	case "stats enable":
 		if p.once(l, kw) {
 			p.nargs(l, 2, 0, 0, "")

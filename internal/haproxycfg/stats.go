@@ -1,6 +1,7 @@
 package haproxycfg
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/vipstack/vipstack/internal/lbconfig"
@@ -90,4 +91,36 @@ func (p *parser) endWebListen(ls *listen) bool {
 		return false
 	}
 	return true
+}
+
+// listenLog is the log format a monitor or stats listen logs its
+// requests in, nil for none (then each request sends haproxy's "Connect
+// from" line): its own (log-format, option tcplog, option httplog), or
+// defaults', where defaults' option httplog is the HTTP format, as these
+// sections are mode http. haproxy writes a line per stream but the
+// monitor's hits (internal/lb/web.RequestLog), at level info, so targets
+// of level notice and above get none.
+func (p *parser) listenLog(ls *listen) *lbconfig.ConnLog {
+	format := ls.logFormat
+	if format == "" {
+		format = p.logFormat
+		if p.httplogAt != 0 {
+			format = lbconfig.ListenHTTPLogFormat
+		}
+	}
+	if format == "" {
+		return nil
+	}
+	// Its lines go out at info (err with log-separate-errors): targets
+	// that take notice and above only (OpenShift's `log ... local0
+	// notice alert`) get none, as from haproxy.
+	level := lbconfig.LevelInfo
+	if p.more.own.separateErrors {
+		level = lbconfig.LevelErr
+	}
+	if !slices.ContainsFunc(ls.logs, func(t lbconfig.LogTarget) bool { return t.Level >= level }) {
+		return nil
+	}
+	return &lbconfig.ConnLog{Format: format, DontLogNull: p.dontLogNull,
+		DontLogNormal: p.more.own.dontLogNormal, SeparateErrors: p.more.own.separateErrors}
 }

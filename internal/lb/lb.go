@@ -465,7 +465,11 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 		}
 		h := l.httpLns[k]
 		if to := feLogs[w.section]; to != nil {
-			w.site.Log = func(section string, c net.Conn) { l.logHTTPConnect(to, section, c) }
+			if lg := l.webLogger(w.site, to); lg != nil {
+				w.site.LogRequest = lg
+			} else {
+				w.site.Log = func(section string, c net.Conn) { l.logHTTPConnect(to, section, c) }
+			}
 		}
 		if nh := newHTTP[k]; nh != nil {
 			nh.SetSite(w.site)

@@ -319,6 +319,10 @@ type Monitor struct {
 	Name  string
 	Binds []Bind
 	URI   string
+	// Log is the section's log format, nil for none: with it, each
+	// request but the monitor's own is logged in it to LogTargets
+	// (internal/lb/web.RequestLog), as haproxy does.
+	Log *ConnLog
 	// LogTargets receive haproxy's "Connect from ... (NAME/HTTP)" line
 	// for each request; empty where the section has a log format
 	// (haproxy then logs no monitor request).
@@ -333,6 +337,9 @@ type Stats struct {
 	Refresh     time.Duration
 	HideVersion bool
 	Users       []UserPass // `stats auth USER:PASS`; empty means no auth
+	// Log is the section's log format, nil for none: with it, each
+	// request is logged in it to LogTargets (internal/lb/web.RequestLog).
+	Log *ConnLog
 	// LogTargets receive haproxy's "Connect from ... (NAME/HTTP)" line
 	// for each request; empty where the section has a log format.
 	LogTargets []LogTarget

@@ -60,6 +60,17 @@ func (v *validator) more() {
 			}
 		}
 	}
+	for _, m := range c.Monitors {
+		if err := listenLogFormat(m.Log); err != nil {
+			v.fail(v.pos(ListenKey(m.Name)), ListenKey(m.Name), "log-format", "%v", err)
+		}
+	}
+	for _, s := range c.Stats {
+		if err := listenLogFormat(s.Log); err != nil {
+			v.fail(v.pos(ListenKey(s.Name)), ListenKey(s.Name), "log-format", "%v", err)
+		}
+		neg(ListenKey(s.Name), s.Timeouts)
+	}
 	for i := range c.Frontends {
 		f := &c.Frontends[i]
 		key := FrontendKey(f.Name)

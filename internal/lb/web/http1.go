@@ -572,12 +572,14 @@ func (h *Listener) serveConn(c *webConn) {
 		return
 	}
 	first := true
+	start := time.Now() // the stream's start, for its log line (reqlog.go)
 	for {
 		if !first {
 			c.SetReadDeadline(time.Now().Add(h.to.Load().Idle))
 			if _, err := br.Peek(1); err != nil {
 				return
 			}
+			start = time.Now()
 		}
 		c.SetReadDeadline(time.Now().Add(h.to.Load().ReadHeader))
 		head, err := readHead(br)
@@ -586,18 +588,23 @@ func (h *Listener) serveConn(c *webConn) {
 		case errors.Is(err, errRequestTooLarge):
 			h.site.Load().countRefused()
 			h.writeRaw(c, answer400)
+			h.logRefused(c, start, 400, "PR", false)
 			return
 		case errors.As(err, &ne) && ne.Timeout():
 			h.site.Load().countRefused()
+			null := br.Buffered() == 0
 			h.writeRaw(c, answer408)
+			h.logRefused(c, start, 408, "cR", null)
 			return
 		case err != nil:
 			// The client went away with its head unsent: haproxy
 			// counts the 400 it sends to the closed connection
 			// (measured, also for a client that sends nothing).
 			h.site.Load().countRefused()
+			h.logRefused(c, start, 400, "CR", br.Buffered() == 0)
 			return
 		}
+		headAt := time.Now()
 		first = false
 		if !c.answering() {
 			return // evicted for a newer client
@@ -607,6 +614,7 @@ func (h *Listener) serveConn(c *webConn) {
 		if errors.As(err, &re) {
 			h.site.Load().countRefused()
 			h.writeRaw(c, re.answer)
+			h.logRefused(c, start, 400, "PR", false)
 			return
 		}
 		if st := h.site.Load(); st.Log != nil {
@@ -641,6 +649,7 @@ func (h *Listener) serveConn(c *webConn) {
 		if _, err := c.Write(resp.encode(req, closing)); err != nil {
 			return
 		}
+		h.logAnswered(c, start, headAt, req, resp)
 		c.waiting()
 		if closing {
 			lingerClose(c)

@@ -37,6 +37,9 @@ type Site struct {
 	// Log sends a "Connect from" line per request for the section
 	// called section; nil for none.
 	Log func(section string, c net.Conn)
+	// LogRequest writes a stream's line in the section's log format;
+	// nil for none (then Log may send "Connect from").
+	LogRequest func(RequestLog)
 	// Count is the section's counts, kept over reloads; nil in tests
 	// that build a site by hand.
 	Count *Count
