@@ -118,8 +118,13 @@ func runLB(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if cfg.NbThread > 0 {
 		runtime.GOMAXPROCS(cfg.NbThread)
 	}
-	if soft, hard, err := relay.RaiseFileLimit(); err != nil {
-		log.Warn("could not raise the open file limit", "err", err, "soft", soft, "hard", hard)
+	raise := relay.RaiseFileLimit
+	if cfg.UlimitN > 0 {
+		// haproxy's ulimit-n: that limit, not the highest allowed.
+		raise = func() (uint64, uint64, error) { return relay.SetFileLimit(uint64(cfg.UlimitN)) }
+	}
+	if soft, hard, err := raise(); err != nil {
+		log.Warn("could not set the open file limit", "err", err, "soft", soft, "hard", hard, "ulimit-n", cfg.UlimitN)
 	} else {
 		log.Debug("open file limit", "soft", soft, "hard", hard)
 		if need := fdsNeeded(cfg); uint64(need) > soft {
@@ -542,6 +547,15 @@ func softStopLB(ctx context.Context, l *lb.LB, rd *redirect.Follower, drain time
 	}
 	sctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	if hs := l.HardStopAfter(); hs > 0 {
+		// haproxy's hard-stop-after: the connections still open then
+		// are closed.
+		t := time.AfterFunc(hs, func() {
+			log.Info("hard-stop-after: closing the remaining connections", "after", hs)
+			cancel()
+		})
+		defer t.Stop()
+	}
 	go func() {
 		select {
 		case <-sctx.Done():

@@ -189,5 +189,3 @@ func (p *parser) endFrontendMore(f *lbconfig.Frontend, o *proxyOpts) {
 func (p *parser) endBackendMore(b *lbconfig.Backend, o *proxyOpts) {
 	b.KeepAlive, b.AllBackups = o.srvKA, o.allBackups
 }
-
-func (p *parser) moreGlobal(l line, kw string) bool { return false }

@@ -80,3 +80,12 @@ func webTimeouts(cfg *lbconfig.Config, site *web.Site) lbconfig.Timeouts {
 	}
 	return cfg.Timeouts
 }
+
+// HardStopAfter is the configuration's hard-stop-after: how long a soft
+// stop lets connections run before it closes them; 0: no bound.
+func (l *LB) HardStopAfter() time.Duration {
+	if v := l.view.Load(); v != nil && v.cfg != nil {
+		return v.cfg.HardStopAfter
+	}
+	return 0
+}

@@ -60,6 +60,10 @@ type Config struct {
 	// HardStopAfter bounds a soft stop: connections still open after
 	// it are closed (haproxy's `hard-stop-after`); 0: none.
 	HardStopAfter time.Duration
+	// LogHostname is the host name put in the syslog header of every
+	// message (haproxy's `log-send-hostname [NAME]`: NAME, or the
+	// host's name); empty: none, as haproxy without it.
+	LogHostname string
 	// NbThread caps the threads that run Go code (GOMAXPROCS), as
 	// haproxy's `nbthread` caps its threads; 0 leaves Go's default (one
 	// per CPU, as haproxy 2.6's).
