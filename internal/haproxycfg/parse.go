@@ -123,13 +123,14 @@ func commas(list string) string { return strings.Join(strings.Fields(list), ", "
 
 // Keywords each section accepts, for error messages.
 const (
-	globalKeywords   = "ca-base, chroot, crt-base, daemon, gid, group, log, log-tag, maxconn, nbthread, pidfile, ssl-default-bind-*, ssl-default-server-*, stats socket, stats timeout, uid, user"
-	defaultsKeywords = "default-server, errorfile, log, log-format, maxconn, mode, no log, option dontlognull, option forwardfor, option http-server-close, option httplog, option redispatch, option tcplog, retries, timeout"
-	frontendKeywords = "bind, default_backend, log, log-format, mode, no log, option tcplog"
-	listenKeywords   = "balance, bind, default-server, http-check expect status, log, log-format, mode, monitor-uri, no log, option dontlognull, option httpchk, option log-health-checks, option redispatch, option ssl-hello-chk, option tcp-check, option tcplog, server, stats auth, stats enable, stats hide-version, stats refresh, stats uri, tcp-check"
-	backendKeywords  = "balance, default-server, http-check expect status, log, mode, no log, option httpchk, option tcp-check, option tcplog, option log-health-checks, option redispatch, option ssl-hello-chk, server, tcp-check"
-	serverParams     = "backup, check, check-ssl, downinter, fall, fastinter, id, inter, maxconn, maxqueue, on-marked-down, port, rise, slowstart, verify, weight"
-	timeoutNames     = "check, client, client-fin, connect, http-keep-alive, http-request, queue, server, server-fin, tunnel"
+	globalKeywords   = "ca-base, chroot, crt-base, daemon, gid, group, hard-stop-after, log, log-send-hostname, log-tag, maxconn, nbthread, pidfile, server-state-file, spread-checks, ssl-default-bind-*, ssl-default-server-*, stats socket, stats timeout, tune.ssl.default-dh-param, uid, ulimit-n, user"
+	defaultsKeywords = "default-server, errorfile, log, log-format, maxconn, mode, no log, option dontlognull, option forwardfor, option http-server-close, option httplog, option redispatch, option tcplog, retries, timeout, " + moreProxyOptions + ", option allbackups"
+	frontendKeywords = "bind, default_backend, log, log-format, maxconn, mode, no log, option tcplog, timeout, " + moreProxyOptions
+	listenKeywords   = "balance, bind, default-server, http-check expect status, log, log-format, mode, monitor-uri, no log, option dontlognull, option httpchk, option log-health-checks, option redispatch, option ssl-hello-chk, option tcp-check, option tcplog, server, stats auth, stats enable, stats hide-version, stats refresh, stats uri, tcp-check, " +
+		"maxconn, retries, timeout, option allbackups, option httplog, stats admin, stats realm, stats show-desc, stats show-legends, stats show-node, " + moreProxyOptions
+	backendKeywords = "balance, default-server, http-check expect status, log, mode, no log, option httpchk, option tcp-check, option tcplog, option log-health-checks, option redispatch, option ssl-hello-chk, server, tcp-check, retries, timeout, option allbackups, " + moreProxyOptions
+	serverParams    = "backup, check, check-ssl, downinter, fall, fastinter, id, inter, maxconn, maxqueue, on-marked-down, port, rise, slowstart, verify, weight"
+	timeoutNames    = "check, client, client-fin, connect, http-keep-alive, http-request, queue, server, server-fin, tunnel"
 )
 
 // nameUse is where a proxy name was defined.
@@ -1266,6 +1267,9 @@ func (p *parser) server(l line) {
 	s := p.defServer
 	s.Name = name
 	text := l.words[2]
+	// An address without a port (server_params.go): the port the
+	// client connected to.
+	text, s.NoPort = withoutPort(text)
 	if i := strings.LastIndexByte(text, ':'); i > 0 && p.opts.LookupHost != nil && !strings.HasPrefix(text, "[") {
 		if host := text[:i]; host != "localhost" && host != "*" && !strings.Contains(host, ":") && !isIPText(host) {
 			ips, err := p.opts.LookupHost(host)
@@ -1275,8 +1279,9 @@ func (p *parser) server(l line) {
 			}
 			ip := ips[0].Unmap()
 			s.Host = host
+			port := text[i:]
 			text = netip.AddrPortFrom(ip, 0).String()
-			text = text[:strings.LastIndexByte(text, ':')] + l.words[2][i:]
+			text = text[:strings.LastIndexByte(text, ':')] + port
 		}
 	}
 	addr, _, msg := parseAddr(text, false)
@@ -1285,6 +1290,9 @@ func (p *parser) server(l line) {
 		return
 	}
 	s.Addr = addr
+	if s.NoPort {
+		s.Addr = netip.AddrPortFrom(addr.Addr(), 0)
+	}
 	seen := map[string]bool{}
 	if !p.serverParams(l.words[3:], &s, seen, fail) || !p.serverIDs(l, &s) {
 		return

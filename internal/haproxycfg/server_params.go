@@ -2,6 +2,7 @@ package haproxycfg
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/vipstack/vipstack/internal/lbconfig"
@@ -92,4 +93,14 @@ func (p *parser) serverIDs(l line, s *lbconfig.Server) bool {
 		}
 	}
 	return true
+}
+
+// withoutPort reports whether a server address has no port (an IPv4
+// address or a host name without ':'), and returns it with a stand-in
+// port for parseAddr, which the caller sets back to 0.
+func withoutPort(text string) (string, bool) {
+	if text == "" || strings.ContainsAny(text, ":/@[") {
+		return text, false
+	}
+	return text + ":1", true
 }

@@ -125,3 +125,23 @@ func TestSectionTimeouts(t *testing.T) {
 		},
 	})
 }
+
+// TestServerWithoutPort: an address without a port is the client's port;
+// its checks need a check port, as in haproxy.
+func TestServerWithoutPort(t *testing.T) {
+	runAccept(t, []acceptCase{{
+		name: "no port, check port",
+		conf: func(t *testing.T) string {
+			return edit(t, "  server m0 127.0.0.1:47012 check\n", "  server m0 127.0.0.1 check port 47012\n")
+		},
+		get: func(c *lbconfig.Config) any {
+			return []any{c.Backends[0].Servers[0].Addr.String(), c.Backends[0].Servers[0].NoPort}
+		},
+		want: []any{"127.0.0.1:0", true},
+	}})
+	_, err := Parse("h.cfg", []byte(edit(t, "  server m0 127.0.0.1:47012 check\n", "  server m0 127.0.0.1 check\n")))
+	want := "h.cfg:10: backend masters, server m0: backend 'masters': server 'm0' has neither service port nor check port (accepted: ADDRESS:PORT, or port N for its checks)"
+	if err == nil || err.Error() != want {
+		t.Errorf("Parse: %v, want %s", err, want)
+	}
+}

@@ -387,7 +387,7 @@ func (lp *loop) connectNext(cn *conn) {
 		// Counted while connecting, so leastconn sees it; haproxy's smax
 		// counts a session that never connected too (measured: 1 above).
 		stats.StoreMax(&s.smax, s.cur.Add(1))
-		fd, err := relay.DialStart(s.addr)
+		fd, err := relay.DialStart(lp.serverAddr(cn, s))
 		if err == nil && cfg.srvKeepAlive {
 			relay.SetKeepAlive(fd)
 		}

@@ -1,5 +1,11 @@
 package lb
 
+import (
+	"net/netip"
+
+	"github.com/vipstack/vipstack/internal/lb/relay"
+)
+
 // closeServerDown closes every connection of s, established or
 // connecting, because a check marked it DOWN (`on-marked-down
 // shutdown-sessions`). haproxy's log shows such a connection's
@@ -114,4 +120,17 @@ func (lp *loop) queuedClientLeft(cn *conn, term [2]byte) {
 	lp.leaveQueue(cn)
 	cn.term = term
 	lp.closeLocked(cn)
+}
+
+// serverAddr is where cn connects to s: its address, with the port the
+// client connected to when the server was written without one.
+func (lp *loop) serverAddr(cn *conn, s *server) netip.AddrPort {
+	if s.addr.Port() != 0 {
+		return s.addr
+	}
+	local := cn.local
+	if !local.IsValid() {
+		local = relay.LocalAddr(cn.relay.c.FD)
+	}
+	return netip.AddrPortFrom(s.addr.Addr(), local.Port())
 }

@@ -314,6 +314,10 @@ type Server struct {
 	// ID is the server's number on the stats page (sid); 0 means its
 	// position in the backend.
 	ID int
+	// NoPort: the address was written without a port (Addr's is 0);
+	// each connection goes to the port its client connected to, as in
+	// haproxy. Checks then need CheckPort.
+	NoPort bool
 }
 
 // Monitor is a `listen` section in `mode http` with a `monitor-uri`: it

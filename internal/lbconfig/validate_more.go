@@ -1,6 +1,7 @@
 package lbconfig
 
 import (
+	"slices"
 	"time"
 )
 
@@ -115,6 +116,9 @@ func (v *validator) more() {
 					v.fail(pos, field, "id", "id %d is already the id of server %s (accepted: unique ids in a backend)", s.ID, prev)
 				}
 				ids[s.ID] = s.Name
+			}
+			if s.NoPort && s.Check && s.CheckPort == 0 && !slices.ContainsFunc(b.TCPCheck, func(r TCPCheckRule) bool { return r.Connect && r.Port != 0 }) {
+				v.fail(pos, field, "server", "backend '%s': server '%s' has neither service port nor check port (accepted: ADDRESS:PORT, or port N for its checks)", b.Name, s.Name)
 			}
 			if s.Backup && j >= 64 {
 				v.fail(pos, field, "backup", "backup server at position %d: vipstack takes backup servers among the first 64 servers of a backend (accepted: list backup servers earlier)", j+1)
