@@ -104,14 +104,15 @@ const (
 	secBackend
 	secListen
 	secSkip // an unsupported or broken section: its lines are not checked
+	secResolvers
 )
 
 // Section keywords haproxy 2.6 knows, space separated. Any of them starts
 // a new section. The lists are constants so the package keeps no mutable
 // state.
 const (
-	supportedSections   = "global defaults frontend backend listen"
-	unsupportedSections = "userlist peers resolvers mailers program http-errors ring cache fcgi-app " +
+	supportedSections   = "global defaults frontend backend listen resolvers"
+	unsupportedSections = "userlist peers mailers program http-errors ring cache fcgi-app " +
 		"log-forward dynamic-update traces crt-store"
 )
 
@@ -129,7 +130,7 @@ const (
 	listenKeywords   = "balance, bind, default-server, http-check expect status, log, log-format, mode, monitor-uri, no log, option dontlognull, option httpchk, option log-health-checks, option redispatch, option ssl-hello-chk, option tcp-check, option tcplog, server, stats auth, stats enable, stats hide-version, stats refresh, stats uri, tcp-check, " +
 		"maxconn, retries, timeout, option allbackups, option httplog, stats admin, stats realm, stats show-desc, stats show-legends, stats show-node, " + moreProxyOptions
 	backendKeywords = "balance, default-server, http-check expect status, log, mode, no log, option httpchk, option tcp-check, option tcplog, option log-health-checks, option redispatch, option ssl-hello-chk, server, tcp-check, retries, timeout, option allbackups, " + moreProxyOptions
-	serverParams    = "backup, check, check-ssl, downinter, fall, fastinter, id, inter, maxconn, maxqueue, on-marked-down, port, rise, slowstart, verify, weight"
+	serverParams    = "backup, check, check-ssl, downinter, fall, fastinter, id, init-addr, inter, maxconn, maxqueue, on-marked-down, port, resolve-prefer, resolvers, rise, slowstart, verify, weight"
 	timeoutNames    = "check, client, client-fin, connect, http-keep-alive, http-request, queue, server, server-fin, tunnel"
 )
 
@@ -284,6 +285,8 @@ func (p *parser) line(l line) {
 		p.backend(l)
 	case secListen:
 		p.listen(l)
+	case secResolvers:
+		p.resolversLine(l)
 	}
 }
 
@@ -339,6 +342,10 @@ func (p *parser) section(l line) {
 	p.kind, p.secLine, p.seen, p.broken = secSkip, l.num, map[string]int{}, false
 	p.more.own = p.more.defaults
 	p.key = kw
+	if kw == "resolvers" {
+		p.openResolvers(l)
+		return
+	}
 	if inList(unsupportedSections, kw) {
 		p.errorf(l, kw, "section %q is not supported by vipstack (supported: %s)", kw, commas(supportedSections))
 		return
@@ -444,6 +451,8 @@ func (p *parser) endSection() {
 		p.endListen()
 	case secDefaults:
 		p.defRefs = p.refs
+	case secResolvers:
+		p.endResolvers()
 	}
 	p.kind, p.fe, p.be, p.ls, p.logs = secNone, nil, nil, nil, nil
 }
@@ -510,6 +519,7 @@ func (p *parser) endListen() {
 
 // endFile applies what global says about the whole file.
 func (p *parser) endFile() {
+	p.checkResolvers()
 	// haproxy: connect within min(timeout connect, inter), then
 	// timeout check for the answer. vipstack bounds the whole check by
 	// their sum.
@@ -1270,18 +1280,12 @@ func (p *parser) server(l line) {
 	// An address without a port (server_params.go): the port the
 	// client connected to.
 	text, s.NoPort = withoutPort(text)
+	// A host name is resolved once the parameters are read (init-addr
+	// says how: resolvers.go); 0.0.0.0 stands in for it meanwhile.
+	var host string
 	if i := strings.LastIndexByte(text, ':'); i > 0 && p.opts.LookupHost != nil && !strings.HasPrefix(text, "[") {
-		if host := text[:i]; host != "localhost" && host != "*" && !strings.Contains(host, ":") && !isIPText(host) {
-			ips, err := p.opts.LookupHost(host)
-			if err != nil || len(ips) == 0 {
-				fail("server", "could not resolve address '%s' (accepted: a host name the system resolves at start, or an IP address)", host)
-				return
-			}
-			ip := ips[0].Unmap()
-			s.Host = host
-			port := text[i:]
-			text = netip.AddrPortFrom(ip, 0).String()
-			text = text[:strings.LastIndexByte(text, ':')] + port
+		if h := text[:i]; h != "localhost" && h != "*" && !strings.Contains(h, ":") && !isIPText(h) {
+			host, text = h, "0.0.0.0"+text[i:]
 		}
 	}
 	addr, _, msg := parseAddr(text, false)
@@ -1295,6 +1299,9 @@ func (p *parser) server(l line) {
 	}
 	seen := map[string]bool{}
 	if !p.serverParams(l.words[3:], &s, seen, fail) || !p.serverIDs(l, &s) {
+		return
+	}
+	if host != "" && !p.initAddr(&s, host, fail) {
 		return
 	}
 	if seen["verify"] && !s.CheckSSL {

@@ -65,6 +65,31 @@ func (p *parser) moreServerParam(param string, value func(want string) (string, 
 	case "backup":
 		s.Backup = true
 		return true, true
+	case "resolvers":
+		v, ok := value("the name of a resolvers section")
+		s.Resolvers = v
+		return true, ok
+	case "resolve-prefer":
+		v, ok := value("ipv4 or ipv6")
+		if ok && v != "ipv4" && v != "ipv6" {
+			fail(param, "resolve-prefer %q is not a family (accepted: ipv4, ipv6)", v)
+			return true, false
+		}
+		s.ResolvePrefer = v
+		return true, ok
+	case "init-addr":
+		v, ok := value("last, libc, none or an IP address, comma separated")
+		if !ok {
+			return true, false
+		}
+		for _, m := range strings.Split(v, ",") {
+			if m != "last" && m != "libc" && m != "none" && !isIPText(m) {
+				fail(param, "init-addr method %q is not one haproxy knows (accepted: last, libc, none, an IP address)", m)
+				return true, false
+			}
+		}
+		s.InitAddr = v
+		return true, true
 	case "on-marked-down":
 		v, ok := value("shutdown-sessions")
 		if !ok {

@@ -83,6 +83,7 @@ type LB struct {
 	logs       atomic.Pointer[logView]  // the backends' log targets (syslog.go)
 	sinks      map[string]*logging.Sink // log targets by network and address, guarded by mu
 	webCounts  map[string]*web.Count    // monitor and stats sections' counts by name, guarded by mu
+	dns        dnsLoops                 // servers re-resolved by their resolvers (resolve.go), guarded by mu
 
 	// Global maxconn: accepted connections (admitted or queued) over all
 	// frontends, and the cap; at the cap the accept loops wait.
@@ -520,6 +521,7 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 	for _, r := range restarts {
 		r.s.startCheck(r.conf)
 	}
+	l.applyResolvers(cfg)
 	l.log.Info("configuration applied", "frontends", len(cfg.Frontends), "backends", len(cfg.Backends), "servers", len(servers))
 	l.recomputeHealth()
 	if _, _, held := l.health(); held {
@@ -690,6 +692,7 @@ func (l *LB) shutdown(ctx context.Context, soft bool) error {
 		return nil
 	}
 	l.shut = true
+	l.dns.stopAll()
 	for k, t := range l.tcpLns {
 		t.close()
 		delete(l.tcpLns, k)

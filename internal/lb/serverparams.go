@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/vipstack/vipstack/internal/lb/stats"
 	"github.com/vipstack/vipstack/internal/lbconfig"
 )
 
@@ -33,6 +34,11 @@ func (s *server) configure(sc lbconfig.Server) {
 	p.slowstart.Store(int64(sc.SlowStart))
 	p.shutdownOnDown.Store(sc.ShutdownOnDown)
 	p.id.Store(int64(sc.ID))
+	if sc.Unresolved {
+		// init-addr none: in maintenance until its resolvers find an
+		// address (resolve.go), as haproxy's "MAINT (resolution)".
+		s.admin.Store(int32(stats.AdminMaint))
+	}
 }
 
 // full reports whether s has as many connections as its maxconn.

@@ -69,6 +69,10 @@ type Config struct {
 	// per CPU, as haproxy 2.6's).
 	NbThread int
 
+	// Resolvers are the `resolvers` sections: DNS servers that servers
+	// naming them (Server.Resolvers) are re-resolved with.
+	Resolvers []Resolvers
+
 	// Source says where each piece was read, for error messages: keys
 	// like "backend masters/server m0" map to "file:line". The key scheme
 	// is in validate.go (FrontendKey, ItemKey, ServerKey, BindKey, ...).
@@ -314,6 +318,20 @@ type Server struct {
 	// ID is the server's number on the stats page (sid); 0 means its
 	// position in the backend.
 	ID int
+	// Resolvers names the Config.Resolvers section that re-resolves
+	// Host while the LB runs (`resolvers NAME`); empty: resolved once,
+	// at load. ResolvePrefer is the address family taken when a name has
+	// both: "ipv6" (haproxy's default) or "ipv4".
+	Resolvers     string
+	ResolvePrefer string
+	// InitAddr is `init-addr`: how the reader finds Host's first address
+	// (last, libc, none, or an IP address, comma separated, tried in
+	// order); empty means haproxy's "last,libc".
+	InitAddr string
+	// Unresolved: Host did not resolve at load and `init-addr none`
+	// allowed that; the server stays in maintenance until its resolvers
+	// find an address (Addr's IP is unspecified meanwhile).
+	Unresolved bool
 	// NoPort: the address was written without a port (Addr's is 0);
 	// each connection goes to the port its client connected to, as in
 	// haproxy. Checks then need CheckPort.

@@ -447,6 +447,8 @@ func (v *validator) server(b *Backend, s *Server, names map[string]bool) {
 	}
 	names[s.Name] = true
 	switch {
+	case s.Unresolved && s.Addr.IsValid():
+		// init-addr none: no address until its resolvers find one.
 	case !s.Addr.IsValid():
 		v.fail(pos, field, "server", "has no address (accepted: IP:PORT)")
 	case s.Addr.Port() == 0 && !s.NoPort:

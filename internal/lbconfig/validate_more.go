@@ -120,6 +120,9 @@ func (v *validator) more() {
 			if s.NoPort && s.Check && s.CheckPort == 0 && !slices.ContainsFunc(b.TCPCheck, func(r TCPCheckRule) bool { return r.Connect && r.Port != 0 }) {
 				v.fail(pos, field, "server", "backend '%s': server '%s' has neither service port nor check port (accepted: ADDRESS:PORT, or port N for its checks)", b.Name, s.Name)
 			}
+			if s.Resolvers != "" && c.ResolversByName(s.Resolvers) == nil {
+				v.fail(pos, field, "resolvers", "resolvers %q: no such resolvers section", s.Resolvers)
+			}
 			if s.Backup && j >= 64 {
 				v.fail(pos, field, "backup", "backup server at position %d: vipstack takes backup servers among the first 64 servers of a backend (accepted: list backup servers earlier)", j+1)
 			}
