@@ -1,6 +1,10 @@
 package haproxycfg
 
-import "github.com/vipstack/vipstack/internal/lbconfig"
+import (
+	"strings"
+
+	"github.com/vipstack/vipstack/internal/lbconfig"
+)
 
 // checkOpts records a backend's check options (`option httpchk`,
 // `option tcp-check`, `option ssl-hello-chk`, `option mysql-check`) and
@@ -97,4 +101,36 @@ func (p *parser) endChecks() {
 		}
 	}
 	be.SSLHelloCheck = kind == "ssl-hello-chk"
+	if kind != "mysql-check" {
+		be.MySQLCheck = nil
+	}
+}
+
+// mysqlCheck reads `option mysql-check [user NAME [post-41|pre-41]]`.
+func (p *parser) mysqlCheck(l line) {
+	args, ok := p.nargs(l, 2, 0, 3, "[user NAME [post-41|pre-41]]")
+	if !ok {
+		return
+	}
+	c := &lbconfig.MySQLCheck{}
+	switch {
+	case len(args) == 0:
+	case args[0] != "user" || len(args) < 2:
+		p.errorf(l, "option", "option mysql-check: %q (accepted: option mysql-check [user NAME [post-41|pre-41]])", strings.Join(args, " "))
+		return
+	default:
+		c.User = args[1]
+		if len(args) == 3 {
+			switch args[2] {
+			case "post-41":
+			case "pre-41":
+				c.Pre41 = true
+			default:
+				p.errorf(l, "option", "option mysql-check: %q is not a protocol version (accepted: post-41, pre-41)", args[2])
+				return
+			}
+		}
+	}
+	p.be.MySQLCheck = c
+	p.checks.option("mysql-check", l.num)
 }

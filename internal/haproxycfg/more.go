@@ -105,6 +105,8 @@ func (p *parser) moreFrontend(l line, kw string) bool {
 
 func (p *parser) moreBackend(l line, kw string) bool {
 	switch {
+	case kw == "option mysql-check":
+		p.mysqlCheck(l)
 	case kw == "timeout" || len(kw) > 8 && kw[:8] == "timeout ":
 		t := &p.be.Timeouts
 		what := "backend"
@@ -129,7 +131,7 @@ func (p *parser) moreBackend(l line, kw string) bool {
 
 // moreListenBackend are keywords that make a listen section forward, as
 // a backend's.
-const moreListenBackend = "retries|option allbackups|option srvtcpka"
+const moreListenBackend = "retries|option allbackups|option srvtcpka|option mysql-check"
 
 func (p *parser) moreListen(l line, kw string) bool {
 	switch {

@@ -34,6 +34,8 @@ type checkConf struct {
 	port                 int
 	fastInter, downInter time.Duration
 	spread               int
+	mysql                lbconfig.MySQLCheck
+	mysqlOn              bool
 }
 
 func checkConfOf(b lbconfig.Backend, s lbconfig.Server) checkConf {
@@ -41,7 +43,7 @@ func checkConfOf(b lbconfig.Backend, s lbconfig.Server) checkConf {
 		return checkConf{}
 	}
 	return checkConf{enabled: true, ssl: s.CheckSSL, verify: s.Verify, inter: s.Inter, timeout: s.CheckTimeout, rise: s.Rise, fall: s.Fall, http: b.Check, tcpCheck: tcpCheckKey(b.TCPCheck), sslHello: b.SSLHelloCheck, logHealthChk: b.LogHealthChecks,
-		port: s.CheckPort, fastInter: s.FastInter, downInter: s.DownInter}
+		port: s.CheckPort, fastInter: s.FastInter, downInter: s.DownInter, mysqlOn: b.MySQLCheck != nil, mysql: mysqlOf(b)}
 }
 
 func tcpCheckKey(rules []lbconfig.TCPCheckRule) string {
@@ -296,6 +298,8 @@ func (s *server) startCheckLocked(conf checkConf) {
 		prober = tcpScript(conf, addr, tlsConf)
 	case conf.sslHello:
 		prober = healthcheck.SSLHello{Addr: addr}
+	case conf.mysqlOn:
+		prober = healthcheck.MySQL{Addr: addr, User: conf.mysql.User, Pre41: conf.mysql.Pre41}
 	}
 	spec := healthcheck.Spec{Name: s.id(), Inter: conf.inter, Timeout: conf.timeout, Rise: conf.rise, Fall: conf.fall, StartDown: !s.up.Load(),
 		FastInter: conf.fastInter, DownInter: conf.downInter, Spread: conf.spread}

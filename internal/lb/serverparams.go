@@ -180,3 +180,11 @@ func (p *pool) fullOnly(skip uint64) (bool, int) {
 	}
 	return any, max(limit, 0)
 }
+
+// mysqlOf is b's mysql-check, its zero value when b has none.
+func mysqlOf(b lbconfig.Backend) lbconfig.MySQLCheck {
+	if b.MySQLCheck == nil {
+		return lbconfig.MySQLCheck{}
+	}
+	return *b.MySQLCheck
+}

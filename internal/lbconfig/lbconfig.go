@@ -229,6 +229,9 @@ type Backend struct {
 	// KeepAlive turns TCP keep-alives (SO_KEEPALIVE) on for the server
 	// sockets (`option srvtcpka`, or `option tcpka` in the backend).
 	KeepAlive bool
+	// MySQLCheck is `option mysql-check`: the MySQL handshake (and,
+	// with a user, an authentication) checked; nil: not this check.
+	MySQLCheck *MySQLCheck
 	// AllBackups uses every UP backup server at once when no other
 	// server is UP (`option allbackups`), instead of the first.
 	AllBackups bool

@@ -45,3 +45,9 @@ func (c *Config) ResolversByName(name string) *Resolvers {
 	}
 	return nil
 }
+
+// MySQLCheck is `option mysql-check [user NAME [post-41|pre-41]]`.
+type MySQLCheck struct {
+	User  string // empty: only the server's handshake is read
+	Pre41 bool   // the pre-4.1 authentication packet
+}
