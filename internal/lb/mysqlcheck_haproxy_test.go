@@ -35,8 +35,8 @@ func fakeMySQL(busy bool) func(net.Conn) {
 			return
 		}
 		hs := append([]byte{0x0a}, "5.7.0-fake\x00"...)
-		hs = append(hs, 1, 0, 0, 0)                  // connection id
-		hs = append(hs, "abcdefgh\x00"...)           // auth data, filler
+		hs = append(hs, 1, 0, 0, 0)                   // connection id
+		hs = append(hs, "abcdefgh\x00"...)            // auth data, filler
 		hs = append(hs, 0xff, 0xf7, 0x21, 0x02, 0x00) // capabilities, charset, status
 		hs = append(hs, 0xff, 0x81, 21)               // capabilities, auth data length
 		hs = append(hs, make([]byte, 10)...)
