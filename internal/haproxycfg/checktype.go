@@ -134,3 +134,25 @@ func (p *parser) mysqlCheck(l line) {
 	p.be.MySQLCheck = c
 	p.checks.option("mysql-check", l.num)
 }
+
+// hashType reads `hash-type map-based|consistent`. haproxy's hash
+// functions (sdbm, djb2, wt6, crc32) and avalanche are refused: vipstack
+// hashes client addresses with its own function.
+func (p *parser) hashType(l line) {
+	if !p.once(l, "hash-type") {
+		return
+	}
+	args, ok := p.nargs(l, 1, 1, 3, "map-based or consistent")
+	if !ok {
+		return
+	}
+	if args[0] != "map-based" && args[0] != "consistent" {
+		p.errorf(l, "hash-type", "hash-type %q is not a method (accepted: map-based, consistent)", args[0])
+		return
+	}
+	if len(args) > 1 {
+		p.errorf(l, "hash-type", "hash-type %s %s: vipstack hashes with its own function, not haproxy's (accepted: hash-type map-based or consistent, alone)", args[0], strings.Join(args[1:], " "))
+		return
+	}
+	p.be.HashType = args[0]
+}

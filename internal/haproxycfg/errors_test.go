@@ -691,9 +691,9 @@ func TestParseErrors(t *testing.T) {
 		},
 		{
 			name:    "bind port range",
-			conf:    func(t *testing.T) string { return edit(t, "127.0.0.1:47011", "127.0.0.1:47011-47013") },
-			want:    `h.cfg:7: bind address "127.0.0.1:47011-47013": port ranges are not supported by vipstack (accepted: a port 1..65535)`,
-			haproxy: haproxyAccepts,
+			conf:    func(t *testing.T) string { return edit(t, "127.0.0.1:47011", "127.0.0.1:47013-47011") },
+			want:    `h.cfg:7: bind address "127.0.0.1:47013-47011": port range "47013-47011" is not LOW-HIGH within 1..65535`,
+			haproxy: haproxyRejects,
 		},
 		{
 			name:    "bind UNIX socket",
@@ -709,8 +709,8 @@ func TestParseErrors(t *testing.T) {
 		},
 		{
 			name:    "unsupported bind parameter",
-			conf:    func(t *testing.T) string { return edit(t, "127.0.0.1:47011", "127.0.0.1:47011 v6only") },
-			want:    `h.cfg:7: bind parameter "v6only" is not supported by vipstack (supported: v4v6)`,
+			conf:    func(t *testing.T) string { return edit(t, "127.0.0.1:47011", "127.0.0.1:47011 transparent") },
+			want:    `h.cfg:7: bind parameter "transparent" is not supported by vipstack (supported: v4v6, v6only, name)`,
 			haproxy: haproxyAccepts,
 		},
 		{

@@ -24,3 +24,20 @@ func TestGlobalMore(t *testing.T) {
 		},
 	})
 }
+
+// TestBindAndHashType: port ranges, v6only and name on bind lines, and
+// hash-type.
+func TestBindAndHashType(t *testing.T) {
+	runAccept(t, []acceptCase{
+		{
+			name: "range, v6only, name, hash-type consistent",
+			conf: func(t *testing.T) string {
+				return edit(t, "  bind 127.0.0.1:47011\n", "  bind :::47011-47013 v6only name np\n") + "  balance source\n  hash-type consistent\n"
+			},
+			get: func(c *lbconfig.Config) any {
+				return []any{len(c.Frontends[0].Binds), c.Frontends[0].Binds[2].Addr.Port(), c.Frontends[0].Binds[0].V6Only, c.Backends[0].HashType}
+			},
+			want: []any{3, uint16(47013), true, "consistent"},
+		},
+	})
+}

@@ -107,6 +107,8 @@ func (p *parser) moreBackend(l line, kw string) bool {
 	switch {
 	case kw == "option mysql-check":
 		p.mysqlCheck(l)
+	case kw == "hash-type":
+		p.hashType(l)
 	case kw == "timeout" || len(kw) > 8 && kw[:8] == "timeout ":
 		t := &p.be.Timeouts
 		what := "backend"
@@ -131,7 +133,7 @@ func (p *parser) moreBackend(l line, kw string) bool {
 
 // moreListenBackend are keywords that make a listen section forward, as
 // a backend's.
-const moreListenBackend = "retries|option allbackups|option srvtcpka|option mysql-check"
+const moreListenBackend = "retries|option allbackups|option srvtcpka|option mysql-check|hash-type"
 
 func (p *parser) moreListen(l line, kw string) bool {
 	switch {

@@ -1437,7 +1437,10 @@ func (p *parser) bind(l line, first int) []lbconfig.Bind {
 		return nil
 	}
 	v4v6 := false
-	for _, param := range l.words[2:] {
+	var opts bindOpts
+	params := l.words[2:]
+	for i := 0; i < len(params); i++ {
+		param := params[i]
 		switch {
 		case param == "v4v6" && !v4v6:
 			v4v6 = true
@@ -1445,18 +1448,27 @@ func (p *parser) bind(l line, first int) []lbconfig.Bind {
 			p.errorf(l, "bind", "bind parameter v4v6 is given twice")
 			return nil
 		default:
-			p.errorf(l, "bind", "bind parameter %q is not supported by vipstack (supported: v4v6)", param)
-			return nil
+			n, ok := p.moreBindParam(l, params[i:], &opts)
+			if !ok {
+				return nil
+			}
+			i += n - 1
 		}
 	}
 	var out []lbconfig.Bind
 	for _, a := range strings.Split(l.words[1], ",") {
-		addr, host, msg := parseAddr(a, true)
-		if msg != "" {
-			p.errorf(l, "bind", "bind %s", msg)
-			return nil
+		for _, a := range p.expandPorts(l, a) {
+			addr, host, msg := parseAddr(a, true)
+			if msg != "" {
+				p.errorf(l, "bind", "bind %s", msg)
+				return nil
+			}
+			out = append(out, lbconfig.Bind{Addr: addr, Host: host, V4V6: v4v6, V6Only: opts.v6only})
 		}
-		out = append(out, lbconfig.Bind{Addr: addr, Host: host, V4V6: v4v6})
+	}
+	if v4v6 && opts.v6only {
+		p.errorf(l, "bind", "bind: v4v6 and v6only contradict each other (accepted: one of them)")
+		return nil
 	}
 	for i := range out {
 		p.source(lbconfig.BindKey(p.key, first+i), l)

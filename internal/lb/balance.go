@@ -32,6 +32,7 @@ type pool struct {
 	// maxconn (serverparams.go).
 	hasBackup, allBackups atomic.Bool
 	wait                  waitQueue
+	ring                  []ringPoint // hash-type consistent; nil: map-based
 }
 
 // newPool builds the pool of servers, weights[i] being servers[i]'s
@@ -151,6 +152,9 @@ func (p *pool) pickLeastConn(skip uint64) int {
 // pickSource hashes the client address onto the eligible servers, each
 // owning a share of the hash space proportional to its weight.
 func (p *pool) pickSource(client netip.Addr, skip uint64) int {
+	if p.ring != nil {
+		return p.pickRing(hashAddr(client), skip) // hash-type consistent (consistent.go)
+	}
 	var small [16]int
 	ws := small[:0]
 	if len(p.servers) > len(small) {

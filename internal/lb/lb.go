@@ -406,6 +406,7 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 		}
 		p := newPool(b.Name, b.Balance, ss, ws)
 		p.setTiers(b)
+		p.ring = newRing(b)
 		if p.noSrv = l.noSrv[b.Name]; p.noSrv == nil {
 			p.noSrv = new(atomic.Uint64)
 		}
@@ -859,6 +860,8 @@ func bindNetwork(b lbconfig.Bind) (network, address string, v6only int) {
 		return "tcp4", net.JoinHostPort(a.Unmap().String(), port), -1
 	case a.IsUnspecified() && b.V4V6:
 		return "tcp", net.JoinHostPort("::", port), -1
+	case a.IsUnspecified() && b.V6Only:
+		return "tcp6", net.JoinHostPort("::", port), 1
 	case a.IsUnspecified():
 		return "tcp6", net.JoinHostPort("::", port), relay.SystemV6Only()
 	}

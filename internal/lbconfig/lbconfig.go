@@ -189,6 +189,9 @@ type Frontend struct {
 type Bind struct {
 	Addr netip.AddrPort // unspecified address (0.0.0.0 or ::) for all
 	V4V6 bool
+	// V6Only: an unspecified IPv6 address takes IPv6 only (`v6only`),
+	// whatever the system's default.
+	V6Only bool
 	// Host is the original host text when it was a name such as
 	// "localhost" (resolved by the listener).
 	Host string
@@ -229,6 +232,11 @@ type Backend struct {
 	// KeepAlive turns TCP keep-alives (SO_KEEPALIVE) on for the server
 	// sockets (`option srvtcpka`, or `option tcpka` in the backend).
 	KeepAlive bool
+	// HashType is `hash-type`: "consistent" maps balance source's
+	// clients on a ring of the servers, so that a server going DOWN or
+	// coming back moves only its own clients; "" or "map-based" take the
+	// hash modulo the servers' total weight.
+	HashType string
 	// MySQLCheck is `option mysql-check`: the MySQL handshake (and,
 	// with a user, an authentication) checked; nil: not this check.
 	MySQLCheck *MySQLCheck
