@@ -879,14 +879,6 @@ func TestParseErrors(t *testing.T) {
 			haproxy: haproxyAccepts,
 		},
 		{
-			name: "listen that is both",
-			conf: func(t *testing.T) string {
-				return base + "listen web\n  bind :47013\n  mode http\n  monitor-uri /ready\n  stats enable\n"
-			},
-			want:    `h.cfg:11: listen web has both monitor-uri (line 14) and stats (line 15): vipstack serves them from separate listen sections`,
-			haproxy: haproxyAccepts,
-		},
-		{
 			name:    "monitor in TCP mode",
 			conf:    func(t *testing.T) string { return base + "listen ready\n  bind :47013\n  monitor-uri /ready\n" },
 			want:    `h.cfg:11: listen ready needs mode http for its monitor-uri (haproxy ignores monitor-uri in TCP mode)`,

@@ -41,3 +41,14 @@ func TestBindAndHashType(t *testing.T) {
 		},
 	})
 }
+
+// TestStatsSocketWildcard: stats socket *:PORT listens on every IPv4
+// address.
+func TestStatsSocketWildcard(t *testing.T) {
+	runAccept(t, []acceptCase{{
+		name: "stats socket *:PORT",
+		conf: func(t *testing.T) string { return "global\n  stats socket *:47099 level admin\n" + base },
+		get:  func(c *lbconfig.Config) any { return []string{c.StatsSockets[0].Network, c.StatsSockets[0].Address} },
+		want: []string{"tcp", "0.0.0.0:47099"},
+	}})
+}

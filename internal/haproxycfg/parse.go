@@ -486,9 +486,6 @@ func (p *parser) endListen() {
 	case p.broken && (!monitor && !stats || ls.mode == ""):
 		// A line the lexer rejected may have been the monitor-uri,
 		// stats or mode that looks missing: its error is enough.
-	case monitor && stats:
-		p.errorf(l, "listen", "%s has both monitor-uri (line %d) and stats (line %d): vipstack serves them from separate listen sections",
-			p.key, ls.monitorLine, ls.statsLine)
 	case !monitor && !stats:
 		p.errorf(l, "listen", "%s is neither a monitor (monitor-uri) nor a stats page (stats enable, stats uri, ...) "+
 			"nor forwards (server lines): vipstack supports no other listen section", p.key)
@@ -505,11 +502,12 @@ func (p *parser) endListen() {
 		p.errorf(line{num: p.errorfileAt}, "errorfile", "errorfile in defaults would change the answers of %s (line %d), which vipstack does not do "+
 			"(accepted: errorfile only in files without monitor and stats sections, whose proxies are all mode tcp)", p.key, p.secLine)
 	case !p.endWebListen(ls):
-	case monitor:
+	case monitor && !stats:
 		p.cfg.Monitors = append(p.cfg.Monitors, lbconfig.Monitor{Name: ls.name, Binds: ls.binds, URI: ls.monitorURI, LogTargets: logs, Log: connLog})
 	default:
 		s := ls.stats
 		s.Name, s.Binds, s.LogTargets, s.Timeouts, s.Log = ls.name, ls.binds, logs, ls.timeouts, connLog
+		s.MonitorURI = ls.monitorURI // both in one section: the monitor answers its URI
 		if s.URI == "" {
 			s.URI = lbconfig.DefaultStatsURI
 		}
@@ -756,6 +754,10 @@ func (p *parser) statsSocket(l line, args []string) {
 		s.Network = "tcp"
 	}
 	if s.Network == "tcp" {
+		// "*:PORT" and ":PORT" are every IPv4 address, as in haproxy.
+		if h, port, ok := strings.Cut(s.Address, ":"); ok && (h == "*" || h == "") {
+			s.Address = "0.0.0.0:" + port
+		}
 		ap, err := netip.ParseAddrPort(s.Address)
 		if err != nil {
 			p.errorf(l, "stats socket", "stats socket: address %q is not IP:PORT or [IPv6]:PORT (accepted: a file path, unix@PATH, ipv4@IP:PORT, ipv6@[IP]:PORT)", addr)

@@ -380,6 +380,10 @@ type Stats struct {
 	// LogTargets receive haproxy's "Connect from ... (NAME/HTTP)" line
 	// for each request; empty where the section has a log format.
 	LogTargets []LogTarget
+	// MonitorURI is a `monitor-uri` in the same listen: requests for it
+	// get the monitor's answer, before the stats page's authentication,
+	// as in haproxy; empty: none.
+	MonitorURI string
 	// Realm is the realm of the password prompt (`stats realm`); empty
 	// means haproxy's "HAProxy Statistics".
 	Realm string

@@ -62,7 +62,7 @@ func (h *Listener) logAnswered(c *webConn, start, headAt time.Time, req *request
 	switch {
 	case resp.backend:
 		rl.Tw, rl.Tc, rl.Tr, rl.Term, rl.Server = -1, -1, -1, [2]byte{'S', 'C'}, "<NOSRV>"
-	case s.Monitor != nil:
+	case s.Monitor != nil || s.monitorHit(req):
 		return // a monitor hit: haproxy logs none
 	case resp.code == 401:
 		// haproxy logs the password prompt with status 400 and no

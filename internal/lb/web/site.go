@@ -173,6 +173,10 @@ func (h *Listener) respond(r *request) *response {
 	switch {
 	case s.Monitor != nil:
 		return s.serveMonitor(r)
+	case s.Stats != nil && s.monitorHit(r):
+		m := *s
+		m.Monitor = &lbconfig.Monitor{Name: s.Stats.Name, URI: s.Stats.MonitorURI}
+		return m.serveMonitor(r)
 	case s.Stats != nil:
 		return s.serveStats(r)
 	}

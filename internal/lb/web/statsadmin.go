@@ -136,3 +136,8 @@ func hostname() string {
 	}
 	return h
 }
+
+// monitorHit reports whether r asks a stats section for its monitor-uri.
+func (s *Site) monitorHit(r *request) bool {
+	return s.Stats != nil && s.Stats.MonitorURI != "" && requestPath(r.uri, s.Stats.MonitorURI) == s.Stats.MonitorURI
+}
