@@ -41,8 +41,28 @@ func TestParseAccepts(t *testing.T) {
 				return edit(t, "  mode tcp\n", "  mode tcp\n  log /run/l.sock local0 notice alert\n  option tcplog\n") +
 					"listen mon\n  bind 127.0.0.1:47013\n  mode http\n  monitor-uri /ready\n"
 			},
-			get:  func(c *lbconfig.Config) any { return c.Monitors[0].LogTargets },
-			want: []lbconfig.LogTarget(nil),
+			get:  func(c *lbconfig.Config) any { return c.Monitors[0].Log },
+			want: (*lbconfig.ConnLog)(nil),
+		},
+		// Under an info target, its requests are logged in that format
+		// (internal/lb's TestListenRequestLogMatchesHaproxy).
+		{
+			name: "listen under a log format, info target",
+			conf: func(t *testing.T) string {
+				return edit(t, "  mode tcp\n", "  mode tcp\n  log /run/l.sock local0\n  option tcplog\n") +
+					"listen mon\n  bind 127.0.0.1:47013\n  mode http\n  monitor-uri /ready\n"
+			},
+			get:  func(c *lbconfig.Config) any { return c.Monitors[0].Log },
+			want: &lbconfig.ConnLog{Format: lbconfig.TCPLogFormat},
+		},
+		{
+			name: "option httplog in a stats listen",
+			conf: func(t *testing.T) string {
+				return edit(t, "  mode tcp\n", "  mode tcp\n  log /run/l.sock local0\n") +
+					"listen stats\n  bind 127.0.0.1:47013\n  mode http\n  option httplog\n  stats enable\n"
+			},
+			get:  func(c *lbconfig.Config) any { return c.Stats[0].Log },
+			want: &lbconfig.ConnLog{Format: lbconfig.HTTPLogFormat},
 		},
 		{
 			name: "listen under a log format, no log",

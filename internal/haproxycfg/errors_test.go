@@ -91,25 +91,6 @@ func TestParseErrors(t *testing.T) {
 		// request lines (CR, PR, cR, SC, LR; measured) that vipstack
 		// does not, so it refuses when they would be sent.
 		{
-			name: "listen under defaults' log format, info target",
-			conf: func(t *testing.T) string {
-				return edit(t, "  mode tcp\n", "  mode tcp\n  log /run/l.sock local0\n  option tcplog\n") +
-					"listen mon\n  bind 127.0.0.1:47013\n  mode http\n  monitor-uri /ready\n"
-			},
-			want: `h.cfg:13: listen mon would log its requests in the log format of defaults (line 4) to /run/l.sock local0 at level info, ` +
-				`which vipstack does not write for monitor and stats sections (haproxy writes its CR, PR, cR, SC and LR lines there); ` +
-				"accepted: `no log` in listen mon, a log level of notice or above for its targets (as `log TARGET local0 notice`), or the log format in the frontends instead of defaults",
-			haproxy: haproxyAccepts,
-		},
-		{
-			name: "option httplog in a listen section",
-			conf: func(t *testing.T) string {
-				return base + "listen stats\n  bind 127.0.0.1:47013\n  mode http\n  option httplog\n  stats enable\n"
-			},
-			want:    `h.cfg:14: option httplog in listen stats: vipstack writes no request lines for monitor and stats sections (accepted: no log format there; without one, each request is logged as haproxy's "Connect from" line)`,
-			haproxy: haproxyAccepts,
-		},
-		{
 			name:    "log-format variable",
 			conf:    func(t *testing.T) string { return edit(t, fe, fe+"  log-format \"%ci %lc\"\n") },
 			want:    `h.cfg:8: log-format "%ci %lc": variable %lc is not supported by vipstack (accepted: ` + strings.Join(lbconfig.LogVariables, " ") + `)`,
@@ -148,7 +129,7 @@ func TestParseErrors(t *testing.T) {
 		{
 			name:    "timeout and its kind quoted into one word",
 			conf:    func(t *testing.T) string { return edit(t, "timeout client 30s", `timeout" client"`) },
-			want:    `h.cfg:4: timeout takes a name and a time (accepted timeouts: check, client, connect, http-keep-alive, http-request, queue, server, tunnel)`,
+			want:    `h.cfg:4: timeout takes a name and a time (accepted timeouts: ` + timeoutNames + `)`,
 			haproxy: haproxyRejects,
 		},
 		{
@@ -190,7 +171,7 @@ func TestParseErrors(t *testing.T) {
 		{
 			name:    "server without address",
 			conf:    func(t *testing.T) string { return edit(t, srv, "  server m0\n") },
-			want:    `h.cfg:10: server needs a name and an address (accepted: server NAME ADDRESS:PORT [check, check-ssl, cookie, fall, inter, rise, verify, weight])`,
+			want:    `h.cfg:10: server needs a name and an address (accepted: server NAME ADDRESS:PORT [` + serverParams + `])`,
 			haproxy: haproxyRejects,
 		},
 
@@ -250,13 +231,13 @@ func TestParseErrors(t *testing.T) {
 		{
 			name:    "keyword outside a section",
 			conf:    func(t *testing.T) string { return "maxconn 10\n" + base },
-			want:    `h.cfg:1: keyword "maxconn" outside of any section (sections: global, defaults, frontend, backend, listen)`,
+			want:    `h.cfg:1: keyword "maxconn" outside of any section (sections: global, defaults, frontend, backend, listen, resolvers)`,
 			haproxy: haproxyRejects,
 		},
 		{
 			name: "unsupported section and its lines",
 			conf: func(t *testing.T) string { return base + "userlist admins\n  user admin insecure-password x\n" },
-			want: `h.cfg:11: section "userlist" is not supported by vipstack (supported: global, defaults, frontend, backend, listen)`,
+			want: `h.cfg:11: section "userlist" is not supported by vipstack (supported: global, defaults, frontend, backend, listen, resolvers)`,
 		},
 		{
 			name:    "frontend without name",
@@ -302,8 +283,8 @@ func TestParseErrors(t *testing.T) {
 		},
 		{
 			name:    "unsupported global keyword",
-			conf:    func(t *testing.T) string { return "global\n  ulimit-n 4096\n" + base },
-			want:    `h.cfg:2: keyword "ulimit-n" in global is not supported by vipstack (supported: ` + globalKeywords + `)`,
+			conf:    func(t *testing.T) string { return "global\n  tune.bufsize 32768\n" + base },
+			want:    `h.cfg:2: keyword "tune.bufsize" in global is not supported by vipstack (supported: ` + globalKeywords + `)`,
 			haproxy: haproxyAccepts,
 		},
 		{
@@ -388,19 +369,11 @@ func TestParseErrors(t *testing.T) {
 			want: `h.cfg:11: http-check expect status "ok" is not a code or range of codes 100..599 (accepted: 200, 200-399, 200,301)`,
 		},
 		{
-			name: "tcp-check and httpchk",
-			conf: func(t *testing.T) string {
-				return edit(t, "  server m0", "  option httpchk\n  option tcp-check\n  server m0")
-			},
-			want:    `h.cfg:11: backend masters has both option tcp-check and option httpchk (at line 10): haproxy keeps the last one (accepted: one of them)`,
-			haproxy: haproxyAccepts,
-		},
-		{
 			name: "default-server parameter vipstack lacks",
 			conf: func(t *testing.T) string {
-				return edit(t, "  server m0", "  default-server inter 3s slowstart 60s\n  server m0")
+				return edit(t, "  server m0", "  default-server inter 3s agent-inter 60s\n  server m0")
 			},
-			want:    `h.cfg:10: backend masters, default-server: parameter "slowstart" is not supported by vipstack (supported: ` + serverParams + `)`,
+			want:    `h.cfg:10: backend masters, default-server: parameter "agent-inter" is not supported by vipstack (supported: ` + serverParams + `)`,
 			haproxy: haproxyAccepts,
 		},
 
@@ -448,14 +421,8 @@ func TestParseErrors(t *testing.T) {
 		},
 		{
 			name:    "unsupported timeout",
-			conf:    func(t *testing.T) string { return edit(t, "  mode tcp\n", "  mode tcp\n  timeout server-fin 2s\n") },
-			want:    `h.cfg:3: keyword "timeout server-fin" in defaults is not supported by vipstack (supported timeouts: ` + timeoutNames + `)`,
-			haproxy: haproxyAccepts,
-		},
-		{
-			name:    "timeout outside defaults",
-			conf:    func(t *testing.T) string { return edit(t, fe, fe+"  timeout client 5s\n") },
-			want:    `h.cfg:8: keyword "timeout client" in frontend main is not supported by vipstack (supported: ` + withHTTP(frontendKeywords, httpFrontendKeywords) + `)`,
+			conf:    func(t *testing.T) string { return edit(t, "  mode tcp\n", "  mode tcp\n  timeout tarpit 2s\n") },
+			want:    `h.cfg:3: keyword "timeout tarpit" in defaults is not supported by vipstack (supported timeouts: ` + timeoutNames + `)`,
 			haproxy: haproxyAccepts,
 		},
 		{
@@ -493,9 +460,9 @@ func TestParseErrors(t *testing.T) {
 		{
 			name: "setting given twice",
 			conf: func(t *testing.T) string {
-				return edit(t, "  timeout server 30s\n", "  timeout server 30s\n  timeout server 1m\n")
+				return edit(t, "  timeout server 30s\n", "  timeout server 30s\n  retries 2\n  retries 4\n")
 			},
-			want:    `h.cfg:6: timeout server is already set in defaults at line 5 (accepted: once per section)`,
+			want:    `h.cfg:7: retries is already set in defaults at line 6 (accepted: once per section)`,
 			haproxy: haproxyAccepts,
 		},
 		{
@@ -708,9 +675,9 @@ func TestParseErrors(t *testing.T) {
 		},
 		{
 			name:    "bind port range",
-			conf:    func(t *testing.T) string { return edit(t, "127.0.0.1:47011", "127.0.0.1:47011-47013") },
-			want:    `h.cfg:7: bind address "127.0.0.1:47011-47013": port ranges are not supported by vipstack (accepted: a port 1..65535)`,
-			haproxy: haproxyAccepts,
+			conf:    func(t *testing.T) string { return edit(t, "127.0.0.1:47011", "127.0.0.1:47013-47011") },
+			want:    `h.cfg:7: bind address "127.0.0.1:47013-47011": port range "47013-47011" is not LOW-HIGH within 1..65535`,
+			haproxy: haproxyRejects,
 		},
 		{
 			name:    "bind UNIX socket",
@@ -726,8 +693,8 @@ func TestParseErrors(t *testing.T) {
 		},
 		{
 			name:    "unsupported bind parameter",
-			conf:    func(t *testing.T) string { return edit(t, "127.0.0.1:47011", "127.0.0.1:47011 v6only") },
-			want:    `h.cfg:7: bind parameter "v6only" is not supported by vipstack (supported: v4v6)`,
+			conf:    func(t *testing.T) string { return edit(t, "127.0.0.1:47011", "127.0.0.1:47011 transparent") },
+			want:    `h.cfg:7: bind parameter "transparent" is not supported by vipstack (supported: v4v6, v6only, name)`,
 			haproxy: haproxyAccepts,
 		},
 		{
@@ -773,12 +740,6 @@ func TestParseErrors(t *testing.T) {
 			haproxy: haproxyAccepts,
 		},
 		{
-			name:    "server without port",
-			conf:    func(t *testing.T) string { return edit(t, "127.0.0.1:47012 check", "127.0.0.1") },
-			want:    `h.cfg:10: backend masters, server m0: address "127.0.0.1" has no port (accepted: ADDRESS:PORT or [IPv6]:PORT; haproxy would use the client's port, vipstack needs it written)`,
-			haproxy: haproxyAccepts,
-		},
-		{
 			name:    "server host name",
 			conf:    func(t *testing.T) string { return edit(t, "127.0.0.1:47012", "master-0.invalid:6443") },
 			want:    `h.cfg:10: backend masters, server m0: address "master-0.invalid:6443": "master-0.invalid" is not an IP address (accepted: ADDRESS:PORT or [IPv6]:PORT; vipstack resolves no host name but localhost)`,
@@ -798,8 +759,8 @@ func TestParseErrors(t *testing.T) {
 		},
 		{
 			name:    "unsupported server parameter",
-			conf:    func(t *testing.T) string { return edit(t, "47012 check", "47012 check backup") },
-			want:    `h.cfg:10: backend masters, server m0: parameter "backup" is not supported by vipstack (supported: check, check-ssl, cookie, fall, inter, rise, verify, weight)`,
+			conf:    func(t *testing.T) string { return edit(t, "47012 check", "47012 check send-proxy") },
+			want:    `h.cfg:10: backend masters, server m0: parameter "send-proxy" is not supported by vipstack (supported: ` + serverParams + `)`,
 			haproxy: haproxyAccepts,
 		},
 		{
@@ -836,8 +797,8 @@ func TestParseErrors(t *testing.T) {
 			// maxconn is a server parameter haproxy knows and vipstack
 			// does not; its value is not a second, bogus parameter.
 			name:    "unsupported server parameter with a value",
-			conf:    func(t *testing.T) string { return edit(t, "47012 check", "47012 maxconn 10 check") },
-			want:    `h.cfg:10: backend masters, server m0: parameter "maxconn" is not supported by vipstack (supported: check, check-ssl, cookie, fall, inter, rise, verify, weight)`,
+			conf:    func(t *testing.T) string { return edit(t, "47012 check", "47012 agent-port 10 check") },
+			want:    `h.cfg:10: backend masters, server m0: parameter "agent-port" is not supported by vipstack (supported: ` + serverParams + `)`,
 			haproxy: haproxyAccepts,
 		},
 		{
@@ -857,9 +818,9 @@ func TestParseErrors(t *testing.T) {
 		{
 			name: "one error per server line",
 			conf: func(t *testing.T) string {
-				return edit(t, srv, "  server m0 127.0.0.1:47012 backup weight x\n  server m1 127.0.0.1:47013 weight x backup\n")
+				return edit(t, srv, "  server m0 127.0.0.1:47012 send-proxy weight x\n  server m1 127.0.0.1:47013 weight x send-proxy\n")
 			},
-			want: `h.cfg:10: backend masters, server m0: parameter "backup" is not supported by vipstack (supported: check, check-ssl, cookie, fall, inter, rise, verify, weight)` + "\n" +
+			want: `h.cfg:10: backend masters, server m0: parameter "send-proxy" is not supported by vipstack (supported: ` + serverParams + `)` + "\n" +
 				`h.cfg:11: backend masters, server m1: weight "x" is not an integer (accepted: 1..256)`,
 			haproxy: haproxyAccepts,
 		},
@@ -902,14 +863,6 @@ func TestParseErrors(t *testing.T) {
 			haproxy: haproxyAccepts,
 		},
 		{
-			name: "listen that is both",
-			conf: func(t *testing.T) string {
-				return base + "listen web\n  bind :47013\n  mode http\n  monitor-uri /ready\n  stats enable\n"
-			},
-			want:    `h.cfg:11: listen web has both monitor-uri (line 14) and stats (line 15): vipstack serves them from separate listen sections`,
-			haproxy: haproxyAccepts,
-		},
-		{
 			name:    "monitor in TCP mode",
 			conf:    func(t *testing.T) string { return base + "listen ready\n  bind :47013\n  monitor-uri /ready\n" },
 			want:    `h.cfg:11: listen ready needs mode http for its monitor-uri (haproxy ignores monitor-uri in TCP mode)`,
@@ -944,9 +897,33 @@ func TestParseErrors(t *testing.T) {
 		{
 			name: "unsupported stats keyword",
 			conf: func(t *testing.T) string {
-				return base + "listen st\n  bind :47013\n  mode http\n  stats admin if TRUE\n"
+				return base + "listen st\n  bind :47013\n  mode http\n  stats bind-process 1\n"
 			},
-			want:    `h.cfg:14: keyword "stats admin" in listen st is not supported by vipstack (supported: ` + withHTTP(listenKeywords, httpFrontendKeywords+", "+httpBackendKeywords) + `)`,
+			want:    `h.cfg:14: keyword "stats bind-process" in listen st is not supported by vipstack (supported: ` + withHTTP(listenKeywords, httpFrontendKeywords+", "+httpBackendKeywords) + `)`,
+			haproxy: haproxyRejects,
+		},
+		{
+			name: "stats admin without a condition",
+			conf: func(t *testing.T) string {
+				return base + "listen st\n  bind :47013\n  mode http\n  stats admin\n"
+			},
+			want:    `h.cfg:14: 'stats admin' requires either 'if' or 'unless' followed by a condition (accepted: if TRUE, if LOCALHOST, unless FALSE)`,
+			haproxy: haproxyRejects,
+		},
+		{
+			name: "stats admin with an ACL vipstack lacks",
+			conf: func(t *testing.T) string {
+				return base + "listen st\n  bind :47013\n  mode http\n  stats admin if { src 10.0.0.0/8 }\n"
+			},
+			want:    `h.cfg:14: stats admin "if { src 10.0.0.0/8 }": vipstack takes no other condition (accepted: if TRUE, if LOCALHOST, unless FALSE)`,
+			haproxy: haproxyAccepts,
+		},
+		{
+			name: "maxconn in a stats listen",
+			conf: func(t *testing.T) string {
+				return base + "listen st\n  bind :47013\n  mode http\n  stats enable\n  maxconn 10\n"
+			},
+			want:    `h.cfg:15: maxconn in listen st is not supported by vipstack: its monitor and stats listeners have a cap of their own, where a new client takes the place of one idle or still sending its request (accepted: maxconn in frontends and listens that forward)`,
 			haproxy: haproxyAccepts,
 		},
 

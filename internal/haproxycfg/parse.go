@@ -104,14 +104,15 @@ const (
 	secBackend
 	secListen
 	secSkip // an unsupported or broken section: its lines are not checked
+	secResolvers
 )
 
 // Section keywords haproxy 2.6 knows, space separated. Any of them starts
 // a new section. The lists are constants so the package keeps no mutable
 // state.
 const (
-	supportedSections   = "global defaults frontend backend listen"
-	unsupportedSections = "userlist peers resolvers mailers program http-errors ring cache fcgi-app " +
+	supportedSections   = "global defaults frontend backend listen resolvers"
+	unsupportedSections = "userlist peers mailers program http-errors ring cache fcgi-app " +
 		"log-forward dynamic-update traces crt-store"
 )
 
@@ -123,13 +124,14 @@ func commas(list string) string { return strings.Join(strings.Fields(list), ", "
 
 // Keywords each section accepts, for error messages.
 const (
-	globalKeywords   = "ca-base, chroot, crt-base, daemon, gid, group, log, log-tag, maxconn, nbthread, pidfile, ssl-default-bind-*, ssl-default-server-*, stats socket, stats timeout, uid, user"
-	defaultsKeywords = "default-server, errorfile, log, log-format, maxconn, mode, no log, option dontlognull, option forwardfor, option http-keep-alive, option http-server-close, option httpclose, option httplog, option redispatch, option tcplog, retries, timeout"
-	frontendKeywords = "bind, default_backend, log, log-format, mode, no log, option tcplog"
-	listenKeywords   = "balance, bind, default-server, http-check expect status, log, log-format, mode, monitor-uri, no log, option dontlognull, option httpchk, option log-health-checks, option redispatch, option ssl-hello-chk, option tcp-check, option tcplog, server, stats auth, stats enable, stats hide-version, stats refresh, stats uri, tcp-check"
-	backendKeywords  = "balance, default-server, http-check expect status, log, mode, no log, option httpchk, option tcp-check, option tcplog, option log-health-checks, option redispatch, option ssl-hello-chk, server, tcp-check"
-	serverParams     = "check, check-ssl, cookie, fall, inter, rise, verify, weight"
-	timeoutNames     = "check, client, connect, http-keep-alive, http-request, queue, server, tunnel"
+	globalKeywords   = "ca-base, chroot, crt-base, daemon, gid, group, hard-stop-after, log, log-send-hostname, log-tag, maxconn, nbthread, pidfile, server-state-file, spread-checks, ssl-default-bind-*, ssl-default-server-*, stats socket, stats timeout, tune.ssl.default-dh-param, uid, ulimit-n, user"
+	defaultsKeywords = "default-server, errorfile, log, log-format, maxconn, mode, no log, option dontlognull, option forwardfor, option http-keep-alive, option http-server-close, option httpclose, option httplog, option redispatch, option tcplog, retries, timeout, " + moreProxyOptions + ", option allbackups"
+	frontendKeywords = "bind, default_backend, log, log-format, maxconn, mode, no log, option tcplog, timeout, " + moreProxyOptions
+	listenKeywords   = "balance, bind, default-server, http-check expect status, log, log-format, mode, monitor-uri, no log, option dontlognull, option httpchk, option log-health-checks, option redispatch, option ssl-hello-chk, option tcp-check, option tcplog, server, stats auth, stats enable, stats hide-version, stats refresh, stats uri, tcp-check, " +
+		"maxconn, retries, timeout, option allbackups, option httplog, stats admin, stats realm, stats show-desc, stats show-legends, stats show-node, " + moreProxyOptions
+	backendKeywords = "balance, default-server, http-check expect status, log, mode, no log, option httpchk, option tcp-check, option tcplog, option log-health-checks, option redispatch, option ssl-hello-chk, server, tcp-check, retries, timeout, option allbackups, " + moreProxyOptions
+	serverParams    = "backup, check, check-ssl, cookie, downinter, fall, fastinter, id, init-addr, inter, maxconn, maxqueue, on-marked-down, port, resolve-prefer, resolvers, rise, slowstart, verify, weight"
+	timeoutNames    = "check, client, client-fin, connect, http-keep-alive, http-request, queue, server, server-fin, tunnel"
 )
 
 // nameUse is where a proxy name was defined.
@@ -188,8 +190,10 @@ type parser struct {
 	tcpRulesAt  int // its first tcp-check rule
 	httpRulesAt int // its first http-check rule
 
-	hd httpDefaults // defaults' HTTP settings (http.go)
-	hs *httpSection // the section's HTTP keywords (http.go)
+	hd     httpDefaults // defaults' HTTP settings (http.go)
+	hs     *httpSection // the section's HTTP keywords (http.go)
+	checks checkOpts    // the check options in order (checktype.go)
+	more   moreState    // the keywords of more.go
 
 	statsTimeout  time.Duration // global's `stats timeout`, for every socket
 	sslServerLine int           // line of global's first ssl-default-server-* setting
@@ -210,6 +214,9 @@ type listen struct {
 	logFormat   string               // its own log-format or option tcplog
 	formatLine  int
 	forwardLine int // first line that makes it forward (server, balance, ...), 0 if none
+
+	timeouts lbconfig.Timeouts // its own timeout lines (timeouts.go)
+	maxconn  int               // its own maxconn, 0 if none
 }
 
 // listenBackendKeywords make a listen section forward, as a frontend and
@@ -280,6 +287,8 @@ func (p *parser) line(l line) {
 		p.backend(l)
 	case secListen:
 		p.listen(l)
+	case secResolvers:
+		p.resolversLine(l)
 	}
 }
 
@@ -333,7 +342,12 @@ func (p *parser) nargs(l line, n, lo, hi int, form string) ([]string, bool) {
 func (p *parser) section(l line) {
 	kw := l.kw()
 	p.kind, p.secLine, p.seen, p.broken = secSkip, l.num, map[string]int{}, false
+	p.more.own = p.more.defaults
 	p.key = kw
+	if kw == "resolvers" {
+		p.openResolvers(l)
+		return
+	}
 	if inList(unsupportedSections, kw) {
 		p.errorf(l, kw, "section %q is not supported by vipstack (supported: %s)", kw, commas(supportedSections))
 		return
@@ -401,13 +415,13 @@ func (p *parser) section(l line) {
 			p.logs = &p.fe.LogTargets
 		case "backend":
 			p.defServer = p.defaultsServer
-			p.tcpCheckAt, p.tcpRulesAt, p.httpRulesAt = 0, 0, 0
+			p.tcpCheckAt, p.tcpRulesAt, p.httpRulesAt, p.checks = 0, 0, 0, checkOpts{}
 			p.kind, p.be = secBackend, &lbconfig.Backend{Name: name, DontLogNull: p.dontLogNull, RedispatchOnRetry: p.redispatch}
 			p.be.LogTargets = slices.Clone(p.defLogs)
 			p.logs = &p.be.LogTargets
 		default:
 			p.defServer = p.defaultsServer
-			p.tcpCheckAt, p.tcpRulesAt, p.httpRulesAt = 0, 0, 0
+			p.tcpCheckAt, p.tcpRulesAt, p.httpRulesAt, p.checks = 0, 0, 0, checkOpts{}
 			p.kind, p.ls = secListen, &listen{name: name, logs: slices.Clone(p.defLogs), mode: p.defMode}
 			p.logs = &p.ls.logs
 		}
@@ -438,16 +452,20 @@ func (p *parser) endSection() {
 			p.fe.Log = &lbconfig.ConnLog{Format: format, DontLogNull: p.dontLogNull}
 		}
 		p.inheritedHTTP("frontend", p.fe.Name, p.feLogFormat != "")
+		p.endFrontendMore(p.fe, &p.more.own)
 		p.cfg.Frontends = append(p.cfg.Frontends, *p.fe)
 	case secBackend:
 		p.httpBackendEnd(p.be, p.hs.mode)
 		p.inheritedHTTP("backend", p.be.Name, false)
 		p.endChecks()
+		p.endBackendMore(p.be, &p.more.own)
 		p.cfg.Backends = append(p.cfg.Backends, *p.be)
 	case secListen:
 		p.endListen()
 	case secDefaults:
 		p.defRefs = p.refs
+	case secResolvers:
+		p.endResolvers()
 	}
 	p.kind, p.fe, p.be, p.ls, p.logs = secNone, nil, nil, nil, nil
 }
@@ -463,14 +481,6 @@ func (p *parser) endListen() {
 	if p.hs.first != 0 && p.hs.firstKw != "option httplog" {
 		p.errorf(line{num: p.hs.first}, p.hs.firstKw, "%s in %s, a monitor or stats section, is not supported by vipstack "+
 			"(accepted: %s in a frontend, or in a listen section with server lines)", p.hs.firstKw, p.key, p.hs.firstKw)
-	}
-	if p.hs.httplogLine != 0 {
-		p.errorf(line{num: p.hs.httplogLine}, "option httplog", "option httplog in %s: vipstack writes no request lines for monitor and stats sections "+
-			"(accepted: no log format there; without one, each request is logged as haproxy's \"Connect from\" line)", p.key)
-	}
-	if ls.formatLine != 0 {
-		p.errorf(line{num: ls.formatLine}, "log-format", "log format in %s: vipstack writes no request lines for monitor and stats sections "+
-			"(accepted: no log format there; without one, each request is logged as haproxy's \"Connect from\" line)", p.key)
 	}
 	// Without a log format, haproxy 2.6 sends "Connect from ... (NAME/HTTP)"
 	// for each request. With defaults' log-format (or option tcplog) it
@@ -488,22 +498,11 @@ func (p *parser) endListen() {
 	// one whose targets take notice and above (OpenShift's current
 	// template: `log ... local0 notice alert`) gets none from haproxy
 	// either, and sends nothing.
-	var logs []lbconfig.LogTarget
-	if p.logFormat == "" {
-		logs = ls.logs
-	} else if i := slices.IndexFunc(ls.logs, func(t lbconfig.LogTarget) bool { return t.Level >= lbconfig.LevelInfo }); i >= 0 && !p.broken {
-		p.errorf(l, "log-format", "%s would log its requests in the log format of defaults (line %d) to %s at level info, "+
-			"which vipstack does not write for monitor and stats sections (haproxy writes its CR, PR, cR, SC and LR lines there); "+
-			"accepted: `no log` in %s, a log level of notice or above for its targets (as `log TARGET local0 notice`), or the log format in the frontends instead of defaults",
-			p.key, p.logFormatAt, ls.logs[i], p.key)
-	}
+	logs, connLog := ls.logs, p.listenLog(ls)
 	switch {
 	case p.broken && (!monitor && !stats || ls.mode == ""):
 		// A line the lexer rejected may have been the monitor-uri,
 		// stats or mode that looks missing: its error is enough.
-	case monitor && stats:
-		p.errorf(l, "listen", "%s has both monitor-uri (line %d) and stats (line %d): vipstack serves them from separate listen sections",
-			p.key, ls.monitorLine, ls.statsLine)
 	case !monitor && !stats:
 		p.errorf(l, "listen", "%s is neither a monitor (monitor-uri) nor a stats page (stats enable, stats uri, ...) "+
 			"nor forwards (server lines): vipstack supports no other listen section", p.key)
@@ -519,11 +518,13 @@ func (p *parser) endListen() {
 	case p.errorfileAt != 0:
 		p.errorf(line{num: p.errorfileAt}, "errorfile", "errorfile in defaults would change the answers of %s (line %d), which vipstack does not do "+
 			"(accepted: errorfile only in files without monitor and stats sections, whose proxies are all mode tcp)", p.key, p.secLine)
-	case monitor:
-		p.cfg.Monitors = append(p.cfg.Monitors, lbconfig.Monitor{Name: ls.name, Binds: ls.binds, URI: ls.monitorURI, LogTargets: logs})
+	case !p.endWebListen(ls):
+	case monitor && !stats:
+		p.cfg.Monitors = append(p.cfg.Monitors, lbconfig.Monitor{Name: ls.name, Binds: ls.binds, URI: ls.monitorURI, LogTargets: logs, Log: connLog})
 	default:
 		s := ls.stats
-		s.Name, s.Binds, s.LogTargets = ls.name, ls.binds, logs
+		s.Name, s.Binds, s.LogTargets, s.Timeouts, s.Log = ls.name, ls.binds, logs, ls.timeouts, connLog
+		s.MonitorURI = ls.monitorURI // both in one section: the monitor answers its URI
 		if s.URI == "" {
 			s.URI = lbconfig.DefaultStatsURI
 		}
@@ -533,11 +534,12 @@ func (p *parser) endListen() {
 
 // endFile applies what global says about the whole file.
 func (p *parser) endFile() {
-	if t := p.cfg.Timeouts; t.Check > 0 {
-		// haproxy: connect within min(timeout connect, inter), then
-		// timeout check for the answer. vipstack bounds the whole check
-		// by their sum.
-		for i := range p.cfg.Backends {
+	p.checkResolvers()
+	// haproxy: connect within min(timeout connect, inter), then
+	// timeout check for the answer. vipstack bounds the whole check by
+	// their sum.
+	for i := range p.cfg.Backends {
+		if t := p.cfg.Backends[i].Timeouts.Or(p.cfg.Timeouts); t.Check > 0 {
 			for j := range p.cfg.Backends[i].Servers {
 				s := &p.cfg.Backends[i].Servers[j]
 				connect := s.Inter
@@ -591,7 +593,8 @@ func (p *parser) endForwardingListen(webToo bool) {
 		p.errorf(l, "listen", "%s both forwards (line %d) and serves a monitor or stats page: vipstack serves them from separate listen sections", p.key, ls.forwardLine)
 		return
 	}
-	fe := lbconfig.Frontend{Name: ls.name, Binds: ls.binds, Backend: ls.name, LogTargets: ls.logs}
+	fe := lbconfig.Frontend{Name: ls.name, Binds: ls.binds, Backend: ls.name, LogTargets: ls.logs, Timeouts: ls.timeouts, MaxConn: ls.maxconn}
+	be.Timeouts = ls.timeouts
 	if ls.mode == "http" {
 		p.hs.mode = "http"
 		p.httpFrontendEnd(&fe, "http", ls.logFormat != "")
@@ -634,6 +637,8 @@ func (p *parser) endForwardingListen(webToo bool) {
 	if i := slices.Index(p.cfg.Proxies, p.key); i >= 0 {
 		p.cfg.Proxies = slices.Replace(p.cfg.Proxies, i, i+1, lbconfig.FrontendKey(ls.name), lbconfig.BackendKey(ls.name))
 	}
+	p.endFrontendMore(&fe, &p.more.own)
+	p.endBackendMore(be, &p.more.own)
 	p.cfg.Frontends = append(p.cfg.Frontends, fe)
 	p.cfg.Backends = append(p.cfg.Backends, *be)
 }
@@ -748,7 +753,9 @@ func (p *parser) global(l line) {
 			p.cfg.LogTag = args[0]
 		}
 	default:
-		p.unsupported(l, globalKeywords)
+		if !p.moreGlobal(l, kw) {
+			p.unsupported(l, globalKeywords)
+		}
 	}
 }
 
@@ -772,6 +779,10 @@ func (p *parser) statsSocket(l line, args []string) {
 		s.Network = "tcp"
 	}
 	if s.Network == "tcp" {
+		// "*:PORT" and ":PORT" are every IPv4 address, as in haproxy.
+		if h, port, ok := strings.Cut(s.Address, ":"); ok && (h == "*" || h == "") {
+			s.Address = "0.0.0.0:" + port
+		}
 		ap, err := netip.ParseAddrPort(s.Address)
 		if err != nil {
 			p.errorf(l, "stats socket", "stats socket: address %q is not IP:PORT or [IPv6]:PORT (accepted: a file path, unix@PATH, ipv4@IP:PORT, ipv6@[IP]:PORT)", addr)
@@ -909,7 +920,9 @@ func (p *parser) defaults(l line) {
 			p.timeout(l)
 			return
 		}
-		p.unsupported(l, defaultsKeywords)
+		if !p.moreDefaults(l, kw) {
+			p.unsupported(l, defaultsKeywords)
+		}
 	}
 }
 
@@ -949,37 +962,7 @@ func (p *parser) inheritedHTTP(what, name string, ownFormat bool) {
 }
 
 func (p *parser) timeout(l line) {
-	d := map[string]*time.Duration{
-		"connect":         &p.cfg.Timeouts.Connect,
-		"client":          &p.cfg.Timeouts.Client,
-		"server":          &p.cfg.Timeouts.Server,
-		"tunnel":          &p.cfg.Timeouts.Tunnel,
-		"queue":           &p.cfg.Timeouts.Queue,
-		"http-request":    &p.cfg.Timeouts.HTTPRequest,
-		"http-keep-alive": &p.cfg.Timeouts.HTTPKeepAlive,
-		"check":           &p.cfg.Timeouts.Check,
-	}
-	kw := keyword(l.words)
-	if len(l.words) < 2 {
-		// One word that starts "timeout " (quotes joined it): no kind.
-		p.errorf(l, kw, "timeout takes a name and a time (accepted timeouts: %s)", timeoutNames)
-		return
-	}
-	dst, ok := d[l.words[1]]
-	if !ok {
-		p.unsupported(l, "")
-		return
-	}
-	if !p.once(l, kw) {
-		return
-	}
-	args, ok := p.nargs(l, 2, 1, 1, "a time such as 10s")
-	if !ok {
-		return
-	}
-	if t, ok := p.timeArg(l, kw, args[0], msUnit); ok {
-		*dst = t
-	}
+	p.timeoutInto(l, &p.cfg.Timeouts, "")
 }
 
 // log reads `log TARGET [format raw|rfc3164] FACILITY [LEVEL [MINLEVEL]]`,
@@ -1036,7 +1019,7 @@ func (p *parser) frontend(l line) {
 	case "log-format", "option tcplog":
 		p.logFormatLine(l, &p.feLogFormat)
 	default:
-		if !p.httpLine(l) {
+		if !p.httpLine(l) && !p.moreFrontend(l, kw) {
 			p.unsupported(l, withHTTP(frontendKeywords, httpFrontendKeywords))
 		}
 	}
@@ -1118,9 +1101,8 @@ func (p *parser) listen(l line) {
 		}
 	case "option httplog":
 		// A forwarding listen in mode http logs its requests
-		// (http.go); a monitor or stats section would write a
-		// request line for each stream but a monitor hit (see
-		// endListen), which vipstack does not.
+		// (http.go); a monitor or stats section its request lines
+		// (listenLog).
 		if _, ok := p.nargs(l, 2, 0, 0, ""); ok && p.once(l, kw) {
 			p.hs.httplog, p.hs.httplogLine = true, l.num
 		}
@@ -1161,7 +1143,7 @@ func (p *parser) listen(l line) {
 		p.source(lbconfig.ItemKey(p.key, "stats auth "+strconv.Itoa(len(ls.stats.Users))), l)
 		ls.stats.Users = append(ls.stats.Users, lbconfig.UserPass{User: user, Pass: pass})
 	default:
-		if !p.httpLine(l) {
+		if !p.httpLine(l) && !p.moreListen(l, kw) {
 			p.unsupported(l, withHTTP(listenKeywords, httpFrontendKeywords+", "+httpBackendKeywords))
 		}
 	}
@@ -1201,10 +1183,13 @@ func (p *parser) backend(l line) {
 		case 3:
 			c.Method, c.URI, c.Version = args[0], args[1], args[2]
 		}
+		c.ExpectStatus = p.be.Check.ExpectStatus
 		p.be.Check = c
+		p.checks.option("httpchk", l.num)
 	case "option tcp-check":
 		if _, ok := p.nargs(l, 2, 0, 0, ""); ok && p.once(l, kw) {
 			p.tcpCheckAt = l.num
+			p.checks.option("tcp-check", l.num)
 		}
 	case "option tcplog":
 		// Backends write no connection log: haproxy warns and goes on.
@@ -1214,6 +1199,7 @@ func (p *parser) backend(l line) {
 	case "option ssl-hello-chk":
 		if _, ok := p.nargs(l, 2, 0, 0, ""); ok && p.once(l, kw) {
 			p.be.SSLHelloCheck = true
+			p.checks.option("ssl-hello-chk", l.num)
 		}
 	case "tcp-check":
 		p.tcpCheck(l)
@@ -1232,7 +1218,7 @@ func (p *parser) backend(l line) {
 			}
 		}
 	default:
-		if !p.httpLine(l) {
+		if !p.httpLine(l) && !p.moreBackend(l, kw) {
 			p.unsupported(l, withHTTP(backendKeywords, httpBackendKeywords))
 		}
 	}
@@ -1267,17 +1253,15 @@ func (p *parser) server(l line) {
 	s := p.defServer
 	s.Name = name
 	text := l.words[2]
+	// An address without a port (server_params.go): the port the
+	// client connected to.
+	text, s.NoPort = withoutPort(text)
+	// A host name is resolved once the parameters are read (init-addr
+	// says how: resolvers.go); 0.0.0.0 stands in for it meanwhile.
+	var host string
 	if i := strings.LastIndexByte(text, ':'); i > 0 && p.opts.LookupHost != nil && !strings.HasPrefix(text, "[") {
-		if host := text[:i]; host != "localhost" && host != "*" && !strings.Contains(host, ":") && !isIPText(host) {
-			ips, err := p.opts.LookupHost(host)
-			if err != nil || len(ips) == 0 {
-				fail("server", "could not resolve address '%s' (accepted: a host name the system resolves at start, or an IP address)", host)
-				return
-			}
-			ip := ips[0].Unmap()
-			s.Host = host
-			text = netip.AddrPortFrom(ip, 0).String()
-			text = text[:strings.LastIndexByte(text, ':')] + l.words[2][i:]
+		if h := text[:i]; h != "localhost" && h != "*" && !strings.Contains(h, ":") && !isIPText(h) {
+			host, text = h, "0.0.0.0"+text[i:]
 		}
 	}
 	addr, _, msg := parseAddr(text, false)
@@ -1286,8 +1270,14 @@ func (p *parser) server(l line) {
 		return
 	}
 	s.Addr = addr
+	if s.NoPort {
+		s.Addr = netip.AddrPortFrom(addr.Addr(), 0)
+	}
 	seen := map[string]bool{}
-	if !p.serverParams(l.words[3:], &s, seen, fail) {
+	if !p.serverParams(l.words[3:], &s, seen, fail) || !p.serverIDs(l, &s) {
+		return
+	}
+	if host != "" && !p.initAddr(&s, host, fail) {
 		return
 	}
 	if seen["verify"] && !s.CheckSSL {
@@ -1315,6 +1305,10 @@ func (p *parser) defaultServer(l line) {
 		p.errorf(l, kw, "%s, default-server: "+format, append([]any{p.key}, a...)...)
 	}
 	tmpl := p.defServer
+	if slices.Contains(l.words[1:], "id") {
+		fail("id", "'id' option is not accepted in default-server sections (accepted: id on each server line)")
+		return
+	}
 	if p.serverParams(l.words[1:], &tmpl, map[string]bool{}, fail) {
 		p.defServer = tmpl
 		if p.kind == secDefaults {
@@ -1412,6 +1406,12 @@ func (p *parser) serverParams(params []string, s *lbconfig.Server, seen map[stri
 				s.Inter = d
 			}
 		default:
+			if handled, ok := p.moreServerParam(param, value, s, fail); handled {
+				if !ok {
+					return false
+				}
+				continue
+			}
 			fail(param, "parameter %q is not supported by vipstack (supported: %s)", param, serverParams)
 			return false
 		}
@@ -1427,7 +1427,10 @@ func (p *parser) bind(l line, first int) []lbconfig.Bind {
 		return nil
 	}
 	v4v6 := false
-	for _, param := range l.words[2:] {
+	var opts bindOpts
+	params := l.words[2:]
+	for i := 0; i < len(params); i++ {
+		param := params[i]
 		switch {
 		case param == "v4v6" && !v4v6:
 			v4v6 = true
@@ -1435,18 +1438,27 @@ func (p *parser) bind(l line, first int) []lbconfig.Bind {
 			p.errorf(l, "bind", "bind parameter v4v6 is given twice")
 			return nil
 		default:
-			p.errorf(l, "bind", "bind parameter %q is not supported by vipstack (supported: v4v6)", param)
-			return nil
+			n, ok := p.moreBindParam(l, params[i:], &opts)
+			if !ok {
+				return nil
+			}
+			i += n - 1
 		}
 	}
 	var out []lbconfig.Bind
 	for _, a := range strings.Split(l.words[1], ",") {
-		addr, host, msg := parseAddr(a, true)
-		if msg != "" {
-			p.errorf(l, "bind", "bind %s", msg)
-			return nil
+		for _, a := range p.expandPorts(l, a) {
+			addr, host, msg := parseAddr(a, true)
+			if msg != "" {
+				p.errorf(l, "bind", "bind %s", msg)
+				return nil
+			}
+			out = append(out, lbconfig.Bind{Addr: addr, Host: host, V4V6: v4v6, V6Only: opts.v6only})
 		}
-		out = append(out, lbconfig.Bind{Addr: addr, Host: host, V4V6: v4v6})
+	}
+	if v4v6 && opts.v6only {
+		p.errorf(l, "bind", "bind: v4v6 and v6only contradict each other (accepted: one of them)")
+		return nil
 	}
 	for i := range out {
 		p.source(lbconfig.BindKey(p.key, first+i), l)
@@ -1524,6 +1536,7 @@ func (p *parser) tcpCheck(l line) {
 		return
 	}
 	p.be.TCPCheck = append(p.be.TCPCheck, r)
+	p.checks.tcpRule(l.num)
 }
 
 // httpCheck reads `http-check expect status CODES`.
@@ -1543,29 +1556,8 @@ func (p *parser) httpCheck(l line) {
 	if p.httpRulesAt == 0 {
 		p.httpRulesAt = l.num
 	}
+	p.checks.httpRule(l.num)
 	p.be.Check.ExpectStatus = args[2]
-}
-
-// endChecks settles the backend's check type, with haproxy's warnings
-// for rules of a type the backend does not use.
-func (p *parser) endChecks() {
-	be := p.be
-	httpchk := be.Check.Method != "" || be.Check.URI != ""
-	if p.tcpCheckAt != 0 && httpchk {
-		p.errorf(line{num: p.tcpCheckAt}, "option tcp-check", "%s has both option tcp-check and option httpchk (at line %d): haproxy keeps the last one (accepted: one of them)",
-			p.key, p.seen["option httpchk"])
-	}
-	if at, ok := p.seen["option ssl-hello-chk"]; ok && (httpchk || p.tcpCheckAt != 0) {
-		p.errorf(line{num: at}, "option ssl-hello-chk", "%s has option ssl-hello-chk and another check type (option httpchk or option tcp-check): haproxy keeps the last one (accepted: one of them)", p.key)
-	}
-	if p.httpRulesAt != 0 && !httpchk {
-		p.warnf(line{num: p.httpRulesAt}, "backend '%s' uses http-check rules without 'option httpchk', so the rules are ignored.", be.Name)
-		be.Check.ExpectStatus = ""
-	}
-	if p.tcpRulesAt != 0 && p.tcpCheckAt == 0 {
-		p.warnf(line{num: p.tcpRulesAt}, "backend '%s' uses tcp-check rules without 'option tcp-check', so the rules are ignored.", be.Name)
-		be.TCPCheck = nil
-	}
 }
 
 // isIPText reports whether s parses as an IP address.

@@ -43,7 +43,7 @@ func TestServerHostNames(t *testing.T) {
 		}
 	}
 	_, err := ParseWith("h.cfg", conf("nowhere.example:5432"), Options{LookupHost: lookup})
-	want := "h.cfg:10: backend masters, server m0: could not resolve address 'nowhere.example' (accepted: a host name the system resolves at start, or an IP address)"
+	want := "h.cfg:10: backend masters, server m0: could not resolve address 'nowhere.example' (accepted: a host name the system resolves at start, an IP address, or init-addr ...,none with resolvers)"
 	if err == nil || err.Error() != want {
 		t.Errorf("unresolvable: %v, want %s", err, want)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -46,6 +47,43 @@ type Spec struct {
 	// starts servers UP; the load balancer sets this on reload to carry a
 	// DOWN state over to a restarted checker.
 	StartDown bool
+	// FastInter is the interval while the state is changing (UP with
+	// failures, DOWN with successes) and DownInter the one while DOWN,
+	// as haproxy's fastinter and downinter; 0 means Inter.
+	FastInter, DownInter time.Duration
+	// Spread moves each interval randomly by up to this percentage
+	// either way (haproxy's spread-checks); 0: none. Jitter, when set,
+	// gives the random fraction in [-1, 1) (tests); nil uses math/rand.
+	Spread int
+	Jitter func() float64
+}
+
+// interval is the time to the next probe in state st, as haproxy's
+// srv_getinter picks it: inter while fully UP, downinter while fully
+// DOWN, fastinter in between (UP with failures, DOWN with successes, and
+// the start, when one failure takes the server DOWN), spread by Spread
+// percent.
+func (s Spec) interval(st State) time.Duration {
+	d := s.inter()
+	switch {
+	case st.Up && st.Failures == 0 && !st.Pending: // fully UP
+	case !st.Up && st.Successes == 0: // fully DOWN
+		if s.DownInter > 0 {
+			d = s.DownInter
+		}
+	default: // changing state, or UP at start one failure from DOWN
+		if s.FastInter > 0 {
+			d = s.FastInter
+		}
+	}
+	if s.Spread > 0 {
+		j := s.Jitter
+		if j == nil {
+			j = func() float64 { return rand.Float64()*2 - 1 }
+		}
+		d += time.Duration(float64(d) * float64(s.Spread) / 100 * j())
+	}
+	return d
 }
 
 // Validate rejects negative values, naming the field.
@@ -181,10 +219,14 @@ func (c *Checker) Up() bool {
 // returns. Run it once.
 func (c *Checker) Run(ctx context.Context) {
 	clk := c.opts.Clock
-	inter, timeout := c.spec.inter(), c.spec.timeout()
+	timeout := c.spec.timeout()
 	h := track.NewHysteresis(c.spec.rise(), c.spec.fall(), c.spec.StartDown)
-
-	track.Schedule(ctx, clk, inter, timeout, func(pctx context.Context) Result {
+	intervalOf := func() time.Duration { return c.spec.interval(c.State()) }
+	if c.spec.FastInter == 0 && c.spec.DownInter == 0 && c.spec.Spread == 0 {
+		inter := c.spec.inter()
+		intervalOf = func() time.Duration { return inter }
+	}
+	track.ScheduleFunc(ctx, clk, intervalOf, func() time.Duration { return timeout }, func(pctx context.Context) Result {
 		began := clk.Now()
 		r := c.prober.Probe(pctx)
 		if r.Duration == 0 {

@@ -28,6 +28,11 @@ type pool struct {
 	// be is the backend's rate, last session and times (rates.go), kept
 	// over reloads as noSrv.
 	be *backendCounters
+	// Backup servers and the clients waiting for a server below its
+	// maxconn (serverparams.go).
+	hasBackup, allBackups atomic.Bool
+	wait                  waitQueue
+	ring                  []ringPoint // hash-type consistent; nil: map-based
 }
 
 // newPool builds the pool of servers, weights[i] being servers[i]'s
@@ -60,7 +65,7 @@ func bit(i int) uint64 {
 
 // eligible reports whether server i may take a connection.
 func (p *pool) eligible(i int, skip uint64) bool {
-	return skip&bit(i) == 0 && p.servers[i].usable()
+	return skip&bit(i) == 0 && p.servers[i].usable() && !p.servers[i].full()
 }
 
 // pickWeight is server i's weight for one pick: 0 when it may not take
@@ -72,12 +77,17 @@ func (p *pool) pickWeight(i int, skip uint64) int {
 	if !p.eligible(i, skip) {
 		return 0
 	}
-	return max(p.weight(i), 0)
+	w := max(p.weight(i), 0)
+	if s := p.servers[i]; s.params.slowstart.Load() > 0 && s.lb != nil {
+		w = max(s.slowWeight(w, s.lb.clk.Now()), 1)
+	}
+	return w
 }
 
 // pick chooses an UP server not in skip, by the pool's algorithm, and
 // returns its index, or -1 when there is none. client is used by source.
 func (p *pool) pick(client netip.Addr, skip uint64) int {
+	skip = p.tierSkip(skip)
 	switch p.balance {
 	case lbconfig.LeastConn:
 		return p.pickLeastConn(skip)
@@ -142,6 +152,9 @@ func (p *pool) pickLeastConn(skip uint64) int {
 // pickSource hashes the client address onto the eligible servers, each
 // owning a share of the hash space proportional to its weight.
 func (p *pool) pickSource(client netip.Addr, skip uint64) int {
+	if p.ring != nil {
+		return p.pickRing(hashAddr(client), skip) // hash-type consistent (consistent.go)
+	}
 	var small [16]int
 	ws := small[:0]
 	if len(p.servers) > len(small) {

@@ -23,7 +23,8 @@ import (
 // TestCheckDialectsMatchHaproxy runs haproxy 2.6 and vipstack side by
 // side on one file using listen sections that forward, default-server,
 // option tcp-check with a send/expect dialogue, option ssl-hello-chk and
-// http-check expect status, against the same servers, and compares each
+// http-check expect status, two check options in one backend (the last
+// wins), against the same servers, and compares each
 // server's check_status; then a client goes through each balancer's
 // forwarding listen.
 func TestCheckDialectsMatchHaproxy(t *testing.T) {
@@ -106,9 +107,21 @@ backend greet
   mode tcp
   default-server inter 200ms
   server s1 {{GREETER}} check
+backend lastssl
+  mode tcp
+  option httpchk GET /healthz
+  http-check expect status 200
+  option ssl-hello-chk
+  server s1 {{TLS}} check
+backend lasthttp
+  mode tcp
+  option ssl-hello-chk
+  option httpchk GET /moved
+  http-check expect status 300-399
+  server s1 {{WEB}} check
 `)
 	}
-	names := []string{"ping", "wrongword", "hello", "hellofail", "expect200", "expect3xx", "greet"}
+	names := []string{"ping", "wrongword", "hello", "hellofail", "expect200", "expect3xx", "greet", "lastssl", "lasthttp"}
 	ports := freePorts(t, 2)
 	hout := peers.HAProxy(t, conf(ports[0], ports[1]))
 	l := newLBOpts(t, Options{}, parseOnLoopback(t, conf("1", "2")))
@@ -166,7 +179,7 @@ backend greet
 	// What each dialect should give, so that agreeing on a wrong
 	// answer fails too.
 	expected := map[string]string{"ping": "L7OK", "wrongword": "L7RSP", "hello": "L6OK", "hellofail": "L6RSP",
-		"expect200": "L7STS", "expect3xx": "L7OK", "greet": "L4OK"}
+		"expect200": "L7STS", "expect3xx": "L7OK", "greet": "L4OK", "lastssl": "L6OK", "lasthttp": "L7OK"}
 	if diff := cmp.Diff(expected, want); diff != "" {
 		t.Errorf("haproxy's check_status differs from this test's expectation (-expected +haproxy):\n%s", diff)
 	}

@@ -60,6 +60,12 @@ type conn struct {
 	up, down uint64         // bytes from the client, from the server
 	term     [2]byte        // termination state, when something else than an end of file ended it
 	timedOut bool           // the last connect attempt timed out
+
+	// srvQueued: waiting in the backend's queue for a server below its
+	// maxconn (queue_linux.go), since srvQueuedAt, until qwait fires.
+	srvQueued   bool
+	srvQueuedAt time.Time
+	qwait       clock.Timer
 }
 
 // checkIdle closes the connection when no byte has moved for the timeout
@@ -76,7 +82,7 @@ func (cn *conn) checkIdle() {
 		return
 	}
 	next := cn.every
-	if idle := cn.cfg.idleFor(cn.last); idle > 0 {
+	if idle := cn.cfg.idleOf(cn); idle > 0 {
 		left := idle - cn.fe.lb.clk.Now().Sub(cn.lastActive)
 		if left <= 0 {
 			cn.fe.lb.log.Debug("closing an idle connection", "frontend", cn.fe.name, "client", cn.peer.String(), "idle", idle)

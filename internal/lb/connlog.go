@@ -62,10 +62,18 @@ func (f *frontend) logConn(cn *conn) {
 	if cl == nil || (cl.DontLogNull && cn.up == 0) {
 		return
 	}
+	normal := cn.termState() == termNormal
+	if normal && cl.DontLogNormal {
+		return
+	}
+	level := lbconfig.LevelInfo
+	if !normal && cl.SeparateErrors {
+		level = lbconfig.LevelErr
+	}
 	var buf [512]byte
 	now := f.lb.clk.Now()
 	lf := cn.logFields()
-	f.lb.sendLog(cl.To, lbconfig.LevelInfo, cl.AppendLine(buf[:0], &lf, now))
+	f.lb.sendLog(cl.To, level, cl.AppendLine(buf[:0], &lf, now))
 }
 
 // logFields are what cn's log line may show.

@@ -23,6 +23,12 @@ type feConfig struct {
 	connectTimeout time.Duration
 	// log is the connection log; nil: none.
 	log *logging.ConnLog
+	// clientFin and serverFin replace client and server once that side
+	// has closed its half (see idleFor); 0: none.
+	clientFin, serverFin time.Duration
+	// cliKeepAlive and srvKeepAlive turn SO_KEEPALIVE on for the
+	// client's and the server's socket.
+	cliKeepAlive, srvKeepAlive bool
 }
 
 // Which direction last moved bytes on a connection: the side that spoke
@@ -55,9 +61,9 @@ func (c *feConfig) idleFor(last uint8) time.Duration {
 // half the smallest timeout that may apply to it; 0 when none does.
 func (c *feConfig) idleEvery() time.Duration {
 	if c.tunnel > 0 {
-		return c.tunnel / 2
+		return minNonZero(minNonZero(c.tunnel, c.clientFin), c.serverFin) / 2
 	}
-	return minNonZero(c.client, c.server) / 2
+	return minNonZero(minNonZero(c.client, c.server), minNonZero(c.clientFin, c.serverFin)) / 2
 }
 
 // frontend admits connections, up to maxconn at once, and queues the

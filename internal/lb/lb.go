@@ -84,6 +84,7 @@ type LB struct {
 	logs       atomic.Pointer[logView]  // the backends' log targets (syslog.go)
 	sinks      map[string]*logging.Sink // log targets by network and address, guarded by mu
 	webCounts  map[string]*web.Count    // monitor and stats sections' counts by name, guarded by mu
+	dns        dnsLoops                 // servers re-resolved by their resolvers (resolve.go), guarded by mu
 
 	// Global maxconn: accepted connections (admitted or queued) over all
 	// frontends, and the cap; at the cap the accept loops wait.
@@ -355,7 +356,7 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 			undo()
 			return fmt.Errorf("lb: apply: %s: %s: %w", where(cfg, w.key), k, err)
 		}
-		h, err := l.listenHTTP(k, w.bind, cfg.Timeouts)
+		h, err := l.listenHTTP(k, w.bind, webTimeouts(cfg, w.site))
 		if err != nil {
 			undo()
 			return fmt.Errorf("lb: apply: %s: %s: %w", where(cfg, w.key), k, err)
@@ -415,6 +416,7 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 			if _, seen := servers[key]; !seen {
 				servers[key] = s
 				conf := checkConfOf(b, sc)
+				conf.spread = cfg.SpreadChecks
 				s.mu.Lock()
 				running := s.checker != nil
 				same := s.check == conf
@@ -423,10 +425,13 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 					restarts = append(restarts, restart{s, conf})
 				}
 			}
+			s.configure(sc)
 			ss = append(ss, s)
 			ws = append(ws, sc.Weight)
 		}
 		p := newPool(b.Name, b.Balance, ss, ws)
+		p.setTiers(b)
+		p.ring = newRing(b)
 		if p.noSrv = l.noSrv[b.Name]; p.noSrv == nil {
 			p.noSrv = new(atomic.Uint64)
 		}
@@ -449,10 +454,6 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 	l.beCounters = beCounters
 
 	// Frontends.
-	queueTimeout := cfg.Timeouts.Queue
-	if queueTimeout == 0 {
-		queueTimeout = cfg.Timeouts.Connect
-	}
 	var feOrder []*frontend
 	feLogs := l.applyLogs(cfg)
 	for _, fc := range cfg.Frontends {
@@ -466,10 +467,8 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 			cl = nil
 			l.log.Warn("lb: frontend's log format refused; no connection log", "frontend", fc.Name, "err", err)
 		}
-		fe.cfg.Store(&feConfig{pool: pools[fc.Backend], retries: max(cfg.Retries, 0),
-			tunnel: cfg.Timeouts.Tunnel, client: cfg.Timeouts.Client, server: cfg.Timeouts.Server, queueTimeout: queueTimeout, connectTimeout: cfg.Timeouts.Connect,
-			log: cl})
-		fe.setMaxconn(cfg.MaxConn)
+		fe.cfg.Store(sectionConfig(cfg, fc, pools[fc.Backend], cl))
+		fe.setMaxconn(frontendMaxconn(cfg, fc))
 		feOrder = append(feOrder, fe)
 	}
 
@@ -507,7 +506,11 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 		}
 		h := l.httpLns[k]
 		if to := feLogs[w.section]; to != nil {
-			w.site.Log = func(section string, c net.Conn) { l.logHTTPConnect(to, section, c) }
+			if lg := l.webLogger(w.site, to); lg != nil {
+				w.site.LogRequest = lg
+			} else {
+				w.site.Log = func(section string, c net.Conn) { l.logHTTPConnect(to, section, c) }
+			}
 		}
 		if nh := newHTTP[k]; nh != nil {
 			nh.SetSite(w.site)
@@ -516,7 +519,7 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 		} else {
 			// A client reads the timeouts at each deadline it sets: the
 			// new ones apply from its next wait on.
-			h.SetTimeouts(web.TimeoutsOf(cfg.Timeouts))
+			h.SetTimeouts(web.TimeoutsOf(webTimeouts(cfg, w.site)))
 			h.SetSite(w.site)
 		}
 		addrs[w.section] = append(addrs[w.section], h.Addr())
@@ -564,6 +567,7 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 	for _, r := range restarts {
 		r.s.startCheck(r.conf)
 	}
+	l.applyResolvers(cfg)
 	l.log.Info("configuration applied", "frontends", len(cfg.Frontends), "backends", len(cfg.Backends), "servers", len(servers))
 	l.recomputeHealth()
 	if _, _, held := l.health(); held {
@@ -734,6 +738,7 @@ func (l *LB) shutdown(ctx context.Context, soft bool) error {
 		return nil
 	}
 	l.shut = true
+	l.dns.stopAll()
 	for k, t := range l.tcpLns {
 		t.close()
 		delete(l.tcpLns, k)
@@ -924,6 +929,8 @@ func bindNetwork(b lbconfig.Bind) (network, address string, v6only int) {
 		return "tcp4", net.JoinHostPort(a.Unmap().String(), port), -1
 	case a.IsUnspecified() && b.V4V6:
 		return "tcp", net.JoinHostPort("::", port), -1
+	case a.IsUnspecified() && b.V6Only:
+		return "tcp6", net.JoinHostPort("::", port), 1
 	case a.IsUnspecified():
 		return "tcp6", net.JoinHostPort("::", port), relay.SystemV6Only()
 	}

@@ -267,6 +267,10 @@ func (lp *loop) takeInbox() {
 	lp.posted.Store(false)
 	lp.inboxMu.Unlock()
 	for _, cn := range in {
+		if cn.srvQueued {
+			lp.resumeQueued(cn)
+			continue
+		}
 		lp.startLocked(cn)
 	}
 }
@@ -295,6 +299,9 @@ func (lp *loop) startLocked(cn *conn) {
 		return
 	}
 	cn.cfg = cn.fe.cfg.Load()
+	if cn.cfg.cliKeepAlive {
+		relay.SetKeepAlive(cn.cfd)
+	}
 	cn.startAt = lp.stamp(cn)
 	if len(lp.free) > 0 {
 		r.slot = lp.free[len(lp.free)-1]
@@ -356,6 +363,9 @@ func (lp *loop) connectNext(cn *conn) {
 			i = p.pick(client, cn.tried)
 		}
 		if i < 0 {
+			if lp.queue(cn) {
+				return
+			}
 			break
 		}
 		cn.tried |= bit(i)
@@ -377,7 +387,10 @@ func (lp *loop) connectNext(cn *conn) {
 		// Counted while connecting, so leastconn sees it; haproxy's smax
 		// counts a session that never connected too (measured: 1 above).
 		stats.StoreMax(&s.smax, s.cur.Add(1))
-		fd, err := relay.DialStart(s.addr)
+		fd, err := relay.DialStart(lp.serverAddr(cn, s))
+		if err == nil && cfg.srvKeepAlive {
+			relay.SetKeepAlive(fd)
+		}
 		if err == nil {
 			cn.srv = s
 			cn.relay.s = side{Side: relay.Side{FD: fd}}
@@ -425,6 +438,9 @@ func discardClient(cn *conn) {
 
 func (lp *loop) countFailure(cn *conn, s *server, err error) {
 	s.cur.Add(-1)
+	if s.params.maxconn.Load() > 0 {
+		defer lp.lb.slotFreed(cn.cfg.pool)
+	}
 	s.econ.Add(1)
 	if cn.attempt <= cn.cfg.retries {
 		s.wretr.Add(1)
@@ -595,6 +611,12 @@ func (lp *loop) clientWhileConnecting(cn *conn, e uint32) {
 	default:
 		return
 	}
+	if cn.srvQueued {
+		// It left while waiting for a server slot: haproxy's "CQ",
+		// the phase being the queue.
+		lp.queuedClientLeft(cn, [2]byte{cn.term[0], 'Q'})
+		return
+	}
 	lp.lb.log.Debug("relay: the client left while its server was connecting", "frontend", cn.fe.name, "client", cn.peer.String(), "server", cn.srv.name)
 	// The attempt counts as the server's session, not as its error
 	// (haproxy: stot 1, econ 0, wretr 0).
@@ -741,6 +763,13 @@ func (lp *loop) closeLocked(cn *conn) {
 		relay.Close(r.s.FD)
 		cn.srv.cur.Add(-1)
 		cn.srv.countAbort(cn.term)
+		if cn.srv.params.maxconn.Load() > 0 {
+			lp.lb.slotFreed(cn.cfg.pool)
+		}
+	}
+	if cn.srvQueued {
+		cn.cfg.pool.wait.remove(cn)
+		lp.leaveQueue(cn)
 	}
 	r.up.Release(&lp.lb.pools)
 	r.down.Release(&lp.lb.pools)

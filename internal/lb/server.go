@@ -29,13 +29,21 @@ type checkConf struct {
 	tcpCheck     string // lbconfig.Backend.TCPCheck as JSON: comparable
 	sslHello     bool
 	logHealthChk bool
+	// port replaces the server's port for checks (`port`); fastInter,
+	// downInter and spread are haproxy's (healthcheck.Spec).
+	port                 int
+	fastInter, downInter time.Duration
+	spread               int
+	mysql                lbconfig.MySQLCheck
+	mysqlOn              bool
 }
 
 func checkConfOf(b lbconfig.Backend, s lbconfig.Server) checkConf {
 	if !s.Check {
 		return checkConf{}
 	}
-	return checkConf{enabled: true, ssl: s.CheckSSL, verify: s.Verify, inter: s.Inter, timeout: s.CheckTimeout, rise: s.Rise, fall: s.Fall, http: b.Check, tcpCheck: tcpCheckKey(b.TCPCheck), sslHello: b.SSLHelloCheck, logHealthChk: b.LogHealthChecks}
+	return checkConf{enabled: true, ssl: s.CheckSSL, verify: s.Verify, inter: s.Inter, timeout: s.CheckTimeout, rise: s.Rise, fall: s.Fall, http: b.Check, tcpCheck: tcpCheckKey(b.TCPCheck), sslHello: b.SSLHelloCheck, logHealthChk: b.LogHealthChecks,
+		port: s.CheckPort, fastInter: s.FastInter, downInter: s.DownInter, mysqlOn: b.MySQLCheck != nil, mysql: mysqlOf(b)}
 }
 
 func tcpCheckKey(rules []lbconfig.TCPCheckRule) string {
@@ -127,6 +135,7 @@ type server struct {
 	// sees, and its check cannot start again.
 	retired   atomic.Bool
 	weight    serverWeight // the configured and the runtime weight (admin.go)
+	params    serverParams // backup, maxconn, slowstart, ... (serverparams.go)
 	downsBase atomic.Uint64
 	// paused is the check state the server had when it went into MAINT
 	// (guarded by mu): its stats keep showing the last result, as
@@ -272,21 +281,28 @@ func (s *server) startCheckLocked(conf checkConf) {
 		s.confirmed.Store(true)
 		return
 	}
-	tlsConf := healthcheckTLS(conf, s.addr)
-	var prober healthcheck.Prober = healthcheck.TCP{Addr: s.addr, TLS: tlsConf}
+	addr := s.addr
+	if conf.port != 0 {
+		addr = netip.AddrPortFrom(addr.Addr(), uint16(conf.port))
+	}
+	tlsConf := healthcheckTLS(conf, addr)
+	var prober healthcheck.Prober = healthcheck.TCP{Addr: addr, TLS: tlsConf}
 	switch {
 	case conf.http.Method != "" || conf.http.URI != "":
 		expect, _ := lbconfig.StatusRanges(conf.http.ExpectStatus) // checked by the reader
 		if conf.http.ExpectStatus == "" {
 			expect = nil
 		}
-		prober = healthcheck.HTTP{Addr: s.addr, Method: conf.http.Method, URI: conf.http.URI, Version: conf.http.Version, TLS: tlsConf, ExpectStatus: expect}
+		prober = healthcheck.HTTP{Addr: addr, Method: conf.http.Method, URI: conf.http.URI, Version: conf.http.Version, TLS: tlsConf, ExpectStatus: expect}
 	case conf.tcpCheck != "":
-		prober = tcpScript(conf, s.addr, tlsConf)
+		prober = tcpScript(conf, addr, tlsConf)
 	case conf.sslHello:
-		prober = healthcheck.SSLHello{Addr: s.addr}
+		prober = healthcheck.SSLHello{Addr: addr}
+	case conf.mysqlOn:
+		prober = healthcheck.MySQL{Addr: addr, User: conf.mysql.User, Pre41: conf.mysql.Pre41}
 	}
-	spec := healthcheck.Spec{Name: s.id(), Inter: conf.inter, Timeout: conf.timeout, Rise: conf.rise, Fall: conf.fall, StartDown: !s.up.Load()}
+	spec := healthcheck.Spec{Name: s.id(), Inter: conf.inter, Timeout: conf.timeout, Rise: conf.rise, Fall: conf.fall, StartDown: !s.up.Load(),
+		FastInter: conf.fastInter, DownInter: conf.downInter, Spread: conf.spread}
 	s.checkUp = s.up.Load()
 	c := healthcheck.New(spec, prober, healthcheck.Options{
 		Clock:    s.lb.clk,
@@ -348,6 +364,9 @@ func (s *server) onChange(st healthcheck.State) {
 	s.mu.Lock()
 	s.left, s.emptied = left, before > 0 && left == 0
 	s.mu.Unlock()
+	if !st.Up && s.params.shutdownOnDown.Load() {
+		l.closeServerDown(s)
+	}
 }
 
 // logChange logs an UP/DOWN change and recomputes the LB's health. It
@@ -408,6 +427,7 @@ func (s *server) setUpLocked(up bool) {
 	if up {
 		s.downtime += now.Sub(s.downSince)
 		s.downSince = time.Time{}
+		s.cameUp(now)
 	} else {
 		s.downSince = now
 		// Connects in progress to it end: those clients try another

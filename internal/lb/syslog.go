@@ -53,7 +53,7 @@ func (l *LB) applyLogs(cfg *lbconfig.Config) map[string]*logging.Dests {
 				s = logging.NewSink(t.Network, t.Address, w, l.reportSink)
 			}
 			sinks[key] = s
-			out = append(out, logging.NewDest(s, t, tag, lineMax))
+			out = append(out, logging.NewDest(s, t, tag, lineMax).WithHostname(cfg.LogHostname))
 		}
 		return &out
 	}

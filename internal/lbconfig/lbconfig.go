@@ -51,10 +51,27 @@ type Config struct {
 	// Chroot is the directory `vipstack lb` makes its root once its
 	// sockets are open (haproxy's `chroot`); empty: none.
 	Chroot string
+	// UlimitN is the open-file limit `vipstack lb` sets for itself at
+	// start (haproxy's `ulimit-n`); 0 leaves the one it got.
+	UlimitN int
+	// SpreadChecks spreads each check interval randomly by up to this
+	// percentage either way (haproxy's `spread-checks`, 0..50).
+	SpreadChecks int
+	// HardStopAfter bounds a soft stop: connections still open after
+	// it are closed (haproxy's `hard-stop-after`); 0: none.
+	HardStopAfter time.Duration
+	// LogHostname is the host name put in the syslog header of every
+	// message (haproxy's `log-send-hostname [NAME]`: NAME, or the
+	// host's name); empty: none, as haproxy without it.
+	LogHostname string
 	// NbThread caps the threads that run Go code (GOMAXPROCS), as
 	// haproxy's `nbthread` caps its threads; 0 leaves Go's default (one
 	// per CPU, as haproxy 2.6's).
 	NbThread int
+
+	// Resolvers are the `resolvers` sections: DNS servers that servers
+	// naming them (Server.Resolvers) are re-resolved with.
+	Resolvers []Resolvers
 
 	// Source says where each piece was read, for error messages: keys
 	// like "backend masters/server m0" map to "file:line". The key scheme
@@ -105,6 +122,43 @@ type Timeouts struct {
 	// take min(Connect, inter) to connect and Check more to answer
 	// (Server.CheckTimeout).
 	Check time.Duration
+	// ClientFin and ServerFin replace Client and Server once that side
+	// has closed its half of the connection (haproxy's `timeout
+	// client-fin`, `timeout server-fin`).
+	ClientFin time.Duration
+	ServerFin time.Duration
+}
+
+// Or is t with each unset field taken from d: a section's own timeouts
+// over those of defaults.
+func (t Timeouts) Or(d Timeouts) Timeouts {
+	pick := func(a, b time.Duration) time.Duration {
+		if a != 0 {
+			return a
+		}
+		return b
+	}
+	return Timeouts{
+		Connect: pick(t.Connect, d.Connect), Client: pick(t.Client, d.Client), Server: pick(t.Server, d.Server),
+		Tunnel: pick(t.Tunnel, d.Tunnel), Queue: pick(t.Queue, d.Queue), HTTPRequest: pick(t.HTTPRequest, d.HTTPRequest),
+		HTTPKeepAlive: pick(t.HTTPKeepAlive, d.HTTPKeepAlive), Check: pick(t.Check, d.Check),
+		ClientFin: pick(t.ClientFin, d.ClientFin), ServerFin: pick(t.ServerFin, d.ServerFin),
+	}
+}
+
+// Effective returns the timeouts a connection of frontend f to backend b
+// (nil: none) runs with: the client side's (Client, ClientFin,
+// HTTPRequest, HTTPKeepAlive) from f, the server side's (Connect,
+// Server, ServerFin, Tunnel, Queue, Check) from b, each over Timeouts,
+// as haproxy takes them.
+func (c *Config) Effective(f *Frontend, b *Backend) Timeouts {
+	fe := f.Timeouts.Or(c.Timeouts)
+	be := c.Timeouts
+	if b != nil {
+		be = b.Timeouts.Or(c.Timeouts)
+	}
+	fe.Connect, fe.Server, fe.ServerFin, fe.Tunnel, fe.Queue, fe.Check = be.Connect, be.Server, be.ServerFin, be.Tunnel, be.Queue, be.Check
+	return fe
 }
 
 // Frontend accepts client connections and sends them to a backend.
@@ -121,6 +175,16 @@ type Frontend struct {
 	// HTTP makes the frontend an HTTP reverse proxy (mode http); nil
 	// relays TCP.
 	HTTP *HTTPFrontend
+	// Timeouts are the frontend's own (timeout lines in the section);
+	// unset ones come from Config.Timeouts. Of them, the client side's
+	// apply (Config.Effective).
+	Timeouts Timeouts
+	// MaxConn caps the frontend's concurrent clients (`maxconn` in the
+	// section); 0 means Config.MaxConn.
+	MaxConn int
+	// KeepAlive turns TCP keep-alives (SO_KEEPALIVE) on for the client
+	// sockets (`option clitcpka`, or `option tcpka` in the frontend).
+	KeepAlive bool
 }
 
 // Bind is one listening address. An unspecified address with V4V6 listens
@@ -128,6 +192,9 @@ type Frontend struct {
 type Bind struct {
 	Addr netip.AddrPort // unspecified address (0.0.0.0 or ::) for all
 	V4V6 bool
+	// V6Only: an unspecified IPv6 address takes IPv6 only (`v6only`),
+	// whatever the system's default.
+	V6Only bool
 	// Host is the original host text when it was a name such as
 	// "localhost" (resolved by the listener).
 	Host string
@@ -165,6 +232,25 @@ type Backend struct {
 	LogTargets []LogTarget
 	// HTTP is the backend's mode http settings; nil for mode tcp.
 	HTTP *HTTPBackend
+	// Timeouts are the backend's own; of them the server side's apply
+	// (Config.Effective).
+	Timeouts Timeouts
+	// Retries is the backend's own `retries`; 0 means Config.Retries.
+	Retries int
+	// KeepAlive turns TCP keep-alives (SO_KEEPALIVE) on for the server
+	// sockets (`option srvtcpka`, or `option tcpka` in the backend).
+	KeepAlive bool
+	// HashType is `hash-type`: "consistent" maps balance source's
+	// clients on a ring of the servers, so that a server going DOWN or
+	// coming back moves only its own clients; "" or "map-based" take the
+	// hash modulo the servers' total weight.
+	HashType string
+	// MySQLCheck is `option mysql-check`: the MySQL handshake (and,
+	// with a user, an authentication) checked; nil: not this check.
+	MySQLCheck *MySQLCheck
+	// AllBackups uses every UP backup server at once when no other
+	// server is UP (`option allbackups`), instead of the first.
+	AllBackups bool
 }
 
 // HTTPCheck is `option httpchk METHOD URI VERSION`.
@@ -219,6 +305,56 @@ type Server struct {
 	// CheckTimeout bounds one health check; 0 means Inter, haproxy's rule
 	// without `timeout check`. The reader sets it from Timeouts.Check.
 	CheckTimeout time.Duration
+
+	// The parameters below are haproxy's of the same names (see
+	// docs/haproxy-cfg.md); zero values mean haproxy's defaults.
+
+	// FastInter is the check interval while the server changes state
+	// (UP with failed checks, DOWN with passed ones); 0 means Inter.
+	FastInter time.Duration
+	// DownInter is the check interval while the server is DOWN; 0 means
+	// Inter.
+	DownInter time.Duration
+	// CheckPort is the port health checks connect to (`port`); 0 means
+	// Addr's.
+	CheckPort int
+	// ShutdownOnDown closes the server's connections when a check marks
+	// it DOWN (`on-marked-down shutdown-sessions`).
+	ShutdownOnDown bool
+	// MaxConn caps the server's concurrent connections; further clients
+	// wait in the backend's queue (`maxconn`); 0 means no cap.
+	MaxConn int
+	// MaxQueue caps the clients waiting for this server when it is full;
+	// 0 means no cap.
+	MaxQueue int
+	// SlowStart ramps the server's weight up over this time after it
+	// comes UP again (not at start, as in haproxy); 0 means none.
+	SlowStart time.Duration
+	// Backup servers take connections only while no other server of the
+	// backend is UP; then the first UP one (all with
+	// Backend.AllBackups).
+	Backup bool
+	// ID is the server's number on the stats page (sid); 0 means its
+	// position in the backend.
+	ID int
+	// Resolvers names the Config.Resolvers section that re-resolves
+	// Host while the LB runs (`resolvers NAME`); empty: resolved once,
+	// at load. ResolvePrefer is the address family taken when a name has
+	// both: "ipv6" (haproxy's default) or "ipv4".
+	Resolvers     string
+	ResolvePrefer string
+	// InitAddr is `init-addr`: how the reader finds Host's first address
+	// (last, libc, none, or an IP address, comma separated, tried in
+	// order); empty means haproxy's "last,libc".
+	InitAddr string
+	// Unresolved: Host did not resolve at load and `init-addr none`
+	// allowed that; the server stays in maintenance until its resolvers
+	// find an address (Addr's IP is unspecified meanwhile).
+	Unresolved bool
+	// NoPort: the address was written without a port (Addr's is 0);
+	// each connection goes to the port its client connected to, as in
+	// haproxy. Checks then need CheckPort.
+	NoPort bool
 }
 
 // Monitor is a `listen` section in `mode http` with a `monitor-uri`: it
@@ -228,6 +364,10 @@ type Monitor struct {
 	Name  string
 	Binds []Bind
 	URI   string
+	// Log is the section's log format, nil for none: with it, each
+	// request but the monitor's own is logged in it to LogTargets
+	// (internal/lb/web.RequestLog), as haproxy does.
+	Log *ConnLog
 	// LogTargets receive haproxy's "Connect from ... (NAME/HTTP)" line
 	// for each request; empty where the section has a log format
 	// (haproxy then logs no monitor request).
@@ -242,10 +382,43 @@ type Stats struct {
 	Refresh     time.Duration
 	HideVersion bool
 	Users       []UserPass // `stats auth USER:PASS`; empty means no auth
+	// Log is the section's log format, nil for none: with it, each
+	// request is logged in it to LogTargets (internal/lb/web.RequestLog).
+	Log *ConnLog
 	// LogTargets receive haproxy's "Connect from ... (NAME/HTTP)" line
 	// for each request; empty where the section has a log format.
 	LogTargets []LogTarget
+	// MonitorURI is a `monitor-uri` in the same listen: requests for it
+	// get the monitor's answer, before the stats page's authentication,
+	// as in haproxy; empty: none.
+	MonitorURI string
+	// Realm is the realm of the password prompt (`stats realm`); empty
+	// means haproxy's "HAProxy Statistics".
+	Realm string
+	// Admin says which clients may change servers from the page (`stats
+	// admin if|unless COND`): AdminNone, AdminAll or AdminLocal.
+	Admin StatsAdmin
+	// ShowNode shows the node's name on the page (`stats show-node
+	// [NAME]`): Node, or the host name when Node is empty.
+	ShowNode bool
+	Node     string
+	// Desc is shown on the page (`stats show-desc DESC`), and Legends
+	// adds the legend of the rows' colours (`stats show-legends`).
+	Desc    string
+	Legends bool
+	// Timeouts are the section's own (client, http-request,
+	// http-keep-alive apply); unset ones come from Config.Timeouts.
+	Timeouts Timeouts
 }
+
+// StatsAdmin is who may use the stats page's admin form.
+type StatsAdmin int
+
+const (
+	AdminNone  StatsAdmin = iota // nobody: a POST gets ";st=DENY"
+	AdminAll                     // `stats admin if TRUE`, `unless FALSE`
+	AdminLocal                   // `stats admin if LOCALHOST`: clients from 127.0.0.0/8 and ::1
+)
 
 // UserPass is one stats user.
 type UserPass struct{ User, Pass string }

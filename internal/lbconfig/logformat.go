@@ -18,6 +18,13 @@ type ConnLog struct {
 	// nothing (haproxy's `option dontlognull`: port probes, health
 	// checks of the balancer itself).
 	DontLogNull bool
+	// DontLogNormal leaves out connections that ended without an error
+	// (termination state "--"; haproxy's `option dontlog-normal`).
+	DontLogNormal bool
+	// SeparateErrors sends the lines of connections that ended with an
+	// error at level err instead of info (haproxy's `option
+	// log-separate-errors`).
+	SeparateErrors bool
 }
 
 // TCPLogFormat is the format of haproxy's `option tcplog`.

@@ -63,6 +63,7 @@ var LogLevels = []string{"emerg", "alert", "crit", "err", "warning", "notice", "
 const (
 	LevelEmerg   = 0 // "backend B has no server available!"
 	LevelAlert   = 1 // "Server B/S is DOWN..."
+	LevelErr     = 3 // connection lines that end in an error, with option log-separate-errors
 	LevelWarning = 4 // "Proxy NAME stopped (cumulated conns: ...)."
 	LevelNotice  = 5 // "Server B/S is UP...", "Health check for server..."
 	LevelInfo    = 6 // connection lines

@@ -225,6 +225,7 @@ func (v *validator) run() {
 		v.stats(&c.Stats[i], binds)
 		v.logTargets(ListenKey(c.Stats[i].Name), c.Stats[i].LogTargets)
 	}
+	v.more()
 }
 
 func (v *validator) global() {
@@ -297,16 +298,7 @@ func (v *validator) global() {
 				"timeout %s %s is negative (accepted: a positive duration, or 0 for none)", to.name, to.d)
 		}
 	}
-	if len(c.Frontends) > 0 && (t.Connect == 0 || t.Client == 0 || t.Server == 0) {
-		var missing []string
-		for _, to := range []struct {
-			name string
-			d    time.Duration
-		}{{"client", t.Client}, {"connect", t.Connect}, {"server", t.Server}} {
-			if to.d == 0 {
-				missing = append(missing, to.name)
-			}
-		}
+	if missing := v.missingTimeouts(); len(missing) > 0 {
 		v.warn(v.pos("defaults"), "", "timeout %s not set: such connections never time out "+
 			"(haproxy warns about this too: set client, connect and server)", strings.Join(missing, ", "))
 	}
@@ -464,9 +456,11 @@ func (v *validator) server(b *Backend, s *Server, names map[string]bool) {
 	}
 	names[s.Name] = true
 	switch {
+	case s.Unresolved && s.Addr.IsValid():
+		// init-addr none: no address until its resolvers find one.
 	case !s.Addr.IsValid():
 		v.fail(pos, field, "server", "has no address (accepted: IP:PORT)")
-	case s.Addr.Port() == 0:
+	case s.Addr.Port() == 0 && !s.NoPort:
 		v.fail(pos, field, "server", "address %s has port 0 (accepted: 1..65535)", s.Addr)
 	case s.Addr.Addr().IsUnspecified():
 		v.fail(pos, field, "server", "address %s is unspecified (accepted: the server's own IP address)", s.Addr.Addr())

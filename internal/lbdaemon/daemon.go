@@ -109,15 +109,21 @@ func Start(cfg *lbconfig.Config, opts Options) (*Daemon, error) {
 	return d, nil
 }
 
-// setLimits applies nbthread and raises the open file limit, warning
+// setLimits applies nbthread and raises the open file limit (to
+// ulimit-n when the configuration sets it), warning
 // when maxconn allows more connections than it can hold.
 func (d *Daemon) setLimits(cfg *lbconfig.Config) {
 	if cfg.NbThread > 0 {
 		runtime.GOMAXPROCS(cfg.NbThread)
 	}
-	soft, hard, err := relay.RaiseFileLimit()
+	raise := relay.RaiseFileLimit
+	if cfg.UlimitN > 0 {
+		// haproxy's ulimit-n: that limit, not the highest allowed.
+		raise = func() (uint64, uint64, error) { return relay.SetFileLimit(uint64(cfg.UlimitN)) }
+	}
+	soft, hard, err := raise()
 	if err != nil {
-		d.log.Warn("could not raise the open file limit", "err", err, "soft", soft, "hard", hard)
+		d.log.Warn("could not set the open file limit", "err", err, "soft", soft, "hard", hard, "ulimit-n", cfg.UlimitN)
 		return
 	}
 	d.log.Debug("open file limit", "soft", soft, "hard", hard)

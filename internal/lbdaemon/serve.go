@@ -114,6 +114,15 @@ func (d *Daemon) softStop(ctx context.Context, drain time.Duration) {
 	d.stopRedirect()
 	sctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	if hs := d.lb.HardStopAfter(); hs > 0 {
+		// haproxy's hard-stop-after: the connections still open then
+		// are closed.
+		t := d.clk.AfterFunc(hs, func() {
+			d.log.Info("hard-stop-after: closing the remaining connections", "after", hs)
+			cancel()
+		})
+		defer t.Stop()
+	}
 	go func() {
 		select {
 		case <-sctx.Done():

@@ -19,6 +19,16 @@ import (
 // server checks (package healthcheck) run on it.
 func Schedule[R any](ctx context.Context, clk clock.Clock, interval, timeout time.Duration,
 	probe func(ctx context.Context) R, record func(r R, timedOut bool)) {
+	ScheduleFunc(ctx, clk, func() time.Duration { return interval }, func() time.Duration { return timeout }, probe, record)
+}
+
+// ScheduleFunc is Schedule with an interval and a timeout that may change
+// from probe to probe (haproxy's fastinter and downinter, spread-checks):
+// each is read as a probe starts, and the interval once more after each
+// result, so that the next probe starts the new interval after the last
+// one started (at once if that is past).
+func ScheduleFunc[R any](ctx context.Context, clk clock.Clock, intervalOf, timeoutOf func() time.Duration,
+	probe func(ctx context.Context) R, record func(r R, timedOut bool)) {
 	type outcome struct {
 		r        R
 		timedOut bool
@@ -29,18 +39,25 @@ func Schedule[R any](ctx context.Context, clk clock.Clock, interval, timeout tim
 		running, due bool
 		tick, expire clock.Timer
 		cancelProbe  context.CancelFunc
+		began        time.Time
+		armed        time.Duration
 	)
-	start := func() {
-		running, due = true, false
-		// The next tick is armed before the probe starts, so a test that
-		// waits for a result and then advances the clock by interval
-		// always triggers the next probe.
-		tick = clk.AfterFunc(interval, func() {
+	arm := func(d time.Duration) {
+		tick = clk.AfterFunc(d, func() {
 			select {
 			case ticks <- struct{}{}:
 			default:
 			}
 		})
+	}
+	start := func() {
+		running, due = true, false
+		interval, timeout := intervalOf(), timeoutOf()
+		began, armed = clk.Now(), interval
+		// The next tick is armed before the probe starts, so a test that
+		// waits for a result and then advances the clock by interval
+		// always triggers the next probe.
+		arm(interval)
 		pctx, cancel := context.WithCancel(ctx)
 		cancelProbe = cancel
 		var timedOut atomic.Bool
@@ -80,6 +97,21 @@ func Schedule[R any](ctx context.Context, clk clock.Clock, interval, timeout tim
 				return // cut short by shutdown, not the probe's verdict
 			}
 			record(o.r, o.timedOut)
+			if next := intervalOf(); next != armed && !due {
+				// The result changed the interval: the next probe
+				// starts that long after this one started.
+				tick.Stop()
+				select {
+				case <-ticks: // the old interval's tick, not yet read
+				default:
+				}
+				armed = next
+				if wait := began.Add(next).Sub(clk.Now()); wait > 0 {
+					arm(wait)
+				} else {
+					due = true
+				}
+			}
 			if due {
 				start()
 			}

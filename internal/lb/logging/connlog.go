@@ -17,7 +17,9 @@ type ConnLog struct {
 	Connect     bool // no format: the "Connect from" line at accept
 	items       []lbconfig.LogItem
 	DontLogNull bool
-	NeedLocal   bool // the line shows the address the client connected to
+	// DontLogNormal and SeparateErrors are lbconfig.ConnLog's.
+	DontLogNormal, SeparateErrors bool
+	NeedLocal                     bool // the line shows the address the client connected to
 	// NeedSource: the line shows the balancer's address on the server
 	// connection (%bi, %bp), which costs a getsockname per connection;
 	// without them the relay does not pay it.
@@ -37,7 +39,7 @@ func NewConnLog(c *lbconfig.ConnLog, to *Dests) (*ConnLog, error) {
 	if err != nil {
 		return nil, err
 	}
-	cl := &ConnLog{To: to, items: items, DontLogNull: c.DontLogNull}
+	cl := &ConnLog{To: to, items: items, DontLogNull: c.DontLogNull, DontLogNormal: c.DontLogNormal, SeparateErrors: c.SeparateErrors}
 	for _, it := range items {
 		switch it.Var {
 		case "ci", "fi", "fp":

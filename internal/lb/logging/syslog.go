@@ -184,6 +184,7 @@ type Dest struct {
 	facility        int
 	level, minLevel int
 	tag             string
+	hostname        string // log-send-hostname's, "" for none
 	// maxLen is the target's `len`; lineMax is LineMax's.
 	maxLen, lineMax int
 }
@@ -197,6 +198,15 @@ func NewDest(s *Sink, t lbconfig.LogTarget, tag string, lineMax int) Dest {
 	}
 	return Dest{sink: s, raw: t.Raw, host: t.RFC3164, facility: t.Facility, level: t.Level, minLevel: t.MinLevel, tag: tag,
 		maxLen: maxLen, lineMax: lineMax}
+}
+
+// WithHostname is d with name in its header (haproxy's
+// `log-send-hostname`), in either header format; "" leaves d as it is.
+func (d Dest) WithHostname(name string) Dest {
+	if name != "" {
+		d.hostname, d.host = name, true
+	}
+	return d
 }
 
 // Dests are a proxy's log lines; nil or empty sends nothing.
@@ -240,7 +250,11 @@ func appendDatagram(b []byte, d Dest, level int, at time.Time, pid int, msg []by
 		b = strconv.AppendInt(b, int64(d.facility*8+max(level, d.minLevel)), 10)
 		b = append(b, '>')
 		b = at.AppendFormat(b, "Jan _2 15:04:05 ")
-		if d.host {
+		switch {
+		case d.hostname != "":
+			b = append(b, d.hostname...)
+			b = append(b, ' ')
+		case d.host:
 			b = append(b, "localhost "...)
 		}
 		b = append(b, d.tag...)

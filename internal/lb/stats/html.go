@@ -21,6 +21,14 @@ type Page struct {
 	// wait for their first checks. Draining: the frontends no longer
 	// accept (Shutdown has begun).
 	Unconfirmed, Held, Draining bool
+	// AdminURI, when set, adds haproxy's admin form (`stats admin`)
+	// under each backend's table, posted to it.
+	AdminURI string
+	// Node and Desc are shown in the page's head (`stats show-node`,
+	// `stats show-desc`) unless empty; Legends adds the legend of the
+	// rows' colours (`stats show-legends`).
+	Node, Desc string
+	Legends    bool
 }
 
 // HTML renders the stats page for people.
@@ -58,21 +66,26 @@ func (snap Snapshot) HTML(p Page) string {
 		}
 	}
 	fmt.Fprintf(&b, "<p>%s</p>\n", state)
+	htmlHead(&b, p)
 
-	htmlProxies(&b, snap)
+	htmlProxies(&b, snap, p.AdminURI)
 	b.WriteString("</body></html>\n")
 	return b.String()
 }
 
 // htmlProxies writes the tables of the snapshot's sections, in haproxy's
 // order.
-func htmlProxies(b *strings.Builder, snap Snapshot) {
+func htmlProxies(b *strings.Builder, snap Snapshot, adminURI string) {
 	for recs := snap.records(); len(recs) > 0; {
 		n := 1
 		for n < len(recs) && recs[n].proxyID == recs[0].proxyID {
 			n++
 		}
 		htmlProxy(b, recs[:n])
+		if adminURI != "" {
+			iid, servers := adminServers(recs[:n])
+			htmlAdminForm(b, adminURI, iid, servers)
+		}
 		recs = recs[n:]
 	}
 }

@@ -90,6 +90,11 @@ type request struct {
 	// framingConflict: both Content-Length and Transfer-Encoding. haproxy
 	// takes the request (chunked) but closes after its answer (measured).
 	framingConflict bool
+	// form is the body when it came whole with the head (a stats admin
+	// form), and loopback says the client's address is a loopback one;
+	// both only for HTTP/1.
+	form     []byte
+	loopback bool
 }
 
 // get is the value of the first header called name (case-insensitive).
@@ -567,12 +572,14 @@ func (h *Listener) serveConn(c *webConn) {
 		return
 	}
 	first := true
+	start := time.Now() // the stream's start, for its log line (reqlog.go)
 	for {
 		if !first {
 			c.SetReadDeadline(time.Now().Add(h.to.Load().Idle))
 			if _, err := br.Peek(1); err != nil {
 				return
 			}
+			start = time.Now()
 		}
 		c.SetReadDeadline(time.Now().Add(h.to.Load().ReadHeader))
 		head, err := readHead(br)
@@ -581,18 +588,23 @@ func (h *Listener) serveConn(c *webConn) {
 		case errors.Is(err, errRequestTooLarge):
 			h.site.Load().countRefused()
 			h.writeRaw(c, answer400)
+			h.logRefused(c, start, 400, "PR", false)
 			return
 		case errors.As(err, &ne) && ne.Timeout():
 			h.site.Load().countRefused()
+			null := br.Buffered() == 0
 			h.writeRaw(c, answer408)
+			h.logRefused(c, start, 408, "cR", null)
 			return
 		case err != nil:
 			// The client went away with its head unsent: haproxy
 			// counts the 400 it sends to the closed connection
 			// (measured, also for a client that sends nothing).
 			h.site.Load().countRefused()
+			h.logRefused(c, start, 400, "CR", br.Buffered() == 0)
 			return
 		}
+		headAt := time.Now()
 		first = false
 		if !c.answering() {
 			return // evicted for a newer client
@@ -602,6 +614,7 @@ func (h *Listener) serveConn(c *webConn) {
 		if errors.As(err, &re) {
 			h.site.Load().countRefused()
 			h.writeRaw(c, re.answer)
+			h.logRefused(c, start, 400, "PR", false)
 			return
 		}
 		if st := h.site.Load(); st.Log != nil {
@@ -615,6 +628,11 @@ func (h *Listener) serveConn(c *webConn) {
 			body = chunkedData(b)
 		} else if int64(br.Buffered()) >= req.contentLength {
 			body = req.contentLength
+		}
+		req.loopback = remoteAddr(c.Conn).IsLoopback()
+		if !req.chunked && body > 0 && body <= maxForm {
+			b, _ := br.Peek(int(body))
+			req.form = append([]byte(nil), b...)
 		}
 		complete, err := skipBody(br, req)
 		if errors.As(err, &re) {
@@ -631,6 +649,7 @@ func (h *Listener) serveConn(c *webConn) {
 		if _, err := c.Write(resp.encode(req, closing)); err != nil {
 			return
 		}
+		h.logAnswered(c, start, headAt, req, resp)
 		c.waiting()
 		if closing {
 			lingerClose(c)

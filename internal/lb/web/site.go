@@ -37,6 +37,9 @@ type Site struct {
 	// Log sends a "Connect from" line per request for the section
 	// called section; nil for none.
 	Log func(section string, c net.Conn)
+	// LogRequest writes a stream's line in the section's log format;
+	// nil for none (then Log may send "Connect from").
+	LogRequest func(RequestLog)
 	// Count is the section's counts, kept over reloads; nil in tests
 	// that build a site by hand.
 	Count *Count
@@ -170,6 +173,10 @@ func (h *Listener) respond(r *request) *response {
 	switch {
 	case s.Monitor != nil:
 		return s.serveMonitor(r)
+	case s.Stats != nil && s.monitorHit(r):
+		m := *s
+		m.Monitor = &lbconfig.Monitor{Name: s.Stats.Name, URI: s.Stats.MonitorURI}
+		return m.serveMonitor(r)
 	case s.Stats != nil:
 		return s.serveStats(r)
 	}
@@ -277,9 +284,12 @@ func (s *Site) serveStats(r *request) *response {
 	}
 	if !s.authorized(r) {
 		a := htmlAnswer(401, body401)
-		a.header = append(a.header, field{"www-authenticate", `Basic realm="HAProxy Statistics"`})
+		a.header = append(a.header, field{"www-authenticate", `Basic realm="` + s.realm() + `"`})
 		a.close = true
 		return a
+	}
+	if r.method == "POST" && s.adminAllowed(r) {
+		return s.adminPost(r, uri)
 	}
 	if r.method == "POST" {
 		return &response{code: 303, reason: reasons[303], header: []field{{"cache-control", "no-cache"}, {"content-type", "text/plain"},
@@ -305,7 +315,7 @@ func (s *Site) serveStats(r *request) *response {
 	}
 	refresh := !strings.Contains(opts, ";norefresh")
 	if ctype == "" {
-		ctype, resp.body = "text/html", []byte(snap.HTML(s.page(refresh)))
+		ctype, resp.body = "text/html", []byte(snap.HTML(s.statsPage(r, uri, refresh)))
 	}
 	resp.header = []field{{"cache-control", "no-cache"}, {"content-type", ctype}}
 	if s.Stats.Refresh > 0 && refresh {

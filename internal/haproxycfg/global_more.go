@@ -1,0 +1,65 @@
+package haproxycfg
+
+import (
+	"os"
+
+	"github.com/vipstack/vipstack/internal/lbconfig"
+)
+
+// moreGlobal reads the global settings added for issue 27.
+func (p *parser) moreGlobal(l line, kw string) bool {
+	switch kw {
+	case "ulimit-n":
+		if v, ok := p.oneArg(l, kw, "a number of open files"); ok {
+			// 0 is haproxy's automatic limit: the one vipstack sets
+			// without ulimit-n.
+			if n, ok := p.intArg(l, kw, v, 0, "0 or more"); ok {
+				p.cfg.UlimitN = n
+			}
+		}
+	case "spread-checks":
+		if v, ok := p.oneArg(l, kw, "a percentage, 0..50"); ok {
+			n, ok := p.intArg(l, kw, v, 0, "0..50")
+			if ok && n > 50 {
+				p.errorf(l, kw, "spread-checks %d is out of range (accepted: 0..50)", n)
+				return true
+			}
+			p.cfg.SpreadChecks = n
+		}
+	case "hard-stop-after":
+		if v, ok := p.oneArg(l, kw, "a time such as 30s"); ok {
+			if d, ok := p.timeArg(l, kw, v, msUnit); ok {
+				p.cfg.HardStopAfter = d
+			}
+		}
+	case "log-send-hostname":
+		if !p.once(l, kw) {
+			return true
+		}
+		args, ok := p.nargs(l, 1, 0, 1, "an optional host name")
+		if !ok {
+			return true
+		}
+		if len(args) == 1 {
+			p.cfg.LogHostname = args[0]
+		} else if h, err := os.Hostname(); err == nil {
+			p.cfg.LogHostname = h
+		}
+	case "tune.ssl.default-dh-param":
+		// The DH parameters of `bind ... ssl` with DHE ciphers;
+		// vipstack refuses ssl binds, so they apply to nothing, as in
+		// haproxy without them.
+		if v, ok := p.oneArg(l, kw, "a number of bits such as 2048"); ok {
+			if n, ok := p.intArg(l, kw, v, 1024, "1024 or more"); ok && n > 0 {
+				p.source(lbconfig.ItemKey("global", kw), l)
+			}
+		}
+	case "server-state-file":
+		// Read only by `load-server-state-from-file`, which vipstack
+		// refuses: no effect, as in haproxy without it.
+		p.oneArg(l, kw, "a file name")
+	default:
+		return false
+	}
+	return true
+}

@@ -1,0 +1,129 @@
+package haproxycfg
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/vipstack/vipstack/internal/lbconfig"
+)
+
+// statsAdminConds are the conditions `stats admin` takes: haproxy's
+// predefined ACLs that need no request data.
+const statsAdminConds = "if TRUE, if LOCALHOST, unless FALSE"
+
+// moreStats reads the stats page keywords of a listen section beyond
+// stats enable/uri/refresh/hide-version/auth: realm, admin, show-node,
+// show-desc, show-legends.
+func (p *parser) moreStats(l line, kw string) bool {
+	ls := p.ls
+	st := &ls.stats
+	switch kw {
+	case "stats realm":
+		if !p.once(l, kw) {
+			return true
+		}
+		// haproxy takes the rest of the line, its escaped spaces
+		// already joined by the lexer.
+		if args, ok := p.nargs(l, 2, 1, 1, "a realm, with \\ before its spaces"); ok {
+			st.Realm = args[0]
+		}
+	case "stats admin":
+		if !p.once(l, kw) {
+			return true
+		}
+		args := l.words[2:]
+		if len(args) == 0 || (args[0] != "if" && args[0] != "unless") {
+			p.errorf(l, "stats", "'stats admin' requires either 'if' or 'unless' followed by a condition (accepted: %s)", statsAdminConds)
+			return true
+		}
+		switch strings.Join(args, " ") {
+		case "if TRUE", "unless FALSE":
+			st.Admin = lbconfig.AdminAll
+		case "if LOCALHOST":
+			st.Admin = lbconfig.AdminLocal
+		case "if FALSE", "unless TRUE":
+			st.Admin = lbconfig.AdminNone
+		default:
+			p.errorf(l, "stats", "stats admin %q: vipstack takes no other condition (accepted: %s)", strings.Join(args, " "), statsAdminConds)
+		}
+	case "stats show-node":
+		if !p.once(l, kw) {
+			return true
+		}
+		if args, ok := p.nargs(l, 2, 0, 1, "an optional node name"); ok {
+			st.ShowNode = true
+			if len(args) == 1 {
+				st.Node = args[0]
+			}
+		}
+	case "stats show-desc":
+		if !p.once(l, kw) {
+			return true
+		}
+		// The description is the rest of the line, words joined by a
+		// space as haproxy joins them.
+		if len(l.words) < 3 {
+			p.errorf(l, "stats", "stats show-desc needs a description (vipstack has no global description to show)")
+			return true
+		}
+		st.Desc = strings.Join(l.words[2:], " ")
+	case "stats show-legends":
+		if p.once(l, kw) {
+			if _, ok := p.nargs(l, 2, 0, 0, ""); ok {
+				st.Legends = true
+			}
+		}
+	default:
+		return false
+	}
+	if ls.statsLine == 0 {
+		ls.statsLine = l.num
+	}
+	return true
+}
+
+// endWebListen checks what a monitor or stats listen section may not
+// have; false after an error.
+func (p *parser) endWebListen(ls *listen) bool {
+	if at, ok := p.seen["maxconn"]; ok && ls.maxconn != 0 {
+		p.errorf(line{num: at}, "maxconn", "maxconn in %s is not supported by vipstack: its monitor and stats listeners have a cap of their own, "+
+			"where a new client takes the place of one idle or still sending its request (accepted: maxconn in frontends and listens that forward)", p.key)
+		return false
+	}
+	return true
+}
+
+// listenLog is the log format a monitor or stats listen logs its
+// requests in, nil for none (then each request sends haproxy's "Connect
+// from" line): its own (log-format, option tcplog, option httplog), or
+// defaults', where defaults' option httplog is the HTTP format, as these
+// sections are mode http. haproxy writes a line per stream but the
+// monitor's hits (internal/lb/web.RequestLog), at level info, so targets
+// of level notice and above get none.
+func (p *parser) listenLog(ls *listen) *lbconfig.ConnLog {
+	format := ls.logFormat
+	switch {
+	case format == "" && p.hs.httplog:
+		format = lbconfig.HTTPLogFormat
+	case format == "":
+		format = p.logFormat
+		if p.httplogAt != 0 {
+			format = lbconfig.HTTPLogFormat
+		}
+	}
+	if format == "" {
+		return nil
+	}
+	// Its lines go out at info (err with log-separate-errors): targets
+	// that take notice and above only (OpenShift's `log ... local0
+	// notice alert`) get none, as from haproxy.
+	level := lbconfig.LevelInfo
+	if p.more.own.separateErrors {
+		level = lbconfig.LevelErr
+	}
+	if !slices.ContainsFunc(ls.logs, func(t lbconfig.LogTarget) bool { return t.Level >= level }) {
+		return nil
+	}
+	return &lbconfig.ConnLog{Format: format, DontLogNull: p.dontLogNull,
+		DontLogNormal: p.more.own.dontLogNormal, SeparateErrors: p.more.own.separateErrors}
+}

@@ -1,0 +1,10 @@
+package lbconfig
+
+// listenLogFormat checks a monitor or stats section's log format.
+func listenLogFormat(l *ConnLog) error {
+	if l == nil || l.Format == HTTPLogFormat {
+		return nil
+	}
+	_, err := ParseLogFormat(l.Format)
+	return err
+}
