@@ -12,6 +12,7 @@ import (
 
 	"github.com/vipstack/vipstack/internal/cluster"
 	"github.com/vipstack/vipstack/internal/handoff"
+	"github.com/vipstack/vipstack/internal/k8s"
 	"github.com/vipstack/vipstack/internal/k8s/agent"
 	"github.com/vipstack/vipstack/internal/netif"
 	"github.com/vipstack/vipstack/internal/serve"
@@ -20,10 +21,10 @@ import (
 
 // agentFlags are the flags of `vipstack agent`.
 type agentFlags struct {
-	kubeconfig, nodeName, metricsAddr, statusAddr, healthAddr, stateDir, handoffSock string
-	announceRate                                                                     int
-	noSuper                                                                          bool
-	log                                                                              *slog.Logger
+	kubeconfig, nodeName, namespace, metricsAddr, statusAddr, healthAddr, stateDir, handoffSock string
+	announceRate                                                                                int
+	noSuper                                                                                     bool
+	log                                                                                         *slog.Logger
 }
 
 // runAgent runs the Kubernetes node agent: this node's share of every
@@ -64,7 +65,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	reg := prometheus.NewRegistry()
 	a, err := agent.New(mgr, agent.Options{Node: f.nodeName, Logger: log, Registry: reg,
-		Ledger: ledger, AnnounceRate: f.announceRate, Handoff: f.handoffSock, Version: version.String()})
+		Ledger: ledger, AnnounceRate: f.announceRate, Handoff: f.handoffSock, Version: version.String(), Namespace: f.namespace})
 	if err != nil {
 		fmt.Fprintf(stderr, "vipstack agent: %v\n", err)
 		return 1
@@ -98,6 +99,7 @@ func parseAgentFlags(args []string, stderr io.Writer) (f agentFlags, code int, o
 	fs.SetOutput(stderr)
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file; empty: $KUBECONFIG, else the in-cluster ServiceAccount")
 	fs.StringVar(&f.nodeName, "node-name", os.Getenv("NODE_NAME"), "this node's Node name (default $NODE_NAME)")
+	fs.StringVar(&f.namespace, "namespace", envOr("POD_NAMESPACE", k8s.DefaultNamespace), "the release namespace, where the controller keeps the copies of the VRRP passwords (default $POD_NAMESPACE when set)")
 	fs.StringVar(&f.metricsAddr, "metrics-addr", loopback(cluster.DefaultAgentMetricsPort), "Prometheus metrics address (loopback unless told otherwise, e.g. :9654); empty: off")
 	fs.StringVar(&f.statusAddr, "status-addr", loopback(cluster.DefaultAgentStatusPort), "JSON status address (loopback only); empty: off")
 	fs.StringVar(&f.healthAddr, "health-addr", loopback(cluster.DefaultAgentHealthPort), "address for /healthz (the VRRP engine's loop answers) and /readyz (it runs with the first plan); loopback unless told otherwise, e.g. :9655 for the kubelet's probes; empty: off")
