@@ -188,7 +188,6 @@ func TestViews(t *testing.T) {
 	// with the copy's password, which the agent reads by name. The agent
 	// may not read the Secret the group names, nor list Secrets.
 	t.Run("password", func(t *testing.T) {
-		mk(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "vipstack-system"}})
 		sg := &v1alpha1.VIPGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "infra", Name: "secured"},
 			Spec: v1alpha1.VIPGroupSpec{VRRPVersion: 2, AuthPassSecretRef: &v1alpha1.SecretKeyRef{Name: "vrrp", Key: "pw"}}}
 		mk(sg)

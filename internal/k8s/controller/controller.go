@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
@@ -60,6 +61,9 @@ type Options struct {
 	// where the controller keeps the copies of the VRRP passwords that the
 	// agents read; ManagerOptions.Namespace must name the same one.
 	Namespace string
+	// PasswordRecheck is how often the source of a VRRP password is read
+	// again (default PasswordRecheck).
+	PasswordRecheck time.Duration
 }
 
 // groupIndex indexes Services by the group they name.
@@ -124,6 +128,9 @@ func Setup(mgr manager.Manager, o Options) (*Controller, error) {
 	}
 	if o.Namespace == "" {
 		o.Namespace = k8s.DefaultNamespace
+	}
+	if o.PasswordRecheck <= 0 {
+		o.PasswordRecheck = PasswordRecheck
 	}
 	if o.MetalLBNamespace == "" {
 		o.MetalLBNamespace = DefaultMetalLBNamespace

@@ -35,8 +35,8 @@ import (
 // deleted or edited by hand is put back at once, and copies left by a
 // group deleted while no controller ran are removed when it starts.
 
-// PasswordRecheck is how often the controller reads a password's source
-// Secret again (and the agents their copy).
+// PasswordRecheck is how often, by default, the controller reads a
+// password's source Secret again (the agents read their copy as often).
 const PasswordRecheck = time.Minute
 
 // ReasonPasswordUnavailable is the Warning on a VIPGroup whose password
@@ -92,7 +92,7 @@ func (c *Controller) reconcilePassword(ctx context.Context, req reconcile.Reques
 			c.events.Eventf(&g, nil, corev1.EventTypeWarning, ReasonPasswordUnavailable, "ReadPassword",
 				"%v; no node serves the group until it can be read", err)
 		}
-		return reconcile.Result{RequeueAfter: PasswordRecheck}, nil
+		return reconcile.Result{RequeueAfter: c.opts.PasswordRecheck}, nil
 	}
 	c.forgetPasswordProblem(ref)
 	want := passwordCopy(key, ref, src, g.Namespace, pass)
@@ -118,7 +118,7 @@ func (c *Controller) reconcilePassword(ctx context.Context, req reconcile.Reques
 			return reconcile.Result{}, err
 		}
 	}
-	return reconcile.Result{RequeueAfter: PasswordRecheck}, nil
+	return reconcile.Result{RequeueAfter: c.opts.PasswordRecheck}, nil
 }
 
 // passwordCopy is the copy, in key, of the password of group ref.
