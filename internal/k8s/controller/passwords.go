@@ -136,7 +136,7 @@ func passwordCopy(key types.NamespacedName, ref k8s.GroupRef, src v1alpha1.Secre
 // updateCopy makes have what want says, if it is not already.
 func (c *Controller) updateCopy(ctx context.Context, have, want *corev1.Secret, ref k8s.GroupRef) error {
 	same := len(have.Data) == 1 && bytes.Equal(have.Data[k8s.PasswordKey], want.Data[k8s.PasswordKey]) &&
-		maps.Equal(have.Labels, want.Labels) && maps.Equal(have.Annotations, want.Annotations) && have.Type == want.Type
+		maps.Equal(have.Labels, want.Labels) && maps.Equal(have.Annotations, want.Annotations)
 	if same {
 		return nil
 	}
@@ -153,8 +153,11 @@ func (c *Controller) updateCopy(ctx context.Context, have, want *corev1.Secret, 
 func (c *Controller) deleteCopy(ctx context.Context, key types.NamespacedName, ref k8s.GroupRef, why string) error {
 	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
 	var have corev1.Secret
-	if err := c.client.Get(ctx, key, &have); apierrors.IsNotFound(err) {
+	switch err := c.client.Get(ctx, key, &have); {
+	case apierrors.IsNotFound(err):
 		return nil
+	case err != nil:
+		return fmt.Errorf("read Secret %s: %w", key, err)
 	}
 	// Only a copy of ours: the name could have been taken by hand.
 	if have.Labels[k8s.MadeForLabel] != k8s.PasswordMadeFor {
