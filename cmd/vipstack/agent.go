@@ -111,6 +111,10 @@ func parseAgentFlags(args []string, stderr io.Writer) (f agentFlags, code int, o
 	if !parseNoArgs(fs, args, stderr) {
 		return f, 2, false
 	}
+	if err := checkNamespace(f.namespace); err != nil {
+		fmt.Fprintf(stderr, "vipstack agent: --namespace: %v\n", err)
+		return f, 2, false
+	}
 	if f.nodeName == "" {
 		fmt.Fprintln(stderr, "vipstack agent: --node-name is required (or $NODE_NAME, from the pod's spec.nodeName)")
 		return f, 2, false

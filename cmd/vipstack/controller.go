@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
@@ -53,6 +54,10 @@ func runController(ctx context.Context, args []string, stdout, stderr io.Writer)
 	vrids, err := parseVRIDs(*excluded)
 	if err != nil {
 		fmt.Fprintf(stderr, "vipstack controller: --excluded-vrids: %v\n", err)
+		return 2
+	}
+	if err := checkNamespace(*namespace); err != nil {
+		fmt.Fprintf(stderr, "vipstack controller: --namespace: %v\n", err)
 		return 2
 	}
 	if *leaseNS == "" {
@@ -150,6 +155,14 @@ func parseVRIDs(s string) ([]int, error) {
 		out = append(out, v)
 	}
 	return out, nil
+}
+
+// checkNamespace refuses a release namespace that cannot be one.
+func checkNamespace(ns string) error {
+	if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+		return fmt.Errorf("%q: %s; want the release namespace (default $POD_NAMESPACE, else %s)", ns, strings.Join(errs, "; "), k8s.DefaultNamespace)
+	}
+	return nil
 }
 
 func envOr(name, dflt string) string {
