@@ -15,6 +15,7 @@ import (
 
 	"github.com/vipstack/vipstack/internal/cluster"
 	"github.com/vipstack/vipstack/internal/handoff"
+	"github.com/vipstack/vipstack/internal/k8s"
 	"github.com/vipstack/vipstack/internal/k8s/agent"
 	"github.com/vipstack/vipstack/internal/k8s/kubeauth"
 	"github.com/vipstack/vipstack/internal/metrics"
@@ -25,11 +26,11 @@ import (
 
 // agentFlags are the flags of `vipstack agent`.
 type agentFlags struct {
-	kubeconfig, nodeName, metricsAddr, statusAddr, healthAddr, stateDir, handoffSock, publishNS string
-	metricsAuth                                                                                 string
-	announceRate                                                                                int
-	noSuper                                                                                     bool
-	log                                                                                         *slog.Logger
+	kubeconfig, nodeName, namespace, metricsAddr, statusAddr, healthAddr, stateDir, handoffSock, publishNS string
+	metricsAuth                                                                                            string
+	announceRate                                                                                           int
+	noSuper                                                                                                bool
+	log                                                                                                    *slog.Logger
 }
 
 // runAgent runs the Kubernetes node agent: this node's share of every
@@ -70,7 +71,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	reg := metrics.NewRegistry()
 	a, err := agent.New(mgr, agent.Options{Node: f.nodeName, Logger: log, Registry: reg,
-		Ledger: ledger, AnnounceRate: f.announceRate, Handoff: f.handoffSock, Version: version.String(), PublishNamespace: f.publishNS})
+		Ledger: ledger, AnnounceRate: f.announceRate, Handoff: f.handoffSock, Version: version.String(), PublishNamespace: f.publishNS, Namespace: f.namespace})
 	if err != nil {
 		fmt.Fprintf(stderr, "vipstack agent: %v\n", err)
 		return 1
@@ -120,6 +121,7 @@ func parseAgentFlags(args []string, stderr io.Writer) (f agentFlags, code int, o
 	fs.SetOutput(stderr)
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file; empty: $KUBECONFIG, else the in-cluster ServiceAccount")
 	fs.StringVar(&f.nodeName, "node-name", os.Getenv("NODE_NAME"), "this node's Node name (default $NODE_NAME)")
+	fs.StringVar(&f.namespace, "namespace", envOr("POD_NAMESPACE", k8s.DefaultNamespace), "the release namespace, where the controller keeps the copies of the VRRP passwords (default $POD_NAMESPACE when set)")
 	fs.StringVar(&f.metricsAddr, "metrics-addr", loopback(cluster.DefaultAgentMetricsPort), "Prometheus metrics address (loopback unless told otherwise, e.g. :9654); empty: off")
 	fs.StringVar(&f.statusAddr, "status-addr", loopback(cluster.DefaultAgentStatusPort), "JSON status address (loopback only); empty: off")
 	fs.StringVar(&f.healthAddr, "health-addr", loopback(cluster.DefaultAgentHealthPort), "address for /healthz (the VRRP engine's loop answers) and /readyz (it runs with the first plan); loopback unless told otherwise, e.g. :9655 for the kubelet's probes; empty: off")
@@ -138,6 +140,10 @@ func parseAgentFlags(args []string, stderr io.Writer) (f agentFlags, code int, o
 	f.metricsAddr, f.healthAddr = bracketIPv6(f.metricsAddr), bracketIPv6(f.healthAddr)
 	if f.metricsAuth != "none" && f.metricsAuth != "kubernetes" {
 		fmt.Fprintf(stderr, "vipstack agent: --metrics-auth %q: want none or kubernetes\n", f.metricsAuth)
+		return f, 2, false
+	}
+	if err := checkNamespace(f.namespace); err != nil {
+		fmt.Fprintf(stderr, "vipstack agent: --namespace: %v\n", err)
 		return f, 2, false
 	}
 	if f.nodeName == "" {

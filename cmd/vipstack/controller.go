@@ -14,12 +14,14 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/vipstack/vipstack/internal/k8s"
 	"github.com/vipstack/vipstack/internal/k8s/controller"
 	"github.com/vipstack/vipstack/internal/metrics"
 	"github.com/vipstack/vipstack/internal/version"
@@ -33,7 +35,8 @@ func runController(ctx context.Context, args []string, stdout, stderr io.Writer)
 	var (
 		kubeconfig  = fs.String("kubeconfig", "", "kubeconfig file; empty: $KUBECONFIG, else the in-cluster ServiceAccount")
 		leaderElect = fs.Bool("leader-elect", true, "hold the Lease NAMESPACE/vipstack-controller before doing anything (run two replicas)")
-		leaseNS     = fs.String("leader-election-namespace", envOr("POD_NAMESPACE", "vipstack-system"), "namespace of the leader-election Lease")
+		namespace   = fs.String("namespace", envOr("POD_NAMESPACE", k8s.DefaultNamespace), "the release namespace, where the controller keeps the copies of the VRRP passwords for the agents (default $POD_NAMESPACE when set)")
+		leaseNS     = fs.String("leader-election-namespace", "", "namespace of the leader-election Lease; empty: --namespace")
 		excluded    = fs.String("excluded-vrids", "", "VRIDs no group may use, comma-separated (other routers on the networks)")
 		metricsAddr = fs.String("metrics-addr", "127.0.0.1:9652", "Prometheus metrics address (loopback unless told otherwise, e.g. :9652); empty: off")
 		healthAddr  = fs.String("health-addr", "", "address for /healthz and /readyz; empty: off")
@@ -56,13 +59,20 @@ func runController(ctx context.Context, args []string, stdout, stderr io.Writer)
 		fmt.Fprintf(stderr, "vipstack controller: --excluded-vrids: %v\n", err)
 		return 2
 	}
+	if err := checkNamespace(*namespace); err != nil {
+		fmt.Fprintf(stderr, "vipstack controller: --namespace: %v\n", err)
+		return 2
+	}
+	if *leaseNS == "" {
+		*leaseNS = *namespace
+	}
 	cfg, err := kubeConfig(*kubeconfig)
 	if err != nil {
 		fmt.Fprintf(stderr, "vipstack controller: %v\n", err)
 		return 1
 	}
 	cfg.QPS, cfg.Burst = float32(*qps), int(2**qps)
-	mgr, err := controller.NewManager(cfg, controller.ManagerOptions{Logger: log, LeaderElection: *leaderElect,
+	mgr, err := controller.NewManager(cfg, controller.ManagerOptions{Logger: log, LeaderElection: *leaderElect, Namespace: *namespace,
 		LeaderElectionNamespace: *leaseNS, MetricsAddr: *metricsAddr, HealthAddr: *healthAddr})
 	if err != nil {
 		fmt.Fprintf(stderr, "vipstack controller: %v\n", err)
@@ -74,7 +84,7 @@ func runController(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return 1
 	}
 	if _, err := controller.Setup(mgr, controller.Options{Logger: log, ExcludedVRIDs: vrids, Workers: *workers,
-		Registry: crmetrics.Registry, MetalLBNamespace: *metallbNS, NoForeign: !*foreign, NoKeepalivedOperator: !*keepalived}); err != nil {
+		Registry: crmetrics.Registry, MetalLBNamespace: *metallbNS, NoForeign: !*foreign, NoKeepalivedOperator: !*keepalived, Namespace: *namespace}); err != nil {
 		fmt.Fprintf(stderr, "vipstack controller: %v\n", err)
 		return 1
 	}
@@ -153,6 +163,14 @@ func parseVRIDs(s string) ([]int, error) {
 		out = append(out, v)
 	}
 	return out, nil
+}
+
+// checkNamespace refuses a release namespace that cannot be one.
+func checkNamespace(ns string) error {
+	if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+		return fmt.Errorf("%q: %s; want the release namespace (default $POD_NAMESPACE, else %s)", ns, strings.Join(errs, "; "), k8s.DefaultNamespace)
+	}
+	return nil
 }
 
 func envOr(name, dflt string) string {

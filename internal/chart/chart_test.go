@@ -379,7 +379,9 @@ func TestOptionalObjects(t *testing.T) {
 			removed: []string{"CustomResourceDefinition/ippools.vipstack.io", "CustomResourceDefinition/vipgroups.vipstack.io"}},
 		{name: "no RBAC, no service accounts", set: []string{"rbac.create=false", "controller.serviceAccount.create=false", "agent.serviceAccount.create=false"},
 			removed: []string{"ClusterRole/vipstack-agent", "ClusterRole/vipstack-controller", "ClusterRoleBinding/vipstack-agent", "ClusterRoleBinding/vipstack-controller",
-				"Role/vipstack-agent-status", "Role/vipstack-controller-kube-vip", "Role/vipstack-controller-leader-election", "RoleBinding/vipstack-agent-status", "RoleBinding/vipstack-controller-kube-vip", "RoleBinding/vipstack-controller-leader-election", "ServiceAccount/vipstack-agent", "ServiceAccount/vipstack-controller"}},
+				"Role/vipstack-agent-passwords", "Role/vipstack-agent-status", "Role/vipstack-controller-kube-vip", "Role/vipstack-controller-leader-election", "Role/vipstack-controller-passwords",
+				"RoleBinding/vipstack-agent-passwords", "RoleBinding/vipstack-agent-status", "RoleBinding/vipstack-controller-kube-vip", "RoleBinding/vipstack-controller-leader-election", "RoleBinding/vipstack-controller-passwords",
+				"ServiceAccount/vipstack-agent", "ServiceAccount/vipstack-controller"}},
 		{name: "namespace", set: []string{"namespace.create=true"}, added: []string{"Namespace/vs"}},
 		{name: "pod monitors", set: []string{"monitoring.podMonitor.enabled=true"}, added: []string{"PodMonitor/vipstack-agent", "PodMonitor/vipstack-controller"}},
 		{name: "service monitors", set: []string{"monitoring.serviceMonitor.enabled=true"},
@@ -408,6 +410,64 @@ func TestOptionalObjects(t *testing.T) {
 				t.Errorf("removed objects (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestSecretsRBAC lists who may do what with Secrets, as the chart
+// grants it: the controller gets them by name anywhere (the VRRP
+// password a VIPGroup names) and keeps its copies in the release's
+// namespace; the agent, on every node, gets Secrets in the release's
+// namespace only (those copies), and no ClusterRole of the agent's names
+// Secrets. Each Role is bound to the ServiceAccount of its component.
+func TestSecretsRBAC(t *testing.T) {
+	h, _ := helm(t)
+	r := render(t, h)
+	got := map[string][]string{}
+	for _, u := range r {
+		if u.GetKind() != "Role" && u.GetKind() != "ClusterRole" {
+			continue
+		}
+		rules, _, _ := unstructured.NestedSlice(u.Object, "rules")
+		for _, x := range rules {
+			rule, _ := x.(map[string]any)
+			res, _, _ := unstructured.NestedStringSlice(rule, "resources")
+			groups, _, _ := unstructured.NestedStringSlice(rule, "apiGroups")
+			if !slices.Contains(res, "secrets") && !slices.Contains(res, "*") {
+				continue
+			}
+			if !slices.Contains(groups, "") && !slices.Contains(groups, "*") {
+				continue
+			}
+			verbs, _, _ := unstructured.NestedStringSlice(rule, "verbs")
+			key := u.GetKind() + " " + u.GetNamespace() + "/" + u.GetName()
+			got[key] = append(got[key], verbs...)
+		}
+	}
+	want := map[string][]string{
+		"ClusterRole /vipstack-controller":      {"get"},
+		"Role vs/vipstack-controller-passwords": {"get", "list", "watch", "create", "update", "delete"},
+		"Role vs/vipstack-agent-passwords":      {"get"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("rules on Secrets (-want +got):\n%s", diff)
+	}
+	bound := map[string]string{}
+	for _, u := range r {
+		if u.GetKind() != "RoleBinding" {
+			continue
+		}
+		role, _, _ := unstructured.NestedString(u.Object, "roleRef", "name")
+		subjects, _, _ := unstructured.NestedSlice(u.Object, "subjects")
+		for _, x := range subjects {
+			s, _ := x.(map[string]any)
+			bound[u.GetNamespace()+"/"+role] += fmt.Sprintf("%v %v/%v;", s["kind"], s["namespace"], s["name"])
+		}
+	}
+	for role, sa := range map[string]string{"vs/vipstack-controller-passwords": "ServiceAccount vs/vipstack-controller;",
+		"vs/vipstack-agent-passwords": "ServiceAccount vs/vipstack-agent;"} {
+		if bound[role] != sa {
+			t.Errorf("Role %s is bound to %q, want %q", role, bound[role], sa)
+		}
 	}
 }
 

@@ -89,6 +89,9 @@ type Options struct {
 	// PublishNamespace is where the agent keeps its status Lease (see
 	// LeasePrefix); "": it publishes none.
 	PublishNamespace string
+	// Namespace is the release namespace, where the controller keeps the
+	// copies of the VRRP passwords; "": k8s.DefaultNamespace.
+	Namespace string
 }
 
 // Agent serves its node's share of every group with the VRRP engine.
@@ -96,10 +99,11 @@ type Agent struct {
 	opts   Options
 	log    *slog.Logger
 	reader client.Reader
-	// secrets reads the Secrets of VRRP passwords straight from the API
-	// (not cached: the agent would otherwise watch every Secret).
-	secrets client.Reader
-	cache   interface {
+	// passwords reads the controller's copies of the VRRP passwords
+	// straight from the API, by name (the agent may not list or watch
+	// Secrets).
+	passwords Passwords
+	cache     interface {
 		WaitForCacheSync(context.Context) bool
 	}
 	m *agentMetrics
@@ -145,7 +149,7 @@ func New(mgr manager.Manager, o Options) (*Agent, error) {
 	if o.Interfaces == nil {
 		o.Interfaces = HostInterfaces{}
 	}
-	a := &Agent{opts: o, log: o.Logger, reader: mgr.GetClient(), secrets: mgr.GetAPIReader(), cache: mgr.GetCache(), m: newAgentMetrics(o.Registry)}
+	a := &Agent{opts: o, log: o.Logger, reader: mgr.GetClient(), passwords: Passwords{Reader: mgr.GetAPIReader(), Namespace: o.Namespace}, cache: mgr.GetCache(), m: newAgentMetrics(o.Registry)}
 	if o.Registry != nil {
 		if err := o.Registry.Register(announcedCollector{a}); err != nil {
 			return nil, fmt.Errorf("agent: metrics: %w", err)
@@ -205,7 +209,8 @@ func (a *Agent) reconcile(ctx context.Context, _ reconcile.Request) (reconcile.R
 	}
 	if a.usesPassword(ctx) {
 		// Secrets are not watched: a changed password is read again
-		// within passwordRecheck.
+		// within passwordRecheck (the controller too reads its source
+		// again that often).
 		return reconcile.Result{RequeueAfter: passwordRecheck}, nil
 	}
 	return reconcile.Result{}, nil
@@ -233,7 +238,7 @@ func (a *Agent) usesPassword(ctx context.Context) bool {
 // refresh computes the plan from the cache; it reports whether the
 // configuration changed.
 func (a *Agent) refresh(ctx context.Context) (bool, error) {
-	views, warns, err := Views(ctx, a.reader, a.opts.Node, a.opts.Interfaces, a.secrets)
+	views, warns, err := Views(ctx, a.reader, a.opts.Node, a.opts.Interfaces, a.passwords)
 	if err != nil {
 		return false, err
 	}

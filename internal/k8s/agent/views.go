@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -61,12 +62,14 @@ func (HostInterfaces) Holding(addr netip.Addr) (string, error) {
 // Services, the nodes with a ready endpoint. Groups whose interface does
 // not exist here are left out with a warning, so one wrong group never
 // stops the others. The VRRP passwords of groups with authPassSecretRef
-// are read through secrets (nil: r), so that the agent need not cache
-// every Secret of the cluster; a group whose password cannot be read is
-// left out with a warning (running it without would split it).
-func Views(ctx context.Context, r client.Reader, node string, ifs Interfaces, secrets client.Reader) ([]GroupView, []string, error) {
-	if secrets == nil {
-		secrets = r
+// are read from the controller's copies (pw); a group whose copy cannot be
+// read is left out with a warning (running it without would split it).
+func Views(ctx context.Context, r client.Reader, node string, ifs Interfaces, pw Passwords) ([]GroupView, []string, error) {
+	if pw.Reader == nil {
+		pw.Reader = r
+	}
+	if pw.Namespace == "" {
+		pw.Namespace = k8s.DefaultNamespace
 	}
 	var warns []string
 	var groups v1alpha1.VIPGroupList
@@ -158,7 +161,7 @@ func Views(ctx context.Context, r client.Reader, node string, ifs Interfaces, se
 		v := GroupView{Key: key, Interface: iface, Unicast: g.Spec.Unicast, Version: g.Spec.Version(),
 			Interval: g.Spec.Interval(), NodeAddrs: addrs}
 		if ref := g.Spec.AuthPassSecretRef; ref != nil {
-			pass, err := password(ctx, secrets, g.Namespace, ref)
+			pass, err := pw.read(ctx, k8s.GroupRef{Namespace: g.Namespace, Name: g.Name}, ref)
 			if err != nil {
 				warns = append(warns, fmt.Sprintf("group %s is not served: %v", key, err))
 				continue
@@ -218,18 +221,32 @@ func vipsOf(s *corev1.Service, ready map[string][]string) []VIP {
 	return out
 }
 
-// password reads the VRRP password of a group from its Secret.
-func password(ctx context.Context, r client.Reader, ns string, ref *v1alpha1.SecretKeyRef) (string, error) {
+// Passwords reads the copies of the VRRP passwords that the controller
+// keeps in the release namespace (k8s.PasswordSecretName). The agent may
+// get Secrets there and nowhere else; it never reads the Secret a group
+// names.
+type Passwords struct {
+	// Reader reads the copies, by name (the agent's is uncached: it may
+	// not list or watch Secrets); nil: Views' reader.
+	Reader client.Reader
+	// Namespace is the release namespace; "": k8s.DefaultNamespace.
+	Namespace string
+}
+
+// read reads group g's password from its copy.
+func (pw Passwords) read(ctx context.Context, g k8s.GroupRef, src *v1alpha1.SecretKeyRef) (string, error) {
+	name := k8s.PasswordSecretName(g)
+	what := fmt.Sprintf("VRRP password: Secret %s/%s (the controller's copy of Secret %s/%s, key %s)", pw.Namespace, name, g.Namespace, src.Name, src.Key)
 	var sec corev1.Secret
-	if err := r.Get(ctx, client.ObjectKey{Namespace: ns, Name: ref.Name}, &sec); err != nil {
-		return "", fmt.Errorf("spec.authPassSecretRef: read Secret %s/%s: %w", ns, ref.Name, err)
+	if err := pw.Reader.Get(ctx, client.ObjectKey{Namespace: pw.Namespace, Name: name}, &sec); err != nil {
+		if apierrors.IsNotFound(err) {
+			return "", fmt.Errorf("%s does not exist; the controller's Events on the VIPGroup say why", what)
+		}
+		return "", fmt.Errorf("%s: %w", what, err)
 	}
-	b, ok := sec.Data[ref.Key]
-	if !ok {
-		return "", fmt.Errorf("spec.authPassSecretRef: Secret %s/%s has no key %q", ns, ref.Name, ref.Key)
-	}
+	b := sec.Data[k8s.PasswordKey]
 	if len(b) == 0 {
-		return "", fmt.Errorf("spec.authPassSecretRef: key %q of Secret %s/%s is empty; want the password", ref.Key, ns, ref.Name)
+		return "", fmt.Errorf("%s has no key %q, or it is empty", what, k8s.PasswordKey)
 	}
 	return string(b), nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -143,7 +144,7 @@ func TestViews(t *testing.T) {
 	runs := map[string][]string{}
 	for _, node := range []string{"n1", "n2", "n3"} {
 		t.Run(node, func(t *testing.T) {
-			views, warns, err := agent.Views(ctx, reader, node, ifs, nil)
+			views, warns, err := agent.Views(ctx, reader, node, ifs, agent.Passwords{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -182,18 +183,21 @@ func TestViews(t *testing.T) {
 		}
 	})
 
-	// A group with a VRRP password: left out with a warning while its
-	// Secret is missing, then served with the password, which the agent
-	// reads by name (it may not list Secrets).
+	// A group with a VRRP password: left out with a warning while the
+	// controller's copy in the release namespace is missing, then served
+	// with the copy's password, which the agent reads by name. The agent
+	// may not read the Secret the group names, nor list Secrets.
 	t.Run("password", func(t *testing.T) {
 		sg := &v1alpha1.VIPGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "infra", Name: "secured"},
-			Spec: v1alpha1.VIPGroupSpec{VRRPVersion: 2, AuthPassSecretRef: &v1alpha1.SecretKeyRef{Name: "vrrp", Key: "password"}}}
+			Spec: v1alpha1.VIPGroupSpec{VRRPVersion: 2, AuthPassSecretRef: &v1alpha1.SecretKeyRef{Name: "vrrp", Key: "pw"}}}
 		mk(sg)
 		sg.Status.Instances = []v1alpha1.GroupInstance{{Name: "node/n1", VRID: 7, Node: "n1"}}
 		status(sg)
+		mk(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "infra", Name: "vrrp"}, Data: map[string][]byte{"pw": []byte("source")}})
+		pw := agent.Passwords{Namespace: "vipstack-system"}
 		find := func() (*agent.GroupView, []string) {
 			t.Helper()
-			views, warns, err := agent.Views(ctx, reader, "n1", ifs, nil)
+			views, warns, err := agent.Views(ctx, reader, "n1", ifs, pw)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -204,16 +208,22 @@ func TestViews(t *testing.T) {
 			}
 			return nil, warns
 		}
-		if v, warns := find(); v != nil || len(warns) != 1 || !strings.Contains(warns[0], "group infra/secured is not served: spec.authPassSecretRef: read Secret infra/vrrp") {
-			t.Errorf("without its Secret: view %+v, warnings %q", v, warns)
+		const missing = "group infra/secured is not served: VRRP password: Secret vipstack-system/vipstack-vrrp-infra.secured (the controller's copy of Secret infra/vrrp, key pw) does not exist"
+		if v, warns := find(); v != nil || len(warns) != 1 || !strings.Contains(warns[0], missing) {
+			t.Errorf("without the copy: view %+v, warnings %q; want none and %q", v, warns, missing)
 		}
-		mk(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "infra", Name: "vrrp"}, Data: map[string][]byte{"password": []byte("s3cret")}})
+		mk(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "vipstack-system", Name: k8s.PasswordSecretName(k8s.GroupRef{Namespace: "infra", Name: "secured"})},
+			Data: map[string][]byte{k8s.PasswordKey: []byte("s3cret")}})
 		if v, warns := find(); v == nil || v.AuthPass != "s3cret" || v.Version != 2 || len(warns) != 0 {
-			t.Errorf("with its Secret: view %+v, warnings %q", v, warns)
+			t.Errorf("with the copy: view %+v, warnings %q; want the copy's password s3cret", v, warns)
+		}
+		var sec corev1.Secret
+		if err := reader.Get(ctx, client.ObjectKey{Namespace: "infra", Name: "vrrp"}, &sec); !apierrors.IsForbidden(err) {
+			t.Errorf("the agent reads the group's own Secret infra/vrrp: %v; want 403 Forbidden", err)
 		}
 		var list corev1.SecretList
-		if err := reader.List(ctx, &list); err == nil {
-			t.Error("the agent's ServiceAccount may list Secrets")
+		if err := reader.List(ctx, &list, client.InNamespace("vipstack-system")); !apierrors.IsForbidden(err) {
+			t.Errorf("the agent lists Secrets in its namespace: %v; want 403 Forbidden", err)
 		}
 	})
 }

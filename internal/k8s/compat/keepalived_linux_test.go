@@ -14,11 +14,13 @@ import (
 	"golang.org/x/net/ipv4"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/vipstack/vipstack/internal/k8s"
 	"github.com/vipstack/vipstack/internal/k8s/compat"
 	"github.com/vipstack/vipstack/internal/k8s/controller"
 	"github.com/vipstack/vipstack/internal/k8s/k8slab"
@@ -225,6 +227,18 @@ func TestMigrateFromKeepalivedOperator(t *testing.T) {
 		}
 	}
 	t.Logf("group instances: %+v", group.Status.Instances)
+
+	// The agents run the group with the controller's copy of the password,
+	// in the release namespace; the operator's Secret is not theirs to read.
+	var cp corev1.Secret
+	cpKey := client.ObjectKey{Namespace: "vipstack-system", Name: k8s.PasswordSecretName(k8s.GroupRef{Namespace: kaNamespace, Name: kaName})}
+	if err := admin.Get(ctx, cpKey, &cp); err != nil || string(cp.Data[k8s.PasswordKey]) != kaPassword {
+		t.Errorf("copy %s of the password: %v, holds %q; want %q", cpKey, err, cp.Data[k8s.PasswordKey], kaPassword)
+	}
+	agentSA := k8stest.Client(t, l.Env.ConfigAs("system:serviceaccount:vipstack-system:vipstack-agent", "system:serviceaccounts", "system:serviceaccounts:vipstack-system"))
+	if err := agentSA.Get(ctx, client.ObjectKey{Namespace: kaNamespace, Name: "vrrp-auth"}, &corev1.Secret{}); !apierrors.IsForbidden(err) {
+		t.Errorf("the agent's ServiceAccount reads Secret %s/vrrp-auth: %v; want 403 Forbidden", kaNamespace, err)
+	}
 
 	// What has no effect is said on the KeepalivedGroup: a condition and
 	// Warning Events naming the field.

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
@@ -56,6 +57,13 @@ type Options struct {
 	// NoKeepalivedOperator turns off reading the keepalived-operator's
 	// KeepalivedGroups and OpenShift's Network (externalIP CIDRs).
 	NoKeepalivedOperator bool
+	// Namespace is the release namespace (default k8s.DefaultNamespace),
+	// where the controller keeps the copies of the VRRP passwords that the
+	// agents read; ManagerOptions.Namespace must name the same one.
+	Namespace string
+	// PasswordRecheck is how often the source of a VRRP password is read
+	// again (default PasswordRecheck).
+	PasswordRecheck time.Duration
 }
 
 // groupIndex indexes Services by the group they name.
@@ -66,10 +74,12 @@ const groupIndex = "vipstack.io/group"
 type Controller struct {
 	client client.Client
 	cache  client.Reader // MetalLB's objects (unstructured) and kube-vip's ConfigMap
-	events events.EventRecorder
-	log    *slog.Logger
-	clk    clock.Clock
-	opts   Options
+	// secrets reads the VRRP passwords' source Secrets by name, uncached.
+	secrets client.Reader
+	events  events.EventRecorder
+	log     *slog.Logger
+	clk     clock.Clock
+	opts    Options
 
 	mu      sync.Mutex
 	alloc   *allocator.Allocator
@@ -94,6 +104,9 @@ type Controller struct {
 	keepalived bool
 	openshift  bool
 	reported   string
+	// pwProblems: why each group's password could not be read, as last
+	// told.
+	pwProblems map[k8s.GroupRef]string
 
 	retry       chan event.GenericEvent
 	foreignKick chan event.GenericEvent // starts the foreign reconciler once
@@ -113,6 +126,12 @@ func Setup(mgr manager.Manager, o Options) (*Controller, error) {
 	if o.Workers <= 0 {
 		o.Workers = 4
 	}
+	if o.Namespace == "" {
+		o.Namespace = k8s.DefaultNamespace
+	}
+	if o.PasswordRecheck <= 0 {
+		o.PasswordRecheck = PasswordRecheck
+	}
 	if o.MetalLBNamespace == "" {
 		o.MetalLBNamespace = DefaultMetalLBNamespace
 	}
@@ -124,6 +143,8 @@ func Setup(mgr manager.Manager, o Options) (*Controller, error) {
 	c := &Controller{
 		client:      mgr.GetClient(),
 		cache:       mgr.GetCache(),
+		secrets:     mgr.GetAPIReader(),
+		pwProblems:  map[k8s.GroupRef]string{},
 		events:      mgr.GetEventRecorder(k8s.FieldManager),
 		log:         o.Logger,
 		clk:         o.Clock,
@@ -182,6 +203,13 @@ func Setup(mgr manager.Manager, o Options) (*Controller, error) {
 		Complete(reconcile.Func(c.reconcilePool))
 	if err != nil {
 		return nil, fmt.Errorf("IPPool controller: %w", err)
+	}
+	err = ctrl.NewControllerManagedBy(mgr).Named("vipstack-passwords").
+		For(&v1alpha1.VIPGroup{}).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(groupOfCopy)).
+		Complete(reconcile.Func(c.reconcilePassword))
+	if err != nil {
+		return nil, fmt.Errorf("controller of the VRRP passwords' copies: %w", err)
 	}
 	if !o.NoForeign || c.keepalived || c.openshift {
 		one := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request { return []reconcile.Request{foreignKey} })

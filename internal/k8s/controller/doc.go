@@ -14,6 +14,10 @@
 // in effect while the controller runs (in memory: not after a restart);
 // its Ready condition says which.
 //
+// The VRRP password a VIPGroup's authPassSecretRef names is copied into
+// a Secret of the release namespace, the only one the agents may read
+// (passwords.go).
+//
 // Its state lives in the API: after a restart (or a new leader) the first
 // reconcile rebuilds the allocator from every Service's status and every
 // group's status before anything new is handed out, so nothing moves.

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -22,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/vipstack/vipstack/internal/k8s"
 	"github.com/vipstack/vipstack/internal/k8s/compat"
 	"github.com/vipstack/vipstack/internal/k8s/v1alpha1"
 )
@@ -43,7 +45,12 @@ type ManagerOptions struct {
 	Logger *slog.Logger
 	// LeaderElection is on in production; tests of a single controller
 	// may turn it off.
-	LeaderElection          bool
+	LeaderElection bool
+	// Namespace is the release namespace (default k8s.DefaultNamespace),
+	// where the copies of the VRRP passwords are kept: the only Secrets
+	// the manager caches. Options.Namespace must name the same one.
+	Namespace string
+	// LeaderElectionNamespace holds the Lease (default Namespace).
 	LeaderElectionNamespace string
 	LeaderElectionID        string // default "vipstack-controller"
 	// Lease timings; zero means client-go's defaults (15s, 10s, 2s).
@@ -64,6 +71,12 @@ func NewManager(cfg *rest.Config, o ManagerOptions) (manager.Manager, error) {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
+	}
+	if o.Namespace == "" {
+		o.Namespace = k8s.DefaultNamespace
+	}
+	if o.LeaderElectionNamespace == "" {
+		o.LeaderElectionNamespace = o.Namespace
 	}
 	if o.LeaderElectionID == "" {
 		o.LeaderElectionID = "vipstack-controller"
@@ -92,6 +105,12 @@ func NewManager(cfg *rest.Config, o ManagerOptions) (manager.Manager, error) {
 			&corev1.ConfigMap{}: {
 				Namespaces: map[string]cache.Config{compat.KubeVIPConfigMapNamespace: {}},
 				Field:      fields.OneTermEqualSelector("metadata.name", compat.KubeVIPConfigMapName),
+			},
+			// Of Secrets only the copies of the VRRP passwords, in the
+			// release namespace; the sources are read by name, uncached.
+			&corev1.Secret{}: {
+				Namespaces: map[string]cache.Config{o.Namespace: {}},
+				Label:      labels.SelectorFromSet(labels.Set{k8s.MadeForLabel: k8s.PasswordMadeFor}),
 			},
 		}},
 		// Several controllers may run in one process (tests, a restart).
