@@ -68,6 +68,11 @@ type simNode struct {
 	// sendErr, when set, fails every VRRP packet the node sends (as an
 	// nftables rule dropping them on output makes sendmsg fail, EPERM).
 	sendErr error
+	// memberships logs the sockets' multicast joins and leaves;
+	// notJoined counts the multicast adverts the link did not take, their
+	// group not joined.
+	memberships []string
+	notJoined   int
 }
 
 // node adds a node whose eth0 is up on the segment with the given
@@ -472,11 +477,11 @@ type simConn struct {
 	once   sync.Once
 
 	mu     sync.Mutex
-	joined map[int]bool
+	joined map[int]map[netip.Addr]bool // the groups joined, by interface
 }
 
 func (n *simNode) listen(family int) (transport.Conn, error) {
-	c := &simConn{node: n, family: family, in: make(chan transport.Packet, 1024), done: make(chan struct{}), joined: map[int]bool{}}
+	c := &simConn{node: n, family: family, in: make(chan transport.Packet, 1024), done: make(chan struct{}), joined: map[int]map[netip.Addr]bool{}}
 	n.mu.Lock()
 	n.conns[family] = c
 	n.mu.Unlock()
@@ -535,9 +540,13 @@ func (c *simConn) WritePacket(payload []byte, src, dst netip.Addr, ifIndex int) 
 		}
 		if dst.IsMulticast() {
 			rc.mu.Lock()
-			joined := rc.joined[l.Index]
+			joined := rc.joined[l.Index][dst.WithZone("")]
 			rc.mu.Unlock()
 			if !joined {
+				// The interface's multicast filter drops it.
+				to.mu.Lock()
+				to.notJoined++
+				to.mu.Unlock()
 				continue
 			}
 		} else if local, _ := to.LocalAddrs(); !local[dst.WithZone("")] {
@@ -601,18 +610,40 @@ func (n *simNode) deliver(family int, p transport.Packet) bool {
 	}
 }
 
-func (c *simConn) JoinGroup(ifIndex int, _ netip.Addr) error {
+// JoinGroup and LeaveGroup keep the socket's memberships, by interface
+// and group, and record them in the node's memberships log.
+func (c *simConn) JoinGroup(ifIndex int, group netip.Addr) error {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.joined[ifIndex] = true
+	if c.joined[ifIndex] == nil {
+		c.joined[ifIndex] = map[netip.Addr]bool{}
+	}
+	c.joined[ifIndex][group] = true
+	c.mu.Unlock()
+	c.node.recordMembership(fmt.Sprintf("join %v on %d", group, ifIndex))
 	return nil
 }
 
-func (c *simConn) LeaveGroup(ifIndex int, _ netip.Addr) error {
+func (c *simConn) LeaveGroup(ifIndex int, group netip.Addr) error {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.joined, ifIndex)
+	delete(c.joined[ifIndex], group)
+	c.mu.Unlock()
+	c.node.recordMembership(fmt.Sprintf("leave %v on %d", group, ifIndex))
 	return nil
+}
+
+func (n *simNode) recordMembership(what string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.memberships = append(n.memberships, what)
+}
+
+// membershipLog returns the joins and leaves of the node's sockets, in
+// order, and how many multicast adverts its interface filtered out for
+// want of a membership.
+func (n *simNode) membershipLog() (log []string, notJoined int) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return slices.Clone(n.memberships), n.notJoined
 }
 
 func (c *simConn) Close() error {
