@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -50,6 +51,8 @@ type simLink struct {
 	up    bool
 	mac   net.HardwareAddr
 	addrs []simAddr // in the order added, as the kernel lists them
+	// vmacOf is the parent of a VMAC interface (use_vmac), "" for others.
+	vmacOf string
 }
 
 // simNode is one node: its netlink side (it implements Netlink), its
@@ -465,6 +468,84 @@ func (n *simNode) Close() {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.linkW, n.addrW = nil, nil
+}
+
+// The VMAC side of Netlink (use_vmac), as netif.Handle's: a VMAC is a
+// link of its own, with the virtual MAC, no address, up.
+
+func (n *simNode) EnsureVMAC(v netif.VMAC) (int, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if _, ok := n.links[v.Parent]; !ok {
+		return 0, fmt.Errorf("VMAC %s: parent %s: %w", v.Name, v.Parent, netif.ErrNoLink)
+	}
+	if l, ok := n.links[v.Name]; ok {
+		if l.vmacOf != v.Parent || l.mac.String() != v.MAC.String() {
+			return 0, fmt.Errorf("interface %s already exists and is not a private macvlan on %s with MAC %s", v.Name, v.Parent, v.MAC)
+		}
+		return l.index, nil
+	}
+	l := &simLink{index: n.nextIndex, up: true, mac: slices.Clone(v.MAC), vmacOf: v.Parent}
+	n.nextIndex++
+	n.links[v.Name] = l
+	n.notifyLocked([]linkEvent{{name: v.Name, up: true}}, nil)
+	return l.index, nil
+}
+
+func (n *simNode) DeleteVMAC(v netif.VMAC) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	l, ok := n.links[v.Name]
+	if !ok {
+		return nil
+	}
+	if l.vmacOf == "" || l.mac.String() != v.MAC.String() {
+		return fmt.Errorf("interface %s is not the VMAC (macvlan with MAC %s); left alone", v.Name, v.MAC)
+	}
+	var evs []addrEvent
+	for _, a := range l.addrs {
+		evs = append(evs, addrEvent{prefix: a.prefix, added: false})
+	}
+	delete(n.links, v.Name)
+	n.notifyLocked([]linkEvent{{name: v.Name, up: false}}, evs)
+	return nil
+}
+
+// SweepVMACs is netif.Handle's, on this node.
+func (n *simNode) SweepVMACs(l netif.VMACLedger, keep func(netif.VMAC) bool) ([]netif.VMAC, error) {
+	vmacs, err := l.Load()
+	if err != nil {
+		return nil, err
+	}
+	var kept, removed []netif.VMAC
+	var errs []error
+	for _, v := range vmacs {
+		if keep != nil && keep(v) {
+			kept = append(kept, v)
+			continue
+		}
+		if err := n.DeleteVMAC(v); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		removed = append(removed, v)
+	}
+	if len(vmacs) > 0 {
+		if err := l.Save(kept); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return removed, errors.Join(errs...)
+}
+
+// linkMAC returns the MAC address of a link, "" when there is none.
+func (n *simNode) linkMAC(name string) string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if l, ok := n.links[name]; ok {
+		return l.mac.String()
+	}
+	return ""
 }
 
 // The VRRP sockets.
