@@ -76,6 +76,9 @@ type simNode struct {
 	// group not joined.
 	memberships []string
 	notJoined   int
+	// stall, when set, holds the packets the node's sockets read while it
+	// is stopped (see simStall).
+	stall *simStall
 }
 
 // node adds a node whose eth0 is up on the segment with the given
@@ -572,6 +575,12 @@ func (n *simNode) listen(family int) (transport.Conn, error) {
 func (c *simConn) ReadPacket() (transport.Packet, error) {
 	select {
 	case p := <-c.in:
+		c.node.mu.Lock()
+		st := c.node.stall
+		c.node.mu.Unlock()
+		if st != nil && !st.wait(stallSockets) {
+			return transport.Packet{}, net.ErrClosed
+		}
 		return p, nil
 	case <-c.done:
 		return transport.Packet{}, net.ErrClosed
