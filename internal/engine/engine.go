@@ -63,6 +63,9 @@ type Options struct {
 	Netlink   func() (Netlink, error)
 	Listen    func(family int) (transport.Conn, error)
 	Announcer func(name string, ifIndex int) (Announcer, error)
+	// Processes counts the processes a vrrp_track_process matches, at
+	// each of its polls; nil means procwatch.Count of /proc.
+	Processes ProcessCounter
 
 	// hooks, set by this package's tests only, act at points where
 	// another actor may.
@@ -179,13 +182,13 @@ func New(opts Options) (*Engine, *keepalived.Config, error) {
 	}
 	if opts.Load == nil {
 		path, id := opts.ConfigPath, opts.ConfigID
-		clk := opts.Clock
+		clk, count := opts.Clock, opts.countProcesses()
 		opts.Load = func() (*keepalived.Config, error) {
 			cfg, err := CheckID(path, id)
 			if err != nil {
 				return nil, err
 			}
-			return cfg, addProcessTracks(cfg, clk, "/proc")
+			return cfg, addProcessTracks(cfg, clk, count)
 		}
 	}
 	cfg, err := opts.Load()

@@ -3,9 +3,7 @@ package engine_test
 import (
 	"fmt"
 	"net/netip"
-	"os"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -32,7 +30,8 @@ func withGlobal(t *testing.T, text string, lines ...string) string {
 // VIP for longer than a master-down interval, whichever of the two it is,
 // and the adverts go to that group (IPv4: tcpdump sees none to
 // 224.0.0.18). With the group set on one side only, neither hears the
-// other and both hold the VIP.
+// other and both hold the VIP. The reload that changes the group, and the
+// drop of adverts to another group, are TestMcastGroupOnSegment's.
 func TestMcastGroupWithKeepalived(t *testing.T) {
 	testnet.RequireRoot(t)
 	for _, fam := range []int{4, 6} {
@@ -143,48 +142,4 @@ func TestCheckUnicastSrcWithKeepalived(t *testing.T) {
 			}
 		})
 	}
-}
-
-// TestMcastGroupReload: a reload that changes vrrp_mcast_group4 makes the
-// interface leave the old group and join the new one (ip maddr).
-func TestMcastGroupReload(t *testing.T) {
-	testnet.RequireRoot(t)
-	topo := testnet.New(t, testnet.Options{Hosts: 1, Prefix: "vkar"})
-	h := topo.Hosts[0]
-	c := peers.Conf{Version: 3, Interval: 100 * time.Millisecond, VRID: 76, Priority: 100, VIP: netip.MustParsePrefix("198.18.0.100/32")}
-	text := func(group string) string {
-		s, err := c.Render(h.Name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return withGlobal(t, s, "vrrp_mcast_group4 "+group)
-	}
-	n := startText(t, h, peers.Vipstack, text("224.0.0.19"))
-	groups := func() string {
-		out, err := h.Run("ip", "maddr", "show", "dev", h.Link)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return out
-	}
-	wait := func(want, gone string) {
-		t.Helper()
-		for start := time.Now(); ; time.Sleep(50 * time.Millisecond) { // polls the kernel, bounded
-			g := groups()
-			if strings.Contains(g, want) && !strings.Contains(g, gone) {
-				return
-			}
-			if time.Since(start) > 20*time.Second {
-				t.Fatalf("memberships of %s: want %s and not %s, have\n%s", h.Link, want, gone, g)
-			}
-		}
-	}
-	wait("224.0.0.19", "224.0.0.20")
-	if err := os.WriteFile(n.Conf, []byte(text("224.0.0.20")), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := n.Signal(syscall.SIGHUP); err != nil {
-		t.Fatal(err)
-	}
-	wait("224.0.0.20", "224.0.0.19")
 }

@@ -18,6 +18,18 @@ import (
 // within this, plus its fork_delay or terminate_delay.
 const processPoll = 500 * time.Millisecond
 
+// ProcessCounter counts the running processes m matches, as
+// procwatch.Count does on /proc (Options.Processes).
+type ProcessCounter func(m procwatch.Matcher) (int, error)
+
+// countProcesses is Options.Processes, or the count of /proc.
+func (o Options) countProcesses() ProcessCounter {
+	if o.Processes != nil {
+		return o.Processes
+	}
+	return func(m procwatch.Matcher) (int, error) { return procwatch.Count("/proc", m) }
+}
+
 // processTrackName is the name under which the tracker of vrrp_track_process
 // name runs, beside the vrrp_scripts, in the status and the log.
 func processTrackName(name string) string { return "track_process " + name }
@@ -28,7 +40,7 @@ func processTrackName(name string) string { return "track_process " + name }
 // entries naming it. Weights, reverse, FAULT at weight 0, the wait for a
 // first result and the status then work as for a script, which is how
 // keepalived applies them too.
-func addProcessTracks(cfg *keepalived.Config, clk clock.Clock, procRoot string) error {
+func addProcessTracks(cfg *keepalived.Config, clk clock.Clock, count ProcessCounter) error {
 	for _, in := range cfg.Instances {
 		for _, t := range in.TrackProcesses {
 			tp := cfg.Processes[t.Name]
@@ -44,7 +56,7 @@ func addProcessTracks(cfg *keepalived.Config, clk clock.Clock, procRoot string) 
 					Name: name, Pos: tp.Pos, Command: "(track_process " + tp.Process + ")",
 					Interval: processPoll, Timeout: processPoll, Rise: 1, Fall: 1,
 					Weight: tp.Weight, WeightReverse: tp.WeightReverse,
-					Probe: &processCheck{tp: tp, clk: clk, root: procRoot, deb: &procwatch.Debounce{
+					Probe: &processCheck{tp: tp, clk: clk, count: count, deb: &procwatch.Debounce{
 						ForkDelay: tp.ForkDelay, TerminateDelay: tp.TerminateDelay}},
 				}
 			}
@@ -58,9 +70,9 @@ func addProcessTracks(cfg *keepalived.Config, clk clock.Clock, procRoot string) 
 
 // processCheck is the probe of one vrrp_track_process.
 type processCheck struct {
-	tp   *keepalived.TrackProcess
-	clk  clock.Clock
-	root string
+	tp    *keepalived.TrackProcess
+	clk   clock.Clock
+	count ProcessCounter
 
 	mu  sync.Mutex
 	deb *procwatch.Debounce
@@ -71,7 +83,7 @@ type processCheck struct {
 func (c *processCheck) Probe(context.Context) error {
 	tp := c.tp
 	m := procwatch.Matcher{Process: tp.Process, Params: tp.Params, ParamMatch: tp.ParamMatch, FullCommand: tp.FullCommand}
-	n, err := procwatch.Count(c.root, m)
+	n, err := c.count(m)
 	if err != nil {
 		return err
 	}

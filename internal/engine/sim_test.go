@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -50,6 +51,8 @@ type simLink struct {
 	up    bool
 	mac   net.HardwareAddr
 	addrs []simAddr // in the order added, as the kernel lists them
+	// vmacOf is the parent of a VMAC interface (use_vmac), "" for others.
+	vmacOf string
 }
 
 // simNode is one node: its netlink side (it implements Netlink), its
@@ -68,6 +71,14 @@ type simNode struct {
 	// sendErr, when set, fails every VRRP packet the node sends (as an
 	// nftables rule dropping them on output makes sendmsg fail, EPERM).
 	sendErr error
+	// memberships logs the sockets' multicast joins and leaves;
+	// notJoined counts the multicast adverts the link did not take, their
+	// group not joined.
+	memberships []string
+	notJoined   int
+	// stall, when set, holds the packets the node's sockets read while it
+	// is stopped (see simStall).
+	stall *simStall
 }
 
 // node adds a node whose eth0 is up on the segment with the given
@@ -462,6 +473,84 @@ func (n *simNode) Close() {
 	n.linkW, n.addrW = nil, nil
 }
 
+// The VMAC side of Netlink (use_vmac), as netif.Handle's: a VMAC is a
+// link of its own, with the virtual MAC, no address, up.
+
+func (n *simNode) EnsureVMAC(v netif.VMAC) (int, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if _, ok := n.links[v.Parent]; !ok {
+		return 0, fmt.Errorf("VMAC %s: parent %s: %w", v.Name, v.Parent, netif.ErrNoLink)
+	}
+	if l, ok := n.links[v.Name]; ok {
+		if l.vmacOf != v.Parent || l.mac.String() != v.MAC.String() {
+			return 0, fmt.Errorf("interface %s already exists and is not a private macvlan on %s with MAC %s", v.Name, v.Parent, v.MAC)
+		}
+		return l.index, nil
+	}
+	l := &simLink{index: n.nextIndex, up: true, mac: slices.Clone(v.MAC), vmacOf: v.Parent}
+	n.nextIndex++
+	n.links[v.Name] = l
+	n.notifyLocked([]linkEvent{{name: v.Name, up: true}}, nil)
+	return l.index, nil
+}
+
+func (n *simNode) DeleteVMAC(v netif.VMAC) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	l, ok := n.links[v.Name]
+	if !ok {
+		return nil
+	}
+	if l.vmacOf == "" || l.mac.String() != v.MAC.String() {
+		return fmt.Errorf("interface %s is not the VMAC (macvlan with MAC %s); left alone", v.Name, v.MAC)
+	}
+	var evs []addrEvent
+	for _, a := range l.addrs {
+		evs = append(evs, addrEvent{prefix: a.prefix, added: false})
+	}
+	delete(n.links, v.Name)
+	n.notifyLocked([]linkEvent{{name: v.Name, up: false}}, evs)
+	return nil
+}
+
+// SweepVMACs is netif.Handle's, on this node.
+func (n *simNode) SweepVMACs(l netif.VMACLedger, keep func(netif.VMAC) bool) ([]netif.VMAC, error) {
+	vmacs, err := l.Load()
+	if err != nil {
+		return nil, err
+	}
+	var kept, removed []netif.VMAC
+	var errs []error
+	for _, v := range vmacs {
+		if keep != nil && keep(v) {
+			kept = append(kept, v)
+			continue
+		}
+		if err := n.DeleteVMAC(v); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		removed = append(removed, v)
+	}
+	if len(vmacs) > 0 {
+		if err := l.Save(kept); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return removed, errors.Join(errs...)
+}
+
+// linkMAC returns the MAC address of a link, "" when there is none.
+func (n *simNode) linkMAC(name string) string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if l, ok := n.links[name]; ok {
+		return l.mac.String()
+	}
+	return ""
+}
+
 // The VRRP sockets.
 
 type simConn struct {
@@ -472,11 +561,11 @@ type simConn struct {
 	once   sync.Once
 
 	mu     sync.Mutex
-	joined map[int]bool
+	joined map[int]map[netip.Addr]bool // the groups joined, by interface
 }
 
 func (n *simNode) listen(family int) (transport.Conn, error) {
-	c := &simConn{node: n, family: family, in: make(chan transport.Packet, 1024), done: make(chan struct{}), joined: map[int]bool{}}
+	c := &simConn{node: n, family: family, in: make(chan transport.Packet, 1024), done: make(chan struct{}), joined: map[int]map[netip.Addr]bool{}}
 	n.mu.Lock()
 	n.conns[family] = c
 	n.mu.Unlock()
@@ -486,6 +575,12 @@ func (n *simNode) listen(family int) (transport.Conn, error) {
 func (c *simConn) ReadPacket() (transport.Packet, error) {
 	select {
 	case p := <-c.in:
+		c.node.mu.Lock()
+		st := c.node.stall
+		c.node.mu.Unlock()
+		if st != nil && !st.wait(stallSockets) {
+			return transport.Packet{}, net.ErrClosed
+		}
 		return p, nil
 	case <-c.done:
 		return transport.Packet{}, net.ErrClosed
@@ -535,9 +630,13 @@ func (c *simConn) WritePacket(payload []byte, src, dst netip.Addr, ifIndex int) 
 		}
 		if dst.IsMulticast() {
 			rc.mu.Lock()
-			joined := rc.joined[l.Index]
+			joined := rc.joined[l.Index][dst.WithZone("")]
 			rc.mu.Unlock()
 			if !joined {
+				// The interface's multicast filter drops it.
+				to.mu.Lock()
+				to.notJoined++
+				to.mu.Unlock()
 				continue
 			}
 		} else if local, _ := to.LocalAddrs(); !local[dst.WithZone("")] {
@@ -601,18 +700,40 @@ func (n *simNode) deliver(family int, p transport.Packet) bool {
 	}
 }
 
-func (c *simConn) JoinGroup(ifIndex int, _ netip.Addr) error {
+// JoinGroup and LeaveGroup keep the socket's memberships, by interface
+// and group, and record them in the node's memberships log.
+func (c *simConn) JoinGroup(ifIndex int, group netip.Addr) error {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.joined[ifIndex] = true
+	if c.joined[ifIndex] == nil {
+		c.joined[ifIndex] = map[netip.Addr]bool{}
+	}
+	c.joined[ifIndex][group] = true
+	c.mu.Unlock()
+	c.node.recordMembership(fmt.Sprintf("join %v on %d", group, ifIndex))
 	return nil
 }
 
-func (c *simConn) LeaveGroup(ifIndex int, _ netip.Addr) error {
+func (c *simConn) LeaveGroup(ifIndex int, group netip.Addr) error {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.joined, ifIndex)
+	delete(c.joined[ifIndex], group)
+	c.mu.Unlock()
+	c.node.recordMembership(fmt.Sprintf("leave %v on %d", group, ifIndex))
 	return nil
+}
+
+func (n *simNode) recordMembership(what string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.memberships = append(n.memberships, what)
+}
+
+// membershipLog returns the joins and leaves of the node's sockets, in
+// order, and how many multicast adverts its interface filtered out for
+// want of a membership.
+func (n *simNode) membershipLog() (log []string, notJoined int) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return slices.Clone(n.memberships), n.notJoined
 }
 
 func (c *simConn) Close() error {

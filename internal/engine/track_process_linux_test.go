@@ -47,82 +47,14 @@ func uniqueSleep(t *testing.T) (name string, start func() (stop func())) {
 	}
 }
 
-// TestTrackProcess: vrrp_track_process with keepalived's semantics, with
-// a keepalived 2.2.7 peer at priority 50 that tracks nothing. With the
-// default weight 0 the vipstack instance (priority 100) is in FAULT while
-// the process does not run, and master once it does; with weight -60 and
-// quorum 2 its priority drops to 40 below the quorum, and the keepalived
-// peer takes the VIP.
-func TestTrackProcess(t *testing.T) {
-	testnet.RequireRoot(t)
-	name, startProc := uniqueSleep(t)
-	vip := netip.MustParseAddr("198.18.0.100")
-	for _, tc := range []struct {
-		name  string
-		block string
-		// steps: the number of processes to have running, and who holds
-		// the VIP then (vipstack, keepalived).
-		steps []struct {
-			running int
-			holders []bool
-		}
-		wantLog string
-	}{
-		{
-			name:  "weight 0",
-			block: "vrrp_track_process chk {\n    process " + name + "\n    delay 0.3\n}\n",
-			steps: []struct {
-				running int
-				holders []bool
-			}{{0, []bool{false, true}}, {1, []bool{true, false}}, {0, []bool{false, true}}},
-			wantLog: "tracked process chk quorum not achieved",
-		},
-		{
-			name:  "weight -60 quorum 2",
-			block: "vrrp_track_process chk {\n    process " + name + "\n    weight -60\n    quorum 2\n}\n",
-			steps: []struct {
-				running int
-				holders []bool
-			}{{1, []bool{false, true}}, {2, []bool{true, false}}, {1, []bool{false, true}}},
-		},
-	} {
-		t.Run(strings.ReplaceAll(tc.name, " ", "-"), func(t *testing.T) {
-			topo := testnet.New(t, testnet.Options{Hosts: 2, Prefix: "vkat"})
-			var stops []func()
-			set := func(n int) {
-				for len(stops) < n {
-					stops = append(stops, startProc())
-				}
-				for len(stops) > n {
-					stops[len(stops)-1]()
-					stops = stops[:len(stops)-1]
-				}
-			}
-			set(tc.steps[0].running)
-			c := func(prio int) peers.Conf {
-				return peers.Conf{Version: 3, Interval: 100 * time.Millisecond, VRID: 74, Priority: prio, VIP: netip.PrefixFrom(vip, 32)}
-			}
-			n := startText(t, topo.Hosts[0], peers.Vipstack, tc.block+withLines(t, c(100), topo.Hosts[0], "track_process {\n        chk\n    }"))
-			startText(t, topo.Hosts[1], peers.Keepalived, withLines(t, c(50), topo.Hosts[1]))
-			for i, s := range tc.steps {
-				set(s.running)
-				waitHolders(t, topo.Hosts, []netip.Addr{vip, vip}, s.holders, 2*time.Second, 30*time.Second,
-					fmt.Sprintf("step %d: %d running", i, s.running))
-			}
-			if tc.wantLog != "" && !strings.Contains(n.Log(), tc.wantLog) {
-				t.Errorf("vipstack's log does not say %q", tc.wantLog)
-			}
-		})
-	}
-}
-
 // TestTrackProcessKeepalivedInNamespace: keepalived 2.2.7 tracks
 // processes through the kernel's process events connector, which only
 // answers in the initial network namespace. In a test namespace it starts
 // the instance in FAULT for want of quorum, as vipstack does, and then
 // never sees the process start ("Failed to set/clear process event listen
 // - errno 111"); vipstack, which reads /proc, leaves FAULT. This pins the
-// behaviour of both, so a change in either shows.
+// behaviour of both, so a change in either shows. The weights, quorum,
+// FAULT and delays are TestTrackProcess's, on the simulated segment.
 func TestTrackProcessKeepalivedInNamespace(t *testing.T) {
 	testnet.RequireRoot(t)
 	name, startProc := uniqueSleep(t)

@@ -3,11 +3,8 @@ package engine_test
 import (
 	"fmt"
 	"net/netip"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -108,9 +105,9 @@ func clientMAC(t *testing.T, c *testnet.Host, hosts []*testnet.Host, vip netip.A
 // 2.2.7 node. Each creates vrrp.51, a private macvlan with MAC
 // 00:00:5e:00:01:33 on eth0, holds the VIP on it while master, and a
 // client's neighbour entry for the VIP is that MAC whoever is master; the
-// VIP moves both ways; vipstack removes vrrp.51 when it stops, when a
-// reload drops use_vmac, and after kill -9 the next start removes the one
-// left and makes its own.
+// VIP moves to keepalived when vipstack stops, vipstack's vrrp.51 going
+// with it, and back when vipstack starts again. The engine's VMAC decisions (the ledger, the sweep after a crash,
+// a reload that drops use_vmac) are TestVMACLifecycle's, on the segment.
 func TestVMACWithKeepalived(t *testing.T) {
 	testnet.RequireRoot(t)
 	topo := testnet.New(t, testnet.Options{Hosts: 2, Client: true, Prefix: "vkav"})
@@ -122,17 +119,8 @@ func TestVMACWithKeepalived(t *testing.T) {
 		c := peers.Conf{Version: 3, Interval: 100 * time.Millisecond, VRID: 51, Priority: prio, VIP: netip.PrefixFrom(vip, 32)}
 		return withLines(t, c, h, lines...)
 	}
-	dir := filepath.Join(t.TempDir(), "vipstack") // kept over restarts: the ledgers live here
-	start := func(text string) *peers.Node {
-		n, err := peers.Start(vs, peers.Vipstack, text, dir, vipstackBin(t))
-		if err != nil {
-			t.Fatal(err)
-		}
-		logOnFailure(t, n)
-		return n
-	}
-	n := start(conf(vs, 150, "use_vmac"))
-	k := startText(t, ka, peers.Keepalived, conf(ka, 100, "use_vmac"))
+	n := startText(t, vs, peers.Vipstack, conf(vs, 150, "use_vmac"))
+	startText(t, ka, peers.Keepalived, conf(ka, 100, "use_vmac"))
 
 	waitVMACHolder(t, hs, dev, vip, []bool{true, false}, "vipstack master")
 	for _, h := range hs {
@@ -158,36 +146,8 @@ func TestVMACWithKeepalived(t *testing.T) {
 	if got := clientMAC(t, topo.Client, hs, vip); got != mac {
 		t.Errorf("keepalived master: the client reaches the VIP at %s, want the VMAC %s", got, mac)
 	}
-
-	n = start(conf(vs, 150, "use_vmac"))
+	startText(t, vs, peers.Vipstack, conf(vs, 150, "use_vmac"))
 	waitVMACHolder(t, hs, dev, vip, []bool{true, false}, "vipstack preempts back")
-	if err := n.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	if s := vmacOn(t, vs, dev); !s.exists {
-		t.Fatal("after kill -9 there is no VMAC left to sweep; the test proves nothing")
-	}
-	n = start(conf(vs, 150, "use_vmac"))
-	waitVMACHolder(t, hs, dev, vip, []bool{true, false}, "vipstack master after kill -9 and a restart")
-	if !strings.Contains(n.Log(), "removed VMAC interface left by an earlier run") {
-		t.Errorf("the restart did not say it removed the VMAC left by the killed run")
-	}
-
-	// A reload without use_vmac: the VIP moves to eth0, vrrp.51 goes.
-	if err := os.WriteFile(n.Conf, []byte(conf(vs, 150)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := n.Signal(syscall.SIGHUP); err != nil {
-		t.Fatal(err)
-	}
-	waitHolders(t, hs, []netip.Addr{vip, vip}, []bool{true, false}, time.Second, 30*time.Second, "vipstack master on eth0 after the reload")
-	if s := vmacOn(t, vs, dev); s.exists {
-		t.Errorf("a reload without use_vmac left %s: %s", dev, s.detail)
-	}
-	if err := n.Term(); err != nil {
-		t.Fatal(err)
-	}
-	_ = k
 }
 
 // TestVMACXmitBase: without vmac_xmit_base, vipstack's adverts leave from
