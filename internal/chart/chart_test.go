@@ -387,6 +387,7 @@ func TestOptionalObjects(t *testing.T) {
 		{name: "service monitors", set: []string{"monitoring.serviceMonitor.enabled=true"},
 			added: []string{"Service/vipstack-agent-metrics", "Service/vipstack-controller-metrics", "ServiceMonitor/vipstack-agent", "ServiceMonitor/vipstack-controller"}},
 		{name: "rules", set: []string{"monitoring.prometheusRule.enabled=true"}, added: []string{"PrometheusRule/vipstack"}},
+		{name: "dashboard", set: []string{"monitoring.grafanaDashboard.enabled=true"}, added: []string{"ConfigMap/vipstack-dashboard"}},
 		{name: "openshift", set: []string{"openshift.scc.create=true"},
 			added: []string{"ClusterRole/vipstack-agent-scc", "RoleBinding/vipstack-agent-scc", "SecurityContextConstraints/vipstack-agent"}},
 	} {
