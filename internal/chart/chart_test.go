@@ -65,6 +65,13 @@ func TestDeployInSync(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	withRules, err := h.Template(t.Context(), chart.Namespace, append(append([]string{}, chart.DeployValues...), chart.RulesValues...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if files[chart.RulesFile], err = chart.PlainRules(withRules); err != nil {
+		t.Fatal(err)
+	}
 	for name, want := range files {
 		got, err := os.ReadFile(filepath.Join(root, "deploy", name))
 		if err != nil {
