@@ -104,7 +104,7 @@ func TestDeployInSync(t *testing.T) {
 // allOn turns on every optional part of the chart.
 var allOn = []string{
 	"monitoring.podMonitor.enabled=true", "monitoring.serviceMonitor.enabled=true",
-	"monitoring.prometheusRule.enabled=true", "monitoring.labels.release=prometheus",
+	"monitoring.prometheusRule.enabled=true", "monitoring.grafanaDashboard.enabled=true", "monitoring.labels.release=prometheus",
 	"openshift.scc.create=true", "namespace.create=true",
 	"kubernetesServiceHost=192.0.2.10", "kubernetesServicePort=6443",
 	"controller.excludedVRIDs={1,2}", "controller.extraArgs={--workers=8}",
