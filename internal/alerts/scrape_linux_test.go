@@ -33,6 +33,16 @@ var kubernetesOnly = map[string]string{
 	"vipstack_k8s_allocations_total": "Kubernetes controller",
 }
 
+// eventCounters are labelled counters whose series a daemon exports only
+// from their first event (client_golang exports no child of a vector
+// before it is used): a healthy scrape lacks them. They must be in
+// docs/metrics.md's VRRP section instead, and the alerts on them count
+// the series' appearance (tested in testdata/rules_test.yaml).
+var eventCounters = map[string]string{
+	"vipstack_vrrp_advert_send_errors_total": "VRRP instances",
+	"vipstack_vrrp_vrid_conflicts_total":     "VRRP instances",
+}
+
 // TestDashboardAndRulesMetricsLive runs `vipstack node` as the only
 // master of a cluster file in a network namespace (it holds the API and
 // ingress VIPs, runs the API load balancer, the cluster DNS and the
@@ -110,7 +120,7 @@ nodes:
 	live := func() []string {
 		var out []string
 		for m := range named {
-			if kubernetesOnly[m] == "" && !slices.ContainsFunc(samples, func(s sample) bool { return s.name == m }) {
+			if kubernetesOnly[m] == "" && eventCounters[m] == "" && !slices.ContainsFunc(samples, func(s sample) bool { return s.name == m }) {
 				out = append(out, m)
 			}
 		}
@@ -150,7 +160,14 @@ nodes:
 	if err != nil {
 		t.Fatal(err)
 	}
+	notLive := map[string]string{}
 	for m, section := range kubernetesOnly {
+		notLive[m] = section
+	}
+	for m, section := range eventCounters {
+		notLive[m] = section
+	}
+	for m, section := range notLive {
 		if _, ok := named[m]; !ok {
 			continue
 		}
