@@ -93,3 +93,56 @@ func TestMetricNames(t *testing.T) {
 		t.Fatalf("%v", got)
 	}
 }
+
+// TestMonitorsLabelNode: the agent's PodMonitor and ServiceMonitor both
+// set the node label (from the pod's node) that the alerts and the
+// dashboard group by.
+func TestMonitorsLabelNode(t *testing.T) {
+	h, _, _ := tools(t)
+	out, err := h.Template(t.Context(), chart.Namespace, "monitoring.podMonitor.enabled=true", "monitoring.serviceMonitor.enabled=true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs, err := chart.Split(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type relabel struct {
+		SourceLabels []string `json:"sourceLabels"`
+		TargetLabel  string   `json:"targetLabel"`
+	}
+	type endpoint struct {
+		Relabelings []relabel `json:"relabelings"`
+	}
+	found := map[string]bool{}
+	for _, d := range docs {
+		var m struct {
+			Kind     string `json:"kind"`
+			Metadata struct {
+				Name string `json:"name"`
+			} `json:"metadata"`
+			Spec struct {
+				PodMetricsEndpoints []endpoint `json:"podMetricsEndpoints"`
+				Endpoints           []endpoint `json:"endpoints"`
+			} `json:"spec"`
+		}
+		if err := yaml.Unmarshal([]byte(d.Text), &m); err != nil {
+			t.Fatal(err)
+		}
+		if m.Metadata.Name != "vipstack-agent" || (m.Kind != "PodMonitor" && m.Kind != "ServiceMonitor") {
+			continue
+		}
+		for _, e := range append(m.Spec.PodMetricsEndpoints, m.Spec.Endpoints...) {
+			for _, r := range e.Relabelings {
+				if r.TargetLabel == "node" && strings.Join(r.SourceLabels, ",") == "__meta_kubernetes_pod_node_name" {
+					found[m.Kind] = true
+				}
+			}
+		}
+	}
+	for _, k := range []string{"PodMonitor", "ServiceMonitor"} {
+		if !found[k] {
+			t.Errorf("the agent's %s does not set node from __meta_kubernetes_pod_node_name", k)
+		}
+	}
+}
