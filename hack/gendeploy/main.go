@@ -1,7 +1,8 @@
 // Command gendeploy writes the plain manifests of deploy/ from the Helm
 // chart charts/vipstack: helm template with the release name and namespace
 // of package chart, split into crds.yaml, rbac.yaml, controller.yaml,
-// agent.yaml and the all-in-one vipstack.yaml. deploy/examples.yaml is
+// agent.yaml and the all-in-one vipstack.yaml, and the alerts as a plain
+// Prometheus rule file, prometheus-rules.yaml. deploy/examples.yaml is
 // written by hand and left alone.
 //
 //	go run ./hack/gendeploy            regenerate deploy/
@@ -53,6 +54,13 @@ func run(ctx context.Context, out string) error {
 	}
 	files, err := chart.DeployFiles(rendered)
 	if err != nil {
+		return err
+	}
+	withRules, err := h.Template(ctx, chart.Namespace, append(append([]string{}, chart.DeployValues...), chart.RulesValues...)...)
+	if err != nil {
+		return err
+	}
+	if files[chart.RulesFile], err = chart.PlainRules(withRules); err != nil {
 		return err
 	}
 	if err := os.MkdirAll(out, 0o755); err != nil {

@@ -208,3 +208,40 @@ func DeployFiles(rendered []byte) (map[string][]byte, error) {
 func join(docs []string) []byte {
 	return []byte(Header + "---\n" + strings.Join(docs, "---\n"))
 }
+
+// RulesFile is the deploy/ file with the chart's alerts as a plain
+// Prometheus rule file (for rule_files, without the Prometheus Operator),
+// rendered with RulesValues on top of DeployValues. deploy/vipstack.yaml
+// does not hold it: the PrometheusRule needs the operator's CRDs.
+const RulesFile = "prometheus-rules.yaml"
+
+// RulesValues turn the PrometheusRule on.
+var RulesValues = []string{"monitoring.prometheusRule.enabled=true"}
+
+// PlainRules returns RulesFile's content from helm template's output with
+// RulesValues: the PrometheusRule's spec, which is a rule file.
+func PlainRules(rendered []byte) ([]byte, error) {
+	docs, err := Split(rendered)
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range docs {
+		if d.Template != "templates/prometheusrule.yaml" {
+			continue
+		}
+		_, spec, ok := strings.Cut(d.Text, "\nspec:\n")
+		if !ok {
+			return nil, errors.New("templates/prometheusrule.yaml renders no spec")
+		}
+		var b strings.Builder
+		b.WriteString(strings.TrimSuffix(Header, "\n") + "\n# Prometheus rule_files form of the chart's PrometheusRule (namespace " + Namespace + ").\n")
+		for _, line := range strings.SplitAfter(spec, "\n") {
+			if line != "" && !strings.HasPrefix(line, "  ") && line != "\n" {
+				return nil, fmt.Errorf("templates/prometheusrule.yaml: spec line %q is not indented", line)
+			}
+			b.WriteString(strings.TrimPrefix(line, "  "))
+		}
+		return []byte(b.String()), nil
+	}
+	return nil, errors.New("helm template rendered no templates/prometheusrule.yaml")
+}

@@ -65,6 +65,13 @@ func TestDeployInSync(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	withRules, err := h.Template(t.Context(), chart.Namespace, append(append([]string{}, chart.DeployValues...), chart.RulesValues...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if files[chart.RulesFile], err = chart.PlainRules(withRules); err != nil {
+		t.Fatal(err)
+	}
 	for name, want := range files {
 		got, err := os.ReadFile(filepath.Join(root, "deploy", name))
 		if err != nil {
@@ -97,7 +104,7 @@ func TestDeployInSync(t *testing.T) {
 // allOn turns on every optional part of the chart.
 var allOn = []string{
 	"monitoring.podMonitor.enabled=true", "monitoring.serviceMonitor.enabled=true",
-	"monitoring.prometheusRule.enabled=true", "monitoring.labels.release=prometheus",
+	"monitoring.prometheusRule.enabled=true", "monitoring.grafanaDashboard.enabled=true", "monitoring.labels.release=prometheus",
 	"openshift.scc.create=true", "namespace.create=true",
 	"kubernetesServiceHost=192.0.2.10", "kubernetesServicePort=6443",
 	"controller.excludedVRIDs={1,2}", "controller.extraArgs={--workers=8}",
@@ -387,6 +394,7 @@ func TestOptionalObjects(t *testing.T) {
 		{name: "service monitors", set: []string{"monitoring.serviceMonitor.enabled=true"},
 			added: []string{"Service/vipstack-agent-metrics", "Service/vipstack-controller-metrics", "ServiceMonitor/vipstack-agent", "ServiceMonitor/vipstack-controller"}},
 		{name: "rules", set: []string{"monitoring.prometheusRule.enabled=true"}, added: []string{"PrometheusRule/vipstack"}},
+		{name: "dashboard", set: []string{"monitoring.grafanaDashboard.enabled=true"}, added: []string{"ConfigMap/vipstack-dashboard"}},
 		{name: "openshift", set: []string{"openshift.scc.create=true"},
 			added: []string{"ClusterRole/vipstack-agent-scc", "RoleBinding/vipstack-agent-scc", "SecurityContextConstraints/vipstack-agent"}},
 	} {
