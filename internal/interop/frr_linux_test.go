@@ -60,10 +60,23 @@ func vipstackBin(t *testing.T) string {
 	return bin
 }
 
+// frrTempDir returns a test directory the user frr, which FRR's daemons
+// run as, can enter.
+func frrTempDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, d := range []string{filepath.Dir(dir), dir} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
 // startPair starts both speakers; frrHigh gives FRR the higher priority.
 func startPair(t *testing.T, bin string, c frrCase, frrHigh bool) *pair {
 	t.Helper()
-	p := &pair{c: c, topo: testnet.New(t, testnet.Options{Hosts: 2, Prefix: prefix}), frrHigh: frrHigh, bin: bin, dir: t.TempDir()}
+	p := &pair{c: c, topo: testnet.New(t, testnet.Options{Hosts: 2, Prefix: prefix}), frrHigh: frrHigh, bin: bin, dir: frrTempDir(t)}
 	p.frrPrio, p.vsPrio = 100, 200
 	if frrHigh {
 		p.frrPrio, p.vsPrio = 200, 100
