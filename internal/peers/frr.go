@@ -148,6 +148,12 @@ func StartFRR(h *testnet.Host, c FRRConf, dir string) (*FRRNode, error) {
 		return nil, err
 	}
 	n.vrrpd.Impl = FRR
+	// vtysh fails ("failed to connect to any daemons") until vrrpd has
+	// read its configuration and opened its vty socket.
+	if err := waitFile(filepath.Join(dir, "vrrpd.vty"), 10*time.Second); err != nil {
+		_ = n.Kill()
+		return nil, fmt.Errorf("vrrpd on %s: %w\n%s", h.Name, err, n.Log())
+	}
 	return n, nil
 }
 
