@@ -354,3 +354,49 @@ func testPriority(t *testing.T, bin string, c frrCase, frrHigh bool) {
 	t.Logf("priority of %s to 50: %s sole master after %v (bound %v)", p.master(), p.backup(), d, bound)
 	p.sampleOne(t, p.backup(), 4*p.c.interval)
 }
+
+// TestFRRWire captures the master's adverts on the backup's host, for each
+// case and direction, and checks what both implementations require of the
+// other's packets: version, VRID, priority, the advertised address, and a
+// TTL/hop limit of 255. The capture is logged: docs/design/vrrp.md quotes it.
+func TestFRRWire(t *testing.T) {
+	bin := vipstackBin(t)
+	for _, c := range frrCases {
+		for _, frrHigh := range []bool{true, false} {
+			dir := "vipstack-master"
+			if frrHigh {
+				dir = "frr-master"
+			}
+			t.Run(c.name+"/"+dir, func(t *testing.T) {
+				p := elect(t, bin, c, frrHigh)
+				backup := p.topo.Hosts[0]
+				if frrHigh {
+					backup = p.topo.Hosts[1]
+				}
+				filter := "ip proto 112"
+				if c.family == 6 {
+					filter = "ip6 proto 112"
+				}
+				out, err := backup.Run("timeout", "10", "tcpdump", "-i", "eth0", "-nn", "-e", "-v", "-c", "3", "-l", filter)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Logf("on %s's host:\n%s", p.backup(), out)
+				lines := strings.Split(out, "\n")
+				want := []string{fmt.Sprintf("VRRPv%d, Advertisement, vrid %d, prio %d", c.version, vrid, max(p.frrPrio, p.vsPrio)),
+					"addrs: " + c.vip.String()}
+				if c.family == 4 {
+					want = append(want, "ttl 255")
+				} else {
+					want = append(want, "hlim 255")
+				}
+				for _, w := range want {
+					if !strings.Contains(strings.Join(lines, " "), w) {
+						t.Errorf("capture lacks %q", w)
+					}
+				}
+				p.checkAccepted(t)
+			})
+		}
+	}
+}
