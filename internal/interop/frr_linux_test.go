@@ -76,7 +76,7 @@ func frrTempDir(t *testing.T) string {
 // startPair starts both speakers; frrHigh gives FRR the higher priority.
 func startPair(t *testing.T, bin string, c frrCase, frrHigh bool) *pair {
 	t.Helper()
-	p := &pair{c: c, topo: testnet.New(t, testnet.Options{Hosts: 2, Prefix: prefix}), frrHigh: frrHigh, bin: bin, dir: frrTempDir(t)}
+	p := &pair{c: c, topo: testnet.New(t, testnet.Options{Hosts: 2, Client: true, Prefix: prefix}), frrHigh: frrHigh, bin: bin, dir: frrTempDir(t)}
 	p.frrPrio, p.vsPrio = 100, 200
 	if frrHigh {
 		p.frrPrio, p.vsPrio = 200, 100
@@ -398,5 +398,58 @@ func TestFRRWire(t *testing.T) {
 				p.checkAccepted(t)
 			})
 		}
+	}
+}
+
+// TestFRRARP has a client on the segment resolve the VIP, with each side as
+// master, and checks that only the master answers: vipstack with its
+// interface's MAC, FRR with the virtual MAC from its macvlan (protodown
+// while backup). Without arp_ignore 1 on FRR's parent interface (which
+// StartFRR sets) FRR's host answered with the parent's MAC as backup too.
+func TestFRRARP(t *testing.T) {
+	bin := vipstackBin(t)
+	c := frrCases[0]
+	for _, frrHigh := range []bool{true, false} {
+		dir := "vipstack-master"
+		if frrHigh {
+			dir = "frr-master"
+		}
+		t.Run(dir, func(t *testing.T) {
+			p := elect(t, bin, c, frrHigh)
+			want := p.topo.Hosts[1].MAC
+			if frrHigh {
+				want = peers.VMAC(4, vrid)
+			}
+			cl := p.topo.Client
+			dump := cl.Command("timeout", "5", "tcpdump", "-i", "eth0", "-nn", "-l", "-c", "4", "arp and arp[6:2] = 2")
+			var out strings.Builder
+			dump.Stdout = &out
+			if err := cl.Start(dump); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(time.Second) // let tcpdump open its socket (bounded, not a protocol timer)
+			for i := 0; i < 3; i++ {
+				if _, err := cl.Run("ip", "neigh", "flush", "dev", "eth0"); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := cl.Run("ping", "-c", "1", "-W", "1", c.vip.String()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			_ = dump.Wait()
+			var replies []string
+			for _, l := range strings.Split(out.String(), "\n") {
+				if strings.Contains(l, "Reply "+c.vip.String()+" is-at") {
+					replies = append(replies, l)
+					if !strings.Contains(l, "is-at "+want) {
+						t.Errorf("reply from a non-master: %s (want only %s, %s's)", l, want, p.master())
+					}
+				}
+			}
+			if len(replies) == 0 {
+				t.Fatalf("no ARP reply for %s captured:\n%s", c.vip, out.String())
+			}
+			t.Logf("%d replies, all is-at %s", len(replies), want)
+		})
 	}
 }

@@ -98,7 +98,8 @@ type FRRNode struct {
 // there, with their own zebra socket and vty directory under dir:
 // for each family among c.VIPs a macvlan (mode bridge) on c.Interface
 // with the virtual MAC, random link-local generation, up, carrying the
-// virtual addresses, as FRR's documentation asks of the operator.
+// virtual addresses, as FRR's documentation asks of the operator; and
+// arp_ignore 1 on c.Interface, so only the master answers ARP for them.
 func StartFRR(h *testnet.Host, c FRRConf, dir string) (*FRRNode, error) {
 	text, err := c.Render()
 	if err != nil {
@@ -117,6 +118,12 @@ func StartFRR(h *testnet.Host, c FRRConf, dir string) (*FRRNode, error) {
 		return nil, err
 	}
 	if err := setupMacvlans(h, c); err != nil {
+		return nil, err
+	}
+	// vrrpd keeps the addresses on the macvlan and sets it protodown while
+	// not master, but with arp_ignore 0 the parent answers ARP for them
+	// with its own MAC in every state: a backup answering for the VIP.
+	if _, err := h.Run("sysctl", "-qw", "net.ipv4.conf."+c.iface()+".arp_ignore=1"); err != nil {
 		return nil, err
 	}
 	conf := filepath.Join(dir, "vrrpd.conf")
