@@ -1,0 +1,309 @@
+package peers
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/vipstack/vipstack/internal/testnet"
+)
+
+// FRR names FRRouting's vrrpd (8.4 in Debian 12), run with its zebra.
+const FRR Impl = "frr"
+
+// FRRDir is where Debian installs the FRR daemons.
+const FRRDir = "/usr/lib/frr"
+
+// FRRConf describes one FRR vrrpd virtual router on a host's interface.
+type FRRConf struct {
+	Version   int           // 2 (IPv4 only) or 3
+	Interval  time.Duration // advertisement-interval; v2 wants whole seconds
+	VRID      int
+	Priority  int // 1..254 (FRR refuses 255: it does not own addresses)
+	Interface string
+	VIPs      []netip.Addr // IPv4 and/or IPv6 virtual addresses
+	NoPreempt bool
+}
+
+// Render returns vrrpd's configuration text, or an error naming the field
+// FRR 8.4 would refuse.
+func (c FRRConf) Render() (string, error) {
+	switch {
+	case c.VRID < 1 || c.VRID > 255:
+		return "", fmt.Errorf("peers: FRR VRID %d: want 1..255", c.VRID)
+	case c.Priority < 1 || c.Priority > 254:
+		return "", fmt.Errorf("peers: FRR priority %d: want 1..254", c.Priority)
+	case c.Version != 2 && c.Version != 3:
+		return "", fmt.Errorf("peers: FRR version %d: want 2 or 3", c.Version)
+	case c.Interval < 10*time.Millisecond || c.Interval > 40950*time.Millisecond || c.Interval%(10*time.Millisecond) != 0:
+		return "", fmt.Errorf("peers: FRR advertisement interval %v: want 10ms..40.95s in steps of 10ms", c.Interval)
+	case c.Version == 2 && c.Interval%time.Second != 0:
+		return "", fmt.Errorf("peers: FRR VRRPv2 advertisement interval %v: want whole seconds", c.Interval)
+	case len(c.VIPs) == 0:
+		return "", errors.New("peers: FRR virtual router without addresses")
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "interface %s\n", c.iface())
+	fmt.Fprintf(&b, " vrrp %d version %d\n", c.VRID, c.Version)
+	fmt.Fprintf(&b, " vrrp %d priority %d\n", c.VRID, c.Priority)
+	fmt.Fprintf(&b, " vrrp %d advertisement-interval %d\n", c.VRID, c.Interval.Milliseconds())
+	if c.NoPreempt {
+		fmt.Fprintf(&b, " no vrrp %d preempt\n", c.VRID)
+	}
+	for _, a := range c.VIPs {
+		switch {
+		case a.Is4():
+			fmt.Fprintf(&b, " vrrp %d ip %s\n", c.VRID, a)
+		case c.Version == 2:
+			return "", fmt.Errorf("peers: FRR VRRPv2 address %s: v2 is IPv4 only", a)
+		default:
+			fmt.Fprintf(&b, " vrrp %d ipv6 %s\n", c.VRID, a)
+		}
+	}
+	b.WriteString("!\n")
+	return b.String(), nil
+}
+
+func (c FRRConf) iface() string {
+	if c.Interface == "" {
+		return "eth0"
+	}
+	return c.Interface
+}
+
+// VMAC returns the virtual MAC of VRID for family 4 or 6 (RFC 5798 7.3).
+func VMAC(family, vrid int) string {
+	if family == 6 {
+		return fmt.Sprintf("00:00:5e:00:02:%02x", vrid)
+	}
+	return fmt.Sprintf("00:00:5e:00:01:%02x", vrid)
+}
+
+// FRRNode is a running vrrpd with its zebra on one host.
+type FRRNode struct {
+	Host *testnet.Host
+	Conf FRRConf
+	Dir  string // config files, sockets, pid files
+
+	zebra, vrrpd *Node
+}
+
+// StartFRR sets up what FRR's vrrpd needs on h and runs zebra and vrrpd
+// there, with their own zebra socket and vty directory under dir:
+// for each family among c.VIPs a macvlan (mode bridge) on c.Interface
+// with the virtual MAC, random link-local generation, up, carrying the
+// virtual addresses, as FRR's documentation asks of the operator; and
+// arp_ignore 1 on c.Interface, so only the master answers ARP for them.
+func StartFRR(h *testnet.Host, c FRRConf, dir string) (*FRRNode, error) {
+	text, err := c.Render()
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range []string{"zebra", "vrrpd"} {
+		if _, err := os.Stat(filepath.Join(FRRDir, d)); err != nil {
+			return nil, fmt.Errorf("peers: FRR's %s: %w", d, err)
+		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	// The daemons drop to user frr, which must create its sockets here.
+	if err := os.Chmod(dir, 0o777); err != nil {
+		return nil, err
+	}
+	if err := setupMacvlans(h, c); err != nil {
+		return nil, err
+	}
+	// vrrpd keeps the addresses on the macvlan and sets it protodown while
+	// not master, but with arp_ignore 0 the parent answers ARP for them
+	// with its own MAC in every state: a backup answering for the VIP.
+	if _, err := h.Run("sysctl", "-qw", "net.ipv4.conf."+c.iface()+".arp_ignore=1"); err != nil {
+		return nil, err
+	}
+	conf := filepath.Join(dir, "vrrpd.conf")
+	if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
+		return nil, err
+	}
+	zconf := filepath.Join(dir, "zebra.conf")
+	if err := os.WriteFile(zconf, []byte("!\n"), 0o644); err != nil {
+		return nil, err
+	}
+	n := &FRRNode{Host: h, Conf: c, Dir: dir}
+	sock := filepath.Join(dir, "zserv.api")
+	common := func(daemon, cfg string) []string {
+		return []string{"-f", cfg, "-z", sock, "--vty_socket", dir, "-i", filepath.Join(dir, daemon+".pid"),
+			"-u", "frr", "-g", "frr", "-P", "0", "--log", "stdout", "--log-level", "debug"}
+	}
+	n.zebra, err = StartCmd(h, h.Command(filepath.Join(FRRDir, "zebra"), common("zebra", zconf)...))
+	if err != nil {
+		return nil, err
+	}
+	n.zebra.Impl = FRR
+	if err := waitFile(sock, 10*time.Second); err != nil {
+		_ = n.zebra.Kill()
+		return nil, fmt.Errorf("zebra on %s: %w\n%s", h.Name, err, n.zebra.Log())
+	}
+	n.vrrpd, err = StartCmd(h, h.Command(filepath.Join(FRRDir, "vrrpd"), common("vrrpd", conf)...))
+	if err != nil {
+		_ = n.zebra.Kill()
+		return nil, err
+	}
+	n.vrrpd.Impl = FRR
+	// vtysh fails ("failed to connect to any daemons") until vrrpd has
+	// read its configuration and opened its vty socket.
+	if err := waitFile(filepath.Join(dir, "vrrpd.vty"), 10*time.Second); err != nil {
+		_ = n.Kill()
+		return nil, fmt.Errorf("vrrpd on %s: %w\n%s", h.Name, err, n.Log())
+	}
+	return n, nil
+}
+
+func setupMacvlans(h *testnet.Host, c FRRConf) error {
+	fams := map[int][]netip.Addr{}
+	for _, a := range c.VIPs {
+		if a.Is4() {
+			fams[4] = append(fams[4], a)
+		} else {
+			fams[6] = append(fams[6], a)
+		}
+	}
+	for fam, addrs := range fams {
+		dev := fmt.Sprintf("vrrp%d-%d", fam, c.VRID)
+		// iproute2 refuses addrgenmode in "link add" for a macvlan
+		// ("Address family not supported"), so it is set afterwards.
+		steps := [][]string{
+			{"link", "add", dev, "link", c.iface(), "type", "macvlan", "mode", "bridge"},
+			{"link", "set", dev, "address", VMAC(fam, c.VRID), "addrgenmode", "random"},
+		}
+		for _, a := range addrs {
+			if fam == 6 {
+				steps = append(steps, []string{"addr", "add", netip.PrefixFrom(a, 128).String(), "dev", dev, "nodad"})
+			} else {
+				steps = append(steps, []string{"addr", "add", netip.PrefixFrom(a, 32).String(), "dev", dev})
+			}
+		}
+		steps = append(steps, []string{"link", "set", dev, "up"})
+		for i, s := range steps {
+			if _, err := h.Run("ip", s...); err != nil {
+				return err
+			}
+			if i == 0 && fam == 6 {
+				if _, err := h.Run("sysctl", "-qw", "net.ipv6.conf."+dev+".accept_dad=0"); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func waitFile(path string, d time.Duration) error {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if _, err := os.Stat(path); err == nil {
+			return nil
+		}
+		time.Sleep(20 * time.Millisecond) // waiting for another process, bounded
+	}
+	return fmt.Errorf("%s did not appear within %v", path, d)
+}
+
+// Vtysh runs vtysh commands against this node's vrrpd.
+func (n *FRRNode) Vtysh(cmds ...string) (string, error) {
+	args := []string{"--vty_socket", n.Dir, "-d", "vrrpd"}
+	for _, c := range cmds {
+		args = append(args, "-c", c)
+	}
+	return n.Host.Run("vtysh", args...)
+}
+
+// FRRStatus is one family's part of `show vrrp VRID json`.
+type FRRStatus struct {
+	Interface      string   `json:"interface"`
+	PrimaryAddress string   `json:"primaryAddress"`
+	Status         string   `json:"status"` // Initialize, Backup, Master
+	Priority       int      `json:"effectivePriority"`
+	MasterAdverInt int      `json:"masterAdverInterval"` // ms, learned from the master
+	SkewTime       int      `json:"skewTime"`            // ms
+	MasterDown     int      `json:"masterDownInterval"`  // ms
+	Addresses      []string `json:"addresses"`
+	Stats          struct {
+		AdverTx     int `json:"adverTx"`
+		AdverRx     int `json:"adverRx"`
+		Transitions int `json:"transitions"`
+	} `json:"stats"`
+}
+
+// Status returns vrrpd's view of the virtual router for family 4 or 6.
+func (n *FRRNode) Status(family int) (FRRStatus, error) {
+	out, err := n.Vtysh(fmt.Sprintf("show vrrp %d json", n.Conf.VRID))
+	if err != nil {
+		return FRRStatus{}, err
+	}
+	var vrs []struct {
+		V4 FRRStatus `json:"v4"`
+		V6 FRRStatus `json:"v6"`
+	}
+	if err := json.Unmarshal([]byte(out), &vrs); err != nil {
+		return FRRStatus{}, fmt.Errorf("show vrrp json on %s: %w: %q", n.Host.Name, err, out)
+	}
+	if len(vrs) != 1 {
+		return FRRStatus{}, fmt.Errorf("show vrrp %d json on %s: %d routers", n.Conf.VRID, n.Host.Name, len(vrs))
+	}
+	if family == 6 {
+		return vrs[0].V6, nil
+	}
+	return vrs[0].V4, nil
+}
+
+// Master reports whether vrrpd runs and is master for family.
+func (n *FRRNode) Master(family int) (bool, error) {
+	if !n.vrrpd.Alive() {
+		return false, nil
+	}
+	s, err := n.Status(family)
+	if err != nil {
+		return false, err
+	}
+	return s.Status == "Master", nil
+}
+
+// Configure runs configuration commands on the node's interface.
+func (n *FRRNode) Configure(lines ...string) error {
+	cmds := []string{"configure terminal", "interface " + n.Conf.iface()}
+	_, err := n.Vtysh(append(cmds, lines...)...)
+	return err
+}
+
+// Log returns what vrrpd and zebra printed.
+func (n *FRRNode) Log() string {
+	return "--- vrrpd\n" + n.vrrpd.Log() + "--- zebra\n" + n.zebra.Log()
+}
+
+// Alive reports whether vrrpd still runs.
+func (n *FRRNode) Alive() bool { return n.vrrpd.Alive() }
+
+// Kill crashes vrrpd and zebra (SIGKILL).
+func (n *FRRNode) Kill() error {
+	return errors.Join(n.vrrpd.Kill(), n.zebra.Kill())
+}
+
+// Stop ends both daemons gracefully (SIGTERM), vrrpd first.
+func (n *FRRNode) Stop() error {
+	var errs []error
+	for _, d := range []*Node{n.vrrpd, n.zebra} {
+		if d.Alive() {
+			if err := d.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
+				errs = append(errs, err)
+			}
+			errs = append(errs, d.wait(10*time.Second))
+		}
+	}
+	return errors.Join(errs...)
+}

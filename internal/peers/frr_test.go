@@ -1,0 +1,108 @@
+package peers
+
+import (
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestFRRConfRender renders vrrpd configurations and has FRR's own parser
+// (`vrrpd -C`, a dry run) read each; it runs as root (vrrpd drops to user
+// frr) and skips without FRR. Bad fields are refused before FRR sees them.
+func TestFRRConfRender(t *testing.T) {
+	v4, v6 := netip.MustParseAddr("198.18.0.100"), netip.MustParseAddr("fd00:bb::100")
+	good := []struct {
+		name string
+		conf FRRConf
+		want []string // lines the text must hold
+	}{
+		{name: "v3 dual stack", conf: FRRConf{Version: 3, Interval: 500 * time.Millisecond, VRID: 51, Priority: 200,
+			VIPs: []netip.Addr{v4, v6}},
+			want: []string{"interface eth0", " vrrp 51 version 3", " vrrp 51 priority 200",
+				" vrrp 51 advertisement-interval 500", " vrrp 51 ip 198.18.0.100", " vrrp 51 ipv6 fd00:bb::100"}},
+		{name: "v2 no preempt", conf: FRRConf{Version: 2, Interval: 2 * time.Second, VRID: 7, Priority: 1,
+			Interface: "veth1", VIPs: []netip.Addr{v4}, NoPreempt: true},
+			want: []string{"interface veth1", " vrrp 7 version 2", " vrrp 7 advertisement-interval 2000",
+				" no vrrp 7 preempt"}},
+	}
+	for _, tt := range good {
+		t.Run(tt.name, func(t *testing.T) {
+			text, err := tt.conf.Render()
+			if err != nil {
+				t.Fatal(err)
+			}
+			lines := strings.Split(text, "\n")
+			for _, w := range tt.want {
+				if !contains(lines, w) {
+					t.Errorf("rendered text lacks %q:\n%s", w, text)
+				}
+			}
+			dryRun(t, text)
+		})
+	}
+	bad := []struct {
+		name string
+		conf FRRConf
+		want string
+	}{
+		{name: "priority 255", conf: FRRConf{Version: 3, Interval: time.Second, VRID: 1, Priority: 255, VIPs: []netip.Addr{v4}}, want: "priority 255"},
+		{name: "VRID 0", conf: FRRConf{Version: 3, Interval: time.Second, VRID: 0, Priority: 100, VIPs: []netip.Addr{v4}}, want: "VRID 0"},
+		{name: "v2 half second", conf: FRRConf{Version: 2, Interval: 500 * time.Millisecond, VRID: 1, Priority: 100, VIPs: []netip.Addr{v4}}, want: "whole seconds"},
+		{name: "v2 IPv6", conf: FRRConf{Version: 2, Interval: time.Second, VRID: 1, Priority: 100, VIPs: []netip.Addr{v6}}, want: "IPv4 only"},
+		{name: "interval 5ms", conf: FRRConf{Version: 3, Interval: 5 * time.Millisecond, VRID: 1, Priority: 100, VIPs: []netip.Addr{v4}}, want: "10ms..40.95s"},
+		{name: "no address", conf: FRRConf{Version: 3, Interval: time.Second, VRID: 1, Priority: 100}, want: "without addresses"},
+		{name: "version 4", conf: FRRConf{Version: 4, Interval: time.Second, VRID: 1, Priority: 100, VIPs: []netip.Addr{v4}}, want: "version 4"},
+	}
+	for _, tt := range bad {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := tt.conf.Render()
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Render() error %v, want one mentioning %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func contains(lines []string, w string) bool {
+	for _, l := range lines {
+		if l == w {
+			return true
+		}
+	}
+	return false
+}
+
+// dryRun has vrrpd parse text. vrrpd -C exits 0 even on an unknown line;
+// it says "No such command" (or "%" errors) in its log.
+func dryRun(t *testing.T, text string) {
+	t.Helper()
+	bin := filepath.Join(FRRDir, "vrrpd")
+	if _, err := os.Stat(bin); err != nil {
+		t.Logf("FRR's vrrpd not installed, text not checked by FRR: %v", err)
+		return
+	}
+	if os.Geteuid() != 0 {
+		t.Log("not root: text not checked by FRR (vrrpd switches to user frr)")
+		return
+	}
+	path := filepath.Join(t.TempDir(), "vrrpd.conf")
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(bin, "-C", "-f", path, "-u", "frr", "-g", "frr", "--log", "stdout").CombinedOutput()
+	if err != nil {
+		t.Fatalf("vrrpd -C: %v\n%s", err, out)
+	}
+	for _, bad := range []string{"No such command", "% ", "Unknown command", "rror"} {
+		if strings.Contains(string(out), bad) {
+			t.Errorf("vrrpd -C complains (%q):\n%s\ntext:\n%s", bad, out, text)
+		}
+	}
+}
