@@ -16,8 +16,8 @@ import (
 // lbconfig.HTTPBackend.
 
 const (
-	httpFrontendKeywords = "acl, errorfile, http-request, monitor-uri, option forwardfor, option http-keep-alive, option http-server-close, option httpclose, option httplog, redirect, stats auth, stats enable, stats hide-version, stats refresh, stats uri, use_backend"
-	httpBackendKeywords  = "acl, balance uri, balance hdr(NAME), cookie, errorfile, http-request, option forwardfor, option http-keep-alive, option http-server-close, option httpclose, redirect, stats auth, stats enable, stats hide-version, stats refresh, stats uri"
+	httpFrontendKeywords = "acl, errorfile, http-request, monitor-uri, option forwardfor, option http-keep-alive, option http-server-close, option httpclose, option httplog, redirect, stats admin, stats auth, stats enable, stats hide-version, stats realm, stats refresh, stats show-desc, stats show-legends, stats show-node, stats uri, use_backend"
+	httpBackendKeywords  = "acl, balance uri, balance hdr(NAME), cookie, errorfile, http-request, option forwardfor, option http-keep-alive, option http-server-close, option httpclose, redirect, stats admin, stats auth, stats enable, stats hide-version, stats realm, stats refresh, stats show-desc, stats show-legends, stats show-node, stats uri"
 )
 
 // withHTTP merges a section's keyword list with its HTTP keywords, sorted.
@@ -243,7 +243,8 @@ func (p *parser) httpLine(l line) bool {
 			}
 			hp.ErrorFiles[code] = body
 		}
-	case "stats enable", "stats uri", "stats refresh", "stats auth", "stats hide-version":
+	case "stats enable", "stats uri", "stats refresh", "stats auth", "stats hide-version",
+		"stats admin", "stats realm", "stats show-desc", "stats show-legends", "stats show-node":
 		if p.kind == secListen {
 			return false
 		}
@@ -728,6 +729,8 @@ func (p *parser) proxyStats(l line, hp *lbconfig.HTTPProxy) {
 		if args, ok := p.nargs(l, 2, 1, 1, "a delay, in seconds without a unit"); ok && p.once(l, kw) {
 			st.Refresh, _ = p.timeArg(l, kw, args[0], sUnit)
 		}
+	default:
+		p.statsOption(l, kw, st)
 	case "stats auth":
 		args, ok := p.nargs(l, 2, 1, 1, "USER:PASSWORD")
 		if !ok {
