@@ -598,6 +598,17 @@ func TestParseAccepts(t *testing.T) {
 			wantWarnings: []string{"h.cfg:1: timeout client, connect not set: such connections never time out " +
 				"(haproxy warns about this too: set client, connect and server)"},
 		},
+		// The kubeadm-style API frontends' inspect delay, without
+		// content rules: no effect (TestInspectDelayWithoutRulesMatchesHaproxy).
+		{
+			name: "tcp-request inspect-delay, twice",
+			conf: func(t *testing.T) string {
+				return edit(t, fe, fe+"  tcp-request inspect-delay 5s\n  tcp-request inspect-delay 6s\n")
+			},
+			get:          func(c *lbconfig.Config) any { return c.Frontends[0].Backend },
+			want:         "masters",
+			wantWarnings: []string{"h.cfg:9: ignoring tcp-request inspect-delay (was already defined) in frontend 'main'"},
+		},
 		{
 			name:         "backend without servers",
 			conf:         func(t *testing.T) string { return edit(t, srv, "") },

@@ -51,6 +51,20 @@ func TestParseErrors(t *testing.T) {
 	}{
 		// The issue's bad inputs.
 		{
+			name: "tcp-request content rule",
+			conf: func(t *testing.T) string {
+				return edit(t, fe, fe+"  tcp-request content accept if { req_ssl_hello_type 1 }\n")
+			},
+			want:    `h.cfg:8: "tcp-request content" is not supported by vipstack, which has no tcp-request rules (accepted: tcp-request inspect-delay TIME, which has no effect without tcp-request content rules, as in haproxy)`,
+			haproxy: haproxyAccepts,
+		},
+		{
+			name:    "tcp-request inspect-delay without a delay",
+			conf:    func(t *testing.T) string { return edit(t, fe, fe+"  tcp-request inspect-delay\n") },
+			want:    `h.cfg:8: 'tcp-request inspect-delay' expects a positive delay in milliseconds, in frontend 'main' (accepted: tcp-request inspect-delay TIME, which has no effect without tcp-request content rules, as in haproxy)`,
+			haproxy: haproxyRejects,
+		},
+		{
 			name: "stats socket parameter",
 			conf: func(t *testing.T) string {
 				return "global\n  stats socket /run/h.sock mode 600 accept-netscaler-cip 1\n" + base
