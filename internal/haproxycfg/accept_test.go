@@ -598,6 +598,23 @@ func TestParseAccepts(t *testing.T) {
 			wantWarnings: []string{"h.cfg:1: timeout client, connect not set: such connections never time out " +
 				"(haproxy warns about this too: set client, connect and server)"},
 		},
+		// defaults' errorfiles answer for a monitor and a stats listen
+		// (TestListenErrorfileMatchesHaproxy).
+		{
+			name: "errorfile in defaults with a monitor and stats",
+			conf: func(t *testing.T) string {
+				f := filepath.Join(t.TempDir(), "503.http")
+				if err := os.WriteFile(f, []byte("HTTP/1.0 503 Service Unavailable\r\n\r\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return edit(t, "  mode tcp\n", "  mode tcp\n  errorfile 503 "+f+"\n") + "listen ready\n  bind 127.0.0.1:47013\n  mode http\n  monitor-uri /ready\n" +
+					"listen stats\n  bind 127.0.0.1:47014\n  mode http\n  stats enable\n"
+			},
+			get: func(c *lbconfig.Config) any {
+				return []string{string(c.Monitors[0].ErrorFiles[503]), string(c.Stats[0].ErrorFiles[503])}
+			},
+			want: []string{"HTTP/1.0 503 Service Unavailable\r\n\r\n", "HTTP/1.0 503 Service Unavailable\r\n\r\n"},
+		},
 		// The kubeadm-style API frontends' inspect delay, without
 		// content rules: no effect (TestInspectDelayWithoutRulesMatchesHaproxy).
 		{

@@ -2,8 +2,6 @@ package haproxycfg
 
 import (
 	"errors"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -392,19 +390,6 @@ func TestParseErrors(t *testing.T) {
 		},
 
 		// defaults.
-		{
-			name: "errorfile in defaults with a monitor",
-			conf: func(t *testing.T) string {
-				f := filepath.Join(t.TempDir(), "503.http")
-				if err := os.WriteFile(f, []byte("HTTP/1.0 503 Service Unavailable\r\n\r\n"), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return edit(t, "  mode tcp\n", "  mode tcp\n  errorfile 503 "+f+"\n") + "listen ready\n  bind 127.0.0.1:47013\n  mode http\n  monitor-uri /ready\n"
-			},
-			want: "h.cfg:3: errorfile in defaults would change the answers of listen ready (line 12), which vipstack does not do " +
-				"(accepted: errorfile only in files without monitor and stats sections, whose proxies are all mode tcp)",
-			haproxy: haproxyAccepts,
-		},
 		{
 			name: "errorfile missing",
 			conf: func(t *testing.T) string {

@@ -78,9 +78,6 @@ func (p *parser) httpDefaultsLine(l line) bool {
 				p.hd.errorFiles = map[int][]byte{}
 			}
 			p.hd.errorFiles[code] = body
-			if p.errorfileAt == 0 {
-				p.errorfileAt = l.num
-			}
 		}
 	default:
 		return false

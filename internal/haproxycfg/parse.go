@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/netip"
 	"os"
@@ -181,7 +182,6 @@ type parser struct {
 	defModeLine  int
 	httplogAt    int // line of defaults' option httplog while it is the format in force
 	forwardforAt int // line of defaults' option forwardfor
-	errorfileAt  int // line of defaults' first errorfile
 
 	defServer      lbconfig.Server // the section's default-server parameters
 	defaultsServer lbconfig.Server // defaults' default-server parameters
@@ -515,16 +515,15 @@ func (p *parser) endListen() {
 			l.num = ls.modeLine
 		}
 		p.errorf(l, "mode", "%s needs mode http for its %s (haproxy ignores %s in TCP mode)", p.key, what, what)
-	case p.errorfileAt != 0:
-		p.errorf(line{num: p.errorfileAt}, "errorfile", "errorfile in defaults would change the answers of %s (line %d), which vipstack does not do "+
-			"(accepted: errorfile only in files without monitor and stats sections, whose proxies are all mode tcp)", p.key, p.secLine)
 	case !p.endWebListen(ls):
 	case monitor && !stats:
-		p.cfg.Monitors = append(p.cfg.Monitors, lbconfig.Monitor{Name: ls.name, Binds: ls.binds, URI: ls.monitorURI, LogTargets: logs, Log: connLog})
+		p.cfg.Monitors = append(p.cfg.Monitors, lbconfig.Monitor{Name: ls.name, Binds: ls.binds, URI: ls.monitorURI, LogTargets: logs, Log: connLog,
+			ErrorFiles: maps.Clone(p.hd.errorFiles)})
 	default:
 		s := ls.stats
 		s.Name, s.Binds, s.LogTargets, s.Timeouts, s.Log = ls.name, ls.binds, logs, ls.timeouts, connLog
 		s.MonitorURI = ls.monitorURI // both in one section: the monitor answers its URI
+		s.ErrorFiles = maps.Clone(p.hd.errorFiles)
 		if s.URI == "" {
 			s.URI = lbconfig.DefaultStatsURI
 		}
