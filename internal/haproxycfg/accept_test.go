@@ -615,6 +615,15 @@ func TestParseAccepts(t *testing.T) {
 			},
 			want: []string{"HTTP/1.0 503 Service Unavailable\r\n\r\n", "HTTP/1.0 503 Service Unavailable\r\n\r\n"},
 		},
+		// defaults' balance: backends start from it, their own wins.
+		{
+			name: "balance in defaults",
+			conf: func(t *testing.T) string {
+				return edit(t, "  mode tcp\n", "  mode tcp\n  balance leastconn\n") + "backend other\n  balance source\n" + srv
+			},
+			get:  func(c *lbconfig.Config) any { return []lbconfig.Balance{c.Backends[0].Balance, c.Backends[1].Balance} },
+			want: []lbconfig.Balance{lbconfig.LeastConn, lbconfig.Source},
+		},
 		// The kubeadm-style API frontends' inspect delay, without
 		// content rules: no effect (TestInspectDelayWithoutRulesMatchesHaproxy).
 		{

@@ -49,6 +49,12 @@ func TestParseErrors(t *testing.T) {
 	}{
 		// The issue's bad inputs.
 		{
+			name:    "balance uri in defaults",
+			conf:    func(t *testing.T) string { return edit(t, "  mode tcp\n", "  mode tcp\n  balance uri\n") },
+			want:    `h.cfg:3: balance "uri" in defaults is not supported by vipstack (accepted in defaults: roundrobin, leastconn, source)`,
+			haproxy: haproxyAccepts,
+		},
+		{
 			name: "tcp-request content rule",
 			conf: func(t *testing.T) string {
 				return edit(t, fe, fe+"  tcp-request content accept if { req_ssl_hello_type 1 }\n")

@@ -150,7 +150,7 @@ func (p *parser) moreListen(l line, kw string) bool {
 			if k == kw {
 				if p.ls.forwardLine == 0 {
 					p.ls.forwardLine = l.num
-					p.be = &lbconfig.Backend{Name: p.ls.name, DontLogNull: p.dontLogNull, RedispatchOnRetry: p.redispatch}
+					p.be = &lbconfig.Backend{Name: p.ls.name, DontLogNull: p.dontLogNull, RedispatchOnRetry: p.redispatch, Balance: p.defBalance}
 				}
 				return p.moreBackend(l, kw)
 			}

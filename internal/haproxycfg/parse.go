@@ -126,7 +126,7 @@ func commas(list string) string { return strings.Join(strings.Fields(list), ", "
 // Keywords each section accepts, for error messages.
 const (
 	globalKeywords   = "ca-base, chroot, crt-base, daemon, gid, group, hard-stop-after, log, log-send-hostname, log-tag, maxconn, nbthread, pidfile, server-state-file, spread-checks, ssl-default-bind-*, ssl-default-server-*, stats socket, stats timeout, tune.ssl.default-dh-param, uid, ulimit-n, user"
-	defaultsKeywords = "default-server, errorfile, log, log-format, maxconn, mode, no log, option dontlognull, option forwardfor, option http-keep-alive, option http-server-close, option httpclose, option httplog, option redispatch, option tcplog, retries, timeout, " + moreProxyOptions + ", option allbackups"
+	defaultsKeywords = "balance, default-server, errorfile, log, log-format, maxconn, mode, no log, option dontlognull, option forwardfor, option http-keep-alive, option http-server-close, option httpclose, option httplog, option redispatch, option tcplog, retries, timeout, " + moreProxyOptions + ", option allbackups"
 	frontendKeywords = "bind, default_backend, log, log-format, maxconn, mode, no log, option tcplog, timeout, " + moreProxyOptions
 	listenKeywords   = "balance, bind, default-server, http-check expect status, log, log-format, mode, monitor-uri, no log, option dontlognull, option httpchk, option log-health-checks, option redispatch, option ssl-hello-chk, option tcp-check, option tcplog, server, stats auth, stats enable, stats hide-version, stats refresh, stats uri, tcp-check, " +
 		"maxconn, retries, timeout, option allbackups, option httplog, stats admin, stats realm, stats show-desc, stats show-legends, stats show-node, " + moreProxyOptions
@@ -178,7 +178,8 @@ type parser struct {
 
 	broken bool // a line of the current section was rejected by the lexer
 
-	defMode      string // defaults' mode: "", tcp or http
+	defMode      string           // defaults' mode: "", tcp or http
+	defBalance   lbconfig.Balance // defaults' balance, "" for none
 	defModeLine  int
 	httplogAt    int // line of defaults' option httplog while it is the format in force
 	forwardforAt int // line of defaults' option forwardfor
@@ -416,7 +417,7 @@ func (p *parser) section(l line) {
 		case "backend":
 			p.defServer = p.defaultsServer
 			p.tcpCheckAt, p.tcpRulesAt, p.httpRulesAt, p.checks = 0, 0, 0, checkOpts{}
-			p.kind, p.be = secBackend, &lbconfig.Backend{Name: name, DontLogNull: p.dontLogNull, RedispatchOnRetry: p.redispatch}
+			p.kind, p.be = secBackend, &lbconfig.Backend{Name: name, DontLogNull: p.dontLogNull, RedispatchOnRetry: p.redispatch, Balance: p.defBalance}
 			p.be.LogTargets = slices.Clone(p.defLogs)
 			p.logs = &p.be.LogTargets
 		default:
@@ -882,6 +883,21 @@ func (p *parser) defaults(l line) {
 		}
 	case "default-server":
 		p.defaultServer(l)
+	case "balance":
+		// Every backend and forwarding listen after it starts from
+		// it, as in haproxy; in defaults vipstack takes the TCP
+		// algorithms.
+		if !p.once(l, kw) {
+			return
+		}
+		if args, ok := p.nargs(l, 1, 1, 1, "roundrobin, leastconn or source"); ok {
+			switch b := lbconfig.Balance(args[0]); b {
+			case lbconfig.RoundRobin, lbconfig.LeastConn, lbconfig.Source:
+				p.defBalance = b
+			default:
+				p.errorf(l, kw, "balance %q in defaults is not supported by vipstack (accepted in defaults: roundrobin, leastconn, source)", args[0])
+			}
+		}
 	case "option dontlognull":
 		if p.once(l, kw) {
 			if _, ok := p.nargs(l, 2, 0, 0, ""); ok {
@@ -1056,7 +1072,7 @@ func (p *parser) listen(l line) {
 	if slices.Contains(strings.Split(listenBackendKeywords, "|"), kw) {
 		if ls.forwardLine == 0 {
 			ls.forwardLine = l.num
-			p.be = &lbconfig.Backend{Name: ls.name, DontLogNull: p.dontLogNull, RedispatchOnRetry: p.redispatch}
+			p.be = &lbconfig.Backend{Name: ls.name, DontLogNull: p.dontLogNull, RedispatchOnRetry: p.redispatch, Balance: p.defBalance}
 		}
 		p.backend(l)
 		return
