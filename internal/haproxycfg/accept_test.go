@@ -624,6 +624,24 @@ func TestParseAccepts(t *testing.T) {
 			get:  func(c *lbconfig.Config) any { return []lbconfig.Balance{c.Backends[0].Balance, c.Backends[1].Balance} },
 			want: []lbconfig.Balance{lbconfig.LeastConn, lbconfig.Source},
 		},
+		// rstatus: the codes the regex matches, anywhere in the three
+		// digits (TestCheckDialectsMatchHaproxy runs it).
+		{
+			name: "http-check expect rstatus",
+			conf: func(t *testing.T) string {
+				return edit(t, srv, "  option httpchk GET /healthz\n  http-check expect rstatus (2|3)[0-9][0-9]\n"+srv)
+			},
+			get:  func(c *lbconfig.Config) any { return c.Backends[0].Check.ExpectStatus },
+			want: "200-399",
+		},
+		{
+			name: "http-check expect rstatus unanchored",
+			conf: func(t *testing.T) string {
+				return edit(t, srv, "  option httpchk GET /healthz\n  http-check expect rstatus 04\n"+srv)
+			},
+			get:  func(c *lbconfig.Config) any { return c.Backends[0].Check.ExpectStatus },
+			want: "104,204,304,404,504",
+		},
 		// The kubeadm-style API frontends' inspect delay, without
 		// content rules: no effect (TestInspectDelayWithoutRulesMatchesHaproxy).
 		{

@@ -376,7 +376,7 @@ func TestParseErrors(t *testing.T) {
 			conf: func(t *testing.T) string {
 				return edit(t, "  server m0", "  option httpchk\n  http-check send meth GET uri /\n  server m0")
 			},
-			want:    `h.cfg:11: http-check "send meth GET uri /" is not supported by vipstack (accepted: http-check expect status CODES, such as 200 or 200-399)`,
+			want:    `h.cfg:11: http-check "send meth GET uri /" is not supported by vipstack (accepted: http-check expect status CODES, such as 200 or 200-399, or http-check expect rstatus REGEX)`,
 			haproxy: haproxyAccepts,
 		},
 		{

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -1554,17 +1555,33 @@ func (p *parser) tcpCheck(l line) {
 	p.checks.tcpRule(l.num)
 }
 
-// httpCheck reads `http-check expect status CODES`.
+// httpCheck reads `http-check expect status CODES` and `http-check
+// expect rstatus REGEX`. haproxy matches the regex against the status
+// code's three digits, anywhere in them; vipstack turns it into the
+// codes 100..599 it matches when it reads the file (codes from 600 up,
+// which haproxy could also match, never pass).
 func (p *parser) httpCheck(l line) {
 	args := l.words[1:]
-	if len(args) != 3 || args[0] != "expect" || args[1] != "status" {
-		p.errorf(l, "http-check", "http-check %q is not supported by vipstack (accepted: http-check expect status CODES, such as 200 or 200-399)", strings.Join(args, " "))
+	const accepted = "http-check expect status CODES, such as 200 or 200-399, or http-check expect rstatus REGEX"
+	if len(args) != 3 || args[0] != "expect" || (args[1] != "status" && args[1] != "rstatus") {
+		p.errorf(l, "http-check", "http-check %q is not supported by vipstack (accepted: %s)", strings.Join(args, " "), accepted)
 		return
 	}
 	if !p.once(l, "http-check expect") {
 		return
 	}
-	if _, err := lbconfig.StatusRanges(args[2]); err != nil {
+	codes := args[2]
+	if args[1] == "rstatus" {
+		re, err := regexp.Compile(args[2])
+		if err != nil {
+			p.errorf(l, "http-check", "http-check expect rstatus %q: %v (accepted: a regular expression Go's regexp package takes)", args[2], err)
+			return
+		}
+		if codes = statusRegexRanges(re); codes == "" {
+			p.errorf(l, "http-check", "http-check expect rstatus %q matches no status code 100..599, so every check would fail", args[2])
+			return
+		}
+	} else if _, err := lbconfig.StatusRanges(codes); err != nil {
 		p.errorf(l, "http-check", "http-check expect %v", err)
 		return
 	}
@@ -1572,7 +1589,29 @@ func (p *parser) httpCheck(l line) {
 		p.httpRulesAt = l.num
 	}
 	p.checks.httpRule(l.num)
-	p.be.Check.ExpectStatus = args[2]
+	p.be.Check.ExpectStatus = codes
+}
+
+// statusRegexRanges are the codes 100..599 whose three digits re matches,
+// as ExpectStatus ranges ("200-399"); "" for none.
+func statusRegexRanges(re *regexp.Regexp) string {
+	var parts []string
+	start := -1
+	for code := 100; code <= 600; code++ {
+		in := code < 600 && re.MatchString(strconv.Itoa(code))
+		switch {
+		case in && start < 0:
+			start = code
+		case !in && start >= 0:
+			if start == code-1 {
+				parts = append(parts, strconv.Itoa(start))
+			} else {
+				parts = append(parts, strconv.Itoa(start)+"-"+strconv.Itoa(code-1))
+			}
+			start = -1
+		}
+	}
+	return strings.Join(parts, ",")
 }
 
 // isIPText reports whether s parses as an IP address.
