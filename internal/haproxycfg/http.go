@@ -726,8 +726,6 @@ func (p *parser) proxyStats(l line, hp *lbconfig.HTTPProxy) {
 		if args, ok := p.nargs(l, 2, 1, 1, "a delay, in seconds without a unit"); ok && p.once(l, kw) {
 			st.Refresh, _ = p.timeArg(l, kw, args[0], sUnit)
 		}
-	default:
-		p.statsOption(l, kw, st)
 	case "stats auth":
 		args, ok := p.nargs(l, 2, 1, 1, "USER:PASSWORD")
 		if !ok {
@@ -739,6 +737,8 @@ func (p *parser) proxyStats(l line, hp *lbconfig.HTTPProxy) {
 			return
 		}
 		st.Users = append(st.Users, lbconfig.UserPass{User: user, Pass: pass})
+	default:
+		p.statsOption(l, kw, st)
 	}
 }
 

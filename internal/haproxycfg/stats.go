@@ -25,9 +25,6 @@ func (p *parser) moreStats(l line, kw string) bool {
 	return true
 }
 
-// moreStatsKeywords are the stats page keywords statsOption reads.
-const moreStatsKeywords = "stats admin, stats realm, stats show-desc, stats show-legends, stats show-node"
-
 // statsOption reads one of realm, admin, show-node, show-desc,
 // show-legends into st, for a stats listen section or the stats page of
 // an HTTP frontend or backend; false if kw is none of them.
