@@ -642,6 +642,14 @@ func TestParseAccepts(t *testing.T) {
 			get:  func(c *lbconfig.Config) any { return c.Backends[0].Check.ExpectStatus },
 			want: "104,204,304,404,504",
 		},
+		{
+			name: "ignore-persist in an HTTP backend",
+			conf: func(t *testing.T) string {
+				return edit(t, "  mode tcp\n", "  mode http\n") + "backend web\n  cookie SRV insert\n  ignore-persist if { always_true }\n  server w1 127.0.0.1:47014 cookie w1\n"
+			},
+			get:  func(c *lbconfig.Config) any { return len(c.Backends[1].HTTP.IgnorePersist) },
+			want: 1,
+		},
 		// The kubeadm-style API frontends' inspect delay, without
 		// content rules: no effect (TestInspectDelayWithoutRulesMatchesHaproxy).
 		{

@@ -49,6 +49,14 @@ func TestParseErrors(t *testing.T) {
 	}{
 		// The issue's bad inputs.
 		{
+			name: "ignore-persist without a condition",
+			conf: func(t *testing.T) string {
+				return edit(t, "  mode tcp\n", "  mode http\n") + "backend web\n  ignore-persist\n  server w1 127.0.0.1:47014\n"
+			},
+			want:    "h.cfg:12: ignore-persist needs a condition (accepted: if|unless CONDITION)",
+			haproxy: haproxyRejects,
+		},
+		{
 			name:    "balance uri in defaults",
 			conf:    func(t *testing.T) string { return edit(t, "  mode tcp\n", "  mode tcp\n  balance uri\n") },
 			want:    `h.cfg:3: balance "uri" in defaults is not supported by vipstack (accepted in defaults: roundrobin, leastconn, source)`,

@@ -17,7 +17,7 @@ import (
 
 const (
 	httpFrontendKeywords = "acl, errorfile, http-request, monitor-uri, option forwardfor, option http-keep-alive, option http-server-close, option httpclose, option httplog, redirect, stats admin, stats auth, stats enable, stats hide-version, stats realm, stats refresh, stats show-desc, stats show-legends, stats show-node, stats uri, use_backend"
-	httpBackendKeywords  = "acl, balance uri, balance hdr(NAME), cookie, errorfile, http-request, option forwardfor, option http-keep-alive, option http-server-close, option httpclose, redirect, stats admin, stats auth, stats enable, stats hide-version, stats realm, stats refresh, stats show-desc, stats show-legends, stats show-node, stats uri"
+	httpBackendKeywords  = "acl, balance uri, balance hdr(NAME), cookie, errorfile, http-request, ignore-persist, option forwardfor, option http-keep-alive, option http-server-close, option httpclose, redirect, stats admin, stats auth, stats enable, stats hide-version, stats realm, stats refresh, stats show-desc, stats show-legends, stats show-node, stats uri"
 )
 
 // withHTTP merges a section's keyword list with its HTTP keywords, sorted.
@@ -261,6 +261,14 @@ func (p *parser) httpLine(l line) bool {
 		}
 		p.httpMark(l, kw)
 		p.cookie(l)
+	case "ignore-persist":
+		if p.kind == secFrontend {
+			return false
+		}
+		p.httpMark(l, kw)
+		if cond, ok := p.cond(l, kw, l.words[1:], false); ok {
+			p.hs.be.IgnorePersist = append(p.hs.be.IgnorePersist, cond)
+		}
 	default:
 		return false
 	}

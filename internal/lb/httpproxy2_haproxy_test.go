@@ -128,6 +128,7 @@ frontend fe
   default_backend sticky
 backend sticky
   cookie SRVID insert indirect nocache
+  ignore-persist if { path_beg /nopersist }
   server s1 {{S1}} cookie one
   server s2 {{S2}} cookie two
 backend byuri
@@ -191,6 +192,15 @@ backend down
 			if diff := cmp.Diff(want, again); diff != "" {
 				t.Errorf("%s: with cookie %s (-want +got):\n%s", p.name, val, diff)
 			}
+		}
+		// ignore-persist: the cookie is not looked at, the requests
+		// are balanced over both servers.
+		seen := map[string]bool{}
+		for range 4 {
+			seen[do(p.port, "/nopersist", "SRVID="+val).Server] = true
+		}
+		if !seen["s1"] || !seen["s2"] {
+			t.Errorf("%s: ignore-persist: 4 requests with cookie %s reached %v, want s1 and s2", p.name, val, seen)
 		}
 		// A cookie of no server: balanced, and given one.
 		if r := do(p.port, "/", "SRVID=nosuch"); r.Server == "" || !strings.HasPrefix(r.SetCookie, "SRVID=") || r.CookieArrived != "" {
