@@ -598,6 +598,69 @@ func TestParseAccepts(t *testing.T) {
 			wantWarnings: []string{"h.cfg:1: timeout client, connect not set: such connections never time out " +
 				"(haproxy warns about this too: set client, connect and server)"},
 		},
+		// defaults' errorfiles answer for a monitor and a stats listen
+		// (TestListenErrorfileMatchesHaproxy).
+		{
+			name: "errorfile in defaults with a monitor and stats",
+			conf: func(t *testing.T) string {
+				f := filepath.Join(t.TempDir(), "503.http")
+				if err := os.WriteFile(f, []byte("HTTP/1.0 503 Service Unavailable\r\n\r\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return edit(t, "  mode tcp\n", "  mode tcp\n  errorfile 503 "+f+"\n") + "listen ready\n  bind 127.0.0.1:47013\n  mode http\n  monitor-uri /ready\n" +
+					"listen stats\n  bind 127.0.0.1:47014\n  mode http\n  stats enable\n"
+			},
+			get: func(c *lbconfig.Config) any {
+				return []string{string(c.Monitors[0].ErrorFiles[503]), string(c.Stats[0].ErrorFiles[503])}
+			},
+			want: []string{"HTTP/1.0 503 Service Unavailable\r\n\r\n", "HTTP/1.0 503 Service Unavailable\r\n\r\n"},
+		},
+		// defaults' balance: backends start from it, their own wins.
+		{
+			name: "balance in defaults",
+			conf: func(t *testing.T) string {
+				return edit(t, "  mode tcp\n", "  mode tcp\n  balance leastconn\n") + "backend other\n  balance source\n" + srv
+			},
+			get:  func(c *lbconfig.Config) any { return []lbconfig.Balance{c.Backends[0].Balance, c.Backends[1].Balance} },
+			want: []lbconfig.Balance{lbconfig.LeastConn, lbconfig.Source},
+		},
+		// rstatus: the codes the regex matches, anywhere in the three
+		// digits (TestCheckDialectsMatchHaproxy runs it).
+		{
+			name: "http-check expect rstatus",
+			conf: func(t *testing.T) string {
+				return edit(t, srv, "  option httpchk GET /healthz\n  http-check expect rstatus (2|3)[0-9][0-9]\n"+srv)
+			},
+			get:  func(c *lbconfig.Config) any { return c.Backends[0].Check.ExpectStatus },
+			want: "200-399",
+		},
+		{
+			name: "http-check expect rstatus unanchored",
+			conf: func(t *testing.T) string {
+				return edit(t, srv, "  option httpchk GET /healthz\n  http-check expect rstatus 04\n"+srv)
+			},
+			get:  func(c *lbconfig.Config) any { return c.Backends[0].Check.ExpectStatus },
+			want: "104,204,304,404,504",
+		},
+		{
+			name: "ignore-persist in an HTTP backend",
+			conf: func(t *testing.T) string {
+				return edit(t, "  mode tcp\n", "  mode http\n") + "backend web\n  cookie SRV insert\n  ignore-persist if { always_true }\n  server w1 127.0.0.1:47014 cookie w1\n"
+			},
+			get:  func(c *lbconfig.Config) any { return len(c.Backends[1].HTTP.IgnorePersist) },
+			want: 1,
+		},
+		// The kubeadm-style API frontends' inspect delay, without
+		// content rules: no effect (TestInspectDelayWithoutRulesMatchesHaproxy).
+		{
+			name: "tcp-request inspect-delay, twice",
+			conf: func(t *testing.T) string {
+				return edit(t, fe, fe+"  tcp-request inspect-delay 5s\n  tcp-request inspect-delay 6s\n")
+			},
+			get:          func(c *lbconfig.Config) any { return c.Frontends[0].Backend },
+			want:         "masters",
+			wantWarnings: []string{"h.cfg:9: ignoring tcp-request inspect-delay (was already defined) in frontend 'main'"},
+		},
 		{
 			name:         "backend without servers",
 			conf:         func(t *testing.T) string { return edit(t, srv, "") },

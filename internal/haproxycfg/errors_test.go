@@ -2,8 +2,6 @@ package haproxycfg
 
 import (
 	"errors"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -50,6 +48,34 @@ func TestParseErrors(t *testing.T) {
 		haproxy string // haproxyRejects, haproxyAccepts, or "" when not asked
 	}{
 		// The issue's bad inputs.
+		{
+			name: "ignore-persist without a condition",
+			conf: func(t *testing.T) string {
+				return edit(t, "  mode tcp\n", "  mode http\n") + "backend web\n  ignore-persist\n  server w1 127.0.0.1:47014\n"
+			},
+			want:    "h.cfg:12: ignore-persist needs a condition (accepted: if|unless CONDITION)",
+			haproxy: haproxyRejects,
+		},
+		{
+			name:    "balance uri in defaults",
+			conf:    func(t *testing.T) string { return edit(t, "  mode tcp\n", "  mode tcp\n  balance uri\n") },
+			want:    `h.cfg:3: balance "uri" in defaults is not supported by vipstack (accepted in defaults: roundrobin, leastconn, source)`,
+			haproxy: haproxyAccepts,
+		},
+		{
+			name: "tcp-request content rule",
+			conf: func(t *testing.T) string {
+				return edit(t, fe, fe+"  tcp-request content accept if { req_ssl_hello_type 1 }\n")
+			},
+			want:    `h.cfg:8: "tcp-request content" is not supported by vipstack, which has no tcp-request rules (accepted: tcp-request inspect-delay TIME, which has no effect without tcp-request content rules, as in haproxy)`,
+			haproxy: haproxyAccepts,
+		},
+		{
+			name:    "tcp-request inspect-delay without a delay",
+			conf:    func(t *testing.T) string { return edit(t, fe, fe+"  tcp-request inspect-delay\n") },
+			want:    `h.cfg:8: 'tcp-request inspect-delay' expects a positive delay in milliseconds, in frontend 'main' (accepted: tcp-request inspect-delay TIME, which has no effect without tcp-request content rules, as in haproxy)`,
+			haproxy: haproxyRejects,
+		},
 		{
 			name: "stats socket parameter",
 			conf: func(t *testing.T) string {
@@ -358,7 +384,7 @@ func TestParseErrors(t *testing.T) {
 			conf: func(t *testing.T) string {
 				return edit(t, "  server m0", "  option httpchk\n  http-check send meth GET uri /\n  server m0")
 			},
-			want:    `h.cfg:11: http-check "send meth GET uri /" is not supported by vipstack (accepted: http-check expect status CODES, such as 200 or 200-399)`,
+			want:    `h.cfg:11: http-check "send meth GET uri /" is not supported by vipstack (accepted: http-check expect status CODES, such as 200 or 200-399, or http-check expect rstatus REGEX)`,
 			haproxy: haproxyAccepts,
 		},
 		{
@@ -378,19 +404,6 @@ func TestParseErrors(t *testing.T) {
 		},
 
 		// defaults.
-		{
-			name: "errorfile in defaults with a monitor",
-			conf: func(t *testing.T) string {
-				f := filepath.Join(t.TempDir(), "503.http")
-				if err := os.WriteFile(f, []byte("HTTP/1.0 503 Service Unavailable\r\n\r\n"), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return edit(t, "  mode tcp\n", "  mode tcp\n  errorfile 503 "+f+"\n") + "listen ready\n  bind 127.0.0.1:47013\n  mode http\n  monitor-uri /ready\n"
-			},
-			want: "h.cfg:3: errorfile in defaults would change the answers of listen ready (line 12), which vipstack does not do " +
-				"(accepted: errorfile only in files without monitor and stats sections, whose proxies are all mode tcp)",
-			haproxy: haproxyAccepts,
-		},
 		{
 			name: "errorfile missing",
 			conf: func(t *testing.T) string {

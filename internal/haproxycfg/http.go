@@ -16,8 +16,8 @@ import (
 // lbconfig.HTTPBackend.
 
 const (
-	httpFrontendKeywords = "acl, errorfile, http-request, monitor-uri, option forwardfor, option http-keep-alive, option http-server-close, option httpclose, option httplog, redirect, stats auth, stats enable, stats hide-version, stats refresh, stats uri, use_backend"
-	httpBackendKeywords  = "acl, balance uri, balance hdr(NAME), cookie, errorfile, http-request, option forwardfor, option http-keep-alive, option http-server-close, option httpclose, redirect, stats auth, stats enable, stats hide-version, stats refresh, stats uri"
+	httpFrontendKeywords = "acl, errorfile, http-request, monitor-uri, option forwardfor, option http-keep-alive, option http-server-close, option httpclose, option httplog, redirect, stats admin, stats auth, stats enable, stats hide-version, stats realm, stats refresh, stats show-desc, stats show-legends, stats show-node, stats uri, use_backend"
+	httpBackendKeywords  = "acl, balance uri, balance hdr(NAME), cookie, errorfile, http-request, ignore-persist, option forwardfor, option http-keep-alive, option http-server-close, option httpclose, redirect, stats admin, stats auth, stats enable, stats hide-version, stats realm, stats refresh, stats show-desc, stats show-legends, stats show-node, stats uri"
 )
 
 // withHTTP merges a section's keyword list with its HTTP keywords, sorted.
@@ -78,9 +78,6 @@ func (p *parser) httpDefaultsLine(l line) bool {
 				p.hd.errorFiles = map[int][]byte{}
 			}
 			p.hd.errorFiles[code] = body
-			if p.errorfileAt == 0 {
-				p.errorfileAt = l.num
-			}
 		}
 	default:
 		return false
@@ -243,7 +240,8 @@ func (p *parser) httpLine(l line) bool {
 			}
 			hp.ErrorFiles[code] = body
 		}
-	case "stats enable", "stats uri", "stats refresh", "stats auth", "stats hide-version":
+	case "stats enable", "stats uri", "stats refresh", "stats auth", "stats hide-version",
+		"stats admin", "stats realm", "stats show-desc", "stats show-legends", "stats show-node":
 		if p.kind == secListen {
 			return false
 		}
@@ -263,6 +261,14 @@ func (p *parser) httpLine(l line) bool {
 		}
 		p.httpMark(l, kw)
 		p.cookie(l)
+	case "ignore-persist":
+		if p.kind == secFrontend {
+			return false
+		}
+		p.httpMark(l, kw)
+		if cond, ok := p.cond(l, kw, l.words[1:], false); ok {
+			p.hs.be.IgnorePersist = append(p.hs.be.IgnorePersist, cond)
+		}
 	default:
 		return false
 	}
@@ -739,6 +745,8 @@ func (p *parser) proxyStats(l line, hp *lbconfig.HTTPProxy) {
 			return
 		}
 		st.Users = append(st.Users, lbconfig.UserPass{User: user, Pass: pass})
+	default:
+		p.statsOption(l, kw, st)
 	}
 }
 

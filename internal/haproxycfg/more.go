@@ -25,7 +25,7 @@ type moreState struct {
 
 // Extra keywords accepted, for messages.
 const (
-	moreProxyOptions = "option tcpka, option clitcpka, option srvtcpka, option dontlog-normal, option log-separate-errors"
+	moreProxyOptions = "tcp-request inspect-delay, option tcpka, option clitcpka, option srvtcpka, option dontlog-normal, option log-separate-errors"
 	moreGlobalKWs    = "ulimit-n, spread-checks, hard-stop-after, tune.ssl.default-dh-param, server-state-file"
 )
 
@@ -97,6 +97,8 @@ func (p *parser) moreFrontend(l line, kw string) bool {
 		p.timeoutInto(l, &p.fe.Timeouts, "frontend")
 	case kw == "maxconn":
 		p.sectionMaxconn(l, &p.fe.MaxConn)
+	case kw == "tcp-request":
+		p.tcpRequest(l)
 	default:
 		return p.proxyOption(l, kw, &p.more.own, true, false)
 	}
@@ -141,12 +143,14 @@ func (p *parser) moreListen(l line, kw string) bool {
 		p.timeoutInto(l, &p.ls.timeouts, "listen")
 	case kw == "maxconn":
 		p.sectionMaxconn(l, &p.ls.maxconn)
+	case kw == "tcp-request":
+		p.tcpRequest(l)
 	default:
 		for _, k := range splitBar(moreListenBackend) {
 			if k == kw {
 				if p.ls.forwardLine == 0 {
 					p.ls.forwardLine = l.num
-					p.be = &lbconfig.Backend{Name: p.ls.name, DontLogNull: p.dontLogNull, RedispatchOnRetry: p.redispatch}
+					p.be = &lbconfig.Backend{Name: p.ls.name, DontLogNull: p.dontLogNull, RedispatchOnRetry: p.redispatch, Balance: p.defBalance}
 				}
 				return p.moreBackend(l, kw)
 			}

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/netip"
 	"os"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -125,7 +127,7 @@ func commas(list string) string { return strings.Join(strings.Fields(list), ", "
 // Keywords each section accepts, for error messages.
 const (
 	globalKeywords   = "ca-base, chroot, crt-base, daemon, gid, group, hard-stop-after, log, log-send-hostname, log-tag, maxconn, nbthread, pidfile, server-state-file, spread-checks, ssl-default-bind-*, ssl-default-server-*, stats socket, stats timeout, tune.ssl.default-dh-param, uid, ulimit-n, user"
-	defaultsKeywords = "default-server, errorfile, log, log-format, maxconn, mode, no log, option dontlognull, option forwardfor, option http-keep-alive, option http-server-close, option httpclose, option httplog, option redispatch, option tcplog, retries, timeout, " + moreProxyOptions + ", option allbackups"
+	defaultsKeywords = "balance, default-server, errorfile, log, log-format, maxconn, mode, no log, option dontlognull, option forwardfor, option http-keep-alive, option http-server-close, option httpclose, option httplog, option redispatch, option tcplog, retries, timeout, " + moreProxyOptions + ", option allbackups"
 	frontendKeywords = "bind, default_backend, log, log-format, maxconn, mode, no log, option tcplog, timeout, " + moreProxyOptions
 	listenKeywords   = "balance, bind, default-server, http-check expect status, log, log-format, mode, monitor-uri, no log, option dontlognull, option httpchk, option log-health-checks, option redispatch, option ssl-hello-chk, option tcp-check, option tcplog, server, stats auth, stats enable, stats hide-version, stats refresh, stats uri, tcp-check, " +
 		"maxconn, retries, timeout, option allbackups, option httplog, stats admin, stats realm, stats show-desc, stats show-legends, stats show-node, " + moreProxyOptions
@@ -177,11 +179,11 @@ type parser struct {
 
 	broken bool // a line of the current section was rejected by the lexer
 
-	defMode      string // defaults' mode: "", tcp or http
+	defMode      string           // defaults' mode: "", tcp or http
+	defBalance   lbconfig.Balance // defaults' balance, "" for none
 	defModeLine  int
 	httplogAt    int // line of defaults' option httplog while it is the format in force
 	forwardforAt int // line of defaults' option forwardfor
-	errorfileAt  int // line of defaults' first errorfile
 
 	defServer      lbconfig.Server // the section's default-server parameters
 	defaultsServer lbconfig.Server // defaults' default-server parameters
@@ -416,7 +418,7 @@ func (p *parser) section(l line) {
 		case "backend":
 			p.defServer = p.defaultsServer
 			p.tcpCheckAt, p.tcpRulesAt, p.httpRulesAt, p.checks = 0, 0, 0, checkOpts{}
-			p.kind, p.be = secBackend, &lbconfig.Backend{Name: name, DontLogNull: p.dontLogNull, RedispatchOnRetry: p.redispatch}
+			p.kind, p.be = secBackend, &lbconfig.Backend{Name: name, DontLogNull: p.dontLogNull, RedispatchOnRetry: p.redispatch, Balance: p.defBalance}
 			p.be.LogTargets = slices.Clone(p.defLogs)
 			p.logs = &p.be.LogTargets
 		default:
@@ -515,16 +517,15 @@ func (p *parser) endListen() {
 			l.num = ls.modeLine
 		}
 		p.errorf(l, "mode", "%s needs mode http for its %s (haproxy ignores %s in TCP mode)", p.key, what, what)
-	case p.errorfileAt != 0:
-		p.errorf(line{num: p.errorfileAt}, "errorfile", "errorfile in defaults would change the answers of %s (line %d), which vipstack does not do "+
-			"(accepted: errorfile only in files without monitor and stats sections, whose proxies are all mode tcp)", p.key, p.secLine)
 	case !p.endWebListen(ls):
 	case monitor && !stats:
-		p.cfg.Monitors = append(p.cfg.Monitors, lbconfig.Monitor{Name: ls.name, Binds: ls.binds, URI: ls.monitorURI, LogTargets: logs, Log: connLog})
+		p.cfg.Monitors = append(p.cfg.Monitors, lbconfig.Monitor{Name: ls.name, Binds: ls.binds, URI: ls.monitorURI, LogTargets: logs, Log: connLog,
+			ErrorFiles: maps.Clone(p.hd.errorFiles)})
 	default:
 		s := ls.stats
 		s.Name, s.Binds, s.LogTargets, s.Timeouts, s.Log = ls.name, ls.binds, logs, ls.timeouts, connLog
 		s.MonitorURI = ls.monitorURI // both in one section: the monitor answers its URI
+		s.ErrorFiles = maps.Clone(p.hd.errorFiles)
 		if s.URI == "" {
 			s.URI = lbconfig.DefaultStatsURI
 		}
@@ -883,6 +884,21 @@ func (p *parser) defaults(l line) {
 		}
 	case "default-server":
 		p.defaultServer(l)
+	case "balance":
+		// Every backend and forwarding listen after it starts from
+		// it, as in haproxy; in defaults vipstack takes the TCP
+		// algorithms.
+		if !p.once(l, kw) {
+			return
+		}
+		if args, ok := p.nargs(l, 1, 1, 1, "roundrobin, leastconn or source"); ok {
+			switch b := lbconfig.Balance(args[0]); b {
+			case lbconfig.RoundRobin, lbconfig.LeastConn, lbconfig.Source:
+				p.defBalance = b
+			default:
+				p.errorf(l, kw, "balance %q in defaults is not supported by vipstack (accepted in defaults: roundrobin, leastconn, source)", args[0])
+			}
+		}
 	case "option dontlognull":
 		if p.once(l, kw) {
 			if _, ok := p.nargs(l, 2, 0, 0, ""); ok {
@@ -1057,7 +1073,7 @@ func (p *parser) listen(l line) {
 	if slices.Contains(strings.Split(listenBackendKeywords, "|"), kw) {
 		if ls.forwardLine == 0 {
 			ls.forwardLine = l.num
-			p.be = &lbconfig.Backend{Name: ls.name, DontLogNull: p.dontLogNull, RedispatchOnRetry: p.redispatch}
+			p.be = &lbconfig.Backend{Name: ls.name, DontLogNull: p.dontLogNull, RedispatchOnRetry: p.redispatch, Balance: p.defBalance}
 		}
 		p.backend(l)
 		return
@@ -1539,17 +1555,33 @@ func (p *parser) tcpCheck(l line) {
 	p.checks.tcpRule(l.num)
 }
 
-// httpCheck reads `http-check expect status CODES`.
+// httpCheck reads `http-check expect status CODES` and `http-check
+// expect rstatus REGEX`. haproxy matches the regex against the status
+// code's three digits, anywhere in them; vipstack turns it into the
+// codes 100..599 it matches when it reads the file (codes from 600 up,
+// which haproxy could also match, never pass).
 func (p *parser) httpCheck(l line) {
 	args := l.words[1:]
-	if len(args) != 3 || args[0] != "expect" || args[1] != "status" {
-		p.errorf(l, "http-check", "http-check %q is not supported by vipstack (accepted: http-check expect status CODES, such as 200 or 200-399)", strings.Join(args, " "))
+	const accepted = "http-check expect status CODES, such as 200 or 200-399, or http-check expect rstatus REGEX"
+	if len(args) != 3 || args[0] != "expect" || (args[1] != "status" && args[1] != "rstatus") {
+		p.errorf(l, "http-check", "http-check %q is not supported by vipstack (accepted: %s)", strings.Join(args, " "), accepted)
 		return
 	}
 	if !p.once(l, "http-check expect") {
 		return
 	}
-	if _, err := lbconfig.StatusRanges(args[2]); err != nil {
+	codes := args[2]
+	if args[1] == "rstatus" {
+		re, err := regexp.Compile(args[2])
+		if err != nil {
+			p.errorf(l, "http-check", "http-check expect rstatus %q: %v (accepted: a regular expression Go's regexp package takes)", args[2], err)
+			return
+		}
+		if codes = statusRegexRanges(re); codes == "" {
+			p.errorf(l, "http-check", "http-check expect rstatus %q matches no status code 100..599, so every check would fail", args[2])
+			return
+		}
+	} else if _, err := lbconfig.StatusRanges(codes); err != nil {
 		p.errorf(l, "http-check", "http-check expect %v", err)
 		return
 	}
@@ -1557,7 +1589,29 @@ func (p *parser) httpCheck(l line) {
 		p.httpRulesAt = l.num
 	}
 	p.checks.httpRule(l.num)
-	p.be.Check.ExpectStatus = args[2]
+	p.be.Check.ExpectStatus = codes
+}
+
+// statusRegexRanges are the codes 100..599 whose three digits re matches,
+// as ExpectStatus ranges ("200-399"); "" for none.
+func statusRegexRanges(re *regexp.Regexp) string {
+	var parts []string
+	start := -1
+	for code := 100; code <= 600; code++ {
+		in := code < 600 && re.MatchString(strconv.Itoa(code))
+		switch {
+		case in && start < 0:
+			start = code
+		case !in && start >= 0:
+			if start == code-1 {
+				parts = append(parts, strconv.Itoa(start))
+			} else {
+				parts = append(parts, strconv.Itoa(start)+"-"+strconv.Itoa(code-1))
+			}
+			start = -1
+		}
+	}
+	return strings.Join(parts, ",")
 }
 
 // isIPText reports whether s parses as an IP address.

@@ -16,7 +16,19 @@ const statsAdminConds = "if TRUE, if LOCALHOST, unless FALSE"
 // show-desc, show-legends.
 func (p *parser) moreStats(l line, kw string) bool {
 	ls := p.ls
-	st := &ls.stats
+	if !p.statsOption(l, kw, &ls.stats) {
+		return false
+	}
+	if ls.statsLine == 0 {
+		ls.statsLine = l.num
+	}
+	return true
+}
+
+// statsOption reads one of realm, admin, show-node, show-desc,
+// show-legends into st, for a stats listen section or the stats page of
+// an HTTP frontend or backend; false if kw is none of them.
+func (p *parser) statsOption(l line, kw string, st *lbconfig.Stats) bool {
 	switch kw {
 	case "stats realm":
 		if !p.once(l, kw) {
@@ -75,9 +87,6 @@ func (p *parser) moreStats(l line, kw string) bool {
 		}
 	default:
 		return false
-	}
-	if ls.statsLine == 0 {
-		ls.statsLine = l.num
 	}
 	return true
 }

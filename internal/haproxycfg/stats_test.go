@@ -31,5 +31,17 @@ func TestStatsKeywords(t *testing.T) {
 			get:  func(c *lbconfig.Config) any { return []any{c.Stats[0].Admin, c.Stats[0].Node} },
 			want: []any{lbconfig.AdminLocal, "lb1"},
 		},
+		{
+			name: "the stats page of a mode http frontend (OpenShift's)",
+			conf: func(t *testing.T) string {
+				return base + "frontend stats\n  bind 127.0.0.1:47013\n  mode http\n  maxconn 10\n  stats enable\n  stats show-node\n" +
+					"  stats show-desc Stats for ocp4 cluster \n  stats realm Our\\ Stats\n  stats show-legends\n  stats admin if LOCALHOST\n  stats uri /stats\n"
+			},
+			get: func(c *lbconfig.Config) any {
+				s := c.Frontends[1].HTTP.Stats
+				return []any{s.URI, s.ShowNode, s.Desc, s.Realm, s.Legends, s.Admin}
+			},
+			want: []any{"/stats", true, "Stats for ocp4 cluster", "Our Stats", true, lbconfig.AdminLocal},
+		},
 	})
 }

@@ -23,7 +23,7 @@ import (
 // TestCheckDialectsMatchHaproxy runs haproxy 2.6 and vipstack side by
 // side on one file using listen sections that forward, default-server,
 // option tcp-check with a send/expect dialogue, option ssl-hello-chk and
-// http-check expect status, two check options in one backend (the last
+// http-check expect status and rstatus, two check options in one backend (the last
 // wins), against the same servers, and compares each
 // server's check_status; then a client goes through each balancer's
 // forwarding listen.
@@ -103,6 +103,16 @@ backend expect3xx
   option httpchk GET /moved
   http-check expect status 300-399
   server s1 {{WEB}} check
+backend rstatus3xx
+  mode tcp
+  option httpchk GET /moved
+  http-check expect rstatus (2|3)[0-9][0-9]
+  server s1 {{WEB}} check
+backend rstatus2xx
+  mode tcp
+  option httpchk GET /moved
+  http-check expect rstatus ^2
+  server s1 {{WEB}} check
 backend greet
   mode tcp
   default-server inter 200ms
@@ -121,7 +131,7 @@ backend lasthttp
   server s1 {{WEB}} check
 `)
 	}
-	names := []string{"ping", "wrongword", "hello", "hellofail", "expect200", "expect3xx", "greet", "lastssl", "lasthttp"}
+	names := []string{"ping", "wrongword", "hello", "hellofail", "expect200", "expect3xx", "rstatus3xx", "rstatus2xx", "greet", "lastssl", "lasthttp"}
 	ports := freePorts(t, 2)
 	hout := peers.HAProxy(t, conf(ports[0], ports[1]))
 	l := newLBOpts(t, Options{}, parseOnLoopback(t, conf("1", "2")))
@@ -179,7 +189,7 @@ backend lasthttp
 	// What each dialect should give, so that agreeing on a wrong
 	// answer fails too.
 	expected := map[string]string{"ping": "L7OK", "wrongword": "L7RSP", "hello": "L6OK", "hellofail": "L6RSP",
-		"expect200": "L7STS", "expect3xx": "L7OK", "greet": "L4OK", "lastssl": "L6OK", "lasthttp": "L7OK"}
+		"expect200": "L7STS", "expect3xx": "L7OK", "rstatus3xx": "L7OK", "rstatus2xx": "L7STS", "greet": "L4OK", "lastssl": "L6OK", "lasthttp": "L7OK"}
 	if diff := cmp.Diff(expected, want); diff != "" {
 		t.Errorf("haproxy's check_status differs from this test's expectation (-expected +haproxy):\n%s", diff)
 	}

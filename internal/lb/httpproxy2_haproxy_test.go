@@ -2,6 +2,7 @@ package lb
 
 import (
 	"bufio"
+	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -127,6 +128,7 @@ frontend fe
   default_backend sticky
 backend sticky
   cookie SRVID insert indirect nocache
+  ignore-persist if { path_beg /nopersist }
   server s1 {{S1}} cookie one
   server s2 {{S2}} cookie two
 backend byuri
@@ -190,6 +192,15 @@ backend down
 			if diff := cmp.Diff(want, again); diff != "" {
 				t.Errorf("%s: with cookie %s (-want +got):\n%s", p.name, val, diff)
 			}
+		}
+		// ignore-persist: the cookie is not looked at, the requests
+		// are balanced over both servers.
+		seen := map[string]bool{}
+		for range 4 {
+			seen[do(p.port, "/nopersist", "SRVID="+val).Server] = true
+		}
+		if !seen["s1"] || !seen["s2"] {
+			t.Errorf("%s: ignore-persist: 4 requests with cookie %s reached %v, want s1 and s2", p.name, val, seen)
 		}
 		// A cookie of no server: balanced, and given one.
 		if r := do(p.port, "/", "SRVID=nosuch"); r.Server == "" || !strings.HasPrefix(r.SetCookie, "SRVID=") || r.CookieArrived != "" {
@@ -311,4 +322,69 @@ func csvField(csv, px, sv, field string) string {
 		}
 	}
 	return ""
+}
+
+// TestHTTPStatsOptionsInFrontendMatchesHaproxy: the stats page of a
+// mode http frontend that only serves it (OpenShift's layout) with
+// stats realm, show-node, show-desc and show-legends: the 401 names the
+// realm, and the page shows the node and the description, as haproxy's.
+func TestHTTPStatsOptionsInFrontendMatchesHaproxy(t *testing.T) {
+	conf := func(sock string, ports []string) string {
+		return strings.NewReplacer("{{P0}}", ports[0], "{{SOCK}}", sock).Replace(`defaults
+  log {{SOCK}} local0
+  timeout connect 1s
+  timeout client 5s
+  timeout server 5s
+frontend stats
+  bind 127.0.0.1:{{P0}}
+  mode http
+  maxconn 10
+  stats enable
+  stats hide-version
+  stats refresh 30s
+  stats realm Our\ Stats
+  stats show-node lbnode7
+  stats show-desc Stats for the test cluster
+  stats show-legends
+  stats auth u:p
+  stats uri /stats
+`)
+	}
+	_, _, hports, vports := startHaproxyAndLB(t, 1, conf)
+	for _, p := range []struct{ name, port string }{{"haproxy", hports[0]}, {"vipstack", vports[0]}} {
+		waitListening(t, "tcp", "127.0.0.1:"+p.port)
+		for _, tc := range []struct {
+			raw        string
+			wantStatus int
+			wantIn     []string
+		}{
+			{"GET /stats HTTP/1.1\r\nHost: x\r\n\r\n", 401, []string{`realm="Our Stats"`}},
+			{"GET /stats HTTP/1.1\r\nHost: x\r\nAuthorization: Basic dTpw\r\n\r\n", 200, []string{"lbnode7", "Stats for the test cluster", "active UP"}},
+		} {
+			c, err := net.DialTimeout("tcp", "127.0.0.1:"+p.port, bound)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.Write([]byte(tc.raw))
+			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var buf strings.Builder
+			for k, v := range resp.Header {
+				fmt.Fprintf(&buf, "%s: %s\n", k, strings.Join(v, ","))
+			}
+			bufio.NewReader(resp.Body).WriteTo(&buf)
+			resp.Body.Close()
+			c.Close()
+			if resp.StatusCode != tc.wantStatus {
+				t.Errorf("%s: %q: status %d, want %d", p.name, tc.raw, resp.StatusCode, tc.wantStatus)
+			}
+			for _, w := range tc.wantIn {
+				if !strings.Contains(buf.String(), w) {
+					t.Errorf("%s: %q: response lacks %q", p.name, tc.raw, w)
+				}
+			}
+		}
+	}
 }

@@ -821,3 +821,58 @@ backend reset
 		t.Logf("haproxy, %s:\n%s", b, strings.Join(want[b], "\n"))
 	}
 }
+
+// TestLogFormatGlobalQuoteMatchesHaproxy: "%{+Q}o" quotes every variable
+// after it that +Q quotes (addresses, names; not ports nor %ST, which a
+// TCP connection logs as 0), and a variable's own "%{-Q}" wins: the
+// format of a Kubernetes API balancer of the corpus, line for line
+// with haproxy's.
+func TestLogFormatGlobalQuoteMatchesHaproxy(t *testing.T) {
+	server := startBackend(t, "a")
+	conf := func(sock string, ports []string) string {
+		return strings.NewReplacer("{{SOCK}}", sock, "{{SRV}}", server.addr.String(), "{{P0}}", ports[0]).Replace(`defaults
+  mode tcp
+  log {{SOCK}} local0
+  log-format %{+Q}o\ client_address\ \ =\ %ci,\ client_port\ =\ %cp,\ server_address\ =\ %si,\ status\ =\ %ST,\ fe\ =\ %f,\ be\ =\ %{-Q}b
+  timeout connect 1s
+  timeout client 3s
+  timeout server 3s
+frontend fe
+  bind 127.0.0.1:{{P0}}
+  default_backend be
+backend be
+  server s1 {{SRV}}
+`)
+	}
+	hlog, vlog, hports, vports := startHaproxyAndLB(t, 1, conf)
+	for _, port := range []string{hports[0], vports[0]} {
+		waitListening(t, "tcp", "127.0.0.1:"+port)
+		c, err := net.DialTimeout("tcp", "127.0.0.1:"+port, bound)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.SetDeadline(time.Now().Add(bound))
+		io.ReadFull(c, make([]byte, 2)) // "a\n"
+		c.Close()
+	}
+	// A line for the probe of each listener and one for the client.
+	hlog.waitForN(t, "haproxy", "client_address", 2)
+	vlog.waitForN(t, "vipstack", "client_address", 2)
+	body := func(lines []string) []string {
+		var out []string
+		for _, l := range lines {
+			if !strings.Contains(l, "client_address") {
+				continue
+			}
+			_, msg, _ := strings.Cut(l, "]: ")
+			out = append(out, logClientPort.ReplaceAllString(msg, "client_port = PORT"))
+		}
+		return out
+	}
+	want, got := body(hlog.lines()), body(vlog.lines())
+	if len(want) == 0 || !cmp.Equal(want, got) {
+		t.Errorf("lines: haproxy %q, vipstack %q", want, got)
+	}
+}
+
+var logClientPort = regexp.MustCompile(`client_port = [0-9]+`)

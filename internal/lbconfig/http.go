@@ -65,6 +65,9 @@ type HTTPBackend struct {
 	Cookie *Cookie
 	// ServerCookies are the servers' `cookie VALUE`, by server name.
 	ServerCookies map[string]string
+	// IgnorePersist are `ignore-persist if|unless COND`: a request
+	// matching one is balanced as if it had no persistence cookie.
+	IgnorePersist []*Cond
 	// HashHeader is `balance hdr(NAME)`'s header; HashURI `balance uri`.
 	HashHeader string
 	HashURI    bool

@@ -372,10 +372,16 @@ type Monitor struct {
 	// for each request; empty where the section has a log format
 	// (haproxy then logs no monitor request).
 	LogTargets []LogTarget
+	// ErrorFiles are defaults' errorfiles by status code (whole HTTP
+	// answers): the section's own answers of those codes, as haproxy's
+	// (internal/lb/web).
+	ErrorFiles map[int][]byte
 }
 
 // Stats is a `listen` section with `stats enable`.
 type Stats struct {
+	// ErrorFiles: as Monitor's.
+	ErrorFiles  map[int][]byte
 	Name        string
 	Binds       []Bind
 	URI         string

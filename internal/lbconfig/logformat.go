@@ -54,8 +54,9 @@ const TCPLogFormat = "%ci:%cp [%t] %ft %b/%s %Tw/%Tc/%Tt %B %ts %ac/%fc/%bc/%sc/
 //	rc         retries
 //	sq bq      server and backend queue (vipstack queues at the frontend: 0)
 //	pid H      process id, host name
+//	ST         the HTTP status, 0 for a TCP connection (measured)
 var LogVariables = []string{"B", "H", "T", "Tc", "Th", "Tl", "Ts", "Tt", "Tw", "U", "ac", "b", "bc", "bi", "bp", "bq", "ci", "cp",
-	"f", "fc", "fi", "fp", "ft", "ms", "pid", "rc", "s", "sc", "si", "sp", "sq", "t", "ts"}
+	"f", "fc", "fi", "fp", "ft", "ms", "pid", "rc", "s", "sc", "si", "sp", "sq", "t", "ts", "ST"}
 
 // LogItem is one piece of a compiled log format: literal text, or a
 // variable (Var set), quoted when Quote.
@@ -67,7 +68,8 @@ type LogItem struct {
 
 // ParseLogFormat compiles a haproxy log-format string: text, "%%" for a
 // percent sign, and "%VAR" or "%{+Q}VAR" / "%{-Q}VAR" for a variable of
-// LogVariables. Sample expressions ("%[...]"), other flags and unknown
+// LogVariables; "%{+Q}o" quotes every variable after it (haproxy's
+// global options, "%{-Q}VAR" excepted). Sample expressions ("%[...]"), other flags and unknown
 // variables are errors that name them.
 func ParseLogFormat(s string) ([]LogItem, error) { return parseLogFormat(s, LogVariables) }
 
@@ -80,8 +82,18 @@ func parseLogFormat(s string, known []string) ([]LogItem, error) {
 			lit.Reset()
 		}
 	}
+	// global is haproxy's "%o": the flags given to it apply to every
+	// variable after it, which may override them with its own.
+	global := false
 	for i := 0; i < len(s); {
 		c := s[i]
+		if c == ' ' && (lit.Len() == 0 && len(items) == 0 || strings.HasSuffix(lit.String(), " ")) {
+			// haproxy's spaces are separators: a run of them
+			// writes one, and none before the line's first
+			// text or variable (measured: "%{+Q}o a" logs "a").
+			i++
+			continue
+		}
 		if c != '%' {
 			lit.WriteByte(c)
 			i++
@@ -93,7 +105,7 @@ func parseLogFormat(s string, known []string) ([]LogItem, error) {
 			i++
 			continue
 		}
-		quote := false
+		quote := global
 		if i < len(s) && s[i] == '{' {
 			end := strings.IndexByte(s[i:], '}')
 			if end < 0 {
@@ -119,6 +131,11 @@ func parseLogFormat(s string, known []string) ([]LogItem, error) {
 			j++
 		}
 		name := s[i:j]
+		if name == "o" {
+			global = quote
+			i = j
+			continue
+		}
 		if name == "" {
 			return nil, fmt.Errorf("log-format %q: %% at offset %d is not followed by a variable (accepted: %%%% for a percent sign, or one of %s)", s, i-1, strings.Join(known, " "))
 		}

@@ -353,7 +353,7 @@ func (p *Proxy) forward(w http.ResponseWriter, rq *request, c *compiled, name st
 	bh := b.HTTP
 	// Persistence: the cookie names a usable server.
 	chosen, byCookie := -1, false
-	if bh != nil && bh.Cookie != nil {
+	if bh != nil && bh.Cookie != nil && !ignorePersist(bh, c.beACLs[name], rq) {
 		if ck, err := r.Cookie(bh.Cookie.Name); err == nil {
 			val := ck.Value
 			if bh.Cookie.Mode == "prefix" {
@@ -845,4 +845,15 @@ func (p *Proxy) logEmpty(c *trackedConn) {
 	cfg.Log(Entry{Client: addrPort(c.RemoteAddr()), Frontend: addrPort(c.LocalAddr()), Accept: c.accept, FrontendName: name,
 		Backend: name, Server: "<NOSRV>", Request: "<BADREQ>", Status: 400, TR: -1, Tw: -1, Tc: -1, Tr: -1,
 		Ta: time.Since(c.accept), Term: "CR", BadRequest: true})
+}
+
+// ignorePersist reports whether one of the backend's ignore-persist
+// conditions matches the request: then its cookie is not looked at.
+func ignorePersist(bh *lbconfig.HTTPBackend, a acls, rq *request) bool {
+	for _, cond := range bh.IgnorePersist {
+		if a.cond(cond, rq) {
+			return true
+		}
+	}
+	return false
 }

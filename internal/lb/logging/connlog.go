@@ -212,7 +212,7 @@ func (cl *ConnLog) AppendLine(b []byte, cn *Fields, end time.Time) []byte {
 			b = strconv.AppendInt(b, cn.Counts.Server(), 10)
 		case "rc":
 			b = strconv.AppendInt(b, int64(max(cn.Attempts-1, 0)), 10)
-		case "sq", "bq":
+		case "sq", "bq", "ST":
 			b = append(b, '0')
 		case "pid":
 			b = strconv.AppendInt(b, int64(os.Getpid()), 10)

@@ -406,6 +406,9 @@ func isHexDigit(c byte) bool {
 // response is an answer to a request. The head's header lines are in
 // haproxy's order; serveConn adds the framing and connection lines.
 type response struct {
+	// proto is the status line's protocol, "" for HTTP/1.1 (an
+	// errorfile's own).
+	proto  string
 	code   int
 	reason string
 	header []field
@@ -688,7 +691,11 @@ func lingerClose(c net.Conn) {
 // keep it.
 func (resp *response) encode(req *request, closing bool) []byte {
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "HTTP/1.1 %d %s\r\n", resp.code, resp.reason)
+	proto := resp.proto
+	if proto == "" {
+		proto = "HTTP/1.1"
+	}
+	fmt.Fprintf(&b, "%s %d %s\r\n", proto, resp.code, resp.reason)
 	head := req.method == "HEAD"
 	if !resp.chunked && !resp.noLength {
 		fmt.Fprintf(&b, "content-length: %d\r\n", len(resp.body))

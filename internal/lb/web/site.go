@@ -1,6 +1,7 @@
 package web
 
 import (
+	"bytes"
 	"crypto/subtle"
 	"encoding/base64"
 	"net"
@@ -191,9 +192,77 @@ func htmlAnswer(code int, body string) *response {
 }
 
 // toBackend is the answer of the section's backend, which has no server.
-func toBackend() *response {
-	a := htmlAnswer(503, body503)
+func (s *Site) toBackend() *response {
+	a := s.errorAnswer(503, body503)
 	a.backend = true
+	return a
+}
+
+// errorFiles are the section's errorfiles (defaults'), by status code.
+func (s *Site) errorFiles() map[int][]byte {
+	switch {
+	case s.Monitor != nil:
+		return s.Monitor.ErrorFiles
+	case s.Stats != nil:
+		return s.Stats.ErrorFiles
+	}
+	return nil
+}
+
+// errorAnswer is the section's answer with status code: its errorfile
+// for the code when it has one, else haproxy's own (body). haproxy 2.6
+// sends an errorfile as it parsed it at load (measured): the file's
+// status line, its header names in lower case, without its connection
+// header, and the file's body; a file without content-length ends the
+// connection after it, one with it keeps the connection. Its 400 and 408 to a request that did not parse
+// or come in time stay haproxy's own (measured), which http1.go sends.
+func (s *Site) errorAnswer(code int, body string) *response {
+	if raw, ok := s.errorFiles()[code]; ok {
+		if a := errorfileAnswer(raw); a != nil {
+			return a
+		}
+	}
+	return htmlAnswer(code, body)
+}
+
+// errorfileAnswer reads an errorfile; nil if it is no HTTP answer (the
+// parser checked it; a file changed since falls back).
+func errorfileAnswer(raw []byte) *response {
+	// The head ends at the first empty line, CRLF or LF; the body is
+	// the file's bytes after it.
+	end, skip := bytes.Index(raw, []byte("\r\n\r\n")), 4
+	if i := bytes.Index(raw, []byte("\n\n")); i >= 0 && (end < 0 || i < end) {
+		end, skip = i, 2
+	}
+	if end < 0 {
+		return nil
+	}
+	b := raw[end+skip:]
+	lines := strings.Split(strings.ReplaceAll(string(raw[:end]), "\r\n", "\n"), "\n")
+	proto, rest, ok := strings.Cut(lines[0], " ")
+	if !ok || !strings.HasPrefix(proto, "HTTP/") {
+		return nil
+	}
+	codeText, reason, _ := strings.Cut(rest, " ")
+	code, err := strconv.Atoi(codeText)
+	if err != nil || code < 100 || code > 999 {
+		return nil
+	}
+	a := &response{code: code, reason: reason, proto: proto, body: b, noLength: true, close: true}
+	for _, l := range lines[1:] {
+		name, value, ok := strings.Cut(l, ":")
+		if !ok {
+			return nil
+		}
+		name = strings.ToLower(strings.TrimSpace(name))
+		if name == "connection" {
+			continue
+		}
+		if name == "content-length" {
+			a.close = false
+		}
+		a.header = append(a.header, field{name, strings.TrimSpace(value)})
+	}
 	return a
 }
 
@@ -209,12 +278,12 @@ var reasons = map[int]string{200: "OK", 303: "See Other", 401: "Unauthorized", 5
 // (measured: 200).
 func (s *Site) serveMonitor(r *request) *response {
 	if requestPath(r.uri, s.Monitor.URI) != s.Monitor.URI {
-		return toBackend()
+		return s.toBackend()
 	}
 	if s.Core.Healthy() {
 		return htmlAnswer(200, body200)
 	}
-	return htmlAnswer(503, body503)
+	return s.errorAnswer(503, body503)
 }
 
 // requestPath is the path (with its query) of a request URI in absolute
@@ -280,7 +349,7 @@ func (s *Site) serveStats(r *request) *response {
 	path, query, _ := strings.Cut(uri, "?")
 	if !strings.HasPrefix(reqPath, path) || (query != "" && !strings.HasPrefix(reqQuery, query)) ||
 		(r.method != "GET" && r.method != "HEAD" && r.method != "POST") {
-		return toBackend()
+		return s.toBackend()
 	}
 	if !s.authorized(r) {
 		a := htmlAnswer(401, body401)
