@@ -201,8 +201,10 @@ func vipsOf(s *corev1.Service, ready map[string][]string) []VIP {
 		}
 		out = append(out, v)
 	}
-	ours := s.Spec.Type == corev1.ServiceTypeLoadBalancer &&
-		(s.Spec.LoadBalancerClass == nil || *s.Spec.LoadBalancerClass == k8s.LoadBalancerClass)
+	// The controller writes the condition only on Services of its class
+	// (which the agent is not told: --load-balancer-class) and removes it
+	// when the class changes.
+	ours := s.Spec.Type == corev1.ServiceTypeLoadBalancer
 	// A Service sharing another's address (MetalLB's allow-shared-ip)
 	// leaves it to the holder, which announces it.
 	if c := meta.FindStatusCondition(s.Status.Conditions, v1alpha1.ServiceConditionAllocated); ours && c != nil && c.Reason != v1alpha1.ServiceReasonShared {

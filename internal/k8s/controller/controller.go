@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -64,6 +65,17 @@ type Options struct {
 	// PasswordRecheck is how often the source of a VRRP password is read
 	// again (default PasswordRecheck).
 	PasswordRecheck time.Duration
+	// LoadBalancerClass is the spec.loadBalancerClass the controller
+	// answers to (default k8s.LoadBalancerClass); Services with another
+	// class are left alone.
+	LoadBalancerClass string
+	// DefaultGroup, when set, makes vipstack the cluster's default
+	// load-balancer implementation: a LoadBalancer Service that names no
+	// group (with no class, or with LoadBalancerClass) is served by this
+	// group from the auto-assigning pools, unless it is served from
+	// MetalLB's or kube-vip's pools. Unset: such a Service without a class
+	// is left to whatever else serves load balancers.
+	DefaultGroup k8s.GroupRef
 }
 
 // groupIndex indexes Services by the group they name.
@@ -134,6 +146,12 @@ func Setup(mgr manager.Manager, o Options) (*Controller, error) {
 	}
 	if o.MetalLBNamespace == "" {
 		o.MetalLBNamespace = DefaultMetalLBNamespace
+	}
+	if o.LoadBalancerClass == "" {
+		o.LoadBalancerClass = k8s.LoadBalancerClass
+	}
+	if errs := validation.IsQualifiedName(o.LoadBalancerClass); len(errs) > 0 || !strings.Contains(o.LoadBalancerClass, "/") {
+		return nil, fmt.Errorf("load-balancer class %q: want a prefixed name such as %s (%s)", o.LoadBalancerClass, k8s.LoadBalancerClass, strings.Join(append(errs, "a DNS prefix and a name"), "; "))
 	}
 	for _, v := range o.ExcludedVRIDs {
 		if v < 1 || v > 255 {
@@ -277,7 +295,7 @@ func (c *Controller) prepare(ctx context.Context) error {
 			s := &svcs[i]
 			key := s.Namespace + "/" + s.Name
 			allocCond := findCondition(s.Status.Conditions, v1alpha1.ServiceConditionAllocated)
-			if isOurLB(s) && allocCond != nil && allocCond.Reason != v1alpha1.ServiceReasonShared {
+			if c.isOurLB(s) && allocCond != nil && allocCond.Reason != v1alpha1.ServiceReasonShared {
 				for _, ing := range s.Status.LoadBalancer.Ingress {
 					a, err := netip.ParseAddr(ing.IP)
 					if err != nil {
@@ -289,7 +307,7 @@ func (c *Controller) prepare(ctx context.Context) error {
 					}
 					n++
 				}
-			} else if isOurLB(s) && allocCond == nil {
+			} else if c.isOurLB(s) && allocCond == nil {
 				// (InPool includes OpenShift's pools, whose addresses
 				// Services with the keepalived-operator's annotation show.)
 				for _, ing := range s.Status.LoadBalancer.Ingress {

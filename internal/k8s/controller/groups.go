@@ -72,7 +72,7 @@ func (c *Controller) reconcileGroup(ctx context.Context, req reconcile.Request) 
 		// Local Services with addresses: load-balancer ones, or accepted
 		// spec.externalIPs (the agents hold those only on nodes with a
 		// ready endpoint too, in the Service's instance).
-		held := (isOurLB(&s) && len(c.alloc.IPs(sk)) > 0) || len(c.alloc.IPs(extKey(sk))) > 0
+		held := (c.isOurLB(&s) && len(c.alloc.IPs(sk)) > 0) || len(c.alloc.IPs(extKey(sk))) > 0
 		if s.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal && held {
 			local = append(local, sk)
 		}

@@ -55,10 +55,26 @@ const (
 // again even when nothing seems to have changed.
 const waitRetry = 30 * time.Second
 
-// isOurLB reports whether s is a load balancer vipstack may serve.
-func isOurLB(s *corev1.Service) bool {
+// isOurLB reports whether s is a load balancer vipstack may serve: no
+// class, or the controller's.
+func (c *Controller) isOurLB(s *corev1.Service) bool {
 	return s.DeletionTimestamp == nil && s.Spec.Type == corev1.ServiceTypeLoadBalancer &&
-		(s.Spec.LoadBalancerClass == nil || *s.Spec.LoadBalancerClass == k8s.LoadBalancerClass)
+		(s.Spec.LoadBalancerClass == nil || *s.Spec.LoadBalancerClass == c.opts.LoadBalancerClass)
+}
+
+// ReasonDefaultGroup is the reason of a True ServiceConditionGroup on a
+// Service that names no group and is served by the controller's default
+// group (Options.DefaultGroup).
+const ReasonDefaultGroup = "DefaultGroup"
+
+// defaultGroupFor returns the default group when it serves svc: a
+// LoadBalancer of no class or the controller's that names no group and is
+// not served from MetalLB's or kube-vip's pools.
+func (c *Controller) defaultGroupFor(svc *corev1.Service, group k8s.GroupRef, gerr error, foreignMode bool) (k8s.GroupRef, bool) {
+	if c.opts.DefaultGroup.IsZero() || !group.IsZero() || gerr != nil || foreignMode || !c.isOurLB(svc) {
+		return group, false
+	}
+	return c.opts.DefaultGroup, true
 }
 
 func extKey(key string) string { return key + " (externalIPs)" }
@@ -116,6 +132,7 @@ func (c *Controller) reconcileService(ctx context.Context, req reconcile.Request
 	// MetalLB's or kube-vip's pools when vipstack reads some; the group
 	// then follows from the pool of its address.
 	foreignMode := group.IsZero() && gerr == nil && svc.Spec.LoadBalancerClass == nil && !foreign.Empty()
+	group, defaultMode := c.defaultGroupFor(&svc, group, gerr, foreignMode)
 	now := metav1.NewTime(c.clk.Now())
 	var (
 		warnings []problem
@@ -129,14 +146,14 @@ func (c *Controller) reconcileService(ctx context.Context, req reconcile.Request
 	)
 
 	// Load-balancer addresses.
-	if isOurLB(&svc) {
+	if c.isOurLB(&svc) {
 		cond := metav1.Condition{Type: v1alpha1.ServiceConditionAllocated, ObservedGeneration: svc.Generation, LastTransitionTime: now}
 		var p *problem
 		switch {
 		case gerr != nil:
 			p = &problem{ReasonInvalidGroup, gerr.Error()}
 		case group.IsZero() && svc.Spec.LoadBalancerClass != nil:
-			p = &problem{ReasonNoGroup, fmt.Sprintf("loadBalancerClass is %s but the Service names no group: add the annotation %s: NAMESPACE/NAME", k8s.LoadBalancerClass, k8s.GroupAnnotation)}
+			p = &problem{ReasonNoGroup, fmt.Sprintf("loadBalancerClass is %s but the Service names no group: add the annotation %s: NAMESPACE/NAME (or run the controller with --default-group)", c.opts.LoadBalancerClass, k8s.GroupAnnotation)}
 		}
 		if group.IsZero() && gerr == nil && svc.Spec.LoadBalancerClass == nil && !foreignMode {
 			// Not ours: a LoadBalancer without our class and without a
@@ -258,12 +275,16 @@ func (c *Controller) reconcileService(ctx context.Context, req reconcile.Request
 			}
 		}
 	}
-	if !foreignMode || !isOurLB(&svc) {
+	if defaultMode {
+		// The agents read the group from this condition (k8s.ServiceGroup).
+		meta.SetStatusCondition(&svc.Status.Conditions, metav1.Condition{Type: v1alpha1.ServiceConditionGroup, Status: metav1.ConditionTrue,
+			Reason: ReasonDefaultGroup, Message: group.String(), ObservedGeneration: svc.Generation, LastTransitionTime: now})
+	} else if !foreignMode || !c.isOurLB(&svc) {
 		meta.RemoveStatusCondition(&svc.Status.Conditions, v1alpha1.ServiceConditionGroup)
 	}
 	// MetalLB's allow-shared-ip: whether the Service shares another's
 	// address.
-	if skey, from := compat.SharingKey(svc.Annotations); from != "" && isOurLB(&svc) {
+	if skey, from := compat.SharingKey(svc.Annotations); from != "" && c.isOurLB(&svc) {
 		cond := metav1.Condition{Type: v1alpha1.ServiceConditionSharing, ObservedGeneration: svc.Generation, LastTransitionTime: now}
 		if a := findCondition(svc.Status.Conditions, v1alpha1.ServiceConditionAllocated); a != nil && a.Reason == v1alpha1.ServiceReasonShared {
 			cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, v1alpha1.ServiceReasonShared, a.Message
@@ -287,7 +308,7 @@ func (c *Controller) reconcileService(ctx context.Context, req reconcile.Request
 	} else {
 		meta.RemoveStatusCondition(&svc.Status.Conditions, v1alpha1.ServiceConditionKeepalivedAnnotations)
 	}
-	if isOurLB(&svc) {
+	if c.isOurLB(&svc) {
 		// Done above.
 	} else if hasCondition(svc.Status.Conditions, v1alpha1.ServiceConditionAllocated) {
 		// Deleted (with a finalizer of someone else), changed type or class.
@@ -775,7 +796,7 @@ func (c *Controller) sharing(ctx context.Context, svc *corev1.Service, group k8s
 		for i := range list.Items {
 			h := &list.Items[i]
 			hk := h.Namespace + "/" + h.Name
-			if k, _ := compat.SharingKey(h.Annotations); k != skey || hk == key || !isOurLB(h) || len(c.ips(hk)) == 0 {
+			if k, _ := compat.SharingKey(h.Annotations); k != skey || hk == key || !c.isOurLB(h) || len(c.ips(hk)) == 0 {
 				continue
 			}
 			if compat.CanShare(h, svc) == nil && sameGroup(h) {
