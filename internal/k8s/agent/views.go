@@ -82,6 +82,11 @@ func Views(ctx context.Context, r client.Reader, node string, ifs Interfaces, pw
 	}
 	addrs := map[string][]netip.Addr{}
 	for _, n := range nodes.Items {
+		if _, ok := n.Labels[corev1.LabelNodeExcludeBalancers]; ok && n.Name == node {
+			// The controller leaves such a node out of every group; the
+			// agent does not wait for it to say so.
+			return nil, []string{fmt.Sprintf("node %s is labelled %s: it announces no Service address", node, corev1.LabelNodeExcludeBalancers)}, nil
+		}
 		for _, a := range n.Status.Addresses {
 			if a.Type != corev1.NodeInternalIP {
 				continue

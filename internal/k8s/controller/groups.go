@@ -55,11 +55,18 @@ func (c *Controller) reconcileGroup(ctx context.Context, req reconcile.Request) 
 	if err := c.client.List(ctx, &nodes, client.MatchingLabelsSelector{Selector: labels.SelectorFromSet(g.Spec.NodeSelector)}); err != nil {
 		return reconcile.Result{}, fmt.Errorf("list nodes of group %s: %w", key, err)
 	}
-	var names []string
+	var names, excludedNodes []string
 	for _, n := range nodes.Items {
-		if n.DeletionTimestamp == nil {
-			names = append(names, n.Name)
+		if n.DeletionTimestamp != nil {
+			continue
 		}
+		if _, ok := n.Labels[corev1.LabelNodeExcludeBalancers]; ok {
+			// As the cloud service controllers: such a node never
+			// announces a load balancer's address.
+			excludedNodes = append(excludedNodes, n.Name)
+			continue
+		}
+		names = append(names, n.Name)
 	}
 	var svcs corev1.ServiceList
 	if err := c.client.List(ctx, &svcs, client.MatchingFields{groupIndex: key}); err != nil {
@@ -114,6 +121,9 @@ func (c *Controller) reconcileGroup(ctx context.Context, req reconcile.Request) 
 	default:
 		cond.Status, cond.Reason = metav1.ConditionTrue, ReasonInstancesAssigned
 		cond.Message = fmt.Sprintf("%d nodes, %d instances, VRIDs %s", len(names), len(planned), vridList(planned))
+	}
+	if len(excludedNodes) > 0 {
+		cond.Message += fmt.Sprintf("; nodes labelled %s left out: %s", corev1.LabelNodeExcludeBalancers, strings.Join(excludedNodes, ", "))
 	}
 	old := meta.FindStatusCondition(orig.Status.Conditions, cond.Type)
 	meta.SetStatusCondition(&g.Status.Conditions, cond)
