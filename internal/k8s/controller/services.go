@@ -205,6 +205,9 @@ func (c *Controller) reconcileService(ctx context.Context, req reconcile.Request
 			var (
 				shareWith string // the Service whose address this one shares
 				sharedIPs []netip.Addr
+				// bestEffort says which family PreferDualStack went
+				// without, and why.
+				bestEffort string
 			)
 			if p == nil {
 				holder, ips, sp, err := c.sharing(ctx, &svc, group)
@@ -226,9 +229,13 @@ func (c *Controller) reconcileService(ctx context.Context, req reconcile.Request
 						}
 					}
 				}
+				probs, bestEffort = c.dualStack(&svc, key, probs)
 				if len(probs) > 0 {
 					p = &probs[0]
 					warnings = append(warnings, probs[1:]...)
+				}
+				if bestEffort != "" {
+					wait = true // a pool of the other family may come
 				}
 			}
 			ips := c.ips(key)
@@ -264,6 +271,9 @@ func (c *Controller) reconcileService(ctx context.Context, req reconcile.Request
 			} else {
 				cond.Status, cond.Reason = metav1.ConditionTrue, ReasonAllocated
 				cond.Message = fmt.Sprintf("holds %s from group %s", joinAddrs(ips), group)
+				if bestEffort != "" {
+					cond.Message += "; " + bestEffort
+				}
 			}
 			old := findCondition(orig.Status.Conditions, cond.Type)
 			if p != nil && p.reason != ReasonGroupPending && (old == nil || old.Reason != p.reason || old.Message != p.msg) {
@@ -560,6 +570,42 @@ func (c *Controller) externalIPs(svc *corev1.Service, group k8s.GroupRef, gerr e
 	cond.Status, cond.Reason = metav1.ConditionTrue, ReasonAllowed
 	cond.Message = v1alpha1.ExternalIPsMessage(group.String(), svc.Spec.ExternalIPs)
 	return cond, released, problem{}
+}
+
+// dualStack applies the Service's ipFamilyPolicy to the refusals of
+// allocate. PreferDualStack is best effort: once the Service holds an
+// address of one family, the refusal of the other is no failure but a note
+// (returned) for the condition's message. RequireDualStack's refusals say
+// that the policy needs both families.
+func (c *Controller) dualStack(svc *corev1.Service, key string, probs []problem) ([]problem, string) {
+	pol := svc.Spec.IPFamilyPolicy
+	if pol == nil || len(probs) == 0 {
+		return probs, ""
+	}
+	switch *pol {
+	case corev1.IPFamilyPolicyPreferDualStack:
+		if len(c.ips(key)) == 0 {
+			return probs, ""
+		}
+		var notes []string
+		for _, p := range probs {
+			notes = append(notes, p.msg)
+		}
+		return nil, "ipFamilyPolicy PreferDualStack, best effort: " + strings.Join(notes, "; ")
+	case corev1.IPFamilyPolicyRequireDualStack:
+		for i := range probs {
+			probs[i].msg = "ipFamilyPolicy RequireDualStack needs an address of each of " + familyList(svc.Spec.IPFamilies) + ": " + probs[i].msg
+		}
+	}
+	return probs, ""
+}
+
+func familyList(fs []corev1.IPFamily) string {
+	s := make([]string, len(fs))
+	for i, f := range fs {
+		s[i] = string(f)
+	}
+	return strings.Join(s, " and ")
 }
 
 // wantedFamilies are the families of the Service's ipFamilies that get an
