@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"slices"
 	"sort"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -164,7 +165,8 @@ func Views(ctx context.Context, r client.Reader, node string, ifs Interfaces, pw
 			continue
 		}
 		v := GroupView{Key: key, Interface: iface, Unicast: g.Spec.Unicast, Version: g.Spec.Version(),
-			Interval: g.Spec.Interval(), NodeAddrs: addrs}
+			Interval: g.Spec.Interval(), NodeAddrs: addrs, NoPreempt: g.Spec.NonRevertive,
+			PreemptDelay: time.Duration(g.Spec.PreemptDelayMilliseconds) * time.Millisecond}
 		if ref := g.Spec.AuthPassSecretRef; ref != nil {
 			pass, err := pw.read(ctx, k8s.GroupRef{Namespace: g.Namespace, Name: g.Name}, ref)
 			if err != nil {
