@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vipstack/vipstack/internal/k8s/k8slab"
@@ -74,7 +77,22 @@ func TestNonRevertive(t *testing.T) {
 		})
 		return h
 	}
+	announcedBy := func(node string) {
+		t.Helper()
+		testutil.Eventually(t, 30*time.Second, func() error {
+			var s corev1.Service
+			if err := l.Admin.Get(ctx, client.ObjectKey{Namespace: k8slab.ServiceNamespace, Name: "web"}, &s); err != nil {
+				return err
+			}
+			c := meta.FindStatusCondition(s.Status.Conditions, v1alpha1.ServiceConditionAnnounced)
+			if want := vip.String() + " by " + node; c == nil || c.Message != want {
+				return fmt.Errorf("condition %s = %+v, want message %q", v1alpha1.ServiceConditionAnnounced, c, want)
+			}
+			return nil
+		})
+	}
 	first := heldBy(l.Nodes)
+	announcedBy(first)
 	var holder *k8slab.Node
 	var others []*k8slab.Node
 	for _, n := range l.Nodes {
@@ -92,6 +110,26 @@ func TestNonRevertive(t *testing.T) {
 	}
 	taker := heldBy(others)
 	t.Logf("%s held by %s; %s died, %s took it", vip, first, first, taker)
+	// The controller says so, from the agents' status Leases: the
+	// Service's condition names the taker, and an Event the move.
+	announcedBy(taker)
+	testutil.Eventually(t, 30*time.Second, func() error {
+		var evs eventsv1.EventList
+		if err := l.Admin.List(ctx, &evs, client.InNamespace(k8slab.ServiceNamespace)); err != nil {
+			return err
+		}
+		want := fmt.Sprintf("%s moved from %s to %s", vip, first, taker)
+		var seen []string
+		for _, e := range evs.Items {
+			if e.Regarding.Name == "web" && e.Reason == "Moved" {
+				if e.Note == want {
+					return nil
+				}
+				seen = append(seen, e.Note)
+			}
+		}
+		return fmt.Errorf("no Moved Event %q (seen %q)", want, seen)
+	})
 	if err := holder.SetCut(false); err != nil {
 		t.Fatal(err)
 	}
@@ -129,4 +167,5 @@ func TestNonRevertive(t *testing.T) {
 	if got, err := fetch(l.Topo.Client, vip); err != nil || got != taker {
 		t.Errorf("answer %q (%v), want %s", got, err, taker)
 	}
+	announcedBy(taker)
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -84,6 +85,12 @@ const groupIndex = "vipstack.io/group"
 // Controller holds the allocator and the VRID table, both rebuilt from
 // the API by the first reconcile after a start.
 type Controller struct {
+	// lastAnnounced is the addresses each node's agent announced at the
+	// last look at its status Lease (under mu).
+	lastAnnounced map[string][]netip.Addr
+	// lastBy is the nodes (comma-separated) that last announced each
+	// address (under mu).
+	lastBy map[netip.Addr]string
 	client client.Client
 	cache  client.Reader // MetalLB's objects (unstructured) and kube-vip's ConfigMap
 	// secrets reads the VRRP passwords' source Secrets by name, uncached.
@@ -177,6 +184,9 @@ func Setup(mgr manager.Manager, o Options) (*Controller, error) {
 		retry:       make(chan event.GenericEvent, 1<<14),
 		foreignKick: make(chan event.GenericEvent, 1),
 		m:           newMetrics(o.Registry),
+		// lastAnnounced: what each agent's Lease said last (announced.go).
+		lastAnnounced: map[string][]netip.Addr{},
+		lastBy:        map[netip.Addr]string{},
 	}
 	c.metallb = !o.NoForeign && hasMetalLB(mgr.GetRESTMapper())
 	c.keepalived = !o.NoKeepalivedOperator && hasKind(mgr.GetRESTMapper(), keepalivedGroupGVK)
@@ -198,6 +208,7 @@ func Setup(mgr manager.Manager, o Options) (*Controller, error) {
 		For(&corev1.Service{}).
 		Watches(&discoveryv1.EndpointSlice{}, handler.EnqueueRequestsFromMapFunc(c.serviceOfSlice), builder.WithPredicates(readyNodesChanged)).
 		Watches(&v1alpha1.IPPool{}, handler.EnqueueRequestsFromMapFunc(c.waitingServices)).
+		Watches(&coordinationv1.Lease{}, handler.EnqueueRequestsFromMapFunc(c.servicesOfLease)).
 		Watches(&v1alpha1.VIPGroup{}, handler.EnqueueRequestsFromMapFunc(c.servicesOfGroup)).
 		WatchesRawSource(source.Channel(c.retry, &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: o.Workers}).

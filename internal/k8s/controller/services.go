@@ -361,6 +361,25 @@ func (c *Controller) reconcileService(ctx context.Context, req reconcile.Request
 		meta.RemoveStatusCondition(&svc.Status.Conditions, v1alpha1.ServiceConditionLocalEndpoints)
 	}
 
+	// Which node announces each address (the agents' status Leases).
+	var moved *problem
+	if ips := c.ips(key); c.isOurLB(&svc) && len(ips) > 0 {
+		by, err := c.announcers(ctx)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		var acond metav1.Condition
+		c.mu.Lock()
+		acond, moved = announcedCondition(&svc, ips, by, findCondition(orig.Status.Conditions, v1alpha1.ServiceConditionAnnounced), c.lastBy, now)
+		c.mu.Unlock()
+		if old := findCondition(orig.Status.Conditions, acond.Type); old != nil && old.Status == acond.Status && old.Reason == acond.Reason && old.Message == acond.Message {
+			acond.LastTransitionTime = old.LastTransitionTime
+		}
+		meta.SetStatusCondition(&svc.Status.Conditions, acond)
+	} else {
+		meta.RemoveStatusCondition(&svc.Status.Conditions, v1alpha1.ServiceConditionAnnounced)
+	}
+
 	c.mu.Lock()
 	if wait {
 		c.waiting[req.NamespacedName] = true
@@ -401,6 +420,9 @@ func (c *Controller) reconcileService(ctx context.Context, req reconcile.Request
 			typ = corev1.EventTypeWarning
 		}
 		c.events.Eventf(&svc, nil, typ, announce.reason, "Announce", "%s", announce.msg)
+	}
+	if moved != nil {
+		c.events.Eventf(&svc, nil, corev1.EventTypeNormal, moved.reason, "Announce", "%s", moved.msg)
 	}
 	if wait {
 		return reconcile.Result{RequeueAfter: waitRetry}, nil
@@ -675,7 +697,11 @@ func (c *Controller) releaseKey(key string) []netip.Addr {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.extKeys, key)
-	return c.alloc.Release(key)
+	out := c.alloc.Release(key)
+	for _, a := range out {
+		delete(c.lastBy, a)
+	}
+	return out
 }
 
 // forget releases everything a deleted Service held.
@@ -684,6 +710,9 @@ func (c *Controller) forget(n types.NamespacedName) {
 	c.mu.Lock()
 	a := c.alloc.Release(key)
 	b := c.alloc.Release(extKey(key))
+	for _, x := range a {
+		delete(c.lastBy, x)
+	}
 	delete(c.extKeys, extKey(key))
 	delete(c.waiting, n)
 	if len(a)+len(b) > 0 {
