@@ -77,9 +77,11 @@ func TestNonRevertive(t *testing.T) {
 		})
 		return h
 	}
+	// A killed agent's Lease says MASTER until it expires (30 s after its
+	// last renewal): the condition names both nodes until then.
 	announcedBy := func(node string) {
 		t.Helper()
-		testutil.Eventually(t, 30*time.Second, func() error {
+		testutil.Eventually(t, 75*time.Second, func() error {
 			var s corev1.Service
 			if err := l.Admin.Get(ctx, client.ObjectKey{Namespace: k8slab.ServiceNamespace, Name: "web"}, &s); err != nil {
 				return err

@@ -67,17 +67,27 @@ func leaseAnnounces(l *coordinationv1.Lease, now time.Time) (node string, addrs 
 // announcers reads every agent's status Lease (from the cache: the
 // release namespace, label agent.LeaseLabel) and returns the nodes that
 // announce each address.
-func (c *Controller) announcers(ctx context.Context) (map[netip.Addr][]string, error) {
+// expires is when the first of the Leases that announce something
+// expires (zero: none does): a killed agent's Lease keeps saying MASTER
+// until then, and the Service is looked at again at that moment.
+func (c *Controller) announcers(ctx context.Context) (by map[netip.Addr][]string, expires time.Time, err error) {
 	var leases coordinationv1.LeaseList
 	if err := c.client.List(ctx, &leases, client.InNamespace(c.opts.Namespace), client.MatchingLabels{agent.LeaseLabel: "true"}); err != nil {
-		return nil, fmt.Errorf("list the agents' status Leases: %w", err)
+		return nil, time.Time{}, fmt.Errorf("list the agents' status Leases: %w", err)
 	}
 	out := map[netip.Addr][]string{}
 	now := c.clk.Now()
 	for i := range leases.Items {
-		node, addrs, ok := leaseAnnounces(&leases.Items[i], now)
+		l := &leases.Items[i]
+		node, addrs, ok := leaseAnnounces(l, now)
 		if !ok {
 			continue
+		}
+		if len(addrs) > 0 {
+			end := l.Spec.RenewTime.Add(time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second)
+			if expires.IsZero() || end.Before(expires) {
+				expires = end
+			}
 		}
 		for _, a := range addrs {
 			if !slices.Contains(out[a], node) {
@@ -88,7 +98,7 @@ func (c *Controller) announcers(ctx context.Context) (map[netip.Addr][]string, e
 	for a := range out {
 		sort.Strings(out[a])
 	}
-	return out, nil
+	return out, expires, nil
 }
 
 // servicesOfLease maps an agent's Lease to the Services whose addresses
@@ -148,7 +158,10 @@ func announcedCondition(svc *corev1.Service, ips []netip.Addr, by map[netip.Addr
 		}
 		now := strings.Join(nodes, ",")
 		parts = append(parts, a.String()+" by "+now)
-		if was, ok := prev[a.String()]; ok && was != now {
+		if len(nodes) > 1 {
+			continue // during a failover: the move is told once it is over
+		}
+		if was, ok := prev[a.String()]; ok && was != now && !strings.Contains(was, ",") {
 			moves = append(moves, fmt.Sprintf("%s moved from %s to %s", a, was, now))
 		}
 		last[a] = now

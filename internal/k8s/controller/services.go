@@ -363,10 +363,18 @@ func (c *Controller) reconcileService(ctx context.Context, req reconcile.Request
 
 	// Which node announces each address (the agents' status Leases).
 	var moved *problem
+	var recheck time.Duration // when the announcers may have changed
 	if ips := c.ips(key); c.isOurLB(&svc) && len(ips) > 0 {
-		by, err := c.announcers(ctx)
+		by, expires, err := c.announcers(ctx)
 		if err != nil {
 			return reconcile.Result{}, err
+		}
+		for _, a := range ips {
+			if len(by[a]) > 1 && !expires.IsZero() {
+				// Two nodes say MASTER: one may be a dead agent whose
+				// Lease has not expired yet; look again when it has.
+				recheck = max(expires.Sub(c.clk.Now())+time.Second, time.Second)
+			}
 		}
 		var acond metav1.Condition
 		c.mu.Lock()
@@ -424,10 +432,11 @@ func (c *Controller) reconcileService(ctx context.Context, req reconcile.Request
 	if moved != nil {
 		c.events.Eventf(&svc, nil, corev1.EventTypeNormal, moved.reason, "Announce", "%s", moved.msg)
 	}
-	if wait {
-		return reconcile.Result{RequeueAfter: waitRetry}, nil
+	res := reconcile.Result{RequeueAfter: recheck}
+	if wait && (recheck == 0 || recheck > waitRetry) {
+		res.RequeueAfter = waitRetry
 	}
-	return reconcile.Result{}, nil
+	return res, nil
 }
 
 // poolChoice is where a Service's new addresses may come from: the pool
