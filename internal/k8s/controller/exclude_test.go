@@ -22,7 +22,7 @@ func TestExcludedNodes(t *testing.T) {
 	h.node("n1", "198.18.0.11", nil)
 	h.node("n2", "198.18.0.12", map[string]string{corev1.LabelNodeExcludeBalancers: ""})
 	h.create(group("infra", "g", nil))
-	h.startController(controller.Options{})
+	h.startController(controller.Options{ExcludedVRIDs: []int{7, 8}})
 
 	nodesOf := func(g *v1alpha1.VIPGroup) []string {
 		var out []string
@@ -34,6 +34,10 @@ func TestExcludedNodes(t *testing.T) {
 	g := h.groupStatus("infra", "g", func(g *v1alpha1.VIPGroup) error {
 		if got := nodesOf(g); len(got) != 1 || got[0] != "n1" || g.Status.Nodes != 1 {
 			return fmt.Errorf("instances on %v, status.nodes %d; want n1 alone", got, g.Status.Nodes)
+		}
+		// The budget: 255 less the 2 excluded and its own.
+		if g.Status.VRIDsAvailable != 252 {
+			return fmt.Errorf("vridsAvailable %d, want 252", g.Status.VRIDsAvailable)
 		}
 		return nil
 	})
@@ -52,8 +56,8 @@ func TestExcludedNodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.groupStatus("infra", "g", func(g *v1alpha1.VIPGroup) error {
-		if got := nodesOf(g); len(got) != 2 {
-			return fmt.Errorf("instances on %v, want n1 and n2 once the label is gone", got)
+		if got := nodesOf(g); len(got) != 2 || g.Status.VRIDsAvailable != 251 {
+			return fmt.Errorf("instances on %v, vridsAvailable %d; want n1 and n2 once the label is gone, and 251", got, g.Status.VRIDsAvailable)
 		}
 		return nil
 	})

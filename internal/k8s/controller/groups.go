@@ -105,6 +105,7 @@ func (c *Controller) reconcileGroup(ctx context.Context, req reconcile.Request) 
 
 	g.Status.ObservedGeneration = g.Generation
 	g.Status.Nodes = int32(len(names))
+	g.Status.VRIDsAvailable = int32(vridsAvailable(planned, excluded, taken))
 	g.Status.Instances = make([]v1alpha1.GroupInstance, len(planned))
 	for i, in := range planned {
 		g.Status.Instances[i] = v1alpha1.GroupInstance{Name: in.Name, VRID: int32(in.VRID), Node: in.Node, Service: in.Service}
@@ -157,4 +158,23 @@ func vridList(ins []k8s.Instance) string {
 		s[i] = fmt.Sprint(v)
 	}
 	return strings.Join(s, ",")
+}
+
+// vridsAvailable is how many VRIDs (1 to 255) are neither the group's own
+// (planned), excluded, nor another group's (taken).
+func vridsAvailable(planned []k8s.Instance, excluded []int, taken map[int]string) int {
+	used := map[int]bool{}
+	for _, in := range planned {
+		used[in.VRID] = true
+	}
+	for _, v := range excluded {
+		used[v] = true
+	}
+	n := 0
+	for v := 1; v <= 255; v++ {
+		if _, other := taken[v]; !used[v] && !other {
+			n++
+		}
+	}
+	return n
 }

@@ -66,6 +66,11 @@ type VIPGroupStatus struct {
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 	// Nodes is the number of nodes the selector matches.
 	Nodes int32 `json:"nodes,omitempty"`
+	// VRIDsAvailable is the group's VRID budget: how many more VRIDs it
+	// could take (1 to 255 less the excluded ones, those of every other
+	// group and its own). A node takes one, and so does each Service with
+	// externalTrafficPolicy Local.
+	VRIDsAvailable int32 `json:"vridsAvailable"`
 	// Instances are the group's VRRP instances with their VRIDs: one per
 	// node (preferred master on it) and one per Service with
 	// externalTrafficPolicy Local. VRIDs are unique across every group
