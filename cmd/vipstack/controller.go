@@ -45,6 +45,8 @@ func runController(ctx context.Context, args []string, stdout, stderr io.Writer)
 		metallbNS   = fs.String("metallb-namespace", controller.DefaultMetalLBNamespace, "namespace of MetalLB's IPAddressPools and L2Advertisements, read when MetalLB's CRDs are installed")
 		foreign     = fs.Bool("read-metallb-kube-vip", true, "serve Services that name no group from MetalLB's and kube-vip's pools (docs/install.md, Migrating)")
 		keepalived  = fs.Bool("read-keepalived-operator", true, "serve keepalived-operator's KeepalivedGroups and read OpenShift's Network externalIP CIDRs, when their CRDs are installed (docs/kubernetes.md)")
+		lbClass     = fs.String("load-balancer-class", k8s.LoadBalancerClass, "the spec.loadBalancerClass served; Services of another class are left alone")
+		defGroup    = fs.String("default-group", "", "NAMESPACE/NAME of the VIPGroup serving LoadBalancer Services that name none (with no class or --load-balancer-class): vipstack is then the cluster's default implementation; empty: Services with no class and no group are left alone")
 	)
 	logLevel := addLogLevel(fs, "vipstack controller", "")
 	if code, ok := parseNoArgs(fs, args, stderr); !ok {
@@ -61,6 +63,11 @@ func runController(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	if err := checkNamespace(*namespace); err != nil {
 		fmt.Fprintf(stderr, "vipstack controller: --namespace: %v\n", err)
+		return 2
+	}
+	dg, err := parseDefaultGroup(*defGroup)
+	if err != nil {
+		fmt.Fprintf(stderr, "vipstack controller: --default-group: %v\n", err)
 		return 2
 	}
 	if *leaseNS == "" {
@@ -84,13 +91,20 @@ func runController(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return 1
 	}
 	if _, err := controller.Setup(mgr, controller.Options{Logger: log, ExcludedVRIDs: vrids, Workers: *workers,
-		Registry: crmetrics.Registry, MetalLBNamespace: *metallbNS, NoForeign: !*foreign, NoKeepalivedOperator: !*keepalived, Namespace: *namespace}); err != nil {
+		Registry: crmetrics.Registry, MetalLBNamespace: *metallbNS, NoForeign: !*foreign, NoKeepalivedOperator: !*keepalived, Namespace: *namespace,
+		LoadBalancerClass: *lbClass, DefaultGroup: dg}); err != nil {
 		fmt.Fprintf(stderr, "vipstack controller: %v\n", err)
 		return 1
 	}
 	log.Info("vipstack controller starting", "version", version.String(), "api", cfg.Host, "leader_elect", *leaderElect, "lease_namespace", *leaseNS)
+	return awaitManager(ctx, mgr.Start, log)
+}
+
+// awaitManager runs start until it returns or ctx ends, then waits
+// stopGrace at most for it to stop.
+func awaitManager(ctx context.Context, start func(context.Context) error, log *slog.Logger) int {
 	errc := make(chan error, 1)
-	go func() { errc <- mgr.Start(ctx) }()
+	go func() { errc <- start(ctx) }()
 	var startErr error
 	select {
 	case startErr = <-errc:
@@ -178,4 +192,15 @@ func envOr(name, dflt string) string {
 		return v
 	}
 	return dflt
+}
+
+// parseDefaultGroup reads --default-group: empty, or NAMESPACE/NAME.
+func parseDefaultGroup(v string) (k8s.GroupRef, error) {
+	if v == "" {
+		return k8s.GroupRef{}, nil
+	}
+	if !strings.Contains(v, "/") {
+		return k8s.GroupRef{}, fmt.Errorf("%q: want NAMESPACE/NAME of a VIPGroup", v)
+	}
+	return k8s.ParseGroupRef("", v)
 }

@@ -59,6 +59,7 @@ const (
 
 // Env is a running etcd and kube-apiserver pair.
 type Env struct {
+	dualStack bool // Options.DualStack
 	// Config reaches the API server as AdminUser.
 	Config *rest.Config
 	// Kubeconfig is the path of a kubeconfig file with the same cluster and
@@ -94,7 +95,14 @@ type Options struct {
 	// (hack/kube-binaries.sh --module builds it), beside tools/kube's
 	// etcd. Empty: tools/kube's, the version every other test runs.
 	Module string
+	// DualStack gives the API server an IPv6 ClusterIP range too
+	// (ServiceCIDR6), so that Services may be PreferDualStack or
+	// RequireDualStack with both families.
+	DualStack bool
 }
+
+// ServiceCIDR6 is the IPv6 ClusterIP range of a DualStack API server.
+const ServiceCIDR6 = "fd00:5e7::/112"
 
 // Start runs etcd and kube-apiserver for the test and returns once the API
 // server's /readyz succeeds. Both are stopped and their data removed when the
@@ -286,7 +294,7 @@ func start(bin, apiBin string, o Options) (_ *Env, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("create data directory: %w", err)
 	}
-	env := &Env{dir: dir, Bin: bin}
+	env := &Env{dir: dir, Bin: bin, dualStack: o.DualStack}
 	defer func() {
 		if err != nil {
 			env.Stop()
@@ -387,7 +395,7 @@ func (e *Env) startAPIServer(ctx context.Context, bin, etcdURL string, c *creden
 			// advertises loopback and keeps no endpoints for itself.
 			"--advertise-address=127.0.0.1",
 			"--endpoint-reconciler-type=none",
-			"--service-cluster-ip-range="+ServiceCIDR,
+			"--service-cluster-ip-range="+serviceRange(e.dualStack),
 			"--cert-dir="+filepath.Join(e.dir, "certs"),
 			"--tls-cert-file="+c.certFile,
 			"--tls-private-key-file="+c.keyFile,
@@ -707,4 +715,11 @@ func (e *Env) WriteKubeconfigAs(path, server, ns, sa string) error {
 		return fmt.Errorf("kubetest: write kubeconfig: %w", err)
 	}
 	return nil
+}
+
+func serviceRange(dual bool) string {
+	if dual {
+		return ServiceCIDR + "," + ServiceCIDR6
+	}
+	return ServiceCIDR
 }

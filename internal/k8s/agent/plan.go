@@ -20,6 +20,10 @@ type GroupView struct {
 	Interval  time.Duration
 	// AuthPass is the VRRPv2 simple password ("": none).
 	AuthPass string
+	// NoPreempt and PreemptDelay are the group's nonRevertive and
+	// preemptDelayMilliseconds (keepalived's nopreempt, preempt_delay).
+	NoPreempt    bool
+	PreemptDelay time.Duration
 	// Instances are the group's instances with their VRIDs, from its
 	// status (the controller's choice; agents never pick VRIDs).
 	Instances []k8s.Instance
@@ -50,10 +54,13 @@ type Instance struct {
 	Version   int
 	Interval  time.Duration
 	Priority  uint8
-	AuthPass  string       // VRRPv2 simple password; "": none
-	Src       netip.Addr   // unicast source; zero in multicast mode
-	Peers     []netip.Addr // unicast peers; nil in multicast mode
-	VIPs      []netip.Addr // sorted
+	AuthPass  string // VRRPv2 simple password; "": none
+	NoPreempt bool   // keepalived's nopreempt
+	// PreemptDelay is keepalived's preempt_delay.
+	PreemptDelay time.Duration
+	Src          netip.Addr   // unicast source; zero in multicast mode
+	Peers        []netip.Addr // unicast peers; nil in multicast mode
+	VIPs         []netip.Addr // sorted
 }
 
 // Plan is this node's share of every group.
@@ -171,7 +178,7 @@ func PlanNode(node string, groups []GroupView) (Plan, []string) {
 				ver = 3
 			}
 			inst := Instance{Name: name, Group: g.Key, Instance: gi.Name, Interface: g.Interface, VRID: gi.VRID, Family: k.fam,
-				Version: ver, Interval: g.Interval, Priority: k8s.Priority(gi, node)}
+				Version: ver, Interval: g.Interval, Priority: k8s.Priority(gi, node), NoPreempt: g.NoPreempt, PreemptDelay: g.PreemptDelay}
 			if ver == 2 {
 				inst.AuthPass = g.AuthPass // VRRPv3 (and so IPv6) has no authentication
 			}
@@ -264,6 +271,7 @@ func (p Plan) Model() *keepalived.Config {
 		ki := cfg.NewInstance(in.Name)
 		ki.Interface, ki.VRID, ki.Priority = in.Interface, uint8(in.VRID), in.Priority
 		ki.Version, ki.AdvertInterval = in.Version, in.Interval
+		ki.Preempt, ki.PreemptDelay = !in.NoPreempt, in.PreemptDelay
 		if in.AuthPass != "" {
 			ki.AuthType, ki.AuthPass = "PASS", in.AuthPass
 		}

@@ -266,3 +266,40 @@ func TestPlanNodePassword(t *testing.T) {
 		t.Errorf("rendered configuration has no auth_pass:\n%s", text)
 	}
 }
+
+// TestPlanNodePreempt: a group's nonRevertive and preemptDelayMilliseconds
+// reach every instance of the node as keepalived's nopreempt and
+// preempt_delay, and pass the keepalived.conf reader's rules.
+func TestPlanNodePreempt(t *testing.T) {
+	tests := []struct {
+		name      string
+		noPreempt bool
+		delay     time.Duration
+		want      string // in the rendered text
+	}{
+		{name: "non-revertive", noPreempt: true, want: "nopreempt"},
+		{name: "delay", delay: 5 * time.Second, want: "preempt_delay 5"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := testGroups()[0]
+			g.NoPreempt, g.PreemptDelay = tt.noPreempt, tt.delay
+			p, _ := PlanNode("n1", []GroupView{g})
+			cfg, err := p.Config()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(cfg.Instances) == 0 {
+				t.Fatal("no instances")
+			}
+			for _, in := range cfg.Instances {
+				if in.Preempt == tt.noPreempt || in.PreemptDelay != tt.delay {
+					t.Errorf("instance %s: preempt %t delay %v, want preempt %t delay %v", in.Name, in.Preempt, in.PreemptDelay, !tt.noPreempt, tt.delay)
+				}
+			}
+			if text := p.Render(); !strings.Contains(text, tt.want) {
+				t.Errorf("rendered configuration has no %q:\n%s", tt.want, text)
+			}
+		})
+	}
+}

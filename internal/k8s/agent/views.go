@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"slices"
 	"sort"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -82,6 +83,11 @@ func Views(ctx context.Context, r client.Reader, node string, ifs Interfaces, pw
 	}
 	addrs := map[string][]netip.Addr{}
 	for _, n := range nodes.Items {
+		if _, ok := n.Labels[corev1.LabelNodeExcludeBalancers]; ok && n.Name == node {
+			// The controller leaves such a node out of every group; the
+			// agent does not wait for it to say so.
+			return nil, []string{fmt.Sprintf("node %s is labelled %s: it announces no Service address", node, corev1.LabelNodeExcludeBalancers)}, nil
+		}
 		for _, a := range n.Status.Addresses {
 			if a.Type != corev1.NodeInternalIP {
 				continue
@@ -159,7 +165,8 @@ func Views(ctx context.Context, r client.Reader, node string, ifs Interfaces, pw
 			continue
 		}
 		v := GroupView{Key: key, Interface: iface, Unicast: g.Spec.Unicast, Version: g.Spec.Version(),
-			Interval: g.Spec.Interval(), NodeAddrs: addrs}
+			Interval: g.Spec.Interval(), NodeAddrs: addrs, NoPreempt: g.Spec.NonRevertive,
+			PreemptDelay: time.Duration(g.Spec.PreemptDelayMilliseconds) * time.Millisecond}
 		if ref := g.Spec.AuthPassSecretRef; ref != nil {
 			pass, err := pw.read(ctx, k8s.GroupRef{Namespace: g.Namespace, Name: g.Name}, ref)
 			if err != nil {
@@ -201,8 +208,10 @@ func vipsOf(s *corev1.Service, ready map[string][]string) []VIP {
 		}
 		out = append(out, v)
 	}
-	ours := s.Spec.Type == corev1.ServiceTypeLoadBalancer &&
-		(s.Spec.LoadBalancerClass == nil || *s.Spec.LoadBalancerClass == k8s.LoadBalancerClass)
+	// The controller writes the condition only on Services of its class
+	// (which the agent is not told: --load-balancer-class) and removes it
+	// when the class changes.
+	ours := s.Spec.Type == corev1.ServiceTypeLoadBalancer
 	// A Service sharing another's address (MetalLB's allow-shared-ip)
 	// leaves it to the holder, which announces it.
 	if c := meta.FindStatusCondition(s.Status.Conditions, v1alpha1.ServiceConditionAllocated); ours && c != nil && c.Reason != v1alpha1.ServiceReasonShared {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -19,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -64,6 +66,17 @@ type Options struct {
 	// PasswordRecheck is how often the source of a VRRP password is read
 	// again (default PasswordRecheck).
 	PasswordRecheck time.Duration
+	// LoadBalancerClass is the spec.loadBalancerClass the controller
+	// answers to (default k8s.LoadBalancerClass); Services with another
+	// class are left alone.
+	LoadBalancerClass string
+	// DefaultGroup, when set, makes vipstack the cluster's default
+	// load-balancer implementation: a LoadBalancer Service that names no
+	// group (with no class, or with LoadBalancerClass) is served by this
+	// group from the auto-assigning pools, unless it is served from
+	// MetalLB's or kube-vip's pools. Unset: such a Service without a class
+	// is left to whatever else serves load balancers.
+	DefaultGroup k8s.GroupRef
 }
 
 // groupIndex indexes Services by the group they name.
@@ -72,6 +85,12 @@ const groupIndex = "vipstack.io/group"
 // Controller holds the allocator and the VRID table, both rebuilt from
 // the API by the first reconcile after a start.
 type Controller struct {
+	// lastAnnounced is the addresses each node's agent announced at the
+	// last look at its status Lease (under mu).
+	lastAnnounced map[string][]netip.Addr
+	// lastBy is the nodes (comma-separated) that last announced each
+	// address (under mu).
+	lastBy map[netip.Addr]string
 	client client.Client
 	cache  client.Reader // MetalLB's objects (unstructured) and kube-vip's ConfigMap
 	// secrets reads the VRRP passwords' source Secrets by name, uncached.
@@ -135,6 +154,12 @@ func Setup(mgr manager.Manager, o Options) (*Controller, error) {
 	if o.MetalLBNamespace == "" {
 		o.MetalLBNamespace = DefaultMetalLBNamespace
 	}
+	if o.LoadBalancerClass == "" {
+		o.LoadBalancerClass = k8s.LoadBalancerClass
+	}
+	if errs := validation.IsQualifiedName(o.LoadBalancerClass); len(errs) > 0 || !strings.Contains(o.LoadBalancerClass, "/") {
+		return nil, fmt.Errorf("load-balancer class %q: want a prefixed name such as %s (%s)", o.LoadBalancerClass, k8s.LoadBalancerClass, strings.Join(append(errs, "a DNS prefix and a name"), "; "))
+	}
 	for _, v := range o.ExcludedVRIDs {
 		if v < 1 || v > 255 {
 			return nil, fmt.Errorf("excluded VRID %d: want 1 to 255", v)
@@ -159,6 +184,9 @@ func Setup(mgr manager.Manager, o Options) (*Controller, error) {
 		retry:       make(chan event.GenericEvent, 1<<14),
 		foreignKick: make(chan event.GenericEvent, 1),
 		m:           newMetrics(o.Registry),
+		// lastAnnounced: what each agent's Lease said last (announced.go).
+		lastAnnounced: map[string][]netip.Addr{},
+		lastBy:        map[netip.Addr]string{},
 	}
 	c.metallb = !o.NoForeign && hasMetalLB(mgr.GetRESTMapper())
 	c.keepalived = !o.NoKeepalivedOperator && hasKind(mgr.GetRESTMapper(), keepalivedGroupGVK)
@@ -180,6 +208,7 @@ func Setup(mgr manager.Manager, o Options) (*Controller, error) {
 		For(&corev1.Service{}).
 		Watches(&discoveryv1.EndpointSlice{}, handler.EnqueueRequestsFromMapFunc(c.serviceOfSlice), builder.WithPredicates(readyNodesChanged)).
 		Watches(&v1alpha1.IPPool{}, handler.EnqueueRequestsFromMapFunc(c.waitingServices)).
+		Watches(&coordinationv1.Lease{}, handler.EnqueueRequestsFromMapFunc(c.servicesOfLease)).
 		Watches(&v1alpha1.VIPGroup{}, handler.EnqueueRequestsFromMapFunc(c.servicesOfGroup)).
 		WatchesRawSource(source.Channel(c.retry, &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: o.Workers}).
@@ -277,7 +306,7 @@ func (c *Controller) prepare(ctx context.Context) error {
 			s := &svcs[i]
 			key := s.Namespace + "/" + s.Name
 			allocCond := findCondition(s.Status.Conditions, v1alpha1.ServiceConditionAllocated)
-			if isOurLB(s) && allocCond != nil && allocCond.Reason != v1alpha1.ServiceReasonShared {
+			if c.isOurLB(s) && allocCond != nil && allocCond.Reason != v1alpha1.ServiceReasonShared {
 				for _, ing := range s.Status.LoadBalancer.Ingress {
 					a, err := netip.ParseAddr(ing.IP)
 					if err != nil {
@@ -289,7 +318,7 @@ func (c *Controller) prepare(ctx context.Context) error {
 					}
 					n++
 				}
-			} else if isOurLB(s) && allocCond == nil {
+			} else if c.isOurLB(s) && allocCond == nil {
 				// (InPool includes OpenShift's pools, whose addresses
 				// Services with the keepalived-operator's annotation show.)
 				for _, ing := range s.Status.LoadBalancer.Ingress {

@@ -72,6 +72,15 @@ func TestCRDValidation(t *testing.T) {
 			g.Spec.AuthPassSecretRef = &v1alpha1.SecretKeyRef{Name: "vrrp"}
 			return g
 		}(), wantErr: "spec.authPassSecretRef.key"},
+		{name: "group non-revertive", obj: func() client.Object { g := group("v", "g", nil); g.Spec.NonRevertive = true; return g }()},
+		{name: "group preempt delay", obj: func() client.Object { g := group("v", "g", nil); g.Spec.PreemptDelayMilliseconds = 30000; return g }()},
+		{name: "group non-revertive with delay", obj: func() client.Object {
+			g := group("v", "g", nil)
+			g.Spec.NonRevertive, g.Spec.PreemptDelayMilliseconds = true, 30000
+			return g
+		}(), wantErr: "preemptDelayMilliseconds has no effect with nonRevertive"},
+		{name: "group preempt delay too long", obj: func() client.Object { g := group("v", "g", nil); g.Spec.PreemptDelayMilliseconds = 1000001; return g }(),
+			wantErr: "spec.preemptDelayMilliseconds: Invalid value: 1000001"},
 		{name: "group VRID 0", obj: group("v", "g", nil, 0), wantErr: "spec.excludedVRIDs[0]: Invalid value: 0: spec.excludedVRIDs[0] in body should be greater than or equal to 1"},
 		{name: "pool block and range", obj: pool("p", true, []string{"team"}, "198.18.0.0/24", "fd00::/120", "198.18.1.10 - 198.18.1.20")},
 		{name: "pool single address", obj: pool("p", false, nil, "198.18.0.7")},

@@ -55,11 +55,18 @@ func (c *Controller) reconcileGroup(ctx context.Context, req reconcile.Request) 
 	if err := c.client.List(ctx, &nodes, client.MatchingLabelsSelector{Selector: labels.SelectorFromSet(g.Spec.NodeSelector)}); err != nil {
 		return reconcile.Result{}, fmt.Errorf("list nodes of group %s: %w", key, err)
 	}
-	var names []string
+	var names, excludedNodes []string
 	for _, n := range nodes.Items {
-		if n.DeletionTimestamp == nil {
-			names = append(names, n.Name)
+		if n.DeletionTimestamp != nil {
+			continue
 		}
+		if _, ok := n.Labels[corev1.LabelNodeExcludeBalancers]; ok {
+			// As the cloud service controllers: such a node never
+			// announces a load balancer's address.
+			excludedNodes = append(excludedNodes, n.Name)
+			continue
+		}
+		names = append(names, n.Name)
 	}
 	var svcs corev1.ServiceList
 	if err := c.client.List(ctx, &svcs, client.MatchingFields{groupIndex: key}); err != nil {
@@ -72,7 +79,7 @@ func (c *Controller) reconcileGroup(ctx context.Context, req reconcile.Request) 
 		// Local Services with addresses: load-balancer ones, or accepted
 		// spec.externalIPs (the agents hold those only on nodes with a
 		// ready endpoint too, in the Service's instance).
-		held := (isOurLB(&s) && len(c.alloc.IPs(sk)) > 0) || len(c.alloc.IPs(extKey(sk))) > 0
+		held := (c.isOurLB(&s) && len(c.alloc.IPs(sk)) > 0) || len(c.alloc.IPs(extKey(sk))) > 0
 		if s.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal && held {
 			local = append(local, sk)
 		}
@@ -98,6 +105,7 @@ func (c *Controller) reconcileGroup(ctx context.Context, req reconcile.Request) 
 
 	g.Status.ObservedGeneration = g.Generation
 	g.Status.Nodes = int32(len(names))
+	g.Status.VRIDsAvailable = int32(vridsAvailable(planned, excluded, taken))
 	g.Status.Instances = make([]v1alpha1.GroupInstance, len(planned))
 	for i, in := range planned {
 		g.Status.Instances[i] = v1alpha1.GroupInstance{Name: in.Name, VRID: int32(in.VRID), Node: in.Node, Service: in.Service}
@@ -114,6 +122,9 @@ func (c *Controller) reconcileGroup(ctx context.Context, req reconcile.Request) 
 	default:
 		cond.Status, cond.Reason = metav1.ConditionTrue, ReasonInstancesAssigned
 		cond.Message = fmt.Sprintf("%d nodes, %d instances, VRIDs %s", len(names), len(planned), vridList(planned))
+	}
+	if len(excludedNodes) > 0 {
+		cond.Message += fmt.Sprintf("; nodes labelled %s left out: %s", corev1.LabelNodeExcludeBalancers, strings.Join(excludedNodes, ", "))
 	}
 	old := meta.FindStatusCondition(orig.Status.Conditions, cond.Type)
 	meta.SetStatusCondition(&g.Status.Conditions, cond)
@@ -147,4 +158,23 @@ func vridList(ins []k8s.Instance) string {
 		s[i] = fmt.Sprint(v)
 	}
 	return strings.Join(s, ",")
+}
+
+// vridsAvailable is how many VRIDs (1 to 255) are neither the group's own
+// (planned), excluded, nor another group's (taken).
+func vridsAvailable(planned []k8s.Instance, excluded []int, taken map[int]string) int {
+	used := map[int]bool{}
+	for _, in := range planned {
+		used[in.VRID] = true
+	}
+	for _, v := range excluded {
+		used[v] = true
+	}
+	n := 0
+	for v := 1; v <= 255; v++ {
+		if _, other := taken[v]; !used[v] && !other {
+			n++
+		}
+	}
+	return n
 }

@@ -38,8 +38,11 @@ type harness struct {
 
 // newHarness starts an API server, installs the CRDs and applies
 // deploy/rbac.yaml for real (the workloads with a server-side dry run).
-func newHarness(t *testing.T) *harness {
-	env := kubetest.Start(t)
+func newHarness(t *testing.T) *harness { return newHarnessWith(t, kubetest.Options{}) }
+
+// newHarnessWith is newHarness with the API server's options.
+func newHarnessWith(t *testing.T, o kubetest.Options) *harness {
+	env := kubetest.StartWith(t, o)
 	c := k8stest.Client(t, env.Config)
 	k8stest.InstallCRDs(t, c)
 	if err := k8stest.Apply(t.Context(), c, k8stest.Objects(t, "rbac.yaml"), false); err != nil {

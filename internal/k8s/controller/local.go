@@ -57,7 +57,7 @@ func (c *Controller) serviceOfSlice(ctx context.Context, o client.Object) []reco
 	if err := c.client.Get(ctx, n, &svc); err != nil {
 		return nil // gone, or not seen yet: its own event brings it
 	}
-	if g, _, err := k8s.GroupOf(svc.Namespace, svc.Annotations); err != nil || g.IsZero() ||
+	if g, err := serviceGroup(&svc); err != nil || g.IsZero() ||
 		svc.Spec.ExternalTrafficPolicy != corev1.ServiceExternalTrafficPolicyLocal {
 		return nil
 	}
@@ -99,7 +99,7 @@ func (c *Controller) localEndpoints(ctx context.Context, svc *corev1.Service, gr
 	key := svc.Namespace + "/" + svc.Name
 	c.mu.Lock()
 	var held []netip.Addr
-	if isOurLB(svc) {
+	if c.isOurLB(svc) {
 		held = append(held, c.alloc.IPs(key)...)
 	}
 	held = append(held, c.alloc.IPs(extKey(key))...)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -24,6 +25,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/vipstack/vipstack/internal/k8s"
+	"github.com/vipstack/vipstack/internal/k8s/agent"
 	"github.com/vipstack/vipstack/internal/k8s/compat"
 	"github.com/vipstack/vipstack/internal/k8s/v1alpha1"
 )
@@ -105,6 +107,12 @@ func NewManager(cfg *rest.Config, o ManagerOptions) (manager.Manager, error) {
 			&corev1.ConfigMap{}: {
 				Namespaces: map[string]cache.Config{compat.KubeVIPConfigMapNamespace: {}},
 				Field:      fields.OneTermEqualSelector("metadata.name", compat.KubeVIPConfigMapName),
+			},
+			// Of Leases only the agents' status Leases (which node
+			// announces what), in the release namespace.
+			&coordinationv1.Lease{}: {
+				Namespaces: map[string]cache.Config{o.Namespace: {}},
+				Label:      labels.SelectorFromSet(labels.Set{agent.LeaseLabel: "true"}),
 			},
 			// Of Secrets only the copies of the VRRP passwords, in the
 			// release namespace; the sources are read by name, uncached.

@@ -55,10 +55,26 @@ const (
 // again even when nothing seems to have changed.
 const waitRetry = 30 * time.Second
 
-// isOurLB reports whether s is a load balancer vipstack may serve.
-func isOurLB(s *corev1.Service) bool {
+// isOurLB reports whether s is a load balancer vipstack may serve: no
+// class, or the controller's.
+func (c *Controller) isOurLB(s *corev1.Service) bool {
 	return s.DeletionTimestamp == nil && s.Spec.Type == corev1.ServiceTypeLoadBalancer &&
-		(s.Spec.LoadBalancerClass == nil || *s.Spec.LoadBalancerClass == k8s.LoadBalancerClass)
+		(s.Spec.LoadBalancerClass == nil || *s.Spec.LoadBalancerClass == c.opts.LoadBalancerClass)
+}
+
+// ReasonDefaultGroup is the reason of a True ServiceConditionGroup on a
+// Service that names no group and is served by the controller's default
+// group (Options.DefaultGroup).
+const ReasonDefaultGroup = "DefaultGroup"
+
+// defaultGroupFor returns the default group when it serves svc: a
+// LoadBalancer of no class or the controller's that names no group and is
+// not served from MetalLB's or kube-vip's pools.
+func (c *Controller) defaultGroupFor(svc *corev1.Service, group k8s.GroupRef, gerr error, foreignMode bool) (k8s.GroupRef, bool) {
+	if c.opts.DefaultGroup.IsZero() || !group.IsZero() || gerr != nil || foreignMode || !c.isOurLB(svc) {
+		return group, false
+	}
+	return c.opts.DefaultGroup, true
 }
 
 func extKey(key string) string { return key + " (externalIPs)" }
@@ -116,6 +132,7 @@ func (c *Controller) reconcileService(ctx context.Context, req reconcile.Request
 	// MetalLB's or kube-vip's pools when vipstack reads some; the group
 	// then follows from the pool of its address.
 	foreignMode := group.IsZero() && gerr == nil && svc.Spec.LoadBalancerClass == nil && !foreign.Empty()
+	group, defaultMode := c.defaultGroupFor(&svc, group, gerr, foreignMode)
 	now := metav1.NewTime(c.clk.Now())
 	var (
 		warnings []problem
@@ -129,14 +146,14 @@ func (c *Controller) reconcileService(ctx context.Context, req reconcile.Request
 	)
 
 	// Load-balancer addresses.
-	if isOurLB(&svc) {
+	if c.isOurLB(&svc) {
 		cond := metav1.Condition{Type: v1alpha1.ServiceConditionAllocated, ObservedGeneration: svc.Generation, LastTransitionTime: now}
 		var p *problem
 		switch {
 		case gerr != nil:
 			p = &problem{ReasonInvalidGroup, gerr.Error()}
 		case group.IsZero() && svc.Spec.LoadBalancerClass != nil:
-			p = &problem{ReasonNoGroup, fmt.Sprintf("loadBalancerClass is %s but the Service names no group: add the annotation %s: NAMESPACE/NAME", k8s.LoadBalancerClass, k8s.GroupAnnotation)}
+			p = &problem{ReasonNoGroup, fmt.Sprintf("loadBalancerClass is %s but the Service names no group: add the annotation %s: NAMESPACE/NAME (or run the controller with --default-group)", c.opts.LoadBalancerClass, k8s.GroupAnnotation)}
 		}
 		if group.IsZero() && gerr == nil && svc.Spec.LoadBalancerClass == nil && !foreignMode {
 			// Not ours: a LoadBalancer without our class and without a
@@ -188,6 +205,9 @@ func (c *Controller) reconcileService(ctx context.Context, req reconcile.Request
 			var (
 				shareWith string // the Service whose address this one shares
 				sharedIPs []netip.Addr
+				// bestEffort says which family PreferDualStack went
+				// without, and why.
+				bestEffort string
 			)
 			if p == nil {
 				holder, ips, sp, err := c.sharing(ctx, &svc, group)
@@ -209,9 +229,13 @@ func (c *Controller) reconcileService(ctx context.Context, req reconcile.Request
 						}
 					}
 				}
+				probs, bestEffort = c.dualStack(&svc, key, probs)
 				if len(probs) > 0 {
 					p = &probs[0]
 					warnings = append(warnings, probs[1:]...)
+				}
+				if bestEffort != "" {
+					wait = true // a pool of the other family may come
 				}
 			}
 			ips := c.ips(key)
@@ -247,6 +271,9 @@ func (c *Controller) reconcileService(ctx context.Context, req reconcile.Request
 			} else {
 				cond.Status, cond.Reason = metav1.ConditionTrue, ReasonAllocated
 				cond.Message = fmt.Sprintf("holds %s from group %s", joinAddrs(ips), group)
+				if bestEffort != "" {
+					cond.Message += "; " + bestEffort
+				}
 			}
 			old := findCondition(orig.Status.Conditions, cond.Type)
 			if p != nil && p.reason != ReasonGroupPending && (old == nil || old.Reason != p.reason || old.Message != p.msg) {
@@ -258,12 +285,16 @@ func (c *Controller) reconcileService(ctx context.Context, req reconcile.Request
 			}
 		}
 	}
-	if !foreignMode || !isOurLB(&svc) {
+	if defaultMode {
+		// The agents read the group from this condition (k8s.ServiceGroup).
+		meta.SetStatusCondition(&svc.Status.Conditions, metav1.Condition{Type: v1alpha1.ServiceConditionGroup, Status: metav1.ConditionTrue,
+			Reason: ReasonDefaultGroup, Message: group.String(), ObservedGeneration: svc.Generation, LastTransitionTime: now})
+	} else if !foreignMode || !c.isOurLB(&svc) {
 		meta.RemoveStatusCondition(&svc.Status.Conditions, v1alpha1.ServiceConditionGroup)
 	}
 	// MetalLB's allow-shared-ip: whether the Service shares another's
 	// address.
-	if skey, from := compat.SharingKey(svc.Annotations); from != "" && isOurLB(&svc) {
+	if skey, from := compat.SharingKey(svc.Annotations); from != "" && c.isOurLB(&svc) {
 		cond := metav1.Condition{Type: v1alpha1.ServiceConditionSharing, ObservedGeneration: svc.Generation, LastTransitionTime: now}
 		if a := findCondition(svc.Status.Conditions, v1alpha1.ServiceConditionAllocated); a != nil && a.Reason == v1alpha1.ServiceReasonShared {
 			cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, v1alpha1.ServiceReasonShared, a.Message
@@ -287,7 +318,7 @@ func (c *Controller) reconcileService(ctx context.Context, req reconcile.Request
 	} else {
 		meta.RemoveStatusCondition(&svc.Status.Conditions, v1alpha1.ServiceConditionKeepalivedAnnotations)
 	}
-	if isOurLB(&svc) {
+	if c.isOurLB(&svc) {
 		// Done above.
 	} else if hasCondition(svc.Status.Conditions, v1alpha1.ServiceConditionAllocated) {
 		// Deleted (with a finalizer of someone else), changed type or class.
@@ -328,6 +359,33 @@ func (c *Controller) reconcileService(ctx context.Context, req reconcile.Request
 		meta.SetStatusCondition(&svc.Status.Conditions, *localCond)
 	} else {
 		meta.RemoveStatusCondition(&svc.Status.Conditions, v1alpha1.ServiceConditionLocalEndpoints)
+	}
+
+	// Which node announces each address (the agents' status Leases).
+	var moved *problem
+	var recheck time.Duration // when the announcers may have changed
+	if ips := c.ips(key); c.isOurLB(&svc) && len(ips) > 0 {
+		by, expires, err := c.announcers(ctx)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		for _, a := range ips {
+			if len(by[a]) > 1 && !expires.IsZero() {
+				// Two nodes say MASTER: one may be a dead agent whose
+				// Lease has not expired yet; look again when it has.
+				recheck = max(expires.Sub(c.clk.Now())+time.Second, time.Second)
+			}
+		}
+		var acond metav1.Condition
+		c.mu.Lock()
+		acond, moved = announcedCondition(&svc, ips, by, findCondition(orig.Status.Conditions, v1alpha1.ServiceConditionAnnounced), c.lastBy, now)
+		c.mu.Unlock()
+		if old := findCondition(orig.Status.Conditions, acond.Type); old != nil && old.Status == acond.Status && old.Reason == acond.Reason && old.Message == acond.Message {
+			acond.LastTransitionTime = old.LastTransitionTime
+		}
+		meta.SetStatusCondition(&svc.Status.Conditions, acond)
+	} else {
+		meta.RemoveStatusCondition(&svc.Status.Conditions, v1alpha1.ServiceConditionAnnounced)
 	}
 
 	c.mu.Lock()
@@ -371,10 +429,14 @@ func (c *Controller) reconcileService(ctx context.Context, req reconcile.Request
 		}
 		c.events.Eventf(&svc, nil, typ, announce.reason, "Announce", "%s", announce.msg)
 	}
-	if wait {
-		return reconcile.Result{RequeueAfter: waitRetry}, nil
+	if moved != nil {
+		c.events.Eventf(&svc, nil, corev1.EventTypeNormal, moved.reason, "Announce", "%s", moved.msg)
 	}
-	return reconcile.Result{}, nil
+	res := reconcile.Result{RequeueAfter: recheck}
+	if wait && (recheck == 0 || recheck > waitRetry) {
+		res.RequeueAfter = waitRetry
+	}
+	return res, nil
 }
 
 // poolChoice is where a Service's new addresses may come from: the pool
@@ -541,6 +603,42 @@ func (c *Controller) externalIPs(svc *corev1.Service, group k8s.GroupRef, gerr e
 	return cond, released, problem{}
 }
 
+// dualStack applies the Service's ipFamilyPolicy to the refusals of
+// allocate. PreferDualStack is best effort: once the Service holds an
+// address of one family, the refusal of the other is no failure but a note
+// (returned) for the condition's message. RequireDualStack's refusals say
+// that the policy needs both families.
+func (c *Controller) dualStack(svc *corev1.Service, key string, probs []problem) ([]problem, string) {
+	pol := svc.Spec.IPFamilyPolicy
+	if pol == nil || len(probs) == 0 {
+		return probs, ""
+	}
+	switch *pol {
+	case corev1.IPFamilyPolicyPreferDualStack:
+		if len(c.ips(key)) == 0 {
+			return probs, ""
+		}
+		var notes []string
+		for _, p := range probs {
+			notes = append(notes, p.msg)
+		}
+		return nil, "ipFamilyPolicy PreferDualStack, best effort: " + strings.Join(notes, "; ")
+	case corev1.IPFamilyPolicyRequireDualStack:
+		for i := range probs {
+			probs[i].msg = "ipFamilyPolicy RequireDualStack needs an address of each of " + familyList(svc.Spec.IPFamilies) + ": " + probs[i].msg
+		}
+	}
+	return probs, ""
+}
+
+func familyList(fs []corev1.IPFamily) string {
+	s := make([]string, len(fs))
+	for i, f := range fs {
+		s[i] = string(f)
+	}
+	return strings.Join(s, " and ")
+}
+
 // wantedFamilies are the families of the Service's ipFamilies that get an
 // address: the first only for SingleStack, all for the dual-stack policies.
 func wantedFamilies(svc *corev1.Service) []allocator.Family {
@@ -608,7 +706,11 @@ func (c *Controller) releaseKey(key string) []netip.Addr {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.extKeys, key)
-	return c.alloc.Release(key)
+	out := c.alloc.Release(key)
+	for _, a := range out {
+		delete(c.lastBy, a)
+	}
+	return out
 }
 
 // forget releases everything a deleted Service held.
@@ -617,6 +719,9 @@ func (c *Controller) forget(n types.NamespacedName) {
 	c.mu.Lock()
 	a := c.alloc.Release(key)
 	b := c.alloc.Release(extKey(key))
+	for _, x := range a {
+		delete(c.lastBy, x)
+	}
 	delete(c.extKeys, extKey(key))
 	delete(c.waiting, n)
 	if len(a)+len(b) > 0 {
@@ -775,7 +880,7 @@ func (c *Controller) sharing(ctx context.Context, svc *corev1.Service, group k8s
 		for i := range list.Items {
 			h := &list.Items[i]
 			hk := h.Namespace + "/" + h.Name
-			if k, _ := compat.SharingKey(h.Annotations); k != skey || hk == key || !isOurLB(h) || len(c.ips(hk)) == 0 {
+			if k, _ := compat.SharingKey(h.Annotations); k != skey || hk == key || !c.isOurLB(h) || len(c.ips(hk)) == 0 {
 				continue
 			}
 			if compat.CanShare(h, svc) == nil && sameGroup(h) {

@@ -78,6 +78,8 @@ type Options struct {
 	// controller starts: a migration test applies there what another
 	// load balancer left in the cluster.
 	Before func(ctx context.Context, admin client.Client) error
+	// ControllerArgs are added to the controller's command line.
+	ControllerArgs []string
 }
 
 // Pool is the lab's IPPool range unless Options.Pool says otherwise;
@@ -533,8 +535,9 @@ func (l *Lab) StartController() error {
 	if l.ctrl.running() {
 		return errors.New("k8slab: the controller still runs")
 	}
-	p, err := l.start(nil, filepath.Join(l.Dir, "controller.log"), nil, "controller", "--kubeconfig", l.ctrlCfg,
-		fmt.Sprintf("--leader-elect=%t", l.o.LeaderElect), "--metrics-addr", "", "--log-level", "info")
+	args := append([]string{"controller", "--kubeconfig", l.ctrlCfg,
+		fmt.Sprintf("--leader-elect=%t", l.o.LeaderElect), "--metrics-addr", "", "--log-level", "info"}, l.o.ControllerArgs...)
+	p, err := l.start(nil, filepath.Join(l.Dir, "controller.log"), nil, args...)
 	if err != nil {
 		return fmt.Errorf("k8slab: controller: %w", err)
 	}

@@ -35,6 +35,15 @@ type VIPGroupSpec struct {
 	// 40950 in steps of 10 with version 3, whole seconds up to 255 with
 	// version 2. Default 1000.
 	AdvertIntervalMilliseconds int32 `json:"advertIntervalMilliseconds,omitempty"`
+	// NonRevertive is keepalived's nopreempt: a node that comes back (its
+	// agent restarted) does not take back the addresses it is preferred
+	// master of from the node that took them; they stay there until that
+	// node fails.
+	NonRevertive bool `json:"nonRevertive,omitempty"`
+	// PreemptDelayMilliseconds is keepalived's preempt_delay: a node that
+	// comes back waits this long before taking its addresses back (0 to
+	// 1000000; 0: at once). Not with NonRevertive.
+	PreemptDelayMilliseconds int32 `json:"preemptDelayMilliseconds,omitempty"`
 	// ExcludedVRIDs are VRIDs other routers use on the network; the
 	// controller never gives them to this group.
 	ExcludedVRIDs []int32 `json:"excludedVRIDs,omitempty"`
@@ -57,6 +66,11 @@ type VIPGroupStatus struct {
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 	// Nodes is the number of nodes the selector matches.
 	Nodes int32 `json:"nodes,omitempty"`
+	// VRIDsAvailable is the group's VRID budget: how many more VRIDs it
+	// could take (1 to 255 less the excluded ones, those of every other
+	// group and its own). A node takes one, and so does each Service with
+	// externalTrafficPolicy Local.
+	VRIDsAvailable int32 `json:"vridsAvailable"`
 	// Instances are the group's VRRP instances with their VRIDs: one per
 	// node (preferred master on it) and one per Service with
 	// externalTrafficPolicy Local. VRIDs are unique across every group
@@ -163,6 +177,11 @@ const (
 	// which vipstack does not implement: False (reason NotImplemented),
 	// naming each.
 	ServiceConditionKeepalivedAnnotations = "vipstack.io/KeepalivedAnnotations"
+	// ServiceConditionAnnounced on a Service that holds load-balancer
+	// addresses: which node announces each (True, message "ADDR by NODE;
+	// ..."), from the agents' status Leases, or that none does (False).
+	// A Normal Event (reason Moved) says each move.
+	ServiceConditionAnnounced = "vipstack.io/AnnouncedBy"
 	// ServiceReasonShared is the reason of a True
 	// ServiceConditionAllocated (and ServiceConditionSharing) on a Service
 	// that shares another's address: the agents leave that address to the
@@ -185,4 +204,16 @@ func AllowedExternalIPs(msg string) []string {
 		return nil
 	}
 	return strings.Split(list, ", ")
+}
+
+// AnnouncedNodes reads the message of a True ServiceConditionAnnounced:
+// each address with the nodes (comma-separated) that announce it.
+func AnnouncedNodes(msg string) map[string]string {
+	out := map[string]string{}
+	for _, part := range strings.Split(msg, "; ") {
+		if a, nodes, ok := strings.Cut(part, " by "); ok {
+			out[a] = nodes
+		}
+	}
+	return out
 }

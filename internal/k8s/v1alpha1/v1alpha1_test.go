@@ -32,6 +32,12 @@ func TestVIPGroupSpecValidate(t *testing.T) {
 			wantErr: []string{"spec.authPassSecretRef: vrrp/password: VRRP authentication exists in version 2 only: set vrrpVersion 2"}},
 		{name: "password without a key", spec: VIPGroupSpec{VRRPVersion: 2, AuthPassSecretRef: &SecretKeyRef{Name: "vrrp"}},
 			wantErr: []string{"spec.authPassSecretRef: {Name:vrrp Key:}: want the name of a Secret in the group's namespace and the key holding the password"}},
+		{name: "non-revertive", spec: VIPGroupSpec{NonRevertive: true}},
+		{name: "preempt delay", spec: VIPGroupSpec{PreemptDelayMilliseconds: 5000}},
+		{name: "non-revertive with a delay", spec: VIPGroupSpec{NonRevertive: true, PreemptDelayMilliseconds: 5000},
+			wantErr: []string{"spec.preemptDelayMilliseconds: 5000: has no effect with nonRevertive"}},
+		{name: "delay too long", spec: VIPGroupSpec{PreemptDelayMilliseconds: 1000001},
+			wantErr: []string{"spec.preemptDelayMilliseconds: 1000001: want 0 to 1000000"}},
 		{name: "v3 interval too long", spec: VIPGroupSpec{AdvertIntervalMilliseconds: 41000},
 			wantErr: []string{"spec.advertIntervalMilliseconds: 41000: VRRPv3 wants 10 to 40950 in steps of 10"}},
 	}

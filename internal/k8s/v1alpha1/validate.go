@@ -17,6 +17,9 @@ import (
 const (
 	DefaultVRRPVersion    = 3
 	DefaultAdvertInterval = time.Second
+	// MaxPreemptDelayMilliseconds is the longest preemptDelayMilliseconds
+	// (keepalived's preempt_delay takes up to 1000 s).
+	MaxPreemptDelayMilliseconds = 1000000
 )
 
 // ifName is what Linux accepts as an interface name (IFNAMSIZ 16, no '/',
@@ -49,6 +52,12 @@ func (s *VIPGroupSpec) Validate() error {
 	}
 	if s.Interface != "" && (!ifName.MatchString(s.Interface) || s.Interface == "." || s.Interface == "..") {
 		bad("interface", fmt.Sprintf("%q", s.Interface), "want a Linux interface name (1 to 15 characters, no '/', ':' or spaces), or empty for the interface of the node's InternalIP")
+	}
+	if s.PreemptDelayMilliseconds < 0 || s.PreemptDelayMilliseconds > MaxPreemptDelayMilliseconds {
+		bad("preemptDelayMilliseconds", s.PreemptDelayMilliseconds, fmt.Sprintf("want 0 to %d", MaxPreemptDelayMilliseconds))
+	}
+	if s.NonRevertive && s.PreemptDelayMilliseconds != 0 {
+		bad("preemptDelayMilliseconds", s.PreemptDelayMilliseconds, "has no effect with nonRevertive (a non-revertive group never takes its addresses back): set one or the other")
 	}
 	v := s.Version()
 	if v != 2 && v != 3 {

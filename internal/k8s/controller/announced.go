@@ -1,0 +1,191 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/vipstack/vipstack/internal/k8s/agent"
+	"github.com/vipstack/vipstack/internal/k8s/v1alpha1"
+)
+
+// Reasons of ServiceConditionAnnounced, and of the Event on a move.
+const (
+	ReasonAnnounced    = "Announced"
+	ReasonNotAnnounced = "NotAnnounced"
+	ReasonMoved        = "Moved"
+)
+
+// leaseAnnounces returns the addresses an agent's status Lease says its
+// node announces (instances in state MASTER), and the node; ok false for a
+// Lease that is not an agent's, cannot be read, or was not renewed in its
+// duration (a silent agent).
+func leaseAnnounces(l *coordinationv1.Lease, now time.Time) (node string, addrs []netip.Addr, ok bool) {
+	name, isAgent := strings.CutPrefix(l.Name, agent.LeasePrefix)
+	if !isAgent {
+		return "", nil, false
+	}
+	var p agent.Published
+	if err := json.Unmarshal([]byte(l.Annotations[agent.StatusAnnotation]), &p); err != nil {
+		return name, nil, false
+	}
+	if l.Spec.RenewTime == nil || l.Spec.LeaseDurationSeconds == nil ||
+		now.Sub(l.Spec.RenewTime.Time) > time.Duration(*l.Spec.LeaseDurationSeconds)*time.Second {
+		return name, nil, false
+	}
+	for _, in := range p.Instances {
+		if in.State != "MASTER" {
+			continue
+		}
+		for _, v := range in.VIPs {
+			a, err := netip.ParsePrefix(v)
+			if err != nil {
+				b, err2 := netip.ParseAddr(v)
+				if err2 != nil {
+					continue
+				}
+				a = netip.PrefixFrom(b, b.BitLen())
+			}
+			addrs = append(addrs, a.Addr().Unmap())
+		}
+	}
+	return name, addrs, true
+}
+
+// announcers reads every agent's status Lease (from the cache: the
+// release namespace, label agent.LeaseLabel) and returns the nodes that
+// announce each address.
+// expires is when the first of the Leases that announce something
+// expires (zero: none does): a killed agent's Lease keeps saying MASTER
+// until then, and the Service is looked at again at that moment.
+func (c *Controller) announcers(ctx context.Context) (by map[netip.Addr][]string, expires time.Time, err error) {
+	var leases coordinationv1.LeaseList
+	if err := c.client.List(ctx, &leases, client.InNamespace(c.opts.Namespace), client.MatchingLabels{agent.LeaseLabel: "true"}); err != nil {
+		return nil, time.Time{}, fmt.Errorf("list the agents' status Leases: %w", err)
+	}
+	out := map[netip.Addr][]string{}
+	now := c.clk.Now()
+	for i := range leases.Items {
+		l := &leases.Items[i]
+		node, addrs, ok := leaseAnnounces(l, now)
+		if !ok {
+			continue
+		}
+		if len(addrs) > 0 {
+			end := l.Spec.RenewTime.Add(time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second)
+			if expires.IsZero() || end.Before(expires) {
+				expires = end
+			}
+		}
+		for _, a := range addrs {
+			if !slices.Contains(out[a], node) {
+				out[a] = append(out[a], node)
+			}
+		}
+	}
+	for a := range out {
+		sort.Strings(out[a])
+	}
+	return out, expires, nil
+}
+
+// servicesOfLease maps an agent's Lease to the Services whose addresses
+// its node announces now or announced at its last look.
+func (c *Controller) servicesOfLease(_ context.Context, o client.Object) []reconcile.Request {
+	l, ok := o.(*coordinationv1.Lease)
+	if !ok {
+		return nil
+	}
+	node, addrs, ok := leaseAnnounces(l, c.clk.Now())
+	if node == "" {
+		return nil
+	}
+	if !ok {
+		addrs = nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	seen := map[string]bool{}
+	var out []reconcile.Request
+	for _, a := range append(slices.Clone(addrs), c.lastAnnounced[node]...) {
+		owner, held := c.alloc.Owner(a)
+		owner = strings.TrimSuffix(owner, extKey(""))
+		if !held || seen[owner] {
+			continue
+		}
+		seen[owner] = true
+		ns, name, _ := strings.Cut(owner, "/")
+		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}})
+	}
+	if c.lastAnnounced == nil {
+		c.lastAnnounced = map[string][]netip.Addr{}
+	}
+	c.lastAnnounced[node] = addrs
+	return out
+}
+
+// announcedCondition says which node announces each of the Service's
+// addresses, and the Event to send when one moved since old said.
+// last holds the nodes that last announced each address (kept across a
+// moment when none does, as during a failover); the condition's message
+// seeds it after a restart.
+func announcedCondition(svc *corev1.Service, ips []netip.Addr, by map[netip.Addr][]string, old *metav1.Condition, last map[netip.Addr]string, now metav1.Time) (metav1.Condition, *problem) {
+	cond := metav1.Condition{Type: v1alpha1.ServiceConditionAnnounced, ObservedGeneration: svc.Generation, LastTransitionTime: now}
+	var parts, none, moves []string
+	prev := v1alpha1.AnnouncedNodes(conditionMessage(old))
+	for _, a := range ips {
+		if n, ok := last[a]; ok {
+			prev[a.String()] = n
+		}
+	}
+	for _, a := range ips {
+		nodes := by[a]
+		if len(nodes) == 0 {
+			none = append(none, a.String())
+			continue
+		}
+		now := strings.Join(nodes, ",")
+		parts = append(parts, a.String()+" by "+now)
+		if len(nodes) > 1 {
+			continue // during a failover: the move is told once it is over
+		}
+		if was, ok := prev[a.String()]; ok && was != now && !strings.Contains(was, ",") {
+			moves = append(moves, fmt.Sprintf("%s moved from %s to %s", a, was, now))
+		}
+		last[a] = now
+	}
+	switch {
+	case len(parts) == 0:
+		cond.Status, cond.Reason = metav1.ConditionFalse, ReasonNotAnnounced
+		cond.Message = "no agent reports announcing " + strings.Join(none, ", ")
+	default:
+		cond.Status, cond.Reason = metav1.ConditionTrue, ReasonAnnounced
+		cond.Message = strings.Join(parts, "; ")
+		if len(none) > 0 {
+			cond.Message += "; not announced: " + strings.Join(none, ", ")
+		}
+	}
+	if len(moves) > 0 {
+		return cond, &problem{ReasonMoved, strings.Join(moves, "; ")}
+	}
+	return cond, nil
+}
+
+func conditionMessage(c *metav1.Condition) string {
+	if c == nil || c.Status != metav1.ConditionTrue {
+		return ""
+	}
+	return c.Message
+}
