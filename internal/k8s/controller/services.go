@@ -361,10 +361,12 @@ func (c *Controller) reconcileService(ctx context.Context, req reconcile.Request
 		meta.RemoveStatusCondition(&svc.Status.Conditions, v1alpha1.ServiceConditionLocalEndpoints)
 	}
 
-	// Which node announces each address (the agents' status Leases).
+	// Which node announces each address (the agents' status Leases), for
+	// a Service a group serves: one of no group (its address only kept
+	// from reuse, as OpenShift's own) gets no condition.
 	var moved *problem
 	var recheck time.Duration // when the announcers may have changed
-	if ips := c.ips(key); c.isOurLB(&svc) && len(ips) > 0 {
+	if ips := c.ips(key); c.isOurLB(&svc) && len(ips) > 0 && gerr == nil && !group.IsZero() && svc.DeletionTimestamp == nil {
 		by, expires, err := c.announcers(ctx)
 		if err != nil {
 			return reconcile.Result{}, err
