@@ -12,40 +12,9 @@
 # second. Concurrent runs serialise on a lock and build once.
 set -euo pipefail
 export PATH=$PATH:/usr/local/go/bin
+. "$(dirname "$0")/lib/toolcache.sh"
+toolcache_start helm "$@"
 
-root=$(cd "$(dirname "$0")/.." && pwd)
-mod="$root/tools/helm"
-key=$(sha256sum <"$mod/go.sum" | cut -c1-16)
-base="${XDG_CACHE_HOME:-$HOME/.cache}/vipstack/helm"
-dir="$base/$key"
-bin="$dir/helm"
-
-case "${1:-}" in
---path)
-	echo "$bin"
-	exit 0
-	;;
-"") ;;
-*)
-	echo "usage: $0 [--path]" >&2
-	exit 2
-	;;
-esac
-
-if [ -x "$bin" ]; then
-	echo "$bin"
-	exit 0
-fi
-
-mkdir -p "$base"
-exec 9>"$base/.lock"
-flock 9
-if [ -x "$bin" ]; then # another run built it while we waited
-	echo "$bin"
-	exit 0
-fi
-
-cd "$mod"
 version=$(go list -m -f '{{.Version}}' helm.sh/helm/v3) # v3.22.0
 # helm assumes this Kubernetes version when it renders without a cluster
 # (helm template, helm lint); its own Makefile sets it from client-go.
@@ -55,11 +24,7 @@ if [[ ! $kube =~ ^v0\.([0-9]+)\. ]]; then
 	exit 1
 fi
 kubeminor=${BASH_REMATCH[1]}
-tmp=$(mktemp -d "$base/.build.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
 echo "helm-binary: building helm $version into $dir" >&2
-start=$SECONDS
-export CGO_ENABLED=0
 # Without these helm reports v3.22 and renders for Kubernetes 1.20, which
 # the chart's kubeVersion constraint refuses.
 ldflags="-s -w -X helm.sh/helm/v3/internal/version.version=$version -X helm.sh/helm/v3/internal/version.gitTreeState=clean"
@@ -68,9 +33,4 @@ for pkg in helm.sh/helm/v3/pkg/chartutil helm.sh/helm/v3/pkg/lint/rules; do
 done
 go build -buildvcs=false -trimpath -ldflags "$ldflags" \
 	-o "$tmp/helm" helm.sh/helm/v3/cmd/helm
-echo "helm-binary: built in $((SECONDS - start))s" >&2
-rm -rf "$dir"
-chmod 755 "$tmp"
-mv "$tmp" "$dir"
-trap - EXIT
-echo "$bin"
+toolcache_done

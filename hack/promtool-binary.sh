@@ -12,53 +12,13 @@
 # second. Concurrent runs serialise on a lock and build once.
 set -euo pipefail
 export PATH=$PATH:/usr/local/go/bin
+. "$(dirname "$0")/lib/toolcache.sh"
+toolcache_start promtool "$@"
 
-root=$(cd "$(dirname "$0")/.." && pwd)
-mod="$root/tools/promtool"
-key=$(sha256sum <"$mod/go.sum" | cut -c1-16)
-base="${XDG_CACHE_HOME:-$HOME/.cache}/vipstack/promtool"
-dir="$base/$key"
-bin="$dir/promtool"
-
-case "${1:-}" in
---path)
-	echo "$bin"
-	exit 0
-	;;
-"") ;;
-*)
-	echo "usage: $0 [--path]" >&2
-	exit 2
-	;;
-esac
-
-if [ -x "$bin" ]; then
-	echo "$bin"
-	exit 0
-fi
-
-mkdir -p "$base"
-exec 9>"$base/.lock"
-flock 9
-if [ -x "$bin" ]; then # another run built it while we waited
-	echo "$bin"
-	exit 0
-fi
-
-cd "$mod"
 version=$(go list -m -f '{{.Version}}' github.com/prometheus/prometheus) # v0.316.0
-tmp=$(mktemp -d "$base/.build.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
 echo "promtool-binary: building promtool $version into $dir" >&2
-start=$SECONDS
-export CGO_ENABLED=0
 # remove_all_sd: no service discovery plugins (the rule tests need none),
 # so the cloud SDKs they pull in are not compiled.
 go build -buildvcs=false -trimpath -tags remove_all_sd -ldflags "-s -w -X github.com/prometheus/common/version.Version=$version" \
 	-o "$tmp/promtool" github.com/prometheus/prometheus/cmd/promtool
-echo "promtool-binary: built in $((SECONDS - start))s" >&2
-rm -rf "$dir"
-chmod 755 "$tmp"
-mv "$tmp" "$dir"
-trap - EXIT
-echo "$bin"
+toolcache_done
