@@ -172,12 +172,11 @@ backend none
   server dead {{DEAD}}
 `
 
-// TestHTTPRoutingMatchesHaproxy runs one mode http configuration in
-// haproxy 2.6 and in vipstack and sends both the same requests: ACL
-// routing to two backends, header rewriting, X-Forwarded-For, deny,
-// redirects and a backend whose server is down give the same backend,
-// headers, status, Location and body.
-func TestHTTPRoutingMatchesHaproxy(t *testing.T) {
+// startRoutingPair runs httpRoutingConf in haproxy and in vipstack in
+// front of two origins, api and web, and returns the two frontends' ports
+// (haproxy's first) once haproxy listens.
+func startRoutingPair(t *testing.T) []string {
+	t.Helper()
 	if _, err := exec.LookPath("haproxy"); err != nil {
 		t.Skip("haproxy not installed")
 	}
@@ -193,8 +192,18 @@ func TestHTTPRoutingMatchesHaproxy(t *testing.T) {
 		t.Fatal(err)
 	}
 	newLBOpts(t, Options{}, cfg)
+	waitListening(t, "tcp", "127.0.0.1:"+ports[0])
+	return ports
+}
+
+// TestHTTPRoutingMatchesHaproxy runs one mode http configuration in
+// haproxy 2.6 and in vipstack and sends both the same requests: ACL
+// routing to two backends, header rewriting, X-Forwarded-For, deny,
+// redirects and a backend whose server is down give the same backend,
+// headers, status, Location and body.
+func TestHTTPRoutingMatchesHaproxy(t *testing.T) {
+	ports := startRoutingPair(t)
 	haddr, vaddr := "127.0.0.1:"+ports[0], "127.0.0.1:"+ports[1]
-	waitListening(t, "tcp", haddr)
 
 	reqs := []struct{ name, raw string }{
 		{"default backend", "GET /index.html HTTP/1.1\r\nHost: a.example\r\nX-Remove: x\r\nX-Keep: k\r\n\r\n"},
@@ -254,21 +263,7 @@ func TestHTTPRoutingMatchesHaproxy(t *testing.T) {
 // through each proxy: every request arrives, and the proxies reuse one
 // server connection for them, as haproxy does by default.
 func TestHTTPKeepAliveReuse(t *testing.T) {
-	if _, err := exec.LookPath("haproxy"); err != nil {
-		t.Skip("haproxy not installed")
-	}
-	api, web := startOrigin(t, "api"), startOrigin(t, "web")
-	ports := freePorts(t, 2)
-	conf := func(port string) string {
-		return strings.NewReplacer("{{P0}}", port, "{{A}}", api.addr(), "{{W}}", web.addr(), "{{DEAD}}", closedPort(t).String()).Replace(httpRoutingConf)
-	}
-	peers.HAProxy(t, conf(ports[0]))
-	cfg, err := haproxycfg.Parse("haproxy.cfg", []byte(conf(ports[1])))
-	if err != nil {
-		t.Fatal(err)
-	}
-	newLBOpts(t, Options{}, cfg)
-	waitListening(t, "tcp", "127.0.0.1:"+ports[0])
+	ports := startRoutingPair(t)
 	for _, p := range []struct{ name, port string }{{"haproxy", ports[0]}, {"vipstack", ports[1]}} {
 		c, err := net.DialTimeout("tcp", "127.0.0.1:"+p.port, bound)
 		if err != nil {
@@ -293,21 +288,7 @@ func TestHTTPKeepAliveReuse(t *testing.T) {
 // TestHTTPWebSocketRelay upgrades a request through each proxy: after the
 // server's 101 the bytes flow both ways.
 func TestHTTPWebSocketRelay(t *testing.T) {
-	if _, err := exec.LookPath("haproxy"); err != nil {
-		t.Skip("haproxy not installed")
-	}
-	api, web := startOrigin(t, "api"), startOrigin(t, "web")
-	ports := freePorts(t, 2)
-	conf := func(port string) string {
-		return strings.NewReplacer("{{P0}}", port, "{{A}}", api.addr(), "{{W}}", web.addr(), "{{DEAD}}", closedPort(t).String()).Replace(httpRoutingConf)
-	}
-	peers.HAProxy(t, conf(ports[0]))
-	cfg, err := haproxycfg.Parse("haproxy.cfg", []byte(conf(ports[1])))
-	if err != nil {
-		t.Fatal(err)
-	}
-	newLBOpts(t, Options{}, cfg)
-	waitListening(t, "tcp", "127.0.0.1:"+ports[0])
+	ports := startRoutingPair(t)
 	for _, p := range []struct{ name, port string }{{"haproxy", ports[0]}, {"vipstack", ports[1]}} {
 		c, err := net.DialTimeout("tcp", "127.0.0.1:"+p.port, bound)
 		if err != nil {
@@ -348,21 +329,7 @@ func jsonDecode(t *testing.T, s string, v any) {
 // sent, the body arrives) and requests over HTTP/2 with prior knowledge
 // (routed by their path, X-Forwarded-For added).
 func TestHTTPContinueAndH2(t *testing.T) {
-	if _, err := exec.LookPath("haproxy"); err != nil {
-		t.Skip("haproxy not installed")
-	}
-	api, web := startOrigin(t, "api"), startOrigin(t, "web")
-	ports := freePorts(t, 2)
-	conf := func(port string) string {
-		return strings.NewReplacer("{{P0}}", port, "{{A}}", api.addr(), "{{W}}", web.addr(), "{{DEAD}}", closedPort(t).String()).Replace(httpRoutingConf)
-	}
-	peers.HAProxy(t, conf(ports[0]))
-	cfg, err := haproxycfg.Parse("haproxy.cfg", []byte(conf(ports[1])))
-	if err != nil {
-		t.Fatal(err)
-	}
-	newLBOpts(t, Options{}, cfg)
-	waitListening(t, "tcp", "127.0.0.1:"+ports[0])
+	ports := startRoutingPair(t)
 	for _, p := range []struct{ name, port string }{{"haproxy", ports[0]}, {"vipstack", ports[1]}} {
 		c, err := net.DialTimeout("tcp", "127.0.0.1:"+p.port, bound)
 		if err != nil {
