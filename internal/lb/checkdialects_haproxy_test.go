@@ -136,41 +136,8 @@ backend lasthttp
 	hout := peers.HAProxy(t, conf(ports[0], ports[1]))
 	l := newLBOpts(t, Options{}, parseOnLoopback(t, conf("1", "2")))
 
-	statuses := func(out string) map[string]string {
-		recs, err := csv.NewReader(strings.NewReader(strings.TrimPrefix(out, "# "))).ReadAll()
-		if err != nil || len(recs) == 0 {
-			return nil
-		}
-		col := slices.Index(recs[0], "check_status")
-		got := map[string]string{}
-		for _, rec := range recs[1:] {
-			if len(rec) == len(recs[0]) && rec[1] == "s1" {
-				st := strings.TrimPrefix(rec[col], "* ")
-				if st == "" || st == "INI" {
-					return nil
-				}
-				got[rec[0]] = st
-			}
-		}
-		if len(got) != len(names) {
-			return nil
-		}
-		return got
-	}
-	mine := func() map[string]string {
-		got := map[string]string{}
-		for _, b := range l.Snapshot().Backends {
-			for _, s := range b.Servers {
-				if s.CheckStatus != "" {
-					got[b.Name] = s.CheckStatus
-				}
-			}
-		}
-		if len(got) != len(names) {
-			return nil
-		}
-		return got
-	}
+	statuses := func(out string) map[string]string { return haproxyCheckStatuses(out, len(names)) }
+	mine := func() map[string]string { return lbCheckStatuses(l, len(names)) }
 	waitListening(t, "unix", dir+"/haproxy.sock")
 	var want, got map[string]string
 	deadline := time.Now().Add(bound)
@@ -211,4 +178,45 @@ backend lasthttp
 			t.Errorf("%s: listen ping answered %q, want +PONG", who, line)
 		}
 	}
+}
+
+// haproxyCheckStatuses reads each backend's server s1 check status from
+// haproxy's `show stat` CSV; nil until all n backends have a result.
+func haproxyCheckStatuses(out string, n int) map[string]string {
+	recs, err := csv.NewReader(strings.NewReader(strings.TrimPrefix(out, "# "))).ReadAll()
+	if err != nil || len(recs) == 0 {
+		return nil
+	}
+	col := slices.Index(recs[0], "check_status")
+	got := map[string]string{}
+	for _, rec := range recs[1:] {
+		if len(rec) == len(recs[0]) && rec[1] == "s1" {
+			st := strings.TrimPrefix(rec[col], "* ")
+			if st == "" || st == "INI" {
+				return nil
+			}
+			got[rec[0]] = st
+		}
+	}
+	if len(got) != n {
+		return nil
+	}
+	return got
+}
+
+// lbCheckStatuses is the same from l's snapshot: each backend's check
+// status; nil until all n backends have one.
+func lbCheckStatuses(l *LB, n int) map[string]string {
+	got := map[string]string{}
+	for _, b := range l.Snapshot().Backends {
+		for _, s := range b.Servers {
+			if s.CheckStatus != "" {
+				got[b.Name] = s.CheckStatus
+			}
+		}
+	}
+	if len(got) != n {
+		return nil
+	}
+	return got
 }

@@ -2,12 +2,10 @@ package lb
 
 import (
 	"bytes"
-	"encoding/csv"
 	"io"
 	"net"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -111,41 +109,8 @@ backend busy
 	names := []string{"nouser", "user41", "userpre41", "denied", "busy"}
 	peers.HAProxy(t, conf(freePort(t)))
 	l := newLBOpts(t, Options{}, parseOnLoopback(t, conf("1")))
-	statuses := func(out string) map[string]string {
-		recs, err := csv.NewReader(strings.NewReader(strings.TrimPrefix(out, "# "))).ReadAll()
-		if err != nil || len(recs) == 0 {
-			return nil
-		}
-		col := slices.Index(recs[0], "check_status")
-		got := map[string]string{}
-		for _, rec := range recs[1:] {
-			if len(rec) == len(recs[0]) && rec[1] == "s1" {
-				st := strings.TrimPrefix(rec[col], "* ")
-				if st == "" || st == "INI" {
-					return nil
-				}
-				got[rec[0]] = st
-			}
-		}
-		if len(got) != len(names) {
-			return nil
-		}
-		return got
-	}
-	mine := func() map[string]string {
-		got := map[string]string{}
-		for _, b := range l.Snapshot().Backends {
-			for _, s := range b.Servers {
-				if s.CheckStatus != "" {
-					got[b.Name] = s.CheckStatus
-				}
-			}
-		}
-		if len(got) != len(names) {
-			return nil
-		}
-		return got
-	}
+	statuses := func(out string) map[string]string { return haproxyCheckStatuses(out, len(names)) }
+	mine := func() map[string]string { return lbCheckStatuses(l, len(names)) }
 	waitListening(t, "unix", filepath.Join(dir, "haproxy.sock"))
 	var want, got map[string]string
 	for deadline := time.Now().Add(bound); want == nil || got == nil; time.Sleep(50 * time.Millisecond) { // checks running, bounded
