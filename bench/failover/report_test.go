@@ -95,9 +95,9 @@ func TestTargets(t *testing.T) {
 				key(implVipstack, v2term):   {ok(600 * time.Millisecond)},
 			},
 			want: []string{
-				"PASS  v3 0.05 s, kill -9: vipstack/keepalived = 0.938 (want <= 1.000)",
+				"PASS  v3 0.05 s, kill -9: vipstack - keepalived = -10 ms (0.938), from the kill (want <= +10 ms, the probe's resolution)",
 				"PASS  v3 0.05 s, kill -9: vipstack median 150 ms (want < 250 ms)",
-				"PASS  v2 1 s, SIGTERM: vipstack/keepalived = 1.000 (want <= 1.000)",
+				"PASS  v2 1 s, SIGTERM: vipstack - keepalived = +0 ms (1.000), from the signal (want <= +10 ms, the probe's resolution)",
 			},
 		},
 		{
@@ -109,42 +109,53 @@ func TestTargets(t *testing.T) {
 				key(implVipstack, v2term):   {failed},
 			},
 			want: []string{
-				"MISS  v3 0.05 s, kill -9: vipstack/keepalived = 1.625 (want <= 1.000)",
+				"MISS  v3 0.05 s, kill -9: vipstack - keepalived = +100 ms (1.625), from the kill (want <= +10 ms, the probe's resolution)",
 				"MISS  v3 0.05 s, kill -9: vipstack median 260 ms (want < 250 ms)",
 				"MISS  v2 1 s, SIGTERM: vipstack did not fail over in most trials",
 			},
 		},
 		{
-			name: "the ratio from the last advert is shown for crashes",
+			name: "a crash is judged from the last advert, where the crash's phase is gone",
 			trials: map[string][]outcome{
 				key(implKeepalived, v3kill): {{Outage: 140 * time.Millisecond, SinceAdvert: 190 * time.Millisecond, HasSinceAdvert: true}},
 				key(implVipstack, v3kill):   {{Outage: 182 * time.Millisecond, SinceAdvert: 190 * time.Millisecond, HasSinceAdvert: true}},
 			},
 			want: []string{
-				"MISS  v3 0.05 s, kill -9: vipstack/keepalived = 1.300 (want <= 1.000); from node1's last advert: 1.000",
+				"PASS  v3 0.05 s, kill -9: vipstack - keepalived = +0 ms (1.000), from node1's last advert (want <= +10 ms, the probe's resolution)",
 				"PASS  v3 0.05 s, kill -9: vipstack median 182 ms (want < 250 ms)",
 			},
 		},
 		{
-			name: "medians equal to the printed millisecond are equal",
+			name: "slower from the last advert misses even when faster from the kill",
 			trials: map[string][]outcome{
-				key(implKeepalived, v3kill): {ok(155*time.Millisecond + 100*time.Microsecond)},
-				key(implVipstack, v3kill):   {ok(155*time.Millisecond + 400*time.Microsecond)},
+				key(implKeepalived, v3kill): {{Outage: 180 * time.Millisecond, SinceAdvert: 190 * time.Millisecond, HasSinceAdvert: true}},
+				key(implVipstack, v3kill):   {{Outage: 150 * time.Millisecond, SinceAdvert: 211 * time.Millisecond, HasSinceAdvert: true}},
 			},
 			want: []string{
-				"PASS  v3 0.05 s, kill -9: vipstack/keepalived = 1.000 (want <= 1.000)",
-				"PASS  v3 0.05 s, kill -9: vipstack median 155 ms (want < 250 ms)",
+				"MISS  v3 0.05 s, kill -9: vipstack - keepalived = +21 ms (1.111), from node1's last advert (want <= +10 ms, the probe's resolution)",
+				"PASS  v3 0.05 s, kill -9: vipstack median 150 ms (want < 250 ms)",
 			},
 		},
 		{
-			name: "one printed millisecond slower misses",
+			name: "within one probe passes",
 			trials: map[string][]outcome{
 				key(implKeepalived, v3kill): {ok(155 * time.Millisecond)},
-				key(implVipstack, v3kill):   {ok(156 * time.Millisecond)},
+				key(implVipstack, v3kill):   {ok(165 * time.Millisecond)},
 			},
 			want: []string{
-				"MISS  v3 0.05 s, kill -9: vipstack/keepalived = 1.006 (want <= 1.000)",
-				"PASS  v3 0.05 s, kill -9: vipstack median 156 ms (want < 250 ms)",
+				"PASS  v3 0.05 s, kill -9: vipstack - keepalived = +10 ms (1.065), from the kill (want <= +10 ms, the probe's resolution)",
+				"PASS  v3 0.05 s, kill -9: vipstack median 165 ms (want < 250 ms)",
+			},
+		},
+		{
+			name: "one printed millisecond beyond a probe misses",
+			trials: map[string][]outcome{
+				key(implKeepalived, v3kill): {ok(155 * time.Millisecond)},
+				key(implVipstack, v3kill):   {ok(166*time.Millisecond + 400*time.Microsecond)},
+			},
+			want: []string{
+				"MISS  v3 0.05 s, kill -9: vipstack - keepalived = +11 ms (1.071), from the kill (want <= +10 ms, the probe's resolution)",
+				"PASS  v3 0.05 s, kill -9: vipstack median 166 ms (want < 250 ms)",
 			},
 		},
 		{

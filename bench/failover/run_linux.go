@@ -29,7 +29,6 @@ var (
 
 const (
 	vrid        = 51
-	probeEvery  = 10 * time.Millisecond
 	dialTimeout = 200 * time.Millisecond
 	// baselineWait bounds how long the client may take to reach node1
 	// through the VIP before the event.
