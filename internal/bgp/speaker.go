@@ -60,9 +60,9 @@ type BFDSession interface {
 type Options struct {
 	Config      Config
 	Eligibility Eligibility
-	Router      Router                                       // nil: NewGoBGP(Logger)
+	Router      Router                                      // nil: NewGoBGP(Logger)
 	DialBFD     func(bfd.SessionConfig) (BFDSession, error) // nil: bfd.Dial
-	Logger      *slog.Logger                                 // nil: slog.Default()
+	Logger      *slog.Logger                                // nil: slog.Default()
 	// StopTimeout bounds how long a graceful stop waits for the
 	// withdrawals to leave before closing the sessions; 0 is 3 s.
 	StopTimeout time.Duration
