@@ -33,7 +33,7 @@ type Peer struct {
 	ASN     uint32 // equal to Config.ASN for iBGP
 	Port    int    // 0 is 179
 	// LocalAddress is the session's source address; unset, the kernel
-	// picks it. A multihop session with BFD needs it.
+	// picks it. A peer with BFD needs it (the BFD session's source).
 	LocalAddress netip.Addr
 	// Multihop is the TTL of an eBGP session to a peer that is not
 	// directly connected (1..255); 0 is a directly connected peer.
@@ -204,8 +204,8 @@ func (c *Config) Validate() error {
 			if !b.Multihop && p.Multihop > 1 {
 				bad(f+".bfd.multihop", "false for a peer %d hops away (multihop %d); want true", p.Multihop, p.Multihop)
 			}
-			if b.Multihop && !p.LocalAddress.IsValid() {
-				bad(f+".local-address", "unset; a multihop BFD session needs its source address")
+			if !p.LocalAddress.IsValid() {
+				bad(f+".local-address", "unset; a peer with BFD needs the session's source address")
 			}
 			if len(b.Password) > 16 {
 				bad(f+".bfd.password", "%d bytes; simple passwords are 1..16 bytes (RFC 5880 4.2)", len(b.Password))

@@ -65,11 +65,14 @@ func TestValidate(t *testing.T) {
 		{name: "ipv6 vip without an ipv6 peer", modify: func(c *Config) {
 			c.Routes = append(c.Routes, Route{VIP: netip.MustParseAddr("fd00:2::10")})
 		}, want: []string{"routes[1].vip: fd00:2::10 is IPv6 but no peer carries IPv6 unicast"}},
-		{name: "bfd interval", modify: func(c *Config) { c.Peers[0].BFD = &BFD{Interval: time.Millisecond, Multiplier: 3} },
+		{name: "bfd interval", modify: func(c *Config) {
+			c.Peers[0].LocalAddress = netip.MustParseAddr("198.18.1.10")
+			c.Peers[0].BFD = &BFD{Interval: time.Millisecond, Multiplier: 3}
+		},
 			want: []string{"peers[0].bfd.interval: 1ms; want whole milliseconds 10ms..60s"}},
-		{name: "bfd multihop without local address", modify: func(c *Config) {
-			c.Peers[0].BFD = &BFD{Interval: 300 * time.Millisecond, Multiplier: 3, Multihop: true}
-		}, want: []string{"peers[0].local-address: unset; a multihop BFD session needs its source address"}},
+		{name: "bfd without local address", modify: func(c *Config) {
+			c.Peers[0].BFD = &BFD{Interval: 300 * time.Millisecond, Multiplier: 3}
+		}, want: []string{"peers[0].local-address: unset; a peer with BFD needs the session's source address"}},
 		{name: "bad community", modify: func(c *Config) { c.Routes[0].Communities = []string{"70000:1"} },
 			want: []string{`routes[0].communities[0]: "70000:1" is not a community; want ASN:value, each 0..65535`}},
 		{name: "bad large community", modify: func(c *Config) { c.Routes[0].LargeCommunities = []string{"1:2"} },

@@ -182,7 +182,7 @@ func (g *GoBGP) Withdraw(ctx context.Context, pfx netip.Prefix) error {
 
 func (g *GoBGP) Peers(ctx context.Context) ([]RouterPeer, error) {
 	var out []RouterPeer
-	err := g.srv.ListPeer(ctx, &api.ListPeerRequest{}, func(p *api.Peer) {
+	err := g.srv.ListPeer(ctx, &api.ListPeerRequest{EnableAdvertised: true}, func(p *api.Peer) {
 		a, err := netip.ParseAddr(p.GetConf().GetNeighborAddress())
 		if err != nil {
 			return
@@ -192,6 +192,7 @@ func (g *GoBGP) Peers(ctx context.Context) ([]RouterPeer, error) {
 			rp.State = strings.ToLower(st.GetSessionState().String())
 			rp.AdminDown = st.GetAdminState() != api.PeerState_UP
 			rp.Established = st.GetSessionState() == api.PeerState_ESTABLISHED
+			rp.SentUpdates = st.GetMessages().GetSent().GetUpdate()
 		}
 		for _, af := range p.GetAfiSafis() {
 			rp.Advertised += af.GetState().GetAdvertised()

@@ -45,6 +45,7 @@ type RouterPeer struct {
 	State       string // "idle", "connect", "active", "opensent", "openconfirm", "established"
 	AdminDown   bool
 	Advertised  uint64 // routes in the peer's Adj-RIB-Out, all families
+	SentUpdates uint64 // UPDATE messages written to the session
 	Established bool
 }
 
@@ -214,9 +215,10 @@ func bfdConfig(p Peer) bfd.SessionConfig {
 		DesiredMinTx: p.BFD.Interval, RequiredMinRx: p.BFD.Interval, DetectMult: p.BFD.Multiplier,
 		Password: p.BFD.Password, KeyID: p.BFD.KeyID}
 	if c.Multihop {
-		c.MinTTL = 254 - p.Multihop + 1
-		if p.Multihop == 0 {
-			c.MinTTL = 254
+		// A peer Multihop hops away receives TTL 255 - (Multihop - 1).
+		c.MinTTL = 254
+		if p.Multihop > 1 {
+			c.MinTTL = 256 - p.Multihop
 		}
 	}
 	return c
@@ -236,8 +238,9 @@ func stateName(st bfd.State) string {
 	return st.String()
 }
 
-// bfdChanged takes the peer's BGP session down when BFD leaves Up and lets
-// it come back when BFD is Up again.
+// bfdChanged takes the peer's BGP session down when this side's BFD
+// detects the path down (RFC 5882 section 4.1), and lets it come back when
+// BFD is Up again.
 func (s *Speaker) bfdChanged(ctx context.Context, e bfdEvent) {
 	s.mu.Lock()
 	ps := s.peers[e.peer]
@@ -246,6 +249,12 @@ func (s *Speaker) bfdChanged(ctx context.Context, e bfdEvent) {
 	s.mu.Unlock()
 	addr := ps.cfg.Address
 	switch {
+	case e.ev.From == bfd.Up && e.ev.To != bfd.Up && e.ev.Diag == bfd.DiagNeighborDown:
+		// The peer said Down (or AdminDown): it is alive, and its own
+		// BGP acts on its own BFD. FRR's bfdd does this when bgpd
+		// replaces a session; taking BGP down here would only flap it.
+		// A peer that then goes silent is caught by the hold timer.
+		s.log.Info("bgp: peer signalled BFD down; leaving the session to it", "peer", addr)
 	case e.ev.From == bfd.Up && e.ev.To != bfd.Up:
 		reason := fmt.Sprintf("BFD session to %v went %v (%v)", addr, stateName(e.ev.To), e.ev.Diag)
 		s.log.Warn("bgp: taking session down", "peer", addr, "reason", reason)
@@ -312,9 +321,19 @@ func (s *Speaker) nextHop(vip netip.Addr) netip.Addr {
 	return s.cfg.NextHopIPv6
 }
 
-// stop withdraws every route, waits until the peers' Adj-RIB-Outs are
-// empty or stopWait passes, and closes the sessions and BFD.
+// stop withdraws every route, waits until every established peer that
+// had routes from this node has none left and has been sent an UPDATE
+// since (the withdrawal is on the wire, not only queued), or stopWait
+// passes, and then closes the sessions and BFD.
 func (s *Speaker) stop(ctx context.Context) error {
+	before := map[netip.Addr]uint64{}
+	if peers, err := s.router.Peers(ctx); err == nil {
+		for _, p := range peers {
+			if p.Established && p.Advertised > 0 {
+				before[p.Address] = p.SentUpdates
+			}
+		}
+	}
 	s.mu.Lock()
 	var ps []netip.Prefix
 	for p := range s.announced {
@@ -327,6 +346,7 @@ func (s *Speaker) stop(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("bgp: withdraw %v: %w", p, err))
 			continue
 		}
+		s.log.Info("bgp: withdrew", "prefix", p, "reason", "stopping")
 		s.mu.Lock()
 		delete(s.announced, p)
 		s.mu.Unlock()
@@ -340,25 +360,25 @@ func (s *Speaker) stop(ctx context.Context) error {
 	defer cancel()
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
-wait:
-	for {
+	for len(before) > 0 {
 		peers, err := s.router.Peers(wctx)
 		if err != nil {
 			break
 		}
-		pending := 0
+		var pending []string
 		for _, p := range peers {
-			if p.Established {
-				pending += int(p.Advertised)
+			sent, ok := before[p.Address]
+			if ok && p.Established && (p.Advertised > 0 || p.SentUpdates <= sent) {
+				pending = append(pending, p.Address.String())
 			}
 		}
-		if pending == 0 {
+		if len(pending) == 0 {
 			break
 		}
 		select {
 		case <-wctx.Done():
-			s.log.Warn("bgp: stopping with withdrawals still pending", "routes", pending)
-			break wait
+			s.log.Warn("bgp: stopping before the withdrawals reached every peer", "peers", pending)
+			before = nil
 		case <-tick.C:
 		}
 	}

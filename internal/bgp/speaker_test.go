@@ -17,10 +17,12 @@ import (
 type fakeRouter struct {
 	mu         sync.Mutex
 	calls      []string
-	advertised uint64 // what Peers reports per established peer
-	// drainAfter: Peers reports the routes as still advertised this many
-	// more times after the last withdrawal.
-	drainAfter int
+	advertised uint64 // what Peers reports for the one established peer
+	// sendAfter: a withdrawal counts as sent (SentUpdates goes up) this
+	// many Peers calls after it.
+	sendAfter    int
+	unsent, wait int
+	sent         uint64
 }
 
 func (f *fakeRouter) rec(format string, a ...any) {
@@ -60,18 +62,24 @@ func (f *fakeRouter) Withdraw(_ context.Context, p netip.Prefix) error {
 	f.rec("withdraw %v", p)
 	f.mu.Lock()
 	f.advertised--
+	f.unsent++
+	f.wait = f.sendAfter
 	f.mu.Unlock()
 	return nil
 }
 func (f *fakeRouter) Peers(context.Context) ([]RouterPeer, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	adv := f.advertised
-	if adv == 0 && f.drainAfter > 0 {
-		f.drainAfter--
-		adv = 1
+	if f.unsent > 0 {
+		if f.wait == 0 {
+			f.sent++
+			f.unsent = 0
+		} else {
+			f.wait--
+		}
 	}
-	return []RouterPeer{{Address: netip.MustParseAddr("198.18.1.1"), State: "established", Established: true, Advertised: adv}}, nil
+	return []RouterPeer{{Address: netip.MustParseAddr("198.18.1.1"), State: "established", Established: true,
+		Advertised: f.advertised, SentUpdates: f.sent}}, nil
 }
 func (f *fakeRouter) Stop(context.Context) error {
 	f.rec("stop")
@@ -140,8 +148,9 @@ func TestSpeaker(t *testing.T) {
 		vip := netip.MustParseAddr("198.19.0.10")
 		peer := netip.MustParseAddr("198.18.1.1")
 		cfg := validConfig()
+		cfg.Peers[0].LocalAddress = netip.MustParseAddr("198.18.1.10")
 		cfg.Peers[0].BFD = &BFD{Interval: 50 * time.Millisecond, Multiplier: 3}
-		r := &fakeRouter{drainAfter: 3}
+		r := &fakeRouter{sendAfter: 3}
 		e := &fakeElig{ch: make(chan struct{})}
 		b := &fakeBFD{st: bfd.Down, ev: make(chan bfd.Event, 4)}
 		var dialed bfd.SessionConfig
@@ -175,6 +184,14 @@ func TestSpeaker(t *testing.T) {
 		synctest.Wait()
 		step("bfd comes up: the session was never held down", nil)
 
+		b.to(bfd.Down, bfd.DiagNeighborDown)
+		synctest.Wait()
+		step("the peer signals BFD down: its own BGP acts, not ours", nil)
+		b.to(bfd.Init, bfd.DiagNone)
+		b.to(bfd.Up, bfd.DiagNone)
+		synctest.Wait()
+		step("bfd up again after the peer's reset", nil)
+
 		b.to(bfd.Down, bfd.DiagControlDetectExpired)
 		synctest.Wait()
 		step("bfd down", []string{"peer 198.18.1.1 enabled=false: BFD session to 198.18.1.1 went down (Control Detection Time Expired)"})
@@ -203,8 +220,8 @@ func TestSpeaker(t *testing.T) {
 		synctest.Wait()
 		step("eligible again", []string{"announce 198.19.0.10/32 nh=invalid IP"})
 
-		// A graceful stop withdraws first, waits while the peer still
-		// lists the route (three polls here), then closes the sessions.
+		// A graceful stop withdraws first, waits until the withdrawal
+		// has been sent (three polls here), then closes the sessions.
 		start := time.Now()
 		cancel()
 		if err := <-runErr; err != nil {
@@ -212,7 +229,7 @@ func TestSpeaker(t *testing.T) {
 		}
 		step("graceful stop", []string{"withdraw 198.19.0.10/32", "stop"})
 		if waited := time.Since(start); waited != 60*time.Millisecond {
-			t.Errorf("stop waited %v for the withdrawal to drain, want three 20ms polls", waited)
+			t.Errorf("stop waited %v for the withdrawal to be sent, want three 20ms polls", waited)
 		}
 		if b.State() != bfd.AdminDown || !b.closed {
 			t.Errorf("BFD session state %v closed %v after stop, want AdminDown and closed", b.State(), b.closed)
@@ -224,8 +241,8 @@ func TestSpeaker(t *testing.T) {
 // longer than StopTimeout.
 func TestSpeakerStopTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := &fakeRouter{drainAfter: 1 << 30}
-		e := &fakeElig{ch: make(chan struct{})}
+		r := &fakeRouter{sendAfter: 1 << 30}
+		e := &fakeElig{ch: make(chan struct{}), v: []Verdict{{VIP: netip.MustParseAddr("198.19.0.10"), Eligible: true}}}
 		s, err := New(Options{Config: validConfig(), Eligibility: e, Router: r, StopTimeout: time.Second})
 		if err != nil {
 			t.Fatal(err)
