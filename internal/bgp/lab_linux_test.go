@@ -143,8 +143,8 @@ func newLab(t *testing.T, nodes int) *lab {
 		ns := fmt.Sprintf("%s-n%d", l.tag, i)
 		add(ns)
 		attach(ns, fmt.Sprintf("n%d", i), i)
-		for _, a := range []string{vip4.String() + "/32", vip6.String() + "/128"} {
-			if err := ipIn(ns, "addr", "add", a, "dev", "lo"); err != nil {
+		for _, a := range [][]string{{vip4.String() + "/32"}, {vip6.String() + "/128", "nodad"}} {
+			if err := ipIn(ns, append([]string{"addr", "add", a[0], "dev", "lo"}, a[1:]...)...); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -268,7 +268,7 @@ func (l *lab) nexthops(v netip.Addr) ([]string, error) {
 	}
 	var gws []string
 	for _, r := range rs {
-		if r.Protocol != "bgp" {
+		if r.Protocol != "bgp" && r.Protocol != "bird" {
 			continue
 		}
 		if r.Gateway != "" {
@@ -569,18 +569,48 @@ func (f *frr) neighbor(addr netip.Addr) (neighbor, error) {
 	return n, nil
 }
 
-func (f *frr) waitEstablished(t *testing.T, addrs ...netip.Addr) {
+// bird is BIRD 2 as the lab's router.
+type bird struct {
+	l    *lab
+	sock string
+	out  *syncBuf
+}
+
+func requireBIRD(t *testing.T) {
 	t.Helper()
-	testutil.Eventually(t, 30*time.Second, func() error {
-		for _, a := range addrs {
-			n, err := f.neighbor(a)
-			if err != nil {
-				return err
-			}
-			if n.State != "Established" {
-				return fmt.Errorf("neighbor %v is %s", a, n.State)
-			}
+	testnet.RequireRoot(t)
+	for _, p := range []string{"bird", "birdc"} {
+		if _, err := exec.LookPath(p); err != nil {
+			t.Skipf("skipping: BIRD 2 is not installed (%s: %v); .ci/run installs the bird2 package", p, err)
 		}
-		return nil
+	}
+}
+
+// startBIRD runs bird in the router namespace with configuration conf.
+func (l *lab) startBIRD(t *testing.T, conf string) *bird {
+	t.Helper()
+	b := &bird{l: l, sock: filepath.Join(l.dir, "bird.ctl"), out: &syncBuf{}}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("BIRD output:\n%s", testutil.Tail(b.out.String(), 60))
+		}
 	})
+	cf := filepath.Join(l.dir, "bird.conf")
+	if err := os.WriteFile(cf, []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l.start(t, l.router, b.out, nil, "bird", "-f", "-c", cf, "-s", b.sock, "-P", filepath.Join(l.dir, "bird.pid"))
+	testutil.Eventually(t, 10*time.Second, func() error {
+		_, err := b.birdc("show status")
+		return err
+	})
+	return b
+}
+
+func (b *bird) birdc(cmd string) (string, error) {
+	out, err := exec.Command("birdc", append([]string{"-s", b.sock}, strings.Fields(cmd)...)...).CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("birdc %s: %v: %s", cmd, err, out)
+	}
+	return string(out), nil
 }

@@ -53,7 +53,9 @@ type RouterPeer struct {
 type BFDSession interface {
 	Events() <-chan bfd.Event
 	State() bfd.State
-	AdminDown(ctx context.Context) error
+	// Rejected counts the peer's packets the session discarded, by
+	// reason, with the last such error.
+	Rejected() (map[bfd.Reason]int, error)
 	Close() error
 }
 
@@ -93,13 +95,16 @@ type peerState struct {
 
 // PeerStatus is one peer for vipstack status.
 type PeerStatus struct {
-	Address    netip.Addr
-	ASN        uint32
-	IBGP       bool
-	Session    string // the BGP FSM state
-	BFD        string // "up", "down", "init", "admindown"; "" without BFD
-	HeldDown   string // why the speaker holds the session down
-	Advertised uint64
+	Address netip.Addr
+	ASN     uint32
+	IBGP    bool
+	Session string // the BGP FSM state
+	BFD     string // "up", "down", "init", "admindown"; "" without BFD
+	// BFDRejected is how many of the peer's BFD packets were discarded
+	// and the last reason, "" when none were.
+	BFDRejected string
+	HeldDown    string // why the speaker holds the session down
+	Advertised  uint64
 }
 
 // Status is the speaker's state for vipstack status.
@@ -158,8 +163,17 @@ func (s *Speaker) Run(ctx context.Context) (err error) {
 		close(done)
 		wg.Wait()
 	}()
+	// BFD starts once a peer's BGP session is first established: FRR's
+	// bgpd replaces its BFD session when the BGP session comes up, and a
+	// BFD session already Up then goes Down, which bgpd answers by
+	// resetting BGP (seen with FRR 8.4).
+	waitBFD := map[int]bool{}
 	for i, p := range s.cfg.Peers {
 		ps := &peerState{cfg: p}
+		if p.BFD != nil {
+			ps.bfdState = "waiting for BGP"
+			waitBFD[i] = true
+		}
 		s.mu.Lock()
 		s.peers = append(s.peers, ps)
 		s.mu.Unlock()
@@ -167,13 +181,12 @@ func (s *Speaker) Run(ctx context.Context) (err error) {
 			s.stopRouter(bg)
 			return fmt.Errorf("bgp: peer %v: %w", p.Address, err)
 		}
-		if p.BFD == nil {
-			continue
-		}
-		sess, err := s.dialBFD(bfdConfig(p))
+	}
+	startBFD := func(i int) error {
+		ps := s.peers[i]
+		sess, err := s.dialBFD(bfdConfig(ps.cfg))
 		if err != nil {
-			s.stopRouter(bg)
-			return fmt.Errorf("bgp: peer %v: bfd: %w", p.Address, err)
+			return fmt.Errorf("bgp: peer %v: bfd: %w", ps.cfg.Address, err)
 		}
 		s.mu.Lock()
 		ps.bfd, ps.bfdState = sess, stateName(sess.State())
@@ -183,10 +196,7 @@ func (s *Speaker) Run(ctx context.Context) (err error) {
 			defer wg.Done()
 			for {
 				select {
-				case ev, ok := <-sess.Events():
-					if !ok {
-						return
-					}
+				case ev := <-sess.Events():
 					select {
 					case events <- bfdEvent{peer: i, ev: ev}:
 					case <-done:
@@ -197,6 +207,13 @@ func (s *Speaker) Run(ctx context.Context) (err error) {
 				}
 			}
 		}()
+		return nil
+	}
+	var poll <-chan time.Time
+	if len(waitBFD) > 0 {
+		t := time.NewTicker(250 * time.Millisecond)
+		defer t.Stop()
+		poll = t.C
 	}
 	for {
 		select {
@@ -204,6 +221,28 @@ func (s *Speaker) Run(ctx context.Context) (err error) {
 			return s.stop(bg)
 		case <-s.elig.Changed():
 			s.reconcile(bg)
+		case <-poll:
+			peers, err := s.router.Peers(bg)
+			if err != nil {
+				continue
+			}
+			up := map[netip.Addr]bool{}
+			for _, p := range peers {
+				up[p.Address] = p.Established
+			}
+			for i := range waitBFD {
+				if !up[s.cfg.Peers[i].Address] {
+					continue
+				}
+				if err := startBFD(i); err != nil {
+					s.stopRouter(bg)
+					return err
+				}
+				delete(waitBFD, i)
+			}
+			if len(waitBFD) == 0 {
+				poll = nil
+			}
 		case e := <-events:
 			s.bfdChanged(bg, e)
 		}
@@ -390,9 +429,12 @@ func (s *Speaker) stopRouter(ctx context.Context) error {
 	err := s.router.Stop(ctx)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	// BFD closes silently after BGP: an AdminDown is taken as a failure
+	// by BIRD 2.0.12, which then holds the session down for 60 s, and
+	// it could beat the Cease to the router. Silence only times out
+	// there after the BGP session is gone.
 	for _, p := range s.peers {
 		if p.bfd != nil {
-			_ = p.bfd.AdminDown(ctx)
 			p.bfd.Close()
 		}
 	}
@@ -416,8 +458,18 @@ func (s *Speaker) Status(ctx context.Context) (Status, error) {
 		if sess == "" {
 			sess = "unknown"
 		}
-		st.Peers = append(st.Peers, PeerStatus{Address: p.cfg.Address, ASN: p.cfg.ASN, IBGP: s.cfg.IBGP(p.cfg),
-			Session: sess, BFD: p.bfdState, HeldDown: p.down, Advertised: r.Advertised})
+		ps := PeerStatus{Address: p.cfg.Address, ASN: p.cfg.ASN, IBGP: s.cfg.IBGP(p.cfg),
+			Session: sess, BFD: p.bfdState, HeldDown: p.down, Advertised: r.Advertised}
+		if p.bfd != nil {
+			if rej, last := p.bfd.Rejected(); last != nil {
+				n := 0
+				for _, c := range rej {
+					n += c
+				}
+				ps.BFDRejected = fmt.Sprintf("%d discarded, last: %v", n, last)
+			}
+		}
+		st.Peers = append(st.Peers, ps)
 	}
 	st.Routes = append(st.Routes, s.routes...)
 	return st, err

@@ -3,6 +3,7 @@ package bgp
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/netip"
 	"sync"
 	"testing"
@@ -12,6 +13,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/vipstack/vipstack/internal/bfd"
 )
+
+var quiet = slog.New(slog.DiscardHandler)
 
 // fakeRouter records what the speaker asks of the BGP implementation.
 type fakeRouter struct {
@@ -23,6 +26,7 @@ type fakeRouter struct {
 	sendAfter    int
 	unsent, wait int
 	sent         uint64
+	down         bool // Peers reports the session not established
 }
 
 func (f *fakeRouter) rec(format string, a ...any) {
@@ -78,6 +82,9 @@ func (f *fakeRouter) Peers(context.Context) ([]RouterPeer, error) {
 			f.wait--
 		}
 	}
+	if f.down {
+		return []RouterPeer{{Address: netip.MustParseAddr("198.18.1.1"), State: "active"}}, nil
+	}
 	return []RouterPeer{{Address: netip.MustParseAddr("198.18.1.1"), State: "established", Established: true,
 		Advertised: f.advertised, SentUpdates: f.sent}}, nil
 }
@@ -120,6 +127,7 @@ func (b *fakeBFD) State() bfd.State {
 	defer b.mu.Unlock()
 	return b.st
 }
+func (b *fakeBFD) Rejected() (map[bfd.Reason]int, error) { return nil, nil }
 func (b *fakeBFD) AdminDown(context.Context) error {
 	b.to(bfd.AdminDown, bfd.DiagAdminDown)
 	return nil
@@ -150,11 +158,11 @@ func TestSpeaker(t *testing.T) {
 		cfg := validConfig()
 		cfg.Peers[0].LocalAddress = netip.MustParseAddr("198.18.1.10")
 		cfg.Peers[0].BFD = &BFD{Interval: 50 * time.Millisecond, Multiplier: 3}
-		r := &fakeRouter{sendAfter: 3}
+		r := &fakeRouter{sendAfter: 3, down: true}
 		e := &fakeElig{ch: make(chan struct{})}
 		b := &fakeBFD{st: bfd.Down, ev: make(chan bfd.Event, 4)}
 		var dialed bfd.SessionConfig
-		s, err := New(Options{Config: cfg, Eligibility: e, Router: r,
+		s, err := New(Options{Config: cfg, Eligibility: e, Router: r, Logger: quiet,
 			DialBFD: func(c bfd.SessionConfig) (BFDSession, error) { dialed = c; return b, nil }})
 		if err != nil {
 			t.Fatal(err)
@@ -171,6 +179,19 @@ func TestSpeaker(t *testing.T) {
 			}
 		}
 		step("start", []string{"start 64512 198.18.1.10 0", "add-peer 198.18.1.1 ibgp=false"})
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if dialed.Peer.IsValid() {
+			t.Fatalf("BFD dialed before the BGP session was established: %+v", dialed)
+		}
+		if st, _ := s.Status(t.Context()); st.Peers[0].BFD != "waiting for BGP" {
+			t.Errorf("BFD state %q before BGP is established, want waiting for BGP", st.Peers[0].BFD)
+		}
+		r.mu.Lock()
+		r.down = false
+		r.mu.Unlock()
+		time.Sleep(250 * time.Millisecond)
+		synctest.Wait()
 		if dialed.Peer != peer || dialed.DesiredMinTx != 50*time.Millisecond || dialed.DetectMult != 3 {
 			t.Errorf("BFD dialed with %+v, want peer %v at 50ms x 3", dialed, peer)
 		}
@@ -231,8 +252,8 @@ func TestSpeaker(t *testing.T) {
 		if waited := time.Since(start); waited != 60*time.Millisecond {
 			t.Errorf("stop waited %v for the withdrawal to be sent, want three 20ms polls", waited)
 		}
-		if b.State() != bfd.AdminDown || !b.closed {
-			t.Errorf("BFD session state %v closed %v after stop, want AdminDown and closed", b.State(), b.closed)
+		if b.State() != bfd.Up || !b.closed {
+			t.Errorf("BFD session state %v closed %v after stop, want closed without AdminDown", b.State(), b.closed)
 		}
 	})
 }
@@ -243,7 +264,7 @@ func TestSpeakerStopTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := &fakeRouter{sendAfter: 1 << 30}
 		e := &fakeElig{ch: make(chan struct{}), v: []Verdict{{VIP: netip.MustParseAddr("198.19.0.10"), Eligible: true}}}
-		s, err := New(Options{Config: validConfig(), Eligibility: e, Router: r, StopTimeout: time.Second})
+		s, err := New(Options{Config: validConfig(), Eligibility: e, Router: r, Logger: quiet, StopTimeout: time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}
