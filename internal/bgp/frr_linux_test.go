@@ -3,10 +3,14 @@
 package bgp
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/netip"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/vipstack/vipstack/internal/testutil"
 )
 
 const md5Password = "vipstack-md5"
@@ -115,4 +119,129 @@ func (f *frr) restarted(netip.Addr) error {
 		return fmt.Errorf("route still stale:\n%s", out)
 	}
 	return nil
+}
+
+// TestFRRAttributes: the rest of the per-peer settings against FRR. n1
+// peers eBGP multihop with the router's loopback (with multihop BFD),
+// carries IPv6 over that IPv4 session with its own IPv6 next hop, and
+// announces with MED 50 and the AS path prepended twice; n2 peers iBGP
+// with local preference 200. bgpd must show each attribute, prefer n2 (the
+// higher local preference), and move to n1 when n2 withdraws.
+func TestFRRAttributes(t *testing.T) {
+	requireFRR(t)
+	l := newLab(t, 2)
+	rlo := netip.MustParseAddr("198.18.200.1")
+	if err := ipIn(l.router, "addr", "add", rlo.String()+"/32", "dev", "lo"); err != nil {
+		t.Fatal(err)
+	}
+	f := l.startFRR(t, fmt.Sprintf(`router bgp %d
+ bgp router-id 198.18.100.1
+ no bgp ebgp-requires-policy
+ neighbor 198.18.1.10 remote-as %d
+ neighbor 198.18.1.10 ebgp-multihop 2
+ neighbor 198.18.1.10 update-source %v
+ neighbor 198.18.1.10 timers connect 1
+ neighbor 198.18.1.10 bfd profile fast
+ neighbor 198.18.2.10 remote-as %d
+ neighbor 198.18.2.10 update-source 198.18.2.1
+ neighbor 198.18.2.10 timers connect 1
+ address-family ipv6 unicast
+  neighbor 198.18.1.10 activate
+ exit-address-family
+!
+`, routerASN, nodeASN, rlo, routerASN))
+	u32 := func(v uint32) *uint32 { return &v }
+	n1 := Config{ASN: nodeASN, RouterID: subnetV4(1, 10), NextHopIPv6: subnetV6(1, 0x10),
+		Peers: []Peer{{Address: rlo, ASN: routerASN, LocalAddress: subnetV4(1, 10), Multihop: 2, IPv4: true, IPv6: true,
+			HoldTime: 30 * time.Second, BFD: &BFD{Interval: 100 * time.Millisecond, Multiplier: 3, Multihop: true}}},
+		Routes: []Route{{VIP: vip4, Attributes: Attributes{MED: u32(50), Prepend: 2}}, {VIP: vip6}}}
+	n2 := Config{ASN: routerASN, RouterID: subnetV4(2, 10),
+		Peers:  []Peer{{Address: subnetV4(2, 1), ASN: routerASN, LocalAddress: subnetV4(2, 10)}},
+		Routes: []Route{{VIP: vip4, Attributes: Attributes{LocalPref: u32(200)}}}}
+	l.startSpeaker(t, 1, n1)
+	sp2 := l.startSpeaker(t, 2, n2)
+	waitEstablished(t, f, subnetV4(1, 10), subnetV4(2, 10))
+
+	type path struct {
+		Aspath struct {
+			String string `json:"string"`
+		} `json:"aspath"`
+		Med       *int `json:"metric"`
+		LocalPref *int `json:"locPrf"`
+		Peer      struct {
+			PeerID string `json:"peerId"`
+		} `json:"peer"`
+		Bestpath *struct {
+			Overall bool `json:"overall"`
+		} `json:"bestpath"`
+	}
+	paths := func() (map[string]path, error) {
+		out, err := f.vtysh("show bgp ipv4 unicast " + vip4.String() + "/32 json")
+		if err != nil {
+			return nil, err
+		}
+		var r struct {
+			Paths []path `json:"paths"`
+		}
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			return nil, fmt.Errorf("%v: %s", err, out)
+		}
+		m := map[string]path{}
+		for _, p := range r.Paths {
+			m[p.Peer.PeerID] = p
+		}
+		if len(m) != 2 {
+			return m, fmt.Errorf("bgpd has %d paths to %v, want 2: %s", len(m), vip4, out)
+		}
+		return m, nil
+	}
+	t.Run("attributes", func(t *testing.T) {
+		var ps map[string]path
+		testutil.Eventually(t, 20*time.Second, func() (err error) { ps, err = paths(); return err })
+		p1, p2 := ps["198.18.1.10"], ps["198.18.2.10"]
+		if p1.Aspath.String != "64512 64512 64512" || p1.Med == nil || *p1.Med != 50 {
+			t.Errorf("n1's path: AS path %q MED %v, want 64512 64512 64512 and 50", p1.Aspath.String, p1.Med)
+		}
+		if p2.LocalPref == nil || *p2.LocalPref != 200 || p2.Aspath.String != "Local" {
+			t.Errorf("n2's path: local preference %v AS path %q, want 200 and Local (iBGP, empty)", p2.LocalPref, p2.Aspath.String)
+		}
+		if p2.Bestpath == nil || !p2.Bestpath.Overall {
+			t.Errorf("bgpd's best path is not n2's (local preference 200): %+v", ps)
+		}
+		l.wantNexthops(t, vip4, 10*time.Second, 2)
+	})
+	t.Run("ipv6-over-ipv4-session", func(t *testing.T) {
+		l.wantNexthops(t, vip6, 20*time.Second, 1)
+	})
+	t.Run("multihop-bfd-up", func(t *testing.T) {
+		testutil.Eventually(t, 20*time.Second, func() error {
+			out, err := f.vtysh("show bfd peers json")
+			if err != nil {
+				return err
+			}
+			var peers []struct {
+				Multihop bool   `json:"multihop"`
+				Peer     string `json:"peer"`
+				Status   string `json:"status"`
+			}
+			if err := json.Unmarshal([]byte(out), &peers); err != nil {
+				return err
+			}
+			for _, p := range peers {
+				if p.Peer == "198.18.1.10" && p.Multihop && p.Status == "up" {
+					return nil
+				}
+			}
+			return fmt.Errorf("bfdd has no multihop session up with n1: %s", out)
+		})
+	})
+	t.Run("backup-takes-over", func(t *testing.T) {
+		if _, err := sp2.send("ineligible"); err != nil {
+			t.Fatal(err)
+		}
+		l.wantNexthops(t, vip4, 10*time.Second, 1)
+		if got, err := l.reach(vip4, 3); err != nil || got["n1"] != 3 {
+			t.Errorf("client: %v, %v; want 3 answers from n1", got, err)
+		}
+	})
 }
