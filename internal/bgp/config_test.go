@@ -1,6 +1,7 @@
 package bgp
 
 import (
+	"fmt"
 	"net/netip"
 	"strings"
 	"testing"
@@ -121,4 +122,25 @@ func TestParseCommunities(t *testing.T) {
 	if err != nil || l != [3]uint32{4200000000, 1, 2} {
 		t.Errorf("parseLargeCommunity = %v, %v", l, err)
 	}
+}
+
+// FuzzCommunities: whatever parses formats back to the same value.
+func FuzzCommunities(f *testing.F) {
+	for _, s := range []string{"64512:100", "0:0", "65535:65535", "4200000000:1:2", "1:2:3", "", ":", "70000:1", "1:2:3:4"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if c, err := parseCommunity(s); err == nil {
+			back := fmt.Sprintf("%d:%d", c>>16, c&0xffff)
+			if c2, err := parseCommunity(back); err != nil || c2 != c {
+				t.Fatalf("%q -> %#x -> %q -> %#x, %v", s, c, back, c2, err)
+			}
+		}
+		if l, err := parseLargeCommunity(s); err == nil {
+			back := fmt.Sprintf("%d:%d:%d", l[0], l[1], l[2])
+			if l2, err := parseLargeCommunity(back); err != nil || l2 != l {
+				t.Fatalf("%q -> %v -> %q -> %v, %v", s, l, back, l2, err)
+			}
+		}
+	})
 }
