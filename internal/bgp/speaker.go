@@ -144,9 +144,9 @@ type bfdEvent struct {
 }
 
 // Run starts the speaker, announces and withdraws as the verdicts change,
-// and takes a peer's session down while its BFD session is down. When ctx
-// ends it withdraws every route, waits (bounded) until the peers have no
-// route from it left to withdraw, and closes the sessions.
+// and takes a peer's session down while this side's BFD finds the path
+// down. When ctx ends it withdraws every route, waits (bounded) until the
+// withdrawals have been sent, and closes the sessions.
 func (s *Speaker) Run(ctx context.Context) (err error) {
 	bg := context.WithoutCancel(ctx)
 	if err := s.router.Start(bg, s.cfg.ASN, s.cfg.RouterID, s.cfg.ListenPort); err != nil {
@@ -186,7 +186,7 @@ func (s *Speaker) Run(ctx context.Context) (err error) {
 		ps := s.peers[i]
 		sess, err := s.dialBFD(bfdConfig(ps.cfg))
 		if err != nil {
-			return fmt.Errorf("bgp: peer %v: bfd: %w", ps.cfg.Address, err)
+			return err
 		}
 		s.mu.Lock()
 		ps.bfd, ps.bfdState = sess, stateName(sess.State())
@@ -235,8 +235,12 @@ func (s *Speaker) Run(ctx context.Context) (err error) {
 					continue
 				}
 				if err := startBFD(i); err != nil {
-					s.stopRouter(bg)
-					return err
+					// Tried again at the next poll; BGP runs meanwhile.
+					s.log.Error("bgp: start BFD", "peer", s.cfg.Peers[i].Address, "err", err)
+					s.mu.Lock()
+					s.peers[i].bfdState = "not started: " + err.Error()
+					s.mu.Unlock()
+					continue
 				}
 				delete(waitBFD, i)
 			}
@@ -254,7 +258,8 @@ func bfdConfig(p Peer) bfd.SessionConfig {
 		DesiredMinTx: p.BFD.Interval, RequiredMinRx: p.BFD.Interval, DetectMult: p.BFD.Multiplier,
 		Password: p.BFD.Password, KeyID: p.BFD.KeyID}
 	if c.Multihop {
-		// A peer Multihop hops away receives TTL 255 - (Multihop - 1).
+		// An eBGP multihop TTL of n reaches a peer at most n-1 routers
+		// away, whose packets (sent with 255) arrive with 256-n or more.
 		c.MinTTL = 254
 		if p.Multihop > 1 {
 			c.MinTTL = 256 - p.Multihop

@@ -283,6 +283,49 @@ func TestSpeakerStopTimeout(t *testing.T) {
 	})
 }
 
+// TestSpeakerBFDDialRetry: a BFD session that cannot start is tried again
+// at the next poll; status says why meanwhile, and BGP runs on.
+func TestSpeakerBFDDialRetry(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := validConfig()
+		cfg.Peers[0].LocalAddress = netip.MustParseAddr("198.18.1.10")
+		cfg.Peers[0].BFD = &BFD{Interval: 50 * time.Millisecond, Multiplier: 3}
+		b := &fakeBFD{st: bfd.Down, ev: make(chan bfd.Event, 4)}
+		dials := 0
+		dial := func(bfd.SessionConfig) (BFDSession, error) {
+			dials++
+			if dials == 1 {
+				return nil, fmt.Errorf("bfd: listen on 198.18.1.10:3784: address already in use")
+			}
+			return b, nil
+		}
+		s, err := New(Options{Config: cfg, Eligibility: &fakeElig{ch: make(chan struct{})}, Router: &fakeRouter{},
+			Logger: quiet, DialBFD: dial})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() { done <- s.Run(ctx) }()
+		time.Sleep(300 * time.Millisecond)
+		synctest.Wait()
+		st, _ := s.Status(t.Context())
+		if want := "not started: bfd: listen on 198.18.1.10:3784: address already in use"; st.Peers[0].BFD != want {
+			t.Errorf("BFD state after a failed start %q, want %q", st.Peers[0].BFD, want)
+		}
+		time.Sleep(250 * time.Millisecond)
+		synctest.Wait()
+		st, _ = s.Status(t.Context())
+		if dials != 2 || st.Peers[0].BFD != "down" {
+			t.Errorf("after the next poll: %d dials, BFD %q; want 2 and down", dials, st.Peers[0].BFD)
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
 func TestNewRejectsBadConfig(t *testing.T) {
 	c := validConfig()
 	c.ASN = 0
