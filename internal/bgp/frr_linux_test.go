@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -158,7 +159,7 @@ func TestFRRAttributes(t *testing.T) {
 	n2 := Config{ASN: routerASN, RouterID: subnetV4(2, 10),
 		Peers:  []Peer{{Address: subnetV4(2, 1), ASN: routerASN, LocalAddress: subnetV4(2, 10)}},
 		Routes: []Route{{VIP: vip4, Attributes: Attributes{LocalPref: u32(200)}}}}
-	l.startSpeaker(t, 1, n1)
+	sp1 := l.startSpeaker(t, 1, n1)
 	sp2 := l.startSpeaker(t, 2, n2)
 	waitEstablished(t, f, subnetV4(1, 10), subnetV4(2, 10))
 
@@ -242,6 +243,38 @@ func TestFRRAttributes(t *testing.T) {
 		l.wantNexthops(t, vip4, 10*time.Second, 1)
 		if got, err := l.reach(vip4, 3); err != nil || got["n1"] != 3 {
 			t.Errorf("client: %v, %v; want 3 answers from n1", got, err)
+		}
+	})
+
+	// The router's bfdd dies: n1's BFD detects it and takes n1's BGP
+	// session down at once.
+	t.Run("peer-bfd-lost-takes-bgp-down", func(t *testing.T) {
+		testutil.Eventually(t, 10*time.Second, func() error {
+			st, err := sp1.status()
+			if err != nil {
+				return err
+			}
+			if st.Peers[0].BFD != "up" {
+				return fmt.Errorf("n1's BFD is %q, want up first", st.Peers[0].BFD)
+			}
+			return nil
+		})
+		if err := syscall.Kill(-f.procs["bfdd"].Process.Pid, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		testutil.Eventually(t, 10*time.Second, func() error {
+			st, err := sp1.status()
+			if err != nil {
+				return err
+			}
+			p := st.Peers[0]
+			if p.BFD != "down" || !strings.Contains(p.HeldDown, "Control Detection Time Expired") || p.Session == "established" {
+				return fmt.Errorf("n1's peer %+v, want BFD down, the session held down for detection time expired", p)
+			}
+			return nil
+		})
+		if !strings.Contains(sp1.log.String(), "taking session down") {
+			t.Errorf("n1's log does not say it took the session down:\n%s", sp1.log.String())
 		}
 	})
 }

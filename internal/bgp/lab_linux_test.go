@@ -472,9 +472,10 @@ func speakerHelper(raw string) int {
 
 // frr is FRR 8.4 (zebra, bgpd, bfdd) as the lab's router.
 type frr struct {
-	l   *lab
-	dir string
-	out *syncBuf
+	l     *lab
+	dir   string
+	out   *syncBuf
+	procs map[string]*exec.Cmd // by daemon
 }
 
 func requireFRR(t *testing.T) {
@@ -491,7 +492,7 @@ func requireFRR(t *testing.T) {
 // configuration bgpConf.
 func (l *lab) startFRR(t *testing.T, bgpConf string) *frr {
 	t.Helper()
-	f := &frr{l: l, dir: filepath.Join(l.dir, "frr"), out: &syncBuf{}}
+	f := &frr{l: l, dir: filepath.Join(l.dir, "frr"), out: &syncBuf{}, procs: map[string]*exec.Cmd{}}
 	if err := os.Mkdir(f.dir, 0o777); err != nil {
 		t.Fatal(err)
 	}
@@ -524,7 +525,7 @@ func (l *lab) startFRR(t *testing.T, bgpConf string) *frr {
 		case "bgpd":
 			args = append(args, "-P", "0")
 		}
-		l.start(t, l.router, f.out, nil, "/usr/lib/frr/"+d, args...)
+		f.procs[d] = l.start(t, l.router, f.out, nil, "/usr/lib/frr/"+d, args...)
 		if d == "zebra" {
 			testutil.Eventually(t, 10*time.Second, func() error {
 				_, err := os.Stat(zserv)
