@@ -20,7 +20,7 @@ const (
 	ReasonAuth          Reason = "auth_failed"       // key ID or password wrong, or A bit not matching the configuration
 	ReasonDemand        Reason = "demand_mode"       // D bit set: demand mode is not implemented
 	ReasonTTL           Reason = "bad_ttl"           // TTL/hop limit below what RFC 5881/5883 require
-	ReasonSourcePort    Reason = "bad_source_port"   // single hop source port outside 49152-65535
+	ReasonSourcePort    Reason = "bad_source_port"   // no longer returned (any source port is accepted, see Session.receive); kept so the label stays stable
 	ReasonPeer          Reason = "unknown_peer"      // from an address that is not the session's peer
 	ReasonMalformed     Reason = "malformed"         // what ReasonOf returns for other errors
 )

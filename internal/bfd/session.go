@@ -290,9 +290,9 @@ func (s *Session) receive(p rxPacket) error {
 	if p.from.Addr().Unmap().WithZone("") != s.cfg.Peer.Unmap().WithZone("") {
 		return reject(ReasonPeer, "packet from %v: want the peer %v", p.from.Addr(), s.cfg.Peer)
 	}
-	if port := p.from.Port(); port < SourcePortFirst {
-		return reject(ReasonSourcePort, "source port %d from %v: want %d to %d", port, p.from.Addr(), SourcePortFirst, SourcePortLast)
-	}
+	// RFC 5881 section 4's source port range binds the sender; BIRD
+	// 2.0.12 sends from the kernel's ephemeral range (32768-60999 by
+	// default), so any source port is accepted.
 	switch {
 	case !s.cfg.Multihop && p.ttl != 255:
 		return reject(ReasonTTL, "single hop packet from %v with TTL/hop limit %d: want 255 (RFC 5881 section 5)", p.from.Addr(), p.ttl)

@@ -1,0 +1,293 @@
+package bgp
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config is one node's speaker: who it is and whom it talks to. Routes
+// lists every VIP the node may announce; whether it announces one now is
+// decided by Eligibility at run time.
+type Config struct {
+	ASN      uint32
+	RouterID netip.Addr // an IPv4 address, unique in the AS
+	// ListenPort is the TCP port the speaker accepts sessions on; 0 does
+	// not listen (the speaker connects out to each peer, which is enough
+	// for routers that accept connections).
+	ListenPort int
+	// NextHopIPv4 and NextHopIPv6 are the next hops of IPv4 and IPv6
+	// routes. Unset, a route's next hop is the local address of the
+	// session it is sent over, which must then be of the route's family.
+	NextHopIPv4, NextHopIPv6 netip.Addr
+	Peers                    []Peer
+	Routes                   []Route
+}
+
+// Peer is one BGP neighbour.
+type Peer struct {
+	Address netip.Addr
+	ASN     uint32 // equal to Config.ASN for iBGP
+	Port    int    // 0 is 179
+	// LocalAddress is the session's source address; unset, the kernel
+	// picks it. A peer with BFD needs it (the BFD session's source).
+	LocalAddress netip.Addr
+	// Multihop is the TTL of an eBGP session to a peer that is not
+	// directly connected (1..255); 0 is a directly connected peer.
+	Multihop int
+	Password string // TCP MD5 signature (RFC 2385); "" is none
+	// HoldTime and Keepalive: 0 is 90 s and a third of the hold time.
+	// A hold time is 0 (no keepalives) or 3..65535 s.
+	HoldTime, Keepalive time.Duration
+	// IPv4 and IPv6 enable the address families; when both are false the
+	// family of Address is enabled.
+	IPv4, IPv6 bool
+	// GracefulRestart advertises the capability (RFC 4724) with this
+	// restart time (1..4095 s): a session lost without a NOTIFICATION
+	// (a crash, kill -9) leaves the peer forwarding to this node's routes
+	// until the time passes or the speaker comes back. 0 is off.
+	GracefulRestart time.Duration
+	// BFD, when set, runs a BFD session to Address; the BGP session is
+	// taken down the moment it goes Down.
+	BFD *BFD
+}
+
+// BFD is a peer's BFD session (package bfd).
+type BFD struct {
+	Interval   time.Duration // desired TX and required RX interval
+	Multiplier uint8
+	Multihop   bool // RFC 5883 on port 4784
+	Password   string
+	KeyID      uint8
+}
+
+// Route is one VIP this node may announce, with its path attributes.
+type Route struct {
+	VIP netip.Addr
+	Attributes
+}
+
+// Attributes are the path attributes of an announcement.
+type Attributes struct {
+	Communities      []string // "ASN:value" (RFC 1997), each half 0..65535
+	LargeCommunities []string // "global:local1:local2" (RFC 8092), each 0..4294967295
+	LocalPref        *uint32  // iBGP only; nil is the peer's default (100)
+	MED              *uint32
+	// Prepend adds this node's ASN this many more times to the AS path
+	// (0..10), for primary-backup over eBGP. iBGP peers would see their
+	// own ASN and drop the route, so it needs every peer to be eBGP.
+	Prepend int
+}
+
+// Family says whether a is IPv4 or IPv6.
+func Family(a netip.Addr) string {
+	if a.Unmap().Is4() {
+		return "ipv4"
+	}
+	return "ipv6"
+}
+
+// Prefix returns the VIP's host route.
+func (r Route) Prefix() netip.Prefix {
+	a := r.VIP.Unmap()
+	return netip.PrefixFrom(a, a.BitLen())
+}
+
+// FieldError is a rejected setting: the field, the bad value and what is
+// accepted.
+type FieldError struct {
+	Field string // "peers[0].hold-time"
+	Msg   string
+}
+
+func (e *FieldError) Error() string { return e.Field + ": " + e.Msg }
+
+// Families returns the families enabled on p.
+func (p Peer) Families() (ipv4, ipv6 bool) {
+	if !p.IPv4 && !p.IPv6 {
+		return p.Address.Unmap().Is4(), !p.Address.Unmap().Is4()
+	}
+	return p.IPv4, p.IPv6
+}
+
+// IBGP reports whether p is in the speaker's own AS.
+func (c *Config) IBGP(p Peer) bool { return p.ASN == c.ASN }
+
+// Validate checks c and returns every problem as a *FieldError, joined.
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(field, format string, a ...any) {
+		errs = append(errs, &FieldError{Field: field, Msg: fmt.Sprintf(format, a...)})
+	}
+	if c.ASN == 0 {
+		bad("asn", "0 is reserved (RFC 7607); want 1..4294967295")
+	}
+	if !c.RouterID.IsValid() || !c.RouterID.Is4() || c.RouterID.IsUnspecified() {
+		bad("router-id", "%q is not an IPv4 address other than 0.0.0.0; BGP identifiers are 4 bytes (RFC 6286 allows any such value)", addrString(c.RouterID))
+	}
+	if c.ListenPort < 0 || c.ListenPort > 65535 {
+		bad("listen-port", "%d is out of range; want 0 (do not listen) or 1..65535", c.ListenPort)
+	}
+	if c.NextHopIPv4.IsValid() && !c.NextHopIPv4.Is4() {
+		bad("next-hop-ipv4", "%v is not an IPv4 address", c.NextHopIPv4)
+	}
+	if c.NextHopIPv6.IsValid() && (!c.NextHopIPv6.Is6() || c.NextHopIPv6.Is4In6() || c.NextHopIPv6.IsLinkLocalUnicast()) {
+		bad("next-hop-ipv6", "%v is not a global IPv6 address", c.NextHopIPv6)
+	}
+	if len(c.Peers) == 0 {
+		bad("peers", "none; want at least one peer")
+	}
+	seen := map[netip.Addr]int{}
+	anyIBGP := false
+	var v4, v6 bool // some peer carries the family
+	for i, p := range c.Peers {
+		f := fmt.Sprintf("peers[%d]", i)
+		if !p.Address.IsValid() || p.Address.IsUnspecified() || p.Address.IsMulticast() {
+			bad(f+".address", "%q is not a unicast IP address", addrString(p.Address))
+			continue
+		}
+		if j, ok := seen[p.Address]; ok {
+			bad(f+".address", "%v is also peers[%d]; want one entry per peer", p.Address, j)
+		}
+		seen[p.Address] = i
+		if p.ASN == 0 {
+			bad(f+".asn", "0 is reserved; want 1..4294967295")
+		}
+		if c.IBGP(p) {
+			anyIBGP = true
+		}
+		if p.Port < 0 || p.Port > 65535 {
+			bad(f+".port", "%d is out of range; want 0 (179) or 1..65535", p.Port)
+		}
+		if p.LocalAddress.IsValid() && p.LocalAddress.Unmap().Is4() != p.Address.Unmap().Is4() {
+			bad(f+".local-address", "%v is not of the family of address %v", p.LocalAddress, p.Address)
+		}
+		if p.Multihop < 0 || p.Multihop > 255 {
+			bad(f+".multihop", "%d is out of range; want 0 (directly connected) or a TTL 1..255", p.Multihop)
+		} else if p.Multihop > 0 && c.IBGP(p) {
+			bad(f+".multihop", "%d is set on an iBGP peer (asn %d equals the local asn); iBGP sessions are multihop already, want 0", p.Multihop, p.ASN)
+		}
+		if len(p.Password) > 80 {
+			bad(f+".password", "%d bytes; TCP MD5 keys are at most 80 bytes (TCP_MD5SIG_MAXKEYLEN)", len(p.Password))
+		}
+		if p.HoldTime < 0 || p.HoldTime%time.Second != 0 || (p.HoldTime > 0 && p.HoldTime < 3*time.Second) || p.HoldTime > 65535*time.Second {
+			bad(f+".hold-time", "%v; want 0 (default 90s) or whole seconds 3s..65535s (RFC 4271 4.2)", p.HoldTime)
+		}
+		hold := p.HoldTime
+		if hold == 0 {
+			hold = 90 * time.Second
+		}
+		if p.Keepalive < 0 || p.Keepalive%time.Second != 0 || p.Keepalive >= hold {
+			bad(f+".keepalive", "%v; want 0 (a third of the hold time) or whole seconds below the hold time %v", p.Keepalive, hold)
+		}
+		if p.GracefulRestart < 0 || p.GracefulRestart%time.Second != 0 || p.GracefulRestart > 4095*time.Second {
+			bad(f+".graceful-restart", "%v; want 0 (off) or whole seconds 1s..4095s (RFC 4724 restart time)", p.GracefulRestart)
+		}
+		pv4, pv6 := p.Families()
+		v4, v6 = v4 || pv4, v6 || pv6
+		if pv6 && p.Address.Unmap().Is4() && !c.NextHopIPv6.IsValid() {
+			bad(f+".ipv6", "IPv6 routes over an IPv4 session need next-hop-ipv6, which is unset")
+		}
+		if pv4 && !p.Address.Unmap().Is4() && !c.NextHopIPv4.IsValid() {
+			bad(f+".ipv4", "IPv4 routes over an IPv6 session need next-hop-ipv4, which is unset")
+		}
+		if b := p.BFD; b != nil {
+			if b.Interval < 10*time.Millisecond || b.Interval > 60*time.Second || b.Interval%time.Millisecond != 0 {
+				bad(f+".bfd.interval", "%v; want whole milliseconds 10ms..60s", b.Interval)
+			}
+			if b.Multiplier < 1 {
+				bad(f+".bfd.multiplier", "0; want 1..255")
+			}
+			if !b.Multihop && p.Multihop > 1 {
+				bad(f+".bfd.multihop", "false for a peer %d hops away (multihop %d); want true", p.Multihop, p.Multihop)
+			}
+			if !p.LocalAddress.IsValid() {
+				bad(f+".local-address", "unset; a peer with BFD needs the session's source address")
+			}
+			if len(b.Password) > 16 {
+				bad(f+".bfd.password", "%d bytes; simple passwords are 1..16 bytes (RFC 5880 4.2)", len(b.Password))
+			}
+		}
+	}
+	if !v4 && !v6 {
+		return errors.Join(errs...)
+	}
+	vips := map[netip.Addr]int{}
+	for i, r := range c.Routes {
+		f := fmt.Sprintf("routes[%d]", i)
+		if !r.VIP.IsValid() || r.VIP.IsUnspecified() || r.VIP.IsMulticast() || r.VIP.IsLinkLocalUnicast() {
+			bad(f+".vip", "%q is not a unicast, non-link-local IP address", addrString(r.VIP))
+			continue
+		}
+		if j, ok := vips[r.VIP.Unmap()]; ok {
+			bad(f+".vip", "%v is also routes[%d]; want one entry per VIP", r.VIP, j)
+		}
+		vips[r.VIP.Unmap()] = i
+		if r.VIP.Unmap().Is4() && !v4 {
+			bad(f+".vip", "%v is IPv4 but no peer carries IPv4 unicast", r.VIP)
+		}
+		if !r.VIP.Unmap().Is4() && !v6 {
+			bad(f+".vip", "%v is IPv6 but no peer carries IPv6 unicast", r.VIP)
+		}
+		for j, s := range r.Communities {
+			if _, err := parseCommunity(s); err != nil {
+				bad(fmt.Sprintf("%s.communities[%d]", f, j), "%v", err)
+			}
+		}
+		for j, s := range r.LargeCommunities {
+			if _, err := parseLargeCommunity(s); err != nil {
+				bad(fmt.Sprintf("%s.large-communities[%d]", f, j), "%v", err)
+			}
+		}
+		if r.Prepend < 0 || r.Prepend > 10 {
+			bad(f+".prepend", "%d; want 0..10", r.Prepend)
+		} else if r.Prepend > 0 && anyIBGP {
+			bad(f+".prepend", "%d with an iBGP peer; iBGP peers drop a path that holds their own ASN, want 0 or only eBGP peers", r.Prepend)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func addrString(a netip.Addr) string {
+	if !a.IsValid() {
+		return ""
+	}
+	return a.String()
+}
+
+// parseCommunity parses "ASN:value" into its 32-bit form.
+func parseCommunity(s string) (uint32, error) {
+	parts := strings.Split(s, ":")
+	if len(parts) != 2 {
+		return 0, fmt.Errorf("%q is not a community; want ASN:value, each 0..65535", s)
+	}
+	var v [2]uint64
+	for i, p := range parts {
+		n, err := strconv.ParseUint(p, 10, 16)
+		if err != nil {
+			return 0, fmt.Errorf("%q is not a community; want ASN:value, each 0..65535", s)
+		}
+		v[i] = n
+	}
+	return uint32(v[0]<<16 | v[1]), nil
+}
+
+// parseLargeCommunity parses "global:local1:local2".
+func parseLargeCommunity(s string) ([3]uint32, error) {
+	parts := strings.Split(s, ":")
+	var v [3]uint32
+	if len(parts) != 3 {
+		return v, fmt.Errorf("%q is not a large community; want global:local1:local2, each 0..4294967295", s)
+	}
+	for i, p := range parts {
+		n, err := strconv.ParseUint(p, 10, 32)
+		if err != nil {
+			return v, fmt.Errorf("%q is not a large community; want global:local1:local2, each 0..4294967295", s)
+		}
+		v[i] = uint32(n)
+	}
+	return v, nil
+}

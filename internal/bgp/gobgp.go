@@ -1,0 +1,243 @@
+package bgp
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"strings"
+	"sync"
+
+	api "github.com/osrg/gobgp/v3/api"
+	gobgplog "github.com/osrg/gobgp/v3/pkg/log"
+	"github.com/osrg/gobgp/v3/pkg/server"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
+)
+
+// GoBGP is a Router backed by an in-process GoBGP server (no gRPC).
+type GoBGP struct {
+	log *slog.Logger
+
+	once sync.Once
+	srv  *server.BgpServer
+}
+
+// NewGoBGP returns a Router backed by GoBGP that logs to log.
+func NewGoBGP(log *slog.Logger) *GoBGP { return &GoBGP{log: log} }
+
+var (
+	familyV4 = &api.Family{Afi: api.Family_AFI_IP, Safi: api.Family_SAFI_UNICAST}
+	familyV6 = &api.Family{Afi: api.Family_AFI_IP6, Safi: api.Family_SAFI_UNICAST}
+)
+
+func (g *GoBGP) Start(ctx context.Context, asn uint32, routerID netip.Addr, listenPort int) error {
+	g.srv = server.NewBgpServer(server.LoggerOption(&logAdapter{l: g.log}))
+	go g.srv.Serve()
+	port := int32(listenPort)
+	if port == 0 {
+		port = -1 // GoBGP's "do not listen"
+	}
+	return g.srv.StartBgp(ctx, &api.StartBgpRequest{Global: &api.Global{Asn: asn, RouterId: routerID.String(), ListenPort: port}})
+}
+
+func (g *GoBGP) AddPeer(ctx context.Context, p Peer, ibgp bool) error {
+	v4, v6 := p.Families()
+	grOn := p.GracefulRestart > 0
+	var afs []*api.AfiSafi
+	for _, f := range []struct {
+		on  bool
+		fam *api.Family
+	}{{v4, familyV4}, {v6, familyV6}} {
+		if !f.on {
+			continue
+		}
+		af := &api.AfiSafi{Config: &api.AfiSafiConfig{Family: f.fam, Enabled: true}}
+		if grOn {
+			af.MpGracefulRestart = &api.MpGracefulRestart{Config: &api.MpGracefulRestartConfig{Enabled: true}}
+		}
+		afs = append(afs, af)
+	}
+	hold := uint64(p.HoldTime.Seconds())
+	if p.HoldTime == 0 {
+		hold = 90
+	}
+	keep := uint64(p.Keepalive.Seconds())
+	if p.Keepalive == 0 {
+		keep = hold / 3
+	}
+	ap := &api.Peer{
+		Conf: &api.PeerConf{NeighborAddress: p.Address.String(), PeerAsn: p.ASN, AuthPassword: p.Password},
+		Timers: &api.Timers{Config: &api.TimersConfig{HoldTime: hold, KeepaliveInterval: keep,
+			ConnectRetry: 5}},
+		Transport: &api.Transport{RemotePort: uint32(p.Port)},
+		AfiSafis:  afs,
+	}
+	if p.LocalAddress.IsValid() {
+		ap.Transport.LocalAddress = p.LocalAddress.String()
+	}
+	if p.Multihop > 0 {
+		ap.EbgpMultihop = &api.EbgpMultihop{Enabled: true, MultihopTtl: uint32(p.Multihop)}
+	}
+	if grOn {
+		// No NotificationEnabled (RFC 8538): a graceful stop's Cease must
+		// make the peer drop this node's routes, not keep them as stale.
+		ap.GracefulRestart = &api.GracefulRestart{Enabled: true, RestartTime: uint32(p.GracefulRestart.Seconds())}
+	}
+	return g.srv.AddPeer(ctx, &api.AddPeerRequest{Peer: ap})
+}
+
+func (g *GoBGP) SetPeerEnabled(ctx context.Context, addr netip.Addr, enabled bool, reason string) error {
+	if enabled {
+		return g.srv.EnablePeer(ctx, &api.EnablePeerRequest{Address: addr.String()})
+	}
+	return g.srv.DisablePeer(ctx, &api.DisablePeerRequest{Address: addr.String(), Communication: reason})
+}
+
+// path builds the GoBGP path for a route.
+func path(r Route, nextHop netip.Addr, prependASN uint32) (*api.Path, error) {
+	p := r.Prefix()
+	nlri, err := anypb.New(&api.IPAddressPrefix{PrefixLen: uint32(p.Bits()), Prefix: p.Addr().String()})
+	if err != nil {
+		return nil, err
+	}
+	attrs := []proto.Message{&api.OriginAttribute{Origin: 0}} // IGP
+	fam := familyV4
+	if p.Addr().Is4() {
+		nh := "0.0.0.0"
+		if nextHop.IsValid() {
+			nh = nextHop.String()
+		}
+		attrs = append(attrs, &api.NextHopAttribute{NextHop: nh})
+	} else {
+		fam = familyV6
+		nh := "::"
+		if nextHop.IsValid() {
+			nh = nextHop.String()
+		}
+		attrs = append(attrs, &api.MpReachNLRIAttribute{Family: fam, NextHops: []string{nh}, Nlris: []*anypb.Any{nlri}})
+	}
+	if len(r.Communities) > 0 {
+		var cs []uint32
+		for _, s := range r.Communities {
+			c, err := parseCommunity(s)
+			if err != nil {
+				return nil, err
+			}
+			cs = append(cs, c)
+		}
+		attrs = append(attrs, &api.CommunitiesAttribute{Communities: cs})
+	}
+	if len(r.LargeCommunities) > 0 {
+		var cs []*api.LargeCommunity
+		for _, s := range r.LargeCommunities {
+			c, err := parseLargeCommunity(s)
+			if err != nil {
+				return nil, err
+			}
+			cs = append(cs, &api.LargeCommunity{GlobalAdmin: c[0], LocalData1: c[1], LocalData2: c[2]})
+		}
+		attrs = append(attrs, &api.LargeCommunitiesAttribute{Communities: cs})
+	}
+	if r.LocalPref != nil {
+		attrs = append(attrs, &api.LocalPrefAttribute{LocalPref: *r.LocalPref})
+	}
+	if r.MED != nil {
+		attrs = append(attrs, &api.MultiExitDiscAttribute{Med: *r.MED})
+	}
+	if r.Prepend > 0 {
+		nums := make([]uint32, r.Prepend)
+		for i := range nums {
+			nums[i] = prependASN
+		}
+		attrs = append(attrs, &api.AsPathAttribute{Segments: []*api.AsSegment{{Type: api.AsSegment_AS_SEQUENCE, Numbers: nums}}})
+	}
+	var pattrs []*anypb.Any
+	for _, a := range attrs {
+		x, err := anypb.New(a)
+		if err != nil {
+			return nil, err
+		}
+		pattrs = append(pattrs, x)
+	}
+	return &api.Path{Family: fam, Nlri: nlri, Pattrs: pattrs}, nil
+}
+
+func (g *GoBGP) Announce(ctx context.Context, r Route, nextHop netip.Addr, prependASN uint32) error {
+	p, err := path(r, nextHop, prependASN)
+	if err != nil {
+		return err
+	}
+	_, err = g.srv.AddPath(ctx, &api.AddPathRequest{TableType: api.TableType_GLOBAL, Path: p})
+	return err
+}
+
+func (g *GoBGP) Withdraw(ctx context.Context, pfx netip.Prefix) error {
+	p, err := path(Route{VIP: pfx.Addr()}, netip.Addr{}, 0)
+	if err != nil {
+		return err
+	}
+	return g.srv.DeletePath(ctx, &api.DeletePathRequest{TableType: api.TableType_GLOBAL, Family: p.Family, Path: p})
+}
+
+func (g *GoBGP) Peers(ctx context.Context) ([]RouterPeer, error) {
+	var out []RouterPeer
+	err := g.srv.ListPeer(ctx, &api.ListPeerRequest{EnableAdvertised: true}, func(p *api.Peer) {
+		a, err := netip.ParseAddr(p.GetConf().GetNeighborAddress())
+		if err != nil {
+			return
+		}
+		rp := RouterPeer{Address: a}
+		if st := p.GetState(); st != nil {
+			rp.State = strings.ToLower(st.GetSessionState().String())
+			rp.AdminDown = st.GetAdminState() != api.PeerState_UP
+			rp.Established = st.GetSessionState() == api.PeerState_ESTABLISHED
+			rp.SentUpdates = st.GetMessages().GetSent().GetUpdate()
+		}
+		for _, af := range p.GetAfiSafis() {
+			rp.Advertised += af.GetState().GetAdvertised()
+		}
+		out = append(out, rp)
+	})
+	return out, err
+}
+
+func (g *GoBGP) Stop(ctx context.Context) error {
+	var err error
+	g.once.Do(func() {
+		if g.srv == nil {
+			return
+		}
+		err = g.srv.StopBgp(ctx, &api.StopBgpRequest{})
+		g.srv.Stop()
+	})
+	return err
+}
+
+// logAdapter sends GoBGP's log to slog; its Info is chatty (every state
+// change), so it goes to Debug except for state changes.
+type logAdapter struct{ l *slog.Logger }
+
+func attrs(f gobgplog.Fields) []any {
+	var a []any
+	for k, v := range f {
+		a = append(a, k, v)
+	}
+	return a
+}
+
+func (a *logAdapter) Panic(msg string, f gobgplog.Fields) {
+	a.l.Error("gobgp: "+msg, attrs(f)...)
+	panic(fmt.Sprintf("gobgp: %s", msg))
+}
+func (a *logAdapter) Fatal(msg string, f gobgplog.Fields) {
+	// GoBGP calls Fatal on errors it cannot recover from; log them as
+	// errors rather than exiting the node.
+	a.l.Error("gobgp: "+msg, attrs(f)...)
+}
+func (a *logAdapter) Error(msg string, f gobgplog.Fields) { a.l.Error("gobgp: "+msg, attrs(f)...) }
+func (a *logAdapter) Warn(msg string, f gobgplog.Fields)  { a.l.Warn("gobgp: "+msg, attrs(f)...) }
+func (a *logAdapter) Info(msg string, f gobgplog.Fields)  { a.l.Info("gobgp: "+msg, attrs(f)...) }
+func (a *logAdapter) Debug(msg string, f gobgplog.Fields) { a.l.Debug("gobgp: "+msg, attrs(f)...) }
+func (a *logAdapter) SetLevel(gobgplog.LogLevel)          {}
+func (a *logAdapter) GetLevel() gobgplog.LogLevel         { return gobgplog.InfoLevel }

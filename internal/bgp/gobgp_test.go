@@ -1,0 +1,79 @@
+package bgp
+
+import (
+	"net/netip"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	api "github.com/osrg/gobgp/v3/api"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/testing/protocmp"
+	"google.golang.org/protobuf/types/known/anypb"
+)
+
+// TestPath checks the GoBGP path built for a route: NLRI, next hop (in
+// NEXT_HOP for IPv4, MP_REACH_NLRI for IPv6) and every attribute.
+func TestPath(t *testing.T) {
+	u32 := func(v uint32) *uint32 { return &v }
+	v4 := netip.MustParseAddr("198.19.0.10")
+	v6 := netip.MustParseAddr("fd00:99::10")
+	nlri4 := &api.IPAddressPrefix{PrefixLen: 32, Prefix: "198.19.0.10"}
+	nlri6 := &api.IPAddressPrefix{PrefixLen: 128, Prefix: "fd00:99::10"}
+	any6, _ := anypb.New(nlri6)
+	origin := &api.OriginAttribute{Origin: 0}
+	tests := []struct {
+		name    string
+		r       Route
+		nextHop netip.Addr
+		fam     *api.Family
+		nlri    proto.Message
+		attrs   []proto.Message
+	}{
+		{name: "ipv4 plain", r: Route{VIP: v4}, fam: familyV4, nlri: nlri4,
+			attrs: []proto.Message{origin, &api.NextHopAttribute{NextHop: "0.0.0.0"}}},
+		{name: "ipv4 every attribute", nextHop: netip.MustParseAddr("198.18.1.10"),
+			r: Route{VIP: v4, Attributes: Attributes{Communities: []string{"64512:100", "65535:65281"},
+				LargeCommunities: []string{"64512:1:2"}, LocalPref: u32(200), MED: u32(50), Prepend: 2}},
+			fam: familyV4, nlri: nlri4,
+			attrs: []proto.Message{origin, &api.NextHopAttribute{NextHop: "198.18.1.10"},
+				&api.CommunitiesAttribute{Communities: []uint32{64512<<16 | 100, 0xFFFFFF01}},
+				&api.LargeCommunitiesAttribute{Communities: []*api.LargeCommunity{{GlobalAdmin: 64512, LocalData1: 1, LocalData2: 2}}},
+				&api.LocalPrefAttribute{LocalPref: 200},
+				&api.MultiExitDiscAttribute{Med: 50},
+				&api.AsPathAttribute{Segments: []*api.AsSegment{{Type: api.AsSegment_AS_SEQUENCE, Numbers: []uint32{64512, 64512}}}},
+			}},
+		{name: "ipv6 session address", r: Route{VIP: v6}, fam: familyV6, nlri: nlri6,
+			attrs: []proto.Message{origin, &api.MpReachNLRIAttribute{Family: familyV6, NextHops: []string{"::"}, Nlris: []*anypb.Any{any6}}}},
+		{name: "ipv6 next hop set", r: Route{VIP: v6}, nextHop: netip.MustParseAddr("fd00:1::10"), fam: familyV6, nlri: nlri6,
+			attrs: []proto.Message{origin, &api.MpReachNLRIAttribute{Family: familyV6, NextHops: []string{"fd00:1::10"}, Nlris: []*anypb.Any{any6}}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := path(tt.r, tt.nextHop, 64512)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff(tt.fam, p.Family, protocmp.Transform()); d != "" {
+				t.Errorf("family (-want +got):\n%s", d)
+			}
+			nlri, err := p.Nlri.UnmarshalNew()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff(tt.nlri, nlri, protocmp.Transform()); d != "" {
+				t.Errorf("NLRI (-want +got):\n%s", d)
+			}
+			var attrs []proto.Message
+			for _, a := range p.Pattrs {
+				m, err := a.UnmarshalNew()
+				if err != nil {
+					t.Fatal(err)
+				}
+				attrs = append(attrs, m)
+			}
+			if d := cmp.Diff(tt.attrs, attrs, protocmp.Transform()); d != "" {
+				t.Errorf("attributes (-want +got):\n%s", d)
+			}
+		})
+	}
+}
