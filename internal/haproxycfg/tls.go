@@ -608,5 +608,3 @@ func (p *parser) serverVersionParam(params []string, s *lbconfig.Server, fail fu
 	o := p.srvOpts(s)
 	return tlsOption(params, o, fail)
 }
-
-
