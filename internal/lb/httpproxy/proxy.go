@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"io"
+	"log"
 	"log/slog"
 	"net"
 	"net/http"
@@ -201,6 +203,11 @@ func (p *Proxy) ServeTLS(ln net.Listener, conf *tls.Config) error {
 	srv.Protocols.SetHTTP1(true)
 	srv.Protocols.SetUnencryptedHTTP2(true)
 	srv.Protocols.SetHTTP2(conf != nil)
+	if conf != nil {
+		// A client's failed handshake is not vipstack's error: haproxy
+		// logs it only with a log format.
+		srv.ErrorLog = log.New(io.Discard, "", 0)
+	}
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
