@@ -334,7 +334,7 @@ type pendingTLS struct {
 }
 
 func (p *parser) withBase(base string, paths []string) []string {
-	out := make([]string, 0, len(paths))
+	var out []string
 	for _, f := range paths {
 		if base != "" && !strings.HasPrefix(f, "/") {
 			f = filepath.Join(base, f)
