@@ -407,8 +407,8 @@ func TestHAProxyCfgWritesTLS(t *testing.T) {
 		Frontends: []lbconfig.Frontend{{Name: "tls", Backend: "be", Binds: []lbconfig.Bind{
 			{Addr: ap("0.0.0.0:8443"), TLS: &lbconfig.BindTLS{
 				Crt: []string{dir + "/a.pem"}, CrtList: []string{dir + "/list.txt"},
-				Certs: []lbconfig.Cert{{Path: dir + "/a.pem", PEM: a}, {Path: dir + "/b.pem", SNI: []string{"x.test", "*.y.test"}, PEM: b}},
-				ALPN:  []string{"h2", "http/1.1"},
+				Certs:      []lbconfig.Cert{{Path: dir + "/a.pem", PEM: a}, {Path: dir + "/b.pem", SNI: []string{"x.test", "*.y.test"}, PEM: b}},
+				ALPN:       []string{"h2", "http/1.1"},
 				TLSOptions: lbconfig.TLSOptions{MinVersion: tls.VersionTLS13, Ciphers: []uint16{tls.TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384}, NoTickets: true},
 			}},
 			{Addr: ap("0.0.0.0:8444"), TLS: &lbconfig.BindTLS{Crt: []string{dir + "/b.pem"}, Certs: []lbconfig.Cert{{Path: dir + "/b.pem", PEM: b}},
