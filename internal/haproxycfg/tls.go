@@ -19,9 +19,14 @@ import (
 // tlsGlobal is what global says about TLS.
 type tlsGlobal struct {
 	caBase, crtBase string
-	bind, server    tlsOpts // ssl-default-bind-options / -server-options, ciphers
-	bindLine        int     // line of the first ssl-default-bind-* setting
-	serverLine      int
+	// The ssl-default-bind-* and ssl-default-server-* lines, read when a
+	// bind or server they apply to exists (takeDefaults): as in haproxy,
+	// without one they apply to nothing, and a value Go cannot carry out
+	// (OpenShift's PROFILE=SYSTEM, Debian's DHE suites) is no error.
+	bindLines, serverLines []line
+	bind, server           tlsOpts // what they say, once read
+	bindRead, serverRead   bool
+	serverLine             int // the first ssl-default-server-* line
 }
 
 // tlsOpts are version and cipher settings as written, resolved to
@@ -162,8 +167,6 @@ func (o tlsOpts) resolve() (lbconfig.TLSOptions, string) {
 // globalTLS reads global's ca-base, crt-base and ssl-default-* lines;
 // false when kw is none of them.
 func (p *parser) globalTLS(l line, kw string) bool {
-	var o *tlsOpts
-	var at *int
 	switch {
 	case kw == "ca-base" || kw == "crt-base":
 		if v, ok := p.oneArg(l, kw, "a directory"); ok {
@@ -175,33 +178,58 @@ func (p *parser) globalTLS(l line, kw string) bool {
 		}
 		return true
 	case strings.HasPrefix(kw, "ssl-default-bind-"):
-		o, at = &p.tlsg.bind, &p.tlsg.bindLine
+		if _, ok := p.nargs(l, 1, 1, 64, "a value, or options"); ok {
+			p.tlsg.bindLines = append(p.tlsg.bindLines, l)
+		}
 	case strings.HasPrefix(kw, "ssl-default-server-"):
-		o, at = &p.tlsg.server, &p.tlsg.serverLine
+		if _, ok := p.nargs(l, 1, 1, 64, "a value, or options"); ok {
+			p.tlsg.serverLines = append(p.tlsg.serverLines, l)
+			if p.tlsg.serverLine == 0 {
+				p.tlsg.serverLine = l.num
+			}
+		}
 	default:
 		return false
 	}
-	fail := func(k, format string, a ...any) { p.errorf(l, kw, "%s: "+format, append([]any{kw}, a...)...) }
-	if *at == 0 {
-		*at = l.num
+	return true
+}
+
+// takeDefaults reads global's ssl-default-bind-* (server false) or
+// ssl-default-server-* lines, once, when something they apply to exists.
+func (p *parser) takeDefaults(server bool) tlsOpts {
+	lines, o, read := p.tlsg.bindLines, &p.tlsg.bind, &p.tlsg.bindRead
+	if server {
+		lines, o, read = p.tlsg.serverLines, &p.tlsg.server, &p.tlsg.serverRead
 	}
+	if !*read {
+		*read = true
+		for _, l := range lines {
+			p.globalDefault(l, keyword(l.words), o)
+		}
+	}
+	return *o
+}
+
+// globalDefault reads one ssl-default-* line into o.
+func (p *parser) globalDefault(l line, kw string, o *tlsOpts) {
+	fail := func(k, format string, a ...any) { p.errorf(l, kw, "%s: "+format, append([]any{kw}, a...)...) }
 	what := kw[strings.LastIndexByte(kw, '-')+1:]
 	switch what {
 	case "ciphers":
 		args, ok := p.nargs(l, 1, 1, 1, "an OpenSSL cipher list")
 		if !ok {
-			return true
+			return
 		}
 		cs, err := lbconfig.ParseCiphers(args[0])
 		if err != nil {
 			fail(kw, "%v", err)
-			return true
+			return
 		}
 		o.ciphers = cs
 	case "ciphersuites":
 		args, ok := p.nargs(l, 1, 1, 1, "a TLS 1.3 cipher suite list")
 		if !ok {
-			return true
+			return
 		}
 		if err := lbconfig.CheckCipherSuites13(args[0]); err != nil {
 			fail(kw, "%v", err)
@@ -209,23 +237,22 @@ func (p *parser) globalTLS(l line, kw string) bool {
 	case "options":
 		args, ok := p.nargs(l, 1, 1, 64, "options such as no-tlsv10 ssl-min-ver TLSv1.2")
 		if !ok {
-			return true
+			return
 		}
 		for i := 0; i < len(args); {
 			n := tlsOption(args[i:], o, fail)
 			switch {
 			case n < 0:
-				return true
+				return
 			case n == 0:
 				fail(kw, "option %q is not supported by vipstack (accepted: %s)", args[i], tlsOptionWords)
-				return true
+				return
 			}
 			i += n
 		}
 	default:
 		p.errorf(l, kw, "%s is not supported by vipstack (accepted: ssl-default-bind-ciphers, -ciphersuites, -options; ssl-default-server-ciphers, -ciphersuites, -options)", kw)
 	}
-	return true
 }
 
 // bindTLS is a bind line's TLS parameters being read.
@@ -517,7 +544,7 @@ func (p *parser) srvOpts(s *lbconfig.Server) *tlsOpts {
 // does once the file is read.
 func (p *parser) endTLS() {
 	for _, pt := range p.bindOpts {
-		o, msg := pt.opts.over(p.tlsg.bind).resolve()
+		o, msg := pt.opts.over(p.takeDefaults(false)).resolve()
 		if msg != "" {
 			p.errorf(pt.line, "bind", "bind: %s", msg)
 			continue
@@ -536,7 +563,7 @@ func (p *parser) endTLS() {
 				o := s.TLS.TLSOptions
 				own = tlsOpts{min: o.MinVersion, max: o.MaxVersion, ciphers: o.Ciphers, noTickets: o.NoTickets}
 			}
-			o, msg := own.over(p.tlsg.server).resolve()
+			o, msg := own.over(p.takeDefaults(true)).resolve()
 			if msg != "" {
 				p.errorf(line{num: p.tlsg.serverLine}, "ssl-default-server-options", "backend %s, server %s: %s", p.cfg.Backends[i].Name, s.Name, msg)
 				continue

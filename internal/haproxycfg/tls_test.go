@@ -145,6 +145,17 @@ func TestParseTLS(t *testing.T) {
 		get:  bindTLS,
 		want: lbconfig.BindTLS{Crt: []string{dir + "/a.pem"}, TLSOptions: lbconfig.TLSOptions{MaxVersion: tls.VersionTLS12}},
 	}, {
+		// As in haproxy, global's defaults apply only to ssl binds and
+		// servers: OpenShift's and Debian's stock lines, which Go cannot
+		// carry out, are no error without one.
+		name: "global defaults Go cannot carry out, nothing they apply to",
+		conf: conf("  ssl-default-bind-ciphers PROFILE=SYSTEM\n  ssl-default-bind-options prefer-client-ciphers\n"+
+			"  ssl-default-server-ciphers ECDH+AESGCM:DHE-RSA-AES128-GCM-SHA256\n", "", plainServer),
+		get: func(c *lbconfig.Config) any {
+			return c.Frontends[0].Binds[0].TLS == nil && c.Backends[0].Servers[0].TLS == nil
+		},
+		want: true,
+	}, {
 		name:         "alpn without ssl",
 		conf:         conf("", "alpn h2,http/1.1", plainServer),
 		get:          func(c *lbconfig.Config) any { return c.Frontends[0].Binds[0].TLS == nil },
@@ -234,6 +245,9 @@ func TestParseTLSErrors(t *testing.T) {
 	}, {
 		name: "a cipher Go lacks", conf: conf("  ssl-default-bind-ciphers ECDHE-RSA-AES128-GCM-SHA256:DHE-RSA-AES128-GCM-SHA256\n", a, plainServer),
 		want: `h.cfg:2: ssl-default-bind-ciphers: cipher "DHE-RSA-AES128-GCM-SHA256" is not one Go's TLS implements (accepted: OpenSSL names of the suites it does: ` + lbconfig.CipherNames() + `)`,
+	}, {
+		name: "a global default applied to a server", conf: conf("  ssl-default-server-ciphers PROFILE=SYSTEM\n", a, "  server s1 127.0.0.1:47444 ssl verify none\n"),
+		want: `h.cfg:2: ssl-default-server-ciphers: cipher "PROFILE=SYSTEM" is not one Go's TLS implements (accepted: OpenSSL names of the suites it does: ` + lbconfig.CipherNames() + `)`,
 	}, {
 		name: "TLS 1.3 suites left out", conf: conf("", a+" ciphersuites TLS_AES_128_GCM_SHA256", plainServer),
 		want: `h.cfg:8: bind parameter ciphersuites: TLS 1.3 cipher suites "TLS_AES_128_GCM_SHA256" leave out TLS_AES_256_GCM_SHA384, which Go's TLS 1.3 always enables (accepted: a list naming all of TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256)`,
