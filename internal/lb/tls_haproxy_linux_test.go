@@ -106,6 +106,19 @@ frontend relay
   mode tcp
   bind {{IP}}:{{P3}} ssl crt {{DIR}}/a.pem
   default_backend echo
+frontend checked
+  mode http
+  bind {{IP}}:{{P5}}
+  use_backend good if { path_beg /good }
+  default_backend bad
+backend good
+  mode http
+  option httpchk GET /health
+  server g1 {{ORIGIN}} ssl verify none check inter 200ms
+backend bad
+  mode http
+  option httpchk GET /bad-health
+  server b1 {{ORIGIN}} ssl verify none check inter 200ms fall 1
 backend origin
   mode http
   server o1 {{ORIGIN}} ssl verify required ca-file {{DIR}}/ca.pem sni str(origin.test)
@@ -184,6 +197,10 @@ func TestRootTLSMatchesHaproxy(t *testing.T) {
 	}
 	origin := &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/bad-health" {
+				w.WriteHeader(http.StatusInternalServerError)
+				return
+			}
 			json.NewEncoder(w).Encode(map[string]string{"proto": r.Header.Get("X-Forwarded-Proto"), "sni": r.Header.Get("X-SNI"), "servername": r.TLS.ServerName})
 		}),
 		TLSConfig: &tls.Config{Certificates: []tls.Certificate{oc}},
@@ -208,11 +225,11 @@ func TestRootTLSMatchesHaproxy(t *testing.T) {
 
 	conf := func(ports ...string) string {
 		r := strings.NewReplacer("{{IP}}", ip, "{{DIR}}", dir, "{{ORIGIN}}", originLn.Addr().String(), "{{ECHO}}", echoLn.Addr().String(),
-			"{{P0}}", ports[0], "{{P1}}", ports[1], "{{P2}}", ports[2], "{{P3}}", ports[3], "{{P4}}", ports[4])
+			"{{P0}}", ports[0], "{{P1}}", ports[1], "{{P2}}", ports[2], "{{P3}}", ports[3], "{{P4}}", ports[4], "{{P5}}", ports[5])
 		return r.Replace(tlsPairConf)
 	}
-	ha := []string{"8443", "8080", "8444", "8445", "8446"}
-	vs := []string{"9443", "9080", "9444", "9445", "9446"}
+	ha := []string{"8443", "8080", "8444", "8445", "8446", "8081"}
+	vs := []string{"9443", "9080", "9444", "9445", "9446", "9081"}
 	write("haproxy.cfg", []byte(conf(ha...)))
 	write("vipstack.cfg", []byte(conf(vs...)))
 	if out, err := exec.Command(bin, "lb", "-f", filepath.Join(dir, "vipstack.cfg"), "--check").CombinedOutput(); err != nil {
@@ -277,11 +294,13 @@ func TestRootTLSMatchesHaproxy(t *testing.T) {
 		}
 		return tc, s
 	}
-	get := func(c net.Conn, s *tlsSeen, host string) {
+	var getPath func(c net.Conn, s *tlsSeen, host, path string)
+	get := func(c net.Conn, s *tlsSeen, host string) { getPath(c, s, host, "/x") }
+	getPath = func(c net.Conn, s *tlsSeen, host, path string) {
 		t.Helper()
 		defer c.Close()
 		c.SetDeadline(time.Now().Add(bound))
-		io.WriteString(c, "GET /x HTTP/1.1\r\nHost: "+host+"\r\nConnection: close\r\n\r\n")
+		io.WriteString(c, "GET "+path+" HTTP/1.1\r\nHost: "+host+"\r\nConnection: close\r\n\r\n")
 		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
 		if err != nil {
 			t.Fatalf("read answer: %v", err)
@@ -342,6 +361,27 @@ func TestRootTLSMatchesHaproxy(t *testing.T) {
 	// Guard against both failing alike.
 	if s := steps[1].run(ha); s.Status != http.StatusOK || s.Proto != "https" || s.CN != "b.test" || s.OriginSN != "origin.test" {
 		t.Errorf("haproxy did not answer as the test expects: %+v", s)
+	}
+
+	// Health checks over the servers' TLS (ssl verify none check, no
+	// check-ssl): the failing one's server goes DOWN (503), the other
+	// stays UP, in both.
+	status := func(port, path string) int {
+		var s tlsSeen
+		getPath(dial(port), &s, "www.example", path)
+		return s.Status
+	}
+	for _, ports := range [][]string{ha, vs} {
+		deadline := time.Now().Add(bound)
+		for status(ports[5], "/x") != http.StatusServiceUnavailable {
+			if time.Now().After(deadline) {
+				t.Fatalf("port %s: the server whose TLS check fails is still UP after %v", ports[5], bound)
+			}
+			time.Sleep(100 * time.Millisecond) // waiting for a check, bounded by deadline
+		}
+		if got := status(ports[5], "/good/x"); got != http.StatusOK {
+			t.Errorf("port %s: the server whose TLS check passes answers %d, want 200", ports[5], got)
+		}
 	}
 
 	// mode tcp: the same bytes come back through both, the client's
