@@ -177,7 +177,7 @@ func (f *frontend) admitFrom(fd int, peer, local netip.AddrPort, lp *loop) <-cha
 		closeFD(fd)
 		return nil
 	}
-	cn := &conn{fe: f, cfd: fd, peer: peer, local: local}
+	cn := &conn{fe: f, cfd: fd, peer: peer, local: local, tls: local.IsValid()}
 	if lp != nil && !local.IsValid() {
 		// The accept time, for show sess: the loop's clock reading of
 		// this batch costs nothing; a connection log reads the clock

@@ -224,7 +224,7 @@ func (l *LB) httpLogger(fe *lbconfig.Frontend, to *logging.Dests) func(httpproxy
 		return nil
 	}
 	return func(e httpproxy.Entry) {
-		f := logging.HTTPFields{Client: e.Client, Local: e.Frontend, Frontend: fe.Name, Backend: e.Backend,
+		f := logging.HTTPFields{Client: e.Client, Local: e.Frontend, Frontend: fe.Name, TLS: e.TLS, Backend: e.Backend,
 			AcceptAt: e.Accept, TR: e.TR, Tw: e.Tw, Tc: e.Tc, Tr: e.Tr, Ta: e.Ta, Status: e.Status,
 			Down: uint64(max(e.Bytes, 0)), Method: e.Method, URI: e.URI, Version: e.Version, Retries: e.Retries, BadRequest: e.BadRequest,
 			Counts: httpCounts{l: l, frontend: fe.Name, backend: e.Backend, server: e.Server}}

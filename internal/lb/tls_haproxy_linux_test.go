@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -26,6 +27,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/vipstack/vipstack/internal/peers"
+	"github.com/vipstack/vipstack/internal/syncbuf"
 	"github.com/vipstack/vipstack/internal/testnet"
 )
 
@@ -88,6 +90,8 @@ defaults
   timeout server 5s
 frontend web
   mode http
+  log stdout format raw local0
+  log-format "TLSLOG %ft %ST"
   bind {{IP}}:{{P0}} ssl crt {{DIR}}/certs alpn h2,http/1.1
   bind {{IP}}:{{P1}}
   http-request redirect scheme https code 301 if !{ ssl_fc }
@@ -236,13 +240,13 @@ func TestRootTLSMatchesHaproxy(t *testing.T) {
 		t.Fatalf("vipstack lb --check: %v\n%s", err, out)
 	}
 	hcmd := h.Command("haproxy", "-db", "-f", filepath.Join(dir, "haproxy.cfg"))
-	var hout, vout strings.Builder
-	hcmd.Stdout, hcmd.Stderr = &hout, &hout
+	hout, vout := new(syncbuf.Buffer), new(syncbuf.Buffer)
+	hcmd.Stdout, hcmd.Stderr = hout, hout
 	if err := h.StartFor(t, hcmd); err != nil {
 		t.Fatal(err)
 	}
 	vcmd := h.Command(bin, "lb", "-f", filepath.Join(dir, "vipstack.cfg"))
-	vcmd.Stdout, vcmd.Stderr = &vout, &vout
+	vcmd.Stdout, vcmd.Stderr = vout, vout
 	if err := h.StartFor(t, vcmd); err != nil {
 		t.Fatal(err)
 	}
@@ -358,6 +362,25 @@ func TestRootTLSMatchesHaproxy(t *testing.T) {
 			t.Errorf("%s: differs (-haproxy +vipstack):\n%s", st.name, diff)
 		}
 	}
+	// The request lines: %ft is the frontend's name with "~" for TLS.
+	logLines := func(out string) []string {
+		var ls []string
+		for _, l := range strings.Split(out, "\n") {
+			if i := strings.Index(l, "TLSLOG "); i >= 0 {
+				ls = append(ls, l[i:])
+			}
+		}
+		slices.Sort(ls)
+		return ls
+	}
+	deadline := time.Now().Add(bound)
+	for len(logLines(vout.String())) < len(logLines(hout.String())) && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond) // the log queue's sender, bounded by deadline
+	}
+	if want, got := logLines(hout.String()), logLines(vout.String()); len(want) == 0 || !slices.Contains(want, "TLSLOG web~ 200") || !cmp.Equal(want, got) {
+		t.Errorf("request log lines (-haproxy +vipstack):\n%s", cmp.Diff(want, got))
+	}
+
 	// Guard against both failing alike.
 	if s := steps[1].run(ha); s.Status != http.StatusOK || s.Proto != "https" || s.CN != "b.test" || s.OriginSN != "origin.test" {
 		t.Errorf("haproxy did not answer as the test expects: %+v", s)

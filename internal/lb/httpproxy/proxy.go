@@ -74,6 +74,7 @@ type Config struct {
 // Entry is what a request's log line says.
 type Entry struct {
 	Client, Frontend netip.AddrPort
+	TLS              bool // the request came over an ssl bind
 	Accept           time.Time
 	FrontendName     string
 	Backend, Server  string
@@ -295,7 +296,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rq.src = addrPort(cn.RemoteAddr())
 		rq.dst = addrPort(cn.LocalAddr())
 	}
-	e := Entry{Client: rq.src, Frontend: rq.dst, Accept: start, FrontendName: c.cfg.Frontend.Name,
+	e := Entry{Client: rq.src, Frontend: rq.dst, TLS: rq.tls, Accept: start, FrontendName: c.cfg.Frontend.Name,
 		Backend: c.cfg.Frontend.Name, Server: "<NOSRV>", Method: r.Method, URI: r.RequestURI, Version: r.Proto,
 		Tw: -1, Tc: -1, Tr: -1, Term: "--"}
 	e.Request = r.Method + " " + r.RequestURI + " " + r.Proto
