@@ -2,6 +2,8 @@ package haproxycfg
 
 import (
 	"crypto/tls"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -406,13 +408,13 @@ func (p *parser) loadCrt(l line, path string, filters []string) ([]lbconfig.Cert
 // loadPEM reads one certificate file, its key from FILE.key when the
 // file holds none (haproxy 2.6's ssl-load-extra-files default).
 func (p *parser) loadPEM(l line, path string, filters []string) (lbconfig.Cert, bool) {
-	data, err := os.ReadFile(path)
+	data, err := readTLSFile(path)
 	if err != nil {
 		p.errorf(l, "bind", "bind: unable to load SSL certificate from file %q: %v", path, unwrapPath(err))
 		return lbconfig.Cert{}, false
 	}
 	if !lbconfig.HasPEMKey(data) {
-		if key, err := os.ReadFile(path + ".key"); err == nil {
+		if key, err := readTLSFile(path + ".key"); err == nil {
 			data = append(append(data, '\n'), key...)
 		}
 	}
@@ -428,7 +430,7 @@ func (p *parser) loadPEM(l line, path string, filters []string) (lbconfig.Cert, 
 // (server names the certificate is served for, "!NAME" to exclude one);
 // '#' starts a comment. Options in brackets are refused.
 func (p *parser) loadCrtList(l line, path string) ([]lbconfig.Cert, bool) {
-	data, err := os.ReadFile(path)
+	data, err := readTLSFile(path)
 	if err != nil {
 		p.errorf(l, "bind", "bind: 'crt-list' : cannot open file %q: %v", path, unwrapPath(err))
 		return nil, false
@@ -476,7 +478,7 @@ func (p *parser) serverTLSParam(param string, value func(want string) (string, b
 			return true, false
 		}
 		v = p.withBase(p.tlsg.caBase, []string{v})[0]
-		data, err := os.ReadFile(v)
+		data, err := readTLSFile(v)
 		if err != nil {
 			fail(param, "unable to load ca-file %q: %v", v, unwrapPath(err))
 			return true, false
@@ -634,4 +636,23 @@ func cloneServerTLS(t *lbconfig.ServerTLS) *lbconfig.ServerTLS {
 func (p *parser) serverVersionParam(params []string, s *lbconfig.Server, fail func(kw, format string, a ...any)) int {
 	o := p.srvOpts(s)
 	return tlsOption(params, o, fail)
+}
+
+// maxTLSFile bounds a certificate, key, CA or crt-list file.
+const maxTLSFile = 4 << 20
+
+// readTLSFile reads a regular file of at most maxTLSFile bytes: a device
+// or a huge file named by mistake is an error, not a hang.
+func readTLSFile(path string) ([]byte, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, &os.PathError{Op: "read", Path: path, Err: errors.New("not a regular file")}
+	}
+	if fi.Size() > maxTLSFile {
+		return nil, &os.PathError{Op: "read", Path: path, Err: fmt.Errorf("larger than %d bytes", maxTLSFile)}
+	}
+	return os.ReadFile(path)
 }

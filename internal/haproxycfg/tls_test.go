@@ -232,6 +232,9 @@ func TestParseTLSErrors(t *testing.T) {
 		want:        `h.cfg:8: bind: unable to load SSL certificate from PEM file "` + dir + `/nokey.pem": tls: found a certificate rather than a key in the PEM for the private key (accepted: a PEM file with the certificate chain and its private key, or the key in ` + dir + `/nokey.pem.key)`,
 		haproxyAlso: true,
 	}, {
+		name: "a device as certificate", conf: conf("", "ssl crt /dev/zero", plainServer),
+		want: `h.cfg:8: bind: unable to load SSL certificate from file "/dev/zero": not a regular file`,
+	}, {
 		name: "ssl without crt", conf: conf("", "ssl", plainServer),
 		want:        `h.cfg:8: bind: ssl without a certificate (accepted: crt FILE|DIR or crt-list FILE)`,
 		haproxyAlso: true,
