@@ -366,7 +366,10 @@ func TestRootTLSMatchesHaproxy(t *testing.T) {
 	logLines := func(out string) []string {
 		var ls []string
 		for _, l := range strings.Split(out, "\n") {
-			if i := strings.Index(l, "TLSLOG "); i >= 0 {
+			// Left out: the 400 line haproxy writes, or not, for the
+			// h2 client that closes without a request, depending on
+			// whether its close_notify came before haproxy's first read.
+			if i := strings.Index(l, "TLSLOG "); i >= 0 && !strings.HasSuffix(l, " 400") {
 				ls = append(ls, l[i:])
 			}
 		}
