@@ -37,6 +37,10 @@ type tlsListener struct {
 
 	mu    sync.Mutex
 	conns map[net.Conn]struct{} // clients in their handshake
+
+	// full is closed once the frontend's queue has room again, after an
+	// admission found it full (frontend.admit's channel); nil: room.
+	full atomic.Pointer[<-chan struct{}]
 }
 
 func (l *LB) listenTLS(key string, b lbconfig.Bind) (*tlsListener, error) {
@@ -65,6 +69,12 @@ func (t *tlsListener) start(l *LB) {
 func (t *tlsListener) accept() {
 	var backoff time.Duration
 	for {
+		// As the event loops do: no accept while the global maxconn is
+		// reached or the frontend's queue is full; further clients
+		// wait in the kernel's backlog.
+		if !t.waitForRoom() {
+			return
+		}
 		c, err := t.ln.Accept()
 		if err != nil {
 			select {
@@ -108,6 +118,12 @@ func (t *tlsListener) serve(c net.Conn) {
 	}
 	t.conns[c] = struct{}{}
 	t.mu.Unlock()
+	// A client accepted just before the limit was reached waits for
+	// room before its handshake (the accept loop checked before it).
+	if !t.waitForRoom() {
+		c.Close()
+		return
+	}
 	tc := tls.Server(c, t.conf)
 	// The handshake is bounded by timeout client, as haproxy's.
 	if d := fe.cfg.Load().client; d > 0 {
@@ -132,7 +148,9 @@ func (t *tlsListener) serve(c net.Conn) {
 	lp := t.l.pickLoop(nil)
 	lp.nconns.Add(-1) // pickLoop's count is the admission's to take
 	lp.mu.Lock()
-	fe.admitFrom(loopFD, peer, local, lp)
+	if w := fe.admitFrom(loopFD, peer, local, lp); w != nil {
+		t.full.Store(&w)
+	}
 	lp.unlock()
 	bridge(tc, c, pc, fe)
 }
@@ -176,6 +194,41 @@ func bridge(tc *tls.Conn, raw net.Conn, pc *net.UnixConn, fe *frontend) {
 	}
 	wg.Wait()
 	abort()
+}
+
+// waitForRoom waits while the global maxconn is reached or the
+// frontend's queue is full; false when the listener closed meanwhile.
+func (t *tlsListener) waitForRoom() bool {
+	for {
+		w := t.l.globalWait()
+		if w == nil {
+			w = t.waitRoom()
+		}
+		if w == nil {
+			return true
+		}
+		select {
+		case <-w:
+		case <-t.stop:
+			return false
+		}
+	}
+}
+
+// waitRoom is the channel to wait on while the frontend's queue is full,
+// nil when it has room.
+func (t *tlsListener) waitRoom() <-chan struct{} {
+	p := t.full.Load()
+	if p == nil {
+		return nil
+	}
+	select {
+	case <-*p:
+		t.full.CompareAndSwap(p, nil)
+		return nil
+	default:
+		return *p
+	}
 }
 
 // close stops accepting and ends the handshakes in progress; relayed

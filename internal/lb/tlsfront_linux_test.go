@@ -181,3 +181,45 @@ func TestTLSBindHTTP(t *testing.T) {
 		t.Errorf("after the reload: %s from %s, want HTTP/1.1 (no alpn now) from two.test", proto, cn)
 	}
 }
+
+// TestTLSBindGlobalMaxconn: at the global maxconn, an ssl bind's next
+// client is not served (its handshake waits, as a plain bind's client
+// waits in the backlog) until a connection ends.
+func TestTLSBindGlobalMaxconn(t *testing.T) {
+	ca := newTestCA(t)
+	b := startBackend(t, "b1")
+	cfg := tcpConfig(lbconfig.RoundRobin, srv("b1", b))
+	cfg.GlobalMaxConn = 1
+	cfg.Frontends[0].Binds[0].TLS = &lbconfig.BindTLS{Certs: []lbconfig.Cert{{Path: "a.pem", PEM: ca.issue(t, "a.test")}}}
+	l := newLB(t, fakeClock(), cfg)
+	addr := l.Addrs("fe")[0].String()
+	start := func() (chan string, net.Conn) {
+		raw, err := net.DialTimeout("tcp", addr, bound)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw.SetDeadline(time.Now().Add(bound))
+		got := make(chan string, 1)
+		go func() {
+			tc := tls.Client(raw, &tls.Config{InsecureSkipVerify: true})
+			g, _ := bufio.NewReader(tc).ReadString('\n')
+			got <- g
+		}()
+		return got, raw
+	}
+	first, c1 := start()
+	if g := <-first; g != "b1\n" {
+		t.Fatalf("first client: %q, want the greeting", g)
+	}
+	second, c2 := start()
+	defer c2.Close()
+	select {
+	case g := <-second:
+		t.Fatalf("second client served (%q) while the first holds the only slot", g)
+	case <-time.After(200 * time.Millisecond): // a negative check: not served meanwhile
+	}
+	c1.Close()
+	if g := <-second; g != "b1\n" {
+		t.Errorf("second client after the first left: %q, want the greeting", g)
+	}
+}
