@@ -124,6 +124,11 @@ func (t *tlsListener) serve(c net.Conn) {
 		c.Close()
 		return
 	}
+	if tcp, ok := c.(*net.TCPConn); ok && fe.cfg.Load().cliKeepAlive {
+		// option clitcpka: on the client's own socket (the loop's end of
+		// the socketpair has none to set).
+		tcp.SetKeepAlive(true)
+	}
 	tc := tls.Server(c, t.conf)
 	// The handshake is bounded by timeout client, as haproxy's.
 	if d := fe.cfg.Load().client; d > 0 {
