@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -295,4 +296,26 @@ func (v *validator) serverTLS(pos, field string, s *Server) {
 		}
 	}
 	v.tlsOptions(pos, field, &t.TLSOptions)
+}
+
+// ErrYAMLTLS is FormatYAML's refusal of a configuration with TLS, which
+// the YAML form cannot say.
+var ErrYAMLTLS = errors.New("the YAML form has no TLS (accepted there: binds without ssl, servers without ssl or TLS settings; write haproxy.cfg instead)")
+
+func noTLSInYAML(c *Config) error {
+	for _, f := range c.Frontends {
+		for _, b := range f.Binds {
+			if b.TLS != nil {
+				return fmt.Errorf("frontend %s: %w", f.Name, ErrYAMLTLS)
+			}
+		}
+	}
+	for _, b := range c.Backends {
+		for _, s := range b.Servers {
+			if s.SSL || s.TLS != nil {
+				return fmt.Errorf("backend %s, server %s: %w", b.Name, s.Name, ErrYAMLTLS)
+			}
+		}
+	}
+	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"errors"
 	"math/big"
 	"strings"
 	"testing"
@@ -170,5 +171,24 @@ func TestValidateTLS(t *testing.T) {
 				t.Fatalf("error = %v, want it to contain %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestFormatYAMLRefusesTLS: the YAML form cannot say TLS, so a
+// configuration with it is refused rather than written without it.
+func TestFormatYAMLRefusesTLS(t *testing.T) {
+	for name, change := range map[string]func(c *Config){
+		"ssl bind":   func(c *Config) { c.Frontends[0].Binds[0].TLS = &BindTLS{Crt: []string{"a.pem"}} },
+		"ssl server": func(c *Config) { c.Backends[0].Servers[0].SSL = true },
+		"server TLS": func(c *Config) { c.Backends[0].Servers[0].TLS = &ServerTLS{CAFile: "ca.pem"} },
+	} {
+		c := valid()
+		change(c)
+		if _, err := FormatYAML(c); !errors.Is(err, ErrYAMLTLS) {
+			t.Errorf("%s: FormatYAML error = %v, want ErrYAMLTLS", name, err)
+		}
+	}
+	if _, err := FormatYAML(valid()); err != nil {
+		t.Errorf("without TLS: %v", err)
 	}
 }
