@@ -79,8 +79,8 @@ func TestParseAccepts(t *testing.T) {
 			conf: func(t *testing.T) string {
 				return "global\n  daemon\n  chroot /var/empty\n  user nobody\n  group nogroup\n  pidfile /run/vshp.pid\n  nbthread 2\n" +
 					"  stats socket /run/vshp.sock mode 600 level admin\n  stats timeout 30s\n" +
-					"  ca-base /etc/ssl/certs\n  crt-base /etc/ssl/private\n  ssl-default-bind-ciphers ECDHE+AESGCM\n" +
-					"  ssl-default-bind-options no-sslv3 no-tlsv10 no-tls-tickets\n  ssl-default-server-ciphers ECDHE+AESGCM\n" + base
+					"  ca-base /etc/ssl/certs\n  crt-base /etc/ssl/private\n  ssl-default-bind-ciphers ECDHE-RSA-AES128-GCM-SHA256\n" +
+					"  ssl-default-bind-options no-sslv3 no-tlsv10 no-tls-tickets\n  ssl-default-server-ciphers ECDHE-RSA-AES128-GCM-SHA256\n" + base
 			},
 			get: func(c *lbconfig.Config) any {
 				return []any{c.Chroot, c.User, c.Group, c.PIDFile, c.NbThread, c.StatsSockets[0].IdleTimeout}
@@ -446,7 +446,7 @@ func TestParseAccepts(t *testing.T) {
 			conf:         func(t *testing.T) string { return edit(t, "47012 check", "47012 verify required check") },
 			get:          func(c *lbconfig.Config) any { return c.Backends[0].Servers[0].CheckSSL },
 			want:         false,
-			wantWarnings: []string{"h.cfg:10: backend masters, server m0: verify applies to TLS health checks (check-ssl), which this server does not have: it changes nothing here"},
+			wantWarnings: []string{"h.cfg:10: backend masters, server m0: verify applies to TLS (ssl, check-ssl), which this server does not have: it changes nothing here"},
 		},
 		{
 			name: "TLS checks verify by default",
@@ -454,7 +454,7 @@ func TestParseAccepts(t *testing.T) {
 			get:  func(c *lbconfig.Config) any { return c.Backends[0].Servers[0].Verify },
 			want: true,
 			wantWarnings: []string{"h.cfg:10: backend masters, server m0: its health checks verify the server certificate against the system's CA pool " +
-				"(haproxy 2.6 needs a ca-file for this, which vipstack does not support; write verify none to skip verification)"},
+				"(haproxy 2.6 needs a ca-file for this; give one with ca-file, or write verify none to skip verification)"},
 			haproxyRejects: "verify is enabled by default but no CA file specified",
 		},
 

@@ -31,7 +31,7 @@ func (p *parser) moreBindParam(l line, params []string, o *bindOpts) (int, bool)
 		o.name = params[1]
 		return 2, true
 	}
-	p.errorf(l, "bind", "bind parameter %q is not supported by vipstack (supported: v4v6, v6only, name)", params[0])
+	p.errorf(l, "bind", "bind parameter %q is not supported by vipstack (supported: v4v6, v6only, name, ssl, crt, crt-list, alpn, ciphers, ciphersuites, ssl-min-ver, ssl-max-ver, no-sslv3, no-tlsv1x, force-tlsv1x, no-tls-tickets)", params[0])
 	return 0, false
 }
 

@@ -22,8 +22,8 @@
 //     (internal/lbcli); stats timeout; daemon (a warning: vipstack stays in
 //     the foreground); user|uid, group|gid, pidfile and nbthread (applied
 //     by `vipstack lb`, internal/lbproc); ca-base, crt-base,
-//     ssl-default-bind-* (apply to nothing vipstack reads) and
-//     ssl-default-server-* (refused next to check-ssl servers); chroot
+//     ssl-default-bind-* and ssl-default-server-* (applied to ssl binds
+//     and servers at the file's end, read only if one exists: tls.go); chroot
 //     (applied by `vipstack lb`). global may appear anywhere. docs/haproxy-cfg.md has the
 //     whole list with each directive's effect.
 //   - defaults (one section, before any proxy, optionally named): maxconn,
@@ -86,7 +86,9 @@
 //     option ssl-hello-chk, option log-health-checks, option
 //     redispatch, mode tcp|http, default-server [params], server NAME
 //     ADDRESS:PORT [weight N] [verify none|required] [check] [check-ssl]
-//     [inter T] [fall N] [rise N] [cookie VALUE]; in mode http also
+//     [inter T] [fall N] [rise N] [cookie VALUE] [ssl] [ca-file F]
+//     [sni str(NAME)] [alpn LIST] [TLS versions and ciphers] (ssl in
+//     mode http backends only); in mode http also
 //     balance uri | hdr(NAME), cookie NAME insert|prefix|rewrite ..., acl,
 //     http-request, redirect and the stats and option lines of a frontend
 //     (lbconfig.HTTPBackend).
@@ -96,6 +98,11 @@
 //   - listen NAME with server lines (and the frontend and backend
 //     keywords above): a frontend and a backend of that name, in its
 //     mode.
+//
+// bind takes ssl with crt FILE|DIR, crt-list FILE, alpn, ciphers,
+// ciphersuites, ssl-min-ver, ssl-max-ver, no-sslv3, no-tlsv1x,
+// force-tlsv1x and no-tls-tickets (tls.go); certificate and CA files are
+// read when the file is, as haproxy -c reads them.
 //
 // Addresses follow haproxy: the port comes after the last colon, so
 // ":::9445" is every IPv6 address (and IPv4 with v4v6) on 9445, ":7443"
@@ -119,7 +126,9 @@
 // client's). acl, use_backend and http-request in mode tcp sections are
 // errors (haproxy evaluates them on layer 4 fetches). A server with
 // check-ssl verifies certificates by default, as in haproxy, against the
-// system's CA pool (haproxy would demand a ca-file); a warning says so.
+// server's ca-file, or without one the system's CA pool (haproxy would
+// demand a ca-file); a warning says so. server ssl without ca-file or
+// verify none is haproxy's error.
 //
 // Parse and Load collect up to 20 errors, each an *Error with file, line
 // and keyword, and return them joined with a nil Config. Only a file that

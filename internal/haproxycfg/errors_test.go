@@ -344,12 +344,11 @@ func TestParseErrors(t *testing.T) {
 			haproxy: haproxyRejects,
 		},
 		{
-			name: "ssl-default-server with check-ssl servers",
+			name: "ssl-default-server-ciphers with an OpenSSL expression",
 			conf: func(t *testing.T) string {
 				return "global\n  ssl-default-server-ciphers ECDHE+AESGCM\n" + edit(t, " check\n", " check check-ssl verify none\n")
 			},
-			want: `h.cfg:2: ssl-default-server-* settings are not applied by vipstack, whose TLS health checks (backend masters, server m0: check-ssl) ` +
-				`use Go's TLS defaults (accepted: these settings without check-ssl servers, or remove them)`,
+			want:    `h.cfg:2: ssl-default-server-ciphers: cipher "ECDHE+AESGCM" is not one Go's TLS implements (accepted: OpenSSL names of the suites it does: ` + lbconfig.CipherNames() + `)`,
 			haproxy: haproxyAccepts,
 		},
 
@@ -707,7 +706,7 @@ func TestParseErrors(t *testing.T) {
 		{
 			name:    "unsupported bind parameter",
 			conf:    func(t *testing.T) string { return edit(t, "127.0.0.1:47011", "127.0.0.1:47011 transparent") },
-			want:    `h.cfg:7: bind parameter "transparent" is not supported by vipstack (supported: v4v6, v6only, name)`,
+			want:    `h.cfg:7: bind parameter "transparent" is not supported by vipstack (supported: v4v6, v6only, name, ssl, crt, crt-list, alpn, ciphers, ciphersuites, ssl-min-ver, ssl-max-ver, no-sslv3, no-tlsv1x, force-tlsv1x, no-tls-tickets)`,
 			haproxy: haproxyAccepts,
 		},
 		{

@@ -41,6 +41,12 @@ func FuzzParse(f *testing.F) {
 		" http-request set-header X %[src]:%[req.hdr(host)] unless { src 10.0.0.0/8 }\n redirect prefix / code 308 if { ssl_fc }\n" +
 		"backend b\n cookie S insert indirect nocache\n balance hdr(User-Agent)\n server s 127.0.0.1:2 cookie s\n"))
 
+	// TLS: global defaults, ssl binds and servers (the files they name
+	// do not exist: errors naming them).
+	f.Add([]byte("global\n ssl-default-bind-options no-tlsv10 ssl-min-ver TLSv1.2\n ssl-default-bind-ciphers ECDHE-RSA-AES128-GCM-SHA256\n crt-base /nonexistent\n" +
+		"defaults\n mode http\nfrontend f\n bind :1 ssl crt a.pem alpn h2,http/1.1 no-tls-tickets\n bind :2 ssl crt-list l.txt\n default_backend b\n" +
+		"backend b\n server s 127.0.0.1:2 ssl verify none sni str(x) ca-file c.pem\n"))
+
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cfg, err := Parse("testdata/fuzz.cfg", data)
 		if (cfg == nil) == (err == nil) {
@@ -59,7 +65,7 @@ func FuzzParse(f *testing.F) {
 			return
 		}
 		y, err := lbconfig.FormatYAML(cfg)
-		if errors.Is(err, lbconfig.ErrYAMLHTTP) {
+		if errors.Is(err, lbconfig.ErrYAMLHTTP) || errors.Is(err, lbconfig.ErrYAMLTLS) {
 			return
 		}
 		if err != nil {

@@ -323,7 +323,7 @@ func (p *parser) aclTest(l line, words []string) (lbconfig.ACLTest, bool) {
 		return t, false
 	}
 	base := fetch
-	if i := strings.IndexByte(fetch, '_'); i > 0 && fetch != "ssl_fc" && !strings.HasPrefix(fetch, "always_") {
+	if i := strings.IndexByte(fetch, '_'); i > 0 && fetch != "ssl_fc" && fetch != "ssl_fc_sni" && !strings.HasPrefix(fetch, "always_") {
 		base = fetch[:i]
 	}
 	if base == "req.hdr" {

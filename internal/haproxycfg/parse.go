@@ -132,7 +132,7 @@ const (
 	listenKeywords   = "balance, bind, default-server, http-check expect status, log, log-format, mode, monitor-uri, no log, option dontlognull, option httpchk, option log-health-checks, option redispatch, option ssl-hello-chk, option tcp-check, option tcplog, server, stats auth, stats enable, stats hide-version, stats refresh, stats uri, tcp-check, " +
 		"maxconn, retries, timeout, option allbackups, option httplog, stats admin, stats realm, stats show-desc, stats show-legends, stats show-node, " + moreProxyOptions
 	backendKeywords = "balance, default-server, http-check expect status, log, mode, no log, option httpchk, option tcp-check, option tcplog, option log-health-checks, option redispatch, option ssl-hello-chk, server, tcp-check, retries, timeout, option allbackups, " + moreProxyOptions
-	serverParams    = "backup, check, check-ssl, cookie, downinter, fall, fastinter, id, init-addr, inter, maxconn, maxqueue, on-marked-down, port, resolve-prefer, resolvers, rise, slowstart, verify, weight"
+	serverParams    = "alpn, backup, ca-file, check, check-ssl, ciphers, ciphersuites, cookie, downinter, fall, fastinter, force-tlsv1x, id, init-addr, inter, maxconn, maxqueue, no-ssl, no-sslv3, no-tls-tickets, no-tlsv1x, on-marked-down, port, resolve-prefer, resolvers, rise, slowstart, sni, ssl, ssl-max-ver, ssl-min-ver, verify, weight"
 	timeoutNames    = "check, client, client-fin, connect, http-keep-alive, http-request, queue, server, server-fin, tunnel"
 )
 
@@ -197,8 +197,11 @@ type parser struct {
 	checks checkOpts    // the check options in order (checktype.go)
 	more   moreState    // the keywords of more.go
 
-	statsTimeout  time.Duration // global's `stats timeout`, for every socket
-	sslServerLine int           // line of global's first ssl-default-server-* setting
+	statsTimeout time.Duration // global's `stats timeout`, for every socket
+
+	tlsg     tlsGlobal    // global's TLS settings (tls.go)
+	bindOpts []pendingTLS // ssl binds, for global's defaults at the end
+	srvTLS   *tlsOpts     // a server line's TLS version options being read
 }
 
 // listen is a listen section being read; what it becomes (a Monitor or a
@@ -557,18 +560,7 @@ func (p *parser) endFile() {
 	for i := range p.cfg.StatsSockets {
 		p.cfg.StatsSockets[i].IdleTimeout = p.statsTimeout
 	}
-	if p.sslServerLine == 0 {
-		return
-	}
-	for _, b := range p.cfg.Backends {
-		for _, s := range b.Servers {
-			if s.CheckSSL {
-				p.errorf(line{num: p.sslServerLine}, "ssl-default-server", "ssl-default-server-* settings are not applied by vipstack, "+
-					"whose TLS health checks (backend %s, server %s: check-ssl) use Go's TLS defaults (accepted: these settings without check-ssl servers, or remove them)", b.Name, s.Name)
-				return
-			}
-		}
-	}
+	p.endTLS()
 }
 
 // oneArg reads the single value of a global setting given once.
@@ -652,18 +644,7 @@ func atoiLine(pos string) int {
 
 func (p *parser) global(l line) {
 	kw := keyword(l.words)
-	switch {
-	case strings.HasPrefix(kw, "ssl-default-bind-"):
-		// They set the TLS of `bind ... ssl`, which vipstack refuses:
-		// they apply to nothing here, as in haproxy without ssl binds.
-		p.nargs(l, 1, 1, 64, "a value, or options")
-		return
-	case strings.HasPrefix(kw, "ssl-default-server-"):
-		// They set the TLS of servers: refused at the file's end when
-		// a server checks over TLS (endFile).
-		if _, ok := p.nargs(l, 1, 1, 64, "a value, or options"); ok && p.sslServerLine == 0 {
-			p.sslServerLine = l.num
-		}
+	if p.globalTLS(l, kw) { // tls.go
 		return
 	}
 	switch kw {
@@ -712,11 +693,6 @@ func (p *parser) global(l line) {
 			}
 			p.cfg.NbThread = n
 		}
-	case "ca-base", "crt-base":
-		// Directories for relative CA and certificate file names;
-		// vipstack reads no such file (no ssl binds, no ca-file), so
-		// they apply to nothing, as in haproxy without those files.
-		p.oneArg(l, kw, "a directory")
 	case "stats timeout":
 		if v, ok := p.oneArg(l, kw, "a time such as 30s"); ok {
 			if d, ok := p.timeArg(l, kw, v, msUnit); ok {
@@ -1296,12 +1272,12 @@ func (p *parser) server(l line) {
 	if host != "" && !p.initAddr(&s, host, fail) {
 		return
 	}
-	if seen["verify"] && !s.CheckSSL {
-		p.warnf(l, "%s: verify applies to TLS health checks (check-ssl), which this server does not have: it changes nothing here", field)
+	if seen["verify"] && !s.CheckSSL && !s.SSL {
+		p.warnf(l, "%s: verify applies to TLS (ssl, check-ssl), which this server does not have: it changes nothing here", field)
 	}
-	if s.Check && s.CheckSSL && s.Verify {
+	if s.Check && s.CheckSSL && !s.SSL && s.Verify && (s.TLS == nil || len(s.TLS.CA) == 0) {
 		p.warnf(l, "%s: its health checks verify the server certificate against the system's CA pool "+
-			"(haproxy 2.6 needs a ca-file for this, which vipstack does not support; write verify none to skip verification)", field)
+			"(haproxy 2.6 needs a ca-file for this; give one with ca-file, or write verify none to skip verification)", field)
 	}
 	p.source(lbconfig.ServerKey(p.be.Name, name), l)
 	p.be.Servers = append(p.be.Servers, s)
@@ -1336,6 +1312,8 @@ func (p *parser) defaultServer(l line) {
 // serverParams reads server parameters into s; seen holds those already
 // given on the line. It reports the first error through fail.
 func (p *parser) serverParams(params []string, s *lbconfig.Server, seen map[string]bool, fail func(kw, format string, a ...any)) bool {
+	s.TLS = cloneServerTLS(s.TLS) // a default-server's is shared
+	p.srvTLS = nil
 	for i := 0; i < len(params); i++ {
 		param := params[i]
 		if seen[param] {
@@ -1428,11 +1406,24 @@ func (p *parser) serverParams(params []string, s *lbconfig.Server, seen map[stri
 				}
 				continue
 			}
+			if handled, ok := p.serverTLSParam(param, value, s, fail); handled { // tls.go
+				if !ok {
+					return false
+				}
+				continue
+			}
+			if n := p.serverVersionParam(params[i:], s, fail); n != 0 {
+				if n < 0 {
+					return false
+				}
+				i += n - 1
+				continue
+			}
 			fail(param, "parameter %q is not supported by vipstack (supported: %s)", param, serverParams)
 			return false
 		}
 	}
-	return true
+	return p.endServerTLS(s, fail)
 }
 
 // bind parses `bind ADDRESS[,ADDRESS...] [v4v6]`; first is the index of
@@ -1444,6 +1435,7 @@ func (p *parser) bind(l line, first int) []lbconfig.Bind {
 	}
 	v4v6 := false
 	var opts bindOpts
+	var bt bindTLS
 	params := l.words[2:]
 	for i := 0; i < len(params); i++ {
 		param := params[i]
@@ -1454,12 +1446,23 @@ func (p *parser) bind(l line, first int) []lbconfig.Bind {
 			p.errorf(l, "bind", "bind parameter v4v6 is given twice")
 			return nil
 		default:
+			if n := p.bindTLSParam(l, params[i:], &bt); n != 0 { // tls.go
+				if n < 0 {
+					return nil
+				}
+				i += n - 1
+				continue
+			}
 			n, ok := p.moreBindParam(l, params[i:], &opts)
 			if !ok {
 				return nil
 			}
 			i += n - 1
 		}
+	}
+	tlsConf, ok := p.endBindTLS(l, &bt)
+	if !ok {
+		return nil
 	}
 	var out []lbconfig.Bind
 	for _, a := range strings.Split(l.words[1], ",") {
@@ -1469,7 +1472,7 @@ func (p *parser) bind(l line, first int) []lbconfig.Bind {
 				p.errorf(l, "bind", "bind %s", msg)
 				return nil
 			}
-			out = append(out, lbconfig.Bind{Addr: addr, Host: host, V4V6: v4v6, V6Only: opts.v6only})
+			out = append(out, lbconfig.Bind{Addr: addr, Host: host, V4V6: v4v6, V6Only: opts.v6only, TLS: tlsConf})
 		}
 	}
 	if v4v6 && opts.v6only {

@@ -26,6 +26,7 @@ type conn struct {
 	fe   *frontend
 	cfd  int            // the client's socket
 	peer netip.AddrPort // the client's address
+	tls  bool           // accepted on an ssl bind (tlsfront.go): the socket carries its plaintext
 
 	// queue links, guarded by fe.mu
 	prev, next *conn

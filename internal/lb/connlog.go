@@ -78,7 +78,7 @@ func (f *frontend) logConn(cn *conn) {
 
 // logFields are what cn's log line may show.
 func (cn *conn) logFields() logging.Fields {
-	lf := logging.Fields{Client: cn.client(), Local: cn.local, Source: cn.source, Frontend: cn.fe.name, Backend: "-",
+	lf := logging.Fields{Client: cn.client(), Local: cn.local, Source: cn.source, Frontend: cn.fe.name, TLS: cn.tls, Backend: "-",
 		AcceptAt: cn.acceptAt, StartAt: cn.startAt, ConnAt: cn.connAt, Up: cn.up, Down: cn.down,
 		Term: cn.termState(), Attempts: cn.attempt, Counts: logCounts{cn}}
 	if cn.cfg != nil && cn.cfg.pool != nil {

@@ -166,19 +166,26 @@ func (f *frontend) tryAcquire() int64 {
 // The client is relayed on lp unless pickLoop finds lp too loaded next to
 // another loop.
 func (f *frontend) admit(fd int, peer netip.AddrPort, lp *loop) <-chan struct{} {
+	return f.admitFrom(fd, peer, netip.AddrPort{}, lp)
+}
+
+// admitFrom is admit for a client whose socket is not the one it
+// connected to (an ssl bind's plaintext, tlsfront.go): local is the
+// address it connected to; invalid: the socket's own.
+func (f *frontend) admitFrom(fd int, peer, local netip.AddrPort, lp *loop) <-chan struct{} {
 	if f.draining.Load() {
 		closeFD(fd)
 		return nil
 	}
-	cn := &conn{fe: f, cfd: fd, peer: peer}
-	if lp != nil {
+	cn := &conn{fe: f, cfd: fd, peer: peer, local: local, tls: local.IsValid()}
+	if lp != nil && !local.IsValid() {
 		// The accept time, for show sess: the loop's clock reading of
 		// this batch costs nothing; a connection log reads the clock
 		// itself below.
 		cn.acceptAt = lp.now
 	}
 	if cl := f.cfg.Load().log; cl != nil {
-		if cl.NeedLocal {
+		if cl.NeedLocal && !local.IsValid() {
 			cn.local = relay.LocalAddr(fd)
 		}
 		if cl.Connect {

@@ -2,6 +2,8 @@ package lb
 
 import (
 	"context"
+	"crypto/tls"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/netip"
@@ -10,6 +12,7 @@ import (
 	"github.com/vipstack/vipstack/internal/lb/logging"
 	"github.com/vipstack/vipstack/internal/lb/relay"
 	"github.com/vipstack/vipstack/internal/lb/stats"
+	"github.com/vipstack/vipstack/internal/lb/tlsconf"
 	"github.com/vipstack/vipstack/internal/lb/web"
 	"github.com/vipstack/vipstack/internal/lbconfig"
 )
@@ -21,16 +24,39 @@ type proxyListener struct {
 	at    boundAddr
 	ln    net.Listener
 	proxy *httpproxy.Proxy
+	live  tlsconf.Live // an ssl bind's TLS, replaced on reload
 }
 
 func (l *LB) listenProxy(key string, b lbconfig.Bind) (*proxyListener, error) {
+	var conf *tls.Config
+	if b.TLS != nil {
+		var err error
+		if conf, err = tlsconf.Bind(b.TLS); err != nil {
+			return nil, err
+		}
+	}
 	network, address, v6only := bindNetwork(b)
 	lc := net.ListenConfig{Control: relay.ListenControl(v6only)}
 	ln, err := lc.Listen(context.Background(), network, address)
 	if err != nil {
 		return nil, err
 	}
-	return &proxyListener{key: key, at: boundOf(b, ln.Addr()), ln: ln}, nil
+	pl := &proxyListener{key: key, at: boundOf(b, ln.Addr()), ln: ln}
+	if conf != nil {
+		pl.live.Set(conf)
+	}
+	return pl, nil
+}
+
+// setTLS puts a reloaded ssl bind's certificates and settings in force
+// for its next handshakes.
+func (pl *proxyListener) setTLS(t *lbconfig.BindTLS, log *slog.Logger) {
+	conf, err := tlsconf.Bind(t)
+	if err != nil {
+		log.Warn("lb: ssl bind keeps its certificates", "listener", pl.key, "err", err)
+		return
+	}
+	pl.live.Set(conf)
 }
 
 // shutdown stops accepting and waits for the requests in flight until
@@ -198,7 +224,7 @@ func (l *LB) httpLogger(fe *lbconfig.Frontend, to *logging.Dests) func(httpproxy
 		return nil
 	}
 	return func(e httpproxy.Entry) {
-		f := logging.HTTPFields{Client: e.Client, Local: e.Frontend, Frontend: fe.Name, Backend: e.Backend,
+		f := logging.HTTPFields{Client: e.Client, Local: e.Frontend, Frontend: fe.Name, TLS: e.TLS, Backend: e.Backend,
 			AcceptAt: e.Accept, TR: e.TR, Tw: e.Tw, Tc: e.Tc, Tr: e.Tr, Ta: e.Ta, Status: e.Status,
 			Down: uint64(max(e.Bytes, 0)), Method: e.Method, URI: e.URI, Version: e.Version, Retries: e.Retries, BadRequest: e.BadRequest,
 			Counts: httpCounts{l: l, frontend: fe.Name, backend: e.Backend, server: e.Server}}

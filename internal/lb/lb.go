@@ -21,6 +21,7 @@ import (
 	"github.com/vipstack/vipstack/internal/lb/logging"
 	"github.com/vipstack/vipstack/internal/lb/relay"
 	"github.com/vipstack/vipstack/internal/lb/stats"
+	"github.com/vipstack/vipstack/internal/lb/tlsconf"
 	"github.com/vipstack/vipstack/internal/lb/web"
 	"github.com/vipstack/vipstack/internal/lbconfig"
 )
@@ -104,7 +105,9 @@ type LB struct {
 	httpLns map[string]*httpListener
 	// proxyLns are the HTTP frontends' binds (httpfront.go).
 	proxyLns map[string]*proxyListener
-	shut     bool
+	// tlsLns are the ssl binds of TCP frontends (tlsfront.go).
+	tlsLns map[string]*tlsListener
+	shut   bool
 
 	// beCounters are the backends' rates, last sessions and times, by
 	// name, kept over reloads as noSrv (guarded by mu too).
@@ -154,7 +157,7 @@ func New(opts Options) (*LB, error) {
 		opts: opts, log: opts.Logger, clk: opts.Clock, start: opts.Clock.Now(),
 		frontends: map[string]*frontend{}, servers: map[string]*server{}, noSrv: map[string]*atomic.Uint64{},
 		tcpLns: map[string]*tcpListener{}, httpLns: map[string]*httpListener{},
-		proxyLns: map[string]*proxyListener{},
+		proxyLns: map[string]*proxyListener{}, tlsLns: map[string]*tlsListener{},
 	}
 	if l.opts.Stdout == nil {
 		l.opts.Stdout = os.Stdout
@@ -193,6 +196,9 @@ func bindKey(b lbconfig.Bind) string {
 	k := net.JoinHostPort(host, strconv.Itoa(int(b.Addr.Port())))
 	if b.V4V6 {
 		k += " v4v6"
+	}
+	if b.TLS != nil {
+		k += " ssl" // a bind that turns ssl on or off is a new listener
 	}
 	return k
 }
@@ -298,7 +304,11 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 	newTCP := map[string]*tcpListener{}
 	newHTTP := map[string]*httpListener{}
 	newProxy := map[string]*proxyListener{}
+	newTLS := map[string]*tlsListener{}
 	undo := func() {
+		for _, t := range newTLS {
+			t.close()
+		}
 		for _, t := range newTCP {
 			t.close()
 		}
@@ -327,6 +337,23 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 			}
 			newProxy[k] = pl
 			held = append(held, pl.at)
+			continue
+		}
+		if w.fe != nil && w.bind.TLS != nil {
+			if l.tlsLns[k] != nil {
+				continue
+			}
+			if err := portFree(w.bind, held); err != nil {
+				undo()
+				return fmt.Errorf("lb: apply: %s: %s: %w", where(cfg, w.key), k, err)
+			}
+			t, err := l.listenTLS(k, w.bind)
+			if err != nil {
+				undo()
+				return fmt.Errorf("lb: apply: %s: %s: %w", where(cfg, w.key), k, err)
+			}
+			newTLS[k] = t
+			held = append(held, t.at)
 			continue
 		}
 		if w.fe != nil {
@@ -484,11 +511,36 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 				pl = newProxy[k]
 				pl.proxy = httpproxy.New(proxyCore{l}, pc, l.log)
 				l.proxyLns[k] = pl
-				go pl.proxy.Serve(pl.ln)
+				if w.bind.TLS != nil {
+					go pl.proxy.ServeTLS(pl.ln, pl.live.Config())
+				} else {
+					go pl.proxy.Serve(pl.ln)
+				}
 			} else {
 				pl.proxy.Set(pc)
+				if w.bind.TLS != nil {
+					pl.setTLS(w.bind.TLS, l.log)
+				}
 			}
 			addrs[w.section] = append(addrs[w.section], pl.ln.Addr())
+			continue
+		}
+		if w.fe != nil && w.bind.TLS != nil {
+			t := l.tlsLns[k]
+			if t == nil {
+				t = newTLS[k]
+				l.tlsLns[k] = t
+				t.fe.Store(l.frontends[w.fe.Name])
+				t.start(l)
+			} else {
+				t.fe.Store(l.frontends[w.fe.Name])
+				if conf, err := tlsconf.Bind(w.bind.TLS); err == nil {
+					t.live.Set(conf)
+				} else {
+					l.log.Warn("lb: ssl bind keeps its certificates", "listener", k, "err", err)
+				}
+			}
+			addrs[w.section] = append(addrs[w.section], t.ln.Addr())
 			continue
 		}
 		if w.fe != nil {
@@ -528,6 +580,12 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 		if w, ok := wants[k]; !ok || w.fe == nil || w.fe.HTTP != nil {
 			t.close()
 			delete(l.tcpLns, k)
+		}
+	}
+	for k, t := range l.tlsLns {
+		if w, ok := wants[k]; !ok || w.fe == nil || w.fe.HTTP != nil {
+			t.close()
+			delete(l.tlsLns, k)
 		}
 	}
 	for k, pl := range l.proxyLns {
@@ -742,6 +800,10 @@ func (l *LB) shutdown(ctx context.Context, soft bool) error {
 	for k, t := range l.tcpLns {
 		t.close()
 		delete(l.tcpLns, k)
+	}
+	for k, t := range l.tlsLns {
+		t.close()
+		delete(l.tlsLns, k)
 	}
 	// HTTP frontends stop accepting now and finish the requests in
 	// flight, as the TCP frontends drain, until ctx ends.

@@ -528,7 +528,10 @@ func (l *LB) sessions() []Session {
 				continue
 			}
 			s := sessionOf(cn, now)
-			s.Listener = relay.LocalAddr(cn.relay.c.FD)
+			s.Listener = cn.local // an ssl bind's client: the TLS socket's
+			if !s.Listener.IsValid() {
+				s.Listener = relay.LocalAddr(cn.relay.c.FD)
+			}
 			if cn.relay.s.FD >= 0 {
 				s.Local = relay.LocalAddr(cn.relay.s.FD)
 			}

@@ -74,6 +74,9 @@ func (l *LB) held() []boundAddr {
 	for _, pl := range l.proxyLns {
 		out = append(out, pl.at)
 	}
+	for _, t := range l.tlsLns {
+		out = append(out, t.at)
+	}
 	return out
 }
 

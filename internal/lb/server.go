@@ -13,6 +13,7 @@ import (
 	"github.com/vipstack/vipstack/internal/healthcheck"
 	"github.com/vipstack/vipstack/internal/lb/logging"
 	"github.com/vipstack/vipstack/internal/lb/stats"
+	"github.com/vipstack/vipstack/internal/lb/tlsconf"
 	"github.com/vipstack/vipstack/internal/lbconfig"
 )
 
@@ -36,13 +37,21 @@ type checkConf struct {
 	spread               int
 	mysql                lbconfig.MySQLCheck
 	mysqlOn              bool
+	// srvTLS is the server's TLS settings (ssl, ca-file, sni, ...) for
+	// its checks over TLS, as JSON: comparable; "" without.
+	srvTLS string
 }
 
 func checkConfOf(b lbconfig.Backend, s lbconfig.Server) checkConf {
 	if !s.Check {
 		return checkConf{}
 	}
-	return checkConf{enabled: true, ssl: s.CheckSSL, verify: s.Verify, inter: s.Inter, timeout: s.CheckTimeout, rise: s.Rise, fall: s.Fall, http: b.Check, tcpCheck: tcpCheckKey(b.TCPCheck), sslHello: b.SSLHelloCheck, logHealthChk: b.LogHealthChecks,
+	var srvTLS string
+	if s.TLS != nil {
+		b, _ := json.Marshal(s.TLS)
+		srvTLS = string(b)
+	}
+	return checkConf{enabled: true, ssl: s.CheckSSL || s.SSL, verify: s.Verify, srvTLS: srvTLS, inter: s.Inter, timeout: s.CheckTimeout, rise: s.Rise, fall: s.Fall, http: b.Check, tcpCheck: tcpCheckKey(b.TCPCheck), sslHello: b.SSLHelloCheck, logHealthChk: b.LogHealthChecks,
 		port: s.CheckPort, fastInter: s.FastInter, downInter: s.DownInter, mysqlOn: b.MySQLCheck != nil, mysql: mysqlOf(b)}
 }
 
@@ -323,6 +332,16 @@ func (s *server) startCheckLocked(conf checkConf) {
 func healthcheckTLS(conf checkConf, addr netip.AddrPort) *tls.Config {
 	if !conf.ssl {
 		return nil
+	}
+	if conf.srvTLS != "" {
+		// Its ca-file, sni, versions and ciphers, as the server's
+		// connections have them (tlsconf.Server).
+		s := lbconfig.Server{Verify: conf.verify, TLS: &lbconfig.ServerTLS{}}
+		if json.Unmarshal([]byte(conf.srvTLS), s.TLS) == nil {
+			c := tlsconf.Server(s)
+			c.NextProtos = nil // checks speak HTTP/1.x or TCP, without ALPN
+			return c
+		}
 	}
 	return healthcheck.TLSConfig(conf.verify, addr)
 }

@@ -174,13 +174,13 @@ var HTTPFetches = map[string]string{
 	"url": "str", "url_beg": "beg", "url_end": "end", "url_reg": "reg", "url_sub": "sub",
 	"hdr": "str", "hdr_beg": "beg", "hdr_end": "end", "hdr_reg": "reg", "hdr_sub": "sub", "hdr_dom": "dom",
 	"req.hdr": "str",
-	"method":  "meth", "src": "ip", "ssl_fc": "bool", "always_true": "bool", "always_false": "bool",
+	"method":  "meth", "src": "ip", "ssl_fc": "bool", "ssl_fc_sni": "str", "always_true": "bool", "always_false": "bool",
 	"base": "str", "base_beg": "beg", "base_sub": "sub", "base_end": "end", "base_reg": "reg",
 }
 
 // HTTPFetchNames lists HTTPFetches for messages.
 func HTTPFetchNames() string {
-	return "always_false, always_true, base[_beg|_end|_reg|_sub], hdr(NAME)[_beg|_dom|_end|_reg|_sub], method, path[_beg|_dir|_end|_reg|_sub], req.hdr(NAME), src, ssl_fc, url[_beg|_end|_reg|_sub]"
+	return "always_false, always_true, base[_beg|_end|_reg|_sub], hdr(NAME)[_beg|_dom|_end|_reg|_sub], method, path[_beg|_dir|_end|_reg|_sub], req.hdr(NAME), src, ssl_fc, ssl_fc_sni, url[_beg|_end|_reg|_sub]"
 }
 
 // CompileACL fills the compiled forms of t's values (Regexps, Nets,
@@ -222,7 +222,7 @@ func CompileACL(t *ACLTest) error {
 
 // HTTPValueVars are the %[...] expressions an http-request header value
 // may hold, besides literal text.
-const HTTPValueVars = "%[src], %[src_port], %[dst], %[dst_port], %[ssl_fc], %[path], %[method], %[req.hdr(NAME)], %[hdr(NAME)]"
+const HTTPValueVars = "%[src], %[src_port], %[dst], %[dst_port], %[ssl_fc], %[ssl_fc_sni], %[path], %[method], %[req.hdr(NAME)], %[hdr(NAME)]"
 
 // CheckHTTPValue checks that a header value's %[...] expressions are ones
 // vipstack expands.
@@ -247,7 +247,7 @@ func CheckHTTPValue(v string) error {
 // HTTPValueExpr reports whether vipstack expands %[expr].
 func HTTPValueExpr(expr string) bool {
 	switch expr {
-	case "src", "src_port", "dst", "dst_port", "ssl_fc", "path", "method":
+	case "src", "src_port", "dst", "dst_port", "ssl_fc", "ssl_fc_sni", "path", "method":
 		return true
 	}
 	for _, f := range []string{"req.hdr(", "hdr("} {

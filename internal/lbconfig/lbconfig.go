@@ -198,6 +198,9 @@ type Bind struct {
 	// Host is the original host text when it was a name such as
 	// "localhost" (resolved by the listener).
 	Host string
+	// TLS is `ssl` and its parameters: the bind terminates TLS (in a
+	// frontend only); nil: plain TCP.
+	TLS *BindTLS
 }
 
 // Balance is the server selection algorithm.
@@ -351,6 +354,13 @@ type Server struct {
 	// allowed that; the server stays in maintenance until its resolvers
 	// find an address (Addr's IP is unspecified meanwhile).
 	Unresolved bool
+	// SSL is `ssl`: connections to the server, and its health checks,
+	// are TLS (in mode http backends), verified as Verify says.
+	SSL bool
+	// TLS are the parameters of the server's TLS, for SSL and for
+	// CheckSSL (ca-file, sni, versions, ciphers; global's
+	// ssl-default-server-* applied); nil: Go's and haproxy's defaults.
+	TLS *ServerTLS
 	// NoPort: the address was written without a port (Addr's is 0);
 	// each connection goes to the port its client connected to, as in
 	// haproxy. Checks then need CheckPort.

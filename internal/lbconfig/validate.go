@@ -372,6 +372,13 @@ func (v *validator) binds(section string, bs []Bind, seen map[Bind]string) {
 		if a := b.Addr.Addr(); b.V4V6 && !(a.Is6() && a.IsUnspecified()) {
 			v.warn(pos, field, "v4v6 applies to the IPv6 wildcard (:::PORT), which then takes IPv4 too; on %s it changes nothing", bindString(b))
 		}
+		if b.TLS != nil {
+			if strings.HasPrefix(section, "frontend ") {
+				v.bindTLS(pos, field, b.TLS)
+			} else {
+				v.fail(pos, field, "ssl", "ssl on a monitor or stats listener is not supported by vipstack (accepted: ssl on frontend binds)")
+			}
+		}
 		k := Bind{Addr: b.Addr}
 		if prev, dup := seen[k]; dup {
 			v.fail(pos, field, "bind", "%s is also bound by %s (accepted: each address once)", b.Addr, prev)
@@ -494,6 +501,10 @@ func (v *validator) server(b *Backend, s *Server, names map[string]bool) {
 	if s.CheckSSL && !s.Check {
 		v.warn(pos, field, "check-ssl without check: the server is not health checked")
 	}
+	if s.SSL && b.HTTP == nil {
+		v.fail(pos, field, "ssl", "ssl to a server of a mode tcp backend is not supported by vipstack (accepted: ssl on the servers of mode http backends)")
+	}
+	v.serverTLS(pos, field, s)
 	if !s.Check && b.Check.Method != "" {
 		v.warn(pos, field, "no check: backend %s's HTTP check is not run on this server, which is always up", b.Name)
 	}

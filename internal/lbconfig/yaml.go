@@ -636,6 +636,9 @@ func FormatYAML(c *Config) ([]byte, error) {
 	if err := noHTTPInYAML(c); err != nil {
 		return nil, err
 	}
+	if err := noTLSInYAML(c); err != nil {
+		return nil, err
+	}
 	y := yamlConfig{
 		MaxConn:       c.MaxConn,
 		GlobalMaxConn: c.GlobalMaxConn,

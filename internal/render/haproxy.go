@@ -92,7 +92,11 @@ func HAProxyCfg(cfg *lbconfig.Config) ([]byte, error) {
 	for _, fe := range cfg.Frontends {
 		w(false, "frontend", fe.Name)
 		for _, bd := range fe.Binds {
-			w(true, bindWords(bd)...)
+			words, err := bindTLSWords(bd)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("frontend %s: %w", fe.Name, err))
+			}
+			w(true, append(bindWords(bd), words...)...)
 		}
 		w(true, "default_backend", fe.Backend)
 		logLines(fe.LogTargets)
@@ -162,7 +166,7 @@ func HAProxyCfg(cfg *lbconfig.Config) ([]byte, error) {
 			if s.Rise > 0 {
 				words = append(words, "rise", strconv.Itoa(s.Rise))
 			}
-			w(true, words...)
+			w(true, append(words, serverTLSWords(s)...)...)
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -228,4 +232,70 @@ func commonLogTargets(cfg *lbconfig.Config) []lbconfig.LogTarget {
 		}
 	}
 	return lists[0]
+}
+
+// bindTLSWords are an ssl bind's parameters: its crt and crt-list paths
+// (the certificates are read from them again), ALPN, versions, ciphers.
+func bindTLSWords(bd lbconfig.Bind) ([]string, error) {
+	t := bd.TLS
+	if t == nil {
+		return nil, nil
+	}
+	if len(t.Crt) == 0 && len(t.CrtList) == 0 {
+		return nil, fmt.Errorf("ssl bind %s has certificates but no crt or crt-list path to write (accepted: Crt or CrtList set)", bd.Addr)
+	}
+	words := []string{"ssl"}
+	for _, c := range t.Crt {
+		words = append(words, "crt", c)
+	}
+	for _, c := range t.CrtList {
+		words = append(words, "crt-list", c)
+	}
+	if len(t.ALPN) > 0 {
+		words = append(words, "alpn", strings.Join(t.ALPN, ","))
+	}
+	return append(words, tlsOptionWords(t.TLSOptions)...), nil
+}
+
+func tlsOptionWords(o lbconfig.TLSOptions) []string {
+	var words []string
+	if o.MinVersion != 0 {
+		words = append(words, "ssl-min-ver", lbconfig.TLSVersionName(o.MinVersion))
+	}
+	if o.MaxVersion != 0 {
+		words = append(words, "ssl-max-ver", lbconfig.TLSVersionName(o.MaxVersion))
+	}
+	if len(o.Ciphers) > 0 {
+		names := make([]string, len(o.Ciphers))
+		for i, id := range o.Ciphers {
+			names[i] = lbconfig.CipherName(id)
+		}
+		words = append(words, "ciphers", strings.Join(names, ":"))
+	}
+	if o.NoTickets {
+		words = append(words, "no-tls-tickets")
+	}
+	return words
+}
+
+// serverTLSWords are a server's ssl and TLS parameters.
+func serverTLSWords(s lbconfig.Server) []string {
+	var words []string
+	if s.SSL {
+		words = append(words, "ssl")
+	}
+	t := s.TLS
+	if t == nil {
+		return words
+	}
+	if t.CAFile != "" {
+		words = append(words, "ca-file", t.CAFile)
+	}
+	if t.SNI != "" {
+		words = append(words, "sni", "str("+t.SNI+")")
+	}
+	if len(t.ALPN) > 0 {
+		words = append(words, "alpn", strings.Join(t.ALPN, ","))
+	}
+	return append(words, tlsOptionWords(t.TLSOptions)...)
 }

@@ -1,7 +1,15 @@
 package render
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"fmt"
+	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -378,4 +386,84 @@ func sameProxyOrder(t *testing.T, want, got *lbconfig.Config) {
 	if diff := cmp.Diff(got.Proxies, want.ProxyOrder()); diff != "" {
 		t.Errorf("the model's proxy order is not the rendered file's (-file +model):\n%s", diff)
 	}
+}
+
+// TestHAProxyCfgWritesTLS writes ssl binds (crt, crt-list, alpn,
+// versions, ciphers, no-tls-tickets) and a server's TLS (check-ssl with
+// ca-file, sni, alpn and versions): read back through haproxycfg they are
+// the model again, certificates read from the files named, and haproxy
+// -c accepts the file.
+func TestHAProxyCfgWritesTLS(t *testing.T) {
+	dir := t.TempDir()
+	a, b := selfSignedPEM(t, "a.test"), selfSignedPEM(t, "b.test")
+	for name, data := range map[string][]byte{"a.pem": a, "b.pem": b, "ca.pem": a, "list.txt": []byte(dir + "/b.pem x.test *.y.test\n")} {
+		if err := os.WriteFile(dir+"/"+name, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ap := netip.MustParseAddrPort
+	want := &lbconfig.Config{
+		Timeouts: lbconfig.Timeouts{Connect: time.Second, Client: time.Minute, Server: time.Minute},
+		Frontends: []lbconfig.Frontend{{Name: "tls", Backend: "be", Binds: []lbconfig.Bind{
+			{Addr: ap("0.0.0.0:8443"), TLS: &lbconfig.BindTLS{
+				Crt: []string{dir + "/a.pem"}, CrtList: []string{dir + "/list.txt"},
+				Certs:      []lbconfig.Cert{{Path: dir + "/a.pem", PEM: a}, {Path: dir + "/b.pem", SNI: []string{"x.test", "*.y.test"}, PEM: b}},
+				ALPN:       []string{"h2", "http/1.1"},
+				TLSOptions: lbconfig.TLSOptions{MinVersion: tls.VersionTLS13, Ciphers: []uint16{tls.TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384}, NoTickets: true},
+			}},
+			{Addr: ap("0.0.0.0:8444"), TLS: &lbconfig.BindTLS{Crt: []string{dir + "/b.pem"}, Certs: []lbconfig.Cert{{Path: dir + "/b.pem", PEM: b}},
+				TLSOptions: lbconfig.TLSOptions{MinVersion: tls.VersionTLS11, MaxVersion: tls.VersionTLS12}}},
+		}}},
+		Backends: []lbconfig.Backend{{Name: "be", Servers: []lbconfig.Server{{
+			Name: "s1", Addr: ap("198.18.0.11:6443"), Check: true, CheckSSL: true, Verify: true,
+			TLS: &lbconfig.ServerTLS{CAFile: dir + "/ca.pem", CA: a, SNI: "s1.test", ALPN: []string{"http/1.1"},
+				TLSOptions: lbconfig.TLSOptions{MaxVersion: tls.VersionTLS12, NoTickets: true}},
+		}}}},
+	}
+	if err := lbconfig.Validate(want); err != nil {
+		t.Fatal(err)
+	}
+	text, err := HAProxyCfg(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := haproxycfg.Parse("haproxy.cfg", text)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, text)
+	}
+	if diff := cmp.Diff(want, got, ignoreProvenance); diff != "" {
+		t.Fatalf("read back (-want +got):\n%s\n%s", diff, text)
+	}
+	if _, err := exec.LookPath("haproxy"); err == nil {
+		path := dir + "/haproxy.cfg"
+		if err := os.WriteFile(path, text, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := exec.Command("haproxy", "-c", "-f", path).CombinedOutput(); err != nil {
+			t.Errorf("haproxy -c: %v\n%s\n%s", err, out, text)
+		}
+	}
+
+	// Certificates without a path to write are refused.
+	noPath := &lbconfig.Config{Frontends: []lbconfig.Frontend{{Name: "f", Backend: "be",
+		Binds: []lbconfig.Bind{{Addr: ap("0.0.0.0:8443"), TLS: &lbconfig.BindTLS{Certs: []lbconfig.Cert{{PEM: a}}}}}}}}
+	if _, err := HAProxyCfg(noPath); err == nil || !strings.Contains(err.Error(), "frontend f: ssl bind 0.0.0.0:8443 has certificates but no crt or crt-list path") {
+		t.Errorf("error = %v, want the missing path named", err)
+	}
+}
+
+func selfSignedPEM(t *testing.T, name string) []byte {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(3), Subject: pkix.Name{CommonName: name}, DNSNames: []string{name},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, _ := x509.MarshalPKCS8PrivateKey(key)
+	return append(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder})...)
 }

@@ -87,6 +87,11 @@ func fetch(t *lbconfig.ACLTest, rq *request) []string {
 		return out
 	case "req.ver":
 		return []string{strings.TrimPrefix(r.Proto, "HTTP/")}
+	case "ssl_fc_sni":
+		if r.TLS == nil || r.TLS.ServerName == "" {
+			return nil
+		}
+		return []string{r.TLS.ServerName}
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package httpproxy
 
 import (
+	"crypto/tls"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -34,6 +35,13 @@ func newRequest(method, target string, header ...string) *request {
 		r.Header.Add(header[i], header[i+1])
 	}
 	return &request{r: r, src: netip.MustParseAddrPort("192.0.2.10:40000"), dst: netip.MustParseAddrPort("198.18.0.1:80")}
+}
+
+// overTLS marks rq as come over an ssl bind, with the SNI sni.
+func overTLS(rq *request, sni string) *request {
+	rq.r.TLS = &tls.ConnectionState{ServerName: sni, HandshakeComplete: true}
+	rq.tls = true
+	return rq
 }
 
 // TestConditions evaluates `use_backend yes if COND` over requests: the
@@ -75,6 +83,12 @@ func TestConditions(t *testing.T) {
 		{"src network", "  acl a src 192.0.2.0/24\n", newRequest("GET", "/"), true},
 		{"src address", "  acl a src 192.0.2.11\n", newRequest("GET", "/"), false},
 		{"ssl_fc without TLS", "  acl a ssl_fc\n", newRequest("GET", "/"), false},
+		{"ssl_fc over TLS", "  acl a ssl_fc\n", overTLS(newRequest("GET", "/"), "a.test"), true},
+		{"ssl_fc_sni", "  acl a ssl_fc_sni -i A.test\n", overTLS(newRequest("GET", "/"), "a.test"), true},
+		{"ssl_fc_sni other", "  acl a ssl_fc_sni a.test\n", overTLS(newRequest("GET", "/"), "b.test"), false},
+		{"ssl_fc_sni -m end", "  acl a ssl_fc_sni -m end .test\n", overTLS(newRequest("GET", "/"), "b.test"), true},
+		{"ssl_fc_sni without SNI", "  acl a ssl_fc_sni -m found\n", overTLS(newRequest("GET", "/"), ""), false},
+		{"ssl_fc_sni without TLS", "  acl a ssl_fc_sni -m found\n", newRequest("GET", "/"), false},
 		{"negated", "  acl a ssl_fc\n  use_backend yes if !a\n", newRequest("GET", "/"), true},
 		{"separate !", "  acl a ssl_fc\n  use_backend yes if ! a\n", newRequest("GET", "/"), true},
 		{"acl lines of a name are ORed", "  acl a path /x\n  acl a path /y\n", newRequest("GET", "/y"), true},

@@ -3,9 +3,13 @@ package httpproxy
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"hash/fnv"
+	"io"
+	"log"
 	"log/slog"
 	"net"
 	"net/http"
@@ -18,8 +22,18 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/vipstack/vipstack/internal/lb/tlsconf"
 	"github.com/vipstack/vipstack/internal/lbconfig"
 )
+
+// tlsKey tells servers' TLS settings apart, for their transports.
+func tlsKey(s lbconfig.Server) string {
+	t := s.TLS
+	if t == nil {
+		t = &lbconfig.ServerTLS{}
+	}
+	return fmt.Sprintf("%v|%s|%x|%s|%q|%v", s.Verify, t.CAFile, sha256.Sum256(t.CA), t.SNI, t.ALPN, t.TLSOptions)
+}
 
 // Core is what the proxy needs of the load balancer: its servers' state
 // and balancing.
@@ -60,6 +74,7 @@ type Config struct {
 // Entry is what a request's log line says.
 type Entry struct {
 	Client, Frontend netip.AddrPort
+	TLS              bool // the request came over an ssl bind
 	Accept           time.Time
 	FrontendName     string
 	Backend, Server  string
@@ -88,6 +103,10 @@ type compiled struct {
 type serverRef struct {
 	name, cookie string
 	addr         netip.AddrPort
+	// tls is the server's `ssl` (nil: plain HTTP), tlsKey what it was
+	// built from, for the transport's key.
+	tls    *tls.Config
+	tlsKey string
 }
 
 // Proxy serves one HTTP frontend's listeners.
@@ -123,6 +142,10 @@ func (p *Proxy) Set(cfg Config) {
 		var refs []serverRef
 		for _, s := range b.Servers {
 			r := serverRef{name: s.Name, addr: s.Addr}
+			if s.SSL {
+				r.tls = tlsconf.Server(s)
+				r.tlsKey = "/ssl" + tlsKey(s)
+			}
 			if b.HTTP != nil {
 				r.cookie = b.HTTP.ServerCookies[s.Name]
 			}
@@ -138,7 +161,11 @@ func (p *Proxy) Set(cfg Config) {
 
 // Serve accepts HTTP/1.x and HTTP/2 (prior knowledge) clients on ln
 // until Close.
-func (p *Proxy) Serve(ln net.Listener) error {
+func (p *Proxy) Serve(ln net.Listener) error { return p.ServeTLS(ln, nil) }
+
+// ServeTLS is Serve for a bind that terminates TLS with conf (nil:
+// none): HTTP/1.x, and HTTP/2 where ALPN chose h2.
+func (p *Proxy) ServeTLS(ln net.Listener, conf *tls.Config) error {
 	c := p.cfg.Load()
 	to := c.cfg.Timeouts
 	reqTimeout := firstSet(to.HTTPRequest, to.Client)
@@ -153,6 +180,11 @@ func (p *Proxy) Serve(ln net.Listener) error {
 		},
 		ConnState: func(c net.Conn, st http.ConnState) {
 			if st == http.StateHijacked {
+				if tc, ok := c.(*tls.Conn); ok {
+					// The TLS connection's own socket: the one
+					// trackedConn.Close takes out of the set.
+					c = tc.NetConn()
+				}
 				if tc, ok := c.(*trackedConn); ok && to.Tunnel > 0 {
 					tc.idle.Store(int64(to.Tunnel))
 				}
@@ -171,6 +203,12 @@ func (p *Proxy) Serve(ln net.Listener) error {
 	srv.Protocols = new(http.Protocols)
 	srv.Protocols.SetHTTP1(true)
 	srv.Protocols.SetUnencryptedHTTP2(true)
+	srv.Protocols.SetHTTP2(conf != nil)
+	if conf != nil {
+		// A client's failed handshake is not vipstack's error: haproxy
+		// logs it only with a log format.
+		srv.ErrorLog = log.New(io.Discard, "", 0)
+	}
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
@@ -179,7 +217,11 @@ func (p *Proxy) Serve(ln net.Listener) error {
 	}
 	p.servers = append(p.servers, srv)
 	p.mu.Unlock()
-	err := srv.Serve(trackingListener{ln, p})
+	var sl net.Listener = trackingListener{ln, p}
+	if conf != nil {
+		sl = tls.NewListener(sl, conf)
+	}
+	err := srv.Serve(sl)
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
 	}
@@ -254,7 +296,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rq.src = addrPort(cn.RemoteAddr())
 		rq.dst = addrPort(cn.LocalAddr())
 	}
-	e := Entry{Client: rq.src, Frontend: rq.dst, Accept: start, FrontendName: c.cfg.Frontend.Name,
+	e := Entry{Client: rq.src, Frontend: rq.dst, TLS: rq.tls, Accept: start, FrontendName: c.cfg.Frontend.Name,
 		Backend: c.cfg.Frontend.Name, Server: "<NOSRV>", Method: r.Method, URI: r.RequestURI, Version: r.Proto,
 		Tw: -1, Tc: -1, Tr: -1, Term: "--"}
 	e.Request = r.Method + " " + r.RequestURI + " " + r.Proto
@@ -419,6 +461,9 @@ func (p *Proxy) forward(w http.ResponseWriter, rq *request, c *compiled, name st
 		rp := &httputil.ReverseProxy{
 			Rewrite: func(pr *httputil.ProxyRequest) {
 				pr.Out.URL.Scheme, pr.Out.URL.Host = "http", s.addr.String()
+				if s.tls != nil {
+					pr.Out.URL.Scheme = "https"
+				}
 				pr.Out.Host = pr.In.Host
 				// Rewrite's caller strips these; haproxy passes them on.
 				for _, h := range []string{"Forwarded", "X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto"} {
@@ -546,7 +591,7 @@ func hashString(s string) uint32 {
 
 // transport is the pool of connections to server s.
 func (p *Proxy) transport(backend string, s serverRef, conn string, to lbconfig.Timeouts) *http.Transport {
-	key := backend + "/" + s.name + "@" + s.addr.String() + "/" + conn
+	key := backend + "/" + s.name + "@" + s.addr.String() + "/" + conn + s.tlsKey
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if t := p.transports[key]; t != nil {
@@ -571,6 +616,24 @@ func (p *Proxy) transport(backend string, s serverRef, conn string, to lbconfig.
 		DisableCompression:    true,
 		TLSClientConfig:       &tls.Config{},
 		ForceAttemptHTTP2:     false,
+	}
+	if s.tls != nil {
+		// The handshake is part of connecting, as in haproxy: its
+		// failure is a connection failure (503, retried elsewhere).
+		conf := s.tls
+		t.ForceAttemptHTTP2 = slices.Contains(conf.NextProtos, "h2")
+		t.DialTLSContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := t.DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			tc := tls.Client(c, conf)
+			if err := tc.HandshakeContext(ctx); err != nil {
+				c.Close()
+				return nil, &net.OpError{Op: "dial", Net: network, Addr: c.RemoteAddr(), Err: err}
+			}
+			return tc, nil
+		}
 	}
 	p.transports[key] = t
 	return t

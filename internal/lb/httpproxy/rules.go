@@ -46,6 +46,11 @@ func sample(expr string, rq *request) string {
 			return "1"
 		}
 		return "0"
+	case "ssl_fc_sni":
+		if rq.r.TLS == nil {
+			return ""
+		}
+		return rq.r.TLS.ServerName
 	case "path":
 		return rq.r.URL.Path
 	case "method":

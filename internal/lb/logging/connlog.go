@@ -75,6 +75,8 @@ type Fields struct {
 	// (invalid when not known).
 	Client, Local, Source netip.AddrPort
 	Frontend              string
+	// TLS: the client connected to an ssl bind (%ft adds "~").
+	TLS bool
 	// Backend is "-" when the connection had none.
 	Backend string
 	// Server is the server picked, HasServer false when none was.
@@ -156,6 +158,9 @@ func (cl *ConnLog) AppendLine(b []byte, cn *Fields, end time.Time) []byte {
 			}
 		case "f", "ft":
 			b = append(b, cn.Frontend...)
+			if it.Var == "ft" && cn.TLS {
+				b = append(b, '~')
+			}
 		case "b":
 			b = append(b, cn.Backend...)
 		case "s":

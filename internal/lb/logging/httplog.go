@@ -33,6 +33,7 @@ func NewHTTPLog(format string, to *Dests) (*HTTPLog, error) {
 type HTTPFields struct {
 	Client, Local netip.AddrPort
 	Frontend      string
+	TLS           bool // over an ssl bind: %ft adds "~"
 	Backend       string
 	Server        string // "" when no server was picked
 	ServerAddr    netip.AddrPort
@@ -61,7 +62,7 @@ func msOrMinus(d time.Duration) int64 {
 func (hl *HTTPLog) AppendLine(b []byte, f *HTTPFields) []byte {
 	// The variables a TCP line has too are written by ConnLog, from
 	// the Fields they map to.
-	cn := Fields{Client: f.Client, Local: f.Local, Frontend: f.Frontend, Backend: f.Backend, Server: f.Server,
+	cn := Fields{Client: f.Client, Local: f.Local, Frontend: f.Frontend, TLS: f.TLS, Backend: f.Backend, Server: f.Server,
 		ServerAddr: f.ServerAddr, HasServer: f.Server != "", AcceptAt: f.AcceptAt, StartAt: f.AcceptAt.Add(max(f.TR, 0)),
 		Up: f.Up, Down: f.Down, Term: f.Term, Attempts: f.Retries + 1, Counts: f.Counts}
 	if f.Tc >= 0 {
