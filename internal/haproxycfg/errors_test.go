@@ -380,14 +380,6 @@ func TestParseErrors(t *testing.T) {
 			haproxy: haproxyRejects,
 		},
 		{
-			name: "http-check send",
-			conf: func(t *testing.T) string {
-				return edit(t, "  server m0", "  option httpchk\n  http-check send meth GET uri /\n  server m0")
-			},
-			want:    `h.cfg:11: http-check "send meth GET uri /" is not supported by vipstack (accepted: http-check expect status CODES, such as 200 or 200-399, or http-check expect rstatus REGEX)`,
-			haproxy: haproxyAccepts,
-		},
-		{
 			name: "http-check expect status not a code",
 			conf: func(t *testing.T) string {
 				return edit(t, "  server m0", "  option httpchk\n  http-check expect status ok\n  server m0")
@@ -731,14 +723,6 @@ func TestParseErrors(t *testing.T) {
 			conf:    func(t *testing.T) string { return edit(t, srv, "  option httpchk GET /readyz HTTP/1.1 x\n"+srv) },
 			want:    `h.cfg:10: option httpchk takes 0 to 3 values ([[METHOD] URI [VERSION]]), got 4: "GET /readyz HTTP/1.1 x"`,
 			haproxy: haproxyRejects,
-		},
-		{
-			name: "httpchk headers in the version",
-			conf: func(t *testing.T) string {
-				return edit(t, srv, `  option httpchk GET /readyz HTTP/1.1\r\nHost:\ x`+"\n"+srv)
-			},
-			want:    `h.cfg:10: backend masters: HTTP check version "HTTP/1.1\r\nHost: x" is not supported by vipstack (accepted: HTTP/1.0, HTTP/1.1)`,
-			haproxy: haproxyAccepts,
 		},
 		{
 			name:    "weight 0",

@@ -138,11 +138,20 @@ type HTTP struct {
 	// (haproxy's `http-check expect status 200,300-399`); empty means 2xx
 	// and 3xx.
 	ExpectStatus [][2]int
+	// Headers and Body are sent after the request line (`http-check send
+	// hdr NAME VALUE body STRING`): header names in lower case, as
+	// haproxy 2.6 writes them, and a body with its content-length.
+	Headers []Header
+	Body    string
 }
 
+// Header is one request header of an HTTP check.
+type Header struct{ Name, Value string }
+
 // Request returns the bytes the probe sends. haproxy sends the request
-// line and an empty line; vipstack adds "Connection: close", and a Host
-// header for HTTP/1.1, which requires one (RFC 9112 section 3.2).
+// line, its headers and an empty line; vipstack adds "Connection: close",
+// and a Host header for HTTP/1.1, which requires one (RFC 9112 section
+// 3.2), unless Headers has one.
 func (p HTTP) Request() string {
 	method, uri, version := p.Method, p.URI, p.Version
 	if method == "" {
@@ -156,10 +165,19 @@ func (p HTTP) Request() string {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s %s %s\r\n", method, uri, version)
-	if version == "HTTP/1.1" {
+	hasHost := false
+	for _, h := range p.Headers {
+		fmt.Fprintf(&b, "%s: %s\r\n", strings.ToLower(h.Name), h.Value)
+		hasHost = hasHost || strings.EqualFold(h.Name, "host")
+	}
+	if version == "HTTP/1.1" && !hasHost {
 		fmt.Fprintf(&b, "Host: %s\r\n", p.Addr)
 	}
+	if p.Body != "" {
+		fmt.Fprintf(&b, "content-length: %d\r\n", len(p.Body))
+	}
 	b.WriteString("Connection: close\r\n\r\n")
+	b.WriteString(p.Body)
 	return b.String()
 }
 

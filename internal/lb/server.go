@@ -25,7 +25,7 @@ type checkConf struct {
 	inter        time.Duration
 	timeout      time.Duration // 0: inter
 	rise, fall   int
-	http         lbconfig.HTTPCheck
+	http         string // lbconfig.Backend.Check as JSON: comparable (httpcheck.go)
 	tcpCheck     string // lbconfig.Backend.TCPCheck as JSON: comparable
 	sslHello     bool
 	logHealthChk bool
@@ -42,7 +42,7 @@ func checkConfOf(b lbconfig.Backend, s lbconfig.Server) checkConf {
 	if !s.Check {
 		return checkConf{}
 	}
-	return checkConf{enabled: true, ssl: s.CheckSSL, verify: s.Verify, inter: s.Inter, timeout: s.CheckTimeout, rise: s.Rise, fall: s.Fall, http: b.Check, tcpCheck: tcpCheckKey(b.TCPCheck), sslHello: b.SSLHelloCheck, logHealthChk: b.LogHealthChecks,
+	return checkConf{enabled: true, ssl: s.CheckSSL, verify: s.Verify, inter: s.Inter, timeout: s.CheckTimeout, rise: s.Rise, fall: s.Fall, http: httpCheckKey(b.Check), tcpCheck: tcpCheckKey(b.TCPCheck), sslHello: b.SSLHelloCheck, logHealthChk: b.LogHealthChecks,
 		port: s.CheckPort, fastInter: s.FastInter, downInter: s.DownInter, mysqlOn: b.MySQLCheck != nil, mysql: mysqlOf(b)}
 }
 
@@ -288,12 +288,8 @@ func (s *server) startCheckLocked(conf checkConf) {
 	tlsConf := healthcheckTLS(conf, addr)
 	var prober healthcheck.Prober = healthcheck.TCP{Addr: addr, TLS: tlsConf}
 	switch {
-	case conf.http.Method != "" || conf.http.URI != "":
-		expect, _ := lbconfig.StatusRanges(conf.http.ExpectStatus) // checked by the reader
-		if conf.http.ExpectStatus == "" {
-			expect = nil
-		}
-		prober = healthcheck.HTTP{Addr: addr, Method: conf.http.Method, URI: conf.http.URI, Version: conf.http.Version, TLS: tlsConf, ExpectStatus: expect}
+	case conf.http != "":
+		prober = httpProber(conf, addr, tlsConf)
 	case conf.tcpCheck != "":
 		prober = tcpScript(conf, addr, tlsConf)
 	case conf.sslHello:

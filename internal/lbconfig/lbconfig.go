@@ -259,6 +259,14 @@ type HTTPCheck struct {
 	// ExpectStatus is `http-check expect status`: codes and ranges,
 	// comma separated ("200", "200-399,401"); empty means 2xx and 3xx.
 	ExpectStatus string
+	// Headers and Body go with the request: `http-check send hdr NAME
+	// VALUE ... body STRING`, or haproxy's older form, header lines
+	// after the version of `option httpchk` (httpcheck.go).
+	Headers []HTTPCheckHeader
+	Body    string
+	// ConnectPort is `http-check connect port PORT`: checks connect to
+	// it instead of the server's port or its `port`; 0: none.
+	ConnectPort int
 }
 
 // TCPCheckRule is one `tcp-check` rule: a connect (Port, 0 for the

@@ -423,6 +423,7 @@ func (v *validator) httpCheck(key string, h *HTTPCheck) {
 			v.fail(pos, key, kw, "HTTP check with a URI or version but no method "+
 				"(accepted: a method such as GET for HTTP checks, or no method, URI and version for TCP connect checks)")
 		}
+		v.httpCheckSend(key, pos, h)
 		return
 	}
 	if !isToken(h.Method) {
@@ -441,6 +442,7 @@ func (v *validator) httpCheck(key string, h *HTTPCheck) {
 	default:
 		v.fail(pos, key, kw, "HTTP check version %q is not supported by vipstack (accepted: HTTP/1.0, HTTP/1.1)", h.Version)
 	}
+	v.httpCheckSend(key, pos, h)
 }
 
 func (v *validator) server(b *Backend, s *Server, names map[string]bool) {

@@ -129,6 +129,9 @@ func HAProxyCfg(cfg *lbconfig.Config) ([]byte, error) {
 		logLines(be.LogTargets)
 		if be.Check.Method != "" {
 			w(true, "option", "httpchk", be.Check.Method, be.Check.URI, be.Check.Version)
+			for _, words := range httpCheckLines(be.Check) {
+				b.WriteString("  " + strings.Join(words, " ") + "\n")
+			}
 		}
 		if be.LogHealthChecks {
 			w(true, "option", "log-health-checks")

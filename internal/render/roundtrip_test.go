@@ -84,6 +84,8 @@ func TestHAProxyCfgWriterCoversTheModel(t *testing.T) {
 		},
 		Backends: []lbconfig.Backend{{
 			Name: "plain", Balance: lbconfig.LeastConn, RedispatchOnRetry: true,
+			Check: lbconfig.HTTPCheck{Method: "GET", URI: "/healthz", Version: "HTTP/1.1", ExpectStatus: "200-299", ConnectPort: 8081,
+				Headers: []lbconfig.HTTPCheckHeader{{Name: "Host", Value: "api.local"}, {Name: "Authorization", Value: `Basic "a\b" $c #d`}}, Body: "ping me"},
 			LogTargets: []lbconfig.LogTarget{{Network: "stderr", Raw: true, Facility: 19, Level: 7}},
 			Servers: []lbconfig.Server{
 				{Name: "a", Addr: ap("198.18.0.11:8080"), Weight: 3, Check: true, Verify: true, Inter: 500 * time.Millisecond, Fall: 4, Rise: 1},
