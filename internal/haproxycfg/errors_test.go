@@ -915,14 +915,6 @@ func TestParseErrors(t *testing.T) {
 			want:    `h.cfg:14: stats admin "if { src 10.0.0.0/8 }": vipstack takes no other condition (accepted: if TRUE, if LOCALHOST, unless FALSE)`,
 			haproxy: haproxyAccepts,
 		},
-		{
-			name: "maxconn in a stats listen",
-			conf: func(t *testing.T) string {
-				return base + "listen st\n  bind :47013\n  mode http\n  stats enable\n  maxconn 10\n"
-			},
-			want:    `h.cfg:15: maxconn in listen st is not supported by vipstack: its monitor and stats listeners have a cap of their own, where a new client takes the place of one idle or still sending its request (accepted: maxconn in frontends and listens that forward)`,
-			haproxy: haproxyAccepts,
-		},
 
 		// Many errors.
 		{

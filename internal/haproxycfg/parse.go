@@ -520,14 +520,14 @@ func (p *parser) endListen() {
 			l.num = ls.modeLine
 		}
 		p.errorf(l, "mode", "%s needs mode http for its %s (haproxy ignores %s in TCP mode)", p.key, what, what)
-	case !p.endWebListen(ls):
 	case monitor && !stats:
 		p.cfg.Monitors = append(p.cfg.Monitors, lbconfig.Monitor{Name: ls.name, Binds: ls.binds, URI: ls.monitorURI, LogTargets: logs, Log: connLog,
-			ErrorFiles: maps.Clone(p.hd.errorFiles)})
+			ErrorFiles: maps.Clone(p.hd.errorFiles), MaxConn: ls.maxconn})
 	default:
 		s := ls.stats
 		s.Name, s.Binds, s.LogTargets, s.Timeouts, s.Log = ls.name, ls.binds, logs, ls.timeouts, connLog
 		s.MonitorURI = ls.monitorURI // both in one section: the monitor answers its URI
+		s.MaxConn = ls.maxconn
 		s.ErrorFiles = maps.Clone(p.hd.errorFiles)
 		if s.URI == "" {
 			s.URI = lbconfig.DefaultStatsURI

@@ -384,6 +384,11 @@ type Monitor struct {
 	// answers): the section's own answers of those codes, as haproxy's
 	// (internal/lb/web).
 	ErrorFiles map[int][]byte
+	// MaxConn is the section's own `maxconn`: past it, new clients wait
+	// in the listening socket's queue until a client leaves, as in
+	// haproxy; 0 keeps internal/lb/web's own cap, where a new client
+	// takes the place of an idle one.
+	MaxConn int
 }
 
 // Stats is a `listen` section with `stats enable`.
@@ -423,6 +428,8 @@ type Stats struct {
 	// Timeouts are the section's own (client, http-request,
 	// http-keep-alive apply); unset ones come from Config.Timeouts.
 	Timeouts Timeouts
+	// MaxConn: as Monitor's.
+	MaxConn int
 }
 
 // StatsAdmin is who may use the stats page's admin form.

@@ -220,9 +220,11 @@ func (v *validator) run() {
 		v.binds(key, m.Binds, binds)
 		v.httpPath(v.pos(ItemKey(key, "monitor-uri"), key), key, "monitor-uri", m.URI)
 		v.logTargets(key, m.LogTargets)
+		v.webMaxConn(key, m.MaxConn)
 	}
 	for i := range c.Stats {
 		v.stats(&c.Stats[i], binds)
+		v.webMaxConn(ListenKey(c.Stats[i].Name), c.Stats[i].MaxConn)
 		v.logTargets(ListenKey(c.Stats[i].Name), c.Stats[i].LogTargets)
 	}
 	v.more()
