@@ -132,7 +132,7 @@ const (
 	listenKeywords   = "balance, bind, default-server, http-check connect, http-check expect status, http-check send, log, log-format, mode, monitor-uri, no log, option dontlognull, option httpchk, option log-health-checks, option redispatch, option ssl-hello-chk, option tcp-check, option tcplog, server, stats auth, stats enable, stats hide-version, stats refresh, stats uri, tcp-check, " +
 		"maxconn, retries, timeout, option allbackups, option httplog, stats admin, stats realm, stats show-desc, stats show-legends, stats show-node, " + moreProxyOptions
 	backendKeywords = "balance, default-server, http-check connect, http-check expect status, http-check send, log, mode, no log, option httpchk, option tcp-check, option tcplog, option log-health-checks, option redispatch, option ssl-hello-chk, server, tcp-check, retries, timeout, option allbackups, " + moreProxyOptions
-	serverParams    = "backup, check, check-ssl, cookie, downinter, fall, fastinter, id, init-addr, inter, maxconn, maxqueue, on-marked-down, port, resolve-prefer, resolvers, rise, slowstart, verify, weight"
+	serverParams    = "backup, check, check-ssl, cookie, downinter, fall, fastinter, id, init-addr, inter, maxconn, maxqueue, on-marked-down, port, resolve-prefer, resolvers, rise, send-proxy, send-proxy-v2, slowstart, verify, weight"
 	timeoutNames    = "check, client, client-fin, connect, http-keep-alive, http-request, queue, server, server-fin, tunnel"
 )
 
@@ -1417,6 +1417,9 @@ func (p *parser) serverParams(params []string, s *lbconfig.Server, seen map[stri
 				s.Inter = d
 			}
 		default:
+			if proxyServerParam(param, s) {
+				continue
+			}
 			if handled, ok := p.moreServerParam(param, value, s, fail); handled {
 				if !ok {
 					return false

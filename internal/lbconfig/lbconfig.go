@@ -359,6 +359,10 @@ type Server struct {
 	// allowed that; the server stays in maintenance until its resolvers
 	// find an address (Addr's IP is unspecified meanwhile).
 	Unresolved bool
+	// SendProxy writes a PROXY protocol header, version 1 or 2, on each
+	// connection to the server before the client's bytes (haproxy's
+	// `send-proxy`, `send-proxy-v2`); 0: none.
+	SendProxy int
 	// NoPort: the address was written without a port (Addr's is 0);
 	// each connection goes to the port its client connected to, as in
 	// haproxy. Checks then need CheckPort.

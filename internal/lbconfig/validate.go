@@ -459,6 +459,7 @@ func (v *validator) server(b *Backend, s *Server, names map[string]bool) {
 		return
 	}
 	names[s.Name] = true
+	v.sendProxy(b, s, pos, field)
 	switch {
 	case s.Unresolved && s.Addr.IsValid():
 		// init-addr none: no address until its resolvers find one.

@@ -165,6 +165,12 @@ func HAProxyCfg(cfg *lbconfig.Config) ([]byte, error) {
 			if s.Rise > 0 {
 				words = append(words, "rise", strconv.Itoa(s.Rise))
 			}
+			switch s.SendProxy {
+			case 1:
+				words = append(words, "send-proxy")
+			case 2:
+				words = append(words, "send-proxy-v2")
+			}
 			w(true, words...)
 		}
 	}

@@ -89,7 +89,7 @@ func TestHAProxyCfgWriterCoversTheModel(t *testing.T) {
 			LogTargets: []lbconfig.LogTarget{{Network: "stderr", Raw: true, Facility: 19, Level: 7}},
 			Servers: []lbconfig.Server{
 				{Name: "a", Addr: ap("198.18.0.11:8080"), Weight: 3, Check: true, Verify: true, Inter: 500 * time.Millisecond, Fall: 4, Rise: 1},
-				{Name: "b", Addr: ap("[fd00::12]:8080"), Weight: 1, Verify: true, Inter: 2 * time.Second, Fall: 3, Rise: 2},
+				{Name: "b", Addr: ap("[fd00::12]:8080"), Weight: 1, Verify: true, Inter: 2 * time.Second, Fall: 3, Rise: 2, SendProxy: 2},
 			},
 		}},
 		Stats: []lbconfig.Stats{{Name: "st", Binds: []lbconfig.Bind{{Addr: ap("127.0.0.1:9000")}}, URI: "/s",
