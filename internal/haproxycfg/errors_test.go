@@ -756,8 +756,8 @@ func TestParseErrors(t *testing.T) {
 		},
 		{
 			name:    "unsupported server parameter",
-			conf:    func(t *testing.T) string { return edit(t, "47012 check", "47012 check send-proxy") },
-			want:    `h.cfg:10: backend masters, server m0: parameter "send-proxy" is not supported by vipstack (supported: ` + serverParams + `)`,
+			conf:    func(t *testing.T) string { return edit(t, "47012 check", "47012 check check-send-proxy") },
+			want:    `h.cfg:10: backend masters, server m0: parameter "check-send-proxy" is not supported by vipstack (supported: ` + serverParams + `)`,
 			haproxy: haproxyAccepts,
 		},
 		{
@@ -815,9 +815,9 @@ func TestParseErrors(t *testing.T) {
 		{
 			name: "one error per server line",
 			conf: func(t *testing.T) string {
-				return edit(t, srv, "  server m0 127.0.0.1:47012 send-proxy weight x\n  server m1 127.0.0.1:47013 weight x send-proxy\n")
+				return edit(t, srv, "  server m0 127.0.0.1:47012 check-send-proxy weight x\n  server m1 127.0.0.1:47013 weight x check-send-proxy\n")
 			},
-			want: `h.cfg:10: backend masters, server m0: parameter "send-proxy" is not supported by vipstack (supported: ` + serverParams + `)` + "\n" +
+			want: `h.cfg:10: backend masters, server m0: parameter "check-send-proxy" is not supported by vipstack (supported: ` + serverParams + `)` + "\n" +
 				`h.cfg:11: backend masters, server m1: weight "x" is not an integer (accepted: 1..256)`,
 			haproxy: haproxyAccepts,
 		},
@@ -961,8 +961,8 @@ func TestParseFileErrors(t *testing.T) {
 	tests := []struct {
 		name, conf, want string
 	}{
-		{name: "empty", conf: "", want: "h.cfg: no frontend, monitor or stats section: nothing to listen on (accepted: at least one frontend)"},
-		{name: "backend only", conf: "backend b\n  server s 127.0.0.1:1\n", want: "h.cfg: no frontend, monitor or stats section: nothing to listen on (accepted: at least one frontend)"},
+		{name: "empty", conf: "", want: "h.cfg: no frontend, monitor or stats section: nothing to listen on (accepted: at least one frontend, or a stats socket in global)"},
+		{name: "backend only", conf: "backend b\n  server s 127.0.0.1:1\n", want: "h.cfg: no frontend, monitor or stats section: nothing to listen on (accepted: at least one frontend, or a stats socket in global)"},
 		{name: "too large", conf: strings.Repeat("#", MaxFileSize+1), want: "h.cfg: file is larger than 1048576 bytes (1 MiB)"},
 	}
 	for _, tt := range tests {

@@ -34,3 +34,17 @@ func TestWebListenMaxconn(t *testing.T) {
 			get: get, want: []int{0}},
 	})
 }
+
+// TestRuntimeAPIOnly: a file whose only listener is the runtime API
+// (`stats socket`) is valid, as haproxy -c says and haproxy runs it.
+func TestRuntimeAPIOnly(t *testing.T) {
+	runAccept(t, []acceptCase{{
+		name: "stats socket, a backend, no frontend",
+		conf: func(t *testing.T) string {
+			return "global\n  stats socket /run/vipstack-test.sock mode 600 level admin\ndefaults\n  timeout connect 1s\n  timeout client 1s\n  timeout server 1s\n" +
+				"backend b\n  server s 127.0.0.1:47012\n"
+		},
+		get:  func(c *lbconfig.Config) any { return []int{len(c.Frontends), len(c.StatsSockets), len(c.Backends)} },
+		want: []int{0, 1, 1},
+	}})
+}

@@ -166,8 +166,11 @@ func (v *validator) warn(pos, field, format string, a ...any) {
 func (v *validator) run() {
 	c := v.c
 	v.global()
-	if len(c.Frontends)+len(c.Monitors)+len(c.Stats) == 0 {
-		v.fail("", "", "", "no frontend, monitor or stats section: nothing to listen on (accepted: at least one frontend)")
+	// haproxy starts with its runtime API alone (`stats socket`), and
+	// so does vipstack; with nothing at all, haproxy -c says "will not
+	// start (no listener)" and haproxy exits.
+	if len(c.Frontends)+len(c.Monitors)+len(c.Stats)+len(c.StatsSockets) == 0 {
+		v.fail("", "", "", "no frontend, monitor or stats section: nothing to listen on (accepted: at least one frontend, or a stats socket in global)")
 	}
 
 	// haproxy keeps frontends and backends in separate name spaces; a
