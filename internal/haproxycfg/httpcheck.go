@@ -197,6 +197,6 @@ func (p *parser) endHTTPSend(other int) {
 		}
 	}
 	if s.connectLine != 0 && s.connectLine > other {
-		c.ConnectPort = s.connectPort
+		c.Connect, c.ConnectPort = true, s.connectPort
 	}
 }

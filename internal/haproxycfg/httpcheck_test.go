@@ -43,7 +43,7 @@ func TestHTTPCheckSend(t *testing.T) {
 					"  http-check expect status 200\n"+srv)
 			},
 			get: get, want: lbconfig.HTTPCheck{Method: "GET", URI: "/api", Version: "HTTP/1.1", ExpectStatus: "200",
-				Headers: hdr("Host", "localhost", "Authorization", "Basic YQ=="), Body: "hi", ConnectPort: 47013}},
+				Headers: hdr("Host", "localhost", "Authorization", "Basic YQ=="), Body: "hi", Connect: true, ConnectPort: 47013}},
 		{name: "headers after the version, haproxy's older form",
 			conf: func(t *testing.T) string {
 				return edit(t, srv, "  option httpchk HEAD /i HTTP/1.1\\r\\nUser-Agent:\\ HAProxy\\r\\nHost:\\\n"+srv)

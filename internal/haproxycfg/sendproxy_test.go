@@ -24,6 +24,9 @@ func TestSendProxy(t *testing.T) {
 				return edit(t, srv, "  server a 127.0.0.1:47012 send-proxy\n  server b 127.0.0.1:47013 send-proxy-v2\n  server c 127.0.0.1:47014\n")
 			},
 			get: get, want: []int{1, 2, 0}},
+		{name: "with checks",
+			conf: func(t *testing.T) string { return edit(t, srv, "  server a 127.0.0.1:47012 check send-proxy\n") },
+			get:  get, want: []int{1}},
 		{name: "from default-server, checks on another port",
 			conf: func(t *testing.T) string {
 				return edit(t, srv, "  default-server send-proxy-v2\n  server a 127.0.0.1:47012 check port 47015\n")
@@ -31,8 +34,6 @@ func TestSendProxy(t *testing.T) {
 			get: get, want: []int{2}},
 	})
 	for _, tc := range []struct{ name, conf, want string }{
-		{name: "with checks", conf: "  server a 127.0.0.1:47012 check send-proxy\n",
-			want: "h.cfg:10: backend masters, server a: send-proxy with check: haproxy sends the PROXY header with the health checks too, vipstack does not"},
 		{name: "mode http", conf: "  mode http\n  server a 127.0.0.1:47012 send-proxy\n",
 			want: "send-proxy in a mode http backend is not supported by vipstack"},
 		{name: "ssl variant", conf: "  server a 127.0.0.1:47012 send-proxy-v2-ssl\n",

@@ -110,11 +110,13 @@ type Result struct {
 type TCP struct {
 	Addr netip.AddrPort
 	TLS  *tls.Config
+	// SendProxy is the server's send-proxy version (proxyhdr.go); 0: none.
+	SendProxy int
 }
 
 // Probe connects and closes.
 func (p TCP) Probe(ctx context.Context) Result {
-	conn, r, ok := connect(ctx, p.Addr, p.TLS)
+	conn, r, ok := connect(ctx, p.Addr, p.TLS, p.SendProxy)
 	if !ok {
 		return r
 	}
@@ -143,6 +145,8 @@ type HTTP struct {
 	// haproxy 2.6 writes them, and a body with its content-length.
 	Headers []Header
 	Body    string
+	// SendProxy is the server's send-proxy version (proxyhdr.go); 0: none.
+	SendProxy int
 }
 
 // Header is one request header of an HTTP check.
@@ -189,7 +193,7 @@ const maxHead = 16 << 10
 
 // Probe sends the request and checks the status code.
 func (p HTTP) Probe(ctx context.Context) Result {
-	conn, r, ok := connect(ctx, p.Addr, p.TLS)
+	conn, r, ok := connect(ctx, p.Addr, p.TLS, p.SendProxy)
 	if !ok {
 		return r
 	}
@@ -226,9 +230,10 @@ func (p HTTP) Probe(ctx context.Context) Result {
 	return Result{Status: L7STS, Code: resp.StatusCode, Info: reason}
 }
 
-// connect dials addr and, with cfg, completes a TLS handshake. On failure
-// it returns the result to report.
-func connect(ctx context.Context, addr netip.AddrPort, cfg *tls.Config) (net.Conn, Result, bool) {
+// connect dials addr, writes the PROXY protocol header of version proxy
+// (0: none; proxyhdr.go) and, with cfg, completes a TLS handshake. On
+// failure it returns the result to report.
+func connect(ctx context.Context, addr netip.AddrPort, cfg *tls.Config, proxy int) (net.Conn, Result, bool) {
 	d := net.Dialer{KeepAlive: -1}
 	tc, err := d.DialTCP(ctx, "tcp", netip.AddrPort{}, addr)
 	if err != nil {
@@ -240,6 +245,12 @@ func connect(ctx context.Context, addr netip.AddrPort, cfg *tls.Config) (net.Con
 			return nil, Result{Status: SOCKERR, Info: errText(err)}, false
 		}
 		return nil, Result{Status: L4CON, Info: errText(err)}, false
+	}
+	if proxy != 0 {
+		if r, ok := sendProxyHeader(ctx, tc, addr, proxy); !ok {
+			tc.Close()
+			return nil, r, false
+		}
 	}
 	if cfg == nil {
 		return tc, Result{}, true

@@ -32,9 +32,22 @@ func httpProber(conf checkConf, addr netip.AddrPort, tlsConf *tls.Config) health
 	if c.ConnectPort != 0 {
 		addr = netip.AddrPortFrom(addr.Addr(), uint16(c.ConnectPort))
 	}
-	h := healthcheck.HTTP{Addr: addr, Method: c.Method, URI: c.URI, Version: c.Version, TLS: tlsConf, ExpectStatus: expect, Body: c.Body}
+	h := healthcheck.HTTP{Addr: addr, Method: c.Method, URI: c.URI, Version: c.Version, TLS: tlsConf, ExpectStatus: expect, Body: c.Body, SendProxy: conf.sendProxy}
 	for _, hd := range c.Headers {
 		h.Headers = append(h.Headers, healthcheck.Header{Name: hd.Name, Value: hd.Value})
 	}
 	return h
+}
+
+// checkProxy is the PROXY header version a server's checks send first:
+// its send-proxy's, as haproxy 2.6 does, unless the checks go elsewhere
+// than the server's own port (`port`) or through an explicit connect
+// rule (`tcp-check connect`, `http-check connect`), where haproxy sends
+// none (measured: TestSendProxyChecksMatchHaproxy).
+func checkProxy(b lbconfig.Backend, s lbconfig.Server) int {
+	explicit := b.Check.Connect || len(b.TCPCheck) > 0 && b.TCPCheck[0].Connect
+	if s.SendProxy == 0 || s.CheckPort != 0 || explicit {
+		return 0
+	}
+	return s.SendProxy
 }

@@ -36,6 +36,9 @@ type checkConf struct {
 	spread               int
 	mysql                lbconfig.MySQLCheck
 	mysqlOn              bool
+	// sendProxy is the PROXY header version the checks send first
+	// (checkProxy); 0: none.
+	sendProxy int
 }
 
 func checkConfOf(b lbconfig.Backend, s lbconfig.Server) checkConf {
@@ -43,7 +46,7 @@ func checkConfOf(b lbconfig.Backend, s lbconfig.Server) checkConf {
 		return checkConf{}
 	}
 	return checkConf{enabled: true, ssl: s.CheckSSL, verify: s.Verify, inter: s.Inter, timeout: s.CheckTimeout, rise: s.Rise, fall: s.Fall, http: httpCheckKey(b.Check), tcpCheck: tcpCheckKey(b.TCPCheck), sslHello: b.SSLHelloCheck, logHealthChk: b.LogHealthChecks,
-		port: s.CheckPort, fastInter: s.FastInter, downInter: s.DownInter, mysqlOn: b.MySQLCheck != nil, mysql: mysqlOf(b)}
+		port: s.CheckPort, fastInter: s.FastInter, downInter: s.DownInter, mysqlOn: b.MySQLCheck != nil, mysql: mysqlOf(b), sendProxy: checkProxy(b, s)}
 }
 
 func tcpCheckKey(rules []lbconfig.TCPCheckRule) string {
@@ -58,7 +61,7 @@ func tcpCheckKey(rules []lbconfig.TCPCheckRule) string {
 func tcpScript(conf checkConf, addr netip.AddrPort, tlsConf *tls.Config) healthcheck.TCPScript {
 	var rules []lbconfig.TCPCheckRule
 	_ = json.Unmarshal([]byte(conf.tcpCheck), &rules) // written by tcpCheckKey
-	p := healthcheck.TCPScript{Addr: addr, TLS: tlsConf}
+	p := healthcheck.TCPScript{Addr: addr, TLS: tlsConf, SendProxy: conf.sendProxy}
 	for _, r := range rules {
 		switch {
 		case r.Connect && r.Port != 0:
@@ -286,16 +289,16 @@ func (s *server) startCheckLocked(conf checkConf) {
 		addr = netip.AddrPortFrom(addr.Addr(), uint16(conf.port))
 	}
 	tlsConf := healthcheckTLS(conf, addr)
-	var prober healthcheck.Prober = healthcheck.TCP{Addr: addr, TLS: tlsConf}
+	var prober healthcheck.Prober = healthcheck.TCP{Addr: addr, TLS: tlsConf, SendProxy: conf.sendProxy}
 	switch {
 	case conf.http != "":
 		prober = httpProber(conf, addr, tlsConf)
 	case conf.tcpCheck != "":
 		prober = tcpScript(conf, addr, tlsConf)
 	case conf.sslHello:
-		prober = healthcheck.SSLHello{Addr: addr}
+		prober = healthcheck.SSLHello{Addr: addr, SendProxy: conf.sendProxy}
 	case conf.mysqlOn:
-		prober = healthcheck.MySQL{Addr: addr, User: conf.mysql.User, Pre41: conf.mysql.Pre41}
+		prober = healthcheck.MySQL{Addr: addr, User: conf.mysql.User, Pre41: conf.mysql.Pre41, SendProxy: conf.sendProxy}
 	}
 	spec := healthcheck.Spec{Name: s.id(), Inter: conf.inter, Timeout: conf.timeout, Rise: conf.rise, Fall: conf.fall, StartDown: !s.up.Load(),
 		FastInter: conf.fastInter, DownInter: conf.downInter, Spread: conf.spread}

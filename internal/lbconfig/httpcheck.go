@@ -11,7 +11,7 @@ type HTTPCheckHeader struct{ Name, Value string }
 func (v *validator) httpCheckSend(key, pos string, h *HTTPCheck) {
 	const kw = "http-check send"
 	if h.Method == "" {
-		if len(h.Headers) > 0 || h.Body != "" || h.ConnectPort != 0 {
+		if len(h.Headers) > 0 || h.Body != "" || h.Connect || h.ConnectPort != 0 {
 			v.fail(pos, key, kw, "HTTP check headers, body or connect port without a method "+
 				"(accepted: them with an HTTP check, option httpchk)")
 		}
@@ -24,6 +24,9 @@ func (v *validator) httpCheckSend(key, pos string, h *HTTPCheck) {
 		if strings.ContainsAny(hd.Value, "\r\n\x00") {
 			v.fail(pos, key, kw, "HTTP check header %s: value %q has a line break or NUL (accepted: one line of text)", hd.Name, hd.Value)
 		}
+	}
+	if h.ConnectPort != 0 && !h.Connect {
+		v.fail(pos, key, kw, "http-check connect port %d without the connect rule (accepted: Connect set with ConnectPort)", h.ConnectPort)
 	}
 	if h.ConnectPort < 0 || h.ConnectPort > 65535 {
 		v.fail(pos, key, kw, "http-check connect port %d is out of range (accepted: 1..65535)", h.ConnectPort)

@@ -264,8 +264,11 @@ type HTTPCheck struct {
 	// after the version of `option httpchk` (httpcheck.go).
 	Headers []HTTPCheckHeader
 	Body    string
-	// ConnectPort is `http-check connect port PORT`: checks connect to
-	// it instead of the server's port or its `port`; 0: none.
+	// Connect is an explicit `http-check connect` rule, and ConnectPort
+	// its `port PORT`: checks connect to it instead of the server's port
+	// or its `port`; 0: none. With the rule, checks send no PROXY
+	// header (Server.SendProxy), as haproxy's.
+	Connect     bool
 	ConnectPort int
 }
 

@@ -16,7 +16,7 @@ func TestValidateNewKeywords(t *testing.T) {
 	}{
 		{name: "check headers and body", edit: func(c *Config) {
 			c.Backends[0].Check.Headers = []HTTPCheckHeader{{Name: "Host", Value: "api"}}
-			c.Backends[0].Check.Body, c.Backends[0].Check.ConnectPort = "ping", 8081
+			c.Backends[0].Check.Body, c.Backends[0].Check.Connect, c.Backends[0].Check.ConnectPort = "ping", true, 8081
 		}},
 		{name: "check header name not a token", edit: func(c *Config) {
 			c.Backends[0].Check.Headers = []HTTPCheckHeader{{Name: "X Y", Value: "v"}}
@@ -24,7 +24,7 @@ func TestValidateNewKeywords(t *testing.T) {
 		{name: "check header value with a line break", edit: func(c *Config) {
 			c.Backends[0].Check.Headers = []HTTPCheckHeader{{Name: "X", Value: "a\r\nb: c"}}
 		}, want: `backend masters: HTTP check header X: value "a\r\nb: c" has a line break or NUL (accepted: one line of text)`},
-		{name: "check connect port out of range", edit: func(c *Config) { c.Backends[0].Check.ConnectPort = 70000 },
+		{name: "check connect port out of range", edit: func(c *Config) { c.Backends[0].Check.Connect, c.Backends[0].Check.ConnectPort = true, 70000 },
 			want: "backend masters: http-check connect port 70000 is out of range (accepted: 1..65535)"},
 		{name: "headers without an HTTP check", edit: func(c *Config) {
 			c.Backends[0].Check = HTTPCheck{Headers: []HTTPCheckHeader{{Name: "X", Value: "v"}}}
@@ -38,8 +38,7 @@ func TestValidateNewKeywords(t *testing.T) {
 		{name: "send-proxy version 3", edit: func(c *Config) {
 			c.Backends[0].Servers[0].SendProxy, c.Backends[0].Servers[0].Check = 3, false
 		}, want: "backend masters, server m0: PROXY protocol version 3 (accepted: 1 for send-proxy, 2 for send-proxy-v2)"},
-		{name: "send-proxy with checks", edit: func(c *Config) { c.Backends[0].Servers[0].SendProxy = 1 },
-			want: "backend masters, server m0: send-proxy with check: haproxy sends the PROXY header with the health checks too"},
+		{name: "send-proxy with checks", edit: func(c *Config) { c.Backends[0].Servers[0].SendProxy = 1 }},
 		{name: "send-proxy in mode http", edit: func(c *Config) {
 			c.Backends[0].HTTP = &HTTPBackend{}
 			c.Frontends[0].HTTP = &HTTPFrontend{}

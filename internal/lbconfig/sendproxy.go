@@ -1,8 +1,7 @@
 package lbconfig
 
 // sendProxy checks a server's SendProxy: a version vipstack writes, on
-// the TCP relay, and no health check that haproxy would send the header
-// with too.
+// the TCP relay.
 func (v *validator) sendProxy(b *Backend, s *Server, pos, field string) {
 	switch {
 	case s.SendProxy == 0:
@@ -10,8 +9,5 @@ func (v *validator) sendProxy(b *Backend, s *Server, pos, field string) {
 		v.fail(pos, field, "send-proxy", "PROXY protocol version %d (accepted: 1 for send-proxy, 2 for send-proxy-v2)", s.SendProxy)
 	case b.HTTP != nil:
 		v.fail(pos, field, "send-proxy", "send-proxy in a mode http backend is not supported by vipstack (accepted: send-proxy, send-proxy-v2 on servers of mode tcp backends)")
-	case s.Check && s.CheckPort == 0:
-		v.fail(pos, field, "send-proxy", "send-proxy with check: haproxy sends the PROXY header with the health checks too, vipstack does not "+
-			"(accepted: send-proxy with check and port PORT, whose checks haproxy sends without it, or without check)")
 	}
 }

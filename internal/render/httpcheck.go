@@ -13,8 +13,11 @@ import (
 // written as haproxy.cfg words (quoteWord).
 func httpCheckLines(c lbconfig.HTTPCheck) [][]string {
 	var out [][]string
-	if c.ConnectPort != 0 {
+	switch {
+	case c.ConnectPort != 0:
 		out = append(out, []string{"http-check", "connect", "port", strconv.Itoa(c.ConnectPort)})
+	case c.Connect:
+		out = append(out, []string{"http-check", "connect"})
 	}
 	if len(c.Headers) > 0 || c.Body != "" {
 		send := []string{"http-check", "send"}

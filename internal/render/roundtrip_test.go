@@ -84,7 +84,7 @@ func TestHAProxyCfgWriterCoversTheModel(t *testing.T) {
 		},
 		Backends: []lbconfig.Backend{{
 			Name: "plain", Balance: lbconfig.LeastConn, RedispatchOnRetry: true,
-			Check: lbconfig.HTTPCheck{Method: "GET", URI: "/healthz", Version: "HTTP/1.1", ExpectStatus: "200-299", ConnectPort: 8081,
+			Check: lbconfig.HTTPCheck{Method: "GET", URI: "/healthz", Version: "HTTP/1.1", ExpectStatus: "200-299", Connect: true, ConnectPort: 8081,
 				Headers: []lbconfig.HTTPCheckHeader{{Name: "Host", Value: "api.local"}, {Name: "Authorization", Value: `Basic "a\b" $c #d`}}, Body: "ping me"},
 			LogTargets: []lbconfig.LogTarget{{Network: "stderr", Raw: true, Facility: 19, Level: 7}},
 			Servers: []lbconfig.Server{
