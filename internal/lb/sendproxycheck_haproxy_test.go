@@ -30,7 +30,7 @@ func newFirstBytes(t *testing.T, names []string) *firstBytes {
 	for _, n := range names {
 		var self netip.AddrPort
 		b := startBackendFunc(t, n, func(c net.Conn) {
-			c.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+			c.SetReadDeadline(time.Now().Add(time.Second))
 			var buf []byte
 			chunk := make([]byte, 512)
 			for {
