@@ -24,8 +24,9 @@ import (
 type checkOpts struct {
 	kinds     []string // option kinds in order: httpchk, tcp-check, ssl-hello-chk, mysql-check
 	lines     []int
-	tcpLines  []int // line of each rule in Backend.TCPCheck
-	httpLines []int // lines of http-check rules
+	tcpLines  []int    // line of each rule in Backend.TCPCheck
+	httpLines []int    // lines of http-check rules
+	send      httpSend // http-check send and connect (httpcheck.go)
 }
 
 func (c *checkOpts) option(kind string, line int) {
@@ -99,6 +100,9 @@ func (p *parser) endChecks() {
 		if n := len(c.httpLines); n > 0 && c.httpLines[n-1] < other {
 			be.Check.ExpectStatus = ""
 		}
+	}
+	if kind == "httpchk" {
+		p.endHTTPSend(c.lastOther("httpchk"))
 	}
 	be.SSLHelloCheck = kind == "ssl-hello-chk"
 	if kind != "mysql-check" {

@@ -81,20 +81,24 @@
 // than +Q/-Q are errors that name them.
 //   - backend NAME: balance roundrobin | leastconn | source, log ..., log
 //     global, no log, option httpchk
-//     [[METHOD] URI [VERSION]], http-check expect status CODES, option
+//     [[METHOD] URI [VERSION]] (also in defaults), http-check expect
+//     status CODES, http-check send [meth|uri|ver|hdr|body ...], http-check
+//     connect [port N], option
 //     tcp-check with tcp-check connect [port N] | send S | expect string S,
 //     option ssl-hello-chk, option log-health-checks, option
 //     redispatch, mode tcp|http, default-server [params], server NAME
 //     ADDRESS:PORT [weight N] [verify none|required] [check] [check-ssl]
-//     [inter T] [fall N] [rise N] [cookie VALUE] [ssl] [ca-file F]
-//     [sni str(NAME)] [alpn LIST] [TLS versions and ciphers] (ssl in
-//     mode http backends only); in mode http also
+//     [inter T] [fall N] [rise N] [cookie VALUE] [send-proxy]
+//     [send-proxy-v2] [ssl] [ca-file F] [sni str(NAME)] [alpn LIST]
+//     [TLS versions and ciphers] (ssl in mode http backends only); in
+//     mode http also
 //     balance uri | hdr(NAME), cookie NAME insert|prefix|rewrite ..., acl,
 //     http-request, redirect and the stats and option lines of a frontend
 //     (lbconfig.HTTPBackend).
 //   - listen NAME in mode http, with bind, and either monitor-uri URI (a
 //     lbconfig.Monitor) or stats enable | uri | auth USER:PASS | refresh T
-//     | hide-version (a lbconfig.Stats); option dontlognull is accepted.
+//     | hide-version (a lbconfig.Stats), and maxconn N (their listener
+//     stops accepting at N); option dontlognull is accepted.
 //   - listen NAME with server lines (and the frontend and backend
 //     keywords above): a frontend and a backend of that name, in its
 //     mode.

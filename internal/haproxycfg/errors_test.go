@@ -379,14 +379,6 @@ func TestParseErrors(t *testing.T) {
 			haproxy: haproxyRejects,
 		},
 		{
-			name: "http-check send",
-			conf: func(t *testing.T) string {
-				return edit(t, "  server m0", "  option httpchk\n  http-check send meth GET uri /\n  server m0")
-			},
-			want:    `h.cfg:11: http-check "send meth GET uri /" is not supported by vipstack (accepted: http-check expect status CODES, such as 200 or 200-399, or http-check expect rstatus REGEX)`,
-			haproxy: haproxyAccepts,
-		},
-		{
 			name: "http-check expect status not a code",
 			conf: func(t *testing.T) string {
 				return edit(t, "  server m0", "  option httpchk\n  http-check expect status ok\n  server m0")
@@ -732,14 +724,6 @@ func TestParseErrors(t *testing.T) {
 			haproxy: haproxyRejects,
 		},
 		{
-			name: "httpchk headers in the version",
-			conf: func(t *testing.T) string {
-				return edit(t, srv, `  option httpchk GET /readyz HTTP/1.1\r\nHost:\ x`+"\n"+srv)
-			},
-			want:    `h.cfg:10: backend masters: HTTP check version "HTTP/1.1\r\nHost: x" is not supported by vipstack (accepted: HTTP/1.0, HTTP/1.1)`,
-			haproxy: haproxyAccepts,
-		},
-		{
 			name:    "weight 0",
 			conf:    func(t *testing.T) string { return edit(t, "47012 check", "47012 check weight 0") },
 			want:    `h.cfg:10: backend masters, server m0: weight 0 is not supported by vipstack (accepted: 1..256): haproxy's weight 0 takes a server out of load balancing, which vipstack does not do`,
@@ -771,8 +755,8 @@ func TestParseErrors(t *testing.T) {
 		},
 		{
 			name:    "unsupported server parameter",
-			conf:    func(t *testing.T) string { return edit(t, "47012 check", "47012 check send-proxy") },
-			want:    `h.cfg:10: backend masters, server m0: parameter "send-proxy" is not supported by vipstack (supported: ` + serverParams + `)`,
+			conf:    func(t *testing.T) string { return edit(t, "47012 check", "47012 check check-send-proxy") },
+			want:    `h.cfg:10: backend masters, server m0: parameter "check-send-proxy" is not supported by vipstack (supported: ` + serverParams + `)`,
 			haproxy: haproxyAccepts,
 		},
 		{
@@ -830,9 +814,9 @@ func TestParseErrors(t *testing.T) {
 		{
 			name: "one error per server line",
 			conf: func(t *testing.T) string {
-				return edit(t, srv, "  server m0 127.0.0.1:47012 send-proxy weight x\n  server m1 127.0.0.1:47013 weight x send-proxy\n")
+				return edit(t, srv, "  server m0 127.0.0.1:47012 check-send-proxy weight x\n  server m1 127.0.0.1:47013 weight x check-send-proxy\n")
 			},
-			want: `h.cfg:10: backend masters, server m0: parameter "send-proxy" is not supported by vipstack (supported: ` + serverParams + `)` + "\n" +
+			want: `h.cfg:10: backend masters, server m0: parameter "check-send-proxy" is not supported by vipstack (supported: ` + serverParams + `)` + "\n" +
 				`h.cfg:11: backend masters, server m1: weight "x" is not an integer (accepted: 1..256)`,
 			haproxy: haproxyAccepts,
 		},
@@ -930,14 +914,6 @@ func TestParseErrors(t *testing.T) {
 			want:    `h.cfg:14: stats admin "if { src 10.0.0.0/8 }": vipstack takes no other condition (accepted: if TRUE, if LOCALHOST, unless FALSE)`,
 			haproxy: haproxyAccepts,
 		},
-		{
-			name: "maxconn in a stats listen",
-			conf: func(t *testing.T) string {
-				return base + "listen st\n  bind :47013\n  mode http\n  stats enable\n  maxconn 10\n"
-			},
-			want:    `h.cfg:15: maxconn in listen st is not supported by vipstack: its monitor and stats listeners have a cap of their own, where a new client takes the place of one idle or still sending its request (accepted: maxconn in frontends and listens that forward)`,
-			haproxy: haproxyAccepts,
-		},
 
 		// Many errors.
 		{
@@ -984,8 +960,8 @@ func TestParseFileErrors(t *testing.T) {
 	tests := []struct {
 		name, conf, want string
 	}{
-		{name: "empty", conf: "", want: "h.cfg: no frontend, monitor or stats section: nothing to listen on (accepted: at least one frontend)"},
-		{name: "backend only", conf: "backend b\n  server s 127.0.0.1:1\n", want: "h.cfg: no frontend, monitor or stats section: nothing to listen on (accepted: at least one frontend)"},
+		{name: "empty", conf: "", want: "h.cfg: no frontend, monitor or stats section: nothing to listen on (accepted: at least one frontend, or a stats socket in global)"},
+		{name: "backend only", conf: "backend b\n  server s 127.0.0.1:1\n", want: "h.cfg: no frontend, monitor or stats section: nothing to listen on (accepted: at least one frontend, or a stats socket in global)"},
 		{name: "too large", conf: strings.Repeat("#", MaxFileSize+1), want: "h.cfg: file is larger than 1048576 bytes (1 MiB)"},
 	}
 	for _, tt := range tests {

@@ -127,12 +127,12 @@ func commas(list string) string { return strings.Join(strings.Fields(list), ", "
 // Keywords each section accepts, for error messages.
 const (
 	globalKeywords   = "ca-base, chroot, crt-base, daemon, gid, group, hard-stop-after, log, log-send-hostname, log-tag, maxconn, nbthread, pidfile, server-state-file, spread-checks, ssl-default-bind-*, ssl-default-server-*, stats socket, stats timeout, tune.ssl.default-dh-param, uid, ulimit-n, user"
-	defaultsKeywords = "balance, default-server, errorfile, log, log-format, maxconn, mode, no log, option dontlognull, option forwardfor, option http-keep-alive, option http-server-close, option httpclose, option httplog, option redispatch, option tcplog, retries, timeout, " + moreProxyOptions + ", option allbackups"
+	defaultsKeywords = "balance, default-server, errorfile, log, log-format, maxconn, mode, no log, option dontlognull, option forwardfor, option http-keep-alive, option http-server-close, option httpclose, option httpchk, option httplog, option redispatch, option tcplog, retries, timeout, " + moreProxyOptions + ", option allbackups"
 	frontendKeywords = "bind, default_backend, log, log-format, maxconn, mode, no log, option tcplog, timeout, " + moreProxyOptions
-	listenKeywords   = "balance, bind, default-server, http-check expect status, log, log-format, mode, monitor-uri, no log, option dontlognull, option httpchk, option log-health-checks, option redispatch, option ssl-hello-chk, option tcp-check, option tcplog, server, stats auth, stats enable, stats hide-version, stats refresh, stats uri, tcp-check, " +
+	listenKeywords   = "balance, bind, default-server, http-check connect, http-check expect status, http-check send, log, log-format, mode, monitor-uri, no log, option dontlognull, option httpchk, option log-health-checks, option redispatch, option ssl-hello-chk, option tcp-check, option tcplog, server, stats auth, stats enable, stats hide-version, stats refresh, stats uri, tcp-check, " +
 		"maxconn, retries, timeout, option allbackups, option httplog, stats admin, stats realm, stats show-desc, stats show-legends, stats show-node, " + moreProxyOptions
-	backendKeywords = "balance, default-server, http-check expect status, log, mode, no log, option httpchk, option tcp-check, option tcplog, option log-health-checks, option redispatch, option ssl-hello-chk, server, tcp-check, retries, timeout, option allbackups, " + moreProxyOptions
-	serverParams    = "alpn, backup, ca-file, check, check-ssl, ciphers, ciphersuites, cookie, downinter, fall, fastinter, force-tlsv1x, id, init-addr, inter, maxconn, maxqueue, no-ssl, no-sslv3, no-tls-tickets, no-tlsv1x, on-marked-down, port, resolve-prefer, resolvers, rise, slowstart, sni, ssl, ssl-max-ver, ssl-min-ver, verify, weight"
+	backendKeywords = "balance, default-server, http-check connect, http-check expect status, http-check send, log, mode, no log, option httpchk, option tcp-check, option tcplog, option log-health-checks, option redispatch, option ssl-hello-chk, server, tcp-check, retries, timeout, option allbackups, " + moreProxyOptions
+	serverParams    = "alpn, backup, ca-file, check, check-ssl, ciphers, ciphersuites, cookie, downinter, fall, fastinter, force-tlsv1x, id, init-addr, inter, maxconn, maxqueue, no-ssl, no-sslv3, no-tls-tickets, no-tlsv1x, on-marked-down, port, resolve-prefer, resolvers, rise, send-proxy, send-proxy-v2, slowstart, sni, ssl, ssl-max-ver, ssl-min-ver, verify, weight"
 	timeoutNames    = "check, client, client-fin, connect, http-keep-alive, http-request, queue, server, server-fin, tunnel"
 )
 
@@ -185,8 +185,10 @@ type parser struct {
 	httplogAt    int // line of defaults' option httplog while it is the format in force
 	forwardforAt int // line of defaults' option forwardfor
 
-	defServer      lbconfig.Server // the section's default-server parameters
-	defaultsServer lbconfig.Server // defaults' default-server parameters
+	defServer      lbconfig.Server    // the section's default-server parameters
+	defaultsServer lbconfig.Server    // defaults' default-server parameters
+	defCheck       lbconfig.HTTPCheck // defaults' option httpchk (httpcheck.go)
+	defCheckLine   int                // its line, 0 if none
 
 	tcpCheckAt  int // the backend's option tcp-check line
 	tcpRulesAt  int // its first tcp-check rule
@@ -422,6 +424,7 @@ func (p *parser) section(l line) {
 			p.defServer = p.defaultsServer
 			p.tcpCheckAt, p.tcpRulesAt, p.httpRulesAt, p.checks = 0, 0, 0, checkOpts{}
 			p.kind, p.be = secBackend, &lbconfig.Backend{Name: name, DontLogNull: p.dontLogNull, RedispatchOnRetry: p.redispatch, Balance: p.defBalance}
+			p.inheritHTTPCheck()
 			p.be.LogTargets = slices.Clone(p.defLogs)
 			p.logs = &p.be.LogTargets
 		default:
@@ -520,14 +523,14 @@ func (p *parser) endListen() {
 			l.num = ls.modeLine
 		}
 		p.errorf(l, "mode", "%s needs mode http for its %s (haproxy ignores %s in TCP mode)", p.key, what, what)
-	case !p.endWebListen(ls):
 	case monitor && !stats:
 		p.cfg.Monitors = append(p.cfg.Monitors, lbconfig.Monitor{Name: ls.name, Binds: ls.binds, URI: ls.monitorURI, LogTargets: logs, Log: connLog,
-			ErrorFiles: maps.Clone(p.hd.errorFiles)})
+			ErrorFiles: maps.Clone(p.hd.errorFiles), MaxConn: ls.maxconn})
 	default:
 		s := ls.stats
 		s.Name, s.Binds, s.LogTargets, s.Timeouts, s.Log = ls.name, ls.binds, logs, ls.timeouts, connLog
 		s.MonitorURI = ls.monitorURI // both in one section: the monitor answers its URI
+		s.MaxConn = ls.maxconn
 		s.ErrorFiles = maps.Clone(p.hd.errorFiles)
 		if s.URI == "" {
 			s.URI = lbconfig.DefaultStatsURI
@@ -912,7 +915,7 @@ func (p *parser) defaults(l line) {
 			p.timeout(l)
 			return
 		}
-		if !p.moreDefaults(l, kw) {
+		if !p.moreDefaults(l, kw) && !p.defaultsHTTPCheck(l, kw) {
 			p.unsupported(l, defaultsKeywords)
 		}
 	}
@@ -1050,6 +1053,7 @@ func (p *parser) listen(l line) {
 		if ls.forwardLine == 0 {
 			ls.forwardLine = l.num
 			p.be = &lbconfig.Backend{Name: ls.name, DontLogNull: p.dontLogNull, RedispatchOnRetry: p.redispatch, Balance: p.defBalance}
+			p.inheritHTTPCheck()
 		}
 		p.backend(l)
 		return
@@ -1162,18 +1166,9 @@ func (p *parser) backend(l line) {
 		if !p.once(l, kw) {
 			return
 		}
-		args, ok := p.nargs(l, 2, 0, 3, "[[METHOD] URI [VERSION]]")
+		c, ok := p.httpchkOption(l)
 		if !ok {
 			return
-		}
-		c := lbconfig.HTTPCheck{Method: lbconfig.DefaultCheckMethod, URI: lbconfig.DefaultCheckURI, Version: lbconfig.DefaultCheckVersion}
-		switch len(args) {
-		case 1:
-			c.URI = args[0]
-		case 2:
-			c.Method, c.URI = args[0], args[1]
-		case 3:
-			c.Method, c.URI, c.Version = args[0], args[1], args[2]
 		}
 		c.ExpectStatus = p.be.Check.ExpectStatus
 		p.be.Check = c
@@ -1400,6 +1395,9 @@ func (p *parser) serverParams(params []string, s *lbconfig.Server, seen map[stri
 				s.Inter = d
 			}
 		default:
+			if proxyServerParam(param, s) {
+				continue
+			}
 			if handled, ok := p.moreServerParam(param, value, s, fail); handled {
 				if !ok {
 					return false
@@ -1565,7 +1563,15 @@ func (p *parser) tcpCheck(l line) {
 // which haproxy could also match, never pass).
 func (p *parser) httpCheck(l line) {
 	args := l.words[1:]
-	const accepted = "http-check expect status CODES, such as 200 or 200-399, or http-check expect rstatus REGEX"
+	const accepted = httpCheckAccepted
+	if len(args) > 0 && args[0] == "send" {
+		p.httpCheckSend(l, args[1:])
+		return
+	}
+	if len(args) > 0 && args[0] == "connect" {
+		p.httpCheckConnect(l, args[1:])
+		return
+	}
 	if len(args) != 3 || args[0] != "expect" || (args[1] != "status" && args[1] != "rstatus") {
 		p.errorf(l, "http-check", "http-check %q is not supported by vipstack (accepted: %s)", strings.Join(args, " "), accepted)
 		return
@@ -1592,6 +1598,7 @@ func (p *parser) httpCheck(l line) {
 		p.httpRulesAt = l.num
 	}
 	p.checks.httpRule(l.num)
+	p.checks.send.lastRule = "expect"
 	p.be.Check.ExpectStatus = codes
 }
 

@@ -91,24 +91,6 @@ func (p *parser) statsOption(l line, kw string, st *lbconfig.Stats) bool {
 	return true
 }
 
-// endWebListen checks what a monitor or stats listen section may not
-// have; false after an error.
-func (p *parser) endWebListen(ls *listen) bool {
-	if at, ok := p.seen["maxconn"]; ok && ls.maxconn != 0 {
-		p.errorf(line{num: at}, "maxconn", "maxconn in %s is not supported by vipstack: its monitor and stats listeners have a cap of their own, "+
-			"where a new client takes the place of one idle or still sending its request (accepted: maxconn in frontends and listens that forward)", p.key)
-		return false
-	}
-	return true
-}
-
-// listenLog is the log format a monitor or stats listen logs its
-// requests in, nil for none (then each request sends haproxy's "Connect
-// from" line): its own (log-format, option tcplog, option httplog), or
-// defaults', where defaults' option httplog is the HTTP format, as these
-// sections are mode http. haproxy writes a line per stream but the
-// monitor's hits (internal/lb/web.RequestLog), at level info, so targets
-// of level notice and above get none.
 func (p *parser) listenLog(ls *listen) *lbconfig.ConnLog {
 	format := ls.logFormat
 	switch {

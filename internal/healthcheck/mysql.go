@@ -21,6 +21,8 @@ type MySQL struct {
 	Addr  netip.AddrPort
 	User  string
 	Pre41 bool
+	// SendProxy is the server's send-proxy version (proxyhdr.go); 0: none.
+	SendProxy int
 }
 
 // authPacket is haproxy's client authentication for user, no password,
@@ -48,7 +50,7 @@ func (p MySQL) authPacket() []byte {
 
 // Probe runs the check.
 func (p MySQL) Probe(ctx context.Context) Result {
-	conn, r, ok := connect(ctx, p.Addr, nil)
+	conn, r, ok := connect(ctx, p.Addr, nil, p.SendProxy)
 	if !ok {
 		return r
 	}

@@ -110,11 +110,13 @@ type Result struct {
 type TCP struct {
 	Addr netip.AddrPort
 	TLS  *tls.Config
+	// SendProxy is the server's send-proxy version (proxyhdr.go); 0: none.
+	SendProxy int
 }
 
 // Probe connects and closes.
 func (p TCP) Probe(ctx context.Context) Result {
-	conn, r, ok := connect(ctx, p.Addr, p.TLS)
+	conn, r, ok := connect(ctx, p.Addr, p.TLS, p.SendProxy)
 	if !ok {
 		return r
 	}
@@ -138,11 +140,22 @@ type HTTP struct {
 	// (haproxy's `http-check expect status 200,300-399`); empty means 2xx
 	// and 3xx.
 	ExpectStatus [][2]int
+	// Headers and Body are sent after the request line (`http-check send
+	// hdr NAME VALUE body STRING`): header names in lower case, as
+	// haproxy 2.6 writes them, and a body with its content-length.
+	Headers []Header
+	Body    string
+	// SendProxy is the server's send-proxy version (proxyhdr.go); 0: none.
+	SendProxy int
 }
 
+// Header is one request header of an HTTP check.
+type Header struct{ Name, Value string }
+
 // Request returns the bytes the probe sends. haproxy sends the request
-// line and an empty line; vipstack adds "Connection: close", and a Host
-// header for HTTP/1.1, which requires one (RFC 9112 section 3.2).
+// line, its headers and an empty line; vipstack adds "Connection: close",
+// and a Host header for HTTP/1.1, which requires one (RFC 9112 section
+// 3.2), unless Headers has one.
 func (p HTTP) Request() string {
 	method, uri, version := p.Method, p.URI, p.Version
 	if method == "" {
@@ -156,10 +169,19 @@ func (p HTTP) Request() string {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s %s %s\r\n", method, uri, version)
-	if version == "HTTP/1.1" {
+	hasHost := false
+	for _, h := range p.Headers {
+		fmt.Fprintf(&b, "%s: %s\r\n", strings.ToLower(h.Name), h.Value)
+		hasHost = hasHost || strings.EqualFold(h.Name, "host")
+	}
+	if version == "HTTP/1.1" && !hasHost {
 		fmt.Fprintf(&b, "Host: %s\r\n", p.Addr)
 	}
+	if p.Body != "" {
+		fmt.Fprintf(&b, "content-length: %d\r\n", len(p.Body))
+	}
 	b.WriteString("Connection: close\r\n\r\n")
+	b.WriteString(p.Body)
 	return b.String()
 }
 
@@ -171,7 +193,7 @@ const maxHead = 16 << 10
 
 // Probe sends the request and checks the status code.
 func (p HTTP) Probe(ctx context.Context) Result {
-	conn, r, ok := connect(ctx, p.Addr, p.TLS)
+	conn, r, ok := connect(ctx, p.Addr, p.TLS, p.SendProxy)
 	if !ok {
 		return r
 	}
@@ -208,9 +230,10 @@ func (p HTTP) Probe(ctx context.Context) Result {
 	return Result{Status: L7STS, Code: resp.StatusCode, Info: reason}
 }
 
-// connect dials addr and, with cfg, completes a TLS handshake. On failure
-// it returns the result to report.
-func connect(ctx context.Context, addr netip.AddrPort, cfg *tls.Config) (net.Conn, Result, bool) {
+// connect dials addr, writes the PROXY protocol header of version proxy
+// (0: none; proxyhdr.go) and, with cfg, completes a TLS handshake. On
+// failure it returns the result to report.
+func connect(ctx context.Context, addr netip.AddrPort, cfg *tls.Config, proxy int) (net.Conn, Result, bool) {
 	d := net.Dialer{KeepAlive: -1}
 	tc, err := d.DialTCP(ctx, "tcp", netip.AddrPort{}, addr)
 	if err != nil {
@@ -222,6 +245,12 @@ func connect(ctx context.Context, addr netip.AddrPort, cfg *tls.Config) (net.Con
 			return nil, Result{Status: SOCKERR, Info: errText(err)}, false
 		}
 		return nil, Result{Status: L4CON, Info: errText(err)}, false
+	}
+	if proxy != 0 {
+		if r, ok := sendProxyHeader(ctx, tc, addr, proxy); !ok {
+			tc.Close()
+			return nil, r, false
+		}
 	}
 	if cfg == nil {
 		return tc, Result{}, true

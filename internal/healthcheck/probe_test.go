@@ -161,6 +161,13 @@ func TestHTTPRequest(t *testing.T) {
 		{name: "1.1 gets a Host", p: HTTP{Addr: netip.MustParseAddrPort("[fd00::1]:6443"), Method: "GET", URI: "/healthz", Version: "HTTP/1.1"},
 			want: "GET /healthz HTTP/1.1\r\nHost: [fd00::1]:6443\r\nConnection: close\r\n\r\n"},
 		{name: "haproxy default", p: HTTP{}, want: "OPTIONS / HTTP/1.0\r\nConnection: close\r\n\r\n"},
+		{name: "send hdr: lower case, in order, own Host replaces ours",
+			p: HTTP{Addr: netip.MustParseAddrPort("198.18.0.2:80"), Method: "GET", URI: "/api", Version: "HTTP/1.1",
+				Headers: []Header{{Name: "Host", Value: "localhost"}, {Name: "Authorization", Value: "Basic YQ=="}}},
+			want: "GET /api HTTP/1.1\r\nhost: localhost\r\nauthorization: Basic YQ==\r\nConnection: close\r\n\r\n"},
+		{name: "send body: content-length and the body after the head",
+			p:    HTTP{Method: "POST", URI: "/p", Version: "HTTP/1.0", Headers: []Header{{Name: "X-A", Value: "b"}}, Body: "hello"},
+			want: "POST /p HTTP/1.0\r\nx-a: b\r\ncontent-length: 5\r\nConnection: close\r\n\r\nhello"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -15,6 +15,8 @@ import (
 // of the hello; anything else, or a closed connection, is L6RSP.
 type SSLHello struct {
 	Addr netip.AddrPort
+	// SendProxy is the server's send-proxy version (proxyhdr.go); 0: none.
+	SendProxy int
 }
 
 // clientHello returns the first record crypto/tls sends to a server.
@@ -40,7 +42,7 @@ func clientHello() []byte {
 
 // Probe sends the hello and reads the first record's type.
 func (p SSLHello) Probe(ctx context.Context) Result {
-	conn, r, ok := connect(ctx, p.Addr, nil)
+	conn, r, ok := connect(ctx, p.Addr, nil, p.SendProxy)
 	if !ok {
 		return r
 	}

@@ -27,6 +27,8 @@ type TCPScript struct {
 	Addr  netip.AddrPort
 	TLS   *tls.Config
 	Steps []Step
+	// SendProxy is the server's send-proxy version (proxyhdr.go); 0: none.
+	SendProxy int
 }
 
 // maxExpect bounds what an expect step reads, as haproxy's check buffer.
@@ -34,7 +36,7 @@ const maxExpect = 16 << 10
 
 // Probe runs the dialogue.
 func (p TCPScript) Probe(ctx context.Context) Result {
-	conn, r, ok := connect(ctx, p.Addr, p.TLS)
+	conn, r, ok := connect(ctx, p.Addr, p.TLS, p.SendProxy)
 	if !ok {
 		return r
 	}

@@ -649,6 +649,11 @@ func (lp *loop) connected(cn *conn) {
 		cn.ctimer.Stop()
 		cn.ctimer = nil
 	}
+	if err := lp.sendProxy(cn); err != nil {
+		lp.lb.log.Debug("relay: PROXY header not sent", "frontend", cn.fe.name, "server", cn.srv.name, "err", err)
+		lp.connectFailed(cn, err)
+		return
+	}
 	cn.srv.tot.Add(1)
 	cn.state = stRelaying
 	cn.connAt = lp.stamp(cn)

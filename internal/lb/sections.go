@@ -89,3 +89,19 @@ func (l *LB) HardStopAfter() time.Duration {
 	}
 	return 0
 }
+
+// listenMaxConn is the own maxconn of the monitor or stats section
+// called name, 0 for none.
+func listenMaxConn(cfg *lbconfig.Config, name string) int {
+	for _, s := range cfg.Stats {
+		if s.Name == name {
+			return s.MaxConn
+		}
+	}
+	for _, m := range cfg.Monitors {
+		if m.Name == name {
+			return m.MaxConn
+		}
+	}
+	return 0
+}

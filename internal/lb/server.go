@@ -26,7 +26,7 @@ type checkConf struct {
 	inter        time.Duration
 	timeout      time.Duration // 0: inter
 	rise, fall   int
-	http         lbconfig.HTTPCheck
+	http         string // lbconfig.Backend.Check as JSON: comparable (httpcheck.go)
 	tcpCheck     string // lbconfig.Backend.TCPCheck as JSON: comparable
 	sslHello     bool
 	logHealthChk bool
@@ -40,6 +40,9 @@ type checkConf struct {
 	// srvTLS is the server's TLS settings (ssl, ca-file, sni, ...) for
 	// its checks over TLS, as JSON: comparable; "" without.
 	srvTLS string
+	// sendProxy is the PROXY header version the checks send first
+	// (checkProxy); 0: none.
+	sendProxy int
 }
 
 func checkConfOf(b lbconfig.Backend, s lbconfig.Server) checkConf {
@@ -51,8 +54,8 @@ func checkConfOf(b lbconfig.Backend, s lbconfig.Server) checkConf {
 		b, _ := json.Marshal(s.TLS)
 		srvTLS = string(b)
 	}
-	return checkConf{enabled: true, ssl: s.CheckSSL || s.SSL, verify: s.Verify, srvTLS: srvTLS, inter: s.Inter, timeout: s.CheckTimeout, rise: s.Rise, fall: s.Fall, http: b.Check, tcpCheck: tcpCheckKey(b.TCPCheck), sslHello: b.SSLHelloCheck, logHealthChk: b.LogHealthChecks,
-		port: s.CheckPort, fastInter: s.FastInter, downInter: s.DownInter, mysqlOn: b.MySQLCheck != nil, mysql: mysqlOf(b)}
+	return checkConf{enabled: true, ssl: s.CheckSSL || s.SSL, verify: s.Verify, srvTLS: srvTLS, inter: s.Inter, timeout: s.CheckTimeout, rise: s.Rise, fall: s.Fall, http: httpCheckKey(b.Check), tcpCheck: tcpCheckKey(b.TCPCheck), sslHello: b.SSLHelloCheck, logHealthChk: b.LogHealthChecks,
+		port: s.CheckPort, fastInter: s.FastInter, downInter: s.DownInter, mysqlOn: b.MySQLCheck != nil, mysql: mysqlOf(b), sendProxy: checkProxy(b, s)}
 }
 
 func tcpCheckKey(rules []lbconfig.TCPCheckRule) string {
@@ -67,7 +70,7 @@ func tcpCheckKey(rules []lbconfig.TCPCheckRule) string {
 func tcpScript(conf checkConf, addr netip.AddrPort, tlsConf *tls.Config) healthcheck.TCPScript {
 	var rules []lbconfig.TCPCheckRule
 	_ = json.Unmarshal([]byte(conf.tcpCheck), &rules) // written by tcpCheckKey
-	p := healthcheck.TCPScript{Addr: addr, TLS: tlsConf}
+	p := healthcheck.TCPScript{Addr: addr, TLS: tlsConf, SendProxy: conf.sendProxy}
 	for _, r := range rules {
 		switch {
 		case r.Connect && r.Port != 0:
@@ -295,20 +298,16 @@ func (s *server) startCheckLocked(conf checkConf) {
 		addr = netip.AddrPortFrom(addr.Addr(), uint16(conf.port))
 	}
 	tlsConf := healthcheckTLS(conf, addr)
-	var prober healthcheck.Prober = healthcheck.TCP{Addr: addr, TLS: tlsConf}
+	var prober healthcheck.Prober = healthcheck.TCP{Addr: addr, TLS: tlsConf, SendProxy: conf.sendProxy}
 	switch {
-	case conf.http.Method != "" || conf.http.URI != "":
-		expect, _ := lbconfig.StatusRanges(conf.http.ExpectStatus) // checked by the reader
-		if conf.http.ExpectStatus == "" {
-			expect = nil
-		}
-		prober = healthcheck.HTTP{Addr: addr, Method: conf.http.Method, URI: conf.http.URI, Version: conf.http.Version, TLS: tlsConf, ExpectStatus: expect}
+	case conf.http != "":
+		prober = httpProber(conf, addr, tlsConf)
 	case conf.tcpCheck != "":
 		prober = tcpScript(conf, addr, tlsConf)
 	case conf.sslHello:
-		prober = healthcheck.SSLHello{Addr: addr}
+		prober = healthcheck.SSLHello{Addr: addr, SendProxy: conf.sendProxy}
 	case conf.mysqlOn:
-		prober = healthcheck.MySQL{Addr: addr, User: conf.mysql.User, Pre41: conf.mysql.Pre41}
+		prober = healthcheck.MySQL{Addr: addr, User: conf.mysql.User, Pre41: conf.mysql.Pre41, SendProxy: conf.sendProxy}
 	}
 	spec := healthcheck.Spec{Name: s.id(), Inter: conf.inter, Timeout: conf.timeout, Rise: conf.rise, Fall: conf.fall, StartDown: !s.up.Load(),
 		FastInter: conf.fastInter, DownInter: conf.downInter, Spread: conf.spread}

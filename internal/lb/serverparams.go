@@ -20,6 +20,7 @@ type serverParams struct {
 	slowstart      atomic.Int64 // nanoseconds
 	shutdownOnDown atomic.Bool
 	id             atomic.Int64
+	sendProxy      atomic.Int32 // PROXY protocol version, 0 for none (proxy_linux.go)
 	// upAt is when the server last came UP after being DOWN (unix
 	// nanoseconds), 0 when it has been UP since it was created: haproxy
 	// applies slowstart to a server coming back, not at start.
@@ -34,6 +35,7 @@ func (s *server) configure(sc lbconfig.Server) {
 	p.slowstart.Store(int64(sc.SlowStart))
 	p.shutdownOnDown.Store(sc.ShutdownOnDown)
 	p.id.Store(int64(sc.ID))
+	p.sendProxy.Store(int32(sc.SendProxy))
 	if sc.Unresolved {
 		// init-addr none: in maintenance until its resolvers find an
 		// address (resolve.go), as haproxy's "MAINT (resolution)".

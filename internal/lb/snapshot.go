@@ -72,7 +72,9 @@ func (l *LB) Snapshot() stats.Snapshot {
 	l.mu.Unlock()
 	for _, name := range snap.ListenNames() {
 		if c := counts[name]; c != nil {
-			snap.Listens = append(snap.Listens, c.ListenStats(name, now))
+			ls := c.ListenStats(name, now)
+			ls.MaxConn = listenMaxConn(v.cfg, name)
+			snap.Listens = append(snap.Listens, ls)
 		}
 	}
 	return snap

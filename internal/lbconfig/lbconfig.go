@@ -262,6 +262,17 @@ type HTTPCheck struct {
 	// ExpectStatus is `http-check expect status`: codes and ranges,
 	// comma separated ("200", "200-399,401"); empty means 2xx and 3xx.
 	ExpectStatus string
+	// Headers and Body go with the request: `http-check send hdr NAME
+	// VALUE ... body STRING`, or haproxy's older form, header lines
+	// after the version of `option httpchk` (httpcheck.go).
+	Headers []HTTPCheckHeader
+	Body    string
+	// Connect is an explicit `http-check connect` rule, and ConnectPort
+	// its `port PORT`: checks connect to it instead of the server's port
+	// or its `port`; 0: none. With the rule, checks send no PROXY
+	// header (Server.SendProxy), as haproxy's.
+	Connect     bool
+	ConnectPort int
 }
 
 // TCPCheckRule is one `tcp-check` rule: a connect (Port, 0 for the
@@ -361,6 +372,10 @@ type Server struct {
 	// CheckSSL (ca-file, sni, versions, ciphers; global's
 	// ssl-default-server-* applied); nil: Go's and haproxy's defaults.
 	TLS *ServerTLS
+	// SendProxy writes a PROXY protocol header, version 1 or 2, on each
+	// connection to the server before the client's bytes (haproxy's
+	// `send-proxy`, `send-proxy-v2`); 0: none.
+	SendProxy int
 	// NoPort: the address was written without a port (Addr's is 0);
 	// each connection goes to the port its client connected to, as in
 	// haproxy. Checks then need CheckPort.
@@ -386,6 +401,11 @@ type Monitor struct {
 	// answers): the section's own answers of those codes, as haproxy's
 	// (internal/lb/web).
 	ErrorFiles map[int][]byte
+	// MaxConn is the section's own `maxconn`: past it, new clients wait
+	// in the listening socket's queue until a client leaves, as in
+	// haproxy; 0 keeps internal/lb/web's own cap, where a new client
+	// takes the place of an idle one.
+	MaxConn int
 }
 
 // Stats is a `listen` section with `stats enable`.
@@ -425,6 +445,8 @@ type Stats struct {
 	// Timeouts are the section's own (client, http-request,
 	// http-keep-alive apply); unset ones come from Config.Timeouts.
 	Timeouts Timeouts
+	// MaxConn: as Monitor's.
+	MaxConn int
 }
 
 // StatsAdmin is who may use the stats page's admin form.

@@ -166,8 +166,11 @@ func (v *validator) warn(pos, field, format string, a ...any) {
 func (v *validator) run() {
 	c := v.c
 	v.global()
-	if len(c.Frontends)+len(c.Monitors)+len(c.Stats) == 0 {
-		v.fail("", "", "", "no frontend, monitor or stats section: nothing to listen on (accepted: at least one frontend)")
+	// haproxy starts with its runtime API alone (`stats socket`), and
+	// so does vipstack; with nothing at all, haproxy -c says "will not
+	// start (no listener)" and haproxy exits.
+	if len(c.Frontends)+len(c.Monitors)+len(c.Stats)+len(c.StatsSockets) == 0 {
+		v.fail("", "", "", "no frontend, monitor or stats section: nothing to listen on (accepted: at least one frontend, or a stats socket in global)")
 	}
 
 	// haproxy keeps frontends and backends in separate name spaces; a
@@ -220,9 +223,11 @@ func (v *validator) run() {
 		v.binds(key, m.Binds, binds)
 		v.httpPath(v.pos(ItemKey(key, "monitor-uri"), key), key, "monitor-uri", m.URI)
 		v.logTargets(key, m.LogTargets)
+		v.webMaxConn(key, m.MaxConn)
 	}
 	for i := range c.Stats {
 		v.stats(&c.Stats[i], binds)
+		v.webMaxConn(ListenKey(c.Stats[i].Name), c.Stats[i].MaxConn)
 		v.logTargets(ListenKey(c.Stats[i].Name), c.Stats[i].LogTargets)
 	}
 	v.more()
@@ -430,6 +435,7 @@ func (v *validator) httpCheck(key string, h *HTTPCheck) {
 			v.fail(pos, key, kw, "HTTP check with a URI or version but no method "+
 				"(accepted: a method such as GET for HTTP checks, or no method, URI and version for TCP connect checks)")
 		}
+		v.httpCheckSend(key, pos, h)
 		return
 	}
 	if !isToken(h.Method) {
@@ -448,6 +454,7 @@ func (v *validator) httpCheck(key string, h *HTTPCheck) {
 	default:
 		v.fail(pos, key, kw, "HTTP check version %q is not supported by vipstack (accepted: HTTP/1.0, HTTP/1.1)", h.Version)
 	}
+	v.httpCheckSend(key, pos, h)
 }
 
 func (v *validator) server(b *Backend, s *Server, names map[string]bool) {
@@ -462,6 +469,7 @@ func (v *validator) server(b *Backend, s *Server, names map[string]bool) {
 		return
 	}
 	names[s.Name] = true
+	v.sendProxy(b, s, pos, field)
 	switch {
 	case s.Unresolved && s.Addr.IsValid():
 		// init-addr none: no address until its resolvers find one.

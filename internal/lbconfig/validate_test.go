@@ -93,7 +93,7 @@ func TestValidateErrors(t *testing.T) {
 		{
 			name:   "nothing to listen on",
 			change: func(c *Config) { c.Frontends, c.Monitors, c.Stats = nil, nil, nil },
-			want:   "no frontend, monitor or stats section: nothing to listen on (accepted: at least one frontend)",
+			want:   "no frontend, monitor or stats section: nothing to listen on (accepted: at least one frontend, or a stats socket in global)",
 		},
 		{
 			name:   "negative numbers",

@@ -680,7 +680,7 @@ func FormatYAML(c *Config) ([]byte, error) {
 		for _, t := range b.LogTargets {
 			yb.LogTargets = append(yb.LogTargets, t.String())
 		}
-		if b.Check != (HTTPCheck{}) {
+		if b.Check.Method != "" || b.Check.URI != "" || b.Check.Version != "" || b.Check.ExpectStatus != "" {
 			yb.HTTPCheck = &yamlHTTPCheck{Method: b.Check.Method, URI: b.Check.URI, Version: b.Check.Version}
 		}
 		for _, s := range b.Servers {

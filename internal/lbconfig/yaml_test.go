@@ -283,7 +283,7 @@ func TestParseYAMLErrors(t *testing.T) {
 		{
 			name: "no listener",
 			yaml: "backends: []\n",
-			want: "lb.yaml: no frontend, monitor or stats section: nothing to listen on (accepted: at least one frontend)",
+			want: "lb.yaml: no frontend, monitor or stats section: nothing to listen on (accepted: at least one frontend, or a stats socket in global)",
 		},
 	}
 	for _, tt := range tests {

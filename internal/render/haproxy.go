@@ -133,6 +133,9 @@ func HAProxyCfg(cfg *lbconfig.Config) ([]byte, error) {
 		logLines(be.LogTargets)
 		if be.Check.Method != "" {
 			w(true, "option", "httpchk", be.Check.Method, be.Check.URI, be.Check.Version)
+			for _, words := range httpCheckLines(be.Check) {
+				b.WriteString("  " + strings.Join(words, " ") + "\n")
+			}
 		}
 		if be.LogHealthChecks {
 			w(true, "option", "log-health-checks")
@@ -165,6 +168,12 @@ func HAProxyCfg(cfg *lbconfig.Config) ([]byte, error) {
 			}
 			if s.Rise > 0 {
 				words = append(words, "rise", strconv.Itoa(s.Rise))
+			}
+			switch s.SendProxy {
+			case 1:
+				words = append(words, "send-proxy")
+			case 2:
+				words = append(words, "send-proxy-v2")
 			}
 			w(true, append(words, serverTLSWords(s)...)...)
 		}

@@ -92,10 +92,12 @@ func TestHAProxyCfgWriterCoversTheModel(t *testing.T) {
 		},
 		Backends: []lbconfig.Backend{{
 			Name: "plain", Balance: lbconfig.LeastConn, RedispatchOnRetry: true,
+			Check: lbconfig.HTTPCheck{Method: "GET", URI: "/healthz", Version: "HTTP/1.1", ExpectStatus: "200-299", Connect: true, ConnectPort: 8081,
+				Headers: []lbconfig.HTTPCheckHeader{{Name: "Host", Value: "api.local"}, {Name: "Authorization", Value: `Basic "a\b" $c #d`}}, Body: "ping me"},
 			LogTargets: []lbconfig.LogTarget{{Network: "stderr", Raw: true, Facility: 19, Level: 7}},
 			Servers: []lbconfig.Server{
 				{Name: "a", Addr: ap("198.18.0.11:8080"), Weight: 3, Check: true, Verify: true, Inter: 500 * time.Millisecond, Fall: 4, Rise: 1},
-				{Name: "b", Addr: ap("[fd00::12]:8080"), Weight: 1, Verify: true, Inter: 2 * time.Second, Fall: 3, Rise: 2},
+				{Name: "b", Addr: ap("[fd00::12]:8080"), Weight: 1, Verify: true, Inter: 2 * time.Second, Fall: 3, Rise: 2, SendProxy: 2},
 			},
 		}},
 		Stats: []lbconfig.Stats{{Name: "st", Binds: []lbconfig.Bind{{Addr: ap("127.0.0.1:9000")}}, URI: "/s",

@@ -329,7 +329,11 @@ func (snap Snapshot) records() []*statRecord {
 				out = append(out, listenFrontendRecord(p, ls))
 			}
 			if snap.filter.keeps(p.iid, 2, 0) {
-				out = append(out, listenBackendRecord(p, ls, snap.listenFullConn))
+				fullConn := snap.listenFullConn
+				if ls != nil && ls.MaxConn > 0 {
+					fullConn = FullConn(ls.MaxConn, 1)
+				}
+				out = append(out, listenBackendRecord(p, ls, fullConn))
 			}
 		}
 	}
@@ -341,7 +345,11 @@ func (snap Snapshot) records() []*statRecord {
 func listenFrontendRecord(p proxyRef, ls *ListenStats) *statRecord {
 	fe := newRecord(objFrontend, p.iid, 0, p.name, "FRONTEND", "http")
 	fe.s("status", "OPEN")
-	fe.n("slim", ListenMaxConn)
+	slim := uint64(ListenMaxConn)
+	if ls != nil && ls.MaxConn > 0 {
+		slim = uint64(ls.MaxConn)
+	}
+	fe.n("slim", slim)
 	fe.zero("rate_lim", "comp_in", "comp_out", "comp_byp", "comp_rsp", "dcon", "dses", "wrew")
 	if ls == nil {
 		return fe

@@ -209,6 +209,9 @@ type ListenStats struct {
 	BackendRate           uint64 `json:"backend_rate"`
 	BackendMaxRate        uint64 `json:"backend_max_rate"`
 	BackendLastSessionSec int64  `json:"backend_last_session_seconds"`
+	// MaxConn is the section's own maxconn, 0 for none: its FRONTEND's
+	// slim, and its BACKEND's from it (FullConn), as haproxy shows them.
+	MaxConn int `json:"maxconn,omitempty"`
 }
 
 // FullConn is haproxy's default fullconn of a backend that users

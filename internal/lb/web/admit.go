@@ -47,6 +47,9 @@ type webConn struct {
 	// released: its slot was given back, by its goroutine's end or by its
 	// eviction (then to the client that evicted it).
 	released atomic.Bool
+	// gated: admitted under the section's maxconn (maxconn.go), holding
+	// a place of the gate rather than a slot; never evicted.
+	gated bool
 }
 
 func newWebConn(c net.Conn, seq uint64) *webConn {
@@ -100,7 +103,7 @@ func (h *Listener) evict() bool {
 		var victim *webConn
 		for c := range h.conns {
 			wc := c.(*webConn)
-			if wc.state.Load() != webWaiting {
+			if wc.gated || wc.state.Load() != webWaiting {
 				continue
 			}
 			if victim == nil || perSrc[wc.src] > perSrc[victim.src] ||
@@ -125,6 +128,12 @@ func (h *Listener) evict() bool {
 // stops tracking it.
 func (h *Listener) release(c *webConn) {
 	h.track(c, false)
+	if c.gated {
+		if c.released.CompareAndSwap(false, true) {
+			h.gate.release()
+		}
+		return
+	}
 	if c.released.CompareAndSwap(false, true) {
 		<-h.slots
 	}

@@ -746,7 +746,16 @@ func (h *Listener) serve() {
 	var delay time.Duration
 	var seq uint64
 	for {
+		// Under a section's own maxconn, a place first: the client
+		// waits in the socket's queue until there is one (maxconn.go).
+		gated := maxConnOf(h.site.Load()) > 0
+		if gated && !h.gate.acquire(func() int { return maxConnOf(h.site.Load()) }, h.done) {
+			return
+		}
 		c, err := h.ln.Accept()
+		if err != nil && gated {
+			h.gate.release()
+		}
 		if err != nil {
 			if h.stopped() {
 				return
@@ -766,7 +775,13 @@ func (h *Listener) serve() {
 		st.countConn()
 		seq++
 		wc := newWebConn(c, seq)
-		if !h.admit(wc) {
+		admitted := false
+		if gated {
+			admitted = h.admitGated(wc)
+		} else {
+			admitted = h.admit(wc)
+		}
+		if !admitted {
 			st.countClose()
 			c.Close()
 			return

@@ -20,6 +20,11 @@ type Listener struct {
 	// past them, clients wait in the accept queue.
 	slots chan struct{}
 
+	// gate admits clients under a section's own maxconn (maxconn.go);
+	// done is closed by Close.
+	gate *gate
+	done chan struct{}
+
 	mu     sync.Mutex
 	closed bool
 	conns  map[net.Conn]struct{}
@@ -28,7 +33,7 @@ type Listener struct {
 // NewListener serves ln, with the timeouts of to (TimeoutsOf), once it
 // has a site (SetSite) and is started.
 func NewListener(ln net.Listener, to lbconfig.Timeouts) *Listener {
-	h := &Listener{ln: ln, conns: map[net.Conn]struct{}{}, slots: make(chan struct{}, MaxConns)}
+	h := &Listener{ln: ln, conns: map[net.Conn]struct{}{}, slots: make(chan struct{}, MaxConns), gate: newGate(), done: make(chan struct{})}
 	h.SetTimeouts(TimeoutsOf(to))
 	return h
 }
@@ -77,7 +82,10 @@ func (h *Listener) Timeouts() Timeouts { return *h.to.Load() }
 
 // SetSite makes the listener serve site from the next request on (a
 // reload keeps the listener and its clients).
-func (h *Listener) SetSite(site *Site) { h.site.Store(site) }
+func (h *Listener) SetSite(site *Site) {
+	h.site.Store(site)
+	h.gate.kick() // its maxconn may have changed
+}
 
 // Clients is the number of client connections being served.
 func (h *Listener) Clients() int {
@@ -103,6 +111,9 @@ func (h *Listener) Start() {
 // port's SO_REUSEPORT group, taking connections nobody answers.
 func (h *Listener) Close() {
 	h.mu.Lock()
+	if !h.closed {
+		close(h.done)
+	}
 	h.closed = true
 	conns := h.conns
 	h.conns = map[net.Conn]struct{}{}
