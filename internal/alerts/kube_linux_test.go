@@ -22,7 +22,8 @@ import (
 // nodes in network namespaces, an IPPool, a VIPGroup and a LoadBalancer
 // Service) and scrapes the controller's and each agent's /metrics: every
 // metric kubernetesOnly lists is named by the dashboard or the rules
-// (else the list is stale) and is in the scrape of the component it names;
+// (else the list is stale) and is in the scrapes of the component it
+// names (the union of its instances', as Prometheus holds them);
 // the agents also export every VRRP and check series the rules and panels
 // name that `vipstack node` does.
 func TestDashboardAndRulesMetricsLiveKubernetes(t *testing.T) {
@@ -81,50 +82,55 @@ func TestDashboardAndRulesMetricsLiveKubernetes(t *testing.T) {
 		}
 		return out
 	}
-	scrapers := map[string]func() (string, error){
-		"controller": func() (string, error) {
-			c := &http.Client{Timeout: 10 * time.Second}
-			resp, err := c.Get("http://" + ctlAddr + "/metrics")
-			if err != nil {
-				return "", err
-			}
-			defer resp.Body.Close()
-			b, err := io.ReadAll(resp.Body)
-			if resp.StatusCode != 200 {
-				return "", fmt.Errorf("GET /metrics: %s", resp.Status)
-			}
-			return string(b), err
-		},
+	getController := func() (string, error) {
+		c := &http.Client{Timeout: 10 * time.Second}
+		resp, err := c.Get("http://" + ctlAddr + "/metrics")
+		if err != nil {
+			return "", err
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if resp.StatusCode != 200 {
+			return "", fmt.Errorf("GET /metrics: %s", resp.Status)
+		}
+		return string(b), err
 	}
+	// A component's series as Prometheus holds them: the union of the
+	// scrapes of its instances (only the node that announces a Service
+	// exports vipstack_agent_announced for it).
+	scrapers := map[string][]func() (string, error){"controller": {getController}}
 	for _, n := range l.Nodes {
-		scrapers["agent "+n.Name] = func() (string, error) { return scrape(n.Host, "127.0.0.1:9654") }
+		scrapers["agent"] = append(scrapers["agent"], func() (string, error) { return scrape(n.Host, "127.0.0.1:9654") })
 	}
 	var seen []string
-	for who, get := range scrapers {
-		component, _, _ := strings.Cut(who, " ")
+	for component, gets := range scrapers {
 		var left []string
 		err := testutil.Poll(60*time.Second, func() error {
-			text, err := get()
-			if err != nil {
-				return err
-			}
-			samples, err := parseExposition(text)
-			if err != nil {
-				return err
+			var samples []sample
+			for _, get := range gets {
+				text, err := get()
+				if err != nil {
+					return err
+				}
+				ss, err := parseExposition(text)
+				if err != nil {
+					return err
+				}
+				samples = append(samples, ss...)
 			}
 			if left = missing(samples, want[component]); len(left) > 0 {
-				return fmt.Errorf("not in the scrape: %v", left)
+				return fmt.Errorf("not in the scrapes: %v", left)
 			}
 			return nil
 		})
 		if err != nil {
 			for _, m := range left {
-				t.Errorf("%s (named by %s) is not in the %s's scrape", m, strings.Join(named[m], ", "), who)
+				t.Errorf("%s (named by %s) is not in the scrapes of the %s", m, strings.Join(named[m], ", "), component)
 			}
-			t.Errorf("%s: %v", who, err)
+			t.Errorf("%s: %v", component, err)
 			continue
 		}
-		seen = append(seen, fmt.Sprintf("%s: %s", who, strings.Join(want[component], " ")))
+		seen = append(seen, fmt.Sprintf("%s (%d scraped): %s", component, len(gets), strings.Join(want[component], " ")))
 	}
 	sort.Strings(seen)
 	t.Logf("scraped live:\n%s", strings.Join(seen, "\n"))
