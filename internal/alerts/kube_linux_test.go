@@ -1,16 +1,24 @@
 package alerts_test
 
 import (
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
-	"net/http"
+	"os"
 	"slices"
 	"sort"
 	"strings"
 	"testing"
 	"time"
 
+	authnv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/vipstack/vipstack/internal/alerts"
 	"github.com/vipstack/vipstack/internal/k8s/k8slab"
 	"github.com/vipstack/vipstack/internal/peers"
 	"github.com/vipstack/vipstack/internal/testnet"
@@ -20,16 +28,21 @@ import (
 // TestDashboardAndRulesMetricsLiveKubernetes runs the Kubernetes
 // controller and two agents against a real API server (internal/k8s/k8slab:
 // nodes in network namespaces, an IPPool, a VIPGroup and a LoadBalancer
-// Service) and scrapes the controller's and each agent's /metrics: every
+// Service), both serving their metrics as the chart runs them (HTTPS,
+// --metrics-auth kubernetes, deploy/rbac.yaml's roles), and scrapes the
+// controller's and each agent's /metrics as the chart's ServiceMonitor
+// does (https, a Prometheus ServiceAccount's bearer token): every
 // metric kubernetesOnly lists is named by the dashboard or the rules
 // (else the list is stale) and is in the scrapes of the component it
 // names (the union of its instances', as Prometheus holds them);
 // the agents also export every VRRP and check series the rules and panels
-// name that `vipstack node` does.
+// name that `vipstack node` does. With VIPSTACK_DASHBOARD_OUT set, it
+// writes the panels on the Kubernetes series, evaluated by promtool on
+// these scrapes, as Markdown tables to that file.
 func TestDashboardAndRulesMetricsLiveKubernetes(t *testing.T) {
 	testnet.RequireRoot(t)
 	h, _, root := tools(t)
-	named, _ := namedMetrics(t, h, root)
+	named, panels := namedMetrics(t, h, root)
 	for m := range kubernetesOnly {
 		if _, ok := named[m]; !ok {
 			t.Errorf("kubernetesOnly lists %s, which no panel or alert names", m)
@@ -46,8 +59,12 @@ func TestDashboardAndRulesMetricsLiveKubernetes(t *testing.T) {
 	ctlAddr := ln.Addr().String()
 	ln.Close()
 	ctx := t.Context()
+	// Both serve their metrics as the chart runs them: HTTPS, behind the
+	// API server's TokenReview and SubjectAccessReview, each as its
+	// ServiceAccount with deploy/rbac.yaml's roles.
 	l := k8slab.Start(ctx, t, k8slab.Options{Nodes: 2, Prefix: "vops", Bin: bin, Advert: 200 * time.Millisecond, Services: 1,
-		ControllerArgs: []string{"--metrics-addr", ctlAddr}})
+		ControllerArgs: []string{"--metrics-addr", ctlAddr, "--metrics-auth", "kubernetes"},
+		AgentArgs:      []string{"--metrics-auth", "kubernetes"}})
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("---- controller log (tail):\n%s", testutil.Tail(l.ControllerLog(), 30))
@@ -82,33 +99,26 @@ func TestDashboardAndRulesMetricsLiveKubernetes(t *testing.T) {
 		}
 		return out
 	}
-	getController := func() (string, error) {
-		c := &http.Client{Timeout: 10 * time.Second}
-		resp, err := c.Get("http://" + ctlAddr + "/metrics")
-		if err != nil {
-			return "", err
-		}
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		if resp.StatusCode != 200 {
-			return "", fmt.Errorf("GET /metrics: %s", resp.Status)
-		}
-		return string(b), err
-	}
+	token := prometheusToken(t, l)
 	// A component's series as Prometheus holds them: the union of the
 	// scrapes of its instances (only the node that announces a Service
 	// exports vipstack_agent_announced for it).
-	scrapers := map[string][]func() (string, error){"controller": {getController}}
-	for _, n := range l.Nodes {
-		scrapers["agent"] = append(scrapers["agent"], func() (string, error) { return scrape(n.Host, "127.0.0.1:9654") })
+	type target struct {
+		node string
+		get  func() (string, error)
 	}
+	scrapers := map[string][]target{"controller": {{get: func() (string, error) { return scrapeTLS(nil, ctlAddr, token) }}}}
+	for _, n := range l.Nodes {
+		scrapers["agent"] = append(scrapers["agent"], target{node: n.Name, get: func() (string, error) { return scrapeTLS(n.Host, "127.0.0.1:9654", token) }})
+	}
+	live := map[string][]sample{}
 	var seen []string
 	for component, gets := range scrapers {
 		var left []string
 		err := testutil.Poll(60*time.Second, func() error {
 			var samples []sample
-			for _, get := range gets {
-				text, err := get()
+			for _, tg := range gets {
+				text, err := tg.get()
 				if err != nil {
 					return err
 				}
@@ -116,7 +126,21 @@ func TestDashboardAndRulesMetricsLiveKubernetes(t *testing.T) {
 				if err != nil {
 					return err
 				}
+				for i := range ss {
+					ss[i].node = tg.node
+				}
 				samples = append(samples, ss...)
+			}
+			live[component] = samples
+			// The monitors scrape with honorLabels: a series' own label
+			// named as a target label would replace the target's, and
+			// the rules and panels select the release by namespace.
+			for _, sm := range samples {
+				for _, l := range []string{"namespace", "pod", "job", "container"} {
+					if strings.Contains(sm.labels, "{"+l+`="`) || strings.Contains(sm.labels, ","+l+`="`) {
+						return fmt.Errorf("%s%s carries the target label %q, which honorLabels would let replace the target's", sm.name, sm.labels, l)
+					}
+				}
 			}
 			if left = missing(samples, want[component]); len(left) > 0 {
 				return fmt.Errorf("not in the scrapes: %v", left)
@@ -134,4 +158,95 @@ func TestDashboardAndRulesMetricsLiveKubernetes(t *testing.T) {
 	}
 	sort.Strings(seen)
 	t.Logf("scraped live:\n%s", strings.Join(seen, "\n"))
+
+	// The panels on the Kubernetes series, evaluated by promtool on these
+	// scrapes as Markdown tables (docs/operate.md).
+	out := os.Getenv("VIPSTACK_DASHBOARD_OUT")
+	if out == "" || t.Failed() {
+		return
+	}
+	_, promtool, _ := tools(t)
+	samples := append(live["agent"], live["controller"]...)
+	var b strings.Builder
+	for _, p := range panels {
+		for _, e := range p.Exprs {
+			if !slices.ContainsFunc(alerts.MetricNames(e), func(m string) bool { return kubernetesOnly[m] != "" }) {
+				continue
+			}
+			res, err := evaluate(t, promtool, samples, "", strings.ReplaceAll(e, "$namespace", ".*"))
+			if err != nil {
+				t.Fatalf("panel %s: %v", p.Title, err)
+			}
+			fmt.Fprintf(&b, "#### %s\n\n%s\n\n    %s\n\n%s\n", p.Title, p.Description, e, res.markdown())
+		}
+	}
+	if err := os.WriteFile(out, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// prometheusToken makes a ServiceAccount monitoring/prometheus bound to
+// the chart's ClusterRole vipstack-metrics-reader (as the chart's
+// monitoring.prometheusServiceAccount does) and returns a token of it.
+func prometheusToken(t *testing.T, l *k8slab.Lab) string {
+	t.Helper()
+	ctx := t.Context()
+	cs, err := kubernetes.NewForConfig(l.Env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "monitoring"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.CoreV1().ServiceAccounts("monitoring").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "prometheus"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "vipstack-metrics-reader"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "vipstack-metrics-reader"},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "prometheus", Namespace: "monitoring"}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := cs.CoreV1().ServiceAccounts("monitoring").CreateToken(ctx, "prometheus", &authnv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr.Status.Token
+}
+
+// scrapeTLS GETs https://addr/metrics with a bearer token, inside h's
+// namespace (nil: this one), accepting the self-signed certificate as the
+// chart's monitors do (tlsConfig insecureSkipVerify).
+func scrapeTLS(h *testnet.Host, addr, token string) (string, error) {
+	var conn net.Conn
+	dial := func() error {
+		c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+		conn = c
+		return err
+	}
+	var err error
+	if h != nil {
+		err = h.Do(dial)
+	} else {
+		err = dial()
+	}
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close()
+	if err := conn.SetDeadline(time.Now().Add(10 * time.Second)); err != nil {
+		return "", err
+	}
+	tc := tls.Client(conn, &tls.Config{InsecureSkipVerify: true})
+	if _, err := fmt.Fprintf(tc, "GET /metrics HTTP/1.0\r\nHost: %s\r\nAuthorization: Bearer %s\r\n\r\n", addr, token); err != nil {
+		return "", err
+	}
+	b, err := io.ReadAll(tc)
+	if err != nil {
+		return "", err
+	}
+	head, body, ok := strings.Cut(string(b), "\r\n\r\n")
+	if !ok || !strings.Contains(strings.SplitN(head, "\r\n", 2)[0], " 200 ") {
+		return "", fmt.Errorf("GET https://%s/metrics: %.120q", addr, b)
+	}
+	return body, nil
 }

@@ -237,6 +237,7 @@ func scrape(h *testnet.Host, addr string) (string, error) {
 
 // sample is one line of the text exposition format.
 type sample struct {
+	node   string // the node label Prometheus adds; "": evaluate's
 	name   string // the metric name
 	labels string // the label set as written, with its braces, or ""
 	value  string
