@@ -108,6 +108,8 @@ var allOn = []string{
 	"openshift.scc.create=true", "namespace.create=true",
 	"kubernetesServiceHost=192.0.2.10", "kubernetesServicePort=6443",
 	"controller.excludedVRIDs={1,2}", "controller.extraArgs={--workers=8}",
+	"monitoring.bearerTokenSecret.name=prometheus-token", "monitoring.prometheusServiceAccount.name=prometheus",
+	"agent.metricsTLSSecret=agent-metrics-tls", "controller.metricsTLSSecret=controller-metrics-tls",
 }
 
 // TestLint runs helm lint --strict with the defaults and with every
@@ -523,6 +525,13 @@ func TestDryRun(t *testing.T) {
 	h, _ := helm(t)
 	env := kubetest.Start(t)
 	out, err := h.Template(t.Context(), "vipstack-test", allButOpenShift()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dryRun(t, env, out)
+	// The ServiceMonitors without a token Secret: Prometheus's own token
+	// from its file.
+	out, err = h.Template(t.Context(), "vipstack-test", "monitoring.serviceMonitor.enabled=true", "monitoring.prometheusRule.enabled=true", "monitoring.grafanaDashboard.enabled=true")
 	if err != nil {
 		t.Fatal(err)
 	}
