@@ -1,10 +1,13 @@
 package alerts_test
 
 import (
+	"context"
 	"crypto/tls"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
+	"net/netip"
 	"os"
 	"slices"
 	"sort"
@@ -19,10 +22,13 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/vipstack/vipstack/internal/alerts"
+	"github.com/vipstack/vipstack/internal/engine"
 	"github.com/vipstack/vipstack/internal/k8s/k8slab"
 	"github.com/vipstack/vipstack/internal/peers"
 	"github.com/vipstack/vipstack/internal/testnet"
 	"github.com/vipstack/vipstack/internal/testutil"
+	"github.com/vipstack/vipstack/internal/vrrp"
+	"github.com/vipstack/vipstack/internal/vrrpflood"
 )
 
 // TestDashboardAndRulesMetricsLiveKubernetes runs the Kubernetes
@@ -36,7 +42,9 @@ import (
 // (else the list is stale) and is in the scrapes of the component it
 // names (the union of its instances', as Prometheus holds them);
 // the agents also export every VRRP and check series the rules and panels
-// name that `vipstack node` does. With VIPSTACK_DASHBOARD_OUT set, it
+// name that `vipstack node` does, and vipstack_vrrp_vrid_conflicts_total
+// once a router in n2's namespace advertises a group VRID in the other
+// VRRP version. With VIPSTACK_DASHBOARD_OUT set, it
 // writes the panels on the Kubernetes series, evaluated by promtool on
 // these scrapes, as Markdown tables to that file.
 func TestDashboardAndRulesMetricsLiveKubernetes(t *testing.T) {
@@ -86,6 +94,16 @@ func TestDashboardAndRulesMetricsLiveKubernetes(t *testing.T) {
 		case shared(m) && eventCounters[m] == "":
 			want["agent"] = append(want["agent"], m)
 		}
+	}
+	// A VRID conflict, live: another router (the flooder, from n2's
+	// namespace with n2's address) advertises a group instance's VRID in
+	// the other VRRP version, so both agents count
+	// vipstack_vrrp_vrid_conflicts_total.
+	if _, ok := named[conflictsTotal]; ok {
+		if err := advertiseConflict(ctx, l); err != nil {
+			t.Fatal(err)
+		}
+		want["agent"] = append(want["agent"], conflictsTotal)
 	}
 	for _, names := range want {
 		sort.Strings(names)
@@ -145,6 +163,11 @@ func TestDashboardAndRulesMetricsLiveKubernetes(t *testing.T) {
 			if left = missing(samples, want[component]); len(left) > 0 {
 				return fmt.Errorf("not in the scrapes: %v", left)
 			}
+			if slices.Contains(want[component], conflictsTotal) && !slices.ContainsFunc(samples, func(sm sample) bool {
+				return sm.name == conflictsTotal && strings.Contains(sm.labels, `kind="version"`)
+			}) {
+				return fmt.Errorf("%s counts no version conflict", conflictsTotal)
+			}
 			return nil
 		})
 		if err != nil {
@@ -183,6 +206,51 @@ func TestDashboardAndRulesMetricsLiveKubernetes(t *testing.T) {
 	if err := os.WriteFile(out, []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+const conflictsTotal = "vipstack_vrrp_vrid_conflicts_total"
+
+// advertiseConflict sends, from the second node's namespace and address,
+// advertisements on the VRID of an instance of the first node's that
+// carries addresses, in the VRRP version it does not run (a version
+// conflict), to the VRRP group and to the first node's address.
+func advertiseConflict(ctx context.Context, l *k8slab.Lab) error {
+	st, err := l.Nodes[0].Status(ctx)
+	if err != nil {
+		return err
+	}
+	var in *engine.InstanceStatus
+	for i := range st.Instances {
+		if len(st.Instances[i].VIPs) > 0 {
+			in = &st.Instances[i]
+			break
+		}
+	}
+	if in == nil {
+		return fmt.Errorf("%s runs no instance with addresses: %+v", l.Nodes[0].Name, st.Instances)
+	}
+	version := 2
+	if in.Version == 2 {
+		version = 3
+	}
+	f, err := vrrpflood.NewFlooder(l.Nodes[1].Host)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	build := func(_ *rand.Rand, self, dst netip.Addr) (netip.Addr, []byte) {
+		a := vrrp.Advertisement{Version: version, VRID: in.VRID, Priority: 100, Interval: time.Second, Addresses: []netip.Addr{netip.MustParseAddr("198.18.0.250")}}
+		b, err := a.Marshal(self, dst)
+		if err != nil {
+			panic(err) // a bug in this test
+		}
+		return self, b
+	}
+	classes := []vrrpflood.Class{{Name: "version conflict", TTL: 255, Build: build}, {Name: "version conflict (unicast)", Unicast: true, TTL: 255, Build: build}}
+	if res := f.Flood(classes, l.Nodes[0].Host.IPv4.Addr(), 10, 20, 5*time.Second, 1); res.Errors == res.Total {
+		return fmt.Errorf("no conflicting advertisement could be sent: %+v", res)
+	}
+	return nil
 }
 
 // prometheusToken makes a ServiceAccount monitoring/prometheus bound to

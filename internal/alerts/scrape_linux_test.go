@@ -39,6 +39,9 @@ var kubernetesOnly = map[string]string{
 // before it is used): a healthy scrape lacks them. They must be in
 // docs/metrics.md's VRRP section instead, and the alerts on them count
 // the series' appearance (tested in testdata/rules_test.yaml).
+// TestDashboardAndRulesMetricsLiveKubernetes provokes a VRID conflict and
+// scrapes vipstack_vrrp_vrid_conflicts_total live; no test makes a send
+// fail.
 var eventCounters = map[string]string{
 	"vipstack_vrrp_advert_send_errors_total": "VRRP instances",
 	"vipstack_vrrp_vrid_conflicts_total":     "VRRP instances",
