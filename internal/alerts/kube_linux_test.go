@@ -44,7 +44,8 @@ import (
 // the agents also export every VRRP and check series the rules and panels
 // name that `vipstack node` does, and vipstack_vrrp_vrid_conflicts_total
 // once a router in n2's namespace advertises a group VRID in the other
-// VRRP version. With VIPSTACK_DASHBOARD_OUT set, it
+// VRRP version, and vipstack_vrrp_advert_send_errors_total once nftables
+// in n1's namespace drops n1's outgoing VRRP packets. With VIPSTACK_DASHBOARD_OUT set, it
 // writes the panels on the Kubernetes series, evaluated by promtool on
 // these scrapes, as Markdown tables to that file.
 func TestDashboardAndRulesMetricsLiveKubernetes(t *testing.T) {
@@ -104,6 +105,23 @@ func TestDashboardAndRulesMetricsLiveKubernetes(t *testing.T) {
 			t.Fatal(err)
 		}
 		want["agent"] = append(want["agent"], conflictsTotal)
+	}
+	// A failed send, live: nftables in n1's namespace drops its outgoing
+	// VRRP packets, so the kernel refuses each advertisement n1 sends as
+	// master of its own instance (EPERM), and n1 counts
+	// vipstack_vrrp_advert_send_errors_total. Last, as it takes n1 out.
+	if _, ok := named[sendErrorsTotal]; ok {
+		h := l.Nodes[0].Host
+		for _, args := range [][]string{
+			{"add", "table", "ip", "vopsdrop"},
+			{"add", "chain", "ip", "vopsdrop", "out", "{ type filter hook output priority 0 ; }"},
+			{"add", "rule", "ip", "vopsdrop", "out", "ip", "protocol", "112", "drop"},
+		} {
+			if _, err := h.Run("nft", args...); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want["agent"] = append(want["agent"], sendErrorsTotal)
 	}
 	for _, names := range want {
 		sort.Strings(names)
@@ -208,7 +226,10 @@ func TestDashboardAndRulesMetricsLiveKubernetes(t *testing.T) {
 	}
 }
 
-const conflictsTotal = "vipstack_vrrp_vrid_conflicts_total"
+const (
+	conflictsTotal  = "vipstack_vrrp_vrid_conflicts_total"
+	sendErrorsTotal = "vipstack_vrrp_advert_send_errors_total"
+)
 
 // advertiseConflict sends, from the second node's namespace and address,
 // advertisements on the VRID of an instance of the first node's that

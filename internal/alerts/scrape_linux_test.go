@@ -39,9 +39,8 @@ var kubernetesOnly = map[string]string{
 // before it is used): a healthy scrape lacks them. They must be in
 // docs/metrics.md's VRRP section instead, and the alerts on them count
 // the series' appearance (tested in testdata/rules_test.yaml).
-// TestDashboardAndRulesMetricsLiveKubernetes provokes a VRID conflict and
-// scrapes vipstack_vrrp_vrid_conflicts_total live; no test makes a send
-// fail.
+// TestDashboardAndRulesMetricsLiveKubernetes provokes both events (a VRID
+// conflict, sends refused by nftables) and scrapes the two live.
 var eventCounters = map[string]string{
 	"vipstack_vrrp_advert_send_errors_total": "VRRP instances",
 	"vipstack_vrrp_vrid_conflicts_total":     "VRRP instances",
