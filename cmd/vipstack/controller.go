@@ -48,9 +48,14 @@ func runController(ctx context.Context, args []string, stdout, stderr io.Writer)
 		lbClass     = fs.String("load-balancer-class", k8s.LoadBalancerClass, "the spec.loadBalancerClass served; Services of another class are left alone")
 		defGroup    = fs.String("default-group", "", "NAMESPACE/NAME of the VIPGroup serving LoadBalancer Services that name none (with no class or --load-balancer-class): vipstack is then the cluster's default implementation; empty: Services with no class and no group are left alone")
 	)
+	var ma metricsAuthFlags
+	ma.add(fs)
 	logLevel := addLogLevel(fs, "vipstack controller", "")
 	if code, ok := parseNoArgs(fs, args, stderr); !ok {
 		return code
+	}
+	if !ma.check("vipstack controller", stderr) {
+		return 2
 	}
 	log, ok := kubeLogger(stderr, logLevel)
 	if !ok {
@@ -79,8 +84,14 @@ func runController(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return 1
 	}
 	cfg.QPS, cfg.Burst = float32(*qps), int(2**qps)
+	// Authenticated metrics are served below, on HTTPS, rather than by
+	// controller-runtime's server.
+	crMetricsAddr := *metricsAddr
+	if ma.auth == "kubernetes" {
+		crMetricsAddr = ""
+	}
 	mgr, err := controller.NewManager(cfg, controller.ManagerOptions{Logger: log, LeaderElection: *leaderElect, Namespace: *namespace,
-		LeaderElectionNamespace: *leaseNS, MetricsAddr: *metricsAddr, HealthAddr: *healthAddr})
+		LeaderElectionNamespace: *leaseNS, MetricsAddr: crMetricsAddr, HealthAddr: *healthAddr})
 	if err != nil {
 		fmt.Fprintf(stderr, "vipstack controller: %v\n", err)
 		return 1
@@ -95,6 +106,15 @@ func runController(ctx context.Context, args []string, stdout, stderr io.Writer)
 		LoadBalancerClass: *lbClass, DefaultGroup: dg}); err != nil {
 		fmt.Fprintf(stderr, "vipstack controller: %v\n", err)
 		return 1
+	}
+	if ma.auth == "kubernetes" && *metricsAddr != "" {
+		host, _ := os.Hostname() // the pod's name
+		ms, err := serveAuthMetrics(ctx, cfg, *metricsAddr, crmetrics.Registry, ma, []string{host}, log)
+		if err != nil {
+			fmt.Fprintf(stderr, "vipstack controller: %v\n", err)
+			return 1
+		}
+		defer ms.Close()
 	}
 	log.Info("vipstack controller starting", "version", version.String(), "api", cfg.Host, "leader_elect", *leaderElect, "lease_namespace", *leaseNS)
 	return awaitManager(ctx, mgr.Start, log)

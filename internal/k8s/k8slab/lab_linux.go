@@ -80,6 +80,8 @@ type Options struct {
 	Before func(ctx context.Context, admin client.Client) error
 	// ControllerArgs are added to the controller's command line.
 	ControllerArgs []string
+	// AgentArgs are added to each agent's command line.
+	AgentArgs []string
 }
 
 // Pool is the lab's IPPool range unless Options.Pool says otherwise;
@@ -698,7 +700,7 @@ func (n *Node) agentArgv() (prefix, args []string, err error) {
 	if !n.lab.o.Supervisor {
 		args = append(args, "--no-supervisor")
 	}
-	return prefix, args, nil
+	return prefix, append(args, n.lab.o.AgentArgs...), nil
 }
 
 func (n *Node) proc() *proc {
