@@ -68,7 +68,6 @@ func (b BGP) Enabled() bool { return b.ASN != 0 }
 // MaxBGPPeers bounds bgp.peers.
 const MaxBGPPeers = 64
 
-
 // validateBGP checks f.BGP against c (VIPs and nodes already validated)
 // and fills c.BGP. Every error names the field as written.
 func validateBGP(f *File, c *Cluster, nodeIdx map[string]int, bad func(string, ...any)) {

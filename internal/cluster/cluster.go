@@ -67,7 +67,7 @@ type File struct {
 	} `yaml:"loadBalancer,omitempty"`
 	// BGP announces VIPs to routers instead of holding them by VRRP
 	// (bgp.go).
-	BGP *BGPFile `yaml:"bgp,omitempty"`
+	BGP   *BGPFile `yaml:"bgp,omitempty"`
 	Ports *struct {
 		API             int `yaml:"api,omitempty"`
 		LB              int `yaml:"lb,omitempty"`

@@ -183,6 +183,26 @@ func accepted(pattern string, t reflect.Type) string {
 		return "a duration, e.g. 90s or 300ms"
 	case "bgp.peers[].families":
 		return "a list of ipv4, ipv6"
+	case "bgp.peers[].families[]":
+		return "ipv4 or ipv6"
+	case "bgp.announce[]":
+		return "api, ingress, dns or a VIP address"
+	case "bgp.peers":
+		return "a list of peers, e.g. [{address: 198.18.1.1, asn: 64500}]"
+	case "bgp.peers[].nodes":
+		return "a list of node names, e.g. [master-0]"
+	case "bgp.peers[].nodes[]":
+		return "a node name, e.g. master-0"
+	case "bgp.peers[].port":
+		return "a port, 1..65535 (default 179)"
+	case "bgp.peers[].multihop":
+		return "an eBGP multihop TTL, 1..255 (0: directly connected)"
+	case "bgp.peers[].password", "bgp.peers[].bfd.password":
+		return "a password (TCP MD5 up to 80 bytes; BFD simple password up to 16)"
+	case "bgp.peers[].bfd.multiplier":
+		return "a detection multiplier, 1..255"
+	case "bgp.peers[].bfd.keyID":
+		return "a BFD key ID, 0..255"
 	case "vrrp.version":
 		return "2 or 3"
 	case "vrrp.advertInterval":
