@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -71,6 +72,7 @@ type Agent struct {
 	plan    *cluster.Plan
 
 	vrrp    *engine.Engine
+	bgp     *bgpRunner // the speaker, when the node announces VIPs by BGP
 	lb      *lb.LB
 	lbAPI   *lbcli.Sockets
 	dnsSrv  dnsServer
@@ -182,6 +184,23 @@ func (a *Agent) Run(ctx context.Context) error {
 			return err
 		}
 		defer a.stopLB()
+	}
+	// The speaker starts after the LB, whose port its API checks probe,
+	// and stops before it: the routes are withdrawn (and the router
+	// sends new flows elsewhere) before the LB drains.
+	if a.plan.BGP != nil {
+		r, err := startBGP(a.log.With("part", "bgp"), a.clk, a.plan.BGP, bgpChecks(a.plan.BGP, a.plan.Checks), probeFor)
+		if err != nil {
+			return err
+		}
+		a.mu.Lock()
+		a.bgp = r
+		a.mu.Unlock()
+		defer func() {
+			if err := r.stop(); err != nil {
+				a.log.Error("bgp: stop", "err", err)
+			}
+		}()
 	}
 	// The live sources' first lists come before VRRP starts, so that its
 	// instances start with their peers (membership.go).
@@ -459,7 +478,7 @@ func (a *Agent) Reload() error {
 	a.memb.applyMu.Lock()
 	defer a.memb.applyMu.Unlock()
 	a.mu.Lock()
-	running := a.cluster
+	running, oldPlan := a.cluster, a.plan
 	a.mu.Unlock()
 	c, p, lbCfg, err := a.prepareReload()
 	var move *redirect.Move
@@ -489,6 +508,13 @@ func (a *Agent) Reload() error {
 	}
 	if a.vrrp != nil {
 		errs = append(errs, a.vrrp.Reload())
+	}
+	if a.bgp != nil {
+		// The speaker is the same (prepareReload refuses a change to it);
+		// its checks follow the file (a new LB or ingress health port).
+		if o, n := bgpChecks(oldPlan.BGP, oldPlan.Checks), bgpChecks(p.BGP, p.Checks); !reflect.DeepEqual(o, n) {
+			a.bgp.elig.startChecks(a.clk, n, probeFor)
+		}
 	}
 	if a.dnsSrv != nil {
 		a.nodes.Set("cluster", a.clusterNodes())
@@ -554,6 +580,10 @@ func (a *Agent) prepareReload() (*cluster.Cluster, *cluster.Plan, *lbconfig.Conf
 			"(API %d to %d, DNS %d to %d, Ingress %d to %d); nodes that reloaded at different times would hold the same VIPs "+
 			"under both IDs at once; keep the name, or stop every node agent and start them with the new file",
 			path, old.Name, c.Name, o.API, n.API, o.DNS, n.DNS, o.Ingress, n.Ingress)
+	}
+	if !sameSpeaker(oldPlan.BGP, p.BGP) {
+		return nil, nil, nil, fmt.Errorf("%s: bgp: the speaker of node %s changes (its ASN, router ID, peers or announced VIPs, or which checks decide them); "+
+			"a running node applies that only at a restart: restart the node agent (with graceful restart on the peers, its routes stay in place meanwhile)", path, a.opts.Node)
 	}
 	if err := membershipReload(old, c); err != nil {
 		return nil, nil, nil, fmt.Errorf("%s: %w", path, err)
