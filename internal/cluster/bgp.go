@@ -79,6 +79,9 @@ func validateBGP(f *File, c *Cluster, nodeIdx map[string]int, bad func(string, .
 		bad("bgp.asn: 0 (or unset) is reserved (RFC 7607); accepted: 1..4294967295")
 	}
 	c.BGP = BGP{ASN: b.ASN, Announced: map[netip.Addr]bool{}}
+	if f.Membership != nil && (f.Membership.Kubernetes || f.Membership.MDNS) {
+		bad("bgp: not supported with live membership (membership.kubernetes or membership.mdns): a node learnt live has no peers of its own; list the nodes in nodes instead")
+	}
 	if len(b.Announce) == 0 {
 		bad("bgp.announce: empty; accepted: the roles api, ingress and dns, or VIP addresses of apiVIPs, ingressVIPs and dnsVIP")
 	}

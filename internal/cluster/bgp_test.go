@@ -175,6 +175,8 @@ func TestBGPValidationErrors(t *testing.T) {
 			want: `nodes[1].routerID: "fd00::1" is not an IPv4 address other than 0.0.0.0`},
 		{name: "duplicate router ID", old: "routerID: 10.0.0.1", new: "routerID: 198.18.1.11",
 			want: "nodes[1].routerID: 198.18.1.11 is also the router ID of node m0"},
+		{name: "live membership", old: "bgp:\n", new: "membership: {mdns: true}\nbgp:\n",
+			want: "bgp: not supported with live membership (membership.kubernetes or membership.mdns)"},
 		{name: "router ID missing on an IPv6-only node", old: "ips: [198.18.2.11], routerID: 10.0.0.1", new: "ips: ['fd00::12']",
 			want: "nodes[1].routerID:"},
 	} {
