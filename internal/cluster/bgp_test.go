@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"net/netip"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -193,5 +194,34 @@ func TestBGPValidationErrors(t *testing.T) {
 				t.Fatalf("error:\n%v\nwant it to contain:\n%s", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestDocsBGPExample parses the bgp example of docs/cluster-mode.md, with
+// the name and base domain it leaves out.
+func TestDocsBGPExample(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/cluster-mode.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sec, ok := strings.Cut(string(doc), "## BGP: VIPs announced to routers")
+	if !ok {
+		t.Fatal("docs/cluster-mode.md has no BGP section")
+	}
+	_, block, ok := strings.Cut(sec, "```yaml\n")
+	block, _, ok2 := strings.Cut(block, "```")
+	if !ok || !ok2 {
+		t.Fatal("the BGP section has no yaml example")
+	}
+	c, err := Parse("cluster-mode.md", []byte("name: c1\nbaseDomain: example.com\n"+block))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := c.PlanFor("master-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.BGP == nil || p.BGP.Config.RouterID.String() != "10.0.0.2" || len(p.BGP.Config.Peers) != 1 || p.BGP.Config.Peers[0].Password != "s3cret" {
+		t.Errorf("master-1's speaker from the example: %+v", p.BGP)
 	}
 }
