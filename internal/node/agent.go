@@ -10,7 +10,6 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
-	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -510,10 +509,10 @@ func (a *Agent) Reload() error {
 		errs = append(errs, a.vrrp.Reload())
 	}
 	if a.bgp != nil {
-		// The speaker is the same (prepareReload refuses a change to it);
-		// its checks follow the file (a new LB or ingress health port).
-		if o, n := bgpChecks(oldPlan.BGP, oldPlan.Checks), bgpChecks(p.BGP, p.Checks); !reflect.DeepEqual(o, n) {
-			a.bgp.elig.startChecks(a.clk, n, probeFor)
+		// Peers and announced VIPs change in place (prepareReload
+		// refuses what needs a restart); the checks follow the file.
+		if err := a.bgp.update(a.clk, p.BGP, bgpChecks(oldPlan.BGP, oldPlan.Checks), bgpChecks(p.BGP, p.Checks), probeFor); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	if a.dnsSrv != nil {
@@ -581,9 +580,9 @@ func (a *Agent) prepareReload() (*cluster.Cluster, *cluster.Plan, *lbconfig.Conf
 			"under both IDs at once; keep the name, or stop every node agent and start them with the new file",
 			path, old.Name, c.Name, o.API, n.API, o.DNS, n.DNS, o.Ingress, n.Ingress)
 	}
-	if !sameSpeaker(oldPlan.BGP, p.BGP) {
-		return nil, nil, nil, fmt.Errorf("%s: bgp: the speaker of node %s changes (its ASN, router ID, peers or announced VIPs, or which checks decide them); "+
-			"a running node applies that only at a restart: restart the node agent (with graceful restart on the peers, its routes stay in place meanwhile)", path, a.opts.Node)
+	if why := speakerRestart(oldPlan.BGP, p.BGP); why != "" {
+		return nil, nil, nil, fmt.Errorf("%s: bgp: %s on node %s; a running node applies that only at a restart: "+
+			"restart the node agent (with gracefulRestart on the peers, its routes stay in place meanwhile)", path, why, a.opts.Node)
 	}
 	if err := membershipReload(old, c); err != nil {
 		return nil, nil, nil, fmt.Errorf("%s: %w", path, err)

@@ -68,10 +68,10 @@ func verdicts(spec *cluster.BGPSpec, status map[string]track.Status) []bgp.Verdi
 // bgpEligibility runs the checks of the BGP VIPs and gives the speaker
 // its verdicts (bgp.Eligibility).
 type bgpEligibility struct {
-	spec    *cluster.BGPSpec
 	changed chan struct{}
 
 	mu       sync.Mutex
+	spec     *cluster.BGPSpec
 	trackers map[string]*track.Tracker
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
@@ -83,8 +83,9 @@ func (e *bgpEligibility) Verdicts() []bgp.Verdict {
 	for name, t := range e.trackers {
 		st[name] = t.Status()
 	}
+	spec := e.spec
 	e.mu.Unlock()
-	return verdicts(e.spec, st)
+	return verdicts(spec, st)
 }
 
 func (e *bgpEligibility) Changed() <-chan struct{} { return e.changed }
@@ -101,13 +102,13 @@ func (e *bgpEligibility) signal() {
 // its URLs or timing) starts in its predecessor's state. Checks start failing (keepalived's
 // init_fail): a node announces only once they have passed rise times.
 func (e *bgpEligibility) startChecks(clk clock.Clock, checks []cluster.CheckSpec, probe func(cluster.CheckSpec) track.Check) {
+	e.mu.Lock()
 	used := map[string]bool{}
 	for _, names := range e.spec.Checks {
 		for _, n := range names {
 			used[n] = true
 		}
 	}
-	e.mu.Lock()
 	old, oldCancel := e.trackers, e.cancel
 	ctx, cancel := context.WithCancel(context.Background())
 	e.trackers, e.cancel = map[string]*track.Tracker{}, cancel
@@ -198,12 +199,49 @@ func startBGP(log *slog.Logger, clk clock.Clock, spec *cluster.BGPSpec, checks [
 	return r, nil
 }
 
-func (r *bgpRunner) vips() []netif.VIP {
+func (r *bgpRunner) vips() []netif.VIP { return vipsOf(r.spec) }
+
+func vipsOf(spec *cluster.BGPSpec) []netif.VIP {
 	var out []netif.VIP
-	for _, rt := range r.spec.Config.Routes {
+	for _, rt := range spec.Config.Routes {
 		out = append(out, netif.VIP{Prefix: rt.Prefix(), Dev: bgpVIPDev})
 	}
 	return out
+}
+
+// update applies a reloaded spec: new VIPs go on the loopback first, the
+// checks follow the new spec, the speaker changes its peers and routes
+// (sessions to unchanged peers stay up), and VIPs no longer announced
+// leave the loopback once withdrawn.
+func (r *bgpRunner) update(clk clock.Clock, spec *cluster.BGPSpec, oldChecks, checks []cluster.CheckSpec, probe func(cluster.CheckSpec) track.Check) error {
+	old := vipsOf(r.spec)
+	next := vipsOf(spec)
+	for _, v := range next {
+		if !slices.Contains(old, v) {
+			if err := r.addrs.AddVIP(v); err != nil {
+				return fmt.Errorf("bgp: place VIP %v on %s: %w", v.Prefix.Addr(), bgpVIPDev, err)
+			}
+		}
+	}
+	r.elig.mu.Lock()
+	checksChanged := !reflect.DeepEqual(r.elig.spec.Checks, spec.Checks)
+	r.elig.spec = spec
+	r.elig.mu.Unlock()
+	if checksChanged || !reflect.DeepEqual(oldChecks, checks) {
+		r.elig.startChecks(clk, checks, probe)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := r.speaker.Update(ctx, spec.Config)
+	r.spec = spec
+	for _, v := range old {
+		if !slices.Contains(next, v) {
+			if derr := r.addrs.DelVIP(v); derr != nil {
+				r.log.Error("bgp: remove VIP", "vip", v.Prefix.Addr(), "err", derr)
+			}
+		}
+	}
+	return err
 }
 
 func (r *bgpRunner) delVIPs() {
@@ -239,13 +277,22 @@ func bgpChecks(spec *cluster.BGPSpec, checks []cluster.CheckSpec) []cluster.Chec
 	return out
 }
 
-// sameSpeaker reports whether a and b run the same speaker: a reload that
-// changes it is refused (see prepareReload).
-func sameSpeaker(a, b *cluster.BGPSpec) bool {
-	if a == nil || b == nil {
-		return a == nil && b == nil
+// speakerRestart says what of a change from a to b a running node cannot
+// apply (turning BGP on or off, a new ASN or router ID), "" when it can.
+func speakerRestart(a, b *cluster.BGPSpec) string {
+	switch {
+	case a == nil && b == nil:
+		return ""
+	case a == nil:
+		return "the node starts announcing VIPs by BGP"
+	case b == nil:
+		return "the node stops announcing VIPs by BGP"
+	case a.Config.ASN != b.Config.ASN:
+		return fmt.Sprintf("bgp.asn changes (%d to %d)", a.Config.ASN, b.Config.ASN)
+	case a.Config.RouterID != b.Config.RouterID:
+		return fmt.Sprintf("the node's router ID changes (%v to %v)", a.Config.RouterID, b.Config.RouterID)
 	}
-	return reflect.DeepEqual(a.Config, b.Config) && reflect.DeepEqual(a.Checks, b.Checks)
+	return ""
 }
 
 // BGPStatus is the node's speaker in the status: each peer with its

@@ -56,18 +56,25 @@ func TestBGPChecksAndSpeaker(t *testing.T) {
 	}
 	other := *spec
 	other.Config.ASN = 64513
+	moved := *spec
+	moved.Config.RouterID = netip.MustParseAddr("198.18.1.11")
+	peers := *spec
+	peers.Config.Peers = []bgp.Peer{{Address: netip.MustParseAddr("198.18.1.1"), ASN: 64500}}
 	for _, tc := range []struct {
 		name string
 		a, b *cluster.BGPSpec
-		want bool
+		want string
 	}{
-		{name: "same", a: spec, b: &cluster.BGPSpec{Config: bgp.Config{ASN: 64512}, Checks: map[netip.Addr][]string{vip: {"chk_ocp_lb"}}}, want: true},
-		{name: "ASN changed", a: spec, b: &other},
-		{name: "BGP turned off", a: spec, b: nil},
-		{name: "neither", want: true},
+		{name: "same", a: spec, b: spec},
+		{name: "peers change in place", a: spec, b: &peers},
+		{name: "ASN changed", a: spec, b: &other, want: "bgp.asn changes (64512 to 64513)"},
+		{name: "router ID changed", a: spec, b: &moved, want: "the node's router ID changes (invalid IP to 198.18.1.11)"},
+		{name: "BGP turned off", a: spec, b: nil, want: "the node stops announcing VIPs by BGP"},
+		{name: "BGP turned on", a: nil, b: spec, want: "the node starts announcing VIPs by BGP"},
+		{name: "neither"},
 	} {
-		if got := sameSpeaker(tc.a, tc.b); got != tc.want {
-			t.Errorf("%s: sameSpeaker = %v, want %v", tc.name, got, tc.want)
+		if got := speakerRestart(tc.a, tc.b); got != tc.want {
+			t.Errorf("%s: speakerRestart = %q, want %q", tc.name, got, tc.want)
 		}
 	}
 }

@@ -41,9 +41,15 @@ const (
 	bgpNodeASN   = 64512
 )
 
-func bgpClusterYAML(masters int) string {
+// bgpClusterYAML is the cluster file; extraVIP, if set, is a second API
+// VIP, and hold3 the hold time of m3's peer.
+func bgpClusterYAML(masters int, extraVIP, hold3 string) string {
 	var b strings.Builder
-	b.WriteString("name: t1\nbaseDomain: example.com\napiVIPs: [" + bgpAPIVIP + "]\ningressVIPs: [198.18.1.7]\nmachineNetworks: [")
+	vips := bgpAPIVIP
+	if extraVIP != "" {
+		vips += ", " + extraVIP
+	}
+	b.WriteString("name: t1\nbaseDomain: example.com\napiVIPs: [" + vips + "]\ningressVIPs: [198.18.1.7]\nmachineNetworks: [")
 	for i := 1; i <= masters; i++ {
 		if i > 1 {
 			b.WriteString(", ")
@@ -56,7 +62,11 @@ func bgpClusterYAML(masters int) string {
 	}
 	fmt.Fprintf(&b, "bgp:\n  asn: %d\n  announce: [api, ingress]\n  peers:\n", bgpNodeASN)
 	for i := 1; i <= masters; i++ {
-		fmt.Fprintf(&b, "    - {address: 198.18.%d.1, asn: %d, nodes: [m%d], holdTime: 30s, keepalive: 10s}\n", i, bgpRouterASN, i)
+		hold := "30s"
+		if i == 3 && hold3 != "" {
+			hold = hold3
+		}
+		fmt.Fprintf(&b, "    - {address: 198.18.%d.1, asn: %d, nodes: [m%d], holdTime: %s, keepalive: 10s}\n", i, bgpRouterASN, i, hold)
 	}
 	return b.String()
 }
@@ -338,7 +348,7 @@ func TestStoryBGP(t *testing.T) {
 	l := newRoutedLab(t, masters)
 	l.startFRR(bgpFRRConf(masters))
 	cfg := filepath.Join(l.dir, "cluster.yaml")
-	if err := os.WriteFile(cfg, []byte(bgpClusterYAML(masters)), 0o644); err != nil {
+	if err := os.WriteFile(cfg, []byte(bgpClusterYAML(masters, "", "")), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	logs := make([]*syncbuf.Buffer, masters)
@@ -467,6 +477,44 @@ func TestStoryBGP(t *testing.T) {
 	block(l.nodes[1], false)
 	l.wantNexthops(bgpAPIVIP, 30*time.Second, 1, 2, 3)
 
+	// A reload adds an API VIP on every master and changes m3's peer: the
+	// new VIP is announced by all three, m3's session restarts, and the
+	// sessions of m1 and m2, whose peers did not change, stay up.
+	dropped := func(i int) int {
+		t.Helper()
+		out, err := l.vtysh(fmt.Sprintf("show bgp neighbors 198.18.%d.10 json", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n map[string]struct {
+			Dropped int `json:"connectionsDropped"`
+		}
+		if err := json.Unmarshal([]byte(out), &n); err != nil {
+			t.Fatalf("show bgp neighbors json: %v: %q", err, out)
+		}
+		return n[fmt.Sprintf("198.18.%d.10", i)].Dropped
+	}
+	before := []int{dropped(1), dropped(2), dropped(3)}
+	if err := os.WriteFile(cfg, []byte(bgpClusterYAML(masters, "198.19.0.6", "60s")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range procs {
+		if err := c.Process.Signal(syscall.SIGHUP); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.wantNexthops("198.19.0.6", 30*time.Second, 1, 2, 3)
+	l.wantNexthops(bgpAPIVIP, 30*time.Second, 1, 2, 3)
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if got := []int{dropped(1), dropped(2), dropped(3)}; got[0] != before[0] || got[1] != before[1] || got[2] != before[2]+1 {
+			return fmt.Errorf("sessions dropped by the reload (m1, m2, m3): %v before, %v after; want m3's alone", before, got)
+		}
+		return nil
+	})
+	if out, err := execNS(l.nodes[0], "ip", "-4", "addr", "show", "dev", "lo"); err != nil || !strings.Contains(out, "198.19.0.6/32") {
+		t.Errorf("m1's loopback after the reload lacks the new VIP (%v):\n%s", err, out)
+	}
+
 	// A graceful stop of m3: its route is gone once the agent has exited
 	// (the hold timer, 30 s, would take far longer).
 	if err := syscall.Kill(procs[2].Process.Pid, syscall.SIGTERM); err != nil {
@@ -479,6 +527,7 @@ func TestStoryBGP(t *testing.T) {
 	}
 	// bgpd takes a moment to program the kernel after the UPDATE.
 	l.wantNexthops(bgpAPIVIP, 2*time.Second, 1, 2)
+	l.wantNexthops("198.19.0.6", 2*time.Second, 1, 2)
 	if !strings.Contains(logs[2].String(), "bgp: withdrew") {
 		t.Errorf("m3's log has no withdrawal before it exited:\n%s", testutil.Tail(logs[2].String(), 30))
 	}
