@@ -163,6 +163,7 @@ type vipAddrs interface {
 
 // bgpRunner is the node's speaker with its checks and VIP addresses.
 type bgpRunner struct {
+	specMu  sync.Mutex // spec changes on a reload while status reads it
 	spec    *cluster.BGPSpec
 	log     *slog.Logger
 	elig    *bgpEligibility
@@ -199,7 +200,11 @@ func startBGP(log *slog.Logger, clk clock.Clock, spec *cluster.BGPSpec, checks [
 	return r, nil
 }
 
-func (r *bgpRunner) vips() []netif.VIP { return vipsOf(r.spec) }
+func (r *bgpRunner) vips() []netif.VIP {
+	r.specMu.Lock()
+	defer r.specMu.Unlock()
+	return vipsOf(r.spec)
+}
 
 func vipsOf(spec *cluster.BGPSpec) []netif.VIP {
 	var out []netif.VIP
@@ -214,7 +219,7 @@ func vipsOf(spec *cluster.BGPSpec) []netif.VIP {
 // (sessions to unchanged peers stay up), and VIPs no longer announced
 // leave the loopback once withdrawn.
 func (r *bgpRunner) update(clk clock.Clock, spec *cluster.BGPSpec, oldChecks, checks []cluster.CheckSpec, probe func(cluster.CheckSpec) track.Check) error {
-	old := vipsOf(r.spec)
+	old := r.vips()
 	next := vipsOf(spec)
 	for _, v := range next {
 		if !slices.Contains(old, v) {
@@ -233,7 +238,9 @@ func (r *bgpRunner) update(clk clock.Clock, spec *cluster.BGPSpec, oldChecks, ch
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	err := r.speaker.Update(ctx, spec.Config)
+	r.specMu.Lock()
 	r.spec = spec
+	r.specMu.Unlock()
 	for _, v := range old {
 		if !slices.Contains(next, v) {
 			if derr := r.addrs.DelVIP(v); derr != nil {
@@ -331,7 +338,10 @@ func (r *bgpRunner) status() *BGPStatus {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	st, err := r.speaker.Status(ctx)
-	out := &BGPStatus{ASN: r.spec.Config.ASN, RouterID: r.spec.Config.RouterID.String()}
+	r.specMu.Lock()
+	spec := r.spec
+	r.specMu.Unlock()
+	out := &BGPStatus{ASN: spec.Config.ASN, RouterID: spec.Config.RouterID.String()}
 	if err != nil {
 		out.Error = err.Error()
 	}
@@ -340,12 +350,12 @@ func (r *bgpRunner) status() *BGPStatus {
 			BFD: p.BFD, BFDRejected: p.BFDRejected, HeldDown: p.HeldDown, Advertised: p.Advertised})
 	}
 	for _, rt := range st.Routes {
-		out.Routes = append(out.Routes, BGPRouteStatus{Prefix: rt.Prefix.String(), Role: r.spec.Role[rt.Prefix.Addr()],
+		out.Routes = append(out.Routes, BGPRouteStatus{Prefix: rt.Prefix.String(), Role: spec.Role[rt.Prefix.Addr()],
 			Announced: rt.Announced, Reason: rt.Reason})
 	}
 	if len(out.Routes) == 0 { // before the first plan
-		for _, rt := range r.spec.Config.Routes {
-			out.Routes = append(out.Routes, BGPRouteStatus{Prefix: rt.Prefix().String(), Role: r.spec.Role[rt.VIP], Reason: "speaker starting"})
+		for _, rt := range spec.Config.Routes {
+			out.Routes = append(out.Routes, BGPRouteStatus{Prefix: rt.Prefix().String(), Role: spec.Role[rt.VIP], Reason: "speaker starting"})
 		}
 	}
 	return out
