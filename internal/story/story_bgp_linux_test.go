@@ -66,7 +66,11 @@ func bgpClusterYAML(masters int, extraVIP, hold3 string) string {
 		if i == 3 && hold3 != "" {
 			hold = hold3
 		}
-		fmt.Fprintf(&b, "    - {address: 198.18.%d.1, asn: %d, nodes: [m%d], holdTime: %s, keepalive: 10s}\n", i, bgpRouterASN, i, hold)
+		bfd := ""
+		if i == 1 { // m1's session runs BFD with FRR's bfdd
+			bfd = ", bfd: {interval: 100ms, multiplier: 3}"
+		}
+		fmt.Fprintf(&b, "    - {address: 198.18.%d.1, asn: %d, nodes: [m%d], holdTime: %s, keepalive: 10s%s}\n", i, bgpRouterASN, i, hold, bfd)
 	}
 	return b.String()
 }
@@ -76,6 +80,11 @@ func bgpFRRConf(masters int) string {
 	fmt.Fprintf(&b, "log stdout informational\nrouter bgp %d\n bgp router-id 198.18.100.1\n no bgp ebgp-requires-policy\n", bgpRouterASN)
 	for i := 1; i <= masters; i++ {
 		fmt.Fprintf(&b, " neighbor 198.18.%d.10 remote-as %d\n neighbor 198.18.%d.10 timers 10 30\n neighbor 198.18.%d.10 timers connect 1\n", i, bgpNodeASN, i, i)
+		if i == 1 {
+			// update-source: bgpd registers the BFD session with its
+			// source from the start (see internal/bgp's FRR lab).
+			b.WriteString(" neighbor 198.18.1.10 update-source 198.18.1.1\n neighbor 198.18.1.10 bfd profile fast\n")
+		}
 	}
 	b.WriteString(" address-family ipv4 unicast\n  maximum-paths 8\n exit-address-family\n!\n")
 	return b.String()
@@ -226,17 +235,24 @@ func (l *routedLab) startFRR(conf string) {
 		l.t.Fatal(err)
 	}
 	zserv := filepath.Join(l.frrDir, "zserv.api")
-	for _, d := range []string{"zebra", "bgpd"} {
+	for _, d := range []string{"zebra", "bfdd", "bgpd"} {
 		cf := filepath.Join(l.frrDir, d+".conf")
 		body := "log stdout informational\n"
-		if d == "bgpd" {
+		switch d {
+		case "bgpd":
 			body = conf
+		case "bfdd":
+			body += "bfd\n profile fast\n  receive-interval 100\n  transmit-interval 100\n  detect-multiplier 3\n !\n!\n"
+		}
+		args := []string{"-f", cf, "-i", filepath.Join(l.frrDir, d+".pid"), "-z", zserv,
+			"--vty_socket", l.frrDir, "-u", "frr", "-g", "frr", "-P", "0"}
+		if d == "bfdd" {
+			args = append(args, "--bfdctl", filepath.Join(l.frrDir, "bfdd.sock"))
 		}
 		if err := os.WriteFile(cf, []byte(body), 0o644); err != nil {
 			l.t.Fatal(err)
 		}
-		l.start(l.router, l.out, "/usr/lib/frr/"+d, "-f", cf, "-i", filepath.Join(l.frrDir, d+".pid"), "-z", zserv,
-			"--vty_socket", l.frrDir, "-u", "frr", "-g", "frr", "-P", "0")
+		l.start(l.router, l.out, "/usr/lib/frr/"+d, args...)
 		if d == "zebra" {
 			testutil.Eventually(l.t, 10*time.Second, func() error { _, err := os.Stat(zserv); return err })
 		}
@@ -327,7 +343,8 @@ func nodeStatus(bin, ns string) (node.Status, error) {
 }
 
 // TestStoryBGP runs `vipstack node` on three masters, each alone on its
-// subnet behind FRR, with the API (and Ingress) VIPs announced by BGP:
+// subnet behind FRR (m1's session with BFD against FRR's bfdd), with the
+// API (and Ingress) VIPs announced by BGP:
 // the API route is ECMP over the three, a client reaches the API through
 // the VIP, a failing check on one master withdraws its route (and
 // `vipstack status` says why), it comes back when the check passes, and
@@ -335,7 +352,7 @@ func nodeStatus(bin, ns string) (node.Status, error) {
 // whose check fails everywhere (no router runs), is never announced.
 func TestStoryBGP(t *testing.T) {
 	testnet.RequireRoot(t)
-	for _, p := range []string{"/usr/lib/frr/zebra", "/usr/lib/frr/bgpd", "vtysh", "nft"} {
+	for _, p := range []string{"/usr/lib/frr/zebra", "/usr/lib/frr/bgpd", "/usr/lib/frr/bfdd", "vtysh", "nft"} {
 		if _, err := exec.LookPath(p); err != nil {
 			t.Skipf("skipping: %s is not installed (%v); .ci/run installs frr and nftables", p, err)
 		}
@@ -411,8 +428,8 @@ func TestStoryBGP(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if s.BGP == nil || len(s.BGP.Peers) != 1 || s.BGP.Peers[0].Session != "established" {
-			return fmt.Errorf("m1's BGP status: %+v, want its one peer established", s.BGP)
+		if s.BGP == nil || len(s.BGP.Peers) != 1 || s.BGP.Peers[0].Session != "established" || s.BGP.Peers[0].BFD != "up" {
+			return fmt.Errorf("m1's BGP status: %+v, want its one peer established, BFD up", s.BGP)
 		}
 		for _, r := range s.BGP.Routes {
 			switch r.Prefix {
@@ -431,7 +448,7 @@ func TestStoryBGP(t *testing.T) {
 		return nil
 	})
 	if out, err := execNS(l.nodes[0], bin, "status"); err != nil || !strings.Contains(out, "route "+bgpAPIVIP+"/32 (api): announced") ||
-		!strings.Contains(out, "peer 198.18.1.1 AS 64500 (eBGP): established") {
+		!strings.Contains(out, "peer 198.18.1.1 AS 64500 (eBGP): established, 1 routes sent, BFD up") {
 		t.Errorf("vipstack status on m1: %v\n%s", err, out)
 	}
 	if got, _ := l.nexthops("198.18.1.7"); len(got) != 0 {
