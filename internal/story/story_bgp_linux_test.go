@@ -3,31 +3,27 @@
 package story_test
 
 import (
-	"crypto/rand"
 	"crypto/tls"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/vishvananda/netns"
-
 	"github.com/vipstack/vipstack/internal/node"
 	"github.com/vipstack/vipstack/internal/peers"
+	"github.com/vipstack/vipstack/internal/routedlab"
 	"github.com/vipstack/vipstack/internal/syncbuf"
-	"github.com/vipstack/vipstack/internal/testnet"
 	"github.com/vipstack/vipstack/internal/testutil"
 )
 
@@ -90,236 +86,11 @@ func bgpFRRConf(masters int) string {
 	return b.String()
 }
 
-type routedLab struct {
-	t      *testing.T
-	tag    string
-	router string
-	client string
-	nodes  []string
-	dir    string
-	frrDir string
-	out    *syncbuf.Buffer
-}
-
-func ipNS(ns string, args ...string) error {
-	out, err := exec.Command("ip", append([]string{"-n", ns}, args...)...).CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("ip -n %s %s: %v: %s", ns, strings.Join(args, " "), err, out)
-	}
-	return nil
-}
-
-func execNS(ns string, args ...string) (string, error) {
-	out, err := exec.Command("ip", append([]string{"netns", "exec", ns}, args...)...).CombinedOutput()
-	if err != nil {
-		return string(out), fmt.Errorf("%s in %s: %v: %s", strings.Join(args, " "), ns, err, out)
-	}
-	return string(out), nil
-}
-
-// doNS runs f on a locked thread in ns; sockets opened in f stay there.
-func doNS(ns string, f func() error) error {
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		orig, err := netns.Get()
-		if err != nil {
-			errc <- err
-			return
-		}
-		defer orig.Close()
-		h, err := netns.GetFromName(ns)
-		if err != nil {
-			errc <- err
-			return
-		}
-		defer h.Close()
-		if err := netns.Set(h); err != nil {
-			errc <- err
-			return
-		}
-		errc <- f()
-		if netns.Set(orig) == nil {
-			runtime.UnlockOSThread()
-		}
-	}()
-	return <-errc
-}
-
-func newRoutedLab(t *testing.T, masters int) *routedLab {
-	t.Helper()
-	var rb [3]byte
-	if _, err := rand.Read(rb[:]); err != nil {
-		t.Fatal(err)
-	}
-	// Not t.TempDir: FRR drops to the frr user and writes its sockets here.
-	dir, err := os.MkdirTemp("", "vbg2-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o777); err != nil {
-		t.Fatal(err)
-	}
-	l := &routedLab{t: t, tag: "vbg2" + hex.EncodeToString(rb[:]), dir: dir, out: &syncbuf.Buffer{}}
-	l.router, l.client = l.tag+"-r", l.tag+"-c"
-	var all []string
-	t.Cleanup(func() {
-		for _, ns := range all {
-			_ = exec.Command("ip", "netns", "del", ns).Run()
-		}
-	})
-	add := func(ns string) {
-		if out, err := exec.Command("ip", "netns", "add", ns).CombinedOutput(); err != nil {
-			t.Fatalf("netns add %s: %v: %s", ns, err, out)
-		}
-		all = append(all, ns)
-		if err := ipNS(ns, "link", "set", "lo", "up"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	add(l.router)
-	if _, err := execNS(l.router, "sysctl", "-qw", "net.ipv4.ip_forward=1", "net.ipv4.fib_multipath_hash_policy=1"); err != nil {
-		t.Fatal(err)
-	}
-	attach := func(ns, rlink string, i int) {
-		for _, s := range [][]string{
-			{l.router, "link", "add", rlink, "type", "veth", "peer", "name", "eth0", "netns", ns},
-			{l.router, "addr", "add", fmt.Sprintf("198.18.%d.1/24", i), "dev", rlink},
-			{l.router, "link", "set", rlink, "up"},
-			{ns, "addr", "add", fmt.Sprintf("198.18.%d.10/24", i), "dev", "eth0"},
-			{ns, "link", "set", "eth0", "up"},
-			{ns, "route", "add", "default", "via", fmt.Sprintf("198.18.%d.1", i)},
-		} {
-			if err := ipNS(s[0], s[1:]...); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	for i := 1; i <= masters; i++ {
-		ns := fmt.Sprintf("%s-m%d", l.tag, i)
-		add(ns)
-		attach(ns, fmt.Sprintf("m%d", i), i)
-		l.nodes = append(l.nodes, ns)
-	}
-	add(l.client)
-	attach(l.client, "c", 100)
-	return l
-}
-
-// start runs name in ns in its own process group, killed when the test ends.
-func (l *routedLab) start(ns string, out io.Writer, name string, args ...string) (*exec.Cmd, <-chan struct{}) {
-	l.t.Helper()
-	c := exec.Command("ip", append([]string{"netns", "exec", ns, name}, args...)...)
-	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	c.Stdout, c.Stderr = out, out
-	if err := c.Start(); err != nil {
-		l.t.Fatalf("start %s in %s: %v", name, ns, err)
-	}
-	done := make(chan struct{})
-	go func() { _ = c.Wait(); close(done) }()
-	l.t.Cleanup(func() {
-		_ = syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
-		<-done
-	})
-	return c, done
-}
-
-func (l *routedLab) startFRR(conf string) {
-	l.t.Helper()
-	l.frrDir = filepath.Join(l.dir, "frr")
-	if err := os.Mkdir(l.frrDir, 0o777); err != nil {
-		l.t.Fatal(err)
-	}
-	if err := os.Chmod(l.frrDir, 0o777); err != nil {
-		l.t.Fatal(err)
-	}
-	zserv := filepath.Join(l.frrDir, "zserv.api")
-	for _, d := range []string{"zebra", "bfdd", "bgpd"} {
-		cf := filepath.Join(l.frrDir, d+".conf")
-		body := "log stdout informational\n"
-		switch d {
-		case "bgpd":
-			body = conf
-		case "bfdd":
-			body += "bfd\n profile fast\n  receive-interval 100\n  transmit-interval 100\n  detect-multiplier 3\n !\n!\n"
-		}
-		args := []string{"-f", cf, "-i", filepath.Join(l.frrDir, d+".pid"), "-z", zserv,
-			"--vty_socket", l.frrDir, "-u", "frr", "-g", "frr", "-P", "0"}
-		if d == "bfdd" {
-			args = append(args, "--bfdctl", filepath.Join(l.frrDir, "bfdd.sock"))
-		}
-		if err := os.WriteFile(cf, []byte(body), 0o644); err != nil {
-			l.t.Fatal(err)
-		}
-		l.start(l.router, l.out, "/usr/lib/frr/"+d, args...)
-		if d == "zebra" {
-			testutil.Eventually(l.t, 10*time.Second, func() error { _, err := os.Stat(zserv); return err })
-		}
-	}
-}
-
-func (l *routedLab) vtysh(cmd string) (string, error) {
-	return execNS(l.router, "vtysh", "--vty_socket", l.frrDir, "-c", cmd)
-}
-
-// nexthops returns the gateways of the router's kernel route to v that
-// bgpd installed.
-func (l *routedLab) nexthops(v string) ([]string, error) {
-	out, err := exec.Command("ip", "-n", l.router, "-4", "-j", "route", "show", v+"/32").Output()
-	if err != nil {
-		return nil, fmt.Errorf("ip route show %v: %v", v, err)
-	}
-	var rs []struct {
-		Gateway  string `json:"gateway"`
-		Protocol string `json:"protocol"`
-		Nexthops []struct {
-			Gateway string `json:"gateway"`
-		} `json:"nexthops"`
-	}
-	if err := json.Unmarshal(out, &rs); err != nil {
-		return nil, fmt.Errorf("ip route output %q: %v", out, err)
-	}
-	var gws []string
-	for _, r := range rs {
-		if r.Protocol != "bgp" {
-			continue
-		}
-		if r.Gateway != "" {
-			gws = append(gws, r.Gateway)
-		}
-		for _, n := range r.Nexthops {
-			gws = append(gws, n.Gateway)
-		}
-	}
-	slices.Sort(gws)
-	return gws, nil
-}
-
-func (l *routedLab) wantNexthops(v string, timeout time.Duration, masters ...int) {
-	l.t.Helper()
-	var want []string
-	for _, i := range masters {
-		want = append(want, fmt.Sprintf("198.18.%d.10", i))
-	}
-	slices.Sort(want)
-	testutil.Eventually(l.t, timeout, func() error {
-		got, err := l.nexthops(v)
-		if err != nil {
-			return err
-		}
-		if !slices.Equal(got, want) {
-			return fmt.Errorf("the router's route to %s goes via %v, want %v", v, got, want)
-		}
-		return nil
-	})
-}
-
 // serveTLSIn answers HTTPS on addr in ns with body.
 func serveTLSIn(t *testing.T, ns, addr, body string) {
 	t.Helper()
 	var ln net.Listener
-	if err := doNS(ns, func() (err error) { ln, err = net.Listen("tcp", addr); return err }); err != nil {
+	if err := routedlab.Do(ns, func() (err error) { ln, err = net.Listen("tcp", addr); return err }); err != nil {
 		t.Fatal(err)
 	}
 	srv := &httptest.Server{Listener: ln, Config: &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -332,7 +103,7 @@ func serveTLSIn(t *testing.T, ns, addr, body string) {
 // nodeStatus reads `vipstack status -o json` in ns.
 func nodeStatus(bin, ns string) (node.Status, error) {
 	var s node.Status
-	out, err := execNS(ns, bin, "status", "-o", "json")
+	out, err := routedlab.Exec(ns, bin, "status", "-o", "json")
 	if err != nil {
 		return s, err
 	}
@@ -351,20 +122,19 @@ func nodeStatus(bin, ns string) (node.Status, error) {
 // a graceful stop withdraws the route before the agent exits. Ingress,
 // whose check fails everywhere (no router runs), is never announced.
 func TestStoryBGP(t *testing.T) {
-	testnet.RequireRoot(t)
-	for _, p := range []string{"/usr/lib/frr/zebra", "/usr/lib/frr/bgpd", "/usr/lib/frr/bfdd", "vtysh", "nft"} {
-		if _, err := exec.LookPath(p); err != nil {
-			t.Skipf("skipping: %s is not installed (%v); .ci/run installs frr and nftables", p, err)
-		}
+	routedlab.RequireFRR(t)
+	if _, err := exec.LookPath("nft"); err != nil {
+		t.Skipf("skipping: nft is not installed (%v); .ci/run installs nftables", err)
 	}
 	const masters = 3
 	bin, err := peers.BuildVipstack(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := newRoutedLab(t, masters)
-	l.startFRR(bgpFRRConf(masters))
-	cfg := filepath.Join(l.dir, "cluster.yaml")
+	apiVIP, extraVIP := netip.MustParseAddr(bgpAPIVIP), netip.MustParseAddr("198.19.0.6")
+	l := routedlab.New(t, routedlab.Options{Prefix: "vbg2", Nodes: masters})
+	frr := l.StartFRR(t, bgpFRRConf(masters), routedlab.BFDProfileFast)
+	cfg := filepath.Join(l.Dir, "cluster.yaml")
 	if err := os.WriteFile(cfg, []byte(bgpClusterYAML(masters, "", "")), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -372,29 +142,28 @@ func TestStoryBGP(t *testing.T) {
 	procs := make([]*exec.Cmd, masters)
 	exited := make([]<-chan struct{}, masters)
 	for i := range masters {
-		ns := l.nodes[i]
+		ns := l.Nodes[i]
 		serveTLSIn(t, ns, ":6443", fmt.Sprintf("ok from m%d", i+1))
 		logs[i] = &syncbuf.Buffer{}
-		procs[i], exited[i] = l.start(ns, logs[i], bin, "node", "--config", cfg, "--node", fmt.Sprintf("m%d", i+1),
-			"--state-dir", filepath.Join(l.dir, fmt.Sprintf("m%d", i+1)), "--log-level", "debug")
+		procs[i], exited[i] = routedlab.Start(t, ns, logs[i], nil, bin, "node", "--config", cfg, "--node", fmt.Sprintf("m%d", i+1),
+			"--state-dir", filepath.Join(l.Dir, fmt.Sprintf("m%d", i+1)), "--log-level", "debug")
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
 			for i, b := range logs {
 				t.Logf("---- m%d log:\n%s", i+1, testutil.Tail(b.String(), 60))
 			}
-			t.Logf("---- FRR:\n%s", testutil.Tail(l.out.String(), 40))
-			out, _ := l.vtysh("show bgp ipv4 unicast")
+			out, _ := frr.Vtysh("show bgp ipv4 unicast")
 			t.Logf("---- show bgp ipv4 unicast:\n%s", out)
 		}
 	})
 
 	// Every master's checks pass (rise 3 at 2 s): the route is ECMP
 	// over all three.
-	l.wantNexthops(bgpAPIVIP, 60*time.Second, 1, 2, 3)
+	l.WantNexthops(t, apiVIP, 60*time.Second, 1, 2, 3)
 	get := func() (string, error) {
 		var body string
-		err := doNS(l.client, func() error {
+		err := routedlab.Do(l.Client, func() error {
 			conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 2 * time.Second}, "tcp", bgpAPIVIP+":6443", &tls.Config{InsecureSkipVerify: true})
 			if err != nil {
 				return err
@@ -424,7 +193,7 @@ func TestStoryBGP(t *testing.T) {
 	// Status of m1: its peer established, the API route announced with
 	// its checks, the Ingress route not announced with its failing check.
 	testutil.Eventually(t, 10*time.Second, func() error {
-		s, err := nodeStatus(bin, l.nodes[0])
+		s, err := nodeStatus(bin, l.Nodes[0])
 		if err != nil {
 			return err
 		}
@@ -447,11 +216,11 @@ func TestStoryBGP(t *testing.T) {
 		}
 		return nil
 	})
-	if out, err := execNS(l.nodes[0], bin, "status"); err != nil || !strings.Contains(out, "route "+bgpAPIVIP+"/32 (api): announced") ||
+	if out, err := routedlab.Exec(l.Nodes[0], bin, "status"); err != nil || !strings.Contains(out, "route "+bgpAPIVIP+"/32 (api): announced") ||
 		!strings.Contains(out, "peer 198.18.1.1 AS 64500 (eBGP): established, 1 routes sent, BFD up") {
 		t.Errorf("vipstack status on m1: %v\n%s", err, out)
 	}
-	if got, _ := l.nexthops("198.18.1.7"); len(got) != 0 {
+	if got, _ := l.Nexthops(netip.MustParseAddr("198.18.1.7")); len(got) != 0 {
 		t.Errorf("the Ingress VIP, whose check fails on every master, is routed via %v", got)
 	}
 
@@ -465,19 +234,19 @@ func TestStoryBGP(t *testing.T) {
 				{"add", "chain", "inet", "vbg2", "out", "{ type filter hook output priority 0 ; }"},
 				{"add", "rule", "inet", "vbg2", "out", "oifname", "lo", "tcp", "dport", "9445", "reject", "with", "tcp", "reset"},
 			} {
-				if out, err := execNS(ns, append([]string{"nft"}, cmd...)...); err != nil {
+				if out, err := routedlab.Exec(ns, append([]string{"nft"}, cmd...)...); err != nil {
 					t.Fatal(err, out)
 				}
 			}
 			return
 		}
-		if out, err := execNS(ns, "nft", "delete", "table", "inet", "vbg2"); err != nil {
+		if out, err := routedlab.Exec(ns, "nft", "delete", "table", "inet", "vbg2"); err != nil {
 			t.Fatal(err, out)
 		}
 	}
-	block(l.nodes[1], true)
-	l.wantNexthops(bgpAPIVIP, 20*time.Second, 1, 3)
-	s, err := nodeStatus(bin, l.nodes[1])
+	block(l.Nodes[1], true)
+	l.WantNexthops(t, apiVIP, 20*time.Second, 1, 3)
+	s, err := nodeStatus(bin, l.Nodes[1])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -491,15 +260,15 @@ func TestStoryBGP(t *testing.T) {
 			t.Fatalf("client through the API VIP with m2 withdrawn: %v %q", err, body)
 		}
 	}
-	block(l.nodes[1], false)
-	l.wantNexthops(bgpAPIVIP, 30*time.Second, 1, 2, 3)
+	block(l.Nodes[1], false)
+	l.WantNexthops(t, apiVIP, 30*time.Second, 1, 2, 3)
 
 	// A reload adds an API VIP on every master and changes m3's peer: the
 	// new VIP is announced by all three, m3's session restarts, and the
 	// sessions of m1 and m2, whose peers did not change, stay up.
 	dropped := func(i int) int {
 		t.Helper()
-		out, err := l.vtysh(fmt.Sprintf("show bgp neighbors 198.18.%d.10 json", i))
+		out, err := frr.Vtysh(fmt.Sprintf("show bgp neighbors 198.18.%d.10 json", i))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -520,15 +289,15 @@ func TestStoryBGP(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	l.wantNexthops("198.19.0.6", 30*time.Second, 1, 2, 3)
-	l.wantNexthops(bgpAPIVIP, 30*time.Second, 1, 2, 3)
+	l.WantNexthops(t, extraVIP, 30*time.Second, 1, 2, 3)
+	l.WantNexthops(t, apiVIP, 30*time.Second, 1, 2, 3)
 	testutil.Eventually(t, 10*time.Second, func() error {
 		if got := []int{dropped(1), dropped(2), dropped(3)}; got[0] != before[0] || got[1] != before[1] || got[2] != before[2]+1 {
 			return fmt.Errorf("sessions dropped by the reload (m1, m2, m3): %v before, %v after; want m3's alone", before, got)
 		}
 		return nil
 	})
-	if out, err := execNS(l.nodes[0], "ip", "-4", "addr", "show", "dev", "lo"); err != nil || !strings.Contains(out, "198.19.0.6/32") {
+	if out, err := routedlab.Exec(l.Nodes[0], "ip", "-4", "addr", "show", "dev", "lo"); err != nil || !strings.Contains(out, "198.19.0.6/32") {
 		t.Errorf("m1's loopback after the reload lacks the new VIP (%v):\n%s", err, out)
 	}
 
@@ -543,12 +312,12 @@ func TestStoryBGP(t *testing.T) {
 		t.Fatal("m3's agent has not exited 20 s after SIGTERM")
 	}
 	// bgpd takes a moment to program the kernel after the UPDATE.
-	l.wantNexthops(bgpAPIVIP, 2*time.Second, 1, 2)
-	l.wantNexthops("198.19.0.6", 2*time.Second, 1, 2)
+	l.WantNexthops(t, apiVIP, 2*time.Second, 1, 2)
+	l.WantNexthops(t, extraVIP, 2*time.Second, 1, 2)
 	if !strings.Contains(logs[2].String(), "bgp: withdrew") {
 		t.Errorf("m3's log has no withdrawal before it exited:\n%s", testutil.Tail(logs[2].String(), 30))
 	}
-	if out, err := execNS(l.nodes[2], "ip", "-4", "addr", "show", "dev", "lo"); err != nil || strings.Contains(out, bgpAPIVIP) {
+	if out, err := routedlab.Exec(l.Nodes[2], "ip", "-4", "addr", "show", "dev", "lo"); err != nil || strings.Contains(out, bgpAPIVIP) {
 		t.Errorf("m3's loopback after the stop still holds the VIP (%v):\n%s", err, out)
 	}
 }
