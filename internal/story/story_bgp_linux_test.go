@@ -45,7 +45,7 @@ func bgpClusterYAML(masters int, extraVIP, hold3 string) string {
 	if extraVIP != "" {
 		vips += ", " + extraVIP
 	}
-	b.WriteString("name: t1\nbaseDomain: example.com\napiVIPs: [" + vips + "]\ningressVIPs: [198.18.1.7]\nmachineNetworks: [")
+	b.WriteString("name: t1\nbaseDomain: example.com\napiVIPs: [" + vips + "]\ningressVIPs: [198.19.0.7]\nmachineNetworks: [")
 	for i := 1; i <= masters; i++ {
 		if i > 1 {
 			b.WriteString(", ")
@@ -206,7 +206,7 @@ func TestStoryBGP(t *testing.T) {
 				if !r.Announced || !strings.Contains(r.Reason, "chk_ocp_lb ok") {
 					return fmt.Errorf("API route: %+v, want announced with chk_ocp_lb ok", r)
 				}
-			case "198.18.1.7/32":
+			case "198.19.0.7/32":
 				if r.Announced || !strings.Contains(r.Reason, "chk_ingress failing") {
 					return fmt.Errorf("Ingress route: %+v, want not announced, chk_ingress failing", r)
 				}
@@ -220,7 +220,7 @@ func TestStoryBGP(t *testing.T) {
 		!strings.Contains(out, "peer 198.18.1.1 AS 64500 (eBGP): established, 1 routes sent, BFD up") {
 		t.Errorf("vipstack status on m1: %v\n%s", err, out)
 	}
-	if got, _ := l.Nexthops(netip.MustParseAddr("198.18.1.7")); len(got) != 0 {
+	if got, _ := l.Nexthops(netip.MustParseAddr("198.19.0.7")); len(got) != 0 {
 		t.Errorf("the Ingress VIP, whose check fails on every master, is routed via %v", got)
 	}
 
