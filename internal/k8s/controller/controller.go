@@ -109,10 +109,11 @@ type Controller struct {
 	poolState  map[string]poolState
 	foreignSig string
 	lastGood   map[string]lastValid
-	waiting    map[types.NamespacedName]bool // refused for want of an address
-	groups     map[string][]k8s.Instance     // last planned, by group key
-	laidOut    map[string]bool               // groups planned (by us or, per their status, before)
-	extKeys    map[string]bool               // allocator keys of accepted externalIPs
+	waiting    map[types.NamespacedName]bool    // refused for want of an address
+	groups     map[string][]k8s.Instance        // last planned, by group key
+	links      map[string]v1alpha1.VIPGroupSpec // each group's interface and link (linkSpec), by group key
+	laidOut    map[string]bool                  // groups planned (by us or, per their status, before)
+	extKeys    map[string]bool                  // allocator keys of accepted externalIPs
 	// foreign is MetalLB's and kube-vip's configuration as last read;
 	// metallb: MetalLB's CRDs were served at start; reported: the
 	// problems last reported.
@@ -179,6 +180,7 @@ func Setup(mgr manager.Manager, o Options) (*Controller, error) {
 		lastGood:    map[string]lastValid{},
 		waiting:     map[types.NamespacedName]bool{},
 		groups:      map[string][]k8s.Instance{},
+		links:       map[string]v1alpha1.VIPGroupSpec{},
 		laidOut:     map[string]bool{},
 		extKeys:     map[string]bool{},
 		retry:       make(chan event.GenericEvent, 1<<14),
@@ -356,6 +358,7 @@ func (c *Controller) prepare(ctx context.Context) error {
 		}
 		for _, g := range groups.Items {
 			c.groups[g.Namespace+"/"+g.Name] = instancesOf(g.Status.Instances)
+			c.links[g.Namespace+"/"+g.Name] = linkSpec(&g.Spec)
 			if hasCondition(g.Status.Conditions, v1alpha1.ConditionReady) {
 				c.laidOut[g.Namespace+"/"+g.Name] = true
 			}

@@ -306,7 +306,7 @@ const maxNote = 1024
 const sourceAnnotation = "vipstack.io/made-from"
 
 func equalSpec(a, b v1alpha1.VIPGroupSpec) bool {
-	return maps.Equal(a.NodeSelector, b.NodeSelector) && a.Interface == b.Interface && a.Unicast == b.Unicast &&
+	return maps.Equal(a.NodeSelector, b.NodeSelector) && a.Interface == b.Interface && a.Link == b.Link && a.Unicast == b.Unicast &&
 		a.VRRPVersion == b.VRRPVersion && a.AdvertIntervalMilliseconds == b.AdvertIntervalMilliseconds && slices.Equal(a.ExcludedVRIDs, b.ExcludedVRIDs) &&
 		(a.AuthPassSecretRef == nil) == (b.AuthPassSecretRef == nil) && (a.AuthPassSecretRef == nil || *a.AuthPassSecretRef == *b.AuthPassSecretRef)
 }
