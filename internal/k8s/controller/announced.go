@@ -12,9 +12,11 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/vipstack/vipstack/internal/k8s/agent"
@@ -133,7 +135,54 @@ func (c *Controller) servicesOfLease(_ context.Context, o client.Object) []recon
 		c.lastAnnounced = map[string][]netip.Addr{}
 	}
 	c.lastAnnounced[node] = addrs
+	c.watchExpiryLocked(l, node, len(addrs) > 0)
 	return out
+}
+
+// leaseExpiryMargin is how long after a Lease's expiry its timer fires,
+// so that the Lease is expired when the Services are looked at.
+const leaseExpiryMargin = 100 * time.Millisecond
+
+// watchExpiryLocked arms the timer of node's Lease to fire when l expires
+// (announcing: it says the node announces something), or stops it.
+// Each event of the Lease re-arms it, so it fires only for an agent that
+// stopped renewing. c.mu is held.
+func (c *Controller) watchExpiryLocked(l *coordinationv1.Lease, node string, announcing bool) {
+	if t, ok := c.leaseTimers[node]; ok {
+		t.Stop()
+		delete(c.leaseTimers, node)
+	}
+	if !announcing {
+		return
+	}
+	end := l.Spec.RenewTime.Add(time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second)
+	key := client.ObjectKeyFromObject(l)
+	c.leaseTimers[node] = c.clk.AfterFunc(end.Sub(c.clk.Now())+leaseExpiryMargin, func() {
+		ev := event.GenericEvent{Object: &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}}
+		select {
+		case c.leaseExpired <- ev:
+		default:
+			// One entry per node fits unless the queue is stalled; the
+			// Lease's next event looks again.
+			c.log.Warn("the queue of expired agent Leases is full", "lease", key.String())
+		}
+	})
+}
+
+// servicesOfExpiredLease maps the Lease whose timer fired to the Services
+// its node announced, reading the Lease as it is now: renewed since, it
+// re-arms the timer; expired or gone, the node announces nothing.
+func (c *Controller) servicesOfExpiredLease(ctx context.Context, o client.Object) []reconcile.Request {
+	var l coordinationv1.Lease
+	if err := c.client.Get(ctx, client.ObjectKeyFromObject(o), &l); err != nil {
+		if !apierrors.IsNotFound(err) {
+			c.log.Warn("reading an agent's status Lease failed", "lease", client.ObjectKeyFromObject(o).String(), "err", err)
+			return nil
+		}
+		// Gone: as expired (an empty Lease announces nothing).
+		l = coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: o.GetNamespace(), Name: o.GetName()}}
+	}
+	return c.servicesOfLease(ctx, &l)
 }
 
 // announcedCondition says which node announces each of the Service's

@@ -88,6 +88,12 @@ type Controller struct {
 	// lastAnnounced is the addresses each node's agent announced at the
 	// last look at its status Lease (under mu).
 	lastAnnounced map[string][]netip.Addr
+	// leaseTimers fire when an announcing agent's Lease expires unless it
+	// is renewed before (under mu): a killed or cut-off agent writes no
+	// more, so no watch event would say it went silent.
+	leaseTimers map[string]clock.Timer
+	// leaseExpired carries the Leases whose timer fired.
+	leaseExpired chan event.GenericEvent
 	// lastBy is the nodes (comma-separated) that last announced each
 	// address (under mu).
 	lastBy map[netip.Addr]string
@@ -189,6 +195,8 @@ func Setup(mgr manager.Manager, o Options) (*Controller, error) {
 		// lastAnnounced: what each agent's Lease said last (announced.go).
 		lastAnnounced: map[string][]netip.Addr{},
 		lastBy:        map[netip.Addr]string{},
+		leaseTimers:   map[string]clock.Timer{},
+		leaseExpired:  make(chan event.GenericEvent, 1<<10),
 	}
 	c.metallb = !o.NoForeign && hasMetalLB(mgr.GetRESTMapper())
 	c.keepalived = !o.NoKeepalivedOperator && hasKind(mgr.GetRESTMapper(), keepalivedGroupGVK)
@@ -213,6 +221,7 @@ func Setup(mgr manager.Manager, o Options) (*Controller, error) {
 		Watches(&coordinationv1.Lease{}, handler.EnqueueRequestsFromMapFunc(c.servicesOfLease)).
 		Watches(&v1alpha1.VIPGroup{}, handler.EnqueueRequestsFromMapFunc(c.servicesOfGroup)).
 		WatchesRawSource(source.Channel(c.retry, &handler.EnqueueRequestForObject{})).
+		WatchesRawSource(source.Channel(c.leaseExpired, handler.EnqueueRequestsFromMapFunc(c.servicesOfExpiredLease))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: o.Workers}).
 		Complete(reconcile.Func(c.reconcileService))
 	if err != nil {
