@@ -46,12 +46,12 @@
 // auto-assigning 198.18.16.0/22; or an IPAddressPool of that block and an
 // L2Advertisement), and -services LoadBalancer Services whose status
 // already shows the address it gave (OpenShift's also in
-// spec.externalIPs; never .0 or .255). Then the controller and the agents
-// start; printed: per address, the time from the controller's start until
-// it answers ARP from the client (which starts asking once every node is
-// master of its own instance), and how many Services' addresses changed
-// once the controller has looked at every one (PASS: every address
-// answers and none changed).
+// spec.externalIPs, and never the block's network or broadcast address).
+// Then the controller and the agents start; printed: per address, the
+// time from the controller's start until it answers ARP from the client
+// (which starts asking once every node is master of its own instance),
+// and how many Services' addresses changed once the controller has looked
+// at every one (PASS: every address answers and none changed).
 //
 // -markdown FILE writes the results into the scenario's block of FILE
 // (k8s, k8s-default-pool, k8s-from-keepalived, k8s-from-metallb; the

@@ -45,8 +45,8 @@ const (
 var scenarios = []string{scenarioAnnotated, scenarioDefaultPool, scenarioFromKeepalived, scenarioFromMetalLB}
 
 // keepalivedMax is how many addresses OpenShift could auto-assign from
-// the block (no .0 or .255).
-const keepalivedMax = 1016
+// the block (not its network and broadcast addresses).
+const keepalivedMax = 1022
 
 // labPool is the lab's own IPPool in the migration scenarios, away from
 // the block the other load balancer's addresses come from.
@@ -72,20 +72,18 @@ func blockName(s string) string {
 }
 
 // leftAddr is the address the other load balancer gave Service i: the
-// block's addresses in order, skipping those ending in .0 and .255 when
-// skipEnds (OpenShift's auto-assignment never gives them; MetalLB does,
-// unless its pool says avoidBuggyIPs).
+// block's addresses in order, without its network and broadcast
+// addresses when skipEnds (OpenShift's auto-assignment never gives them;
+// MetalLB does, unless its pool says avoidBuggyIPs).
 func leftAddr(i int, skipEnds bool) netip.Addr {
 	a := netip.MustParsePrefix(poolBlock).Addr()
-	for n := 0; ; a = a.Next() {
-		if last := a.As4()[3]; skipEnds && (last == 0 || last == 255) {
-			continue
-		}
-		if n == i {
-			return a
-		}
-		n++
+	if skipEnds {
+		a = a.Next()
 	}
+	for range i {
+		a = a.Next()
+	}
+	return a
 }
 
 // leftBehind returns the lab's Before hook for a migration scenario: the

@@ -14,8 +14,8 @@ func TestLeftAddr(t *testing.T) {
 		{i: 0, want: "198.18.16.0"},
 		{i: 1023, want: "198.18.19.255"},
 		{i: 0, skipEnds: true, want: "198.18.16.1"},
-		{i: 253, skipEnds: true, want: "198.18.16.254"},
-		{i: 254, skipEnds: true, want: "198.18.17.1"},
+		{i: 254, skipEnds: true, want: "198.18.16.255"},
+		{i: 255, skipEnds: true, want: "198.18.17.0"},
 		{i: keepalivedMax - 1, skipEnds: true, want: "198.18.19.254"},
 	}
 	for _, tt := range tests {

@@ -61,7 +61,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if *scen == scenarioFromKeepalived && *n > keepalivedMax {
-		fmt.Fprintf(stderr, "bench/k8s: -services %d with -scenario %s: want at most %d (OpenShift gives no address ending in .0 or .255 of %s)\n", *n, *scen, keepalivedMax, poolBlock)
+		fmt.Fprintf(stderr, "bench/k8s: -services %d with -scenario %s: want at most %d (OpenShift gives neither the network nor the broadcast address of %s)\n", *n, *scen, keepalivedMax, poolBlock)
 		return 2
 	}
 	if *warm > 0 && migrating(*scen) {
