@@ -56,6 +56,11 @@ type Options struct {
 	MetalLBNamespace string
 	// NoForeign turns off reading MetalLB's and kube-vip's configuration.
 	NoForeign bool
+	// ForeignCRDRecheck is how often the controller asks the API server
+	// whether MetalLB's CRDs are served, while they are not (default
+	// ForeignCRDRecheck): installed after the controller started, they
+	// are read from then on without a restart.
+	ForeignCRDRecheck time.Duration
 	// NoKeepalivedOperator turns off reading the keepalived-operator's
 	// KeepalivedGroups and OpenShift's Network (externalIP CIDRs).
 	NoKeepalivedOperator bool
@@ -136,7 +141,10 @@ type Controller struct {
 
 	retry       chan event.GenericEvent
 	foreignKick chan event.GenericEvent // starts the foreign reconciler once
-	m           *metrics
+	// foreignCtl is the reconciler of foreign objects (nil: none), which
+	// gets MetalLB's kinds to watch when they appear (awaitMetalLB).
+	foreignCtl controller.Controller
+	m          *metrics
 }
 
 // Setup registers the controller's three reconcilers (Services, VIPGroups,
@@ -154,6 +162,9 @@ func Setup(mgr manager.Manager, o Options) (*Controller, error) {
 	}
 	if o.Namespace == "" {
 		o.Namespace = k8s.DefaultNamespace
+	}
+	if o.ForeignCRDRecheck <= 0 {
+		o.ForeignCRDRecheck = ForeignCRDRecheck
 	}
 	if o.PasswordRecheck <= 0 {
 		o.PasswordRecheck = PasswordRecheck
@@ -277,10 +288,19 @@ func Setup(mgr manager.Manager, o Options) (*Controller, error) {
 			u.SetGroupVersionKind(gvk)
 			b = b.Watches(u, one)
 		}
-		if err := b.Complete(reconcile.Func(c.reconcileForeign)); err != nil {
+		fc, err := b.Build(reconcile.Func(c.reconcileForeign))
+		if err != nil {
 			return nil, fmt.Errorf("controller of MetalLB's, kube-vip's and keepalived-operator's objects: %w", err)
 		}
+		c.foreignCtl = fc
 		c.foreignKick <- event.GenericEvent{Object: &corev1.ConfigMap{}}
+		if !o.NoForeign && !c.metallb {
+			if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+				return c.awaitMetalLB(ctx, mgr, one)
+			})); err != nil {
+				return nil, fmt.Errorf("the check for MetalLB's CRDs: %w", err)
+			}
+		}
 	}
 	return c, nil
 }
@@ -329,23 +349,8 @@ func (c *Controller) prepare(ctx context.Context) error {
 					}
 					n++
 				}
-			} else if c.isOurLB(s) && allocCond == nil {
-				// (InPool includes OpenShift's pools, whose addresses
-				// Services with the keepalived-operator's annotation show.)
-				for _, ing := range s.Status.LoadBalancer.Ingress {
-					a, err := netip.ParseAddr(ing.IP)
-					if err != nil {
-						continue
-					}
-					if _, ok := c.foreign.InPool(a); !ok {
-						continue
-					}
-					if err := c.alloc.Reserve(key, a); err != nil {
-						c.log.Info("rebuild: address another load balancer gave is shown twice (shared, or a conflict); the older Service holds it", "service", key, "err", err)
-						continue
-					}
-					n++
-				}
+			} else {
+				n += c.reserveForeignLocked(s, c.foreign)
 			}
 			if cond := findCondition(s.Status.Conditions, v1alpha1.ServiceConditionExternalIPs); cond != nil && cond.Status == "True" {
 				// What the condition allowed (and the agents hold), not
@@ -376,6 +381,38 @@ func (c *Controller) prepare(ctx context.Context) error {
 		c.log.Info("rebuilt from the API", "services", len(svcs), "addresses", n, "groups", len(groups.Items))
 	}
 	return c.syncPoolsLocked(ctx)
+}
+
+// reserveForeignLocked reserves for s, a load balancer of ours that the
+// controller never allocated (no condition of ours), the addresses its
+// status shows that lie in a pool of foreign's: another load balancer
+// gave them, and s keeps them. It returns how many. c.mu is held.
+func (c *Controller) reserveForeignLocked(s *corev1.Service, foreign compat.Config) int {
+	if !c.isOurLB(s) || findCondition(s.Status.Conditions, v1alpha1.ServiceConditionAllocated) != nil {
+		return 0
+	}
+	key := s.Namespace + "/" + s.Name
+	n := 0
+	// (InPool includes OpenShift's pools, whose addresses Services with
+	// the keepalived-operator's annotation show.)
+	for _, ing := range s.Status.LoadBalancer.Ingress {
+		a, err := netip.ParseAddr(ing.IP)
+		if err != nil {
+			continue
+		}
+		if _, ok := foreign.InPool(a); !ok {
+			continue
+		}
+		if owner, held := c.alloc.Owner(a); held && owner == key {
+			continue
+		}
+		if err := c.alloc.Reserve(key, a); err != nil {
+			c.log.Info("address another load balancer gave is shown twice (shared, or a conflict); the older Service holds it", "service", key, "err", err)
+			continue
+		}
+		n++
+	}
+	return n
 }
 
 // syncPoolsLocked applies the IPPools when they changed. c.mu is held.
