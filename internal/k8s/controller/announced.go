@@ -35,16 +35,29 @@ const (
 // Lease that is not an agent's, cannot be read, or was not renewed in its
 // duration (a silent agent).
 func leaseAnnounces(l *coordinationv1.Lease, now time.Time) (node string, addrs []netip.Addr, ok bool) {
+	node, addrs, ok = parseLease(l)
+	if !ok || !leaseLive(l, now) {
+		return node, nil, false
+	}
+	return node, addrs, true
+}
+
+// leaseLive says whether l was renewed within its duration.
+func leaseLive(l *coordinationv1.Lease, now time.Time) bool {
+	return l.Spec.RenewTime != nil && l.Spec.LeaseDurationSeconds != nil &&
+		now.Sub(l.Spec.RenewTime.Time) <= time.Duration(*l.Spec.LeaseDurationSeconds)*time.Second
+}
+
+// parseLease reads the node and the addresses it announces from an
+// agent's status Lease, whether or not it is live; ok false for a Lease
+// that is not an agent's or cannot be read.
+func parseLease(l *coordinationv1.Lease) (node string, addrs []netip.Addr, ok bool) {
 	name, isAgent := strings.CutPrefix(l.Name, agent.LeasePrefix)
 	if !isAgent {
 		return "", nil, false
 	}
 	var p agent.Published
 	if err := json.Unmarshal([]byte(l.Annotations[agent.StatusAnnotation]), &p); err != nil {
-		return name, nil, false
-	}
-	if l.Spec.RenewTime == nil || l.Spec.LeaseDurationSeconds == nil ||
-		now.Sub(l.Spec.RenewTime.Time) > time.Duration(*l.Spec.LeaseDurationSeconds)*time.Second {
 		return name, nil, false
 	}
 	for _, in := range p.Instances {
@@ -66,6 +79,31 @@ func leaseAnnounces(l *coordinationv1.Lease, now time.Time) (node string, addrs 
 	return name, addrs, true
 }
 
+// parsedLease is what parseLease read of one version of a Lease.
+type parsedLease struct {
+	version string // resourceVersion
+	node    string
+	addrs   []netip.Addr
+	ok      bool
+}
+
+// cachedLease is parseLease of l, read once per version of the Lease:
+// every Service's reconcile looks at every agent's Lease, whose status
+// lists every address the node holds.
+func (c *Controller) cachedLease(l *coordinationv1.Lease) (node string, addrs []netip.Addr, ok bool) {
+	c.leaseMu.Lock()
+	p, hit := c.parsed[l.Name]
+	c.leaseMu.Unlock()
+	if hit && p.version == l.ResourceVersion && l.ResourceVersion != "" {
+		return p.node, p.addrs, p.ok
+	}
+	node, addrs, ok = parseLease(l)
+	c.leaseMu.Lock()
+	c.parsed[l.Name] = parsedLease{version: l.ResourceVersion, node: node, addrs: addrs, ok: ok}
+	c.leaseMu.Unlock()
+	return node, addrs, ok
+}
+
 // announcers reads every agent's status Lease (from the cache: the
 // release namespace, label agent.LeaseLabel) and returns the nodes that
 // announce each address.
@@ -81,8 +119,8 @@ func (c *Controller) announcers(ctx context.Context) (by map[netip.Addr][]string
 	now := c.clk.Now()
 	for i := range leases.Items {
 		l := &leases.Items[i]
-		node, addrs, ok := leaseAnnounces(l, now)
-		if !ok {
+		node, addrs, ok := c.cachedLease(l)
+		if !ok || !leaseLive(l, now) {
 			continue
 		}
 		if len(addrs) > 0 {
@@ -103,8 +141,11 @@ func (c *Controller) announcers(ctx context.Context) (by map[netip.Addr][]string
 	return out, expires, nil
 }
 
-// servicesOfLease maps an agent's Lease to the Services whose addresses
-// its node announces now or announced at its last look.
+// servicesOfLease maps an agent's Lease to the Services of the addresses
+// its node started or stopped announcing since its last look: only their
+// condition can change. (A Lease is renewed every few seconds, and during
+// a burst of new Services each agent's changes every second: looking
+// again at every Service its node announces swamped the queue.)
 func (c *Controller) servicesOfLease(_ context.Context, o client.Object) []reconcile.Request {
 	l, ok := o.(*coordinationv1.Lease)
 	if !ok {
@@ -121,7 +162,7 @@ func (c *Controller) servicesOfLease(_ context.Context, o client.Object) []recon
 	defer c.mu.Unlock()
 	seen := map[string]bool{}
 	var out []reconcile.Request
-	for _, a := range append(slices.Clone(addrs), c.lastAnnounced[node]...) {
+	for _, a := range changedAddrs(c.lastAnnounced[node], addrs) {
 		owner, held := c.alloc.Owner(a)
 		owner = strings.TrimSuffix(owner, extKey(""))
 		if !held || seen[owner] {
@@ -136,6 +177,31 @@ func (c *Controller) servicesOfLease(_ context.Context, o client.Object) []recon
 	}
 	c.lastAnnounced[node] = addrs
 	c.watchExpiryLocked(l, node, len(addrs) > 0)
+	return out
+}
+
+// changedAddrs returns the addresses in one of was and now but not in
+// the other.
+func changedAddrs(was, now []netip.Addr) []netip.Addr {
+	in := func(as []netip.Addr) map[netip.Addr]bool {
+		m := make(map[netip.Addr]bool, len(as))
+		for _, a := range as {
+			m[a] = true
+		}
+		return m
+	}
+	inWas, inNow := in(was), in(now)
+	var out []netip.Addr
+	for _, a := range now {
+		if !inWas[a] {
+			out = append(out, a)
+		}
+	}
+	for _, a := range was {
+		if !inNow[a] {
+			out = append(out, a)
+		}
+	}
 	return out
 }
 

@@ -97,6 +97,9 @@ type Controller struct {
 	// is renewed before (under mu): a killed or cut-off agent writes no
 	// more, so no watch event would say it went silent.
 	leaseTimers map[string]clock.Timer
+	// leaseMu guards parsed: each agent Lease's last version as read.
+	leaseMu sync.Mutex
+	parsed  map[string]parsedLease
 	// leaseExpired carries the Leases whose timer fired.
 	leaseExpired chan event.GenericEvent
 	// lastBy is the nodes (comma-separated) that last announced each
@@ -207,6 +210,7 @@ func Setup(mgr manager.Manager, o Options) (*Controller, error) {
 		lastAnnounced: map[string][]netip.Addr{},
 		lastBy:        map[netip.Addr]string{},
 		leaseTimers:   map[string]clock.Timer{},
+		parsed:        map[string]parsedLease{},
 		leaseExpired:  make(chan event.GenericEvent, 1<<10),
 	}
 	c.metallb = !o.NoForeign && hasMetalLB(mgr.GetRESTMapper())
