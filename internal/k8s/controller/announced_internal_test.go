@@ -2,6 +2,7 @@ package controller
 
 import (
 	"net/netip"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -46,5 +47,31 @@ func TestAnnouncedCondition(t *testing.T) {
 			t.Errorf("step %d: move %q, want %q", i, move, st.move)
 		}
 		old = &c
+	}
+}
+
+func TestChangedAddrs(t *testing.T) {
+	a := func(s ...string) []netip.Addr {
+		var out []netip.Addr
+		for _, x := range s {
+			out = append(out, netip.MustParseAddr(x))
+		}
+		return out
+	}
+	tests := []struct {
+		name          string
+		was, now, out []netip.Addr
+	}{
+		{name: "renewed, nothing changed", was: a("198.18.0.1", "198.18.0.2"), now: a("198.18.0.2", "198.18.0.1")},
+		{name: "first look", now: a("198.18.0.1"), out: a("198.18.0.1")},
+		{name: "one more, one less", was: a("198.18.0.1", "198.18.0.2"), now: a("198.18.0.2", "198.18.0.3"), out: a("198.18.0.3", "198.18.0.1")},
+		{name: "silent", was: a("198.18.0.1", "fd00::1"), out: a("198.18.0.1", "fd00::1")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := changedAddrs(tt.was, tt.now); !slices.Equal(got, tt.out) {
+				t.Errorf("changedAddrs(%v, %v) = %v, want %v", tt.was, tt.now, got, tt.out)
+			}
+		})
 	}
 }
