@@ -10,8 +10,11 @@
 // comment anywhere outside quotes, weak "double" and strong 'single'
 // quoting and backslash escapes (\<space> \# \\ \' \" \t \n \r \xHH) as
 // haproxy's own line parser does. A section starts at one of the section
-// keywords and runs to the next. Environment variables ("$VAR" inside
-// double quotes) and conditional blocks (.if, .endif, ...) are rejected.
+// keywords and runs to the next. Inside double quotes, $NAME, ${NAME},
+// ${NAME-DEFAULT} and ${NAME[*]} expand environment variables and the
+// pseudo-variables .FILE, .LINE and .SECTION as haproxy 2.6 does (env.go;
+// Options.LookupEnv, SystemEnv); outside them a dollar sign is itself.
+// Conditional blocks (.if, .endif, ...) are rejected.
 //
 // # Supported subset
 //

@@ -29,7 +29,7 @@ func Load(path string) (*lbconfig.Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load haproxy config %s: %w", path, err)
 	}
-	return ParseWith(path, data, Options{LookupHost: systemLookup})
+	return ParseWith(path, data, Options{LookupHost: systemLookup, LookupEnv: SystemEnv})
 }
 
 // resolveTimeout bounds each host name's resolution at load.
@@ -55,6 +55,10 @@ type Options struct {
 	// it returns is used, as haproxy uses getaddrinfo's first); nil
 	// rejects host names other than localhost.
 	LookupHost func(host string) ([]netip.Addr, error)
+	// LookupEnv returns the value of a variable that a double-quoted
+	// "$NAME" or "${NAME}" names (SystemEnv: the process's environment,
+	// as haproxy reads it); nil: no variable is set.
+	LookupEnv func(name string) (value string, ok bool)
 }
 
 // Parse is ParseWith without a resolver.
@@ -81,7 +85,7 @@ func ParseWith(name string, data []byte, opts Options) (*lbconfig.Config, error)
 		opts:  opts,
 	}
 	p.defaultsServer = lbconfig.Server{Verify: true}
-	for _, l := range splitLines(name, data, errs) {
+	for _, l := range splitLines(name, data, opts.LookupEnv, errs) {
 		p.line(l)
 	}
 	p.endSection()
