@@ -27,7 +27,9 @@
 //     by `vipstack lb`, internal/lbproc); ca-base, crt-base,
 //     ssl-default-bind-* and ssl-default-server-* (applied to ssl binds
 //     and servers at the file's end, read only if one exists: tls.go); chroot
-//     (applied by `vipstack lb`). global may appear anywhere. docs/haproxy-cfg.md has the
+//     (applied by `vipstack lb`); tune.bufsize and tune.maxrewrite
+//     (lbconfig.Config.HeadLimits), tune.maxaccept (no effect: tune.go).
+//     global may appear anywhere. docs/haproxy-cfg.md has the
 //     whole list with each directive's effect.
 //   - defaults (one section, before any proxy, optionally named): maxconn,
 //     mode tcp|http, log TARGET ..., log global, no log, log-format "FORMAT", option

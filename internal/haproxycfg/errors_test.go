@@ -318,8 +318,8 @@ func TestParseErrors(t *testing.T) {
 		},
 		{
 			name:    "unsupported global keyword",
-			conf:    func(t *testing.T) string { return "global\n  tune.bufsize 32768\n" + base },
-			want:    `h.cfg:2: keyword "tune.bufsize" in global is not supported by vipstack (supported: ` + globalKeywords + `)`,
+			conf:    func(t *testing.T) string { return "global\n  tune.h2.max-concurrent-streams 50\n" + base },
+			want:    `h.cfg:2: keyword "tune.h2.max-concurrent-streams" in global is not supported by vipstack (supported: ` + globalKeywords + `)`,
 			haproxy: haproxyAccepts,
 		},
 		{

@@ -130,7 +130,7 @@ func commas(list string) string { return strings.Join(strings.Fields(list), ", "
 
 // Keywords each section accepts, for error messages.
 const (
-	globalKeywords   = "ca-base, chroot, crt-base, daemon, gid, group, hard-stop-after, log, log-send-hostname, log-tag, maxconn, nbthread, pidfile, server-state-file, spread-checks, ssl-default-bind-*, ssl-default-server-*, stats socket, stats timeout, tune.ssl.default-dh-param, uid, ulimit-n, user"
+	globalKeywords   = "ca-base, chroot, crt-base, daemon, gid, group, hard-stop-after, log, log-send-hostname, log-tag, maxconn, nbthread, pidfile, server-state-file, spread-checks, ssl-default-bind-*, ssl-default-server-*, stats socket, stats timeout, tune.bufsize, tune.maxaccept, tune.maxrewrite, tune.ssl.default-dh-param, uid, ulimit-n, user"
 	defaultsKeywords = "balance, default-server, errorfile, log, log-format, maxconn, mode, no log, option dontlognull, option forwardfor, option http-keep-alive, option http-server-close, option httpclose, option httplog, option redispatch, option tcplog, retries, timeout, " + moreProxyOptions + ", option allbackups"
 	frontendKeywords = "bind, default_backend, log, log-format, maxconn, mode, no log, option tcplog, timeout, " + moreProxyOptions
 	listenKeywords   = "balance, bind, default-server, http-check expect status, log, log-format, mode, monitor-uri, no log, option dontlognull, option httpchk, option log-health-checks, option redispatch, option ssl-hello-chk, option tcp-check, option tcplog, server, stats auth, stats enable, stats hide-version, stats refresh, stats uri, tcp-check, " +
@@ -734,7 +734,7 @@ func (p *parser) global(l line) {
 			p.cfg.LogTag = args[0]
 		}
 	default:
-		if !p.moreGlobal(l, kw) {
+		if !p.moreGlobal(l, kw) && !p.tune(l, kw) {
 			p.unsupported(l, globalKeywords)
 		}
 	}

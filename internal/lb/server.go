@@ -35,6 +35,7 @@ type checkConf struct {
 	port                 int
 	fastInter, downInter time.Duration
 	spread               int
+	bufSize              int // tune.bufsize: what an answer's check reads
 	mysql                lbconfig.MySQLCheck
 	mysqlOn              bool
 	// srvTLS is the server's TLS settings (ssl, ca-file, sni, ...) for
@@ -67,7 +68,7 @@ func tcpCheckKey(rules []lbconfig.TCPCheckRule) string {
 func tcpScript(conf checkConf, addr netip.AddrPort, tlsConf *tls.Config) healthcheck.TCPScript {
 	var rules []lbconfig.TCPCheckRule
 	_ = json.Unmarshal([]byte(conf.tcpCheck), &rules) // written by tcpCheckKey
-	p := healthcheck.TCPScript{Addr: addr, TLS: tlsConf}
+	p := healthcheck.TCPScript{Addr: addr, TLS: tlsConf, BufSize: conf.bufSize}
 	for _, r := range rules {
 		switch {
 		case r.Connect && r.Port != 0:
@@ -302,7 +303,7 @@ func (s *server) startCheckLocked(conf checkConf) {
 		if conf.http.ExpectStatus == "" {
 			expect = nil
 		}
-		prober = healthcheck.HTTP{Addr: addr, Method: conf.http.Method, URI: conf.http.URI, Version: conf.http.Version, TLS: tlsConf, ExpectStatus: expect}
+		prober = healthcheck.HTTP{Addr: addr, Method: conf.http.Method, URI: conf.http.URI, Version: conf.http.Version, TLS: tlsConf, ExpectStatus: expect, BufSize: conf.bufSize}
 	case conf.tcpCheck != "":
 		prober = tcpScript(conf, addr, tlsConf)
 	case conf.sslHello:

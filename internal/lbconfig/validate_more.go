@@ -43,6 +43,12 @@ func (v *validator) more() {
 	if c.UlimitN < 0 {
 		v.fail(v.pos(ItemKey("global", "ulimit-n")), "global", "ulimit-n", "ulimit-n %d is negative (accepted: 1 or more, or 0 to keep the limit)", c.UlimitN)
 	}
+	if c.BufSize != 0 && (c.BufSize < MinBufSize || c.BufSize > MaxBufSize) {
+		v.fail(v.pos(ItemKey("global", "tune.bufsize")), "global", "tune.bufsize", "tune.bufsize %d is out of range (accepted: %d..%d bytes, or 0 for %d)", c.BufSize, MinBufSize, MaxBufSize, DefaultBufSize)
+	}
+	if c.MaxRewrite != nil && (*c.MaxRewrite < 0 || *c.MaxRewrite > MaxBufSize) {
+		v.fail(v.pos(ItemKey("global", "tune.maxrewrite")), "global", "tune.maxrewrite", "tune.maxrewrite %d is out of range (accepted: 0..%d bytes)", *c.MaxRewrite, MaxBufSize)
+	}
 	if c.SpreadChecks < 0 || c.SpreadChecks > 50 {
 		v.fail(v.pos(ItemKey("global", "spread-checks")), "global", "spread-checks", "spread-checks %d is out of range (accepted: 0..50)", c.SpreadChecks)
 	}

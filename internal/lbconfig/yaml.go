@@ -31,6 +31,8 @@ type yamlConfig struct {
 	Stats         []yamlStats    `yaml:"stats,omitempty"`
 	StatsSockets  []yamlSocket   `yaml:"statsSockets,omitempty"`
 	LogTag        string         `yaml:"logTag,omitempty"`
+	BufSize       int            `yaml:"bufSize,omitempty"`
+	MaxRewrite    *int           `yaml:"maxRewrite,omitempty"`
 }
 
 // yamlSocket is a stats socket: address is a file path (a Unix socket) or
@@ -393,6 +395,8 @@ func (y *yamlConfig) config(src map[string]string) (*Config, []error) {
 	c := &Config{
 		MaxConn:       y.MaxConn,
 		GlobalMaxConn: y.GlobalMaxConn,
+		BufSize:       y.BufSize,
+		MaxRewrite:    y.MaxRewrite,
 		Timeouts: Timeouts{
 			Connect: time.Duration(y.Timeouts.Connect), Client: time.Duration(y.Timeouts.Client),
 			Server: time.Duration(y.Timeouts.Server), Tunnel: time.Duration(y.Timeouts.Tunnel),
@@ -642,6 +646,8 @@ func FormatYAML(c *Config) ([]byte, error) {
 	y := yamlConfig{
 		MaxConn:       c.MaxConn,
 		GlobalMaxConn: c.GlobalMaxConn,
+		BufSize:       c.BufSize,
+		MaxRewrite:    c.MaxRewrite,
 		Timeouts: yamlTimeouts{
 			Connect: duration(c.Timeouts.Connect), Client: duration(c.Timeouts.Client),
 			Server: duration(c.Timeouts.Server), Tunnel: duration(c.Timeouts.Tunnel),

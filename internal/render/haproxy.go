@@ -57,6 +57,12 @@ func HAProxyCfg(cfg *lbconfig.Config) ([]byte, error) {
 	if cfg.GlobalMaxConn > 0 {
 		w(true, "maxconn", strconv.Itoa(cfg.GlobalMaxConn))
 	}
+	if cfg.BufSize > 0 {
+		w(true, "tune.bufsize", strconv.Itoa(cfg.BufSize))
+	}
+	if cfg.MaxRewrite != nil {
+		w(true, "tune.maxrewrite", strconv.Itoa(*cfg.MaxRewrite))
+	}
 	w(false, "defaults")
 	if cfg.MaxConn > 0 {
 		w(true, "maxconn", strconv.Itoa(cfg.MaxConn))
