@@ -30,6 +30,10 @@ type Config struct {
 	// proxies in this order (the stats page's iid). Empty means the order
 	// of ProxyOrder.
 	Proxies []string
+	// ProxyIDs are the sections' own numbers (haproxy's `id N` in a
+	// frontend, backend or listen), by the keys of Proxies; the others
+	// are numbered around them (ProxyNumbers).
+	ProxyIDs map[string]int
 	// StatsSocket is set by `stats socket` in global: haproxy then gives the
 	// socket's CLI proxy the first proxy number and the sections start at 2.
 	// Validate sets it when StatsSockets has any.
@@ -503,4 +507,36 @@ func (c *Config) HeadLimits() (raw, htx int) {
 	}
 	rewrite = min(rewrite, raw/2)
 	return raw, raw - rewrite - htxOverhead
+}
+
+// ProxyNumbers numbers the sections of ProxyOrder as haproxy 2.6 does
+// (its proxy uuid, the stats page's iid): a counter starts at 1, or 2 when
+// a stats socket's proxy takes 1, and moves one per section; a section
+// with its own id (ProxyIDs) keeps it, another takes the smallest number
+// from the counter on that no section holds. Measured: with a stats
+// socket, frontends fe and fe2 and backends be1 (id 1), be2, be3 (id 3)
+// and a listen (id 100) in that order get 2, 1, 4, 3, 100 and 7.
+func (c *Config) ProxyNumbers() map[string]int {
+	used := map[int]bool{}
+	for _, id := range c.ProxyIDs {
+		used[id] = true
+	}
+	out := map[string]int{}
+	next := 1
+	if c.StatsSocket {
+		next = 2
+	}
+	for _, k := range c.ProxyOrder() {
+		if id, ok := c.ProxyIDs[k]; ok {
+			out[k] = id
+		} else {
+			for used[next] {
+				next++
+			}
+			out[k] = next
+			used[next] = true
+		}
+		next++
+	}
+	return out
 }

@@ -33,6 +33,8 @@ type yamlConfig struct {
 	LogTag        string         `yaml:"logTag,omitempty"`
 	BufSize       int            `yaml:"bufSize,omitempty"`
 	MaxRewrite    *int           `yaml:"maxRewrite,omitempty"`
+	// ProxyIDs are the sections' ids by key ("backend NAME").
+	ProxyIDs map[string]int `yaml:"proxyIDs,omitempty"`
 }
 
 // yamlSocket is a stats socket: address is a file path (a Unix socket) or
@@ -397,6 +399,7 @@ func (y *yamlConfig) config(src map[string]string) (*Config, []error) {
 		GlobalMaxConn: y.GlobalMaxConn,
 		BufSize:       y.BufSize,
 		MaxRewrite:    y.MaxRewrite,
+		ProxyIDs:      y.ProxyIDs,
 		Timeouts: Timeouts{
 			Connect: time.Duration(y.Timeouts.Connect), Client: time.Duration(y.Timeouts.Client),
 			Server: time.Duration(y.Timeouts.Server), Tunnel: time.Duration(y.Timeouts.Tunnel),
@@ -648,6 +651,7 @@ func FormatYAML(c *Config) ([]byte, error) {
 		GlobalMaxConn: c.GlobalMaxConn,
 		BufSize:       c.BufSize,
 		MaxRewrite:    c.MaxRewrite,
+		ProxyIDs:      c.ProxyIDs,
 		Timeouts: yamlTimeouts{
 			Connect: duration(c.Timeouts.Connect), Client: duration(c.Timeouts.Client),
 			Server: duration(c.Timeouts.Server), Tunnel: duration(c.Timeouts.Tunnel),
