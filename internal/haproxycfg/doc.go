@@ -43,11 +43,13 @@
 //     log ..., log global, no log, log-format "FORMAT", option tcplog,
 //     mode tcp|http; in mode http also (http.go) acl, use_backend,
 //     http-request set-header | add-header | del-header | set-path | deny |
-//     allow | redirect, redirect, option forwardfor, option httplog,
+//     allow | redirect | set-var(txn.NAME), redirect, option forwardfor,
+//     option httplog,
 //     option http-server-close | httpclose | http-keep-alive, errorfile,
 //     stats enable | uri | auth | refresh | hide-version
 //     (lbconfig.HTTPFrontend; docs/haproxy-cfg.md lists the criteria and
-//     actions).
+//     actions). id N in frontends, backends and listens numbers the
+//     section on the stats page (ids.go, lbconfig.Config.ProxyNumbers).
 //
 // `log TARGET [len LENGTH] [format raw|rfc3164] FACILITY [LEVEL
 // [MINLEVEL]]` (lbconfig.ParseLogTarget) names where syslog messages go:
