@@ -37,6 +37,9 @@ func runController(ctx context.Context, args []string, stdout, stderr io.Writer)
 		leaderElect = fs.Bool("leader-elect", true, "hold the Lease NAMESPACE/vipstack-controller before doing anything (run two replicas)")
 		namespace   = fs.String("namespace", envOr("POD_NAMESPACE", k8s.DefaultNamespace), "the release namespace, where the controller keeps the copies of the VRRP passwords for the agents (default $POD_NAMESPACE when set)")
 		leaseNS     = fs.String("leader-election-namespace", "", "namespace of the leader-election Lease; empty: --namespace")
+		leaseDur    = fs.Duration("leader-elect-lease-duration", 15*time.Second, "how long a standby waits after the leader's last renewal before it takes the Lease (a killed leader's failover time)")
+		renewDL     = fs.Duration("leader-elect-renew-deadline", 10*time.Second, "how long the leader keeps trying to renew the Lease before it gives it up and exits; less than --leader-elect-lease-duration")
+		retryPer    = fs.Duration("leader-elect-retry-period", 2*time.Second, "how often a replica tries to take or renew the Lease; less than --leader-elect-renew-deadline")
 		excluded    = fs.String("excluded-vrids", "", "VRIDs no group may use, comma-separated (other routers on the networks)")
 		metricsAddr = fs.String("metrics-addr", "127.0.0.1:9652", "Prometheus metrics address (loopback unless told otherwise, e.g. :9652); empty: off")
 		healthAddr  = fs.String("health-addr", "", "address for /healthz and /readyz; empty: off")
@@ -73,6 +76,10 @@ func runController(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if *leaseNS == "" {
 		*leaseNS = *namespace
 	}
+	if err := checkLeaseTimes(*leaseDur, *renewDL, *retryPer); err != nil {
+		fmt.Fprintf(stderr, "vipstack controller: %v\n", err)
+		return 2
+	}
 	cfg, err := kubeConfig(*kubeconfig)
 	if err != nil {
 		fmt.Fprintf(stderr, "vipstack controller: %v\n", err)
@@ -80,7 +87,8 @@ func runController(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	cfg.QPS, cfg.Burst = float32(*qps), int(2**qps)
 	mgr, err := controller.NewManager(cfg, controller.ManagerOptions{Logger: log, LeaderElection: *leaderElect, Namespace: *namespace,
-		LeaderElectionNamespace: *leaseNS, MetricsAddr: *metricsAddr, HealthAddr: *healthAddr})
+		LeaderElectionNamespace: *leaseNS, MetricsAddr: *metricsAddr, HealthAddr: *healthAddr,
+		LeaseDuration: *leaseDur, RenewDeadline: *renewDL, RetryPeriod: *retryPer})
 	if err != nil {
 		fmt.Fprintf(stderr, "vipstack controller: %v\n", err)
 		return 1
@@ -177,6 +185,21 @@ func parseVRIDs(s string) ([]int, error) {
 		out = append(out, v)
 	}
 	return out, nil
+}
+
+// checkLeaseTimes refuses leader-election timings client-go would reject
+// (or panic on): each must be positive, the renew deadline shorter than
+// the lease and longer than 1.2 retry periods (client-go's jitter).
+func checkLeaseTimes(lease, renew, retry time.Duration) error {
+	switch {
+	case lease <= 0 || renew <= 0 || retry <= 0:
+		return fmt.Errorf("--leader-elect-lease-duration %v, --leader-elect-renew-deadline %v, --leader-elect-retry-period %v: want each > 0", lease, renew, retry)
+	case renew >= lease:
+		return fmt.Errorf("--leader-elect-renew-deadline %v: want less than --leader-elect-lease-duration (%v)", renew, lease)
+	case renew*10 <= retry*12:
+		return fmt.Errorf("--leader-elect-retry-period %v: want less than --leader-elect-renew-deadline / 1.2 (%v)", retry, renew*10/12)
+	}
+	return nil
 }
 
 // checkNamespace refuses a release namespace that cannot be one.

@@ -49,6 +49,11 @@ type Config struct {
 	// and how long a created one's may take to be held (Kubernetes mode:
 	// the API's watch, the controller's allocation, the agents' reload).
 	ServiceBound time.Duration
+	// SpareOf[v], when SpareOf is set, is the index of the address the
+	// Service of VIP v asks for during an EditIP fault (-1: none). A spare
+	// belongs to no Service otherwise: it must be on no node then, and held
+	// like any VIP while an EditIP brings it.
+	SpareOf []int
 }
 
 // RecoveryBound is the time within which every VIP must have an eligible
@@ -174,13 +179,21 @@ const (
 	// Exit is an engine or agent that died with no kill to explain it (a
 	// crash): not one of the three invariants, but never acceptable.
 	Exit ViolationKind = "unexpected-exit"
-	// Stale is the address of a deleted Service still held, past
-	// ServiceBound, by a node whose agent runs (Kubernetes mode).
+	// Stale is an address no Service has (deleted, edited away, a spare
+	// no Service asks for) still held, past ServiceBound, by a node whose
+	// agent runs (Kubernetes mode).
 	Stale ViolationKind = "stale-address"
+	// Shared is one address in the status of two Services at once, as the
+	// API server has them (Kubernetes mode, CheckServices).
+	Shared ViolationKind = "address-shared"
+	// Changed is a Service whose status shows an address it did not ask
+	// for (a restart gave it another), or the old one past ServiceBound
+	// after it asked for another (Kubernetes mode, CheckServices).
+	Changed ViolationKind = "address-changed"
 )
 
 // ViolationKinds lists every kind in the order reports print them.
-var ViolationKinds = []ViolationKind{SplitBrain, NoHolder, Leftover, Exit, Stale}
+var ViolationKinds = []ViolationKind{SplitBrain, NoHolder, Leftover, Exit, Stale, Shared, Changed}
 
 // Violation is one breach, reported once per episode.
 type Violation struct {
@@ -262,6 +275,14 @@ func (c Config) Validate() error {
 	case c.Margin < 0 || c.Grace < 0 || c.Skew < 0 || c.Resolve < 0 || c.SupervisorBound < 0 || c.StartSweep < 0 || c.ServiceBound < 0:
 		return fmt.Errorf("chaos: Config has a negative time (Margin %v, Grace %v, Skew %v, Resolve %v, SupervisorBound %v, StartSweep %v, ServiceBound %v)", c.Margin, c.Grace, c.Skew, c.Resolve, c.SupervisorBound, c.StartSweep, c.ServiceBound)
 	}
+	if c.SpareOf != nil && len(c.SpareOf) != len(c.VIPs) {
+		return fmt.Errorf("chaos: Config.SpareOf has %d entries for %d VIPs: want one per VIP, or none", len(c.SpareOf), len(c.VIPs))
+	}
+	for v, sp := range c.SpareOf {
+		if sp == v || sp < -1 || sp >= len(c.VIPs) {
+			return fmt.Errorf("chaos: Config.SpareOf[%d] = %d: want -1 or another VIP's index (0..%d)", v, sp, len(c.VIPs)-1)
+		}
+	}
 	for v, ns := range c.Allowed {
 		for _, n := range ns {
 			if n < 0 || n >= len(c.Nodes) {
@@ -336,16 +357,36 @@ func Check(cfg Config, windows []Window, samples []Sample) (Report, error) {
 			stallHeld[wi] = samples[i-1].Nodes[w.Node].Holds
 		}
 	}
-	// Churn windows: the VIP whose Service goes and comes back.
-	var churns []int // indices into windows
+	// Service windows: the address a fault takes from its Service (Churn,
+	// the edits but EditPolicy) and the spare an EditIP gives it.
+	type svcWin struct {
+		wi    int
+		vi    int
+		bring bool // the window brings vi (a spare); else it takes vi away
+	}
+	var svcWins []svcWin
+	spare := make([]bool, len(cfg.VIPs)) // a spare: on no node outside its windows
+	for _, sp := range cfg.SpareOf {
+		if sp >= 0 {
+			spare[sp] = true
+		}
+	}
 	for wi, w := range windows {
-		if w.Fault.Kind != Churn {
+		if !w.Fault.Kind.OfService() {
 			continue
 		}
-		if w.Fault.VIP < 0 || w.Fault.VIP >= len(cfg.VIPs) {
-			return Report{}, fmt.Errorf("chaos: window %d (%s) names VIP %d: want 0..%d", wi, w.Fault, w.Fault.VIP, len(cfg.VIPs)-1)
+		if w.Fault.VIP < 0 || w.Fault.VIP >= len(cfg.VIPs) || spare[w.Fault.VIP] {
+			return Report{}, fmt.Errorf("chaos: window %d (%s) names VIP %d: want a Service's VIP (0..%d, not a spare)", wi, w.Fault, w.Fault.VIP, len(cfg.VIPs)-1)
 		}
-		churns = append(churns, wi)
+		if w.Fault.Kind.Removes() {
+			svcWins = append(svcWins, svcWin{wi: wi, vi: w.Fault.VIP})
+		}
+		if w.Fault.Kind == EditIP {
+			if cfg.SpareOf == nil || cfg.SpareOf[w.Fault.VIP] < 0 {
+				return Report{}, fmt.Errorf("chaos: window %d (%s): VIP %d has no spare (Config.SpareOf)", wi, w.Fault, w.Fault.VIP)
+			}
+			svcWins = append(svcWins, svcWin{wi: wi, vi: cfg.SpareOf[w.Fault.VIP], bring: true})
+		}
 	}
 	churnGone := make([]bool, len(windows)) // the address was seen gone
 	churnBack := make([]bool, len(windows)) // the address was seen back
@@ -567,47 +608,70 @@ func Check(cfg Config, windows []Window, samples []Sample) (Report, error) {
 			st.prev, st.seen = ns, true
 		}
 
-		// Services deleted and created again: their address must leave
-		// every node whose agent can act, and come back, within
-		// ServiceBound; (b) does not judge it meanwhile.
+		// Services deleted, edited and restored: an address taken from its
+		// Service (or a spare no Service asks for) must leave every node
+		// whose agent can act, and one given back (or a spare asked for)
+		// come, within ServiceBound; (b) does not judge it meanwhile.
 		churning := make([]bool, len(cfg.VIPs))
 		staleNow := make([][]string, len(cfg.VIPs))
-		for _, wi := range churns {
-			w := windows[wi]
-			vi := w.Fault.VIP
-			v := cfg.VIPs[vi]
-			if t.Before(w.Start) || (!w.End.IsZero() && !t.Before(w.End.Add(cfg.ServiceBound))) {
-				continue
-			}
-			churning[vi] = true
-			held := false
-			var holders []string
+		holdersOf := func(v netip.Addr) (held bool, acting []string) {
 			for n, ns := range s.Nodes {
 				if !slices.Contains(ns.Holds, v) {
 					continue
 				}
 				held = true
 				if !leftover[n] && !busyNode(n, t) {
-					holders = append(holders, cfg.Nodes[n])
+					acting = append(acting, cfg.Nodes[n])
 				}
 			}
-			deleted := w.End.IsZero() || t.Before(w.End)
-			if deleted {
-				if !held && !churnGone[wi] {
-					churnGone[wi] = true
+			return held, acting
+		}
+		brought := make([]bool, len(cfg.VIPs)) // a spare asked for now, past ServiceBound
+		for _, sw := range svcWins {
+			w := windows[sw.wi]
+			vi := sw.vi
+			if t.Before(w.Start) || (!w.End.IsZero() && !t.Before(w.End.Add(cfg.ServiceBound))) {
+				continue
+			}
+			in := w.End.IsZero() || t.Before(w.End)
+			if sw.bring {
+				if in && t.Sub(w.Start) > cfg.ServiceBound {
+					brought[vi] = true
+				} else {
+					churning[vi] = true
+				}
+				continue
+			}
+			churning[vi] = true
+			held, acting := holdersOf(cfg.VIPs[vi])
+			if in {
+				if !held && !churnGone[sw.wi] {
+					churnGone[sw.wi] = true
 					rep.ServiceGone = append(rep.ServiceGone, t.Sub(w.Start))
 				}
-				if t.Sub(w.Start) > cfg.ServiceBound && len(holders) > 0 {
-					staleNow[vi] = holders
+				if t.Sub(w.Start) > cfg.ServiceBound && len(acting) > 0 {
+					staleNow[vi] = acting
 				}
-			} else if held && !churnBack[wi] {
-				churnBack[wi] = true
+			} else if held && !churnBack[sw.wi] {
+				churnBack[sw.wi] = true
 				rep.ServiceBack = append(rep.ServiceBack, t.Sub(w.End))
 			}
 		}
 		for vi, v := range cfg.VIPs {
+			if !spare[vi] || brought[vi] {
+				continue
+			}
+			if !churning[vi] {
+				// A spare no Service asks for: on no node whose agent acts.
+				if _, acting := holdersOf(v); len(acting) > 0 {
+					staleNow[vi] = acting
+				}
+			}
+			churning[vi] = true
+		}
+		for vi, v := range cfg.VIPs {
 			if len(staleNow[vi]) > 0 {
-				extend(&stale[vi], t, staleNow[vi], fmt.Sprintf("its Service was deleted; still held by %s (bound %v)", strings.Join(staleNow[vi], " and "), cfg.ServiceBound))
+				extend(&stale[vi], t, staleNow[vi], fmt.Sprintf("no Service has it; still held by %s (bound %v)", strings.Join(staleNow[vi], " and "), cfg.ServiceBound))
 			} else if stale[vi] != nil {
 				closeEp(Stale, v, stale[vi], -1)
 				stale[vi] = nil
@@ -772,4 +836,105 @@ func Timeline(cfg Config, windows []Window, samples []Sample, from, to time.Time
 		}
 	}
 	return out
+}
+
+// ServiceSample is the load-balancer addresses in the Services' status at
+// one moment, as the API server has them: Addrs[v] for the Service of VIP
+// v (nil: the Service does not exist).
+type ServiceSample struct {
+	At    time.Time
+	Addrs [][]netip.Addr
+}
+
+// CheckServices judges the Services' status over a run: no address in two
+// Services' status at once (Shared), and each Service's status shows only
+// the address it asks for (its VIP, or its spare during an EditIP), give
+// or take ServiceBound after it changed what it asks for (Changed): a
+// controller restart, a leader's failover or the API server's must not
+// give a Service another address. Samples sorted by time.
+func CheckServices(cfg Config, windows []Window, samples []ServiceSample) ([]Violation, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	var out []Violation
+	type key struct {
+		kind ViolationKind
+		vip  netip.Addr
+	}
+	open := map[key]*episode{}
+	for i, s := range samples {
+		if i > 0 && s.At.Before(samples[i-1].At) {
+			return nil, fmt.Errorf("chaos: Service sample %d is older than sample %d: want samples sorted by time", i, i-1)
+		}
+		now := map[key]episode{}
+		owners := map[netip.Addr][]string{}
+		for v, addrs := range s.Addrs {
+			if v >= len(cfg.VIPs) {
+				return nil, fmt.Errorf("chaos: Service sample %d has %d Services for %d VIPs", i, len(s.Addrs), len(cfg.VIPs))
+			}
+			name := fmt.Sprintf("the Service of VIP %d", v)
+			sp := netip.Addr{}
+			if cfg.SpareOf != nil && cfg.SpareOf[v] >= 0 {
+				sp = cfg.VIPs[cfg.SpareOf[v]]
+			}
+			// What it asks for now and within the last ServiceBound.
+			wantOwn, wantSpare := true, false
+			for _, w := range windows {
+				if w.Fault.Kind != EditIP || w.Fault.VIP != v || s.At.Before(w.Start) {
+					continue
+				}
+				if w.End.IsZero() || s.At.Before(w.End.Add(cfg.ServiceBound)) {
+					wantSpare = true
+				}
+				if (w.End.IsZero() || s.At.Before(w.End)) && s.At.Sub(w.Start) > cfg.ServiceBound {
+					wantOwn = false
+				}
+			}
+			for _, a := range addrs {
+				owners[a] = append(owners[a], name)
+				ok := (a == cfg.VIPs[v] && wantOwn) || (a == sp && wantSpare)
+				if !ok {
+					now[key{Changed, a}] = episode{nodes: map[string]bool{name: true},
+						detail: fmt.Sprintf("%s shows %s; it asks for %s", name, a, map[bool]string{true: sp.String(), false: cfg.VIPs[v].String()}[!wantOwn])}
+				}
+			}
+		}
+		for a, names := range owners {
+			if len(names) > 1 {
+				ep := episode{nodes: map[string]bool{}, detail: "in the status of " + strings.Join(names, " and ")}
+				for _, n := range names {
+					ep.nodes[n] = true
+				}
+				now[key{Shared, a}] = ep
+			}
+		}
+		for k, ep := range now {
+			if open[k] == nil {
+				e := ep
+				e.start = s.At
+				open[k] = &e
+			}
+			open[k].last = s.At
+		}
+		for k, ep := range open {
+			if _, still := now[k]; !still {
+				out = append(out, serviceViolation(k.kind, k.vip, ep))
+				delete(open, k)
+			}
+		}
+	}
+	for k, ep := range open {
+		out = append(out, serviceViolation(k.kind, k.vip, ep))
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].At.Before(out[j].At) })
+	return out, nil
+}
+
+func serviceViolation(k ViolationKind, vip netip.Addr, ep *episode) Violation {
+	var names []string
+	for n := range ep.nodes {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return Violation{Kind: k, At: ep.start, For: ep.last.Sub(ep.start), VIP: vip, Nodes: names, Detail: ep.detail}
 }
