@@ -588,7 +588,7 @@ func TestCheckServices(t *testing.T) {
 			want:  []string{"address-changed +100ms " + other.String() + " the Service of VIP 1"},
 		},
 		{
-			name: "one address, two Services",
+			name:  "one address, two Services",
 			steps: []step{{0, [][]netip.Addr{{a}, {b}}}, {100 * ms, [][]netip.Addr{{a}, {a}}}},
 			want: []string{"address-changed +100ms " + a.String() + " the Service of VIP 1",
 				"address-shared +100ms " + a.String() + " the Service of VIP 0,the Service of VIP 1"},
