@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"runtime"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -162,6 +163,9 @@ type mode interface {
 	// check returns problems the samples cannot show (a process that
 	// died on its own), at the end of the run.
 	check() []string
+	// judge returns the violations of what the mode samples beside the
+	// nodes (Kubernetes: the Services' status), and what it sampled.
+	judge(cfg chaos.Config, windows []chaos.Window) (sampled string, vs []chaos.Violation, err error)
 	// keepLogs copies the logs out of the cluster's work directory.
 	keepLogs() (string, error)
 	close()
@@ -175,6 +179,10 @@ type runner struct {
 	out     io.Writer
 	netem   bool
 	guarded int // nodes m.guarded
+
+	// clusterMu keeps cluster-wide faults (but reloads) from overlapping
+	// when one takes longer than the schedule planned (a slow restart).
+	clusterMu sync.Mutex
 
 	mu        sync.Mutex
 	busy      []time.Time // per chaos node: busy until (zero: free)
@@ -239,7 +247,13 @@ func Run(ctx context.Context, o options, out io.Writer) (res result, err error) 
 		}
 	}
 	fmt.Fprintf(out, "packet loss and delay: %s\n", how)
-	sched, err := chaos.Generate(chaos.GenOptions{Seed: o.Seed, Faults: o.Faults, Roles: roles, VIPs: len(cfg.VIPs), Weights: weights})
+	services := len(cfg.VIPs) // VIPs that are no spare: HolderOf and the Services' faults name them
+	for _, sp := range cfg.SpareOf {
+		if sp >= 0 {
+			services--
+		}
+	}
+	sched, err := chaos.Generate(chaos.GenOptions{Seed: o.Seed, Faults: o.Faults, Roles: roles, VIPs: services, Weights: weights})
 	if err != nil {
 		return res, err
 	}
@@ -320,11 +334,20 @@ func Run(ctx context.Context, o options, out io.Writer) (res result, err error) 
 	if err != nil {
 		return res, err
 	}
+	sampledToo, more, err := m.judge(cfg, r.windows)
+	if err != nil {
+		return res, err
+	}
+	rep.Violations = append(rep.Violations, more...)
+	sort.SliceStable(rep.Violations, func(i, j int) bool { return rep.Violations[i].At.Before(rep.Violations[j].At) })
 	res = result{Mode: m.name(), Report: rep, Injected: r.injected, Skipped: r.skipped, Failed: append(r.failed, m.check()...),
 		Config: cfg, Elapsed: time.Since(start)}
 	names := m.names()
 	printReport(out, o, cfg, res, time.Since(start), r.netem, names)
 	fmt.Fprintf(out, "sampling: the slowest sample took %v (%s)\n", slowest.Round(time.Millisecond), m.slowest())
+	if sampledToo != "" {
+		fmt.Fprintf(out, "sampling: %s\n", sampledToo)
+	}
 	fmt.Fprintf(out, "machine load: %s at the start, %s at the end (1, 5, 15 min; %d CPUs)\n", loadStart, procfs.LoadAvg(), runtime.NumCPU())
 	if !res.OK() {
 		for i, v := range rep.Violations {
@@ -402,6 +425,10 @@ func (r *runner) pick(f chaos.Fault, now time.Time) int {
 
 // inject runs one fault to its end and records its window.
 func (r *runner) inject(ctx context.Context, f chaos.Fault) {
+	if f.Kind.ClusterWide() && f.Kind != chaos.Reload {
+		r.clusterMu.Lock()
+		defer r.clusterMu.Unlock()
+	}
 	n, key := -1, -f.Seq
 	if !f.Kind.ClusterWide() {
 		// A retargeted fault may have taken the node the schedule planned

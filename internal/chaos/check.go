@@ -390,6 +390,11 @@ func Check(cfg Config, windows []Window, samples []Sample) (Report, error) {
 	}
 	churnGone := make([]bool, len(windows)) // the address was seen gone
 	churnBack := make([]bool, len(windows)) // the address was seen back
+	// due is when a Service change made at c must show on the nodes:
+	// ServiceBound later, or ServiceBound after the end of a fault that
+	// kept the controllers from acting (the API server or etcd down, no
+	// leader) and overlapped that time.
+	due := func(c time.Time) time.Time { return serviceDue(cfg, windows, c) }
 	stale := make([]*episode, len(cfg.VIPs))
 	// busyNode reports whether node n's agent could not act at t: it was
 	// stalled or killed within the last ServiceBound.
@@ -412,7 +417,11 @@ func Check(cfg Config, windows []Window, samples []Sample) (Report, error) {
 	}
 	var events []event
 	for _, w := range windows {
-		if !w.Fault.Kind.Disruptive() || (w.Fault.Kind == HeavyLoss && w.Fault.Percent < cfg.PartitionLoss) {
+		// An edit of externalTrafficPolicy moves the address to another
+		// VRRP instance (Local Services get their own): it may change
+		// hands once, within the bound.
+		policy := w.Fault.Kind == EditPolicy
+		if !policy && (!w.Fault.Kind.Disruptive() || (w.Fault.Kind == HeavyLoss && w.Fault.Percent < cfg.PartitionLoss)) {
 			continue
 		}
 		name := fmt.Sprintf("%s on %s", w.Fault.Kind, nodeName(cfg, w.Node))
@@ -630,12 +639,12 @@ func Check(cfg Config, windows []Window, samples []Sample) (Report, error) {
 		for _, sw := range svcWins {
 			w := windows[sw.wi]
 			vi := sw.vi
-			if t.Before(w.Start) || (!w.End.IsZero() && !t.Before(w.End.Add(cfg.ServiceBound))) {
+			if t.Before(w.Start) || (!w.End.IsZero() && !t.Before(due(w.End))) {
 				continue
 			}
 			in := w.End.IsZero() || t.Before(w.End)
 			if sw.bring {
-				if in && t.Sub(w.Start) > cfg.ServiceBound {
+				if in && t.After(due(w.Start)) {
 					brought[vi] = true
 				} else {
 					churning[vi] = true
@@ -649,7 +658,7 @@ func Check(cfg Config, windows []Window, samples []Sample) (Report, error) {
 					churnGone[sw.wi] = true
 					rep.ServiceGone = append(rep.ServiceGone, t.Sub(w.Start))
 				}
-				if t.Sub(w.Start) > cfg.ServiceBound && len(acting) > 0 {
+				if t.After(due(w.Start)) && len(acting) > 0 {
 					staleNow[vi] = acting
 				}
 			} else if held && !churnBack[sw.wi] {
@@ -748,6 +757,35 @@ func Check(cfg Config, windows []Window, samples []Sample) (Report, error) {
 	}
 	sort.SliceStable(rep.Violations, func(i, j int) bool { return rep.Violations[i].At.Before(rep.Violations[j].At) })
 	return rep, nil
+}
+
+// ControlFault reports whether the fault keeps the controllers from
+// acting on Services while it lasts: the API server or etcd down, the
+// controller or the leader killed.
+func (k Kind) ControlFault() bool {
+	return k == KillAPIServer || k == KillEtcd || k == KillController || k == KillLeader
+}
+
+// serviceDue is when a Service change made at c must show: c +
+// ServiceBound, pushed to ServiceBound after the end of each ControlFault
+// window that began before that time and ended after c.
+func serviceDue(cfg Config, windows []Window, c time.Time) time.Time {
+	d := c.Add(cfg.ServiceBound)
+	for changed := true; changed; {
+		changed = false
+		for _, w := range windows {
+			if !w.Fault.Kind.ControlFault() || !w.Start.Before(d) {
+				continue
+			}
+			if w.End.IsZero() {
+				return time.Time{}.Add(1<<63 - 1)
+			}
+			if w.End.After(c) && w.End.Add(cfg.ServiceBound).After(d) {
+				d, changed = w.End.Add(cfg.ServiceBound), true
+			}
+		}
+	}
+	return d
 }
 
 // killTime returns the start of the window of kind k on node n that
@@ -883,10 +921,10 @@ func CheckServices(cfg Config, windows []Window, samples []ServiceSample) ([]Vio
 				if w.Fault.Kind != EditIP || w.Fault.VIP != v || s.At.Before(w.Start) {
 					continue
 				}
-				if w.End.IsZero() || s.At.Before(w.End.Add(cfg.ServiceBound)) {
+				if w.End.IsZero() || s.At.Before(serviceDue(cfg, windows, w.End)) {
 					wantSpare = true
 				}
-				if (w.End.IsZero() || s.At.Before(w.End)) && s.At.Sub(w.Start) > cfg.ServiceBound {
+				if (w.End.IsZero() || s.At.Before(w.End)) && s.At.After(serviceDue(cfg, windows, w.Start)) {
 					wantOwn = false
 				}
 			}

@@ -769,7 +769,7 @@ func (l *Lab) KillController() error {
 }
 
 // leaderLine is what a controller logs (client-go's leaderelection, through
-// klog) when it takes the Lease.
+// klog; "Successfully acquired lease"), lowercased, when it takes the Lease.
 const leaderLine = "successfully acquired lease"
 
 // Leader returns the index of the running controller (0 or 1) that took
@@ -782,7 +782,7 @@ func (l *Lab) Leader() int {
 			continue
 		}
 		b, err := os.ReadFile(l.ctrlLog(i))
-		if err == nil && int64(len(b)) >= l.ctrlOff[i] && strings.Contains(string(b[l.ctrlOff[i]:]), leaderLine) {
+		if err == nil && int64(len(b)) >= l.ctrlOff[i] && strings.Contains(strings.ToLower(string(b[l.ctrlOff[i]:])), leaderLine) {
 			return i
 		}
 	}
@@ -844,6 +844,14 @@ func (l *Lab) ControllerRunning() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.ctrls[0].running() && (!l.o.Standby || l.ctrls[1].running())
+}
+
+// ControllerIndexRunning reports whether controller i (0, or 1: the
+// standby) is alive.
+func (l *Lab) ControllerIndexRunning(i int) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return i >= 0 && i < len(l.ctrls) && l.ctrls[i].running()
 }
 
 // ControllerLog returns the controller's log so far (with Options.Standby,
