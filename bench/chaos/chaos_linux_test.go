@@ -23,7 +23,7 @@ func TestChaosShort(t *testing.T) {
 		t.Skip("skipping the chaos run in -short mode (about 70 s)")
 	}
 	res := runShort(t, 4*time.Minute, options{Seed: 8, Faults: 25, Nodes: 5, Advert: 100 * time.Millisecond, Prefix: "vxT"})
-	checkShort(t, res)
+	checkShort(t, res, 25)
 }
 
 // runShort builds vipstack, runs o with it and logs the report.
@@ -45,16 +45,16 @@ func runShort(t *testing.T, timeout time.Duration, o options) result {
 	return res
 }
 
-// checkShort fails on too few faults injected, a failed injection or any
-// violation.
-func checkShort(t *testing.T, res result) {
+// checkShort fails on too few of the faults faults injected (at least 4
+// in 5), a failed injection or any violation.
+func checkShort(t *testing.T, res result, faults int) {
 	t.Helper()
 	injected := 0
 	for _, n := range res.Injected {
 		injected += n
 	}
-	if injected < 20 {
-		t.Errorf("only %d of 25 faults injected (skipped: %v)", injected, res.Skipped)
+	if injected < faults*4/5 {
+		t.Errorf("only %d of %d faults injected (skipped: %v)", injected, faults, res.Skipped)
 	}
 	for _, f := range res.Failed {
 		t.Errorf("injection failed: %s", f)
@@ -66,27 +66,34 @@ func checkShort(t *testing.T, res result) {
 	}
 }
 
-// TestChaosK8sShort is bench/chaos's Kubernetes mode in little: 25 faults
-// with a fixed seed (every kind an agent meets: kill -9 of the agent and
-// of its supervised child, stalls, cuts, ifdown, loss, Service churn,
-// controller kills; delays too where the kernel has netem) against 5
-// agents with the DaemonSet's capabilities, a real kube-apiserver and 6
-// LoadBalancer Services, failing on any violation or failed injection.
-// `sudo go run ./bench/chaos -k8s -seed 37 -faults 25 -v` replays it.
+// TestChaosK8sShort is bench/chaos's Kubernetes mode in little: 36 faults
+// with a fixed seed, of every kind but delay (kept out so that the
+// schedule does not depend on the kernel's netem): kill -9 of the agent
+// and of its supervised child, stalls, cuts, ifdown, loss; the API server,
+// etcd, the controller and the leader (a standby runs) killed and started
+// again; Services deleted and created again and edited (type, class,
+// requested address, traffic policy). Against 5 agents with the
+// DaemonSet's capabilities, a real kube-apiserver and 6 LoadBalancer
+// Services (3 with addresses the controller picked), failing on any
+// violation (the nodes' addresses and the Services' status) or failed
+// injection. `sudo go run ./bench/chaos -k8s -seed 127 -faults 36
+// -kinds ...` (every kind of chaos.AgentWeights but delay) replays it.
 func TestChaosK8sShort(t *testing.T) {
 	testnet.RequireRoot(t)
 	if testing.Short() {
-		t.Skip("skipping the Kubernetes chaos run in -short mode (about 75 s)")
+		t.Skip("skipping the Kubernetes chaos run in -short mode (about 4 min)")
 	}
 	if os.Getenv("VIPSTACK_SKIP_KUBE") == "1" {
 		t.Skip("VIPSTACK_SKIP_KUBE=1: skipping a test that needs kube-apiserver and etcd")
 	}
-	res := runShort(t, 5*time.Minute, options{Seed: 37, Faults: 25, Nodes: 5, Advert: 100 * time.Millisecond, Prefix: "ckT",
-		K8s: true, Services: 6})
-	checkShort(t, res)
-	for _, k := range []chaos.Kind{chaos.KillAgent, chaos.KillEngine, chaos.Churn, chaos.KillController} {
+	w := chaos.AgentWeights()
+	delete(w, chaos.Delay)
+	res := runShort(t, 10*time.Minute, options{Seed: 127, Faults: 36, Nodes: 5, Advert: 100 * time.Millisecond, Prefix: "ckT",
+		K8s: true, Services: 6, Weights: w})
+	checkShort(t, res, 36)
+	for k := range w {
 		if res.Injected[k] == 0 {
-			t.Errorf("no %s fault injected; the seed should give some", k)
+			t.Errorf("no %s fault injected; the seed gives some", k)
 		}
 	}
 	if len(res.Report.Sweeps) == 0 || len(res.Report.ServiceBack) == 0 {

@@ -38,6 +38,7 @@ type result struct {
 	Failed   []string // injections that did not work
 	Config   chaos.Config
 	Elapsed  time.Duration // from the first fault to the end of sampling
+	Sampled  string        // what the mode sampled beside the nodes, and its figures (mode.judge)
 }
 
 // OK reports whether the run found nothing wrong.

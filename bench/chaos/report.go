@@ -79,7 +79,7 @@ func printReport(w io.Writer, o options, cfg chaos.Config, res result, elapsed t
 	p("restart sweep (agent started again after kill -9 -> the VIPs it left gone): n=%d, p50 %v, max %v (bound %v)\n",
 		len(rep.Sweeps), pct(rep.Sweeps, 50), pct(rep.Sweeps, 100), cfg.StartSweep)
 	if o.K8s {
-		p("Service churn: deleted -> its address on no node: n=%d, p50 %v, max %v; created again -> held: n=%d, p50 %v, max %v (bound %v each)\n",
+		p("Services deleted or edited away (type, class, address) -> the address on no node: n=%d, p50 %v, max %v; created again or restored -> held: n=%d, p50 %v, max %v (bound %v each, from the end of any API, etcd or controller fault)\n",
 			len(rep.ServiceGone), pct(rep.ServiceGone, 50), pct(rep.ServiceGone, 100),
 			len(rep.ServiceBack), pct(rep.ServiceBack, 50), pct(rep.ServiceBack, 100), cfg.ServiceBound)
 	}
@@ -163,10 +163,13 @@ func summary(o options, cfg chaos.Config, res result, elapsed time.Duration) *be
 	tb.Add("supervisor reaction, kill -9 of the engine to its VIPs gone", dist(rep.Reactions), fmt.Sprintf("under %v", cfg.SupervisorBound), verdict(pct(rep.Reactions, 100) <= cfg.SupervisorBound))
 	tb.Add("restart sweep", dist(rep.Sweeps), fmt.Sprintf("under %v", cfg.StartSweep), verdict(pct(rep.Sweeps, 100) <= cfg.StartSweep))
 	if o.K8s {
-		tb.Add("Service deleted to its address on no node", dist(rep.ServiceGone), fmt.Sprintf("under %v", cfg.ServiceBound), verdict(pct(rep.ServiceGone, 100) <= cfg.ServiceBound))
-		tb.Add("Service created again to its address held", dist(rep.ServiceBack), fmt.Sprintf("under %v", cfg.ServiceBound), verdict(pct(rep.ServiceBack, 100) <= cfg.ServiceBound))
+		tb.Add("Service deleted or edited away to its address on no node", dist(rep.ServiceGone), fmt.Sprintf("under %v", cfg.ServiceBound), verdict(pct(rep.ServiceGone, 100) <= cfg.ServiceBound))
+		tb.Add("Service created again or restored to its address held", dist(rep.ServiceBack), fmt.Sprintf("under %v", cfg.ServiceBound), verdict(pct(rep.ServiceBack, 100) <= cfg.ServiceBound))
 	}
 	out.Table(tb)
+	if res.Sampled != "" {
+		out.Para("Also sampled: %s.", res.Sampled)
+	}
 	var vs []string
 	for _, v := range rep.Violations {
 		vs = append(vs, fmt.Sprintf("%s at %s for %v on %s: %s", v.Kind, v.At.Format("15:04:05.000"), v.For.Round(time.Millisecond), strings.Join(v.Nodes, ", "), v.Detail))

@@ -341,7 +341,7 @@ func Run(ctx context.Context, o options, out io.Writer) (res result, err error) 
 	rep.Violations = append(rep.Violations, more...)
 	sort.SliceStable(rep.Violations, func(i, j int) bool { return rep.Violations[i].At.Before(rep.Violations[j].At) })
 	res = result{Mode: m.name(), Report: rep, Injected: r.injected, Skipped: r.skipped, Failed: append(r.failed, m.check()...),
-		Config: cfg, Elapsed: time.Since(start)}
+		Config: cfg, Elapsed: time.Since(start), Sampled: sampledToo}
 	names := m.names()
 	printReport(out, o, cfg, res, time.Since(start), r.netem, names)
 	fmt.Fprintf(out, "sampling: the slowest sample took %v (%s)\n", slowest.Round(time.Millisecond), m.slowest())

@@ -228,9 +228,12 @@ type Report struct {
 	// Sweeps are, for each KillAgent of a node that held VIPs, the time
 	// from the agent's restart to the first sample without them.
 	Sweeps []time.Duration
-	// ServiceGone are, for each Churn, the time from the Service's delete
-	// to the first sample where no node holds its address; ServiceBack
-	// from its create again to the first sample where one does.
+	// ServiceGone are, for each Churn (or edit that takes the address
+	// away), the time from the Service's delete to the first sample where
+	// no node holds its address; ServiceBack from its create again (or the
+	// edit's undoing) to the first sample where one does. Changes that an
+	// API server, etcd or controller fault held up (ControlFault) are
+	// judged but not measured.
 	ServiceGone, ServiceBack []time.Duration
 }
 
@@ -656,14 +659,18 @@ func Check(cfg Config, windows []Window, samples []Sample) (Report, error) {
 			if in {
 				if !held && !churnGone[sw.wi] {
 					churnGone[sw.wi] = true
-					rep.ServiceGone = append(rep.ServiceGone, t.Sub(w.Start))
+					if due(w.Start).Equal(w.Start.Add(cfg.ServiceBound)) { // no API, etcd or controller fault in the way
+						rep.ServiceGone = append(rep.ServiceGone, t.Sub(w.Start))
+					}
 				}
 				if t.After(due(w.Start)) && len(acting) > 0 {
 					staleNow[vi] = acting
 				}
 			} else if held && !churnBack[sw.wi] {
 				churnBack[sw.wi] = true
-				rep.ServiceBack = append(rep.ServiceBack, t.Sub(w.End))
+				if due(w.End).Equal(w.End.Add(cfg.ServiceBound)) {
+					rep.ServiceBack = append(rep.ServiceBack, t.Sub(w.End))
+				}
 			}
 		}
 		for vi, v := range cfg.VIPs {
