@@ -54,21 +54,56 @@ type Config struct {
 	// belongs to no Service otherwise: it must be on no node then, and held
 	// like any VIP while an EditIP brings it.
 	SpareOf []int
+	// AdvertOf[v], when AdvertOf is set and it is not zero, is VIP v's
+	// instance's advertisement interval when it differs from Advert (a
+	// VRRPv2 instance beside VRRPv3 ones: v2 counts whole seconds). Its
+	// bound (BoundOf) and grace scale with it.
+	AdvertOf []time.Duration
+}
+
+// advertOf is VIP v's advertisement interval.
+func (c Config) advertOf(v int) time.Duration {
+	if v < len(c.AdvertOf) && c.AdvertOf[v] > 0 {
+		return c.AdvertOf[v]
+	}
+	return c.Advert
+}
+
+// maxAdvert is the longest advertisement interval of any VIP.
+func (c Config) maxAdvert() time.Duration {
+	a := c.Advert
+	for v := range c.VIPs {
+		a = max(a, c.advertOf(v))
+	}
+	return a
+}
+
+// BoundOf is RecoveryBound for VIP v: 3 x its advert + its skew (Skew
+// scaled to its advert) + Margin.
+func (c Config) BoundOf(v int) time.Duration {
+	a := c.advertOf(v)
+	return 3*a + time.Duration(int64(c.Skew)*int64(a)/int64(c.Advert)) + c.Margin
 }
 
 // RecoveryBound is the time within which every VIP must have an eligible
 // holder after a fault begins or ends: 3 x Advert + Skew (the
-// Master_Down_Interval) + Margin.
-func (c Config) RecoveryBound() time.Duration { return 3*c.Advert + c.Skew + c.Margin }
+// Master_Down_Interval) + Margin; with AdvertOf, the longest BoundOf.
+func (c Config) RecoveryBound() time.Duration {
+	b := 3*c.Advert + c.Skew + c.Margin
+	for v := range c.VIPs {
+		b = max(b, c.BoundOf(v))
+	}
+	return b
+}
 
 // PartitionTail is how long a partition window lasts after its fault
 // ends: neighbour re-resolution (Resolve), one advertisement (the two
 // masters hear each other and the lower yields) and Margin.
-func (c Config) PartitionTail() time.Duration { return c.Resolve + c.Advert + c.Margin }
+func (c Config) PartitionTail() time.Duration { return c.Resolve + c.maxAdvert() + c.Margin }
 
 // StallTail is how long a stalled holder may keep its VIPs after it
 // wakes: one advertisement + Margin (its neighbour entries did not age).
-func (c Config) StallTail() time.Duration { return c.Advert + c.Margin }
+func (c Config) StallTail() time.Duration { return c.maxAdvert() + c.Margin }
 
 // ConfigFor derives the VIPs, who may hold them and the skew from a
 // cluster file, with OpenShift's priorities (cluster.PlanFor). Margin,
@@ -278,6 +313,14 @@ func (c Config) Validate() error {
 	case c.Margin < 0 || c.Grace < 0 || c.Skew < 0 || c.Resolve < 0 || c.SupervisorBound < 0 || c.StartSweep < 0 || c.ServiceBound < 0:
 		return fmt.Errorf("chaos: Config has a negative time (Margin %v, Grace %v, Skew %v, Resolve %v, SupervisorBound %v, StartSweep %v, ServiceBound %v)", c.Margin, c.Grace, c.Skew, c.Resolve, c.SupervisorBound, c.StartSweep, c.ServiceBound)
 	}
+	if c.AdvertOf != nil && len(c.AdvertOf) != len(c.VIPs) {
+		return fmt.Errorf("chaos: Config.AdvertOf has %d entries for %d VIPs: want one per VIP, or none", len(c.AdvertOf), len(c.VIPs))
+	}
+	for v, a := range c.AdvertOf {
+		if a < 0 {
+			return fmt.Errorf("chaos: Config.AdvertOf[%d] = %v: want >= 0 (0: Advert)", v, a)
+		}
+	}
 	if c.SpareOf != nil && len(c.SpareOf) != len(c.VIPs) {
 		return fmt.Errorf("chaos: Config.SpareOf has %d entries for %d VIPs: want one per VIP, or none", len(c.SpareOf), len(c.VIPs))
 	}
@@ -441,7 +484,6 @@ func Check(cfg Config, windows []Window, samples []Sample) (Report, error) {
 		}
 		return w.End.IsZero() || t.Before(w.End.Add(tail))
 	}
-	bound := cfg.RecoveryBound()
 	states := make([]nodeState, len(cfg.Nodes))
 	split := make([]*episode, len(cfg.VIPs))
 	gone := make([]*episode, len(cfg.VIPs))
@@ -723,7 +765,7 @@ func Check(cfg Config, windows []Window, samples []Sample) (Report, error) {
 			if len(counted) >= 2 {
 				extend(&split[vi], t, counted, "held by "+strings.Join(counted, " and "))
 			} else if split[vi] != nil {
-				closeEp(SplitBrain, v, split[vi], cfg.Grace)
+				closeEp(SplitBrain, v, split[vi], cfg.Grace+cfg.advertOf(vi)-cfg.Advert)
 				split[vi] = nil
 			}
 			if churning[vi] {
@@ -734,7 +776,7 @@ func Check(cfg Config, windows []Window, samples []Sample) (Report, error) {
 				}
 				continue
 			}
-			if len(eligible) == 0 && anyEligible && (lastEvent.IsZero() || t.Sub(lastEvent) > bound) {
+			if len(eligible) == 0 && anyEligible && (lastEvent.IsZero() || t.Sub(lastEvent) > cfg.BoundOf(vi)) {
 				extend(&gone[vi], t, nil, fmt.Sprintf("no eligible node holds it (counted holders: %v)", counted))
 			} else if gone[vi] != nil {
 				closeEp(NoHolder, v, gone[vi], -1)
@@ -754,7 +796,7 @@ func Check(cfg Config, windows []Window, samples []Sample) (Report, error) {
 		prevAt = t
 	}
 	for vi, v := range cfg.VIPs {
-		closeEp(SplitBrain, v, split[vi], cfg.Grace)
+		closeEp(SplitBrain, v, split[vi], cfg.Grace+cfg.advertOf(vi)-cfg.Advert)
 		closeEp(NoHolder, v, gone[vi], -1)
 		closeEp(Stale, v, stale[vi], -1)
 	}

@@ -628,3 +628,36 @@ func TestCheckServices(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckAdvertOf: a VIP of a slower instance (a VRRPv2 one at 1 s
+// beside VRRPv3 ones at 100 ms) gets its own bound: 3 x 1 s + skew scaled
+// (500 ms) + margin = 3.6 s, not 450 ms.
+func TestCheckAdvertOf(t *testing.T) {
+	ing := testConfig().VIPs[1].String()
+	windows := []Window{win(Cut, 1, 200*ms, 3000*ms, 0)}
+	phases := []phase{{200 * ms, "0 1 -"}, {2000 * ms, "0 - -"}, {100 * ms, "0 - 1"}}
+	for _, tc := range []struct {
+		name     string
+		advertOf []time.Duration
+		want     []string
+	}{
+		{name: "100 ms", want: []string{"no-eligible-holder +660ms " + ing + " "}},
+		{name: "1 s", advertOf: []time.Duration{0, time.Second}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := testConfig()
+			cfg.AdvertOf = tc.advertOf
+			rep, err := Check(cfg, windows, stream(t, cfg, phases...))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff(tc.want, summary(rep)); d != "" {
+				t.Errorf("violations (-want +got):\n%s", d)
+			}
+		})
+	}
+	cfg := testConfig()
+	if got, want := (Config{Advert: 100 * ms, Skew: 50 * ms, Margin: 100 * ms, AdvertOf: []time.Duration{time.Second}, VIPs: cfg.VIPs[:1]}).BoundOf(0), 3600*ms; got != want {
+		t.Errorf("BoundOf(0) = %v, want %v", got, want)
+	}
+}
