@@ -27,6 +27,9 @@ func printReport(w io.Writer, o options, cfg chaos.Config, res result, elapsed t
 	if o.K8s {
 		k8s = fmt.Sprintf(" -k8s -services %d", o.Services)
 	}
+	if o.Mixed {
+		k8s = " -mixed"
+	}
 	p("\n== vipstack chaos report, %s (seed %d; reproduce: sudo go run ./bench/chaos%s -seed %d -faults %d -nodes %d -advert %v)\n",
 		res.Mode, o.Seed, k8s, o.Seed, o.Faults, o.Nodes, o.Advert)
 	packet := "tc netem"
@@ -72,7 +75,7 @@ func printReport(w io.Writer, o options, cfg chaos.Config, res result, elapsed t
 		cfg.Advert, cfg.Skew.Round(time.Millisecond), cfg.Margin, bound.Round(time.Millisecond), float64(worst.Took)/float64(bound))
 	p("supervisor reaction (kill -9 of the engine -> its VIPs gone): n=%d, p50 %v, max %v (bound %v)\n",
 		len(rep.Reactions), pct(rep.Reactions, 50), pct(rep.Reactions, 100), cfg.SupervisorBound)
-	if !o.K8s { // the Kubernetes agent installs no nftables tables
+	if !o.K8s && !o.Mixed { // the Kubernetes agent and `vipstack vrrp` install no nftables tables
 		p("supervisor reaction (kill -9 of the engine -> its nftables tables gone): n=%d, p50 %v, max %v (bound %v)\n",
 			len(rep.RuleReactions), pct(rep.RuleReactions, 50), pct(rep.RuleReactions, 100), cfg.SupervisorBound)
 	}

@@ -39,8 +39,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&o.Verbose, "v", false, "print every fault as it is injected, and the agents' warnings on a violation")
 	fs.StringVar(&o.Bin, "vipstack", "", "vipstack binary to run (default: build ./cmd/vipstack)")
 	fs.BoolVar(&o.K8s, "k8s", false, "drive Kubernetes agents (a real kube-apiserver, the controller, one agent per node) instead of `vipstack node`")
+	fs.BoolVar(&o.Mixed, "mixed", false, "drive keepalived 2.2.7 and vipstack nodes in the same VRRP groups (VRRPv2 IPv4, VRRPv3 IPv4 and IPv6): a migration's midpoint")
 	fs.IntVar(&o.Services, "services", 6, "with -k8s: LoadBalancer Services, one VIP each (1..40)")
-	markdown := fs.String("markdown", "", "write the results into the chaos block (chaos-k8s with -k8s) of this Markdown `file` (docs/benchmarks.md)")
+	markdown := fs.String("markdown", "", "write the results into the chaos block (chaos-k8s with -k8s, chaos-mixed with -mixed) of this Markdown `file` (docs/benchmarks.md)")
 	kinds := fs.String("kinds", "", "only these fault kinds, with weights: e.g. \"cut=1,stall=2\" (default: every kind, see internal/chaos DefaultWeights)")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -50,6 +51,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	switch {
+	case o.K8s && o.Mixed:
+		fmt.Fprintf(stderr, "chaos: -k8s and -mixed: want one of them\n")
+		return 2
 	case o.Faults < 1 || o.Faults > 100000:
 		fmt.Fprintf(stderr, "chaos: -faults %d: want 1..100000\n", o.Faults)
 		return 2
@@ -124,8 +128,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if *markdown != "" {
 		block := "chaos"
-		if o.K8s {
+		switch {
+		case o.K8s:
 			block = "chaos-k8s"
+		case o.Mixed:
+			block = "chaos-mixed"
 		}
 		if err := benchdoc.Write(*markdown, block, facts, summary(o, res.Config, res, res.Elapsed)); err != nil {
 			fmt.Fprintf(stderr, "chaos: -markdown: %v\n", err)
@@ -205,13 +212,20 @@ func Run(ctx context.Context, o options, out io.Writer) (res result, err error) 
 		netem   bool
 		weights map[chaos.Kind]int
 	)
-	if o.K8s {
+	switch {
+	case o.K8s:
 		if o.Prefix == "" {
 			o.Prefix = "ck"
 		}
 		weights = chaos.AgentWeights()
 		m, cfg, roles, netem, err = startK8s(ctx, o, out)
-	} else {
+	case o.Mixed:
+		if o.Prefix == "" {
+			o.Prefix = "vm"
+		}
+		weights = chaos.MixedWeights()
+		m, cfg, roles, netem, err = startMixed(ctx, o, out)
+	default:
 		if o.Prefix == "" {
 			o.Prefix = "vx"
 		}

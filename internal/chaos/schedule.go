@@ -252,6 +252,16 @@ func AgentWeights() map[Kind]int {
 	}
 }
 
+// MixedWeights are the kinds' relative frequencies against a mixed
+// cluster of keepalived and vipstack nodes: the faults a keepalived node
+// meets (kill, stall, cut, ifdown, loss, delay, reload), and kill -9 of
+// vipstack's supervised engine; no checks to flap.
+func MixedWeights() map[Kind]int {
+	return map[Kind]int{
+		KillEngine: 6, KillAgent: 10, Stall: 14, Cut: 10, IfDown: 6, Loss: 8, HeavyLoss: 6, Delay: 8, Reload: 8,
+	}
+}
+
 // Generate returns a schedule of o.Faults faults, sorted by At. The same
 // options (the same seed) give the same schedule. At most MaxConcurrent
 // faults are under way at any moment, at most MaxDisruptive of them

@@ -24,6 +24,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vipstack/vipstack/internal/chart"
@@ -437,13 +438,18 @@ const ForeignClass = "example.com/other-lb"
 // EditService makes edit e to Service i (on) or undoes it (!on).
 func (l *Lab) EditService(ctx context.Context, i int, e Edit, on bool) error {
 	key := client.ObjectKey{Namespace: ServiceNamespace, Name: ServiceName(i)}
+	// The controller writes the Service too (status, finalizer): read and
+	// write again on a conflict.
 	update := func(change func(s *corev1.Service)) error {
-		var s corev1.Service
-		if err := l.Admin.Get(ctx, key, &s); err != nil {
-			return fmt.Errorf("k8slab: edit %s of Service %s: %w", e, key, err)
-		}
-		change(&s)
-		if err := l.Admin.Update(ctx, &s); err != nil {
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			var s corev1.Service
+			if err := l.Admin.Get(ctx, key, &s); err != nil {
+				return err
+			}
+			change(&s)
+			return l.Admin.Update(ctx, &s)
+		})
+		if err != nil {
 			return fmt.Errorf("k8slab: edit %s of Service %s: %w", e, key, err)
 		}
 		return nil
