@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -98,5 +99,38 @@ func TestChaosK8sShort(t *testing.T) {
 	}
 	if len(res.Report.Sweeps) == 0 || len(res.Report.ServiceBack) == 0 {
 		t.Errorf("no restart sweep or Service return measured (sweeps %v, back %v): the faults did not hit what they should", res.Report.Sweeps, res.Report.ServiceBack)
+	}
+}
+
+// TestChaosMixedShort is bench/chaos's mixed mode in little: 25 faults
+// with a fixed seed, of every kind a keepalived node meets but delay (kept
+// out so that the schedule does not depend on the kernel's netem): kill
+// -9 and restart, stalls, cuts, ifdown, loss, reloads, and kill -9 of
+// vipstack's supervised engine, against keepalived 2.2.7 on 3 nodes and
+// `vipstack vrrp` on 2 in one VRRPv2 IPv4 and two VRRPv3 (IPv4, IPv6)
+// groups, failing on any violation or failed injection. `sudo go run
+// ./bench/chaos -mixed -seed 2 -faults 25 -kinds
+// kill-engine=6,kill-agent=10,stall=14,cut=10,ifdown=6,loss=8,heavy-loss=6,reload=8`
+// replays it.
+func TestChaosMixedShort(t *testing.T) {
+	testnet.RequireRoot(t)
+	if testing.Short() {
+		t.Skip("skipping the mixed chaos run in -short mode (about 60 s)")
+	}
+	if _, err := exec.LookPath("keepalived"); err != nil {
+		t.Skip("keepalived is not installed (Debian package keepalived)")
+	}
+	w := chaos.MixedWeights()
+	delete(w, chaos.Delay)
+	res := runShort(t, 5*time.Minute, options{Seed: 2, Faults: 25, Nodes: 5, Advert: 100 * time.Millisecond, Prefix: "vmT",
+		Mixed: true, Weights: w})
+	checkShort(t, res, 25)
+	for k := range w {
+		if res.Injected[k] == 0 {
+			t.Errorf("no %s fault injected; the seed gives some", k)
+		}
+	}
+	if len(res.Report.Sweeps) == 0 || len(res.Report.Reactions) == 0 {
+		t.Errorf("no restart sweep or supervisor reaction measured (sweeps %v, reactions %v): the faults did not hit what they should", res.Report.Sweeps, res.Report.Reactions)
 	}
 }

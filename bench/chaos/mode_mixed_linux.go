@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/netip"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -71,7 +72,7 @@ type mixedMode struct {
 // startMixed builds the namespaces, starts keepalived on the odd nodes
 // and vipstack on the even ones, and waits until every VIP has one holder.
 func startMixed(ctx context.Context, o options, out io.Writer) (_ mode, cfg chaos.Config, roles []cluster.Role, netem bool, err error) {
-	if _, err := os.Stat("/usr/sbin/keepalived"); err != nil {
+	if _, err := exec.LookPath("keepalived"); err != nil {
 		return nil, cfg, nil, false, fmt.Errorf("-mixed needs keepalived 2.2.7 (Debian package keepalived): %w", err)
 	}
 	fmt.Fprintf(out, "vipstack chaos (mixed): seed %d, %d faults, %d nodes (keepalived 2.2.7 and vipstack alternating), VRRPv2 IPv4 at 1s, VRRPv3 IPv4 and IPv6 at %v\n",
