@@ -827,7 +827,7 @@ func serviceDue(cfg Config, windows []Window, c time.Time) time.Time {
 				continue
 			}
 			if w.End.IsZero() {
-				return time.Time{}.Add(1<<63 - 1)
+				return c.Add(1 << 62) // never ended: never due (146 years on)
 			}
 			if w.End.After(c) && w.End.Add(cfg.ServiceBound).After(d) {
 				d, changed = w.End.Add(cfg.ServiceBound), true
