@@ -661,3 +661,39 @@ func TestCheckAdvertOf(t *testing.T) {
 		t.Errorf("BoundOf(0) = %v, want %v", got, want)
 	}
 }
+
+// TestCheckServiceDue: a Service created again just before the API server
+// goes down is due ServiceBound after it comes back, not after the create;
+// such a return is judged but not measured.
+func TestCheckServiceDue(t *testing.T) {
+	cfg := testConfig()
+	cfg.ServiceBound = 500 * ms
+	ing := cfg.VIPs[1].String()
+	churn := win(Churn, -1, 200*ms, 1000*ms, 0)
+	churn.Fault.VIP = 1
+	phases := []phase{{200 * ms, "0 1 -"}, {3000 * ms, "0 - -"}, {300 * ms, "0 1 -"}}
+	for _, tc := range []struct {
+		name    string
+		windows []Window
+		want    []string
+		back    []time.Duration
+	}{
+		{name: "no API fault: late", windows: []Window{churn}, want: []string{"no-eligible-holder +1.5s " + ing + " "}},
+		{name: "the API server down from 1.1 s to 3 s", windows: []Window{churn, win(KillAPIServer, -1, 1100*ms, 3000*ms, 0)}},
+		{name: "etcd down from 1.4 s (within the bound) to 3 s", windows: []Window{churn, win(KillEtcd, -1, 1400*ms, 3000*ms, 0)}},
+		{name: "the leader killed before the create", windows: []Window{churn, win(KillLeader, -1, 600*ms, 2900*ms, 0)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rep, err := Check(cfg, tc.windows, stream(t, cfg, phases...))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff(tc.want, summary(rep)); d != "" {
+				t.Errorf("violations (-want +got):\n%s", d)
+			}
+			if d := cmp.Diff(tc.back, rep.ServiceBack); d != "" {
+				t.Errorf("back (-want +got):\n%s", d)
+			}
+		})
+	}
+}
