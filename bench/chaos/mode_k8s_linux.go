@@ -86,7 +86,7 @@ func startK8s(ctx context.Context, o options, out io.Writer) (_ mode, cfg chaos.
 	}
 	if err := m.p.Do(func() {
 		m.lab = k8slab.Start(ctx, m.p, k8slab.Options{Nodes: o.Nodes, Prefix: o.Prefix, Bin: o.Bin, Advert: o.Advert,
-			Services: o.Services, Supervisor: true, Caps: m.caps, Log: o.Log, Standby: true, AutoAssign: true})
+			Services: o.Services, Supervisor: true, Caps: m.caps, Log: o.Log, Standby: true, AutoAssign: true, Endpoints: true})
 	}); err != nil {
 		return nil, cfg, nil, false, err
 	}

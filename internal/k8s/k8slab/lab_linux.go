@@ -87,6 +87,10 @@ type Options struct {
 	// (StandbyLease): KillLeader kills the one holding the Lease and the
 	// other takes over.
 	Standby bool
+	// Endpoints gives each Service an EndpointSlice with a ready endpoint
+	// on every node, so that externalTrafficPolicy Local (EditPolicy)
+	// keeps every node eligible.
+	Endpoints bool
 	// AutoAssign leaves the odd-numbered Services without a requested
 	// address: the controller picks one from the pool (VIPs records it).
 	AutoAssign bool
@@ -283,6 +287,9 @@ func Start(ctx context.Context, t testing.TB, o Options) *Lab {
 		}
 	}
 	for i := range o.Services {
+		if !o.Endpoints {
+			break
+		}
 		if err := l.endpoints(ctx, i); err != nil {
 			t.Fatalf("%v", err)
 		}
@@ -428,7 +435,7 @@ const (
 	// for its address again.
 	EditIP Edit = "ip"
 	// EditPolicy sets externalTrafficPolicy Local (every node has a ready
-	// endpoint: the lab's EndpointSlices); undone, Cluster.
+	// endpoint: Options.Endpoints); undone, Cluster.
 	EditPolicy Edit = "policy"
 )
 
@@ -489,6 +496,9 @@ func (l *Lab) EditService(ctx context.Context, i int, e Edit, on bool) error {
 			}
 		})
 	case EditPolicy:
+		if !l.o.Endpoints {
+			return errors.New("k8slab: EditService: a policy edit needs Options.Endpoints (every node eligible under Local)")
+		}
 		return update(func(s *corev1.Service) {
 			s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyCluster
 			s.Spec.HealthCheckNodePort = 0
