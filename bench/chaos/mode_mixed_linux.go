@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -54,6 +55,7 @@ type mixedNode struct {
 
 	mu     sync.Mutex
 	proc   *peers.Node
+	past   []string // the logs of the processes before proc (killed, started again)
 	engine int // the cached engine PID (keepalived's VRRP child, vipstack's supervised engine)
 	reload int // reloads so far: each rewrites the file with a new comment
 }
@@ -209,6 +211,9 @@ func (m *mixedMode) start(n *mixedNode) error {
 	p, err := peers.Start(n.host, n.impl, m.conf(n), n.dir, m.o.Bin, "--log-level", "info")
 	if err != nil {
 		return err
+	}
+	if n.proc != nil {
+		n.past = append(n.past, n.proc.Log())
 	}
 	n.proc, n.engine = p, 0
 	return nil
@@ -407,12 +412,13 @@ func (m *mixedMode) keepLogs() (string, error) {
 	}
 	for _, n := range m.nodes {
 		n.mu.Lock()
-		p := n.proc
-		n.mu.Unlock()
-		if p == nil {
-			continue
+		logs := slices.Clone(n.past)
+		if n.proc != nil {
+			logs = append(logs, n.proc.Log())
 		}
-		if err := os.WriteFile(filepath.Join(dir, n.name+".log"), []byte(p.Log()), 0o644); err != nil {
+		n.mu.Unlock()
+		text := strings.Join(logs, "---- started again\n")
+		if err := os.WriteFile(filepath.Join(dir, n.name+".log"), []byte(text), 0o644); err != nil {
 			return "", err
 		}
 	}

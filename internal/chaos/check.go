@@ -392,7 +392,9 @@ func Check(cfg Config, windows []Window, samples []Sample) (Report, error) {
 	}
 
 	// The VIPs each stalled node held when it stopped (the last sample
-	// before the stall); its partition window excuses only those.
+	// before the stall, and those it shows within Margin after: an address
+	// its daemon was adding as SIGSTOP came, which a stopped process cannot
+	// have added later); its partition window excuses only those.
 	stallHeld := make([][]netip.Addr, len(windows))
 	for wi, w := range windows {
 		if w.Fault.Kind != Stall || w.Node < 0 {
@@ -400,7 +402,14 @@ func Check(cfg Config, windows []Window, samples []Sample) (Report, error) {
 		}
 		i := sort.Search(len(samples), func(i int) bool { return !samples[i].At.Before(w.Start) })
 		if i > 0 {
-			stallHeld[wi] = samples[i-1].Nodes[w.Node].Holds
+			stallHeld[wi] = slices.Clone(samples[i-1].Nodes[w.Node].Holds)
+		}
+		for ; i < len(samples) && !samples[i].At.After(w.Start.Add(cfg.Margin)) && (w.End.IsZero() || samples[i].At.Before(w.End)); i++ {
+			for _, v := range samples[i].Nodes[w.Node].Holds {
+				if !slices.Contains(stallHeld[wi], v) {
+					stallHeld[wi] = append(stallHeld[wi], v)
+				}
+			}
 		}
 	}
 	// Service windows: the address a fault takes from its Service (Churn,

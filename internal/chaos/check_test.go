@@ -145,6 +145,17 @@ func TestCheck(t *testing.T) {
 			want:    []string{"split-brain +2.2s " + ing + " b,c"},
 		},
 		{
+			name:    "a VIP taken as SIGSTOP came: excused with the stall",
+			windows: []Window{win(Stall, 2, 200*ms, 2200*ms, 0)},
+			phases:  []phase{{250 * ms, "0 1 -"}, {1950 * ms, "0 1 1"}, {300 * ms, "0 1 -"}},
+		},
+		{
+			name:    "a VIP a stalled node shows later: not excused",
+			windows: []Window{win(Stall, 2, 200*ms, 2200*ms, 0)},
+			phases:  []phase{{500 * ms, "0 1 -"}, {1700 * ms, "0 1 1"}, {300 * ms, "0 1 -"}},
+			want:    []string{"split-brain +500ms " + ing + " b,c"},
+		},
+		{
 			name:    "heavy loss on the holder: both may hold, and it stays eligible",
 			windows: []Window{win(HeavyLoss, 1, 200*ms, 2000*ms, 50)},
 			phases:  []phase{{1000 * ms, "- 01 -"}, {1000 * ms, "0 01 -"}, {200 * ms, "0 1 -"}},
