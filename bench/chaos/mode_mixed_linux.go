@@ -56,8 +56,8 @@ type mixedNode struct {
 	mu     sync.Mutex
 	proc   *peers.Node
 	past   []string // the logs of the processes before proc (killed, started again)
-	engine int // the cached engine PID (keepalived's VRRP child, vipstack's supervised engine)
-	reload int // reloads so far: each rewrites the file with a new comment
+	engine int      // the cached engine PID (keepalived's VRRP child, vipstack's supervised engine)
+	reload int      // reloads so far: each rewrites the file with a new comment
 }
 
 // mixedMode drives a cluster in the middle of a node-by-node migration
