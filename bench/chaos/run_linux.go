@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -250,7 +251,7 @@ func Run(ctx context.Context, o options, out io.Writer) (res result, err error) 
 		}
 	}
 	if o.Weights != nil {
-		weights = o.Weights
+		weights = maps.Clone(o.Weights) // the caller's stays as it is
 	}
 	how := "tc netem"
 	if !r.netem {
