@@ -61,7 +61,7 @@ func runController(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	if _, err := controller.Setup(mgr, controller.Options{Logger: log, ExcludedVRIDs: f.vrids, Workers: f.workers,
 		Registry: crmetrics.Registry, MetalLBNamespace: f.metallbNS, NoForeign: !f.foreign, NoKeepalivedOperator: !f.keepalived, Namespace: f.namespace,
-		LoadBalancerClass: f.lbClass, DefaultGroup: f.defGroup}); err != nil {
+		LoadBalancerClass: f.lbClass, DefaultGroup: f.defGroup, AnnouncedWrites: f.announcedWrites}); err != nil {
 		fmt.Fprintf(stderr, "vipstack controller: %v\n", err)
 		return 1
 	}
@@ -84,7 +84,7 @@ type controllerFlags struct {
 	leaderElect, foreign, keepalived                                            bool
 	leaseDur, renewDL, retryPer                                                 time.Duration
 	workers                                                                     int
-	qps                                                                         float64
+	qps, announcedWrites                                                        float64
 	vrids                                                                       []int
 	defGroup                                                                    k8s.GroupRef
 	auth                                                                        metricsAuthFlags
@@ -106,6 +106,7 @@ func parseControllerFlags(args []string, stderr io.Writer) (f controllerFlags, c
 	fs.StringVar(&f.healthAddr, "health-addr", "", "address for /healthz and /readyz; empty: off")
 	fs.IntVar(&f.workers, "workers", 4, "Services reconciled at once")
 	fs.Float64Var(&f.qps, "qps", 200, "API requests per second the controller may send")
+	fs.Float64Var(&f.announcedWrites, "announced-writes", controller.DefaultAnnouncedWrites, "Service status writes per second that only update the vipstack.io/AnnouncedBy condition (addresses are always written at once)")
 	fs.StringVar(&f.metallbNS, "metallb-namespace", controller.DefaultMetalLBNamespace, "namespace of MetalLB's IPAddressPools and L2Advertisements, read when MetalLB's CRDs are installed")
 	fs.BoolVar(&f.foreign, "read-metallb-kube-vip", true, "serve Services that name no group from MetalLB's and kube-vip's pools (docs/install.md, Migrating)")
 	fs.BoolVar(&f.keepalived, "read-keepalived-operator", true, "serve keepalived-operator's KeepalivedGroups and read OpenShift's Network externalIP CIDRs, when their CRDs are installed (docs/kubernetes.md)")
@@ -137,6 +138,10 @@ func parseControllerFlags(args []string, stderr io.Writer) (f controllerFlags, c
 	}
 	if f.leaseNS == "" {
 		f.leaseNS = f.namespace
+	}
+	if f.announcedWrites <= 0 {
+		fmt.Fprintf(stderr, "vipstack controller: --announced-writes %v: want a number of writes per second above 0\n", f.announcedWrites)
+		return f, 2, false
 	}
 	if err := checkLeaseTimes(f.leaseDur, f.renewDL, f.retryPer); err != nil {
 		fmt.Fprintf(stderr, "vipstack controller: %v\n", err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"golang.org/x/time/rate"
 	"log/slog"
 	"net/netip"
 	"sort"
@@ -40,6 +41,10 @@ import (
 	"github.com/vipstack/vipstack/internal/k8s/v1alpha1"
 )
 
+// DefaultAnnouncedWrites is Options.AnnouncedWrites' default: status
+// writes per second for the AnnouncedBy condition alone.
+const DefaultAnnouncedWrites = 20
+
 // Options configure the controller.
 type Options struct {
 	Logger *slog.Logger
@@ -49,6 +54,13 @@ type Options struct {
 	ExcludedVRIDs []int
 	// Workers is how many Services are reconciled at once (default 4).
 	Workers int
+	// AnnouncedWrites bounds the status writes per second whose only
+	// change is the AnnouncedBy condition (default DefaultAnnouncedWrites;
+	// bursts of twice as many), so that the informational condition never
+	// doubles the API load while addresses are being given out: a burst
+	// of new Services is announced by the agents as fast as before, and
+	// the conditions follow at this rate.
+	AnnouncedWrites float64
 	// Registry receives the controller's metrics; nil: none.
 	Registry prometheus.Registerer
 	// MetalLBNamespace is where MetalLB's IPAddressPools and
@@ -105,8 +117,13 @@ type Controller struct {
 	// lastBy is the nodes (comma-separated) that last announced each
 	// address (under mu).
 	lastBy map[netip.Addr]string
-	client client.Client
-	cache  client.Reader // MetalLB's objects (unstructured) and kube-vip's ConfigMap
+	// announceRate is Options.AnnouncedWrites, on clk's time;
+	// announceDue (under mu) is when each deferred Service's
+	// AnnouncedBy write has its turn.
+	announceRate *rate.Limiter
+	announceDue  map[types.NamespacedName]time.Time
+	client       client.Client
+	cache        client.Reader // MetalLB's objects (unstructured) and kube-vip's ConfigMap
 	// secrets reads the VRRP passwords' source Secrets by name, uncached.
 	secrets client.Reader
 	events  events.EventRecorder
@@ -163,6 +180,9 @@ func Setup(mgr manager.Manager, o Options) (*Controller, error) {
 	if o.Workers <= 0 {
 		o.Workers = 4
 	}
+	if o.AnnouncedWrites <= 0 {
+		o.AnnouncedWrites = DefaultAnnouncedWrites
+	}
 	if o.Namespace == "" {
 		o.Namespace = k8s.DefaultNamespace
 	}
@@ -209,6 +229,8 @@ func Setup(mgr manager.Manager, o Options) (*Controller, error) {
 		// lastAnnounced: what each agent's Lease said last (announced.go).
 		lastAnnounced: map[string][]netip.Addr{},
 		lastBy:        map[netip.Addr]string{},
+		announceDue:   map[types.NamespacedName]time.Time{},
+		announceRate:  rate.NewLimiter(rate.Limit(o.AnnouncedWrites), max(1, int(2*o.AnnouncedWrites))),
 		leaseTimers:   map[string]clock.Timer{},
 		parsed:        map[string]parsedLease{},
 		leaseExpired:  make(chan event.GenericEvent, 1<<10),
