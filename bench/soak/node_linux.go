@@ -44,9 +44,17 @@ func startNode(ctx context.Context, o options) (*part, error) {
 		{"a worker added to the cluster file", func(context.Context) error { return c.Rewrite(withWorker.ClusterYAML()) }},
 		{"the worker removed", func(context.Context) error { return c.Rewrite(spec.ClusterYAML()) }},
 	}
-	if n0.EnginePid() == 0 {
+	// Settle: every VIP has one holder for a second, and master-0's
+	// engine serves metrics.
+	for _, v := range demo.VIPs() {
+		if _, err := c.WaitHolder(ctx, v.Addr, nil, time.Second, 90*time.Second); err != nil {
+			c.Close()
+			return nil, fmt.Errorf("the cluster did not settle: %s VIP %s: %w", v.Kind, v.Addr, err)
+		}
+	}
+	if _, err := p.Subjects[0].metrics(ctx); err != nil || n0.EnginePid() == 0 {
 		c.Close()
-		return nil, errors.New("master-0 runs no engine")
+		return nil, errors.Join(errors.New("master-0's engine does not serve metrics"), err)
 	}
 	return p, nil
 }

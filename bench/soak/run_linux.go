@@ -288,7 +288,7 @@ func Run(ctx context.Context, o options) (result, error) {
 		at := time.Since(start)
 		for _, p := range ps {
 			for _, sub := range p.Subjects {
-				pid, vals := sampleProc(ctx, sub)
+				pid, vals := sampleProc(sub)
 				for m := Metric(0); m < numMetrics; m++ {
 					if m == Goroutines && sub.metrics == nil {
 						continue
@@ -340,7 +340,7 @@ func Run(ctx context.Context, o options) (result, error) {
 }
 
 // sampleProc reads one subject: its PID and every metric it could read.
-func sampleProc(ctx context.Context, sub subject) (int, map[Metric]float64) {
+func sampleProc(sub subject) (int, map[Metric]float64) {
 	vals := map[Metric]float64{}
 	pid := sub.pid()
 	if pid <= 0 {
@@ -353,7 +353,8 @@ func sampleProc(ctx context.Context, sub subject) (int, map[Metric]float64) {
 		vals[FDs] = float64(len(ents))
 	}
 	if sub.metrics != nil {
-		mctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		// Not the run's context: a sample taken as the run ends is read whole.
+		mctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		text, err := sub.metrics(mctx)
 		cancel()
 		if err == nil {
