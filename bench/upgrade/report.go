@@ -21,10 +21,7 @@ func (r result) report() *benchdoc.Report {
 		row := []string{s.Node, s.From + " to " + s.To, fmt.Sprintf("%.1f s", s.Took.Seconds())}
 		for i := range r.Targets {
 			m := s.Moves[i]
-			moves := fmt.Sprint(m.Moves)
-			if m.Moves > 0 {
-				moves += " (" + strings.Join(m.Path, " to ") + ")"
-			}
+			moves := fmt.Sprintf("%d (%s)", m.Moves, strings.Join(m.Path, " to "))
 			row = append(row, moves, fmt.Sprintf("%d ms", m.None*20), fmt.Sprint(s.Failed[i]))
 		}
 		tab.Add(row...)

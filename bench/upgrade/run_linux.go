@@ -29,6 +29,7 @@ type options struct {
 	Advert, Settle   time.Duration
 	Prefix           string
 	Old, New         string // the two builds
+	Logs             string // a directory to copy the node agents' logs to at the end; "": none
 	Log              io.Writer
 }
 
@@ -43,6 +44,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&o.Settle, "settle", 5*time.Second, "how long every VIP must keep one holder before the next node")
 	fs.StringVar(&o.Prefix, "prefix", "vsokU", "network namespace name prefix")
 	v := fs.Bool("v", false, "narrate")
+	fs.StringVar(&o.Logs, "logs", "", "copy the node agents' logs to this `directory` at the end")
 	markdown := fs.String("markdown", "", "write the results into the upgrade block of this Markdown `file` (docs/benchmarks.md)")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -236,14 +238,23 @@ func (l *loader) takeErrs() []string {
 
 // Run starts the cluster on o.Old, puts the load on, replaces every node's
 // binary with o.New and then back with o.Old, one node at a time.
-func Run(ctx context.Context, o options) (result, error) {
-	res := result{O: o, Targets: targets()}
+func Run(ctx context.Context, o options) (res result, err error) {
+	res = result{O: o, Targets: targets()}
 	c, err := demo.Start(ctx, demo.Spec{Masters: o.Masters, Workers: o.Workers, Advert: o.Advert},
 		demo.Options{Bin: o.Old, Prefix: o.Prefix, View: -1})
 	if err != nil {
 		return res, err
 	}
 	defer c.Close()
+	if o.Logs != "" {
+		defer func() {
+			for _, n := range c.Nodes {
+				if werr := os.WriteFile(filepath.Join(o.Logs, n.Name+".log"), []byte(n.Log()), 0o644); werr != nil && err == nil {
+					err = werr
+				}
+			}
+		}()
+	}
 	if err := settle(ctx, c, o.Settle); err != nil {
 		return res, fmt.Errorf("the cluster did not settle: %w", err)
 	}
@@ -277,6 +288,9 @@ func Run(ctx context.Context, o options) (result, error) {
 				l.stepFailures.Store(0)
 				l.takeErrs()
 			}
+			// The holders before the stop, read before it starts: the
+			// sampler's first round may come after the addresses left.
+			sampleOnce(c, res.Targets, step.Moves)
 			sctx, stopSampling := context.WithCancel(ctx)
 			var swg sync.WaitGroup
 			swg.Go(func() { sample(sctx, c, res.Targets, step.Moves) })
@@ -349,22 +363,27 @@ func sample(ctx context.Context, c *demo.Cluster, ts []target, into []tracker) {
 	t := time.NewTicker(20 * time.Millisecond)
 	defer t.Stop()
 	for {
-		for i, tg := range ts {
-			hs, err := c.Holders(tg.Addr.Addr())
-			if err != nil {
-				continue
-			}
-			var names []string
-			for _, h := range hs {
-				names = append(names, h.Name)
-			}
-			into[i].add(names)
-		}
+		sampleOnce(c, ts, into)
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
+	}
+}
+
+// sampleOnce reads every target's holders once.
+func sampleOnce(c *demo.Cluster, ts []target, into []tracker) {
+	for i, tg := range ts {
+		hs, err := c.Holders(tg.Addr.Addr())
+		if err != nil {
+			continue
+		}
+		var names []string
+		for _, h := range hs {
+			names = append(names, h.Name)
+		}
+		into[i].add(names)
 	}
 }
 
