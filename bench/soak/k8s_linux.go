@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"time"
 
 	"github.com/vipstack/vipstack/internal/k8s/k8slab"
@@ -63,14 +62,4 @@ func freePort() (int, error) {
 	}
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port, nil
-}
-
-// need reports a missing tool.
-func need(tools ...string) error {
-	for _, t := range tools {
-		if _, err := exec.LookPath(t); err != nil {
-			return fmt.Errorf("%s is not installed", t)
-		}
-	}
-	return nil
 }
