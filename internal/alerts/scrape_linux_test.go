@@ -46,13 +46,18 @@ var eventCounters = map[string]string{
 	"vipstack_vrrp_vrid_conflicts_total":     "VRRP instances",
 }
 
+// bgpPrefix starts the series only a node that announces VIPs by BGP
+// exports; TestRulesBGPMetricsLive scrapes them from one.
+const bgpPrefix = "vipstack_bgp_"
+
 // TestDashboardAndRulesMetricsLive runs `vipstack node` as the only
 // master of a cluster file in a network namespace (it holds the API and
 // ingress VIPs, runs the API load balancer, the cluster DNS and the
 // ingress check) and scrapes its /metrics: every vipstack_ series that a
 // dashboard panel's query or an alert's expression names is in the scrape,
 // except the Kubernetes agent's and controller's (scraped by
-// TestDashboardAndRulesMetricsLiveKubernetes) and the event counters,
+// TestDashboardAndRulesMetricsLiveKubernetes), the BGP speaker's (scraped
+// by TestRulesBGPMetricsLive) and the event counters,
 // which must be in docs/metrics.md's VRRP section. With VIPSTACK_DASHBOARD_OUT set, it
 // writes each panel's query evaluated by promtool on the scrape (as
 // Prometheus with the chart's PodMonitor would store it: namespace and
@@ -100,7 +105,7 @@ nodes:
 	live := func() []string {
 		var out []string
 		for m := range named {
-			if kubernetesOnly[m] == "" && eventCounters[m] == "" && !slices.ContainsFunc(samples, func(s sample) bool { return s.name == m }) {
+			if kubernetesOnly[m] == "" && eventCounters[m] == "" && !strings.HasPrefix(m, bgpPrefix) && !slices.ContainsFunc(samples, func(s sample) bool { return s.name == m }) {
 				out = append(out, m)
 			}
 		}
@@ -210,9 +215,13 @@ func namedMetrics(t *testing.T, h chart.Helm, root string) (map[string][]string,
 }
 
 // scrape GETs /metrics at addr inside host's namespace.
-func scrape(h *testnet.Host, addr string) (string, error) {
+func scrape(h *testnet.Host, addr string) (string, error) { return scrapeIn(h.Do, addr) }
+
+// scrapeIn GETs /metrics at addr, dialling inside do (which runs its
+// function in a namespace).
+func scrapeIn(do func(func() error) error, addr string) (string, error) {
 	var conn net.Conn
-	if err := h.Do(func() error {
+	if err := do(func() error {
 		c, err := net.DialTimeout("tcp", addr, 5*time.Second)
 		conn = c
 		return err

@@ -88,8 +88,11 @@ type Speaker struct {
 
 	mu        sync.Mutex
 	announced map[netip.Prefix]Attributes
-	routes    []RouteStatus
-	peers     []*peerState
+	// announces and withdrawals count the routes put into and taken out
+	// of the RIB since the speaker started.
+	announces, withdrawals uint64
+	routes                 []RouteStatus
+	peers                  []*peerState
 }
 
 type peerState struct {
@@ -118,12 +121,19 @@ type PeerStatus struct {
 	BFDRejected string
 	HeldDown    string // why the speaker holds the session down
 	Advertised  uint64
+	// SentUpdates counts the UPDATE messages written to the session
+	// (announcements and withdrawals) since the peer was added.
+	SentUpdates uint64
 }
 
 // Status is the speaker's state for vipstack status.
 type Status struct {
 	Peers  []PeerStatus
 	Routes []RouteStatus
+	// Announces and Withdrawals count the routes the speaker put into
+	// and took out of its RIB (and so sent to every established peer)
+	// since it started.
+	Announces, Withdrawals uint64
 }
 
 // New validates o.Config and returns a speaker; Run starts it.
@@ -458,6 +468,7 @@ func (s *Speaker) reconcile(ctx context.Context) {
 			s.log.Info("bgp: withdrew", "prefix", p, "reason", op.Reason)
 			s.mu.Lock()
 			delete(s.announced, p)
+			s.withdrawals++
 			s.mu.Unlock()
 			continue
 		}
@@ -473,6 +484,7 @@ func (s *Speaker) reconcile(ctx context.Context) {
 		s.log.Info("bgp: announced", "prefix", p, "reason", op.Reason)
 		s.mu.Lock()
 		s.announced[p] = op.Route.Attributes
+		s.announces++
 		s.mu.Unlock()
 	}
 	s.mu.Lock()
@@ -515,6 +527,7 @@ func (s *Speaker) stop(ctx context.Context) error {
 		s.log.Info("bgp: withdrew", "prefix", p, "reason", "stopping")
 		s.mu.Lock()
 		delete(s.announced, p)
+		s.withdrawals++
 		s.mu.Unlock()
 	}
 	s.mu.Lock()
@@ -586,7 +599,7 @@ func (s *Speaker) Status(ctx context.Context) (Status, error) {
 			sess = "unknown"
 		}
 		ps := PeerStatus{Address: p.cfg.Address, ASN: p.cfg.ASN, IBGP: s.cfg.IBGP(p.cfg),
-			Session: sess, BFD: p.bfdState, HeldDown: p.down, Advertised: r.Advertised}
+			Session: sess, BFD: p.bfdState, HeldDown: p.down, Advertised: r.Advertised, SentUpdates: r.SentUpdates}
 		if p.bfd != nil {
 			if rej, last := p.bfd.Rejected(); last != nil {
 				n := 0
@@ -599,5 +612,6 @@ func (s *Speaker) Status(ctx context.Context) (Status, error) {
 		st.Peers = append(st.Peers, ps)
 	}
 	st.Routes = append(st.Routes, s.routes...)
+	st.Announces, st.Withdrawals = s.announces, s.withdrawals
 	return st, err
 }

@@ -227,7 +227,8 @@ func TestSpeaker(t *testing.T) {
 		wantSt := Status{
 			Peers: []PeerStatus{{Address: peer, ASN: 64500, Session: "established", BFD: "down",
 				HeldDown: "BFD session to 198.18.1.1 went down (Control Detection Time Expired)", Advertised: 1}},
-			Routes: []RouteStatus{{Prefix: netip.MustParsePrefix("198.19.0.10/32"), Announced: true, Reason: "eligible: backends 2/2 up"}},
+			Routes:    []RouteStatus{{Prefix: netip.MustParsePrefix("198.19.0.10/32"), Announced: true, Reason: "eligible: backends 2/2 up"}},
+			Announces: 1,
 		}
 		if d := cmp.Diff(wantSt, st, addrs); d != "" {
 			t.Errorf("status while BFD is down (-want +got):\n%s", d)
@@ -244,6 +245,9 @@ func TestSpeaker(t *testing.T) {
 		e.set(Verdict{VIP: vip, Eligible: true, Reason: "backends 1/2 up"})
 		synctest.Wait()
 		step("eligible again", []string{"announce 198.19.0.10/32 nh=invalid IP"})
+		if st, _ := s.Status(t.Context()); st.Announces != 2 || st.Withdrawals != 1 {
+			t.Errorf("counted %d announces and %d withdrawals, want 2 and 1", st.Announces, st.Withdrawals)
+		}
 
 		// A graceful stop withdraws first, waits until the withdrawal
 		// has been sent (three polls here), then closes the sessions.

@@ -29,13 +29,45 @@ type nodeStatus struct {
 		Error string    `json:"error"`
 	} `json:"cluster_file_rejected"`
 	VRRP []engine.InstanceStatus `json:"vrrp"`
+	BGP  *struct {
+		Peers []struct {
+			Session string `json:"session"`
+		} `json:"peers"`
+		Routes []struct {
+			Prefix    string `json:"prefix"`
+			Role      string `json:"role"`
+			Announced bool   `json:"announced"`
+			Reason    string `json:"reason"`
+		} `json:"routes"`
+	} `json:"bgp"`
+}
+
+// bgpReport is the view's part of a node's BGP status.
+func (s nodeStatus) bgpReport() *BGPReport {
+	if s.BGP == nil {
+		return nil
+	}
+	b := &BGPReport{Peers: len(s.BGP.Peers)}
+	for _, p := range s.BGP.Peers {
+		if p.Session == "established" {
+			b.Established++
+		}
+	}
+	for _, r := range s.BGP.Routes {
+		vip := r.Prefix
+		if p, err := netip.ParsePrefix(r.Prefix); err == nil {
+			vip = p.Addr().String()
+		}
+		b.Routes = append(b.Routes, BGPRouteReport{VIP: vip, Role: r.Role, Announced: r.Announced, Reason: r.Reason})
+	}
+	return b
 }
 
 // ExpectedFor lists the instances every node of c runs, as the node
-// agents derive them.
+// agents derive them, and then the VIPs they announce by BGP.
 func ExpectedFor(c *cluster.Cluster) ([]Expected, error) {
 	byName := map[string]*Expected{}
-	var order []string
+	var order, bgpOrder []string
 	for _, n := range c.Nodes {
 		p, err := c.PlanFor(n.Name)
 		if err != nil {
@@ -53,9 +85,22 @@ func ExpectedFor(c *cluster.Cluster) ([]Expected, error) {
 			}
 			e.Nodes = append(e.Nodes, n.Name)
 		}
+		if p.BGP == nil {
+			continue
+		}
+		for _, rt := range p.BGP.Config.Routes {
+			key := "bgp " + rt.VIP.String()
+			e := byName[key]
+			if e == nil {
+				e = &Expected{Instance: p.BGP.Role[rt.VIP], VIPs: []string{rt.VIP.String()}, BGP: true}
+				byName[key] = e
+				bgpOrder = append(bgpOrder, key)
+			}
+			e.Nodes = append(e.Nodes, n.Name)
+		}
 	}
-	out := make([]Expected, 0, len(order))
-	for _, name := range order {
+	out := make([]Expected, 0, len(order)+len(bgpOrder))
+	for _, name := range append(order, bgpOrder...) {
 		out = append(out, *byName[name])
 	}
 	return out, nil
@@ -91,6 +136,7 @@ func askNode(ctx context.Context, client *http.Client, n cluster.Node, port int)
 			r.Warnings = append(r.Warnings, fmt.Sprintf("rejected its cluster file at %s: %s", s.Rejected.At.UTC().Format(time.RFC3339), oneLine(s.Rejected.Error)))
 		}
 		r.Instances = s.VRRP
+		r.BGP = s.bgpReport()
 		return r
 	}
 	return r

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -27,7 +28,13 @@ func TestAskNode(t *testing.T) {
 		wantErr   string
 		wantWarn  []string
 		wantInsts []string
+		wantBGP   *BGPReport
 	}{
+		{name: "answers with BGP", status: 200, body: `{"node":"m0","vrrp":[],"bgp":{"asn":64512,"peers":[{"address":"198.18.1.1","session":"established"},{"address":"198.18.2.1","session":"active"}],
+			"routes":[{"prefix":"198.19.0.5/32","role":"api","announced":true,"reason":"eligible: lb ok"},{"prefix":"198.19.0.7/32","role":"ingress","announced":false,"reason":"chk_ingress failing"}]}}`,
+			wantBGP: &BGPReport{Peers: 2, Established: 1, Routes: []BGPRouteReport{
+				{VIP: "198.19.0.5", Role: "api", Announced: true, Reason: "eligible: lb ok"},
+				{VIP: "198.19.0.7", Role: "ingress", Reason: "chk_ingress failing"}}}},
 		{name: "answers", status: 200, body: `{"node":"m0","role":"master","vrrp":[{"name":"t1_API","state":"MASTER","vrid":28}]}`, wantInsts: []string{"t1_API/MASTER"}},
 		{name: "answers as another node", status: 200, body: `{"node":"m9","vrrp":[]}`,
 			wantWarn: []string{`answered as node "m9": is the cluster file the one it runs?`}},
@@ -69,6 +76,9 @@ func TestAskNode(t *testing.T) {
 			}
 			if d := cmp.Diff(tc.wantWarn, r.Warnings); d != "" {
 				t.Errorf("warnings (-want +got):\n%s", d)
+			}
+			if d := cmp.Diff(tc.wantBGP, r.BGP); d != "" {
+				t.Errorf("BGP (-want +got):\n%s", d)
 			}
 		})
 	}
@@ -124,6 +134,40 @@ func TestExpectedFor(t *testing.T) {
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("(-want +got):\n%s", d)
+	}
+	bgpFile := `name: t1
+baseDomain: example.com
+apiVIPs: [198.19.0.5]
+ingressVIPs: [198.18.1.7]
+machineNetworks: [198.18.1.0/24, 198.18.2.0/24]
+nodes:
+  - {name: m1, role: master, ips: [198.18.1.10]}
+  - {name: m2, role: master, ips: [198.18.2.10]}
+bgp:
+  asn: 64512
+  announce: [api]
+  peers:
+    - {address: 198.18.1.1, asn: 64500, nodes: [m1]}
+    - {address: 198.18.2.1, asn: 64500, nodes: [m2]}
+`
+	bc, err := cluster.Parse("bgp.yaml", []byte(bgpFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err = ExpectedFor(bc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bgpGot []Expected
+	for _, e := range got {
+		if e.BGP {
+			bgpGot = append(bgpGot, e)
+		} else if slices.Contains(e.VIPs, "198.19.0.5") {
+			t.Errorf("the API VIP, announced by BGP, is in VRRP instance %s too", e.Instance)
+		}
+	}
+	if d := cmp.Diff([]Expected{{Instance: "api", VIPs: []string{"198.19.0.5"}, Nodes: []string{"m1", "m2"}, BGP: true}}, bgpGot); d != "" {
+		t.Errorf("BGP VIPs (-want +got):\n%s", d)
 	}
 	if ListenAddrs(c, "master-0") != nil {
 		t.Errorf("ListenAddrs without ports.status: %v, want none", ListenAddrs(c, "master-0"))

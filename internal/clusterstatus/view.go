@@ -18,6 +18,22 @@ type Report struct {
 	Role      string
 	Warnings  []string // e.g. a rejected cluster file
 	Instances []engine.InstanceStatus
+	// BGP is the node's BGP speaker, nil when it announces nothing.
+	BGP *BGPReport
+}
+
+// BGPReport is what a node's speaker said: its sessions and routes.
+type BGPReport struct {
+	Peers, Established int // configured peers, and those with the session up
+	Routes             []BGPRouteReport
+}
+
+// BGPRouteReport is one VIP's host route on a node.
+type BGPRouteReport struct {
+	VIP       string // the address, without the prefix length
+	Role      string // api, ingress, dns
+	Announced bool
+	Reason    string // why it is or is not announced
 }
 
 // Expected is a VRRP instance the cluster's description says some
@@ -29,6 +45,9 @@ type Expected struct {
 	VIPs     []string
 	Nodes    []string
 	Service  string // the Services that hold the addresses (Kubernetes)
+	// BGP marks a VIP that Nodes announce by BGP rather than hold by
+	// VRRP: VIPs has its one address, Instance is its role and VRID is 0.
+	BGP bool
 }
 
 // View is the whole cluster, as printed. Its JSON keys are stable.
@@ -37,6 +56,8 @@ type View struct {
 	VIPs     []VIP      `json:"vips"`
 	Nodes    []Node     `json:"nodes"`
 	Conflict []Conflict `json:"conflicts"`
+	// BGP are the VIPs announced by BGP, with the nodes announcing them.
+	BGP []BGPVIP `json:"bgp_vips,omitempty"`
 	// Problems lists what is wrong, one sentence each; empty when all is
 	// well (exit code 0).
 	Problems []string `json:"problems"`
@@ -53,6 +74,37 @@ type VIP struct {
 	Verdict string   `json:"verdict"` // ok, no holder, 2 holders
 	Members []Member `json:"members"`
 }
+
+// BGPVIP is a VIP announced by BGP and every node's part in it.
+type BGPVIP struct {
+	Address string `json:"address"`
+	Role    string `json:"role"`
+	// Announcers are the nodes that announce its route with at least one
+	// BGP session established: the routers' next hops (ECMP).
+	Announcers []string    `json:"announcers"`
+	Verdict    string      `json:"verdict"` // ok, no announcer
+	Members    []BGPMember `json:"members"`
+}
+
+// BGPMember is one node that may announce a BGP VIP.
+type BGPMember struct {
+	Node string `json:"node"`
+	// Route is announced, not announced, or unreachable.
+	Route  string `json:"route"`
+	Reason string `json:"reason,omitempty"`
+	// Sessions is "established of configured" peers, as "1/2".
+	Sessions string `json:"sessions,omitempty"`
+}
+
+// Route states of a BGP member.
+const (
+	RouteAnnounced    = "announced"
+	RouteNotAnnounced = "not announced"
+)
+
+// VerdictNoAnnouncer is the verdict of a BGP VIP no node announces over
+// an established session.
+const VerdictNoAnnouncer = "no announcer"
 
 // Member is one node's instance of a VIP.
 type Member struct {
@@ -125,6 +177,9 @@ func Merge(source string, expected []Expected, reports []Report) View {
 		return x
 	}
 	for _, e := range expected {
+		if e.BGP {
+			continue
+		}
 		x := get(e.Instance, e.VRID, e.VIPs)
 		x.Service = e.Service
 		for _, n := range e.Nodes {
@@ -162,6 +217,7 @@ func Merge(source string, expected []Expected, reports []Report) View {
 		}
 		v.VIPs = append(v.VIPs, *x)
 	}
+	v.BGP, v.Problems = mergeBGP(expected, reports, byName, v.Problems)
 	for _, n := range v.Nodes {
 		if !n.Reachable {
 			v.Problems = append(v.Problems, fmt.Sprintf("node %s (%s) did not answer: %s", n.Name, n.Address, n.Error))
@@ -177,6 +233,63 @@ func Merge(source string, expected []Expected, reports []Report) View {
 		v.Problems = append(v.Problems, fmt.Sprintf("%s on %s: VRID %d conflict with %s (%s): %s", c.Instance, c.Node, c.VRID, c.Peer, c.Kind, c.Detail))
 	}
 	return v
+}
+
+// mergeBGP builds the BGP VIPs: every node the cluster's description
+// gives one (unreachable when it did not answer) and every node that
+// reports its route. A VIP that no node announces over an established
+// session is a problem.
+func mergeBGP(expected []Expected, reports []Report, byName map[string]*Report, problems []string) ([]BGPVIP, []string) {
+	vips := map[string]*BGPVIP{}
+	get := func(addr, role string) *BGPVIP {
+		x := vips[addr]
+		if x == nil {
+			x = &BGPVIP{Address: addr, Role: role, Announcers: []string{}, Members: []BGPMember{}}
+			vips[addr] = x
+		}
+		return x
+	}
+	for _, e := range expected {
+		if !e.BGP || len(e.VIPs) == 0 {
+			continue
+		}
+		x := get(e.VIPs[0], e.Instance)
+		for _, n := range e.Nodes {
+			if r, ok := byName[n]; ok && r.Error != "" {
+				x.Members = append(x.Members, BGPMember{Node: n, Route: Unreachable})
+			}
+		}
+	}
+	for _, r := range reports {
+		if r.BGP == nil {
+			continue
+		}
+		sessions := fmt.Sprintf("%d/%d", r.BGP.Established, r.BGP.Peers)
+		for _, rt := range r.BGP.Routes {
+			x := get(rt.VIP, rt.Role)
+			m := BGPMember{Node: r.Node, Route: RouteNotAnnounced, Reason: oneLine(rt.Reason), Sessions: sessions}
+			if rt.Announced {
+				m.Route = RouteAnnounced
+				if r.BGP.Established > 0 {
+					x.Announcers = append(x.Announcers, r.Node)
+				}
+			}
+			x.Members = append(x.Members, m)
+		}
+	}
+	var out []BGPVIP
+	for _, addr := range sortedKeys(vips) {
+		x := vips[addr]
+		slices.SortFunc(x.Members, func(a, b BGPMember) int { return strings.Compare(a.Node, b.Node) })
+		slices.Sort(x.Announcers)
+		x.Verdict = VerdictOK
+		if len(x.Announcers) == 0 {
+			x.Verdict = VerdictNoAnnouncer
+			problems = append(problems, fmt.Sprintf("%s (%s, BGP): no node announces it over an established session", addr, x.Role))
+		}
+		out = append(out, *x)
+	}
+	return out, problems
 }
 
 // member is a node's instance as a member of its VIP.

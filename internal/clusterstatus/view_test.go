@@ -179,3 +179,72 @@ func TestGolden(t *testing.T) {
 		})
 	}
 }
+
+// TestMergeBGP: the VIPs announced by BGP are in the view with the nodes
+// announcing them over an established session (m1), a node announcing
+// with no session up (m2) is no announcer, a node whose check fails says
+// why, a silent node stays a member, unreachable; a VIP nobody announces
+// is a problem. The table and JSON are compared with testdata/bgp.*.golden.
+func TestMergeBGP(t *testing.T) {
+	exp := []Expected{
+		{Instance: "api", VIPs: []string{"198.19.0.5"}, Nodes: []string{"m1", "m2", "m3"}, BGP: true},
+		{Instance: "ingress", VIPs: []string{"198.19.0.7"}, Nodes: []string{"m1", "m2", "m3"}, BGP: true},
+	}
+	routes := func(api, ingress bool) []BGPRouteReport {
+		r := []BGPRouteReport{{VIP: "198.19.0.5", Role: "api", Announced: api, Reason: "eligible: lb ok"},
+			{VIP: "198.19.0.7", Role: "ingress", Announced: ingress, Reason: "eligible: chk_ingress ok"}}
+		if !ingress {
+			r[1].Reason = "chk_ingress failing (GET http://localhost:1936/healthz/ready: 503)"
+		}
+		return r
+	}
+	reports := []Report{
+		{Node: "m1", Address: "198.18.1.10:9652", Role: "master", BGP: &BGPReport{Peers: 1, Established: 1, Routes: routes(true, false)}},
+		{Node: "m2", Address: "198.18.2.10:9652", Role: "master", BGP: &BGPReport{Peers: 1, Established: 0, Routes: routes(true, true)}},
+		{Node: "m3", Address: "198.18.3.10:9652", Role: "master", Error: "context deadline exceeded"},
+	}
+	v := Merge("cluster t1 (cluster file cluster.yaml)", exp, reports)
+	want := []BGPVIP{
+		{Address: "198.19.0.5", Role: "api", Announcers: []string{"m1"}, Verdict: VerdictOK, Members: []BGPMember{
+			{Node: "m1", Route: RouteAnnounced, Reason: "eligible: lb ok", Sessions: "1/1"},
+			{Node: "m2", Route: RouteAnnounced, Reason: "eligible: lb ok", Sessions: "0/1"},
+			{Node: "m3", Route: Unreachable}}},
+		{Address: "198.19.0.7", Role: "ingress", Announcers: []string{}, Verdict: VerdictNoAnnouncer, Members: []BGPMember{
+			{Node: "m1", Route: RouteNotAnnounced, Reason: "chk_ingress failing (GET http://localhost:1936/healthz/ready: 503)", Sessions: "1/1"},
+			{Node: "m2", Route: RouteAnnounced, Reason: "eligible: chk_ingress ok", Sessions: "0/1"},
+			{Node: "m3", Route: Unreachable}}},
+	}
+	if d := cmp.Diff(want, v.BGP); d != "" {
+		t.Errorf("BGP VIPs (-want +got):\n%s", d)
+	}
+	wantProblems := []string{"198.19.0.7 (ingress, BGP): no node announces it over an established session",
+		"node m3 (198.18.3.10:9652) did not answer: context deadline exceeded"}
+	if d := cmp.Diff(wantProblems, v.Problems); d != "" {
+		t.Errorf("problems (-want +got):\n%s", d)
+	}
+	if len(v.VIPs) != 0 {
+		t.Errorf("VRRP VIPs %+v, want none (every VIP is announced by BGP)", v.VIPs)
+	}
+	for ext, write := range map[string]func(*bytes.Buffer, View) error{
+		"txt":  func(b *bytes.Buffer, v View) error { return WriteTable(b, v) },
+		"json": func(b *bytes.Buffer, v View) error { return WriteJSON(b, v) },
+	} {
+		var b bytes.Buffer
+		if err := write(&b, v); err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join("testdata", "bgp."+ext+".golden")
+		if *update {
+			if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		golden, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatalf("%v (run with -update)", err)
+		}
+		if d := cmp.Diff(string(golden), b.String()); d != "" {
+			t.Errorf("%s (-want +got):\n%s", path, d)
+		}
+	}
+}

@@ -151,6 +151,9 @@ func New(opts Options) (*Agent, error) {
 		if err := opts.Registry.Register(healthCollector{a}); err != nil {
 			return nil, fmt.Errorf("metrics: %w", err)
 		}
+		if err := opts.Registry.Register(bgpCollector{a.bgpStatus}); err != nil {
+			return nil, fmt.Errorf("metrics: %w", err)
+		}
 	}
 	return a, nil
 }

@@ -310,6 +310,10 @@ type BGPStatus struct {
 	Peers    []BGPPeerStatus  `json:"peers"`
 	Routes   []BGPRouteStatus `json:"routes"`
 	Error    string           `json:"error,omitempty"` // the BGP implementation did not answer
+	// Announces and Withdrawals count the routes the speaker announced
+	// and withdrew since it started.
+	Announces   uint64 `json:"announces"`
+	Withdrawals uint64 `json:"withdrawals"`
 }
 
 // BGPPeerStatus is one peer.
@@ -324,6 +328,7 @@ type BGPPeerStatus struct {
 	BFDRejected string `json:"bfd_rejected,omitempty"`
 	HeldDown    string `json:"held_down,omitempty"` // why the node holds the session down
 	Advertised  uint64 `json:"advertised"`          // routes sent to the peer
+	UpdatesSent uint64 `json:"updates_sent"`        // UPDATE messages sent since the peer was added
 }
 
 // BGPRouteStatus is one VIP's host route.
@@ -341,13 +346,13 @@ func (r *bgpRunner) status() *BGPStatus {
 	r.specMu.Lock()
 	spec := r.spec
 	r.specMu.Unlock()
-	out := &BGPStatus{ASN: spec.Config.ASN, RouterID: spec.Config.RouterID.String()}
+	out := &BGPStatus{ASN: spec.Config.ASN, RouterID: spec.Config.RouterID.String(), Announces: st.Announces, Withdrawals: st.Withdrawals}
 	if err != nil {
 		out.Error = err.Error()
 	}
 	for _, p := range st.Peers {
 		out.Peers = append(out.Peers, BGPPeerStatus{Address: p.Address.String(), ASN: p.ASN, IBGP: p.IBGP, Session: p.Session,
-			BFD: p.BFD, BFDRejected: p.BFDRejected, HeldDown: p.HeldDown, Advertised: p.Advertised})
+			BFD: p.BFD, BFDRejected: p.BFDRejected, HeldDown: p.HeldDown, Advertised: p.Advertised, UpdatesSent: p.SentUpdates})
 	}
 	for _, rt := range st.Routes {
 		out.Routes = append(out.Routes, BGPRouteStatus{Prefix: rt.Prefix.String(), Role: spec.Role[rt.Prefix.Addr()],
