@@ -17,7 +17,7 @@ type httpSend struct {
 	hasBody              bool
 	connectLine          int // the connect rule's line, 0 if none
 	connectPort          int
-	sends, expects       int // rules of each kind so far
+	sends                int // send rules so far
 	lastRule             string
 }
 

@@ -92,7 +92,6 @@ type Env struct {
 	apiURL    string
 	etcdArgs  []string
 	apiArgs   []string
-	apiPath   string
 	restarts  int
 }
 

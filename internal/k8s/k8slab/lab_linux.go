@@ -321,7 +321,7 @@ func Start(ctx context.Context, t testing.TB, o Options) *Lab {
 				return err
 			}
 			if a := addrs[ServiceName(i)]; len(a) != 1 {
-				return fmt.Errorf("Service %s has addresses %v, want one", ServiceName(i), a)
+				return fmt.Errorf("the Service %s has addresses %v, want one", ServiceName(i), a)
 			}
 			l.VIPs[i] = addrs[ServiceName(i)][0]
 			return nil

@@ -74,13 +74,6 @@ func (g *gate) kickLocked() {
 	g.wake = make(chan struct{})
 }
 
-// held is the number of clients holding the gate.
-func (g *gate) held() int {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.n
-}
-
 // admitGated tracks c, a client the gate let in; false once the listener
 // is closed (the place is given back).
 func (h *Listener) admitGated(c *webConn) bool {
