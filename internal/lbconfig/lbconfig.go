@@ -254,6 +254,11 @@ type Backend struct {
 	// AllBackups uses every UP backup server at once when no other
 	// server is UP (`option allbackups`), instead of the first.
 	AllBackups bool
+	// AbortOnClose (`option abortonclose`) drops a client that closed
+	// its side while waiting in the queue or for its server's connect,
+	// even when it sent bytes first: they never reach a server. Without
+	// it such a client waits for its server, which gets the bytes.
+	AbortOnClose bool
 }
 
 // HTTPCheck is `option httpchk METHOD URI VERSION`.
