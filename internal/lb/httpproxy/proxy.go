@@ -536,7 +536,27 @@ func (p *Proxy) forward(w http.ResponseWriter, rq *request, c *compiled, name st
 				}
 			},
 		}
-		rp.ServeHTTP(w, r.WithContext(httptrace.WithClientTrace(r.Context(), trace)))
+		// Go ends the request's context once the client has closed its
+		// side; haproxy 2.6.12 sends such a request to its server all
+		// the same and, without `option abortonclose`, serves it the
+		// answer (an agent may half-close after its request). With the
+		// option it gives up once the request is sent: a 400, "CH"
+		// (measured, TestHTTPAbortOnCloseMatchesHaproxy).
+		ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
+		if b.AbortOnClose {
+			trace.WroteRequest = func(httptrace.WroteRequestInfo) {
+				wrote.Store(time.Now().UnixNano())
+				go func() {
+					select {
+					case <-r.Context().Done():
+						cancel()
+					case <-ctx.Done():
+					}
+				}()
+			}
+		}
+		rp.ServeHTTP(w, r.WithContext(httptrace.WithClientTrace(ctx, trace)))
+		cancel()
 		e.Tr = time.Duration(tr.Load())
 		end(failStatus != 0)
 		if failStatus == 0 {
@@ -549,7 +569,10 @@ func (p *Proxy) forward(w http.ResponseWriter, rq *request, c *compiled, name st
 		}
 		switch failStatus {
 		case -1:
-			e.Term = "CD"
+			// Only `option abortonclose` cancels, once the request is
+			// sent: haproxy's 400, logged "CH".
+			e.Term = "CH"
+			p.fail(w, r, errorSection(fe, bh), http.StatusBadRequest)
 		case http.StatusGatewayTimeout:
 			e.Term = "sH"
 			p.fail(w, r, errorSection(fe, bh), failStatus)
