@@ -566,6 +566,7 @@ func (p *parser) endFile() {
 	for i := range p.cfg.StatsSockets {
 		p.cfg.StatsSockets[i].IdleTimeout = p.statsTimeout
 	}
+	p.tcpFrontendsToHTTP()
 	p.endTLS()
 }
 

@@ -69,6 +69,9 @@ type Config struct {
 	// Log writes a request's log line, when the frontend logs (nil: no
 	// lines).
 	Log func(Entry)
+	// Accepted, when set, is called for each client connection accepted,
+	// with the client's and the listener's address.
+	Accepted func(client, local netip.AddrPort)
 }
 
 // Entry is what a request's log line says.
@@ -90,6 +93,9 @@ type Entry struct {
 	Retries          int
 	// BadRequest: no request was read (Request is "<BADREQ>").
 	BadRequest bool
+	// Nth is the request's place on its client connection: 1 for the
+	// first (0 when unknown: HTTP/2, or no request).
+	Nth int64
 }
 
 // compiled is a Config ready to serve.
@@ -292,13 +298,20 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c := p.cfg.Load()
 	start := time.Now()
 	rq := &request{r: r, tls: r.TLS != nil}
+	var nth int64
 	if cn, ok := r.Context().Value(connKey{}).(net.Conn); ok {
 		rq.src = addrPort(cn.RemoteAddr())
 		rq.dst = addrPort(cn.LocalAddr())
+		if tc, ok := cn.(*tls.Conn); ok {
+			cn = tc.NetConn()
+		}
+		if tc, ok := cn.(*trackedConn); ok && r.ProtoMajor == 1 {
+			nth = tc.requests.Add(1)
+		}
 	}
 	e := Entry{Client: rq.src, Frontend: rq.dst, TLS: rq.tls, Accept: start, FrontendName: c.cfg.Frontend.Name,
 		Backend: c.cfg.Frontend.Name, Server: "<NOSRV>", Method: r.Method, URI: r.RequestURI, Version: r.Proto,
-		Tw: -1, Tc: -1, Tr: -1, Term: "--"}
+		Tw: -1, Tc: -1, Tr: -1, Term: "--", Nth: nth}
 	e.Request = r.Method + " " + r.RequestURI + " " + r.Proto
 	lw := &logWriter{ResponseWriter: w}
 	if c.cfg.Monitor != nil && c.cfg.Monitor(w, r) {
@@ -848,6 +861,9 @@ func (l trackingListener) Accept() (net.Conn, error) {
 	closed := l.p.core.Opened(cfg.Frontend.Name)
 	tc := &trackedConn{idleConn: idleConn{Conn: c}, p: l.p, closed: closed, accept: time.Now()}
 	tc.idle.Store(int64(cfg.Timeouts.Client))
+	if cfg.Accepted != nil {
+		cfg.Accepted(addrPort(c.RemoteAddr()), addrPort(c.LocalAddr()))
+	}
 	return tc, nil
 }
 
@@ -856,10 +872,12 @@ func (l trackingListener) Accept() (net.Conn, error) {
 // without a byte read (`timeout tunnel` once upgraded).
 type trackedConn struct {
 	idleConn
-	p      *Proxy
-	once   sync.Once
-	closed func()
-	accept time.Time
+	// requests counts the requests read on the connection.
+	requests atomic.Int64
+	p        *Proxy
+	once     sync.Once
+	closed   func()
+	accept   time.Time
 }
 
 // idleConn fails a Read after idle without data (0: never), on top of
