@@ -17,14 +17,28 @@
 // supervisor's reaction to an engine kill and the restart's sweep.
 //
 // With -k8s it drives Kubernetes agents instead (internal/k8s/k8slab): a
-// real kube-apiserver, `vipstack controller`, one `vipstack agent` per node
-// under its supervisor with only the DaemonSet's NET_ADMIN and NET_RAW, a
-// VIPGroup of every node and -services LoadBalancer Services. The faults
-// are those an agent meets (chaos.AgentWeights): kill -9 of the agent and
-// of its supervised child, stalls, cuts, ifdown, loss and delay, and two
-// cluster-wide ones, a Service deleted and created again with the same
-// address, and kill -9 of the controller and a restart. The checker's
-// Config comes from the agents' own plans (their status).
+// real kube-apiserver and etcd, two `vipstack controller`s (leader and
+// standby, a 6 s Lease), one `vipstack agent` per node under its
+// supervisor with only the DaemonSet's NET_ADMIN and NET_RAW, a VIPGroup
+// of every node and -services LoadBalancer Services (every other one with
+// an address the controller picked). The faults are those an agent meets
+// (chaos.AgentWeights): kill -9 of the agent and of its supervised child,
+// stalls, cuts, ifdown, loss and delay; and cluster-wide ones, one at a
+// time: kill -9 of the API server, of etcd, of the controller and of the
+// leader (the standby takes over), each started again; a Service deleted
+// and created again with its address; a Service edited for a while (to
+// ClusterIP, to another loadBalancerClass, to another requested address,
+// to externalTrafficPolicy Local) and back. The checker's Config comes
+// from the agents' own plans (their status); the Services' status is read
+// from the API every 200 ms and checked too (no address in two Services,
+// none a Service did not ask for).
+//
+// With -mixed it drives a node-by-node migration's midpoint: keepalived
+// 2.2.7 and `vipstack vrrp` nodes alternating on one bridge, all in one
+// VRRPv2 IPv4 group (1 s) and two VRRPv3 groups (IPv4 and IPv6) at
+// -advert, with the faults a keepalived node meets (chaos.MixedWeights:
+// kill -9, stall, cut, ifdown, loss, delay, reload) and kill -9 of
+// vipstack's supervised engine.
 //
 // It exits 1 on any violation or failed injection, 2 on bad flags. The seed
 // is printed; -seed N replays the same schedule.
@@ -37,6 +51,7 @@
 //	sudo go run ./bench/chaos                  # 500 faults, random seed
 //	sudo go run ./bench/chaos -seed 7 -faults 40 -v
 //	sudo go run ./bench/chaos -k8s -faults 500 -seed 7
+//	sudo go run ./bench/chaos -mixed -faults 500 -seed 7
 package main
 
 import "os"

@@ -187,6 +187,10 @@ func (m *demoMode) names() map[netip.Addr]string { return demoVIPNames() }
 
 func (m *demoMode) check() []string { return nil }
 
+func (m *demoMode) judge(chaos.Config, []chaos.Window) (string, []chaos.Violation, error) {
+	return "", nil, nil
+}
+
 // keepLogs copies the node agents' logs out of the cluster's work
 // directory (which close removes).
 func (m *demoMode) keepLogs() (string, error) {

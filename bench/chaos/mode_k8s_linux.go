@@ -9,6 +9,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
+	"sync"
+	"time"
 
 	"github.com/vipstack/vipstack/internal/chaos"
 	"github.com/vipstack/vipstack/internal/cluster"
@@ -25,6 +28,42 @@ type k8sMode struct {
 	sampler *k8slab.Sampler
 	netem   bool
 	caps    bool
+
+	// The Services' status, read from the API every 200 ms by svcLoop
+	// (not while the API fails).
+	svcMu      sync.Mutex
+	svcSamples []chaos.ServiceSample
+	svcStop    chan struct{}
+	svcDone    chan struct{}
+
+	ctrlMu    sync.Mutex
+	failovers []time.Duration // kill -9 of the leader -> a controller leads again
+	restarted []string        // controllers that exited on their own, started again
+}
+
+// settle waits (at most 40 s) until both controllers run and one leads,
+// starting again one that exited meanwhile, as its pod's restart would:
+// a controller that cannot renew its Lease (the API server or etcd was
+// down longer than the renew deadline) exits.
+func (m *k8sMode) settle(ctx context.Context, why string) error {
+	deadline := time.Now().Add(40 * time.Second)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		for i := range 2 {
+			if !m.lab.ControllerIndexRunning(i) {
+				if err := m.lab.RestartController(i); err != nil {
+					return err
+				}
+				m.ctrlMu.Lock()
+				m.restarted = append(m.restarted, fmt.Sprintf("controller %d after %s", i, why))
+				m.ctrlMu.Unlock()
+			}
+		}
+		if m.lab.Leader() >= 0 {
+			return nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return fmt.Errorf("no controller holds the Lease 40 s after %s", why)
 }
 
 // startK8s builds the lab (API server, controller, agents under their
@@ -47,7 +86,7 @@ func startK8s(ctx context.Context, o options, out io.Writer) (_ mode, cfg chaos.
 	}
 	if err := m.p.Do(func() {
 		m.lab = k8slab.Start(ctx, m.p, k8slab.Options{Nodes: o.Nodes, Prefix: o.Prefix, Bin: o.Bin, Advert: o.Advert,
-			Services: o.Services, Supervisor: true, Caps: m.caps, Log: o.Log})
+			Services: o.Services, Supervisor: true, Caps: m.caps, Log: o.Log, Standby: true, AutoAssign: true, Endpoints: true})
 	}); err != nil {
 		return nil, cfg, nil, false, err
 	}
@@ -64,19 +103,43 @@ func startK8s(ctx context.Context, o options, out io.Writer) (_ mode, cfg chaos.
 		plans = append(plans, np)
 		roles = append(roles, cluster.Master) // every agent may hold every address
 	}
-	if cfg, err = chaos.ConfigForPlans(o.Advert, m.lab.VIPs, plans); err != nil {
+	// Each Service's spare (an edit-ip moves it there) follows the
+	// Services' addresses; no plan has it yet, and every node may hold it.
+	vips := slices.Clone(m.lab.VIPs)
+	for i := range m.lab.VIPs {
+		vips = append(vips, k8slab.SpareAddr(i))
+	}
+	if cfg, err = chaos.ConfigForPlans(o.Advert, vips, plans); err != nil {
 		return nil, cfg, nil, false, err
+	}
+	if len(cfg.VIPs) != 2*len(m.lab.VIPs) {
+		return nil, cfg, nil, false, fmt.Errorf("the Services' addresses %v and their spares are not %d distinct addresses", vips, len(vips))
+	}
+	cfg.SpareOf = make([]int, len(cfg.VIPs))
+	for vi := range cfg.VIPs {
+		cfg.SpareOf[vi] = -1
+		if vi < len(m.lab.VIPs) {
+			cfg.SpareOf[vi] = len(m.lab.VIPs) + vi
+			continue
+		}
+		cfg.Allowed[vi] = nil
+		for n := range cfg.Nodes {
+			cfg.Allowed[vi] = append(cfg.Allowed[vi], n)
+		}
 	}
 	for vi, a := range cfg.Allowed {
 		if len(a) < 2 {
 			return nil, cfg, nil, false, fmt.Errorf("VIP %d (%s) is in the plans of %d nodes, want every node's", vi, cfg.VIPs[vi], len(a))
 		}
 	}
+	fmt.Fprintf(out, "Services' addresses %v (the odd ones picked by the controller); spares %v\n", m.lab.VIPs, vips[len(m.lab.VIPs):])
 	m.cfg = cfg
 	m.netem = m.lab.ProbeNetem()
 	if m.sampler, err = m.lab.NewSampler(); err != nil {
 		return nil, cfg, nil, false, err
 	}
+	m.svcStop, m.svcDone = make(chan struct{}), make(chan struct{})
+	go m.svcLoop(ctx)
 	ok = true
 	return m, cfg, roles, m.netem, nil
 }
@@ -86,7 +149,65 @@ func (m *k8sMode) name() string {
 	if m.caps {
 		how = "only NET_ADMIN and NET_RAW"
 	}
-	return fmt.Sprintf("Kubernetes: %d `vipstack agent`s under their supervisor with %s, %d Services", m.o.Nodes, how, m.o.Services)
+	return fmt.Sprintf("Kubernetes: %d `vipstack agent`s under their supervisor with %s, 2 controllers (leader and standby), %d Services", m.o.Nodes, how, m.o.Services)
+}
+
+// svcLoop samples the Services' status every 200 ms until svcStop.
+func (m *k8sMode) svcLoop(ctx context.Context) {
+	defer close(m.svcDone)
+	t := time.NewTicker(200 * time.Millisecond)
+	defer t.Stop()
+	for {
+		rctx, cancel := context.WithTimeout(ctx, time.Second)
+		addrs, err := m.lab.ServiceAddrs(rctx)
+		cancel()
+		if err == nil {
+			s := chaos.ServiceSample{At: time.Now(), Addrs: make([][]netip.Addr, len(m.lab.VIPs))}
+			for i := range m.lab.VIPs {
+				if a, ok := addrs[k8slab.ServiceName(i)]; ok {
+					s.Addrs[i] = a
+				}
+			}
+			m.svcMu.Lock()
+			m.svcSamples = append(m.svcSamples, s)
+			m.svcMu.Unlock()
+		}
+		select {
+		case <-m.svcStop:
+			return
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// judge checks the Services' status as sampled from the API.
+func (m *k8sMode) judge(cfg chaos.Config, windows []chaos.Window) (string, []chaos.Violation, error) {
+	m.stopSvc()
+	m.svcMu.Lock()
+	samples := m.svcSamples
+	m.svcMu.Unlock()
+	vs, err := chaos.CheckServices(cfg, windows, samples)
+	m.ctrlMu.Lock()
+	defer m.ctrlMu.Unlock()
+	note := fmt.Sprintf("the Services' status read %d times from the API server; leader failover (kill -9 of the leader -> a controller holds the Lease, Lease %v): n=%d, p50 %v, max %v",
+		len(samples), k8slab.StandbyLease, len(m.failovers), pct(m.failovers, 50), pct(m.failovers, 100))
+	if len(m.restarted) > 0 {
+		note += fmt.Sprintf("; %d controllers exited (lost the Lease) and were started again: %s", len(m.restarted), strings.Join(m.restarted, "; "))
+	}
+	return note, vs, err
+}
+
+func (m *k8sMode) stopSvc() {
+	if m.svcStop != nil {
+		select {
+		case <-m.svcStop:
+		default:
+			close(m.svcStop)
+		}
+		<-m.svcDone
+	}
 }
 
 func (m *k8sMode) free(i int, k chaos.Kind) bool {
@@ -102,11 +223,64 @@ func (m *k8sMode) free(i int, k chaos.Kind) bool {
 func (m *k8sMode) guarded(int) bool { return true }
 
 func (m *k8sMode) fault(ctx context.Context, f chaos.Fault, i int) (begin, end func() error, err error) {
+	// A controller's fault ends when one leads again (the standby took
+	// over, or the restarted one took the Lease).
+	leads := func() error { return m.settle(ctx, f.String()) }
+	edit := func(e k8slab.Edit) (func() error, func() error, error) {
+		return func() error { return m.lab.EditService(ctx, f.VIP, e, true) }, func() error { return m.lab.EditService(ctx, f.VIP, e, false) }, nil
+	}
 	switch f.Kind {
 	case chaos.KillController:
-		return m.lab.KillController, m.lab.StartController, nil
+		return m.lab.KillController, func() error {
+			if err := m.lab.StartController(); err != nil {
+				return err
+			}
+			return leads()
+		}, nil
+	case chaos.KillLeader:
+		killed := -1
+		var at time.Time
+		return func() error {
+				var err error
+				killed, err = m.lab.KillLeader()
+				at = time.Now()
+				return err
+			}, func() error {
+				if err := m.lab.RestartController(killed); err != nil {
+					return err
+				}
+				if err := m.lab.WaitLeader(ctx, 30*time.Second); err != nil {
+					return err
+				}
+				m.ctrlMu.Lock()
+				m.failovers = append(m.failovers, time.Since(at))
+				m.ctrlMu.Unlock()
+				return leads()
+			}, nil
+	case chaos.KillAPIServer:
+		return m.lab.Env.KillAPIServer, func() error {
+			if err := m.lab.Env.RestartAPIServer(ctx); err != nil {
+				return err
+			}
+			return leads()
+		}, nil
+	case chaos.KillEtcd:
+		return m.lab.Env.KillEtcd, func() error {
+			if err := m.lab.Env.RestartEtcd(ctx); err != nil {
+				return err
+			}
+			return leads()
+		}, nil
 	case chaos.Churn:
 		return func() error { return m.lab.DeleteService(ctx, f.VIP) }, func() error { return m.lab.CreateService(ctx, f.VIP) }, nil
+	case chaos.EditType:
+		return edit(k8slab.EditType)
+	case chaos.EditClass:
+		return edit(k8slab.EditClass)
+	case chaos.EditIP:
+		return edit(k8slab.EditIP)
+	case chaos.EditPolicy:
+		return edit(k8slab.EditPolicy)
 	}
 	if i < 0 || f.Kind.ClusterWide() {
 		return nil, nil, fmt.Errorf("%s: not a fault of Kubernetes agents", f.Kind)
@@ -170,15 +344,20 @@ func (m *k8sMode) names() map[netip.Addr]string {
 	names := map[netip.Addr]string{}
 	for i, v := range m.lab.VIPs {
 		names[v] = k8slab.ServiceNamespace + "/" + k8slab.ServiceName(i)
+		names[k8slab.SpareAddr(i)] = "spare of " + k8slab.ServiceNamespace + "/" + k8slab.ServiceName(i)
 	}
 	return names
 }
 
 func (m *k8sMode) check() []string {
+	var out []string
 	if !m.lab.ControllerRunning() {
-		return []string{"the controller does not run at the end of the run (it exited on its own)"}
+		out = append(out, "a controller does not run at the end of the run (it exited on its own)")
 	}
-	return nil
+	if !m.lab.Env.APIServerRunning() || !m.lab.Env.EtcdRunning() {
+		out = append(out, "kube-apiserver or etcd does not run at the end of the run (it exited on its own)")
+	}
+	return out
 }
 
 func (m *k8sMode) keepLogs() (string, error) {
@@ -195,6 +374,7 @@ func (m *k8sMode) keepLogs() (string, error) {
 }
 
 func (m *k8sMode) close() {
+	m.stopSvc()
 	if m.sampler != nil {
 		m.sampler.Close()
 	}

@@ -15,14 +15,18 @@ type options struct {
 	Advert  time.Duration
 	Verbose bool
 	Bin     string
-	Prefix  string // namespace prefix; default "vx" ("ck" in Kubernetes mode)
+	Prefix  string // namespace prefix; default "vx" ("ck" in Kubernetes mode, "vm" mixed)
 	// Weights restricts the fault kinds (nil: chaos.DefaultWeights, or
-	// chaos.AgentWeights in Kubernetes mode).
+	// chaos.AgentWeights in Kubernetes mode, chaos.MixedWeights mixed).
 	Weights map[chaos.Kind]int
 	// K8s drives Kubernetes agents (a real kube-apiserver, the controller,
 	// one agent per node, Services LoadBalancer Services) instead of
 	// `vipstack node`.
 	K8s bool
+	// Mixed drives keepalived 2.2.7 and vipstack nodes in the same VRRP
+	// groups (VRRPv2 IPv4, VRRPv3 IPv4 and IPv6) instead of `vipstack
+	// node`.
+	Mixed bool
 	// Services is how many LoadBalancer Services (VIPs) in Kubernetes mode.
 	Services int
 	// Log receives the lab's progress lines (Kubernetes mode); nil: none.
@@ -38,6 +42,7 @@ type result struct {
 	Failed   []string // injections that did not work
 	Config   chaos.Config
 	Elapsed  time.Duration // from the first fault to the end of sampling
+	Sampled  string        // what the mode sampled beside the nodes, and its figures (mode.judge)
 }
 
 // OK reports whether the run found nothing wrong.

@@ -6,12 +6,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net/netip"
 	"os"
 	"os/exec"
 	"os/signal"
 	"runtime"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -38,8 +40,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&o.Verbose, "v", false, "print every fault as it is injected, and the agents' warnings on a violation")
 	fs.StringVar(&o.Bin, "vipstack", "", "vipstack binary to run (default: build ./cmd/vipstack)")
 	fs.BoolVar(&o.K8s, "k8s", false, "drive Kubernetes agents (a real kube-apiserver, the controller, one agent per node) instead of `vipstack node`")
+	fs.StringVar(&o.Prefix, "prefix", "", "network namespace name prefix (default vx; ck with -k8s, vm with -mixed)")
+	fs.BoolVar(&o.Mixed, "mixed", false, "drive keepalived 2.2.7 and vipstack nodes in the same VRRP groups (VRRPv2 IPv4, VRRPv3 IPv4 and IPv6): a migration's midpoint")
 	fs.IntVar(&o.Services, "services", 6, "with -k8s: LoadBalancer Services, one VIP each (1..40)")
-	markdown := fs.String("markdown", "", "write the results into the chaos block (chaos-k8s with -k8s) of this Markdown `file` (docs/benchmarks.md)")
+	markdown := fs.String("markdown", "", "write the results into the chaos block (chaos-k8s with -k8s, chaos-mixed with -mixed) of this Markdown `file` (docs/benchmarks.md)")
 	kinds := fs.String("kinds", "", "only these fault kinds, with weights: e.g. \"cut=1,stall=2\" (default: every kind, see internal/chaos DefaultWeights)")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -49,6 +53,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	switch {
+	case o.K8s && o.Mixed:
+		fmt.Fprintf(stderr, "chaos: -k8s and -mixed: want one of them\n")
+		return 2
 	case o.Faults < 1 || o.Faults > 100000:
 		fmt.Fprintf(stderr, "chaos: -faults %d: want 1..100000\n", o.Faults)
 		return 2
@@ -123,8 +130,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if *markdown != "" {
 		block := "chaos"
-		if o.K8s {
+		switch {
+		case o.K8s:
 			block = "chaos-k8s"
+		case o.Mixed:
+			block = "chaos-mixed"
 		}
 		if err := benchdoc.Write(*markdown, block, facts, summary(o, res.Config, res, res.Elapsed)); err != nil {
 			fmt.Fprintf(stderr, "chaos: -markdown: %v\n", err)
@@ -162,6 +172,9 @@ type mode interface {
 	// check returns problems the samples cannot show (a process that
 	// died on its own), at the end of the run.
 	check() []string
+	// judge returns the violations of what the mode samples beside the
+	// nodes (Kubernetes: the Services' status), and what it sampled.
+	judge(cfg chaos.Config, windows []chaos.Window) (sampled string, vs []chaos.Violation, err error)
 	// keepLogs copies the logs out of the cluster's work directory.
 	keepLogs() (string, error)
 	close()
@@ -175,6 +188,10 @@ type runner struct {
 	out     io.Writer
 	netem   bool
 	guarded int // nodes m.guarded
+
+	// clusterMu keeps cluster-wide faults (but reloads) from overlapping
+	// when one takes longer than the schedule planned (a slow restart).
+	clusterMu sync.Mutex
 
 	mu        sync.Mutex
 	busy      []time.Time // per chaos node: busy until (zero: free)
@@ -197,13 +214,20 @@ func Run(ctx context.Context, o options, out io.Writer) (res result, err error) 
 		netem   bool
 		weights map[chaos.Kind]int
 	)
-	if o.K8s {
+	switch {
+	case o.K8s:
 		if o.Prefix == "" {
 			o.Prefix = "ck"
 		}
 		weights = chaos.AgentWeights()
 		m, cfg, roles, netem, err = startK8s(ctx, o, out)
-	} else {
+	case o.Mixed:
+		if o.Prefix == "" {
+			o.Prefix = "vm"
+		}
+		weights = chaos.MixedWeights()
+		m, cfg, roles, netem, err = startMixed(ctx, o, out)
+	default:
 		if o.Prefix == "" {
 			o.Prefix = "vx"
 		}
@@ -227,7 +251,7 @@ func Run(ctx context.Context, o options, out io.Writer) (res result, err error) 
 		}
 	}
 	if o.Weights != nil {
-		weights = o.Weights
+		weights = maps.Clone(o.Weights) // the caller's stays as it is
 	}
 	how := "tc netem"
 	if !r.netem {
@@ -239,7 +263,13 @@ func Run(ctx context.Context, o options, out io.Writer) (res result, err error) 
 		}
 	}
 	fmt.Fprintf(out, "packet loss and delay: %s\n", how)
-	sched, err := chaos.Generate(chaos.GenOptions{Seed: o.Seed, Faults: o.Faults, Roles: roles, VIPs: len(cfg.VIPs), Weights: weights})
+	services := len(cfg.VIPs) // VIPs that are no spare: HolderOf and the Services' faults name them
+	for _, sp := range cfg.SpareOf {
+		if sp >= 0 {
+			services--
+		}
+	}
+	sched, err := chaos.Generate(chaos.GenOptions{Seed: o.Seed, Faults: o.Faults, Roles: roles, VIPs: services, Weights: weights})
 	if err != nil {
 		return res, err
 	}
@@ -320,11 +350,20 @@ func Run(ctx context.Context, o options, out io.Writer) (res result, err error) 
 	if err != nil {
 		return res, err
 	}
+	sampledToo, more, err := m.judge(cfg, r.windows)
+	if err != nil {
+		return res, err
+	}
+	rep.Violations = append(rep.Violations, more...)
+	sort.SliceStable(rep.Violations, func(i, j int) bool { return rep.Violations[i].At.Before(rep.Violations[j].At) })
 	res = result{Mode: m.name(), Report: rep, Injected: r.injected, Skipped: r.skipped, Failed: append(r.failed, m.check()...),
-		Config: cfg, Elapsed: time.Since(start)}
+		Config: cfg, Elapsed: time.Since(start), Sampled: sampledToo}
 	names := m.names()
 	printReport(out, o, cfg, res, time.Since(start), r.netem, names)
 	fmt.Fprintf(out, "sampling: the slowest sample took %v (%s)\n", slowest.Round(time.Millisecond), m.slowest())
+	if sampledToo != "" {
+		fmt.Fprintf(out, "sampling: %s\n", sampledToo)
+	}
 	fmt.Fprintf(out, "machine load: %s at the start, %s at the end (1, 5, 15 min; %d CPUs)\n", loadStart, procfs.LoadAvg(), runtime.NumCPU())
 	if !res.OK() {
 		for i, v := range rep.Violations {
@@ -402,6 +441,10 @@ func (r *runner) pick(f chaos.Fault, now time.Time) int {
 
 // inject runs one fault to its end and records its window.
 func (r *runner) inject(ctx context.Context, f chaos.Fault) {
+	if f.Kind.ClusterWide() && f.Kind != chaos.Reload {
+		r.clusterMu.Lock()
+		defer r.clusterMu.Unlock()
+	}
 	n, key := -1, -f.Seq
 	if !f.Kind.ClusterWide() {
 		// A retargeted fault may have taken the node the schedule planned

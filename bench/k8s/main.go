@@ -35,6 +35,28 @@
 // both, and the VmRSS and VmHWM (peak) of the controller and each agent
 // after -settle.
 //
+// -scenario default-pool does the same with Services that carry no
+// annotation: the controller runs with --default-group infra/lab, so the
+// lab's group and its auto-assigning pool serve them. -scenario
+// from-keepalived and from-metallb measure a migration: before vipstack
+// starts, the cluster gets the other load balancer's CRDs (their own
+// files: the keepalived-operator's and OpenShift's from
+// internal/k8s/compat/testdata, MetalLB's from -thirdparty) and
+// configuration (a KeepalivedGroup on eth0 and OpenShift's Network
+// auto-assigning 198.18.16.0/22; or an IPAddressPool of that block and an
+// L2Advertisement), and -services LoadBalancer Services whose status
+// already shows the address it gave (OpenShift's also in
+// spec.externalIPs, and never the block's network or broadcast address).
+// Then the controller and the agents start; printed: per address, the
+// time from the controller's start until it answers ARP from the client
+// (which starts asking once every node is master of its own instance),
+// and how many Services' addresses changed once the controller has looked
+// at every one (PASS: every address answers and none changed).
+//
+// -markdown FILE writes the results into the scenario's block of FILE
+// (k8s, k8s-default-pool, k8s-from-keepalived, k8s-from-metallb; the
+// block's marker lines must be there already).
+//
 // Everything is bounded by -timeout; the processes are killed by PID and
 // the namespaces deleted on every exit path (including SIGINT/SIGTERM).
 // This program measures wall-clock time on purpose, so it uses the real
@@ -45,6 +67,8 @@
 //	sudo go run ./bench/k8s                   # 1,000 Services, about 2 minutes
 //	sudo go run ./bench/k8s -warm 20 -clients 32 -v
 //	sudo go run ./bench/k8s -services 200 -advert 200
+//	sudo go run ./bench/k8s -scenario default-pool
+//	sudo go run ./bench/k8s -scenario from-metallb -thirdparty ../shared/thirdparty
 package main
 
 import "os"

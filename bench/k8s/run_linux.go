@@ -17,11 +17,13 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-logr/logr"
 	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	crlog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/vipstack/vipstack/internal/benchdoc"
 	"github.com/vipstack/vipstack/internal/k8s/k8slab"
@@ -43,13 +45,27 @@ func run(args []string, stdout, stderr io.Writer) int {
 		warm    = fs.Int("warm", 0, "Services created and answering before the burst, so the group's VRRP instances already run (not counted)")
 		bin     = fs.String("vipstack", "", "vipstack binary to run; empty: build ./cmd/vipstack")
 		verbose = fs.Bool("v", false, "log progress")
-		md      = fs.String("markdown", "", "write the results into the k8s block of this Markdown `file` (docs/benchmarks.md)")
+		md      = fs.String("markdown", "", "write the results into the scenario's block (k8s, k8s-default-pool, k8s-from-keepalived, k8s-from-metallb) of this Markdown `file` (docs/benchmarks.md)")
+		scen    = fs.String("scenario", scenarioAnnotated, "what is measured: "+scenarioHelp)
+		third   = fs.String("thirdparty", "../shared/thirdparty", "directory with MetalLB's CRDs (metallb/metallb.io_*.yaml), for -scenario "+scenarioFromMetalLB+"; relative to the module's root")
 	)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	if *n < 1 || *warm < 0 || *n+*warm > 1024 {
 		fmt.Fprintf(stderr, "bench/k8s: -services %d -warm %d: want -services at least 1, -warm at least 0, and their sum at most 1024 (the pool %s holds 1,024 addresses)\n", *n, *warm, poolBlock)
+		return 2
+	}
+	if !validScenario(*scen) {
+		fmt.Fprintf(stderr, "bench/k8s: -scenario %q: want one of %s\n", *scen, strings.Join(scenarios, ", "))
+		return 2
+	}
+	if *scen == scenarioFromKeepalived && *n > keepalivedMax {
+		fmt.Fprintf(stderr, "bench/k8s: -services %d with -scenario %s: want at most %d (OpenShift gives neither the network nor the broadcast address of %s)\n", *n, *scen, keepalivedMax, poolBlock)
+		return 2
+	}
+	if *warm > 0 && migrating(*scen) {
+		fmt.Fprintf(stderr, "bench/k8s: -warm %d with -scenario %s: the Services exist before vipstack starts; want -warm 0\n", *warm, *scen)
 		return 2
 	}
 	if *advert < 10 || *advert%10 != 0 {
@@ -60,13 +76,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "bench/k8s: needs root (network namespaces, packet sockets)")
 		return 2
 	}
+	// The API server's warnings (spec.externalIPs in the migration
+	// scenarios) would otherwise make controller-runtime print a stack.
+	crlog.SetLogger(logr.Discard())
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
 	b := &bench{ctx: ctx, out: stdout, n: *n, settle: *settle, advert: *advert, warm: *warm, clients: *clients,
-		markdown: *md, facts: benchdoc.Collect("./bench/k8s", args)}
+		markdown: *md, facts: benchdoc.Collect("./bench/k8s", args), scenario: *scen, thirdparty: *third}
 	b.p = &k8slab.Program{}
 	if *verbose {
 		b.log, b.p.Out = stderr, stderr
@@ -98,6 +117,13 @@ type bench struct {
 
 	markdown string
 	facts    benchdoc.Facts
+
+	scenario   string
+	thirdparty string
+	// left is what the other load balancer gave each Service (migration
+	// scenarios); installed is when vipstack's controller was started.
+	left      map[string]netip.Addr
+	installed time.Time
 
 	lab *k8slab.Lab
 }
@@ -135,10 +161,24 @@ func (b *bench) run(bin string) error {
 	// election as deployed, a client namespace, the pool's block and no
 	// Services yet; Start returns once every node is master of its own
 	// (empty) instance.
-	if err := b.p.Do(func() {
-		b.lab = k8slab.Start(ctx, b.p, k8slab.Options{Nodes: 3, Prefix: "bk8", Bin: bin,
-			Advert: time.Duration(b.advert) * time.Millisecond, Pool: poolBlock, Client: true, LeaderElect: true, Log: b.log})
-	}); err != nil {
+	o := k8slab.Options{Nodes: 3, Prefix: "bk8", Bin: bin,
+		Advert: time.Duration(b.advert) * time.Millisecond, Pool: poolBlock, Client: true, LeaderElect: true, Log: b.log}
+	switch b.scenario {
+	case scenarioDefaultPool:
+		// vipstack as the cluster's default load balancer: Services
+		// name no group.
+		o.ControllerArgs = []string{"--default-group", k8slab.Group}
+	case scenarioFromKeepalived, scenarioFromMetalLB:
+		// The block is the other load balancer's; the lab's own pool
+		// is elsewhere.
+		o.Pool = labPool
+		before, err := b.leftBehind()
+		if err != nil {
+			return err
+		}
+		o.Before = before
+	}
+	if err := b.p.Do(func() { b.lab = k8slab.Start(ctx, b.p, o) }); err != nil {
 		return err
 	}
 	lab, topo := b.lab, b.lab.Topo
@@ -232,10 +272,17 @@ func (b *bench) run(bin string) error {
 		}
 	}()
 	go pr.loop(wctx)
+	if migrating(b.scenario) {
+		return b.migrated(pr, wcancel, watchDone, names, pids, before)
+	}
 
 	// Each Service takes the pool's next free address (no LoadBalancerIP).
 	create := func(name string) error {
-		if err := lab.Admin.Create(ctx, k8slab.NewService(name, netip.Addr{})); err != nil {
+		s := k8slab.NewService(name, netip.Addr{})
+		if b.scenario == scenarioDefaultPool {
+			s.Annotations = nil
+		}
+		if err := lab.Admin.Create(ctx, s); err != nil {
 			return fmt.Errorf("create service %s: %w", name, err)
 		}
 		return nil
@@ -350,9 +397,13 @@ func (b *bench) run(bin string) error {
 	mu.Unlock()
 
 	rep := &benchdoc.Report{}
-	rep.Para("%d LoadBalancer Services created at once (%d clients), 3 agents, advert %d ms, %d warm-up Services before; "+
+	what := "annotated for the lab's VIPGroup"
+	if b.scenario == scenarioDefaultPool {
+		what = "with no annotation (the controller's --default-group, the auto-assigning pool)"
+	}
+	rep.Para("%d LoadBalancer Services %s created at once (%d clients), 3 agents, advert %d ms, %d warm-up Services before; "+
 		"creates took %v; every Service in status and answering after %v (from the first create).",
-		b.n, b.clients, b.advert, b.warm, createdIn.Round(time.Millisecond), all.Round(time.Millisecond))
+		b.n, what, b.clients, b.advert, b.warm, createdIn.Round(time.Millisecond), all.Round(time.Millisecond))
 	lat := benchdoc.Table{Header: []string{"per Service, from its create", "n", "p50", "p99", "max", "target", "result"}}
 	lat.Add(summarize(toStatus, b.n).cells("address in status")...)
 	arp := summarize(toWire, b.n)
@@ -363,25 +414,39 @@ func (b *bench) run(bin string) error {
 	lat.Add(append(arp.cells("answers ARP from the client"), "p99 < 1 s, every Service", result)...)
 	rep.Table(lat)
 	rep.Para("VIPs held per node: %v.", held)
-	memt := benchdoc.Table{Header: []string{"process", "RSS before", "RSS after", "peak (VmHWM)"}}
-	for _, name := range names {
-		memt.Add(name, fmt.Sprintf("%.1f MiB", before[name].rss), fmt.Sprintf("%.1f MiB", after[name].rss), fmt.Sprintf("%.1f MiB", after[name].hwm))
-	}
-	rep.Table(memt)
+	rep.Table(memTable(names, before, after))
 	if waitErr != nil {
 		rep.Para("NOT COMPLETE: %v", waitErr)
 	}
-	_ = rep.Text(b.out)
-	if b.markdown != "" {
-		if err := benchdoc.Write(b.markdown, "k8s", b.facts, rep); err != nil {
-			return fmt.Errorf("-markdown: %w", err)
-		}
-		fmt.Fprintf(b.out, "\nwrote the results into %s\n", b.markdown)
+	if err := b.report(rep); err != nil {
+		return err
 	}
 	if waitErr != nil {
 		return waitErr
 	}
 	return nil
+}
+
+// report prints rep and, with -markdown, writes it into the scenario's
+// block.
+func (b *bench) report(rep *benchdoc.Report) error {
+	_ = rep.Text(b.out)
+	if b.markdown != "" {
+		if err := benchdoc.Write(b.markdown, blockName(b.scenario), b.facts, rep); err != nil {
+			return fmt.Errorf("-markdown: %w", err)
+		}
+		fmt.Fprintf(b.out, "\nwrote the results into %s\n", b.markdown)
+	}
+	return nil
+}
+
+// memTable is the memory of each process before and after.
+func memTable(names []string, before, after map[string]mem) benchdoc.Table {
+	memt := benchdoc.Table{Header: []string{"process", "RSS before", "RSS after", "peak (VmHWM)"}}
+	for _, name := range names {
+		memt.Add(name, fmt.Sprintf("%.1f MiB", before[name].rss), fmt.Sprintf("%.1f MiB", after[name].rss), fmt.Sprintf("%.1f MiB", after[name].hwm))
+	}
+	return memt
 }
 
 func (b *bench) poll(d time.Duration, f func() error) error {

@@ -11,13 +11,10 @@ import (
 	"os"
 	"strings"
 
-	"k8s.io/client-go/kubernetes"
-
 	"github.com/vipstack/vipstack/internal/cluster"
 	"github.com/vipstack/vipstack/internal/handoff"
 	"github.com/vipstack/vipstack/internal/k8s"
 	"github.com/vipstack/vipstack/internal/k8s/agent"
-	"github.com/vipstack/vipstack/internal/k8s/kubeauth"
 	"github.com/vipstack/vipstack/internal/metrics"
 	"github.com/vipstack/vipstack/internal/netif"
 	"github.com/vipstack/vipstack/internal/serve"
@@ -27,7 +24,7 @@ import (
 // agentFlags are the flags of `vipstack agent`.
 type agentFlags struct {
 	kubeconfig, nodeName, namespace, metricsAddr, statusAddr, healthAddr, stateDir, handoffSock, publishNS string
-	metricsAuth                                                                                            string
+	metrics                                                                                                metricsAuthFlags
 	announceRate                                                                                           int
 	noSuper                                                                                                bool
 	log                                                                                                    *slog.Logger
@@ -79,16 +76,10 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	// A successor started beside this agent (a rolling update with surge)
 	// listens on the same ports until this one stops: SO_REUSEPORT.
 	metricsAddr := f.metricsAddr
-	if f.metricsAuth == "kubernetes" && metricsAddr != "" {
-		cs, err := kubernetes.NewForConfig(cfg)
+	if f.metrics.auth == "kubernetes" && metricsAddr != "" {
+		ms, err := serveAuthMetrics(ctx, cfg, metricsAddr, reg, f.metrics, []string{f.nodeName}, log, serve.ReusePort())
 		if err != nil {
-			fmt.Fprintf(stderr, "vipstack agent: --metrics-auth kubernetes: %v\n", err)
-			return 1
-		}
-		guard := &kubeauth.Guard{Reviewer: kubeauth.ForClientset(cs), Logger: log}
-		ms, err := serve.Handler(metricsAddr, guard.Wrap(serve.MetricsHandler(reg)), serve.ReusePort())
-		if err != nil {
-			fmt.Fprintf(stderr, "vipstack agent: --metrics-addr: %v\n", err)
+			fmt.Fprintf(stderr, "vipstack agent: %v\n", err)
 			return 1
 		}
 		defer ms.Close()
@@ -130,7 +121,7 @@ func parseAgentFlags(args []string, stderr io.Writer) (f agentFlags, code int, o
 	fs.BoolVar(&f.noSuper, "no-supervisor", false, "run without the supervisor that removes VIPs at once if the agent crashes")
 	fs.StringVar(&f.handoffSock, "handoff-socket", handoff.AgentSocket, "abstract Unix socket (on the node's network) by which the agent serving the node hands it to a successor started beside it, so that a rolling update moves no address; empty: off (every stop releases the addresses)")
 	fs.StringVar(&f.publishNS, "publish-namespace", os.Getenv("POD_NAMESPACE"), "namespace of the agent's status Lease (vipstack-agent-NODE), read by `vipstack status --cluster --kubeconfig` (default $POD_NAMESPACE); empty: none")
-	fs.StringVar(&f.metricsAuth, "metrics-auth", "none", "none, or kubernetes: serve metrics only to a bearer token the API server authenticates (TokenReview) whose user may get the path as a non-resource URL (SubjectAccessReview: a ClusterRole with nonResourceURLs [/metrics], verbs [get]); the agent's ServiceAccount needs system:auth-delegator")
+	f.metrics.add(fs)
 	logLevel := addLogLevel(fs, "vipstack agent", "")
 	if code, ok := parseNoArgs(fs, args, stderr); !ok {
 		return f, code, false
@@ -138,8 +129,7 @@ func parseAgentFlags(args []string, stderr io.Writer) (f agentFlags, code int, o
 	// The chart passes $(POD_IP):PORT, which for an IPv6 pod address
 	// lacks the brackets.
 	f.metricsAddr, f.healthAddr = bracketIPv6(f.metricsAddr), bracketIPv6(f.healthAddr)
-	if f.metricsAuth != "none" && f.metricsAuth != "kubernetes" {
-		fmt.Fprintf(stderr, "vipstack agent: --metrics-auth %q: want none or kubernetes\n", f.metricsAuth)
+	if !f.metrics.check("vipstack agent", stderr) {
 		return f, 2, false
 	}
 	if err := checkNamespace(f.namespace); err != nil {

@@ -116,11 +116,26 @@ func TestAgentPodIPAddr(t *testing.T) {
 	}
 }
 
-// TestMetricsAuthFlag: --metrics-auth takes none or kubernetes.
+// TestMetricsAuthFlag: --metrics-auth takes none or kubernetes, and the
+// certificate flags come in pairs and only with kubernetes, for the agent
+// and the controller alike; each refusal exits 2 saying what is accepted.
 func TestMetricsAuthFlag(t *testing.T) {
-	var out, errb bytes.Buffer
-	if code := run([]string{"agent", "--node-name", "n1", "--metrics-auth", "basic"}, &out, &errb); code != 2 ||
-		!strings.Contains(errb.String(), `--metrics-auth "basic": want none or kubernetes`) {
-		t.Errorf("--metrics-auth basic: exit %d, want 2 and what is accepted\nstderr: %s", code, errb.String())
+	for _, cmd := range [][]string{{"agent", "--node-name", "n1"}, {"controller"}} {
+		for _, tc := range []struct {
+			args []string
+			want string
+		}{
+			{args: []string{"--metrics-auth", "basic"}, want: `--metrics-auth "basic": want none or kubernetes`},
+			{args: []string{"--metrics-auth", "kubernetes", "--metrics-tls-cert-file", "c.pem"},
+				want: `--metrics-tls-cert-file "c.pem" and --metrics-tls-key-file "": want both or neither`},
+			{args: []string{"--metrics-tls-cert-file", "c.pem", "--metrics-tls-key-file", "k.pem"},
+				want: `--metrics-tls-cert-file: HTTPS serves only with --metrics-auth kubernetes (now "none")`},
+		} {
+			var out, errb bytes.Buffer
+			args := append(append([]string{}, cmd...), tc.args...)
+			if code := run(args, &out, &errb); code != 2 || !strings.Contains(errb.String(), tc.want) {
+				t.Errorf("%v: exit %d, want 2 and %q\nstderr: %s", args, code, tc.want, errb.String())
+			}
+		}
 	}
 }

@@ -99,7 +99,7 @@ func TestMetricNames(t *testing.T) {
 // dashboard group by.
 func TestMonitorsLabelNode(t *testing.T) {
 	h, _, _ := tools(t)
-	out, err := h.Template(t.Context(), chart.Namespace, "monitoring.podMonitor.enabled=true", "monitoring.serviceMonitor.enabled=true")
+	out, err := h.Template(t.Context(), chart.Namespace, "monitoring.podMonitor.enabled=true", "monitoring.bearerTokenSecret.name=prometheus-token", "monitoring.serviceMonitor.enabled=true")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -48,7 +48,16 @@ func evaluate(t *testing.T, promtool string, samples []sample, node, expr string
 		if !strings.HasPrefix(s.name, "vipstack_") {
 			continue
 		}
-		extra := fmt.Sprintf(`namespace="vipstack-system",node=%q`, node)
+		n := node
+		if s.node != "" {
+			n = s.node
+		}
+		extra := fmt.Sprintf(`namespace="vipstack-system",node=%q`, n)
+		if strings.Contains(s.labels, `node="`) {
+			// honorLabels: the series' own node label (the agent's
+			// vipstack_agent_announced) wins over the target's.
+			extra = `namespace="vipstack-system"`
+		}
 		labels := "{" + extra + "}"
 		if s.labels != "" {
 			labels = "{" + extra + "," + strings.TrimPrefix(s.labels, "{")

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/vipstack/vipstack/internal/alerts"
+	"github.com/vipstack/vipstack/internal/chart"
 	"github.com/vipstack/vipstack/internal/peers"
 	"github.com/vipstack/vipstack/internal/testnet"
 	"github.com/vipstack/vipstack/internal/testutil"
@@ -21,16 +22,16 @@ import (
 
 // kubernetesOnly are the series only the Kubernetes agent and controller
 // export; the live daemon of TestDashboardAndRulesMetricsLive is `vipstack
-// node`, which exports none of them. They are checked against
-// docs/metrics.md's Kubernetes sections instead (see the test).
+// node`, which exports none of them. TestDashboardAndRulesMetricsLiveKubernetes
+// scrapes them from a running controller and agents.
 var kubernetesOnly = map[string]string{
-	"vipstack_agent_announced":       "Kubernetes agent",
-	"vipstack_agent_plan_warnings":   "Kubernetes agent",
-	"vipstack_agent_reloads_total":   "Kubernetes agent",
-	"vipstack_k8s_pool_addresses":    "Kubernetes controller",
-	"vipstack_k8s_pool_assigned":     "Kubernetes controller",
-	"vipstack_k8s_pool_stale":        "Kubernetes controller",
-	"vipstack_k8s_allocations_total": "Kubernetes controller",
+	"vipstack_agent_announced":       "agent",
+	"vipstack_agent_plan_warnings":   "agent",
+	"vipstack_agent_reloads_total":   "agent",
+	"vipstack_k8s_pool_addresses":    "controller",
+	"vipstack_k8s_pool_assigned":     "controller",
+	"vipstack_k8s_pool_stale":        "controller",
+	"vipstack_k8s_allocations_total": "controller",
 }
 
 // eventCounters are labelled counters whose series a daemon exports only
@@ -38,6 +39,8 @@ var kubernetesOnly = map[string]string{
 // before it is used): a healthy scrape lacks them. They must be in
 // docs/metrics.md's VRRP section instead, and the alerts on them count
 // the series' appearance (tested in testdata/rules_test.yaml).
+// TestDashboardAndRulesMetricsLiveKubernetes provokes both events (a VRID
+// conflict, sends refused by nftables) and scrapes the two live.
 var eventCounters = map[string]string{
 	"vipstack_vrrp_advert_send_errors_total": "VRRP instances",
 	"vipstack_vrrp_vrid_conflicts_total":     "VRRP instances",
@@ -48,39 +51,16 @@ var eventCounters = map[string]string{
 // ingress VIPs, runs the API load balancer, the cluster DNS and the
 // ingress check) and scrapes its /metrics: every vipstack_ series that a
 // dashboard panel's query or an alert's expression names is in the scrape,
-// except the Kubernetes agent's and controller's, which must be in
-// docs/metrics.md's sections for them. With VIPSTACK_DASHBOARD_OUT set, it
+// except the Kubernetes agent's and controller's (scraped by
+// TestDashboardAndRulesMetricsLiveKubernetes) and the event counters,
+// which must be in docs/metrics.md's VRRP section. With VIPSTACK_DASHBOARD_OUT set, it
 // writes each panel's query evaluated by promtool on the scrape (as
 // Prometheus with the chart's PodMonitor would store it: namespace and
 // node labels added) as Markdown tables to that file.
 func TestDashboardAndRulesMetricsLive(t *testing.T) {
 	testnet.RequireRoot(t)
 	h, promtool, root := tools(t)
-	dash, err := os.ReadFile(filepath.Join(root, "charts", "vipstack", "dashboards", "vipstack.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	panels, err := alerts.DashboardPanels(dash)
-	if err != nil {
-		t.Fatalf("dashboards/vipstack.json: %v", err)
-	}
-	rf := chartRules(t, h)
-	named := map[string][]string{} // metric -> who names it
-	for _, p := range panels {
-		for _, e := range p.Exprs {
-			for _, n := range alerts.MetricNames(e) {
-				named[n] = append(named[n], "panel "+p.Title)
-			}
-		}
-	}
-	for _, r := range rf.Alerts() {
-		for _, n := range alerts.MetricNames(r.Expr) {
-			named[n] = append(named[n], "alert "+r.Alert)
-		}
-	}
-	if len(named) == 0 {
-		t.Fatal("no vipstack_ metric named by the dashboard or the rules")
-	}
+	named, panels := namedMetrics(t, h, root)
 
 	topo := testnet.New(t, testnet.Options{Hosts: 1, Prefix: "val"})
 	host := topo.Hosts[0]
@@ -160,14 +140,7 @@ nodes:
 	if err != nil {
 		t.Fatal(err)
 	}
-	notLive := map[string]string{}
-	for m, section := range kubernetesOnly {
-		notLive[m] = section
-	}
 	for m, section := range eventCounters {
-		notLive[m] = section
-	}
-	for m, section := range notLive {
 		if _, ok := named[m]; !ok {
 			continue
 		}
@@ -203,6 +176,39 @@ nodes:
 	}
 }
 
+// namedMetrics returns every vipstack_ metric a dashboard panel's query
+// or an alert's expression names, with who names it, and the panels.
+func namedMetrics(t *testing.T, h chart.Helm, root string) (map[string][]string, []alerts.Panel) {
+	t.Helper()
+	dash, err := os.ReadFile(filepath.Join(root, "charts", "vipstack", "dashboards", "vipstack.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	panels, err := alerts.DashboardPanels(dash)
+	if err != nil {
+		t.Fatalf("dashboards/vipstack.json: %v", err)
+	}
+	rf := chartRules(t, h)
+	named := map[string][]string{} // metric -> who names it
+	for _, p := range panels {
+		for _, e := range p.Exprs {
+			for _, n := range alerts.MetricNames(e) {
+				named[n] = append(named[n], "panel "+p.Title)
+			}
+		}
+	}
+	for _, r := range rf.Alerts() {
+		for _, n := range alerts.MetricNames(r.Expr) {
+			named[n] = append(named[n], "alert "+r.Alert)
+		}
+	}
+	if len(named) == 0 {
+		t.Fatal("no vipstack_ metric named by the dashboard or the rules")
+	}
+
+	return named, panels
+}
+
 // scrape GETs /metrics at addr inside host's namespace.
 func scrape(h *testnet.Host, addr string) (string, error) {
 	var conn net.Conn
@@ -233,6 +239,7 @@ func scrape(h *testnet.Host, addr string) (string, error) {
 
 // sample is one line of the text exposition format.
 type sample struct {
+	node   string // the node label Prometheus adds; "": evaluate's
 	name   string // the metric name
 	labels string // the label set as written, with its braces, or ""
 	value  string

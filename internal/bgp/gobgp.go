@@ -87,6 +87,10 @@ func (g *GoBGP) AddPeer(ctx context.Context, p Peer, ibgp bool) error {
 	return g.srv.AddPeer(ctx, &api.AddPeerRequest{Peer: ap})
 }
 
+func (g *GoBGP) DeletePeer(ctx context.Context, addr netip.Addr) error {
+	return g.srv.DeletePeer(ctx, &api.DeletePeerRequest{Address: addr.String()})
+}
+
 func (g *GoBGP) SetPeerEnabled(ctx context.Context, addr netip.Addr, enabled bool, reason string) error {
 	if enabled {
 		return g.srv.EnablePeer(ctx, &api.EnablePeerRequest{Address: addr.String()})

@@ -5,8 +5,6 @@ package bgp
 import (
 	"bufio"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,15 +16,13 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/vishvananda/netns"
-
+	"github.com/vipstack/vipstack/internal/routedlab"
 	"github.com/vipstack/vipstack/internal/testnet"
 	"github.com/vipstack/vipstack/internal/testutil"
 )
@@ -48,147 +44,41 @@ const (
 
 type lab struct {
 	t      *testing.T
-	tag    string
+	rl     *routedlab.Lab
 	router string // namespace names
 	client string
 	nodes  []string
 	dir    string // temp dir for daemons' files
 }
 
-func subnetV4(i int, host byte) netip.Addr { return netip.AddrFrom4([4]byte{198, 18, byte(i), host}) }
-func subnetV6(i int, host byte) netip.Addr {
-	return netip.MustParseAddr(fmt.Sprintf("fd00:%d::%x", i, host))
-}
+func subnetV4(i int, host byte) netip.Addr { return routedlab.SubnetV4(i, host) }
+func subnetV6(i int, host byte) netip.Addr { return routedlab.SubnetV6(i, host) }
 
-func ipIn(ns string, args ...string) error {
-	out, err := exec.Command("ip", append([]string{"-n", ns}, args...)...).CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("ip -n %s %s: %v: %s", ns, strings.Join(args, " "), err, out)
-	}
-	return nil
-}
+func ipIn(ns string, args ...string) error { return routedlab.IPIn(ns, args...) }
 
-func sysctlIn(ns string, kv ...string) error {
-	for _, k := range kv {
-		if out, err := exec.Command("ip", "netns", "exec", ns, "sysctl", "-qw", k).CombinedOutput(); err != nil {
-			return fmt.Errorf("sysctl %s in %s: %v: %s", k, ns, err, out)
-		}
-	}
-	return nil
-}
-
-// newLab builds the namespaces and removes them when t ends.
+// newLab builds the namespaces (internal/routedlab), with the VIPs on
+// every node's loopback and each node answering on them with its name,
+// and removes them when t ends.
 func newLab(t *testing.T, nodes int) *lab {
 	t.Helper()
-	testnet.RequireRoot(t)
-	var rb [4]byte
-	if _, err := rand.Read(rb[:]); err != nil {
-		t.Fatal(err)
-	}
-	// Not t.TempDir: its parent is private, and the daemons drop to the
-	// frr user and write their sockets here.
-	dir, err := os.MkdirTemp("", "vbgp-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o777); err != nil {
-		t.Fatal(err)
-	}
-	l := &lab{t: t, tag: "vbgp" + hex.EncodeToString(rb[:]), dir: dir}
-	l.router, l.client = l.tag+"-r", l.tag+"-c"
-	var all []string
-	t.Cleanup(func() {
-		for _, ns := range all {
-			_ = exec.Command("ip", "netns", "del", ns).Run()
-		}
-	})
-	add := func(ns string) {
-		if out, err := exec.Command("ip", "netns", "add", ns).CombinedOutput(); err != nil {
-			t.Fatalf("netns add %s: %v: %s", ns, err, out)
-		}
-		all = append(all, ns)
-		if err := sysctlIn(ns, "net.ipv6.conf.all.accept_dad=0", "net.ipv6.conf.default.accept_dad=0"); err != nil {
-			t.Fatal(err)
-		}
-		if err := ipIn(ns, "link", "set", "lo", "up"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	add(l.router)
-	if err := sysctlIn(l.router, "net.ipv4.ip_forward=1", "net.ipv6.conf.all.forwarding=1",
-		// ECMP by the 5-tuple, so one client's connections spread.
-		"net.ipv4.fib_multipath_hash_policy=1", "net.ipv6.fib_multipath_hash_policy=1"); err != nil {
-		t.Fatal(err)
-	}
-	attach := func(ns, rlink string, i int) {
-		steps := [][]string{
-			{l.router, "link", "add", rlink, "type", "veth", "peer", "name", "eth0", "netns", ns},
-			{l.router, "addr", "add", subnetV4(i, 1).String() + "/24", "dev", rlink},
-			{l.router, "addr", "add", subnetV6(i, 1).String() + "/64", "dev", rlink, "nodad"},
-			{l.router, "link", "set", rlink, "up"},
-			{ns, "addr", "add", subnetV4(i, 10).String() + "/24", "dev", "eth0"},
-			{ns, "addr", "add", subnetV6(i, 0x10).String() + "/64", "dev", "eth0", "nodad"},
-			{ns, "link", "set", "eth0", "up"},
-			{ns, "route", "add", "default", "via", subnetV4(i, 1).String()},
-			{ns, "-6", "route", "add", "default", "via", subnetV6(i, 1).String()},
-		}
-		for _, s := range steps {
-			if err := ipIn(s[0], s[1:]...); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	for i := 1; i <= nodes; i++ {
-		ns := fmt.Sprintf("%s-n%d", l.tag, i)
-		add(ns)
-		attach(ns, fmt.Sprintf("n%d", i), i)
+	rl := routedlab.New(t, routedlab.Options{Prefix: "vbgp", Nodes: nodes})
+	l := &lab{t: t, rl: rl, router: rl.Router, client: rl.Client, nodes: rl.Nodes, dir: rl.Dir}
+	for i, ns := range l.nodes {
 		for _, a := range [][]string{{vip4.String() + "/32"}, {vip6.String() + "/128", "nodad"}} {
 			if err := ipIn(ns, append([]string{"addr", "add", a[0], "dev", "lo"}, a[1:]...)...); err != nil {
 				t.Fatal(err)
 			}
 		}
-		l.nodes = append(l.nodes, ns)
-		// Each node answers on the VIP with its name.
-		name := fmt.Sprintf("n%d", i)
+		name := fmt.Sprintf("n%d", i+1)
 		for _, v := range []netip.Addr{vip4, vip6} {
 			greet(t, ns, netip.AddrPortFrom(v, vipPort).String(), name)
 		}
 	}
-	add(l.client)
-	attach(l.client, "c", 100)
 	return l
 }
 
-// inNS runs f on a locked thread switched into ns; sockets opened in f
-// stay in ns.
-func inNS(ns string, f func() error) error {
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		orig, err := netns.Get()
-		if err != nil {
-			errc <- err
-			return
-		}
-		defer orig.Close()
-		h, err := netns.GetFromName(ns)
-		if err != nil {
-			errc <- err
-			return
-		}
-		defer h.Close()
-		if err := netns.Set(h); err != nil {
-			errc <- err
-			return
-		}
-		errc <- f()
-		if netns.Set(orig) == nil {
-			runtime.UnlockOSThread()
-		}
-	}()
-	return <-errc
-}
+// inNS runs f in ns (routedlab.Do).
+func inNS(ns string, f func() error) error { return routedlab.Do(ns, f) }
 
 func greet(t *testing.T, ns, addr, answer string) {
 	var ln net.Listener
@@ -230,91 +120,21 @@ func (l *lab) reach(v netip.Addr, n int) (map[string]int, error) {
 	return got, err
 }
 
-// cmd starts name in ns in its own process group, killed when t ends.
+// start runs name in ns in its own process group, killed when t ends.
 func (l *lab) start(t *testing.T, ns string, out io.Writer, stdin io.Reader, name string, args ...string) *exec.Cmd {
 	t.Helper()
-	c := exec.Command("ip", append([]string{"netns", "exec", ns, name}, args...)...)
-	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	c.Stdout, c.Stderr, c.Stdin = out, out, stdin
-	if err := c.Start(); err != nil {
-		t.Fatalf("start %s in %s: %v", name, ns, err)
-	}
-	t.Cleanup(func() {
-		_ = syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
-		_, _ = c.Process.Wait()
-	})
+	c, _ := routedlab.Start(t, ns, out, stdin, name, args...)
 	return c
 }
 
 // nexthops returns the gateways of the router's kernel route to v.
-func (l *lab) nexthops(v netip.Addr) ([]string, error) {
-	fam := "-4"
-	if v.Is6() {
-		fam = "-6"
-	}
-	out, err := exec.Command("ip", "-n", l.router, fam, "-j", "route", "show", v.String()+"/"+fmt.Sprint(v.BitLen())).Output()
-	if err != nil {
-		return nil, fmt.Errorf("ip route show %v: %v", v, err)
-	}
-	var rs []struct {
-		Gateway  string `json:"gateway"`
-		Protocol string `json:"protocol"`
-		Nexthops []struct {
-			Gateway string `json:"gateway"`
-		} `json:"nexthops"`
-	}
-	if err := json.Unmarshal(out, &rs); err != nil {
-		return nil, fmt.Errorf("ip route output %q: %v", out, err)
-	}
-	var gws []string
-	for _, r := range rs {
-		if r.Protocol != "bgp" && r.Protocol != "bird" {
-			continue
-		}
-		if r.Gateway != "" {
-			gws = append(gws, r.Gateway)
-		}
-		for _, n := range r.Nexthops {
-			gws = append(gws, n.Gateway)
-		}
-	}
-	return gws, nil
-}
+func (l *lab) nexthops(v netip.Addr) ([]string, error) { return l.rl.Nexthops(v) }
 
 // wantNexthops waits until the router's route to v goes via exactly the
 // nodes given (1-based), in the family of v.
 func (l *lab) wantNexthops(t *testing.T, v netip.Addr, timeout time.Duration, nodes ...int) {
 	t.Helper()
-	var want []string
-	for _, i := range nodes {
-		if v.Is4() {
-			want = append(want, subnetV4(i, 10).String())
-		} else {
-			want = append(want, subnetV6(i, 0x10).String())
-		}
-	}
-	testutil.Eventually(t, timeout, func() error {
-		got, err := l.nexthops(v)
-		if err != nil {
-			return err
-		}
-		if fmt.Sprint(sortedCopy(got)) != fmt.Sprint(sortedCopy(want)) {
-			return fmt.Errorf("router's route to %v goes via %v, want %v", v, got, want)
-		}
-		return nil
-	})
-}
-
-func sortedCopy(s []string) []string {
-	c := append([]string(nil), s...)
-	for i := range c {
-		for j := i + 1; j < len(c); j++ {
-			if c[j] < c[i] {
-				c[i], c[j] = c[j], c[i]
-			}
-		}
-	}
-	return c
+	l.rl.WantNexthops(t, v, timeout, nodes...)
 }
 
 // speakerProc is a speaker run by this test binary in a node namespace
@@ -472,77 +292,24 @@ func speakerHelper(raw string) int {
 
 // frr is FRR 8.4 (zebra, bgpd, bfdd) as the lab's router.
 type frr struct {
-	l     *lab
-	dir   string
-	out   *syncBuf
+	*routedlab.FRR
 	procs map[string]*exec.Cmd // by daemon
 }
 
 func requireFRR(t *testing.T) {
 	t.Helper()
-	testnet.RequireRoot(t)
-	for _, p := range []string{"/usr/lib/frr/zebra", "/usr/lib/frr/bgpd", "/usr/lib/frr/bfdd", "vtysh"} {
-		if _, err := exec.LookPath(p); err != nil {
-			t.Skipf("skipping: FRR is not installed (%s: %v); .ci/run installs the frr package", p, err)
-		}
-	}
+	routedlab.RequireFRR(t)
 }
 
-// startFRR runs zebra, bfdd and bgpd in the router namespace with bgpd's
-// configuration bgpConf.
+// startFRR runs zebra, bfdd (profile fast: 100 ms x 3) and bgpd in the
+// router namespace with bgpd's configuration bgpConf.
 func (l *lab) startFRR(t *testing.T, bgpConf string) *frr {
 	t.Helper()
-	f := &frr{l: l, dir: filepath.Join(l.dir, "frr"), out: &syncBuf{}, procs: map[string]*exec.Cmd{}}
-	if err := os.Mkdir(f.dir, 0o777); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(f.dir, 0o777); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("FRR output:\n%s", testutil.Tail(f.out.String(), 60))
-		}
-	})
-	zserv := filepath.Join(f.dir, "zserv.api")
-	confs := map[string]string{
-		"zebra": "log stdout informational\n",
-		"bfdd":  "log stdout informational\nbfd\n profile fast\n  receive-interval 100\n  transmit-interval 100\n  detect-multiplier 3\n !\n!\n",
-		"bgpd":  "log stdout informational\n" + bgpConf,
-	}
-	for _, d := range []string{"zebra", "bfdd", "bgpd"} {
-		cf := filepath.Join(f.dir, d+".conf")
-		if err := os.WriteFile(cf, []byte(confs[d]), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		args := []string{"-f", cf, "-i", filepath.Join(f.dir, d+".pid"), "-z", zserv, "--vty_socket", f.dir,
-			"-u", "frr", "-g", "frr"}
-		switch d {
-		case "zebra":
-			args = append(args, "-P", "0")
-		case "bfdd":
-			args = append(args, "-P", "0", "--bfdctl", filepath.Join(f.dir, "bfdd.sock"))
-		case "bgpd":
-			args = append(args, "-P", "0")
-		}
-		f.procs[d] = l.start(t, l.router, f.out, nil, "/usr/lib/frr/"+d, args...)
-		if d == "zebra" {
-			testutil.Eventually(t, 10*time.Second, func() error {
-				_, err := os.Stat(zserv)
-				return err
-			})
-		}
-	}
-	return f
+	f := l.rl.StartFRR(t, bgpConf, routedlab.BFDProfileFast)
+	return &frr{FRR: f, procs: f.Procs}
 }
 
-func (f *frr) vtysh(cmd string) (string, error) {
-	out, err := exec.Command("ip", "netns", "exec", f.l.router, "vtysh", "--vty_socket", f.dir, "-c", cmd).CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("vtysh -c %q: %v: %s", cmd, err, out)
-	}
-	return string(out), nil
-}
+func (f *frr) vtysh(cmd string) (string, error) { return f.Vtysh(cmd) }
 
 // neighbor is part of bgpd's "show bgp neighbors json" for one peer.
 type neighbor struct {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"reflect"
+	"slices"
 	"sync"
 	"time"
 
@@ -26,6 +28,8 @@ type Eligibility interface {
 type Router interface {
 	Start(ctx context.Context, asn uint32, routerID netip.Addr, listenPort int) error
 	AddPeer(ctx context.Context, p Peer, ibgp bool) error
+	// DeletePeer closes the session (with a Cease) and forgets the peer.
+	DeletePeer(ctx context.Context, addr netip.Addr) error
 	// SetPeerEnabled takes a session down (administratively, sending a
 	// Cease) or lets it come back.
 	SetPeerEnabled(ctx context.Context, addr netip.Addr, enabled bool, reason string) error
@@ -80,6 +84,8 @@ type Speaker struct {
 	log      *slog.Logger
 	stopWait time.Duration
 
+	updates chan update
+
 	mu        sync.Mutex
 	announced map[netip.Prefix]Attributes
 	routes    []RouteStatus
@@ -89,8 +95,15 @@ type Speaker struct {
 type peerState struct {
 	cfg      Peer
 	bfd      BFDSession
-	bfdState string // "" when the peer has no BFD
-	down     string // why the speaker holds the session down; "" when it does not
+	bfdState string        // "" when the peer has no BFD
+	down     string        // why the speaker holds the session down; "" when it does not
+	quit     chan struct{} // closed when an update removes the peer
+}
+
+// update is a new configuration for the running speaker.
+type update struct {
+	cfg  Config
+	errc chan error
 }
 
 // PeerStatus is one peer for vipstack status.
@@ -122,7 +135,7 @@ func New(o Options) (*Speaker, error) {
 		return nil, errors.New("bgp: no Eligibility")
 	}
 	s := &Speaker{cfg: o.Config, elig: o.Eligibility, router: o.Router, dialBFD: o.DialBFD, log: o.Logger,
-		stopWait: o.StopTimeout, announced: map[netip.Prefix]Attributes{}}
+		stopWait: o.StopTimeout, announced: map[netip.Prefix]Attributes{}, updates: make(chan update)}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -139,7 +152,7 @@ func New(o Options) (*Speaker, error) {
 }
 
 type bfdEvent struct {
-	peer int
+	peer *peerState
 	ev   bfd.Event
 }
 
@@ -167,23 +180,31 @@ func (s *Speaker) Run(ctx context.Context) (err error) {
 	// bgpd replaces its BFD session when the BGP session comes up, and a
 	// BFD session already Up then goes Down, which bgpd answers by
 	// resetting BGP (seen with FRR 8.4).
-	waitBFD := map[int]bool{}
-	for i, p := range s.cfg.Peers {
-		ps := &peerState{cfg: p}
+	waitBFD := map[*peerState]bool{}
+	addPeer := func(p Peer) (*peerState, error) {
+		ps := &peerState{cfg: p, quit: make(chan struct{})}
 		if p.BFD != nil {
 			ps.bfdState = "waiting for BGP"
-			waitBFD[i] = true
+		}
+		if err := s.router.AddPeer(bg, p, s.cfg.IBGP(p)); err != nil {
+			return nil, fmt.Errorf("bgp: peer %v: %w", p.Address, err)
+		}
+		if p.BFD != nil {
+			waitBFD[ps] = true
+		}
+		return ps, nil
+	}
+	for _, p := range s.cfg.Peers {
+		ps, err := addPeer(p)
+		if err != nil {
+			s.stopRouter(bg)
+			return err
 		}
 		s.mu.Lock()
 		s.peers = append(s.peers, ps)
 		s.mu.Unlock()
-		if err := s.router.AddPeer(bg, p, s.cfg.IBGP(p)); err != nil {
-			s.stopRouter(bg)
-			return fmt.Errorf("bgp: peer %v: %w", p.Address, err)
-		}
 	}
-	startBFD := func(i int) error {
-		ps := s.peers[i]
+	startBFD := func(ps *peerState) error {
 		sess, err := s.dialBFD(bfdConfig(ps.cfg))
 		if err != nil {
 			return err
@@ -198,30 +219,48 @@ func (s *Speaker) Run(ctx context.Context) (err error) {
 				select {
 				case ev := <-sess.Events():
 					select {
-					case events <- bfdEvent{peer: i, ev: ev}:
+					case events <- bfdEvent{peer: ps, ev: ev}:
 					case <-done:
+						return
+					case <-ps.quit:
 						return
 					}
 				case <-done:
+					return
+				case <-ps.quit:
 					return
 				}
 			}
 		}()
 		return nil
 	}
-	var poll <-chan time.Time
-	if len(waitBFD) > 0 {
-		t := time.NewTicker(250 * time.Millisecond)
-		defer t.Stop()
-		poll = t.C
+	// removePeer closes ps's session and BFD; it is gone from s.peers
+	// once the caller stores the new list.
+	removePeer := func(ps *peerState) error {
+		delete(waitBFD, ps)
+		close(ps.quit)
+		err := s.router.DeletePeer(bg, ps.cfg.Address)
+		s.mu.Lock()
+		if ps.bfd != nil {
+			ps.bfd.Close()
+		}
+		s.mu.Unlock()
+		return err
 	}
+	poll := time.NewTicker(250 * time.Millisecond)
+	defer poll.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return s.stop(bg)
 		case <-s.elig.Changed():
 			s.reconcile(bg)
-		case <-poll:
+		case u := <-s.updates:
+			u.errc <- s.apply(bg, u.cfg, addPeer, removePeer)
+		case <-poll.C:
+			if len(waitBFD) == 0 {
+				continue
+			}
 			peers, err := s.router.Peers(bg)
 			if err != nil {
 				continue
@@ -230,27 +269,109 @@ func (s *Speaker) Run(ctx context.Context) (err error) {
 			for _, p := range peers {
 				up[p.Address] = p.Established
 			}
-			for i := range waitBFD {
-				if !up[s.cfg.Peers[i].Address] {
+			for ps := range waitBFD {
+				if !up[ps.cfg.Address] {
 					continue
 				}
-				if err := startBFD(i); err != nil {
+				if err := startBFD(ps); err != nil {
 					// Tried again at the next poll; BGP runs meanwhile.
-					s.log.Error("bgp: start BFD", "peer", s.cfg.Peers[i].Address, "err", err)
+					s.log.Error("bgp: start BFD", "peer", ps.cfg.Address, "err", err)
 					s.mu.Lock()
-					s.peers[i].bfdState = "not started: " + err.Error()
+					ps.bfdState = "not started: " + err.Error()
 					s.mu.Unlock()
 					continue
 				}
-				delete(waitBFD, i)
-			}
-			if len(waitBFD) == 0 {
-				poll = nil
+				delete(waitBFD, ps)
 			}
 		case e := <-events:
+			if e.peer.quitted() {
+				continue
+			}
 			s.bfdChanged(bg, e)
 		}
 	}
+}
+
+func (ps *peerState) quitted() bool {
+	select {
+	case <-ps.quit:
+		return true
+	default:
+		return false
+	}
+}
+
+// Update applies cfg to the running speaker: peers that are new are
+// added, peers that are gone are removed (their sessions closed), peers
+// whose settings changed are replaced (only their sessions restart), and
+// the routes are planned again (a VIP no longer configured is withdrawn,
+// a new one announced while eligible). Sessions to unchanged peers stay
+// up. The ASN, router ID and listen port cannot change while running.
+func (s *Speaker) Update(ctx context.Context, cfg Config) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	cur := s.cfg
+	s.mu.Unlock()
+	if cfg.ASN != cur.ASN || cfg.RouterID != cur.RouterID || cfg.ListenPort != cur.ListenPort {
+		return fmt.Errorf("bgp: asn, router-id and listen-port (%d, %v, %d to %d, %v, %d) apply only at a restart of the speaker",
+			cur.ASN, cur.RouterID, cur.ListenPort, cfg.ASN, cfg.RouterID, cfg.ListenPort)
+	}
+	u := update{cfg: cfg, errc: make(chan error, 1)}
+	select {
+	case s.updates <- u:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case err := <-u.errc:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// apply is Update on the speaker's goroutine.
+func (s *Speaker) apply(ctx context.Context, cfg Config, add func(Peer) (*peerState, error), remove func(*peerState) error) error {
+	want := map[netip.Addr]Peer{}
+	for _, p := range cfg.Peers {
+		want[p.Address] = p
+	}
+	s.mu.Lock()
+	old := slices.Clone(s.peers)
+	s.mu.Unlock()
+	have := map[netip.Addr]*peerState{}
+	var errs []error
+	for _, ps := range old {
+		if p, ok := want[ps.cfg.Address]; ok && reflect.DeepEqual(p, ps.cfg) {
+			have[ps.cfg.Address] = ps
+			continue
+		}
+		s.log.Info("bgp: removing peer", "peer", ps.cfg.Address)
+		if err := remove(ps); err != nil {
+			errs = append(errs, fmt.Errorf("bgp: remove peer %v: %w", ps.cfg.Address, err))
+		}
+	}
+	var next []*peerState
+	for _, p := range cfg.Peers {
+		if ps, ok := have[p.Address]; ok {
+			next = append(next, ps)
+			continue
+		}
+		s.log.Info("bgp: adding peer", "peer", p.Address)
+		ps, err := add(p)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		next = append(next, ps)
+	}
+	s.mu.Lock()
+	s.cfg, s.peers = cfg, next
+	s.mu.Unlock()
+	s.reconcile(ctx)
+	return errors.Join(errs...)
 }
 
 func bfdConfig(p Peer) bfd.SessionConfig {
@@ -287,7 +408,7 @@ func stateName(st bfd.State) string {
 // BFD is Up again.
 func (s *Speaker) bfdChanged(ctx context.Context, e bfdEvent) {
 	s.mu.Lock()
-	ps := s.peers[e.peer]
+	ps := e.peer
 	ps.bfdState = stateName(e.ev.To)
 	wasDown := ps.down != ""
 	s.mu.Unlock()
@@ -323,8 +444,9 @@ func (s *Speaker) bfdChanged(ctx context.Context, e bfdEvent) {
 
 // reconcile applies the plan for the current verdicts.
 func (s *Speaker) reconcile(ctx context.Context) {
+	verdicts := s.elig.Verdicts()
 	s.mu.Lock()
-	ops, st := Plan(s.cfg.Routes, s.elig.Verdicts(), s.announced)
+	ops, st := Plan(s.cfg.Routes, verdicts, s.announced)
 	s.mu.Unlock()
 	for _, op := range ops {
 		p := op.Route.Prefix()

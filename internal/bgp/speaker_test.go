@@ -51,6 +51,10 @@ func (f *fakeRouter) AddPeer(_ context.Context, p Peer, ibgp bool) error {
 	f.rec("add-peer %v ibgp=%v", p.Address, ibgp)
 	return nil
 }
+func (f *fakeRouter) DeletePeer(_ context.Context, a netip.Addr) error {
+	f.rec("delete-peer %v", a)
+	return nil
+}
 func (f *fakeRouter) SetPeerEnabled(_ context.Context, a netip.Addr, on bool, reason string) error {
 	f.rec("peer %v enabled=%v: %s", a, on, reason)
 	return nil

@@ -49,21 +49,61 @@ type Config struct {
 	// and how long a created one's may take to be held (Kubernetes mode:
 	// the API's watch, the controller's allocation, the agents' reload).
 	ServiceBound time.Duration
+	// SpareOf[v], when SpareOf is set, is the index of the address the
+	// Service of VIP v asks for during an EditIP fault (-1: none). A spare
+	// belongs to no Service otherwise: it must be on no node then, and held
+	// like any VIP while an EditIP brings it.
+	SpareOf []int
+	// AdvertOf[v], when AdvertOf is set and it is not zero, is VIP v's
+	// instance's advertisement interval when it differs from Advert (a
+	// VRRPv2 instance beside VRRPv3 ones: v2 counts whole seconds). Its
+	// bound (BoundOf) and grace scale with it.
+	AdvertOf []time.Duration
+}
+
+// advertOf is VIP v's advertisement interval.
+func (c Config) advertOf(v int) time.Duration {
+	if v < len(c.AdvertOf) && c.AdvertOf[v] > 0 {
+		return c.AdvertOf[v]
+	}
+	return c.Advert
+}
+
+// maxAdvert is the longest advertisement interval of any VIP.
+func (c Config) maxAdvert() time.Duration {
+	a := c.Advert
+	for v := range c.VIPs {
+		a = max(a, c.advertOf(v))
+	}
+	return a
+}
+
+// BoundOf is RecoveryBound for VIP v: 3 x its advert + its skew (Skew
+// scaled to its advert) + Margin.
+func (c Config) BoundOf(v int) time.Duration {
+	a := c.advertOf(v)
+	return 3*a + time.Duration(int64(c.Skew)*int64(a)/int64(c.Advert)) + c.Margin
 }
 
 // RecoveryBound is the time within which every VIP must have an eligible
 // holder after a fault begins or ends: 3 x Advert + Skew (the
-// Master_Down_Interval) + Margin.
-func (c Config) RecoveryBound() time.Duration { return 3*c.Advert + c.Skew + c.Margin }
+// Master_Down_Interval) + Margin; with AdvertOf, the longest BoundOf.
+func (c Config) RecoveryBound() time.Duration {
+	b := 3*c.Advert + c.Skew + c.Margin
+	for v := range c.VIPs {
+		b = max(b, c.BoundOf(v))
+	}
+	return b
+}
 
 // PartitionTail is how long a partition window lasts after its fault
 // ends: neighbour re-resolution (Resolve), one advertisement (the two
 // masters hear each other and the lower yields) and Margin.
-func (c Config) PartitionTail() time.Duration { return c.Resolve + c.Advert + c.Margin }
+func (c Config) PartitionTail() time.Duration { return c.Resolve + c.maxAdvert() + c.Margin }
 
 // StallTail is how long a stalled holder may keep its VIPs after it
 // wakes: one advertisement + Margin (its neighbour entries did not age).
-func (c Config) StallTail() time.Duration { return c.Advert + c.Margin }
+func (c Config) StallTail() time.Duration { return c.maxAdvert() + c.Margin }
 
 // ConfigFor derives the VIPs, who may hold them and the skew from a
 // cluster file, with OpenShift's priorities (cluster.PlanFor). Margin,
@@ -174,13 +214,21 @@ const (
 	// Exit is an engine or agent that died with no kill to explain it (a
 	// crash): not one of the three invariants, but never acceptable.
 	Exit ViolationKind = "unexpected-exit"
-	// Stale is the address of a deleted Service still held, past
-	// ServiceBound, by a node whose agent runs (Kubernetes mode).
+	// Stale is an address no Service has (deleted, edited away, a spare
+	// no Service asks for) still held, past ServiceBound, by a node whose
+	// agent runs (Kubernetes mode).
 	Stale ViolationKind = "stale-address"
+	// Shared is one address in the status of two Services at once, as the
+	// API server has them (Kubernetes mode, CheckServices).
+	Shared ViolationKind = "address-shared"
+	// Changed is a Service whose status shows an address it did not ask
+	// for (a restart gave it another), or the old one past ServiceBound
+	// after it asked for another (Kubernetes mode, CheckServices).
+	Changed ViolationKind = "address-changed"
 )
 
 // ViolationKinds lists every kind in the order reports print them.
-var ViolationKinds = []ViolationKind{SplitBrain, NoHolder, Leftover, Exit, Stale}
+var ViolationKinds = []ViolationKind{SplitBrain, NoHolder, Leftover, Exit, Stale, Shared, Changed}
 
 // Violation is one breach, reported once per episode.
 type Violation struct {
@@ -215,9 +263,12 @@ type Report struct {
 	// Sweeps are, for each KillAgent of a node that held VIPs, the time
 	// from the agent's restart to the first sample without them.
 	Sweeps []time.Duration
-	// ServiceGone are, for each Churn, the time from the Service's delete
-	// to the first sample where no node holds its address; ServiceBack
-	// from its create again to the first sample where one does.
+	// ServiceGone are, for each Churn (or edit that takes the address
+	// away), the time from the Service's delete to the first sample where
+	// no node holds its address; ServiceBack from its create again (or the
+	// edit's undoing) to the first sample where one does. Changes that an
+	// API server, etcd or controller fault held up (ControlFault) are
+	// judged but not measured.
 	ServiceGone, ServiceBack []time.Duration
 }
 
@@ -261,6 +312,22 @@ func (c Config) Validate() error {
 		return fmt.Errorf("chaos: Config.Advert = %v: want > 0", c.Advert)
 	case c.Margin < 0 || c.Grace < 0 || c.Skew < 0 || c.Resolve < 0 || c.SupervisorBound < 0 || c.StartSweep < 0 || c.ServiceBound < 0:
 		return fmt.Errorf("chaos: Config has a negative time (Margin %v, Grace %v, Skew %v, Resolve %v, SupervisorBound %v, StartSweep %v, ServiceBound %v)", c.Margin, c.Grace, c.Skew, c.Resolve, c.SupervisorBound, c.StartSweep, c.ServiceBound)
+	}
+	if c.AdvertOf != nil && len(c.AdvertOf) != len(c.VIPs) {
+		return fmt.Errorf("chaos: Config.AdvertOf has %d entries for %d VIPs: want one per VIP, or none", len(c.AdvertOf), len(c.VIPs))
+	}
+	for v, a := range c.AdvertOf {
+		if a < 0 {
+			return fmt.Errorf("chaos: Config.AdvertOf[%d] = %v: want >= 0 (0: Advert)", v, a)
+		}
+	}
+	if c.SpareOf != nil && len(c.SpareOf) != len(c.VIPs) {
+		return fmt.Errorf("chaos: Config.SpareOf has %d entries for %d VIPs: want one per VIP, or none", len(c.SpareOf), len(c.VIPs))
+	}
+	for v, sp := range c.SpareOf {
+		if sp == v || sp < -1 || sp >= len(c.VIPs) {
+			return fmt.Errorf("chaos: Config.SpareOf[%d] = %d: want -1 or another VIP's index (0..%d)", v, sp, len(c.VIPs)-1)
+		}
 	}
 	for v, ns := range c.Allowed {
 		for _, n := range ns {
@@ -325,7 +392,9 @@ func Check(cfg Config, windows []Window, samples []Sample) (Report, error) {
 	}
 
 	// The VIPs each stalled node held when it stopped (the last sample
-	// before the stall); its partition window excuses only those.
+	// before the stall, and those it shows within Margin after: an address
+	// its daemon was adding as SIGSTOP came, which a stopped process cannot
+	// have added later); its partition window excuses only those.
 	stallHeld := make([][]netip.Addr, len(windows))
 	for wi, w := range windows {
 		if w.Fault.Kind != Stall || w.Node < 0 {
@@ -333,22 +402,54 @@ func Check(cfg Config, windows []Window, samples []Sample) (Report, error) {
 		}
 		i := sort.Search(len(samples), func(i int) bool { return !samples[i].At.Before(w.Start) })
 		if i > 0 {
-			stallHeld[wi] = samples[i-1].Nodes[w.Node].Holds
+			stallHeld[wi] = slices.Clone(samples[i-1].Nodes[w.Node].Holds)
+		}
+		for ; i < len(samples) && !samples[i].At.After(w.Start.Add(cfg.Margin)) && (w.End.IsZero() || samples[i].At.Before(w.End)); i++ {
+			for _, v := range samples[i].Nodes[w.Node].Holds {
+				if !slices.Contains(stallHeld[wi], v) {
+					stallHeld[wi] = append(stallHeld[wi], v)
+				}
+			}
 		}
 	}
-	// Churn windows: the VIP whose Service goes and comes back.
-	var churns []int // indices into windows
+	// Service windows: the address a fault takes from its Service (Churn,
+	// the edits but EditPolicy) and the spare an EditIP gives it.
+	type svcWin struct {
+		wi    int
+		vi    int
+		bring bool // the window brings vi (a spare); else it takes vi away
+	}
+	var svcWins []svcWin
+	spare := make([]bool, len(cfg.VIPs)) // a spare: on no node outside its windows
+	for _, sp := range cfg.SpareOf {
+		if sp >= 0 {
+			spare[sp] = true
+		}
+	}
 	for wi, w := range windows {
-		if w.Fault.Kind != Churn {
+		if !w.Fault.Kind.OfService() {
 			continue
 		}
-		if w.Fault.VIP < 0 || w.Fault.VIP >= len(cfg.VIPs) {
-			return Report{}, fmt.Errorf("chaos: window %d (%s) names VIP %d: want 0..%d", wi, w.Fault, w.Fault.VIP, len(cfg.VIPs)-1)
+		if w.Fault.VIP < 0 || w.Fault.VIP >= len(cfg.VIPs) || spare[w.Fault.VIP] {
+			return Report{}, fmt.Errorf("chaos: window %d (%s) names VIP %d: want a Service's VIP (0..%d, not a spare)", wi, w.Fault, w.Fault.VIP, len(cfg.VIPs)-1)
 		}
-		churns = append(churns, wi)
+		if w.Fault.Kind.Removes() {
+			svcWins = append(svcWins, svcWin{wi: wi, vi: w.Fault.VIP})
+		}
+		if w.Fault.Kind == EditIP {
+			if cfg.SpareOf == nil || cfg.SpareOf[w.Fault.VIP] < 0 {
+				return Report{}, fmt.Errorf("chaos: window %d (%s): VIP %d has no spare (Config.SpareOf)", wi, w.Fault, w.Fault.VIP)
+			}
+			svcWins = append(svcWins, svcWin{wi: wi, vi: cfg.SpareOf[w.Fault.VIP], bring: true})
+		}
 	}
 	churnGone := make([]bool, len(windows)) // the address was seen gone
 	churnBack := make([]bool, len(windows)) // the address was seen back
+	// due is when a Service change made at c must show on the nodes:
+	// ServiceBound later, or ServiceBound after the end of a fault that
+	// kept the controllers from acting (the API server or etcd down, no
+	// leader) and overlapped that time.
+	due := func(c time.Time) time.Time { return serviceDue(cfg, windows, c) }
 	stale := make([]*episode, len(cfg.VIPs))
 	// busyNode reports whether node n's agent could not act at t: it was
 	// stalled or killed within the last ServiceBound.
@@ -371,7 +472,11 @@ func Check(cfg Config, windows []Window, samples []Sample) (Report, error) {
 	}
 	var events []event
 	for _, w := range windows {
-		if !w.Fault.Kind.Disruptive() || (w.Fault.Kind == HeavyLoss && w.Fault.Percent < cfg.PartitionLoss) {
+		// An edit of externalTrafficPolicy moves the address to another
+		// VRRP instance (Local Services get their own): it may change
+		// hands once, within the bound.
+		policy := w.Fault.Kind == EditPolicy
+		if !policy && (!w.Fault.Kind.Disruptive() || (w.Fault.Kind == HeavyLoss && w.Fault.Percent < cfg.PartitionLoss)) {
 			continue
 		}
 		name := fmt.Sprintf("%s on %s", w.Fault.Kind, nodeName(cfg, w.Node))
@@ -388,7 +493,6 @@ func Check(cfg Config, windows []Window, samples []Sample) (Report, error) {
 		}
 		return w.End.IsZero() || t.Before(w.End.Add(tail))
 	}
-	bound := cfg.RecoveryBound()
 	states := make([]nodeState, len(cfg.Nodes))
 	split := make([]*episode, len(cfg.VIPs))
 	gone := make([]*episode, len(cfg.VIPs))
@@ -567,47 +671,74 @@ func Check(cfg Config, windows []Window, samples []Sample) (Report, error) {
 			st.prev, st.seen = ns, true
 		}
 
-		// Services deleted and created again: their address must leave
-		// every node whose agent can act, and come back, within
-		// ServiceBound; (b) does not judge it meanwhile.
+		// Services deleted, edited and restored: an address taken from its
+		// Service (or a spare no Service asks for) must leave every node
+		// whose agent can act, and one given back (or a spare asked for)
+		// come, within ServiceBound; (b) does not judge it meanwhile.
 		churning := make([]bool, len(cfg.VIPs))
 		staleNow := make([][]string, len(cfg.VIPs))
-		for _, wi := range churns {
-			w := windows[wi]
-			vi := w.Fault.VIP
-			v := cfg.VIPs[vi]
-			if t.Before(w.Start) || (!w.End.IsZero() && !t.Before(w.End.Add(cfg.ServiceBound))) {
-				continue
-			}
-			churning[vi] = true
-			held := false
-			var holders []string
+		holdersOf := func(v netip.Addr) (held bool, acting []string) {
 			for n, ns := range s.Nodes {
 				if !slices.Contains(ns.Holds, v) {
 					continue
 				}
 				held = true
 				if !leftover[n] && !busyNode(n, t) {
-					holders = append(holders, cfg.Nodes[n])
+					acting = append(acting, cfg.Nodes[n])
 				}
 			}
-			deleted := w.End.IsZero() || t.Before(w.End)
-			if deleted {
-				if !held && !churnGone[wi] {
-					churnGone[wi] = true
-					rep.ServiceGone = append(rep.ServiceGone, t.Sub(w.Start))
+			return held, acting
+		}
+		brought := make([]bool, len(cfg.VIPs)) // a spare asked for now, past ServiceBound
+		for _, sw := range svcWins {
+			w := windows[sw.wi]
+			vi := sw.vi
+			if t.Before(w.Start) || (!w.End.IsZero() && !t.Before(due(w.End))) {
+				continue
+			}
+			in := w.End.IsZero() || t.Before(w.End)
+			if sw.bring {
+				if in && t.After(due(w.Start)) {
+					brought[vi] = true
+				} else {
+					churning[vi] = true
 				}
-				if t.Sub(w.Start) > cfg.ServiceBound && len(holders) > 0 {
-					staleNow[vi] = holders
+				continue
+			}
+			churning[vi] = true
+			held, acting := holdersOf(cfg.VIPs[vi])
+			if in {
+				if !held && !churnGone[sw.wi] {
+					churnGone[sw.wi] = true
+					if due(w.Start).Equal(w.Start.Add(cfg.ServiceBound)) { // no API, etcd or controller fault in the way
+						rep.ServiceGone = append(rep.ServiceGone, t.Sub(w.Start))
+					}
 				}
-			} else if held && !churnBack[wi] {
-				churnBack[wi] = true
-				rep.ServiceBack = append(rep.ServiceBack, t.Sub(w.End))
+				if t.After(due(w.Start)) && len(acting) > 0 {
+					staleNow[vi] = acting
+				}
+			} else if held && !churnBack[sw.wi] {
+				churnBack[sw.wi] = true
+				if due(w.End).Equal(w.End.Add(cfg.ServiceBound)) {
+					rep.ServiceBack = append(rep.ServiceBack, t.Sub(w.End))
+				}
 			}
 		}
 		for vi, v := range cfg.VIPs {
+			if !spare[vi] || brought[vi] {
+				continue
+			}
+			if !churning[vi] {
+				// A spare no Service asks for: on no node whose agent acts.
+				if _, acting := holdersOf(v); len(acting) > 0 {
+					staleNow[vi] = acting
+				}
+			}
+			churning[vi] = true
+		}
+		for vi, v := range cfg.VIPs {
 			if len(staleNow[vi]) > 0 {
-				extend(&stale[vi], t, staleNow[vi], fmt.Sprintf("its Service was deleted; still held by %s (bound %v)", strings.Join(staleNow[vi], " and "), cfg.ServiceBound))
+				extend(&stale[vi], t, staleNow[vi], fmt.Sprintf("no Service has it; still held by %s (bound %v)", strings.Join(staleNow[vi], " and "), cfg.ServiceBound))
 			} else if stale[vi] != nil {
 				closeEp(Stale, v, stale[vi], -1)
 				stale[vi] = nil
@@ -643,7 +774,7 @@ func Check(cfg Config, windows []Window, samples []Sample) (Report, error) {
 			if len(counted) >= 2 {
 				extend(&split[vi], t, counted, "held by "+strings.Join(counted, " and "))
 			} else if split[vi] != nil {
-				closeEp(SplitBrain, v, split[vi], cfg.Grace)
+				closeEp(SplitBrain, v, split[vi], cfg.Grace+cfg.advertOf(vi)-cfg.Advert)
 				split[vi] = nil
 			}
 			if churning[vi] {
@@ -654,7 +785,7 @@ func Check(cfg Config, windows []Window, samples []Sample) (Report, error) {
 				}
 				continue
 			}
-			if len(eligible) == 0 && anyEligible && (lastEvent.IsZero() || t.Sub(lastEvent) > bound) {
+			if len(eligible) == 0 && anyEligible && (lastEvent.IsZero() || t.Sub(lastEvent) > cfg.BoundOf(vi)) {
 				extend(&gone[vi], t, nil, fmt.Sprintf("no eligible node holds it (counted holders: %v)", counted))
 			} else if gone[vi] != nil {
 				closeEp(NoHolder, v, gone[vi], -1)
@@ -674,7 +805,7 @@ func Check(cfg Config, windows []Window, samples []Sample) (Report, error) {
 		prevAt = t
 	}
 	for vi, v := range cfg.VIPs {
-		closeEp(SplitBrain, v, split[vi], cfg.Grace)
+		closeEp(SplitBrain, v, split[vi], cfg.Grace+cfg.advertOf(vi)-cfg.Advert)
 		closeEp(NoHolder, v, gone[vi], -1)
 		closeEp(Stale, v, stale[vi], -1)
 	}
@@ -684,6 +815,35 @@ func Check(cfg Config, windows []Window, samples []Sample) (Report, error) {
 	}
 	sort.SliceStable(rep.Violations, func(i, j int) bool { return rep.Violations[i].At.Before(rep.Violations[j].At) })
 	return rep, nil
+}
+
+// ControlFault reports whether the fault keeps the controllers from
+// acting on Services while it lasts: the API server or etcd down, the
+// controller or the leader killed.
+func (k Kind) ControlFault() bool {
+	return k == KillAPIServer || k == KillEtcd || k == KillController || k == KillLeader
+}
+
+// serviceDue is when a Service change made at c must show: c +
+// ServiceBound, pushed to ServiceBound after the end of each ControlFault
+// window that began before that time and ended after c.
+func serviceDue(cfg Config, windows []Window, c time.Time) time.Time {
+	d := c.Add(cfg.ServiceBound)
+	for changed := true; changed; {
+		changed = false
+		for _, w := range windows {
+			if !w.Fault.Kind.ControlFault() || !w.Start.Before(d) {
+				continue
+			}
+			if w.End.IsZero() {
+				return c.Add(1 << 62) // never ended: never due (146 years on)
+			}
+			if w.End.After(c) && w.End.Add(cfg.ServiceBound).After(d) {
+				d, changed = w.End.Add(cfg.ServiceBound), true
+			}
+		}
+	}
+	return d
 }
 
 // killTime returns the start of the window of kind k on node n that
@@ -772,4 +932,105 @@ func Timeline(cfg Config, windows []Window, samples []Sample, from, to time.Time
 		}
 	}
 	return out
+}
+
+// ServiceSample is the load-balancer addresses in the Services' status at
+// one moment, as the API server has them: Addrs[v] for the Service of VIP
+// v (nil: the Service does not exist).
+type ServiceSample struct {
+	At    time.Time
+	Addrs [][]netip.Addr
+}
+
+// CheckServices judges the Services' status over a run: no address in two
+// Services' status at once (Shared), and each Service's status shows only
+// the address it asks for (its VIP, or its spare during an EditIP), give
+// or take ServiceBound after it changed what it asks for (Changed): a
+// controller restart, a leader's failover or the API server's must not
+// give a Service another address. Samples sorted by time.
+func CheckServices(cfg Config, windows []Window, samples []ServiceSample) ([]Violation, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	var out []Violation
+	type key struct {
+		kind ViolationKind
+		vip  netip.Addr
+	}
+	open := map[key]*episode{}
+	for i, s := range samples {
+		if i > 0 && s.At.Before(samples[i-1].At) {
+			return nil, fmt.Errorf("chaos: Service sample %d is older than sample %d: want samples sorted by time", i, i-1)
+		}
+		now := map[key]episode{}
+		owners := map[netip.Addr][]string{}
+		for v, addrs := range s.Addrs {
+			if v >= len(cfg.VIPs) {
+				return nil, fmt.Errorf("chaos: Service sample %d has %d Services for %d VIPs", i, len(s.Addrs), len(cfg.VIPs))
+			}
+			name := fmt.Sprintf("the Service of VIP %d", v)
+			sp := netip.Addr{}
+			if cfg.SpareOf != nil && cfg.SpareOf[v] >= 0 {
+				sp = cfg.VIPs[cfg.SpareOf[v]]
+			}
+			// What it asks for now and within the last ServiceBound.
+			wantOwn, wantSpare := true, false
+			for _, w := range windows {
+				if w.Fault.Kind != EditIP || w.Fault.VIP != v || s.At.Before(w.Start) {
+					continue
+				}
+				if w.End.IsZero() || s.At.Before(serviceDue(cfg, windows, w.End)) {
+					wantSpare = true
+				}
+				if (w.End.IsZero() || s.At.Before(w.End)) && s.At.After(serviceDue(cfg, windows, w.Start)) {
+					wantOwn = false
+				}
+			}
+			for _, a := range addrs {
+				owners[a] = append(owners[a], name)
+				ok := (a == cfg.VIPs[v] && wantOwn) || (a == sp && wantSpare)
+				if !ok {
+					now[key{Changed, a}] = episode{nodes: map[string]bool{name: true},
+						detail: fmt.Sprintf("%s shows %s; it asks for %s", name, a, map[bool]string{true: sp.String(), false: cfg.VIPs[v].String()}[!wantOwn])}
+				}
+			}
+		}
+		for a, names := range owners {
+			if len(names) > 1 {
+				ep := episode{nodes: map[string]bool{}, detail: "in the status of " + strings.Join(names, " and ")}
+				for _, n := range names {
+					ep.nodes[n] = true
+				}
+				now[key{Shared, a}] = ep
+			}
+		}
+		for k, ep := range now {
+			if open[k] == nil {
+				e := ep
+				e.start = s.At
+				open[k] = &e
+			}
+			open[k].last = s.At
+		}
+		for k, ep := range open {
+			if _, still := now[k]; !still {
+				out = append(out, serviceViolation(k.kind, k.vip, ep))
+				delete(open, k)
+			}
+		}
+	}
+	for k, ep := range open {
+		out = append(out, serviceViolation(k.kind, k.vip, ep))
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].At.Before(out[j].At) })
+	return out, nil
+}
+
+func serviceViolation(k ViolationKind, vip netip.Addr, ep *episode) Violation {
+	var names []string
+	for n := range ep.nodes {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return Violation{Kind: k, At: ep.start, For: ep.last.Sub(ep.start), VIP: vip, Nodes: names, Detail: ep.detail}
 }

@@ -145,6 +145,17 @@ func TestCheck(t *testing.T) {
 			want:    []string{"split-brain +2.2s " + ing + " b,c"},
 		},
 		{
+			name:    "a VIP taken as SIGSTOP came: excused with the stall",
+			windows: []Window{win(Stall, 2, 200*ms, 2200*ms, 0)},
+			phases:  []phase{{250 * ms, "0 1 -"}, {1950 * ms, "0 1 1"}, {300 * ms, "0 1 -"}},
+		},
+		{
+			name:    "a VIP a stalled node shows later: not excused",
+			windows: []Window{win(Stall, 2, 200*ms, 2200*ms, 0)},
+			phases:  []phase{{500 * ms, "0 1 -"}, {1700 * ms, "0 1 1"}, {300 * ms, "0 1 -"}},
+			want:    []string{"split-brain +500ms " + ing + " b,c"},
+		},
+		{
 			name:    "heavy loss on the holder: both may hold, and it stays eligible",
 			windows: []Window{win(HeavyLoss, 1, 200*ms, 2000*ms, 50)},
 			phases:  []phase{{1000 * ms, "- 01 -"}, {1000 * ms, "0 01 -"}, {200 * ms, "0 1 -"}},
@@ -460,5 +471,240 @@ func TestCheckChurn(t *testing.T) {
 	}
 	if _, err := Check(cfg, []Window{func() Window { w := churn(0, ms); w.Fault.VIP = 5; return w }()}, stream(t, cfg, phase{20 * ms, "0 1 -"})); err == nil || !strings.Contains(err.Error(), "names VIP 5") {
 		t.Errorf("a churn of VIP 5 of 2: got %v, want an error naming VIP 5", err)
+	}
+}
+
+// spareConfig is testConfig with a third address, VIP 2, the spare of VIP
+// 1 (an EditIP moves VIP 1's Service there), which every node may hold.
+func spareConfig() Config {
+	cfg := testConfig()
+	cfg.ServiceBound = 500 * ms
+	cfg.VIPs = append(cfg.VIPs, netip.MustParseAddr("198.18.0.9"))
+	cfg.Allowed = append(cfg.Allowed, []int{0, 1, 2})
+	cfg.SpareOf = []int{-1, 2, -1}
+	return cfg
+}
+
+// TestCheckEditIP: a Service asks for its spare and then for its own
+// address again. The old address must go and the spare come within
+// ServiceBound, and the spare must be on no node when no Service asks
+// for it.
+func TestCheckEditIP(t *testing.T) {
+	cfg := spareConfig()
+	spare := cfg.VIPs[2].String()
+	edit := func(from, to time.Duration) Window {
+		w := win(EditIP, -1, from, to, 0)
+		w.Fault.VIP = 1
+		return w
+	}
+	tests := []struct {
+		name       string
+		windows    []Window
+		phases     []phase
+		want       []string
+		gone, back []time.Duration
+	}{
+		{
+			name:    "moved there and back",
+			windows: []Window{edit(200*ms, 1200*ms)},
+			phases:  []phase{{300 * ms, "0 1 -"}, {1000 * ms, "0 2 -"}, {500 * ms, "0 1 -"}},
+			gone:    []time.Duration{100 * ms},
+			back:    []time.Duration{100 * ms},
+		},
+		{
+			name:    "the spare never came",
+			windows: []Window{edit(200*ms, 1200*ms)},
+			phases:  []phase{{200 * ms, "0 1 -"}, {1000 * ms, "0 - -"}, {400 * ms, "0 1 -"}},
+			want:    []string{"no-eligible-holder +710ms " + spare + " "},
+			gone:    []time.Duration{0},
+			back:    []time.Duration{0},
+		},
+		{
+			name:   "a spare no Service asks for, held",
+			phases: []phase{{1000 * ms, "0 12 -"}},
+			want:   []string{"stale-address +0s " + spare + " b"},
+		},
+		{
+			name:    "the spare stays after the Service asked for its own again",
+			windows: []Window{edit(200*ms, 1000*ms)},
+			phases:  []phase{{200 * ms, "0 1 -"}, {800 * ms, "0 2 -"}, {1000 * ms, "0 12 -"}},
+			want:    []string{"stale-address +1.5s " + spare + " b"},
+			gone:    []time.Duration{0},
+			back:    []time.Duration{0},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rep, err := Check(cfg, tc.windows, stream(t, cfg, tc.phases...))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff(tc.want, summary(rep)); d != "" {
+				t.Errorf("violations (-want +got):\n%s", d)
+			}
+			if d := cmp.Diff(tc.gone, rep.ServiceGone); d != "" {
+				t.Errorf("gone (-want +got):\n%s", d)
+			}
+			if d := cmp.Diff(tc.back, rep.ServiceBack); d != "" {
+				t.Errorf("back (-want +got):\n%s", d)
+			}
+		})
+	}
+	for _, tc := range []struct {
+		name    string
+		spareOf []int
+		vip     int
+		want    string
+	}{
+		{name: "an edit of a spare", spareOf: []int{-1, 2, -1}, vip: 2, want: "not a spare"},
+		{name: "no spare", spareOf: []int{-1, -1, -1}, vip: 1, want: "VIP 1 has no spare"},
+		{name: "its own spare", spareOf: []int{0, 2, -1}, vip: 1, want: "Config.SpareOf[0] = 0"},
+	} {
+		c := spareConfig()
+		c.SpareOf = tc.spareOf
+		w := edit(0, ms)
+		w.Fault.VIP = tc.vip
+		if _, err := Check(c, []Window{w}, stream(t, c, phase{20 * ms, "0 1 -"})); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: got %v, want an error with %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// TestCheckServices: the Services' status as the API server has it. An
+// address in two Services' status, or one a Service did not ask for, is a
+// violation; the old address for ServiceBound after an EditIP is not.
+func TestCheckServices(t *testing.T) {
+	cfg := spareConfig()
+	a, b, sp := cfg.VIPs[0], cfg.VIPs[1], cfg.VIPs[2]
+	other := netip.MustParseAddr("198.18.0.11")
+	edit := win(EditIP, -1, 1000*ms, 3000*ms, 0)
+	edit.Fault.VIP = 1
+	type step struct {
+		at    time.Duration
+		addrs [][]netip.Addr
+	}
+	tests := []struct {
+		name    string
+		windows []Window
+		steps   []step
+		want    []string
+	}{
+		{
+			name:  "each its own",
+			steps: []step{{0, [][]netip.Addr{{a}, {b}}}, {100 * ms, [][]netip.Addr{{a}, nil}}, {200 * ms, [][]netip.Addr{{a}, {}}}},
+		},
+		{
+			name:  "another address after a restart",
+			steps: []step{{0, [][]netip.Addr{{a}, {b}}}, {100 * ms, [][]netip.Addr{{a}, {other}}}, {200 * ms, [][]netip.Addr{{a}, {other}}}, {300 * ms, [][]netip.Addr{{a}, {b}}}},
+			want:  []string{"address-changed +100ms " + other.String() + " the Service of VIP 1"},
+		},
+		{
+			name:  "one address, two Services",
+			steps: []step{{0, [][]netip.Addr{{a}, {b}}}, {100 * ms, [][]netip.Addr{{a}, {a}}}},
+			want: []string{"address-changed +100ms " + a.String() + " the Service of VIP 1",
+				"address-shared +100ms " + a.String() + " the Service of VIP 0,the Service of VIP 1"},
+		},
+		{
+			name:    "moved to its spare and back",
+			windows: []Window{edit},
+			steps: []step{{900 * ms, [][]netip.Addr{{a}, {b}}}, {1200 * ms, [][]netip.Addr{{a}, {b}}}, {1400 * ms, [][]netip.Addr{{a}, {sp}}},
+				{3200 * ms, [][]netip.Addr{{a}, {sp}}}, {3400 * ms, [][]netip.Addr{{a}, {b}}}},
+		},
+		{
+			name:    "the old address long after the edit",
+			windows: []Window{edit},
+			steps:   []step{{900 * ms, [][]netip.Addr{{a}, {b}}}, {1600 * ms, [][]netip.Addr{{a}, {b}}}, {2000 * ms, [][]netip.Addr{{a}, {sp}}}},
+			want:    []string{"address-changed +1.6s " + b.String() + " the Service of VIP 1"},
+		},
+		{
+			name:    "the spare long after the edit's end",
+			windows: []Window{edit},
+			steps:   []step{{1400 * ms, [][]netip.Addr{{a}, {sp}}}, {3600 * ms, [][]netip.Addr{{a}, {sp}}}},
+			want:    []string{"address-changed +3.6s " + sp.String() + " the Service of VIP 1"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var samples []ServiceSample
+			for _, s := range tc.steps {
+				samples = append(samples, ServiceSample{At: t0.Add(s.at), Addrs: s.addrs})
+			}
+			vs, err := CheckServices(cfg, tc.windows, samples)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff(tc.want, summary(Report{Violations: vs})); d != "" {
+				t.Errorf("violations (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+// TestCheckAdvertOf: a VIP of a slower instance (a VRRPv2 one at 1 s
+// beside VRRPv3 ones at 100 ms) gets its own bound: 3 x 1 s + skew scaled
+// (500 ms) + margin = 3.6 s, not 450 ms.
+func TestCheckAdvertOf(t *testing.T) {
+	ing := testConfig().VIPs[1].String()
+	windows := []Window{win(Cut, 1, 200*ms, 3000*ms, 0)}
+	phases := []phase{{200 * ms, "0 1 -"}, {2000 * ms, "0 - -"}, {100 * ms, "0 - 1"}}
+	for _, tc := range []struct {
+		name     string
+		advertOf []time.Duration
+		want     []string
+	}{
+		{name: "100 ms", want: []string{"no-eligible-holder +660ms " + ing + " "}},
+		{name: "1 s", advertOf: []time.Duration{0, time.Second}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := testConfig()
+			cfg.AdvertOf = tc.advertOf
+			rep, err := Check(cfg, windows, stream(t, cfg, phases...))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff(tc.want, summary(rep)); d != "" {
+				t.Errorf("violations (-want +got):\n%s", d)
+			}
+		})
+	}
+	cfg := testConfig()
+	if got, want := (Config{Advert: 100 * ms, Skew: 50 * ms, Margin: 100 * ms, AdvertOf: []time.Duration{time.Second}, VIPs: cfg.VIPs[:1]}).BoundOf(0), 3600*ms; got != want {
+		t.Errorf("BoundOf(0) = %v, want %v", got, want)
+	}
+}
+
+// TestCheckServiceDue: a Service created again just before the API server
+// goes down is due ServiceBound after it comes back, not after the create;
+// such a return is judged but not measured.
+func TestCheckServiceDue(t *testing.T) {
+	cfg := testConfig()
+	cfg.ServiceBound = 500 * ms
+	ing := cfg.VIPs[1].String()
+	churn := win(Churn, -1, 200*ms, 1000*ms, 0)
+	churn.Fault.VIP = 1
+	phases := []phase{{200 * ms, "0 1 -"}, {3000 * ms, "0 - -"}, {300 * ms, "0 1 -"}}
+	for _, tc := range []struct {
+		name    string
+		windows []Window
+		want    []string
+		back    []time.Duration
+	}{
+		{name: "no API fault: late", windows: []Window{churn}, want: []string{"no-eligible-holder +1.5s " + ing + " "}},
+		{name: "the API server down from 1.1 s to 3 s", windows: []Window{churn, win(KillAPIServer, -1, 1100*ms, 3000*ms, 0)}},
+		{name: "etcd down from 1.4 s (within the bound) to 3 s", windows: []Window{churn, win(KillEtcd, -1, 1400*ms, 3000*ms, 0)}},
+		{name: "the leader killed before the create", windows: []Window{churn, win(KillLeader, -1, 600*ms, 2900*ms, 0)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rep, err := Check(cfg, tc.windows, stream(t, cfg, phases...))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff(tc.want, summary(rep)); d != "" {
+				t.Errorf("violations (-want +got):\n%s", d)
+			}
+			if d := cmp.Diff(tc.back, rep.ServiceBack); d != "" {
+				t.Errorf("back (-want +got):\n%s", d)
+			}
+		})
 	}
 }

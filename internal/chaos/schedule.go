@@ -54,14 +54,63 @@ const (
 	// creates it again, asking for the same address, after For
 	// (Kubernetes mode). It has no node.
 	Churn Kind = "churn-service"
+	// KillLeader sends SIGKILL to the controller holding the leader
+	// Lease while a standby runs, and starts it again (as the new
+	// standby) after For; the fault ends when a controller leads again
+	// (Kubernetes mode). It has no node.
+	KillLeader Kind = "kill-leader"
+	// KillAPIServer sends SIGKILL to kube-apiserver and starts it again
+	// after For (Kubernetes mode). It has no node.
+	KillAPIServer Kind = "kill-apiserver"
+	// KillEtcd sends SIGKILL to etcd and starts it again after For; the
+	// API server stays up and fails meanwhile (Kubernetes mode). It has
+	// no node.
+	KillEtcd Kind = "kill-etcd"
+	// EditType makes the Service of VIP Fault.VIP a ClusterIP Service
+	// for For, then a LoadBalancer again asking for the same address
+	// (Kubernetes mode). It has no node.
+	EditType Kind = "edit-type"
+	// EditClass gives the Service of VIP Fault.VIP another
+	// implementation's loadBalancerClass for For (Kubernetes mode).
+	EditClass Kind = "edit-class"
+	// EditIP makes the Service of VIP Fault.VIP ask for its spare address
+	// (Config.SpareOf) for For, then for its own again (Kubernetes mode).
+	EditIP Kind = "edit-ip"
+	// EditPolicy sets the Service of VIP Fault.VIP's
+	// externalTrafficPolicy to Local for For (every node has a ready
+	// endpoint: its address stays where it is), then Cluster again
+	// (Kubernetes mode).
+	EditPolicy Kind = "edit-policy"
 )
 
 // AllKinds lists every kind in the order reports print them.
-var AllKinds = []Kind{KillEngine, KillAgent, Stall, Cut, IfDown, Loss, HeavyLoss, Delay, FlapAPI, FlapLB, FlapRouter, Reload, KillController, Churn}
+var AllKinds = []Kind{KillEngine, KillAgent, Stall, Cut, IfDown, Loss, HeavyLoss, Delay, FlapAPI, FlapLB, FlapRouter, Reload, KillController, Churn,
+	KillLeader, KillAPIServer, KillEtcd, EditType, EditClass, EditIP, EditPolicy}
 
 // ClusterWide reports whether the fault hits no node but the cluster as a
 // whole (Node is -1).
-func (k Kind) ClusterWide() bool { return k == Reload || k == KillController || k == Churn }
+func (k Kind) ClusterWide() bool {
+	switch k {
+	case Reload, KillController, Churn, KillLeader, KillAPIServer, KillEtcd, EditType, EditClass, EditIP, EditPolicy:
+		return true
+	}
+	return false
+}
+
+// OfService reports whether the fault acts on the Service of VIP
+// Fault.VIP.
+func (k Kind) OfService() bool {
+	switch k {
+	case Churn, EditType, EditClass, EditIP, EditPolicy:
+		return true
+	}
+	return false
+}
+
+// Removes reports whether the fault takes the address of VIP Fault.VIP
+// from its Service while it lasts (the Service is gone, not a
+// LoadBalancer, not of vipstack's class, or asks for another address).
+func (k Kind) Removes() bool { return k == Churn || k == EditType || k == EditClass || k == EditIP }
 
 // Disruptive reports whether the fault takes its node out of the set of
 // nodes that may hold a VIP (Config's eligibility) while it lasts.
@@ -111,7 +160,7 @@ type Fault struct {
 	For      time.Duration // how long the fault lasts (the down time for KillAgent)
 	Percent  int           // Loss and HeavyLoss
 	Delay    time.Duration // Delay
-	VIP      int           // Churn: the index of the VIP whose Service goes
+	VIP      int           // Churn and the edits: the index of the VIP whose Service goes or changes
 }
 
 func (f Fault) String() string {
@@ -132,7 +181,7 @@ func (f Fault) String() string {
 	if f.Delay > 0 {
 		fmt.Fprintf(&b, " +%v", f.Delay)
 	}
-	if f.Kind == Churn {
+	if f.Kind.OfService() {
 		fmt.Fprintf(&b, " VIP %d", f.VIP)
 	}
 	return b.String()
@@ -149,9 +198,16 @@ func (f Fault) Busy() time.Duration {
 		return f.For + 3*time.Second
 	case Reload:
 		return 0
-	case KillController, Churn:
-		// The controller's restart, or the Service's address coming back:
-		// cluster-wide faults of these kinds never overlap.
+	case KillController, KillLeader:
+		// The controller's restart and the standby's taking the Lease
+		// (k8slab.StandbyLease): cluster-wide faults never overlap.
+		return f.For + 10*time.Second
+	case KillAPIServer, KillEtcd:
+		// The restart (a few seconds on a loaded machine) and the
+		// watches' return.
+		return f.For + 8*time.Second
+	case Churn, EditType, EditClass, EditIP, EditPolicy:
+		// The Service's address coming back.
 		return f.For + 3*time.Second
 	}
 	return f.For + time.Second
@@ -186,11 +242,23 @@ func DefaultWeights() map[Kind]int {
 
 // AgentWeights are the kinds' relative frequencies against Kubernetes
 // agents: no flapping checks or cluster-file reloads (an agent has
-// neither), Service churn and controller kills instead.
+// neither); Services deleted, created and edited, the controllers, the API
+// server and etcd killed instead.
 func AgentWeights() map[Kind]int {
 	return map[Kind]int{
 		KillEngine: 10, KillAgent: 10, Stall: 14, Cut: 10, IfDown: 6, Loss: 8, HeavyLoss: 6,
-		Delay: 8, KillController: 5, Churn: 10,
+		Delay: 8, KillController: 2, KillLeader: 3, KillAPIServer: 3, KillEtcd: 2, Churn: 5,
+		EditType: 3, EditClass: 3, EditIP: 3, EditPolicy: 3,
+	}
+}
+
+// MixedWeights are the kinds' relative frequencies against a mixed
+// cluster of keepalived and vipstack nodes: the faults a keepalived node
+// meets (kill, stall, cut, ifdown, loss, delay, reload), and kill -9 of
+// vipstack's supervised engine; no checks to flap.
+func MixedWeights() map[Kind]int {
+	return map[Kind]int{
+		KillEngine: 6, KillAgent: 10, Stall: 14, Cut: 10, IfDown: 6, Loss: 8, HeavyLoss: 6, Delay: 8, Reload: 8,
 	}
 }
 
@@ -256,8 +324,10 @@ func Generate(o GenOptions) ([]Fault, error) {
 	if total == 0 {
 		return nil, fmt.Errorf("chaos: GenOptions.Weights: no kind has a positive weight")
 	}
-	if w[Churn] > 0 && o.VIPs < 1 {
-		return nil, fmt.Errorf("chaos: GenOptions.VIPs = %d with %s faults: want at least one VIP whose Service can go", o.VIPs, Churn)
+	for _, k := range kinds {
+		if k.OfService() && o.VIPs < 1 {
+			return nil, fmt.Errorf("chaos: GenOptions.VIPs = %d with %s faults: want at least one VIP whose Service can change", o.VIPs, k)
+		}
 	}
 
 	rng := rand.New(rand.NewPCG(o.Seed, o.Seed^0x9e3779b97f4a7c15))
@@ -308,9 +378,13 @@ func Generate(o GenOptions) ([]Fault, error) {
 			f.Delay = time.Duration(10+rng.IntN(141)) * time.Millisecond
 		case FlapAPI, FlapLB, FlapRouter:
 			f.For = dur(2*time.Second, 8*time.Second)
-		case KillController:
+		case KillController, KillLeader:
 			f.For = dur(500*time.Millisecond, 5*time.Second)
-		case Churn:
+		case KillAPIServer:
+			f.For = dur(time.Second, 8*time.Second)
+		case KillEtcd:
+			f.For = dur(time.Second, 6*time.Second)
+		case Churn, EditType, EditClass, EditIP, EditPolicy:
 			f.For = dur(time.Second, 4*time.Second)
 			f.VIP = rng.IntN(o.VIPs)
 		}

@@ -108,6 +108,8 @@ var allOn = []string{
 	"openshift.scc.create=true", "namespace.create=true",
 	"kubernetesServiceHost=192.0.2.10", "kubernetesServicePort=6443",
 	"controller.excludedVRIDs={1,2}", "controller.extraArgs={--workers=8}",
+	"monitoring.bearerTokenSecret.name=prometheus-token", "monitoring.prometheusServiceAccount.name=prometheus",
+	"agent.metricsTLSSecret=agent-metrics-tls", "controller.metricsTLSSecret=controller-metrics-tls",
 }
 
 // TestLint runs helm lint --strict with the defaults and with every
@@ -143,6 +145,8 @@ func TestValuesRefused(t *testing.T) {
 		{"kubernetesServiceHost=https://api", "at '/kubernetesServiceHost': 'https://api' does not match pattern"},
 		{"monitoring.prometheusRule.for=5min", "at '/monitoring/prometheusRule/for': '5min' does not match pattern"},
 		{"agent.healthPort=9654", "agent.healthPort: 9654 is also agent.metricsPort; the agent binds both on the node's network, so they must differ"},
+		{"agent.metricsAuth=tls", "at '/agent/metricsAuth': value must be one of 'kubernetes', 'none'"},
+		{"monitoring.podMonitor.enabled=true", "monitoring.podMonitor.enabled with controller.metricsAuth kubernetes: set monitoring.bearerTokenSecret.name"},
 		{"agent.healthPort=9653", "agent.healthPort: 9653 is the port of the agent's status endpoint (127.0.0.1:9653, on the node's network); want another port"},
 	} {
 		t.Run(tc.set, func(t *testing.T) {
@@ -385,12 +389,12 @@ func TestOptionalObjects(t *testing.T) {
 		{name: "crds not installed", set: []string{"crds.install=false"},
 			removed: []string{"CustomResourceDefinition/ippools.vipstack.io", "CustomResourceDefinition/vipgroups.vipstack.io"}},
 		{name: "no RBAC, no service accounts", set: []string{"rbac.create=false", "controller.serviceAccount.create=false", "agent.serviceAccount.create=false"},
-			removed: []string{"ClusterRole/vipstack-agent", "ClusterRole/vipstack-controller", "ClusterRoleBinding/vipstack-agent", "ClusterRoleBinding/vipstack-controller",
+			removed: []string{"ClusterRole/vipstack-agent", "ClusterRole/vipstack-controller", "ClusterRole/vipstack-metrics-reader", "ClusterRoleBinding/vipstack-agent", "ClusterRoleBinding/vipstack-controller",
 				"Role/vipstack-agent-passwords", "Role/vipstack-agent-status", "Role/vipstack-controller-kube-vip", "Role/vipstack-controller-leader-election", "Role/vipstack-controller-passwords",
 				"RoleBinding/vipstack-agent-passwords", "RoleBinding/vipstack-agent-status", "RoleBinding/vipstack-controller-kube-vip", "RoleBinding/vipstack-controller-leader-election", "RoleBinding/vipstack-controller-passwords",
 				"ServiceAccount/vipstack-agent", "ServiceAccount/vipstack-controller"}},
 		{name: "namespace", set: []string{"namespace.create=true"}, added: []string{"Namespace/vs"}},
-		{name: "pod monitors", set: []string{"monitoring.podMonitor.enabled=true"}, added: []string{"PodMonitor/vipstack-agent", "PodMonitor/vipstack-controller"}},
+		{name: "pod monitors", set: []string{"monitoring.podMonitor.enabled=true", "monitoring.bearerTokenSecret.name=prometheus-token"}, added: []string{"PodMonitor/vipstack-agent", "PodMonitor/vipstack-controller"}},
 		{name: "service monitors", set: []string{"monitoring.serviceMonitor.enabled=true"},
 			added: []string{"Service/vipstack-agent-metrics", "Service/vipstack-controller-metrics", "ServiceMonitor/vipstack-agent", "ServiceMonitor/vipstack-controller"}},
 		{name: "rules", set: []string{"monitoring.prometheusRule.enabled=true"}, added: []string{"PrometheusRule/vipstack"}},
@@ -521,6 +525,13 @@ func TestDryRun(t *testing.T) {
 	h, _ := helm(t)
 	env := kubetest.Start(t)
 	out, err := h.Template(t.Context(), "vipstack-test", allButOpenShift()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dryRun(t, env, out)
+	// The ServiceMonitors without a token Secret: Prometheus's own token
+	// from its file.
+	out, err = h.Template(t.Context(), "vipstack-test", "monitoring.serviceMonitor.enabled=true", "monitoring.prometheusRule.enabled=true", "monitoring.grafanaDashboard.enabled=true")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -41,6 +41,9 @@ type File struct {
 		Name string   `yaml:"name"`
 		Role string   `yaml:"role"`
 		IPs  []string `yaml:"ips"`
+		// RouterID is the node's BGP identifier (bgp); default: its
+		// first IPv4 address.
+		RouterID string `yaml:"routerID,omitempty"`
 	} `yaml:"nodes"`
 	// Membership names the live sources of nodes besides nodes (file
 	// membership.go); with one, nodes may be left out.
@@ -62,6 +65,9 @@ type File struct {
 	LoadBalancer *struct {
 		MachineConfig bool `yaml:"machineConfig,omitempty"`
 	} `yaml:"loadBalancer,omitempty"`
+	// BGP announces VIPs to routers instead of holding them by VRRP
+	// (bgp.go).
+	BGP   *BGPFile `yaml:"bgp,omitempty"`
 	Ports *struct {
 		API             int `yaml:"api,omitempty"`
 		LB              int `yaml:"lb,omitempty"`
@@ -99,6 +105,8 @@ type Cluster struct {
 	// BalanceMachineConfig runs the machine-config server's port
 	// (ports.machineConfig) through the masters' load balancer, as the API.
 	BalanceMachineConfig bool
+	// BGP says which VIPs are announced by BGP and to whom (bgp.go).
+	BGP BGP
 }
 
 // Node is one node of the cluster.
@@ -106,6 +114,8 @@ type Node struct {
 	Name string
 	Role Role
 	IPs  []netip.Addr
+	// RouterID is the node's BGP identifier when the file sets one.
+	RouterID netip.Addr
 }
 
 // VRRP settings shared by every instance.
@@ -463,6 +473,13 @@ func (f *File) Validate() (*Cluster, error) {
 			}
 			owner[a] = n.Name
 		}
+		if n.RouterID != "" {
+			if a, err := netip.ParseAddr(n.RouterID); err != nil || !a.Is4() || a.IsUnspecified() {
+				bad("nodes[%d].routerID: %q is not an IPv4 address other than 0.0.0.0 (BGP identifiers are 4 bytes)", i, n.RouterID)
+			} else {
+				node.RouterID = a
+			}
+		}
 		c.Nodes = append(c.Nodes, node)
 	}
 	if m := f.Membership; m != nil {
@@ -501,8 +518,13 @@ func (f *File) Validate() (*Cluster, error) {
 			}
 		}
 	}
+	nodeIdx := map[string]int{}
+	for i, n := range c.Nodes {
+		nodeIdx[n.Name] = i
+	}
+	validateBGP(f, c, nodeIdx, bad)
 	checkVIP := func(field string, a netip.Addr) {
-		in := false
+		in := c.BGP.Announced[a] // a routed VIP lives outside the nodes' subnets
 		for _, p := range c.MachineNetworks {
 			in = in || p.Contains(a)
 		}

@@ -107,7 +107,7 @@ func (w *walker) walk(n *yaml.Node, t reflect.Type, path, pattern string) {
 		}
 		// The decoder truncates a float into an int field (9445.5 is
 		// 9445); a file that says 9445.5 means something else.
-		if t.Kind() == reflect.Int && n.ShortTag() == "!!float" {
+		if (t.Kind() == reflect.Int || t.Kind() == reflect.Uint32) && n.ShortTag() == "!!float" {
 			bad()
 			return
 		}
@@ -173,6 +173,36 @@ func accepted(pattern string, t reflect.Type) string {
 		return "a list of IP addresses, e.g. [198.18.0.11]"
 	case "nodes[].ips[]":
 		return "an IP address, e.g. 198.18.0.11"
+	case "bgp.asn", "bgp.peers[].asn":
+		return "an AS number, 1..4294967295"
+	case "bgp.announce":
+		return "a list of roles (api, ingress, dns) or VIP addresses, e.g. [api]"
+	case "nodes[].routerID", "bgp.peers[].address", "bgp.peers[].source":
+		return "an IP address, e.g. 198.18.0.11"
+	case "bgp.peers[].holdTime", "bgp.peers[].keepalive", "bgp.peers[].gracefulRestart", "bgp.peers[].bfd.interval":
+		return "a duration, e.g. 90s or 300ms"
+	case "bgp.peers[].families":
+		return "a list of ipv4, ipv6"
+	case "bgp.peers[].families[]":
+		return "ipv4 or ipv6"
+	case "bgp.announce[]":
+		return "api, ingress, dns or a VIP address"
+	case "bgp.peers":
+		return "a list of peers, e.g. [{address: 198.18.1.1, asn: 64500}]"
+	case "bgp.peers[].nodes":
+		return "a list of node names, e.g. [master-0]"
+	case "bgp.peers[].nodes[]":
+		return "a node name, e.g. master-0"
+	case "bgp.peers[].port":
+		return "a port, 1..65535 (default 179)"
+	case "bgp.peers[].multihop":
+		return "an eBGP multihop TTL, 1..255 (0: directly connected)"
+	case "bgp.peers[].password", "bgp.peers[].bfd.password":
+		return "a password (TCP MD5 up to 80 bytes; BFD simple password up to 16)"
+	case "bgp.peers[].bfd.multiplier":
+		return "a detection multiplier, 1..255"
+	case "bgp.peers[].bfd.keyID":
+		return "a BFD key ID, 0..255"
 	case "vrrp.version":
 		return "2 or 3"
 	case "vrrp.advertInterval":

@@ -35,7 +35,7 @@ func TestYAMLTypeErrors(t *testing.T) {
 		{name: "mapping as a list", yaml: good + "ports: [9445]\n",
 			want: `c.yaml:9: ports: bad value (a list); accepted: a mapping of api, lb, ingressHealth, machineConfig, lbMachineConfig, status`},
 		{name: "top level as a list", yaml: "- a\n",
-			want: `c.yaml:1: bad value (a list); accepted: a mapping of name, baseDomain, apiVIPs, ingressVIPs, dnsVIP, machineNetworks, upstreamDNS, nodes, membership, vrrp, loadBalancer, ports`},
+			want: `c.yaml:1: bad value (a list); accepted: a mapping of name, baseDomain, apiVIPs, ingressVIPs, dnsVIP, machineNetworks, upstreamDNS, nodes, membership, vrrp, loadBalancer, bgp, ports`},
 		{name: "long value", yaml: good + "vrrp: {unicast: '" + strings.Repeat("x", 50) + "'}\n",
 			want: `c.yaml:9: vrrp.unicast: bad value "` + strings.Repeat("x", 40) + `"...; accepted: true or false`},
 		{name: "alias, at its use", yaml: good + "vrrp: {interface: &a eth0}\nports: {lb: *a}\n",

@@ -21,4 +21,10 @@
 // redirect refuses it) nor IPv4-mapped IPv6 (::ffff:a.b.c.d, which no
 // packet carries: write a.b.c.d); a node address may be link-local but not
 // IPv4-mapped either.
+//
+// The bgp section (bgp.go) takes roles or single VIPs out of VRRP: a node
+// announces them as host routes to its peers (internal/bgp) while the
+// checks of the instance that would have held them pass (Plan.BGP); such
+// VIPs may lie outside machineNetworks. docs/cluster-mode.md documents
+// every field.
 package cluster

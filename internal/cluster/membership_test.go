@@ -128,28 +128,28 @@ func TestWithNodes(t *testing.T) {
 		want want
 	}{
 		{name: "file only", want: want{
-			nodes: []Node{{"m0", Master, []netip.Addr{a("198.18.0.11")}}}, backends: []string{"m0 198.18.0.11:6443"}}},
+			nodes: []Node{{Name: "m0", Role: Master, IPs: []netip.Addr{a("198.18.0.11")}}}, backends: []string{"m0 198.18.0.11:6443"}}},
 		{name: "a master and a worker join", live: []Node{
-			{"m1", Master, []netip.Addr{a("198.18.0.12")}},
-			{"w0", Worker, []netip.Addr{a("198.18.0.21"), a("10.0.0.21")}}, // outside the machine network: dropped
+			{Name: "m1", Role: Master, IPs: []netip.Addr{a("198.18.0.12")}},
+			{Name: "w0", Role: Worker, IPs: []netip.Addr{a("198.18.0.21"), a("10.0.0.21")}}, // outside the machine network: dropped
 		}, want: want{
-			nodes: []Node{{"m0", Master, []netip.Addr{a("198.18.0.11")}}, {"m1", Master, []netip.Addr{a("198.18.0.12")}}, {"w0", Worker, []netip.Addr{a("198.18.0.21")}}},
+			nodes: []Node{{Name: "m0", Role: Master, IPs: []netip.Addr{a("198.18.0.11")}}, {Name: "m1", Role: Master, IPs: []netip.Addr{a("198.18.0.12")}}, {Name: "w0", Role: Worker, IPs: []netip.Addr{a("198.18.0.21")}}},
 			m0API: []netip.Addr{a("198.18.0.12")}, m0Ingr: []netip.Addr{a("198.18.0.12"), a("198.18.0.21")},
 			backends: []string{"m0 198.18.0.11:6443", "m1 198.18.0.12:6443"}}},
 		{name: "the file's entry wins over a live one", live: []Node{
-			{"m0", Worker, []netip.Addr{a("198.18.0.99")}},
-			{"m1", Master, []netip.Addr{a("198.18.0.12")}},
+			{Name: "m0", Role: Worker, IPs: []netip.Addr{a("198.18.0.99")}},
+			{Name: "m1", Role: Master, IPs: []netip.Addr{a("198.18.0.12")}},
 		}, want: want{
-			nodes: []Node{{"m0", Master, []netip.Addr{a("198.18.0.11")}}, {"m1", Master, []netip.Addr{a("198.18.0.12")}}},
+			nodes: []Node{{Name: "m0", Role: Master, IPs: []netip.Addr{a("198.18.0.11")}}, {Name: "m1", Role: Master, IPs: []netip.Addr{a("198.18.0.12")}}},
 			m0API: []netip.Addr{a("198.18.0.12")}, m0Ingr: []netip.Addr{a("198.18.0.12")},
 			backends: []string{"m0 198.18.0.11:6443", "m1 198.18.0.12:6443"}}},
 		{name: "bad live nodes are left out with a note", live: []Node{
-			{"vip", Worker, []netip.Addr{a("198.18.0.5")}},  // a VIP only
-			{"dup", Worker, []netip.Addr{a("198.18.0.11")}}, // m0's address
-			{"Bad_Name", Worker, []netip.Addr{a("198.18.0.30")}},
-			{"r", Role("router"), []netip.Addr{a("198.18.0.31")}},
+			{Name: "vip", Role: Worker, IPs: []netip.Addr{a("198.18.0.5")}},  // a VIP only
+			{Name: "dup", Role: Worker, IPs: []netip.Addr{a("198.18.0.11")}}, // m0's address
+			{Name: "Bad_Name", Role: Worker, IPs: []netip.Addr{a("198.18.0.30")}},
+			{Name: "r", Role: Role("router"), IPs: []netip.Addr{a("198.18.0.31")}},
 		}, want: want{
-			nodes: []Node{{"m0", Master, []netip.Addr{a("198.18.0.11")}}},
+			nodes: []Node{{Name: "m0", Role: Master, IPs: []netip.Addr{a("198.18.0.11")}}},
 			notes: []string{
 				"node vip: no address in the machine networks (198.18.0.0/24) that is not a VIP or another node's",
 				"node dup: address 198.18.0.11 is also node m0's; left out",
@@ -159,7 +159,7 @@ func TestWithNodes(t *testing.T) {
 			},
 			backends: []string{"m0 198.18.0.11:6443"}}},
 		{name: "everyone left", want: want{
-			nodes: []Node{{"m0", Master, []netip.Addr{a("198.18.0.11")}}}, backends: []string{"m0 198.18.0.11:6443"}}},
+			nodes: []Node{{Name: "m0", Role: Master, IPs: []netip.Addr{a("198.18.0.11")}}}, backends: []string{"m0 198.18.0.11:6443"}}},
 	}
 	for _, st := range steps {
 		got, notes := c.WithNodes(st.live)

@@ -5,6 +5,8 @@ import (
 	"net/netip"
 	"strconv"
 	"time"
+
+	"github.com/vipstack/vipstack/internal/bgp"
 )
 
 // CheckSpec is one native health check. It succeeds when any of its URLs
@@ -38,6 +40,20 @@ type Plan struct {
 	Checks    []CheckSpec
 	RunLB     bool // the API load balancer (masters)
 	RunDNS    bool // the cluster DNS (every node)
+	// BGP is the node's speaker when it announces VIPs (nil otherwise).
+	BGP *BGPSpec
+}
+
+// BGPSpec is what a node announces by BGP: the speaker's configuration
+// and, per VIP, the checks that make the node eligible for it, the ones
+// that would set the priority of the VRRP instance holding it.
+type BGPSpec struct {
+	Config bgp.Config
+	// Checks are the names of the CheckSpecs deciding each VIP; a VIP
+	// with none (the bootstrap node's) is always eligible.
+	Checks map[netip.Addr][]string
+	// Role names the role of each VIP (api, ingress, dns).
+	Role map[netip.Addr]string
 }
 
 // Priorities and weights, as in OpenShift's on-premise keepalived.conf
@@ -90,7 +106,22 @@ func (c *Cluster) PlanFor(name string) (*Plan, error) {
 	p := &Plan{Node: self, RunDNS: true, RunLB: self.Role == Master}
 	apiNodes := c.withRoles(Bootstrap, Master)
 	ingressNodes := c.withRoles(Master, Worker)
+	if cfg, ok := c.bgpConfigFor(self); ok {
+		p.BGP = &BGPSpec{Config: cfg, Checks: map[netip.Addr][]string{}, Role: map[netip.Addr]string{}}
+	}
 	add := func(kind string, all []netip.Addr, vrid uint8, prio uint8, members []Node, checks ...string) error {
+		// VIPs BGP announces leave the VRRP instance; their checks
+		// decide the announcement instead.
+		var held []netip.Addr
+		for _, v := range all {
+			if c.BGP.Announced[v] {
+				p.BGP.Checks[v] = checks
+				p.BGP.Role[v] = kind
+				continue
+			}
+			held = append(held, v)
+		}
+		all = held
 		ov := c.override(kind)
 		if ov.Priority != 0 && self.Role != Bootstrap {
 			prio = ov.Priority

@@ -64,6 +64,7 @@ type Node struct {
 
 	mu    sync.Mutex
 	agent *agentProc
+	bin   string // the binary the agent runs (Options.Bin until Replace)
 	off   string // why the node is gone; "" while it runs
 }
 
@@ -159,7 +160,7 @@ func Start(ctx context.Context, spec Spec, opts Options) (c *Cluster, err error)
 	}
 	if !opts.NoAgents {
 		for _, n := range c.Nodes {
-			if err := n.startAgent(cfgPath); err != nil {
+			if err := n.startAgent(cfgPath, opts.Bin); err != nil {
 				return c, err
 			}
 		}
@@ -228,13 +229,13 @@ func (n *Node) listen(addr string) (net.Listener, error) {
 	return ln, err
 }
 
-func (n *Node) startAgent(cfgPath string) error {
+func (n *Node) startAgent(cfgPath, bin string) error {
 	logPath := filepath.Join(n.c.Dir, n.Name+".log")
 	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return fmt.Errorf("demo: %s: %w", n.Name, err)
 	}
-	cmd := n.c.opts.command(n.Host.Command, n.c.opts.Bin, "node", "--config", cfgPath, "--node", n.Name,
+	cmd := n.c.opts.command(n.Host.Command, bin, "node", "--config", cfgPath, "--node", n.Name,
 		"--state-dir", filepath.Join(n.c.Dir, n.Name), "--log-level", n.c.opts.LogLevel)
 	cmd.Stdout, cmd.Stderr = f, f
 	if err := n.Host.Start(cmd); err != nil {
@@ -248,7 +249,7 @@ func (n *Node) startAgent(cfgPath string) error {
 		close(a.done)
 	}()
 	n.mu.Lock()
-	n.agent, n.off = a, ""
+	n.agent, n.bin, n.off = a, bin, ""
 	n.mu.Unlock()
 	return nil
 }

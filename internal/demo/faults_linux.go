@@ -86,12 +86,37 @@ func (n *Node) KillAgent() error {
 	return nil
 }
 
-// Restart starts the node agent again after KillAgent.
+// Restart starts the node agent again after KillAgent, with the binary it
+// ran.
 func (n *Node) Restart() error {
 	if n.AgentRunning() {
 		return fmt.Errorf("demo: %s: the node agent still runs", n.Name)
 	}
-	return n.startAgent(filepath.Join(n.c.Dir, "cluster.yaml"))
+	n.mu.Lock()
+	bin := n.bin
+	n.mu.Unlock()
+	return n.startAgent(filepath.Join(n.c.Dir, "cluster.yaml"), bin)
+}
+
+// Replace replaces the node agent's binary as a package upgrade under
+// systemd (or a static pod's new image) does: SIGTERM to the running agent,
+// which stops as it does on any stop, and once it has exited, bin started
+// in its place with the same arguments. The node stays connected and its
+// stand-in servers keep running.
+func (n *Node) Replace(ctx context.Context, bin string) error {
+	n.mu.Lock()
+	a := n.agent
+	n.mu.Unlock()
+	if a == nil || !n.AgentRunning() {
+		return fmt.Errorf("demo: %s: no node agent runs", n.Name)
+	}
+	if err := a.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		return fmt.Errorf("demo: %s: SIGTERM to the node agent: %w", n.Name, err)
+	}
+	if err := a.wait(ctx, n.c.clk, 10*time.Second); err != nil {
+		return fmt.Errorf("demo: %s: the node agent did not stop on SIGTERM: %w", n.Name, err)
+	}
+	return n.startAgent(filepath.Join(n.c.Dir, "cluster.yaml"), bin)
 }
 
 // Stall stops (SIGSTOP) or continues (SIGCONT) the node agent's whole

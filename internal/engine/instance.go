@@ -94,6 +94,7 @@ func (e *Engine) apply(cfg *keepalived.Config) error {
 				e.stopInstance(old, now, "interface "+old.cfg.Interface+" was created again")
 				e.setCond(old, condRecreated, false, "built anew on the interface created again")
 			case !old.life.has(condAbsent):
+				e.keepMoved(cfg, fresh, old)
 				e.stopInstance(old, now, "configuration changed")
 			case hasInstance(cfg, name) && !fresh[name].life.has(condAbsent):
 				// A placeholder sent and held nothing: its replacement
@@ -339,6 +340,28 @@ func (e *Engine) keptByMaster(cfg *keepalived.Config, fresh map[string]*instance
 		}
 	}
 	return ""
+}
+
+// keepMoved takes out of a master about to stop (it went away or changed)
+// the VIPs that another master of this node, kept in place, holds in cfg:
+// they stay on the interface. Releasing them on the stop removed an
+// address that master had just taken over (handled first: instance names
+// sort so), and it stepped down and took all its VIPs again (seen in
+// bench/chaos -k8s: an externalTrafficPolicy Local Service back to
+// Cluster; TestReloadMovesVIPFromStoppedInstance).
+func (e *Engine) keepMoved(cfg *keepalived.Config, fresh map[string]*instance, in *instance) {
+	if in.fsm.State() != fsm.Master {
+		return
+	}
+	kept := in.vips[:0:0]
+	for _, v := range in.vips {
+		if to := e.keptByMaster(cfg, fresh, in.cfg.Name, v); to != "" {
+			e.log.Info("VIP moves to another instance that is master here; it stays on the interface", "instance", in.cfg.Name, "vip", v.Prefix, "dev", v.Dev, "to", to)
+			continue
+		}
+		kept = append(kept, v)
+	}
+	in.vips = kept
 }
 
 // updateVIPs gives a running instance a new address list in place. A VIP

@@ -109,3 +109,61 @@ func TestReloadMovesVIPBetweenMasters(t *testing.T) {
 		}
 	})
 }
+
+// TestReloadMovesVIPFromStoppedInstance: a VIP moves from an instance the
+// reload removes to another master of this node, kept in place (the
+// Kubernetes agent's Service instance when externalTrafficPolicy goes
+// from Local back to Cluster). The stopped instance must not remove it:
+// the master that took it over would find it gone behind its back, step
+// down and drop its other VIPs too (seen in bench/chaos -k8s).
+func TestReloadMovesVIPFromStoppedInstance(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := (&simSegment{}).node("h", "198.18.0.1/24")
+		a, moved, b := "198.18.0.100", "198.18.0.101", "198.18.0.102"
+		inst := func(name string, vrid int, vips string) string {
+			return fmt.Sprintf("vrrp_instance %s {\n    state BACKUP\n    interface eth0\n    virtual_router_id %d\n"+
+				"    priority 100\n    advert_int 0.1\n    virtual_ipaddress {\n        %s\n    }\n}\n", name, vrid, vips)
+		}
+		head := "global_defs {\n    router_id n1\n    vrrp_version 3\n}\n"
+		// VI_A sorts before VI_LOCAL: the reload updates it first.
+		before := head + inst("VI_A", 51, a+"/32") + inst("VI_B", 52, b+"/32") + inst("VI_LOCAL", 53, moved+"/32")
+		after := head + inst("VI_A", 51, a+"/32\n        "+moved+"/32") + inst("VI_B", 52, b+"/32")
+		e, _ := simEngine(t, h, before, nil)
+		simRun(t, e)
+		all := []netip.Addr{netip.MustParseAddr(a), netip.MustParseAddr(moved), netip.MustParseAddr(b)}
+		holds := func() map[netip.Addr]bool {
+			got := map[netip.Addr]bool{}
+			for _, v := range all {
+				got[v] = h.has(simLinkName, v)
+			}
+			return got
+		}
+		simWaitFor(t, "the three instances master with their VIPs", func() (bool, string) {
+			got := holds()
+			return got[all[0]] && got[all[1]] && got[all[2]], fmt.Sprint(got)
+		})
+		if err := os.WriteFile(e.opts.ConfigPath, []byte(after), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Reload(); err != nil {
+			t.Fatal(err)
+		}
+		missing := map[netip.Addr]int{}
+		samples := 0
+		for end := time.Now().Add(2 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+			synctest.Wait()
+			got := holds()
+			samples++
+			for _, v := range all {
+				if !got[v] {
+					missing[v]++
+				}
+			}
+		}
+		for _, v := range all {
+			if missing[v] > 0 {
+				t.Errorf("%v missing in %d of %d samples after the reload; a VIP that moves from a stopped master to a kept one of this node must stay, and so must the kept one's others", v, missing[v], samples)
+			}
+		}
+	})
+}

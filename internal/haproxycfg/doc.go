@@ -10,8 +10,11 @@
 // comment anywhere outside quotes, weak "double" and strong 'single'
 // quoting and backslash escapes (\<space> \# \\ \' \" \t \n \r \xHH) as
 // haproxy's own line parser does. A section starts at one of the section
-// keywords and runs to the next. Environment variables ("$VAR" inside
-// double quotes) and conditional blocks (.if, .endif, ...) are rejected.
+// keywords and runs to the next. Inside double quotes, $NAME, ${NAME},
+// ${NAME-DEFAULT} and ${NAME[*]} expand environment variables and the
+// pseudo-variables .FILE, .LINE and .SECTION as haproxy 2.6 does (env.go;
+// Options.LookupEnv, SystemEnv); outside them a dollar sign is itself.
+// Conditional blocks (.if, .endif, ...) are rejected.
 //
 // # Supported subset
 //
@@ -24,7 +27,9 @@
 //     by `vipstack lb`, internal/lbproc); ca-base, crt-base,
 //     ssl-default-bind-* and ssl-default-server-* (applied to ssl binds
 //     and servers at the file's end, read only if one exists: tls.go); chroot
-//     (applied by `vipstack lb`). global may appear anywhere. docs/haproxy-cfg.md has the
+//     (applied by `vipstack lb`); tune.bufsize and tune.maxrewrite
+//     (lbconfig.Config.HeadLimits), tune.maxaccept (no effect: tune.go).
+//     global may appear anywhere. docs/haproxy-cfg.md has the
 //     whole list with each directive's effect.
 //   - defaults (one section, before any proxy, optionally named): maxconn,
 //     mode tcp|http, log TARGET ..., log global, no log, log-format "FORMAT", option
@@ -38,11 +43,13 @@
 //     log ..., log global, no log, log-format "FORMAT", option tcplog,
 //     mode tcp|http; in mode http also (http.go) acl, use_backend,
 //     http-request set-header | add-header | del-header | set-path | deny |
-//     allow | redirect, redirect, option forwardfor, option httplog,
+//     allow | redirect | set-var(txn.NAME), redirect, option forwardfor,
+//     option httplog,
 //     option http-server-close | httpclose | http-keep-alive, errorfile,
 //     stats enable | uri | auth | refresh | hide-version
 //     (lbconfig.HTTPFrontend; docs/haproxy-cfg.md lists the criteria and
-//     actions).
+//     actions). id N in frontends, backends and listens numbers the
+//     section on the stats page (ids.go, lbconfig.Config.ProxyNumbers).
 //
 // `log TARGET [len LENGTH] [format raw|rfc3164] FACILITY [LEVEL
 // [MINLEVEL]]` (lbconfig.ParseLogTarget) names where syslog messages go:

@@ -230,9 +230,18 @@ func TestParseErrors(t *testing.T) {
 			haproxy: haproxyRejects,
 		},
 		{
-			name: "environment variable",
-			conf: func(t *testing.T) string { return edit(t, "default_backend masters", `default_backend "$BACKEND"`) },
-			want: `h.cfg:8: default_backend: environment variables are not supported by vipstack (at position 20; write the value, or \$ for a literal dollar inside double quotes)`,
+			name:    "variable name starting with a digit",
+			conf:    func(t *testing.T) string { return edit(t, "default_backend masters", `default_backend "$1BACKEND"`) },
+			want:    `h.cfg:8: default_backend: forbidden first char in environment variable name at position 21 (accepted: ` + varForms + `)`,
+			haproxy: haproxyRejects,
+		},
+		{
+			name: "variable brace not closed",
+			conf: func(t *testing.T) string {
+				return edit(t, "default_backend masters", `default_backend "${BACKEND:-masters}"`)
+			},
+			want:    `h.cfg:8: default_backend: unmatched brace in environment variable name at position 21 (accepted: ` + varForms + `)`,
+			haproxy: haproxyRejects,
 		},
 		{
 			name:    "NUL byte",
@@ -243,7 +252,7 @@ func TestParseErrors(t *testing.T) {
 		{
 			name: "empty keyword",
 			conf: func(t *testing.T) string { return edit(t, "  mode tcp\n", "  \"\" tcp\n") },
-			want: `h.cfg:2: empty keyword (a quoted empty string starts the line)`,
+			want: `h.cfg:2: empty keyword (a quoted empty string or an empty variable starts the line; haproxy skips such a line)`,
 		},
 		{
 			name: "conditional block",
@@ -309,8 +318,8 @@ func TestParseErrors(t *testing.T) {
 		},
 		{
 			name:    "unsupported global keyword",
-			conf:    func(t *testing.T) string { return "global\n  tune.bufsize 32768\n" + base },
-			want:    `h.cfg:2: keyword "tune.bufsize" in global is not supported by vipstack (supported: ` + globalKeywords + `)`,
+			conf:    func(t *testing.T) string { return "global\n  tune.h2.max-concurrent-streams 50\n" + base },
+			want:    `h.cfg:2: keyword "tune.h2.max-concurrent-streams" in global is not supported by vipstack (supported: ` + globalKeywords + `)`,
 			haproxy: haproxyAccepts,
 		},
 		{

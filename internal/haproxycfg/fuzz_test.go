@@ -47,8 +47,14 @@ func FuzzParse(f *testing.F) {
 		"defaults\n mode http\nfrontend f\n bind :1 ssl crt a.pem alpn h2,http/1.1 no-tls-tickets\n bind :2 ssl crt-list l.txt\n default_backend b\n" +
 		"backend b\n server s 127.0.0.1:2 ssl verify none sni str(x) ca-file c.pem\n"))
 
+	// Variables (testEnv), tune lines, set-var and section ids.
+	f.Add([]byte("global\n tune.bufsize \"${VS_UNSET-32768}\"\n tune.maxrewrite 0\n" + base +
+		"listen l\n bind \"127.0.0.1:${VS_UNSET-3}\"\n id 7\n server s \"${VS_WORDS[*]}\" ${.LINE}\n"))
+	f.Add([]byte("defaults\n mode http\nfrontend f\n bind :1\n id 2\n acl a var(txn.h) -m reg ^x\n http-request set-var(txn.h) hdr(host)\n" +
+		" http-request set-header X \"%[var(txn.h)]$VS_A\"\n use_backend b if a\nbackend b\n server s 127.0.0.1:2\n"))
+
 	f.Fuzz(func(t *testing.T, data []byte) {
-		cfg, err := Parse("testdata/fuzz.cfg", data)
+		cfg, err := ParseWith("testdata/fuzz.cfg", data, Options{LookupEnv: lookupTest})
 		if (cfg == nil) == (err == nil) {
 			t.Fatalf("Parse returned config %v and error %v; want exactly one", cfg != nil, err)
 		}

@@ -318,6 +318,11 @@ func (p *parser) aclTest(l line, words []string) (lbconfig.ACLTest, bool) {
 	case hdr && arg == "":
 		p.errorf(l, "acl", "acl criterion %q needs a header name (accepted: %s(NAME))", crit, fetch)
 		return t, false
+	case fetch == "var":
+		if err := lbconfig.CheckVarName(arg); err != nil {
+			p.errorf(l, "acl", "acl criterion %q: %v", crit, err)
+			return t, false
+		}
 	case !hdr && arg != "":
 		p.errorf(l, "acl", "acl criterion %q takes no argument in vipstack", crit)
 		return t, false
@@ -362,6 +367,9 @@ func (p *parser) aclTest(l line, words []string) (lbconfig.ACLTest, bool) {
 values:
 	t.Values = slices.Clone(rest)
 	switch {
+	case t.Match == "":
+		p.errorf(l, "acl", "acl %s: matching method must be specified first (using '-m') when using a sample fetch of this type ('var') (accepted: -m %s)", crit, commas(matchMethods))
+		return t, false
 	case t.Match == "bool" && len(t.Values) > 0:
 		p.errorf(l, "acl", "acl %s takes no value (got %q)", crit, strings.Join(t.Values, " "))
 		return t, false
@@ -524,8 +532,30 @@ func (p *parser) httpRequest(l line, hp *lbconfig.HTTPProxy) {
 		hp.Rules = append(hp.Rules, rr)
 		return
 	default:
-		p.errorf(l, "http-request", "http-request %s is not supported by vipstack (accepted: %s)", action, lbconfig.HTTPActions)
-		return
+		v, isVar := strings.CutPrefix(action, "set-var(")
+		if !isVar || !strings.HasSuffix(v, ")") {
+			p.errorf(l, "http-request", "http-request %s is not supported by vipstack (accepted: %s)", action, lbconfig.HTTPActions)
+			return
+		}
+		r.Action, r.Name = "set-var", v[:len(v)-1]
+		if err := lbconfig.CheckVarName(r.Name); err != nil {
+			p.errorf(l, "http-request", "http-request %s: %v", action, err)
+			return
+		}
+		switch len(args) {
+		case 0:
+			p.errorf(l, "http-request", "http-request %s: missing fetch method (accepted: %s)", action, lbconfig.VarFetches)
+			return
+		case 1:
+		default:
+			bad("one sample expression")
+			return
+		}
+		r.Value = args[0]
+		if err := lbconfig.CheckVarExpr(r.Value); err != nil {
+			p.errorf(l, "http-request", "http-request %s: %v", action, err)
+			return
+		}
 	}
 	cond, ok := p.cond(l, "http-request "+action, condWords, true)
 	if !ok {

@@ -22,15 +22,19 @@ func (l line) kw() string { return l.words[0] }
 
 // splitLines cuts data into statements. Lines that hold only blanks and
 // comments are left out; a line haproxy would reject yields an error.
-func splitLines(name string, data []byte, errs *errList) []line {
+// Double-quoted variables expand from env (nil: none is set), with the
+// pseudo-variables .FILE, .LINE and .SECTION of the line being read.
+func splitLines(name string, data []byte, env func(string) (string, bool), errs *errList) []line {
 	var out []line
+	v := &vars{lookup: env, file: name}
 	for i, text := range strings.Split(string(data), "\n") {
 		num := i + 1
 		if j := strings.IndexByte(text, 0); j >= 0 {
 			errs.add(name, num, "", "stray NUL character at position %d", j+1)
 			continue
 		}
-		words, msg := splitWords(text)
+		v.line = num
+		words, msg := splitWords(text, v)
 		if msg != "" {
 			// Name the keyword when the first word is plain text.
 			kw := ""
@@ -46,8 +50,16 @@ func splitLines(name string, data []byte, errs *errList) []line {
 			continue
 		}
 		if words[0] == "" {
-			errs.add(name, num, "", "empty keyword (a quoted empty string starts the line)")
+			errs.add(name, num, "", "empty keyword (a quoted empty string or an empty variable starts the line; haproxy skips such a line)")
 			continue
+		}
+		// haproxy's .SECTION: the section's name, or its keyword
+		// when it has none, from the line after the one opening it.
+		if inList(supportedSections, words[0]) || inList(unsupportedSections, words[0]) {
+			v.section = words[0]
+			if len(words) > 1 {
+				v.section = words[1]
+			}
 		}
 		out = append(out, line{num: num, words: words})
 	}
@@ -71,7 +83,7 @@ func unhex(c byte) byte {
 }
 
 // splitWords splits one line into words the way haproxy 2.6's parse_line
-// does (configuration manual section 2.2):
+// does (configuration manual sections 2.2 and 2.3):
 //
 //   - leading blanks are skipped; runs of unquoted blanks separate words;
 //   - an unquoted, unescaped '#' starts a comment, even inside a word;
@@ -82,12 +94,14 @@ func unhex(c byte) byte {
 //     quotes) \$ stand for the character, \t \n \r for the control
 //     character and \xHH for that byte; a backslash before anything else
 //     is kept as it is;
+//   - inside double quotes, $NAME and ${NAME} stand for the environment
+//     variable's value (nothing when it is unset), ${NAME-DEFAULT} for
+//     DEFAULT when it is unset (not when it is empty), and ${NAME[*]}
+//     splits the value into words at its blanks (vars.expand); outside
+//     double quotes a dollar is a dollar;
 //   - a trailing empty word (after trailing blanks or a final "") is
 //     dropped.
-//
-// haproxy expands environment variables ($NAME, ${NAME}) inside double
-// quotes; vipstack rejects them rather than read its environment.
-func splitWords(s string) ([]string, string) {
+func splitWords(s string, v *vars) ([]string, string) {
 	var (
 		words          []string
 		cur            []byte
@@ -152,8 +166,12 @@ func splitWords(s string) ([]string, string) {
 				i++
 			}
 		case c == '$' && dquote:
-			return nil, "environment variables are not supported by vipstack (at position " + strconv.Itoa(i+1) +
-				`; write the value, or \$ for a literal dollar inside double quotes)`
+			next, msg := v.expand(s, i, &words, &cur)
+			if msg != "" {
+				return nil, msg
+			}
+			i = next
+			continue
 		default:
 			cur = append(cur, c)
 		}

@@ -29,7 +29,7 @@ func Load(path string) (*lbconfig.Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load haproxy config %s: %w", path, err)
 	}
-	return ParseWith(path, data, Options{LookupHost: systemLookup})
+	return ParseWith(path, data, Options{LookupHost: systemLookup, LookupEnv: SystemEnv})
 }
 
 // resolveTimeout bounds each host name's resolution at load.
@@ -55,6 +55,10 @@ type Options struct {
 	// it returns is used, as haproxy uses getaddrinfo's first); nil
 	// rejects host names other than localhost.
 	LookupHost func(host string) ([]netip.Addr, error)
+	// LookupEnv returns the value of a variable that a double-quoted
+	// "$NAME" or "${NAME}" names (SystemEnv: the process's environment,
+	// as haproxy reads it); nil: no variable is set.
+	LookupEnv func(name string) (value string, ok bool)
 }
 
 // Parse is ParseWith without a resolver.
@@ -81,7 +85,7 @@ func ParseWith(name string, data []byte, opts Options) (*lbconfig.Config, error)
 		opts:  opts,
 	}
 	p.defaultsServer = lbconfig.Server{Verify: true}
-	for _, l := range splitLines(name, data, errs) {
+	for _, l := range splitLines(name, data, opts.LookupEnv, errs) {
 		p.line(l)
 	}
 	p.endSection()
@@ -126,12 +130,12 @@ func commas(list string) string { return strings.Join(strings.Fields(list), ", "
 
 // Keywords each section accepts, for error messages.
 const (
-	globalKeywords   = "ca-base, chroot, crt-base, daemon, gid, group, hard-stop-after, log, log-send-hostname, log-tag, maxconn, nbthread, pidfile, server-state-file, spread-checks, ssl-default-bind-*, ssl-default-server-*, stats socket, stats timeout, tune.ssl.default-dh-param, uid, ulimit-n, user"
+	globalKeywords   = "ca-base, chroot, crt-base, daemon, gid, group, hard-stop-after, log, log-send-hostname, log-tag, maxconn, nbthread, pidfile, server-state-file, spread-checks, ssl-default-bind-*, ssl-default-server-*, stats socket, stats timeout, tune.bufsize, tune.maxaccept, tune.maxrewrite, tune.ssl.default-dh-param, uid, ulimit-n, user"
 	defaultsKeywords = "balance, default-server, errorfile, log, log-format, maxconn, mode, no log, option dontlognull, option forwardfor, option http-keep-alive, option http-server-close, option httpclose, option httpchk, option httplog, option redispatch, option tcplog, retries, timeout, " + moreProxyOptions + ", option allbackups"
-	frontendKeywords = "bind, default_backend, log, log-format, maxconn, mode, no log, option tcplog, timeout, " + moreProxyOptions
-	listenKeywords   = "balance, bind, default-server, http-check connect, http-check expect status, http-check send, log, log-format, mode, monitor-uri, no log, option dontlognull, option httpchk, option log-health-checks, option redispatch, option ssl-hello-chk, option tcp-check, option tcplog, server, stats auth, stats enable, stats hide-version, stats refresh, stats uri, tcp-check, " +
+	frontendKeywords = "bind, default_backend, id, log, log-format, maxconn, mode, no log, option tcplog, timeout, " + moreProxyOptions
+	listenKeywords   = "balance, bind, default-server, http-check connect, http-check expect status, http-check send, id, log, log-format, mode, monitor-uri, no log, option dontlognull, option httpchk, option log-health-checks, option redispatch, option ssl-hello-chk, option tcp-check, option tcplog, server, stats auth, stats enable, stats hide-version, stats refresh, stats uri, tcp-check, " +
 		"maxconn, retries, timeout, option allbackups, option httplog, stats admin, stats realm, stats show-desc, stats show-legends, stats show-node, " + moreProxyOptions
-	backendKeywords = "balance, default-server, http-check connect, http-check expect status, http-check send, log, mode, no log, option httpchk, option tcp-check, option tcplog, option log-health-checks, option redispatch, option ssl-hello-chk, server, tcp-check, retries, timeout, option allbackups, " + moreProxyOptions
+	backendKeywords = "balance, default-server, http-check connect, http-check expect status, http-check send, id, log, mode, no log, option httpchk, option tcp-check, option tcplog, option log-health-checks, option redispatch, option ssl-hello-chk, server, tcp-check, retries, timeout, option allbackups, " + moreProxyOptions
 	serverParams    = "alpn, backup, ca-file, check, check-ssl, ciphers, ciphersuites, cookie, downinter, fall, fastinter, force-tlsv1x, id, init-addr, inter, maxconn, maxqueue, no-ssl, no-sslv3, no-tls-tickets, no-tlsv1x, on-marked-down, port, resolve-prefer, resolvers, rise, send-proxy, send-proxy-v2, slowstart, sni, ssl, ssl-max-ver, ssl-min-ver, verify, weight"
 	timeoutNames    = "check, client, client-fin, connect, http-keep-alive, http-request, queue, server, server-fin, tunnel"
 )
@@ -278,6 +282,10 @@ func (p *parser) line(l line) {
 	if inList(supportedSections, kw) || inList(unsupportedSections, kw) {
 		p.endSection()
 		p.section(l)
+		return
+	}
+	if kw == "id" && (p.kind == secFrontend || p.kind == secBackend || p.kind == secListen) {
+		p.proxyID(l) // ids.go
 		return
 	}
 	switch p.kind {
@@ -637,6 +645,12 @@ func (p *parser) endForwardingListen(webToo bool) {
 	if i := slices.Index(p.cfg.Proxies, p.key); i >= 0 {
 		p.cfg.Proxies = slices.Replace(p.cfg.Proxies, i, i+1, lbconfig.FrontendKey(ls.name), lbconfig.BackendKey(ls.name))
 	}
+	if id, ok := p.cfg.ProxyIDs[p.key]; ok {
+		// haproxy's one proxy is vipstack's two: both show its id.
+		delete(p.cfg.ProxyIDs, p.key)
+		p.cfg.ProxyIDs[lbconfig.FrontendKey(ls.name)] = id
+		p.cfg.ProxyIDs[lbconfig.BackendKey(ls.name)] = id
+	}
 	p.endFrontendMore(&fe, &p.more.own)
 	p.endBackendMore(be, &p.more.own)
 	p.cfg.Frontends = append(p.cfg.Frontends, fe)
@@ -737,7 +751,7 @@ func (p *parser) global(l line) {
 			p.cfg.LogTag = args[0]
 		}
 	default:
-		if !p.moreGlobal(l, kw) {
+		if !p.moreGlobal(l, kw) && !p.tune(l, kw) {
 			p.unsupported(l, globalKeywords)
 		}
 	}

@@ -23,9 +23,10 @@
 //     response ("timeout check" in configuration.txt); so does Checker.
 //   - Probes start every inter, measured from the start of the previous
 //     one; they never overlap.
-//   - An HTTP answer's head is read up to 16 KiB (maxHead); one that does
-//     not end within it is an invalid response (L7RSP), as haproxy answers
-//     one that does not fit its buffer (measured).
+//   - An HTTP answer's head is read up to 16 KiB (maxHead, or
+//     HTTP.BufSize: haproxy's tune.bufsize); one that does not end within
+//     it is an invalid response (L7RSP), as haproxy answers one that does
+//     not fit its buffer (measured). A tcp-check expect reads as far.
 //
 // A Result's Info is the reason as Go gave it (vipstack's own log and
 // status show it); HaproxyInfo is what haproxy 2.6.12 shows in its log

@@ -147,6 +147,9 @@ type HTTP struct {
 	Body    string
 	// SendProxy is the server's send-proxy version (proxyhdr.go); 0: none.
 	SendProxy int
+	// BufSize bounds the answer's head read (haproxy's tune.bufsize); 0:
+	// maxHead.
+	BufSize int
 }
 
 // Header is one request header of an HTTP check.
@@ -189,6 +192,7 @@ func (p HTTP) Request() string {
 // within it is an invalid response (L7RSP), as haproxy 2.6.12 answers
 // one that does not fit its 16 KiB buffer (measured: a reason phrase of
 // 16250 bytes gives L7STS, one of 16300 bytes L7RSP).
+// That is haproxy's default tune.bufsize; HTTP.BufSize sets another.
 const maxHead = 16 << 10
 
 // Probe sends the request and checks the status code.
@@ -208,7 +212,11 @@ func (p HTTP) Probe(ctx context.Context) Result {
 	}
 	// At most maxHead bytes are read: net/http reads a status line or a
 	// header whole, however long.
-	resp, err := http.ReadResponse(bufio.NewReaderSize(io.LimitReader(conn, maxHead), 1024), nil)
+	limit := int64(maxHead)
+	if p.BufSize > 0 {
+		limit = int64(p.BufSize)
+	}
+	resp, err := http.ReadResponse(bufio.NewReaderSize(io.LimitReader(conn, limit), 1024), nil)
 	if err != nil {
 		if ctx.Err() != nil {
 			return Result{Status: L7TOUT, Info: "no response in time"}

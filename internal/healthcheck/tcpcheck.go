@@ -29,6 +29,9 @@ type TCPScript struct {
 	Steps []Step
 	// SendProxy is the server's send-proxy version (proxyhdr.go); 0: none.
 	SendProxy int
+	// BufSize bounds what an expect step reads (haproxy's tune.bufsize);
+	// 0: maxExpect.
+	BufSize int
 }
 
 // maxExpect bounds what an expect step reads, as haproxy's check buffer.
@@ -51,6 +54,10 @@ func (p TCPScript) Probe(ctx context.Context) Result {
 	defer stop()
 	var got []byte
 	buf := make([]byte, 4096)
+	limit := maxExpect
+	if p.BufSize > 0 {
+		limit = p.BufSize
+	}
 	for i, st := range p.Steps {
 		if st.Send != nil {
 			if _, err := conn.Write(st.Send); err != nil {
@@ -62,7 +69,7 @@ func (p TCPScript) Probe(ctx context.Context) Result {
 			continue
 		}
 		for !bytes.Contains(got, st.Expect) {
-			if len(got) >= maxExpect {
+			if len(got) >= limit {
 				return Result{Status: L7RSP, Info: fmt.Sprintf("TCPCHK did not match content '%s' at step %d", st.Expect, i+1)}
 			}
 			n, err := conn.Read(buf)

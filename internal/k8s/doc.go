@@ -12,8 +12,8 @@
 // A Cluster-policy address goes to a node instance by rendezvous hashing
 // (Place), so adding or removing an address touches one instance and
 // adding a node moves only the addresses its new instance wins. VRIDs are
-// handed out by the controller (PlanInstances), unique across every group
-// of the cluster, and recorded in each group's status, which the agents
+// handed out by the controller (PlanInstances), unique across the groups
+// that may share a link (v1alpha1.SameLink), and recorded in each group's status, which the agents
 // read: agents never pick VRIDs themselves.
 //
 // The API types are in package v1alpha1; the controller and the agent are

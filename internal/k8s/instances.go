@@ -40,7 +40,8 @@ type VRIDPlan struct {
 	// Excluded are VRIDs the group must not use (its spec and the
 	// controller's flags).
 	Excluded []int
-	// Taken are VRIDs other groups hold, with the holder for messages.
+	// Taken are VRIDs other groups on the same link hold, with the holder
+	// for messages.
 	Taken map[int]string
 }
 
@@ -110,7 +111,7 @@ func PlanInstances(p VRIDPlan) ([]Instance, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	if len(missing) > 0 {
-		return out, fmt.Errorf("group %s needs %d VRIDs but only %d are free (%d held by other groups, %d excluded); no VRID for %s",
+		return out, fmt.Errorf("group %s needs %d VRIDs but only %d are free (%d held by other groups on its link, %d excluded); no VRID for %s",
 			p.Group, len(order), len(order)-len(missing), len(p.Taken), len(p.Excluded), strings.Join(missing, ", "))
 	}
 	return out, nil

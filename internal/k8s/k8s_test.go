@@ -163,7 +163,7 @@ func TestPlanInstances(t *testing.T) {
 		{name: "exhausted: what fits is kept, the rest is named", nodes: []string{"n1", "n3", "n4", "n5"}, local: []string{"demo/web"},
 			excluded: []int{3, 6}, taken: takenExcept(1, 2, 7, 8),
 			want:    map[string]int{"node/n1": 1, "node/n3": 8, "node/n4": 2, "service/demo/web": 7},
-			wantErr: "group infra/workers needs 5 VRIDs but only 4 are free (249 held by other groups, 2 excluded); no VRID for node/n5"},
+			wantErr: "group infra/workers needs 5 VRIDs but only 4 are free (249 held by other groups on its link, 2 excluded); no VRID for node/n5"},
 	}
 	var cur []Instance
 	for _, tt := range tests {

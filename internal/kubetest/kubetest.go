@@ -76,11 +76,24 @@ type Env struct {
 	// --service-account-private-key-file).
 	ServiceAccountKeyFile string
 
-	dir       string
+	dir      string
+	stopOnce sync.Once
+	stopErr  error
+	ready    *http.Client // trusts the serving certificate, for /readyz
+	token    string       // AdminUser's
+
+	// mu guards the processes and their command lines, kept so that
+	// KillAPIServer/RestartAPIServer and KillEtcd/RestartEtcd can run them
+	// again on the same ports.
+	mu        sync.Mutex
 	etcd      *proc
 	apiserver *proc
-	stopOnce  sync.Once
-	stopErr   error
+	etcdURL   string
+	apiURL    string
+	etcdArgs  []string
+	apiArgs   []string
+	apiPath   string
+	restarts  int
 }
 
 // Options tune StartWith; the zero value is what Start runs.
@@ -132,7 +145,10 @@ func StartWith(t testing.TB, o Options) *Env {
 	t.Logf("kubetest: kube-apiserver %s ready in %v", env.Config.Host, time.Since(began).Round(time.Millisecond))
 	t.Cleanup(func() {
 		if t.Failed() {
-			for _, p := range []*proc{env.apiserver, env.etcd} {
+			env.mu.Lock()
+			procs := []*proc{env.apiserver, env.etcd}
+			env.mu.Unlock()
+			for _, p := range procs {
 				t.Logf("kubetest: last lines of %s log:\n%s", p.name, p.tail())
 			}
 		}
@@ -150,7 +166,10 @@ func StartWith(t testing.TB, o Options) *Env {
 func (e *Env) Stop() {
 	e.stopOnce.Do(func() {
 		var errs []error
-		for _, p := range []*proc{e.apiserver, e.etcd} {
+		e.mu.Lock()
+		procs := []*proc{e.apiserver, e.etcd}
+		e.mu.Unlock()
+		for _, p := range procs {
 			if p != nil {
 				errs = append(errs, p.stop())
 			}
@@ -161,6 +180,80 @@ func (e *Env) Stop() {
 		e.stopErr = errors.Join(errs...)
 	})
 }
+
+// KillAPIServer sends SIGKILL to kube-apiserver and waits for it to exit:
+// an API server that crashed or whose machine went away. Clients see
+// connection refused until RestartAPIServer.
+func (e *Env) KillAPIServer() error { return e.kill(&e.apiserver) }
+
+// KillEtcd sends SIGKILL to etcd and waits for it to exit. The API server
+// keeps running and answers with errors (and stale watches) until
+// RestartEtcd.
+func (e *Env) KillEtcd() error { return e.kill(&e.etcd) }
+
+func (e *Env) kill(pp **proc) error {
+	e.mu.Lock()
+	p := *pp
+	e.mu.Unlock()
+	if p == nil || !p.running() {
+		return errors.New("kubetest: kill: the process does not run")
+	}
+	if err := p.cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return fmt.Errorf("kubetest: kill %s (pid %d): %w", p.name, p.cmd.Process.Pid, err)
+	}
+	select {
+	case <-p.done:
+		return nil
+	case <-time.After(stopTimeout):
+		return fmt.Errorf("kubetest: %s (pid %d) still runs %v after SIGKILL", p.name, p.cmd.Process.Pid, stopTimeout)
+	}
+}
+
+// RestartAPIServer starts kube-apiserver again with the same flags (the
+// same port: every kubeconfig stays valid) and waits until its /readyz
+// succeeds, at most ctx's time or two minutes.
+func (e *Env) RestartAPIServer(ctx context.Context) error {
+	return e.restart(ctx, &e.apiserver, e.apiArgs, func(ctx context.Context) error {
+		return probe(ctx, e.ready, e.apiURL+"/readyz", e.token)
+	})
+}
+
+// RestartEtcd starts etcd again on its data and ports and waits until its
+// /health succeeds, at most ctx's time or two minutes.
+func (e *Env) RestartEtcd(ctx context.Context) error {
+	return e.restart(ctx, &e.etcd, e.etcdArgs, func(ctx context.Context) error {
+		return probe(ctx, http.DefaultClient, e.etcdURL+"/health", "")
+	})
+}
+
+func (e *Env) restart(ctx context.Context, pp **proc, argv []string, ready func(context.Context) error) error {
+	e.mu.Lock()
+	if *pp != nil && (*pp).running() {
+		e.mu.Unlock()
+		return fmt.Errorf("kubetest: restart %s: it still runs", (*pp).name)
+	}
+	e.restarts++
+	name := filepath.Base(argv[0])
+	p, err := startProc(name, argv[0], filepath.Join(e.dir, fmt.Sprintf("%s-restart-%d.log", name, e.restarts)), argv[1:]...)
+	if err != nil {
+		e.mu.Unlock()
+		return fmt.Errorf("kubetest: restart: %w", err)
+	}
+	*pp = p
+	e.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
+	defer cancel()
+	if err := p.waitReady(ctx, ready); err != nil {
+		return fmt.Errorf("kubetest: restart: %w", err)
+	}
+	return nil
+}
+
+// APIServerRunning reports whether kube-apiserver is alive.
+func (e *Env) APIServerRunning() bool { e.mu.Lock(); defer e.mu.Unlock(); return e.apiserver.running() }
+
+// EtcdRunning reports whether etcd is alive.
+func (e *Env) EtcdRunning() bool { e.mu.Lock(); defer e.mu.Unlock(); return e.etcd.running() }
 
 // ConfigAs returns a copy of Config that impersonates user in groups, for
 // checking what an RBAC role allows. Impersonated users are also in
@@ -341,19 +434,19 @@ func (e *Env) startEtcd(ctx context.Context, bin string) (string, error) {
 		}
 		clientURL := "http://127.0.0.1:" + strconv.Itoa(ports[0])
 		peerURL := "http://127.0.0.1:" + strconv.Itoa(ports[1])
-		e.etcd, err = startProc("etcd", filepath.Join(bin, "etcd"), filepath.Join(e.dir, fmt.Sprintf("etcd-%d.log", attempt)),
-			"--name=kubetest",
-			"--data-dir="+data,
-			"--listen-client-urls="+clientURL,
-			"--advertise-client-urls="+clientURL,
-			"--listen-peer-urls="+peerURL,
-			"--initial-advertise-peer-urls="+peerURL,
-			"--initial-cluster=kubetest="+peerURL,
+		args := []string{"--name=kubetest",
+			"--data-dir=" + data,
+			"--listen-client-urls=" + clientURL,
+			"--advertise-client-urls=" + clientURL,
+			"--listen-peer-urls=" + peerURL,
+			"--initial-advertise-peer-urls=" + peerURL,
+			"--initial-cluster=kubetest=" + peerURL,
 			"--initial-cluster-state=new",
 			// Test data is thrown away: durability buys nothing.
 			"--unsafe-no-fsync",
 			"--log-level=warn",
-		)
+		}
+		e.etcd, err = startProc("etcd", filepath.Join(bin, "etcd"), filepath.Join(e.dir, fmt.Sprintf("etcd-%d.log", attempt)), args...)
 		if err != nil {
 			return "", err
 		}
@@ -361,6 +454,7 @@ func (e *Env) startEtcd(ctx context.Context, bin string) (string, error) {
 			return probe(ctx, http.DefaultClient, clientURL+"/health", "")
 		})
 		if err == nil {
+			e.etcdURL, e.etcdArgs = clientURL, append([]string{filepath.Join(bin, "etcd")}, args...)
 			return clientURL, nil
 		}
 		if attempt == portAttempts || !e.etcd.portTaken() {
@@ -378,8 +472,8 @@ func (e *Env) startEtcd(ctx context.Context, bin string) (string, error) {
 func (e *Env) startAPIServer(ctx context.Context, bin, etcdURL string, c *credentials) (string, error) {
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(c.caPEM)
-	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
-	defer client.CloseIdleConnections()
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, DisableKeepAlives: true}}
+	e.ready, e.token = client, c.token
 	for attempt := 1; ; attempt++ {
 		ports, err := freePorts(1)
 		if err != nil {
@@ -387,26 +481,26 @@ func (e *Env) startAPIServer(ctx context.Context, bin, etcdURL string, c *creden
 		}
 		port := ports[0]
 		host := "https://127.0.0.1:" + strconv.Itoa(port)
-		e.apiserver, err = startProc("kube-apiserver", filepath.Join(bin, "kube-apiserver"), filepath.Join(e.dir, fmt.Sprintf("kube-apiserver-%d.log", attempt)),
-			"--etcd-servers="+etcdURL,
+		args := []string{"--etcd-servers=" + etcdURL,
 			"--bind-address=127.0.0.1",
-			"--secure-port="+strconv.Itoa(port),
+			"--secure-port=" + strconv.Itoa(port),
 			// Nothing the API server writes may point off the machine: it
 			// advertises loopback and keeps no endpoints for itself.
 			"--advertise-address=127.0.0.1",
 			"--endpoint-reconciler-type=none",
-			"--service-cluster-ip-range="+serviceRange(e.dualStack),
-			"--cert-dir="+filepath.Join(e.dir, "certs"),
-			"--tls-cert-file="+c.certFile,
-			"--tls-private-key-file="+c.keyFile,
-			"--token-auth-file="+c.tokenFile,
+			"--service-cluster-ip-range=" + serviceRange(e.dualStack),
+			"--cert-dir=" + filepath.Join(e.dir, "certs"),
+			"--tls-cert-file=" + c.certFile,
+			"--tls-private-key-file=" + c.keyFile,
+			"--token-auth-file=" + c.tokenFile,
 			"--authorization-mode=RBAC",
 			"--service-account-issuer=https://kubernetes.default.svc",
-			"--service-account-key-file="+c.saPublicFile,
-			"--service-account-signing-key-file="+c.saKeyFile,
+			"--service-account-key-file=" + c.saPublicFile,
+			"--service-account-signing-key-file=" + c.saKeyFile,
 			"--allow-privileged=true",
 			"--profiling=false",
-		)
+		}
+		e.apiserver, err = startProc("kube-apiserver", filepath.Join(bin, "kube-apiserver"), filepath.Join(e.dir, fmt.Sprintf("kube-apiserver-%d.log", attempt)), args...)
 		if err != nil {
 			return "", err
 		}
@@ -414,6 +508,7 @@ func (e *Env) startAPIServer(ctx context.Context, bin, etcdURL string, c *creden
 			return probe(ctx, client, host+"/readyz", c.token)
 		})
 		if err == nil {
+			e.apiURL, e.apiArgs = host, append([]string{filepath.Join(bin, "kube-apiserver")}, args...)
 			return host, nil
 		}
 		if attempt == portAttempts || !e.apiserver.portTaken() {
@@ -525,6 +620,18 @@ func (p *proc) waitReady(ctx context.Context, ready func(context.Context) error)
 			return fmt.Errorf("start %s: not ready after %v (last probe: %v); last lines of %s:\n%s", p.name, readyTimeout, err, p.logPath, p.tail())
 		case <-tick.C:
 		}
+	}
+}
+
+func (p *proc) running() bool {
+	if p == nil {
+		return false
+	}
+	select {
+	case <-p.done:
+		return false
+	default:
+		return true
 	}
 }
 

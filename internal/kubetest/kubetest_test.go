@@ -262,3 +262,62 @@ func TestSkip(t *testing.T) {
 		t.Error("Start did not skip the test with VIPSTACK_SKIP_KUBE=1")
 	}
 }
+
+// TestKillRestart kills kube-apiserver and etcd and starts them again: the
+// same kubeconfig reaches the API server again, and what was stored before
+// is still there.
+func TestKillRestart(t *testing.T) {
+	env := Start(t)
+	ctx := t.Context()
+	cs := clientset(t, env.Config)
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "before"}}
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.KillAPIServer(); err != nil {
+		t.Fatal(err)
+	}
+	if env.APIServerRunning() {
+		t.Error("APIServerRunning after KillAPIServer")
+	}
+	if err := env.KillAPIServer(); err == nil {
+		t.Error("a second KillAPIServer succeeded, want an error (nothing runs)")
+	}
+	if _, err := cs.CoreV1().Namespaces().Get(ctx, "before", metav1.GetOptions{}); err == nil || !strings.Contains(err.Error(), "connection refused") {
+		t.Errorf("get namespace with the API server killed: %v, want connection refused", err)
+	}
+	if err := env.RestartAPIServer(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.RestartAPIServer(ctx); err == nil {
+		t.Error("RestartAPIServer of a running API server succeeded, want an error")
+	}
+	if _, err := cs.CoreV1().Namespaces().Get(ctx, "before", metav1.GetOptions{}); err != nil {
+		t.Errorf("get namespace after the API server's restart: %v", err)
+	}
+
+	if err := env.KillEtcd(); err != nil {
+		t.Fatal(err)
+	}
+	if env.EtcdRunning() {
+		t.Error("EtcdRunning after KillEtcd")
+	}
+	short, cancel := context.WithTimeout(ctx, 3*time.Second)
+	_, err := cs.CoreV1().Namespaces().Create(short, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "during"}}, metav1.CreateOptions{})
+	cancel()
+	if err == nil {
+		t.Error("created a namespace with etcd killed, want an error")
+	}
+	if err := env.RestartEtcd(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ok := eventually(true, func() bool {
+		_, err := cs.CoreV1().Namespaces().Get(ctx, "before", metav1.GetOptions{})
+		return err == nil
+	}); !ok {
+		t.Error("the namespace made before etcd's kill is not readable after its restart")
+	}
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "after"}}, metav1.CreateOptions{}); err != nil {
+		t.Errorf("create a namespace after etcd's restart: %v", err)
+	}
+}

@@ -32,7 +32,7 @@ func httpProber(conf checkConf, addr netip.AddrPort, tlsConf *tls.Config) health
 	if c.ConnectPort != 0 {
 		addr = netip.AddrPortFrom(addr.Addr(), uint16(c.ConnectPort))
 	}
-	h := healthcheck.HTTP{Addr: addr, Method: c.Method, URI: c.URI, Version: c.Version, TLS: tlsConf, ExpectStatus: expect, Body: c.Body, SendProxy: conf.sendProxy}
+	h := healthcheck.HTTP{Addr: addr, Method: c.Method, URI: c.URI, Version: c.Version, TLS: tlsConf, ExpectStatus: expect, Body: c.Body, SendProxy: conf.sendProxy, BufSize: conf.bufSize}
 	for _, hd := range c.Headers {
 		h.Headers = append(h.Headers, healthcheck.Header{Name: hd.Name, Value: hd.Value})
 	}

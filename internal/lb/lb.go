@@ -444,6 +444,7 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 				servers[key] = s
 				conf := checkConfOf(b, sc)
 				conf.spread = cfg.SpreadChecks
+				conf.bufSize, _ = cfg.HeadLimits()
 				s.mu.Lock()
 				running := s.checker != nil
 				same := s.check == conf
@@ -565,6 +566,7 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 			}
 		}
 		if nh := newHTTP[k]; nh != nil {
+			nh.SetLimits(web.LimitsOf(cfg))
 			nh.SetSite(w.site)
 			nh.Start()
 			l.httpLns[k], h = nh, nh
@@ -572,6 +574,7 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 			// A client reads the timeouts at each deadline it sets: the
 			// new ones apply from its next wait on.
 			h.SetTimeouts(web.TimeoutsOf(webTimeouts(cfg, w.site)))
+			h.SetLimits(web.LimitsOf(cfg))
 			h.SetSite(w.site)
 		}
 		addrs[w.section] = append(addrs[w.section], h.Addr())

@@ -35,6 +35,7 @@ type checkConf struct {
 	port                 int
 	fastInter, downInter time.Duration
 	spread               int
+	bufSize              int // tune.bufsize: what an answer's check reads
 	mysql                lbconfig.MySQLCheck
 	mysqlOn              bool
 	// srvTLS is the server's TLS settings (ssl, ca-file, sni, ...) for
@@ -70,7 +71,7 @@ func tcpCheckKey(rules []lbconfig.TCPCheckRule) string {
 func tcpScript(conf checkConf, addr netip.AddrPort, tlsConf *tls.Config) healthcheck.TCPScript {
 	var rules []lbconfig.TCPCheckRule
 	_ = json.Unmarshal([]byte(conf.tcpCheck), &rules) // written by tcpCheckKey
-	p := healthcheck.TCPScript{Addr: addr, TLS: tlsConf, SendProxy: conf.sendProxy}
+	p := healthcheck.TCPScript{Addr: addr, TLS: tlsConf, SendProxy: conf.sendProxy, BufSize: conf.bufSize}
 	for _, r := range rules {
 		switch {
 		case r.Connect && r.Port != 0:

@@ -124,11 +124,13 @@ type UseBackend struct {
 // HTTPRule is one `http-request` rule or `redirect` rule.
 type HTTPRule struct {
 	// Action: set-header, add-header, del-header, set-path, deny,
-	// allow, redirect.
+	// allow, redirect, set-var.
 	Action string
-	Name   string // header name (set-, add-, del-header)
-	Value  string // header value or path, a haproxy log-format (see HTTPValue)
-	Status int    // deny's deny_status (default 403); redirect's code (default 302)
+	Name   string // header name (set-, add-, del-header); set-var's variable (txn.NAME)
+	// Value is the header value or path, a haproxy log-format (see
+	// HTTPValueVars); set-var's sample expression (VarFetches).
+	Value  string
+	Status int // deny's deny_status (default 403); redirect's code (default 302)
 	// Redirect: Kind is location, prefix or scheme, To its argument.
 	Kind, To string
 	// DropQuery and AppendSlash are redirect's options.
@@ -156,9 +158,9 @@ type CondTerm struct {
 // anonymous acl): a fetch, a match method, and values.
 type ACLTest struct {
 	// Fetch is the sample fetch: path, url, method, src, hdr, req.hdr,
-	// ssl_fc, always_true, always_false, ...
+	// ssl_fc, always_true, always_false, var, ...
 	Fetch string
-	Arg   string // hdr's header name
+	Arg   string // hdr's header name, var's variable (txn.NAME)
 	// Match is str, beg, end, sub, reg, dom, found, ip, bool, len.
 	Match       string
 	Insensitive bool
@@ -170,7 +172,51 @@ type ACLTest struct {
 }
 
 // HTTPActions are the http-request actions vipstack carries out.
-const HTTPActions = "add-header, allow, del-header, deny, redirect, set-header, set-path"
+const HTTPActions = "add-header, allow, del-header, deny, redirect, set-header, set-path, set-var(txn.NAME|req.NAME)"
+
+// VarFetches are the sample fetches `http-request set-var` takes as its
+// expression (without converters): the value the variable gets.
+const VarFetches = "base, dst, dst_port, hdr(NAME), method, path, req.hdr(NAME), src, src_port, ssl_fc_sni, str(TEXT), url, var(SCOPE.NAME)"
+
+// CheckVarName checks a variable's name as haproxy 2.6 reads it: a scope,
+// a dot and a name of letters, digits, dots and underscores. vipstack
+// keeps variables for one request (scopes txn and req); sess, proc, res
+// and check are refused.
+func CheckVarName(v string) error {
+	scope, name, ok := strings.Cut(v, ".")
+	switch {
+	case !ok || !slices.Contains([]string{"proc", "sess", "txn", "req", "res", "check"}, scope):
+		return fmt.Errorf("invalid variable name '%s'. A variable name must be start by its scope. The scope can be 'proc', 'sess', 'txn', 'req', 'res' or 'check' (accepted by vipstack: txn.NAME or req.NAME)", v)
+	case scope != "txn" && scope != "req":
+		return fmt.Errorf("variable %s: scope %s is not supported by vipstack, whose variables live for one request (accepted: txn.NAME or req.NAME)", v, scope)
+	case name == "" || strings.IndexFunc(name, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_')
+	}) >= 0:
+		return fmt.Errorf("variable %s: invalid name (accepted: letters, digits, '.' and '_' after the scope)", v)
+	}
+	return nil
+}
+
+// CheckVarExpr checks set-var's expression: one of VarFetches.
+func CheckVarExpr(expr string) error {
+	if strings.Contains(expr, ",") {
+		return fmt.Errorf("set-var expression %q: converters and arguments after a comma are not supported by vipstack (accepted: %s)", expr, VarFetches)
+	}
+	if t, ok := strings.CutPrefix(expr, "str("); ok && strings.HasSuffix(t, ")") && !strings.ContainsAny(t[:len(t)-1], "()") {
+		return nil
+	}
+	if v, ok := strings.CutPrefix(expr, "var("); ok && strings.HasSuffix(v, ")") {
+		return CheckVarName(v[:len(v)-1])
+	}
+	switch expr {
+	case "base", "url":
+		return nil
+	}
+	if !HTTPValueExpr(expr) {
+		return fmt.Errorf("set-var expression %q is not supported by vipstack (accepted: %s)", expr, VarFetches)
+	}
+	return nil
+}
 
 // HTTPFetches are the ACL criteria vipstack evaluates, with their
 // implied match methods.
@@ -181,17 +227,26 @@ var HTTPFetches = map[string]string{
 	"req.hdr": "str",
 	"method":  "meth", "src": "ip", "ssl_fc": "bool", "ssl_fc_sni": "str", "always_true": "bool", "always_false": "bool",
 	"base": "str", "base_beg": "beg", "base_sub": "sub", "base_end": "end", "base_reg": "reg",
+	"var": "", // no implied method: -m is required, as in haproxy
 }
 
 // HTTPFetchNames lists HTTPFetches for messages.
 func HTTPFetchNames() string {
-	return "always_false, always_true, base[_beg|_end|_reg|_sub], hdr(NAME)[_beg|_dom|_end|_reg|_sub], method, path[_beg|_dir|_end|_reg|_sub], req.hdr(NAME), src, ssl_fc, ssl_fc_sni, url[_beg|_end|_reg|_sub]"
+	return "always_false, always_true, base[_beg|_end|_reg|_sub], hdr(NAME)[_beg|_dom|_end|_reg|_sub], method, path[_beg|_dir|_end|_reg|_sub], req.hdr(NAME), src, ssl_fc, ssl_fc_sni, url[_beg|_end|_reg|_sub], var(txn.NAME) -m METHOD"
 }
 
 // CompileACL fills the compiled forms of t's values (Regexps, Nets,
 // Methods) and checks them.
 func CompileACL(t *ACLTest) error {
 	t.Regexps, t.Nets, t.Methods = nil, nil, nil
+	if t.Fetch == "var" {
+		if err := CheckVarName(t.Arg); err != nil {
+			return err
+		}
+		if t.Match == "" {
+			return errors.New("matching method must be specified first (using '-m') when using a sample fetch of this type ('var')")
+		}
+	}
 	switch t.Match {
 	case "reg":
 		for _, v := range t.Values {
@@ -227,7 +282,7 @@ func CompileACL(t *ACLTest) error {
 
 // HTTPValueVars are the %[...] expressions an http-request header value
 // may hold, besides literal text.
-const HTTPValueVars = "%[src], %[src_port], %[dst], %[dst_port], %[ssl_fc], %[ssl_fc_sni], %[path], %[method], %[req.hdr(NAME)], %[hdr(NAME)]"
+const HTTPValueVars = "%[src], %[src_port], %[dst], %[dst_port], %[ssl_fc], %[ssl_fc_sni], %[path], %[method], %[req.hdr(NAME)], %[hdr(NAME)], %[var(txn.NAME)]"
 
 // CheckHTTPValue checks that a header value's %[...] expressions are ones
 // vipstack expands.
@@ -259,6 +314,9 @@ func HTTPValueExpr(expr string) bool {
 		if strings.HasPrefix(expr, f) && strings.HasSuffix(expr, ")") && len(expr) > len(f)+1 {
 			return true
 		}
+	}
+	if v, ok := strings.CutPrefix(expr, "var("); ok && strings.HasSuffix(v, ")") {
+		return CheckVarName(v[:len(v)-1]) == nil
 	}
 	return false
 }
@@ -350,6 +408,14 @@ func (v *validator) httpProxy(key string, h *HTTPProxy) {
 	for _, rs := range [][]HTTPRule{h.Rules, h.Redirects} {
 		for _, r := range rs {
 			v.cond(key, r.Action, h, r.Cond)
+			if r.Action == "set-var" {
+				if err := CheckVarName(r.Name); err != nil {
+					v.fail(r.At, key, "http-request", "http-request set-var: %v", err)
+				}
+				if err := CheckVarExpr(r.Value); err != nil {
+					v.fail(r.At, key, "http-request", "http-request set-var(%s): %v", r.Name, err)
+				}
+			}
 			if r.Action == "set-header" || r.Action == "add-header" || r.Action == "set-path" {
 				if err := CheckHTTPValue(r.Value); err != nil {
 					v.fail(r.At, key, "http-request", "http-request %s: %v", r.Action, err)

@@ -31,6 +31,10 @@ type Config struct {
 	// proxies in this order (the stats page's iid). Empty means the order
 	// of ProxyOrder.
 	Proxies []string
+	// ProxyIDs are the sections' own numbers (haproxy's `id N` in a
+	// frontend, backend or listen), by the keys of Proxies; the others
+	// are numbered around them (ProxyNumbers).
+	ProxyIDs map[string]int
 	// StatsSocket is set by `stats socket` in global: haproxy then gives the
 	// socket's CLI proxy the first proxy number and the sections start at 2.
 	// Validate sets it when StatsSockets has any.
@@ -69,6 +73,12 @@ type Config struct {
 	// haproxy's `nbthread` caps its threads; 0 leaves Go's default (one
 	// per CPU, as haproxy 2.6's).
 	NbThread int
+	// BufSize is haproxy's tune.bufsize (0: its default, DefaultBufSize)
+	// and MaxRewrite its tune.maxrewrite (nil: its default,
+	// DefaultMaxRewrite): the request head a monitor or stats listener
+	// takes must fit in them as haproxy's does (HeadLimits).
+	BufSize    int
+	MaxRewrite *int
 
 	// Resolvers are the `resolvers` sections: DNS servers that servers
 	// naming them (Server.Resolvers) are re-resolved with.
@@ -510,4 +520,71 @@ func (c *Config) ProxyOrder() []string {
 		keys = append(keys, BackendKey(b.Name))
 	}
 	return keys
+}
+
+// haproxy 2.6's buffer sizes (tune.bufsize, tune.maxrewrite), and the range
+// of tune.bufsize vipstack takes: haproxy takes any positive size, but a
+// head of less than 1 KiB holds no request worth serving, and above
+// 1 MiB a buffer per connection is memory a few clients could exhaust.
+const (
+	DefaultBufSize    = 16384
+	DefaultMaxRewrite = 1024
+	MinBufSize        = 1024
+	MaxBufSize        = 1 << 20
+)
+
+// htxOverhead is what haproxy 2.6's HTX buffer keeps of itself besides a
+// request's blocks (measured: with tune.bufsize 16384 and maxrewrite 1024
+// a head of 15291 bytes as HTX stores it is taken and one more is
+// refused with 400; with 32768 and 8192, 24507).
+const htxOverhead = 69
+
+// HeadLimits returns the bytes a request head may take raw and as
+// haproxy's HTX stores it (each header's name and value, the request
+// line's parts, and 8 bytes per block), for c's tune.bufsize and
+// tune.maxrewrite. haproxy reserves maxrewrite bytes of the buffer for
+// rewrites, at most half of it.
+func (c *Config) HeadLimits() (raw, htx int) {
+	raw = c.BufSize
+	if raw == 0 {
+		raw = DefaultBufSize
+	}
+	rewrite := DefaultMaxRewrite
+	if c.MaxRewrite != nil {
+		rewrite = *c.MaxRewrite
+	}
+	rewrite = min(rewrite, raw/2)
+	return raw, raw - rewrite - htxOverhead
+}
+
+// ProxyNumbers numbers the sections of ProxyOrder as haproxy 2.6 does
+// (its proxy uuid, the stats page's iid): a counter starts at 1, or 2 when
+// a stats socket's proxy takes 1, and moves one per section; a section
+// with its own id (ProxyIDs) keeps it, another takes the smallest number
+// from the counter on that no section holds. Measured: with a stats
+// socket, frontends fe and fe2 and backends be1 (id 1), be2, be3 (id 3)
+// and a listen (id 100) in that order get 2, 1, 4, 3, 100 and 7.
+func (c *Config) ProxyNumbers() map[string]int {
+	used := map[int]bool{}
+	for _, id := range c.ProxyIDs {
+		used[id] = true
+	}
+	out := map[string]int{}
+	next := 1
+	if c.StatsSocket {
+		next = 2
+	}
+	for _, k := range c.ProxyOrder() {
+		if id, ok := c.ProxyIDs[k]; ok {
+			out[k] = id
+		} else {
+			for used[next] {
+				next++
+			}
+			out[k] = next
+			used[next] = true
+		}
+		next++
+	}
+	return out
 }

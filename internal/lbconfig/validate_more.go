@@ -1,7 +1,9 @@
 package lbconfig
 
 import (
+	"maps"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -40,8 +42,15 @@ func (v *validator) missingTimeouts() []string {
 // more checks the settings added for issue 27 (see docs/haproxy-cfg.md).
 func (v *validator) more() {
 	c := v.c
+	v.proxyIDs()
 	if c.UlimitN < 0 {
 		v.fail(v.pos(ItemKey("global", "ulimit-n")), "global", "ulimit-n", "ulimit-n %d is negative (accepted: 1 or more, or 0 to keep the limit)", c.UlimitN)
+	}
+	if c.BufSize != 0 && (c.BufSize < MinBufSize || c.BufSize > MaxBufSize) {
+		v.fail(v.pos(ItemKey("global", "tune.bufsize")), "global", "tune.bufsize", "tune.bufsize %d is out of range (accepted: %d..%d bytes, or 0 for %d)", c.BufSize, MinBufSize, MaxBufSize, DefaultBufSize)
+	}
+	if c.MaxRewrite != nil && (*c.MaxRewrite < 0 || *c.MaxRewrite > MaxBufSize) {
+		v.fail(v.pos(ItemKey("global", "tune.maxrewrite")), "global", "tune.maxrewrite", "tune.maxrewrite %d is out of range (accepted: 0..%d bytes)", *c.MaxRewrite, MaxBufSize)
 	}
 	if c.SpreadChecks < 0 || c.SpreadChecks > 50 {
 		v.fail(v.pos(ItemKey("global", "spread-checks")), "global", "spread-checks", "spread-checks %d is out of range (accepted: 0..50)", c.SpreadChecks)
@@ -127,5 +136,27 @@ func (v *validator) more() {
 				v.fail(pos, field, "backup", "backup server at position %d: vipstack takes backup servers among the first 64 servers of a backend (accepted: list backup servers earlier)", j+1)
 			}
 		}
+	}
+}
+
+// proxyIDs checks the sections' own ids: positive, of a section, and not
+// shared but by the frontend and backend a listen section becomes.
+func (v *validator) proxyIDs() {
+	order := v.c.ProxyOrder()
+	keys := slices.Sorted(maps.Keys(v.c.ProxyIDs))
+	seen := map[int]string{}
+	for _, k := range keys {
+		id := v.c.ProxyIDs[k]
+		pos := v.pos(ItemKey(k, "id"), k)
+		_, name, _ := strings.Cut(k, " ")
+		switch {
+		case !slices.Contains(order, k):
+			v.fail(pos, k, "id", "id %d of %s: no such section (accepted: the key of a frontend, backend or listen section)", id, k)
+		case id <= 0:
+			v.fail(pos, k, "id", "custom id has to be > 0. (got %d)", id)
+		case seen[id] != "" && seen[id] != FrontendKey(name) && seen[id] != BackendKey(name):
+			v.fail(pos, k, "id", "%s reuses same custom id %d as %s (accepted: unique ids)", k, id, seen[id])
+		}
+		seen[id] = k
 	}
 }

@@ -31,6 +31,10 @@ type yamlConfig struct {
 	Stats         []yamlStats    `yaml:"stats,omitempty"`
 	StatsSockets  []yamlSocket   `yaml:"statsSockets,omitempty"`
 	LogTag        string         `yaml:"logTag,omitempty"`
+	BufSize       int            `yaml:"bufSize,omitempty"`
+	MaxRewrite    *int           `yaml:"maxRewrite,omitempty"`
+	// ProxyIDs are the sections' ids by key ("backend NAME").
+	ProxyIDs map[string]int `yaml:"proxyIDs,omitempty"`
 }
 
 // yamlSocket is a stats socket: address is a file path (a Unix socket) or
@@ -396,6 +400,9 @@ func (y *yamlConfig) config(src map[string]string) (*Config, []error) {
 	c := &Config{
 		MaxConn:       y.MaxConn,
 		GlobalMaxConn: y.GlobalMaxConn,
+		BufSize:       y.BufSize,
+		MaxRewrite:    y.MaxRewrite,
+		ProxyIDs:      y.ProxyIDs,
 		Timeouts: Timeouts{
 			Connect: time.Duration(y.Timeouts.Connect), Client: time.Duration(y.Timeouts.Client),
 			Server: time.Duration(y.Timeouts.Server), Tunnel: time.Duration(y.Timeouts.Tunnel),
@@ -646,6 +653,9 @@ func FormatYAML(c *Config) ([]byte, error) {
 	y := yamlConfig{
 		MaxConn:       c.MaxConn,
 		GlobalMaxConn: c.GlobalMaxConn,
+		BufSize:       c.BufSize,
+		MaxRewrite:    c.MaxRewrite,
+		ProxyIDs:      c.ProxyIDs,
 		Timeouts: yamlTimeouts{
 			Connect: duration(c.Timeouts.Connect), Client: duration(c.Timeouts.Client),
 			Server: duration(c.Timeouts.Server), Tunnel: duration(c.Timeouts.Tunnel),

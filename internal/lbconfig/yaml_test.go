@@ -111,6 +111,8 @@ func TestYAMLRoundTrip(t *testing.T) {
 		{name: "every field", cfg: func() *Config {
 			c := valid()
 			c.MaxConn, c.GlobalMaxConn, c.Retries = 100, 200, 7
+			c.BufSize, c.MaxRewrite = 32768, new(0)
+			c.ProxyIDs = map[string]int{BackendKey(c.Backends[0].Name): 7}
 			c.Timeouts = Timeouts{Connect: time.Millisecond, Client: 90 * time.Second, Server: 25 * time.Hour, Tunnel: 1500 * time.Microsecond,
 				Queue: time.Minute, HTTPRequest: time.Hour + time.Second, HTTPKeepAlive: 10 * time.Second}
 			c.Frontends[0].Binds = append(c.Frontends[0].Binds, Bind{Addr: ap("[::1]:1")}, Bind{Addr: ap("127.0.0.1:2"), Host: "localhost"})
@@ -191,7 +193,7 @@ func TestParseYAMLErrors(t *testing.T) {
 		{
 			name: "unknown top-level field",
 			yaml: "maxconn: 10\n" + doc,
-			want: "lb.yaml:1: field maxconn is not a field of the top level (accepted: maxConn, globalMaxConn, retries, timeouts, frontends, backends, monitors, stats, statsSockets, logTag)",
+			want: "lb.yaml:1: field maxconn is not a field of the top level (accepted: maxConn, globalMaxConn, retries, timeouts, frontends, backends, monitors, stats, statsSockets, logTag, bufSize, maxRewrite, proxyIDs)",
 		},
 		{
 			name: "repeated key",

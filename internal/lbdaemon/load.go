@@ -31,7 +31,7 @@ func loadIn(root *os.Root, path, abs string) (*lbconfig.Config, error) {
 	if isYAML(path) {
 		return lbconfig.ParseYAML(path, data)
 	}
-	return haproxycfg.ParseWith(path, data, haproxycfg.Options{LookupHost: haproxycfg.SystemLookup})
+	return haproxycfg.ParseWith(path, data, haproxycfg.Options{LookupHost: haproxycfg.SystemLookup, LookupEnv: haproxycfg.SystemEnv})
 }
 
 func isYAML(path string) bool {

@@ -71,6 +71,7 @@ type Agent struct {
 	plan    *cluster.Plan
 
 	vrrp    *engine.Engine
+	bgp     *bgpRunner // the speaker, when the node announces VIPs by BGP
 	lb      *lb.LB
 	lbAPI   *lbcli.Sockets
 	dnsSrv  dnsServer
@@ -182,6 +183,23 @@ func (a *Agent) Run(ctx context.Context) error {
 			return err
 		}
 		defer a.stopLB()
+	}
+	// The speaker starts after the LB, whose port its API checks probe,
+	// and stops before it: the routes are withdrawn (and the router
+	// sends new flows elsewhere) before the LB drains.
+	if a.plan.BGP != nil {
+		r, err := startBGP(a.log.With("part", "bgp"), a.clk, a.plan.BGP, bgpChecks(a.plan.BGP, a.plan.Checks), probeFor)
+		if err != nil {
+			return err
+		}
+		a.mu.Lock()
+		a.bgp = r
+		a.mu.Unlock()
+		defer func() {
+			if err := r.stop(); err != nil {
+				a.log.Error("bgp: stop", "err", err)
+			}
+		}()
 	}
 	// The live sources' first lists come before VRRP starts, so that its
 	// instances start with their peers (membership.go).
@@ -459,7 +477,7 @@ func (a *Agent) Reload() error {
 	a.memb.applyMu.Lock()
 	defer a.memb.applyMu.Unlock()
 	a.mu.Lock()
-	running := a.cluster
+	running, oldPlan := a.cluster, a.plan
 	a.mu.Unlock()
 	c, p, lbCfg, err := a.prepareReload()
 	var move *redirect.Move
@@ -489,6 +507,13 @@ func (a *Agent) Reload() error {
 	}
 	if a.vrrp != nil {
 		errs = append(errs, a.vrrp.Reload())
+	}
+	if a.bgp != nil {
+		// Peers and announced VIPs change in place (prepareReload
+		// refuses what needs a restart); the checks follow the file.
+		if err := a.bgp.update(a.clk, p.BGP, bgpChecks(oldPlan.BGP, oldPlan.Checks), bgpChecks(p.BGP, p.Checks), probeFor); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if a.dnsSrv != nil {
 		a.nodes.Set("cluster", a.clusterNodes())
@@ -554,6 +579,10 @@ func (a *Agent) prepareReload() (*cluster.Cluster, *cluster.Plan, *lbconfig.Conf
 			"(API %d to %d, DNS %d to %d, Ingress %d to %d); nodes that reloaded at different times would hold the same VIPs "+
 			"under both IDs at once; keep the name, or stop every node agent and start them with the new file",
 			path, old.Name, c.Name, o.API, n.API, o.DNS, n.DNS, o.Ingress, n.Ingress)
+	}
+	if why := speakerRestart(oldPlan.BGP, p.BGP); why != "" {
+		return nil, nil, nil, fmt.Errorf("%s: bgp: %s on node %s; a running node applies that only at a restart: "+
+			"restart the node agent (with gracefulRestart on the peers, its routes stay in place meanwhile)", path, why, a.opts.Node)
 	}
 	if err := membershipReload(old, c); err != nil {
 		return nil, nil, nil, fmt.Errorf("%s: %w", path, err)

@@ -34,6 +34,8 @@ type Status struct {
 	// whether each is in effect, and why not.
 	Redirects []RedirectStatus `json:"redirects,omitempty"`
 	DNS       *DNSStatus       `json:"dns,omitempty"`
+	// BGP is the speaker of a node that announces VIPs by BGP.
+	BGP *BGPStatus `json:"bgp,omitempty"`
 }
 
 // RedirectStatus is one API VIP's redirect to the load balancer's port.
@@ -81,6 +83,9 @@ func (a *Agent) Status() Status {
 		s.LB = &snap
 	}
 	s.Redirects = a.redirectStatus()
+	if a.bgp != nil {
+		s.BGP = a.bgp.status()
+	}
 	if a.dnsSrv != nil {
 		s.DNS = &DNSStatus{Zone: a.cluster.Domain(), Nodes: len(a.nodes.Nodes()), Listening: listening(a.dnsSrv.Addrs())}
 	}
@@ -198,6 +203,9 @@ func WriteTable(w io.Writer, s Status) error {
 	}
 	if s.DNS != nil {
 		fmt.Fprintf(w, "\ndns: zone %s, %d nodes, listening on %s\n", s.DNS.Zone, s.DNS.Nodes, strings.Join(s.DNS.Listening, ", "))
+	}
+	if s.BGP != nil {
+		writeBGP(w, s.BGP)
 	}
 	return nil
 }

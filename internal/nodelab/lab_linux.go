@@ -77,6 +77,10 @@ type Options struct {
 	// endpoints, and the kubernetes Service's ClusterIP reaches the API
 	// server. It needs ControlPlane.
 	KubeProxy bool
+	// Prefix starts the names of the lab's network namespaces (testnet's
+	// Options.Prefix; default "vsrn"), so that concurrent runs of
+	// different suites tell theirs apart.
+	Prefix string
 }
 
 // NodeSpec is one node of a lab.
@@ -177,7 +181,11 @@ func Start(t testing.TB, o Options) *Lab {
 	if err != nil {
 		t.Fatalf("nodelab: %v", err)
 	}
-	topo := testnet.New(t, testnet.Options{Hosts: len(o.Nodes), Client: o.Client, Prefix: "vsrn"})
+	prefix := o.Prefix
+	if prefix == "" {
+		prefix = "vsrn"
+	}
+	topo := testnet.New(t, testnet.Options{Hosts: len(o.Nodes), Client: o.Client, Prefix: prefix})
 	l := &Lab{Dir: dir, Tag: topo.Tag, Topology: topo, Client: topo.Client, t: t}
 	if o.ControlPlane {
 		// Started before the lab's cleanup is registered, so that it stops

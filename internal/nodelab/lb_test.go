@@ -200,6 +200,13 @@ func setImage(t *testing.T, u *unstructured.Unstructured, ref string) {
 // by a backend, and returns the holder.
 func waitAnswers(t *testing.T, lab *nodelab.Lab, addr netip.Addr, gone *nodelab.Node) *nodelab.Node {
 	t.Helper()
+	return waitAnswersOn(t, lab, netip.AddrPortFrom(addr, 80), gone)
+}
+
+// waitAnswersOn is waitAnswers on another port.
+func waitAnswersOn(t *testing.T, lab *nodelab.Lab, ap netip.AddrPort, gone *nodelab.Node) *nodelab.Node {
+	t.Helper()
+	addr := ap.Addr()
 	var holder *nodelab.Node
 	err := poll(t.Context(), 90*time.Second, func() (bool, string) {
 		holder = nil
@@ -217,7 +224,7 @@ func waitAnswers(t *testing.T, lab *nodelab.Lab, addr netip.Addr, gone *nodelab.
 			return false, fmt.Sprintf("held by %v", holders)
 		}
 		for i := range 5 {
-			got, err := fetchFrom(lab.Client, netip.AddrPortFrom(addr, 80))
+			got, err := fetchFrom(lab.Client, ap)
 			if err != nil || !strings.HasPrefix(got, "worker-") {
 				return false, fmt.Sprintf("held by %s; connection %d: %q, %v", holder.Name, i+1, got, err)
 			}
@@ -225,7 +232,7 @@ func waitAnswers(t *testing.T, lab *nodelab.Lab, addr netip.Addr, gone *nodelab.
 		return true, ""
 	})
 	if err != nil {
-		t.Fatalf("%s from the client: %v", addr, err)
+		t.Fatalf("%s from the client: %v", ap, err)
 	}
 	return holder
 }

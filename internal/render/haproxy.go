@@ -57,6 +57,12 @@ func HAProxyCfg(cfg *lbconfig.Config) ([]byte, error) {
 	if cfg.GlobalMaxConn > 0 {
 		w(true, "maxconn", strconv.Itoa(cfg.GlobalMaxConn))
 	}
+	if cfg.BufSize > 0 {
+		w(true, "tune.bufsize", strconv.Itoa(cfg.BufSize))
+	}
+	if cfg.MaxRewrite != nil {
+		w(true, "tune.maxrewrite", strconv.Itoa(*cfg.MaxRewrite))
+	}
 	w(false, "defaults")
 	if cfg.MaxConn > 0 {
 		w(true, "maxconn", strconv.Itoa(cfg.MaxConn))
@@ -91,6 +97,9 @@ func HAProxyCfg(cfg *lbconfig.Config) ([]byte, error) {
 	}
 	for _, fe := range cfg.Frontends {
 		w(false, "frontend", fe.Name)
+		if id, ok := cfg.ProxyIDs[lbconfig.FrontendKey(fe.Name)]; ok {
+			w(true, "id", strconv.Itoa(id))
+		}
 		for _, bd := range fe.Binds {
 			words, err := bindTLSWords(bd)
 			if err != nil {
@@ -103,6 +112,9 @@ func HAProxyCfg(cfg *lbconfig.Config) ([]byte, error) {
 	}
 	for _, m := range cfg.Monitors {
 		w(false, "listen", m.Name)
+		if id, ok := cfg.ProxyIDs[lbconfig.ListenKey(m.Name)]; ok {
+			w(true, "id", strconv.Itoa(id))
+		}
 		for _, bd := range m.Binds {
 			w(true, bindWords(bd)...)
 		}
@@ -112,6 +124,9 @@ func HAProxyCfg(cfg *lbconfig.Config) ([]byte, error) {
 	}
 	for _, s := range cfg.Stats {
 		w(false, "listen", s.Name)
+		if id, ok := cfg.ProxyIDs[lbconfig.ListenKey(s.Name)]; ok {
+			w(true, "id", strconv.Itoa(id))
+		}
 		for _, bd := range s.Binds {
 			w(true, bindWords(bd)...)
 		}
@@ -141,6 +156,9 @@ func HAProxyCfg(cfg *lbconfig.Config) ([]byte, error) {
 	}
 	for _, be := range cfg.Backends {
 		w(false, "backend", be.Name)
+		if id, ok := cfg.ProxyIDs[lbconfig.BackendKey(be.Name)]; ok {
+			w(true, "id", strconv.Itoa(id))
+		}
 		logLines(be.LogTargets)
 		if be.Check.Method != "" {
 			w(true, "option", "httpchk", be.Check.Method, be.Check.URI, be.Check.Version)

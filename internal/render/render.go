@@ -140,6 +140,15 @@ func Files(c *cluster.Cluster, node string, opts Options) (map[string][]byte, er
 	if err != nil {
 		return nil, fmt.Errorf("render: %w", err)
 	}
+	if plan.BGP != nil && !o.NoUpstream {
+		var vips []string
+		for _, r := range plan.BGP.Config.Routes {
+			vips = append(vips, r.VIP.String())
+		}
+		return nil, fmt.Errorf("render: node %s announces %s by BGP (bgp.announce), which the upstream keepalived.conf cannot express "+
+			"(it holds VIPs by VRRP only); render with --no-upstream (vipstack node announces them), or leave them out of bgp.announce",
+			node, strings.Join(vips, ", "))
+	}
 	out := map[string][]byte{}
 	add := func(name string, data []byte, err error) error {
 		if err != nil {

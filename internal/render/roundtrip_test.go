@@ -83,7 +83,8 @@ func TestHAProxyCfgReadsBackAsLBConfig(t *testing.T) {
 func TestHAProxyCfgWriterCoversTheModel(t *testing.T) {
 	ap := netip.MustParseAddrPort
 	want := &lbconfig.Config{
-		MaxConn: 500, GlobalMaxConn: 4000, Retries: 2, LogTag: "hx",
+		MaxConn: 500, GlobalMaxConn: 4000, Retries: 2, LogTag: "hx", BufSize: 32768, MaxRewrite: new(8192),
+		ProxyIDs: map[string]int{"backend plain": 10, "listen st": 1},
 		Timeouts: lbconfig.Timeouts{Connect: 1500 * time.Millisecond, Client: time.Minute, Server: time.Minute, HTTPKeepAlive: 2 * time.Second},
 		Frontends: []lbconfig.Frontend{
 			{Name: "v4", Binds: []lbconfig.Bind{{Addr: ap("0.0.0.0:80")}, {Addr: ap("198.18.0.5:81")}}, Backend: "plain",

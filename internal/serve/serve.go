@@ -4,6 +4,7 @@ package serve
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"net"
@@ -26,12 +27,19 @@ type Server struct {
 // Option changes how an endpoint listens.
 type Option func(*options)
 
-type options struct{ reusePort bool }
+type options struct {
+	reusePort bool
+	tls       *tls.Config
+}
 
 // ReusePort sets SO_REUSEPORT, so that a successor on the node (see package
 // handoff) can listen on the same port while its predecessor still does;
 // the kernel spreads connections between the two until one closes.
 func ReusePort() Option { return func(o *options) { o.reusePort = true } }
+
+// TLS serves HTTPS with cfg (its certificate from GetCertificate or
+// Certificates; see package servingcert) instead of plain HTTP.
+func TLS(cfg *tls.Config) Option { return func(o *options) { o.tls = cfg } }
 
 // Metrics serves reg at /metrics on addr.
 func Metrics(addr string, reg *prometheus.Registry) (*Server, error) {
@@ -98,6 +106,11 @@ func start(addr string, h http.Handler, opts []Option) (*Server, error) {
 		MaxHeaderBytes:    MaxHeaderBytes,
 	}, Addr: ln.Addr()}
 	ln = netutil.LimitListener(ln, MaxConns)
+	if o.tls != nil {
+		s.srv.TLSConfig = o.tls
+		go s.srv.ServeTLS(ln, "", "")
+		return s, nil
+	}
 	go s.srv.Serve(ln)
 	return s, nil
 }

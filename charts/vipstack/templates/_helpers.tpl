@@ -73,3 +73,66 @@ agent at start. */}}
 {{- end -}}
 {{- end -}}
 {{- end -}}
+
+{{/*
+The authenticated metrics endpoint's arguments of a component (list $
+"agent"|"controller"): --metrics-auth, and the certificate files of its
+metricsTLSSecret, mounted at /etc/vipstack/metrics-tls.
+*/}}
+{{- define "vipstack.metricsAuthArgs" -}}
+{{- $c := index (index . 0).Values (index . 1) }}
+{{- if eq $c.metricsAuth "kubernetes" }}
+# HTTPS, only for a bearer token whose user may get /metrics (the API
+# server's TokenReview and SubjectAccessReview).
+- --metrics-auth=kubernetes
+{{- if $c.metricsTLSSecret }}
+- --metrics-tls-cert-file=/etc/vipstack/metrics-tls/tls.crt
+- --metrics-tls-key-file=/etc/vipstack/metrics-tls/tls.key
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* The volume of a component's metricsTLSSecret (list $ component). */}}
+{{- define "vipstack.metricsTLSVolume" -}}
+{{- $c := index (index . 0).Values (index . 1) }}
+{{- if and (eq $c.metricsAuth "kubernetes") $c.metricsTLSSecret }}
+- name: metrics-tls
+  secret: {secretName: {{ $c.metricsTLSSecret }}}
+{{- end }}
+{{- end }}
+
+{{/* Its mount. */}}
+{{- define "vipstack.metricsTLSMount" -}}
+{{- $c := index (index . 0).Values (index . 1) }}
+{{- if and (eq $c.metricsAuth "kubernetes") $c.metricsTLSSecret }}
+- {name: metrics-tls, mountPath: /etc/vipstack/metrics-tls, readOnly: true}
+{{- end }}
+{{- end }}
+
+{{/*
+How a monitor reaches a component's metrics (list $ component kind):
+https with the monitoring.tlsConfig and a bearer token when its
+metricsAuth is kubernetes.
+*/}}
+{{- define "vipstack.monitorAuth" -}}
+{{- $ := index . 0 }}
+{{- $c := index $.Values (index . 1) }}
+{{- $m := $.Values.monitoring }}
+{{- if eq $c.metricsAuth "kubernetes" }}
+scheme: https
+{{- with $m.tlsConfig }}
+tlsConfig:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- if $m.bearerTokenSecret.name }}
+authorization:
+  type: Bearer
+  credentials: {name: {{ $m.bearerTokenSecret.name }}, key: {{ $m.bearerTokenSecret.key }}}
+{{- else if eq (index . 2) "ServiceMonitor" }}
+# Prometheus's own ServiceAccount token.
+bearerTokenFile: /var/run/secrets/kubernetes.io/serviceaccount/token
+{{- else }}
+{{- fail (printf "monitoring.podMonitor.enabled with %s.metricsAuth kubernetes: set monitoring.bearerTokenSecret.name (a Secret in the release namespace with the token Prometheus sends; a PodMonitor cannot send Prometheus's own token), or use monitoring.serviceMonitor, or %s.metricsAuth none" (index . 1) (index . 1)) }}
+{{- end }}
+{{- end }}
+{{- end }}

@@ -290,6 +290,41 @@ func (a *Agent) load() (*keepalived.Config, error) {
 	return a.cfg, nil
 }
 
+// First-plan retries: the first after firstPlanRetry, each later one after
+// twice the wait before, at most firstPlanRetryMax.
+const (
+	firstPlanRetry    = 100 * time.Millisecond
+	firstPlanRetryMax = 5 * time.Second
+)
+
+// firstPlan computes the first plan, trying again (with a growing wait)
+// until it succeeds or ctx ends. An API server that just started again
+// answers the caches' lists and still fails a discovery call ("failed to
+// get server groups") for a moment: the agent exited on that, and its
+// supervisor released its addresses and restarted it a second later
+// (seen in bench/chaos -k8s: kill -9 of the API server, an agent started
+// again meanwhile).
+func (a *Agent) firstPlan(ctx context.Context) error {
+	a.setStage("computing the first plan")
+	wait := firstPlanRetry
+	for {
+		_, err := a.refresh(ctx)
+		if err == nil {
+			return nil
+		}
+		a.log.Warn("first plan failed; trying again", "err", err, "in", wait)
+		a.setStage("computing the first plan: " + err.Error())
+		t := a.opts.Clock.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("agent: first plan: %w", err)
+		case <-t.C():
+		}
+		wait = min(2*wait, firstPlanRetryMax)
+	}
+}
+
 // run waits for the caches, makes the first plan and runs the engine
 // until ctx is done.
 func (a *Agent) run(ctx context.Context) error {
@@ -307,9 +342,8 @@ func (a *Agent) run(ctx context.Context) error {
 	if !a.cache.WaitForCacheSync(ctx) {
 		return errors.New("agent: caches did not sync")
 	}
-	a.setStage("computing the first plan")
-	if _, err := a.refresh(ctx); err != nil {
-		return fmt.Errorf("agent: first plan: %w", err)
+	if err := a.firstPlan(ctx); err != nil {
+		return err
 	}
 	var adopt []string
 	var from string

@@ -185,7 +185,7 @@ func TestEndToEnd(t *testing.T) {
 	// vipstack_agent_announced (MetalLB's metallb_speaker_announced):
 	// the holder's agent exports the Service's address, the others not.
 	t.Run("the holder announces the address in its metrics", func(t *testing.T) {
-		series := fmt.Sprintf(`vipstack_agent_announced{ip=%q,namespace=%q,node=%q,service="web"} 1`, vip.String(), k8slab.ServiceNamespace, holder.Name)
+		series := fmt.Sprintf(`vipstack_agent_announced{ip=%q,node=%q,service=%q} 1`, vip.String(), holder.Name, k8slab.ServiceNamespace+"/web")
 		for _, n := range nodes {
 			testutil.Eventually(t, 10*time.Second, func() error {
 				text, err := n.Metrics(ctx)

@@ -2,16 +2,18 @@ package agent
 
 import (
 	"net/netip"
-	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
 
 // announcedDesc is MetalLB's metallb_speaker_announced for vipstack: which
-// node holds (answers ARP / NDP for) a Service's address.
+// node holds (answers ARP / NDP for) a Service's address. The Service is
+// one label, NAMESPACE/NAME as MetalLB's: a label "namespace" would
+// replace the scrape target's (the release namespace) under the
+// monitors' honorLabels, and the dashboard and rules select by that.
 var announcedDesc = prometheus.NewDesc("vipstack_agent_announced",
 	"1 for each LoadBalancer Service address this node holds now (it is VRRP master of the address's instance and the address is on its interface); absent on the other nodes.",
-	[]string{"service", "namespace", "ip", "node"}, nil)
+	[]string{"service", "ip", "node"}, nil)
 
 // servicesOf maps each address of views to its Service.
 func servicesOf(views []GroupView) map[netip.Addr]string {
@@ -50,8 +52,7 @@ func (c announcedCollector) Collect(ch chan<- prometheus.Metric) {
 				continue // an address of no Service (none today)
 			}
 			seen[p.Addr()] = true
-			ns, name, _ := strings.Cut(svc, "/")
-			ch <- prometheus.MustNewConstMetric(announcedDesc, prometheus.GaugeValue, 1, name, ns, p.Addr().String(), node)
+			ch <- prometheus.MustNewConstMetric(announcedDesc, prometheus.GaugeValue, 1, svc, p.Addr().String(), node)
 		}
 	}
 }

@@ -160,8 +160,11 @@ func TestMetalLBMapping(t *testing.T) {
 	for _, p := range ps {
 		got[p.Name] = p.Group.String()
 	}
+	// blue: z-all's nodes (every node) take in b-by-label's. red: a-red
+	// and z-all announce on different interfaces; a-red, the first,
+	// serves it, and z-all is told.
 	want := map[string]string{
-		"metallb.io/metallb-system/blue":  "metallb-system/metallb-b-by-label",
+		"metallb.io/metallb-system/blue":  "metallb-system/metallb-z-all",
 		"metallb.io/metallb-system/red":   "metallb-system/metallb-a-red",
 		"metallb.io/metallb-system/green": "metallb-system/metallb-z-all",
 	}
@@ -179,8 +182,68 @@ func TestMetalLBMapping(t *testing.T) {
 	for _, p := range probs {
 		gotProbs = append(gotProbs, p.Kind+" "+p.Name)
 	}
-	if diff := cmp.Diff([]string{"L2Advertisement refused", "IPAddressPool bad"}, gotProbs); diff != "" {
+	if diff := cmp.Diff([]string{"L2Advertisement refused", "IPAddressPool bad", "L2Advertisement z-all"}, gotProbs); diff != "" {
 		t.Errorf("problems (-want +got):\n%s", diff)
+	}
+	if msg := probs[2].Error(); !strings.Contains(msg, "selects IPAddressPool red, which L2Advertisement a-red serves") {
+		t.Errorf("problem %q, want it to name the pool and the advertisement that serves it", msg)
+	}
+}
+
+// TestMetalLBSeveralAdvertisements: of several advertisements of one
+// pool, the one whose nodes and interface take in the others' serves it;
+// when none does, the first, and the others are told.
+func TestMetalLBSeveralAdvertisements(t *testing.T) {
+	nodes := func(kv ...string) []metav1.LabelSelector {
+		m := map[string]string{}
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return []metav1.LabelSelector{{MatchLabels: m}}
+	}
+	tests := []struct {
+		name      string
+		advs      []L2Advertisement
+		wantGroup string
+		wantProbs []string
+	}{
+		{name: "one", advs: []L2Advertisement{adv("a", L2AdvertisementSpec{NodeSelectors: nodes("zone", "a")})}, wantGroup: "metallb-a"},
+		{name: "the later takes in the first", advs: []L2Advertisement{
+			adv("a", L2AdvertisementSpec{NodeSelectors: nodes("zone", "a", "rack", "1")}),
+			adv("b", L2AdvertisementSpec{NodeSelectors: nodes("zone", "a")}),
+		}, wantGroup: "metallb-b"},
+		{name: "same nodes", advs: []L2Advertisement{
+			adv("a", L2AdvertisementSpec{NodeSelectors: nodes("zone", "a")}),
+			adv("b", L2AdvertisementSpec{NodeSelectors: nodes("zone", "a")}),
+		}, wantGroup: "metallb-a"},
+		{name: "every node takes in any", advs: []L2Advertisement{
+			adv("a", L2AdvertisementSpec{NodeSelectors: nodes("zone", "a")}),
+			adv("b", L2AdvertisementSpec{NodeSelectors: nodes("zone", "b")}),
+			adv("c", L2AdvertisementSpec{}),
+		}, wantGroup: "metallb-c"},
+		{name: "disjoint nodes", advs: []L2Advertisement{
+			adv("a", L2AdvertisementSpec{NodeSelectors: nodes("zone", "a")}),
+			adv("b", L2AdvertisementSpec{NodeSelectors: nodes("zone", "b")}),
+		}, wantGroup: "metallb-a", wantProbs: []string{"L2Advertisement b"}},
+		{name: "other interface", advs: []L2Advertisement{
+			adv("a", L2AdvertisementSpec{}),
+			adv("b", L2AdvertisementSpec{Interfaces: []string{"eth1"}}),
+		}, wantGroup: "metallb-a", wantProbs: []string{"L2Advertisement b"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ps, _, probs := MetalLB([]IPAddressPool{pool("p", nil, "198.18.1.0/24")}, tt.advs)
+			if len(ps) != 1 || ps[0].Group.Name != tt.wantGroup {
+				t.Errorf("pools %+v, want p served by %s", ps, tt.wantGroup)
+			}
+			var got []string
+			for _, p := range probs {
+				got = append(got, p.Kind+" "+p.Name)
+			}
+			if diff := cmp.Diff(tt.wantProbs, got); diff != "" {
+				t.Errorf("problems (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
 

@@ -279,8 +279,12 @@ func selects(a *L2Advertisement, p *IPAddressPool) (bool, error) {
 
 // MetalLB reads MetalLB's pools and advertisements (of one namespace, as
 // MetalLB does). Each valid L2Advertisement becomes a VIPGroup; a pool is
-// served by the first valid advertisement (by name) that selects it.
-// Objects refused are left out and reported.
+// served by the group of one valid advertisement that selects it: of
+// several, the first (by name) whose nodes and interface take in every
+// other's (servingAdv), as MetalLB announces a pool from every
+// advertisement's nodes; when none does, the first, and each other that
+// announces where it does not is reported. Objects refused are left out
+// and reported.
 func MetalLB(pools []IPAddressPool, advs []L2Advertisement) ([]Pool, []Group, []Problem) {
 	var probs []Problem
 	pools = slices.Clone(pools)
@@ -289,6 +293,7 @@ func MetalLB(pools []IPAddressPool, advs []L2Advertisement) ([]Pool, []Group, []
 	sort.Slice(advs, func(i, j int) bool { return advs[i].Name < advs[j].Name })
 	var groups []Group
 	var okAdvs []*L2Advertisement
+	specs := map[*L2Advertisement]v1alpha1.VIPGroupSpec{}
 	for i := range advs {
 		a := &advs[i]
 		spec, err := ConvertL2(a)
@@ -299,6 +304,7 @@ func MetalLB(pools []IPAddressPool, advs []L2Advertisement) ([]Pool, []Group, []
 		groups = append(groups, Group{Ref: k8s.GroupRef{Namespace: a.Namespace, Name: L2GroupName(a.Name)}, Spec: spec,
 			Source: "L2Advertisement " + a.Namespace + "/" + a.Name, MadeFor: MadeForMetalLB})
 		okAdvs = append(okAdvs, a)
+		specs[a] = spec
 	}
 	var out []Pool
 	for i := range pools {
@@ -309,6 +315,7 @@ func MetalLB(pools []IPAddressPool, advs []L2Advertisement) ([]Pool, []Group, []
 			continue
 		}
 		cp := Pool{Pool: ap, Source: "IPAddressPool " + p.Namespace + "/" + p.Name}
+		var sel []*L2Advertisement
 		for _, a := range okAdvs {
 			ok, err := selects(a, p)
 			if err != nil {
@@ -316,11 +323,59 @@ func MetalLB(pools []IPAddressPool, advs []L2Advertisement) ([]Pool, []Group, []
 				continue
 			}
 			if ok {
-				cp.Group = k8s.GroupRef{Namespace: a.Namespace, Name: L2GroupName(a.Name)}
-				break
+				sel = append(sel, a)
+			}
+		}
+		if a, left := servingAdv(sel, specs); a != nil {
+			cp.Group = k8s.GroupRef{Namespace: a.Namespace, Name: L2GroupName(a.Name)}
+			for _, o := range left {
+				probs = append(probs, Problem{Kind: "L2Advertisement", Namespace: o.Namespace, Name: o.Name,
+					Err: fmt.Errorf("selects IPAddressPool %s, which L2Advertisement %s serves: vipstack serves a pool from one group, and this one's nodes or interface are not within that one's, so the pool is not announced from them; make one advertisement take in the others' nodes and interface", p.Name, a.Name)})
 			}
 		}
 		out = append(out, cp)
 	}
 	return out, groups, probs
+}
+
+// servingAdv picks, of the advertisements that select a pool (sorted by
+// name), the one whose group serves it: the first whose interface is
+// every other's and whose node selector takes in every other's (no
+// selector, or matchLabels that are a subset of the other's). When none
+// does, the first, and left are those whose nodes or interface it does
+// not take in.
+func servingAdv(sel []*L2Advertisement, specs map[*L2Advertisement]v1alpha1.VIPGroupSpec) (chosen *L2Advertisement, left []*L2Advertisement) {
+	if len(sel) == 0 {
+		return nil, nil
+	}
+	covers := func(a, b *L2Advertisement) bool {
+		sa, sb := specs[a], specs[b]
+		if sa.Interface != sb.Interface {
+			return false
+		}
+		for k, v := range sa.NodeSelector {
+			if w, ok := sb.NodeSelector[k]; !ok || w != v {
+				return false
+			}
+		}
+		return true
+	}
+	for _, a := range sel {
+		all := true
+		for _, b := range sel {
+			if !covers(a, b) {
+				all = false
+				break
+			}
+		}
+		if all {
+			return a, nil
+		}
+	}
+	for _, b := range sel[1:] {
+		if !covers(sel[0], b) {
+			left = append(left, b)
+		}
+	}
+	return sel[0], left
 }

@@ -12,9 +12,11 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/vipstack/vipstack/internal/k8s/agent"
@@ -33,16 +35,29 @@ const (
 // Lease that is not an agent's, cannot be read, or was not renewed in its
 // duration (a silent agent).
 func leaseAnnounces(l *coordinationv1.Lease, now time.Time) (node string, addrs []netip.Addr, ok bool) {
+	node, addrs, ok = parseLease(l)
+	if !ok || !leaseLive(l, now) {
+		return node, nil, false
+	}
+	return node, addrs, true
+}
+
+// leaseLive says whether l was renewed within its duration.
+func leaseLive(l *coordinationv1.Lease, now time.Time) bool {
+	return l.Spec.RenewTime != nil && l.Spec.LeaseDurationSeconds != nil &&
+		now.Sub(l.Spec.RenewTime.Time) <= time.Duration(*l.Spec.LeaseDurationSeconds)*time.Second
+}
+
+// parseLease reads the node and the addresses it announces from an
+// agent's status Lease, whether or not it is live; ok false for a Lease
+// that is not an agent's or cannot be read.
+func parseLease(l *coordinationv1.Lease) (node string, addrs []netip.Addr, ok bool) {
 	name, isAgent := strings.CutPrefix(l.Name, agent.LeasePrefix)
 	if !isAgent {
 		return "", nil, false
 	}
 	var p agent.Published
 	if err := json.Unmarshal([]byte(l.Annotations[agent.StatusAnnotation]), &p); err != nil {
-		return name, nil, false
-	}
-	if l.Spec.RenewTime == nil || l.Spec.LeaseDurationSeconds == nil ||
-		now.Sub(l.Spec.RenewTime.Time) > time.Duration(*l.Spec.LeaseDurationSeconds)*time.Second {
 		return name, nil, false
 	}
 	for _, in := range p.Instances {
@@ -64,6 +79,31 @@ func leaseAnnounces(l *coordinationv1.Lease, now time.Time) (node string, addrs 
 	return name, addrs, true
 }
 
+// parsedLease is what parseLease read of one version of a Lease.
+type parsedLease struct {
+	version string // resourceVersion
+	node    string
+	addrs   []netip.Addr
+	ok      bool
+}
+
+// cachedLease is parseLease of l, read once per version of the Lease:
+// every Service's reconcile looks at every agent's Lease, whose status
+// lists every address the node holds.
+func (c *Controller) cachedLease(l *coordinationv1.Lease) (node string, addrs []netip.Addr, ok bool) {
+	c.leaseMu.Lock()
+	p, hit := c.parsed[l.Name]
+	c.leaseMu.Unlock()
+	if hit && p.version == l.ResourceVersion && l.ResourceVersion != "" {
+		return p.node, p.addrs, p.ok
+	}
+	node, addrs, ok = parseLease(l)
+	c.leaseMu.Lock()
+	c.parsed[l.Name] = parsedLease{version: l.ResourceVersion, node: node, addrs: addrs, ok: ok}
+	c.leaseMu.Unlock()
+	return node, addrs, ok
+}
+
 // announcers reads every agent's status Lease (from the cache: the
 // release namespace, label agent.LeaseLabel) and returns the nodes that
 // announce each address.
@@ -79,8 +119,8 @@ func (c *Controller) announcers(ctx context.Context) (by map[netip.Addr][]string
 	now := c.clk.Now()
 	for i := range leases.Items {
 		l := &leases.Items[i]
-		node, addrs, ok := leaseAnnounces(l, now)
-		if !ok {
+		node, addrs, ok := c.cachedLease(l)
+		if !ok || !leaseLive(l, now) {
 			continue
 		}
 		if len(addrs) > 0 {
@@ -101,8 +141,11 @@ func (c *Controller) announcers(ctx context.Context) (by map[netip.Addr][]string
 	return out, expires, nil
 }
 
-// servicesOfLease maps an agent's Lease to the Services whose addresses
-// its node announces now or announced at its last look.
+// servicesOfLease maps an agent's Lease to the Services of the addresses
+// its node started or stopped announcing since its last look: only their
+// condition can change. (A Lease is renewed every few seconds, and during
+// a burst of new Services each agent's changes every second: looking
+// again at every Service its node announces swamped the queue.)
 func (c *Controller) servicesOfLease(_ context.Context, o client.Object) []reconcile.Request {
 	l, ok := o.(*coordinationv1.Lease)
 	if !ok {
@@ -119,7 +162,7 @@ func (c *Controller) servicesOfLease(_ context.Context, o client.Object) []recon
 	defer c.mu.Unlock()
 	seen := map[string]bool{}
 	var out []reconcile.Request
-	for _, a := range append(slices.Clone(addrs), c.lastAnnounced[node]...) {
+	for _, a := range changedAddrs(c.lastAnnounced[node], addrs) {
 		owner, held := c.alloc.Owner(a)
 		owner = strings.TrimSuffix(owner, extKey(""))
 		if !held || seen[owner] {
@@ -133,7 +176,79 @@ func (c *Controller) servicesOfLease(_ context.Context, o client.Object) []recon
 		c.lastAnnounced = map[string][]netip.Addr{}
 	}
 	c.lastAnnounced[node] = addrs
+	c.watchExpiryLocked(l, node, len(addrs) > 0)
 	return out
+}
+
+// changedAddrs returns the addresses in one of was and now but not in
+// the other.
+func changedAddrs(was, now []netip.Addr) []netip.Addr {
+	in := func(as []netip.Addr) map[netip.Addr]bool {
+		m := make(map[netip.Addr]bool, len(as))
+		for _, a := range as {
+			m[a] = true
+		}
+		return m
+	}
+	inWas, inNow := in(was), in(now)
+	var out []netip.Addr
+	for _, a := range now {
+		if !inWas[a] {
+			out = append(out, a)
+		}
+	}
+	for _, a := range was {
+		if !inNow[a] {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// leaseExpiryMargin is how long after a Lease's expiry its timer fires,
+// so that the Lease is expired when the Services are looked at.
+const leaseExpiryMargin = 100 * time.Millisecond
+
+// watchExpiryLocked arms the timer of node's Lease to fire when l expires
+// (announcing: it says the node announces something), or stops it.
+// Each event of the Lease re-arms it, so it fires only for an agent that
+// stopped renewing. c.mu is held.
+func (c *Controller) watchExpiryLocked(l *coordinationv1.Lease, node string, announcing bool) {
+	if t, ok := c.leaseTimers[node]; ok {
+		t.Stop()
+		delete(c.leaseTimers, node)
+	}
+	if !announcing {
+		return
+	}
+	end := l.Spec.RenewTime.Add(time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second)
+	key := client.ObjectKeyFromObject(l)
+	c.leaseTimers[node] = c.clk.AfterFunc(end.Sub(c.clk.Now())+leaseExpiryMargin, func() {
+		ev := event.GenericEvent{Object: &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}}
+		select {
+		case c.leaseExpired <- ev:
+		default:
+			// One entry per node fits unless the queue is stalled; the
+			// Lease's next event looks again.
+			c.log.Warn("the queue of expired agent Leases is full", "lease", key.String())
+		}
+	})
+}
+
+// servicesOfExpiredLease maps the Lease whose timer fired to the Services
+// its node announced, reading the Lease as it is now: renewed since, it
+// re-arms the timer; expired or gone, the node announces nothing.
+func (c *Controller) servicesOfExpiredLease(ctx context.Context, o client.Object) []reconcile.Request {
+	var l coordinationv1.Lease
+	if err := c.client.Get(ctx, client.ObjectKeyFromObject(o), &l); err != nil {
+		if !apierrors.IsNotFound(err) {
+			c.log.Warn("reading an agent's status Lease failed", "lease", client.ObjectKeyFromObject(o).String(), "err", err)
+			return nil
+		}
+		// Gone: as expired (an empty Lease announces nothing).
+		l = coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: o.GetNamespace(), Name: o.GetName()}}
+	}
+	return c.servicesOfLease(ctx, &l)
 }
 
 // announcedCondition says which node announces each of the Service's

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"golang.org/x/time/rate"
 	"log/slog"
 	"net/netip"
 	"sort"
@@ -40,6 +41,10 @@ import (
 	"github.com/vipstack/vipstack/internal/k8s/v1alpha1"
 )
 
+// DefaultAnnouncedWrites is Options.AnnouncedWrites' default: status
+// writes per second for the AnnouncedBy condition alone.
+const DefaultAnnouncedWrites = 20
+
 // Options configure the controller.
 type Options struct {
 	Logger *slog.Logger
@@ -49,6 +54,13 @@ type Options struct {
 	ExcludedVRIDs []int
 	// Workers is how many Services are reconciled at once (default 4).
 	Workers int
+	// AnnouncedWrites bounds the status writes per second whose only
+	// change is the AnnouncedBy condition (default DefaultAnnouncedWrites;
+	// bursts of twice as many), so that the informational condition never
+	// doubles the API load while addresses are being given out: a burst
+	// of new Services is announced by the agents as fast as before, and
+	// the conditions follow at this rate.
+	AnnouncedWrites float64
 	// Registry receives the controller's metrics; nil: none.
 	Registry prometheus.Registerer
 	// MetalLBNamespace is where MetalLB's IPAddressPools and
@@ -56,6 +68,11 @@ type Options struct {
 	MetalLBNamespace string
 	// NoForeign turns off reading MetalLB's and kube-vip's configuration.
 	NoForeign bool
+	// ForeignCRDRecheck is how often the controller asks the API server
+	// whether MetalLB's CRDs are served, while they are not (default
+	// ForeignCRDRecheck): installed after the controller started, they
+	// are read from then on without a restart.
+	ForeignCRDRecheck time.Duration
 	// NoKeepalivedOperator turns off reading the keepalived-operator's
 	// KeepalivedGroups and OpenShift's Network (externalIP CIDRs).
 	NoKeepalivedOperator bool
@@ -88,11 +105,25 @@ type Controller struct {
 	// lastAnnounced is the addresses each node's agent announced at the
 	// last look at its status Lease (under mu).
 	lastAnnounced map[string][]netip.Addr
+	// leaseTimers fire when an announcing agent's Lease expires unless it
+	// is renewed before (under mu): a killed or cut-off agent writes no
+	// more, so no watch event would say it went silent.
+	leaseTimers map[string]clock.Timer
+	// leaseMu guards parsed: each agent Lease's last version as read.
+	leaseMu sync.Mutex
+	parsed  map[string]parsedLease
+	// leaseExpired carries the Leases whose timer fired.
+	leaseExpired chan event.GenericEvent
 	// lastBy is the nodes (comma-separated) that last announced each
 	// address (under mu).
 	lastBy map[netip.Addr]string
-	client client.Client
-	cache  client.Reader // MetalLB's objects (unstructured) and kube-vip's ConfigMap
+	// announceRate is Options.AnnouncedWrites, on clk's time;
+	// announceDue (under mu) is when each deferred Service's
+	// AnnouncedBy write has its turn.
+	announceRate *rate.Limiter
+	announceDue  map[types.NamespacedName]time.Time
+	client       client.Client
+	cache        client.Reader // MetalLB's objects (unstructured) and kube-vip's ConfigMap
 	// secrets reads the VRRP passwords' source Secrets by name, uncached.
 	secrets client.Reader
 	events  events.EventRecorder
@@ -109,10 +140,11 @@ type Controller struct {
 	poolState  map[string]poolState
 	foreignSig string
 	lastGood   map[string]lastValid
-	waiting    map[types.NamespacedName]bool // refused for want of an address
-	groups     map[string][]k8s.Instance     // last planned, by group key
-	laidOut    map[string]bool               // groups planned (by us or, per their status, before)
-	extKeys    map[string]bool               // allocator keys of accepted externalIPs
+	waiting    map[types.NamespacedName]bool    // refused for want of an address
+	groups     map[string][]k8s.Instance        // last planned, by group key
+	links      map[string]v1alpha1.VIPGroupSpec // each group's interface and link (linkSpec), by group key
+	laidOut    map[string]bool                  // groups planned (by us or, per their status, before)
+	extKeys    map[string]bool                  // allocator keys of accepted externalIPs
 	// foreign is MetalLB's and kube-vip's configuration as last read;
 	// metallb: MetalLB's CRDs were served at start; reported: the
 	// problems last reported.
@@ -129,7 +161,10 @@ type Controller struct {
 
 	retry       chan event.GenericEvent
 	foreignKick chan event.GenericEvent // starts the foreign reconciler once
-	m           *metrics
+	// foreignCtl is the reconciler of foreign objects (nil: none), which
+	// gets MetalLB's kinds to watch when they appear (awaitMetalLB).
+	foreignCtl controller.Controller
+	m          *metrics
 }
 
 // Setup registers the controller's three reconcilers (Services, VIPGroups,
@@ -145,8 +180,14 @@ func Setup(mgr manager.Manager, o Options) (*Controller, error) {
 	if o.Workers <= 0 {
 		o.Workers = 4
 	}
+	if o.AnnouncedWrites <= 0 {
+		o.AnnouncedWrites = DefaultAnnouncedWrites
+	}
 	if o.Namespace == "" {
 		o.Namespace = k8s.DefaultNamespace
+	}
+	if o.ForeignCRDRecheck <= 0 {
+		o.ForeignCRDRecheck = ForeignCRDRecheck
 	}
 	if o.PasswordRecheck <= 0 {
 		o.PasswordRecheck = PasswordRecheck
@@ -179,6 +220,7 @@ func Setup(mgr manager.Manager, o Options) (*Controller, error) {
 		lastGood:    map[string]lastValid{},
 		waiting:     map[types.NamespacedName]bool{},
 		groups:      map[string][]k8s.Instance{},
+		links:       map[string]v1alpha1.VIPGroupSpec{},
 		laidOut:     map[string]bool{},
 		extKeys:     map[string]bool{},
 		retry:       make(chan event.GenericEvent, 1<<14),
@@ -187,6 +229,11 @@ func Setup(mgr manager.Manager, o Options) (*Controller, error) {
 		// lastAnnounced: what each agent's Lease said last (announced.go).
 		lastAnnounced: map[string][]netip.Addr{},
 		lastBy:        map[netip.Addr]string{},
+		announceDue:   map[types.NamespacedName]time.Time{},
+		announceRate:  rate.NewLimiter(rate.Limit(o.AnnouncedWrites), max(1, int(2*o.AnnouncedWrites))),
+		leaseTimers:   map[string]clock.Timer{},
+		parsed:        map[string]parsedLease{},
+		leaseExpired:  make(chan event.GenericEvent, 1<<10),
 	}
 	c.metallb = !o.NoForeign && hasMetalLB(mgr.GetRESTMapper())
 	c.keepalived = !o.NoKeepalivedOperator && hasKind(mgr.GetRESTMapper(), keepalivedGroupGVK)
@@ -211,6 +258,7 @@ func Setup(mgr manager.Manager, o Options) (*Controller, error) {
 		Watches(&coordinationv1.Lease{}, handler.EnqueueRequestsFromMapFunc(c.servicesOfLease)).
 		Watches(&v1alpha1.VIPGroup{}, handler.EnqueueRequestsFromMapFunc(c.servicesOfGroup)).
 		WatchesRawSource(source.Channel(c.retry, &handler.EnqueueRequestForObject{})).
+		WatchesRawSource(source.Channel(c.leaseExpired, handler.EnqueueRequestsFromMapFunc(c.servicesOfExpiredLease))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: o.Workers}).
 		Complete(reconcile.Func(c.reconcileService))
 	if err != nil {
@@ -266,10 +314,19 @@ func Setup(mgr manager.Manager, o Options) (*Controller, error) {
 			u.SetGroupVersionKind(gvk)
 			b = b.Watches(u, one)
 		}
-		if err := b.Complete(reconcile.Func(c.reconcileForeign)); err != nil {
+		fc, err := b.Build(reconcile.Func(c.reconcileForeign))
+		if err != nil {
 			return nil, fmt.Errorf("controller of MetalLB's, kube-vip's and keepalived-operator's objects: %w", err)
 		}
+		c.foreignCtl = fc
 		c.foreignKick <- event.GenericEvent{Object: &corev1.ConfigMap{}}
+		if !o.NoForeign && !c.metallb {
+			if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+				return c.awaitMetalLB(ctx, mgr, one)
+			})); err != nil {
+				return nil, fmt.Errorf("the check for MetalLB's CRDs: %w", err)
+			}
+		}
 	}
 	return c, nil
 }
@@ -318,23 +375,8 @@ func (c *Controller) prepare(ctx context.Context) error {
 					}
 					n++
 				}
-			} else if c.isOurLB(s) && allocCond == nil {
-				// (InPool includes OpenShift's pools, whose addresses
-				// Services with the keepalived-operator's annotation show.)
-				for _, ing := range s.Status.LoadBalancer.Ingress {
-					a, err := netip.ParseAddr(ing.IP)
-					if err != nil {
-						continue
-					}
-					if _, ok := c.foreign.InPool(a); !ok {
-						continue
-					}
-					if err := c.alloc.Reserve(key, a); err != nil {
-						c.log.Info("rebuild: address another load balancer gave is shown twice (shared, or a conflict); the older Service holds it", "service", key, "err", err)
-						continue
-					}
-					n++
-				}
+			} else {
+				n += c.reserveForeignLocked(s, c.foreign)
 			}
 			if cond := findCondition(s.Status.Conditions, v1alpha1.ServiceConditionExternalIPs); cond != nil && cond.Status == "True" {
 				// What the condition allowed (and the agents hold), not
@@ -356,6 +398,7 @@ func (c *Controller) prepare(ctx context.Context) error {
 		}
 		for _, g := range groups.Items {
 			c.groups[g.Namespace+"/"+g.Name] = instancesOf(g.Status.Instances)
+			c.links[g.Namespace+"/"+g.Name] = linkSpec(&g.Spec)
 			if hasCondition(g.Status.Conditions, v1alpha1.ConditionReady) {
 				c.laidOut[g.Namespace+"/"+g.Name] = true
 			}
@@ -364,6 +407,38 @@ func (c *Controller) prepare(ctx context.Context) error {
 		c.log.Info("rebuilt from the API", "services", len(svcs), "addresses", n, "groups", len(groups.Items))
 	}
 	return c.syncPoolsLocked(ctx)
+}
+
+// reserveForeignLocked reserves for s, a load balancer of ours that the
+// controller never allocated (no condition of ours), the addresses its
+// status shows that lie in a pool of foreign's: another load balancer
+// gave them, and s keeps them. It returns how many. c.mu is held.
+func (c *Controller) reserveForeignLocked(s *corev1.Service, foreign compat.Config) int {
+	if !c.isOurLB(s) || findCondition(s.Status.Conditions, v1alpha1.ServiceConditionAllocated) != nil {
+		return 0
+	}
+	key := s.Namespace + "/" + s.Name
+	n := 0
+	// (InPool includes OpenShift's pools, whose addresses Services with
+	// the keepalived-operator's annotation show.)
+	for _, ing := range s.Status.LoadBalancer.Ingress {
+		a, err := netip.ParseAddr(ing.IP)
+		if err != nil {
+			continue
+		}
+		if _, ok := foreign.InPool(a); !ok {
+			continue
+		}
+		if owner, held := c.alloc.Owner(a); held && owner == key {
+			continue
+		}
+		if err := c.alloc.Reserve(key, a); err != nil {
+			c.log.Info("address another load balancer gave is shown twice (shared, or a conflict); the older Service holds it", "service", key, "err", err)
+			continue
+		}
+		n++
+	}
+	return n
 }
 
 // syncPoolsLocked applies the IPPools when they changed. c.mu is held.

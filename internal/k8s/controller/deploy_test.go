@@ -57,6 +57,9 @@ func TestCRDValidation(t *testing.T) {
 			wantErr: `spec.vrrpVersion: Unsupported value: 4: supported values: "2", "3"`},
 		{name: "group bad interface", obj: func() client.Object { g := group("v", "g", nil); g.Spec.Interface = "eth0/1"; return g }(),
 			wantErr: "interface must be a Linux interface name"},
+		{name: "group link", obj: func() client.Object { g := group("v", "g", nil); g.Spec.Link = "rack-a.lan_2"; return g }()},
+		{name: "group bad link", obj: func() client.Object { g := group("v", "g", nil); g.Spec.Link = "-lan a"; return g }(),
+			wantErr: `spec.link in body should match`},
 		{name: "group v2 password", obj: func() client.Object {
 			g := v2(1000)
 			g.Spec.AuthPassSecretRef = &v1alpha1.SecretKeyRef{Name: "vrrp", Key: "password"}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -18,7 +19,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/vipstack/vipstack/internal/k8s"
 	"github.com/vipstack/vipstack/internal/k8s/compat"
@@ -306,7 +310,7 @@ const maxNote = 1024
 const sourceAnnotation = "vipstack.io/made-from"
 
 func equalSpec(a, b v1alpha1.VIPGroupSpec) bool {
-	return maps.Equal(a.NodeSelector, b.NodeSelector) && a.Interface == b.Interface && a.Unicast == b.Unicast &&
+	return maps.Equal(a.NodeSelector, b.NodeSelector) && a.Interface == b.Interface && a.Link == b.Link && a.Unicast == b.Unicast &&
 		a.VRRPVersion == b.VRRPVersion && a.AdvertIntervalMilliseconds == b.AdvertIntervalMilliseconds && slices.Equal(a.ExcludedVRIDs, b.ExcludedVRIDs) &&
 		(a.AuthPassSecretRef == nil) == (b.AuthPassSecretRef == nil) && (a.AuthPassSecretRef == nil || *a.AuthPassSecretRef == *b.AuthPassSecretRef)
 }
@@ -319,15 +323,90 @@ func problemsKey(ps []compat.Problem) string {
 	return strings.Join(s, "\n")
 }
 
+// ForeignCRDRecheck is how often, by default, the controller asks whether
+// MetalLB's CRDs are served while they are not.
+const ForeignCRDRecheck = 30 * time.Second
+
+// awaitMetalLB waits, asking every Options.ForeignCRDRecheck, until
+// MetalLB's CRDs are served, then reads them as if they had been there at
+// start: the reconciler of foreign objects watches them (through one),
+// the addresses MetalLB gave that Services show are reserved for them
+// before MetalLB's pools are applied, and every Service is looked at
+// again. It runs on the leader only.
+func (c *Controller) awaitMetalLB(ctx context.Context, mgr manager.Manager, one handler.EventHandler) error {
+	tick := time.NewTicker(c.opts.ForeignCRDRecheck)
+	defer tick.Stop()
+	for !hasMetalLB(mgr.GetRESTMapper()) {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+	}
+	c.log.Info("MetalLB's CRDs are served now: reading its IPAddressPools and L2Advertisements", "namespace", c.opts.MetalLBNamespace)
+	for _, gvk := range []schema.GroupVersionKind{ipAddressPoolGVK, l2AdvertisementGVK} {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(gvk)
+		if err := c.foreignCtl.Watch(source.Kind[client.Object](mgr.GetCache(), u, one)); err != nil {
+			return fmt.Errorf("watch MetalLB %ss: %w", gvk.Kind, err)
+		}
+	}
+	var svcs corev1.ServiceList
+	if err := c.client.List(ctx, &svcs); err != nil {
+		return fmt.Errorf("list Services once MetalLB's CRDs appeared: %w", err)
+	}
+	// Older Services first, as at a start.
+	sort.Slice(svcs.Items, func(i, j int) bool {
+		ti, tj := svcs.Items[i].CreationTimestamp, svcs.Items[j].CreationTimestamp
+		if !ti.Equal(&tj) {
+			return ti.Before(&tj)
+		}
+		return svcs.Items[i].Namespace+"/"+svcs.Items[i].Name < svcs.Items[j].Namespace+"/"+svcs.Items[j].Name
+	})
+	c.mu.Lock()
+	c.metallb = true
+	n := 0
+	if c.built {
+		// Before that, the rebuild reserves them.
+		foreign, _, err := c.readForeign(ctx)
+		if err != nil {
+			c.mu.Unlock()
+			return fmt.Errorf("read MetalLB's objects once its CRDs appeared: %w", err)
+		}
+		for i := range svcs.Items {
+			n += c.reserveForeignLocked(&svcs.Items[i], foreign)
+		}
+		if err := c.syncPoolsLocked(ctx); err != nil {
+			c.log.Warn("applying MetalLB's pools failed; retried with the next Service", "err", err)
+		}
+	}
+	c.mu.Unlock()
+	c.log.Info("MetalLB's addresses reserved for the Services that show them", "addresses", n)
+	select {
+	case c.foreignKick <- event.GenericEvent{Object: &corev1.ConfigMap{}}:
+	default: // a kick is pending already
+	}
+	for i := range svcs.Items {
+		s := &corev1.Service{}
+		s.Namespace, s.Name = svcs.Items[i].Namespace, svcs.Items[i].Name
+		select {
+		case c.retry <- event.GenericEvent{Object: s}:
+		case <-ctx.Done():
+			return nil
+		}
+	}
+	return nil
+}
+
 // hasKind reports whether the API serves gvk (checked once, at start:
-// CRDs installed later need a restart of the controller).
+// CRDs installed later need a restart of the controller; MetalLB's are
+// the exception, see awaitMetalLB).
 func hasKind(m meta.RESTMapper, gvk schema.GroupVersionKind) bool {
 	_, err := m.RESTMapping(gvk.GroupKind(), gvk.Version)
 	return err == nil
 }
 
-// hasMetalLB reports whether MetalLB's CRDs are served (checked once, at
-// start: CRDs installed later need a restart of the controller).
+// hasMetalLB reports whether MetalLB's CRDs are served.
 func hasMetalLB(m meta.RESTMapper) bool {
 	for _, gvk := range []schema.GroupVersionKind{ipAddressPoolGVK, l2AdvertisementGVK} {
 		if _, err := m.RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {

@@ -28,10 +28,11 @@ const (
 )
 
 // reconcileGroup lays out a group's instances and VRIDs. VRIDs are unique
-// across all groups: the table of what each group holds is kept in memory
-// (seeded from every group's status by prepare), so two groups reconciled
-// one after the other never pick the same VRID even before the cache has
-// seen the first one's status.
+// across the groups that may share a link (v1alpha1.SameLink): the table
+// of what each group holds, and on which link, is kept in memory (seeded
+// from every group's status by prepare), so two groups reconciled one
+// after the other never pick the same VRID even before the cache has seen
+// the first one's status. Groups on different links may reuse VRIDs.
 func (c *Controller) reconcileGroup(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	if err := c.prepare(ctx); err != nil {
 		return reconcile.Result{}, err
@@ -42,6 +43,7 @@ func (c *Controller) reconcileGroup(ctx context.Context, req reconcile.Request) 
 		if apierrors.IsNotFound(err) {
 			c.mu.Lock()
 			delete(c.groups, key)
+			delete(c.links, key)
 			delete(c.laidOut, key)
 			c.mu.Unlock()
 			return reconcile.Result{}, nil
@@ -84,9 +86,11 @@ func (c *Controller) reconcileGroup(ctx context.Context, req reconcile.Request) 
 			local = append(local, sk)
 		}
 	}
+	link := g.Spec.LinkOf()
+	c.links[key] = linkSpec(&g.Spec)
 	taken := map[int]string{}
 	for other, ins := range c.groups {
-		if other == key {
+		if o, known := c.links[other]; other == key || (known && !v1alpha1.SameLink(&g.Spec, &o)) {
 			continue
 		}
 		for _, in := range ins {
@@ -105,6 +109,7 @@ func (c *Controller) reconcileGroup(ctx context.Context, req reconcile.Request) 
 
 	g.Status.ObservedGeneration = g.Generation
 	g.Status.Nodes = int32(len(names))
+	g.Status.Link = link
 	g.Status.VRIDsAvailable = int32(vridsAvailable(planned, excluded, taken))
 	g.Status.Instances = make([]v1alpha1.GroupInstance, len(planned))
 	for i, in := range planned {
@@ -121,7 +126,7 @@ func (c *Controller) reconcileGroup(ctx context.Context, req reconcile.Request) 
 		cond.Message = fmt.Sprintf("no node matches the nodeSelector %s", labels.SelectorFromSet(g.Spec.NodeSelector))
 	default:
 		cond.Status, cond.Reason = metav1.ConditionTrue, ReasonInstancesAssigned
-		cond.Message = fmt.Sprintf("%d nodes, %d instances, VRIDs %s", len(names), len(planned), vridList(planned))
+		cond.Message = fmt.Sprintf("%d nodes, %d instances, VRIDs %s %s", len(names), len(planned), vridList(planned), linkPhrase(link))
 	}
 	if len(excludedNodes) > 0 {
 		cond.Message += fmt.Sprintf("; nodes labelled %s left out: %s", corev1.LabelNodeExcludeBalancers, strings.Join(excludedNodes, ", "))
@@ -147,6 +152,19 @@ func (c *Controller) reconcileGroup(ctx context.Context, req reconcile.Request) 
 	return reconcile.Result{}, nil
 }
 
+// linkSpec keeps of a group's spec what says its link.
+func linkSpec(s *v1alpha1.VIPGroupSpec) v1alpha1.VIPGroupSpec {
+	return v1alpha1.VIPGroupSpec{Interface: s.Interface, Link: s.Link}
+}
+
+// linkPhrase says where a group's VRIDs are unique.
+func linkPhrase(link string) string {
+	if link == "" {
+		return "(unique in the cluster: the group is on the interface of the nodes' InternalIPs)"
+	}
+	return "(unique on link " + link + ")"
+}
+
 func vridList(ins []k8s.Instance) string {
 	vs := make([]int, len(ins))
 	for i, in := range ins {
@@ -161,7 +179,7 @@ func vridList(ins []k8s.Instance) string {
 }
 
 // vridsAvailable is how many VRIDs (1 to 255) are neither the group's own
-// (planned), excluded, nor another group's (taken).
+// (planned), excluded, nor another group's on the same link (taken).
 func vridsAvailable(planned []k8s.Instance, excluded []int, taken map[int]string) int {
 	used := map[int]bool{}
 	for _, in := range planned {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
 	"sort"
@@ -365,7 +366,8 @@ func (c *Controller) reconcileService(ctx context.Context, req reconcile.Request
 	// a Service a group serves: one of no group (its address only kept
 	// from reuse, as OpenShift's own) gets no condition.
 	var moved *problem
-	var recheck time.Duration // when the announcers may have changed
+	var last map[netip.Addr]string // lastBy for this Service's addresses, as the condition leaves it
+	var recheck time.Duration      // when the announcers may have changed
 	if ips := c.ips(key); c.isOurLB(&svc) && len(ips) > 0 && gerr == nil && !group.IsZero() && svc.DeletionTimestamp == nil {
 		by, expires, err := c.announcers(ctx)
 		if err != nil {
@@ -378,10 +380,18 @@ func (c *Controller) reconcileService(ctx context.Context, req reconcile.Request
 				recheck = max(expires.Sub(c.clk.Now())+time.Second, time.Second)
 			}
 		}
-		var acond metav1.Condition
+		// On a copy of lastBy: kept only if the condition is written
+		// (below), so a deferred write tells its move later.
+		last = make(map[netip.Addr]string, len(ips))
 		c.mu.Lock()
-		acond, moved = announcedCondition(&svc, ips, by, findCondition(orig.Status.Conditions, v1alpha1.ServiceConditionAnnounced), c.lastBy, now)
+		for _, a := range ips {
+			if n, ok := c.lastBy[a]; ok {
+				last[a] = n
+			}
+		}
 		c.mu.Unlock()
+		var acond metav1.Condition
+		acond, moved = announcedCondition(&svc, ips, by, findCondition(orig.Status.Conditions, v1alpha1.ServiceConditionAnnounced), last, now)
 		if old := findCondition(orig.Status.Conditions, acond.Type); old != nil && old.Status == acond.Status && old.Reason == acond.Reason && old.Message == acond.Message {
 			acond.LastTransitionTime = old.LastTransitionTime
 		}
@@ -401,6 +411,20 @@ func (c *Controller) reconcileService(ctx context.Context, req reconcile.Request
 	}
 	c.mu.Unlock()
 
+	// A write that only changes AnnouncedBy waits its turn (AnnouncedWrites);
+	// the Service is looked at again then.
+	if delay, ok := c.deferAnnounced(req.NamespacedName, orig.Status, svc.Status); ok {
+		svc.Status = *orig.Status.DeepCopy()
+		moved, last = nil, nil
+		if recheck == 0 || delay < recheck {
+			recheck = delay
+		}
+	}
+	if last != nil {
+		c.mu.Lock()
+		maps.Copy(c.lastBy, last)
+		c.mu.Unlock()
+	}
 	if !equality.Semantic.DeepEqual(orig.Status, svc.Status) {
 		patch := client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})
 		if err := c.client.Status().Patch(ctx, &svc, patch); err != nil {
@@ -726,6 +750,7 @@ func (c *Controller) forget(n types.NamespacedName) {
 	}
 	delete(c.extKeys, extKey(key))
 	delete(c.waiting, n)
+	delete(c.announceDue, n)
 	if len(a)+len(b) > 0 {
 		c.log.Info("Service deleted; addresses released", "service", key, "addresses", joinAddrs(append(a, b...)))
 		c.kickWaitingLocked()
@@ -939,4 +964,42 @@ func (c *Controller) keepOpenShift(key string, svc *corev1.Service, cfg compat.C
 		}
 	}
 	return released
+}
+
+// deferAnnounced reports whether the status write from was to now changes
+// nothing but the AnnouncedBy condition and its turn under
+// Options.AnnouncedWrites has not come yet, and if so how long until it
+// does. A Service keeps its place in line (announceDue) across the
+// requeue, so a burst of conditions is written in turn at that rate
+// rather than retried all at once.
+func (c *Controller) deferAnnounced(n types.NamespacedName, was, now corev1.ServiceStatus) (time.Duration, bool) {
+	t := c.clk.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	due, queued := c.announceDue[n]
+	delete(c.announceDue, n)
+	if equality.Semantic.DeepEqual(was, now) {
+		return 0, false
+	}
+	rest := func(st corev1.ServiceStatus) corev1.ServiceStatus {
+		st = *st.DeepCopy()
+		meta.RemoveStatusCondition(&st.Conditions, v1alpha1.ServiceConditionAnnounced)
+		return st
+	}
+	if !equality.Semantic.DeepEqual(rest(was), rest(now)) {
+		return 0, false // addresses or other conditions change: write now
+	}
+	if queued {
+		if t.Before(due) {
+			c.announceDue[n] = due
+			return due.Sub(t), true
+		}
+		return 0, false
+	}
+	delay := c.announceRate.ReserveN(t, 1).DelayFrom(t)
+	if delay <= 0 {
+		return 0, false
+	}
+	c.announceDue[n] = t.Add(delay)
+	return delay, true
 }

@@ -21,8 +21,10 @@ import (
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vipstack/vipstack/internal/chart"
@@ -80,7 +82,26 @@ type Options struct {
 	Before func(ctx context.Context, admin client.Client) error
 	// ControllerArgs are added to the controller's command line.
 	ControllerArgs []string
+	// AgentArgs are added to each agent's command line.
+	AgentArgs []string
+	// Standby runs a second controller beside the first, both with leader
+	// election (LeaderElect is implied) and short Lease timings
+	// (StandbyLease): KillLeader kills the one holding the Lease and the
+	// other takes over.
+	Standby bool
+	// Endpoints gives each Service an EndpointSlice with a ready endpoint
+	// on every node, so that externalTrafficPolicy Local (EditPolicy)
+	// keeps every node eligible.
+	Endpoints bool
+	// AutoAssign leaves the odd-numbered Services without a requested
+	// address: the controller picks one from the pool (VIPs records it).
+	AutoAssign bool
 }
+
+// StandbyLease is the controllers' Lease duration with Options.Standby
+// (renew deadline 3/4 of it, retry period 1/6): a killed leader's
+// standby takes over within about this time.
+const StandbyLease = 6 * time.Second
 
 // Pool is the lab's IPPool range unless Options.Pool says otherwise;
 // Service i asks for PoolAddr(i).
@@ -104,8 +125,9 @@ type Lab struct {
 	o       Options
 	ctrlCfg string
 
-	mu   sync.Mutex
-	ctrl *proc
+	mu      sync.Mutex
+	ctrls   [2]*proc // the controller; the standby (Options.Standby)
+	ctrlOff [2]int64 // where each one's log began at its last start
 }
 
 // Node is one node of the lab: a namespace and its agent.
@@ -172,6 +194,8 @@ func Start(ctx context.Context, t testing.TB, o Options) *Lab {
 		t.Fatalf("k8slab: Options.Advert = %v: want a multiple of 10ms", o.Advert)
 	case o.Bin == "":
 		t.Fatalf("k8slab: Options.Bin is empty: want the vipstack binary")
+	case o.AutoAssign && o.Services > 20:
+		t.Fatalf("k8slab: Options.Services = %d with AutoAssign: want at most 20 (SpareAddr needs the pool's upper half)", o.Services)
 	case o.Pool != "" && o.Services > 0:
 		t.Fatalf("k8slab: Options.Pool = %q with Options.Services = %d: want the default pool (%s) for the lab's own Services, or no Services", o.Pool, o.Services, Pool)
 	}
@@ -204,8 +228,16 @@ func Start(ctx context.Context, t testing.TB, o Options) *Lab {
 	if l.ctrlCfg, err = l.kubeconfig("controller", "", "vipstack-controller"); err != nil {
 		t.Fatalf("k8slab: %v", err)
 	}
+	if o.Standby {
+		l.o.LeaderElect = true
+	}
 	if err := l.StartController(); err != nil {
 		t.Fatalf("k8slab: %v", err)
+	}
+	if o.Standby {
+		if err := l.startController(1); err != nil {
+			t.Fatalf("k8slab: %v", err)
+		}
 	}
 	apiHost := strings.TrimPrefix(l.Env.Config.Host, "https://")
 	for i, h := range l.Topo.Hosts {
@@ -257,10 +289,50 @@ func Start(ctx context.Context, t testing.TB, o Options) *Lab {
 		}
 	}
 	for i := range o.Services {
+		if !o.Endpoints {
+			break
+		}
+		if err := l.endpoints(ctx, i); err != nil {
+			t.Fatalf("%v", err)
+		}
+	}
+	// Services asking for an address first, so that those the controller
+	// picks for cannot take one of theirs.
+	l.VIPs = make([]netip.Addr, o.Services)
+	for i := range o.Services {
+		if o.AutoAssign && i%2 == 1 {
+			continue
+		}
+		l.VIPs[i] = PoolAddr(i)
 		if err := l.CreateService(ctx, i); err != nil {
 			t.Fatalf("k8slab: %v", err)
 		}
-		l.VIPs = append(l.VIPs, PoolAddr(i))
+	}
+	for i := range o.Services {
+		if l.VIPs[i].IsValid() {
+			continue
+		}
+		if err := l.Admin.Create(ctx, NewService(ServiceName(i), netip.Addr{})); err != nil {
+			t.Fatalf("k8slab: create Service %s: %v", ServiceName(i), err)
+		}
+		if err := testutil.Poll(60*time.Second, func() error {
+			addrs, err := l.ServiceAddrs(ctx)
+			if err != nil {
+				return err
+			}
+			if a := addrs[ServiceName(i)]; len(a) != 1 {
+				return fmt.Errorf("Service %s has addresses %v, want one", ServiceName(i), a)
+			}
+			l.VIPs[i] = addrs[ServiceName(i)][0]
+			return nil
+		}); err != nil {
+			t.Fatalf("k8slab: %v", err)
+		}
+		for j := range o.Services {
+			if l.VIPs[i] == SpareAddr(j) {
+				t.Fatalf("k8slab: Service %s got %s, Service %s's spare address", ServiceName(i), l.VIPs[i], ServiceName(j))
+			}
+		}
 	}
 	l.logf("waiting for the %d Services' addresses", o.Services)
 	if err := l.WaitHeld(ctx, time.Second, 60*time.Second); err != nil {
@@ -334,11 +406,150 @@ func NewService(name string, addr netip.Addr) *corev1.Service {
 }
 
 // CreateService creates LoadBalancer Service i of the lab's group, asking
-// for PoolAddr(i).
+// for its address (VIPs[i], PoolAddr(i) unless the controller picked it).
 func (l *Lab) CreateService(ctx context.Context, i int) error {
-	s := NewService(ServiceName(i), PoolAddr(i))
+	s := NewService(ServiceName(i), l.VIPs[i])
 	if err := l.Admin.Create(ctx, s); err != nil {
 		return fmt.Errorf("create Service %s/%s: %w", s.Namespace, s.Name, err)
+	}
+	return nil
+}
+
+// SpareAddr is the address an EditIP edit moves Service i to: the
+// pool's upper end, which no Service asks for (PoolAddr(39-i)).
+func SpareAddr(i int) netip.Addr { return PoolAddr(39 - i) }
+
+// Edit is a change of a Service that takes its address from the group
+// (EditType, EditClass), moves it (EditIP) or keeps it (EditPolicy), and
+// is undone later.
+type Edit string
+
+// The edits EditService makes.
+const (
+	// EditType makes the Service a ClusterIP Service; undone, a
+	// LoadBalancer again asking for its address.
+	EditType Edit = "type"
+	// EditClass gives the Service another implementation's
+	// loadBalancerClass (through ClusterIP: the class of a LoadBalancer
+	// Service cannot change); undone, no class again.
+	EditClass Edit = "class"
+	// EditIP asks for SpareAddr instead of the Service's address; undone,
+	// for its address again.
+	EditIP Edit = "ip"
+	// EditPolicy sets externalTrafficPolicy Local (every node has a ready
+	// endpoint: Options.Endpoints); undone, Cluster.
+	EditPolicy Edit = "policy"
+)
+
+// ForeignClass is the loadBalancerClass EditClass gives a Service.
+const ForeignClass = "example.com/other-lb"
+
+// EditService makes edit e to Service i (on) or undoes it (!on).
+func (l *Lab) EditService(ctx context.Context, i int, e Edit, on bool) error {
+	key := client.ObjectKey{Namespace: ServiceNamespace, Name: ServiceName(i)}
+	// The controller writes the Service too (status, finalizer): read and
+	// write again on a conflict.
+	update := func(change func(s *corev1.Service)) error {
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			var s corev1.Service
+			if err := l.Admin.Get(ctx, key, &s); err != nil {
+				return err
+			}
+			change(&s)
+			return l.Admin.Update(ctx, &s)
+		})
+		if err != nil {
+			return fmt.Errorf("k8slab: edit %s of Service %s: %w", e, key, err)
+		}
+		return nil
+	}
+	toClusterIP := func(s *corev1.Service) {
+		s.Spec.Type = corev1.ServiceTypeClusterIP
+		s.Spec.LoadBalancerIP, s.Spec.LoadBalancerClass, s.Spec.AllocateLoadBalancerNodePorts = "", nil, nil
+		s.Spec.ExternalTrafficPolicy, s.Spec.HealthCheckNodePort = "", 0
+	}
+	toLB := func(class *string) func(s *corev1.Service) {
+		return func(s *corev1.Service) {
+			f := false
+			s.Spec.Type, s.Spec.LoadBalancerClass, s.Spec.AllocateLoadBalancerNodePorts = corev1.ServiceTypeLoadBalancer, class, &f
+			s.Spec.LoadBalancerIP = l.VIPs[i].String()
+		}
+	}
+	switch e {
+	case EditType:
+		if on {
+			return update(toClusterIP)
+		}
+		return update(toLB(nil))
+	case EditClass:
+		if err := update(toClusterIP); err != nil {
+			return err
+		}
+		if on {
+			c := ForeignClass
+			return update(toLB(&c))
+		}
+		return update(toLB(nil))
+	case EditIP:
+		return update(func(s *corev1.Service) {
+			s.Spec.LoadBalancerIP = l.VIPs[i].String()
+			if on {
+				s.Spec.LoadBalancerIP = SpareAddr(i).String()
+			}
+		})
+	case EditPolicy:
+		if !l.o.Endpoints {
+			return errors.New("k8slab: EditService: a policy edit needs Options.Endpoints (every node eligible under Local)")
+		}
+		return update(func(s *corev1.Service) {
+			s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyCluster
+			s.Spec.HealthCheckNodePort = 0
+			if on {
+				s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
+			}
+		})
+	}
+	return fmt.Errorf("k8slab: EditService: unknown edit %q (want %s, %s, %s or %s)", e, EditType, EditClass, EditIP, EditPolicy)
+}
+
+// ServiceAddrs returns the load-balancer addresses in each lab Service's
+// status, by name, as the API server has them.
+func (l *Lab) ServiceAddrs(ctx context.Context) (map[string][]netip.Addr, error) {
+	var list corev1.ServiceList
+	if err := l.Admin.List(ctx, &list, client.InNamespace(ServiceNamespace)); err != nil {
+		return nil, fmt.Errorf("k8slab: list Services: %w", err)
+	}
+	out := map[string][]netip.Addr{}
+	for _, s := range list.Items {
+		out[s.Name] = []netip.Addr{}
+		for _, ing := range s.Status.LoadBalancer.Ingress {
+			if a, err := netip.ParseAddr(ing.IP); err == nil {
+				out[s.Name] = append(out[s.Name], a)
+			}
+		}
+	}
+	return out, nil
+}
+
+// endpoints gives Service i an EndpointSlice with a ready endpoint on
+// every node, so that it keeps every node eligible under
+// externalTrafficPolicy Local (EditPolicy).
+func (l *Lab) endpoints(ctx context.Context, i int) error {
+	ready := true
+	sl := &discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ServiceNamespace, Name: ServiceName(i) + "-lab",
+			Labels: map[string]string{discoveryv1.LabelServiceName: ServiceName(i), discoveryv1.LabelManagedBy: "k8slab"}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+	}
+	for j, h := range l.Topo.Hosts {
+		node := fmt.Sprintf("n%d", j+1)
+		sl.Endpoints = append(sl.Endpoints, discoveryv1.Endpoint{Addresses: []string{h.IPv4.Addr().String()},
+			Conditions: discoveryv1.EndpointConditions{Ready: &ready}, NodeName: &node})
+	}
+	port, name := int32(8080), ""
+	sl.Ports = []discoveryv1.EndpointPort{{Name: &name, Port: &port}}
+	if err := l.Admin.Create(ctx, sl); err != nil {
+		return fmt.Errorf("k8slab: create EndpointSlice %s: %w", sl.Name, err)
 	}
 	return nil
 }
@@ -528,27 +739,43 @@ func (l *Lab) start(h *testnet.Host, logPath string, prefix []string, args ...st
 }
 
 // StartController starts `vipstack controller` (one replica, without
-// leader election unless Options.LeaderElect).
-func (l *Lab) StartController() error {
+// leader election unless Options.LeaderElect or Options.Standby).
+func (l *Lab) StartController() error { return l.startController(0) }
+
+func (l *Lab) ctrlLog(i int) string {
+	return filepath.Join(l.Dir, []string{"controller.log", "controller-standby.log"}[i])
+}
+
+func (l *Lab) startController(i int) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.ctrl.running() {
-		return errors.New("k8slab: the controller still runs")
+	if l.ctrls[i].running() {
+		return fmt.Errorf("k8slab: controller %d still runs", i)
 	}
-	args := append([]string{"controller", "--kubeconfig", l.ctrlCfg,
-		fmt.Sprintf("--leader-elect=%t", l.o.LeaderElect), "--metrics-addr", "", "--log-level", "info"}, l.o.ControllerArgs...)
-	p, err := l.start(nil, filepath.Join(l.Dir, "controller.log"), nil, args...)
+	args := []string{"controller", "--kubeconfig", l.ctrlCfg,
+		fmt.Sprintf("--leader-elect=%t", l.o.LeaderElect), "--metrics-addr", "", "--log-level", "info"}
+	if l.o.Standby {
+		args = append(args, "--leader-elect-lease-duration", StandbyLease.String(),
+			"--leader-elect-renew-deadline", (StandbyLease * 3 / 4).String(), "--leader-elect-retry-period", (StandbyLease / 6).String())
+	}
+	args = append(args, l.o.ControllerArgs...)
+	if st, err := os.Stat(l.ctrlLog(i)); err == nil {
+		l.ctrlOff[i] = st.Size()
+	} else {
+		l.ctrlOff[i] = 0
+	}
+	p, err := l.start(nil, l.ctrlLog(i), nil, args...)
 	if err != nil {
 		return fmt.Errorf("k8slab: controller: %w", err)
 	}
-	l.ctrl = p
+	l.ctrls[i] = p
 	return nil
 }
 
-// KillController sends SIGKILL to the controller.
+// KillController sends SIGKILL to the controller (the first one).
 func (l *Lab) KillController() error {
 	l.mu.Lock()
-	p := l.ctrl
+	p := l.ctrls[0]
 	l.mu.Unlock()
 	if !p.running() {
 		return errors.New("k8slab: no controller runs")
@@ -559,35 +786,111 @@ func (l *Lab) KillController() error {
 	return nil
 }
 
+// leaderLine is what a controller logs (client-go's leaderelection, through
+// klog; "Successfully acquired lease"), lowercased, when it takes the Lease.
+const leaderLine = "successfully acquired lease"
+
+// Leader returns the index of the running controller (0 or 1) that took
+// the Lease since its last start, -1 if none has.
+func (l *Lab) Leader() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i, p := range l.ctrls {
+		if !p.running() {
+			continue
+		}
+		b, err := os.ReadFile(l.ctrlLog(i))
+		if err == nil && int64(len(b)) >= l.ctrlOff[i] && strings.Contains(strings.ToLower(string(b[l.ctrlOff[i]:])), leaderLine) {
+			return i
+		}
+	}
+	return -1
+}
+
+// KillLeader sends SIGKILL to the controller holding the Lease (Options.
+// Standby) and returns its index for RestartController. The Lease stays
+// held until it expires: the standby takes over after StandbyLease.
+func (l *Lab) KillLeader() (int, error) {
+	if !l.o.Standby {
+		return -1, errors.New("k8slab: KillLeader: the lab runs no standby (Options.Standby)")
+	}
+	i := l.Leader()
+	if i < 0 {
+		return -1, errors.New("k8slab: KillLeader: no running controller holds the Lease")
+	}
+	l.mu.Lock()
+	p := l.ctrls[i]
+	l.mu.Unlock()
+	if err := p.kill(); err != nil {
+		return -1, fmt.Errorf("k8slab: kill -9 the leader (controller %d): %w", i, err)
+	}
+	return i, nil
+}
+
+// RestartController starts controller i (0 or 1) again after a kill.
+func (l *Lab) RestartController(i int) error {
+	if i < 0 || i > 1 || (i == 1 && !l.o.Standby) {
+		return fmt.Errorf("k8slab: RestartController(%d): no such controller", i)
+	}
+	return l.startController(i)
+}
+
+// WaitLeader waits until a running controller holds the Lease, at most
+// timeout.
+func (l *Lab) WaitLeader(ctx context.Context, timeout time.Duration) error {
+	return testutil.Poll(timeout, func() error {
+		if ctx.Err() != nil || l.Leader() >= 0 {
+			return nil
+		}
+		return errors.New("k8slab: no running controller holds the Lease")
+	})
+}
+
 // ControllerPid is the controller's process ID, 0 if it does not run.
 func (l *Lab) ControllerPid() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if !l.ctrl.running() {
+	if !l.ctrls[0].running() {
 		return 0
 	}
-	return l.ctrl.cmd.Process.Pid
+	return l.ctrls[0].cmd.Process.Pid
 }
 
-// ControllerRunning reports whether the controller process is alive.
+// ControllerRunning reports whether the controller process is alive (with
+// Options.Standby: both of them).
 func (l *Lab) ControllerRunning() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.ctrl.running()
+	return l.ctrls[0].running() && (!l.o.Standby || l.ctrls[1].running())
 }
 
-// ControllerLog returns the controller's log so far.
+// ControllerIndexRunning reports whether controller i (0, or 1: the
+// standby) is alive.
+func (l *Lab) ControllerIndexRunning(i int) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return i >= 0 && i < len(l.ctrls) && l.ctrls[i].running()
+}
+
+// ControllerLog returns the controller's log so far (with Options.Standby,
+// the standby's after it).
 func (l *Lab) ControllerLog() string {
-	b, _ := os.ReadFile(filepath.Join(l.Dir, "controller.log"))
+	b, _ := os.ReadFile(l.ctrlLog(0))
+	if l.o.Standby {
+		sb, _ := os.ReadFile(l.ctrlLog(1))
+		b = append(append(b, "---- standby controller:\n"...), sb...)
+	}
 	return string(b)
 }
 
 // stopAll kills every process the lab started.
 func (l *Lab) stopAll() {
 	l.mu.Lock()
-	c := l.ctrl
+	cs := l.ctrls
 	l.mu.Unlock()
-	_ = c.kill()
+	for _, c := range cs {
+		_ = c.kill()
+	}
 	for _, n := range l.Nodes {
 		if n.api != nil {
 			n.api.close()
@@ -698,7 +1001,7 @@ func (n *Node) agentArgv() (prefix, args []string, err error) {
 	if !n.lab.o.Supervisor {
 		args = append(args, "--no-supervisor")
 	}
-	return prefix, args, nil
+	return prefix, append(args, n.lab.o.AgentArgs...), nil
 }
 
 func (n *Node) proc() *proc {

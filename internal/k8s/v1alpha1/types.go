@@ -25,6 +25,12 @@ type VIPGroupSpec struct {
 	// Interface carries the addresses and the adverts; empty means the
 	// interface holding the node's InternalIP.
 	Interface string `json:"interface,omitempty"`
+	// Link names the layer-2 network Interface is on, for VRIDs (VRRP
+	// tells instances apart by link and VRID): groups that name
+	// different interfaces may use the same VRIDs unless they name the
+	// same link. Empty: the link is named by Interface. A group that
+	// names no interface shares VRIDs with no group (SameLink).
+	Link string `json:"link,omitempty"`
 	// Unicast sends adverts to the other nodes' InternalIPs instead of
 	// the VRRP multicast group (for networks that drop multicast).
 	Unicast bool `json:"unicast,omitempty"`
@@ -66,15 +72,19 @@ type VIPGroupStatus struct {
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 	// Nodes is the number of nodes the selector matches.
 	Nodes int32 `json:"nodes,omitempty"`
+	// Link is the link the group's VRIDs are unique on (spec.link, else
+	// spec.interface); empty: the interface of the nodes' InternalIPs,
+	// which may be any, so they are unique in the cluster.
+	Link string `json:"link,omitempty"`
 	// VRIDsAvailable is the group's VRID budget: how many more VRIDs it
 	// could take (1 to 255 less the excluded ones, those of every other
-	// group and its own). A node takes one, and so does each Service with
-	// externalTrafficPolicy Local.
+	// group on its link and its own). A node takes one, and so does each
+	// Service with externalTrafficPolicy Local.
 	VRIDsAvailable int32 `json:"vridsAvailable"`
 	// Instances are the group's VRRP instances with their VRIDs: one per
 	// node (preferred master on it) and one per Service with
-	// externalTrafficPolicy Local. VRIDs are unique across every group
-	// of the cluster.
+	// externalTrafficPolicy Local. VRIDs are unique across the groups on
+	// the same link (SameLink).
 	Instances  []GroupInstance    `json:"instances,omitempty"`
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }

@@ -38,6 +38,9 @@ func TestVIPGroupSpecValidate(t *testing.T) {
 			wantErr: []string{"spec.preemptDelayMilliseconds: 5000: has no effect with nonRevertive"}},
 		{name: "delay too long", spec: VIPGroupSpec{PreemptDelayMilliseconds: 1000001},
 			wantErr: []string{"spec.preemptDelayMilliseconds: 1000001: want 0 to 1000000"}},
+		{name: "link", spec: VIPGroupSpec{Interface: "eth1", Link: "rack-a.lan_2"}},
+		{name: "bad link", spec: VIPGroupSpec{Interface: "eth1", Link: "-a b"},
+			wantErr: []string{`spec.link: "-a b": want a name of 1 to 63 letters, digits, '.', '_' or '-'`}},
 		{name: "v3 interval too long", spec: VIPGroupSpec{AdvertIntervalMilliseconds: 41000},
 			wantErr: []string{"spec.advertIntervalMilliseconds: 41000: VRRPv3 wants 10 to 40950 in steps of 10"}},
 	}
@@ -57,6 +60,36 @@ func TestVIPGroupSpecValidate(t *testing.T) {
 				return strings.HasPrefix(a, b) || strings.HasPrefix(b, a)
 			})); diff != "" {
 				t.Errorf("errors (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestSameLink: two groups may reuse VRIDs only when both name an
+// interface, the names differ, and so do their links.
+func TestSameLink(t *testing.T) {
+	tests := []struct {
+		name string
+		a, b VIPGroupSpec
+		want bool
+	}{
+		{name: "both on the InternalIP interface", want: true},
+		{name: "one on the InternalIP interface", a: VIPGroupSpec{Interface: "eth1"}, want: true},
+		{name: "one interface", a: VIPGroupSpec{Interface: "eth1"}, b: VIPGroupSpec{Interface: "eth1"}, want: true},
+		{name: "two interfaces", a: VIPGroupSpec{Interface: "eth1"}, b: VIPGroupSpec{Interface: "eth2"}, want: false},
+		{name: "two interfaces on one link", a: VIPGroupSpec{Interface: "eth1", Link: "lan"}, b: VIPGroupSpec{Interface: "ens4", Link: "lan"}, want: true},
+		{name: "a link named as the other's interface", a: VIPGroupSpec{Interface: "ens4", Link: "eth1"}, b: VIPGroupSpec{Interface: "eth1"}, want: true},
+		{name: "two links", a: VIPGroupSpec{Interface: "eth1", Link: "lan-a"}, b: VIPGroupSpec{Interface: "ens4", Link: "lan-b"}, want: false},
+		{name: "one interface named on two links", a: VIPGroupSpec{Interface: "eth1", Link: "lan-a"}, b: VIPGroupSpec{Interface: "eth1", Link: "lan-b"}, want: true},
+		{name: "a link without an interface", a: VIPGroupSpec{Link: "lan-a"}, b: VIPGroupSpec{Interface: "eth1", Link: "lan-b"}, want: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := SameLink(&tt.a, &tt.b); got != tt.want {
+				t.Errorf("SameLink(%+v, %+v) = %v, want %v", tt.a, tt.b, got, tt.want)
+			}
+			if got := SameLink(&tt.b, &tt.a); got != tt.want {
+				t.Errorf("SameLink(%+v, %+v) = %v, want %v (not symmetric)", tt.b, tt.a, got, tt.want)
 			}
 		})
 	}

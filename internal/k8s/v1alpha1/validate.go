@@ -26,6 +26,29 @@ const (
 // no whitespace, not "." or "..").
 var ifName = regexp.MustCompile(`^[^/\s:]{1,15}$`)
 
+// linkName is a link name: a letter or digit, then up to 62 letters,
+// digits, '.', '_' or '-'.
+var linkName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
+
+// LinkOf is the link a group's VRIDs are unique on: spec.link, else
+// spec.interface; empty for the nodes' InternalIP link.
+func (s *VIPGroupSpec) LinkOf() string {
+	if s.Link != "" {
+		return s.Link
+	}
+	return s.Interface
+}
+
+// SameLink says whether two groups may be on one link of a node, so that
+// they must not use the same VRID. They may not only when both name
+// their interface, the names differ, and so do their links (LinkOf): a
+// group that names none is on the interface of the node's InternalIP,
+// which may be any, and two groups on one interface name are on one
+// link wherever their nodes overlap.
+func SameLink(a, b *VIPGroupSpec) bool {
+	return a.Interface == "" || b.Interface == "" || a.Interface == b.Interface || a.LinkOf() == b.LinkOf()
+}
+
 // Version returns the VRRP version with the default applied.
 func (s *VIPGroupSpec) Version() int {
 	if s.VRRPVersion == 0 {
@@ -52,6 +75,9 @@ func (s *VIPGroupSpec) Validate() error {
 	}
 	if s.Interface != "" && (!ifName.MatchString(s.Interface) || s.Interface == "." || s.Interface == "..") {
 		bad("interface", fmt.Sprintf("%q", s.Interface), "want a Linux interface name (1 to 15 characters, no '/', ':' or spaces), or empty for the interface of the node's InternalIP")
+	}
+	if s.Link != "" && !linkName.MatchString(s.Link) {
+		bad("link", fmt.Sprintf("%q", s.Link), "want a name of 1 to 63 letters, digits, '.', '_' or '-', starting with a letter or digit, or empty for the interface's name")
 	}
 	if s.PreemptDelayMilliseconds < 0 || s.PreemptDelayMilliseconds > MaxPreemptDelayMilliseconds {
 		bad("preemptDelayMilliseconds", s.PreemptDelayMilliseconds, fmt.Sprintf("want 0 to %d", MaxPreemptDelayMilliseconds))

@@ -14,6 +14,9 @@ type request struct {
 	r        *http.Request
 	src, dst netip.AddrPort
 	tls      bool
+	// vars are the request's variables (txn.NAME, req.NAME), set by
+	// http-request set-var in the frontend's and the backend's rules.
+	vars map[string]string
 }
 
 // acls are a section's named ACLs.
@@ -92,6 +95,10 @@ func fetch(t *lbconfig.ACLTest, rq *request) []string {
 			return nil
 		}
 		return []string{r.TLS.ServerName}
+	case "var":
+		if v, ok := rq.vars[t.Arg]; ok {
+			return []string{v}
+		}
 	}
 	return nil
 }

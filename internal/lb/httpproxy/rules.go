@@ -32,6 +32,48 @@ func expand(v string, rq *request) string {
 }
 
 func sample(expr string, rq *request) string {
+	v, _ := sampleOK(expr, rq)
+	return v
+}
+
+// sampleOK is the value of a sample fetch (lbconfig.VarFetches), and
+// whether the sample exists: a missing header or variable has none.
+func sampleOK(expr string, rq *request) (string, bool) {
+	if t, ok := strings.CutPrefix(expr, "str("); ok {
+		return strings.TrimSuffix(t, ")"), true
+	}
+	if name, ok := strings.CutPrefix(expr, "var("); ok {
+		v, ok := rq.vars[strings.TrimSuffix(name, ")")]
+		return v, ok
+	}
+	switch expr {
+	case "base":
+		return rq.r.Host + rq.r.URL.Path, true
+	case "url":
+		return rq.r.RequestURI, true
+	}
+	for _, f := range []string{"req.hdr(", "hdr("} {
+		if name, ok := strings.CutPrefix(expr, f); ok {
+			name = strings.TrimSuffix(name, ")")
+			if strings.EqualFold(name, "host") {
+				return rq.r.Host, rq.r.Host != ""
+			}
+			vs := rq.r.Header.Values(name)
+			if len(vs) == 0 {
+				return "", false
+			}
+			// haproxy's req.hdr() gives the last occurrence.
+			parts := strings.Split(vs[len(vs)-1], ",")
+			return strings.TrimSpace(parts[len(parts)-1]), true
+		}
+	}
+	if expr == "ssl_fc_sni" && (rq.r.TLS == nil || rq.r.TLS.ServerName == "") {
+		return "", false
+	}
+	return fixedSample(expr, rq), true
+}
+
+func fixedSample(expr string, rq *request) string {
 	switch expr {
 	case "src":
 		return rq.src.Addr().Unmap().String()
@@ -55,21 +97,6 @@ func sample(expr string, rq *request) string {
 		return rq.r.URL.Path
 	case "method":
 		return rq.r.Method
-	}
-	for _, f := range []string{"req.hdr(", "hdr("} {
-		if name, ok := strings.CutPrefix(expr, f); ok {
-			name = strings.TrimSuffix(name, ")")
-			if strings.EqualFold(name, "host") {
-				return rq.r.Host
-			}
-			vs := rq.r.Header.Values(name)
-			if len(vs) == 0 {
-				return ""
-			}
-			// haproxy's req.hdr() gives the last occurrence.
-			parts := strings.Split(vs[len(vs)-1], ",")
-			return strings.TrimSpace(parts[len(parts)-1])
-		}
 	}
 	return ""
 }
@@ -114,6 +141,13 @@ func apply(h *lbconfig.HTTPProxy, a acls, rq *request) verdict {
 				rq.r.Host = v
 			} else {
 				rq.r.Header.Add(r.Name, v)
+			}
+		case "set-var":
+			if v, ok := sampleOK(r.Value, rq); ok {
+				if rq.vars == nil {
+					rq.vars = map[string]string{}
+				}
+				rq.vars[r.Name] = v
 			}
 		case "del-header":
 			if strings.EqualFold(r.Name, "host") {

@@ -221,17 +221,15 @@ func FullConn(maxconn, users int) int {
 }
 
 // proxyRefs numbers the sections as haproxy does: in file order from 1,
-// from 2 when its `stats socket` takes 1.
+// from 2 when its `stats socket` takes 1, around the sections' own ids
+// (lbconfig.Config.ProxyNumbers).
 func proxyRefs(cfg *lbconfig.Config) []proxyRef {
 	keys := cfg.ProxyOrder()
+	ids := cfg.ProxyNumbers()
 	refs := make([]proxyRef, 0, len(keys))
-	iid := 1
-	if cfg.StatsSocket {
-		iid = 2
-	}
 	for _, k := range keys {
 		kind, name, _ := strings.Cut(k, " ")
-		ref := proxyRef{name: name, iid: iid}
+		ref := proxyRef{name: name, iid: ids[k]}
 		switch kind {
 		case "frontend":
 			ref.kind = proxyFrontend
@@ -241,7 +239,6 @@ func proxyRefs(cfg *lbconfig.Config) []proxyRef {
 			ref.kind = proxyListen
 		}
 		refs = append(refs, ref)
-		iid++
 	}
 	return refs
 }

@@ -110,7 +110,7 @@ func (h *Listener) serveH2(c *webConn, br *bufio.Reader) {
 		// handler, and so its connection's slot (the connection counts
 		// as being answered, not evictable), for good. The stream is
 		// reset when it passes; the connection goes on.
-		BaseConfig: &http.Server{MaxHeaderBytes: maxWebHeader, WriteTimeout: to.Write},
+		BaseConfig: &http.Server{MaxHeaderBytes: h.Limits().Raw, WriteTimeout: to.Write},
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if !streams.start(c) {
 				panic(http.ErrAbortHandler) // evicted: the stream is reset

@@ -20,18 +20,16 @@ import (
 // requests; lb's web_test.go holds them as a table and
 // TestWebAnswersMatchHaproxy compares both servers on the same requests.
 
-// Limits of haproxy 2.6's request parser with its default 16 KiB buffer
-// (tune.bufsize 16384, tune.maxrewrite 1024, tune.http.maxhdr 101).
+// Limits of haproxy 2.6's request parser. The buffer's (tune.bufsize and
+// tune.maxrewrite: Limits, from lbconfig.Config.HeadLimits) are the
+// listener's; with haproxy's defaults the head must fit in 16384 bytes
+// raw and in 15291 bytes as haproxy stores it (HTX): the request line's
+// three parts, every header's name and value, and 8 bytes per block (the
+// request line, each header, the end of headers). Measured: `GET
+// /haproxy_ready HTTP/1.1` with one header `X` of 15241 bytes is
+// answered, of 15242 refused with 400; with 10 more headers of 5 bytes
+// each, 130 bytes (10×(5+8)) less fit.
 const (
-	// maxWebHeader is the buffer the request's head must fit in, raw.
-	maxWebHeader = 16 << 10
-	// maxWebHTX bounds the head as haproxy stores it (HTX): the request
-	// line's three parts, every header's name and value, and 8 bytes per
-	// block (the request line, each header, the end of headers). Measured:
-	// `GET /haproxy_ready HTTP/1.1` with one header `X` of 15241 bytes is
-	// answered, of 15242 refused with 400; with 10 more headers of 5 bytes
-	// each, 130 bytes (10×(5+8)) less fit.
-	maxWebHTX = 15291
 	// maxWebHeaders is the number of header lines haproxy takes
 	// (measured: 100 answered, 101 refused with 400).
 	maxWebHeaders = 100
@@ -128,7 +126,7 @@ func headEnd(b []byte) int {
 // parseRequest parses a request's head (through its empty line, leading
 // empty lines removed) as haproxy 2.6 does; a refused head returns a
 // *requestError with haproxy's answer.
-func parseRequest(head []byte) (*request, error) {
+func parseRequest(head []byte, maxHTX int) (*request, error) {
 	lines := strings.Split(strings.TrimSuffix(string(head), "\n"), "\n")
 	for i, l := range lines {
 		lines[i] = strings.TrimSuffix(l, "\r")
@@ -233,8 +231,8 @@ func parseRequest(head []byte) (*request, error) {
 			}
 		}
 	}
-	if size > maxWebHTX {
-		return nil, badRequest("request head of %d bytes as haproxy stores it, past its %d", size, maxWebHTX)
+	if size > maxHTX {
+		return nil, badRequest("request head of %d bytes as haproxy stores it, past its %d", size, maxHTX)
 	}
 	if teSeen {
 		// measured: HTTP/1.0 with Transfer-Encoding gets 413; a last
@@ -517,7 +515,7 @@ var errRequestTooLarge = errors.New("request head larger than the buffer")
 // skipped, as haproxy does (a lone CR is not an empty line: measured,
 // "\rGET ..." gets 400, and stays for the parser to refuse); the head is
 // returned through its empty line. It fails
-// with errRequestTooLarge past maxWebHeader bytes, or with the read's
+// with errRequestTooLarge past the reader's size (Limits.Raw), or with the read's
 // error (a timeout at the deadline).
 func readHead(br *bufio.Reader) ([]byte, error) {
 	for {
@@ -568,7 +566,8 @@ func readHead(br *bufio.Reader) ([]byte, error) {
 // in HTTP/2 (h2.go).
 func (h *Listener) serveConn(c *webConn) {
 	defer c.Close()
-	br := bufio.NewReaderSize(c, maxWebHeader)
+	lim := h.Limits()
+	br := bufio.NewReaderSize(c, lim.Raw)
 	c.SetReadDeadline(time.Now().Add(h.to.Load().ReadHeader))
 	if startsH2(br) {
 		h.serveH2(c, br)
@@ -612,7 +611,7 @@ func (h *Listener) serveConn(c *webConn) {
 		if !c.answering() {
 			return // evicted for a newer client
 		}
-		req, err := parseRequest(head)
+		req, err := parseRequest(head, lim.HTX)
 		var re *requestError
 		if errors.As(err, &re) {
 			h.site.Load().countRefused()

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/vipstack/vipstack/internal/lbconfig"
 )
 
 // marshalHead writes a parsed request's head back in canonical form.
@@ -35,7 +37,7 @@ func FuzzParseRequest(f *testing.F) {
 		if end < 0 {
 			return
 		}
-		r, err := parseRequest(b[:end])
+		r, err := parseRequest(b[:end], LimitsOf(&lbconfig.Config{}).HTX)
 		if err != nil {
 			re, ok := err.(*requestError)
 			if !ok || (re.answer != answer400 && re.answer != answer413 && re.answer != answer422) {
@@ -43,7 +45,7 @@ func FuzzParseRequest(f *testing.F) {
 			}
 			return
 		}
-		again, err := parseRequest(marshalHead(r))
+		again, err := parseRequest(marshalHead(r), LimitsOf(&lbconfig.Config{}).HTX)
 		if err != nil {
 			t.Fatalf("%q parsed, its canonical form %q does not: %v", b[:end], marshalHead(r), err)
 		}

@@ -14,6 +14,7 @@ import (
 type Listener struct {
 	ln   net.Listener
 	to   atomic.Pointer[Timeouts]
+	lim  atomic.Pointer[Limits]
 	site atomic.Pointer[Site]
 
 	// slots holds a token per client being served, MaxConns at most:
@@ -35,8 +36,25 @@ type Listener struct {
 func NewListener(ln net.Listener, to lbconfig.Timeouts) *Listener {
 	h := &Listener{ln: ln, conns: map[net.Conn]struct{}{}, slots: make(chan struct{}, MaxConns), gate: newGate(), done: make(chan struct{})}
 	h.SetTimeouts(TimeoutsOf(to))
+	h.SetLimits(LimitsOf(&lbconfig.Config{}))
 	return h
 }
+
+// Limits bound a request's head: Raw bytes as it arrives, HTX bytes as
+// haproxy stores it (http1.go).
+type Limits struct{ Raw, HTX int }
+
+// LimitsOf are cfg's limits, from its tune.bufsize and tune.maxrewrite.
+func LimitsOf(cfg *lbconfig.Config) Limits {
+	raw, htx := cfg.HeadLimits()
+	return Limits{Raw: raw, HTX: htx}
+}
+
+// SetLimits applies to the connections accepted after it.
+func (h *Listener) SetLimits(l Limits) { h.lim.Store(&l) }
+
+// Limits are the limits in force.
+func (h *Listener) Limits() Limits { return *h.lim.Load() }
 
 // Addr is the listening socket's address.
 func (h *Listener) Addr() net.Addr { return h.ln.Addr() }

@@ -1,0 +1,92 @@
+package bgp
+
+import (
+	"context"
+	"net/netip"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestSpeakerUpdate applies new configurations to a running speaker and
+// checks, after each, what it asked of the router: an unchanged peer is
+// left alone, a new one added, a changed one replaced, a removed one
+// deleted; a new VIP announced, a removed one withdrawn. The ASN cannot
+// change while running.
+func TestSpeakerUpdate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		vip1, vip2 := netip.MustParseAddr("198.19.0.10"), netip.MustParseAddr("198.19.0.11")
+		p1, p2 := netip.MustParseAddr("198.18.1.1"), netip.MustParseAddr("198.18.2.1")
+		cfg := validConfig()
+		r := &fakeRouter{sendAfter: 0}
+		e := &fakeElig{ch: make(chan struct{}), v: []Verdict{{VIP: vip1, Eligible: true, Reason: "ok"}, {VIP: vip2, Eligible: true, Reason: "ok"}}}
+		s, err := New(Options{Config: cfg, Eligibility: e, Router: r, Logger: quiet, StopTimeout: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() { done <- s.Run(ctx) }()
+		synctest.Wait()
+		if d := cmp.Diff([]string{"start 64512 198.18.1.10 0", "announce 198.19.0.10/32 nh=invalid IP", "add-peer 198.18.1.1 ibgp=false"}, r.take()); d != "" {
+			t.Fatalf("start (-want +got):\n%s", d)
+		}
+		steps := []struct {
+			name    string
+			change  func(c *Config)
+			want    []string
+			wantErr string
+			peers   []netip.Addr
+		}{
+			{name: "same configuration", change: func(*Config) {}, peers: []netip.Addr{p1}},
+			{name: "a peer and a VIP added", change: func(c *Config) {
+				c.Peers = append(c.Peers, Peer{Address: p2, ASN: 64501})
+				c.Routes = append(c.Routes, Route{VIP: vip2})
+			}, want: []string{"add-peer 198.18.2.1 ibgp=false", "announce 198.19.0.11/32 nh=invalid IP"}, peers: []netip.Addr{p1, p2}},
+			{name: "the second peer's hold time changes", change: func(c *Config) {
+				c.Peers = append(c.Peers, Peer{Address: p2, ASN: 64501, HoldTime: 9 * time.Second})
+				c.Routes = append(c.Routes, Route{VIP: vip2})
+			}, want: []string{"delete-peer 198.18.2.1", "add-peer 198.18.2.1 ibgp=false"}, peers: []netip.Addr{p1, p2}},
+			{name: "the first peer and VIP removed", change: func(c *Config) {
+				c.Peers = []Peer{{Address: p2, ASN: 64501, HoldTime: 9 * time.Second}}
+				c.Routes = []Route{{VIP: vip2}}
+			}, want: []string{"delete-peer 198.18.1.1", "withdraw 198.19.0.10/32"}, peers: []netip.Addr{p2}},
+			{name: "the ASN", change: func(c *Config) {
+				c.ASN = 64513
+				c.Peers = []Peer{{Address: p2, ASN: 64501, HoldTime: 9 * time.Second}}
+				c.Routes = []Route{{VIP: vip2}}
+			}, wantErr: "apply only at a restart", peers: []netip.Addr{p2}},
+		}
+		for _, st := range steps {
+			c := validConfig()
+			st.change(&c)
+			err := s.Update(t.Context(), c)
+			synctest.Wait()
+			if st.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), st.wantErr) {
+					t.Errorf("%s: error %v, want %q", st.name, err, st.wantErr)
+				}
+			} else if err != nil {
+				t.Errorf("%s: %v", st.name, err)
+			}
+			if d := cmp.Diff(st.want, r.take()); d != "" {
+				t.Errorf("%s: router calls (-want +got):\n%s", st.name, d)
+			}
+			status, _ := s.Status(t.Context())
+			var got []netip.Addr
+			for _, p := range status.Peers {
+				got = append(got, p.Address)
+			}
+			if d := cmp.Diff(st.peers, got, cmp.Comparer(func(a, b netip.Addr) bool { return a == b })); d != "" {
+				t.Errorf("%s: peers in the status (-want +got):\n%s", st.name, d)
+			}
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	})
+}

@@ -1,0 +1,394 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/vipstack/vipstack/internal/bgp"
+	"github.com/vipstack/vipstack/internal/clock"
+	"github.com/vipstack/vipstack/internal/cluster"
+	"github.com/vipstack/vipstack/internal/netif"
+	"github.com/vipstack/vipstack/internal/track"
+)
+
+// The VIPs a node announces by BGP are addresses on its loopback, so that
+// it answers them once a router sends it their traffic. They stay there
+// while the agent runs, eligible or not: a route withdrawn for a failing
+// check takes new flows away from the node at once, and connections the
+// router still hashes to it in the meantime are answered, not reset. They
+// leave when the agent stops, after the withdrawals.
+const bgpVIPDev = "lo"
+
+// verdicts decides, for each VIP of spec, whether the node may announce
+// it: every check that would set the priority of the VRRP instance
+// holding it passes. A VIP without checks (the bootstrap node's API VIP,
+// which VRRP gives the bootstrap node without condition) is eligible.
+func verdicts(spec *cluster.BGPSpec, status map[string]track.Status) []bgp.Verdict {
+	var out []bgp.Verdict
+	for _, r := range spec.Config.Routes {
+		v := bgp.Verdict{VIP: r.VIP, Eligible: true}
+		var ok, failing []string
+		for _, name := range spec.Checks[r.VIP] {
+			st, found := status[name]
+			switch {
+			case !found:
+				failing = append(failing, name+" not running")
+			case st.Pending:
+				failing = append(failing, name+" has no result yet")
+			case !st.OK:
+				why := name + " failing"
+				if st.Reason != "" {
+					why += " (" + oneLine(st.Reason) + ")"
+				}
+				failing = append(failing, why)
+			default:
+				ok = append(ok, name+" ok")
+			}
+		}
+		switch {
+		case len(failing) > 0:
+			v.Eligible, v.Reason = false, strings.Join(failing, ", ")
+		case len(ok) == 0:
+			v.Reason = "no checks for the " + spec.Role[r.VIP] + " VIP on this node"
+		default:
+			v.Reason = strings.Join(ok, ", ")
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// bgpEligibility runs the checks of the BGP VIPs and gives the speaker
+// its verdicts (bgp.Eligibility).
+type bgpEligibility struct {
+	changed chan struct{}
+
+	mu       sync.Mutex
+	spec     *cluster.BGPSpec
+	trackers map[string]*track.Tracker
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+}
+
+func (e *bgpEligibility) Verdicts() []bgp.Verdict {
+	e.mu.Lock()
+	st := map[string]track.Status{}
+	for name, t := range e.trackers {
+		st[name] = t.Status()
+	}
+	spec := e.spec
+	e.mu.Unlock()
+	return verdicts(spec, st)
+}
+
+func (e *bgpEligibility) Changed() <-chan struct{} { return e.changed }
+
+func (e *bgpEligibility) signal() {
+	select {
+	case e.changed <- struct{}{}:
+	default:
+	}
+}
+
+// startChecks runs a tracker per check the BGP VIPs use, replacing those
+// running; one that replaces a check of the same name (a reload changed
+// its URLs or timing) starts in its predecessor's state. Checks start failing (keepalived's
+// init_fail): a node announces only once they have passed rise times.
+func (e *bgpEligibility) startChecks(clk clock.Clock, checks []cluster.CheckSpec, probe func(cluster.CheckSpec) track.Check) {
+	e.mu.Lock()
+	used := map[string]bool{}
+	for _, names := range e.spec.Checks {
+		for _, n := range names {
+			used[n] = true
+		}
+	}
+	old, oldCancel := e.trackers, e.cancel
+	ctx, cancel := context.WithCancel(context.Background())
+	e.trackers, e.cancel = map[string]*track.Tracker{}, cancel
+	var start []*track.Tracker
+	for _, c := range checks {
+		if !used[c.Name] {
+			continue
+		}
+		t := &track.Tracker{
+			Spec:     track.Spec{Name: c.Name, Interval: c.Interval, Timeout: c.Timeout, Rise: c.Rise, Fall: c.Fall, InitFail: true},
+			Check:    probe(c),
+			Clock:    clk,
+			OnChange: func(track.Status) { e.signal() },
+		}
+		if prev, ok := old[c.Name]; ok {
+			st := prev.Status()
+			t.Resume = &st
+		}
+		e.trackers[c.Name] = t
+		start = append(start, t)
+	}
+	e.mu.Unlock()
+	if oldCancel != nil {
+		oldCancel()
+		e.wg.Wait()
+	}
+	for _, t := range start {
+		e.wg.Add(1)
+		go func() {
+			defer e.wg.Done()
+			t.Run(ctx)
+		}()
+	}
+	e.signal()
+}
+
+func (e *bgpEligibility) stop() {
+	e.mu.Lock()
+	cancel := e.cancel
+	e.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+	e.wg.Wait()
+}
+
+// vipAddrs is what places the BGP VIPs on the node (a *netif.Handle).
+type vipAddrs interface {
+	AddVIP(netif.VIP) error
+	DelVIP(netif.VIP) error
+}
+
+// bgpRunner is the node's speaker with its checks and VIP addresses.
+type bgpRunner struct {
+	specMu  sync.Mutex // spec changes on a reload while status reads it
+	spec    *cluster.BGPSpec
+	log     *slog.Logger
+	elig    *bgpEligibility
+	speaker *bgp.Speaker
+	addrs   vipAddrs
+	closeFn func()
+	cancel  context.CancelFunc
+	done    chan error
+}
+
+// startBGP places the VIPs, starts the checks and runs the speaker.
+func startBGP(log *slog.Logger, clk clock.Clock, spec *cluster.BGPSpec, checks []cluster.CheckSpec, probe func(cluster.CheckSpec) track.Check) (*bgpRunner, error) {
+	elig := &bgpEligibility{spec: spec, changed: make(chan struct{}, 1)}
+	sp, err := bgp.New(bgp.Options{Config: spec.Config, Eligibility: elig, Logger: log})
+	if err != nil {
+		return nil, fmt.Errorf("bgp: %w", err)
+	}
+	h, err := netif.Open()
+	if err != nil {
+		return nil, fmt.Errorf("bgp: netlink: %w", err)
+	}
+	r := &bgpRunner{spec: spec, log: log, elig: elig, speaker: sp, addrs: h, closeFn: h.Close, done: make(chan error, 1)}
+	for _, v := range r.vips() {
+		if err := h.AddVIP(v); err != nil {
+			r.delVIPs()
+			h.Close()
+			return nil, fmt.Errorf("bgp: place VIP %v on %s: %w", v.Prefix.Addr(), bgpVIPDev, err)
+		}
+	}
+	elig.startChecks(clk, checks, probe)
+	ctx, cancel := context.WithCancel(context.Background())
+	r.cancel = cancel
+	go func() { r.done <- sp.Run(ctx) }()
+	return r, nil
+}
+
+func (r *bgpRunner) vips() []netif.VIP {
+	r.specMu.Lock()
+	defer r.specMu.Unlock()
+	return vipsOf(r.spec)
+}
+
+func vipsOf(spec *cluster.BGPSpec) []netif.VIP {
+	var out []netif.VIP
+	for _, rt := range spec.Config.Routes {
+		out = append(out, netif.VIP{Prefix: rt.Prefix(), Dev: bgpVIPDev})
+	}
+	return out
+}
+
+// update applies a reloaded spec: new VIPs go on the loopback first, the
+// checks follow the new spec, the speaker changes its peers and routes
+// (sessions to unchanged peers stay up), and VIPs no longer announced
+// leave the loopback once withdrawn.
+func (r *bgpRunner) update(clk clock.Clock, spec *cluster.BGPSpec, oldChecks, checks []cluster.CheckSpec, probe func(cluster.CheckSpec) track.Check) error {
+	old := r.vips()
+	next := vipsOf(spec)
+	for _, v := range next {
+		if !slices.Contains(old, v) {
+			if err := r.addrs.AddVIP(v); err != nil {
+				return fmt.Errorf("bgp: place VIP %v on %s: %w", v.Prefix.Addr(), bgpVIPDev, err)
+			}
+		}
+	}
+	r.elig.mu.Lock()
+	checksChanged := !reflect.DeepEqual(r.elig.spec.Checks, spec.Checks)
+	r.elig.spec = spec
+	r.elig.mu.Unlock()
+	if checksChanged || !reflect.DeepEqual(oldChecks, checks) {
+		r.elig.startChecks(clk, checks, probe)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := r.speaker.Update(ctx, spec.Config)
+	r.specMu.Lock()
+	r.spec = spec
+	r.specMu.Unlock()
+	for _, v := range old {
+		if !slices.Contains(next, v) {
+			if derr := r.addrs.DelVIP(v); derr != nil {
+				r.log.Error("bgp: remove VIP", "vip", v.Prefix.Addr(), "err", derr)
+			}
+		}
+	}
+	return err
+}
+
+func (r *bgpRunner) delVIPs() {
+	for _, v := range r.vips() {
+		if err := r.addrs.DelVIP(v); err != nil {
+			r.log.Error("bgp: remove VIP", "vip", v.Prefix.Addr(), "err", err)
+		}
+	}
+}
+
+// stop withdraws every route (the speaker waits until the withdrawals are
+// sent), closes the sessions, then removes the VIPs and stops the checks.
+func (r *bgpRunner) stop() error {
+	r.cancel()
+	err := <-r.done
+	r.delVIPs()
+	r.closeFn()
+	r.elig.stop()
+	return err
+}
+
+// bgpChecks are the checks of checks that the VIPs of spec use.
+func bgpChecks(spec *cluster.BGPSpec, checks []cluster.CheckSpec) []cluster.CheckSpec {
+	var out []cluster.CheckSpec
+	for _, c := range checks {
+		for _, names := range spec.Checks {
+			if slices.Contains(names, c.Name) {
+				out = append(out, c)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// speakerRestart says what of a change from a to b a running node cannot
+// apply (turning BGP on or off, a new ASN or router ID), "" when it can.
+func speakerRestart(a, b *cluster.BGPSpec) string {
+	switch {
+	case a == nil && b == nil:
+		return ""
+	case a == nil:
+		return "the node starts announcing VIPs by BGP"
+	case b == nil:
+		return "the node stops announcing VIPs by BGP"
+	case a.Config.ASN != b.Config.ASN:
+		return fmt.Sprintf("bgp.asn changes (%d to %d)", a.Config.ASN, b.Config.ASN)
+	case a.Config.RouterID != b.Config.RouterID:
+		return fmt.Sprintf("the node's router ID changes (%v to %v)", a.Config.RouterID, b.Config.RouterID)
+	}
+	return ""
+}
+
+// BGPStatus is the node's speaker in the status: each peer with its
+// session and BFD state, each route with why it is or is not announced.
+type BGPStatus struct {
+	ASN      uint32           `json:"asn"`
+	RouterID string           `json:"router_id"`
+	Peers    []BGPPeerStatus  `json:"peers"`
+	Routes   []BGPRouteStatus `json:"routes"`
+	Error    string           `json:"error,omitempty"` // the BGP implementation did not answer
+}
+
+// BGPPeerStatus is one peer.
+type BGPPeerStatus struct {
+	Address string `json:"address"`
+	ASN     uint32 `json:"asn"`
+	IBGP    bool   `json:"ibgp"`
+	Session string `json:"session"`       // the BGP FSM state, "established" when up
+	BFD     string `json:"bfd,omitempty"` // "up", "down", "init", ...; "" without BFD
+	// BFDRejected counts the peer's BFD packets discarded, with the last
+	// reason.
+	BFDRejected string `json:"bfd_rejected,omitempty"`
+	HeldDown    string `json:"held_down,omitempty"` // why the node holds the session down
+	Advertised  uint64 `json:"advertised"`          // routes sent to the peer
+}
+
+// BGPRouteStatus is one VIP's host route.
+type BGPRouteStatus struct {
+	Prefix    string `json:"prefix"`
+	Role      string `json:"role"`
+	Announced bool   `json:"announced"`
+	Reason    string `json:"reason"`
+}
+
+func (r *bgpRunner) status() *BGPStatus {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	st, err := r.speaker.Status(ctx)
+	r.specMu.Lock()
+	spec := r.spec
+	r.specMu.Unlock()
+	out := &BGPStatus{ASN: spec.Config.ASN, RouterID: spec.Config.RouterID.String()}
+	if err != nil {
+		out.Error = err.Error()
+	}
+	for _, p := range st.Peers {
+		out.Peers = append(out.Peers, BGPPeerStatus{Address: p.Address.String(), ASN: p.ASN, IBGP: p.IBGP, Session: p.Session,
+			BFD: p.BFD, BFDRejected: p.BFDRejected, HeldDown: p.HeldDown, Advertised: p.Advertised})
+	}
+	for _, rt := range st.Routes {
+		out.Routes = append(out.Routes, BGPRouteStatus{Prefix: rt.Prefix.String(), Role: spec.Role[rt.Prefix.Addr()],
+			Announced: rt.Announced, Reason: rt.Reason})
+	}
+	if len(out.Routes) == 0 { // before the first plan
+		for _, rt := range spec.Config.Routes {
+			out.Routes = append(out.Routes, BGPRouteStatus{Prefix: rt.Prefix().String(), Role: spec.Role[rt.VIP], Reason: "speaker starting"})
+		}
+	}
+	return out
+}
+
+// writeBGP prints the speaker's part of the status table.
+func writeBGP(w io.Writer, b *BGPStatus) {
+	fmt.Fprintf(w, "\nbgp: AS %d, router ID %s\n", b.ASN, b.RouterID)
+	if b.Error != "" {
+		fmt.Fprintf(w, "    error: %s\n", oneLine(b.Error))
+	}
+	for _, p := range b.Peers {
+		kind := "eBGP"
+		if p.IBGP {
+			kind = "iBGP"
+		}
+		line := fmt.Sprintf("peer %s AS %d (%s): %s, %d routes sent", p.Address, p.ASN, kind, p.Session, p.Advertised)
+		if p.BFD != "" {
+			line += ", BFD " + p.BFD
+		}
+		fmt.Fprintln(w, line)
+		if p.HeldDown != "" {
+			fmt.Fprintf(w, "    held down: %s\n", oneLine(p.HeldDown))
+		}
+		if p.BFDRejected != "" {
+			fmt.Fprintf(w, "    BFD packets %s\n", printable(oneLine(p.BFDRejected)))
+		}
+	}
+	for _, r := range b.Routes {
+		state := "not announced"
+		if r.Announced {
+			state = "announced"
+		}
+		fmt.Fprintf(w, "route %s (%s): %s: %s\n", r.Prefix, r.Role, state, printable(oneLine(r.Reason)))
+	}
+}

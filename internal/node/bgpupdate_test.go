@@ -1,0 +1,142 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/vipstack/vipstack/internal/bgp"
+	"github.com/vipstack/vipstack/internal/clock"
+	"github.com/vipstack/vipstack/internal/cluster"
+	"github.com/vipstack/vipstack/internal/netif"
+	"github.com/vipstack/vipstack/internal/track"
+)
+
+// journal records, in order, what the runner asks of the BGP
+// implementation and of the interface holding the VIPs.
+type journal struct {
+	mu    sync.Mutex
+	calls []string
+}
+
+func (j *journal) rec(format string, a ...any) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.calls = append(j.calls, fmt.Sprintf(format, a...))
+}
+
+func (j *journal) take() []string {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	c := j.calls
+	j.calls = nil
+	return c
+}
+
+type journalRouter struct{ j *journal }
+
+func (r journalRouter) Start(context.Context, uint32, netip.Addr, int) error { return nil }
+func (r journalRouter) AddPeer(_ context.Context, p bgp.Peer, _ bool) error {
+	r.j.rec("add-peer %v", p.Address)
+	return nil
+}
+func (r journalRouter) DeletePeer(_ context.Context, a netip.Addr) error {
+	r.j.rec("delete-peer %v", a)
+	return nil
+}
+func (r journalRouter) SetPeerEnabled(context.Context, netip.Addr, bool, string) error { return nil }
+func (r journalRouter) Announce(_ context.Context, rt bgp.Route, _ netip.Addr, _ uint32) error {
+	r.j.rec("announce %v", rt.Prefix())
+	return nil
+}
+func (r journalRouter) Withdraw(_ context.Context, p netip.Prefix) error {
+	r.j.rec("withdraw %v", p)
+	return nil
+}
+func (r journalRouter) Peers(context.Context) ([]bgp.RouterPeer, error) { return nil, nil }
+func (r journalRouter) Stop(context.Context) error                      { return nil }
+
+type journalAddrs struct{ j *journal }
+
+func (a journalAddrs) AddVIP(v netif.VIP) error {
+	a.j.rec("add-vip %v %s", v.Prefix, v.Dev)
+	return nil
+}
+func (a journalAddrs) DelVIP(v netif.VIP) error {
+	a.j.rec("del-vip %v %s", v.Prefix, v.Dev)
+	return nil
+}
+
+func quietLog() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// passing is a check that always passes.
+type passing struct{}
+
+func (passing) Probe(context.Context) error { return nil }
+
+// TestBGPRunnerUpdate applies a reloaded spec to a running runner: the
+// new VIP is on the loopback before it is announced, the removed one is
+// withdrawn before it leaves the loopback, and only the changed peer is
+// touched.
+func TestBGPRunnerUpdate(t *testing.T) {
+	synctest.Test(t, testBGPRunnerUpdate)
+}
+
+func testBGPRunnerUpdate(t *testing.T) {
+	v1, v2 := netip.MustParseAddr("198.19.0.5"), netip.MustParseAddr("198.19.0.6")
+	p1, p2 := netip.MustParseAddr("198.18.1.1"), netip.MustParseAddr("198.18.2.1")
+	spec := func(peers []bgp.Peer, vips ...netip.Addr) *cluster.BGPSpec {
+		s := &cluster.BGPSpec{Config: bgp.Config{ASN: 64512, RouterID: netip.MustParseAddr("198.18.1.10"), Peers: peers},
+			Checks: map[netip.Addr][]string{}, Role: map[netip.Addr]string{}}
+		for _, v := range vips {
+			s.Config.Routes = append(s.Config.Routes, bgp.Route{VIP: v})
+			s.Role[v] = "api"
+		}
+		return s
+	}
+	j := &journal{}
+	first := spec([]bgp.Peer{{Address: p1, ASN: 64500}, {Address: p2, ASN: 64500}}, v1)
+	elig := &bgpEligibility{spec: first, changed: make(chan struct{}, 1)}
+	sp, err := bgp.New(bgp.Options{Config: first.Config, Eligibility: elig, Router: journalRouter{j}, Logger: quietLog(), StopTimeout: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &bgpRunner{spec: first, log: quietLog(), elig: elig, speaker: sp, addrs: journalAddrs{j}, closeFn: func() {}, done: make(chan error, 1)}
+	ctx, cancel := context.WithCancel(context.Background())
+	r.cancel = cancel
+	go func() { r.done <- sp.Run(ctx) }()
+	probe := func(cluster.CheckSpec) track.Check { return passing{} }
+	elig.startChecks(clock.Real{}, nil, probe)
+	synctest.Wait()
+	if d := cmp.Diff([]string{"announce 198.19.0.5/32", "add-peer 198.18.1.1", "add-peer 198.18.2.1"}, j.take()); d != "" {
+		t.Fatalf("start (-want +got):\n%s", d)
+	}
+
+	next := spec([]bgp.Peer{{Address: p1, ASN: 64500}, {Address: p2, ASN: 64501}}, v2)
+	if err := r.update(clock.Real{}, next, nil, nil, probe); err != nil {
+		t.Fatal(err)
+	}
+	synctest.Wait()
+	want := []string{
+		"add-vip 198.19.0.6/32 lo",
+		"delete-peer 198.18.2.1", "add-peer 198.18.2.1",
+		"announce 198.19.0.6/32", "withdraw 198.19.0.5/32",
+		"del-vip 198.19.0.5/32 lo",
+	}
+	if d := cmp.Diff(want, j.take()); d != "" {
+		t.Errorf("reload (-want +got):\n%s", d)
+	}
+	if err := r.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff([]string{"withdraw 198.19.0.6/32", "del-vip 198.19.0.6/32 lo"}, j.take()); d != "" {
+		t.Errorf("stop (-want +got):\n%s", d)
+	}
+}
