@@ -422,8 +422,8 @@ func TestParseErrors(t *testing.T) {
 		},
 		{
 			name:    "unsupported option",
-			conf:    func(t *testing.T) string { return edit(t, "  mode tcp\n", "  mode tcp\n  option abortonclose\n") },
-			want:    `h.cfg:3: keyword "option abortonclose" in defaults is not supported by vipstack (supported: ` + defaultsKeywords + `)`,
+			conf:    func(t *testing.T) string { return edit(t, "  mode tcp\n", "  mode tcp\n  option nolinger\n") },
+			want:    `h.cfg:3: keyword "option nolinger" in defaults is not supported by vipstack (supported: ` + defaultsKeywords + `)`,
 			haproxy: haproxyAccepts,
 		},
 		{

@@ -16,6 +16,7 @@ type proxyOpts struct {
 	allBackups     bool // option allbackups
 	dontLogNormal  bool // option dontlog-normal
 	separateErrors bool // option log-separate-errors
+	abortOnClose   bool // option abortonclose
 }
 
 type moreState struct {
@@ -25,7 +26,7 @@ type moreState struct {
 
 // Extra keywords accepted, for messages.
 const (
-	moreProxyOptions = "tcp-request inspect-delay, option tcpka, option clitcpka, option srvtcpka, option dontlog-normal, option log-separate-errors"
+	moreProxyOptions = "tcp-request inspect-delay, option tcpka, option clitcpka, option srvtcpka, option dontlog-normal, option log-separate-errors, option abortonclose"
 	moreGlobalKWs    = "ulimit-n, spread-checks, hard-stop-after, tune.ssl.default-dh-param, server-state-file"
 )
 
@@ -59,6 +60,12 @@ func (p *parser) proxyOption(l line, kw string, o *proxyOpts, fe, be bool) bool 
 			return true
 		}
 		dst = append(dst, &o.allBackups)
+	case "option abortonclose":
+		if !be {
+			p.warnf(l, "'%s' ignored because %s has no backend capability.", kw[len("option "):], quoteProxy(p.key))
+			return true
+		}
+		dst = append(dst, &o.abortOnClose)
 	case "option dontlog-normal":
 		dst = append(dst, &o.dontLogNormal)
 	case "option log-separate-errors":
@@ -135,7 +142,7 @@ func (p *parser) moreBackend(l line, kw string) bool {
 
 // moreListenBackend are keywords that make a listen section forward, as
 // a backend's.
-const moreListenBackend = "retries|option allbackups|option srvtcpka|option mysql-check|hash-type"
+const moreListenBackend = "retries|option allbackups|option abortonclose|option srvtcpka|option mysql-check|hash-type"
 
 func (p *parser) moreListen(l line, kw string) bool {
 	switch {
@@ -195,5 +202,5 @@ func (p *parser) endFrontendMore(f *lbconfig.Frontend, o *proxyOpts) {
 
 // endBackendMore gives a backend the options of o.
 func (p *parser) endBackendMore(b *lbconfig.Backend, o *proxyOpts) {
-	b.KeepAlive, b.AllBackups = o.srvKA, o.allBackups
+	b.KeepAlive, b.AllBackups, b.AbortOnClose = o.srvKA, o.allBackups, o.abortOnClose
 }

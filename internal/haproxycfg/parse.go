@@ -519,6 +519,9 @@ func (p *parser) endListen() {
 	case p.broken && (!monitor && !stats || ls.mode == ""):
 		// A line the lexer rejected may have been the monitor-uri,
 		// stats or mode that looks missing: its error is enough.
+	case ls.stats.Prometheus != nil && !stats:
+		p.errorf(l, "listen", "%s serves use-service prometheus-exporter without a stats page: vipstack serves the exporter "+
+			"from a stats listen only (accepted: the use-service line beside stats enable, stats uri, ...)", p.key)
 	case !monitor && !stats:
 		p.errorf(l, "listen", "%s is neither a monitor (monitor-uri) nor a stats page (stats enable, stats uri, ...) "+
 			"nor forwards (server lines): vipstack supports no other listen section", p.key)
@@ -571,6 +574,7 @@ func (p *parser) endFile() {
 	for i := range p.cfg.StatsSockets {
 		p.cfg.StatsSockets[i].IdleTimeout = p.statsTimeout
 	}
+	p.tcpFrontendsToHTTP()
 	p.endTLS()
 }
 
@@ -1063,6 +1067,10 @@ func (p *parser) logFormatLine(l line, dst *string) {
 func (p *parser) listen(l line) {
 	ls := p.ls
 	kw := keyword(l.words)
+	if kw == "http-request" && len(l.words) > 1 && l.words[1] == "use-service" {
+		p.useService(l)
+		return
+	}
 	if slices.Contains(strings.Split(listenBackendKeywords, "|"), kw) {
 		if ls.forwardLine == 0 {
 			ls.forwardLine = l.num

@@ -214,4 +214,9 @@ type backendCounters struct {
 	// picked counts the backend's server selections (haproxy's backend
 	// lbtot, cum_lbconn): the times' window.
 	picked atomic.Uint64
+	// leftTot and leftBin count the clients that left the queue before
+	// a server took them, and their bytes: haproxy counts them in the
+	// backend's stot and bin, in no server's (measured,
+	// TestAbortOnCloseMatchesHaproxy).
+	leftTot, leftBin atomic.Uint64
 }

@@ -29,6 +29,9 @@ type feConfig struct {
 	// cliKeepAlive and srvKeepAlive turn SO_KEEPALIVE on for the
 	// client's and the server's socket.
 	cliKeepAlive, srvKeepAlive bool
+	// abortOnClose drops a client that ended its side while queued or
+	// connecting even when it sent bytes (`option abortonclose`).
+	abortOnClose bool
 }
 
 // Which direction last moved bytes on a connection: the side that spoke

@@ -100,6 +100,12 @@ func (l *LB) proxyConfig(cfg *lbconfig.Config, fe *lbconfig.Frontend, to *loggin
 		}
 	}
 	pc := httpproxy.Config{Frontend: *fe, Backends: bs, Timeouts: cfg.Timeouts, Retries: cfg.Retries, Stats: st, Log: l.httpLogger(fe, to)}
+	if fe.HTTP != nil && fe.HTTP.TCPMode && fe.HTTP.LogFormat == "" && to != nil && len(*to) > 0 {
+		pc.Accepted = func(client, local netip.AddrPort) {
+			var buf [160]byte
+			l.sendLog(to, lbconfig.LevelInfo, logging.AppendConnect(buf[:0], client, local, fe.Name, "TCP"))
+		}
+	}
 	if fe.HTTP != nil && fe.HTTP.MonitorURI != "" {
 		ms := &web.Site{Monitor: &lbconfig.Monitor{Name: fe.Name, URI: fe.HTTP.MonitorURI}, Core: webCore{l}, Clock: l.clk, Version: l.opts.Version}
 		pc.Monitor = ms.ServeMonitor
@@ -221,7 +227,23 @@ func (l *LB) httpLogger(fe *lbconfig.Frontend, to *logging.Dests) func(httpproxy
 		return nil
 	}
 	if hl == nil {
-		return nil
+		if to == nil || len(*to) == 0 {
+			return nil
+		}
+		if !fe.HTTP.TCPMode {
+			return nil
+		}
+		// A mode tcp frontend before a mode http backend: without a
+		// log format, haproxy 2.6 sends "Connect from ... (fe/TCP)" for
+		// each connection it accepts (httpAccepted) and each further
+		// request on it (measured, TestTCPFrontendHTTPBackendMatchesHaproxy).
+		return func(e httpproxy.Entry) {
+			if e.Nth < 2 {
+				return
+			}
+			var buf [160]byte
+			l.sendLog(to, lbconfig.LevelInfo, logging.AppendConnect(buf[:0], e.Client, e.Frontend, fe.Name, "TCP"))
+		}
 	}
 	return func(e httpproxy.Entry) {
 		f := logging.HTTPFields{Client: e.Client, Local: e.Frontend, Frontend: fe.Name, TLS: e.TLS, Backend: e.Backend,

@@ -603,14 +603,20 @@ func (lp *loop) handle(ev *unix.EpollEvent) {
 // Tc -1 and Tt 300, no retry, the server's stot 1 and econ 0; vipstack
 // went on connecting for 3 s and logged "sC"). A client that sent bytes
 // before its FIN waits for the connect, which delivers them (haproxy
-// too: "sC" after its retries against that server). Data alone does
-// nothing here: it is read once connected.
+// too: "sC" after its retries against that server). With `option
+// abortonclose` that client is dropped too, its bytes unsent, as haproxy
+// 2.6.12 drops it ("CC" while connecting, "CQ" in the queue; measured in
+// TestAbortOnCloseMatchesHaproxy). Data alone does nothing here: it is
+// read once connected.
 func (lp *loop) clientWhileConnecting(cn *conn, e uint32) {
 	switch {
 	case e&(unix.EPOLLHUP|unix.EPOLLERR) != 0:
 		cn.term = [2]byte{'C', 'D'}
-	case e&unix.EPOLLRDHUP != 0 && !pendingInput(cn.relay.c.FD):
+	case e&unix.EPOLLRDHUP != 0 && (cn.cfg.abortOnClose || !pendingInput(cn.relay.c.FD)):
 		cn.term = [2]byte{'C', 'C'}
+		// What an aborted client sent counts as received (haproxy's %U
+		// and bin), as haproxy reads it before it drops the client.
+		discardClient(cn)
 	default:
 		return
 	}

@@ -116,7 +116,10 @@ func (lp *loop) queueTimedOut(cn *conn) {
 // queuedClientLeft closes a queued client that left: "CQ". lp.mu is
 // held.
 func (lp *loop) queuedClientLeft(cn *conn, term [2]byte) {
-	cn.cfg.pool.wait.remove(cn)
+	p := cn.cfg.pool
+	p.wait.remove(cn)
+	p.be.leftTot.Add(1)
+	p.be.leftBin.Add(cn.up)
 	lp.leaveQueue(cn)
 	cn.term = term
 	lp.closeLocked(cn)

@@ -31,7 +31,7 @@ func sectionConfig(cfg *lbconfig.Config, fc lbconfig.Frontend, p *pool, cl *logg
 		if b.Retries > 0 {
 			c.retries = b.Retries
 		}
-		c.srvKeepAlive = b.KeepAlive
+		c.srvKeepAlive, c.abortOnClose = b.KeepAlive, b.AbortOnClose
 	}
 	return c
 }

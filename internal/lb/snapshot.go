@@ -58,6 +58,8 @@ func (l *LB) Snapshot() stats.Snapshot {
 			bs.Selected += ss.Selected
 			bs.Servers = append(bs.Servers, ss)
 		}
+		bs.TotalSessions += p.be.leftTot.Load()
+		bs.BytesIn += p.be.leftBin.Load()
 		bs.Status = "DOWN"
 		if bs.UpServers > 0 {
 			bs.Status = "UP"

@@ -32,6 +32,11 @@ type HTTPFrontend struct {
 	// LogFormat is the request log's format (HTTPLogFormat for option
 	// httplog); empty writes no request lines.
 	LogFormat string
+	// TCPMode: the frontend says mode tcp, and its default backend is
+	// mode http, so its connections are HTTP all the same, as haproxy
+	// 2.6 handles them; its "Connect from" lines, one per request, say
+	// TCP. It has no HTTP rules of its own.
+	TCPMode bool
 }
 
 // HTTPLogVariables are the variables an HTTP frontend's log format may
@@ -345,9 +350,13 @@ func (v *validator) httpFrontend(f *Frontend, backends map[string]bool) {
 	if f.HTTP == nil {
 		if mode[f.Backend] {
 			v.fail(v.pos(ItemKey(key, "default_backend"), key), key, "default_backend",
-				"tcp frontend %s uses backend %s, which is mode http: haproxy upgrades such connections to HTTP, vipstack does not (accepted: the same mode in both)", f.Name, f.Backend)
+				"tcp frontend %s uses backend %s, which is mode http: haproxy handles such connections as HTTP (accepted: an HTTP frontend with TCPMode, as internal/haproxycfg reads it, or the same mode in both)", f.Name, f.Backend)
 		}
 		return
+	}
+	if f.HTTP.TCPMode && f.Log != nil {
+		v.fail(v.pos(ItemKey(key, "default_backend"), key), key, "default_backend",
+			"tcp frontend %s with a log format (option tcplog, log-format) uses backend %s, which is mode http: vipstack does not write haproxy's lines of such a frontend (accepted: no log format in the frontend, or mode http in both)", f.Name, f.Backend)
 	}
 	if f.Backend != "" && backends[f.Backend] && !mode[f.Backend] {
 		v.fail(v.pos(ItemKey(key, "default_backend"), key), key, "default_backend",

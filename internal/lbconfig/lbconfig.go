@@ -3,6 +3,7 @@ package lbconfig
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -264,6 +265,11 @@ type Backend struct {
 	// AllBackups uses every UP backup server at once when no other
 	// server is UP (`option allbackups`), instead of the first.
 	AllBackups bool
+	// AbortOnClose (`option abortonclose`) drops a client that closed
+	// its side while waiting in the queue or for its server's connect,
+	// even when it sent bytes first: they never reach a server. Without
+	// it such a client waits for its server, which gets the bytes.
+	AbortOnClose bool
 }
 
 // HTTPCheck is `option httpchk METHOD URI VERSION`.
@@ -457,6 +463,26 @@ type Stats struct {
 	Timeouts Timeouts
 	// MaxConn: as Monitor's.
 	MaxConn int
+	// Prometheus is `http-request use-service prometheus-exporter`:
+	// matching requests get the figures in haproxy's exporter's format
+	// (before the stats page); nil: none.
+	Prometheus *PrometheusService
+}
+
+// PrometheusService says which requests of a stats listen the exporter
+// answers: those whose path is one of Paths (`if { path P... }`), or is
+// none of them with Unless; every request when Paths is empty.
+type PrometheusService struct {
+	Paths  []string `yaml:"paths,omitempty"`
+	Unless bool     `yaml:"unless,omitempty"`
+}
+
+// Matches reports whether a request for path goes to the exporter.
+func (s *PrometheusService) Matches(path string) bool {
+	if len(s.Paths) == 0 {
+		return true
+	}
+	return slices.Contains(s.Paths, path) != s.Unless
 }
 
 // StatsAdmin is who may use the stats page's admin form.

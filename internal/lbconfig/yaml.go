@@ -122,6 +122,9 @@ type yamlStats struct {
 	HideVersion bool       `yaml:"hideVersion,omitempty"`
 	Users       []yamlUser `yaml:"users,omitempty"`
 	LogTargets  []string   `yaml:"logTargets,omitempty"`
+	// Prometheus is Stats.Prometheus: the exporter's paths (none: every
+	// request) and unless.
+	Prometheus *PrometheusService `yaml:"prometheus,omitempty"`
 }
 
 type yamlUser struct {
@@ -500,7 +503,8 @@ func (y *yamlConfig) config(src map[string]string) (*Config, []error) {
 	}
 	for _, ys := range y.Stats {
 		s := Stats{Name: ys.Name, Binds: binds(ListenKey(ys.Name), ys.Binds), URI: ys.URI,
-			Refresh: time.Duration(ys.Refresh), HideVersion: ys.HideVersion, LogTargets: logTargets(ListenKey(ys.Name), ys.LogTargets)}
+			Refresh: time.Duration(ys.Refresh), HideVersion: ys.HideVersion, LogTargets: logTargets(ListenKey(ys.Name), ys.LogTargets),
+			Prometheus: ys.Prometheus}
 		for _, u := range ys.Users {
 			s.Users = append(s.Users, UserPass(u))
 		}
@@ -715,7 +719,7 @@ func FormatYAML(c *Config) ([]byte, error) {
 		y.Monitors = append(y.Monitors, ym)
 	}
 	for _, s := range c.Stats {
-		ys := yamlStats{Name: s.Name, Binds: binds(s.Binds), URI: s.URI, Refresh: duration(s.Refresh), HideVersion: s.HideVersion}
+		ys := yamlStats{Name: s.Name, Binds: binds(s.Binds), URI: s.URI, Refresh: duration(s.Refresh), HideVersion: s.HideVersion, Prometheus: s.Prometheus}
 		for _, u := range s.Users {
 			ys.Users = append(ys.Users, yamlUser(u))
 		}

@@ -121,6 +121,7 @@ func TestYAMLRoundTrip(t *testing.T) {
 			b.Servers[0].Verify = true
 			c.Stats[0].Refresh, c.Stats[0].HideVersion = 5*time.Second, true
 			c.Stats[0].Users = []UserPass{{User: "a b", Pass: `p: "q"`}}
+			c.Stats[0].Prometheus = &PrometheusService{Paths: []string{"/metrics", "/m"}, Unless: true}
 			return c
 		}},
 	}

@@ -142,6 +142,17 @@ func HAProxyCfg(cfg *lbconfig.Config) ([]byte, error) {
 		for _, u := range s.Users {
 			w(true, "stats", "auth", u.User+":"+u.Pass)
 		}
+		if ps := s.Prometheus; ps != nil {
+			words := []string{"http-request", "use-service", "prometheus-exporter"}
+			if len(ps.Paths) > 0 {
+				cond := "if"
+				if ps.Unless {
+					cond = "unless"
+				}
+				words = append(append(append(words, cond, "{", "path"), ps.Paths...), "}")
+			}
+			w(true, words...)
+		}
 	}
 	for _, be := range cfg.Backends {
 		w(false, "backend", be.Name)

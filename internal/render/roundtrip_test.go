@@ -102,7 +102,8 @@ func TestHAProxyCfgWriterCoversTheModel(t *testing.T) {
 			},
 		}},
 		Stats: []lbconfig.Stats{{Name: "st", Binds: []lbconfig.Bind{{Addr: ap("127.0.0.1:9000")}}, URI: "/s",
-			Users: []lbconfig.UserPass{{User: "u1", Pass: "p1"}, {User: "u2", Pass: "p2"}}}},
+			Users:      []lbconfig.UserPass{{User: "u1", Pass: "p1"}, {User: "u2", Pass: "p2"}},
+			Prometheus: &lbconfig.PrometheusService{Paths: []string{"/metrics", "/m2"}, Unless: true}}},
 	}
 	if err := lbconfig.Validate(want); err != nil {
 		t.Fatal(err)

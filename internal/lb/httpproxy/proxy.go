@@ -69,6 +69,9 @@ type Config struct {
 	// Log writes a request's log line, when the frontend logs (nil: no
 	// lines).
 	Log func(Entry)
+	// Accepted, when set, is called for each client connection accepted,
+	// with the client's and the listener's address.
+	Accepted func(client, local netip.AddrPort)
 }
 
 // Entry is what a request's log line says.
@@ -90,6 +93,9 @@ type Entry struct {
 	Retries          int
 	// BadRequest: no request was read (Request is "<BADREQ>").
 	BadRequest bool
+	// Nth is the request's place on its client connection: 1 for the
+	// first (0 when unknown: HTTP/2, or no request).
+	Nth int64
 }
 
 // compiled is a Config ready to serve.
@@ -292,13 +298,20 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c := p.cfg.Load()
 	start := time.Now()
 	rq := &request{r: r, tls: r.TLS != nil}
+	var nth int64
 	if cn, ok := r.Context().Value(connKey{}).(net.Conn); ok {
 		rq.src = addrPort(cn.RemoteAddr())
 		rq.dst = addrPort(cn.LocalAddr())
+		if tc, ok := cn.(*tls.Conn); ok {
+			cn = tc.NetConn()
+		}
+		if tc, ok := cn.(*trackedConn); ok && r.ProtoMajor == 1 {
+			nth = tc.requests.Add(1)
+		}
 	}
 	e := Entry{Client: rq.src, Frontend: rq.dst, TLS: rq.tls, Accept: start, FrontendName: c.cfg.Frontend.Name,
 		Backend: c.cfg.Frontend.Name, Server: "<NOSRV>", Method: r.Method, URI: r.RequestURI, Version: r.Proto,
-		Tw: -1, Tc: -1, Tr: -1, Term: "--"}
+		Tw: -1, Tc: -1, Tr: -1, Term: "--", Nth: nth}
 	e.Request = r.Method + " " + r.RequestURI + " " + r.Proto
 	lw := &logWriter{ResponseWriter: w}
 	if c.cfg.Monitor != nil && c.cfg.Monitor(w, r) {
@@ -536,7 +549,27 @@ func (p *Proxy) forward(w http.ResponseWriter, rq *request, c *compiled, name st
 				}
 			},
 		}
-		rp.ServeHTTP(w, r.WithContext(httptrace.WithClientTrace(r.Context(), trace)))
+		// Go ends the request's context once the client has closed its
+		// side; haproxy 2.6.12 sends such a request to its server all
+		// the same and, without `option abortonclose`, serves it the
+		// answer (an agent may half-close after its request). With the
+		// option it gives up once the request is sent: a 400, "CH"
+		// (measured, TestHTTPAbortOnCloseMatchesHaproxy).
+		ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
+		if b.AbortOnClose {
+			trace.WroteRequest = func(httptrace.WroteRequestInfo) {
+				wrote.Store(time.Now().UnixNano())
+				go func() {
+					select {
+					case <-r.Context().Done():
+						cancel()
+					case <-ctx.Done():
+					}
+				}()
+			}
+		}
+		rp.ServeHTTP(w, r.WithContext(httptrace.WithClientTrace(ctx, trace)))
+		cancel()
 		e.Tr = time.Duration(tr.Load())
 		end(failStatus != 0)
 		if failStatus == 0 {
@@ -549,7 +582,10 @@ func (p *Proxy) forward(w http.ResponseWriter, rq *request, c *compiled, name st
 		}
 		switch failStatus {
 		case -1:
-			e.Term = "CD"
+			// Only `option abortonclose` cancels, once the request is
+			// sent: haproxy's 400, logged "CH".
+			e.Term = "CH"
+			p.fail(w, r, errorSection(fe, bh), http.StatusBadRequest)
 		case http.StatusGatewayTimeout:
 			e.Term = "sH"
 			p.fail(w, r, errorSection(fe, bh), failStatus)
@@ -825,6 +861,9 @@ func (l trackingListener) Accept() (net.Conn, error) {
 	closed := l.p.core.Opened(cfg.Frontend.Name)
 	tc := &trackedConn{idleConn: idleConn{Conn: c}, p: l.p, closed: closed, accept: time.Now()}
 	tc.idle.Store(int64(cfg.Timeouts.Client))
+	if cfg.Accepted != nil {
+		cfg.Accepted(addrPort(c.RemoteAddr()), addrPort(c.LocalAddr()))
+	}
 	return tc, nil
 }
 
@@ -833,10 +872,12 @@ func (l trackingListener) Accept() (net.Conn, error) {
 // without a byte read (`timeout tunnel` once upgraded).
 type trackedConn struct {
 	idleConn
-	p      *Proxy
-	once   sync.Once
-	closed func()
-	accept time.Time
+	// requests counts the requests read on the connection.
+	requests atomic.Int64
+	p        *Proxy
+	once     sync.Once
+	closed   func()
+	accept   time.Time
 }
 
 // idleConn fails a Read after idle without data (0: never), on top of

@@ -183,7 +183,12 @@ func (cl *ConnLog) AppendLine(b []byte, cn *Fields, end time.Time) []byte {
 			b = append(b, '0')
 		case "Tw":
 			tw := int64(0)
-			if !cn.StartAt.IsZero() && !cn.HasServer {
+			if cn.Term == [2]byte{'C', 'Q'} {
+				// The client left the queue: haproxy 2.6 logs the
+				// wait until then (measured,
+				// TestAbortOnCloseMatchesHaproxy).
+				tw = ms(end.Sub(cn.AcceptAt))
+			} else if !cn.StartAt.IsZero() && !cn.HasServer {
 				// Left the queue and found no server to wait for:
 				// haproxy 2.6's "-1/-1/0 0 SC" (measured).
 				tw = -1

@@ -178,6 +178,8 @@ func (h *Listener) respond(r *request) *response {
 		m := *s
 		m.Monitor = &lbconfig.Monitor{Name: s.Stats.Name, URI: s.Stats.MonitorURI}
 		return m.serveMonitor(r)
+	case s.Stats != nil && s.Stats.Prometheus != nil && s.Stats.Prometheus.Matches(pathOnly(r.uri)):
+		return s.servePrometheus()
 	case s.Stats != nil:
 		return s.serveStats(r)
 	}
@@ -433,4 +435,19 @@ func (s *Site) page(refresh bool) stats.Page {
 	}
 	p.Unconfirmed, p.Held, p.Draining = s.Core.PageHealth()
 	return p
+}
+
+// pathOnly is the path of a request URI, without its query: haproxy's
+// `path` fetch.
+func pathOnly(uri string) string {
+	p, _, _ := strings.Cut(requestPath(uri, "/"), "?")
+	return p
+}
+
+// servePrometheus answers with the figures in haproxy's Prometheus
+// exporter's format, as haproxy 2.6 answers any method there (measured:
+// 200, chunked, its content type).
+func (s *Site) servePrometheus() *response {
+	return &response{code: 200, reason: reasons[200], chunked: true, body: s.Core.Snapshot().Prometheus(),
+		header: []field{{"cache-control", "no-cache"}, {"content-type", "text/plain; version=0.0.4"}}}
 }
