@@ -1022,7 +1022,17 @@ func CheckServices(cfg Config, windows []Window, samples []ServiceSample) ([]Vio
 	for k, ep := range open {
 		out = append(out, serviceViolation(k.kind, k.vip, ep))
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].At.Before(out[j].At) })
+	// By time, then kind and detail: episodes that open at one sample
+	// come out of a map.
+	sort.SliceStable(out, func(i, j int) bool {
+		if !out[i].At.Equal(out[j].At) {
+			return out[i].At.Before(out[j].At)
+		}
+		if out[i].Kind != out[j].Kind {
+			return out[i].Kind < out[j].Kind
+		}
+		return out[i].Detail < out[j].Detail
+	})
 	return out, nil
 }
 
