@@ -228,16 +228,28 @@ func TestStatsLayoutMatchesHaproxy(t *testing.T) {
 	if len(hrows) != len(vrows) {
 		t.Fatalf("CSV: haproxy %d lines, vipstack %d\n%s\n%s", len(hrows), len(vrows), hcsv, vcsv)
 	}
+	names := strings.Split(strings.TrimPrefix(hhead, "# "), ",")
+	statusCol := slices.Index(names, "check_status")
 	for i, v := range vrows {
 		h := hrows[i]
 		if len(h) != len(v) {
 			t.Errorf("CSV line %d: haproxy %d columns, vipstack %d", i+1, len(h), len(v))
 			continue
 		}
+		// haproxy marks a check running at the moment of the read with
+		// "* " before the last status, and its code is 0 meanwhile.
+		running := statusCol >= 0 && strings.HasPrefix(h[statusCol], "* ")
+		if running {
+			h = slices.Clone(h)
+			h[statusCol] = strings.TrimPrefix(h[statusCol], "* ")
+		}
 		for c := range v {
-			name := strings.Split(strings.TrimPrefix(hhead, "# "), ",")[c]
+			name := names[c]
 			if v[c] != "" && h[c] == "" {
 				t.Errorf("CSV %s/%s: %s = %q, empty in haproxy's", v[0], v[1], name, v[c])
+			}
+			if running && name == "check_code" {
+				continue
 			}
 			if slices.Contains(stable, name) && v[c] != h[c] {
 				t.Errorf("CSV %s/%s: %s = %q, haproxy %q", v[0], v[1], name, v[c], h[c])
