@@ -1,11 +1,7 @@
 package lb
 
 import (
-	"bufio"
-	"net"
 	"testing"
-
-	"github.com/google/go-cmp/cmp"
 
 	"github.com/vipstack/vipstack/internal/haproxycfg"
 	"github.com/vipstack/vipstack/internal/peers"
@@ -56,31 +52,14 @@ backend web
 	newLBOpts(t, Options{}, cfg)
 	waitListening(t, "tcp", "127.0.0.1:"+ports[0])
 
-	reqs := []struct{ name, raw string }{
+	reqs := []rawRequest{
 		{"default backend", "GET /c HTTP/1.1\r\nHost: a.example\r\n\r\n"},
 		{"acl from the environment", "GET /api/x HTTP/1.1\r\nHost: a.example\r\n\r\n"},
 		{"first word of [*]", "GET /a HTTP/1.1\r\nHost: a.example\r\n\r\n"},
 		{"second word of [*]", "GET /b HTTP/1.1\r\nHost: a.example\r\n\r\n"},
 		{"both words are not one", "GET /a%20%20/b HTTP/1.1\r\nHost: a.example\r\n\r\n"},
 	}
-	run := func(port string) []httpAnswer {
-		var out []httpAnswer
-		for _, rq := range reqs {
-			c, err := net.DialTimeout("tcp", "127.0.0.1:"+port, bound)
-			if err != nil {
-				t.Fatal(err)
-			}
-			out = append(out, masked(ask(t, c, bufio.NewReader(c), rq.raw)))
-			c.Close()
-		}
-		return out
-	}
-	want, got := run(ports[0]), run(ports[1])
-	for i, rq := range reqs {
-		if diff := cmp.Diff(want[i], got[i]); diff != "" {
-			t.Errorf("%s: answers differ (-haproxy +vipstack):\n%s", rq.name, diff)
-		}
-	}
+	want := askBoth(t, reqs, "127.0.0.1:"+ports[0], "127.0.0.1:"+ports[1])
 	// Guard against both failing alike.
 	if a := want[1].Arrived; a == nil || a.Server != "api" || a.Header.Get("X-Route") != "from env" ||
 		a.Header.Get("X-Src") != "fe-none-[]" || a.Header.Get("X-Backend") != "$VSE_ROUTE" || want[2].Status != 403 {

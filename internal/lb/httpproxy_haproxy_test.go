@@ -205,7 +205,7 @@ func TestHTTPRoutingMatchesHaproxy(t *testing.T) {
 	ports := startRoutingPair(t)
 	haddr, vaddr := "127.0.0.1:"+ports[0], "127.0.0.1:"+ports[1]
 
-	reqs := []struct{ name, raw string }{
+	reqs := []rawRequest{
 		{"default backend", "GET /index.html HTTP/1.1\r\nHost: a.example\r\nX-Remove: x\r\nX-Keep: k\r\n\r\n"},
 		{"path_beg", "GET /api/v1?q=1 HTTP/1.1\r\nHost: a.example\r\n\r\n"},
 		{"host acl, case-insensitive", "GET / HTTP/1.1\r\nHost: B.Example\r\n\r\n"},
@@ -235,24 +235,7 @@ func TestHTTPRoutingMatchesHaproxy(t *testing.T) {
 		{"redirect prefix drop-query", "GET /pre/x?y=1 HTTP/1.1\r\nHost: a.example\r\n\r\n"},
 		{"server down", "GET /none HTTP/1.1\r\nHost: a.example\r\n\r\n"},
 	}
-	run := func(addr string) []httpAnswer {
-		var out []httpAnswer
-		for _, rq := range reqs {
-			c, err := net.DialTimeout("tcp", addr, bound)
-			if err != nil {
-				t.Fatal(err)
-			}
-			out = append(out, masked(ask(t, c, bufio.NewReader(c), rq.raw)))
-			c.Close()
-		}
-		return out
-	}
-	want, got := run(haddr), run(vaddr)
-	for i, rq := range reqs {
-		if diff := cmp.Diff(want[i], got[i]); diff != "" {
-			t.Errorf("%s: answers differ (-haproxy +vipstack):\n%s", rq.name, diff)
-		}
-	}
+	want := askBoth(t, reqs, haddr, vaddr)
 	// The table must have routed somewhere: guard against both failing alike.
 	if want[0].Arrived == nil || want[0].Arrived.Server != "web" || want[1].Arrived == nil || want[1].Arrived.Server != "api" {
 		t.Fatalf("haproxy did not route as the test expects: %+v %+v", want[0], want[1])
@@ -377,4 +360,33 @@ func TestHTTPContinueAndH2(t *testing.T) {
 		}
 		tr.CloseIdleConnections()
 	}
+}
+
+// rawRequest is one request of a side-by-side HTTP test, sent as written.
+type rawRequest struct{ name, raw string }
+
+// askBoth sends each request on its own connection to haproxy's address
+// and then to vipstack's, reports every answer that differs, and returns
+// haproxy's answers for the test's guard against both failing alike.
+func askBoth(t *testing.T, reqs []rawRequest, haddr, vaddr string) []httpAnswer {
+	t.Helper()
+	run := func(addr string) []httpAnswer {
+		var out []httpAnswer
+		for _, rq := range reqs {
+			c, err := net.DialTimeout("tcp", addr, bound)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, masked(ask(t, c, bufio.NewReader(c), rq.raw)))
+			c.Close()
+		}
+		return out
+	}
+	want, got := run(haddr), run(vaddr)
+	for i, rq := range reqs {
+		if diff := cmp.Diff(want[i], got[i]); diff != "" {
+			t.Errorf("%s: answers differ (-haproxy +vipstack):\n%s", rq.name, diff)
+		}
+	}
+	return want
 }

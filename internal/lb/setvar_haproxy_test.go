@@ -1,13 +1,9 @@
 package lb
 
 import (
-	"bufio"
-	"net"
 	"os/exec"
 	"strings"
 	"testing"
-
-	"github.com/google/go-cmp/cmp"
 
 	"github.com/vipstack/vipstack/internal/haproxycfg"
 	"github.com/vipstack/vipstack/internal/peers"
@@ -61,31 +57,14 @@ backend web
 	newLBOpts(t, Options{}, cfg)
 	waitListening(t, "tcp", "127.0.0.1:"+ports[0])
 
-	reqs := []struct{ name, raw string }{
+	reqs := []rawRequest{
 		{"host in a variable", "GET /x HTTP/1.1\r\nHost: APP.example\r\n\r\n"},
 		{"host with a port", "GET /x HTTP/1.1\r\nHost: app.example:8080\r\n\r\n"},
 		{"other host", "GET /lit/y HTTP/1.1\r\nHost: b.example\r\n\r\n"},
 		{"tagged, not yet late", "GET /z HTTP/1.1\r\nHost: b.example\r\nX-Tag: t1\r\n\r\n"},
 		{"last header occurrence", "GET /z HTTP/1.1\r\nHost: b.example\r\nX-Tag: t1\r\nX-Tag: t2, t3\r\n\r\n"},
 	}
-	run := func(port string) []httpAnswer {
-		var out []httpAnswer
-		for _, rq := range reqs {
-			c, err := net.DialTimeout("tcp", "127.0.0.1:"+port, bound)
-			if err != nil {
-				t.Fatal(err)
-			}
-			out = append(out, masked(ask(t, c, bufio.NewReader(c), rq.raw)))
-			c.Close()
-		}
-		return out
-	}
-	want, got := run(ports[0]), run(ports[1])
-	for i, rq := range reqs {
-		if diff := cmp.Diff(want[i], got[i]); diff != "" {
-			t.Errorf("%s: answers differ (-haproxy +vipstack):\n%s", rq.name, diff)
-		}
-	}
+	want := askBoth(t, reqs, "127.0.0.1:"+ports[0], "127.0.0.1:"+ports[1])
 	if a := want[0].Arrived; a == nil || a.Server != "api" || a.Header.Get("X-Backend") != "APP.example" {
 		t.Fatalf("haproxy did not route as the test expects: %+v", want[0])
 	}
