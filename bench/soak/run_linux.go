@@ -36,6 +36,9 @@ type options struct {
 
 var allParts = []string{"node", "k8s", "ipfailover", "lb"}
 
+// stepTimeout bounds one fault or reload step.
+const stepTimeout = 30 * time.Second
+
 func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("soak", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -236,6 +239,11 @@ func Run(ctx context.Context, o options) (result, error) {
 		logf(o, "%s ready", name)
 	}
 	start := time.Now()
+	// A step runs under outer, not under the run's deadline: a step begun
+	// just before the end finishes (or fails on its own), rather than
+	// failing because the deadline was near (client-go's rate limiter
+	// refuses to wait past a deadline before the context has ended).
+	outer := ctx
 	ctx, cancel := context.WithTimeout(ctx, o.Duration)
 	defer cancel()
 
@@ -256,10 +264,12 @@ func Run(ctx context.Context, o options) (result, error) {
 				}
 				s := p.Steps[i%len(p.Steps)]
 				logf(o, "%s: %s", p.Name, s.Name)
-				err := s.Do(ctx)
+				sctx, scancel := context.WithTimeout(outer, stepTimeout)
+				err := s.Do(sctx)
+				scancel()
 				mu.Lock()
 				res.Steps[p.Name]++
-				if err != nil && ctx.Err() == nil {
+				if err != nil && outer.Err() == nil {
 					res.Failed = append(res.Failed, fmt.Sprintf("%s: %s: %v", p.Name, s.Name, err))
 				}
 				mu.Unlock()
