@@ -187,7 +187,36 @@ func report(vips int, sums []summary) *benchdoc.Report {
 		lines = append(lines, line)
 	}
 	rep.List(lines)
+	rep.List(verdicts(sums))
 	return rep
+}
+
+// verdicts judges issue 32's failover target: every VIP of the dead node
+// re-announced by each vipstack variant no later than by keepalived (the
+// first summary), on the medians.
+func verdicts(sums []summary) []string {
+	if len(sums) < 2 || sums[0].Trials == 0 {
+		return nil
+	}
+	ref := sums[0]
+	var out []string
+	for _, s := range sums[1:] {
+		if s.Trials == 0 {
+			out = append(out, fmt.Sprintf("MISS  every VIP re-announced: %s has no settled trial", s.Variant))
+			continue
+		}
+		r := float64(s.Last) / float64(ref.Last)
+		out = append(out, fmt.Sprintf("%s  every VIP re-announced: %s/%s = %.2f (%d against %d ms; want <= 1.00)",
+			verdict(r <= 1), s.Variant, ref.Variant, r, s.Last.Milliseconds(), ref.Last.Milliseconds()))
+	}
+	return out
+}
+
+func verdict(ok bool) string {
+	if ok {
+		return "PASS"
+	}
+	return "MISS"
 }
 
 // vipList is the pool's OPENSHIFT_HA_VIRTUAL_IPS: 250 VIPs per /24 from
