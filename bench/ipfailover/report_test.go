@@ -56,6 +56,20 @@ func TestVerdicts(t *testing.T) {
 	}
 }
 
+func TestPeakRate(t *testing.T) {
+	t0 := time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)
+	var times []time.Time
+	for _, ms := range []int{515, 0, 10, 20, 500, 505, 510, 700} {
+		times = append(times, t0.Add(time.Duration(ms)*time.Millisecond))
+	}
+	if got := peakRate(times, 100*time.Millisecond); got != 40 {
+		t.Errorf("peakRate = %v, want 40 (4 in 100 ms)", got)
+	}
+	if got := peakRate(nil, 100*time.Millisecond); got != 0 {
+		t.Errorf("peakRate(nil) = %v, want 0", got)
+	}
+}
+
 func TestVIPList(t *testing.T) {
 	if got, want := vipList(260), "198.18.16.1-250,198.18.17.1-10"; got != want {
 		t.Errorf("vipList(260) = %q, want %q", got, want)

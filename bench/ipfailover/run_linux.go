@@ -413,6 +413,7 @@ func (b *bench) trial(v variant) (trialResult, error) {
 		return r, err
 	}
 	c.watchAnnouncements(deadVIPs, mac)
+	drops0 := softnetDrops()
 	b.say(fmt.Sprintf("killing node 1 (%d VIPs) at %s", r.Moved, time.Now().UTC().Format("15:04:05.000")))
 	kill := time.Now()
 	_ = syscall.Kill(-cmds[0].Process.Pid, syscall.SIGKILL)
@@ -436,6 +437,10 @@ func (b *bench) trial(v variant) (trialResult, error) {
 	for !c.quietFor(quietGARP) && time.Since(kill) < recoverLimit {
 		time.Sleep(100 * time.Millisecond) // polling the capture
 	}
+	heard := c.heardAnnouncements()
+	r.Heard, r.Peak, r.SoftnetDrops = len(heard), peakRate(heard, 100*time.Millisecond), softnetDrops()-drops0
+	b.say(fmt.Sprintf("heard %d gratuitous ARPs for the moved VIPs, at most %.0f/s over 100 ms; input backlog drops meanwhile: %d",
+		r.Heard, r.Peak, r.SoftnetDrops))
 	replies, err := c.probe(spec.VIPs, probeRate, time.Second)
 	if err != nil {
 		return r, err
