@@ -79,7 +79,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.vipstackBin, "vipstack", "", "vipstack binary to run (default: build ./cmd/vipstack)")
 	fs.StringVar(&o.corednsBin, "coredns", "", "stock CoreDNS binary to run beside vipstack (default: build ./internal/peers/corednsstock)")
 	fs.StringVar(&o.prefix, "prefix", "vsJ", "prefix of the network namespaces' names")
-	fs.StringVar(&o.markdown, "markdown", "", "write the results into the dns block of this Markdown `file` (docs/benchmarks.md)")
+	fs.StringVar(&o.markdown, "markdown", "", "write the results into the dns block of this Markdown `file` (docs/dns.md)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
