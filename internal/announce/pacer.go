@@ -31,11 +31,18 @@ import (
 // before, and each late timer then delays the rest of the queue by its
 // lateness: a queue of thousands at a millisecond apart loses seconds on
 // a busy machine.
+//
+// FirstAtOnce lets the first announcement of each address in a burst of
+// Schedule (the first of its repeat copies) leave as soon as it is due,
+// without waiting for the rate; it still counts against the rate, so the
+// copies behind it wait the longer. The addresses then all move as soon as
+// unpaced, and Rate spreads the repeats.
 type Pacer struct {
-	Clock clock.Clock
-	Rate  int
-	Burst int
-	Send  func(netip.Addr) error
+	Clock       clock.Clock
+	Rate        int
+	Burst       int
+	FirstAtOnce bool
+	Send        func(netip.Addr) error
 	// OnError, if set, is told about every failed Send; the Pacer carries on
 	// with the rest of the queue either way.
 	OnError func(addr netip.Addr, err error)
@@ -54,8 +61,9 @@ type Pacer struct {
 }
 
 type pending struct {
-	addr netip.Addr
-	due  time.Time
+	addr  netip.Addr
+	due   time.Time
+	first bool // the first copy of addr in its burst
 }
 
 // Schedule queues announcements of addrs the way keepalived schedules
@@ -84,7 +92,7 @@ func (p *Pacer) Schedule(addrs []netip.Addr, repeat int, delay time.Duration) {
 	for _, at := range bursts {
 		for r := 0; r < repeat; r++ {
 			for _, a := range addrs {
-				p.queue = append(p.queue, pending{addr: a, due: at})
+				p.queue = append(p.queue, pending{addr: a, due: at, first: r == 0})
 			}
 		}
 	}
@@ -160,9 +168,13 @@ func (p *Pacer) interval() time.Duration {
 }
 
 // nextLocked returns when the head of the queue may go out: when it is
-// due, and no earlier than Burst-1 intervals before tat.
+// due, and unless it is a first copy under FirstAtOnce, no earlier than
+// Burst-1 intervals before tat.
 func (p *Pacer) nextLocked() time.Time {
 	t := p.queue[0].due
+	if p.FirstAtOnce && p.queue[0].first {
+		return t
+	}
 	if iv := p.interval(); iv > 0 {
 		if earliest := p.tat.Add(-time.Duration(max(p.Burst, 1)-1) * iv); earliest.After(t) {
 			t = earliest

@@ -46,6 +46,8 @@ func TestPacer(t *testing.T) {
 		name      string
 		rate      int
 		burst     int
+		atOnce    bool // FirstAtOnce
+		firsts    int  // with atOnce, the first copies the window check allows on top
 		failOn    netip.Addr
 		steps     []pacerStep
 		wantError []string
@@ -126,6 +128,20 @@ func TestPacer(t *testing.T) {
 			{advance: 0, wantSends: []string{"+1.5s fd00:bb::3"}, wantQueued: 1},
 			{advance: time.Second, wantSends: []string{"+2s 198.18.0.4"}},
 		}},
+		{name: "first copies at once: every address now, the repeats wait their slots", rate: 1, atOnce: true, firsts: 3, steps: []pacerStep{
+			{schedule: &schedule{addrs: []netip.Addr{addrA, addrB, addrC}, repeat: 2, delay: 10 * time.Second}, wantQueued: 12},
+			{advance: 0, wantSends: []string{"+0s 198.18.0.1", "+0s 198.18.0.2", "+0s fd00:bb::3"}, wantQueued: 9},
+			{advance: 2999 * time.Millisecond, wantQueued: 9},
+			{advance: 3 * time.Second, wantSends: []string{"+3s 198.18.0.1", "+4s 198.18.0.2", "+5s fd00:bb::3"}, wantQueued: 6},
+			// The second burst's first copies go when due, the tokens
+			// they take delay the repeats.
+			{advance: 4001 * time.Millisecond, wantSends: []string{"+10s 198.18.0.1", "+10s 198.18.0.2", "+10s fd00:bb::3"}, wantQueued: 3},
+			{advance: 10 * time.Second, wantSends: []string{"+13s 198.18.0.1", "+14s 198.18.0.2", "+15s fd00:bb::3"}},
+		}},
+		{name: "first copies at once without a rate change nothing", atOnce: true, steps: []pacerStep{
+			{schedule: &schedule{addrs: []netip.Addr{addrA, addrB}, repeat: 2}, wantQueued: 4},
+			{advance: 0, wantSends: []string{"+0s 198.18.0.1", "+0s 198.18.0.2", "+0s 198.18.0.1", "+0s 198.18.0.2"}},
+		}},
 		{name: "a failed send does not stop the rest", failOn: addrB, steps: []pacerStep{
 			{schedule: &schedule{addrs: []netip.Addr{addrA, addrB, addrC}, repeat: 1}, wantQueued: 3},
 			{advance: 0, wantSends: []string{"+0s 198.18.0.1", "+0s 198.18.0.2", "+0s fd00:bb::3"}},
@@ -139,9 +155,10 @@ func TestPacer(t *testing.T) {
 			var got []string      // sends in the current step
 			var gotErr []string
 			p := &Pacer{
-				Clock: clk,
-				Rate:  tt.rate,
-				Burst: tt.burst,
+				Clock:       clk,
+				Rate:        tt.rate,
+				Burst:       tt.burst,
+				FirstAtOnce: tt.atOnce,
 				Send: func(a netip.Addr) error {
 					now := clk.Now()
 					sends = append(sends, now)
@@ -184,9 +201,10 @@ func TestPacer(t *testing.T) {
 				t.Errorf("OnError calls (-want +got):\n%s", diff)
 			}
 			// Whatever the scenario, no one-second window [t, t+1s) holds
-			// more than Rate sends, plus Burst-1.
+			// more than Rate sends, plus Burst-1, plus the first copies
+			// FirstAtOnce lets through.
 			if tt.rate > 0 {
-				limit := tt.rate + max(tt.burst, 1) - 1
+				limit := tt.rate + max(tt.burst, 1) - 1 + tt.firsts
 				for i := range sends {
 					n := 0
 					for j := i; j < len(sends) && sends[j].Sub(sends[i]) < time.Second; j++ {

@@ -14,11 +14,12 @@ import (
 
 // TestAnnouncePacingOnTheWire: a node taking 300 VIPs with
 // --announce-rate 200, seen from another host with tcpdump: the first
-// gratuitous ARP of every VIP leaves before the second of any, and no
-// stretch of the capture is faster than the rate allows after the pacer's
-// burst of 64 (engine announceFirstMax): announcement k never precedes
-// (k-63)/200 s after the first, less 5 ms for the capture's timestamps.
-// How soon they leave is bench/ipfailover's to measure, not this test's.
+// gratuitous ARP of every VIP leaves before the second of any, and the
+// repeats are paced: the first copies count against the rate, and with the
+// pacer's burst of 64 (engine announceFirstMax), announcement k >= 300
+// never precedes (k-63)/200 s after the first, less 5 ms for the capture's
+// timestamps. How soon they leave is bench/ipfailover's to measure, not
+// this test's.
 func TestAnnouncePacingOnTheWire(t *testing.T) {
 	testnet.RequireRoot(t)
 	vipstackBin(t)
@@ -133,6 +134,9 @@ collect:
 	}
 	const slack = 0.005
 	for k, g := range got {
+		if k < len(vips) {
+			continue // first copies: at once
+		}
 		if earliest := float64(k-burst+1)/rate - slack; g.at-got[0].at < earliest {
 			t.Fatalf("gratuitous ARP %d left %.4f s after the first, before the %.4f s that rate %d and burst %d allow",
 				k, g.at-got[0].at, earliest, rate, burst)
