@@ -85,11 +85,11 @@ const (
 	nameStock    = "stock CoreDNS"
 )
 
-// servers lists the servers in the order the tables print them, and
+// serverOrder lists the servers in the order the tables print them, and
 // peers the ones clusterdns is compared with.
 var (
-	servers = []string{nameCluster, nameTemplate, nameStock}
-	peers   = []string{nameTemplate, nameStock}
+	serverOrder = []string{nameCluster, nameTemplate, nameStock}
+	peers       = []string{nameTemplate, nameStock}
 )
 
 // phase is one measurement (throughput or fixed rate) of every server over
@@ -153,7 +153,7 @@ func printPerf(w io.Writer, phases []phase) {
 func perfReport(rep *benchdoc.Report, phases []phase) {
 	tb := benchdoc.Table{Header: []string{"phase", "server", "QPS", "latency", "lost", "per round (QPS / avg latency us)"}}
 	for _, ph := range phases {
-		for _, name := range servers {
+		for _, name := range serverOrder {
 			ps, ok := ph.Runs[name]
 			if !ok {
 				continue
@@ -234,7 +234,7 @@ func printRTT(w io.Writer, ph rttPhase) {
 // and p99 of clusterdns at most each peer's (peer/clusterdns >= 1).
 func rttReport(rep *benchdoc.Report, ph rttPhase) {
 	tb := benchdoc.Table{Header: []string{"server", "p50 us", "p90 us", "p99 us", "per round (p50/p99 us)"}}
-	for _, name := range servers {
+	for _, name := range serverOrder {
 		qs, ok := ph.Runs[name]
 		if !ok {
 			continue
