@@ -23,11 +23,11 @@ import (
 // With a Rate, announcement k of a busy queue has the slot 1/Rate after
 // announcement k-1's slot, not 1/Rate after it actually left, so a timer
 // that fires late sends every announcement whose slot has passed and the
-// queue keeps its pace (a generic cell rate algorithm, RFC 2698's token
-// bucket in other words): Burst is the bucket's depth, how many may leave
+// queue keeps its pace (the generic cell rate algorithm, a token bucket in
+// other words): Burst is the bucket's depth, how many may leave
 // back to back, and so how far behind its slots a late timer can catch
 // up. In any window of length d at most Burst-1 + Rate×d (rounded up) go
-// out. Burst <= 1 spaces every announcement at least 1/Rate after the one
+// out, FirstAtOnce aside. Burst <= 1 spaces every announcement at least 1/Rate after the one
 // before, and each late timer then delays the rest of the queue by its
 // lateness: a queue of thousands at a millisecond apart loses seconds on
 // a busy machine.
@@ -75,8 +75,8 @@ type pending struct {
 // per address at once and 5 more 5 s later.
 //
 // The times are the earliest allowed: with a Rate, the announcements go out
-// in queue order, 1/Rate apart, so a burst that is still draining delays the
-// next. repeat <= 0 schedules nothing. Later calls merge into the queue by
+// in queue order at that rate (see Pacer), so a burst that is still
+// draining delays the next. repeat <= 0 schedules nothing. Later calls merge into the queue by
 // due time.
 func (p *Pacer) Schedule(addrs []netip.Addr, repeat int, delay time.Duration) {
 	if repeat <= 0 || len(addrs) == 0 {
