@@ -6,20 +6,21 @@
 // loopback inside a network namespace (internal/testnet), one with the
 // clusterdns plugin and one with CoreDNS's template and hosts plugins
 // serving the same answers (API and Ingress VIPs, node names, etcd-N, the
-// etcd SRV record with its glue, NODATA for AAAA under apps). Before
-// measuring, every query of the mix is asked of both servers and the
-// answers must be identical. dnsperf (Debian package dnsperf) then drives
-// each server for -l seconds, alternating the two in every round so both see
-// the same machine load: once unthrottled (capped at -max-qps) for
+// etcd SRV record with its glue, NODATA for AAAA under apps), and stock
+// CoreDNS (internal/peers/corednsstock, or -coredns) runs the template +
+// hosts one as its own binary. Before measuring, every query of the mix is
+// asked of the three servers and the answers must be identical. dnsperf
+// (Debian package dnsperf) then drives each server for -l seconds,
+// rotating their order in every round so all see the same machine load: once unthrottled (capped at -max-qps) for
 // throughput, once at a fixed -rate for latency below saturation. With
 // -pin (the default on 2+ CPUs) the server runs on CPU 1 and dnsperf on
 // CPU 0. Printed: queries per second, average latency, and the ratios
-// clusterdns/template for QPS and template/clusterdns for latency (both
-// >= 1.0 when clusterdns is at least as fast). dnsperf reports only the
-// average latency, which on a shared machine a few multi-millisecond stalls
-// decide; so a prober also sends -rtt-queries queries one at a time to each
-// server (alternating, -rounds times) and reports the p50/p90/p99 round
-// trip, judged on p50.
+// clusterdns/peer for QPS and peer/clusterdns for latency, for each peer
+// (both >= 1.0 when clusterdns is at least as fast). dnsperf reports only
+// the average latency, which on a shared machine a few multi-millisecond
+// stalls decide; so a prober also sends -rtt-queries queries one at a time
+// to each server (-rounds times) and reports the p50/p90/p99 round trip,
+// judged on p50 and p99 against each peer.
 //
 // Part 2, mDNS join and leave: host 1 runs `vipstack dns -mdns-cluster`,
 // which browses the cluster's nodes and feeds its clusterdns zone; a
@@ -39,7 +40,7 @@
 //
 // Usage (root; Linux with dnsperf installed):
 //
-//	sudo go run ./bench/dns                  # about 2 minutes
+//	sudo go run ./bench/dns -markdown docs/dns.md   # about 5 minutes
 //	sudo go run ./bench/dns -l 5 -rounds 1 -trials 3
 package main
 

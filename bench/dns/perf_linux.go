@@ -16,10 +16,11 @@ import (
 	"github.com/vipstack/vipstack/internal/testnet"
 )
 
-// Ports of the two servers, on 127.0.0.1 inside host 1's namespace.
+// Ports of the three servers, on 127.0.0.1 inside host 1's namespace.
 const (
 	clusterPort  = 5301
 	templatePort = 5302
+	stockPort    = 5303
 )
 
 // clusterCorefile serves the cluster zone with clusterdns.
@@ -108,27 +109,46 @@ var queryMix = []string{
 	"_etcd-server-ssl._tcp.managed.example.com SRV",
 }
 
-// server is one `vipstack dns` process.
+// server is one DNS server process: `vipstack dns` with the clusterdns or
+// the template Corefile, or stock CoreDNS with the template Corefile.
 type server struct {
 	name string
 	port int
 	proc *proc
 }
 
-// startPerfServers starts both servers in h, pinned to cpu (-1: not pinned).
+// startPerfServers starts the three servers in h, pinned to b.serverCPU
+// (-1: not pinned).
 func startPerfServers(b *bench, h *testnet.Host) ([]*server, error) {
 	var out []*server
+	stop := func() {
+		for _, s := range out {
+			s.proc.stop()
+		}
+	}
 	for _, s := range []struct {
 		name     string
 		port     int
 		corefile string
-	}{{"clusterdns", clusterPort, clusterCorefile}, {"template", templatePort, templateCorefile}} {
-		path := filepath.Join(b.dir, s.name+".Corefile")
+	}{
+		{nameCluster, clusterPort, clusterCorefile},
+		{nameTemplate, templatePort, templateCorefile},
+		{nameStock, stockPort, strings.Replace(templateCorefile, ".:5302 {", ".:5303 {", 1)},
+	} {
+		path := filepath.Join(b.dir, strings.ReplaceAll(s.name, " ", "-")+".Corefile")
 		if err := os.WriteFile(path, []byte(s.corefile), 0o644); err != nil {
+			stop()
 			return nil, err
 		}
-		p, err := startVipstack(b, h, b.serverCPU, "dns", "-conf", path)
+		var p *proc
+		var err error
+		if s.name == nameStock {
+			p, err = startCoreDNS(b, h, b.serverCPU, path, s.port)
+		} else {
+			p, err = startVipstack(b, h, b.serverCPU, "dns", "-conf", path)
+		}
 		if err != nil {
+			stop()
 			return nil, fmt.Errorf("%s server: %w", s.name, err)
 		}
 		out = append(out, &server{name: s.name, port: s.port, proc: p})
@@ -136,25 +156,39 @@ func startPerfServers(b *bench, h *testnet.Host) ([]*server, error) {
 	return out, nil
 }
 
-// sameAnswers asks both servers every query of the mix and compares the
-// responses (rcode and all three sections, TTLs included).
-func sameAnswers(h *testnet.Host) ([]string, error) {
+// sameAnswers asks every server every query of the mix and compares the
+// responses with clusterdns's (rcode and all three sections, TTLs
+// included).
+func sameAnswers(h *testnet.Host, servers []*server) ([]string, error) {
 	var diffs []string
 	for _, q := range queryMix {
 		f := strings.Fields(q)
-		var got [2]string
-		for i, port := range []int{clusterPort, templatePort} {
-			r, err := exchange(h, net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), f[0], dns.StringToType[f[1]])
+		got := make([]string, len(servers))
+		for i, s := range servers {
+			r, err := exchange(h, net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)), f[0], dns.StringToType[f[1]])
 			if err != nil {
-				return nil, err
+				return nil, fmt.Errorf("%s: %w", s.name, err)
 			}
 			got[i] = render(r)
 		}
-		if got[0] != got[1] {
-			diffs = append(diffs, fmt.Sprintf("%s:\n  clusterdns: %s\n  template:   %s", q, got[0], got[1]))
+		for i := 1; i < len(servers); i++ {
+			if got[i] != got[0] {
+				diffs = append(diffs, fmt.Sprintf("%s:\n  %s: %s\n  %s: %s", q, servers[0].name, got[0], servers[i].name, got[i]))
+			}
 		}
 	}
 	return diffs, nil
+}
+
+// rotate returns servers in the order of round r: each round starts with
+// the next server, so all of them see the same machine load on average.
+func rotate(servers []*server, r int) []*server {
+	n := len(servers)
+	out := make([]*server, n)
+	for i := range servers {
+		out[i] = servers[(i+r)%n]
+	}
+	return out
 }
 
 // exchange sends one query from inside h's namespace.
@@ -199,7 +233,7 @@ func dnsperf(b *bench, h *testnet.Host, port int, extra ...string) (perf, error)
 	return parseDNSPerf(string(out))
 }
 
-// runPerf measures both servers in both phases, alternating which goes
+// runPerf measures every server in both phases, rotating which goes
 // first in each round.
 func runPerf(b *bench, h *testnet.Host, servers []*server) ([]phase, error) {
 	phases := []phase{
@@ -208,23 +242,16 @@ func runPerf(b *bench, h *testnet.Host, servers []*server) ([]phase, error) {
 	}
 	for i := range phases {
 		ph := &phases[i]
+		ph.Runs = map[string][]perf{}
 		for round := 0; round < b.o.rounds; round++ {
-			order := []*server{servers[0], servers[1]}
-			if round%2 == 1 {
-				order[0], order[1] = order[1], order[0]
-			}
-			for _, s := range order {
+			for _, s := range rotate(servers, round) {
 				start := time.Now()
 				p, err := dnsperf(b, h, s.port, strings.Fields(ph.Args)...)
 				if err != nil {
 					return nil, err
 				}
 				b.logf("%s round %d %s: %.0f qps, %s us average, %d lost (%.1fs)", ph.Name, round+1, s.name, p.QPS, us(p.Latency), p.Lost, time.Since(start).Seconds())
-				if s.name == "clusterdns" {
-					ph.Cluster = append(ph.Cluster, p)
-				} else {
-					ph.Template = append(ph.Template, p)
-				}
+				ph.Runs[s.name] = append(ph.Runs[s.name], p)
 			}
 		}
 	}
@@ -284,27 +311,19 @@ func probeRTT(h *testnet.Host, cpu, port, n int, pause time.Duration) ([]time.Du
 	return rtts, err
 }
 
-// runProbe measures both servers with probeRTT, alternating the order in
+// runProbe measures every server with probeRTT, rotating the order in
 // every round.
 func runProbe(b *bench, h *testnet.Host, servers []*server) (rttPhase, error) {
-	ph := rttPhase{N: b.o.probeN, Pause: b.o.probePause}
+	ph := rttPhase{N: b.o.probeN, Pause: b.o.probePause, Runs: map[string][][3]time.Duration{}}
 	for round := 0; round < b.o.rounds; round++ {
-		order := []*server{servers[0], servers[1]}
-		if round%2 == 1 {
-			order[0], order[1] = order[1], order[0]
-		}
-		for _, s := range order {
+		for _, s := range rotate(servers, round) {
 			rtts, err := probeRTT(h, b.clientCPU, s.port, b.o.probeN, b.o.probePause)
 			if err != nil {
 				return ph, fmt.Errorf("%s: %w", s.name, err)
 			}
 			q := quantiles(rtts)
 			b.logf("rtt round %d %s: p50 %s p90 %s p99 %s us", round+1, s.name, us(q[0]), us(q[1]), us(q[2]))
-			if s.name == "clusterdns" {
-				ph.Cluster = append(ph.Cluster, q)
-			} else {
-				ph.Template = append(ph.Template, q)
-			}
+			ph.Runs[s.name] = append(ph.Runs[s.name], q)
 		}
 	}
 	return ph, nil

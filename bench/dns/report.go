@@ -78,13 +78,27 @@ func median[T int64 | float64 | time.Duration](xs []T) T {
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
-// phase is one measurement (throughput or fixed rate) of both servers over
+// Server names, as the tables print them.
+const (
+	nameCluster  = "clusterdns"
+	nameTemplate = "template"
+	nameStock    = "stock CoreDNS"
+)
+
+// serverOrder lists the servers in the order the tables print them, and
+// peers the ones clusterdns is compared with.
+var (
+	serverOrder = []string{nameCluster, nameTemplate, nameStock}
+	peers       = []string{nameTemplate, nameStock}
+)
+
+// phase is one measurement (throughput or fixed rate) of every server over
 // all rounds.
 type phase struct {
-	Name              string
-	Args              string // the dnsperf arguments that differ between phases
-	Fixed             bool   // the rate is fixed: only latency is compared
-	Cluster, Template []perf
+	Name  string
+	Args  string // the dnsperf arguments that differ between phases
+	Fixed bool   // the rate is fixed: only latency is compared
+	Runs  map[string][]perf
 }
 
 func qpsOf(ps []perf) []float64 {
@@ -111,16 +125,17 @@ func lostOf(ps []perf) int {
 	return n
 }
 
-// ratios returns clusterdns/template for QPS and template/clusterdns for
-// latency, from the medians: both are >= 1 when clusterdns is as fast.
-func (ph phase) ratios() (qps, lat float64) {
-	cq, tq := median(qpsOf(ph.Cluster)), median(qpsOf(ph.Template))
-	cl, tl := median(latOf(ph.Cluster)), median(latOf(ph.Template))
-	if tq > 0 {
-		qps = cq / tq
+// ratios returns clusterdns/peer for QPS and peer/clusterdns for latency,
+// from the medians: both are >= 1 when clusterdns is as fast.
+func (ph phase) ratios(peer string) (qps, lat float64) {
+	c, p := ph.Runs[nameCluster], ph.Runs[peer]
+	cq, pq := median(qpsOf(c)), median(qpsOf(p))
+	cl, pl := median(latOf(c)), median(latOf(p))
+	if pq > 0 {
+		qps = cq / pq
 	}
 	if cl > 0 {
-		lat = float64(tl) / float64(cl)
+		lat = float64(pl) / float64(cl)
 	}
 	return qps, lat
 }
@@ -138,43 +153,50 @@ func printPerf(w io.Writer, phases []phase) {
 func perfReport(rep *benchdoc.Report, phases []phase) {
 	tb := benchdoc.Table{Header: []string{"phase", "server", "QPS", "latency", "lost", "per round (QPS / avg latency us)"}}
 	for _, ph := range phases {
-		for _, s := range []struct {
-			name string
-			ps   []perf
-		}{{"clusterdns", ph.Cluster}, {"template", ph.Template}} {
+		for _, name := range serverOrder {
+			ps, ok := ph.Runs[name]
+			if !ok {
+				continue
+			}
 			var rounds []string
-			for _, p := range s.ps {
+			for _, p := range ps {
 				rounds = append(rounds, fmt.Sprintf("%.0f/%s", p.QPS, us(p.Latency)))
 			}
-			tb.Add(ph.Name, s.name, fmt.Sprintf("%.0f", median(qpsOf(s.ps))), us(median(latOf(s.ps)))+" us", fmt.Sprint(lostOf(s.ps)), strings.Join(rounds, " "))
+			tb.Add(ph.Name, name, fmt.Sprintf("%.0f", median(qpsOf(ps))), us(median(latOf(ps)))+" us", fmt.Sprint(lostOf(ps)), strings.Join(rounds, " "))
 		}
 	}
 	rep.Table(tb)
 	rep.Para("(medians over the rounds; latency is dnsperf's average; lost counts every round)")
 	var lines []string
 	for _, ph := range phases {
-		q, l := ph.ratios()
-		if ph.Fixed {
-			// Both servers answer every query at this rate, so only the
-			// latency differs, and dnsperf only reports its average, which
-			// a handful of multi-millisecond stalls of a shared machine
-			// decide. Reported, not judged: the one-at-a-time percentiles
-			// below carry the latency verdict.
-			lines = append(lines, fmt.Sprintf("INFO  %s: template/clusterdns average latency = %.3f (same fixed rate; the average is outlier-driven)", ph.Name, l))
-			continue
+		for _, peer := range peers {
+			if _, ok := ph.Runs[peer]; !ok {
+				continue
+			}
+			q, l := ph.ratios(peer)
+			if ph.Fixed {
+				// Every server answers every query at this rate, so only
+				// the latency differs, and dnsperf only reports its
+				// average, which a handful of multi-millisecond stalls of
+				// a shared machine decide. Reported, not judged: the
+				// one-at-a-time percentiles below carry the latency
+				// verdict.
+				lines = append(lines, fmt.Sprintf("INFO  %s: %s/clusterdns average latency = %.3f (same fixed rate; the average is outlier-driven)", ph.Name, peer, l))
+				continue
+			}
+			lines = append(lines, fmt.Sprintf("%s  %s: clusterdns/%s QPS = %.3f (want >= 1.000); %s/clusterdns latency = %.3f (want >= 1.000)",
+				verdict(q >= 1 && l >= 1), ph.Name, peer, q, peer, l))
 		}
-		lines = append(lines, fmt.Sprintf("%s  %s: clusterdns/template QPS = %.3f (want >= 1.000); template/clusterdns latency = %.3f (want >= 1.000)",
-			verdict(q >= 1 && l >= 1), ph.Name, q, l))
 	}
 	rep.List(lines)
 }
 
-// rttPhase is the one-query-at-a-time latency measurement of both servers:
+// rttPhase is the one-query-at-a-time latency measurement of every server:
 // per round, the 50th, 90th and 99th percentile round-trip times.
 type rttPhase struct {
-	N                 int
-	Pause             time.Duration
-	Cluster, Template [][3]time.Duration
+	N     int
+	Pause time.Duration
+	Runs  map[string][][3]time.Duration
 }
 
 // quantiles returns the 50th, 90th and 99th percentiles of xs.
@@ -201,42 +223,48 @@ func medianQ(rounds [][3]time.Duration) [3]time.Duration {
 	return out
 }
 
-// printRTT prints the one-at-a-time latency table and its PASS/MISS line
-// (on the median, p50).
+// printRTT prints the one-at-a-time latency table and its PASS/MISS lines.
 func printRTT(w io.Writer, ph rttPhase) {
 	var rep benchdoc.Report
 	rttReport(&rep, ph)
 	_ = rep.Text(w)
 }
 
-// rttReport adds the one-at-a-time latency table and its verdicts.
+// rttReport adds the one-at-a-time latency table and its verdicts: p50
+// and p99 of clusterdns at most each peer's (peer/clusterdns >= 1).
 func rttReport(rep *benchdoc.Report, ph rttPhase) {
 	tb := benchdoc.Table{Header: []string{"server", "p50 us", "p90 us", "p99 us", "per round (p50/p99 us)"}}
-	for _, s := range []struct {
-		name string
-		qs   [][3]time.Duration
-	}{{"clusterdns", ph.Cluster}, {"template", ph.Template}} {
-		m := medianQ(s.qs)
+	for _, name := range serverOrder {
+		qs, ok := ph.Runs[name]
+		if !ok {
+			continue
+		}
+		m := medianQ(qs)
 		var rounds []string
-		for _, q := range s.qs {
+		for _, q := range qs {
 			rounds = append(rounds, us(q[0])+"/"+us(q[2]))
 		}
-		tb.Add(s.name, us(m[0]), us(m[1]), us(m[2]), strings.Join(rounds, " "))
+		tb.Add(name, us(m[0]), us(m[1]), us(m[2]), strings.Join(rounds, " "))
 	}
 	rep.Table(tb)
 	rep.Para("(%d queries per round, one at a time, %v apart; medians over the rounds)", ph.N, ph.Pause)
-	c, t := medianQ(ph.Cluster), medianQ(ph.Template)
+	c := medianQ(ph.Runs[nameCluster])
 	var lines []string
-	for i, name := range []string{"p50", "p99"} {
-		j := []int{0, 2}[i]
-		r := 0.0
-		if c[j] > 0 {
-			r = float64(t[j]) / float64(c[j])
+	for _, peer := range peers {
+		qs, ok := ph.Runs[peer]
+		if !ok {
+			continue
 		}
-		if name == "p50" {
-			lines = append(lines, fmt.Sprintf("%s  one query at a time: template/clusterdns latency %s = %.3f (want >= 1.000)", verdict(r >= 1), name, r))
-		} else {
-			lines = append(lines, fmt.Sprintf("INFO  one query at a time: template/clusterdns latency %s = %.3f (the tail is the machine's scheduling more than the server)", name, r))
+		p := medianQ(qs)
+		for _, pc := range []struct {
+			name string
+			i    int
+		}{{"p50", 0}, {"p99", 2}} {
+			r := 0.0
+			if c[pc.i] > 0 {
+				r = float64(p[pc.i]) / float64(c[pc.i])
+			}
+			lines = append(lines, fmt.Sprintf("%s  one query at a time: %s/clusterdns latency %s = %.3f (want >= 1.000)", verdict(r >= 1), peer, pc.name, r))
 		}
 	}
 	rep.List(lines)

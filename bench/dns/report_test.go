@@ -53,23 +53,32 @@ func TestMedian(t *testing.T) {
 
 func TestRatiosAndVerdicts(t *testing.T) {
 	ph := phase{
-		Name:     "throughput",
-		Cluster:  []perf{{QPS: 30000, Latency: 100 * time.Microsecond}, {QPS: 34000, Latency: 120 * time.Microsecond}},
-		Template: []perf{{QPS: 20000, Latency: 150 * time.Microsecond}, {QPS: 24000, Latency: 170 * time.Microsecond}},
+		Name: "throughput",
+		Runs: map[string][]perf{
+			nameCluster:  {{QPS: 30000, Latency: 100 * time.Microsecond}, {QPS: 34000, Latency: 120 * time.Microsecond}},
+			nameTemplate: {{QPS: 20000, Latency: 150 * time.Microsecond}, {QPS: 24000, Latency: 170 * time.Microsecond}},
+			nameStock:    {{QPS: 33000, Latency: 100 * time.Microsecond}, {QPS: 35000, Latency: 100 * time.Microsecond}},
+		},
 	}
-	q, l := ph.ratios()
+	q, l := ph.ratios(nameTemplate)
 	if q != 32000.0/22000.0 || l != 160.0/110.0 {
 		t.Errorf("ratios = %v, %v; want %v, %v", q, l, 32000.0/22000.0, 160.0/110.0)
 	}
 	var buf bytes.Buffer
 	printPerf(&buf, []phase{ph})
-	if !strings.Contains(buf.String(), "PASS  throughput: clusterdns/template QPS = 1.455") {
-		t.Errorf("printPerf:\n%s", buf.String())
+	for _, want := range []string{
+		"PASS  throughput: clusterdns/template QPS = 1.455",
+		"MISS  throughput: clusterdns/stock CoreDNS QPS = 0.941",
+	} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("printPerf lacks %q:\n%s", want, buf.String())
+		}
 	}
 	buf.Reset()
-	fixed := phase{Name: "latency at 5000 qps", Fixed: true,
-		Cluster:  []perf{{QPS: 4999, Latency: 100 * time.Microsecond}},
-		Template: []perf{{QPS: 5000, Latency: 90 * time.Microsecond}}}
+	fixed := phase{Name: "latency at 5000 qps", Fixed: true, Runs: map[string][]perf{
+		nameCluster:  {{QPS: 4999, Latency: 100 * time.Microsecond}},
+		nameTemplate: {{QPS: 5000, Latency: 90 * time.Microsecond}},
+	}}
 	printPerf(&buf, []phase{fixed})
 	if !strings.Contains(buf.String(), "INFO  latency at 5000 qps: template/clusterdns average latency = 0.900") {
 		t.Errorf("printPerf, fixed rate:\n%s", buf.String())
@@ -92,12 +101,19 @@ func TestQuantilesAndRTT(t *testing.T) {
 	if got, want := quantiles(xs), [3]time.Duration{51 * time.Microsecond, 91 * time.Microsecond, 100 * time.Microsecond}; got != want {
 		t.Errorf("quantiles = %v, want %v", got, want)
 	}
-	ph := rttPhase{N: 100, Pause: time.Millisecond,
-		Cluster:  [][3]time.Duration{{100, 200, 900}, {120, 220, 1000}, {110, 210, 800}},
-		Template: [][3]time.Duration{{200, 300, 900}, {220, 320, 950}, {210, 330, 700}}}
+	ph := rttPhase{N: 100, Pause: time.Millisecond, Runs: map[string][][3]time.Duration{
+		nameCluster:  {{100, 200, 900}, {120, 220, 1000}, {110, 210, 800}},
+		nameTemplate: {{200, 300, 900}, {220, 320, 950}, {210, 330, 700}},
+		nameStock:    {{100, 300, 1000}, {105, 320, 950}, {100, 330, 1100}},
+	}}
 	var buf bytes.Buffer
 	printRTT(&buf, ph)
-	for _, want := range []string{"PASS  one query at a time: template/clusterdns latency p50 = 1.909", "INFO  one query at a time: template/clusterdns latency p99 = 1.000"} {
+	for _, want := range []string{
+		"PASS  one query at a time: template/clusterdns latency p50 = 1.909",
+		"PASS  one query at a time: template/clusterdns latency p99 = 1.000",
+		"MISS  one query at a time: stock CoreDNS/clusterdns latency p50 = 0.909",
+		"PASS  one query at a time: stock CoreDNS/clusterdns latency p99 = 1.111",
+	} {
 		if !strings.Contains(buf.String(), want) {
 			t.Errorf("printRTT lacks %q:\n%s", want, buf.String())
 		}

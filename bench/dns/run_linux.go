@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -15,6 +16,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/miekg/dns"
 
 	"github.com/vipstack/vipstack/internal/benchdoc"
 	"github.com/vipstack/vipstack/internal/syncbuf"
@@ -35,6 +38,8 @@ type options struct {
 	skipMDNS    bool
 	verbose     bool
 	vipstackBin string
+	corednsBin  string
+	prefix      string
 	markdown    string
 }
 
@@ -72,7 +77,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&o.skipMDNS, "skip-mdns", false, "skip the mDNS join/leave part")
 	fs.BoolVar(&o.verbose, "v", false, "log every run")
 	fs.StringVar(&o.vipstackBin, "vipstack", "", "vipstack binary to run (default: build ./cmd/vipstack)")
-	fs.StringVar(&o.markdown, "markdown", "", "write the results into the dns block of this Markdown `file` (docs/benchmarks.md)")
+	fs.StringVar(&o.corednsBin, "coredns", "", "stock CoreDNS binary to run beside vipstack (default: build ./internal/peers/corednsstock)")
+	fs.StringVar(&o.prefix, "prefix", "vsJ", "prefix of the network namespaces' names")
+	fs.StringVar(&o.markdown, "markdown", "", "write the results into the dns block of this Markdown `file` (docs/dns.md)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -102,13 +109,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "bench/dns: %v\n", err)
 		return 1
 	}
+	if !o.skipPerf {
+		if b.o.corednsBin, err = corednsBinary(b); err != nil {
+			fmt.Fprintf(stderr, "bench/dns: %v\n", err)
+			return 1
+		}
+	}
 	b.queryFile = filepath.Join(b.dir, "queries.txt")
 	if err := os.WriteFile(b.queryFile, []byte(strings.Join(queryMix, "\n")+"\n"), 0o644); err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
 
-	topo, err := testnet.Build(testnet.Options{Hosts: 2, Prefix: "vsJ"})
+	topo, err := testnet.Build(testnet.Options{Hosts: 2, Prefix: o.prefix})
 	if err != nil {
 		fmt.Fprintf(stderr, "bench/dns: %v\n", err)
 		return 1
@@ -131,11 +144,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if o.pin {
 			pinning = "server on CPU 1, dnsperf on CPU 0"
 		}
-		fmt.Fprintf(stdout, "query performance: one vipstack binary, two Corefiles (clusterdns | template+hosts), loopback in a namespace; %s\n", pinning)
+		fmt.Fprintf(stdout, "query performance: vipstack dns with two Corefiles (clusterdns | template+hosts) and stock CoreDNS (%s) with the template+hosts one, loopback in a namespace; %s\n", firstLine(b.o.corednsBin, "-version"), pinning)
 		fmt.Fprintf(stdout, "dnsperf -s 127.0.0.1 -d <%d-query mix> -l %d -c 1 -q 100 -t 2, -Q %d (throughput) or -Q %d (latency); %d round(s) per phase\n\n",
 			len(queryMix), o.seconds, o.maxQPS, o.rate, o.rounds)
-		md.Para("Query performance: dnsperf -l %d -c 1 -q 100 -t 2, -Q %d (throughput) or -Q %d (latency), %d round(s) per phase; answers identical for all %d queries of the mix.",
-			o.seconds, o.maxQPS, o.rate, o.rounds, len(queryMix))
+		md.Para("Query performance: `vipstack dns` with the clusterdns Corefile (*clusterdns*) and with the seeds' template + hosts one (*template*), and stock %s running the template + hosts Corefile as its own binary (*stock CoreDNS*, built by internal/peers/corednsstock); dnsperf -l %d -c 1 -q 100 -t 2, -Q %d (throughput) or -Q %d (latency), %d round(s) per phase; answers identical for all %d queries of the mix.",
+			firstLine(b.o.corednsBin, "-version"), o.seconds, o.maxQPS, o.rate, o.rounds, len(queryMix))
 		if err := perfPart(b, h1, stdout, md); err != nil {
 			fmt.Fprintf(stderr, "bench/dns: %v\n", err)
 			return 1
@@ -172,14 +185,14 @@ func perfPart(b *bench, h *testnet.Host, stdout io.Writer, md *benchdoc.Report) 
 			s.proc.stop()
 		}
 	}()
-	diffs, err := sameAnswers(h)
+	diffs, err := sameAnswers(h, servers)
 	if err != nil {
 		return err
 	}
 	if len(diffs) > 0 {
-		return fmt.Errorf("the two Corefiles answer differently, so the comparison would be unfair:\n%s", strings.Join(diffs, "\n"))
+		return fmt.Errorf("the servers answer differently, so the comparison would be unfair:\n%s", strings.Join(diffs, "\n"))
 	}
-	fmt.Fprintf(stdout, "answers identical for all %d queries of the mix (rcode, answer, authority, additional)\n\n", len(queryMix))
+	fmt.Fprintf(stdout, "answers identical from all three servers for all %d queries of the mix (rcode, answer, authority, additional)\n\n", len(queryMix))
 	phases, err := runPerf(b, h, servers)
 	if err != nil {
 		return err
@@ -236,7 +249,55 @@ func startVipstack(b *bench, h *testnet.Host, cpu int, args ...string) (*proc, e
 }
 
 func launch(b *bench, h *testnet.Host, cpu int, serving chan struct{}, args ...string) (*proc, error) {
-	c := pinned(h, cpu, b.vipBin, args...)
+	return launchBin(b, h, cpu, serving, b.vipBin, args...)
+}
+
+// startCoreDNS starts stock CoreDNS in h on cpu with corefile and waits
+// until it answers on port.
+func startCoreDNS(b *bench, h *testnet.Host, cpu int, corefile string, port int) (*proc, error) {
+	p, err := launchBin(b, h, cpu, nil, b.o.corednsBin, "-conf", corefile)
+	if err != nil {
+		return nil, err
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, err := exchange(h, net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), "api.managed.example.com", dns.TypeA); err == nil {
+			return p, nil
+		}
+		select {
+		case <-p.done:
+			return nil, fmt.Errorf("coredns -conf %s exited:\n%s", corefile, p.log)
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			p.stop()
+			return nil, fmt.Errorf("coredns -conf %s did not answer within 30s:\n%s", corefile, p.log)
+		}
+	}
+}
+
+// corednsBinary returns -coredns or builds ./internal/peers/corednsstock
+// (CoreDNS at the version go.mod pins, as its release binary) into b.dir.
+func corednsBinary(b *bench) (string, error) {
+	if b.o.corednsBin != "" {
+		_, err := os.Stat(b.o.corednsBin)
+		return b.o.corednsBin, err
+	}
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOMOD: %w", err)
+	}
+	bin := filepath.Join(b.dir, "coredns")
+	c := exec.Command("go", "build", "-o", bin, "./internal/peers/corednsstock")
+	c.Dir = filepath.Dir(strings.TrimSpace(string(out)))
+	if o, err := c.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build ./internal/peers/corednsstock: %v\n%s", err, o)
+	}
+	return bin, nil
+}
+
+func launchBin(b *bench, h *testnet.Host, cpu int, serving chan struct{}, bin string, args ...string) (*proc, error) {
+	c := pinned(h, cpu, bin, args...)
 	p := &proc{cmd: c, log: &syncbuf.Buffer{}, done: make(chan struct{})}
 	c.Stderr = p.log
 	out, err := c.StdoutPipe()
@@ -329,6 +390,13 @@ func kernel() string {
 		b = append(b, byte(c))
 	}
 	return "Linux " + string(b)
+}
+
+// firstLine returns the first line a command prints.
+func firstLine(name string, args ...string) string {
+	out, _ := exec.Command(name, args...).CombinedOutput()
+	l, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
+	return l
 }
 
 // tool returns the version line a tool prints.

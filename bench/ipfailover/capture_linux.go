@@ -6,6 +6,10 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -35,6 +39,9 @@ type capture struct {
 	// from a MAC other than exclude.
 	watch   map[netip.Addr]time.Time
 	exclude net.HardwareAddr
+	// heard is when each gratuitous ARP for a watched VIP (every copy)
+	// arrived, for what the receiver saw of the announcements.
+	heard []time.Time
 	// replies, when set, collects the MACs answering ARP requests.
 	replies map[netip.Addr]map[string]bool
 }
@@ -122,8 +129,13 @@ func (c *capture) readARP() {
 		if op == 1 && spa == tpa { // gratuitous ARP request
 			c.lastGARP = now
 			if c.watch != nil && !bytes.Equal(sha, c.exclude) {
-				if t, ok := c.watch[spa]; ok && t.IsZero() {
-					c.watch[spa] = now
+				if t, ok := c.watch[spa]; ok {
+					if t.IsZero() {
+						c.watch[spa] = now
+					}
+					if len(c.heard) < maxHeard {
+						c.heard = append(c.heard, now)
+					}
 				}
 			}
 		}
@@ -166,6 +178,40 @@ func (c *capture) watchAnnouncements(vips []netip.Addr, exclude net.HardwareAddr
 		c.watch[a] = time.Time{}
 	}
 	c.exclude = exclude
+	c.heard = nil
+}
+
+// maxHeard bounds the arrival times kept: 10,000 VIPs, 10 copies each.
+const maxHeard = 100_000
+
+// heardAnnouncements returns the arrival times of every gratuitous ARP
+// for a watched VIP since watchAnnouncements.
+func (c *capture) heardAnnouncements() []time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.heard)
+}
+
+// softnetDrops sums the second column of /proc/net/softnet_stat: packets
+// the kernel dropped because a CPU's input backlog (netdev_max_backlog)
+// was full. The counter is the machine's, every namespace's traffic
+// included.
+func softnetDrops() uint64 {
+	b, err := os.ReadFile("/proc/net/softnet_stat")
+	if err != nil {
+		return 0
+	}
+	var n uint64
+	for _, l := range strings.Split(string(b), "\n") {
+		f := strings.Fields(l)
+		if len(f) < 2 {
+			continue
+		}
+		if v, err := strconv.ParseUint(f[1], 16, 64); err == nil {
+			n += v
+		}
+	}
+	return n
 }
 
 // announced returns how many watched VIPs were announced, and the first

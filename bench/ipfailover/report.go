@@ -35,6 +35,14 @@ type trialResult struct {
 	// First and Last are the times from the kill to the first and the
 	// last gratuitous ARP from a survivor for one of the moved VIPs.
 	First, Last time.Duration
+	// Heard is how many gratuitous ARPs for the moved VIPs (every copy)
+	// the client received from the kill until the announcements ended;
+	// Peak the most of them in any 100 ms, per second: what a switch's
+	// CPU would have to take. SoftnetDrops is the machine's input backlog
+	// drops over the same time.
+	Heard        int
+	Peak         float64
+	SoftnetDrops uint64
 	// Answered is how many VIPs exactly one live node answered an ARP
 	// request for afterwards; Twice how many got answers from two.
 	Answered, Twice int
@@ -52,15 +60,18 @@ type summary struct {
 	VRRPPerSecond float64
 	Moved         int
 	First, Last   time.Duration
-	Answered      int // the worst trial
-	Twice         int // the worst trial
+	Heard         int     // median
+	Peak          float64 // median
+	SoftnetDrops  uint64  // the worst trial
+	Answered      int     // the worst trial
+	Twice         int     // the worst trial
 	Lasts         []time.Duration
 	Unsettled     int // trials that never settled (left out of the medians)
 }
 
 func summarize(name string, rs []trialResult) summary {
 	s := summary{Variant: name, Trials: len(rs), Answered: math.MaxInt}
-	var cpu, pss, vrrp []float64
+	var cpu, pss, vrrp, heard, peak []float64
 	var first, last []time.Duration
 	var settled []trialResult
 	for _, r := range rs {
@@ -76,6 +87,9 @@ func summarize(name string, rs []trialResult) summary {
 		cpu = append(cpu, mean(r.CPU))
 		pss = append(pss, mean(r.PSS))
 		vrrp = append(vrrp, r.VRRPPerSecond)
+		heard = append(heard, float64(r.Heard))
+		peak = append(peak, r.Peak)
+		s.SoftnetDrops = max(s.SoftnetDrops, r.SoftnetDrops)
 		first = append(first, r.First)
 		last = append(last, r.Last)
 		s.Moved = max(s.Moved, r.Moved)
@@ -86,6 +100,7 @@ func summarize(name string, rs []trialResult) summary {
 		s.Answered = 0
 	}
 	s.CPU, s.PSS, s.VRRPPerSecond = median(cpu), median(pss), median(vrrp)
+	s.Heard, s.Peak = int(median(heard)), median(peak)
 	s.First, s.Last = medianD(first), medianD(last)
 	s.Lasts = last
 	return s
@@ -164,6 +179,11 @@ func report(vips int, sums []summary) *benchdoc.Report {
 	row("kill to first VIP re-announced (median)", func(s summary) (string, float64) { return ms(s.First) })
 	row("kill to every VIP re-announced (median)", func(s summary) (string, float64) { return ms(s.Last) })
 	row("VIPs moved", func(s summary) (string, float64) { return fmt.Sprint(s.Moved), float64(s.Moved) })
+	row("gratuitous ARPs heard for the moved VIPs", func(s summary) (string, float64) { return fmt.Sprint(s.Heard), float64(s.Heard) })
+	row("their peak rate at the client (per s, over 100 ms)", func(s summary) (string, float64) { return fmt.Sprintf("%.0f", s.Peak), s.Peak })
+	row("input backlog drops, machine-wide (worst trial)", func(s summary) (string, float64) {
+		return fmt.Sprint(s.SoftnetDrops), float64(s.SoftnetDrops)
+	})
 	row("CPU per node at rest", func(s summary) (string, float64) { return fmt.Sprintf("%.2f %%", s.CPU), s.CPU })
 	row("PSS per node at rest", func(s summary) (string, float64) { return fmt.Sprintf("%.1f MiB", s.PSS), s.PSS })
 	row("VRRP packets/s on the link", func(s summary) (string, float64) {
@@ -187,7 +207,50 @@ func report(vips int, sums []summary) *benchdoc.Report {
 		lines = append(lines, line)
 	}
 	rep.List(lines)
+	rep.List(verdicts(sums))
 	return rep
+}
+
+// verdicts judges issue 32's failover target: every VIP of the dead node
+// re-announced by each vipstack variant no later than by keepalived (the
+// first summary), on the medians.
+func verdicts(sums []summary) []string {
+	if len(sums) < 2 || sums[0].Trials == 0 {
+		return nil
+	}
+	ref := sums[0]
+	var out []string
+	for _, s := range sums[1:] {
+		if s.Trials == 0 {
+			out = append(out, fmt.Sprintf("MISS  every VIP re-announced: %s has no settled trial", s.Variant))
+			continue
+		}
+		r := float64(s.Last) / float64(ref.Last)
+		out = append(out, fmt.Sprintf("%s  every VIP re-announced: %s/%s = %.2f (%d against %d ms; want <= 1.00)",
+			verdict(r <= 1), s.Variant, ref.Variant, r, s.Last.Milliseconds(), ref.Last.Milliseconds()))
+	}
+	return out
+}
+
+func verdict(ok bool) string {
+	if ok {
+		return "PASS"
+	}
+	return "MISS"
+}
+
+// peakRate is the most of times in any window w, per second.
+func peakRate(times []time.Time, w time.Duration) float64 {
+	s := slices.Clone(times)
+	slices.SortFunc(s, func(a, b time.Time) int { return a.Compare(b) })
+	most, j := 0, 0
+	for i := range s {
+		for s[i].Sub(s[j]) >= w {
+			j++
+		}
+		most = max(most, i-j+1)
+	}
+	return float64(most) / w.Seconds()
 }
 
 // vipList is the pool's OPENSHIFT_HA_VIRTUAL_IPS: 250 VIPs per /24 from

@@ -36,6 +36,40 @@ func TestPrintReportRatios(t *testing.T) {
 	}
 }
 
+func TestVerdicts(t *testing.T) {
+	ka := summary{Variant: "keepalived", Trials: 3, Last: 3400 * time.Millisecond}
+	got := verdicts([]summary{ka,
+		{Variant: "vipstack", Trials: 3, Last: 3400 * time.Millisecond},
+		{Variant: "vipstack-slow", Trials: 3, Last: 8500 * time.Millisecond},
+		{Variant: "vipstack-unsettled", Trials: 0, Unsettled: 3},
+	})
+	want := []string{
+		"PASS  every VIP re-announced: vipstack/keepalived = 1.00 (3400 against 3400 ms; want <= 1.00)",
+		"MISS  every VIP re-announced: vipstack-slow/keepalived = 2.50 (8500 against 3400 ms; want <= 1.00)",
+		"MISS  every VIP re-announced: vipstack-unsettled has no settled trial",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("verdicts (-want +got):\n%s", diff)
+	}
+	if got := verdicts([]summary{{Variant: "keepalived", Trials: 0}, {Variant: "vipstack", Trials: 1}}); got != nil {
+		t.Errorf("verdicts without a settled keepalived trial = %q, want none", got)
+	}
+}
+
+func TestPeakRate(t *testing.T) {
+	t0 := time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)
+	var times []time.Time
+	for _, ms := range []int{515, 0, 10, 20, 500, 505, 510, 700} {
+		times = append(times, t0.Add(time.Duration(ms)*time.Millisecond))
+	}
+	if got := peakRate(times, 100*time.Millisecond); got != 40 {
+		t.Errorf("peakRate = %v, want 40 (4 in 100 ms)", got)
+	}
+	if got := peakRate(nil, 100*time.Millisecond); got != 0 {
+		t.Errorf("peakRate(nil) = %v, want 0", got)
+	}
+}
+
 func TestVIPList(t *testing.T) {
 	if got, want := vipList(260), "198.18.16.1-250,198.18.17.1-10"; got != want {
 		t.Errorf("vipList(260) = %q, want %q", got, want)

@@ -48,6 +48,7 @@ type options struct {
 	v      bool
 	keep   bool
 	bin    string
+	prefix string
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -61,6 +62,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&o.v, "v", false, "narrate every step")
 	fs.BoolVar(&o.keep, "keep", false, "keep the work directory (configurations and node logs) and print its path")
 	fs.StringVar(&o.bin, "vipstack", "", "vipstack binary (default: build ./cmd/vipstack)")
+	fs.StringVar(&o.prefix, "prefix", "vsL", "prefix of the network namespaces' names")
 	markdown := fs.String("markdown", "", "write the results into the ipfailover block of this Markdown `file` (docs/benchmarks.md)")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -289,7 +291,7 @@ func (b *bench) trial(v variant) (trialResult, error) {
 	if err != nil {
 		return r, err
 	}
-	topo, err := testnet.Build(testnet.Options{Hosts: 3, Client: true, Prefix: "vsL"})
+	topo, err := testnet.Build(testnet.Options{Hosts: 3, Client: true, Prefix: b.o.prefix})
 	if err != nil {
 		return r, err
 	}
@@ -411,6 +413,7 @@ func (b *bench) trial(v variant) (trialResult, error) {
 		return r, err
 	}
 	c.watchAnnouncements(deadVIPs, mac)
+	drops0 := softnetDrops()
 	b.say(fmt.Sprintf("killing node 1 (%d VIPs) at %s", r.Moved, time.Now().UTC().Format("15:04:05.000")))
 	kill := time.Now()
 	_ = syscall.Kill(-cmds[0].Process.Pid, syscall.SIGKILL)
@@ -434,6 +437,10 @@ func (b *bench) trial(v variant) (trialResult, error) {
 	for !c.quietFor(quietGARP) && time.Since(kill) < recoverLimit {
 		time.Sleep(100 * time.Millisecond) // polling the capture
 	}
+	heard := c.heardAnnouncements()
+	r.Heard, r.Peak, r.SoftnetDrops = len(heard), peakRate(heard, 100*time.Millisecond), softnetDrops()-drops0
+	b.say(fmt.Sprintf("heard %d gratuitous ARPs for the moved VIPs, at most %.0f/s over 100 ms; input backlog drops meanwhile: %d",
+		r.Heard, r.Peak, r.SoftnetDrops))
 	replies, err := c.probe(spec.VIPs, probeRate, time.Second)
 	if err != nil {
 		return r, err

@@ -117,7 +117,7 @@ func parseAgentFlags(args []string, stderr io.Writer) (f agentFlags, code int, o
 	fs.StringVar(&f.statusAddr, "status-addr", loopback(cluster.DefaultAgentStatusPort), "JSON status address (loopback only); empty: off")
 	fs.StringVar(&f.healthAddr, "health-addr", loopback(cluster.DefaultAgentHealthPort), "address for /healthz (the VRRP engine's loop answers) and /readyz (it runs with the first plan); loopback unless told otherwise, e.g. :9655 for the kubelet's probes; empty: off")
 	fs.StringVar(&f.stateDir, "state-dir", "/run/vipstack", "directory for the ledger of held VIPs")
-	fs.IntVar(&f.announceRate, "announce-rate", 500, "gratuitous ARP / unsolicited NA per second and instance (0: unlimited)")
+	fs.IntVar(&f.announceRate, "announce-rate", 500, "gratuitous ARP / unsolicited NA per second and instance, for the repeats: the first of each address leaves at once (0: unlimited)")
 	fs.BoolVar(&f.noSuper, "no-supervisor", false, "run without the supervisor that removes VIPs at once if the agent crashes")
 	fs.StringVar(&f.handoffSock, "handoff-socket", handoff.AgentSocket, "abstract Unix socket (on the node's network) by which the agent serving the node hands it to a successor started beside it, so that a rolling update moves no address; empty: off (every stop releases the addresses)")
 	fs.StringVar(&f.publishNS, "publish-namespace", os.Getenv("POD_NAMESPACE"), "namespace of the agent's status Lease (vipstack-agent-NODE), read by `vipstack status --cluster --kubeconfig` (default $POD_NAMESPACE); empty: none")

@@ -110,7 +110,7 @@ func parseIPFailoverFlags(args []string, stderr io.Writer) (f ipfailoverFlags, c
 	var (
 		vrrpVersion  = fs.Int("vrrp-version", 0, "VRRP version: 2 or 3 (default: 2, the image's, for IPv4 VIPs; 3 for IPv6, as keepalived runs them)")
 		advert       = fs.Duration("advert-int", time.Second, "VRRP advertisement interval (v2: whole seconds; v3: from 10ms)")
-		announceRate = fs.Int("announce-rate", 1000, "gratuitous ARPs / unsolicited NAs per second and per group taken over (0: unlimited, as keepalived)")
+		announceRate = fs.Int("announce-rate", 1000, "gratuitous ARPs / unsolicited NAs per second and per group taken over, for the repeats: the first of each VIP leaves at once (0: unlimited, as keepalived)")
 		vridProbe    = fs.Duration("vrid-probe", 3*time.Second, "listen this long on the link for VRIDs in use before starting (0: do not)")
 		nodes        = fs.String("node-addresses", "", "multicast mode: addresses of every node of the pool, comma separated, for exact ranks (unicast uses OPENSHIFT_HA_UNICAST_PEERS)")
 	)

@@ -9,8 +9,8 @@ import (
 	"github.com/vipstack/vipstack/internal/clock"
 )
 
-// Pacer spreads announcements so that no more than Rate are sent per second
-// (Rate <= 0: no limit), using Clock for every wait. Send is called for each
+// Pacer spreads announcements at Rate per second (Rate <= 0: no limit),
+// using Clock for every wait. Send is called for each
 // announcement from a Clock timer callback (with clock.Fake, inside
 // Advance), never from Schedule or Cancel, and never twice at once.
 //
@@ -19,27 +19,51 @@ import (
 // Clock and Send are required. Set the exported fields before the first
 // Schedule and do not change them afterwards; a Pacer must not be copied after first use. Its methods are
 // safe for concurrent use.
+//
+// With a Rate, announcement k of a busy queue has the slot 1/Rate after
+// announcement k-1's slot, not 1/Rate after it actually left, so a timer
+// that fires late sends every announcement whose slot has passed and the
+// queue keeps its pace (the generic cell rate algorithm, a token bucket in
+// other words): Burst is the bucket's depth, how many may leave
+// back to back, and so how far behind its slots a late timer can catch
+// up. In any window of length d at most Burst-1 + Rate×d (rounded up) go
+// out, FirstAtOnce aside. Burst <= 1 spaces every announcement at least 1/Rate after the one
+// before, and each late timer then delays the rest of the queue by its
+// lateness: a queue of thousands at a millisecond apart loses seconds on
+// a busy machine.
+//
+// FirstAtOnce lets the first announcement of each address in a burst of
+// Schedule (the first of its repeat copies) leave as soon as it is due,
+// without waiting for the rate; it still counts against the rate, so the
+// copies behind it wait the longer. The addresses then all move as soon as
+// unpaced, and Rate spreads the repeats.
 type Pacer struct {
-	Clock clock.Clock
-	Rate  int
-	Send  func(netip.Addr) error
+	Clock       clock.Clock
+	Rate        int
+	Burst       int
+	FirstAtOnce bool
+	Send        func(netip.Addr) error
 	// OnError, if set, is told about every failed Send; the Pacer carries on
 	// with the rest of the queue either way.
 	OnError func(addr netip.Addr, err error)
 
-	mu     sync.Mutex
-	queue  []pending // sorted by due, then by order of scheduling
-	timer  clock.Timer
-	gen    uint64 // identifies the armed timer; stale callbacks see a newer one
-	last   time.Time
-	sentAt bool // last is valid
+	mu    sync.Mutex
+	queue []pending // sorted by due, then by order of scheduling
+	timer clock.Timer
+	gen   uint64 // identifies the armed timer; stale callbacks see a newer one
+	// tat is, with a Rate, the slot of the next announcement were the
+	// bucket empty: one interval after the previous announcement's slot
+	// (or after it left, if it left after its slot). The next one may
+	// leave Burst-1 intervals before tat.
+	tat time.Time
 
 	sendMu sync.Mutex // serializes Send calls
 }
 
 type pending struct {
-	addr netip.Addr
-	due  time.Time
+	addr  netip.Addr
+	due   time.Time
+	first bool // the first copy of addr in its burst
 }
 
 // Schedule queues announcements of addrs the way keepalived schedules
@@ -51,8 +75,8 @@ type pending struct {
 // per address at once and 5 more 5 s later.
 //
 // The times are the earliest allowed: with a Rate, the announcements go out
-// in queue order, 1/Rate apart, so a burst that is still draining delays the
-// next. repeat <= 0 schedules nothing. Later calls merge into the queue by
+// in queue order at that rate (see Pacer), so a burst that is still
+// draining delays the next. repeat <= 0 schedules nothing. Later calls merge into the queue by
 // due time.
 func (p *Pacer) Schedule(addrs []netip.Addr, repeat int, delay time.Duration) {
 	if repeat <= 0 || len(addrs) == 0 {
@@ -68,7 +92,7 @@ func (p *Pacer) Schedule(addrs []netip.Addr, repeat int, delay time.Duration) {
 	for _, at := range bursts {
 		for r := 0; r < repeat; r++ {
 			for _, a := range addrs {
-				p.queue = append(p.queue, pending{addr: a, due: at})
+				p.queue = append(p.queue, pending{addr: a, due: at, first: r == 0})
 			}
 		}
 	}
@@ -101,7 +125,7 @@ func (p *Pacer) SendDue(max int) int {
 		if len(p.queue) == 0 {
 			p.queue = nil
 		}
-		p.last, p.sentAt = now, true
+		p.tookLocked(now)
 		p.mu.Unlock()
 		if err := p.Send(it.addr); err != nil && p.OnError != nil {
 			p.OnError(it.addr, err)
@@ -143,15 +167,34 @@ func (p *Pacer) interval() time.Duration {
 	return time.Second / time.Duration(p.Rate)
 }
 
-// nextLocked returns when the head of the queue may go out.
+// nextLocked returns when the head of the queue may go out: when it is
+// due, and unless it is a first copy under FirstAtOnce, no earlier than
+// Burst-1 intervals before tat.
 func (p *Pacer) nextLocked() time.Time {
 	t := p.queue[0].due
-	if p.sentAt {
-		if earliest := p.last.Add(p.interval()); earliest.After(t) {
+	if p.FirstAtOnce && p.queue[0].first {
+		return t
+	}
+	if iv := p.interval(); iv > 0 {
+		if earliest := p.tat.Add(-time.Duration(max(p.Burst, 1)-1) * iv); earliest.After(t) {
 			t = earliest
 		}
 	}
 	return t
+}
+
+// tookLocked moves tat on for an announcement leaving at now.
+func (p *Pacer) tookLocked(now time.Time) {
+	if iv := p.interval(); iv > 0 {
+		p.tat = later(p.tat, now).Add(iv)
+	}
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // armLocked (re)arms the timer for the head of the queue.
@@ -199,7 +242,7 @@ func (p *Pacer) fire(gen uint64) {
 		if len(p.queue) == 0 {
 			p.queue = nil // release the drained backing array
 		}
-		p.last, p.sentAt = now, true
+		p.tookLocked(now)
 		p.mu.Unlock()
 
 		if err := p.Send(it.addr); err != nil && p.OnError != nil {

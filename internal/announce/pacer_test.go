@@ -45,6 +45,9 @@ func TestPacer(t *testing.T) {
 	tests := []struct {
 		name      string
 		rate      int
+		burst     int
+		atOnce    bool // FirstAtOnce
+		firsts    int  // with atOnce, the first copies the window check allows on top
 		failOn    netip.Addr
 		steps     []pacerStep
 		wantError []string
@@ -110,6 +113,35 @@ func TestPacer(t *testing.T) {
 			{advance: time.Second, wantSends: []string{"+2s 198.18.0.1"}, wantQueued: 1},
 			{advance: time.Second, wantSends: []string{"+3s 198.18.0.2"}},
 		}},
+		{name: "burst 3 at 1 per second: three at once, then one a second", rate: 1, burst: 3, steps: []pacerStep{
+			{schedule: &schedule{addrs: []netip.Addr{addrA, addrB, addrC, addrD}, repeat: 2}, wantQueued: 8},
+			{advance: 0, wantSends: []string{"+0s 198.18.0.1", "+0s 198.18.0.2", "+0s fd00:bb::3"}, wantQueued: 5},
+			{advance: 999 * time.Millisecond, wantQueued: 5},
+			{advance: time.Millisecond, wantSends: []string{"+1s 198.18.0.4"}, wantQueued: 4},
+			{advance: 4 * time.Second, wantSends: []string{"+2s 198.18.0.1", "+3s 198.18.0.2", "+4s fd00:bb::3", "+5s 198.18.0.4"}},
+		}},
+		{name: "an idle bucket refills up to its depth", rate: 1, burst: 2, steps: []pacerStep{
+			{schedule: &schedule{addrs: []netip.Addr{addrA, addrB}, repeat: 1}, wantQueued: 2},
+			{advance: 0, wantSends: []string{"+0s 198.18.0.1", "+0s 198.18.0.2"}},
+			{advance: 1500 * time.Millisecond},
+			{schedule: &schedule{addrs: []netip.Addr{addrC, addrD}, repeat: 1}, wantQueued: 2},
+			{advance: 0, wantSends: []string{"+1.5s fd00:bb::3"}, wantQueued: 1},
+			{advance: time.Second, wantSends: []string{"+2s 198.18.0.4"}},
+		}},
+		{name: "first copies at once: every address now, the repeats wait their slots", rate: 1, atOnce: true, firsts: 3, steps: []pacerStep{
+			{schedule: &schedule{addrs: []netip.Addr{addrA, addrB, addrC}, repeat: 2, delay: 10 * time.Second}, wantQueued: 12},
+			{advance: 0, wantSends: []string{"+0s 198.18.0.1", "+0s 198.18.0.2", "+0s fd00:bb::3"}, wantQueued: 9},
+			{advance: 2999 * time.Millisecond, wantQueued: 9},
+			{advance: 3 * time.Second, wantSends: []string{"+3s 198.18.0.1", "+4s 198.18.0.2", "+5s fd00:bb::3"}, wantQueued: 6},
+			// The second burst's first copies go when due, the tokens
+			// they take delay the repeats.
+			{advance: 4001 * time.Millisecond, wantSends: []string{"+10s 198.18.0.1", "+10s 198.18.0.2", "+10s fd00:bb::3"}, wantQueued: 3},
+			{advance: 10 * time.Second, wantSends: []string{"+13s 198.18.0.1", "+14s 198.18.0.2", "+15s fd00:bb::3"}},
+		}},
+		{name: "first copies at once without a rate change nothing", atOnce: true, steps: []pacerStep{
+			{schedule: &schedule{addrs: []netip.Addr{addrA, addrB}, repeat: 2}, wantQueued: 4},
+			{advance: 0, wantSends: []string{"+0s 198.18.0.1", "+0s 198.18.0.2", "+0s 198.18.0.1", "+0s 198.18.0.2"}},
+		}},
 		{name: "a failed send does not stop the rest", failOn: addrB, steps: []pacerStep{
 			{schedule: &schedule{addrs: []netip.Addr{addrA, addrB, addrC}, repeat: 1}, wantQueued: 3},
 			{advance: 0, wantSends: []string{"+0s 198.18.0.1", "+0s 198.18.0.2", "+0s fd00:bb::3"}},
@@ -123,8 +155,10 @@ func TestPacer(t *testing.T) {
 			var got []string      // sends in the current step
 			var gotErr []string
 			p := &Pacer{
-				Clock: clk,
-				Rate:  tt.rate,
+				Clock:       clk,
+				Rate:        tt.rate,
+				Burst:       tt.burst,
+				FirstAtOnce: tt.atOnce,
 				Send: func(a netip.Addr) error {
 					now := clk.Now()
 					sends = append(sends, now)
@@ -167,16 +201,79 @@ func TestPacer(t *testing.T) {
 				t.Errorf("OnError calls (-want +got):\n%s", diff)
 			}
 			// Whatever the scenario, no one-second window [t, t+1s) holds
-			// more than Rate sends.
+			// more than Rate sends, plus Burst-1, plus the first copies
+			// FirstAtOnce lets through.
 			if tt.rate > 0 {
+				limit := tt.rate + max(tt.burst, 1) - 1 + tt.firsts
 				for i := range sends {
 					n := 0
 					for j := i; j < len(sends) && sends[j].Sub(sends[i]) < time.Second; j++ {
 						n++
 					}
-					if n > tt.rate {
-						t.Fatalf("%d sends in the second from +%v, rate is %d", n, sends[i].Sub(start), tt.rate)
+					if n > limit {
+						t.Fatalf("%d sends in the second from +%v, rate %d and burst %d allow %d", n, sends[i].Sub(start), tt.rate, tt.burst, limit)
 					}
+				}
+			}
+		})
+	}
+}
+
+// lateClock is a fake clock whose timers all fire late by late, as a busy
+// machine's do.
+type lateClock struct {
+	*clock.Fake
+	late time.Duration
+}
+
+func (c lateClock) AfterFunc(d time.Duration, f func()) clock.Timer {
+	return c.Fake.AfterFunc(d+c.late, f)
+}
+
+// TestPacerLateTimers: when every timer fires 2 ms late, a Burst lets the
+// queue catch up with its slots, so 1000 announcements at 1000 per second
+// take a second; strict spacing (Burst 1) loses the lateness at every
+// send, and the same queue takes three.
+func TestPacerLateTimers(t *testing.T) {
+	many := make([]netip.Addr, 1000)
+	for i := range many {
+		many[i] = netip.AddrFrom4([4]byte{198, 18, byte(1 + i/250), byte(i % 250)})
+	}
+	for _, tc := range []struct {
+		burst     int
+		after     time.Duration
+		wantSent  int
+		wantDrain time.Duration // when the last one left
+	}{
+		{burst: 10, after: time.Second, wantSent: 1000, wantDrain: 992 * time.Millisecond},
+		{burst: 1, after: time.Second, wantSent: 333},
+		{burst: 1, after: 3 * time.Second, wantSent: 1000, wantDrain: 2999 * time.Millisecond},
+	} {
+		t.Run(fmt.Sprintf("burst %d, %v", tc.burst, tc.after), func(t *testing.T) {
+			start := time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)
+			fake := clock.NewFake(start)
+			var sends []time.Time
+			p := &Pacer{Clock: lateClock{fake, 2 * time.Millisecond}, Rate: 1000, Burst: tc.burst, Send: func(netip.Addr) error {
+				sends = append(sends, fake.Now())
+				return nil
+			}}
+			p.Schedule(many, 1, 0)
+			fake.Advance(tc.after)
+			if len(sends) != tc.wantSent {
+				t.Fatalf("%d sent after %v, want %d", len(sends), tc.after, tc.wantSent)
+			}
+			if tc.wantDrain > 0 {
+				if got := sends[len(sends)-1].Sub(start); got != tc.wantDrain {
+					t.Errorf("the last left at +%v, want +%v", got, tc.wantDrain)
+				}
+			}
+			for i := range sends {
+				n := 0
+				for j := i; j < len(sends) && sends[j].Sub(sends[i]) < time.Second; j++ {
+					n++
+				}
+				if limit := 1000 + max(tc.burst, 1) - 1; n > limit {
+					t.Fatalf("%d sends in the second from +%v, want at most %d", n, sends[i].Sub(start), limit)
 				}
 			}
 		})

@@ -777,7 +777,9 @@ func (e *Engine) mismatch(in *instance, adv *vrrp.Advertisement) (kind, detail s
 }
 
 // announceFirstMax bounds the announcements a new master sends before its
-// first advertisement.
+// first advertisement (the rest of the first copies follow from the
+// pacer's timer), and is its pacer's Burst: with an AnnounceRate, a pacing
+// timer that fires late may catch up by as many.
 const announceFirstMax = 64
 
 // sendFailLogEvery limits how often failing sends are logged while they

@@ -46,7 +46,13 @@ type Options struct {
 	Ledger netif.Ledger
 	// AnnounceRate caps gratuitous ARP / unsolicited NA per second for
 	// each instance (0: unlimited, keepalived's behaviour). With thousands
-	// of VIPs it keeps a takeover from flooding the switch and the peers.
+	// of VIPs it keeps a takeover from flooding the switch and the peers
+	// with garp_master_repeat copies of every address at once. The first
+	// copy of each address leaves at once all the same (the pacer's
+	// FirstAtOnce), so no VIP moves later than unpaced: the rate spreads
+	// the repeats, which wait the longer. Up to announceFirstMax leave back
+	// to back (the pacer's Burst), so a pacing timer that fires late
+	// catches up instead of slowing the rest (see announce.Pacer).
 	AnnounceRate int
 	// Adopt names the instances a predecessor on this node handed over as
 	// master, their addresses left on the interfaces (see package

@@ -530,7 +530,7 @@ func (e *Engine) build(cfg *keepalived.Config, ic *keepalived.Instance) (*instan
 	if in.ann, err = e.openAnnouncer(annName, annIndex); err != nil {
 		return nil, fail("%v", err)
 	}
-	in.pacer = &announce.Pacer{Clock: e.clk, Rate: e.opts.AnnounceRate, Send: func(a netip.Addr) error {
+	in.pacer = &announce.Pacer{Clock: e.clk, Rate: e.opts.AnnounceRate, Burst: announceFirstMax, FirstAtOnce: true, Send: func(a netip.Addr) error {
 		err := in.ann.Announce(a)
 		if err != nil {
 			e.log.Warn("announcement failed", "instance", ic.Name, "vip", a, "err", err)
