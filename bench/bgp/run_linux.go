@@ -87,7 +87,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if *markdown != "" {
 		detail := filepath.Join(filepath.Dir(*markdown), "bgp-bench.md")
-		if err := benchdoc.Write(*markdown, "bgp", facts, res.summary()); err != nil {
+		if err := benchdoc.Update(*markdown, "bgp", res.summary(facts, time.Since(facts.Start))); err != nil {
 			fmt.Fprintln(stderr, "bgp:", err)
 			return 1
 		}
