@@ -29,7 +29,8 @@ func TestBGPShort(t *testing.T) {
 		t.Skip("skipping the BGP bench run in -short mode (about a minute)")
 	}
 	o := options{Trials: 1, Routes: 1000, BFDInterval: 50 * time.Millisecond, BFDMult: 3, Hold: 3 * time.Second,
-		Impls: []string{implVipstack, implFRR}, Modes: []string{modeBFD}, Prefix: "vbnt"}
+		Impls: []string{implVipstack, implFRR}, Modes: []string{modeBFD}, Prefix: "vbnt",
+		Parts: map[string]bool{"crash": true, "stop": true, "scale": true}}
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
 	res, err := Run(ctx, o)

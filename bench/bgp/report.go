@@ -53,7 +53,12 @@ type stopTrial struct {
 	// when the router's kernel route changed, LastFail when the last
 	// failed connection started; all from T0.
 	Removed, Route, LastFail time.Duration
-	Err                      string
+	// InFlight counts, when n1 kept its VIP past the route change, the
+	// failed connections started before it: their flows were with n1
+	// when the router moved them to n2 (ECMP rehashes a removed next
+	// hop's flows).
+	InFlight int
+	Err      string
 }
 
 // scaleRun is one speaker announcing Routes VIPs to a peer that comes up.
@@ -131,6 +136,18 @@ func (r *results) stops(impl string) (failed, probes, n int) {
 		}
 	}
 	return failed, probes, n
+}
+
+// inFlight sums the failed connections of impl's stops that were started
+// before the router moved.
+func (r *results) inFlight(impl string) int {
+	var n int
+	for _, s := range r.Stops {
+		if s.Impl == impl && s.Err == "" {
+			n += s.InFlight
+		}
+	}
+	return n
 }
 
 func (r *results) scale(impl string) (scaleRun, bool) {
@@ -274,13 +291,14 @@ func (r *results) report() *benchdoc.Report {
 		}
 	}
 	rep.Table(tb)
-	st := benchdoc.Table{Header: []string{"graceful stop of n1", "stops", "failed connections", "of"}}
+	st := benchdoc.Table{Header: []string{"graceful stop of n1", "stops", "failed connections", "of", "failed in flight at the route change"}}
 	for _, impl := range []string{implVipstack, implFRR} {
 		if f, p, n := r.stops(impl); n > 0 {
-			st.Add(impl, fmt.Sprint(n), fmt.Sprint(f), fmt.Sprint(p))
+			st.Add(impl, fmt.Sprint(n), fmt.Sprint(f), fmt.Sprint(p), fmt.Sprint(r.inFlight(impl)))
 		}
 	}
 	rep.Table(st)
+	rep.Para("In flight: n1 still had its VIP when the router's route changed, and the connection, started before and hashed to n1, was moved to n2 mid-handshake by ECMP's rehash; the others failed because n1 had already dropped the VIP.")
 	sc := benchdoc.Table{Header: []string{"routes to a new peer", "routes", "to established", "established to all received", "RSS, no routes", "RSS per 1,000 routes"}}
 	for _, impl := range []string{implVipstack, implFRR} {
 		if s, ok := r.scale(impl); ok {
@@ -370,6 +388,23 @@ func outcome(ps []probe, t0 time.Time) (moved time.Duration, failed, total int, 
 		}
 	}
 	return 0, failed, total, fmt.Errorf("no probe answered after the last failed one (%d of %d failed)", failed, total)
+}
+
+// inFlight counts the failed probes started from t0 to the router's
+// route change (route, from t0), when the VIP left the stopping node
+// (removed) only after that change: only then can a failure be ECMP's
+// rehash rather than the stop's.
+func inFlight(ps []probe, t0 time.Time, route, removed time.Duration) int {
+	if removed <= route {
+		return 0
+	}
+	var n int
+	for _, p := range ps {
+		if p.By == "" && p.At >= t0.UnixNano() && p.At < t0.Add(route).UnixNano() {
+			n++
+		}
+	}
+	return n
 }
 
 // before checks the baseline: every probe started before t0 answered,

@@ -94,6 +94,26 @@ func TestOutcome(t *testing.T) {
 	}
 }
 
+func TestInFlight(t *testing.T) {
+	t0 := time.Unix(100, 0)
+	ms := time.Millisecond
+	at := func(d time.Duration) int64 { return t0.Add(d).UnixNano() }
+	ps := []probe{{At: at(-5 * ms)}, {At: at(10 * ms)}, {At: at(20 * ms), By: "n2"}, {At: at(59 * ms)}, {At: at(60 * ms)}, {At: at(90 * ms)}}
+	for _, tc := range []struct {
+		name           string
+		route, removed time.Duration
+		want           int
+	}{
+		{name: "VIP kept past the change", route: 60 * ms, removed: time.Second, want: 2},
+		{name: "VIP gone first", route: 60 * ms, removed: 30 * ms, want: 0},
+		{name: "at the same time", route: 60 * ms, removed: 60 * ms, want: 0},
+	} {
+		if got := inFlight(ps, t0, tc.route, tc.removed); got != tc.want {
+			t.Errorf("%s: %d in flight, want %d", tc.name, got, tc.want)
+		}
+	}
+}
+
 func TestFirstChange(t *testing.T) {
 	t0 := time.Date(2026, 11, 29, 7, 0, 40, 795000000, time.Local)
 	lines := []string{

@@ -32,7 +32,8 @@ type options struct {
 	Hold        time.Duration // the hold mode's hold timer (keepalive a third)
 	Impls       []string
 	Modes       []string
-	Prefix      string // namespace prefix
+	Parts       map[string]bool // crash, stop, scale
+	Prefix      string          // namespace prefix
 	Verbose     io.Writer
 }
 
@@ -62,12 +63,21 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.BFDMult, "bfd-mult", 3, "BFD detect multiplier")
 	fs.DurationVar(&o.Hold, "hold", 3*time.Second, "BGP hold timer of the runs without BFD")
 	verbose := fs.Bool("v", false, "narrate every step")
+	parts := fs.String("parts", "crash,stop,scale", "the parts to run, comma-separated: crash, stop, scale")
 	markdown := fs.String("markdown", "", "write the verdicts into the bgp block of this Markdown `file` (docs/benchmarks.md) and the full tables into the bgp block of bgp-bench.md beside it")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	if *verbose {
 		o.Verbose = stderr
+	}
+	o.Parts = map[string]bool{}
+	for _, p := range strings.Split(*parts, ",") {
+		if p != "crash" && p != "stop" && p != "scale" {
+			fmt.Fprintf(stderr, "bgp: -parts %q: %q; accepted: crash, stop, scale\n", *parts, p)
+			return 2
+		}
+		o.Parts[p] = true
 	}
 	if err := o.validate(); err != nil {
 		fmt.Fprintln(stderr, "bgp:", err)
@@ -194,6 +204,9 @@ func Run(ctx context.Context, o options) (*results, error) {
 		for range o.Trials {
 			for _, impl := range o.Impls {
 				for _, ev := range []string{eventKill, eventCut} {
+					if !o.Parts["crash"] {
+						break
+					}
 					if ctx.Err() != nil {
 						return nil, ctx.Err()
 					}
@@ -201,14 +214,14 @@ func Run(ctx context.Context, o options) (*results, error) {
 					b.say("%s %s %s: route %v moved %v failed %d/%d %s", impl, mode, ev, t.Route, t.Moved, t.Failed, t.Probes, t.Err)
 					b.res.Crash = append(b.res.Crash, t)
 				}
-				if mode == modeBFD {
+				if mode == modeBFD && o.Parts["stop"] {
 					s := b.gracefulStop(impl)
-					b.say("%s graceful stop: failed %d/%d (last at %v), VIP removed at %v, route changed at %v %s", impl, s.Failed, s.Probes, s.LastFail, s.Removed, s.Route, s.Err)
+					b.say("%s graceful stop: failed %d/%d (%d in flight, last at %v), VIP removed at %v, route changed at %v %s", impl, s.Failed, s.Probes, s.InFlight, s.LastFail, s.Removed, s.Route, s.Err)
 					b.res.Stops = append(b.res.Stops, s)
 				}
 			}
 		}
-		if mode == modeBFD {
+		if mode == modeBFD && o.Parts["scale"] {
 			for _, impl := range o.Impls {
 				if ctx.Err() != nil {
 					return nil, ctx.Err()
@@ -365,18 +378,20 @@ func (b *bench) up(impl string) ([]*node, *prober, error) {
 		return fail(err)
 	}
 	if b.mode == modeBFD {
+		// Up at two looks a second apart: FRR's bgpd replaces its BFD
+		// session when BGP comes up, and the old one may go down first.
 		var err error
-		for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+		for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+			if err = b.router.bfdUp(nodeAddr(1), nodeAddr(2)); err != nil {
+				continue
+			}
+			time.Sleep(time.Second)
 			if err = b.router.bfdUp(nodeAddr(1), nodeAddr(2)); err == nil {
 				break
 			}
 		}
 		if err != nil {
 			return fail(err)
-		}
-		time.Sleep(time.Second)
-		if err := b.router.bfdUp(nodeAddr(1), nodeAddr(2)); err != nil {
-			return fail(fmt.Errorf("after a second: %w", err))
 		}
 	}
 	if err := b.l.waitNexthops(5*time.Second, 1, 2); err != nil {
@@ -499,6 +514,9 @@ func (b *bench) gracefulStop(impl string) stopTrial {
 	}
 	if err == nil {
 		s.Route, err = firstChange(lines, vip.String(), t0)
+	}
+	if err == nil {
+		s.InFlight = inFlight(probes, t0, s.Route, s.Removed)
 	}
 	for _, p := range probes {
 		if p.At >= t0.UnixNano() {
