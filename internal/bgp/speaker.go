@@ -82,6 +82,14 @@ type Options struct {
 	Drain time.Duration
 }
 
+// ErrRestarting, as the cause of Run's context (context.WithCancelCause),
+// makes Run return without withdrawing or closing the sessions: the
+// process is about to exit for a restart. Its exit closes the TCP
+// sessions without a NOTIFICATION, so peers with graceful restart (RFC
+// 4724, Peer.GracefulRestart) keep this node's routes until it is back or
+// the restart time passes.
+var ErrRestarting = errors.New("bgp: restarting, routes left to graceful restart")
+
 // Speaker announces the VIPs this node is eligible for.
 type Speaker struct {
 	cfg      Config
@@ -273,6 +281,10 @@ func (s *Speaker) Run(ctx context.Context) (err error) {
 	for {
 		select {
 		case <-ctx.Done():
+			if errors.Is(context.Cause(ctx), ErrRestarting) {
+				s.leave()
+				return nil
+			}
 			return s.stop(bg)
 		case <-s.elig.Changed():
 			s.reconcile(bg)
@@ -582,6 +594,20 @@ func (s *Speaker) stop(ctx context.Context) error {
 	}
 	errs = append(errs, s.stopRouter(ctx))
 	return errors.Join(errs...)
+}
+
+// leave ends Run for a restart: the routes stay announced and the
+// sessions open until the process exits; BFD closes silently (no
+// AdminDown, which would take the peer's session down at once).
+func (s *Speaker) leave() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, p := range s.peers {
+		if p.bfd != nil {
+			p.bfd.Close()
+		}
+	}
+	s.log.Info("bgp: restarting: routes left in place for graceful restart", "routes", len(s.announced))
 }
 
 func (s *Speaker) stopRouter(ctx context.Context) error {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"slices"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -390,4 +391,36 @@ func TestNewRejectsBadConfig(t *testing.T) {
 	if err == nil || err.Error() != "asn: 0 is reserved (RFC 7607); want 1..4294967295" {
 		t.Fatalf("New: %v", err)
 	}
+}
+
+// TestSpeakerRestarting: Run's context cancelled with ErrRestarting
+// returns at once, leaving the routes announced and the sessions open
+// (no withdrawal, no Stop) for the peers' graceful restart.
+func TestSpeakerRestarting(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := &fakeRouter{}
+		e := &fakeElig{ch: make(chan struct{}), v: []Verdict{{VIP: netip.MustParseAddr("198.19.0.10"), Eligible: true}}}
+		s, err := New(Options{Config: validConfig(), Eligibility: e, Router: r, Logger: quiet})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancelCause(t.Context())
+		done := make(chan error, 1)
+		go func() { done <- s.Run(ctx) }()
+		synctest.Wait()
+		if calls := r.take(); !slices.Contains(calls, "announce 198.19.0.10/32 nh=invalid IP") {
+			t.Fatalf("calls %q, want the route announced", calls)
+		}
+		start := time.Now()
+		cancel(ErrRestarting)
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if calls := r.take(); len(calls) != 0 {
+			t.Errorf("calls %q on a restart, want none (no withdrawal, no Stop)", calls)
+		}
+		if took := time.Since(start); took != 0 {
+			t.Errorf("a restart took %v, want no wait", took)
+		}
+	})
 }
