@@ -197,6 +197,9 @@ func (r *results) targets() []target {
 			Want: "<= " + ms(r.bfdTarget()), Count: n > 0}
 		if n > 0 {
 			t.Got = fmt.Sprintf("median %s of %d", ms(m), n)
+			if fm, fn := r.median(implFRR, modeBFD, ev, moved); fn > 0 {
+				t.Got += fmt.Sprintf("; FRR %s", ms(fm))
+			}
 			t.Pass = m <= r.bfdTarget()
 		} else {
 			t.Got = "not measured"
@@ -218,6 +221,12 @@ func (r *results) targets() []target {
 		sc.Got = fmt.Sprintf("%s from established to all received", ms(s.announce()))
 		if s.announce() == 0 {
 			sc.Got = "within the poll that saw the session established"
+		}
+		if f, ok := r.scale(implFRR); ok {
+			sc.Got += fmt.Sprintf("; FRR %s", ms(f.announce()))
+		}
+		if r.PollEvery > 0 {
+			sc.Got += fmt.Sprintf("; vtysh polled every %s", ms(r.PollEvery))
 		}
 		// Fewer routes than the issue names cannot pass its target.
 		sc.Pass = s.Routes >= fullScale && s.announce() < time.Second
