@@ -36,6 +36,7 @@
 //
 //	sudo go run ./bench/bgp -markdown docs/benchmarks.md   # 3 trials each, about 5 min
 //	sudo go run ./bench/bgp -trials 1 -routes 1000 -v      # quick, narrated
+//	sudo go run ./bench/bgp -parts stop -trials 5 -v       # only the graceful stops
 package main
 
 import "os"

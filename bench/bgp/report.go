@@ -315,6 +315,16 @@ func (r *results) report() *benchdoc.Report {
 				fmt.Sprintf("%.1f MiB", s.RSS0), fmt.Sprintf("%.2f MiB", s.perThousand()))
 		}
 	}
+	if v, ok := r.scale(implVipstack); ok {
+		if f, ok := r.scale(implFRR); ok {
+			mem := "-"
+			if f.perThousand() > 0 {
+				mem = fmt.Sprintf("%.2f", v.perThousand()/f.perThousand())
+			}
+			sc.Add("vipstack/FRR", "", ratio(v.Established, f.Established), ratio(v.announce(), f.announce()),
+				fmt.Sprintf("%.2f", v.RSS0/f.RSS0), mem)
+		}
+	}
 	rep.Table(sc)
 	rep.Para("Route times are polled with vtysh every %s (its resolution); RSS is VmRSS of vipstack's speaker process and of FRR's bgpd.", ms(r.PollEvery))
 	var lines []string
