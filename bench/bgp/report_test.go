@@ -36,6 +36,12 @@ func TestTargets(t *testing.T) {
 		{name: "a lost connection misses the stop", set: func(r *results) {
 			r.Stops = []stopTrial{{Impl: implVipstack, Probes: 100}, {Impl: implVipstack, Probes: 100, Failed: 1}}
 		}, want: []string{"MISS", "MISS", "MISS.*1 of 200 connections failed over 2 stops", "MISS"}},
+		{name: "failures after the stop settled do not count", set: func(r *results) {
+			r.Stops = []stopTrial{{Impl: implVipstack, Probes: 100, Failed: 2, Late: 2}}
+		}, want: []string{"MISS", "MISS", "PASS.*0 of 100 connections failed over 1 stops (2 more after it settled", "MISS"}},
+		{name: "failures before it settled do", set: func(r *results) {
+			r.Stops = []stopTrial{{Impl: implVipstack, Probes: 100, Failed: 3, Late: 2}}
+		}, want: []string{"MISS", "MISS", "MISS.*1 of 100", "MISS"}},
 		{name: "no lost connection passes", set: func(r *results) {
 			r.Stops = []stopTrial{{Impl: implVipstack, Probes: 100}, {Impl: implFRR, Probes: 100, Failed: 3}}
 		}, want: []string{"MISS", "MISS", "PASS.*0 of 100", "MISS"}},
@@ -111,6 +117,19 @@ func TestInFlight(t *testing.T) {
 		if got := inFlight(ps, t0, tc.route, tc.removed); got != tc.want {
 			t.Errorf("%s: %d in flight, want %d", tc.name, got, tc.want)
 		}
+	}
+}
+
+func TestLate(t *testing.T) {
+	t0 := time.Unix(100, 0)
+	ms := time.Millisecond
+	at := func(d time.Duration) int64 { return t0.Add(d).UnixNano() }
+	ps := []probe{{At: at(10 * ms)}, {At: at(70 * ms)}, {At: at(1100 * ms), By: "n2"}, {At: at(1200 * ms)}, {At: at(2000 * ms)}}
+	if got := late(ps, t0, 60*ms, 1000*ms); got != 2 {
+		t.Errorf("late = %d, want 2 (the failures after both the route change at 60 ms and the VIP gone at 1 s)", got)
+	}
+	if got := late(ps, t0, 1500*ms, 30*ms); got != 1 {
+		t.Errorf("late = %d with the route changed at 1.5 s, want 1", got)
 	}
 }
 

@@ -536,6 +536,7 @@ func (b *bench) gracefulStop(impl string) stopTrial {
 	}
 	if err == nil {
 		s.InFlight = inFlight(probes, t0, s.Route, s.Removed)
+		s.Late = late(probes, t0, s.Route, s.Removed)
 	}
 	for _, p := range probes {
 		if p.At >= t0.UnixNano() {
