@@ -47,7 +47,7 @@ type nodeFlags struct {
 	cfgPath, nodeName, metricsAddr, statusAddr, stateDir, lbSocket string
 	kubeconfig, role                                               string
 	watch                                                          time.Duration
-	noSuper, check                                                 bool
+	noSuper, check, bgpKeep                                        bool
 	endpoints                                                      []cluster.ServicePort
 	log                                                            *slog.Logger
 	kaCompat                                                       *kaCompatFlags
@@ -67,7 +67,7 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	reg := metrics.NewRegistry()
 	agent, err := node.New(node.Options{ClusterPath: f.cfgPath, Node: f.nodeName, Logger: log, Registry: reg,
 		Ledger: ledger, DNSLog: stderr, Endpoints: f.endpoints, LBSocket: f.lbSocket, Version: version.String(),
-		Live: node.LiveOptions{Kubeconfig: f.kubeconfig, Role: cluster.Role(f.role)}})
+		Live: node.LiveOptions{Kubeconfig: f.kubeconfig, Role: cluster.Role(f.role)}, BGPStopKeepsRoutes: f.bgpKeep})
 	if err != nil {
 		fmt.Fprintf(stderr, "%v\n", err)
 		return 1
@@ -124,6 +124,7 @@ func parseNodeFlags(args []string, stderr io.Writer) (f nodeFlags, code int, ok 
 	fs.StringVar(&f.kubeconfig, "kubeconfig", node.DefaultKubeconfig, "the kubeconfig to read the Node list through, when the cluster file sets membership.kubernetes (the kubelet's, as OpenShift's runtimecfg)")
 	fs.StringVar(&f.role, "role", "", "this node's role (bootstrap, master or worker) when the cluster file does not list it (default: from its Node object with membership.kubernetes)")
 	fs.StringVar(&f.lbSocket, "lb-socket", "", "on a master, serve the load balancer's runtime API (haproxy's stats socket commands: show stat, show servers state, set server B/S state ready|drain|maint) on this Unix socket, level admin, mode 0600; empty: off")
+	fs.BoolVar(&f.bgpKeep, "bgp-stop-keeps-routes", false, "on SIGTERM, leave the BGP routes announced and the VIPs on lo instead of withdrawing them, for a restart or an upgrade: routers with graceful restart (the peers' gracefulRestart) keep the routes until the next agent is up; a node stopped for good then draws traffic until that time passes")
 	f.kaCompat = addKACompatFlags(fs)
 	logLevel := addLogLevel(fs, "vipstack node", "")
 	if err := fs.Parse(args); err != nil {

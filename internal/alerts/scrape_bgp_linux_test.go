@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vipstack/vipstack/internal/alerts"
 	"github.com/vipstack/vipstack/internal/peers"
 	"github.com/vipstack/vipstack/internal/routedlab"
 	"github.com/vipstack/vipstack/internal/syncbuf"
@@ -31,7 +32,7 @@ import (
 func TestRulesBGPMetricsLive(t *testing.T) {
 	routedlab.RequireFRR(t)
 	h, _, root := tools(t)
-	named, _ := namedMetrics(t, h, root)
+	named, panels := namedMetrics(t, h, root)
 	var want []string
 	for m := range named {
 		if strings.HasPrefix(m, bgpPrefix) {
@@ -153,7 +154,35 @@ bgp:
 	for _, s := range samples {
 		if strings.HasPrefix(s.name, bgpPrefix) {
 			seen = append(seen, s.name+s.labels+" "+s.value)
+			// Every BGP series the node exports has a panel or a rule.
+			if _, ok := named[s.name]; !ok {
+				t.Errorf("%s is exported by vipstack node but no dashboard panel or rule names it", s.name)
+			}
 		}
 	}
 	t.Logf("vipstack node's BGP series:\n%s", strings.Join(seen, "\n"))
+
+	// The BGP panels, evaluated by promtool on this scrape as Markdown
+	// tables (docs/operate.md).
+	out := os.Getenv("VIPSTACK_DASHBOARD_OUT")
+	if out == "" || t.Failed() {
+		return
+	}
+	_, promtool, _ := tools(t)
+	var b strings.Builder
+	for _, p := range panels {
+		for _, e := range p.Exprs {
+			if !slices.ContainsFunc(alerts.MetricNames(e), func(m string) bool { return strings.HasPrefix(m, bgpPrefix) }) {
+				continue
+			}
+			res, err := evaluate(t, promtool, samples, "m1", strings.ReplaceAll(e, "$namespace", ".*"))
+			if err != nil {
+				t.Fatalf("panel %s: %v", p.Title, err)
+			}
+			fmt.Fprintf(&b, "#### %s\n\n%s\n\n    %s\n\n%s\n", p.Title, p.Description, e, res.markdown())
+		}
+	}
+	if err := os.WriteFile(out, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
 }

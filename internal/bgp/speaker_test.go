@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"slices"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -250,15 +251,16 @@ func TestSpeaker(t *testing.T) {
 		}
 
 		// A graceful stop withdraws first, waits until the withdrawal
-		// has been sent (three polls here), then closes the sessions.
+		// has been sent (three polls here), drains (1 s by default),
+		// then closes the sessions.
 		start := time.Now()
 		cancel()
 		if err := <-runErr; err != nil {
 			t.Fatalf("Run: %v", err)
 		}
 		step("graceful stop", []string{"withdraw 198.19.0.10/32", "stop"})
-		if waited := time.Since(start); waited != 60*time.Millisecond {
-			t.Errorf("stop waited %v for the withdrawal to be sent, want three 20ms polls", waited)
+		if waited := time.Since(start); waited != 60*time.Millisecond+time.Second {
+			t.Errorf("stop took %v, want three 20ms polls for the withdrawal to be sent and the 1s drain", waited)
 		}
 		if b.State() != bfd.Up || !b.closed {
 			t.Errorf("BFD session state %v closed %v after stop, want closed without AdminDown", b.State(), b.closed)
@@ -272,7 +274,7 @@ func TestSpeakerStopTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := &fakeRouter{sendAfter: 1 << 30}
 		e := &fakeElig{ch: make(chan struct{}), v: []Verdict{{VIP: netip.MustParseAddr("198.19.0.10"), Eligible: true}}}
-		s, err := New(Options{Config: validConfig(), Eligibility: e, Router: r, Logger: quiet, StopTimeout: time.Second})
+		s, err := New(Options{Config: validConfig(), Eligibility: e, Router: r, Logger: quiet, StopTimeout: time.Second, Drain: -1})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -289,6 +291,54 @@ func TestSpeakerStopTimeout(t *testing.T) {
 			t.Errorf("stop took %v, want the 1s StopTimeout", took)
 		}
 	})
+}
+
+// TestSpeakerDrain: a graceful stop closes the sessions Drain after the
+// withdrawals are on the wire (the default, 1 s, when Drain is 0), and
+// at once when no peer had routes.
+func TestSpeakerDrain(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		drain    time.Duration
+		eligible bool
+		want     time.Duration
+	}{
+		{name: "default", drain: 0, eligible: true, want: time.Second},
+		{name: "set", drain: 300 * time.Millisecond, eligible: true, want: 300 * time.Millisecond},
+		{name: "none", drain: -1, eligible: true, want: 0},
+		{name: "nothing announced", drain: time.Second, eligible: false, want: 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				r := &fakeRouter{}
+				e := &fakeElig{ch: make(chan struct{}), v: []Verdict{{VIP: netip.MustParseAddr("198.19.0.10"), Eligible: tc.eligible}}}
+				s, err := New(Options{Config: validConfig(), Eligibility: e, Router: r, Logger: quiet, Drain: tc.drain})
+				if err != nil {
+					t.Fatal(err)
+				}
+				ctx, cancel := context.WithCancel(t.Context())
+				done := make(chan error, 1)
+				go func() { done <- s.Run(ctx) }()
+				synctest.Wait()
+				r.take()
+				cancel()
+				// The withdrawal is sent at the first Peers poll; the
+				// sessions close (Stop) only after the drain.
+				synctest.Wait()
+				start := time.Now()
+				if err := <-done; err != nil {
+					t.Fatal(err)
+				}
+				calls := r.take()
+				if calls[len(calls)-1] != "stop" {
+					t.Fatalf("calls %q, want the sessions stopped last", calls)
+				}
+				if took := time.Since(start); took != tc.want {
+					t.Errorf("sessions closed %v after the withdrawal was sent, want %v (calls %q)", took, tc.want, calls)
+				}
+			})
+		})
+	}
 }
 
 // TestSpeakerBFDDialRetry: a BFD session that cannot start is tried again
@@ -341,4 +391,36 @@ func TestNewRejectsBadConfig(t *testing.T) {
 	if err == nil || err.Error() != "asn: 0 is reserved (RFC 7607); want 1..4294967295" {
 		t.Fatalf("New: %v", err)
 	}
+}
+
+// TestSpeakerRestarting: Run's context cancelled with ErrRestarting
+// returns at once, leaving the routes announced and the sessions open
+// (no withdrawal, no Stop) for the peers' graceful restart.
+func TestSpeakerRestarting(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := &fakeRouter{}
+		e := &fakeElig{ch: make(chan struct{}), v: []Verdict{{VIP: netip.MustParseAddr("198.19.0.10"), Eligible: true}}}
+		s, err := New(Options{Config: validConfig(), Eligibility: e, Router: r, Logger: quiet})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancelCause(t.Context())
+		done := make(chan error, 1)
+		go func() { done <- s.Run(ctx) }()
+		synctest.Wait()
+		if calls := r.take(); !slices.Contains(calls, "announce 198.19.0.10/32 nh=invalid IP") {
+			t.Fatalf("calls %q, want the route announced", calls)
+		}
+		start := time.Now()
+		cancel(ErrRestarting)
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if calls := r.take(); len(calls) != 0 {
+			t.Errorf("calls %q on a restart, want none (no withdrawal, no Stop)", calls)
+		}
+		if took := time.Since(start); took != 0 {
+			t.Errorf("a restart took %v, want no wait", took)
+		}
+	})
 }

@@ -57,6 +57,10 @@ type Options struct {
 	Version string
 	// Live configures live membership (membership.go).
 	Live LiveOptions
+	// BGPStopKeepsRoutes makes the agent's stop a restart for BGP: the
+	// routes are not withdrawn and the VIPs stay on lo, for the routers'
+	// graceful restart to keep them until the next agent is up.
+	BGPStopKeepsRoutes bool
 }
 
 // Agent is everything one node runs.
@@ -199,7 +203,11 @@ func (a *Agent) Run(ctx context.Context) error {
 		a.bgp = r
 		a.mu.Unlock()
 		defer func() {
-			if err := r.stop(); err != nil {
+			stop := r.stop
+			if a.opts.BGPStopKeepsRoutes {
+				stop = r.leave
+			}
+			if err := stop(); err != nil {
 				a.log.Error("bgp: stop", "err", err)
 			}
 		}()

@@ -170,7 +170,7 @@ type bgpRunner struct {
 	speaker *bgp.Speaker
 	addrs   vipAddrs
 	closeFn func()
-	cancel  context.CancelFunc
+	cancel  context.CancelCauseFunc
 	done    chan error
 }
 
@@ -194,10 +194,63 @@ func startBGP(log *slog.Logger, clk clock.Clock, spec *cluster.BGPSpec, checks [
 		}
 	}
 	elig.startChecks(clk, checks, probe)
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancelCause(context.Background())
 	r.cancel = cancel
-	go func() { r.done <- sp.Run(ctx) }()
+	go func() {
+		if gracefulRestart(spec) {
+			elig.await(ctx, clk, settle(checks))
+		}
+		r.done <- sp.Run(ctx)
+	}()
 	return r, nil
+}
+
+// gracefulRestart reports whether a peer of spec keeps this node's routes
+// over a restart.
+func gracefulRestart(spec *cluster.BGPSpec) bool {
+	for _, p := range spec.Config.Peers {
+		if p.GracefulRestart > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// settle is how long the checks take to decide at the longest: a check
+// starts failed and passes after rise probes.
+func settle(checks []cluster.CheckSpec) time.Duration {
+	var d time.Duration
+	for _, c := range checks {
+		if w := time.Duration(c.Rise)*c.Interval + c.Timeout; w > d {
+			d = w
+		}
+	}
+	return d
+}
+
+// await returns once every VIP is eligible, after bound, or when ctx
+// ends. The sessions open after it: a peer that kept this node's routes
+// over a graceful restart purges those the first End-of-RIB lacks, and
+// a starting node's checks have not passed yet.
+func (e *bgpEligibility) await(ctx context.Context, clk clock.Clock, bound time.Duration) {
+	t := clk.NewTimer(bound)
+	defer t.Stop()
+	for {
+		all := true
+		for _, v := range e.Verdicts() {
+			all = all && v.Eligible
+		}
+		if all {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C():
+			return
+		case <-e.changed:
+		}
+	}
 }
 
 func (r *bgpRunner) vips() []netif.VIP {
@@ -262,9 +315,20 @@ func (r *bgpRunner) delVIPs() {
 // stop withdraws every route (the speaker waits until the withdrawals are
 // sent), closes the sessions, then removes the VIPs and stops the checks.
 func (r *bgpRunner) stop() error {
-	r.cancel()
+	r.cancel(nil)
 	err := <-r.done
 	r.delVIPs()
+	r.closeFn()
+	r.elig.stop()
+	return err
+}
+
+// leave stops for a restart: the speaker leaves its routes announced (the
+// routers keep them by graceful restart once this process has exited)
+// and the VIPs stay on lo, so traffic keeps reaching the node meanwhile.
+func (r *bgpRunner) leave() error {
+	r.cancel(bgp.ErrRestarting)
+	err := <-r.done
 	r.closeFn()
 	r.elig.stop()
 	return err

@@ -109,7 +109,7 @@ func testBGPRunnerUpdate(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := &bgpRunner{spec: first, log: quietLog(), elig: elig, speaker: sp, addrs: journalAddrs{j}, closeFn: func() {}, done: make(chan error, 1)}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancelCause(context.Background())
 	r.cancel = cancel
 	go func() { r.done <- sp.Run(ctx) }()
 	probe := func(cluster.CheckSpec) track.Check { return passing{} }
@@ -138,5 +138,53 @@ func testBGPRunnerUpdate(t *testing.T) {
 	}
 	if d := cmp.Diff([]string{"withdraw 198.19.0.6/32", "del-vip 198.19.0.6/32 lo"}, j.take()); d != "" {
 		t.Errorf("stop (-want +got):\n%s", d)
+	}
+}
+
+// TestBGPRunnerLeave: a stop for a restart (--bgp-stop-keeps-routes)
+// withdraws nothing and leaves the VIP on lo, where a stop withdraws and
+// removes it.
+func TestBGPRunnerLeave(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		leave bool
+		want  []string
+	}{
+		{name: "stop", want: []string{"withdraw 198.19.0.5/32", "del-vip 198.19.0.5/32 lo"}},
+		{name: "restart", leave: true, want: nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				v := netip.MustParseAddr("198.19.0.5")
+				spec := &cluster.BGPSpec{Config: bgp.Config{ASN: 64512, RouterID: netip.MustParseAddr("198.18.1.10"),
+					Peers: []bgp.Peer{{Address: netip.MustParseAddr("198.18.1.1"), ASN: 64500}}, Routes: []bgp.Route{{VIP: v}}},
+					Checks: map[netip.Addr][]string{}, Role: map[netip.Addr]string{v: "api"}}
+				j := &journal{}
+				elig := &bgpEligibility{spec: spec, changed: make(chan struct{}, 1)}
+				sp, err := bgp.New(bgp.Options{Config: spec.Config, Eligibility: elig, Router: journalRouter{j}, Logger: quietLog(), StopTimeout: time.Millisecond})
+				if err != nil {
+					t.Fatal(err)
+				}
+				r := &bgpRunner{spec: spec, log: quietLog(), elig: elig, speaker: sp, addrs: journalAddrs{j}, closeFn: func() {}, done: make(chan error, 1)}
+				ctx, cancel := context.WithCancelCause(context.Background())
+				r.cancel = cancel
+				go func() { r.done <- sp.Run(ctx) }()
+				elig.startChecks(clock.Real{}, nil, func(cluster.CheckSpec) track.Check { return passing{} })
+				synctest.Wait()
+				if d := cmp.Diff([]string{"announce 198.19.0.5/32", "add-peer 198.18.1.1"}, j.take()); d != "" {
+					t.Fatalf("start (-want +got):\n%s", d)
+				}
+				stop := r.stop
+				if tc.leave {
+					stop = r.leave
+				}
+				if err := stop(); err != nil {
+					t.Fatal(err)
+				}
+				if d := cmp.Diff(tc.want, j.take()); d != "" {
+					t.Errorf("%s (-want +got):\n%s", tc.name, d)
+				}
+			})
+		})
 	}
 }
