@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/vipstack/vipstack/internal/memtrim"
 )
 
 // EnvChild marks the child process; its value is the supervisor's PID.
@@ -67,6 +69,7 @@ func (s *Supervisor) Run(ctx context.Context) int {
 	}
 
 	backoff := time.Second
+	trimmed := false
 	for {
 		started := time.Now()
 		cmd := exec.Command(s.Path, s.Args...)
@@ -84,6 +87,15 @@ func (s *Supervisor) Run(ctx context.Context) int {
 			return 1
 		}
 		s.Log.Info("supervisor: engine started", "pid", cmd.Process.Pid)
+		if !trimmed {
+			// From here the supervisor only waits: what its start-up
+			// touched (every linked package's initialisation, the
+			// configuration it checked) goes back (internal/memtrim).
+			trimmed = true
+			if err := memtrim.AfterStart(); err != nil {
+				s.Log.Debug("supervisor: giving back the start-up's pages", "err", err)
+			}
+		}
 		done := make(chan error, 1)
 		go func() { done <- cmd.Wait() }()
 
