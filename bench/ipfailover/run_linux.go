@@ -41,6 +41,7 @@ const (
 )
 
 type options struct {
+	netnsPrefix string
 	trials int
 	vips   int
 	only   *regexp.Regexp
@@ -61,6 +62,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&o.v, "v", false, "narrate every step")
 	fs.BoolVar(&o.keep, "keep", false, "keep the work directory (configurations and node logs) and print its path")
 	fs.StringVar(&o.bin, "vipstack", "", "vipstack binary (default: build ./cmd/vipstack)")
+	fs.StringVar(&o.netnsPrefix, "netns-prefix", "vsL", "start of the network namespaces' names (give a run beside another its own)")
 	markdown := fs.String("markdown", "", "write the results into the ipfailover block of this Markdown `file` (docs/benchmarks.md)")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -289,7 +291,7 @@ func (b *bench) trial(v variant) (trialResult, error) {
 	if err != nil {
 		return r, err
 	}
-	topo, err := testnet.Build(testnet.Options{Hosts: 3, Client: true, Prefix: "vsL"})
+	topo, err := testnet.Build(testnet.Options{Hosts: 3, Client: true, Prefix: b.o.netnsPrefix})
 	if err != nil {
 		return r, err
 	}

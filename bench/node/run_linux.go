@@ -55,6 +55,7 @@ const (
 )
 
 type options struct {
+	netnsPrefix string
 	settle, window, timeout time.Duration
 	samples, rounds, trials int
 	v, keep                 bool
@@ -75,6 +76,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&o.v, "v", false, "narrate every step")
 	fs.BoolVar(&o.keep, "keep", false, "keep the work directory (configurations, cluster file) and print its path")
 	fs.StringVar(&o.bin, "vipstack", "", "vipstack binary (default: build ./cmd/vipstack)")
+	fs.StringVar(&o.netnsPrefix, "netns-prefix", "vsP", "start of the network namespaces' names (give a run beside another its own)")
 	fs.StringVar(&o.markdown, "markdown", "", "write the results into the node block of this Markdown `file` (docs/benchmarks.md)")
 	fs.StringVar(&o.coredns, "coredns", "", "CoreDNS binary (default: build github.com/coredns/coredns at go.mod's version)")
 	if err := fs.Parse(args); err != nil {
@@ -283,7 +285,7 @@ func (a *usageAcc) usage(name string) usage {
 // rendered files, starts the stand-ins and vipstack node on master-1 and
 // master-2.
 func (b *bench) setup() error {
-	topo, err := testnet.Build(testnet.Options{Hosts: masters, Client: true, Prefix: "vsP"})
+	topo, err := testnet.Build(testnet.Options{Hosts: masters, Client: true, Prefix: b.o.netnsPrefix})
 	if err != nil {
 		return err
 	}
