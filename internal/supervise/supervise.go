@@ -86,7 +86,6 @@ func (s *Supervisor) Run(ctx context.Context) int {
 			s.Log.Error("supervisor: cannot start the engine", "err", err)
 			return 1
 		}
-		s.Log.Info("supervisor: engine started", "pid", cmd.Process.Pid)
 		if !trimmed {
 			// From here the supervisor only waits: what its start-up
 			// touched (every linked package's initialisation, the
@@ -96,6 +95,7 @@ func (s *Supervisor) Run(ctx context.Context) int {
 				s.Log.Debug("supervisor: giving back the start-up's pages", "err", err)
 			}
 		}
+		s.Log.Info("supervisor: engine started", "pid", cmd.Process.Pid)
 		done := make(chan error, 1)
 		go func() { done <- cmd.Wait() }()
 
