@@ -42,13 +42,13 @@ const (
 
 type options struct {
 	netnsPrefix string
-	trials int
-	vips   int
-	only   *regexp.Regexp
-	rate   int
-	v      bool
-	keep   bool
-	bin    string
+	trials      int
+	vips        int
+	only        *regexp.Regexp
+	rate        int
+	v           bool
+	keep        bool
+	bin         string
 }
 
 func run(args []string, stdout, stderr io.Writer) int {

@@ -55,7 +55,7 @@ const (
 )
 
 type options struct {
-	netnsPrefix string
+	netnsPrefix             string
 	settle, window, timeout time.Duration
 	samples, rounds, trials int
 	v, keep                 bool
