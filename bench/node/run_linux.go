@@ -761,6 +761,9 @@ func (b *bench) measure(ctx context.Context, ds []daemon) ([]usage, error) {
 					sum[k] += v[k]
 				}
 				per[i][j] = append(per[i][j], float64(v[0])/1024)
+				if s == b.o.samples {
+					b.say("%s pid %d: RSS %d kB (anon %d, file %d), PSS %d kB", d.Name, pid, v[0], v[1], v[2], v[3])
+				}
 			}
 			us[i].RSS = append(us[i].RSS, float64(sum[0])/1024)
 			us[i].Anon = append(us[i].Anon, float64(sum[1])/1024)
