@@ -103,11 +103,13 @@ func Executable() (uintptr, error) {
 	return n, nil
 }
 
-// AfterStart is Executable, then the garbage of the start-up collected
-// and returned to the kernel at once (debug.FreeOSMemory) rather than
-// after the scavenger's minutes.
+// AfterStart collects the garbage of the start-up and returns it to the
+// kernel at once (debug.FreeOSMemory) rather than after the scavenger's
+// minutes, then calls Executable: in that order, so that the pages the
+// collection itself touched (type descriptors of the live heap, stack
+// maps) go too.
 func AfterStart() error {
-	_, err := Executable()
 	debug.FreeOSMemory()
+	_, err := Executable()
 	return err
 }

@@ -24,6 +24,10 @@ const EnvChild = "VIPSTACK_SUPERVISED"
 // with it instead of starting the child again.
 const ExitConfig = 2
 
+// supervisorHeadroom is how much the supervisor's memory may grow after
+// its start before the Go collector runs (see memtrim.CollectOnGrowth).
+const supervisorHeadroom = 8 << 20
+
 // IsChild reports whether this process runs under a supervisor.
 func IsChild() bool { return os.Getenv(EnvChild) != "" }
 
@@ -94,6 +98,9 @@ func (s *Supervisor) Run(ctx context.Context) int {
 			if err := memtrim.AfterStart(); err != nil {
 				s.Log.Debug("supervisor: giving back the start-up's pages", "err", err)
 			}
+			// A supervisor allocates little: collect when it grew, not
+			// every two minutes (each collection maps pages back).
+			memtrim.CollectOnGrowth(supervisorHeadroom, os.Getenv)
 		}
 		s.Log.Info("supervisor: engine started", "pid", cmd.Process.Pid)
 		done := make(chan error, 1)
