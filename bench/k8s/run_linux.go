@@ -45,6 +45,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		warm    = fs.Int("warm", 0, "Services created and answering before the burst, so the group's VRRP instances already run (not counted)")
 		bin     = fs.String("vipstack", "", "vipstack binary to run; empty: build ./cmd/vipstack")
 		verbose = fs.Bool("v", false, "log progress")
+		nsPfx   = fs.String("prefix", "bk8", "prefix of the network namespaces' names (give a run beside another its own)")
 		md      = fs.String("markdown", "", "write the results into the scenario's block (k8s, k8s-default-pool, k8s-from-keepalived, k8s-from-metallb) of this Markdown `file` (docs/benchmarks.md)")
 		scen    = fs.String("scenario", scenarioAnnotated, "what is measured: "+scenarioHelp)
 		third   = fs.String("thirdparty", "../shared/thirdparty", "directory with MetalLB's CRDs (metallb/metallb.io_*.yaml), for -scenario "+scenarioFromMetalLB+"; relative to the module's root")
@@ -85,7 +86,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 
 	b := &bench{ctx: ctx, out: stdout, n: *n, settle: *settle, advert: *advert, warm: *warm, clients: *clients,
-		markdown: *md, facts: benchdoc.Collect("./bench/k8s", args), scenario: *scen, thirdparty: *third}
+		markdown: *md, facts: benchdoc.Collect("./bench/k8s", args), scenario: *scen, thirdparty: *third, netnsPrefix: *nsPfx}
 	b.p = &k8slab.Program{}
 	if *verbose {
 		b.log, b.p.Out = stderr, stderr
@@ -118,8 +119,9 @@ type bench struct {
 	markdown string
 	facts    benchdoc.Facts
 
-	scenario   string
-	thirdparty string
+	scenario    string
+	netnsPrefix string
+	thirdparty  string
 	// left is what the other load balancer gave each Service (migration
 	// scenarios); installed is when vipstack's controller was started.
 	left      map[string]netip.Addr
@@ -161,7 +163,7 @@ func (b *bench) run(bin string) error {
 	// election as deployed, a client namespace, the pool's block and no
 	// Services yet; Start returns once every node is master of its own
 	// (empty) instance.
-	o := k8slab.Options{Nodes: 3, Prefix: "bk8", Bin: bin,
+	o := k8slab.Options{Nodes: 3, Prefix: b.netnsPrefix, Bin: bin,
 		Advert: time.Duration(b.advert) * time.Millisecond, Pool: poolBlock, Client: true, LeaderElect: true, Log: b.log}
 	switch b.scenario {
 	case scenarioDefaultPool:

@@ -168,8 +168,8 @@ func TestTotal(t *testing.T) {
 	}
 }
 
-// TestPrintRest checks the ratio row and the verdicts: PASS at or below
-// 1, MISS above.
+// TestPrintRest checks the ratio row and the verdicts: RSS PASS at or
+// below 0.5 (issue 32), CPU at or below 1, MISS above.
 func TestPrintRest(t *testing.T) {
 	win := 30 * time.Second
 	trio := []usage{
@@ -190,7 +190,7 @@ func TestPrintRest(t *testing.T) {
 				"vipstack node 2 45.0 [45.0..45.0] 10.0 35.0 37.0 0.25 0.83 18.5 + 26.5",
 				"upstream total 5 90.0 [90.0..90.0] 24.0 66.0 74.0 1.00 3.33",
 				"vipstack / upstream 0.50 0.42 0.53 0.50 0.25",
-				"PASS RSS at rest: vipstack/upstream = 0.500 (want <= 1.000)",
+				"PASS RSS at rest: vipstack/upstream = 0.500 (want <= 0.500)",
 				"PASS CPU at rest: vipstack/upstream = 0.250 (want <= 1.000)",
 			},
 		},
@@ -198,8 +198,16 @@ func TestPrintRest(t *testing.T) {
 			name: "more memory",
 			vip:  usage{Name: "vipstack node", Procs: 2, RSS: []float64{99}, Anon: []float64{20}, File: []float64{79}, PSS: []float64{80}, CPU: []float64{1}, Window: win},
 			want: []string{
-				"MISS RSS at rest: vipstack/upstream = 1.100 (want <= 1.000)",
+				"MISS RSS at rest: vipstack/upstream = 1.100 (want <= 0.500)",
 				"PASS CPU at rest: vipstack/upstream = 1.000 (want <= 1.000)",
+			},
+		},
+		{
+			name: "less memory, not half",
+			vip:  usage{Name: "vipstack node", Procs: 2, RSS: []float64{54}, Anon: []float64{20}, File: []float64{34}, PSS: []float64{46}, CPU: []float64{1.1}, Window: win},
+			want: []string{
+				"MISS RSS at rest: vipstack/upstream = 0.600 (want <= 0.500)",
+				"MISS CPU at rest: vipstack/upstream = 1.100 (want <= 1.000)",
 			},
 		},
 	}

@@ -55,6 +55,7 @@ const (
 )
 
 type options struct {
+	prefix                  string
 	settle, window, timeout time.Duration
 	samples, rounds, trials int
 	v, keep                 bool
@@ -75,6 +76,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&o.v, "v", false, "narrate every step")
 	fs.BoolVar(&o.keep, "keep", false, "keep the work directory (configurations, cluster file) and print its path")
 	fs.StringVar(&o.bin, "vipstack", "", "vipstack binary (default: build ./cmd/vipstack)")
+	fs.StringVar(&o.prefix, "prefix", "vsP", "prefix of the network namespaces' names (give a run beside another its own)")
 	fs.StringVar(&o.markdown, "markdown", "", "write the results into the node block of this Markdown `file` (docs/benchmarks.md)")
 	fs.StringVar(&o.coredns, "coredns", "", "CoreDNS binary (default: build github.com/coredns/coredns at go.mod's version)")
 	if err := fs.Parse(args); err != nil {
@@ -283,7 +285,7 @@ func (a *usageAcc) usage(name string) usage {
 // rendered files, starts the stand-ins and vipstack node on master-1 and
 // master-2.
 func (b *bench) setup() error {
-	topo, err := testnet.Build(testnet.Options{Hosts: masters, Client: true, Prefix: "vsP"})
+	topo, err := testnet.Build(testnet.Options{Hosts: masters, Client: true, Prefix: b.o.prefix})
 	if err != nil {
 		return err
 	}
@@ -759,6 +761,9 @@ func (b *bench) measure(ctx context.Context, ds []daemon) ([]usage, error) {
 					sum[k] += v[k]
 				}
 				per[i][j] = append(per[i][j], float64(v[0])/1024)
+				if s == b.o.samples {
+					b.say("%s pid %d: RSS %d kB (anon %d, file %d), PSS %d kB", d.Name, pid, v[0], v[1], v[2], v[3])
+				}
 			}
 			us[i].RSS = append(us[i].RSS, float64(sum[0])/1024)
 			us[i].Anon = append(us[i].Anon, float64(sum[1])/1024)

@@ -75,7 +75,20 @@ func runController(ctx context.Context, args []string, stdout, stderr io.Writer)
 		defer ms.Close()
 	}
 	log.Info("vipstack controller starting", "version", version.String(), "api", cfg.Host, "leader_elect", f.leaderElect, "lease_namespace", f.leaseNS)
+	trimWhenReady(ctx, log, synced(ctx, mgr.GetCache().WaitForCacheSync))
 	return awaitManager(ctx, mgr.Start, log)
+}
+
+// synced is closed once wait (a manager's cache's WaitForCacheSync)
+// reports the informers synced: the start-up is over.
+func synced(ctx context.Context, wait func(context.Context) bool) <-chan struct{} {
+	c := make(chan struct{})
+	go func() {
+		if wait(ctx) {
+			close(c)
+		}
+	}()
+	return c
 }
 
 // controllerFlags are vipstack controller's flags, checked.

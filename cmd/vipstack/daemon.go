@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 
+	"github.com/vipstack/vipstack/internal/memtrim"
 	"github.com/vipstack/vipstack/internal/supervise"
 )
 
@@ -94,7 +95,7 @@ func superviseSelf(ctx context.Context, log *slog.Logger, stderr io.Writer, sub 
 		}
 		return 0, false
 	}
-	if supervise.IsChild() {
+	if !supervising(noSuper) {
 		return 0, false
 	}
 	self, err := os.Executable()
@@ -104,4 +105,31 @@ func superviseSelf(ctx context.Context, log *slog.Logger, stderr io.Writer, sub 
 	}
 	sup := &supervise.Supervisor{Path: self, Args: append([]string{sub}, args...), Log: log, OnCrash: onCrash}
 	return sup.Run(ctx), true
+}
+
+// supervising reports whether superviseSelf will make this process the
+// supervisor: then it serves nothing itself, and what the command built
+// only to check its configuration should be dropped before, so that the
+// supervisor does not keep it for its whole life.
+func supervising(noSuper bool) bool { return !noSuper && !supervise.IsChild() }
+
+// trimWhenReady gives back the pages and the garbage of the start-up
+// (internal/memtrim) once ready is closed: the command has started what
+// it serves. Nothing happens if ctx ends first.
+func trimWhenReady(ctx context.Context, log *slog.Logger, ready <-chan struct{}) {
+	go func() {
+		select {
+		case <-ready:
+		case <-ctx.Done():
+			return
+		}
+		trimNow(log)
+	}()
+}
+
+// trimNow is trimWhenReady for a command whose start-up is over.
+func trimNow(log *slog.Logger) {
+	if err := memtrim.AfterStart(); err != nil {
+		log.Debug("giving back the start-up's pages", "err", err)
+	}
 }

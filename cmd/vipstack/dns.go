@@ -86,6 +86,7 @@ func runDNS(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	fmt.Fprintf(stdout, "vipstack dns: serving %s on %s\n", f.conf, listenAddrs(srv.Addrs()))
+	trimNow(f.log)
 	return serveDNS(ctx, cancel, srv, reload, mdnsDone, f)
 }
 

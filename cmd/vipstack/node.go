@@ -76,6 +76,9 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "%s: valid for node %s\n", f.cfgPath, f.nodeName)
 		return 0
 	}
+	if supervising(f.noSuper) {
+		agent = nil // built to check the configuration; the child serves it
+	}
 	if code, ran := superviseSelf(ctx, log, stderr, "node", args, f.noSuper, func() {
 		sweepLedger(log, ledger)
 		if names, err := redirect.Sweep(); err != nil {
@@ -103,6 +106,7 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
 	go reloadClusterFile(ctx, f.cfgPath, f.watch, hup, log, func() { _ = agent.Reload() })
+	trimWhenReady(ctx, log, agent.Ready())
 	if err := agent.Run(ctx); err != nil {
 		log.Error("node agent failed", "err", err)
 		return 1

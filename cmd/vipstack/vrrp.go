@@ -89,6 +89,7 @@ func runVRRP(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}()
 	log.Info("vipstack vrrp starting", "version", version.String(), "config", f.cfgPath, "ledger", ledger.Path)
+	trimNow(log)
 	if err := e.Run(ctx); err != nil {
 		log.Error("vipstack vrrp failed", "err", err)
 		return 1

@@ -914,7 +914,21 @@ func (e *Engine) conn(family int) (transport.Conn, error) {
 	return c, nil
 }
 
-func addrKey(p netip.Prefix, dev string) string { return p.String() + "%" + dev }
+func addrKey(p netip.Prefix, dev string) string {
+	return string(appendAddrKey(make([]byte, 0, 48), p, dev))
+}
+
+// appendAddrKey appends addrKey(p, dev) to b: a map lookup with
+// string(appendAddrKey(buf[:0], ...)) allocates nothing.
+func appendAddrKey(b []byte, p netip.Prefix, dev string) []byte {
+	if p.IsValid() {
+		b = p.AppendTo(b)
+	} else {
+		b = append(b, p.String()...) // as addrKey always was
+	}
+	b = append(b, '%')
+	return append(b, dev...)
+}
 
 // applyTuning applies global_defs' vrrp_rt_priority, vrrp_no_swap and
 // vrrp_rlimit_rttime to this process (at start, and after a reload that

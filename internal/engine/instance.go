@@ -34,10 +34,12 @@ type instance struct {
 	vips    []netif.VIP         // virtual_ipaddress then virtual_ipaddress_excluded
 	advert  []netip.Addr        // addresses carried in adverts (virtual_ipaddress only)
 	vipText []string            // vips as text, for the status report
-	auth    [8]byte
-	group   *syncGroup
-	ann     Announcer
-	pacer   *announce.Pacer
+	// heldText is the list heldOf returned last: the VIPs held, as text.
+	heldText []string
+	auth     [8]byte
+	group    *syncGroup
+	ann      Announcer
+	pacer    *announce.Pacer
 
 	refreshAt      time.Time
 	reannounce     reannouncer

@@ -30,6 +30,7 @@ type Pool struct {
 	eng     *engine.Engine
 	fw      *Firewall
 	cfgText string
+	running chan struct{} // closed when the engine starts
 }
 
 // New checks the options; nothing is touched until Prepare or Run.
@@ -54,7 +55,7 @@ func New(opts Options) (*Pool, error) {
 	if opts.Spec.Unicast() {
 		mode = "unicast"
 	}
-	p := &Pool{opts: opts}
+	p := &Pool{opts: opts, running: make(chan struct{})}
 	p.status = Status{ConfigName: opts.Spec.ConfigName, Phase: "starting", Mode: mode, VIPs: len(opts.Spec.VIPs)}
 	if opts.Registry != nil {
 		opts.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
@@ -241,6 +242,7 @@ func (p *Pool) Run(ctx context.Context) error {
 	p.eng = e
 	p.status.Phase = "running"
 	p.mu.Unlock()
+	close(p.running)
 	err = e.Run(ctx)
 	p.update(func(st *Status) { st.Phase = "stopped" })
 	if err != nil {
@@ -248,6 +250,10 @@ func (p *Pool) Run(ctx context.Context) error {
 	}
 	return nil
 }
+
+// Running is closed once Run has prepared the node and started the
+// engine.
+func (p *Pool) Running() <-chan struct{} { return p.running }
 
 // guard arms the LayoutGuard when the VRID probe heard the pool's VIPs in
 // another layout: every group then tracks a native check that holds it in

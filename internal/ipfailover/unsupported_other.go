@@ -33,6 +33,9 @@ func (p *Pool) Run(ctx context.Context) error { return errUnsupported }
 // Status returns the zero Status.
 func (p *Pool) Status() Status { return Status{} }
 
+// Running is never closed: Run is unsupported.
+func (p *Pool) Running() <-chan struct{} { return nil }
+
 // Install returns an error: nftables is Linux only.
 func (f Firewall) Install() ([]string, error) { return nil, errUnsupported }
 

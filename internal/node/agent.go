@@ -236,6 +236,9 @@ func (a *Agent) Run(ctx context.Context) error {
 	return e.Run(ctx)
 }
 
+// Ready is closed once Run has started the node's services.
+func (a *Agent) Ready() <-chan struct{} { return a.ready }
+
 // vrrpConfig is the engine's loader: the current plan as an engine
 // configuration with native checks, checked by the rules the
 // keepalived.conf reader applies.

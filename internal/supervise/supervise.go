@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/vipstack/vipstack/internal/memtrim"
 )
 
 // EnvChild marks the child process; its value is the supervisor's PID.
@@ -21,6 +23,10 @@ const EnvChild = "VIPSTACK_SUPERVISED"
 // (flags, variables, or what they ask of the node): the supervisor exits
 // with it instead of starting the child again.
 const ExitConfig = 2
+
+// supervisorHeadroom is how much the supervisor's memory may grow after
+// its start before the Go collector runs (see memtrim.CollectOnGrowth).
+const supervisorHeadroom = 8 << 20
 
 // IsChild reports whether this process runs under a supervisor.
 func IsChild() bool { return os.Getenv(EnvChild) != "" }
@@ -67,6 +73,7 @@ func (s *Supervisor) Run(ctx context.Context) int {
 	}
 
 	backoff := time.Second
+	trimmed := false
 	for {
 		started := time.Now()
 		cmd := exec.Command(s.Path, s.Args...)
@@ -82,6 +89,18 @@ func (s *Supervisor) Run(ctx context.Context) int {
 		}); err != nil {
 			s.Log.Error("supervisor: cannot start the engine", "err", err)
 			return 1
+		}
+		if !trimmed {
+			// From here the supervisor only waits: what its start-up
+			// touched (every linked package's initialisation, the
+			// configuration it checked) goes back (internal/memtrim).
+			trimmed = true
+			if err := memtrim.AfterStart(); err != nil {
+				s.Log.Debug("supervisor: giving back the start-up's pages", "err", err)
+			}
+			// A supervisor allocates little: collect when it grew, not
+			// every two minutes (each collection maps pages back).
+			memtrim.CollectOnGrowth(supervisorHeadroom, os.Getenv)
 		}
 		s.Log.Info("supervisor: engine started", "pid", cmd.Process.Pid)
 		done := make(chan error, 1)

@@ -1,0 +1,20 @@
+//go:build !linux
+
+package memtrim
+
+import (
+	"errors"
+	"runtime/debug"
+)
+
+// Executable is supported on Linux only.
+func Executable() (uintptr, error) {
+	return 0, errors.New("memtrim: releasing executable pages is supported on Linux only")
+}
+
+// AfterStart returns the start-up garbage to the kernel; releasing the
+// executable's pages is Linux only.
+func AfterStart() error {
+	debug.FreeOSMemory()
+	return nil
+}
