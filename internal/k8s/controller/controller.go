@@ -281,6 +281,12 @@ func Setup(mgr manager.Manager, o Options) (*Controller, error) {
 	if err != nil {
 		return nil, fmt.Errorf("IPPool controller: %w", err)
 	}
+	err = ctrl.NewControllerManagedBy(mgr).Named("vipstack-bgppeers").
+		For(&v1alpha1.BGPPeer{}).
+		Complete(reconcile.Func(c.reconcileBGPPeer))
+	if err != nil {
+		return nil, fmt.Errorf("BGPPeer controller: %w", err)
+	}
 	err = ctrl.NewControllerManagedBy(mgr).Named("vipstack-passwords").
 		For(&v1alpha1.VIPGroup{}).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(groupOfCopy)).

@@ -147,12 +147,12 @@ func (s *BGPPeerSpec) Validate() error {
 	for _, e := range unwrapJoin(c.Validate()) {
 		var fe *bgp.FieldError
 		if errors.As(e, &fe) {
-			if f, ok := peerFields[strings.TrimPrefix(fe.Field, "peers[0].")]; ok {
-				errs = append(errs, fmt.Errorf("spec.%s: %s", f, fe.Msg))
-				continue
-			}
 			if fe.Field == "asn" {
 				errs = append(errs, fmt.Errorf("spec.myASN: %s", fe.Msg))
+				continue
+			}
+			if f, ok := peerFields[strings.TrimPrefix(fe.Field, "peers[0].")]; ok && strings.HasPrefix(fe.Field, "peers[0].") {
+				errs = append(errs, fmt.Errorf("spec.%s: %s", f, fe.Msg))
 				continue
 			}
 		}
