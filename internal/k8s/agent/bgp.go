@@ -151,11 +151,16 @@ func nodePeers(ctx context.Context, r client.Reader, pw Passwords, nd *corev1.No
 	sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].Name < list.Items[j].Name })
 	var out []nodePeer
 	var warns []string
+	byAddr := map[string]string{}
 	for _, bp := range list.Items {
 		if !labels.SelectorFromSet(bp.Spec.NodeSelector).Matches(labels.Set(nd.Labels)) {
 			continue
 		}
 		key := namespace + "/" + bp.Name
+		if other, ok := byAddr[bp.Spec.PeerAddress]; ok {
+			warns = append(warns, fmt.Sprintf("BGPPeer %s is not used on node %s: BGPPeer %s names the same peerAddress %s; a node has one session per router", key, nd.Name, other, bp.Spec.PeerAddress))
+			continue
+		}
 		if err := bp.Spec.Validate(); err != nil {
 			warns = append(warns, fmt.Sprintf("BGPPeer %s is not used: %v", key, err))
 			continue
@@ -190,6 +195,7 @@ func nodePeers(ctx context.Context, r client.Reader, pw Passwords, nd *corev1.No
 			warns = append(warns, fmt.Sprintf("BGPPeer %s is not used: %v", key, err))
 			continue
 		}
+		byAddr[bp.Spec.PeerAddress] = key
 		out = append(out, nodePeer{name: bp.Name, myASN: bp.Spec.MyASN, peer: p})
 	}
 	return out, warns, nil
