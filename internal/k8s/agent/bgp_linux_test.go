@@ -1,6 +1,7 @@
 package agent_test
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -18,10 +19,12 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vipstack/vipstack/internal/k8s"
 	"github.com/vipstack/vipstack/internal/k8s/k8slab"
+	"github.com/vipstack/vipstack/internal/k8s/k8stest"
 	"github.com/vipstack/vipstack/internal/k8s/v1alpha1"
 	"github.com/vipstack/vipstack/internal/peers"
 	"github.com/vipstack/vipstack/internal/routedlab"
@@ -35,6 +38,10 @@ const (
 	bgpNodeASN   = 64513
 	bgpGroup     = "infra/bgp"
 )
+
+// thirdParty holds the CRDs of MetalLB (shared/thirdparty beside the
+// repository).
+const thirdParty = "../../../../shared/thirdparty/"
 
 var (
 	bgpClientNet  = netip.MustParsePrefix("198.18.100.0/24")
@@ -69,7 +76,24 @@ func newBGPLab(t *testing.T) *bgpLab {
 		t.Fatal(err)
 	}
 	ctx := t.Context()
-	l := k8slab.Start(ctx, t, k8slab.Options{Nodes: 3, Prefix: "vbk", Bin: bin, Advert: 200 * time.Millisecond, Client: true})
+	// MetalLB's CRDs, installed before the controller starts, as a
+	// cluster migrating from MetalLB's BGP mode has them.
+	var crds []*unstructured.Unstructured
+	for _, f := range []string{"ipaddresspools", "l2advertisements", "bgpadvertisements", "bgppeers", "bfdprofiles"} {
+		path := "metallb/metallb.io_" + f + ".yaml"
+		raw, err := os.ReadFile(thirdParty + path)
+		if err != nil {
+			t.Skipf("third-party test data missing: %v", err)
+		}
+		crds = append(crds, k8stest.Parse(t, path, raw)...)
+	}
+	before := func(ctx context.Context, admin client.Client) error {
+		k8stest.ApplyCRDs(t, admin, crds)
+		return admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "metallb-system"}})
+	}
+	l := k8slab.Start(ctx, t, k8slab.Options{Nodes: 3, Prefix: "vbk", Bin: bin, Advert: 200 * time.Millisecond, Client: true, Before: before,
+		// The lab's pool leaves the MetalLB pool's address (198.18.0.230) out.
+		Pool: "198.18.0.200-198.18.0.219"})
 	b := &bgpLab{Lab: l, nodeIP: map[string]string{}}
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -359,6 +383,68 @@ func TestBGPKubernetes(t *testing.T) {
 		b.wantVia(t, cluster, 30*time.Second)
 		b.wantVia(t, local, 5*time.Second, "n2", "n3")
 	})
+	// MetalLB's BGP objects as MetalLB's documentation writes them, in
+	// place of vipstack's BGPPeer: the controller makes the group and the
+	// peer, and the routes are the same.
+	t.Run("metallb-objects", func(t *testing.T) {
+		if err := admin.Delete(ctx, &v1alpha1.BGPPeer{ObjectMeta: metav1.ObjectMeta{Namespace: k8s.DefaultNamespace, Name: "frr"}}); err != nil {
+			t.Fatal(err)
+		}
+		b.wantVia(t, local, 10*time.Second)
+		mlb := k8sObjects(t, fmt.Sprintf(`apiVersion: metallb.io/v1beta1
+kind: IPAddressPool
+metadata: {name: bgp, namespace: metallb-system}
+spec:
+  addresses: [198.18.0.230/32]
+---
+apiVersion: metallb.io/v1beta1
+kind: BGPAdvertisement
+metadata: {name: bgp, namespace: metallb-system}
+spec:
+  ipAddressPools: [bgp]
+  communities: ["64513:200"]
+---
+apiVersion: metallb.io/v1beta2
+kind: BGPPeer
+metadata: {name: frr, namespace: metallb-system}
+spec:
+  myASN: %d
+  peerASN: %d
+  peerAddress: %v
+  holdTime: 9s
+  keepaliveTime: 3s
+`, bgpNodeASN, bgpRouterASN, b.Topo.Client.IPv4.Addr()))
+		testutil.Eventually(t, 30*time.Second, func() error { return k8stest.Apply(ctx, admin, mlb, false) })
+		vip := netip.MustParseAddr("198.18.0.230")
+		b.onLo(t, vip)
+		s := k8slab.NewService("mlb-bgp", netip.Addr{})
+		s.Annotations = map[string]string{"metallb.io/address-pool": "bgp"}
+		mk(s)
+		b.wantVia(t, vip, 60*time.Second, "n1", "n2", "n3")
+		b.wantVia(t, local, 10*time.Second, "n2", "n3")
+		if got := b.reach(t, vip, 10); len(got) == 0 {
+			t.Errorf("no answer from %v", vip)
+		}
+		out, err := b.frr.Vtysh("show bgp ipv4 unicast " + vip.String() + "/32")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(out, "64513:200") {
+			t.Errorf("FRR's path to %v lacks the BGPAdvertisement's community 64513:200:\n%s", vip, out)
+		}
+		var made v1alpha1.BGPPeer
+		if err := admin.Get(ctx, client.ObjectKey{Namespace: k8s.DefaultNamespace, Name: "metallb-frr"}, &made); err != nil {
+			t.Fatalf("the BGPPeer made for MetalLB's: %v", err)
+		}
+		if made.Spec.HoldTimeSeconds != 9 || made.Spec.KeepaliveSeconds != 3 {
+			t.Errorf("made BGPPeer's timers %d/%d, want MetalLB's 9s/3s", made.Spec.HoldTimeSeconds, made.Spec.KeepaliveSeconds)
+		}
+	})
+}
+
+// k8sObjects parses YAML documents.
+func k8sObjects(t *testing.T, y string) []*unstructured.Unstructured {
+	return k8stest.Parse(t, "test objects", []byte(y))
 }
 
 // fetchAddr connects to vip:8080 from the calling thread's namespace and
