@@ -376,14 +376,6 @@ func (a *Agent) run(ctx context.Context) error {
 	if err := a.firstPlan(ctx); err != nil {
 		return err
 	}
-	// The BGP speaker runs beside the engine; on a stop it withdraws its
-	// routes before run returns.
-	bgpDone := make(chan struct{})
-	go func() {
-		defer close(bgpDone)
-		a.bgp.run(ctx)
-	}()
-	defer func() { <-bgpDone }()
 	var adopt []string
 	var from string
 	if pred != nil {
@@ -395,6 +387,16 @@ func (a *Agent) run(ctx context.Context) error {
 			adopt, from = h.Masters, fmt.Sprintf("agent %d on this node", h.PID)
 		}
 	}
+	// The BGP speaker runs beside the engine, once this agent serves the
+	// node (a successor's would open a second session to each router from
+	// the same address); on a stop it withdraws its routes before run
+	// returns.
+	bgpDone := make(chan struct{})
+	go func() {
+		defer close(bgpDone)
+		a.bgp.run(ctx)
+	}()
+	defer func() { <-bgpDone }()
 	// engine.New calls a.load, which takes a.mu: do not hold it here. A
 	// plan that changes between New and a.eng being set is caught by the
 	// version check and reloaded once the engine runs.

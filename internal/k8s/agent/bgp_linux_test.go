@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/vipstack/vipstack/internal/clusterstatus"
 	"github.com/vipstack/vipstack/internal/k8s"
 	"github.com/vipstack/vipstack/internal/k8s/k8slab"
 	"github.com/vipstack/vipstack/internal/k8s/k8stest"
@@ -323,6 +324,22 @@ func TestBGPKubernetes(t *testing.T) {
 		if !sawLocal {
 			t.Errorf("n1's status lists no route for %v: %+v", local, st.BGP.Routes)
 		}
+		// vipstack status --cluster: from the agents' status Leases.
+		testutil.Eventually(t, 10*time.Second, func() error {
+			v, err := clusterstatus.FromKubernetes(ctx, admin, k8s.DefaultNamespace, time.Now())
+			if err != nil {
+				return err
+			}
+			for _, x := range v.BGP {
+				if x.Address == cluster.String() {
+					if !slices.Equal(x.Announcers, []string{"n1", "n2", "n3"}) {
+						return fmt.Errorf("the cluster view's BGP VIP %s: announcers %v, want n1 n2 n3", x.Address, x.Announcers)
+					}
+					return nil
+				}
+			}
+			return fmt.Errorf("the cluster view has no BGP VIP %v: %+v (problems %q)", cluster, v.BGP, v.Problems)
+		})
 		m, err := b.Nodes[0].Metrics(ctx)
 		if err != nil {
 			t.Fatal(err)
