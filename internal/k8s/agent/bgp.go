@@ -272,6 +272,7 @@ func bgpRoutes(ctx context.Context, r client.Reader, nd *corev1.Node, mine map[k
 		}
 	}
 	sort.Slice(routes, func(i, j int) bool { return routes[i].VIP.Less(routes[j].VIP) })
+	sort.Slice(verdicts, func(i, j int) bool { return verdicts[i].VIP.Less(verdicts[j].VIP) })
 	return routes, verdicts, services, warns, nil
 }
 
