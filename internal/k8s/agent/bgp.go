@@ -309,13 +309,12 @@ func (s *verdictSource) set(v []bgp.Verdict) {
 
 // bgpRunner runs the speaker while the plan has peers.
 type bgpRunner struct {
-	a     *Agent
-	elig  *verdictSource
-	kick  chan struct{}
-	mu    sync.Mutex
-	sp    *bgp.Speaker
-	cfg   bgp.Config
-	cfgOK bool
+	a    *Agent
+	elig *verdictSource
+	kick chan struct{}
+	mu   sync.Mutex
+	sp   *bgp.Speaker
+	cfg  bgp.Config // the speaker's configuration
 }
 
 // run starts, updates and stops the speaker as the plan changes, until
