@@ -273,9 +273,11 @@ func (a *Agent) refresh(ctx context.Context) (bool, error) {
 	defer a.mu.Unlock()
 	if !reflect.DeepEqual(bplan, a.bgpP) {
 		a.bgpP = bplan
-		select {
-		case a.bgp.kick <- struct{}{}:
-		default:
+		if a.bgp != nil { // nil in tests that build an Agent without New
+			select {
+			case a.bgp.kick <- struct{}{}:
+			default:
+			}
 		}
 	}
 	// Which Service holds an address can change without the plan: the

@@ -399,6 +399,9 @@ func (b *bgpRunner) run(ctx context.Context) {
 
 // status is the speaker's status, nil while none runs.
 func (b *bgpRunner) status() *node.BGPStatus {
+	if b == nil {
+		return nil
+	}
 	b.mu.Lock()
 	sp, cfg := b.sp, b.cfg
 	b.mu.Unlock()
