@@ -53,7 +53,7 @@ func printStatus(w io.Writer, body []byte, format string, now time.Time) error {
 		for _, warn := range s.Warnings {
 			fmt.Fprintf(w, "warning: %s\n", warn)
 		}
-		return node.WriteTable(w, node.Status{Node: s.Node, Role: "vipstack agent", Interface: interfaces(s.Instances), Now: now, VRRP: s.Instances})
+		return node.WriteTable(w, node.Status{Node: s.Node, Role: "vipstack agent", Interface: interfaces(s.Instances), Now: now, VRRP: s.Instances, BGP: s.BGP})
 	case has("instances") && !has("node"):
 		var s struct {
 			Instances []engine.InstanceStatus `json:"instances"`

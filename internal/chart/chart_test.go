@@ -387,7 +387,7 @@ func TestOptionalObjects(t *testing.T) {
 	}{
 		{name: "defaults"},
 		{name: "crds not installed", set: []string{"crds.install=false"},
-			removed: []string{"CustomResourceDefinition/ippools.vipstack.io", "CustomResourceDefinition/vipgroups.vipstack.io"}},
+			removed: []string{"CustomResourceDefinition/bgppeers.vipstack.io", "CustomResourceDefinition/ippools.vipstack.io", "CustomResourceDefinition/vipgroups.vipstack.io"}},
 		{name: "no RBAC, no service accounts", set: []string{"rbac.create=false", "controller.serviceAccount.create=false", "agent.serviceAccount.create=false"},
 			removed: []string{"ClusterRole/vipstack-agent", "ClusterRole/vipstack-controller", "ClusterRole/vipstack-metrics-reader", "ClusterRoleBinding/vipstack-agent", "ClusterRoleBinding/vipstack-controller",
 				"Role/vipstack-agent-passwords", "Role/vipstack-agent-status", "Role/vipstack-controller-kube-vip", "Role/vipstack-controller-leader-election", "Role/vipstack-controller-passwords",
@@ -635,8 +635,8 @@ func dryRun(t *testing.T, env *kubetest.Env, out []byte) {
 			dry = append(dry, u)
 		}
 	}
-	if len(crds) != 2 || len(dry) < 8 {
-		t.Fatalf("rendered %d CRDs and %d other objects (%v); want 2 and the workloads and monitoring objects", len(crds), len(dry), rendered(objs).kinds())
+	if len(crds) != 3 || len(dry) < 8 {
+		t.Fatalf("rendered %d CRDs and %d other objects (%v); want 3 and the workloads and monitoring objects", len(crds), len(dry), rendered(objs).kinds())
 	}
 	k8stest.ApplyCRDs(t, c, crds)
 	if err := k8stest.Apply(t.Context(), c, real, false); err != nil {

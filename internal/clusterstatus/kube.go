@@ -65,6 +65,18 @@ func leaseReport(l coordinationv1.Lease, now time.Time) (Report, bool) {
 		return r, true
 	}
 	r.Instances, r.Warnings = p.Instances, p.Warnings
+	if b := p.BGP; b != nil {
+		r.BGP = &BGPReport{Peers: len(b.Peers)}
+		for _, pr := range b.Peers {
+			if pr.Session == "established" {
+				r.BGP.Established++
+			}
+		}
+		for _, rt := range b.Routes {
+			vip, _, _ := strings.Cut(rt.Prefix, "/")
+			r.BGP.Routes = append(r.BGP.Routes, BGPRouteReport{VIP: vip, Role: rt.Role, Announced: rt.Announced, Reason: rt.Reason})
+		}
+	}
 	if l.Spec.RenewTime == nil || l.Spec.LeaseDurationSeconds == nil {
 		r.Error = "the Lease has no renewTime or leaseDurationSeconds"
 		return r, true
@@ -131,6 +143,12 @@ func kubeExpected(reports []Report, addrs map[string][]string) []Expected {
 			}
 			e.Nodes = append(e.Nodes, r.Node)
 		}
+		if r.BGP != nil {
+			// Announced by BGP: the view's BGP VIPs show them.
+			for _, rt := range r.BGP.Routes {
+				carried[rt.VIP] = true
+			}
+		}
 	}
 	out := make([]Expected, 0, len(order))
 	for _, n := range order {
@@ -150,7 +168,7 @@ func withoutSilent(reports []Report) []Report {
 	out := slices.Clone(reports)
 	for i := range out {
 		if out[i].Error != "" {
-			out[i].Instances = nil
+			out[i].Instances, out[i].BGP = nil, nil
 		}
 	}
 	return out

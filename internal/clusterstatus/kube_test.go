@@ -17,6 +17,7 @@ import (
 	"github.com/vipstack/vipstack/internal/engine"
 	"github.com/vipstack/vipstack/internal/k8s/agent"
 	"github.com/vipstack/vipstack/internal/k8s/v1alpha1"
+	"github.com/vipstack/vipstack/internal/node"
 )
 
 // lease is node's status Lease, renewed at renewed, its agent running
@@ -90,6 +91,57 @@ func TestFromKubernetes(t *testing.T) {
 		"node n3 (lease vipstack-system/vipstack-agent-n3) did not answer: silent: the agent last renewed its status at 2026-11-29T00:58:25Z, 1m35s ago (every 10s expected)",
 	}
 	if d := cmp.Diff(wantProblems, v.Problems); d != "" {
+		t.Errorf("problems (-want +got):\n%s", d)
+	}
+}
+
+// bgpLease is node's status Lease with a speaker that has one peer (up
+// or not) and announces 198.18.0.210 or not.
+func bgpLease(nodeName string, now time.Time, established, announced bool) *coordinationv1.Lease {
+	st := &node.BGPStatus{ASN: 64513, Peers: []node.BGPPeerStatus{{Address: "198.18.0.1", ASN: 64512, Session: "active"}},
+		Routes: []node.BGPRouteStatus{{Prefix: "198.18.0.210/32", Role: "service lab/bgp", Announced: announced, Reason: "no ready endpoint on this node (externalTrafficPolicy Local)"}}}
+	if established {
+		st.Peers[0].Session = "established"
+	}
+	body, _ := json.Marshal(agent.Published{Node: nodeName, Instances: []engine.InstanceStatus{}, BGP: st})
+	l := lease(nodeName, now, "MASTER")
+	l.Annotations[agent.StatusAnnotation] = string(body)
+	return l
+}
+
+// TestFromKubernetesBGP: a Service address the agents announce by BGP is
+// a BGP VIP of the view, with each node's route and sessions, not an
+// address without an instance.
+func TestFromKubernetesBGP(t *testing.T) {
+	now := time.Date(2026, 11, 29, 1, 0, 0, 0, time.UTC)
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	objs := []client.Object{
+		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n2"}},
+		bgpLease("n1", now, true, true), bgpLease("n2", now, true, false), lbService("bgp", "198.18.0.210", true),
+	}
+	c := fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).Build()
+	v, err := FromKubernetes(t.Context(), c, "vipstack-system", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(v.VIPs) != 0 || len(v.Problems) != 0 {
+		t.Errorf("VRRP VIPs %+v, problems %q; want none", v.VIPs, v.Problems)
+	}
+	want := []BGPVIP{{Address: "198.18.0.210", Role: "service lab/bgp", Verdict: VerdictOK, Announcers: []string{"n1"}, Members: []BGPMember{
+		{Node: "n1", Route: RouteAnnounced, Reason: "no ready endpoint on this node (externalTrafficPolicy Local)", Sessions: "1/1"},
+		{Node: "n2", Route: RouteNotAnnounced, Reason: "no ready endpoint on this node (externalTrafficPolicy Local)", Sessions: "1/1"}}}}
+	if d := cmp.Diff(want, v.BGP); d != "" {
+		t.Errorf("BGP VIPs (-want +got):\n%s", d)
+	}
+	// Announced over no established session: nobody carries it.
+	c = fake.NewClientBuilder().WithScheme(s).WithObjects(objs[0], bgpLease("n1", now, false, true), lbService("bgp", "198.18.0.210", true)).Build()
+	if v, err = FromKubernetes(t.Context(), c, "vipstack-system", now); err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff([]string{"198.18.0.210 (service lab/bgp, BGP): no node announces it over an established session"}, v.Problems); d != "" {
 		t.Errorf("problems (-want +got):\n%s", d)
 	}
 }

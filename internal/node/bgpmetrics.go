@@ -26,6 +26,11 @@ var (
 		"Host routes the speaker withdrew since it started (a check failed, the VIP left the cluster file, or the node stopped).", nil, nil)
 )
 
+// NewBGPCollector exports the vipstack_bgp_* series of a speaker whose
+// status is read at each scrape (nil: no speaker runs), for the
+// Kubernetes agent.
+func NewBGPCollector(status func() *BGPStatus) prometheus.Collector { return bgpCollector{status} }
+
 // bgpCollector exports the speaker's state; status returns nil when the
 // node runs no speaker.
 type bgpCollector struct{ status func() *BGPStatus }

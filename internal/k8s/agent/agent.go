@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
+	"reflect"
 	"sync"
 	"syscall"
 	"time"
@@ -35,6 +36,7 @@ import (
 	"github.com/vipstack/vipstack/internal/k8s/v1alpha1"
 	"github.com/vipstack/vipstack/internal/keepalived"
 	"github.com/vipstack/vipstack/internal/netif"
+	"github.com/vipstack/vipstack/internal/node"
 )
 
 // NewManager returns a controller-runtime manager for the agent: no leader
@@ -126,6 +128,9 @@ type Agent struct {
 	takeover bool
 	// srv is the hand-off socket once this agent serves the node.
 	srv *handoff.Server
+	// bgpP is the BGP plan (BGPView) and bgp runs its speaker.
+	bgpP BGPPlan
+	bgp  *bgpRunner
 }
 
 // planKey is the single work item: every watched change asks for the
@@ -150,8 +155,12 @@ func New(mgr manager.Manager, o Options) (*Agent, error) {
 		o.Interfaces = HostInterfaces{}
 	}
 	a := &Agent{opts: o, log: o.Logger, reader: mgr.GetClient(), passwords: Passwords{Reader: mgr.GetAPIReader(), Namespace: o.Namespace}, cache: mgr.GetCache(), m: newAgentMetrics(o.Registry)}
+	a.bgp = &bgpRunner{a: a, elig: newVerdictSource(), kick: make(chan struct{}, 1)}
 	if o.Registry != nil {
 		if err := o.Registry.Register(announcedCollector{a}); err != nil {
+			return nil, fmt.Errorf("agent: metrics: %w", err)
+		}
+		if err := o.Registry.Register(node.NewBGPCollector(a.bgp.status)); err != nil {
 			return nil, fmt.Errorf("agent: metrics: %w", err)
 		}
 	}
@@ -163,6 +172,7 @@ func New(mgr manager.Manager, o Options) (*Agent, error) {
 		Watches(&corev1.Service{}, all).
 		Watches(&discoveryv1.EndpointSlice{}, all).
 		Watches(&corev1.Node{}, all).
+		Watches(&v1alpha1.BGPPeer{}, all).
 		Complete(reconcile.Func(a.reconcile))
 	if err != nil {
 		return nil, fmt.Errorf("agent controller: %w", err)
@@ -232,6 +242,15 @@ func (a *Agent) usesPassword(ctx context.Context) bool {
 			return true
 		}
 	}
+	var peers v1alpha1.BGPPeerList
+	if err := a.reader.List(ctx, &peers); err != nil {
+		return true
+	}
+	for _, p := range peers.Items {
+		if p.Spec.PasswordSecretRef != nil {
+			return true
+		}
+	}
 	return false
 }
 
@@ -244,9 +263,23 @@ func (a *Agent) refresh(ctx context.Context) (bool, error) {
 	}
 	plan, pw := PlanNode(a.opts.Node, views)
 	warns = append(warns, pw...)
+	bplan, bw, err := BGPView(ctx, a.reader, a.opts.Node, a.opts.Namespace, a.passwords)
+	if err != nil {
+		return false, err
+	}
+	warns = append(warns, bw...)
 	text := plan.Render()
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if !reflect.DeepEqual(bplan, a.bgpP) {
+		a.bgpP = bplan
+		if a.bgp != nil { // nil in tests that build an Agent without New
+			select {
+			case a.bgp.kick <- struct{}{}:
+			default:
+			}
+		}
+	}
 	// Which Service holds an address can change without the plan: the
 	// metrics read it (announcedCollector).
 	a.services = servicesOf(views)
@@ -356,6 +389,16 @@ func (a *Agent) run(ctx context.Context) error {
 			adopt, from = h.Masters, fmt.Sprintf("agent %d on this node", h.PID)
 		}
 	}
+	// The BGP speaker runs beside the engine, once this agent serves the
+	// node (a successor's would open a second session to each router from
+	// the same address); on a stop it withdraws its routes before run
+	// returns.
+	bgpDone := make(chan struct{})
+	go func() {
+		defer close(bgpDone)
+		a.bgp.run(ctx)
+	}()
+	defer func() { <-bgpDone }()
 	// engine.New calls a.load, which takes a.mu: do not hold it here. A
 	// plan that changes between New and a.eng being set is caught by the
 	// version check and reloaded once the engine runs.
@@ -629,6 +672,8 @@ type Status struct {
 	Warnings  []string                `json:"warnings,omitempty"`
 	Instances []engine.InstanceStatus `json:"instances"`
 	Config    string                  `json:"config,omitempty"`
+	// BGP is the speaker, while a BGP group's addresses are announced.
+	BGP *node.BGPStatus `json:"bgp,omitempty"`
 }
 
 // Status returns the plan, its warnings and the engine's view.
@@ -640,7 +685,15 @@ func (a *Agent) Status() Status {
 	if eng != nil {
 		s.Instances = eng.Status()
 	}
+	s.BGP = a.bgp.status()
 	return s
+}
+
+// bgpPlan is the current BGP plan.
+func (a *Agent) bgpPlan() BGPPlan {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.bgpP
 }
 
 type agentMetrics struct {

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vipstack/vipstack/internal/engine"
+	"github.com/vipstack/vipstack/internal/node"
 )
 
 // The agents' status Leases: one per node, named LeasePrefix+node in the
@@ -36,6 +37,8 @@ type Published struct {
 	Node      string                  `json:"node"`
 	Warnings  []string                `json:"warnings,omitempty"`
 	Instances []engine.InstanceStatus `json:"instances"`
+	// BGP is the speaker's peers and routes, without its counters.
+	BGP *node.BGPStatus `json:"bgp,omitempty"`
 }
 
 // publisher keeps the node's status Lease up to date.
@@ -81,6 +84,13 @@ func (p *publisher) published() []byte {
 			in.Conflicts[i].LastSeen = time.Time{}
 		}
 		out.Instances = append(out.Instances, in)
+	}
+	if b := s.BGP; b != nil {
+		b.Announces, b.Withdrawals = 0, 0
+		for i := range b.Peers {
+			b.Peers[i].UpdatesSent = 0
+		}
+		out.BGP = b
 	}
 	body, _ := json.Marshal(out)
 	for len(body) > maxPublished && len(out.Instances) > 0 {

@@ -137,7 +137,7 @@ func Views(ctx context.Context, r client.Reader, node string, ifs Interfaces, pw
 				member = true
 			}
 		}
-		if !member {
+		if !member || g.Spec.BGP != nil { // BGP groups: BGPView
 			continue
 		}
 		if err := g.Spec.Validate(); err != nil {

@@ -22,8 +22,10 @@ const (
 
 // Config is the foreign configuration read at one time.
 type Config struct {
-	Pools    []Pool // kube-vip's (namespace pools first), then MetalLB's by name
-	Groups   []Group
+	Pools  []Pool // kube-vip's (namespace pools first), then MetalLB's by name
+	Groups []Group
+	// Peers are the vipstack BGPPeers made for MetalLB's.
+	Peers    []Peer
 	Problems []Problem
 	// MetalLBNamespace is where MetalLB's pools were read.
 	MetalLBNamespace string

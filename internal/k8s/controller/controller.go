@@ -150,8 +150,11 @@ type Controller struct {
 	// problems last reported.
 	// keepalived: the keepalived-operator's CRD was served at start;
 	// openshift: OpenShift's Network was.
-	foreign    compat.Config
-	metallb    bool
+	foreign compat.Config
+	metallb bool
+	// metallbBGP: MetalLB's BGP CRDs (BGPAdvertisement, BGPPeer v1beta2,
+	// BFDProfile) were served with its pools' and are read too.
+	metallbBGP bool
 	keepalived bool
 	openshift  bool
 	reported   string
@@ -236,6 +239,7 @@ func Setup(mgr manager.Manager, o Options) (*Controller, error) {
 		leaseExpired:  make(chan event.GenericEvent, 1<<10),
 	}
 	c.metallb = !o.NoForeign && hasMetalLB(mgr.GetRESTMapper())
+	c.metallbBGP = c.metallb && hasMetalLBBGP(mgr.GetRESTMapper())
 	c.keepalived = !o.NoKeepalivedOperator && hasKind(mgr.GetRESTMapper(), keepalivedGroupGVK)
 	c.openshift = !o.NoKeepalivedOperator && hasKind(mgr.GetRESTMapper(), networkGVK)
 	ctx := context.Background()
@@ -281,6 +285,12 @@ func Setup(mgr manager.Manager, o Options) (*Controller, error) {
 	if err != nil {
 		return nil, fmt.Errorf("IPPool controller: %w", err)
 	}
+	err = ctrl.NewControllerManagedBy(mgr).Named("vipstack-bgppeers").
+		For(&v1alpha1.BGPPeer{}).
+		Complete(reconcile.Func(c.reconcileBGPPeer))
+	if err != nil {
+		return nil, fmt.Errorf("BGPPeer controller: %w", err)
+	}
 	err = ctrl.NewControllerManagedBy(mgr).Named("vipstack-passwords").
 		For(&v1alpha1.VIPGroup{}).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(groupOfCopy)).
@@ -302,6 +312,9 @@ func Setup(mgr manager.Manager, o Options) (*Controller, error) {
 		var gvks []schema.GroupVersionKind
 		if c.metallb {
 			gvks = append(gvks, ipAddressPoolGVK, l2AdvertisementGVK)
+		}
+		if c.metallbBGP {
+			gvks = append(gvks, metallbBGPKinds...)
 		}
 		if c.keepalived {
 			gvks = append(gvks, keepalivedGroupGVK)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -39,10 +40,13 @@ const MadeByLabel = "vipstack.io/made-for"
 const DefaultMetalLBNamespace = "metallb-system"
 
 var (
-	ipAddressPoolGVK   = schema.GroupVersionKind{Group: compat.MetalLBGroup, Version: compat.MetalLBVersion, Kind: "IPAddressPool"}
-	l2AdvertisementGVK = schema.GroupVersionKind{Group: compat.MetalLBGroup, Version: compat.MetalLBVersion, Kind: "L2Advertisement"}
-	keepalivedGroupGVK = schema.GroupVersionKind{Group: compat.KeepalivedGroupAPIGroup, Version: compat.KeepalivedGroupVersion, Kind: "KeepalivedGroup"}
-	networkGVK         = schema.GroupVersionKind{Group: compat.OpenShiftConfigGroup, Version: compat.OpenShiftConfigVersion, Kind: "Network"}
+	ipAddressPoolGVK    = schema.GroupVersionKind{Group: compat.MetalLBGroup, Version: compat.MetalLBVersion, Kind: "IPAddressPool"}
+	l2AdvertisementGVK  = schema.GroupVersionKind{Group: compat.MetalLBGroup, Version: compat.MetalLBVersion, Kind: "L2Advertisement"}
+	bgpAdvertisementGVK = schema.GroupVersionKind{Group: compat.MetalLBGroup, Version: compat.MetalLBVersion, Kind: "BGPAdvertisement"}
+	bfdProfileGVK       = schema.GroupVersionKind{Group: compat.MetalLBGroup, Version: compat.MetalLBVersion, Kind: "BFDProfile"}
+	metallbBGPPeerGVK   = schema.GroupVersionKind{Group: compat.MetalLBGroup, Version: compat.MetalLBBGPPeerVersion, Kind: "BGPPeer"}
+	keepalivedGroupGVK  = schema.GroupVersionKind{Group: compat.KeepalivedGroupAPIGroup, Version: compat.KeepalivedGroupVersion, Kind: "KeepalivedGroup"}
+	networkGVK          = schema.GroupVersionKind{Group: compat.OpenShiftConfigGroup, Version: compat.OpenShiftConfigVersion, Kind: "Network"}
 )
 
 // foreignKey is the one request of the reconciler of foreign objects.
@@ -59,7 +63,11 @@ func (c *Controller) readForeign(ctx context.Context) (compat.Config, string, er
 	var sig strings.Builder
 	items := map[string][]unstructured.Unstructured{} // by kind
 	if c.metallb {
-		for _, gvk := range []schema.GroupVersionKind{ipAddressPoolGVK, l2AdvertisementGVK} {
+		kinds := []schema.GroupVersionKind{ipAddressPoolGVK, l2AdvertisementGVK}
+		if c.metallbBGP {
+			kinds = append(kinds, metallbBGPKinds...)
+		}
+		for _, gvk := range kinds {
 			list := &unstructured.UnstructuredList{}
 			list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
 			if err := c.cache.List(ctx, list, client.InNamespace(c.opts.MetalLBNamespace)); err != nil {
@@ -119,8 +127,11 @@ func (c *Controller) readForeign(ctx context.Context) (compat.Config, string, er
 		return c.foreign, c.foreignSig, nil // unchanged: not converted again
 	}
 	var (
-		pools []compat.IPAddressPool
-		advs  []compat.L2Advertisement
+		pools    []compat.IPAddressPool
+		advs     []compat.L2Advertisement
+		bgpAdvs  []compat.BGPAdvertisement
+		bgpPeers []compat.MetalLBBGPPeer
+		profiles []compat.BFDProfile
 	)
 	for kind, us := range items {
 		for _, u := range us {
@@ -130,6 +141,21 @@ func (c *Controller) readForeign(ctx context.Context) (compat.Config, string, er
 				var p compat.IPAddressPool
 				if err = runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &p); err == nil {
 					pools = append(pools, p)
+				}
+			case bgpAdvertisementGVK.Kind:
+				var a compat.BGPAdvertisement
+				if err = runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &a); err == nil {
+					bgpAdvs = append(bgpAdvs, a)
+				}
+			case metallbBGPPeerGVK.Kind:
+				var p compat.MetalLBBGPPeer
+				if err = runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &p); err == nil {
+					bgpPeers = append(bgpPeers, p)
+				}
+			case bfdProfileGVK.Kind:
+				var b compat.BFDProfile
+				if err = runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &b); err == nil {
+					profiles = append(profiles, b)
 				}
 			default:
 				var a compat.L2Advertisement
@@ -163,6 +189,9 @@ func (c *Controller) readForeign(ctx context.Context) (compat.Config, string, er
 		}
 	}
 	cfg := compat.Read(c.opts.MetalLBNamespace, pools, advs, data)
+	if c.metallbBGP {
+		cfg.AddMetalLBBGP(pools, bgpAdvs, bgpPeers, profiles, c.opts.Namespace)
+	}
 	cfg.AddKeepalived(kgroups, network)
 	return cfg, sig.String(), nil
 }
@@ -224,6 +253,9 @@ func (c *Controller) reconcileForeign(ctx context.Context, _ reconcile.Request) 
 		}
 		c.log.Info("VIPGroup made", "group", ref.String(), "source", w.Source)
 	}
+	if err := c.syncMadePeers(ctx, cfg.Peers); err != nil {
+		return reconcile.Result{}, err
+	}
 	c.mu.Lock()
 	report := cfg.Problems
 	if c.reported == problemsKey(report) {
@@ -266,6 +298,8 @@ func (c *Controller) reconcileForeign(ctx context.Context, _ reconcile.Request) 
 			}
 		case networkGVK.Kind:
 			obj.SetGroupVersionKind(networkGVK)
+		case metallbBGPPeerGVK.Kind:
+			obj.SetGroupVersionKind(metallbBGPPeerGVK)
 		default:
 			obj.SetGroupVersionKind(schema.GroupVersionKind{Group: compat.MetalLBGroup, Version: compat.MetalLBVersion, Kind: k.kind})
 		}
@@ -344,7 +378,12 @@ func (c *Controller) awaitMetalLB(ctx context.Context, mgr manager.Manager, one 
 		}
 	}
 	c.log.Info("MetalLB's CRDs are served now: reading its IPAddressPools and L2Advertisements", "namespace", c.opts.MetalLBNamespace)
-	for _, gvk := range []schema.GroupVersionKind{ipAddressPoolGVK, l2AdvertisementGVK} {
+	kinds := []schema.GroupVersionKind{ipAddressPoolGVK, l2AdvertisementGVK}
+	bgp := hasMetalLBBGP(mgr.GetRESTMapper())
+	if bgp {
+		kinds = append(kinds, metallbBGPKinds...)
+	}
+	for _, gvk := range kinds {
 		u := &unstructured.Unstructured{}
 		u.SetGroupVersionKind(gvk)
 		if err := c.foreignCtl.Watch(source.Kind[client.Object](mgr.GetCache(), u, one)); err != nil {
@@ -364,7 +403,7 @@ func (c *Controller) awaitMetalLB(ctx context.Context, mgr manager.Manager, one 
 		return svcs.Items[i].Namespace+"/"+svcs.Items[i].Name < svcs.Items[j].Namespace+"/"+svcs.Items[j].Name
 	})
 	c.mu.Lock()
-	c.metallb = true
+	c.metallb, c.metallbBGP = true, bgp
 	n := 0
 	if c.built {
 		// Before that, the rebuild reserves them.
@@ -404,6 +443,66 @@ func (c *Controller) awaitMetalLB(ctx context.Context, mgr manager.Manager, one 
 func hasKind(m meta.RESTMapper, gvk schema.GroupVersionKind) bool {
 	_, err := m.RESTMapping(gvk.GroupKind(), gvk.Version)
 	return err == nil
+}
+
+// metallbBGPKinds are MetalLB's BGP objects, read with its pools when
+// their CRDs are served too.
+var metallbBGPKinds = []schema.GroupVersionKind{bgpAdvertisementGVK, metallbBGPPeerGVK, bfdProfileGVK}
+
+// hasMetalLBBGP reports whether MetalLB's BGP CRDs are served.
+func hasMetalLBBGP(m meta.RESTMapper) bool {
+	for _, gvk := range metallbBGPKinds {
+		if !hasKind(m, gvk) {
+			return false
+		}
+	}
+	return true
+}
+
+// syncMadePeers makes, updates and deletes the vipstack BGPPeers made for
+// MetalLB's (labelled MadeByLabel, in the release namespace).
+func (c *Controller) syncMadePeers(ctx context.Context, want []compat.Peer) error {
+	var have v1alpha1.BGPPeerList
+	if err := c.client.List(ctx, &have, client.InNamespace(c.opts.Namespace), client.HasLabels{MadeByLabel}); err != nil {
+		return fmt.Errorf("list BGPPeers made for MetalLB: %w", err)
+	}
+	byName := map[string]compat.Peer{}
+	for _, p := range want {
+		byName[p.Name] = p
+	}
+	for i := range have.Items {
+		p := &have.Items[i]
+		w, ok := byName[p.Name]
+		if !ok {
+			if err := c.client.Delete(ctx, p); err != nil && !apierrors.IsNotFound(err) {
+				return fmt.Errorf("delete BGPPeer %s/%s (its %s is gone): %w", p.Namespace, p.Name, p.Annotations[sourceAnnotation], err)
+			}
+			c.log.Info("BGPPeer deleted: what it was made for is gone", "peer", p.Namespace+"/"+p.Name, "source", p.Annotations[sourceAnnotation])
+			continue
+		}
+		delete(byName, p.Name)
+		if !equality.Semantic.DeepEqual(p.Spec, w.Spec) {
+			p.Spec = w.Spec
+			if err := c.client.Update(ctx, p); err != nil {
+				return fmt.Errorf("update BGPPeer %s/%s from %s: %w", p.Namespace, p.Name, w.Source, err)
+			}
+			c.events.Eventf(p, nil, corev1.EventTypeNormal, "Updated", "Update", "spec follows %s", w.Source)
+		}
+	}
+	for _, w := range want {
+		if _, ok := byName[w.Name]; !ok {
+			continue
+		}
+		p := &v1alpha1.BGPPeer{Spec: w.Spec}
+		p.Namespace, p.Name = w.Namespace, w.Name
+		p.Labels = map[string]string{MadeByLabel: compat.MadeForMetalLB}
+		p.Annotations = map[string]string{sourceAnnotation: w.Source}
+		if err := c.client.Create(ctx, p); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("create BGPPeer %s/%s for %s: %w", w.Namespace, w.Name, w.Source, err)
+		}
+		c.log.Info("BGPPeer made", "peer", w.Namespace+"/"+w.Name, "source", w.Source)
+	}
+	return nil
 }
 
 // hasMetalLB reports whether MetalLB's CRDs are served.

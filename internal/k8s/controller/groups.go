@@ -82,7 +82,9 @@ func (c *Controller) reconcileGroup(ctx context.Context, req reconcile.Request) 
 		// spec.externalIPs (the agents hold those only on nodes with a
 		// ready endpoint too, in the Service's instance).
 		held := (c.isOurLB(&s) && len(c.alloc.IPs(sk)) > 0) || len(c.alloc.IPs(extKey(sk))) > 0
-		if s.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal && held {
+		// A BGP group's agents announce a Local Service from the nodes
+		// with a ready endpoint without an instance of its own.
+		if s.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal && held && g.Spec.BGP == nil {
 			local = append(local, sk)
 		}
 	}

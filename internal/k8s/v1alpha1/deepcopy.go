@@ -28,6 +28,16 @@ func (s *VIPGroupSpec) DeepCopyInto(out *VIPGroupSpec) {
 		r := *s.AuthPassSecretRef
 		out.AuthPassSecretRef = &r
 	}
+	if s.BGP != nil {
+		b := *s.BGP
+		b.Communities = slices.Clone(s.BGP.Communities)
+		b.LargeCommunities = slices.Clone(s.BGP.LargeCommunities)
+		if s.BGP.LocalPref != nil {
+			lp := *s.BGP.LocalPref
+			b.LocalPref = &lp
+		}
+		out.BGP = &b
+	}
 }
 
 // DeepCopyInto copies s into out.

@@ -18,7 +18,7 @@ func GroupVersion() schema.GroupVersion { return schema.GroupVersion{Group: Grou
 // AddToScheme registers the API's types.
 func AddToScheme(s *runtime.Scheme) error {
 	gv := GroupVersion()
-	s.AddKnownTypes(gv, &VIPGroup{}, &VIPGroupList{}, &IPPool{}, &IPPoolList{})
+	s.AddKnownTypes(gv, &VIPGroup{}, &VIPGroupList{}, &IPPool{}, &IPPoolList{}, &BGPPeer{}, &BGPPeerList{})
 	metav1.AddToGroupVersion(s, gv)
 	return nil
 }

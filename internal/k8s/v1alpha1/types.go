@@ -58,6 +58,23 @@ type VIPGroupSpec struct {
 	// password, keepalived's auth_type PASS; only its first 8 bytes are
 	// sent). It needs VRRPVersion 2. The agents read the Secret.
 	AuthPassSecretRef *SecretKeyRef `json:"authPassSecretRef,omitempty"`
+	// BGP, when set, announces the group's addresses by BGP instead of
+	// VRRP: every eligible node of the group announces a host route (/32,
+	// /128) with its own InternalIP as the next hop to the BGPPeers that
+	// select it, and the routers spread the traffic over them (ECMP). The
+	// VRRP fields above are then unused.
+	BGP *GroupBGP `json:"bgp,omitempty"`
+}
+
+// GroupBGP are the path attributes of a BGP group's announcements.
+type GroupBGP struct {
+	// Communities are standard communities, "ASN:value" (RFC 1997).
+	Communities []string `json:"communities,omitempty"`
+	// LargeCommunities are "global:local1:local2" (RFC 8092).
+	LargeCommunities []string `json:"largeCommunities,omitempty"`
+	// LocalPref is the LOCAL_PREF sent to iBGP peers; unset: the peer's
+	// default.
+	LocalPref *uint32 `json:"localPref,omitempty"`
 }
 
 // SecretKeyRef names a key of a Secret in the referring object's

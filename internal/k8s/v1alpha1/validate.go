@@ -104,6 +104,11 @@ func (s *VIPGroupSpec) Validate() error {
 			bad("authPassSecretRef", r.Name+"/"+r.Key, "VRRP authentication exists in version 2 only: set vrrpVersion 2")
 		}
 	}
+	if s.BGP != nil {
+		if err := s.BGP.Validate(); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	for i, x := range s.ExcludedVRIDs {
 		if x < 1 || x > 255 {
 			bad(fmt.Sprintf("excludedVRIDs[%d]", i), x, "want 1 to 255")

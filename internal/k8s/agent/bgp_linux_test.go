@@ -1,0 +1,478 @@
+package agent_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/vipstack/vipstack/internal/clusterstatus"
+	"github.com/vipstack/vipstack/internal/k8s"
+	"github.com/vipstack/vipstack/internal/k8s/k8slab"
+	"github.com/vipstack/vipstack/internal/k8s/k8stest"
+	"github.com/vipstack/vipstack/internal/k8s/v1alpha1"
+	"github.com/vipstack/vipstack/internal/peers"
+	"github.com/vipstack/vipstack/internal/routedlab"
+	"github.com/vipstack/vipstack/internal/testutil"
+)
+
+// The BGP lab's numbers: the router's and the nodes' ASNs, and the
+// client's subnet behind the router.
+const (
+	bgpRouterASN = 64512
+	bgpNodeASN   = 64513
+	bgpGroup     = "infra/bgp"
+)
+
+// thirdParty holds the CRDs of MetalLB (shared/thirdparty beside the
+// repository).
+const thirdParty = "../../../../shared/thirdparty/"
+
+var (
+	bgpClientNet  = netip.MustParsePrefix("198.18.100.0/24")
+	bgpRouterSide = netip.MustParseAddr("198.18.100.1")
+	bgpClientAddr = netip.MustParseAddr("198.18.100.10")
+)
+
+// bgpLab is a k8slab lab whose client namespace is the router (FRR 8.4:
+// zebra and bgpd, peering with every node over the lab's bridge) and a
+// client namespace behind it, on its own subnet.
+type bgpLab struct {
+	*k8slab.Lab
+	router *routedlab.Lab // Router is the lab's client namespace
+	frr    *routedlab.FRR
+	client string // the client namespace
+	nodeIP map[string]string
+}
+
+func sysctlIn(t *testing.T, ns string, kv ...string) {
+	t.Helper()
+	for _, s := range kv {
+		if out, err := exec.Command("ip", "netns", "exec", ns, "sysctl", "-qw", s).CombinedOutput(); err != nil {
+			t.Fatalf("sysctl %s in %s: %v: %s", s, ns, err, out)
+		}
+	}
+}
+
+func newBGPLab(t *testing.T) *bgpLab {
+	routedlab.RequireFRR(t)
+	bin, err := peers.BuildVipstack(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	// MetalLB's CRDs, installed before the controller starts, as a
+	// cluster migrating from MetalLB's BGP mode has them.
+	var crds []*unstructured.Unstructured
+	for _, f := range []string{"ipaddresspools", "l2advertisements", "bgpadvertisements", "bgppeers", "bfdprofiles"} {
+		path := "metallb/metallb.io_" + f + ".yaml"
+		raw, err := os.ReadFile(thirdParty + path)
+		if err != nil {
+			t.Skipf("third-party test data missing: %v", err)
+		}
+		crds = append(crds, k8stest.Parse(t, path, raw)...)
+	}
+	before := func(ctx context.Context, admin client.Client) error {
+		k8stest.ApplyCRDs(t, admin, crds)
+		return admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "metallb-system"}})
+	}
+	l := k8slab.Start(ctx, t, k8slab.Options{Nodes: 3, Prefix: "vbk", Bin: bin, Advert: 200 * time.Millisecond, Client: true, Before: before,
+		// The lab's pool leaves the MetalLB pool's address (198.18.0.230) out.
+		Pool: "198.18.0.200-198.18.0.219"})
+	b := &bgpLab{Lab: l, nodeIP: map[string]string{}}
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, n := range l.Nodes {
+				t.Logf("---- agent %s log (tail):\n%s", n.Name, testutil.Tail(n.Log(), 40))
+			}
+			t.Logf("---- controller log (tail):\n%s", testutil.Tail(l.ControllerLog(), 20))
+		}
+	})
+	rns := l.Topo.Client.Name
+	rip := l.Topo.Client.IPv4.Addr()
+	sysctlIn(t, rns, "net.ipv4.ip_forward=1", "net.ipv4.fib_multipath_hash_policy=1")
+	var tag [3]byte
+	if _, err := rand.Read(tag[:]); err != nil {
+		t.Fatal(err)
+	}
+	b.client = "vbk" + hex.EncodeToString(tag[:]) + "-c"
+	if out, err := exec.Command("ip", "netns", "add", b.client).CombinedOutput(); err != nil {
+		t.Fatalf("netns add: %v: %s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", b.client).Run() })
+	for _, s := range [][]string{
+		{rns, "link", "add", "c0", "type", "veth", "peer", "name", "eth0", "netns", b.client},
+		{rns, "addr", "add", bgpRouterSide.String() + "/24", "dev", "c0"},
+		{rns, "link", "set", "c0", "up"},
+		{b.client, "link", "set", "lo", "up"},
+		{b.client, "addr", "add", bgpClientAddr.String() + "/24", "dev", "eth0"},
+		{b.client, "link", "set", "eth0", "up"},
+		{b.client, "route", "add", "default", "via", bgpRouterSide.String()},
+	} {
+		if err := routedlab.IPIn(s[0], s[1:]...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var conf strings.Builder
+	fmt.Fprintf(&conf, "router bgp %d\n bgp router-id %v\n no bgp ebgp-requires-policy\n", bgpRouterASN, rip)
+	for _, n := range l.Nodes {
+		a := n.Host.IPv4.Addr().String()
+		b.nodeIP[n.Name] = a
+		fmt.Fprintf(&conf, " neighbor %s remote-as %d\n neighbor %s update-source %v\n neighbor %s timers 3 9\n neighbor %s timers connect 1\n", a, bgpNodeASN, a, rip, a, a)
+		// The client's subnet is behind the router. The address is on
+		// lo, as kube-proxy makes a node accept its Services' addresses;
+		// the node's name server answers on it.
+		if err := routedlab.IPIn(n.Host.Name, "route", "add", bgpClientNet.String(), "via", rip.String()); err != nil {
+			t.Fatal(err)
+		}
+		nameServer(t, n.Host, n.Name)
+	}
+	conf.WriteString(" address-family ipv4 unicast\n  maximum-paths 8\n exit-address-family\n!\n")
+	dir, err := os.MkdirTemp("", "vbk-frr-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	b.router = &routedlab.Lab{Router: rns, Dir: dir}
+	b.frr = b.router.StartFRR(t, conf.String(), "")
+	t.Cleanup(func() {
+		if t.Failed() {
+			out, _ := b.frr.Vtysh("show bgp ipv4 unicast")
+			t.Logf("---- FRR's BGP table:\n%s", out)
+		}
+	})
+	return b
+}
+
+// onLo puts vip on lo of every node, as kube-proxy (IPVS) does for a
+// Service's load-balancer address.
+func (b *bgpLab) onLo(t *testing.T, vip netip.Addr) {
+	t.Helper()
+	for _, n := range b.Nodes {
+		if err := routedlab.IPIn(n.Host.Name, "addr", "add", vip.String()+"/32", "dev", "lo"); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// wantVia waits until the router's kernel route to vip goes via exactly
+// the nodes named (none: no route).
+func (b *bgpLab) wantVia(t *testing.T, vip netip.Addr, timeout time.Duration, nodes ...string) {
+	t.Helper()
+	var want []string
+	for _, n := range nodes {
+		want = append(want, b.nodeIP[n])
+	}
+	slices.Sort(want)
+	testutil.Eventually(t, timeout, func() error {
+		got, err := b.router.Nexthops(vip)
+		if err != nil {
+			return err
+		}
+		if !slices.Equal(got, want) {
+			return fmt.Errorf("router's route to %v goes via %v, want %v", vip, got, want)
+		}
+		return nil
+	})
+}
+
+// reach connects to vip:8080 from the client n times and returns the
+// nodes that answered.
+func (b *bgpLab) reach(t *testing.T, vip netip.Addr, n int) map[string]int {
+	t.Helper()
+	got := map[string]int{}
+	for range n {
+		err := routedlab.Do(b.client, func() error {
+			out, err := fetchAddr(vip)
+			if err == nil {
+				got[out]++
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatalf("client to %v:8080: %v", vip, err)
+		}
+	}
+	return got
+}
+
+func bgpService(name string, addr netip.Addr, local bool) *corev1.Service {
+	s := k8slab.NewService(name, addr)
+	s.Annotations[k8s.GroupAnnotation] = bgpGroup
+	if local {
+		s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
+	}
+	return s
+}
+
+// readyOn is an EndpointSlice of Service name with one ready endpoint on
+// each node given.
+func readyOn(name string, nodeIPs map[string]string, nodes ...string) *discoveryv1.EndpointSlice {
+	ready := true
+	sl := &discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{Namespace: k8slab.ServiceNamespace, Name: name + "-bgp",
+			Labels: map[string]string{discoveryv1.LabelServiceName: name, discoveryv1.LabelManagedBy: "vbk-test"}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+	}
+	for _, n := range nodes {
+		sl.Endpoints = append(sl.Endpoints, discoveryv1.Endpoint{Addresses: []string{nodeIPs[n]},
+			Conditions: discoveryv1.EndpointConditions{Ready: &ready}, NodeName: &n})
+	}
+	port, pname := int32(8080), ""
+	sl.Ports = []discoveryv1.EndpointPort{{Name: &pname, Port: &port}}
+	return sl
+}
+
+// TestBGPKubernetes: the agents of a real API server's lab announce the
+// addresses of a BGP group's LoadBalancer Services to FRR: ECMP from
+// every node for externalTrafficPolicy Cluster, only from the nodes with
+// a ready endpoint for Local, a client behind the router reaches them;
+// a deleted Service is withdrawn, a graceful stop withdraws, and an agent
+// killed and started again (graceful restart) keeps its route.
+func TestBGPKubernetes(t *testing.T) {
+	b := newBGPLab(t)
+	ctx := t.Context()
+	admin := b.Admin
+	mk := func(o client.Object) {
+		t.Helper()
+		if err := admin.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatalf("create %T %s: %v", o, o.GetName(), err)
+		}
+	}
+	gns, gname, _ := strings.Cut(bgpGroup, "/")
+	mk(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: k8s.DefaultNamespace}})
+	mk(&v1alpha1.VIPGroup{ObjectMeta: metav1.ObjectMeta{Namespace: gns, Name: gname},
+		Spec: v1alpha1.VIPGroupSpec{NodeSelector: map[string]string{"vipstack.io/lb": "true"},
+			BGP: &v1alpha1.GroupBGP{Communities: []string{"64513:100"}}}})
+	mk(&v1alpha1.BGPPeer{ObjectMeta: metav1.ObjectMeta{Namespace: k8s.DefaultNamespace, Name: "frr"},
+		Spec: v1alpha1.BGPPeerSpec{PeerAddress: b.Topo.Client.IPv4.Addr().String(), PeerASN: bgpRouterASN, MyASN: bgpNodeASN,
+			HoldTimeSeconds: 9, KeepaliveSeconds: 3, GracefulRestartSeconds: 120}})
+
+	cluster, local := k8slab.PoolAddr(0), k8slab.PoolAddr(1)
+	b.onLo(t, cluster)
+	b.onLo(t, local)
+	mk(bgpService("bgp-cluster", cluster, false))
+	mk(readyOn("bgp-local", b.nodeIP, "n2"))
+	mk(bgpService("bgp-local", local, true))
+
+	t.Run("cluster-policy-ecmp", func(t *testing.T) {
+		b.wantVia(t, cluster, 60*time.Second, "n1", "n2", "n3")
+		got := b.reach(t, cluster, 30)
+		if len(got) < 2 {
+			t.Errorf("30 connections to %v all went to %v; want them spread over the nodes (ECMP, L4 hash)", cluster, got)
+		}
+		out, err := b.frr.Vtysh("show bgp ipv4 unicast " + cluster.String() + "/32")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(out, "64513:100") {
+			t.Errorf("FRR's path to %v lacks the group's community 64513:100:\n%s", cluster, out)
+		}
+	})
+	t.Run("local-policy-ready-nodes-only", func(t *testing.T) {
+		b.wantVia(t, local, 30*time.Second, "n2")
+		if got := b.reach(t, local, 5); got["n2"] != 5 {
+			t.Errorf("connections to %v answered by %v, want n2 only", local, got)
+		}
+		sl := readyOn("bgp-local", b.nodeIP, "n2", "n3")
+		var cur discoveryv1.EndpointSlice
+		if err := admin.Get(ctx, client.ObjectKeyFromObject(sl), &cur); err != nil {
+			t.Fatal(err)
+		}
+		cur.Endpoints = sl.Endpoints
+		if err := admin.Update(ctx, &cur); err != nil {
+			t.Fatal(err)
+		}
+		b.wantVia(t, local, 30*time.Second, "n2", "n3")
+	})
+	t.Run("status", func(t *testing.T) {
+		st, err := b.Nodes[0].Status(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.BGP == nil || len(st.BGP.Peers) != 1 || st.BGP.Peers[0].Session != "established" {
+			t.Fatalf("n1's status BGP = %+v, want one established peer", st.BGP)
+		}
+		var sawLocal bool
+		for _, r := range st.BGP.Routes {
+			if r.Prefix == local.String()+"/32" {
+				sawLocal = true
+				if r.Announced || !strings.Contains(r.Reason, "no ready endpoint") {
+					t.Errorf("n1's route %s: announced %v, reason %q; want not announced, no ready endpoint", r.Prefix, r.Announced, r.Reason)
+				}
+			}
+		}
+		if !sawLocal {
+			t.Errorf("n1's status lists no route for %v: %+v", local, st.BGP.Routes)
+		}
+		// vipstack status --cluster: from the agents' status Leases.
+		testutil.Eventually(t, 10*time.Second, func() error {
+			v, err := clusterstatus.FromKubernetes(ctx, admin, k8s.DefaultNamespace, time.Now())
+			if err != nil {
+				return err
+			}
+			for _, x := range v.BGP {
+				if x.Address == cluster.String() {
+					if !slices.Equal(x.Announcers, []string{"n1", "n2", "n3"}) {
+						return fmt.Errorf("the cluster view's BGP VIP %s: announcers %v, want n1 n2 n3", x.Address, x.Announcers)
+					}
+					return nil
+				}
+			}
+			return fmt.Errorf("the cluster view has no BGP VIP %v: %+v (problems %q)", cluster, v.BGP, v.Problems)
+		})
+		m, err := b.Nodes[0].Metrics(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{`vipstack_bgp_session_up{peer="` + b.Topo.Client.IPv4.Addr().String() + `",peer_asn="64512"} 1`,
+			`vipstack_bgp_vip_announced{role="service lab/bgp-cluster",vip="` + cluster.String() + `"} 1`} {
+			if !strings.Contains(m, want) {
+				t.Errorf("n1's metrics lack %s", want)
+			}
+		}
+	})
+	t.Run("graceful-restart-keeps-route", func(t *testing.T) {
+		n1 := b.Nodes[0]
+		if err := n1.KillAgent(); err != nil {
+			t.Fatal(err)
+		}
+		// bgpd keeps n1's path as stale (graceful restart, 120 s) rather
+		// than waiting for the 9 s hold time to remove it.
+		time.Sleep(12 * time.Second)
+		got, err := b.router.Nexthops(cluster)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Contains(got, b.nodeIP["n1"]) {
+			t.Fatalf("12 s after kill -9 of n1's agent the route to %v goes via %v; want n1 kept (graceful restart)", cluster, got)
+		}
+		if err := n1.StartAgent(); err != nil {
+			t.Fatal(err)
+		}
+		testutil.Eventually(t, 60*time.Second, func() error {
+			st, err := n1.Status(ctx)
+			if err != nil {
+				return err
+			}
+			if st.BGP == nil || len(st.BGP.Peers) != 1 || st.BGP.Peers[0].Session != "established" {
+				return fmt.Errorf("n1's BGP status %+v, want an established peer", st.BGP)
+			}
+			return nil
+		})
+		b.wantVia(t, cluster, 30*time.Second, "n1", "n2", "n3")
+	})
+	t.Run("graceful-stop-withdraws", func(t *testing.T) {
+		if err := b.Nodes[2].TermAgent(20 * time.Second); err != nil {
+			t.Fatal(err)
+		}
+		// Well within the 9 s hold time: the withdrawal, not the timer.
+		b.wantVia(t, cluster, 3*time.Second, "n1", "n2")
+		b.wantVia(t, local, 3*time.Second, "n2")
+		if err := b.Nodes[2].StartAgent(); err != nil {
+			t.Fatal(err)
+		}
+		b.wantVia(t, cluster, 60*time.Second, "n1", "n2", "n3")
+	})
+	t.Run("service-delete-withdraws", func(t *testing.T) {
+		if err := admin.Delete(ctx, bgpService("bgp-cluster", cluster, false)); err != nil {
+			t.Fatal(err)
+		}
+		b.wantVia(t, cluster, 30*time.Second)
+		b.wantVia(t, local, 5*time.Second, "n2", "n3")
+	})
+	// MetalLB's BGP objects as MetalLB's documentation writes them, in
+	// place of vipstack's BGPPeer: the controller makes the group and the
+	// peer, and the routes are the same.
+	t.Run("metallb-objects", func(t *testing.T) {
+		if err := admin.Delete(ctx, &v1alpha1.BGPPeer{ObjectMeta: metav1.ObjectMeta{Namespace: k8s.DefaultNamespace, Name: "frr"}}); err != nil {
+			t.Fatal(err)
+		}
+		b.wantVia(t, local, 10*time.Second)
+		mlb := k8sObjects(t, fmt.Sprintf(`apiVersion: metallb.io/v1beta1
+kind: IPAddressPool
+metadata: {name: bgp, namespace: metallb-system}
+spec:
+  addresses: [198.18.0.230/32]
+---
+apiVersion: metallb.io/v1beta1
+kind: BGPAdvertisement
+metadata: {name: bgp, namespace: metallb-system}
+spec:
+  ipAddressPools: [bgp]
+  communities: ["64513:200"]
+---
+apiVersion: metallb.io/v1beta2
+kind: BGPPeer
+metadata: {name: frr, namespace: metallb-system}
+spec:
+  myASN: %d
+  peerASN: %d
+  peerAddress: %v
+  holdTime: 9s
+  keepaliveTime: 3s
+`, bgpNodeASN, bgpRouterASN, b.Topo.Client.IPv4.Addr()))
+		testutil.Eventually(t, 30*time.Second, func() error { return k8stest.Apply(ctx, admin, mlb, false) })
+		vip := netip.MustParseAddr("198.18.0.230")
+		b.onLo(t, vip)
+		s := k8slab.NewService("mlb-bgp", netip.Addr{})
+		s.Annotations = map[string]string{"metallb.io/address-pool": "bgp"}
+		mk(s)
+		b.wantVia(t, vip, 60*time.Second, "n1", "n2", "n3")
+		b.wantVia(t, local, 10*time.Second, "n2", "n3")
+		if got := b.reach(t, vip, 10); len(got) == 0 {
+			t.Errorf("no answer from %v", vip)
+		}
+		out, err := b.frr.Vtysh("show bgp ipv4 unicast " + vip.String() + "/32")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(out, "64513:200") {
+			t.Errorf("FRR's path to %v lacks the BGPAdvertisement's community 64513:200:\n%s", vip, out)
+		}
+		var made v1alpha1.BGPPeer
+		if err := admin.Get(ctx, client.ObjectKey{Namespace: k8s.DefaultNamespace, Name: "metallb-frr"}, &made); err != nil {
+			t.Fatalf("the BGPPeer made for MetalLB's: %v", err)
+		}
+		if made.Spec.HoldTimeSeconds != 9 || made.Spec.KeepaliveSeconds != 3 {
+			t.Errorf("made BGPPeer's timers %d/%d, want MetalLB's 9s/3s", made.Spec.HoldTimeSeconds, made.Spec.KeepaliveSeconds)
+		}
+	})
+}
+
+// k8sObjects parses YAML documents.
+func k8sObjects(t *testing.T, y string) []*unstructured.Unstructured {
+	return k8stest.Parse(t, "test objects", []byte(y))
+}
+
+// fetchAddr connects to vip:8080 from the calling thread's namespace and
+// returns what the node answers (its name).
+func fetchAddr(vip netip.Addr) (string, error) {
+	conn, err := net.DialTimeout("tcp", netip.AddrPortFrom(vip, 8080).String(), time.Second)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(2 * time.Second))
+	out, err := io.ReadAll(conn)
+	return string(out), err
+}
