@@ -110,7 +110,7 @@ func TestParseErrors(t *testing.T) {
 		{
 			name:    "unsupported keyword",
 			conf:    func(t *testing.T) string { return edit(t, fe, fe+"  acl local src 127.0.0.1\n") },
-			want:    `h.cfg:8: acl in frontend main (mode tcp) is not supported by vipstack: its acl, use_backend, http-request, redirect, cookie, monitor-uri and stats rules work in mode http only (accepted: mode http in frontend main)`,
+			want:    `h.cfg:8: acl in frontend main (mode tcp) is not supported by vipstack: its acl, use_backend, http-request, http-response, redirect, cookie, monitor-uri and stats rules work in mode http only (accepted: mode http in frontend main)`,
 			haproxy: haproxyAccepts,
 		},
 		// A monitor or stats section under a log format: haproxy writes

@@ -16,8 +16,8 @@ import (
 // lbconfig.HTTPBackend.
 
 const (
-	httpFrontendKeywords = "acl, errorfile, http-request, monitor-uri, option forwardfor, option http-keep-alive, option http-server-close, option httpclose, option httplog, redirect, stats admin, stats auth, stats enable, stats hide-version, stats realm, stats refresh, stats show-desc, stats show-legends, stats show-node, stats uri, use_backend"
-	httpBackendKeywords  = "acl, balance uri, balance hdr(NAME), cookie, errorfile, http-request, ignore-persist, option forwardfor, option http-keep-alive, option http-server-close, option httpclose, redirect, stats admin, stats auth, stats enable, stats hide-version, stats realm, stats refresh, stats show-desc, stats show-legends, stats show-node, stats uri"
+	httpFrontendKeywords = "acl, errorfile, http-request, http-response, monitor-uri, option forwardfor, option http-keep-alive, option http-server-close, option httpclose, option httplog, redirect, stats admin, stats auth, stats enable, stats hide-version, stats realm, stats refresh, stats show-desc, stats show-legends, stats show-node, stats uri, use_backend"
+	httpBackendKeywords  = "acl, balance uri, balance hdr(NAME), cookie, errorfile, http-request, http-response, ignore-persist, option forwardfor, option http-keep-alive, option http-server-close, option httpclose, redirect, stats admin, stats auth, stats enable, stats hide-version, stats realm, stats refresh, stats show-desc, stats show-legends, stats show-node, stats uri"
 )
 
 // withHTTP merges a section's keyword list with its HTTP keywords, sorted.
@@ -205,6 +205,9 @@ func (p *parser) httpLine(l line) bool {
 	case "http-request":
 		p.httpMark(l, kw)
 		p.httpRequest(l, hp)
+	case "http-response":
+		p.httpMark(l, kw)
+		p.httpResponse(l, hp)
 	case "redirect":
 		p.httpMark(l, kw)
 		if r, ok := p.redirect(l, l.words[1:]); ok {
@@ -334,7 +337,7 @@ func (p *parser) aclTest(l line, words []string) (lbconfig.ACLTest, bool) {
 	if base == "req.hdr" {
 		base = "hdr"
 	}
-	t.Fetch, t.Arg, t.Match = base, arg, match
+	t.Fetch, t.Arg, t.Match, t.Keyword = base, arg, match, fetch
 	rest := words[1:]
 	for len(rest) > 0 && strings.HasPrefix(rest[0], "-") {
 		switch rest[0] {
@@ -493,6 +496,10 @@ func (p *parser) httpRequest(l line, hp *lbconfig.HTTPProxy) {
 			return
 		}
 		r.Name = args[0]
+	case "replace-header", "replace-value", "replace-path", "replace-uri":
+		if !p.replaceRule(l, "http-request", &r, args) {
+			return
+		}
 	case "set-path":
 		if len(args) != 1 {
 			bad("a path")
@@ -563,6 +570,130 @@ func (p *parser) httpRequest(l line, hp *lbconfig.HTTPProxy) {
 	}
 	r.Cond = cond
 	hp.Rules = append(hp.Rules, r)
+}
+
+// replaceRule reads the arguments of a replace-header|replace-value
+// (NAME REGEX FORMAT) or replace-path|replace-uri (REGEX FORMAT) rule.
+func (p *parser) replaceRule(l line, kw string, r *lbconfig.HTTPRule, args []string) bool {
+	want, form := 3, "a header name, a regex and a replacement"
+	if r.Action == "replace-path" || r.Action == "replace-uri" {
+		want, form = 2, "a regex and a replacement"
+	}
+	if len(args) != want {
+		p.errorf(l, kw, "%s %s takes %s, got %q", kw, r.Action, form, strings.Join(args, " "))
+		return false
+	}
+	if want == 3 {
+		r.Name, args = args[0], args[1:]
+	}
+	r.Match, r.Value = args[0], args[1]
+	if err := lbconfig.CompileRule(r); err != nil {
+		p.errorf(l, kw, "%s %s: %v", kw, r.Action, err)
+		return false
+	}
+	if err := lbconfig.CheckHTTPValue(r.Value); err != nil {
+		p.errorf(l, kw, "%s %s: %v", kw, r.Action, err)
+		return false
+	}
+	return true
+}
+
+// httpResponse reads `http-response ACTION ... [if|unless COND]`.
+func (p *parser) httpResponse(l line, hp *lbconfig.HTTPProxy) {
+	if len(l.words) < 2 {
+		p.errorf(l, "http-response", "http-response needs an action (accepted: %s)", lbconfig.HTTPResponseActions)
+		return
+	}
+	action := l.words[1]
+	args, condWords := splitCond(l.words[2:])
+	r := lbconfig.HTTPRule{Action: action, At: p.at(l)}
+	bad := func(form string) {
+		p.errorf(l, "http-response", "http-response %s takes %s, got %q", action, form, strings.Join(args, " "))
+	}
+	switch action {
+	case "set-header", "add-header":
+		if len(args) != 2 {
+			bad("a header name and a value")
+			return
+		}
+		r.Name, r.Value = args[0], args[1]
+		if err := lbconfig.CheckHTTPValue(r.Value); err != nil {
+			p.errorf(l, "http-response", "http-response %s %s: %v", action, r.Name, err)
+			return
+		}
+	case "del-header":
+		if len(args) != 1 {
+			bad("a header name (-m is not supported by vipstack)")
+			return
+		}
+		r.Name = args[0]
+	case "replace-header", "replace-value":
+		if !p.replaceRule(l, "http-response", &r, args) {
+			return
+		}
+	case "set-status":
+		if len(args) == 3 && args[1] == "reason" {
+			p.errorf(l, "http-response", "http-response set-status: reason %q is not supported by vipstack, whose server writes the status's standard reason phrase (accepted: http-response set-status CODE)", args[2])
+			return
+		}
+		if len(args) != 1 {
+			bad("a status code")
+			return
+		}
+		n, err := strconv.Atoi(args[0])
+		if err != nil || n < 100 || n > 999 {
+			p.errorf(l, "http-response", "http-response set-status: expects an integer status code between 100 and 999, got %q", args[0])
+			return
+		}
+		r.Status = n
+	default:
+		p.errorf(l, "http-response", "http-response %s is not supported by vipstack (accepted: %s)", action, lbconfig.HTTPResponseActions)
+		return
+	}
+	cond, ok := p.cond(l, "http-response "+action, condWords, true)
+	if !ok {
+		return
+	}
+	p.responseCond(l, cond, hp)
+	r.Cond = cond
+	hp.ResponseRules = append(hp.ResponseRules, r)
+}
+
+// requestOnly are the acl fetches (lbconfig.ACLTest.Fetch) that have no
+// value once the answer is in: in an http-response condition haproxy
+// warns and they never match.
+var requestOnly = map[string]bool{"path": true, "url": true, "base": true, "hdr": true}
+
+// responseCond makes the terms of an http-response condition that use
+// only request fetches never match (false, before a "!"), as haproxy
+// does, and warns in its words.
+func (p *parser) responseCond(l line, c *lbconfig.Cond, hp *lbconfig.HTTPProxy) {
+	if c == nil {
+		return
+	}
+	where := "frontend http-response header rule"
+	if p.kind != secFrontend {
+		where = "backend http-response header rule"
+	}
+	never := &lbconfig.ACLTest{Fetch: "always_false", Match: "bool"}
+	for _, and := range c.Or {
+		for i := range and {
+			t := &and[i]
+			if t.Anon != nil {
+				if requestOnly[t.Anon.Fetch] {
+					p.warnf(l, "anonymous acl will never match because it uses keyword '%s' which is incompatible with '%s'", t.Anon.Keyword, where)
+					t.Anon = never
+				}
+				continue
+			}
+			tests, ok := hp.ACLs[t.Name]
+			if !ok || slices.ContainsFunc(tests, func(a lbconfig.ACLTest) bool { return !requestOnly[a.Fetch] }) {
+				continue
+			}
+			p.warnf(l, "acl '%s' will never match because it only involves keywords that are incompatible with '%s'", t.Name, where)
+			t.Name, t.Anon = "", never
+		}
+	}
 }
 
 // redirect reads `location|prefix|scheme TO [code N] [drop-query]
@@ -675,7 +806,7 @@ func (p *parser) sectionHTTP(mode string) bool {
 		return true
 	}
 	if p.hs.first != 0 {
-		p.errorf(line{num: p.hs.first}, p.hs.firstKw, "%s in %s (mode tcp) is not supported by vipstack: its acl, use_backend, http-request, redirect, cookie, monitor-uri and stats rules work in mode http only (accepted: mode http in %s)", p.hs.firstKw, p.key, p.key)
+		p.errorf(line{num: p.hs.first}, p.hs.firstKw, "%s in %s (mode tcp) is not supported by vipstack: its acl, use_backend, http-request, http-response, redirect, cookie, monitor-uri and stats rules work in mode http only (accepted: mode http in %s)", p.hs.firstKw, p.key, p.key)
 	}
 	return false
 }

@@ -63,6 +63,12 @@ func (o *httpOrigin) serve(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path == "/cacheable" {
 		w.Header().Set("Cache-Control", "max-age=60")
 	}
+	// X-Send: "Name: value" asks for that header in the answer.
+	for _, v := range r.Header.Values("X-Send") {
+		if k, val, ok := strings.Cut(v, ": "); ok {
+			w.Header().Add(k, val)
+		}
+	}
 	body, _ := io.ReadAll(r.Body)
 	a := arrived{Server: o.name, Host: r.Host, Path: r.URL.RequestURI(), Header: r.Header, Remote: r.RemoteAddr, Body: string(body)}
 	w.Header().Set("Content-Type", "application/json")
@@ -77,7 +83,12 @@ type httpAnswer struct {
 	Location string
 	Body     string // for answers of the proxy itself
 	Arrived  *arrived
+	// Header is the answer's headers of answerHeaders, when present.
+	Header http.Header
 }
+
+// answerHeaders are the answer's headers the side-by-side tests compare.
+var answerHeaders = []string{"X-Set", "X-Add", "X-Rep", "X-Val", "X-Del", "Content-Encoding", "Vary", "Etag"}
 
 // ask sends one request on c (kept alive) and reads the answer.
 func ask(t *testing.T, c net.Conn, br *bufio.Reader, raw string) httpAnswer {
@@ -94,6 +105,14 @@ func ask(t *testing.T, c net.Conn, br *bufio.Reader, raw string) httpAnswer {
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
 	a := httpAnswer{Status: resp.StatusCode, Location: resp.Header.Get("Location")}
+	for _, k := range answerHeaders {
+		if v := resp.Header.Values(k); len(v) > 0 {
+			if a.Header == nil {
+				a.Header = http.Header{}
+			}
+			a.Header[k] = v
+		}
+	}
 	if strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
 		a.Arrived = new(arrived)
 		if err := json.Unmarshal(body, a.Arrived); err != nil {
@@ -112,7 +131,7 @@ func masked(a httpAnswer) httpAnswer {
 	}
 	x := *a.Arrived
 	h := http.Header{}
-	for _, k := range []string{"X-Forwarded-For", "X-Route", "X-Src", "X-Backend", "X-Remove", "X-Keep", "Cookie"} {
+	for _, k := range []string{"X-Forwarded-For", "X-Route", "X-Src", "X-Backend", "X-Remove", "X-Keep", "Cookie", "X-Rep", "X-Val", "Accept-Encoding"} {
 		if v := x.Header.Values(k); len(v) > 0 {
 			h[k] = v
 		}
@@ -177,6 +196,16 @@ backend none
 // (haproxy's first) once haproxy listens.
 func startRoutingPair(t *testing.T) []string {
 	t.Helper()
+	return startHTTPPair(t, httpRoutingConf)
+}
+
+// startHTTPPair runs a mode http configuration in haproxy and in
+// vipstack in front of two origins and returns the two frontends' ports
+// (haproxy's first) once haproxy listens. In the configuration,
+// {{P0}} is the frontend's port, {{A}} and {{W}} the origins api's and
+// web's addresses, {{DEAD}} an address nothing listens on.
+func startHTTPPair(t *testing.T, template string) []string {
+	t.Helper()
 	if _, err := exec.LookPath("haproxy"); err != nil {
 		t.Skip("haproxy not installed")
 	}
@@ -184,7 +213,7 @@ func startRoutingPair(t *testing.T) []string {
 	dead := closedPort(t)
 	ports := freePorts(t, 2)
 	conf := func(port string) string {
-		return strings.NewReplacer("{{P0}}", port, "{{A}}", api.addr(), "{{W}}", web.addr(), "{{DEAD}}", dead.String()).Replace(httpRoutingConf)
+		return strings.NewReplacer("{{P0}}", port, "{{A}}", api.addr(), "{{W}}", web.addr(), "{{DEAD}}", dead.String()).Replace(template)
 	}
 	peers.HAProxy(t, conf(ports[0]))
 	cfg, err := haproxycfg.Parse("haproxy.cfg", []byte(conf(ports[1])))

@@ -96,6 +96,9 @@ type HTTPProxy struct {
 	// Stats serves the stats page at Stats.URI (`stats enable` / `stats
 	// uri` in an HTTP frontend or backend); nil when off.
 	Stats *Stats
+	// ResponseRules are the `http-response` rules in order, applied to
+	// the server's answer (HTTPResponseActions).
+	ResponseRules []HTTPRule
 }
 
 // ForwardFor is `option forwardfor [except NET] [header NAME] [if-none]`.
@@ -124,13 +127,22 @@ type UseBackend struct {
 // HTTPRule is one `http-request` rule or `redirect` rule.
 type HTTPRule struct {
 	// Action: set-header, add-header, del-header, set-path, deny,
-	// allow, redirect, set-var.
+	// allow, redirect, set-var, replace-header, replace-value,
+	// replace-path, replace-uri; of http-response rules also
+	// set-status.
 	Action string
-	Name   string // header name (set-, add-, del-header); set-var's variable (txn.NAME)
+	Name   string // header name (set-, add-, del-, replace-header, replace-value); set-var's variable (txn.NAME)
 	// Value is the header value or path, a haproxy log-format (see
-	// HTTPValueVars); set-var's sample expression (VarFetches).
+	// HTTPValueVars); set-var's sample expression (VarFetches); a
+	// replace- rule's replacement, where \N is the match's group N.
 	Value  string
-	Status int // deny's deny_status (default 403); redirect's code (default 302)
+	Status int // deny's deny_status (default 403); redirect's code (default 302); set-status's
+	// Match is a replace- rule's regular expression, matched
+	// case-sensitively anywhere in the value, which the replacement
+	// then replaces whole (haproxy's semantics); Re is its compiled
+	// form (CompileRule).
+	Match string
+	Re    *regexp.Regexp
 	// Redirect: Kind is location, prefix or scheme, To its argument.
 	Kind, To string
 	// DropQuery and AppendSlash are redirect's options.
@@ -160,7 +172,10 @@ type ACLTest struct {
 	// Fetch is the sample fetch: path, url, method, src, hdr, req.hdr,
 	// ssl_fc, always_true, always_false, var, ...
 	Fetch string
-	Arg   string // hdr's header name, var's variable (txn.NAME)
+	// Keyword is the criterion as written, without its argument
+	// (hdr_beg for Fetch hdr), for messages.
+	Keyword string
+	Arg     string // hdr's header name, var's variable (txn.NAME)
 	// Match is str, beg, end, sub, reg, dom, found, ip, bool, len.
 	Match       string
 	Insensitive bool
@@ -172,7 +187,26 @@ type ACLTest struct {
 }
 
 // HTTPActions are the http-request actions vipstack carries out.
-const HTTPActions = "add-header, allow, del-header, deny, redirect, set-header, set-path, set-var(txn.NAME|req.NAME)"
+const HTTPActions = "add-header, allow, del-header, deny, redirect, replace-header, replace-path, replace-uri, replace-value, set-header, set-path, set-var(txn.NAME|req.NAME)"
+
+// HTTPResponseActions are the http-response actions vipstack carries out.
+const HTTPResponseActions = "add-header, del-header, replace-header, replace-value, set-header, set-status"
+
+// CompileRule compiles a replace- rule's Match into Re (RE2 syntax,
+// which is haproxy's PCRE for the expressions such rules use; a PCRE
+// feature RE2 lacks, such as a back-reference in the pattern, is an
+// error).
+func CompileRule(r *HTTPRule) error {
+	if !strings.HasPrefix(r.Action, "replace-") {
+		return nil
+	}
+	re, err := regexp.Compile(r.Match)
+	if err != nil {
+		return fmt.Errorf("regex %q: %v (accepted: an RE2 regular expression)", r.Match, err)
+	}
+	r.Re = re
+	return nil
+}
 
 // VarFetches are the sample fetches `http-request set-var` takes as its
 // expression (without converters): the value the variable gets.
@@ -405,20 +439,28 @@ func (v *validator) httpProxy(key string, h *HTTPProxy) {
 			}
 		}
 	}
-	for _, rs := range [][]HTTPRule{h.Rules, h.Redirects} {
-		for _, r := range rs {
+	for n, rs := range [][]HTTPRule{h.Rules, h.Redirects, h.ResponseRules} {
+		kw := "http-request"
+		if n == 2 {
+			kw = "http-response"
+		}
+		for i := range rs {
+			r := &rs[i]
 			v.cond(key, r.Action, h, r.Cond)
+			if err := CompileRule(r); err != nil {
+				v.fail(r.At, key, kw, "%s %s: %v", kw, r.Action, err)
+			}
 			if r.Action == "set-var" {
 				if err := CheckVarName(r.Name); err != nil {
-					v.fail(r.At, key, "http-request", "http-request set-var: %v", err)
+					v.fail(r.At, key, kw, "%s set-var: %v", kw, err)
 				}
 				if err := CheckVarExpr(r.Value); err != nil {
-					v.fail(r.At, key, "http-request", "http-request set-var(%s): %v", r.Name, err)
+					v.fail(r.At, key, kw, "%s set-var(%s): %v", kw, r.Name, err)
 				}
 			}
-			if r.Action == "set-header" || r.Action == "add-header" || r.Action == "set-path" {
+			if r.Action == "set-header" || r.Action == "add-header" || r.Action == "set-path" || strings.HasPrefix(r.Action, "replace-") {
 				if err := CheckHTTPValue(r.Value); err != nil {
-					v.fail(r.At, key, "http-request", "http-request %s: %v", r.Action, err)
+					v.fail(r.At, key, kw, "%s %s: %v", kw, r.Action, err)
 				}
 			}
 		}

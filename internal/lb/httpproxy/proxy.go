@@ -502,6 +502,10 @@ func (p *Proxy) forward(w http.ResponseWriter, rq *request, c *compiled, name st
 				if ic, ok := serverConn.(*idleConn); ok && resp.StatusCode == http.StatusSwitchingProtocols && c.cfg.Timeouts.Tunnel > 0 {
 					ic.idle.Store(int64(c.cfg.Timeouts.Tunnel)) // haproxy's timeout tunnel once upgraded
 				}
+				if bh != nil {
+					applyResponse(&bh.HTTPProxy, c.beACLs[name], rq, resp)
+				}
+				applyResponse(&fe.HTTPProxy, c.feACLs, rq, resp)
 				if bh != nil && bh.Cookie != nil {
 					setCookie(resp, bh.Cookie, s.cookie, byCookie)
 				}

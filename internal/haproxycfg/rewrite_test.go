@@ -1,0 +1,155 @@
+package haproxycfg
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/vipstack/vipstack/internal/lbconfig"
+)
+
+// TestParseRewriteRules reads the replace- rules and http-response rules
+// into the model, with the warnings haproxy gives for conditions that
+// never match in a response; haproxy -c accepts the file with the same
+// warnings.
+func TestParseRewriteRules(t *testing.T) {
+	const conf = `defaults
+  mode http
+  timeout connect 5s
+  timeout client 5s
+  timeout server 5s
+frontend f
+  bind 127.0.0.1:47011
+  acl p path_beg /x
+  http-request replace-path /foo/(.*) /\1 if { path_beg /foo/ }
+  http-request replace-uri ^http://(.*) https://\1
+  http-request replace-header User-Agent curl foo
+  http-request replace-value X-Forwarded-For ^192\.168\.(.*)$ 172.16.\1
+  http-response set-header X-A %[src]
+  http-response replace-value Cache-Control ^public$ private
+  http-response set-status 404 if p
+  default_backend b
+backend b
+  http-response del-header Server if { hdr(x) y }
+  http-response add-header X-B b unless { method POST }
+  server s 127.0.0.1:47012
+`
+	cfg, err := Parse("h.cfg", []byte(conf))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ok, out := haproxyCheck(t, []byte(conf))
+	if !ok {
+		t.Errorf("haproxy -c rejects it:\n%s", out)
+	}
+	never := &lbconfig.ACLTest{Fetch: "always_false", Match: "bool"}
+	opts := cmp.Options{cmpopts.IgnoreFields(lbconfig.ACLTest{}, "Regexps", "Nets", "Methods", "Keyword"), cmpopts.IgnoreFields(lbconfig.HTTPRule{}, "At", "Re"), cmpopts.EquateEmpty()}
+	fe, be := cfg.Frontends[0].HTTP, cfg.Backends[0].HTTP
+	wantReq := []lbconfig.HTTPRule{
+		{Action: "replace-path", Match: "/foo/(.*)", Value: `/\1`, Cond: &lbconfig.Cond{Or: [][]lbconfig.CondTerm{{{Anon: &lbconfig.ACLTest{Fetch: "path", Match: "beg", Values: []string{"/foo/"}}}}}}},
+		{Action: "replace-uri", Match: "^http://(.*)", Value: `https://\1`},
+		{Action: "replace-header", Name: "User-Agent", Match: "curl", Value: "foo"},
+		{Action: "replace-value", Name: "X-Forwarded-For", Match: `^192\.168\.(.*)$`, Value: `172.16.\1`},
+	}
+	if diff := cmp.Diff(wantReq, fe.Rules, opts); diff != "" {
+		t.Errorf("http-request rules (-want +got):\n%s", diff)
+	}
+	wantFeResp := []lbconfig.HTTPRule{
+		{Action: "set-header", Name: "X-A", Value: "%[src]"},
+		{Action: "replace-value", Name: "Cache-Control", Match: "^public$", Value: "private"},
+		{Action: "set-status", Status: 404, Cond: &lbconfig.Cond{Or: [][]lbconfig.CondTerm{{{Anon: never}}}}},
+	}
+	if diff := cmp.Diff(wantFeResp, fe.ResponseRules, opts); diff != "" {
+		t.Errorf("frontend http-response rules (-want +got):\n%s", diff)
+	}
+	wantBeResp := []lbconfig.HTTPRule{
+		{Action: "del-header", Name: "Server", Cond: &lbconfig.Cond{Or: [][]lbconfig.CondTerm{{{Anon: never}}}}},
+		{Action: "add-header", Name: "X-B", Value: "b", Cond: &lbconfig.Cond{Unless: true, Or: [][]lbconfig.CondTerm{{{Anon: &lbconfig.ACLTest{Fetch: "method", Match: "meth", Values: []string{"POST"}}}}}}},
+	}
+	if diff := cmp.Diff(wantBeResp, be.ResponseRules, opts); diff != "" {
+		t.Errorf("backend http-response rules (-want +got):\n%s", diff)
+	}
+	wantWarn := []string{
+		"h.cfg:15: acl 'p' will never match because it only involves keywords that are incompatible with 'frontend http-response header rule'",
+		"h.cfg:18: anonymous acl will never match because it uses keyword 'hdr' which is incompatible with 'backend http-response header rule'",
+	}
+	if diff := cmp.Diff(wantWarn, cfg.Warnings); diff != "" {
+		t.Errorf("warnings (-want +got):\n%s", diff)
+	}
+	for _, w := range wantWarn {
+		_, text, _ := strings.Cut(w, ": ")
+		if !strings.Contains(out, text) {
+			t.Errorf("haproxy -c does not warn %q:\n%s", text, out)
+		}
+	}
+}
+
+// TestParseRewriteErrors: bad replace- and http-response rules are
+// refused with the line, the value and what is accepted.
+func TestParseRewriteErrors(t *testing.T) {
+	const head = "defaults\n  mode http\n  timeout connect 5s\n  timeout client 5s\n  timeout server 5s\nfrontend f\n  bind 127.0.0.1:47011\n  default_backend b\n"
+	const tail = "backend b\n  server s 127.0.0.1:47012\n"
+	tests := []struct {
+		name, lines, want string
+		haproxy           string
+	}{
+		{
+			name: "replace-path without a replacement", lines: "  http-request replace-path /x\n",
+			want:    `h.cfg:9: http-request replace-path takes a regex and a replacement, got "/x"`,
+			haproxy: haproxyRejects,
+		},
+		{
+			name: "replace-header without a name", lines: "  http-request replace-header a b\n",
+			want:    `h.cfg:9: http-request replace-header takes a header name, a regex and a replacement, got "a b"`,
+			haproxy: haproxyRejects,
+		},
+		{
+			name: "replace-value bad regex", lines: "  http-request replace-value X ^(a b\n",
+			want:    "h.cfg:9: http-request replace-value: regex \"^(a\": error parsing regexp: missing closing ): `^(a` (accepted: an RE2 regular expression)",
+			haproxy: haproxyRejects,
+		},
+		{
+			name: "replace-uri unknown sample", lines: "  http-request replace-uri (.*) %[rand]\\1\n",
+			want:    `h.cfg:9: http-request replace-uri: %[rand] is not supported by vipstack (accepted: literal text and ` + lbconfig.HTTPValueVars + `)`,
+			haproxy: haproxyAccepts,
+		},
+		{
+			name: "unsupported response action", lines: "  http-response set-log-level silent\n",
+			want:    `h.cfg:9: http-response set-log-level is not supported by vipstack (accepted: ` + lbconfig.HTTPResponseActions + `)`,
+			haproxy: haproxyAccepts,
+		},
+		{
+			name: "set-status out of range", lines: "  http-response set-status 99\n",
+			want:    `h.cfg:9: http-response set-status: expects an integer status code between 100 and 999, got "99"`,
+			haproxy: haproxyRejects,
+		},
+		{
+			name: "set-status reason", lines: "  http-response set-status 503 reason Busy\n",
+			want:    `h.cfg:9: http-response set-status: reason "Busy" is not supported by vipstack, whose server writes the status's standard reason phrase (accepted: http-response set-status CODE)`,
+			haproxy: haproxyAccepts,
+		},
+		{
+			name: "response rule in a tcp backend", lines: "backend t\n  mode tcp\n  http-response del-header X\n  server s 127.0.0.1:1\n",
+			want:    `h.cfg:11: http-response in backend t (mode tcp) is not supported by vipstack: its acl, use_backend, http-request, http-response, redirect, cookie, monitor-uri and stats rules work in mode http only (accepted: mode http in backend t)`,
+			haproxy: haproxyAccepts,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			conf := head + tt.lines + tail
+			_, err := Parse("h.cfg", []byte(conf))
+			if err == nil {
+				t.Fatalf("Parse accepted:\n%s", conf)
+			}
+			if got := err.Error(); got != tt.want {
+				t.Errorf("Parse error:\n got %s\nwant %s", got, tt.want)
+			}
+			ok, out := haproxyCheck(t, []byte(conf))
+			if ok != (tt.haproxy == haproxyAccepts) {
+				t.Errorf("haproxy -c: valid=%v, want %s; output:\n%s", ok, tt.haproxy, out)
+			}
+		})
+	}
+}
