@@ -16,8 +16,8 @@ import (
 // lbconfig.HTTPBackend.
 
 const (
-	httpFrontendKeywords = "acl, errorfile, http-request, http-response, monitor-uri, option forwardfor, option http-keep-alive, option http-server-close, option httpclose, option httplog, redirect, stats admin, stats auth, stats enable, stats hide-version, stats realm, stats refresh, stats show-desc, stats show-legends, stats show-node, stats uri, use_backend"
-	httpBackendKeywords  = "acl, balance uri, balance hdr(NAME), cookie, errorfile, http-request, http-response, ignore-persist, option forwardfor, option http-keep-alive, option http-server-close, option httpclose, redirect, stats admin, stats auth, stats enable, stats hide-version, stats realm, stats refresh, stats show-desc, stats show-legends, stats show-node, stats uri"
+	httpFrontendKeywords = "acl, compression, errorfile, http-request, http-response, monitor-uri, option forwardfor, option http-keep-alive, option http-server-close, option httpclose, option httplog, redirect, stats admin, stats auth, stats enable, stats hide-version, stats realm, stats refresh, stats show-desc, stats show-legends, stats show-node, stats uri, use_backend"
+	httpBackendKeywords  = "acl, balance uri, balance hdr(NAME), compression, cookie, errorfile, http-request, http-response, ignore-persist, option forwardfor, option http-keep-alive, option http-server-close, option httpclose, redirect, stats admin, stats auth, stats enable, stats hide-version, stats realm, stats refresh, stats show-desc, stats show-legends, stats show-node, stats uri"
 )
 
 // withHTTP merges a section's keyword list with its HTTP keywords, sorted.
@@ -36,9 +36,10 @@ func withHTTP(base, http string) string {
 
 // httpDefaults are defaults' HTTP settings, which HTTP proxies inherit.
 type httpDefaults struct {
-	forwardFor *lbconfig.ForwardFor
-	conn       string
-	errorFiles map[int][]byte
+	forwardFor  *lbconfig.ForwardFor
+	conn        string
+	errorFiles  map[int][]byte
+	compression *lbconfig.Compression
 }
 
 // httpSection is the HTTP part of the section being read. What becomes
@@ -72,6 +73,11 @@ func (p *parser) httpDefaultsLine(l line) bool {
 		if _, ok := p.nargs(l, 2, 0, 0, ""); ok && p.once(l, kw) {
 			p.hd.conn = connMode(kw)
 		}
+	case "compression":
+		if p.hd.compression == nil {
+			p.hd.compression = &lbconfig.Compression{}
+		}
+		p.compression(l, p.hd.compression)
 	case "errorfile":
 		if code, body, ok := p.readErrorfile(l); ok {
 			if p.hd.errorFiles == nil {
@@ -208,6 +214,12 @@ func (p *parser) httpLine(l line) bool {
 	case "http-response":
 		p.httpMark(l, kw)
 		p.httpResponse(l, hp)
+	case "compression":
+		p.httpMark(l, kw)
+		if hp.Compression == nil {
+			hp.Compression = &lbconfig.Compression{}
+		}
+		p.compression(l, hp.Compression)
 	case "redirect":
 		p.httpMark(l, kw)
 		if r, ok := p.redirect(l, l.words[1:]); ok {
@@ -572,6 +584,44 @@ func (p *parser) httpRequest(l line, hp *lbconfig.HTTPProxy) {
 	hp.Rules = append(hp.Rules, r)
 }
 
+// compression reads `compression algo NAME...`, `compression type
+// TYPE...` or `compression offload` into c (lines add to it).
+func (p *parser) compression(l line, c *lbconfig.Compression) {
+	if len(l.words) < 2 {
+		p.errorf(l, "compression", "'compression' expects 'algo', 'type' or 'offload'")
+		return
+	}
+	args := l.words[2:]
+	switch l.words[1] {
+	case "algo":
+		if len(args) == 0 {
+			p.errorf(l, "compression", "'compression' expects <algorithm>. (accepted: %s)", strings.Join(lbconfig.CompressionAlgos, ", "))
+			return
+		}
+		for _, a := range args {
+			if !slices.Contains(lbconfig.CompressionAlgos, a) {
+				p.errorf(l, "compression", "'compression' : '%s' is not a supported algorithm. (accepted by vipstack: %s)", a, strings.Join(lbconfig.CompressionAlgos, ", "))
+				return
+			}
+		}
+		c.Algos = append(c.Algos, args...)
+	case "type":
+		if len(args) == 0 {
+			p.errorf(l, "compression", "'compression' expects <type>. (accepted: MIME type prefixes such as text/html)")
+			return
+		}
+		c.Types = append(c.Types, args...)
+	case "offload":
+		if p.kind == secDefaults {
+			p.warnf(l, "'compression' : 'offload' ignored in 'defaults' section.")
+			return
+		}
+		c.Offload = true
+	default:
+		p.errorf(l, "compression", "'compression' expects 'algo', 'type' or 'offload', got %q", l.words[1])
+	}
+}
+
 // replaceRule reads the arguments of a replace-header|replace-value
 // (NAME REGEX FORMAT) or replace-path|replace-uri (REGEX FORMAT) rule.
 func (p *parser) replaceRule(l line, kw string, r *lbconfig.HTTPRule, args []string) bool {
@@ -853,6 +903,13 @@ func (p *parser) inheritHTTP(h *lbconfig.HTTPProxy) {
 				h.Conn = p.hd.conn
 			}
 		}
+	}
+	if d := p.hd.compression; d != nil {
+		c := lbconfig.Compression{Algos: slices.Clone(d.Algos), Types: slices.Clone(d.Types)}
+		if own := h.Compression; own != nil {
+			c.Algos, c.Types, c.Offload = append(c.Algos, own.Algos...), append(c.Types, own.Types...), own.Offload
+		}
+		h.Compression = &c
 	}
 	for code, body := range p.hd.errorFiles {
 		if h.ErrorFiles == nil {

@@ -131,6 +131,21 @@ func TestParseRewriteErrors(t *testing.T) {
 			haproxy: haproxyAccepts,
 		},
 		{
+			name: "compression algo unknown", lines: "  compression algo br\n",
+			want:    `h.cfg:9: 'compression' : 'br' is not a supported algorithm. (accepted by vipstack: gzip, deflate, raw-deflate)`,
+			haproxy: haproxyRejects,
+		},
+		{
+			name: "compression type empty", lines: "  compression type\n",
+			want:    `h.cfg:9: 'compression' expects <type>. (accepted: MIME type prefixes such as text/html)`,
+			haproxy: haproxyRejects,
+		},
+		{
+			name: "compression other", lines: "  compression level 9\n",
+			want:    `h.cfg:9: 'compression' expects 'algo', 'type' or 'offload', got "level"`,
+			haproxy: haproxyRejects,
+		},
+		{
 			name: "response rule in a tcp backend", lines: "backend t\n  mode tcp\n  http-response del-header X\n  server s 127.0.0.1:1\n",
 			want:    `h.cfg:11: http-response in backend t (mode tcp) is not supported by vipstack: its acl, use_backend, http-request, http-response, redirect, cookie, monitor-uri and stats rules work in mode http only (accepted: mode http in backend t)`,
 			haproxy: haproxyAccepts,
@@ -151,5 +166,51 @@ func TestParseRewriteErrors(t *testing.T) {
 				t.Errorf("haproxy -c: valid=%v, want %s; output:\n%s", ok, tt.haproxy, out)
 			}
 		})
+	}
+}
+
+// TestParseCompression: defaults' compression lines are inherited, the
+// section's own added after them; offload in defaults is ignored with
+// haproxy's warning.
+func TestParseCompression(t *testing.T) {
+	const conf = `defaults
+  mode http
+  timeout connect 5s
+  timeout client 5s
+  timeout server 5s
+  compression algo deflate
+  compression type text/plain
+  compression offload
+frontend f
+  bind 127.0.0.1:47011
+  default_backend b
+backend b
+  compression algo gzip raw-deflate
+  compression type application/json
+  compression offload
+  server s 127.0.0.1:47012
+`
+	cfg, err := Parse("h.cfg", []byte(conf))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ok, out := haproxyCheck(t, []byte(conf))
+	if !ok {
+		t.Errorf("haproxy -c rejects it:\n%s", out)
+	}
+	got := []*lbconfig.Compression{cfg.Frontends[0].HTTP.Compression, cfg.Backends[0].HTTP.Compression}
+	want := []*lbconfig.Compression{
+		{Algos: []string{"deflate"}, Types: []string{"text/plain"}},
+		{Algos: []string{"deflate", "gzip", "raw-deflate"}, Types: []string{"text/plain", "application/json"}, Offload: true},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("compression (-want +got):\n%s", diff)
+	}
+	wantWarn := []string{"h.cfg:8: 'compression' : 'offload' ignored in 'defaults' section."}
+	if diff := cmp.Diff(wantWarn, cfg.Warnings); diff != "" {
+		t.Errorf("warnings (-want +got):\n%s", diff)
+	}
+	if _, text, _ := strings.Cut(wantWarn[0], ": "); !strings.Contains(out, text) {
+		t.Errorf("haproxy -c does not warn %q:\n%s", text, out)
 	}
 }

@@ -2,11 +2,16 @@ package lb
 
 import (
 	"bufio"
+	"bytes"
+	"compress/flate"
+	"compress/gzip"
+	"compress/zlib"
 	"encoding/json"
 	"io"
 	"net"
 	"net/http"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -71,7 +76,13 @@ func (o *httpOrigin) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	body, _ := io.ReadAll(r.Body)
 	a := arrived{Server: o.name, Host: r.Host, Path: r.URL.RequestURI(), Header: r.Header, Remote: r.RemoteAddr, Body: string(body)}
-	w.Header().Set("Content-Type", "application/json")
+	if w.Header().Get("Content-Type") == "" {
+		w.Header().Set("Content-Type", "application/json")
+	}
+	// X-Status: CODE answers with that status.
+	if code, err := strconv.Atoi(r.Header.Get("X-Status")); err == nil {
+		w.WriteHeader(code)
+	}
 	json.NewEncoder(w).Encode(a)
 }
 
@@ -104,6 +115,7 @@ func ask(t *testing.T, c net.Conn, br *bufio.Reader, raw string) httpAnswer {
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
+	body = decompressed(t, resp.Header.Get("Content-Encoding"), body)
 	a := httpAnswer{Status: resp.StatusCode, Location: resp.Header.Get("Location")}
 	for _, k := range answerHeaders {
 		if v := resp.Header.Values(k); len(v) > 0 {
@@ -113,7 +125,7 @@ func ask(t *testing.T, c net.Conn, br *bufio.Reader, raw string) httpAnswer {
 			a.Header[k] = v
 		}
 	}
-	if strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+	if len(body) > 0 && strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") || bytes.HasPrefix(body, []byte(`{"Server":`)) {
 		a.Arrived = new(arrived)
 		if err := json.Unmarshal(body, a.Arrived); err != nil {
 			t.Fatal(err)
@@ -122,6 +134,32 @@ func ask(t *testing.T, c net.Conn, br *bufio.Reader, raw string) httpAnswer {
 		a.Body = string(body)
 	}
 	return a
+}
+
+// decompressed is body decoded from a Content-Encoding of gzip or
+// deflate (zlib, or raw when it has no zlib header), as a client would.
+func decompressed(t *testing.T, encoding string, body []byte) []byte {
+	t.Helper()
+	var r io.Reader
+	var err error
+	switch encoding {
+	case "gzip":
+		r, err = gzip.NewReader(bytes.NewReader(body))
+	case "deflate":
+		if r, err = zlib.NewReader(bytes.NewReader(body)); err != nil {
+			r, err = flate.NewReader(bytes.NewReader(body)), nil
+		}
+	default:
+		return body
+	}
+	if err != nil {
+		t.Fatalf("Content-Encoding %s: %v", encoding, err)
+	}
+	out, err := io.ReadAll(r)
+	if err != nil {
+		t.Fatalf("Content-Encoding %s: %v", encoding, err)
+	}
+	return out
 }
 
 // masked keeps of what arrived what both proxies must agree on.

@@ -99,7 +99,31 @@ type HTTPProxy struct {
 	// ResponseRules are the `http-response` rules in order, applied to
 	// the server's answer (HTTPResponseActions).
 	ResponseRules []HTTPRule
+	// Compression is `compression algo|type|offload`; nil when off.
+	Compression *Compression
 }
+
+// Compression is a section's `compression` lines: the server's answers
+// are compressed with an algorithm the client accepts, as haproxy 2.6
+// does. The backend's algorithms and types are used when it has any,
+// else the frontend's; offload in either applies.
+type Compression struct {
+	// Algos are CompressionAlgos in the order written, defaults' first.
+	// Among the client's encodings of the best q value the first it
+	// lists is chosen; for "*", the algorithm written last (haproxy
+	// keeps its list in reverse).
+	Algos []string
+	// Types are the Content-Type prefixes compressed (case-insensitive);
+	// none: any but multipart, and also an answer without a Content-Type.
+	Types []string
+	// (Without Algos nothing is compressed, as in haproxy.)
+	// Offload takes Accept-Encoding out of the request once an
+	// algorithm is chosen, so that the server answers uncompressed.
+	Offload bool
+}
+
+// CompressionAlgos are the `compression algo` names vipstack carries out.
+var CompressionAlgos = []string{"gzip", "deflate", "raw-deflate"}
 
 // ForwardFor is `option forwardfor [except NET] [header NAME] [if-none]`.
 type ForwardFor struct {
@@ -432,6 +456,13 @@ func (v *validator) httpBackend(b *Backend) {
 }
 
 func (v *validator) httpProxy(key string, h *HTTPProxy) {
+	if c := h.Compression; c != nil {
+		for _, a := range c.Algos {
+			if !slices.Contains(CompressionAlgos, a) {
+				v.fail(v.pos(ItemKey(key, "compression"), key), key, "compression", "compression algo %q is not supported by vipstack (accepted: %s)", a, strings.Join(CompressionAlgos, ", "))
+			}
+		}
+	}
 	for name, tests := range h.ACLs {
 		for i := range tests {
 			if err := CompileACL(&tests[i]); err != nil {

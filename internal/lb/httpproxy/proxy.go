@@ -444,6 +444,15 @@ func (p *Proxy) forward(w http.ResponseWriter, rq *request, c *compiled, name st
 	if bh != nil && bh.Conn != "" {
 		conn = bh.Conn
 	}
+	var beProxy *lbconfig.HTTPProxy
+	if bh != nil {
+		beProxy = &bh.HTTPProxy
+	}
+	algos, types, offload := compression(&fe.HTTPProxy, beProxy)
+	algo := chooseAlgo(algos, r)
+	if algo != "" && offload {
+		r.Header.Del("Accept-Encoding")
+	}
 	retries := max(c.cfg.Retries, 0)
 	var skip uint64
 	last := -1
@@ -501,6 +510,9 @@ func (p *Proxy) forward(w http.ResponseWriter, rq *request, c *compiled, name st
 			ModifyResponse: func(resp *http.Response) error {
 				if ic, ok := serverConn.(*idleConn); ok && resp.StatusCode == http.StatusSwitchingProtocols && c.cfg.Timeouts.Tunnel > 0 {
 					ic.idle.Store(int64(c.cfg.Timeouts.Tunnel)) // haproxy's timeout tunnel once upgraded
+				}
+				if algo != "" && compressible(resp, r, types) {
+					compress(resp, algo)
 				}
 				if bh != nil {
 					applyResponse(&bh.HTTPProxy, c.beACLs[name], rq, resp)
