@@ -16,7 +16,7 @@ import (
 // lbconfig.HTTPBackend.
 
 const (
-	httpFrontendKeywords = "acl, compression, errorfile, http-request, http-response, monitor-uri, option forwardfor, option http-keep-alive, option http-server-close, option httpclose, option httplog, redirect, stats admin, stats auth, stats enable, stats hide-version, stats realm, stats refresh, stats show-desc, stats show-legends, stats show-node, stats uri, use_backend"
+	httpFrontendKeywords = "acl, capture, compression, errorfile, http-request, http-response, monitor-uri, option forwardfor, option http-keep-alive, option http-server-close, option httpclose, option httplog, redirect, stats admin, stats auth, stats enable, stats hide-version, stats realm, stats refresh, stats show-desc, stats show-legends, stats show-node, stats uri, use_backend"
 	httpBackendKeywords  = "acl, balance uri, balance hdr(NAME), compression, cookie, errorfile, http-request, http-response, ignore-persist, option forwardfor, option http-keep-alive, option http-server-close, option httpclose, redirect, stats admin, stats auth, stats enable, stats hide-version, stats realm, stats refresh, stats show-desc, stats show-legends, stats show-node, stats uri"
 )
 
@@ -53,6 +53,8 @@ type httpSection struct {
 	be       lbconfig.HTTPBackend
 	cookie   string // the server line's cookie value being read
 	httplog  bool   // own option httplog
+	// httplogCLF: the own option httplog is `option httplog clf`.
+	httplogCLF bool
 	// httplogLine is a listen section's option httplog line.
 	httplogLine int
 }
@@ -163,6 +165,79 @@ func (p *parser) forwardFor(l line) (*lbconfig.ForwardFor, bool) {
 	return ff, true
 }
 
+// httplogArgs reads `option httplog [clf]`: whether clf is given.
+func (p *parser) httplogArgs(l line) (clf bool, ok bool) {
+	args, ok := p.nargs(l, 2, 0, 1, "[clf]")
+	if !ok {
+		return false, false
+	}
+	if len(args) == 1 && args[0] != "clf" {
+		p.errorf(l, "option httplog", "option httplog: %q is not a log format option (accepted: option httplog, option httplog clf)", args[0])
+		return false, false
+	}
+	return len(args) == 1, true
+}
+
+// httplogFormat is the format of the option httplog in force: the
+// section's own, else defaults'.
+func (p *parser) httplogFormat() string {
+	clf := p.httplogCLF
+	if p.hs.httplog {
+		clf = p.hs.httplogCLF
+	}
+	if clf {
+		return lbconfig.HTTPLogCLFFormat
+	}
+	return lbconfig.HTTPLogFormat
+}
+
+// capture reads `capture request|response header NAME len N` and
+// `capture cookie NAME len N`.
+func (p *parser) capture(l line) {
+	const form = "capture request header NAME len N, capture response header NAME len N or capture cookie NAME len N"
+	w := l.words[1:]
+	c := lbconfig.Capture{}
+	switch {
+	case len(w) == 4 && w[0] == "cookie" && w[2] == "len":
+		c.Name = w[1]
+	case len(w) == 5 && (w[0] == "request" || w[0] == "response") && w[1] == "header" && w[3] == "len":
+		c.Response, c.Name, w = w[0] == "response", w[2], w[1:]
+	default:
+		p.errorf(l, "capture", "capture takes %s, got %q", form, strings.Join(w, " "))
+		return
+	}
+	n, err := strconv.Atoi(w[3])
+	if err != nil || n <= 0 {
+		p.errorf(l, "capture", "capture %s: len %q is not a positive length (accepted: a number of bytes, such as 64)", c.Name, w[3])
+		return
+	}
+	c.Len = n
+	if w[0] != "cookie" {
+		p.hs.fe.Captures = append(p.hs.fe.Captures, c)
+		return
+	}
+	if p.hs.fe.CaptureCookie != nil {
+		p.errorf(l, "capture", "'capture cookie' : only one capture cookie is allowed per frontend (accepted: one capture cookie line)")
+		return
+	}
+	if n > 63 {
+		p.warnf(l, "truncating capture length to 63 bytes for frontend '%s'.", p.sectionName())
+		c.Len = 63
+	}
+	p.hs.fe.CaptureCookie = &c
+}
+
+// sectionName is the name of the frontend or listen section being read.
+func (p *parser) sectionName() string {
+	if p.kind == secListen && p.ls != nil {
+		return p.ls.name
+	}
+	if p.fe != nil {
+		return p.fe.Name
+	}
+	return ""
+}
+
 // httpMark records the first HTTP-only keyword of the section.
 func (p *parser) httpMark(l line, kw string) {
 	if p.hs.first == 0 {
@@ -240,13 +315,9 @@ func (p *parser) httpLine(l line) bool {
 		if p.kind == secBackend {
 			return false
 		}
-		if args, ok := p.nargs(l, 2, 0, 1, "[clf]"); ok && p.once(l, kw) {
-			if len(args) == 1 {
-				p.errorf(l, kw, "option httplog clf is not supported by vipstack (accepted: option httplog)")
-				return true
-			}
+		if clf, ok := p.httplogArgs(l); ok && p.once(l, kw) {
 			p.httpMark(l, kw)
-			p.hs.httplog = true
+			p.hs.httplog, p.hs.httplogCLF = true, clf
 		}
 	case "errorfile":
 		if code, body, ok := p.readErrorfile(l); ok {
@@ -262,6 +333,13 @@ func (p *parser) httpLine(l line) bool {
 		}
 		p.httpMark(l, kw)
 		p.proxyStats(l, hp)
+	case "capture":
+		if p.kind == secBackend {
+			p.warnf(l, "'capture' ignored because backend '%s' has no frontend capability.", p.be.Name)
+			return true
+		}
+		p.httpMark(l, kw)
+		p.capture(l)
 	case "monitor-uri":
 		if p.kind != secFrontend {
 			return false
@@ -873,7 +951,7 @@ func (p *parser) httpFrontendEnd(fe *lbconfig.Frontend, mode string, ownFormat b
 	p.inheritHTTP(&h.HTTPProxy)
 	h.HTTPLog = p.hs.httplog || (p.httplogAt != 0 && !ownFormat)
 	if h.HTTPLog && !ownFormat {
-		p.feLogFormat = lbconfig.HTTPLogFormat
+		p.feLogFormat = p.httplogFormat()
 	}
 	fe.HTTP = &h
 }

@@ -186,8 +186,9 @@ type parser struct {
 	defMode      string           // defaults' mode: "", tcp or http
 	defBalance   lbconfig.Balance // defaults' balance, "" for none
 	defModeLine  int
-	httplogAt    int // line of defaults' option httplog while it is the format in force
-	forwardforAt int // line of defaults' option forwardfor
+	httplogAt    int  // line of defaults' option httplog while it is the format in force
+	httplogCLF   bool // defaults' option httplog is `option httplog clf`
+	forwardforAt int  // line of defaults' option forwardfor
 
 	defServer      lbconfig.Server    // the section's default-server parameters
 	defaultsServer lbconfig.Server    // defaults' default-server parameters
@@ -608,7 +609,7 @@ func (p *parser) endForwardingListen(webToo bool) {
 		p.httpFrontendEnd(&fe, "http", ls.logFormat != "")
 		p.httpBackendEnd(be, "http")
 		if fe.HTTP.HTTPLog && ls.logFormat == "" {
-			ls.logFormat = lbconfig.HTTPLogFormat
+			ls.logFormat = p.httplogFormat()
 		}
 	}
 	if fe.HTTP == nil && p.httplogAt != 0 && ls.logFormat == "" {
@@ -876,8 +877,9 @@ func (p *parser) defaults(l line) {
 		// For a TCP proxy, haproxy falls back to option tcplog with a
 		// warning (endSection); a monitor or stats section in mode http
 		// would log its requests, which endListen judges.
-		if _, ok := p.nargs(l, 2, 0, 0, ""); ok && p.once(l, kw) {
+		if clf, ok := p.httplogArgs(l); ok && p.once(l, kw) {
 			p.logFormat, p.logFormatAt, p.httplogAt = lbconfig.TCPLogFormat, l.num, l.num
+			p.httplogCLF = clf
 		}
 	case "default-server":
 		p.defaultServer(l)
@@ -1121,8 +1123,8 @@ func (p *parser) listen(l line) {
 		// A forwarding listen in mode http logs its requests
 		// (http.go); a monitor or stats section its request lines
 		// (listenLog).
-		if _, ok := p.nargs(l, 2, 0, 0, ""); ok && p.once(l, kw) {
-			p.hs.httplog, p.hs.httplogLine = true, l.num
+		if clf, ok := p.httplogArgs(l); ok && p.once(l, kw) {
+			p.hs.httplog, p.hs.httplogLine, p.hs.httplogCLF = true, l.num, clf
 		}
 	case "stats enable":
 		if p.once(l, kw) {

@@ -146,6 +146,26 @@ func TestParseRewriteErrors(t *testing.T) {
 			haproxy: haproxyRejects,
 		},
 		{
+			name: "capture without len", lines: "  capture request header Host 10\n",
+			want:    `h.cfg:9: capture takes capture request header NAME len N, capture response header NAME len N or capture cookie NAME len N, got "request header Host 10"`,
+			haproxy: haproxyRejects,
+		},
+		{
+			name: "capture len not a number", lines: "  capture response header X len ten\n",
+			want:    `h.cfg:9: capture X: len "ten" is not a positive length (accepted: a number of bytes, such as 64)`,
+			haproxy: haproxyAccepts,
+		},
+		{
+			name: "two capture cookie", lines: "  capture cookie A len 5\n  capture cookie B len 5\n",
+			want:    `h.cfg:10: 'capture cookie' : only one capture cookie is allowed per frontend (accepted: one capture cookie line)`,
+			haproxy: haproxyAccepts,
+		},
+		{
+			name: "option httplog other", lines: "  option httplog json\n",
+			want:    `h.cfg:9: option httplog: "json" is not a log format option (accepted: option httplog, option httplog clf)`,
+			haproxy: haproxyRejects,
+		},
+		{
 			name: "response rule in a tcp backend", lines: "backend t\n  mode tcp\n  http-response del-header X\n  server s 127.0.0.1:1\n",
 			want:    `h.cfg:11: http-response in backend t (mode tcp) is not supported by vipstack: its acl, use_backend, http-request, http-response, redirect, cookie, monitor-uri and stats rules work in mode http only (accepted: mode http in backend t)`,
 			haproxy: haproxyAccepts,
@@ -210,7 +230,68 @@ backend b
 	if diff := cmp.Diff(wantWarn, cfg.Warnings); diff != "" {
 		t.Errorf("warnings (-want +got):\n%s", diff)
 	}
-	if _, text, _ := strings.Cut(wantWarn[0], ": "); !strings.Contains(out, text) {
-		t.Errorf("haproxy -c does not warn %q:\n%s", text, out)
+	for _, w := range wantWarn {
+		if _, text, _ := strings.Cut(w, ": "); !strings.Contains(out, text) {
+			t.Errorf("haproxy -c does not warn %q:\n%s", text, out)
+		}
+	}
+}
+
+// TestParseCaptureAndCLF reads capture lines and option httplog clf (in
+// defaults and in a frontend) into the model; a cookie capture longer
+// than 63 bytes is cut with haproxy's warning.
+func TestParseCaptureAndCLF(t *testing.T) {
+	const conf = `defaults
+  mode http
+  log 127.0.0.1:514 local0
+  option httplog clf
+  timeout connect 5s
+  timeout client 5s
+  timeout server 5s
+frontend f
+  bind 127.0.0.1:47011
+  capture request header Host len 10
+  capture response header Content-Type len 20
+  capture request header User-Agent len 64
+  capture cookie SESS len 100
+  default_backend b
+frontend g
+  bind 127.0.0.1:47013
+  option httplog
+  default_backend b
+backend b
+  capture request header Host len 5
+  server s 127.0.0.1:47012
+`
+	cfg, err := Parse("h.cfg", []byte(conf))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ok, out := haproxyCheck(t, []byte(conf))
+	if !ok {
+		t.Errorf("haproxy -c rejects it:\n%s", out)
+	}
+	f, g := cfg.Frontends[0].HTTP, cfg.Frontends[1].HTTP
+	wantCaps := []lbconfig.Capture{{Name: "Host", Len: 10}, {Response: true, Name: "Content-Type", Len: 20}, {Name: "User-Agent", Len: 64}}
+	if diff := cmp.Diff(wantCaps, f.Captures); diff != "" {
+		t.Errorf("captures (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(&lbconfig.Capture{Name: "SESS", Len: 63}, f.CaptureCookie); diff != "" {
+		t.Errorf("capture cookie (-want +got):\n%s", diff)
+	}
+	if f.LogFormat != lbconfig.HTTPLogCLFFormat || g.LogFormat != lbconfig.HTTPLogFormat {
+		t.Errorf("log formats %q, %q; want clf's, then httplog's", f.LogFormat, g.LogFormat)
+	}
+	wantWarn := []string{
+		"h.cfg:13: truncating capture length to 63 bytes for frontend 'f'.",
+		"h.cfg:20: 'capture' ignored because backend 'b' has no frontend capability.",
+	}
+	if diff := cmp.Diff(wantWarn, cfg.Warnings); diff != "" {
+		t.Errorf("warnings (-want +got):\n%s", diff)
+	}
+	for _, w := range wantWarn {
+		if _, text, _ := strings.Cut(w, ": "); !strings.Contains(out, text) {
+			t.Errorf("haproxy -c does not warn %q:\n%s", text, out)
+		}
 	}
 }

@@ -32,11 +32,27 @@ type HTTPFrontend struct {
 	// LogFormat is the request log's format (HTTPLogFormat for option
 	// httplog); empty writes no request lines.
 	LogFormat string
+	// Captures are `capture request header NAME len N` and `capture
+	// response header NAME len N`, in the order written (%hr %hs %hrl
+	// %hsl show them).
+	Captures []Capture
+	// CaptureCookie is `capture cookie NAME len N` (%CC %CS); nil when
+	// none.
+	CaptureCookie *Capture
 	// TCPMode: the frontend says mode tcp, and its default backend is
 	// mode http, so its connections are HTTP all the same, as haproxy
 	// 2.6 handles them; its "Connect from" lines, one per request, say
 	// TCP. It has no HTTP rules of its own.
 	TCPMode bool
+}
+
+// Capture is one `capture` line of a frontend: the last occurrence of a
+// request's or an answer's header (Response), or the first cookie whose
+// name begins with Name, cut to Len bytes.
+type Capture struct {
+	Response bool
+	Name     string
+	Len      int
 }
 
 // HTTPLogVariables are the variables an HTTP frontend's log format may
@@ -48,9 +64,11 @@ type HTTPFrontend struct {
 //	Ti          idle time before the request (0)
 //	ST          status code
 //	r HM HU HP HQ HV  request line, method, URI, path, query, version
-//	CC CS       captured cookies ("-": vipstack captures none)
+//	CC CS       the captured cookie of the request and of the answer
+//	            ("-" when none)
 //	tsc         termination state with the cookie flags (4 characters)
-//	hr hs hrl hsl  captured headers (vipstack captures none: empty)
+//	hr hs hrl hsl  captured request and answer headers: {a|b} or, CLF
+//	            style (hrl hsl), one word each
 var HTTPLogVariables = []string{"CC", "CS", "HM", "HP", "HQ", "HU", "HV", "ST", "TR", "Ta", "Ti", "Tq", "Tr", "hr", "hrl", "hs", "hsl", "r", "tr", "trg", "trl", "tsc"}
 
 // ParseHTTPLogFormat is ParseLogFormat for a mode http frontend, whose
@@ -61,6 +79,9 @@ func ParseHTTPLogFormat(s string) ([]LogItem, error) {
 
 // HTTPLogFormat is the format of haproxy's `option httplog`.
 const HTTPLogFormat = "%ci:%cp [%tr] %ft %b/%s %TR/%Tw/%Tc/%Tr/%Ta %ST %B %CC %CS %tsc %ac/%fc/%bc/%sc/%rc %sq/%bq %hr %hs %{+Q}r"
+
+// HTTPLogCLFFormat is the format of haproxy's `option httplog clf`.
+const HTTPLogCLFFormat = `%{+Q}o %{-Q}ci - - [%trg] %r %ST %B "" "" %cp %ms %ft %b %s %TR %Tw %Tc %Tr %Ta %tsc %ac %fc %bc %sc %rc %sq %bq %CC %CS %hrl %hsl`
 
 // HTTPBackend is a backend's HTTP settings (mode http).
 type HTTPBackend struct {

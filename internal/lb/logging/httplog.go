@@ -3,6 +3,7 @@ package logging
 import (
 	"net/netip"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/vipstack/vipstack/internal/lbconfig"
@@ -49,6 +50,12 @@ type HTTPFields struct {
 	// BadRequest: no request was read; %r is "<BADREQ>".
 	BadRequest bool
 	Counts     Counts
+	// ReqCaps and ResCaps are the captured request and answer headers
+	// (nil without capture lines of that side; an entry nil when the
+	// header was absent). CookieReq and CookieRes are the captured
+	// cookies, "" for none.
+	ReqCaps, ResCaps     []*string
+	CookieReq, CookieRes string
 }
 
 func msOrMinus(d time.Duration) int64 {
@@ -87,7 +94,7 @@ func (hl *HTTPLog) AppendLine(b []byte, f *HTTPFields) []byte {
 			b = one.AppendLine(b, &cn, end)
 			continue
 		}
-		quoted := q && (it.Var == "r" || it.Var == "HM" || it.Var == "HU" || it.Var == "HP" || it.Var == "HQ" || it.Var == "HV" || it.Var == "hr" || it.Var == "hs")
+		quoted := q && (it.Var == "r" || it.Var == "HM" || it.Var == "HU" || it.Var == "HP" || it.Var == "HQ" || it.Var == "HV" || it.Var == "CC" || it.Var == "CS")
 		if quoted {
 			b = append(b, '"')
 		}
@@ -142,16 +149,91 @@ func (hl *HTTPLog) AppendLine(b []byte, f *HTTPFields) []byte {
 		case "HV":
 			b = append(b, f.Version...)
 		case "CC", "CS":
-			b = append(b, '-')
+			v := f.CookieReq
+			if it.Var == "CS" {
+				v = f.CookieRes
+			}
+			if v == "" && !quoted {
+				v = "-"
+			}
+			b = append(b, v...)
 		case "tsc":
 			b = append(b, f.Term[0], f.Term[1], '-', '-')
 		case "hr", "hs", "hrl", "hsl":
-			// no captures
-			skipSpace = !quoted
+			caps := f.ReqCaps
+			if it.Var[1] == 's' {
+				caps = f.ResCaps
+			}
+			if caps == nil {
+				// haproxy leaves out a capture the frontend does not
+				// have, with the space after it.
+				skipSpace = true
+				break
+			}
+			b = appendCaptures(b, caps, len(it.Var) == 3, q)
 		}
 		if quoted {
 			b = append(b, '"')
 		}
+	}
+	return b
+}
+
+// appendCaptures writes captured headers as haproxy does: %hr "{a|b}"
+// (quoted whole under +Q), %hrl "a b" with "-" for an absent one (each
+// quoted under +Q, absent then ""); bytes of hdrEncoded as #XX.
+func appendCaptures(b []byte, caps []*string, list, quote bool) []byte {
+	if !list {
+		if quote {
+			b = append(b, '"')
+		}
+		b = append(b, '{')
+		for i, c := range caps {
+			if i > 0 {
+				b = append(b, '|')
+			}
+			if c != nil {
+				b = appendHdrEncoded(b, *c)
+			}
+		}
+		b = append(b, '}')
+		if quote {
+			b = append(b, '"')
+		}
+		return b
+	}
+	for i, c := range caps {
+		if i > 0 {
+			b = append(b, ' ')
+		}
+		if quote {
+			b = append(b, '"')
+		}
+		switch {
+		case c != nil:
+			b = appendHdrEncoded(b, *c)
+		case !quote:
+			b = append(b, '-')
+		}
+		if quote {
+			b = append(b, '"')
+		}
+	}
+	return b
+}
+
+// appendHdrEncoded writes s with haproxy's escaping of captured headers:
+// control bytes, bytes from 0x7f and '"', '#', '{', '|', '}' become
+// '#' and two upper-case hex digits.
+func appendHdrEncoded(b []byte, s string) []byte {
+	const hex = "0123456789ABCDEF"
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x20 || c >= 0x7f || strings.IndexByte("\"#{|}", c) >= 0 {
+			b = append(b, '#', hex[c>>4], hex[c&15])
+			continue
+		}
+		b = append(b, c)
 	}
 	return b
 }
