@@ -1007,6 +1007,13 @@ func (p *parser) log(l line) {
 		}
 		return
 	}
+	if len(args) > 0 {
+		addr, ok := p.logHost(l, args[0])
+		if !ok {
+			return
+		}
+		args = append([]string{addr}, args[1:]...)
+	}
 	t, err := lbconfig.ParseLogTarget(args)
 	if err != nil {
 		p.errorf(l, "log", "%v", err)
