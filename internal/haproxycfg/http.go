@@ -16,8 +16,8 @@ import (
 // lbconfig.HTTPBackend.
 
 const (
-	httpFrontendKeywords = "acl, capture, compression, errorfile, http-request, http-response, monitor-uri, option forwardfor, option http-keep-alive, option http-server-close, option httpclose, option httplog, redirect, stats admin, stats auth, stats enable, stats hide-version, stats realm, stats refresh, stats show-desc, stats show-legends, stats show-node, stats uri, use_backend"
-	httpBackendKeywords  = "acl, balance uri, balance hdr(NAME), compression, cookie, errorfile, http-request, http-response, ignore-persist, option forwardfor, option http-keep-alive, option http-server-close, option httpclose, redirect, stats admin, stats auth, stats enable, stats hide-version, stats realm, stats refresh, stats show-desc, stats show-legends, stats show-node, stats uri"
+	httpFrontendKeywords = "acl, capture, compression, errorfile, http-request, http-response, monitor-uri, option forwardfor, option originalto, option http-keep-alive, option http-server-close, option httpclose, option httplog, redirect, stats admin, stats auth, stats enable, stats hide-version, stats realm, stats refresh, stats show-desc, stats show-legends, stats show-node, stats uri, use_backend"
+	httpBackendKeywords  = "acl, balance uri, balance hdr(NAME), compression, cookie, errorfile, http-request, http-response, ignore-persist, option forwardfor, option originalto, option http-keep-alive, option http-server-close, option httpclose, redirect, stats admin, stats auth, stats enable, stats hide-version, stats realm, stats refresh, stats show-desc, stats show-legends, stats show-node, stats uri"
 )
 
 // withHTTP merges a section's keyword list with its HTTP keywords, sorted.
@@ -40,6 +40,8 @@ type httpDefaults struct {
 	conn        string
 	errorFiles  map[int][]byte
 	compression *lbconfig.Compression
+	originalTo  *lbconfig.OriginalTo
+	originalAt  int // line of defaults' option originalto
 }
 
 // httpSection is the HTTP part of the section being read. What becomes
@@ -74,6 +76,13 @@ func (p *parser) httpDefaultsLine(l line) bool {
 	case "option http-server-close", "option httpclose", "option http-keep-alive":
 		if _, ok := p.nargs(l, 2, 0, 0, ""); ok && p.once(l, kw) {
 			p.hd.conn = connMode(kw)
+		}
+	case "option originalto":
+		if !p.once(l, kw) {
+			return true
+		}
+		if ot, ok := p.originalTo(l); ok {
+			p.hd.originalTo, p.hd.originalAt = ot, l.num
 		}
 	case "compression":
 		if p.hd.compression == nil {
@@ -127,6 +136,34 @@ func unwrapPath(err error) error {
 		return pe.Err
 	}
 	return err
+}
+
+// originalTo reads `option originalto [except NET] [header NAME]`.
+func (p *parser) originalTo(l line) (*lbconfig.OriginalTo, bool) {
+	ot := &lbconfig.OriginalTo{Header: "X-Original-To"}
+	args := l.words[2:]
+	for i := 0; i < len(args); i++ {
+		if (args[i] != "except" && args[i] != "header") || i+1 == len(args) {
+			p.errorf(l, "option originalto", "option originalto: %q is not supported (accepted: except NETWORK, header NAME)", strings.Join(args[i:], " "))
+			return nil, false
+		}
+		i++
+		if args[i-1] == "header" {
+			ot.Header = args[i]
+			continue
+		}
+		pf, err := netip.ParsePrefix(args[i])
+		if err != nil {
+			a, err2 := netip.ParseAddr(args[i])
+			if err2 != nil {
+				p.errorf(l, "option originalto", "option originalto: except %q is not a network (accepted: 127.0.0.0/8, 10.0.0.1)", args[i])
+				return nil, false
+			}
+			pf = netip.PrefixFrom(a, a.BitLen())
+		}
+		ot.Except = pf.Masked()
+	}
+	return ot, true
 }
 
 // forwardFor reads `option forwardfor [except NET] [header NAME] [if-none]`.
@@ -289,6 +326,13 @@ func (p *parser) httpLine(l line) bool {
 	case "http-response":
 		p.httpMark(l, kw)
 		p.httpResponse(l, hp)
+	case "option originalto":
+		if !p.once(l, kw) {
+			return true
+		}
+		if ot, ok := p.originalTo(l); ok {
+			hp.OriginalTo = ot
+		}
 	case "compression":
 		p.httpMark(l, kw)
 		if hp.Compression == nil {
@@ -971,6 +1015,10 @@ func (p *parser) httpBackendEnd(be *lbconfig.Backend, mode string) {
 }
 
 func (p *parser) inheritHTTP(h *lbconfig.HTTPProxy) {
+	if h.OriginalTo == nil && p.hd.originalTo != nil {
+		ot := *p.hd.originalTo
+		h.OriginalTo = &ot
+	}
 	if h.ForwardFor == nil && p.hd.forwardFor != nil {
 		ff := *p.hd.forwardFor
 		h.ForwardFor = &ff
@@ -1066,5 +1114,10 @@ func (p *parser) httpFormat() bool {
 func (p *parser) ownForwardForIgnored(what, name string, ff *lbconfig.ForwardFor) {
 	if at, ok := p.seen["option forwardfor"]; ok && ff != nil {
 		p.warnf(line{num: at}, "'option forwardfor' ignored for %s '%s' as it requires HTTP mode.", what, name)
+	}
+	if at, ok := p.seen["option originalto"]; ok {
+		p.warnf(line{num: at}, "'option originalto' ignored for %s '%s' as it requires HTTP mode.", what, name)
+	} else if p.hd.originalAt != 0 {
+		p.warnf(line{num: p.hd.originalAt}, "'option originalto' ignored for %s '%s' as it requires HTTP mode.", what, name)
 	}
 }

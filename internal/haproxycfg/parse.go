@@ -131,7 +131,7 @@ func commas(list string) string { return strings.Join(strings.Fields(list), ", "
 // Keywords each section accepts, for error messages.
 const (
 	globalKeywords   = "ca-base, chroot, crt-base, daemon, gid, group, hard-stop-after, log, log-send-hostname, log-tag, maxconn, nbthread, pidfile, server-state-file, spread-checks, ssl-default-bind-*, ssl-default-server-*, stats socket, stats timeout, tune.bufsize, tune.maxaccept, tune.maxrewrite, tune.ssl.default-dh-param, uid, ulimit-n, user"
-	defaultsKeywords = "balance, compression, default-server, errorfile, log, log-format, maxconn, mode, no log, option dontlognull, option forwardfor, option http-keep-alive, option http-server-close, option httpclose, option httpchk, option httplog, option redispatch, option tcplog, retries, timeout, " + moreProxyOptions + ", option allbackups"
+	defaultsKeywords = "balance, compression, default-server, errorfile, log, log-format, maxconn, mode, no log, option dontlognull, option forwardfor, option http-keep-alive, option http-server-close, option httpclose, option httpchk, option httplog, option log-health-checks, option originalto, option redispatch, option tcplog, retries, timeout, " + moreProxyOptions + ", option allbackups"
 	frontendKeywords = "bind, default_backend, id, log, log-format, maxconn, mode, no log, option tcplog, timeout, " + moreProxyOptions
 	listenKeywords   = "balance, bind, default-server, http-check connect, http-check expect status, http-check send, id, log, log-format, mode, monitor-uri, no log, option dontlognull, option httpchk, option log-health-checks, option redispatch, option ssl-hello-chk, option tcp-check, option tcplog, server, stats auth, stats enable, stats hide-version, stats refresh, stats uri, tcp-check, " +
 		"maxconn, retries, timeout, option allbackups, option httplog, stats admin, stats realm, stats show-desc, stats show-legends, stats show-node, " + moreProxyOptions
@@ -158,13 +158,15 @@ type parser struct {
 	secLine int            // line of the section keyword
 	seen    map[string]int // keyword -> line, for settings given once per section
 
-	defaultsLine int                   // line of the defaults section, 0 if none yet
-	proxySeen    bool                  // a frontend, backend or listen section was opened
-	dontLogNull  bool                  // from defaults
-	redispatch   bool                  // from defaults
-	globalLogs   []lbconfig.LogTarget  // global's `log` lines
-	defLogs      []lbconfig.LogTarget  // defaults' `log` lines, `log global` expanded
-	logs         *[]lbconfig.LogTarget // the current section's: defLogs, the frontend's or the backend's
+	defaultsLine int  // line of the defaults section, 0 if none yet
+	proxySeen    bool // a frontend, backend or listen section was opened
+	dontLogNull  bool // from defaults
+	redispatch   bool // from defaults
+	// logHealthChecks is defaults' option log-health-checks.
+	logHealthChecks bool
+	globalLogs      []lbconfig.LogTarget  // global's `log` lines
+	defLogs         []lbconfig.LogTarget  // defaults' `log` lines, `log global` expanded
+	logs            *[]lbconfig.LogTarget // the current section's: defLogs, the frontend's or the backend's
 	// Which of global's lines each of the current section's targets
 	// came from through `log global` (-1: its own line), and defaults'.
 	// haproxy 2.6 adds a global line to a section once, however many
@@ -432,7 +434,7 @@ func (p *parser) section(l line) {
 		case "backend":
 			p.defServer = p.defaultsServer
 			p.tcpCheckAt, p.tcpRulesAt, p.httpRulesAt, p.checks = 0, 0, 0, checkOpts{}
-			p.kind, p.be = secBackend, &lbconfig.Backend{Name: name, DontLogNull: p.dontLogNull, RedispatchOnRetry: p.redispatch, Balance: p.defBalance}
+			p.kind, p.be = secBackend, &lbconfig.Backend{Name: name, DontLogNull: p.dontLogNull, RedispatchOnRetry: p.redispatch, Balance: p.defBalance, LogHealthChecks: p.logHealthChecks}
 			p.inheritHTTPCheck()
 			p.be.LogTargets = slices.Clone(p.defLogs)
 			p.logs = &p.be.LogTargets
@@ -910,6 +912,13 @@ func (p *parser) defaults(l line) {
 				p.redispatch = true
 			}
 		}
+	case "option log-health-checks":
+		// Every backend and listen after it logs its checks.
+		if p.once(l, kw) {
+			if _, ok := p.nargs(l, 2, 0, 0, ""); ok {
+				p.logHealthChecks = true
+			}
+		}
 	case "retries":
 		if !p.once(l, kw) {
 			return
@@ -1083,7 +1092,7 @@ func (p *parser) listen(l line) {
 	if slices.Contains(strings.Split(listenBackendKeywords, "|"), kw) {
 		if ls.forwardLine == 0 {
 			ls.forwardLine = l.num
-			p.be = &lbconfig.Backend{Name: ls.name, DontLogNull: p.dontLogNull, RedispatchOnRetry: p.redispatch, Balance: p.defBalance}
+			p.be = &lbconfig.Backend{Name: ls.name, DontLogNull: p.dontLogNull, RedispatchOnRetry: p.redispatch, Balance: p.defBalance, LogHealthChecks: p.logHealthChecks}
 			p.inheritHTTPCheck()
 		}
 		p.backend(l)

@@ -1,6 +1,8 @@
 package haproxycfg
 
 import (
+	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 
@@ -293,5 +295,57 @@ backend b
 		if _, text, _ := strings.Cut(w, ": "); !strings.Contains(out, text) {
 			t.Errorf("haproxy -c does not warn %q:\n%s", text, out)
 		}
+	}
+}
+
+// TestParseDefaultsOriginalToAndHealthLogs: defaults' option originalto
+// goes to every HTTP section (a TCP one warns as haproxy does) and
+// option log-health-checks to every backend.
+func TestParseDefaultsOriginalToAndHealthLogs(t *testing.T) {
+	const conf = `defaults
+  mode http
+  timeout connect 5s
+  timeout client 5s
+  timeout server 5s
+  option originalto except 127.0.0.0/8
+  option log-health-checks
+frontend f
+  bind 127.0.0.1:47011
+  default_backend b
+backend b
+  option originalto header X-Dst
+  server s 127.0.0.1:47012 check
+listen t
+  mode tcp
+  bind 127.0.0.1:47013
+  server s 127.0.0.1:47014
+`
+	cfg, err := Parse("h.cfg", []byte(conf))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ok, out := haproxyCheck(t, []byte(conf))
+	if !ok {
+		t.Errorf("haproxy -c rejects it:\n%s", out)
+	}
+	got := []*lbconfig.OriginalTo{cfg.Frontends[0].HTTP.OriginalTo, cfg.Backends[0].HTTP.OriginalTo}
+	want := []*lbconfig.OriginalTo{
+		{Header: "X-Original-To", Except: netip.MustParsePrefix("127.0.0.0/8")},
+		{Header: "X-Dst"},
+	}
+	if diff := cmp.Diff(want, got, cmp.Comparer(func(a, b netip.Prefix) bool { return a == b })); diff != "" {
+		t.Errorf("originalto (-want +got):\n%s", diff)
+	}
+	for _, b := range cfg.Backends {
+		if !b.LogHealthChecks {
+			t.Errorf("backend %s: LogHealthChecks false, want true from defaults", b.Name)
+		}
+	}
+	wantWarn := "h.cfg:6: 'option originalto' ignored for proxy 't' as it requires HTTP mode."
+	if !slices.Contains(cfg.Warnings, wantWarn) {
+		t.Errorf("warnings %q lack %q", cfg.Warnings, wantWarn)
+	}
+	if _, text, _ := strings.Cut(wantWarn, ": "); !strings.Contains(out, text) {
+		t.Errorf("haproxy -c does not warn %q:\n%s", text, out)
 	}
 }

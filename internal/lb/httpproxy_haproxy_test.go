@@ -169,7 +169,7 @@ func masked(a httpAnswer) httpAnswer {
 	}
 	x := *a.Arrived
 	h := http.Header{}
-	for _, k := range []string{"X-Forwarded-For", "X-Route", "X-Src", "X-Backend", "X-Remove", "X-Keep", "Cookie", "X-Rep", "X-Val", "Accept-Encoding"} {
+	for _, k := range []string{"X-Forwarded-For", "X-Route", "X-Src", "X-Backend", "X-Remove", "X-Keep", "Cookie", "X-Rep", "X-Val", "Accept-Encoding", "X-Original-To", "X-Dst"} {
 		if v := x.Header.Values(k); len(v) > 0 {
 			h[k] = v
 		}

@@ -68,3 +68,39 @@ func TestHTTPRewriteMatchesHaproxy(t *testing.T) {
 		t.Fatalf("haproxy's set-status answers are not what the test expects: %d %d %d", want[n-3].Status, want[n-2].Status, want[n-1].Status)
 	}
 }
+
+// TestOriginalToMatchesHaproxy runs option originalto in a frontend and
+// in backends (its own header name, an except network) in haproxy 2.6
+// and in vipstack: the same header, or none, arrives.
+func TestOriginalToMatchesHaproxy(t *testing.T) {
+	ports := startHTTPPair(t, `defaults
+  mode http
+  timeout connect 1s
+  timeout client 5s
+  timeout server 5s
+frontend fe
+  bind 127.0.0.1:{{P0}}
+  option originalto
+  use_backend api if { path_beg /api }
+  use_backend except if { path_beg /except }
+  default_backend web
+backend web
+  server w1 {{W}}
+backend api
+  option originalto header X-Dst
+  server a1 {{A}}
+backend except
+  option originalto except 127.0.0.0/8
+  server a1 {{A}}
+`)
+	reqs := []rawRequest{
+		{"frontend's", "GET / HTTP/1.1\r\nHost: a.example\r\n\r\n"},
+		{"backend's header name", "GET /api HTTP/1.1\r\nHost: a.example\r\n\r\n"},
+		{"backend's except", "GET /except HTTP/1.1\r\nHost: a.example\r\n\r\n"},
+		{"one already there", "GET / HTTP/1.1\r\nHost: a.example\r\nX-Original-To: 192.0.2.1\r\n\r\n"},
+	}
+	want := askBoth(t, reqs, "127.0.0.1:"+ports[0], "127.0.0.1:"+ports[1])
+	if a := want[0].Arrived; a == nil || a.Header.Get("X-Original-To") != "127.0.0.1" {
+		t.Fatalf("haproxy did not add X-Original-To as the test expects: %+v", want[0])
+	}
+}

@@ -108,6 +108,8 @@ type HTTPProxy struct {
 	Redirects []HTTPRule           // `redirect` rules in order (Action "redirect")
 	// ForwardFor is `option forwardfor`; nil when off.
 	ForwardFor *ForwardFor
+	// OriginalTo is `option originalto`; nil when off.
+	OriginalTo *OriginalTo
 	// Conn is the connection mode: "" (keep-alive, haproxy's default),
 	// "server-close" or "close" (option httpclose).
 	Conn string
@@ -151,6 +153,16 @@ type ForwardFor struct {
 	Header string // default X-Forwarded-For
 	Except netip.Prefix
 	IfNone bool
+}
+
+// OriginalTo is `option originalto [except NET] [header NAME]`: the
+// request gets a header (default X-Original-To) with the address the
+// client connected to, unless it is in Except. On in the frontend or
+// the backend, it adds one header: the backend's name if it sets one,
+// none when either section's Except holds the address (haproxy 2.6).
+type OriginalTo struct {
+	Header string
+	Except netip.Prefix
 }
 
 // Cookie is a backend's `cookie` line.

@@ -399,6 +399,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		!(ff.IfNone && len(r.Header.Values(ff.Header)) > 0) {
 		r.Header.Add(ff.Header, rq.src.Addr().Unmap().String())
 	}
+	originalTo(r, rq.dst.Addr().Unmap(), fe.OriginalTo, bh)
 	p.forward(w, rq, c, backend, b, fe, &e)
 }
 
@@ -994,4 +995,28 @@ func ignorePersist(bh *lbconfig.HTTPBackend, a acls, rq *request) bool {
 		}
 	}
 	return false
+}
+
+// originalTo adds option originalto's header, as haproxy 2.6 does: on in
+// the frontend or the backend, the backend's header name if it has the
+// option, none when either's except network holds the address.
+func originalTo(r *http.Request, dst netip.Addr, fe *lbconfig.OriginalTo, bh *lbconfig.HTTPBackend) {
+	var be *lbconfig.OriginalTo
+	if bh != nil {
+		be = bh.OriginalTo
+	}
+	if fe == nil && be == nil {
+		return
+	}
+	name := ""
+	for _, o := range []*lbconfig.OriginalTo{fe, be} {
+		if o == nil {
+			continue
+		}
+		if o.Except.IsValid() && o.Except.Contains(dst) {
+			return
+		}
+		name = o.Header
+	}
+	r.Header.Add(name, dst.String())
 }
