@@ -467,7 +467,7 @@ func (p *parser) endSection() {
 			if len(p.fe.LogTargets) == 0 {
 				p.fe.HTTP.LogFormat = ""
 			}
-		} else if len(p.fe.LogTargets) > 0 && format != "" {
+		} else if len(p.fe.LogTargets) > 0 && format != "" && p.tcpFormat(format, p.feLogFormat != "") {
 			p.fe.Log = &lbconfig.ConnLog{Format: format, DontLogNull: p.dontLogNull}
 		}
 		p.inheritedHTTP("frontend", p.fe.Name, p.feLogFormat != "")
@@ -631,7 +631,7 @@ func (p *parser) endForwardingListen(webToo bool) {
 	switch {
 	case fe.HTTP != nil && len(ls.logs) > 0:
 		fe.HTTP.LogFormat = format
-	case fe.HTTP == nil && len(ls.logs) > 0 && format != "":
+	case fe.HTTP == nil && len(ls.logs) > 0 && format != "" && p.tcpFormat(format, ls.logFormat != ""):
 		fe.Log = &lbconfig.ConnLog{Format: format, DontLogNull: p.dontLogNull}
 	}
 	be.LogTargets = slices.Clone(ls.logs)
@@ -1059,6 +1059,19 @@ func (p *parser) frontend(l line) {
 // logFormatLine reads `log-format FORMAT` or `option tcplog` (haproxy's
 // TCP format) into dst; the later of the two in a section wins, as in
 // haproxy (which warns).
+// tcpFormat checks a TCP section's log format: one inherited from
+// defaults with an HTTP variable is haproxy's error, at defaults' line.
+func (p *parser) tcpFormat(format string, own bool) bool {
+	if own {
+		return true
+	}
+	if v := lbconfig.HTTPOnlyVariable(format); v != "" {
+		p.errorf(line{num: p.logFormatAt}, "log-format", "failed to parse log-format : format variable '%s' is reserved for HTTP mode. (accepted in a mode tcp section: %s)", v, strings.Join(lbconfig.LogVariables, " "))
+		return false
+	}
+	return true
+}
+
 func (p *parser) logFormatLine(l line, dst *string) {
 	kw := keyword(l.words)
 	if kw == "option tcplog" {
@@ -1072,7 +1085,9 @@ func (p *parser) logFormatLine(l line, dst *string) {
 		return
 	}
 	parse := lbconfig.ParseLogFormat
-	if p.httpFormat() {
+	if p.httpFormat() || p.kind == secDefaults {
+		// Defaults' format may serve HTTP sections; a TCP one that
+		// inherits it is checked at its end (tcpFormat).
 		parse = lbconfig.ParseHTTPLogFormat // http.go
 	}
 	if _, err := parse(args[0]); err != nil {

@@ -349,3 +349,30 @@ listen t
 		t.Errorf("haproxy -c does not warn %q:\n%s", text, out)
 	}
 }
+
+// TestParseDefaultsHTTPLogFormat: defaults (mode tcp) may hold a
+// log-format with HTTP variables for the mode http sections that use
+// it; a mode tcp section that inherits it is haproxy's error.
+func TestParseDefaultsHTTPLogFormat(t *testing.T) {
+	const head = "global\n  log 127.0.0.1 local0\ndefaults\n  log global\n  log-format \"%ci [%tr] %hr %{+Q}r\"\n  timeout connect 5s\n  timeout client 5s\n  timeout server 5s\n"
+	httpOnly := head + "frontend f\n  mode http\n  bind 127.0.0.1:47011\n  default_backend b\nbackend b\n  mode http\n  server s 127.0.0.1:47012\n"
+	cfg, err := Parse("h.cfg", []byte(httpOnly))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.Frontends[0].HTTP.LogFormat; got != "%ci [%tr] %hr %{+Q}r" {
+		t.Errorf("frontend's format %q, want defaults'", got)
+	}
+	if ok, out := haproxyCheck(t, []byte(httpOnly)); !ok {
+		t.Errorf("haproxy -c rejects it:\n%s", out)
+	}
+	tcp := head + "frontend f\n  bind 127.0.0.1:47011\n  default_backend b\nbackend b\n  server s 127.0.0.1:47012\n"
+	_, err = Parse("h.cfg", []byte(tcp))
+	want := "h.cfg:5: failed to parse log-format : format variable 'tr' is reserved for HTTP mode. (accepted in a mode tcp section: " + strings.Join(lbconfig.LogVariables, " ") + ")"
+	if err == nil || err.Error() != want {
+		t.Errorf("error %v, want %s", err, want)
+	}
+	if ok, out := haproxyCheck(t, []byte(tcp)); ok || !strings.Contains(out, "format variable 'tr' is reserved for HTTP mode.") {
+		t.Errorf("haproxy -c: valid=%v, want its error:\n%s", ok, out)
+	}
+}

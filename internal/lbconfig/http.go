@@ -77,6 +77,21 @@ func ParseHTTPLogFormat(s string) ([]LogItem, error) {
 	return parseLogFormat(s, append(slices.Clone(LogVariables), HTTPLogVariables...))
 }
 
+// HTTPOnlyVariable is the first variable of an HTTP log format that a
+// TCP line cannot show (one of HTTPLogVariables), "" when none.
+func HTTPOnlyVariable(format string) string {
+	items, err := ParseHTTPLogFormat(format)
+	if err != nil {
+		return ""
+	}
+	for _, it := range items {
+		if it.Var != "" && !slices.Contains(LogVariables, it.Var) {
+			return it.Var
+		}
+	}
+	return ""
+}
+
 // HTTPLogFormat is the format of haproxy's `option httplog`.
 const HTTPLogFormat = "%ci:%cp [%tr] %ft %b/%s %TR/%Tw/%Tc/%Tr/%Ta %ST %B %CC %CS %tsc %ac/%fc/%bc/%sc/%rc %sq/%bq %hr %hs %{+Q}r"
 
