@@ -16,8 +16,8 @@ import (
 // lbconfig.HTTPBackend.
 
 const (
-	httpFrontendKeywords = "acl, capture, compression, errorfile, http-request, http-response, monitor-uri, option forwardfor, option originalto, option http-keep-alive, option http-server-close, option httpclose, option httplog, redirect, stats admin, stats auth, stats enable, stats hide-version, stats realm, stats refresh, stats show-desc, stats show-legends, stats show-node, stats uri, use_backend"
-	httpBackendKeywords  = "acl, balance uri, balance hdr(NAME), compression, cookie, errorfile, http-request, http-response, ignore-persist, option forwardfor, option originalto, option http-keep-alive, option http-server-close, option httpclose, redirect, stats admin, stats auth, stats enable, stats hide-version, stats realm, stats refresh, stats show-desc, stats show-legends, stats show-node, stats uri"
+	httpFrontendKeywords = "acl, capture, compression, errorfile, http-request, http-response, monitor-uri, option forwardfor, option http-buffer-request, option originalto, option http-keep-alive, option http-server-close, option httpclose, option httplog, redirect, stats admin, stats auth, stats enable, stats hide-version, stats realm, stats refresh, stats show-desc, stats show-legends, stats show-node, stats uri, use_backend"
+	httpBackendKeywords  = "acl, balance uri, balance hdr(NAME), compression, cookie, errorfile, http-request, http-response, ignore-persist, option forwardfor, option http-buffer-request, option originalto, option http-keep-alive, option http-server-close, option httpclose, redirect, stats admin, stats auth, stats enable, stats hide-version, stats realm, stats refresh, stats show-desc, stats show-legends, stats show-node, stats uri"
 )
 
 // withHTTP merges a section's keyword list with its HTTP keywords, sorted.
@@ -40,6 +40,7 @@ type httpDefaults struct {
 	conn        string
 	errorFiles  map[int][]byte
 	compression *lbconfig.Compression
+	bufferReq   bool
 	originalTo  *lbconfig.OriginalTo
 	originalAt  int // line of defaults' option originalto
 }
@@ -83,6 +84,10 @@ func (p *parser) httpDefaultsLine(l line) bool {
 		}
 		if ot, ok := p.originalTo(l); ok {
 			p.hd.originalTo, p.hd.originalAt = ot, l.num
+		}
+	case "option http-buffer-request":
+		if _, ok := p.nargs(l, 2, 0, 0, ""); ok && p.once(l, kw) {
+			p.hd.bufferReq = true
 		}
 	case "compression":
 		if p.hd.compression == nil {
@@ -332,6 +337,11 @@ func (p *parser) httpLine(l line) bool {
 		}
 		if ot, ok := p.originalTo(l); ok {
 			hp.OriginalTo = ot
+		}
+	case "option http-buffer-request":
+		if _, ok := p.nargs(l, 2, 0, 0, ""); ok && p.once(l, kw) {
+			p.httpMark(l, kw)
+			hp.BufferRequest = true
 		}
 	case "compression":
 		p.httpMark(l, kw)
@@ -1015,6 +1025,7 @@ func (p *parser) httpBackendEnd(be *lbconfig.Backend, mode string) {
 }
 
 func (p *parser) inheritHTTP(h *lbconfig.HTTPProxy) {
+	h.BufferRequest = h.BufferRequest || p.hd.bufferReq
 	if h.OriginalTo == nil && p.hd.originalTo != nil {
 		ot := *p.hd.originalTo
 		h.OriginalTo = &ot

@@ -125,6 +125,11 @@ type HTTPProxy struct {
 	ForwardFor *ForwardFor
 	// OriginalTo is `option originalto`; nil when off.
 	OriginalTo *OriginalTo
+	// BufferRequest is `option http-buffer-request`: the request's body
+	// is read (as much as haproxy's buffer holds) before the request
+	// goes to a server, within timeout http-request; on in the
+	// frontend or the backend.
+	BufferRequest bool
 	// Conn is the connection mode: "" (keep-alive, haproxy's default),
 	// "server-close" or "close" (option httpclose).
 	Conn string

@@ -464,6 +464,13 @@ func (p *Proxy) forward(w http.ResponseWriter, rq *request, c *compiled, name st
 	if bh != nil {
 		beProxy = &bh.HTTPProxy
 	}
+	if fe.BufferRequest || bh != nil && bh.BufferRequest {
+		if !bufferBody(w, r, c.cfg.Timeouts) {
+			e.Term = "cR"
+			p.fail(w, r, errorSection(fe, bh), http.StatusRequestTimeout)
+			return
+		}
+	}
 	algos, types, offload := compression(&fe.HTTPProxy, beProxy)
 	algo := chooseAlgo(algos, r)
 	if algo != "" && offload {
