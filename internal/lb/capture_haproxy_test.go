@@ -36,11 +36,12 @@ func maskCLFLog(l string) string {
 // option httplog's format (%hr %hs %CC %CS) and in option httplog clf's
 // (%hrl %hsl, everything quoted): last occurrences, lengths, absent
 // headers, escaped characters, a denied request and a client that sent
-// nothing.
+// nothing; and %HM %HU %HP %HPO %HQ %HV of an origin-form and an
+// absolute-form request.
 func TestCaptureLogMatchesHaproxy(t *testing.T) {
 	api := startOrigin(t, "api")
 	conf := func(sock string, ports []string) string {
-		return strings.NewReplacer("{{SOCK}}", sock, "{{P0}}", ports[0], "{{P1}}", ports[1], "{{P2}}", ports[2], "{{A}}", api.addr()).Replace(`defaults
+		return strings.NewReplacer("{{SOCK}}", sock, "{{P0}}", ports[0], "{{P1}}", ports[1], "{{P2}}", ports[2], "{{P3}}", ports[3], "{{A}}", api.addr()).Replace(`defaults
   mode http
   log {{SOCK}} local0
   timeout connect 1s
@@ -69,29 +70,35 @@ frontend clfnocap
   bind 127.0.0.1:{{P2}}
   option httplog clf
   default_backend api
+frontend paths
+  bind 127.0.0.1:{{P3}}
+  log-format "%HM %HU %HP %HPO %HQ %HV %{+Q}HPO %ci"
+  default_backend api
 backend api
   server a1 {{A}}
 `)
 	}
-	hlog, vlog, hports, vports := startHaproxyAndLB(t, 3, conf)
+	hlog, vlog, hports, vports := startHaproxyAndLB(t, 4, conf)
 	reqs := []string{
 		"GET /a HTTP/1.1\r\nHost: a.example.long\r\nX-Long: abcdefgh\r\nUser-Agent: x\"y{z|w}#\r\nCookie: other=1; SESSION=abcdefghijklmnop\r\nX-Send: X-Resp: r1\r\nX-Send: Set-Cookie: SESSX=val; Path=/\r\n\r\n",
 		"GET /b HTTP/1.1\r\nHost: b\r\nX-Long: 1\r\nX-Long: 22\r\nCookie: SESS=1\r\nX-Send: X-Resp: first\r\nX-Send: X-Resp: second-and-long\r\n\r\n",
 		"GET /c HTTP/1.1\r\nHost: c\r\nX-Long:\r\nCookie: SE\r\n\r\n",
 		"GET /deny HTTP/1.1\r\nHost: d\r\nCookie: SESS=2\r\n\r\n",
 	}
+	// The paths frontend: an absolute-form request too.
+	abs := "GET http://a.example/x/y?q=1 HTTP/1.1\r\nHost: a.example\r\n\r\n"
 	for _, p := range []struct {
 		ports []string
 		log   *logReader
 	}{{hports, hlog}, {vports, vlog}} {
-		n, seen := 0, map[string]int{}
+		n := 0
 		for i, port := range p.ports {
 			// The probe: a client that connects and closes.
 			waitListening(t, "tcp", "127.0.0.1:"+port)
-			n++
-			p.log.waitForN(t, port, "BADREQ", n)
+			n++ // every line so far, this probe's too
+			p.log.waitForN(t, port, "", n)
 			for _, raw := range reqs {
-				if i == 2 && raw != reqs[0] {
+				if i >= 2 && raw != reqs[0] {
 					continue
 				}
 				c, err := net.DialTimeout("tcp", "127.0.0.1:"+port, bound)
@@ -100,9 +107,18 @@ backend api
 				}
 				ask(t, c, bufio.NewReader(c), raw)
 				c.Close()
-				path := strings.Fields(raw)[1]
-				seen[path]++
-				p.log.waitForN(t, port, "GET "+path+" ", seen[path])
+				n++
+				p.log.waitForN(t, port, "", n)
+			}
+			if i == 3 {
+				c, err := net.DialTimeout("tcp", "127.0.0.1:"+port, bound)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ask(t, c, bufio.NewReader(c), abs)
+				c.Close()
+				n++
+				p.log.waitForN(t, port, "", n)
 			}
 		}
 	}

@@ -63,13 +63,15 @@ type Capture struct {
 //	            request, and TR plus the idle time (ms)
 //	Ti          idle time before the request (0)
 //	ST          status code
-//	r HM HU HP HQ HV  request line, method, URI, path, query, version
+//	r HM HU HP HQ HV  request line, method, URI, URI without the
+//	            query, query, version
+//	HPO         the path alone (without scheme, host or query)
 //	CC CS       the captured cookie of the request and of the answer
 //	            ("-" when none)
 //	tsc         termination state with the cookie flags (4 characters)
 //	hr hs hrl hsl  captured request and answer headers: {a|b} or, CLF
 //	            style (hrl hsl), one word each
-var HTTPLogVariables = []string{"CC", "CS", "HM", "HP", "HQ", "HU", "HV", "ST", "TR", "Ta", "Ti", "Tq", "Tr", "hr", "hrl", "hs", "hsl", "r", "tr", "trg", "trl", "tsc"}
+var HTTPLogVariables = []string{"CC", "CS", "HM", "HP", "HPO", "HQ", "HU", "HV", "ST", "TR", "Ta", "Ti", "Tq", "Tr", "hr", "hrl", "hs", "hsl", "r", "tr", "trg", "trl", "tsc"}
 
 // ParseHTTPLogFormat is ParseLogFormat for a mode http frontend, whose
 // formats may also show HTTPLogVariables.

@@ -88,15 +88,24 @@ func (hl *HTTPLog) AppendLine(b []byte, f *HTTPFields) []byte {
 		skipSpace = false
 		q := it.Quote
 		switch it.Var {
-		case "tr", "trg", "trl", "TR", "Tr", "Ta", "Tq", "Ti", "Tw", "Tc", "ST", "r", "HM", "HU", "HP", "HQ", "HV", "CC", "CS", "tsc", "hr", "hs", "hrl", "hsl":
+		case "tr", "trg", "trl", "TR", "Tr", "Ta", "Tq", "Ti", "Tw", "Tc", "ST", "r", "HM", "HU", "HP", "HPO", "HQ", "HV", "CC", "CS", "tsc", "hr", "hs", "hrl", "hsl":
 		default:
 			one := ConnLog{items: []lbconfig.LogItem{it}}
 			b = one.AppendLine(b, &cn, end)
 			continue
 		}
-		quoted := q && (it.Var == "r" || it.Var == "HM" || it.Var == "HU" || it.Var == "HP" || it.Var == "HQ" || it.Var == "HV" || it.Var == "CC" || it.Var == "CS")
+		quoted := q && (it.Var == "r" || it.Var == "HM" || it.Var == "HU" || it.Var == "HP" || it.Var == "HPO" || it.Var == "HQ" || it.Var == "HV" || it.Var == "CC" || it.Var == "CS")
 		if quoted {
 			b = append(b, '"')
+		}
+		if f.BadRequest && len(it.Var) >= 2 && it.Var[0] == 'H' && it.Var != "H" {
+			// No request: haproxy shows each of its parts as the
+			// request, "<BADREQ>" (measured).
+			b = append(b, "<BADREQ>"...)
+			if quoted {
+				b = append(b, '"')
+			}
+			continue
 		}
 		switch it.Var {
 		case "tr":
@@ -146,6 +155,17 @@ func (hl *HTTPLog) AppendLine(b []byte, f *HTTPFields) []byte {
 			} else {
 				b = append(b, query...)
 			}
+		case "HPO":
+			path, _, _ := strings.Cut(f.URI, "?")
+			if i := strings.Index(path, "://"); i >= 0 && !strings.Contains(path[:i], "/") {
+				// absolute form: from the first '/' after the authority
+				rest := path[i+3:]
+				path = "/"
+				if j := strings.IndexByte(rest, '/'); j >= 0 {
+					path = rest[j:]
+				}
+			}
+			b = append(b, path...)
 		case "HV":
 			b = append(b, f.Version...)
 		case "CC", "CS":
