@@ -65,12 +65,6 @@ func replaceHeader(h http.Header, name string, re *regexp.Regexp, with string, v
 		out[i] = replaceLine(v, re, with, values)
 	}
 	h[http.CanonicalHeaderKey(name)] = out
-	if k := http.CanonicalHeaderKey(name); k != name {
-		// a non-canonical key as written (net/http keeps both)
-		if _, ok := h[name]; ok {
-			delete(h, name)
-		}
-	}
 }
 
 func replaceLine(v string, re *regexp.Regexp, with string, values bool) string {
