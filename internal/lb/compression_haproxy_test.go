@@ -1,6 +1,14 @@
 package lb
 
-import "testing"
+import (
+	"bufio"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
 
 // httpCompressionConf has compression in defaults (inherited), in the
 // frontend and in a backend, where the backend's algorithms win.
@@ -65,5 +73,38 @@ func TestCompressionMatchesHaproxy(t *testing.T) {
 	want := askBoth(t, reqs, "127.0.0.1:"+ports[0], "127.0.0.1:"+ports[1])
 	if want[0].Header.Get("Content-Encoding") != "deflate" || want[2].Header.Get("Content-Encoding") != "gzip" {
 		t.Fatalf("haproxy did not compress as the test expects: %+v %+v", want[0], want[2])
+	}
+}
+
+// TestCompressionFramingMatchesHaproxy: a compressed answer goes out
+// chunked, without Content-Length, from both; an uncompressed one keeps
+// its Content-Length.
+func TestCompressionFramingMatchesHaproxy(t *testing.T) {
+	ports := startHTTPPair(t, httpCompressionConf)
+	type framing struct {
+		TE     []string
+		Length int64
+	}
+	head := func(port, ae string) framing {
+		c, err := net.DialTimeout("tcp", "127.0.0.1:"+port, bound)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(bound))
+		io.WriteString(c, "GET / HTTP/1.1\r\nHost: a.example\r\nAccept-Encoding: "+ae+"\r\n\r\n")
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return framing{TE: resp.TransferEncoding, Length: resp.ContentLength}
+	}
+	for _, ae := range []string{"deflate", "br"} {
+		want, got := head(ports[0], ae), head(ports[1], ae)
+		if want.TE == nil && want.Length < 0 || strings.Join(want.TE, ",") != strings.Join(got.TE, ",") || (want.Length < 0) != (got.Length < 0) {
+			t.Errorf("Accept-Encoding %s: haproxy %+v, vipstack %+v", ae, want, got)
+		}
 	}
 }
