@@ -21,6 +21,8 @@ var clfLogMask = []struct {
 	{regexp.MustCompile(` \[[^\]]+\] `), " [DATE] "},
 	{regexp.MustCompile(`(\d{3}) \d+ "" "" \d+ \d+ `), `$1 B "" "" PORT MS `},
 	{regexp.MustCompile(` -?\d+ -?\d+ -?\d+ -?\d+ \d+ (\S{4}) \d+ \d+ `), " TR Tw Tc Tr Ta $1 AC FC "},
+	// %Td %Tu: milliseconds that may differ, -1 that must not.
+	{regexp.MustCompile(`(T[du])=\d+`), "$1=N"},
 }
 
 func maskCLFLog(l string) string {
@@ -72,7 +74,7 @@ frontend clfnocap
   default_backend api
 frontend paths
   bind 127.0.0.1:{{P3}}
-  log-format "%HM %HU %HP %HPO %HQ %HV %{+Q}HPO %ci"
+  log-format "%HM %HU %HP %HPO %HQ %HV %{+Q}HPO %ci Td=%Td Tu=%Tu"
   default_backend api
 backend api
   server a1 {{A}}

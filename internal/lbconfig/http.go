@@ -62,6 +62,8 @@ type Capture struct {
 //	TR Tr Ta Tq  the request's head, the server's answer, the whole
 //	            request, and TR plus the idle time (ms)
 //	Ti          idle time before the request (0)
+//	Td Tu       the time after the answer's head (-1 without one), and
+//	            the whole time but the idle (ms)
 //	ST          status code
 //	r HM HU HP HQ HV  request line, method, URI, URI without the
 //	            query, query, version
@@ -71,7 +73,7 @@ type Capture struct {
 //	tsc         termination state with the cookie flags (4 characters)
 //	hr hs hrl hsl  captured request and answer headers: {a|b} or, CLF
 //	            style (hrl hsl), one word each
-var HTTPLogVariables = []string{"CC", "CS", "HM", "HP", "HPO", "HQ", "HU", "HV", "ST", "TR", "Ta", "Ti", "Tq", "Tr", "hr", "hrl", "hs", "hsl", "r", "tr", "trg", "trl", "tsc"}
+var HTTPLogVariables = []string{"CC", "CS", "HM", "HP", "HPO", "HQ", "HU", "HV", "ST", "TR", "Ta", "Td", "Ti", "Tq", "Tr", "Tu", "hr", "hrl", "hs", "hsl", "r", "tr", "trg", "trl", "tsc"}
 
 // ParseHTTPLogFormat is ParseLogFormat for a mode http frontend, whose
 // formats may also show HTTPLogVariables.

@@ -88,7 +88,7 @@ func (hl *HTTPLog) AppendLine(b []byte, f *HTTPFields) []byte {
 		skipSpace = false
 		q := it.Quote
 		switch it.Var {
-		case "tr", "trg", "trl", "TR", "Tr", "Ta", "Tq", "Ti", "Tw", "Tc", "ST", "r", "HM", "HU", "HP", "HPO", "HQ", "HV", "CC", "CS", "tsc", "hr", "hs", "hrl", "hsl":
+		case "tr", "trg", "trl", "TR", "Tr", "Ta", "Td", "Tu", "Tq", "Ti", "Tw", "Tc", "ST", "r", "HM", "HU", "HP", "HPO", "HQ", "HV", "CC", "CS", "tsc", "hr", "hs", "hrl", "hsl":
 		default:
 			one := ConnLog{items: []lbconfig.LogItem{it}}
 			b = one.AppendLine(b, &cn, end)
@@ -118,6 +118,14 @@ func (hl *HTTPLog) AppendLine(b []byte, f *HTTPFields) []byte {
 			b = strconv.AppendInt(b, msOrMinus(f.TR), 10)
 		case "Ti":
 			b = append(b, '0')
+		case "Tu":
+			b = strconv.AppendInt(b, msOrMinus(f.Ta), 10)
+		case "Td":
+			td := int64(-1)
+			if f.Tr >= 0 {
+				td = max(msOrMinus(f.Ta)-msOrMinus(max(f.TR, 0))-msOrMinus(max(f.Tw, 0))-msOrMinus(max(f.Tc, 0))-msOrMinus(f.Tr), 0)
+			}
+			b = strconv.AppendInt(b, td, 10)
 		case "Tw":
 			b = strconv.AppendInt(b, msOrMinus(f.Tw), 10)
 		case "Tc":
