@@ -610,6 +610,10 @@ func (p *parser) endForwardingListen(webToo bool) {
 		p.hs.mode = "http"
 		p.httpFrontendEnd(&fe, "http", ls.logFormat != "")
 		p.httpBackendEnd(be, "http")
+		// One proxy in haproxy: the section's own compression and
+		// originalto (read into the frontend's half) are the
+		// backend's too, not defaults' alone.
+		be.HTTP.Compression, be.HTTP.OriginalTo = fe.HTTP.Compression, fe.HTTP.OriginalTo
 		if fe.HTTP.HTTPLog && ls.logFormat == "" {
 			ls.logFormat = p.httplogFormat()
 		}

@@ -376,3 +376,39 @@ func TestParseDefaultsHTTPLogFormat(t *testing.T) {
 		t.Errorf("haproxy -c: valid=%v, want its error:\n%s", ok, out)
 	}
 }
+
+// TestParseListenCompression: a listen section's own compression and
+// originalto lines hold for its backend half too (haproxy has one proxy
+// there), over defaults'.
+func TestParseListenCompression(t *testing.T) {
+	const conf = `defaults
+  mode http
+  timeout connect 5s
+  timeout client 5s
+  timeout server 5s
+  compression algo deflate
+  option originalto
+listen l
+  bind 127.0.0.1:47011
+  compression algo gzip
+  compression type text/plain
+  option originalto header X-Dst
+  server s 127.0.0.1:47012
+`
+	cfg, err := Parse("h.cfg", []byte(conf))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, out := haproxyCheck(t, []byte(conf)); !ok {
+		t.Errorf("haproxy -c rejects it:\n%s", out)
+	}
+	want := &lbconfig.Compression{Algos: []string{"deflate", "gzip"}, Types: []string{"text/plain"}}
+	for _, h := range []*lbconfig.HTTPProxy{&cfg.Frontends[0].HTTP.HTTPProxy, &cfg.Backends[0].HTTP.HTTPProxy} {
+		if diff := cmp.Diff(want, h.Compression); diff != "" {
+			t.Errorf("compression (-want +got):\n%s", diff)
+		}
+		if h.OriginalTo == nil || h.OriginalTo.Header != "X-Dst" {
+			t.Errorf("originalto %+v, want header X-Dst", h.OriginalTo)
+		}
+	}
+}
