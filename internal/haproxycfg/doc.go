@@ -33,18 +33,25 @@
 //     whole list with each directive's effect.
 //   - defaults (one section, before any proxy, optionally named): maxconn,
 //     mode tcp|http, log TARGET ..., log global, no log, log-format "FORMAT", option
-//     tcplog, option httplog, option forwardfor, option http-server-close
+//     tcplog, option httplog [clf], option forwardfor, option originalto,
+//     option http-buffer-request, compression, option http-server-close
 //     | httpclose | http-keep-alive and errorfile (inherited by HTTP
 //     proxies; haproxy's warnings and fallbacks for TCP ones),
+//     option log-health-checks,
 //     option dontlognull, option redispatch, retries, default-server,
 //     timeout check | client | connect | server | tunnel | queue |
 //     http-request | http-keep-alive.
 //   - frontend NAME: bind ADDRESS:PORT[,...] [v4v6], default_backend,
 //     log ..., log global, no log, log-format "FORMAT", option tcplog,
 //     mode tcp|http; in mode http also (http.go) acl, use_backend,
-//     http-request set-header | add-header | del-header | set-path | deny |
-//     allow | redirect | set-var(txn.NAME), redirect, option forwardfor,
-//     option httplog,
+//     http-request set-header | add-header | del-header | set-path |
+//     replace-path | replace-uri | replace-header | replace-value | deny |
+//     allow | redirect | set-var(txn.NAME), http-response set-header |
+//     add-header | del-header | replace-header | replace-value |
+//     set-status (rewrite_test.go), redirect, option forwardfor, option
+//     originalto, option http-buffer-request, compression algo | type |
+//     offload, capture request | response header, capture cookie,
+//     option httplog [clf],
 //     option http-server-close | httpclose | http-keep-alive, errorfile,
 //     stats enable | uri | auth | refresh | hide-version
 //     (lbconfig.HTTPFrontend; docs/haproxy-cfg.md lists the criteria and
@@ -55,10 +62,11 @@
 // [MINLEVEL]]` (lbconfig.ParseLogTarget) names where syslog messages go:
 // an absolute path to a Unix datagram socket (or unix@PATH), IP[:PORT] or
 // [IPv6][:PORT] over UDP (port 514 by default; udp@, udp4@, udp6@, ipv4@,
-// ipv6@ prefixes), stdout or stderr. len is the target's longest line,
-// 80 to 65535 bytes as in haproxy 2.6 (measured; default 1024), and
-// comes before format as haproxy reads it. Host names, relative paths,
-// port 0, IPv6 without brackets, other families (tcp@, fd@, ring@), the
+// ipv6@ prefixes), stdout or stderr; a host name is resolved when the
+// file is read, as haproxy does at start (loghost.go). len is the
+// target's longest line, 80 to 65535 bytes as in haproxy 2.6 (measured;
+// default 1024), and comes before format as haproxy reads it. Names that
+// do not resolve, port 0, IPv6 without brackets, other families (tcp@, fd@, ring@), the
 // sample option and a len haproxy would read from leading digits
 // ("100abc") are errors that say what is accepted (haproxy accepts some
 // of them). As in haproxy 2.6 (measured), defaults' lines
@@ -129,7 +137,7 @@
 //
 // Every keyword outside the subset is an error, never ignored:
 //
-//	haproxy.cfg:12: keyword "capture" in frontend main is not supported by vipstack (supported: acl, bind, default_backend, ...)
+//	haproxy.cfg:12: keyword "unique-id-format" in frontend main is not supported by vipstack (supported: acl, bind, capture, ...)
 //
 // A setting given twice in a section is an error (haproxy keeps the
 // last). weight 0 and retries 0 are rejected, because the model reads 0 as

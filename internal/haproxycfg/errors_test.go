@@ -110,7 +110,7 @@ func TestParseErrors(t *testing.T) {
 		{
 			name:    "unsupported keyword",
 			conf:    func(t *testing.T) string { return edit(t, fe, fe+"  acl local src 127.0.0.1\n") },
-			want:    `h.cfg:8: acl in frontend main (mode tcp) is not supported by vipstack: its acl, use_backend, http-request, redirect, cookie, monitor-uri and stats rules work in mode http only (accepted: mode http in frontend main)`,
+			want:    `h.cfg:8: acl in frontend main (mode tcp) is not supported by vipstack: its acl, use_backend, http-request, http-response, redirect, cookie, monitor-uri and stats rules work in mode http only (accepted: mode http in frontend main)`,
 			haproxy: haproxyAccepts,
 		},
 		// A monitor or stats section under a log format: haproxy writes
@@ -598,14 +598,8 @@ func TestParseErrors(t *testing.T) {
 		{
 			name:    "log relative path",
 			conf:    func(t *testing.T) string { return edit(t, "  mode tcp\n", "  mode tcp\n  log haproxy.sock local0\n") },
-			want:    `h.cfg:3: log target "haproxy.sock" is neither an absolute path nor an IP address (accepted: an absolute path to a Unix datagram socket (or unix@PATH), IP[:PORT] or [IPv6][:PORT] (UDP, port 514 by default; udp@, udp4@, udp6@, ipv4@, ipv6@ prefixes), stdout, stderr; names are not resolved)`,
+			want:    `h.cfg:3: log : invalid address: 'haproxy.sock' in 'haproxy.sock' (the name does not resolve here; accepted: a host name this system resolves at start, an IP address, an absolute path, stdout or stderr)`,
 			haproxy: haproxyRejects,
-		},
-		{
-			name:    "log host name",
-			conf:    func(t *testing.T) string { return edit(t, "  mode tcp\n", "  mode tcp\n  log localhost:1514 local0\n") },
-			want:    `h.cfg:3: log target "localhost:1514": "localhost" is not an IP address (accepted: an absolute path to a Unix datagram socket (or unix@PATH), IP[:PORT] or [IPv6][:PORT] (UDP, port 514 by default; udp@, udp4@, udp6@, ipv4@, ipv6@ prefixes), stdout, stderr)`,
-			haproxy: haproxyAccepts,
 		},
 		{
 			name: "log bad port",

@@ -16,8 +16,8 @@ import (
 // lbconfig.HTTPBackend.
 
 const (
-	httpFrontendKeywords = "acl, errorfile, http-request, monitor-uri, option forwardfor, option http-keep-alive, option http-server-close, option httpclose, option httplog, redirect, stats admin, stats auth, stats enable, stats hide-version, stats realm, stats refresh, stats show-desc, stats show-legends, stats show-node, stats uri, use_backend"
-	httpBackendKeywords  = "acl, balance uri, balance hdr(NAME), cookie, errorfile, http-request, ignore-persist, option forwardfor, option http-keep-alive, option http-server-close, option httpclose, redirect, stats admin, stats auth, stats enable, stats hide-version, stats realm, stats refresh, stats show-desc, stats show-legends, stats show-node, stats uri"
+	httpFrontendKeywords = "acl, capture, compression, errorfile, http-request, http-response, monitor-uri, option forwardfor, option http-buffer-request, option originalto, option http-keep-alive, option http-server-close, option httpclose, option httplog, redirect, stats admin, stats auth, stats enable, stats hide-version, stats realm, stats refresh, stats show-desc, stats show-legends, stats show-node, stats uri, use_backend"
+	httpBackendKeywords  = "acl, balance uri, balance hdr(NAME), compression, cookie, errorfile, http-request, http-response, ignore-persist, option forwardfor, option http-buffer-request, option originalto, option http-keep-alive, option http-server-close, option httpclose, redirect, stats admin, stats auth, stats enable, stats hide-version, stats realm, stats refresh, stats show-desc, stats show-legends, stats show-node, stats uri"
 )
 
 // withHTTP merges a section's keyword list with its HTTP keywords, sorted.
@@ -36,9 +36,13 @@ func withHTTP(base, http string) string {
 
 // httpDefaults are defaults' HTTP settings, which HTTP proxies inherit.
 type httpDefaults struct {
-	forwardFor *lbconfig.ForwardFor
-	conn       string
-	errorFiles map[int][]byte
+	forwardFor  *lbconfig.ForwardFor
+	conn        string
+	errorFiles  map[int][]byte
+	compression *lbconfig.Compression
+	bufferReq   bool
+	originalTo  *lbconfig.OriginalTo
+	originalAt  int // line of defaults' option originalto
 }
 
 // httpSection is the HTTP part of the section being read. What becomes
@@ -52,6 +56,8 @@ type httpSection struct {
 	be       lbconfig.HTTPBackend
 	cookie   string // the server line's cookie value being read
 	httplog  bool   // own option httplog
+	// httplogCLF: the own option httplog is `option httplog clf`.
+	httplogCLF bool
 	// httplogLine is a listen section's option httplog line.
 	httplogLine int
 }
@@ -72,6 +78,22 @@ func (p *parser) httpDefaultsLine(l line) bool {
 		if _, ok := p.nargs(l, 2, 0, 0, ""); ok && p.once(l, kw) {
 			p.hd.conn = connMode(kw)
 		}
+	case "option originalto":
+		if !p.once(l, kw) {
+			return true
+		}
+		if ot, ok := p.originalTo(l); ok {
+			p.hd.originalTo, p.hd.originalAt = ot, l.num
+		}
+	case "option http-buffer-request":
+		if _, ok := p.nargs(l, 2, 0, 0, ""); ok && p.once(l, kw) {
+			p.hd.bufferReq = true
+		}
+	case "compression":
+		if p.hd.compression == nil {
+			p.hd.compression = &lbconfig.Compression{}
+		}
+		p.compression(l, p.hd.compression)
 	case "errorfile":
 		if code, body, ok := p.readErrorfile(l); ok {
 			if p.hd.errorFiles == nil {
@@ -121,6 +143,34 @@ func unwrapPath(err error) error {
 	return err
 }
 
+// originalTo reads `option originalto [except NET] [header NAME]`.
+func (p *parser) originalTo(l line) (*lbconfig.OriginalTo, bool) {
+	ot := &lbconfig.OriginalTo{Header: "X-Original-To"}
+	args := l.words[2:]
+	for i := 0; i < len(args); i++ {
+		if (args[i] != "except" && args[i] != "header") || i+1 == len(args) {
+			p.errorf(l, "option originalto", "option originalto: %q is not supported (accepted: except NETWORK, header NAME)", strings.Join(args[i:], " "))
+			return nil, false
+		}
+		i++
+		if args[i-1] == "header" {
+			ot.Header = args[i]
+			continue
+		}
+		pf, err := netip.ParsePrefix(args[i])
+		if err != nil {
+			a, err2 := netip.ParseAddr(args[i])
+			if err2 != nil {
+				p.errorf(l, "option originalto", "option originalto: except %q is not a network (accepted: 127.0.0.0/8, 10.0.0.1)", args[i])
+				return nil, false
+			}
+			pf = netip.PrefixFrom(a, a.BitLen())
+		}
+		ot.Except = pf.Masked()
+	}
+	return ot, true
+}
+
 // forwardFor reads `option forwardfor [except NET] [header NAME] [if-none]`.
 func (p *parser) forwardFor(l line) (*lbconfig.ForwardFor, bool) {
 	ff := &lbconfig.ForwardFor{Header: "X-Forwarded-For"}
@@ -155,6 +205,79 @@ func (p *parser) forwardFor(l line) (*lbconfig.ForwardFor, bool) {
 		}
 	}
 	return ff, true
+}
+
+// httplogArgs reads `option httplog [clf]`: whether clf is given.
+func (p *parser) httplogArgs(l line) (clf bool, ok bool) {
+	args, ok := p.nargs(l, 2, 0, 1, "[clf]")
+	if !ok {
+		return false, false
+	}
+	if len(args) == 1 && args[0] != "clf" {
+		p.errorf(l, "option httplog", "option httplog: %q is not a log format option (accepted: option httplog, option httplog clf)", args[0])
+		return false, false
+	}
+	return len(args) == 1, true
+}
+
+// httplogFormat is the format of the option httplog in force: the
+// section's own, else defaults'.
+func (p *parser) httplogFormat() string {
+	clf := p.httplogCLF
+	if p.hs.httplog {
+		clf = p.hs.httplogCLF
+	}
+	if clf {
+		return lbconfig.HTTPLogCLFFormat
+	}
+	return lbconfig.HTTPLogFormat
+}
+
+// capture reads `capture request|response header NAME len N` and
+// `capture cookie NAME len N`.
+func (p *parser) capture(l line) {
+	const form = "capture request header NAME len N, capture response header NAME len N or capture cookie NAME len N"
+	w := l.words[1:]
+	c := lbconfig.Capture{}
+	switch {
+	case len(w) == 4 && w[0] == "cookie" && w[2] == "len":
+		c.Name = w[1]
+	case len(w) == 5 && (w[0] == "request" || w[0] == "response") && w[1] == "header" && w[3] == "len":
+		c.Response, c.Name, w = w[0] == "response", w[2], w[1:]
+	default:
+		p.errorf(l, "capture", "capture takes %s, got %q", form, strings.Join(w, " "))
+		return
+	}
+	n, err := strconv.Atoi(w[3])
+	if err != nil || n <= 0 {
+		p.errorf(l, "capture", "capture %s: len %q is not a positive length (accepted: a number of bytes, such as 64)", c.Name, w[3])
+		return
+	}
+	c.Len = n
+	if w[0] != "cookie" {
+		p.hs.fe.Captures = append(p.hs.fe.Captures, c)
+		return
+	}
+	if p.hs.fe.CaptureCookie != nil {
+		p.errorf(l, "capture", "'capture cookie' : only one capture cookie is allowed per frontend (accepted: one capture cookie line)")
+		return
+	}
+	if n > 63 {
+		p.warnf(l, "truncating capture length to 63 bytes for frontend '%s'.", p.sectionName())
+		c.Len = 63
+	}
+	p.hs.fe.CaptureCookie = &c
+}
+
+// sectionName is the name of the frontend or listen section being read.
+func (p *parser) sectionName() string {
+	if p.kind == secListen && p.ls != nil {
+		return p.ls.name
+	}
+	if p.fe != nil {
+		return p.fe.Name
+	}
+	return ""
 }
 
 // httpMark records the first HTTP-only keyword of the section.
@@ -205,6 +328,27 @@ func (p *parser) httpLine(l line) bool {
 	case "http-request":
 		p.httpMark(l, kw)
 		p.httpRequest(l, hp)
+	case "http-response":
+		p.httpMark(l, kw)
+		p.httpResponse(l, hp)
+	case "option originalto":
+		if !p.once(l, kw) {
+			return true
+		}
+		if ot, ok := p.originalTo(l); ok {
+			hp.OriginalTo = ot
+		}
+	case "option http-buffer-request":
+		if _, ok := p.nargs(l, 2, 0, 0, ""); ok && p.once(l, kw) {
+			p.httpMark(l, kw)
+			hp.BufferRequest = true
+		}
+	case "compression":
+		p.httpMark(l, kw)
+		if hp.Compression == nil {
+			hp.Compression = &lbconfig.Compression{}
+		}
+		p.compression(l, hp.Compression)
 	case "redirect":
 		p.httpMark(l, kw)
 		if r, ok := p.redirect(l, l.words[1:]); ok {
@@ -225,13 +369,9 @@ func (p *parser) httpLine(l line) bool {
 		if p.kind == secBackend {
 			return false
 		}
-		if args, ok := p.nargs(l, 2, 0, 1, "[clf]"); ok && p.once(l, kw) {
-			if len(args) == 1 {
-				p.errorf(l, kw, "option httplog clf is not supported by vipstack (accepted: option httplog)")
-				return true
-			}
+		if clf, ok := p.httplogArgs(l); ok && p.once(l, kw) {
 			p.httpMark(l, kw)
-			p.hs.httplog = true
+			p.hs.httplog, p.hs.httplogCLF = true, clf
 		}
 	case "errorfile":
 		if code, body, ok := p.readErrorfile(l); ok {
@@ -247,6 +387,13 @@ func (p *parser) httpLine(l line) bool {
 		}
 		p.httpMark(l, kw)
 		p.proxyStats(l, hp)
+	case "capture":
+		if p.kind == secBackend {
+			p.warnf(l, "'capture' ignored because backend '%s' has no frontend capability.", p.be.Name)
+			return true
+		}
+		p.httpMark(l, kw)
+		p.capture(l)
 	case "monitor-uri":
 		if p.kind != secFrontend {
 			return false
@@ -334,7 +481,7 @@ func (p *parser) aclTest(l line, words []string) (lbconfig.ACLTest, bool) {
 	if base == "req.hdr" {
 		base = "hdr"
 	}
-	t.Fetch, t.Arg, t.Match = base, arg, match
+	t.Fetch, t.Arg, t.Match, t.Keyword = base, arg, match, fetch
 	rest := words[1:]
 	for len(rest) > 0 && strings.HasPrefix(rest[0], "-") {
 		switch rest[0] {
@@ -493,6 +640,10 @@ func (p *parser) httpRequest(l line, hp *lbconfig.HTTPProxy) {
 			return
 		}
 		r.Name = args[0]
+	case "replace-header", "replace-value", "replace-path", "replace-uri":
+		if !p.replaceRule(l, "http-request", &r, args) {
+			return
+		}
 	case "set-path":
 		if len(args) != 1 {
 			bad("a path")
@@ -563,6 +714,168 @@ func (p *parser) httpRequest(l line, hp *lbconfig.HTTPProxy) {
 	}
 	r.Cond = cond
 	hp.Rules = append(hp.Rules, r)
+}
+
+// compression reads `compression algo NAME...`, `compression type
+// TYPE...` or `compression offload` into c (lines add to it).
+func (p *parser) compression(l line, c *lbconfig.Compression) {
+	if len(l.words) < 2 {
+		p.errorf(l, "compression", "'compression' expects 'algo', 'type' or 'offload'")
+		return
+	}
+	args := l.words[2:]
+	switch l.words[1] {
+	case "algo":
+		if len(args) == 0 {
+			p.errorf(l, "compression", "'compression' expects <algorithm>. (accepted: %s)", strings.Join(lbconfig.CompressionAlgos, ", "))
+			return
+		}
+		for _, a := range args {
+			if !slices.Contains(lbconfig.CompressionAlgos, a) {
+				p.errorf(l, "compression", "'compression' : '%s' is not a supported algorithm. (accepted by vipstack: %s)", a, strings.Join(lbconfig.CompressionAlgos, ", "))
+				return
+			}
+		}
+		c.Algos = append(c.Algos, args...)
+	case "type":
+		if len(args) == 0 {
+			p.errorf(l, "compression", "'compression' expects <type>. (accepted: MIME type prefixes such as text/html)")
+			return
+		}
+		c.Types = append(c.Types, args...)
+	case "offload":
+		if p.kind == secDefaults {
+			p.warnf(l, "'compression' : 'offload' ignored in 'defaults' section.")
+			return
+		}
+		c.Offload = true
+	default:
+		p.errorf(l, "compression", "'compression' expects 'algo', 'type' or 'offload', got %q", l.words[1])
+	}
+}
+
+// replaceRule reads the arguments of a replace-header|replace-value
+// (NAME REGEX FORMAT) or replace-path|replace-uri (REGEX FORMAT) rule.
+func (p *parser) replaceRule(l line, kw string, r *lbconfig.HTTPRule, args []string) bool {
+	want, form := 3, "a header name, a regex and a replacement"
+	if r.Action == "replace-path" || r.Action == "replace-uri" {
+		want, form = 2, "a regex and a replacement"
+	}
+	if len(args) != want {
+		p.errorf(l, kw, "%s %s takes %s, got %q", kw, r.Action, form, strings.Join(args, " "))
+		return false
+	}
+	if want == 3 {
+		r.Name, args = args[0], args[1:]
+	}
+	r.Match, r.Value = args[0], args[1]
+	if err := lbconfig.CompileRule(r); err != nil {
+		p.errorf(l, kw, "%s %s: %v", kw, r.Action, err)
+		return false
+	}
+	if err := lbconfig.CheckHTTPValue(r.Value); err != nil {
+		p.errorf(l, kw, "%s %s: %v", kw, r.Action, err)
+		return false
+	}
+	return true
+}
+
+// httpResponse reads `http-response ACTION ... [if|unless COND]`.
+func (p *parser) httpResponse(l line, hp *lbconfig.HTTPProxy) {
+	if len(l.words) < 2 {
+		p.errorf(l, "http-response", "http-response needs an action (accepted: %s)", lbconfig.HTTPResponseActions)
+		return
+	}
+	action := l.words[1]
+	args, condWords := splitCond(l.words[2:])
+	r := lbconfig.HTTPRule{Action: action, At: p.at(l)}
+	bad := func(form string) {
+		p.errorf(l, "http-response", "http-response %s takes %s, got %q", action, form, strings.Join(args, " "))
+	}
+	switch action {
+	case "set-header", "add-header":
+		if len(args) != 2 {
+			bad("a header name and a value")
+			return
+		}
+		r.Name, r.Value = args[0], args[1]
+		if err := lbconfig.CheckHTTPValue(r.Value); err != nil {
+			p.errorf(l, "http-response", "http-response %s %s: %v", action, r.Name, err)
+			return
+		}
+	case "del-header":
+		if len(args) != 1 {
+			bad("a header name (-m is not supported by vipstack)")
+			return
+		}
+		r.Name = args[0]
+	case "replace-header", "replace-value":
+		if !p.replaceRule(l, "http-response", &r, args) {
+			return
+		}
+	case "set-status":
+		if len(args) == 3 && args[1] == "reason" {
+			p.errorf(l, "http-response", "http-response set-status: reason %q is not supported by vipstack, whose server writes the status's standard reason phrase (accepted: http-response set-status CODE)", args[2])
+			return
+		}
+		if len(args) != 1 {
+			bad("a status code")
+			return
+		}
+		n, err := strconv.Atoi(args[0])
+		if err != nil || n < 100 || n > 999 {
+			p.errorf(l, "http-response", "http-response set-status: expects an integer status code between 100 and 999, got %q", args[0])
+			return
+		}
+		r.Status = n
+	default:
+		p.errorf(l, "http-response", "http-response %s is not supported by vipstack (accepted: %s)", action, lbconfig.HTTPResponseActions)
+		return
+	}
+	cond, ok := p.cond(l, "http-response "+action, condWords, true)
+	if !ok {
+		return
+	}
+	p.responseCond(l, cond, hp)
+	r.Cond = cond
+	hp.ResponseRules = append(hp.ResponseRules, r)
+}
+
+// requestOnly are the acl fetches (lbconfig.ACLTest.Fetch) that have no
+// value once the answer is in: in an http-response condition haproxy
+// warns and they never match.
+var requestOnly = map[string]bool{"path": true, "url": true, "base": true, "hdr": true}
+
+// responseCond makes the terms of an http-response condition that use
+// only request fetches never match (false, before a "!"), as haproxy
+// does, and warns in its words.
+func (p *parser) responseCond(l line, c *lbconfig.Cond, hp *lbconfig.HTTPProxy) {
+	if c == nil {
+		return
+	}
+	where := "frontend http-response header rule"
+	if p.kind != secFrontend {
+		where = "backend http-response header rule"
+	}
+	never := &lbconfig.ACLTest{Fetch: "always_false", Match: "bool"}
+	for _, and := range c.Or {
+		for i := range and {
+			t := &and[i]
+			if t.Anon != nil {
+				if requestOnly[t.Anon.Fetch] {
+					p.warnf(l, "anonymous acl will never match because it uses keyword '%s' which is incompatible with '%s'", t.Anon.Keyword, where)
+					t.Anon = never
+				}
+				continue
+			}
+			tests, ok := hp.ACLs[t.Name]
+			if !ok || slices.ContainsFunc(tests, func(a lbconfig.ACLTest) bool { return !requestOnly[a.Fetch] }) {
+				continue
+			}
+			p.warnf(l, "acl '%s' will never match because it only involves keywords that are incompatible with '%s'", t.Name, where)
+			t.Name, t.Anon = "", never
+		}
+	}
 }
 
 // redirect reads `location|prefix|scheme TO [code N] [drop-query]
@@ -675,7 +988,7 @@ func (p *parser) sectionHTTP(mode string) bool {
 		return true
 	}
 	if p.hs.first != 0 {
-		p.errorf(line{num: p.hs.first}, p.hs.firstKw, "%s in %s (mode tcp) is not supported by vipstack: its acl, use_backend, http-request, redirect, cookie, monitor-uri and stats rules work in mode http only (accepted: mode http in %s)", p.hs.firstKw, p.key, p.key)
+		p.errorf(line{num: p.hs.first}, p.hs.firstKw, "%s in %s (mode tcp) is not supported by vipstack: its acl, use_backend, http-request, http-response, redirect, cookie, monitor-uri and stats rules work in mode http only (accepted: mode http in %s)", p.hs.firstKw, p.key, p.key)
 	}
 	return false
 }
@@ -692,7 +1005,7 @@ func (p *parser) httpFrontendEnd(fe *lbconfig.Frontend, mode string, ownFormat b
 	p.inheritHTTP(&h.HTTPProxy)
 	h.HTTPLog = p.hs.httplog || (p.httplogAt != 0 && !ownFormat)
 	if h.HTTPLog && !ownFormat {
-		p.feLogFormat = lbconfig.HTTPLogFormat
+		p.feLogFormat = p.httplogFormat()
 	}
 	fe.HTTP = &h
 }
@@ -712,6 +1025,11 @@ func (p *parser) httpBackendEnd(be *lbconfig.Backend, mode string) {
 }
 
 func (p *parser) inheritHTTP(h *lbconfig.HTTPProxy) {
+	h.BufferRequest = h.BufferRequest || p.hd.bufferReq
+	if h.OriginalTo == nil && p.hd.originalTo != nil {
+		ot := *p.hd.originalTo
+		h.OriginalTo = &ot
+	}
 	if h.ForwardFor == nil && p.hd.forwardFor != nil {
 		ff := *p.hd.forwardFor
 		h.ForwardFor = &ff
@@ -722,6 +1040,13 @@ func (p *parser) inheritHTTP(h *lbconfig.HTTPProxy) {
 				h.Conn = p.hd.conn
 			}
 		}
+	}
+	if d := p.hd.compression; d != nil {
+		c := lbconfig.Compression{Algos: slices.Clone(d.Algos), Types: slices.Clone(d.Types)}
+		if own := h.Compression; own != nil {
+			c.Algos, c.Types, c.Offload = append(c.Algos, own.Algos...), append(c.Types, own.Types...), own.Offload
+		}
+		h.Compression = &c
 	}
 	for code, body := range p.hd.errorFiles {
 		if h.ErrorFiles == nil {
@@ -800,5 +1125,10 @@ func (p *parser) httpFormat() bool {
 func (p *parser) ownForwardForIgnored(what, name string, ff *lbconfig.ForwardFor) {
 	if at, ok := p.seen["option forwardfor"]; ok && ff != nil {
 		p.warnf(line{num: at}, "'option forwardfor' ignored for %s '%s' as it requires HTTP mode.", what, name)
+	}
+	if at, ok := p.seen["option originalto"]; ok {
+		p.warnf(line{num: at}, "'option originalto' ignored for %s '%s' as it requires HTTP mode.", what, name)
+	} else if p.hd.originalAt != 0 {
+		p.warnf(line{num: p.hd.originalAt}, "'option originalto' ignored for %s '%s' as it requires HTTP mode.", what, name)
 	}
 }

@@ -66,7 +66,7 @@ func TestParseHTTP(t *testing.T) {
 	if ok, out := haproxyCheck(t, []byte(httpSeed)); !ok {
 		t.Errorf("haproxy -c rejects it:\n%s", out)
 	}
-	opts := cmp.Options{cmpopts.IgnoreFields(lbconfig.ACLTest{}, "Regexps", "Nets", "Methods"), cmpopts.IgnoreFields(lbconfig.HTTPRule{}, "At"), cmpopts.EquateEmpty()}
+	opts := cmp.Options{cmpopts.IgnoreFields(lbconfig.ACLTest{}, "Regexps", "Nets", "Methods", "Keyword"), cmpopts.IgnoreFields(lbconfig.HTTPRule{}, "At", "Re"), cmpopts.EquateEmpty()}
 	fe := cfg.Frontends[0].HTTP
 	if fe == nil {
 		t.Fatal("frontend www is not mode http")
@@ -196,7 +196,7 @@ func TestParseHTTPErrors(t *testing.T) {
 		},
 		{
 			name: "acl in a tcp backend", lines: "backend t\n  mode tcp\n  acl x src 10.0.0.1\n  server s 127.0.0.1:1\n",
-			want:    `h.cfg:11: acl in backend t (mode tcp) is not supported by vipstack: its acl, use_backend, http-request, redirect, cookie, monitor-uri and stats rules work in mode http only (accepted: mode http in backend t)`,
+			want:    `h.cfg:11: acl in backend t (mode tcp) is not supported by vipstack: its acl, use_backend, http-request, http-response, redirect, cookie, monitor-uri and stats rules work in mode http only (accepted: mode http in backend t)`,
 			haproxy: haproxyAccepts,
 		},
 	}

@@ -131,7 +131,7 @@ func commas(list string) string { return strings.Join(strings.Fields(list), ", "
 // Keywords each section accepts, for error messages.
 const (
 	globalKeywords   = "ca-base, chroot, crt-base, daemon, gid, group, hard-stop-after, log, log-send-hostname, log-tag, maxconn, nbthread, pidfile, server-state-file, spread-checks, ssl-default-bind-*, ssl-default-server-*, stats socket, stats timeout, tune.bufsize, tune.maxaccept, tune.maxrewrite, tune.ssl.default-dh-param, uid, ulimit-n, user"
-	defaultsKeywords = "balance, default-server, errorfile, log, log-format, maxconn, mode, no log, option dontlognull, option forwardfor, option http-keep-alive, option http-server-close, option httpclose, option httpchk, option httplog, option redispatch, option tcplog, retries, timeout, " + moreProxyOptions + ", option allbackups"
+	defaultsKeywords = "balance, compression, default-server, errorfile, log, log-format, maxconn, mode, no log, option dontlognull, option forwardfor, option http-keep-alive, option http-server-close, option httpclose, option httpchk, option http-buffer-request, option httplog, option log-health-checks, option originalto, option redispatch, option tcplog, retries, timeout, " + moreProxyOptions + ", option allbackups"
 	frontendKeywords = "bind, default_backend, id, log, log-format, maxconn, mode, no log, option tcplog, timeout, " + moreProxyOptions
 	listenKeywords   = "balance, bind, default-server, http-check connect, http-check expect status, http-check send, id, log, log-format, mode, monitor-uri, no log, option dontlognull, option httpchk, option log-health-checks, option redispatch, option ssl-hello-chk, option tcp-check, option tcplog, server, stats auth, stats enable, stats hide-version, stats refresh, stats uri, tcp-check, " +
 		"maxconn, retries, timeout, option allbackups, option httplog, stats admin, stats realm, stats show-desc, stats show-legends, stats show-node, " + moreProxyOptions
@@ -158,13 +158,15 @@ type parser struct {
 	secLine int            // line of the section keyword
 	seen    map[string]int // keyword -> line, for settings given once per section
 
-	defaultsLine int                   // line of the defaults section, 0 if none yet
-	proxySeen    bool                  // a frontend, backend or listen section was opened
-	dontLogNull  bool                  // from defaults
-	redispatch   bool                  // from defaults
-	globalLogs   []lbconfig.LogTarget  // global's `log` lines
-	defLogs      []lbconfig.LogTarget  // defaults' `log` lines, `log global` expanded
-	logs         *[]lbconfig.LogTarget // the current section's: defLogs, the frontend's or the backend's
+	defaultsLine int  // line of the defaults section, 0 if none yet
+	proxySeen    bool // a frontend, backend or listen section was opened
+	dontLogNull  bool // from defaults
+	redispatch   bool // from defaults
+	// logHealthChecks is defaults' option log-health-checks.
+	logHealthChecks bool
+	globalLogs      []lbconfig.LogTarget  // global's `log` lines
+	defLogs         []lbconfig.LogTarget  // defaults' `log` lines, `log global` expanded
+	logs            *[]lbconfig.LogTarget // the current section's: defLogs, the frontend's or the backend's
 	// Which of global's lines each of the current section's targets
 	// came from through `log global` (-1: its own line), and defaults'.
 	// haproxy 2.6 adds a global line to a section once, however many
@@ -186,8 +188,9 @@ type parser struct {
 	defMode      string           // defaults' mode: "", tcp or http
 	defBalance   lbconfig.Balance // defaults' balance, "" for none
 	defModeLine  int
-	httplogAt    int // line of defaults' option httplog while it is the format in force
-	forwardforAt int // line of defaults' option forwardfor
+	httplogAt    int  // line of defaults' option httplog while it is the format in force
+	httplogCLF   bool // defaults' option httplog is `option httplog clf`
+	forwardforAt int  // line of defaults' option forwardfor
 
 	defServer      lbconfig.Server    // the section's default-server parameters
 	defaultsServer lbconfig.Server    // defaults' default-server parameters
@@ -431,7 +434,7 @@ func (p *parser) section(l line) {
 		case "backend":
 			p.defServer = p.defaultsServer
 			p.tcpCheckAt, p.tcpRulesAt, p.httpRulesAt, p.checks = 0, 0, 0, checkOpts{}
-			p.kind, p.be = secBackend, &lbconfig.Backend{Name: name, DontLogNull: p.dontLogNull, RedispatchOnRetry: p.redispatch, Balance: p.defBalance}
+			p.kind, p.be = secBackend, &lbconfig.Backend{Name: name, DontLogNull: p.dontLogNull, RedispatchOnRetry: p.redispatch, Balance: p.defBalance, LogHealthChecks: p.logHealthChecks}
 			p.inheritHTTPCheck()
 			p.be.LogTargets = slices.Clone(p.defLogs)
 			p.logs = &p.be.LogTargets
@@ -464,7 +467,7 @@ func (p *parser) endSection() {
 			if len(p.fe.LogTargets) == 0 {
 				p.fe.HTTP.LogFormat = ""
 			}
-		} else if len(p.fe.LogTargets) > 0 && format != "" {
+		} else if len(p.fe.LogTargets) > 0 && format != "" && p.tcpFormat(format, p.feLogFormat != "") {
 			p.fe.Log = &lbconfig.ConnLog{Format: format, DontLogNull: p.dontLogNull}
 		}
 		p.inheritedHTTP("frontend", p.fe.Name, p.feLogFormat != "")
@@ -607,8 +610,12 @@ func (p *parser) endForwardingListen(webToo bool) {
 		p.hs.mode = "http"
 		p.httpFrontendEnd(&fe, "http", ls.logFormat != "")
 		p.httpBackendEnd(be, "http")
+		// One proxy in haproxy: the section's own compression and
+		// originalto (read into the frontend's half) are the
+		// backend's too, not defaults' alone.
+		be.HTTP.Compression, be.HTTP.OriginalTo = fe.HTTP.Compression, fe.HTTP.OriginalTo
 		if fe.HTTP.HTTPLog && ls.logFormat == "" {
-			ls.logFormat = lbconfig.HTTPLogFormat
+			ls.logFormat = p.httplogFormat()
 		}
 	}
 	if fe.HTTP == nil && p.httplogAt != 0 && ls.logFormat == "" {
@@ -628,7 +635,7 @@ func (p *parser) endForwardingListen(webToo bool) {
 	switch {
 	case fe.HTTP != nil && len(ls.logs) > 0:
 		fe.HTTP.LogFormat = format
-	case fe.HTTP == nil && len(ls.logs) > 0 && format != "":
+	case fe.HTTP == nil && len(ls.logs) > 0 && format != "" && p.tcpFormat(format, ls.logFormat != ""):
 		fe.Log = &lbconfig.ConnLog{Format: format, DontLogNull: p.dontLogNull}
 	}
 	be.LogTargets = slices.Clone(ls.logs)
@@ -876,8 +883,9 @@ func (p *parser) defaults(l line) {
 		// For a TCP proxy, haproxy falls back to option tcplog with a
 		// warning (endSection); a monitor or stats section in mode http
 		// would log its requests, which endListen judges.
-		if _, ok := p.nargs(l, 2, 0, 0, ""); ok && p.once(l, kw) {
+		if clf, ok := p.httplogArgs(l); ok && p.once(l, kw) {
 			p.logFormat, p.logFormatAt, p.httplogAt = lbconfig.TCPLogFormat, l.num, l.num
+			p.httplogCLF = clf
 		}
 	case "default-server":
 		p.defaultServer(l)
@@ -906,6 +914,13 @@ func (p *parser) defaults(l line) {
 		if p.once(l, kw) {
 			if _, ok := p.nargs(l, 2, 0, 0, ""); ok {
 				p.redispatch = true
+			}
+		}
+	case "option log-health-checks":
+		// Every backend and listen after it logs its checks.
+		if p.once(l, kw) {
+			if _, ok := p.nargs(l, 2, 0, 0, ""); ok {
+				p.logHealthChecks = true
 			}
 		}
 	case "retries":
@@ -1005,6 +1020,13 @@ func (p *parser) log(l line) {
 		}
 		return
 	}
+	if len(args) > 0 {
+		addr, ok := p.logHost(l, args[0])
+		if !ok {
+			return
+		}
+		args = append([]string{addr}, args[1:]...)
+	}
 	t, err := lbconfig.ParseLogTarget(args)
 	if err != nil {
 		p.errorf(l, "log", "%v", err)
@@ -1041,6 +1063,19 @@ func (p *parser) frontend(l line) {
 // logFormatLine reads `log-format FORMAT` or `option tcplog` (haproxy's
 // TCP format) into dst; the later of the two in a section wins, as in
 // haproxy (which warns).
+// tcpFormat checks a TCP section's log format: one inherited from
+// defaults with an HTTP variable is haproxy's error, at defaults' line.
+func (p *parser) tcpFormat(format string, own bool) bool {
+	if own {
+		return true
+	}
+	if v := lbconfig.HTTPOnlyVariable(format); v != "" {
+		p.errorf(line{num: p.logFormatAt}, "log-format", "failed to parse log-format : format variable '%s' is reserved for HTTP mode. (accepted in a mode tcp section: %s)", v, strings.Join(lbconfig.LogVariables, " "))
+		return false
+	}
+	return true
+}
+
 func (p *parser) logFormatLine(l line, dst *string) {
 	kw := keyword(l.words)
 	if kw == "option tcplog" {
@@ -1054,7 +1089,9 @@ func (p *parser) logFormatLine(l line, dst *string) {
 		return
 	}
 	parse := lbconfig.ParseLogFormat
-	if p.httpFormat() {
+	if p.httpFormat() || p.kind == secDefaults {
+		// Defaults' format may serve HTTP sections; a TCP one that
+		// inherits it is checked at its end (tcpFormat).
 		parse = lbconfig.ParseHTTPLogFormat // http.go
 	}
 	if _, err := parse(args[0]); err != nil {
@@ -1074,7 +1111,7 @@ func (p *parser) listen(l line) {
 	if slices.Contains(strings.Split(listenBackendKeywords, "|"), kw) {
 		if ls.forwardLine == 0 {
 			ls.forwardLine = l.num
-			p.be = &lbconfig.Backend{Name: ls.name, DontLogNull: p.dontLogNull, RedispatchOnRetry: p.redispatch, Balance: p.defBalance}
+			p.be = &lbconfig.Backend{Name: ls.name, DontLogNull: p.dontLogNull, RedispatchOnRetry: p.redispatch, Balance: p.defBalance, LogHealthChecks: p.logHealthChecks}
 			p.inheritHTTPCheck()
 		}
 		p.backend(l)
@@ -1121,8 +1158,8 @@ func (p *parser) listen(l line) {
 		// A forwarding listen in mode http logs its requests
 		// (http.go); a monitor or stats section its request lines
 		// (listenLog).
-		if _, ok := p.nargs(l, 2, 0, 0, ""); ok && p.once(l, kw) {
-			p.hs.httplog, p.hs.httplogLine = true, l.num
+		if clf, ok := p.httplogArgs(l); ok && p.once(l, kw) {
+			p.hs.httplog, p.hs.httplogLine, p.hs.httplogCLF = true, l.num, clf
 		}
 	case "stats enable":
 		if p.once(l, kw) {

@@ -95,11 +95,11 @@ func (p *parser) listenLog(ls *listen) *lbconfig.ConnLog {
 	format := ls.logFormat
 	switch {
 	case format == "" && p.hs.httplog:
-		format = lbconfig.HTTPLogFormat
+		format = p.httplogFormat()
 	case format == "":
 		format = p.logFormat
 		if p.httplogAt != 0 {
-			format = lbconfig.HTTPLogFormat
+			format = p.httplogFormat()
 		}
 	}
 	if format == "" {

@@ -249,7 +249,8 @@ func (l *LB) httpLogger(fe *lbconfig.Frontend, to *logging.Dests) func(httpproxy
 		f := logging.HTTPFields{Client: e.Client, Local: e.Frontend, Frontend: fe.Name, TLS: e.TLS, Backend: e.Backend,
 			AcceptAt: e.Accept, TR: e.TR, Tw: e.Tw, Tc: e.Tc, Tr: e.Tr, Ta: e.Ta, Status: e.Status,
 			Down: uint64(max(e.Bytes, 0)), Method: e.Method, URI: e.URI, Version: e.Version, Retries: e.Retries, BadRequest: e.BadRequest,
-			Counts: httpCounts{l: l, frontend: fe.Name, backend: e.Backend, server: e.Server}}
+			Counts:  httpCounts{l: l, frontend: fe.Name, backend: e.Backend, server: e.Server},
+			ReqCaps: e.ReqCaps, ResCaps: e.ResCaps, CookieReq: e.CookieReq, CookieRes: e.CookieRes}
 		if e.Server != "<NOSRV>" {
 			f.Server, f.ServerAddr = e.Server, e.ServerAddr
 		}

@@ -2,11 +2,16 @@ package lb
 
 import (
 	"bufio"
+	"bytes"
+	"compress/flate"
+	"compress/gzip"
+	"compress/zlib"
 	"encoding/json"
 	"io"
 	"net"
 	"net/http"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -63,9 +68,21 @@ func (o *httpOrigin) serve(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path == "/cacheable" {
 		w.Header().Set("Cache-Control", "max-age=60")
 	}
+	// X-Send: "Name: value" asks for that header in the answer.
+	for _, v := range r.Header.Values("X-Send") {
+		if k, val, ok := strings.Cut(v, ": "); ok {
+			w.Header().Add(k, val)
+		}
+	}
 	body, _ := io.ReadAll(r.Body)
 	a := arrived{Server: o.name, Host: r.Host, Path: r.URL.RequestURI(), Header: r.Header, Remote: r.RemoteAddr, Body: string(body)}
-	w.Header().Set("Content-Type", "application/json")
+	if w.Header().Get("Content-Type") == "" {
+		w.Header().Set("Content-Type", "application/json")
+	}
+	// X-Status: CODE answers with that status.
+	if code, err := strconv.Atoi(r.Header.Get("X-Status")); err == nil {
+		w.WriteHeader(code)
+	}
 	json.NewEncoder(w).Encode(a)
 }
 
@@ -77,7 +94,12 @@ type httpAnswer struct {
 	Location string
 	Body     string // for answers of the proxy itself
 	Arrived  *arrived
+	// Header is the answer's headers of answerHeaders, when present.
+	Header http.Header
 }
+
+// answerHeaders are the answer's headers the side-by-side tests compare.
+var answerHeaders = []string{"X-Set", "X-Add", "X-Rep", "X-Val", "X-Del", "Content-Encoding", "Vary", "Etag"}
 
 // ask sends one request on c (kept alive) and reads the answer.
 func ask(t *testing.T, c net.Conn, br *bufio.Reader, raw string) httpAnswer {
@@ -93,8 +115,17 @@ func ask(t *testing.T, c net.Conn, br *bufio.Reader, raw string) httpAnswer {
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
+	body = decompressed(t, resp.Header.Get("Content-Encoding"), body)
 	a := httpAnswer{Status: resp.StatusCode, Location: resp.Header.Get("Location")}
-	if strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+	for _, k := range answerHeaders {
+		if v := resp.Header.Values(k); len(v) > 0 {
+			if a.Header == nil {
+				a.Header = http.Header{}
+			}
+			a.Header[k] = v
+		}
+	}
+	if len(body) > 0 && strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") || bytes.HasPrefix(body, []byte(`{"Server":`)) {
 		a.Arrived = new(arrived)
 		if err := json.Unmarshal(body, a.Arrived); err != nil {
 			t.Fatal(err)
@@ -105,6 +136,32 @@ func ask(t *testing.T, c net.Conn, br *bufio.Reader, raw string) httpAnswer {
 	return a
 }
 
+// decompressed is body decoded from a Content-Encoding of gzip or
+// deflate (zlib, or raw when it has no zlib header), as a client would.
+func decompressed(t *testing.T, encoding string, body []byte) []byte {
+	t.Helper()
+	var r io.Reader
+	var err error
+	switch encoding {
+	case "gzip":
+		r, err = gzip.NewReader(bytes.NewReader(body))
+	case "deflate":
+		if r, err = zlib.NewReader(bytes.NewReader(body)); err != nil {
+			r, err = flate.NewReader(bytes.NewReader(body)), nil
+		}
+	default:
+		return body
+	}
+	if err != nil {
+		t.Fatalf("Content-Encoding %s: %v", encoding, err)
+	}
+	out, err := io.ReadAll(r)
+	if err != nil {
+		t.Fatalf("Content-Encoding %s: %v", encoding, err)
+	}
+	return out
+}
+
 // masked keeps of what arrived what both proxies must agree on.
 func masked(a httpAnswer) httpAnswer {
 	if a.Arrived == nil {
@@ -112,7 +169,7 @@ func masked(a httpAnswer) httpAnswer {
 	}
 	x := *a.Arrived
 	h := http.Header{}
-	for _, k := range []string{"X-Forwarded-For", "X-Route", "X-Src", "X-Backend", "X-Remove", "X-Keep", "Cookie"} {
+	for _, k := range []string{"X-Forwarded-For", "X-Route", "X-Src", "X-Backend", "X-Remove", "X-Keep", "Cookie", "X-Rep", "X-Val", "Accept-Encoding", "X-Original-To", "X-Dst"} {
 		if v := x.Header.Values(k); len(v) > 0 {
 			h[k] = v
 		}
@@ -177,6 +234,16 @@ backend none
 // (haproxy's first) once haproxy listens.
 func startRoutingPair(t *testing.T) []string {
 	t.Helper()
+	return startHTTPPair(t, httpRoutingConf)
+}
+
+// startHTTPPair runs a mode http configuration in haproxy and in
+// vipstack in front of two origins and returns the two frontends' ports
+// (haproxy's first) once haproxy listens. In the configuration,
+// {{P0}} is the frontend's port, {{A}} and {{W}} the origins api's and
+// web's addresses, {{DEAD}} an address nothing listens on.
+func startHTTPPair(t *testing.T, template string) []string {
+	t.Helper()
 	if _, err := exec.LookPath("haproxy"); err != nil {
 		t.Skip("haproxy not installed")
 	}
@@ -184,7 +251,7 @@ func startRoutingPair(t *testing.T) []string {
 	dead := closedPort(t)
 	ports := freePorts(t, 2)
 	conf := func(port string) string {
-		return strings.NewReplacer("{{P0}}", port, "{{A}}", api.addr(), "{{W}}", web.addr(), "{{DEAD}}", dead.String()).Replace(httpRoutingConf)
+		return strings.NewReplacer("{{P0}}", port, "{{A}}", api.addr(), "{{W}}", web.addr(), "{{DEAD}}", dead.String()).Replace(template)
 	}
 	peers.HAProxy(t, conf(ports[0]))
 	cfg, err := haproxycfg.Parse("haproxy.cfg", []byte(conf(ports[1])))

@@ -1,13 +1,6 @@
 package lb
 
-import (
-	"os/exec"
-	"strings"
-	"testing"
-
-	"github.com/vipstack/vipstack/internal/haproxycfg"
-	"github.com/vipstack/vipstack/internal/peers"
-)
+import "testing"
 
 // TestSetVarMatchesHaproxy runs http-request set-var and var() (in acls
 // with -m str, reg and found, and in header values, in the frontend and
@@ -15,12 +8,7 @@ import (
 // (set-var(txn.txnhost) hdr(host), acls on var(txn.txnhost)): the same
 // requests reach the same origins with the same headers.
 func TestSetVarMatchesHaproxy(t *testing.T) {
-	if _, err := exec.LookPath("haproxy"); err != nil {
-		t.Skip("haproxy not installed")
-	}
-	api, web := startOrigin(t, "api"), startOrigin(t, "web")
-	conf := func(port string) string {
-		return strings.NewReplacer("{{P0}}", port, "{{A}}", api.addr(), "{{W}}", web.addr()).Replace(`defaults
+	ports := startHTTPPair(t, `defaults
   mode http
   timeout connect 1s
   timeout client 5s
@@ -47,15 +35,6 @@ backend web
   http-request set-header X-Backend web-%[var(txn.late)]
   server w1 {{W}}
 `)
-	}
-	ports := freePorts(t, 2)
-	peers.HAProxy(t, conf(ports[0]))
-	cfg, err := haproxycfg.Parse("haproxy.cfg", []byte(conf(ports[1])))
-	if err != nil {
-		t.Fatal(err)
-	}
-	newLBOpts(t, Options{}, cfg)
-	waitListening(t, "tcp", "127.0.0.1:"+ports[0])
 
 	reqs := []rawRequest{
 		{"host in a variable", "GET /x HTTP/1.1\r\nHost: APP.example\r\n\r\n"},

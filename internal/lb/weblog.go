@@ -2,6 +2,7 @@ package lb
 
 import (
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/vipstack/vipstack/internal/lb/logging"
@@ -30,6 +31,19 @@ func (l *LB) webLogger(site *web.Site, to *logging.Dests) func(web.RequestLog) {
 		return func(rl web.RequestLog) {
 			if level, ok := webLogLevel(format, rl); ok {
 				l.sendLog(to, level, appendHTTPLogLine(nil, name, rl, counts))
+			}
+		}
+	}
+	if format.Format == lbconfig.HTTPLogCLFFormat {
+		hl, err := logging.NewHTTPLog(format.Format, to)
+		if err != nil || hl == nil {
+			return nil
+		}
+		return func(rl web.RequestLog) {
+			if level, ok := webLogLevel(format, rl); ok {
+				var buf [512]byte
+				f := webHTTPFields(name, rl, counts)
+				l.sendLog(to, level, hl.AppendLine(buf[:0], &f))
 			}
 		}
 	}
@@ -140,4 +154,27 @@ func appendHTTPLogLine(b []byte, name string, rl web.RequestLog, c webCounts) []
 		b = append(b, rl.Request...)
 	}
 	return append(b, '"')
+}
+
+// webHTTPFields is a monitor's or stats section's request as an HTTP
+// log line's fields, for a format other than option httplog's (option
+// httplog clf).
+func webHTTPFields(name string, rl web.RequestLog, c webCounts) logging.HTTPFields {
+	ms := func(v int64) time.Duration {
+		if v < 0 {
+			return -1
+		}
+		return time.Duration(v) * time.Millisecond
+	}
+	f := logging.HTTPFields{Client: rl.Client, Local: rl.Local, Frontend: name, Backend: name, AcceptAt: rl.Start,
+		TR: ms(rl.TR), Tw: ms(rl.Tw), Tc: ms(rl.Tc), Tr: ms(rl.Tr), Ta: ms(rl.Ta), Status: rl.Status, Down: rl.Bytes,
+		Term: rl.Term, BadRequest: rl.Request == "", Counts: c}
+	if rl.Server != "<NOSRV>" {
+		f.Server = rl.Server
+	}
+	parts := strings.SplitN(rl.Request, " ", 3)
+	if len(parts) == 3 {
+		f.Method, f.URI, f.Version = parts[0], parts[1], parts[2]
+	}
+	return f
 }

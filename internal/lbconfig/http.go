@@ -32,11 +32,27 @@ type HTTPFrontend struct {
 	// LogFormat is the request log's format (HTTPLogFormat for option
 	// httplog); empty writes no request lines.
 	LogFormat string
+	// Captures are `capture request header NAME len N` and `capture
+	// response header NAME len N`, in the order written (%hr %hs %hrl
+	// %hsl show them).
+	Captures []Capture
+	// CaptureCookie is `capture cookie NAME len N` (%CC %CS); nil when
+	// none.
+	CaptureCookie *Capture
 	// TCPMode: the frontend says mode tcp, and its default backend is
 	// mode http, so its connections are HTTP all the same, as haproxy
 	// 2.6 handles them; its "Connect from" lines, one per request, say
 	// TCP. It has no HTTP rules of its own.
 	TCPMode bool
+}
+
+// Capture is one `capture` line of a frontend: the last occurrence of a
+// request's or an answer's header (Response), or the first cookie whose
+// name begins with Name, cut to Len bytes.
+type Capture struct {
+	Response bool
+	Name     string
+	Len      int
 }
 
 // HTTPLogVariables are the variables an HTTP frontend's log format may
@@ -46,12 +62,18 @@ type HTTPFrontend struct {
 //	TR Tr Ta Tq  the request's head, the server's answer, the whole
 //	            request, and TR plus the idle time (ms)
 //	Ti          idle time before the request (0)
+//	Td Tu       the time after the answer's head (-1 without one), and
+//	            the whole time but the idle (ms)
 //	ST          status code
-//	r HM HU HP HQ HV  request line, method, URI, path, query, version
-//	CC CS       captured cookies ("-": vipstack captures none)
+//	r HM HU HP HQ HV  request line, method, URI, URI without the
+//	            query, query, version
+//	HPO         the path alone (without scheme, host or query)
+//	CC CS       the captured cookie of the request and of the answer
+//	            ("-" when none)
 //	tsc         termination state with the cookie flags (4 characters)
-//	hr hs hrl hsl  captured headers (vipstack captures none: empty)
-var HTTPLogVariables = []string{"CC", "CS", "HM", "HP", "HQ", "HU", "HV", "ST", "TR", "Ta", "Ti", "Tq", "Tr", "hr", "hrl", "hs", "hsl", "r", "tr", "trg", "trl", "tsc"}
+//	hr hs hrl hsl  captured request and answer headers: {a|b} or, CLF
+//	            style (hrl hsl), one word each
+var HTTPLogVariables = []string{"CC", "CS", "HM", "HP", "HPO", "HQ", "HU", "HV", "ST", "TR", "Ta", "Td", "Ti", "Tq", "Tr", "Tu", "hr", "hrl", "hs", "hsl", "r", "tr", "trg", "trl", "tsc"}
 
 // ParseHTTPLogFormat is ParseLogFormat for a mode http frontend, whose
 // formats may also show HTTPLogVariables.
@@ -59,8 +81,26 @@ func ParseHTTPLogFormat(s string) ([]LogItem, error) {
 	return parseLogFormat(s, append(slices.Clone(LogVariables), HTTPLogVariables...))
 }
 
+// HTTPOnlyVariable is the first variable of an HTTP log format that a
+// TCP line cannot show (one of HTTPLogVariables), "" when none.
+func HTTPOnlyVariable(format string) string {
+	items, err := ParseHTTPLogFormat(format)
+	if err != nil {
+		return ""
+	}
+	for _, it := range items {
+		if it.Var != "" && !slices.Contains(LogVariables, it.Var) {
+			return it.Var
+		}
+	}
+	return ""
+}
+
 // HTTPLogFormat is the format of haproxy's `option httplog`.
 const HTTPLogFormat = "%ci:%cp [%tr] %ft %b/%s %TR/%Tw/%Tc/%Tr/%Ta %ST %B %CC %CS %tsc %ac/%fc/%bc/%sc/%rc %sq/%bq %hr %hs %{+Q}r"
+
+// HTTPLogCLFFormat is the format of haproxy's `option httplog clf`.
+const HTTPLogCLFFormat = `%{+Q}o %{-Q}ci - - [%trg] %r %ST %B "" "" %cp %ms %ft %b %s %TR %Tw %Tc %Tr %Ta %tsc %ac %fc %bc %sc %rc %sq %bq %CC %CS %hrl %hsl`
 
 // HTTPBackend is a backend's HTTP settings (mode http).
 type HTTPBackend struct {
@@ -87,6 +127,13 @@ type HTTPProxy struct {
 	Redirects []HTTPRule           // `redirect` rules in order (Action "redirect")
 	// ForwardFor is `option forwardfor`; nil when off.
 	ForwardFor *ForwardFor
+	// OriginalTo is `option originalto`; nil when off.
+	OriginalTo *OriginalTo
+	// BufferRequest is `option http-buffer-request`: the request's body
+	// is read (as much as haproxy's buffer holds) before the request
+	// goes to a server, within timeout http-request; on in the
+	// frontend or the backend.
+	BufferRequest bool
 	// Conn is the connection mode: "" (keep-alive, haproxy's default),
 	// "server-close" or "close" (option httpclose).
 	Conn string
@@ -96,13 +143,50 @@ type HTTPProxy struct {
 	// Stats serves the stats page at Stats.URI (`stats enable` / `stats
 	// uri` in an HTTP frontend or backend); nil when off.
 	Stats *Stats
+	// ResponseRules are the `http-response` rules in order, applied to
+	// the server's answer (HTTPResponseActions).
+	ResponseRules []HTTPRule
+	// Compression is `compression algo|type|offload`; nil when off.
+	Compression *Compression
 }
+
+// Compression is a section's `compression` lines: the server's answers
+// are compressed with an algorithm the client accepts, as haproxy 2.6
+// does. The backend's algorithms and types are used when it has any,
+// else the frontend's; offload in either applies.
+type Compression struct {
+	// Algos are CompressionAlgos in the order written, defaults' first.
+	// Among the client's encodings of the best q value the first it
+	// lists is chosen; for "*", the algorithm written last (haproxy
+	// keeps its list in reverse).
+	Algos []string
+	// Types are the Content-Type prefixes compressed (case-insensitive);
+	// none: any but multipart, and also an answer without a Content-Type.
+	Types []string
+	// (Without Algos nothing is compressed, as in haproxy.)
+	// Offload takes Accept-Encoding out of the request once an
+	// algorithm is chosen, so that the server answers uncompressed.
+	Offload bool
+}
+
+// CompressionAlgos are the `compression algo` names vipstack carries out.
+var CompressionAlgos = []string{"gzip", "deflate", "raw-deflate"}
 
 // ForwardFor is `option forwardfor [except NET] [header NAME] [if-none]`.
 type ForwardFor struct {
 	Header string // default X-Forwarded-For
 	Except netip.Prefix
 	IfNone bool
+}
+
+// OriginalTo is `option originalto [except NET] [header NAME]`: the
+// request gets a header (default X-Original-To) with the address the
+// client connected to, unless it is in Except. On in the frontend or
+// the backend, it adds one header: the backend's name if it sets one,
+// none when either section's Except holds the address (haproxy 2.6).
+type OriginalTo struct {
+	Header string
+	Except netip.Prefix
 }
 
 // Cookie is a backend's `cookie` line.
@@ -124,13 +208,22 @@ type UseBackend struct {
 // HTTPRule is one `http-request` rule or `redirect` rule.
 type HTTPRule struct {
 	// Action: set-header, add-header, del-header, set-path, deny,
-	// allow, redirect, set-var.
+	// allow, redirect, set-var, replace-header, replace-value,
+	// replace-path, replace-uri; of http-response rules also
+	// set-status.
 	Action string
-	Name   string // header name (set-, add-, del-header); set-var's variable (txn.NAME)
+	Name   string // header name (set-, add-, del-, replace-header, replace-value); set-var's variable (txn.NAME)
 	// Value is the header value or path, a haproxy log-format (see
-	// HTTPValueVars); set-var's sample expression (VarFetches).
+	// HTTPValueVars); set-var's sample expression (VarFetches); a
+	// replace- rule's replacement, where \N is the match's group N.
 	Value  string
-	Status int // deny's deny_status (default 403); redirect's code (default 302)
+	Status int // deny's deny_status (default 403); redirect's code (default 302); set-status's
+	// Match is a replace- rule's regular expression, matched
+	// case-sensitively anywhere in the value, which the replacement
+	// then replaces whole (haproxy's semantics); Re is its compiled
+	// form (CompileRule).
+	Match string
+	Re    *regexp.Regexp
 	// Redirect: Kind is location, prefix or scheme, To its argument.
 	Kind, To string
 	// DropQuery and AppendSlash are redirect's options.
@@ -160,7 +253,10 @@ type ACLTest struct {
 	// Fetch is the sample fetch: path, url, method, src, hdr, req.hdr,
 	// ssl_fc, always_true, always_false, var, ...
 	Fetch string
-	Arg   string // hdr's header name, var's variable (txn.NAME)
+	// Keyword is the criterion as written, without its argument
+	// (hdr_beg for Fetch hdr), for messages.
+	Keyword string
+	Arg     string // hdr's header name, var's variable (txn.NAME)
 	// Match is str, beg, end, sub, reg, dom, found, ip, bool, len.
 	Match       string
 	Insensitive bool
@@ -172,7 +268,26 @@ type ACLTest struct {
 }
 
 // HTTPActions are the http-request actions vipstack carries out.
-const HTTPActions = "add-header, allow, del-header, deny, redirect, set-header, set-path, set-var(txn.NAME|req.NAME)"
+const HTTPActions = "add-header, allow, del-header, deny, redirect, replace-header, replace-path, replace-uri, replace-value, set-header, set-path, set-var(txn.NAME|req.NAME)"
+
+// HTTPResponseActions are the http-response actions vipstack carries out.
+const HTTPResponseActions = "add-header, del-header, replace-header, replace-value, set-header, set-status"
+
+// CompileRule compiles a replace- rule's Match into Re (RE2 syntax,
+// which is haproxy's PCRE for the expressions such rules use; a PCRE
+// feature RE2 lacks, such as a back-reference in the pattern, is an
+// error).
+func CompileRule(r *HTTPRule) error {
+	if !strings.HasPrefix(r.Action, "replace-") {
+		return nil
+	}
+	re, err := regexp.Compile(r.Match)
+	if err != nil {
+		return fmt.Errorf("regex %q: %v (accepted: an RE2 regular expression)", r.Match, err)
+	}
+	r.Re = re
+	return nil
+}
 
 // VarFetches are the sample fetches `http-request set-var` takes as its
 // expression (without converters): the value the variable gets.
@@ -398,6 +513,13 @@ func (v *validator) httpBackend(b *Backend) {
 }
 
 func (v *validator) httpProxy(key string, h *HTTPProxy) {
+	if c := h.Compression; c != nil {
+		for _, a := range c.Algos {
+			if !slices.Contains(CompressionAlgos, a) {
+				v.fail(v.pos(ItemKey(key, "compression"), key), key, "compression", "compression algo %q is not supported by vipstack (accepted: %s)", a, strings.Join(CompressionAlgos, ", "))
+			}
+		}
+	}
 	for name, tests := range h.ACLs {
 		for i := range tests {
 			if err := CompileACL(&tests[i]); err != nil {
@@ -405,20 +527,28 @@ func (v *validator) httpProxy(key string, h *HTTPProxy) {
 			}
 		}
 	}
-	for _, rs := range [][]HTTPRule{h.Rules, h.Redirects} {
-		for _, r := range rs {
+	for n, rs := range [][]HTTPRule{h.Rules, h.Redirects, h.ResponseRules} {
+		kw := "http-request"
+		if n == 2 {
+			kw = "http-response"
+		}
+		for i := range rs {
+			r := &rs[i]
 			v.cond(key, r.Action, h, r.Cond)
+			if err := CompileRule(r); err != nil {
+				v.fail(r.At, key, kw, "%s %s: %v", kw, r.Action, err)
+			}
 			if r.Action == "set-var" {
 				if err := CheckVarName(r.Name); err != nil {
-					v.fail(r.At, key, "http-request", "http-request set-var: %v", err)
+					v.fail(r.At, key, kw, "%s set-var: %v", kw, err)
 				}
 				if err := CheckVarExpr(r.Value); err != nil {
-					v.fail(r.At, key, "http-request", "http-request set-var(%s): %v", r.Name, err)
+					v.fail(r.At, key, kw, "%s set-var(%s): %v", kw, r.Name, err)
 				}
 			}
-			if r.Action == "set-header" || r.Action == "add-header" || r.Action == "set-path" {
+			if r.Action == "set-header" || r.Action == "add-header" || r.Action == "set-path" || strings.HasPrefix(r.Action, "replace-") {
 				if err := CheckHTTPValue(r.Value); err != nil {
-					v.fail(r.At, key, "http-request", "http-request %s: %v", r.Action, err)
+					v.fail(r.At, key, kw, "%s %s: %v", kw, r.Action, err)
 				}
 			}
 		}

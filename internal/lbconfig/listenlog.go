@@ -5,6 +5,10 @@ func listenLogFormat(l *ConnLog) error {
 	if l == nil || l.Format == HTTPLogFormat {
 		return nil
 	}
+	if l.Format == HTTPLogCLFFormat {
+		_, err := ParseHTTPLogFormat(l.Format)
+		return err
+	}
 	_, err := ParseLogFormat(l.Format)
 	return err
 }

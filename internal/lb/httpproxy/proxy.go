@@ -96,6 +96,13 @@ type Entry struct {
 	// Nth is the request's place on its client connection: 1 for the
 	// first (0 when unknown: HTTP/2, or no request).
 	Nth int64
+	// ReqCaps and ResCaps are the frontend's captured request and
+	// answer headers, one per capture line (nil without such lines; an
+	// entry is nil when the header was absent or no answer came).
+	ReqCaps, ResCaps []*string
+	// CookieReq and CookieRes are the captured cookie of the request
+	// and of the answer, "name=value" ("" when none).
+	CookieReq, CookieRes string
 }
 
 // compiled is a Config ready to serve.
@@ -313,6 +320,14 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		Backend: c.cfg.Frontend.Name, Server: "<NOSRV>", Method: r.Method, URI: r.RequestURI, Version: r.Proto,
 		Tw: -1, Tc: -1, Tr: -1, Term: "--", Nth: nth}
 	e.Request = r.Method + " " + r.RequestURI + " " + r.Proto
+	if fe := c.cfg.Frontend.HTTP; fe != nil {
+		e.ReqCaps, e.ResCaps = captureHeaders(fe.Captures, false, r.Header, r.Host)
+		if fe.CaptureCookie != nil {
+			// Before the rules: a denied request's cookie is
+			// captured too (measured).
+			e.CookieReq = captureCookie(fe.CaptureCookie, r.Header.Values("Cookie"), false)
+		}
+	}
 	lw := &logWriter{ResponseWriter: w}
 	if c.cfg.Monitor != nil && c.cfg.Monitor(w, r) {
 		return // haproxy logs no monitor hit
@@ -384,6 +399,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		!(ff.IfNone && len(r.Header.Values(ff.Header)) > 0) {
 		r.Header.Add(ff.Header, rq.src.Addr().Unmap().String())
 	}
+	originalTo(r, rq.dst.Addr().Unmap(), fe.OriginalTo, bh)
 	p.forward(w, rq, c, backend, b, fe, &e)
 }
 
@@ -443,6 +459,22 @@ func (p *Proxy) forward(w http.ResponseWriter, rq *request, c *compiled, name st
 	}
 	if bh != nil && bh.Conn != "" {
 		conn = bh.Conn
+	}
+	var beProxy *lbconfig.HTTPProxy
+	if bh != nil {
+		beProxy = &bh.HTTPProxy
+	}
+	if fe.BufferRequest || bh != nil && bh.BufferRequest {
+		if !bufferBody(w, r, c.cfg.Timeouts) {
+			e.Term = "cR"
+			p.fail(w, r, errorSection(fe, bh), http.StatusRequestTimeout)
+			return
+		}
+	}
+	algos, types, offload := compression(&fe.HTTPProxy, beProxy)
+	algo := chooseAlgo(algos, r)
+	if algo != "" && offload {
+		r.Header.Del("Accept-Encoding")
 	}
 	retries := max(c.cfg.Retries, 0)
 	var skip uint64
@@ -505,9 +537,17 @@ func (p *Proxy) forward(w http.ResponseWriter, rq *request, c *compiled, name st
 			FlushInterval: -1,
 			ErrorLog:      nil,
 			ModifyResponse: func(resp *http.Response) error {
+				captureAnswer(fe, resp, e)
 				if ic, ok := serverConn.(*idleConn); ok && resp.StatusCode == http.StatusSwitchingProtocols && c.cfg.Timeouts.Tunnel > 0 {
 					ic.idle.Store(int64(c.cfg.Timeouts.Tunnel)) // haproxy's timeout tunnel once upgraded
 				}
+				if algo != "" && compressible(resp, r, types) {
+					compress(resp, algo)
+				}
+				if bh != nil {
+					applyResponse(&bh.HTTPProxy, c.beACLs[name], rq, resp)
+				}
+				applyResponse(&fe.HTTPProxy, c.feACLs, rq, resp)
 				if bh != nil && bh.Cookie != nil {
 					setCookie(resp, bh.Cookie, s.cookie, byCookie)
 				}
@@ -952,9 +992,11 @@ func (p *Proxy) logEmpty(c *trackedConn) {
 		return
 	}
 	name := cfg.Frontend.Name
-	cfg.Log(Entry{Client: addrPort(c.RemoteAddr()), Frontend: addrPort(c.LocalAddr()), Accept: c.accept, FrontendName: name,
+	e := Entry{Client: addrPort(c.RemoteAddr()), Frontend: addrPort(c.LocalAddr()), Accept: c.accept, FrontendName: name,
 		Backend: name, Server: "<NOSRV>", Request: "<BADREQ>", Status: 400, TR: -1, Tw: -1, Tc: -1, Tr: -1,
-		Ta: time.Since(c.accept), Term: "CR", BadRequest: true})
+		Ta: time.Since(c.accept), Term: "CR", BadRequest: true}
+	// No stream, no captures: haproxy leaves %hr %hs out (measured).
+	cfg.Log(e)
 }
 
 // ignorePersist reports whether one of the backend's ignore-persist
@@ -966,4 +1008,28 @@ func ignorePersist(bh *lbconfig.HTTPBackend, a acls, rq *request) bool {
 		}
 	}
 	return false
+}
+
+// originalTo adds option originalto's header, as haproxy 2.6 does: on in
+// the frontend or the backend, the backend's header name if it has the
+// option, none when either's except network holds the address.
+func originalTo(r *http.Request, dst netip.Addr, fe *lbconfig.OriginalTo, bh *lbconfig.HTTPBackend) {
+	var be *lbconfig.OriginalTo
+	if bh != nil {
+		be = bh.OriginalTo
+	}
+	if fe == nil && be == nil {
+		return
+	}
+	name := ""
+	for _, o := range []*lbconfig.OriginalTo{fe, be} {
+		if o == nil {
+			continue
+		}
+		if o.Except.IsValid() && o.Except.Contains(dst) {
+			return
+		}
+		name = o.Header
+	}
+	r.Header.Add(name, dst.String())
 }

@@ -157,6 +157,8 @@ func apply(h *lbconfig.HTTPProxy, a acls, rq *request) verdict {
 		case "set-path":
 			p := expand(r.Value, rq)
 			rq.r.URL.Path, rq.r.URL.RawPath = p, ""
+		case "replace-header", "replace-value", "replace-path", "replace-uri":
+			replaceRequest(r, rq)
 		}
 	}
 redirects:

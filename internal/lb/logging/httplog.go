@@ -3,6 +3,7 @@ package logging
 import (
 	"net/netip"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/vipstack/vipstack/internal/lbconfig"
@@ -49,6 +50,12 @@ type HTTPFields struct {
 	// BadRequest: no request was read; %r is "<BADREQ>".
 	BadRequest bool
 	Counts     Counts
+	// ReqCaps and ResCaps are the captured request and answer headers
+	// (nil without capture lines of that side; an entry nil when the
+	// header was absent). CookieReq and CookieRes are the captured
+	// cookies, "" for none.
+	ReqCaps, ResCaps     []*string
+	CookieReq, CookieRes string
 }
 
 func msOrMinus(d time.Duration) int64 {
@@ -81,15 +88,24 @@ func (hl *HTTPLog) AppendLine(b []byte, f *HTTPFields) []byte {
 		skipSpace = false
 		q := it.Quote
 		switch it.Var {
-		case "tr", "trg", "trl", "TR", "Tr", "Ta", "Tq", "Ti", "Tw", "Tc", "ST", "r", "HM", "HU", "HP", "HQ", "HV", "CC", "CS", "tsc", "hr", "hs", "hrl", "hsl":
+		case "tr", "trg", "trl", "TR", "Tr", "Ta", "Td", "Tu", "Tq", "Ti", "Tw", "Tc", "ST", "r", "HM", "HU", "HP", "HPO", "HQ", "HV", "CC", "CS", "tsc", "hr", "hs", "hrl", "hsl":
 		default:
 			one := ConnLog{items: []lbconfig.LogItem{it}}
 			b = one.AppendLine(b, &cn, end)
 			continue
 		}
-		quoted := q && (it.Var == "r" || it.Var == "HM" || it.Var == "HU" || it.Var == "HP" || it.Var == "HQ" || it.Var == "HV" || it.Var == "hr" || it.Var == "hs")
+		quoted := q && (it.Var == "r" || it.Var == "HM" || it.Var == "HU" || it.Var == "HP" || it.Var == "HPO" || it.Var == "HQ" || it.Var == "HV" || it.Var == "CC" || it.Var == "CS")
 		if quoted {
 			b = append(b, '"')
+		}
+		if f.BadRequest && len(it.Var) >= 2 && it.Var[0] == 'H' && it.Var != "H" {
+			// No request: haproxy shows each of its parts as the
+			// request, "<BADREQ>" (measured).
+			b = append(b, "<BADREQ>"...)
+			if quoted {
+				b = append(b, '"')
+			}
+			continue
 		}
 		switch it.Var {
 		case "tr":
@@ -102,6 +118,14 @@ func (hl *HTTPLog) AppendLine(b []byte, f *HTTPFields) []byte {
 			b = strconv.AppendInt(b, msOrMinus(f.TR), 10)
 		case "Ti":
 			b = append(b, '0')
+		case "Tu":
+			b = strconv.AppendInt(b, msOrMinus(f.Ta), 10)
+		case "Td":
+			td := int64(-1)
+			if f.Tr >= 0 {
+				td = max(msOrMinus(f.Ta)-msOrMinus(max(f.TR, 0))-msOrMinus(max(f.Tw, 0))-msOrMinus(max(f.Tc, 0))-msOrMinus(f.Tr), 0)
+			}
+			b = strconv.AppendInt(b, td, 10)
 		case "Tw":
 			b = strconv.AppendInt(b, msOrMinus(f.Tw), 10)
 		case "Tc":
@@ -139,19 +163,105 @@ func (hl *HTTPLog) AppendLine(b []byte, f *HTTPFields) []byte {
 			} else {
 				b = append(b, query...)
 			}
+		case "HPO":
+			path, _, _ := strings.Cut(f.URI, "?")
+			if i := strings.Index(path, "://"); i >= 0 && !strings.Contains(path[:i], "/") {
+				// absolute form: from the first '/' after the authority
+				rest := path[i+3:]
+				path = "/"
+				if j := strings.IndexByte(rest, '/'); j >= 0 {
+					path = rest[j:]
+				}
+			}
+			b = append(b, path...)
 		case "HV":
 			b = append(b, f.Version...)
 		case "CC", "CS":
-			b = append(b, '-')
+			v := f.CookieReq
+			if it.Var == "CS" {
+				v = f.CookieRes
+			}
+			if v == "" && !quoted {
+				v = "-"
+			}
+			b = append(b, v...)
 		case "tsc":
 			b = append(b, f.Term[0], f.Term[1], '-', '-')
 		case "hr", "hs", "hrl", "hsl":
-			// no captures
-			skipSpace = !quoted
+			caps := f.ReqCaps
+			if it.Var[1] == 's' {
+				caps = f.ResCaps
+			}
+			if caps == nil {
+				// haproxy leaves out a capture the frontend does not
+				// have, with the space after it.
+				skipSpace = true
+				break
+			}
+			b = appendCaptures(b, caps, len(it.Var) == 3, q)
 		}
 		if quoted {
 			b = append(b, '"')
 		}
+	}
+	return b
+}
+
+// appendCaptures writes captured headers as haproxy does: %hr "{a|b}"
+// (quoted whole under +Q), %hrl "a b" with "-" for an absent one (each
+// quoted under +Q, absent then ""); bytes of hdrEncoded as #XX.
+func appendCaptures(b []byte, caps []*string, list, quote bool) []byte {
+	if !list {
+		if quote {
+			b = append(b, '"')
+		}
+		b = append(b, '{')
+		for i, c := range caps {
+			if i > 0 {
+				b = append(b, '|')
+			}
+			if c != nil {
+				b = appendHdrEncoded(b, *c)
+			}
+		}
+		b = append(b, '}')
+		if quote {
+			b = append(b, '"')
+		}
+		return b
+	}
+	for i, c := range caps {
+		if i > 0 {
+			b = append(b, ' ')
+		}
+		if quote {
+			b = append(b, '"')
+		}
+		switch {
+		case c != nil:
+			b = appendHdrEncoded(b, *c)
+		case !quote:
+			b = append(b, '-')
+		}
+		if quote {
+			b = append(b, '"')
+		}
+	}
+	return b
+}
+
+// appendHdrEncoded writes s with haproxy's escaping of captured headers:
+// control bytes, bytes from 0x7f and '"', '#', '{', '|', '}' become
+// '#' and two upper-case hex digits.
+func appendHdrEncoded(b []byte, s string) []byte {
+	const hex = "0123456789ABCDEF"
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x20 || c >= 0x7f || strings.IndexByte("\"#{|}", c) >= 0 {
+			b = append(b, '#', hex[c>>4], hex[c&15])
+			continue
+		}
+		b = append(b, c)
 	}
 	return b
 }
