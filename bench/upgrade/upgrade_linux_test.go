@@ -9,12 +9,15 @@ import (
 	"github.com/vipstack/vipstack/internal/testnet"
 )
 
-// TestUpgradeShort is bench/upgrade in little: 2 masters and 2 workers,
-// every node's binary replaced by another build and back (8
-// replacements) under 100 new connections a second to each VIP. With two
-// candidates per VIP, a replacement moves a VIP at most once (away from
-// the stopped node); a second move would be a VIP taken back, or given to
-// a third holder. It fails on any failed connection or second move.
+// TestUpgradeShort is bench/upgrade in little: 3 masters and 1 worker,
+// every node's binary upgraded in the systemd style (installed over its
+// path, the service restarted) and downgraded in the static-pod style (the
+// old image's path, process 1 of a PID namespace), 8 replacements under
+// 100 new connections a second to each VIP. The API and DNS VIPs have
+// three candidates of one priority: when their holder stops, both others
+// would take over after the same Skew_Time without the tie-break, the
+// second move bench/upgrade saw. It fails on any failed connection or
+// second move.
 func TestUpgradeShort(t *testing.T) {
 	testnet.RequireRoot(t)
 	if testing.Short() {
@@ -29,7 +32,8 @@ func TestUpgradeShort(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := options{Masters: 2, Workers: 2, Rate: 100, Advert: time.Second, Settle: 3 * time.Second, Prefix: "vsokV", Old: old, New: next}
+	o := options{Masters: 3, Workers: 1, Rate: 100, Advert: time.Second, Settle: 3 * time.Second, Prefix: "vsokV", Old: old, New: next,
+		Phases: []phase{{Style: styleSystemd, From: "old", To: "new"}, {Style: styleStaticPod, From: "new", To: "old"}}}
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
 	res, err := Run(ctx, o)
@@ -48,10 +52,10 @@ func TestUpgradeShort(t *testing.T) {
 		}
 		for _, s := range res.Steps {
 			if s.Failed[i] > 0 {
-				t.Errorf("%s, %s to %s: %d connections to the %s VIP failed", s.Node, s.From, s.To, s.Failed[i], tg.Kind)
+				t.Errorf("%s (%s), %s to %s: %d connections to the %s VIP failed", s.Node, s.Style, s.From, s.To, s.Failed[i], tg.Kind)
 			}
 			if m := s.Moves[i]; m.Moves > 1 {
-				t.Errorf("%s, %s to %s: the %s VIP moved %d times (%s)", s.Node, s.From, s.To, tg.Kind, m.Moves, strings.Join(m.Path, " to "))
+				t.Errorf("%s (%s), %s to %s: the %s VIP moved %d times (%s)", s.Node, s.Style, s.From, s.To, tg.Kind, m.Moves, strings.Join(m.Path, " to "))
 			}
 		}
 	}

@@ -65,6 +65,7 @@ type Node struct {
 	mu    sync.Mutex
 	agent *agentProc
 	bin   string // the binary the agent runs (Options.Bin until Replace)
+	pidns bool   // the agent runs as process 1 of its own PID namespace (ReplaceAs)
 	off   string // why the node is gone; "" while it runs
 }
 
@@ -238,6 +239,14 @@ func (n *Node) startAgent(cfgPath, bin string) error {
 	cmd := n.c.opts.command(n.Host.Command, bin, "node", "--config", cfgPath, "--node", n.Name,
 		"--state-dir", filepath.Join(n.c.Dir, n.Name), "--log-level", n.c.opts.LogLevel)
 	cmd.Stdout, cmd.Stderr = f, f
+	n.mu.Lock()
+	if n.pidns {
+		if cmd.SysProcAttr == nil {
+			cmd.SysProcAttr = &syscall.SysProcAttr{}
+		}
+		cmd.SysProcAttr.Cloneflags |= syscall.CLONE_NEWPID
+	}
+	n.mu.Unlock()
 	if err := n.Host.Start(cmd); err != nil {
 		f.Close()
 		return fmt.Errorf("demo: start the node agent on %s: %w", n.Name, err)
