@@ -9,10 +9,11 @@ import (
 	"github.com/vipstack/vipstack/internal/testnet"
 )
 
-// TestUpgradeShort is bench/upgrade in little: 3 masters and 1 worker,
-// every node's binary upgraded in the systemd style (installed over its
+// TestUpgradeShort is bench/upgrade in little: 3 masters and 2 workers
+// (with one, the Ingress VIP has no other healthy holder), every node's
+// binary upgraded in the systemd style (installed over its
 // path, the service restarted) and downgraded in the static-pod style (the
-// old image's path, process 1 of a PID namespace), 8 replacements under
+// old image's path, process 1 of a PID namespace), 10 replacements under
 // 100 new connections a second to each VIP. The API and DNS VIPs have
 // three candidates of one priority: when their holder stops, both others
 // would take over after the same Skew_Time without the tie-break, the
@@ -32,7 +33,7 @@ func TestUpgradeShort(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := options{Masters: 3, Workers: 1, Rate: 100, Advert: time.Second, Settle: 3 * time.Second, Prefix: "vsokV", Old: old, New: next,
+	o := options{Masters: 3, Workers: 2, Rate: 100, Advert: time.Second, Settle: 3 * time.Second, Prefix: "vsokV", Old: old, New: next,
 		Phases: []phase{{Style: styleSystemd, From: "old", To: "new"}, {Style: styleStaticPod, From: "new", To: "old"}}}
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
@@ -43,8 +44,8 @@ func TestUpgradeShort(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Steps) != 8 {
-		t.Fatalf("%d replacements, want 8", len(res.Steps))
+	if len(res.Steps) != 10 {
+		t.Fatalf("%d replacements, want 10", len(res.Steps))
 	}
 	for i, tg := range res.Targets {
 		if res.OKConns[i] < 1000 {
