@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -35,12 +37,18 @@ func TestUpgradeShort(t *testing.T) {
 	}
 	o := options{Masters: 3, Workers: 2, Rate: 100, Advert: time.Second, Settle: 3 * time.Second, Prefix: "vsokV", Old: old, New: next,
 		Phases: []phase{{Style: styleSystemd, From: "old", To: "new"}, {Style: styleStaticPod, From: "new", To: "old"}}}
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	o.Logs = t.TempDir()
+	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Minute)
 	defer cancel()
 	res, err := Run(ctx, o)
 	var out strings.Builder
 	_ = res.report().Text(&out)
 	t.Logf("upgrade report:\n%s", out.String())
+	t.Cleanup(func() {
+		if t.Failed() {
+			logTransitions(t, o.Logs)
+		}
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,5 +67,24 @@ func TestUpgradeShort(t *testing.T) {
 				t.Errorf("%s (%s), %s to %s: the %s VIP moved %d times (%s)", s.Node, s.Style, s.From, s.To, tg.Kind, m.Moves, strings.Join(m.Path, " to "))
 			}
 		}
+	}
+}
+
+// logTransitions logs the node agents' VRRP state and priority changes
+// (their logs copied to dir), to tell a second move's cause.
+func logTransitions(t *testing.T, dir string) {
+	files, _ := filepath.Glob(filepath.Join(dir, "*.log"))
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		var lines []string
+		for line := range strings.Lines(string(b)) {
+			if strings.Contains(line, "VRRP state change") || strings.Contains(line, "effective priority changed") {
+				lines = append(lines, strings.TrimSpace(line))
+			}
+		}
+		t.Logf("---- %s: state and priority changes\n%s", filepath.Base(f), strings.Join(lines, "\n"))
 	}
 }
