@@ -76,7 +76,7 @@ func TestPlanToKeepalivedValidates(t *testing.T) {
 // TestPlanTieBreak: every instance names its rivals at its base priority
 // (the bootstrap node is not one of the masters', nor they of it), and
 // the priority with every check passing; the engine's configuration
-// carries them with a quarter advert as the step.
+// carries them with a quarter advert as the step, at least 100 ms.
 func TestPlanTieBreak(t *testing.T) {
 	c, err := Load("testdata/cluster.yaml")
 	if err != nil {
@@ -130,5 +130,18 @@ func TestPlanTieBreak(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestTieBreakStep(t *testing.T) {
+	for _, tc := range []struct{ advert, want time.Duration }{
+		{advert: time.Second, want: 250 * time.Millisecond},
+		{advert: 3 * time.Second, want: 750 * time.Millisecond},
+		{advert: 100 * time.Millisecond, want: 100 * time.Millisecond},
+		{advert: 400 * time.Millisecond, want: 100 * time.Millisecond},
+	} {
+		if got := TieBreakStep(tc.advert); got != tc.want {
+			t.Errorf("TieBreakStep(%v) = %v, want %v", tc.advert, got, tc.want)
+		}
 	}
 }
