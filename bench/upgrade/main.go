@@ -13,15 +13,22 @@
 // From a client namespace, -rate new TCP connections a second go to every
 // VIP (each connected, then closed; at most 256 in flight per VIP, a
 // connect timeout of 5 s); the holders of every VIP are read every 20 ms.
-// Every node in turn has its binary replaced as a package upgrade under
-// systemd or a static pod's new image does: SIGTERM to the running agent
-// (its supervisor forwards it), and once it has exited, the new build
-// started with the same arguments; the next node follows when every VIP
-// has one holder again for -settle. Then every node goes back to the old
-// build the same way (a downgrade). The report gives, per replacement and
-// VIP, the moves (a new sole holder), the samples without a holder and the
-// failed connections. The target: no failed connection and no VIP moved
-// twice by one replacement.
+// Every node in turn has its binary replaced, in rounds (-styles):
+//
+//   - systemd: a package upgrade under deploy/systemd/vipstack-node.service:
+//     the other build is installed over the node's one binary path
+//     (written beside it and renamed over it), then the service restarted:
+//     SIGTERM to the agent's supervisor, and once it has exited the same
+//     path started with the same arguments;
+//   - static-pod: a static pod's new image: SIGTERM to the container's
+//     process 1, and once it has exited the new image's binary (its own
+//     path) started as process 1 of a PID namespace of its own.
+//
+// Each style upgrades every node (old to new), then downgrades it (new to
+// old). The next node follows when every VIP has one holder again for
+// -settle. The report gives, per replacement and VIP, the moves (a new sole
+// holder), the samples without a holder and the failed connections. The
+// target: no failed connection and no VIP moved twice by one replacement.
 //
 // It exits 1 when the target is missed, 2 on bad flags.
 //
@@ -31,7 +38,7 @@
 // Usage (root, Linux):
 //
 //	sudo go run ./bench/upgrade
-//	sudo go run ./bench/upgrade -masters 3 -workers 2 -rate 200 -advert 1s
+//	sudo go run ./bench/upgrade -masters 3 -workers 2 -rate 200 -advert 1s -styles systemd,static-pod
 package main
 
 import "os"

@@ -29,8 +29,43 @@ type options struct {
 	Advert, Settle   time.Duration
 	Prefix           string
 	Old, New         string // the two builds
-	Logs             string // a directory to copy the node agents' logs to at the end; "": none
-	Log              io.Writer
+	// Phases are the rounds of replacements, every node in each; default
+	// (run sets it): for each style, an upgrade then a downgrade.
+	Phases []phase
+	Logs   string // a directory to copy the node agents' logs to at the end; "": none
+	Log    io.Writer
+}
+
+// The ways a node's binary is replaced.
+const (
+	// styleSystemd: a package upgrade under systemd
+	// (deploy/systemd/vipstack-node.service): the other build is
+	// installed over the node's one binary path (written beside it, then
+	// renamed over it, as dpkg does), then `systemctl restart`: SIGTERM to
+	// the supervisor (KillMode=mixed), and once it has exited the same path
+	// started again with the same arguments.
+	styleSystemd = "systemd"
+	// styleStaticPod: a static pod's manifest names the other image: the
+	// kubelet stops the container (SIGTERM to its process 1) and, once it
+	// has exited, starts the new one, whose binary is the new image's (its
+	// own path), as process 1 of a PID namespace of its own.
+	styleStaticPod = "static-pod"
+)
+
+// phase is one round of replacements: every node, in the style, from the
+// build named From to the one named To ("old", "new").
+type phase struct {
+	Style    string
+	From, To string
+}
+
+// defaultPhases: for each style, an upgrade then a downgrade.
+func defaultPhases(styles []string) []phase {
+	var out []phase
+	for _, s := range styles {
+		out = append(out, phase{s, "old", "new"}, phase{s, "new", "old"})
+	}
+	return out
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -43,6 +78,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&o.Advert, "advert", time.Second, "the cluster's VRRP advertisement interval")
 	fs.DurationVar(&o.Settle, "settle", 5*time.Second, "how long every VIP must keep one holder before the next node")
 	fs.StringVar(&o.Prefix, "prefix", "vsokU", "network namespace name prefix")
+	styles := fs.String("styles", styleSystemd+","+styleStaticPod, "how binaries are replaced, comma-separated: "+styleSystemd+" (installed over one path, the service restarted) and "+styleStaticPod+" (the new image's path, process 1 of its own PID namespace); each upgrades every node, then downgrades it")
 	v := fs.Bool("v", false, "narrate")
 	fs.StringVar(&o.Logs, "logs", "", "copy the node agents' logs to this `directory` at the end")
 	markdown := fs.String("markdown", "", "write the results into the upgrade block of this Markdown `file` (docs/benchmarks.md)")
@@ -52,6 +88,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if fs.NArg() > 0 || o.Masters < 1 || o.Masters > 3 || o.Workers < 1 || o.Workers > 4 || o.Rate < 1 || o.Rate > 1000 || o.Settle <= 0 {
 		fmt.Fprintln(stderr, "upgrade: want no arguments, -masters 1 to 3, -workers 1 to 4, -rate 1 to 1000, -settle > 0")
 		return 2
+	}
+	for _, st := range strings.Split(*styles, ",") {
+		if st != styleSystemd && st != styleStaticPod {
+			fmt.Fprintf(stderr, "upgrade: -styles: %q is not a style (accepted: %s, %s, or both separated by a comma)\n", st, styleSystemd, styleStaticPod)
+			return 2
+		}
+		o.Phases = append(o.Phases, defaultPhases([]string{st})...)
 	}
 	if os.Geteuid() != 0 {
 		fmt.Fprintln(stderr, "upgrade: needs root (network namespaces, raw sockets): sudo go run ./bench/upgrade")
@@ -134,11 +177,12 @@ func targets() []target {
 
 // replacement is one node's binary replaced, and what the VIPs saw.
 type replacement struct {
-	Node, From, To string
-	Took           time.Duration // from SIGTERM to every VIP settled
-	Moves          []tracker     // by target
-	Failed         []int64       // failed connections, by target
-	Errors         []string      // the first few connection errors
+	Node, Style string
+	From, To    string
+	Took        time.Duration // from SIGTERM to every VIP settled
+	Moves       []tracker     // by target
+	Failed      []int64       // failed connections, by target
+	Errors      []string      // the first few connection errors
 }
 
 type result struct {
@@ -275,18 +319,31 @@ func Run(ctx context.Context, o options) (res result, err error) {
 		}
 	}()
 	time.Sleep(2 * time.Second)
-	for _, phase := range []struct{ from, to, fromName, toName string }{
-		{o.Old, o.New, "old", "new"}, {o.New, o.Old, "new", "old"},
-	} {
+	installed, err := os.MkdirTemp("", "vsok-upgrade-installed-")
+	if err != nil {
+		return res, err
+	}
+	defer os.RemoveAll(installed)
+	builds := map[string]string{"old": o.Old, "new": o.New}
+	for _, ph := range o.Phases {
 		for _, n := range c.Nodes {
 			if err := ctx.Err(); err != nil {
 				return res, err
 			}
-			step := replacement{Node: n.Name, From: phase.fromName, To: phase.toName,
+			step := replacement{Node: n.Name, Style: ph.Style, From: ph.From, To: ph.To,
 				Moves: make([]tracker, len(res.Targets)), Failed: make([]int64, len(res.Targets))}
 			for _, l := range loaders {
 				l.stepFailures.Store(0)
 				l.takeErrs()
+			}
+			// The binary the node runs next: the new image's own path, or
+			// the build installed over the node's one path.
+			bin := builds[ph.To]
+			if ph.Style == styleSystemd {
+				bin = filepath.Join(installed, n.Name, "vipstack")
+				if err := install(builds[ph.To], bin); err != nil {
+					return res, err
+				}
 			}
 			// The holders before the stop, read before it starts: the
 			// sampler's first round may come after the addresses left.
@@ -295,10 +352,10 @@ func Run(ctx context.Context, o options) (res result, err error) {
 			var swg sync.WaitGroup
 			swg.Go(func() { sample(sctx, c, res.Targets, step.Moves) })
 			t0 := time.Now()
-			logf(o, "%s: %s to %s", n.Name, phase.fromName, phase.toName)
-			err := n.Replace(ctx, phase.to)
+			logf(o, "%s (%s): %s to %s", n.Name, ph.Style, ph.From, ph.To)
+			err := n.ReplaceAs(ctx, bin, ph.Style == styleStaticPod)
 			if err == nil {
-				err = waitRunning(ctx, n, phase.to)
+				err = waitRunning(ctx, n, bin)
 			}
 			if err == nil {
 				err = settle(ctx, c, o.Settle)
@@ -314,9 +371,9 @@ func Run(ctx context.Context, o options) (res result, err error) {
 			}
 			res.Steps = append(res.Steps, step)
 			if err != nil {
-				return res, fmt.Errorf("%s, %s to %s: %w", n.Name, phase.fromName, phase.toName, err)
+				return res, fmt.Errorf("%s (%s), %s to %s: %w", n.Name, ph.Style, ph.From, ph.To, err)
 			}
-			logf(o, "%s: %s after %v; moves %v, failed %v", n.Name, phase.toName, step.Took.Round(time.Millisecond), moves(step), step.Failed)
+			logf(o, "%s: %s after %v; moves %v, failed %v", n.Name, ph.To, step.Took.Round(time.Millisecond), moves(step), step.Failed)
 		}
 	}
 	return res, nil
@@ -330,12 +387,18 @@ func moves(s replacement) []int {
 	return out
 }
 
-// waitRunning waits until n's engine runs bin (its /proc/PID/exe).
+// waitRunning waits until n's engine runs the file at bin (its
+// /proc/PID/exe is that file, the one installed there last for the
+// systemd style).
 func waitRunning(ctx context.Context, n *demo.Node, bin string) error {
 	deadline := time.Now().Add(30 * time.Second)
+	want, err := os.Stat(bin)
+	if err != nil {
+		return err
+	}
 	for {
 		if pid := n.EnginePid(); pid != 0 {
-			if exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); err == nil && exe == bin {
+			if got, err := os.Stat(fmt.Sprintf("/proc/%d/exe", pid)); err == nil && os.SameFile(got, want) {
 				return nil
 			}
 		}
@@ -346,6 +409,23 @@ func waitRunning(ctx context.Context, n *demo.Node, bin string) error {
 			return err
 		}
 	}
+}
+
+// install puts a copy of bin at dst as a package manager does: written
+// beside it, then renamed over it (a running process keeps the old file).
+func install(bin, dst string) error {
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	b, err := os.ReadFile(bin)
+	if err != nil {
+		return err
+	}
+	tmp := dst + ".dpkg-new"
+	if err := os.WriteFile(tmp, b, 0o755); err != nil {
+		return err
+	}
+	return os.Rename(tmp, dst)
 }
 
 // settle waits until every VIP has one holder, the same for d.

@@ -3,6 +3,7 @@ package cluster
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"strconv"
 	"time"
 
@@ -31,6 +32,12 @@ type InstanceSpec struct {
 	Peers    []netip.Addr // unicast peers; empty in multicast mode
 	Version  int          // 2 or 3 (always 3 for IPv6)
 	AuthPass string       // VRRPv2 only
+	// Rivals are the addresses (of the VIPs' family) of the other nodes
+	// running the instance at the same base priority, and Top that
+	// priority with every check passing: the tie-break after a master's
+	// priority 0 (fsm.TieBreak).
+	Rivals []netip.Addr
+	Top    uint8
 }
 
 // Plan is what one node runs.
@@ -149,7 +156,14 @@ func (c *Cluster) PlanFor(name string) (*Plan, error) {
 			}
 			in := InstanceSpec{
 				Name: name, VIPs: vips, VRID: vrid, Priority: prio, Checks: checks, Source: src,
-				Version: c.VersionFor(vips[0]),
+				Version: c.VersionFor(vips[0]), Top: top(prio, p.Checks, checks),
+			}
+			for _, m := range members {
+				if a, ok := addrOfFamily(m.IPs, vips[0]); ok && m.Name != self.Name && (m.Role == Bootstrap) == (self.Role == Bootstrap) {
+					// Every node of the instance but the bootstrap has the
+					// same base priority (overrides included).
+					in.Rivals = append(in.Rivals, a)
+				}
 			}
 			if c.VRRP.Unicast {
 				for _, m := range members {
@@ -207,6 +221,18 @@ func (c *Cluster) PlanFor(name string) (*Plan, error) {
 		}
 	}
 	return p, nil
+}
+
+// top is the priority of an instance at base priority prio whose checks
+// (named from all) all pass: positive weights add, as keepalived's do.
+func top(prio uint8, all []CheckSpec, names []string) uint8 {
+	t := int(prio)
+	for _, ch := range all {
+		if slices.Contains(names, ch.Name) && ch.Weight > 0 {
+			t += ch.Weight
+		}
+	}
+	return uint8(min(t, 254))
 }
 
 // override returns the overrides of the instance of kind (api, ingress,

@@ -65,6 +65,7 @@ type Node struct {
 	mu    sync.Mutex
 	agent *agentProc
 	bin   string // the binary the agent runs (Options.Bin until Replace)
+	pidns bool   // the agent runs as process 1 of its own PID namespace (ReplaceAs)
 	off   string // why the node is gone; "" while it runs
 }
 
@@ -235,8 +236,25 @@ func (n *Node) startAgent(cfgPath, bin string) error {
 	if err != nil {
 		return fmt.Errorf("demo: %s: %w", n.Name, err)
 	}
-	cmd := n.c.opts.command(n.Host.Command, bin, "node", "--config", cfgPath, "--node", n.Name,
-		"--state-dir", filepath.Join(n.c.Dir, n.Name), "--log-level", n.c.opts.LogLevel)
+	argv := []string{bin, "node", "--config", cfgPath, "--node", n.Name,
+		"--state-dir", filepath.Join(n.c.Dir, n.Name), "--log-level", n.c.opts.LogLevel}
+	n.mu.Lock()
+	pidns := n.pidns
+	n.mu.Unlock()
+	var cmd *exec.Cmd
+	if pidns {
+		// As a container runtime does: process 1 of a new PID namespace,
+		// with a /proc of its own (the host's would name this process by
+		// its outer PID: /proc/self/task/TID, which netns reads, would not
+		// exist). ip netns exec has given it a mount namespace that does
+		// not propagate back; the shell mounts /proc and becomes the
+		// agent.
+		argv = append(append([]string{"-c", `mount -t proc proc /proc && exec "$0" "$@"`}, n.c.opts.Wrap...), argv...)
+		cmd = n.Host.Command("sh", argv...)
+		cmd.SysProcAttr.Cloneflags |= syscall.CLONE_NEWPID
+	} else {
+		cmd = n.c.opts.command(n.Host.Command, argv...)
+	}
 	cmd.Stdout, cmd.Stderr = f, f
 	if err := n.Host.Start(cmd); err != nil {
 		f.Close()

@@ -102,8 +102,21 @@ func (n *Node) Restart() error {
 // systemd (or a static pod's new image) does: SIGTERM to the running agent,
 // which stops as it does on any stop, and once it has exited, bin started
 // in its place with the same arguments. The node stays connected and its
-// stand-in servers keep running.
+// stand-in servers keep running. The new agent runs as the old one did
+// (see ReplaceAs).
 func (n *Node) Replace(ctx context.Context, bin string) error {
+	n.mu.Lock()
+	pidns := n.pidns
+	n.mu.Unlock()
+	return n.ReplaceAs(ctx, bin, pidns)
+}
+
+// ReplaceAs is Replace with the new agent started as process 1 of a PID
+// namespace of its own when pidns is set, as a container runtime starts a
+// static pod's container (its supervisor then reaps orphans, and when it
+// exits the kernel kills what is left in the namespace); else as a service
+// manager starts it. Restarts after a crash keep the choice.
+func (n *Node) ReplaceAs(ctx context.Context, bin string, pidns bool) error {
 	n.mu.Lock()
 	a := n.agent
 	n.mu.Unlock()
@@ -116,6 +129,9 @@ func (n *Node) Replace(ctx context.Context, bin string) error {
 	if err := a.wait(ctx, n.c.clk, 10*time.Second); err != nil {
 		return fmt.Errorf("demo: %s: the node agent did not stop on SIGTERM: %w", n.Name, err)
 	}
+	n.mu.Lock()
+	n.pidns = pidns
+	n.mu.Unlock()
 	return n.startAgent(filepath.Join(n.c.Dir, "cluster.yaml"), bin)
 }
 

@@ -149,6 +149,10 @@ func (e *Engine) apply(cfg *keepalived.Config) error {
 						"preempt", ic.Preempt, "preempt_delay", ic.PreemptDelay)
 					old.fsm.SetPreempt(now, ic.Preempt, ic.PreemptDelay)
 				}
+				if !reflect.DeepEqual(old.cfg.TieBreak, ic.TieBreak) {
+					// The cluster's membership changed (vipstack node).
+					old.fsm.SetTieBreak(ic.TieBreak)
+				}
 				if old.cfg.Priority != ic.Priority {
 					// As keepalived does on reload: the instance keeps its
 					// state and the new priority takes effect through
@@ -295,7 +299,8 @@ func sameInstance(a, b *keepalived.Instance) bool {
 // addresses (same family), unicast peers (unicast stays unicast), base
 // priority (the address owner's 255 neither given nor taken), tracked
 // scripts, notify scripts, nopreempt / preempt_delay, advert_int, initial
-// state, VRRP version or authentication. Anything else (VRID, interface,
+// state, VRRP version or authentication, or the tie-break (vipstack node's
+// cluster membership). Anything else (VRID, interface,
 // family, unicast / multicast, ...) restarts the instance.
 func keepsState(a, b *keepalived.Instance) bool {
 	if a.Family() != b.Family() || (len(a.UnicastPeers) == 0) != (len(b.UnicastPeers) == 0) {
@@ -310,6 +315,7 @@ func keepsState(a, b *keepalived.Instance) bool {
 		c.Priority, c.TrackScripts, c.Notify, c.InitialState = 0, nil, keepalived.Notify{}, ""
 		c.Preempt, c.PreemptDelay, c.AdvertInterval = false, 0, 0
 		c.Version, c.AuthType, c.AuthPass = 0, "", ""
+		c.TieBreak = fsm.TieBreak{}
 	}
 	return sameInstance(&ca, &cb)
 }
@@ -321,6 +327,7 @@ func samePeers(a, b *keepalived.Instance) bool {
 func sameVIPs(a, b *keepalived.Instance) bool {
 	ca, cb := *a, *b
 	ca.UnicastPeers, cb.UnicastPeers = nil, nil
+	ca.TieBreak, cb.TieBreak = fsm.TieBreak{}, fsm.TieBreak{}
 	return sameInstance(&ca, &cb)
 }
 
@@ -461,7 +468,7 @@ func (e *Engine) build(cfg *keepalived.Config, ic *keepalived.Instance) (*instan
 			"instance", ic.Name, "interface", ic.Interface, "at", ic.Pos.String())
 		e.links[ic.Interface] = false
 		in := &instance{cfg: ic, family: ic.Family(), conflicts: newConflictBook(), rivals: map[netip.Addr]*rival{},
-			fsm: fsm.New(fsm.Config{Version: ic.Version, AdvertInterval: ic.AdvertInterval, Preempt: ic.Preempt, PreemptDelay: ic.PreemptDelay})}
+			fsm: fsm.New(fsm.Config{Version: ic.Version, AdvertInterval: ic.AdvertInterval, Preempt: ic.Preempt, PreemptDelay: ic.PreemptDelay, TieBreak: ic.TieBreak})}
 		e.setCond(in, condAbsent, true, "interface "+ic.Interface+" does not exist")
 		return in, nil
 	}
@@ -545,6 +552,7 @@ func (e *Engine) build(cfg *keepalived.Config, ic *keepalived.Instance) (*instan
 		Preempt:        ic.Preempt,
 		PreemptDelay:   ic.PreemptDelay,
 		Primary:        in.src,
+		TieBreak:       ic.TieBreak,
 	})
 	return in, nil
 }

@@ -1,6 +1,7 @@
 package keepalived
 
 import (
+	"github.com/vipstack/vipstack/internal/vrrp/fsm"
 	"net/netip"
 	"strconv"
 	"time"
@@ -112,6 +113,10 @@ type Script struct {
 	Probe track.Check `json:"-"`
 	// Comment, when set, is written by Format above the block.
 	Comment string `json:",omitempty"`
+	// TieBreak is not keepalived syntax (Format does not write it):
+	// vipstack node sets it from the cluster file, so that a master's
+	// priority 0 moves the VIPs once (see fsm.TieBreak).
+	TieBreak fsm.TieBreak `json:",omitzero"`
 }
 
 // Instance is a vrrp_instance block, with defaults and global settings
@@ -166,6 +171,10 @@ type Instance struct {
 	VMACXmitBase bool   `json:",omitempty"`
 	// Comment, when set, is written by Format above the block.
 	Comment string `json:",omitempty"`
+	// TieBreak is not keepalived syntax (Format does not write it):
+	// vipstack node sets it from the cluster file, so that a master's
+	// priority 0 moves the VIPs once (see fsm.TieBreak).
+	TieBreak fsm.TieBreak `json:",omitzero"`
 }
 
 // Family returns 4 or 6, the address family of the instance's

@@ -44,6 +44,57 @@ type Config struct {
 	// Primary is our source address, compared with the sender's on a
 	// priority tie (the higher address wins).
 	Primary netip.Addr
+	// TieBreak, when it names rivals, orders the backups of one priority
+	// when the master leaves (priority 0); zero: Skew_Time alone.
+	TieBreak TieBreak
+}
+
+// TieBreak orders the backups of equal priority when the master leaves with
+// a priority 0 advertisement. RFC 5798 has each take over after Skew_Time,
+// which is the same for equal priorities: they all take the addresses, and
+// all but the one with the highest address give them up again when they
+// hear it, so that the addresses move twice (and hosts follow the gratuitous
+// ARPs of each). With the other routers of its priority known (vipstack
+// node reads them from the cluster file), a router waits Step more for
+// each of them with a higher address than its own, the leaving master not
+// counted: the one the RFC's tie-break keeps takes over first, and the
+// others hear it before their timers run out. A router below Top (a check
+// failed) waits one Step more than the last of them, so that it does not
+// take over before a router at Top, and the routers below Top keep their
+// order by priority. Nothing on the wire changes; only when a backup acts.
+type TieBreak struct {
+	// Rivals are the primary addresses of the other routers configured
+	// with our base priority.
+	Rivals []netip.Addr
+	// Top is the priority of a router whose checks all pass.
+	Top  uint8
+	Step time.Duration
+}
+
+// lag returns how long beyond Skew_Time a backup at priority prio with
+// primary address self waits after master leaving sent priority 0, and how
+// many rivals it waits behind (-1: it is below Top).
+func (t TieBreak) lag(self, leaving netip.Addr, prio uint8) (time.Duration, int) {
+	if t.Step <= 0 {
+		return 0, 0
+	}
+	n, rank := 0, 0
+	for _, r := range t.Rivals {
+		if r == leaving || r == self {
+			continue
+		}
+		n++
+		if addrLess(self, r) {
+			rank++
+		}
+	}
+	if n == 0 {
+		return 0, 0
+	}
+	if prio < t.Top {
+		return time.Duration(n+1) * t.Step, -1
+	}
+	return time.Duration(rank) * t.Step, rank
 }
 
 // Advert is a received advertisement that already passed every packet and
@@ -91,9 +142,11 @@ type Machine struct {
 	masterDownAt   time.Time     // Backup: when the master is declared down
 	advertAt       time.Time     // Master: next advertisement
 	startedAt      time.Time
-	lowerSince     time.Time // Backup: first advert below us from the current master
-	leftAt         time.Time // Backup: when the master announced it is leaving (priority 0)
-	resigned       bool      // Backup: we left Master ourselves with priority 0 (see Resign)
+	lowerSince     time.Time     // Backup: first advert below us from the current master
+	leftAt         time.Time     // Backup: when the master announced it is leaving (priority 0)
+	leftLag        time.Duration // Backup: the tie-break's wait beyond Skew_Time after leftAt
+	leftRank       int           // Backup: the rivals waited behind (-1: below Top)
+	resigned       bool          // Backup: we left Master ourselves with priority 0 (see Resign)
 	faultReason    string
 
 	master         netip.Addr // the current master as far as we know
@@ -212,6 +265,13 @@ func (m *Machine) Tick(now time.Time) []Action {
 			reason := fmt.Sprintf("no advertisement from master %s for %v", addrOr(m.master), m.MasterDownInterval())
 			if m.resigned {
 				reason = fmt.Sprintf("no master took over within skew time %v after we stepped down (priority 0 advertisement); taking over again", m.SkewTime())
+			} else if !m.leftAt.IsZero() && m.leftLag > 0 {
+				behind := fmt.Sprintf("%d equal-priority router(s) with a higher address", m.leftRank)
+				if m.leftRank < 0 {
+					behind = fmt.Sprintf("every router at priority %d (ours is %d)", m.cfg.TieBreak.Top, m.priority)
+				}
+				reason = fmt.Sprintf("master %s left (priority 0 advertisement); took over after skew time %v and %v more, the tie-break's wait behind %s, none of which took over",
+					addrOr(m.master), m.SkewTime(), m.leftLag, behind)
 			} else if !m.leftAt.IsZero() {
 				reason = fmt.Sprintf("master %s left (priority 0 advertisement); took over after skew time %v", addrOr(m.master), m.SkewTime())
 			} else if !m.lowerSince.IsZero() {
@@ -241,12 +301,14 @@ func (m *Machine) Receive(now time.Time, a Advert) []Action {
 
 func (m *Machine) receiveBackup(now time.Time, a Advert) []Action {
 	if a.Priority == 0 {
-		// The master is leaving: take over after Skew_Time.
-		if d := now.Add(m.SkewTime()); d.Before(m.masterDownAt) {
+		// The master is leaving: take over after Skew_Time, and the
+		// tie-break's wait behind equal rivals.
+		lag, rank := m.cfg.TieBreak.lag(m.cfg.Primary, a.From, m.priority)
+		if d := now.Add(m.SkewTime() + lag); d.Before(m.masterDownAt) {
 			m.masterDownAt = d
 		}
 		m.master, m.masterPriority = a.From, 0
-		m.leftAt = now
+		m.leftAt, m.leftLag, m.leftRank = now, lag, rank
 		m.resigned = false
 		return nil
 	}
@@ -351,6 +413,10 @@ func (m *Machine) SetPrimary(a netip.Addr) {
 		m.master = a
 	}
 }
+
+// SetTieBreak changes the tie-break (a reload); a wait already running
+// keeps its deadline.
+func (m *Machine) SetTieBreak(t TieBreak) { m.cfg.TieBreak = t }
 
 // SetPreempt changes nopreempt and preempt_delay (a reload) and keeps the
 // state: they are consulted on the next advertisement from a lower master.

@@ -98,6 +98,20 @@ var (
 	mdi100  = 3*sec + skew100
 )
 
+// The tie-break's rival above self, its step, and Skew_Time at 90.
+var (
+	rivalUp = netip.MustParseAddr("198.18.0.12")
+	tieStep = 250 * time.Millisecond
+	skew90  = 166 * sec / 256
+)
+
+// tie is v2(true) with the tie-break among rivals at top.
+func tie(top uint8, rivals []netip.Addr) Config {
+	c := v2(true)
+	c.TieBreak = TieBreak{Rivals: rivals, Top: top, Step: tieStep}
+	return c
+}
+
 func v2(preempt bool) Config {
 	return Config{Version: 2, AdvertInterval: sec, Preempt: preempt, Primary: self}
 }
@@ -160,6 +174,49 @@ func TestScenarios(t *testing.T) {
 			{at: sec, event: "recv", from: upper, prio: 200, wantState: Backup, wantNext: sec + mdi100},
 			{at: 2 * sec, event: "recv", from: upper, prio: 0, wantState: Backup, wantNext: 2*sec + skew100},
 			{at: 2*sec + skew100, event: "tick", want: []string{"advert(prio 100)", "BACKUP->MASTER"}, wantState: Master, wantNext: 3*sec + skew100},
+		},
+	}, {
+		// self (198.18.0.11) has an equal rival above it (198.18.0.12)
+		// besides the leaving master: it waits one step beyond Skew_Time
+		// and hears the rival take over first.
+		name: "tie-break: priority 0, a rival above: wait a step, then follow it",
+		cfg:  tie(100, []netip.Addr{upper, rivalUp, lower}),
+		steps: []step{
+			{event: "start", prio: 100, want: []string{"INIT->BACKUP"}, wantState: Backup, wantNext: mdi100},
+			{at: sec, event: "recv", from: upper, prio: 100, wantState: Backup, wantNext: sec + mdi100},
+			{at: 2 * sec, event: "recv", from: upper, prio: 0, wantState: Backup, wantNext: 2*sec + skew100 + tieStep},
+			{at: 2*sec + skew100, event: "tick", wantState: Backup, wantNext: 2*sec + skew100 + tieStep},
+			{at: 2*sec + skew100 + time.Millisecond, event: "recv", from: rivalUp, prio: 100, wantState: Backup, wantNext: 2*sec + skew100 + time.Millisecond + mdi100},
+		},
+	}, {
+		// The rival above does not take over (it is down too): self does,
+		// one step late.
+		name: "tie-break: priority 0, the rival above silent: take over a step late",
+		cfg:  tie(100, []netip.Addr{upper, rivalUp, lower}),
+		steps: []step{
+			{event: "start", prio: 100, want: []string{"INIT->BACKUP"}, wantState: Backup, wantNext: mdi100},
+			{at: 2 * sec, event: "recv", from: upper, prio: 0, wantState: Backup, wantNext: 2*sec + skew100 + tieStep},
+			{at: 2*sec + skew100 + tieStep, event: "tick", want: []string{"advert(prio 100)", "BACKUP->MASTER"}, wantState: Master, wantNext: 3*sec + skew100 + tieStep},
+		},
+	}, {
+		// The highest rival is the one leaving: it does not count, and
+		// self is the first of the rest.
+		name: "tie-break: the leaving master is not counted",
+		cfg:  tie(100, []netip.Addr{rivalUp, lower}),
+		steps: []step{
+			{event: "start", prio: 100, want: []string{"INIT->BACKUP"}, wantState: Backup, wantNext: mdi100},
+			{at: 2 * sec, event: "recv", from: rivalUp, prio: 0, wantState: Backup, wantNext: 2*sec + skew100},
+			{at: 2*sec + skew100, event: "tick", want: []string{"advert(prio 100)", "BACKUP->MASTER"}, wantState: Master, wantNext: 3*sec + skew100},
+		},
+	}, {
+		// Below Top (a check failed: 90 of 100), self waits beyond every
+		// rival at Top: two rivals left besides the leaver, three steps.
+		name: "tie-break: below Top, wait behind every rival",
+		cfg:  tie(100, []netip.Addr{upper, rivalUp, lower}),
+		steps: []step{
+			{event: "start", prio: 90, want: []string{"INIT->BACKUP"}, wantState: Backup, wantNext: 3*sec + skew90},
+			{at: 2 * sec, event: "recv", from: upper, prio: 0, wantState: Backup, wantNext: 2*sec + skew90 + 3*tieStep},
+			{at: 2*sec + skew90 + 3*tieStep, event: "tick", want: []string{"advert(prio 90)", "BACKUP->MASTER"}, wantState: Master, wantNext: 3*sec + skew90 + 3*tieStep},
 		},
 	}, {
 		name: "preempt: a lower master is overtaken after skew time",
@@ -398,6 +455,14 @@ func TestReasonAfterPriorityZero(t *testing.T) {
 	acts := m.Tick(t0.Add(2*sec + skew100))
 	if len(acts) != 2 || !strings.Contains(acts[1].Reason, "198.18.0.20 left (priority 0") {
 		t.Fatalf("takeover after priority 0: %v", acts)
+	}
+	// With the tie-break's wait, the reason names it.
+	m3 := New(tie(100, []netip.Addr{upper, rivalUp}))
+	m3.Start(t0, 100, "")
+	m3.Receive(t0.Add(2*sec), Advert{From: upper, Priority: 0})
+	acts = m3.Tick(t0.Add(2*sec + skew100 + tieStep))
+	if len(acts) != 2 || !strings.Contains(acts[1].Reason, "250ms more, the tie-break's wait behind 1 equal-priority router(s) with a higher address") {
+		t.Fatalf("takeover after the tie-break's wait: %v", acts)
 	}
 	// A timeout without a priority-0 advert says so.
 	m2 := New(v2(true))
