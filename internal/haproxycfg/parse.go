@@ -152,6 +152,7 @@ type parser struct {
 	errs *errList
 	cfg  *lbconfig.Config
 	opts Options
+	cur  line // the line being read, for warnings deep in its parameters
 
 	kind    secKind
 	key     string         // the section's Source key, also its name in messages
@@ -268,6 +269,7 @@ func keyword(words []string) string {
 
 // line handles one statement.
 func (p *parser) line(l line) {
+	p.cur = l
 	if l.broken {
 		// Reported by the lexer. What the line would have set is
 		// unknown, so the section's end does not judge what it lacks.
