@@ -747,19 +747,13 @@ func TestParseErrors(t *testing.T) {
 		{
 			name:    "server host name",
 			conf:    func(t *testing.T) string { return edit(t, "127.0.0.1:47012", "master-0.invalid:6443") },
-			want:    `h.cfg:10: backend masters, server m0: address "master-0.invalid:6443": "master-0.invalid" is not an IP address (accepted: ADDRESS:PORT or [IPv6]:PORT; vipstack resolves no host name but localhost)`,
+			want:    `h.cfg:10: backend masters, server m0: address "master-0.invalid:6443": "master-0.invalid" is not an IP address (accepted: ADDRESS:PORT, :PORT, *:PORT or [IPv6]:PORT; vipstack resolves no host name but localhost)`,
 			haproxy: haproxyRejects,
 		},
 		{
 			name:    "server port offset",
 			conf:    func(t *testing.T) string { return edit(t, "127.0.0.1:47012 check", "127.0.0.1:+1") },
 			want:    `h.cfg:10: backend masters, server m0: address "127.0.0.1:+1": port offsets are not supported by vipstack (accepted: a port 1..65535)`,
-			haproxy: haproxyAccepts,
-		},
-		{
-			name:    "unspecified server address",
-			conf:    func(t *testing.T) string { return edit(t, "127.0.0.1:47012", "0.0.0.0:47012") },
-			want:    `h.cfg:10: backend masters, server m0: address 0.0.0.0 is unspecified (accepted: the server's own IP address)`,
 			haproxy: haproxyAccepts,
 		},
 		{

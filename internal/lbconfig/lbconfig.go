@@ -588,3 +588,19 @@ func (c *Config) ProxyNumbers() map[string]int {
 	}
 	return out
 }
+
+// ServerTarget is where a connection to a server at addr goes when its
+// client connected to local: addr, but the client's destination address
+// when addr's IP is unspecified (`server NAME *:PORT`, 0.0.0.0 or ::)
+// and its destination port when addr's port is 0 (written without one),
+// as haproxy 2.6 connects.
+func ServerTarget(addr, local netip.AddrPort) netip.AddrPort {
+	ip, port := addr.Addr(), addr.Port()
+	if ip.IsUnspecified() {
+		ip = local.Addr()
+	}
+	if port == 0 {
+		port = local.Port()
+	}
+	return netip.AddrPortFrom(ip, port)
+}

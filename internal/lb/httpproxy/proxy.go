@@ -473,7 +473,7 @@ func (p *Proxy) forward(w http.ResponseWriter, rq *request, c *compiled, name st
 		var serverConn net.Conn // the server connection, from the trace
 		rp := &httputil.ReverseProxy{
 			Rewrite: func(pr *httputil.ProxyRequest) {
-				pr.Out.URL.Scheme, pr.Out.URL.Host = "http", s.addr.String()
+				pr.Out.URL.Scheme, pr.Out.URL.Host = "http", lbconfig.ServerTarget(s.addr, rq.dst).String()
 				if s.tls != nil {
 					pr.Out.URL.Scheme = "https"
 				}
