@@ -116,6 +116,7 @@ func (p *parser) moreBackend(l line, kw string) bool {
 	switch {
 	case kw == "option mysql-check":
 		p.mysqlCheck(l)
+	case p.externalCheckProxy(l, kw): // extcheck.go
 	case kw == "hash-type":
 		p.hashType(l)
 	case kw == "timeout" || len(kw) > 8 && kw[:8] == "timeout ":

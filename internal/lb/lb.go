@@ -426,7 +426,7 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 	for _, b := range cfg.Backends {
 		var ss []*server
 		var ws []int
-		for _, sc := range b.Servers {
+		for si, sc := range b.Servers {
 			key := serverKey(b.Name, sc)
 			s := l.servers[key]
 			if s == nil {
@@ -445,6 +445,9 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 				conf := checkConfOf(b, sc)
 				conf.spread = cfg.SpreadChecks
 				conf.bufSize, _ = cfg.HeadLimits()
+				if conf.enabled {
+					conf.ext = extCheckOf(cfg, b, si) // extcheck.go
+				}
 				s.mu.Lock()
 				running := s.checker != nil
 				same := s.check == conf

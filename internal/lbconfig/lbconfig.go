@@ -62,6 +62,11 @@ type Config struct {
 	// SpreadChecks spreads each check interval randomly by up to this
 	// percentage either way (haproxy's `spread-checks`, 0..50).
 	SpreadChecks int
+	// ExternalCheck is global's `external-check`, which haproxy requires
+	// before any section's `option external-check`; InsecureForkWanted
+	// is `insecure-fork-wanted`, without which haproxy warns that such
+	// checks will likely fail.
+	ExternalCheck, InsecureForkWanted bool
 	// HardStopAfter bounds a soft stop: connections still open after
 	// it are closed (haproxy's `hard-stop-after`); 0: none.
 	HardStopAfter time.Duration
@@ -262,6 +267,10 @@ type Backend struct {
 	// MySQLCheck is `option mysql-check`: the MySQL handshake (and,
 	// with a user, an authentication) checked; nil: not this check.
 	MySQLCheck *MySQLCheck
+	// ExternalCheck is `option external-check` with its `external-check
+	// command` and `path`: each check runs a program (extcheck.go); nil:
+	// not this check.
+	ExternalCheck *ExternalCheck
 	// AllBackups uses every UP backup server at once when no other
 	// server is UP (`option allbackups`), instead of the first.
 	AllBackups bool
