@@ -18,6 +18,11 @@ func (p *parser) externalCheckGlobal(l line, kw string) bool {
 		dst = &p.cfg.ExternalCheck
 	case "insecure-fork-wanted":
 		dst = &p.cfg.InsecureForkWanted
+	case "localpeer":
+		if args, ok := p.nargs(l, 1, 1, 1, "the local peer's name"); ok {
+			p.cfg.LocalPeer = args[0]
+		}
+		return true
 	default:
 		return false
 	}

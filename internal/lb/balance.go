@@ -33,6 +33,8 @@ type pool struct {
 	hasBackup, allBackups atomic.Bool
 	wait                  waitQueue
 	ring                  []ringPoint // hash-type consistent; nil: map-based
+	// stick is the pool's stick rules and table (stick.go); nil: none.
+	stick *poolStick
 }
 
 // newPool builds the pool of servers, weights[i] being servers[i]'s

@@ -112,6 +112,10 @@ type LB struct {
 	// beCounters are the backends' rates, last sessions and times, by
 	// name, kept over reloads as noSrv (guarded by mu too).
 	beCounters map[string]*backendCounters
+	// sticks are the backends' stick tables by name (stick.go), kept
+	// over a reload only as haproxy's local peer keeps them (guarded by
+	// mu too).
+	sticks map[string]*stickTable
 
 	view atomic.Pointer[view]
 
@@ -397,6 +401,7 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 	pools := map[string]*pool{}
 	noSrv := map[string]*atomic.Uint64{}
 	beCounters := map[string]*backendCounters{}
+	sticks := l.stickTables(cfg) // stick.go
 	var poolOrder []*pool
 	type restart struct {
 		s    *server
@@ -471,6 +476,7 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 			p.be = be
 		}
 		beCounters[b.Name] = p.be
+		p.setStick(b, sticks)
 		pools[b.Name] = p
 		poolOrder = append(poolOrder, p)
 	}
@@ -483,6 +489,7 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 	l.servers = servers
 	l.noSrv = noSrv
 	l.beCounters = beCounters
+	l.sticks = sticks
 
 	// Frontends.
 	var feOrder []*frontend

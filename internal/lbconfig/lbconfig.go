@@ -88,6 +88,10 @@ type Config struct {
 	// Resolvers are the `resolvers` sections: DNS servers that servers
 	// naming them (Server.Resolvers) are re-resolved with.
 	Resolvers []Resolvers
+	// Peers are the `peers` sections kept (stick.go); LocalPeer is
+	// global's `localpeer` ("": the host's name).
+	Peers     []Peers
+	LocalPeer string
 
 	// Source says where each piece was read, for error messages: keys
 	// like "backend masters/server m0" map to "file:line". The key scheme
@@ -271,6 +275,14 @@ type Backend struct {
 	// command` and `path`: each check runs a program (extcheck.go); nil:
 	// not this check.
 	ExternalCheck *ExternalCheck
+	// StickTable is the backend's `stick-table`, nil without one;
+	// StickRules its `stick on|match|store-request` rules (stick.go).
+	StickTable *StickTable
+	StickRules []StickRule
+	// FullConn is `fullconn`: the backend's session limit as its stats
+	// show it (slim); 0: haproxy's default (stats.FullConn). haproxy
+	// scales servers' minconn by it, which vipstack does not read.
+	FullConn int
 	// AllBackups uses every UP backup server at once when no other
 	// server is UP (`option allbackups`), instead of the first.
 	AllBackups bool

@@ -654,6 +654,9 @@ func FormatYAML(c *Config) ([]byte, error) {
 		if b.ExternalCheck != nil {
 			return nil, fmt.Errorf("backend %s: %w", b.Name, ErrYAMLExternalCheck)
 		}
+		if b.StickTable != nil || len(b.StickRules) > 0 {
+			return nil, fmt.Errorf("backend %s: %w", b.Name, ErrYAMLStick)
+		}
 	}
 	y := yamlConfig{
 		MaxConn:       c.MaxConn,
