@@ -70,8 +70,8 @@ listen ext
   option external-check
   external-check path "/usr/bin:/bin"
   external-check command {{DIR}}/chk.sh
-  server ok 127.0.0.1:9 check inter 200ms maxconn 5 id 7
-  server bad 127.0.0.1:10 check inter 200ms fall 1
+  server ok 127.0.0.1:9 check inter 1s maxconn 5 id 7
+  server bad 127.0.0.1:10 check inter 1s fall 1
 backend slowbe
   timeout check 1s
   timeout connect 300ms
