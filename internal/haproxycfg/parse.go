@@ -1310,7 +1310,7 @@ func (p *parser) server(l line) {
 	if !p.serverParams(l.words[3:], &s, seen, fail) || !p.serverIDs(l, &s) {
 		return
 	}
-	if host != "" && !p.initAddr(&s, host, fail) {
+	if host != "" && !p.initAddr(l, &s, host, fail) {
 		return
 	}
 	if seen["verify"] && !s.CheckSSL && !s.SSL {

@@ -129,13 +129,14 @@ func resolvConfServers() []netip.AddrPort {
 // none (no address: the server waits in maintenance for its resolvers),
 // or an IP address. It reports false after an error, in haproxy's words
 // when nothing resolved.
-func (p *parser) initAddr(s *lbconfig.Server, host string, fail func(kw, format string, a ...any)) bool {
+func (p *parser) initAddr(l line, s *lbconfig.Server, host string, fail func(kw, format string, a ...any)) bool {
 	s.Host = host
 	methods := s.InitAddr
 	if methods == "" {
 		methods = "last,libc"
 	}
 	port := s.Addr.Port()
+	failed := false // libc found nothing
 	for _, m := range strings.Split(methods, ",") {
 		switch m {
 		case "last":
@@ -144,9 +145,14 @@ func (p *parser) initAddr(s *lbconfig.Server, host string, fail func(kw, format 
 				s.Addr = netip.AddrPortFrom(pickFamily(ips, s.ResolvePrefer), port)
 				return true
 			}
+			failed = true
 		case "none":
 			// Without resolvers it stays in maintenance for good, as
 			// in haproxy (whose runtime API could set its address).
+			// haproxy warns when libc was asked first and failed.
+			if failed {
+				p.warnf(l, "'server %s/%s' : could not resolve address '%s', disabling server.", p.be.Name, s.Name, host)
+			}
 			s.Unresolved = true
 			s.Addr = netip.AddrPortFrom(netip.IPv4Unspecified(), port)
 			return true

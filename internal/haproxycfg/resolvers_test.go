@@ -2,6 +2,7 @@ package haproxycfg
 
 import (
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 )
@@ -42,6 +43,37 @@ func TestResolversSection(t *testing.T) {
 	for i := range want {
 		if gots[i] != want[i] {
 			t.Errorf("server %d: %+v, want %+v", i, gots[i], want[i])
+		}
+	}
+	// haproxy warns of the server libc could not resolve, in these words,
+	// and of no other.
+	var warned []string
+	for _, w := range cfg.Warnings {
+		if strings.Contains(w, "could not resolve") {
+			warned = append(warned, w)
+		}
+	}
+	if len(warned) != 1 || !strings.HasSuffix(warned[0], ": 'server masters/m1' : could not resolve address 'db2.example', disabling server.") {
+		t.Errorf("warnings %q, want haproxy's one for m1", warned)
+	}
+}
+
+// TestInitAddrNoneAloneIsQuiet: with init-addr none alone, nothing was
+// asked of libc, and haproxy says nothing.
+func TestInitAddrNoneAloneIsQuiet(t *testing.T) {
+	lookup := func(string) ([]netip.Addr, error) { return nil, errNoSuchHost }
+	conf := "resolvers mydns\n  nameserver dns1 198.18.0.53:53\n" +
+		edit(t, "  server m0 127.0.0.1:47012 check\n", "  server m0 db2.example:5432 check resolvers mydns init-addr none\n")
+	cfg, err := ParseWith("h.cfg", []byte(conf), Options{LookupHost: lookup})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cfg.Backends[0].Servers[0].Unresolved {
+		t.Errorf("server: %+v, want unresolved", cfg.Backends[0].Servers[0])
+	}
+	for _, w := range cfg.Warnings {
+		if strings.Contains(w, "could not resolve") {
+			t.Errorf("warning %q, want none", w)
 		}
 	}
 }

@@ -59,7 +59,7 @@ func (p MySQL) Probe(ctx context.Context) Result {
 	defer stop()
 	if p.User != "" {
 		if _, err := conn.Write(p.authPacket()); err != nil {
-			return Result{Status: L7RSP, Info: errText(err)}
+			return ioFailed(err, L7RSP)
 		}
 	}
 	hs, r, ok := readMySQLPacket(ctx, conn)
@@ -89,6 +89,9 @@ func readMySQLPacket(ctx context.Context, conn net.Conn) ([]byte, Result, bool) 
 		if ctx.Err() != nil {
 			return nil, Result{Status: L7TOUT, Info: "no MySQL answer in time"}, false
 		}
+		if r := ioFailed(err, L7RSP); r.Status == SOCKERR {
+			return nil, r, false
+		}
 		return nil, Result{Status: L7RSP, Info: "not a MySQL packet: " + errText(err)}, false
 	}
 	n := int(head[0]) | int(head[1])<<8 | int(head[2])<<16
@@ -96,6 +99,9 @@ func readMySQLPacket(ctx context.Context, conn net.Conn) ([]byte, Result, bool) 
 	if _, err := io.ReadFull(conn, payload); err != nil {
 		if ctx.Err() != nil {
 			return nil, Result{Status: L7TOUT, Info: "no MySQL answer in time"}, false
+		}
+		if r := ioFailed(err, L7RSP); r.Status == SOCKERR {
+			return nil, r, false
 		}
 		return nil, Result{Status: L7RSP, Info: "MySQL packet cut short"}, false
 	}

@@ -214,7 +214,7 @@ func (p HTTP) Probe(ctx context.Context) Result {
 		if ctx.Err() != nil {
 			return Result{Status: L7TOUT, Info: "timeout sending the request"}
 		}
-		return Result{Status: L7RSP, Info: errText(err)}
+		return ioFailed(err, L7RSP)
 	}
 	// At most maxHead bytes are read: net/http reads a status line or a
 	// header whole, however long.
@@ -227,7 +227,7 @@ func (p HTTP) Probe(ctx context.Context) Result {
 		if ctx.Err() != nil {
 			return Result{Status: L7TOUT, Info: "no response in time"}
 		}
-		return Result{Status: L7RSP, Info: errText(err)}
+		return ioFailed(err, L7RSP)
 	}
 	resp.Body.Close()
 	reason := strings.TrimSpace(strings.TrimPrefix(resp.Status, fmt.Sprint(resp.StatusCode)))
@@ -286,6 +286,19 @@ func connect(ctx context.Context, addr netip.AddrPort, cfg *tls.Config, proxy in
 // the C library's text ("Connection refused", "No route to host"), which
 // haproxy shows in its logs and in the stats' last_chk; Go spells the same
 // texts in lower case.
+// ioFailed is the result of a read or write that failed once the
+// connection was up: as in haproxy, a socket error (a reset, a broken
+// pipe) is SOCKERR with the error's text; anything else (the server
+// closed the connection, an answer that does not parse) is the check's
+// own failure, status rsp.
+func ioFailed(err error, rsp string) Result {
+	var se syscall.Errno
+	if errors.As(err, &se) {
+		return Result{Status: SOCKERR, Info: errText(err)}
+	}
+	return Result{Status: rsp, Info: errText(err)}
+}
+
 func errText(err error) string {
 	var se syscall.Errno
 	if errors.As(err, &se) {

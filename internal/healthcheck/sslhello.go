@@ -12,7 +12,8 @@ import (
 // SSLHello is haproxy's `option ssl-hello-chk`: it sends a TLS
 // ClientHello and passes (L6OK) when the answer starts with a TLS
 // handshake or alert record, as a TLS server's does whatever it thinks
-// of the hello; anything else, or a closed connection, is L6RSP.
+// of the hello; anything else, or a closed connection, is L6RSP; a reset
+// is SOCKERR.
 type SSLHello struct {
 	Addr netip.AddrPort
 	// SendProxy is the server's send-proxy version (proxyhdr.go); 0: none.
@@ -50,14 +51,14 @@ func (p SSLHello) Probe(ctx context.Context) Result {
 	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
 	if _, err := conn.Write(clientHello()); err != nil {
-		return Result{Status: L6RSP, Info: errText(err)}
+		return ioFailed(err, L6RSP)
 	}
 	var typ [1]byte
 	if _, err := io.ReadFull(conn, typ[:]); err != nil {
 		if ctx.Err() != nil {
 			return Result{Status: L6TOUT, Info: "no TLS answer in time"}
 		}
-		return Result{Status: L6RSP, Info: errText(err)}
+		return ioFailed(err, L6RSP)
 	}
 	if typ[0] == 0x15 || typ[0] == 0x16 { // alert, handshake
 		return Result{OK: true, Status: L6OK}

@@ -64,7 +64,7 @@ func (p TCPScript) Probe(ctx context.Context) Result {
 				if ctx.Err() != nil {
 					return Result{Status: L7TOUT, Info: fmt.Sprintf("timeout at step %d of the tcp-check", i+1)}
 				}
-				return Result{Status: L7RSP, Info: errText(err)}
+				return ioFailed(err, L7RSP)
 			}
 			continue
 		}
@@ -77,6 +77,9 @@ func (p TCPScript) Probe(ctx context.Context) Result {
 			if err != nil && !bytes.Contains(got, st.Expect) {
 				if ctx.Err() != nil {
 					return Result{Status: L7TOUT, Info: fmt.Sprintf("timeout at step %d of the tcp-check", i+1)}
+				}
+				if r := ioFailed(err, L7RSP); r.Status == SOCKERR {
+					return r
 				}
 				return Result{Status: L7RSP, Info: fmt.Sprintf("TCPCHK did not match content '%s' at step %d", st.Expect, i+1)}
 			}

@@ -1,6 +1,7 @@
 package lb
 
 import (
+	"encoding/binary"
 	"net/netip"
 	"sync"
 	"sync/atomic"
@@ -18,8 +19,10 @@ type pool struct {
 	balance lbconfig.Balance
 	servers []*server
 
-	mu sync.Mutex // guards cw
+	mu sync.Mutex // guards cw, rrUp and srcMap
 	cw []int      // smooth weighted round robin: current weights
+	// rrUp is the set of servers up at the last round-robin pick.
+	rrUp uint64
 	// rot rotates leastconn's starting point so ties spread.
 	rot atomic.Uint32
 	// noSrv counts the clients that failed with no UP server left to try
@@ -33,6 +36,7 @@ type pool struct {
 	hasBackup, allBackups atomic.Bool
 	wait                  waitQueue
 	ring                  []ringPoint // hash-type consistent; nil: map-based
+	srcMap                sourceMap   // balance source, map-based; under mu
 	// stick is the pool's stick rules and table (stick.go); nil: none.
 	stick *poolStick
 }
@@ -107,6 +111,21 @@ func (p *pool) pick(client netip.Addr, skip uint64) int {
 func (p *pool) pickRoundRobin(skip uint64) int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	// When a server goes down or comes up, the rotation starts afresh
+	// over the servers up, as haproxy's does: current weights left from
+	// before would give one server several picks in a row (two servers
+	// left after a third went down took 7 and 5 of 12 connections where
+	// haproxy gave 6 and 6, TestRealFilesMatchHaproxy).
+	var up uint64
+	for i, s := range p.servers {
+		if s.usable() && p.weight(i) > 0 {
+			up |= bit(i)
+		}
+	}
+	if up != p.rrUp {
+		clear(p.cw)
+		p.rrUp = up
+	}
 	best, total := -1, 0
 	for i := range p.servers {
 		w := p.pickWeight(i, skip)
@@ -151,34 +170,116 @@ func (p *pool) pickLeastConn(skip uint64) int {
 	return best
 }
 
-// pickSource hashes the client address onto the eligible servers, each
-// owning a share of the hash space proportional to its weight.
+// pickSource maps the client address onto the eligible servers as
+// haproxy's `balance source` does with its default map-based hashing, so
+// that a client lands on the server haproxy would send it to: the
+// address (IPv4 as one big-endian word, IPv6 as its four words XORed),
+// modulo the total effective weight, indexes a table in which each server
+// holds as many slots as its weight, spread as evenly as haproxy spreads
+// them.
 func (p *pool) pickSource(client netip.Addr, skip uint64) int {
 	if p.ring != nil {
 		return p.pickRing(hashAddr(client), skip) // hash-type consistent (consistent.go)
 	}
-	var small [16]int
-	ws := small[:0]
-	if len(p.servers) > len(small) {
-		ws = make([]int, 0, len(p.servers))
-	}
-	total := 0
-	for i := range p.servers {
-		w := p.pickWeight(i, skip)
-		ws = append(ws, w)
-		total += w
-	}
-	if total == 0 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	m := p.srcMap.build(p, skip)
+	if len(m) == 0 {
 		return -1
 	}
-	h := int(hashAddr(client) % uint32(total))
-	for i, w := range ws {
-		if h < w {
-			return i
+	return int(m[addrWord(client)%uint32(len(m))])
+}
+
+// sourceMap is the table pickSource indexes, rebuilt when the servers'
+// weights for a pick change (a check, the runtime API, slowstart).
+type sourceMap struct {
+	gcd     int     // of the configured weights: the table is reduced by it
+	weights []int   // the effective weights the table was built for
+	table   []int32 // server indexes
+	score   []int   // scratch for build
+}
+
+// build returns the table for the servers' weights now, rebuilding it if
+// they changed. p.mu is held.
+func (sm *sourceMap) build(p *pool, skip uint64) []int32 {
+	n := len(p.servers)
+	if len(sm.weights) != n {
+		sm.weights, sm.score, sm.table = make([]int, n), make([]int, n), nil
+		sm.gcd = 0
+		for i := range p.servers {
+			sm.gcd = gcd(sm.gcd, p.weight(i))
 		}
-		h -= w
+		sm.gcd = max(sm.gcd, 1)
+		for i := range sm.weights {
+			sm.weights[i] = -1 // never a weight: the first pick builds
+		}
 	}
-	return -1 // unreachable: h < total
+	changed := false
+	total := 0
+	for i := range p.servers {
+		// The effective weight: the weight reduced by the configured
+		// weights' common divisor, rounded up.
+		w := (p.pickWeight(i, skip) + sm.gcd - 1) / sm.gcd
+		if w != sm.weights[i] {
+			sm.weights[i], changed = w, true
+		}
+		total += w
+	}
+	if !changed {
+		return sm.table
+	}
+	sm.table = sm.table[:0]
+	if total == 0 {
+		return nil
+	}
+	// Each slot goes to the server whose accumulated weight, plus the
+	// total, divided by the total, is largest; the first declared among
+	// equals. A server that takes a slot pays the total back.
+	clear(sm.score)
+	for range total {
+		best, bestV := -1, 0
+		for i, w := range sm.weights {
+			if w == 0 {
+				continue
+			}
+			sm.score[i] += w
+			if v := (sm.score[i] + total) / total; best < 0 || v > bestV {
+				best, bestV = i, v
+			}
+		}
+		sm.table = append(sm.table, int32(best))
+		sm.score[best] -= total
+	}
+	return sm.table
+}
+
+func gcd(a, b int) int {
+	if b <= 0 {
+		return a
+	}
+	if a <= 0 {
+		return b
+	}
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
+}
+
+// addrWord folds an address into the word haproxy hashes for `balance
+// source`: IPv4 as a big-endian word, IPv6 (an IPv4-mapped one too, as a
+// socket of family IPv6 gives it) as its four big-endian words XORed.
+func addrWord(a netip.Addr) uint32 {
+	if a.Is4() {
+		b := a.As4()
+		return binary.BigEndian.Uint32(b[:])
+	}
+	b := a.As16()
+	var h uint32
+	for i := 0; i < 16; i += 4 {
+		h ^= binary.BigEndian.Uint32(b[i:])
+	}
+	return h
 }
 
 // hashAddr is 32-bit FNV-1a over the address bytes (IPv4 as 4 bytes, so

@@ -143,10 +143,16 @@ func TestSource(t *testing.T) {
 			t.Fatalf("client %v: picks %q, want always %q", c, got, first[c])
 		}
 	}
-	// IPv4-mapped IPv6 hashes like IPv4.
-	mapped := netip.AddrFrom16(clients[7].As16())
-	if got := picks(p, 1, mapped, 0); got != first[clients[7]] {
-		t.Errorf("IPv4-mapped %v picked %q, want %q like %v", mapped, got, first[clients[7]], clients[7])
+	// IPv4-mapped IPv6 (a client of an IPv6 socket) hashes as haproxy
+	// hashes it, its four words XORed: like the IPv4 address whose low
+	// half is flipped by the 0xffff word.
+	for _, c := range clients[:20] {
+		mapped := netip.AddrFrom16(c.As16())
+		b := c.As4()
+		flipped := netip.AddrFrom4([4]byte{b[0], b[1], ^b[2], ^b[3]})
+		if got, want := picks(p, 1, mapped, 0), picks(p, 1, flipped, 0); got != want {
+			t.Errorf("IPv4-mapped %v picked %q, want %q like %v", mapped, got, want, flipped)
+		}
 	}
 	// Spread: every server gets a fair share (300 clients, 3 servers).
 	share := map[string]int{}

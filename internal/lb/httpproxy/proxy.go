@@ -465,7 +465,10 @@ func (p *Proxy) forward(w http.ResponseWriter, rq *request, c *compiled, name st
 			return
 		}
 		s := refs[i]
-		e.Server, e.ServerAddr = s.name, s.addr
+		// A server written without an IP or a port: the address or
+		// port the client connected to, as haproxy does.
+		addr := lbconfig.ServerTarget(s.addr, rq.dst)
+		e.Server, e.ServerAddr = s.name, addr
 		t := p.transport(name, s, conn, c.cfg.Timeouts)
 		end := p.core.Begin(name, i)
 		dialFailed := false
@@ -473,7 +476,7 @@ func (p *Proxy) forward(w http.ResponseWriter, rq *request, c *compiled, name st
 		var serverConn net.Conn // the server connection, from the trace
 		rp := &httputil.ReverseProxy{
 			Rewrite: func(pr *httputil.ProxyRequest) {
-				pr.Out.URL.Scheme, pr.Out.URL.Host = "http", lbconfig.ServerTarget(s.addr, rq.dst).String()
+				pr.Out.URL.Scheme, pr.Out.URL.Host = "http", addr.String()
 				if s.tls != nil {
 					pr.Out.URL.Scheme = "https"
 				}
