@@ -305,13 +305,13 @@ func TestParseErrors(t *testing.T) {
 		{
 			name:    "keyword outside a section",
 			conf:    func(t *testing.T) string { return "maxconn 10\n" + base },
-			want:    `h.cfg:1: keyword "maxconn" outside of any section (sections: global, defaults, frontend, backend, listen, resolvers)`,
+			want:    `h.cfg:1: keyword "maxconn" outside of any section (sections: global, defaults, frontend, backend, listen, resolvers, peers)`,
 			haproxy: haproxyRejects,
 		},
 		{
 			name: "unsupported section and its lines",
 			conf: func(t *testing.T) string { return base + "userlist admins\n  user admin insecure-password x\n" },
-			want: `h.cfg:11: section "userlist" is not supported by vipstack (supported: global, defaults, frontend, backend, listen, resolvers)`,
+			want: `h.cfg:11: section "userlist" is not supported by vipstack (supported: global, defaults, frontend, backend, listen, resolvers, peers)`,
 		},
 		{
 			name:    "frontend without name",
