@@ -17,12 +17,11 @@ const peersKeywords = "peer NAME ADDRESS:PORT, server NAME [ADDRESS:PORT]"
 
 // peersSection is a peers section being read.
 type peersSection struct {
-	name     string
-	line     int
-	peers    []nameLine // every peer, in order
-	addrs    []string
-	removed  map[string]bool // sections haproxy removes: no local peer
-	localSet bool            // global's localpeer seen
+	name    string
+	line    int
+	peers   []nameLine // every peer, in order
+	addrs   []string
+	removed map[string]bool // sections haproxy removes: no local peer
 }
 
 // openPeers starts `peers NAME`.

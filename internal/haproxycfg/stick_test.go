@@ -64,7 +64,6 @@ func TestStickErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const srv = "  server m0 127.0.0.1:47012 check\n"
 	tests := []struct {
 		name, conf, want string
 	}{
