@@ -27,6 +27,8 @@ type checkOpts struct {
 	tcpLines  []int    // line of each rule in Backend.TCPCheck
 	httpLines []int    // lines of http-check rules
 	send      httpSend // http-check send and connect (httpcheck.go)
+	// external-check command and path (extcheck.go)
+	extCommand, extPath string
 }
 
 func (c *checkOpts) option(kind string, line int) {
@@ -105,6 +107,11 @@ func (p *parser) endChecks() {
 		p.endHTTPSend(c.lastOther("httpchk"))
 	}
 	be.SSLHelloCheck = kind == "ssl-hello-chk"
+	be.ExternalCheck = nil
+	if kind == "external-check" {
+		be.ExternalCheck = &lbconfig.ExternalCheck{Command: c.extCommand, Path: c.extPath}
+		p.extChecks = append(p.extChecks, nameLine{be.Name, at})
+	}
 	if kind != "mysql-check" {
 		be.MySQLCheck = nil
 	}

@@ -47,6 +47,45 @@ func TestParseErrors(t *testing.T) {
 		want    string
 		haproxy string // haproxyRejects, haproxyAccepts, or "" when not asked
 	}{
+		// External checks (extcheck.go), in haproxy's words.
+		{
+			name: "option external-check without global's",
+			conf: func(t *testing.T) string {
+				return edit(t, "  server m0 127.0.0.1:47012 check\n", "  option external-check\n  external-check command /bin/true\n  server m0 127.0.0.1:47012 check\n")
+			},
+			want:    `h.cfg:10: Proxy 'masters' : 'option external-check' unable to find required 'global.external-check'. (accepted: external-check in global)`,
+			haproxy: haproxyRejects,
+		},
+		{
+			name: "option external-check without a command",
+			conf: func(t *testing.T) string {
+				return "global\n  external-check\n" + edit(t, "  server m0 127.0.0.1:47012 check\n", "  option external-check\n  server m0 127.0.0.1:47012 check\n")
+			},
+			want:    `h.cfg:12: Proxy 'masters' : 'option external-check' unable to find required 'external-check command'. (accepted: external-check command PROGRAM)`,
+			haproxy: haproxyRejects,
+		},
+		{
+			name: "external-check command without a '/' or a path",
+			conf: func(t *testing.T) string {
+				return "global\n  external-check\n" + edit(t, "  server m0 127.0.0.1:47012 check\n", "  option external-check\n  external-check command true\n  server m0 127.0.0.1:47012 check\n")
+			},
+			want:    `h.cfg:12: Proxy 'masters': 'external-check command' does not have a leading '/' and 'external-check path' is not set. (accepted: an absolute command, or external-check path DIRS)`,
+			haproxy: haproxyRejects,
+		},
+		{
+			name: "external-check with another word",
+			conf: func(t *testing.T) string {
+				return "global\n  external-check\n" + edit(t, "  server m0 127.0.0.1:47012 check\n", "  external-check user nobody\n  server m0 127.0.0.1:47012 check\n")
+			},
+			want:    `h.cfg:12: 'external-check' only supports 'command' and 'path'. but got 'user'. (accepted: external-check command PROGRAM, external-check path DIRS)`,
+			haproxy: haproxyRejects,
+		},
+		{
+			name:    "global external-check with an argument",
+			conf:    func(t *testing.T) string { return "global\n  external-check preserve-env\n" + base },
+			want:    `h.cfg:2: 'external-check' cannot handle unexpected argument 'preserve-env'. (accepted: external-check alone)`,
+			haproxy: haproxyRejects,
+		},
 		// The issue's bad inputs.
 		{
 			name: "ignore-persist without a condition",
@@ -266,13 +305,13 @@ func TestParseErrors(t *testing.T) {
 		{
 			name:    "keyword outside a section",
 			conf:    func(t *testing.T) string { return "maxconn 10\n" + base },
-			want:    `h.cfg:1: keyword "maxconn" outside of any section (sections: global, defaults, frontend, backend, listen, resolvers)`,
+			want:    `h.cfg:1: keyword "maxconn" outside of any section (sections: global, defaults, frontend, backend, listen, resolvers, peers)`,
 			haproxy: haproxyRejects,
 		},
 		{
 			name: "unsupported section and its lines",
 			conf: func(t *testing.T) string { return base + "userlist admins\n  user admin insecure-password x\n" },
-			want: `h.cfg:11: section "userlist" is not supported by vipstack (supported: global, defaults, frontend, backend, listen, resolvers)`,
+			want: `h.cfg:11: section "userlist" is not supported by vipstack (supported: global, defaults, frontend, backend, listen, resolvers, peers)`,
 		},
 		{
 			name:    "frontend without name",
@@ -741,19 +780,13 @@ func TestParseErrors(t *testing.T) {
 		{
 			name:    "server host name",
 			conf:    func(t *testing.T) string { return edit(t, "127.0.0.1:47012", "master-0.invalid:6443") },
-			want:    `h.cfg:10: backend masters, server m0: address "master-0.invalid:6443": "master-0.invalid" is not an IP address (accepted: ADDRESS:PORT or [IPv6]:PORT; vipstack resolves no host name but localhost)`,
+			want:    `h.cfg:10: backend masters, server m0: address "master-0.invalid:6443": "master-0.invalid" is not an IP address (accepted: ADDRESS:PORT, :PORT, *:PORT or [IPv6]:PORT; vipstack resolves no host name but localhost)`,
 			haproxy: haproxyRejects,
 		},
 		{
 			name:    "server port offset",
 			conf:    func(t *testing.T) string { return edit(t, "127.0.0.1:47012 check", "127.0.0.1:+1") },
 			want:    `h.cfg:10: backend masters, server m0: address "127.0.0.1:+1": port offsets are not supported by vipstack (accepted: a port 1..65535)`,
-			haproxy: haproxyAccepts,
-		},
-		{
-			name:    "unspecified server address",
-			conf:    func(t *testing.T) string { return edit(t, "127.0.0.1:47012", "0.0.0.0:47012") },
-			want:    `h.cfg:10: backend masters, server m0: address 0.0.0.0 is unspecified (accepted: the server's own IP address)`,
 			haproxy: haproxyAccepts,
 		},
 		{

@@ -59,7 +59,7 @@ func (p *parser) moreGlobal(l line, kw string) bool {
 		// refuses: no effect, as in haproxy without it.
 		p.oneArg(l, kw, "a file name")
 	default:
-		return false
+		return p.externalCheckGlobal(l, kw) // extcheck.go
 	}
 	return true
 }

@@ -102,13 +102,14 @@ func TestParseAddr(t *testing.T) {
 		{in: "[::1]:80", bind: true, want: "[::1]:80"},
 		{in: "fd00::1:6443", want: "[fd00::1]:6443"},
 		{in: "::ffff:198.18.0.1:80", want: "[::ffff:198.18.0.1]:80"},
-		{in: ":6443", wantErr: `address ":6443" has no IP address (accepted: ADDRESS:PORT or [IPv6]:PORT; haproxy's transparent mode is not supported by vipstack)`},
+		{in: ":6443", want: "0.0.0.0:6443"},
+		{in: "*:6443", want: "0.0.0.0:6443"},
 		{in: "[::1]", bind: true, wantErr: `address "[::1]" has no port (accepted: ADDRESS:PORT, :PORT, *:PORT or [IPv6]:PORT)`},
 		{in: "[::1:80", bind: true, wantErr: `address "[::1:80" has no closing ']' (accepted: ADDRESS:PORT, :PORT, *:PORT or [IPv6]:PORT)`},
-		{in: "1.2.3.4:", wantErr: `address "1.2.3.4:" has no port (accepted: ADDRESS:PORT or [IPv6]:PORT)`},
+		{in: "1.2.3.4:", wantErr: `address "1.2.3.4:" has no port (accepted: ADDRESS:PORT, :PORT, *:PORT or [IPv6]:PORT)`},
 		{in: "1.2.3.4:http", wantErr: `address "1.2.3.4:http" has an invalid port "http" (accepted: 1..65535)`},
 		{in: "/run/x.sock", bind: true, wantErr: `address "/run/x.sock": UNIX sockets are not supported by vipstack (accepted: ADDRESS:PORT, :PORT, *:PORT or [IPv6]:PORT)`},
-		{in: "ipv4@1.2.3.4:80", wantErr: `address "ipv4@1.2.3.4:80": address prefixes such as ipv4@, unix@ and fd@ are not supported by vipstack (accepted: ADDRESS:PORT or [IPv6]:PORT)`},
+		{in: "ipv4@1.2.3.4:80", wantErr: `address "ipv4@1.2.3.4:80": address prefixes such as ipv4@, unix@ and fd@ are not supported by vipstack (accepted: ADDRESS:PORT, :PORT, *:PORT or [IPv6]:PORT)`},
 		{in: "", bind: true, wantErr: `address is empty (accepted: ADDRESS:PORT, :PORT, *:PORT or [IPv6]:PORT)`},
 	}
 	for _, tt := range tests {

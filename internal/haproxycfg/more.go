@@ -116,6 +116,13 @@ func (p *parser) moreBackend(l line, kw string) bool {
 	switch {
 	case kw == "option mysql-check":
 		p.mysqlCheck(l)
+	case p.externalCheckProxy(l, kw): // extcheck.go
+	case kw == "stick-table":
+		p.stickTable(l) // stick.go
+	case kw == "stick":
+		p.stickRule(l)
+	case kw == "fullconn":
+		p.fullConn(l)
 	case kw == "hash-type":
 		p.hashType(l)
 	case kw == "timeout" || len(kw) > 8 && kw[:8] == "timeout ":

@@ -111,14 +111,15 @@ const (
 	secListen
 	secSkip // an unsupported or broken section: its lines are not checked
 	secResolvers
+	secPeers
 )
 
 // Section keywords haproxy 2.6 knows, space separated. Any of them starts
 // a new section. The lists are constants so the package keeps no mutable
 // state.
 const (
-	supportedSections   = "global defaults frontend backend listen resolvers"
-	unsupportedSections = "userlist peers mailers program http-errors ring cache fcgi-app " +
+	supportedSections   = "global defaults frontend backend listen resolvers peers"
+	unsupportedSections = "userlist mailers program http-errors ring cache fcgi-app " +
 		"log-forward dynamic-update traces crt-store"
 )
 
@@ -130,12 +131,12 @@ func commas(list string) string { return strings.Join(strings.Fields(list), ", "
 
 // Keywords each section accepts, for error messages.
 const (
-	globalKeywords   = "ca-base, chroot, crt-base, daemon, gid, group, hard-stop-after, log, log-send-hostname, log-tag, maxconn, nbthread, pidfile, server-state-file, spread-checks, ssl-default-bind-*, ssl-default-server-*, stats socket, stats timeout, tune.bufsize, tune.maxaccept, tune.maxrewrite, tune.ssl.default-dh-param, uid, ulimit-n, user"
+	globalKeywords   = "ca-base, chroot, crt-base, daemon, external-check, gid, group, hard-stop-after, insecure-fork-wanted, localpeer, log, log-send-hostname, log-tag, maxconn, nbthread, pidfile, server-state-file, spread-checks, ssl-default-bind-*, ssl-default-server-*, stats socket, stats timeout, tune.bufsize, tune.maxaccept, tune.maxrewrite, tune.ssl.default-dh-param, uid, ulimit-n, user"
 	defaultsKeywords = "balance, compression, default-server, errorfile, log, log-format, maxconn, mode, no log, option dontlognull, option forwardfor, option http-keep-alive, option http-server-close, option httpclose, option httpchk, option http-buffer-request, option httplog, option log-health-checks, option originalto, option redispatch, option tcplog, retries, timeout, " + moreProxyOptions + ", option allbackups"
 	frontendKeywords = "bind, default_backend, id, log, log-format, maxconn, mode, no log, option tcplog, timeout, " + moreProxyOptions
-	listenKeywords   = "balance, bind, default-server, http-check connect, http-check expect status, http-check send, id, log, log-format, mode, monitor-uri, no log, option dontlognull, option httpchk, option log-health-checks, option redispatch, option ssl-hello-chk, option tcp-check, option tcplog, server, stats auth, stats enable, stats hide-version, stats refresh, stats uri, tcp-check, " +
+	listenKeywords   = "balance, bind, default-server, external-check command, external-check path, http-check connect, http-check expect status, http-check send, id, log, log-format, mode, monitor-uri, no log, option dontlognull, option httpchk, option external-check, option log-health-checks, option redispatch, option ssl-hello-chk, option tcp-check, option tcplog, server, stats auth, stats enable, stats hide-version, stats refresh, stats uri, tcp-check, " +
 		"maxconn, retries, timeout, option allbackups, option httplog, stats admin, stats realm, stats show-desc, stats show-legends, stats show-node, " + moreProxyOptions
-	backendKeywords = "balance, default-server, http-check connect, http-check expect status, http-check send, id, log, mode, no log, option httpchk, option tcp-check, option tcplog, option log-health-checks, option redispatch, option ssl-hello-chk, server, tcp-check, retries, timeout, option allbackups, " + moreProxyOptions
+	backendKeywords = "balance, default-server, external-check command, external-check path, fullconn, http-check connect, http-check expect status, http-check send, id, log, mode, no log, option external-check, option httpchk, option tcp-check, option tcplog, option log-health-checks, option redispatch, option ssl-hello-chk, server, stick match|on|store-request, stick-table, tcp-check, retries, timeout, option allbackups, " + moreProxyOptions
 	serverParams    = "alpn, backup, ca-file, check, check-ssl, ciphers, ciphersuites, cookie, downinter, fall, fastinter, force-tlsv1x, id, init-addr, inter, maxconn, maxqueue, no-ssl, no-sslv3, no-tls-tickets, no-tlsv1x, on-marked-down, port, resolve-prefer, resolvers, rise, send-proxy, send-proxy-v2, slowstart, sni, ssl, ssl-max-ver, ssl-min-ver, verify, weight"
 	timeoutNames    = "check, client, client-fin, connect, http-keep-alive, http-request, queue, server, server-fin, tunnel"
 )
@@ -152,6 +153,10 @@ type parser struct {
 	errs *errList
 	cfg  *lbconfig.Config
 	opts Options
+	cur  line // the line being read, for warnings deep in its parameters
+	// extChecks are the sections with `option external-check` (extcheck.go)
+	extChecks []nameLine
+	peers     peersSection // stick.go
 
 	kind    secKind
 	key     string         // the section's Source key, also its name in messages
@@ -235,7 +240,7 @@ type listen struct {
 
 // listenBackendKeywords make a listen section forward, as a frontend and
 // a backend of its name: the OpenShift UPI layout.
-const listenBackendKeywords = "server|default-server|balance|option httpchk|option ssl-hello-chk|option tcp-check|tcp-check|http-check|option log-health-checks|option redispatch"
+const listenBackendKeywords = "server|default-server|balance|option httpchk|option ssl-hello-chk|option tcp-check|tcp-check|http-check|option log-health-checks|option redispatch|option external-check|external-check|stick-table|stick|fullconn"
 
 func (p *parser) errorf(l line, kw, format string, a ...any) {
 	p.errs.add(p.file, l.num, kw, format, a...)
@@ -271,6 +276,7 @@ func keyword(words []string) string {
 
 // line handles one statement.
 func (p *parser) line(l line) {
+	p.cur = l
 	if l.broken {
 		// Reported by the lexer. What the line would have set is
 		// unknown, so the section's end does not judge what it lacks.
@@ -307,6 +313,8 @@ func (p *parser) line(l line) {
 		p.listen(l)
 	case secResolvers:
 		p.resolversLine(l)
+	case secPeers:
+		p.peersLine(l) // stick.go
 	}
 }
 
@@ -364,6 +372,10 @@ func (p *parser) section(l line) {
 	p.key = kw
 	if kw == "resolvers" {
 		p.openResolvers(l)
+		return
+	}
+	if kw == "peers" {
+		p.openPeers(l) // stick.go
 		return
 	}
 	if inList(unsupportedSections, kw) {
@@ -485,6 +497,8 @@ func (p *parser) endSection() {
 		p.defRefs = p.refs
 	case secResolvers:
 		p.endResolvers()
+	case secPeers:
+		p.endPeers()
 	}
 	p.kind, p.fe, p.be, p.ls, p.logs = secNone, nil, nil, nil, nil
 }
@@ -556,10 +570,20 @@ func (p *parser) endListen() {
 // endFile applies what global says about the whole file.
 func (p *parser) endFile() {
 	p.checkResolvers()
+	p.warnInsecureFork() // extcheck.go
+	p.endStickPeers()    // stick.go
 	// haproxy: connect within min(timeout connect, inter), then
 	// timeout check for the answer. vipstack bounds the whole check by
 	// their sum.
 	for i := range p.cfg.Backends {
+		if t := p.cfg.Backends[i].Timeouts.Or(p.cfg.Timeouts); p.cfg.Backends[i].ExternalCheck != nil {
+			// A program's run: haproxy's own bound (extcheck.go).
+			for j := range p.cfg.Backends[i].Servers {
+				s := &p.cfg.Backends[i].Servers[j]
+				s.CheckTimeout = lbconfig.ExternalCheckTimeout(s.Inter, t)
+			}
+			continue
+		}
 		if t := p.cfg.Backends[i].Timeouts.Or(p.cfg.Timeouts); t.Check > 0 {
 			for j := range p.cfg.Backends[i].Servers {
 				s := &p.cfg.Backends[i].Servers[j]

@@ -98,7 +98,15 @@ func tlsOption(params []string, o *tlsOpts, fail func(kw, format string, a ...an
 		}
 		return 2
 	case w == "prefer-client-ciphers":
-		fail(w, "prefer-client-ciphers is not supported by vipstack: Go's TLS chooses the cipher suite by its own order (accepted: leave it out)")
+		// OpenSSL then takes the client's order. Go's crypto/tls (1.17
+		// and later) takes neither the client's order nor the list's: it
+		// walks its own fixed order (AES-GCM first, or ChaCha20 first
+		// when the client lists ChaCha20 before AES-GCM) and picks the
+		// first the client offers. A client that prefers AES-256 would
+		// get AES-128 from vipstack where haproxy gives it AES-256.
+		fail(w, "prefer-client-ciphers is not supported by vipstack: Go's TLS picks the suite by its own fixed order "+
+			"(AES-GCM first, ChaCha20 first for a client that lists it before AES-GCM), not the client's "+
+			"(accepted: leave it out; then the list's order is not followed either, see docs/haproxy-cfg.md)")
 		return -1
 	}
 	return 0
@@ -222,11 +230,12 @@ func (p *parser) globalDefault(l line, kw string, o *tlsOpts) {
 		if !ok {
 			return
 		}
-		cs, err := lbconfig.ParseCiphers(args[0])
+		cs, skipped, err := lbconfig.ParseCiphers(args[0])
 		if err != nil {
 			fail(kw, "%v", err)
 			return
 		}
+		p.warnSkippedCiphers(l, kw, skipped)
 		o.ciphers = cs
 	case "ciphersuites":
 		args, ok := p.nargs(l, 1, 1, 1, "a TLS 1.3 cipher suite list")
@@ -297,11 +306,12 @@ func (p *parser) bindTLSParam(l line, params []string, b *bindTLS) int {
 		case "alpn":
 			b.alpn = strings.Split(v, ",")
 		case "ciphers":
-			cs, err := lbconfig.ParseCiphers(v)
+			cs, skipped, err := lbconfig.ParseCiphers(v)
 			if err != nil {
 				fail(w, "ciphers: %v", err)
 				return -1
 			}
+			p.warnSkippedCiphers(l, "bind ciphers", skipped)
 			b.opts.ciphers = cs
 		case "ciphersuites":
 			if err := lbconfig.CheckCipherSuites13(v); err != nil {
@@ -506,11 +516,12 @@ func (p *parser) serverTLSParam(param string, value func(want string) (string, b
 		if !ok {
 			return true, false
 		}
-		cs, err := lbconfig.ParseCiphers(v)
+		cs, skipped, err := lbconfig.ParseCiphers(v)
 		if err != nil {
 			fail(param, "ciphers: %v", err)
 			return true, false
 		}
+		p.warnSkippedCiphers(p.cur, "server "+s.Name+" ciphers", skipped)
 		p.srvOpts(s).ciphers = cs
 	case "ciphersuites":
 		v, ok := value("a TLS 1.3 cipher suite list")
@@ -655,4 +666,15 @@ func readTLSFile(path string) ([]byte, error) {
 		return nil, &os.PathError{Op: "read", Path: path, Err: fmt.Errorf("larger than %d bytes", maxTLSFile)}
 	}
 	return os.ReadFile(path)
+}
+
+// warnSkippedCiphers warns about the suites of a cipher list that
+// vipstack leaves out (DHE key exchange, which Go's TLS lacks), as
+// OpenSSL leaves out, silently, those it cannot offer.
+func (p *parser) warnSkippedCiphers(l line, what string, skipped []string) {
+	if len(skipped) == 0 {
+		return
+	}
+	p.warnf(l, "%s: vipstack cannot offer %s (DHE key exchange, which Go's TLS does not implement); it offers the others of the list",
+		what, strings.Join(skipped, ", "))
 }

@@ -140,6 +140,20 @@ func TestParseTLS(t *testing.T) {
 		want: lbconfig.BindTLS{Crt: []string{dir + "/a.pem"}, TLSOptions: lbconfig.TLSOptions{MaxVersion: tls.VersionTLS12,
 			Ciphers: []uint16{tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256, tls.TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256}, NoTickets: true}},
 	}, {
+		// OpenSSL leaves out the suites it cannot offer; vipstack does
+		// the same with DHE's, and says so.
+		name: "DHE suites left out with a warning",
+		conf: conf("  ssl-default-bind-ciphers ECDHE-RSA-AES128-GCM-SHA256:DHE-RSA-AES128-GCM-SHA256:DHE-RSA-AES256-GCM-SHA384\n",
+			"ssl crt "+dir+"/a.pem", "  server s1 127.0.0.1:47444 ssl verify none ciphers ECDHE-RSA-AES256-GCM-SHA384:EDH-RSA-DES-CBC3-SHA\n"),
+		get: func(c *lbconfig.Config) any {
+			return [][]uint16{c.Frontends[0].Binds[0].TLS.Ciphers, c.Backends[0].Servers[0].TLS.Ciphers}
+		},
+		want: [][]uint16{{tls.TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256}, {tls.TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384}},
+		wantWarnings: []string{
+			"h.cfg:12: server s1 ciphers: vipstack cannot offer EDH-RSA-DES-CBC3-SHA (DHE key exchange, which Go's TLS does not implement); it offers the others of the list",
+			"h.cfg:2: ssl-default-bind-ciphers: vipstack cannot offer DHE-RSA-AES128-GCM-SHA256, DHE-RSA-AES256-GCM-SHA384 (DHE key exchange, which Go's TLS does not implement); it offers the others of the list",
+		},
+	}, {
 		name: "the bind's own settings over global's",
 		conf: conf("  ssl-default-bind-options ssl-min-ver TLSv1.3\n", "ssl crt "+dir+"/a.pem ssl-min-ver TLSv1.0 force-tlsv12", plainServer),
 		get:  bindTLS,
@@ -246,8 +260,11 @@ func TestParseTLSErrors(t *testing.T) {
 		name: "minimum above maximum", conf: conf("", a+" ssl-min-ver TLSv1.3 ssl-max-ver TLSv1.2", plainServer),
 		want: `h.cfg:8: bind: no TLS version is left enabled (accepted: ssl-min-ver at or below ssl-max-ver, not every version disabled)`,
 	}, {
-		name: "a cipher Go lacks", conf: conf("  ssl-default-bind-ciphers ECDHE-RSA-AES128-GCM-SHA256:DHE-RSA-AES128-GCM-SHA256\n", a, plainServer),
-		want: `h.cfg:2: ssl-default-bind-ciphers: cipher "DHE-RSA-AES128-GCM-SHA256" is not one Go's TLS implements (accepted: OpenSSL names of the suites it does: ` + lbconfig.CipherNames() + `)`,
+		name: "a cipher Go lacks", conf: conf("  ssl-default-bind-ciphers ECDHE-RSA-AES128-GCM-SHA256:CAMELLIA128-SHA\n", a, plainServer),
+		want: `h.cfg:2: ssl-default-bind-ciphers: cipher "CAMELLIA128-SHA" is not one Go's TLS implements (accepted: OpenSSL names of the suites it does: ` + lbconfig.CipherNames() + `)`,
+	}, {
+		name: "only DHE suites", conf: conf("", a+" ciphers DHE-RSA-AES128-GCM-SHA256:DHE-RSA-AES256-GCM-SHA384", plainServer),
+		want: `h.cfg:8: bind parameter ciphers: cipher list "DHE-RSA-AES128-GCM-SHA256:DHE-RSA-AES256-GCM-SHA384" names only suites with DHE key exchange, which Go's TLS does not implement, so none is left to offer (accepted: a list naming at least one of ` + lbconfig.CipherNames() + `)`,
 	}, {
 		name: "a global default applied to a server", conf: conf("  ssl-default-server-ciphers PROFILE=SYSTEM\n", a, "  server s1 127.0.0.1:47444 ssl verify none\n"),
 		want: `h.cfg:2: ssl-default-server-ciphers: cipher "PROFILE=SYSTEM" is not one Go's TLS implements (accepted: OpenSSL names of the suites it does: ` + lbconfig.CipherNames() + `)`,
@@ -256,7 +273,7 @@ func TestParseTLSErrors(t *testing.T) {
 		want: `h.cfg:8: bind parameter ciphersuites: TLS 1.3 cipher suites "TLS_AES_128_GCM_SHA256" leave out TLS_AES_256_GCM_SHA384, which Go's TLS 1.3 always enables (accepted: a list naming all of TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256)`,
 	}, {
 		name: "prefer-client-ciphers", conf: conf("  ssl-default-bind-options prefer-client-ciphers\n", a, plainServer),
-		want: `h.cfg:2: ssl-default-bind-options: prefer-client-ciphers is not supported by vipstack: Go's TLS chooses the cipher suite by its own order (accepted: leave it out)`,
+		want: `h.cfg:2: ssl-default-bind-options: prefer-client-ciphers is not supported by vipstack: Go's TLS picks the suite by its own fixed order (AES-GCM first, ChaCha20 first for a client that lists it before AES-GCM), not the client's (accepted: leave it out; then the list's order is not followed either, see docs/haproxy-cfg.md)`,
 	}, {
 		name: "server ssl verified without ca-file", conf: conf("", a, "  server s1 127.0.0.1:47444 ssl\n"),
 		want:        `h.cfg:11: backend be, server s1: verify is enabled by default but no CA file specified. If you're running on a LAN where you're certain to trust the server's certificate, please set an explicit 'verify none' statement on the 'server' line (accepted: ca-file FILE, or verify none)`,

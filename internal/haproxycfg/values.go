@@ -100,16 +100,13 @@ func (p *parser) timeArg(l line, kw, v string, unit time.Duration) (time.Duratio
 
 // parseAddr parses a bind or server address as haproxy does: the port
 // follows the last colon (so ":::9445" is [::]:9445), an IPv6 address may
-// also be bracketed, an empty address or "*" is every IPv4 address (bind
-// only). Of host names only "localhost" is accepted, as 127.0.0.1, and
+// also be bracketed, an empty address or "*" is every IPv4 address on a
+// bind, and on a server the address each client connected to. Of host names only "localhost" is accepted, as 127.0.0.1, and
 // returned in host. It returns a message for what vipstack does not
 // accept: other names, address prefixes (ipv4@, unix@, fd@, ...), UNIX
 // socket paths, port ranges and offsets, IPv6 zones.
 func parseAddr(s string, bind bool) (addr netip.AddrPort, host, msg string) {
-	form := "ADDRESS:PORT or [IPv6]:PORT"
-	if bind {
-		form = "ADDRESS:PORT, :PORT, *:PORT or [IPv6]:PORT"
-	}
+	form := "ADDRESS:PORT, :PORT, *:PORT or [IPv6]:PORT"
 	switch {
 	case s == "":
 		return addr, "", "address is empty (accepted: " + form + ")"
@@ -160,9 +157,8 @@ func parseAddr(s string, bind bool) (addr netip.AddrPort, host, msg string) {
 	var ip netip.Addr
 	switch {
 	case hostPart == "" || hostPart == "*":
-		if !bind {
-			return addr, "", "address " + strconv.Quote(s) + " has no IP address (accepted: " + form + "; haproxy's transparent mode is not supported by vipstack)"
-		}
+		// A server without an IP connects to the address its client
+		// connected to (lbconfig.ServerTarget).
 		ip = netip.IPv4Unspecified()
 	case hostPart == "localhost":
 		ip, host = netip.AddrFrom4([4]byte{127, 0, 0, 1}), "localhost"

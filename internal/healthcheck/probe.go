@@ -33,7 +33,7 @@ const (
 
 // Statuses returns every Status value, for metrics.
 func Statuses() []string {
-	return []string{L4OK, L4TOUT, L4CON, L6OK, L6TOUT, L6RSP, L7OK, L7TOUT, L7RSP, L7STS, SOCKERR}
+	return []string{L4OK, L4TOUT, L4CON, L6OK, L6TOUT, L6RSP, L7OK, L7TOUT, L7RSP, L7STS, SOCKERR, PROCERR, PROCTOUT, PROCOK}
 }
 
 // Description returns haproxy's text for a status ("Layer7 wrong status").
@@ -61,6 +61,12 @@ func Description(status string) string {
 		return "Layer7 wrong status"
 	case SOCKERR:
 		return "Socket error"
+	case PROCERR:
+		return "External check error"
+	case PROCTOUT:
+		return "External check timeout"
+	case PROCOK:
+		return "External check passed"
 	}
 	return status
 }
@@ -83,8 +89,8 @@ func HaproxyInfo(r Result) string {
 	switch r.Status {
 	case L6RSP:
 		return "SSL handshake failure"
-	case L6TOUT, L7RSP:
-		return ""
+	case L6TOUT, L7RSP, PROCERR, PROCTOUT, PROCOK:
+		return "" // haproxy keeps no info for these
 	}
 	if len(r.Info) > maxInfo {
 		return r.Info[:maxInfo]

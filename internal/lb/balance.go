@@ -37,6 +37,8 @@ type pool struct {
 	wait                  waitQueue
 	ring                  []ringPoint // hash-type consistent; nil: map-based
 	srcMap                sourceMap   // balance source, map-based; under mu
+	// stick is the pool's stick rules and table (stick.go); nil: none.
+	stick *poolStick
 }
 
 // newPool builds the pool of servers, weights[i] being servers[i]'s

@@ -131,13 +131,21 @@ func (c proxyCore) Pick(backend string, client netip.Addr, hash uint32, useHash 
 	if p == nil {
 		return -1
 	}
-	if useHash {
-		return p.pickHash(hash, skip)
+	now := c.l.clk.Now()
+	if i := p.stickyPick(client, skip, now); i >= 0 { // stick.go
+		return i
 	}
-	if p.balance == lbconfig.URI || p.balance == lbconfig.Header {
-		return p.pickRoundRobin(skip)
+	var i int
+	switch {
+	case useHash:
+		i = p.pickHash(hash, skip)
+	case p.balance == lbconfig.URI || p.balance == lbconfig.Header:
+		i = p.pickRoundRobin(skip)
+	default:
+		i = p.pick(client, skip)
 	}
-	return p.pick(client, skip)
+	p.stickStore(client, i, now)
+	return i
 }
 
 func (c proxyCore) Usable(backend string, i int) bool {

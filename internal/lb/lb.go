@@ -112,6 +112,10 @@ type LB struct {
 	// beCounters are the backends' rates, last sessions and times, by
 	// name, kept over reloads as noSrv (guarded by mu too).
 	beCounters map[string]*backendCounters
+	// sticks are the backends' stick tables by name (stick.go), kept
+	// over a reload only as haproxy's local peer keeps them (guarded by
+	// mu too).
+	sticks map[string]*stickTable
 
 	view atomic.Pointer[view]
 
@@ -397,6 +401,7 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 	pools := map[string]*pool{}
 	noSrv := map[string]*atomic.Uint64{}
 	beCounters := map[string]*backendCounters{}
+	sticks := l.stickTables(cfg) // stick.go
 	var poolOrder []*pool
 	type restart struct {
 		s    *server
@@ -426,7 +431,7 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 	for _, b := range cfg.Backends {
 		var ss []*server
 		var ws []int
-		for _, sc := range b.Servers {
+		for si, sc := range b.Servers {
 			key := serverKey(b.Name, sc)
 			s := l.servers[key]
 			if s == nil {
@@ -445,6 +450,9 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 				conf := checkConfOf(b, sc)
 				conf.spread = cfg.SpreadChecks
 				conf.bufSize, _ = cfg.HeadLimits()
+				if conf.enabled {
+					conf.ext = extCheckOf(cfg, b, si) // extcheck.go
+				}
 				s.mu.Lock()
 				running := s.checker != nil
 				same := s.check == conf
@@ -468,6 +476,7 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 			p.be = be
 		}
 		beCounters[b.Name] = p.be
+		p.setStick(b, sticks)
 		pools[b.Name] = p
 		poolOrder = append(poolOrder, p)
 	}
@@ -480,6 +489,7 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 	l.servers = servers
 	l.noSrv = noSrv
 	l.beCounters = beCounters
+	l.sticks = sticks
 
 	// Frontends.
 	var feOrder []*frontend

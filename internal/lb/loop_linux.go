@@ -357,11 +357,15 @@ func (lp *loop) connectNext(cn *conn) {
 		if p.balance == lbconfig.Source {
 			client = cn.peer.Addr()
 		}
-		i := p.pick(client, cn.tried)
+		i := p.stickyPick(cn.peer.Addr(), cn.tried, now) // stick.go
+		if i < 0 {
+			i = p.pick(client, cn.tried)
+		}
 		if i < 0 && cn.tried != 0 {
 			cn.tried = 0 // every UP server failed once: go round again
 			i = p.pick(client, cn.tried)
 		}
+		p.stickStore(cn.peer.Addr(), i, now)
 		if i < 0 {
 			if lp.queue(cn) {
 				return

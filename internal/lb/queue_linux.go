@@ -4,6 +4,7 @@ import (
 	"net/netip"
 
 	"github.com/vipstack/vipstack/internal/lb/relay"
+	"github.com/vipstack/vipstack/internal/lbconfig"
 )
 
 // closeServerDown closes every connection of s, established or
@@ -125,15 +126,17 @@ func (lp *loop) queuedClientLeft(cn *conn, term [2]byte) {
 	lp.closeLocked(cn)
 }
 
-// serverAddr is where cn connects to s: its address, with the port the
-// client connected to when the server was written without one.
+// serverAddr is where cn connects to s: its address, with the address
+// the client connected to when the server was written without an IP
+// (`*:PORT`, 0.0.0.0 or ::) and that port when without a port, as
+// haproxy 2.6 does.
 func (lp *loop) serverAddr(cn *conn, s *server) netip.AddrPort {
-	if s.addr.Port() != 0 {
+	if s.addr.Port() != 0 && !s.addr.Addr().IsUnspecified() {
 		return s.addr
 	}
 	local := cn.local
 	if !local.IsValid() {
 		local = relay.LocalAddr(cn.relay.c.FD)
 	}
-	return netip.AddrPortFrom(s.addr.Addr(), local.Port())
+	return lbconfig.ServerTarget(s.addr, local)
 }

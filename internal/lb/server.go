@@ -44,6 +44,9 @@ type checkConf struct {
 	// sendProxy is the PROXY header version the checks send first
 	// (checkProxy); 0: none.
 	sendProxy int
+	// ext is the external check (`option external-check`, extcheck.go);
+	// its command is "" without one.
+	ext extCheck
 }
 
 func checkConfOf(b lbconfig.Backend, s lbconfig.Server) checkConf {
@@ -309,6 +312,8 @@ func (s *server) startCheckLocked(conf checkConf) {
 		prober = healthcheck.SSLHello{Addr: addr, SendProxy: conf.sendProxy}
 	case conf.mysqlOn:
 		prober = healthcheck.MySQL{Addr: addr, User: conf.mysql.User, Pre41: conf.mysql.Pre41, SendProxy: conf.sendProxy}
+	case conf.ext.command != "":
+		prober = s.externalProber(conf.ext)
 	}
 	spec := healthcheck.Spec{Name: s.id(), Inter: conf.inter, Timeout: conf.timeout, Rise: conf.rise, Fall: conf.fall, StartDown: !s.up.Load(),
 		FastInter: conf.fastInter, DownInter: conf.downInter, Spread: conf.spread}

@@ -38,6 +38,11 @@ func (l *LB) Snapshot() stats.Snapshot {
 			}
 		}
 		bs.FullConn = stats.FullConn(v.cfg.MaxConn, users)
+		for _, bc := range v.cfg.Backends {
+			if bc.Name == p.name && bc.FullConn > 0 {
+				bs.FullConn = bc.FullConn // `fullconn`
+			}
+		}
 		bs.Downs, bs.LastChangeSeconds, bs.DowntimeSeconds, _ = l.backendState(p.name, now)
 		for _, s := range p.servers {
 			ss := serverStats(s, now)

@@ -465,7 +465,7 @@ func atoi(s string) int {
 // others by their place in the enum).
 var checkStatusCode = map[string]int{
 	"INI": 1, "SOCKERR": 5, "L4OK": 6, "L4TOUT": 7, "L4CON": 8, "L6OK": 9, "L6TOUT": 10, "L6RSP": 11,
-	"L7TOUT": 12, "L7RSP": 13, "L7OK": 15, "L7STS": 17,
+	"L7TOUT": 12, "L7RSP": 13, "L7OK": 15, "L7STS": 17, "PROCERR": 18, "PROCTOUT": 19, "PROCOK": 20,
 }
 
 // serversStateHeader is haproxy 2.6's `show servers state` header, after

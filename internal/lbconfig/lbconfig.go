@@ -62,6 +62,11 @@ type Config struct {
 	// SpreadChecks spreads each check interval randomly by up to this
 	// percentage either way (haproxy's `spread-checks`, 0..50).
 	SpreadChecks int
+	// ExternalCheck is global's `external-check`, which haproxy requires
+	// before any section's `option external-check`; InsecureForkWanted
+	// is `insecure-fork-wanted`, without which haproxy warns that such
+	// checks will likely fail.
+	ExternalCheck, InsecureForkWanted bool
 	// HardStopAfter bounds a soft stop: connections still open after
 	// it are closed (haproxy's `hard-stop-after`); 0: none.
 	HardStopAfter time.Duration
@@ -83,6 +88,10 @@ type Config struct {
 	// Resolvers are the `resolvers` sections: DNS servers that servers
 	// naming them (Server.Resolvers) are re-resolved with.
 	Resolvers []Resolvers
+	// Peers are the `peers` sections kept (stick.go); LocalPeer is
+	// global's `localpeer` ("": the host's name).
+	Peers     []Peers
+	LocalPeer string
 
 	// Source says where each piece was read, for error messages: keys
 	// like "backend masters/server m0" map to "file:line". The key scheme
@@ -262,6 +271,18 @@ type Backend struct {
 	// MySQLCheck is `option mysql-check`: the MySQL handshake (and,
 	// with a user, an authentication) checked; nil: not this check.
 	MySQLCheck *MySQLCheck
+	// ExternalCheck is `option external-check` with its `external-check
+	// command` and `path`: each check runs a program (extcheck.go); nil:
+	// not this check.
+	ExternalCheck *ExternalCheck
+	// StickTable is the backend's `stick-table`, nil without one;
+	// StickRules its `stick on|match|store-request` rules (stick.go).
+	StickTable *StickTable
+	StickRules []StickRule
+	// FullConn is `fullconn`: the backend's session limit as its stats
+	// show it (slim); 0: haproxy's default (stats.FullConn). haproxy
+	// scales servers' minconn by it, which vipstack does not read.
+	FullConn int
 	// AllBackups uses every UP backup server at once when no other
 	// server is UP (`option allbackups`), instead of the first.
 	AllBackups bool
@@ -587,4 +608,20 @@ func (c *Config) ProxyNumbers() map[string]int {
 		next++
 	}
 	return out
+}
+
+// ServerTarget is where a connection to a server at addr goes when its
+// client connected to local: addr, but the client's destination address
+// when addr's IP is unspecified (`server NAME *:PORT`, 0.0.0.0 or ::)
+// and its destination port when addr's port is 0 (written without one),
+// as haproxy 2.6 connects.
+func ServerTarget(addr, local netip.AddrPort) netip.AddrPort {
+	ip, port := addr.Addr(), addr.Port()
+	if ip.IsUnspecified() {
+		ip = local.Addr()
+	}
+	if port == 0 {
+		port = local.Port()
+	}
+	return netip.AddrPortFrom(ip, port)
 }

@@ -154,24 +154,40 @@ func CipherNames() string {
 }
 
 // ParseCiphers maps an OpenSSL cipher list ("A:B:C") to Go's suites. A
-// name Go does not implement, or an OpenSSL keyword or operator (HIGH,
-// !aNULL, +, @STRENGTH), is an error naming it: vipstack takes explicit
-// names only.
-func ParseCiphers(list string) ([]uint16, error) {
-	var out []uint16
+// suite with finite-field Diffie-Hellman key exchange (OpenSSL's DHE-*
+// and EDH-* names), which Go's TLS does not implement, is left out and
+// returned in skipped, as OpenSSL leaves out a suite it cannot offer
+// while others remain; the list is an error when nothing else is left.
+// Any other name Go does not implement, or an OpenSSL keyword or
+// operator (HIGH, !aNULL, +, @STRENGTH), is an error naming it:
+// vipstack takes explicit names only.
+func ParseCiphers(list string) (ids []uint16, skipped []string, err error) {
 	for _, n := range strings.FieldsFunc(list, func(r rune) bool { return r == ':' || r == ',' || r == ' ' }) {
 		id, ok := opensslCiphers[n]
-		if !ok {
-			return nil, fmt.Errorf("cipher %q is not one Go's TLS implements (accepted: OpenSSL names of the suites it does: %s)", n, CipherNames())
+		switch {
+		case !ok && isFiniteFieldDH(n):
+			skipped = append(skipped, n)
+			continue
+		case !ok:
+			return nil, nil, fmt.Errorf("cipher %q is not one Go's TLS implements (accepted: OpenSSL names of the suites it does: %s)", n, CipherNames())
 		}
-		if !slices.Contains(out, id) {
-			out = append(out, id)
+		if !slices.Contains(ids, id) {
+			ids = append(ids, id)
 		}
 	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("cipher list %q names no cipher (accepted: OpenSSL names separated by ':')", list)
+	switch {
+	case len(ids) == 0 && len(skipped) > 0:
+		return nil, nil, fmt.Errorf("cipher list %q names only suites with DHE key exchange, which Go's TLS does not implement, so none is left to offer (accepted: a list naming at least one of %s)", list, CipherNames())
+	case len(ids) == 0:
+		return nil, nil, fmt.Errorf("cipher list %q names no cipher (accepted: OpenSSL names separated by ':')", list)
 	}
-	return out, nil
+	return ids, skipped, nil
+}
+
+// isFiniteFieldDH reports whether n is OpenSSL's name of a suite with
+// finite-field (non-elliptic) ephemeral Diffie-Hellman key exchange.
+func isFiniteFieldDH(n string) bool {
+	return strings.HasPrefix(n, "DHE-") || strings.HasPrefix(n, "EDH-")
 }
 
 // CheckCipherSuites13 checks a TLS 1.3 `ciphersuites` list: Go enables

@@ -21,18 +21,22 @@ func TestParseCiphers(t *testing.T) {
 	tests := []struct {
 		list    string
 		want    []uint16
+		skipped []string
 		wantErr string
 	}{
 		{list: "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-CHACHA20-POLY1305", want: []uint16{tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256, tls.TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256}},
 		{list: "AES256-SHA:AES256-SHA", want: []uint16{tls.TLS_RSA_WITH_AES_256_CBC_SHA}},
-		{list: "ECDHE-RSA-AES128-GCM-SHA256:DHE-RSA-AES128-GCM-SHA256", wantErr: `cipher "DHE-RSA-AES128-GCM-SHA256" is not one Go's TLS implements`},
+		{list: "ECDHE-RSA-AES128-GCM-SHA256:DHE-RSA-AES128-GCM-SHA256:EDH-RSA-DES-CBC3-SHA", want: []uint16{tls.TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256},
+			skipped: []string{"DHE-RSA-AES128-GCM-SHA256", "EDH-RSA-DES-CBC3-SHA"}},
+		{list: "DHE-RSA-AES128-GCM-SHA256:DHE-RSA-AES256-GCM-SHA384", wantErr: `names only suites with DHE key exchange, which Go's TLS does not implement, so none is left to offer`},
+		{list: "ECDHE-RSA-AES128-GCM-SHA256:DHE-RSA-AES128-GCM-SHA256:CAMELLIA128-SHA", wantErr: `cipher "CAMELLIA128-SHA" is not one Go's TLS implements`},
 		{list: "HIGH:!aNULL", wantErr: `cipher "HIGH" is not one Go's TLS implements`},
 		{list: "ECDH+AESGCM", wantErr: `cipher "ECDH+AESGCM" is not one Go's TLS implements`},
 		{list: "::", wantErr: `names no cipher`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.list, func(t *testing.T) {
-			got, err := ParseCiphers(tt.list)
+			got, skipped, err := ParseCiphers(tt.list)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("error = %v, want it to contain %q", err, tt.wantErr)
@@ -44,6 +48,9 @@ func TestParseCiphers(t *testing.T) {
 			}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.skipped, skipped); diff != "" {
+				t.Errorf("skipped (-want +got):\n%s", diff)
 			}
 			for _, id := range got {
 				if back, _ := CipherSuite(CipherName(id)); back != id {

@@ -477,8 +477,6 @@ func (v *validator) server(b *Backend, s *Server, names map[string]bool) {
 		v.fail(pos, field, "server", "has no address (accepted: IP:PORT)")
 	case s.Addr.Port() == 0 && !s.NoPort:
 		v.fail(pos, field, "server", "address %s has port 0 (accepted: 1..65535)", s.Addr)
-	case s.Addr.Addr().IsUnspecified():
-		v.fail(pos, field, "server", "address %s is unspecified (accepted: the server's own IP address)", s.Addr.Addr())
 	case s.Addr.Addr().Zone() != "":
 		v.fail(pos, field, "server", "IPv6 zones are not supported by vipstack (accepted: an address without %%zone)")
 	}

@@ -43,6 +43,8 @@ func (v *validator) missingTimeouts() []string {
 func (v *validator) more() {
 	c := v.c
 	v.proxyIDs()
+	v.externalChecks() // extcheck.go
+	v.sticks()         // stick.go
 	if c.UlimitN < 0 {
 		v.fail(v.pos(ItemKey("global", "ulimit-n")), "global", "ulimit-n", "ulimit-n %d is negative (accepted: 1 or more, or 0 to keep the limit)", c.UlimitN)
 	}

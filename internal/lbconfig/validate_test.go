@@ -226,11 +226,6 @@ func TestValidateErrors(t *testing.T) {
 			want:   "backend masters, server m0: address 198.18.0.10:0 has port 0 (accepted: 1..65535)",
 		},
 		{
-			name:   "unspecified server address",
-			change: func(c *Config) { srv(c).Addr = ap("[::]:6443") },
-			want:   "backend masters, server m0: address :: is unspecified (accepted: the server's own IP address)",
-		},
-		{
 			name:   "server numbers",
 			change: func(c *Config) { s := srv(c); s.Weight, s.Inter, s.Fall, s.Rise = -1, time.Microsecond, -1, -2 },
 			want: "backend masters, server m0: weight -1 is out of range (accepted: 1..256)\n" +

@@ -650,6 +650,14 @@ func FormatYAML(c *Config) ([]byte, error) {
 	if err := noTLSInYAML(c); err != nil {
 		return nil, err
 	}
+	for _, b := range c.Backends {
+		if b.ExternalCheck != nil {
+			return nil, fmt.Errorf("backend %s: %w", b.Name, ErrYAMLExternalCheck)
+		}
+		if b.StickTable != nil || len(b.StickRules) > 0 {
+			return nil, fmt.Errorf("backend %s: %w", b.Name, ErrYAMLStick)
+		}
+	}
 	y := yamlConfig{
 		MaxConn:       c.MaxConn,
 		GlobalMaxConn: c.GlobalMaxConn,

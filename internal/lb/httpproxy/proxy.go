@@ -497,12 +497,9 @@ func (p *Proxy) forward(w http.ResponseWriter, rq *request, c *compiled, name st
 			return
 		}
 		s := refs[i]
-		addr := s.addr
-		if addr.Port() == 0 {
-			// A server written without a port: the port the client
-			// connected to, as haproxy does.
-			addr = netip.AddrPortFrom(addr.Addr(), rq.dst.Port())
-		}
+		// A server written without an IP or a port: the address or
+		// port the client connected to, as haproxy does.
+		addr := lbconfig.ServerTarget(s.addr, rq.dst)
 		e.Server, e.ServerAddr = s.name, addr
 		t := p.transport(name, s, conn, c.cfg.Timeouts)
 		end := p.core.Begin(name, i)

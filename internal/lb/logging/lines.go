@@ -75,7 +75,8 @@ func AppendAddrPort(b []byte, ap netip.AddrPort) []byte {
 func appendCheck(b []byte, r healthcheck.Result) []byte {
 	b = append(b, ", reason: "...)
 	b = append(b, healthcheck.Description(r.Status)...)
-	if r.Code != 0 {
+	if r.Code != 0 || healthcheck.IsExternal(r.Status) {
+		// haproxy shows an external check's exit status even when 0.
 		b = append(b, ", code: "...)
 		b = strconv.AppendInt(b, int64(r.Code), 10)
 	}
