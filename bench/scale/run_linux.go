@@ -216,12 +216,17 @@ func measure(impl string, o options, path, work string, holder *topoHolder, out 
 	return r, nil
 }
 
-// countVIPs counts the VIPs (198.19.0.0/16) on h's interfaces.
+// countVIPs counts the VIPs (198.19.0.0/16) on h's interfaces. A dump
+// that addresses being added interrupted is read again.
 func countVIPs(h *testnet.Host) (int, error) {
 	pool := netip.MustParsePrefix("198.19.0.0/16")
 	n := 0
 	err := h.Do(func() error {
 		addrs, err := netlink.AddrList(nil, netlink.FAMILY_V4)
+		for try := 0; errors.Is(err, netlink.ErrDumpInterrupted) && try < 100; try++ {
+			time.Sleep(10 * time.Millisecond) // let the additions settle
+			addrs, err = netlink.AddrList(nil, netlink.FAMILY_V4)
+		}
 		if err != nil {
 			return err
 		}
