@@ -872,8 +872,8 @@ func (e *Engine) reload() error {
 // holdFirst moves a transition to MASTER ahead of the advertisements
 // before it. The advertisement makes the old master (a lower priority
 // preempted, or a woken one meeting us) let go of the VIPs at once, and
-// taking them means recording them in the ledger first (a write and an
-// fsync, tens of milliseconds on a busy disk): in the advertisement's
+// taking them means recording them in the ledger first (a write; it had
+// an fsync too, tens of milliseconds on a busy disk): in the advertisement's
 // order the VIP had no holder for that long, in this order the two
 // holders overlap for the advertisement's flight time instead. A chaos
 // run found the gap (bench/chaos, docs/reliability.md).
