@@ -93,7 +93,8 @@ func (w *watch) read() {
 			}
 			if s.prev.IsZero() || now.Sub(s.prev) > episodeGap {
 				s.episodes++
-			} else if g := now.Sub(s.prev); g > s.maxGap {
+			}
+			if g := now.Sub(s.prev); !s.prev.IsZero() && g > s.maxGap {
 				s.maxGap = g
 			}
 			s.n++

@@ -135,6 +135,7 @@ type Engine struct {
 	// (see publishStatusSoon).
 	statusAt                   time.Time
 	statusDirty, statusPending bool
+	statusStale                atomic.Bool // statusPending, for Status on other goroutines
 
 	notifying sync.WaitGroup // notify scripts still running
 	tracking  sync.WaitGroup // the trackers' runs (see stopTrackers)
@@ -163,6 +164,7 @@ type event struct {
 	addr    *addrEvent
 	reload  chan error
 	ping    chan struct{}
+	publish chan struct{} // publish the status now (see Status)
 	readErr error
 	handoff chan []string
 }
@@ -519,6 +521,28 @@ func (e *Engine) Run(ctx context.Context) error {
 	}
 }
 
+// statusWait bounds how long Status waits for the loop to publish.
+const statusWait = 100 * time.Millisecond
+
+// refreshStatus has the loop publish the status, waiting up to statusWait.
+func (e *Engine) refreshStatus() {
+	reply := make(chan struct{})
+	t := time.NewTimer(statusWait) // a bound on a wait for the loop, not a timer of the protocol
+	defer t.Stop()
+	select {
+	case e.events <- event{publish: reply}:
+	case <-e.done:
+		return
+	case <-t.C:
+		return
+	}
+	select {
+	case <-reply:
+	case <-e.done:
+	case <-t.C:
+	}
+}
+
 // statusEvery is how stale Status may be between changes of state,
 // lifecycle or configuration, which publish at once: the counters of
 // adverts sent and received. Rebuilding the status of every instance on
@@ -533,9 +557,11 @@ func (e *Engine) publishStatusSoon(now time.Time) {
 	if e.statusDirty || now.Sub(e.statusAt) >= statusEvery {
 		e.publishStatus()
 		e.statusAt, e.statusDirty, e.statusPending = now, false, false
+		e.statusStale.Store(false)
 		return
 	}
 	e.statusPending = true
+	e.statusStale.Store(true)
 }
 
 // removePresentVIPs removes every configured VIP that is on its interface
@@ -696,6 +722,10 @@ func (e *Engine) handle(ev event) {
 		ev.reload <- e.reload()
 	case ev.ping != nil:
 		close(ev.ping)
+	case ev.publish != nil:
+		e.statusDirty = true
+		e.publishStatusSoon(now)
+		close(ev.publish)
 	case ev.handoff != nil:
 		e.handoff = ev.handoff
 	case ev.readErr != nil:
@@ -808,7 +838,15 @@ func (e *Engine) Ping(ctx context.Context) error {
 }
 
 // Status returns the current state of every instance.
+//
+// Between state changes the loop republishes the status at most every
+// statusEvery; a call that finds counters changed since asks the loop for
+// a fresh one and waits for it up to statusWait (a stalled loop gets the
+// last one).
 func (e *Engine) Status() []InstanceStatus {
+	if e.statusStale.Load() {
+		e.refreshStatus()
+	}
 	e.statusMu.Lock()
 	defer e.statusMu.Unlock()
 	return append([]InstanceStatus(nil), e.status...)
