@@ -7,7 +7,8 @@
 // greets each connection with one byte, the host's index, so the client
 // knows who answered. For each timer set (VRRPv3 advert 0.05 s; VRRPv2
 // advert 1 s with PASS authentication; both multicast) and each event
-// (kill -9 of the master's whole process group; SIGTERM), three nodes of one
+// (kill -9 of the master's whole process group; SIGTERM; its check
+// failing), three nodes of one
 // implementation start at priorities 150/100/50, node1 becomes the sole
 // holder of the VIP, a prober in the client namespace opens a connection to
 // the VIP every 10 ms, the event hits node1 at T0, and the outage is the time
@@ -19,6 +20,13 @@
 // advertisement before the kill (seen by the client on 224.0.0.18), where
 // the backup's Master_Down timer started, which takes out where in the
 // advertisement interval the kill fell.
+//
+// The third event, "check fails", gives node1 a tracked script (weight
+// -60, interval 1 s, fall 2) and makes it fail at T0: node1 drops to 90,
+// below node2. Its bound is fall x interval + skew (the target):
+// keepalived advertises the drop on its next regular advertisement and its
+// backups then wait their whole master-down timer; vipstack sends priority
+// 0 and the lowered priority at once (fsm.SetPriority).
 //
 // The protocol bound printed for reference is 3 x advert + skew for a crash
 // (the backup's Master_Down_Interval, RFC 3768 section 6.1, RFC 5798

@@ -32,13 +32,28 @@ const probeEvery = 10 * time.Millisecond
 type event string
 
 const (
-	eventKill event = "kill" // SIGKILL to the whole process group
-	eventTerm event = "term" // SIGTERM, graceful
+	eventKill  event = "kill"  // SIGKILL to the whole process group
+	eventTerm  event = "term"  // SIGTERM, graceful
+	eventCheck event = "check" // node1's tracked script starts failing
+)
+
+// events are the events every timer set runs, in order.
+var events = []event{eventKill, eventTerm, eventCheck}
+
+// The tracked script of node1 in the check scenario: its failure takes
+// node1 from 150 to 90, below node2.
+const (
+	checkWeight   = -60
+	checkFall     = 2
+	checkInterval = time.Second
 )
 
 func (e event) label() string {
-	if e == eventKill {
+	switch e {
+	case eventKill:
 		return "kill -9"
+	case eventCheck:
+		return fmt.Sprintf("check fails (interval %v, fall %d)", checkInterval, checkFall)
 	}
 	return "SIGTERM"
 }
@@ -69,12 +84,26 @@ func (s scenario) Label() string { return s.Timers.Label + ", " + s.Event.label(
 
 // Bound is the protocol's failover time for the event with the backup at
 // backupPriority: Master_Down_Interval after a crash, Skew_Time after a
-// priority-0 advertisement.
+// priority-0 advertisement, and for a failing check the time the script
+// takes to be declared failed (fall x interval, at most) plus Skew_Time: the
+// issue's target, reached when the master tells the backups at once.
 func (s scenario) Bound() time.Duration {
-	if s.Event == eventKill {
+	switch s.Event {
+	case eventKill:
 		return 3*s.Timers.Advert + s.Timers.skew(backupPriority)
+	case eventCheck:
+		return checkFall*checkInterval + s.Timers.skew(backupPriority)
 	}
 	return s.Timers.skew(backupPriority)
+}
+
+// limit is how long a trial waits for node2 to answer after the event.
+func (s scenario) limit() time.Duration {
+	crash := scenario{Timers: s.Timers, Event: eventKill}.Bound()
+	if s.Event == eventCheck {
+		return checkFall*checkInterval + 2*crash + 2*time.Second
+	}
+	return 2*crash + 2*time.Second
 }
 
 // outcome is one trial: the outage, or why none was measured.
@@ -211,7 +240,7 @@ func (r *results) sinceAdvert(impl string, s scenario) stats {
 // the event to the first connection answered by the backup, then the
 // crashes measured from node1's last advertisement.
 func (r *results) report(rep *benchdoc.Report) {
-	rep.Para("ms to the first TCP connect to the VIP answered by node2, median [min..max]; bound = 3 x advert + skew for kill -9, skew for SIGTERM, with the backup at priority 100:")
+	rep.Para("ms to the first TCP connect to the VIP answered by node2, median [min..max]; bound = 3 x advert + skew for kill -9, skew for SIGTERM, fall x interval + skew for a failing check (node1 150 - 60 = 90), with the backup at priority 100:")
 	tb := benchdoc.Table{Header: []string{"scenario", "bound", "keepalived", "vipstack", "vipstack/keepalived"}}
 	for _, s := range r.Scenarios {
 		tb.Add(s.Label(), ms(s.Bound()), r.stats(implKeepalived, s).cell(), r.stats(implVipstack, s).cell(),
@@ -261,6 +290,10 @@ func (r *results) targets() []string {
 		if ka.N > 0 {
 			lines = append(lines, r.parity(s, ka, vs))
 		}
+		if s.Event == eventCheck {
+			lines = append(lines, fmt.Sprintf("%s  %s: vipstack median %s ms, max %s ms (want median <= %s ms, fall x interval + skew)",
+				verdict(vs.Median <= s.Bound()), s.Label(), ms(vs.Median), ms(vs.Max), ms(s.Bound())))
+		}
 		if s.Timers.Version == 3 && s.Timers.Advert == 50*time.Millisecond && s.Event == eventKill {
 			lines = append(lines, fmt.Sprintf("%s  %s: vipstack median %s ms (want < %d ms)",
 				verdict(vs.Median < v3CrashTarget), s.Label(), ms(vs.Median), v3CrashTarget.Milliseconds()))
@@ -273,6 +306,9 @@ func (r *results) targets() []string {
 // keepalived" for s, given both implementations' outages from the event.
 func (r *results) parity(s scenario, ka, vs stats) string {
 	from := "from the signal"
+	if s.Event == eventCheck {
+		from = "from the check starting to fail"
+	}
 	if s.Event == eventKill {
 		from = "from the kill"
 		if kaA, vsA := r.sinceAdvert(implKeepalived, s), r.sinceAdvert(implVipstack, s); kaA.N > 0 && vsA.N > 0 {

@@ -23,6 +23,8 @@ func TestBound(t *testing.T) {
 		{name: "v2 SIGTERM", sc: scenario{Timers: v2, Event: eventTerm}, want: 609375 * time.Microsecond},
 		{name: "v3 0.05 crash", sc: scenario{Timers: v3, Event: eventKill}, want: 150*time.Millisecond + 30468750*time.Nanosecond},
 		{name: "v3 0.05 SIGTERM", sc: scenario{Timers: v3, Event: eventTerm}, want: 30468750 * time.Nanosecond},
+		{name: "v2 check fails", sc: scenario{Timers: v2, Event: eventCheck}, want: 2*time.Second + 609375*time.Microsecond},
+		{name: "v3 0.05 check fails", sc: scenario{Timers: v3, Event: eventCheck}, want: 2*time.Second + 30468750*time.Nanosecond},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -79,6 +81,7 @@ func TestSummarize(t *testing.T) {
 func TestTargets(t *testing.T) {
 	v3kill := scenario{Timers: v3, Event: eventKill}
 	v2term := scenario{Timers: v2, Event: eventTerm}
+	v2check := scenario{Timers: v2, Event: eventCheck}
 	ok := func(d time.Duration) outcome { return outcome{Outage: d} }
 	failed := outcome{Err: errors.New("node2 did not answer")}
 	tests := []struct {
@@ -166,6 +169,28 @@ func TestTargets(t *testing.T) {
 			want: []string{"PASS  v3 0.05 s, kill -9: vipstack median 200 ms (want < 250 ms)"},
 		},
 		{
+			name: "check fails: faster than keepalived and within fall x interval + skew",
+			trials: map[string][]outcome{
+				key(implKeepalived, v2check): {ok(4576 * time.Millisecond)},
+				key(implVipstack, v2check):   {ok(2100 * time.Millisecond), ok(2609 * time.Millisecond), ok(2700 * time.Millisecond)},
+			},
+			want: []string{
+				"PASS  v2 1 s, check fails (interval 1s, fall 2): vipstack - keepalived = -1967 ms (0.570), from the check starting to fail (want <= +10 ms, the probe's resolution)",
+				"PASS  v2 1 s, check fails (interval 1s, fall 2): vipstack median 2609 ms, max 2700 ms (want median <= 2609 ms, fall x interval + skew)",
+			},
+		},
+		{
+			name: "check fails: as slow as keepalived's master-down timer misses",
+			trials: map[string][]outcome{
+				key(implKeepalived, v2check): {ok(4576 * time.Millisecond)},
+				key(implVipstack, v2check):   {ok(4100 * time.Millisecond)},
+			},
+			want: []string{
+				"PASS  v2 1 s, check fails (interval 1s, fall 2): vipstack - keepalived = -476 ms (0.896), from the check starting to fail (want <= +10 ms, the probe's resolution)",
+				"MISS  v2 1 s, check fails (interval 1s, fall 2): vipstack median 4100 ms, max 4100 ms (want median <= 2609 ms, fall x interval + skew)",
+			},
+		},
+		{
 			name: "vipstack filtered out: no target",
 			trials: map[string][]outcome{
 				key(implKeepalived, v3kill): {ok(200 * time.Millisecond)},
@@ -174,7 +199,7 @@ func TestTargets(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := results{Scenarios: []scenario{v3kill, v2term}, Trials: tt.trials}
+			r := results{Scenarios: []scenario{v3kill, v2term, v2check}, Trials: tt.trials}
 			if diff := cmp.Diff(tt.want, r.targets()); diff != "" {
 				t.Errorf("targets() (-want +got):\n%s", diff)
 			}

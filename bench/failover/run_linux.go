@@ -59,7 +59,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	var o options
 	fs.IntVar(&o.trials, "trials", 5, "trials per implementation and scenario (the median is reported)")
 	fs.BoolVar(&o.quick, "quick", false, "the demo: 1 trial each, every step narrated")
-	only := fs.String("only", "", "run only the trials whose `regexp` matches \"IMPL TIMERS/EVENT\", e.g. \"vipstack v3-50ms/kill\" (TIMERS: v3-50ms, v2-1s; EVENT: kill, term)")
+	only := fs.String("only", "", "run only the trials whose `regexp` matches \"IMPL TIMERS/EVENT\", e.g. \"vipstack v3-50ms/kill\" (TIMERS: v3-50ms, v2-1s; EVENT: kill, term, check)")
 	fs.BoolVar(&o.verbose, "v", false, "narrate every step and print node logs of failed trials")
 	fs.BoolVar(&o.keep, "keep", false, "keep the work directory (configurations and node logs) and print its path")
 	fs.StringVar(&o.vipstackBin, "vipstack", "", "vipstack binary to run (default: build ./cmd/vipstack)")
@@ -147,7 +147,7 @@ func (b *bench) setup(o options) error {
 	impls := map[string]bool{}
 	var scs []scenario
 	for _, t := range timerSets() {
-		for _, e := range []event{eventKill, eventTerm} {
+		for _, e := range events {
 			s := scenario{Timers: t, Event: e}
 			picked := false
 			for _, impl := range []string{implKeepalived, implVipstack} {

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/vipstack/vipstack/internal/keepalived"
 	"github.com/vipstack/vipstack/internal/peers"
 	"github.com/vipstack/vipstack/internal/testnet"
 )
@@ -18,6 +19,7 @@ func (b *bench) trial(impl string, s scenario, n int) (oc outcome) {
 	hosts := b.topo.Hosts
 	dir := filepath.Join(b.work, fmt.Sprintf("%s-%s-%s-%d", impl, s.Timers.ID, s.Event, n))
 	crashBound := scenario{Timers: s.Timers, Event: eventKill}.Bound()
+	limit := s.limit()
 	var nodes []*peers.Node
 	defer func() {
 		if oc.Err != nil && b.verbose {
@@ -33,10 +35,14 @@ func (b *bench) trial(impl string, s scenario, n int) (oc outcome) {
 	}
 	b.adverts.reset()
 
+	flag := filepath.Join(dir, "check-fails")
 	for i, h := range hosts {
 		c := peers.Conf{Version: s.Timers.Version, Interval: s.Timers.Advert, VRID: vrid, Priority: priorities[i],
 			Interface: h.Link, VIP: vip, Auth: s.Timers.Auth}
-		text, err := c.Render(nodeName(h))
+		if s.Event == eventCheck && i == 0 {
+			c.Script, c.Weight = "/usr/bin/test ! -e "+flag, checkWeight
+		}
+		text, err := render(c, nodeName(h))
 		if err != nil {
 			return outcome{Err: fmt.Errorf("render keepalived.conf for %s: %w", nodeName(h), err)}
 		}
@@ -58,7 +64,7 @@ func (b *bench) trial(impl string, s scenario, n int) (oc outcome) {
 	}
 
 	p := startProber(b.topo.Client, netip.AddrPortFrom(vip.Addr(), greetPort).String(), probeEvery, dialTimeout,
-		int((baselineWait+2*crashBound+2*time.Second)/probeEvery)+10)
+		int((baselineWait+limit)/probeEvery)+10)
 	defer p.stop()
 	answered := func(a attempt) bool { return a.From != 0 }
 	if !p.waitFor(answered, time.Now().Add(baselineWait)) {
@@ -82,12 +88,14 @@ func (b *bench) trial(impl string, s scenario, n int) (oc outcome) {
 	case eventTerm:
 		err = nodes[0].Term()
 		b.say(impl, "SIGTERM node1")
+	case eventCheck:
+		err = os.WriteFile(flag, nil, 0o644)
+		b.say(impl, "node1's tracked script fails from now on")
 	}
 	if err != nil {
 		return outcome{Err: fmt.Errorf("%s node1: %w", s.Event.label(), err)}
 	}
 	fromBackup := func(a attempt) bool { return a.From == 2 && a.Done.After(t0) }
-	limit := 2*crashBound + 2*time.Second
 	p.waitFor(fromBackup, t0.Add(limit))
 	p.stop()
 	log := p.attempts()
@@ -124,8 +132,10 @@ func (b *bench) trial(impl string, s scenario, n int) (oc outcome) {
 	switch {
 	case old > 0 && s.Event == eventKill:
 		detail = fmt.Sprintf(" (the crashed node1 kept the VIP and answered until +%s ms, when the client's ARP entry moved)", ms(old))
-	case old > 0:
+	case old > 0 && s.Event == eventTerm:
 		detail = fmt.Sprintf(" (node1 answered until +%s ms, while it shut down)", ms(old))
+	case old > 0:
+		detail = fmt.Sprintf(" (node1 answered until +%s ms, while its check was failing)", ms(old))
 	}
 	if oc.HasSinceAdvert {
 		detail += fmt.Sprintf("; %s ms after node1's last advert, which came %s ms before the kill", ms(oc.SinceAdvert), ms(oc.SinceAdvert-outage))
@@ -153,6 +163,19 @@ func (b *bench) trial(impl string, s scenario, n int) (oc outcome) {
 		}
 	}
 	return oc
+}
+
+// render is c's keepalived.conf for routerID; a tracked script fails
+// after checkFall runs checkInterval apart.
+func render(c peers.Conf, routerID string) (string, error) {
+	if _, err := c.Render(routerID); err != nil {
+		return "", err
+	}
+	cfg := c.Config(routerID)
+	for _, sc := range cfg.Scripts {
+		sc.Interval, sc.Timeout, sc.Fall = checkInterval, checkInterval, checkFall
+	}
+	return string(keepalived.Format(cfg)), nil
 }
 
 // teardown stops the nodes still running (SIGTERM, then SIGKILL to the

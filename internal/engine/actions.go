@@ -91,6 +91,7 @@ func (e *Engine) transition(in *instance, now time.Time, a fsm.Action) {
 		"reason", a.Reason, "priority", int(prio), "master", addrText(master), "master_priority", int(mprio),
 		"vrid", int(in.cfg.VRID), "interface", in.cfg.Interface)
 	in.lastTransition = &Transition{From: a.From.String(), To: a.To.String(), Reason: a.Reason, At: now}
+	e.statusDirty = true
 	e.metrics.transitions.WithLabelValues(append(in.labels(), a.To.String())...).Inc()
 	switch {
 	case a.To == fsm.Master:
@@ -341,12 +342,13 @@ func (e *Engine) isVIP(a netip.Addr) bool {
 // keeps its link-local source while it is on the interface and usable.
 func (e *Engine) checkPrimaries(now time.Time) bool {
 	changed := false
-	for _, name := range sortedKeys(e.instances) {
+	memo := map[string]sourceAnswer{}
+	for _, name := range e.names() {
 		in := e.instances[name]
 		if in.life.has(condAbsent) || in.cfg.UnicastSrcIP.IsValid() {
 			continue
 		}
-		src, what, err := e.sourceNow(in)
+		src, what, err := e.sourceNow(in, memo)
 		switch {
 		case errors.Is(err, netif.ErrNoAddress):
 			if !in.life.has(condNoSource) {
@@ -370,15 +372,41 @@ func (e *Engine) checkPrimaries(now time.Time) bool {
 	return changed
 }
 
+// sourceAnswer is one interface's IPv4 source, or why there is none.
+type sourceAnswer struct {
+	src netip.Addr
+	err error
+}
+
 // sourceNow returns the address in would send from now (see checkPrimaries),
 // and what kind of address that is, for the log.
-func (e *Engine) sourceNow(in *instance) (netip.Addr, string, error) {
+//
+// An IPv4 source is the interface's first address that is none of the VIPs
+// of the instances on that interface (a VIP is never the source), so every
+// IPv4 instance on an interface has the same one: memo, when not nil,
+// keeps it per interface for one pass over the instances. checkPrimaries
+// looked it up for each instance, a dump of every address on the node each
+// time: with 1,000 instances and 10,000 VIPs, a quarter of a CPU at rest
+// (bench/scale).
+func (e *Engine) sourceNow(in *instance, memo map[string]sourceAnswer) (netip.Addr, string, error) {
 	if in.family == 4 {
+		if a, ok := memo[in.cfg.Interface]; ok {
+			return a.src, "IPv4 address", a.err
+		}
 		var vipAddrs []netip.Addr
-		for _, v := range in.vips {
-			vipAddrs = append(vipAddrs, v.Prefix.Addr())
+		for _, name := range e.names() {
+			other := e.instances[name]
+			if other != in && (other.family != 4 || other.cfg.Interface != in.cfg.Interface) {
+				continue
+			}
+			for _, v := range other.vips {
+				vipAddrs = append(vipAddrs, v.Prefix.Addr())
+			}
 		}
 		src, err := e.nl.PrimaryIPv4(in.cfg.Interface, vipAddrs)
+		if memo != nil {
+			memo[in.cfg.Interface] = sourceAnswer{src: src, err: err}
+		}
 		return src, "IPv4 address", err
 	}
 	if in.src.IsValid() {
@@ -402,34 +430,41 @@ func (e *Engine) sourceNow(in *instance) (netip.Addr, string, error) {
 // release) find the instance no longer master, and an event that arrives
 // after the VIP was added again finds it present: both are ignored.
 func (e *Engine) vipGone(now time.Time, p netip.Prefix) {
-	for _, name := range sortedKeys(e.instances) {
+	// One dump for every master's VIPs: the zero prefix (the address watch
+	// resubscribed after the kernel dropped events, which 10,000 VIPs
+	// being added at start-up do) used to cost a dump of every address on
+	// the node per master, 1,000 dumps of 10,000 addresses (bench/scale).
+	var vips []netif.VIP
+	var owners []*instance
+	for _, name := range e.names() {
 		in := e.instances[name]
 		if in.fsm.State() != fsm.Master {
 			continue
 		}
-		var vips []netif.VIP
 		for _, v := range in.vips {
 			if !p.IsValid() || v.Prefix == p {
-				vips = append(vips, v)
+				vips, owners = append(vips, v), append(owners, in)
 			}
 		}
-		if len(vips) == 0 {
+	}
+	if len(vips) == 0 {
+		return
+	}
+	present, err := e.nl.Present(vips)
+	if err != nil {
+		e.log.Warn("cannot look for the masters' VIPs on their interfaces after an address was removed", "masters", len(owners), "err", err)
+		return
+	}
+	for i, v := range vips {
+		in := owners[i]
+		// A master that stepped down for an earlier VIP (or with its sync
+		// group) holds none of its VIPs any longer.
+		if present[i] || in.fsm.State() != fsm.Master {
 			continue
 		}
-		present, err := e.nl.Present(vips) // one dump, however many VIPs
-		if err != nil {
-			e.log.Warn("cannot look for a master's VIPs on their interface after an address was removed", "instance", name, "err", err)
-			continue
-		}
-		for i, v := range vips {
-			if present[i] {
-				continue
-			}
-			reason := fmt.Sprintf("VIP %s removed from %s behind our back; stepping down with priority 0 (as keepalived does)", v.Prefix, v.Dev)
-			e.log.Warn("a VIP of a master was removed from its interface by something else; stepping down", "instance", name, "vip", v.Prefix, "dev", v.Dev)
-			e.do(in, now, in.fsm.Resign(now, reason))
-			break
-		}
+		reason := fmt.Sprintf("VIP %s removed from %s behind our back; stepping down with priority 0 (as keepalived does)", v.Prefix, v.Dev)
+		e.log.Warn("a VIP of a master was removed from its interface by something else; stepping down", "instance", in.cfg.Name, "vip", v.Prefix, "dev", v.Dev)
+		e.do(in, now, in.fsm.Resign(now, reason))
 	}
 }
 
@@ -649,7 +684,7 @@ func (e *Engine) stopWaiting(in *instance, why string) {
 // their VIPs. Anything still recorded as held is removed as well.
 func (e *Engine) stopAll(why string) {
 	now := e.clk.Now()
-	for _, name := range sortedKeys(e.instances) {
+	for _, name := range e.names() {
 		in := e.instances[name]
 		e.stopInstance(in, now, why)
 		in.close()
@@ -839,8 +874,8 @@ func (e *Engine) reload() error {
 // holdFirst moves a transition to MASTER ahead of the advertisements
 // before it. The advertisement makes the old master (a lower priority
 // preempted, or a woken one meeting us) let go of the VIPs at once, and
-// taking them means recording them in the ledger first (a write and an
-// fsync, tens of milliseconds on a busy disk): in the advertisement's
+// taking them means recording them in the ledger first (a write; it had
+// an fsync too, tens of milliseconds on a busy disk): in the advertisement's
 // order the VIP had no holder for that long, in this order the two
 // holders overlap for the advertisement's flight time instead. A chaos
 // run found the gap (bench/chaos, docs/reliability.md).

@@ -70,6 +70,7 @@ type syncGroup struct {
 // are kept as they are, the rest are stopped and started.
 func (e *Engine) apply(cfg *keepalived.Config) error {
 	now := e.clk.Now()
+	e.statusDirty = true
 	// Build everything new first, so a failure changes nothing.
 	fresh := map[string]*instance{}
 	for _, ic := range cfg.Instances {
@@ -88,7 +89,7 @@ func (e *Engine) apply(cfg *keepalived.Config) error {
 	}
 	// Stop what went away or changed.
 	var readvertise []*instance // kept, with a new version or authentication
-	for _, name := range sortedKeys(e.instances) {
+	for _, name := range e.names() {
 		old := e.instances[name]
 		if _, changed := fresh[name]; changed || !hasInstance(cfg, name) {
 			switch {
@@ -106,6 +107,7 @@ func (e *Engine) apply(cfg *keepalived.Config) error {
 			}
 			e.metrics.forget(old, fresh[name])
 			delete(e.instances, name)
+			e.sortedNames = nil
 			delete(e.byKey, old.key())
 			old.close()
 		} else {
@@ -184,6 +186,7 @@ func (e *Engine) apply(cfg *keepalived.Config) error {
 		if in == nil {
 			in = fresh[ic.Name]
 			e.instances[ic.Name] = in
+			e.sortedNames = nil
 			e.byKey[in.key()] = in
 		}
 		in.group = nil
@@ -494,7 +497,7 @@ func (e *Engine) build(cfg *keepalived.Config, ic *keepalived.Instance) (*instan
 	if ic.UnicastSrcIP.IsValid() {
 		in.src = ic.UnicastSrcIP
 	} else {
-		src, what, err := e.sourceNow(in)
+		src, what, err := e.sourceNow(in, nil)
 		switch {
 		case errors.Is(err, netif.ErrNoAddress):
 			// keepalived 2.2.7 starts such an instance in FAULT ("entering
@@ -755,7 +758,7 @@ const dadPoll = 100 * time.Millisecond
 // carry yet (the kernel adds the link-local address again on link-up)
 // counts as tentative.
 func (e *Engine) checkDAD(now time.Time, link string) {
-	for _, name := range sortedKeys(e.instances) {
+	for _, name := range e.names() {
 		in := e.instances[name]
 		if in.cfg.Interface != link || in.family == 4 || !in.src.IsValid() {
 			continue
@@ -811,7 +814,7 @@ func (e *Engine) recheckDAD(now time.Time) {
 // at once.
 func (e *Engine) announceSources(link string) {
 	done := map[netip.Addr]bool{}
-	for _, name := range sortedKeys(e.instances) {
+	for _, name := range e.names() {
 		in := e.instances[name]
 		if in.peers == nil || in.ann == nil || in.cfg.Interface != link || !in.src.IsValid() || done[in.src] {
 			continue
@@ -844,7 +847,7 @@ func (e *Engine) linkExists(name string) bool {
 func (e *Engine) checkAbsent(now time.Time) {
 	e.absentNext = time.Time{}
 	appeared := false
-	for _, name := range sortedKeys(e.instances) {
+	for _, name := range e.names() {
 		in := e.instances[name]
 		if !in.life.has(condAbsent) && !in.life.has(condRecreated) {
 			continue
@@ -1123,7 +1126,7 @@ func (e *Engine) recomputeAll(now time.Time) {
 			}
 		}
 	}
-	for _, name := range sortedKeys(e.instances) {
+	for _, name := range e.names() {
 		in := e.instances[name]
 		if in.life.has(condWaiting) && !e.waits(in) {
 			e.setCond(in, condWaiting, false, "the first results of its tracked scripts came")
@@ -1163,6 +1166,17 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// names returns the instances' names in order. It is computed once per
+// change of e.instances, not on each of the loop's wake-ups (1,000
+// instances wake it a thousand times a second); callers must not modify
+// the slice.
+func (e *Engine) names() []string {
+	if e.sortedNames == nil {
+		e.sortedNames = sortedKeys(e.instances)
+	}
+	return e.sortedNames
 }
 
 func sortedKeys[V any](m map[string]V) []string {

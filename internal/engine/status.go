@@ -59,7 +59,7 @@ type Conflict struct {
 
 func (e *Engine) snapshot() []InstanceStatus {
 	var out []InstanceStatus
-	for _, name := range sortedKeys(e.instances) {
+	for _, name := range e.names() {
 		in := e.instances[name]
 		prio, fault := e.effective(in)
 		s := InstanceStatus{

@@ -12,7 +12,7 @@ import (
 )
 
 // Ledger records, in a small file, every VIP this process might hold. The
-// caller saves the ledger (fsync + rename) BEFORE adding an address and
+// caller saves the ledger (write + rename) BEFORE adding an address and
 // removes the entry after DelVIP, so that whatever a crash leaves configured
 // is in the file. The format is one VIP per line, as VIP.String writes it
 // ("198.18.0.100/32 dev eth0 label eth0:vip"); blank lines and lines
@@ -52,8 +52,8 @@ func (l Ledger) Load() ([]VIP, error) {
 }
 
 // Save replaces the ledger with vips atomically: it writes a temporary file
-// in the same directory, fsyncs it, renames it over Path and fsyncs the
-// directory, so a crash leaves either the old or the new ledger.
+// in the same directory and renames it over Path, so a crash of the process
+// leaves either the old or the new ledger (see writeAtomic).
 func (l Ledger) Save(vips []VIP) error {
 	var b strings.Builder
 	b.WriteString(ledgerHeader)
@@ -70,6 +70,16 @@ func (l Ledger) Save(vips []VIP) error {
 	return nil
 }
 
+// writeAtomic replaces path with data through a temporary file and a
+// rename, without fsync. The ledgers record kernel state (addresses, VMAC
+// links) for the next start after a crash of the process; a written page
+// outlives the process without fsync, and what a power loss or a kernel
+// crash might tear, the kernel state, is gone with it (a ledger that does
+// not read back is a warning at start; removePresentVIPs still runs). The
+// fsyncs, two per save, sat between an instance's Master_Down timer and
+// its first advertisement: 11 ms median, 60 ms p90, 176 ms at worst on
+// this 2-CPU machine under load, against VRRPv3's 10 ms advert interval
+// (bench/fastvrrp).
 func writeAtomic(path string, data []byte) (err error) {
 	dir, base := filepath.Split(path)
 	if dir == "" {
@@ -92,21 +102,10 @@ func writeAtomic(path string, data []byte) (err error) {
 	if err = f.Chmod(0o644); err != nil {
 		return err
 	}
-	if err = f.Sync(); err != nil {
-		return err
-	}
 	if err = f.Close(); err != nil {
 		return err
 	}
-	if err = os.Rename(tmp, path); err != nil {
-		return err
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
+	return os.Rename(tmp, path)
 }
 
 // Sweep removes from the system every VIP recorded in the ledger and empties

@@ -380,18 +380,34 @@ func (m *Machine) receiveMaster(now time.Time, a Advert) []Action {
 }
 
 // SetPriority changes the effective priority (tracked scripts and
-// interfaces). A master keeps advertising on its schedule with the new
-// value, so a better backup preempts it after Skew_Time.
+// interfaces). A master advertises the new value at once rather than on
+// its schedule, so a better backup preempts it after Skew_Time instead of
+// a whole Master_Down_Interval.
+//
+// A master whose priority drops sends a priority 0 advertisement first
+// and the lowered one straight after, and stays master. The lowered
+// advertisement alone moves only vipstack backups: keepalived 2.2.7, as
+// RFC 5798 6.4.2 says, discards an advertisement below its own priority
+// and leaves its master-down timer running from the master's last higher
+// one. The priority 0 cuts every backup's timer to its Skew_Time; the
+// lowered advertisement then resets the timer of every backup that does
+// not outrank us (or does not preempt, or holds off in preempt_delay),
+// while one that does discards it and takes over after its Skew_Time,
+// its advertisement sending us to Backup (receiveMaster). Should the
+// second advertisement be lost, a lower backup takes over after its
+// Skew_Time and steps down at once on our answer (receiveMaster).
 func (m *Machine) SetPriority(now time.Time, p uint8) []Action {
 	if p == m.priority {
 		return nil
 	}
+	lower := p < m.priority
 	m.priority = p
 	if m.state == Master {
 		m.masterPriority = p // we are the master: Master() reports our own priority
-		// Tell the others at once, so a better backup can preempt without
-		// waiting for our next regular advertisement.
 		m.advertAt = now.Add(m.cfg.AdvertInterval)
+		if lower {
+			return []Action{{Kind: SendAdvert, Priority: 0}, {Kind: SendAdvert, Priority: p}}
+		}
 		return []Action{{Kind: SendAdvert, Priority: p}}
 	}
 	if m.state == Backup && !m.lowerSince.IsZero() && p <= m.masterPriority {

@@ -343,7 +343,11 @@ func TestScenarios(t *testing.T) {
 		steps: []step{
 			{event: "start", prio: 255, want: []string{"advert(prio 255)", "INIT->MASTER"}, wantState: Master, wantNext: sec},
 			{at: 500 * time.Millisecond, event: "recv", from: upper, prio: 100, want: []string{"advert(prio 255)"}, wantState: Master, wantNext: 1500 * time.Millisecond},
-			{at: 600 * time.Millisecond, event: "prio", prio: 100, want: []string{"advert(prio 100)"}, wantState: Master, wantNext: 1600 * time.Millisecond},
+			// A drop: priority 0, then the lowered priority (see SetPriority).
+			{at: 600 * time.Millisecond, event: "prio", prio: 100, want: []string{"advert(prio 0)", "advert(prio 100)"}, wantState: Master, wantNext: 1600 * time.Millisecond},
+			// A rise: the new priority alone.
+			{at: 650 * time.Millisecond, event: "prio", prio: 110, want: []string{"advert(prio 110)"}, wantState: Master, wantNext: 1650 * time.Millisecond},
+			{at: 660 * time.Millisecond, event: "prio", prio: 100, want: []string{"advert(prio 0)", "advert(prio 100)"}, wantState: Master, wantNext: 1660 * time.Millisecond},
 			// Stepping down, it advertises once at its own priority, so
 			// that a new master that never heard it announces the VIPs.
 			{at: 700 * time.Millisecond, event: "recv", from: upper, prio: 101, want: []string{"MASTER->BACKUP", "advert(prio 100)"}, wantState: Backup, wantNext: 700*time.Millisecond + mdi100},
@@ -590,5 +594,110 @@ func TestAdopt(t *testing.T) {
 	acts = f.Adopt(t0, 100, "interface down", "taken over")
 	if f.State() != Fault || len(acts) != 1 || acts[0].Kind != Transition {
 		t.Fatalf("Adopt with a fault: state %v actions %v, want Fault and no advert", f.State(), acts)
+	}
+}
+
+// rfcBackup is a backup that follows RFC 5798 6.4.2 to the letter, as
+// keepalived 2.2.7 does (vrrp_state_backup: "received lower priority advert
+// - discarding", the timer left running): priority 0 sets its timer to
+// Skew_Time, an advertisement below its priority from a preempting backup is
+// discarded, any other resets the timer to Master_Down_Interval.
+// TestInteropPriorityDropKeepalivedBackup checks the real one.
+type rfcBackup struct {
+	prio     uint8
+	preempt  bool
+	interval time.Duration
+	downAt   time.Time
+}
+
+func (b *rfcBackup) skew() time.Duration { return time.Duration(256-int(b.prio)) * b.interval / 256 }
+
+func (b *rfcBackup) receive(now time.Time, prio uint8) {
+	switch {
+	case prio == 0:
+		b.downAt = now.Add(b.skew())
+	case !b.preempt || prio >= b.prio:
+		b.downAt = now.Add(3*b.interval + b.skew())
+	}
+}
+
+// TestPriorityDropHandsOver joins a master whose priority drops from 100 to
+// 70 with one backup and delivers the master's advertisements to it: a
+// preempting backup above 70 takes over Skew_Time after the drop, not a
+// Master_Down_Interval after the master's last advertisement at 100,
+// whether it is vipstack's or one that discards lower advertisements as
+// RFC 5798 and keepalived do; one at or below 70, or one that does not
+// preempt, goes on timing the master and never takes over.
+func TestPriorityDropHandsOver(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	drop := t0.Add(10*sec + 300*time.Millisecond) // between two adverts
+	for _, tc := range []struct {
+		name    string
+		prio    uint8
+		preempt bool
+		version int
+		advert  time.Duration
+		want    time.Duration // backup's deadline after the drop; 0: a whole Master_Down_Interval
+	}{
+		{name: "v2 higher backup", prio: 90, preempt: true, version: 2, advert: sec, want: 166 * sec / 256},
+		{name: "v3 higher backup at 10ms", prio: 90, preempt: true, version: 3, advert: 10 * time.Millisecond, want: 166 * 10 * time.Millisecond / 256},
+		{name: "equal backup", prio: 70, preempt: true, version: 2, advert: sec},
+		{name: "lower backup", prio: 60, preempt: true, version: 2, advert: sec},
+		{name: "higher backup without preemption", prio: 90, preempt: false, version: 2, advert: sec},
+	} {
+		for _, peer := range []string{"vipstack", "rfc"} {
+			t.Run(tc.name+"/"+peer, func(t *testing.T) {
+				master := New(Config{Version: tc.version, AdvertInterval: tc.advert, Preempt: true, Primary: upper})
+				backup := New(Config{Version: tc.version, AdvertInterval: tc.advert, Preempt: tc.preempt, Primary: self})
+				rfc := &rfcBackup{prio: tc.prio, preempt: tc.preempt, interval: tc.advert}
+				master.Start(t0, PriorityOwner, "")
+				backup.Start(t0, tc.prio, "")
+				rfc.downAt = t0.Add(3*tc.advert + rfc.skew())
+				deliver := func(now time.Time, acts []Action) {
+					for _, a := range acts {
+						if a.Kind == SendAdvert {
+							backup.Receive(now, Advert{From: upper, Priority: a.Priority, Interval: tc.advert})
+							rfc.receive(now, a.Priority)
+						}
+					}
+				}
+				deadline := func() time.Time {
+					if peer == "rfc" {
+						return rfc.downAt
+					}
+					return backup.NextDeadline()
+				}
+				// The master advertises on its schedule until the drop.
+				for now := t0; now.Before(drop); now = master.NextDeadline() {
+					deliver(now, master.Tick(now))
+				}
+				deliver(drop, master.SetPriority(drop, 70))
+				if master.State() != Master {
+					t.Fatalf("master after its drop: %v, want Master", master.State())
+				}
+				got := deadline().Sub(drop)
+				if tc.want != 0 {
+					if got != tc.want {
+						t.Fatalf("backup's deadline %v after the drop, want its Skew_Time %v", got, tc.want)
+					}
+					// The new master's advertisement sends the old one to Backup.
+					master.Receive(drop.Add(got), Advert{From: self, Priority: tc.prio, Interval: tc.advert})
+					if master.State() != Backup {
+						t.Fatalf("old master hearing %d: %v, want Backup", tc.prio, master.State())
+					}
+					return
+				}
+				if want := 3*tc.advert + rfc.skew(); got != want {
+					t.Fatalf("backup's deadline %v after the drop, want a whole Master_Down_Interval %v", got, want)
+				}
+				// The master keeps advertising at 70: the backup never takes over.
+				for now := master.NextDeadline(); now.Before(drop.Add(20 * tc.advert)); now = master.NextDeadline() {
+					deliver(now, master.Tick(now))
+					if !deadline().After(now) {
+						t.Fatalf("backup's timer ran out %v after the drop", now.Sub(drop))
+					}
+				}
+			})
+		}
 	}
 }

@@ -109,10 +109,12 @@ func (c *conn4) WritePacket(payload []byte, src, dst netip.Addr, ifIndex int) er
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if dst.IsMulticast() {
-		ifi, err := net.InterfaceByIndex(ifIndex)
-		if err != nil {
-			return &OpError{Op: "write", Family: 4, Err: err}
-		}
+		// On Linux IP_MULTICAST_IF takes an ip_mreqn, of which x/net
+		// fills in the index alone: no lookup by index, which dumped every
+		// link of the node over netlink for each advertisement (half the
+		// engine's CPU at rest with 1,000 instances, bench/scale). A link
+		// that is gone fails here with ENODEV instead.
+		ifi := &net.Interface{Index: ifIndex}
 		if err := c.raw.SetMulticastInterface(ifi); err != nil {
 			return &OpError{Op: "set multicast interface", Family: 4, Err: err}
 		}
@@ -162,9 +164,10 @@ func groupIf(ifIndex int, group netip.Addr, family int, op string) (*net.Interfa
 func (c *conn4) Close() error { return c.pc.Close() }
 
 type conn6 struct {
-	pc net.PacketConn
-	p  *ipv6.PacketConn
-	mu sync.Mutex
+	pc    net.PacketConn
+	p     *ipv6.PacketConn
+	mu    sync.Mutex
+	zones map[int]string // interface names by index (see zone); guarded by mu
 
 	rmu sync.Mutex // serialises reads of buf
 	buf []byte
@@ -223,18 +226,35 @@ func (c *conn6) WritePacket(payload []byte, src, dst netip.Addr, ifIndex int) er
 		return &OpError{Op: "write", Family: 6, Err: fmt.Errorf("addresses %v -> %v are not IPv6", src, dst)}
 	}
 	cm := &ipv6.ControlMessage{Src: src.AsSlice(), IfIndex: ifIndex, HopLimit: maxTTL, TrafficClass: tos}
-	zone := ""
-	if dst.IsLinkLocalUnicast() || dst.IsLinkLocalMulticast() || dst.IsInterfaceLocalMulticast() {
-		if ifi, err := net.InterfaceByIndex(ifIndex); err == nil {
-			zone = ifi.Name
-		}
-	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	zone := ""
+	if dst.IsLinkLocalUnicast() || dst.IsLinkLocalMulticast() || dst.IsInterfaceLocalMulticast() {
+		zone = c.zone(ifIndex)
+	}
 	if _, err := c.p.WriteTo(payload, cm, &net.IPAddr{IP: dst.AsSlice(), Zone: zone}); err != nil {
+		delete(c.zones, ifIndex) // the link may have been renamed or replaced
 		return &OpError{Op: "write to " + dst.String(), Family: 6, Err: err}
 	}
 	return nil
+}
+
+// zone is the name of interface ifIndex, looked up once (net.InterfaceByIndex
+// dumps every link of the node) and forgotten after a failed write; "" when
+// it cannot be found. c.mu must be held.
+func (c *conn6) zone(ifIndex int) string {
+	if name, ok := c.zones[ifIndex]; ok {
+		return name
+	}
+	ifi, err := net.InterfaceByIndex(ifIndex)
+	if err != nil {
+		return ""
+	}
+	if c.zones == nil {
+		c.zones = map[int]string{}
+	}
+	c.zones[ifIndex] = ifi.Name
+	return ifi.Name
 }
 
 func (c *conn6) JoinGroup(ifIndex int, group netip.Addr) error {

@@ -1,0 +1,59 @@
+package main
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestVerdicts checks the bench's verdict logic on made-up figures (the
+// suite's short run: no namespaces, no timing).
+func TestVerdicts(t *testing.T) {
+	const msec = time.Millisecond
+	ka := pairResult{Impl: "keepalived", FalseFailovers: 3, Adverts: 60000, Crashes: []time.Duration{40 * msec, 44 * msec}}
+	for _, tc := range []struct {
+		name string
+		vs   pairResult
+		want []string
+	}{
+		{
+			name: "no false failover, crashes within the bound",
+			vs:   pairResult{Impl: "vipstack", Adverts: 60000, Crashes: []time.Duration{38 * msec, 41 * msec, 46 * msec}},
+			want: []string{
+				"PASS  vipstack false failovers in 10m0s under load: 0 (want 0; keepalived: 3)",
+				"PASS  vipstack crash failover median 41.0 ms, max 46.0 ms, 0 failed (want median <= 46.1 ms, 3 x advert + skew + 10 ms; keepalived median 42.0 ms)",
+			},
+		},
+		{
+			name: "one false failover, slow crashes",
+			vs:   pairResult{Impl: "vipstack", FalseFailovers: 1, Adverts: 60000, Crashes: []time.Duration{47 * msec, 60 * msec, 50 * msec}},
+			want: []string{
+				"MISS  vipstack false failovers in 10m0s under load: 1 (want 0; keepalived: 3)",
+				"MISS  vipstack crash failover median 50.0 ms, max 60.0 ms, 0 failed (want median <= 46.1 ms, 3 x advert + skew + 10 ms; keepalived median 42.0 ms)",
+			},
+		},
+		{
+			name: "a master that never advertised passes nothing; a failed crash misses",
+			vs:   pairResult{Impl: "vipstack", Crashes: []time.Duration{30 * msec}, CrashErrs: []string{"the backup never advertised"}},
+			want: []string{
+				"MISS  vipstack false failovers in 10m0s under load: 0 (want 0; keepalived: 3)",
+				"MISS  vipstack crash failover median 30.0 ms, max 30.0 ms, 1 failed (want median <= 46.1 ms, 3 x advert + skew + 10 ms; keepalived median 42.0 ms)",
+			},
+		},
+		{
+			name: "no crash measured",
+			vs:   pairResult{Impl: "vipstack", Adverts: 10, CrashErrs: []string{"x", "y"}},
+			want: []string{
+				"PASS  vipstack false failovers in 10m0s under load: 0 (want 0; keepalived: 3)",
+				"MISS  vipstack crash failover: no trial measured (2 failed)",
+			},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, verdicts(tc.vs, ka, 10*time.Minute)); diff != "" {
+				t.Errorf("verdicts (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

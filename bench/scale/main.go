@@ -1,0 +1,35 @@
+// Command scale runs one keepalived.conf with many vrrp_instances and VIPs
+// on one node, under keepalived 2.2.7 and under `vipstack vrrp`, one after
+// the other in the same run, and prints vipstack's figures as ratios of
+// keepalived's (issue 32, "Scale on one node").
+//
+// The file (written by internal/keepalived's Format) has -instances
+// instances, VRRPv2 at advert 1 s, priority 100, spread over veth
+// interfaces (250 VRIDs each; the peer ends only listen) in a network namespace of their own, and
+// -vips addresses from 198.19.0.0/16 shared out evenly. Alone on their
+// links, every instance becomes master after its Master_Down_Interval. For
+// each implementation the bench measures:
+//
+//   - start-up: from starting the process to every VIP on the interfaces
+//     (every instance settled as master);
+//   - CPU at rest: user + system time of the whole process group over
+//     -rest, once the second burst of gratuitous ARPs (5 s after takeover)
+//     is over;
+//   - RSS and PSS of the process group at the end of that window.
+//
+// Targets (issue 32): each at most keepalived's (ratio <= 1.0).
+//
+// This program measures wall-clock time on purpose; nothing in it is a
+// state machine.
+//
+// Usage (root; Linux with keepalived installed):
+//
+//	sudo go run ./bench/scale
+//	sudo go run ./bench/scale -instances 100 -vips 1000 -rest 10s
+package main
+
+import "os"
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}

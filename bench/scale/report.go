@@ -1,0 +1,86 @@
+package main
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/vipstack/vipstack/internal/benchdoc"
+)
+
+// result is one implementation's run.
+type result struct {
+	Impl     string
+	Startup  time.Duration // process start to every VIP on the interfaces
+	CPU      float64       // percent of one CPU at rest
+	RSS, PSS float64       // MiB, the process group at the end of the rest window
+	Err      string        // why there are no figures
+}
+
+// report builds the table and the verdicts for keepalived's and vipstack's
+// results.
+func report(ka, vs result, instances, vips int, rest time.Duration) *benchdoc.Report {
+	var rep benchdoc.Report
+	rep.Para("%d vrrp_instances (VRRPv2, advert 1 s, %d per interface) and %d VIPs on one node; CPU at rest over %v after the second gratuitous ARP burst:", instances, vridsPerLink, vips, rest)
+	tb := benchdoc.Table{Header: []string{"figure", "keepalived", "vipstack", "vipstack/keepalived", "target"}}
+	type row struct {
+		name   string
+		k, v   float64
+		format string
+	}
+	rows := []row{
+		{"start-up to every VIP held (s)", ka.Startup.Seconds(), vs.Startup.Seconds(), "%.2f"},
+		{"CPU at rest (% of one CPU)", ka.CPU, vs.CPU, "%.2f"},
+		{"RSS (MiB)", ka.RSS, vs.RSS, "%.1f"},
+		{"PSS (MiB)", ka.PSS, vs.PSS, "%.1f"},
+	}
+	var verdicts []string
+	for i, r := range rows {
+		cell := func(x float64, res result) string {
+			if res.Err != "" {
+				return "failed"
+			}
+			return fmt.Sprintf(r.format, x)
+		}
+		ratio, target := "-", "<= 1.0"
+		if i == 3 {
+			target = "(reported)"
+		}
+		switch {
+		case ka.Err == "" && vs.Err == "" && r.k > 0:
+			q := r.v / r.k
+			ratio = fmt.Sprintf("%.2f", q)
+			if i < 3 {
+				verdicts = append(verdicts, fmt.Sprintf("%s  %s: %.2f of keepalived's (want <= 1.0)", verdict(q <= 1), r.name, q))
+			}
+		case ka.Err == "" && vs.Err == "" && i < 3:
+			// keepalived's figure is 0 (CPU below one clock tick over
+			// the window): only 0 is as good.
+			verdicts = append(verdicts, fmt.Sprintf("%s  %s: %s against keepalived's 0 (want <= 1.0)", verdict(r.v <= 0), r.name, fmt.Sprintf(r.format, r.v)))
+		case i < 3:
+			verdicts = append(verdicts, fmt.Sprintf("MISS  %s: no figure to compare (%s)", r.name, failure(ka, vs)))
+		}
+		tb.Add(r.name, cell(r.k, ka), cell(r.v, vs), ratio, target)
+	}
+	rep.Table(tb)
+	rep.List(verdicts)
+	return &rep
+}
+
+func failure(ka, vs result) string {
+	switch {
+	case ka.Err != "" && vs.Err != "":
+		return "keepalived: " + ka.Err + "; vipstack: " + vs.Err
+	case ka.Err != "":
+		return "keepalived: " + ka.Err
+	case vs.Err != "":
+		return "vipstack: " + vs.Err
+	}
+	return ""
+}
+
+func verdict(ok bool) string {
+	if ok {
+		return "PASS"
+	}
+	return "MISS"
+}

@@ -1,0 +1,241 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/netip"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/vishvananda/netlink"
+
+	"github.com/vipstack/vipstack/internal/benchdoc"
+	"github.com/vipstack/vipstack/internal/peers"
+	"github.com/vipstack/vipstack/internal/testnet"
+)
+
+// afterTakeover outlasts the second burst of gratuitous ARPs that both
+// implementations send 5 s after becoming master (garp_master_delay).
+const afterTakeover = 7 * time.Second
+
+type options struct {
+	instances, vips int
+	rest, limit     time.Duration
+	bin, markdown   string
+	keep            bool
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("scale", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o options
+	fs.IntVar(&o.instances, "instances", 1000, "vrrp_instances in the file")
+	fs.IntVar(&o.vips, "vips", 10000, "VIPs in the file, shared out over the instances")
+	fs.DurationVar(&o.rest, "rest", 30*time.Second, "window over which CPU at rest is measured")
+	fs.DurationVar(&o.limit, "limit", 5*time.Minute, "how long an implementation may take to hold every VIP")
+	fs.StringVar(&o.bin, "vipstack", "", "vipstack binary to run (default: build ./cmd/vipstack)")
+	fs.StringVar(&o.markdown, "markdown", "", "write the results into the scale block of this Markdown `file` (docs/benchmarks.md)")
+	fs.BoolVar(&o.keep, "keep", false, "keep the work directory (the file and the logs)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	text, err := conf(o.instances, o.vips)
+	if err != nil {
+		fmt.Fprintf(stderr, "scale: %v\n", err)
+		return 2
+	}
+	if os.Geteuid() != 0 {
+		fmt.Fprintln(stderr, "scale: needs root (network namespaces): run it as sudo go run ./bench/scale")
+		return 1
+	}
+	if _, err := exec.LookPath("keepalived"); err != nil {
+		fmt.Fprintf(stderr, "scale: keepalived is not installed: %v\n", err)
+		return 1
+	}
+	work, err := os.MkdirTemp("", "vvt-scale-")
+	if err != nil {
+		fmt.Fprintf(stderr, "scale: %v\n", err)
+		return 1
+	}
+	defer func() {
+		if o.keep {
+			fmt.Fprintf(stdout, "work directory kept in %s\n", work)
+			return
+		}
+		_ = os.RemoveAll(work)
+	}()
+	if o.bin == "" {
+		if o.bin, err = peers.BuildVipstack(work); err != nil {
+			fmt.Fprintf(stderr, "scale: build vipstack: %v\n", err)
+			return 1
+		}
+	}
+	path := filepath.Join(work, "keepalived.conf")
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		fmt.Fprintf(stderr, "scale: %v\n", err)
+		return 1
+	}
+	facts := benchdoc.Collect("./bench/scale", args, benchdoc.FirstLine("keepalived", "--version"))
+	fmt.Fprintf(stdout, "bench/scale: %s\n", facts)
+
+	var topo topoHolder
+	sigc := make(chan os.Signal, 1)
+	signal.Notify(sigc, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigc)
+	go func() {
+		s := <-sigc
+		fmt.Fprintf(stderr, "\nscale: %v: stopping and removing the namespace\n", s)
+		topo.close()
+		os.Exit(130)
+	}()
+	res := map[string]result{}
+	for _, impl := range []string{"keepalived", "vipstack"} {
+		r, err := measure(impl, o, path, work, &topo, stdout)
+		if err != nil {
+			r.Err = err.Error()
+			fmt.Fprintf(stdout, "%s: %v\n", impl, err)
+		}
+		res[impl] = r
+	}
+	rep := report(res["keepalived"], res["vipstack"], o.instances, o.vips, o.rest)
+	fmt.Fprintln(stdout)
+	_ = rep.Text(stdout)
+	if o.markdown != "" {
+		if err := benchdoc.Write(o.markdown, "scale", facts, rep); err != nil {
+			fmt.Fprintf(stdout, "\nscale: -markdown: %v\n", err)
+		} else {
+			fmt.Fprintf(stdout, "\nwrote the results into %s\n", o.markdown)
+		}
+	}
+	return 0
+}
+
+// topoHolder is the namespace in use, closed by the signal handler too.
+type topoHolder struct {
+	mu sync.Mutex
+	t  *testnet.Topology
+}
+
+func (h *topoHolder) set(t *testnet.Topology) {
+	h.mu.Lock()
+	h.t = t
+	h.mu.Unlock()
+}
+
+func (h *topoHolder) close() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.t != nil {
+		h.t.Close()
+		h.t = nil
+	}
+}
+
+// measure runs impl on the file at path in a fresh namespace and returns
+// its figures.
+func measure(impl string, o options, path, work string, holder *topoHolder, out io.Writer) (result, error) {
+	r := result{Impl: impl}
+	topo, err := testnet.Build(testnet.Options{Hosts: 1, Prefix: "vvt"})
+	if err != nil {
+		return r, fmt.Errorf("namespace: %w", err)
+	}
+	holder.set(topo)
+	defer holder.close()
+	h := topo.Hosts[0]
+	for i := range links(o.instances) {
+		for _, c := range [][]string{
+			{"link", "add", linkName(i), "type", "veth", "peer", "name", linkName(i) + "p"},
+			{"link", "set", linkName(i) + "p", "up"},
+			{"link", "set", linkName(i), "up"},
+			{"addr", "add", linkAddr(i).String(), "dev", linkName(i)},
+		} {
+			if msg, err := h.Run("ip", c...); err != nil {
+				return r, fmt.Errorf("ip %s: %w: %s", strings.Join(c, " "), err, strings.TrimSpace(msg))
+			}
+		}
+	}
+	dir := filepath.Join(work, "run-"+impl)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return r, err
+	}
+	var cmd *exec.Cmd
+	if impl == "keepalived" {
+		cmd = h.Command("keepalived", "-n", "-l", "--vrrp", "-f", path,
+			"-p", filepath.Join(dir, "keepalived.pid"), "-r", filepath.Join(dir, "vrrp.pid"))
+	} else {
+		cmd = h.Command(o.bin, "vrrp", "-f", path, "--state-dir", dir)
+	}
+	logf, err := os.Create(filepath.Join(dir, "log"))
+	if err != nil {
+		return r, err
+	}
+	defer logf.Close()
+	cmd.Stdout, cmd.Stderr = logf, logf
+	start := time.Now()
+	if err := h.Start(cmd); err != nil {
+		return r, err
+	}
+	held := 0
+	for {
+		if held, err = countVIPs(h); err != nil {
+			return r, err
+		}
+		if held == o.vips {
+			break
+		}
+		if time.Since(start) > o.limit {
+			return r, fmt.Errorf("only %d of %d VIPs held %v after the start", held, o.vips, o.limit)
+		}
+		time.Sleep(100 * time.Millisecond) // polling the interfaces
+	}
+	r.Startup = time.Since(start)
+	fmt.Fprintf(out, "%s: every VIP held %.2f s after the start; measuring at rest\n", impl, r.Startup.Seconds())
+	time.Sleep(afterTakeover) // the second gratuitous ARP burst
+	pids := groupProcs(cmd.Process.Pid)
+	if len(pids) == 0 {
+		return r, errors.New("the process group is gone")
+	}
+	before, t0 := cpuTicks(pids), time.Now()
+	time.Sleep(o.rest) // the measurement window
+	pids = groupProcs(cmd.Process.Pid)
+	after, t1 := cpuTicks(pids), time.Now()
+	r.CPU = float64(after-before) / clockTicks / t1.Sub(t0).Seconds() * 100
+	r.RSS, r.PSS = memMiB(pids)
+	if held, err := countVIPs(h); err != nil || held != o.vips {
+		return r, fmt.Errorf("at the end of the rest window %d of %d VIPs are held (%v)", held, o.vips, err)
+	}
+	fmt.Fprintf(out, "%s: CPU at rest %.2f%%, RSS %.1f MiB, PSS %.1f MiB (%d processes)\n", impl, r.CPU, r.RSS, r.PSS, len(pids))
+	return r, nil
+}
+
+// countVIPs counts the VIPs (198.19.0.0/16) on h's interfaces. A dump
+// that addresses being added interrupted is read again.
+func countVIPs(h *testnet.Host) (int, error) {
+	pool := netip.MustParsePrefix("198.19.0.0/16")
+	n := 0
+	err := h.Do(func() error {
+		addrs, err := netlink.AddrList(nil, netlink.FAMILY_V4)
+		for try := 0; errors.Is(err, netlink.ErrDumpInterrupted) && try < 100; try++ {
+			time.Sleep(10 * time.Millisecond) // let the additions settle
+			addrs, err = netlink.AddrList(nil, netlink.FAMILY_V4)
+		}
+		if err != nil {
+			return err
+		}
+		for _, a := range addrs {
+			if ip, ok := netip.AddrFromSlice(a.IP.To4()); ok && pool.Contains(ip) {
+				n++
+			}
+		}
+		return nil
+	})
+	return n, err
+}

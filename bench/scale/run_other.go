@@ -1,0 +1,13 @@
+//go:build !linux
+
+package main
+
+import (
+	"fmt"
+	"io"
+)
+
+func run(_ []string, _, stderr io.Writer) int {
+	fmt.Fprintln(stderr, "bench/scale: unsupported platform: it needs Linux network namespaces, keepalived and root")
+	return 2
+}
