@@ -384,17 +384,17 @@ func (b *bench) trial(v variant) (trialResult, error) {
 	pids := make([][]int, len(cmds))
 	before := make([]uint64, len(cmds))
 	for i, cmd := range cmds {
-		pids[i] = groupProcs(cmd.Process.Pid)
-		before[i] = cpuTicks(pids[i])
+		pids[i] = procfs.Group(cmd.Process.Pid)
+		before[i] = procfs.CPUTicks(pids[i])
 	}
 	v0, t0 := c.vrrpCount.Load(), time.Now()
 	time.Sleep(restWindow) // the measurement window
 	v1, t1 := c.vrrpCount.Load(), time.Now()
 	for i := range cmds {
-		pids[i] = groupProcs(cmds[i].Process.Pid)
-		after := cpuTicks(pids[i])
-		r.CPU = append(r.CPU, float64(after-before[i])/clockTicks/t1.Sub(t0).Seconds()*100)
-		r.PSS = append(r.PSS, pssMiB(pids[i]))
+		pids[i] = procfs.Group(cmds[i].Process.Pid)
+		after := procfs.CPUTicks(pids[i])
+		r.CPU = append(r.CPU, float64(after-before[i])/procfs.ClockTicks/t1.Sub(t0).Seconds()*100)
+		r.PSS = append(r.PSS, pss(pids[i]))
 	}
 	r.VRRPPerSecond = float64(v1-v0) / t1.Sub(t0).Seconds()
 
@@ -521,4 +521,11 @@ func (b *bench) settle(hs []*testnet.Host, vips []netip.Addr, c *capture) ([]map
 		time.Sleep(500 * time.Millisecond) // polling the nodes
 	}
 	return nil, fmt.Errorf("not settled after %v: %s", settleLimit, last)
+}
+
+// pss is the proportional set size of pids, so that pages keepalived's
+// parent and child share after fork count once.
+func pss(pids []int) float64 {
+	_, p := procfs.MemMiB(pids)
+	return p
 }

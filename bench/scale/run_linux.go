@@ -19,6 +19,7 @@ import (
 
 	"github.com/vipstack/vipstack/internal/benchdoc"
 	"github.com/vipstack/vipstack/internal/peers"
+	"github.com/vipstack/vipstack/internal/procfs"
 	"github.com/vipstack/vipstack/internal/testnet"
 )
 
@@ -199,16 +200,16 @@ func measure(impl string, o options, path, work string, holder *topoHolder, out 
 	r.Startup = time.Since(start)
 	fmt.Fprintf(out, "%s: every VIP held %.2f s after the start; measuring at rest\n", impl, r.Startup.Seconds())
 	time.Sleep(afterTakeover) // the second gratuitous ARP burst
-	pids := groupProcs(cmd.Process.Pid)
+	pids := procfs.Group(cmd.Process.Pid)
 	if len(pids) == 0 {
 		return r, errors.New("the process group is gone")
 	}
-	before, t0 := cpuTicks(pids), time.Now()
+	before, t0 := procfs.CPUTicks(pids), time.Now()
 	time.Sleep(o.rest) // the measurement window
-	pids = groupProcs(cmd.Process.Pid)
-	after, t1 := cpuTicks(pids), time.Now()
-	r.CPU = float64(after-before) / clockTicks / t1.Sub(t0).Seconds() * 100
-	r.RSS, r.PSS = memMiB(pids)
+	pids = procfs.Group(cmd.Process.Pid)
+	after, t1 := procfs.CPUTicks(pids), time.Now()
+	r.CPU = float64(after-before) / procfs.ClockTicks / t1.Sub(t0).Seconds() * 100
+	r.RSS, r.PSS = procfs.MemMiB(pids)
 	if held, err := countVIPs(h); err != nil || held != o.vips {
 		return r, fmt.Errorf("at the end of the rest window %d of %d VIPs are held (%v)", held, o.vips, err)
 	}

@@ -624,24 +624,8 @@ func (p *parser) httpRequest(l line, hp *lbconfig.HTTPProxy) {
 		p.errorf(l, "http-request", "http-request %s takes %s, got %q", action, form, strings.Join(args, " "))
 	}
 	switch action {
-	case "set-header", "add-header":
-		if len(args) != 2 {
-			bad("a header name and a value")
-			return
-		}
-		r.Name, r.Value = args[0], args[1]
-		if err := lbconfig.CheckHTTPValue(r.Value); err != nil {
-			p.errorf(l, "http-request", "http-request %s %s: %v", action, r.Name, err)
-			return
-		}
-	case "del-header":
-		if len(args) != 1 {
-			bad("a header name (-m is not supported by vipstack)")
-			return
-		}
-		r.Name = args[0]
-	case "replace-header", "replace-value", "replace-path", "replace-uri":
-		if !p.replaceRule(l, "http-request", &r, args) {
+	case "set-header", "add-header", "del-header", "replace-header", "replace-value", "replace-path", "replace-uri":
+		if !p.headerRule(l, "http-request", &r, args, bad) {
 			return
 		}
 	case "set-path":
@@ -754,6 +738,34 @@ func (p *parser) compression(l line, c *lbconfig.Compression) {
 	}
 }
 
+// headerRule reads the arguments of an http-request or http-response
+// (kw) rule r that edits headers (set-header, add-header, del-header) or
+// rewrites a value (replace-header, replace-value, replace-path,
+// replace-uri); bad reports a wrong number of them.
+func (p *parser) headerRule(l line, kw string, r *lbconfig.HTTPRule, args []string, bad func(form string)) bool {
+	switch r.Action {
+	case "set-header", "add-header":
+		if len(args) != 2 {
+			bad("a header name and a value")
+			return false
+		}
+		r.Name, r.Value = args[0], args[1]
+		if err := lbconfig.CheckHTTPValue(r.Value); err != nil {
+			p.errorf(l, kw, "%s %s %s: %v", kw, r.Action, r.Name, err)
+			return false
+		}
+	case "del-header":
+		if len(args) != 1 {
+			bad("a header name (-m is not supported by vipstack)")
+			return false
+		}
+		r.Name = args[0]
+	default:
+		return p.replaceRule(l, kw, r, args)
+	}
+	return true
+}
+
 // replaceRule reads the arguments of a replace-header|replace-value
 // (NAME REGEX FORMAT) or replace-path|replace-uri (REGEX FORMAT) rule.
 func (p *parser) replaceRule(l line, kw string, r *lbconfig.HTTPRule, args []string) bool {
@@ -793,24 +805,8 @@ func (p *parser) httpResponse(l line, hp *lbconfig.HTTPProxy) {
 		p.errorf(l, "http-response", "http-response %s takes %s, got %q", action, form, strings.Join(args, " "))
 	}
 	switch action {
-	case "set-header", "add-header":
-		if len(args) != 2 {
-			bad("a header name and a value")
-			return
-		}
-		r.Name, r.Value = args[0], args[1]
-		if err := lbconfig.CheckHTTPValue(r.Value); err != nil {
-			p.errorf(l, "http-response", "http-response %s %s: %v", action, r.Name, err)
-			return
-		}
-	case "del-header":
-		if len(args) != 1 {
-			bad("a header name (-m is not supported by vipstack)")
-			return
-		}
-		r.Name = args[0]
-	case "replace-header", "replace-value":
-		if !p.replaceRule(l, "http-response", &r, args) {
+	case "set-header", "add-header", "del-header", "replace-header", "replace-value":
+		if !p.headerRule(l, "http-response", &r, args, bad) {
 			return
 		}
 	case "set-status":

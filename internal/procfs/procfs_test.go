@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -63,5 +64,36 @@ func TestLoadAvg(t *testing.T) {
 		if _, err := strconv.ParseFloat(v, 64); err != nil {
 			t.Errorf("LoadAvg() field %q is not a number", v)
 		}
+	}
+}
+
+// TestGroup: a process started in a process group of its own is the
+// group's one member; its memory is counted, and nothing of a group that
+// does not exist.
+func TestGroup(t *testing.T) {
+	if _, err := os.Stat("/proc/self/smaps_rollup"); err != nil {
+		t.Skip("no /proc smaps_rollup")
+	}
+	cmd := exec.Command("sleep", "30")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Skipf("cannot start sleep: %v", err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	pid := cmd.Process.Pid
+	if got := Group(pid); len(got) != 1 || got[0] != pid {
+		t.Fatalf("Group(%d) = %v, want [%d]", pid, got, pid)
+	}
+	if rss, pss := MemMiB([]int{pid}); rss <= 0 || pss <= 0 || pss > rss {
+		t.Errorf("MemMiB = %.2f, %.2f MiB; want 0 < PSS <= RSS", rss, pss)
+	}
+	if CPUTicks([]int{1 << 30}) != 0 {
+		t.Error("CPUTicks of no process is not 0")
+	}
+	if got := Group(1 << 30); len(got) != 0 {
+		t.Errorf("Group of no group = %v", got)
+	}
+	if rss, pss := MemMiB([]int{1 << 30}); rss != 0 || pss != 0 {
+		t.Errorf("MemMiB of no process = %.2f, %.2f", rss, pss)
 	}
 }
