@@ -23,8 +23,10 @@ import (
 // higher address takes over and the other never adds the VIP. Then that
 // one stops too: the last one waits one step for the first, which is gone,
 // and takes over. Each case runs several times: in the RFC's race the
-// order of two events at one virtual instant decides, and the case "RFC
-// alone" checks that the race shows there, so that the test could fail.
+// order of two events at one virtual instant decides (both take over and
+// the lower yields, or the lower's advert comes first and it keeps the
+// VIP), and the case "RFC alone" checks that the race shows there, so
+// that the test could fail.
 func TestTieBreakMovesOnce(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -122,14 +124,24 @@ func tieBreakRun(t *testing.T, tie bool) (second bool) {
 		synctest.Wait()
 
 		stops[0]() // priority 0
-		simWaitFor(t, "the middle router holds the VIP alone", func() (bool, string) {
-			h := simHolders(nodes, vip)
-			return len(h) == 1 && h[0] == nodes[1], fmt.Sprintf("%d holders", len(h))
-		})
+		if tie {
+			simWaitFor(t, "the middle router holds the VIP alone", func() (bool, string) {
+				h := simHolders(nodes, vip)
+				return len(h) == 1 && h[0] == nodes[1], fmt.Sprintf("%d holders", len(h))
+			})
+		} else {
+			// The RFC's race may also end with the lower router alone: its
+			// timer fired first at the shared instant, and the middle one
+			// heard its advert (equal priority) before its own fired.
+			simWaitFor(t, "one router holds the VIP", func() (bool, string) {
+				h := simHolders(nodes, vip)
+				return len(h) == 1 && h[0] != nodes[0], fmt.Sprintf("%d holders", len(h))
+			})
+		}
 		time.Sleep(time.Second) // ten adverts: nothing moves any more
 		mu.Lock()
 		second = added["r2"] > 0
-		if added["r1"] != 1 {
+		if tie && added["r1"] != 1 {
 			t.Errorf("the middle router added the VIP %d times, want 1", added["r1"])
 		}
 		mu.Unlock()
