@@ -2,6 +2,7 @@ package kadump
 
 import (
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
 	"sort"
@@ -51,7 +52,7 @@ func (s Source) Dump() (Dump, error) {
 	if cfg == nil {
 		cfg = &keepalived.Config{}
 	}
-	counters, err := s.counters()
+	counters, statuses, err := s.snapshot()
 	if err != nil {
 		return Dump{}, err
 	}
@@ -62,7 +63,7 @@ func (s Source) Dump() (Dump, error) {
 	d := Dump{RouterID: cfg.Global.RouterID}
 	scriptGood := map[string]bool{}
 	tracking := map[string][]TrackRef{}
-	for _, st := range s.Status() {
+	for _, st := range statuses {
 		in := instanceOf(st, byName[st.Name], cfg)
 		c := counters[st.Name]
 		if c == nil {
@@ -115,6 +116,43 @@ func (s Source) Dump() (Dump, error) {
 type instanceCounters struct {
 	became  uint64
 	dropped map[string]uint64
+}
+
+// snapshot reads the counters and the status so that they agree: a
+// transition between the two reads would pair a new state with the counts
+// from before it (MASTER, never became master), so the counters are read
+// again after the status, and both again while they moved (a few times
+// at most: a flapping instance gets its latest pair).
+func (s Source) snapshot() (map[string]*instanceCounters, []engine.InstanceStatus, error) {
+	counters, err := s.counters()
+	if err != nil {
+		return nil, nil, err
+	}
+	statuses := s.Status()
+	for range 3 {
+		again, err := s.counters()
+		if err != nil {
+			return nil, nil, err
+		}
+		if sameCounters(counters, again) {
+			break
+		}
+		counters, statuses = again, s.Status()
+	}
+	return counters, statuses, nil
+}
+
+func sameCounters(a, b map[string]*instanceCounters) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for name, x := range a {
+		y, ok := b[name]
+		if !ok || x.became != y.became || !maps.Equal(x.dropped, y.dropped) {
+			return false
+		}
+	}
+	return true
 }
 
 // counters reads the per-instance transition and drop counters.

@@ -420,11 +420,6 @@ func (c *Controller) reconcileService(ctx context.Context, req reconcile.Request
 			recheck = delay
 		}
 	}
-	if last != nil {
-		c.mu.Lock()
-		maps.Copy(c.lastBy, last)
-		c.mu.Unlock()
-	}
 	if !equality.Semantic.DeepEqual(orig.Status, svc.Status) {
 		patch := client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})
 		if err := c.client.Status().Patch(ctx, &svc, patch); err != nil {
@@ -434,6 +429,14 @@ func (c *Controller) reconcileService(ctx context.Context, req reconcile.Request
 			}
 			return reconcile.Result{}, fmt.Errorf("write status of Service %s: %w", key, err)
 		}
+	}
+	// Who announced last is kept once the condition that says so is
+	// written: a write that failed (a conflict) is retried, and the retry
+	// must still see the move and send its Event.
+	if last != nil {
+		c.mu.Lock()
+		maps.Copy(c.lastBy, last)
+		c.mu.Unlock()
 	}
 	if outcome != "" {
 		c.m.allocations.WithLabelValues(outcome).Inc()
