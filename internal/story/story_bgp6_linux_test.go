@@ -3,13 +3,9 @@
 package story_test
 
 import (
-	"crypto/tls"
 	"fmt"
-	"io"
-	"net"
 	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -18,7 +14,6 @@ import (
 
 	"github.com/vipstack/vipstack/internal/peers"
 	"github.com/vipstack/vipstack/internal/routedlab"
-	"github.com/vipstack/vipstack/internal/syncbuf"
 	"github.com/vipstack/vipstack/internal/testutil"
 )
 
@@ -90,44 +85,11 @@ func TestStoryBGPIPv6(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte(bgp6ClusterYAML(masters)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	logs := make([]*syncbuf.Buffer, masters)
-	procs := make([]*exec.Cmd, masters)
-	exited := make([]<-chan struct{}, masters)
-	for i := range masters {
-		ns := l.Nodes[i]
-		serveTLSIn(t, ns, ":6443", fmt.Sprintf("ok from m%d", i+1))
-		logs[i] = &syncbuf.Buffer{}
-		procs[i], exited[i] = routedlab.Start(t, ns, logs[i], nil, bin, "node", "--config", cfg, "--node", fmt.Sprintf("m%d", i+1),
-			"--state-dir", filepath.Join(l.Dir, fmt.Sprintf("m%d", i+1)), "--log-level", "debug")
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			for i, b := range logs {
-				t.Logf("---- m%d log:\n%s", i+1, testutil.Tail(b.String(), 60))
-			}
-			out, _ := frr.Vtysh("show bgp ipv6 unicast")
-			t.Logf("---- show bgp ipv6 unicast:\n%s", out)
-		}
-	})
+	_, procs, exited := startBGPMasters(t, l, frr, bin, cfg, masters, "ipv6")
 
 	l.WantNexthops(t, vip6, 60*time.Second, 1, 2)
 	l.WantNexthops(t, vip4, 10*time.Second, 1, 2)
-	get := func() (string, error) {
-		var body string
-		err := routedlab.Do(l.Client, func() error {
-			conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 2 * time.Second}, "tcp", "[fd00:99::5]:6443", &tls.Config{InsecureSkipVerify: true})
-			if err != nil {
-				return err
-			}
-			defer conn.Close()
-			_ = conn.SetDeadline(time.Now().Add(3 * time.Second))
-			fmt.Fprintf(conn, "GET /readyz HTTP/1.0\r\n\r\n")
-			b, err := io.ReadAll(conn)
-			body = string(b)
-			return err
-		})
-		return body, err
-	}
+	get := func() (string, error) { return readyzVia(l, "[fd00:99::5]:6443") }
 	testutil.Eventually(t, 15*time.Second, func() error {
 		body, err := get()
 		if err != nil || !strings.Contains(body, "ok from m") {

@@ -138,45 +138,12 @@ func TestStoryBGP(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte(bgpClusterYAML(masters, "", "")), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	logs := make([]*syncbuf.Buffer, masters)
-	procs := make([]*exec.Cmd, masters)
-	exited := make([]<-chan struct{}, masters)
-	for i := range masters {
-		ns := l.Nodes[i]
-		serveTLSIn(t, ns, ":6443", fmt.Sprintf("ok from m%d", i+1))
-		logs[i] = &syncbuf.Buffer{}
-		procs[i], exited[i] = routedlab.Start(t, ns, logs[i], nil, bin, "node", "--config", cfg, "--node", fmt.Sprintf("m%d", i+1),
-			"--state-dir", filepath.Join(l.Dir, fmt.Sprintf("m%d", i+1)), "--log-level", "debug")
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			for i, b := range logs {
-				t.Logf("---- m%d log:\n%s", i+1, testutil.Tail(b.String(), 60))
-			}
-			out, _ := frr.Vtysh("show bgp ipv4 unicast")
-			t.Logf("---- show bgp ipv4 unicast:\n%s", out)
-		}
-	})
+	logs, procs, exited := startBGPMasters(t, l, frr, bin, cfg, masters, "ipv4")
 
 	// Every master's checks pass (rise 3 at 2 s): the route is ECMP
 	// over all three.
 	l.WantNexthops(t, apiVIP, 60*time.Second, 1, 2, 3)
-	get := func() (string, error) {
-		var body string
-		err := routedlab.Do(l.Client, func() error {
-			conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 2 * time.Second}, "tcp", bgpAPIVIP+":6443", &tls.Config{InsecureSkipVerify: true})
-			if err != nil {
-				return err
-			}
-			defer conn.Close()
-			_ = conn.SetDeadline(time.Now().Add(3 * time.Second))
-			fmt.Fprintf(conn, "GET /readyz HTTP/1.0\r\n\r\n")
-			b, err := io.ReadAll(conn)
-			body = string(b)
-			return err
-		})
-		return body, err
-	}
+	get := func() (string, error) { return readyzVia(l, bgpAPIVIP+":6443") }
 	testutil.Eventually(t, 15*time.Second, func() error {
 		body, err := get()
 		if err != nil || !strings.Contains(body, "ok from m") {
@@ -320,4 +287,51 @@ func TestStoryBGP(t *testing.T) {
 	if out, err := routedlab.Exec(l.Nodes[2], "ip", "-4", "addr", "show", "dev", "lo"); err != nil || strings.Contains(out, bgpAPIVIP) {
 		t.Errorf("m3's loopback after the stop still holds the VIP (%v):\n%s", err, out)
 	}
+}
+
+// readyzVia asks addr (a VIP:6443) for /readyz over TLS from the routed
+// lab's client, behind the router, and returns what came back.
+func readyzVia(l *routedlab.Lab, addr string) (string, error) {
+	var body string
+	err := routedlab.Do(l.Client, func() error {
+		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 2 * time.Second}, "tcp", addr, &tls.Config{InsecureSkipVerify: true})
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		_ = conn.SetDeadline(time.Now().Add(3 * time.Second))
+		fmt.Fprintf(conn, "GET /readyz HTTP/1.0\r\n\r\n")
+		b, err := io.ReadAll(conn)
+		body = string(b)
+		return err
+	})
+	return body, err
+}
+
+// startBGPMasters starts `vipstack node` as masters m1..mN of the cluster
+// file cfg in the lab's nodes, each with a TLS API answering "ok from
+// mI"; on failure the test log gets their last lines and FRR's table of
+// family (ipv4, ipv6).
+func startBGPMasters(t *testing.T, l *routedlab.Lab, frr *routedlab.FRR, bin, cfg string, masters int, family string) (logs []*syncbuf.Buffer, procs []*exec.Cmd, exited []<-chan struct{}) {
+	t.Helper()
+	logs = make([]*syncbuf.Buffer, masters)
+	procs = make([]*exec.Cmd, masters)
+	exited = make([]<-chan struct{}, masters)
+	for i := range masters {
+		ns := l.Nodes[i]
+		serveTLSIn(t, ns, ":6443", fmt.Sprintf("ok from m%d", i+1))
+		logs[i] = &syncbuf.Buffer{}
+		procs[i], exited[i] = routedlab.Start(t, ns, logs[i], nil, bin, "node", "--config", cfg, "--node", fmt.Sprintf("m%d", i+1),
+			"--state-dir", filepath.Join(l.Dir, fmt.Sprintf("m%d", i+1)), "--log-level", "debug")
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			for i, b := range logs {
+				t.Logf("---- m%d log:\n%s", i+1, testutil.Tail(b.String(), 60))
+			}
+			out, _ := frr.Vtysh("show bgp " + family + " unicast")
+			t.Logf("---- show bgp %s unicast:\n%s", family, out)
+		}
+	})
+	return logs, procs, exited
 }

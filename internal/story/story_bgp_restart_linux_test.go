@@ -3,10 +3,7 @@
 package story_test
 
 import (
-	"crypto/tls"
 	"fmt"
-	"io"
-	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -74,22 +71,7 @@ bgp:
 		}
 	})
 	route := func() (string, error) { return frr.Vtysh("show bgp ipv4 unicast " + bgpAPIVIP + "/32") }
-	get := func() (string, error) {
-		var body string
-		err := routedlab.Do(l.Client, func() error {
-			conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 2 * time.Second}, "tcp", bgpAPIVIP+":6443", &tls.Config{InsecureSkipVerify: true})
-			if err != nil {
-				return err
-			}
-			defer conn.Close()
-			_ = conn.SetDeadline(time.Now().Add(3 * time.Second))
-			fmt.Fprintf(conn, "GET /readyz HTTP/1.0\r\n\r\n")
-			b, err := io.ReadAll(conn)
-			body = string(b)
-			return err
-		})
-		return body, err
-	}
+	get := func() (string, error) { return readyzVia(l, bgpAPIVIP+":6443") }
 
 	p, exited := start()
 	l.WantNexthops(t, vip, 60*time.Second, 1)
