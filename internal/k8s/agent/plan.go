@@ -119,13 +119,19 @@ func PlanNode(node string, groups []GroupView) (Plan, []string) {
 				fam = 6
 			}
 			var in k8s.Instance
-			if v.Local {
-				var ok bool
-				in, ok = byName[k8s.ServiceInstance(v.Service)]
-				if !ok {
-					warn("%s of %s (externalTrafficPolicy Local): group %s has no instance for it yet (the controller gives it a VRID)", v.Addr, v.Service, g.Key)
-					continue
-				}
+			local, pending := v.Local, false
+			if local {
+				in, local = byName[k8s.ServiceInstance(v.Service)]
+				pending = !local
+			}
+			if pending {
+				// Make before break: a Service just turned Local keeps its
+				// address where it was, on the node instances, until the
+				// controller gives its own instance a VRID; dropping it
+				// meanwhile would leave nobody holding it.
+				warn("%s of %s (externalTrafficPolicy Local): group %s has no instance for it yet (the controller gives it a VRID); the group's node instances hold it meanwhile", v.Addr, v.Service, g.Key)
+			}
+			if local {
 				var ready []string
 				for _, n := range v.Ready {
 					if slices.Contains(members, n) {

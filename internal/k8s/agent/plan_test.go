@@ -78,15 +78,15 @@ func TestPlanNode(t *testing.T) {
 		wantWarns []string
 	}{
 		{node: "n1", wantWarns: []string{
-			"198.18.2.2 of demo/local-pending (externalTrafficPolicy Local): group infra/workers has no instance for it yet (the controller gives it a VRID)",
+			"198.18.2.2 of demo/local-pending (externalTrafficPolicy Local): group infra/workers has no instance for it yet (the controller gives it a VRID); the group's node instances hold it meanwhile",
 			"infra/workers/node/n1/v6: node n3 has no IPv6 InternalIP and cannot be a unicast peer",
 		}},
 		{node: "n2", wantWarns: []string{
-			"198.18.2.2 of demo/local-pending (externalTrafficPolicy Local): group infra/workers has no instance for it yet (the controller gives it a VRID)",
+			"198.18.2.2 of demo/local-pending (externalTrafficPolicy Local): group infra/workers has no instance for it yet (the controller gives it a VRID); the group's node instances hold it meanwhile",
 			"infra/workers/node/n1/v6: node n3 has no IPv6 InternalIP and cannot be a unicast peer",
 		}},
 		{node: "n3", wantWarns: []string{
-			"198.18.2.2 of demo/local-pending (externalTrafficPolicy Local): group infra/workers has no instance for it yet (the controller gives it a VRID)",
+			"198.18.2.2 of demo/local-pending (externalTrafficPolicy Local): group infra/workers has no instance for it yet (the controller gives it a VRID); the group's node instances hold it meanwhile",
 			"infra/workers/node/n1/v6: unicast needs an IPv6 InternalIP on node n3; it has none, so the instance is not run",
 		}},
 	}
@@ -117,8 +117,10 @@ func TestPlanNode(t *testing.T) {
 
 // TestPlanNodeShares checks the whole picture over the three nodes: every
 // Cluster address is run by every node, at 250 on exactly one; the Local
-// address only on nodes with a ready endpoint; no node runs the group it
-// is not in.
+// address only on nodes with a ready endpoint; the Local address whose
+// instance the controller has not made yet (198.18.2.2) as a Cluster one,
+// so that a Service turning Local keeps its holder meanwhile; no node runs
+// the group it is not in.
 func TestPlanNodeShares(t *testing.T) {
 	masters := map[netip.Addr][]string{}
 	runs := map[netip.Addr][]string{}
