@@ -127,6 +127,14 @@ func startMixed(ctx context.Context, o options, out io.Writer) (_ mode, cfg chao
 			cfg.AdvertOf[j] = m.advert(in)
 		}
 	}
+	// keepalived, taking over, advertises before it adds the VIP (RFC
+	// 5798's order): a handover to it may leave the VIP on no node for a
+	// few milliseconds. A handover to vipstack may not (holdFirst).
+	cfg.HandoverGap = 100 * time.Millisecond
+	cfg.AdvertFirst = make([]bool, len(m.nodes))
+	for i, n := range m.nodes {
+		cfg.AdvertFirst[i] = n.impl == peers.Keepalived
+	}
 	// keepalived sweeps nothing when it starts again after kill -9: the
 	// VIPs it held stay until it becomes master or a backup again, which
 	// takes it a Master_Down_Interval of the slowest group.

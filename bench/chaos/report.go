@@ -63,6 +63,10 @@ func printReport(w io.Writer, o options, cfg chaos.Config, res result, elapsed t
 			p("    at %s for %v: VIP %s on %s: %s\n", v.At.Format("15:04:05.000"), v.For.Round(time.Millisecond), vip, strings.Join(v.Nodes, ", "), v.Detail)
 		}
 	}
+	if cfg.HandoverGap > 0 {
+		p("handovers to keepalived with the VIP briefly on no node (it advertises before it adds the VIP; taken within %v of the last sample showing the old holder, not violations): n=%d, max %v\n",
+			cfg.HandoverGap, len(rep.HandoverGaps), pct(rep.HandoverGaps, 100))
+	}
 	bound := cfg.RecoveryBound()
 	worst := rep.Worst()
 	var took []time.Duration
@@ -168,6 +172,9 @@ func summary(o options, cfg chaos.Config, res result, elapsed time.Duration) *be
 	tb.Add("recovery to one eligible holder per VIP", fmt.Sprintf("p50 %v, p99 %v, worst %v (n = %d)", pct(took, 50), pct(took, 99), worst.Took.Round(time.Millisecond), len(took)),
 		fmt.Sprintf("under %v (3 x advert + skew + margin)", bound.Round(time.Millisecond)),
 		fmt.Sprintf("%s (%.2f)", verdict(worst.Took <= bound), float64(worst.Took)/float64(bound)))
+	if cfg.HandoverGap > 0 {
+		tb.Add("handover gaps to keepalived (VIP on no node while it changes hands)", dist(rep.HandoverGaps), fmt.Sprintf("under %v each", cfg.HandoverGap), "")
+	}
 	tb.Add("supervisor reaction, kill -9 of the engine to its VIPs gone", dist(rep.Reactions), fmt.Sprintf("under %v", cfg.SupervisorBound), verdict(pct(rep.Reactions, 100) <= cfg.SupervisorBound))
 	tb.Add("restart sweep", dist(rep.Sweeps), fmt.Sprintf("under %v", cfg.StartSweep), verdict(pct(rep.Sweeps, 100) <= cfg.StartSweep))
 	if o.K8s {

@@ -29,6 +29,20 @@ type Config struct {
 	// handover (preemption, or a woken master meeting a newer one) makes
 	// the old master yield on the new master's first advertisement.
 	Grace time.Duration
+	// HandoverGap is how long a VIP may be on no node while it passes to a
+	// node of AdvertFirst. RFC 5798 section 6.4.2 has a new master send its
+	// first advertisement before it becomes Master, and the old master
+	// yields on receiving it: an implementation that follows that order
+	// (keepalived does) leaves the address unheld for the time the two
+	// take to act. vipstack takes the VIPs first (holdFirst) and is given
+	// no such gap. A no-eligible-holder episode that ends with a node of
+	// AdvertFirst, other than the old holder, holding the VIP no later than
+	// HandoverGap after the last sample that showed the old holder is
+	// counted as a handover (Report.HandoverGaps), not a violation.
+	HandoverGap time.Duration
+	// AdvertFirst[n], when AdvertFirst is set, says node n sends its first
+	// advertisement as master before it adds the VIPs (HandoverGap).
+	AdvertFirst []bool
 	// PartitionLoss is the loss (percent) from which a Loss fault counts as
 	// a partition; below it the node stays connected and eligible.
 	PartitionLoss int
@@ -110,7 +124,8 @@ func (c Config) StallTail() time.Duration { return c.maxAdvert() + c.Margin }
 // Grace, PartitionLoss, Resolve and the bounds get the defaults documented
 // in docs/reliability.md: Margin = 2 x advert, Grace = advert + Margin,
 // PartitionLoss = 20, Resolve = 1 s (retrans_time's default),
-// SupervisorBound = 250 ms, StartSweep = 3 s.
+// SupervisorBound = 250 ms, StartSweep = 3 s; HandoverGap is left zero
+// (every node runs vipstack).
 func ConfigFor(c *cluster.Cluster) (Config, error) {
 	vips := append(append(append([]netip.Addr(nil), c.APIVIPs...), c.DNSVIP), c.IngressVIPs...)
 	var plans []NodePlan
@@ -260,6 +275,10 @@ type Report struct {
 	// kill to the first sample without them, while the engine was still
 	// down (a new engine may install them again).
 	RuleReactions []time.Duration
+	// HandoverGaps are the no-eligible-holder episodes Config.HandoverGap
+	// forgave: for each, the time from the last sample that showed the old
+	// holder to the first that showed the new one.
+	HandoverGaps []time.Duration
 	// Sweeps are, for each KillAgent of a node that held VIPs, the time
 	// from the agent's restart to the first sample without them.
 	Sweeps []time.Duration
@@ -310,8 +329,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("chaos: Config.Allowed has %d entries for %d VIPs: want one per VIP", len(c.Allowed), len(c.VIPs))
 	case c.Advert <= 0:
 		return fmt.Errorf("chaos: Config.Advert = %v: want > 0", c.Advert)
-	case c.Margin < 0 || c.Grace < 0 || c.Skew < 0 || c.Resolve < 0 || c.SupervisorBound < 0 || c.StartSweep < 0 || c.ServiceBound < 0:
-		return fmt.Errorf("chaos: Config has a negative time (Margin %v, Grace %v, Skew %v, Resolve %v, SupervisorBound %v, StartSweep %v, ServiceBound %v)", c.Margin, c.Grace, c.Skew, c.Resolve, c.SupervisorBound, c.StartSweep, c.ServiceBound)
+	case c.Margin < 0 || c.Grace < 0 || c.Skew < 0 || c.Resolve < 0 || c.SupervisorBound < 0 || c.StartSweep < 0 || c.ServiceBound < 0 || c.HandoverGap < 0:
+		return fmt.Errorf("chaos: Config has a negative time (Margin %v, Grace %v, Skew %v, Resolve %v, SupervisorBound %v, StartSweep %v, ServiceBound %v, HandoverGap %v)", c.Margin, c.Grace, c.Skew, c.Resolve, c.SupervisorBound, c.StartSweep, c.ServiceBound, c.HandoverGap)
 	}
 	if c.AdvertOf != nil && len(c.AdvertOf) != len(c.VIPs) {
 		return fmt.Errorf("chaos: Config.AdvertOf has %d entries for %d VIPs: want one per VIP, or none", len(c.AdvertOf), len(c.VIPs))
@@ -320,6 +339,9 @@ func (c Config) Validate() error {
 		if a < 0 {
 			return fmt.Errorf("chaos: Config.AdvertOf[%d] = %v: want >= 0 (0: Advert)", v, a)
 		}
+	}
+	if c.AdvertFirst != nil && len(c.AdvertFirst) != len(c.Nodes) {
+		return fmt.Errorf("chaos: Config.AdvertFirst has %d entries for %d nodes: want one per node, or none", len(c.AdvertFirst), len(c.Nodes))
 	}
 	if c.SpareOf != nil && len(c.SpareOf) != len(c.VIPs) {
 		return fmt.Errorf("chaos: Config.SpareOf has %d entries for %d VIPs: want one per VIP, or none", len(c.SpareOf), len(c.VIPs))
@@ -344,6 +366,10 @@ type episode struct {
 	start, last time.Time
 	nodes       map[string]bool
 	detail      string
+	// For a no-eligible-holder episode: the last sample before it that
+	// showed an eligible holder, and who.
+	heldAt time.Time
+	heldBy []string
 }
 
 // nodeState is the checker's memory of one node between samples.
@@ -496,6 +522,9 @@ func Check(cfg Config, windows []Window, samples []Sample) (Report, error) {
 	states := make([]nodeState, len(cfg.Nodes))
 	split := make([]*episode, len(cfg.VIPs))
 	gone := make([]*episode, len(cfg.VIPs))
+	// The last sample that showed each VIP on an eligible node, and who.
+	lastHeldAt := make([]time.Time, len(cfg.VIPs))
+	lastHeldBy := make([][]string, len(cfg.VIPs))
 	rules := make([]*episode, len(cfg.Nodes))
 	engVIP := make([]*episode, len(cfg.Nodes))
 	closeEp := func(kind ViolationKind, vip netip.Addr, ep *episode, min time.Duration) {
@@ -779,6 +808,7 @@ func Check(cfg Config, windows []Window, samples []Sample) (Report, error) {
 			}
 			if churning[vi] {
 				// Not (b)'s business while its Service is away.
+				lastHeldAt[vi], lastHeldBy[vi] = time.Time{}, nil
 				if gone[vi] != nil {
 					closeEp(NoHolder, v, gone[vi], -1)
 					gone[vi] = nil
@@ -786,10 +816,20 @@ func Check(cfg Config, windows []Window, samples []Sample) (Report, error) {
 				continue
 			}
 			if len(eligible) == 0 && anyEligible && (lastEvent.IsZero() || t.Sub(lastEvent) > cfg.BoundOf(vi)) {
+				if gone[vi] == nil {
+					gone[vi] = &episode{start: t, nodes: map[string]bool{}, heldAt: lastHeldAt[vi], heldBy: lastHeldBy[vi]}
+				}
 				extend(&gone[vi], t, nil, fmt.Sprintf("no eligible node holds it (counted holders: %v)", counted))
 			} else if gone[vi] != nil {
-				closeEp(NoHolder, v, gone[vi], -1)
+				if g := gone[vi]; isHandover(cfg, g, eligible, t) {
+					rep.HandoverGaps = append(rep.HandoverGaps, t.Sub(g.heldAt))
+				} else {
+					closeEp(NoHolder, v, g, -1)
+				}
 				gone[vi] = nil
+			}
+			if len(eligible) > 0 {
+				lastHeldAt[vi], lastHeldBy[vi] = t, eligible
 			}
 			// Settled: an eligible node holds it and no two counted nodes
 			// do (a partitioned holder may keep it meanwhile).
@@ -815,6 +855,26 @@ func Check(cfg Config, windows []Window, samples []Sample) (Report, error) {
 	}
 	sort.SliceStable(rep.Violations, func(i, j int) bool { return rep.Violations[i].At.Before(rep.Violations[j].At) })
 	return rep, nil
+}
+
+// isHandover reports whether the no-eligible-holder episode ep, closing
+// at t with eligible holding the VIP, was a handover Config.HandoverGap
+// forgives: a node of AdvertFirst other than the old holder took the VIP,
+// no later than HandoverGap after the last sample that showed the old one.
+func isHandover(cfg Config, ep *episode, eligible []string, t time.Time) bool {
+	if cfg.HandoverGap <= 0 || ep.heldAt.IsZero() || t.Sub(ep.heldAt) > cfg.HandoverGap {
+		return false
+	}
+	first := false
+	for _, n := range eligible {
+		if slices.Contains(ep.heldBy, n) {
+			return false // the old holder again: a flap, not a handover
+		}
+		if i := slices.Index(cfg.Nodes, n); i >= 0 && i < len(cfg.AdvertFirst) && cfg.AdvertFirst[i] {
+			first = true
+		}
+	}
+	return first
 }
 
 // ControlFault reports whether the fault keeps the controllers from

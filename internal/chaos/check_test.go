@@ -708,3 +708,56 @@ func TestCheckServiceDue(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckHandoverGap: with HandoverGap set, a VIP on no node for a
+// moment while it passes to a node that advertises first (b, as keepalived)
+// is a handover, counted apart; a longer gap, the same node taking it
+// back, or a taker that takes its VIPs first (a, as vipstack) is still a
+// violation.
+func TestCheckHandoverGap(t *testing.T) {
+	cfg := testConfig()
+	cfg.HandoverGap = 100 * ms
+	cfg.AdvertFirst = []bool{false, true, false}
+	api := cfg.VIPs[0].String()
+	tests := []struct {
+		name   string
+		phases []phase
+		want   []string
+		gaps   []time.Duration
+	}{
+		{
+			name:   "a hands over to b with 30 ms unheld",
+			phases: []phase{{500 * ms, "0 1 -"}, {30 * ms, "- 1 -"}, {500 * ms, "- 01 -"}},
+			gaps:   []time.Duration{40 * ms}, // from a's last sample (490 ms) to b's first (530 ms)
+		},
+		{
+			name:   "a gap longer than HandoverGap",
+			phases: []phase{{500 * ms, "0 1 -"}, {150 * ms, "- 1 -"}, {500 * ms, "- 01 -"}},
+			want:   []string{"no-eligible-holder +500ms " + api + " "},
+		},
+		{
+			name:   "b hands over to a, which takes its VIPs first: no gap forgiven",
+			phases: []phase{{500 * ms, "- 01 -"}, {30 * ms, "- 1 -"}, {500 * ms, "0 1 -"}},
+			want:   []string{"no-eligible-holder +500ms " + api + " "},
+		},
+		{
+			name:   "the same node drops and takes it again: a flap",
+			phases: []phase{{500 * ms, "- 01 -"}, {30 * ms, "- 1 -"}, {500 * ms, "- 01 -"}},
+			want:   []string{"no-eligible-holder +500ms " + api + " "},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rep, err := Check(cfg, nil, stream(t, cfg, tc.phases...))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, summary(rep)); diff != "" {
+				t.Errorf("violations (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.gaps, rep.HandoverGaps); diff != "" {
+				t.Errorf("handover gaps (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
