@@ -370,6 +370,17 @@ func (m *k8sMode) keepLogs() (string, error) {
 			return "", err
 		}
 	}
+	// The API server's and etcd's logs say whether a controller that
+	// lagged was waiting on them.
+	for _, f := range m.lab.Env.LogFiles() {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return "", err
+		}
+		if err := os.WriteFile(filepath.Join(dir, filepath.Base(f)), b, 0o644); err != nil {
+			return "", err
+		}
+	}
 	return dir, os.WriteFile(filepath.Join(dir, "controller.log"), []byte(m.lab.ControllerLog()), 0o644)
 }
 

@@ -248,6 +248,13 @@ func (e *Env) restart(ctx context.Context, pp **proc, argv []string, ready func(
 	return nil
 }
 
+// LogFiles returns the paths of the etcd and kube-apiserver logs, of
+// every start and restart, oldest first by name.
+func (e *Env) LogFiles() []string {
+	files, _ := filepath.Glob(filepath.Join(e.dir, "*.log"))
+	return files
+}
+
 // APIServerRunning reports whether kube-apiserver is alive.
 func (e *Env) APIServerRunning() bool { e.mu.Lock(); defer e.mu.Unlock(); return e.apiserver.running() }
 

@@ -442,6 +442,7 @@ func (c *Controller) reconcileService(ctx context.Context, req reconcile.Request
 		c.m.allocations.WithLabelValues(outcome).Inc()
 	}
 	for _, a := range newIPs {
+		c.log.Info("address assigned", "service", key, "address", a, "pool", c.poolOf(a), "group", group.String())
 		c.events.Eventf(&svc, nil, corev1.EventTypeNormal, ReasonAllocated, "Allocate",
 			"assigned %s from pool %s (group %s)", a, c.poolOf(a), group)
 	}
