@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -264,29 +265,8 @@ func Start(ctx context.Context, t testing.TB, o Options) *Lab {
 			t.Fatalf("k8slab: %v", err)
 		}
 	}
-	l.logf("waiting for every node to master its own instance")
-	for _, n := range l.Nodes {
-		own := Group + "/node/" + n.Name + "/v4"
-		if err := testutil.Poll(60*time.Second, func() error {
-			if !n.AgentRunning() {
-				return fmt.Errorf("the agent of %s exited:\n%s", n.Name, tail(n.Log(), 20))
-			}
-			st, err := n.Status(ctx)
-			if err != nil {
-				return fmt.Errorf("%s's status: %w", n.Name, err)
-			}
-			for _, in := range st.Instances {
-				if in.Name == own {
-					if in.State != "MASTER" {
-						return fmt.Errorf("%s: %s is %s, want MASTER", n.Name, own, in.State)
-					}
-					return nil
-				}
-			}
-			return fmt.Errorf("%s runs no %s yet", n.Name, own)
-		}); err != nil {
-			t.Fatalf("k8slab: %v", err)
-		}
+	if err := l.waitMasters(ctx); err != nil {
+		t.Fatalf("k8slab: %v", err)
 	}
 	for i := range o.Services {
 		if !o.Endpoints {
@@ -1257,4 +1237,56 @@ func Fetch(h *testnet.Host, vip netip.Addr, port uint16) (string, error) {
 	_ = conn.SetDeadline(time.Now().Add(2 * time.Second))
 	b, err := io.ReadAll(conn)
 	return string(b), err
+}
+
+// waitMasters waits until every node's own IPv4 instance has a master:
+// its node, in a preempting group; any one node, in a non-revertive
+// group, where a node whose agent came up late does not take its own
+// instance from the node that took it first.
+func (l *Lab) waitMasters(ctx context.Context) error {
+	ns, name, _ := strings.Cut(Group, "/")
+	var g v1alpha1.VIPGroup
+	if err := l.Admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &g); err != nil {
+		return fmt.Errorf("read VIPGroup %s: %w", Group, err)
+	}
+	anyNode := g.Spec.NonRevertive
+	if anyNode {
+		l.logf("waiting for every node's own instance to have one master (non-revertive group)")
+	} else {
+		l.logf("waiting for every node to master its own instance")
+	}
+	return testutil.Poll(60*time.Second, func() error {
+		masters := map[string][]string{} // instance -> nodes where it is MASTER
+		for _, n := range l.Nodes {
+			if !n.AgentRunning() {
+				return fmt.Errorf("the agent of %s exited:\n%s", n.Name, tail(n.Log(), 20))
+			}
+			st, err := n.Status(ctx)
+			if err != nil {
+				return fmt.Errorf("%s's status: %w", n.Name, err)
+			}
+			runs := false
+			for _, in := range st.Instances {
+				if in.Name == Group+"/node/"+n.Name+"/v4" {
+					runs = true
+				}
+				if in.State == "MASTER" {
+					masters[in.Name] = append(masters[in.Name], n.Name)
+				}
+			}
+			if !runs {
+				return fmt.Errorf("%s runs no %s yet", n.Name, Group+"/node/"+n.Name+"/v4")
+			}
+		}
+		for _, n := range l.Nodes {
+			own := Group + "/node/" + n.Name + "/v4"
+			switch m := masters[own]; {
+			case len(m) != 1 && anyNode:
+				return fmt.Errorf("%s is MASTER on %v, want one node", own, m)
+			case !anyNode && !slices.Equal(m, []string{n.Name}):
+				return fmt.Errorf("%s is MASTER on %v, want %s", own, m, n.Name)
+			}
+		}
+		return nil
+	})
 }
