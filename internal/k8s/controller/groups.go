@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -96,15 +97,27 @@ func (c *Controller) reconcileGroup(ctx context.Context, req reconcile.Request) 
 			continue
 		}
 		for _, in := range ins {
-			taken[in.VRID] = other
+			if in.VRID > 0 { // a BGP group's instances have none
+				taken[in.VRID] = other
+			}
 		}
 	}
 	excluded := append([]int(nil), c.opts.ExcludedVRIDs...)
 	for _, v := range g.Spec.ExcludedVRIDs {
 		excluded = append(excluded, int(v))
 	}
-	planned, perr := k8s.PlanInstances(k8s.VRIDPlan{Group: key, Nodes: names, Local: local, Current: c.groups[key],
-		Excluded: excluded, Taken: taken})
+	var planned []k8s.Instance
+	var perr error
+	if g.Spec.BGP != nil {
+		// A BGP group's agents run no VRRP: its nodes are laid out, with
+		// no VRIDs, and leave the link's VRIDs to the VRRP groups.
+		for _, n := range slices.Sorted(slices.Values(names)) {
+			planned = append(planned, k8s.Instance{Name: k8s.NodeInstance(n), Node: n})
+		}
+	} else {
+		planned, perr = k8s.PlanInstances(k8s.VRIDPlan{Group: key, Nodes: names, Local: local, Current: c.groups[key],
+			Excluded: excluded, Taken: taken})
+	}
 	c.groups[key] = planned
 	c.laidOut[key] = true
 	c.mu.Unlock()
@@ -126,6 +139,9 @@ func (c *Controller) reconcileGroup(ctx context.Context, req reconcile.Request) 
 	case len(names) == 0:
 		cond.Status, cond.Reason = metav1.ConditionFalse, ReasonNoNodes
 		cond.Message = fmt.Sprintf("no node matches the nodeSelector %s", labels.SelectorFromSet(g.Spec.NodeSelector))
+	case g.Spec.BGP != nil:
+		cond.Status, cond.Reason = metav1.ConditionTrue, ReasonInstancesAssigned
+		cond.Message = fmt.Sprintf("%d nodes announce over BGP; no VRIDs taken", len(names))
 	default:
 		cond.Status, cond.Reason = metav1.ConditionTrue, ReasonInstancesAssigned
 		cond.Message = fmt.Sprintf("%d nodes, %d instances, VRIDs %s %s", len(names), len(planned), vridList(planned), linkPhrase(link))
@@ -185,7 +201,9 @@ func vridList(ins []k8s.Instance) string {
 func vridsAvailable(planned []k8s.Instance, excluded []int, taken map[int]string) int {
 	used := map[int]bool{}
 	for _, in := range planned {
-		used[in.VRID] = true
+		if in.VRID > 0 {
+			used[in.VRID] = true
+		}
 	}
 	for _, v := range excluded {
 		used[v] = true

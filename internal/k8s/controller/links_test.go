@@ -15,7 +15,8 @@ import (
 // TestVRIDsPerLink: groups on different links reuse VRIDs, groups that
 // may share a link (one interface, one named link, or the interface of
 // the nodes' InternalIPs) never do, and each group's status says its link
-// and its budget counting only the groups on that link.
+// and its budget counting only the groups on that link; a BGP group takes
+// no VRIDs.
 func TestVRIDsPerLink(t *testing.T) {
 	h := newHarness(t)
 	h.namespace("infra")
@@ -93,4 +94,15 @@ func TestVRIDsPerLink(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("b", want{vrids: []int{7, 8}, link: "eth1", available: 247})
+
+	// g on eth1 announces over BGP: its nodes are laid out with no VRIDs,
+	// and every budget on eth1 stays as it was.
+	bg := on("g", "eth1", "")
+	bg.Spec.BGP = &v1alpha1.GroupBGP{}
+	h.create(bg)
+	check("g", want{vrids: []int{0, 0}, link: "eth1", available: 247, phrase: "2 nodes announce over BGP; no VRIDs taken"})
+	check("a", want{vrids: []int{1, 2}, link: "eth1", available: 247})
+	// A group on eth1 created after it takes the next free VRIDs, 9 and 10.
+	h.create(on("h", "eth1", ""))
+	check("h", want{vrids: []int{9, 10}, link: "eth1", available: 245})
 }

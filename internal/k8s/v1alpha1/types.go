@@ -109,7 +109,9 @@ type VIPGroupStatus struct {
 // GroupInstance is one VRRP instance of a group.
 type GroupInstance struct {
 	Name string `json:"name"`
-	VRID int32  `json:"vrid"`
+	// VRID is the instance's VRRP virtual router ID; 0 (omitted) in a BGP
+	// group, whose agents run no VRRP.
+	VRID int32 `json:"vrid,omitempty"`
 	// Node is the node preferred as master (node instances).
 	Node string `json:"node,omitempty"`
 	// Service is NAMESPACE/NAME (Local-policy Service instances).
