@@ -1,7 +1,9 @@
 package lb
 
 import (
+	"bufio"
 	"io"
+	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -186,5 +188,61 @@ func compareExporters(t *testing.T, haddr, vaddr string) {
 	implemented := slices.DeleteFunc(slices.Clone(hf), func(f string) bool { return slices.Contains(exporterLeftOut, f) })
 	if diff := cmp.Diff(implemented, vf); diff != "" {
 		t.Errorf("families (-haproxy's but exporterLeftOut +vipstack's):\n%s", diff)
+	}
+}
+
+// TestExporterLogMatchesHaproxy: with option httplog, a request the
+// exporter answers is logged as haproxy logs it (its applet <PROMEX>,
+// locally processed), beside a forwarded one; dates, ports, timings and
+// sizes masked.
+func TestExporterLogMatchesHaproxy(t *testing.T) {
+	web := startOrigin(t, "web")
+	conf := func(sock string, ports []string) string {
+		return strings.NewReplacer("{{SOCK}}", sock, "{{P0}}", ports[0], "{{W}}", web.addr()).Replace(`defaults
+  mode http
+  log {{SOCK}} local0
+  option httplog
+  timeout connect 1s
+  timeout client 5s
+  timeout server 5s
+frontend fe
+  bind 127.0.0.1:{{P0}}
+  http-request use-service prometheus-exporter if { path /metrics }
+  default_backend web
+backend web
+  server w1 {{W}}
+`)
+	}
+	hlog, vlog, hports, vports := startHaproxyAndLB(t, 1, conf)
+	waitListening(t, "tcp", "127.0.0.1:"+hports[0])
+	hlog.waitFor(t, "haproxy", "<BADREQ>")
+	waitListening(t, "tcp", "127.0.0.1:"+vports[0])
+	vlog.waitFor(t, "vipstack", "<BADREQ>")
+	for _, p := range []struct {
+		port string
+		log  *logReader
+	}{{hports[0], hlog}, {vports[0], vlog}} {
+		for _, path := range []string{"/metrics", "/other"} {
+			c, err := net.DialTimeout("tcp", "127.0.0.1:"+p.port, bound)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ask(t, c, bufio.NewReader(c), "GET "+path+" HTTP/1.1\r\nHost: a.example\r\n\r\n")
+			c.Close()
+			p.log.waitFor(t, p.port, "GET "+path+" ")
+		}
+	}
+	var want, got []string
+	for _, l := range hlog.lines() {
+		want = append(want, maskHTTPLog(l))
+	}
+	for _, l := range vlog.lines() {
+		got = append(got, maskHTTPLog(l))
+	}
+	if !slices.ContainsFunc(want, func(l string) bool { return strings.Contains(l, "fe/<PROMEX>") }) {
+		t.Errorf("haproxy logged no fe/<PROMEX> line: %q", want)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("httplog lines (-haproxy +vipstack):\n%s", diff)
 	}
 }
