@@ -14,7 +14,8 @@ import (
 
 // exporterRoutingConf: a frontend whose http-request rules send /metrics
 // to haproxy's exporter, after a header rule and a deny that come first,
-// and everything else on to use_backend and default_backend.
+// and everything else on to use_backend and default_backend; backend api
+// serves the exporter too, at /api/metrics.
 const exporterRoutingConf = `defaults
   mode http
   timeout connect 1s
@@ -29,6 +30,7 @@ frontend fe
   use_backend api if { path_beg /api }
   default_backend web
 backend api
+  http-request use-service prometheus-exporter if { path /api/metrics }
   server a1 {{A}}
 backend web
   server w1 {{W}}
@@ -103,11 +105,11 @@ var exporterLeftOut = []string{
 	"haproxy_server_used_connections_current",
 }
 
-// scrapeFamilies GETs /metrics at addr and returns the status, the
+// scrapeFamilies GETs path at addr and returns the status, the
 // content type and the metric families (# TYPE lines) of the answer.
-func scrapeFamilies(t *testing.T, addr string) (int, string, []string) {
+func scrapeFamilies(t *testing.T, addr, path string) (int, string, []string) {
 	t.Helper()
-	resp, err := (&http.Client{Timeout: bound}).Get("http://" + addr + "/metrics")
+	resp, err := (&http.Client{Timeout: bound}).Get("http://" + addr + path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +152,8 @@ func TestExporterInFrontendMatchesHaproxy(t *testing.T) {
 	if want[3].Status != http.StatusForbidden {
 		t.Errorf("haproxy answered the denied /metrics %d, want 403", want[3].Status)
 	}
-	compareExporters(t, haddr, vaddr)
+	compareExporters(t, haddr, vaddr, "/metrics")
+	compareExporters(t, haddr, vaddr, "/api/metrics") // the backend's rule
 }
 
 // TestExporterListenMatchesHaproxy: a listen with no server that serves
@@ -165,17 +168,20 @@ func TestExporterListenMatchesHaproxy(t *testing.T) {
 	if want[0].Status != http.StatusServiceUnavailable {
 		t.Errorf("haproxy answered / with %d, want 503", want[0].Status)
 	}
-	compareExporters(t, haddr, vaddr)
+	compareExporters(t, haddr, vaddr, "/metrics")
 }
 
-func compareExporters(t *testing.T, haddr, vaddr string) {
+// compareExporters scrapes path from haproxy at haddr and vipstack at
+// vaddr: both answer 200 with the same content type, and vipstack's
+// metric families are haproxy's but exporterLeftOut.
+func compareExporters(t *testing.T, haddr, vaddr, path string) {
 	t.Helper()
-	hs, hct, hf := scrapeFamilies(t, haddr)
-	vs, vct, vf := scrapeFamilies(t, vaddr)
+	hs, hct, hf := scrapeFamilies(t, haddr, path)
+	vs, vct, vf := scrapeFamilies(t, vaddr, path)
 	if hs != http.StatusOK || vs != hs || vct != hct {
-		t.Errorf("/metrics: haproxy %d %q, vipstack %d %q", hs, hct, vs, vct)
+		t.Errorf("%s: haproxy %d %q, vipstack %d %q", path, hs, hct, vs, vct)
 	}
-	t.Logf("metric families: haproxy %d, vipstack %d", len(hf), len(vf))
+	t.Logf("%s: metric families: haproxy %d, vipstack %d", path, len(hf), len(vf))
 	var extra []string
 	for _, f := range vf {
 		if !slices.Contains(hf, f) {
