@@ -66,6 +66,10 @@ type Config struct {
 	Stats map[string]func(http.ResponseWriter, *http.Request) bool
 	// Monitor answers the frontend's monitor-uri: true when it answered.
 	Monitor func(http.ResponseWriter, *http.Request) bool
+	// Prometheus answers the requests an `http-request use-service
+	// prometheus-exporter` rule of the frontend or a backend takes, with
+	// haproxy's exporter's figures (nil: 503).
+	Prometheus func(http.ResponseWriter, *http.Request)
 	// Log writes a request's log line, when the frontend logs (nil: no
 	// lines).
 	Log func(Entry)
@@ -352,9 +356,8 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if fe.Conn == "close" {
 		w.Header().Set("Connection", "close")
 	}
-	if v := apply(&fe.HTTPProxy, c.feACLs, rq); v.status != 0 {
-		e.Term = v.term()
-		p.verdict(w, r, &fe.HTTPProxy, v)
+	if v := apply(&fe.HTTPProxy, c.feACLs, rq); v.done() {
+		p.verdict(w, r, c, &fe.HTTPProxy, v, &e)
 		return
 	}
 	if st := c.cfg.Stats[lbconfig.FrontendKey(c.cfg.Frontend.Name)]; st != nil && st(w, r) {
@@ -378,9 +381,8 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var bh *lbconfig.HTTPBackend
 	if b.HTTP != nil {
 		bh = b.HTTP
-		if v := apply(&bh.HTTPProxy, c.beACLs[backend], rq); v.status != 0 {
-			e.Term = v.term()
-			p.verdict(w, r, &bh.HTTPProxy, v)
+		if v := apply(&bh.HTTPProxy, c.beACLs[backend], rq); v.done() {
+			p.verdict(w, r, c, &bh.HTTPProxy, v, &e)
 			return
 		}
 		if bh.Conn == "close" {
@@ -403,9 +405,21 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.forward(w, rq, c, backend, b, fe, &e)
 }
 
-// errorsOf is the section whose errorfiles answer: the backend's, then
-// the frontend's.
-func (p *Proxy) verdict(w http.ResponseWriter, r *http.Request, h *lbconfig.HTTPProxy, v verdict) {
+// verdict answers a request that the rules of section h ended: with the
+// service a use-service rule named, the redirect, or the deny's status.
+func (p *Proxy) verdict(w http.ResponseWriter, r *http.Request, c *compiled, h *lbconfig.HTTPProxy, v verdict, e *Entry) {
+	if v.service != "" {
+		// haproxy logs the exporter's answers as its applet's:
+		// "<PROMEX>", like the stats page's "<STATS>".
+		e.Term, e.Server, e.Tw, e.Tc, e.Tr = "LR", "<PROMEX>", 0, 0, 0
+		if c.cfg.Prometheus == nil {
+			p.fail(w, r, h, http.StatusServiceUnavailable)
+			return
+		}
+		c.cfg.Prometheus(w, r)
+		return
+	}
+	e.Term = v.term()
 	if v.location == "" {
 		p.fail(w, r, h, v.status)
 		return
