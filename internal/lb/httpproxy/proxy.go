@@ -333,6 +333,9 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	lw := &logWriter{ResponseWriter: w}
+	if r.ProtoMajor == 1 && strings.EqualFold(r.Header.Get("Expect"), "100-continue") && r.Body != nil && r.Body != http.NoBody {
+		r.Body = &continueBody{ReadCloser: r.Body, w: lw}
+	}
 	if c.cfg.Monitor != nil && c.cfg.Monitor(w, r) {
 		return // haproxy logs no monitor hit
 	}
@@ -838,9 +841,29 @@ type logWriter struct {
 	http.ResponseWriter
 	status int
 	n      int64
+	// contMu orders the two ways a client may be told "100 Continue": the
+	// one net/http sends on the body's first read, and the server's own
+	// relayed by the ReverseProxy (from the Transport's goroutine). The
+	// Transport starts the body as soon as the server's 100 arrives,
+	// before it relays it: without the lock the client could get both.
+	contMu    sync.Mutex
+	continued bool // the client was told 100 Continue
 }
 
 func (w *logWriter) WriteHeader(code int) {
+	if code == http.StatusContinue {
+		w.contMu.Lock()
+		defer w.contMu.Unlock()
+		if w.continued {
+			return // one 100 Continue, as haproxy sends
+		}
+		w.continued = true
+		if w.status == 0 {
+			w.status = code
+		}
+		w.ResponseWriter.WriteHeader(code)
+		return
+	}
 	if w.status == 0 || code >= 200 {
 		if w.status == 0 || w.status < 200 {
 			w.status = code
@@ -856,6 +879,28 @@ func (w *logWriter) Write(b []byte) (int, error) {
 	n, err := w.ResponseWriter.Write(b)
 	w.n += int64(n)
 	return n, err
+}
+
+// continueBody is the body of an HTTP/1 request with Expect:
+// 100-continue. Its first read lets net/http send the automatic 100
+// Continue under the logWriter's lock, unless the server's own was relayed
+// first (which turns the automatic one off): the client gets exactly one.
+type continueBody struct {
+	io.ReadCloser
+	w    *logWriter
+	once sync.Once
+}
+
+func (b *continueBody) Read(p []byte) (int, error) {
+	b.once.Do(func() {
+		b.w.contMu.Lock()
+		defer b.w.contMu.Unlock()
+		if !b.w.continued {
+			b.w.continued = true
+			b.ReadCloser.Read(p[:0]) // net/http writes its 100 Continue here
+		}
+	})
+	return b.ReadCloser.Read(p)
 }
 
 // Unwrap lets http.ResponseController reach the connection (Upgrade,
