@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -93,6 +94,7 @@ type FRRNode struct {
 	Confs []FRRConf // every virtual router, Conf first
 	Dir   string    // config files, sockets, pid files
 
+	mu           sync.Mutex // guards zebra, vrrpd and past: Restart replaces them
 	zebra, vrrpd *Node
 	past         string // the logs of the daemons before a Restart
 }
@@ -110,7 +112,7 @@ func StartFRR(h *testnet.Host, c FRRConf, dir string) (*FRRNode, error) {
 // StartFRRRouters is StartFRR for several virtual routers (distinct
 // VRIDs, one interface) in one vrrpd.
 func StartFRRRouters(h *testnet.Host, cs []FRRConf, dir string) (*FRRNode, error) {
-	text, err := renderRouters(cs)
+	text, err := RenderFRRRouters(cs)
 	if err != nil {
 		return nil, err
 	}
@@ -150,8 +152,9 @@ func StartFRRRouters(h *testnet.Host, cs []FRRConf, dir string) (*FRRNode, error
 	return n, nil
 }
 
-// renderRouters renders several virtual routers of one interface.
-func renderRouters(cs []FRRConf) (string, error) {
+// RenderFRRRouters renders several virtual routers of one interface for
+// one vrrpd, or an error naming what FRR would refuse.
+func RenderFRRRouters(cs []FRRConf) (string, error) {
 	if len(cs) == 0 {
 		return "", errors.New("peers: FRR without virtual routers")
 	}
@@ -189,25 +192,30 @@ func (n *FRRNode) startDaemons() error {
 		return []string{"-f", filepath.Join(dir, daemon+".conf"), "-z", sock, "--vty_socket", dir, "-i", filepath.Join(dir, daemon+".pid"),
 			"-u", "frr", "-g", "frr", "-P", "0", "--log", "stdout", "--log-level", "debug"}
 	}
-	if n.vrrpd != nil {
-		n.past = n.Log() + "---- started again\n"
-	}
-	var err error
-	n.zebra, err = StartCmd(h, h.Command(filepath.Join(FRRDir, "zebra"), common("zebra")...))
+	zebra, err := StartCmd(h, h.Command(filepath.Join(FRRDir, "zebra"), common("zebra")...))
 	if err != nil {
 		return err
 	}
-	n.zebra.Impl = FRR
+	zebra.Impl = FRR
+	n.mu.Lock()
+	if n.zebra != nil {
+		n.past = n.logLocked() + "---- started again\n"
+	}
+	n.zebra, n.vrrpd = zebra, nil
+	n.mu.Unlock()
 	if err := waitFile(sock, 10*time.Second); err != nil {
-		_ = n.zebra.Kill()
-		return fmt.Errorf("zebra on %s: %w\n%s", h.Name, err, n.zebra.Log())
+		_ = zebra.Kill()
+		return fmt.Errorf("zebra on %s: %w\n%s", h.Name, err, zebra.Log())
 	}
-	n.vrrpd, err = StartCmd(h, h.Command(filepath.Join(FRRDir, "vrrpd"), common("vrrpd")...))
+	vrrpd, err := StartCmd(h, h.Command(filepath.Join(FRRDir, "vrrpd"), common("vrrpd")...))
 	if err != nil {
-		_ = n.zebra.Kill()
+		_ = zebra.Kill()
 		return err
 	}
-	n.vrrpd.Impl = FRR
+	vrrpd.Impl = FRR
+	n.mu.Lock()
+	n.vrrpd = vrrpd
+	n.mu.Unlock()
 	// vtysh fails ("failed to connect to any daemons") until vrrpd has
 	// read its configuration and opened its vty socket.
 	if err := waitFile(filepath.Join(dir, "vrrpd.vty"), 10*time.Second); err != nil {
@@ -217,23 +225,52 @@ func (n *FRRNode) startDaemons() error {
 	return nil
 }
 
+// daemons returns the current zebra and vrrpd (vrrpd nil while a start
+// has not reached it).
+func (n *FRRNode) daemons() (zebra, vrrpd *Node) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.zebra, n.vrrpd
+}
+
+func alive(d *Node) bool { return d != nil && d.Alive() }
+
 // Restart runs zebra and vrrpd again after both ended (a crash): the
 // macvlans and their addresses stay as the crash left them, as they do on
 // a host whose FRR service is restarted.
 func (n *FRRNode) Restart() error {
-	if n.zebra.Alive() || n.vrrpd.Alive() {
+	if z, v := n.daemons(); alive(z) || alive(v) {
 		return fmt.Errorf("peers: FRR on %s: restart while zebra or vrrpd still runs", n.Host.Name)
 	}
 	return n.startDaemons()
 }
 
 // Running reports whether both zebra and vrrpd run.
-func (n *FRRNode) Running() bool { return n.zebra.Alive() && n.vrrpd.Alive() }
+func (n *FRRNode) Running() bool {
+	z, v := n.daemons()
+	return alive(z) && alive(v)
+}
 
 // SignalAll sends sig to the process groups of vrrpd and zebra (a stall
 // of the machine stops both).
 func (n *FRRNode) SignalAll(sig syscall.Signal) error {
-	return errors.Join(n.vrrpd.SignalGroup(sig), n.zebra.SignalGroup(sig))
+	var errs []error
+	for _, d := range n.both() {
+		errs = append(errs, d.SignalGroup(sig))
+	}
+	return errors.Join(errs...)
+}
+
+// both lists the daemons started so far, vrrpd first.
+func (n *FRRNode) both() []*Node {
+	z, v := n.daemons()
+	var out []*Node
+	for _, d := range []*Node{v, z} {
+		if d != nil {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // Reload has vrrpd apply its configuration file again (`vtysh -f`), as
@@ -373,7 +410,7 @@ func (n *FRRNode) Status(family int) (FRRStatus, error) {
 
 // Master reports whether vrrpd runs and is master for family.
 func (n *FRRNode) Master(family int) (bool, error) {
-	if !n.vrrpd.Alive() {
+	if _, v := n.daemons(); !alive(v) {
 		return false, nil
 	}
 	s, err := n.Status(family)
@@ -392,21 +429,43 @@ func (n *FRRNode) Configure(lines ...string) error {
 
 // Log returns what vrrpd and zebra printed, since the first start.
 func (n *FRRNode) Log() string {
-	return n.past + "--- vrrpd\n" + n.vrrpd.Log() + "--- zebra\n" + n.zebra.Log()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.logLocked()
+}
+
+func (n *FRRNode) logLocked() string {
+	text := n.past
+	for _, d := range []struct {
+		name string
+		n    *Node
+	}{{"vrrpd", n.vrrpd}, {"zebra", n.zebra}} {
+		if d.n != nil {
+			text += "--- " + d.name + "\n" + d.n.Log()
+		}
+	}
+	return text
 }
 
 // Alive reports whether vrrpd still runs.
-func (n *FRRNode) Alive() bool { return n.vrrpd.Alive() }
+func (n *FRRNode) Alive() bool {
+	_, v := n.daemons()
+	return alive(v)
+}
 
 // Kill crashes vrrpd and zebra (SIGKILL).
 func (n *FRRNode) Kill() error {
-	return errors.Join(n.vrrpd.Kill(), n.zebra.Kill())
+	var errs []error
+	for _, d := range n.both() {
+		errs = append(errs, d.Kill())
+	}
+	return errors.Join(errs...)
 }
 
 // Stop ends both daemons gracefully (SIGTERM), vrrpd first.
 func (n *FRRNode) Stop() error {
 	var errs []error
-	for _, d := range []*Node{n.vrrpd, n.zebra} {
+	for _, d := range n.both() {
 		if d.Alive() {
 			if err := d.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
 				errs = append(errs, err)

@@ -142,10 +142,10 @@ func TestFRRRouters(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			text, err := renderRouters(tt.confs)
+			text, err := RenderFRRRouters(tt.confs)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("renderRouters() error %v, want one mentioning %q", err, tt.wantErr)
+					t.Fatalf("RenderFRRRouters() error %v, want one mentioning %q", err, tt.wantErr)
 				}
 				return
 			}
