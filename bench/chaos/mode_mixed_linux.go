@@ -182,9 +182,28 @@ func startMixed(ctx context.Context, o options, out io.Writer) (_ mode, cfg chao
 	}, "the mixed cluster did not settle within 90 s: a VIP without exactly one holder"); err != nil {
 		return nil, cfg, nil, false, err
 	}
-	fmt.Fprintf(out, "cluster settled after %.1f s\n", time.Since(began).Seconds())
+	fmt.Fprintf(out, "cluster settled after %.1f s:%s\n", time.Since(began).Seconds(), m.holders())
 	ok = true
 	return m, cfg, roles, m.netem, nil
+}
+
+// holders names each group's holder now (" VI_4v2 on keepalived-1, ...").
+func (m *mixedMode) holders() string {
+	s, err := m.sample()
+	if err != nil {
+		return " " + err.Error()
+	}
+	var parts []string
+	for _, in := range mixedInstances {
+		var on []string
+		for i, ns := range s {
+			if slices.Contains(ns.Holds, in.vip.Addr()) {
+				on = append(on, m.nodes[i].name)
+			}
+		}
+		parts = append(parts, fmt.Sprintf(" %s on %s", in.name, strings.Join(on, "+")))
+	}
+	return strings.Join(parts, ",")
 }
 
 // priority spreads the groups' masters: node i has the highest priority
