@@ -107,8 +107,10 @@ func (m *mixedMode) reloadFRR(n *mixedNode) error {
 
 // frrHeld returns the VIPs on FRR's macvlans (named by macvlans) that
 // are up with a carrier: vrrpd keeps the VIPs on them in every state and
-// sets them protodown (no carrier) unless master, and a macvlan over a
-// downed link has no carrier either.
+// sets them protodown (no carrier) unless master. The kernel also gives a
+// macvlan its carrier back when its parent's returns, protodown or not,
+// and clearing protodown gives it one over a downed parent: both count as
+// held, as a VIP configured on a downed link does for the others.
 func frrHeld(links []netlink.Link, addrs []netlink.Addr, macvlans []string, vips []netip.Addr) []netip.Addr {
 	running := map[int]bool{}
 	for _, l := range links {
