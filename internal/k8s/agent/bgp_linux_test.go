@@ -654,25 +654,9 @@ func TestBGPKubernetesDualStackBFD(t *testing.T) {
 		took6 := time.Since(start)
 		b.wantVia(t, dual4, 30*time.Second, "n1", "n2")
 		took4 := time.Since(start)
-		t.Logf("FRR removed the cut node's routes: IPv6 after %v, IPv4 after %v (BFD detection 300 ms, hold time 9 s; routes polled every 100 ms)",
-			took6.Round(time.Millisecond), took4.Round(time.Millisecond))
-		for _, a := range []string{b.nodeIP["n3"], b.nodeIP6["n3"]} {
-			out, err := b.frr.Vtysh("show bgp neighbors " + a + " json")
-			if err != nil {
-				t.Fatal(err)
-			}
-			// bgpd sends a Cease with subcode 10, BFD Down (RFC 9384),
-			// when its BFD session goes Down.
-			var nb map[string]struct {
-				Reason string `json:"lastNotificationReason"`
-			}
-			if err := json.Unmarshal([]byte(out), &nb); err != nil {
-				t.Fatalf("show bgp neighbors %s json: %v: %s", a, err, out)
-			}
-			if got := nb[a].Reason; got != "Cease/BFD Down" {
-				t.Errorf("FRR's neighbour %s last went down for %q, want Cease/BFD Down", a, got)
-			}
-		}
+		t.Logf("FRR removed the cut node's routes: IPv6 after %v, IPv4 after %v (BFD detection 300 ms, hold time 9 s; polled every %v)",
+			took6.Round(time.Millisecond), took4.Round(time.Millisecond), testutil.Interval)
+		b.wantBFDReset(t, "n3")
 		testutil.Eventually(t, 10*time.Second, func() error {
 			st, err := n3.Status(ctx)
 			if err != nil {
@@ -694,6 +678,57 @@ func TestBGPKubernetesDualStackBFD(t *testing.T) {
 		b.wantVia(t, only6, 60*time.Second, "n1", "n2", "n3")
 		b.wantVia(t, dual4, 30*time.Second, "n1", "n2", "n3")
 	})
+	// n2's agent is stopped (SIGSTOP), as a machine descheduled: the
+	// kernel keeps its TCP sessions open, so only BFD can tell; when it
+	// runs again its sessions come back.
+	t.Run("agent-stalled-removed-by-bfd", func(t *testing.T) {
+		n2 := b.Nodes[1]
+		start := time.Now()
+		if err := n2.Stall(true); err != nil {
+			t.Fatal(err)
+		}
+		resumed := false
+		defer func() {
+			if !resumed {
+				_ = n2.Stall(false)
+			}
+		}()
+		b.wantVia(t, only6, 30*time.Second, "n1", "n3")
+		took6 := time.Since(start)
+		b.wantVia(t, dual4, 30*time.Second, "n1", "n3")
+		took4 := time.Since(start)
+		t.Logf("FRR removed the stalled agent's routes: IPv6 after %v, IPv4 after %v (BFD detection 300 ms, hold time 9 s; polled every %v)",
+			took6.Round(time.Millisecond), took4.Round(time.Millisecond), testutil.Interval)
+		b.wantBFDReset(t, "n2")
+		if err := n2.Stall(false); err != nil {
+			t.Fatal(err)
+		}
+		resumed = true
+		b.wantVia(t, only6, 60*time.Second, "n1", "n2", "n3")
+		b.wantVia(t, dual4, 30*time.Second, "n1", "n2", "n3")
+	})
+}
+
+// wantBFDReset checks that FRR's sessions with node (both families)
+// last went down for BFD: bgpd sends a Cease with subcode 10, BFD Down
+// (RFC 9384), when its BFD session goes Down.
+func (b *bgpLab) wantBFDReset(t *testing.T, node string) {
+	t.Helper()
+	for _, a := range []string{b.nodeIP[node], b.nodeIP6[node]} {
+		out, err := b.frr.Vtysh("show bgp neighbors " + a + " json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var nb map[string]struct {
+			Reason string `json:"lastNotificationReason"`
+		}
+		if err := json.Unmarshal([]byte(out), &nb); err != nil {
+			t.Fatalf("show bgp neighbors %s json: %v: %s", a, err, out)
+		}
+		if got := nb[a].Reason; got != "Cease/BFD Down" {
+			t.Errorf("FRR's session with %s (%s) last went down for %q, want Cease/BFD Down", node, a, got)
+		}
+	}
 }
 
 // bfdUp returns the peers of FRR's single-hop BFD sessions that are up.
