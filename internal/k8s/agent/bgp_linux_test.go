@@ -707,6 +707,56 @@ func TestBGPKubernetesDualStackBFD(t *testing.T) {
 		b.wantVia(t, only6, 60*time.Second, "n1", "n2", "n3")
 		b.wantVia(t, dual4, 30*time.Second, "n1", "n2", "n3")
 	})
+	// Graceful restart on a peer with BFD: FRR 8.4 resets the session
+	// when BFD goes Down but, as graceful-restart helper, keeps the
+	// node's routes as stale for the restart time, so BFD removes
+	// nothing (docs/kubernetes.md says to choose one of the two).
+	t.Run("bfd-with-graceful-restart-keeps-route", func(t *testing.T) {
+		var p v1alpha1.BGPPeer
+		if err := admin.Get(ctx, client.ObjectKey{Namespace: k8s.DefaultNamespace, Name: "frr"}, &p); err != nil {
+			t.Fatal(err)
+		}
+		p.Spec.GracefulRestartSeconds = 120
+		if err := admin.Update(ctx, &p); err != nil {
+			t.Fatal(err)
+		}
+		n1 := b.nodeIP["n1"]
+		testutil.Eventually(t, 60*time.Second, func() error {
+			out, err := b.frr.Vtysh("show bgp neighbors " + n1)
+			if err != nil {
+				return err
+			}
+			if !strings.Contains(out, "BGP state = Established") || !strings.Contains(out, "Graceful Restart Capability: advertised and received") {
+				return fmt.Errorf("FRR's session with n1 is not established with graceful restart yet")
+			}
+			if up, err := b.bfdUp(); err != nil || !up[n1] {
+				return fmt.Errorf("FRR's BFD with n1 is not up (%v)", err)
+			}
+			return nil
+		})
+		b.wantVia(t, dual4, 30*time.Second, "n1", "n2", "n3")
+		if err := b.Nodes[0].KillAgent(); err != nil {
+			t.Fatal(err)
+		}
+		testutil.Eventually(t, 30*time.Second, func() error {
+			out, err := b.frr.Vtysh("show bgp neighbors " + n1)
+			if err != nil {
+				return err
+			}
+			if !strings.Contains(out, "BFD down received") {
+				return fmt.Errorf("FRR's session with n1 has not gone down for BFD yet")
+			}
+			return nil
+		})
+		out, err := b.frr.Vtysh("show bgp ipv4 unicast " + dual4.String() + "/32")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(out, "(stale)") {
+			t.Errorf("FRR's paths to %v after n1's BFD went Down have none stale (graceful restart):\n%s", dual4, out)
+		}
+		b.wantVia(t, dual4, time.Second, "n1", "n2", "n3")
+	})
 }
 
 // wantBFDReset checks that FRR's sessions with node (both families)
