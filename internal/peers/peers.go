@@ -286,12 +286,16 @@ func BuildVipstack(dir string) (string, error) {
 }
 
 // buildInModule builds the main package pkg of the vipstack module into
-// dir/name and returns its path.
+// dir/name and returns its path. In a test binary the build is shared
+// through buildCached; a bench builds its own.
 func buildInModule(dir, name, pkg string) (string, error) {
 	out := filepath.Join(dir, name)
 	root, err := moduleRoot()
 	if err != nil {
 		return "", err
+	}
+	if testing.Testing() {
+		return buildCached(root, dir, name, pkg)
 	}
 	cmd := exec.Command("go", "build", "-o", out, pkg)
 	cmd.Dir = root
