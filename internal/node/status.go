@@ -84,7 +84,7 @@ func (a *Agent) Status() Status {
 	}
 	s.Redirects = a.redirectStatus()
 	if a.bgp != nil {
-		s.BGP = a.bgp.status()
+		s.BGP = a.bgp.Status()
 	}
 	if a.dnsSrv != nil {
 		s.DNS = &DNSStatus{Zone: a.cluster.Domain(), Nodes: len(a.nodes.Nodes()), Listening: listening(a.dnsSrv.Addrs())}
