@@ -19,13 +19,15 @@ import (
 // restart) and the VIPs leave lo.
 func (p *Pool) runBGP(ctx context.Context) error {
 	s, o, log := p.opts.Spec, p.opts, p.opts.Logger
+	// The interface is the one towards the first router: the VIPs are
+	// on lo (a restart finds them there) and route nowhere else.
 	iface := s.Interface
 	if iface == "" {
 		var err error
-		if iface, err = RouteInterface(s.VIPs); err != nil {
+		if iface, err = routeTo("BGP peer", s.BGP.Peers[0].Addr()); err != nil {
 			return p.fail(err)
 		}
-		log.Info("interface chosen by route lookup towards the VIPs", "interface", iface, "first_vip", s.VIPs[0])
+		log.Info("interface chosen by route lookup towards the first BGP peer", "interface", iface, "peer", s.BGP.Peers[0].Addr())
 	}
 	addr, err := NodeAddress(iface, s.Family(), s.VIPs)
 	if err != nil {

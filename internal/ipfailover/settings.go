@@ -65,7 +65,7 @@ func Vars() []Var {
 		{Name: EnvConfigName, Flag: "config-name", Default: "OpenShift-IPFailover", Usage: "name of the pool: VRRP instance names, the VRRPv2 password, the firewall rule's comment"},
 		{Name: EnvVirtualIPs, Flag: "virtual-ips", Usage: "the VIPs: addresses and ranges separated by commas or spaces, e.g. 10.1.1.1-10,10.1.2.5 or fd00::1f39-1f3b (required)"},
 		{Name: EnvVIPGroups, Flag: "virtual-ip-groups", Usage: "number of VRRP instances the VIPs are spread over (default: replicas x (replicas-1), at most one per VIP)"},
-		{Name: EnvInterface, Flag: "interface", Usage: "interface for VRRP and the VIPs (default: the one the route lookup towards the VIPs picks)"},
+		{Name: EnvInterface, Flag: "interface", Usage: "interface for VRRP and the VIPs (default: the one the route lookup towards the VIPs picks; with BGP, towards the first peer)"},
 		{Name: EnvMonitorPort, Flag: "watch-port", Default: "80", Usage: "TCP port that must answer on the node for it to hold VIPs; 0 turns the check off"},
 		{Name: EnvReplicaCount, Flag: "replicas", Default: "1", Usage: "number of nodes in the pool (ranks in multicast mode)"},
 		{Name: EnvVRIDOffset, Flag: "vrrp-id-offset", Default: "10", Usage: "VRIDs start at offset+1 (0..254); when set, VRIDs heard from other routers are reported but not avoided"},

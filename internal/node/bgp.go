@@ -435,8 +435,8 @@ func (r *BGPRunner) Status() *BGPStatus {
 	return out
 }
 
-// writeBGP prints the speaker's part of the status table.
-func writeBGP(w io.Writer, b *BGPStatus) {
+// WriteBGP prints the speaker's part of the status table.
+func WriteBGP(w io.Writer, b *BGPStatus) {
 	fmt.Fprintf(w, "\nbgp: AS %d, router ID %s\n", b.ASN, b.RouterID)
 	if b.Error != "" {
 		fmt.Fprintf(w, "    error: %s\n", oneLine(b.Error))

@@ -205,7 +205,7 @@ func WriteTable(w io.Writer, s Status) error {
 		fmt.Fprintf(w, "\ndns: zone %s, %d nodes, listening on %s\n", s.DNS.Zone, s.DNS.Nodes, strings.Join(s.DNS.Listening, ", "))
 	}
 	if s.BGP != nil {
-		writeBGP(w, s.BGP)
+		WriteBGP(w, s.BGP)
 	}
 	return nil
 }
