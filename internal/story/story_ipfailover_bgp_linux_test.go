@@ -187,7 +187,7 @@ func TestStoryIPFailoverBGP(t *testing.T) {
 		})
 		out, err := routedlab.Exec(l.Nodes[0], bin, "status", "--addr", ipfStatusAddr)
 		if err != nil || !strings.Contains(out, "ipfailover pool: running, 2 VIPs announced by BGP on eth0 from 198.18.1.10") ||
-			!strings.Contains(out, "peer 198.18.1.1 AS 64500 (eBGP): established, ") || !strings.Contains(out, "route 198.19.1.2/32 (pool): announced: eligible: chk_pool ok") {
+			!strings.Contains(out, "peer 198.18.1.1 AS 64500 (eBGP): established, 2 routes sent, BFD up") || !strings.Contains(out, "route 198.19.1.2/32 (pool): announced: eligible: chk_pool ok") {
 			t.Errorf("vipstack status on node 1: %v\n%s", err, out)
 		}
 	})
