@@ -58,10 +58,14 @@ type BGPSettings struct {
 	BFD             *bgp.BFD // nil: no BFD
 }
 
-// vrrpOnly are the variables that configure VRRP: with BGP they have no
-// effect, and a warning says so.
-var vrrpOnly = []string{EnvVIPGroups, EnvReplicaCount, EnvVRIDOffset, EnvUseUnicast, EnvUnicastPeers,
-	EnvIptablesChain, EnvNftablesRule, EnvPreemption, EnvExcludedVRIDs, EnvExcludedVRIDsImage}
+// VRRPOnly are the variables that configure only VRRP: with BGP they have
+// no effect, and a warning says so. OPENSHIFT_HA_REPLICA_COUNT is not
+// among them: it stays the pool's number of nodes (the Deployment's
+// replicas in `vipstack manifest ipfailover`).
+func VRRPOnly() []string {
+	return []string{EnvVIPGroups, EnvVRIDOffset, EnvUseUnicast, EnvUnicastPeers,
+		EnvIptablesChain, EnvNftablesRule, EnvPreemption, EnvExcludedVRIDs, EnvExcludedVRIDsImage}
+}
 
 // parseBGP reads the BGP variables into s.BGP. Without OPENSHIFT_HA_BGP_ASN
 // any other BGP variable is an error: it would be ignored.
@@ -104,7 +108,7 @@ func (p *parser) parseBGP(s *Spec) {
 	if val, src := p.get(EnvNotifyScript); val != "" {
 		p.errs = append(p.errs, fmt.Errorf("%s=%q: not supported with %s: BGP has no VRRP states to notify; unset it, or unset %s to run VRRP", src, val, p.source(EnvBGPASN), p.source(EnvBGPASN)))
 	}
-	for _, name := range vrrpOnly {
+	for _, name := range VRRPOnly() {
 		if p.given(name) {
 			s.Warnings = append(s.Warnings, fmt.Sprintf("%s has no effect with %s: the VIPs are announced by BGP, no VRRP runs", p.source(name), p.source(EnvBGPASN)))
 		}

@@ -37,7 +37,6 @@ func TestParseBGP(t *testing.T) {
 				Password: "s3cret", HoldTime: 30 * time.Second, Multihop: 2, GracefulRestart: 120 * time.Second,
 				BFD: &bgp.BFD{Interval: 100 * time.Millisecond, Multiplier: 5, Multihop: true}},
 			wantWarnings: []string{
-				"OPENSHIFT_HA_REPLICA_COUNT has no effect with OPENSHIFT_HA_BGP_ASN: the VIPs are announced by BGP, no VRRP runs",
 				"OPENSHIFT_HA_VRRP_ID_OFFSET has no effect with OPENSHIFT_HA_BGP_ASN: the VIPs are announced by BGP, no VRRP runs",
 			},
 		},
