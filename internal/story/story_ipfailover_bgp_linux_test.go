@@ -29,6 +29,7 @@ const (
 	ipfBGPVIPs     = "198.19.1.1-2"
 	ipfBGPPort     = 8080
 	ipfStatusAddr  = "127.0.0.1:9661"
+	ipfMetricsAddr = "127.0.0.1:9662"
 	ipfBGPInterval = "0.5"
 )
 
@@ -127,7 +128,10 @@ func TestStoryIPFailoverBGP(t *testing.T) {
 		logs = append(logs, b)
 		args := append(ipfailoverBGPEnv(i+1), bin, "ipfailover", "--no-supervisor", "--status-addr", ipfStatusAddr,
 			"--state-dir", filepath.Join(l.Dir, fmt.Sprintf("n%d", i+1)), "--log-level", "debug")
-		if i == 1 {
+		switch i {
+		case 0:
+			args = append(args, "--metrics-addr", ipfMetricsAddr)
+		case 1:
 			args = append(args, "--bgp-stop-keeps-routes")
 		}
 		c, done := routedlab.Start(t, l.Nodes[i], b, nil, "env", args...)
@@ -185,6 +189,13 @@ func TestStoryIPFailoverBGP(t *testing.T) {
 			}
 			return nil
 		})
+		metrics, err := routedlab.Exec(l.Nodes[0], "curl", "-sf", "http://"+ipfMetricsAddr+"/metrics")
+		for _, w := range []string{`vipstack_bgp_session_up{peer="198.18.1.1",peer_asn="64500"} 1`, `vipstack_bgp_vip_announced{role="pool",vip="198.19.1.2"} 1`,
+			"vipstack_ipfailover_vips_held 2"} {
+			if err != nil || !strings.Contains(metrics, w) {
+				t.Errorf("node 1's metrics lack %s (%v):\n%s", w, err, metrics)
+			}
+		}
 		out, err := routedlab.Exec(l.Nodes[0], bin, "status", "--addr", ipfStatusAddr)
 		if err != nil || !strings.Contains(out, "ipfailover pool: running, 2 VIPs announced by BGP on eth0 from 198.18.1.10") ||
 			!strings.Contains(out, "peer 198.18.1.1 AS 64500 (eBGP): established, 2 routes sent, BFD up") || !strings.Contains(out, "route 198.19.1.2/32 (pool): announced: eligible: chk_pool ok") {
