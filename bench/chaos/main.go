@@ -38,7 +38,12 @@
 // VRRPv2 IPv4 group (1 s) and two VRRPv3 groups (IPv4 and IPv6) at
 // -advert, with the faults a keepalived node meets (chaos.MixedWeights:
 // kill -9, stall, cut, ifdown, loss, delay, reload) and kill -9 of
-// vipstack's supervised engine.
+// vipstack's supervised engine. With -mixed -frr, FRR 8.4's vrrpd (with
+// its zebra) runs on every third node (keepalived, vipstack, FRR in turn)
+// in the same three groups, and meets kill -9 of both daemons and a start
+// again, stalls, cuts, ifdown, loss and reloads (`vtysh -f` of its
+// rewritten vrrpd.conf); an FRR node holds a VIP while the VIP's macvlan
+// is up with a carrier.
 //
 // It exits 1 on any violation or failed injection, 2 on bad flags. The seed
 // is printed; -seed N replays the same schedule.
@@ -52,6 +57,7 @@
 //	sudo go run ./bench/chaos -seed 7 -faults 40 -v
 //	sudo go run ./bench/chaos -k8s -faults 500 -seed 7
 //	sudo go run ./bench/chaos -mixed -faults 500 -seed 7
+//	sudo go run ./bench/chaos -mixed -frr -faults 100 -seed 7
 package main
 
 import "os"

@@ -44,7 +44,7 @@ var mixedInstances = []mixedInstance{
 }
 
 // mixedNode is one node of a mixed cluster: keepalived 2.2.7 or `vipstack
-// vrrp` on the same keepalived.conf.
+// vrrp` on the same keepalived.conf, or FRR's vrrpd (with -frr).
 type mixedNode struct {
 	name string
 	impl peers.Impl
@@ -54,6 +54,7 @@ type mixedNode struct {
 	nl   *netlink.Handle
 
 	mu     sync.Mutex
+	frr    *peers.FRRNode // FRR's zebra and vrrpd (impl FRR; proc stays nil)
 	proc   *peers.Node
 	past   []string // the logs of the processes before proc (killed, started again)
 	engine int      // the cached engine PID (keepalived's VRRP child, vipstack's supervised engine)
@@ -77,8 +78,17 @@ func startMixed(ctx context.Context, o options, out io.Writer) (_ mode, cfg chao
 	if _, err := exec.LookPath("keepalived"); err != nil {
 		return nil, cfg, nil, false, fmt.Errorf("-mixed needs keepalived 2.2.7 (Debian package keepalived): %w", err)
 	}
-	fmt.Fprintf(out, "vipstack chaos (mixed): seed %d, %d faults, %d nodes (keepalived 2.2.7 and vipstack alternating), VRRPv2 IPv4 at 1s, VRRPv3 IPv4 and IPv6 at %v\n",
-		o.Seed, o.Faults, o.Nodes, o.Advert)
+	if o.FRR {
+		if _, err := os.Stat(filepath.Join(peers.FRRDir, "vrrpd")); err != nil {
+			return nil, cfg, nil, false, fmt.Errorf("-frr needs FRR 8.4's vrrpd (Debian package frr): %w", err)
+		}
+	}
+	impls := "keepalived 2.2.7 and vipstack alternating"
+	if o.FRR {
+		impls = "keepalived 2.2.7, vipstack and FRR vrrpd in turn"
+	}
+	fmt.Fprintf(out, "vipstack chaos (mixed): seed %d, %d faults, %d nodes (%s), VRRPv2 IPv4 at 1s, VRRPv3 IPv4 and IPv6 at %v\n",
+		o.Seed, o.Faults, o.Nodes, impls, o.Advert)
 	topo, err := testnet.Build(testnet.Options{Hosts: o.Nodes, Prefix: o.Prefix})
 	if err != nil {
 		return nil, cfg, nil, false, err
@@ -93,16 +103,20 @@ func startMixed(ctx context.Context, o options, out io.Writer) (_ mode, cfg chao
 	if m.work, err = os.MkdirTemp("", "vipstack-chaos-mixed-"); err != nil {
 		return nil, cfg, nil, false, err
 	}
+	if o.FRR {
+		// FRR's daemons drop to user frr, who must enter the directories
+		// above their own.
+		if err := os.Chmod(m.work, 0o755); err != nil {
+			return nil, cfg, nil, false, err
+		}
+	}
 	var vips []netip.Addr
 	for _, in := range mixedInstances {
 		vips = append(vips, in.vip.Addr())
 	}
 	var plans []chaos.NodePlan
 	for i, h := range topo.Hosts {
-		impl := peers.Keepalived
-		if i%2 == 1 {
-			impl = peers.Vipstack
-		}
+		impl := mixedImpl(i, o.FRR)
 		n := &mixedNode{name: fmt.Sprintf("%s-%d", impl, i+1), impl: impl, host: h, dir: filepath.Join(m.work, fmt.Sprintf("n%d", i+1))}
 		m.nodes = append(m.nodes, n)
 		if n.nsh, err = netns.GetFromName(h.Name); err != nil {
@@ -129,11 +143,12 @@ func startMixed(ctx context.Context, o options, out io.Writer) (_ mode, cfg chao
 	}
 	// keepalived, taking over, advertises before it adds the VIP (RFC
 	// 5798's order): a handover to it may leave the VIP on no node for a
-	// few milliseconds. A handover to vipstack may not (holdFirst).
+	// few milliseconds. A handover to vipstack or FRR may not
+	// (advertsFirst).
 	cfg.HandoverGap = 100 * time.Millisecond
 	cfg.AdvertFirst = make([]bool, len(m.nodes))
 	for i, n := range m.nodes {
-		cfg.AdvertFirst[i] = n.impl == peers.Keepalived
+		cfg.AdvertFirst[i] = advertsFirst(n.impl)
 	}
 	// keepalived sweeps nothing when it starts again after kill -9: the
 	// VIPs it held stay until it becomes master or a backup again, which
@@ -167,9 +182,28 @@ func startMixed(ctx context.Context, o options, out io.Writer) (_ mode, cfg chao
 	}, "the mixed cluster did not settle within 90 s: a VIP without exactly one holder"); err != nil {
 		return nil, cfg, nil, false, err
 	}
-	fmt.Fprintf(out, "cluster settled after %.1f s\n", time.Since(began).Seconds())
+	fmt.Fprintf(out, "cluster settled after %.1f s:%s\n", time.Since(began).Seconds(), m.holders())
 	ok = true
 	return m, cfg, roles, m.netem, nil
+}
+
+// holders names each group's holder now (" VI_4v2 on keepalived-1, ...").
+func (m *mixedMode) holders() string {
+	s, err := m.sample()
+	if err != nil {
+		return " " + err.Error()
+	}
+	var parts []string
+	for _, in := range mixedInstances {
+		var on []string
+		for i, ns := range s {
+			if slices.Contains(ns.Holds, in.vip.Addr()) {
+				on = append(on, m.nodes[i].name)
+			}
+		}
+		parts = append(parts, fmt.Sprintf(" %s on %s", in.name, strings.Join(on, "+")))
+	}
+	return strings.Join(parts, ",")
 }
 
 // priority spreads the groups' masters: node i has the highest priority
@@ -202,8 +236,12 @@ func (m *mixedMode) conf(n *mixedNode) string {
 	return fmt.Sprintf("# reload %d\n%s", n.reload, keepalived.Format(cfg))
 }
 
-// start runs the node's implementation on its current keepalived.conf.
+// start runs the node's implementation on its current keepalived.conf
+// (FRR: vrrpd.conf).
 func (m *mixedMode) start(n *mixedNode) error {
+	if n.impl == peers.FRR {
+		return m.startFRR(n)
+	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.proc != nil && n.proc.Alive() {
@@ -237,21 +275,37 @@ func (m *mixedMode) running(n *mixedNode) *peers.Node {
 }
 
 func (m *mixedMode) name() string {
-	var ka, vs []string
+	count := map[peers.Impl]int{}
 	for _, n := range m.nodes {
-		if n.impl == peers.Keepalived {
-			ka = append(ka, n.name)
-		} else {
-			vs = append(vs, n.name)
-		}
+		count[n.impl]++
 	}
-	return fmt.Sprintf("mixed: keepalived 2.2.7 on %d nodes, `vipstack vrrp` on %d, in VRRPv2 IPv4 (1 s), VRRPv3 IPv4 and IPv6 groups", len(ka), len(vs))
+	frr := ""
+	if count[peers.FRR] > 0 {
+		frr = fmt.Sprintf(", FRR 8.4 vrrpd on %d", count[peers.FRR])
+	}
+	return fmt.Sprintf("mixed: keepalived 2.2.7 on %d nodes, `vipstack vrrp` on %d%s, in VRRPv2 IPv4 (1 s), VRRPv3 IPv4 and IPv6 groups",
+		count[peers.Keepalived], count[peers.Vipstack], frr)
+}
+
+// alive reports whether node n's implementation runs (FRR: zebra and
+// vrrpd both).
+func (m *mixedMode) alive(n *mixedNode) bool {
+	if n.impl == peers.FRR {
+		n.mu.Lock()
+		f := n.frr
+		n.mu.Unlock()
+		return f != nil && f.Running()
+	}
+	return m.running(n) != nil
 }
 
 // free: every fault a keepalived node meets (kill, stall, cut, ifdown,
 // loss, reload); kill -9 of the supervised engine only on vipstack nodes.
 func (m *mixedMode) free(i int, k chaos.Kind) bool {
 	n := m.nodes[i]
+	if n.impl == peers.FRR {
+		return k != chaos.KillEngine && m.alive(n)
+	}
 	p := m.running(n)
 	if p == nil {
 		return false
@@ -273,6 +327,11 @@ func (m *mixedMode) fault(ctx context.Context, f chaos.Fault, i int) (begin, end
 		return nil, nil, fmt.Errorf("%s: not a fault of a mixed cluster", f.Kind)
 	}
 	n := m.nodes[i]
+	if n.impl == peers.FRR {
+		if begin, end, ok := m.frrFault(f, n); ok {
+			return begin, end, nil
+		}
+	}
 	h := n.host
 	switch f.Kind {
 	case chaos.KillEngine:
@@ -330,10 +389,15 @@ func (m *mixedMode) fault(ctx context.Context, f chaos.Fault, i int) (begin, end
 }
 
 // reloadAll rewrites every node's keepalived.conf (a new comment) and
-// sends SIGHUP to each running one, as an operator's reload does.
+// sends SIGHUP to each running one, as an operator's reload does (FRR:
+// reloadFRR).
 func (m *mixedMode) reloadAll() error {
 	var errs []error
 	for _, n := range m.nodes {
+		if n.impl == peers.FRR {
+			errs = append(errs, m.reloadFRR(n))
+			continue
+		}
 		n.mu.Lock()
 		n.reload++
 		text := m.conf(n)
@@ -359,6 +423,21 @@ func (m *mixedMode) sample() ([]chaos.NodeSample, error) {
 	out := make([]chaos.NodeSample, len(m.nodes))
 	for i, n := range m.nodes {
 		ns := &out[i]
+		if n.impl == peers.FRR {
+			n.mu.Lock()
+			f := n.frr
+			n.mu.Unlock()
+			if f == nil {
+				continue
+			}
+			var err error
+			if ns.Holds, err = m.sampleFRR(n, f); err != nil {
+				return nil, err
+			}
+			ns.Agent = f.Running()
+			ns.Engine = ns.Agent // no supervisor: vrrpd is the engine
+			continue
+		}
 		lk, err := n.nl.LinkByName(n.host.Link)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", n.name, err)
@@ -402,7 +481,7 @@ func (m *mixedMode) names() map[netip.Addr]string {
 func (m *mixedMode) check() []string {
 	var out []string
 	for _, n := range m.nodes {
-		if m.running(n) == nil {
+		if !m.alive(n) {
 			out = append(out, n.name+" does not run at the end of the run (it exited on its own)")
 		}
 	}
@@ -424,6 +503,9 @@ func (m *mixedMode) keepLogs() (string, error) {
 		if n.proc != nil {
 			logs = append(logs, n.proc.Log())
 		}
+		if n.frr != nil {
+			logs = append(logs, n.frr.Log())
+		}
 		n.mu.Unlock()
 		text := strings.Join(logs, "---- started again\n")
 		if err := os.WriteFile(filepath.Join(dir, n.name+".log"), []byte(text), 0o644); err != nil {
@@ -438,6 +520,10 @@ func (m *mixedMode) close() {
 		if p := m.running(n); p != nil {
 			_ = p.SignalGroup(syscall.SIGCONT)
 			_ = p.Kill()
+		}
+		if n.frr != nil && n.frr.Running() {
+			_ = n.frr.SignalAll(syscall.SIGCONT)
+			_ = n.frr.Kill()
 		}
 		if n.nl != nil {
 			n.nl.Close()

@@ -27,6 +27,9 @@ type options struct {
 	// groups (VRRPv2 IPv4, VRRPv3 IPv4 and IPv6) instead of `vipstack
 	// node`.
 	Mixed bool
+	// FRR, with Mixed, puts FRR 8.4's vrrpd on every third node
+	// (keepalived, vipstack, FRR in turn), in the same groups.
+	FRR bool
 	// Services is how many LoadBalancer Services (VIPs) in Kubernetes mode.
 	Services int
 	// Log receives the lab's progress lines (Kubernetes mode); nil: none.

@@ -29,6 +29,9 @@ func printReport(w io.Writer, o options, cfg chaos.Config, res result, elapsed t
 	}
 	if o.Mixed {
 		k8s = " -mixed"
+		if o.FRR {
+			k8s += " -frr"
+		}
 	}
 	p("\n== vipstack chaos report, %s (seed %d; reproduce: sudo go run ./bench/chaos%s -seed %d -faults %d -nodes %d -advert %v)\n",
 		res.Mode, o.Seed, k8s, o.Seed, o.Faults, o.Nodes, o.Advert)

@@ -42,8 +42,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&o.K8s, "k8s", false, "drive Kubernetes agents (a real kube-apiserver, the controller, one agent per node) instead of `vipstack node`")
 	fs.StringVar(&o.Prefix, "prefix", "", "network namespace name prefix (default vx; ck with -k8s, vm with -mixed)")
 	fs.BoolVar(&o.Mixed, "mixed", false, "drive keepalived 2.2.7 and vipstack nodes in the same VRRP groups (VRRPv2 IPv4, VRRPv3 IPv4 and IPv6): a migration's midpoint")
+	fs.BoolVar(&o.FRR, "frr", false, "with -mixed: FRR 8.4's vrrpd on every third node (keepalived, vipstack, FRR in turn) in the same groups")
 	fs.IntVar(&o.Services, "services", 6, "with -k8s: LoadBalancer Services, one VIP each (1..40)")
-	markdown := fs.String("markdown", "", "write the results into the chaos block (chaos-k8s with -k8s, chaos-mixed with -mixed) of this Markdown `file` (docs/benchmarks.md)")
+	markdown := fs.String("markdown", "", "write the results into the chaos block (chaos-k8s with -k8s, chaos-mixed with -mixed, chaos-mixed-frr with -mixed -frr) of this Markdown `file` (docs/benchmarks.md)")
 	kinds := fs.String("kinds", "", "only these fault kinds, with weights: e.g. \"cut=1,stall=2\" (default: every kind, see internal/chaos DefaultWeights)")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -55,6 +56,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch {
 	case o.K8s && o.Mixed:
 		fmt.Fprintf(stderr, "chaos: -k8s and -mixed: want one of them\n")
+		return 2
+	case o.FRR && !o.Mixed:
+		fmt.Fprintf(stderr, "chaos: -frr adds FRR nodes to a mixed cluster: want -mixed with it\n")
 		return 2
 	case o.Faults < 1 || o.Faults > 100000:
 		fmt.Fprintf(stderr, "chaos: -faults %d: want 1..100000\n", o.Faults)
@@ -133,6 +137,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		switch {
 		case o.K8s:
 			block = "chaos-k8s"
+		case o.Mixed && o.FRR:
+			block = "chaos-mixed-frr"
 		case o.Mixed:
 			block = "chaos-mixed"
 		}

@@ -658,6 +658,10 @@ func (p *parser) httpRequest(l line, hp *lbconfig.HTTPProxy) {
 			bad("[deny_status CODE]")
 			return
 		}
+	case "use-service":
+		if !p.useServiceArgs(l, &r, args) {
+			return
+		}
 	case "redirect":
 		rr, ok := p.redirect(l, l.words[2:])
 		if !ok {

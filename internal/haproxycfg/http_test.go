@@ -160,8 +160,8 @@ func TestParseHTTPErrors(t *testing.T) {
 			want: `h.cfg:9: acl flag -f is not supported by vipstack (accepted: -i, -m METHOD, --)`,
 		},
 		{
-			name: "unsupported action", lines: "  http-request use-service prometheus-exporter if { path /metrics }\n",
-			want:    `h.cfg:9: http-request use-service is not supported by vipstack (accepted: ` + lbconfig.HTTPActions + `)`,
+			name: "unsupported action", lines: "  http-request set-log-level silent if { path /metrics }\n",
+			want:    `h.cfg:9: http-request set-log-level is not supported by vipstack (accepted: ` + lbconfig.HTTPActions + `)`,
 			haproxy: haproxyAccepts,
 		},
 		{

@@ -233,6 +233,9 @@ type listen struct {
 	logFormat   string               // its own log-format or option tcplog
 	formatLine  int
 	forwardLine int // first line that makes it forward (server, balance, ...), 0 if none
+	// serviceLines are its `http-request use-service` lines (rules of
+	// p.hs.fe, or a stats page's exporter).
+	serviceLines []line
 
 	timeouts lbconfig.Timeouts // its own timeout lines (timeouts.go)
 	maxconn  int               // its own maxconn, 0 if none
@@ -507,6 +510,9 @@ func (p *parser) endListen() {
 	ls := p.ls
 	l := line{num: p.secLine}
 	monitor, stats := ls.monitorLine != 0, ls.statsLine != 0
+	if len(ls.serviceLines) > 0 && !p.serviceListen(monitor, stats) {
+		return
+	}
 	if ls.forwardLine != 0 {
 		p.endForwardingListen(monitor || stats)
 		return
@@ -536,9 +542,6 @@ func (p *parser) endListen() {
 	case p.broken && (!monitor && !stats || ls.mode == ""):
 		// A line the lexer rejected may have been the monitor-uri,
 		// stats or mode that looks missing: its error is enough.
-	case ls.stats.Prometheus != nil && !stats:
-		p.errorf(l, "listen", "%s serves use-service prometheus-exporter without a stats page: vipstack serves the exporter "+
-			"from a stats listen only (accepted: the use-service line beside stats enable, stats uri, ...)", p.key)
 	case !monitor && !stats:
 		p.errorf(l, "listen", "%s is neither a monitor (monitor-uri) nor a stats page (stats enable, stats uri, ...) "+
 			"nor forwards (server lines): vipstack supports no other listen section", p.key)
@@ -1129,14 +1132,19 @@ func (p *parser) listen(l line) {
 	ls := p.ls
 	kw := keyword(l.words)
 	if kw == "http-request" && len(l.words) > 1 && l.words[1] == "use-service" {
-		p.useService(l)
+		// An http-request rule of the section (in its place among the
+		// others), or, in a stats listen, its page's exporter: which
+		// one is known at the section's end (endListen).
+		n := len(p.hs.fe.Rules)
+		p.httpRequest(l, &p.hs.fe.HTTPProxy)
+		if len(p.hs.fe.Rules) > n {
+			ls.serviceLines = append(ls.serviceLines, l)
+		}
 		return
 	}
 	if slices.Contains(strings.Split(listenBackendKeywords, "|"), kw) {
 		if ls.forwardLine == 0 {
-			ls.forwardLine = l.num
-			p.be = &lbconfig.Backend{Name: ls.name, DontLogNull: p.dontLogNull, RedispatchOnRetry: p.redispatch, Balance: p.defBalance, LogHealthChecks: p.logHealthChecks}
-			p.inheritHTTPCheck()
+			p.listenForwards(l)
 		}
 		p.backend(l)
 		return

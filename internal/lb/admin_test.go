@@ -137,8 +137,8 @@ func servedBy(s string) map[rune]bool {
 // TestMaintPausesCheck: in maint a server's health check stops (its
 // stats show no check status, as haproxy's MAINT line); leaving maint the
 // server is UP at once, on the edge of UP ("UP 1/2" with fall 2, as
-// haproxy shows it), and its check runs again: one failed check more and
-// it goes DOWN.
+// haproxy shows it), and its check runs again at once: one failed check
+// and it goes DOWN.
 func TestMaintPausesCheck(t *testing.T) {
 	a := startBackend(t, "a")
 	clk := fakeClock()
@@ -169,23 +169,31 @@ func TestMaintPausesCheck(t *testing.T) {
 		t.Fatalf("checks ran in maint: %d, want %d", got, before)
 	}
 
-	a.stop() // a dies while in maintenance
+	// Leaving maint, a is UP at once (a runs: its check agrees).
 	if err := l.SetServerAdmin("be", "a", stats.AdminReady); err != nil {
 		t.Fatal(err)
 	}
 	if st := l.serverStats(t, "be", "a"); !st.Up {
 		t.Fatalf("a right after leaving maint: %+v, want UP at once", st)
 	}
-	// Its restarted check probes the dead server: one failure takes it
-	// from the edge of UP ("UP 1/2") down with fall 2 after the second.
-	eventually(t, "a's checker to probe again", func() bool {
-		st := l.serverStats(t, "be", "a")
-		return st.CheckStatus == "L4CON"
-	})
-	clk.Advance(time.Second)
+	// a dies in maint. Leaving maint puts it on the edge of UP ("UP 1/2"
+	// with fall 2): its check runs again at once, and the first failure
+	// takes it DOWN.
+	if err := l.SetServerAdmin("be", "a", stats.AdminMaint); err != nil {
+		t.Fatal(err)
+	}
+	a.stop()
+	failed := l.serverStats(t, "be", "a").CheckResults["L4CON"]
+	if err := l.SetServerAdmin("be", "a", stats.AdminReady); err != nil {
+		t.Fatal(err)
+	}
 	eventually(t, "a to go DOWN", func() bool { return !l.serverStats(t, "be", "a").Up })
-	if st := l.serverStats(t, "be", "a"); st.Downs != 2 {
-		t.Errorf("a's downs after maint and a real failure: %d, want 2", st.Downs)
+	st = l.serverStats(t, "be", "a")
+	if n := st.CheckResults["L4CON"] - failed; n != 1 {
+		t.Errorf("a went DOWN after %d failed checks, want 1 (leaving maint puts it on the edge of UP)", n)
+	}
+	if st.Downs != 3 {
+		t.Errorf("a's downs after two maints and a real failure: %d, want 3", st.Downs)
 	}
 }
 

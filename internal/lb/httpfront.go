@@ -99,7 +99,9 @@ func (l *LB) proxyConfig(cfg *lbconfig.Config, fe *lbconfig.Frontend, to *loggin
 			site(lbconfig.BackendKey(name), b.HTTP.Stats)
 		}
 	}
-	pc := httpproxy.Config{Frontend: *fe, Backends: bs, Timeouts: cfg.Timeouts, Retries: cfg.Retries, Stats: st, Log: l.httpLogger(fe, to)}
+	prom := &web.Site{Core: webCore{l}, Clock: l.clk, Version: l.opts.Version}
+	pc := httpproxy.Config{Frontend: *fe, Backends: bs, Timeouts: cfg.Timeouts, Retries: cfg.Retries, Stats: st, Log: l.httpLogger(fe, to),
+		Prometheus: prom.ServePrometheus}
 	if fe.HTTP != nil && fe.HTTP.TCPMode && fe.HTTP.LogFormat == "" && to != nil && len(*to) > 0 {
 		pc.Accepted = func(client, local netip.AddrPort) {
 			var buf [160]byte

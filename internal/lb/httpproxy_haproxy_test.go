@@ -402,12 +402,13 @@ func TestHTTPContinueAndH2(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var a arrived
-		json.NewDecoder(resp.Body).Decode(&a)
+		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		c.Close()
+		var a arrived
+		json.Unmarshal(body, &a)
 		if a.Server != "api" || a.Body != "hello" {
-			t.Errorf("%s: after 100-continue: %+v", p.name, a)
+			t.Errorf("%s: after 100-continue: %s %q (arrived %+v)", p.name, resp.Status, body, a)
 		}
 
 		tr := &http.Transport{Protocols: new(http.Protocols)}

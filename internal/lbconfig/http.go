@@ -209,10 +209,13 @@ type UseBackend struct {
 type HTTPRule struct {
 	// Action: set-header, add-header, del-header, set-path, deny,
 	// allow, redirect, set-var, replace-header, replace-value,
-	// replace-path, replace-uri; of http-response rules also
-	// set-status.
+	// replace-path, replace-uri, use-service; of http-response rules
+	// also set-status.
 	Action string
-	Name   string // header name (set-, add-, del-, replace-header, replace-value); set-var's variable (txn.NAME)
+	// Name is the header name (set-, add-, del-, replace-header,
+	// replace-value), set-var's variable (txn.NAME), or use-service's
+	// service (one of HTTPServices).
+	Name string
 	// Value is the header value or path, a haproxy log-format (see
 	// HTTPValueVars); set-var's sample expression (VarFetches); a
 	// replace- rule's replacement, where \N is the match's group N.
@@ -268,7 +271,17 @@ type ACLTest struct {
 }
 
 // HTTPActions are the http-request actions vipstack carries out.
-const HTTPActions = "add-header, allow, del-header, deny, redirect, replace-header, replace-path, replace-uri, replace-value, set-header, set-path, set-var(txn.NAME|req.NAME)"
+const HTTPActions = "add-header, allow, del-header, deny, redirect, replace-header, replace-path, replace-uri, replace-value, set-header, set-path, set-var(txn.NAME|req.NAME), use-service prometheus-exporter"
+
+// PrometheusExporter is the service of haproxy's built-in Prometheus
+// exporter: `http-request use-service prometheus-exporter [if|unless
+// COND]` answers the requests its condition selects (every request
+// without one) with the figures in haproxy 2.6's exporter's format, as a
+// stats listen's Stats.Prometheus does, and ends the section's rules.
+const PrometheusExporter = "prometheus-exporter"
+
+// HTTPServices are the services `http-request use-service` may name.
+var HTTPServices = []string{PrometheusExporter}
 
 // HTTPResponseActions are the http-response actions vipstack carries out.
 const HTTPResponseActions = "add-header, del-header, replace-header, replace-value, set-header, set-status"
@@ -537,6 +550,9 @@ func (v *validator) httpProxy(key string, h *HTTPProxy) {
 			v.cond(key, r.Action, h, r.Cond)
 			if err := CompileRule(r); err != nil {
 				v.fail(r.At, key, kw, "%s %s: %v", kw, r.Action, err)
+			}
+			if r.Action == "use-service" && (n != 0 || !slices.Contains(HTTPServices, r.Name)) {
+				v.fail(r.At, key, kw, "%s use-service %q is not supported by vipstack (accepted: http-request use-service %s)", kw, r.Name, strings.Join(HTTPServices, ", "))
 			}
 			if r.Action == "set-var" {
 				if err := CheckVarName(r.Name); err != nil {

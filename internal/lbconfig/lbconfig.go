@@ -486,7 +486,9 @@ type Stats struct {
 	MaxConn int
 	// Prometheus is `http-request use-service prometheus-exporter`:
 	// matching requests get the figures in haproxy's exporter's format
-	// (before the stats page); nil: none.
+	// (before the stats page); nil: none. (In an HTTP frontend or
+	// backend the exporter is an HTTPRule with Action "use-service",
+	// under any condition.)
 	Prometheus *PrometheusService
 }
 

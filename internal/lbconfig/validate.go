@@ -418,7 +418,9 @@ func (v *validator) backend(b *Backend) {
 	}
 	v.httpCheck(key, &b.Check)
 	v.httpBackend(b)
-	if len(b.Servers) == 0 {
+	if len(b.Servers) == 0 && b.HTTP == nil {
+		// (A mode http one answers 503, as haproxy's does without a
+		// word: a listen serving only use-service is one.)
 		v.warn(v.pos(key), key, "has no server: its frontends close every connection")
 	}
 	names := map[string]bool{}

@@ -7,7 +7,9 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -87,11 +89,14 @@ func VMAC(family, vrid int) string {
 
 // FRRNode is a running vrrpd with its zebra on one host.
 type FRRNode struct {
-	Host *testnet.Host
-	Conf FRRConf
-	Dir  string // config files, sockets, pid files
+	Host  *testnet.Host
+	Conf  FRRConf   // the first virtual router (Status, Configure)
+	Confs []FRRConf // every virtual router, Conf first
+	Dir   string    // config files, sockets, pid files
 
+	mu           sync.Mutex // guards zebra, vrrpd and past: Restart replaces them
 	zebra, vrrpd *Node
+	past         string // the logs of the daemons before a Restart
 }
 
 // StartFRR sets up what FRR's vrrpd needs on h and runs zebra and vrrpd
@@ -101,7 +106,13 @@ type FRRNode struct {
 // virtual addresses, as FRR's documentation asks of the operator; and
 // arp_ignore 1 on c.Interface, so only the master answers ARP for them.
 func StartFRR(h *testnet.Host, c FRRConf, dir string) (*FRRNode, error) {
-	text, err := c.Render()
+	return StartFRRRouters(h, []FRRConf{c}, dir)
+}
+
+// StartFRRRouters is StartFRR for several virtual routers (distinct
+// VRIDs, one interface) in one vrrpd.
+func StartFRRRouters(h *testnet.Host, cs []FRRConf, dir string) (*FRRNode, error) {
+	text, err := RenderFRRRouters(cs)
 	if err != nil {
 		return nil, err
 	}
@@ -117,51 +128,186 @@ func StartFRR(h *testnet.Host, c FRRConf, dir string) (*FRRNode, error) {
 	if err := os.Chmod(dir, 0o777); err != nil {
 		return nil, err
 	}
-	if err := setupMacvlans(h, c); err != nil {
-		return nil, err
+	for _, c := range cs {
+		if err := setupMacvlans(h, c); err != nil {
+			return nil, err
+		}
 	}
 	// vrrpd keeps the addresses on the macvlan and sets it protodown while
 	// not master, but with arp_ignore 0 the parent answers ARP for them
 	// with its own MAC in every state: a backup answering for the VIP.
-	if _, err := h.Run("sysctl", "-qw", "net.ipv4.conf."+c.iface()+".arp_ignore=1"); err != nil {
+	if _, err := h.Run("sysctl", "-qw", "net.ipv4.conf."+cs[0].iface()+".arp_ignore=1"); err != nil {
 		return nil, err
 	}
-	conf := filepath.Join(dir, "vrrpd.conf")
-	if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "vrrpd.conf"), []byte(text), 0o644); err != nil {
 		return nil, err
 	}
-	zconf := filepath.Join(dir, "zebra.conf")
-	if err := os.WriteFile(zconf, []byte("!\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "zebra.conf"), []byte("log timestamp precision 3\n!\n"), 0o644); err != nil {
 		return nil, err
 	}
-	n := &FRRNode{Host: h, Conf: c, Dir: dir}
+	n := &FRRNode{Host: h, Conf: cs[0], Confs: slices.Clone(cs), Dir: dir}
+	if err := n.startDaemons(); err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+// RenderFRRRouters renders several virtual routers of one interface for
+// one vrrpd, or an error naming what FRR would refuse.
+func RenderFRRRouters(cs []FRRConf) (string, error) {
+	if len(cs) == 0 {
+		return "", errors.New("peers: FRR without virtual routers")
+	}
+	var b strings.Builder
+	b.WriteString("log timestamp precision 3\n") // timelines need milliseconds
+	seen := map[int]bool{}
+	for _, c := range cs {
+		if c.iface() != cs[0].iface() {
+			return "", fmt.Errorf("peers: FRR virtual router %d on %s, the first on %s: want one interface", c.VRID, c.iface(), cs[0].iface())
+		}
+		if seen[c.VRID] {
+			return "", fmt.Errorf("peers: FRR VRID %d twice: want distinct VRIDs", c.VRID)
+		}
+		seen[c.VRID] = true
+		text, err := c.Render()
+		if err != nil {
+			return "", err
+		}
+		b.WriteString(text)
+	}
+	return b.String(), nil
+}
+
+// startDaemons runs zebra, then vrrpd once zebra's socket exists, on the
+// files in n.Dir; sockets a killed pair left are removed first.
+func (n *FRRNode) startDaemons() error {
+	h, dir := n.Host, n.Dir
 	sock := filepath.Join(dir, "zserv.api")
-	common := func(daemon, cfg string) []string {
-		return []string{"-f", cfg, "-z", sock, "--vty_socket", dir, "-i", filepath.Join(dir, daemon+".pid"),
+	for _, f := range []string{sock, filepath.Join(dir, "zebra.vty"), filepath.Join(dir, "vrrpd.vty")} {
+		if err := os.Remove(f); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	common := func(daemon string) []string {
+		return []string{"-f", filepath.Join(dir, daemon+".conf"), "-z", sock, "--vty_socket", dir, "-i", filepath.Join(dir, daemon+".pid"),
 			"-u", "frr", "-g", "frr", "-P", "0", "--log", "stdout", "--log-level", "debug"}
 	}
-	n.zebra, err = StartCmd(h, h.Command(filepath.Join(FRRDir, "zebra"), common("zebra", zconf)...))
+	zebra, err := StartCmd(h, h.Command(filepath.Join(FRRDir, "zebra"), common("zebra")...))
 	if err != nil {
-		return nil, err
+		return err
 	}
-	n.zebra.Impl = FRR
+	zebra.Impl = FRR
+	n.mu.Lock()
+	if n.zebra != nil {
+		n.past = n.logLocked() + "---- started again\n"
+	}
+	n.zebra, n.vrrpd = zebra, nil
+	n.mu.Unlock()
 	if err := waitFile(sock, 10*time.Second); err != nil {
-		_ = n.zebra.Kill()
-		return nil, fmt.Errorf("zebra on %s: %w\n%s", h.Name, err, n.zebra.Log())
+		_ = zebra.Kill()
+		return fmt.Errorf("zebra on %s: %w\n%s", h.Name, err, zebra.Log())
 	}
-	n.vrrpd, err = StartCmd(h, h.Command(filepath.Join(FRRDir, "vrrpd"), common("vrrpd", conf)...))
+	vrrpd, err := StartCmd(h, h.Command(filepath.Join(FRRDir, "vrrpd"), common("vrrpd")...))
 	if err != nil {
-		_ = n.zebra.Kill()
-		return nil, err
+		_ = zebra.Kill()
+		return err
 	}
-	n.vrrpd.Impl = FRR
+	vrrpd.Impl = FRR
+	n.mu.Lock()
+	n.vrrpd = vrrpd
+	n.mu.Unlock()
 	// vtysh fails ("failed to connect to any daemons") until vrrpd has
 	// read its configuration and opened its vty socket.
 	if err := waitFile(filepath.Join(dir, "vrrpd.vty"), 10*time.Second); err != nil {
 		_ = n.Kill()
-		return nil, fmt.Errorf("vrrpd on %s: %w\n%s", h.Name, err, n.Log())
+		return fmt.Errorf("vrrpd on %s: %w\n%s", h.Name, err, n.Log())
 	}
-	return n, nil
+	return nil
+}
+
+// daemons returns the current zebra and vrrpd (vrrpd nil while a start
+// has not reached it).
+func (n *FRRNode) daemons() (zebra, vrrpd *Node) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.zebra, n.vrrpd
+}
+
+func alive(d *Node) bool { return d != nil && d.Alive() }
+
+// Restart runs zebra and vrrpd again after both ended (a crash): the
+// macvlans and their addresses stay as the crash left them, as they do on
+// a host whose FRR service is restarted.
+func (n *FRRNode) Restart() error {
+	if z, v := n.daemons(); alive(z) || alive(v) {
+		return fmt.Errorf("peers: FRR on %s: restart while zebra or vrrpd still runs", n.Host.Name)
+	}
+	return n.startDaemons()
+}
+
+// Running reports whether both zebra and vrrpd run.
+func (n *FRRNode) Running() bool {
+	z, v := n.daemons()
+	return alive(z) && alive(v)
+}
+
+// SignalAll sends sig to the process groups of vrrpd and zebra (a stall
+// of the machine stops both).
+func (n *FRRNode) SignalAll(sig syscall.Signal) error {
+	var errs []error
+	for _, d := range n.both() {
+		errs = append(errs, d.SignalGroup(sig))
+	}
+	return errors.Join(errs...)
+}
+
+// both lists the daemons started so far, vrrpd first.
+func (n *FRRNode) both() []*Node {
+	z, v := n.daemons()
+	var out []*Node
+	for _, d := range []*Node{v, z} {
+		if d != nil {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// Reload has vrrpd apply its configuration file again (`vtysh -f`), as
+// an operator's reload of an unchanged file does.
+func (n *FRRNode) Reload() error {
+	_, err := n.Host.Run("vtysh", "--vty_socket", n.Dir, "-d", "vrrpd", "-f", filepath.Join(n.Dir, "vrrpd.conf"))
+	return err
+}
+
+// FRRLink is the macvlan vrrpd uses for VRID in family 4 or 6.
+func FRRLink(family, vrid int) string { return fmt.Sprintf("vrrp%d-%d", family, vrid) }
+
+// Links lists the node's macvlans.
+func (n *FRRNode) Links() []string {
+	var out []string
+	for _, c := range n.Confs {
+		for _, fam := range c.families() {
+			out = append(out, FRRLink(fam, c.VRID))
+		}
+	}
+	return out
+}
+
+// families lists 4 and/or 6, as c.VIPs have them.
+func (c FRRConf) families() []int {
+	var out []int
+	for _, a := range c.VIPs {
+		fam := 6
+		if a.Is4() {
+			fam = 4
+		}
+		if !slices.Contains(out, fam) {
+			out = append(out, fam)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 func setupMacvlans(h *testnet.Host, c FRRConf) error {
@@ -174,7 +320,7 @@ func setupMacvlans(h *testnet.Host, c FRRConf) error {
 		}
 	}
 	for fam, addrs := range fams {
-		dev := fmt.Sprintf("vrrp%d-%d", fam, c.VRID)
+		dev := FRRLink(fam, c.VRID)
 		// iproute2 refuses addrgenmode in "link add" for a macvlan
 		// ("Address family not supported"), so it is set afterwards.
 		steps := [][]string{
@@ -264,7 +410,7 @@ func (n *FRRNode) Status(family int) (FRRStatus, error) {
 
 // Master reports whether vrrpd runs and is master for family.
 func (n *FRRNode) Master(family int) (bool, error) {
-	if !n.vrrpd.Alive() {
+	if _, v := n.daemons(); !alive(v) {
 		return false, nil
 	}
 	s, err := n.Status(family)
@@ -281,23 +427,45 @@ func (n *FRRNode) Configure(lines ...string) error {
 	return err
 }
 
-// Log returns what vrrpd and zebra printed.
+// Log returns what vrrpd and zebra printed, since the first start.
 func (n *FRRNode) Log() string {
-	return "--- vrrpd\n" + n.vrrpd.Log() + "--- zebra\n" + n.zebra.Log()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.logLocked()
+}
+
+func (n *FRRNode) logLocked() string {
+	text := n.past
+	for _, d := range []struct {
+		name string
+		n    *Node
+	}{{"vrrpd", n.vrrpd}, {"zebra", n.zebra}} {
+		if d.n != nil {
+			text += "--- " + d.name + "\n" + d.n.Log()
+		}
+	}
+	return text
 }
 
 // Alive reports whether vrrpd still runs.
-func (n *FRRNode) Alive() bool { return n.vrrpd.Alive() }
+func (n *FRRNode) Alive() bool {
+	_, v := n.daemons()
+	return alive(v)
+}
 
 // Kill crashes vrrpd and zebra (SIGKILL).
 func (n *FRRNode) Kill() error {
-	return errors.Join(n.vrrpd.Kill(), n.zebra.Kill())
+	var errs []error
+	for _, d := range n.both() {
+		errs = append(errs, d.Kill())
+	}
+	return errors.Join(errs...)
 }
 
 // Stop ends both daemons gracefully (SIGTERM), vrrpd first.
 func (n *FRRNode) Stop() error {
 	var errs []error
-	for _, d := range []*Node{n.vrrpd, n.zebra} {
+	for _, d := range n.both() {
 		if d.Alive() {
 			if err := d.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
 				errs = append(errs, err)

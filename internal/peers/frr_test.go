@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -104,5 +105,64 @@ func dryRun(t *testing.T, text string) {
 		if strings.Contains(string(out), bad) {
 			t.Errorf("vrrpd -C complains (%q):\n%s\ntext:\n%s", bad, out, text)
 		}
+	}
+}
+
+// TestFRRRouters renders several virtual routers for one vrrpd (the
+// mixed chaos cluster's FRR nodes) and has vrrpd -C read the text; the
+// macvlans follow each router's families. Routers on two interfaces, a
+// VRID twice or none at all are refused.
+func TestFRRRouters(t *testing.T) {
+	v4, v4b, v6 := netip.MustParseAddr("198.18.0.100"), netip.MustParseAddr("198.18.0.101"), netip.MustParseAddr("fd00:bb::100")
+	r := func(vrid, version int, vips ...netip.Addr) FRRConf {
+		iv := 100 * time.Millisecond
+		if version == 2 {
+			iv = time.Second
+		}
+		return FRRConf{Version: version, Interval: iv, VRID: vrid, Priority: 100, VIPs: vips}
+	}
+	tests := []struct {
+		name    string
+		confs   []FRRConf
+		want    []string // lines the text must hold
+		links   []string
+		wantErr string
+	}{
+		{name: "mixed cluster's three groups", confs: []FRRConf{r(51, 2, v4), r(52, 3, v4b), r(53, 3, v6)},
+			want: []string{"log timestamp precision 3", " vrrp 51 version 2", " vrrp 51 advertisement-interval 1000",
+				" vrrp 52 version 3", " vrrp 52 ip 198.18.0.101", " vrrp 53 ipv6 fd00:bb::100"},
+			links: []string{"vrrp4-51", "vrrp4-52", "vrrp6-53"}},
+		{name: "dual stack router", confs: []FRRConf{r(60, 3, v6, v4)}, want: []string{" vrrp 60 ip 198.18.0.100", " vrrp 60 ipv6 fd00:bb::100"},
+			links: []string{"vrrp4-60", "vrrp6-60"}},
+		{name: "none", wantErr: "without virtual routers"},
+		{name: "two interfaces", confs: []FRRConf{r(51, 3, v4), {Version: 3, Interval: time.Second, VRID: 52, Priority: 100, Interface: "eth1", VIPs: []netip.Addr{v4b}}},
+			wantErr: "want one interface"},
+		{name: "VRID twice", confs: []FRRConf{r(51, 3, v4), r(51, 3, v6)}, wantErr: "VRID 51 twice"},
+		{name: "bad router", confs: []FRRConf{r(51, 3, v4), r(52, 2, v6)}, wantErr: "IPv4 only"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			text, err := RenderFRRRouters(tt.confs)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("RenderFRRRouters() error %v, want one mentioning %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			lines := strings.Split(text, "\n")
+			for _, w := range tt.want {
+				if !contains(lines, w) {
+					t.Errorf("rendered text lacks %q:\n%s", w, text)
+				}
+			}
+			n := &FRRNode{Confs: tt.confs}
+			if got := n.Links(); !slices.Equal(got, tt.links) {
+				t.Errorf("Links() = %q, want %q", got, tt.links)
+			}
+			dryRun(t, text)
+		})
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -45,20 +46,36 @@ const (
 const thirdParty = "../../../../shared/thirdparty/"
 
 var (
-	bgpClientNet  = netip.MustParsePrefix("198.18.100.0/24")
-	bgpRouterSide = netip.MustParseAddr("198.18.100.1")
-	bgpClientAddr = netip.MustParseAddr("198.18.100.10")
+	bgpClientNet   = netip.MustParsePrefix("198.18.100.0/24")
+	bgpRouterSide  = netip.MustParseAddr("198.18.100.1")
+	bgpClientAddr  = netip.MustParseAddr("198.18.100.10")
+	bgpClientNet6  = netip.MustParsePrefix("fd00:64::/64")
+	bgpRouterSide6 = netip.MustParseAddr("fd00:64::1")
+	bgpClientAddr6 = netip.MustParseAddr("fd00:64::10")
 )
 
 // bgpLab is a k8slab lab whose client namespace is the router (FRR 8.4:
-// zebra and bgpd, peering with every node over the lab's bridge) and a
-// client namespace behind it, on its own subnet.
+// zebra, bfdd and bgpd, peering with every node over the lab's bridge)
+// and a client namespace behind it, on its own subnet.
 type bgpLab struct {
 	*k8slab.Lab
 	router *routedlab.Lab // Router is the lab's client namespace
 	frr    *routedlab.FRR
 	client string // the client namespace
 	nodeIP map[string]string
+	// nodeIP6 is each node's IPv6 address (dual-stack labs only).
+	nodeIP6 map[string]string
+}
+
+// bgpLabOptions say what a bgpLab has beyond IPv4 peering.
+type bgpLabOptions struct {
+	prefix string // namespace name prefix
+	// dualStack: a dual-stack API server, the Nodes' IPv6 InternalIPs,
+	// FRR peering with each node over IPv6 too (IPv6 unicast, ECMP), and
+	// the client's IPv6 subnet behind the router.
+	dualStack bool
+	// bfd: FRR runs BFD (profile fast, 100 ms x 3) with every neighbour.
+	bfd bool
 }
 
 func sysctlIn(t *testing.T, ns string, kv ...string) {
@@ -70,7 +87,7 @@ func sysctlIn(t *testing.T, ns string, kv ...string) {
 	}
 }
 
-func newBGPLab(t *testing.T) *bgpLab {
+func newBGPLab(t *testing.T, o bgpLabOptions) *bgpLab {
 	routedlab.RequireFRR(t)
 	bin, err := peers.BuildVipstack(t.TempDir())
 	if err != nil {
@@ -92,10 +109,11 @@ func newBGPLab(t *testing.T) *bgpLab {
 		k8stest.ApplyCRDs(t, admin, crds)
 		return admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "metallb-system"}})
 	}
-	l := k8slab.Start(ctx, t, k8slab.Options{Nodes: 3, Prefix: "vbk", Bin: bin, Advert: 200 * time.Millisecond, Client: true, Before: before,
+	l := k8slab.Start(ctx, t, k8slab.Options{Nodes: 3, Prefix: o.prefix, Bin: bin, Advert: 200 * time.Millisecond, Client: true, Before: before,
+		DualStack: o.dualStack,
 		// The lab's pool leaves the MetalLB pool's address (198.18.0.230) out.
 		Pool: "198.18.0.200-198.18.0.219"})
-	b := &bgpLab{Lab: l, nodeIP: map[string]string{}}
+	b := &bgpLab{Lab: l, nodeIP: map[string]string{}, nodeIP6: map[string]string{}}
 	t.Cleanup(func() {
 		if t.Failed() {
 			for _, n := range l.Nodes {
@@ -105,18 +123,21 @@ func newBGPLab(t *testing.T) *bgpLab {
 		}
 	})
 	rns := l.Topo.Client.Name
-	rip := l.Topo.Client.IPv4.Addr()
+	rip, rip6 := l.Topo.Client.IPv4.Addr(), l.Topo.Client.IPv6.Addr()
 	sysctlIn(t, rns, "net.ipv4.ip_forward=1", "net.ipv4.fib_multipath_hash_policy=1")
+	if o.dualStack {
+		sysctlIn(t, rns, "net.ipv6.conf.all.forwarding=1", "net.ipv6.fib_multipath_hash_policy=1")
+	}
 	var tag [3]byte
 	if _, err := rand.Read(tag[:]); err != nil {
 		t.Fatal(err)
 	}
-	b.client = "vbk" + hex.EncodeToString(tag[:]) + "-c"
+	b.client = o.prefix + hex.EncodeToString(tag[:]) + "-c"
 	if out, err := exec.Command("ip", "netns", "add", b.client).CombinedOutput(); err != nil {
 		t.Fatalf("netns add: %v: %s", err, out)
 	}
 	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", b.client).Run() })
-	for _, s := range [][]string{
+	steps := [][]string{
 		{rns, "link", "add", "c0", "type", "veth", "peer", "name", "eth0", "netns", b.client},
 		{rns, "addr", "add", bgpRouterSide.String() + "/24", "dev", "c0"},
 		{rns, "link", "set", "c0", "up"},
@@ -124,27 +145,64 @@ func newBGPLab(t *testing.T) *bgpLab {
 		{b.client, "addr", "add", bgpClientAddr.String() + "/24", "dev", "eth0"},
 		{b.client, "link", "set", "eth0", "up"},
 		{b.client, "route", "add", "default", "via", bgpRouterSide.String()},
-	} {
+	}
+	if o.dualStack {
+		steps = append(steps,
+			[]string{rns, "addr", "add", bgpRouterSide6.String() + "/64", "dev", "c0", "nodad"},
+			[]string{b.client, "addr", "add", bgpClientAddr6.String() + "/64", "dev", "eth0", "nodad"},
+			[]string{b.client, "-6", "route", "add", "default", "via", bgpRouterSide6.String()})
+	}
+	for _, s := range steps {
 		if err := routedlab.IPIn(s[0], s[1:]...); err != nil {
 			t.Fatal(err)
 		}
 	}
 	var conf strings.Builder
 	fmt.Fprintf(&conf, "router bgp %d\n bgp router-id %v\n no bgp ebgp-requires-policy\n", bgpRouterASN, rip)
+	neighbor := func(a, src string) {
+		// update-source: bgpd registers its BFD session with the source
+		// from the start (internal/bgp's lab says why).
+		fmt.Fprintf(&conf, " neighbor %s remote-as %d\n neighbor %s update-source %s\n neighbor %s timers 3 9\n neighbor %s timers connect 1\n", a, bgpNodeASN, a, src, a, a)
+		if o.bfd {
+			fmt.Fprintf(&conf, " neighbor %s bfd profile fast\n", a)
+		}
+	}
 	for _, n := range l.Nodes {
 		a := n.Host.IPv4.Addr().String()
 		b.nodeIP[n.Name] = a
-		fmt.Fprintf(&conf, " neighbor %s remote-as %d\n neighbor %s update-source %v\n neighbor %s timers 3 9\n neighbor %s timers connect 1\n", a, bgpNodeASN, a, rip, a, a)
+		neighbor(a, rip.String())
 		// The client's subnet is behind the router. The address is on
 		// lo, as kube-proxy makes a node accept its Services' addresses;
 		// the node's name server answers on it.
 		if err := routedlab.IPIn(n.Host.Name, "route", "add", bgpClientNet.String(), "via", rip.String()); err != nil {
 			t.Fatal(err)
 		}
+		if o.dualStack {
+			a6 := n.Host.IPv6.Addr().String()
+			b.nodeIP6[n.Name] = a6
+			neighbor(a6, rip6.String())
+			if err := routedlab.IPIn(n.Host.Name, "-6", "route", "add", bgpClientNet6.String(), "via", rip6.String()); err != nil {
+				t.Fatal(err)
+			}
+		}
 		nameServer(t, n.Host, n.Name)
 	}
-	conf.WriteString(" address-family ipv4 unicast\n  maximum-paths 8\n exit-address-family\n!\n")
-	dir, err := os.MkdirTemp("", "vbk-frr-")
+	conf.WriteString(" address-family ipv4 unicast\n  maximum-paths 8\n")
+	for _, n := range l.Nodes {
+		if a, ok := b.nodeIP6[n.Name]; ok {
+			fmt.Fprintf(&conf, "  no neighbor %s activate\n", a)
+		}
+	}
+	conf.WriteString(" exit-address-family\n")
+	if o.dualStack {
+		conf.WriteString(" address-family ipv6 unicast\n  maximum-paths 8\n")
+		for _, n := range l.Nodes {
+			fmt.Fprintf(&conf, "  neighbor %s activate\n", b.nodeIP6[n.Name])
+		}
+		conf.WriteString(" exit-address-family\n")
+	}
+	conf.WriteString("!\n")
+	dir, err := os.MkdirTemp("", o.prefix+"-frr-")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,11 +211,17 @@ func newBGPLab(t *testing.T) *bgpLab {
 		t.Fatal(err)
 	}
 	b.router = &routedlab.Lab{Router: rns, Dir: dir}
-	b.frr = b.router.StartFRR(t, conf.String(), "")
+	bfdConf := ""
+	if o.bfd {
+		bfdConf = routedlab.BFDProfileFast
+	}
+	b.frr = b.router.StartFRR(t, conf.String(), bfdConf)
 	t.Cleanup(func() {
 		if t.Failed() {
-			out, _ := b.frr.Vtysh("show bgp ipv4 unicast")
-			t.Logf("---- FRR's BGP table:\n%s", out)
+			for _, c := range []string{"show bgp ipv4 unicast", "show bgp ipv6 unicast", "show bfd peers brief"} {
+				out, _ := b.frr.Vtysh(c)
+				t.Logf("---- FRR: %s:\n%s", c, out)
+			}
 		}
 	})
 	return b
@@ -168,7 +232,7 @@ func newBGPLab(t *testing.T) *bgpLab {
 func (b *bgpLab) onLo(t *testing.T, vip netip.Addr) {
 	t.Helper()
 	for _, n := range b.Nodes {
-		if err := routedlab.IPIn(n.Host.Name, "addr", "add", vip.String()+"/32", "dev", "lo"); err != nil {
+		if err := routedlab.IPIn(n.Host.Name, "addr", "add", netip.PrefixFrom(vip, vip.BitLen()).String(), "dev", "lo"); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -178,9 +242,13 @@ func (b *bgpLab) onLo(t *testing.T, vip netip.Addr) {
 // the nodes named (none: no route).
 func (b *bgpLab) wantVia(t *testing.T, vip netip.Addr, timeout time.Duration, nodes ...string) {
 	t.Helper()
+	addrs := b.nodeIP
+	if vip.Is6() {
+		addrs = b.nodeIP6
+	}
 	var want []string
 	for _, n := range nodes {
-		want = append(want, b.nodeIP[n])
+		want = append(want, addrs[n])
 	}
 	slices.Sort(want)
 	testutil.Eventually(t, timeout, func() error {
@@ -249,7 +317,7 @@ func readyOn(name string, nodeIPs map[string]string, nodes ...string) *discovery
 // a deleted Service is withdrawn, a graceful stop withdraws, and an agent
 // killed and started again (graceful restart) keeps its route.
 func TestBGPKubernetes(t *testing.T) {
-	b := newBGPLab(t)
+	b := newBGPLab(t, bgpLabOptions{prefix: "vbk"})
 	ctx := t.Context()
 	admin := b.Admin
 	mk := func(o client.Object) {
@@ -457,6 +525,283 @@ spec:
 			t.Errorf("made BGPPeer's timers %d/%d, want MetalLB's 9s/3s", made.Spec.HoldTimeSeconds, made.Spec.KeepaliveSeconds)
 		}
 	})
+}
+
+// bgpPool6 is the dual-stack lab's IPv6 IPPool.
+var bgpPool6 = netip.MustParsePrefix("fd00:ee::/120")
+
+// TestBGPKubernetesDualStackBFD: on a dual-stack cluster, each agent
+// peers with FRR over IPv4 and over IPv6 (a BGPPeer per family, both
+// with BFD at 100 ms x 3 against a 9 s hold time). An IPv6 Service's
+// address and both addresses of a dual-stack Service are installed by
+// FRR as ECMP via every node (IPv6 routes with the nodes' IPv6 next
+// hops, MP-BGP), and the client reaches them over each family. BFD is Up
+// on both sides (FRR's bfdd, the agents' status and metrics); a node cut
+// off the network has its routes taken out by BFD (FRR's neighbour says
+// it went down for BFD), and they come back when it is plugged in again.
+func TestBGPKubernetesDualStackBFD(t *testing.T) {
+	b := newBGPLab(t, bgpLabOptions{prefix: "vb6", dualStack: true, bfd: true})
+	ctx := t.Context()
+	admin := b.Admin
+	mk := func(o client.Object) {
+		t.Helper()
+		if err := admin.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatalf("create %T %s: %v", o, o.GetName(), err)
+		}
+	}
+	gns, gname, _ := strings.Cut(bgpGroup, "/")
+	mk(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: k8s.DefaultNamespace}})
+	mk(&v1alpha1.VIPGroup{ObjectMeta: metav1.ObjectMeta{Namespace: gns, Name: gname},
+		Spec: v1alpha1.VIPGroupSpec{NodeSelector: map[string]string{"vipstack.io/lb": "true"}, BGP: &v1alpha1.GroupBGP{}}})
+	auto := false
+	mk(&v1alpha1.IPPool{ObjectMeta: metav1.ObjectMeta{Name: "lab6"}, Spec: v1alpha1.IPPoolSpec{Addresses: []string{bgpPool6.String()}, AutoAssign: &auto}})
+	rip, rip6 := b.Topo.Client.IPv4.Addr(), b.Topo.Client.IPv6.Addr()
+	for name, addr := range map[string]netip.Addr{"frr": rip, "frr6": rip6} {
+		mk(&v1alpha1.BGPPeer{ObjectMeta: metav1.ObjectMeta{Namespace: k8s.DefaultNamespace, Name: name},
+			Spec: v1alpha1.BGPPeerSpec{PeerAddress: addr.String(), PeerASN: bgpRouterASN, MyASN: bgpNodeASN,
+				HoldTimeSeconds: 9, KeepaliveSeconds: 3, BFD: &v1alpha1.PeerBFD{IntervalMilliseconds: 100, Multiplier: 3}}})
+	}
+
+	only6 := bgpPool6.Addr().Next()
+	dual4, dual6 := k8slab.PoolAddr(2), only6.Next()
+	for _, a := range []netip.Addr{only6, dual4, dual6} {
+		b.onLo(t, a)
+	}
+	single, require := corev1.IPFamilyPolicySingleStack, corev1.IPFamilyPolicyRequireDualStack
+	s6 := bgpService("bgp-v6", only6, false)
+	s6.Spec.IPFamilyPolicy, s6.Spec.IPFamilies = &single, []corev1.IPFamily{corev1.IPv6Protocol}
+	mk(s6)
+	sd := bgpService("bgp-dual", netip.Addr{}, false)
+	sd.Annotations[k8s.IPsAnnotation] = dual4.String() + "," + dual6.String()
+	sd.Spec.IPFamilyPolicy = &require
+	mk(sd)
+
+	t.Run("ipv6-ecmp-over-ipv6-peering", func(t *testing.T) {
+		b.wantVia(t, only6, 60*time.Second, "n1", "n2", "n3")
+		got := b.reach(t, only6, 30)
+		if len(got) < 2 {
+			t.Errorf("30 connections to %v all went to %v; want them spread over the nodes (ECMP, L4 hash)", only6, got)
+		}
+		// Learnt over the IPv6 sessions, with each node's global IPv6
+		// address as the next hop.
+		out, err := b.frr.Vtysh("show bgp ipv6 unicast " + netip.PrefixFrom(only6, 128).String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range b.Nodes {
+			if a := b.nodeIP6[n.Name]; !strings.Contains(out, a+" from "+a) {
+				t.Errorf("FRR has no path to %v from %s with next hop %s:\n%s", only6, n.Name, a, out)
+			}
+		}
+	})
+	t.Run("dual-stack-service", func(t *testing.T) {
+		b.wantVia(t, dual4, 30*time.Second, "n1", "n2", "n3")
+		b.wantVia(t, dual6, 30*time.Second, "n1", "n2", "n3")
+		for _, a := range []netip.Addr{dual4, dual6} {
+			if got := b.reach(t, a, 5); len(got) == 0 {
+				t.Errorf("no answer from %v", a)
+			}
+		}
+	})
+	t.Run("bfd-up-both-sides", func(t *testing.T) {
+		testutil.Eventually(t, 30*time.Second, func() error {
+			up, err := b.bfdUp()
+			if err != nil {
+				return err
+			}
+			for _, m := range []map[string]string{b.nodeIP, b.nodeIP6} {
+				for n, a := range m {
+					if !up[a] {
+						return fmt.Errorf("FRR's bfdd has no single-hop session up with %s (%s): up %v", n, a, up)
+					}
+				}
+			}
+			return nil
+		})
+		for _, n := range b.Nodes {
+			st, err := n.Status(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.BGP == nil || len(st.BGP.Peers) != 2 {
+				t.Fatalf("%s's status BGP = %+v, want two peers", n.Name, st.BGP)
+			}
+			for _, p := range st.BGP.Peers {
+				if p.Session != "established" || p.BFD != "up" {
+					t.Errorf("%s's peer %s: session %q, BFD %q; want established, up", n.Name, p.Address, p.Session, p.BFD)
+				}
+			}
+		}
+		m, err := b.Nodes[0].Metrics(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range []netip.Addr{rip, rip6} {
+			if want := `vipstack_bgp_bfd_up{peer="` + a.String() + `"} 1`; !strings.Contains(m, want) {
+				t.Errorf("n1's metrics lack %s", want)
+			}
+		}
+	})
+	// n3's cable is pulled: no FIN or NOTIFICATION reaches the router, so
+	// without BFD its routes would stay until the 9 s hold time.
+	t.Run("node-cut-removed-by-bfd", func(t *testing.T) {
+		n3 := b.Nodes[2]
+		start := time.Now()
+		if err := n3.SetCut(true); err != nil {
+			t.Fatal(err)
+		}
+		b.wantVia(t, only6, 30*time.Second, "n1", "n2")
+		took6 := time.Since(start)
+		b.wantVia(t, dual4, 30*time.Second, "n1", "n2")
+		took4 := time.Since(start)
+		t.Logf("FRR removed the cut node's routes: IPv6 after %v, IPv4 after %v (BFD detection 300 ms, hold time 9 s; polled every %v)",
+			took6.Round(time.Millisecond), took4.Round(time.Millisecond), testutil.Interval)
+		b.wantBFDReset(t, "n3")
+		testutil.Eventually(t, 10*time.Second, func() error {
+			st, err := n3.Status(ctx)
+			if err != nil {
+				return err
+			}
+			if st.BGP == nil {
+				return fmt.Errorf("cut n3 runs no BGP speaker")
+			}
+			for _, p := range st.BGP.Peers {
+				if p.BFD == "up" || p.Session == "established" {
+					return fmt.Errorf("cut n3's peer %s: session %q, BFD %q; want BFD down and the session with it", p.Address, p.Session, p.BFD)
+				}
+			}
+			return nil
+		})
+		if err := n3.SetCut(false); err != nil {
+			t.Fatal(err)
+		}
+		b.wantVia(t, only6, 60*time.Second, "n1", "n2", "n3")
+		b.wantVia(t, dual4, 30*time.Second, "n1", "n2", "n3")
+	})
+	// n2's agent is stopped (SIGSTOP), as a machine descheduled: the
+	// kernel keeps its TCP sessions open, so only BFD can tell; when it
+	// runs again its sessions come back.
+	t.Run("agent-stalled-removed-by-bfd", func(t *testing.T) {
+		n2 := b.Nodes[1]
+		start := time.Now()
+		if err := n2.Stall(true); err != nil {
+			t.Fatal(err)
+		}
+		resumed := false
+		defer func() {
+			if !resumed {
+				_ = n2.Stall(false)
+			}
+		}()
+		b.wantVia(t, only6, 30*time.Second, "n1", "n3")
+		took6 := time.Since(start)
+		b.wantVia(t, dual4, 30*time.Second, "n1", "n3")
+		took4 := time.Since(start)
+		t.Logf("FRR removed the stalled agent's routes: IPv6 after %v, IPv4 after %v (BFD detection 300 ms, hold time 9 s; polled every %v)",
+			took6.Round(time.Millisecond), took4.Round(time.Millisecond), testutil.Interval)
+		b.wantBFDReset(t, "n2")
+		if err := n2.Stall(false); err != nil {
+			t.Fatal(err)
+		}
+		resumed = true
+		b.wantVia(t, only6, 60*time.Second, "n1", "n2", "n3")
+		b.wantVia(t, dual4, 30*time.Second, "n1", "n2", "n3")
+	})
+	// Graceful restart on a peer with BFD: FRR 8.4 resets the session
+	// when BFD goes Down but, as graceful-restart helper, keeps the
+	// node's routes as stale for the restart time, so BFD removes
+	// nothing (docs/kubernetes.md says to choose one of the two).
+	t.Run("bfd-with-graceful-restart-keeps-route", func(t *testing.T) {
+		var p v1alpha1.BGPPeer
+		if err := admin.Get(ctx, client.ObjectKey{Namespace: k8s.DefaultNamespace, Name: "frr"}, &p); err != nil {
+			t.Fatal(err)
+		}
+		p.Spec.GracefulRestartSeconds = 120
+		if err := admin.Update(ctx, &p); err != nil {
+			t.Fatal(err)
+		}
+		n1 := b.nodeIP["n1"]
+		testutil.Eventually(t, 60*time.Second, func() error {
+			out, err := b.frr.Vtysh("show bgp neighbors " + n1)
+			if err != nil {
+				return err
+			}
+			if !strings.Contains(out, "BGP state = Established") || !strings.Contains(out, "Graceful Restart Capability: advertised and received") {
+				return fmt.Errorf("FRR's session with n1 is not established with graceful restart yet")
+			}
+			if up, err := b.bfdUp(); err != nil || !up[n1] {
+				return fmt.Errorf("FRR's BFD with n1 is not up (%v)", err)
+			}
+			return nil
+		})
+		b.wantVia(t, dual4, 30*time.Second, "n1", "n2", "n3")
+		if err := b.Nodes[0].KillAgent(); err != nil {
+			t.Fatal(err)
+		}
+		testutil.Eventually(t, 30*time.Second, func() error {
+			out, err := b.frr.Vtysh("show bgp neighbors " + n1)
+			if err != nil {
+				return err
+			}
+			if !strings.Contains(out, "BFD down received") {
+				return fmt.Errorf("FRR's session with n1 has not gone down for BFD yet")
+			}
+			return nil
+		})
+		out, err := b.frr.Vtysh("show bgp ipv4 unicast " + dual4.String() + "/32")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(out, "(stale)") {
+			t.Errorf("FRR's paths to %v after n1's BFD went Down have none stale (graceful restart):\n%s", dual4, out)
+		}
+		b.wantVia(t, dual4, time.Second, "n1", "n2", "n3")
+	})
+}
+
+// wantBFDReset checks that FRR's sessions with node (both families)
+// last went down for BFD: bgpd sends a Cease with subcode 10, BFD Down
+// (RFC 9384), when its BFD session goes Down.
+func (b *bgpLab) wantBFDReset(t *testing.T, node string) {
+	t.Helper()
+	for _, a := range []string{b.nodeIP[node], b.nodeIP6[node]} {
+		out, err := b.frr.Vtysh("show bgp neighbors " + a + " json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var nb map[string]struct {
+			Reason string `json:"lastNotificationReason"`
+		}
+		if err := json.Unmarshal([]byte(out), &nb); err != nil {
+			t.Fatalf("show bgp neighbors %s json: %v: %s", a, err, out)
+		}
+		if got := nb[a].Reason; got != "Cease/BFD Down" {
+			t.Errorf("FRR's session with %s (%s) last went down for %q, want Cease/BFD Down", node, a, got)
+		}
+	}
+}
+
+// bfdUp returns the peers of FRR's single-hop BFD sessions that are up.
+func (b *bgpLab) bfdUp() (map[string]bool, error) {
+	out, err := b.frr.Vtysh("show bfd peers json")
+	if err != nil {
+		return nil, err
+	}
+	var peers []struct {
+		Multihop bool   `json:"multihop"`
+		Peer     string `json:"peer"`
+		Status   string `json:"status"`
+	}
+	if err := json.Unmarshal([]byte(out), &peers); err != nil {
+		return nil, fmt.Errorf("show bfd peers json: %v: %s", err, out)
+	}
+	up := map[string]bool{}
+	for _, p := range peers {
+		if !p.Multihop && p.Status == "up" {
+			up[p.Peer] = true
+		}
+	}
+	return up, nil
 }
 
 // k8sObjects parses YAML documents.

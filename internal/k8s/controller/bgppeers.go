@@ -50,6 +50,11 @@ func (c *Controller) reconcileBGPPeer(ctx context.Context, req reconcile.Request
 			}
 		}
 		cond.Message = fmt.Sprintf("peer %s AS %d, nodes AS %d; %d nodes selected", p.Spec.PeerAddress, p.Spec.PeerASN, p.Spec.MyASN, n)
+		if p.Spec.BFD != nil && p.Spec.GracefulRestartSeconds > 0 {
+			// Valid, but the two work against each other (seen with FRR
+			// 8.4 in TestBGPKubernetesDualStackBFD).
+			cond.Message += fmt.Sprintf("; note: with bfd and gracefulRestartSeconds a router acting as graceful-restart helper (FRR does) keeps the routes of a session BFD took down as stale for %d s, so BFD does not remove a crashed node's routes; set one of the two", p.Spec.GracefulRestartSeconds)
+		}
 	}
 	old := meta.FindStatusCondition(orig.Status.Conditions, cond.Type)
 	p.Status.ObservedGeneration = p.Generation

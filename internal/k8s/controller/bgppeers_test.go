@@ -52,6 +52,10 @@ func TestBGPPeerConditions(t *testing.T) {
 	h.create(peer(systemNS, "rack-a", func(s *v1alpha1.BGPPeerSpec) { s.NodeSelector = map[string]string{"rack": "a"} }))
 	ready(systemNS, "rack-a", metav1.ConditionTrue, controller.ReasonValid, "peer 198.18.0.1 AS 64512, nodes AS 64513; 1 nodes selected")
 
+	// Valid, with a note: BFD and graceful restart work against each other.
+	h.create(peer(systemNS, "bfd-gr", func(s *v1alpha1.BGPPeerSpec) { s.BFD, s.GracefulRestartSeconds = &v1alpha1.PeerBFD{}, 120 }))
+	ready(systemNS, "bfd-gr", metav1.ConditionTrue, controller.ReasonValid, "keeps the routes of a session BFD took down as stale for 120 s")
+
 	h.create(peer("infra", "elsewhere", nil))
 	ready("infra", "elsewhere", metav1.ConditionFalse, controller.ReasonOtherNamespace, "the agents read the BGPPeers of namespace "+systemNS+" only")
 

@@ -97,6 +97,10 @@ type Options struct {
 	// AutoAssign leaves the odd-numbered Services without a requested
 	// address: the controller picks one from the pool (VIPs records it).
 	AutoAssign bool
+	// DualStack runs a dual-stack API server (Services may have IPv6
+	// addresses) and gives each Node its IPv6 InternalIP (Host.IPv6)
+	// after its IPv4 one.
+	DualStack bool
 }
 
 // StandbyLease is the controllers' Lease duration with Options.Standby
@@ -212,7 +216,7 @@ func Start(ctx context.Context, t testing.TB, o Options) *Lab {
 	t.Cleanup(l.Topo.Close)
 	t.Cleanup(l.stopAll)
 	l.logf("starting etcd and kube-apiserver")
-	l.Env = kubetest.Start(t)
+	l.Env = kubetest.StartWith(t, kubetest.Options{DualStack: o.DualStack})
 	l.Admin = k8stest.Client(t, l.Env.Config)
 	k8stest.InstallCRDs(t, l.Admin)
 	if err := k8stest.Apply(ctx, l.Admin, k8stest.Objects(t, "rbac.yaml"), false); err != nil {
@@ -348,6 +352,9 @@ func (l *Lab) objects(ctx context.Context) error {
 			return err
 		}
 		nd.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: h.IPv4.Addr().String()}}
+		if l.o.DualStack {
+			nd.Status.Addresses = append(nd.Status.Addresses, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: h.IPv6.Addr().String()})
+		}
 		if err := l.Admin.Status().Update(ctx, nd); err != nil {
 			return fmt.Errorf("update node %s status: %w", nd.Name, err)
 		}

@@ -66,6 +66,10 @@ type Config struct {
 	Stats map[string]func(http.ResponseWriter, *http.Request) bool
 	// Monitor answers the frontend's monitor-uri: true when it answered.
 	Monitor func(http.ResponseWriter, *http.Request) bool
+	// Prometheus answers the requests an `http-request use-service
+	// prometheus-exporter` rule of the frontend or a backend takes, with
+	// haproxy's exporter's figures (nil: 503).
+	Prometheus func(http.ResponseWriter, *http.Request)
 	// Log writes a request's log line, when the frontend logs (nil: no
 	// lines).
 	Log func(Entry)
@@ -329,6 +333,9 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	lw := &logWriter{ResponseWriter: w}
+	if r.ProtoMajor == 1 && strings.EqualFold(r.Header.Get("Expect"), "100-continue") && r.Body != nil && r.Body != http.NoBody {
+		r.Body = &continueBody{ReadCloser: r.Body, w: lw}
+	}
 	if c.cfg.Monitor != nil && c.cfg.Monitor(w, r) {
 		return // haproxy logs no monitor hit
 	}
@@ -352,9 +359,8 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if fe.Conn == "close" {
 		w.Header().Set("Connection", "close")
 	}
-	if v := apply(&fe.HTTPProxy, c.feACLs, rq); v.status != 0 {
-		e.Term = v.term()
-		p.verdict(w, r, &fe.HTTPProxy, v)
+	if v := apply(&fe.HTTPProxy, c.feACLs, rq); v.done() {
+		p.verdict(w, r, c, &fe.HTTPProxy, v, &e)
 		return
 	}
 	if st := c.cfg.Stats[lbconfig.FrontendKey(c.cfg.Frontend.Name)]; st != nil && st(w, r) {
@@ -378,9 +384,8 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var bh *lbconfig.HTTPBackend
 	if b.HTTP != nil {
 		bh = b.HTTP
-		if v := apply(&bh.HTTPProxy, c.beACLs[backend], rq); v.status != 0 {
-			e.Term = v.term()
-			p.verdict(w, r, &bh.HTTPProxy, v)
+		if v := apply(&bh.HTTPProxy, c.beACLs[backend], rq); v.done() {
+			p.verdict(w, r, c, &bh.HTTPProxy, v, &e)
 			return
 		}
 		if bh.Conn == "close" {
@@ -403,9 +408,21 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.forward(w, rq, c, backend, b, fe, &e)
 }
 
-// errorsOf is the section whose errorfiles answer: the backend's, then
-// the frontend's.
-func (p *Proxy) verdict(w http.ResponseWriter, r *http.Request, h *lbconfig.HTTPProxy, v verdict) {
+// verdict answers a request that the rules of section h ended: with the
+// service a use-service rule named, the redirect, or the deny's status.
+func (p *Proxy) verdict(w http.ResponseWriter, r *http.Request, c *compiled, h *lbconfig.HTTPProxy, v verdict, e *Entry) {
+	if v.service != "" {
+		// haproxy logs the exporter's answers as its applet's:
+		// "<PROMEX>", like the stats page's "<STATS>".
+		e.Term, e.Server, e.Tw, e.Tc, e.Tr = "LR", "<PROMEX>", 0, 0, 0
+		if c.cfg.Prometheus == nil {
+			p.fail(w, r, h, http.StatusServiceUnavailable)
+			return
+		}
+		c.cfg.Prometheus(w, r)
+		return
+	}
+	e.Term = v.term()
 	if v.location == "" {
 		p.fail(w, r, h, v.status)
 		return
@@ -824,9 +841,29 @@ type logWriter struct {
 	http.ResponseWriter
 	status int
 	n      int64
+	// contMu orders the two ways a client may be told "100 Continue": the
+	// one net/http sends on the body's first read, and the server's own
+	// relayed by the ReverseProxy (from the Transport's goroutine). The
+	// Transport starts the body as soon as the server's 100 arrives,
+	// before it relays it: without the lock the client could get both.
+	contMu    sync.Mutex
+	continued bool // the client was told 100 Continue
 }
 
 func (w *logWriter) WriteHeader(code int) {
+	if code == http.StatusContinue {
+		w.contMu.Lock()
+		defer w.contMu.Unlock()
+		if w.continued {
+			return // one 100 Continue, as haproxy sends
+		}
+		w.continued = true
+		if w.status == 0 {
+			w.status = code
+		}
+		w.ResponseWriter.WriteHeader(code)
+		return
+	}
 	if w.status == 0 || code >= 200 {
 		if w.status == 0 || w.status < 200 {
 			w.status = code
@@ -842,6 +879,28 @@ func (w *logWriter) Write(b []byte) (int, error) {
 	n, err := w.ResponseWriter.Write(b)
 	w.n += int64(n)
 	return n, err
+}
+
+// continueBody is the body of an HTTP/1 request with Expect:
+// 100-continue. Its first read lets net/http send the automatic 100
+// Continue under the logWriter's lock, unless the server's own was relayed
+// first (which turns the automatic one off): the client gets exactly one.
+type continueBody struct {
+	io.ReadCloser
+	w    *logWriter
+	once sync.Once
+}
+
+func (b *continueBody) Read(p []byte) (int, error) {
+	b.once.Do(func() {
+		b.w.contMu.Lock()
+		defer b.w.contMu.Unlock()
+		if !b.w.continued {
+			b.w.continued = true
+			b.ReadCloser.Read(p[:0]) // net/http writes its 100 Continue here
+		}
+	})
+	return b.ReadCloser.Read(p)
 }
 
 // Unwrap lets http.ResponseController reach the connection (Upgrade,

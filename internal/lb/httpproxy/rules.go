@@ -105,7 +105,12 @@ func fixedSample(expr string, rq *request) string {
 type verdict struct {
 	status   int    // deny: the status; redirect: the code; 0 goes on
 	location string // redirect's Location
+	service  string // use-service's service (status 0)
 }
+
+// done reports whether the rules ended the request's way through the
+// section: a deny, a redirect or a service answers it.
+func (v verdict) done() bool { return v.status != 0 || v.service != "" }
 
 // term is the termination state a verdict logs: LR for a redirect
 // (haproxy's "locally processed"), PR for a deny.
@@ -117,8 +122,8 @@ func (v verdict) term() string {
 }
 
 // apply runs a section's http-request rules, then its redirect rules, on
-// rq, as haproxy does: the first deny or redirect ends them; allow ends
-// the http-request rules.
+// rq, as haproxy does: the first deny, redirect or use-service ends
+// them; allow ends the http-request rules.
 func apply(h *lbconfig.HTTPProxy, a acls, rq *request) verdict {
 	for i := range h.Rules {
 		r := &h.Rules[i]
@@ -132,6 +137,8 @@ func apply(h *lbconfig.HTTPProxy, a acls, rq *request) verdict {
 			return verdict{status: r.Status}
 		case "redirect":
 			return verdict{status: r.Status, location: redirectTo(r, rq)}
+		case "use-service":
+			return verdict{service: r.Name}
 		case "set-header":
 			v := expand(r.Value, rq)
 			setHeader(rq.r, r.Name, v)

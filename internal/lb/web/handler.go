@@ -25,6 +25,14 @@ func (s *Site) ServeMonitor(w http.ResponseWriter, r *http.Request) bool {
 	return s.serveHTTP(w, r, s.serveMonitor)
 }
 
+// ServePrometheus answers r with the figures in haproxy's Prometheus
+// exporter's format, as a stats listen's exporter does: the answer of
+// `http-request use-service prometheus-exporter` in a mode http frontend
+// or backend. It needs only s.Core.
+func (s *Site) ServePrometheus(w http.ResponseWriter, r *http.Request) {
+	s.serveHTTP(w, r, func(*request) *response { return s.servePrometheus() })
+}
+
 func (s *Site) serveHTTP(w http.ResponseWriter, r *http.Request, serve func(*request) *response) bool {
 	req := &request{method: r.Method, uri: r.RequestURI, major: r.ProtoMajor, minor: r.ProtoMinor, contentLength: r.ContentLength}
 	if r.Host != "" {
