@@ -105,6 +105,10 @@ func (p *parser) parseBGP(s *Spec) {
 		val, src := p.get(EnvBGPBFDMultiplier)
 		p.errs = append(p.errs, fmt.Errorf("%s=%q: set without %s; BFD runs only with an interval", src, val, p.source(EnvBGPBFDInterval)))
 	}
+	if b.BFD != nil && b.GracefulRestart > 0 {
+		s.Warnings = append(s.Warnings, fmt.Sprintf("%s and %s are both set: a router acting as graceful-restart helper (FRR does) keeps the routes of a session BFD took down as stale for %v, so BFD does not remove a crashed node's routes; set one of the two",
+			p.source(EnvBGPBFDInterval), p.source(EnvBGPGracefulRestart), b.GracefulRestart))
+	}
 	if val, src := p.get(EnvNotifyScript); val != "" {
 		p.errs = append(p.errs, fmt.Errorf("%s=%q: not supported with %s: BGP has no VRRP states to notify; unset it, or unset %s to run VRRP", src, val, p.source(EnvBGPASN), p.source(EnvBGPASN)))
 	}

@@ -37,6 +37,7 @@ func TestParseBGP(t *testing.T) {
 				Password: "s3cret", HoldTime: 30 * time.Second, Multihop: 2, GracefulRestart: 120 * time.Second,
 				BFD: &bgp.BFD{Interval: 100 * time.Millisecond, Multiplier: 5, Multihop: true}},
 			wantWarnings: []string{
+				"OPENSHIFT_HA_BGP_BFD_INTERVAL and OPENSHIFT_HA_BGP_GRACEFUL_RESTART are both set: a router acting as graceful-restart helper (FRR does) keeps the routes of a session BFD took down as stale for 2m0s, so BFD does not remove a crashed node's routes; set one of the two",
 				"OPENSHIFT_HA_VRRP_ID_OFFSET has no effect with OPENSHIFT_HA_BGP_ASN: the VIPs are announced by BGP, no VRRP runs",
 			},
 		},
