@@ -165,6 +165,17 @@ func TestNodeBGP(t *testing.T) {
 			},
 		},
 		{
+			name:    "IPv6 pool: IPv6 sessions, the router ID the node's IPv4 address",
+			env:     map[string]string{EnvVirtualIPs: "fd00:99::1", EnvBGPPeers: "fd00:1::1,fd00:2::1", EnvBGPPeerASN: "64500"},
+			subnets: pfx("fd00:1::10/64", "198.18.1.10/24"),
+			want: &cluster.BGPSpec{
+				Config: bgp.Config{ASN: 64512, RouterID: netip.MustParseAddr("198.18.1.10"), Routes: []bgp.Route{{VIP: netip.MustParseAddr("fd00:99::1")}},
+					Peers: []bgp.Peer{{Address: netip.MustParseAddr("fd00:1::1"), ASN: 64500, LocalAddress: netip.MustParseAddr("fd00:1::10")}}},
+				Checks: map[netip.Addr][]string{netip.MustParseAddr("fd00:99::1"): {"chk_pool"}},
+				Role:   map[netip.Addr]string{netip.MustParseAddr("fd00:99::1"): "pool"},
+			},
+		},
+		{
 			name:    "eBGP, no router on the node's subnets",
 			env:     map[string]string{EnvBGPPeers: "198.18.1.1,198.18.2.1", EnvBGPPeerASN: "64500"},
 			subnets: pfx("198.18.7.10/24"),
