@@ -78,8 +78,8 @@ func runIPFailover(ctx context.Context, args []string, stdout, stderr io.Writer)
 	fw := ipfailover.NewFirewall(spec)
 	if code, ran := superviseSelf(ctx, log, stderr, "ipfailover", args, f.noSuper, func() {
 		sweepLedger(log, ledger)
-		if spec.Unicast() {
-			return // no rule in unicast mode
+		if spec.Unicast() || spec.BGP != nil {
+			return // no rule in unicast or BGP mode
 		}
 		if err := fw.Remove(); err != nil {
 			log.Error("supervisor: removing the firewall rule failed", "err", err)
@@ -114,6 +114,7 @@ func parseIPFailoverFlags(args []string, stderr io.Writer) (f ipfailoverFlags, c
 		announceRate = fs.Int("announce-rate", 1000, "gratuitous ARPs / unsolicited NAs per second and per group taken over, for the repeats: the first of each VIP leaves at once (0: unlimited, as keepalived)")
 		vridProbe    = fs.Duration("vrid-probe", 3*time.Second, "listen this long on the link for VRIDs in use before starting (0: do not)")
 		nodes        = fs.String("node-addresses", "", "multicast mode: addresses of every node of the pool, comma separated, for exact ranks (unicast uses OPENSHIFT_HA_UNICAST_PEERS)")
+		keepRoutes   = fs.Bool("bgp-stop-keeps-routes", false, "BGP mode: on SIGTERM, exit without withdrawing the routes, for a planned restart (the routers keep them by graceful restart, OPENSHIFT_HA_BGP_GRACEFUL_RESTART)")
 	)
 	fs.BoolVar(&f.printConfig, "print-config", false, "resolve the interface, listen for VRIDs, print the keepalived.conf this node would run, and exit")
 	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address (e.g. 127.0.0.1:9650); empty: off")
@@ -143,7 +144,12 @@ func parseIPFailoverFlags(args []string, stderr io.Writer) (f ipfailoverFlags, c
 		f.log.Warn(w)
 	}
 	f.opts = ipfailover.Options{Spec: spec, Version: *vrrpVersion, AdvertInterval: *advert, AnnounceRate: *announceRate,
-		VRIDProbe: *vridProbe, Logger: f.log}
+		VRIDProbe: *vridProbe, BGPStopKeepsRoutes: *keepRoutes, Logger: f.log}
+	if *keepRoutes && (spec.BGP == nil || spec.BGP.GracefulRestart == 0) {
+		fmt.Fprintf(stderr, "vipstack ipfailover: --bgp-stop-keeps-routes needs BGP with graceful restart (%s and %s): without it the routers drop the routes when the sessions close\n",
+			ipfailover.EnvBGPASN, ipfailover.EnvBGPGracefulRestart)
+		return f, 2, false
+	}
 	if f.opts.Nodes, ok = checkIPFailoverOptions(*nodes, *announceRate, *vridProbe, f.statusAddr, stderr); !ok {
 		return f, 2, false
 	}

@@ -49,6 +49,15 @@ func TestIPFailoverArguments(t *testing.T) {
 			wantCode: 2, wantErr: "--node-addresses: 198.18.0.11 is IPv4 but the VIPs (OPENSHIFT_HA_VIRTUAL_IPS) are IPv6"},
 		{name: "IPv6 VIPs refuse VRRPv2", env: map[string]string{"OPENSHIFT_HA_VIRTUAL_IPS": "fd00::1-3"}, args: []string{"--vrrp-version", "2"},
 			wantCode: 2, wantErr: "--vrrp-version 2: the VIPs (OPENSHIFT_HA_VIRTUAL_IPS) are IPv6"},
+		{name: "BGP by flags, bad value named by flag", env: map[string]string{"OPENSHIFT_HA_VIRTUAL_IPS": "198.18.0.100"},
+			args:     []string{"--bgp-asn", "64512", "--bgp-peers", "198.18.0.1", "--bgp-hold-time", "ninety"},
+			wantCode: 2, wantErr: `--bgp-hold-time="ninety": want whole seconds, 0 (90) or 3..65535`},
+		{name: "keeping routes needs graceful restart", env: map[string]string{"OPENSHIFT_HA_VIRTUAL_IPS": "198.18.0.100"},
+			args:     []string{"--bgp-asn", "64512", "--bgp-peers", "198.18.0.1", "--bgp-stop-keeps-routes"},
+			wantCode: 2, wantErr: "--bgp-stop-keeps-routes needs BGP with graceful restart (OPENSHIFT_HA_BGP_ASN and OPENSHIFT_HA_BGP_GRACEFUL_RESTART)"},
+		{name: "no keepalived.conf with BGP", env: map[string]string{"OPENSHIFT_HA_VIRTUAL_IPS": "198.18.0.100", "OPENSHIFT_HA_MONITOR_PORT": "0"},
+			args:     []string{"--bgp-asn", "64512", "--bgp-peers", "198.18.0.1", "--print-config"},
+			wantCode: 1, wantErr: "the pool is announced by BGP (OPENSHIFT_HA_BGP_ASN is set): no VRRP runs, so there is no keepalived.conf"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if runtime.GOOS != "linux" && tc.wantCode == 0 {

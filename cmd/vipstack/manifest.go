@@ -93,15 +93,17 @@ func runManifestIPFailover(args []string, stdout, stderr io.Writer) int {
 		vars[k] = v
 	}
 	var refused []string
+	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) {
 		if why, ok := ocOnly[f.Name]; ok {
 			refused = append(refused, fmt.Sprintf("--%s=%s: not supported: %s", f.Name, f.Value, why))
 			return
 		}
 		if v, ok := byFlag[f.Name]; ok {
-			vars[v] = f.Value.String()
+			vars[v], given[v] = f.Value.String(), true
 		}
 	})
+	dropVRRPDefaults(vars, given)
 	if len(refused) > 0 {
 		fmt.Fprintf(stderr, "%s: %s\n", cmd, strings.Join(refused, "\n"))
 		return 2
@@ -126,6 +128,21 @@ func runManifestIPFailover(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// dropVRRPDefaults leaves the generator's defaults of the VRRP settings
+// out of a pool announced by BGP: they would have no effect, and
+// `vipstack ipfailover` would warn about each on every start. Those given
+// as flags stay, and are warned about.
+func dropVRRPDefaults(vars map[string]string, given map[string]bool) {
+	if vars[ipfailover.EnvBGPASN] == "" {
+		return
+	}
+	for _, name := range ipfailover.VRRPOnly() {
+		if !given[name] {
+			delete(vars, name)
+		}
+	}
 }
 
 // addManifestVars adds a flag for each pool variable that has one (but

@@ -16,6 +16,7 @@ func TestManifestIPFailoverArguments(t *testing.T) {
 		wantCode int
 		wantOut  []string
 		wantErr  string
+		wantNot  []string // in neither stdout nor stderr
 	}{
 		{name: "no kind", args: []string{"manifest"}, wantCode: 2, wantErr: "want the kind of manifest to print: ipfailover"},
 		{name: "help lists the flags", args: []string{"manifest", "-h"}, wantCode: 0, wantErr: "-virtual-ips"},
@@ -36,6 +37,13 @@ func TestManifestIPFailoverArguments(t *testing.T) {
 			wantOut: []string{"image: registry.example/vipstack:v1\n", "namespace: ha\n"}},
 		{name: "a warning goes to stderr", args: []string{"manifest", "ipfailover", "--virtual-ips", "198.18.0.100-101", "--virtual-ip-groups", "5"},
 			wantOut: []string{"kind: Deployment\n"}, wantErr: "warning: --virtual-ip-groups=5: more groups than the 2 VIPs"},
+		// The generator's VRRP defaults (iptables chain, preemption) stay
+		// out of a BGP pool; a VRRP setting given is warned about.
+		{name: "BGP pool", args: []string{"manifest", "ipfailover", "--virtual-ips", "198.19.1.1-2", "--bgp-asn", "64512", "--bgp-peers", "198.18.1.1,198.18.2.1",
+			"--bgp-peer-asn", "64500", "-r", "2", "--use-unicast", "false"},
+			wantOut: []string{"name: OPENSHIFT_HA_BGP_ASN\n          value: \"64512\"\n", "name: OPENSHIFT_HA_BGP_PEERS\n          value: 198.18.1.1,198.18.2.1\n", "replicas: 2\n"},
+			wantErr: "warning: --use-unicast has no effect with --bgp-asn: the VIPs are announced by BGP, no VRRP runs",
+			wantNot: []string{"OPENSHIFT_HA_IPTABLES_CHAIN", "OPENSHIFT_HA_PREEMPTION", "--iptables-chain", "--preemption-strategy", "--replicas has"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out, errb bytes.Buffer
@@ -46,6 +54,11 @@ func TestManifestIPFailoverArguments(t *testing.T) {
 			for _, w := range tc.wantOut {
 				if !strings.Contains(out.String(), w) {
 					t.Errorf("stdout does not contain %q:\n%s", w, out.String())
+				}
+			}
+			for _, w := range tc.wantNot {
+				if strings.Contains(out.String()+errb.String(), w) {
+					t.Errorf("output contains %q:\n%s\n%s", w, out.String(), errb.String())
 				}
 			}
 		})

@@ -99,6 +99,9 @@ func interfaces(in []engine.InstanceStatus) string {
 // writeIPFailoverTable prints a pool's status for a person: the node's
 // place in the pool, then one line per group with its notes under it.
 func writeIPFailoverTable(w io.Writer, s ipfailover.Status) error {
+	if s.Mode == "bgp" {
+		return writeIPFailoverBGP(w, s)
+	}
 	fmt.Fprintf(w, "ipfailover %s: %s, %d VIPs in %d groups, %s on %s from %s\n", s.ConfigName, s.Phase, s.VIPs, len(s.Groups), s.Mode, s.Interface, s.Address)
 	fmt.Fprintf(w, "rank %d of ranks 0..%d: %s\n", s.Ranks.Self, s.Ranks.Count-1, s.Ranks.Basis)
 	fmt.Fprintf(w, "holding %d VIPs; VIPs each rank is preferred master for: %v\n", s.Held, s.Share)
@@ -160,6 +163,23 @@ func writeIPFailoverTable(w io.Writer, s ipfailover.Status) error {
 		for _, n := range notes[i] {
 			fmt.Fprintf(w, "    %s\n", n)
 		}
+	}
+	return nil
+}
+
+// writeIPFailoverBGP prints a pool announced by BGP: the check that
+// decides this node's announcements, then the speaker's peers and routes.
+func writeIPFailoverBGP(w io.Writer, s ipfailover.Status) error {
+	fmt.Fprintf(w, "ipfailover %s: %s, %d VIPs announced by BGP on %s from %s\n", s.ConfigName, s.Phase, s.VIPs, s.Interface, s.Address)
+	fmt.Fprintf(w, "announcing %d VIPs\ncheck: %s\n", s.Held, s.Check)
+	if s.Error != "" {
+		fmt.Fprintf(w, "error: %s\n", s.Error)
+	}
+	for _, warn := range s.Warnings {
+		fmt.Fprintf(w, "warning: %s\n", warn)
+	}
+	if s.BGP != nil {
+		node.WriteBGP(w, s.BGP)
 	}
 	return nil
 }

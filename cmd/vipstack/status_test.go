@@ -47,6 +47,13 @@ func TestStatusOfEverySubcommand(t *testing.T) {
 			Groups: []ipfailover.GroupStatus{{Name: "pool_VIP_1", VRID: 11, VIPs: 5, Priority: 230, State: "FAULT", Fault: "script chk_pool failing", Effective: 230}}},
 			want: []string{"ipfailover pool: running, 30 VIPs in 1 groups, multicast on eth0", "rank 1 of ranks 0..2: by address", "holding 15 VIPs", "warning: 198.18.0.12 holds group pool_VIP_1",
 				"pool_VIP_1  FAULT  11", "fault: script chk_pool failing"}},
+		{name: "ipfailover with BGP", status: ipfailover.Status{ConfigName: "pool", Phase: "running", Interface: "eth0", Address: "198.18.1.10", Mode: "bgp",
+			VIPs: 2, Held: 0, Check: "TCP connect to 198.18.1.10:8080",
+			BGP: &node.BGPStatus{ASN: 64512, RouterID: "198.18.1.10", Peers: []node.BGPPeerStatus{{Address: "198.18.1.1", ASN: 64500, Session: "established", BFD: "up"}},
+				Routes: []node.BGPRouteStatus{{Prefix: "198.19.1.1/32", Role: "pool", Reason: "not eligible: chk_pool failing (connection refused)"}}}},
+			want: []string{"ipfailover pool: running, 2 VIPs announced by BGP on eth0 from 198.18.1.10", "announcing 0 VIPs", "check: TCP connect to 198.18.1.10:8080",
+				"peer 198.18.1.1 AS 64500 (eBGP): established, 0 routes sent, BFD up",
+				"route 198.19.1.1/32 (pool): not announced: not eligible: chk_pool failing (connection refused)"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 
@@ -198,12 +199,31 @@ func (g *GoBGP) Peers(ctx context.Context) ([]RouterPeer, error) {
 			rp.Established = st.GetSessionState() == api.PeerState_ESTABLISHED
 			rp.SentUpdates = st.GetMessages().GetSent().GetUpdate()
 		}
-		for _, af := range p.GetAfiSafis() {
-			rp.Advertised += af.GetState().GetAdvertised()
-		}
+		rp.Advertised = advertised(p)
 		out = append(out, rp)
 	})
 	return out, err
+}
+
+// advertised is the number of routes in p's Adj-RIB-Out. For a peer with
+// graceful restart on both sides (configured here, the capability
+// received), GoBGP counts an End-of-RIB marker per family among them
+// (server.getBestFromLocal adds one), which is no route: left in, a
+// graceful stop would wait its whole StopTimeout for a count that never
+// reaches 0, and the status would show one route too many.
+func advertised(p *api.Peer) uint64 {
+	gr := p.GetGracefulRestart().GetEnabled() && slices.ContainsFunc(p.GetState().GetRemoteCap(), func(c *anypb.Any) bool {
+		return c.MessageIs(&api.GracefulRestartCapability{})
+	})
+	var n uint64
+	for _, af := range p.GetAfiSafis() {
+		a := af.GetState().GetAdvertised()
+		if gr && a > 0 {
+			a--
+		}
+		n += a
+	}
+	return n
 }
 
 func (g *GoBGP) Stop(ctx context.Context) error {

@@ -77,3 +77,39 @@ func TestPath(t *testing.T) {
 		})
 	}
 }
+
+// TestAdvertised checks the routes counted in a peer's Adj-RIB-Out: with
+// graceful restart on both sides GoBGP counts an End-of-RIB per family,
+// which is left out.
+func TestAdvertised(t *testing.T) {
+	grCap, _ := anypb.New(&api.GracefulRestartCapability{Time: 120})
+	mpCap, _ := anypb.New(&api.MultiProtocolCapability{Family: familyV4})
+	afs := func(n ...uint64) []*api.AfiSafi {
+		var out []*api.AfiSafi
+		for _, a := range n {
+			out = append(out, &api.AfiSafi{State: &api.AfiSafiState{Enabled: true, Advertised: a}})
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name string
+		peer *api.Peer
+		want uint64
+	}{
+		{name: "no graceful restart", peer: &api.Peer{AfiSafis: afs(2, 1), State: &api.PeerState{RemoteCap: []*anypb.Any{mpCap, grCap}}}, want: 3},
+		{name: "graceful restart here, not from the peer", peer: &api.Peer{GracefulRestart: &api.GracefulRestart{Enabled: true},
+			AfiSafis: afs(2), State: &api.PeerState{RemoteCap: []*anypb.Any{mpCap}}}, want: 2},
+		{name: "graceful restart on both sides: one End-of-RIB per family", peer: &api.Peer{GracefulRestart: &api.GracefulRestart{Enabled: true},
+			AfiSafis: afs(3, 1), State: &api.PeerState{RemoteCap: []*anypb.Any{mpCap, grCap}}}, want: 2},
+		{name: "withdrawn: only the End-of-RIB left", peer: &api.Peer{GracefulRestart: &api.GracefulRestart{Enabled: true},
+			AfiSafis: afs(1), State: &api.PeerState{RemoteCap: []*anypb.Any{grCap}}}, want: 0},
+		{name: "family not configured", peer: &api.Peer{GracefulRestart: &api.GracefulRestart{Enabled: true},
+			AfiSafis: []*api.AfiSafi{{}}, State: &api.PeerState{RemoteCap: []*anypb.Any{grCap}}}, want: 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := advertised(tc.peer); got != tc.want {
+				t.Errorf("advertised = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}

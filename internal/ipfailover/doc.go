@@ -26,6 +26,10 @@
 //     advertised in a layout it does not share (nodes still running other
 //     settings during a rollout), so that no VIP is held on two nodes.
 //
+// With OPENSHIFT_HA_BGP_ASN (vipstack only) no VRRP runs: every node whose
+// check passes announces every VIP as a host route over BGP, with the
+// speaker `vipstack node` runs (NodeBGP, node.StartBGP).
+//
 // docs/design/ipfailover.md explains the layout, the ranks and the
 // deliberate differences from the image.
 package ipfailover

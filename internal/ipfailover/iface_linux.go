@@ -45,7 +45,7 @@ func RouteInterface(vips []netip.Addr) (string, error) {
 		seen[net] = true
 		name, ok := held[a]
 		if !ok {
-			if name, err = routeTo(a); err != nil {
+			if name, err = routeTo("VIP", a); err != nil {
 				return "", err
 			}
 		}
@@ -64,11 +64,12 @@ func RouteInterface(vips []netip.Addr) (string, error) {
 	return order[0], nil
 }
 
-// routeTo asks the kernel which interface a packet to a would leave by.
-func routeTo(a netip.Addr) (string, error) {
+// routeTo asks the kernel which interface a packet to a (what: a VIP, a
+// BGP peer) would leave by.
+func routeTo(what string, a netip.Addr) (string, error) {
 	routes, err := netlink.RouteGet(net.IP(a.AsSlice()))
 	if err != nil {
-		return "", fmt.Errorf("route lookup towards VIP %s: %w; set %s to the interface the VIPs belong on", a, err, EnvInterface)
+		return "", fmt.Errorf("route lookup towards %s %s: %w; set %s to the interface the VIPs belong on", what, a, err, EnvInterface)
 	}
 	for _, r := range routes {
 		if r.LinkIndex == 0 {
@@ -76,14 +77,14 @@ func routeTo(a netip.Addr) (string, error) {
 		}
 		l, err := netlink.LinkByIndex(r.LinkIndex)
 		if err != nil {
-			return "", fmt.Errorf("route lookup towards VIP %s: interface %d: %w", a, r.LinkIndex, err)
+			return "", fmt.Errorf("route lookup towards %s %s: interface %d: %w", what, a, r.LinkIndex, err)
 		}
 		if l.Attrs().Flags&net.FlagLoopback != 0 {
 			continue
 		}
 		return l.Attrs().Name, nil
 	}
-	return "", fmt.Errorf("route lookup towards VIP %s found no interface; set %s", a, EnvInterface)
+	return "", fmt.Errorf("route lookup towards %s %s found no interface; set %s", what, a, EnvInterface)
 }
 
 // heldOn maps every address configured on a non-loopback interface to it.

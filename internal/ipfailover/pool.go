@@ -11,6 +11,7 @@ import (
 	"github.com/vipstack/vipstack/internal/clock"
 	"github.com/vipstack/vipstack/internal/engine"
 	"github.com/vipstack/vipstack/internal/netif"
+	"github.com/vipstack/vipstack/internal/node"
 )
 
 // Options configure a Pool.
@@ -30,11 +31,15 @@ type Options struct {
 	VRIDProbe time.Duration
 	// Nodes, in multicast mode, lists the pool's node addresses so ranks
 	// are exact (see RankOf); empty: ranks from the replica count.
-	Nodes    []netip.Addr
-	Ledger   netif.Ledger
-	Registry prometheus.Registerer
-	Logger   *slog.Logger
-	Clock    clock.Clock
+	Nodes  []netip.Addr
+	Ledger netif.Ledger
+	// BGPStopKeepsRoutes, in BGP mode, stops without withdrawing: the
+	// routers keep the routes by graceful restart while the node
+	// restarts (OPENSHIFT_HA_BGP_GRACEFUL_RESTART).
+	BGPStopKeepsRoutes bool
+	Registry           prometheus.Registerer
+	Logger             *slog.Logger
+	Clock              clock.Clock
 }
 
 // Status is what `vipstack ipfailover --status-addr` serves.
@@ -43,21 +48,23 @@ type Status struct {
 	Phase      string `json:"phase"` // "starting", "listening for VRIDs", "running", "stopped"
 	Interface  string `json:"interface,omitempty"`
 	Address    string `json:"address,omitempty"`
-	Mode       string `json:"mode"` // multicast or unicast
+	Mode       string `json:"mode"` // multicast, unicast or bgp
 	Ranks      Ranks  `json:"ranks"`
 	VIPs       int    `json:"vips"`
 	// Share is how many VIPs each rank is preferred master for.
 	Share  []int         `json:"share,omitempty"`
 	Groups []GroupStatus `json:"groups,omitempty"`
-	// Held is how many VIPs this node holds now.
-	Held               int       `json:"held"`
-	Check              string    `json:"check"`
-	CheckPassedAtStart bool      `json:"check_passed_at_start"`
-	Heard              []Heard   `json:"heard,omitempty"`
-	Findings           []Finding `json:"vrid_findings,omitempty"`
-	Firewall           []string  `json:"firewall,omitempty"`
-	FirewallError      string    `json:"firewall_error,omitempty"`
-	FirewallPackets    uint64    `json:"firewall_packets"`
+	// Held is how many VIPs this node holds now (announces, by BGP).
+	Held int `json:"held"`
+	// BGP is the speaker's peers and routes, in BGP mode.
+	BGP                *node.BGPStatus `json:"bgp,omitempty"`
+	Check              string          `json:"check"`
+	CheckPassedAtStart bool            `json:"check_passed_at_start"`
+	Heard              []Heard         `json:"heard,omitempty"`
+	Findings           []Finding       `json:"vrid_findings,omitempty"`
+	Firewall           []string        `json:"firewall,omitempty"`
+	FirewallError      string          `json:"firewall_error,omitempty"`
+	FirewallPackets    uint64          `json:"firewall_packets"`
 	// Warnings are problems of the pool's layout seen while running,
 	// such as two nodes with one rank (see RankWarnings).
 	Warnings []string `json:"warnings,omitempty"`

@@ -14,6 +14,7 @@ import (
 
 	"github.com/vipstack/vipstack/internal/engine"
 	"github.com/vipstack/vipstack/internal/keepalived"
+	"github.com/vipstack/vipstack/internal/node"
 	"github.com/vipstack/vipstack/internal/script"
 	"github.com/vipstack/vipstack/internal/track"
 	"github.com/vipstack/vipstack/internal/vrrp"
@@ -30,7 +31,8 @@ type Pool struct {
 	eng     *engine.Engine
 	fw      *Firewall
 	cfgText string
-	running chan struct{} // closed when the engine starts
+	bgp     *node.BGPRunner // the speaker, when the pool is announced by BGP
+	running chan struct{}   // closed when the engine (or the speaker) starts
 }
 
 // New checks the options; nothing is touched until Prepare or Run.
@@ -52,7 +54,10 @@ func New(opts Options) (*Pool, error) {
 		return nil, err
 	}
 	mode := "multicast"
-	if opts.Spec.Unicast() {
+	switch {
+	case opts.Spec.BGP != nil:
+		mode = "bgp"
+	case opts.Spec.Unicast():
 		mode = "unicast"
 	}
 	p := &Pool{opts: opts, running: make(chan struct{})}
@@ -61,6 +66,9 @@ func New(opts Options) (*Pool, error) {
 		opts.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "vipstack_ipfailover_vips_held", Help: "VIPs of the pool this node holds now."},
 			func() float64 { return float64(p.Status().Held) }))
+		if opts.Spec.BGP != nil {
+			opts.Registry.MustRegister(node.NewBGPCollector(func() *node.BGPStatus { return p.Status().BGP }))
+		}
 	}
 	return p, nil
 }
@@ -70,6 +78,9 @@ func New(opts Options) (*Pool, error) {
 // It returns the configuration as keepalived.conf text.
 func (p *Pool) Prepare(ctx context.Context) (string, error) {
 	s, o, log := p.opts.Spec, p.opts, p.opts.Logger
+	if s.BGP != nil {
+		return "", fmt.Errorf("ipfailover: the pool is announced by BGP (%s is set): no VRRP runs, so there is no keepalived.conf", EnvBGPASN)
+	}
 	iface := s.Interface
 	if iface == "" {
 		var err error
@@ -172,6 +183,9 @@ func (p *Pool) check(n Node) (track.Check, string) {
 // in multicast mode, and runs the VRRP engine until ctx is done; then the
 // engine releases the VIPs and the rule is removed.
 func (p *Pool) Run(ctx context.Context) error {
+	if p.opts.Spec.BGP != nil {
+		return p.runBGP(ctx)
+	}
 	p.mu.Lock()
 	prepared := p.plan != nil
 	p.mu.Unlock()
@@ -317,8 +331,17 @@ func (p *Pool) guard(ctx context.Context, plan *Plan, node Node, cfg *keepalived
 func (p *Pool) Status() Status {
 	p.mu.Lock()
 	st := p.status
-	eng, fw := p.eng, p.fw
+	eng, fw, sp := p.eng, p.fw, p.bgp
 	p.mu.Unlock()
+	if sp != nil {
+		st.BGP, st.Held = sp.Status(), 0
+		for _, r := range st.BGP.Routes {
+			if r.Announced {
+				st.Held++
+			}
+		}
+		return st
+	}
 	if eng == nil {
 		return st
 	}

@@ -61,11 +61,11 @@ type Var struct {
 // the documentation lists them. The flag names are those of
 // `oc adm ipfailover` where it has one.
 func Vars() []Var {
-	return []Var{
+	vars := []Var{
 		{Name: EnvConfigName, Flag: "config-name", Default: "OpenShift-IPFailover", Usage: "name of the pool: VRRP instance names, the VRRPv2 password, the firewall rule's comment"},
 		{Name: EnvVirtualIPs, Flag: "virtual-ips", Usage: "the VIPs: addresses and ranges separated by commas or spaces, e.g. 10.1.1.1-10,10.1.2.5 or fd00::1f39-1f3b (required)"},
 		{Name: EnvVIPGroups, Flag: "virtual-ip-groups", Usage: "number of VRRP instances the VIPs are spread over (default: replicas x (replicas-1), at most one per VIP)"},
-		{Name: EnvInterface, Flag: "interface", Usage: "interface for VRRP and the VIPs (default: the one the route lookup towards the VIPs picks)"},
+		{Name: EnvInterface, Flag: "interface", Usage: "interface for VRRP and the VIPs (default: the one the route lookup towards the VIPs picks; with BGP, towards the first peer)"},
 		{Name: EnvMonitorPort, Flag: "watch-port", Default: "80", Usage: "TCP port that must answer on the node for it to hold VIPs; 0 turns the check off"},
 		{Name: EnvReplicaCount, Flag: "replicas", Default: "1", Usage: "number of nodes in the pool (ranks in multicast mode)"},
 		{Name: EnvVRIDOffset, Flag: "vrrp-id-offset", Default: "10", Usage: "VRIDs start at offset+1 (0..254); when set, VRIDs heard from other routers are reported but not avoided"},
@@ -79,10 +79,12 @@ func Vars() []Var {
 		{Name: EnvPreemption, Flag: "preemption-strategy", Default: "preempt_delay 300", Usage: "nopreempt, preempt, or preempt_delay SECONDS (0..1000)"},
 		{Name: EnvExcludedVRIDs, Flag: "excluded-vrrp-ids", Usage: "VRIDs never used, separated by spaces or commas (HA_EXCLUDED_VRRP_IDS is read too)"},
 		{Name: EnvExcludedVRIDsImage, Usage: "same as OPENSHIFT_HA_EXCLUDED_VRRP_IDS, the name the image's scripts read"},
+	}
+	return append(append(vars, bgpVars()...), []Var{
 		{Name: "OPENSHIFT_HA_SELECTOR", Usage: "node selector of `oc adm ipfailover`; no effect on the node", Ignored: true},
 		{Name: "OPENSHIFT_HA_ADMIN_EMAILS", Usage: "keepalived e-mail notification; not supported", Ignored: true},
 		{Name: "OPENSHIFT_HA_SMTP_SERVER", Usage: "keepalived e-mail notification; not supported", Ignored: true},
-	}
+	}...)
 }
 
 // Input is the raw configuration: variables from the environment and from
@@ -149,6 +151,9 @@ type Spec struct {
 	// environment, so the image's check scripts can read the pod's
 	// OPENSHIFT_HA_* variables; vipstack passes scripts only these.
 	ScriptEnv []string
+	// BGP, when set (OPENSHIFT_HA_BGP_ASN), announces the VIPs by BGP
+	// from every node whose check passes instead of running VRRP.
+	BGP *BGPSettings
 	// Warnings are notes about accepted input (ignored variables, a
 	// clamped group count), each naming the variable.
 	Warnings []string
@@ -345,6 +350,7 @@ func Parse(in Input) (*Spec, error) {
 		}
 	}
 	sort.Ints(s.ExcludedVRIDs)
+	p.parseBGP(s)
 
 	s.IptablesChain, _ = p.get(EnvIptablesChain)
 	switch src := p.source(EnvIptablesChain); {

@@ -75,7 +75,7 @@ type Agent struct {
 	plan    *cluster.Plan
 
 	vrrp    *engine.Engine
-	bgp     *bgpRunner // the speaker, when the node announces VIPs by BGP
+	bgp     *BGPRunner // the speaker, when the node announces VIPs by BGP
 	lb      *lb.LB
 	lbAPI   *lbcli.Sockets
 	dnsSrv  dnsServer
@@ -195,7 +195,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	// and stops before it: the routes are withdrawn (and the router
 	// sends new flows elsewhere) before the LB drains.
 	if a.plan.BGP != nil {
-		r, err := startBGP(a.log.With("part", "bgp"), a.clk, a.plan.BGP, bgpChecks(a.plan.BGP, a.plan.Checks), probeFor)
+		r, err := StartBGP(a.log.With("part", "bgp"), a.clk, a.plan.BGP, bgpChecks(a.plan.BGP, a.plan.Checks), probeFor)
 		if err != nil {
 			return err
 		}
@@ -203,9 +203,9 @@ func (a *Agent) Run(ctx context.Context) error {
 		a.bgp = r
 		a.mu.Unlock()
 		defer func() {
-			stop := r.stop
+			stop := r.Stop
 			if a.opts.BGPStopKeepsRoutes {
-				stop = r.leave
+				stop = r.Leave
 			}
 			if err := stop(); err != nil {
 				a.log.Error("bgp: stop", "err", err)

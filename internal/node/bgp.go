@@ -161,8 +161,10 @@ type vipAddrs interface {
 	DelVIP(netif.VIP) error
 }
 
-// bgpRunner is the node's speaker with its checks and VIP addresses.
-type bgpRunner struct {
+// BGPRunner is a speaker with its checks and VIP addresses: the node's,
+// and `vipstack ipfailover`'s for a pool announced by BGP, which builds a
+// cluster.BGPSpec of its own and calls StartBGP.
+type BGPRunner struct {
 	specMu  sync.Mutex // spec changes on a reload while status reads it
 	spec    *cluster.BGPSpec
 	log     *slog.Logger
@@ -174,8 +176,10 @@ type bgpRunner struct {
 	done    chan error
 }
 
-// startBGP places the VIPs, starts the checks and runs the speaker.
-func startBGP(log *slog.Logger, clk clock.Clock, spec *cluster.BGPSpec, checks []cluster.CheckSpec, probe func(cluster.CheckSpec) track.Check) (*bgpRunner, error) {
+// StartBGP places the VIPs on lo, starts the checks (each probe(spec)
+// run by a tracker with the spec's interval, timeout, rise and fall) and
+// runs the speaker; Stop or Leave ends it.
+func StartBGP(log *slog.Logger, clk clock.Clock, spec *cluster.BGPSpec, checks []cluster.CheckSpec, probe func(cluster.CheckSpec) track.Check) (*BGPRunner, error) {
 	elig := &bgpEligibility{spec: spec, changed: make(chan struct{}, 1)}
 	sp, err := bgp.New(bgp.Options{Config: spec.Config, Eligibility: elig, Logger: log})
 	if err != nil {
@@ -185,7 +189,7 @@ func startBGP(log *slog.Logger, clk clock.Clock, spec *cluster.BGPSpec, checks [
 	if err != nil {
 		return nil, fmt.Errorf("bgp: netlink: %w", err)
 	}
-	r := &bgpRunner{spec: spec, log: log, elig: elig, speaker: sp, addrs: h, closeFn: h.Close, done: make(chan error, 1)}
+	r := &BGPRunner{spec: spec, log: log, elig: elig, speaker: sp, addrs: h, closeFn: h.Close, done: make(chan error, 1)}
 	for _, v := range r.vips() {
 		if err := h.AddVIP(v); err != nil {
 			r.delVIPs()
@@ -253,7 +257,7 @@ func (e *bgpEligibility) await(ctx context.Context, clk clock.Clock, bound time.
 	}
 }
 
-func (r *bgpRunner) vips() []netif.VIP {
+func (r *BGPRunner) vips() []netif.VIP {
 	r.specMu.Lock()
 	defer r.specMu.Unlock()
 	return vipsOf(r.spec)
@@ -271,7 +275,7 @@ func vipsOf(spec *cluster.BGPSpec) []netif.VIP {
 // checks follow the new spec, the speaker changes its peers and routes
 // (sessions to unchanged peers stay up), and VIPs no longer announced
 // leave the loopback once withdrawn.
-func (r *bgpRunner) update(clk clock.Clock, spec *cluster.BGPSpec, oldChecks, checks []cluster.CheckSpec, probe func(cluster.CheckSpec) track.Check) error {
+func (r *BGPRunner) update(clk clock.Clock, spec *cluster.BGPSpec, oldChecks, checks []cluster.CheckSpec, probe func(cluster.CheckSpec) track.Check) error {
 	old := r.vips()
 	next := vipsOf(spec)
 	for _, v := range next {
@@ -304,7 +308,7 @@ func (r *bgpRunner) update(clk clock.Clock, spec *cluster.BGPSpec, oldChecks, ch
 	return err
 }
 
-func (r *bgpRunner) delVIPs() {
+func (r *BGPRunner) delVIPs() {
 	for _, v := range r.vips() {
 		if err := r.addrs.DelVIP(v); err != nil {
 			r.log.Error("bgp: remove VIP", "vip", v.Prefix.Addr(), "err", err)
@@ -312,9 +316,9 @@ func (r *bgpRunner) delVIPs() {
 	}
 }
 
-// stop withdraws every route (the speaker waits until the withdrawals are
+// Stop withdraws every route (the speaker waits until the withdrawals are
 // sent), closes the sessions, then removes the VIPs and stops the checks.
-func (r *bgpRunner) stop() error {
+func (r *BGPRunner) Stop() error {
 	r.cancel(nil)
 	err := <-r.done
 	r.delVIPs()
@@ -323,10 +327,10 @@ func (r *bgpRunner) stop() error {
 	return err
 }
 
-// leave stops for a restart: the speaker leaves its routes announced (the
+// Leave stops for a restart: the speaker leaves its routes announced (the
 // routers keep them by graceful restart once this process has exited)
 // and the VIPs stay on lo, so traffic keeps reaching the node meanwhile.
-func (r *bgpRunner) leave() error {
+func (r *BGPRunner) Leave() error {
 	r.cancel(bgp.ErrRestarting)
 	err := <-r.done
 	r.closeFn()
@@ -403,7 +407,8 @@ type BGPRouteStatus struct {
 	Reason    string `json:"reason"`
 }
 
-func (r *bgpRunner) status() *BGPStatus {
+// Status is the speaker's peers and routes, for vipstack status.
+func (r *BGPRunner) Status() *BGPStatus {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	st, err := r.speaker.Status(ctx)
@@ -430,8 +435,8 @@ func (r *bgpRunner) status() *BGPStatus {
 	return out
 }
 
-// writeBGP prints the speaker's part of the status table.
-func writeBGP(w io.Writer, b *BGPStatus) {
+// WriteBGP prints the speaker's part of the status table.
+func WriteBGP(w io.Writer, b *BGPStatus) {
 	fmt.Fprintf(w, "\nbgp: AS %d, router ID %s\n", b.ASN, b.RouterID)
 	if b.Error != "" {
 		fmt.Fprintf(w, "    error: %s\n", oneLine(b.Error))

@@ -89,7 +89,7 @@ func names(cs []cluster.CheckSpec) []string {
 
 func TestWriteBGP(t *testing.T) {
 	var b strings.Builder
-	writeBGP(&b, &BGPStatus{ASN: 64512, RouterID: "198.18.1.11",
+	WriteBGP(&b, &BGPStatus{ASN: 64512, RouterID: "198.18.1.11",
 		Peers: []BGPPeerStatus{
 			{Address: "198.18.1.1", ASN: 64500, Session: "established", BFD: "up", Advertised: 1},
 			{Address: "198.18.2.1", ASN: 64512, IBGP: true, Session: "idle", BFD: "down", HeldDown: "BFD session to 198.18.2.1 went down (control detection time expired)"},

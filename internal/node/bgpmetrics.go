@@ -79,5 +79,5 @@ func (a *Agent) bgpStatus() *BGPStatus {
 	if r == nil {
 		return nil
 	}
-	return r.status()
+	return r.Status()
 }

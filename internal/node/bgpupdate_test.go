@@ -108,7 +108,7 @@ func testBGPRunnerUpdate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &bgpRunner{spec: first, log: quietLog(), elig: elig, speaker: sp, addrs: journalAddrs{j}, closeFn: func() {}, done: make(chan error, 1)}
+	r := &BGPRunner{spec: first, log: quietLog(), elig: elig, speaker: sp, addrs: journalAddrs{j}, closeFn: func() {}, done: make(chan error, 1)}
 	ctx, cancel := context.WithCancelCause(context.Background())
 	r.cancel = cancel
 	go func() { r.done <- sp.Run(ctx) }()
@@ -133,7 +133,7 @@ func testBGPRunnerUpdate(t *testing.T) {
 	if d := cmp.Diff(want, j.take()); d != "" {
 		t.Errorf("reload (-want +got):\n%s", d)
 	}
-	if err := r.stop(); err != nil {
+	if err := r.Stop(); err != nil {
 		t.Fatal(err)
 	}
 	if d := cmp.Diff([]string{"withdraw 198.19.0.6/32", "del-vip 198.19.0.6/32 lo"}, j.take()); d != "" {
@@ -165,7 +165,7 @@ func TestBGPRunnerLeave(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				r := &bgpRunner{spec: spec, log: quietLog(), elig: elig, speaker: sp, addrs: journalAddrs{j}, closeFn: func() {}, done: make(chan error, 1)}
+				r := &BGPRunner{spec: spec, log: quietLog(), elig: elig, speaker: sp, addrs: journalAddrs{j}, closeFn: func() {}, done: make(chan error, 1)}
 				ctx, cancel := context.WithCancelCause(context.Background())
 				r.cancel = cancel
 				go func() { r.done <- sp.Run(ctx) }()
@@ -174,9 +174,9 @@ func TestBGPRunnerLeave(t *testing.T) {
 				if d := cmp.Diff([]string{"announce 198.19.0.5/32", "add-peer 198.18.1.1"}, j.take()); d != "" {
 					t.Fatalf("start (-want +got):\n%s", d)
 				}
-				stop := r.stop
+				stop := r.Stop
 				if tc.leave {
-					stop = r.leave
+					stop = r.Leave
 				}
 				if err := stop(); err != nil {
 					t.Fatal(err)

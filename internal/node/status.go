@@ -84,7 +84,7 @@ func (a *Agent) Status() Status {
 	}
 	s.Redirects = a.redirectStatus()
 	if a.bgp != nil {
-		s.BGP = a.bgp.status()
+		s.BGP = a.bgp.Status()
 	}
 	if a.dnsSrv != nil {
 		s.DNS = &DNSStatus{Zone: a.cluster.Domain(), Nodes: len(a.nodes.Nodes()), Listening: listening(a.dnsSrv.Addrs())}
@@ -205,7 +205,7 @@ func WriteTable(w io.Writer, s Status) error {
 		fmt.Fprintf(w, "\ndns: zone %s, %d nodes, listening on %s\n", s.DNS.Zone, s.DNS.Nodes, strings.Join(s.DNS.Listening, ", "))
 	}
 	if s.BGP != nil {
-		writeBGP(w, s.BGP)
+		WriteBGP(w, s.BGP)
 	}
 	return nil
 }
