@@ -9,6 +9,7 @@ import (
 	"github.com/vipstack/vipstack/internal/lb/logging"
 	"github.com/vipstack/vipstack/internal/lb/relay"
 	"github.com/vipstack/vipstack/internal/lb/stats"
+	"github.com/vipstack/vipstack/internal/lbconfig"
 )
 
 // feConfig is what a connection needs from the configuration; a
@@ -32,6 +33,9 @@ type feConfig struct {
 	// abortOnClose drops a client that ended its side while queued or
 	// connecting even when it sent bytes (`option abortonclose`).
 	abortOnClose bool
+	// tcpReq are the frontend's tcp-request rules (tcprequest.go); nil:
+	// none.
+	tcpReq *lbconfig.TCPRequest
 }
 
 // Which direction last moved bytes on a connection: the side that spoke
@@ -102,6 +106,10 @@ type frontend struct {
 
 	smax, qmax                           atomic.Int64
 	tot, bin, bout, noServer, queueDrops atomic.Uint64
+	// deniedConn, silentDrops and deniedReq count the clients
+	// tcp-request connection rules rejected and dropped, and content
+	// rules rejected (stats.FrontendStats).
+	deniedConn, silentDrops, deniedReq atomic.Uint64
 	// rate counts the clients taken, with tot: haproxy's session and
 	// connection rates (rates.go).
 	rate stats.RateCounter
@@ -180,7 +188,14 @@ func (f *frontend) admitFrom(fd int, peer, local netip.AddrPort, lp *loop) <-cha
 		closeFD(fd)
 		return nil
 	}
-	cn := &conn{fe: f, cfd: fd, peer: peer, local: local, tls: local.IsValid()}
+	tls := local.IsValid()
+	if tr := f.cfg.Load().tcpReq; tr != nil {
+		var ok bool
+		if peer, local, ok = f.tcpConnRules(tr, fd, peer, local); !ok {
+			return nil
+		}
+	}
+	cn := &conn{fe: f, cfd: fd, peer: peer, local: local, tls: tls}
 	if lp != nil && !local.IsValid() {
 		// The accept time, for show sess: the loop's clock reading of
 		// this batch costs nothing; a connection log reads the clock
