@@ -166,7 +166,6 @@ func (p *parser) l4Cond(kind string, r lbconfig.TCPRule, acls map[string][]lbcon
 // same words); any other HTTP keyword is an error.
 func (p *parser) tcpModeHTTP() {
 	hs := p.hs
-	_, name, _ := strings.Cut(p.key, " ")
 	if hs.strictFirst != 0 {
 		p.errorf(line{num: hs.strictFirst}, hs.strictFirstKw, "%s in %s (mode tcp) is not supported by vipstack: its use_backend, redirect, cookie, monitor-uri, stats and other HTTP keywords work in mode http only (accepted: mode http in %s)", hs.strictFirstKw, p.key, p.key)
 	}
@@ -175,7 +174,7 @@ func (p *parser) tcpModeHTTP() {
 		at int
 	}{{"http-request", hs.reqLine}, {"http-response", hs.respLine}} {
 		if w.at != 0 {
-			p.warnf(line{num: w.at}, "'%s' rules ignored for proxy '%s' as they require HTTP mode.", w.kw, name)
+			p.warnf(line{num: w.at}, "'%s' rules ignored for %s as they require HTTP mode.", w.kw, p.proxyName())
 		}
 	}
 }

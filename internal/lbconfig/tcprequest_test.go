@@ -1,0 +1,68 @@
+package lbconfig
+
+import (
+	"net/netip"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestParseAddrExpr: set-src's and set-dst's expressions, written back
+// as read, and their values.
+func TestParseAddrExpr(t *testing.T) {
+	src, dst := netip.MustParseAddr("10.212.239.7"), netip.MustParseAddr("2001:db8::1:9")
+	for _, tt := range []struct {
+		in, str, eval, err string
+	}{
+		{in: "src", str: "src", eval: "10.212.239.7"},
+		{in: "src,ipmask(21)", str: "src,ipmask(21)", eval: "10.212.232.0"},
+		{in: "src,ipmask(255.255.248.0)", str: "src,ipmask(21)", eval: "10.212.232.0"},
+		{in: "dst,ipmask(24,64)", str: "dst,ipmask(24,64)", eval: "2001:db8::"},
+		{in: "dst,ipmask(24,ffff:ffff:ffff::)", str: "dst,ipmask(24,48)", eval: "2001:db8::"},
+		{in: "ipv4(192.0.2.1)", str: "ipv4(192.0.2.1)", eval: "192.0.2.1"},
+		{in: "ipv6(2001:db8::7)", str: "ipv6(2001:db8::7)", eval: "2001:db8::7"},
+		{in: "hdr(x-forwarded-for)", err: `sample expression "hdr(x-forwarded-for)" is not supported by vipstack (accepted: src, dst, ipv4(ADDR)`},
+		{in: "src,ipmask(33)", err: `"src,ipmask(33)": ipmask: "33" is not a mask (accepted: 0..32`},
+		{in: "src,ipmask(255.0.255.0)", err: `ipmask: "255.0.255.0" is not a mask`},
+		{in: "src,lower", err: `converter "lower" of "src,lower" is not supported by vipstack`},
+		{in: "ipv4(2001:db8::1)", err: `"ipv4(2001:db8::1)": ipv4 takes an IPv4 address`},
+	} {
+		t.Run(tt.in, func(t *testing.T) {
+			e, err := ParseAddrExpr(tt.in)
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("error %v, want one containing %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := e.String(); got != tt.str {
+				t.Errorf("String() = %q, want %q", got, tt.str)
+			}
+			if got := e.Eval(src, dst).String(); got != tt.eval {
+				t.Errorf("Eval = %s, want %s", got, tt.eval)
+			}
+		})
+	}
+}
+
+// TestIntMatch: an int acl's values and ranges.
+func TestIntMatch(t *testing.T) {
+	a := ACLTest{Fetch: "src_port", Match: "int", Values: []string{"80", "1024:2048", ":10", "60000:"}}
+	if err := CompileACL(&a); err != nil {
+		t.Fatal(err)
+	}
+	want := []IntRange{{80, 80}, {1024, 2048}, {-1 << 63, 10}, {60000, 1<<63 - 1}}
+	if diff := cmp.Diff(want, a.Ints); diff != "" {
+		t.Errorf("Ints (-want +got):\n%s", diff)
+	}
+	for _, bad := range []string{"x", ":", "5:4", "1:x"} {
+		b := ACLTest{Fetch: "src_port", Match: "int", Values: []string{bad}}
+		if err := CompileACL(&b); err == nil || !strings.Contains(err.Error(), "is not an integer or a range") {
+			t.Errorf("%q: error %v", bad, err)
+		}
+	}
+}
