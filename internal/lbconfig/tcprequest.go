@@ -1,6 +1,7 @@
 package lbconfig
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -21,6 +22,9 @@ type TCPRequest struct {
 	Connection []TCPRule
 	Content    []TCPRule
 }
+
+// ErrYAMLTCPRequest: the YAML form has no tcp-request rules.
+var ErrYAMLTCPRequest = errors.New("tcp-request rules cannot be written in the YAML form (accepted: haproxy.cfg)")
 
 // TCPRule is one tcp-request rule.
 type TCPRule struct {

@@ -1,6 +1,7 @@
 package lbconfig
 
 import (
+	"errors"
 	"net/netip"
 	"strings"
 	"testing"
@@ -64,5 +65,15 @@ func TestIntMatch(t *testing.T) {
 		if err := CompileACL(&b); err == nil || !strings.Contains(err.Error(), "is not an integer or a range") {
 			t.Errorf("%q: error %v", bad, err)
 		}
+	}
+}
+
+// TestYAMLRefusesTCPRequest: the YAML form cannot carry the rules, so
+// writing them there is an error, not a loss.
+func TestYAMLRefusesTCPRequest(t *testing.T) {
+	c := &Config{Frontends: []Frontend{{Name: "f", Backend: "b", TCPRequest: &TCPRequest{Content: []TCPRule{{Action: "reject"}}}}},
+		Backends: []Backend{{Name: "b"}}}
+	if _, err := FormatYAML(c); !errors.Is(err, ErrYAMLTCPRequest) {
+		t.Errorf("FormatYAML: %v, want %v", err, ErrYAMLTCPRequest)
 	}
 }
