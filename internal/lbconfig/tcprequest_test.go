@@ -77,3 +77,53 @@ func TestYAMLRefusesTCPRequest(t *testing.T) {
 		t.Errorf("FormatYAML: %v, want %v", err, ErrYAMLTCPRequest)
 	}
 }
+
+// TestValidateTCPRequest: rules the model cannot carry out are refused,
+// naming the frontend, the rule and what is accepted.
+func TestValidateTCPRequest(t *testing.T) {
+	cfg := func(tr *TCPRequest) *Config {
+		return &Config{
+			Timeouts:  Timeouts{Connect: 1e9, Client: 1e9, Server: 1e9},
+			Frontends: []Frontend{{Name: "f", Backend: "b", Binds: []Bind{{Addr: netip.MustParseAddrPort("127.0.0.1:1")}}, TCPRequest: tr}},
+			Backends:  []Backend{{Name: "b", Servers: []Server{{Name: "s", Addr: netip.MustParseAddrPort("127.0.0.1:2")}}}},
+		}
+	}
+	src := &AddrExpr{Fetch: "src", Mask4: 32, Mask6: 128}
+	for _, tt := range []struct {
+		name string
+		tr   *TCPRequest
+		want string // "" accepts
+	}{
+		{"accepted", &TCPRequest{ACLs: map[string][]ACLTest{"a": {{Fetch: "src", Match: "ip", Values: []string{"10.0.0.0/8"}}}},
+			Connection: []TCPRule{{Action: "set-src", Expr: src}, {Action: "reject", Cond: &Cond{Or: [][]CondTerm{{{Name: "a"}}}}}},
+			Content:    []TCPRule{{Action: "accept"}}}, ""},
+		{"unknown action", &TCPRequest{Connection: []TCPRule{{Action: "track-sc0", At: "h.cfg:9"}}},
+			"h.cfg:9: frontend f: tcp-request connection track-sc0 is not supported by vipstack (accepted: accept, reject, set-src EXPR, set-dst EXPR, silent-drop)"},
+		{"silent-drop in content", &TCPRequest{Content: []TCPRule{{Action: "silent-drop"}}},
+			"tcp-request content silent-drop is not supported by vipstack (accepted: accept, reject)"},
+		{"set-src without an expression", &TCPRequest{Connection: []TCPRule{{Action: "set-src"}}},
+			"tcp-request connection set-src: an expression goes with set-src and set-dst only"},
+		{"an expression of another fetch", &TCPRequest{Connection: []TCPRule{{Action: "set-dst", Expr: &AddrExpr{Fetch: "hdr"}}}},
+			`tcp-request connection set-dst: fetch "hdr" is not supported by vipstack`},
+		{"an undefined acl", &TCPRequest{Connection: []TCPRule{{Action: "reject", Cond: &Cond{Or: [][]CondTerm{{{Name: "nosuch"}}}}}}},
+			`acl "nosuch" is not defined in frontend f`},
+		{"a bad acl value", &TCPRequest{ACLs: map[string][]ACLTest{"p": {{Fetch: "src_port", Match: "int", Values: []string{"x"}}}}},
+			`acl p: "x" is not an integer or a range`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			err := Validate(cfg(tt.tr))
+			switch {
+			case tt.want == "" && err != nil:
+				t.Fatalf("Validate: %v", err)
+			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+				t.Fatalf("Validate: %v, want an error containing %q", err, tt.want)
+			}
+		})
+	}
+	c := cfg(&TCPRequest{Content: []TCPRule{{Action: "reject"}}})
+	c.Frontends[0].HTTP = &HTTPFrontend{}
+	c.Backends[0].HTTP = &HTTPBackend{}
+	if err := Validate(c); err == nil || !strings.Contains(err.Error(), "tcp-request rules in mode http frontend f are not supported by vipstack") {
+		t.Errorf("mode http: %v", err)
+	}
+}
