@@ -325,9 +325,9 @@ func (lp *loop) startLocked(cn *conn) {
 	if tcpContentRejects(cn) { // tcprequest.go
 		// haproxy closes it (an end of file, not a reset: what the
 		// client sent is read first) and logs "PR" (a proxy's
-		// condition, at the request) without a server.
+		// condition, at the request) without a backend or server.
 		cn.fe.deniedReq.Add(1)
-		cn.term = [2]byte{'P', 'R'}
+		cn.term = termDenied
 		discardInput(cn.cfd)
 		lp.closeLocked(cn)
 		return

@@ -8,6 +8,10 @@ import (
 	"github.com/vipstack/vipstack/internal/lbconfig"
 )
 
+// termDenied is the termination state of a client a tcp-request content
+// rule rejected: "PR", a proxy's condition at the request.
+var termDenied = [2]byte{'P', 'R'}
+
 // tcpConnRules runs the frontend's tcp-request connection rules on a
 // client just accepted on fd, from peer; local is the address it
 // connected to when known (an ssl bind's plaintext), else read from fd
