@@ -176,27 +176,31 @@ func (f *frontend) tryAcquire() int64 {
 //
 // The client is relayed on lp unless pickLoop finds lp too loaded next to
 // another loop.
+//
+// The frontend's tcp-request connection rules run first (tcprequest.go):
+// a client they turn away is closed here.
 func (f *frontend) admit(fd int, peer netip.AddrPort, lp *loop) <-chan struct{} {
-	return f.admitFrom(fd, peer, netip.AddrPort{}, lp)
+	var local netip.AddrPort
+	if tr := f.cfg.Load().tcpReq; tr != nil && !f.draining.Load() {
+		var ok bool
+		if peer, local, ok = f.tcpConnRules(tr, fd, peer); !ok {
+			return nil
+		}
+	}
+	return f.admitFrom(fd, peer, local, false, lp)
 }
 
-// admitFrom is admit for a client whose socket is not the one it
-// connected to (an ssl bind's plaintext, tlsfront.go): local is the
-// address it connected to; invalid: the socket's own.
-func (f *frontend) admitFrom(fd int, peer, local netip.AddrPort, lp *loop) <-chan struct{} {
+// admitFrom is admit after the connection rules, for a client whose
+// address set-src may have changed: local is the address it connected
+// to (or set-dst's); invalid: the socket's own. tls says the socket is
+// an ssl bind's plaintext (tlsfront.go), local the TLS socket's.
+func (f *frontend) admitFrom(fd int, peer, local netip.AddrPort, tls bool, lp *loop) <-chan struct{} {
 	if f.draining.Load() {
 		closeFD(fd)
 		return nil
 	}
-	tls := local.IsValid()
-	if tr := f.cfg.Load().tcpReq; tr != nil {
-		var ok bool
-		if peer, local, ok = f.tcpConnRules(tr, fd, peer, local); !ok {
-			return nil
-		}
-	}
 	cn := &conn{fe: f, cfd: fd, peer: peer, local: local, tls: tls}
-	if lp != nil && !local.IsValid() {
+	if lp != nil && !tls {
 		// The accept time, for show sess: the loop's clock reading of
 		// this batch costs nothing; a connection log reads the clock
 		// itself below.

@@ -1048,8 +1048,9 @@ func closeFD(fd int) { relay.Close(fd) }
 
 // resetFD and dropFD close a client's socket as a tcp-request reject
 // and silent-drop do (relay.Reset, relay.SilentDrop).
-func resetFD(fd int) { relay.Reset(fd) }
-func dropFD(fd int)  { relay.SilentDrop(fd) }
+func resetFD(fd int)     { relay.Reset(fd) }
+func dropFD(fd int)      { relay.SilentDrop(fd) }
+func prepareDrop(fd int) { relay.PrepareDrop(fd) }
 
 // endedBy records that the side s of cn failed (a reset or another error).
 func (cn *conn) endedBy(s *side) {

@@ -39,6 +39,7 @@ func (l *LB) closeSession(uintptr) bool { return false }
 func closeFD(int)                       {}
 func resetFD(int)                       {}
 func dropFD(int)                        {}
+func prepareDrop(int)                   {}
 func discardInput(int) uint64           { return 0 }
 
 func (l *LB) watchListener(*tcpListener)   {}

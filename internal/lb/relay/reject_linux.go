@@ -14,11 +14,16 @@ func Reset(fd int) {
 // nothing; without it, a reset with a hop limit of 1, which no router
 // forwards.
 func SilentDrop(fd int) {
+	PrepareDrop(fd)
+	Close(fd)
+}
+
+// PrepareDrop sets the socket fd up so that its close is SilentDrop's.
+func PrepareDrop(fd int) {
 	if unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_REPAIR, 1) == nil {
-		Close(fd)
 		return
 	}
 	unix.SetsockoptInt(fd, unix.IPPROTO_IP, unix.IP_TTL, 1)
 	unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_UNICAST_HOPS, 1)
-	Reset(fd)
+	unix.SetsockoptLinger(fd, unix.SOL_SOCKET, unix.SO_LINGER, &unix.Linger{Onoff: 1, Linger: 0})
 }
