@@ -31,7 +31,8 @@ import (
 // reject; an end of file for a content reject; nothing at all for a
 // silent-drop), the same log lines (set-src's address in %ci; none for a
 // connection rule's reject or drop; PR without a server for a content
-// reject) and the same dcon, dreq, conn_tot and stot.
+// reject) and the same dcon, dreq, conn_tot and stot (of the backend:
+// dreq, stot).
 func tcpRequestRules(t *testing.T, bin string) {
 	l := newLab(t, 1)
 	pg1 := newServer("pg1")
@@ -172,8 +173,8 @@ func readDatagramWithin(c *net.UnixConn, d time.Duration) string {
 	return string(buf[:n])
 }
 
-// denied reads the frontends' dcon, dreq, conn_tot and stot from a
-// stats socket's `show stat`.
+// denied reads the frontends' dcon, dreq, conn_tot and stot and the
+// backends' dreq and stot from a stats socket's `show stat`.
 func denied(t *testing.T, sock string) map[string]int {
 	t.Helper()
 	out := map[string]int{}
@@ -192,16 +193,20 @@ func denied(t *testing.T, sock string) map[string]int {
 		head := strings.Split(strings.TrimPrefix(rows[0], "# "), ",")
 		for _, r := range rows[1:] {
 			f := strings.Split(r, ",")
-			if len(f) < len(head) || f[1] != "FRONTEND" {
+			if len(f) < len(head) || f[1] != "FRONTEND" && f[1] != "BACKEND" {
 				continue
 			}
-			for _, k := range []string{"dcon", "dreq", "conn_tot", "stot"} {
+			keys := []string{"dcon", "dreq", "conn_tot", "stot"}
+			if f[1] == "BACKEND" {
+				keys = []string{"dreq", "stot"}
+			}
+			for _, k := range keys {
 				if i := slices.Index(head, k); i >= 0 {
 					n, err := strconv.Atoi(f[i])
 					if err != nil {
 						return fmt.Errorf("%s %s: %q", f[0], k, f[i])
 					}
-					out[f[0]+" "+k] = n
+					out[f[0]+" "+strings.ToLower(f[1])+" "+k] = n
 				}
 			}
 		}
