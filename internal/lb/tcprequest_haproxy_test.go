@@ -58,7 +58,9 @@ backend be
 // after it and the log see the masked address), set-dst (the log's %fi,
 // and the server written without an address is reached there), a
 // connection reject (a reset, no line) and a content reject (an end of
-// file, a PR line). Clients from three 127.0.x.5 addresses.
+// file, a PR line). The content rule looks at layer 4 only, so neither
+// waits for the hour of inspect-delay: the allowed client gets the
+// server's greeting. Clients from three 127.0.x.5 addresses.
 // (internal/lbfiles TestRealFilesMatchHaproxy/tcp-request_rules runs a
 // listen's rules in network namespaces.)
 func TestTCPRequestRulesMatchHaproxy(t *testing.T) {
@@ -78,6 +80,7 @@ frontend fe
   tcp-request connection set-src src,ipmask(24)
   tcp-request connection reject if refused
   tcp-request connection set-dst ipv4(127.0.0.1)
+  tcp-request inspect-delay 1h
   tcp-request content reject if { src 127.0.2.0/24 } { dst 127.0.0.1 }
   default_backend be
 backend be
