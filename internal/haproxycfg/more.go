@@ -127,6 +127,8 @@ func (p *parser) moreBackend(l line, kw string) bool {
 		p.stickRule(l)
 	case kw == "fullconn":
 		p.fullConn(l)
+	case kw == "tcp-request" && p.kind == secBackend:
+		p.tcpRequestBackend(l) // tcprequest.go
 	case kw == "hash-type":
 		p.hashType(l)
 	case kw == "timeout" || len(kw) > 8 && kw[:8] == "timeout ":

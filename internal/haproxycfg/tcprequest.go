@@ -46,6 +46,23 @@ func (p *parser) tcpRequest(l line) {
 	p.source(lbconfig.ItemKey(p.key, kw), l)
 }
 
+// tcpRequestBackend reads a backend's tcp-request line: inspect-delay as
+// in a frontend (no effect without content rules); connection rules are
+// haproxy's error, content rules vipstack's.
+func (p *parser) tcpRequestBackend(l line) {
+	if len(l.words) >= 2 {
+		switch l.words[1] {
+		case "connection":
+			p.errorf(l, "tcp-request", "tcp-request connection is not allowed because %s is not a frontend (accepted: tcp-request connection rules in a frontend or listen)", p.key)
+			return
+		case "content":
+			p.errorf(l, "tcp-request", "tcp-request content rules in %s are not supported by vipstack (accepted: tcp-request content rules in a frontend or listen; tcp-request inspect-delay TIME in a backend)", p.key)
+			return
+		}
+	}
+	p.tcpRequest(l)
+}
+
 // tcpRule reads `tcp-request connection|content ACTION [EXPR] [if|unless
 // CONDITION]` into the section's rules.
 func (p *parser) tcpRule(l line, kind string) {

@@ -69,6 +69,10 @@ func TestTCPRequestAccepts(t *testing.T) {
 			},
 		},
 		{
+			name: "inspect-delay in a backend",
+			conf: base + "  tcp-request inspect-delay 5s\n",
+		},
+		{
 			name: "http-request and http-response in a mode tcp listen",
 			conf: base + listen + "  http-request set-header X 1\n  http-request use-service prometheus-exporter\n" +
 				"  http-response del-header Y\n  server s 127.0.0.1:47021\n",
@@ -161,6 +165,10 @@ func TestTCPRequestErrors(t *testing.T) {
 			`acl "nosuch" is not defined in frontend l`, haproxyRejects},
 		{"in mode http", base + "listen l\n  bind 127.0.0.1:47020\n  mode http\n  tcp-request connection reject\n" + srv,
 			"h.cfg:14: tcp-request rules in proxy 'l' (mode http) are not supported by vipstack (accepted: tcp-request connection and content rules in mode tcp sections)", haproxyAccepts},
+		{"a connection rule in a backend", base + "  tcp-request connection reject\n",
+			"h.cfg:11: tcp-request connection is not allowed because backend masters is not a frontend", haproxyRejects},
+		{"a content rule in a backend", base + "  tcp-request content reject\n",
+			"h.cfg:11: tcp-request content rules in backend masters are not supported by vipstack (accepted: tcp-request content rules in a frontend or listen; tcp-request inspect-delay TIME in a backend)", haproxyAccepts},
 		{"in defaults", edit(t, "  mode tcp\n", "  mode tcp\n  tcp-request connection reject\n"),
 			"h.cfg:3: tcp-request rules in defaults are not supported by vipstack (haproxy: not allowed in anonymous 'defaults' sections;", haproxyRejects},
 	} {
