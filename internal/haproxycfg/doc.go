@@ -142,8 +142,10 @@
 // A setting given twice in a section is an error (haproxy keeps the
 // last). weight 0 and retries 0 are rejected, because the model reads 0 as
 // "default". Server ports must be written (haproxy would reuse the
-// client's). acl, use_backend and http-request in mode tcp sections are
-// errors (haproxy evaluates them on layer 4 fetches). A server with
+// client's). use_backend and other HTTP keywords in mode tcp sections are
+// errors (haproxy evaluates them on layer 4 fetches); acl lines there
+// serve tcp-request rules, and http-request and http-response lines are
+// ignored with haproxy's warning (tcprequest.go). A server with
 // check-ssl verifies certificates by default, as in haproxy, against the
 // server's ca-file, or without one the system's CA pool (haproxy would
 // demand a ca-file); a warning says so. server ssl without ca-file or

@@ -106,13 +106,13 @@ func TestParseErrors(t *testing.T) {
 			conf: func(t *testing.T) string {
 				return edit(t, fe, fe+"  tcp-request content accept if { req_ssl_hello_type 1 }\n")
 			},
-			want:    `h.cfg:8: "tcp-request content" is not supported by vipstack, which has no tcp-request rules (accepted: tcp-request inspect-delay TIME, which has no effect without tcp-request content rules, as in haproxy)`,
+			want:    `h.cfg:8: acl criterion "req_ssl_hello_type" is not supported by vipstack (accepted: always_false, always_true, base[_beg|_end|_reg|_sub], dst, dst_port, hdr(NAME)[_beg|_dom|_end|_reg|_sub], method, path[_beg|_dir|_end|_reg|_sub], req.hdr(NAME), src, src_port, ssl_fc, ssl_fc_sni, url[_beg|_end|_reg|_sub], var(txn.NAME) -m METHOD)`,
 			haproxy: haproxyAccepts,
 		},
 		{
 			name:    "tcp-request inspect-delay without a delay",
 			conf:    func(t *testing.T) string { return edit(t, fe, fe+"  tcp-request inspect-delay\n") },
-			want:    `h.cfg:8: 'tcp-request inspect-delay' expects a positive delay in milliseconds, in frontend 'main' (accepted: tcp-request inspect-delay TIME, which has no effect without tcp-request content rules, as in haproxy)`,
+			want:    `h.cfg:8: 'tcp-request inspect-delay' expects a positive delay in milliseconds, in frontend 'main' (accepted: tcp-request inspect-delay TIME; tcp-request connection accept, reject, set-src EXPR, set-dst EXPR, silent-drop; tcp-request content accept, reject; each rule maybe with if|unless CONDITION over always_false, always_true, dst, dst_port, src, src_port)`,
 			haproxy: haproxyRejects,
 		},
 		{
@@ -148,8 +148,8 @@ func TestParseErrors(t *testing.T) {
 		},
 		{
 			name:    "unsupported keyword",
-			conf:    func(t *testing.T) string { return edit(t, fe, fe+"  acl local src 127.0.0.1\n") },
-			want:    `h.cfg:8: acl in frontend main (mode tcp) is not supported by vipstack: its acl, use_backend, http-request, http-response, redirect, cookie, monitor-uri and stats rules work in mode http only (accepted: mode http in frontend main)`,
+			conf:    func(t *testing.T) string { return edit(t, fe, fe+"  use_backend masters if { src 127.0.0.1 }\n") },
+			want:    `h.cfg:8: use_backend in frontend main (mode tcp) is not supported by vipstack: its use_backend, redirect, cookie, monitor-uri, stats and other HTTP keywords work in mode http only (accepted: mode http in frontend main)`,
 			haproxy: haproxyAccepts,
 		},
 		// A monitor or stats section under a log format: haproxy writes

@@ -53,6 +53,11 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("defaults\n mode http\nfrontend f\n bind :1\n id 2\n acl a var(txn.h) -m reg ^x\n http-request set-var(txn.h) hdr(host)\n" +
 		" http-request set-header X \"%[var(txn.h)]$VS_A\"\n use_backend b if a\nbackend b\n server s 127.0.0.1:2\n"))
 
+	// tcp-request rules and http-request lines in mode tcp.
+	f.Add([]byte(base + "listen l\n bind :4\n acl n src 10.212.232.0\n tcp-request connection set-src src,ipmask(21,64)\n" +
+		" tcp-request connection reject if n\n tcp-request connection silent-drop unless { src_port 1024: } || !{ dst 10.0.0.0/8 }\n" +
+		" tcp-request content accept if { dst_port 80:90 }\n tcp-request connection set-dst ipv6(::1)\n http-request use-service prometheus-exporter\n server s 127.0.0.1:2\n"))
+
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cfg, err := ParseWith("testdata/fuzz.cfg", data, Options{LookupEnv: lookupTest})
 		if (cfg == nil) == (err == nil) {
@@ -71,7 +76,7 @@ func FuzzParse(f *testing.F) {
 			return
 		}
 		y, err := lbconfig.FormatYAML(cfg)
-		if errors.Is(err, lbconfig.ErrYAMLHTTP) || errors.Is(err, lbconfig.ErrYAMLTLS) {
+		if errors.Is(err, lbconfig.ErrYAMLHTTP) || errors.Is(err, lbconfig.ErrYAMLTLS) || errors.Is(err, lbconfig.ErrYAMLTCPRequest) {
 			return
 		}
 		if err != nil {

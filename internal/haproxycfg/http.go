@@ -52,10 +52,22 @@ type httpSection struct {
 	modeLine int
 	first    int    // first line with an HTTP-only keyword
 	firstKw  string // its keyword
-	fe       lbconfig.HTTPFrontend
-	be       lbconfig.HTTPBackend
-	cookie   string // the server line's cookie value being read
-	httplog  bool   // own option httplog
+	// strictFirst is the first line with an HTTP-only keyword other
+	// than acl, http-request and http-response, which a mode tcp
+	// section may have (tcpModeHTTP); strictFirstKw its keyword.
+	strictFirst   int
+	strictFirstKw string
+	// reqLine and respLine are the first http-request and
+	// http-response lines.
+	reqLine, respLine int
+	// tcp are the section's tcp-request rules; tcpLine the first's
+	// line (tcprequest.go).
+	tcp     lbconfig.TCPRequest
+	tcpLine int
+	fe      lbconfig.HTTPFrontend
+	be      lbconfig.HTTPBackend
+	cookie  string // the server line's cookie value being read
+	httplog bool   // own option httplog
 	// httplogCLF: the own option httplog is `option httplog clf`.
 	httplogCLF bool
 	// httplogLine is a listen section's option httplog line.
@@ -285,6 +297,18 @@ func (p *parser) httpMark(l line, kw string) {
 	if p.hs.first == 0 {
 		p.hs.first, p.hs.firstKw = l.num, kw
 	}
+	switch {
+	case kw == "http-request":
+		if p.hs.reqLine == 0 {
+			p.hs.reqLine = l.num
+		}
+	case kw == "http-response":
+		if p.hs.respLine == 0 {
+			p.hs.respLine = l.num
+		}
+	case kw != "acl" && p.hs.strictFirst == 0:
+		p.hs.strictFirst, p.hs.strictFirstKw = l.num, kw
+	}
 }
 
 // httpProxyOf is the rules the keyword goes to: the frontend's in a
@@ -475,7 +499,7 @@ func (p *parser) aclTest(l line, words []string) (lbconfig.ACLTest, bool) {
 		return t, false
 	}
 	base := fetch
-	if i := strings.IndexByte(fetch, '_'); i > 0 && fetch != "ssl_fc" && fetch != "ssl_fc_sni" && !strings.HasPrefix(fetch, "always_") {
+	if i := strings.IndexByte(fetch, '_'); i > 0 && fetch != "ssl_fc" && fetch != "ssl_fc_sni" && fetch != "src_port" && fetch != "dst_port" && !strings.HasPrefix(fetch, "always_") {
 		base = fetch[:i]
 	}
 	if base == "req.hdr" {
@@ -496,7 +520,7 @@ func (p *parser) aclTest(l line, words []string) (lbconfig.ACLTest, bool) {
 				p.errorf(l, "acl", "acl: -m%s is not a match method vipstack supports (accepted: -m %s)", got, commas(matchMethods))
 				return t, false
 			}
-			if match == "ip" || match == "bool" || match == "meth" {
+			if match == "ip" || match == "bool" || match == "meth" || match == "int" {
 				p.errorf(l, "acl", "acl: -m %s with %s is not supported by vipstack (accepted: %s without -m)", rest[1], crit, crit)
 				return t, false
 			}
@@ -987,9 +1011,7 @@ func (p *parser) sectionHTTP(mode string) bool {
 	if mode == "http" {
 		return true
 	}
-	if p.hs.first != 0 {
-		p.errorf(line{num: p.hs.first}, p.hs.firstKw, "%s in %s (mode tcp) is not supported by vipstack: its acl, use_backend, http-request, http-response, redirect, cookie, monitor-uri and stats rules work in mode http only (accepted: mode http in %s)", p.hs.firstKw, p.key, p.key)
-	}
+	p.tcpModeHTTP() // tcprequest.go
 	return false
 }
 

@@ -195,8 +195,8 @@ func TestParseHTTPErrors(t *testing.T) {
 			haproxy: haproxyAccepts,
 		},
 		{
-			name: "acl in a tcp backend", lines: "backend t\n  mode tcp\n  acl x src 10.0.0.1\n  server s 127.0.0.1:1\n",
-			want:    `h.cfg:11: acl in backend t (mode tcp) is not supported by vipstack: its acl, use_backend, http-request, http-response, redirect, cookie, monitor-uri and stats rules work in mode http only (accepted: mode http in backend t)`,
+			name: "cookie in a tcp backend", lines: "backend t\n  mode tcp\n  cookie SRV insert\n  server s 127.0.0.1:1\n",
+			want:    `h.cfg:11: cookie in backend t (mode tcp) is not supported by vipstack: its use_backend, redirect, cookie, monitor-uri, stats and other HTTP keywords work in mode http only (accepted: mode http in backend t)`,
 			haproxy: haproxyAccepts,
 		},
 	}

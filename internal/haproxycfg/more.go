@@ -95,6 +95,10 @@ func quoteProxy(key string) string {
 }
 
 func (p *parser) moreDefaults(l line, kw string) bool {
+	if kw == "tcp-request" {
+		p.errorf(l, kw, "tcp-request rules in defaults are not supported by vipstack (haproxy: not allowed in anonymous 'defaults' sections; accepted: %s in frontend and listen sections)", tcpRequestAccepted)
+		return true
+	}
 	return p.proxyOption(l, kw, &p.more.defaults, true, true)
 }
 
@@ -123,6 +127,8 @@ func (p *parser) moreBackend(l line, kw string) bool {
 		p.stickRule(l)
 	case kw == "fullconn":
 		p.fullConn(l)
+	case kw == "tcp-request" && p.kind == secBackend:
+		p.tcpRequestBackend(l) // tcprequest.go
 	case kw == "hash-type":
 		p.hashType(l)
 	case kw == "timeout" || len(kw) > 8 && kw[:8] == "timeout ":

@@ -474,6 +474,7 @@ func (p *parser) endSection() {
 			format = p.feLogFormat
 		}
 		p.httpFrontendEnd(p.fe, p.hs.mode, p.feLogFormat != "")
+		p.tcpRulesEnd(p.fe) // tcprequest.go
 		if p.fe.HTTP != nil {
 			p.fe.HTTP.LogFormat = format
 			if p.feLogFormat != "" || p.fe.HTTP.HTTPLog {
@@ -645,6 +646,10 @@ func (p *parser) endForwardingListen(webToo bool) {
 			ls.logFormat = p.httplogFormat()
 		}
 	}
+	if fe.HTTP == nil {
+		p.tcpModeHTTP() // tcprequest.go
+	}
+	p.tcpRulesEnd(&fe)
 	if fe.HTTP == nil && p.httplogAt != 0 && ls.logFormat == "" {
 		p.warnf(line{num: p.httplogAt}, "'option httplog' not usable with proxy '%s' (needs 'mode http'). Falling back to 'option tcplog'.", ls.name)
 	}
@@ -1136,6 +1141,9 @@ func (p *parser) listen(l line) {
 		// others), or, in a stats listen, its page's exporter: which
 		// one is known at the section's end (endListen).
 		n := len(p.hs.fe.Rules)
+		if p.hs.reqLine == 0 {
+			p.hs.reqLine = l.num
+		}
 		p.httpRequest(l, &p.hs.fe.HTTPProxy)
 		if len(p.hs.fe.Rules) > n {
 			ls.serviceLines = append(ls.serviceLines, l)

@@ -167,11 +167,6 @@ func TestParseRewriteErrors(t *testing.T) {
 			want:    `h.cfg:9: option httplog: "json" is not a log format option (accepted: option httplog, option httplog clf)`,
 			haproxy: haproxyRejects,
 		},
-		{
-			name: "response rule in a tcp backend", lines: "backend t\n  mode tcp\n  http-response del-header X\n  server s 127.0.0.1:1\n",
-			want:    `h.cfg:11: http-response in backend t (mode tcp) is not supported by vipstack: its acl, use_backend, http-request, http-response, redirect, cookie, monitor-uri and stats rules work in mode http only (accepted: mode http in backend t)`,
-			haproxy: haproxyAccepts,
-		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

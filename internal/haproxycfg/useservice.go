@@ -85,9 +85,9 @@ func (p *parser) serviceListen(monitor, stats bool) bool {
 	}
 	first := ls.serviceLines[0]
 	if ls.mode != "http" {
-		// haproxy warns and ignores http-request rules in mode tcp.
-		p.errorf(first, "http-request use-service", "http-request use-service in %s (mode tcp) is not supported by vipstack: haproxy ignores http-request rules in mode tcp (accepted: mode http in %s)", p.key, p.key)
-		return false
+		// haproxy warns and ignores http-request rules in mode tcp
+		// (tcpModeHTTP, at the end of a forwarding listen).
+		return true
 	}
 	if ls.forwardLine != 0 {
 		return true

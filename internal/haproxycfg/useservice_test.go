@@ -139,7 +139,7 @@ func TestUseServiceRule(t *testing.T) {
 }
 
 // TestUseServiceErrors: another service, words after the service that are
-// not a condition, mode tcp, and what a stats listen's exporter does not
+// not a condition, and what a stats listen's exporter does not
 // take are refused, naming the line and what is accepted; haproxy's own
 // errors in its words.
 func TestUseServiceErrors(t *testing.T) {
@@ -153,10 +153,6 @@ func TestUseServiceErrors(t *testing.T) {
 			`h.cfg:18: error detected in backend 'b' while parsing 'http-request use-service' rule : 'use-service' expects a service name. (accepted: http-request use-service prometheus-exporter [if|unless CONDITION])`, haproxyRejects},
 		{"a word after the service", base + statsListen + "  http-request use-service prometheus-exporter foo\n",
 			`h.cfg:16: 'http-request use-service' expects either 'if' or 'unless' followed by a condition but found 'foo'.`, haproxyRejects},
-		{"frontend in mode tcp", base + "frontend t\n  bind 127.0.0.1:47019\n  http-request use-service prometheus-exporter\n  default_backend masters\n",
-			`h.cfg:13: http-request in frontend t (mode tcp) is not supported by vipstack: its acl, use_backend, http-request, http-response, redirect, cookie, monitor-uri and stats rules work in mode http only (accepted: mode http in frontend t)`, haproxyAccepts},
-		{"listen in mode tcp", base + "listen t\n  bind 127.0.0.1:47019\n  http-request use-service prometheus-exporter\n  server s 127.0.0.1:47012\n",
-			`h.cfg:13: http-request use-service in listen t (mode tcp) is not supported by vipstack: haproxy ignores http-request rules in mode tcp (accepted: mode http in listen t)`, haproxyAccepts},
 		{"another condition in a stats listen", base + statsListen + "  http-request use-service prometheus-exporter if { path_beg /m }\n",
 			`h.cfg:16: http-request use-service: condition "if { path_beg /m }" in a stats listen is not supported by vipstack (accepted: http-request use-service prometheus-exporter [if|unless { path PATH... }] in a stats listen; any condition in a listen with servers or none, a frontend or a backend)`, haproxyAccepts},
 		{"twice in a stats listen", base + statsListen + "  http-request use-service prometheus-exporter\n  http-request use-service prometheus-exporter\n",

@@ -81,7 +81,12 @@ func (cn *conn) logFields() logging.Fields {
 	lf := logging.Fields{Client: cn.client(), Local: cn.local, Source: cn.source, Frontend: cn.fe.name, TLS: cn.tls, Backend: "-",
 		AcceptAt: cn.acceptAt, StartAt: cn.startAt, ConnAt: cn.connAt, Up: cn.up, Down: cn.down,
 		Term: cn.termState(), Attempts: cn.attempt, Counts: logCounts{cn}}
-	if cn.cfg != nil && cn.cfg.pool != nil {
+	switch {
+	case cn.term == termDenied:
+		// A tcp-request content reject ends the session before it
+		// has a backend: haproxy shows the frontend's name.
+		lf.Backend = cn.fe.name
+	case cn.cfg != nil && cn.cfg.pool != nil:
 		lf.Backend = cn.cfg.pool.name
 	}
 	if s := cn.picked; s != nil {

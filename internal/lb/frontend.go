@@ -9,6 +9,7 @@ import (
 	"github.com/vipstack/vipstack/internal/lb/logging"
 	"github.com/vipstack/vipstack/internal/lb/relay"
 	"github.com/vipstack/vipstack/internal/lb/stats"
+	"github.com/vipstack/vipstack/internal/lbconfig"
 )
 
 // feConfig is what a connection needs from the configuration; a
@@ -32,6 +33,9 @@ type feConfig struct {
 	// abortOnClose drops a client that ended its side while queued or
 	// connecting even when it sent bytes (`option abortonclose`).
 	abortOnClose bool
+	// tcpReq are the frontend's tcp-request rules (tcprequest.go); nil:
+	// none.
+	tcpReq *lbconfig.TCPRequest
 }
 
 // Which direction last moved bytes on a connection: the side that spoke
@@ -102,6 +106,10 @@ type frontend struct {
 
 	smax, qmax                           atomic.Int64
 	tot, bin, bout, noServer, queueDrops atomic.Uint64
+	// deniedConn, silentDrops and deniedReq count the clients
+	// tcp-request connection rules rejected and dropped, and content
+	// rules rejected (stats.FrontendStats).
+	deniedConn, silentDrops, deniedReq atomic.Uint64
 	// rate counts the clients taken, with tot: haproxy's session and
 	// connection rates (rates.go).
 	rate stats.RateCounter
@@ -168,20 +176,31 @@ func (f *frontend) tryAcquire() int64 {
 //
 // The client is relayed on lp unless pickLoop finds lp too loaded next to
 // another loop.
+//
+// The frontend's tcp-request connection rules run first (tcprequest.go):
+// a client they turn away is closed here.
 func (f *frontend) admit(fd int, peer netip.AddrPort, lp *loop) <-chan struct{} {
-	return f.admitFrom(fd, peer, netip.AddrPort{}, lp)
+	var local netip.AddrPort
+	if tr := f.cfg.Load().tcpReq; tr != nil && !f.draining.Load() {
+		var ok bool
+		if peer, local, ok = f.tcpConnRules(tr, fd, peer); !ok {
+			return nil
+		}
+	}
+	return f.admitFrom(fd, peer, local, false, lp)
 }
 
-// admitFrom is admit for a client whose socket is not the one it
-// connected to (an ssl bind's plaintext, tlsfront.go): local is the
-// address it connected to; invalid: the socket's own.
-func (f *frontend) admitFrom(fd int, peer, local netip.AddrPort, lp *loop) <-chan struct{} {
+// admitFrom is admit after the connection rules, for a client whose
+// address set-src may have changed: local is the address it connected
+// to (or set-dst's); invalid: the socket's own. tls says the socket is
+// an ssl bind's plaintext (tlsfront.go), local the TLS socket's.
+func (f *frontend) admitFrom(fd int, peer, local netip.AddrPort, tls bool, lp *loop) <-chan struct{} {
 	if f.draining.Load() {
 		closeFD(fd)
 		return nil
 	}
-	cn := &conn{fe: f, cfd: fd, peer: peer, local: local, tls: local.IsValid()}
-	if lp != nil && !local.IsValid() {
+	cn := &conn{fe: f, cfd: fd, peer: peer, local: local, tls: tls}
+	if lp != nil && !tls {
 		// The accept time, for show sess: the loop's clock reading of
 		// this batch costs nothing; a connection log reads the clock
 		// itself below.

@@ -322,6 +322,16 @@ func (lp *loop) startLocked(cn *conn) {
 		lp.closeLocked(cn)
 		return
 	}
+	if tcpContentRejects(cn) { // tcprequest.go
+		// haproxy closes it (an end of file, not a reset: what the
+		// client sent is read first) and logs "PR" (a proxy's
+		// condition, at the request) without a backend or server.
+		cn.fe.deniedReq.Add(1)
+		cn.term = termDenied
+		discardInput(cn.cfd)
+		lp.closeLocked(cn)
+		return
+	}
 	lp.connectNext(cn)
 }
 
@@ -1035,6 +1045,12 @@ func (lp *loop) pauseLn(r *lnReg, ready <-chan struct{}, tm interface{ Stop() bo
 
 // closeFD closes a socket the relay owns.
 func closeFD(fd int) { relay.Close(fd) }
+
+// resetFD and dropFD close a client's socket as a tcp-request reject
+// and silent-drop do (relay.Reset, relay.SilentDrop).
+func resetFD(fd int)     { relay.Reset(fd) }
+func dropFD(fd int)      { relay.SilentDrop(fd) }
+func prepareDrop(fd int) { relay.PrepareDrop(fd) }
 
 // endedBy records that the side s of cn failed (a reset or another error).
 func (cn *conn) endedBy(s *side) {

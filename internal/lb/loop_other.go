@@ -37,6 +37,9 @@ func (l *LB) sessions() []Session       { return nil }
 func (l *LB) closeServer(*server) int   { return 0 }
 func (l *LB) closeSession(uintptr) bool { return false }
 func closeFD(int)                       {}
+func resetFD(int)                       {}
+func dropFD(int)                        {}
+func prepareDrop(int)                   {}
 func discardInput(int) uint64           { return 0 }
 
 func (l *LB) watchListener(*tcpListener)   {}

@@ -26,7 +26,8 @@ func sectionConfig(cfg *lbconfig.Config, fc lbconfig.Frontend, p *pool, cl *logg
 	}
 	c := &feConfig{pool: p, retries: max(cfg.Retries, 0),
 		tunnel: t.Tunnel, client: t.Client, server: t.Server, clientFin: t.ClientFin, serverFin: t.ServerFin,
-		queueTimeout: queueTimeout, connectTimeout: t.Connect, log: cl, cliKeepAlive: fc.KeepAlive}
+		queueTimeout: queueTimeout, connectTimeout: t.Connect, log: cl, cliKeepAlive: fc.KeepAlive,
+		tcpReq: fc.TCPRequest}
 	if b != nil {
 		if b.Retries > 0 {
 			c.retries = b.Retries

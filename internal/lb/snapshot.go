@@ -20,6 +20,7 @@ func (l *LB) Snapshot() stats.Snapshot {
 			Sessions: f.cur.Load(), MaxSessions: f.smax.Load(), SessionLimit: v.cfg.MaxConn,
 			TotalSessions: f.tot.Load(), BytesIn: f.bin.Load(), BytesOut: f.bout.Load(),
 			Queued: f.qcur.Load(), MaxQueued: f.qmax.Load(), QueueTimeouts: f.queueDrops.Load(), NoServer: f.noServer.Load(),
+			DeniedConn: f.deniedConn.Load(), DeniedReq: f.deniedReq.Load(), SilentDrops: f.silentDrops.Load(),
 			Rate: f.rate.Read(now), MaxRate: f.rate.Max(),
 		}
 		for _, a := range v.addrs[f.name] {

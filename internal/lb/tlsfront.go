@@ -108,6 +108,13 @@ func (t *tlsListener) serve(c net.Conn) {
 		c.Close()
 		return
 	}
+	peer, local := tcpAddrPort(c.RemoteAddr()), tcpAddrPort(c.LocalAddr())
+	if tr := fe.cfg.Load().tcpReq; tr != nil && len(tr.Connection) > 0 {
+		var ok bool
+		if peer, local, ok = fe.tcpConnRulesConn(tr, c); !ok { // tcprequest.go
+			return
+		}
+	}
 	t.mu.Lock()
 	select {
 	case <-t.stop:
@@ -149,11 +156,10 @@ func (t *tlsListener) serve(c net.Conn) {
 		tc.Close()
 		return
 	}
-	peer, local := tcpAddrPort(c.RemoteAddr()), tcpAddrPort(c.LocalAddr())
 	lp := t.l.pickLoop(nil)
 	lp.nconns.Add(-1) // pickLoop's count is the admission's to take
 	lp.mu.Lock()
-	if w := fe.admitFrom(loopFD, peer, local, lp); w != nil {
+	if w := fe.admitFrom(loopFD, peer, local, true, lp); w != nil {
 		t.full.Store(&w)
 	}
 	lp.unlock()

@@ -3,9 +3,11 @@ package lbconfig
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net/netip"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -268,7 +270,11 @@ type ACLTest struct {
 	Regexps []*regexp.Regexp
 	Nets    []netip.Prefix
 	Methods []string
+	Ints    []IntRange // match int: a value or a range LOW:HIGH
 }
+
+// IntRange is an int match's value: Lo to Hi, both included.
+type IntRange struct{ Lo, Hi int64 }
 
 // HTTPActions are the http-request actions vipstack carries out.
 const HTTPActions = "add-header, allow, del-header, deny, redirect, replace-header, replace-path, replace-uri, replace-value, set-header, set-path, set-var(txn.NAME|req.NAME), use-service prometheus-exporter"
@@ -353,20 +359,20 @@ var HTTPFetches = map[string]string{
 	"url": "str", "url_beg": "beg", "url_end": "end", "url_reg": "reg", "url_sub": "sub",
 	"hdr": "str", "hdr_beg": "beg", "hdr_end": "end", "hdr_reg": "reg", "hdr_sub": "sub", "hdr_dom": "dom",
 	"req.hdr": "str",
-	"method":  "meth", "src": "ip", "ssl_fc": "bool", "ssl_fc_sni": "str", "always_true": "bool", "always_false": "bool",
+	"method":  "meth", "src": "ip", "dst": "ip", "src_port": "int", "dst_port": "int", "ssl_fc": "bool", "ssl_fc_sni": "str", "always_true": "bool", "always_false": "bool",
 	"base": "str", "base_beg": "beg", "base_sub": "sub", "base_end": "end", "base_reg": "reg",
 	"var": "", // no implied method: -m is required, as in haproxy
 }
 
 // HTTPFetchNames lists HTTPFetches for messages.
 func HTTPFetchNames() string {
-	return "always_false, always_true, base[_beg|_end|_reg|_sub], hdr(NAME)[_beg|_dom|_end|_reg|_sub], method, path[_beg|_dir|_end|_reg|_sub], req.hdr(NAME), src, ssl_fc, ssl_fc_sni, url[_beg|_end|_reg|_sub], var(txn.NAME) -m METHOD"
+	return "always_false, always_true, base[_beg|_end|_reg|_sub], dst, dst_port, hdr(NAME)[_beg|_dom|_end|_reg|_sub], method, path[_beg|_dir|_end|_reg|_sub], req.hdr(NAME), src, src_port, ssl_fc, ssl_fc_sni, url[_beg|_end|_reg|_sub], var(txn.NAME) -m METHOD"
 }
 
 // CompileACL fills the compiled forms of t's values (Regexps, Nets,
 // Methods) and checks them.
 func CompileACL(t *ACLTest) error {
-	t.Regexps, t.Nets, t.Methods = nil, nil, nil
+	t.Regexps, t.Nets, t.Methods, t.Ints = nil, nil, nil, nil
 	if t.Fetch == "var" {
 		if err := CheckVarName(t.Arg); err != nil {
 			return err
@@ -404,8 +410,45 @@ func CompileACL(t *ACLTest) error {
 		for _, v := range t.Values {
 			t.Methods = append(t.Methods, strings.ToUpper(v))
 		}
+	case "int":
+		for _, v := range t.Values {
+			r, err := intRange(v)
+			if err != nil {
+				return err
+			}
+			t.Ints = append(t.Ints, r)
+		}
 	}
 	return nil
+}
+
+// intRange reads an int match's value: N, LOW:HIGH, :HIGH or LOW:.
+func intRange(v string) (IntRange, error) {
+	bad := fmt.Errorf("%q is not an integer or a range (accepted: 443, 1024:65535, :1023, 1024:)", v)
+	lo, hi, isRange := strings.Cut(v, ":")
+	r := IntRange{Lo: math.MinInt64, Hi: math.MaxInt64}
+	var err error
+	if lo != "" {
+		if r.Lo, err = strconv.ParseInt(lo, 10, 64); err != nil {
+			return r, bad
+		}
+	}
+	if !isRange {
+		if lo == "" {
+			return r, bad
+		}
+		r.Hi = r.Lo
+		return r, nil
+	}
+	if hi != "" {
+		if r.Hi, err = strconv.ParseInt(hi, 10, 64); err != nil {
+			return r, bad
+		}
+	}
+	if lo == "" && hi == "" || r.Lo > r.Hi {
+		return r, bad
+	}
+	return r, nil
 }
 
 // HTTPValueVars are the %[...] expressions an http-request header value

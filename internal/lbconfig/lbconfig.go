@@ -205,6 +205,9 @@ type Frontend struct {
 	// KeepAlive turns TCP keep-alives (SO_KEEPALIVE) on for the client
 	// sockets (`option clitcpka`, or `option tcpka` in the frontend).
 	KeepAlive bool
+	// TCPRequest are the frontend's tcp-request rules (mode tcp); nil:
+	// none.
+	TCPRequest *TCPRequest
 }
 
 // Bind is one listening address. An unspecified address with V4V6 listens

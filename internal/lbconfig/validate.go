@@ -328,6 +328,7 @@ func (v *validator) frontend(f *Frontend, backends map[string]bool, binds map[Bi
 	}
 	v.logTargets(key, f.LogTargets)
 	v.httpFrontend(f, backends)
+	v.tcpRequest(f) // tcprequest.go
 }
 
 func (v *validator) logTargets(key string, ts []LogTarget) {

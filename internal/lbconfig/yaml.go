@@ -658,6 +658,11 @@ func FormatYAML(c *Config) ([]byte, error) {
 			return nil, fmt.Errorf("backend %s: %w", b.Name, ErrYAMLStick)
 		}
 	}
+	for _, f := range c.Frontends {
+		if f.TCPRequest != nil {
+			return nil, fmt.Errorf("frontend %s: %w", f.Name, ErrYAMLTCPRequest)
+		}
+	}
 	y := yamlConfig{
 		MaxConn:       c.MaxConn,
 		GlobalMaxConn: c.GlobalMaxConn,

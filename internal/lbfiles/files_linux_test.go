@@ -34,6 +34,7 @@ func TestRealFilesMatchHaproxy(t *testing.T) {
 	t.Run("OpenShift UPI servers named by DNS", func(t *testing.T) { openshiftUPI(t, bin) })
 	t.Run("Patroni primary by tcp-check", func(t *testing.T) { patroni(t, bin) })
 	t.Run("HTTP routing by Host", func(t *testing.T) { httpRouting(t, bin) })
+	t.Run("tcp-request rules", func(t *testing.T) { tcpRequestRules(t, bin) }) // tcprequest_linux_test.go
 }
 
 // kubeadmAPI: the kubeadm HA guide's API balancer as a CentOS user kept it

@@ -107,6 +107,13 @@ func HAProxyCfg(cfg *lbconfig.Config) ([]byte, error) {
 			}
 			w(true, append(bindWords(bd), words...)...)
 		}
+		rules, err := tcpRequestLines(fe.TCPRequest) // tcprequest.go
+		if err != nil {
+			errs = append(errs, fmt.Errorf("frontend %s: %w", fe.Name, err))
+		}
+		for _, words := range rules {
+			w(true, words...)
+		}
 		w(true, "default_backend", fe.Backend)
 		logLines(fe.LogTargets)
 	}

@@ -35,7 +35,8 @@ import (
 // ProxyOrder, compared by sameProxyOrder, is the writer's).
 var ignoreProvenance = cmp.Options{
 	cmpopts.IgnoreFields(lbconfig.Config{}, "Source", "Warnings", "Proxies"),
-	cmpopts.EquateComparable(netip.Addr{}, netip.AddrPort{}),
+	cmpopts.IgnoreFields(lbconfig.TCPRule{}, "At"),
+	cmpopts.EquateComparable(netip.Addr{}, netip.AddrPort{}, netip.Prefix{}),
 }
 
 // TestHAProxyCfgReadsBackAsLBConfig is the one-source-of-truth check: the
@@ -89,7 +90,23 @@ func TestHAProxyCfgWriterCoversTheModel(t *testing.T) {
 		Frontends: []lbconfig.Frontend{
 			{Name: "v4", Binds: []lbconfig.Bind{{Addr: ap("0.0.0.0:80")}, {Addr: ap("198.18.0.5:81")}}, Backend: "plain",
 				LogTargets: []lbconfig.LogTarget{{Network: "udp", Address: "[fd00::1]:1514", Facility: 18, Level: 6, MinLevel: 4}}},
-			{Name: "v6", Binds: []lbconfig.Bind{{Addr: ap("[fd00::5]:82")}}, Backend: "plain"},
+			{Name: "v6", Binds: []lbconfig.Bind{{Addr: ap("[fd00::5]:82")}}, Backend: "plain",
+				TCPRequest: &lbconfig.TCPRequest{
+					ACLs: map[string][]lbconfig.ACLTest{
+						"blocked": {{Fetch: "src", Keyword: "src", Match: "ip", Values: []string{"fd00::66", "198.18.9.0/24"}}},
+						"web":     {{Fetch: "dst_port", Keyword: "dst_port", Match: "int", Values: []string{"80", "8000:8999"}}},
+					},
+					Connection: []lbconfig.TCPRule{
+						{Action: "set-src", Expr: &lbconfig.AddrExpr{Fetch: "src", Mask4: 21, Mask6: 64}},
+						{Action: "accept", Cond: &lbconfig.Cond{Or: [][]lbconfig.CondTerm{{{Name: "web"}, {Neg: true, Name: "blocked"}}}}},
+						{Action: "silent-drop", Cond: &lbconfig.Cond{Unless: true, Or: [][]lbconfig.CondTerm{
+							{{Anon: &lbconfig.ACLTest{Fetch: "src_port", Keyword: "src_port", Match: "int", Values: []string{"1024:"}}}},
+							{{Neg: true, Anon: &lbconfig.ACLTest{Fetch: "dst", Keyword: "dst", Match: "ip", Values: []string{"fd00::5"}}}}}}},
+						{Action: "set-dst", Expr: &lbconfig.AddrExpr{Fetch: "ipv6", Addr: netip.MustParseAddr("fd00::6"), Mask4: 32, Mask6: 128}},
+						{Action: "reject", Cond: &lbconfig.Cond{Or: [][]lbconfig.CondTerm{{{Name: "blocked"}}}}},
+					},
+					Content: []lbconfig.TCPRule{{Action: "reject"}},
+				}},
 		},
 		Backends: []lbconfig.Backend{{
 			Name: "plain", Balance: lbconfig.LeastConn, RedispatchOnRetry: true,

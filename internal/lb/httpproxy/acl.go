@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/vipstack/vipstack/internal/lb/tcprules"
 	"github.com/vipstack/vipstack/internal/lbconfig"
 )
 
@@ -114,14 +115,9 @@ func test(t *lbconfig.ACLTest, rq *request) bool {
 		return rq.tls
 	case "method":
 		return slices.Contains(t.Methods, rq.r.Method)
-	case "src":
-		a := rq.src.Addr().Unmap()
-		for _, n := range t.Nets {
-			if n.Contains(a) {
-				return true
-			}
-		}
-		return false
+	case "src", "dst", "src_port", "dst_port":
+		m, _ := tcprules.Match(t, rq.src, rq.dst)
+		return m
 	}
 	samples := fetch(t, rq)
 	if t.Match == "found" {

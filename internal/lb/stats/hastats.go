@@ -425,9 +425,11 @@ func frontendRecord(f FrontendStats, iid int) *statRecord {
 	r.n("rate_max", f.MaxRate)
 	r.n("conn_rate", f.Rate)
 	r.n("conn_rate_max", f.MaxRate)
-	r.n("conn_tot", f.TotalSessions)
-	r.zero("dreq", "dresp", "ereq", "rate_lim", "req_rate", "req_rate_max", "req_tot",
-		"comp_in", "comp_out", "comp_byp", "comp_rsp", "dcon", "dses", "wrew")
+	r.n("conn_tot", f.TotalSessions+f.DeniedConn+f.SilentDrops)
+	r.n("dreq", f.DeniedReq+f.SilentDrops)
+	r.n("dcon", f.DeniedConn)
+	r.zero("dresp", "ereq", "rate_lim", "req_rate", "req_rate_max", "req_tot",
+		"comp_in", "comp_out", "comp_byp", "comp_rsp", "dses", "wrew")
 	return r
 }
 

@@ -54,6 +54,14 @@ type FrontendStats struct {
 	MaxQueued     int64    `json:"max_queued"`
 	QueueTimeouts uint64   `json:"queue_timeouts"`
 	NoServer      uint64   `json:"no_server"` // clients closed because no server could be reached
+	// DeniedConn, SilentDrops and DeniedReq are the clients
+	// tcp-request connection rules rejected and silently dropped and
+	// content rules rejected. haproxy 2.6 shows DeniedConn as dcon and
+	// the other two as dreq (measured); the connections turned away by
+	// a connection rule are no sessions, but count in conn_tot.
+	DeniedConn  uint64 `json:"denied_connections"`
+	SilentDrops uint64 `json:"silent_drops"`
+	DeniedReq   uint64 `json:"denied_requests"`
 	// Rate is the clients of the last second and MaxRate the most a
 	// second counted (haproxy's rate and rate_max, which its conn_rate
 	// and conn_rate_max equal in TCP mode; rates.go).
