@@ -105,6 +105,26 @@ type FieldError struct {
 
 func (e *FieldError) Error() string { return e.Field + ": " + e.Msg }
 
+// FieldErrors flattens what Config.Validate returned into its field
+// errors, in order; an error that names no field becomes one with an empty
+// Field, so that a caller mapping fields to its own names sees it too.
+func FieldErrors(err error) []*FieldError {
+	var out []*FieldError
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range j.Unwrap() {
+			out = append(out, FieldErrors(e)...)
+		}
+		return out
+	}
+	var fe *FieldError
+	if errors.As(err, &fe) {
+		out = append(out, fe)
+	} else if err != nil {
+		out = append(out, &FieldError{Msg: err.Error()})
+	}
+	return out
+}
+
 // Families returns the families enabled on p.
 func (p Peer) Families() (ipv4, ipv6 bool) {
 	if !p.IPv4 && !p.IPv6 {

@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"errors"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -211,7 +210,7 @@ func validateBGP(f *File, c *Cluster, nodeIdx map[string]int, bad func(string, .
 		if err == nil {
 			continue
 		}
-		for _, fe := range fieldErrors(err) {
+		for _, fe := range bgp.FieldErrors(err) {
 			field := fileField(fe.Field, c, cfg, n, nodeIdx)
 			if field == "nodes[].routerID" {
 				field = fmt.Sprintf("nodes[%d].routerID", nodeIdx[n.Name])
@@ -223,23 +222,6 @@ func validateBGP(f *File, c *Cluster, nodeIdx map[string]int, bad func(string, .
 			}
 		}
 	}
-}
-
-func fieldErrors(err error) []*bgp.FieldError {
-	var out []*bgp.FieldError
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		for _, e := range j.Unwrap() {
-			out = append(out, fieldErrors(e)...)
-		}
-		return out
-	}
-	var fe *bgp.FieldError
-	if errors.As(err, &fe) {
-		out = append(out, fe)
-	} else {
-		out = append(out, &bgp.FieldError{Field: "", Msg: err.Error()})
-	}
-	return out
 }
 
 // fileField maps a field of bgp.Config ("peers[0].hold-time") to the

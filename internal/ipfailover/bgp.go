@@ -172,7 +172,7 @@ func (p *parser) validateBGP(s *Spec) {
 		return
 	}
 	seen := map[string]bool{}
-	for _, fe := range fieldErrors(err) {
+	for _, fe := range bgp.FieldErrors(err) {
 		name := bgpVarOf(fe.Field)
 		if name == "" {
 			continue // filled in per node
@@ -247,21 +247,6 @@ func bgpVarOf(field string) string {
 		return EnvBGPBFDMultiplier
 	}
 	return ""
-}
-
-func fieldErrors(err error) []*bgp.FieldError {
-	var out []*bgp.FieldError
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		for _, e := range j.Unwrap() {
-			out = append(out, fieldErrors(e)...)
-		}
-		return out
-	}
-	var fe *bgp.FieldError
-	if errors.As(err, &fe) {
-		out = append(out, fe)
-	}
-	return out
 }
 
 // NodeBGP is what this node announces: the speaker's configuration for a
