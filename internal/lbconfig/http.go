@@ -245,6 +245,30 @@ type Cond struct {
 	Or     [][]CondTerm
 }
 
+// Holds evaluates c as haproxy does: true when every term of one of its
+// or-ed groups holds (term decides a term before its negation), reversed
+// by unless; a nil condition holds.
+func (c *Cond) Holds(term func(CondTerm) bool) bool {
+	if c == nil {
+		return true
+	}
+	v := false
+	for _, and := range c.Or {
+		all := true
+		for _, t := range and {
+			if term(t) == t.Neg {
+				all = false
+				break
+			}
+		}
+		if all {
+			v = true
+			break
+		}
+	}
+	return v != c.Unless
+}
+
 // CondTerm is one named or anonymous ACL, maybe negated (!).
 type CondTerm struct {
 	Neg  bool

@@ -25,24 +25,7 @@ type acls map[string][]lbconfig.ACLTest
 
 // cond evaluates an if/unless condition; nil is true.
 func (a acls) cond(c *lbconfig.Cond, rq *request) bool {
-	if c == nil {
-		return true
-	}
-	v := false
-	for _, and := range c.Or {
-		all := true
-		for _, t := range and {
-			if a.term(t, rq) == t.Neg {
-				all = false
-				break
-			}
-		}
-		if all {
-			v = true
-			break
-		}
-	}
-	return v != c.Unless
+	return c.Holds(func(t lbconfig.CondTerm) bool { return a.term(t, rq) })
 }
 
 func (a acls) term(t lbconfig.CondTerm, rq *request) bool {

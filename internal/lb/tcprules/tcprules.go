@@ -62,24 +62,7 @@ func Eval(rules []lbconfig.TCPRule, acls map[string][]lbconfig.ACLTest, src, dst
 // Cond evaluates an if/unless condition over the connection's
 // addresses; nil is true.
 func Cond(c *lbconfig.Cond, acls map[string][]lbconfig.ACLTest, src, dst netip.AddrPort) bool {
-	if c == nil {
-		return true
-	}
-	v := false
-	for _, and := range c.Or {
-		all := true
-		for _, t := range and {
-			if term(t, acls, src, dst) == t.Neg {
-				all = false
-				break
-			}
-		}
-		if all {
-			v = true
-			break
-		}
-	}
-	return v != c.Unless
+	return c.Holds(func(t lbconfig.CondTerm) bool { return term(t, acls, src, dst) })
 }
 
 func term(t lbconfig.CondTerm, acls map[string][]lbconfig.ACLTest, src, dst netip.AddrPort) bool {
