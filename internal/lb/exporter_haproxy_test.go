@@ -1,9 +1,7 @@
 package lb
 
 import (
-	"bufio"
 	"io"
-	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -219,32 +217,7 @@ backend web
   server w1 {{W}}
 `)
 	}
-	hlog, vlog, hports, vports := startHaproxyAndLB(t, 1, conf)
-	waitListening(t, "tcp", "127.0.0.1:"+hports[0])
-	hlog.waitFor(t, "haproxy", "<BADREQ>")
-	waitListening(t, "tcp", "127.0.0.1:"+vports[0])
-	vlog.waitFor(t, "vipstack", "<BADREQ>")
-	for _, p := range []struct {
-		port string
-		log  *logReader
-	}{{hports[0], hlog}, {vports[0], vlog}} {
-		for _, path := range []string{"/metrics", "/other"} {
-			c, err := net.DialTimeout("tcp", "127.0.0.1:"+p.port, bound)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ask(t, c, bufio.NewReader(c), "GET "+path+" HTTP/1.1\r\nHost: a.example\r\n\r\n")
-			c.Close()
-			p.log.waitFor(t, p.port, "GET "+path+" ")
-		}
-	}
-	var want, got []string
-	for _, l := range hlog.lines() {
-		want = append(want, maskHTTPLog(l))
-	}
-	for _, l := range vlog.lines() {
-		got = append(got, maskHTTPLog(l))
-	}
+	want, got := logBoth(t, conf, []string{"/metrics", "/other"})
 	if !slices.ContainsFunc(want, func(l string) bool { return strings.Contains(l, "fe/<PROMEX>") }) {
 		t.Errorf("haproxy logged no fe/<PROMEX> line: %q", want)
 	}

@@ -69,34 +69,8 @@ backend none
   server dead {{DEAD}}
 `)
 	}
-	hlog, vlog, hports, vports := startHaproxyAndLB(t, 1, conf)
-	// The probes connect and close without a word: a CR line each.
-	waitListening(t, "tcp", "127.0.0.1:"+hports[0])
-	hlog.waitFor(t, "haproxy", "<BADREQ>")
-	waitListening(t, "tcp", "127.0.0.1:"+vports[0])
-	vlog.waitFor(t, "vipstack", "<BADREQ>")
 	paths := []string{"/ok?q=1", "/deny", "/redir", "/none"}
-	for _, p := range []struct {
-		port string
-		log  *logReader
-	}{{hports[0], hlog}, {vports[0], vlog}} {
-		for _, path := range paths {
-			c, err := net.DialTimeout("tcp", "127.0.0.1:"+p.port, bound)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ask(t, c, bufio.NewReader(c), "GET "+path+" HTTP/1.1\r\nHost: a.example\r\n\r\n")
-			c.Close()
-			p.log.waitFor(t, p.port, "GET "+path+" ")
-		}
-	}
-	var want, got []string
-	for _, l := range hlog.lines() {
-		want = append(want, maskHTTPLog(l))
-	}
-	for _, l := range vlog.lines() {
-		got = append(got, maskHTTPLog(l))
-	}
+	want, got := logBoth(t, conf, paths)
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("httplog lines (-haproxy +vipstack):\n%s", diff)
 	}
@@ -393,4 +367,38 @@ frontend stats
 			}
 		}
 	}
+}
+
+// logBoth starts haproxy and vipstack on conf (one frontend port), sends
+// each path to both as a GET, waits for its log line and returns both
+// logs, masked (maskHTTPLog): haproxy's first.
+func logBoth(t *testing.T, conf func(sock string, ports []string) string, paths []string) (want, got []string) {
+	t.Helper()
+	hlog, vlog, hports, vports := startHaproxyAndLB(t, 1, conf)
+	// The probes connect and close without a word: a CR line each.
+	waitListening(t, "tcp", "127.0.0.1:"+hports[0])
+	hlog.waitFor(t, "haproxy", "<BADREQ>")
+	waitListening(t, "tcp", "127.0.0.1:"+vports[0])
+	vlog.waitFor(t, "vipstack", "<BADREQ>")
+	for _, p := range []struct {
+		port string
+		log  *logReader
+	}{{hports[0], hlog}, {vports[0], vlog}} {
+		for _, path := range paths {
+			c, err := net.DialTimeout("tcp", "127.0.0.1:"+p.port, bound)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ask(t, c, bufio.NewReader(c), "GET "+path+" HTTP/1.1\r\nHost: a.example\r\n\r\n")
+			c.Close()
+			p.log.waitFor(t, p.port, "GET "+path+" ")
+		}
+	}
+	for _, l := range hlog.lines() {
+		want = append(want, maskHTTPLog(l))
+	}
+	for _, l := range vlog.lines() {
+		got = append(got, maskHTTPLog(l))
+	}
+	return want, got
 }
