@@ -320,12 +320,7 @@ func TestBGPKubernetes(t *testing.T) {
 	b := newBGPLab(t, bgpLabOptions{prefix: "vbk"})
 	ctx := t.Context()
 	admin := b.Admin
-	mk := func(o client.Object) {
-		t.Helper()
-		if err := admin.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
-			t.Fatalf("create %T %s: %v", o, o.GetName(), err)
-		}
-	}
+	mk := func(o client.Object) { t.Helper(); b.create(t, o) }
 	gns, gname, _ := strings.Cut(bgpGroup, "/")
 	mk(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: k8s.DefaultNamespace}})
 	mk(&v1alpha1.VIPGroup{ObjectMeta: metav1.ObjectMeta{Namespace: gns, Name: gname},
@@ -543,12 +538,7 @@ func TestBGPKubernetesDualStackBFD(t *testing.T) {
 	b := newBGPLab(t, bgpLabOptions{prefix: "vb6", dualStack: true, bfd: true})
 	ctx := t.Context()
 	admin := b.Admin
-	mk := func(o client.Object) {
-		t.Helper()
-		if err := admin.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
-			t.Fatalf("create %T %s: %v", o, o.GetName(), err)
-		}
-	}
+	mk := func(o client.Object) { t.Helper(); b.create(t, o) }
 	gns, gname, _ := strings.Cut(bgpGroup, "/")
 	mk(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: k8s.DefaultNamespace}})
 	mk(&v1alpha1.VIPGroup{ObjectMeta: metav1.ObjectMeta{Namespace: gns, Name: gname},
@@ -820,4 +810,12 @@ func fetchAddr(vip netip.Addr) (string, error) {
 	_ = conn.SetDeadline(time.Now().Add(2 * time.Second))
 	out, err := io.ReadAll(conn)
 	return string(out), err
+}
+
+// create makes o through the admin client; one already there is kept.
+func (b *bgpLab) create(t *testing.T, o client.Object) {
+	t.Helper()
+	if err := b.Admin.Create(t.Context(), o); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("create %T %s: %v", o, o.GetName(), err)
+	}
 }
