@@ -14,8 +14,10 @@ type options struct {
 	Nodes   int
 	Advert  time.Duration
 	Verbose bool
-	Bin     string
-	Prefix  string // namespace prefix; default "vx" ("ck" in Kubernetes mode, "vm" mixed)
+	// KeepLogs keeps the daemons' logs also when the run has no violation.
+	KeepLogs bool
+	Bin      string
+	Prefix   string // namespace prefix; default "vx" ("ck" in Kubernetes mode, "vm" mixed)
 	// Weights restricts the fault kinds (nil: chaos.DefaultWeights, or
 	// chaos.AgentWeights in Kubernetes mode, chaos.MixedWeights mixed).
 	Weights map[chaos.Kind]int

@@ -38,6 +38,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.Nodes, "nodes", 5, "nodes: 3 masters and the rest workers (with -k8s: agents of one group) (5..20)")
 	fs.DurationVar(&o.Advert, "advert", 100*time.Millisecond, "VRRP advertisement interval (a multiple of 10ms)")
 	fs.BoolVar(&o.Verbose, "v", false, "print every fault as it is injected, and the agents' warnings on a violation")
+	fs.BoolVar(&o.KeepLogs, "keep-logs", false, "keep the daemons' logs in a directory under $TMPDIR also when the run has no violation (a failed run always keeps them)")
 	fs.StringVar(&o.Bin, "vipstack", "", "vipstack binary to run (default: build ./cmd/vipstack)")
 	fs.BoolVar(&o.K8s, "k8s", false, "drive Kubernetes agents (a real kube-apiserver, the controller, one agent per node) instead of `vipstack node`")
 	fs.StringVar(&o.Prefix, "prefix", "", "network namespace name prefix (default vx; ck with -k8s, vm with -mixed)")
@@ -386,6 +387,8 @@ func Run(ctx context.Context, o options, out io.Writer) (res result, err error) 
 				fmt.Fprintf(out, "  %s\n", l)
 			}
 		}
+	}
+	if !res.OK() || o.KeepLogs {
 		if dir, err := m.keepLogs(); err == nil {
 			fmt.Fprintf(out, "logs kept in %s\n", dir)
 		}

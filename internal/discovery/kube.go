@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/vipstack/vipstack/internal/k8s/rewatch"
 )
 
 // KubeNodes is the Kubernetes Node list as a Source: a watch on Nodes,
@@ -40,7 +42,9 @@ func (k KubeNodes) Run(ctx context.Context, update func([]Node)) error {
 	}
 	lw := cache.NewFilteredListWatchFromClient(k.Client.CoreV1().RESTClient(), "nodes", metav1.NamespaceAll,
 		func(o *metav1.ListOptions) { o.LabelSelector = k.Selector })
-	inf := cache.NewSharedIndexInformer(lw, &corev1.Node{}, 0, cache.Indexers{})
+	// Watch again within a second of an API-server restart, not after
+	// client-go's backoff of up to a minute.
+	inf := rewatch.NewInformer(rewatch.Options{})(lw, &corev1.Node{}, 0, cache.Indexers{})
 	changed := make(chan struct{}, 1)
 	poke := func(any) {
 		select {

@@ -22,6 +22,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -33,6 +34,7 @@ import (
 	"github.com/vipstack/vipstack/internal/clock"
 	"github.com/vipstack/vipstack/internal/engine"
 	"github.com/vipstack/vipstack/internal/handoff"
+	"github.com/vipstack/vipstack/internal/k8s/rewatch"
 	"github.com/vipstack/vipstack/internal/k8s/v1alpha1"
 	"github.com/vipstack/vipstack/internal/keepalived"
 	"github.com/vipstack/vipstack/internal/netif"
@@ -61,6 +63,9 @@ func NewManager(cfg *rest.Config, log *slog.Logger) (manager.Manager, error) {
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Controller:             config.Controller{SkipNameValidation: &skip},
+		// Informers watch again within a second of an API-server restart
+		// instead of after client-go's backoff of up to a minute.
+		Cache: cache.Options{NewInformer: rewatch.NewInformer(rewatch.Options{Logger: log})},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("agent manager: %w", err)

@@ -27,6 +27,7 @@ import (
 	"github.com/vipstack/vipstack/internal/k8s"
 	"github.com/vipstack/vipstack/internal/k8s/agent"
 	"github.com/vipstack/vipstack/internal/k8s/compat"
+	"github.com/vipstack/vipstack/internal/k8s/rewatch"
 	"github.com/vipstack/vipstack/internal/k8s/v1alpha1"
 )
 
@@ -101,7 +102,9 @@ func NewManager(cfg *rest.Config, o ManagerOptions) (manager.Manager, error) {
 		HealthProbeBindAddress:        o.HealthAddr,
 		// The controller reads of an EndpointSlice only which nodes have a
 		// ready endpoint: keep no more of the cluster's slices in memory.
-		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+		// Informers watch again within a second of an API-server restart
+		// instead of after client-go's backoff of up to a minute.
+		Cache: cache.Options{NewInformer: rewatch.NewInformer(rewatch.Options{Logger: o.Logger}), ByObject: map[client.Object]cache.ByObject{
 			&discoveryv1.EndpointSlice{}: {Transform: slimEndpointSlice},
 			// Of ConfigMaps only kube-vip's ranges are read.
 			&corev1.ConfigMap{}: {
