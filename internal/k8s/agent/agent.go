@@ -160,7 +160,7 @@ func New(mgr manager.Manager, o Options) (*Agent, error) {
 		o.Interfaces = HostInterfaces{}
 	}
 	a := &Agent{opts: o, log: o.Logger, reader: mgr.GetClient(), passwords: Passwords{Reader: mgr.GetAPIReader(), Namespace: o.Namespace}, cache: mgr.GetCache(), m: newAgentMetrics(o.Registry)}
-	a.bgp = &bgpRunner{a: a, elig: newVerdictSource(), kick: make(chan struct{}, 1)}
+	a.bgp = newBGPRunner(a)
 	if o.Registry != nil {
 		if err := o.Registry.Register(announcedCollector{a}); err != nil {
 			return nil, fmt.Errorf("agent: metrics: %w", err)
@@ -541,6 +541,8 @@ const (
 // stop ends the engine: a hand-off when a successor is connected and
 // ready (or gets ready soon), else a shutdown that releases everything.
 func (a *Agent) stop(eng *engine.Engine, shutdown context.CancelFunc) {
+	handedOver := false
+	defer func() { a.bgp.stopped(handedOver) }()
 	a.mu.Lock()
 	srv := a.srv
 	a.mu.Unlock()
@@ -561,6 +563,7 @@ func (a *Agent) stop(eng *engine.Engine, shutdown context.CancelFunc) {
 	frozen, err := srv.HandOver(hctx, func() ([]string, error) { return eng.Handoff(hctx) })
 	switch {
 	case err == nil:
+		handedOver = true
 		a.log.Info("handed this node over to the new agent: addresses left in place")
 	case frozen:
 		// VRRP has stopped and the successor did not take over: let go of

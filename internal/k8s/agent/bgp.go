@@ -312,19 +312,69 @@ type bgpRunner struct {
 	a    *Agent
 	elig *verdictSource
 	kick chan struct{}
-	mu   sync.Mutex
-	sp   *bgp.Speaker
-	cfg  bgp.Config // the speaker's configuration
+	// handedOver receives, once the agent stops, whether it handed the
+	// node over to a successor (true) or lets go of it (false).
+	handedOver chan bool
+	mu         sync.Mutex
+	sp         *bgp.Speaker
+	cfg        bgp.Config // the speaker's configuration
+}
+
+func newBGPRunner(a *Agent) *bgpRunner {
+	return &bgpRunner{a: a, elig: newVerdictSource(), kick: make(chan struct{}, 1), handedOver: make(chan bool, 1)}
+}
+
+// stopped tells run how the agent stopped: handed over to a successor or
+// not.
+func (b *bgpRunner) stopped(handedOver bool) {
+	select {
+	case b.handedOver <- handedOver:
+	default:
+	}
+}
+
+// decisionWait bounds how long run waits, once its context ends, for the
+// agent to say whether it handed over: the agent's own wait for a
+// successor and its acknowledgement, and a margin.
+const decisionWait = handoffReadyWait + handoffAckWait + time.Second
+
+// exitCause is how run stops a running speaker once ctx has ended: with
+// bgp.ErrRestarting, leaving the routes to the routers' graceful restart
+// until the successor's speaker announces them, when the agent handed
+// the node over and every peer keeps routes across a restart; otherwise
+// nil, a graceful stop that withdraws them first.
+func (b *bgpRunner) exitCause() error {
+	var over bool
+	select {
+	case over = <-b.handedOver:
+	case <-time.After(decisionWait):
+	}
+	if !over {
+		return nil
+	}
+	b.mu.Lock()
+	cfg := b.cfg
+	b.mu.Unlock()
+	for _, p := range cfg.Peers {
+		if p.GracefulRestart <= 0 {
+			b.a.log.Info("handed over, but withdrawing the BGP routes: a peer without graceful restart drops them when the session closes",
+				"peer", p.Address.String())
+			return nil
+		}
+	}
+	b.a.log.Info("handed over: leaving the BGP routes to the routers' graceful restart until the new agent announces them",
+		"peers", len(cfg.Peers))
+	return bgp.ErrRestarting
 }
 
 // run starts, updates and stops the speaker as the plan changes, until
-// ctx ends; then it stops the speaker gracefully (its routes withdrawn).
+// ctx ends; then it stops the speaker as exitCause says.
 func (b *bgpRunner) run(ctx context.Context) {
-	var cancel context.CancelFunc
+	var cancel context.CancelCauseFunc
 	var done chan struct{}
-	stop := func() {
+	stop := func(cause error) {
 		if cancel != nil {
-			cancel()
+			cancel(cause)
 			<-done
 			cancel, done = nil, nil
 			b.mu.Lock()
@@ -332,7 +382,11 @@ func (b *bgpRunner) run(ctx context.Context) {
 			b.mu.Unlock()
 		}
 	}
-	defer stop()
+	defer func() {
+		if cancel != nil {
+			stop(b.exitCause())
+		}
+	}()
 	for {
 		plan := b.a.bgpPlan()
 		want := len(plan.Config.Peers) > 0
@@ -341,7 +395,7 @@ func (b *bgpRunner) run(ctx context.Context) {
 			select {
 			case <-done: // the speaker failed: start it again
 				b.a.log.Warn("the BGP speaker stopped; starting it again")
-				cancel()
+				cancel(nil)
 				cancel, done = nil, nil
 			default:
 			}
@@ -354,7 +408,7 @@ func (b *bgpRunner) run(ctx context.Context) {
 				break
 			}
 			var sctx context.Context
-			sctx, cancel = context.WithCancel(context.WithoutCancel(ctx))
+			sctx, cancel = context.WithCancelCause(context.WithoutCancel(ctx))
 			done = make(chan struct{})
 			b.mu.Lock()
 			b.sp, b.cfg = sp, plan.Config
@@ -381,7 +435,7 @@ func (b *bgpRunner) run(ctx context.Context) {
 			}
 		case !want && cancel != nil:
 			b.a.log.Info("no BGPPeer selects this node any more, or it is in no BGP group: stopping the BGP speaker")
-			stop()
+			stop(nil)
 		}
 		var retry <-chan time.Time
 		if want && cancel == nil {

@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -444,6 +445,7 @@ func TestBGPKubernetes(t *testing.T) {
 		})
 		b.wantVia(t, cluster, 30*time.Second, "n1", "n2", "n3")
 	})
+	t.Run("handoff-keeps-route", func(st *testing.T) { bgpHandoffKeepsRoute(st, t, b, cluster) })
 	t.Run("graceful-stop-withdraws", func(t *testing.T) {
 		if err := b.Nodes[2].TermAgent(20 * time.Second); err != nil {
 			t.Fatal(err)
@@ -520,6 +522,87 @@ spec:
 			t.Errorf("made BGPPeer's timers %d/%d, want MetalLB's 9s/3s", made.Spec.HoldTimeSeconds, made.Spec.KeepaliveSeconds)
 		}
 	})
+}
+
+// bgpHandoffKeepsRoute starts a second agent on n2, as a rolling update's
+// surge pod, and stops the serving one: it hands the node over and, its
+// peer having graceful restart, leaves its BGP routes to FRR instead of
+// withdrawing them; the successor's session takes them over. FRR's route
+// to vip, sampled every 20 ms, goes via n2 throughout. The successor
+// serves n2 until parent ends.
+func bgpHandoffKeepsRoute(t, parent *testing.T, b *bgpLab, vip netip.Addr) {
+	n2 := b.Nodes[1]
+	cmd, err := n2.AgentCommand()
+	if err != nil {
+		t.Fatal(err)
+	}
+	succ, err := peers.StartCmd(n2.Host, cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parent.Cleanup(func() {
+		if parent.Failed() {
+			parent.Logf("---- successor on n2, log (tail):\n%s", testutil.Tail(succ.Log(), 40))
+		}
+		_ = succ.Kill()
+	})
+	logSays := func(what string, log func() string, s string) func() error {
+		return func() error {
+			if !strings.Contains(log(), s) {
+				return fmt.Errorf("%s's log does not say %q yet", what, s)
+			}
+			return nil
+		}
+	}
+	testutil.Eventually(t, 60*time.Second, logSays("n2's serving agent", n2.Log, "is ready to take over"))
+	var (
+		mu      sync.Mutex
+		missing []string // samples without n2's next hop
+		samples int
+	)
+	sampleCtx, stopSampling := context.WithCancel(t.Context())
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		for sampleCtx.Err() == nil {
+			got, err := b.router.Nexthops(vip)
+			mu.Lock()
+			samples++
+			if err != nil || !slices.Contains(got, b.nodeIP["n2"]) {
+				missing = append(missing, fmt.Sprintf("%s: %v %v", time.Now().Format("15:04:05.000"), got, err))
+			}
+			mu.Unlock()
+			time.Sleep(20 * time.Millisecond) // bounded by sampleCtx
+		}
+	}()
+	if err := n2.TermAgent(20 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(n2.Log(), "leaving the BGP routes to the routers' graceful restart") {
+		t.Errorf("n2's old agent does not say it left its routes to graceful restart:\n%s", testutil.Tail(n2.Log(), 20))
+	}
+	testutil.Eventually(t, 30*time.Second, logSays("the successor", succ.Log, "BGP speaker started"))
+	testutil.Eventually(t, 60*time.Second, func() error {
+		out, err := b.frr.Vtysh("show bgp neighbors " + b.nodeIP["n2"] + " json")
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(out, `"bgpState":"Established"`) {
+			return fmt.Errorf("FRR's session with n2 is not established again yet")
+		}
+		return nil
+	})
+	time.Sleep(time.Second) // the successor's UPDATE and end-of-RIB replace the stale path
+	stopSampling()
+	<-sampled
+	mu.Lock()
+	defer mu.Unlock()
+	if len(missing) > 0 || samples < 10 {
+		t.Errorf("%d of %d samples of FRR's route to %v lack n2 during the hand-off: %q", len(missing), samples, vip, missing)
+	}
+	if strings.Contains(n2.Log(), "bgp: withdrew") {
+		t.Errorf("n2's old agent withdrew its routes on a hand-off")
+	}
 }
 
 // bgpPool6 is the dual-stack lab's IPv6 IPPool.
