@@ -23,9 +23,9 @@ func TestExitCause(t *testing.T) {
 		peers      []bgp.Peer
 		want       error
 	}{
-		{"handed over, every peer with graceful restart", true, []bgp.Peer{peer("198.18.1.1", 120 * time.Second), peer("198.18.2.1", time.Minute)}, bgp.ErrRestarting},
-		{"handed over, one peer without", true, []bgp.Peer{peer("198.18.1.1", 120 * time.Second), peer("198.18.2.1", 0)}, nil},
-		{"released, not handed over", false, []bgp.Peer{peer("198.18.1.1", 120 * time.Second)}, nil},
+		{"handed over, every peer with graceful restart", true, []bgp.Peer{peer("198.18.1.1", 120*time.Second), peer("198.18.2.1", time.Minute)}, bgp.ErrRestarting},
+		{"handed over, one peer without", true, []bgp.Peer{peer("198.18.1.1", 120*time.Second), peer("198.18.2.1", 0)}, nil},
+		{"released, not handed over", false, []bgp.Peer{peer("198.18.1.1", 120*time.Second)}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a := &Agent{log: slog.New(slog.DiscardHandler)}
