@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vipstack/vipstack/internal/benchdoc"
+	"github.com/vipstack/vipstack/internal/clock"
 	"github.com/vipstack/vipstack/internal/k8s/k8slab"
 	"github.com/vipstack/vipstack/internal/k8s/k8stest"
 	"github.com/vipstack/vipstack/internal/k8s/v1alpha1"
@@ -256,7 +257,7 @@ func (b *bench) migrated(pr *prober, wcancel func(), watchDone <-chan struct{}, 
 		}
 		return nil
 	})
-	_ = sleep(ctx, b.settle)
+	_ = clock.Sleep(ctx, b.settle)
 	after := map[string]mem{}
 	for i, name := range names {
 		after[name], _ = readMem(pids[i])

@@ -26,6 +26,7 @@ import (
 	crlog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/vipstack/vipstack/internal/benchdoc"
+	"github.com/vipstack/vipstack/internal/clock"
 	"github.com/vipstack/vipstack/internal/k8s/k8slab"
 	"github.com/vipstack/vipstack/internal/peers"
 	"github.com/vipstack/vipstack/internal/testnet"
@@ -189,7 +190,7 @@ func (b *bench) run(bin string) error {
 		return fmt.Errorf("client route: %w: %s", err, out)
 	}
 	// Let the agents settle before the first memory reading.
-	if err := sleep(ctx, time.Duration(4*b.advert)*time.Millisecond+2*time.Second); err != nil {
+	if err := clock.Sleep(ctx, time.Duration(4*b.advert)*time.Millisecond+2*time.Second); err != nil {
 		return err
 	}
 	names, pids := b.pids()
@@ -304,7 +305,7 @@ func (b *bench) run(bin string) error {
 		}); err != nil {
 			return err
 		}
-		if err := sleep(ctx, 2*time.Second); err != nil {
+		if err := clock.Sleep(ctx, 2*time.Second); err != nil {
 			return err
 		}
 	}
@@ -365,7 +366,7 @@ func (b *bench) run(bin string) error {
 	if waitErr != nil {
 		fmt.Fprintf(b.out, "NOT COMPLETE: %v\n", waitErr)
 	}
-	_ = sleep(ctx, b.settle)
+	_ = clock.Sleep(ctx, b.settle)
 	after := map[string]mem{}
 	for i, name := range names {
 		after[name], _ = readMem(pids[i])
@@ -461,20 +462,9 @@ func (b *bench) poll(d time.Duration, f func() error) error {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("after %v: %w", d, err)
 		}
-		if err := sleep(b.ctx, 50*time.Millisecond); err != nil {
+		if err := clock.Sleep(b.ctx, 50*time.Millisecond); err != nil {
 			return fmt.Errorf("%w (last: %v)", err, f())
 		}
-	}
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return context.Cause(ctx)
 	}
 }
 
@@ -600,7 +590,7 @@ func (p *prober) loop(ctx context.Context) {
 			copy(frame[38:42], t[:])
 			_ = unix.Sendto(p.fd, frame, 0, to)
 		}
-		_ = sleep(ctx, min(100*time.Millisecond, max(20*time.Millisecond, time.Duration(len(round))*100*time.Microsecond)))
+		_ = clock.Sleep(ctx, min(100*time.Millisecond, max(20*time.Millisecond, time.Duration(len(round))*100*time.Microsecond)))
 	}
 }
 

@@ -30,6 +30,7 @@ import (
 	"github.com/vishvananda/netns"
 
 	"github.com/vipstack/vipstack/internal/benchdoc"
+	"github.com/vipstack/vipstack/internal/clock"
 	"github.com/vipstack/vipstack/internal/cluster"
 	"github.com/vipstack/vipstack/internal/node"
 	"github.com/vipstack/vipstack/internal/peers"
@@ -568,7 +569,7 @@ func (b *bench) rest(ctx context.Context, start func() ([]daemon, error),
 		return nil, st, err
 	}
 	b.say("ready: API VIP on %s, Ingress VIP on %s; settling %v", st.API, st.Ingress, b.o.settle)
-	if err := sleep(ctx, b.o.settle); err != nil {
+	if err := clock.Sleep(ctx, b.o.settle); err != nil {
 		return nil, st, err
 	}
 	if after, err := b.waitReady(ctx, ds, prios, 0); err != nil || after != st {
@@ -612,7 +613,7 @@ func (b *bench) waitReady(ctx context.Context, ds []daemon, prios func([]daemon)
 		if !time.Now().Before(deadline) {
 			return st, errors.New(why)
 		}
-		if err := sleep(ctx, 250*time.Millisecond); err != nil {
+		if err := clock.Sleep(ctx, 250*time.Millisecond); err != nil {
 			return st, err
 		}
 	}
@@ -746,7 +747,7 @@ func (b *bench) measure(ctx context.Context, ds []daemon) ([]usage, error) {
 	}
 	start := time.Now()
 	for s := 1; s <= b.o.samples; s++ {
-		if err := sleep(ctx, time.Until(start.Add(time.Duration(s)*b.o.window/time.Duration(b.o.samples)))); err != nil {
+		if err := clock.Sleep(ctx, time.Until(start.Add(time.Duration(s)*b.o.window/time.Duration(b.o.samples)))); err != nil {
 			return nil, err
 		}
 		for i, d := range ds {
@@ -833,7 +834,7 @@ func (b *bench) reloads(ctx context.Context) ([]latencyRow, []string, error) {
 			if hs := b.holders(api); len(hs) != 1 || fmt.Sprintf("master-%d", hs[0]) != st.API {
 				notes = append(notes, fmt.Sprintf("the API VIP moved during ingressVIPs trial %d (%s): now on %v", i+1, trig, hs))
 			}
-			if err := sleep(ctx, trialGap+rand.N(time.Second)); err != nil {
+			if err := clock.Sleep(ctx, trialGap+rand.N(time.Second)); err != nil {
 				return nil, nil, err
 			}
 
@@ -847,7 +848,7 @@ func (b *bench) reloads(ctx context.Context) ([]latencyRow, []string, error) {
 			if after := [2][]int{b.holders(api), b.holders(b.spec.Ingress)}; !slices.Equal(after[0], before[0]) || !slices.Equal(after[1], before[1]) {
 				notes = append(notes, fmt.Sprintf("a VIP moved when a worker was added (trial %d, %s): holders %v, then %v", i+1, trig, before, after))
 			}
-			if err := sleep(ctx, trialGap+rand.N(time.Second)); err != nil {
+			if err := clock.Sleep(ctx, trialGap+rand.N(time.Second)); err != nil {
 				return nil, nil, err
 			}
 		}
@@ -910,7 +911,7 @@ func (b *bench) vipTrial(ctx context.Context, hup bool, old, next netip.Addr) (h
 			final = now
 			break
 		}
-		if err := sleep(ctx, pollEvery); err != nil {
+		if err := clock.Sleep(ctx, pollEvery); err != nil {
 			return 0, 0, 0, err
 		}
 	}
@@ -1044,20 +1045,6 @@ func buildCoreDNS(ctx context.Context, dir string) (string, error) {
 		return "", fmt.Errorf("go build in %s: %v\n%s", mod, err, b)
 	}
 	return bin, nil
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // firstLine runs a command and returns the first line it prints.

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/vipstack/vipstack/internal/benchdoc"
+	"github.com/vipstack/vipstack/internal/clock"
 	"github.com/vipstack/vipstack/internal/demo"
 	"github.com/vipstack/vipstack/internal/testnet"
 	"github.com/vipstack/vipstack/internal/version"
@@ -405,7 +406,7 @@ func waitRunning(ctx context.Context, n *demo.Node, bin string) error {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("%s runs no engine from %s after 30 s", n.Name, bin)
 		}
-		if err := sleep(ctx, 50*time.Millisecond); err != nil {
+		if err := clock.Sleep(ctx, 50*time.Millisecond); err != nil {
 			return err
 		}
 	}
@@ -464,16 +465,5 @@ func sampleOnce(c *demo.Cluster, ts []target, into []tracker) {
 			names = append(names, h.Name)
 		}
 		into[i].add(names)
-	}
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
 	}
 }

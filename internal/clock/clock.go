@@ -1,6 +1,7 @@
 package clock
 
 import (
+	"context"
 	"sort"
 	"sync"
 	"time"
@@ -173,4 +174,20 @@ func (t *fakeTimer) Reset(d time.Duration) bool {
 	t.when, t.seq, t.active = f.now.Add(d), f.seq, true
 	f.timers = append(f.timers, t)
 	return was
+}
+
+// Sleep waits d of wall-clock time or until ctx ends, whichever comes
+// first, and returns ctx's error in the second case.
+func Sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }

@@ -1,6 +1,8 @@
 package clock
 
 import (
+	"context"
+	"errors"
 	"testing"
 	"time"
 )
@@ -47,5 +49,24 @@ func TestFakeTimerChannelAndReset(t *testing.T) {
 		}
 	default:
 		t.Fatal("timer did not fire after its reset deadline")
+	}
+}
+
+// TestSleep: Sleep returns nil once d has passed, and ctx's error when ctx
+// ends first or has ended.
+func TestSleep(t *testing.T) {
+	if err := Sleep(t.Context(), time.Millisecond); err != nil {
+		t.Errorf("Sleep(1ms) = %v, want nil", err)
+	}
+	if err := Sleep(t.Context(), 0); err != nil {
+		t.Errorf("Sleep(0) = %v, want nil", err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if err := Sleep(ctx, time.Hour); !errors.Is(err, context.Canceled) {
+		t.Errorf("Sleep(1h) with ctx canceled = %v, want context.Canceled", err)
+	}
+	if err := Sleep(ctx, 0); !errors.Is(err, context.Canceled) {
+		t.Errorf("Sleep(0) with ctx canceled = %v, want context.Canceled", err)
 	}
 }

@@ -37,6 +37,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/watchlist"
+
+	"github.com/vipstack/vipstack/internal/clock"
 )
 
 // Options tune the retries. The zero value gives the defaults.
@@ -72,23 +74,12 @@ func (o Options) withDefaults() Options {
 		o.Logger = slog.Default()
 	}
 	if o.sleep == nil {
-		o.sleep = sleep
+		o.sleep = clock.Sleep
 	}
 	if o.now == nil {
 		o.now = time.Now
 	}
 	return o
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // NewInformer is a constructor for controller-runtime's
