@@ -711,8 +711,46 @@ func (e *Engine) drain() {
 	}
 }
 
+// slowStep is how long one event or one round of timers may keep the
+// loop before it says so: every instance's timers wait meanwhile, and a
+// master's next advertisement with them.
+const slowStep = 100 * time.Millisecond
+
+// warnSlow logs a loop step that took longer than slowStep.
+func (e *Engine) warnSlow(began time.Time, step func() string) {
+	if took := e.clk.Now().Sub(began); took > slowStep {
+		e.log.Warn("engine loop step took long; every instance's timers waited for it", "step", step(), "took", took.Round(time.Millisecond))
+	}
+}
+
+// String names the event for a log line.
+func (ev event) String() string {
+	switch {
+	case ev.packet != nil && ev.advert != nil:
+		return fmt.Sprintf("advertisement VRID %d priority %d from %v", ev.advert.VRID, ev.advert.Priority, ev.packet.Src)
+	case ev.packet != nil:
+		return fmt.Sprintf("packet from %v", ev.packet.Src)
+	case ev.track != nil:
+		return "check result"
+	case ev.first != nil:
+		return "first check success"
+	case ev.link != nil:
+		return "link " + ev.link.name + " change"
+	case ev.addr != nil:
+		return "address change " + ev.addr.prefix.String()
+	case ev.reload != nil:
+		return "reload"
+	case ev.handoff != nil:
+		return "hand-off"
+	case ev.readErr != nil:
+		return "socket error"
+	}
+	return "status request"
+}
+
 func (e *Engine) handle(ev event) {
 	now := e.clk.Now()
+	defer e.warnSlow(now, ev.String)
 	switch {
 	case ev.packet != nil:
 		e.receive(now, ev.family, *ev.packet, ev.advert)
@@ -943,6 +981,7 @@ func (e *Engine) nextDeadline() time.Time {
 // tick runs every timer due at now: the engine's, then each instance's in
 // name order, then the conflicts' expiry.
 func (e *Engine) tick(now time.Time) {
+	defer e.warnSlow(now, func() string { return "timers" })
 	for _, d := range e.engineDeadlines() {
 		if at := d.when(); !at.IsZero() && !now.Before(at) {
 			d.fire(now)
