@@ -11,16 +11,16 @@ import (
 type fileKind int
 
 const (
-	pemCert   fileKind = iota // a self-signed certificate and its key, one PEM file
-	certDir                   // a directory holding one such PEM file
-	crtList                   // a crt-list naming one such PEM file
-	caCert                    // a certificate alone (ca-file)
-	errorFile                 // an HTTP response haproxy can send (errorfile CODE PATH)
-	emptyFile                 // an empty file (pattern files, lua, Corefile imports)
-	certOnly                  // a certificate alone, as tls CERT in a Corefile
-	keyOnly                   // its key alone, as tls CERT KEY in a Corefile
-	kubeconfig                // a kubeconfig whose context (need.Arg) names a server
-	textFile                  // a file holding need.Arg
+	pemCert    fileKind = iota // a self-signed certificate and its key, one PEM file
+	certDir                    // a directory holding one such PEM file
+	crtList                    // a crt-list naming one such PEM file
+	caCert                     // a certificate alone (ca-file)
+	errorFile                  // an HTTP response haproxy can send (errorfile CODE PATH)
+	emptyFile                  // an empty file (pattern files, lua, Corefile imports)
+	certOnly                   // a certificate alone, as tls CERT in a Corefile
+	keyOnly                    // its key alone, as tls CERT KEY in a Corefile
+	kubeconfig                 // a kubeconfig whose context (need.Arg) names a server
+	textFile                   // a file holding need.Arg
 )
 
 // need is a path a configuration names, with what to put there.
