@@ -110,6 +110,10 @@ func parseAddr(s string, bind bool) (addr netip.AddrPort, host, msg string) {
 	switch {
 	case s == "":
 		return addr, "", "address is empty (accepted: " + form + ")"
+	case strings.HasPrefix(s, "abns@"):
+		return addr, "", "address " + strconv.Quote(s) + ": abns@ (an abstract UNIX socket, with which haproxy chains a server to a bind of the same process) is not supported by vipstack: " +
+			"its listeners, TCP relay, HTTP proxy, checks, stats and logs take IP addresses and ports only (accepted: " + form +
+			"; to chain two sections, bind the second on a loopback address such as 127.0.0.1:PORT and point the server there)"
 	case strings.Contains(s, "@"):
 		return addr, "", "address " + strconv.Quote(s) + ": address prefixes such as ipv4@, unix@ and fd@ are not supported by vipstack (accepted: " + form + ")"
 	case s[0] == '/':
