@@ -39,6 +39,7 @@ var (
 	argErr      = regexp.MustCompile(`^plugin/([\w-]+): (.+):(\d+) - Error during parsing: Wrong argument count or unexpected line ending after '([^']*)'$`)
 	unknownProp = regexp.MustCompile(`^plugin/([\w-]+): (.+):(\d+) - Error during parsing: unknown property '([^']*)'$`)
 	errOnce     = regexp.MustCompile(`^plugin/([\w-]+): this plugin can only be used once per Server Block$`)
+	noResolve   = regexp.MustCompile(`^plugin/forward: failed to resolve "([^"]+)": (.*)$`)
 )
 
 // explain returns err reworded where CoreDNS's own message lacks the line
@@ -48,6 +49,13 @@ func explain(cf Corefile, err error) error {
 	if m := errOnce.FindStringSubmatch(msg); m != nil {
 		if e := explainTwice(cf, m[1], msg); e != nil {
 			return e
+		}
+		return err
+	}
+	if m := noResolve.FindStringSubmatch(msg); m != nil {
+		if n := targetLine(cf, m[1]); n > 0 {
+			return fmt.Errorf("%s:%d: forward: target %q does not resolve on this host (%s); CoreDNS looks up a target given by name when it starts and refuses the Corefile when the lookup fails (stock CoreDNS: %s)",
+				cf.name(), n, m[1], m[2], msg)
 		}
 		return err
 	}
@@ -72,6 +80,28 @@ func explain(cf Corefile, err error) error {
 		why = r + "; " + why
 	}
 	return fmt.Errorf("%s:%s: %s: unknown property %q (%s); stock CoreDNS refuses it too (%s)", file, line, plugin, prop, why, msg)
+}
+
+// targetLine is the line of the first forward directive naming host as a
+// target (tls://host, host:853, host%name, ...), or 0.
+func targetLine(cf Corefile, host string) int {
+	blocks, err := caddyfile.Parse(cf.name(), bytes.NewReader(cf.Contents), nil)
+	if err != nil {
+		return 0
+	}
+	for _, b := range blocks {
+		for _, t := range b.Tokens["forward"] {
+			to := t.Text
+			if _, rest, ok := strings.Cut(to, "://"); ok {
+				to = rest
+			}
+			to, _, _ = strings.Cut(to, "%")
+			if to == host || strings.HasPrefix(to, host+":") {
+				return t.Line
+			}
+		}
+	}
+	return 0
 }
 
 // firstOnLine reports whether the first token of line n of cf is tok: the

@@ -2,6 +2,7 @@ package dns
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -54,6 +55,18 @@ func TestExplain(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestExplainUnresolved: a forward target that does not resolve gets its
+// line (the error is CoreDNS's, as stock CoreDNS gives it; looking a name
+// up would send a query off this host, so the error is made here).
+func TestExplainUnresolved(t *testing.T) {
+	cf := Corefile{Contents: []byte(". {\n    forward . 198.18.0.1 {\n        max_fails 2\n    }\n}\n\nexample.org {\n    forward . 198.18.0.2 tls://dns.example.org:853 {\n        tls_servername dns.example.org\n    }\n}\n")}
+	err := explain(cf, errors.New(`plugin/forward: failed to resolve "dns.example.org": lookup dns.example.org on 198.18.0.53:53: no such host`))
+	want := `Corefile:8: forward: target "dns.example.org" does not resolve on this host (lookup dns.example.org on 198.18.0.53:53: no such host); CoreDNS looks up a target given by name when it starts and refuses the Corefile when the lookup fails (stock CoreDNS: plugin/forward: failed to resolve "dns.example.org": lookup dns.example.org on 198.18.0.53:53: no such host)`
+	if err.Error() != want {
+		t.Errorf("got  %s\nwant %s", err, want)
 	}
 }
 
