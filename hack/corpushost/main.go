@@ -363,13 +363,9 @@ func printReport(w io.Writer, vs []verdict) {
 			counts[v.Kind] = map[string]int{}
 		}
 		counts[v.Kind]["files"]++
-		if v.Up.Class == "accept" {
-			counts[v.Kind]["up"]++
-			if v.VS.Class == "accept" {
-				counts[v.Kind]["both"]++
-			}
-		} else if v.VS.Class == "accept" {
-			counts[v.Kind]["vsonly"]++
+		counts[v.Kind]["up "+v.Up.Class]++
+		if v.VS.Class == "accept" {
+			counts[v.Kind]["vs "+v.Up.Class]++
 		}
 	}
 	for _, k := range []string{"haproxy", "corefile"} {
@@ -377,8 +373,8 @@ func printReport(w io.Writer, vs []verdict) {
 		if c == nil {
 			continue
 		}
-		fmt.Fprintf(w, "%s: %d files; upstream accepts %d, vipstack accepts %d of those; vipstack accepts %d that upstream refuses\n",
-			k, c["files"], c["up"], c["both"], c["vsonly"])
+		fmt.Fprintf(w, "%s: %d files; upstream accepts %d, vipstack %d of them; upstream refuses %d for this host only (vipstack accepts %d) and %d outright (vipstack accepts %d)\n",
+			k, c["files"], c["up accept"], c["vs accept"], c["up host-only"], c["vs host-only"], c["up reject"], c["vs reject"])
 	}
 }
 
