@@ -109,7 +109,6 @@ func TestParseAddr(t *testing.T) {
 		{in: "1.2.3.4:", wantErr: `address "1.2.3.4:" has no port (accepted: ADDRESS:PORT, :PORT, *:PORT or [IPv6]:PORT)`},
 		{in: "1.2.3.4:http", wantErr: `address "1.2.3.4:http" has an invalid port "http" (accepted: 1..65535)`},
 		{in: "/run/x.sock", bind: true, wantErr: `address "/run/x.sock": UNIX sockets are not supported by vipstack (accepted: ADDRESS:PORT, :PORT, *:PORT or [IPv6]:PORT)`},
-		{in: "abns@inner", wantErr: `address "abns@inner": abns@ (an abstract UNIX socket, with which haproxy chains a server to a bind of the same process) is not supported by vipstack: its listeners, TCP relay, HTTP proxy, checks, stats and logs take IP addresses and ports only (accepted: ADDRESS:PORT, :PORT, *:PORT or [IPv6]:PORT; to chain two sections, bind the second on a loopback address such as 127.0.0.1:PORT and point the server there)`},
 		{in: "ipv4@1.2.3.4:80", wantErr: `address "ipv4@1.2.3.4:80": address prefixes such as ipv4@, unix@ and fd@ are not supported by vipstack (accepted: ADDRESS:PORT, :PORT, *:PORT or [IPv6]:PORT)`},
 		{in: "", bind: true, wantErr: `address is empty (accepted: ADDRESS:PORT, :PORT, *:PORT or [IPv6]:PORT)`},
 	}

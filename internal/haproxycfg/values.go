@@ -103,17 +103,25 @@ func (p *parser) timeArg(l line, kw, v string, unit time.Duration) (time.Duratio
 // also be bracketed, an empty address or "*" is every IPv4 address on a
 // bind, and on a server the address each client connected to. Of host names only "localhost" is accepted, as 127.0.0.1, and
 // returned in host. It returns a message for what vipstack does not
-// accept: other names, address prefixes (ipv4@, unix@, fd@, ...), UNIX
+// accept: other names, address prefixes (ipv4@, unix@, fd@, ...; callers
+// read abns@ themselves: abstractAddr), UNIX
 // socket paths, port ranges and offsets, IPv6 zones.
+// abstractAddr returns the name of an abstract UNIX socket address
+// (abns@NAME: haproxy takes everything after the prefix as the name), and
+// whether s is one; a message when the name is empty.
+func abstractAddr(s string) (name string, ok bool, msg string) {
+	name, ok = strings.CutPrefix(s, "abns@")
+	if ok && name == "" {
+		msg = "address \"abns@\" names no socket (accepted: abns@NAME, NAME 1..107 bytes)"
+	}
+	return name, ok, msg
+}
+
 func parseAddr(s string, bind bool) (addr netip.AddrPort, host, msg string) {
 	form := "ADDRESS:PORT, :PORT, *:PORT or [IPv6]:PORT"
 	switch {
 	case s == "":
 		return addr, "", "address is empty (accepted: " + form + ")"
-	case strings.HasPrefix(s, "abns@"):
-		return addr, "", "address " + strconv.Quote(s) + ": abns@ (an abstract UNIX socket, with which haproxy chains a server to a bind of the same process) is not supported by vipstack: " +
-			"its listeners, TCP relay, HTTP proxy, checks, stats and logs take IP addresses and ports only (accepted: " + form +
-			"; to chain two sections, bind the second on a loopback address such as 127.0.0.1:PORT and point the server there)"
 	case strings.Contains(s, "@"):
 		return addr, "", "address " + strconv.Quote(s) + ": address prefixes such as ipv4@, unix@ and fd@ are not supported by vipstack (accepted: " + form + ")"
 	case s[0] == '/':
