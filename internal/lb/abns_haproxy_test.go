@@ -2,6 +2,8 @@ package lb
 
 import (
 	"bufio"
+	"context"
+	"fmt"
 	"net"
 	"path/filepath"
 	"regexp"
@@ -10,6 +12,9 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/vipstack/vipstack/internal/haproxycfg"
+	"github.com/vipstack/vipstack/internal/lbconfig"
 )
 
 // TestAbnsChainMatchesHaproxy runs a mode http listen whose server is an
@@ -89,4 +94,70 @@ backend app
 	if diff := cmp.Diff(logs[0], logs[1]); diff != "" {
 		t.Errorf("log lines (-haproxy +vipstack):\n%s", diff)
 	}
+}
+
+// TestAbnsReloadAndConflict: a reload keeps an abns@ bind's socket (an
+// abstract socket cannot be bound twice, so reopening it would fail), the
+// chain keeps answering across it, the status shows the bind as
+// abns@NAME, and another process's socket of the same name is an error
+// that names it.
+func TestAbnsReloadAndConflict(t *testing.T) {
+	origin := startOrigin(t, "app")
+	name := "vcp-abns-reload-" + strings.ReplaceAll(t.Name(), "/", "-")
+	ports := freePorts(t, 2)
+	text := strings.NewReplacer("{{P0}}", ports[0], "{{NAME}}", name, "{{A}}", origin.addr()).Replace(`defaults
+  mode http
+  timeout connect 1s
+  timeout client 5s
+  timeout server 5s
+listen front
+  bind 127.0.0.1:{{P0}}
+  server inner abns@{{NAME}}
+frontend inner
+  bind abns@{{NAME}}
+  default_backend app
+backend app
+  server a1 {{A}}
+`)
+	parse := func(port ...string) *lbconfig.Config {
+		text := text
+		if len(port) > 0 {
+			text = strings.Replace(text, "127.0.0.1:"+ports[0], "127.0.0.1:"+port[0], 1)
+		}
+		cfg, err := haproxycfg.Parse("haproxy.cfg", []byte(text))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg
+	}
+	get := func(when string) {
+		t.Helper()
+		c, err := net.DialTimeout("tcp", "127.0.0.1:"+ports[0], bound)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if a := ask(t, c, bufio.NewReader(c), "GET /x HTTP/1.1\r\nHost: a.example\r\n\r\n"); a.Status != 200 || a.Arrived == nil || a.Arrived.Server != "app" {
+			t.Fatalf("%s: status %d, arrived %+v", when, a.Status, a.Arrived)
+		}
+	}
+	l := newLBOpts(t, Options{}, parse())
+	get("first")
+	if err := l.Apply(parse()); err != nil {
+		t.Fatalf("reload: %v", err)
+	}
+	get("after the reload")
+	if got := fmt.Sprint(l.Addrs("inner")); got != "[abns@"+name+"]" {
+		t.Errorf("inner listens on %s", got)
+	}
+	other, err := New(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Shutdown(context.Background())
+	err = other.Apply(parse(ports[1])) // its own TCP port, the same abstract socket
+	if err == nil || !strings.Contains(err.Error(), "another socket listens on abns@"+name) {
+		t.Errorf("a second LB on the same abstract socket: %v", err)
+	}
+	get("after the other LB's attempt")
 }

@@ -545,7 +545,11 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 					pl.setTLS(w.bind.TLS, l.log)
 				}
 			}
-			addrs[w.section] = append(addrs[w.section], pl.ln.Addr())
+			if w.bind.Abstract != "" {
+				addrs[w.section] = append(addrs[w.section], abnsAddr(w.bind.Abstract))
+			} else {
+				addrs[w.section] = append(addrs[w.section], pl.ln.Addr())
+			}
 			continue
 		}
 		if w.fe != nil && w.bind.TLS != nil {

@@ -137,3 +137,10 @@ func shownAt(b lbconfig.Bind) string {
 	}
 	return netip.AddrPortFrom(b.Addr.Addr().Unmap(), b.Addr.Port()).String()
 }
+
+// abnsAddr is an abstract UNIX socket's address as the status shows it,
+// abns@NAME (net.UnixAddr's String would write the NULs that pad it).
+type abnsAddr string
+
+func (a abnsAddr) Network() string { return "unix" }
+func (a abnsAddr) String() string  { return "abns@" + string(a) }
