@@ -42,6 +42,8 @@ func TestAbns(t *testing.T) {
 			"the name is 108 bytes (accepted: 1..107 bytes, no NUL)"},
 		{"mode tcp bind", "frontend f\n  mode tcp\n  bind abns@x\n  default_backend b\nbackend b\n  mode tcp\n  server s 198.18.0.1:80\n",
 			"frontend f, bind abns@x: abns@ in a mode tcp frontend is not supported by vipstack: its TCP relay accepts on IP addresses (accepted: abns@ binds in mode http frontends)"},
+		{"mode tcp frontend before a mode http backend", "frontend f\n  mode tcp\n  bind abns@x\n  default_backend b\nbackend b\n  server s 198.18.0.1:80\n",
+			"frontend f, bind abns@x: abns@ in a mode tcp frontend is not supported by vipstack"},
 		{"mode tcp server", "frontend f\n  mode tcp\n  bind 127.0.0.1:8080\n  default_backend b\nbackend b\n  mode tcp\n  server s abns@x\n",
 			"backend b, server s: abns@ in a mode tcp backend is not supported by vipstack: its TCP relay connects to IP addresses (accepted: abns@ servers of mode http backends)"},
 		{"check", "frontend f\n  bind 127.0.0.1:8080\n  default_backend b\nbackend b\n  server s abns@x check\n",

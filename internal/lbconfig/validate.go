@@ -313,7 +313,7 @@ func (v *validator) frontend(f *Frontend, backends map[string]bool, binds map[Bi
 	key := FrontendKey(f.Name)
 	v.binds(key, f.Binds, binds)
 	for i, b := range f.Binds {
-		if b.Abstract != "" && f.HTTP == nil {
+		if b.Abstract != "" && (f.HTTP == nil || f.HTTP.TCPMode) {
 			v.fail(v.pos(BindKey(key, i), key), key+", bind "+bindString(b), "bind",
 				"abns@ in a mode tcp frontend is not supported by vipstack: its TCP relay accepts on IP addresses (accepted: abns@ binds in mode http frontends)")
 		}
