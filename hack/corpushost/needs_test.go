@@ -2,9 +2,11 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -183,5 +185,59 @@ func TestOutcomes(t *testing.T) {
 		if tc.got != tc.want {
 			t.Errorf("%s: %+v, want %+v", tc.name, tc.got, tc.want)
 		}
+	}
+}
+
+// TestEnvProvides runs haproxy -c on a file naming a server by a name this
+// host does not resolve and a certificate it does not have: refused as
+// is, accepted in the check's environment (both without a route out), and the host's /etc/hosts and
+// the certificate's path are untouched afterwards. Root and haproxy only.
+func TestEnvProvides(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (unshare -m -n, mount)")
+	}
+	haproxy, err := exec.LookPath("haproxy")
+	if err != nil {
+		t.Skip("haproxy not installed")
+	}
+	dir := t.TempDir()
+	cert := "/nonexistent-corpushost-" + filepath.Base(dir) + "/site.pem"
+	cfgPath := filepath.Join(dir, "h.cfg")
+	cfg := "defaults\n  mode http\n  timeout connect 1s\n  timeout client 1s\n  timeout server 1s\n" +
+		"frontend fe\n  bind 127.0.0.1:8443 ssl crt " + cert + "\n  default_backend be\n" +
+		"backend be\n  server a app.corpushost.invalid:8080\n"
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	hostsBefore, err := os.ReadFile("/etc/hosts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// As is, in a network namespace of its own (the name's lookup stays
+	// on this host).
+	if out, err := exec.Command("unshare", "-n", haproxy, "-c", "-f", cfgPath).CombinedOutput(); err == nil {
+		t.Fatalf("haproxy -c accepted the file as is:\n%s", out)
+	}
+	c, err := newCert()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := haproxyNeeds(cfg)
+	envDir, made, err := prepare(dir, n, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(n.Hosts) != 1 || len(made) != 1 {
+		t.Fatalf("needs %+v, provided %q", n, made)
+	}
+	rc, out := runOnce(envDir, nil, 30*time.Second, haproxy, "-c", "-f", cfgPath)
+	if got := haproxyOutcome(rc, out); got.Class != "accept" {
+		t.Errorf("in the environment: %+v\n%s", got, out)
+	}
+	if after, _ := os.ReadFile("/etc/hosts"); string(after) != string(hostsBefore) {
+		t.Errorf("/etc/hosts changed")
+	}
+	if _, err := os.Stat(cert); err == nil {
+		t.Errorf("%s exists on the host", cert)
 	}
 }
