@@ -178,7 +178,7 @@ func (b *bench) main(ctx context.Context) error {
 	}
 	if b.o.coredns == "" {
 		b.say("building github.com/coredns/coredns (the first build takes minutes)")
-		if b.o.coredns, err = buildCoreDNS(ctx, b.work); err != nil {
+		if b.o.coredns, err = peers.BuildReleaseCoreDNS(ctx, b.work); err != nil {
 			return err
 		}
 	}
@@ -1026,25 +1026,6 @@ send:
 		return -1 // a master never answered
 	}
 	return slices.Max(seen)
-}
-
-// buildCoreDNS builds stock CoreDNS (every in-tree plugin) at the version
-// go.mod pins, in its own module directory with its own go.sum (vipstack's
-// go.sum lacks the modules of the plugins it does not embed).
-func buildCoreDNS(ctx context.Context, dir string) (string, error) {
-	cmd := exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Dir}}", "github.com/coredns/coredns")
-	out, err := cmd.Output()
-	mod := strings.TrimSpace(string(out))
-	if err != nil || mod == "" {
-		return "", fmt.Errorf("find github.com/coredns/coredns in the module cache (go mod download github.com/coredns/coredns): %v", err)
-	}
-	bin := filepath.Join(dir, "coredns")
-	cmd = exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", bin, ".")
-	cmd.Dir = mod
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build in %s: %v\n%s", mod, err, b)
-	}
-	return bin, nil
 }
 
 // firstLine runs a command and returns the first line it prints.

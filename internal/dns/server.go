@@ -480,6 +480,7 @@ func braces(cf Corefile) error {
 // startErr wraps an error from Caddy, adding what a server block key may be
 // when that is what Caddy rejected.
 func startErr(op string, cf Corefile, err error) error {
+	err = explain(cf, err)
 	if strings.Contains(err.Error(), "inspecting server blocks") {
 		return fmt.Errorf("dns: %s %s: %w; a server block starts with zones such as \".\", \"example.com\" or \"example.com:1053\"", op, cf.name(), err)
 	}

@@ -1339,25 +1339,15 @@ func (p *parser) server(l line) {
 	s := p.defServer
 	s.Name = name
 	text := l.words[2]
-	// An address without a port (server_params.go): the port the
-	// client connected to.
-	text, s.NoPort = withoutPort(text)
-	// A host name is resolved once the parameters are read (init-addr
-	// says how: resolvers.go); 0.0.0.0 stands in for it meanwhile.
 	var host string
-	if i := strings.LastIndexByte(text, ':'); i > 0 && p.opts.LookupHost != nil && !strings.HasPrefix(text, "[") {
-		if h := text[:i]; h != "localhost" && h != "*" && !strings.Contains(h, ":") && !isIPText(h) {
-			host, text = h, "0.0.0.0"+text[i:]
+	if abs, ok, msg := abstractAddr(text); ok {
+		if msg != "" {
+			fail("server", "%s", msg)
+			return
 		}
-	}
-	addr, _, msg := parseAddr(text, false)
-	if msg != "" {
-		fail("server", "%s", msg)
+		s.Abstract = abs
+	} else if host, ok = p.serverAddr(text, &s, fail); !ok {
 		return
-	}
-	s.Addr = addr
-	if s.NoPort {
-		s.Addr = netip.AddrPortFrom(addr.Addr(), 0)
 	}
 	seen := map[string]bool{}
 	if !p.serverParams(l.words[3:], &s, seen, fail) || !p.serverIDs(l, &s) {
@@ -1381,6 +1371,32 @@ func (p *parser) server(l line) {
 		}
 		p.hs.be.ServerCookies[name], p.hs.cookie = p.hs.cookie, ""
 	}
+}
+
+// serverAddr reads a server's IP address or host name and port into s;
+// it returns the host name to resolve once the parameters are read.
+func (p *parser) serverAddr(text string, s *lbconfig.Server, fail func(kw, format string, a ...any)) (string, bool) {
+	// An address without a port (server_params.go): the port the
+	// client connected to.
+	text, s.NoPort = withoutPort(text)
+	// A host name is resolved once the parameters are read (init-addr
+	// says how: resolvers.go); 0.0.0.0 stands in for it meanwhile.
+	var host string
+	if i := strings.LastIndexByte(text, ':'); i > 0 && p.opts.LookupHost != nil && !strings.HasPrefix(text, "[") {
+		if h := text[:i]; h != "localhost" && h != "*" && !strings.Contains(h, ":") && !isIPText(h) {
+			host, text = h, "0.0.0.0"+text[i:]
+		}
+	}
+	addr, _, msg := parseAddr(text, false)
+	if msg != "" {
+		fail("server", "%s", msg)
+		return "", false
+	}
+	s.Addr = addr
+	if s.NoPort {
+		s.Addr = netip.AddrPortFrom(addr.Addr(), 0)
+	}
+	return host, true
 }
 
 // defaultServer reads `default-server [params]`: the parameters the
@@ -1563,6 +1579,14 @@ func (p *parser) bind(l line, first int) []lbconfig.Bind {
 	}
 	var out []lbconfig.Bind
 	for _, a := range strings.Split(l.words[1], ",") {
+		if abs, ok, msg := abstractAddr(a); ok {
+			if msg != "" {
+				p.errorf(l, "bind", "bind %s", msg)
+				return nil
+			}
+			out = append(out, lbconfig.Bind{Abstract: abs, TLS: tlsConf})
+			continue
+		}
 		for _, a := range p.expandPorts(l, a) {
 			addr, host, msg := parseAddr(a, true)
 			if msg != "" {

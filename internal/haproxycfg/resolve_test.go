@@ -47,6 +47,17 @@ func TestServerHostNames(t *testing.T) {
 	if err == nil || err.Error() != want {
 		t.Errorf("unresolvable: %v, want %s", err, want)
 	}
+	// haproxy 2.6 -c with an /etc/hosts naming it (hack/corpushost):
+	// "could not resolve address '<db-ip>'."; vipstack's lookup is not asked.
+	asked := false
+	_, err = ParseWith("h.cfg", conf("<db-ip>:5432"), Options{LookupHost: func(string) ([]netip.Addr, error) {
+		asked = true
+		return []netip.Addr{netip.MustParseAddr("198.18.0.7")}, nil
+	}})
+	want = "h.cfg:10: backend masters, server m0: could not resolve address '<db-ip>' (it is not a host name: haproxy resolves names of letters, digits, '-', '_' and '.' only; accepted: a host name the system resolves at start, an IP address, or init-addr ...,none with resolvers)"
+	if err == nil || err.Error() != want || asked {
+		t.Errorf("placeholder: %v (lookup asked: %v), want %s", err, asked, want)
+	}
 	if _, err := Parse("h.cfg", conf("db1.example:5432")); err == nil || !strings.Contains(err.Error(), "is not an IP address") {
 		t.Errorf("without a resolver: %v, want the host name refused", err)
 	}

@@ -137,10 +137,19 @@ func (p *parser) initAddr(l line, s *lbconfig.Server, host string, fail func(kw,
 	}
 	port := s.Addr.Port()
 	failed := false // libc found nothing
+	why := ""
 	for _, m := range strings.Split(methods, ",") {
 		switch m {
 		case "last":
 		case "libc":
+			// haproxy asks libc only for names of letters, digits, '-',
+			// '_' and '.' (measured with haproxy 2.6 -c and an /etc/hosts
+			// naming them): a placeholder such as <node1-ip> does not
+			// resolve even where the system resolver would answer it.
+			if !hostName(host) {
+				failed, why = true, "it is not a host name: haproxy resolves names of letters, digits, '-', '_' and '.' only; "
+				continue
+			}
 			if ips, err := p.opts.LookupHost(host); err == nil && len(ips) > 0 {
 				s.Addr = netip.AddrPortFrom(pickFamily(ips, s.ResolvePrefer), port)
 				return true
@@ -162,7 +171,7 @@ func (p *parser) initAddr(l line, s *lbconfig.Server, host string, fail func(kw,
 			return true
 		}
 	}
-	fail("server", "could not resolve address '%s' (accepted: a host name the system resolves at start, an IP address, or init-addr ...,none with resolvers)", host)
+	fail("server", "could not resolve address '%s' (%saccepted: a host name the system resolves at start, an IP address, or init-addr ...,none with resolvers)", host, why)
 	return false
 }
 

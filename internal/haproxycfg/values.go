@@ -103,8 +103,20 @@ func (p *parser) timeArg(l line, kw, v string, unit time.Duration) (time.Duratio
 // also be bracketed, an empty address or "*" is every IPv4 address on a
 // bind, and on a server the address each client connected to. Of host names only "localhost" is accepted, as 127.0.0.1, and
 // returned in host. It returns a message for what vipstack does not
-// accept: other names, address prefixes (ipv4@, unix@, fd@, ...), UNIX
+// accept: other names, address prefixes (ipv4@, unix@, fd@, ...; callers
+// read abns@ themselves: abstractAddr), UNIX
 // socket paths, port ranges and offsets, IPv6 zones.
+// abstractAddr returns the name of an abstract UNIX socket address
+// (abns@NAME: haproxy takes everything after the prefix as the name), and
+// whether s is one; a message when the name is empty.
+func abstractAddr(s string) (name string, ok bool, msg string) {
+	name, ok = strings.CutPrefix(s, "abns@")
+	if ok && name == "" {
+		msg = "address \"abns@\" names no socket (accepted: abns@NAME, NAME 1..107 bytes)"
+	}
+	return name, ok, msg
+}
+
 func parseAddr(s string, bind bool) (addr netip.AddrPort, host, msg string) {
 	form := "ADDRESS:PORT, :PORT, *:PORT or [IPv6]:PORT"
 	switch {

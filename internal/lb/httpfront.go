@@ -3,10 +3,13 @@ package lb
 import (
 	"context"
 	"crypto/tls"
+	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/netip"
+	"syscall"
 
 	"github.com/vipstack/vipstack/internal/lb/httpproxy"
 	"github.com/vipstack/vipstack/internal/lb/logging"
@@ -37,8 +40,14 @@ func (l *LB) listenProxy(key string, b lbconfig.Bind) (*proxyListener, error) {
 	}
 	network, address, v6only := bindNetwork(b)
 	lc := net.ListenConfig{Control: relay.ListenControl(v6only)}
+	if b.Abstract != "" {
+		lc = net.ListenConfig{} // TCP's socket options do not apply
+	}
 	ln, err := lc.Listen(context.Background(), network, address)
 	if err != nil {
+		if b.Abstract != "" && errors.Is(err, syscall.EADDRINUSE) {
+			return nil, fmt.Errorf("%w: another socket listens on abns@%s (accepted: an abstract socket name no other process listens on)", err, b.Abstract)
+		}
 		return nil, err
 	}
 	pl := &proxyListener{key: key, at: boundOf(b, ln.Addr()), ln: ln}
@@ -256,13 +265,13 @@ func (l *LB) httpLogger(fe *lbconfig.Frontend, to *logging.Dests) func(httpproxy
 		}
 	}
 	return func(e httpproxy.Entry) {
-		f := logging.HTTPFields{Client: e.Client, Local: e.Frontend, Frontend: fe.Name, TLS: e.TLS, Backend: e.Backend,
+		f := logging.HTTPFields{Client: e.Client, Local: e.Frontend, UnixClient: e.UnixClient, Frontend: fe.Name, TLS: e.TLS, Backend: e.Backend,
 			AcceptAt: e.Accept, TR: e.TR, Tw: e.Tw, Tc: e.Tc, Tr: e.Tr, Ta: e.Ta, Status: e.Status,
 			Down: uint64(max(e.Bytes, 0)), Method: e.Method, URI: e.URI, Version: e.Version, Retries: e.Retries, BadRequest: e.BadRequest,
 			Counts:  httpCounts{l: l, frontend: fe.Name, backend: e.Backend, server: e.Server},
 			ReqCaps: e.ReqCaps, ResCaps: e.ResCaps, CookieReq: e.CookieReq, CookieRes: e.CookieRes}
 		if e.Server != "<NOSRV>" {
-			f.Server, f.ServerAddr = e.Server, e.ServerAddr
+			f.Server, f.ServerAddr, f.UnixServer = e.Server, e.ServerAddr, e.UnixServer
 		}
 		copy(f.Term[:], e.Term)
 		var buf [1024]byte

@@ -188,11 +188,20 @@ func New(opts Options) (*LB, error) {
 }
 
 func serverKey(backend string, s lbconfig.Server) string {
+	if s.Abstract != "" {
+		return backend + "/" + s.Name + "@abns@" + s.Abstract
+	}
 	return backend + "/" + s.Name + "@" + s.Addr.String()
 }
 
 // bindKey identifies a listening address across reloads.
 func bindKey(b lbconfig.Bind) string {
+	if b.Abstract != "" {
+		if b.TLS != nil {
+			return "abns@" + b.Abstract + " ssl"
+		}
+		return "abns@" + b.Abstract
+	}
 	host := b.Host
 	if host == "" {
 		host = b.Addr.Addr().String()
@@ -221,6 +230,7 @@ type wantListener struct {
 	section string // frontend or listen name
 	key     string // its lbconfig.BindKey, for messages
 	bind    lbconfig.Bind
+	id      int // the bind's place in its section, from 1 (haproxy's listener id)
 	fe      *lbconfig.Frontend
 	site    *web.Site
 }
@@ -262,7 +272,7 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 	var order []string
 	add := func(section string, b lbconfig.Bind, w wantListener) error {
 		k := bindKey(b)
-		if b.Addr.Port() == 0 {
+		if b.Abstract == "" && b.Addr.Port() == 0 {
 			// Every port 0 bind is a port of its own; it keeps it across
 			// reloads while its section and place stay.
 			k += fmt.Sprintf(" (%s #%d)", section, n0(wants, order, w.section))
@@ -271,7 +281,8 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 			return fmt.Errorf("lb: apply: %s: bind %s is already used by %q", where(cfg, section), k, prev.section)
 		}
 		w.bind = b
-		w.key = lbconfig.BindKey(section, n0(wants, order, w.section))
+		w.id = n0(wants, order, w.section) + 1
+		w.key = lbconfig.BindKey(section, w.id-1)
 		wants[k] = w
 		order = append(order, k)
 		return nil
@@ -421,7 +432,7 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 	}
 	renamed := func(backend string, sc lbconfig.Server) *server {
 		for k, o := range l.servers {
-			if !kept[k] && o.backend == backend && o.addr == sc.Addr {
+			if !kept[k] && o.backend == backend && o.addr == sc.Addr && o.abstract == sc.Abstract {
 				kept[k] = true // taken over once
 				return o
 			}
@@ -517,6 +528,7 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 		w := wants[k]
 		if w.fe != nil && w.fe.HTTP != nil {
 			pc := l.proxyConfig(cfg, w.fe, feLogs[w.fe.Name])
+			pc.ListenerID = w.id
 			pl := l.proxyLns[k]
 			if pl == nil {
 				pl = newProxy[k]
@@ -533,7 +545,11 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 					pl.setTLS(w.bind.TLS, l.log)
 				}
 			}
-			addrs[w.section] = append(addrs[w.section], pl.ln.Addr())
+			if w.bind.Abstract != "" {
+				addrs[w.section] = append(addrs[w.section], abnsAddr(w.bind.Abstract))
+			} else {
+				addrs[w.section] = append(addrs[w.section], pl.ln.Addr())
+			}
 			continue
 		}
 		if w.fe != nil && w.bind.TLS != nil {
@@ -994,6 +1010,9 @@ func (l *LB) listenTCP(key string, b lbconfig.Bind) (*tcpListener, error) {
 // host name the reader resolved (Host "localhost", Addr 127.0.0.1) listens
 // on Addr; one it did not is resolved by the listener.
 func bindNetwork(b lbconfig.Bind) (network, address string, v6only int) {
+	if b.Abstract != "" {
+		return "unix", lbconfig.AbstractPath(b.Abstract), -1
+	}
 	port := strconv.Itoa(int(b.Addr.Port()))
 	a := b.Addr.Addr()
 	if !a.IsValid() {

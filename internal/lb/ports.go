@@ -19,9 +19,15 @@ import (
 type boundAddr struct {
 	ap   netip.AddrPort
 	dual bool
+	// abstract is the name of an abstract UNIX socket (abns@), ap then
+	// unset.
+	abstract string
 }
 
 func (a boundAddr) String() string {
+	if a.abstract != "" {
+		return "abns@" + a.abstract
+	}
 	if a.dual {
 		return a.ap.String() + " v4v6"
 	}
@@ -32,6 +38,9 @@ func (a boundAddr) String() string {
 // address the listener got (the port the kernel chose for port 0, the
 // address a host name resolved to).
 func boundOf(b lbconfig.Bind, a net.Addr) boundAddr {
+	if b.Abstract != "" {
+		return boundAddr{abstract: b.Abstract}
+	}
 	ap := b.Addr
 	if ta, ok := a.(*net.TCPAddr); ok {
 		ap = ta.AddrPort()
@@ -49,6 +58,9 @@ func boundOf(b lbconfig.Bind, a net.Addr) boundAddr {
 // wildcard. 198.18.0.1:9445 and 198.18.0.2:9445 do not overlap; 0.0.0.0
 // and :: without v4v6 (with bindv6only 1) do not either.
 func (a boundAddr) overlaps(b boundAddr) bool {
+	if a.abstract != "" || b.abstract != "" {
+		return a.abstract == b.abstract
+	}
 	if a.ap.Port() != b.ap.Port() {
 		return false
 	}
@@ -91,6 +103,9 @@ func (l *LB) held() []boundAddr {
 // and port. Addresses overlapping one held (where this LB listens) are not
 // probed: the probe would find the LB itself. Port 0 needs no probe.
 func portFree(b lbconfig.Bind, held []boundAddr) error {
+	if b.Abstract != "" {
+		return nil // a second bind of an abstract socket fails by itself: no SO_REUSEPORT on UNIX sockets
+	}
 	if !relay.ReusePortSupported || b.Addr.Port() == 0 {
 		return nil
 	}
@@ -114,8 +129,18 @@ func portFree(b lbconfig.Bind, held []boundAddr) error {
 // shownAt names where b listens in an error: its address and port, or its
 // host name and port.
 func shownAt(b lbconfig.Bind) string {
+	if b.Abstract != "" {
+		return "abns@" + b.Abstract
+	}
 	if !b.Addr.Addr().IsValid() {
 		return net.JoinHostPort(b.Host, fmt.Sprint(b.Addr.Port()))
 	}
 	return netip.AddrPortFrom(b.Addr.Addr().Unmap(), b.Addr.Port()).String()
 }
+
+// abnsAddr is an abstract UNIX socket's address as the status shows it,
+// abns@NAME (net.UnixAddr's String would write the NULs that pad it).
+type abnsAddr string
+
+func (a abnsAddr) Network() string { return "unix" }
+func (a abnsAddr) String() string  { return "abns@" + string(a) }

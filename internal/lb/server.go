@@ -107,6 +107,9 @@ type server struct {
 	backend string
 	name    string
 	addr    netip.AddrPort
+	// abstract is the abstract UNIX socket the server is (abns@), addr
+	// then unset.
+	abstract string
 
 	up atomic.Bool
 	// confirmed: the server has shown it serves: a check of it passed
@@ -185,7 +188,7 @@ type server struct {
 }
 
 func (l *LB) newServer(backend string, s lbconfig.Server) *server {
-	srv := &server{lb: l, backend: backend, name: s.Name, addr: s.Addr, results: make([]atomic.Uint64, nStatuses), since: l.clk.Now()}
+	srv := &server{lb: l, backend: backend, name: s.Name, addr: s.Addr, abstract: s.Abstract, results: make([]atomic.Uint64, nStatuses), since: l.clk.Now()}
 	srv.up.Store(true)
 	srv.confirmed.Store(!s.Check)
 	return srv
@@ -425,7 +428,7 @@ func (s *server) logChange(st healthcheck.State, withCheck bool, left int, empti
 		state = "UP"
 	}
 	msg := fmt.Sprintf("Server %s is %s, reason: %s", s.id(), state, healthcheck.Description(r.Status))
-	args := []any{"backend", s.backend, "server", s.name, "addr", s.addr.String(), "state", state, "check_status", r.Status, "check_duration", r.Duration}
+	args := []any{"backend", s.backend, "server", s.name, "addr", s.addrString(), "state", state, "check_status", r.Status, "check_duration", r.Duration}
 	if r.Code != 0 {
 		args = append(args, "code", r.Code)
 	}
@@ -538,4 +541,13 @@ func (s *server) view() serverView {
 		v.state, v.hasState = *p, true
 	}
 	return v
+}
+
+// addrString is the server's address as the status and logs show it:
+// IP:PORT, or abns@NAME.
+func (s *server) addrString() string {
+	if s.abstract != "" {
+		return "abns@" + s.abstract
+	}
+	return s.addr.String()
 }

@@ -92,7 +92,7 @@ func serverStats(s *server, now time.Time) stats.ServerStats {
 	sv := s.view()
 	weight, initial := s.weight.get()
 	ss := stats.ServerStats{
-		Name: s.name, Addr: s.addr.String(), Up: s.up.Load(), Weight: weight, InitialWeight: initial,
+		Name: s.name, Addr: s.addrString(), Up: s.up.Load(), Weight: weight, InitialWeight: initial,
 		Sessions: s.cur.Load(), MaxSessions: s.smax.Load(), TotalSessions: s.tot.Load(),
 		BytesIn: s.bin.Load(), BytesOut: s.bout.Load(), ConnectErrors: s.econ.Load(),
 		Retries: s.wretr.Load(), Selected: s.lbtot.Load(),

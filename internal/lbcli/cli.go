@@ -506,6 +506,8 @@ func serverStateLine(beID int, backend string, sid int, sv lbstats.ServerStats) 
 	host, port := sv.Addr, "0"
 	if ap, err := netAddrPort(sv.Addr); err == nil {
 		host, port = ap[0], ap[1]
+	} else if strings.HasPrefix(sv.Addr, "abns@") {
+		host = "-" // haproxy 2.6 shows no address for a UNIX socket server (measured)
 	}
 	opState := 0 // SRV_ST_STOPPED
 	if sv.Up && sv.Admin != lbstats.AdminMaint {

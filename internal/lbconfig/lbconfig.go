@@ -224,6 +224,24 @@ type Bind struct {
 	// TLS is `ssl` and its parameters: the bind terminates TLS (in a
 	// frontend only); nil: plain TCP.
 	TLS *BindTLS
+	// Abstract is the name of an abstract UNIX socket (`bind abns@NAME`)
+	// the bind listens on instead of Addr, which is then unset: haproxy's
+	// way to chain a server of one section to a bind of another (`server
+	// NAME abns@NAME`). Mode http frontends only.
+	Abstract string
+}
+
+// MaxAbstract is the longest abstract socket name: sun_path's 108 bytes
+// less the leading NUL.
+const MaxAbstract = 107
+
+// AbstractPath is the address Go's net package takes for the abstract
+// UNIX socket name as haproxy binds and connects to it: the name after
+// the leading NUL, padded with NULs to the whole of sun_path (haproxy
+// gives the full sockaddr_un's length, and an abstract address is its
+// bytes up to that length, so "x" and "x" padded are different sockets).
+func AbstractPath(name string) string {
+	return "@" + name + strings.Repeat("\x00", max(MaxAbstract-len(name), 0))
 }
 
 // Balance is the server selection algorithm.
@@ -356,6 +374,10 @@ type Server struct {
 	// Host is the host name Addr was resolved from at load, "" for an
 	// IP address.
 	Host string
+	// Abstract is the name of the abstract UNIX socket the server is
+	// (`server NAME abns@NAME`), Addr then unset. Mode http backends only,
+	// without checks.
+	Abstract string
 	// CheckTimeout bounds one health check; 0 means Inter, haproxy's rule
 	// without `timeout check`. The reader sets it from Timeouts.Check.
 	CheckTimeout time.Duration

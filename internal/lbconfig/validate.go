@@ -312,6 +312,12 @@ func (v *validator) global() {
 func (v *validator) frontend(f *Frontend, backends map[string]bool, binds map[Bind]string) {
 	key := FrontendKey(f.Name)
 	v.binds(key, f.Binds, binds)
+	for i, b := range f.Binds {
+		if b.Abstract != "" && (f.HTTP == nil || f.HTTP.TCPMode) {
+			v.fail(v.pos(BindKey(key, i), key), key+", bind "+bindString(b), "bind",
+				"abns@ in a mode tcp frontend is not supported by vipstack: its TCP relay accepts on IP addresses (accepted: abns@ binds in mode http frontends)")
+		}
+	}
 	pos := v.pos(ItemKey(key, "default_backend"), key)
 	switch {
 	case f.Backend == "" && f.HTTP != nil:
@@ -358,6 +364,10 @@ func (v *validator) binds(section string, bs []Bind, seen map[Bind]string) {
 	for i, b := range bs {
 		pos := v.pos(BindKey(section, i), section)
 		field := section + ", bind " + bindString(b)
+		if b.Abstract != "" {
+			v.abstractBind(section, pos, field, b, seen)
+			continue
+		}
 		switch {
 		case !b.Addr.IsValid():
 			v.fail(pos, section+", bind "+strconv.Itoa(i), "bind", "address is not set (accepted: IP:PORT)")
@@ -394,7 +404,36 @@ func (v *validator) binds(section string, bs []Bind, seen map[Bind]string) {
 	}
 }
 
+// abstractBind checks a bind on an abstract UNIX socket (abns@NAME).
+func (v *validator) abstractBind(section string, pos, field string, b Bind, seen map[Bind]string) {
+	if !strings.HasPrefix(section, "frontend ") {
+		v.fail(pos, field, "bind", "abns@ on a monitor or stats listener is not supported by vipstack (accepted: abns@ binds in mode http frontends)")
+		return
+	}
+	if msg := abstractName(b.Abstract); msg != "" {
+		v.fail(pos, field, "bind", "%s", msg)
+		return
+	}
+	k := Bind{Abstract: b.Abstract}
+	if prev, dup := seen[k]; dup {
+		v.fail(pos, field, "bind", "abns@%s is also bound by %s (accepted: each abstract socket once)", b.Abstract, prev)
+		return
+	}
+	seen[k] = section
+}
+
+// abstractName checks the name of an abstract UNIX socket.
+func abstractName(name string) string {
+	if name == "" || len(name) > MaxAbstract || strings.IndexByte(name, 0) >= 0 {
+		return fmt.Sprintf("abns@%s: the name is %d bytes (accepted: 1..%d bytes, no NUL)", name, len(name), MaxAbstract)
+	}
+	return ""
+}
+
 func bindString(b Bind) string {
+	if b.Abstract != "" {
+		return "abns@" + b.Abstract
+	}
 	if b.Host != "" {
 		return b.Host + ":" + strconv.Itoa(int(b.Addr.Port()))
 	}
@@ -474,6 +513,8 @@ func (v *validator) server(b *Backend, s *Server, names map[string]bool) {
 	names[s.Name] = true
 	v.sendProxy(b, s, pos, field)
 	switch {
+	case s.Abstract != "":
+		v.abstractServer(b, s, pos, field)
 	case s.Unresolved && s.Addr.IsValid():
 		// init-addr none: no address until its resolvers find one.
 	case !s.Addr.IsValid():
@@ -516,6 +557,18 @@ func (v *validator) server(b *Backend, s *Server, names map[string]bool) {
 	v.serverTLS(pos, field, s)
 	if !s.Check && b.Check.Method != "" {
 		v.warn(pos, field, "no check: backend %s's HTTP check is not run on this server, which is always up", b.Name)
+	}
+}
+
+// abstractServer checks a server on an abstract UNIX socket (abns@NAME).
+func (v *validator) abstractServer(b *Backend, s *Server, pos, field string) {
+	switch {
+	case abstractName(s.Abstract) != "":
+		v.fail(pos, field, "server", "%s", abstractName(s.Abstract))
+	case b.HTTP == nil:
+		v.fail(pos, field, "server", "abns@ in a mode tcp backend is not supported by vipstack: its TCP relay connects to IP addresses (accepted: abns@ servers of mode http backends)")
+	case s.Check:
+		v.fail(pos, field, "check", "check on an abns@ server is not supported by vipstack: its health checks connect over TCP (accepted: an abns@ server without check)")
 	}
 }
 

@@ -27,7 +27,9 @@ func Port(cfg *lbconfig.Config, vip netip.AddrPort) (uint16, error) {
 				return b.Addr.Port(), nil
 			}
 			what := b.Addr.String()
-			if !a.IsValid() {
+			if b.Abstract != "" {
+				what = "abns@" + b.Abstract
+			} else if !a.IsValid() {
 				what = b.Host
 			} else if b.V4V6 {
 				what += " v4v6"

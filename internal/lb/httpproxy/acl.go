@@ -15,6 +15,9 @@ type request struct {
 	r        *http.Request
 	src, dst netip.AddrPort
 	tls      bool
+	// unix is the listener id when the client came over a UNIX socket
+	// (src and dst unset), 0 otherwise.
+	unix int
 	// vars are the request's variables (txn.NAME, req.NAME), set by
 	// http-request set-var in the frontend's and the backend's rules.
 	vars map[string]string

@@ -76,6 +76,10 @@ type Config struct {
 	// Accepted, when set, is called for each client connection accepted,
 	// with the client's and the listener's address.
 	Accepted func(client, local netip.AddrPort)
+	// ListenerID is the place of the bind served in its frontend, from 1
+	// (haproxy's listener id, which its logs show as the port of a
+	// client of a UNIX socket).
+	ListenerID int
 }
 
 // Entry is what a request's log line says.
@@ -86,15 +90,19 @@ type Entry struct {
 	FrontendName     string
 	Backend, Server  string
 	ServerAddr       netip.AddrPort
-	Request          string // "GET /path HTTP/1.1"
-	Method, URI      string
-	Version          string
-	Status           int
-	Bytes            int64
-	TR, Tw, Tc, Tr   time.Duration // -1: not reached
-	Ta               time.Duration
-	Term             string // termination state, "--" when normal
-	Retries          int
+	// UnixClient is the listener id when the client came over a UNIX
+	// socket (abns@ bind), 0 otherwise; UnixServer: the server is one.
+	UnixClient     int
+	UnixServer     bool
+	Request        string // "GET /path HTTP/1.1"
+	Method, URI    string
+	Version        string
+	Status         int
+	Bytes          int64
+	TR, Tw, Tc, Tr time.Duration // -1: not reached
+	Ta             time.Duration
+	Term           string // termination state, "--" when normal
+	Retries        int
 	// BadRequest: no request was read (Request is "<BADREQ>").
 	BadRequest bool
 	// Nth is the request's place on its client connection: 1 for the
@@ -120,6 +128,7 @@ type compiled struct {
 type serverRef struct {
 	name, cookie string
 	addr         netip.AddrPort
+	abstract     string // abns@NAME: addr unset
 	// tls is the server's `ssl` (nil: plain HTTP), tlsKey what it was
 	// built from, for the transport's key.
 	tls    *tls.Config
@@ -158,7 +167,7 @@ func (p *Proxy) Set(cfg Config) {
 	for name, b := range cfg.Backends {
 		var refs []serverRef
 		for _, s := range b.Servers {
-			r := serverRef{name: s.Name, addr: s.Addr}
+			r := serverRef{name: s.Name, addr: s.Addr, abstract: s.Abstract}
 			if s.SSL {
 				r.tls = tlsconf.Server(s)
 				r.tlsKey = "/ssl" + tlsKey(s)
@@ -313,6 +322,9 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if cn, ok := r.Context().Value(connKey{}).(net.Conn); ok {
 		rq.src = addrPort(cn.RemoteAddr())
 		rq.dst = addrPort(cn.LocalAddr())
+		if _, ok := cn.LocalAddr().(*net.UnixAddr); ok {
+			rq.unix = max(c.cfg.ListenerID, 1)
+		}
 		if tc, ok := cn.(*tls.Conn); ok {
 			cn = tc.NetConn()
 		}
@@ -320,7 +332,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			nth = tc.requests.Add(1)
 		}
 	}
-	e := Entry{Client: rq.src, Frontend: rq.dst, TLS: rq.tls, Accept: start, FrontendName: c.cfg.Frontend.Name,
+	e := Entry{Client: rq.src, Frontend: rq.dst, TLS: rq.tls, Accept: start, FrontendName: c.cfg.Frontend.Name, UnixClient: rq.unix,
 		Backend: c.cfg.Frontend.Name, Server: "<NOSRV>", Method: r.Method, URI: r.RequestURI, Version: r.Proto,
 		Tw: -1, Tc: -1, Tr: -1, Term: "--", Nth: nth}
 	e.Request = r.Method + " " + r.RequestURI + " " + r.Proto
@@ -400,7 +412,9 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if bh != nil && bh.ForwardFor != nil {
 		ff = bh.ForwardFor
 	}
-	if ff != nil && !(ff.Except.IsValid() && ff.Except.Contains(rq.src.Addr().Unmap())) &&
+	// A client of a UNIX socket has no address: haproxy adds no header
+	// (measured, abns@ bind with option forwardfor).
+	if ff != nil && rq.src.IsValid() && !(ff.Except.IsValid() && ff.Except.Contains(rq.src.Addr().Unmap())) &&
 		!(ff.IfNone && len(r.Header.Values(ff.Header)) > 0) {
 		r.Header.Add(ff.Header, rq.src.Addr().Unmap().String())
 	}
@@ -517,7 +531,11 @@ func (p *Proxy) forward(w http.ResponseWriter, rq *request, c *compiled, name st
 		// A server written without an IP or a port: the address or
 		// port the client connected to, as haproxy does.
 		addr := lbconfig.ServerTarget(s.addr, rq.dst)
-		e.Server, e.ServerAddr = s.name, addr
+		host := addr.String()
+		if s.abstract != "" {
+			addr, host = netip.AddrPort{}, "abns.invalid" // the transport dials the socket
+		}
+		e.Server, e.ServerAddr, e.UnixServer = s.name, addr, s.abstract != ""
 		t := p.transport(name, s, conn, c.cfg.Timeouts)
 		end := p.core.Begin(name, i)
 		dialFailed := false
@@ -525,7 +543,7 @@ func (p *Proxy) forward(w http.ResponseWriter, rq *request, c *compiled, name st
 		var serverConn net.Conn // the server connection, from the trace
 		rp := &httputil.ReverseProxy{
 			Rewrite: func(pr *httputil.ProxyRequest) {
-				pr.Out.URL.Scheme, pr.Out.URL.Host = "http", addr.String()
+				pr.Out.URL.Scheme, pr.Out.URL.Host = "http", host
 				if s.tls != nil {
 					pr.Out.URL.Scheme = "https"
 				}
@@ -687,7 +705,7 @@ func hashString(s string) uint32 {
 
 // transport is the pool of connections to server s.
 func (p *Proxy) transport(backend string, s serverRef, conn string, to lbconfig.Timeouts) *http.Transport {
-	key := backend + "/" + s.name + "@" + s.addr.String() + "/" + conn + s.tlsKey
+	key := backend + "/" + s.name + "@" + s.addr.String() + s.abstract + "/" + conn + s.tlsKey
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if t := p.transports[key]; t != nil {
@@ -696,6 +714,9 @@ func (p *Proxy) transport(backend string, s serverRef, conn string, to lbconfig.
 	d := &net.Dialer{Timeout: to.Connect}
 	t := &http.Transport{
 		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			if s.abstract != "" {
+				network, addr = "unix", lbconfig.AbstractPath(s.abstract)
+			}
 			c, err := d.DialContext(ctx, network, addr)
 			if err != nil || to.Server <= 0 {
 				return c, err
@@ -1051,6 +1072,9 @@ func (p *Proxy) logEmpty(c *trackedConn) {
 	e := Entry{Client: addrPort(c.RemoteAddr()), Frontend: addrPort(c.LocalAddr()), Accept: c.accept, FrontendName: name,
 		Backend: name, Server: "<NOSRV>", Request: "<BADREQ>", Status: 400, TR: -1, Tw: -1, Tc: -1, Tr: -1,
 		Ta: time.Since(c.accept), Term: "CR", BadRequest: true}
+	if _, ok := c.LocalAddr().(*net.UnixAddr); ok {
+		e.UnixClient = max(cfg.ListenerID, 1)
+	}
 	// No stream, no captures: haproxy leaves %hr %hs out (measured).
 	cfg.Log(e)
 }
@@ -1074,8 +1098,8 @@ func originalTo(r *http.Request, dst netip.Addr, fe *lbconfig.OriginalTo, bh *lb
 	if bh != nil {
 		be = bh.OriginalTo
 	}
-	if fe == nil && be == nil {
-		return
+	if fe == nil && be == nil || !dst.IsValid() {
+		return // a UNIX socket's client has no destination address
 	}
 	name := ""
 	for _, o := range []*lbconfig.OriginalTo{fe, be} {

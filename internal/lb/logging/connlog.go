@@ -74,7 +74,14 @@ type Fields struct {
 	// connected to; Source the balancer's end of the server connection
 	// (invalid when not known).
 	Client, Local, Source netip.AddrPort
-	Frontend              string
+	// UnixClient is the listener id when the client came over a UNIX
+	// socket: haproxy writes "unix" for its address and the listener's
+	// address, and the id for both ports. UnixServer: the server is a
+	// UNIX socket, written "unix" with port 0, and so is the balancer's
+	// end of it (%bi, %bp).
+	UnixClient int
+	UnixServer bool
+	Frontend   string
 	// TLS: the client connected to an ssl bind (%ft adds "~").
 	TLS bool
 	// Backend is "-" when the connection had none.
@@ -123,35 +130,57 @@ func (cl *ConnLog) AppendLine(b []byte, cn *Fields, end time.Time) []byte {
 			b = append(b, '"')
 		}
 		start := len(b)
+		unixServer := cn.UnixServer && cn.HasServer
 		switch it.Var {
-		case "ci":
-			b = addr(b, cn.Client.Addr())
-		case "cp":
-			b = strconv.AppendUint(b, uint64(cn.Client.Port()), 10)
-		case "fi":
-			b = addr(b, cn.Local.Addr())
-		case "fp":
-			b = strconv.AppendUint(b, uint64(cn.Local.Port()), 10)
-		case "si":
+		case "ci", "fi":
+			switch {
+			case cn.UnixClient > 0:
+				b = append(b, "unix"...)
+			case it.Var == "ci":
+				b = addr(b, cn.Client.Addr())
+			default:
+				b = addr(b, cn.Local.Addr())
+			}
+		case "cp", "fp":
+			switch {
+			case cn.UnixClient > 0:
+				b = strconv.AppendInt(b, int64(cn.UnixClient), 10)
+			case it.Var == "cp":
+				b = strconv.AppendUint(b, uint64(cn.Client.Port()), 10)
+			default:
+				b = strconv.AppendUint(b, uint64(cn.Local.Port()), 10)
+			}
+		case "si", "bi":
+			if unixServer {
+				b = append(b, "unix"...)
+				break
+			}
+			if it.Var == "bi" {
+				if cn.Source.IsValid() {
+					b = addr(b, cn.Source.Addr())
+				} else {
+					b = append(b, '-')
+				}
+				break
+			}
 			if !cn.HasServer {
 				b = append(b, '-')
 			} else {
 				b = addr(b, cn.ServerAddr.Addr())
 			}
 		case "sp":
-			if !cn.HasServer {
+			switch {
+			case !cn.HasServer:
 				b = append(b, '-')
-			} else {
+			case unixServer:
+				b = append(b, '0')
+			default:
 				b = strconv.AppendUint(b, uint64(cn.ServerAddr.Port()), 10)
 			}
-		case "bi":
-			if cn.Source.IsValid() {
-				b = addr(b, cn.Source.Addr())
-			} else {
-				b = append(b, '-')
-			}
 		case "bp":
-			if cn.Source.IsValid() {
+			if unixServer {
+				b = append(b, '0')
+			} else if cn.Source.IsValid() {
 				b = strconv.AppendUint(b, uint64(cn.Source.Port()), 10)
 			} else {
 				b = append(b, '-')

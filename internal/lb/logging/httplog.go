@@ -33,12 +33,15 @@ func NewHTTPLog(format string, to *Dests) (*HTTPLog, error) {
 // HTTPFields are what a request's line may show.
 type HTTPFields struct {
 	Client, Local netip.AddrPort
-	Frontend      string
-	TLS           bool // over an ssl bind: %ft adds "~"
-	Backend       string
-	Server        string // "" when no server was picked
-	ServerAddr    netip.AddrPort
-	AcceptAt      time.Time
+	// UnixClient and UnixServer are Fields'.
+	UnixClient int
+	UnixServer bool
+	Frontend   string
+	TLS        bool // over an ssl bind: %ft adds "~"
+	Backend    string
+	Server     string // "" when no server was picked
+	ServerAddr netip.AddrPort
+	AcceptAt   time.Time
 	// TR, Tw, Tc, Tr: the request's head, the queue, the connect and the
 	// server's answer; negative when not reached. Ta the whole request.
 	TR, Tw, Tc, Tr, Ta   time.Duration
@@ -69,7 +72,7 @@ func msOrMinus(d time.Duration) int64 {
 func (hl *HTTPLog) AppendLine(b []byte, f *HTTPFields) []byte {
 	// The variables a TCP line has too are written by ConnLog, from
 	// the Fields they map to.
-	cn := Fields{Client: f.Client, Local: f.Local, Frontend: f.Frontend, TLS: f.TLS, Backend: f.Backend, Server: f.Server,
+	cn := Fields{Client: f.Client, Local: f.Local, UnixClient: f.UnixClient, UnixServer: f.UnixServer, Frontend: f.Frontend, TLS: f.TLS, Backend: f.Backend, Server: f.Server,
 		ServerAddr: f.ServerAddr, HasServer: f.Server != "", AcceptAt: f.AcceptAt, StartAt: f.AcceptAt.Add(max(f.TR, 0)),
 		Up: f.Up, Down: f.Down, Term: f.Term, Attempts: f.Retries + 1, Counts: f.Counts}
 	if f.Tc >= 0 {
