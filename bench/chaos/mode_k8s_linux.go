@@ -44,9 +44,16 @@ type k8sMode struct {
 // settle waits (at most 40 s) until both controllers run and one leads,
 // starting again one that exited meanwhile, as its pod's restart would:
 // a controller that cannot renew its Lease (the API server or etcd was
-// down longer than the renew deadline) exits.
+// down longer than the renew deadline) exits. One leads when the Lease
+// was renewed or taken from now on (the controllers write it with this
+// machine's clock): a leader that the outage kept from renewing runs on,
+// and says it holds the Lease, until its renew deadline passes, so the
+// fault's end (and the bound of every Service change made meanwhile)
+// would come before any controller acts again.
 func (m *k8sMode) settle(ctx context.Context, why string) error {
+	since := time.Now()
 	deadline := time.Now().Add(40 * time.Second)
+	var last error
 	for time.Now().Before(deadline) && ctx.Err() == nil {
 		for i := range 2 {
 			if !m.lab.ControllerIndexRunning(i) {
@@ -58,12 +65,14 @@ func (m *k8sMode) settle(ctx context.Context, why string) error {
 				m.ctrlMu.Unlock()
 			}
 		}
-		if m.lab.Leader() >= 0 {
+		ok, err := m.lab.LeadsSince(ctx, since)
+		if ok {
 			return nil
 		}
+		last = err
 		time.Sleep(20 * time.Millisecond)
 	}
-	return fmt.Errorf("no controller holds the Lease 40 s after %s", why)
+	return fmt.Errorf("no controller renewed the Lease within 40 s after %s (last error: %v)", why, last)
 }
 
 // startK8s builds the lab (API server, controller, agents under their

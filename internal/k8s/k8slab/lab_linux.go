@@ -21,6 +21,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -792,6 +793,47 @@ func (l *Lab) Leader() int {
 		}
 	}
 	return -1
+}
+
+// LeaseName is the controller's leader-election Lease, in
+// k8s.DefaultNamespace.
+const LeaseName = "vipstack-controller"
+
+// rebuiltLine is what a controller logs once it leads and has read its
+// allocations back from the API, before its first reconcile.
+const rebuiltLine = "rebuilt from the api"
+
+// ctrlLogHas reports whether controller i's log since its start has line
+// (lower case).
+func (l *Lab) ctrlLogHas(i int, line string) bool {
+	l.mu.Lock()
+	off := l.ctrlOff[i]
+	l.mu.Unlock()
+	b, err := os.ReadFile(l.ctrlLog(i))
+	return err == nil && int64(len(b)) >= off && strings.Contains(strings.ToLower(string(b[off:])), line)
+}
+
+// LeadsSince reports whether a running controller leads, has rebuilt its
+// allocations (it reconciles), and the Lease shows it renewed or acquired
+// at or after since. A leader the API
+// server's outage kept from renewing still runs, and says it acquired
+// the Lease, until its renew deadline passes and it exits: only a
+// renewal after the outage shows that some controller leads again.
+func (l *Lab) LeadsSince(ctx context.Context, since time.Time) (bool, error) {
+	i := l.Leader()
+	if i < 0 || !l.ctrlLogHas(i, rebuiltLine) {
+		return false, nil
+	}
+	var lease coordinationv1.Lease
+	if err := l.Admin.Get(ctx, client.ObjectKey{Namespace: k8s.DefaultNamespace, Name: LeaseName}, &lease); err != nil {
+		return false, err
+	}
+	for _, t := range []*metav1.MicroTime{lease.Spec.RenewTime, lease.Spec.AcquireTime} {
+		if t != nil && !t.Time.Before(since) {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // KillLeader sends SIGKILL to the controller holding the Lease (Options.
