@@ -27,6 +27,12 @@ const (
 	EnvBGPGracefulRestart = "OPENSHIFT_HA_BGP_GRACEFUL_RESTART"
 	EnvBGPBFDInterval     = "OPENSHIFT_HA_BGP_BFD_INTERVAL"
 	EnvBGPBFDMultiplier   = "OPENSHIFT_HA_BGP_BFD_MULTIPLIER"
+	// The pool's path attributes, on every VIP's route.
+	EnvBGPCommunities      = "OPENSHIFT_HA_BGP_COMMUNITIES"
+	EnvBGPLargeCommunities = "OPENSHIFT_HA_BGP_LARGE_COMMUNITIES"
+	EnvBGPLocalPref        = "OPENSHIFT_HA_BGP_LOCAL_PREF"
+	EnvBGPMED              = "OPENSHIFT_HA_BGP_MED"
+	EnvBGPPrepend          = "OPENSHIFT_HA_BGP_AS_PATH_PREPEND"
 )
 
 // bgpVars are the variables of the BGP mode, in the order Vars lists them.
@@ -41,6 +47,11 @@ func bgpVars() []Var {
 		{Name: EnvBGPGracefulRestart, Flag: "bgp-graceful-restart", Usage: "vipstack only: graceful restart time in whole seconds (RFC 4724), 1..4095: a node that crashes keeps its routes this long; 0 or unset: off"},
 		{Name: EnvBGPBFDInterval, Flag: "bgp-bfd-interval", Usage: "vipstack only: run BFD with each router at this interval in milliseconds, 10..60000; unset: no BFD"},
 		{Name: EnvBGPBFDMultiplier, Flag: "bgp-bfd-multiplier", Usage: "vipstack only: BFD detection multiplier, 1..255 (default 3)"},
+		{Name: EnvBGPCommunities, Flag: "bgp-communities", Usage: "vipstack only: standard communities on every VIP's route, ASN:VALUE (each 0..65535) separated by commas or spaces"},
+		{Name: EnvBGPLargeCommunities, Flag: "bgp-large-communities", Usage: "vipstack only: large communities on every VIP's route, GLOBAL:LOCAL1:LOCAL2 (each 0..4294967295) separated by commas or spaces"},
+		{Name: EnvBGPLocalPref, Flag: "bgp-local-pref", Usage: "vipstack only: LOCAL_PREF of the routes, 0..4294967295, for iBGP peers (eBGP peers do not take it)"},
+		{Name: EnvBGPMED, Flag: "bgp-med", Usage: "vipstack only: MED (multi-exit discriminator) of the routes, 0..4294967295: a router prefers the lowest among equal paths"},
+		{Name: EnvBGPPrepend, Flag: "bgp-as-path-prepend", Usage: "vipstack only: add the pool's AS number this many more times (0..10) to the routes' AS path, so that eBGP routers prefer another pool's or site's path"},
 	}
 }
 
@@ -56,6 +67,8 @@ type BGPSettings struct {
 	// GracefulRestart is the restart time; 0 is off.
 	GracefulRestart time.Duration
 	BFD             *bgp.BFD // nil: no BFD
+	// Attributes go on every VIP's route.
+	Attributes bgp.Attributes
 }
 
 // VRRPOnly are the variables that configure only VRRP: with BGP they have
@@ -105,6 +118,12 @@ func (p *parser) parseBGP(s *Spec) {
 		val, src := p.get(EnvBGPBFDMultiplier)
 		p.errs = append(p.errs, fmt.Errorf("%s=%q: set without %s; BFD runs only with an interval", src, val, p.source(EnvBGPBFDInterval)))
 	}
+	b.Attributes = p.bgpAttributes()
+	if b.Attributes.LocalPref != nil && b.PeerASN != b.ASN {
+		val, src := p.get(EnvBGPLocalPref)
+		p.errs = append(p.errs, fmt.Errorf("%s=%q: the routers are eBGP peers (%s %d, %s %d), which do not take LOCAL_PREF; unset it, or use %s or %s to rank the paths",
+			src, val, p.source(EnvBGPPeerASN), b.PeerASN, p.source(EnvBGPASN), b.ASN, p.source(EnvBGPMED), p.source(EnvBGPPrepend)))
+	}
 	if b.BFD != nil && b.GracefulRestart > 0 {
 		s.Warnings = append(s.Warnings, fmt.Sprintf("%s and %s are both set: a router acting as graceful-restart helper (FRR does) keeps the routes of a session BFD took down as stale for %v, so BFD does not remove a crashed node's routes; set one of the two",
 			p.source(EnvBGPBFDInterval), p.source(EnvBGPGracefulRestart), b.GracefulRestart))
@@ -121,6 +140,37 @@ func (p *parser) parseBGP(s *Spec) {
 	if len(p.errs) == 0 {
 		p.validateBGP(s)
 	}
+}
+
+// bgpAttributes reads the pool's path attributes. Their syntax is checked
+// by the speaker's validation (validateBGP), which names the variable.
+func (p *parser) bgpAttributes() bgp.Attributes {
+	var a bgp.Attributes
+	if val, _ := p.get(EnvBGPCommunities); val != "" {
+		a.Communities = strings.FieldsFunc(val, listSep)
+	}
+	if val, _ := p.get(EnvBGPLargeCommunities); val != "" {
+		a.LargeCommunities = strings.FieldsFunc(val, listSep)
+	}
+	a.LocalPref = p.uint32Var(EnvBGPLocalPref)
+	a.MED = p.uint32Var(EnvBGPMED)
+	a.Prepend = p.intIn(EnvBGPPrepend, 0, 10, "a count from 0 to 10")
+	return a
+}
+
+// uint32Var reads name as 0..4294967295; nil when unset.
+func (p *parser) uint32Var(name string) *uint32 {
+	val, src := p.get(name)
+	if val == "" {
+		return nil
+	}
+	n, err := strconv.ParseUint(strings.TrimSpace(val), 10, 32)
+	if err != nil {
+		p.bad(src, val, "a whole number from 0 to 4294967295")
+		return nil
+	}
+	v := uint32(n)
+	return &v
 }
 
 func (p *parser) asn(val, src string) uint32 {
@@ -198,9 +248,16 @@ func provisional(s *Spec) bgp.Config {
 		cfg.Peers = append(cfg.Peers, peerOf(s.BGP, ap, local))
 	}
 	for _, v := range s.VIPs {
-		cfg.Routes = append(cfg.Routes, bgp.Route{VIP: v})
+		cfg.Routes = append(cfg.Routes, routeOf(s.BGP, v))
 	}
 	return cfg
+}
+
+// routeOf is v's route with the pool's attributes (its own copy).
+func routeOf(b *BGPSettings, v netip.Addr) bgp.Route {
+	a := b.Attributes
+	a.Communities, a.LargeCommunities = slices.Clone(a.Communities), slices.Clone(a.LargeCommunities)
+	return bgp.Route{VIP: v, Attributes: a}
 }
 
 func peerOf(b *BGPSettings, ap netip.AddrPort, local netip.Addr) bgp.Peer {
@@ -224,6 +281,18 @@ func bgpVarOf(field string) string {
 	case field == "peers":
 		return EnvBGPPeers
 	case strings.HasPrefix(field, "routes"):
+		switch {
+		case strings.Contains(field, ".communities"):
+			return EnvBGPCommunities
+		case strings.Contains(field, ".large-communities"):
+			return EnvBGPLargeCommunities
+		case strings.HasSuffix(field, ".prepend"):
+			return EnvBGPPrepend
+		case strings.HasSuffix(field, ".local-pref"):
+			return EnvBGPLocalPref
+		case strings.HasSuffix(field, ".med"):
+			return EnvBGPMED
+		}
 		return EnvVirtualIPs
 	case !strings.HasPrefix(field, "peers["):
 		return ""
@@ -307,7 +376,7 @@ func NodeBGP(s *Spec, subnets []netip.Prefix) (*cluster.BGPSpec, error) {
 	}
 	spec := &cluster.BGPSpec{Config: cfg, Checks: map[netip.Addr][]string{}, Role: map[netip.Addr]string{}}
 	for _, v := range s.VIPs {
-		cfg.Routes = append(cfg.Routes, bgp.Route{VIP: v})
+		cfg.Routes = append(cfg.Routes, routeOf(b, v))
 		spec.Role[v] = s.ConfigName
 		if Checks(s) {
 			spec.Checks[v] = []string{CheckName(s)}

@@ -42,6 +42,20 @@ func TestParseBGP(t *testing.T) {
 			},
 		},
 		{
+			name: "path attributes",
+			env: map[string]string{EnvBGPASN: "64512", EnvBGPPeers: "198.18.1.1", EnvBGPCommunities: "64512:100, 64512:200",
+				EnvBGPLargeCommunities: "4200000000:1:2", EnvBGPLocalPref: "300", EnvBGPMED: "0"},
+			want: &BGPSettings{ASN: 64512, PeerASN: 64512, Peers: []netip.AddrPort{netip.MustParseAddrPort("198.18.1.1:0")},
+				Attributes: bgp.Attributes{Communities: []string{"64512:100", "64512:200"}, LargeCommunities: []string{"4200000000:1:2"},
+					LocalPref: new(uint32(300)), MED: new(uint32(0))}},
+		},
+		{
+			name: "prepend over eBGP",
+			env:  map[string]string{EnvBGPASN: "64512", EnvBGPPeerASN: "64500", EnvBGPPeers: "198.18.1.1", EnvBGPPrepend: "2", EnvBGPMED: "50"},
+			want: &BGPSettings{ASN: 64512, PeerASN: 64500, Peers: []netip.AddrPort{netip.MustParseAddrPort("198.18.1.1:0")},
+				Attributes: bgp.Attributes{MED: new(uint32(50)), Prepend: 2}},
+		},
+		{
 			name: "BGP off",
 			env:  map[string]string{},
 		},
@@ -102,6 +116,18 @@ func TestParseBGPErrors(t *testing.T) {
 			want: []string{`OPENSHIFT_HA_BGP_PEERS="198.18.1.1": set without OPENSHIFT_HA_BGP_ASN`}},
 		{name: "notify script", env: map[string]string{EnvBGPASN: "64512", EnvBGPPeers: "198.18.1.1", EnvNotifyScript: "/bin/notify.sh"},
 			want: []string{`OPENSHIFT_HA_NOTIFY_SCRIPT="/bin/notify.sh": not supported with OPENSHIFT_HA_BGP_ASN`}},
+		{name: "community out of range", env: map[string]string{EnvBGPASN: "64512", EnvBGPPeers: "198.18.1.1", EnvBGPCommunities: "64512:100,64512:70000"},
+			want: []string{`OPENSHIFT_HA_BGP_COMMUNITIES="64512:100,64512:70000": `, "70000"}},
+		{name: "large community", env: map[string]string{EnvBGPASN: "64512", EnvBGPPeers: "198.18.1.1", EnvBGPLargeCommunities: "1:2"},
+			want: []string{`OPENSHIFT_HA_BGP_LARGE_COMMUNITIES="1:2": `}},
+		{name: "MED not a number", env: map[string]string{EnvBGPASN: "64512", EnvBGPPeers: "198.18.1.1", EnvBGPMED: "-1"},
+			want: []string{`OPENSHIFT_HA_BGP_MED="-1": want a whole number from 0 to 4294967295`}},
+		{name: "prepend too long", env: map[string]string{EnvBGPASN: "64512", EnvBGPPeerASN: "64500", EnvBGPPeers: "198.18.1.1", EnvBGPPrepend: "11"},
+			want: []string{`OPENSHIFT_HA_BGP_AS_PATH_PREPEND="11": want a count from 0 to 10`}},
+		{name: "prepend over iBGP", env: map[string]string{EnvBGPASN: "64512", EnvBGPPeers: "198.18.1.1", EnvBGPPrepend: "1"},
+			want: []string{`OPENSHIFT_HA_BGP_AS_PATH_PREPEND="1": 1 with an iBGP peer`}},
+		{name: "local preference over eBGP", env: map[string]string{EnvBGPASN: "64512", EnvBGPPeerASN: "64500", EnvBGPPeers: "198.18.1.1", EnvBGPLocalPref: "200"},
+			want: []string{`OPENSHIFT_HA_BGP_LOCAL_PREF="200": the routers are eBGP peers`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			env := map[string]string{EnvVirtualIPs: "198.19.0.1-2"}
@@ -223,5 +249,32 @@ func TestBGPCheck(t *testing.T) {
 	want := []cluster.CheckSpec{{Name: "chk_pool", Interval: 500 * time.Millisecond, Timeout: 500 * time.Millisecond, Rise: 1, Fall: 1}}
 	if diff := cmp.Diff(want, BGPCheck(s)); diff != "" {
 		t.Errorf("BGPCheck (-want +got):\n%s", diff)
+	}
+}
+
+// TestNodeBGPAttributes: every VIP's route carries the pool's path
+// attributes, each route its own copy.
+func TestNodeBGPAttributes(t *testing.T) {
+	s, err := Parse(Input{Env: map[string]string{EnvVirtualIPs: "198.19.0.1-2", EnvBGPASN: "64512", EnvBGPPeerASN: "64500",
+		EnvBGPPeers: "198.18.1.1", EnvBGPCommunities: "64512:300", EnvBGPMED: "20", EnvBGPPrepend: "1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := NodeBGP(s, []netip.Prefix{netip.MustParsePrefix("198.18.1.10/24")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := bgp.Attributes{Communities: []string{"64512:300"}, MED: new(uint32(20)), Prepend: 1}
+	if len(spec.Config.Routes) != 2 {
+		t.Fatalf("routes %+v, want 2", spec.Config.Routes)
+	}
+	for _, r := range spec.Config.Routes {
+		if diff := cmp.Diff(want, r.Attributes); diff != "" {
+			t.Errorf("route %v attributes (-want +got):\n%s", r.VIP, diff)
+		}
+	}
+	spec.Config.Routes[0].Communities[0] = "1:1"
+	if got := spec.Config.Routes[1].Communities[0]; got != "64512:300" {
+		t.Errorf("routes share their communities: changing the first changed the second to %q", got)
 	}
 }

@@ -22,8 +22,9 @@ import (
 // sessions.
 const ipfBGP6Password = "ipf-md5-key"
 
-// ipfailoverBGP6Env is node i's environment (1-based): an IPv6 pool
-// announced over IPv6 sessions carrying password.
+// ipfailoverBGP6Env is a node's environment: an IPv6 pool announced over
+// IPv6 sessions carrying password, with a community, a MED and the AS
+// path prepended once.
 func ipfailoverBGP6Env(password string) []string {
 	return []string{
 		ipfailover.EnvConfigName + "=pool6", ipfailover.EnvVirtualIPs + "=fd00:99::1-2",
@@ -31,6 +32,7 @@ func ipfailoverBGP6Env(password string) []string {
 		fmt.Sprintf("%s=%d", ipfailover.EnvBGPASN, bgpNodeASN), fmt.Sprintf("%s=%d", ipfailover.EnvBGPPeerASN, bgpRouterASN),
 		ipfailover.EnvBGPPeers + "=fd00:1::1,fd00:2::1", ipfailover.EnvBGPHoldTime + "=30",
 		ipfailover.EnvBGPPassword + "=" + password,
+		ipfailover.EnvBGPCommunities + "=64513:300", ipfailover.EnvBGPMED + "=50", ipfailover.EnvBGPPrepend + "=1",
 	}
 }
 
@@ -62,7 +64,8 @@ func ipfBGP6FRRConf(nodes int) string {
 // no session (FRR keeps only the other node's route, and the node's
 // status says why nothing is announced); with the right one both VIPs
 // are ECMP over both nodes' IPv6 addresses in the router's kernel table
-// and the client's connections over IPv6 reach both; a graceful stop
+// and the client's connections over IPv6 reach both, FRR seeing the
+// pool's community, MED and prepended AS path on them; a graceful stop
 // withdraws the stopped node's routes.
 func TestStoryIPFailoverBGPIPv6(t *testing.T) {
 	routedlab.RequireFRR(t)
@@ -145,6 +148,15 @@ func TestStoryIPFailoverBGPIPv6(t *testing.T) {
 		}
 		if len(seen) != nodes {
 			t.Errorf("40 connections from the client reached %v, want both nodes", seen)
+		}
+		path, err := frr.Vtysh("show bgp ipv6 unicast fd00:99::1/128")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{"64513:300", "metric 50", fmt.Sprintf("%d %d", bgpNodeASN, bgpNodeASN)} {
+			if !strings.Contains(path, want) {
+				t.Errorf("FRR's paths to fd00:99::1 lack %q (the pool's community, MED and prepended AS path):\n%s", want, path)
+			}
 		}
 		out, err := routedlab.Exec(l.Nodes[0], bin, "status", "--addr", ipfStatusAddr)
 		if err != nil || !strings.Contains(out, "peer fd00:1::1 AS 64500 (eBGP): established, 2 routes sent") ||
