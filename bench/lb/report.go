@@ -47,9 +47,28 @@ type killResult struct {
 // in the kill test (a request that waited for a connect retry).
 const slowAnswer = 500 * time.Millisecond
 
+// memResult is the idle-connection test through one balancer: its
+// memory (MiB, its process group's smaps_rollup) before and after Conns
+// keep-alive connections that each carried one request were left idle.
+type memResult struct {
+	Conns               int
+	RSSBefore, RSSAfter float64
+	PSSBefore, PSSAfter float64
+}
+
+// per10k is what the test added per 10,000 connections, RSS and PSS, MiB.
+func (m memResult) per10k() (rss, pss float64) {
+	if m.Conns == 0 {
+		return 0, 0
+	}
+	k := 10000 / float64(m.Conns)
+	return (m.RSSAfter - m.RSSBefore) * k, (m.PSSAfter - m.PSSBefore) * k
+}
+
 // results is a whole run.
 type results struct {
 	Rounds   map[string][]figures // by implementation
+	Mem      map[string]memResult // the idle test, by balancer
 	Kill     map[string]killResult
 	KillSpec string   // the load, for the report
 	Skipped  string   // why the vipstack side did not run; "" when it did
@@ -206,6 +225,7 @@ func (r *results) report() *benchdoc.Report {
 		rep.Table(rt)
 	}
 
+	misses += r.memReport(rep)
 	if len(r.Kill) > 0 {
 		rep.Para("Backend killed under load: %s", r.KillSpec)
 		kt := benchdoc.Table{Header: []string{"balancer", "requests", "failed", "in flight at the kill", "failures started", fmt.Sprintf("answered after > %v", slowAnswer), "slowest answer", "conn/s achieved", "failures by kind"}}
@@ -319,3 +339,38 @@ func fmtDuration(v float64) string {
 func fmtBits(v float64) string {
 	return fmt.Sprintf("%.1f Gbit/s", v/1e9)
 }
+
+// memReport adds the idle-connection test's table and verdict to rep and
+// returns the targets missed (0 or 1).
+func (r *results) memReport(rep *benchdoc.Report) int {
+	h, hok := r.Mem[implHAProxy]
+	if !hok {
+		return 0
+	}
+	rep.Para("Idle HTTP connections: %d keep-alive connections to the main frontend, one GET answered on each, then left idle; the balancer's memory (smaps_rollup of its processes) %v after the last answer, less the same before the first connection, scaled to 10,000 connections:", h.Conns, idleSettle)
+	t := benchdoc.Table{Header: []string{"balancer", "connections", "RSS before", "RSS after", "RSS per 10,000", "PSS per 10,000"}}
+	for _, impl := range []string{implHAProxy, implVipstack} {
+		m, ok := r.Mem[impl]
+		if !ok {
+			t.Add(impl, "-", "-", "-", "-", "not run")
+			continue
+		}
+		rss, pss := m.per10k()
+		t.Add(impl, fmt.Sprint(m.Conns), fmtMiB(m.RSSBefore), fmtMiB(m.RSSAfter), fmtMiB(rss), fmtMiB(pss))
+	}
+	rep.Table(t)
+	v, vok := r.Mem[implVipstack]
+	hr, _ := h.per10k()
+	vr, _ := v.per10k()
+	if !vok || hr <= 0 {
+		return 0
+	}
+	res, miss := "PASS", 0
+	if vr > hr {
+		res, miss = "MISS", 1
+	}
+	rep.Para("Target: vipstack's RSS per 10,000 idle HTTP connections <= haproxy's: %.2f, %s.", vr/hr, res)
+	return miss
+}
+
+func fmtMiB(v float64) string { return fmt.Sprintf("%.1f MiB", v) }
