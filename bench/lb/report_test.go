@@ -442,3 +442,25 @@ func TestReportIdleMemory(t *testing.T) {
 		})
 	}
 }
+
+func TestReportHTTPCloseP99(t *testing.T) {
+	f := func(p99 time.Duration) figures {
+		return figures{KeepAlive: wrkResult{RPS: 100, P99: time.Millisecond}, Close: wrkResult{RPS: 100, P99: p99}}
+	}
+	for _, tt := range []struct {
+		http bool
+		want string
+	}{
+		{http: false, want: "Connection: close p99 latency | - | 1.00 ms | 2.00 ms | 2.00 |  |  |"},
+		{http: true, want: "Connection: close p99 latency | - | 1.00 ms | 2.00 ms | 2.00 | <= 1.1 | MISS |"},
+	} {
+		r := &results{HTTP: tt.http, Rounds: map[string][]figures{implHAProxy: {f(time.Millisecond)}, implVipstack: {f(2 * time.Millisecond)}}}
+		var b strings.Builder
+		if err := r.report().Markdown(&b); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(b.String(), tt.want) {
+			t.Errorf("HTTP %v: report lacks %q:\n%s", tt.http, tt.want, b.String())
+		}
+	}
+}

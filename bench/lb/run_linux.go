@@ -164,7 +164,7 @@ func (b *bench) say(format string, a ...any) {
 }
 
 func (b *bench) run(o options) (*results, error) {
-	res := &results{Rounds: map[string][]figures{}, Kill: map[string]killResult{}, Mem: map[string]memResult{}}
+	res := &results{Rounds: map[string][]figures{}, Kill: map[string]killResult{}, Mem: map[string]memResult{}, HTTP: o.mode == "http"}
 	if err := b.setup(o, res); err != nil {
 		return nil, fmt.Errorf("setup: %w", err)
 	}
