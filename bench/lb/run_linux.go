@@ -183,6 +183,8 @@ func (b *bench) run(o options) (*results, error) {
 				return nil, fmt.Errorf("idle test, %s: %w", impl, err)
 			}
 			res.Mem[impl] = m
+			rss, pss := m.per10k()
+			b.say("idle test, %s: RSS %.1f -> %.1f MiB, %.1f MiB RSS and %.1f MiB PSS per 10,000", impl, m.RSSBefore, m.RSSAfter, rss, pss)
 		}
 		time.Sleep(idleSettle) // the balancers see the connections close
 	}

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -105,4 +106,80 @@ func BenchmarkKeepAlive(b *testing.B) {
 			b.Fatalf("status %d", resp.StatusCode)
 		}
 	}
+}
+
+// BenchmarkIdleConns opens b.N client connections to a served listener,
+// one keep-alive GET answered on each, leaves them idle and reports what
+// each costs the process: goroutines, stack and heap bytes (after a GC).
+func BenchmarkIdleConns(b *testing.B) {
+	p := benchProxy(b, 3)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	go p.Serve(ln)
+	// Warm up: the server connections to the backends exist before.
+	for range 3 {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := benchGet(c, bufio.NewReader(c)); err != nil {
+			b.Fatal(err)
+		}
+		c.Close()
+	}
+	n := max(b.N, 200)
+	before := idleStats()
+	conns := make([]net.Conn, 0, n)
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for range n {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			b.Fatal(err)
+		}
+		conns = append(conns, c)
+		if err := benchGet(c, bufio.NewReaderSize(c, 512)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	time.Sleep(100 * time.Millisecond)
+	after := idleStats()
+	b.ReportMetric(float64(after.goroutines-before.goroutines)/float64(n), "goroutines/conn")
+	b.ReportMetric(float64(after.stack-before.stack)/float64(n), "stack-B/conn")
+	b.ReportMetric(float64(after.heap-before.heap)/float64(n), "heap-B/conn")
+	b.ReportMetric(0, "ns/op")
+}
+
+type idleSnapshot struct {
+	goroutines  int
+	stack, heap int64
+}
+
+func idleStats() idleSnapshot {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return idleSnapshot{goroutines: runtime.NumGoroutine(), stack: int64(m.StackInuse), heap: int64(m.HeapAlloc)}
+}
+
+func benchGet(c net.Conn, br *bufio.Reader) error {
+	if _, err := io.WriteString(c, "GET / HTTP/1.1\r\nHost: bench\r\n\r\n"); err != nil {
+		return err
+	}
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		return err
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("status %d", resp.StatusCode)
+	}
+	return nil
 }
