@@ -97,3 +97,18 @@ func renderConfig(p lbPorts, statsSocket string, httpMode bool) string {
 	w("   server i1 127.0.0.1:%d weight 1", iperfPort)
 	return b.String()
 }
+
+// validPrefix says whether p can start a namespace name here: 1 to 4
+// ASCII letters or digits (testnet appends a random hex tag, and
+// interface names derived from it must stay under 16 bytes).
+func validPrefix(p string) bool {
+	if len(p) < 1 || len(p) > 4 {
+		return false
+	}
+	for _, r := range p {
+		if !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9') {
+			return false
+		}
+	}
+	return true
+}

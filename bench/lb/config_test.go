@@ -28,3 +28,11 @@ func TestRenderConfigHTTPMode(t *testing.T) {
 		}
 	}
 }
+
+func TestValidPrefix(t *testing.T) {
+	for p, want := range map[string]bool{"vsI": true, "vhb": true, "a1b2": true, "": false, "abcde": false, "v-b": false, "vé": false} {
+		if got := validPrefix(p); got != want {
+			t.Errorf("validPrefix(%q) = %v, want %v", p, got, want)
+		}
+	}
+}

@@ -35,6 +35,13 @@
 // connect retry should lose none. The killed backend is restarted and
 // both balancers must see it again before anything else runs.
 //
+// With -mode http the main frontend and its backend run in mode http (the
+// HTTP reverse proxy), the Connection: close p99 gets the same <= 1.1
+// target, and before the rounds each balancer gets -idle-conns (3000)
+// keep-alive connections, one GET answered on each, left idle: the RSS
+// and PSS they add, scaled to 10,000 connections, must not exceed
+// haproxy's. -markdown then writes the lb-http block instead of lb.
+//
 // The benchmark measures wall-clock rates on purpose, so it uses the real
 // clock directly.
 //
@@ -43,6 +50,7 @@
 //	sudo go run ./bench/lb                  # 1 round, then the kill test
 //	sudo go run ./bench/lb -rounds 3        # what docs/benchmarks.md records
 //	sudo go run ./bench/lb -vipstack ./vipstack -d 5s -no-kill
+//	sudo go run ./bench/lb -mode http -rounds 3 -no-kill -markdown docs/lb.md
 package main
 
 import "os"

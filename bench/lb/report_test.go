@@ -387,3 +387,80 @@ func TestReportBalancerCPU(t *testing.T) {
 		t.Errorf("CPU lines (-want +got):\n%s\nreport:\n%s", diff, b.String())
 	}
 }
+
+func TestReportIdleMemory(t *testing.T) {
+	tests := []struct {
+		name       string
+		mem        map[string]memResult
+		want       []string
+		wantNot    []string
+		wantMisses string
+	}{
+		{
+			name: "vipstack above haproxy",
+			mem: map[string]memResult{
+				implHAProxy:  {Conns: 2000, RSSBefore: 10, RSSAfter: 14, PSSBefore: 9, PSSAfter: 13},
+				implVipstack: {Conns: 2000, RSSBefore: 20, RSSAfter: 32, PSSBefore: 20, PSSAfter: 31},
+			},
+			want:       []string{"| haproxy | 2000 | 10.0 MiB | 14.0 MiB | 20.0 MiB | 20.0 MiB |", "| vipstack | 2000 | 20.0 MiB | 32.0 MiB | 60.0 MiB | 55.0 MiB |", "<= haproxy's: 3.00, MISS."},
+			wantMisses: "1 target(s) missed.",
+		},
+		{
+			name: "vipstack below haproxy",
+			mem: map[string]memResult{
+				implHAProxy:  {Conns: 5000, RSSBefore: 10, RSSAfter: 20},
+				implVipstack: {Conns: 5000, RSSBefore: 20, RSSAfter: 25},
+			},
+			want:       []string{"| vipstack | 5000 | 20.0 MiB | 25.0 MiB | 10.0 MiB |", "<= haproxy's: 0.50, PASS."},
+			wantMisses: "0 target(s) missed.",
+		},
+		{
+			name:       "not run",
+			want:       []string{"0 target(s) missed."},
+			wantNot:    []string{"Idle HTTP connections"},
+			wantMisses: "0 target(s) missed.",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := &results{Rounds: map[string][]figures{}, Mem: tt.mem}
+			var b strings.Builder
+			if err := r.report().Markdown(&b); err != nil {
+				t.Fatal(err)
+			}
+			got := b.String()
+			for _, w := range append(tt.want, tt.wantMisses) {
+				if !strings.Contains(got, w) {
+					t.Errorf("report lacks %q:\n%s", w, got)
+				}
+			}
+			for _, w := range tt.wantNot {
+				if strings.Contains(got, w) {
+					t.Errorf("report has %q:\n%s", w, got)
+				}
+			}
+		})
+	}
+}
+
+func TestReportHTTPCloseP99(t *testing.T) {
+	f := func(p99 time.Duration) figures {
+		return figures{KeepAlive: wrkResult{RPS: 100, P99: time.Millisecond}, Close: wrkResult{RPS: 100, P99: p99}}
+	}
+	for _, tt := range []struct {
+		http bool
+		want string
+	}{
+		{http: false, want: "Connection: close p99 latency | - | 1.00 ms | 2.00 ms | 2.00 |  |  |"},
+		{http: true, want: "Connection: close p99 latency | - | 1.00 ms | 2.00 ms | 2.00 | <= 1.1 | MISS |"},
+	} {
+		r := &results{HTTP: tt.http, Rounds: map[string][]figures{implHAProxy: {f(time.Millisecond)}, implVipstack: {f(2 * time.Millisecond)}}}
+		var b strings.Builder
+		if err := r.report().Markdown(&b); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(b.String(), tt.want) {
+			t.Errorf("HTTP %v: report lacks %q:\n%s", tt.http, tt.want, b.String())
+		}
+	}
+}

@@ -38,6 +38,8 @@ type options struct {
 	killAt      time.Duration
 	vipstackBin string
 	keep        bool
+	netnsPrefix string
+	idleConns   int // mode http: connections of the idle-memory test, 0: none
 }
 
 // haproxyMaxConn is haproxy's global maxconn (-n): it must stay under about
@@ -62,8 +64,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&o.killFor, "kill-for", 12*time.Second, "kill test: duration of the load")
 	fs.DurationVar(&o.killAt, "kill-at", 4*time.Second, "kill test: when the backend is killed, from the start of the load")
 	fs.StringVar(&o.vipstackBin, "vipstack", "", "vipstack binary to run (default: build ./cmd/vipstack)")
+	fs.StringVar(&o.netnsPrefix, "netns-prefix", "vsI", "start of the throwaway network namespace's name (give each concurrent run its own)")
+	fs.IntVar(&o.idleConns, "idle-conns", 3000, "mode http: idle keep-alive connections opened to each balancer for the memory test, 0 to skip (at most 3900: the frontends' maxconn is 4000)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the work directory (configurations and logs) and print its path")
-	markdown := fs.String("markdown", "", "write the results into the lb block of this Markdown `file` (docs/benchmarks.md)")
+	markdown := fs.String("markdown", "", "write the results into the lb block (-mode http: the lb-http block) of this Markdown `file` (docs/benchmarks.md)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -71,6 +75,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch {
 	case o.mode != "tcp" && o.mode != "http":
 		fmt.Fprintf(stderr, "lb: -mode %q: want tcp or http\n", o.mode)
+		return 2
+	case !validPrefix(o.netnsPrefix):
+		fmt.Fprintf(stderr, "lb: -netns-prefix %q: want 1..4 letters or digits\n", o.netnsPrefix)
+		return 2
+	case o.idleConns < 0 || o.idleConns > 3900:
+		fmt.Fprintf(stderr, "lb: -idle-conns %d: want 0..3900 (the frontends' maxconn is 4000)\n", o.idleConns)
 		return 2
 	case fs.NArg() > 0:
 		fmt.Fprintf(stderr, "lb: unexpected arguments %q\n", fs.Args())
@@ -118,7 +128,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	res.print(stdout)
 	if *markdown != "" {
-		if err := benchdoc.Write(*markdown, "lb", facts, res.report()); err != nil {
+		// Each mode has its own block: an http run leaves the tcp
+		// figures alone.
+		block := "lb"
+		if o.mode == "http" {
+			block = "lb-http"
+		}
+		if err := benchdoc.Write(*markdown, block, facts, res.report()); err != nil {
 			fmt.Fprintf(stderr, "lb: -markdown: %v\n", err)
 			return 1
 		}
@@ -148,13 +164,29 @@ func (b *bench) say(format string, a ...any) {
 }
 
 func (b *bench) run(o options) (*results, error) {
-	res := &results{Rounds: map[string][]figures{}, Kill: map[string]killResult{}}
+	res := &results{Rounds: map[string][]figures{}, Kill: map[string]killResult{}, Mem: map[string]memResult{}, HTTP: o.mode == "http"}
 	if err := b.setup(o, res); err != nil {
 		return nil, fmt.Errorf("setup: %w", err)
 	}
 	impls := []string{implHAProxy}
 	if res.Skipped == "" {
 		impls = append(impls, implVipstack)
+	}
+	// First, while both balancers have served nothing but the health
+	// checks and the spread check: memory a load left behind (a Go
+	// heap not yet given back) would hide what the connections cost.
+	if o.mode == "http" && o.idleConns > 0 {
+		for _, impl := range impls {
+			b.say("idle test, %s: %d keep-alive connections", impl, o.idleConns)
+			m, err := b.idleMemory(impl, o.idleConns)
+			if err != nil {
+				return nil, fmt.Errorf("idle test, %s: %w", impl, err)
+			}
+			res.Mem[impl] = m
+			rss, pss := m.per10k()
+			b.say("idle test, %s: RSS %.1f -> %.1f MiB, %.1f MiB RSS and %.1f MiB PSS per 10,000", impl, m.RSSBefore, m.RSSAfter, rss, pss)
+		}
+		time.Sleep(idleSettle) // the balancers see the connections close
 	}
 	for round := 1; round <= o.rounds; round++ {
 		order := append([]string(nil), impls...)
@@ -265,7 +297,7 @@ func (b *bench) setup(o options, res *results) error {
 		fmt.Sprintf("machine:  %d CPUs, kernel %s, load average at start %s", runtime.NumCPU(), kernel(), procfs.LoadAvg()))
 
 	b.say("building the namespace")
-	topo, err := testnet.Build(testnet.Options{Hosts: 1, Prefix: "vsI"})
+	topo, err := testnet.Build(testnet.Options{Hosts: 1, Prefix: o.netnsPrefix})
 	if err != nil {
 		return fmt.Errorf("namespace: %w", err)
 	}

@@ -146,6 +146,30 @@ type Proxy struct {
 	servers    []*http.Server
 	hijacked   map[net.Conn]bool // upgraded connections (WebSocket), which http.Server no longer tracks
 	closed     bool
+
+	bufs bufferPool // the ReverseProxy's copy buffers
+}
+
+// bufferPool lends the buffers an answer's body is copied through: the
+// ReverseProxy's own would allocate (and clear) 32 KiB per request.
+type bufferPool struct{ p sync.Pool }
+
+// copyBuffer is the size of a copy buffer, the ReverseProxy's own.
+const copyBuffer = 32 << 10
+
+func (b *bufferPool) Get() []byte {
+	if v, ok := b.p.Get().(*[]byte); ok {
+		return *v
+	}
+	return make([]byte, copyBuffer)
+}
+
+func (b *bufferPool) Put(buf []byte) {
+	if cap(buf) < copyBuffer {
+		return
+	}
+	buf = buf[:copyBuffer]
+	b.p.Put(&buf)
 }
 
 // New returns a Proxy with cfg in force.
@@ -566,6 +590,7 @@ func (p *Proxy) forward(w http.ResponseWriter, rq *request, c *compiled, name st
 				}
 			},
 			Transport:     t,
+			BufferPool:    &p.bufs,
 			FlushInterval: -1,
 			ErrorLog:      nil,
 			ModifyResponse: func(resp *http.Response) error {

@@ -1,0 +1,113 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/vipstack/vipstack/internal/procfs"
+)
+
+// idleSettle is how long the idle test waits before reading a balancer's
+// memory, so that what it does after a request (buffers released,
+// goroutines parked) is done.
+const idleSettle = 2 * time.Second
+
+// idleMemory opens n connections to impl's main frontend, sends one
+// keep-alive GET on each and reads its answer, then leaves them open and
+// idle and reads the balancer's resident and proportional set sizes
+// (smaps_rollup of its process group) before the first connection and
+// after the last answer. Every connection is closed before it returns,
+// also on failure; each step is bounded.
+func (b *bench) idleMemory(impl string, n int) (memResult, error) {
+	b.mu.Lock()
+	p := b.procs[impl]
+	b.mu.Unlock()
+	if p == nil {
+		return memResult{}, fmt.Errorf("%s is not running", impl)
+	}
+	pids := procfs.Group(p.cmd.Process.Pid)
+	if len(pids) == 0 {
+		return memResult{}, fmt.Errorf("%s: no process in group %d", impl, p.cmd.Process.Pid)
+	}
+	m := memResult{Conns: n}
+	time.Sleep(idleSettle)
+	m.RSSBefore, m.PSSBefore = procfs.MemMiB(pids)
+
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(portsFor(impl).Main))
+	conns := make([]net.Conn, 0, n)
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	deadline := time.Now().Add(2 * time.Minute)
+	err := b.h.Do(func() error {
+		d := net.Dialer{Timeout: 5 * time.Second}
+		for range n {
+			c, err := d.Dial("tcp", addr)
+			if err != nil {
+				return fmt.Errorf("connection %d of %d: %w", len(conns)+1, n, err)
+			}
+			_ = c.SetDeadline(deadline)
+			conns = append(conns, c)
+		}
+		return nil
+	})
+	if err != nil {
+		return m, err
+	}
+
+	// One GET on each, 64 at a time: every connection has been an HTTP
+	// connection with a request and an answer, and is kept alive.
+	work := make(chan net.Conn)
+	errs := make(chan error, len(conns))
+	var wg sync.WaitGroup
+	for range 64 {
+		wg.Go(func() {
+			for c := range work {
+				if err := keepAliveGet(c); err != nil {
+					errs <- err
+				}
+			}
+		})
+	}
+	for _, c := range conns {
+		work <- c
+	}
+	close(work)
+	wg.Wait()
+	close(errs)
+	if err, failed := <-errs, len(errs)+1; err != nil {
+		return m, fmt.Errorf("%d of %d keep-alive GETs failed, the first: %w", failed, n, err)
+	}
+
+	time.Sleep(idleSettle)
+	m.RSSAfter, m.PSSAfter = procfs.MemMiB(pids)
+	return m, nil
+}
+
+// keepAliveGet sends GET / on c without Connection: close and reads the
+// whole answer, which must be a 200 that leaves the connection open.
+func keepAliveGet(c net.Conn) error {
+	if _, err := io.WriteString(c, "GET / HTTP/1.1\r\nHost: bench\r\n\r\n"); err != nil {
+		return err
+	}
+	resp, err := http.ReadResponse(bufio.NewReaderSize(c, 1024), nil)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK || resp.Close {
+		return fmt.Errorf("status %d, close %v", resp.StatusCode, resp.Close)
+	}
+	return nil
+}
