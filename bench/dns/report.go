@@ -247,7 +247,7 @@ func rttReport(rep *benchdoc.Report, ph rttPhase) {
 		tb.Add(name, us(m[0]), us(m[1]), us(m[2]), strings.Join(rounds, " "))
 	}
 	rep.Table(tb)
-	rep.Para("(%d queries per round, one at a time, %v apart; medians over the rounds)", ph.N, ph.Pause)
+	rep.Para("(%d queries per server per round, one at a time, %v apart, the servers taking turns query by query; medians over the rounds)", ph.N, ph.Pause)
 	c := medianQ(ph.Runs[nameCluster])
 	var lines []string
 	for _, peer := range peers {
