@@ -333,7 +333,8 @@ func exchangeOne(conn *dns.Conn, m *dns.Msg) (time.Duration, error) {
 // runProbe measures every server with probeRTT, all of them in one
 // sequence per round, rotating which takes the first turn.
 func runProbe(b *bench, h *testnet.Host, servers []*server) (rttPhase, error) {
-	ph := rttPhase{N: b.o.probeN, Pause: b.o.probePause, Runs: map[string][][3]time.Duration{}}
+	ph := rttPhase{N: b.o.probeN, Pause: b.o.probePause, Runs: map[string][][3]time.Duration{}, All: map[string][3]time.Duration{}}
+	all := map[string][]time.Duration{}
 	for round := 0; round < b.o.rounds; round++ {
 		order := rotate(servers, round)
 		ports := make([]int, len(order))
@@ -348,7 +349,11 @@ func runProbe(b *bench, h *testnet.Host, servers []*server) (rttPhase, error) {
 			q := quantiles(rtts[i])
 			b.logf("rtt round %d %s: p50 %s p90 %s p99 %s us", round+1, s.name, us(q[0]), us(q[1]), us(q[2]))
 			ph.Runs[s.name] = append(ph.Runs[s.name], q)
+			all[s.name] = append(all[s.name], rtts[i]...)
 		}
+	}
+	for name, rtts := range all {
+		ph.All[name] = quantiles(rtts)
 	}
 	return ph, nil
 }
