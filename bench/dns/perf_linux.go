@@ -258,18 +258,22 @@ func runPerf(b *bench, h *testnet.Host, servers []*server) ([]phase, error) {
 	return phases, nil
 }
 
-// probeRTT sends n queries of the mix to port one at a time (the next one a
-// pause after the answer) from a thread in h's namespace, pinned to cpu
-// unless cpu < 0, and returns every round-trip time. Unlike dnsperf's
-// average, its percentiles are not dominated by the rare long stall a
-// shared machine causes.
-func probeRTT(h *testnet.Host, cpu, port, n int, pause time.Duration) ([]time.Duration, error) {
+// probeRTT sends n queries of the mix to each of ports, one query at a
+// time (the next one a pause after the answer), the ports taking turns
+// query by query in the order given, from a thread in h's namespace,
+// pinned to cpu unless cpu < 0. It returns every round-trip time, per
+// port. Taking turns puts every server under the same moments of a
+// shared machine: measured one after the other, a server's p99 was
+// mostly the load of the seconds it happened to be measured in. Unlike
+// dnsperf's average, the percentiles are not dominated by the rare long
+// stall such a machine causes.
+func probeRTT(h *testnet.Host, cpu int, ports []int, n int, pause time.Duration) ([][]time.Duration, error) {
 	msgs := make([]*dns.Msg, len(queryMix))
 	for i, q := range queryMix {
 		f := strings.Fields(q)
 		msgs[i] = new(dns.Msg).SetQuestion(dns.Fqdn(f[0]), dns.StringToType[f[1]])
 	}
-	rtts := make([]time.Duration, 0, n)
+	rtts := make([][]time.Duration, len(ports))
 	err := h.Do(func() error {
 		// Do runs on a locked thread that is retired afterwards, so the
 		// affinity does not leak to the rest of the program.
@@ -280,51 +284,76 @@ func probeRTT(h *testnet.Host, cpu, port, n int, pause time.Duration) ([]time.Du
 				return fmt.Errorf("pin prober: %w", err)
 			}
 		}
-		c, err := net.Dial("udp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		conn := &dns.Conn{Conn: c}
-		for i := 0; i < n; i++ {
-			m := msgs[i%len(msgs)]
-			m.Id = dns.Id()
-			conn.SetDeadline(time.Now().Add(2 * time.Second))
-			t0 := time.Now()
-			if err := conn.WriteMsg(m); err != nil {
+		conns := make([]*dns.Conn, len(ports))
+		for k, port := range ports {
+			c, err := net.Dial("udp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+			if err != nil {
 				return err
 			}
-			for {
-				r, err := conn.ReadMsg()
+			defer c.Close()
+			conns[k] = &dns.Conn{Conn: c}
+			rtts[k] = make([]time.Duration, 0, n)
+		}
+		for i := 0; i < n; i++ {
+			m := msgs[i%len(msgs)]
+			for k, conn := range conns {
+				rtt, err := exchangeOne(conn, m)
 				if err != nil {
-					return fmt.Errorf("query %d (%s): %w", i, queryMix[i%len(queryMix)], err)
+					return fmt.Errorf("port %d, query %d (%s): %w", ports[k], i, queryMix[i%len(queryMix)], err)
 				}
-				if r.Id == m.Id {
-					break
-				}
+				rtts[k] = append(rtts[k], rtt)
+				time.Sleep(pause)
 			}
-			rtts = append(rtts, time.Since(t0))
-			time.Sleep(pause)
 		}
 		return nil
 	})
 	return rtts, err
 }
 
-// runProbe measures every server with probeRTT, rotating the order in
-// every round.
+// exchangeOne sends m on conn with a fresh ID and returns the time until
+// its answer.
+func exchangeOne(conn *dns.Conn, m *dns.Msg) (time.Duration, error) {
+	m.Id = dns.Id()
+	conn.SetDeadline(time.Now().Add(2 * time.Second))
+	t0 := time.Now()
+	if err := conn.WriteMsg(m); err != nil {
+		return 0, err
+	}
+	for {
+		r, err := conn.ReadMsg()
+		if err != nil {
+			return 0, err
+		}
+		if r.Id == m.Id {
+			return time.Since(t0), nil
+		}
+	}
+}
+
+// runProbe measures every server with probeRTT, all of them in one
+// sequence per round, rotating which takes the first turn.
 func runProbe(b *bench, h *testnet.Host, servers []*server) (rttPhase, error) {
-	ph := rttPhase{N: b.o.probeN, Pause: b.o.probePause, Runs: map[string][][3]time.Duration{}}
+	ph := rttPhase{N: b.o.probeN, Pause: b.o.probePause, Runs: map[string][][3]time.Duration{}, All: map[string][3]time.Duration{}}
+	all := map[string][]time.Duration{}
 	for round := 0; round < b.o.rounds; round++ {
-		for _, s := range rotate(servers, round) {
-			rtts, err := probeRTT(h, b.clientCPU, s.port, b.o.probeN, b.o.probePause)
-			if err != nil {
-				return ph, fmt.Errorf("%s: %w", s.name, err)
-			}
-			q := quantiles(rtts)
+		order := rotate(servers, round)
+		ports := make([]int, len(order))
+		for i, s := range order {
+			ports[i] = s.port
+		}
+		rtts, err := probeRTT(h, b.clientCPU, ports, b.o.probeN, b.o.probePause)
+		if err != nil {
+			return ph, err
+		}
+		for i, s := range order {
+			q := quantiles(rtts[i])
 			b.logf("rtt round %d %s: p50 %s p90 %s p99 %s us", round+1, s.name, us(q[0]), us(q[1]), us(q[2]))
 			ph.Runs[s.name] = append(ph.Runs[s.name], q)
+			all[s.name] = append(all[s.name], rtts[i]...)
 		}
+	}
+	for name, rtts := range all {
+		ph.All[name] = quantiles(rtts)
 	}
 	return ph, nil
 }

@@ -192,11 +192,15 @@ func perfReport(rep *benchdoc.Report, phases []phase) {
 }
 
 // rttPhase is the one-query-at-a-time latency measurement of every server:
-// per round, the 50th, 90th and 99th percentile round-trip times.
+// per round, the 50th, 90th and 99th percentile round-trip times, and the
+// same percentiles of every round's queries together, which the verdicts
+// judge (the servers took turns query by query, so each server's queries
+// met the same moments of the machine).
 type rttPhase struct {
 	N     int
 	Pause time.Duration
 	Runs  map[string][][3]time.Duration
+	All   map[string][3]time.Duration
 }
 
 // quantiles returns the 50th, 90th and 99th percentiles of xs.
@@ -208,19 +212,6 @@ func quantiles(xs []time.Duration) [3]time.Duration {
 	slices.Sort(s)
 	at := func(q float64) time.Duration { return s[min(len(s)-1, int(q*float64(len(s))))] }
 	return [3]time.Duration{at(0.50), at(0.90), at(0.99)}
-}
-
-// medianQ is the median over rounds of each percentile.
-func medianQ(rounds [][3]time.Duration) [3]time.Duration {
-	var out [3]time.Duration
-	for i := range out {
-		var xs []time.Duration
-		for _, r := range rounds {
-			xs = append(xs, r[i])
-		}
-		out[i] = median(xs)
-	}
-	return out
 }
 
 // printRTT prints the one-at-a-time latency table and its PASS/MISS lines.
@@ -239,7 +230,7 @@ func rttReport(rep *benchdoc.Report, ph rttPhase) {
 		if !ok {
 			continue
 		}
-		m := medianQ(qs)
+		m := ph.All[name]
 		var rounds []string
 		for _, q := range qs {
 			rounds = append(rounds, us(q[0])+"/"+us(q[2]))
@@ -247,15 +238,14 @@ func rttReport(rep *benchdoc.Report, ph rttPhase) {
 		tb.Add(name, us(m[0]), us(m[1]), us(m[2]), strings.Join(rounds, " "))
 	}
 	rep.Table(tb)
-	rep.Para("(%d queries per round, one at a time, %v apart; medians over the rounds)", ph.N, ph.Pause)
-	c := medianQ(ph.Runs[nameCluster])
+	rep.Para("(%d queries per server per round, one at a time, %v apart, the servers taking turns query by query; percentiles of every round's queries together)", ph.N, ph.Pause)
+	c := ph.All[nameCluster]
 	var lines []string
 	for _, peer := range peers {
-		qs, ok := ph.Runs[peer]
+		p, ok := ph.All[peer]
 		if !ok {
 			continue
 		}
-		p := medianQ(qs)
 		for _, pc := range []struct {
 			name string
 			i    int

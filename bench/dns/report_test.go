@@ -105,6 +105,10 @@ func TestQuantilesAndRTT(t *testing.T) {
 		nameCluster:  {{100, 200, 900}, {120, 220, 1000}, {110, 210, 800}},
 		nameTemplate: {{200, 300, 900}, {220, 320, 950}, {210, 330, 700}},
 		nameStock:    {{100, 300, 1000}, {105, 320, 950}, {100, 330, 1100}},
+	}, All: map[string][3]time.Duration{
+		nameCluster:  {110, 210, 900},
+		nameTemplate: {210, 320, 900},
+		nameStock:    {100, 320, 1000},
 	}}
 	var buf bytes.Buffer
 	printRTT(&buf, ph)

@@ -13,9 +13,11 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/vipstack/vipstack/internal/cpusched"
 	"github.com/vipstack/vipstack/internal/discovery"
 	"github.com/vipstack/vipstack/internal/dns"
 	"github.com/vipstack/vipstack/internal/metrics"
@@ -86,6 +88,7 @@ func runDNS(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	fmt.Fprintf(stdout, "vipstack dns: serving %s on %s\n", f.conf, listenAddrs(srv.Addrs()))
+	shortSlice(f.log, f.slice)
 	trimNow(f.log)
 	return serveDNS(ctx, cancel, srv, reload, mdnsDone, f)
 }
@@ -96,6 +99,7 @@ type dnsFlags struct {
 	check bool
 	mdns  *discovery.MDNS // nil without -mdns-cluster
 	log   *slog.Logger
+	slice time.Duration // -sched-slice; 0: the kernel's default
 }
 
 func parseDNSFlags(args []string, stdout, stderr io.Writer) (f dnsFlags, code int, ok bool) {
@@ -103,6 +107,7 @@ func parseDNSFlags(args []string, stdout, stderr io.Writer) (f dnsFlags, code in
 	fs.SetOutput(stderr)
 	fs.StringVar(&f.conf, "conf", "Corefile", "Corefile to run")
 	fs.BoolVar(&f.check, "check", false, "validate the Corefile and exit (non-zero on error)")
+	fs.DurationVar(&f.slice, "sched-slice", defaultDNSSlice, "CPU time slice the server's threads ask the kernel for (Linux 6.12+ EEVDF; 100us to 100ms): a short one answers sooner on a busy CPU; 0 leaves the kernel's default")
 	var (
 		plugins  = fs.Bool("plugins", false, "list the plugins in the order queries pass through them, and exit")
 		cluster  = fs.String("mdns-cluster", "", "publish this node and browse the cluster's nodes over mDNS (RFC 6762) under this cluster name; needs -node-name and -node-addr")
@@ -123,6 +128,10 @@ func parseDNSFlags(args []string, stdout, stderr io.Writer) (f dnsFlags, code in
 		return f, 0, false
 	}
 	if f.log, ok = logLevel.logger(stderr); !ok {
+		return f, 2, false
+	}
+	if f.slice != 0 && (f.slice < cpusched.MinSlice || f.slice > cpusched.MaxSlice) {
+		fmt.Fprintf(stderr, "vipstack dns: -sched-slice %v: want 0 (the kernel's default) or %v to %v\n", f.slice, cpusched.MinSlice, cpusched.MaxSlice)
 		return f, 2, false
 	}
 	if *cluster == "" {
@@ -152,6 +161,28 @@ func parseDNSFlags(args []string, stdout, stderr io.Writer) (f dnsFlags, code in
 		return f, 2, false
 	}
 	return f, 0, true
+}
+
+// defaultDNSSlice is the slice `vipstack dns` asks for: the shortest the
+// kernel takes. A query costs the server tens of microseconds, so it
+// rarely runs out; what it buys is an earlier deadline each time a query
+// wakes the server on a CPU another process keeps busy
+// (docs/design/dns.md).
+const defaultDNSSlice = cpusched.MinSlice
+
+// shortSlice asks the kernel for slice on every thread of the process
+// (none with 0). A kernel that keeps no slice per thread, or refuses,
+// leaves the default: logged, not fatal.
+func shortSlice(log *slog.Logger, slice time.Duration) {
+	if slice == 0 {
+		return
+	}
+	n, err := cpusched.SetSlice(slice)
+	if err != nil {
+		log.Info("CPU slice left at the kernel's default", "sched-slice", slice, "err", err)
+		return
+	}
+	log.Debug("CPU slice set", "sched-slice", slice, "threads", n)
 }
 
 // serveDNS reloads srv on each signal from reload until ctx is done or

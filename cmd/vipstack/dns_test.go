@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// TestDNSFlags checks the mDNS flags of "vipstack dns": every refusal comes
+// TestDNSFlags checks the mDNS and -sched-slice flags of "vipstack dns": every refusal comes
 // before the Corefile is read or served, with exit code 2.
 func TestDNSFlags(t *testing.T) {
 	mdns := []string{"dns", "-conf", "/nonexistent/Corefile", "-mdns-cluster", "c1", "-node-name", "master-0", "-node-addr", "198.18.0.11"}
@@ -21,6 +21,8 @@ func TestDNSFlags(t *testing.T) {
 		{name: "bad node name", args: append(mdns[:6:6], "master_0", "-node-addr", "198.18.0.11"), wantErr: `Self.Name "master_0"`},
 		{name: "node flags without -mdns-cluster", args: []string{"dns", "-node-name", "master-0"}, wantErr: "only apply with -mdns-cluster"},
 		{name: "bad address", args: append(mdns, "-node-addr", "198.18.0.300"), wantErr: `"198.18.0.300" is not an IP address`},
+		{name: "slice too short", args: []string{"dns", "-conf", "/nonexistent/Corefile", "-sched-slice", "50us"}, wantErr: "-sched-slice 50µs: want 0 (the kernel's default) or 100µs to 100ms"},
+		{name: "slice too long", args: []string{"dns", "-conf", "/nonexistent/Corefile", "-sched-slice", "1s"}, wantErr: "-sched-slice 1s: want 0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out, errb bytes.Buffer

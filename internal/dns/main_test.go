@@ -58,7 +58,7 @@ func TestMain(m *testing.M) {
 
 // start runs corefile (written to a temporary file, so that reload has a
 // path) and stops it when the test ends. It returns the UDP address.
-func start(t *testing.T, corefile string) string {
+func start(t testing.TB, corefile string) string {
 	t.Helper()
 	path := t.TempDir() + "/Corefile"
 	if err := os.WriteFile(path, []byte(corefile), 0o644); err != nil {
