@@ -9,7 +9,6 @@
 package main
 
 import (
-	"bufio"
 	"flag"
 	"fmt"
 	"io"
@@ -20,6 +19,8 @@ import (
 	"strings"
 
 	"github.com/vipstack/vipstack/internal/benchdoc"
+
+	"github.com/vipstack/vipstack/hack/internal/results"
 )
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
@@ -85,38 +86,15 @@ type result struct {
 }
 
 func readResults(path string) ([]result, error) {
-	f, err := os.Open(path)
+	rows, err := results.Read(path, "kind", "file", "up_class", "vs_class", "vs_refused")
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<24)
-	var cols map[string]int
-	var rows []result
-	for sc.Scan() {
-		fields := strings.Split(sc.Text(), "\t")
-		if cols == nil {
-			cols = map[string]int{}
-			for i, c := range fields {
-				cols[c] = i
-			}
-			for _, c := range []string{"kind", "file", "up_class", "vs_class", "vs_refused"} {
-				if _, ok := cols[c]; !ok {
-					return nil, fmt.Errorf("%s: no column %q in %q", path, c, sc.Text())
-				}
-			}
-			continue
-		}
-		get := func(c string) string {
-			if i := cols[c]; i < len(fields) {
-				return fields[i]
-			}
-			return ""
-		}
-		rows = append(rows, result{Kind: get("kind"), File: get("file"), UpClass: get("up_class"), VSClass: get("vs_class"), Refused: get("vs_refused")})
+	out := make([]result, len(rows))
+	for i, r := range rows {
+		out[i] = result{Kind: r["kind"], File: r["file"], UpClass: r["up_class"], VSClass: r["vs_class"], Refused: r["vs_refused"]}
 	}
-	return rows, sc.Err()
+	return out, nil
 }
 
 // figure is one line of the table: of the files upstream accepts, how many

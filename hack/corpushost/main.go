@@ -27,7 +27,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"flag"
 	"fmt"
@@ -41,6 +40,8 @@ import (
 	"time"
 
 	"github.com/vipstack/vipstack/internal/peers"
+
+	"github.com/vipstack/vipstack/hack/internal/results"
 )
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
@@ -172,38 +173,15 @@ func (o *options) jobList() ([]job, error) {
 type result struct{ Kind, File, UpClass string }
 
 func readResults(path string) ([]result, error) {
-	f, err := os.Open(path)
+	rows, err := results.Read(path, "kind", "file", "up_class")
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<24)
-	var cols map[string]int
-	var rows []result
-	for sc.Scan() {
-		fields := strings.Split(sc.Text(), "\t")
-		if cols == nil {
-			cols = map[string]int{}
-			for i, c := range fields {
-				cols[c] = i
-			}
-			for _, c := range []string{"kind", "file", "up_class"} {
-				if _, ok := cols[c]; !ok {
-					return nil, fmt.Errorf("%s: no column %q in its header", path, c)
-				}
-			}
-			continue
-		}
-		get := func(c string) string {
-			if i := cols[c]; i < len(fields) {
-				return fields[i]
-			}
-			return ""
-		}
-		rows = append(rows, result{Kind: get("kind"), File: get("file"), UpClass: get("up_class")})
+	out := make([]result, len(rows))
+	for i, r := range rows {
+		out[i] = result{Kind: r["kind"], File: r["file"], UpClass: r["up_class"]}
 	}
-	return rows, sc.Err()
+	return out, nil
 }
 
 // verdict is one file's outcome.
