@@ -21,4 +21,11 @@ func TestCorefilesMatchGoBenchmark(t *testing.T) {
 			t.Errorf("internal/dns/testdata/%s differs from this bench's Corefile:\n%s\nwant:\n%s", c.file, got, want)
 		}
 	}
+	b, err := os.ReadFile("../../internal/dns/testdata/bench-queries.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := strings.TrimSpace(string(b)), strings.Join(queryMix, "\n"); got != want {
+		t.Errorf("internal/dns/testdata/bench-queries.txt differs from this bench's query mix:\n%s\nwant:\n%s", got, want)
+	}
 }

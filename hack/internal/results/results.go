@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 )
 
@@ -27,7 +28,7 @@ func Read(path string, need ...string) ([]map[string]string, error) {
 		if cols == nil {
 			cols = fields
 			for _, c := range need {
-				if !containsString(cols, c) {
+				if !slices.Contains(cols, c) {
 					return nil, fmt.Errorf("%s: no column %q in its header %q", path, c, sc.Text())
 				}
 			}
@@ -50,13 +51,4 @@ func Read(path string, need ...string) ([]map[string]string, error) {
 		return nil, fmt.Errorf("%s: empty, no header", path)
 	}
 	return rows, nil
-}
-
-func containsString(ss []string, s string) bool {
-	for _, x := range ss {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
