@@ -13,11 +13,6 @@ import (
 	"github.com/vipstack/vipstack/internal/procfs"
 )
 
-// idleSettle is how long the idle test waits before reading a balancer's
-// memory, so that what it does after a request (buffers released,
-// goroutines parked) is done.
-const idleSettle = 2 * time.Second
-
 // idleMemory opens n connections to impl's main frontend, sends one
 // keep-alive GET on each and reads its answer, then leaves them open and
 // idle and reads the balancer's resident and proportional set sizes

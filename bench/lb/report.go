@@ -386,3 +386,8 @@ func (r *results) memReport(rep *benchdoc.Report) int {
 }
 
 func fmtMiB(v float64) string { return fmt.Sprintf("%.1f MiB", v) }
+
+// idleSettle is how long the idle test waits before reading a balancer's
+// memory, so that what it does after a request (buffers released,
+// goroutines parked) is done.
+const idleSettle = 2 * time.Second
