@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -172,4 +173,50 @@ func startEditable(t *testing.T, text string) (path string, write func(string)) 
 	}
 	t.Cleanup(func() { srv.Stop() })
 	return path, write
+}
+
+// TestStopDuringPluginReload stops the server while the reload plugin's
+// restart is under way: the new instance already serves, and Caddy has
+// not yet announced it (it stops the old instance and runs its shutdown
+// callbacks first; one added here holds that moment for 500 ms). Stop took
+// the old instance and waits for the instances' shared WaitGroup, the new
+// one's servers included; it must still return, with nothing answering.
+func TestStopDuringPluginReload(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for the reload plugin's timer")
+	}
+	corefile := func(api string) string {
+		return ".:0 {\n    bind 127.0.0.1\n    reload 2s 1s\n    clusterdns managed.example.com {\n        api " + api + "\n    }\n}\n"
+	}
+	_, write := startEditable(t, corefile("198.18.0.5"))
+	srv.mu.Lock()
+	old := srv.inst
+	srv.mu.Unlock()
+	held := make(chan struct{})
+	var once sync.Once
+	old.OnShutdown = append(old.OnShutdown, func() error {
+		once.Do(func() { close(held) })
+		time.Sleep(500 * time.Millisecond) // the restart's announcement waits
+		return nil
+	})
+	addr := srv.Addrs()[0].String()
+	write(corefile("198.18.0.6"))
+	select {
+	case <-held:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the reload plugin did not restart within 15 s")
+	}
+	stopped := make(chan error, 1)
+	go func() { stopped <- srv.Stop() }()
+	select {
+	case err := <-stopped:
+		if err != nil {
+			t.Errorf("Stop during the reload: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Stop during the plugin's reload has not returned in 30 s: it waits for the new instance's servers")
+	}
+	if _, _, err := new(dns.Client).Exchange(new(dns.Msg).SetQuestion("api.managed.example.com.", dns.TypeA), addr); err == nil {
+		t.Errorf("%s still answers after Stop", addr)
+	}
 }

@@ -93,6 +93,10 @@ type Server struct {
 	inst     *caddy.Instance // running instance; a reload replaces it
 	path     string          // the running Corefile's Path, which Reload reads
 	starting bool            // a Start is under way
+	// stopping is set while Stop runs: an instance that a restart of the
+	// reload plugin's, under way as Stop began, announces meanwhile is
+	// stopped by the event hook (see event).
+	stopping bool
 
 	reloading sync.Mutex // one Reload at a time
 }
@@ -136,16 +140,29 @@ func NewServer(o Options) (*Server, error) {
 
 // event follows reloads: the reload plugin replaces the running instance
 // with a new one and announces it with InstanceStartupEvent.
+//
+// Caddy announces the new instance only after it has stopped the old one,
+// and the new one serves before that: a Stop that began in between took
+// the old instance and waits for every server of the instances' shared
+// WaitGroup, the new one's included. The hook stops that instance, so
+// that Stop's wait ends (TestReload hung 20 minutes once without this).
 func (s *Server) event(ev caddy.EventName, info any) error {
 	inst, ok := info.(*caddy.Instance)
 	if ev != caddy.InstanceStartupEvent || !ok {
 		return nil
 	}
 	s.mu.Lock()
+	stopping := s.stopping
 	if s.inst != nil && s.inst != inst {
 		s.inst = inst
 	}
 	s.mu.Unlock()
+	if stopping {
+		errs := inst.ShutdownCallbacks()
+		if err := errors.Join(append(errs, inst.Stop())...); err != nil {
+			return fmt.Errorf("dns: stop the instance a reload started while stopping: %w", err)
+		}
+	}
 	return nil
 }
 
@@ -432,13 +449,17 @@ func (s *Server) Stop() error {
 	s.mu.Lock()
 	inst := s.inst
 	s.inst, s.path = nil, ""
+	s.stopping = inst != nil
 	s.mu.Unlock()
 	if inst == nil {
 		return nil
 	}
 	errs := inst.ShutdownCallbacks()
 	errs = append(errs, inst.Stop())
-	inst.Wait()
+	inst.Wait() // also for a restart under way (event stops what it starts)
+	s.mu.Lock()
+	s.stopping = false
+	s.mu.Unlock()
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("dns: stop: %w", err)
 	}
