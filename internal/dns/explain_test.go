@@ -96,27 +96,17 @@ func TestExplainMatchesStock(t *testing.T) {
 			}
 			cmd := exec.Command(bin, "-conf", "Corefile")
 			cmd.Dir = dir
-			var out bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &out, &out
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			done := make(chan error, 1)
-			go func() { done <- cmd.Wait() }()
-			select {
-			case err := <-done:
-				if err == nil {
-					t.Fatalf("stock CoreDNS exited 0:\n%s", out.String())
-				}
-			case <-time.After(20 * time.Second):
-				cmd.Process.Kill()
-				<-done
-				t.Fatalf("stock CoreDNS still running after 20 s (it accepted the Corefile):\n%s", out.String())
+			out, exited, err := runBounded(t, cmd, 20*time.Second)
+			switch {
+			case !exited:
+				t.Fatalf("stock CoreDNS still running after 20 s (it accepted the Corefile):\n%s", out)
+			case err == nil:
+				t.Fatalf("stock CoreDNS exited 0:\n%s", out)
 			}
 			ours := srv.Check(Corefile{Contents: []byte(tc.corefile)}).Error()
 			quoted := regexp.MustCompile(`\((?:stock CoreDNS: )?(plugin/[^()]*(?:\([^()]*\)[^()]*)*)\)$`).FindStringSubmatch(ours)
-			if quoted == nil || !strings.Contains(out.String(), quoted[1]) {
-				t.Errorf("stock CoreDNS printed:\n%s\nvipstack quotes: %q", out.String(), quoted)
+			if quoted == nil || !strings.Contains(out, quoted[1]) {
+				t.Errorf("stock CoreDNS printed:\n%s\nvipstack quotes: %q", out, quoted)
 			}
 		})
 	}

@@ -309,24 +309,35 @@ func TestStockLoopDetected(t *testing.T) {
 			if err := os.WriteFile(path, []byte(cf), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			cmd := exec.Command(args[0], args[1:]...)
-			var out bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &out, &out
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			done := make(chan error, 1)
-			go func() { done <- cmd.Wait() }()
-			select {
-			case err := <-done:
-				if err == nil || !strings.Contains(out.String(), "Loop (127.0.0.1:") || !strings.Contains(out.String(), "detected for zone \".\"") {
-					t.Errorf("exit %v, output:\n%s\nwant a non-zero exit after \"Loop (127.0.0.1:... detected for zone \\\".\\\"\"", err, out.String())
-				}
-			case <-time.After(30 * time.Second):
-				cmd.Process.Kill()
-				<-done
-				t.Errorf("still running after 30 s with a forward loop; output:\n%s", out.String())
+			out, exited, err := runBounded(t, exec.Command(args[0], args[1:]...), 30*time.Second)
+			switch {
+			case !exited:
+				t.Errorf("still running after 30 s with a forward loop; output:\n%s", out)
+			case err == nil || !strings.Contains(out, "Loop (127.0.0.1:") || !strings.Contains(out, "detected for zone \".\""):
+				t.Errorf("exit %v, output:\n%s\nwant a non-zero exit after \"Loop (127.0.0.1:... detected for zone \\\".\\\"\"", err, out)
 			}
 		})
+	}
+}
+
+// runBounded runs cmd with stdout and stderr combined until it exits or
+// bound passes (then it is killed): it returns the output, whether cmd
+// exited by itself, and its exit error.
+func runBounded(t *testing.T, cmd *exec.Cmd, bound time.Duration) (out string, exited bool, err error) {
+	t.Helper()
+	var buf bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &buf, &buf
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err = <-done:
+		return buf.String(), true, err
+	case <-time.After(bound):
+		cmd.Process.Kill()
+		<-done
+		return buf.String(), false, nil
 	}
 }
