@@ -55,7 +55,7 @@ func (e *Engine) advertise(in *instance, now time.Time, prio uint8) {
 			e.log.Error("cannot encode advertisement", "instance", in.cfg.Name, "err", err)
 			return
 		}
-		if err := c.WritePacket(b, in.src, dst, in.ifIndex); err != nil {
+		if err := e.timed(func() string { return "advertisement to " + dst.String() }, func() error { return c.WritePacket(b, in.src, dst, in.ifIndex) }); err != nil {
 			e.metrics.sendErrors.WithLabelValues(in.labels()...).Inc()
 			if failErr == nil {
 				failErr, failDst = err, dst
@@ -152,7 +152,7 @@ func (e *Engine) takeVIPs(in *instance, now time.Time) {
 		e.held[k] = v
 		delete(e.released, k) // ours again: no longer watched
 	}
-	if err := e.opts.Ledger.Save(e.heldList()); err != nil {
+	if err := e.saveLedger(); err != nil {
 		e.log.Error("cannot record VIPs in the ledger; a crash now would leave them behind", "path", e.opts.Ledger.Path, "err", err)
 	}
 	var addrs []netip.Addr
@@ -279,9 +279,14 @@ func (e *Engine) releaseVIPs(in *instance, now time.Time) {
 		e.release(in.cfg.Name, v, now)
 	}
 	e.checkReleased(now)
-	if err := e.opts.Ledger.Save(e.heldList()); err != nil {
+	if err := e.saveLedger(); err != nil {
 		e.log.Warn("cannot update the VIP ledger", "path", e.opts.Ledger.Path, "err", err)
 	}
+}
+
+// saveLedger records the VIPs held in the ledger.
+func (e *Engine) saveLedger() error {
+	return e.timed(func() string { return "ledger write " + e.opts.Ledger.Path }, func() error { return e.opts.Ledger.Save(e.heldList()) })
 }
 
 // release removes one VIP an instance of ours held and watches it for
@@ -540,7 +545,7 @@ func (e *Engine) checkReleased(now time.Time) {
 		e.releasedNext = now.Add(releasePoll)
 	}
 	if changed {
-		if err := e.opts.Ledger.Save(e.heldList()); err != nil {
+		if err := e.saveLedger(); err != nil {
 			e.log.Warn("cannot update the VIP ledger", "path", e.opts.Ledger.Path, "err", err)
 		}
 	}
@@ -708,7 +713,7 @@ func (e *Engine) stopAll(why string) {
 		delete(e.released, k)
 	}
 	e.releasedNext = time.Time{}
-	if err := e.opts.Ledger.Save(e.heldList()); err != nil {
+	if err := e.saveLedger(); err != nil {
 		e.log.Warn("cannot update the VIP ledger", "err", err)
 	}
 	e.syncVMACs(false)

@@ -96,8 +96,10 @@ type Engine struct {
 	done   chan struct{}
 
 	// Owned by the loop goroutine.
-	cfg       *keepalived.Config
-	nl        Netlink
+	cfg *keepalived.Config
+	nl  Netlink
+	// slowParts are the current step's slow requests (see timed).
+	slowParts []string
 	conns     map[int]transport.Conn   // by address family
 	joined    map[joinKey]bool         // multicast groups joined, by interface
 	vmacs     map[string]netif.VMAC    // VMAC interfaces made for use_vmac, by name (see vmac.go)
@@ -437,7 +439,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		return fmt.Errorf("open netlink: %w", err)
 	}
 	defer nl.Close()
-	e.nl = nl
+	e.nl = timedNetlink{Netlink: nl, e: e}
 	e.runner = script.Runner{Security: securityOf(e.cfg)}
 	e.applyTuning()
 	go e.keepRealtime(ctx)
@@ -716,11 +718,37 @@ func (e *Engine) drain() {
 // master's next advertisement with them.
 const slowStep = 100 * time.Millisecond
 
-// warnSlow logs a loop step that took longer than slowStep.
-func (e *Engine) warnSlow(began time.Time, step func() string) {
-	if took := e.clk.Now().Sub(began); took > slowStep {
-		e.log.Warn("engine loop step took long; every instance's timers waited for it", "step", step(), "took", took.Round(time.Millisecond))
+// slowPart is how long one request of a step to the kernel or the disk
+// (a netlink request, a ledger write, a packet sent) may take before the
+// warning of a slow step names it.
+const slowPart = 10 * time.Millisecond
+
+// timed runs f, a request to the kernel or the disk, and records it for
+// the warning of a slow step (warnSlow) when it took slowPart or longer.
+func (e *Engine) timed(what func() string, f func() error) error {
+	began := e.clk.Now()
+	err := f()
+	if took := e.clk.Now().Sub(began); took >= slowPart {
+		e.slowParts = append(e.slowParts, what()+" "+took.Round(time.Millisecond).String())
 	}
+	return err
+}
+
+// warnSlow logs a loop step that took longer than slowStep, with the
+// requests of it that took slowPart or longer; none says the time went
+// to the engine's own work or to the process waiting for a CPU.
+func (e *Engine) warnSlow(began time.Time, step func() string) {
+	parts := e.slowParts
+	e.slowParts = nil
+	took := e.clk.Now().Sub(began)
+	if took <= slowStep {
+		return
+	}
+	slow := "none over " + slowPart.String()
+	if len(parts) > 0 {
+		slow = strings.Join(parts, "; ")
+	}
+	e.log.Warn("engine loop step took long; every instance's timers waited for it", "step", step(), "took", took.Round(time.Millisecond), "slow_requests", slow)
 }
 
 // String names the event for a log line.

@@ -59,6 +59,57 @@ var (
 	_ Announcer = (*announce.Announcer)(nil)
 )
 
+// timedNetlink records the loop's netlink requests that take long, for
+// the warning of a slow step (Engine.timed). The watches run outside the
+// loop and are not timed.
+type timedNetlink struct {
+	Netlink
+	e *Engine
+}
+
+func (t timedNetlink) Link(name string) (l netif.LinkInfo, err error) {
+	err = t.e.timed(func() string { return "netlink link " + name }, func() error { l, err = t.Netlink.Link(name); return err })
+	return l, err
+}
+
+func (t timedNetlink) AddVIP(v netif.VIP) error {
+	return t.e.timed(func() string { return "netlink add " + v.String() }, func() error { return t.Netlink.AddVIP(v) })
+}
+
+func (t timedNetlink) DelVIP(v netif.VIP) error {
+	return t.e.timed(func() string { return "netlink delete " + v.String() }, func() error { return t.Netlink.DelVIP(v) })
+}
+
+func (t timedNetlink) HasVIP(v netif.VIP) (ok bool, err error) {
+	err = t.e.timed(func() string { return "netlink check " + v.String() }, func() error { ok, err = t.Netlink.HasVIP(v); return err })
+	return ok, err
+}
+
+func (t timedNetlink) Present(vips []netif.VIP) (got []bool, err error) {
+	err = t.e.timed(func() string { return fmt.Sprintf("netlink check of %d VIPs", len(vips)) }, func() error { got, err = t.Netlink.Present(vips); return err })
+	return got, err
+}
+
+func (t timedNetlink) PrimaryIPv4(name string, exclude []netip.Addr) (a netip.Addr, err error) {
+	err = t.e.timed(func() string { return "netlink IPv4 source of " + name }, func() error { a, err = t.Netlink.PrimaryIPv4(name, exclude); return err })
+	return a, err
+}
+
+func (t timedNetlink) LinkLocalIPv6(name string) (a netip.Addr, err error) {
+	err = t.e.timed(func() string { return "netlink IPv6 source of " + name }, func() error { a, err = t.Netlink.LinkLocalIPv6(name); return err })
+	return a, err
+}
+
+func (t timedNetlink) Tentative(name string, addr netip.Addr) (ok bool, err error) {
+	err = t.e.timed(func() string { return "netlink DAD state of " + addr.String() }, func() error { ok, err = t.Netlink.Tentative(name, addr); return err })
+	return ok, err
+}
+
+func (t timedNetlink) LocalAddrs() (m map[netip.Addr]bool, err error) {
+	err = t.e.timed(func() string { return "netlink address dump" }, func() error { m, err = t.Netlink.LocalAddrs(); return err })
+	return m, err
+}
+
 // openNetlink is Options.Netlink, or the real handle.
 func (e *Engine) openNetlink() (Netlink, error) {
 	if e.opts.Netlink != nil {
