@@ -279,15 +279,20 @@ func (e *Engine) releaseVIPs(in *instance, now time.Time) {
 		e.release(in.cfg.Name, v, now)
 	}
 	e.checkReleased(now)
-	if err := e.saveLedger(); err != nil {
-		e.log.Warn("cannot update the VIP ledger", "path", e.opts.Ledger.Path, "err", err)
-	}
+	// The released VIPs stay on file while they are watched: this list
+	// adds nothing.
+	e.saveLedgerLater()
 }
 
-// saveLedger records the VIPs held in the ledger.
+// saveLedger records the VIPs held in the ledger before it returns: a VIP
+// must be on file before it is added.
 func (e *Engine) saveLedger() error {
-	return e.timed(func() string { return "ledger write " + e.opts.Ledger.Path }, func() error { return e.opts.Ledger.Save(e.heldList()) })
+	return e.timed(func() string { return "ledger write " + e.opts.Ledger.Path }, func() error { return e.ledgerW.now(e.heldList()) })
 }
+
+// saveLedgerLater records the VIPs held in the ledger off the loop: for a
+// list that adds nothing to the one on file (see ledgerWriter).
+func (e *Engine) saveLedgerLater() { e.ledgerW.later(e.heldList()) }
 
 // release removes one VIP an instance of ours held and watches it for
 // releaseWatch (see checkReleased), also when the removal failed: then the
@@ -545,9 +550,7 @@ func (e *Engine) checkReleased(now time.Time) {
 		e.releasedNext = now.Add(releasePoll)
 	}
 	if changed {
-		if err := e.saveLedger(); err != nil {
-			e.log.Warn("cannot update the VIP ledger", "path", e.opts.Ledger.Path, "err", err)
-		}
+		e.saveLedgerLater() // entries dropped, none added
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -100,6 +101,7 @@ type Engine struct {
 	nl  Netlink
 	// slowParts are the current step's slow requests (see timed).
 	slowParts []string
+	ledgerW   *ledgerWriter
 	conns     map[int]transport.Conn   // by address family
 	joined    map[joinKey]bool         // multicast groups joined, by interface
 	vmacs     map[string]netif.VMAC    // VMAC interfaces made for use_vmac, by name (see vmac.go)
@@ -459,6 +461,19 @@ func (e *Engine) Run(ctx context.Context) error {
 	e.sweepVMACs(nl)
 	e.removePresentVIPs()
 
+	// The ledger's background writes end, the last pending one written,
+	// before Run returns.
+	e.ledgerW = newLedgerWriter(e.opts.Ledger)
+	e.warnLedgerOnDisk()
+	stopLedger, ledgerDone := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(ledgerDone)
+		e.ledgerW.run(stopLedger, func(err error) {
+			e.log.Warn("cannot update the VIP ledger", "path", e.opts.Ledger.Path, "err", err)
+		})
+	}()
+	defer func() { close(stopLedger); <-ledgerDone }()
+
 	loopCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	e.ctx = loopCtx
@@ -717,6 +732,21 @@ func (e *Engine) drain() {
 // loop before it says so: every instance's timers wait meanwhile, and a
 // master's next advertisement with them.
 const slowStep = 100 * time.Millisecond
+
+// warnLedgerOnDisk says so when the ledger is on a disk file system: a
+// VIP is added only after its ledger write, and the loop, every master's
+// advertisements included, waits for that write (finding 8 in
+// docs/reliability.md).
+func (e *Engine) warnLedgerOnDisk() {
+	if e.opts.Ledger.Path == "" {
+		return
+	}
+	dir := filepath.Dir(e.opts.Ledger.Path)
+	if mem, fs, err := netif.InMemory(dir); err == nil && !mem {
+		e.log.Warn("the VIP ledger is on a disk file system: each VIP taken waits for a write to it, and every VRRP instance waits meanwhile (hundreds of milliseconds on a busy disk); give --state-dir a tmpfs such as /run",
+			"dir", dir, "fs", fs)
+	}
+}
 
 // slowPart is how long one request of a step to the kernel or the disk
 // (a netlink request, a ledger write, a packet sent) may take before the

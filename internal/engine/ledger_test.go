@@ -1,0 +1,145 @@
+package engine
+
+import (
+	"log/slog"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/vipstack/vipstack/internal/netif"
+	"github.com/vipstack/vipstack/internal/syncbuf"
+)
+
+// TestLedgerWriter: lists are written at once or in the background, the
+// newest wins, a list equal to the one on file is not written again (the
+// file is replaced by a rename on every write, so its inode tells), and a
+// failed write is tried again.
+func TestLedgerWriter(t *testing.T) {
+	vip := func(s string) netif.VIP { return netif.VIP{Prefix: netip.MustParsePrefix(s), Dev: "eth0"} }
+	a, b, c := vip("198.18.0.10/32"), vip("198.18.0.11/32"), vip("fd00:bb::100/128")
+	l := netif.Ledger{Path: filepath.Join(t.TempDir(), "vips")}
+	w := newLedgerWriter(l)
+	fail := func(err error) { t.Errorf("background write: %v", err) }
+	inode := func() uint64 {
+		fi, err := os.Stat(l.Path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.Sys().(*syscall.Stat_t).Ino
+	}
+	onFile := func() []netif.VIP {
+		got, err := l.Load()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	same := func(step string, want ...netif.VIP) {
+		t.Helper()
+		if got := onFile(); !slices.Equal(got, want) {
+			t.Errorf("%s: the ledger lists %v, want %v", step, got, want)
+		}
+	}
+
+	if err := w.now([]netif.VIP{a, b}); err != nil {
+		t.Fatal(err)
+	}
+	same("now", a, b)
+	ino := inode()
+	if err := w.now([]netif.VIP{b, a}); err != nil {
+		t.Fatal(err)
+	}
+	w.later([]netif.VIP{a, b})
+	w.flush(fail)
+	if inode() != ino {
+		t.Error("the same list in another order was written again")
+	}
+
+	w.later([]netif.VIP{a})
+	same("later, before the writer ran", a, b)
+	w.flush(fail)
+	same("later, after", a)
+
+	// A background list older than a list written at once is dropped.
+	w.later([]netif.VIP{b})
+	if err := w.now([]netif.VIP{a, c}); err != nil {
+		t.Fatal(err)
+	}
+	w.flush(fail)
+	same("later then now", a, c)
+
+	// A failed write leaves the next one to write whatever it compares to.
+	dir := filepath.Dir(l.Path)
+	if err := os.Chmod(dir, 0o500); err != nil {
+		t.Fatal(err)
+	}
+	if os.Geteuid() != 0 { // root writes anyway
+		if err := w.now([]netif.VIP{a}); err == nil {
+			t.Error("a write into a read-only directory succeeded")
+		}
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.now([]netif.VIP{a}); err != nil {
+		t.Fatal(err)
+	}
+	same("after a failure", a)
+}
+
+// TestLedgerWriterRun: run writes what later hands in, and the list still
+// pending when it is stopped before it returns.
+func TestLedgerWriterRun(t *testing.T) {
+	l := netif.Ledger{Path: filepath.Join(t.TempDir(), "vips")}
+	w := newLedgerWriter(l)
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		w.run(stop, func(err error) { t.Errorf("background write: %v", err) })
+	}()
+	v := netif.VIP{Prefix: netip.MustParsePrefix("198.18.0.10/32"), Dev: "eth0"}
+	w.later([]netif.VIP{v})
+	close(stop)
+	<-done
+	got, err := l.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, []netif.VIP{v}) {
+		t.Errorf("after run returned the ledger lists %v, want %v", got, []netif.VIP{v})
+	}
+}
+
+// TestWarnLedgerOnDisk: a ledger outside memory is warned about, naming
+// its directory and file system; one on a tmpfs is not.
+func TestWarnLedgerOnDisk(t *testing.T) {
+	if runtime.GOOS != "linux" || os.Geteuid() != 0 {
+		t.Skip("needs Linux and root (to mount a tmpfs)")
+	}
+	var buf syncbuf.Buffer
+	e := &Engine{log: slog.New(slog.NewTextHandler(&buf, nil)), opts: Options{Ledger: netif.Ledger{Path: "/proc/vrrp.vips"}}}
+	e.warnLedgerOnDisk()
+	for _, want := range []string{"level=WARN", "the VIP ledger is on a disk file system", "dir=/proc", `fs="file system type 0x9fa0"`} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("log %q lacks %q", buf.String(), want)
+		}
+	}
+	dir := t.TempDir()
+	if err := unix.Mount("vipstack-test", dir, "tmpfs", 0, "size=1m"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = unix.Unmount(dir, unix.MNT_DETACH) })
+	var quiet syncbuf.Buffer
+	e = &Engine{log: slog.New(slog.NewTextHandler(&quiet, nil)), opts: Options{Ledger: netif.Ledger{Path: filepath.Join(dir, "vrrp.vips")}}}
+	e.warnLedgerOnDisk()
+	if quiet.String() != "" {
+		t.Errorf("a ledger on a tmpfs logged %q", quiet.String())
+	}
+}
