@@ -28,7 +28,7 @@ func TestParseRegsub(t *testing.T) {
 		{name: "set-var", lines: "  http-request set-var(txn.p) path,regsub(^/api,)\n  http-request set-header X %[var(txn.p)]\n"},
 		{name: "http-response", lines: "  http-request set-var(txn.h) req.hdr(host)\n  http-response set-header X %[var(txn.h),regsub(a,b)]\n"},
 		{name: "request fetch in http-response", lines: "  http-response set-header X %[req.hdr(x),regsub(a,b)]\n",
-			wantErr: `h.cfg:9: http-response set-header: sample fetch <req.hdr(x),regsub(a,b)]> may not be reliably used here because it needs 'HTTP request headers' which is not available here.`},
+			wantErr: `h.cfg:9: http-response set-header: sample fetch <req.hdr(x),regsub(a,b)]> may not be reliably used here because it needs 'HTTP request headers' which is not available here`},
 		{name: "hdr in http-response", lines: "  http-response set-header X %[hdr(x)]\n", haproxy: haproxyAccepts,
 			wantErr: `h.cfg:9: http-response set-header: %[hdr(x)]: in http-response haproxy's hdr() is the answer's header, which vipstack does not expand (accepted: ` + lbconfig.HTTPValueVars + ` but path, hdr(NAME), req.hdr(NAME))`},
 		{name: "unknown flag", lines: "  http-request set-header X %[path,regsub(a,b,x)]\n",

@@ -527,7 +527,7 @@ func CheckResponseValue(v string) error {
 		switch name {
 		case "path", "base", "url", "req.hdr":
 			// haproxy's words.
-			return fmt.Errorf("sample fetch <%s]> may not be reliably used here because it needs 'HTTP request headers' which is not available here.", expr)
+			return fmt.Errorf("sample fetch <%s]> may not be reliably used here because it needs 'HTTP request headers' which is not available here", expr)
 		case "hdr":
 			return fmt.Errorf("%%[%s]: in http-response haproxy's hdr() is the answer's header, which vipstack does not expand (accepted: %s but path, hdr(NAME), req.hdr(NAME))", expr, HTTPValueVars)
 		}
