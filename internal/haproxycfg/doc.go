@@ -46,7 +46,8 @@
 //     mode tcp|http; in mode http also (http.go) acl, use_backend,
 //     http-request set-header | add-header | del-header | set-path |
 //     replace-path | replace-uri | replace-header | replace-value | deny |
-//     allow | redirect | set-var(txn.NAME), http-response set-header |
+//     allow | redirect | set-var(txn.NAME) (values and expressions with
+//     the regsub converter, lbconfig/sample.go), http-response set-header |
 //     add-header | del-header | replace-header | replace-value |
 //     set-status (rewrite_test.go), redirect, option forwardfor, option
 //     originalto, option http-buffer-request, compression algo | type |
@@ -120,8 +121,9 @@
 //
 // bind takes ssl with crt FILE|DIR, crt-list FILE, alpn, ciphers,
 // ciphersuites, ssl-min-ver, ssl-max-ver, no-sslv3, no-tlsv1x,
-// force-tlsv1x and no-tls-tickets (tls.go); certificate and CA files are
-// read when the file is, as haproxy -c reads them.
+// force-tlsv1x, no-tls-tickets and prefer-client-ciphers (tls.go; also
+// in ssl-default-bind-options); certificate and CA files are read when
+// the file is, as haproxy -c reads them.
 //
 // Addresses follow haproxy: the port comes after the last colon, so
 // ":::9445" is every IPv6 address (and IPv4 with v4v6) on 9445, ":7443"

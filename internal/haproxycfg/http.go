@@ -471,18 +471,37 @@ const matchMethods = "beg dom end found reg str sub"
 func (p *parser) aclTest(l line, words []string) (lbconfig.ACLTest, bool) {
 	var t lbconfig.ACLTest
 	crit := words[0]
+	written := crit
+	if strings.Contains(crit, ",") {
+		e, err := lbconfig.ParseSampleExpr(crit)
+		switch {
+		case err != nil:
+			p.errorf(l, "acl", "acl criterion %q: %v", crit, err)
+			return t, false
+		case len(e.Convs) == 0:
+			p.errorf(l, "acl", "acl criterion %q: arguments after a comma are not supported by vipstack (accepted: %s)", crit, lbconfig.HTTPFetchNames())
+			return t, false
+		}
+		crit, t.Conv = e.Fetch, e
+	}
 	fetch, arg := crit, ""
 	if i := strings.IndexByte(crit, '('); i > 0 && strings.HasSuffix(crit, ")") {
 		fetch, arg = crit[:i], crit[i+1:len(crit)-1]
-	}
-	if strings.Contains(crit, ",") {
-		p.errorf(l, "acl", "acl criterion %q: converters are not supported by vipstack (accepted: %s)", crit, lbconfig.HTTPFetchNames())
-		return t, false
 	}
 	match, ok := lbconfig.HTTPFetches[fetch]
 	if !ok {
 		p.errorf(l, "acl", "acl criterion %q is not supported by vipstack (accepted: %s)", crit, lbconfig.HTTPFetchNames())
 		return t, false
+	}
+	if t.Conv != nil {
+		// haproxy: with converters the acl matches the converters'
+		// output (a string, -m str unless said), and its keyword must
+		// be a sample fetch, not a derived acl keyword such as path_beg.
+		if !slices.Contains(lbconfig.ConvFetches, fetch) {
+			p.errorf(l, "acl", "acl criterion %q: converters after %s are not supported by vipstack (accepted: converters after %s)", written, fetch, strings.Join(lbconfig.ConvFetches, ", "))
+			return t, false
+		}
+		match = "str"
 	}
 	hdr := fetch == "hdr" || fetch == "req.hdr" || strings.HasPrefix(fetch, "hdr_")
 	switch {
@@ -835,6 +854,10 @@ func (p *parser) httpResponse(l line, hp *lbconfig.HTTPProxy) {
 	switch action {
 	case "set-header", "add-header", "del-header", "replace-header", "replace-value":
 		if !p.headerRule(l, "http-response", &r, args, bad) {
+			return
+		}
+		if err := lbconfig.CheckResponseValue(r.Value); err != nil {
+			p.errorf(l, "http-response", "http-response %s: %v", action, err)
 			return
 		}
 	case "set-status":

@@ -152,7 +152,7 @@ func TestParseHTTPErrors(t *testing.T) {
 		},
 		{
 			name: "converter", lines: "  acl a hdr(host),lower -m str x\n",
-			want:    `h.cfg:9: acl criterion "hdr(host),lower": converters are not supported by vipstack (accepted: ` + lbconfig.HTTPFetchNames() + `)`,
+			want:    `h.cfg:9: acl criterion "hdr(host),lower": converter 'lower' is not supported by vipstack (accepted: ` + lbconfig.Converters + `)`,
 			haproxy: haproxyAccepts,
 		},
 		{
@@ -186,7 +186,7 @@ func TestParseHTTPErrors(t *testing.T) {
 		},
 		{
 			name: "unknown value expression", lines: "  http-request set-header X %[rand]\n",
-			want:    `h.cfg:9: http-request set-header X: %[rand] is not supported by vipstack (accepted: literal text and ` + lbconfig.HTTPValueVars + `)`,
+			want:    `h.cfg:9: http-request set-header X: %[rand] is not supported by vipstack (accepted: literal text and ` + lbconfig.HTTPValueVars + `, each with converters ` + lbconfig.Converters + `)`,
 			haproxy: haproxyAccepts,
 		},
 		{

@@ -114,7 +114,7 @@ func TestParseRewriteErrors(t *testing.T) {
 		},
 		{
 			name: "replace-uri unknown sample", lines: "  http-request replace-uri (.*) %[rand]\\1\n",
-			want:    `h.cfg:9: http-request replace-uri: %[rand] is not supported by vipstack (accepted: literal text and ` + lbconfig.HTTPValueVars + `)`,
+			want:    `h.cfg:9: http-request replace-uri: %[rand] is not supported by vipstack (accepted: literal text and ` + lbconfig.HTTPValueVars + `, each with converters ` + lbconfig.Converters + `)`,
 			haproxy: haproxyAccepts,
 		},
 		{

@@ -29,7 +29,8 @@ func TestParseSetVar(t *testing.T) {
 		{name: "session scope", lines: "  http-request set-var(sess.a) src\n", haproxy: haproxyAccepts,
 			wantErr: `h.cfg:9: http-request set-var(sess.a): variable sess.a: scope sess is not supported by vipstack, whose variables live for one request (accepted: txn.NAME or req.NAME)`},
 		{name: "converter", lines: "  http-request set-var(txn.a) hdr(host),lower\n", haproxy: haproxyAccepts,
-			wantErr: `h.cfg:9: http-request set-var(txn.a): set-var expression "hdr(host),lower": converters and arguments after a comma are not supported by vipstack (accepted: ` + "base, dst, dst_port, hdr(NAME), method, path, req.hdr(NAME), src, src_port, ssl_fc_sni, str(TEXT), url, var(SCOPE.NAME)" + `)`},
+			wantErr: `h.cfg:9: http-request set-var(txn.a): set-var expression "hdr(host),lower": converter 'lower' is not supported by vipstack (accepted: regsub(REGEX,SUBST[,FLAGS]))`},
+		{name: "regsub", lines: "  http-request set-var(txn.a) hdr(host),regsub(:[0-9]+$,)\n"},
 		{name: "bad character", lines: "  http-request set-var(txn.a-b) src\n",
 			wantErr: `h.cfg:9: http-request set-var(txn.a-b): variable txn.a-b: invalid name (accepted: letters, digits, '.' and '_' after the scope)`},
 	}

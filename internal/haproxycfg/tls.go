@@ -39,6 +39,8 @@ type tlsOpts struct {
 	no        map[uint16]bool
 	ciphers   []uint16
 	noTickets bool
+	// preferClient is prefer-client-ciphers (binds only).
+	preferClient bool
 }
 
 // tlsVersionKeywords are no-sslv3, no-tlsv1x and force-tlsv1x's versions
@@ -97,17 +99,6 @@ func tlsOption(params []string, o *tlsOpts, fail func(kw, format string, a ...an
 			o.max = v
 		}
 		return 2
-	case w == "prefer-client-ciphers":
-		// OpenSSL then takes the client's order. Go's crypto/tls (1.17
-		// and later) takes neither the client's order nor the list's: it
-		// walks its own fixed order (AES-GCM first, or ChaCha20 first
-		// when the client lists ChaCha20 before AES-GCM) and picks the
-		// first the client offers. A client that prefers AES-256 would
-		// get AES-128 from vipstack where haproxy gives it AES-256.
-		fail(w, "prefer-client-ciphers is not supported by vipstack: Go's TLS picks the suite by its own fixed order "+
-			"(AES-GCM first, ChaCha20 first for a client that lists it before AES-GCM), not the client's "+
-			"(accepted: leave it out; then the list's order is not followed either, see docs/haproxy-cfg.md)")
-		return -1
 	}
 	return 0
 }
@@ -127,6 +118,7 @@ func (o tlsOpts) over(d tlsOpts) tlsOpts {
 		o.ciphers = d.ciphers
 	}
 	o.noTickets = o.noTickets || d.noTickets
+	o.preferClient = o.preferClient || d.preferClient
 	if len(d.no) > 0 {
 		no := map[uint16]bool{}
 		for k := range d.no {
@@ -164,7 +156,7 @@ func (o tlsOpts) resolve() (lbconfig.TLSOptions, string) {
 	if lo > hi {
 		return lbconfig.TLSOptions{}, "no TLS version is left enabled (accepted: ssl-min-ver at or below ssl-max-ver, not every version disabled)"
 	}
-	out := lbconfig.TLSOptions{Ciphers: slices.Clone(o.ciphers), NoTickets: o.noTickets}
+	out := lbconfig.TLSOptions{Ciphers: slices.Clone(o.ciphers), NoTickets: o.noTickets, PreferClientCiphers: o.preferClient}
 	if lo != lbconfig.DefaultTLSMinVersion {
 		out.MinVersion = lo
 	}
@@ -251,6 +243,12 @@ func (p *parser) globalDefault(l line, kw string, o *tlsOpts) {
 			return
 		}
 		for i := 0; i < len(args); {
+			if args[i] == "prefer-client-ciphers" && strings.HasPrefix(kw, "ssl-default-bind-") {
+				o.preferClient = true
+				p.warnPreferClient(l, kw)
+				i++
+				continue
+			}
 			n := tlsOption(args[i:], o, fail)
 			switch {
 			case n < 0:
@@ -293,6 +291,10 @@ func (p *parser) bindTLSParam(l line, params []string, b *bindTLS) int {
 	case "ssl":
 		b.ssl = true
 		return 1
+	case "prefer-client-ciphers":
+		b.opts.preferClient = true
+		p.warnPreferClient(l, "bind")
+		took = 1
 	case "crt", "crt-list", "alpn", "ciphers", "ciphersuites":
 		v, ok := value()
 		if !ok {
@@ -677,4 +679,13 @@ func (p *parser) warnSkippedCiphers(l line, what string, skipped []string) {
 	}
 	p.warnf(l, "%s: vipstack cannot offer %s (DHE key exchange, which Go's TLS does not implement); it offers the others of the list",
 		what, strings.Join(skipped, ", "))
+}
+
+// warnPreferClient says what prefer-client-ciphers does in vipstack:
+// the client's order of TLS 1.2 suites, as haproxy; TLS 1.3's suite Go
+// chooses by its own order, which Go's TLS does not let a program change.
+func (p *parser) warnPreferClient(l line, kw string) {
+	p.warnf(l, "%s: prefer-client-ciphers: vipstack takes the client's order for TLS 1.2 and older suites, as haproxy does; "+
+		"for TLS 1.3, Go's TLS takes its own (AES-128-GCM, AES-256-GCM, then ChaCha20; ChaCha20 first for a client that lists it first), "+
+		"so a client preferring AES-256-GCM gets AES-128-GCM where haproxy gives it AES-256-GCM", kw)
 }

@@ -170,6 +170,18 @@ func TestParseTLS(t *testing.T) {
 		},
 		want: true,
 	}, {
+		name:         "prefer-client-ciphers in global, the 069 layout",
+		conf:         conf("  ssl-default-bind-options prefer-client-ciphers no-sslv3 no-tlsv10 no-tlsv11 no-tls-tickets\n", "ssl crt "+dir+"/a.pem", plainServer),
+		get:          bindTLS,
+		want:         lbconfig.BindTLS{Crt: []string{dir + "/a.pem"}, TLSOptions: lbconfig.TLSOptions{NoTickets: true, PreferClientCiphers: true}},
+		wantWarnings: []string{"h.cfg:2: ssl-default-bind-options: prefer-client-ciphers: vipstack takes the client's order for TLS 1.2 and older suites, as haproxy does; for TLS 1.3, Go's TLS takes its own (AES-128-GCM, AES-256-GCM, then ChaCha20; ChaCha20 first for a client that lists it first), so a client preferring AES-256-GCM gets AES-128-GCM where haproxy gives it AES-256-GCM"},
+	}, {
+		name:         "prefer-client-ciphers on a bind",
+		conf:         conf("", "ssl crt "+dir+"/a.pem prefer-client-ciphers ssl-max-ver TLSv1.2", plainServer),
+		get:          bindTLS,
+		want:         lbconfig.BindTLS{Crt: []string{dir + "/a.pem"}, TLSOptions: lbconfig.TLSOptions{MaxVersion: tls.VersionTLS12, PreferClientCiphers: true}},
+		wantWarnings: []string{"h.cfg:8: bind: prefer-client-ciphers: vipstack takes the client's order for TLS 1.2 and older suites, as haproxy does; for TLS 1.3, Go's TLS takes its own (AES-128-GCM, AES-256-GCM, then ChaCha20; ChaCha20 first for a client that lists it first), so a client preferring AES-256-GCM gets AES-128-GCM where haproxy gives it AES-256-GCM"},
+	}, {
 		name:         "alpn without ssl",
 		conf:         conf("", "alpn h2,http/1.1", plainServer),
 		get:          func(c *lbconfig.Config) any { return c.Frontends[0].Binds[0].TLS == nil },
@@ -272,8 +284,9 @@ func TestParseTLSErrors(t *testing.T) {
 		name: "TLS 1.3 suites left out", conf: conf("", a+" ciphersuites TLS_AES_128_GCM_SHA256", plainServer),
 		want: `h.cfg:8: bind parameter ciphersuites: TLS 1.3 cipher suites "TLS_AES_128_GCM_SHA256" leave out TLS_AES_256_GCM_SHA384, which Go's TLS 1.3 always enables (accepted: a list naming all of TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256)`,
 	}, {
-		name: "prefer-client-ciphers", conf: conf("  ssl-default-bind-options prefer-client-ciphers\n", a, plainServer),
-		want: `h.cfg:2: ssl-default-bind-options: prefer-client-ciphers is not supported by vipstack: Go's TLS picks the suite by its own fixed order (AES-GCM first, ChaCha20 first for a client that lists it before AES-GCM), not the client's (accepted: leave it out; then the list's order is not followed either, see docs/haproxy-cfg.md)`,
+		name: "prefer-client-ciphers for servers", conf: conf("  ssl-default-server-options prefer-client-ciphers\n", a, "  server s1 127.0.0.1:47444 ssl verify none\n"),
+		want:        `h.cfg:2: ssl-default-server-options: option "prefer-client-ciphers" is not supported by vipstack (accepted: ` + tlsOptionWords + `)`,
+		haproxyAlso: true,
 	}, {
 		name: "server ssl verified without ca-file", conf: conf("", a, "  server s1 127.0.0.1:47444 ssl\n"),
 		want:        `h.cfg:11: backend be, server s1: verify is enabled by default but no CA file specified. If you're running on a LAN where you're certain to trust the server's certificate, please set an explicit 'verify none' statement on the 'server' line (accepted: ca-file FILE, or verify none)`,

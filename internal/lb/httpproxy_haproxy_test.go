@@ -174,6 +174,11 @@ func masked(a httpAnswer) httpAnswer {
 			h[k] = v
 		}
 	}
+	for k, v := range x.Header {
+		if strings.HasPrefix(k, "X-Rs-") { // TestRegsubMatchesHaproxy's
+			h[k] = v
+		}
+	}
 	x.Header, x.Remote = h, ""
 	a.Arrived = &x
 	return a

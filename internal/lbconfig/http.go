@@ -290,6 +290,9 @@ type ACLTest struct {
 	Match       string
 	Insensitive bool
 	Values      []string
+	// Conv, when not nil, holds the converters applied to each sample
+	// before matching (Conv.Fetch is the criterion without them).
+	Conv *SampleExpr
 	// The values compiled by CompileACL.
 	Regexps []*regexp.Regexp
 	Nets    []netip.Prefix
@@ -333,7 +336,7 @@ func CompileRule(r *HTTPRule) error {
 }
 
 // VarFetches are the sample fetches `http-request set-var` takes as its
-// expression (without converters): the value the variable gets.
+// expression (with Converters): the value the variable gets.
 const VarFetches = "base, dst, dst_port, hdr(NAME), method, path, req.hdr(NAME), src, src_port, ssl_fc_sni, str(TEXT), url, var(SCOPE.NAME)"
 
 // CheckVarName checks a variable's name as haproxy 2.6 reads it: a scope,
@@ -355,23 +358,26 @@ func CheckVarName(v string) error {
 	return nil
 }
 
-// CheckVarExpr checks set-var's expression: one of VarFetches.
+// CheckVarExpr checks set-var's expression: one of VarFetches, and
+// Converters.
 func CheckVarExpr(expr string) error {
-	if strings.Contains(expr, ",") {
-		return fmt.Errorf("set-var expression %q: converters and arguments after a comma are not supported by vipstack (accepted: %s)", expr, VarFetches)
+	e, err := ParseSampleExpr(expr)
+	if err != nil {
+		return fmt.Errorf("set-var expression %q: %v", expr, err)
 	}
-	if t, ok := strings.CutPrefix(expr, "str("); ok && strings.HasSuffix(t, ")") && !strings.ContainsAny(t[:len(t)-1], "()") {
+	f := e.Fetch
+	if t, ok := strings.CutPrefix(f, "str("); ok && strings.HasSuffix(t, ")") && !strings.ContainsAny(t[:len(t)-1], "()") {
 		return nil
 	}
-	if v, ok := strings.CutPrefix(expr, "var("); ok && strings.HasSuffix(v, ")") {
+	if v, ok := strings.CutPrefix(f, "var("); ok && strings.HasSuffix(v, ")") {
 		return CheckVarName(v[:len(v)-1])
 	}
-	switch expr {
+	switch f {
 	case "base", "url":
 		return nil
 	}
-	if !HTTPValueExpr(expr) {
-		return fmt.Errorf("set-var expression %q is not supported by vipstack (accepted: %s)", expr, VarFetches)
+	if !HTTPValueExpr(f) {
+		return fmt.Errorf("set-var expression %q is not supported by vipstack (accepted: %s, each with converters %s)", expr, VarFetches, Converters)
 	}
 	return nil
 }
@@ -388,6 +394,10 @@ var HTTPFetches = map[string]string{
 	"var": "", // no implied method: -m is required, as in haproxy
 }
 
+// ConvFetches are the acl criteria that may take converters (sample
+// fetches giving text, as haproxy's sample fetch keywords).
+var ConvFetches = []string{"base", "hdr", "path", "req.hdr", "ssl_fc_sni", "url", "var"}
+
 // HTTPFetchNames lists HTTPFetches for messages.
 func HTTPFetchNames() string {
 	return "always_false, always_true, base[_beg|_end|_reg|_sub], dst, dst_port, hdr(NAME)[_beg|_dom|_end|_reg|_sub], method, path[_beg|_dir|_end|_reg|_sub], req.hdr(NAME), src, src_port, ssl_fc, ssl_fc_sni, url[_beg|_end|_reg|_sub], var(txn.NAME) -m METHOD"
@@ -401,7 +411,7 @@ func CompileACL(t *ACLTest) error {
 		if err := CheckVarName(t.Arg); err != nil {
 			return err
 		}
-		if t.Match == "" {
+		if t.Match == "" && t.Conv == nil {
 			return errors.New("matching method must be specified first (using '-m') when using a sample fetch of this type ('var')")
 		}
 	}
@@ -480,22 +490,48 @@ func intRange(v string) (IntRange, error) {
 const HTTPValueVars = "%[src], %[src_port], %[dst], %[dst_port], %[ssl_fc], %[ssl_fc_sni], %[path], %[method], %[req.hdr(NAME)], %[hdr(NAME)], %[var(txn.NAME)]"
 
 // CheckHTTPValue checks that a header value's %[...] expressions are ones
-// vipstack expands.
+// vipstack expands: fetches of HTTPValueVars with Converters.
 func CheckHTTPValue(v string) error {
 	for {
-		i := strings.Index(v, "%[")
-		if i < 0 {
+		_, expr, rest, found, err := NextSample(v)
+		if err != nil {
+			return err
+		}
+		if !found {
 			return nil
 		}
-		j := strings.IndexByte(v[i:], ']')
-		if j < 0 {
-			return fmt.Errorf("value %q has an unclosed %%[ (accepted: %s)", v, HTTPValueVars)
+		e, err := ParseSampleExpr(expr)
+		if err != nil {
+			return fmt.Errorf("%%[%s]: %v", expr, err)
 		}
-		expr := v[i+2 : i+j]
-		if !HTTPValueExpr(expr) {
-			return fmt.Errorf("%%[%s] is not supported by vipstack (accepted: literal text and %s)", expr, HTTPValueVars)
+		if !HTTPValueExpr(e.Fetch) {
+			return fmt.Errorf("%%[%s] is not supported by vipstack (accepted: literal text and %s, each with converters %s)", expr, HTTPValueVars, Converters)
 		}
-		v = v[i+j+1:]
+		v = rest
+	}
+}
+
+// CheckResponseValue checks an http-response rule's value (already
+// checked by CheckHTTPValue) as haproxy 2.6 does: the request's path
+// and headers (path, base, url, req.hdr) are gone by then, which is
+// haproxy's error; hdr() there is the answer's header in haproxy, which
+// vipstack does not expand.
+func CheckResponseValue(v string) error {
+	for {
+		_, expr, rest, found, err := NextSample(v)
+		if err != nil || !found {
+			return err
+		}
+		fetch, _, _ := strings.Cut(expr, ",")
+		name, _, _ := strings.Cut(fetch, "(")
+		switch name {
+		case "path", "base", "url", "req.hdr":
+			// haproxy's words.
+			return fmt.Errorf("sample fetch <%s]> may not be reliably used here because it needs 'HTTP request headers' which is not available here", expr)
+		case "hdr":
+			return fmt.Errorf("%%[%s]: in http-response haproxy's hdr() is the answer's header, which vipstack does not expand (accepted: %s but path, hdr(NAME), req.hdr(NAME))", expr, HTTPValueVars)
+		}
+		v = rest
 	}
 }
 

@@ -59,6 +59,10 @@ type TLSOptions struct {
 	Ciphers []uint16
 	// NoTickets turns session tickets off (`no-tls-tickets`).
 	NoTickets bool
+	// PreferClientCiphers is a bind's `prefer-client-ciphers`: of the
+	// TLS 1.2 (and older) suites both sides offer, the client's first is
+	// chosen. TLS 1.3's choice stays Go's own (see CipherSuites13).
+	PreferClientCiphers bool
 }
 
 // ServerTLS is `server ... ssl`: connections to the server are TLS.
@@ -310,6 +314,9 @@ func (v *validator) serverTLS(pos, field string, s *Server) {
 		if p == "" || len(p) > 255 {
 			v.fail(pos, field, "alpn", "alpn protocol %q is empty or longer than 255 bytes (accepted: names such as h2,http/1.1)", p)
 		}
+	}
+	if t.PreferClientCiphers {
+		v.fail(pos, field, "prefer-client-ciphers", "prefer-client-ciphers applies to binds, where vipstack is the TLS server (accepted: no PreferClientCiphers on a server)")
 	}
 	v.tlsOptions(pos, field, &t.TLSOptions)
 }

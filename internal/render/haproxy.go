@@ -320,6 +320,9 @@ func tlsOptionWords(o lbconfig.TLSOptions) []string {
 	if o.NoTickets {
 		words = append(words, "no-tls-tickets")
 	}
+	if o.PreferClientCiphers {
+		words = append(words, "prefer-client-ciphers")
+	}
 	return words
 }
 

@@ -435,7 +435,7 @@ func TestHAProxyCfgWritesTLS(t *testing.T) {
 				TLSOptions: lbconfig.TLSOptions{MinVersion: tls.VersionTLS13, Ciphers: []uint16{tls.TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384}, NoTickets: true},
 			}},
 			{Addr: ap("0.0.0.0:8444"), TLS: &lbconfig.BindTLS{Crt: []string{dir + "/b.pem"}, Certs: []lbconfig.Cert{{Path: dir + "/b.pem", PEM: b}},
-				TLSOptions: lbconfig.TLSOptions{MinVersion: tls.VersionTLS11, MaxVersion: tls.VersionTLS12}}},
+				TLSOptions: lbconfig.TLSOptions{MinVersion: tls.VersionTLS11, MaxVersion: tls.VersionTLS12, PreferClientCiphers: true}}},
 		}}},
 		Backends: []lbconfig.Backend{{Name: "be", Servers: []lbconfig.Server{{
 			Name: "s1", Addr: ap("198.18.0.11:6443"), Check: true, CheckSSL: true, Verify: true,

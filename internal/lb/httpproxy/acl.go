@@ -21,6 +21,9 @@ type request struct {
 	// vars are the request's variables (txn.NAME, req.NAME), set by
 	// http-request set-var in the frontend's and the backend's rules.
 	vars map[string]string
+	// samples are the configuration's compiled sample expressions with
+	// converters, by their text.
+	samples map[string]*lbconfig.SampleExpr
 }
 
 // acls are a section's named ACLs.
@@ -106,6 +109,13 @@ func test(t *lbconfig.ACLTest, rq *request) bool {
 		return m
 	}
 	samples := fetch(t, rq)
+	if t.Conv != nil {
+		conv := make([]string, len(samples))
+		for i, s := range samples {
+			conv[i] = t.Conv.Convert(s)
+		}
+		samples = conv
+	}
 	if t.Match == "found" {
 		return len(samples) > 0
 	}

@@ -123,6 +123,7 @@ type compiled struct {
 	feACLs  acls
 	beACLs  map[string]acls
 	servers map[string][]serverRef // by backend
+	samples map[string]*lbconfig.SampleExpr
 }
 
 type serverRef struct {
@@ -184,7 +185,7 @@ func New(core Core, cfg Config, log *slog.Logger) *Proxy {
 
 // Set puts cfg in force for the requests that start from now on.
 func (p *Proxy) Set(cfg Config) {
-	c := &compiled{cfg: cfg, beACLs: map[string]acls{}, servers: map[string][]serverRef{}}
+	c := &compiled{cfg: cfg, beACLs: map[string]acls{}, servers: map[string][]serverRef{}, samples: compileSamples(cfg)}
 	if cfg.Frontend.HTTP != nil {
 		c.feACLs = cfg.Frontend.HTTP.ACLs
 	}
@@ -341,7 +342,7 @@ func firstSet(ds ...time.Duration) time.Duration {
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c := p.cfg.Load()
 	start := time.Now()
-	rq := &request{r: r, tls: r.TLS != nil}
+	rq := &request{r: r, tls: r.TLS != nil, samples: c.samples}
 	var nth int64
 	if cn, ok := r.Context().Value(connKey{}).(net.Conn); ok {
 		rq.src = addrPort(cn.RemoteAddr())

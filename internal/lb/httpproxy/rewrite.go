@@ -24,32 +24,7 @@ func replaceWhole(re *regexp.Regexp, s, with string) (string, bool) {
 	if m == nil {
 		return s, false
 	}
-	var b strings.Builder
-	for i := 0; i < len(with); i++ {
-		c := with[i]
-		if c != '\\' || i+1 == len(with) {
-			b.WriteByte(c)
-			continue
-		}
-		i++
-		d := with[i]
-		switch {
-		case d >= '0' && d <= '9':
-			if n := int(d - '0'); 2*n+1 < len(m) && m[2*n] >= 0 {
-				b.WriteString(s[m[2*n]:m[2*n+1]])
-			}
-		case d == 'x' && i+2 < len(with):
-			if v, err := strconv.ParseUint(with[i+1:i+3], 16, 8); err == nil {
-				b.WriteByte(byte(v))
-				i += 2
-				continue
-			}
-			b.WriteByte(d)
-		default:
-			b.WriteByte(d)
-		}
-	}
-	return b.String(), true
+	return lbconfig.ExpReplace(s, m, with), true
 }
 
 // replaceHeader carries out replace-header (values false: each whole

@@ -8,37 +8,51 @@ import (
 	"github.com/vipstack/vipstack/internal/lbconfig"
 )
 
-// expand fills a rule value's %[...] expressions (lbconfig.HTTPValueVars).
+// expand fills a rule value's %[...] expressions (lbconfig.HTTPValueVars
+// with lbconfig.Converters).
 func expand(v string, rq *request) string {
 	if !strings.Contains(v, "%[") {
 		return v
 	}
 	var b strings.Builder
 	for {
-		i := strings.Index(v, "%[")
-		if i < 0 {
-			b.WriteString(v)
+		lit, expr, rest, found, err := lbconfig.NextSample(v)
+		if err != nil || !found {
+			b.WriteString(v) // an unclosed %[ (validation refuses it)
 			return b.String()
 		}
-		j := strings.IndexByte(v[i:], ']')
-		if j < 0 {
-			b.WriteString(v)
-			return b.String()
-		}
-		b.WriteString(v[:i])
-		b.WriteString(sample(v[i+2:i+j], rq))
-		v = v[i+j+1:]
+		b.WriteString(lit)
+		s, _ := sampleOK(expr, rq)
+		b.WriteString(s)
+		v = rest
 	}
 }
 
-func sample(expr string, rq *request) string {
-	v, _ := sampleOK(expr, rq)
-	return v
+// sampleOK is the value of a sample expression (a fetch of
+// lbconfig.VarFetches and its converters), and whether the sample
+// exists: a missing header or variable has none.
+func sampleOK(expr string, rq *request) (string, bool) {
+	if !strings.Contains(expr, ",") {
+		return fetchOK(expr, rq)
+	}
+	e := rq.samples[expr]
+	if e == nil {
+		// Not compiled with the configuration (a request built by
+		// a test): compiled now.
+		var err error
+		if e, err = lbconfig.ParseSampleExpr(expr); err != nil {
+			return "", false
+		}
+	}
+	v, ok := fetchOK(e.Fetch, rq)
+	if !ok {
+		return "", false
+	}
+	return e.Convert(v), true
 }
 
-// sampleOK is the value of a sample fetch (lbconfig.VarFetches), and
-// whether the sample exists: a missing header or variable has none.
-func sampleOK(expr string, rq *request) (string, bool) {
+// fetchOK is the value of a sample fetch, and whether the sample exists.
+func fetchOK(expr string, rq *request) (string, bool) {
 	if t, ok := strings.CutPrefix(expr, "str("); ok {
 		return strings.TrimSuffix(t, ")"), true
 	}
@@ -71,6 +85,49 @@ func sampleOK(expr string, rq *request) (string, bool) {
 		return "", false
 	}
 	return fixedSample(expr, rq), true
+}
+
+// compileSamples compiles the sample expressions with converters of
+// the frontend's and the backends' rules, by their text.
+func compileSamples(cfg Config) map[string]*lbconfig.SampleExpr {
+	out := map[string]*lbconfig.SampleExpr{}
+	add := func(expr string) {
+		if !strings.Contains(expr, ",") {
+			return
+		}
+		if e, err := lbconfig.ParseSampleExpr(expr); err == nil {
+			out[expr] = e
+		}
+	}
+	rules := func(h *lbconfig.HTTPProxy) {
+		for _, rs := range [][]lbconfig.HTTPRule{h.Rules, h.Redirects, h.ResponseRules} {
+			for _, r := range rs {
+				if r.Action == "set-var" {
+					add(r.Value)
+					continue
+				}
+				for _, v := range []string{r.Value, r.To} {
+					for {
+						_, expr, rest, found, err := lbconfig.NextSample(v)
+						if err != nil || !found {
+							break
+						}
+						add(expr)
+						v = rest
+					}
+				}
+			}
+		}
+	}
+	if cfg.Frontend.HTTP != nil {
+		rules(&cfg.Frontend.HTTP.HTTPProxy)
+	}
+	for _, b := range cfg.Backends {
+		if b.HTTP != nil {
+			rules(&b.HTTP.HTTPProxy)
+		}
+	}
+	return out
 }
 
 func fixedSample(expr string, rq *request) string {

@@ -4,7 +4,8 @@
 // certificate chosen by SNI (exact names before wildcards, the first
 // certificate by default), ALPN offered only when the client shares a
 // protocol (haproxy goes on without ALPN where Go would abort), the
-// versions and cipher suites configured, and a server's certificate
+// versions and cipher suites configured (below TLS 1.3 in the client's
+// order with prefer-client-ciphers), and a server's certificate
 // verified against its ca-file and, with sni, that name.
 //
 // It imports only lbconfig; internal/lb uses it for its TLS listeners and
@@ -82,6 +83,9 @@ func Bind(t *lbconfig.BindTLS) (*tls.Config, error) {
 			}
 			return plain, nil
 		}
+	}
+	if t.PreferClientCiphers {
+		base.GetConfigForClient = preferClient(base, base.GetConfigForClient)
 	}
 	return base, nil
 }
