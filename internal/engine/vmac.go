@@ -18,6 +18,17 @@ type vmacNetlink interface {
 	SweepVMACs(netif.VMACLedger, func(netif.VMAC) bool) ([]netif.VMAC, error)
 }
 
+// vmacNetlink is the engine's netlink as a vmacNetlink, when it is one
+// (under the timing wrapper the loop sees).
+func (e *Engine) vmacNetlink() (vmacNetlink, bool) {
+	nl := e.nl
+	if t, ok := nl.(timedNetlink); ok {
+		nl = t.Netlink
+	}
+	vn, ok := nl.(vmacNetlink)
+	return vn, ok
+}
+
 // vmacOf is the VMAC interface of an instance with use_vmac.
 func vmacOf(ic *keepalived.Instance) netif.VMAC {
 	return netif.VMAC{Name: ic.VMACInterface(), Parent: ic.Interface, MAC: netif.VMACAddr(ic.VRID, ic.Family()), Family: ic.Family()}
@@ -34,7 +45,7 @@ func (e *Engine) vmacFor(ic *keepalived.Instance, in *instance) (vipDev, annName
 	if !ic.UseVMAC {
 		return ic.Interface, ic.Interface, in.ifIndex, nil
 	}
-	nl, ok := e.nl.(vmacNetlink)
+	nl, ok := e.vmacNetlink()
 	if !ok {
 		return "", "", 0, fmt.Errorf("use_vmac: this netlink cannot create VMAC interfaces")
 	}
@@ -77,7 +88,7 @@ func (e *Engine) syncVMACs(running bool) {
 	if len(e.vmacs) == 0 {
 		return
 	}
-	nl, ok := e.nl.(vmacNetlink)
+	nl, ok := e.vmacNetlink()
 	if !ok {
 		return
 	}
