@@ -32,8 +32,10 @@
 // pending), from a packet socket, so the client's neighbour table (shared
 // gc_thresh3 of 1,024 entries) is not involved; a reply can only come from
 // a node whose interface carries the address. Printed: p50, p99 and max of
-// both, and the VmRSS and VmHWM (peak) of the controller and each agent
-// after -settle.
+// both, and the VmRSS (anonymous and file pages) and VmHWM (peak) of the
+// controller and each agent after -settle, judged against issue 32's
+// 50 MiB RSS. -controller-args and -agent-args add to the daemons' command
+// lines (a --memory-limit to compare, a --pprof-addr to take profiles).
 //
 // -scenario default-pool does the same with Services that carry no
 // annotation: the controller runs with --default-group infra/lab, so the

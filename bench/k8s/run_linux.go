@@ -50,6 +50,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		md      = fs.String("markdown", "", "write the results into the scenario's block (k8s, k8s-default-pool, k8s-from-keepalived, k8s-from-metallb) of this Markdown `file` (docs/benchmarks.md)")
 		scen    = fs.String("scenario", scenarioAnnotated, "what is measured: "+scenarioHelp)
 		third   = fs.String("thirdparty", "../shared/thirdparty", "directory with MetalLB's CRDs (metallb/metallb.io_*.yaml), for -scenario "+scenarioFromMetalLB+"; relative to the module's root")
+		ctlArgs = fs.String("controller-args", "", "more arguments for vipstack controller, space-separated (e.g. \"--memory-limit 0\")")
+		agArgs  = fs.String("agent-args", "", "more arguments for each vipstack agent, space-separated (e.g. \"--pprof-addr 127.0.0.1:6060\", in the node's namespace)")
 	)
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -87,7 +89,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 
 	b := &bench{ctx: ctx, out: stdout, n: *n, settle: *settle, advert: *advert, warm: *warm, clients: *clients,
-		markdown: *md, facts: benchdoc.Collect("./bench/k8s", args), scenario: *scen, thirdparty: *third, netnsPrefix: *nsPfx}
+		markdown: *md, facts: benchdoc.Collect("./bench/k8s", args), scenario: *scen, thirdparty: *third, netnsPrefix: *nsPfx,
+		controllerArgs: strings.Fields(*ctlArgs), agentArgs: strings.Fields(*agArgs)}
 	b.p = &k8slab.Program{}
 	if *verbose {
 		b.log, b.p.Out = stderr, stderr
@@ -123,6 +126,8 @@ type bench struct {
 	scenario    string
 	netnsPrefix string
 	thirdparty  string
+	// controllerArgs and agentArgs are added to the daemons' command lines.
+	controllerArgs, agentArgs []string
 	// left is what the other load balancer gave each Service (migration
 	// scenarios); installed is when vipstack's controller was started.
 	left      map[string]netip.Addr
@@ -181,6 +186,8 @@ func (b *bench) run(bin string) error {
 		}
 		o.Before = before
 	}
+	o.ControllerArgs = append(o.ControllerArgs, b.controllerArgs...)
+	o.AgentArgs = b.agentArgs
 	if err := b.p.Do(func() { b.lab = k8slab.Start(ctx, b.p, o) }); err != nil {
 		return err
 	}
@@ -443,15 +450,6 @@ func (b *bench) report(rep *benchdoc.Report) error {
 	return nil
 }
 
-// memTable is the memory of each process before and after.
-func memTable(names []string, before, after map[string]mem) benchdoc.Table {
-	memt := benchdoc.Table{Header: []string{"process", "RSS before", "RSS after", "peak (VmHWM)"}}
-	for _, name := range names {
-		memt.Add(name, fmt.Sprintf("%.1f MiB", before[name].rss), fmt.Sprintf("%.1f MiB", after[name].rss), fmt.Sprintf("%.1f MiB", after[name].hwm))
-	}
-	return memt
-}
-
 func (b *bench) poll(d time.Duration, f func() error) error {
 	deadline := time.Now().Add(d)
 	for {
@@ -474,8 +472,6 @@ func tail(s string) string {
 	return strings.Join(lines[max(0, len(lines)-20):], "\n")
 }
 
-type mem struct{ rss, hwm float64 } // MiB
-
 func readMem(pid int) (mem, error) {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
@@ -491,6 +487,12 @@ func readMem(pid int) (mem, error) {
 		}
 		if _, err := fmt.Sscanf(sc.Text(), "VmHWM: %f kB", &kb); err == nil {
 			m.hwm = kb / 1024
+		}
+		if _, err := fmt.Sscanf(sc.Text(), "RssAnon: %f kB", &kb); err == nil {
+			m.anon = kb / 1024
+		}
+		if _, err := fmt.Sscanf(sc.Text(), "RssFile: %f kB", &kb); err == nil {
+			m.file = kb / 1024
 		}
 	}
 	return m, sc.Err()
