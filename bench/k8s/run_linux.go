@@ -446,13 +446,11 @@ func (b *bench) run(bin string) error {
 	}
 	lat.Add(append(arp.cells("answers ARP from the client"), "p99 < 1 s, every Service", result)...)
 	rep.Table(lat)
-	rep.Para("VIPs held per node: %v.", held)
+	end := fmt.Sprintf("the controller wrote the last AnnouncedBy condition %v after the first create; RSS after is read %v later, the peak covers the whole run", doneAfter.Round(time.Millisecond), b.settle)
 	if annErr != nil {
-		rep.Para("Memory read without the burst's end: %v.", annErr)
-	} else {
-		rep.Para("The controller wrote the last AnnouncedBy condition %v after the first create; RSS after is read %v later, the peak covers the whole run.",
-			doneAfter.Round(time.Millisecond), b.settle)
+		end = fmt.Sprintf("memory read without the burst's end: %v", annErr)
 	}
+	rep.Para("VIPs held per node: %v; %s.", held, end)
 	rep.Table(memTable(names, before, after))
 	if waitErr != nil {
 		rep.Para("NOT COMPLETE: %v", waitErr)
