@@ -3,6 +3,8 @@ package memidle
 import (
 	"context"
 	"log/slog"
+	"math"
+	"runtime/debug"
 	"runtime/metrics"
 	"time"
 
@@ -39,7 +41,12 @@ type Options struct {
 	Allocated func() uint64
 	// Trim gives the memory back; default memtrim.AfterStart (the freed
 	// heap to the kernel, the executable's pages out of the page tables).
-	Trim   func() error
+	Trim func() error
+	// Live returns the live heap after the trim's collection, and Limit
+	// the soft memory limit (math.MaxInt64: none); defaults: the Go
+	// runtime's. Run warns when the live heap is over half the limit.
+	Live   func() uint64
+	Limit  func() int64
 	Logger *slog.Logger
 }
 
@@ -90,6 +97,12 @@ func (o Options) withDefaults() Options {
 	if o.Trim == nil {
 		o.Trim = memtrim.AfterStart
 	}
+	if o.Live == nil {
+		o.Live = func() uint64 { return sample("/gc/heap/live:bytes") }
+	}
+	if o.Limit == nil {
+		o.Limit = func() int64 { return debug.SetMemoryLimit(-1) }
+	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
@@ -104,6 +117,7 @@ func (o Options) withDefaults() Options {
 func Run(ctx context.Context, o Options) {
 	o = o.withDefaults()
 	var s State
+	warned := false
 	last := o.Allocated()
 	t := o.Clock.NewTimer(o.Period)
 	defer t.Stop()
@@ -120,6 +134,13 @@ func Run(ctx context.Context, o Options) {
 			if err := o.Trim(); err != nil {
 				o.Logger.Debug("giving back the memory of a burst of work", "err", err)
 			}
+			if live, limit := o.Live(), o.Limit(); overHalf(live, limit) && !warned {
+				o.Logger.Warn("the live heap is over half the memory limit: the collector runs often near the limit; raise --memory-limit",
+					"live_bytes", live, "limit_bytes", limit)
+				warned = true
+			} else if !overHalf(live, limit) {
+				warned = false
+			}
 			// What the trim itself allocated is not work.
 			now = o.Allocated()
 		}
@@ -128,9 +149,17 @@ func Run(ctx context.Context, o Options) {
 	}
 }
 
+// overHalf reports whether live is over half a set limit.
+func overHalf(live uint64, limit int64) bool {
+	return limit > 0 && limit != math.MaxInt64 && live > uint64(limit)/2
+}
+
 // allocated is the Go runtime's count of bytes allocated on the heap.
-func allocated() uint64 {
-	s := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
+func allocated() uint64 { return sample("/gc/heap/allocs:bytes") }
+
+// sample reads one of the Go runtime's counters; 0 when it has none.
+func sample(name string) uint64 {
+	s := []metrics.Sample{{Name: name}}
 	metrics.Read(s)
 	if s[0].Value.Kind() != metrics.KindUint64 {
 		return 0

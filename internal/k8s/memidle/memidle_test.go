@@ -3,6 +3,7 @@ package memidle
 import (
 	"context"
 	"errors"
+	"math"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -87,4 +88,23 @@ func TestRun(t *testing.T) {
 			t.Errorf("trims at (-want +got):\n%s", diff)
 		}
 	})
+}
+
+func TestOverHalf(t *testing.T) {
+	tests := []struct {
+		live  uint64
+		limit int64
+		want  bool
+	}{
+		{live: 10 << 20, limit: 40 << 20},
+		{live: 20 << 20, limit: 40 << 20},
+		{live: 20<<20 + 1, limit: 40 << 20, want: true},
+		{live: 1 << 30, limit: math.MaxInt64},
+		{live: 1 << 30, limit: 0},
+	}
+	for _, tt := range tests {
+		if got := overHalf(tt.live, tt.limit); got != tt.want {
+			t.Errorf("overHalf(%d, %d) = %v, want %v", tt.live, tt.limit, got, tt.want)
+		}
+	}
 }
