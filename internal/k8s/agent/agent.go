@@ -34,7 +34,6 @@ import (
 	"github.com/vipstack/vipstack/internal/clock"
 	"github.com/vipstack/vipstack/internal/engine"
 	"github.com/vipstack/vipstack/internal/handoff"
-	"github.com/vipstack/vipstack/internal/k8s"
 	"github.com/vipstack/vipstack/internal/k8s/rewatch"
 	"github.com/vipstack/vipstack/internal/k8s/v1alpha1"
 	"github.com/vipstack/vipstack/internal/keepalived"
@@ -53,8 +52,7 @@ type ManagerOptions struct {
 // election (every node runs one), no metrics or health server of its own
 // (the agent registers its metrics with Options.Registry, and serves
 // Agent.Health itself: its port is shared with a successor on the node).
-// Its caches keep of each object only what the agent reads (slimService,
-// k8s.SlimNode, k8s.SlimEndpointSlice; no managed fields).
+// Its caches keep of each object only what the agent reads (slim).
 func NewManager(cfg *rest.Config, o ManagerOptions) (manager.Manager, error) {
 	s := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(s); err != nil {
@@ -77,12 +75,7 @@ func NewManager(cfg *rest.Config, o ManagerOptions) (manager.Manager, error) {
 		Controller:             config.Controller{SkipNameValidation: &skip},
 		// Informers watch again within a second of an API-server restart
 		// instead of after client-go's backoff of up to a minute.
-		Cache: cache.Options{NewInformer: rewatch.NewInformer(rewatch.Options{Logger: log}),
-			DefaultTransform: k8s.StripManagedFields, ByObject: map[client.Object]cache.ByObject{
-				&corev1.Service{}:            {Transform: slimService},
-				&corev1.Node{}:               {Transform: k8s.SlimNode},
-				&discoveryv1.EndpointSlice{}: {Transform: k8s.SlimEndpointSlice},
-			}},
+		Cache: cache.Options{NewInformer: rewatch.NewInformer(rewatch.Options{Logger: log}), DefaultTransform: slim},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("agent manager: %w", err)

@@ -2,6 +2,7 @@ package agent
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -10,6 +11,24 @@ import (
 	"github.com/vipstack/vipstack/internal/k8s"
 	"github.com/vipstack/vipstack/internal/k8s/v1alpha1"
 )
+
+// slim is the agent's informer transform: slimService, k8s.SlimNode,
+// k8s.SlimEndpointSlice, and no managed fields on anything else. One
+// default transform rather than controller-runtime's ByObject, which asks
+// the API server's discovery which kinds are namespaced when the manager
+// is made: the agent must start (serve its probes, remove what a crashed
+// run left) while the API server is out of reach.
+func slim(o any) (any, error) {
+	switch o.(type) {
+	case *corev1.Service:
+		return slimService(o)
+	case *corev1.Node:
+		return k8s.SlimNode(o)
+	case *discoveryv1.EndpointSlice:
+		return k8s.SlimEndpointSlice(o)
+	}
+	return k8s.StripManagedFields(o)
+}
 
 // slimService keeps of a Service what the agent reads (Views, BGPView,
 // vipsOf): its name, namespace and deletion, the two annotations that name

@@ -102,3 +102,20 @@ func TestKeptChanged(t *testing.T) {
 		})
 	}
 }
+
+// TestSlim: the agent's one transform slims each kind its own way and
+// strips the managed fields of any other.
+func TestSlim(t *testing.T) {
+	mf := []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", ManagedFields: mf}, Status: corev1.NodeStatus{Images: []corev1.ContainerImage{{SizeBytes: 1}}}}
+	if o, _ := slim(node); o.(*corev1.Node).Status.Images != nil || o.(*corev1.Node).ManagedFields != nil {
+		t.Errorf("a Node keeps its images or managed fields: %+v", o)
+	}
+	if o, _ := slim(fullService("1")); o.(*corev1.Service).Spec.Ports != nil || o.(*corev1.Service).ManagedFields != nil {
+		t.Errorf("a Service keeps its ports or managed fields: %+v", o)
+	}
+	g := &v1alpha1.VIPGroup{ObjectMeta: metav1.ObjectMeta{Name: "g", ManagedFields: mf}, Spec: v1alpha1.VIPGroupSpec{Interface: "eth0"}}
+	if o, _ := slim(g); o.(*v1alpha1.VIPGroup).ManagedFields != nil || o.(*v1alpha1.VIPGroup).Spec.Interface != "eth0" {
+		t.Errorf("a VIPGroup keeps its managed fields or loses its spec: %+v", o)
+	}
+}
