@@ -12,7 +12,7 @@ import (
 )
 
 var managed = []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply,
-	FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:ports":{}}}`)}}}
+	FieldsV1: metav1.NewFieldsV1(`{"f:spec":{"f:ports":{}}}`)}}
 
 func TestStripManagedFields(t *testing.T) {
 	s := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", ManagedFields: managed, Annotations: map[string]string{"a": "b"}}}
