@@ -32,8 +32,12 @@
 // pending), from a packet socket, so the client's neighbour table (shared
 // gc_thresh3 of 1,024 entries) is not involved; a reply can only come from
 // a node whose interface carries the address. Printed: p50, p99 and max of
-// both, and the VmRSS and VmHWM (peak) of the controller and each agent
-// after -settle.
+// both, and the VmRSS (anonymous and file pages) and VmHWM (peak) of the
+// controller and each agent, judged against issue 32's 50 MiB RSS: read
+// -settle after the burst's work is over, when the controller has written
+// its last AnnouncedBy condition (rate-limited by --announced-writes, so
+// it trails the addresses by up to a minute). -controller-args and -agent-args add to the daemons' command
+// lines (a --memory-limit to compare, a --pprof-addr to take profiles).
 //
 // -scenario default-pool does the same with Services that carry no
 // annotation: the controller runs with --default-group infra/lab, so the

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/vipstack/vipstack/internal/benchdoc"
 )
 
 // summary is the p50, p99 and max of a set of durations, and how many of
@@ -33,4 +35,28 @@ func summarize(ds []time.Duration, of int) summary {
 func (s summary) cells(what string) []string {
 	r := func(d time.Duration) string { return fmt.Sprintf("%d ms", d.Round(time.Millisecond).Milliseconds()) }
 	return []string{what, fmt.Sprintf("%d/%d", s.N, s.Of), r(s.P50), r(s.P99), r(s.Max)}
+}
+
+// mem is a process's memory, in MiB.
+type mem struct{ rss, hwm, anon, file float64 }
+
+// memTarget is issue 32's bound on each process's RSS after the Services.
+const memTarget = 50.0 // MiB
+
+// memTable is the memory of each process before and after, the resident
+// set split into anonymous memory (heap, stacks) and file pages (the
+// executable's, shared with every process of the binary through the page
+// cache), judged against memTarget.
+func memTable(names []string, before, after map[string]mem) benchdoc.Table {
+	memt := benchdoc.Table{Header: []string{"process", "RSS before", "RSS after (anon + file)", "peak (VmHWM)", "target", "result"}}
+	for _, name := range names {
+		a := after[name]
+		result := "PASS"
+		if a.rss >= memTarget || a.rss == 0 {
+			result = "MISS"
+		}
+		memt.Add(name, fmt.Sprintf("%.1f MiB", before[name].rss), fmt.Sprintf("%.1f MiB (%.1f + %.1f)", a.rss, a.anon, a.file),
+			fmt.Sprintf("%.1f MiB", a.hwm), fmt.Sprintf("RSS after < %.0f MiB", memTarget), result)
+	}
+	return memt
 }

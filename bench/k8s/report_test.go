@@ -38,3 +38,24 @@ func TestSummarize(t *testing.T) {
 		})
 	}
 }
+
+// TestMemTable: each process's RSS after the Services is judged against
+// issue 32's 50 MiB, with its anonymous and file parts shown; a process
+// whose memory could not be read is a MISS.
+func TestMemTable(t *testing.T) {
+	names := []string{"controller", "agent-n1", "agent-n2"}
+	before := map[string]mem{"controller": {rss: 30}, "agent-n1": {rss: 31}}
+	after := map[string]mem{
+		"controller": {rss: 49.9, hwm: 60, anon: 20, file: 29.9},
+		"agent-n1":   {rss: 50, hwm: 50, anon: 30, file: 20},
+	}
+	got := memTable(names, before, after).Rows
+	want := [][]string{
+		{"controller", "30.0 MiB", "49.9 MiB (20.0 + 29.9)", "60.0 MiB", "RSS after < 50 MiB", "PASS"},
+		{"agent-n1", "31.0 MiB", "50.0 MiB (30.0 + 20.0)", "50.0 MiB", "RSS after < 50 MiB", "MISS"},
+		{"agent-n2", "0.0 MiB", "0.0 MiB (0.0 + 0.0)", "0.0 MiB", "RSS after < 50 MiB", "MISS"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("rows (-want +got):\n%s", diff)
+	}
+}

@@ -20,6 +20,7 @@ import (
 	"github.com/go-logr/logr"
 	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -28,6 +29,7 @@ import (
 	"github.com/vipstack/vipstack/internal/benchdoc"
 	"github.com/vipstack/vipstack/internal/clock"
 	"github.com/vipstack/vipstack/internal/k8s/k8slab"
+	"github.com/vipstack/vipstack/internal/k8s/v1alpha1"
 	"github.com/vipstack/vipstack/internal/peers"
 	"github.com/vipstack/vipstack/internal/testnet"
 )
@@ -50,6 +52,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		md      = fs.String("markdown", "", "write the results into the scenario's block (k8s, k8s-default-pool, k8s-from-keepalived, k8s-from-metallb) of this Markdown `file` (docs/benchmarks.md)")
 		scen    = fs.String("scenario", scenarioAnnotated, "what is measured: "+scenarioHelp)
 		third   = fs.String("thirdparty", "../shared/thirdparty", "directory with MetalLB's CRDs (metallb/metallb.io_*.yaml), for -scenario "+scenarioFromMetalLB+"; relative to the module's root")
+		ctlArgs = fs.String("controller-args", "", "more arguments for vipstack controller, space-separated (e.g. \"--memory-limit 0\")")
+		agArgs  = fs.String("agent-args", "", "more arguments for each vipstack agent, space-separated (e.g. \"--pprof-addr 127.0.0.1:6060\", in the node's namespace)")
 	)
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -87,7 +91,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 
 	b := &bench{ctx: ctx, out: stdout, n: *n, settle: *settle, advert: *advert, warm: *warm, clients: *clients,
-		markdown: *md, facts: benchdoc.Collect("./bench/k8s", args), scenario: *scen, thirdparty: *third, netnsPrefix: *nsPfx}
+		markdown: *md, facts: benchdoc.Collect("./bench/k8s", args), scenario: *scen, thirdparty: *third, netnsPrefix: *nsPfx,
+		controllerArgs: strings.Fields(*ctlArgs), agentArgs: strings.Fields(*agArgs)}
 	b.p = &k8slab.Program{}
 	if *verbose {
 		b.log, b.p.Out = stderr, stderr
@@ -123,6 +128,8 @@ type bench struct {
 	scenario    string
 	netnsPrefix string
 	thirdparty  string
+	// controllerArgs and agentArgs are added to the daemons' command lines.
+	controllerArgs, agentArgs []string
 	// left is what the other load balancer gave each Service (migration
 	// scenarios); installed is when vipstack's controller was started.
 	left      map[string]netip.Addr
@@ -181,6 +188,8 @@ func (b *bench) run(bin string) error {
 		}
 		o.Before = before
 	}
+	o.ControllerArgs = append(o.ControllerArgs, b.controllerArgs...)
+	o.AgentArgs = b.agentArgs
 	if err := b.p.Do(func() { b.lab = k8slab.Start(ctx, b.p, o) }); err != nil {
 		return err
 	}
@@ -218,10 +227,18 @@ func (b *bench) run(bin string) error {
 		mu       sync.Mutex
 		created  = map[string]time.Time{}
 		inStatus = map[string]time.Time{}
-		addrOf   = map[string]netip.Addr{}
-		nameOf   = map[netip.Addr]string{}
+		// announced: the controller has written the AnnouncedBy
+		// condition, its last (rate-limited) write for a new Service.
+		announced = map[string]bool{}
+		addrOf    = map[string]netip.Addr{}
+		nameOf    = map[netip.Addr]string{}
 	)
 	seen := func(s *corev1.Service, at time.Time) {
+		if c := meta.FindStatusCondition(s.Status.Conditions, v1alpha1.ServiceConditionAnnounced); c != nil && c.Status == metav1.ConditionTrue {
+			mu.Lock()
+			announced[s.Name] = true
+			mu.Unlock()
+		}
 		if len(s.Status.LoadBalancer.Ingress) == 0 {
 			return
 		}
@@ -366,6 +383,19 @@ func (b *bench) run(bin string) error {
 	if waitErr != nil {
 		fmt.Fprintf(b.out, "NOT COMPLETE: %v\n", waitErr)
 	}
+	// The burst's work ends when the controller has written the last
+	// AnnouncedBy condition (--announced-writes a second, after the
+	// addresses): the memory is read -settle after that.
+	annErr := b.poll(3*time.Minute, func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(announced) < b.n {
+			return fmt.Errorf("%d of %d Services have their AnnouncedBy condition", len(announced), b.n)
+		}
+		return nil
+	})
+	doneAfter := time.Since(began)
+	b.logf("AnnouncedBy on every Service after %v (%v)", doneAfter.Round(time.Millisecond), annErr)
 	_ = clock.Sleep(ctx, b.settle)
 	after := map[string]mem{}
 	for i, name := range names {
@@ -416,7 +446,11 @@ func (b *bench) run(bin string) error {
 	}
 	lat.Add(append(arp.cells("answers ARP from the client"), "p99 < 1 s, every Service", result)...)
 	rep.Table(lat)
-	rep.Para("VIPs held per node: %v.", held)
+	end := fmt.Sprintf("the controller wrote the last AnnouncedBy condition %v after the first create; RSS after is read %v later, the peak covers the whole run", doneAfter.Round(time.Millisecond), b.settle)
+	if annErr != nil {
+		end = fmt.Sprintf("memory read without the burst's end: %v", annErr)
+	}
+	rep.Para("VIPs held per node: %v; %s.", held, end)
 	rep.Table(memTable(names, before, after))
 	if waitErr != nil {
 		rep.Para("NOT COMPLETE: %v", waitErr)
@@ -443,15 +477,6 @@ func (b *bench) report(rep *benchdoc.Report) error {
 	return nil
 }
 
-// memTable is the memory of each process before and after.
-func memTable(names []string, before, after map[string]mem) benchdoc.Table {
-	memt := benchdoc.Table{Header: []string{"process", "RSS before", "RSS after", "peak (VmHWM)"}}
-	for _, name := range names {
-		memt.Add(name, fmt.Sprintf("%.1f MiB", before[name].rss), fmt.Sprintf("%.1f MiB", after[name].rss), fmt.Sprintf("%.1f MiB", after[name].hwm))
-	}
-	return memt
-}
-
 func (b *bench) poll(d time.Duration, f func() error) error {
 	deadline := time.Now().Add(d)
 	for {
@@ -474,8 +499,6 @@ func tail(s string) string {
 	return strings.Join(lines[max(0, len(lines)-20):], "\n")
 }
 
-type mem struct{ rss, hwm float64 } // MiB
-
 func readMem(pid int) (mem, error) {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
@@ -491,6 +514,12 @@ func readMem(pid int) (mem, error) {
 		}
 		if _, err := fmt.Sscanf(sc.Text(), "VmHWM: %f kB", &kb); err == nil {
 			m.hwm = kb / 1024
+		}
+		if _, err := fmt.Sscanf(sc.Text(), "RssAnon: %f kB", &kb); err == nil {
+			m.anon = kb / 1024
+		}
+		if _, err := fmt.Sscanf(sc.Text(), "RssFile: %f kB", &kb); err == nil {
+			m.file = kb / 1024
 		}
 	}
 	return m, sc.Err()

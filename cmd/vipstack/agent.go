@@ -25,6 +25,7 @@ import (
 type agentFlags struct {
 	kubeconfig, nodeName, namespace, metricsAddr, statusAddr, healthAddr, stateDir, handoffSock, publishNS string
 	metrics                                                                                                metricsAuthFlags
+	mem                                                                                                    kubeMemFlags
 	announceRate                                                                                           int
 	noSuper                                                                                                bool
 	log                                                                                                    *slog.Logger
@@ -61,7 +62,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}); ran {
 		return code
 	}
-	mgr, err := agent.NewManager(cfg, log)
+	mgr, err := agent.NewManager(cfg, agent.ManagerOptions{Logger: log, PprofAddr: f.mem.pprofAddr})
 	if err != nil {
 		fmt.Fprintf(stderr, "vipstack agent: %v\n", err)
 		return 1
@@ -100,6 +101,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	log.Info("vipstack agent starting", "version", version.String(), "api", cfg.Host, "ledger", ledger.Path)
 	trimWhenReady(ctx, log, synced(ctx, mgr.GetCache().WaitForCacheSync))
+	f.mem.start(ctx, log, os.Getenv)
 	if err := mgr.Start(ctx); err != nil {
 		log.Error("vipstack agent failed", "err", err)
 		return 1
@@ -123,6 +125,7 @@ func parseAgentFlags(args []string, stderr io.Writer) (f agentFlags, code int, o
 	fs.StringVar(&f.handoffSock, "handoff-socket", handoff.AgentSocket, "abstract Unix socket (on the node's network) by which the agent serving the node hands it to a successor started beside it, so that a rolling update moves no address; empty: off (every stop releases the addresses)")
 	fs.StringVar(&f.publishNS, "publish-namespace", os.Getenv("POD_NAMESPACE"), "namespace of the agent's status Lease (vipstack-agent-NODE), read by `vipstack status --cluster --kubeconfig` (default $POD_NAMESPACE); empty: none")
 	f.metrics.add(fs)
+	f.mem.add(fs)
 	logLevel := addLogLevel(fs, "vipstack agent", "")
 	if code, ok := parseNoArgs(fs, args, stderr); !ok {
 		return f, code, false
@@ -130,7 +133,7 @@ func parseAgentFlags(args []string, stderr io.Writer) (f agentFlags, code int, o
 	// The chart passes $(POD_IP):PORT, which for an IPv6 pod address
 	// lacks the brackets.
 	f.metricsAddr, f.healthAddr = bracketIPv6(f.metricsAddr), bracketIPv6(f.healthAddr)
-	if !f.metrics.check("vipstack agent", stderr) {
+	if !f.metrics.check("vipstack agent", stderr) || !f.mem.check("vipstack agent", fs, stderr) {
 		return f, 2, false
 	}
 	if err := checkNamespace(f.namespace); err != nil {

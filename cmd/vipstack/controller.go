@@ -48,7 +48,7 @@ func runController(ctx context.Context, args []string, stdout, stderr io.Writer)
 		crMetricsAddr = ""
 	}
 	mgr, err := controller.NewManager(cfg, controller.ManagerOptions{Logger: log, LeaderElection: f.leaderElect, Namespace: f.namespace,
-		LeaderElectionNamespace: f.leaseNS, MetricsAddr: crMetricsAddr, HealthAddr: f.healthAddr,
+		LeaderElectionNamespace: f.leaseNS, MetricsAddr: crMetricsAddr, HealthAddr: f.healthAddr, PprofAddr: f.mem.pprofAddr,
 		LeaseDuration: f.leaseDur, RenewDeadline: f.renewDL, RetryPeriod: f.retryPer})
 	if err != nil {
 		fmt.Fprintf(stderr, "vipstack controller: %v\n", err)
@@ -76,6 +76,7 @@ func runController(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	log.Info("vipstack controller starting", "version", version.String(), "api", cfg.Host, "leader_elect", f.leaderElect, "lease_namespace", f.leaseNS)
 	trimWhenReady(ctx, log, synced(ctx, mgr.GetCache().WaitForCacheSync))
+	f.mem.start(ctx, log, os.Getenv)
 	return awaitManager(ctx, mgr.Start, log)
 }
 
@@ -101,6 +102,7 @@ type controllerFlags struct {
 	vrids                                                                       []int
 	defGroup                                                                    k8s.GroupRef
 	auth                                                                        metricsAuthFlags
+	mem                                                                         kubeMemFlags
 	log                                                                         *slog.Logger
 }
 
@@ -126,11 +128,12 @@ func parseControllerFlags(args []string, stderr io.Writer) (f controllerFlags, c
 	fs.StringVar(&f.lbClass, "load-balancer-class", k8s.LoadBalancerClass, "the spec.loadBalancerClass served; Services of another class are left alone")
 	defGroup := fs.String("default-group", "", "NAMESPACE/NAME of the VIPGroup serving LoadBalancer Services that name none (with no class or --load-balancer-class): vipstack is then the cluster's default implementation; empty: Services with no class and no group are left alone")
 	f.auth.add(fs)
+	f.mem.add(fs)
 	logLevel := addLogLevel(fs, "vipstack controller", "")
 	if code, ok := parseNoArgs(fs, args, stderr); !ok {
 		return f, code, false
 	}
-	if !f.auth.check("vipstack controller", stderr) {
+	if !f.auth.check("vipstack controller", stderr) || !f.mem.check("vipstack controller", fs, stderr) {
 		return f, 2, false
 	}
 	if f.log, ok = kubeLogger(stderr, logLevel); !ok {

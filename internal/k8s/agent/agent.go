@@ -41,11 +41,19 @@ import (
 	"github.com/vipstack/vipstack/internal/node"
 )
 
+// ManagerOptions configure NewManager.
+type ManagerOptions struct {
+	Logger *slog.Logger
+	// PprofAddr serves net/http/pprof under /debug/pprof/; "": off.
+	PprofAddr string
+}
+
 // NewManager returns a controller-runtime manager for the agent: no leader
 // election (every node runs one), no metrics or health server of its own
 // (the agent registers its metrics with Options.Registry, and serves
 // Agent.Health itself: its port is shared with a successor on the node).
-func NewManager(cfg *rest.Config, log *slog.Logger) (manager.Manager, error) {
+// Its caches keep of each object only what the agent reads (slim).
+func NewManager(cfg *rest.Config, o ManagerOptions) (manager.Manager, error) {
 	s := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(s); err != nil {
 		return nil, err
@@ -53,6 +61,7 @@ func NewManager(cfg *rest.Config, log *slog.Logger) (manager.Manager, error) {
 	if err := v1alpha1.AddToScheme(s); err != nil {
 		return nil, err
 	}
+	log := o.Logger
 	if log == nil {
 		log = slog.Default()
 	}
@@ -62,10 +71,11 @@ func NewManager(cfg *rest.Config, log *slog.Logger) (manager.Manager, error) {
 		Logger:                 logr.FromSlogHandler(log.Handler()),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
+		PprofBindAddress:       o.PprofAddr,
 		Controller:             config.Controller{SkipNameValidation: &skip},
 		// Informers watch again within a second of an API-server restart
 		// instead of after client-go's backoff of up to a minute.
-		Cache: cache.Options{NewInformer: rewatch.NewInformer(rewatch.Options{Logger: log})},
+		Cache: cache.Options{NewInformer: rewatch.NewInformer(rewatch.Options{Logger: log}), DefaultTransform: slim},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("agent manager: %w", err)
@@ -174,9 +184,9 @@ func New(mgr manager.Manager, o Options) (*Agent, error) {
 	})
 	err := ctrl.NewControllerManagedBy(mgr).Named("vipstack-agent").
 		Watches(&v1alpha1.VIPGroup{}, all).
-		Watches(&corev1.Service{}, all).
-		Watches(&discoveryv1.EndpointSlice{}, all).
-		Watches(&corev1.Node{}, all).
+		Watches(&corev1.Service{}, all, keptChanged).
+		Watches(&discoveryv1.EndpointSlice{}, all, keptChanged).
+		Watches(&corev1.Node{}, all, keptChanged).
 		Watches(&v1alpha1.BGPPeer{}, all).
 		Complete(reconcile.Func(a.reconcile))
 	if err != nil {

@@ -205,7 +205,7 @@ func nodePeers(ctx context.Context, r client.Reader, pw Passwords, nd *corev1.No
 // with the node's verdict on each.
 func bgpRoutes(ctx context.Context, r client.Reader, nd *corev1.Node, mine map[k8s.GroupRef]*v1alpha1.GroupBGP) ([]bgp.Route, []bgp.Verdict, map[netip.Addr]string, []string, error) {
 	var svcs corev1.ServiceList
-	if err := r.List(ctx, &svcs); err != nil {
+	if err := r.List(ctx, &svcs, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, nil, nil, nil, fmt.Errorf("list Services: %w", err)
 	}
 	type entry struct {
@@ -232,7 +232,7 @@ func bgpRoutes(ctx context.Context, r client.Reader, nd *corev1.Node, mine map[k
 	ready := map[string][]string{}
 	if len(needReady) > 0 {
 		var sl discoveryv1.EndpointSliceList
-		if err := r.List(ctx, &sl); err != nil {
+		if err := r.List(ctx, &sl, client.UnsafeDisableDeepCopy); err != nil {
 			return nil, nil, nil, nil, fmt.Errorf("list EndpointSlices: %w", err)
 		}
 		for _, s := range sl.Items {

@@ -77,8 +77,11 @@ func Views(ctx context.Context, r client.Reader, node string, ifs Interfaces, pw
 	if err := r.List(ctx, &groups); err != nil {
 		return nil, nil, fmt.Errorf("list VIPGroups: %w", err)
 	}
+	// Nodes, Services and EndpointSlices are read only, and listed after
+	// every change of any: the cache's own objects, not copies of
+	// thousands of them.
 	var nodes corev1.NodeList
-	if err := r.List(ctx, &nodes); err != nil {
+	if err := r.List(ctx, &nodes, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, nil, fmt.Errorf("list Nodes: %w", err)
 	}
 	addrs := map[string][]netip.Addr{}
@@ -98,7 +101,7 @@ func Views(ctx context.Context, r client.Reader, node string, ifs Interfaces, pw
 		}
 	}
 	var svcs corev1.ServiceList
-	if err := r.List(ctx, &svcs); err != nil {
+	if err := r.List(ctx, &svcs, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, nil, fmt.Errorf("list Services: %w", err)
 	}
 	byGroup := map[k8s.GroupRef][]*corev1.Service{}
@@ -117,7 +120,7 @@ func Views(ctx context.Context, r client.Reader, node string, ifs Interfaces, pw
 	ready := map[string][]string{}
 	if len(needReady) > 0 {
 		var slices discoveryv1.EndpointSliceList
-		if err := r.List(ctx, &slices); err != nil {
+		if err := r.List(ctx, &slices, client.UnsafeDisableDeepCopy); err != nil {
 			return nil, nil, fmt.Errorf("list EndpointSlices: %w", err)
 		}
 		for _, sl := range slices.Items {

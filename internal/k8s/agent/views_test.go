@@ -1,6 +1,7 @@
 package agent_test
 
 import (
+	"context"
 	"fmt"
 	"net/netip"
 	"strings"
@@ -171,6 +172,47 @@ func TestViews(t *testing.T) {
 	if diff := cmp.Diff(want, runs); diff != "" {
 		t.Errorf("who runs which address (-want +got):\n%s", diff)
 	}
+
+	// The agent's own cache keeps of each object only what it reads
+	// (slimService, k8s.SlimNode, k8s.SlimEndpointSlice): the views read
+	// through it are those read from the API.
+	t.Run("through the agent's cache", func(t *testing.T) {
+		mgr, err := agent.NewManager(agentCfg, agent.ManagerOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mctx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- mgr.Start(mctx) }()
+		t.Cleanup(func() { cancel(); <-done })
+		if !mgr.GetCache().WaitForCacheSync(ctx) {
+			t.Fatal("the agent's cache did not start")
+		}
+		cached := mgr.GetClient()
+		for _, node := range []string{"n1", "n2", "n3"} {
+			want, _, err := agent.Views(ctx, reader, node, ifs, agent.Passwords{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _, err := agent.Views(ctx, cached, node, ifs, agent.Passwords{Reader: reader})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(want, got, cmp.Comparer(func(a, b netip.Addr) bool { return a == b })); diff != "" {
+				t.Errorf("%s: views through the cache (-from the API +through the cache):\n%s", node, diff)
+			}
+		}
+		var s corev1.Service
+		if err := cached.Get(ctx, client.ObjectKey{Namespace: "demo", Name: "web"}, &s); err != nil {
+			t.Fatal(err)
+		}
+		if s.ManagedFields != nil || s.Spec.Ports != nil || s.CreationTimestamp != (metav1.Time{}) {
+			t.Errorf("the cache keeps a Service's managed fields, ports or creation time: %+v", s)
+		}
+		if s.Annotations[k8s.GroupAnnotation] != "infra/workers" || len(s.Status.LoadBalancer.Ingress) != 1 {
+			t.Errorf("the cache lost what the agent reads of a Service: %+v", s)
+		}
+	})
 
 	t.Run("the agent cannot write", func(t *testing.T) {
 		s := &corev1.Service{}

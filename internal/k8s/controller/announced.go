@@ -112,7 +112,8 @@ func (c *Controller) cachedLease(l *coordinationv1.Lease) (node string, addrs []
 // until then, and the Service is looked at again at that moment.
 func (c *Controller) announcers(ctx context.Context) (by map[netip.Addr][]string, expires time.Time, err error) {
 	var leases coordinationv1.LeaseList
-	if err := c.client.List(ctx, &leases, client.InNamespace(c.opts.Namespace), client.MatchingLabels{agent.LeaseLabel: "true"}); err != nil {
+	// Read only (no copies): this runs for every Service reconciled.
+	if err := c.client.List(ctx, &leases, client.InNamespace(c.opts.Namespace), client.MatchingLabels{agent.LeaseLabel: "true"}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, time.Time{}, fmt.Errorf("list the agents' status Leases: %w", err)
 	}
 	out := map[netip.Addr][]string{}

@@ -271,7 +271,7 @@ func Setup(mgr manager.Manager, o Options) (*Controller, error) {
 	err = ctrl.NewControllerManagedBy(mgr).Named("vipstack-groups").
 		For(&v1alpha1.VIPGroup{}).
 		Watches(&v1alpha1.VIPGroup{}, handler.EnqueueRequestsFromMapFunc(c.allGroups)).
-		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(c.allGroups)).
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(c.allGroups), builder.WithPredicates(keptChanged)).
 		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(groupOfService)).
 		Complete(reconcile.Func(c.reconcileGroup))
 	if err != nil {
@@ -706,7 +706,7 @@ func (c *Controller) waitingServices(ctx context.Context, _ client.Object) []rec
 
 func (c *Controller) servicesOfGroup(ctx context.Context, o client.Object) []reconcile.Request {
 	var list corev1.ServiceList
-	if err := c.client.List(ctx, &list, client.MatchingFields{groupIndex: o.GetNamespace() + "/" + o.GetName()}); err != nil {
+	if err := c.client.List(ctx, &list, client.MatchingFields{groupIndex: o.GetNamespace() + "/" + o.GetName()}, client.UnsafeDisableDeepCopy); err != nil {
 		c.log.Error("list Services of a group", "group", o.GetNamespace()+"/"+o.GetName(), "err", err)
 		return nil
 	}

@@ -72,7 +72,9 @@ func (c *Controller) reconcileGroup(ctx context.Context, req reconcile.Request) 
 		names = append(names, n.Name)
 	}
 	var svcs corev1.ServiceList
-	if err := c.client.List(ctx, &svcs, client.MatchingFields{groupIndex: key}); err != nil {
+	// Read only: the cache's own objects, not copies (a group may have
+	// thousands of Services, and this runs after every change of one).
+	if err := c.client.List(ctx, &svcs, client.MatchingFields{groupIndex: key}, client.UnsafeDisableDeepCopy); err != nil {
 		return reconcile.Result{}, fmt.Errorf("list Services of group %s: %w", key, err)
 	}
 	c.mu.Lock()

@@ -79,6 +79,12 @@ var readyNodesChanged = predicate.Funcs{
 	},
 }
 
+// keptChanged passes an update only when something the cache keeps of the
+// object changed (k8s.Unchanged): not a Node's heartbeat.
+var keptChanged = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool { return !k8s.Unchanged(e.ObjectOld, e.ObjectNew) },
+}
+
 func sortedSet(s []string) []string {
 	s = slices.Clone(s)
 	slices.Sort(s)

@@ -64,6 +64,8 @@ type ManagerOptions struct {
 	// informers have synced; a replica waiting for the Lease has none and
 	// is ready); "" or "0": off.
 	HealthAddr string
+	// PprofAddr serves net/http/pprof under /debug/pprof/; "": off.
+	PprofAddr string
 }
 
 // NewManager returns a controller-runtime manager for the controller.
@@ -100,12 +102,17 @@ func NewManager(cfg *rest.Config, o ManagerOptions) (manager.Manager, error) {
 		LeaderElectionReleaseOnCancel: true,
 		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddr},
 		HealthProbeBindAddress:        o.HealthAddr,
-		// The controller reads of an EndpointSlice only which nodes have a
-		// ready endpoint: keep no more of the cluster's slices in memory.
+		PprofBindAddress:              o.PprofAddr,
 		// Informers watch again within a second of an API-server restart
-		// instead of after client-go's backoff of up to a minute.
-		Cache: cache.Options{NewInformer: rewatch.NewInformer(rewatch.Options{Logger: o.Logger}), ByObject: map[client.Object]cache.ByObject{
-			&discoveryv1.EndpointSlice{}: {Transform: slimEndpointSlice},
+		// instead of after client-go's backoff of up to a minute. No
+		// object keeps its managed fields in the cache (k8s.Slim*).
+		Cache: cache.Options{NewInformer: rewatch.NewInformer(rewatch.Options{Logger: o.Logger}), DefaultTransform: k8s.StripManagedFields, ByObject: map[client.Object]cache.ByObject{
+			// The controller reads of an EndpointSlice only which nodes
+			// have a ready endpoint, of a Node its labels: keep no more of
+			// the cluster's slices and nodes in memory.
+			&discoveryv1.EndpointSlice{}: {Transform: k8s.SlimEndpointSlice},
+			&corev1.Node{}:               {Transform: k8s.SlimNode},
+			&corev1.Service{}:            {Transform: slimService},
 			// Of ConfigMaps only kube-vip's ranges are read.
 			&corev1.ConfigMap{}: {
 				Namespaces: map[string]cache.Config{compat.KubeVIPConfigMapNamespace: {}},
@@ -169,17 +176,14 @@ func cacheSynced(c interface {
 	}
 }
 
-// slimEndpointSlice drops what the controller never reads from an
-// EndpointSlice (addresses, ports, hints, managed fields), keeping its
-// Service label and, per endpoint, the node and the ready condition.
-func slimEndpointSlice(o any) (any, error) {
-	sl, ok := o.(*discoveryv1.EndpointSlice)
-	if !ok {
-		return o, nil
+// slimService drops of a Service, besides its managed fields, kubectl's
+// copy of the last applied manifest (the whole object again), which the
+// controller never reads. The controller writes a Service only by a merge
+// patch of its status between two copies of the cached object, so what
+// the cache lacks is never written.
+func slimService(o any) (any, error) {
+	if s, ok := o.(*corev1.Service); ok {
+		delete(s.Annotations, corev1.LastAppliedConfigAnnotation)
 	}
-	sl.ManagedFields, sl.Annotations, sl.Ports = nil, nil, nil
-	for i, ep := range sl.Endpoints {
-		sl.Endpoints[i] = discoveryv1.Endpoint{NodeName: ep.NodeName, Conditions: discoveryv1.EndpointConditions{Ready: ep.Conditions.Ready}}
-	}
-	return sl, nil
+	return k8s.StripManagedFields(o)
 }
