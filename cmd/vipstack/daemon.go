@@ -56,6 +56,12 @@ func addLogLevel(fs *flag.FlagSet, command, help string) *logLevelFlag {
 		format: fs.String("log-format", "text", "text (key=value, slog's text form) or json (one object a line, for Loki, Elastic, OpenShift logging)")}
 }
 
+// spec is how a supervisor started through supervise.ExecSupervisor logs:
+// as this flag's logger with attrs (key, value, ...).
+func (f *logLevelFlag) spec(attrs ...string) supervise.Spec {
+	return supervise.Spec{LogFormat: *f.format, LogLevel: *f.value, LogAttrs: attrs}
+}
+
 // level parses the flag; on a bad value it tells stderr what is accepted.
 func (f *logLevelFlag) level(stderr io.Writer) (slog.Level, bool) {
 	var l slog.Level
