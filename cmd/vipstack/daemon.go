@@ -133,6 +133,29 @@ func trimWhenReady(ctx context.Context, log *slog.Logger, ready <-chan struct{})
 	}()
 }
 
+// atRestGC is the GOGC of a command that serves at rest for long once
+// started (vipstack node): its heap is then mostly what the start-up left.
+const atRestGC = 50
+
+// trimAtRest is trimWhenReady for a command that serves at rest for long
+// (vipstack node): its collector then runs at GOGC atRestGC, and the
+// executable pages each collection maps back are dropped again after it
+// (memtrim.AfterCollections).
+func trimAtRest(ctx context.Context, log *slog.Logger, ready <-chan struct{}) {
+	go func() {
+		select {
+		case <-ready:
+		case <-ctx.Done():
+			return
+		}
+		memtrim.LowerGC(atRestGC, os.Getenv)
+		trimNow(log)
+		if err := memtrim.AfterCollections(ctx); err != nil {
+			log.Debug("giving back the pages collections map", "err", err)
+		}
+	}()
+}
+
 // trimNow is trimWhenReady for a command whose start-up is over.
 func trimNow(log *slog.Logger) {
 	if err := memtrim.AfterStart(); err != nil {

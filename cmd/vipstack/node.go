@@ -125,7 +125,7 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
 	go reloadClusterFile(ctx, f.cfgPath, f.watch, hup, log, func() { _ = agent.Reload() })
-	trimWhenReady(ctx, log, agent.Ready())
+	trimAtRest(ctx, log, agent.Ready())
 	if err := agent.Run(ctx); err != nil {
 		log.Error("node agent failed", "err", err)
 		return 1
