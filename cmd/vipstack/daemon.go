@@ -56,6 +56,12 @@ func addLogLevel(fs *flag.FlagSet, command, help string) *logLevelFlag {
 		format: fs.String("log-format", "text", "text (key=value, slog's text form) or json (one object a line, for Loki, Elastic, OpenShift logging)")}
 }
 
+// spec is how a supervisor started through supervise.ExecSupervisor logs:
+// as this flag's logger with attrs (key, value, ...).
+func (f *logLevelFlag) spec(attrs ...string) supervise.Spec {
+	return supervise.Spec{LogFormat: *f.format, LogLevel: *f.value, LogAttrs: attrs}
+}
+
 // level parses the flag; on a bad value it tells stderr what is accepted.
 func (f *logLevelFlag) level(stderr io.Writer) (slog.Level, bool) {
 	var l slog.Level
@@ -124,6 +130,29 @@ func trimWhenReady(ctx context.Context, log *slog.Logger, ready <-chan struct{})
 			return
 		}
 		trimNow(log)
+	}()
+}
+
+// atRestGC is the GOGC of a command that serves at rest for long once
+// started (vipstack node): its heap is then mostly what the start-up left.
+const atRestGC = 50
+
+// trimAtRest is trimWhenReady for a command that serves at rest for long
+// (vipstack node): its collector then runs at GOGC atRestGC, and the
+// executable pages each collection maps back are dropped again after it
+// (memtrim.AfterCollections).
+func trimAtRest(ctx context.Context, log *slog.Logger, ready <-chan struct{}) {
+	go func() {
+		select {
+		case <-ready:
+		case <-ctx.Done():
+			return
+		}
+		memtrim.LowerGC(atRestGC, os.Getenv)
+		trimNow(log)
+		if err := memtrim.AfterCollections(ctx); err != nil {
+			log.Debug("giving back the pages collections map", "err", err)
+		}
 	}()
 }
 

@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"syscall"
 
+	// The small supervisor of `vipstack node` runs from its initialisation.
+	_ "github.com/vipstack/vipstack/internal/supervise/early"
 	"github.com/vipstack/vipstack/internal/version"
 )
 

@@ -27,6 +27,7 @@ import (
 	"github.com/vipstack/vipstack/internal/netif"
 	"github.com/vipstack/vipstack/internal/node"
 	"github.com/vipstack/vipstack/internal/redirect"
+	"github.com/vipstack/vipstack/internal/supervise"
 	"github.com/vipstack/vipstack/internal/version"
 )
 
@@ -50,7 +51,19 @@ type nodeFlags struct {
 	noSuper, check, bgpKeep                                        bool
 	endpoints                                                      []cluster.ServicePort
 	log                                                            *slog.Logger
+	logFlags                                                       *logLevelFlag
 	kaCompat                                                       *kaCompatFlags
+}
+
+// releaseNode releases what a crashed agent held: its VIPs (the ledger)
+// and the API VIP redirects.
+func releaseNode(log *slog.Logger, ledger netif.Ledger) {
+	sweepLedger(log, ledger)
+	if names, err := redirect.Sweep(); err != nil {
+		log.Error("supervisor: removing the API VIP redirects failed", "err", err)
+	} else if len(names) > 0 {
+		log.Info("supervisor: removed the crashed agent's redirects", "tables", names)
+	}
 }
 
 func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -63,6 +76,13 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "vipstack node: %v\n", err)
 		return 1
+	}
+	onCrash := func() { releaseNode(log, ledger) }
+	if supervise.IsCleanup() {
+		// A small supervisor's clean-up after its agent died: the ledger
+		// and the redirects, whatever the cluster file now says.
+		onCrash()
+		return 0
 	}
 	reg := metrics.NewRegistry()
 	agent, err := node.New(node.Options{ClusterPath: f.cfgPath, Node: f.nodeName, Logger: log, Registry: reg,
@@ -78,15 +98,14 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if supervising(f.noSuper) {
 		agent = nil // built to check the configuration; the child serves it
-	}
-	if code, ran := superviseSelf(ctx, log, stderr, "node", args, f.noSuper, func() {
-		sweepLedger(log, ledger)
-		if names, err := redirect.Sweep(); err != nil {
-			log.Error("supervisor: removing the API VIP redirects failed", "err", err)
-		} else if len(names) > 0 {
-			log.Info("supervisor: removed the crashed agent's redirects", "tables", names)
+		// The supervisor runs before the packages the agent uses
+		// initialise (docs/design/memory.md); this returns only if it
+		// cannot, and this process supervises instead.
+		if err := supervise.ExecSupervisor(f.logFlags.spec("node", f.nodeName)); err != nil {
+			log.Warn("supervisor: cannot run as a small process; supervising from this one", "err", err)
 		}
-	}); ran {
+	}
+	if code, ran := superviseSelf(ctx, log, stderr, "node", args, f.noSuper, onCrash); ran {
 		return code
 	}
 	// CoreDNS's plugins register on Prometheus's default registry.
@@ -106,7 +125,7 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
 	go reloadClusterFile(ctx, f.cfgPath, f.watch, hup, log, func() { _ = agent.Reload() })
-	trimWhenReady(ctx, log, agent.Ready())
+	trimAtRest(ctx, log, agent.Ready())
 	if err := agent.Run(ctx); err != nil {
 		log.Error("node agent failed", "err", err)
 		return 1
@@ -130,7 +149,7 @@ func parseNodeFlags(args []string, stderr io.Writer) (f nodeFlags, code int, ok 
 	fs.StringVar(&f.lbSocket, "lb-socket", "", "on a master, serve the load balancer's runtime API (haproxy's stats socket commands: show stat, show servers state, set server B/S state ready|drain|maint) on this Unix socket, level admin, mode 0600; empty: off")
 	fs.BoolVar(&f.bgpKeep, "bgp-stop-keeps-routes", false, "on SIGTERM, leave the BGP routes announced and the VIPs on lo instead of withdrawing them, for a restart or an upgrade: routers with graceful restart (the peers' gracefulRestart) keep the routes until the next agent is up; a node stopped for good then draws traffic until that time passes")
 	f.kaCompat = addKACompatFlags(fs)
-	logLevel := addLogLevel(fs, "vipstack node", "")
+	f.logFlags = addLogLevel(fs, "vipstack node", "")
 	if err := fs.Parse(args); err != nil {
 		return f, parseExit(err), false
 	}
@@ -142,7 +161,7 @@ func parseNodeFlags(args []string, stderr io.Writer) (f nodeFlags, code int, ok 
 		}
 		f.nodeName, _, _ = strings.Cut(h, ".")
 	}
-	if f.log, ok = logLevel.logger(stderr); !ok {
+	if f.log, ok = f.logFlags.logger(stderr); !ok {
 		return f, 2, false
 	}
 	f.log = f.log.With("node", f.nodeName)

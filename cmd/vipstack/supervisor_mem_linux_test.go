@@ -19,11 +19,16 @@ import (
 
 // TestTrimHelperProcess is the supervisor of TestSupervisorIsSmall, this
 // test binary run again (it links and initialises every package vipstack
-// does), and, run again by that supervisor, its engine, which only waits
-// for SIGTERM.
+// does), and, run again by that supervisor (or by the small one of
+// TestSmallSupervisorOfItself), its engine, which only waits for SIGTERM,
+// and its clean-up after a crash, which says so.
 func TestTrimHelperProcess(t *testing.T) {
 	if os.Getenv("VIPSTACK_TRIM_HELPER") == "" {
 		t.Skip("helper process for TestSupervisorIsSmall")
+	}
+	if supervise.IsCleanup() {
+		fmt.Printf("clean-up ran pid=%d\n", os.Getpid())
+		os.Exit(0)
 	}
 	if supervise.IsChild() {
 		term := make(chan os.Signal, 1)
@@ -107,4 +112,87 @@ func exeResident(t *testing.T, pid int, exe string) int {
 		}
 	}
 	return kb
+}
+
+// TestSmallSupervisorOfItself: with supervise.EnvSupervisor set, this test
+// binary (which links and initialises every package vipstack does, and
+// package supervise/early through package main) becomes the supervisor
+// while it initialises, before the packages only its engine uses: it keeps
+// a fraction of the anonymous memory its engine, the same binary fully
+// initialised, does. A crash of the engine runs the clean-up process, then
+// a new engine.
+func TestSmallSupervisorOfItself(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestTrimHelperProcess$")
+	cmd.Env = append(os.Environ(), "VIPSTACK_TRIM_HELPER=1", supervise.EnvSupervisor+`={"logFormat":"text","logLevel":"info"}`)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = cmd.Stdout // the supervisor logs on stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+	}()
+	sc := bufio.NewScanner(out)
+	var lines []string
+	// next reads lines until one starts with prefix and returns the pid
+	// it names.
+	next := func(prefix string) int {
+		t.Helper()
+		for sc.Scan() {
+			lines = append(lines, sc.Text())
+			var pid int
+			if strings.HasPrefix(sc.Text(), prefix) {
+				fmt.Sscanf(strings.TrimPrefix(sc.Text(), prefix), "%d", &pid)
+				return pid
+			}
+		}
+		t.Fatalf("no line %q from the helper:\n%s", prefix, strings.Join(lines, "\n"))
+		return 0
+	}
+	engine := next("engine ready pid=")
+	time.Sleep(time.Second) // the supervisor trims once its engine started
+	sup, eng := procKiB(t, cmd.Process.Pid, "RssAnon"), procKiB(t, engine, "RssAnon")
+	t.Logf("anonymous RSS: supervisor %d kB, engine %d kB", sup, eng)
+	if 2*sup > eng {
+		t.Errorf("the supervisor's anonymous RSS is %d kB, want at most half its engine's %d kB", sup, eng)
+	}
+	if err := syscall.Kill(engine, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	next("clean-up ran pid=")
+	if again := next("engine ready pid="); again == engine {
+		t.Fatalf("the engine after the crash has the old pid %d", again)
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("the supervisor stopped with %v, want exit 0\n%s", err, strings.Join(lines, "\n"))
+	}
+}
+
+// procKiB is a "Name: N kB" field of /proc/PID/status.
+func procKiB(t *testing.T, pid int, field string) int {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == field+":" {
+			n, err := strconv.Atoi(f[1])
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+	}
+	t.Fatalf("/proc/%d/status has no %s", pid, field)
+	return 0
 }

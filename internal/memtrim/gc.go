@@ -1,6 +1,8 @@
 package memtrim
 
 import (
+	"context"
+	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
 )
@@ -25,4 +27,36 @@ func CollectOnGrowth(headroom uint64, env func(string) string) {
 	held := s[0].Value.Uint64() - s[1].Value.Uint64()
 	debug.SetMemoryLimit(int64(held + headroom))
 	debug.SetGCPercent(-1)
+}
+
+// afterEachGC calls f after each collection until ctx is done, on the
+// goroutine that runs cleanups (runtime.AddCleanup): each call arms the
+// next on a new object, which the next collection finds unreachable.
+func afterEachGC(ctx context.Context, f func()) {
+	var arm func()
+	arm = func() {
+		runtime.AddCleanup(new(sentinel), func(struct{}) {
+			if ctx.Err() != nil {
+				return
+			}
+			f()
+			arm()
+		}, struct{}{})
+	}
+	arm()
+}
+
+// sentinel is what afterEachGC watches; the pointer keeps it out of the
+// tiny allocator, whose objects may share a block and never be freed.
+type sentinel struct{ _ *byte }
+
+// LowerGC sets the collector's GOGC to percent, unless GOGC or GOMEMLIMIT
+// is set in the environment: for a process whose heap at rest is mostly
+// what its start-up left and which then allocates little, where the
+// default 100 keeps up to twice that heap resident for little gain.
+func LowerGC(percent int, env func(string) string) {
+	if env("GOGC") != "" || env("GOMEMLIMIT") != "" {
+		return
+	}
+	debug.SetGCPercent(percent)
 }

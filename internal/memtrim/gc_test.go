@@ -1,9 +1,13 @@
 package memtrim
 
 import (
+	"context"
 	"math"
+	"runtime"
 	"runtime/debug"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 func TestCollectOnGrowth(t *testing.T) {
@@ -34,5 +38,31 @@ func TestCollectOnGrowth(t *testing.T) {
 				t.Errorf("memory limit = %d bytes, want it left unset", limit)
 			}
 		})
+	}
+}
+
+// TestAfterEachGC: f runs after each collection, and no more once ctx is
+// done.
+func TestAfterEachGC(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var calls atomic.Int32
+	afterEachGC(ctx, func() { calls.Add(1) })
+	for i := range int32(3) {
+		runtime.GC()
+		// The cleanup runs on its own goroutine after the collection.
+		for end := time.Now().Add(10 * time.Second); calls.Load() <= i; time.Sleep(time.Millisecond) {
+			if time.Now().After(end) {
+				t.Fatalf("after collection %d, f ran %d times, want %d", i+1, calls.Load(), i+1)
+			}
+		}
+	}
+	cancel()
+	n := calls.Load()
+	for range 3 {
+		runtime.GC()
+	}
+	time.Sleep(50 * time.Millisecond)
+	if got := calls.Load(); got != n {
+		t.Errorf("f ran %d more times after ctx ended, want none", got-n)
 	}
 }

@@ -2,6 +2,7 @@ package memtrim
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"os"
 	"runtime/debug"
@@ -80,20 +81,36 @@ func droppable(ms []Mapping, path string) []Mapping {
 // initialisation of every linked package touched once. It returns the
 // bytes of address space released (not all of it was resident).
 func Executable() (uintptr, error) {
-	exe, err := os.Executable()
+	ms, err := exeMappings()
 	if err != nil {
 		return 0, err
+	}
+	return drop(ms)
+}
+
+// exeMappings are the mappings of this process's executable that Executable
+// drops.
+func exeMappings() ([]Mapping, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
 	}
 	b, err := os.ReadFile("/proc/self/smaps")
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	ms, err := parseSmaps(string(b))
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
+	return droppable(ms, exe), nil
+}
+
+// drop drops the page-table entries of ms and returns the bytes of address
+// space released.
+func drop(ms []Mapping) (uintptr, error) {
 	var n uintptr
-	for _, m := range droppable(ms, exe) {
+	for _, m := range ms {
 		// By address: the range is not Go memory, so no slice stands for it.
 		if _, _, e := unix.Syscall(unix.SYS_MADVISE, m.Start, m.End-m.Start, unix.MADV_DONTNEED); e != 0 {
 			return n, fmt.Errorf("madvise %x-%x %s %s: %w", m.Start, m.End, m.Perms, m.Path, e)
@@ -112,4 +129,20 @@ func AfterStart() error {
 	debug.FreeOSMemory()
 	_, err := Executable()
 	return err
+}
+
+// AfterCollections drops the executable's pages again, as Executable does,
+// right after each collection, until ctx is done. A collection reads, all
+// over the executable, the type descriptors of the larger live objects
+// and the stack maps of every goroutine's frames, and so maps back pages
+// the process does not otherwise use at rest. They stay in the page
+// cache: the next collection maps them from there without reading the
+// disk. It fails only when the executable's mappings cannot be read.
+func AfterCollections(ctx context.Context) error {
+	ms, err := exeMappings()
+	if err != nil {
+		return err
+	}
+	afterEachGC(ctx, func() { _, _ = drop(ms) })
+	return nil
 }

@@ -3,6 +3,7 @@
 package memtrim
 
 import (
+	"context"
 	"errors"
 	"runtime/debug"
 )
@@ -17,4 +18,9 @@ func Executable() (uintptr, error) {
 func AfterStart() error {
 	debug.FreeOSMemory()
 	return nil
+}
+
+// AfterCollections is supported on Linux only.
+func AfterCollections(context.Context) error {
+	return errors.New("memtrim: releasing executable pages is supported on Linux only")
 }

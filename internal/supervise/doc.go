@@ -5,6 +5,12 @@
 // child is gone, then starts a new engine. keepalived has the same
 // parent/child split but leaves the VIPs of a crashed child in place.
 //
+// `vipstack node` replaces itself (ExecSupervisor, same pid) by the binary
+// run again as the supervisor from its initialisation (package
+// supervise/early), before most linked packages initialise, so that the
+// supervisor keeps little memory; the release after a crash then runs in
+// a short-lived process of the command (EnvCleanup).
+//
 // As process 1 (a container's first process) the supervisor also reaps
 // every other process that becomes its child: the orphans of the engine's
 // scripts (see reaper).

@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime"
+	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -90,21 +92,13 @@ func (s *Supervisor) Run(ctx context.Context) int {
 			s.Log.Error("supervisor: cannot start the engine", "err", err)
 			return 1
 		}
-		if !trimmed {
-			// From here the supervisor only waits: what its start-up
-			// touched (every linked package's initialisation, the
-			// configuration it checked) goes back (internal/memtrim).
-			trimmed = true
-			if err := memtrim.AfterStart(); err != nil {
-				s.Log.Debug("supervisor: giving back the start-up's pages", "err", err)
-			}
-			// A supervisor allocates little: collect when it grew, not
-			// every two minutes (each collection maps pages back).
-			memtrim.CollectOnGrowth(supervisorHeadroom, os.Getenv)
-		}
 		s.Log.Info("supervisor: engine started", "pid", cmd.Process.Pid)
 		done := make(chan error, 1)
 		go func() { done <- cmd.Wait() }()
+		if !trimmed {
+			trimmed = true
+			s.trim()
+		}
 
 		stopping := false
 		var err error
@@ -179,6 +173,21 @@ func (s *Supervisor) Run(ctx context.Context) int {
 			}
 		}
 		backoff = min(2*backoff, s.MaxBackoff)
+	}
+}
+
+// trim gives back what the supervisor's start-up touched (every linked
+// package's initialisation, the configuration the command checked): from
+// here it only waits. Last, once it has logged and its first wait runs,
+// so that the pages those touch once go too (internal/memtrim).
+func (s *Supervisor) trim() {
+	runtime.Gosched() // the wait starts
+	debug.FreeOSMemory()
+	// A supervisor allocates little: collect when it grew, not every two
+	// minutes (each collection maps pages back).
+	memtrim.CollectOnGrowth(supervisorHeadroom, os.Getenv)
+	if _, err := memtrim.Executable(); err != nil {
+		s.Log.Debug("supervisor: giving back the start-up's pages", "err", err)
 	}
 }
 

@@ -1,0 +1,18 @@
+// Package early runs the supervisor that supervise.ExecSupervisor asks for
+// from its package initialisation, which Go orders before that of most of
+// what vipstack links (client-go's schemes, CoreDNS, GoBGP): a supervisor
+// that only waits for its child then keeps little of the binary resident.
+// A command imports it for that effect alone. See docs/design/memory.md.
+package early
+
+import (
+	"os"
+
+	"github.com/vipstack/vipstack/internal/supervise"
+)
+
+func init() {
+	if code, ok := supervise.RunFromEnv(); ok {
+		os.Exit(code)
+	}
+}
