@@ -52,6 +52,8 @@ type mixedNode struct {
 	dir  string
 	nsh  netns.NsHandle
 	nl   *netlink.Handle
+	// drops are its VIPs' removals between samples (vipstack nodes).
+	drops *drops
 
 	mu     sync.Mutex
 	frr    *peers.FRRNode // FRR's zebra and vrrpd (impl FRR; proc stays nil)
@@ -124,6 +126,11 @@ func startMixed(ctx context.Context, o options, out io.Writer) (_ mode, cfg chao
 		}
 		if n.nl, err = netlink.NewHandleAt(n.nsh); err != nil {
 			return nil, cfg, nil, false, fmt.Errorf("netlink in %s: %w", h.Name, err)
+		}
+		if n.impl == peers.Vipstack {
+			if n.drops, err = watchDrops(n.nsh, vips); err != nil {
+				return nil, cfg, nil, false, fmt.Errorf("%s: %w", h.Name, err)
+			}
 		}
 		np := chaos.NodePlan{Node: n.name}
 		for j, in := range mixedInstances {
@@ -451,6 +458,7 @@ func (m *mixedMode) sample() ([]chaos.NodeSample, error) {
 				ns.Holds = append(ns.Holds, ip.Unmap())
 			}
 		}
+		ns.Dropped = n.drops.take()
 		p := m.running(n)
 		ns.Agent = p != nil
 		n.mu.Lock()
@@ -525,6 +533,7 @@ func (m *mixedMode) close() {
 			_ = n.frr.SignalAll(syscall.SIGCONT)
 			_ = n.frr.Kill()
 		}
+		n.drops.close()
 		if n.nl != nil {
 			n.nl.Close()
 		}

@@ -200,6 +200,11 @@ type NodeSample struct {
 	Engine bool         // the supervised engine runs
 	Holds  []netip.Addr // the VIPs configured on its interface
 	Rules  []string     // vipstack's nftables tables in its namespace
+	// Dropped are the VIPs removed from its interface since the previous
+	// sample (netlink events), also those added again meanwhile: a
+	// restarted agent sweeps what its killed predecessor left and may take
+	// the same address back as master within one sampling interval.
+	Dropped []netip.Addr
 }
 
 // Sample is the whole cluster at one moment.
@@ -623,7 +628,7 @@ func Check(cfg Config, windows []Window, samples []Sample) (Report, error) {
 			if ns.Agent && !st.agentDead && len(st.leftVIPs) > 0 {
 				var still []netip.Addr
 				for _, v := range st.leftVIPs {
-					if slices.Contains(ns.Holds, v) {
+					if slices.Contains(ns.Holds, v) && !slices.Contains(ns.Dropped, v) {
 						still = append(still, v)
 					}
 				}
