@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vipstack/vipstack/internal/procfs"
 	"github.com/vipstack/vipstack/internal/supervise"
 )
 
@@ -180,19 +181,9 @@ func TestSmallSupervisorOfItself(t *testing.T) {
 // procKiB is a "Name: N kB" field of /proc/PID/status.
 func procKiB(t *testing.T, pid int, field string) int {
 	t.Helper()
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	n, err := procfs.StatusKiB(pid, field)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == field+":" {
-			n, err := strconv.Atoi(f[1])
-			if err != nil {
-				t.Fatal(err)
-			}
-			return n
-		}
-	}
-	t.Fatalf("/proc/%d/status has no %s", pid, field)
-	return 0
+	return n
 }

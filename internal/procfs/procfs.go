@@ -73,3 +73,22 @@ func LoadAvg() string {
 	}
 	return strings.Join(f[:3], " ")
 }
+
+// StatusKiB is the "Name:   N kB" field of /proc/PID/status (VmRSS,
+// RssAnon, VmHWM, ...), in KiB.
+func StatusKiB(pid int, field string) (int, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == field+":" {
+			n, err := strconv.Atoi(f[1])
+			if err != nil {
+				return 0, fmt.Errorf("/proc/%d/status: %s: %w", pid, field, err)
+			}
+			return n, nil
+		}
+	}
+	return 0, fmt.Errorf("/proc/%d/status has no %s", pid, field)
+}

@@ -3,6 +3,7 @@ package procfs
 import (
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -95,5 +96,20 @@ func TestGroup(t *testing.T) {
 	}
 	if rss, pss := MemMiB([]int{1 << 30}); rss != 0 || pss != 0 {
 		t.Errorf("MemMiB of no process = %.2f, %.2f", rss, pss)
+	}
+}
+
+// TestStatusKiB: this process's resident size is a positive number of
+// KiB; a field /proc/PID/status does not have is an error naming it.
+func TestStatusKiB(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("/proc/PID/status is Linux's")
+	}
+	n, err := StatusKiB(os.Getpid(), "VmRSS")
+	if err != nil || n <= 0 {
+		t.Errorf("StatusKiB(self, VmRSS) = %d, %v; want a positive size", n, err)
+	}
+	if _, err := StatusKiB(os.Getpid(), "NoSuchField"); err == nil || !strings.Contains(err.Error(), "NoSuchField") {
+		t.Errorf("StatusKiB(self, NoSuchField): error %v, want one naming the field", err)
 	}
 }
