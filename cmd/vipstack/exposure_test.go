@@ -19,8 +19,8 @@ import (
 // be added here deliberately.
 func TestAddressDefaultsAreLoopback(t *testing.T) {
 	want := map[string]map[string]string{
-		"agent":      {"health-addr": "127.0.0.1:9655", "metrics-addr": "127.0.0.1:9654", "status-addr": "127.0.0.1:9653"},
-		"controller": {"health-addr": "", "metrics-addr": "127.0.0.1:9652"},
+		"agent":      {"health-addr": "127.0.0.1:9655", "metrics-addr": "127.0.0.1:9654", "pprof-addr": "", "status-addr": "127.0.0.1:9653"},
+		"controller": {"health-addr": "", "metrics-addr": "127.0.0.1:9652", "pprof-addr": ""},
 		"demo":       {},
 		"dns":        {}, // its listeners are the Corefile's
 		"ipfailover": {"metrics-addr": "", "status-addr": ""},
