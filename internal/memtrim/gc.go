@@ -31,7 +31,9 @@ func CollectOnGrowth(headroom uint64, env func(string) string) {
 
 // afterEachGC calls f after each collection until ctx is done, on the
 // goroutine that runs cleanups (runtime.AddCleanup): each call arms the
-// next on a new object, which the next collection finds unreachable.
+// next on a new object, which the next collection finds unreachable. It
+// arms before calling f, so a collection that follows f's effects (as
+// the next one a test waits for does) always finds the new object.
 func afterEachGC(ctx context.Context, f func()) {
 	var arm func()
 	arm = func() {
@@ -39,8 +41,8 @@ func afterEachGC(ctx context.Context, f func()) {
 			if ctx.Err() != nil {
 				return
 			}
-			f()
 			arm()
+			f()
 		}, struct{}{})
 	}
 	arm()
