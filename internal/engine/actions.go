@@ -152,7 +152,7 @@ func (e *Engine) takeVIPs(in *instance, now time.Time) {
 		e.held[k] = v
 		delete(e.released, k) // ours again: no longer watched
 	}
-	if err := e.saveLedger(); err != nil {
+	if err := e.recordVIPs(in.vips); err != nil {
 		e.log.Error("cannot record VIPs in the ledger; a crash now would leave them behind", "path", e.opts.Ledger.Path, "err", err)
 	}
 	var addrs []netip.Addr
@@ -284,15 +284,32 @@ func (e *Engine) releaseVIPs(in *instance, now time.Time) {
 	e.saveLedgerLater()
 }
 
-// saveLedger records the VIPs held in the ledger before it returns: a VIP
-// must be on file before it is added.
+// recordVIPs records vips in the ledger before it returns: a VIP must be
+// on file before it is added.
+func (e *Engine) recordVIPs(vips []netif.VIP) error {
+	return e.timed(func() string { return "ledger append " + e.opts.Ledger.Path }, func() error { return e.ledgerW.add(vips) })
+}
+
+// saveLedger writes the list of the VIPs held to the ledger before it
+// returns.
 func (e *Engine) saveLedger() error {
 	return e.timed(func() string { return "ledger write " + e.opts.Ledger.Path }, func() error { return e.ledgerW.now(e.heldList()) })
 }
 
-// saveLedgerLater records the VIPs held in the ledger off the loop: for a
-// list that adds nothing to the one on file (see ledgerWriter).
-func (e *Engine) saveLedgerLater() { e.ledgerW.later(e.heldList()) }
+// saveLedgerLater has the list of the VIPs held written off the loop,
+// for a list that adds nothing to the one on file (see ledgerWriter): the
+// loop hands it over once its step is done (handLedger), so a step that
+// releases a thousand instances builds the list once.
+func (e *Engine) saveLedgerLater() { e.ledgerDirty = true }
+
+// handLedger hands the list of the VIPs held to the ledger's background
+// writer when the step saved it for later.
+func (e *Engine) handLedger() {
+	if e.ledgerDirty {
+		e.ledgerDirty = false
+		e.ledgerW.later(e.heldList())
+	}
+}
 
 // release removes one VIP an instance of ours held and watches it for
 // releaseWatch (see checkReleased), also when the removal failed: then the

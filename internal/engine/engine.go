@@ -102,14 +102,16 @@ type Engine struct {
 	// slowParts are the current step's slow requests (see timed).
 	slowParts []string
 	ledgerW   *ledgerWriter
-	conns     map[int]transport.Conn   // by address family
-	joined    map[joinKey]bool         // multicast groups joined, by interface
-	vmacs     map[string]netif.VMAC    // VMAC interfaces made for use_vmac, by name (see vmac.go)
-	instances map[string]*instance     // by name
-	byKey     map[demuxKey]*instance   // receive demultiplexing
-	trackers  map[string]*trackerEntry // by vrrp_script name
-	groups    map[string]*syncGroup
-	held      map[string]netif.VIP // VIPs we hold, by key
+	// ledgerDirty: the step saved the ledger for later (saveLedgerLater).
+	ledgerDirty bool
+	conns       map[int]transport.Conn   // by address family
+	joined      map[joinKey]bool         // multicast groups joined, by interface
+	vmacs       map[string]netif.VMAC    // VMAC interfaces made for use_vmac, by name (see vmac.go)
+	instances   map[string]*instance     // by name
+	byKey       map[demuxKey]*instance   // receive demultiplexing
+	trackers    map[string]*trackerEntry // by vrrp_script name
+	groups      map[string]*syncGroup
+	held        map[string]netif.VIP // VIPs we hold, by key
 	// released are the VIPs we let go, watched for a while (see
 	// checkReleased); releasedNext is when to look at them again.
 	released     map[string]releasedVIP
@@ -536,6 +538,7 @@ func (e *Engine) Run(ctx context.Context) error {
 			// and publish once.
 			e.drainUpTo(eventBatch - 1)
 		}
+		e.handLedger()
 		if e.handoff != nil {
 			e.handoff <- e.stopForHandoff()
 			return nil

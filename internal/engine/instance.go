@@ -433,7 +433,7 @@ func (e *Engine) updateVIPs(in *instance, ic *keepalived.Instance, movedTo func(
 	if len(removed) > 0 {
 		e.checkReleased(now)
 	}
-	if err := e.saveLedger(); err != nil {
+	if err := e.recordVIPs(added); err != nil {
 		e.log.Error("cannot record VIPs in the ledger; a crash now would leave them behind", "path", e.opts.Ledger.Path, "err", err)
 	}
 	var addrs []netip.Addr

@@ -2,54 +2,87 @@ package engine
 
 import (
 	"slices"
-	"strings"
 	"sync"
 
 	"github.com/vipstack/vipstack/internal/netif"
 )
 
-// ledgerWriter writes the ledger for the loop. A list that adds a VIP is
-// written at once (now), because the record must be on file before the
-// address is on the interface; a list that only drops entries may be
-// written later, off the loop (later), because an entry left a little
-// longer costs a crash only a needless removal. A list equal to the one on
-// file is not written. Writes are serialized and the newest list wins: a
-// background write older than the last one done is dropped.
+// ledgerWriter writes the ledger for the loop. VIPs about to be added are
+// recorded at once (add), because the record must be on file before the
+// address is on the interface: the ones not on file yet are appended, so
+// that a take costs a line per VIP however many the node holds. A list
+// that only drops entries may be written later, off the loop (later),
+// because an entry left a little longer costs a crash only a needless
+// removal. A list equal to the one on file is not written. Writes are
+// serialized and the newest wins: a background list older than the last
+// write done is dropped.
 //
-// A write is a file created and renamed over the ledger; on a disk file
-// system under load that took 100-700 ms (bench/chaos, docs/reliability.md
-// finding 8), the whole loop and every master's advertisements waiting.
+// A list is written as a file created and renamed over the ledger; on a
+// disk file system under load that took 100-700 ms (bench/chaos,
+// docs/reliability.md finding 8), and at a node's start a list of 10,000
+// VIPs written once per instance taking over kept the loop 19 s
+// (bench/scale), the whole loop and every master's advertisements waiting.
 type ledgerWriter struct {
 	ledger netif.Ledger
 
 	mu      sync.Mutex // guards seq and the pending list
-	seq     uint64     // the sequence number of the newest list handed in
+	seq     uint64     // the sequence number of the newest write handed in
 	pending []netif.VIP
 	pendSeq uint64
 	wake    chan struct{}
 
 	wmu     sync.Mutex // held while writing; guards the fields below
-	written uint64     // the sequence number of the list on file
-	onFile  string     // that list's key; valid when known
-	known   bool
+	written uint64     // the sequence number of the last write done
+	// onFile holds the entries on file (by VIP.String), all of them when
+	// exact, otherwise some: an Append before the first list was written
+	// adds to entries this writer never saw.
+	onFile map[string]bool
+	exact  bool
 }
 
 func newLedgerWriter(l netif.Ledger) *ledgerWriter {
-	return &ledgerWriter{ledger: l, wake: make(chan struct{}, 1)}
+	return &ledgerWriter{ledger: l, wake: make(chan struct{}, 1), onFile: map[string]bool{}}
 }
 
-// now writes vips before it returns (unless the file already says so).
-func (w *ledgerWriter) now(vips []netif.VIP) error {
+func (w *ledgerWriter) next() uint64 {
 	w.mu.Lock()
+	defer w.mu.Unlock()
 	w.seq++
-	s := w.seq
-	w.mu.Unlock()
+	return w.seq
+}
+
+// add records vips before it returns, appending those not on file. A
+// list handed to later before it is dropped: it may lack them.
+func (w *ledgerWriter) add(vips []netif.VIP) error {
+	s := w.next()
+	w.wmu.Lock()
+	defer w.wmu.Unlock()
+	var missing []netif.VIP
+	for _, v := range vips {
+		if !w.onFile[v.String()] {
+			missing = append(missing, v)
+		}
+	}
+	if err := w.ledger.Append(missing); err != nil {
+		return err
+	}
+	for _, v := range missing {
+		w.onFile[v.String()] = true
+	}
+	w.written = max(w.written, s)
+	return nil
+}
+
+// now writes the list vips before it returns (unless the file already
+// says so).
+func (w *ledgerWriter) now(vips []netif.VIP) error {
+	s := w.next()
 	w.wmu.Lock()
 	defer w.wmu.Unlock()
 	return w.writeLocked(s, vips)
 }
 
-// later hands vips to run, which writes it unless a newer list is written
+// later hands vips to run, which writes it unless a newer write is done
 // first.
 func (w *ledgerWriter) later(vips []netif.VIP) {
 	w.mu.Lock()
@@ -93,27 +126,34 @@ func (w *ledgerWriter) flush(fail func(error)) {
 
 func (w *ledgerWriter) writeLocked(s uint64, vips []netif.VIP) error {
 	if s <= w.written {
-		return nil // a newer list is on file
+		return nil // a newer write is done
 	}
-	k := ledgerKey(vips)
-	if w.known && k == w.onFile {
+	keys := make(map[string]bool, len(vips))
+	for _, v := range vips {
+		keys[v.String()] = true
+	}
+	if w.exact && sameKeys(keys, w.onFile) {
 		w.written = s
 		return nil
 	}
 	if err := w.ledger.Save(vips); err != nil {
-		w.known = false
+		// What is on file now is not known; what this writer appended
+		// before is, and stays so.
+		w.exact = false
 		return err
 	}
-	w.written, w.onFile, w.known = s, k, true
+	w.written, w.onFile, w.exact = s, keys, true
 	return nil
 }
 
-// ledgerKey identifies a list whatever its order.
-func ledgerKey(vips []netif.VIP) string {
-	lines := make([]string, len(vips))
-	for i, v := range vips {
-		lines[i] = v.String()
+func sameKeys(a, b map[string]bool) bool {
+	if len(a) != len(b) {
+		return false
 	}
-	slices.Sort(lines)
-	return strings.Join(lines, "\n")
+	for k := range a {
+		if !b[k] {
+			return false
+		}
+	}
+	return true
 }

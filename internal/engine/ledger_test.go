@@ -94,6 +94,75 @@ func TestLedgerWriter(t *testing.T) {
 	same("after a failure", a)
 }
 
+// TestLedgerWriterAdd: add appends only the VIPs not on file (the file is
+// not replaced, so its inode stays), drops a background list handed in
+// before it (that list may lack them) even when it appends nothing, and a
+// list written after it replaces the file again.
+func TestLedgerWriterAdd(t *testing.T) {
+	vip := func(s string) netif.VIP { return netif.VIP{Prefix: netip.MustParsePrefix(s), Dev: "eth0"} }
+	a, b, c := vip("198.18.0.10/32"), vip("198.18.0.11/32"), vip("fd00:bb::100/128")
+	l := netif.Ledger{Path: filepath.Join(t.TempDir(), "vips")}
+	w := newLedgerWriter(l)
+	fail := func(err error) { t.Errorf("background write: %v", err) }
+	stat := func() os.FileInfo {
+		fi, err := os.Stat(l.Path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi
+	}
+	same := func(step string, want ...netif.VIP) {
+		t.Helper()
+		got, err := l.Load()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: the ledger lists %v, want %v", step, got, want)
+		}
+	}
+
+	if err := w.now([]netif.VIP{a}); err != nil {
+		t.Fatal(err)
+	}
+	first := stat()
+	if err := w.add([]netif.VIP{a, b}); err != nil {
+		t.Fatal(err)
+	}
+	same("add", a, b)
+	if !os.SameFile(first, stat()) {
+		t.Error("add replaced the file; want the new entry appended")
+	}
+	size := stat().Size()
+	if err := w.add([]netif.VIP{b, a}); err != nil {
+		t.Fatal(err)
+	}
+	if got := stat().Size(); got != size {
+		t.Errorf("add of VIPs on file grew the file from %d to %d bytes", size, got)
+	}
+
+	// A release lists a alone for later; b is taken again before the
+	// writer runs: the older list must not drop b, although b was on
+	// file and add appended nothing.
+	w.later([]netif.VIP{a})
+	if err := w.add([]netif.VIP{b}); err != nil {
+		t.Fatal(err)
+	}
+	w.flush(fail)
+	same("later, then add of an entry on file", a, b)
+
+	w.later([]netif.VIP{a})
+	w.flush(fail)
+	same("later", a)
+	if os.SameFile(first, stat()) {
+		t.Error("a list dropping an entry was appended; want the file replaced")
+	}
+	if err := w.add([]netif.VIP{b, c}); err != nil {
+		t.Fatal(err)
+	}
+	same("add after later", a, b, c)
+}
+
 // TestLedgerWriterRun: run writes what later hands in, and the list still
 // pending when it is stopped before it returns.
 func TestLedgerWriterRun(t *testing.T) {

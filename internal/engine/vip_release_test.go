@@ -251,7 +251,8 @@ func TestVIPReleaseWatch(t *testing.T) {
 	for _, st := range steps {
 		now := t0.Add(st.at)
 		st.do(now)
-		// What Run's background writer does between steps.
+		// What Run's loop and background writer do between steps.
+		e.handLedger()
 		e.ledgerW.flush(func(err error) { t.Fatal(err) })
 		present, err := nl.HasVIP(v)
 		if err != nil {

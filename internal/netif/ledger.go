@@ -1,8 +1,6 @@
 package netif
 
 import (
-	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -12,11 +10,13 @@ import (
 )
 
 // Ledger records, in a small file, every VIP this process might hold. The
-// caller saves the ledger (write + rename) BEFORE adding an address and
-// removes the entry after DelVIP, so that whatever a crash leaves configured
-// is in the file. The format is one VIP per line, as VIP.String writes it
-// ("198.18.0.100/32 dev eth0 label eth0:vip"); blank lines and lines
-// starting with '#' are ignored.
+// caller records a VIP (Append, or Save of a list holding it) BEFORE adding
+// the address and drops the entry (Save of a list without it) after
+// DelVIP, so that whatever a crash leaves configured is in the file. The
+// format is one VIP per line, as VIP.String writes it ("198.18.0.100/32
+// dev eth0 label eth0:vip"); blank lines and lines starting with '#' are
+// ignored, and a VIP listed twice is one entry (Append adds lines to the
+// list a Save wrote).
 //
 // A Ledger has no lock: one process owns one path.
 type Ledger struct{ Path string }
@@ -32,21 +32,27 @@ func (l Ledger) Load() ([]VIP, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load ledger: %w", err)
 	}
+	lines := strings.Split(string(b), "\n")
 	var vips []VIP
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for n := 1; sc.Scan(); n++ {
-		line := strings.TrimSpace(sc.Text())
+	seen := map[string]bool{}
+	for i, line := range lines {
+		line = strings.TrimSpace(line)
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
 		v, err := ParseVIP(line)
-		if err != nil {
-			return nil, fmt.Errorf("load ledger: %s:%d: %w", l.Path, n, err)
+		if err != nil && i == len(lines)-1 {
+			// The last line, with no newline, cut short: an Append the
+			// process did not finish, so its addresses were never added.
+			break
 		}
-		vips = append(vips, v)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("load ledger %s: %w", l.Path, err)
+		if err != nil {
+			return nil, fmt.Errorf("load ledger: %s:%d: %w", l.Path, i+1, err)
+		}
+		if k := v.String(); !seen[k] {
+			seen[k] = true
+			vips = append(vips, v)
+		}
 	}
 	return vips, nil
 }
@@ -66,6 +72,42 @@ func (l Ledger) Save(vips []VIP) error {
 	}
 	if err := writeAtomic(l.Path, []byte(b.String())); err != nil {
 		return fmt.Errorf("save ledger: %w", err)
+	}
+	return nil
+}
+
+// Append adds vips to the ledger, creating it if missing: one write of
+// their lines at the end of the file, without rewriting the entries on
+// file (a node taking a thousand instances at start records each
+// instance's VIPs as it takes them; a Save of the whole list each time
+// made the start quadratic: bench/scale). A write cut short by a crash
+// leaves a last line that Load skips.
+func (l Ledger) Append(vips []VIP) error {
+	if len(vips) == 0 {
+		return nil
+	}
+	var b strings.Builder
+	for i, v := range vips {
+		if err := v.Validate(); err != nil {
+			return fmt.Errorf("append to ledger %s: entry %d: %w", l.Path, i, err)
+		}
+		b.WriteString(v.String())
+		b.WriteByte('\n')
+	}
+	f, err := os.OpenFile(l.Path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return fmt.Errorf("append to ledger: %w", err)
+	}
+	text := b.String()
+	if fi, err := f.Stat(); err == nil && fi.Size() == 0 {
+		text = ledgerHeader + text
+	}
+	if _, err := f.WriteString(text); err != nil {
+		f.Close()
+		return fmt.Errorf("append to ledger: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("append to ledger: %w", err)
 	}
 	return nil
 }

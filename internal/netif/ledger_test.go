@@ -4,6 +4,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -128,5 +129,75 @@ func TestLedgerIn(t *testing.T) {
 	}
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o700 {
 		t.Errorf("state directory: %v, %v; want a directory with mode 0700", fi, err)
+	}
+}
+
+// TestLedgerAppend: Append creates the ledger with its header, adds to
+// what a Save wrote without rewriting it (the inode stays), a VIP listed
+// twice is loaded once, and a last line cut short (an Append a crash
+// interrupted) is skipped while a bad line before the end still fails.
+func TestLedgerAppend(t *testing.T) {
+	vip := func(s string) VIP { return VIP{Prefix: netip.MustParsePrefix(s), Dev: "eth0"} }
+	a, b, c := vip("198.18.0.10/32"), vip("198.18.0.11/32"), vip("fd00:bb::100/128")
+	l := Ledger{Path: filepath.Join(t.TempDir(), "vips")}
+	if err := l.Append([]VIP{a}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(l.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := ledgerHeader + a.String() + "\n"; string(got) != want {
+		t.Errorf("a new ledger by Append reads %q, want %q", got, want)
+	}
+	if err := l.Save([]VIP{a, b}); err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.Stat(l.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Append([]VIP{b, c}); err != nil {
+		t.Fatal(err)
+	}
+	after, err := os.Stat(l.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !os.SameFile(before, after) {
+		t.Error("Append replaced the file; want it appended to")
+	}
+	loaded, err := l.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []VIP{a, b, c}; !slices.Equal(loaded, want) {
+		t.Errorf("Load after Save and Append = %v, want %v", loaded, want)
+	}
+
+	if err := l.Append([]VIP{{Prefix: netip.MustParsePrefix("198.18.0.12/32")}}); err == nil || !strings.Contains(err.Error(), "entry 0") {
+		t.Errorf("Append of an invalid VIP = %v; want an error naming entry 0", err)
+	}
+
+	f, err := os.OpenFile(l.Path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString("198.18.0.13/32 de"); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	loaded, err = l.Load()
+	if err != nil {
+		t.Errorf("Load with a last line cut short: %v, want it skipped", err)
+	}
+	if want := []VIP{a, b, c}; !slices.Equal(loaded, want) {
+		t.Errorf("Load with a last line cut short = %v, want %v", loaded, want)
+	}
+	if err := os.WriteFile(l.Path, []byte("198.18.0.13/32 de\n"+a.String()+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Load(); err == nil || !strings.Contains(err.Error(), l.Path+":1:") {
+		t.Errorf("Load of a bad first line = %v; want an error naming line 1", err)
 	}
 }
