@@ -130,3 +130,35 @@ func TestCrashLeftoversSwept(t *testing.T) {
 		}
 	})
 }
+
+// TestStatusCountersFresh: between changes of state the loop does not
+// republish the status, but Status still returns the counters as they
+// are: a master's adverts sent grow with each advert interval.
+func TestStatusCountersFresh(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := (&simSegment{}).node("h", "198.18.0.1/24")
+		conf := "vrrp_instance VI_1 {\n    state MASTER\n    interface eth0\n    virtual_router_id 51\n    priority 100\n    advert_int 1\n" +
+			"    virtual_ipaddress {\n        198.18.0.100/32\n    }\n}\n"
+		e, _ := simEngine(t, n, conf, nil)
+		stop := simRun(t, e)
+		defer stop()
+		sent := func() (string, uint64) {
+			st := e.Status()
+			if len(st) != 1 {
+				t.Fatalf("status lists %d instances, want 1", len(st))
+			}
+			return st[0].State, st[0].AdvertsSent
+		}
+		simWaitFor(t, "MASTER", func() (bool, string) {
+			s, _ := sent()
+			return s == "MASTER", s
+		})
+		_, before := sent()
+		time.Sleep(5 * time.Second) // the bubble's clock: five advert intervals
+		synctest.Wait()
+		state, after := sent()
+		if state != "MASTER" || after < before+4 {
+			t.Errorf("after 5 s as master: %s with %d adverts sent, %d before; want MASTER and at least 4 more", state, after, before)
+		}
+	})
+}
