@@ -28,6 +28,8 @@ type router interface {
 	// logged its BFD session with a going down after mark.
 	logMark() int
 	bfdDown(mark int, a netip.Addr) (time.Time, error)
+	// logSince is what the router logged after mark about a.
+	logSince(mark int, a netip.Addr) string
 }
 
 // routerConf is what a router's configuration depends on.
@@ -90,6 +92,10 @@ func (r *frrRouter) shutdown(a netip.Addr, down bool) error {
 
 func (r *frrRouter) logMark() int { return len(r.out.String()) }
 
+func (r *frrRouter) logSince(mark int, a netip.Addr) string {
+	return linesAbout(r.out.String(), mark, a.String()+" ")
+}
+
 // bfdDown finds bfdd's "state-change: [... peer:A ...] up -> down".
 func (r *frrRouter) bfdDown(mark int, a netip.Addr) (time.Time, error) {
 	return logTime(r.out.String(), mark, func(l string) bool {
@@ -100,11 +106,12 @@ func (r *frrRouter) bfdDown(mark int, a netip.Addr) (time.Time, error) {
 // startRouterBIRD runs BIRD 2 as the router with the same settings as
 // FRR's: one bgp protocol per node (n3's disabled), ECMP into the
 // kernel (merge paths), and in the BFD mode `bfd on` with the bfd
-// protocol at the bench's interval and multiplier. Two settings are
-// not FRR's defaults' equivalents but keep trials apart: BIRD waits
-// "error wait time" (60 s by default) before it accepts a node again
-// after a session error, here 1 s; and it traces protocol states and
-// events with microsecond time stamps, for bfdDown.
+// protocol at the bench's interval and multiplier. Settings that are
+// not BIRD's defaults: "error wait time" 1 s (BIRD waits 60 s by
+// default before it accepts a node again after a session error, which
+// would only slow the next trial); protocol states and events traced
+// with microsecond time stamps, for bfdDown; and, without BFD only,
+// graceful restart off (below).
 func startRouterBIRD(ns, dir string, rc routerConf) (*birdRouter, error) {
 	var c strings.Builder
 	ms := rc.bfdInterval.Milliseconds()
@@ -123,10 +130,18 @@ protocol bfd { interface "*" { min rx interval %d ms; min tx interval %d ms; mul
 		}
 		fmt.Fprintf(&c, "protocol bgp n%d {\n local %v as %d;\n neighbor %v as %d;\n hold time %d;\n keepalive time %d;\n connect retry time 1;\n error wait time 1, 1;\n ipv4 { import all; export none; };\n",
 			i, routerAddr(i), routerASN, nodeAddr(i), nodeASN, int(hold.Seconds()), int(hold.Seconds())/3)
-		if i == scaleNode {
+		switch {
+		case i == scaleNode:
 			c.WriteString(" disabled;\n")
-		} else if rc.mode == modeBFD {
+		case rc.mode == modeBFD:
 			c.WriteString(" bfd on;\n")
+		default:
+			// BIRD (graceful restart aware by default) takes an FRR
+			// node's hold timer expiry for a graceful restart and
+			// keeps its routes for FRR's restart time (120 s): no
+			// failover to measure. With `bfd on`, BFD down ends the
+			// session outright either way.
+			c.WriteString(" graceful restart off;\n")
 		}
 		c.WriteString("}\n")
 	}
@@ -217,6 +232,10 @@ func (b *birdRouter) shutdown(a netip.Addr, down bool) error {
 
 func (b *birdRouter) logMark() int { return len(b.out.String()) }
 
+func (b *birdRouter) logSince(mark int, a netip.Addr) string {
+	return linesAbout(b.out.String(), mark, birdProto(a)+":", a.String()+" ")
+}
+
 // bfdDown finds the bfd protocol's "Session to A changed state from Up
 // to Down".
 func (b *birdRouter) bfdDown(mark int, a netip.Addr) (time.Time, error) {
@@ -249,4 +268,19 @@ func logTime(log string, mark int, match func(string) bool) (time.Time, error) {
 		return time.ParseInLocation("2006-01-02 15:04:05.999999", m[1]+"-"+m[2]+"-"+m[3]+" "+m[4], time.Local)
 	}
 	return time.Time{}, fmt.Errorf("the router logged no BFD session going down")
+}
+
+// linesAbout is the last 20 lines of log after mark that hold any of
+// words.
+func linesAbout(log string, mark int, words ...string) string {
+	var out []string
+	for _, l := range strings.Split(log[min(mark, len(log)):], "\n") {
+		for _, w := range words {
+			if strings.Contains(l, w) {
+				out = append(out, l)
+				break
+			}
+		}
+	}
+	return strings.Join(out[max(0, len(out)-20):], "\n")
 }

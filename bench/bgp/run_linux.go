@@ -538,6 +538,7 @@ func (b *bench) crash(impl, ev string) crashTrial {
 	}
 	if err != nil {
 		t.Err = err.Error()
+		b.say("%s %s: the router's log about n1 since T0:\n%s", impl, ev, b.router.logSince(mark, nodeAddr(1)))
 	}
 	if err := b.down(ns); err != nil && t.Err == "" {
 		t.Err = "after the trial: " + err.Error()
