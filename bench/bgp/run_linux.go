@@ -274,11 +274,19 @@ func (b *bench) trials(ctx context.Context) error {
 					return ctx.Err()
 				}
 				t := b.crash(impl, ev)
+				for try := 2; try <= 3 && t.Err == errFlap.Error(); try++ {
+					b.say("%s %s %s: %s; try %d", impl, b.mode, ev, t.Err, try)
+					t = b.crash(impl, ev)
+				}
 				b.say("%s %s %s: BFD down %v route %v moved %v failed %d/%d %s", impl, b.mode, ev, t.Detect, t.Route, t.Moved, t.Failed, t.Probes, t.Err)
 				b.res.Crash = append(b.res.Crash, t)
 			}
 			if b.mode == modeBFD && o.Parts["stop"] {
 				s := b.gracefulStop(impl)
+				for try := 2; try <= 3 && s.Err == errFlap.Error(); try++ {
+					b.say("%s graceful stop: %s; try %d", impl, s.Err, try)
+					s = b.gracefulStop(impl)
+				}
 				b.say("%s graceful stop: failed %d/%d (%d in flight, last at %v), VIP removed at %v, route changed at %v %s", impl, s.Failed, s.Probes, s.InFlight, s.LastFail, s.Removed, s.Route, s.Err)
 				b.res.Stops = append(b.res.Stops, s)
 			}
@@ -535,6 +543,9 @@ func (b *bench) crash(impl, ev string) crashTrial {
 		if at, err = b.router.bfdDown(mark, nodeAddr(1)); err == nil {
 			t.Detect = at.Sub(t0)
 		}
+		if err == nil {
+			err = b.n2Flapped(mark)
+		}
 	}
 	if err != nil {
 		t.Err = err.Error()
@@ -544,6 +555,22 @@ func (b *bench) crash(impl, ev string) crashTrial {
 		t.Err = "after the trial: " + err.Error()
 	}
 	return t
+}
+
+// errFlap marks a trial in which the router's BFD session with n2, the
+// node that stays, went down: on a loaded machine 50 ms x 3 sometimes
+// flaps, and the router then has no route at all for seconds. That
+// measures the machine, not n1's crash or stop: the trial is run again.
+var errFlap = errors.New("the router's BFD session with n2 went down during the trial (a flap on the loaded machine)")
+
+func (b *bench) n2Flapped(mark int) error {
+	if b.mode != modeBFD {
+		return nil
+	}
+	if _, err := b.router.bfdDown(mark, nodeAddr(2)); err == nil {
+		return errFlap
+	}
+	return nil
 }
 
 // gracefulStop stops n1 with SIGTERM (vipstack's speaker; FRR's bgpd)
@@ -563,6 +590,7 @@ func (b *bench) gracefulStop(impl string) stopTrial {
 		_ = b.down(ns)
 		return s
 	}
+	mark := b.router.logMark()
 	t0 := time.Now()
 	_ = ns[0].main.cmd.Process.Signal(syscall.SIGTERM)
 	if !ns[0].main.exited(20 * time.Second) {
@@ -580,6 +608,9 @@ func (b *bench) gracefulStop(impl string) stopTrial {
 	lines := mon.stop()
 	if err == nil {
 		err = before(probes, t0, "n1", "n2")
+	}
+	if err == nil {
+		err = b.n2Flapped(mark)
 	}
 	if err == nil {
 		s.Route, err = firstChange(lines, vip.String(), t0)
