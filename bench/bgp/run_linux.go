@@ -631,6 +631,10 @@ func (b *bench) gracefulStop(impl string) stopTrial {
 	if err != nil {
 		s.Err = err.Error()
 	}
+	if s.Failed > 0 && b.o.Verbose != nil {
+		b.say("%s graceful stop: %d failed; the router's route changes:\n%s\nits log about n2:\n%s", impl, s.Failed,
+			strings.Join(lines[:min(len(lines), 16)], "\n"), b.router.logSince(mark, nodeAddr(2)))
+	}
 	if err := routedlab.IPIn(b.l.nodes[0], "addr", "replace", vip.String()+"/32", "dev", "lo"); err != nil && s.Err == "" {
 		s.Err = err.Error()
 	}
