@@ -243,7 +243,9 @@ func startFRR(ns, dir, bgpConf, bfdConf string) (*frr, error) {
 	confs := map[string]string{"zebra": "", "bfdd": bfdConf, "bgpd": bgpConf}
 	for _, d := range []string{"zebra", "bfdd", "bgpd"} {
 		cf := filepath.Join(f.dir, d+".conf")
-		if err := os.WriteFile(cf, []byte("log stdout informational\n"+confs[d]), 0o644); err != nil {
+		// Microsecond time stamps: the router's log dates BFD's
+		// detection (routerLogDown).
+		if err := os.WriteFile(cf, []byte("log stdout informational\nlog timestamp precision 6\n"+confs[d]), 0o644); err != nil {
 			return f, err
 		}
 		args := []string{"-f", cf, "-i", filepath.Join(f.dir, d+".pid"), "-z", zserv, "--vty_socket", f.dir,

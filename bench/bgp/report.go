@@ -16,6 +16,20 @@ const (
 	implFRR      = "frr"
 )
 
+// Routers: the daemon in the router namespace, to which every
+// implementation announces.
+const (
+	routerFRR  = "frr"
+	routerBIRD = "bird"
+)
+
+func routerLabel(rt string) string {
+	if rt == routerBIRD {
+		return "BIRD"
+	}
+	return "FRR"
+}
+
 // Detection modes: BFD at the bench's interval, or the BGP hold timer
 // alone.
 const (
@@ -34,20 +48,23 @@ const fullScale = 10000
 
 // crashTrial is one crash of n1 while n1 and n2 both announce the VIP.
 type crashTrial struct {
-	Impl, Mode, Event string
+	Router, Impl, Mode, Event string
 	// Route is when the router's kernel route to the VIP changed after
 	// T0 (ip monitor); Moved is when the client's connections stopped
 	// failing: the first answered probe started after the last failed
 	// one. Both from T0.
 	Route, Moved time.Duration
-	Failed       int // probes started after T0 that failed
-	Probes       int
-	Err          string
+	// Detect is when the router logged its BFD session with n1 down,
+	// from T0 (BFD mode only).
+	Detect time.Duration
+	Failed int // probes started after T0 that failed
+	Probes int
+	Err    string
 }
 
 // stopTrial is a graceful stop of n1 under the client's probes.
 type stopTrial struct {
-	Impl           string
+	Router, Impl   string
 	Failed, Probes int
 	// Removed is when the VIP left n1 (its daemon had exited), Route
 	// when the router's kernel route changed, LastFail when the last
@@ -67,12 +84,12 @@ type stopTrial struct {
 
 // scaleRun is one speaker announcing Routes VIPs to a peer that comes up.
 type scaleRun struct {
-	Impl   string
-	Routes int
+	Router, Impl string
+	Routes       int
 	// Established and Received are from the router's `no neighbor
-	// shutdown` to the session seen established and to every route
-	// seen received (vtysh polled every PollEvery).
-	Established, Received time.Duration
+	// shutdown` (BIRD: `enable`) to the session seen established and to
+	// every route seen received (vtysh or birdc polled every PollEvery).
+	Established, Received, PollEvery time.Duration
 	// RSS0 is the daemon's resident memory (MiB) established with no
 	// routes, RSSN with Routes.
 	RSS0, RSSN float64
@@ -86,9 +103,9 @@ type results struct {
 	Hold        time.Duration // the hold timer of the hold mode
 	BFDHold     time.Duration // the hold timer while BFD runs
 	ProbeEvery  time.Duration
-	PollEvery   time.Duration
 	Routes      int
-	Loaded      string // "" or why the figures are noisy
+	Routers     []string // in the order they ran
+	Loaded      string   // "" or why the figures are noisy
 	Crash       []crashTrial
 	Stops       []stopTrial
 	Scale       []scaleRun
@@ -108,12 +125,12 @@ func (r *results) bound(mode string) time.Duration {
 // multiplier x interval + 50 ms.
 func (r *results) bfdTarget() time.Duration { return r.bound(modeBFD) + 50*time.Millisecond }
 
-// median of the measured trials of impl, mode and event, and how many
-// were measured.
-func (r *results) median(impl, mode, event string, f func(crashTrial) time.Duration) (time.Duration, int) {
+// median of the measured trials with router rt of impl, mode and event,
+// and how many were measured.
+func (r *results) median(rt, impl, mode, event string, f func(crashTrial) time.Duration) (time.Duration, int) {
 	var xs []time.Duration
 	for _, t := range r.Crash {
-		if t.Impl == impl && t.Mode == mode && t.Event == event && t.Err == "" {
+		if t.Router == rt && t.Impl == impl && t.Mode == mode && t.Event == event && t.Err == "" {
 			xs = append(xs, f(t))
 		}
 	}
@@ -127,13 +144,18 @@ func (r *results) median(impl, mode, event string, f func(crashTrial) time.Durat
 	return (xs[len(xs)/2-1] + xs[len(xs)/2]) / 2, len(xs)
 }
 
-func moved(t crashTrial) time.Duration { return t.Moved }
-func route(t crashTrial) time.Duration { return t.Route }
+func moved(t crashTrial) time.Duration  { return t.Moved }
+func route(t crashTrial) time.Duration  { return t.Route }
+func detect(t crashTrial) time.Duration { return t.Detect }
 
-// stops sums the graceful stops of impl.
-func (r *results) stops(impl string) (failed, probes, n int) {
+// programming is the router's time from its BFD session down to its
+// kernel route changed.
+func programming(t crashTrial) time.Duration { return t.Route - t.Detect }
+
+// stops sums the graceful stops of impl with router rt.
+func (r *results) stops(rt, impl string) (failed, probes, n int) {
 	for _, s := range r.Stops {
-		if s.Impl == impl && s.Err == "" {
+		if s.Router == rt && s.Impl == impl && s.Err == "" {
 			failed += s.Failed
 			probes += s.Probes
 			n++
@@ -142,10 +164,11 @@ func (r *results) stops(impl string) (failed, probes, n int) {
 	return failed, probes, n
 }
 
-// inFlight and late sum those failed connections of impl's stops.
-func (r *results) inFlight(impl string) (inFlight, late int) {
+// inFlight and late sum those failed connections of impl's stops with
+// router rt.
+func (r *results) inFlight(rt, impl string) (inFlight, late int) {
 	for _, s := range r.Stops {
-		if s.Impl == impl && s.Err == "" {
+		if s.Router == rt && s.Impl == impl && s.Err == "" {
 			inFlight += s.InFlight
 			late += s.Late
 		}
@@ -167,9 +190,9 @@ func late(ps []probe, t0 time.Time, route, removed time.Duration) int {
 	return n
 }
 
-func (r *results) scale(impl string) (scaleRun, bool) {
+func (r *results) scale(rt, impl string) (scaleRun, bool) {
 	for _, s := range r.Scale {
-		if s.Impl == impl && s.Err == "" {
+		if s.Router == rt && s.Impl == impl && s.Err == "" {
 			return s, true
 		}
 	}
@@ -205,17 +228,27 @@ func (t target) String() string {
 	return fmt.Sprintf("%s  %s: %s (want %s)", v, t.Name, t.Got, t.Want)
 }
 
-// targets are vipstack's verdicts.
+// targets are vipstack's verdicts, four per router in the order the
+// routers ran: BFD kill -9, BFD link cut, graceful stop, routes.
 func (r *results) targets() []target {
 	var ts []target
+	for _, rt := range r.Routers {
+		ts = append(ts, r.routerTargets(rt)...)
+	}
+	return ts
+}
+
+func (r *results) routerTargets(rt string) []target {
+	var ts []target
+	by := ", " + routerLabel(rt) + " router"
 	for _, ev := range []string{eventKill, eventCut} {
-		m, n := r.median(implVipstack, modeBFD, ev, moved)
-		t := target{Name: fmt.Sprintf("BFD %s x %d, %s: crash to traffic moved", ms(r.BFDInterval), r.BFDMult, eventLabel(ev)),
+		m, n := r.median(rt, implVipstack, modeBFD, ev, moved)
+		t := target{Name: fmt.Sprintf("BFD %s x %d, %s%s: crash to traffic moved", ms(r.BFDInterval), r.BFDMult, eventLabel(ev), by),
 			Want: "<= " + ms(r.bfdTarget()), Count: n > 0}
 		if n > 0 {
 			t.Got = fmt.Sprintf("median %s of %d", ms(m), n)
-			if fm, fn := r.median(implFRR, modeBFD, ev, moved); fn > 0 {
-				t.Got += fmt.Sprintf("; FRR %s", ms(fm))
+			if fm, fn := r.median(rt, implFRR, modeBFD, ev, moved); fn > 0 {
+				t.Got += fmt.Sprintf("; FRR announcing %s", ms(fm))
 			}
 			t.Pass = m <= r.bfdTarget()
 		} else {
@@ -223,41 +256,49 @@ func (r *results) targets() []target {
 		}
 		ts = append(ts, t)
 	}
-	failed, probes, n := r.stops(implVipstack)
-	_, lateFails := r.inFlight(implVipstack)
-	st := target{Name: "graceful stop under load", Want: "0 failed connections until the stop settled", Count: n > 0 && probes > 0}
-	if st.Count {
-		st.Got = fmt.Sprintf("%d of %d connections failed over %d stops", failed-lateFails, probes, n)
-		if lateFails > 0 {
-			st.Got += fmt.Sprintf(" (%d more after it settled, to the other node alone)", lateFails)
-		}
-		st.Pass = failed-lateFails == 0
-	} else {
+	return append(ts, r.stopTarget(rt), r.scaleTarget(rt))
+}
+
+func (r *results) stopTarget(rt string) target {
+	failed, probes, n := r.stops(rt, implVipstack)
+	_, lateFails := r.inFlight(rt, implVipstack)
+	st := target{Name: "graceful stop under load, " + routerLabel(rt) + " router", Want: "0 failed connections until the stop settled", Count: n > 0 && probes > 0}
+	if !st.Count {
 		st.Got = "not measured"
+		return st
 	}
-	ts = append(ts, st)
-	sc := target{Name: fmt.Sprintf("%d routes to a new peer", r.Routes), Want: "< 1 s for 10,000"}
-	if s, ok := r.scale(implVipstack); ok {
-		sc.Count = true
-		sc.Got = fmt.Sprintf("%s from established to all received", ms(s.announce()))
-		if s.announce() == 0 {
-			sc.Got = "within the poll that saw the session established"
-		}
-		if f, ok := r.scale(implFRR); ok {
-			sc.Got += fmt.Sprintf("; FRR %s", ms(f.announce()))
-		}
-		if r.PollEvery > 0 {
-			sc.Got += fmt.Sprintf("; vtysh polled every %s", ms(r.PollEvery))
-		}
-		// Fewer routes than the issue names cannot pass its target.
-		sc.Pass = s.Routes >= fullScale && s.announce() < time.Second
-		if s.Routes < fullScale {
-			sc.Got += fmt.Sprintf(" (only %d routes: run -routes %d for the target)", s.Routes, fullScale)
-		}
-	} else {
+	st.Got = fmt.Sprintf("%d of %d connections failed over %d stops", failed-lateFails, probes, n)
+	if lateFails > 0 {
+		st.Got += fmt.Sprintf(" (%d more after it settled, to the other node alone)", lateFails)
+	}
+	st.Pass = failed-lateFails == 0
+	return st
+}
+
+func (r *results) scaleTarget(rt string) target {
+	sc := target{Name: fmt.Sprintf("%d routes to a new peer, %s router", r.Routes, routerLabel(rt)), Want: "< 1 s for 10,000"}
+	s, ok := r.scale(rt, implVipstack)
+	if !ok {
 		sc.Got = "not measured"
+		return sc
 	}
-	return append(ts, sc)
+	sc.Count = true
+	sc.Got = fmt.Sprintf("%s from established to all received", ms(s.announce()))
+	if s.announce() == 0 {
+		sc.Got = "within the poll that saw the session established"
+	}
+	if f, ok := r.scale(rt, implFRR); ok {
+		sc.Got += fmt.Sprintf("; FRR announcing %s", ms(f.announce()))
+	}
+	if s.PollEvery > 0 {
+		sc.Got += fmt.Sprintf("; polled every %s", ms(s.PollEvery))
+	}
+	// Fewer routes than the issue names cannot pass its target.
+	sc.Pass = s.Routes >= fullScale && s.announce() < time.Second
+	if s.Routes < fullScale {
+		sc.Got += fmt.Sprintf(" (only %d routes: run -routes %d for the target)", s.Routes, fullScale)
+	}
+	return sc
 }
 
 func eventLabel(ev string) string {
@@ -297,58 +338,13 @@ func (r *results) report() *benchdoc.Report {
 		rep.Para("Measured under load: %s; figures are noisy.", r.Loaded)
 	}
 	rep.Para("Crash failover of n1 while n1 and n2 announce the VIP (ECMP), from T0; *router* is the router's kernel route changing (ip monitor), *client* the client's connections (one every %s) answered again. Bound: the protocol's detection time (then route programming).", ms(r.ProbeEvery))
-	tb := benchdoc.Table{Header: []string{"scenario", "bound", "vipstack router", "vipstack client", "FRR router", "FRR client", "client vipstack/FRR"}}
-	for _, mode := range []string{modeBFD, modeHold} {
-		for _, ev := range []string{eventKill, eventCut} {
-			vr, nv := r.median(implVipstack, mode, ev, route)
-			vm, _ := r.median(implVipstack, mode, ev, moved)
-			fr, nf := r.median(implFRR, mode, ev, route)
-			fm, _ := r.median(implFRR, mode, ev, moved)
-			if nv+nf == 0 {
-				continue
-			}
-			cell := func(d time.Duration, n int) string {
-				if n == 0 {
-					return "-"
-				}
-				return fmt.Sprintf("%s (%d)", ms(d), n)
-			}
-			rt := "-"
-			if nv > 0 && nf > 0 {
-				rt = ratio(vm, fm)
-			}
-			tb.Add(modeLabel(r, mode)+", "+eventLabel(ev), ms(r.bound(mode)), cell(vr, nv), cell(vm, nv), cell(fr, nf), cell(fm, nf), rt)
-		}
-	}
-	rep.Table(tb)
-	st := benchdoc.Table{Header: []string{"graceful stop of n1", "stops", "failed connections", "of", "in flight at the route change", "after the stop settled"}}
-	for _, impl := range []string{implVipstack, implFRR} {
-		if f, p, n := r.stops(impl); n > 0 {
-			in, lt := r.inFlight(impl)
-			st.Add(impl, fmt.Sprint(n), fmt.Sprint(f), fmt.Sprint(p), fmt.Sprint(in), fmt.Sprint(lt))
-		}
-	}
-	rep.Table(st)
+	rep.Table(r.crashTable())
+	rep.Para("BFD crashes inside the router, medians from T0: *BFD down* is when the router logged its BFD session with n1 down (FRR: bfdd's state-change, BIRD: its bfd protocol), *route* its kernel route changing; the difference is the router's own route programming.")
+	rep.Table(r.programmingTable())
+	rep.Table(r.stopTable())
 	rep.Para("In flight: n1 still had its VIP when the router's route changed, and the connection, started before and hashed to n1, was moved to n2 mid-handshake by ECMP's rehash. After the stop settled (the router moved and n1's VIP gone), connections go to n2 alone: those failing timed out (200 ms) on the loaded machine, and the target does not count them. The rest failed because n1 dropped the VIP before the router moved.")
-	sc := benchdoc.Table{Header: []string{"routes to a new peer", "routes", "to established", "established to all received", "RSS, no routes", "RSS per 1,000 routes"}}
-	for _, impl := range []string{implVipstack, implFRR} {
-		if s, ok := r.scale(impl); ok {
-			sc.Add(impl, fmt.Sprint(s.Routes), ms(s.Established), ms(s.announce()),
-				fmt.Sprintf("%.1f MiB", s.RSS0), fmt.Sprintf("%.2f MiB", s.perThousand()))
-		}
-	}
-	if v, ok := r.scale(implVipstack); ok {
-		if f, ok := r.scale(implFRR); ok {
-			mem := "-"
-			if f.perThousand() > 0 {
-				mem = fmt.Sprintf("%.2f", v.perThousand()/f.perThousand())
-			}
-			sc.Add("vipstack/FRR", "", ratio(v.Established, f.Established), ratio(v.announce(), f.announce()),
-				fmt.Sprintf("%.2f", v.RSS0/f.RSS0), mem)
-		}
-	}
-	rep.Table(sc)
-	rep.Para("Route times are polled with vtysh every %s (its resolution); RSS is VmRSS of vipstack's speaker process and of FRR's bgpd.", ms(r.PollEvery))
+	rep.Table(r.scaleTable())
+	rep.Para("Route times are polled with the router's CLI (vtysh, birdc; the interval is its resolution); RSS is VmRSS of vipstack's speaker process and of FRR's bgpd.")
 	var lines []string
 	for _, t := range r.targets() {
 		lines = append(lines, t.String())
@@ -361,12 +357,101 @@ func (r *results) report() *benchdoc.Report {
 	return rep
 }
 
+func cell(d time.Duration, n int) string {
+	if n == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%s (%d)", ms(d), n)
+}
+
+func (r *results) crashTable() benchdoc.Table {
+	tb := benchdoc.Table{Header: []string{"scenario", "router", "bound", "vipstack router", "vipstack client", "FRR router", "FRR client", "client vipstack/FRR"}}
+	for _, mode := range []string{modeBFD, modeHold} {
+		for _, ev := range []string{eventKill, eventCut} {
+			for _, rt := range r.Routers {
+				vr, nv := r.median(rt, implVipstack, mode, ev, route)
+				vm, _ := r.median(rt, implVipstack, mode, ev, moved)
+				fr, nf := r.median(rt, implFRR, mode, ev, route)
+				fm, _ := r.median(rt, implFRR, mode, ev, moved)
+				if nv+nf == 0 {
+					continue
+				}
+				rto := "-"
+				if nv > 0 && nf > 0 {
+					rto = ratio(vm, fm)
+				}
+				tb.Add(modeLabel(r, mode)+", "+eventLabel(ev), routerLabel(rt), ms(r.bound(mode)), cell(vr, nv), cell(vm, nv), cell(fr, nf), cell(fm, nf), rto)
+			}
+		}
+	}
+	return tb
+}
+
+func (r *results) programmingTable() benchdoc.Table {
+	tb := benchdoc.Table{Header: []string{"router", "crash", "announcer", "BFD down", "route", "BFD down to route"}}
+	for _, rt := range r.Routers {
+		for _, ev := range []string{eventKill, eventCut} {
+			for _, impl := range []string{implVipstack, implFRR} {
+				d, n := r.median(rt, impl, modeBFD, ev, detect)
+				if n == 0 {
+					continue
+				}
+				rm, _ := r.median(rt, impl, modeBFD, ev, route)
+				p, _ := r.median(rt, impl, modeBFD, ev, programming)
+				tb.Add(routerLabel(rt), eventLabel(ev), impl, ms(d), ms(rm), cell(p, n))
+			}
+		}
+	}
+	return tb
+}
+
+func (r *results) stopTable() benchdoc.Table {
+	st := benchdoc.Table{Header: []string{"graceful stop of n1", "router", "stops", "failed connections", "of", "in flight at the route change", "after the stop settled"}}
+	for _, rt := range r.Routers {
+		for _, impl := range []string{implVipstack, implFRR} {
+			if f, p, n := r.stops(rt, impl); n > 0 {
+				in, lt := r.inFlight(rt, impl)
+				st.Add(impl, routerLabel(rt), fmt.Sprint(n), fmt.Sprint(f), fmt.Sprint(p), fmt.Sprint(in), fmt.Sprint(lt))
+			}
+		}
+	}
+	return st
+}
+
+func (r *results) scaleTable() benchdoc.Table {
+	sc := benchdoc.Table{Header: []string{"routes to a new peer", "router", "routes", "to established", "established to all received", "polled every", "RSS, no routes", "RSS per 1,000 routes"}}
+	for _, rt := range r.Routers {
+		for _, impl := range []string{implVipstack, implFRR} {
+			if s, ok := r.scale(rt, impl); ok {
+				sc.Add(impl, routerLabel(rt), fmt.Sprint(s.Routes), ms(s.Established), ms(s.announce()), ms(s.PollEvery),
+					fmt.Sprintf("%.1f MiB", s.RSS0), fmt.Sprintf("%.2f MiB", s.perThousand()))
+			}
+		}
+		v, ok := r.scale(rt, implVipstack)
+		f, fok := r.scale(rt, implFRR)
+		if !ok || !fok {
+			continue
+		}
+		mem := "-"
+		if f.perThousand() > 0 {
+			mem = fmt.Sprintf("%.2f", v.perThousand()/f.perThousand())
+		}
+		sc.Add("vipstack/FRR", routerLabel(rt), "", ratio(v.Established, f.Established), ratio(v.announce(), f.announce()), "",
+			fmt.Sprintf("%.2f", v.RSS0/f.RSS0), mem)
+	}
+	return sc
+}
+
 // summary is the short form for docs/benchmarks.md, one paragraph: the
 // run and the verdicts (the page has no room for more; the tables go to
 // bgp-bench.md).
 func (r *results) summary(f benchdoc.Facts, took time.Duration) []byte {
 	var b strings.Builder
-	fmt.Fprintf(&b, "vipstack's speaker beside FRR on the same nodes; method and tables in [bgp-bench.md](bgp-bench.md). **Run:** `%s`, %s; took %s", f.Command, f, took.Round(time.Second))
+	var rts []string
+	for _, rt := range r.Routers {
+		rts = append(rts, routerLabel(rt))
+	}
+	fmt.Fprintf(&b, "vipstack's speaker beside FRR on the same nodes, the router %s; method and tables in [bgp-bench.md](bgp-bench.md). **Run:** `%s`, %s; took %s", strings.Join(rts, ", then "), f.Command, f, took.Round(time.Second))
 	if r.Loaded != "" {
 		fmt.Fprintf(&b, "; measured under load (%s), figures noisy", r.Loaded)
 	}
@@ -381,17 +466,17 @@ func (r *results) errors() []string {
 	var out []string
 	for _, t := range r.Crash {
 		if t.Err != "" {
-			out = append(out, fmt.Sprintf("%s %s %s: %s", t.Impl, t.Mode, t.Event, t.Err))
+			out = append(out, fmt.Sprintf("%s router, %s %s %s: %s", routerLabel(t.Router), t.Impl, t.Mode, t.Event, t.Err))
 		}
 	}
 	for _, s := range r.Stops {
 		if s.Err != "" {
-			out = append(out, fmt.Sprintf("%s graceful stop: %s", s.Impl, s.Err))
+			out = append(out, fmt.Sprintf("%s router, %s graceful stop: %s", routerLabel(s.Router), s.Impl, s.Err))
 		}
 	}
 	for _, s := range r.Scale {
 		if s.Err != "" {
-			out = append(out, fmt.Sprintf("%s scale: %s", s.Impl, s.Err))
+			out = append(out, fmt.Sprintf("%s router, %s scale: %s", routerLabel(s.Router), s.Impl, s.Err))
 		}
 	}
 	return out

@@ -9,52 +9,60 @@ import (
 func TestTargets(t *testing.T) {
 	ms := time.Millisecond
 	base := func() *results {
-		return &results{BFDInterval: 50 * ms, BFDMult: 3, Hold: 3 * time.Second, Routes: fullScale}
+		return &results{BFDInterval: 50 * ms, BFDMult: 3, Hold: 3 * time.Second, Routes: fullScale, Routers: []string{routerFRR, routerBIRD}}
 	}
-	crash := func(ev string, moved ...time.Duration) []crashTrial {
+	crash := func(rt, ev string, moved ...time.Duration) []crashTrial {
 		var ts []crashTrial
 		for _, m := range moved {
-			ts = append(ts, crashTrial{Impl: implVipstack, Mode: modeBFD, Event: ev, Moved: m})
+			ts = append(ts, crashTrial{Router: rt, Impl: implVipstack, Mode: modeBFD, Event: ev, Moved: m})
 		}
 		return ts
 	}
+	none := []string{"MISS.*kill -9, BIRD router: crash to traffic moved: not measured", "MISS.*link cut, BIRD router: crash to traffic moved: not measured",
+		"MISS.*under load, BIRD router: not measured", "MISS.*peer, BIRD router: not measured"}
 	for _, tc := range []struct {
 		name string
 		set  func(r *results)
-		want []string // each target's verdict and a piece of its figure
+		want []string // each target's verdict and a piece of it, FRR's four then BIRD's
 	}{
 		{name: "nothing measured", set: func(*results) {},
-			want: []string{"MISS.*not measured", "MISS.*not measured", "MISS.*not measured", "MISS.*not measured"}},
+			want: append([]string{"MISS.*kill -9, FRR router: crash to traffic moved: not measured", "MISS.*link cut, FRR router: crash to traffic moved: not measured",
+				"MISS.*under load, FRR router: not measured", "MISS.*peer, FRR router: not measured"}, none...)},
 		{name: "at the bound passes, one over misses", set: func(r *results) {
-			r.Crash = append(crash(eventKill, 190*ms, 200*ms, 260*ms), crash(eventCut, 201*ms)...)
-		}, want: []string{"PASS.*median 200 ms of 3", "MISS.*median 201 ms of 1", "MISS", "MISS"}},
+			r.Crash = append(crash(routerFRR, eventKill, 190*ms, 200*ms, 260*ms), crash(routerFRR, eventCut, 201*ms)...)
+		}, want: append([]string{"PASS.*median 200 ms of 3", "MISS.*median 201 ms of 1", "MISS", "MISS"}, none...)},
+		{name: "each router's trials count for it alone", set: func(r *results) {
+			r.Crash = append(crash(routerFRR, eventKill, 260*ms), crash(routerBIRD, eventKill, 160*ms, 170*ms)...)
+			r.Crash = append(r.Crash, crashTrial{Router: routerBIRD, Impl: implFRR, Mode: modeBFD, Event: eventKill, Moved: 150 * ms})
+		}, want: []string{"MISS.*median 260 ms of 1", "MISS.*not measured", "MISS", "MISS",
+			"PASS.*kill -9, BIRD router: crash to traffic moved: median 165 ms of 2; FRR announcing 150 ms", "MISS.*not measured", "MISS", "MISS"}},
 		{name: "failed trials and FRR's do not count", set: func(r *results) {
-			r.Crash = append(crash(eventKill, 100*ms), crashTrial{Impl: implVipstack, Mode: modeBFD, Event: eventKill, Moved: time.Second, Err: "x"},
-				crashTrial{Impl: implFRR, Mode: modeBFD, Event: eventCut, Moved: 10 * ms},
-				crashTrial{Impl: implVipstack, Mode: modeHold, Event: eventCut, Moved: 10 * ms})
-		}, want: []string{"PASS.*of 1", "MISS.*not measured", "MISS", "MISS"}},
+			r.Crash = append(crash(routerFRR, eventKill, 100*ms), crashTrial{Router: routerFRR, Impl: implVipstack, Mode: modeBFD, Event: eventKill, Moved: time.Second, Err: "x"},
+				crashTrial{Router: routerFRR, Impl: implFRR, Mode: modeBFD, Event: eventCut, Moved: 10 * ms},
+				crashTrial{Router: routerFRR, Impl: implVipstack, Mode: modeHold, Event: eventCut, Moved: 10 * ms})
+		}, want: append([]string{"PASS.*of 1", "MISS.*not measured", "MISS", "MISS"}, none...)},
 		{name: "a lost connection misses the stop", set: func(r *results) {
-			r.Stops = []stopTrial{{Impl: implVipstack, Probes: 100}, {Impl: implVipstack, Probes: 100, Failed: 1}}
-		}, want: []string{"MISS", "MISS", "MISS.*1 of 200 connections failed over 2 stops", "MISS"}},
+			r.Stops = []stopTrial{{Router: routerFRR, Impl: implVipstack, Probes: 100}, {Router: routerFRR, Impl: implVipstack, Probes: 100, Failed: 1}}
+		}, want: append([]string{"MISS", "MISS", "MISS.*1 of 200 connections failed over 2 stops", "MISS"}, none...)},
 		{name: "failures after the stop settled do not count", set: func(r *results) {
-			r.Stops = []stopTrial{{Impl: implVipstack, Probes: 100, Failed: 2, Late: 2}}
-		}, want: []string{"MISS", "MISS", "PASS.*0 of 100 connections failed over 1 stops (2 more after it settled", "MISS"}},
+			r.Stops = []stopTrial{{Router: routerBIRD, Impl: implVipstack, Probes: 100, Failed: 2, Late: 2}}
+		}, want: []string{"MISS", "MISS", "MISS.*not measured", "MISS", "MISS", "MISS", "PASS.*BIRD router: 0 of 100 connections failed over 1 stops (2 more after it settled", "MISS"}},
 		{name: "failures before it settled do", set: func(r *results) {
-			r.Stops = []stopTrial{{Impl: implVipstack, Probes: 100, Failed: 3, Late: 2}}
-		}, want: []string{"MISS", "MISS", "MISS.*1 of 100", "MISS"}},
+			r.Stops = []stopTrial{{Router: routerFRR, Impl: implVipstack, Probes: 100, Failed: 3, Late: 2}}
+		}, want: append([]string{"MISS", "MISS", "MISS.*1 of 100", "MISS"}, none...)},
 		{name: "no lost connection passes", set: func(r *results) {
-			r.Stops = []stopTrial{{Impl: implVipstack, Probes: 100}, {Impl: implFRR, Probes: 100, Failed: 3}}
-		}, want: []string{"MISS", "MISS", "PASS.*0 of 100", "MISS"}},
+			r.Stops = []stopTrial{{Router: routerFRR, Impl: implVipstack, Probes: 100}, {Router: routerFRR, Impl: implFRR, Probes: 100, Failed: 3}}
+		}, want: append([]string{"MISS", "MISS", "PASS.*0 of 100", "MISS"}, none...)},
 		{name: "routes under 1 s from established", set: func(r *results) {
-			r.Scale = []scaleRun{{Impl: implVipstack, Routes: fullScale, Established: 2 * time.Second, Received: 2*time.Second + 999*ms}}
-		}, want: []string{"MISS", "MISS", "MISS", "PASS.*999 ms"}},
+			r.Scale = []scaleRun{{Router: routerFRR, Impl: implVipstack, Routes: fullScale, Established: 2 * time.Second, Received: 2*time.Second + 999*ms, PollEvery: 80 * ms}}
+		}, want: append([]string{"MISS", "MISS", "MISS", "PASS.*999 ms from established to all received; polled every 80 ms"}, none...)},
 		{name: "routes at 1 s miss", set: func(r *results) {
-			r.Scale = []scaleRun{{Impl: implVipstack, Routes: fullScale, Established: 0, Received: time.Second}}
-		}, want: []string{"MISS", "MISS", "MISS", "MISS.*1000 ms"}},
+			r.Scale = []scaleRun{{Router: routerFRR, Impl: implVipstack, Routes: fullScale, Established: 0, Received: time.Second}}
+		}, want: append([]string{"MISS", "MISS", "MISS", "MISS.*1000 ms"}, none...)},
 		{name: "fewer routes never pass", set: func(r *results) {
 			r.Routes = 1000
-			r.Scale = []scaleRun{{Impl: implVipstack, Routes: 1000, Received: 10 * ms}}
-		}, want: []string{"MISS", "MISS", "MISS", "MISS.*run -routes 10000"}},
+			r.Scale = []scaleRun{{Router: routerFRR, Impl: implVipstack, Routes: 1000, Received: 10 * ms}}
+		}, want: append([]string{"MISS", "MISS", "MISS", "MISS.*run -routes 10000"}, none...)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := base()
@@ -70,6 +78,44 @@ func TestTargets(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestProgramming(t *testing.T) {
+	ms := time.Millisecond
+	r := &results{BFDInterval: 50 * ms, BFDMult: 3, Routers: []string{routerFRR}, Crash: []crashTrial{
+		{Router: routerFRR, Impl: implVipstack, Mode: modeBFD, Event: eventKill, Detect: 140 * ms, Route: 210 * ms},
+		{Router: routerFRR, Impl: implVipstack, Mode: modeBFD, Event: eventKill, Detect: 150 * ms, Route: 230 * ms},
+		{Router: routerFRR, Impl: implVipstack, Mode: modeBFD, Event: eventKill, Detect: 120 * ms, Route: 180 * ms},
+	}}
+	if got, n := r.median(routerFRR, implVipstack, modeBFD, eventKill, programming); got != 70*ms || n != 3 {
+		t.Errorf("BFD down to route: median %v of %d, want 70ms of 3 (70, 80, 60)", got, n)
+	}
+	var out strings.Builder
+	if err := r.report().Text(&out); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "70 ms (3)") {
+		t.Errorf("report lacks the router's median programming time, 70 ms (3):\n%s", out.String())
+	}
+}
+
+func TestLogTime(t *testing.T) {
+	log := "2026/11/29 20:23:21.000001 BFD: state-change: [mhop:no peer:198.18.1.10 local:198.18.1.1] up -> down reason:control-expired\n" +
+		"2026/11/29 20:23:22.529442 BFD: [X] state-change: [mhop:no peer:198.18.1.10 local:198.18.1.1 vrf:default] up -> down reason:control-expired\n" +
+		"2026-11-29 20:23:23.250000 <TRACE> bfd1: Session to 198.18.2.10 changed state from Up to Down\n"
+	frr := func(l string) bool { return strings.Contains(l, "peer:198.18.1.10 ") && strings.Contains(l, "-> down") }
+	mark := strings.Index(log, "\n") + 1
+	got, err := logTime(log, mark, frr)
+	if want := time.Date(2026, 11, 29, 20, 23, 22, 529442000, time.Local); err != nil || !got.Equal(want) {
+		t.Errorf("FRR line after the mark: %v, %v; want %v", got, err, want)
+	}
+	got, err = logTime(log, 0, func(l string) bool { return strings.Contains(l, "Session to 198.18.2.10 ") })
+	if want := time.Date(2026, 11, 29, 20, 23, 23, 250000000, time.Local); err != nil || !got.Equal(want) {
+		t.Errorf("BIRD line: %v, %v; want %v", got, err, want)
+	}
+	if _, err := logTime(log, len(log), frr); err == nil {
+		t.Error("nothing logged after the mark, yet no error")
 	}
 }
 
