@@ -158,6 +158,16 @@ type bufferPool struct{ p sync.Pool }
 // copyBuffer is the size of a copy buffer, the ReverseProxy's own.
 const copyBuffer = 32 << 10
 
+// flushAfter bounds how long an answer's bytes wait in net/http's
+// buffer for more before they go to the client. A negative interval
+// (flush after each write) cost a write(2) for the head alone, another
+// for the body and a goroutine per answer; with this one, an answer
+// whose body the server sent whole leaves in one write when the handler
+// returns, and a slow body is still passed on within a millisecond.
+// Answers without a length (chunked) and event streams are flushed at
+// each write all the same (httputil.ReverseProxy does so).
+const flushAfter = time.Millisecond
+
 func (b *bufferPool) Get() []byte {
 	if v, ok := b.p.Get().(*[]byte); ok {
 		return *v
@@ -592,7 +602,7 @@ func (p *Proxy) forward(w http.ResponseWriter, rq *request, c *compiled, name st
 			},
 			Transport:     t,
 			BufferPool:    &p.bufs,
-			FlushInterval: -1,
+			FlushInterval: flushAfter,
 			ErrorLog:      nil,
 			ModifyResponse: func(resp *http.Response) error {
 				captureAnswer(fe, resp, e)
