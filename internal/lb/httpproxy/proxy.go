@@ -134,6 +134,13 @@ type serverRef struct {
 	// built from, for the transport's key.
 	tls    *tls.Config
 	tlsKey string
+	// key names the server's transport: backend, server, address,
+	// connection mode and TLS settings (the same key across reloads
+	// keeps its pool).
+	key string
+	// host is addr as text when it has an IP and a port ("": the
+	// client's destination fills them in per request).
+	host string
 }
 
 // Proxy serves one HTTP frontend's listeners.
@@ -201,11 +208,16 @@ func (p *Proxy) Set(cfg Config) {
 	}
 	for name, b := range cfg.Backends {
 		var refs []serverRef
+		conn := connMode(cfg.Frontend.HTTP, b.HTTP)
 		for _, s := range b.Servers {
 			r := serverRef{name: s.Name, addr: s.Addr, abstract: s.Abstract}
 			if s.SSL {
 				r.tls = tlsconf.Server(s)
 				r.tlsKey = "/ssl" + tlsKey(s)
+			}
+			r.key = name + "/" + s.Name + "@" + s.Addr.String() + s.Abstract + "/" + conn + r.tlsKey
+			if !s.Addr.Addr().IsUnspecified() && s.Addr.Port() != 0 {
+				r.host = s.Addr.String()
 			}
 			if b.HTTP != nil {
 				r.cookie = b.HTTP.ServerCookies[s.Name]
@@ -519,13 +531,7 @@ func (p *Proxy) forward(w http.ResponseWriter, rq *request, c *compiled, name st
 			}
 		}
 	}
-	conn := ""
-	if fe.Conn != "" {
-		conn = fe.Conn
-	}
-	if bh != nil && bh.Conn != "" {
-		conn = bh.Conn
-	}
+	conn := connMode(fe, bh)
 	var beProxy *lbconfig.HTTPProxy
 	if bh != nil {
 		beProxy = &bh.HTTPProxy
@@ -566,12 +572,15 @@ func (p *Proxy) forward(w http.ResponseWriter, rq *request, c *compiled, name st
 		// A server written without an IP or a port: the address or
 		// port the client connected to, as haproxy does.
 		addr := lbconfig.ServerTarget(s.addr, rq.dst)
-		host := addr.String()
+		host := s.host
+		if host == "" {
+			host = addr.String()
+		}
 		if s.abstract != "" {
 			addr, host = netip.AddrPort{}, "abns.invalid" // the transport dials the socket
 		}
 		e.Server, e.ServerAddr, e.UnixServer = s.name, addr, s.abstract != ""
-		t := p.transport(name, s, conn, c.cfg.Timeouts)
+		t := p.transport(s, conn, c.cfg.Timeouts)
 		end := p.core.Begin(name, i)
 		dialFailed := false
 		var failStatus int
@@ -739,12 +748,24 @@ func hashString(s string) uint32 {
 	return h.Sum32()
 }
 
-// transport is the pool of connections to server s.
-func (p *Proxy) transport(backend string, s serverRef, conn string, to lbconfig.Timeouts) *http.Transport {
-	key := backend + "/" + s.name + "@" + s.addr.String() + s.abstract + "/" + conn + s.tlsKey
+// connMode is the http-server-close / httpclose mode in force for a
+// backend's servers: the backend's, else the frontend's ("": keep-alive).
+func connMode(fe *lbconfig.HTTPFrontend, bh *lbconfig.HTTPBackend) string {
+	if bh != nil && bh.Conn != "" {
+		return bh.Conn
+	}
+	if fe != nil {
+		return fe.Conn
+	}
+	return ""
+}
+
+// transport is the pool of connections to server s, whose connection
+// mode is conn.
+func (p *Proxy) transport(s serverRef, conn string, to lbconfig.Timeouts) *http.Transport {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if t := p.transports[key]; t != nil {
+	if t := p.transports[s.key]; t != nil {
 		return t
 	}
 	d := &net.Dialer{Timeout: to.Connect}
@@ -788,7 +809,7 @@ func (p *Proxy) transport(backend string, s serverRef, conn string, to lbconfig.
 			return tc, nil
 		}
 	}
-	p.transports[key] = t
+	p.transports[s.key] = t
 	return t
 }
 
@@ -1049,37 +1070,64 @@ type idleConn struct {
 	got      atomic.Bool  // a byte was read
 	mu       sync.Mutex
 	deadline time.Time // the user's read deadline
+	armed    time.Time // the read deadline last set on Conn
 }
+
+// idleSlack is how late, as a part of the idle timeout, an inactivity
+// timeout may end a connection: a Read moves the socket's deadline only
+// when the one set is that much short of the timeout, not on every Read
+// (a timer change each, a few per cent of a request's CPU). With
+// haproxy's usual timeouts, 1 ms late for 1 s, 1 s for 1000 s.
+const idleSlack = 1000
 
 func (c *idleConn) SetReadDeadline(t time.Time) error {
 	c.mu.Lock()
-	c.deadline = t
+	c.deadline, c.armed = t, t
 	c.mu.Unlock()
 	return c.Conn.SetReadDeadline(t)
 }
 
 func (c *idleConn) SetDeadline(t time.Time) error {
 	c.mu.Lock()
-	c.deadline = t
+	c.deadline, c.armed = t, t
 	c.mu.Unlock()
 	return c.Conn.SetDeadline(t)
 }
 
 func (c *idleConn) Read(b []byte) (int, error) {
 	if idle := time.Duration(c.idle.Load()); idle > 0 {
-		d := time.Now().Add(idle)
 		c.mu.Lock()
-		if !c.deadline.IsZero() && c.deadline.Before(d) {
-			d = c.deadline
+		if d, move := nextDeadline(time.Now(), idle, c.deadline, c.armed); move {
+			c.armed = d
+			c.Conn.SetReadDeadline(d)
 		}
 		c.mu.Unlock()
-		c.Conn.SetReadDeadline(d)
 	}
 	n, err := c.Conn.Read(b)
 	if n > 0 {
 		c.got.Store(true)
 	}
 	return n, err
+}
+
+// nextDeadline is the read deadline a Read at now needs on a connection
+// with inactivity timeout idle, the user's deadline user (zero: none) and
+// the deadline armed on the socket: the earlier of user and now+idle, at
+// most idle/idleSlack later than now+idle. move is false when armed
+// already is such a deadline.
+func nextDeadline(now time.Time, idle time.Duration, user, armed time.Time) (d time.Time, move bool) {
+	due := now.Add(idle)
+	if !user.IsZero() && !user.After(due) {
+		return user, !armed.Equal(user)
+	}
+	late := due.Add(idle / idleSlack)
+	if !user.IsZero() && user.Before(late) {
+		late = user
+	}
+	if !armed.IsZero() && !armed.Before(due) && !armed.After(late) {
+		return armed, false
+	}
+	return late, true
 }
 
 func (c *trackedConn) Close() error {
