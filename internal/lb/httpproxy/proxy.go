@@ -382,7 +382,6 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	e := Entry{Client: rq.src, Frontend: rq.dst, TLS: rq.tls, Accept: start, FrontendName: c.cfg.Frontend.Name, UnixClient: rq.unix,
 		Backend: c.cfg.Frontend.Name, Server: "<NOSRV>", Method: r.Method, URI: r.RequestURI, Version: r.Proto,
 		Tw: -1, Tc: -1, Tr: -1, Term: "--", Nth: nth}
-	e.Request = r.Method + " " + r.RequestURI + " " + r.Proto
 	if fe := c.cfg.Frontend.HTTP; fe != nil {
 		e.ReqCaps, e.ResCaps = captureHeaders(fe.Captures, false, r.Header, r.Host)
 		if fe.CaptureCookie != nil {
@@ -400,6 +399,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	defer func() {
 		if c.cfg.Log != nil {
+			e.Request = e.Method + " " + e.URI + " " + e.Version
 			e.Status, e.Bytes, e.Ta = lw.status, lw.n, time.Since(start)
 			if e.Server == "<STATS>" && e.Status == http.StatusUnauthorized {
 				// Measured, haproxy 2.6.12: its stats page's 401
