@@ -150,7 +150,7 @@ type Proxy struct {
 	cfg  atomic.Pointer[compiled]
 
 	mu         sync.Mutex
-	transports map[string]*http.Transport // by "backend/server@addr/mode"
+	transports map[string]*serverPool // by serverRef.key
 	servers    []*http.Server
 	hijacked   map[net.Conn]bool // upgraded connections (WebSocket), which http.Server no longer tracks
 	closed     bool
@@ -195,7 +195,7 @@ func New(core Core, cfg Config, log *slog.Logger) *Proxy {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	p := &Proxy{core: core, log: log, transports: map[string]*http.Transport{}, hijacked: map[net.Conn]bool{}}
+	p := &Proxy{core: core, log: log, transports: map[string]*serverPool{}, hijacked: map[net.Conn]bool{}}
 	p.Set(cfg)
 	return p
 }
@@ -333,7 +333,7 @@ func (p *Proxy) Close() {
 		hijacked = append(hijacked, c)
 	}
 	servers := slices.Clone(p.servers)
-	transports := make([]*http.Transport, 0, len(p.transports))
+	transports := make([]*serverPool, 0, len(p.transports))
 	for _, t := range p.transports {
 		transports = append(transports, t)
 	}
@@ -346,7 +346,7 @@ func (p *Proxy) Close() {
 		s.Close()
 	}
 	for _, t := range transports {
-		t.CloseIdleConnections()
+		t.closeIdle(true)
 	}
 }
 
@@ -762,7 +762,7 @@ func connMode(fe *lbconfig.HTTPFrontend, bh *lbconfig.HTTPBackend) string {
 
 // transport is the pool of connections to server s, whose connection
 // mode is conn.
-func (p *Proxy) transport(s serverRef, conn string, to lbconfig.Timeouts) *http.Transport {
+func (p *Proxy) transport(s serverRef, conn string, to lbconfig.Timeouts) *serverPool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if t := p.transports[s.key]; t != nil {
@@ -809,8 +809,12 @@ func (p *Proxy) transport(s serverRef, conn string, to lbconfig.Timeouts) *http.
 			return tc, nil
 		}
 	}
-	p.transports[s.key] = t
-	return t
+	sp := &serverPool{t: t, dial: t.DialContext, idleTimeout: t.IdleConnTimeout,
+		// A server without an IP or a port is dialled at each client's
+		// destination: the Transport keeps a pool per address.
+		direct: s.tls == nil && !t.DisableKeepAlives && (s.host != "" || s.abstract != "")}
+	p.transports[s.key] = sp
+	return sp
 }
 
 func addrPort(a net.Addr) netip.AddrPort {
