@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptrace"
+	"slices"
 	"sync"
 	"time"
 
@@ -36,6 +37,7 @@ type serverPool struct {
 
 	mu     sync.Mutex
 	idle   []*serverConn // most recently used last
+	sweep  *time.Timer   // armed while connections are idle
 	closed bool
 }
 
@@ -158,7 +160,33 @@ func (p *serverPool) put(sc *serverConn) {
 		return
 	}
 	p.idle = append(p.idle, sc)
+	if p.idleTimeout > 0 && p.sweep == nil {
+		p.sweep = time.AfterFunc(p.idleTimeout, p.closeStale)
+	}
 	p.mu.Unlock()
+}
+
+// closeStale closes the connections idle for longer than idleTimeout, as
+// the Transport's IdleConnTimeout does (a connection the server closed
+// meanwhile is otherwise only found when next used), and sweeps again
+// later while some are left.
+func (p *serverPool) closeStale() {
+	now := time.Now()
+	p.mu.Lock()
+	n := 0
+	for n < len(p.idle) && now.Sub(p.idle[n].since) >= p.idleTimeout {
+		n++
+	}
+	stale := slices.Clone(p.idle[:n])
+	p.idle = slices.Delete(p.idle, 0, n)
+	p.sweep = nil
+	if len(p.idle) > 0 && !p.closed {
+		p.sweep = time.AfterFunc(p.idle[0].since.Add(p.idleTimeout).Sub(now), p.closeStale)
+	}
+	p.mu.Unlock()
+	for _, sc := range stale {
+		sc.c.Close()
+	}
 }
 
 // closeIdle closes the idle connections, and with stop every one
@@ -169,6 +197,10 @@ func (p *serverPool) closeIdle(stop bool) {
 	p.idle = nil
 	if stop {
 		p.closed = true
+	}
+	if p.sweep != nil {
+		p.sweep.Stop()
+		p.sweep = nil
 	}
 	p.mu.Unlock()
 	for _, sc := range idle {

@@ -2,10 +2,12 @@ package httpproxy
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -101,5 +103,37 @@ func TestServerPool(t *testing.T) {
 	resp.Body.Close()
 	if n := len(p.idle); n != 0 {
 		t.Errorf("after a body closed unread: %d idle connections, want 0", n)
+	}
+}
+
+// TestServerPoolCloseStale: the sweep closes the connections idle for
+// idleTimeout or longer, oldest first, and keeps the others.
+func TestServerPoolCloseStale(t *testing.T) {
+	now := time.Now()
+	p := &serverPool{t: &http.Transport{}, idleTimeout: time.Minute}
+	defer p.closeIdle(true)
+	var closed []net.Conn
+	for _, age := range []time.Duration{2 * time.Minute, time.Minute + time.Second, 10 * time.Second, time.Second} {
+		c, peer := net.Pipe()
+		defer peer.Close()
+		closed = append(closed, c)
+		p.idle = append(p.idle, &serverConn{c: c, since: now.Add(-age)})
+	}
+	p.closeStale()
+	p.mu.Lock()
+	left, armed := slices.Clone(p.idle), p.sweep != nil
+	p.mu.Unlock()
+	if len(left) != 2 || left[0].c != closed[2] || left[1].c != closed[3] {
+		t.Fatalf("after the sweep: %d idle connections, want the 2 youngest", len(left))
+	}
+	for i, c := range closed {
+		c.SetWriteDeadline(now) // an open pipe with no reader: a timeout
+		_, err := c.Write([]byte{0})
+		if gotClosed := errors.Is(err, io.ErrClosedPipe); gotClosed != (i < 2) {
+			t.Errorf("connection %d: closed %v, want %v", i, gotClosed, i < 2)
+		}
+	}
+	if !armed {
+		t.Error("no sweep armed for the connections left")
 	}
 }
