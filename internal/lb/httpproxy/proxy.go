@@ -134,6 +134,13 @@ type serverRef struct {
 	// built from, for the transport's key.
 	tls    *tls.Config
 	tlsKey string
+	// key names the server's transport: backend, server, address,
+	// connection mode and TLS settings (the same key across reloads
+	// keeps its pool).
+	key string
+	// host is addr as text when it has an IP and a port ("": the
+	// client's destination fills them in per request).
+	host string
 }
 
 // Proxy serves one HTTP frontend's listeners.
@@ -143,7 +150,7 @@ type Proxy struct {
 	cfg  atomic.Pointer[compiled]
 
 	mu         sync.Mutex
-	transports map[string]*http.Transport // by "backend/server@addr/mode"
+	transports map[string]*serverPool // by serverRef.key
 	servers    []*http.Server
 	hijacked   map[net.Conn]bool // upgraded connections (WebSocket), which http.Server no longer tracks
 	closed     bool
@@ -157,6 +164,16 @@ type bufferPool struct{ p sync.Pool }
 
 // copyBuffer is the size of a copy buffer, the ReverseProxy's own.
 const copyBuffer = 32 << 10
+
+// flushAfter bounds how long an answer's bytes wait in net/http's
+// buffer for more before they go to the client. A negative interval
+// (flush after each write) cost a write(2) for the head alone, another
+// for the body and a goroutine per answer; with this one, an answer
+// whose body the server sent whole leaves in one write when the handler
+// returns, and a slow body is still passed on within a millisecond.
+// Answers without a length (chunked) and event streams are flushed at
+// each write all the same (httputil.ReverseProxy does so).
+const flushAfter = time.Millisecond
 
 func (b *bufferPool) Get() []byte {
 	if v, ok := b.p.Get().(*[]byte); ok {
@@ -178,7 +195,7 @@ func New(core Core, cfg Config, log *slog.Logger) *Proxy {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	p := &Proxy{core: core, log: log, transports: map[string]*http.Transport{}, hijacked: map[net.Conn]bool{}}
+	p := &Proxy{core: core, log: log, transports: map[string]*serverPool{}, hijacked: map[net.Conn]bool{}}
 	p.Set(cfg)
 	return p
 }
@@ -191,11 +208,16 @@ func (p *Proxy) Set(cfg Config) {
 	}
 	for name, b := range cfg.Backends {
 		var refs []serverRef
+		conn := connMode(cfg.Frontend.HTTP, b.HTTP)
 		for _, s := range b.Servers {
 			r := serverRef{name: s.Name, addr: s.Addr, abstract: s.Abstract}
 			if s.SSL {
 				r.tls = tlsconf.Server(s)
 				r.tlsKey = "/ssl" + tlsKey(s)
+			}
+			r.key = name + "/" + s.Name + "@" + s.Addr.String() + s.Abstract + "/" + conn + r.tlsKey
+			if !s.Addr.Addr().IsUnspecified() && s.Addr.Port() != 0 {
+				r.host = s.Addr.String()
 			}
 			if b.HTTP != nil {
 				r.cookie = b.HTTP.ServerCookies[s.Name]
@@ -311,7 +333,7 @@ func (p *Proxy) Close() {
 		hijacked = append(hijacked, c)
 	}
 	servers := slices.Clone(p.servers)
-	transports := make([]*http.Transport, 0, len(p.transports))
+	transports := make([]*serverPool, 0, len(p.transports))
 	for _, t := range p.transports {
 		transports = append(transports, t)
 	}
@@ -324,7 +346,7 @@ func (p *Proxy) Close() {
 		s.Close()
 	}
 	for _, t := range transports {
-		t.CloseIdleConnections()
+		t.closeIdle(true)
 	}
 }
 
@@ -360,7 +382,6 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	e := Entry{Client: rq.src, Frontend: rq.dst, TLS: rq.tls, Accept: start, FrontendName: c.cfg.Frontend.Name, UnixClient: rq.unix,
 		Backend: c.cfg.Frontend.Name, Server: "<NOSRV>", Method: r.Method, URI: r.RequestURI, Version: r.Proto,
 		Tw: -1, Tc: -1, Tr: -1, Term: "--", Nth: nth}
-	e.Request = r.Method + " " + r.RequestURI + " " + r.Proto
 	if fe := c.cfg.Frontend.HTTP; fe != nil {
 		e.ReqCaps, e.ResCaps = captureHeaders(fe.Captures, false, r.Header, r.Host)
 		if fe.CaptureCookie != nil {
@@ -378,6 +399,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	defer func() {
 		if c.cfg.Log != nil {
+			e.Request = e.Method + " " + e.URI + " " + e.Version
 			e.Status, e.Bytes, e.Ta = lw.status, lw.n, time.Since(start)
 			if e.Server == "<STATS>" && e.Status == http.StatusUnauthorized {
 				// Measured, haproxy 2.6.12: its stats page's 401
@@ -509,13 +531,7 @@ func (p *Proxy) forward(w http.ResponseWriter, rq *request, c *compiled, name st
 			}
 		}
 	}
-	conn := ""
-	if fe.Conn != "" {
-		conn = fe.Conn
-	}
-	if bh != nil && bh.Conn != "" {
-		conn = bh.Conn
-	}
+	conn := connMode(fe, bh)
 	var beProxy *lbconfig.HTTPProxy
 	if bh != nil {
 		beProxy = &bh.HTTPProxy
@@ -556,12 +572,15 @@ func (p *Proxy) forward(w http.ResponseWriter, rq *request, c *compiled, name st
 		// A server written without an IP or a port: the address or
 		// port the client connected to, as haproxy does.
 		addr := lbconfig.ServerTarget(s.addr, rq.dst)
-		host := addr.String()
+		host := s.host
+		if host == "" {
+			host = addr.String()
+		}
 		if s.abstract != "" {
 			addr, host = netip.AddrPort{}, "abns.invalid" // the transport dials the socket
 		}
 		e.Server, e.ServerAddr, e.UnixServer = s.name, addr, s.abstract != ""
-		t := p.transport(name, s, conn, c.cfg.Timeouts)
+		t := p.transport(s, conn, c.cfg.Timeouts)
 		end := p.core.Begin(name, i)
 		dialFailed := false
 		var failStatus int
@@ -592,7 +611,7 @@ func (p *Proxy) forward(w http.ResponseWriter, rq *request, c *compiled, name st
 			},
 			Transport:     t,
 			BufferPool:    &p.bufs,
-			FlushInterval: -1,
+			FlushInterval: flushAfter,
 			ErrorLog:      nil,
 			ModifyResponse: func(resp *http.Response) error {
 				captureAnswer(fe, resp, e)
@@ -729,12 +748,24 @@ func hashString(s string) uint32 {
 	return h.Sum32()
 }
 
-// transport is the pool of connections to server s.
-func (p *Proxy) transport(backend string, s serverRef, conn string, to lbconfig.Timeouts) *http.Transport {
-	key := backend + "/" + s.name + "@" + s.addr.String() + s.abstract + "/" + conn + s.tlsKey
+// connMode is the http-server-close / httpclose mode in force for a
+// backend's servers: the backend's, else the frontend's ("": keep-alive).
+func connMode(fe *lbconfig.HTTPFrontend, bh *lbconfig.HTTPBackend) string {
+	if bh != nil && bh.Conn != "" {
+		return bh.Conn
+	}
+	if fe != nil {
+		return fe.Conn
+	}
+	return ""
+}
+
+// transport is the pool of connections to server s, whose connection
+// mode is conn.
+func (p *Proxy) transport(s serverRef, conn string, to lbconfig.Timeouts) *serverPool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if t := p.transports[key]; t != nil {
+	if t := p.transports[s.key]; t != nil {
 		return t
 	}
 	d := &net.Dialer{Timeout: to.Connect}
@@ -778,8 +809,12 @@ func (p *Proxy) transport(backend string, s serverRef, conn string, to lbconfig.
 			return tc, nil
 		}
 	}
-	p.transports[key] = t
-	return t
+	sp := &serverPool{t: t, dial: t.DialContext, idleTimeout: t.IdleConnTimeout,
+		// A server without an IP or a port is dialled at each client's
+		// destination: the Transport keeps a pool per address.
+		direct: s.tls == nil && !t.DisableKeepAlives && (s.host != "" || s.abstract != "")}
+	p.transports[s.key] = sp
+	return sp
 }
 
 func addrPort(a net.Addr) netip.AddrPort {
@@ -1039,37 +1074,64 @@ type idleConn struct {
 	got      atomic.Bool  // a byte was read
 	mu       sync.Mutex
 	deadline time.Time // the user's read deadline
+	armed    time.Time // the read deadline last set on Conn
 }
+
+// idleSlack is how late, as a part of the idle timeout, an inactivity
+// timeout may end a connection: a Read moves the socket's deadline only
+// when the one set is that much short of the timeout, not on every Read
+// (a timer change each, a few per cent of a request's CPU). With
+// haproxy's usual timeouts, 1 ms late for 1 s, 1 s for 1000 s.
+const idleSlack = 1000
 
 func (c *idleConn) SetReadDeadline(t time.Time) error {
 	c.mu.Lock()
-	c.deadline = t
+	c.deadline, c.armed = t, t
 	c.mu.Unlock()
 	return c.Conn.SetReadDeadline(t)
 }
 
 func (c *idleConn) SetDeadline(t time.Time) error {
 	c.mu.Lock()
-	c.deadline = t
+	c.deadline, c.armed = t, t
 	c.mu.Unlock()
 	return c.Conn.SetDeadline(t)
 }
 
 func (c *idleConn) Read(b []byte) (int, error) {
 	if idle := time.Duration(c.idle.Load()); idle > 0 {
-		d := time.Now().Add(idle)
 		c.mu.Lock()
-		if !c.deadline.IsZero() && c.deadline.Before(d) {
-			d = c.deadline
+		if d, move := nextDeadline(time.Now(), idle, c.deadline, c.armed); move {
+			c.armed = d
+			c.Conn.SetReadDeadline(d)
 		}
 		c.mu.Unlock()
-		c.Conn.SetReadDeadline(d)
 	}
 	n, err := c.Conn.Read(b)
 	if n > 0 {
 		c.got.Store(true)
 	}
 	return n, err
+}
+
+// nextDeadline is the read deadline a Read at now needs on a connection
+// with inactivity timeout idle, the user's deadline user (zero: none) and
+// the deadline armed on the socket: the earlier of user and now+idle, at
+// most idle/idleSlack later than now+idle. move is false when armed
+// already is such a deadline.
+func nextDeadline(now time.Time, idle time.Duration, user, armed time.Time) (d time.Time, move bool) {
+	due := now.Add(idle)
+	if !user.IsZero() && !user.After(due) {
+		return user, !armed.Equal(user)
+	}
+	late := due.Add(idle / idleSlack)
+	if !user.IsZero() && user.Before(late) {
+		late = user
+	}
+	if !armed.IsZero() && !armed.Before(due) && !armed.After(late) {
+		return armed, false
+	}
+	return late, true
 }
 
 func (c *trackedConn) Close() error {
