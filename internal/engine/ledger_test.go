@@ -8,7 +8,6 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -17,48 +16,63 @@ import (
 	"github.com/vipstack/vipstack/internal/syncbuf"
 )
 
+// ledgerFixture is what the ledger writer's tests share: three VIPs, a
+// ledger in a directory of the test's and its writer.
+type ledgerFixture struct {
+	t       *testing.T
+	a, b, c netif.VIP
+	l       netif.Ledger
+	w       *ledgerWriter
+}
+
+func newLedgerFixture(t *testing.T) *ledgerFixture {
+	vip := func(s string) netif.VIP { return netif.VIP{Prefix: netip.MustParsePrefix(s), Dev: "eth0"} }
+	l := netif.Ledger{Path: filepath.Join(t.TempDir(), "vips")}
+	return &ledgerFixture{t: t, a: vip("198.18.0.10/32"), b: vip("198.18.0.11/32"), c: vip("fd00:bb::100/128"), l: l, w: newLedgerWriter(l)}
+}
+
+func (f *ledgerFixture) fail(err error) { f.t.Errorf("background write: %v", err) }
+
+func (f *ledgerFixture) stat() os.FileInfo {
+	f.t.Helper()
+	fi, err := os.Stat(f.l.Path)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return fi
+}
+
+// same checks that the ledger lists want, in that order.
+func (f *ledgerFixture) same(step string, want ...netif.VIP) {
+	f.t.Helper()
+	got, err := f.l.Load()
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if !slices.Equal(got, want) {
+		f.t.Errorf("%s: the ledger lists %v, want %v", step, got, want)
+	}
+}
+
 // TestLedgerWriter: lists are written at once or in the background, the
 // newest wins, a list equal to the one on file is not written again (the
 // file is replaced by a rename on every write, so its inode tells), and a
 // failed write is tried again.
 func TestLedgerWriter(t *testing.T) {
-	vip := func(s string) netif.VIP { return netif.VIP{Prefix: netip.MustParsePrefix(s), Dev: "eth0"} }
-	a, b, c := vip("198.18.0.10/32"), vip("198.18.0.11/32"), vip("fd00:bb::100/128")
-	l := netif.Ledger{Path: filepath.Join(t.TempDir(), "vips")}
-	w := newLedgerWriter(l)
-	fail := func(err error) { t.Errorf("background write: %v", err) }
-	inode := func() uint64 {
-		fi, err := os.Stat(l.Path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return fi.Sys().(*syscall.Stat_t).Ino
-	}
-	onFile := func() []netif.VIP {
-		got, err := l.Load()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return got
-	}
-	same := func(step string, want ...netif.VIP) {
-		t.Helper()
-		if got := onFile(); !slices.Equal(got, want) {
-			t.Errorf("%s: the ledger lists %v, want %v", step, got, want)
-		}
-	}
+	f := newLedgerFixture(t)
+	a, b, c, l, w, fail, same := f.a, f.b, f.c, f.l, f.w, f.fail, f.same
 
 	if err := w.now([]netif.VIP{a, b}); err != nil {
 		t.Fatal(err)
 	}
 	same("now", a, b)
-	ino := inode()
+	before := f.stat()
 	if err := w.now([]netif.VIP{b, a}); err != nil {
 		t.Fatal(err)
 	}
 	w.later([]netif.VIP{a, b})
 	w.flush(fail)
-	if inode() != ino {
+	if !os.SameFile(before, f.stat()) {
 		t.Error("the same list in another order was written again")
 	}
 
@@ -99,28 +113,8 @@ func TestLedgerWriter(t *testing.T) {
 // before it (that list may lack them) even when it appends nothing, and a
 // list written after it replaces the file again.
 func TestLedgerWriterAdd(t *testing.T) {
-	vip := func(s string) netif.VIP { return netif.VIP{Prefix: netip.MustParsePrefix(s), Dev: "eth0"} }
-	a, b, c := vip("198.18.0.10/32"), vip("198.18.0.11/32"), vip("fd00:bb::100/128")
-	l := netif.Ledger{Path: filepath.Join(t.TempDir(), "vips")}
-	w := newLedgerWriter(l)
-	fail := func(err error) { t.Errorf("background write: %v", err) }
-	stat := func() os.FileInfo {
-		fi, err := os.Stat(l.Path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return fi
-	}
-	same := func(step string, want ...netif.VIP) {
-		t.Helper()
-		got, err := l.Load()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !slices.Equal(got, want) {
-			t.Errorf("%s: the ledger lists %v, want %v", step, got, want)
-		}
-	}
+	f := newLedgerFixture(t)
+	a, b, c, w, fail, stat, same := f.a, f.b, f.c, f.w, f.fail, f.stat, f.same
 
 	if err := w.now([]netif.VIP{a}); err != nil {
 		t.Fatal(err)
