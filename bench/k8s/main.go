@@ -36,7 +36,12 @@
 // controller and each agent, judged against issue 32's 50 MiB RSS: read
 // -settle after the burst's work is over, when the controller has written
 // its last AnnouncedBy condition (rate-limited by --announced-writes, so
-// it trails the addresses by up to a minute). -controller-args and -agent-args add to the daemons' command
+// it trails the addresses by up to a minute), and again at rest, -rest
+// (60 s) after it: the figure that matters to a cluster, whose Services
+// change now and then. The binary is dropped from the page cache before
+// the daemons start (-evict), as bench/node does: a binary go build has
+// just written sits there in large folios, which every fault maps whole.
+// -controller-args and -agent-args add to the daemons' command
 // lines (a --memory-limit to compare, a --pprof-addr to take profiles).
 //
 // -scenario default-pool does the same with Services that carry no

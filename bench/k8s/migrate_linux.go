@@ -258,10 +258,7 @@ func (b *bench) migrated(pr *prober, wcancel func(), watchDone <-chan struct{}, 
 		return nil
 	})
 	_ = clock.Sleep(ctx, b.settle)
-	after := map[string]mem{}
-	for i, name := range names {
-		after[name], _ = readMem(pids[i])
-	}
+	after := readAll(names, pids)
 	wcancel()
 	<-watchDone
 
@@ -288,7 +285,7 @@ func (b *bench) migrated(pr *prober, wcancel func(), watchDone <-chan struct{}, 
 	if len(changed) > 0 {
 		rep.List(changed[:min(len(changed), 10)])
 	}
-	rep.Table(memTable(names, before, after))
+	rep.Table(memTable(names, before, after, nil))
 	for _, err := range []error{waitErr, seenErr} {
 		if err != nil {
 			rep.Para("NOT COMPLETE: %v", err)

@@ -43,20 +43,37 @@ type mem struct{ rss, hwm, anon, file float64 }
 // memTarget is issue 32's bound on each process's RSS after the Services.
 const memTarget = 50.0 // MiB
 
-// memTable is the memory of each process before and after, the resident
-// set split into anonymous memory (heap, stacks) and file pages (the
-// executable's, shared with every process of the binary through the page
-// cache), judged against memTarget.
-func memTable(names []string, before, after map[string]mem) benchdoc.Table {
+// memTable is the memory of each process before, after the burst and at
+// rest (rest: none when nil, the -rest 0 run), the resident set split into
+// anonymous memory (heap, stacks) and file pages (the executable's, shared
+// with every process of the binary through the page cache), each judged
+// against memTarget.
+func memTable(names []string, before, after, rest map[string]mem) benchdoc.Table {
 	memt := benchdoc.Table{Header: []string{"process", "RSS before", "RSS after (anon + file)", "peak (VmHWM)", "target", "result"}}
+	if rest != nil {
+		memt.Header = append(memt.Header, "RSS at rest (anon + file)", "result at rest")
+	}
 	for _, name := range names {
 		a := after[name]
-		result := "PASS"
-		if a.rss >= memTarget || a.rss == 0 {
-			result = "MISS"
+		row := []string{name, fmt.Sprintf("%.1f MiB", before[name].rss), a.cell(),
+			fmt.Sprintf("%.1f MiB", a.hwm), fmt.Sprintf("RSS < %.0f MiB", memTarget), a.result()}
+		if rest != nil {
+			r := rest[name]
+			row = append(row, r.cell(), r.result())
 		}
-		memt.Add(name, fmt.Sprintf("%.1f MiB", before[name].rss), fmt.Sprintf("%.1f MiB (%.1f + %.1f)", a.rss, a.anon, a.file),
-			fmt.Sprintf("%.1f MiB", a.hwm), fmt.Sprintf("RSS after < %.0f MiB", memTarget), result)
+		memt.Add(row...)
 	}
 	return memt
+}
+
+// cell is m's RSS with its anonymous and file parts.
+func (m mem) cell() string { return fmt.Sprintf("%.1f MiB (%.1f + %.1f)", m.rss, m.anon, m.file) }
+
+// result judges m against memTarget; a memory that could not be read
+// (zero) is a MISS.
+func (m mem) result() string {
+	if m.rss >= memTarget || m.rss == 0 {
+		return "MISS"
+	}
+	return "PASS"
 }

@@ -39,9 +39,9 @@ func TestSummarize(t *testing.T) {
 	}
 }
 
-// TestMemTable: each process's RSS after the Services is judged against
-// issue 32's 50 MiB, with its anonymous and file parts shown; a process
-// whose memory could not be read is a MISS.
+// TestMemTable: each process's RSS after the Services, and at rest when
+// read, is judged against issue 32's 50 MiB, with its anonymous and file
+// parts shown; a process whose memory could not be read is a MISS.
 func TestMemTable(t *testing.T) {
 	names := []string{"controller", "agent-n1", "agent-n2"}
 	before := map[string]mem{"controller": {rss: 30}, "agent-n1": {rss: 31}}
@@ -49,13 +49,46 @@ func TestMemTable(t *testing.T) {
 		"controller": {rss: 49.9, hwm: 60, anon: 20, file: 29.9},
 		"agent-n1":   {rss: 50, hwm: 50, anon: 30, file: 20},
 	}
-	got := memTable(names, before, after).Rows
-	want := [][]string{
-		{"controller", "30.0 MiB", "49.9 MiB (20.0 + 29.9)", "60.0 MiB", "RSS after < 50 MiB", "PASS"},
-		{"agent-n1", "31.0 MiB", "50.0 MiB (30.0 + 20.0)", "50.0 MiB", "RSS after < 50 MiB", "MISS"},
-		{"agent-n2", "0.0 MiB", "0.0 MiB (0.0 + 0.0)", "0.0 MiB", "RSS after < 50 MiB", "MISS"},
+	rest := map[string]mem{
+		"controller": {rss: 50.1, hwm: 60, anon: 20, file: 30.1},
+		"agent-n1":   {rss: 35, hwm: 50, anon: 15, file: 20},
 	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("rows (-want +got):\n%s", diff)
+	tests := []struct {
+		name       string
+		rest       map[string]mem
+		wantHeader []string
+		want       [][]string
+	}{
+		{
+			name:       "after only",
+			wantHeader: []string{"process", "RSS before", "RSS after (anon + file)", "peak (VmHWM)", "target", "result"},
+			want: [][]string{
+				{"controller", "30.0 MiB", "49.9 MiB (20.0 + 29.9)", "60.0 MiB", "RSS < 50 MiB", "PASS"},
+				{"agent-n1", "31.0 MiB", "50.0 MiB (30.0 + 20.0)", "50.0 MiB", "RSS < 50 MiB", "MISS"},
+				{"agent-n2", "0.0 MiB", "0.0 MiB (0.0 + 0.0)", "0.0 MiB", "RSS < 50 MiB", "MISS"},
+			},
+		},
+		{
+			name: "at rest",
+			rest: rest,
+			wantHeader: []string{"process", "RSS before", "RSS after (anon + file)", "peak (VmHWM)", "target", "result",
+				"RSS at rest (anon + file)", "result at rest"},
+			want: [][]string{
+				{"controller", "30.0 MiB", "49.9 MiB (20.0 + 29.9)", "60.0 MiB", "RSS < 50 MiB", "PASS", "50.1 MiB (20.0 + 30.1)", "MISS"},
+				{"agent-n1", "31.0 MiB", "50.0 MiB (30.0 + 20.0)", "50.0 MiB", "RSS < 50 MiB", "MISS", "35.0 MiB (15.0 + 20.0)", "PASS"},
+				{"agent-n2", "0.0 MiB", "0.0 MiB (0.0 + 0.0)", "0.0 MiB", "RSS < 50 MiB", "MISS", "0.0 MiB (0.0 + 0.0)", "MISS"},
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := memTable(names, before, after, tt.rest)
+			if diff := cmp.Diff(tt.wantHeader, got.Header); diff != "" {
+				t.Errorf("header (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.want, got.Rows); diff != "" {
+				t.Errorf("rows (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -42,7 +42,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	var (
 		n       = fs.Int("services", 1000, "LoadBalancer Services created at once (at most 1,024, the pool's size)")
 		timeout = fs.Duration("timeout", 9*time.Minute, "bound on the whole run")
-		settle  = fs.Duration("settle", 5*time.Second, "wait after the last answer before reading memory")
+		settle  = fs.Duration("settle", 5*time.Second, "wait after the burst's end (the last AnnouncedBy write) before reading memory")
+		rest    = fs.Duration("rest", 60*time.Second, "read memory again this long after the burst's end, at rest (logged every 10 s with -v; not in the migration scenarios); 0: not")
+		evict   = fs.Bool("evict", true, "drop the vipstack binary from the page cache before the daemons start, as on a freshly booted node (bench/node does the same); false: as go build left it, in large folios")
 		advert  = fs.Int("advert", 1000, "the VIPGroup's advertIntervalMilliseconds")
 		clients = fs.Int("clients", 8, "concurrent clients creating the Services")
 		warm    = fs.Int("warm", 0, "Services created and answering before the burst, so the group's VRRP instances already run (not counted)")
@@ -74,6 +76,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "bench/k8s: -warm %d with -scenario %s: the Services exist before vipstack starts; want -warm 0\n", *warm, *scen)
 		return 2
 	}
+	if *rest < 0 || (*rest > 0 && *rest <= *settle) {
+		fmt.Fprintf(stderr, "bench/k8s: -rest %v: want 0 (not read) or longer than -settle %v\n", *rest, *settle)
+		return 2
+	}
 	if *advert < 10 || *advert%10 != 0 {
 		fmt.Fprintf(stderr, "bench/k8s: -advert %d: want a multiple of 10 ms\n", *advert)
 		return 2
@@ -90,7 +96,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	b := &bench{ctx: ctx, out: stdout, n: *n, settle: *settle, advert: *advert, warm: *warm, clients: *clients,
+	b := &bench{ctx: ctx, out: stdout, n: *n, settle: *settle, rest: *rest, evict: *evict, advert: *advert, warm: *warm, clients: *clients,
 		markdown: *md, facts: benchdoc.Collect("./bench/k8s", args), scenario: *scen, thirdparty: *third, netnsPrefix: *nsPfx,
 		controllerArgs: strings.Fields(*ctlArgs), agentArgs: strings.Fields(*agArgs)}
 	b.p = &k8slab.Program{}
@@ -118,6 +124,8 @@ type bench struct {
 	log     io.Writer // progress; nil: none
 	n       int
 	settle  time.Duration
+	rest    time.Duration // 0: memory not read at rest
+	evict   bool
 	advert  int
 	warm    int
 	clients int
@@ -190,6 +198,11 @@ func (b *bench) run(bin string) error {
 	}
 	o.ControllerArgs = append(o.ControllerArgs, b.controllerArgs...)
 	o.AgentArgs = b.agentArgs
+	if b.evict {
+		if err := evictPageCache(bin); err != nil {
+			return err
+		}
+	}
 	if err := b.p.Do(func() { b.lab = k8slab.Start(ctx, b.p, o) }); err != nil {
 		return err
 	}
@@ -397,12 +410,10 @@ func (b *bench) run(bin string) error {
 	doneAfter := time.Since(began)
 	b.logf("AnnouncedBy on every Service after %v (%v)", doneAfter.Round(time.Millisecond), annErr)
 	_ = clock.Sleep(ctx, b.settle)
-	after := map[string]mem{}
-	for i, name := range names {
-		after[name], _ = readMem(pids[i])
-	}
+	after := readAll(names, pids)
 	wcancel()
 	<-watchDone
+	rest := b.atRest(began.Add(doneAfter), names, pids)
 
 	// Who holds what, for the record.
 	held := make([]int, len(lab.Nodes))
@@ -446,12 +457,15 @@ func (b *bench) run(bin string) error {
 	}
 	lat.Add(append(arp.cells("answers ARP from the client"), "p99 < 1 s, every Service", result)...)
 	rep.Table(lat)
-	end := fmt.Sprintf("the controller wrote the last AnnouncedBy condition %v after the first create; RSS after is read %v later, the peak covers the whole run", doneAfter.Round(time.Millisecond), b.settle)
+	end := fmt.Sprintf("the controller wrote the last AnnouncedBy condition %v after the first create; RSS after is read %v later, the peak covers the run until then", doneAfter.Round(time.Millisecond), b.settle)
+	if rest != nil {
+		end += fmt.Sprintf(", RSS at rest %v later", b.rest)
+	}
 	if annErr != nil {
 		end = fmt.Sprintf("memory read without the burst's end: %v", annErr)
 	}
 	rep.Para("VIPs held per node: %v; %s.", held, end)
-	rep.Table(memTable(names, before, after))
+	rep.Table(memTable(names, before, after, rest))
 	if waitErr != nil {
 		rep.Para("NOT COMPLETE: %v", waitErr)
 	}
@@ -497,6 +511,44 @@ func (b *bench) poll(d time.Duration, f func() error) error {
 func tail(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	return strings.Join(lines[max(0, len(lines)-20):], "\n")
+}
+
+// readAll reads the memory of each named process; an unreadable one is
+// zero (a MISS in the table).
+func readAll(names []string, pids []int) map[string]mem {
+	m := map[string]mem{}
+	for i, name := range names {
+		m[name], _ = readMem(pids[i])
+	}
+	return m
+}
+
+// atRest waits until -rest after end (the burst's end), logging every
+// process's memory every 10 s on the way, and reads it then; nil with
+// -rest 0, or when the run is cut short before.
+func (b *bench) atRest(end time.Time, names []string, pids []int) map[string]mem {
+	if b.rest == 0 {
+		return nil
+	}
+	at := end.Add(b.rest)
+	for {
+		wait := time.Until(at)
+		if wait <= 0 {
+			return readAll(names, pids)
+		}
+		if clock.Sleep(b.ctx, min(wait, 10*time.Second)) != nil {
+			return nil
+		}
+		if b.log == nil {
+			continue
+		}
+		var line []string
+		for i, name := range names {
+			m, _ := readMem(pids[i])
+			line = append(line, fmt.Sprintf("%s %.1f (%.1f + %.1f)", name, m.rss, m.anon, m.file))
+		}
+		b.logf("%v after the burst, MiB: %s", time.Since(end).Round(time.Second), strings.Join(line, ", "))
+	}
 }
 
 func readMem(pid int) (mem, error) {

@@ -119,28 +119,16 @@ func superviseSelf(ctx context.Context, log *slog.Logger, stderr io.Writer, sub 
 // supervisor does not keep it for its whole life.
 func supervising(noSuper bool) bool { return !noSuper && !supervise.IsChild() }
 
-// trimWhenReady gives back the pages and the garbage of the start-up
-// (internal/memtrim) once ready is closed: the command has started what
-// it serves. Nothing happens if ctx ends first.
-func trimWhenReady(ctx context.Context, log *slog.Logger, ready <-chan struct{}) {
-	go func() {
-		select {
-		case <-ready:
-		case <-ctx.Done():
-			return
-		}
-		trimNow(log)
-	}()
-}
-
 // atRestGC is the GOGC of a command that serves at rest for long once
-// started (vipstack node): its heap is then mostly what the start-up left.
+// started: its heap is then mostly what the start-up left.
 const atRestGC = 50
 
-// trimAtRest is trimWhenReady for a command that serves at rest for long
-// (vipstack node): its collector then runs at GOGC atRestGC, and the
-// executable pages each collection maps back are dropped again after it
-// (memtrim.AfterCollections).
+// trimAtRest gives back the pages and the garbage of the start-up
+// (internal/memtrim) once ready is closed, for a command that then serves
+// at rest for long (vipstack node, agent, controller, ipfailover): its
+// collector then runs at GOGC atRestGC, and the executable pages each
+// collection maps back are dropped again after it
+// (memtrim.AfterCollections). Nothing happens if ctx ends first.
 func trimAtRest(ctx context.Context, log *slog.Logger, ready <-chan struct{}) {
 	go func() {
 		select {
@@ -156,7 +144,8 @@ func trimAtRest(ctx context.Context, log *slog.Logger, ready <-chan struct{}) {
 	}()
 }
 
-// trimNow is trimWhenReady for a command whose start-up is over.
+// trimNow gives back the pages and the garbage of the start-up
+// (internal/memtrim) of a command whose start-up is over.
 func trimNow(log *slog.Logger) {
 	if err := memtrim.AfterStart(); err != nil {
 		log.Debug("giving back the start-up's pages", "err", err)
