@@ -793,7 +793,9 @@ func (e *Engine) receive(now time.Time, family int, p transport.Packet, adv *vrr
 		drop(name, "other_group")
 		return
 	}
-	if kind, detail := e.mismatch(in, adv); kind != "" {
+	if kind, detail := e.mismatch(in, adv); kind == "addresses" && now.Sub(in.advertChanged) < addrSkew {
+		e.log.Debug("advertisement with other addresses just after ours changed: taken as a peer not yet reloaded", "instance", in.cfg.Name, "peer", p.Src, "detail", detail)
+	} else if kind != "" {
 		e.conflict(in, now, p.Src, kind, detail)
 		drop(name, "conflict_"+kind)
 		return

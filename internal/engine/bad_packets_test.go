@@ -2,6 +2,8 @@ package engine
 
 import (
 	"net/netip"
+	"os"
+	"slices"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -132,6 +134,73 @@ func TestBadPacketsDroppedAndCounted(t *testing.T) {
 		}
 		if !node.has(simLinkName, vip) {
 			t.Errorf("after the bad packets the node no longer holds %v", vip)
+		}
+	})
+}
+
+// TestAddressSkewAfterReload: after a reload changes an instance's
+// addresses, an advertisement listing the old ones is a peer that has not
+// reloaded yet: accepted, and no conflict, for addrSkew; a conflict on
+// addresses recorded before the reload is forgotten; after addrSkew the
+// old list is a conflict again.
+func TestAddressSkewAfterReload(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		node := (&simSegment{}).node("node", "198.18.0.1/24")
+		other := netip.MustParseAddr("198.18.0.2")
+		oldVIP, newVIP := netip.MustParseAddr("198.18.0.100"), netip.MustParseAddr("198.18.0.200")
+		conf := func(vip netip.Addr) string {
+			return simConf(t, peers.Conf{Version: 3, Interval: time.Second, VRID: 51, Priority: 100, VIP: netip.PrefixFrom(vip, 32)}, "node1")
+		}
+		e, _ := simEngine(t, node, conf(oldVIP), nil)
+		simRun(t, e)
+		simWaitSole(t, []*simNode{node}, oldVIP, node, 2*time.Second, 20*time.Second, "vipstack alone did not become master")
+
+		send := func(addrs ...netip.Addr) {
+			t.Helper()
+			a := vrrp.Advertisement{Version: 3, VRID: 51, Priority: 50, Interval: time.Second, Addresses: addrs}
+			b, err := a.Marshal(other, vrrp.MulticastIPv4)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !node.deliver(4, transport.Packet{Payload: b, Src: other, Dst: vrrp.MulticastIPv4, TTL: 255}) {
+				t.Fatal("the node has no IPv4 VRRP socket")
+			}
+			synctest.Wait()
+		}
+		status := func() (recv uint64, kinds []string) {
+			t.Helper()
+			st := e.Status()
+			if len(st) != 1 {
+				t.Fatalf("the status lists %d instances, want 1", len(st))
+			}
+			for _, c := range st[0].Conflicts {
+				kinds = append(kinds, c.Kind)
+			}
+			return st[0].AdvertsRecv, kinds
+		}
+
+		send(newVIP) // a peer reloaded before us
+		if _, kinds := status(); !slices.Equal(kinds, []string{"addresses"}) {
+			t.Fatalf("before the reload, conflicts %v, want [addresses]", kinds)
+		}
+		if err := os.WriteFile(e.opts.ConfigPath, []byte(conf(newVIP)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Reload(); err != nil {
+			t.Fatal(err)
+		}
+		recv, kinds := status()
+		if len(kinds) != 0 {
+			t.Errorf("after the reload, conflicts %v, want none (judged against the old list)", kinds)
+		}
+		send(oldVIP) // a peer not reloaded yet
+		if after, kinds := status(); after != recv+1 || len(kinds) != 0 {
+			t.Errorf("the old list just after the reload: %d adverts received (was %d), conflicts %v; want it received, no conflict", after, recv, kinds)
+		}
+		time.Sleep(addrSkew)
+		send(oldVIP)
+		if _, kinds := status(); !slices.Equal(kinds, []string{"addresses"}) {
+			t.Errorf("the old list %v after the reload, conflicts %v, want [addresses]", addrSkew, kinds)
 		}
 	})
 }

@@ -13,6 +13,14 @@ const conflictLogEvery = time.Minute
 // counter vipstack_vrrp_vrid_conflicts_total and the log keep its history.
 const conflictForget = 2 * time.Minute
 
+// addrSkew is how long after an instance's advertised addresses changed
+// on a reload an advertisement listing other addresses is taken as a peer
+// that has not taken the same change yet, not as a conflict: the
+// Kubernetes agents of one group apply a Service's new address within
+// milliseconds to seconds of each other, and a backup dropping its
+// master's advertisements meanwhile could time out and take over.
+const addrSkew = 5 * time.Second
+
 // maxConflictPeers bounds the conflicts an instance records one by one.
 // Sources are not authenticated (anyone on the link can send from any
 // address), so past this many, conflicts from further peers are added up
@@ -69,6 +77,16 @@ func (b *conflictBook) expire(now time.Time) []Conflict {
 		}
 	}
 	return over
+}
+
+// forget removes the conflicts of kind, as over without a word: they were
+// judged against a configuration that changed since.
+func (b *conflictBook) forget(kind string) {
+	for k, c := range b.m {
+		if c.Kind == kind {
+			delete(b.m, k)
+		}
+	}
 }
 
 // next is when the first conflict expires; zero without any.

@@ -48,6 +48,9 @@ type instance struct {
 	sendFailLogged time.Time
 	lastTransition *Transition
 	conflicts      conflictBook
+	// advertChanged is when the addresses this instance advertises last
+	// changed on a reload (see addrSkew).
+	advertChanged  time.Time
 	sent, received uint64
 	lastMailed     fsm.State // the state of the last SMTP alert sent (keepalived's last_email_state)
 	mailed         bool      // an SMTP alert was sent
@@ -413,6 +416,12 @@ func (e *Engine) updateVIPs(in *instance, ic *keepalived.Instance, movedTo func(
 		}
 	}
 	e.log.Info("addresses changed; instance keeps its state", "instance", ic.Name, "added", len(added), "removed", len(removed))
+	if !vrrp.SameAddresses(advert, in.advert) {
+		// The peers take the same change at about the same time: what
+		// they advertised against the old list is no conflict.
+		in.advertChanged = e.clk.Now()
+		in.conflicts.forget("addresses")
+	}
 	in.vips, in.advert, in.vipText = vips, advert, text
 	if in.fsm.State() != fsm.Master {
 		return
