@@ -126,23 +126,14 @@ func TestHeldAddresses(t *testing.T) {
 			t.Fatal(err)
 		}
 		orig := p.Spec.Addresses
-		p.Spec.Addresses = append(slices.Clone(orig), "198.18.22.0")
-		if err := h.c.Update(t.Context(), &p); err != nil {
-			t.Fatal(err)
-		}
+		h.editPool("zeta", append(slices.Clone(orig), "198.18.22.0")...)
 		z := h.poolCondition("zeta", v1alpha1.ConditionReady, metav1.ConditionFalse)
 		if !strings.Contains(z.Message, "overlaps range 198.18.22.0 of pool one") {
 			t.Errorf("zeta's Ready message %q does not name the pool it overlaps", z.Message)
 		}
 		h.poolCondition("one", v1alpha1.ConditionReady, metav1.ConditionTrue)
 		// The edit undone: zeta serves again.
-		if err := h.c.Get(t.Context(), client.ObjectKey{Name: "zeta"}, &p); err != nil {
-			t.Fatal(err)
-		}
-		p.Spec.Addresses = orig
-		if err := h.c.Update(t.Context(), &p); err != nil {
-			t.Fatal(err)
-		}
+		h.editPool("zeta", orig...)
 		h.poolCondition("zeta", v1alpha1.ConditionReady, metav1.ConditionTrue)
 	})
 
