@@ -30,6 +30,13 @@ const ExitConfig = 2
 // its start before the Go collector runs (see memtrim.CollectOnGrowth).
 const supervisorHeadroom = 8 << 20
 
+// hupHold is how long after a child's start a SIGHUP for it is held before
+// it is passed on. A Go program ends on SIGHUP until it asks for the
+// signal (the commands do once their configuration is read), and a child
+// killed that way is a crash, restarted after a back-off: bench/chaos saw
+// a reload land 13 ms after a restart and the engine die of it.
+const hupHold = time.Second
+
 // IsChild reports whether this process runs under a supervisor.
 func IsChild() bool { return os.Getenv(EnvChild) != "" }
 
@@ -102,13 +109,23 @@ func (s *Supervisor) Run(ctx context.Context) int {
 
 		stopping := false
 		var err error
+		var heldHUP <-chan time.Time // a SIGHUP held until hupHold after the start
 	wait:
 		for {
 			select {
 			case err = <-done:
 				break wait
+			case <-heldHUP:
+				heldHUP = nil
+				_ = cmd.Process.Signal(syscall.SIGHUP)
 			case sig := <-sigs:
 				if sig == syscall.SIGHUP {
+					if wait := hupHold - time.Since(started); wait > 0 {
+						if heldHUP == nil {
+							heldHUP = time.After(wait)
+						}
+						continue
+					}
 					_ = cmd.Process.Signal(syscall.SIGHUP)
 					continue
 				}
