@@ -31,6 +31,7 @@ import (
 	"github.com/vipstack/vipstack/internal/k8s/k8slab"
 	"github.com/vipstack/vipstack/internal/k8s/v1alpha1"
 	"github.com/vipstack/vipstack/internal/peers"
+	"github.com/vipstack/vipstack/internal/procfs"
 	"github.com/vipstack/vipstack/internal/testnet"
 )
 
@@ -199,7 +200,7 @@ func (b *bench) run(bin string) error {
 	o.ControllerArgs = append(o.ControllerArgs, b.controllerArgs...)
 	o.AgentArgs = b.agentArgs
 	if b.evict {
-		if err := evictPageCache(bin); err != nil {
+		if err := procfs.EvictPageCache(bin); err != nil {
 			return err
 		}
 	}

@@ -9,8 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-
-	"golang.org/x/sys/unix"
 )
 
 // clockTicks is USER_HZ, the unit of the CPU times in /proc/PID/stat (100
@@ -104,25 +102,4 @@ func memKiB(pid int, file, field string) (int64, error) {
 		}
 	}
 	return 0, fmt.Errorf("/proc/%d/%s has no %s", pid, file, field)
-}
-
-// evictPageCache drops a file's clean pages from the page cache, so the
-// program starts as on a freshly booted node: its pages come in through
-// mmap faults. A binary that go build has just written sits in the page
-// cache in large folios, which a fault maps whole: that adds some 30 MB of
-// file-backed RSS to a Go binary the size of CoreDNS. Pages mapped by a
-// running process stay.
-func evictPageCache(path string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("sync %s: %w", path, err)
-	}
-	if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
-		return fmt.Errorf("drop %s from the page cache: %w", path, err)
-	}
-	return nil
 }

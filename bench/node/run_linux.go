@@ -480,7 +480,7 @@ func (b *bench) startVipstack(i int) (*peers.Node, error) {
 
 // startAgent runs vipstack node on master-0.
 func (b *bench) startAgent() ([]daemon, error) {
-	if err := evictPageCache(b.o.bin); err != nil {
+	if err := procfs.EvictPageCache(b.o.bin); err != nil {
 		return nil, err
 	}
 	n, err := b.startVipstack(0)
@@ -521,7 +521,7 @@ func (b *bench) startTrio() ([]daemon, error) {
 		if err != nil {
 			return b.trio, err
 		}
-		if err := evictPageCache(prog); err != nil {
+		if err := procfs.EvictPageCache(prog); err != nil {
 			return b.trio, err
 		}
 		n, err := peers.StartCmd(h, c.cmd)
