@@ -489,6 +489,12 @@ func (r *runner) inject(ctx context.Context, f chaos.Fault) {
 		r.release(n, f)
 		return
 	}
+	if f.Kind.OnNetwork() {
+		// A cut is made by a command that may take a few hundred
+		// milliseconds to start under load: the others lose the node
+		// when it returns, and the bounds count from there.
+		at = time.Now()
+	}
 	if end == nil {
 		r.record(f, n, at, at, nil)
 		r.release(n, f)
@@ -507,10 +513,11 @@ func (r *runner) inject(ctx context.Context, f chaos.Fault) {
 	delete(r.undo, key)
 	r.mu.Unlock()
 	// The window ends when the undoing begins (a woken node counts as
-	// awake from SIGCONT on); an engine kill ends when a new engine runs.
+	// awake from SIGCONT on); an engine kill ends when a new engine runs,
+	// a network fault when the command that ends it returns.
 	endAt := time.Now()
 	err = end()
-	if f.Kind == chaos.KillEngine {
+	if f.Kind == chaos.KillEngine || f.Kind.OnNetwork() {
 		endAt = time.Now()
 	}
 	r.record(f, n, at, endAt, err)

@@ -134,6 +134,17 @@ func (k Kind) Ineligible() bool {
 	return false
 }
 
+// OnNetwork reports whether the fault acts on the node's network (its
+// cable, its link, loss or delay on it): a command that takes effect as it
+// returns, so a runner times the fault from there, not from its call.
+func (k Kind) OnNetwork() bool {
+	switch k {
+	case Cut, IfDown, Loss, HeavyLoss, Delay:
+		return true
+	}
+	return false
+}
+
 // Partition reports whether the fault cuts its node off from the others,
 // so that the node and the rest may both hold a VIP (a partition window).
 // Stall is one only for the VIPs the node held when it stopped.
