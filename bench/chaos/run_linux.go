@@ -472,7 +472,7 @@ func (r *runner) inject(ctx context.Context, f chaos.Fault) {
 	}
 	begin, end, err := r.m.fault(ctx, f, n)
 	if err != nil {
-		r.record(f, n, time.Now(), time.Now(), err)
+		r.record(chaos.Window{Fault: f, Node: n, Start: time.Now(), End: time.Now()}, err)
 		r.release(n, f)
 		return
 	}
@@ -485,18 +485,19 @@ func (r *runner) inject(ctx context.Context, f chaos.Fault) {
 	}
 	at := time.Now()
 	if err := begin(); err != nil {
-		r.record(f, n, at, time.Now(), err)
+		r.record(chaos.Window{Fault: f, Node: n, Start: at, End: time.Now()}, err)
 		r.release(n, f)
 		return
 	}
+	var began time.Time
 	if f.Kind.OnNetwork() {
-		// A cut is made by a command that may take a few hundred
-		// milliseconds to start under load: the others lose the node
-		// when it returns, and the bounds count from there.
-		at = time.Now()
+		// A link change holds the kernel's lock for a few hundred
+		// milliseconds at times: the fault took effect somewhere before
+		// the command returned (chaos.Window.Began).
+		began = time.Now()
 	}
 	if end == nil {
-		r.record(f, n, at, at, nil)
+		r.record(chaos.Window{Fault: f, Node: n, Start: at, End: at}, nil)
 		r.release(n, f)
 		return
 	}
@@ -513,14 +514,16 @@ func (r *runner) inject(ctx context.Context, f chaos.Fault) {
 	delete(r.undo, key)
 	r.mu.Unlock()
 	// The window ends when the undoing begins (a woken node counts as
-	// awake from SIGCONT on); an engine kill ends when a new engine runs,
-	// a network fault when the command that ends it returns.
-	endAt := time.Now()
+	// awake from SIGCONT on); an engine kill ends when a new engine runs.
+	w := chaos.Window{Fault: f, Node: n, Start: at, End: time.Now(), Began: began}
 	err = end()
-	if f.Kind == chaos.KillEngine || f.Kind.OnNetwork() {
-		endAt = time.Now()
+	if f.Kind == chaos.KillEngine {
+		w.End = time.Now()
 	}
-	r.record(f, n, at, endAt, err)
+	if f.Kind.OnNetwork() {
+		w.Ended = time.Now()
+	}
+	r.record(w, err)
 	r.release(n, f)
 }
 
@@ -535,13 +538,13 @@ func (r *runner) release(n int, f chaos.Fault) {
 	r.disrupted[n] = false
 }
 
-func (r *runner) record(f chaos.Fault, n int, start, end time.Time, err error) {
+func (r *runner) record(w chaos.Window, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.windows = append(r.windows, chaos.Window{Fault: f, Node: n, Start: start, End: end})
-	r.injected[f.Kind]++
+	r.windows = append(r.windows, w)
+	r.injected[w.Fault.Kind]++
 	if err != nil {
-		r.failed = append(r.failed, fmt.Sprintf("%s: %v", f, err))
+		r.failed = append(r.failed, fmt.Sprintf("%s: %v", w.Fault, err))
 	}
 }
 

@@ -221,6 +221,29 @@ type Window struct {
 	Node  int // the node it hit (-1: the whole cluster)
 	Start time.Time
 	End   time.Time
+	// Began and Ended, when set, are when the commands that make and undo
+	// a network fault returned. The fault took effect somewhere between
+	// Start and Began (a link change can hold the kernel's lock for
+	// hundreds of milliseconds), so its node is out from Start on, while
+	// the others' bounds count from Began; likewise the node is back
+	// from End on, and the partition lasts until Ended.
+	Began, Ended time.Time
+}
+
+// began is when the fault surely took effect.
+func (w Window) began() time.Time {
+	if w.Began.IsZero() {
+		return w.Start
+	}
+	return w.Began
+}
+
+// ended is when the fault was surely undone (zero: still under way).
+func (w Window) ended() time.Time {
+	if w.Ended.IsZero() {
+		return w.End
+	}
+	return w.Ended
 }
 
 // ViolationKind names an invariant.
@@ -498,7 +521,8 @@ func Check(cfg Config, windows []Window, samples []Sample) (Report, error) {
 
 	// Disruptive events (starts and ends), sorted, for the recovery bound.
 	type event struct {
-		at   time.Time
+		at   time.Time // when it may have taken effect
+		from time.Time // when it surely had: the bounds count from here
 		what string
 	}
 	var events []event
@@ -511,9 +535,9 @@ func Check(cfg Config, windows []Window, samples []Sample) (Report, error) {
 			continue
 		}
 		name := fmt.Sprintf("%s on %s", w.Fault.Kind, nodeName(cfg, w.Node))
-		events = append(events, event{w.Start, name + " began"})
+		events = append(events, event{w.Start, w.began(), name + " began"})
 		if !w.End.IsZero() {
-			events = append(events, event{w.End, name + " ended"})
+			events = append(events, event{w.End, w.ended(), name + " ended"})
 		}
 	}
 	sort.SliceStable(events, func(i, j int) bool { return events[i].at.Before(events[j].at) })
@@ -523,6 +547,10 @@ func Check(cfg Config, windows []Window, samples []Sample) (Report, error) {
 			return false
 		}
 		return w.End.IsZero() || t.Before(w.End.Add(tail))
+	}
+	// partitionOf: a network fault partitions until its undoing returned.
+	partitionOf := func(w Window, t time.Time, tail time.Duration) bool {
+		return !t.Before(w.Start) && (w.End.IsZero() || t.Before(w.ended().Add(tail)))
 	}
 	states := make([]nodeState, len(cfg.Nodes))
 	split := make([]*episode, len(cfg.VIPs))
@@ -560,7 +588,9 @@ func Check(cfg Config, windows []Window, samples []Sample) (Report, error) {
 	for _, s := range samples {
 		t := s.At
 		for ev < len(events) && !events[ev].at.After(t) {
-			lastEvent = events[ev].at
+			if lastEvent.Before(events[ev].from) {
+				lastEvent = events[ev].from
+			}
 			ev++
 			pending = ev - 1
 		}
@@ -585,13 +615,13 @@ func Check(cfg Config, windows []Window, samples []Sample) (Report, error) {
 				if active(w, t, 0) {
 					ineligible[w.Node] = true
 				}
-				if active(w, t, cfg.PartitionTail()) {
+				if partitionOf(w, t, cfg.PartitionTail()) {
 					partitioned[w.Node] = true
 				}
 			case k == HeavyLoss && w.Fault.Percent >= cfg.PartitionLoss:
 				// Still eligible: the others hear some of its adverts, so
 				// it may keep its VIPs as well as lose them.
-				if active(w, t, cfg.PartitionTail()) {
+				if partitionOf(w, t, cfg.PartitionTail()) {
 					partitioned[w.Node] = true
 				}
 			}
@@ -844,7 +874,8 @@ func Check(cfg Config, windows []Window, samples []Sample) (Report, error) {
 		}
 		// A newer event replaces the one being timed (superseded).
 		if pending >= 0 && settled {
-			rep.Recoveries = append(rep.Recoveries, Recovery{Event: events[pending].what, At: events[pending].at, Took: t.Sub(events[pending].at)})
+			e := events[pending]
+			rep.Recoveries = append(rep.Recoveries, Recovery{Event: e.what, At: e.from, Took: max(t.Sub(e.from), 0)})
 			pending = -1
 		}
 		prevAt = t

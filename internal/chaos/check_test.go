@@ -90,6 +90,16 @@ func win(k Kind, node int, from, to time.Duration, percent int) Window {
 
 const ms = time.Millisecond
 
+// slowNet makes w a network fault whose commands returned took after its
+// start and after its end.
+func slowNet(w Window, took time.Duration) Window {
+	w.Began = w.Start.Add(took)
+	if !w.End.IsZero() {
+		w.Ended = w.End.Add(took)
+	}
+	return w
+}
+
 func summary(r Report) []string {
 	var out []string
 	for _, v := range r.Violations {
@@ -130,6 +140,28 @@ func TestCheck(t *testing.T) {
 			name:    "cut holder keeps its VIP while the other takes over: a partition",
 			windows: []Window{win(Cut, 1, 200*ms, 2000*ms, 0)},
 			phases:  []phase{{200 * ms, "- 01 -"}, {400 * ms, "- 01 -"}, {1400 * ms, "01 01 -"}, {150 * ms, "01 01 -"}, {500 * ms, "01 - -"}},
+		},
+		{
+			name:    "a cut in effect before its command returned: bounds count from its return",
+			windows: []Window{slowNet(win(Cut, 1, 200*ms, 2000*ms, 0), 300*ms)},
+			phases:  []phase{{250 * ms, "- 01 -"}, {650 * ms, "- - -"}, {1700 * ms, "01 - -"}},
+		},
+		{
+			name:    "the same cut timed from its call: a VIP on no node past the bound",
+			windows: []Window{win(Cut, 1, 200*ms, 2000*ms, 0)},
+			phases:  []phase{{250 * ms, "- 01 -"}, {650 * ms, "- - -"}, {1700 * ms, "01 - -"}},
+			want:    []string{"no-eligible-holder +660ms " + api + " ", "no-eligible-holder +660ms " + ing + " "},
+		},
+		{
+			name:    "a cut undone slowly: the partition lasts until the command returned",
+			windows: []Window{slowNet(win(Cut, 1, 200*ms, 2000*ms, 0), 300*ms)},
+			phases:  []phase{{600 * ms, "- 01 -"}, {2150 * ms, "01 01 -"}, {300 * ms, "01 - -"}},
+		},
+		{
+			name:    "the same undone at once: a split brain after the partition's tail",
+			windows: []Window{win(Cut, 1, 200*ms, 2000*ms, 0)},
+			phases:  []phase{{600 * ms, "- 01 -"}, {2150 * ms, "01 01 -"}, {300 * ms, "01 - -"}},
+			want:    []string{"split-brain +2.5s " + api + " a,b", "split-brain +2.5s " + ing + " a,b"},
 		},
 		{
 			name:    "cut holder still holds long after the cable is back",

@@ -135,8 +135,9 @@ func (k Kind) Ineligible() bool {
 }
 
 // OnNetwork reports whether the fault acts on the node's network (its
-// cable, its link, loss or delay on it): a command that takes effect as it
-// returns, so a runner times the fault from there, not from its call.
+// cable, its link, loss or delay on it): a command that takes effect
+// somewhere before it returns, so a runner records both (Window.Began,
+// Window.Ended).
 func (k Kind) OnNetwork() bool {
 	switch k {
 	case Cut, IfDown, Loss, HeavyLoss, Delay:
