@@ -7,7 +7,8 @@ import (
 )
 
 // checkOpts records a backend's check options (`option httpchk`,
-// `option tcp-check`, `option ssl-hello-chk`, `option mysql-check`) and
+// `option tcp-check`, `option ssl-hello-chk`, `option mysql-check`,
+// `option redis-check`) and
 // its check rules in file order, so that endChecks can settle them as
 // haproxy 2.6 does (measured with haproxy -c and on the wire):
 //
@@ -22,7 +23,7 @@ import (
 //     tcp-check rules without 'option tcp-check', so the rules are
 //     ignored."
 type checkOpts struct {
-	kinds     []string // option kinds in order: httpchk, tcp-check, ssl-hello-chk, mysql-check
+	kinds     []string // option kinds in order: httpchk, tcp-check, ssl-hello-chk, mysql-check, redis-check
 	lines     []int
 	tcpLines  []int    // line of each rule in Backend.TCPCheck
 	httpLines []int    // lines of http-check rules
@@ -100,7 +101,7 @@ func (p *parser) endChecks() {
 	}
 	if other := c.lastOther("httpchk"); kind == "httpchk" && other != 0 {
 		if n := len(c.httpLines); n > 0 && c.httpLines[n-1] < other {
-			be.Check.ExpectStatus = ""
+			be.Check.ExpectStatus, be.Check.ExpectBody = "", nil
 		}
 	}
 	if kind == "httpchk" {
@@ -115,6 +116,7 @@ func (p *parser) endChecks() {
 	if kind != "mysql-check" {
 		be.MySQLCheck = nil
 	}
+	be.RedisCheck = kind == "redis-check"
 }
 
 // mysqlCheck reads `option mysql-check [user NAME [post-41|pre-41]]`.

@@ -21,6 +21,9 @@ const base = "defaults\n" + // 1
 	"backend masters\n" + // 9
 	"  server m0 127.0.0.1:47012 check\n" // 10
 
+// srv10 is base's server line, line 10.
+const srv10 = "  server m0 127.0.0.1:47012 check\n"
+
 // edit returns base with old (which must occur once) replaced by new.
 func edit(t *testing.T, old, new string) string {
 	t.Helper()
@@ -183,6 +186,30 @@ func TestParseErrors(t *testing.T) {
 			name:    "bad port",
 			conf:    func(t *testing.T) string { return edit(t, "127.0.0.1:47011", "127.0.0.1:65536") },
 			want:    `h.cfg:7: bind address "127.0.0.1:65536" has an invalid port "65536" (accepted: 1..65535)`,
+			haproxy: haproxyRejects,
+		},
+		{
+			name: "http-check expect string with two words",
+			conf: func(t *testing.T) string {
+				return edit(t, srv10, "  option httpchk GET /\n  http-check expect string a b\n"+srv10)
+			},
+			want:    `h.cfg:11: http-check expect string takes one pattern, got "a b" (accepted: one word; write a space as '\ ' or quote the pattern)`,
+			haproxy: haproxyRejects,
+		},
+		{
+			name: "http-check expect string without a pattern",
+			conf: func(t *testing.T) string {
+				return edit(t, srv10, "  option httpchk GET /\n  http-check expect string\n"+srv10)
+			},
+			want:    `h.cfg:11: http-check expect string takes one pattern, got "" (accepted: one word; write a space as '\ ' or quote the pattern)`,
+			haproxy: haproxyRejects,
+		},
+		{
+			name: "http-check expect rstring that does not compile",
+			conf: func(t *testing.T) string {
+				return edit(t, srv10, "  option httpchk GET /\n  http-check expect rstring (\n"+srv10)
+			},
+			want:    `h.cfg:11: http-check expect rstring "(": error parsing regexp: missing closing ): ` + "`(`" + ` (accepted: a regular expression Go's regexp package takes)`,
 			haproxy: haproxyRejects,
 		},
 		{

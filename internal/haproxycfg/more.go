@@ -120,6 +120,10 @@ func (p *parser) moreBackend(l line, kw string) bool {
 	switch {
 	case kw == "option mysql-check":
 		p.mysqlCheck(l)
+	case kw == "option redis-check":
+		if _, ok := p.nargs(l, 2, 0, 0, ""); ok {
+			p.checks.option("redis-check", l.num) // checktype.go
+		}
 	case p.externalCheckProxy(l, kw): // extcheck.go
 	case kw == "stick-table":
 		p.stickTable(l) // stick.go
@@ -155,7 +159,7 @@ func (p *parser) moreBackend(l line, kw string) bool {
 
 // moreListenBackend are keywords that make a listen section forward, as
 // a backend's.
-const moreListenBackend = "retries|option allbackups|option abortonclose|option srvtcpka|option mysql-check|hash-type"
+const moreListenBackend = "retries|option allbackups|option abortonclose|option srvtcpka|option mysql-check|option redis-check|hash-type"
 
 func (p *parser) moreListen(l line, kw string) bool {
 	switch {

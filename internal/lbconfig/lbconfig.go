@@ -289,6 +289,9 @@ type Backend struct {
 	// coming back moves only its own clients; "" or "map-based" take the
 	// hash modulo the servers' total weight.
 	HashType string
+	// RedisCheck is `option redis-check`: a PING in Redis's protocol,
+	// passing on +PONG (healthcheck.Redis).
+	RedisCheck bool
 	// MySQLCheck is `option mysql-check`: the MySQL handshake (and,
 	// with a user, an authentication) checked; nil: not this check.
 	MySQLCheck *MySQLCheck
@@ -320,6 +323,9 @@ type HTTPCheck struct {
 	// ExpectStatus is `http-check expect status`: codes and ranges,
 	// comma separated ("200", "200-399,401"); empty means 2xx and 3xx.
 	ExpectStatus string
+	// ExpectBody is `http-check expect [!] string|rstring`: the answer's
+	// body decides, whatever its status; nil: none.
+	ExpectBody *BodyExpect
 	// Headers and Body go with the request: `http-check send hdr NAME
 	// VALUE ... body STRING`, or haproxy's older form, header lines
 	// after the version of `option httpchk` (httpcheck.go).
@@ -331,6 +337,16 @@ type HTTPCheck struct {
 	// header (Server.SendProxy), as haproxy's.
 	Connect     bool
 	ConnectPort int
+}
+
+// BodyExpect is an HTTP check's expectation on the answer's body, as
+// much of it as the check's buffer holds: it contains Text (`string`),
+// or Text is a regular expression that matches it (`rstring`); Not
+// (`!`) fails the check when it does.
+type BodyExpect struct {
+	Text  string
+	Regex bool
+	Not   bool
 }
 
 // TCPCheckRule is one `tcp-check` rule: a connect (Port, 0 for the
