@@ -212,6 +212,27 @@ func TestParseErrors(t *testing.T) {
 			want:    `h.cfg:11: http-check expect rstring "(": error parsing regexp: missing closing ): ` + "`(`" + ` (accepted: a regular expression Go's regexp package takes)`,
 			haproxy: haproxyRejects,
 		},
+		// Directives haproxy 2.6 dropped: its reason (removed.go).
+		{
+			name:    "nbproc, which haproxy 2.5 dropped",
+			conf:    func(t *testing.T) string { return "global\n  nbproc 2\n" + base },
+			want:    `h.cfg:2: keyword "nbproc" in global: nbproc is not supported any more since HAProxy 2.5. Threads will automatically be used on multi-processor machines if available. (haproxy 2.6 refuses it too)`,
+			haproxy: haproxyRejects,
+		},
+		{
+			name:    "contimeout, which haproxy 2.1 dropped",
+			conf:    func(t *testing.T) string { return edit(t, "  timeout connect 5s\n", "  contimeout 5s\n") },
+			want:    `h.cfg:3: keyword "contimeout" in defaults: the 'contimeout' directive is not supported anymore since HAProxy 2.1. Use 'timeout connect'. (haproxy 2.6 refuses it too)`,
+			haproxy: haproxyRejects,
+		},
+		{
+			name: "monitor-net, which haproxy dropped",
+			conf: func(t *testing.T) string {
+				return edit(t, "  default_backend masters\n", "  monitor-net 10.0.0.0/8\n  default_backend masters\n")
+			},
+			want:    `h.cfg:8: keyword "monitor-net" in frontend main: 'monitor-net' doesn't exist anymore. Please use 'http-request return status 200 if { src 10.0.0.0/8 }' instead. (haproxy 2.6 refuses it too)`,
+			haproxy: haproxyRejects,
+		},
 		{
 			name:    "bad timeout unit",
 			conf:    func(t *testing.T) string { return edit(t, "timeout client 30s", "timeout client 10x") },

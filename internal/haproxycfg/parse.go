@@ -326,6 +326,9 @@ func (p *parser) line(l line) {
 // unsupported rejects a keyword the section does not accept.
 func (p *parser) unsupported(l line, supported string) {
 	kw := keyword(l.words)
+	if p.removed(l, kw) { // removed.go
+		return
+	}
 	what := "supported: " + supported
 	if strings.HasPrefix(kw, "timeout ") && p.kind == secDefaults {
 		what = "supported timeouts: " + timeoutNames
