@@ -626,6 +626,29 @@ func TestParseAccepts(t *testing.T) {
 			get:  func(c *lbconfig.Config) any { return len(c.Backends) },
 			want: 2,
 		},
+		// http-request return (TestHTTPReturnMatchesHaproxy runs it),
+		// with haproxy's warnings for what it ignores.
+		{
+			name: "http-request return",
+			conf: func(t *testing.T) string {
+				return edit(t, "  mode tcp\n", "  mode http\n") + "frontend web\n  bind 127.0.0.1:47013\n" +
+					"  http-request return status 503 content-type text/plain lf-string \"down %[path]\" hdr X-A 1 hdr Content-Length 9 if { path /down }\n" +
+					"  http-request return content-type text/plain if { path /bare }\n  default_backend masters\n"
+			},
+			get: func(c *lbconfig.Config) any {
+				var out []any
+				for _, r := range c.Frontends[1].HTTP.Rules {
+					out = append(out, r.Status, *r.Return)
+				}
+				return out
+			},
+			want: []any{503, lbconfig.HTTPReturn{ContentType: "text/plain", Body: "down %[path]", Format: true, Headers: []lbconfig.HTTPReturnHeader{{Name: "X-A", Value: "1"}}},
+				200, lbconfig.HTTPReturn{}},
+			wantWarnings: []string{
+				"h.cfg:13: header 'Content-Length' always ignored by the http reply.",
+				"h.cfg:14: content-type 'text/plain' ignored by the http reply because neither errorfile nor payload defined.",
+			},
+		},
 		// option redis-check (healthcheck.Redis;
 		// TestCheckDialectsMatchHaproxy runs it); the last check option
 		// wins.

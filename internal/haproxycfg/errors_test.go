@@ -212,6 +212,38 @@ func TestParseErrors(t *testing.T) {
 			want:    `h.cfg:11: http-check expect rstring "(": error parsing regexp: missing closing ): ` + "`(`" + ` (accepted: a regular expression Go's regexp package takes)`,
 			haproxy: haproxyRejects,
 		},
+		// http-request return: haproxy's errors, with what is accepted.
+		{
+			name: "http-request return with a body and no content-type",
+			conf: func(t *testing.T) string {
+				return edit(t, "  mode tcp\n", "  mode http\n") + "frontend web\n  bind 127.0.0.1:47013\n  http-request return string ok\n  default_backend masters\n"
+			},
+			want:    `h.cfg:13: http-request return: a content type must be defined when non-empty payload is configured. (accepted: ` + httpReturnAccepted + `)`,
+			haproxy: haproxyRejects,
+		},
+		{
+			name: "http-request return 204 with a body",
+			conf: func(t *testing.T) string {
+				return edit(t, "  mode tcp\n", "  mode http\n") + "frontend web\n  bind 127.0.0.1:47013\n  http-request return status 204 content-type text/plain string x\n  default_backend masters\n"
+			},
+			want:    `h.cfg:13: http-request return: No body expected for 204 responses. (accepted: ` + httpReturnAccepted + `)`,
+			haproxy: haproxyRejects,
+		},
+		{
+			name: "http-request return with status 199",
+			conf: func(t *testing.T) string {
+				return edit(t, "  mode tcp\n", "  mode http\n") + "frontend web\n  bind 127.0.0.1:47013\n  http-request return status 199\n  default_backend masters\n"
+			},
+			want:    `h.cfg:13: http-request return: Unexpected status code '199'. (accepted: ` + httpReturnAccepted + `)`,
+			haproxy: haproxyRejects,
+		},
+		{
+			name: "http-request return with an errorfile",
+			conf: func(t *testing.T) string {
+				return edit(t, "  mode tcp\n", "  mode http\n") + "frontend web\n  bind 127.0.0.1:47013\n  http-request return status 503 errorfile /dev/null\n  default_backend masters\n"
+			},
+			want: `h.cfg:13: http-request return: errorfile is not supported by vipstack (accepted: ` + httpReturnAccepted + `)`,
+		},
 		// Directives haproxy 2.6 dropped: its reason (removed.go).
 		{
 			name:    "nbproc, which haproxy 2.5 dropped",

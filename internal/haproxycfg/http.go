@@ -94,8 +94,8 @@ func (p *parser) misplaced(l line, kw string) {
 }
 
 // finalRule warns, as haproxy 2.6 does, when the section's last
-// http-request rule stops the processing (allow, deny, redirect; not
-// use-service, measured) whatever the request: the rules after it never
+// http-request rule stops the processing (allow, deny, redirect, return;
+// not use-service, measured) whatever the request: the rules after it never
 // run.
 func (p *parser) finalRule(l line, hp *lbconfig.HTTPProxy) {
 	if len(hp.Rules) == 0 {
@@ -103,7 +103,7 @@ func (p *parser) finalRule(l line, hp *lbconfig.HTTPProxy) {
 	}
 	last := hp.Rules[len(hp.Rules)-1]
 	switch last.Action {
-	case "allow", "deny", "redirect":
+	case "allow", "deny", "redirect", "return":
 		if last.Cond == nil {
 			p.warnf(l, "previous 'http-request' action is final and has no condition attached, further entries are NOOP.")
 		}
@@ -753,6 +753,10 @@ func (p *parser) httpRequest(l line, hp *lbconfig.HTTPProxy) {
 		}
 	case "use-service":
 		if !p.useServiceArgs(l, &r, args) {
+			return
+		}
+	case "return":
+		if !p.httpReturn(l, &r, args) { // httpreturn.go
 			return
 		}
 	case "redirect":
