@@ -649,6 +649,20 @@ func TestParseAccepts(t *testing.T) {
 				"h.cfg:14: content-type 'text/plain' ignored by the http reply because neither errorfile nor payload defined.",
 			},
 		},
+		// disabled: in maintenance from the start
+		// (TestDisabledServerMatchesHaproxy); enabled undoes
+		// default-server's.
+		{
+			name: "server disabled, default-server disabled and enabled",
+			conf: func(t *testing.T) string {
+				return edit(t, srv, "  server m0 127.0.0.1:47012 check disabled\n") + "backend other\n  default-server disabled\n" +
+					"  server o0 127.0.0.1:47013\n  server o1 127.0.0.1:47014 enabled\n"
+			},
+			get: func(c *lbconfig.Config) any {
+				return []bool{c.Backends[0].Servers[0].Disabled, c.Backends[1].Servers[0].Disabled, c.Backends[1].Servers[1].Disabled}
+			},
+			want: []bool{true, true, false},
+		},
 		// option redis-check (healthcheck.Redis;
 		// TestCheckDialectsMatchHaproxy runs it); the last check option
 		// wins.

@@ -68,6 +68,9 @@ func (p *parser) moreServerParam(param string, value func(want string) (string, 
 	case "backup":
 		s.Backup = true
 		return true, true
+	case "disabled", "enabled":
+		s.Disabled = param == "disabled"
+		return true, true
 	case "resolvers":
 		v, ok := value("the name of a resolvers section")
 		s.Resolvers = v

@@ -205,7 +205,7 @@ backend bodyempty
 		t.Errorf("check_status (-haproxy +vipstack):\n%s", diff)
 	}
 	// The redis and body checks' info, haproxy's last_chk.
-	hinfo := haproxyCheckColumn(haproxyCommand(t, dir+"/haproxy.sock", "show stat"), "last_chk")
+	hinfo := haproxyCheckColumn(haproxyCommand(t, dir+"/haproxy.sock", "show stat"), "s1", "last_chk")
 	vinfo := map[string]string{}
 	for _, b := range l.Snapshot().Backends {
 		for _, s := range b.Servers {
@@ -275,9 +275,9 @@ func lbCheckStatuses(l *LB, n int) map[string]string {
 	return got
 }
 
-// haproxyCheckColumn reads one column of each backend's server s1 from
-// haproxy's `show stat` CSV, by backend.
-func haproxyCheckColumn(out, column string) map[string]string {
+// haproxyCheckColumn reads one column of each backend's server named
+// server from haproxy's `show stat` CSV, by backend.
+func haproxyCheckColumn(out, server, column string) map[string]string {
 	recs, err := csv.NewReader(strings.NewReader(strings.TrimPrefix(out, "# "))).ReadAll()
 	if err != nil || len(recs) == 0 {
 		return nil
@@ -285,7 +285,7 @@ func haproxyCheckColumn(out, column string) map[string]string {
 	col := slices.Index(recs[0], column)
 	got := map[string]string{}
 	for _, rec := range recs[1:] {
-		if col >= 0 && len(rec) == len(recs[0]) && rec[1] == "s1" {
+		if col >= 0 && len(rec) == len(recs[0]) && rec[1] == server {
 			got[rec[0]] = rec[col]
 		}
 	}

@@ -443,6 +443,10 @@ type Server struct {
 	// allowed that; the server stays in maintenance until its resolvers
 	// find an address (Addr's IP is unspecified meanwhile).
 	Unresolved bool
+	// Disabled is `disabled`: the server starts in maintenance (MAINT),
+	// without checks or traffic, until the runtime API's `enable server`
+	// or `set server ... state ready`, as in haproxy.
+	Disabled bool
 	// SSL is `ssl`: connections to the server, and its health checks,
 	// are TLS (in mode http backends), verified as Verify says.
 	SSL bool
