@@ -663,6 +663,12 @@ func TestParseAccepts(t *testing.T) {
 			},
 			want: []bool{true, true, false},
 		},
+		{
+			name: "option pgsql-check user",
+			conf: func(t *testing.T) string { return edit(t, srv, "  option pgsql-check user postgres\n"+srv) },
+			get:  func(c *lbconfig.Config) any { return c.Backends[0].PgSQLUser },
+			want: "postgres",
+		},
 		// option redis-check (healthcheck.Redis;
 		// TestCheckDialectsMatchHaproxy runs it); the last check option
 		// wins.

@@ -8,7 +8,7 @@ import (
 
 // checkOpts records a backend's check options (`option httpchk`,
 // `option tcp-check`, `option ssl-hello-chk`, `option mysql-check`,
-// `option redis-check`) and
+// `option pgsql-check`, `option redis-check`) and
 // its check rules in file order, so that endChecks can settle them as
 // haproxy 2.6 does (measured with haproxy -c and on the wire):
 //
@@ -23,7 +23,7 @@ import (
 //     tcp-check rules without 'option tcp-check', so the rules are
 //     ignored."
 type checkOpts struct {
-	kinds     []string // option kinds in order: httpchk, tcp-check, ssl-hello-chk, mysql-check, redis-check
+	kinds     []string // option kinds in order: httpchk, tcp-check, ssl-hello-chk, mysql-check, pgsql-check, redis-check
 	lines     []int
 	tcpLines  []int    // line of each rule in Backend.TCPCheck
 	httpLines []int    // lines of http-check rules
@@ -117,6 +117,9 @@ func (p *parser) endChecks() {
 		be.MySQLCheck = nil
 	}
 	be.RedisCheck = kind == "redis-check"
+	if kind != "pgsql-check" {
+		be.PgSQLUser = ""
+	}
 }
 
 // mysqlCheck reads `option mysql-check [user NAME [post-41|pre-41]]`.
@@ -146,6 +149,23 @@ func (p *parser) mysqlCheck(l line) {
 	}
 	p.be.MySQLCheck = c
 	p.checks.option("mysql-check", l.num)
+}
+
+// pgsqlCheck reads `option pgsql-check user NAME`, with haproxy 2.6's
+// errors (the user is required).
+func (p *parser) pgsqlCheck(l line) {
+	args := l.words[2:]
+	switch {
+	case len(args) > 0 && args[0] != "user":
+		p.errorf(l, "option", "'option pgsql-check' only supports optional values: 'user'. (accepted: option pgsql-check user NAME)")
+	case len(args) < 2:
+		p.errorf(l, "option", "'option pgsql-check' expects 'user <username>' as argument. (accepted: option pgsql-check user NAME)")
+	case len(args) > 2:
+		p.errorf(l, "option", "'option pgsql-check' cannot handle unexpected argument '%s'. (accepted: option pgsql-check user NAME)", args[2])
+	default:
+		p.be.PgSQLUser = args[1]
+		p.checks.option("pgsql-check", l.num)
+	}
 }
 
 // hashType reads `hash-type map-based|consistent`. haproxy's hash

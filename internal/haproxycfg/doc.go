@@ -101,7 +101,8 @@
 //     status CODES | [!] string TEXT | [!] rstring REGEX, http-check send
 //     [meth|uri|ver|hdr|body ...], http-check connect [port N], option
 //     tcp-check with tcp-check connect [port N] | send S | expect string S,
-//     option ssl-hello-chk, option redis-check, option log-health-checks, option
+//     option ssl-hello-chk, option redis-check, option pgsql-check user
+//     NAME, option log-health-checks, option
 //     redispatch, mode tcp|http, default-server [params], server NAME
 //     ADDRESS:PORT [weight N] [verify none|required] [check] [check-ssl]
 //     [inter T] [fall N] [rise N] [cookie VALUE] [send-proxy]

@@ -244,6 +244,12 @@ func TestParseErrors(t *testing.T) {
 			},
 			want: `h.cfg:13: http-request return: errorfile is not supported by vipstack (accepted: ` + httpReturnAccepted + `)`,
 		},
+		{
+			name:    "option pgsql-check without a user",
+			conf:    func(t *testing.T) string { return edit(t, srv10, "  option pgsql-check\n"+srv10) },
+			want:    `h.cfg:10: 'option pgsql-check' expects 'user <username>' as argument. (accepted: option pgsql-check user NAME)`,
+			haproxy: haproxyRejects,
+		},
 		// Directives haproxy 2.6 dropped: its reason (removed.go).
 		{
 			name:    "nbproc, which haproxy 2.5 dropped",

@@ -120,6 +120,8 @@ func (p *parser) moreBackend(l line, kw string) bool {
 	switch {
 	case kw == "option mysql-check":
 		p.mysqlCheck(l)
+	case kw == "option pgsql-check":
+		p.pgsqlCheck(l) // checktype.go
 	case kw == "option redis-check":
 		if _, ok := p.nargs(l, 2, 0, 0, ""); ok {
 			p.checks.option("redis-check", l.num) // checktype.go
@@ -159,7 +161,7 @@ func (p *parser) moreBackend(l line, kw string) bool {
 
 // moreListenBackend are keywords that make a listen section forward, as
 // a backend's.
-const moreListenBackend = "retries|option allbackups|option abortonclose|option srvtcpka|option mysql-check|option redis-check|hash-type"
+const moreListenBackend = "retries|option allbackups|option abortonclose|option srvtcpka|option mysql-check|option pgsql-check|option redis-check|hash-type"
 
 func (p *parser) moreListen(l line, kw string) bool {
 	switch {

@@ -23,7 +23,8 @@ import (
 // TestCheckDialectsMatchHaproxy runs haproxy 2.6 and vipstack side by
 // side on one file using listen sections that forward, default-server,
 // option tcp-check with a send/expect dialogue, option ssl-hello-chk,
-// option redis-check and http-check expect status and rstatus, two check
+// option redis-check, option pgsql-check, http-check expect string and
+// http-check expect status and rstatus, two check
 // options in one backend (the last wins), against the same servers, and
 // compares each server's check_status (and the redis checks' info); then
 // a client goes through each balancer's forwarding listen.
@@ -52,6 +53,17 @@ func TestCheckDialectsMatchHaproxy(t *testing.T) {
 	greeter := startBackendFunc(t, "greeter", func(c net.Conn) {
 		c.Write([]byte("hello from greeter\n"))
 	}).addr.String()
+	// A PostgreSQL that takes the user, and one that refuses it: each
+	// reads the startup message whole (23 bytes for user postgres).
+	pg := func(answer []byte) string {
+		return startBackendFunc(t, "pg", func(c net.Conn) {
+			c.SetDeadline(time.Now().Add(bound))
+			io.ReadFull(c, make([]byte, 23))
+			c.Write(answer)
+		}).addr.String()
+	}
+	pgOK := pg([]byte{'R', 0, 0, 0, 8, 0, 0, 0, 0})
+	pgFatal := pg(append([]byte{'E', 0, 0, 0, 40}, "SFATAL\x00VFATAL\x00C28000\x00Mno pg_hba.conf entry\x00\x00"...))
 	// A Redis that wants a password: it reads the PING whole (no reset
 	// for unread bytes) and refuses it.
 	noauth := startBackendFunc(t, "noauth", func(c net.Conn) {
@@ -77,7 +89,7 @@ func TestCheckDialectsMatchHaproxy(t *testing.T) {
 
 	dir := t.TempDir()
 	conf := func(p0, p1 string) string {
-		return strings.NewReplacer("{{DIR}}", dir, "{{P0}}", p0, "{{P1}}", p1, "{{REDIS}}", redis, "{{GREETER}}", greeter, "{{NOAUTH}}", noauth,
+		return strings.NewReplacer("{{DIR}}", dir, "{{P0}}", p0, "{{P1}}", p1, "{{REDIS}}", redis, "{{GREETER}}", greeter, "{{NOAUTH}}", noauth, "{{PGOK}}", pgOK, "{{PGFATAL}}", pgFatal,
 			"{{TLS}}", tlsSrv.Listener.Addr().String(), "{{WEB}}", web.Listener.Addr().String()).Replace(`global
   stats socket {{DIR}}/haproxy.sock mode 600 level admin
 defaults
@@ -154,6 +166,14 @@ backend redisfail
   mode tcp
   option redis-check
   server s1 {{NOAUTH}} check
+backend pgok
+  mode tcp
+  option pgsql-check user postgres
+  server s1 {{PGOK}} check
+backend pgfail
+  mode tcp
+  option pgsql-check user postgres
+  server s1 {{PGFATAL}} check
 backend bodyok
   mode tcp
   option httpchk GET /ready
@@ -171,7 +191,7 @@ backend bodyempty
   server s1 {{WEB}} check
 `)
 	}
-	names := []string{"ping", "wrongword", "hello", "hellofail", "expect200", "expect3xx", "rstatus3xx", "rstatus2xx", "greet", "lastssl", "lasthttp", "redisok", "redisfail", "bodyok", "bodyunwanted", "bodyempty"}
+	names := []string{"ping", "wrongword", "hello", "hellofail", "expect200", "expect3xx", "rstatus3xx", "rstatus2xx", "greet", "lastssl", "lasthttp", "redisok", "redisfail", "pgok", "pgfail", "bodyok", "bodyunwanted", "bodyempty"}
 	ports := freePorts(t, 2)
 	hout := peers.HAProxy(t, conf(ports[0], ports[1]))
 	l := newLBOpts(t, Options{}, parseOnLoopback(t, conf("1", "2")))
@@ -197,14 +217,14 @@ backend bodyempty
 	// answer fails too.
 	expected := map[string]string{"ping": "L7OK", "wrongword": "L7RSP", "hello": "L6OK", "hellofail": "L6RSP",
 		"expect200": "L7STS", "expect3xx": "L7OK", "rstatus3xx": "L7OK", "rstatus2xx": "L7STS", "greet": "L4OK", "lastssl": "L6OK", "lasthttp": "L7OK",
-		"redisok": "L7OK", "redisfail": "L7STS", "bodyok": "L7OK", "bodyunwanted": "L7RSP", "bodyempty": "L7RSP"}
+		"redisok": "L7OK", "redisfail": "L7STS", "pgok": "L7OK", "pgfail": "L7RSP", "bodyok": "L7OK", "bodyunwanted": "L7RSP", "bodyempty": "L7RSP"}
 	if diff := cmp.Diff(expected, want); diff != "" {
 		t.Errorf("haproxy's check_status differs from this test's expectation (-expected +haproxy):\n%s", diff)
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("check_status (-haproxy +vipstack):\n%s", diff)
 	}
-	// The redis and body checks' info, haproxy's last_chk.
+	// The redis, pgsql and body checks' info, haproxy's last_chk.
 	hinfo := haproxyCheckColumn(haproxyCommand(t, dir+"/haproxy.sock", "show stat"), "s1", "last_chk")
 	vinfo := map[string]string{}
 	for _, b := range l.Snapshot().Backends {
@@ -212,7 +232,7 @@ backend bodyempty
 			vinfo[b.Name] = s.CheckInfo
 		}
 	}
-	for _, name := range []string{"redisok", "redisfail", "bodyok", "bodyunwanted", "bodyempty"} {
+	for _, name := range []string{"redisok", "redisfail", "pgok", "pgfail", "bodyok", "bodyunwanted", "bodyempty"} {
 		if hinfo[name] != vinfo[name] {
 			t.Errorf("%s: check info %q in haproxy, %q in vipstack", name, hinfo[name], vinfo[name])
 		}

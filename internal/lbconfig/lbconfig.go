@@ -289,6 +289,9 @@ type Backend struct {
 	// coming back moves only its own clients; "" or "map-based" take the
 	// hash modulo the servers' total weight.
 	HashType string
+	// PgSQLUser is `option pgsql-check user NAME`: a PostgreSQL startup
+	// message for NAME (healthcheck.PgSQL); "" for none.
+	PgSQLUser string
 	// RedisCheck is `option redis-check`: a PING in Redis's protocol,
 	// passing on +PONG (healthcheck.Redis).
 	RedisCheck bool
