@@ -72,6 +72,8 @@ func TestParseAccepts(t *testing.T) {
 			},
 			get:  func(c *lbconfig.Config) any { return c.Monitors[0].LogTargets },
 			want: []lbconfig.LogTarget(nil),
+			// haproxy 2.6 says so too (proxywarn.go).
+			wantWarnings: []string{"h.cfg:13: log format ignored for proxy 'mon' since it has no log address."},
 		},
 		// Global process settings.
 		{
@@ -623,8 +625,9 @@ func TestParseAccepts(t *testing.T) {
 			conf: func(t *testing.T) string {
 				return edit(t, "  timeout server 30s\n", "  timeout tunnel 1h\n") + "backend spare\n"
 			},
-			get:  func(c *lbconfig.Config) any { return len(c.Backends) },
-			want: 2,
+			get:          func(c *lbconfig.Config) any { return len(c.Backends) },
+			want:         2,
+			wantWarnings: []string{"h.cfg:11: backend spare: has no server: its frontends close every connection"},
 		},
 		// http-request return (TestHTTPReturnMatchesHaproxy runs it),
 		// with haproxy's warnings for what it ignores.
