@@ -672,6 +672,32 @@ func TestParseAccepts(t *testing.T) {
 			get:  func(c *lbconfig.Config) any { return c.Backends[0].PgSQLUser },
 			want: "postgres",
 		},
+		// server-state-file: no effect without
+		// load-server-state-from-file, but haproxy opens it at start
+		// and warns when it cannot.
+		{
+			name: "server-state-file that does not open",
+			conf: func(t *testing.T) string {
+				return "global\n  server-state-file /nonexistent-vcp/haproxy.state\n" + base
+			},
+			get:  func(c *lbconfig.Config) any { return len(c.Frontends) },
+			want: 1,
+			wantWarnings: []string{
+				"h.cfg:2: config: Can't open global server state file '/nonexistent-vcp/haproxy.state': No such file or directory",
+			},
+		},
+		{
+			name: "server-state-file under server-state-base",
+			conf: func(t *testing.T) string {
+				dir := t.TempDir()
+				if err := os.WriteFile(filepath.Join(dir, "haproxy.state"), []byte("1\n"), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				return "global\n  server-state-base " + dir + "\n  server-state-file haproxy.state\n" + base
+			},
+			get:  func(c *lbconfig.Config) any { return len(c.Frontends) },
+			want: 1,
+		},
 		// option redis-check (healthcheck.Redis;
 		// TestCheckDialectsMatchHaproxy runs it); the last check option
 		// wins.

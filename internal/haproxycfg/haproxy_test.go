@@ -53,7 +53,7 @@ func TestHaproxyAgrees(t *testing.T) {
 // haproxyWarningStarts are how the warnings vipstack writes in haproxy's
 // words begin (after "file:line: ").
 var haproxyWarningStarts = []string{"'", "backend '", "a '", "previous '", "unexpected character '",
-	"missing timeouts for ", "log format ignored for ", "parsing acl keyword ", "header '", "content-type '"}
+	"missing timeouts for ", "log format ignored for ", "parsing acl keyword ", "header '", "content-type '", "config: Can't open "}
 
 // quotesHaproxy reports whether a vipstack warning is one of haproxy's.
 func quotesHaproxy(msg string) bool {

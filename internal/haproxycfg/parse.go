@@ -82,6 +82,7 @@ func ParseWith(name string, data []byte, opts Options) (*lbconfig.Config, error)
 		cfg:   &lbconfig.Config{Source: map[string]string{}},
 		front: map[string]nameUse{},
 		back:  map[string]nameUse{},
+		state: map[string]string{},
 		opts:  opts,
 	}
 	p.defaultsServer = lbconfig.Server{Verify: true}
@@ -131,7 +132,7 @@ func commas(list string) string { return strings.Join(strings.Fields(list), ", "
 
 // Keywords each section accepts, for error messages.
 const (
-	globalKeywords   = "ca-base, chroot, crt-base, daemon, external-check, gid, group, hard-stop-after, insecure-fork-wanted, localpeer, log, log-send-hostname, log-tag, maxconn, nbthread, pidfile, server-state-file, spread-checks, ssl-default-bind-*, ssl-default-server-*, stats socket, stats timeout, tune.bufsize, tune.maxaccept, tune.maxrewrite, tune.ssl.default-dh-param, uid, ulimit-n, user"
+	globalKeywords   = "ca-base, chroot, crt-base, daemon, external-check, gid, group, hard-stop-after, insecure-fork-wanted, localpeer, log, log-send-hostname, log-tag, maxconn, nbthread, pidfile, server-state-base, server-state-file, spread-checks, ssl-default-bind-*, ssl-default-server-*, stats socket, stats timeout, tune.bufsize, tune.maxaccept, tune.maxrewrite, tune.ssl.default-dh-param, uid, ulimit-n, user"
 	defaultsKeywords = "balance, compression, default-server, errorfile, log, log-format, maxconn, mode, no log, option dontlognull, option forwardfor, option http-keep-alive, option http-server-close, option httpclose, option httpchk, option http-buffer-request, option httplog, option log-health-checks, option originalto, option redispatch, option tcplog, retries, timeout, " + moreProxyOptions + ", option allbackups"
 	frontendKeywords = "bind, default_backend, id, log, log-format, maxconn, mode, no log, option tcplog, timeout, " + moreProxyOptions
 	listenKeywords   = "balance, bind, default-server, external-check command, external-check path, http-check connect, http-check expect status, http-check send, id, log, log-format, mode, monitor-uri, no log, option dontlognull, option httpchk, option external-check, option log-health-checks, option mysql-check, option pgsql-check, option redis-check, option redispatch, option ssl-hello-chk, option tcp-check, option tcplog, server, stats auth, stats enable, stats hide-version, stats refresh, stats uri, tcp-check, " +
@@ -218,6 +219,10 @@ type parser struct {
 	srvTLS   *tlsOpts     // a server line's TLS version options being read
 
 	ends []proxyEnd // the proxies read, for proxyWarnings (proxywarn.go)
+	// state is global's server-state-file and server-state-base, and
+	// stateLine the file's line (stateFile, global_more.go).
+	state     map[string]string
+	stateLine int
 }
 
 // listen is a listen section being read; what it becomes (a Monitor or a
@@ -618,6 +623,7 @@ func (p *parser) endFile() {
 	}
 	p.tcpFrontendsToHTTP()
 	p.endTLS()
+	p.stateFile()     // global_more.go
 	p.proxyWarnings() // proxywarn.go
 }
 
