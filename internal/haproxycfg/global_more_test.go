@@ -1,6 +1,8 @@
 package haproxycfg
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -14,8 +16,14 @@ func TestGlobalMore(t *testing.T) {
 		{
 			name: "global settings",
 			conf: func(t *testing.T) string {
+				// a state file that exists: without one, haproxy's
+				// warning (TestParseAccepts)
+				state := filepath.Join(t.TempDir(), "state")
+				if err := os.WriteFile(state, []byte("1\n"), 0o600); err != nil {
+					t.Fatal(err)
+				}
 				return "global\n  ulimit-n 65536\n  spread-checks 5\n  hard-stop-after 30s\n  log-send-hostname lb1\n" +
-					"  tune.ssl.default-dh-param 2048\n  server-state-file /var/lib/haproxy/state\n" + base
+					"  tune.ssl.default-dh-param 2048\n  server-state-file " + state + "\n" + base
 			},
 			get: func(c *lbconfig.Config) any {
 				return []any{c.UlimitN, c.SpreadChecks, c.HardStopAfter, c.LogHostname}
