@@ -168,10 +168,11 @@ func (p *parser) pgsqlCheck(l line) {
 	}
 }
 
-// hashType reads `hash-type map-based|consistent`. haproxy's hash
-// functions (sdbm, djb2, wt6, crc32) and avalanche are refused: vipstack
-// hashes client addresses with its own function.
-func (p *parser) hashType(l line) {
+// hashType reads `hash-type map-based|consistent` into dst (a backend's,
+// or defaults', which backends start from). haproxy's hash functions
+// (sdbm, djb2, wt6, crc32) and avalanche are refused: vipstack hashes
+// client addresses with its own function.
+func (p *parser) hashType(l line, dst *string) {
 	if !p.once(l, "hash-type") {
 		return
 	}
@@ -187,5 +188,5 @@ func (p *parser) hashType(l line) {
 		p.errorf(l, "hash-type", "hash-type %s %s: vipstack hashes with its own function, not haproxy's (accepted: hash-type map-based or consistent, alone)", args[0], strings.Join(args[1:], " "))
 		return
 	}
-	p.be.HashType = args[0]
+	*dst = args[0]
 }

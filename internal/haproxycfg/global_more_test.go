@@ -47,6 +47,17 @@ func TestBindAndHashType(t *testing.T) {
 			},
 			want: []any{3, uint16(47013), true, "consistent"},
 		},
+		{
+			// defaults' hash-type: backends start from it, their own
+			// wins (haproxy 2.6 takes it in defaults too).
+			name: "hash-type in defaults",
+			conf: func(t *testing.T) string {
+				return edit(t, "  mode tcp\n", "  mode tcp\n  balance source\n  hash-type consistent\n") +
+					"backend other\n  hash-type map-based\n  server o0 127.0.0.1:47013\n"
+			},
+			get:  func(c *lbconfig.Config) any { return []string{c.Backends[0].HashType, c.Backends[1].HashType} },
+			want: []string{"consistent", "map-based"},
+		},
 	})
 }
 

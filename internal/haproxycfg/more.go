@@ -99,6 +99,10 @@ func (p *parser) moreDefaults(l line, kw string) bool {
 		p.errorf(l, kw, "tcp-request rules in defaults are not supported by vipstack (haproxy: not allowed in anonymous 'defaults' sections; accepted: %s in frontend and listen sections)", tcpRequestAccepted)
 		return true
 	}
+	if kw == "hash-type" {
+		p.hashType(l, &p.defHashType) // checktype.go
+		return true
+	}
 	return p.proxyOption(l, kw, &p.more.defaults, true, true)
 }
 
@@ -136,7 +140,7 @@ func (p *parser) moreBackend(l line, kw string) bool {
 	case kw == "tcp-request" && p.kind == secBackend:
 		p.tcpRequestBackend(l) // tcprequest.go
 	case kw == "hash-type":
-		p.hashType(l)
+		p.hashType(l, &p.be.HashType)
 	case kw == "timeout" || len(kw) > 8 && kw[:8] == "timeout ":
 		t := &p.be.Timeouts
 		what := "backend"
@@ -176,7 +180,7 @@ func (p *parser) moreListen(l line, kw string) bool {
 			if k == kw {
 				if p.ls.forwardLine == 0 {
 					p.ls.forwardLine = l.num
-					p.be = &lbconfig.Backend{Name: p.ls.name, DontLogNull: p.dontLogNull, RedispatchOnRetry: p.redispatch, Balance: p.defBalance}
+					p.be = &lbconfig.Backend{Name: p.ls.name, DontLogNull: p.dontLogNull, RedispatchOnRetry: p.redispatch, Balance: p.defBalance, HashType: p.defHashType}
 				}
 				return p.moreBackend(l, kw)
 			}
