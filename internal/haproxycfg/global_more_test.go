@@ -48,15 +48,17 @@ func TestBindAndHashType(t *testing.T) {
 			want: []any{3, uint16(47013), true, "consistent"},
 		},
 		{
-			// defaults' hash-type: backends start from it, their own
-			// wins (haproxy 2.6 takes it in defaults too).
-			name: "hash-type in defaults",
+			// defaults' hash-type and fullconn: backends start from
+			// them, their own win (haproxy 2.6 takes them in defaults).
+			name: "hash-type and fullconn in defaults",
 			conf: func(t *testing.T) string {
-				return edit(t, "  mode tcp\n", "  mode tcp\n  balance source\n  hash-type consistent\n") +
-					"backend other\n  hash-type map-based\n  server o0 127.0.0.1:47013\n"
+				return edit(t, "  mode tcp\n", "  mode tcp\n  balance source\n  hash-type consistent\n  fullconn 500\n") +
+					"backend other\n  hash-type map-based\n  fullconn 20\n  server o0 127.0.0.1:47013\n"
 			},
-			get:  func(c *lbconfig.Config) any { return []string{c.Backends[0].HashType, c.Backends[1].HashType} },
-			want: []string{"consistent", "map-based"},
+			get: func(c *lbconfig.Config) any {
+				return []any{c.Backends[0].HashType, c.Backends[1].HashType, c.Backends[0].FullConn, c.Backends[1].FullConn}
+			},
+			want: []any{"consistent", "map-based", 500, 20},
 		},
 	})
 }

@@ -99,8 +99,12 @@ func (p *parser) moreDefaults(l line, kw string) bool {
 		p.errorf(l, kw, "tcp-request rules in defaults are not supported by vipstack (haproxy: not allowed in anonymous 'defaults' sections; accepted: %s in frontend and listen sections)", tcpRequestAccepted)
 		return true
 	}
-	if kw == "hash-type" {
+	switch kw {
+	case "hash-type":
 		p.hashType(l, &p.defHashType) // checktype.go
+		return true
+	case "fullconn":
+		p.fullConn(l, &p.defFullConn) // stick.go
 		return true
 	}
 	return p.proxyOption(l, kw, &p.more.defaults, true, true)
@@ -136,7 +140,7 @@ func (p *parser) moreBackend(l line, kw string) bool {
 	case kw == "stick":
 		p.stickRule(l)
 	case kw == "fullconn":
-		p.fullConn(l)
+		p.fullConn(l, &p.be.FullConn)
 	case kw == "tcp-request" && p.kind == secBackend:
 		p.tcpRequestBackend(l) // tcprequest.go
 	case kw == "hash-type":
@@ -180,7 +184,7 @@ func (p *parser) moreListen(l line, kw string) bool {
 			if k == kw {
 				if p.ls.forwardLine == 0 {
 					p.ls.forwardLine = l.num
-					p.be = &lbconfig.Backend{Name: p.ls.name, DontLogNull: p.dontLogNull, RedispatchOnRetry: p.redispatch, Balance: p.defBalance, HashType: p.defHashType}
+					p.be = &lbconfig.Backend{Name: p.ls.name, DontLogNull: p.dontLogNull, RedispatchOnRetry: p.redispatch, Balance: p.defBalance, HashType: p.defHashType, FullConn: p.defFullConn}
 				}
 				return p.moreBackend(l, kw)
 			}
