@@ -72,6 +72,8 @@ func TestParseAccepts(t *testing.T) {
 			},
 			get:  func(c *lbconfig.Config) any { return c.Monitors[0].LogTargets },
 			want: []lbconfig.LogTarget(nil),
+			// haproxy 2.6 says so too (proxywarn.go).
+			wantWarnings: []string{"h.cfg:13: log format ignored for proxy 'mon' since it has no log address."},
 		},
 		// Global process settings.
 		{
@@ -590,13 +592,208 @@ func TestParseAccepts(t *testing.T) {
 				return []any{[]lbconfig.LogTarget{g}, []lbconfig.LogTarget{g, g}, []lbconfig.LogTarget{g}, []lbconfig.LogTarget{l2, g}, []lbconfig.LogTarget{g, e}}
 			}(),
 		},
+		// haproxy's warnings per section, at the file's end
+		// (proxywarn.go), in its words.
 		{
-			name: "missing timeouts",
-			conf: func(t *testing.T) string { return edit(t, "  timeout connect 5s\n  timeout client 30s\n", "") },
-			get:  func(c *lbconfig.Config) any { return c.Timeouts },
-			want: lbconfig.Timeouts{Server: 30 * time.Second},
-			wantWarnings: []string{"h.cfg:1: timeout client, connect not set: such connections never time out " +
-				"(haproxy warns about this too: set client, connect and server)"},
+			name:         "missing timeouts",
+			conf:         func(t *testing.T) string { return edit(t, "  timeout connect 5s\n  timeout client 30s\n", "") },
+			get:          func(c *lbconfig.Config) any { return c.Timeouts },
+			want:         lbconfig.Timeouts{Server: 30 * time.Second},
+			wantWarnings: []string{"h.cfg:4: " + missingTimeouts("frontend", "main"), "h.cfg:7: " + missingTimeouts("backend", "masters")},
+		},
+		{
+			name: "missing timeouts and log format without log address, listen sections",
+			conf: func(t *testing.T) string {
+				return edit(t, "  timeout client 30s\n", "  option tcplog\n") + "listen api\n  bind 127.0.0.1:47013\n  server a0 127.0.0.1:47014\n" +
+					"listen stats\n  bind 127.0.0.1:47015\n  mode http\n  stats enable\n"
+			},
+			get:  func(c *lbconfig.Config) any { return []any{c.Frontends[0].Log, len(c.Stats)} },
+			want: []any{(*lbconfig.ConnLog)(nil), 1},
+			wantWarnings: []string{
+				"h.cfg:6: " + missingTimeouts("frontend", "main"),
+				"h.cfg:6: log format ignored for frontend 'main' since it has no log address.",
+				"h.cfg:11: " + missingTimeouts("proxy", "api"),
+				"h.cfg:11: log format ignored for proxy 'api' since it has no log address.",
+				"h.cfg:14: " + missingTimeouts("proxy", "stats"),
+				"h.cfg:14: log format ignored for proxy 'stats' since it has no log address.",
+			},
+		},
+		{
+			// In mode tcp timeout tunnel stands in for timeout server; a
+			// backend without servers needs neither.
+			name: "timeout tunnel for server, backend without servers",
+			conf: func(t *testing.T) string {
+				return edit(t, "  timeout server 30s\n", "  timeout tunnel 1h\n") + "backend spare\n"
+			},
+			get:          func(c *lbconfig.Config) any { return len(c.Backends) },
+			want:         2,
+			wantWarnings: []string{"h.cfg:11: backend spare: has no server: its frontends close every connection"},
+		},
+		// http-request return (TestHTTPReturnMatchesHaproxy runs it),
+		// with haproxy's warnings for what it ignores.
+		{
+			name: "http-request return",
+			conf: func(t *testing.T) string {
+				return edit(t, "  mode tcp\n", "  mode http\n") + "frontend web\n  bind 127.0.0.1:47013\n" +
+					"  http-request return status 503 content-type text/plain lf-string \"down %[path]\" hdr X-A 1 hdr Content-Length 9 if { path /down }\n" +
+					"  http-request return content-type text/plain if { path /bare }\n  default_backend masters\n"
+			},
+			get: func(c *lbconfig.Config) any {
+				var out []any
+				for _, r := range c.Frontends[1].HTTP.Rules {
+					out = append(out, r.Status, *r.Return)
+				}
+				return out
+			},
+			want: []any{503, lbconfig.HTTPReturn{ContentType: "text/plain", Body: "down %[path]", Format: true, Headers: []lbconfig.HTTPReturnHeader{{Name: "X-A", Value: "1"}}},
+				200, lbconfig.HTTPReturn{}},
+			wantWarnings: []string{
+				"h.cfg:13: header 'Content-Length' always ignored by the http reply.",
+				"h.cfg:14: content-type 'text/plain' ignored by the http reply because neither errorfile nor payload defined.",
+			},
+		},
+		// disabled: in maintenance from the start
+		// (TestDisabledServerMatchesHaproxy); enabled undoes
+		// default-server's.
+		{
+			name: "server disabled, default-server disabled and enabled",
+			conf: func(t *testing.T) string {
+				return edit(t, srv, "  server m0 127.0.0.1:47012 check disabled\n") + "backend other\n  default-server disabled\n" +
+					"  server o0 127.0.0.1:47013\n  server o1 127.0.0.1:47014 enabled\n"
+			},
+			get: func(c *lbconfig.Config) any {
+				return []bool{c.Backends[0].Servers[0].Disabled, c.Backends[1].Servers[0].Disabled, c.Backends[1].Servers[1].Disabled}
+			},
+			want: []bool{true, true, false},
+		},
+		{
+			name: "option pgsql-check user",
+			conf: func(t *testing.T) string { return edit(t, srv, "  option pgsql-check user postgres\n"+srv) },
+			get:  func(c *lbconfig.Config) any { return c.Backends[0].PgSQLUser },
+			want: "postgres",
+		},
+		// server-state-file: no effect without
+		// load-server-state-from-file, but haproxy opens it at start
+		// and warns when it cannot.
+		{
+			name: "server-state-file that does not open",
+			conf: func(t *testing.T) string {
+				return "global\n  server-state-file /nonexistent-vcp/haproxy.state\n" + base
+			},
+			get:  func(c *lbconfig.Config) any { return len(c.Frontends) },
+			want: 1,
+			wantWarnings: []string{
+				"h.cfg:2: config: Can't open global server state file '/nonexistent-vcp/haproxy.state': No such file or directory",
+			},
+		},
+		{
+			name: "server-state-file under server-state-base",
+			conf: func(t *testing.T) string {
+				dir := t.TempDir()
+				if err := os.WriteFile(filepath.Join(dir, "haproxy.state"), []byte("1\n"), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				return "global\n  server-state-base " + dir + "\n  server-state-file haproxy.state\n" + base
+			},
+			get:  func(c *lbconfig.Config) any { return len(c.Frontends) },
+			want: 1,
+		},
+		// option redis-check (healthcheck.Redis;
+		// TestCheckDialectsMatchHaproxy runs it); the last check option
+		// wins.
+		{
+			name: "option redis-check",
+			conf: func(t *testing.T) string { return edit(t, srv, "  option redis-check\n"+srv) },
+			get:  func(c *lbconfig.Config) any { return c.Backends[0].RedisCheck },
+			want: true,
+		},
+		{
+			name: "option redis-check, then option httpchk",
+			conf: func(t *testing.T) string {
+				return edit(t, srv, "  option redis-check\n  option httpchk GET /ready\n"+srv)
+			},
+			get:  func(c *lbconfig.Config) any { return []any{c.Backends[0].RedisCheck, c.Backends[0].Check.URI} },
+			want: []any{false, "/ready"},
+		},
+		{
+			name: "option redis-check in a listen section",
+			conf: func(t *testing.T) string {
+				return base + "listen cache\n  bind 127.0.0.1:47013\n  option redis-check\n  server c0 127.0.0.1:47014 check\n"
+			},
+			get:  func(c *lbconfig.Config) any { return c.Backends[1].RedisCheck },
+			want: true,
+		},
+		// http-check expect on the body (healthcheck.BodyMatch;
+		// TestCheckDialectsMatchHaproxy runs them).
+		{
+			name: "http-check expect string",
+			conf: func(t *testing.T) string {
+				return edit(t, srv, "  option httpchk GET /ready\n  http-check expect string ready\n"+srv)
+			},
+			get:  func(c *lbconfig.Config) any { return c.Backends[0].Check.ExpectBody },
+			want: &lbconfig.BodyExpect{Text: "ready"},
+		},
+		{
+			name: "http-check expect ! rstring",
+			conf: func(t *testing.T) string {
+				return edit(t, srv, "  option httpchk GET /ready\n  http-check expect ! rstring ^status:\\ r\n"+srv)
+			},
+			get:  func(c *lbconfig.Config) any { return c.Backends[0].Check.ExpectBody },
+			want: &lbconfig.BodyExpect{Text: "^status: r", Regex: true, Not: true},
+		},
+		// haproxy 2.6 reads a time's unit from its first letters and
+		// warns about the rest ("15min" is 15 minutes).
+		{
+			name: "time with text after its unit",
+			conf: func(t *testing.T) string {
+				return strings.Replace(edit(t, "timeout client 30s", "timeout client 15min"), "check\n", "check inter 2sec\n", 1)
+			},
+			get: func(c *lbconfig.Config) any {
+				return []time.Duration{c.Timeouts.Client, c.Backends[0].Servers[0].Inter}
+			},
+			want: []time.Duration{15 * time.Minute, 2 * time.Second},
+			wantWarnings: []string{
+				"h.cfg:4: unexpected character 'i' after the timer value '15min', only (us=microseconds,ms=milliseconds,s=seconds,m=minutes,h=hours,d=days) are supported. This will be reported as an error in next versions.",
+				"h.cfg:10: unexpected character 'e' after the timer value '2sec', only (us=microseconds,ms=milliseconds,s=seconds,m=minutes,h=hours,d=days) are supported. This will be reported as an error in next versions.",
+			},
+		},
+		// Rules written after rules that run after them, and after a
+		// final rule: haproxy's warnings (TestMisplacedRulesMatchHaproxy
+		// runs them).
+		{
+			name: "misplaced http-request and redirect rules",
+			conf: func(t *testing.T) string { return edit(t, "  mode tcp\n", "  mode http\n") + misplacedRules },
+			get: func(c *lbconfig.Config) any {
+				return []int{len(c.Frontends[1].HTTP.Rules), len(c.Frontends[1].HTTP.Redirects), len(c.Frontends[2].HTTP.Rules)}
+			},
+			want: []int{3, 1, 1},
+			wantWarnings: []string{
+				"h.cfg:14: a 'redirect' rule placed after a 'use_backend' rule will still be processed before.",
+				"h.cfg:15: a 'http-request' rule placed after a 'redirect' rule will still be processed before.",
+				"h.cfg:16: a 'http-request' rule placed after a 'redirect' rule will still be processed before.",
+				"h.cfg:17: previous 'http-request' action is final and has no condition attached, further entries are NOOP.",
+				"h.cfg:17: a 'http-request' rule placed after a 'redirect' rule will still be processed before.",
+				"h.cfg:22: a 'http-request' rule placed after a 'use_backend' rule will still be processed before.",
+			},
+		},
+		{
+			// A named acl without a pattern: haproxy's warning, which
+			// `--` silences; an anonymous one: vipstack's own (haproxy
+			// says nothing).
+			name: "acl without a pattern",
+			conf: func(t *testing.T) string {
+				return edit(t, "  mode tcp\n", "  mode http\n") + "frontend web\n  bind 127.0.0.1:47013\n" +
+					"  acl none path_beg\n  acl meant path_beg --\n  acl there path -m found\n" +
+					"  http-request deny if { path_beg } || none || meant\n  default_backend masters\n"
+			},
+			get:  func(c *lbconfig.Config) any { return len(c.Frontends[1].HTTP.ACLs) },
+			want: 3,
+			wantWarnings: []string{
+				"h.cfg:13: parsing acl keyword 'path_beg' : no pattern to match against were provided, so this ACL will never match. " +
+					"If this is what you intended, please add '--' to get rid of this warning. If you intended to match only for existence, " +
+					"please use '-m found'. If you wanted to force an int to match as a bool, please use '-m bool'.",
+				"h.cfg:16: acl path_beg has no value to match: it never matches",
+			},
 		},
 		// defaults' errorfiles answer for a monitor and a stats listen
 		// (TestListenErrorfileMatchesHaproxy).
@@ -700,14 +897,37 @@ func TestParseAccepts(t *testing.T) {
 			case tt.haproxyRejects != "" && (ok || !strings.Contains(out, tt.haproxyRejects)):
 				t.Errorf("haproxy -c: valid=%v, want a rejection saying %q; output:\n%s", ok, tt.haproxyRejects, out)
 			}
-			// Warnings quoting haproxy (they start with a quoted
-			// keyword) must be haproxy's words.
+			// Warnings quoting haproxy must be haproxy's words.
 			for _, w := range tt.wantWarnings {
 				_, msg, _ := strings.Cut(w, ": ")
-				if (strings.HasPrefix(msg, "'") || strings.HasPrefix(msg, "backend '")) && !strings.Contains(out, msg) {
+				if quotesHaproxy(msg) && !haproxyWarned(out, msg) {
 					t.Errorf("haproxy -c does not warn %q; output:\n%s", msg, out)
 				}
 			}
 		})
 	}
 }
+
+// missingTimeouts is haproxy 2.6's warning about a section without client,
+// connect or server timeout.
+func missingTimeouts(what, name string) string {
+	return "missing timeouts for " + what + " '" + name + "'. While not properly invalid, you will certainly encounter " +
+		"various problems with such a configuration. To fix this, please ensure that all following timeouts are set to a " +
+		"non-zero value: 'client', 'connect', 'server'."
+}
+
+// misplacedRules follow base (in mode http): rules that haproxy runs in
+// another order than written.
+const misplacedRules = "frontend front\n" + // 11
+	"  bind 127.0.0.1:47013\n" + // 12
+	"  use_backend masters if { path_beg /api }\n" + // 13
+	"  redirect prefix /new if { path_beg /old }\n" + // 14: after use_backend
+	"  http-request set-header X-A 1\n" + // 15: after redirect
+	"  http-request deny\n" + // 16: after redirect
+	"  http-request set-header X-B 1\n" + // 17: after a final rule, and redirect
+	"  default_backend masters\n" + // 18
+	"frontend side\n" + // 19
+	"  bind 127.0.0.1:47014\n" + // 20
+	"  use_backend masters if { path_beg /api }\n" + // 21
+	"  http-request set-header X-D 1\n" + // 22: after use_backend
+	"  default_backend masters\n" // 23

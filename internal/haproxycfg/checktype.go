@@ -7,7 +7,8 @@ import (
 )
 
 // checkOpts records a backend's check options (`option httpchk`,
-// `option tcp-check`, `option ssl-hello-chk`, `option mysql-check`) and
+// `option tcp-check`, `option ssl-hello-chk`, `option mysql-check`,
+// `option pgsql-check`, `option redis-check`) and
 // its check rules in file order, so that endChecks can settle them as
 // haproxy 2.6 does (measured with haproxy -c and on the wire):
 //
@@ -22,7 +23,7 @@ import (
 //     tcp-check rules without 'option tcp-check', so the rules are
 //     ignored."
 type checkOpts struct {
-	kinds     []string // option kinds in order: httpchk, tcp-check, ssl-hello-chk, mysql-check
+	kinds     []string // option kinds in order: httpchk, tcp-check, ssl-hello-chk, mysql-check, pgsql-check, redis-check
 	lines     []int
 	tcpLines  []int    // line of each rule in Backend.TCPCheck
 	httpLines []int    // lines of http-check rules
@@ -100,7 +101,7 @@ func (p *parser) endChecks() {
 	}
 	if other := c.lastOther("httpchk"); kind == "httpchk" && other != 0 {
 		if n := len(c.httpLines); n > 0 && c.httpLines[n-1] < other {
-			be.Check.ExpectStatus = ""
+			be.Check.ExpectStatus, be.Check.ExpectBody = "", nil
 		}
 	}
 	if kind == "httpchk" {
@@ -114,6 +115,10 @@ func (p *parser) endChecks() {
 	}
 	if kind != "mysql-check" {
 		be.MySQLCheck = nil
+	}
+	be.RedisCheck = kind == "redis-check"
+	if kind != "pgsql-check" {
+		be.PgSQLUser = ""
 	}
 }
 
@@ -146,10 +151,28 @@ func (p *parser) mysqlCheck(l line) {
 	p.checks.option("mysql-check", l.num)
 }
 
-// hashType reads `hash-type map-based|consistent`. haproxy's hash
-// functions (sdbm, djb2, wt6, crc32) and avalanche are refused: vipstack
-// hashes client addresses with its own function.
-func (p *parser) hashType(l line) {
+// pgsqlCheck reads `option pgsql-check user NAME`, with haproxy 2.6's
+// errors (the user is required).
+func (p *parser) pgsqlCheck(l line) {
+	args := l.words[2:]
+	switch {
+	case len(args) > 0 && args[0] != "user":
+		p.errorf(l, "option", "'option pgsql-check' only supports optional values: 'user'. (accepted: option pgsql-check user NAME)")
+	case len(args) < 2:
+		p.errorf(l, "option", "'option pgsql-check' expects 'user <username>' as argument. (accepted: option pgsql-check user NAME)")
+	case len(args) > 2:
+		p.errorf(l, "option", "'option pgsql-check' cannot handle unexpected argument '%s'. (accepted: option pgsql-check user NAME)", args[2])
+	default:
+		p.be.PgSQLUser = args[1]
+		p.checks.option("pgsql-check", l.num)
+	}
+}
+
+// hashType reads `hash-type map-based|consistent` into dst (a backend's,
+// or defaults', which backends start from). haproxy's hash functions
+// (sdbm, djb2, wt6, crc32) and avalanche are refused: vipstack hashes
+// client addresses with its own function.
+func (p *parser) hashType(l line, dst *string) {
 	if !p.once(l, "hash-type") {
 		return
 	}
@@ -165,5 +188,5 @@ func (p *parser) hashType(l line) {
 		p.errorf(l, "hash-type", "hash-type %s %s: vipstack hashes with its own function, not haproxy's (accepted: hash-type map-based or consistent, alone)", args[0], strings.Join(args[1:], " "))
 		return
 	}
-	p.be.HashType = args[0]
+	*dst = args[0]
 }

@@ -98,10 +98,11 @@
 //   - backend NAME: balance roundrobin | leastconn | source, log ..., log
 //     global, no log, option httpchk
 //     [[METHOD] URI [VERSION]] (also in defaults), http-check expect
-//     status CODES, http-check send [meth|uri|ver|hdr|body ...], http-check
-//     connect [port N], option
+//     status CODES | [!] string TEXT | [!] rstring REGEX, http-check send
+//     [meth|uri|ver|hdr|body ...], http-check connect [port N], option
 //     tcp-check with tcp-check connect [port N] | send S | expect string S,
-//     option ssl-hello-chk, option log-health-checks, option
+//     option ssl-hello-chk, option redis-check, option pgsql-check user
+//     NAME, option log-health-checks, option
 //     redispatch, mode tcp|http, default-server [params], server NAME
 //     ADDRESS:PORT [weight N] [verify none|required] [check] [check-ssl]
 //     [inter T] [fall N] [rise N] [cookie VALUE] [send-proxy]
@@ -133,7 +134,8 @@
 // first address, lbconfig.Server.Host keeps the name); Parse, without a
 // resolver, and binds reject them. Times take haproxy's units
 // (us, ms, s, m, h, d; milliseconds without a unit, seconds for stats
-// refresh), whole numbers only, rounded up and below 2^31 units.
+// refresh), whole numbers only, rounded up and below 2^31 units; text
+// after the unit ("15min") is haproxy 2.6's warning, as in haproxy.
 //
 // # Where vipstack is stricter than haproxy
 //

@@ -21,6 +21,9 @@ const base = "defaults\n" + // 1
 	"backend masters\n" + // 9
 	"  server m0 127.0.0.1:47012 check\n" // 10
 
+// srv10 is base's server line, line 10.
+const srv10 = "  server m0 127.0.0.1:47012 check\n"
+
 // edit returns base with old (which must occur once) replaced by new.
 func edit(t *testing.T, old, new string) string {
 	t.Helper()
@@ -183,6 +186,89 @@ func TestParseErrors(t *testing.T) {
 			name:    "bad port",
 			conf:    func(t *testing.T) string { return edit(t, "127.0.0.1:47011", "127.0.0.1:65536") },
 			want:    `h.cfg:7: bind address "127.0.0.1:65536" has an invalid port "65536" (accepted: 1..65535)`,
+			haproxy: haproxyRejects,
+		},
+		{
+			name: "http-check expect string with two words",
+			conf: func(t *testing.T) string {
+				return edit(t, srv10, "  option httpchk GET /\n  http-check expect string a b\n"+srv10)
+			},
+			want:    `h.cfg:11: http-check expect string takes one pattern, got "a b" (accepted: one word; write a space as '\ ' or quote the pattern)`,
+			haproxy: haproxyRejects,
+		},
+		{
+			name: "http-check expect string without a pattern",
+			conf: func(t *testing.T) string {
+				return edit(t, srv10, "  option httpchk GET /\n  http-check expect string\n"+srv10)
+			},
+			want:    `h.cfg:11: http-check expect string takes one pattern, got "" (accepted: one word; write a space as '\ ' or quote the pattern)`,
+			haproxy: haproxyRejects,
+		},
+		{
+			name: "http-check expect rstring that does not compile",
+			conf: func(t *testing.T) string {
+				return edit(t, srv10, "  option httpchk GET /\n  http-check expect rstring (\n"+srv10)
+			},
+			want:    `h.cfg:11: http-check expect rstring "(": error parsing regexp: missing closing ): ` + "`(`" + ` (accepted: a regular expression Go's regexp package takes)`,
+			haproxy: haproxyRejects,
+		},
+		// http-request return: haproxy's errors, with what is accepted.
+		{
+			name: "http-request return with a body and no content-type",
+			conf: func(t *testing.T) string {
+				return edit(t, "  mode tcp\n", "  mode http\n") + "frontend web\n  bind 127.0.0.1:47013\n  http-request return string ok\n  default_backend masters\n"
+			},
+			want:    `h.cfg:13: http-request return: a content type must be defined when non-empty payload is configured. (accepted: ` + httpReturnAccepted + `)`,
+			haproxy: haproxyRejects,
+		},
+		{
+			name: "http-request return 204 with a body",
+			conf: func(t *testing.T) string {
+				return edit(t, "  mode tcp\n", "  mode http\n") + "frontend web\n  bind 127.0.0.1:47013\n  http-request return status 204 content-type text/plain string x\n  default_backend masters\n"
+			},
+			want:    `h.cfg:13: http-request return: No body expected for 204 responses. (accepted: ` + httpReturnAccepted + `)`,
+			haproxy: haproxyRejects,
+		},
+		{
+			name: "http-request return with status 199",
+			conf: func(t *testing.T) string {
+				return edit(t, "  mode tcp\n", "  mode http\n") + "frontend web\n  bind 127.0.0.1:47013\n  http-request return status 199\n  default_backend masters\n"
+			},
+			want:    `h.cfg:13: http-request return: Unexpected status code '199'. (accepted: ` + httpReturnAccepted + `)`,
+			haproxy: haproxyRejects,
+		},
+		{
+			name: "http-request return with an errorfile",
+			conf: func(t *testing.T) string {
+				return edit(t, "  mode tcp\n", "  mode http\n") + "frontend web\n  bind 127.0.0.1:47013\n  http-request return status 503 errorfile /dev/null\n  default_backend masters\n"
+			},
+			want: `h.cfg:13: http-request return: errorfile is not supported by vipstack (accepted: ` + httpReturnAccepted + `)`,
+		},
+		{
+			name:    "option pgsql-check without a user",
+			conf:    func(t *testing.T) string { return edit(t, srv10, "  option pgsql-check\n"+srv10) },
+			want:    `h.cfg:10: 'option pgsql-check' expects 'user <username>' as argument. (accepted: option pgsql-check user NAME)`,
+			haproxy: haproxyRejects,
+		},
+		// Directives haproxy 2.6 dropped: its reason (removed.go).
+		{
+			name:    "nbproc, which haproxy 2.5 dropped",
+			conf:    func(t *testing.T) string { return "global\n  nbproc 2\n" + base },
+			want:    `h.cfg:2: keyword "nbproc" in global: nbproc is not supported any more since HAProxy 2.5. Threads will automatically be used on multi-processor machines if available. (haproxy 2.6 refuses it too)`,
+			haproxy: haproxyRejects,
+		},
+		{
+			name:    "contimeout, which haproxy 2.1 dropped",
+			conf:    func(t *testing.T) string { return edit(t, "  timeout connect 5s\n", "  contimeout 5s\n") },
+			want:    `h.cfg:3: keyword "contimeout" in defaults: the 'contimeout' directive is not supported anymore since HAProxy 2.1. Use 'timeout connect'. (haproxy 2.6 refuses it too)`,
+			haproxy: haproxyRejects,
+		},
+		{
+			name: "monitor-net, which haproxy dropped",
+			conf: func(t *testing.T) string {
+				return edit(t, "  default_backend masters\n", "  monitor-net 10.0.0.0/8\n  default_backend masters\n")
+			},
+			want:    `h.cfg:8: keyword "monitor-net" in frontend main: 'monitor-net' doesn't exist anymore. Please use 'http-request return status 200 if { src 10.0.0.0/8 }' instead. (haproxy 2.6 refuses it too)`,
 			haproxy: haproxyRejects,
 		},
 		{

@@ -1,7 +1,11 @@
 package haproxycfg
 
 import (
+	"errors"
 	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
 
 	"github.com/vipstack/vipstack/internal/lbconfig"
 )
@@ -54,12 +58,44 @@ func (p *parser) moreGlobal(l line, kw string) bool {
 				p.source(lbconfig.ItemKey("global", kw), l)
 			}
 		}
-	case "server-state-file":
+	case "server-state-file", "server-state-base":
 		// Read only by `load-server-state-from-file`, which vipstack
-		// refuses: no effect, as in haproxy without it.
-		p.oneArg(l, kw, "a file name")
+		// refuses: no effect, as in haproxy without it, but for
+		// haproxy's warning when the file does not open (stateFile).
+		if v, ok := p.oneArg(l, kw, "a file name"); ok {
+			p.state[kw] = v
+			if kw == "server-state-file" {
+				p.stateLine = l.num
+			}
+		}
 	default:
 		return p.externalCheckGlobal(l, kw) // extcheck.go
 	}
 	return true
+}
+
+// stateFile gives haproxy 2.6's warning when global's server-state-file
+// does not open (measured: haproxy opens it at start even without
+// load-server-state-from-file): the name under server-state-base when
+// it is relative and a base is set.
+func (p *parser) stateFile() {
+	name := p.state["server-state-file"]
+	if name == "" {
+		return
+	}
+	if base := p.state["server-state-base"]; base != "" && !filepath.IsAbs(name) {
+		name = strings.TrimSuffix(base, "/") + "/" + name
+	}
+	f, err := os.Open(name)
+	if err == nil {
+		f.Close()
+		return
+	}
+	text := err.Error()
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		text = errno.Error()
+		text = strings.ToUpper(text[:1]) + text[1:] // strerror's spelling
+	}
+	p.warnf(line{num: p.stateLine}, "config: Can't open global server state file '%s': %s", name, text)
 }

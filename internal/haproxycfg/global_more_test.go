@@ -1,6 +1,8 @@
 package haproxycfg
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -14,8 +16,14 @@ func TestGlobalMore(t *testing.T) {
 		{
 			name: "global settings",
 			conf: func(t *testing.T) string {
+				// a state file that exists: without one, haproxy's
+				// warning (TestParseAccepts)
+				state := filepath.Join(t.TempDir(), "state")
+				if err := os.WriteFile(state, []byte("1\n"), 0o600); err != nil {
+					t.Fatal(err)
+				}
 				return "global\n  ulimit-n 65536\n  spread-checks 5\n  hard-stop-after 30s\n  log-send-hostname lb1\n" +
-					"  tune.ssl.default-dh-param 2048\n  server-state-file /var/lib/haproxy/state\n" + base
+					"  tune.ssl.default-dh-param 2048\n  server-state-file " + state + "\n" + base
 			},
 			get: func(c *lbconfig.Config) any {
 				return []any{c.UlimitN, c.SpreadChecks, c.HardStopAfter, c.LogHostname}
@@ -38,6 +46,19 @@ func TestBindAndHashType(t *testing.T) {
 				return []any{len(c.Frontends[0].Binds), c.Frontends[0].Binds[2].Addr.Port(), c.Frontends[0].Binds[0].V6Only, c.Backends[0].HashType}
 			},
 			want: []any{3, uint16(47013), true, "consistent"},
+		},
+		{
+			// defaults' hash-type and fullconn: backends start from
+			// them, their own win (haproxy 2.6 takes them in defaults).
+			name: "hash-type and fullconn in defaults",
+			conf: func(t *testing.T) string {
+				return edit(t, "  mode tcp\n", "  mode tcp\n  balance source\n  hash-type consistent\n  fullconn 500\n") +
+					"backend other\n  hash-type map-based\n  fullconn 20\n  server o0 127.0.0.1:47013\n"
+			},
+			get: func(c *lbconfig.Config) any {
+				return []any{c.Backends[0].HashType, c.Backends[1].HashType, c.Backends[0].FullConn, c.Backends[1].FullConn}
+			},
+			want: []any{"consistent", "map-based", 500, 20},
 		},
 	})
 }

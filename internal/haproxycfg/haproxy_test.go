@@ -49,3 +49,41 @@ func TestHaproxyAgrees(t *testing.T) {
 		})
 	}
 }
+
+// haproxyWarningStarts are how the warnings vipstack writes in haproxy's
+// words begin (after "file:line: ").
+var haproxyWarningStarts = []string{"'", "backend '", "a '", "previous '", "unexpected character '",
+	"missing timeouts for ", "log format ignored for ", "parsing acl keyword ", "header '", "content-type '", "config: Can't open "}
+
+// quotesHaproxy reports whether a vipstack warning is one of haproxy's.
+func quotesHaproxy(msg string) bool {
+	for _, s := range haproxyWarningStarts {
+		if strings.HasPrefix(msg, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// haproxyWarned reports whether haproxy -c's output has the warning msg,
+// with each warning's continuation lines ("   | ...", "  ...") joined to
+// its first line by single spaces, as vipstack writes it on one line.
+func haproxyWarned(out, msg string) bool {
+	var joined []string
+	for _, l := range strings.Split(out, "\n") {
+		t := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(l), "|"))
+		switch {
+		case t == "":
+		case strings.HasPrefix(l, " ") && len(joined) > 0:
+			joined[len(joined)-1] += " " + t
+		default:
+			joined = append(joined, strings.TrimSpace(l))
+		}
+	}
+	for _, j := range joined {
+		if strings.Contains(j, msg) {
+			return true
+		}
+	}
+	return false
+}

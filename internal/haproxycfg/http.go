@@ -72,6 +72,42 @@ type httpSection struct {
 	httplogCLF bool
 	// httplogLine is a listen section's option httplog line.
 	httplogLine int
+	// useBackend and redirect: the section has a use_backend or a
+	// redirect rule, for haproxy's warnings about rules written after
+	// them that still run before them (misplaced).
+	useBackend, redirect bool
+}
+
+// misplaced warns, in haproxy 2.6's words, about a rule of keyword kw
+// written after a rule that runs after it: haproxy runs http-request
+// rules, then redirect rules, then use_backend rules, whatever their
+// order in the file (its warnif_misplaced_http_req and
+// warnif_misplaced_redirect; measured with haproxy -c). One warning a
+// line, naming the first later kind found.
+func (p *parser) misplaced(l line, kw string) {
+	switch {
+	case kw == "http-request" && p.hs.redirect:
+		p.warnf(l, "a '%s' rule placed after a 'redirect' rule will still be processed before.", kw)
+	case p.hs.useBackend:
+		p.warnf(l, "a '%s' rule placed after a 'use_backend' rule will still be processed before.", kw)
+	}
+}
+
+// finalRule warns, as haproxy 2.6 does, when the section's last
+// http-request rule stops the processing (allow, deny, redirect, return;
+// not use-service, measured) whatever the request: the rules after it never
+// run.
+func (p *parser) finalRule(l line, hp *lbconfig.HTTPProxy) {
+	if len(hp.Rules) == 0 {
+		return
+	}
+	last := hp.Rules[len(hp.Rules)-1]
+	switch last.Action {
+	case "allow", "deny", "redirect", "return":
+		if last.Cond == nil {
+			p.warnf(l, "previous 'http-request' action is final and has no condition attached, further entries are NOOP.")
+		}
+	}
 }
 
 // httpDefaultsLine reads defaults' HTTP keywords; false if l is not one.
@@ -349,8 +385,11 @@ func (p *parser) httpLine(l line) bool {
 		}
 		p.source(lbconfig.ItemKey(p.key, "use_backend "+args[0]), l)
 		p.hs.fe.UseBackends = append(p.hs.fe.UseBackends, lbconfig.UseBackend{Backend: args[0], Cond: cond})
+		p.hs.useBackend = true
 	case "http-request":
 		p.httpMark(l, kw)
+		p.finalRule(l, hp)
+		p.misplaced(l, kw)
 		p.httpRequest(l, hp)
 	case "http-response":
 		p.httpMark(l, kw)
@@ -375,8 +414,10 @@ func (p *parser) httpLine(l line) bool {
 		p.compression(l, hp.Compression)
 	case "redirect":
 		p.httpMark(l, kw)
+		p.misplaced(l, kw)
 		if r, ok := p.redirect(l, l.words[1:]); ok {
 			hp.Redirects = append(hp.Redirects, r)
+			p.hs.redirect = true
 		}
 	case "option forwardfor":
 		if !p.once(l, kw) {
@@ -453,7 +494,7 @@ func (p *parser) acl(l line, hp *lbconfig.HTTPProxy) {
 		return
 	}
 	name := l.words[1]
-	t, ok := p.aclTest(l, l.words[2:])
+	t, ok := p.aclTest(l, l.words[2:], true)
 	if !ok {
 		return
 	}
@@ -467,8 +508,9 @@ func (p *parser) acl(l line, hp *lbconfig.HTTPProxy) {
 // matchMethods are the -m values vipstack accepts.
 const matchMethods = "beg dom end found reg str sub"
 
-// aclTest reads CRITERION [FLAGS] VALUE... of an acl line or anonymous acl.
-func (p *parser) aclTest(l line, words []string) (lbconfig.ACLTest, bool) {
+// aclTest reads CRITERION [FLAGS] VALUE... of an acl line (named) or
+// an anonymous acl.
+func (p *parser) aclTest(l line, words []string, named bool) (lbconfig.ACLTest, bool) {
 	var t lbconfig.ACLTest
 	crit := words[0]
 	written := crit
@@ -563,10 +605,18 @@ values:
 	case t.Match == "bool" && len(t.Values) > 0:
 		p.errorf(l, "acl", "acl %s takes no value (got %q)", crit, strings.Join(t.Values, " "))
 		return t, false
-	case t.Match != "bool" && t.Match != "found" && len(t.Values) == 0:
-		// haproxy accepts an acl without values, which never matches;
-		// that is almost always a mistake, so vipstack says so.
-		p.warnf(l, "acl %s has no value to match: it never matches", crit)
+	case t.Match != "bool" && t.Match != "found" && len(t.Values) == 0 && !slices.Contains(words, "--"):
+		// haproxy accepts an acl without values, which never matches,
+		// and warns about a named one (not an anonymous one, measured);
+		// `--` says it is meant. vipstack says so about both.
+		if named {
+			p.warnf(l, "parsing acl keyword '%s' : no pattern to match against were provided, so this ACL will never match. "+
+				"If this is what you intended, please add '--' to get rid of this warning. "+
+				"If you intended to match only for existence, please use '-m found'. "+
+				"If you wanted to force an int to match as a bool, please use '-m bool'.", written)
+		} else {
+			p.warnf(l, "acl %s has no value to match: it never matches", crit)
+		}
 	}
 	if err := lbconfig.CompileACL(&t); err != nil {
 		p.errorf(l, "acl", "acl %s: %v", crit, err)
@@ -626,7 +676,7 @@ func (p *parser) cond(l line, kw string, words []string, optional bool) (*lbconf
 				p.errorf(l, kw, "%s: anonymous acl { ... } is not closed or empty", kw)
 				return nil, false
 			}
-			t, ok := p.aclTest(l, ws[i+1:i+1+end])
+			t, ok := p.aclTest(l, ws[i+1:i+1+end], false)
 			if !ok {
 				return nil, false
 			}
@@ -703,6 +753,10 @@ func (p *parser) httpRequest(l line, hp *lbconfig.HTTPProxy) {
 		}
 	case "use-service":
 		if !p.useServiceArgs(l, &r, args) {
+			return
+		}
+	case "return":
+		if !p.httpReturn(l, &r, args) { // httpreturn.go
 			return
 		}
 	case "redirect":

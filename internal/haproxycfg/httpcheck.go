@@ -2,6 +2,7 @@ package haproxycfg
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/vipstack/vipstack/internal/lbconfig"
@@ -88,7 +89,7 @@ func (p *parser) inheritHTTPCheck() {
 }
 
 const httpCheckAccepted = "http-check connect [port PORT], http-check send [meth METHOD] [uri URI] [ver VERSION] [hdr NAME VALUE]... [body STRING], " +
-	"http-check expect status CODES, such as 200 or 200-399, or http-check expect rstatus REGEX"
+	"http-check expect status CODES, such as 200 or 200-399, http-check expect rstatus REGEX, or http-check expect [!] string TEXT|rstring REGEX"
 
 // httpCheckSend reads `http-check send [meth M] [uri U] [ver V] [hdr N
 // V]... [body S]`. haproxy refuses a second send rule with no expect
@@ -199,4 +200,40 @@ func (p *parser) endHTTPSend(other int) {
 	if s.connectLine != 0 && s.connectLine > other {
 		c.Connect, c.ConnectPort = true, s.connectPort
 	}
+}
+
+// httpCheckBody reads `http-check expect [!] string TEXT` and `http-check
+// expect [!] rstring REGEX` (args after http-check): ok is false for
+// another rule; body is nil after an error. haproxy 2.6 then passes a
+// check whose answer's body holds TEXT (or matches REGEX), whatever its
+// status (measured: a 503 with the text passes).
+func (p *parser) httpCheckBody(l line, args []string) (body *lbconfig.BodyExpect, ok bool) {
+	if len(args) < 2 || args[0] != "expect" {
+		return nil, false
+	}
+	e := &lbconfig.BodyExpect{}
+	rest := args[1:]
+	if rest[0] == "!" {
+		e.Not, rest = true, rest[1:]
+	}
+	if len(rest) == 0 || rest[0] != "string" && rest[0] != "rstring" {
+		if e.Not {
+			p.errorf(l, "http-check", "http-check expect ! %s is not supported by vipstack (accepted: http-check expect [!] string TEXT|rstring REGEX)", strings.Join(rest, " "))
+			return nil, true
+		}
+		return nil, false
+	}
+	kind := rest[0]
+	if len(rest) != 2 {
+		p.errorf(l, "http-check", "http-check expect %s takes one pattern, got %q (accepted: one word; write a space as '\\ ' or quote the pattern)", kind, strings.Join(rest[1:], " "))
+		return nil, true
+	}
+	e.Text, e.Regex = rest[1], kind == "rstring"
+	if e.Regex {
+		if _, err := regexp.Compile(e.Text); err != nil {
+			p.errorf(l, "http-check", "http-check expect rstring %q: %v (accepted: a regular expression Go's regexp package takes)", e.Text, err)
+			return nil, true
+		}
+	}
+	return e, true
 }

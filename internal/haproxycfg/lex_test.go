@@ -51,11 +51,19 @@ func TestSplitWords(t *testing.T) {
 }
 
 func TestParseTime(t *testing.T) {
+	// haproxy 2.6's warning for text after a unit, which it ignores
+	// (measured with haproxy -c: "15min" is 15 minutes).
+	trailing := func(c, v string) string {
+		return "unexpected character '" + c + "' after the timer value '" + v + "', only " +
+			"(us=microseconds,ms=milliseconds,s=seconds,m=minutes,h=hours,d=days) are supported. " +
+			"This will be reported as an error in next versions."
+	}
 	tests := []struct {
-		in      string
-		unit    time.Duration
-		want    time.Duration
-		wantErr string
+		in       string
+		unit     time.Duration
+		want     time.Duration
+		wantErr  string
+		wantWarn string
 	}{
 		{in: "0", unit: msUnit, want: 0},
 		{in: "10", unit: msUnit, want: 10 * time.Millisecond},
@@ -73,14 +81,26 @@ func TestParseTime(t *testing.T) {
 		{in: "", unit: msUnit, wantErr: "is not a time (accepted: a whole number with a unit us, ms, s, m, h or d; no unit means milliseconds)"},
 		{in: "s", unit: sUnit, wantErr: "is not a time (accepted: a whole number with a unit us, ms, s, m, h or d; no unit means seconds)"},
 		{in: "-1s", unit: msUnit, wantErr: "is not a time (accepted: a whole number with a unit us, ms, s, m, h or d; no unit means milliseconds)"},
-		{in: "1sec", unit: msUnit, wantErr: "has an unknown unit \"sec\" (accepted: a whole number with a unit us, ms, s, m, h or d; no unit means milliseconds)"},
 		{in: "1M", unit: msUnit, wantErr: "has an unknown unit \"M\" (accepted: a whole number with a unit us, ms, s, m, h or d; no unit means milliseconds)"},
+		{in: "1x", unit: msUnit, wantErr: "has an unknown unit \"x\" (accepted: a whole number with a unit us, ms, s, m, h or d; no unit means milliseconds)"},
+		{in: "1u", unit: msUnit, wantErr: "has an unknown unit \"u\" (accepted: a whole number with a unit us, ms, s, m, h or d; no unit means milliseconds)"},
+		{in: "1.5s", unit: msUnit, wantErr: "has an unexpected character '.' (accepted: a whole number with a unit us, ms, s, m, h or d; no unit means milliseconds)"},
+		{in: "1sec", unit: msUnit, want: time.Second, wantWarn: trailing("e", "1sec")},
+		{in: "15min", unit: msUnit, want: 15 * time.Minute, wantWarn: trailing("i", "15min")},
+		{in: "10msec", unit: msUnit, want: 10 * time.Millisecond, wantWarn: trailing("e", "10msec")},
+		{in: "1hour", unit: msUnit, want: time.Hour, wantWarn: trailing("o", "1hour")},
+		{in: "2days", unit: msUnit, want: 48 * time.Hour, wantWarn: trailing("a", "2days")},
+		{in: "3usec", unit: msUnit, want: time.Millisecond, wantWarn: trailing("e", "3usec")},
+		{in: "1mm", unit: msUnit, want: time.Minute, wantWarn: trailing("m", "1mm")},
+		{in: "1s5", unit: msUnit, want: time.Second, wantWarn: trailing("5", "1s5")},
+		{in: "10sec", unit: sUnit, want: 10 * time.Second, wantWarn: trailing("e", "10sec")},
+		{in: "25000days", unit: sUnit, wantErr: "is too large (maximum: 2147483647 seconds, about 68 years)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
-			got, err := parseTime(tt.in, tt.unit)
-			if err != tt.wantErr || got != tt.want {
-				t.Errorf("parseTime(%q, %v) = %v, %q; want %v, %q", tt.in, tt.unit, got, err, tt.want, tt.wantErr)
+			got, err, warn := parseTime(tt.in, tt.unit)
+			if err != tt.wantErr || got != tt.want || warn != tt.wantWarn {
+				t.Errorf("parseTime(%q, %v) = %v, %q, %q; want %v, %q, %q", tt.in, tt.unit, got, err, warn, tt.want, tt.wantErr, tt.wantWarn)
 			}
 		})
 	}

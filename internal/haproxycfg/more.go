@@ -27,7 +27,7 @@ type moreState struct {
 // Extra keywords accepted, for messages.
 const (
 	moreProxyOptions = "tcp-request inspect-delay, option tcpka, option clitcpka, option srvtcpka, option dontlog-normal, option log-separate-errors, option abortonclose"
-	moreGlobalKWs    = "ulimit-n, spread-checks, hard-stop-after, tune.ssl.default-dh-param, server-state-file"
+	moreGlobalKWs    = "ulimit-n, spread-checks, hard-stop-after, tune.ssl.default-dh-param, server-state-file, server-state-base"
 )
 
 // proxyOption reads an option that defaults and proxy sections share
@@ -99,6 +99,14 @@ func (p *parser) moreDefaults(l line, kw string) bool {
 		p.errorf(l, kw, "tcp-request rules in defaults are not supported by vipstack (haproxy: not allowed in anonymous 'defaults' sections; accepted: %s in frontend and listen sections)", tcpRequestAccepted)
 		return true
 	}
+	switch kw {
+	case "hash-type":
+		p.hashType(l, &p.defHashType) // checktype.go
+		return true
+	case "fullconn":
+		p.fullConn(l, &p.defFullConn) // stick.go
+		return true
+	}
 	return p.proxyOption(l, kw, &p.more.defaults, true, true)
 }
 
@@ -120,17 +128,23 @@ func (p *parser) moreBackend(l line, kw string) bool {
 	switch {
 	case kw == "option mysql-check":
 		p.mysqlCheck(l)
+	case kw == "option pgsql-check":
+		p.pgsqlCheck(l) // checktype.go
+	case kw == "option redis-check":
+		if _, ok := p.nargs(l, 2, 0, 0, ""); ok {
+			p.checks.option("redis-check", l.num) // checktype.go
+		}
 	case p.externalCheckProxy(l, kw): // extcheck.go
 	case kw == "stick-table":
 		p.stickTable(l) // stick.go
 	case kw == "stick":
 		p.stickRule(l)
 	case kw == "fullconn":
-		p.fullConn(l)
+		p.fullConn(l, &p.be.FullConn)
 	case kw == "tcp-request" && p.kind == secBackend:
 		p.tcpRequestBackend(l) // tcprequest.go
 	case kw == "hash-type":
-		p.hashType(l)
+		p.hashType(l, &p.be.HashType)
 	case kw == "timeout" || len(kw) > 8 && kw[:8] == "timeout ":
 		t := &p.be.Timeouts
 		what := "backend"
@@ -155,7 +169,7 @@ func (p *parser) moreBackend(l line, kw string) bool {
 
 // moreListenBackend are keywords that make a listen section forward, as
 // a backend's.
-const moreListenBackend = "retries|option allbackups|option abortonclose|option srvtcpka|option mysql-check|hash-type"
+const moreListenBackend = "retries|option allbackups|option abortonclose|option srvtcpka|option mysql-check|option pgsql-check|option redis-check|hash-type"
 
 func (p *parser) moreListen(l line, kw string) bool {
 	switch {
@@ -170,7 +184,7 @@ func (p *parser) moreListen(l line, kw string) bool {
 			if k == kw {
 				if p.ls.forwardLine == 0 {
 					p.ls.forwardLine = l.num
-					p.be = &lbconfig.Backend{Name: p.ls.name, DontLogNull: p.dontLogNull, RedispatchOnRetry: p.redispatch, Balance: p.defBalance}
+					p.be = &lbconfig.Backend{Name: p.ls.name, DontLogNull: p.dontLogNull, RedispatchOnRetry: p.redispatch, Balance: p.defBalance, HashType: p.defHashType, FullConn: p.defFullConn}
 				}
 				return p.moreBackend(l, kw)
 			}

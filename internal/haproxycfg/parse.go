@@ -82,6 +82,7 @@ func ParseWith(name string, data []byte, opts Options) (*lbconfig.Config, error)
 		cfg:   &lbconfig.Config{Source: map[string]string{}},
 		front: map[string]nameUse{},
 		back:  map[string]nameUse{},
+		state: map[string]string{},
 		opts:  opts,
 	}
 	p.defaultsServer = lbconfig.Server{Verify: true}
@@ -131,13 +132,13 @@ func commas(list string) string { return strings.Join(strings.Fields(list), ", "
 
 // Keywords each section accepts, for error messages.
 const (
-	globalKeywords   = "ca-base, chroot, crt-base, daemon, external-check, gid, group, hard-stop-after, insecure-fork-wanted, localpeer, log, log-send-hostname, log-tag, maxconn, nbthread, pidfile, server-state-file, spread-checks, ssl-default-bind-*, ssl-default-server-*, stats socket, stats timeout, tune.bufsize, tune.maxaccept, tune.maxrewrite, tune.ssl.default-dh-param, uid, ulimit-n, user"
-	defaultsKeywords = "balance, compression, default-server, errorfile, log, log-format, maxconn, mode, no log, option dontlognull, option forwardfor, option http-keep-alive, option http-server-close, option httpclose, option httpchk, option http-buffer-request, option httplog, option log-health-checks, option originalto, option redispatch, option tcplog, retries, timeout, " + moreProxyOptions + ", option allbackups"
+	globalKeywords   = "ca-base, chroot, crt-base, daemon, external-check, gid, group, hard-stop-after, insecure-fork-wanted, localpeer, log, log-send-hostname, log-tag, maxconn, nbthread, pidfile, server-state-base, server-state-file, spread-checks, ssl-default-bind-*, ssl-default-server-*, stats socket, stats timeout, tune.bufsize, tune.maxaccept, tune.maxrewrite, tune.ssl.default-dh-param, uid, ulimit-n, user"
+	defaultsKeywords = "balance, compression, default-server, errorfile, fullconn, hash-type, log, log-format, maxconn, mode, no log, option dontlognull, option forwardfor, option http-keep-alive, option http-server-close, option httpclose, option httpchk, option http-buffer-request, option httplog, option log-health-checks, option originalto, option redispatch, option tcplog, retries, timeout, " + moreProxyOptions + ", option allbackups"
 	frontendKeywords = "bind, default_backend, id, log, log-format, maxconn, mode, no log, option tcplog, timeout, " + moreProxyOptions
-	listenKeywords   = "balance, bind, default-server, external-check command, external-check path, http-check connect, http-check expect status, http-check send, id, log, log-format, mode, monitor-uri, no log, option dontlognull, option httpchk, option external-check, option log-health-checks, option redispatch, option ssl-hello-chk, option tcp-check, option tcplog, server, stats auth, stats enable, stats hide-version, stats refresh, stats uri, tcp-check, " +
+	listenKeywords   = "balance, bind, default-server, external-check command, external-check path, http-check connect, http-check expect status, http-check send, id, log, log-format, mode, monitor-uri, no log, option dontlognull, option httpchk, option external-check, option log-health-checks, option mysql-check, option pgsql-check, option redis-check, option redispatch, option ssl-hello-chk, option tcp-check, option tcplog, server, stats auth, stats enable, stats hide-version, stats refresh, stats uri, tcp-check, " +
 		"maxconn, retries, timeout, option allbackups, option httplog, stats admin, stats realm, stats show-desc, stats show-legends, stats show-node, " + moreProxyOptions
-	backendKeywords = "balance, default-server, external-check command, external-check path, fullconn, http-check connect, http-check expect status, http-check send, id, log, mode, no log, option external-check, option httpchk, option tcp-check, option tcplog, option log-health-checks, option redispatch, option ssl-hello-chk, server, stick match|on|store-request, stick-table, tcp-check, retries, timeout, option allbackups, " + moreProxyOptions
-	serverParams    = "alpn, backup, ca-file, check, check-ssl, ciphers, ciphersuites, cookie, downinter, fall, fastinter, force-tlsv1x, id, init-addr, inter, maxconn, maxqueue, no-ssl, no-sslv3, no-tls-tickets, no-tlsv1x, on-marked-down, port, resolve-prefer, resolvers, rise, send-proxy, send-proxy-v2, slowstart, sni, ssl, ssl-max-ver, ssl-min-ver, verify, weight"
+	backendKeywords = "balance, default-server, external-check command, external-check path, fullconn, http-check connect, http-check expect status, http-check send, id, log, mode, no log, option external-check, option httpchk, option tcp-check, option tcplog, option log-health-checks, option mysql-check, option pgsql-check, option redis-check, option redispatch, option ssl-hello-chk, server, stick match|on|store-request, stick-table, tcp-check, retries, timeout, option allbackups, " + moreProxyOptions
+	serverParams    = "alpn, backup, ca-file, check, check-ssl, ciphers, ciphersuites, cookie, disabled, downinter, enabled, fall, fastinter, force-tlsv1x, id, init-addr, inter, maxconn, maxqueue, no-ssl, no-sslv3, no-tls-tickets, no-tlsv1x, on-marked-down, port, resolve-prefer, resolvers, rise, send-proxy, send-proxy-v2, slowstart, sni, ssl, ssl-max-ver, ssl-min-ver, verify, weight"
 	timeoutNames    = "check, client, client-fin, connect, http-keep-alive, http-request, queue, server, server-fin, tunnel"
 )
 
@@ -192,6 +193,8 @@ type parser struct {
 
 	defMode      string           // defaults' mode: "", tcp or http
 	defBalance   lbconfig.Balance // defaults' balance, "" for none
+	defHashType  string           // defaults' hash-type, "" for none
+	defFullConn  int              // defaults' fullconn, 0 for none
 	defModeLine  int
 	httplogAt    int  // line of defaults' option httplog while it is the format in force
 	httplogCLF   bool // defaults' option httplog is `option httplog clf`
@@ -216,6 +219,12 @@ type parser struct {
 	tlsg     tlsGlobal    // global's TLS settings (tls.go)
 	bindOpts []pendingTLS // ssl binds, for global's defaults at the end
 	srvTLS   *tlsOpts     // a server line's TLS version options being read
+
+	ends []proxyEnd // the proxies read, for proxyWarnings (proxywarn.go)
+	// state is global's server-state-file and server-state-base, and
+	// stateLine the file's line (stateFile, global_more.go).
+	state     map[string]string
+	stateLine int
 }
 
 // listen is a listen section being read; what it becomes (a Monitor or a
@@ -324,6 +333,9 @@ func (p *parser) line(l line) {
 // unsupported rejects a keyword the section does not accept.
 func (p *parser) unsupported(l line, supported string) {
 	kw := keyword(l.words)
+	if p.removed(l, kw) { // removed.go
+		return
+	}
 	what := "supported: " + supported
 	if strings.HasPrefix(kw, "timeout ") && p.kind == secDefaults {
 		what = "supported timeouts: " + timeoutNames
@@ -449,7 +461,7 @@ func (p *parser) section(l line) {
 		case "backend":
 			p.defServer = p.defaultsServer
 			p.tcpCheckAt, p.tcpRulesAt, p.httpRulesAt, p.checks = 0, 0, 0, checkOpts{}
-			p.kind, p.be = secBackend, &lbconfig.Backend{Name: name, DontLogNull: p.dontLogNull, RedispatchOnRetry: p.redispatch, Balance: p.defBalance, LogHealthChecks: p.logHealthChecks}
+			p.kind, p.be = secBackend, &lbconfig.Backend{Name: name, DontLogNull: p.dontLogNull, RedispatchOnRetry: p.redispatch, Balance: p.defBalance, HashType: p.defHashType, FullConn: p.defFullConn, LogHealthChecks: p.logHealthChecks}
 			p.inheritHTTPCheck()
 			p.be.LogTargets = slices.Clone(p.defLogs)
 			p.logs = &p.be.LogTargets
@@ -487,15 +499,21 @@ func (p *parser) endSection() {
 			p.fe.Log = &lbconfig.ConnLog{Format: format, DontLogNull: p.dontLogNull}
 		}
 		p.inheritedHTTP("frontend", p.fe.Name, p.feLogFormat != "")
+		p.noteProxy(proxyEnd{what: "frontend", name: p.fe.Name, fe: true, format: p.formatInForce(p.feLogFormat),
+			logs: len(p.fe.LogTargets) > 0}, p.fe.Timeouts)
 		p.endFrontendMore(p.fe, &p.more.own)
 		p.cfg.Frontends = append(p.cfg.Frontends, *p.fe)
 	case secBackend:
 		p.httpBackendEnd(p.be, p.hs.mode)
 		p.inheritedHTTP("backend", p.be.Name, false)
 		p.endChecks()
+		p.noteProxy(proxyEnd{what: "backend", name: p.be.Name, be: true, servers: len(p.be.Servers) > 0,
+			http: p.be.HTTP != nil}, p.be.Timeouts)
 		p.endBackendMore(p.be, &p.more.own)
 		p.cfg.Backends = append(p.cfg.Backends, *p.be)
 	case secListen:
+		p.noteProxy(proxyEnd{what: "proxy", name: p.ls.name, fe: true, be: true, servers: p.be != nil && len(p.be.Servers) > 0,
+			http: p.ls.mode == "http", format: p.formatInForce(p.ls.logFormat), logs: len(p.ls.logs) > 0}, p.ls.timeouts)
 		p.endListen()
 	case secDefaults:
 		p.defRefs = p.refs
@@ -607,6 +625,8 @@ func (p *parser) endFile() {
 	}
 	p.tcpFrontendsToHTTP()
 	p.endTLS()
+	p.stateFile()     // global_more.go
+	p.proxyWarnings() // proxywarn.go
 }
 
 // oneArg reads the single value of a global setting given once.
@@ -1498,7 +1518,7 @@ func (p *parser) serverParams(params []string, s *lbconfig.Server, seen map[stri
 			if !ok {
 				return false
 			}
-			d, msg := parseTime(v, msUnit)
+			d, msg, warn := parseTime(v, msUnit)
 			switch {
 			case msg != "":
 				fail(param, "inter %q %s", v, msg)
@@ -1508,6 +1528,9 @@ func (p *parser) serverParams(params []string, s *lbconfig.Server, seen map[stri
 				return false
 			default:
 				s.Inter = d
+			}
+			if warn != "" {
+				p.warnf(p.cur, "%s", warn)
 			}
 		default:
 			if proxyServerParam(param, s) {
@@ -1695,6 +1718,13 @@ func (p *parser) httpCheck(l line) {
 		p.httpCheckConnect(l, args[1:])
 		return
 	}
+	if body, ok := p.httpCheckBody(l, args); ok {
+		if body != nil && p.once(l, "http-check expect") {
+			p.httpCheckRule(l)
+			p.be.Check.ExpectBody = body
+		}
+		return
+	}
 	if len(args) != 3 || args[0] != "expect" || (args[1] != "status" && args[1] != "rstatus") {
 		p.errorf(l, "http-check", "http-check %q is not supported by vipstack (accepted: %s)", strings.Join(args, " "), accepted)
 		return
@@ -1717,12 +1747,17 @@ func (p *parser) httpCheck(l line) {
 		p.errorf(l, "http-check", "http-check expect %v", err)
 		return
 	}
+	p.httpCheckRule(l)
+	p.be.Check.ExpectStatus = codes
+}
+
+// httpCheckRule notes an http-check expect rule's line.
+func (p *parser) httpCheckRule(l line) {
 	if p.httpRulesAt == 0 {
 		p.httpRulesAt = l.num
 	}
 	p.checks.httpRule(l.num)
 	p.checks.send.lastRule = "expect"
-	p.be.Check.ExpectStatus = codes
 }
 
 // statusRegexRanges are the codes 100..599 whose three digits re matches,

@@ -19,7 +19,7 @@ func (p *parser) moreServerParam(param string, value func(want string) (string, 
 		if !ok {
 			return false
 		}
-		d, msg := parseTime(v, msUnit)
+		d, msg, warn := parseTime(v, msUnit)
 		switch {
 		case msg != "":
 			fail(param, "%s %q %s", param, v, msg)
@@ -27,6 +27,9 @@ func (p *parser) moreServerParam(param string, value func(want string) (string, 
 		case d == 0 && !zeroOK:
 			fail(param, "%s %s is out of range (accepted: 1ms or more)", param, v)
 			return false
+		}
+		if warn != "" {
+			p.warnf(p.cur, "%s", warn)
 		}
 		*dst = d
 		return true
@@ -64,6 +67,9 @@ func (p *parser) moreServerParam(param string, value func(want string) (string, 
 		return true, number(&s.ID, 1, 0, "1 or more")
 	case "backup":
 		s.Backup = true
+		return true, true
+	case "disabled", "enabled":
+		s.Disabled = param == "disabled"
 		return true, true
 	case "resolvers":
 		v, ok := value("the name of a resolvers section")

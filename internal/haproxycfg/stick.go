@@ -300,13 +300,13 @@ func (p *parser) stickRule(l line) {
 }
 
 // fullConn reads `fullconn N`.
-func (p *parser) fullConn(l line) {
+func (p *parser) fullConn(l line, dst *int) {
 	if !p.once(l, "fullconn") {
 		return
 	}
 	if args, ok := p.nargs(l, 1, 1, 1, "a number of sessions"); ok {
 		if n, ok := p.intArg(l, "fullconn", args[0], 1, "1 or more"); ok {
-			p.be.FullConn = n
+			*dst = n
 		}
 	}
 }

@@ -65,7 +65,7 @@ func (p *parser) useService(l line) {
 // a frontend and a backend of its name.
 func (p *parser) listenForwards(l line) {
 	p.ls.forwardLine = l.num
-	p.be = &lbconfig.Backend{Name: p.ls.name, DontLogNull: p.dontLogNull, RedispatchOnRetry: p.redispatch, Balance: p.defBalance, LogHealthChecks: p.logHealthChecks}
+	p.be = &lbconfig.Backend{Name: p.ls.name, DontLogNull: p.dontLogNull, RedispatchOnRetry: p.redispatch, Balance: p.defBalance, HashType: p.defHashType, FullConn: p.defFullConn, LogHealthChecks: p.logHealthChecks}
 	p.inheritHTTPCheck()
 }
 

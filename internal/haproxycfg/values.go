@@ -1,6 +1,7 @@
 package haproxycfg
 
 import (
+	"fmt"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -21,7 +22,13 @@ const maxTime = 1<<31 - 1
 // 2.5): a whole number, then an optional unit among us, ms, s, m, h, d;
 // without a unit the number is in unit. As haproxy does, the value is
 // rounded up to a whole unit and must stay below 2^31 units.
-func parseTime(v string, unit time.Duration) (time.Duration, string) {
+//
+// Text after a unit is haproxy 2.6's warning, not an error: its
+// parse_time_err reads the unit from the first letters and ignores the
+// rest, so "15min" is 15 minutes, "5sec" 5 seconds and "10msec" 10
+// milliseconds (measured with haproxy -c). warn is then haproxy's words;
+// msg is an error for what haproxy refuses.
+func parseTime(v string, unit time.Duration) (d time.Duration, msg, warn string) {
 	unitName := "milliseconds"
 	if unit == time.Second {
 		unitName = "seconds"
@@ -32,36 +39,27 @@ func parseTime(v string, unit time.Duration) (time.Duration, string) {
 		i++
 	}
 	if i == 0 {
-		return 0, "is not a time (accepted: " + accepted + ")"
+		return 0, "is not a time (accepted: " + accepted + ")", ""
 	}
 	if i > 15 {
-		return 0, "is too large (maximum: " + strconv.Itoa(maxTime) + " " + unitName + ")"
+		return 0, "is too large (maximum: " + strconv.Itoa(maxTime) + " " + unitName + ")", ""
 	}
 	n, _ := strconv.ParseUint(v[:i], 10, 64)
-	var per time.Duration
-	switch v[i:] {
-	case "":
+	per, size := timeUnit(v[i:])
+	switch {
+	case i == len(v):
 		per = unit
-	case "us":
-		per = time.Microsecond
-	case "ms":
-		per = time.Millisecond
-	case "s":
-		per = time.Second
-	case "m":
-		per = time.Minute
-	case "h":
-		per = time.Hour
-	case "d":
-		per = 24 * time.Hour
-	default:
-		// A word after the digits is a unit vipstack does not know
-		// ("10sec", "1M"): name all of it. Quoting only its first letter
-		// pointed at the 's' of "sec", which reads as a valid unit.
+	case size == 0:
+		// A word after the digits is a unit haproxy does not know
+		// ("10x", "1M"): name all of it.
 		if c := v[i]; c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' {
-			return 0, "has an unknown unit " + strconv.Quote(v[i:]) + " (accepted: " + accepted + ")"
+			return 0, "has an unknown unit " + strconv.Quote(v[i:]) + " (accepted: " + accepted + ")", ""
 		}
-		return 0, "has an unexpected character " + strconv.QuoteRune(rune(v[i])) + " (accepted: " + accepted + ")"
+		return 0, "has an unexpected character " + strconv.QuoteRune(rune(v[i])) + " (accepted: " + accepted + ")", ""
+	case i+size < len(v):
+		warn = fmt.Sprintf("unexpected character '%c' after the timer value '%s', only "+
+			"(us=microseconds,ms=milliseconds,s=seconds,m=minutes,h=hours,d=days) are supported."+
+			" This will be reported as an error in next versions.", v[i+size], v)
 	}
 	// n*per/unit rounded up, without overflowing: n < 10^15 and per is at
 	// most a day, so split per into a whole number of units and a rest.
@@ -76,9 +74,37 @@ func parseTime(v string, unit time.Duration) (time.Duration, string) {
 		units = (n + div - 1) / div
 	}
 	if units > maxTime {
-		return 0, "is too large (maximum: " + strconv.Itoa(maxTime) + " " + unitName + ", about " + maxDays(unit) + ")"
+		return 0, "is too large (maximum: " + strconv.Itoa(maxTime) + " " + unitName + ", about " + maxDays(unit) + ")", ""
 	}
-	return time.Duration(units) * unit, ""
+	return time.Duration(units) * unit, "", warn
+}
+
+// timeUnit reads a time unit at the start of s as haproxy's
+// parse_time_err does: "us", "ms", or one letter s, m, h, d ("m" not
+// followed by "s" is minutes). size is how many bytes the unit took, 0
+// when s starts with no unit.
+func timeUnit(s string) (per time.Duration, size int) {
+	if s == "" {
+		return 0, 0
+	}
+	switch s[0] {
+	case 's':
+		return time.Second, 1
+	case 'u':
+		if strings.HasPrefix(s, "us") {
+			return time.Microsecond, 2
+		}
+	case 'm':
+		if strings.HasPrefix(s, "ms") {
+			return time.Millisecond, 2
+		}
+		return time.Minute, 1
+	case 'h':
+		return time.Hour, 1
+	case 'd':
+		return 24 * time.Hour, 1
+	}
+	return 0, 0
 }
 
 func maxDays(unit time.Duration) string {
@@ -90,10 +116,13 @@ func maxDays(unit time.Duration) string {
 
 // timeArg parses a time value for keyword kw and reports errors.
 func (p *parser) timeArg(l line, kw, v string, unit time.Duration) (time.Duration, bool) {
-	d, msg := parseTime(v, unit)
+	d, msg, warn := parseTime(v, unit)
 	if msg != "" {
 		p.errorf(l, strings.Fields(kw)[0], "%s %q %s", kw, v, msg)
 		return 0, false
+	}
+	if warn != "" {
+		p.warnf(l, "%s", warn)
 	}
 	return d, true
 }

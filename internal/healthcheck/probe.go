@@ -146,6 +146,9 @@ type HTTP struct {
 	// (haproxy's `http-check expect status 200,300-399`); empty means 2xx
 	// and 3xx.
 	ExpectStatus [][2]int
+	// ExpectBody, when set, decides instead of the status: `http-check
+	// expect [!] string|rstring` (BodyMatch).
+	ExpectBody *BodyMatch
 	// Headers and Body are sent after the request line (`http-check send
 	// hdr NAME VALUE body STRING`): header names in lower case, as
 	// haproxy 2.6 writes them, and a body with its content-length.
@@ -228,6 +231,9 @@ func (p HTTP) Probe(ctx context.Context) Result {
 			return Result{Status: L7TOUT, Info: "no response in time"}
 		}
 		return ioFailed(err, L7RSP)
+	}
+	if p.ExpectBody != nil {
+		return p.ExpectBody.judge(ctx, resp)
 	}
 	resp.Body.Close()
 	reason := strings.TrimSpace(strings.TrimPrefix(resp.Status, fmt.Sprint(resp.StatusCode)))

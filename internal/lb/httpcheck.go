@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"net/netip"
+	"regexp"
 
 	"github.com/vipstack/vipstack/internal/healthcheck"
 	"github.com/vipstack/vipstack/internal/lbconfig"
@@ -35,6 +36,13 @@ func httpProber(conf checkConf, addr netip.AddrPort, tlsConf *tls.Config) health
 	h := healthcheck.HTTP{Addr: addr, Method: c.Method, URI: c.URI, Version: c.Version, TLS: tlsConf, ExpectStatus: expect, Body: c.Body, SendProxy: conf.sendProxy, BufSize: conf.bufSize}
 	for _, hd := range c.Headers {
 		h.Headers = append(h.Headers, healthcheck.Header{Name: hd.Name, Value: hd.Value})
+	}
+	if e := c.ExpectBody; e != nil {
+		m := &healthcheck.BodyMatch{Text: e.Text, Not: e.Not}
+		if e.Regex {
+			m.Re, _ = regexp.Compile(e.Text) // checked by the reader
+		}
+		h.ExpectBody = m
 	}
 	return h
 }

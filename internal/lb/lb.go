@@ -450,6 +450,11 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 			}
 			if s == nil {
 				s = l.newServer(b.Name, sc)
+				if sc.Disabled {
+					// `disabled`: in maintenance from the start, as
+					// haproxy's; a reload keeps a running server's state.
+					s.admin.Store(int32(stats.AdminMaint))
+				}
 				if o := renamed(b.Name, sc); o != nil {
 					s.inherit(o)
 					takeOvers = append(takeOvers, [2]*server{o, s})

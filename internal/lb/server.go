@@ -38,6 +38,8 @@ type checkConf struct {
 	bufSize              int // tune.bufsize: what an answer's check reads
 	mysql                lbconfig.MySQLCheck
 	mysqlOn              bool
+	redis                bool   // option redis-check
+	pgsqlUser            string // option pgsql-check's user
 	// srvTLS is the server's TLS settings (ssl, ca-file, sni, ...) for
 	// its checks over TLS, as JSON: comparable; "" without.
 	srvTLS string
@@ -59,7 +61,7 @@ func checkConfOf(b lbconfig.Backend, s lbconfig.Server) checkConf {
 		srvTLS = string(b)
 	}
 	return checkConf{enabled: true, ssl: s.CheckSSL || s.SSL, verify: s.Verify, srvTLS: srvTLS, inter: s.Inter, timeout: s.CheckTimeout, rise: s.Rise, fall: s.Fall, http: httpCheckKey(b.Check), tcpCheck: tcpCheckKey(b.TCPCheck), sslHello: b.SSLHelloCheck, logHealthChk: b.LogHealthChecks,
-		port: s.CheckPort, fastInter: s.FastInter, downInter: s.DownInter, mysqlOn: b.MySQLCheck != nil, mysql: mysqlOf(b), sendProxy: checkProxy(b, s)}
+		port: s.CheckPort, fastInter: s.FastInter, downInter: s.DownInter, mysqlOn: b.MySQLCheck != nil, mysql: mysqlOf(b), redis: b.RedisCheck, pgsqlUser: b.PgSQLUser, sendProxy: checkProxy(b, s)}
 }
 
 func tcpCheckKey(rules []lbconfig.TCPCheckRule) string {
@@ -315,6 +317,10 @@ func (s *server) startCheckLocked(conf checkConf) {
 		prober = healthcheck.SSLHello{Addr: addr, SendProxy: conf.sendProxy}
 	case conf.mysqlOn:
 		prober = healthcheck.MySQL{Addr: addr, User: conf.mysql.User, Pre41: conf.mysql.Pre41, SendProxy: conf.sendProxy}
+	case conf.pgsqlUser != "":
+		prober = healthcheck.PgSQL{Addr: addr, User: conf.pgsqlUser, TLS: tlsConf, SendProxy: conf.sendProxy}
+	case conf.redis:
+		prober = healthcheck.Redis{Addr: addr, TLS: tlsConf, SendProxy: conf.sendProxy, BufSize: conf.bufSize}
 	case conf.ext.command != "":
 		prober = s.externalProber(conf.ext)
 	}

@@ -236,7 +236,25 @@ type HTTPRule struct {
 	Cond                   *Cond
 	// At is the rule's "file:line", for messages.
 	At string
+	// Return is `http-request return`'s answer (its Status is the
+	// rule's); nil for other actions.
+	Return *HTTPReturn
 }
+
+// HTTPReturn is the answer of `http-request return`: Status's line, then
+// Headers (`hdr NAME FORMAT`, values log-formats as HTTPRule.Value),
+// Content-Length, and ContentType when there is a body; Body is the
+// text of `string` or `file`, or a log-format (`lf-string`) when
+// Format.
+type HTTPReturn struct {
+	ContentType string
+	Body        string
+	Format      bool
+	Headers     []HTTPReturnHeader
+}
+
+// HTTPReturnHeader is one `hdr NAME FORMAT` of http-request return.
+type HTTPReturnHeader struct{ Name, Value string }
 
 // Cond is `if|unless` and the condition: terms ORed (||), each a list of
 // tests ANDed.
@@ -304,7 +322,7 @@ type ACLTest struct {
 type IntRange struct{ Lo, Hi int64 }
 
 // HTTPActions are the http-request actions vipstack carries out.
-const HTTPActions = "add-header, allow, del-header, deny, redirect, replace-header, replace-path, replace-uri, replace-value, set-header, set-path, set-var(txn.NAME|req.NAME), use-service prometheus-exporter"
+const HTTPActions = "add-header, allow, del-header, deny, redirect, replace-header, replace-path, replace-uri, replace-value, return, set-header, set-path, set-var(txn.NAME|req.NAME), use-service prometheus-exporter"
 
 // PrometheusExporter is the service of haproxy's built-in Prometheus
 // exporter: `http-request use-service prometheus-exporter [if|unless

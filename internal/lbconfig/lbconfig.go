@@ -289,6 +289,12 @@ type Backend struct {
 	// coming back moves only its own clients; "" or "map-based" take the
 	// hash modulo the servers' total weight.
 	HashType string
+	// PgSQLUser is `option pgsql-check user NAME`: a PostgreSQL startup
+	// message for NAME (healthcheck.PgSQL); "" for none.
+	PgSQLUser string
+	// RedisCheck is `option redis-check`: a PING in Redis's protocol,
+	// passing on +PONG (healthcheck.Redis).
+	RedisCheck bool
 	// MySQLCheck is `option mysql-check`: the MySQL handshake (and,
 	// with a user, an authentication) checked; nil: not this check.
 	MySQLCheck *MySQLCheck
@@ -320,6 +326,9 @@ type HTTPCheck struct {
 	// ExpectStatus is `http-check expect status`: codes and ranges,
 	// comma separated ("200", "200-399,401"); empty means 2xx and 3xx.
 	ExpectStatus string
+	// ExpectBody is `http-check expect [!] string|rstring`: the answer's
+	// body decides, whatever its status; nil: none.
+	ExpectBody *BodyExpect
 	// Headers and Body go with the request: `http-check send hdr NAME
 	// VALUE ... body STRING`, or haproxy's older form, header lines
 	// after the version of `option httpchk` (httpcheck.go).
@@ -331,6 +340,16 @@ type HTTPCheck struct {
 	// header (Server.SendProxy), as haproxy's.
 	Connect     bool
 	ConnectPort int
+}
+
+// BodyExpect is an HTTP check's expectation on the answer's body, as
+// much of it as the check's buffer holds: it contains Text (`string`),
+// or Text is a regular expression that matches it (`rstring`); Not
+// (`!`) fails the check when it does.
+type BodyExpect struct {
+	Text  string
+	Regex bool
+	Not   bool
 }
 
 // TCPCheckRule is one `tcp-check` rule: a connect (Port, 0 for the
@@ -427,6 +446,10 @@ type Server struct {
 	// allowed that; the server stays in maintenance until its resolvers
 	// find an address (Addr's IP is unspecified meanwhile).
 	Unresolved bool
+	// Disabled is `disabled`: the server starts in maintenance (MAINT),
+	// without checks or traffic, until the runtime API's `enable server`
+	// or `set server ... state ready`, as in haproxy.
+	Disabled bool
 	// SSL is `ssl`: connections to the server, and its health checks,
 	// are TLS (in mode http backends), verified as Verify says.
 	SSL bool

@@ -303,10 +303,6 @@ func (v *validator) global() {
 				"timeout %s %s is negative (accepted: a positive duration, or 0 for none)", to.name, to.d)
 		}
 	}
-	if missing := v.missingTimeouts(); len(missing) > 0 {
-		v.warn(v.pos("defaults"), "", "timeout %s not set: such connections never time out "+
-			"(haproxy warns about this too: set client, connect and server)", strings.Join(missing, ", "))
-	}
 }
 
 func (v *validator) frontend(f *Frontend, backends map[string]bool, binds map[Bind]string) {

@@ -7,6 +7,21 @@ import (
 	"time"
 )
 
+// TimeoutWarning is the warning about missing client, connect and server
+// timeouts for a validated Config read from YAML, "" when none is missing.
+// The haproxy.cfg reader warns per section in haproxy's words instead
+// (haproxycfg's proxyWarnings), so Validate leaves it to the readers.
+func TimeoutWarning(c *Config) string {
+	v := &validator{c: c}
+	missing := v.missingTimeouts()
+	if len(missing) == 0 {
+		return ""
+	}
+	v.warn(v.pos("defaults"), "", "timeout %s not set: such connections never time out "+
+		"(haproxy warns about this too: set client, connect and server)", strings.Join(missing, ", "))
+	return v.warnings[0]
+}
+
 // missingTimeouts names the timeouts (client, connect, server) some
 // frontend runs without, taking each frontend's own and its backend's
 // over defaults' (Config.Effective), as haproxy's "missing timeouts"

@@ -9,6 +9,7 @@ import (
 	"os"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -374,6 +375,9 @@ func ParseYAML(name string, data []byte) (*Config, error) {
 		}
 	}
 	if len(errs) == 0 {
+		if w := TimeoutWarning(c); w != "" && !slices.Contains(c.Warnings, w) {
+			c.Warnings = append(c.Warnings, w)
+		}
 		return c, nil
 	}
 	out := make([]error, 0, len(errs))

@@ -32,6 +32,17 @@ func httpCheckLines(c lbconfig.HTTPCheck) [][]string {
 	if c.ExpectStatus != "" {
 		out = append(out, []string{"http-check", "expect", "status", c.ExpectStatus})
 	}
+	if e := c.ExpectBody; e != nil {
+		line := []string{"http-check", "expect"}
+		if e.Not {
+			line = append(line, "!")
+		}
+		kind := "string"
+		if e.Regex {
+			kind = "rstring"
+		}
+		out = append(out, append(line, kind, quoteWord(e.Text)))
+	}
 	return out
 }
 

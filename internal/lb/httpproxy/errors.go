@@ -84,3 +84,28 @@ func writeRaw(w http.ResponseWriter, r *http.Request, raw []byte) bool {
 	w.Write(body)
 	return true
 }
+
+// writeAnswer writes http-request return's answer as haproxy 2.6 does
+// (measured): the status, the rule's headers, Content-Length, and
+// Content-Type when set; nothing else of the request's way.
+func writeAnswer(w http.ResponseWriter, r *http.Request, status int, a *answer) {
+	hd := w.Header()
+	for k := range hd {
+		if k != "Connection" {
+			delete(hd, k)
+		}
+	}
+	for _, kv := range a.headers {
+		hd.Add(kv[0], kv[1])
+	}
+	hd.Set("Content-Length", strconv.Itoa(len(a.body)))
+	if a.contentType != "" {
+		hd.Set("Content-Type", a.contentType)
+	} else {
+		hd["Content-Type"] = nil // no sniffed type, as haproxy sends none
+	}
+	w.WriteHeader(status)
+	if r.Method != http.MethodHead {
+		io.WriteString(w, a.body)
+	}
+}

@@ -484,6 +484,10 @@ func (p *Proxy) verdict(w http.ResponseWriter, r *http.Request, c *compiled, h *
 		return
 	}
 	e.Term = v.term()
+	if v.answer != nil {
+		writeAnswer(w, r, v.status, v.answer)
+		return
+	}
 	if v.location == "" {
 		p.fail(w, r, h, v.status)
 		return

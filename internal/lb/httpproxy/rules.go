@@ -163,16 +163,24 @@ type verdict struct {
 	status   int    // deny: the status; redirect: the code; 0 goes on
 	location string // redirect's Location
 	service  string // use-service's service (status 0)
+	answer   *answer
+}
+
+// answer is http-request return's answer to a request, its formats
+// expanded.
+type answer struct {
+	contentType, body string
+	headers           [][2]string
 }
 
 // done reports whether the rules ended the request's way through the
 // section: a deny, a redirect or a service answers it.
 func (v verdict) done() bool { return v.status != 0 || v.service != "" }
 
-// term is the termination state a verdict logs: LR for a redirect
-// (haproxy's "locally processed"), PR for a deny.
+// term is the termination state a verdict logs: LR for a redirect or a
+// return (haproxy's "locally processed"), PR for a deny.
 func (v verdict) term() string {
-	if v.location != "" {
+	if v.location != "" || v.answer != nil {
 		return "LR"
 	}
 	return "PR"
@@ -196,6 +204,8 @@ func apply(h *lbconfig.HTTPProxy, a acls, rq *request) verdict {
 			return verdict{status: r.Status, location: redirectTo(r, rq)}
 		case "use-service":
 			return verdict{service: r.Name}
+		case "return":
+			return verdict{status: r.Status, answer: returnAnswer(r.Return, rq)}
 		case "set-header":
 			v := expand(r.Value, rq)
 			setHeader(rq.r, r.Name, v)
@@ -278,4 +288,17 @@ func redirectTo(r *lbconfig.HTTPRule, rq *request) string {
 		host := rq.r.Host
 		return to + "://" + host + tail
 	}
+}
+
+// returnAnswer expands an http-request return's header values and
+// lf-string body for rq.
+func returnAnswer(ret *lbconfig.HTTPReturn, rq *request) *answer {
+	a := &answer{contentType: ret.ContentType, body: ret.Body}
+	if ret.Format {
+		a.body = expand(ret.Body, rq)
+	}
+	for _, h := range ret.Headers {
+		a.headers = append(a.headers, [2]string{h.Name, expand(h.Value, rq)})
+	}
+	return a
 }
