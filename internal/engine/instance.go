@@ -52,6 +52,7 @@ type instance struct {
 	// changed on a reload (see addrSkew).
 	advertChanged  time.Time
 	sent, received uint64
+	counts         counters  // for the metrics (see metrics.go)
 	lastMailed     fsm.State // the state of the last SMTP alert sent (keepalived's last_email_state)
 	mailed         bool      // an SMTP alert was sent
 	// life is the instance's lifecycle state beside its fsm state
@@ -434,9 +435,9 @@ func (e *Engine) updateVIPs(in *instance, ic *keepalived.Instance, movedTo func(
 		}
 		e.release(ic.Name, v, now)
 	}
-	for _, v := range added {
+	for i, v := range added {
 		k := addrKey(v.Prefix, v.Dev)
-		e.held[k] = v
+		e.held[k] = &added[i]
 		delete(e.released, k)
 	}
 	if len(removed) > 0 {
