@@ -494,6 +494,14 @@ func (e *Engine) build(cfg *keepalived.Config, ic *keepalived.Instance) (*instan
 	if err != nil {
 		return nil, fail("%v", err)
 	}
+	// Each list the size it needs (append's room to grow, kept for the
+	// engine's life, was most of their memory with 1,000 instances).
+	if n := len(ic.VIPs) + len(ic.ExcludedVIPs); n > 0 { // none: nil, as before
+		in.vips, in.vipText = make([]netif.VIP, 0, n), make([]string, 0, n)
+	}
+	if len(ic.VIPs) > 0 {
+		in.advert = make([]netip.Addr, 0, len(ic.VIPs))
+	}
 	for _, v := range ic.VIPs {
 		in.vips = append(in.vips, toVIP(v, vipDev))
 		in.advert = append(in.advert, v.Prefix.Addr())
