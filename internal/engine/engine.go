@@ -147,6 +147,8 @@ type Engine struct {
 
 	sortedNames []string // e.instances' keys in order; nil: to compute (see names)
 
+	announcers announcers // one per interface, shared by its instances
+
 	// Loop-owned: when the status was last published, whether something
 	// it shows beyond the counters changed since, whether a counter did
 	// (see publishStatusSoon).
