@@ -307,6 +307,7 @@ func saveProfiles(h *testnet.Host, dir string, out io.Writer) {
 		{"/debug/pprof/heap", "heap.pprof"},
 		{"/debug/pprof/goroutine?debug=1", "goroutines.txt"},
 		{"/debug/pprof/allocs", "allocs.pprof"},
+		{"/debug/pprof/heap?debug=1", "heap.txt"}, // ends with runtime.MemStats
 	} {
 		file := filepath.Join(dir, p.file)
 		if msg, err := h.Run("curl", "-sS", "-o", file, "http://"+pprofAddr+p.path); err != nil {
@@ -318,5 +319,16 @@ func saveProfiles(h *testnet.Host, dir string, out io.Writer) {
 	if b, err := os.ReadFile(filepath.Join(dir, "goroutines.txt")); err == nil {
 		first, _, _ := strings.Cut(string(b), "\n")
 		fmt.Fprintf(out, "vipstack: %s\n", first)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "heap.txt")); err == nil {
+		var stats []string
+		for _, l := range strings.Split(string(b), "\n") {
+			for _, k := range []string{"HeapAlloc", "HeapInuse", "HeapIdle", "HeapReleased", "Stack", "MSpan", "GCSys", "OtherSys", "NextGC", "NumGC"} {
+				if strings.HasPrefix(l, "# "+k+" = ") {
+					stats = append(stats, strings.TrimPrefix(l, "# "))
+				}
+			}
+		}
+		fmt.Fprintf(out, "vipstack: runtime.MemStats: %s\n", strings.Join(stats, ", "))
 	}
 }
