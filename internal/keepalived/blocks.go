@@ -291,7 +291,7 @@ func (p *parser) instanceEntry(in *Instance, m *instMeta, s *stmt) {
 			return
 		}
 		// Room for the whole block at once: grown by append, a list of
-		// ten VIPs kept room for sixteen (1,000 instances of ten: 0.8 MiB
+		// ten VIPs kept room for sixteen (1,000 instances of ten: 0.9 MiB
 		// of a running engine's heap, docs/design/memory.md).
 		if s.kw() == "virtual_ipaddress" {
 			in.VIPs = slices.Grow(in.VIPs, len(s.block))
