@@ -71,11 +71,14 @@ func ExecSupervisor(spec Spec) error {
 		}
 	}
 	env := append(os.Environ(), EnvSupervisor+"="+string(b))
-	err = syscall.Exec(self, os.Args, env)
+	err = syscall.Exec(self, os.Args, env) // returns only when it failed
 	if spec.KeepFD > 2 {
 		syscall.CloseOnExec(spec.KeepFD)
 	}
-	return fmt.Errorf("exec %s: %w", self, err)
+	if err != nil {
+		return fmt.Errorf("exec %s: %w", self, err)
+	}
+	return nil
 }
 
 // RunFromEnv is the supervisor ExecSupervisor asked for: it runs
