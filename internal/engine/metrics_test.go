@@ -231,3 +231,41 @@ func TestMetricsForgetRemovedInstances(t *testing.T) {
 		}
 	})
 }
+
+// TestMetricsKeptOnRebuild: a reload that builds an instance anew under
+// the same labels (a setting that needs a new instance changed) keeps its
+// counters, as a CounterVec's series did: after the instance is master
+// again, it has entered MASTER twice.
+func TestMetricsKeptOnRebuild(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := (&simSegment{}).node("h", "198.18.0.1/24")
+		conf := func(extra string) string {
+			return "vrrp_instance VI_1 {\n    state BACKUP\n    interface eth0\n    virtual_router_id 51\n    priority 100\n    advert_int 1\n" +
+				extra + "    virtual_ipaddress {\n        198.18.0.100/32\n    }\n}\n"
+		}
+		reg := prometheus.NewRegistry()
+		e, _ := simEngine(t, n, conf(""), nil, func(o *Options) { o.Registry = reg })
+		simRun(t, e)
+		time.Sleep(5 * time.Second) // master
+		synctest.Wait()
+		labels := map[string]string{"instance": "VI_1", "vrid": "51", "interface": "eth0", "to": "MASTER"}
+		if got := gathered(t, reg, "vipstack_vrrp_transitions_total", labels); got != 1 {
+			t.Fatalf("before the reload: transitions to MASTER = %v, want 1", got)
+		}
+		sent := gathered(t, reg, "vipstack_vrrp_adverts_sent_total", map[string]string{"instance": "VI_1", "vrid": "51", "interface": "eth0"})
+		if err := os.WriteFile(e.opts.ConfigPath, []byte(conf("    garp_master_repeat 3\n")), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Reload(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(5 * time.Second) // master again
+		synctest.Wait()
+		if got := gathered(t, reg, "vipstack_vrrp_transitions_total", labels); got != 2 {
+			t.Errorf("after the rebuild: transitions to MASTER = %v, want 2 (1 before it, 1 after)", got)
+		}
+		if got := gathered(t, reg, "vipstack_vrrp_adverts_sent_total", map[string]string{"instance": "VI_1", "vrid": "51", "interface": "eth0"}); got <= sent {
+			t.Errorf("after the rebuild: adverts sent = %v, want more than the %v before it", got, sent)
+		}
+	})
+}
