@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/vipstack/vipstack/internal/benchdoc"
@@ -13,6 +14,7 @@ type result struct {
 	Startup  time.Duration // process start to every VIP on the interfaces
 	CPU      float64       // percent of one CPU at rest
 	RSS, PSS float64       // MiB, the process group at the end of the rest window
+	Procs    []string      // each process's memory then (describeProcs)
 	Err      string        // why there are no figures
 }
 
@@ -63,6 +65,11 @@ func report(ka, vs result, instances, vips int, rest time.Duration) *benchdoc.Re
 	}
 	rep.Table(tb)
 	rep.List(verdicts)
+	for _, r := range []result{ka, vs} {
+		if len(r.Procs) > 0 {
+			rep.Para("%s's processes at the end of the window (MiB): %s.", r.Impl, strings.Join(r.Procs, "; "))
+		}
+	}
 	return &rep
 }
 

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -31,7 +32,8 @@ type options struct {
 	instances, vips int
 	rest, limit     time.Duration
 	bin, markdown   string
-	keep            bool
+	prefix          string
+	keep, profile   bool
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -45,9 +47,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.bin, "vipstack", "", "vipstack binary to run (default: build ./cmd/vipstack)")
 	fs.StringVar(&o.markdown, "markdown", "", "write the results into the scale block of this Markdown `file` (docs/benchmarks.md)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the work directory (the file and the logs)")
+	fs.StringVar(&o.prefix, "prefix", "vvt", "prefix of the network namespace's name (and of the work directory's)")
+	fs.BoolVar(&o.profile, "profile", false, "run vipstack with --pprof-addr and save its heap and goroutine profiles at the end of the rest window in the work directory (implies -keep)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
+	if !validPrefix(o.prefix) {
+		fmt.Fprintf(stderr, "scale: -prefix %q: want 1 to 6 letters or digits (a namespace name part)\n", o.prefix)
+		return 2
+	}
+	o.keep = o.keep || o.profile
 	text, err := conf(o.instances, o.vips)
 	if err != nil {
 		fmt.Fprintf(stderr, "scale: %v\n", err)
@@ -61,7 +70,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "scale: keepalived is not installed: %v\n", err)
 		return 1
 	}
-	work, err := os.MkdirTemp("", "vvt-scale-")
+	work, err := os.MkdirTemp("", o.prefix+"-scale-")
 	if err != nil {
 		fmt.Fprintf(stderr, "scale: %v\n", err)
 		return 1
@@ -144,7 +153,7 @@ func (h *topoHolder) close() {
 // its figures.
 func measure(impl string, o options, path, work string, holder *topoHolder, out io.Writer) (result, error) {
 	r := result{Impl: impl}
-	topo, err := testnet.Build(testnet.Options{Hosts: 1, Prefix: "vvt"})
+	topo, err := testnet.Build(testnet.Options{Hosts: 1, Prefix: o.prefix})
 	if err != nil {
 		return r, fmt.Errorf("namespace: %w", err)
 	}
@@ -172,7 +181,11 @@ func measure(impl string, o options, path, work string, holder *topoHolder, out 
 		cmd = h.Command("keepalived", "-n", "-l", "--vrrp", "-f", path,
 			"-p", filepath.Join(dir, "keepalived.pid"), "-r", filepath.Join(dir, "vrrp.pid"))
 	} else {
-		cmd = h.Command(o.bin, "vrrp", "-f", path, "--state-dir", dir)
+		args := []string{"vrrp", "-f", path, "--state-dir", dir}
+		if o.profile {
+			args = append(args, "--pprof-addr", pprofAddr)
+		}
+		cmd = h.Command(o.bin, args...)
 	}
 	logf, err := os.Create(filepath.Join(dir, "log"))
 	if err != nil {
@@ -210,10 +223,14 @@ func measure(impl string, o options, path, work string, holder *topoHolder, out 
 	after, t1 := procfs.CPUTicks(pids), time.Now()
 	r.CPU = float64(after-before) / procfs.ClockTicks / t1.Sub(t0).Seconds() * 100
 	r.RSS, r.PSS = procfs.MemMiB(pids)
+	r.Procs = describeProcs(pids)
+	if impl == "vipstack" && o.profile {
+		saveProfiles(h, dir, out)
+	}
 	if held, err := countVIPs(h); err != nil || held != o.vips {
 		return r, fmt.Errorf("at the end of the rest window %d of %d VIPs are held (%v)", held, o.vips, err)
 	}
-	fmt.Fprintf(out, "%s: CPU at rest %.2f%%, RSS %.1f MiB, PSS %.1f MiB (%d processes)\n", impl, r.CPU, r.RSS, r.PSS, len(pids))
+	fmt.Fprintf(out, "%s: CPU at rest %.2f%%, RSS %.1f MiB, PSS %.1f MiB (%d processes: %s)\n", impl, r.CPU, r.RSS, r.PSS, len(pids), strings.Join(r.Procs, "; "))
 	return r, nil
 }
 
@@ -239,4 +256,79 @@ func countVIPs(h *testnet.Host) (int, error) {
 		return nil
 	})
 	return n, err
+}
+
+// pprofAddr is where -profile has vipstack serve its profiles, in the
+// bench's namespace.
+const pprofAddr = "127.0.0.1:6061"
+
+// validPrefix reports whether p may start a namespace's name.
+func validPrefix(p string) bool {
+	if p == "" || len(p) > 6 {
+		return false
+	}
+	for _, c := range p {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// describeProcs says, for each of pids, its name and its RSS, anonymous
+// and file-backed, and its PSS, in MiB, from smaps_rollup.
+func describeProcs(pids []int) []string {
+	var out []string
+	for _, pid := range pids {
+		b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "smaps_rollup"))
+		if err != nil {
+			continue // gone
+		}
+		kib := map[string]float64{}
+		for _, l := range strings.Split(string(b), "\n") {
+			f := strings.Fields(l)
+			if len(f) >= 2 {
+				n, _ := strconv.ParseFloat(f[1], 64)
+				kib[f[0]] = n
+			}
+		}
+		comm, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "comm"))
+		out = append(out, fmt.Sprintf("%s %d: RSS %.1f (anon %.1f, file %.1f), PSS %.1f", strings.TrimSpace(string(comm)), pid,
+			kib["Rss:"]/1024, kib["Anonymous:"]/1024, (kib["Rss:"]-kib["Anonymous:"])/1024, kib["Pss:"]/1024))
+	}
+	return out
+}
+
+// saveProfiles fetches vipstack's heap profile and its goroutines from
+// inside h (curl), into dir, and says where they are and how many
+// goroutines run.
+func saveProfiles(h *testnet.Host, dir string, out io.Writer) {
+	for _, p := range []struct{ path, file string }{
+		{"/debug/pprof/heap", "heap.pprof"},
+		{"/debug/pprof/goroutine?debug=1", "goroutines.txt"},
+		{"/debug/pprof/allocs", "allocs.pprof"},
+		{"/debug/pprof/heap?debug=1", "heap.txt"}, // ends with runtime.MemStats
+	} {
+		file := filepath.Join(dir, p.file)
+		if msg, err := h.Run("curl", "-sS", "-o", file, "http://"+pprofAddr+p.path); err != nil {
+			fmt.Fprintf(out, "vipstack: profile %s: %v: %s\n", p.path, err, strings.TrimSpace(msg))
+			continue
+		}
+		fmt.Fprintf(out, "vipstack: profile %s saved in %s\n", p.path, file)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "goroutines.txt")); err == nil {
+		first, _, _ := strings.Cut(string(b), "\n")
+		fmt.Fprintf(out, "vipstack: %s\n", first)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "heap.txt")); err == nil {
+		var stats []string
+		for _, l := range strings.Split(string(b), "\n") {
+			for _, k := range []string{"HeapAlloc", "HeapInuse", "HeapIdle", "HeapReleased", "Stack", "MSpan", "GCSys", "OtherSys", "NextGC", "NumGC"} {
+				if strings.HasPrefix(l, "# "+k+" = ") {
+					stats = append(stats, strings.TrimPrefix(l, "# "))
+				}
+			}
+		}
+		fmt.Fprintf(out, "vipstack: runtime.MemStats: %s\n", strings.Join(stats, ", "))
+	}
 }

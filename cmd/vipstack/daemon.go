@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 
+	"github.com/vipstack/vipstack/internal/k8s/memidle"
 	"github.com/vipstack/vipstack/internal/memtrim"
 	"github.com/vipstack/vipstack/internal/supervise"
 )
@@ -113,6 +114,32 @@ func superviseSelf(ctx context.Context, log *slog.Logger, stderr io.Writer, sub 
 	return sup.Run(ctx), true
 }
 
+// execSmallSupervisor replaces this process by the small supervisor of
+// the same command (supervise.ExecSupervisor): it runs before the
+// packages the command uses initialise (docs/design/memory.md). held, if
+// not nil, is a claim the supervisor must hold for its life (its
+// descriptor passes through the exec). It returns only when it could
+// not; this process then supervises instead.
+func execSmallSupervisor(log *slog.Logger, spec supervise.Spec, held io.Closer) {
+	if held != nil {
+		f, ok := held.(interface{ File() (*os.File, error) })
+		if !ok {
+			log.Warn("supervisor: no descriptor to pass on; supervising from this process")
+			return
+		}
+		file, err := f.File()
+		if err != nil {
+			log.Warn("supervisor: cannot pass on what it holds; supervising from this process", "err", err)
+			return
+		}
+		defer file.Close()
+		spec.KeepFD = int(file.Fd())
+	}
+	if err := supervise.ExecSupervisor(spec); err != nil {
+		log.Warn("supervisor: cannot run as a small process; supervising from this one", "err", err)
+	}
+}
+
 // supervising reports whether superviseSelf will make this process the
 // supervisor: then it serves nothing itself, and what the command built
 // only to check its configuration should be dropped before, so that the
@@ -125,7 +152,7 @@ const atRestGC = 50
 
 // trimAtRest gives back the pages and the garbage of the start-up
 // (internal/memtrim) once ready is closed, for a command that then serves
-// at rest for long (vipstack node, agent, controller, ipfailover): its
+// at rest for long (vipstack node, agent, controller, ipfailover, vrrp): its
 // collector then runs at GOGC atRestGC, and the executable pages each
 // collection maps back are dropped again after it
 // (memtrim.AfterCollections). Nothing happens if ctx ends first.
@@ -141,6 +168,22 @@ func trimAtRest(ctx context.Context, log *slog.Logger, ready <-chan struct{}) {
 		if err := memtrim.AfterCollections(ctx); err != nil {
 			log.Debug("giving back the pages collections map", "err", err)
 		}
+	}()
+}
+
+// settleAtRest is trimAtRest for an engine whose start-up goes on after
+// ready (its VRRP instances take over and announce, twice), and whose
+// later bursts (takeovers, reloads) leave garbage too: each burst is given
+// back once over (memidle: a few quiet seconds after it).
+func settleAtRest(ctx context.Context, log *slog.Logger, ready <-chan struct{}) {
+	trimAtRest(ctx, log, ready)
+	go func() {
+		select {
+		case <-ready:
+		case <-ctx.Done():
+			return
+		}
+		memidle.Run(ctx, memidle.Options{Logger: log})
 	}()
 }
 

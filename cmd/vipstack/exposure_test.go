@@ -23,14 +23,14 @@ func TestAddressDefaultsAreLoopback(t *testing.T) {
 		"controller": {"health-addr": "", "metrics-addr": "127.0.0.1:9652", "pprof-addr": ""},
 		"demo":       {},
 		"dns":        {}, // its listeners are the Corefile's
-		"ipfailover": {"metrics-addr": "", "status-addr": ""},
+		"ipfailover": {"metrics-addr": "", "pprof-addr": "", "status-addr": ""},
 		"lb":         {"metrics-addr": ""}, // the frontends and stats are haproxy.cfg's
 		"manifest":   {},                   // it prints; the pods' status port is on loopback
 		"node":       {"metrics-addr": "127.0.0.1:9650", "status-addr": "127.0.0.1:9651"},
 		"redirect":   {}, // it listens nowhere: it polls the monitor
 		"render":     {},
 		"status":     {"addr": "127.0.0.1:9651"}, // where it connects
-		"vrrp":       {"metrics-addr": "", "status-addr": ""},
+		"vrrp":       {"metrics-addr": "", "pprof-addr": "", "status-addr": ""},
 	}
 	// notListeners are address flags that name no socket of ours.
 	notListeners := map[string]string{

@@ -39,6 +39,8 @@ type ipfailoverFlags struct {
 	printConfig, noSuper              bool
 	metricsAddr, statusAddr, stateDir string
 	log                               *slog.Logger
+	logFlags                          *logLevelFlag
+	pprof                             pprofFlag
 }
 
 func runIPFailover(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -54,6 +56,22 @@ func runIPFailover(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err != nil {
 		fmt.Fprintf(stderr, "vipstack ipfailover: %v\n", err)
 		return 1
+	}
+	fw := ipfailover.NewFirewall(spec)
+	onCrash := func() {
+		sweepLedger(log, ledger)
+		if spec.Unicast() || spec.BGP != nil {
+			return // no rule in unicast or BGP mode
+		}
+		if err := fw.Remove(); err != nil {
+			log.Error("supervisor: removing the firewall rule failed", "err", err)
+		}
+	}
+	if supervise.IsCleanup() {
+		// A small supervisor's clean-up after its pool's process died;
+		// the supervisor holds the pool's name.
+		onCrash()
+		return 0
 	}
 	reg := metrics.NewRegistry()
 	opts := f.opts
@@ -72,20 +90,17 @@ func runIPFailover(ctx context.Context, args []string, stdout, stderr io.Writer)
 			return 1
 		}
 		defer claim.Close()
+		if supervising(f.noSuper) {
+			execSmallSupervisor(log, f.logFlags.spec(), claim)
+		}
 	}
 	// The configuration and the options were checked above, so a bad
 	// variable or flag fails here (exit 2) and not in a restart loop.
-	fw := ipfailover.NewFirewall(spec)
-	if code, ran := superviseSelf(ctx, log, stderr, "ipfailover", args, f.noSuper, func() {
-		sweepLedger(log, ledger)
-		if spec.Unicast() || spec.BGP != nil {
-			return // no rule in unicast or BGP mode
-		}
-		if err := fw.Remove(); err != nil {
-			log.Error("supervisor: removing the firewall rule failed", "err", err)
-		}
-	}); ran {
+	if code, ran := superviseSelf(ctx, log, stderr, "ipfailover", args, f.noSuper, onCrash); ran {
 		return code
+	}
+	if !f.pprof.serve(ctx, "vipstack ipfailover", log, stderr) {
+		return 1
 	}
 	stopEndpoints, ok := startEndpoints("vipstack ipfailover", stderr, f.metricsAddr, reg, f.statusAddr, func() any { return pool.Status() })
 	if !ok {
@@ -95,7 +110,7 @@ func runIPFailover(ctx context.Context, args []string, stdout, stderr io.Writer)
 	defer ignoreSIGHUP(log)()
 	log.Info("vipstack ipfailover starting", "version", version.String(), "config", spec.ConfigName, "vips", len(spec.VIPs),
 		"ledger", ledger.Path, "variables", setVars(f.flagVals))
-	trimAtRest(ctx, log, pool.Running())
+	settleAtRest(ctx, log, pool.Running())
 	if err := pool.Run(ctx); err != nil {
 		log.Error("vipstack ipfailover failed", "err", err)
 		return exitCodeOf(err)
@@ -125,14 +140,18 @@ func parseIPFailoverFlags(args []string, stderr io.Writer) (f ipfailoverFlags, c
 		fmt.Fprint(stderr, ipfailoverUsage)
 		fs.PrintDefaults()
 	}
-	logLevel := addLogLevel(fs, "vipstack ipfailover", "")
+	f.logFlags = addLogLevel(fs, "vipstack ipfailover", "")
+	f.pprof.add(fs)
 	if err := fs.Parse(args); err != nil {
 		return f, parseExit(err), false
+	}
+	if !f.pprof.check("vipstack ipfailover", stderr) {
+		return f, 2, false
 	}
 	if f.flagVals, ok = ipfailoverFlagVars(fs, byFlag, stderr); !ok {
 		return f, 2, false
 	}
-	if f.log, ok = logLevel.logger(stderr); !ok {
+	if f.log, ok = f.logFlags.logger(stderr); !ok {
 		return f, 2, false
 	}
 	spec, err := ipfailover.Parse(ipfailover.Input{Env: ipfailover.EnvFrom(os.Environ()), Flags: f.flagVals})

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -30,6 +31,18 @@ func TestTrimHelperProcess(t *testing.T) {
 	if supervise.IsCleanup() {
 		fmt.Printf("clean-up ran pid=%d\n", os.Getpid())
 		os.Exit(0)
+	}
+	if name := os.Getenv("VIPSTACK_CLAIM_HELPER"); name != "" && !supervise.IsChild() {
+		// As vipstack ipfailover: claim a name, then become the small
+		// supervisor, which must hold the claim.
+		ln, err := net.Listen("unix", "@"+name)
+		if err != nil {
+			fmt.Printf("claim failed: %v\n", err)
+			os.Exit(1)
+		}
+		execSmallSupervisor(slog.New(slog.NewTextHandler(os.Stdout, nil)), supervise.Spec{LogFormat: "text", LogLevel: "info"}, ln)
+		fmt.Println("exec failed")
+		os.Exit(1)
 	}
 	if supervise.IsChild() {
 		term := make(chan os.Signal, 1)
@@ -184,6 +197,83 @@ func procKiB(t *testing.T, pid int, field string) int {
 	n, err := procfs.StatusKiB(pid, field)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return n
+}
+
+// TestSmallSupervisorHoldsClaim: a command that claimed a name (vipstack
+// ipfailover's pool name, an abstract Unix socket) and then execs the small
+// supervisor keeps the claim in the supervisor, through the exec, for the
+// supervisor's whole life; its engine does not inherit it, and the name is
+// free once the supervisor stopped.
+func TestSmallSupervisorHoldsClaim(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	name := fmt.Sprintf("vipstack-test-claim-%d", os.Getpid())
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestTrimHelperProcess$")
+	cmd.Env = append(os.Environ(), "VIPSTACK_TRIM_HELPER=1", "VIPSTACK_CLAIM_HELPER="+name)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = cmd.Stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+	}()
+	sc := bufio.NewScanner(out)
+	var lines []string
+	engine := 0
+	for engine == 0 && sc.Scan() {
+		lines = append(lines, sc.Text())
+		fmt.Sscanf(sc.Text(), "engine ready pid=%d", &engine)
+	}
+	if engine == 0 {
+		t.Fatalf("no engine started:\n%s", strings.Join(lines, "\n"))
+	}
+	go func() { // keep the pipe drained
+		for sc.Scan() {
+		}
+	}()
+	if procfs.PPid(engine) != cmd.Process.Pid {
+		t.Fatalf("the engine %d is not the child of the process started (%d)", engine, cmd.Process.Pid)
+	}
+	if ln, err := net.Listen("unix", "@"+name); err == nil {
+		ln.Close()
+		t.Fatal("the name is free while the supervisor runs; want it held")
+	}
+	if sockets(t, engine) != 0 {
+		t.Errorf("the engine inherited %d sockets; want none (the claim stays in the supervisor)", sockets(t, engine))
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("the supervisor stopped with %v, want exit 0", err)
+	}
+	ln, err := net.Listen("unix", "@"+name)
+	if err != nil {
+		t.Fatalf("the name is still held after the supervisor stopped: %v", err)
+	}
+	ln.Close()
+}
+
+// sockets counts the sockets among process pid's open descriptors.
+func sockets(t *testing.T, pid int) int {
+	t.Helper()
+	dir := "/proc/" + strconv.Itoa(pid) + "/fd"
+	fds, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, fd := range fds {
+		if l, err := os.Readlink(dir + "/" + fd.Name()); err == nil && strings.HasPrefix(l, "socket:") {
+			n++
+		}
 	}
 	return n
 }

@@ -24,7 +24,9 @@ type vrrpFlags struct {
 	cfgPath, configID, metricsAddr, statusAddr, stateDir string
 	check, noSuper                                       bool
 	log                                                  *slog.Logger
+	logFlags                                             *logLevelFlag
 	kaCompat                                             *kaCompatFlags
+	pprof                                                pprofFlag
 }
 
 func runVRRP(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -47,15 +49,25 @@ func runVRRP(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "vipstack vrrp: %v\n", err)
 		return 1
 	}
-	if !f.noSuper && !supervise.IsChild() {
+	if supervise.IsCleanup() {
+		// A small supervisor's clean-up after its engine died: the
+		// ledger's VIPs, whatever the file now says.
+		sweepLedger(log, ledger)
+		return 0
+	}
+	if supervising(f.noSuper) {
 		// Validate first, so a bad file fails here and not in a restart loop.
 		if _, err := engine.CheckID(f.cfgPath, f.configID); err != nil {
 			fmt.Fprintf(stderr, "%v\n", err)
 			return 1
 		}
+		execSmallSupervisor(log, f.logFlags.spec(), nil)
 	}
 	if code, ran := superviseSelf(ctx, log, stderr, "vrrp", args, f.noSuper, func() { sweepLedger(log, ledger) }); ran {
 		return code
+	}
+	if !f.pprof.serve(ctx, "vipstack vrrp", log, stderr) {
+		return 1
 	}
 	reg := metrics.NewRegistry()
 	e, cfg, err := engine.New(engine.Options{ConfigPath: f.cfgPath, ConfigID: f.configID, Logger: log, Registry: reg, Ledger: ledger})
@@ -89,7 +101,7 @@ func runVRRP(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}()
 	log.Info("vipstack vrrp starting", "version", version.String(), "config", f.cfgPath, "ledger", ledger.Path)
-	trimNow(log)
+	settleAtRest(ctx, log, e.Started())
 	if err := e.Run(ctx); err != nil {
 		log.Error("vipstack vrrp failed", "err", err)
 		return 1
@@ -108,14 +120,18 @@ func parseVRRPFlags(args []string, stderr io.Writer) (f vrrpFlags, code int, ok 
 	fs.StringVar(&f.stateDir, "state-dir", "/run/vipstack", "directory for the ledger of held VIPs (crash clean-up)")
 	fs.BoolVar(&f.noSuper, "no-supervisor", false, "run the engine in this process, without the supervisor that removes VIPs at once if the engine crashes")
 	fs.StringVar(&f.cfgPath, "config-file", "/etc/keepalived/keepalived.conf", "same as -f")
-	logLevel := addLogLevel(fs, "vipstack vrrp", "")
+	f.logFlags = addLogLevel(fs, "vipstack vrrp", "")
+	f.pprof.add(fs)
 	fs.StringVar(&f.configID, "i", "", "config ID, as keepalived's -i: lines \"@ID ...\" are read only with this ID, \"@^ID ...\" only without it (default: the host name)")
 	fs.StringVar(&f.configID, "config-id", "", "same as -i")
 	f.kaCompat = addKACompatFlags(fs)
 	if code, ok := parseNoArgs(fs, args, stderr); !ok {
 		return f, code, false
 	}
-	if f.log, ok = logLevel.logger(stderr); !ok {
+	if f.log, ok = f.logFlags.logger(stderr); !ok {
+		return f, 2, false
+	}
+	if !f.pprof.check("vipstack vrrp", stderr) {
 		return f, 2, false
 	}
 	return f, 0, true

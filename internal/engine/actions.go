@@ -56,14 +56,14 @@ func (e *Engine) advertise(in *instance, now time.Time, prio uint8) {
 			return
 		}
 		if err := e.timed(func() string { return "advertisement to " + dst.String() }, func() error { return c.WritePacket(b, in.src, dst, in.ifIndex) }); err != nil {
-			e.metrics.sendErrors.WithLabelValues(in.labels()...).Inc()
+			in.counts.sendErrors++
 			if failErr == nil {
 				failErr, failDst = err, dst
 			}
 			continue
 		}
 		in.sent++
-		e.metrics.sent.WithLabelValues(in.labels()...).Inc()
+		in.counts.sent++
 	}
 	// One count per advertisement that failed to reach a destination (a
 	// unicast instance has several), logged at the first and then every
@@ -92,7 +92,7 @@ func (e *Engine) transition(in *instance, now time.Time, a fsm.Action) {
 		"vrid", int(in.cfg.VRID), "interface", in.cfg.Interface)
 	in.lastTransition = &Transition{From: a.From.String(), To: a.To.String(), Reason: a.Reason, At: now}
 	e.statusDirty = true
-	e.metrics.transitions.WithLabelValues(append(in.labels(), a.To.String())...).Inc()
+	in.counts.entered(a.To)
 	switch {
 	case a.To == fsm.Master:
 		e.takeVIPs(in, now)
@@ -147,9 +147,9 @@ func (e *Engine) groupState(g *syncGroup, to fsm.State) {
 // takeVIPs adds every VIP (recording it in the ledger first) and starts
 // the gratuitous ARP / unsolicited NA schedule.
 func (e *Engine) takeVIPs(in *instance, now time.Time) {
-	for _, v := range in.vips {
+	for i, v := range in.vips {
 		k := addrKey(v.Prefix, v.Dev)
-		e.held[k] = v
+		e.held[k] = &in.vips[i]
 		delete(e.released, k) // ours again: no longer watched
 	}
 	if err := e.recordVIPs(in.vips); err != nil {
@@ -577,7 +577,7 @@ func (e *Engine) checkReleased(now time.Time) {
 func (e *Engine) heldList() []netif.VIP {
 	out := make([]netif.VIP, 0, len(e.held)+len(e.released))
 	for _, k := range sortedKeys(e.held) {
-		out = append(out, e.held[k])
+		out = append(out, *e.held[k])
 	}
 	for _, k := range sortedKeys(e.released) {
 		if _, ok := e.held[k]; !ok {
@@ -715,7 +715,7 @@ func (e *Engine) stopAll(why string) {
 		in.close()
 	}
 	for _, k := range sortedKeys(e.held) {
-		v := e.held[k]
+		v := *e.held[k]
 		if err := e.nl.DelVIP(v); err != nil {
 			e.log.Error("removing VIP at shutdown failed", "vip", v.Prefix, "err", err)
 			continue
@@ -801,7 +801,7 @@ func (e *Engine) receive(now time.Time, family int, p transport.Packet, adv *vrr
 		return
 	}
 	in.received++
-	e.metrics.received.WithLabelValues(in.labels()...).Inc()
+	in.counts.received++
 	wasMaster := in.fsm.State() == fsm.Master
 	e.do(in, now, in.fsm.Receive(now, fsm.Advert{From: p.Src, Priority: adv.Priority, Interval: adv.Interval}))
 	if wasMaster && in.fsm.State() == fsm.Master && adv.Priority != 0 {

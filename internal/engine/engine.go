@@ -93,8 +93,9 @@ type Engine struct {
 	clk     clock.Clock
 	metrics *metrics
 
-	events chan event
-	done   chan struct{}
+	events  chan event
+	done    chan struct{}
+	started chan struct{} // closed once Run has started every instance
 
 	// Owned by the loop goroutine.
 	cfg *keepalived.Config
@@ -111,7 +112,11 @@ type Engine struct {
 	byKey       map[demuxKey]*instance   // receive demultiplexing
 	trackers    map[string]*trackerEntry // by vrrp_script name
 	groups      map[string]*syncGroup
-	held        map[string]netif.VIP // VIPs we hold, by key
+	// held are the VIPs we hold, by addrKey: each points into the
+	// holding instance's vips (never changed in place: a reload that
+	// changes them makes a new list), not a copy of about 120 bytes
+	// (docs/design/memory.md).
+	held map[string]*netif.VIP
 	// released are the VIPs we let go, watched for a while (see
 	// checkReleased); releasedNext is when to look at them again.
 	released     map[string]releasedVIP
@@ -141,6 +146,8 @@ type Engine struct {
 	status   []InstanceStatus
 
 	sortedNames []string // e.instances' keys in order; nil: to compute (see names)
+
+	announcers announcers // one per interface, shared by its instances
 
 	// Loop-owned: when the status was last published, whether something
 	// it shows beyond the counters changed since, whether a counter did
@@ -223,6 +230,7 @@ func New(opts Options) (*Engine, *keepalived.Config, error) {
 		clk:       opts.Clock,
 		events:    make(chan event, 1024),
 		done:      make(chan struct{}),
+		started:   make(chan struct{}),
 		cfg:       cfg,
 		conns:     map[int]transport.Conn{},
 		joined:    map[joinKey]bool{},
@@ -230,7 +238,7 @@ func New(opts Options) (*Engine, *keepalived.Config, error) {
 		byKey:     map[demuxKey]*instance{},
 		trackers:  map[string]*trackerEntry{},
 		groups:    map[string]*syncGroup{},
-		held:      map[string]netif.VIP{},
+		held:      map[string]*netif.VIP{},
 		released:  map[string]releasedVIP{},
 		links:     map[string]bool{},
 		dad:       map[string]dadWait{},
@@ -499,6 +507,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		return err
 	}
 	e.publishStatus()
+	close(e.started)
 
 	timer := e.clk.NewTimer(time.Hour)
 	defer timer.Stop()
@@ -545,6 +554,10 @@ func (e *Engine) Run(ctx context.Context) error {
 		e.publishStatusSoon()
 	}
 }
+
+// Started is closed once Run has started every instance of the
+// configuration (none has settled yet: each waits for its first timer).
+func (e *Engine) Started() <-chan struct{} { return e.started }
 
 // statusWait bounds how long Status waits for the loop to publish.
 const statusWait = 100 * time.Millisecond

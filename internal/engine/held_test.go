@@ -22,13 +22,13 @@ func TestHeldOf(t *testing.T) {
 	}
 	in.vips = append(in.vips, netif.VIP{Prefix: netip.MustParsePrefix("fd00::5/128"), Dev: "eth1"})
 	in.vipText = append(in.vipText, "fd00::5/128")
-	e := &Engine{held: map[string]netif.VIP{}}
+	e := &Engine{held: map[string]*netif.VIP{}}
 	if got := e.heldOf(in); got != nil {
 		t.Fatalf("nothing held: heldOf = %v, want nil", got)
 	}
 	for _, i := range []int{3, 1999, 2000} {
 		v := in.vips[i]
-		e.held[addrKey(v.Prefix, v.Dev)] = v
+		e.held[addrKey(v.Prefix, v.Dev)] = &v
 	}
 	want := []string{"198.18.16.4/32", "198.18.23.250/32", "fd00::5/128"}
 	if diff := cmp.Diff(want, e.heldOf(in)); diff != "" {

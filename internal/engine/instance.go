@@ -52,6 +52,7 @@ type instance struct {
 	// changed on a reload (see addrSkew).
 	advertChanged  time.Time
 	sent, received uint64
+	counts         counters  // for the metrics (see metrics.go)
 	lastMailed     fsm.State // the state of the last SMTP alert sent (keepalived's last_email_state)
 	mailed         bool      // an SMTP alert was sent
 	// life is the instance's lifecycle state beside its fsm state
@@ -434,9 +435,9 @@ func (e *Engine) updateVIPs(in *instance, ic *keepalived.Instance, movedTo func(
 		}
 		e.release(ic.Name, v, now)
 	}
-	for _, v := range added {
+	for i, v := range added {
 		k := addrKey(v.Prefix, v.Dev)
-		e.held[k] = v
+		e.held[k] = &added[i]
 		delete(e.released, k)
 	}
 	if len(removed) > 0 {
@@ -492,6 +493,14 @@ func (e *Engine) build(cfg *keepalived.Config, ic *keepalived.Instance) (*instan
 	vipDev, annName, annIndex, err := e.vmacFor(ic, in)
 	if err != nil {
 		return nil, fail("%v", err)
+	}
+	// Each list the size it needs (append's room to grow, kept for the
+	// engine's life, was most of their memory with 1,000 instances).
+	if n := len(ic.VIPs) + len(ic.ExcludedVIPs); n > 0 { // none: nil, as before
+		in.vips, in.vipText = make([]netif.VIP, 0, n), make([]string, 0, n)
+	}
+	if len(ic.VIPs) > 0 {
+		in.advert = make([]netip.Addr, 0, len(ic.VIPs))
 	}
 	for _, v := range ic.VIPs {
 		in.vips = append(in.vips, toVIP(v, vipDev))

@@ -112,8 +112,11 @@ vipstack_vrrp_vip_held{instance="VI_1",interface="eth0",vip="198.18.0.101/32",vr
 		if got := testutil.ToFloat64(eb.metrics.checks.WithLabelValues("chk_lb", "failure")); got != 0 {
 			t.Errorf(`b: vipstack_check_results_total{check="chk_lb",result="failure"} = %v, want 0`, got)
 		}
-		if got := testutil.ToFloat64(eb.metrics.transitions.WithLabelValues("VI_1", "51", "eth0", "MASTER")); got != 1 {
+		if got := gathered(t, regB, "vipstack_vrrp_transitions_total", map[string]string{"instance": "VI_1", "vrid": "51", "interface": "eth0", "to": "MASTER"}); got != 1 {
 			t.Errorf(`b: vipstack_vrrp_transitions_total{to="MASTER"} = %v, want 1`, got)
+		}
+		if got := gathered(t, regB, "vipstack_vrrp_adverts_sent_total", map[string]string{"instance": "VI_1", "vrid": "51", "interface": "eth0"}); got < 1 {
+			t.Errorf(`b: vipstack_vrrp_adverts_sent_total = %v, want at least 1 (b is master)`, got)
 		}
 		info := `# HELP vipstack_vrrp_instance_info ` + help(infoDesc) + `
 # TYPE vipstack_vrrp_instance_info gauge
@@ -125,6 +128,37 @@ vipstack_vrrp_instance_info{family="4",instance="VI_1",interface="eth0",mode="mu
 		metricstest.Lint(t, regA)
 		metricstest.Lint(t, regB)
 	})
+}
+
+// gathered is the value of the series of family name with exactly the
+// labels want in reg; -1 when there is none.
+func gathered(t *testing.T, reg prometheus.Gatherer, name string, want map[string]string) float64 {
+	t.Helper()
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fams {
+		if f.GetName() != name {
+			continue
+		}
+	series:
+		for _, m := range f.GetMetric() {
+			if len(m.GetLabel()) != len(want) {
+				continue
+			}
+			for _, l := range m.GetLabel() {
+				if want[l.GetName()] != l.GetValue() {
+					continue series
+				}
+			}
+			if c := m.GetCounter(); c != nil {
+				return c.GetValue()
+			}
+			return m.GetGauge().GetValue()
+		}
+	}
+	return -1
 }
 
 // help returns d's help text.
@@ -194,6 +228,44 @@ func TestMetricsForgetRemovedInstances(t *testing.T) {
 		}
 		if !has(after, "VI_1/53") {
 			t.Errorf("after the reload: no series of VI_1/53: %v", after)
+		}
+	})
+}
+
+// TestMetricsKeptOnRebuild: a reload that builds an instance anew under
+// the same labels (a setting that needs a new instance changed) keeps its
+// counters, as a CounterVec's series did: after the instance is master
+// again, it has entered MASTER twice.
+func TestMetricsKeptOnRebuild(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := (&simSegment{}).node("h", "198.18.0.1/24")
+		conf := func(extra string) string {
+			return "vrrp_instance VI_1 {\n    state BACKUP\n    interface eth0\n    virtual_router_id 51\n    priority 100\n    advert_int 1\n" +
+				extra + "    virtual_ipaddress {\n        198.18.0.100/32\n    }\n}\n"
+		}
+		reg := prometheus.NewRegistry()
+		e, _ := simEngine(t, n, conf(""), nil, func(o *Options) { o.Registry = reg })
+		simRun(t, e)
+		time.Sleep(5 * time.Second) // master
+		synctest.Wait()
+		labels := map[string]string{"instance": "VI_1", "vrid": "51", "interface": "eth0", "to": "MASTER"}
+		if got := gathered(t, reg, "vipstack_vrrp_transitions_total", labels); got != 1 {
+			t.Fatalf("before the reload: transitions to MASTER = %v, want 1", got)
+		}
+		sent := gathered(t, reg, "vipstack_vrrp_adverts_sent_total", map[string]string{"instance": "VI_1", "vrid": "51", "interface": "eth0"})
+		if err := os.WriteFile(e.opts.ConfigPath, []byte(conf("    garp_master_repeat 3\n")), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Reload(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(5 * time.Second) // master again
+		synctest.Wait()
+		if got := gathered(t, reg, "vipstack_vrrp_transitions_total", labels); got != 2 {
+			t.Errorf("after the rebuild: transitions to MASTER = %v, want 2 (1 before it, 1 after)", got)
+		}
+		if got := gathered(t, reg, "vipstack_vrrp_adverts_sent_total", map[string]string{"instance": "VI_1", "vrid": "51", "interface": "eth0"}); got <= sent {
+			t.Errorf("after the rebuild: adverts sent = %v, want more than the %v before it", got, sent)
 		}
 	})
 }

@@ -130,19 +130,22 @@ func (e *Engine) listen(family int) (transport.Conn, error) {
 	return transport.Listen(family)
 }
 
-// openAnnouncer is Options.Announcer, or the real one on the interface
-// named name, of index ifIndex.
+// openAnnouncer is a use of Options.Announcer, or of the real one on the
+// interface named name, of index ifIndex, shared with the other instances
+// on that interface (see announcers).
 func (e *Engine) openAnnouncer(name string, ifIndex int) (Announcer, error) {
 	if e.opts.Announcer != nil {
-		return e.opts.Announcer(name, ifIndex)
+		return e.announcers.get(annKey{name: name, index: ifIndex}, func() (Announcer, error) { return e.opts.Announcer(name, ifIndex) })
 	}
 	ifi, err := net.InterfaceByIndex(ifIndex)
 	if err != nil {
 		return nil, fmt.Errorf("interface %q: %v", name, err)
 	}
-	a, err := announce.New(ifi)
-	if err != nil {
-		return nil, fmt.Errorf("announcer: %v", err)
-	}
-	return a, nil
+	return e.announcers.get(annKey{name: name, index: ifIndex, mac: string(ifi.HardwareAddr)}, func() (Announcer, error) {
+		a, err := announce.New(ifi)
+		if err != nil {
+			return nil, fmt.Errorf("announcer: %v", err)
+		}
+		return a, nil
+	})
 }

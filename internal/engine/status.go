@@ -34,6 +34,7 @@ type InstanceStatus struct {
 	// held are the VIPs (as in VIPs) on the node for this instance now,
 	// for the metrics (see metrics.go).
 	held   []string
+	counts counters // the instance's counters, for the metrics
 	family int
 	state  fsm.State
 }
@@ -93,6 +94,7 @@ func (e *Engine) snapshot() []InstanceStatus {
 		}
 		s.Conflicts = in.conflicts.list()
 		s.held = e.heldOf(in)
+		s.counts = in.counts
 		out = append(out, s)
 	}
 	return out

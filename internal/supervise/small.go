@@ -12,6 +12,8 @@ import (
 	"os/signal"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // EnvSupervisor, in a vipstack process's environment, makes that process
@@ -30,11 +32,16 @@ const EnvCleanup = "VIPSTACK_CRASH_CLEANUP"
 const cleanupTimeout = 30 * time.Second
 
 // Spec is what a supervisor started through EnvSupervisor takes from the
-// command that started it: how that command logs.
+// command that started it: how that command logs, and what it holds.
 type Spec struct {
 	LogFormat string   `json:"logFormat"`          // text or json
 	LogLevel  string   `json:"logLevel"`           // debug, info, warn or error
 	LogAttrs  []string `json:"logAttrs,omitempty"` // key, value, ...
+	// KeepFD, when over 2, is a descriptor the command opened that the
+	// supervisor keeps open for its whole life, passed through the exec
+	// (vipstack ipfailover's claim of its pool's name); its children do
+	// not inherit it.
+	KeepFD int `json:"keepFD,omitempty"`
 }
 
 // IsCleanup reports whether this process is the clean-up after a crash
@@ -57,8 +64,18 @@ func ExecSupervisor(spec Spec) error {
 	if err != nil {
 		return err
 	}
+	if spec.KeepFD > 2 {
+		// Go opens every descriptor close-on-exec.
+		if _, err := unix.FcntlInt(uintptr(spec.KeepFD), unix.F_SETFD, 0); err != nil {
+			return fmt.Errorf("keep descriptor %d open through the exec: %w", spec.KeepFD, err)
+		}
+	}
 	env := append(os.Environ(), EnvSupervisor+"="+string(b))
-	if err := syscall.Exec(self, os.Args, env); err != nil {
+	err = syscall.Exec(self, os.Args, env) // returns only when it failed
+	if spec.KeepFD > 2 {
+		syscall.CloseOnExec(spec.KeepFD)
+	}
+	if err != nil {
 		return fmt.Errorf("exec %s: %w", self, err)
 	}
 	return nil
@@ -84,6 +101,15 @@ func RunFromEnv() (code int, ok bool) {
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "vipstack: %s: %v\n", EnvSupervisor, err)
 		return 1, true
+	}
+	if spec.KeepFD > 2 {
+		// Held until this process ends; not for the engine nor the
+		// clean-up.
+		if _, err := unix.FcntlInt(uintptr(spec.KeepFD), unix.F_GETFD, 0); err != nil {
+			log.Error("supervisor: the descriptor to keep is not open", "fd", spec.KeepFD, "err", err)
+			return 1, true
+		}
+		syscall.CloseOnExec(spec.KeepFD)
 	}
 	self, err := os.Executable()
 	if err != nil {
