@@ -1,0 +1,199 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/vipstack/vipstack/internal/lbkernel"
+	"github.com/vipstack/vipstack/internal/syncbuf"
+	"github.com/vipstack/vipstack/internal/testnet"
+)
+
+// TestLBKernelHelperProcess is `vipstack lb` run by TestLBKernelPath
+// inside a namespace, with the arguments from the environment.
+func TestLBKernelHelperProcess(t *testing.T) {
+	helperProcess(t, "VIPSTACK_LBKERNEL_HELPER_ARGS", "TestLBKernelPath", runLB)
+}
+
+// kernelBackend is an HTTP server in a namespace that answers its name,
+// and /readyz with 200, or 503 while down is set.
+type kernelBackend struct {
+	name string
+	down atomic.Bool
+	srv  *http.Server
+}
+
+func startKernelBackend(t *testing.T, h *testnet.Host, name, addr string) *kernelBackend {
+	t.Helper()
+	b := &kernelBackend{name: name}
+	var ln net.Listener
+	if err := h.Do(func() (err error) { ln, err = net.Listen("tcp", addr); return err }); err != nil {
+		t.Fatal(err)
+	}
+	b.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/readyz" && b.down.Load() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		io.WriteString(w, name)
+	})}
+	go b.srv.Serve(ln)
+	t.Cleanup(func() { b.srv.Close() })
+	return b
+}
+
+// TestLBKernelPath runs `vipstack lb --datapath kernel` in a namespace
+// with three real backends (weights 1, 2, 3) and haproxy beside it on the
+// same configuration: clients in another namespace land on the servers
+// as haproxy sends them; a server failing its check leaves the map and
+// gets no connection, and rejoins when it passes again; vipstack killed
+// with SIGKILL leaves its table, which the next start replaces, and
+// SIGTERM removes.
+func TestLBKernelPath(t *testing.T) {
+	testnet.RequireRoot(t)
+	if _, err := exec.LookPath("haproxy"); err != nil {
+		t.Skip("haproxy is not installed")
+	}
+	topo := testnet.New(t, testnet.Options{Hosts: 1, Client: true, Prefix: "vnp"})
+	h, client := topo.Hosts[0], topo.Client
+	ip := h.IPv4.Addr().String()
+	backends := map[string]*kernelBackend{}
+	for i, name := range []string{"b1", "b2", "b3"} {
+		backends[name] = startKernelBackend(t, h, name, fmt.Sprintf("%s:%d", ip, 8081+i))
+	}
+	dir := t.TempDir()
+	conf := func(port int) string {
+		return fmt.Sprintf(`defaults
+  mode tcp
+  maxconn 1000
+  timeout connect 2s
+  timeout client 1m
+  timeout server 1m
+frontend main
+  bind %[1]s:%[2]d
+  default_backend masters
+backend masters
+  option httpchk GET /readyz HTTP/1.0
+  balance roundrobin
+  server b1 %[1]s:8081 weight 1 check inter 200ms fall 1 rise 1
+  server b2 %[1]s:8082 weight 2 check inter 200ms fall 1 rise 1
+  server b3 %[1]s:8083 weight 3 check inter 200ms fall 1 rise 1
+`, ip, port)
+	}
+	vipCfg, haCfg := filepath.Join(dir, "vipstack.cfg"), filepath.Join(dir, "haproxy.cfg")
+	for path, port := range map[string]int{vipCfg: 9000, haCfg: 9100} {
+		if err := os.WriteFile(path, []byte(conf(port)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ha := h.Command("haproxy", "-db", "-f", haCfg)
+	if err := h.StartFor(t, ha); err != nil {
+		t.Fatal(err)
+	}
+
+	var out syncbuf.Buffer
+	start := func() *exec.Cmd {
+		cmd := h.Command(os.Args[0], "-test.run=^TestLBKernelHelperProcess$")
+		cmd.Env = append(os.Environ(), "VIPSTACK_LBKERNEL_HELPER_ARGS="+strings.Join([]string{
+			"-f", vipCfg, "--datapath", "kernel", "--watch-interval", "0"}, "\n"))
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := h.StartFor(t, cmd); err != nil {
+			t.Fatal(err)
+		}
+		return cmd
+	}
+	defer func() {
+		if t.Failed() {
+			t.Logf("vipstack lb output:\n%s", out.String())
+			if o, err := h.Run("nft", "list", "ruleset"); err == nil {
+				t.Logf("nft list ruleset:\n%s", o)
+			}
+		}
+	}()
+	mapHas := func(port string) bool {
+		o, err := h.Run("nft", "list", "map", "inet", lbkernel.TableName, "be0")
+		return err == nil && strings.Contains(o, port)
+	}
+	present := func() bool {
+		o, err := h.Run("nft", "list", "tables")
+		return err == nil && strings.Contains(o, lbkernel.TableName)
+	}
+	count := func(port, n int) map[string]int {
+		got := map[string]int{}
+		for range n {
+			_, body, err := nsGet(client, fmt.Sprintf("%s:%d", ip, port), "/", false, "")
+			if err != nil {
+				body = "error: " + err.Error()
+			}
+			got[body]++
+		}
+		return got
+	}
+
+	cmd := start()
+	waitFor(t, "the kernel path's map with the three servers", func() bool { return mapHas("8081") && mapHas("8082") && mapHas("8083") })
+	waitFor(t, "haproxy", func() bool { _, _, err := nsGet(client, ip+":9100", "/", false, ""); return err == nil })
+
+	// Any 60 connections in a row are 10 cycles of the weights 1, 2, 3.
+	want := map[string]int{"b1": 10, "b2": 20, "b3": 30}
+	if diff := cmp.Diff(count(9100, 60), count(9000, 60)); diff != "" {
+		t.Errorf("60 connections through vipstack's kernel path against haproxy's (-haproxy +vipstack):\n%s", diff)
+	}
+	if diff := cmp.Diff(want, count(9000, 60)); diff != "" {
+		t.Errorf("60 connections through vipstack's kernel path (-want +got):\n%s", diff)
+	}
+
+	// b2 fails its check: it leaves the map, and no connection reaches it.
+	backends["b2"].down.Store(true)
+	waitFor(t, "b2 to leave the map", func() bool { return !mapHas("8082") })
+	if diff := cmp.Diff(map[string]int{"b1": 10, "b3": 30}, count(9000, 40)); diff != "" {
+		t.Errorf("40 connections with b2 DOWN (-want +got):\n%s", diff)
+	}
+	// It passes again: it rejoins.
+	backends["b2"].down.Store(false)
+	waitFor(t, "b2 to rejoin the map", func() bool { return mapHas("8082") })
+	if diff := cmp.Diff(want, count(9000, 60)); diff != "" {
+		t.Errorf("60 connections after b2 came back (-want +got):\n%s", diff)
+	}
+
+	// SIGKILL leaves the table; the next start replaces it, SIGTERM
+	// removes it.
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	if !present() {
+		t.Fatal("no table after SIGKILL: expected it left behind, for the next start to sweep")
+	}
+	cmd = start()
+	waitFor(t, "the restarted balancer to replace the table", func() bool {
+		return strings.Contains(out.String(), "replacing a kernel-path table left by an earlier run") && mapHas("8083")
+	})
+	if diff := cmp.Diff(want, count(9000, 60)); diff != "" {
+		t.Errorf("60 connections after the restart (-want +got):\n%s", diff)
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("vipstack lb exited with %v after SIGTERM, want 0", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("vipstack lb did not exit 20 s after SIGTERM")
+	}
+	if present() {
+		t.Error("the kernel path's table is still there after vipstack lb exited")
+	}
+}

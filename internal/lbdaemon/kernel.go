@@ -1,0 +1,191 @@
+package lbdaemon
+
+import (
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/vipstack/vipstack/internal/lb"
+	"github.com/vipstack/vipstack/internal/lbconfig"
+	"github.com/vipstack/vipstack/internal/lbkernel"
+)
+
+// kernelPath is the daemon's kernel data path (--datapath kernel or
+// auto): the nftables table of lbkernel, and a goroutine that rewrites a
+// backend's map each time the LB says its servers changed.
+type kernelPath struct {
+	mode  lbkernel.Mode
+	table *lbkernel.Table
+	log   *slog.Logger
+	lb    *lb.LB // set once the LB exists
+
+	kick chan struct{}
+	stop chan struct{}
+	done chan struct{}
+
+	mu      sync.Mutex // guards plan, last and removed
+	plan    *lbkernel.Plan
+	last    map[string][]lbkernel.Target
+	removed bool
+}
+
+func newKernelPath(mode lbkernel.Mode, log *slog.Logger) *kernelPath {
+	return &kernelPath{mode: mode, table: &lbkernel.Table{}, log: log.With("part", "kernel-path"),
+		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+}
+
+// notify is the LB's OnServers: it never blocks.
+func (k *kernelPath) notify() {
+	select {
+	case k.kick <- struct{}{}:
+	default: // a sync is pending; it reads the newest state
+	}
+}
+
+// build plans cfg; with --datapath kernel a frontend that needs user
+// space refuses it.
+func (k *kernelPath) build(cfg *lbconfig.Config) (*lbkernel.Plan, error) {
+	p, err := lbkernel.Build(cfg, k.mode)
+	if err != nil {
+		return nil, fmt.Errorf("--datapath %s: %w", k.mode, err)
+	}
+	return p, nil
+}
+
+// install puts p in force with the servers usable now, replacing any
+// table (one left by a balancer killed before it could remove its own).
+func (k *kernelPath) install(p *lbkernel.Plan) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.removed {
+		return nil
+	}
+	if left, err := k.table.Present(); err == nil && left && k.plan == nil {
+		k.log.Warn("replacing a kernel-path table left by an earlier run (killed before it could remove it)", "table", lbkernel.TableName)
+	}
+	targets := map[string][]lbkernel.Target{}
+	for _, b := range p.Backends {
+		targets[b] = k.targets(b)
+	}
+	if err := k.table.Install(p, targets); err != nil {
+		return err
+	}
+	k.plan, k.last = p, targets
+	for _, d := range p.Decisions {
+		where := "relay (user space)"
+		if d.Kernel {
+			where = "kernel (nftables)"
+		}
+		k.log.Info("data path of "+d.Proxy+": "+where, "why", d.Why)
+	}
+	for _, n := range p.Notes {
+		k.log.Warn("kernel path: " + n)
+	}
+	if len(p.Frontends) > 0 {
+		k.log.Info("kernel path: the stats page, the runtime API and the vipstack_lb_* metrics count only the connections the relay carries for these frontends (those arriving while no server is usable); their kernel connections are vipstack_lb_kernel_connections_total", "table", lbkernel.TableName)
+	}
+	return nil
+}
+
+func (k *kernelPath) targets(backend string) []lbkernel.Target {
+	var out []lbkernel.Target
+	for _, s := range k.lb.Usable(backend) {
+		out = append(out, lbkernel.Target{Name: s.Name, Addr: s.Addr, Weight: s.Weight})
+	}
+	return out
+}
+
+// run rewrites the maps of backends whose servers changed, on each
+// notify, until close.
+func (k *kernelPath) run() {
+	defer close(k.done)
+	for {
+		select {
+		case <-k.stop:
+			return
+		case <-k.kick:
+			k.sync()
+		}
+	}
+}
+
+func (k *kernelPath) sync() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.plan == nil || k.removed {
+		return
+	}
+	for _, b := range k.plan.Backends {
+		t := k.targets(b)
+		if slices.Equal(t, k.last[b]) {
+			continue
+		}
+		if err := k.table.Update(b, t); err != nil {
+			k.log.Error("kernel path: could not update the backend's servers; new connections keep the previous ones", "backend", b, "err", err)
+			continue
+		}
+		k.last[b] = t
+		names := make([]string, len(t))
+		for i, s := range t {
+			names[i] = fmt.Sprintf("%s(%d)", s.Name, s.Weight)
+		}
+		k.log.Info("kernel path: backend servers updated", "backend", b, "servers", names)
+	}
+}
+
+// remove deletes the table for good: new connections reach the relay's
+// listeners (closing at shutdown); established ones keep their NAT in
+// conntrack and run to their end without the balancer.
+func (k *kernelPath) remove() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.removed {
+		return
+	}
+	k.removed = true
+	if err := k.table.Remove(); err != nil {
+		k.log.Error("kernel path: could not remove the table; the next start (or `nft delete table inet "+lbkernel.TableName+"`) removes it", "err", err)
+		return
+	}
+	k.log.Info("kernel path: table removed", "table", lbkernel.TableName)
+}
+
+// close stops the goroutine (if run was started) and removes the table.
+func (k *kernelPath) close(started bool) {
+	k.remove()
+	select {
+	case <-k.stop:
+	default:
+		close(k.stop)
+	}
+	if started {
+		<-k.done
+	}
+}
+
+// Describe and Collect make the kernel frontends' connection counters a
+// Prometheus collector.
+var kernelConnsDesc = prometheus.NewDesc("vipstack_lb_kernel_connections_total",
+	"Connections a frontend took through the kernel data path (nftables counter of its chain; reset by a reload).",
+	[]string{"frontend"}, nil)
+
+func (k *kernelPath) Describe(ch chan<- *prometheus.Desc) { ch <- kernelConnsDesc }
+
+func (k *kernelPath) Collect(ch chan<- prometheus.Metric) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.removed || k.plan == nil {
+		return
+	}
+	n, err := k.table.Connections()
+	if err != nil {
+		k.log.Warn("kernel path: could not read the counters", "err", err)
+		return
+	}
+	for _, f := range k.plan.Frontends {
+		ch <- prometheus.MustNewConstMetric(kernelConnsDesc, prometheus.CounterValue, float64(n[f.Name]), f.Name)
+	}
+}
