@@ -181,7 +181,7 @@ func Ruleset(p *Plan, targets map[string][]Target) string {
 	w("")
 	w("\tchain postrouting {")
 	w("\t\ttype nat hook postrouting priority srcnat; policy accept;")
-	w("\t\tct status dnat ct original proto-dst @%s masquerade", portSet)
+	w("\t\toif != \"lo\" ct status dnat ct original proto-dst @%s masquerade", portSet)
 	w("\t}")
 	w("}")
 	return b.String()

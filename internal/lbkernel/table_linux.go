@@ -29,6 +29,9 @@ const ipsDstNAT = 0x20
 // rtnLocal is the fib address type of a local address (RTN_LOCAL).
 const rtnLocal = 2
 
+// loIndex is the loopback interface's index in every network namespace.
+const loIndex = 1
+
 // hashSeed seeds balance source's jhash: fixed, so that a reload or a
 // restart keeps each client on its server.
 const hashSeed = 0x7669_7073
@@ -162,6 +165,11 @@ func (t *Table) Install(p *Plan, targets map[string][]Target) error {
 	post := c.AddChain(&nftables.Chain{Name: "postrouting", Table: tb, Type: nftables.ChainTypeNAT,
 		Hooknum: nftables.ChainHookPostrouting, Priority: nftables.ChainPriorityNATSource, Policy: &accept})
 	c.AddRule(&nftables.Rule{Table: tb, Chain: post, Exprs: []expr.Any{
+		// Not to a server on this host (out through lo): it answers
+		// its local client directly, and masquerading to lo would find
+		// no address of global scope where the namespace has none.
+		&expr.Meta{Key: expr.MetaKeyOIF, Register: 1},
+		&expr.Cmp{Op: expr.CmpOpNeq, Register: 1, Data: binary.NativeEndian.AppendUint32(nil, loIndex)},
 		&expr.Ct{Register: 1, Key: expr.CtKeySTATUS},
 		&expr.Bitwise{SourceRegister: 1, DestRegister: 1, Len: 4,
 			Mask: binary.NativeEndian.AppendUint32(nil, ipsDstNAT), Xor: make([]byte, 4)},
