@@ -47,6 +47,12 @@ type Options struct {
 	// of the LB's and must not block (the kernel data path only signals
 	// its own goroutine).
 	OnServers func()
+	// KernelSessions returns, by frontend name, the connections the
+	// kernel data path carried (nftables counters, kept over reloads):
+	// Snapshot adds them to the frontends' total sessions, so that the
+	// stats page, `show stat` and the exporter do not show only the
+	// relay's. nil: none.
+	KernelSessions func() map[string]uint64
 	// ListenersPerBind opens this many SO_REUSEPORT sockets for each TCP
 	// frontend bind, each with its own accept loop; 0 means 1. Binds to
 	// port 0 always get one.

@@ -229,6 +229,7 @@ func (d *Daemon) startLB(cfg *lbconfig.Config) error {
 	}
 	if d.kp != nil {
 		opts.OnServers = d.kp.notify
+		opts.KernelSessions = d.kp.sessions
 	}
 	if d.lb, err = lb.New(opts); err != nil {
 		return err

@@ -26,14 +26,17 @@ type kernelPath struct {
 	stop chan struct{}
 	done chan struct{}
 
-	mu      sync.Mutex // guards plan, last and removed
+	mu      sync.Mutex // guards plan, last, base and removed
 	plan    *lbkernel.Plan
 	last    map[string][]lbkernel.Target
 	removed bool
+	// base is, by frontend, the connections counted by the tables a
+	// reload replaced (whose counters start again from 0).
+	base map[string]uint64
 }
 
 func newKernelPath(mode lbkernel.Mode, log *slog.Logger) *kernelPath {
-	return &kernelPath{mode: mode, table: &lbkernel.Table{}, log: log.With("part", "kernel-path"),
+	return &kernelPath{mode: mode, table: &lbkernel.Table{}, log: log.With("part", "kernel-path"), base: map[string]uint64{},
 		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 }
 
@@ -66,6 +69,13 @@ func (k *kernelPath) install(p *lbkernel.Plan) error {
 	if left, err := k.table.Present(); err == nil && left && k.plan == nil {
 		k.log.Warn("replacing a kernel-path table left by an earlier run (killed before it could remove it)", "table", lbkernel.TableName)
 	}
+	if k.plan != nil {
+		if n, err := k.table.Connections(); err == nil {
+			for f, c := range n {
+				k.base[f] += c
+			}
+		}
+	}
 	targets := map[string][]lbkernel.Target{}
 	for _, b := range p.Backends {
 		targets[b] = k.targets(b)
@@ -85,7 +95,7 @@ func (k *kernelPath) install(p *lbkernel.Plan) error {
 		k.log.Warn("kernel path: " + n)
 	}
 	if len(p.Frontends) > 0 {
-		k.log.Info("kernel path: the stats page, the runtime API and the vipstack_lb_* metrics count only the connections the relay carries for these frontends (those arriving while no server is usable); their kernel connections are vipstack_lb_kernel_connections_total", "table", lbkernel.TableName)
+		k.log.Info("kernel path: the frontends' total sessions (stats page, runtime API, exporter) add the kernel's connections; their current sessions, rates, bytes and the servers' counters count only what the relay carries (clients arriving while no server is usable)", "table", lbkernel.TableName)
 	}
 	return nil
 }
@@ -169,7 +179,7 @@ func (k *kernelPath) close(started bool) {
 // Describe and Collect make the kernel frontends' connection counters a
 // Prometheus collector.
 var kernelConnsDesc = prometheus.NewDesc("vipstack_lb_kernel_connections_total",
-	"Connections a frontend took through the kernel data path (nftables counter of its chain; reset by a reload).",
+	"Connections a frontend took through the kernel data path (nftables counter of its chain), since start.",
 	[]string{"frontend"}, nil)
 
 func (k *kernelPath) Describe(ch chan<- *prometheus.Desc) { ch <- kernelConnsDesc }
@@ -180,12 +190,35 @@ func (k *kernelPath) Collect(ch chan<- prometheus.Metric) {
 	if k.removed || k.plan == nil {
 		return
 	}
-	n, err := k.table.Connections()
-	if err != nil {
-		k.log.Warn("kernel path: could not read the counters", "err", err)
-		return
-	}
+	n := k.sessionsLocked()
 	for _, f := range k.plan.Frontends {
 		ch <- prometheus.MustNewConstMetric(kernelConnsDesc, prometheus.CounterValue, float64(n[f.Name]), f.Name)
 	}
+}
+
+// sessions is the LB's KernelSessions: each frontend's connections
+// through the kernel since start, over reloads.
+func (k *kernelPath) sessions() map[string]uint64 {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.sessionsLocked()
+}
+
+func (k *kernelPath) sessionsLocked() map[string]uint64 {
+	out := map[string]uint64{}
+	for f, c := range k.base {
+		out[f] = c
+	}
+	if k.removed || k.plan == nil {
+		return out
+	}
+	n, err := k.table.Connections()
+	if err != nil {
+		k.log.Warn("kernel path: could not read the counters", "err", err)
+		return out
+	}
+	for f, c := range n {
+		out[f] += c
+	}
+	return out
 }
