@@ -107,7 +107,7 @@ backend masters
 	start := func() *exec.Cmd {
 		cmd := h.Command(os.Args[0], "-test.run=^TestLBKernelHelperProcess$")
 		cmd.Env = append(os.Environ(), "VIPSTACK_LBKERNEL_HELPER_ARGS="+strings.Join([]string{
-			"-f", vipCfg, "--datapath", "kernel", "--watch-interval", "0"}, "\n"))
+			"-f", vipCfg, "--datapath", "kernel", "--watch-interval", "0", "--metrics-addr", "127.0.0.1:9652"}, "\n"))
 		cmd.Stdout, cmd.Stderr = &out, &out
 		if err := h.StartFor(t, cmd); err != nil {
 			t.Fatal(err)
@@ -168,6 +168,15 @@ backend masters
 		t.Errorf("60 connections after b2 came back (-want +got):\n%s", diff)
 	}
 
+	// The nft counter saw every connection: 220 so far.
+	_, metrics, err := nsGet(h, "127.0.0.1:9652", "/metrics", false, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `vipstack_lb_kernel_connections_total{frontend="main"} 220`; !strings.Contains(metrics, want) {
+		t.Errorf("metrics do not say %q:\n%s", want, grepLines(metrics, "kernel_connections"))
+	}
+
 	// SIGKILL leaves the table; the next start replaces it, SIGTERM
 	// removes it.
 	cmd.Process.Signal(syscall.SIGKILL)
@@ -196,4 +205,15 @@ backend masters
 	if present() {
 		t.Error("the kernel path's table is still there after vipstack lb exited")
 	}
+}
+
+// grepLines returns the lines of s that contain sub.
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }
