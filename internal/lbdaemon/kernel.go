@@ -3,8 +3,10 @@ package lbdaemon
 import (
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -33,7 +35,15 @@ type kernelPath struct {
 	// base is, by frontend, the connections counted by the tables a
 	// reload replaced (whose counters start again from 0).
 	base map[string]uint64
+	// suspects are the servers whose port refused a connection lately
+	// (the table's suspect sets): out of the maps while there.
+	suspects map[netip.AddrPort]bool
 }
+
+// suspectPoll is how often the suspect sets are read: a server that
+// refuses connections keeps getting a third of them (with three) for up
+// to this long plus a map update.
+const suspectPoll = 50 * time.Millisecond
 
 func newKernelPath(mode lbkernel.Mode, log *slog.Logger) *kernelPath {
 	return &kernelPath{mode: mode, table: &lbkernel.Table{}, log: log.With("part", "kernel-path"), base: map[string]uint64{},
@@ -103,6 +113,9 @@ func (k *kernelPath) install(p *lbkernel.Plan) error {
 func (k *kernelPath) targets(backend string) []lbkernel.Target {
 	var out []lbkernel.Target
 	for _, s := range k.lb.Usable(backend) {
+		if k.suspects[s.Addr] {
+			continue
+		}
 		out = append(out, lbkernel.Target{Name: s.Name, Addr: s.Addr, Weight: s.Weight})
 	}
 	return out
@@ -112,13 +125,49 @@ func (k *kernelPath) targets(backend string) []lbkernel.Target {
 // notify, until close.
 func (k *kernelPath) run() {
 	defer close(k.done)
+	tick := time.NewTicker(suspectPoll)
+	defer tick.Stop()
 	for {
 		select {
 		case <-k.stop:
 			return
 		case <-k.kick:
 			k.sync()
+		case <-tick.C:
+			k.pollSuspects()
 		}
+	}
+}
+
+// pollSuspects reads the suspect sets and, when they changed, rewrites
+// the maps: a server whose port refused a connection the kernel sent it
+// leaves the maps at once, before its check can say it is DOWN, and comes
+// back when the set's timeout (Plan.SuspectFor) drops it, if its check
+// still says it is usable then.
+func (k *kernelPath) pollSuspects() {
+	k.mu.Lock()
+	if k.plan == nil || k.removed {
+		k.mu.Unlock()
+		return
+	}
+	now, err := k.table.Suspects()
+	k.mu.Unlock()
+	if err != nil {
+		k.log.Warn("kernel path: could not read the suspect sets", "err", err)
+		return
+	}
+	k.mu.Lock()
+	changed := len(now) != len(k.suspects)
+	for a := range now {
+		if !k.suspects[a] {
+			changed = true
+			k.log.Warn("kernel path: a server refused a connection: out of the kernel's maps for a while, then back if its check still says it is usable", "server", a.String(), "for", k.plan.SuspectFor)
+		}
+	}
+	k.suspects = now
+	k.mu.Unlock()
+	if changed {
+		k.sync()
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
+	"time"
 
 	"github.com/vipstack/vipstack/internal/lbconfig"
 )
@@ -77,6 +78,38 @@ type Plan struct {
 	// Notes are settings the kernel path accepts but applies otherwise
 	// than the relay (timeouts, retries): logged at start, never silent.
 	Notes []string
+	// SuspectFor is how long a server whose port refused a connection
+	// (a TCP reset before the handshake completed) stays out of the
+	// kernel's maps unless its check decides first: (fall+1) x inter of
+	// the slowest checked server, MinSuspect..MaxSuspect.
+	SuspectFor time.Duration
+}
+
+// The bounds of Plan.SuspectFor.
+const (
+	MinSuspect = time.Second
+	MaxSuspect = 30 * time.Second
+)
+
+// haproxy's check defaults: inter 2s, fall 3.
+const (
+	defaultInter = 2 * time.Second
+	defaultFall  = 3
+)
+
+// suspectFor is Plan.SuspectFor for backend b's servers and d so far.
+func suspectFor(b *lbconfig.Backend, d time.Duration) time.Duration {
+	for _, s := range b.Servers {
+		inter, fall := s.Inter, s.Fall
+		if inter <= 0 {
+			inter = defaultInter
+		}
+		if fall <= 0 {
+			fall = defaultFall
+		}
+		d = max(d, time.Duration(fall+1)*inter)
+	}
+	return min(max(d, MinSuspect), MaxSuspect)
 }
 
 // Build decides, for mode, which of cfg's mode tcp frontends the kernel
@@ -114,6 +147,7 @@ func Build(cfg *lbconfig.Config, mode Mode) (*Plan, error) {
 		}
 		p.Frontends = append(p.Frontends, kf)
 		p.Family[b.Name] = fam
+		p.SuspectFor = suspectFor(b, p.SuspectFor)
 		if !taken[b.Name] {
 			taken[b.Name] = true
 			p.Backends = append(p.Backends, b.Name)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
+	"time"
 
 	"github.com/vipstack/vipstack/internal/lbconfig"
 )
@@ -73,6 +74,30 @@ func backendObj(i int) string  { return fmt.Sprintf("be%d", i) }
 func frontendObj(i int) string { return fmt.Sprintf("fe%d", i) }
 
 const portSet = "ports"
+
+// suspectSet is the set of family f's servers (address . port) whose
+// port refused a connection the kernel path sent there: the data path
+// adds them, with Plan.SuspectFor's timeout; the daemon leaves them out
+// of the maps while they are in it.
+func suspectSet(f int) string { return fmt.Sprintf("suspects%d", f) }
+
+// nftDuration writes d as nft does ("2s", "1s500ms").
+func nftDuration(d time.Duration) string {
+	var b strings.Builder
+	for _, u := range []struct {
+		unit time.Duration
+		name string
+	}{{time.Hour, "h"}, {time.Minute, "m"}, {time.Second, "s"}, {time.Millisecond, "ms"}} {
+		if n := d / u.unit; n > 0 {
+			fmt.Fprintf(&b, "%d%s", n, u.name)
+			d -= n * u.unit
+		}
+	}
+	if b.Len() == 0 {
+		return "0s"
+	}
+	return b.String()
+}
 
 // backendIndex is the index of backend name in p.Backends.
 func (p *Plan) backendIndex(name string) int {
@@ -150,6 +175,14 @@ func Ruleset(p *Plan, targets map[string][]Target) string {
 		w("\t\telements = { %s }", strings.Join(ports, ", "))
 	}
 	w("\t}")
+	for _, f := range []int{4, 6} {
+		w("")
+		w("\tset %s {", suspectSet(f))
+		w("\t\ttype %s . inet_service", map[int]string{4: "ipv4_addr", 6: "ipv6_addr"}[f])
+		w("\t\tflags dynamic,timeout")
+		w("\t\ttimeout %s", nftDuration(p.SuspectFor))
+		w("\t}")
+	}
 	for i, name := range p.Backends {
 		w("")
 		w("\tchain %s {", backendObj(i))
@@ -175,6 +208,16 @@ func Ruleset(p *Plan, targets map[string][]Target) string {
 					w("\t\t%s jump %s", m, frontendObj(i))
 				}
 			}
+		}
+		w("\t}")
+	}
+	for _, c := range []struct{ name, hook string }{{"watch_prerouting", "prerouting"}, {"watch_output", "output"}} {
+		w("")
+		w("\tchain %s {", c.name)
+		w("\t\ttype filter hook %s priority filter; policy accept;", c.hook)
+		for _, f := range []int{4, 6} {
+			l3 := map[int]string{4: "ip", 6: "ip6"}[f]
+			w("\t\tmeta nfproto ipv%d tcp flags rst ct direction reply ct status & (assured|dnat) == dnat ct original proto-dst @%s add @%s { %s saddr . tcp sport }", f, portSet, suspectSet(f), l3)
 		}
 		w("\t}")
 	}

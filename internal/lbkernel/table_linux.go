@@ -3,6 +3,8 @@ package lbkernel
 import (
 	"encoding/binary"
 	"fmt"
+	"net/netip"
+	"time"
 
 	"github.com/google/nftables"
 	"github.com/google/nftables/binaryutil"
@@ -161,6 +163,9 @@ func (t *Table) Install(p *Plan, targets map[string][]Target) error {
 				}
 			}
 		}
+	}
+	if err := t.addWatch(c, tb, p, ports); err != nil {
+		return err
 	}
 	post := c.AddChain(&nftables.Chain{Name: "postrouting", Table: tb, Type: nftables.ChainTypeNAT,
 		Hooknum: nftables.ChainHookPostrouting, Priority: nftables.ChainPriorityNATSource, Policy: &accept})
@@ -335,4 +340,105 @@ func bindExprs(bd Bind, fam int) [][]expr.Any {
 		out = append(out, ex)
 	}
 	return out
+}
+
+// ipsAssured is conntrack's IPS_ASSURED status bit: the handshake
+// completed.
+const ipsAssured = 0x04
+
+// tcpRST is the RST bit of the TCP flags byte (offset 13).
+const tcpRST = 0x04
+
+func suspects(tb *nftables.Table, f int, timeout time.Duration) *nftables.Set {
+	addr := nftables.TypeIPAddr
+	if f == 6 {
+		addr = nftables.TypeIP6Addr
+	}
+	return &nftables.Set{Table: tb, Name: suspectSet(f), KeyType: nftables.MustConcatSetType(addr, nftables.TypeInetService),
+		HasTimeout: true, Timeout: timeout, Dynamic: true}
+}
+
+// addWatch adds the suspect sets and the filter chains that fill them:
+// a TCP reset from a server, in the reply direction of a connection we
+// DNATed (ct status dnat) that never completed its handshake (not
+// assured), puts the server's address and port in the set of its family.
+// Prerouting sees the resets of servers elsewhere and, through lo, of
+// this host's servers to this host's clients; output those of this
+// host's servers to remote clients.
+func (t *Table) addWatch(c *nftables.Conn, tb *nftables.Table, p *Plan, ports *nftables.Set) error {
+	sets := map[int]*nftables.Set{}
+	for _, f := range []int{4, 6} {
+		sets[f] = suspects(tb, f, p.SuspectFor)
+		if err := c.AddSet(sets[f], nil); err != nil {
+			return fmt.Errorf("lbkernel: install: set %s: %w", suspectSet(f), err)
+		}
+	}
+	accept := nftables.ChainPolicyAccept
+	for _, hook := range []*nftables.ChainHook{nftables.ChainHookPrerouting, nftables.ChainHookOutput} {
+		name := "watch_prerouting"
+		if hook == nftables.ChainHookOutput {
+			name = "watch_output"
+		}
+		ch := c.AddChain(&nftables.Chain{Name: name, Table: tb, Type: nftables.ChainTypeFilter, Hooknum: hook,
+			Priority: nftables.ChainPriorityFilter, Policy: &accept})
+		for _, f := range []int{4, 6} {
+			nfproto, saddrOff, alen := byte(unix.NFPROTO_IPV4), uint32(12), uint32(4)
+			portReg := uint32(9)
+			if f == 6 {
+				nfproto, saddrOff, alen, portReg = unix.NFPROTO_IPV6, 8, 16, 12
+			}
+			c.AddRule(&nftables.Rule{Table: tb, Chain: ch, Exprs: []expr.Any{
+				&expr.Meta{Key: expr.MetaKeyNFPROTO, Register: 1},
+				&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{nfproto}},
+				&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: 1},
+				&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{unix.IPPROTO_TCP}},
+				&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseTransportHeader, Offset: 13, Len: 1},
+				&expr.Bitwise{SourceRegister: 1, DestRegister: 1, Len: 1, Mask: []byte{tcpRST}, Xor: []byte{0}},
+				&expr.Cmp{Op: expr.CmpOpNeq, Register: 1, Data: []byte{0}},
+				&expr.Ct{Register: 1, Key: expr.CtKeyDIRECTION},
+				&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{1}}, // IP_CT_DIR_REPLY
+				&expr.Ct{Register: 1, Key: expr.CtKeySTATUS},
+				&expr.Bitwise{SourceRegister: 1, DestRegister: 1, Len: 4,
+					Mask: binary.NativeEndian.AppendUint32(nil, ipsDstNAT|ipsAssured), Xor: make([]byte, 4)},
+				&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: binary.NativeEndian.AppendUint32(nil, ipsDstNAT)},
+				&expr.Ct{Register: 1, Key: expr.CtKeyPROTODST, Direction: 0},
+				&expr.Lookup{SourceRegister: 1, SetName: ports.Name, SetID: ports.ID},
+				&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: saddrOff, Len: alen},
+				&expr.Payload{DestRegister: portReg, Base: expr.PayloadBaseTransportHeader, Offset: 0, Len: 2},
+				&expr.Dynset{SrcRegKey: 1, SetName: sets[f].Name, SetID: sets[f].ID, Operation: unix.NFT_DYNSET_OP_ADD},
+			}})
+		}
+	}
+	return nil
+}
+
+// Suspects returns the servers (address and port) whose port refused a
+// connection within the plan's SuspectFor.
+func (t *Table) Suspects() (map[netip.AddrPort]bool, error) {
+	if t.plan == nil {
+		return nil, nil
+	}
+	c, err := t.open("list")
+	if err != nil {
+		return nil, err
+	}
+	out := map[netip.AddrPort]bool{}
+	for _, f := range []int{4, 6} {
+		els, err := c.GetSetElements(suspects(table(), f, 0))
+		if err != nil {
+			return nil, fmt.Errorf("lbkernel: list set %s: %w", suspectSet(f), err)
+		}
+		alen := 4
+		if f == 6 {
+			alen = 16
+		}
+		for _, e := range els {
+			if len(e.Key) < alen+2 {
+				continue
+			}
+			a, _ := netip.AddrFromSlice(e.Key[:alen])
+			out[netip.AddrPortFrom(a, binary.BigEndian.Uint16(e.Key[alen:alen+2]))] = true
+		}
+	}
+	return out, nil
 }

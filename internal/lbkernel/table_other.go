@@ -5,6 +5,7 @@ package lbkernel
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 )
 
 var errUnsupported = errors.New("unsupported platform: the kernel data path needs Linux nftables")
@@ -33,5 +34,10 @@ func (t *Table) Update(string, []Target) error { return fmt.Errorf("lbkernel: up
 
 // Connections is not supported off Linux.
 func (t *Table) Connections() (map[string]uint64, error) {
+	return nil, fmt.Errorf("lbkernel: list: %w", errUnsupported)
+}
+
+// Suspects is not supported off Linux.
+func (t *Table) Suspects() (map[netip.AddrPort]bool, error) {
 	return nil, fmt.Errorf("lbkernel: list: %w", errUnsupported)
 }
