@@ -58,7 +58,9 @@ func startKernelBackend(t *testing.T, h *testnet.Host, name, addr string) *kerne
 // with three real backends (weights 1, 2, 3) and haproxy beside it on the
 // same configuration: clients in another namespace land on the servers
 // as haproxy sends them; a server failing its check leaves the map and
-// gets no connection, and rejoins when it passes again; vipstack killed
+// gets no connection, and rejoins when it passes again; a server that
+// refuses connections while its check passes leaves the map after the
+// first few refused; vipstack killed
 // with SIGKILL leaves its table, which the next start replaces, and
 // SIGTERM removes.
 func TestLBKernelPath(t *testing.T) {
@@ -73,6 +75,9 @@ func TestLBKernelPath(t *testing.T) {
 	for i, name := range []string{"b1", "b2", "b3"} {
 		backends[name] = startKernelBackend(t, h, name, fmt.Sprintf("%s:%d", ip, 8081+i))
 	}
+	// b1's check goes to a port of its own, which stays up when b1's
+	// listener closes: only the kernel path's suspect set sees that.
+	startKernelBackend(t, h, "b1check", ip+":8091")
 	dir := t.TempDir()
 	conf := func(port int) string {
 		return fmt.Sprintf(`defaults
@@ -87,7 +92,7 @@ frontend main
 backend masters
   option httpchk GET /readyz HTTP/1.0
   balance roundrobin
-  server b1 %[1]s:8081 weight 1 check inter 200ms fall 1 rise 1
+  server b1 %[1]s:8081 weight 1 check port 8091 inter 200ms fall 1 rise 1
   server b2 %[1]s:8082 weight 2 check inter 200ms fall 1 rise 1
   server b3 %[1]s:8083 weight 3 check inter 200ms fall 1 rise 1
 `, ip, port)
@@ -176,6 +181,29 @@ backend masters
 	if want := `vipstack_lb_kernel_connections_total{frontend="main"} 220`; !strings.Contains(metrics, want) {
 		t.Errorf("metrics do not say %q:\n%s", want, grepLines(metrics, "kernel_connections"))
 	}
+
+	// b1 stops listening while its check passes: the first refused
+	// connects put it in the suspect set, and the next connections avoid
+	// it although the check still says UP.
+	backends["b1"].srv.Close()
+	got := count(9000, 60)
+	refused := 0
+	for k, n := range got {
+		if strings.HasPrefix(k, "error") {
+			refused += n
+		}
+	}
+	if refused == 0 || refused > 10 {
+		t.Errorf("60 connections right after b1 stopped listening: %v; want 1 to 10 refused (the suspect set's poll is 50 ms)", got)
+	}
+	if !strings.Contains(out.String(), "a server refused a connection") {
+		t.Error("no log line says b1 refused a connection")
+	}
+	if diff := cmp.Diff(map[string]int{"b2": 24, "b3": 36}, count(9000, 60)); diff != "" {
+		t.Errorf("60 connections with b1 suspect (-want +got):\n%s", diff)
+	}
+	backends["b1"] = startKernelBackend(t, h, "b1", ip+":8081")
+	waitFor(t, "b1 to rejoin the map once the suspicion ends", func() bool { return mapHas("8081") })
 
 	// SIGKILL leaves the table; the next start replaces it, SIGTERM
 	// removes it.
