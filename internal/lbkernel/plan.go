@@ -100,6 +100,9 @@ const (
 // suspectFor is Plan.SuspectFor for backend b's servers and d so far.
 func suspectFor(b *lbconfig.Backend, d time.Duration) time.Duration {
 	for _, s := range b.Servers {
+		if !s.Check {
+			continue // nothing decides for it: the timeout alone
+		}
 		inter, fall := s.Inter, s.Fall
 		if inter <= 0 {
 			inter = defaultInter

@@ -95,7 +95,7 @@ func TestBuildPlan(t *testing.T) {
 		{Name: "bulk", Backend: "iperf", Balance: "source", MaxConn: 4000,
 			Binds: []Bind{{Addr: netip.MustParseAddrPort("127.0.0.1:9546"), IPv4: true}}},
 	}
-	if diff := cmp.Diff(want, p.Frontends); diff != "" {
+	if diff := cmp.Diff(want, p.Frontends, cmp.Comparer(func(a, b netip.AddrPort) bool { return a == b })); diff != "" {
 		t.Errorf("Frontends (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff(map[string]int{"masters": 4, "iperf": 6}, p.Family); diff != "" {
