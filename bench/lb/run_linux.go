@@ -39,7 +39,7 @@ type options struct {
 	vipstackBin string
 	keep        bool
 	netnsPrefix string
-	idleConns   int // mode http: connections of the idle-memory test, 0: none
+	idleConns   int    // mode http: connections of the idle-memory test, 0: none
 	datapath    string // vipstack lb --datapath: relay, kernel or auto
 }
 

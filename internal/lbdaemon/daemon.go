@@ -65,7 +65,7 @@ type Daemon struct {
 	running  *lbconfig.Config
 	metrics  *reloadMetrics
 	registry *prometheus.Registry
-	closers  []func() // run in reverse by Close
+	closers  []func()    // run in reverse by Close
 	kp       *kernelPath // nil with --datapath relay
 	kpRuns   bool        // kp.run started
 }

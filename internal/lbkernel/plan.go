@@ -183,13 +183,13 @@ func balanceOf(b *lbconfig.Backend) lbconfig.Balance {
 // family is the address family of b's servers (refusal has checked
 // they share one).
 func family(b *lbconfig.Backend) int {
-	for _, s := range b.Servers {
-		if s.Addr.Addr().Is4() {
-			return 4
-		}
-		return 6
+	switch {
+	case len(b.Servers) == 0:
+		return 0
+	case b.Servers[0].Addr.Addr().Is4():
+		return 4
 	}
-	return 0
+	return 6
 }
 
 func bindOf(b lbconfig.Bind) Bind {

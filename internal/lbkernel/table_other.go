@@ -22,7 +22,9 @@ func (t *Table) Usable() error { return fmt.Errorf("lbkernel: %w", errUnsupporte
 func (t *Table) Remove() error { return fmt.Errorf("lbkernel: remove: %w", errUnsupported) }
 
 // Present is not supported off Linux.
-func (t *Table) Present() (bool, error) { return false, fmt.Errorf("lbkernel: list: %w", errUnsupported) }
+func (t *Table) Present() (bool, error) {
+	return false, fmt.Errorf("lbkernel: list: %w", errUnsupported)
+}
 
 // Install is not supported off Linux.
 func (t *Table) Install(*Plan, map[string][]Target) error {
@@ -30,7 +32,9 @@ func (t *Table) Install(*Plan, map[string][]Target) error {
 }
 
 // Update is not supported off Linux.
-func (t *Table) Update(string, []Target) error { return fmt.Errorf("lbkernel: update: %w", errUnsupported) }
+func (t *Table) Update(string, []Target) error {
+	return fmt.Errorf("lbkernel: update: %w", errUnsupported)
+}
 
 // Connections is not supported off Linux.
 func (t *Table) Connections() (map[string]uint64, error) {
