@@ -160,6 +160,11 @@ backend masters
 		t.Errorf("60 connections through vipstack's kernel path (-want +got):\n%s", diff)
 	}
 
+	// A client on the balancer's host goes through the output hook.
+	if _, body, err := nsGet(h, ip+":9000", "/", false, ""); err != nil || !strings.HasPrefix(body, "b") {
+		t.Errorf("a client on the balancer's host: %q, %v; want a server's name", body, err)
+	}
+
 	// b2 fails its check: it leaves the map, and no connection reaches it.
 	backends["b2"].down.Store(true)
 	waitFor(t, "b2 to leave the map", func() bool { return !mapHas("8082") })
@@ -173,12 +178,12 @@ backend masters
 		t.Errorf("60 connections after b2 came back (-want +got):\n%s", diff)
 	}
 
-	// The nft counter saw every connection: 220 so far.
+	// The nft counter saw every connection: 221 so far.
 	_, metrics, err := nsGet(h, "127.0.0.1:9652", "/metrics", false, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := `vipstack_lb_kernel_connections_total{frontend="main"} 220`; !strings.Contains(metrics, want) {
+	if want := `vipstack_lb_kernel_connections_total{frontend="main"} 221`; !strings.Contains(metrics, want) {
 		t.Errorf("metrics do not say %q:\n%s", want, grepLines(metrics, "kernel_connections"))
 	}
 

@@ -73,7 +73,12 @@ type Plan struct {
 	Backends []string
 	// Family is, by backend, the address family of its servers (4 or
 	// 6; 0 for a backend without servers).
-	Family    map[string]int
+	Family map[string]int
+	// Remote is, by backend, whether a server is not a loopback
+	// address: the output chain then leaves clients with a loopback
+	// source to the relay (DNAT from 127.0.0.1 to another host needs
+	// route_localnet, which vipstack does not set).
+	Remote    map[string]bool
 	Decisions []Decision
 	// Notes are settings the kernel path accepts but applies otherwise
 	// than the relay (timeouts, retries): logged at start, never silent.
@@ -120,7 +125,7 @@ func suspectFor(b *lbconfig.Backend, d time.Duration) time.Duration {
 // names its file and line, the proxy and the directive; with Auto it stays
 // with the relay and its Decision says why. Relay gives an empty plan.
 func Build(cfg *lbconfig.Config, mode Mode) (*Plan, error) {
-	p := &Plan{Family: map[string]int{}}
+	p := &Plan{Family: map[string]int{}, Remote: map[string]bool{}}
 	if mode == Relay || mode == "" {
 		return p, nil
 	}
@@ -150,6 +155,9 @@ func Build(cfg *lbconfig.Config, mode Mode) (*Plan, error) {
 		}
 		p.Frontends = append(p.Frontends, kf)
 		p.Family[b.Name] = fam
+		for _, sv := range b.Servers {
+			p.Remote[b.Name] = p.Remote[b.Name] || !sv.Addr.Addr().IsLoopback()
+		}
 		p.SuspectFor = suspectFor(b, p.SuspectFor)
 		if !taken[b.Name] {
 			taken[b.Name] = true

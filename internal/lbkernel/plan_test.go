@@ -98,6 +98,9 @@ func TestBuildPlan(t *testing.T) {
 	if diff := cmp.Diff(want, p.Frontends, cmp.Comparer(func(a, b netip.AddrPort) bool { return a == b })); diff != "" {
 		t.Errorf("Frontends (-want +got):\n%s", diff)
 	}
+	if diff := cmp.Diff(map[string]bool{"masters": false, "iperf": true}, p.Remote); diff != "" {
+		t.Errorf("Remote (-want +got):\n%s", diff)
+	}
 	if diff := cmp.Diff(map[string]int{"masters": 4, "iperf": 6}, p.Family); diff != "" {
 		t.Errorf("Family (-want +got):\n%s", diff)
 	}

@@ -125,8 +125,9 @@ func (p *Plan) Ports() []uint16 {
 }
 
 // matches are the packet matches of a bind, one per family the backend
-// (of family fam) can take, in nft's syntax.
-func (b Bind) matches(fam int) []string {
+// (of family fam) can take, in nft's syntax; noLoopback leaves out
+// clients with a loopback source address.
+func (b Bind) matches(fam int, noLoopback bool) []string {
 	var out []string
 	for _, f := range []int{4, 6} {
 		if f != fam || f == 4 && !b.IPv4 || f == 6 && !b.IPv6 {
@@ -136,6 +137,9 @@ func (b Bind) matches(fam int) []string {
 		dst := fmt.Sprintf("%s daddr %s", l3, b.Addr.Addr())
 		if b.Wildcard {
 			dst = fmt.Sprintf("meta nfproto ipv%d fib daddr type local", f)
+		}
+		if noLoopback {
+			dst = map[int]string{4: "ip saddr != 127.0.0.0/8 ", 6: "ip6 saddr != ::1 "}[f] + dst
 		}
 		out = append(out, fmt.Sprintf("%s tcp dport %d", dst, b.Addr.Port()))
 	}
@@ -204,7 +208,7 @@ func Ruleset(p *Plan, targets map[string][]Target) string {
 		w("\t\ttype nat hook %s priority %s; policy accept;", c.name, c.hook)
 		for i, f := range p.Frontends {
 			for _, bd := range f.Binds {
-				for _, m := range bd.matches(p.Family[f.Backend]) {
+				for _, m := range bd.matches(p.Family[f.Backend], c.name == "output" && p.Remote[f.Backend]) {
 					w("\t\t%s jump %s", m, frontendObj(i))
 				}
 			}

@@ -157,7 +157,7 @@ func (t *Table) Install(p *Plan, targets map[string][]Target) error {
 			Priority: nftables.ChainPriorityNATDest, Policy: &accept})
 		for i, f := range p.Frontends {
 			for _, bd := range f.Binds {
-				for _, m := range bindExprs(bd, p.Family[f.Backend]) {
+				for _, m := range bindExprs(bd, p.Family[f.Backend], hook == nftables.ChainHookOutput && p.Remote[f.Backend]) {
 					m = append(m, &expr.Verdict{Kind: expr.VerdictJump, Chain: feChains[i].Name})
 					c.AddRule(&nftables.Rule{Table: tb, Chain: ch, Exprs: m})
 				}
@@ -302,9 +302,25 @@ func backendExprs(p *Plan, i int, m *nftables.Set, n int) []expr.Any {
 	)
 }
 
+// notLoopback matches a source address of family f that is not a
+// loopback one (127.0.0.0/8, ::1).
+func notLoopback(f int) []expr.Any {
+	if f == 4 {
+		return []expr.Any{
+			&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: 12, Len: 4},
+			&expr.Bitwise{SourceRegister: 1, DestRegister: 1, Len: 4, Mask: []byte{255, 0, 0, 0}, Xor: make([]byte, 4)},
+			&expr.Cmp{Op: expr.CmpOpNeq, Register: 1, Data: []byte{127, 0, 0, 0}},
+		}
+	}
+	return []expr.Any{
+		&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: 8, Len: 16},
+		&expr.Cmp{Op: expr.CmpOpNeq, Register: 1, Data: netip.IPv6Loopback().AsSlice()},
+	}
+}
+
 // bindExprs are the matches of bd for a backend of family fam, one rule
 // each (see Bind.matches for their nft form).
-func bindExprs(bd Bind, fam int) [][]expr.Any {
+func bindExprs(bd Bind, fam int, noLoopback bool) [][]expr.Any {
 	var out [][]expr.Any
 	for _, f := range []int{4, 6} {
 		if f != fam || f == 4 && !bd.IPv4 || f == 6 && !bd.IPv6 {
@@ -317,6 +333,9 @@ func bindExprs(bd Bind, fam int) [][]expr.Any {
 		ex := []expr.Any{
 			&expr.Meta{Key: expr.MetaKeyNFPROTO, Register: 1},
 			&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{nfproto}},
+		}
+		if noLoopback {
+			ex = append(ex, notLoopback(f)...)
 		}
 		if bd.Wildcard {
 			ex = append(ex,
