@@ -5,6 +5,7 @@
 // one transaction when a server goes up, down, into maintenance or drain,
 // or changes weight. Plan decides which frontends the kernel can serve as
 // haproxy would and names the directive that keeps any other in user
-// space; Ruleset prints the table as nft lists it. See
+// space; Ruleset prints the table in nft's syntax (nft's own listing
+// differs in details: counters, set sizes, implied matches). See
 // docs/design/lb-kernel.md.
 package lbkernel
