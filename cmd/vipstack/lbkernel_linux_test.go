@@ -60,7 +60,7 @@ func startKernelBackend(t *testing.T, h *testnet.Host, name, addr string) *kerne
 // as haproxy sends them; a server failing its check leaves the map and
 // gets no connection, and rejoins when it passes again; a server that
 // refuses connections while its check passes leaves the map after the
-// first few refused; vipstack killed
+// first few refused; a reload rewrites the weights; vipstack killed
 // with SIGKILL leaves its table, which the next start replaces, and
 // SIGTERM removes.
 func TestLBKernelPath(t *testing.T) {
@@ -224,6 +224,19 @@ backend masters
 	if diff := cmp.Diff(want, count(9000, 60)); diff != "" {
 		t.Errorf("60 connections after the restart (-want +got):\n%s", diff)
 	}
+	// A reload with new weights rewrites the table.
+	if err := os.WriteFile(vipCfg, []byte(strings.NewReplacer("weight 2", "weight 1", "weight 3", "weight 1").Replace(conf(9000))), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Process.Signal(syscall.SIGHUP)
+	waitFor(t, "the reload's map of three equal slots", func() bool {
+		o, err := h.Run("nft", "list", "map", "inet", lbkernel.TableName, "be0")
+		return err == nil && strings.Count(o, ":") == 4 // the type's and three elements'
+	})
+	if diff := cmp.Diff(map[string]int{"b1": 20, "b2": 20, "b3": 20}, count(9000, 60)); diff != "" {
+		t.Errorf("60 connections after a reload to weights 1, 1, 1 (-want +got):\n%s", diff)
+	}
+
 	cmd.Process.Signal(syscall.SIGTERM)
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
