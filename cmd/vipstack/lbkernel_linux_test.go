@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"fmt"
 	"io"
 	"net"
@@ -165,9 +166,30 @@ backend masters
 		t.Errorf("a client on the balancer's host: %q, %v; want a server's name", body, err)
 	}
 
+	// A keep-alive connection that landed on b2 stays with it when b2
+	// leaves the map, as haproxy keeps established sessions.
+	var onB2 *keepAliveConn
+	dials := 0
+	for dials < 6 && onB2 == nil {
+		dials++
+		c := dialKeepAlive(t, client, fmt.Sprintf("%s:9000", ip))
+		if c.get(t) == "b2" {
+			onB2 = c
+		} else {
+			c.Close()
+		}
+	}
+	if onB2 == nil {
+		t.Fatal("no connection of 6 landed on b2")
+	}
+	defer onB2.Close()
+
 	// b2 fails its check: it leaves the map, and no connection reaches it.
 	backends["b2"].down.Store(true)
 	waitFor(t, "b2 to leave the map", func() bool { return !mapHas("8082") })
+	if got := onB2.get(t); got != "b2" {
+		t.Errorf("the established connection to b2 after b2 left the map: %q, want b2", got)
+	}
 	if diff := cmp.Diff(map[string]int{"b1": 10, "b3": 30}, count(9000, 40)); diff != "" {
 		t.Errorf("40 connections with b2 DOWN (-want +got):\n%s", diff)
 	}
@@ -178,12 +200,13 @@ backend masters
 		t.Errorf("60 connections after b2 came back (-want +got):\n%s", diff)
 	}
 
-	// The nft counter saw every connection: 221 so far.
+	// The nft counter saw every connection: 221 and the dials to b2 so
+	// far.
 	_, metrics, err := nsGet(h, "127.0.0.1:9652", "/metrics", false, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := `vipstack_lb_kernel_connections_total{frontend="main"} 221`; !strings.Contains(metrics, want) {
+	if want := fmt.Sprintf(`vipstack_lb_kernel_connections_total{frontend="main"} %d`, 221+dials); !strings.Contains(metrics, want) {
 		t.Errorf("metrics do not say %q:\n%s", want, grepLines(metrics, "kernel_connections"))
 	}
 
@@ -262,4 +285,39 @@ func grepLines(s, sub string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// keepAliveConn is an HTTP/1.1 connection from a namespace that stays
+// open between requests.
+type keepAliveConn struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+func dialKeepAlive(t *testing.T, h *testnet.Host, addr string) *keepAliveConn {
+	t.Helper()
+	c, err := nsDial(h, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &keepAliveConn{Conn: c, r: bufio.NewReader(c)}
+}
+
+// get sends GET / and returns the body (the server's name), or the error.
+func (c *keepAliveConn) get(t *testing.T) string {
+	t.Helper()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.WriteString(c, "GET / HTTP/1.1\r\nHost: test\r\n\r\n"); err != nil {
+		return "error: " + err.Error()
+	}
+	resp, err := http.ReadResponse(c.r, nil)
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	return string(b)
 }
