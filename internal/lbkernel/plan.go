@@ -42,9 +42,8 @@ type Frontend struct {
 	Backend string
 	Balance lbconfig.Balance // RoundRobin or Source
 	Binds   []Bind
-	// MaxConn caps the frontend's connections in the kernel (ct count);
-	// past it new connections are dropped and the client retries its
-	// SYN, as when haproxy's listening queue is full.
+	// MaxConn is the frontend's maxconn, which the kernel path does not
+	// enforce (see notes).
 	MaxConn int
 }
 

@@ -114,7 +114,7 @@ func TestBuildPlan(t *testing.T) {
 	if diff := cmp.Diff([]string{"frontend main", "frontend bulk"}, kernel); diff != "" {
 		t.Errorf("kernel proxies (-want +got):\n%s", diff)
 	}
-	for _, n := range []string{"timeout client/server/tunnel", "does not retry a connect", "maxconn 4000 is a ct count"} {
+	for _, n := range []string{"timeout client/server/tunnel", "does not retry a connect", "maxconn 4000 is not enforced by the kernel path"} {
 		if !strings.Contains(strings.Join(p.Notes, "\n"), n) {
 			t.Errorf("no note says %q; notes:\n%s", n, strings.Join(p.Notes, "\n"))
 		}

@@ -68,7 +68,7 @@ func Elements(targets []Target) []netip.AddrPort {
 
 // Names of a plan's objects in the table: backend i has map and chain
 // "be<i>", frontend i chain "fe<i>" (shared by prerouting and output, so
-// that its ct count counts both), and set "ports" the frontends' ports
+// that its counter counts both), and set "ports" the frontends' ports
 // (postrouting masquerades the connections DNATed to them).
 func backendObj(i int) string  { return fmt.Sprintf("be%d", i) }
 func frontendObj(i int) string { return fmt.Sprintf("fe%d", i) }
@@ -198,7 +198,6 @@ func Ruleset(p *Plan, targets map[string][]Target) string {
 	for i, f := range p.Frontends {
 		w("")
 		w("\tchain %s {", frontendObj(i))
-		w("\t\tct count over %d drop", f.MaxConn)
 		w("\t\tcounter goto %s", backendObj(p.backendIndex(f.Backend)))
 		w("\t}")
 	}

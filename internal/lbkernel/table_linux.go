@@ -139,10 +139,6 @@ func (t *Table) Install(p *Plan, targets map[string][]Target) error {
 		ch := c.AddChain(&nftables.Chain{Name: frontendObj(i), Table: tb})
 		feChains[i] = ch
 		c.AddRule(&nftables.Rule{Table: tb, Chain: ch, Exprs: []expr.Any{
-			&expr.Connlimit{Count: uint32(f.MaxConn), Flags: expr.NFT_CONNLIMIT_F_INV},
-			&expr.Verdict{Kind: expr.VerdictDrop},
-		}})
-		c.AddRule(&nftables.Rule{Table: tb, Chain: ch, Exprs: []expr.Any{
 			&expr.Counter{},
 			&expr.Verdict{Kind: expr.VerdictGoto, Chain: backendObj(p.backendIndex(f.Backend))},
 		}})
