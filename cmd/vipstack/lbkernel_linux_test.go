@@ -321,3 +321,60 @@ func (c *keepAliveConn) get(t *testing.T) string {
 	}
 	return string(b)
 }
+
+// TestLBKernelPathRemote: with the server on another host of the same
+// bridge, the start is refused while forwarding is off; with it on the
+// connection is masqueraded: the server answers the
+// balancer, not the client straight (which would not know its address),
+// so clients on a third host get their answers.
+func TestLBKernelPathRemote(t *testing.T) {
+	testnet.RequireRoot(t)
+	topo := testnet.New(t, testnet.Options{Hosts: 2, Client: true, Prefix: "vnp"})
+	h, srv, client := topo.Hosts[0], topo.Hosts[1], topo.Client
+	startKernelBackend(t, srv, "far", srv.IPv4.Addr().String()+":8081")
+	path := filepath.Join(t.TempDir(), "h.cfg")
+	cfg := fmt.Sprintf(`defaults
+  mode tcp
+  timeout connect 2s
+  timeout client 1m
+  timeout server 1m
+frontend main
+  bind %s:9000
+  default_backend far
+backend far
+  server far %s:8081 check inter 200ms
+`, h.IPv4.Addr(), srv.IPv4.Addr())
+	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Forwarding off (a new namespace's default): refused, naming it.
+	refused := h.Command(os.Args[0], "-test.run=^TestLBKernelHelperProcess$")
+	refused.Env = append(os.Environ(), "VIPSTACK_LBKERNEL_HELPER_ARGS="+strings.Join([]string{"-f", path, "--datapath", "kernel", "--watch-interval", "0"}, "\n"))
+	if o, err := refused.CombinedOutput(); err == nil || !strings.Contains(string(o), "net.ipv4.ip_forward=1") {
+		t.Errorf("start with ip_forward 0: %v, output %q; want a refusal naming net.ipv4.ip_forward=1", err, o)
+	}
+	if _, err := h.Run("sysctl", "-qw", "net.ipv4.ip_forward=1"); err != nil {
+		t.Fatal(err)
+	}
+	var out syncbuf.Buffer
+	cmd := h.Command(os.Args[0], "-test.run=^TestLBKernelHelperProcess$")
+	cmd.Env = append(os.Environ(), "VIPSTACK_LBKERNEL_HELPER_ARGS="+strings.Join([]string{"-f", path, "--datapath", "kernel", "--watch-interval", "0"}, "\n"))
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := h.StartFor(t, cmd); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if t.Failed() {
+			t.Logf("vipstack lb output:\n%s", out.String())
+		}
+	}()
+	waitFor(t, "the kernel path's map", func() bool {
+		o, err := h.Run("nft", "list", "map", "inet", lbkernel.TableName, "be0")
+		return err == nil && strings.Contains(o, "8081")
+	})
+	for i := range 5 {
+		if _, body, err := nsGet(client, h.IPv4.Addr().String()+":9000", "/", false, ""); err != nil || body != "far" {
+			t.Errorf("connection %d through the balancer to the far server: %q, %v; want far", i, body, err)
+		}
+	}
+}

@@ -3,8 +3,11 @@ package lbdaemon
 import (
 	"fmt"
 	"log/slog"
+	"net"
 	"net/netip"
+	"os"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -65,7 +68,58 @@ func (k *kernelPath) build(cfg *lbconfig.Config) (*lbkernel.Plan, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--datapath %s: %w", k.mode, err)
 	}
+	local := localAddrs()
+	for _, b := range slices.Clone(p.Backends) {
+		if !p.Remote[b] || allLocal(cfg, b, local) {
+			continue
+		}
+		file := "/proc/sys/net/ipv4/ip_forward"
+		if p.Family[b] == 6 {
+			file = "/proc/sys/net/ipv6/conf/all/forwarding"
+		}
+		if on, err := os.ReadFile(file); err == nil && strings.TrimSpace(string(on)) != "0" {
+			continue
+		}
+		why := fmt.Sprintf("backend %s has servers on other hosts and %s is not 1: DNAT to another host needs forwarding, which vipstack does not turn on (accepted: sysctl %s=1, or --datapath relay)",
+			b, file, strings.ReplaceAll(strings.TrimPrefix(file, "/proc/sys/"), "/", "."))
+		if k.mode == lbkernel.Kernel {
+			return nil, fmt.Errorf("--datapath kernel: %s", why)
+		}
+		p.Demote(b, why)
+	}
 	return p, nil
+}
+
+// localAddrs are this host's addresses (its namespace's); none when
+// they cannot be listed, which makes every server count as remote.
+func localAddrs() map[netip.Addr]bool {
+	out := map[netip.Addr]bool{}
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return out
+	}
+	for _, a := range addrs {
+		if p, err := netip.ParsePrefix(a.String()); err == nil {
+			out[p.Addr().Unmap()] = true
+		}
+	}
+	return out
+}
+
+// allLocal says whether every server of backend is a loopback address
+// or one of local: DNAT to them delivers locally, without forwarding.
+func allLocal(cfg *lbconfig.Config, backend string, local map[netip.Addr]bool) bool {
+	for _, b := range cfg.Backends {
+		if b.Name != backend {
+			continue
+		}
+		for _, s := range b.Servers {
+			if a := s.Addr.Addr().Unmap(); !a.IsLoopback() && !local[a] {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // install puts p in force with the servers usable now, replacing any

@@ -3,6 +3,7 @@ package lbkernel
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 	"time"
 
@@ -257,4 +258,27 @@ func pos(cfg *lbconfig.Config, keys ...string) string {
 		}
 	}
 	return ""
+}
+
+// Demote hands the frontends of backend to the relay, for why: Auto's
+// answer to a condition found outside the configuration (forwarding off
+// for a backend with servers on other hosts).
+func (p *Plan) Demote(backend, why string) {
+	var keep []Frontend
+	for _, f := range p.Frontends {
+		if f.Backend != backend {
+			keep = append(keep, f)
+			continue
+		}
+		for i := range p.Decisions {
+			d := p.Decisions[i]
+			if d.Kernel && (d.Proxy == lbconfig.FrontendKey(f.Name) || d.Proxy == lbconfig.ListenKey(f.Name)) {
+				p.Decisions[i] = Decision{Proxy: p.Decisions[i].Proxy, Why: why}
+			}
+		}
+	}
+	p.Frontends = keep
+	p.Backends = slices.DeleteFunc(p.Backends, func(b string) bool { return b == backend })
+	delete(p.Family, backend)
+	delete(p.Remote, backend)
 }

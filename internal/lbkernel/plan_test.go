@@ -222,3 +222,24 @@ func TestParseMode(t *testing.T) {
 		t.Errorf("ParseMode(ipvs) = %v, want the accepted values", err)
 	}
 }
+
+// TestDemote: a backend handed back to the relay takes its frontends
+// with it, and their decisions say why.
+func TestDemote(t *testing.T) {
+	p := parse(t, seedish)
+	p.Demote("masters", "forwarding is off")
+	var names []string
+	for _, f := range p.Frontends {
+		names = append(names, f.Name)
+	}
+	if diff := cmp.Diff([]string{"bulk"}, names); diff != "" {
+		t.Errorf("frontends left (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"iperf"}, p.Backends); diff != "" {
+		t.Errorf("backends left (-want +got):\n%s", diff)
+	}
+	want := Decision{Proxy: "frontend main", Why: "forwarding is off"}
+	if diff := cmp.Diff(want, p.Decisions[0]); diff != "" {
+		t.Errorf("main's decision (-want +got):\n%s", diff)
+	}
+}
