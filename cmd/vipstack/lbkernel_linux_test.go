@@ -326,12 +326,14 @@ func (c *keepAliveConn) get(t *testing.T) string {
 // bridge, the start is refused while forwarding is off; with it on the
 // connection is masqueraded: the server answers the
 // balancer, not the client straight (which would not know its address),
-// so clients on a third host get their answers.
+// so clients on a third host get their answers; balance source keeps a
+// client on one server.
 func TestLBKernelPathRemote(t *testing.T) {
 	testnet.RequireRoot(t)
 	topo := testnet.New(t, testnet.Options{Hosts: 2, Client: true, Prefix: "vnp"})
 	h, srv, client := topo.Hosts[0], topo.Hosts[1], topo.Client
 	startKernelBackend(t, srv, "far", srv.IPv4.Addr().String()+":8081")
+	startKernelBackend(t, srv, "far2", srv.IPv4.Addr().String()+":8082")
 	path := filepath.Join(t.TempDir(), "h.cfg")
 	cfg := fmt.Sprintf(`defaults
   mode tcp
@@ -342,7 +344,14 @@ frontend main
   bind %s:9000
   default_backend far
 backend far
-  server far %s:8081 check inter 200ms
+  server far %[2]s:8081 check inter 200ms
+frontend sticky
+  bind %[1]s:9001
+  default_backend src
+backend src
+  balance source
+  server far %[2]s:8081 check inter 200ms
+  server far2 %[2]s:8082 check inter 200ms
 `, h.IPv4.Addr(), srv.IPv4.Addr())
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
@@ -376,5 +385,17 @@ backend far
 		if _, body, err := nsGet(client, h.IPv4.Addr().String()+":9000", "/", false, ""); err != nil || body != "far" {
 			t.Errorf("connection %d through the balancer to the far server: %q, %v; want far", i, body, err)
 		}
+	}
+	// balance source: one client, one server, connection after connection.
+	seen := map[string]int{}
+	for range 10 {
+		_, body, err := nsGet(client, h.IPv4.Addr().String()+":9001", "/", false, "")
+		if err != nil {
+			body = "error: " + err.Error()
+		}
+		seen[body]++
+	}
+	if len(seen) != 1 || (seen["far"] != 10 && seen["far2"] != 10) {
+		t.Errorf("10 connections of one client through balance source: %v; want all on one server", seen)
 	}
 }
