@@ -85,6 +85,7 @@ func TestLBKernelPath(t *testing.T) {
   mode tcp
   maxconn 1000
   timeout connect 2s
+  timeout check 2s
   timeout client 1m
   timeout server 1m
 frontend main
@@ -93,9 +94,9 @@ frontend main
 backend masters
   option httpchk GET /readyz HTTP/1.0
   balance roundrobin
-  server b1 %[1]s:8081 weight 1 check port 8091 inter 200ms fall 1 rise 1
-  server b2 %[1]s:8082 weight 2 check inter 200ms fall 1 rise 1
-  server b3 %[1]s:8083 weight 3 check inter 200ms fall 1 rise 1
+  server b1 %[1]s:8081 weight 1 check port 8091 inter 200ms fall 2 rise 1
+  server b2 %[1]s:8082 weight 2 check inter 200ms fall 2 rise 1
+  server b3 %[1]s:8083 weight 3 check inter 200ms fall 2 rise 1
 `, ip, port)
 	}
 	vipCfg, haCfg := filepath.Join(dir, "vipstack.cfg"), filepath.Join(dir, "haproxy.cfg")
