@@ -42,6 +42,14 @@
 // and PSS they add, scaled to 10,000 connections, must not exceed
 // haproxy's. -markdown then writes the lb-http block instead of lb.
 //
+// With -datapath kernel (or auto) vipstack runs `vipstack lb --datapath
+// kernel`: mode tcp frontends in nftables DNAT. The targets become issue
+// 32's (keep-alive and new connections >= 1.2, keep-alive p99 <= 1.0,
+// bulk >= 1.5, vipstack's keep-alive over direct's >= 0.8) and -markdown
+// writes the lb-kernel block (docs/lb-kernel.md). The balancer's CPU per
+// request then counts only its own process: the kernel's forwarding is
+// charged to whoever's softirq runs it.
+//
 // The benchmark measures wall-clock rates on purpose, so it uses the real
 // clock directly.
 //
@@ -51,6 +59,7 @@
 //	sudo go run ./bench/lb -rounds 3        # what docs/benchmarks.md records
 //	sudo go run ./bench/lb -vipstack ./vipstack -d 5s -no-kill
 //	sudo go run ./bench/lb -mode http -rounds 3 -no-kill -markdown docs/lb.md
+//	sudo go run ./bench/lb -datapath kernel -rounds 3 -netns-prefix vnp -markdown docs/lb-kernel.md
 package main
 
 import "os"

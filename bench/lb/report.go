@@ -71,7 +71,11 @@ type results struct {
 	Mem    map[string]memResult // the idle test, by balancer
 	// HTTP: the main frontend ran in mode http, where the issue's
 	// targets add p99 <= 1.1 for new connections too.
-	HTTP     bool
+	HTTP bool
+	// Kernel: vipstack ran with --datapath kernel or auto, where the
+	// issue's targets are 1.2x keep-alive and new connections, p99 <=
+	// 1.0, bulk >= 1.5 and via/direct >= 0.8 for keep-alive.
+	Kernel   bool
 	Kill     map[string]killResult
 	KillSpec string   // the load, for the report
 	Skipped  string   // why the vipstack side did not run; "" when it did
@@ -94,6 +98,31 @@ type metric struct {
 }
 
 func metrics() []metric { return metricsFor(false) }
+
+// metricsOf is the run's metrics: metricsFor, with the kernel data
+// path's targets when it ran.
+func (r *results) metricsOf() []metric {
+	ms := metricsFor(r.HTTP)
+	if !r.Kernel {
+		return ms
+	}
+	bounds := map[string]float64{
+		"keep-alive requests/s":                 1.2,
+		"new connections/s (Connection: close)": 1.2,
+		"keep-alive p99 latency":                1.0,
+		"bulk throughput (iperf3, 1 stream)":    1.5,
+	}
+	for i := range ms {
+		if b, ok := bounds[ms[i].name]; ok {
+			ms[i].bound = b
+		}
+	}
+	return ms
+}
+
+// viaDirectBound is the kernel path's target on vipstack's keep-alive
+// requests/s over direct's (straight to one backend).
+const viaDirectBound = 0.8
 
 // metricsFor is metrics() with, in mode http, the bound on the
 // Connection: close p99 (the HTTP target is p99 <= 1.1 for keep-alive
@@ -205,7 +234,7 @@ func (r *results) report() *benchdoc.Report {
 	rep.Para("Median of %d round(s); direct = straight to one backend, for reference; vipstack/haproxy is the median of the rounds' ratios (each round's pair ran back to back):", n)
 	tb := benchdoc.Table{Header: []string{"figure", "direct", "haproxy", "vipstack", "vipstack/haproxy", "target", "result"}}
 	misses := 0
-	for _, m := range metricsFor(r.HTTP) {
+	for _, m := range r.metricsOf() {
 		cell := func(impl string) string {
 			if impl == implDirect && m.balancerOnly {
 				return "-"
@@ -228,6 +257,7 @@ func (r *results) report() *benchdoc.Report {
 		tb.Add(m.name, cell(implDirect), cell(implHAProxy), cell(implVipstack), ratio, m.target(), res)
 	}
 	rep.Table(tb)
+	misses += r.viaDirect(rep)
 	if rows := r.roundRatios(); len(rows) > 0 {
 		rep.Para("vipstack/haproxy in each round (round 1 first; each pair ran back to back):")
 		rt := benchdoc.Table{Header: []string{"figure", "per round", "range"}}
@@ -288,7 +318,7 @@ func (r *results) roundRatios() [][]string {
 		return nil
 	}
 	var rows [][]string
-	for _, m := range metricsFor(r.HTTP) {
+	for _, m := range r.metricsOf() {
 		if m.bound == 0 {
 			continue
 		}
@@ -312,6 +342,27 @@ func (r *results) roundRatios() [][]string {
 		rows = append(rows, []string{m.name, strings.Join(cells, " "), fmt.Sprintf("%.2f..%.2f", lo, hi)})
 	}
 	return rows
+}
+
+// viaDirect adds, for the kernel data path, vipstack's keep-alive
+// requests/s over direct's (medians: direct runs in round 1 only) with
+// its target, and returns the targets missed (0 or 1).
+func (r *results) viaDirect(rep *benchdoc.Report) int {
+	if !r.Kernel {
+		return 0
+	}
+	ka := r.metricsOf()[0]
+	d, dok := ka.median(r.Rounds[implDirect])
+	v, vok := ka.median(r.Rounds[implVipstack])
+	if !dok || !vok || d <= 0 {
+		return 0
+	}
+	res, miss := "PASS", 0
+	if v/d < viaDirectBound {
+		res, miss = "MISS", 1
+	}
+	rep.Para("Target: vipstack's keep-alive requests/s over direct's (via/direct) >= %.1f: %.2f, %s.", viaDirectBound, v/d, res)
+	return miss
 }
 
 func fmtKinds(k map[string]int) string {

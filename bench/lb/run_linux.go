@@ -39,7 +39,8 @@ type options struct {
 	vipstackBin string
 	keep        bool
 	netnsPrefix string
-	idleConns   int // mode http: connections of the idle-memory test, 0: none
+	idleConns   int    // mode http: connections of the idle-memory test, 0: none
+	datapath    string // vipstack lb --datapath: relay, kernel or auto
 }
 
 // haproxyMaxConn is haproxy's global maxconn (-n): it must stay under about
@@ -67,6 +68,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.netnsPrefix, "netns-prefix", "vsI", "start of the throwaway network namespace's name (give each concurrent run its own)")
 	fs.IntVar(&o.idleConns, "idle-conns", 3000, "mode http: idle keep-alive connections opened to each balancer for the memory test, 0 to skip (at most 3900: the frontends' maxconn is 4000)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the work directory (configurations and logs) and print its path")
+	fs.StringVar(&o.datapath, "datapath", "relay", "vipstack lb --datapath: relay (user space), kernel or auto (nftables DNAT; the targets become the issue's 1.2x keep-alive and new connections, p99 <= 1.0, bulk >= 1.5, via/direct >= 0.8)")
 	markdown := fs.String("markdown", "", "write the results into the lb block (-mode http: the lb-http block) of this Markdown `file` (docs/benchmarks.md)")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -75,6 +77,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch {
 	case o.mode != "tcp" && o.mode != "http":
 		fmt.Fprintf(stderr, "lb: -mode %q: want tcp or http\n", o.mode)
+		return 2
+	case o.datapath != "relay" && o.datapath != "kernel" && o.datapath != "auto":
+		fmt.Fprintf(stderr, "lb: -datapath %q: want relay, kernel or auto\n", o.datapath)
 		return 2
 	case !validPrefix(o.netnsPrefix):
 		fmt.Fprintf(stderr, "lb: -netns-prefix %q: want 1..4 letters or digits\n", o.netnsPrefix)
@@ -131,8 +136,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		// Each mode has its own block: an http run leaves the tcp
 		// figures alone.
 		block := "lb"
-		if o.mode == "http" {
+		switch {
+		case o.mode == "http":
 			block = "lb-http"
+		case o.datapath != "relay":
+			block = "lb-kernel" // the relay's figures stay in "lb"
 		}
 		if err := benchdoc.Write(*markdown, block, facts, res.report()); err != nil {
 			fmt.Fprintf(stderr, "lb: -markdown: %v\n", err)
@@ -164,7 +172,8 @@ func (b *bench) say(format string, a ...any) {
 }
 
 func (b *bench) run(o options) (*results, error) {
-	res := &results{Rounds: map[string][]figures{}, Kill: map[string]killResult{}, Mem: map[string]memResult{}, HTTP: o.mode == "http"}
+	res := &results{Rounds: map[string][]figures{}, Kill: map[string]killResult{}, Mem: map[string]memResult{}, HTTP: o.mode == "http",
+		Kernel: o.datapath != "relay"}
 	if err := b.setup(o, res); err != nil {
 		return nil, fmt.Errorf("setup: %w", err)
 	}
@@ -263,7 +272,7 @@ func (b *bench) setup(o options, res *results) error {
 		return fmt.Errorf("haproxy -c rejects the benchmark's configuration: %v\n%s", err, out)
 	}
 	res.Versions = append(res.Versions,
-		fmt.Sprintf("bench/lb (mode %s): %s; args: %q", o.mode, time.Now().UTC().Format("2006-01-02 15:04 MST"), os.Args[1:]),
+		fmt.Sprintf("bench/lb (mode %s, vipstack --datapath %s): %s; args: %q", o.mode, o.datapath, time.Now().UTC().Format("2006-01-02 15:04 MST"), os.Args[1:]),
 		"haproxy:  "+firstLine(exec.Command("haproxy", "-v")))
 
 	// vipstack: build it, then ask `vipstack lb --check` about the same
@@ -282,7 +291,7 @@ func (b *bench) setup(o options, res *results) error {
 		b.vipBin = bin
 	}
 	if res.Skipped == "" {
-		out, err := exec.Command(b.vipBin, "lb", "--check", "-f", cfgs[implVipstack]).CombinedOutput()
+		out, err := exec.Command(b.vipBin, "lb", "--check", "--datapath", o.datapath, "-f", cfgs[implVipstack]).CombinedOutput()
 		if err != nil {
 			res.Skipped = fmt.Sprintf("`vipstack lb --check -f %s` failed (%v): %s", cfgs[implVipstack], err, headLines(string(out), 3))
 		} else {
@@ -329,7 +338,7 @@ func (b *bench) setup(o options, res *results) error {
 	}
 	if res.Skipped == "" {
 		b.say("starting vipstack lb")
-		if _, err := b.start(implVipstack, b.vipBin, "lb", "-f", cfgs[implVipstack]); err != nil {
+		if _, err := b.start(implVipstack, b.vipBin, "lb", "--datapath", o.datapath, "-f", cfgs[implVipstack]); err != nil {
 			return err
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/vipstack/vipstack/internal/filewatch"
 	"github.com/vipstack/vipstack/internal/lbconfig"
 	"github.com/vipstack/vipstack/internal/lbdaemon"
+	"github.com/vipstack/vipstack/internal/lbkernel"
 	"github.com/vipstack/vipstack/internal/lbproc"
 	"github.com/vipstack/vipstack/internal/redirect"
 	"github.com/vipstack/vipstack/internal/version"
@@ -29,6 +30,7 @@ type lbFlags struct {
 	redirect             netip.AddrPort // zero: off
 	drain, watch         time.Duration
 	perBind              int
+	datapath             lbkernel.Mode
 	log                  *slog.Logger
 }
 
@@ -46,7 +48,7 @@ func runLB(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	d, err := lbdaemon.Start(cfg, lbdaemon.Options{ConfigPath: f.cfgPath, Redirect: f.redirect, ListenersPerBind: f.perBind,
-		MetricsAddr: f.metricsAddr, Logger: f.log, Version: version.String()})
+		MetricsAddr: f.metricsAddr, Logger: f.log, Version: version.String(), Datapath: f.datapath})
 	if err != nil {
 		fmt.Fprintf(stderr, "vipstack lb: %v\n", err)
 		if errors.As(err, new(*lbdaemon.FlagError)) {
@@ -88,6 +90,7 @@ func parseLBFlags(args []string, stderr io.Writer) (f lbFlags, code int, ok bool
 	fs.DurationVar(&f.watch, "watch-interval", time.Second, "how often to check the configuration file for changes (mtime and size) and reload; 0: only on SIGHUP")
 	fs.IntVar(&f.perBind, "listeners-per-bind", 1, "SO_REUSEPORT sockets (each with its own accept loop) per frontend bind")
 	fs.BoolVar(&f.check, "c", false, "same as --check")
+	datapath := fs.String("datapath", "relay", "how mode tcp frontends carry connections: relay (user space, every haproxy feature), kernel (nftables DNAT with user-space health checks; a frontend that needs user space refuses the start), auto (kernel where possible, relay elsewhere); see docs/lb-kernel.md")
 	logLevel := addLogLevel(fs, "vipstack lb", "")
 	if code, ok := parseNoArgs(fs, args, stderr); !ok {
 		return f, code, false
@@ -99,8 +102,12 @@ func parseLBFlags(args []string, stderr io.Writer) (f lbFlags, code int, ok bool
 		fmt.Fprintf(stderr, "vipstack lb: --drain-timeout and --watch-interval must not be negative, --listeners-per-bind must be at least 1\n")
 		return f, 2, false
 	}
+	var err error
+	if f.datapath, err = lbkernel.ParseMode(*datapath); err != nil {
+		fmt.Fprintf(stderr, "vipstack lb: --%v\n", err)
+		return f, 2, false
+	}
 	if *redirectTo != "" {
-		var err error
 		if f.redirect, err = netip.ParseAddrPort(*redirectTo); err != nil {
 			fmt.Fprintf(stderr, "vipstack lb: --redirect %q: %v (accepted: VIP:PORT such as 198.18.0.5:6443 or [fd00::5]:6443)\n", *redirectTo, err)
 			return f, 2, false
@@ -128,6 +135,10 @@ func checkLB(cfg *lbconfig.Config, loadErr error, f lbFlags, stdout, stderr io.W
 	// haproxy -c resolves user and group names too.
 	if _, err := lbproc.LookupIDs(cfg.User, cfg.Group); err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", f.cfgPath, err)
+		return 1
+	}
+	if _, err := lbkernel.Build(cfg, f.datapath); err != nil {
+		fmt.Fprintf(stderr, "vipstack lb: --datapath %s: %v\n", f.datapath, err)
 		return 1
 	}
 	if f.redirect.IsValid() {

@@ -24,6 +24,9 @@ type beState struct {
 // or a weight change ends it (measured: downtime 4 in MAINT, 2 after
 // `set server ... state ready`); vipstack adds every DOWN period.
 func (l *LB) noteUsable(backend string, after int) {
+	if l.opts.OnServers != nil {
+		l.opts.OnServers()
+	}
 	st := l.beStates[backend]
 	if st == nil {
 		return

@@ -41,6 +41,18 @@ type Options struct {
 	// server UP) changes, and once after the first Apply. Calls are
 	// serialized; they should return quickly.
 	OnHealthy func(healthy bool)
+	// OnServers is called after any change of which servers take new
+	// connections or of their weights: a check's UP or DOWN, the runtime
+	// API's state or weight, a reload (see Usable). It runs under a lock
+	// of the LB's and must not block (the kernel data path only signals
+	// its own goroutine).
+	OnServers func()
+	// KernelSessions returns, by frontend name, the connections the
+	// kernel data path carried (nftables counters, kept over reloads):
+	// Snapshot adds them to the frontends' total sessions, so that the
+	// stats page, `show stat` and the exporter do not show only the
+	// relay's. nil: none.
+	KernelSessions func() map[string]uint64
 	// ListenersPerBind opens this many SO_REUSEPORT sockets for each TCP
 	// frontend bind, each with its own accept loop; 0 means 1. Binds to
 	// port 0 always get one.
@@ -662,6 +674,9 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 	l.applyResolvers(cfg)
 	l.log.Info("configuration applied", "frontends", len(cfg.Frontends), "backends", len(cfg.Backends), "servers", len(servers))
 	l.recomputeHealth()
+	if l.opts.OnServers != nil {
+		l.opts.OnServers()
+	}
 	if _, _, held := l.health(); held {
 		l.log.Info("load balancer keeps its healthy verdict until the new servers' first checks: none of them has been checked yet")
 	}

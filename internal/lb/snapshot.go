@@ -13,12 +13,16 @@ func (l *LB) Snapshot() stats.Snapshot {
 	v := l.view.Load()
 	now := l.clk.Now()
 	snap := stats.New(v.cfg, l.Healthy())
+	var kernel map[string]uint64
+	if l.opts.KernelSessions != nil {
+		kernel = l.opts.KernelSessions()
+	}
 	for i, f := range v.frontends {
 		fc := v.cfg.Frontends[i]
 		fs := stats.FrontendStats{
 			Name: f.name, Backend: fc.Backend,
 			Sessions: f.cur.Load(), MaxSessions: f.smax.Load(), SessionLimit: v.cfg.MaxConn,
-			TotalSessions: f.tot.Load(), BytesIn: f.bin.Load(), BytesOut: f.bout.Load(),
+			TotalSessions: f.tot.Load() + kernel[f.name], BytesIn: f.bin.Load(), BytesOut: f.bout.Load(),
 			Queued: f.qcur.Load(), MaxQueued: f.qmax.Load(), QueueTimeouts: f.queueDrops.Load(), NoServer: f.noServer.Load(),
 			DeniedConn: f.deniedConn.Load(), DeniedReq: f.deniedReq.Load(), SilentDrops: f.silentDrops.Load(),
 			Rate: f.rate.Read(now), MaxRate: f.rate.Max(),

@@ -17,6 +17,7 @@ import (
 	"github.com/vipstack/vipstack/internal/lb/relay"
 	"github.com/vipstack/vipstack/internal/lbcli"
 	"github.com/vipstack/vipstack/internal/lbconfig"
+	"github.com/vipstack/vipstack/internal/lbkernel"
 	"github.com/vipstack/vipstack/internal/lbproc"
 	"github.com/vipstack/vipstack/internal/metrics"
 	"github.com/vipstack/vipstack/internal/redirect"
@@ -38,6 +39,9 @@ type Options struct {
 	// Clock times the redirect's move on reloads; nil is the real clock.
 	Clock   clock.Clock
 	Version string
+	// Datapath is --datapath: relay ("" too), kernel or auto
+	// (internal/lbkernel).
+	Datapath lbkernel.Mode
 }
 
 // FlagError is a start refused for the command line with the
@@ -61,7 +65,9 @@ type Daemon struct {
 	running  *lbconfig.Config
 	metrics  *reloadMetrics
 	registry *prometheus.Registry
-	closers  []func() // run in reverse by Close
+	closers  []func()    // run in reverse by Close
+	kp       *kernelPath // nil with --datapath relay
+	kpRuns   bool        // kp.run started
 }
 
 // Start runs cfg (loaded from opts.ConfigPath) as haproxy starts: the
@@ -88,7 +94,16 @@ func Start(cfg *lbconfig.Config, opts Options) (*Daemon, error) {
 	if err := d.prepareRedirect(cfg); err != nil {
 		return nil, err
 	}
+	plan, err := d.prepareKernel(cfg, ids)
+	if err != nil {
+		return nil, err
+	}
 	if err := d.startLB(cfg); err != nil {
+		d.Close()
+		return nil, err
+	}
+	if err := d.startKernel(plan); err != nil {
+		d.shutdown(0)
 		d.Close()
 		return nil, err
 	}
@@ -100,6 +115,10 @@ func Start(cfg *lbconfig.Config, opts Options) (*Daemon, error) {
 	if d.rd != nil {
 		d.rdRuns = true
 		go d.rd.Run()
+	}
+	if d.kp != nil {
+		d.kpRuns = true
+		go d.kp.run()
 	}
 	if err := d.serveMetrics(); err != nil {
 		d.shutdown(0)
@@ -158,6 +177,45 @@ func (d *Daemon) prepareRedirect(cfg *lbconfig.Config) error {
 	return nil
 }
 
+// prepareKernel plans the kernel data path for cfg (nil with --datapath
+// relay): a frontend --datapath kernel cannot serve, a user that could not
+// change nftables or an nftables that does not answer stops the start
+// before anything listens.
+func (d *Daemon) prepareKernel(cfg *lbconfig.Config, ids lbproc.IDs) (*lbkernel.Plan, error) {
+	if d.opts.Datapath == "" || d.opts.Datapath == lbkernel.Relay {
+		return nil, nil
+	}
+	if ids.UID > 0 {
+		return nil, &FlagError{fmt.Sprintf("--datapath %s changes nftables while it runs (a server's check), which user %s in %s would no longer allow (accepted: --datapath relay with user/group, or no user/group)", d.opts.Datapath, cfg.User, d.opts.ConfigPath)}
+	}
+	d.kp = newKernelPath(d.opts.Datapath, d.log)
+	plan, err := d.kp.build(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.kp.table.Usable(); err != nil {
+		return nil, fmt.Errorf("--datapath %s: nftables is not usable: %w (accepted: a process with CAP_NET_ADMIN in the network namespace, on a kernel with nf_tables)", d.opts.Datapath, err)
+	}
+	return plan, nil
+}
+
+// startKernel installs the plan's table once the LB runs, with the
+// servers usable now; a table a killed balancer left goes with it.
+func (d *Daemon) startKernel(plan *lbkernel.Plan) error {
+	if d.kp == nil {
+		return nil
+	}
+	d.kp.lb = d.lb
+	d.closers = append(d.closers, func() { d.kp.close(d.kpRuns) })
+	if err := d.kp.install(plan); err != nil {
+		return fmt.Errorf("--datapath %s: %w", d.opts.Datapath, err)
+	}
+	if err := d.registry.Register(d.kp); err != nil {
+		return fmt.Errorf("metrics: %w", err)
+	}
+	return nil
+}
+
 // startLB makes the balancer and applies cfg.
 func (d *Daemon) startLB(cfg *lbconfig.Config) error {
 	reg := metrics.NewRegistry()
@@ -168,6 +226,10 @@ func (d *Daemon) startLB(cfg *lbconfig.Config) error {
 	opts := lb.Options{Logger: d.log, Registry: reg, ListenersPerBind: d.opts.ListenersPerBind, Version: d.opts.Version}
 	if d.rd != nil {
 		opts.OnHealthy = d.rd.Set
+	}
+	if d.kp != nil {
+		opts.OnServers = d.kp.notify
+		opts.KernelSessions = d.kp.sessions
 	}
 	if d.lb, err = lb.New(opts); err != nil {
 		return err

@@ -2,10 +2,12 @@ package lbdaemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"time"
 
+	"github.com/vipstack/vipstack/internal/lbkernel"
 	"github.com/vipstack/vipstack/internal/redirect"
 )
 
@@ -66,6 +68,13 @@ func (d *Daemon) reload() error {
 			return fmt.Errorf("--redirect: %w", err)
 		}
 	}
+	var plan *lbkernel.Plan
+	if d.kp != nil {
+		// Refused before anything changes, as a bad file is.
+		if plan, err = d.kp.build(next); err != nil {
+			return err
+		}
+	}
 	change, err := d.sockets.Prepare(next.StatsSockets)
 	if err != nil {
 		return err
@@ -84,17 +93,34 @@ func (d *Daemon) reload() error {
 		moved = append(moved, d.rd.Retarget(redirect.New(d.opts.Redirect, port)))
 		d.rdPort = port
 	}
-	return move.Finish(moved...)
+	err = move.Finish(moved...)
+	if plan != nil {
+		if kerr := d.kp.install(plan); kerr != nil {
+			d.log.Error("kernel path: the new configuration's table could not be installed; the previous one stays", "err", kerr)
+			err = errors.Join(err, kerr)
+		}
+	}
+	return err
 }
 
 // shutdown takes the redirect down first (clients of the VIP then reach
 // the node's own API server directly), then drains.
 func (d *Daemon) shutdown(drain time.Duration) {
 	d.stopRedirect()
+	d.stopKernel()
 	ctx, cancel := context.WithTimeout(context.Background(), drain)
 	defer cancel()
 	if err := d.lb.Shutdown(ctx); err != nil {
 		d.log.Warn("drain timed out; closed the remaining connections", "timeout", drain)
+	}
+}
+
+// stopKernel removes the kernel path's table: new connections reach the
+// relay's listeners, which close as haproxy's do; connections the kernel
+// NATed run on in conntrack, which the drain does not see.
+func (d *Daemon) stopKernel() {
+	if d.kp != nil {
+		d.kp.remove()
 	}
 }
 
@@ -112,6 +138,7 @@ func (d *Daemon) stopRedirect() {
 // does ("Proxy NAME hard-stopped ..." lines).
 func (d *Daemon) softStop(ctx context.Context, drain time.Duration) {
 	d.stopRedirect()
+	d.stopKernel()
 	sctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	if hs := d.lb.HardStopAfter(); hs > 0 {
