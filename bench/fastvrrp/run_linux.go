@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -23,6 +24,7 @@ import (
 type options struct {
 	soak                  time.Duration
 	trials, load, rt      int
+	rlimit                int // vrrp_rlimit_rttime, us; 0 keepalived's default
 	withoutRT             bool
 	bin, markdown, prefix string
 }
@@ -30,7 +32,7 @@ type options struct {
 // pair is one implementation's master and backup.
 type pair struct {
 	impl           peers.Impl
-	rt             int // vrrp_rt_priority; 0 none
+	rt, rlimit     int // vrrp_rt_priority (0 none) and vrrp_rlimit_rttime (0 not set)
 	vrid           int
 	vip            netip.Addr
 	master, backup *testnet.Host
@@ -48,14 +50,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.bin, "vipstack", "", "vipstack binary to run (default: build ./cmd/vipstack)")
 	fs.StringVar(&o.markdown, "markdown", "", "write the results into the fastvrrp block of this Markdown `file`")
 	fs.StringVar(&o.prefix, "prefix", "vvt", "start of the network namespaces' names (1 to 8 letters and digits)")
-	fs.IntVar(&o.rt, "rt-priority", 50, "vrrp_rt_priority of both pairs (SCHED_RR; keepalived's default RLIMIT_RTTIME comes with it); 0: none")
+	fs.IntVar(&o.rt, "rt-priority", 50, "vrrp_rt_priority of both pairs (SCHED_RR); 0: none")
+	fs.IntVar(&o.rlimit, "rlimit-rttime", 100000, "vrrp_rlimit_rttime of both pairs with -rt-priority, in us (0: not set, keepalived's default 10000, which killed both keepalived's and vipstack's engines every few seconds on this machine under other load)")
 	fs.BoolVar(&o.withoutRT, "without-rt", false, "also run a vipstack and a keepalived pair without vrrp_rt_priority, beside the others")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if o.soak < time.Second || o.trials < 1 || o.load < 0 || o.load > 16 || o.rt < 0 || o.rt > 99 || !prefixOK(o.prefix) {
-		fmt.Fprintf(stderr, "fastvrrp: want -duration >= 1s (got %v), -trials >= 1 (got %d), -load 0..16 (got %d), -rt-priority 0..99 (got %d), "+
-			"-prefix of 1 to 8 letters and digits (got %q)\n", o.soak, o.trials, o.load, o.rt, o.prefix)
+	if o.soak < time.Second || o.trials < 1 || o.load < 0 || o.load > 16 || o.rt < 0 || o.rt > 99 || o.rlimit < 0 || !prefixOK(o.prefix) {
+		fmt.Fprintf(stderr, "fastvrrp: want -duration >= 1s (got %v), -trials >= 1 (got %d), -load 0..16 (got %d), -rt-priority 0..99 (got %d), -rlimit-rttime >= 0 (got %d), "+
+			"-prefix of 1 to 8 letters and digits (got %q)\n", o.soak, o.trials, o.load, o.rt, o.rlimit, o.prefix)
 		return 2
 	}
 	if os.Geteuid() != 0 {
@@ -103,7 +106,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	for _, p := range ps {
 		res = append(res, p.res)
 	}
-	rep := report(res, reportOpts{rt: o.rt, load: o.load, soak: o.soak}, load)
+	rep := report(res, reportOpts{rt: o.rt, rlimit: o.rlimit, load: o.load, soak: o.soak}, load)
 	fmt.Fprintln(stdout)
 	_ = rep.Text(stdout)
 	if o.markdown != "" {
@@ -132,8 +135,8 @@ func prefixOK(p string) bool {
 // first (the verdicts' two), then the same without it (-without-rt).
 func pairs(o options, hs []*testnet.Host) []*pair {
 	ps := []*pair{
-		{impl: peers.Vipstack, rt: o.rt, vrid: 51, vip: netip.MustParseAddr("198.18.0.100"), master: hs[0], backup: hs[1]},
-		{impl: peers.Keepalived, rt: o.rt, vrid: 52, vip: netip.MustParseAddr("198.18.0.101"), master: hs[2], backup: hs[3]},
+		{impl: peers.Vipstack, rt: o.rt, rlimit: o.rlimit, vrid: 51, vip: netip.MustParseAddr("198.18.0.100"), master: hs[0], backup: hs[1]},
+		{impl: peers.Keepalived, rt: o.rt, rlimit: o.rlimit, vrid: 52, vip: netip.MustParseAddr("198.18.0.101"), master: hs[2], backup: hs[3]},
 	}
 	if o.withoutRT {
 		ps = append(ps,
@@ -183,10 +186,11 @@ func bench(o options, topo *testnet.Topology, work string, out io.Writer) ([]*pa
 		}
 	}()
 	fmt.Fprintf(out, "pairs settled; %d busy loops started; soaking for %v\n", o.load, o.soak)
+	steal0 := stealTime()
 	w.startSoak()
 	time.Sleep(o.soak) // the soak: counting what the pairs send meanwhile
 	st := w.endSoak()
-	load := loadAverage()
+	load := fmt.Sprintf("%s, CPU time stolen by the hypervisor %v", loadAverage(), (stealTime() - steal0).Round(time.Millisecond))
 	if err := soakResults(ps, st, out); err != nil {
 		return nil, "", err
 	}
@@ -211,14 +215,63 @@ func soakResults(ps []*pair, st map[netip.Addr]soakStats, out io.Writer) error {
 	for _, p := range ps {
 		m, b := st[p.master.IPv4.Addr()], st[p.backup.IPv4.Addr()]
 		p.res.Adverts, p.res.MaxGap, p.res.FalseFailovers, p.res.Gaps = m.n, m.maxGap, b.episodes, m.gaps[:]
+		p.res.LongGaps = len(m.long)
+		// Against the other implementation's master at the same settings.
+		for _, q := range ps {
+			if q != p && q.rt == p.rt {
+				p.res.Shared = overlapping(m.long, st[q.master.IPv4.Addr()].long)
+			}
+		}
 		for _, nd := range p.nodes {
 			if !nd.Alive() {
 				return fmt.Errorf("%s on %s exited during the soak:\n%s", p.res.Label(), nd.Host.Name, nd.Log())
 			}
 		}
-		fmt.Fprintf(out, "%s: %d master adverts, longest gap %s ms, %d false failovers\n", p.res.Label(), m.n, msf(m.maxGap), b.episodes)
+		for _, nd := range p.nodes {
+			p.res.Killed += len(killedLog.FindAllString(nd.Log(), -1))
+			for _, l := range notable(nd.Log()) {
+				fmt.Fprintf(out, "  %s: %s\n", nd.Host.Name, l)
+			}
+		}
+		fmt.Fprintf(out, "%s: %d master adverts, longest gap %s ms, %d false failovers, %d VRRP processes killed\n",
+			p.res.Label(), m.n, msf(m.maxGap), b.episodes, p.res.Killed)
 	}
 	return nil
+}
+
+// notableLog picks the log lines that say a process died, was restarted
+// or ran late.
+var notableLog = regexp.MustCompile(`(?i)exited|died|respawn|killed|signal|SIGXCPU|late|took long|cannot`)
+
+// killedLog matches the line vipstack's supervisor and keepalived's parent
+// log when the VRRP process dies (RLIMIT_RTTIME's SIGKILL among others).
+var killedLog = regexp.MustCompile(`supervisor: engine died|VRRP child process\(\d+\) died`)
+
+// notable returns up to 8 notable lines of a node's log.
+func notable(log string) []string {
+	var out []string
+	for _, l := range strings.Split(log, "\n") {
+		if notableLog.MatchString(l) && len(out) < 8 {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// stealTime is the CPU time the hypervisor took from this machine's
+// CPUs so far (/proc/stat's steal, in USER_HZ ticks of 10 ms).
+func stealTime() time.Duration {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 9 || f[0] != "cpu" {
+		return 0
+	}
+	n, _ := strconv.Atoi(f[8])
+	return time.Duration(n) * 10 * time.Millisecond
 }
 
 // loadAverage is /proc/loadavg's first three fields.
@@ -240,6 +293,9 @@ func (p *pair) start(h *testnet.Host, bin, work string, n int) (*peers.Node, err
 		prio = 150
 	}
 	c := peers.Conf{Version: 3, Interval: advert, VRID: p.vrid, Priority: prio, Interface: h.Link, VIP: netip.PrefixFrom(p.vip, 32), RTPriority: p.rt}
+	if p.rt > 0 {
+		c.RLimitRTTime = p.rlimit
+	}
 	text, err := c.Render(h.Name)
 	if err != nil {
 		return nil, err

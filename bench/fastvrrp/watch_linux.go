@@ -40,6 +40,33 @@ type soakStats struct {
 	maxGap   time.Duration
 	episodes int
 	gaps     [nGapBounds + 1]int // gaps between adverts, by gapBounds
+	long     []span              // the gaps over longGap, the first maxLong
+}
+
+// span is a silence of one source: from one advert to the next.
+type span struct{ from, to time.Time }
+
+// longGap is a gap that lets the backup take over (Master_Down_Interval
+// plus 10 ms); maxLong bounds how many are kept per source.
+const (
+	longGap = 46 * time.Millisecond
+	maxLong = 10000
+)
+
+// overlapping counts the spans of a that overlap a span of b: two
+// independent processes silent at the same time point at the machine
+// (both waiting for a CPU or the kernel), not at either one.
+func overlapping(a, b []span) int {
+	n := 0
+	for _, x := range a {
+		for _, y := range b {
+			if x.from.Before(y.to) && y.from.Before(x.to) {
+				n++
+				break
+			}
+		}
+	}
+	return n
 }
 
 func (s *soakStats) addGap(g time.Duration) {
@@ -149,6 +176,9 @@ func (w *watch) read() {
 			if g := now.Sub(s.prev); !s.prev.IsZero() {
 				s.maxGap = max(s.maxGap, g)
 				s.addGap(g)
+				if g > longGap && len(s.long) < maxLong {
+					s.long = append(s.long, span{s.prev, now})
+				}
 			}
 			s.n++
 			s.prev = now
