@@ -135,9 +135,12 @@ type Engine struct {
 	absentErr  string
 	// proc is the process's scheduling from global_defs (applyTuning);
 	// scripts start through it.
-	proc   *sched.Process
-	runner script.Runner
-	ctx    context.Context
+	proc *sched.Process
+	// stopXCPU stops the SIGXCPU watch (watchRTTime) once a realtime
+	// priority was applied; nil before.
+	stopXCPU func()
+	runner   script.Runner
+	ctx      context.Context
 
 	statusMu sync.Mutex
 	status   []InstanceStatus
@@ -448,8 +451,11 @@ func (e *Engine) Run(ctx context.Context) error {
 	e.nl = timedNetlink{Netlink: nl, e: e}
 	e.runner = script.Runner{Security: securityOf(e.cfg), Start: e.proc.Start}
 	e.applyTuning()
-	stopXCPU := e.watchRTTime()
-	defer stopXCPU()
+	defer func() {
+		if e.stopXCPU != nil {
+			e.stopXCPU()
+		}
+	}()
 
 	// Leftovers of a crashed earlier run, then any configured VIP that is
 	// present although we hold nothing yet; not those of the instances a
@@ -1110,6 +1116,11 @@ func appendAddrKey(b []byte, p netip.Prefix, dev string) []byte {
 func (e *Engine) applyTuning() {
 	g := e.cfg.Global
 	done, err := e.proc.Apply(sched.ForVRRP(g.RTPriority, g.Nice, g.NoSwap, g.RLimitRTTime))
+	if g.RTPriority > 0 && e.stopXCPU == nil {
+		// Only then: signal.Notify starts a goroutine of the runtime's,
+		// which a test's synctest bubble must not own.
+		e.stopXCPU = e.watchRTTime()
+	}
 	if len(done) > 0 {
 		e.log.Info("VRRP process scheduling set from global_defs", "applied", strings.Join(done, "; "))
 	}
