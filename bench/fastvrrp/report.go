@@ -23,16 +23,45 @@ func crashBound() time.Duration {
 	return 3*advert + time.Duration(256-backupPriority)*advert/256 + slack
 }
 
+// nGapBounds is the number of bounds of the gap histogram.
+const nGapBounds = 8
+
+// gapBounds are the upper bounds of the gap histogram's buckets; the last
+// bucket is everything longer. 46 ms is the backup's Master_Down_Interval
+// plus 10 ms: a gap that long lets it take over.
+func gapBounds() [nGapBounds]time.Duration {
+	return [...]time.Duration{
+		10500 * time.Microsecond, 11 * time.Millisecond, 12 * time.Millisecond, 15 * time.Millisecond,
+		20 * time.Millisecond, 30 * time.Millisecond, 36 * time.Millisecond, 46 * time.Millisecond,
+	}
+}
+
 // pairResult is one implementation's pair over the run.
 type pairResult struct {
 	Impl string
+	RT   int // vrrp_rt_priority; 0 none
 	// FalseFailovers counts the runs of advertisements from the backup
 	// while the master lived (each a takeover the master then ended).
 	FalseFailovers int
 	MaxGap         time.Duration // the master's longest silence in the soak
 	Adverts        int           // the master's advertisements in the soak
-	Crashes        []time.Duration
-	CrashErrs      []string
+	Gaps           []int         // the master's gaps in the soak, by gapBounds
+	Killed         int           // VRRP processes of the pair that died in the soak
+	// LongGaps counts the master's gaps over 46 ms in the soak, Shared
+	// those of them that overlap one of the other implementation's master
+	// at the same settings.
+	LongGaps, Shared int
+	Crashes          []time.Duration
+	CrashErrs        []string
+}
+
+// Label names the pair in tables: the implementation and its
+// vrrp_rt_priority.
+func (p pairResult) Label() string {
+	if p.RT == 0 {
+		return p.Impl + ", no rt priority"
+	}
+	return fmt.Sprintf("%s, rt priority %d", p.Impl, p.RT)
 }
 
 // median of ds; 0 for none.
@@ -64,23 +93,41 @@ func verdicts(vs, ka pairResult, soak time.Duration) []string {
 		verdict(ok), msf(m), msf(slices.Max(vs.Crashes)), len(vs.CrashErrs), msf(crashBound()), msf(median(ka.Crashes))))
 }
 
-func report(vs, ka pairResult, soak time.Duration, load int) *benchdoc.Report {
+// reportOpts are the run's settings the report names.
+type reportOpts struct {
+	rt, rlimit, load int
+	soak             time.Duration
+}
+
+// report is the run's result; res[0] and res[1] are vipstack's and
+// keepalived's pairs at -rt-priority, which the verdicts compare.
+func report(res []pairResult, o reportOpts, load string) *benchdoc.Report {
 	var rep benchdoc.Report
-	rep.Para("VRRPv3 advert %v, pairs at 150/100, %d busy loops beside them; soak %v, then kill -9 of the master (ms from its last advert to the backup's first):", advert, load, soak)
-	tb := benchdoc.Table{Header: []string{"pair", "false failovers", "master adverts", "longest master gap (ms)", "crash failover median [min..max] (ms)", "failed crashes"}}
-	for _, p := range []pairResult{ka, vs} {
+	rt := "no vrrp_rt_priority"
+	if o.rt > 0 {
+		rt = fmt.Sprintf("vrrp_rt_priority %d (SCHED_RR) and vrrp_rlimit_rttime %d", o.rt, o.rlimit)
+		if o.rlimit == 0 {
+			rt = fmt.Sprintf("vrrp_rt_priority %d (SCHED_RR; keepalived's default vrrp_rlimit_rttime, 10000)", o.rt)
+		}
+	}
+	rep.Para("VRRPv3 advert %v, pairs at 150/100, %s, %d busy loops beside them; soak %v (load average %s at its end), then kill -9 of the master (ms from its last advert to the backup's first, as the client's kernel received them):",
+		advert, rt, o.load, o.soak, load)
+	tb := benchdoc.Table{Header: []string{"pair", "false failovers", "master adverts", "longest master gap (ms)", "VRRP processes died", "crash failover median [min..max] (ms)", "failed crashes"}}
+	for _, p := range res {
 		crash := "-"
 		if len(p.Crashes) > 0 {
 			crash = fmt.Sprintf("%s [%s..%s]", msf(median(p.Crashes)), msf(slices.Min(p.Crashes)), msf(slices.Max(p.Crashes)))
 		}
-		tb.Add(p.Impl, fmt.Sprint(p.FalseFailovers), fmt.Sprint(p.Adverts), msf(p.MaxGap), crash, fmt.Sprint(len(p.CrashErrs)))
+		tb.Add(p.Label(), fmt.Sprint(p.FalseFailovers), fmt.Sprint(p.Adverts), msf(p.MaxGap), fmt.Sprint(p.Killed), crash, fmt.Sprint(len(p.CrashErrs)))
 	}
 	rep.Table(tb)
-	rep.List(verdicts(vs, ka, soak))
+	rep.Para("The masters' gaps between adverts during the soak (count per bucket, ms; the last column counts the gaps over 46 ms that overlap one of the other implementation's master at the same settings: both silent at once):")
+	rep.Table(gapTable(res))
+	rep.List(verdicts(res[0], res[1], o.soak))
 	var errs []string
-	for _, p := range []pairResult{ka, vs} {
+	for _, p := range res {
 		for _, e := range p.CrashErrs {
-			errs = append(errs, p.Impl+": "+e)
+			errs = append(errs, p.Label()+": "+e)
 		}
 	}
 	if len(errs) > 0 {
@@ -88,6 +135,29 @@ func report(vs, ka pairResult, soak time.Duration, load int) *benchdoc.Report {
 		rep.List(errs)
 	}
 	return &rep
+}
+
+// gapTable is the masters' gap histograms, one row per pair.
+func gapTable(res []pairResult) benchdoc.Table {
+	h := []string{"master of"}
+	lo := "0"
+	for _, b := range gapBounds() {
+		h = append(h, fmt.Sprintf("%s-%s", lo, msf(b)))
+		lo = msf(b)
+	}
+	tb := benchdoc.Table{Header: append(h, "> "+lo, "of them shared")}
+	for _, p := range res {
+		row := []string{p.Label()}
+		for i := range nGapBounds + 1 {
+			n := 0
+			if i < len(p.Gaps) {
+				n = p.Gaps[i]
+			}
+			row = append(row, fmt.Sprint(n))
+		}
+		tb.Add(append(row, fmt.Sprint(p.Shared))...)
+	}
+	return tb
 }
 
 func verdict(ok bool) string {

@@ -57,3 +57,23 @@ func TestVerdicts(t *testing.T) {
 		})
 	}
 }
+
+// TestGapTable checks the histogram's buckets and rows.
+func TestGapTable(t *testing.T) {
+	res := []pairResult{
+		{Impl: "vipstack", RT: 50, Gaps: []int{100, 5, 4, 3, 2, 1, 0, 0, 1}, LongGaps: 1, Shared: 1},
+		{Impl: "keepalived"},
+	}
+	got := gapTable(res)
+	want := []string{"master of", "0-10.5", "10.5-11.0", "11.0-12.0", "12.0-15.0", "15.0-20.0", "20.0-30.0", "30.0-36.0", "36.0-46.0", "> 46.0", "of them shared"}
+	if diff := cmp.Diff(want, got.Header); diff != "" {
+		t.Errorf("header (-want +got):\n%s", diff)
+	}
+	rows := [][]string{
+		{"vipstack, rt priority 50", "100", "5", "4", "3", "2", "1", "0", "0", "1", "1"},
+		{"keepalived, no rt priority", "0", "0", "0", "0", "0", "0", "0", "0", "0", "0"},
+	}
+	if diff := cmp.Diff(rows, got.Rows); diff != "" {
+		t.Errorf("rows (-want +got):\n%s", diff)
+	}
+}

@@ -10,7 +10,9 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"regexp"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -20,14 +22,17 @@ import (
 )
 
 type options struct {
-	soak          time.Duration
-	trials, load  int
-	bin, markdown string
+	soak                  time.Duration
+	trials, load, rt      int
+	rlimit                int // vrrp_rlimit_rttime, us; 0 keepalived's default
+	withoutRT             bool
+	bin, markdown, prefix string
 }
 
 // pair is one implementation's master and backup.
 type pair struct {
 	impl           peers.Impl
+	rt, rlimit     int // vrrp_rt_priority (0 none) and vrrp_rlimit_rttime (0 not set)
 	vrid           int
 	vip            netip.Addr
 	master, backup *testnet.Host
@@ -44,11 +49,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.load, "load", 2, "busy loops run beside the pairs (one per CPU keeps every CPU busy)")
 	fs.StringVar(&o.bin, "vipstack", "", "vipstack binary to run (default: build ./cmd/vipstack)")
 	fs.StringVar(&o.markdown, "markdown", "", "write the results into the fastvrrp block of this Markdown `file`")
+	fs.StringVar(&o.prefix, "prefix", "vvt", "start of the network namespaces' names (1 to 8 letters and digits)")
+	fs.IntVar(&o.rt, "rt-priority", 50, "vrrp_rt_priority of both pairs (SCHED_RR); 0: none")
+	fs.IntVar(&o.rlimit, "rlimit-rttime", 100000, "vrrp_rlimit_rttime of both pairs with -rt-priority, in us (0: not set, keepalived's default 10000, which killed both keepalived's and vipstack's engines every few seconds on this machine under other load)")
+	fs.BoolVar(&o.withoutRT, "without-rt", false, "also run a vipstack and a keepalived pair without vrrp_rt_priority, beside the others")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if o.soak < time.Second || o.trials < 1 || o.load < 0 || o.load > 16 {
-		fmt.Fprintln(stderr, "fastvrrp: want -duration >= 1s, -trials >= 1, -load 0..16")
+	if o.soak < time.Second || o.trials < 1 || o.load < 0 || o.load > 16 || o.rt < 0 || o.rt > 99 || o.rlimit < 0 || !prefixOK(o.prefix) {
+		fmt.Fprintf(stderr, "fastvrrp: want -duration >= 1s (got %v), -trials >= 1 (got %d), -load 0..16 (got %d), -rt-priority 0..99 (got %d), -rlimit-rttime >= 0 (got %d), "+
+			"-prefix of 1 to 8 letters and digits (got %q)\n", o.soak, o.trials, o.load, o.rt, o.rlimit, o.prefix)
 		return 2
 	}
 	if os.Geteuid() != 0 {
@@ -69,7 +79,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	facts := benchdoc.Collect("./bench/fastvrrp", args, benchdoc.FirstLine("keepalived", "--version"))
 	fmt.Fprintf(stdout, "bench/fastvrrp: %s\n", facts)
-	topo, err := testnet.Build(testnet.Options{Hosts: 4, Client: true, Prefix: "vvt"})
+	hosts := 4
+	if o.withoutRT {
+		hosts = 8
+	}
+	topo, err := testnet.Build(testnet.Options{Hosts: hosts, Client: true, Prefix: o.prefix})
 	if err != nil {
 		fmt.Fprintf(stderr, "fastvrrp: topology: %v\n", err)
 		return 1
@@ -83,12 +97,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 		topo.Close()
 		os.Exit(130)
 	}()
-	vs, ka, err := bench(o, topo, work, stdout)
+	ps, load, err := bench(o, topo, work, stdout)
 	if err != nil {
 		fmt.Fprintf(stderr, "fastvrrp: %v\n", err)
 		return 1
 	}
-	rep := report(vs.res, ka.res, o.soak, o.load)
+	var res []pairResult
+	for _, p := range ps {
+		res = append(res, p.res)
+	}
+	rep := report(res, reportOpts{rt: o.rt, rlimit: o.rlimit, load: o.load, soak: o.soak}, load)
 	fmt.Fprintln(stdout)
 	_ = rep.Text(stdout)
 	if o.markdown != "" {
@@ -99,34 +117,66 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-func bench(o options, topo *testnet.Topology, work string, out io.Writer) (vs, ka *pair, err error) {
+// prefixOK reports whether p can start the namespaces' names (testnet
+// adds 8 random hex digits and a suffix): 1 to 8 letters and digits.
+func prefixOK(p string) bool {
+	if len(p) < 1 || len(p) > 8 {
+		return false
+	}
+	for _, r := range p {
+		if !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// pairs are the pairs of the run: vipstack and keepalived at -rt-priority
+// first (the verdicts' two), then the same without it (-without-rt).
+func pairs(o options, hs []*testnet.Host) []*pair {
+	ps := []*pair{
+		{impl: peers.Vipstack, rt: o.rt, rlimit: o.rlimit, vrid: 51, vip: netip.MustParseAddr("198.18.0.100"), master: hs[0], backup: hs[1]},
+		{impl: peers.Keepalived, rt: o.rt, rlimit: o.rlimit, vrid: 52, vip: netip.MustParseAddr("198.18.0.101"), master: hs[2], backup: hs[3]},
+	}
+	if o.withoutRT {
+		ps = append(ps,
+			&pair{impl: peers.Vipstack, vrid: 53, vip: netip.MustParseAddr("198.18.0.102"), master: hs[4], backup: hs[5]},
+			&pair{impl: peers.Keepalived, vrid: 54, vip: netip.MustParseAddr("198.18.0.103"), master: hs[6], backup: hs[7]})
+	}
+	for _, p := range ps {
+		p.res = pairResult{Impl: string(p.impl), RT: p.rt}
+	}
+	return ps
+}
+
+// bench runs the pairs and returns them with the load average at the end
+// of the soak.
+func bench(o options, topo *testnet.Topology, work string, out io.Writer) ([]*pair, string, error) {
 	w, err := watchAdverts(topo.Client)
 	if err != nil {
-		return nil, nil, fmt.Errorf("advert watcher: %w", err)
+		return nil, "", fmt.Errorf("advert watcher: %w", err)
 	}
 	defer w.close()
-	hs := topo.Hosts
-	vs = &pair{impl: peers.Vipstack, vrid: 51, vip: netip.MustParseAddr("198.18.0.100"), master: hs[0], backup: hs[1], res: pairResult{Impl: "vipstack"}}
-	ka = &pair{impl: peers.Keepalived, vrid: 52, vip: netip.MustParseAddr("198.18.0.101"), master: hs[2], backup: hs[3], res: pairResult{Impl: "keepalived"}}
-	for _, p := range []*pair{vs, ka} {
+	ps := pairs(o, topo.Hosts)
+	for _, p := range ps {
 		for i, h := range []*testnet.Host{p.master, p.backup} {
 			if p.nodes[i], err = p.start(h, o.bin, work, 0); err != nil {
-				return nil, nil, err
+				return nil, "", err
 			}
 		}
 	}
-	for _, p := range []*pair{vs, ka} {
+	for _, p := range ps {
 		if _, err := peers.WaitSoleHolder([]*testnet.Host{p.master, p.backup}, p.vip, p.master, time.Second, 30*time.Second); err != nil {
-			return nil, nil, fmt.Errorf("%s pair before the load: %w", p.impl, err)
+			return nil, "", fmt.Errorf("%s pair before the load: %w", p.res.Label(), err)
 		}
 	}
 	// The load: busy loops in the client's namespace, bounded by time.
-	limit := o.soak + time.Duration(o.trials)*2*time.Minute
+	limit := o.soak + time.Duration(o.trials*len(ps))*time.Minute
 	var loads []*exec.Cmd
 	for range o.load {
 		c := topo.Client.Command("timeout", strconv.Itoa(int(limit.Seconds())), "sh", "-c", "while :; do :; done")
 		if err := topo.Client.Start(c); err != nil {
-			return nil, nil, fmt.Errorf("load: %w", err)
+			return nil, "", fmt.Errorf("load: %w", err)
 		}
 		loads = append(loads, c)
 	}
@@ -136,32 +186,105 @@ func bench(o options, topo *testnet.Topology, work string, out io.Writer) (vs, k
 		}
 	}()
 	fmt.Fprintf(out, "pairs settled; %d busy loops started; soaking for %v\n", o.load, o.soak)
+	steal0 := stealTime()
 	w.startSoak()
 	time.Sleep(o.soak) // the soak: counting what the pairs send meanwhile
 	st := w.endSoak()
-	for _, p := range []*pair{vs, ka} {
-		m, b := st[p.master.IPv4.Addr()], st[p.backup.IPv4.Addr()]
-		p.res.Adverts, p.res.MaxGap, p.res.FalseFailovers = m.n, m.maxGap, b.episodes
-		for _, nd := range p.nodes {
-			if !nd.Alive() {
-				return nil, nil, fmt.Errorf("%s on %s exited during the soak:\n%s", p.impl, nd.Host.Name, nd.Log())
-			}
-		}
-		fmt.Fprintf(out, "%s: %d master adverts, longest gap %s ms, %d false failovers\n", p.impl, m.n, msf(m.maxGap), b.episodes)
+	load := fmt.Sprintf("%s, CPU time stolen by the hypervisor %v", loadAverage(), (stealTime() - steal0).Round(time.Millisecond))
+	if err := soakResults(ps, st, out); err != nil {
+		return nil, "", err
 	}
 	for i := range o.trials {
-		for _, p := range []*pair{ka, vs} {
+		for _, p := range ps {
 			d, err := p.crash(w, o.bin, work, i+1)
 			if err != nil {
 				p.res.CrashErrs = append(p.res.CrashErrs, fmt.Sprintf("trial %d: %v", i+1, err))
-				fmt.Fprintf(out, "%s crash %d: %v\n", p.impl, i+1, err)
+				fmt.Fprintf(out, "%s crash %d: %v\n", p.res.Label(), i+1, err)
 				continue
 			}
 			p.res.Crashes = append(p.res.Crashes, d)
-			fmt.Fprintf(out, "%s crash %d: backup advertised %s ms after the master's last advert\n", p.impl, i+1, msf(d))
+			fmt.Fprintf(out, "%s crash %d: backup advertised %s ms after the master's last advert\n", p.res.Label(), i+1, msf(d))
 		}
 	}
-	return vs, ka, nil
+	return ps, load, nil
+}
+
+// soakResults records what each pair's master and backup sent during the
+// soak, and fails if a node exited.
+func soakResults(ps []*pair, st map[netip.Addr]soakStats, out io.Writer) error {
+	for _, p := range ps {
+		m, b := st[p.master.IPv4.Addr()], st[p.backup.IPv4.Addr()]
+		p.res.Adverts, p.res.MaxGap, p.res.FalseFailovers, p.res.Gaps = m.n, m.maxGap, b.episodes, m.gaps[:]
+		p.res.LongGaps = len(m.long)
+		// Against the other implementation's master at the same settings.
+		for _, q := range ps {
+			if q != p && q.rt == p.rt {
+				p.res.Shared = overlapping(m.long, st[q.master.IPv4.Addr()].long)
+			}
+		}
+		for _, nd := range p.nodes {
+			if !nd.Alive() {
+				return fmt.Errorf("%s on %s exited during the soak:\n%s", p.res.Label(), nd.Host.Name, nd.Log())
+			}
+		}
+		for _, nd := range p.nodes {
+			p.res.Killed += len(killedLog.FindAllString(nd.Log(), -1))
+			for _, l := range notable(nd.Log()) {
+				fmt.Fprintf(out, "  %s: %s\n", nd.Host.Name, l)
+			}
+		}
+		fmt.Fprintf(out, "%s: %d master adverts, longest gap %s ms, %d false failovers, %d VRRP processes killed\n",
+			p.res.Label(), m.n, msf(m.maxGap), b.episodes, p.res.Killed)
+	}
+	return nil
+}
+
+// notableLog picks the log lines that say a process died, was restarted
+// or ran late.
+var notableLog = regexp.MustCompile(`(?i)exited|died|respawn|killed|signal|SIGXCPU|late|took long|cannot`)
+
+// killedLog matches the line vipstack's supervisor and keepalived's parent
+// log when the VRRP process dies (RLIMIT_RTTIME's SIGKILL among others).
+var killedLog = regexp.MustCompile(`supervisor: engine died|VRRP child process\(\d+\) died`)
+
+// notable returns up to 8 notable lines of a node's log.
+func notable(log string) []string {
+	var out []string
+	for _, l := range strings.Split(log, "\n") {
+		if notableLog.MatchString(l) && len(out) < 8 {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// stealTime is the CPU time the hypervisor took from this machine's
+// CPUs so far (/proc/stat's steal, in USER_HZ ticks of 10 ms).
+func stealTime() time.Duration {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 9 || f[0] != "cpu" {
+		return 0
+	}
+	n, _ := strconv.Atoi(f[8])
+	return time.Duration(n) * 10 * time.Millisecond
+}
+
+// loadAverage is /proc/loadavg's first three fields.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
 }
 
 func (p *pair) start(h *testnet.Host, bin, work string, n int) (*peers.Node, error) {
@@ -169,7 +292,10 @@ func (p *pair) start(h *testnet.Host, bin, work string, n int) (*peers.Node, err
 	if h == p.master {
 		prio = 150
 	}
-	c := peers.Conf{Version: 3, Interval: advert, VRID: p.vrid, Priority: prio, Interface: h.Link, VIP: netip.PrefixFrom(p.vip, 32)}
+	c := peers.Conf{Version: 3, Interval: advert, VRID: p.vrid, Priority: prio, Interface: h.Link, VIP: netip.PrefixFrom(p.vip, 32), RTPriority: p.rt}
+	if p.rt > 0 {
+		c.RLimitRTTime = p.rlimit
+	}
 	text, err := c.Render(h.Name)
 	if err != nil {
 		return nil, err
@@ -189,7 +315,10 @@ func (p *pair) crash(w *watch, bin, work string, n int) (time.Duration, error) {
 	deadline := t0.Add(2 * time.Second)
 	for {
 		if first, ok := w.firstAfter(p.backup.IPv4.Addr(), t0); ok {
-			last, ok := w.lastBefore(p.master.IPv4.Addr(), t0)
+			// The master's last advert before the backup's first, not
+			// before t0: this process runs beside the load too, and the
+			// kill may leave it well after t0.
+			last, ok := w.lastBefore(p.master.IPv4.Addr(), first)
 			if !ok {
 				return 0, errors.New("no advert from the master before the kill")
 			}

@@ -1,12 +1,15 @@
 package main
 
 import (
+	"encoding/binary"
+	"fmt"
 	"net"
 	"net/netip"
 	"sync"
 	"time"
 
 	"golang.org/x/net/ipv4"
+	"golang.org/x/sys/unix"
 
 	"github.com/vipstack/vipstack/internal/testnet"
 )
@@ -17,9 +20,12 @@ const episodeGap = 200 * time.Millisecond
 
 const keepPerSource = 8192 // timestamps kept per source (80 s at 10 ms)
 
-// watch records the VRRP advertisements the client hears, per source.
+// watch records the VRRP advertisements the client hears, per source, at
+// the time the kernel received each (SO_TIMESTAMPNS): the bench's own
+// process runs beside the busy loops too, and reading late must not count
+// as a late advert.
 type watch struct {
-	conn *ipv4.PacketConn
+	conn *net.IPConn
 
 	mu      sync.Mutex
 	seen    map[netip.Addr][]time.Time
@@ -33,6 +39,42 @@ type soakStats struct {
 	prev     time.Time
 	maxGap   time.Duration
 	episodes int
+	gaps     [nGapBounds + 1]int // gaps between adverts, by gapBounds
+	long     []span              // the gaps over longGap, the first maxLong
+}
+
+// span is a silence of one source: from one advert to the next.
+type span struct{ from, to time.Time }
+
+// longGap is a gap that lets the backup take over (Master_Down_Interval
+// plus 10 ms); maxLong bounds how many are kept per source.
+const (
+	longGap = 46 * time.Millisecond
+	maxLong = 10000
+)
+
+// overlapping counts the spans of a that overlap a span of b: two
+// independent processes silent at the same time point at the machine
+// (both waiting for a CPU or the kernel), not at either one.
+func overlapping(a, b []span) int {
+	n := 0
+	for _, x := range a {
+		for _, y := range b {
+			if x.from.Before(y.to) && y.from.Before(x.to) {
+				n++
+				break
+			}
+		}
+	}
+	return n
+}
+
+func (s *soakStats) addGap(g time.Duration) {
+	bounds, i := gapBounds(), 0
+	for i < len(bounds) && g > bounds[i] {
+		i++
+	}
+	s.gaps[i]++
 }
 
 func watchAdverts(client *testnet.Host) (*watch, error) {
@@ -47,12 +89,15 @@ func watchAdverts(client *testnet.Host) (*watch, error) {
 			c.Close()
 			return err
 		}
-		pc := ipv4.NewPacketConn(c)
-		if err := pc.JoinGroup(ifi, &net.IPAddr{IP: net.IPv4(224, 0, 0, 18)}); err != nil {
+		if err := ipv4.NewPacketConn(c).JoinGroup(ifi, &net.IPAddr{IP: net.IPv4(224, 0, 0, 18)}); err != nil {
 			c.Close()
 			return err
 		}
-		w.conn = pc
+		w.conn = c.(*net.IPConn)
+		if err := timestamps(w.conn); err != nil {
+			c.Close()
+			return err
+		}
 		return nil
 	})
 	if err != nil {
@@ -62,19 +107,53 @@ func watchAdverts(client *testnet.Host) (*watch, error) {
 	return w, nil
 }
 
+// timestamps asks the kernel for each packet's receive time, and for a
+// receive buffer that holds the adverts of seconds of a late reader.
+func timestamps(c *net.IPConn) error {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var serr error
+	err = rc.Control(func(fd uintptr) {
+		if serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1); serr == nil {
+			serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, 4<<20)
+		}
+	})
+	if err != nil {
+		return err
+	}
+	if serr != nil {
+		return fmt.Errorf("SO_TIMESTAMPNS, SO_RCVBUFFORCE: %w", serr)
+	}
+	return nil
+}
+
+// rxTime is the kernel's receive time from oob, else now.
+func rxTime(oob []byte) time.Time {
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil {
+		return time.Now()
+	}
+	for _, m := range msgs {
+		if m.Header.Level == unix.SOL_SOCKET && m.Header.Type == unix.SCM_TIMESTAMPNS && len(m.Data) >= 16 {
+			sec, nsec := binary.NativeEndian.Uint64(m.Data), binary.NativeEndian.Uint64(m.Data[8:])
+			return time.Unix(int64(sec), int64(nsec))
+		}
+	}
+	return time.Now()
+}
+
 func (w *watch) read() {
 	buf := make([]byte, 1500)
+	oob := make([]byte, 128)
 	for {
-		_, _, src, err := w.conn.ReadFrom(buf)
+		_, oobn, _, src, err := w.conn.ReadMsgIP(buf, oob)
 		if err != nil {
 			return // closed
 		}
-		now := time.Now()
-		ip, ok := src.(*net.IPAddr)
-		if !ok {
-			continue
-		}
-		a, ok := netip.AddrFromSlice(ip.IP)
+		now := rxTime(oob[:oobn])
+		a, ok := netip.AddrFromSlice(src.IP)
 		if !ok {
 			continue
 		}
@@ -94,8 +173,12 @@ func (w *watch) read() {
 			if s.prev.IsZero() || now.Sub(s.prev) > episodeGap {
 				s.episodes++
 			}
-			if g := now.Sub(s.prev); !s.prev.IsZero() && g > s.maxGap {
-				s.maxGap = g
+			if g := now.Sub(s.prev); !s.prev.IsZero() {
+				s.maxGap = max(s.maxGap, g)
+				s.addGap(g)
+				if g > longGap && len(s.long) < maxLong {
+					s.long = append(s.long, span{s.prev, now})
+				}
 			}
 			s.n++
 			s.prev = now

@@ -7,11 +7,14 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"os"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -135,12 +138,14 @@ type Engine struct {
 	// logged.
 	absentNext time.Time
 	absentErr  string
-	// tuned is the scheduling applied from global_defs; rtPrio its
-	// realtime priority, for keepRealtime.
-	tuned  sched.Tuning
-	rtPrio atomic.Int32
-	runner script.Runner
-	ctx    context.Context
+	// proc is the process's scheduling from global_defs (applyTuning);
+	// scripts start through it.
+	proc *sched.Process
+	// stopXCPU stops the SIGXCPU watch (watchRTTime) once a realtime
+	// priority was applied; nil before.
+	stopXCPU func()
+	runner   script.Runner
+	ctx      context.Context
 
 	statusMu sync.Mutex
 	status   []InstanceStatus
@@ -244,6 +249,7 @@ func New(opts Options) (*Engine, *keepalived.Config, error) {
 		dad:       map[string]dadWait{},
 		srcAbsent: map[netip.Addr]bool{},
 		adopt:     map[string]bool{},
+		proc:      &sched.Process{},
 	}
 	e.metrics = newMetrics(opts.Registry, e.Status)
 	for _, name := range opts.Adopt {
@@ -451,9 +457,13 @@ func (e *Engine) Run(ctx context.Context) error {
 	}
 	defer nl.Close()
 	e.nl = timedNetlink{Netlink: nl, e: e}
-	e.runner = script.Runner{Security: securityOf(e.cfg)}
+	e.runner = script.Runner{Security: securityOf(e.cfg), Start: e.proc.Start}
 	e.applyTuning()
-	go e.keepRealtime(ctx)
+	defer func() {
+		if e.stopXCPU != nil {
+			e.stopXCPU()
+		}
+	}()
 
 	// Leftovers of a crashed earlier run, then any configured VIP that is
 	// present although we hold nothing yet; not those of the instances a
@@ -1112,41 +1122,48 @@ func appendAddrKey(b []byte, p netip.Prefix, dev string) []byte {
 	return append(b, dev...)
 }
 
-// applyTuning applies global_defs' vrrp_rt_priority, vrrp_no_swap and
-// vrrp_rlimit_rttime to this process (at start, and after a reload that
-// changes them), logging what it did or why it could not.
+// applyTuning applies global_defs' vrrp_rt_priority, vrrp_priority,
+// vrrp_no_swap and vrrp_rlimit_rttime to this process, as keepalived does
+// to its VRRP process (sched.ForVRRP), at start and after a reload that
+// changes them, logging what it did or why it could not.
 func (e *Engine) applyTuning() {
 	g := e.cfg.Global
-	want := sched.Tuning{RTPriority: g.RTPriority, NoSwap: g.NoSwap, RLimitRTTime: g.RLimitRTTime}
-	if want == e.tuned {
-		return
+	done, err := e.proc.Apply(sched.ForVRRP(g.RTPriority, g.Nice, g.NoSwap, g.RLimitRTTime))
+	if g.RTPriority > 0 && e.stopXCPU == nil {
+		// Only then: signal.Notify starts a goroutine of the runtime's,
+		// which a test's synctest bubble must not own.
+		e.stopXCPU = e.watchRTTime()
 	}
-	done, err := sched.Apply(e.tuned, want)
-	e.tuned = want
-	e.rtPrio.Store(int32(want.RTPriority))
 	if len(done) > 0 {
 		e.log.Info("VRRP process scheduling set from global_defs", "applied", strings.Join(done, "; "))
 	}
 	if err != nil {
-		e.log.Warn("VRRP process scheduling from global_defs not fully applied (needs CAP_SYS_NICE, CAP_IPC_LOCK, CAP_SYS_RESOURCE)", "err", err)
+		e.log.Warn("VRRP process scheduling from global_defs not fully applied; the engine runs without what failed", "err", err)
 	}
 }
 
-// keepRealtime gives the threads the Go runtime starts later the realtime
-// priority too (a new thread does not inherit it: the policy resets on
-// fork, so that scripts run as normal processes), once a second until ctx
-// ends.
-func (e *Engine) keepRealtime(ctx context.Context) {
-	t := time.NewTicker(time.Second) // the kernel's threads, not a protocol timer: the real clock
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if p := e.rtPrio.Load(); p > 0 {
-				_, _ = sched.Threads(int(p))
+// watchRTTime logs the kernel's SIGXCPU until stop is called: a thread of
+// the engine ran at realtime priority for the soft RLIMIT_RTTIME (half of
+// vrrp_rlimit_rttime) without blocking; at the hard limit the kernel kills
+// the engine, and the supervisor starts it again. The kernel sends it once
+// per process. The Go runtime drops SIGXCPU unless asked for it.
+func (e *Engine) watchRTTime() (stop func()) {
+	c := make(chan os.Signal, 1)
+	signal.Notify(c, syscall.SIGXCPU)
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-done:
+				return
+			case <-c:
+				e.log.Warn("a thread of the VRRP engine ran at realtime priority for half of vrrp_rlimit_rttime without blocking " +
+					"(SIGXCPU); at the whole of it the kernel kills the engine: raise vrrp_rlimit_rttime if this recurs")
 			}
 		}
+	}()
+	return func() {
+		signal.Stop(c)
+		close(done)
 	}
 }

@@ -132,6 +132,37 @@ func TestParseAccepts(t *testing.T) {
 			},
 		},
 		{
+			// keepalived 2.2.7 -t (measured): "vrrp process real-time
+			// priority 0 less than minimum 1 - setting to minimum", and
+			// "... 100 greater than maximum 99 - setting to maximum".
+			name: "vrrp_rt_priority below 1 is 1, with a warning, as keepalived",
+			conf: "global_defs {\n vrrp_rt_priority 0\n}\n" + vi(""),
+			get:  func(c *Config) any { return c.Global.RTPriority },
+			want: 1,
+			wantWarnings: []string{
+				"k.conf:2: vrrp_rt_priority 0 is below the minimum; 1 is used, as keepalived does (accepted: 1..99)",
+			},
+		},
+		{
+			name: "vrrp_rt_priority above 99 is 99, with a warning, as keepalived",
+			conf: "global_defs {\n vrrp_rt_priority 100\n}\n" + vi(""),
+			get:  func(c *Config) any { return c.Global.RTPriority },
+			want: 99,
+			wantWarnings: []string{
+				"k.conf:2: vrrp_rt_priority 100 is above the maximum; 99 is used, as keepalived does (accepted: 1..99)",
+			},
+		},
+		{
+			name: "scheduling settings",
+			conf: "global_defs {\n vrrp_rt_priority 50\n vrrp_priority -5\n vrrp_no_swap\n vrrp_rlimit_rttime 1\n" +
+				" checker_rlimit_rttime 100000\n bfd_rlimit_rttime 2147483647\n}\n" + vi(""),
+			get: func(c *Config) any {
+				g := c.Global
+				return []any{g.RTPriority, g.Nice, g.NoSwap, g.RLimitRTTime, g.CheckerRLimitRTTime, g.BFDRLimitRTTime}
+			},
+			want: []any{50, -5, true, 1, 100000, 2147483647},
+		},
+		{
 			name: "default_interface is recorded (keepalived uses it only for static addresses)",
 			conf: "global_defs {\n default_interface eth1\n}\n" + vi(""),
 			get:  func(c *Config) any { return c.Global.DefaultInterface },

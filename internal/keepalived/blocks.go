@@ -91,7 +91,9 @@ func (p *parser) global(stmts []*stmt) {
 				}
 			}
 		case "vrrp_rt_priority":
-			g.RTPriority, _ = p.intArg(s, 1, 99)
+			g.RTPriority = p.rtPriority(s)
+		case "vrrp_priority":
+			g.Nice, _ = p.intArg(s, -20, 19)
 		case "vrrp_no_swap":
 			g.NoSwap = p.flag(s)
 		case "vrrp_rlimit_rttime":

@@ -23,8 +23,9 @@
 //     vrrp_garp_master_refresh, vrrp_garp_master_refresh_repeat,
 //     vrrp_garp_interval, vrrp_gna_interval, max_auto_priority,
 //     vrrp_startup_delay, dynamic_interfaces [allow_if_changes],
-//     vrrp_rt_priority, vrrp_no_swap, vrrp_rlimit_rttime (applied to the
-//     engine process by package sched), notification_email,
+//     vrrp_rt_priority, vrrp_priority, vrrp_no_swap, vrrp_rlimit_rttime
+//     (applied to the engine process by package sched with keepalived's
+//     rules: sched.ForVRRP), notification_email,
 //     notification_email_from, smtp_server, smtp_helo_name,
 //     smtp_connect_timeout, smtp_alert, smtp_alert_vrrp, no_email_faults
 //     (SMTP alerts on state changes), smtp_alert_checker, checker_no_swap

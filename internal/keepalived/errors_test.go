@@ -222,10 +222,50 @@ func TestParseErrors(t *testing.T) {
 			conf: "global_defs {\n vrrp_version 4\n}\n",
 			want: "k.conf:2: vrrp_version 4 is out of range (accepted: 2..3)",
 		},
+		// The scheduling keywords; keepalived 2.2.7 -t (measured) says
+		// "invalid number 'abc'", "number '20' outside range [-20, 19]",
+		// "Invalid vrrp process priority specified", "No vrrp process
+		// priority specified", "number '0' outside range [1, 4294967295]",
+		// "Invalid vrrp real-time limit - 0" and carries on without them.
 		{
-			name: "vrrp_rt_priority out of range",
-			conf: "global_defs {\n vrrp_rt_priority 0\n}\n",
-			want: "k.conf:2: vrrp_rt_priority 0 is out of range (accepted: 1..99)",
+			name: "vrrp_rt_priority not a number",
+			conf: "global_defs {\n vrrp_rt_priority abc\n}\n",
+			want: `k.conf:2: vrrp_rt_priority "abc" is not an integer (accepted: 1..99)`,
+		},
+		{
+			name: "vrrp_rt_priority without a value",
+			conf: "global_defs {\n vrrp_rt_priority\n}\n",
+			want: "k.conf:2: vrrp_rt_priority takes one value (1..99), got 0 values",
+		},
+		{
+			name: "vrrp_priority above 19",
+			conf: "global_defs {\n vrrp_priority 20\n}\n",
+			want: "k.conf:2: vrrp_priority 20 is out of range (accepted: -20..19)",
+		},
+		{
+			name: "vrrp_priority below -20",
+			conf: "global_defs {\n vrrp_priority -21\n}\n",
+			want: "k.conf:2: vrrp_priority -21 is out of range (accepted: -20..19)",
+		},
+		{
+			name: "vrrp_priority not a number",
+			conf: "global_defs {\n vrrp_priority x\n}\n",
+			want: `k.conf:2: vrrp_priority "x" is not an integer (accepted: -20..19)`,
+		},
+		{
+			name: "vrrp_priority without a value",
+			conf: "global_defs {\n vrrp_priority\n}\n",
+			want: "k.conf:2: vrrp_priority takes one value (-20..19), got 0 values",
+		},
+		{
+			name: "vrrp_rlimit_rttime 0",
+			conf: "global_defs {\n vrrp_rlimit_rttime 0\n}\n",
+			want: "k.conf:2: vrrp_rlimit_rttime 0 is out of range (accepted: 1..2147483647)",
+		},
+		{
+			name: "checker_rt_priority is refused: vipstack has no checker process",
+			conf: "global_defs {\n checker_rt_priority 50\n}\n",
+			want: `k.conf:2: keyword "checker_rt_priority" is not supported by vipstack`,
 		},
 		{
 			name: "vrrp_rlimit_rttime not a number",

@@ -165,6 +165,7 @@ func (w *writer) global(g *GlobalDefs) {
 		{g.ScriptUser != "", scriptUser},
 		{g.VRRPVersion == 3, []string{"vrrp_version 3"}},
 		{g.RTPriority != 0, []string{"vrrp_rt_priority", itoa(g.RTPriority)}},
+		{g.Nice != 0, []string{"vrrp_priority", itoa(g.Nice)}},
 		{g.NoSwap, []string{"vrrp_no_swap"}},
 		{g.RLimitRTTime != 0, []string{"vrrp_rlimit_rttime", itoa(g.RLimitRTTime)}},
 		{g.CheckerRLimitRTTime != 0, []string{"checker_rlimit_rttime", itoa(g.CheckerRLimitRTTime)}},

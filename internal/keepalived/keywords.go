@@ -17,7 +17,7 @@ const (
 	globalAccepted = "router_id, enable_script_security, script_user, vrrp_version, " +
 		"vrrp_garp_master_delay, vrrp_garp_master_repeat, vrrp_garp_master_refresh, " +
 		"vrrp_garp_master_refresh_repeat, vrrp_garp_interval, vrrp_gna_interval, " +
-		"max_auto_priority, vrrp_startup_delay, dynamic_interfaces, vrrp_rt_priority, vrrp_no_swap, " +
+		"max_auto_priority, vrrp_startup_delay, dynamic_interfaces, vrrp_rt_priority, vrrp_priority, vrrp_no_swap, " +
 		"vrrp_rlimit_rttime, checker_rlimit_rttime, bfd_rlimit_rttime, notification_email, " +
 		"notification_email_from, smtp_server, smtp_helo_name, smtp_connect_timeout, smtp_alert, " +
 		"smtp_alert_vrrp, smtp_alert_checker, no_email_faults, checker_no_swap, default_interface, " +
@@ -43,7 +43,7 @@ const (
 		"vrrp_ipsets vrrp_iptables vrrp_lower_prio_no_advert " +
 		"vrrp_min_garp vrrp_netlink_cmd_rcv_bufs vrrp_netlink_cmd_rcv_bufs_force " +
 		"vrrp_netlink_monitor_rcv_bufs vrrp_netlink_monitor_rcv_bufs_force " +
-		"vrrp_notify_fifo vrrp_notify_fifo_script vrrp_notify_priority_changes vrrp_priority " +
+		"vrrp_notify_fifo vrrp_notify_fifo_script vrrp_notify_priority_changes " +
 		"vrrp_process_name vrrp_rx_bufs_multiplier " +
 		"vrrp_rx_bufs_policy vrrp_skip_check_adv_addr vrrp_strict net_namespace " +
 		"net_namespace_ipvs namespace_with_ipsets instance use_pid_dir linkbeat_use_polling " +

@@ -380,3 +380,27 @@ func (p *parser) boolArg(s *stmt) (bool, bool) {
 	p.errs.add(s.pos, s.kw(), "Invalid value '%s' for %s specified (accepted: nothing, true, on, yes, false, off, no)", a[0], s.kw())
 	return false, false
 }
+
+// rtPriority parses vrrp_rt_priority. Out of 1..99, keepalived 2.2.7 uses
+// the nearer bound with a warning ("vrrp process real-time priority 0 less
+// than minimum 1 - setting to minimum"), and so does vipstack.
+func (p *parser) rtPriority(s *stmt) int {
+	v, ok := p.one(s, "1..99")
+	if !ok {
+		return 0
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		p.errs.add(s.pos, s.kw(), "%s %q is not an integer (accepted: 1..99)", s.kw(), v)
+		return 0
+	}
+	switch {
+	case n < 1:
+		p.warn(s.pos, "%s %d is below the minimum; 1 is used, as keepalived does (accepted: 1..99)", s.kw(), n)
+		return 1
+	case n > 99:
+		p.warn(s.pos, "%s %d is above the maximum; 99 is used, as keepalived does (accepted: 1..99)", s.kw(), n)
+		return 99
+	}
+	return n
+}

@@ -30,6 +30,7 @@ var testdataConfigs = []string{
 	"testdata/seed001_api.conf",
 	"testdata/include/keepalived.conf",
 	"testdata/issue27.conf",
+	"testdata/scheduling.conf",
 }
 
 func parseFile(t *testing.T, name string) (*Config, error) {

@@ -62,7 +62,11 @@ type GlobalDefs struct {
 	// RLIMIT_RTTIME; 0 when not set). CheckerRLimitRTTime and
 	// BFDRLimitRTTime are keepalived's checker and BFD processes', which
 	// vipstack does not have: recorded, no effect.
-	RTPriority                           int
+	RTPriority int
+	// Nice is vrrp_priority, the VRRP process's nice value (-20..19, 0 when
+	// not set); keepalived ignores it under vrrp_rt_priority, and so does
+	// vipstack.
+	Nice                                 int
 	NoSwap                               bool
 	RLimitRTTime                         int
 	CheckerRLimitRTTime, BFDRLimitRTTime int

@@ -50,6 +50,9 @@ type Conf struct {
 	// StartMaster renders state MASTER (which clears nopreempt and
 	// preempt_delay; keepalived 2.2.7 and vipstack still start in BACKUP).
 	StartMaster bool
+	// RTPriority and RLimitRTTime render vrrp_rt_priority and
+	// vrrp_rlimit_rttime (0: not set).
+	RTPriority, RLimitRTTime int
 }
 
 // Config returns c as the typed keepalived model, for routerID. It is
@@ -58,7 +61,7 @@ type Conf struct {
 func (c Conf) Config(routerID string) *keepalived.Config {
 	cfg := keepalived.NewConfig()
 	g := &cfg.Global
-	g.RouterID, g.VRRPVersion = routerID, c.Version
+	g.RouterID, g.VRRPVersion, g.RTPriority, g.RLimitRTTime = routerID, c.Version, c.RTPriority, c.RLimitRTTime
 	if c.Script != "" {
 		g.EnableScriptSecurity, g.ScriptUser = true, "root"
 		sc := keepalived.NewScript("chk", c.Script)

@@ -2,20 +2,21 @@
 
 package sched
 
-import "errors"
+import (
+	"errors"
+	"os/exec"
+)
 
-// Apply is Linux only.
-func Apply(was, t Tuning) ([]string, error) {
-	if t == was {
+// Process is the scheduling of this process: Linux only here.
+type Process struct{}
+
+// Start is cmd.Start.
+func (p *Process) Start(cmd *exec.Cmd) error { return cmd.Start() }
+
+// Apply refuses anything but the default: the settings are Linux only.
+func (p *Process) Apply(t Tuning) ([]string, error) {
+	if t == (Tuning{}) {
 		return nil, nil
 	}
-	return nil, errors.New("scheduling settings are Linux only")
-}
-
-// Threads is Linux only.
-func Threads(prio int) (int, error) {
-	if prio == 0 {
-		return 0, nil
-	}
-	return 0, errors.New("realtime priority is Linux only")
+	return nil, errors.New("scheduling settings (vrrp_rt_priority, vrrp_priority, vrrp_no_swap, vrrp_rlimit_rttime) are Linux only")
 }

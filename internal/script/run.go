@@ -1,6 +1,9 @@
 package script
 
-import "time"
+import (
+	"os/exec"
+	"time"
+)
 
 // DefaultKillGrace is how long a timed-out script has between SIGTERM and
 // SIGKILL, keepalived's 2 seconds.
@@ -19,6 +22,10 @@ type Runner struct {
 	// KillGrace is the time between SIGTERM and SIGKILL when a script times
 	// out or its context is cancelled; 0 means DefaultKillGrace.
 	KillGrace time.Duration
+	// Start starts a script's process; nil is exec.Cmd.Start. The VRRP
+	// engine passes its sched.Process's, so that scripts do not inherit
+	// its realtime priority.
+	Start func(*exec.Cmd) error
 }
 
 // Result is the outcome of one Run.
@@ -40,6 +47,13 @@ type Result struct {
 
 // OK reports whether the script ran and exited 0.
 func (r Result) OK() bool { return r.Err == nil && !r.TimedOut && r.Signal == "" && r.ExitCode == 0 }
+
+func (r Runner) start(cmd *exec.Cmd) error {
+	if r.Start != nil {
+		return r.Start(cmd)
+	}
+	return cmd.Start()
+}
 
 func (r Runner) killGrace() time.Duration {
 	if r.KillGrace > 0 {

@@ -49,7 +49,7 @@ func (r Runner) Run(ctx context.Context, argv []string, timeout time.Duration, e
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
 	cmd.WaitDelay = r.killGrace()
 
-	err = cmd.Start()
+	err = r.start(cmd)
 	pw.Close()
 	if err != nil {
 		res.Err = startError(fmt.Sprintf("script %q", argv[0]), cmd, err)
@@ -99,7 +99,7 @@ func (r Runner) Notify(argv []string, extra ...string) error {
 	if err != nil {
 		return err
 	}
-	if err := cmd.Start(); err != nil {
+	if err := r.start(cmd); err != nil {
 		return startError(fmt.Sprintf("notify script %q", argv[0]), cmd, err)
 	}
 	go func() { _ = cmd.Wait() }()
