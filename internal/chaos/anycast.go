@@ -93,11 +93,10 @@ func checkAnycast(cfg Config, windows []Window, samples []Sample, rep Report) Re
 	for i := range states {
 		states[i].offLo = map[netip.Addr]time.Time{}
 	}
-	type key struct {
-		n int
-		v netip.Addr
+	stale := make([][]*episode, len(cfg.Nodes)) // by node, by VIP
+	for n := range stale {
+		stale[n] = make([]*episode, len(cfg.VIPs))
 	}
-	stale := map[key]*episode{}
 	noRoute := make([]*episode, len(cfg.VIPs))
 	engVIP := make([]*episode, len(cfg.Nodes))
 	rules := make([]*episode, len(cfg.Nodes))
@@ -151,8 +150,7 @@ func checkAnycast(cfg Config, windows []Window, samples []Sample, rep Report) Re
 					st.offLo[v] = t
 				}
 			}
-			for _, v := range cfg.VIPs {
-				k := key{n, v}
+			for vi, v := range cfg.VIPs {
 				since, why := faults[n].outFrom, faults[n].outBy
 				if !st.deadSince.IsZero() && (since.IsZero() || st.deadSince.Before(since)) {
 					since, why = st.deadSince, "its agent or engine is dead"
@@ -161,11 +159,11 @@ func checkAnycast(cfg Config, windows []Window, samples []Sample, rep Report) Re
 					since, why = off, "the VIP is off its loopback"
 				}
 				if slices.Contains(ns.Routed, v) && !since.IsZero() && t.Sub(since) > cfg.StaleBound() {
-					extend(&stale[k], t, cfg.Nodes[n], fmt.Sprintf("routed to %s, which cannot answer since %s (%s; bound %v)",
+					extend(&stale[n][vi], t, cfg.Nodes[n], fmt.Sprintf("routed to %s, which cannot answer since %s (%s; bound %v)",
 						cfg.Nodes[n], since.Format("15:04:05.000"), why, cfg.StaleBound()))
-				} else if stale[k] != nil {
-					closeEp(StaleRoute, v, stale[k])
-					delete(stale, k)
+				} else if stale[n][vi] != nil {
+					closeEp(StaleRoute, v, stale[n][vi])
+					stale[n][vi] = nil
 				}
 			}
 			anyRejoin(cfg, st, ns, n, t, faults[n], &rep)
@@ -200,10 +198,10 @@ func checkAnycast(cfg Config, windows []Window, samples []Sample, rep Report) Re
 		}
 		prevAt = t
 	}
-	for k, ep := range stale {
-		closeEp(StaleRoute, k.v, ep)
-	}
 	for vi, v := range cfg.VIPs {
+		for n := range cfg.Nodes {
+			closeEp(StaleRoute, v, stale[n][vi])
+		}
 		closeEp(NoRoute, v, noRoute[vi])
 	}
 	for n := range cfg.Nodes {
