@@ -144,7 +144,7 @@ func TestChaosMixedShort(t *testing.T) {
 // reloads, against 3 masters each on its own subnet announcing the API
 // and Ingress VIPs by eBGP with BFD to FRR 8.4; failing on any violation
 // of the anycast invariants (the router's kernel routes, the loopbacks)
-// or failed injection. `sudo go run ./bench/chaos -bgp -seed 3 -faults
+// or failed injection. `sudo go run ./bench/chaos -bgp -seed 2 -faults
 // 25 -kinds kill-engine=10,kill-agent=10,stall=14,cut=10,ifdown=8,loss=8,heavy-loss=6,flap-lb=6,reload=8`
 // replays it.
 func TestChaosBGPShort(t *testing.T) {
@@ -157,10 +157,10 @@ func TestChaosBGPShort(t *testing.T) {
 	}
 	w := chaos.BGPWeights()
 	delete(w, chaos.Delay)
-	res := runShort(t, 5*time.Minute, options{Seed: 3, Faults: 25, Nodes: 3, Prefix: "vbcT", BGP: true, Weights: w})
+	res := runShort(t, 5*time.Minute, options{Seed: 2, Faults: 25, Nodes: 3, Prefix: "vbcT", BGP: true, Weights: w})
 	checkShort(t, res, 25)
-	for _, k := range []chaos.Kind{chaos.KillEngine, chaos.KillAgent, chaos.Stall, chaos.Cut} {
-		if res.Injected[k] == 0 {
+	for k, n := range w {
+		if n > 0 && res.Injected[k] == 0 {
 			t.Errorf("no %s fault injected; the seed gives some", k)
 		}
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/vipstack/vipstack/internal/cluster"
 	"github.com/vipstack/vipstack/internal/procfs"
 	"github.com/vipstack/vipstack/internal/routedlab"
+	"github.com/vipstack/vipstack/internal/supervise"
 	"github.com/vipstack/vipstack/internal/testnet"
 )
 
@@ -202,7 +203,7 @@ func startBGP(ctx context.Context, o options, out io.Writer) (_ mode, cfg chaos.
 		return nil, cfg, nil, false, err
 	}
 	fmt.Fprintf(out, "vipstack chaos -bgp: seed %d, %d faults, %d masters announcing by eBGP to FRR, BFD %v x %d\n", o.Seed, o.Faults, o.Nodes, bgpBFD, bgpBFDMult)
-	m := &bgpMode{o: o, frr: map[string]*bgpProc{}}
+	m := &bgpMode{o: o, frr: map[string]*bgpProc{}, rnsh: netns.None()}
 	defer func() {
 		if err != nil {
 			m.close()
@@ -303,7 +304,7 @@ func (m *bgpMode) startDaemon(d string) error {
 // server (HTTPS on 6443, the load balancer's backend) and the Ingress
 // router's health endpoint (HTTP on 1936), which the checks probe.
 func (m *bgpMode) addNode(i int) (*bgpNode, error) {
-	n := &bgpNode{name: fmt.Sprintf("m%d", i), i: i, ns: m.lab.Nodes[i-1]}
+	n := &bgpNode{name: fmt.Sprintf("m%d", i), i: i, ns: m.lab.Nodes[i-1], nsh: netns.None()}
 	n.host = &testnet.Host{Name: n.ns, Link: "eth0"}
 	n.log = filepath.Join(m.lab.Dir, n.name+".log")
 	var err error
@@ -427,7 +428,24 @@ func (m *bgpMode) enginePid(n *bgpNode) int {
 	if p == nil {
 		return 0
 	}
-	return procfs.ChildOf(p.cmd.Process.Pid)
+	return engineOf(p.cmd.Process.Pid)
+}
+
+// engineOf is the supervisor sup's engine: its child, unless that child
+// is the clean-up it runs after the engine died (supervise.EnvCleanup in
+// its environment), which is no engine.
+func engineOf(sup int) int {
+	pid := procfs.ChildOf(sup)
+	if pid == 0 {
+		return 0
+	}
+	env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+	if err == nil && slices.ContainsFunc(strings.Split(string(env), "\x00"), func(kv string) bool {
+		return strings.HasPrefix(kv, supervise.EnvCleanup+"=")
+	}) {
+		return 0
+	}
+	return pid
 }
 
 func (m *bgpMode) free(i int, k chaos.Kind) bool {
@@ -593,7 +611,7 @@ func (m *bgpMode) sample() ([]chaos.NodeSample, error) {
 			n.engine = 0
 		} else {
 			if n.engine == 0 || !procfs.Alive(n.engine) || procfs.PPid(n.engine) != p.cmd.Process.Pid {
-				n.engine = procfs.ChildOf(p.cmd.Process.Pid)
+				n.engine = engineOf(p.cmd.Process.Pid)
 			}
 			ns.Engine = n.engine != 0
 		}
