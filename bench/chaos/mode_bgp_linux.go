@@ -48,8 +48,14 @@ const (
 	bgpBFDMult   = 3
 	// bgpRejoin is how long a node may take to be routed again after a
 	// fault (chaos.Config.Rejoin): its agent's start, the checks'
-	// rise (chk_ocp_lb: 3 passes 2 s apart), BFD up, the session.
-	bgpRejoin = 12 * time.Second
+	// rise (chk_ocp_lb: 3 passes 2 s apart), BFD up, the session. Runs
+	// on a loaded machine (load 10-19) took up to 7.4 s.
+	bgpRejoin = 10 * time.Second
+	// bgpWarmup is how long a new session may lack BFD
+	// (chaos.Config.Warmup): both ends start it once the session is up,
+	// at one packet a second until Up.
+	bgpWarmup = 3 * time.Second
+	bgpHold   = 30 * time.Second
 	// bgpFlapTable is the nftables table of a FlapLB fault: it refuses
 	// the node's own connections to its load balancer (port 9445).
 	bgpFlapTable = "vbcflap"
@@ -159,8 +165,8 @@ func bgpClusterYAML(nodes int, note string) string {
 	}
 	fmt.Fprintf(&b, "bgp:\n  asn: %d\n  announce: [api, ingress]\n  peers:\n", bgpNodeASN)
 	for i := 1; i <= nodes; i++ {
-		fmt.Fprintf(&b, "    - {address: %s, asn: %d, nodes: [m%d], holdTime: 30s, keepalive: 10s, bfd: {interval: %v, multiplier: %d}}\n",
-			routedlab.SubnetV4(i, 1), bgpRouterASN, i, bgpBFD, bgpBFDMult)
+		fmt.Fprintf(&b, "    - {address: %s, asn: %d, nodes: [m%d], holdTime: %v, keepalive: 10s, bfd: {interval: %v, multiplier: %d}}\n",
+			routedlab.SubnetV4(i, 1), bgpRouterASN, i, bgpHold, bgpBFD, bgpBFDMult)
 	}
 	if note != "" {
 		fmt.Fprintf(&b, "# chaos: %s\n", note)
@@ -227,7 +233,7 @@ func startBGP(ctx context.Context, o options, out io.Writer) (_ mode, cfg chaos.
 	}
 	cfg = chaos.Config{VIPs: []netip.Addr{bgpAPI, bgpIngress}, Advert: bgpBFD, Margin: 2 * bgpBFD, PartitionLoss: 20,
 		SupervisorBound: 250 * time.Millisecond, StartSweep: 3 * time.Second, ServiceBound: 3 * time.Second,
-		Anycast: true, Detect: bgpBFDMult * bgpBFD, Rejoin: bgpRejoin}
+		Anycast: true, Detect: bgpBFDMult * bgpBFD, Rejoin: bgpRejoin, Warmup: bgpWarmup, Hold: bgpHold}
 	for i := 1; i <= o.Nodes; i++ {
 		n, err := m.addNode(i)
 		m.nodes = append(m.nodes, n) // close releases what it opened
@@ -610,9 +616,9 @@ func (m *bgpMode) sample() ([]chaos.NodeSample, error) {
 		if p == nil {
 			n.engine = 0
 		} else {
-			if n.engine == 0 || !procfs.Alive(n.engine) || procfs.PPid(n.engine) != p.cmd.Process.Pid {
-				n.engine = engineOf(p.cmd.Process.Pid)
-			}
+			// Looked up every time: a child read between its fork and its
+			// exec may turn out to be the clean-up (engineOf).
+			n.engine = engineOf(p.cmd.Process.Pid)
 			ns.Engine = n.engine != 0
 		}
 		n.mu.Unlock()

@@ -137,8 +137,23 @@ func printAnycast(p func(string, ...any), cfg chaos.Config, rep chaos.Report) {
 	p("route withdrawn from a node that cannot answer (fault in effect -> no route to it): n=%d, p50 %v, p99 %v, worst %v (%s at %s)\n",
 		len(took), pct(took, 50), pct(took, 99), worst.Took.Round(time.Millisecond), worst.Event, worst.At.Format("15:04:05.000"))
 	p("  bound BFD detection + margin = %v + %v = %v; worst/bound = %.2f\n", cfg.Detect, cfg.Margin, bound, float64(worst.Took)/float64(bound))
+	p("  not timed: %d faults within %v of a route's return to their node (BFD may not be up yet: bound hold time + margin = %v)\n",
+		rep.Unprotected, cfg.Warmup, cfg.Hold+cfg.Margin)
 	p("routed again after the fault ended (every VIP via the node): n=%d, p50 %v, p99 %v, worst %v (%s at %s; (b) counts a node eligible %v after)\n",
 		len(back), pct(back, 50), pct(back, 99), slowest.Took.Round(time.Millisecond), slowest.Event, slowest.At.Format("15:04:05.000"), cfg.Rejoin)
+	byKind := map[string][]time.Duration{}
+	for _, r := range rep.Rejoins {
+		k, _, _ := strings.Cut(r.Event, " on ")
+		byKind[k] = append(byKind[k], r.Took)
+	}
+	var kinds []string
+	for k, d := range byKind {
+		kinds = append(kinds, fmt.Sprintf("%s n=%d p50 %v max %v", k, len(d), pct(d, 50), pct(d, 100)))
+	}
+	slices.Sort(kinds)
+	if len(kinds) > 0 {
+		p("  by what ended: %s\n", strings.Join(kinds, "; "))
+	}
 	if rep.Samples > 0 {
 		p("invariant (b) applied (some node eligible) in %d of %d samples (%.0f %%)\n", rep.Judged, rep.Samples, 100*float64(rep.Judged)/float64(rep.Samples))
 	}

@@ -16,7 +16,9 @@ import (
 //
 //	(a) stale route: the router sends no VIP to a node that cannot answer
 //	    it (agent or engine dead, stalled, cut, its interface down, the
-//	    VIP off its loopback) longer than StaleBound after that began;
+//	    VIP off its loopback) longer than StaleBound after that began, or
+//	    Hold + Margin when that began within Warmup of the route's return
+//	    (BFD not up yet on a new session);
 //	(b) no eligible route: a VIP with an eligible node is routed to one,
 //	    except within StaleBound of a fault's start;
 //	(c) leftovers: an engine dead under a live supervisor leaves no VIP
@@ -50,6 +52,25 @@ type anyNode struct {
 	reactRules           bool
 	offLo                map[netip.Addr]time.Time // VIPs it may hold seen off its loopback since
 	rejoined             time.Time                // the return last timed (anyRejoin)
+	routedSince          map[netip.Addr]time.Time // the first sample of each VIP's current route to it
+}
+
+// youngest is when the youngest of the node's current routes appeared
+// (zero: none).
+func (st *anyNode) youngest() time.Time {
+	var y time.Time
+	for _, t := range st.routedSince {
+		if t.After(y) {
+			y = t
+		}
+	}
+	return y
+}
+
+// unprotected reports whether a fault from since hit a route younger than
+// Warmup then (its session's BFD may not be up).
+func unprotected(cfg Config, routedSince, since time.Time) bool {
+	return !routedSince.IsZero() && routedSince.After(since.Add(-cfg.Warmup))
 }
 
 // anyFaults is what the fault windows say of one node at one moment.
@@ -58,6 +79,7 @@ type anyFaults struct {
 	outBy   string
 	open    bool      // a fault that lets the router drop its route is under way
 	lastEnd time.Time // when the last such fault ended (zero: none)
+	lastBy  Kind      // its kind
 }
 
 // away reports whether (b) leaves the node out at t: such a fault is under
@@ -74,7 +96,7 @@ func anyFaultsAt(windows []Window, n int, t time.Time) anyFaults {
 		}
 		if !w.End.IsZero() && !t.Before(w.End) {
 			if w.ended().After(f.lastEnd) {
-				f.lastEnd = w.ended()
+				f.lastEnd, f.lastBy = w.ended(), w.Fault.Kind
 			}
 			continue
 		}
@@ -92,6 +114,7 @@ func checkAnycast(cfg Config, windows []Window, samples []Sample, rep Report) Re
 	states := make([]anyNode, len(cfg.Nodes))
 	for i := range states {
 		states[i].offLo = map[netip.Addr]time.Time{}
+		states[i].routedSince = map[netip.Addr]time.Time{}
 	}
 	stale := make([][]*episode, len(cfg.Nodes)) // by node, by VIP
 	for n := range stale {
@@ -139,8 +162,6 @@ func checkAnycast(cfg Config, windows []Window, samples []Sample, rep Report) Re
 			anyProcesses(cfg, windows, &rep, &states[n], n, s.Nodes[n], prevAt, t)
 			anyLeftovers(cfg, &rep, &states[n], s.Nodes[n], t, &engVIP[n], &rules[n], closeEp, extend, cfg.Nodes[n])
 		}
-		anyWithdrawals(windows, s, t, withdrawing, &rep, cfg)
-		// (a) stale routes.
 		for n, ns := range s.Nodes {
 			st := &states[n]
 			for _, v := range cfg.VIPs {
@@ -149,7 +170,21 @@ func checkAnycast(cfg Config, windows []Window, samples []Sample, rep Report) Re
 				} else if _, ok := st.offLo[v]; !ok {
 					st.offLo[v] = t
 				}
+				switch _, ok := st.routedSince[v]; {
+				case !slices.Contains(ns.Routed, v):
+					delete(st.routedSince, v)
+				case !ok && t.Equal(samples[0].At):
+					// Routed before the run began: older than Warmup.
+					st.routedSince[v] = t.Add(-cfg.Warmup)
+				case !ok:
+					st.routedSince[v] = t
+				}
 			}
+		}
+		anyWithdrawals(windows, s, t, withdrawing, &rep, cfg, states)
+		// (a) stale routes.
+		for n, ns := range s.Nodes {
+			st := &states[n]
 			for vi, v := range cfg.VIPs {
 				since, why := faults[n].outFrom, faults[n].outBy
 				if !st.deadSince.IsZero() && (since.IsZero() || st.deadSince.Before(since)) {
@@ -158,9 +193,13 @@ func checkAnycast(cfg Config, windows []Window, samples []Sample, rep Report) Re
 				if off, ok := st.offLo[v]; ok && (since.IsZero() || off.Before(since)) {
 					since, why = off, "the VIP is off its loopback"
 				}
-				if slices.Contains(ns.Routed, v) && !since.IsZero() && t.Sub(since) > cfg.StaleBound() {
+				bound := cfg.StaleBound()
+				if unprotected(cfg, st.routedSince[v], since) {
+					bound = cfg.Hold + cfg.Margin
+				}
+				if slices.Contains(ns.Routed, v) && !since.IsZero() && t.Sub(since) > bound {
 					extend(&stale[n][vi], t, cfg.Nodes[n], fmt.Sprintf("routed to %s, which cannot answer since %s (%s; bound %v)",
-						cfg.Nodes[n], since.Format("15:04:05.000"), why, cfg.StaleBound()))
+						cfg.Nodes[n], since.Format("15:04:05.000"), why, bound))
 				} else if stale[n][vi] != nil {
 					closeEp(StaleRoute, v, stale[n][vi])
 					stale[n][vi] = nil
@@ -286,8 +325,9 @@ func anyLeftovers(cfg Config, rep *Report, st *anyNode, ns NodeSample, t time.Ti
 // anyWithdrawals times, for each fault that leaves a routed node unable to
 // answer, the time from when it surely took effect to the first sample
 // routing nothing to the node (Report.Recoveries); not when the fault
-// ended first.
-func anyWithdrawals(windows []Window, s Sample, t time.Time, state []int, rep *Report, cfg Config) {
+// ended first, nor when a route to it was younger than Warmup (counted in
+// Report.Unprotected).
+func anyWithdrawals(windows []Window, s Sample, t time.Time, state []int, rep *Report, cfg Config, nodes []anyNode) {
 	for wi, w := range windows {
 		if w.Node < 0 || !w.Fault.Kind.Ineligible() || state[wi] == 2 || t.Before(w.began()) {
 			continue
@@ -296,6 +336,9 @@ func anyWithdrawals(windows []Window, s Sample, t time.Time, state []int, rep *R
 		switch {
 		case state[wi] == 0 && !routed:
 			state[wi] = 2 // nothing was routed to it
+		case state[wi] == 0 && unprotected(cfg, nodes[w.Node].youngest(), w.began()):
+			state[wi] = 2
+			rep.Unprotected++
 		case state[wi] == 0:
 			state[wi] = 1
 		case !routed:
@@ -312,9 +355,9 @@ func anyWithdrawals(windows []Window, s Sample, t time.Time, state []int, rep *R
 // the first sample routing every VIP it may hold to it (Report.Rejoins).
 // A new fault before that abandons the measure.
 func anyRejoin(cfg Config, st *anyNode, ns NodeSample, n int, t time.Time, f anyFaults, rep *Report) {
-	from := f.lastEnd
+	from, what := f.lastEnd, string(f.lastBy)
 	if st.back.After(from) {
-		from = st.back
+		from, what = st.back, "processes back"
 	}
 	if f.open || !st.deadSince.IsZero() || from.IsZero() || from.Equal(st.rejoined) {
 		return
@@ -324,6 +367,6 @@ func anyRejoin(cfg Config, st *anyNode, ns NodeSample, n int, t time.Time, f any
 			return
 		}
 	}
-	rep.Rejoins = append(rep.Rejoins, Recovery{Event: "back on " + cfg.Nodes[n], At: from, Took: t.Sub(from)})
+	rep.Rejoins = append(rep.Rejoins, Recovery{Event: what + " on " + cfg.Nodes[n], At: from, Took: t.Sub(from)})
 	st.rejoined = from
 }

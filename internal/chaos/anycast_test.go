@@ -9,7 +9,8 @@ import (
 )
 
 // anyConfig: nodes a, b, c announce both VIPs by BGP; stale bound 300 +
-// 100 = 400 ms, rejoin 1 s, supervisor bound 250 ms.
+// 100 = 400 ms (2.1 s within 500 ms of a route's return), rejoin 1 s,
+// supervisor bound 250 ms.
 func anyConfig() Config {
 	return Config{
 		Nodes:   []string{"a", "b", "c"},
@@ -17,7 +18,7 @@ func anyConfig() Config {
 		Allowed: [][]int{{0, 1, 2}, {0, 1, 2}},
 		Advert:  100 * time.Millisecond, Margin: 100 * time.Millisecond, PartitionLoss: 20,
 		SupervisorBound: 250 * time.Millisecond, StartSweep: time.Second,
-		Anycast: true, Detect: 300 * time.Millisecond, Rejoin: time.Second,
+		Anycast: true, Detect: 300 * time.Millisecond, Rejoin: time.Second, Warmup: 500 * time.Millisecond, Hold: 2 * time.Second,
 	}
 }
 
@@ -87,6 +88,21 @@ func TestCheckAnycast(t *testing.T) {
 			rejoins: []time.Duration{900 * ms},
 		},
 		{
+			name:    "a stall right after b's route came back: judged against the hold time",
+			windows: []Window{win(Stall, 1, 500*ms, 2000*ms, 0)},
+			// b is routed again at 300 ms, stalled at 500 ms: its BFD may
+			// not be up; the route goes at 2.2 s, within 2 s + 100 ms.
+			phases: []phase{{300 * ms, "01>01 01 01>01"}, {1900 * ms, all}, {300 * ms, "01>01 01 01>01"}},
+			// Still routed when the stall ended: back at once.
+			rejoins: []time.Duration{0},
+		},
+		{
+			name:    "the same stall past the hold time",
+			windows: []Window{win(Stall, 1, 500*ms, 3000*ms, 0)},
+			phases:  []phase{{300 * ms, "01>01 01 01>01"}, {2400 * ms, all}, {300 * ms, "01>01 01 01>01"}},
+			want:    []string{"stale-route +2.61s " + api + " b", "stale-route +2.61s " + ing + " b"},
+		},
+		{
 			name:   "no fault and the only routes go: no eligible route at once",
 			phases: []phase{{200 * ms, all}, {100 * ms, "01 01 01"}, {100 * ms, all}},
 			want:   []string{"no-eligible-route +200ms " + api + " ", "no-eligible-route +200ms " + ing + " "},
@@ -139,5 +155,10 @@ func TestCheckAnycastRejects(t *testing.T) {
 	cfg.Detect = 0
 	if _, err := Check(cfg, nil, nil); err == nil {
 		t.Error("Check took Anycast with Detect 0")
+	}
+	cfg = anyConfig()
+	cfg.Hold = 0
+	if _, err := Check(cfg, nil, nil); err == nil {
+		t.Error("Check took Anycast with a hold time below Detect")
 	}
 }

@@ -89,6 +89,13 @@ type Config struct {
 	// the checks passed rise times. Until then (b) does not count it as
 	// eligible (Anycast).
 	Rejoin time.Duration
+	// Warmup is how long after a node's route appears its BGP session
+	// may still lack BFD (both ends start BFD once the session is up, at
+	// the slow rate of one packet a second until Up), and Hold the
+	// session's hold time: a node that stops answering within Warmup of
+	// being routed again may keep its route until Hold + Margin
+	// (Anycast).
+	Warmup, Hold time.Duration
 }
 
 // StaleBound is how long a router may keep routing a VIP to a node that
@@ -360,6 +367,10 @@ type Report struct {
 	// Judged counts the samples in which some VIP had an eligible node,
 	// so that (b) applied (Config.Anycast).
 	Judged int
+	// Unprotected counts the faults that left a node unable to answer
+	// within Config.Warmup of its route's return: judged against the hold
+	// time, not timed in Recoveries (Config.Anycast).
+	Unprotected int
 }
 
 // Recovery is the time from one event to a settled cluster.
@@ -403,8 +414,8 @@ func (c Config) Validate() error {
 	case c.Margin < 0 || c.Grace < 0 || c.Skew < 0 || c.Resolve < 0 || c.SupervisorBound < 0 || c.StartSweep < 0 || c.ServiceBound < 0 || c.HandoverGap < 0:
 		return fmt.Errorf("chaos: Config has a negative time (Margin %v, Grace %v, Skew %v, Resolve %v, SupervisorBound %v, StartSweep %v, ServiceBound %v, HandoverGap %v)", c.Margin, c.Grace, c.Skew, c.Resolve, c.SupervisorBound, c.StartSweep, c.ServiceBound, c.HandoverGap)
 	}
-	if c.Anycast && (c.Detect <= 0 || c.Rejoin < 0) {
-		return fmt.Errorf("chaos: Config.Anycast with Detect %v, Rejoin %v: want Detect > 0 and Rejoin >= 0", c.Detect, c.Rejoin)
+	if c.Anycast && (c.Detect <= 0 || c.Rejoin < 0 || c.Warmup < 0 || c.Hold < c.Detect) {
+		return fmt.Errorf("chaos: Config.Anycast with Detect %v, Rejoin %v, Warmup %v, Hold %v: want Detect > 0, Rejoin and Warmup >= 0, Hold >= Detect", c.Detect, c.Rejoin, c.Warmup, c.Hold)
 	}
 	if c.AdvertOf != nil && len(c.AdvertOf) != len(c.VIPs) {
 		return fmt.Errorf("chaos: Config.AdvertOf has %d entries for %d VIPs: want one per VIP, or none", len(c.AdvertOf), len(c.VIPs))
