@@ -158,7 +158,10 @@ func TestChaosBGPShort(t *testing.T) {
 	w := chaos.BGPWeights()
 	delete(w, chaos.Delay)
 	res := runShort(t, 5*time.Minute, options{Seed: 2, Faults: 25, Nodes: 3, Prefix: "vbcT", BGP: true, Weights: w})
-	checkShort(t, res, 25)
+	// The runner keeps one node out of disruptive faults until the others
+	// are routed again (rejoining, up to Config.Rejoin), so that (b)
+	// applies: of 3 nodes, some faults find none free and are skipped.
+	checkShort(t, res, 25/2)
 	for k, n := range w {
 		if n > 0 && res.Injected[k] == 0 {
 			t.Errorf("no %s fault injected; the seed gives some", k)

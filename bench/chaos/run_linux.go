@@ -215,6 +215,11 @@ type runner struct {
 	mu        sync.Mutex
 	busy      []time.Time // per chaos node: busy until (zero: free)
 	disrupted []bool      // per chaos node: a disruptive fault is under way
+	// rejoining: per chaos node, until when it may still be on its way
+	// back after a fault that let the router drop its route (Anycast:
+	// Config.Rejoin); the guard counts it as disrupted meanwhile, so that
+	// one guarded node stays eligible and (b) keeps applying.
+	rejoining []time.Time
 	windows   []chaos.Window
 	injected  map[chaos.Kind]int
 	skipped   []string
@@ -264,7 +269,7 @@ func Run(ctx context.Context, o options, out io.Writer) (res result, err error) 
 	}
 	defer m.close()
 	r := &runner{o: o, m: m, cfg: cfg, out: out, netem: netem, injected: map[chaos.Kind]int{}, undo: map[int]func() error{},
-		busy: make([]time.Time, len(cfg.Nodes)), disrupted: make([]bool, len(cfg.Nodes))}
+		busy: make([]time.Time, len(cfg.Nodes)), disrupted: make([]bool, len(cfg.Nodes)), rejoining: make([]time.Time, len(cfg.Nodes))}
 	defer func() {
 		if uerr := r.undoAll(); uerr != nil {
 			err = errors.Join(err, uerr)
@@ -429,7 +434,7 @@ func (r *runner) pick(f chaos.Fault, now time.Time) int {
 			// the VIPs only they hold need an eligible node.
 			hit := 0
 			for i, d := range r.disrupted {
-				if d && r.m.guarded(i) {
+				if (d || r.rejoining[i].After(now)) && r.m.guarded(i) {
 					hit++
 				}
 			}
@@ -554,6 +559,9 @@ func (r *runner) release(n int, f chaos.Fault) {
 	defer r.mu.Unlock()
 	r.busy[n] = time.Now().Add(f.Busy() - f.For)
 	r.disrupted[n] = false
+	if r.cfg.Anycast && f.Kind.Unannounced() {
+		r.rejoining[n] = time.Now().Add(r.cfg.Rejoin)
+	}
 }
 
 func (r *runner) record(w chaos.Window, err error) {

@@ -367,6 +367,8 @@ func anyRejoin(cfg Config, st *anyNode, ns NodeSample, n int, t time.Time, f any
 			return
 		}
 	}
-	rep.Rejoins = append(rep.Rejoins, Recovery{Event: what + " on " + cfg.Nodes[n], At: from, Took: t.Sub(from)})
+	// A network fault's node counts as back from its undoing's call: the
+	// route may return before the command did (Window.Ended).
+	rep.Rejoins = append(rep.Rejoins, Recovery{Event: what + " on " + cfg.Nodes[n], At: from, Took: max(t.Sub(from), 0)})
 	st.rejoined = from
 }
