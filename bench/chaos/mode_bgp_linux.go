@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -326,14 +327,16 @@ func (m *bgpMode) addNode(i int) (*bgpNode, error) {
 	if n.nft, err = nftables.New(nftables.AsLasting(), nftables.WithNetNSFd(int(n.nsh))); err != nil {
 		return n, err
 	}
-	api := &httptest.Server{Config: &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	// The load balancer's TCP checks close without a handshake: no log.
+	quiet := log.New(io.Discard, "", 0)
+	api := &httptest.Server{Config: &http.Server{ErrorLog: quiet, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "ok from "+n.name)
 	})}}
 	if err := routedlab.Do(n.ns, func() (err error) { api.Listener, err = net.Listen("tcp", ":6443"); return err }); err != nil {
 		return n, err
 	}
 	api.StartTLS()
-	ing := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })}
+	ing := &http.Server{ErrorLog: quiet, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })}
 	var ln net.Listener
 	if err := routedlab.Do(n.ns, func() (err error) { ln, err = net.Listen("tcp", ":1936"); return err }); err != nil {
 		api.Close()

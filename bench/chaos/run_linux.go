@@ -217,8 +217,9 @@ type runner struct {
 	disrupted []bool      // per chaos node: a disruptive fault is under way
 	// rejoining: per chaos node, until when it may still be on its way
 	// back after a fault that let the router drop its route (Anycast:
-	// Config.Rejoin); the guard counts it as disrupted meanwhile, so that
-	// one guarded node stays eligible and (b) keeps applying.
+	// Config.Rejoin); the guard counts it as disrupted meanwhile, unless
+	// the last sample shows it routed again, so that one guarded node
+	// stays eligible and (b) keeps applying.
 	rejoining []time.Time
 	windows   []chaos.Window
 	injected  map[chaos.Kind]int
@@ -434,7 +435,7 @@ func (r *runner) pick(f chaos.Fault, now time.Time) int {
 			// the VIPs only they hold need an eligible node.
 			hit := 0
 			for i, d := range r.disrupted {
-				if (d || r.rejoining[i].After(now)) && r.m.guarded(i) {
+				if (d || (r.rejoining[i].After(now) && !r.routedAll(i))) && r.m.guarded(i) {
 					hit++
 				}
 			}
@@ -548,6 +549,20 @@ func (r *runner) inject(ctx context.Context, f chaos.Fault) {
 	}
 	r.record(w, err)
 	r.release(n, f)
+}
+
+// routedAll reports whether the last sample shows node n routed every VIP
+// it may hold (Anycast). Called with r.mu held.
+func (r *runner) routedAll(n int) bool {
+	if r.last == nil {
+		return false
+	}
+	for vi, v := range r.cfg.VIPs {
+		if slices.Contains(r.cfg.Allowed[vi], n) && !slices.Contains(r.last.Nodes[n].Routed, v) {
+			return false
+		}
+	}
+	return true
 }
 
 // release frees node n after the fault's cool-down.

@@ -19,8 +19,8 @@ import (
 //	    VIP off its loopback) longer than StaleBound after that began, or
 //	    Hold + Margin when that began within Warmup of the route's return
 //	    (BFD not up yet on a new session);
-//	(b) no eligible route: a VIP with an eligible node is routed to one,
-//	    except within StaleBound of a fault's start;
+//	(b) no eligible route: a VIP with an eligible node is routed to a node
+//	    that can answer it, except within StaleBound of a fault's start;
 //	(c) leftovers: an engine dead under a live supervisor leaves no VIP
 //	    on the loopback, and no vipstack nftables table, past
 //	    SupervisorBound. A restarted agent puts the same VIPs on its
@@ -28,9 +28,11 @@ import (
 //	    restart sweep to time.
 //
 // A node is eligible for (b) when it may hold the VIP, has it on its
-// loopback, its agent and engine run and have run for Rejoin, and no
-// fault that lets the router drop its route (Kind.Unannounced) is under
-// way or ended less than Rejoin ago.
+// loopback, its agent and engine run, no fault that lets the router drop
+// its route (Kind.Unannounced) is under way, and it is not on its way
+// back: routed every VIP again since such a fault ended (or its processes
+// returned), or Rejoin passed. Any routed node that can answer
+// (not as in a) satisfies (b): one back from a fault within Rejoin too.
 
 // Unannounced reports whether the fault lets the router drop its node's
 // route while it lasts (Config.Anycast): the node cannot answer
@@ -82,10 +84,15 @@ type anyFaults struct {
 	lastBy  Kind      // its kind
 }
 
-// away reports whether (b) leaves the node out at t: such a fault is under
-// way or ended less than Rejoin ago.
-func (f anyFaults) away(cfg Config, t time.Time) bool {
-	return f.open || (!f.lastEnd.IsZero() && t.Sub(f.lastEnd) < cfg.Rejoin)
+// returning reports whether the node is on its way back at t: the last
+// fault that let its route go ended (or its processes came back) less
+// than Rejoin ago and it has not been routed every VIP since.
+func (st *anyNode) returning(cfg Config, f anyFaults, t time.Time) bool {
+	from := f.lastEnd
+	if st.back.After(from) {
+		from = st.back
+	}
+	return !from.IsZero() && !from.Equal(st.rejoined) && t.Sub(from) < cfg.Rejoin
 }
 
 func anyFaultsAt(windows []Window, n int, t time.Time) anyFaults {
@@ -212,21 +219,24 @@ func checkAnycast(cfg Config, windows []Window, samples []Sample, rep Report) Re
 		grace := i > 0 && t.Sub(starts[i-1]) <= cfg.StaleBound()
 		judged := false
 		for vi, v := range cfg.VIPs {
+			// eligible: nodes that must be routed; routed: nodes routed
+			// that can answer (a node back from a fault within Rejoin, or
+			// in a loss window, carries the VIP as well as any).
 			var eligible, routed []string
 			for _, n := range cfg.Allowed[vi] {
 				st, ns := &states[n], s.Nodes[n]
-				if st.deadSince.IsZero() && (st.back.IsZero() || t.Sub(st.back) >= cfg.Rejoin) &&
-					!faults[n].away(cfg, t) && slices.Contains(ns.Holds, v) {
+				answers := st.deadSince.IsZero() && faults[n].outFrom.IsZero() && slices.Contains(ns.Holds, v)
+				if answers && !faults[n].open && !st.returning(cfg, faults[n], t) {
 					eligible = append(eligible, cfg.Nodes[n])
 				}
-				if slices.Contains(ns.Routed, v) {
+				if answers && slices.Contains(ns.Routed, v) {
 					routed = append(routed, cfg.Nodes[n])
 				}
 			}
 			judged = judged || len(eligible) > 0
-			ok := len(eligible) == 0 || slices.ContainsFunc(routed, func(n string) bool { return slices.Contains(eligible, n) })
+			ok := len(eligible) == 0 || len(routed) > 0
 			if !ok && !grace {
-				extend(&noRoute[vi], t, "", fmt.Sprintf("eligible: %s; routed to: %v", strings.Join(eligible, ", "), routed))
+				extend(&noRoute[vi], t, "", fmt.Sprintf("eligible: %s; routed to none that can answer", strings.Join(eligible, ", ")))
 			} else if noRoute[vi] != nil {
 				closeEp(NoRoute, v, noRoute[vi])
 				noRoute[vi] = nil

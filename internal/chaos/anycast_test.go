@@ -103,6 +103,15 @@ func TestCheckAnycast(t *testing.T) {
 			want:    []string{"stale-route +2.61s " + api + " b", "stale-route +2.61s " + ing + " b"},
 		},
 		{
+			name:    "the steady node's route flaps while a rejoining node carries the VIPs",
+			windows: []Window{win(Cut, 1, 100*ms, 300*ms, 0), win(Cut, 2, 100*ms, 3000*ms, 0)},
+			// b's cut ended at 300 ms: not eligible until 1.3 s, but
+			// routed from 500 ms it carries the VIPs when a drops its
+			// routes at 800 ms.
+			phases:  []phase{{100 * ms, all}, {400 * ms, "01>01 01 01"}, {300 * ms, "01>01 01>01 01"}, {500 * ms, "01 01>01 01"}},
+			rejoins: []time.Duration{200 * ms},
+		},
+		{
 			name:   "no fault and the only routes go: no eligible route at once",
 			phases: []phase{{200 * ms, all}, {100 * ms, "01 01 01"}, {100 * ms, all}},
 			want:   []string{"no-eligible-route +200ms " + api + " ", "no-eligible-route +200ms " + ing + " "},
