@@ -10,6 +10,7 @@ import (
 
 	"github.com/vipstack/vipstack/internal/chaos"
 	"github.com/vipstack/vipstack/internal/peers"
+	"github.com/vipstack/vipstack/internal/routedlab"
 	"github.com/vipstack/vipstack/internal/testnet"
 )
 
@@ -132,5 +133,41 @@ func TestChaosMixedShort(t *testing.T) {
 	}
 	if len(res.Report.Sweeps) == 0 || len(res.Report.Reactions) == 0 {
 		t.Errorf("no restart sweep or supervisor reaction measured (sweeps %v, reactions %v): the faults did not hit what they should", res.Report.Sweeps, res.Report.Reactions)
+	}
+}
+
+// TestChaosBGPShort is bench/chaos's BGP mode in little: 25 faults with a
+// fixed seed, of every kind of chaos.BGPWeights but delay (kept out so
+// that the schedule does not depend on the kernel's netem): kill -9 of
+// the agent and of its supervised engine, stalls, cuts (the router's end
+// of the link), ifdown, loss, the load balancer's checks failing, and
+// reloads, against 3 masters each on its own subnet announcing the API
+// and Ingress VIPs by eBGP with BFD to FRR 8.4; failing on any violation
+// of the anycast invariants (the router's kernel routes, the loopbacks)
+// or failed injection. `sudo go run ./bench/chaos -bgp -seed 2 -faults
+// 25 -kinds kill-engine=10,kill-agent=10,stall=14,cut=10,ifdown=8,loss=8,heavy-loss=6,flap-lb=6,reload=8`
+// replays it.
+func TestChaosBGPShort(t *testing.T) {
+	routedlab.RequireFRR(t)
+	if testing.Short() {
+		t.Skip("skipping the BGP chaos run in -short mode (about 90 s)")
+	}
+	if _, err := exec.LookPath("nft"); err != nil {
+		t.Skipf("skipping: nft is not installed (%v); .ci/run installs nftables", err)
+	}
+	w := chaos.BGPWeights()
+	delete(w, chaos.Delay)
+	res := runShort(t, 5*time.Minute, options{Seed: 2, Faults: 25, Nodes: 3, Prefix: "vbcT", BGP: true, Weights: w})
+	// The runner keeps one node out of disruptive faults until the others
+	// are routed again (rejoining, up to Config.Rejoin), so that (b)
+	// applies: of 3 nodes, some faults find none free and are skipped.
+	checkShort(t, res, 25/2)
+	for k, n := range w {
+		if n > 0 && res.Injected[k] == 0 {
+			t.Errorf("no %s fault injected; the seed gives some", k)
+		}
+	}
+	if len(res.Report.Recoveries) == 0 || len(res.Report.Rejoins) == 0 {
+		t.Errorf("no withdrawal or rejoin timed (withdrawals %v, rejoins %v): the faults did not hit what they should", res.Report.Recoveries, res.Report.Rejoins)
 	}
 }

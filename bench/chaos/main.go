@@ -45,6 +45,22 @@
 // rewritten vrrpd.conf); an FRR node holds a VIP while the VIP's macvlan
 // is up with a carrier.
 //
+// With -bgp it drives `vipstack node`s that announce the API and Ingress
+// VIPs by BGP instead of VRRP: internal/routedlab's lab, FRR 8.4's zebra,
+// bfdd and bgpd in a router namespace and 3 masters (-nodes) each alone on
+// its subnet, peering by eBGP with BFD at 100 ms x 3 and a 30 s hold time,
+// with stand-in API servers and Ingress health endpoints for the checks;
+// the router spreads each VIP over every node that announces it (ECMP).
+// The faults are chaos.BGPWeights': kill -9 of the engine and of the whole
+// agent, stalls, cuts (the router's end of the link), ifdown, loss, delay,
+// the load balancer's checks failing (the node withdraws) and reloads. The
+// sampler reads the router's kernel routes to the VIPs (live nexthops)
+// besides each node's loopback, nftables tables and processes, and the
+// checker applies its Anycast invariants (chaos.Config.Anycast): no route
+// to a node that cannot answer past BFD's detection and a margin, a route
+// to an eligible node for every VIP, no VIP left on the loopback by a dead
+// engine.
+//
 // It exits 1 on any violation or failed injection, 2 on bad flags. The seed
 // is printed; -seed N replays the same schedule.
 //
@@ -58,6 +74,7 @@
 //	sudo go run ./bench/chaos -k8s -faults 500 -seed 7
 //	sudo go run ./bench/chaos -mixed -faults 500 -seed 7
 //	sudo go run ./bench/chaos -mixed -frr -faults 100 -seed 7
+//	sudo go run ./bench/chaos -bgp -faults 200 -seed 7
 package main
 
 import "os"

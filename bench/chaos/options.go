@@ -17,7 +17,7 @@ type options struct {
 	// KeepLogs keeps the daemons' logs also when the run has no violation.
 	KeepLogs bool
 	Bin      string
-	Prefix   string // namespace prefix; default "vx" ("ck" in Kubernetes mode, "vm" mixed)
+	Prefix   string // namespace prefix; default "vx" ("ck" in Kubernetes mode, "vm" mixed, "vg" BGP)
 	// Weights restricts the fault kinds (nil: chaos.DefaultWeights, or
 	// chaos.AgentWeights in Kubernetes mode, chaos.MixedWeights mixed).
 	Weights map[chaos.Kind]int
@@ -32,6 +32,10 @@ type options struct {
 	// FRR, with Mixed, puts FRR 8.4's vrrpd on every third node
 	// (keepalived, vipstack, FRR in turn), in the same groups.
 	FRR bool
+	// BGP drives `vipstack node`s on their own subnets announcing the API
+	// and Ingress VIPs by BGP to FRR (every node at once, ECMP) instead
+	// of a VRRP cluster.
+	BGP bool
 	// Services is how many LoadBalancer Services (VIPs) in Kubernetes mode.
 	Services int
 	// Log receives the lab's progress lines (Kubernetes mode); nil: none.

@@ -33,6 +33,9 @@ func printReport(w io.Writer, o options, cfg chaos.Config, res result, elapsed t
 			k8s += " -frr"
 		}
 	}
+	if o.BGP {
+		k8s = " -bgp"
+	}
 	p("\n== vipstack chaos report, %s (seed %d; reproduce: sudo go run ./bench/chaos%s -seed %d -faults %d -nodes %d -advert %v)\n",
 		res.Mode, o.Seed, k8s, o.Seed, o.Faults, o.Nodes, o.Advert)
 	packet := "tc netem"
@@ -70,6 +73,35 @@ func printReport(w io.Writer, o options, cfg chaos.Config, res result, elapsed t
 		p("handovers to keepalived with the VIP briefly on no node (it advertises before it adds the VIP; taken within %v of the last sample showing the old holder, not violations): n=%d, max %v\n",
 			cfg.HandoverGap, len(rep.HandoverGaps), pct(rep.HandoverGaps, 100))
 	}
+	if cfg.Anycast {
+		printAnycast(p, cfg, rep)
+	} else {
+		printRecovery(p, cfg, rep)
+	}
+	p("supervisor reaction (kill -9 of the engine -> its VIPs gone): n=%d, p50 %v, max %v (bound %v)\n",
+		len(rep.Reactions), pct(rep.Reactions, 50), pct(rep.Reactions, 100), cfg.SupervisorBound)
+	if !o.K8s && !o.Mixed { // the Kubernetes agent and `vipstack vrrp` install no nftables tables
+		p("supervisor reaction (kill -9 of the engine -> its nftables tables gone): n=%d, p50 %v, max %v (bound %v)\n",
+			len(rep.RuleReactions), pct(rep.RuleReactions, 50), pct(rep.RuleReactions, 100), cfg.SupervisorBound)
+	}
+	if !cfg.Anycast { // a restarted agent puts the VIPs back on lo at once
+		p("restart sweep (agent started again after kill -9 -> the VIPs it left gone): n=%d, p50 %v, max %v (bound %v)\n",
+			len(rep.Sweeps), pct(rep.Sweeps, 50), pct(rep.Sweeps, 100), cfg.StartSweep)
+	}
+	if o.K8s {
+		p("Services deleted or edited away (type, class, address) -> the address on no node: n=%d, p50 %v, max %v; created again or restored -> held: n=%d, p50 %v, max %v (bound %v each, from the end of any API, etcd or controller fault)\n",
+			len(rep.ServiceGone), pct(rep.ServiceGone, 50), pct(rep.ServiceGone, 100),
+			len(rep.ServiceBack), pct(rep.ServiceBack, 50), pct(rep.ServiceBack, 100), cfg.ServiceBound)
+	}
+	if res.OK() {
+		p("RESULT: 0 violations\n")
+	} else {
+		p("RESULT: %d violations, %d failed injections\n", len(rep.Violations), len(res.Failed))
+	}
+}
+
+// printRecovery writes the VRRP recovery against its protocol bound.
+func printRecovery(p func(string, ...any), cfg chaos.Config, rep chaos.Report) {
 	bound := cfg.RecoveryBound()
 	worst := rep.Worst()
 	var took []time.Duration
@@ -85,23 +117,45 @@ func printReport(w io.Writer, o options, cfg chaos.Config, res result, elapsed t
 		p("  protocol bound 3 x advert + skew + margin = 3 x %v + %v + %v = %v; worst/bound = %.2f\n",
 			cfg.Advert, cfg.Skew.Round(time.Millisecond), cfg.Margin, bound.Round(time.Millisecond), float64(worst.Took)/float64(bound))
 	}
-	p("supervisor reaction (kill -9 of the engine -> its VIPs gone): n=%d, p50 %v, max %v (bound %v)\n",
-		len(rep.Reactions), pct(rep.Reactions, 50), pct(rep.Reactions, 100), cfg.SupervisorBound)
-	if !o.K8s && !o.Mixed { // the Kubernetes agent and `vipstack vrrp` install no nftables tables
-		p("supervisor reaction (kill -9 of the engine -> its nftables tables gone): n=%d, p50 %v, max %v (bound %v)\n",
-			len(rep.RuleReactions), pct(rep.RuleReactions, 50), pct(rep.RuleReactions, 100), cfg.SupervisorBound)
+}
+
+// printAnycast writes the BGP figures: the router's withdrawal from a node
+// that cannot answer against BFD's detection, and the nodes' return.
+func printAnycast(p func(string, ...any), cfg chaos.Config, rep chaos.Report) {
+	bound, worst := cfg.StaleBound(), rep.Worst()
+	var took, back []time.Duration
+	for _, r := range rep.Recoveries {
+		took = append(took, r.Took)
 	}
-	p("restart sweep (agent started again after kill -9 -> the VIPs it left gone): n=%d, p50 %v, max %v (bound %v)\n",
-		len(rep.Sweeps), pct(rep.Sweeps, 50), pct(rep.Sweeps, 100), cfg.StartSweep)
-	if o.K8s {
-		p("Services deleted or edited away (type, class, address) -> the address on no node: n=%d, p50 %v, max %v; created again or restored -> held: n=%d, p50 %v, max %v (bound %v each, from the end of any API, etcd or controller fault)\n",
-			len(rep.ServiceGone), pct(rep.ServiceGone, 50), pct(rep.ServiceGone, 100),
-			len(rep.ServiceBack), pct(rep.ServiceBack, 50), pct(rep.ServiceBack, 100), cfg.ServiceBound)
+	var slowest chaos.Recovery
+	for _, r := range rep.Rejoins {
+		back = append(back, r.Took)
+		if r.Took > slowest.Took {
+			slowest = r
+		}
 	}
-	if res.OK() {
-		p("RESULT: 0 violations\n")
-	} else {
-		p("RESULT: %d violations, %d failed injections\n", len(rep.Violations), len(res.Failed))
+	p("route withdrawn from a node that cannot answer (fault in effect -> no route to it): n=%d, p50 %v, p99 %v, worst %v (%s at %s)\n",
+		len(took), pct(took, 50), pct(took, 99), worst.Took.Round(time.Millisecond), worst.Event, worst.At.Format("15:04:05.000"))
+	p("  bound BFD detection + margin = %v + %v = %v; worst/bound = %.2f\n", cfg.Detect, cfg.Margin, bound, float64(worst.Took)/float64(bound))
+	p("  not timed: %d faults within %v of a route's return to their node (BFD may not be up yet: bound hold time + margin = %v)\n",
+		rep.Unprotected, cfg.Warmup, cfg.Hold+cfg.Margin)
+	p("routed again after the fault ended (every VIP via the node): n=%d, p50 %v, p99 %v, worst %v (%s at %s; (b) counts a node eligible %v after)\n",
+		len(back), pct(back, 50), pct(back, 99), slowest.Took.Round(time.Millisecond), slowest.Event, slowest.At.Format("15:04:05.000"), cfg.Rejoin)
+	byKind := map[string][]time.Duration{}
+	for _, r := range rep.Rejoins {
+		k, _, _ := strings.Cut(r.Event, " on ")
+		byKind[k] = append(byKind[k], r.Took)
+	}
+	var kinds []string
+	for k, d := range byKind {
+		kinds = append(kinds, fmt.Sprintf("%s n=%d p50 %v max %v", k, len(d), pct(d, 50), pct(d, 100)))
+	}
+	slices.Sort(kinds)
+	if len(kinds) > 0 {
+		p("  by what ended: %s\n", strings.Join(kinds, "; "))
+	}
+	if rep.Samples > 0 {
+		p("invariant (b) applied (some node eligible) in %d of %d samples (%.0f %%)\n", rep.Judged, rep.Samples, 100*float64(rep.Judged)/float64(rep.Samples))
 	}
 }
 
@@ -164,6 +218,10 @@ func summary(o options, cfg chaos.Config, res result, elapsed time.Duration) *be
 		took = append(took, r.Took)
 	}
 	bound, worst := cfg.RecoveryBound(), rep.Worst()
+	figure, label := "recovery to one eligible holder per VIP", "3 x advert + skew + margin"
+	if cfg.Anycast {
+		bound, figure, label = cfg.StaleBound(), "route withdrawn from a node that cannot answer", "BFD detection + margin"
+	}
 	out := &benchdoc.Report{}
 	out.Para("%s; %d nodes, advert %v; %d samples every 10 ms (%d gaps over 50 ms).", res.Mode, o.Nodes, o.Advert, rep.Samples, rep.LateGaps)
 	tb := benchdoc.Table{Header: []string{"figure", "value", "target", "result"}}
@@ -172,14 +230,16 @@ func summary(o options, cfg chaos.Config, res result, elapsed time.Duration) *be
 		tb.Add("injections skipped, failed", fmt.Sprintf("%d, %d", len(res.Skipped), len(res.Failed)), "0 failed", verdict(len(res.Failed) == 0))
 	}
 	tb.Add("violations", fmt.Sprint(len(rep.Violations)), "0", verdict(len(rep.Violations) == 0))
-	tb.Add("recovery to one eligible holder per VIP", fmt.Sprintf("p50 %v, p99 %v, worst %v (n = %d)", pct(took, 50), pct(took, 99), worst.Took.Round(time.Millisecond), len(took)),
-		fmt.Sprintf("under %v (3 x advert + skew + margin)", bound.Round(time.Millisecond)),
+	tb.Add(figure, fmt.Sprintf("p50 %v, p99 %v, worst %v (n = %d)", pct(took, 50), pct(took, 99), worst.Took.Round(time.Millisecond), len(took)),
+		fmt.Sprintf("under %v (%s)", bound.Round(time.Millisecond), label),
 		fmt.Sprintf("%s (%.2f)", verdict(worst.Took <= bound), float64(worst.Took)/float64(bound)))
 	if cfg.HandoverGap > 0 {
 		tb.Add("handover gaps to keepalived (VIP on no node while it changes hands)", dist(rep.HandoverGaps), fmt.Sprintf("under %v each", cfg.HandoverGap), "")
 	}
 	tb.Add("supervisor reaction, kill -9 of the engine to its VIPs gone", dist(rep.Reactions), fmt.Sprintf("under %v", cfg.SupervisorBound), verdict(pct(rep.Reactions, 100) <= cfg.SupervisorBound))
-	tb.Add("restart sweep", dist(rep.Sweeps), fmt.Sprintf("under %v", cfg.StartSweep), verdict(pct(rep.Sweeps, 100) <= cfg.StartSweep))
+	if !cfg.Anycast {
+		tb.Add("restart sweep", dist(rep.Sweeps), fmt.Sprintf("under %v", cfg.StartSweep), verdict(pct(rep.Sweeps, 100) <= cfg.StartSweep))
+	}
 	if o.K8s {
 		tb.Add("Service deleted or edited away to its address on no node", dist(rep.ServiceGone), fmt.Sprintf("under %v", cfg.ServiceBound), verdict(pct(rep.ServiceGone, 100) <= cfg.ServiceBound))
 		tb.Add("Service created again or restored to its address held", dist(rep.ServiceBack), fmt.Sprintf("under %v", cfg.ServiceBound), verdict(pct(rep.ServiceBack, 100) <= cfg.ServiceBound))

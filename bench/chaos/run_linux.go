@@ -35,7 +35,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	var o options
 	seed := fs.Int64("seed", 0, "the schedule's seed (0: pick one and print it)")
 	fs.IntVar(&o.Faults, "faults", 500, "how many faults to inject (1..100000)")
-	fs.IntVar(&o.Nodes, "nodes", 5, "nodes: 3 masters and the rest workers (with -k8s: agents of one group) (5..20)")
+	fs.IntVar(&o.Nodes, "nodes", 5, "nodes: 3 masters and the rest workers (with -k8s: agents of one group) (5..20; with -bgp: masters, 3..8, default 3)")
 	fs.DurationVar(&o.Advert, "advert", 100*time.Millisecond, "VRRP advertisement interval (a multiple of 10ms)")
 	fs.BoolVar(&o.Verbose, "v", false, "print every fault as it is injected, and the agents' warnings on a violation")
 	fs.BoolVar(&o.KeepLogs, "keep-logs", false, "keep the daemons' logs in a directory under $TMPDIR also when the run has no violation (a failed run always keeps them)")
@@ -44,8 +44,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.Prefix, "prefix", "", "network namespace name prefix (default vx; ck with -k8s, vm with -mixed)")
 	fs.BoolVar(&o.Mixed, "mixed", false, "drive keepalived 2.2.7 and vipstack nodes in the same VRRP groups (VRRPv2 IPv4, VRRPv3 IPv4 and IPv6): a migration's midpoint")
 	fs.BoolVar(&o.FRR, "frr", false, "with -mixed: FRR 8.4's vrrpd on every third node (keepalived, vipstack, FRR in turn) in the same groups")
+	fs.BoolVar(&o.BGP, "bgp", false, "drive `vipstack node`s each on its own subnet announcing the API and Ingress VIPs by BGP (BFD 100 ms x 3) to FRR 8.4, which routes them by ECMP")
 	fs.IntVar(&o.Services, "services", 6, "with -k8s: LoadBalancer Services, one VIP each (1..40)")
-	markdown := fs.String("markdown", "", "write the results into the chaos block (chaos-k8s with -k8s, chaos-mixed with -mixed, chaos-mixed-frr with -mixed -frr) of this Markdown `file` (docs/benchmarks.md)")
+	markdown := fs.String("markdown", "", "write the results into the chaos block (chaos-k8s with -k8s, chaos-mixed with -mixed, chaos-mixed-frr with -mixed -frr, chaos-bgp with -bgp) of this Markdown `file` (docs/benchmarks.md)")
 	kinds := fs.String("kinds", "", "only these fault kinds, with weights: e.g. \"cut=1,stall=2\" (default: every kind, see internal/chaos DefaultWeights)")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -54,9 +55,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "chaos: unexpected arguments %q\n", fs.Args())
 		return 2
 	}
+	nodesSet := false
+	fs.Visit(func(f *flag.Flag) { nodesSet = nodesSet || f.Name == "nodes" })
+	if o.BGP && !nodesSet {
+		o.Nodes = 3
+	}
 	switch {
-	case o.K8s && o.Mixed:
-		fmt.Fprintf(stderr, "chaos: -k8s and -mixed: want one of them\n")
+	case o.K8s && o.Mixed, o.BGP && (o.K8s || o.Mixed):
+		fmt.Fprintf(stderr, "chaos: -k8s, -mixed and -bgp: want one of them\n")
+		return 2
+	case o.BGP && (o.Nodes < 3 || o.Nodes > 8):
+		fmt.Fprintf(stderr, "chaos: -bgp -nodes %d: want 3..8 masters, each on its own subnet\n", o.Nodes)
 		return 2
 	case o.FRR && !o.Mixed:
 		fmt.Fprintf(stderr, "chaos: -frr adds FRR nodes to a mixed cluster: want -mixed with it\n")
@@ -64,7 +73,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case o.Faults < 1 || o.Faults > 100000:
 		fmt.Fprintf(stderr, "chaos: -faults %d: want 1..100000\n", o.Faults)
 		return 2
-	case o.Nodes < 5 || o.Nodes > 20:
+	case !o.BGP && (o.Nodes < 5 || o.Nodes > 20):
 		fmt.Fprintf(stderr, "chaos: -nodes %d: want 5..20 (3 masters and at least 2 workers)\n", o.Nodes)
 		return 2
 	case o.K8s && (o.Services < 1 || o.Services > 40):
@@ -142,6 +151,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 			block = "chaos-mixed-frr"
 		case o.Mixed:
 			block = "chaos-mixed"
+		case o.BGP:
+			block = "chaos-bgp"
 		}
 		if err := benchdoc.Write(*markdown, block, facts, summary(o, res.Config, res, res.Elapsed)); err != nil {
 			fmt.Fprintf(stderr, "chaos: -markdown: %v\n", err)
@@ -155,8 +166,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// mode is what a run drives: `vipstack node` processes (demoMode) or
-// Kubernetes agents (k8sMode). Node indices are the checker's (cfg.Nodes).
+// mode is what a run drives: `vipstack node` processes (demoMode, or
+// bgpMode announcing by BGP), Kubernetes agents (k8sMode) or a mixed
+// cluster (mixedMode). Node indices are the checker's (cfg.Nodes).
 type mode interface {
 	// name describes the cluster for the report.
 	name() string
@@ -203,6 +215,12 @@ type runner struct {
 	mu        sync.Mutex
 	busy      []time.Time // per chaos node: busy until (zero: free)
 	disrupted []bool      // per chaos node: a disruptive fault is under way
+	// rejoining: per chaos node, until when it may still be on its way
+	// back after a fault that let the router drop its route (Anycast:
+	// Config.Rejoin); the guard counts it as disrupted meanwhile, unless
+	// the last sample shows it routed again, so that one guarded node
+	// stays eligible and (b) keeps applying.
+	rejoining []time.Time
 	windows   []chaos.Window
 	injected  map[chaos.Kind]int
 	skipped   []string
@@ -234,6 +252,12 @@ func Run(ctx context.Context, o options, out io.Writer) (res result, err error) 
 		}
 		weights = chaos.MixedWeights()
 		m, cfg, roles, netem, err = startMixed(ctx, o, out)
+	case o.BGP:
+		if o.Prefix == "" {
+			o.Prefix = "vg"
+		}
+		weights = chaos.BGPWeights()
+		m, cfg, roles, netem, err = startBGP(ctx, o, out)
 	default:
 		if o.Prefix == "" {
 			o.Prefix = "vx"
@@ -246,7 +270,7 @@ func Run(ctx context.Context, o options, out io.Writer) (res result, err error) 
 	}
 	defer m.close()
 	r := &runner{o: o, m: m, cfg: cfg, out: out, netem: netem, injected: map[chaos.Kind]int{}, undo: map[int]func() error{},
-		busy: make([]time.Time, len(cfg.Nodes)), disrupted: make([]bool, len(cfg.Nodes))}
+		busy: make([]time.Time, len(cfg.Nodes)), disrupted: make([]bool, len(cfg.Nodes)), rejoining: make([]time.Time, len(cfg.Nodes))}
 	defer func() {
 		if uerr := r.undoAll(); uerr != nil {
 			err = errors.Join(err, uerr)
@@ -411,7 +435,7 @@ func (r *runner) pick(f chaos.Fault, now time.Time) int {
 			// the VIPs only they hold need an eligible node.
 			hit := 0
 			for i, d := range r.disrupted {
-				if d && r.m.guarded(i) {
+				if (d || (r.rejoining[i].After(now) && !r.routedAll(i))) && r.m.guarded(i) {
 					hit++
 				}
 			}
@@ -527,6 +551,20 @@ func (r *runner) inject(ctx context.Context, f chaos.Fault) {
 	r.release(n, f)
 }
 
+// routedAll reports whether the last sample shows node n routed every VIP
+// it may hold (Anycast). Called with r.mu held.
+func (r *runner) routedAll(n int) bool {
+	if r.last == nil {
+		return false
+	}
+	for vi, v := range r.cfg.VIPs {
+		if slices.Contains(r.cfg.Allowed[vi], n) && !slices.Contains(r.last.Nodes[n].Routed, v) {
+			return false
+		}
+	}
+	return true
+}
+
 // release frees node n after the fault's cool-down.
 func (r *runner) release(n int, f chaos.Fault) {
 	if n < 0 {
@@ -536,6 +574,9 @@ func (r *runner) release(n int, f chaos.Fault) {
 	defer r.mu.Unlock()
 	r.busy[n] = time.Now().Add(f.Busy() - f.For)
 	r.disrupted[n] = false
+	if r.cfg.Anycast && f.Kind.Unannounced() {
+		r.rejoining[n] = time.Now().Add(r.cfg.Rejoin)
+	}
 }
 
 func (r *runner) record(w chaos.Window, err error) {

@@ -55,10 +55,12 @@ type nodeFlags struct {
 	kaCompat                                                       *kaCompatFlags
 }
 
-// releaseNode releases what a crashed agent held: its VIPs (the ledger)
-// and the API VIP redirects.
-func releaseNode(log *slog.Logger, ledger netif.Ledger) {
-	sweepLedger(log, ledger)
+// releaseNode releases what a crashed agent held: its VIPs (the ledgers:
+// VRRP's, and BGP's on lo) and the API VIP redirects.
+func releaseNode(log *slog.Logger, ledgers ...netif.Ledger) {
+	for _, l := range ledgers {
+		sweepLedger(log, l)
+	}
 	if names, err := redirect.Sweep(); err != nil {
 		log.Error("supervisor: removing the API VIP redirects failed", "err", err)
 	} else if len(names) > 0 {
@@ -77,7 +79,12 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "vipstack node: %v\n", err)
 		return 1
 	}
-	onCrash := func() { releaseNode(log, ledger) }
+	bgpLedger, err := netif.LedgerIn(f.stateDir, "bgp")
+	if err != nil {
+		fmt.Fprintf(stderr, "vipstack node: %v\n", err)
+		return 1
+	}
+	onCrash := func() { releaseNode(log, ledger, bgpLedger) }
 	if supervise.IsCleanup() {
 		// A small supervisor's clean-up after its agent died: the ledger
 		// and the redirects, whatever the cluster file now says.
@@ -86,7 +93,7 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	reg := metrics.NewRegistry()
 	agent, err := node.New(node.Options{ClusterPath: f.cfgPath, Node: f.nodeName, Logger: log, Registry: reg,
-		Ledger: ledger, DNSLog: stderr, Endpoints: f.endpoints, LBSocket: f.lbSocket, Version: version.String(),
+		Ledger: ledger, BGPLedger: bgpLedger, DNSLog: stderr, Endpoints: f.endpoints, LBSocket: f.lbSocket, Version: version.String(),
 		Live: node.LiveOptions{Kubeconfig: f.kubeconfig, Role: cluster.Role(f.role)}, BGPStopKeepsRoutes: f.bgpKeep})
 	if err != nil {
 		fmt.Fprintf(stderr, "%v\n", err)

@@ -73,7 +73,35 @@ type Config struct {
 	// VRRPv2 instance beside VRRPv3 ones: v2 counts whole seconds). Its
 	// bound (BoundOf) and grace scale with it.
 	AdvertOf []time.Duration
+	// Anycast says the VIPs are announced by BGP (bench/chaos -bgp):
+	// every eligible node announces at once and a router spreads the
+	// flows (ECMP), so invariant (a) is not a split brain but a stale
+	// route (StaleRoute), and (b) asks for a route to an eligible node
+	// (NoRoute). NodeSample.Routed carries the router's forwarding table.
+	// Advert and Skew play no part then; see checkAnycast.
+	Anycast bool
+	// Detect is the router's detection time of a dead path (BFD:
+	// multiplier x interval); StaleBound adds Margin (Anycast).
+	Detect time.Duration
+	// Rejoin is how long a node may take to be routed again after a
+	// fault that lets the router drop its route ends, or after its
+	// agent or engine runs again: BFD up, the BGP session established,
+	// the checks passed rise times. Until then (b) does not count it as
+	// eligible (Anycast).
+	Rejoin time.Duration
+	// Warmup is how long after a node's route appears its BGP session
+	// may still lack BFD (both ends start BFD once the session is up, at
+	// the slow rate of one packet a second until Up), and Hold the
+	// session's hold time: a node that stops answering within Warmup of
+	// being routed again may keep its route until Hold + Margin
+	// (Anycast).
+	Warmup, Hold time.Duration
 }
+
+// StaleBound is how long a router may keep routing a VIP to a node that
+// cannot answer, from when the fault surely took effect: Detect + Margin
+// (Anycast).
+func (c Config) StaleBound() time.Duration { return c.Detect + c.Margin }
 
 // advertOf is VIP v's advertisement interval.
 func (c Config) advertOf(v int) time.Duration {
@@ -200,6 +228,9 @@ type NodeSample struct {
 	Engine bool         // the supervised engine runs
 	Holds  []netip.Addr // the VIPs configured on its interface
 	Rules  []string     // vipstack's nftables tables in its namespace
+	// Routed are the VIPs the router's forwarding table sends to this
+	// node now (a nexthop via its address, not dead): Config.Anycast.
+	Routed []netip.Addr
 	// Dropped are the VIPs removed from its interface since the previous
 	// sample (netlink events), also those added again meanwhile: a
 	// restarted agent sweeps what its killed predecessor left and may take
@@ -268,10 +299,19 @@ const (
 	// for (a restart gave it another), or the old one past ServiceBound
 	// after it asked for another (Kubernetes mode, CheckServices).
 	Changed ViolationKind = "address-changed"
+	// StaleRoute is a VIP the router still sends to a node that cannot
+	// answer it (its agent or engine dead, stalled, cut, its interface
+	// down, the VIP off its loopback) more than StaleBound after that
+	// began (Config.Anycast: invariant a).
+	StaleRoute ViolationKind = "stale-route"
+	// NoRoute is a VIP that has an eligible node but is routed to none,
+	// more than StaleBound after a fault began (Config.Anycast:
+	// invariant b).
+	NoRoute ViolationKind = "no-eligible-route"
 )
 
 // ViolationKinds lists every kind in the order reports print them.
-var ViolationKinds = []ViolationKind{SplitBrain, NoHolder, Leftover, Exit, Stale, Shared, Changed}
+var ViolationKinds = []ViolationKind{SplitBrain, NoHolder, Leftover, Exit, Stale, Shared, Changed, StaleRoute, NoRoute}
 
 // Violation is one breach, reported once per episode.
 type Violation struct {
@@ -317,6 +357,20 @@ type Report struct {
 	// API server, etcd or controller fault held up (ControlFault) are
 	// judged but not measured.
 	ServiceGone, ServiceBack []time.Duration
+	// Rejoins are, for each fault that let the router drop a node's route
+	// (Config.Anycast), the time from its end to the first sample routing
+	// every VIP the node may announce to it, measured when that happened
+	// before the node's next fault. Recoveries are then, for each fault
+	// that left a routed node unable to answer, the time from when it
+	// surely took effect to the first sample routing nothing to it.
+	Rejoins []Recovery
+	// Judged counts the samples in which some VIP had an eligible node,
+	// so that (b) applied (Config.Anycast).
+	Judged int
+	// Unprotected counts the faults that left a node unable to answer
+	// within Config.Warmup of its route's return: judged against the hold
+	// time, not timed in Recoveries (Config.Anycast).
+	Unprotected int
 }
 
 // Recovery is the time from one event to a settled cluster.
@@ -359,6 +413,9 @@ func (c Config) Validate() error {
 		return fmt.Errorf("chaos: Config.Advert = %v: want > 0", c.Advert)
 	case c.Margin < 0 || c.Grace < 0 || c.Skew < 0 || c.Resolve < 0 || c.SupervisorBound < 0 || c.StartSweep < 0 || c.ServiceBound < 0 || c.HandoverGap < 0:
 		return fmt.Errorf("chaos: Config has a negative time (Margin %v, Grace %v, Skew %v, Resolve %v, SupervisorBound %v, StartSweep %v, ServiceBound %v, HandoverGap %v)", c.Margin, c.Grace, c.Skew, c.Resolve, c.SupervisorBound, c.StartSweep, c.ServiceBound, c.HandoverGap)
+	}
+	if c.Anycast && (c.Detect <= 0 || c.Rejoin < 0 || c.Warmup < 0 || c.Hold < c.Detect) {
+		return fmt.Errorf("chaos: Config.Anycast with Detect %v, Rejoin %v, Warmup %v, Hold %v: want Detect > 0, Rejoin and Warmup >= 0, Hold >= Detect", c.Detect, c.Rejoin, c.Warmup, c.Hold)
 	}
 	if c.AdvertOf != nil && len(c.AdvertOf) != len(c.VIPs) {
 		return fmt.Errorf("chaos: Config.AdvertOf has %d entries for %d VIPs: want one per VIP, or none", len(c.AdvertOf), len(c.VIPs))
@@ -443,6 +500,9 @@ func Check(cfg Config, windows []Window, samples []Sample) (Report, error) {
 		if gap > 50*time.Millisecond {
 			rep.LateGaps++
 		}
+	}
+	if cfg.Anycast {
+		return checkAnycast(cfg, windows, samples, rep), nil
 	}
 
 	// The VIPs each stalled node held when it stopped (the last sample
@@ -977,7 +1037,8 @@ func nodeName(cfg Config, n int) string {
 // Timeline renders the samples between from and to, one line per change:
 // for each node the VIPs it holds (by index: 0, 1, ...), "!" when its
 // agent is dead, "e" when only its engine is, "r" when it has vipstack
-// nftables tables; and the fault windows beginning or ending there.
+// nftables tables, then (Config.Anycast) ">" and the VIPs the router
+// sends to it; and the fault windows beginning or ending there.
 func Timeline(cfg Config, windows []Window, samples []Sample, from, to time.Time) []string {
 	var out []string
 	type mark struct {
@@ -1020,6 +1081,14 @@ func Timeline(cfg Config, windows []Window, samples []Sample, from, to time.Time
 			}
 			if len(ns.Rules) > 0 {
 				b.WriteString("r")
+			}
+			if cfg.Anycast {
+				b.WriteString(">")
+				for vi, v := range cfg.VIPs {
+					if slices.Contains(ns.Routed, v) {
+						fmt.Fprintf(&b, "%d", vi)
+					}
+				}
 			}
 		}
 		if line := b.String(); line != prev {

@@ -33,7 +33,8 @@ func testConfig() Config {
 // space-separated field per node: the VIP indices it holds, "!" when its
 // agent is dead, "e" when only its engine is, "r" when it has vipstack
 // tables, "d" when the VIPs it holds were removed since the previous
-// sample (and added again), "-" for none of these.
+// sample (and added again), "-" for none of these; after ">", the VIP
+// indices the router sends to it (Config.Anycast).
 type phase struct {
 	d     time.Duration
 	state string
@@ -52,10 +53,15 @@ func stream(t *testing.T, cfg Config, phases ...phase) []Sample {
 		var nodes []NodeSample
 		for _, f := range fields {
 			ns := NodeSample{Agent: true, Engine: true}
+			routed := false // after '>': the VIPs the router sends to it
 			for _, c := range f {
 				switch {
+				case c >= '0' && c <= '9' && routed:
+					ns.Routed = append(ns.Routed, cfg.VIPs[c-'0'])
 				case c >= '0' && c <= '9':
 					ns.Holds = append(ns.Holds, cfg.VIPs[c-'0'])
+				case c == '>':
+					routed = true
 				case c == '!':
 					ns.Agent, ns.Engine = false, false
 				case c == 'e':

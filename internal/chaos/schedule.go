@@ -274,6 +274,16 @@ func MixedWeights() map[Kind]int {
 	}
 }
 
+// BGPWeights are the kinds' relative frequencies against `vipstack node`s
+// announcing VIPs by BGP (bench/chaos -bgp): the node faults of
+// DefaultWeights, the load balancer's checks failing (the node withdraws)
+// and reloads; no API servers or routers to flap (FlapAPI, FlapRouter).
+func BGPWeights() map[Kind]int {
+	return map[Kind]int{
+		KillEngine: 10, KillAgent: 10, Stall: 14, Cut: 10, IfDown: 8, Loss: 8, HeavyLoss: 6, Delay: 6, FlapLB: 6, Reload: 8,
+	}
+}
+
 // Generate returns a schedule of o.Faults faults, sorted by At. The same
 // options (the same seed) give the same schedule. At most MaxConcurrent
 // faults are under way at any moment, at most MaxDisruptive of them

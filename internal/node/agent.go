@@ -40,7 +40,10 @@ type Options struct {
 	Logger      *slog.Logger
 	Registry    *prometheus.Registry
 	Ledger      netif.Ledger
-	Clock       clock.Clock
+	// BGPLedger records the VIPs BGP places on lo, for the supervisor to
+	// remove after a crash (StartBGPRecorded); zero: not recorded.
+	BGPLedger netif.Ledger
+	Clock     clock.Clock
 	// DNSLog receives CoreDNS's output; nil means the logger's stderr.
 	DNSLog io.Writer
 	// DNSPort overrides the DNS listen port (53); tests use others.
@@ -195,7 +198,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	// and stops before it: the routes are withdrawn (and the router
 	// sends new flows elsewhere) before the LB drains.
 	if a.plan.BGP != nil {
-		r, err := StartBGP(a.log.With("part", "bgp"), a.clk, a.plan.BGP, bgpChecks(a.plan.BGP, a.plan.Checks), probeFor)
+		r, err := StartBGPRecorded(a.log.With("part", "bgp"), a.clk, a.plan.BGP, bgpChecks(a.plan.BGP, a.plan.Checks), probeFor, a.opts.BGPLedger)
 		if err != nil {
 			return err
 		}

@@ -174,12 +174,24 @@ type BGPRunner struct {
 	closeFn func()
 	cancel  context.CancelCauseFunc
 	done    chan error
+	// ledger, when its Path is set, records the VIPs on lo before they
+	// are added, for the supervisor to remove them if this process
+	// crashes (cmd/vipstack's releaseNode), unless a peer has graceful
+	// restart: that router keeps forwarding to the node until the next
+	// start, which the VIPs must answer (as Leave keeps them).
+	ledger netif.Ledger
 }
 
 // StartBGP places the VIPs on lo, starts the checks (each probe(spec)
 // run by a tracker with the spec's interval, timeout, rise and fall) and
 // runs the speaker; Stop or Leave ends it.
 func StartBGP(log *slog.Logger, clk clock.Clock, spec *cluster.BGPSpec, checks []cluster.CheckSpec, probe func(cluster.CheckSpec) track.Check) (*BGPRunner, error) {
+	return StartBGPRecorded(log, clk, spec, checks, probe, netif.Ledger{})
+}
+
+// StartBGPRecorded is StartBGP recording the VIPs it places on lo in
+// ledger first (see BGPRunner.ledger); a zero ledger records nothing.
+func StartBGPRecorded(log *slog.Logger, clk clock.Clock, spec *cluster.BGPSpec, checks []cluster.CheckSpec, probe func(cluster.CheckSpec) track.Check, ledger netif.Ledger) (*BGPRunner, error) {
 	elig := &bgpEligibility{spec: spec, changed: make(chan struct{}, 1)}
 	sp, err := bgp.New(bgp.Options{Config: spec.Config, Eligibility: elig, Logger: log})
 	if err != nil {
@@ -189,10 +201,12 @@ func StartBGP(log *slog.Logger, clk clock.Clock, spec *cluster.BGPSpec, checks [
 	if err != nil {
 		return nil, fmt.Errorf("bgp: netlink: %w", err)
 	}
-	r := &BGPRunner{spec: spec, log: log, elig: elig, speaker: sp, addrs: h, closeFn: h.Close, done: make(chan error, 1)}
+	r := &BGPRunner{spec: spec, log: log, elig: elig, speaker: sp, addrs: h, closeFn: h.Close, done: make(chan error, 1), ledger: ledger}
+	r.record(spec, r.vips())
 	for _, v := range r.vips() {
 		if err := h.AddVIP(v); err != nil {
 			r.delVIPs()
+			r.record(spec, nil)
 			h.Close()
 			return nil, fmt.Errorf("bgp: place VIP %v on %s: %w", v.Prefix.Addr(), bgpVIPDev, err)
 		}
@@ -257,6 +271,21 @@ func (e *bgpEligibility) await(ctx context.Context, clk clock.Clock, bound time.
 	}
 }
 
+// record writes vips to the ledger, or none when a peer of spec has
+// graceful restart (BGPRunner.ledger). A failure is logged: the VIPs go
+// on lo all the same, as the VRRP engine does.
+func (r *BGPRunner) record(spec *cluster.BGPSpec, vips []netif.VIP) {
+	if r.ledger.Path == "" {
+		return
+	}
+	if gracefulRestart(spec) {
+		vips = nil
+	}
+	if err := r.ledger.Save(vips); err != nil {
+		r.log.Error("bgp: cannot record the VIPs on lo in the ledger; a crash now would leave them behind", "path", r.ledger.Path, "err", err)
+	}
+}
+
 func (r *BGPRunner) vips() []netif.VIP {
 	r.specMu.Lock()
 	defer r.specMu.Unlock()
@@ -278,6 +307,13 @@ func vipsOf(spec *cluster.BGPSpec) []netif.VIP {
 func (r *BGPRunner) update(clk clock.Clock, spec *cluster.BGPSpec, oldChecks, checks []cluster.CheckSpec, probe func(cluster.CheckSpec) track.Check) error {
 	old := r.vips()
 	next := vipsOf(spec)
+	both := slices.Clone(old)
+	for _, v := range next {
+		if !slices.Contains(both, v) {
+			both = append(both, v)
+		}
+	}
+	r.record(spec, both)
 	for _, v := range next {
 		if !slices.Contains(old, v) {
 			if err := r.addrs.AddVIP(v); err != nil {
@@ -305,6 +341,7 @@ func (r *BGPRunner) update(clk clock.Clock, spec *cluster.BGPSpec, oldChecks, ch
 			}
 		}
 	}
+	r.record(spec, next)
 	return err
 }
 
@@ -322,6 +359,7 @@ func (r *BGPRunner) Stop() error {
 	r.cancel(nil)
 	err := <-r.done
 	r.delVIPs()
+	r.record(r.spec, nil)
 	r.closeFn()
 	r.elig.stop()
 	return err

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"path/filepath"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -108,7 +109,8 @@ func testBGPRunnerUpdate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &BGPRunner{spec: first, log: quietLog(), elig: elig, speaker: sp, addrs: journalAddrs{j}, closeFn: func() {}, done: make(chan error, 1)}
+	ledger := netif.Ledger{Path: filepath.Join(t.TempDir(), "bgp.vips")}
+	r := &BGPRunner{spec: first, log: quietLog(), elig: elig, speaker: sp, addrs: journalAddrs{j}, closeFn: func() {}, done: make(chan error, 1), ledger: ledger}
 	ctx, cancel := context.WithCancelCause(context.Background())
 	r.cancel = cancel
 	go func() { r.done <- sp.Run(ctx) }()
@@ -133,11 +135,43 @@ func testBGPRunnerUpdate(t *testing.T) {
 	if d := cmp.Diff(want, j.take()); d != "" {
 		t.Errorf("reload (-want +got):\n%s", d)
 	}
+	// The ledger holds what is on lo, for the supervisor after a crash.
+	if got, err := ledger.Load(); err != nil || len(got) != 1 || got[0].Prefix.Addr() != v2 {
+		t.Errorf("ledger after the reload: %v, %v; want %v on lo", got, err, v2)
+	}
 	if err := r.Stop(); err != nil {
 		t.Fatal(err)
 	}
 	if d := cmp.Diff([]string{"withdraw 198.19.0.6/32", "del-vip 198.19.0.6/32 lo"}, j.take()); d != "" {
 		t.Errorf("stop (-want +got):\n%s", d)
+	}
+	if got, err := ledger.Load(); err != nil || len(got) != 0 {
+		t.Errorf("ledger after the stop: %v, %v; want empty", got, err)
+	}
+}
+
+// TestBGPRunnerRecord: the VIPs on lo are recorded for the supervisor,
+// but not when a peer has graceful restart (the router keeps forwarding
+// to the node across a crash, and the VIPs must answer).
+func TestBGPRunnerRecord(t *testing.T) {
+	v := netif.VIP{Prefix: netip.MustParsePrefix("198.19.0.5/32"), Dev: "lo"}
+	for _, tc := range []struct {
+		name string
+		gr   time.Duration
+		want int
+	}{
+		{name: "no graceful restart", want: 1},
+		{name: "graceful restart", gr: 120 * time.Second, want: 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ledger := netif.Ledger{Path: filepath.Join(t.TempDir(), "bgp.vips")}
+			spec := &cluster.BGPSpec{Config: bgp.Config{Peers: []bgp.Peer{{Address: netip.MustParseAddr("198.18.1.1"), ASN: 64500, GracefulRestart: tc.gr}}}}
+			r := &BGPRunner{log: quietLog(), ledger: ledger}
+			r.record(spec, []netif.VIP{v})
+			if got, err := ledger.Load(); err != nil || len(got) != tc.want {
+				t.Errorf("ledger: %v, %v; want %d VIPs", got, err, tc.want)
+			}
+		})
 	}
 }
 

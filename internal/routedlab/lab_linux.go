@@ -45,6 +45,8 @@ type Lab struct {
 	// Dir is a directory every user may write (the daemons drop to the
 	// frr user and write their sockets there), removed when the test ends.
 	Dir string
+
+	all []string // the namespaces made, for Close
 }
 
 // SubnetV4 is host's IPv4 address on subnet i (node i: host 10, the
@@ -55,6 +57,10 @@ func SubnetV4(i int, host byte) netip.Addr { return netip.AddrFrom4([4]byte{198,
 func SubnetV6(i int, host byte) netip.Addr {
 	return netip.MustParseAddr(fmt.Sprintf("fd00:%d::%x", i, host))
 }
+
+// RouterLink is the name of the router's end of node i's link (the
+// node's end is eth0): setting it down is a cut cable as the node sees it.
+func RouterLink(i int) string { return fmt.Sprintf("n%d", i) }
 
 // IPIn runs `ip -n ns args...`.
 func IPIn(ns string, args ...string) error {
@@ -88,71 +94,97 @@ func sysctlIn(ns string, kv ...string) error {
 func New(t testing.TB, o Options) *Lab {
 	t.Helper()
 	testnet.RequireRoot(t)
+	l, err := Build(o)
+	if l != nil {
+		t.Cleanup(l.Close)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// Build builds the namespaces for a caller that is not a test (bench/chaos);
+// Close removes them. On an error it returns what it built so far (nil
+// if nothing), for the caller to Close.
+func Build(o Options) (*Lab, error) {
 	var rb [4]byte
 	if _, err := rand.Read(rb[:]); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	// Not t.TempDir: its parent is private.
 	dir, err := os.MkdirTemp("", o.Prefix+"-")
 	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o777); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	tag := o.Prefix + hex.EncodeToString(rb[:])
 	l := &Lab{Router: tag + "-r", Client: tag + "-c", Dir: dir}
-	var all []string
-	t.Cleanup(func() {
-		for _, ns := range all {
-			_ = exec.Command("ip", "netns", "del", ns).Run()
-		}
-	})
-	add := func(ns string) {
-		if out, err := exec.Command("ip", "netns", "add", ns).CombinedOutput(); err != nil {
-			t.Fatalf("netns add %s: %v: %s", ns, err, out)
-		}
-		all = append(all, ns)
-		if err := sysctlIn(ns, "net.ipv6.conf.all.accept_dad=0", "net.ipv6.conf.default.accept_dad=0"); err != nil {
-			t.Fatal(err)
-		}
-		if err := IPIn(ns, "link", "set", "lo", "up"); err != nil {
-			t.Fatal(err)
-		}
+	if err := os.Chmod(dir, 0o777); err != nil {
+		return l, err
 	}
-	add(l.Router)
+	if err := l.add(l.Router); err != nil {
+		return l, err
+	}
 	if err := sysctlIn(l.Router, "net.ipv4.ip_forward=1", "net.ipv6.conf.all.forwarding=1",
 		// ECMP by the 5-tuple, so one client's connections spread.
 		"net.ipv4.fib_multipath_hash_policy=1", "net.ipv6.fib_multipath_hash_policy=1"); err != nil {
-		t.Fatal(err)
-	}
-	attach := func(ns, rlink string, i int) {
-		for _, s := range [][]string{
-			{l.Router, "link", "add", rlink, "type", "veth", "peer", "name", "eth0", "netns", ns},
-			{l.Router, "addr", "add", SubnetV4(i, 1).String() + "/24", "dev", rlink},
-			{l.Router, "addr", "add", SubnetV6(i, 1).String() + "/64", "dev", rlink, "nodad"},
-			{l.Router, "link", "set", rlink, "up"},
-			{ns, "addr", "add", SubnetV4(i, 10).String() + "/24", "dev", "eth0"},
-			{ns, "addr", "add", SubnetV6(i, 0x10).String() + "/64", "dev", "eth0", "nodad"},
-			{ns, "link", "set", "eth0", "up"},
-			{ns, "route", "add", "default", "via", SubnetV4(i, 1).String()},
-			{ns, "-6", "route", "add", "default", "via", SubnetV6(i, 1).String()},
-		} {
-			if err := IPIn(s[0], s[1:]...); err != nil {
-				t.Fatal(err)
-			}
-		}
+		return l, err
 	}
 	for i := 1; i <= o.Nodes; i++ {
 		ns := fmt.Sprintf("%s-n%d", tag, i)
-		add(ns)
-		attach(ns, fmt.Sprintf("n%d", i), i)
+		if err := l.add(ns); err != nil {
+			return l, err
+		}
 		l.Nodes = append(l.Nodes, ns)
+		if err := l.attach(ns, RouterLink(i), i); err != nil {
+			return l, err
+		}
 	}
-	add(l.Client)
-	attach(l.Client, "c", ClientSubnet)
-	return l
+	if err := l.add(l.Client); err != nil {
+		return l, err
+	}
+	return l, l.attach(l.Client, "c", ClientSubnet)
+}
+
+// Close removes the lab's namespaces and its directory.
+func (l *Lab) Close() {
+	for _, ns := range l.all {
+		_ = exec.Command("ip", "netns", "del", ns).Run()
+	}
+	l.all = nil
+	_ = os.RemoveAll(l.Dir)
+}
+
+// add makes namespace ns with lo up and no duplicate address detection.
+func (l *Lab) add(ns string) error {
+	if out, err := exec.Command("ip", "netns", "add", ns).CombinedOutput(); err != nil {
+		return fmt.Errorf("netns add %s: %v: %s", ns, err, out)
+	}
+	l.all = append(l.all, ns)
+	if err := sysctlIn(ns, "net.ipv6.conf.all.accept_dad=0", "net.ipv6.conf.default.accept_dad=0"); err != nil {
+		return err
+	}
+	return IPIn(ns, "link", "set", "lo", "up")
+}
+
+// attach links ns to the router on subnet i: the router's end is rlink.
+func (l *Lab) attach(ns, rlink string, i int) error {
+	for _, s := range [][]string{
+		{l.Router, "link", "add", rlink, "type", "veth", "peer", "name", "eth0", "netns", ns},
+		{l.Router, "addr", "add", SubnetV4(i, 1).String() + "/24", "dev", rlink},
+		{l.Router, "addr", "add", SubnetV6(i, 1).String() + "/64", "dev", rlink, "nodad"},
+		{l.Router, "link", "set", rlink, "up"},
+		{ns, "addr", "add", SubnetV4(i, 10).String() + "/24", "dev", "eth0"},
+		{ns, "addr", "add", SubnetV6(i, 0x10).String() + "/64", "dev", "eth0", "nodad"},
+		{ns, "link", "set", "eth0", "up"},
+		{ns, "route", "add", "default", "via", SubnetV4(i, 1).String()},
+		{ns, "-6", "route", "add", "default", "via", SubnetV6(i, 1).String()},
+	} {
+		if err := IPIn(s[0], s[1:]...); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Do runs f on a locked thread switched into ns; sockets opened in f stay
