@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/signal"
 
 	"github.com/vipstack/vipstack/internal/k8s/memidle"
 	"github.com/vipstack/vipstack/internal/memtrim"
@@ -193,4 +194,12 @@ func trimNow(log *slog.Logger) {
 	if err := memtrim.AfterStart(); err != nil {
 		log.Debug("giving back the start-up's pages", "err", err)
 	}
+}
+
+// notifyReload asks for the reload signals on c, then tells the
+// supervisor, if any, that SIGHUP no longer ends this process
+// (supervise.HUPReady): it holds a SIGHUP for a new child until then.
+func notifyReload(c chan<- os.Signal, sigs ...os.Signal) {
+	signal.Notify(c, sigs...)
+	supervise.HUPReady()
 }

@@ -69,7 +69,7 @@ func runDNS(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// other commands (CoreDNS ignores it). Without this, SIGHUP would end
 	// the process and SIGUSR1 would be dropped without a word.
 	reload := make(chan os.Signal, 1)
-	signal.Notify(reload, syscall.SIGUSR1, syscall.SIGHUP)
+	notifyReload(reload, syscall.SIGUSR1, syscall.SIGHUP)
 	defer signal.Stop(reload)
 
 	ctx, cancel := context.WithCancel(ctx)

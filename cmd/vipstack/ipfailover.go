@@ -270,7 +270,7 @@ func printIPFailoverConfig(ctx context.Context, opts ipfailover.Options, stdout,
 // without releasing the VIPs.
 func ignoreSIGHUP(log *slog.Logger) (stop func()) {
 	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
+	notifyReload(hup, syscall.SIGHUP)
 	go func() {
 		for range hup {
 			log.Info("SIGHUP ignored: the configuration comes from the environment; restart to change it")

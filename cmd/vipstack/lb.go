@@ -60,7 +60,7 @@ func runLB(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 	reloads := make(chan string, 1)
 	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
+	notifyReload(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
 	// SIGUSR1 is haproxy's soft stop: stop listening, let connections
 	// end by themselves, send haproxy's "Proxy NAME stopped" lines.

@@ -129,7 +129,7 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	defer stopKACompat()
 	serveClusterStatus(ctx, agent, f.nodeName, log)
 	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
+	notifyReload(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
 	go reloadClusterFile(ctx, f.cfgPath, f.watch, hup, log, func() { _ = agent.Reload() })
 	trimAtRest(ctx, log, agent.Ready())

@@ -90,7 +90,7 @@ func runVRRP(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	defer stopKACompat()
 	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
+	notifyReload(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
 	go func() {
 		for range hup {

@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/debug"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -30,12 +31,58 @@ const ExitConfig = 2
 // its start before the Go collector runs (see memtrim.CollectOnGrowth).
 const supervisorHeadroom = 8 << 20
 
-// hupHold is how long after a child's start a SIGHUP for it is held before
-// it is passed on. A Go program ends on SIGHUP until it asks for the
-// signal (the commands do once their configuration is read), and a child
-// killed that way is a crash, restarted after a back-off: bench/chaos saw
-// a reload land 13 ms after a restart and the engine die of it.
-const hupHold = time.Second
+// A Go program ends on SIGHUP until it asks for the signal (the commands
+// do once their configuration is read), and a child killed that way is a
+// crash, restarted after a back-off: bench/chaos saw a reload land 13 ms
+// after a restart and the engine die of it, and under load 938 ms after.
+// So a SIGHUP for a child is held until the child says it takes the signal
+// (HUPReady, through the descriptor EnvHUPReady names), or, for a child
+// that never says so (an older binary), until hupHold after its start.
+var hupHold = 30 * time.Second
+
+// EnvHUPReady names, in a supervised child's environment, the descriptor
+// on which the child writes one byte once it handles SIGHUP (HUPReady).
+const EnvHUPReady = "VIPSTACK_HUP_READY_FD"
+
+// HUPReady tells this process's supervisor, if it has one, that SIGHUP is
+// now handled (call it after signal.Notify for SIGHUP). Later calls, and
+// calls in a process without a supervisor, do nothing.
+func HUPReady() {
+	v := os.Getenv(EnvHUPReady)
+	if v == "" {
+		return
+	}
+	os.Unsetenv(EnvHUPReady) // not for the children it starts
+	fd, err := strconv.Atoi(v)
+	if err != nil || fd < 3 {
+		return
+	}
+	f := os.NewFile(uintptr(fd), "hup-ready")
+	_, _ = f.Write([]byte{1})
+	_ = f.Close()
+}
+
+// hupReadyPipe gives cmd a descriptor to say it handles SIGHUP on; after
+// the start, watch closes the supervisor's copy of the writing end and
+// returns a channel closed when the child wrote or exited.
+func hupReadyPipe(cmd *exec.Cmd) (watch func() <-chan struct{}, err error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	cmd.ExtraFiles = append(cmd.ExtraFiles, w)
+	cmd.Env = append(cmd.Env, fmt.Sprintf("%s=%d", EnvHUPReady, 2+len(cmd.ExtraFiles)))
+	return func() <-chan struct{} {
+		w.Close()
+		ready := make(chan struct{})
+		go func() {
+			defer close(ready)
+			defer r.Close()
+			_, _ = r.Read(make([]byte, 1)) // a byte, or EOF when the child is gone
+		}()
+		return ready
+	}, nil
+}
 
 // IsChild reports whether this process runs under a supervisor.
 func IsChild() bool { return os.Getenv(EnvChild) != "" }
@@ -90,12 +137,16 @@ func (s *Supervisor) Run(ctx context.Context) int {
 		cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d", EnvChild, os.Getpid()))
 		// If the supervisor itself dies, the engine stops gracefully.
 		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
-		if err := r.start(func() (int, error) {
-			if err := cmd.Start(); err != nil {
-				return 0, err
-			}
-			return cmd.Process.Pid, nil
-		}); err != nil {
+		watchReady, err := hupReadyPipe(cmd)
+		if err == nil {
+			err = r.start(func() (int, error) {
+				if err := cmd.Start(); err != nil {
+					return 0, err
+				}
+				return cmd.Process.Pid, nil
+			})
+		}
+		if err != nil {
 			s.Log.Error("supervisor: cannot start the engine", "err", err)
 			return 1
 		}
@@ -108,21 +159,28 @@ func (s *Supervisor) Run(ctx context.Context) int {
 		}
 
 		stopping := false
-		var err error
-		var heldHUP <-chan time.Time // a SIGHUP held until hupHold after the start
+		ready := watchReady()
+		var heldHUP <-chan time.Time // a SIGHUP held until the child is ready, at most hupHold after the start
+		held := false
 	wait:
 		for {
 			select {
 			case err = <-done:
 				break wait
+			case <-ready:
+				ready = nil
+				if held {
+					held, heldHUP = false, nil
+					_ = cmd.Process.Signal(syscall.SIGHUP)
+				}
 			case <-heldHUP:
-				heldHUP = nil
+				held, heldHUP = false, nil
 				_ = cmd.Process.Signal(syscall.SIGHUP)
 			case sig := <-sigs:
 				if sig == syscall.SIGHUP {
-					if wait := hupHold - time.Since(started); wait > 0 {
-						if heldHUP == nil {
-							heldHUP = time.After(wait)
+					if ready != nil {
+						if !held {
+							held, heldHUP = true, time.After(max(hupHold-time.Since(started), 0))
 						}
 						continue
 					}
