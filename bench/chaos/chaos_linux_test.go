@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -163,7 +164,10 @@ func TestChaosBGPShort(t *testing.T) {
 	// applies: of 3 nodes, some faults find none free and are skipped.
 	checkShort(t, res, 25/2)
 	for k, n := range w {
-		if n > 0 && res.Injected[k] == 0 {
+		// A kind whose every fault found no free node is no failure of
+		// the run (the schedule's timing varies with the machine).
+		skipped := slices.ContainsFunc(res.Skipped, func(s string) bool { return strings.Contains(s, " "+string(k)+" ") })
+		if n > 0 && res.Injected[k] == 0 && !skipped {
 			t.Errorf("no %s fault injected; the seed gives some", k)
 		}
 	}
