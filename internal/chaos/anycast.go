@@ -43,18 +43,14 @@ func (k Kind) Unannounced() bool {
 
 // anyNode is checkAnycast's memory of one node between samples.
 type anyNode struct {
-	prev      NodeSample
-	seen      bool
-	deadSince time.Time // first sample with its agent or engine dead (zero: alive)
-	back      time.Time // when it was seen alive again after that (zero: never dead)
-	// An engine dead under a live supervisor (invariant c).
-	engineDead, killedAt time.Time
-	byAgentKill          bool
-	reactHeld            []netip.Addr
-	reactRules           bool
-	offLo                map[netip.Addr]time.Time // VIPs it may hold seen off its loopback since
-	rejoined             time.Time                // the return last timed (anyRejoin)
-	routedSince          map[netip.Addr]time.Time // the first sample of each VIP's current route to it
+	prev        NodeSample
+	seen        bool
+	deadSince   time.Time                // first sample with its agent or engine dead (zero: alive)
+	back        time.Time                // when it was seen alive again after that (zero: never dead)
+	engineDeath                          // an engine dead under a live supervisor (invariant c)
+	offLo       map[netip.Addr]time.Time // VIPs it may hold seen off its loopback since
+	rejoined    time.Time                // the return last timed (anyRejoin)
+	routedSince map[netip.Addr]time.Time // the first sample of each VIP's current route to it
 }
 
 // youngest is when the youngest of the node's current routes appeared
@@ -268,18 +264,8 @@ func anyProcesses(cfg Config, windows []Window, rep *Report, st *anyNode, n int,
 	if st.seen && st.prev.Agent && !ns.Agent && killTime(windows, n, KillAgent, prevAt, t).IsZero() {
 		rep.Violations = append(rep.Violations, Violation{Kind: Exit, At: t, Nodes: []string{name}, Detail: "the node agent exited with no kill to explain it"})
 	}
-	if ns.Agent && !ns.Engine && st.seen && st.prev.Agent && st.prev.Engine && st.engineDead.IsZero() {
-		st.engineDead = t
-		st.killedAt = killTime(windows, n, KillEngine, prevAt, t)
-		st.byAgentKill = st.killedAt.IsZero() && !killTime(windows, n, KillAgent, prevAt, t).IsZero()
-		if st.killedAt.IsZero() && !st.byAgentKill {
-			rep.Violations = append(rep.Violations, Violation{Kind: Exit, At: t, Nodes: []string{name}, Detail: "the engine exited with no kill to explain it (its supervisor lives)"})
-		}
-		st.reactHeld, st.reactRules = nil, false
-		if !st.byAgentKill {
-			st.reactHeld = slices.Clone(st.prev.Holds)
-			st.reactRules = len(st.prev.Rules) > 0
-		}
+	if st.seen {
+		st.observe(rep, windows, n, name, st.prev, ns, prevAt, t)
 	}
 	if !ns.Agent || ns.Engine {
 		st.engineDead = time.Time{}

@@ -459,8 +459,17 @@ type episode struct {
 
 // nodeState is the checker's memory of one node between samples.
 type nodeState struct {
-	prev       NodeSample
-	seen       bool
+	prev NodeSample
+	seen bool
+	engineDeath
+	agentDead  bool
+	leftVIPs   []netip.Addr // VIPs held when the whole agent died, not yet swept
+	restarted  time.Time    // when the agent was seen running again (zero: not yet)
+	sweepCount bool         // leftVIPs held at death: count the sweep time
+}
+
+// engineDeath follows a node's engine dying under a live supervisor.
+type engineDeath struct {
 	engineDead time.Time // when a live supervisor's engine was last seen dying (zero: not dead)
 	killedAt   time.Time // the KillEngine that caused it, if any
 	// byAgentKill: a KillAgent explains the engine's death. The
@@ -468,12 +477,30 @@ type nodeState struct {
 	// while (its exit is seen when its Wait returns, late on a loaded
 	// machine): no supervisor bound applies, the restart's sweep does.
 	byAgentKill bool
-	reactHeld   []netip.Addr
-	reactRules  bool // had vipstack tables when its engine died
-	agentDead   bool
-	leftVIPs    []netip.Addr // VIPs held when the whole agent died, not yet swept
-	restarted   time.Time    // when the agent was seen running again (zero: not yet)
-	sweepCount  bool         // leftVIPs held at death: count the sweep time
+	reactHeld   []netip.Addr // what it held when its engine died
+	reactRules  bool         // had vipstack tables when its engine died
+}
+
+// observe notes node n's engine dying between samples prev and ns (at
+// prevAt and t) while its supervisor lives, and reports an exit no kill
+// explains.
+func (e *engineDeath) observe(rep *Report, windows []Window, n int, name string, prev, ns NodeSample, prevAt, t time.Time) {
+	if !ns.Agent || ns.Engine || !prev.Agent || !prev.Engine || !e.engineDead.IsZero() {
+		return
+	}
+	e.engineDead = t
+	e.killedAt = killTime(windows, n, KillEngine, prevAt, t)
+	// A kill of the whole agent may show the engine gone one sample
+	// before its supervisor.
+	e.byAgentKill = e.killedAt.IsZero() && !killTime(windows, n, KillAgent, prevAt, t).IsZero()
+	if e.killedAt.IsZero() && !e.byAgentKill {
+		rep.Violations = append(rep.Violations, Violation{Kind: Exit, At: t, Nodes: []string{name}, Detail: "the engine exited with no kill to explain it (its supervisor lives)"})
+	}
+	e.reactHeld, e.reactRules = nil, false
+	if !e.byAgentKill {
+		e.reactHeld = slices.Clone(prev.Holds)
+		e.reactRules = len(prev.Rules) > 0
+	}
 }
 
 // Check judges a run: samples sorted by time, windows in any order.
@@ -738,21 +765,8 @@ func Check(cfg Config, windows []Window, samples []Sample) (Report, error) {
 					}
 				}
 			}
-			// The engine died under a live supervisor.
-			if ns.Agent && !ns.Engine && st.seen && st.prev.Agent && st.prev.Engine && st.engineDead.IsZero() {
-				st.engineDead = t
-				st.killedAt = killTime(windows, n, KillEngine, prevAt, t)
-				// A kill of the whole agent may show the engine gone one
-				// sample before its supervisor.
-				st.byAgentKill = st.killedAt.IsZero() && !killTime(windows, n, KillAgent, prevAt, t).IsZero()
-				if st.killedAt.IsZero() && !st.byAgentKill {
-					rep.Violations = append(rep.Violations, Violation{Kind: Exit, At: t, Nodes: []string{name}, Detail: "the engine exited with no kill to explain it (its supervisor lives)"})
-				}
-				st.reactHeld, st.reactRules = nil, false
-				if !st.byAgentKill {
-					st.reactHeld = append([]netip.Addr(nil), st.prev.Holds...)
-					st.reactRules = len(st.prev.Rules) > 0
-				}
+			if st.seen {
+				st.observe(&rep, windows, n, name, st.prev, ns, prevAt, t)
 			}
 			if ns.Agent && ns.Engine {
 				st.engineDead = time.Time{}
