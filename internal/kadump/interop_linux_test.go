@@ -74,6 +74,22 @@ func scrape(pidFile, dir string, sigs ...syscall.Signal) ([]string, error) {
 	return out, err
 }
 
+// transitionsAgree wants the stats file's transition counts to match the
+// data file's state: one more "became master" than "released master" in
+// MASTER (state 2), as many of each otherwise.
+func transitionsAgree(series []string, key func(name, ip string) string, state int) error {
+	became, _ := value(series, key("keepalived_become_master_total", "-"))
+	released, _ := value(series, key("keepalived_release_master_total", "-"))
+	want := released
+	if state == 2 {
+		want++
+	}
+	if became != want {
+		return fmt.Errorf("state %d with %d became master, %d released: the stats are older than the data", state, became, released)
+	}
+	return nil
+}
+
 // value is the value of the series whose name and labels are key.
 func value(series []string, key string) (int, bool) {
 	for _, s := range series {
@@ -215,7 +231,13 @@ vrrp_script chk_up {
 			if got := stateOf(kaSeries); got != want(kaWant) {
 				return fmt.Errorf("keepalived: %s, want %s", got, want(kaWant))
 			}
-			return nil
+			// The stats and the data are written at two signals: a
+			// transition between them pairs the new state with the
+			// counts from before it. Read both again until they agree.
+			if err := transitionsAgree(vsSeries, key, vsWant); err != nil {
+				return fmt.Errorf("vipstack: %w", err)
+			}
+			return transitionsAgree(kaSeries, key, kaWant)
 		})
 		if err != nil {
 			t.Fatalf("%s: %v", step, err)
