@@ -65,9 +65,9 @@ type Daemon struct {
 	running  *lbconfig.Config
 	metrics  *reloadMetrics
 	registry *prometheus.Registry
-	closers  []func()    // run in reverse by Close
+	closers  []func()       // run in reverse by Close
 	kp       *lbkernel.Path // nil with --datapath relay
-	kpRuns   bool        // kp.Run started
+	kpRuns   bool           // kp.Run started
 }
 
 // Start runs cfg (loaded from opts.ConfigPath) as haproxy starts: the
