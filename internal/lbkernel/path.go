@@ -96,6 +96,17 @@ func (k *Path) Build(cfg *lbconfig.Config) (*Plan, error) {
 		}
 		p.Demote(b, why)
 	}
+	if len(p.Frontends) > 0 {
+		ts, err := DNATTimeouts(func(name string) (string, error) {
+			b, err := os.ReadFile("/proc/sys/net/netfilter/" + name)
+			return string(b), err
+		})
+		if err != nil {
+			p.Notes = append(p.Notes, "the connections the kernel DNATs keep the host's conntrack timeouts (TIME_WAIT not shortened to "+DNATTimeWait.String()+"): "+err.Error())
+		} else {
+			p.DNATTimeouts = ts
+		}
+	}
 	return p, nil
 }
 
