@@ -164,7 +164,7 @@ func New(opts Options) (*Agent, error) {
 			_, err = kernelPlan(lbkernel.NewPath(opts.Datapath, a.log), c, cfg)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%s: --datapath %s: %w", opts.ClusterPath, opts.Datapath, err)
+			return nil, fmt.Errorf("%s: %w", opts.ClusterPath, err)
 		}
 	}
 	a.reloads = newReloads()
@@ -674,7 +674,7 @@ func (a *Agent) prepareReload() (*cluster.Cluster, *cluster.Plan, *lbconfig.Conf
 		}
 		if a.kp != nil {
 			if _, err := kernelPlan(a.kp, c, lbCfg); err != nil {
-				return nil, nil, nil, fmt.Errorf("%s: --datapath %s: %w", path, a.opts.Datapath, err)
+				return nil, nil, nil, fmt.Errorf("%s: %w", path, err)
 			}
 		}
 	}

@@ -87,7 +87,7 @@ func (a *Agent) prepareKernel(c *cluster.Cluster, cfg *lbconfig.Config) error {
 	k := lbkernel.NewPath(a.opts.Datapath, a.log.With("part", "lb"))
 	p, err := kernelPlan(k, c, cfg)
 	if err != nil {
-		return fmt.Errorf("--datapath %s: %w", a.opts.Datapath, err)
+		return err // Build's errors name --datapath
 	}
 	if err := k.Table.Usable(); err != nil {
 		return fmt.Errorf("--datapath %s: nftables is not usable: %w (accepted: a process with CAP_NET_ADMIN in the network namespace, on a kernel with nf_tables)", a.opts.Datapath, err)
@@ -121,7 +121,7 @@ func (a *Agent) startKernel() error {
 func (a *Agent) reloadKernel(c *cluster.Cluster, cfg *lbconfig.Config) error {
 	p, err := kernelPlan(a.kp, c, cfg)
 	if err != nil {
-		return fmt.Errorf("--datapath %s: %w", a.opts.Datapath, err)
+		return err // Build's errors name --datapath
 	}
 	if err := a.kp.Install(p); err != nil {
 		return fmt.Errorf("--datapath %s: %w", a.opts.Datapath, err)

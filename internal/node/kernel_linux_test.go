@@ -23,7 +23,7 @@ import (
 // API-VIP:6443 and DNATs it to the masters: a client's requests reach
 // both API servers, and a connection the client holds open to the VIP has
 // no socket on the load balancer's port (9445), where the relay would
-// have carried it.
+// have carried it. With forwarding off, --check refuses the file.
 func TestNodeKernelDatapath(t *testing.T) {
 	testnet.RequireRoot(t)
 	bin, err := peers.BuildVipstack(t.TempDir())
@@ -44,6 +44,11 @@ nodes:
   - {name: master-1, role: master, ips: [%s]}
 `, topo.Hosts[0].IPv4.Addr(), topo.Hosts[1].IPv4.Addr())), 0o600); err != nil {
 		t.Fatal(err)
+	}
+	// Forwarding off (a new namespace's default): refused, naming it.
+	check := topo.Hosts[0].Command(bin, "node", "--config", cfg, "--node", names[0], "--datapath", "kernel", "--check")
+	if o, err := check.CombinedOutput(); err == nil || !strings.Contains(string(o), "net.ipv4.ip_forward=1") {
+		t.Errorf("--check --datapath kernel with ip_forward 0: %v, output %q; want a refusal naming net.ipv4.ip_forward=1", err, o)
 	}
 	for i, h := range topo.Hosts {
 		// DNAT to the other master forwards: the kernel path refuses to
