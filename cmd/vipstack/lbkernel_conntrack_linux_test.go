@@ -92,7 +92,7 @@ backend far
 		o, err := h.Run("nft", "list", "map", "inet", lbkernel.TableName, "be0")
 		return err == nil && strings.Contains(o, "8081")
 	})
-	if o, err := h.Run("nft", "list", "table", "inet", lbkernel.TableName); err != nil || !strings.Contains(o, `ct timeout set "dnat"`) {
+	if o, err := h.Run("nft", "list", "table", "inet", lbkernel.TableName); err != nil || !strings.Contains(o, `ct timeout set "dnated"`) {
 		t.Errorf("the table does not set the ct timeout on its frontends: %v\n%s", err, o)
 	}
 	for i := range 3 {

@@ -31,7 +31,7 @@ var TCPStates = []struct{ Name, Sysctl string }{
 }
 
 // ctTimeoutObj names the ct timeout object of the DNATed connections.
-const ctTimeoutObj = "dnat"
+const ctTimeoutObj = "dnated"
 
 // DNATTimeouts are the per-state TCP timeouts (seconds, in TCPStates'
 // order) for the connections the kernel path DNATs: the host's own,
