@@ -34,7 +34,7 @@ func (b *bench) idleMemory(impl string, n int) (memResult, error) {
 	time.Sleep(idleSettle)
 	m.RSSBefore, m.PSSBefore = procfs.MemMiB(pids)
 
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(portsFor(impl).Main))
+	addr := net.JoinHostPort(clientAddr(impl), strconv.Itoa(portsFor(impl).Main))
 	conns := make([]net.Conn, 0, n)
 	defer func() {
 		for _, c := range conns {

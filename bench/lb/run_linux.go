@@ -318,6 +318,12 @@ func (b *bench) setup(o options, res *results) error {
 	if _, err := b.h.Run("sysctl", "-qw", "net.ipv4.ip_local_port_range=16000 65000"); err != nil {
 		return err
 	}
+	// Each balancer's clients have an address of their own (clientAddr).
+	for _, impl := range []string{implHAProxy, implVipstack} {
+		if _, err := b.h.Run("ip", "addr", "add", clientAddr(impl)+"/32", "dev", "lo"); err != nil {
+			return err
+		}
+	}
 
 	b.say("starting %d backends and iperf3 -s", numBackends)
 	for i := 1; i <= numBackends; i++ {
@@ -382,7 +388,7 @@ func (b *bench) measureRound(o options, round int, order []string) (map[string]f
 		}},
 		{"iperf3", func(impl string, f *figures) error {
 			out, err := b.runBounded(time.Duration(o.iperfSecs)*time.Second+30*time.Second,
-				"iperf3", "-c", "127.0.0.1", "-p", strconv.Itoa(bulkPort(impl)), "-t", strconv.Itoa(o.iperfSecs), "-J")
+				"iperf3", "-c", clientAddr(impl), "-p", strconv.Itoa(bulkPort(impl)), "-t", strconv.Itoa(o.iperfSecs), "-J")
 			if err != nil {
 				return err
 			}
@@ -407,6 +413,27 @@ func (b *bench) measureRound(o options, round int, order []string) (map[string]f
 	return figs, nil
 }
 
+// clientAddr is the loopback address the clients of impl connect to,
+// which is also their source address (a /32 on lo gives its own
+// source): direct 127.0.0.1, haproxy 127.0.0.2, vipstack 127.0.0.3. With
+// one address for all, the kernel path's DNATed connections (client
+// port P to the frontend, then to a backend) and the others' (client port
+// P straight to the same backend) meet in the backends' TIME_WAIT sockets
+// and in conntrack: measured, a backend's TIME_WAIT socket rejects a
+// SYN from the other population (TcpExtPAWSTimewait, SYN retried after
+// 1 s) and conntrack remaps source ports, which slowed whichever ran
+// after the other (docs/design/lb-kernel.md). A VIP's clients are other
+// hosts, not the balancer's backends' own clients on the same address.
+func clientAddr(impl string) string {
+	switch impl {
+	case implHAProxy:
+		return "127.0.0.2"
+	case implVipstack:
+		return "127.0.0.3"
+	}
+	return "127.0.0.1"
+}
+
 // mainPort and bulkPort are where wrk and iperf3 connect for impl.
 func mainPort(impl string) int {
 	if impl == implDirect {
@@ -426,7 +453,7 @@ func bulkPort(impl string) int {
 // process spends per request meanwhile (0 for direct).
 func (b *bench) wrkCPU(d time.Duration, impl string, closeConns bool) (wrkResult, time.Duration, error) {
 	if impl == implDirect {
-		r, err := b.wrk(d, mainPort(impl), closeConns)
+		r, err := b.wrk(d, impl, closeConns)
 		return r, 0, err
 	}
 	b.mu.Lock()
@@ -439,7 +466,7 @@ func (b *bench) wrkCPU(d time.Duration, impl string, closeConns bool) (wrkResult
 	if err != nil {
 		return wrkResult{}, 0, err
 	}
-	r, err := b.wrk(d, mainPort(impl), closeConns)
+	r, err := b.wrk(d, impl, closeConns)
 	if err != nil {
 		return r, 0, err
 	}
@@ -462,12 +489,12 @@ func procCPU(pid int) (time.Duration, error) {
 	return parseProcStatCPU(string(b))
 }
 
-func (b *bench) wrk(d time.Duration, port int, closeConns bool) (wrkResult, error) {
+func (b *bench) wrk(d time.Duration, impl string, closeConns bool) (wrkResult, error) {
 	args := []string{"-t2", "-c64", "-d" + strconv.Itoa(int(d.Seconds())) + "s", "--latency"}
 	if closeConns {
 		args = append(args, "-H", "Connection: close")
 	}
-	args = append(args, fmt.Sprintf("http://127.0.0.1:%d/", port))
+	args = append(args, fmt.Sprintf("http://%s/", net.JoinHostPort(clientAddr(impl), strconv.Itoa(mainPort(impl)))))
 	out, err := b.runBounded(d+30*time.Second, "wrk", args...)
 	if err != nil {
 		return wrkResult{}, err
@@ -485,7 +512,7 @@ func (b *bench) killTest(o options, impl string, all []string) (killResult, erro
 		}
 	}
 	b.say("kill test, %s: %d conn/s for %v, killing b2 at %v", impl, o.killRate, o.killFor, o.killAt)
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(portsFor(impl).Main))
+	addr := net.JoinHostPort(clientAddr(impl), strconv.Itoa(portsFor(impl).Main))
 	b.mu.Lock()
 	victim := b.procs["b2"]
 	b.mu.Unlock()
@@ -596,7 +623,7 @@ func (b *bench) waitTCP(port int, timeout time.Duration) error {
 
 // waitSpread waits until impl's main frontend answers from every backend.
 func (b *bench) waitSpread(impl string, timeout time.Duration) error {
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(portsFor(impl).Main))
+	addr := net.JoinHostPort(clientAddr(impl), strconv.Itoa(portsFor(impl).Main))
 	deadline := time.Now().Add(timeout)
 	var last error
 	for {

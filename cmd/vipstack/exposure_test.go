@@ -68,6 +68,33 @@ func TestAddressDefaultsAreLoopback(t *testing.T) {
 	}
 }
 
+// TestPacketPathDefaults: the flags that let vipstack rewrite the host's
+// packet path with nftables (a table that captures or translates other
+// software's traffic) default to off, by subcommand. A new such flag, or
+// a subcommand gaining one, has to be added here deliberately.
+func TestPacketPathDefaults(t *testing.T) {
+	want := map[string]map[string]string{
+		"lb":   {"datapath": "relay", "redirect": ""},
+		"node": {"datapath": "relay"},
+	}
+	packetPath := map[string]bool{"datapath": true, "redirect": true}
+	got := map[string]map[string]string{}
+	for _, cmd := range subcommands(t) {
+		for name, def := range flagDefaults(t, cmd) {
+			if !packetPath[name] {
+				continue
+			}
+			if got[cmd] == nil {
+				got[cmd] = map[string]string{}
+			}
+			got[cmd][name] = def
+		}
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("packet-path flag defaults by subcommand (-want +got):\n%s", diff)
+	}
+}
+
 // TestHostDaemonsDefaultPorts: vipstack node (for the cluster's static
 // pods), vipstack agent (the DaemonSet on the host network, for
 // LoadBalancer Services) and vipstack controller may run on one host. With

@@ -31,7 +31,7 @@ Usage:
   vipstack lb -f haproxy.cfg [--check] [--metrics-addr ADDR] [--redirect VIP:PORT] [--datapath relay|kernel|auto]
   vipstack dns -conf Corefile [-check] [-plugins] [-mdns-cluster NAME -node-name N -node-role R -node-addr A [-mdns-openshift=false]]
   vipstack demo [--keep]
-  vipstack node --config cluster.yaml --node NAME [--status-addr ADDR] [--metrics-addr ADDR]
+  vipstack node --config cluster.yaml --node NAME [--status-addr ADDR] [--metrics-addr ADDR] [--datapath relay|kernel|auto]
   vipstack status [--addr 127.0.0.1:9651] [-o table|json]
   vipstack status --cluster [--config cluster.yaml] [-o table|json]   (every node and VIP; exit 1 when something is wrong)
   vipstack status --cluster --kubeconfig FILE [--namespace vipstack-system]   (or kubectl vipstack status: Services and agents)

@@ -23,6 +23,7 @@ import (
 	"github.com/vipstack/vipstack/internal/cluster"
 	"github.com/vipstack/vipstack/internal/engine"
 	"github.com/vipstack/vipstack/internal/filewatch"
+	"github.com/vipstack/vipstack/internal/lbkernel"
 	"github.com/vipstack/vipstack/internal/metrics"
 	"github.com/vipstack/vipstack/internal/netif"
 	"github.com/vipstack/vipstack/internal/node"
@@ -49,6 +50,7 @@ type nodeFlags struct {
 	kubeconfig, role                                               string
 	watch                                                          time.Duration
 	noSuper, check, bgpKeep                                        bool
+	datapath                                                       lbkernel.Mode
 	endpoints                                                      []cluster.ServicePort
 	log                                                            *slog.Logger
 	logFlags                                                       *logLevelFlag
@@ -93,7 +95,7 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	reg := metrics.NewRegistry()
 	agent, err := node.New(node.Options{ClusterPath: f.cfgPath, Node: f.nodeName, Logger: log, Registry: reg,
-		Ledger: ledger, BGPLedger: bgpLedger, DNSLog: stderr, Endpoints: f.endpoints, LBSocket: f.lbSocket, Version: version.String(),
+		Ledger: ledger, BGPLedger: bgpLedger, DNSLog: stderr, Endpoints: f.endpoints, LBSocket: f.lbSocket, Version: version.String(), Datapath: f.datapath,
 		Live: node.LiveOptions{Kubeconfig: f.kubeconfig, Role: cluster.Role(f.role)}, BGPStopKeepsRoutes: f.bgpKeep})
 	if err != nil {
 		fmt.Fprintf(stderr, "%v\n", err)
@@ -155,10 +157,16 @@ func parseNodeFlags(args []string, stderr io.Writer) (f nodeFlags, code int, ok 
 	fs.StringVar(&f.role, "role", "", "this node's role (bootstrap, master or worker) when the cluster file does not list it (default: from its Node object with membership.kubernetes)")
 	fs.StringVar(&f.lbSocket, "lb-socket", "", "on a master, serve the load balancer's runtime API (haproxy's stats socket commands: show stat, show servers state, set server B/S state ready|drain|maint) on this Unix socket, level admin, mode 0600; empty: off")
 	fs.BoolVar(&f.bgpKeep, "bgp-stop-keeps-routes", false, "on SIGTERM, leave the BGP routes announced and the VIPs on lo instead of withdrawing them, for a restart or an upgrade: routers with graceful restart (the peers' gracefulRestart) keep the routes until the next agent is up; a node stopped for good then draws traffic until that time passes")
+	datapath := fs.String("datapath", "relay", "how a master's load balancer carries the API VIPs' connections: relay (redirect to the user-space relay, the default), kernel (nftables DNAT from VIP:ports.api to the masters, health checks in user space; refused when it cannot serve as the relay would) or auto (kernel where possible); see docs/lb-kernel.md")
 	f.kaCompat = addKACompatFlags(fs)
 	f.logFlags = addLogLevel(fs, "vipstack node", "")
 	if err := fs.Parse(args); err != nil {
 		return f, parseExit(err), false
+	}
+	var err error
+	if f.datapath, err = lbkernel.ParseMode(*datapath); err != nil {
+		fmt.Fprintf(stderr, "vipstack node: --%v\n", err)
+		return f, 2, false
 	}
 	if f.nodeName == "" {
 		h, err := os.Hostname()

@@ -65,9 +65,9 @@ type Daemon struct {
 	running  *lbconfig.Config
 	metrics  *reloadMetrics
 	registry *prometheus.Registry
-	closers  []func()    // run in reverse by Close
-	kp       *kernelPath // nil with --datapath relay
-	kpRuns   bool        // kp.run started
+	closers  []func()       // run in reverse by Close
+	kp       *lbkernel.Path // nil with --datapath relay
+	kpRuns   bool           // kp.Run started
 }
 
 // Start runs cfg (loaded from opts.ConfigPath) as haproxy starts: the
@@ -118,7 +118,7 @@ func Start(cfg *lbconfig.Config, opts Options) (*Daemon, error) {
 	}
 	if d.kp != nil {
 		d.kpRuns = true
-		go d.kp.run()
+		go d.kp.Run()
 	}
 	if err := d.serveMetrics(); err != nil {
 		d.shutdown(0)
@@ -188,12 +188,12 @@ func (d *Daemon) prepareKernel(cfg *lbconfig.Config, ids lbproc.IDs) (*lbkernel.
 	if ids.UID > 0 {
 		return nil, &FlagError{fmt.Sprintf("--datapath %s changes nftables while it runs (a server's check), which user %s in %s would no longer allow (accepted: --datapath relay with user/group, or no user/group)", d.opts.Datapath, cfg.User, d.opts.ConfigPath)}
 	}
-	d.kp = newKernelPath(d.opts.Datapath, d.log)
-	plan, err := d.kp.build(cfg)
+	d.kp = lbkernel.NewPath(d.opts.Datapath, d.log)
+	plan, err := d.kp.Build(cfg)
 	if err != nil {
 		return nil, err
 	}
-	if err := d.kp.table.Usable(); err != nil {
+	if err := d.kp.Table.Usable(); err != nil {
 		return nil, fmt.Errorf("--datapath %s: nftables is not usable: %w (accepted: a process with CAP_NET_ADMIN in the network namespace, on a kernel with nf_tables)", d.opts.Datapath, err)
 	}
 	return plan, nil
@@ -205,9 +205,9 @@ func (d *Daemon) startKernel(plan *lbkernel.Plan) error {
 	if d.kp == nil {
 		return nil
 	}
-	d.kp.lb = d.lb
-	d.closers = append(d.closers, func() { d.kp.close(d.kpRuns) })
-	if err := d.kp.install(plan); err != nil {
+	d.kp.Attach(d.lb)
+	d.closers = append(d.closers, func() { d.kp.Close(d.kpRuns) })
+	if err := d.kp.Install(plan); err != nil {
 		return fmt.Errorf("--datapath %s: %w", d.opts.Datapath, err)
 	}
 	if err := d.registry.Register(d.kp); err != nil {
@@ -228,8 +228,8 @@ func (d *Daemon) startLB(cfg *lbconfig.Config) error {
 		opts.OnHealthy = d.rd.Set
 	}
 	if d.kp != nil {
-		opts.OnServers = d.kp.notify
-		opts.KernelSessions = d.kp.sessions
+		opts.OnServers = d.kp.Notify
+		opts.KernelSessions = d.kp.Sessions
 	}
 	if d.lb, err = lb.New(opts); err != nil {
 		return err

@@ -71,7 +71,7 @@ func (d *Daemon) reload() error {
 	var plan *lbkernel.Plan
 	if d.kp != nil {
 		// Refused before anything changes, as a bad file is.
-		if plan, err = d.kp.build(next); err != nil {
+		if plan, err = d.kp.Build(next); err != nil {
 			return err
 		}
 	}
@@ -95,7 +95,7 @@ func (d *Daemon) reload() error {
 	}
 	err = move.Finish(moved...)
 	if plan != nil {
-		if kerr := d.kp.install(plan); kerr != nil {
+		if kerr := d.kp.Install(plan); kerr != nil {
 			d.log.Error("kernel path: the new configuration's table could not be installed; the previous one stays", "err", kerr)
 			err = errors.Join(err, kerr)
 		}
@@ -120,7 +120,7 @@ func (d *Daemon) shutdown(drain time.Duration) {
 // NATed run on in conntrack, which the drain does not see.
 func (d *Daemon) stopKernel() {
 	if d.kp != nil {
-		d.kp.remove()
+		d.kp.Remove()
 	}
 }
 

@@ -88,6 +88,11 @@ type Plan struct {
 	// kernel's maps unless its check decides first: (fall+1) x inter of
 	// the slowest checked server, MinSuspect..MaxSuspect.
 	SuspectFor time.Duration
+	// DNATTimeouts, when set, are the conntrack timeouts (seconds, by
+	// TCPStates) that the frontends' chains give the connections they
+	// DNAT, through the table's ct timeout object; nil leaves them the
+	// host's. Path.Build sets them with DNATTimeouts.
+	DNATTimeouts []uint32
 }
 
 // The bounds of Plan.SuspectFor.

@@ -3,6 +3,7 @@ package lbkernel
 import (
 	"errors"
 	"flag"
+	"fmt"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -71,6 +72,7 @@ func TestRuleset(t *testing.T) {
 		},
 		// iperf: none usable, its chain is empty.
 	}
+	p.DNATTimeouts = []uint32{120, 60, 432000, 120, 60, 30, 10, 10, 120, 300, 300}
 	got := Ruleset(p, targets)
 	path := filepath.Join("testdata", t.Name()+".golden")
 	if *update {
@@ -241,5 +243,36 @@ func TestDemote(t *testing.T) {
 	want := Decision{Proxy: "frontend main", Why: "forwarding is off"}
 	if diff := cmp.Diff(want, p.Decisions[0]); diff != "" {
 		t.Errorf("main's decision (-want +got):\n%s", diff)
+	}
+}
+
+func TestDNATTimeouts(t *testing.T) {
+	host := map[string]string{
+		"syn_sent": "120", "syn_recv": "60", "established": "432000", "fin_wait": "120", "close_wait": "60",
+		"last_ack": "30", "time_wait": "120", "close": "10", "max_retrans": "300", "unacknowledged": "300",
+	}
+	read := func(name string) (string, error) {
+		v, ok := host[strings.TrimPrefix(name, "nf_conntrack_tcp_timeout_")]
+		if !ok {
+			return "", fmt.Errorf("no %s", name)
+		}
+		return v + "\n", nil
+	}
+	got, err := DNATTimeouts(read)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The host's, time_wait at most 10 s, syn_sent2 as syn_sent.
+	want := []uint32{120, 60, 432000, 120, 60, 30, 10, 10, 120, 300, 300}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("DNATTimeouts (-want +got):\n%s", diff)
+	}
+	host["time_wait"] = "5" // a host that already has less keeps it
+	if got, _ := DNATTimeouts(read); got[6] != 5 {
+		t.Errorf("time_wait with the host's at 5 s: %d, want 5", got[6])
+	}
+	host["close"] = "ten"
+	if _, err := DNATTimeouts(read); err == nil || !strings.Contains(err.Error(), `nf_conntrack_tcp_timeout_close: "ten" is not a number of seconds`) {
+		t.Errorf("a bad sysctl value: %v, want an error naming it", err)
 	}
 }

@@ -179,6 +179,14 @@ func Ruleset(p *Plan, targets map[string][]Target) string {
 		w("\t\telements = { %s }", strings.Join(ports, ", "))
 	}
 	w("\t}")
+	if len(p.DNATTimeouts) > 0 {
+		w("")
+		w("\tct timeout %s {", ctTimeoutObj)
+		w("\t\tprotocol tcp")
+		w("\t\tl3proto inet")
+		w("\t\tpolicy = %s", ctTimeoutText(p.DNATTimeouts))
+		w("\t}")
+	}
 	for _, f := range []int{4, 6} {
 		w("")
 		w("\tset %s {", suspectSet(f))
@@ -198,7 +206,11 @@ func Ruleset(p *Plan, targets map[string][]Target) string {
 	for i, f := range p.Frontends {
 		w("")
 		w("\tchain %s {", frontendObj(i))
-		w("\t\tcounter goto %s", backendObj(p.backendIndex(f.Backend)))
+		set := ""
+		if len(p.DNATTimeouts) > 0 {
+			set = fmt.Sprintf("ct timeout set %q ", ctTimeoutObj)
+		}
+		w("\t\t%scounter goto %s", set, backendObj(p.backendIndex(f.Backend)))
 		w("\t}")
 	}
 	for _, c := range []struct{ name, hook string }{{"prerouting", "dstnat"}, {"output", "-100"}} {

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"net/netip"
+	"slices"
 	"time"
 
 	"github.com/google/nftables"
@@ -134,14 +135,19 @@ func (t *Table) Install(p *Plan, targets map[string][]Target) error {
 			c.AddRule(&nftables.Rule{Table: tb, Chain: beChains[i], Exprs: ex})
 		}
 	}
+	var setTimeout []expr.Any
+	if len(p.DNATTimeouts) > 0 {
+		c.AddObj(dnatTimeoutObj(tb, p.DNATTimeouts))
+		setTimeout = []expr.Any{&expr.Objref{Type: int(nftables.ObjTypeCtTimeout), Name: ctTimeoutObj}}
+	}
 	feChains := make([]*nftables.Chain, len(p.Frontends))
 	for i, f := range p.Frontends {
 		ch := c.AddChain(&nftables.Chain{Name: frontendObj(i), Table: tb})
 		feChains[i] = ch
-		c.AddRule(&nftables.Rule{Table: tb, Chain: ch, Exprs: []expr.Any{
+		c.AddRule(&nftables.Rule{Table: tb, Chain: ch, Exprs: append(slices.Clone(setTimeout),
 			&expr.Counter{},
 			&expr.Verdict{Kind: expr.VerdictGoto, Chain: backendObj(p.backendIndex(f.Backend))},
-		}})
+		)})
 	}
 	accept := nftables.ChainPolicyAccept
 	for _, hook := range []*nftables.ChainHook{nftables.ChainHookPrerouting, nftables.ChainHookOutput} {
@@ -247,6 +253,19 @@ func (t *Table) Connections() (map[string]uint64, error) {
 		}
 	}
 	return out, nil
+}
+
+// dnatTimeoutObj is the ct timeout object of the DNATed connections,
+// every TCP state given (the library fills missing ones from its own
+// defaults, which it keeps in a package map that it also writes into: a
+// complete policy leaves nothing of it in ours).
+func dnatTimeoutObj(tb *nftables.Table, ts []uint32) *nftables.NamedObj {
+	policy := expr.CtStatePolicyTimeout{}
+	for i, v := range ts {
+		policy[uint16(i)] = v
+	}
+	return &nftables.NamedObj{Table: tb, Name: ctTimeoutObj, Type: nftables.ObjTypeCtTimeout,
+		Obj: &expr.CtTimeout{L3Proto: unix.NFPROTO_INET, L4Proto: unix.IPPROTO_TCP, Policy: policy}}
 }
 
 func backendMap(tb *nftables.Table, i, fam int) *nftables.Set {

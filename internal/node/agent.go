@@ -28,6 +28,7 @@ import (
 	"github.com/vipstack/vipstack/internal/lb"
 	"github.com/vipstack/vipstack/internal/lbcli"
 	"github.com/vipstack/vipstack/internal/lbconfig"
+	"github.com/vipstack/vipstack/internal/lbkernel"
 	"github.com/vipstack/vipstack/internal/netif"
 	"github.com/vipstack/vipstack/internal/redirect"
 	"github.com/vipstack/vipstack/internal/track"
@@ -64,6 +65,9 @@ type Options struct {
 	// routes are not withdrawn and the VIPs stay on lo, for the routers'
 	// graceful restart to keep them until the next agent is up.
 	BGPStopKeepsRoutes bool
+	// Datapath is --datapath: how the load balancer carries the API
+	// VIPs' connections: relay ("" too), kernel or auto (lbkernel.Mode).
+	Datapath lbkernel.Mode
 }
 
 // Agent is everything one node runs.
@@ -81,6 +85,8 @@ type Agent struct {
 	bgp     *BGPRunner // the speaker, when the node announces VIPs by BGP
 	lb      *lb.LB
 	lbAPI   *lbcli.Sockets
+	kp      *lbkernel.Path // the kernel data path; nil with --datapath relay
+	kplan   *lbkernel.Plan // kp's plan in force (guarded by redirMu)
 	dnsSrv  dnsServer
 	nodes   *discovery.Registry
 	dnsConf string // the Corefile being served
@@ -150,6 +156,17 @@ func New(opts Options) (*Agent, error) {
 		return nil, fmt.Errorf("%s: %w", opts.ClusterPath, err)
 	}
 	a.cluster, a.plan = c, p
+	if p.RunLB && a.kernelMode() {
+		// Refused here, so that --check and the start say so before
+		// anything runs.
+		cfg, err := a.lbConfig(c)
+		if err == nil {
+			_, err = kernelPlan(lbkernel.NewPath(opts.Datapath, a.log), c, cfg)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", opts.ClusterPath, err)
+		}
+	}
 	a.reloads = newReloads()
 	if opts.Registry != nil {
 		if err := opts.Registry.Register(a.reloads); err != nil {
@@ -304,11 +321,16 @@ func (ps anyProbe) Probe(ctx context.Context) error {
 }
 
 func (a *Agent) startLB() error {
-	cfg, err := a.cluster.LBConfig()
+	cfg, err := a.lbConfig(a.cluster)
 	if err != nil {
 		return err
 	}
-	l, err := lb.New(lb.Options{
+	if a.kernelMode() {
+		if err := a.prepareKernel(a.cluster, cfg); err != nil {
+			return err
+		}
+	}
+	opts := lb.Options{
 		Logger:   a.log.With("part", "lb"),
 		Registry: a.opts.Registry,
 		Clock:    a.clk,
@@ -320,7 +342,12 @@ func (a *Agent) startLB() error {
 				f.f.Set(up)
 			}
 		},
-	})
+	}
+	if a.kp != nil {
+		opts.OnServers = a.kp.Notify
+		opts.KernelSessions = a.kp.Sessions
+	}
+	l, err := lb.New(opts)
 	if err != nil {
 		return err
 	}
@@ -342,12 +369,18 @@ func (a *Agent) startLB() error {
 	if change != nil {
 		change.Commit()
 	}
-	// The redirects start with the monitor's verdict so far (OnHealthy
-	// records it even before they exist).
-	a.syncRedirects(a.cluster)
 	a.mu.Lock()
 	a.lb, a.lbAPI = l, api
 	a.mu.Unlock()
+	if a.kp != nil {
+		if err := a.startKernel(); err != nil {
+			return err
+		}
+	}
+	// The redirects start with the monitor's verdict so far (OnHealthy
+	// records it even before they exist); none for the VIPs the kernel
+	// path captures.
+	a.syncRedirects(a.cluster)
 	return nil
 }
 
@@ -363,6 +396,9 @@ func (a *Agent) syncRedirects(c *cluster.Cluster) (moved []<-chan struct{}) {
 	defer a.redirMu.Unlock()
 	if a.redirStopped {
 		return nil
+	}
+	for vip := range a.kernelVIPs() {
+		delete(want, vip)
 	}
 	if a.followers == nil {
 		a.followers = map[netip.AddrPort]*follower{}
@@ -397,6 +433,12 @@ func (a *Agent) syncRedirects(c *cluster.Cluster) (moved []<-chan struct{}) {
 func (a *Agent) stopLB() {
 	if a.lbAPI != nil {
 		a.lbAPI.Close()
+	}
+	if a.kp != nil {
+		// First, as vipstack lb does: new connections to the API VIPs
+		// then reach the local API server; NATed ones run on in
+		// conntrack.
+		a.kp.Close(true)
 	}
 	a.redirMu.Lock()
 	a.redirStopped = true
@@ -501,6 +543,9 @@ func (a *Agent) Reload() error {
 	if err == nil && a.lb != nil {
 		move, err = a.openLB(running, c, lbCfg)
 	}
+	if err == nil && a.kp != nil {
+		err = a.reloadKernel(c, lbCfg)
+	}
 	now := a.clk.Now()
 	a.mu.Lock()
 	if err != nil {
@@ -553,7 +598,7 @@ func (a *Agent) Reload() error {
 // new ports.lb keeps the old one open too until the redirects moved
 // (redirect.Mover).
 func (a *Agent) openLB(running, c *cluster.Cluster, lbCfg *lbconfig.Config) (*redirect.Move, error) {
-	old, err := running.LBConfig()
+	old, err := a.lbConfig(running)
 	if err != nil {
 		return nil, fmt.Errorf("load balancer: the running configuration: %w", err)
 	}
@@ -624,8 +669,13 @@ func (a *Agent) prepareReload() (*cluster.Cluster, *cluster.Plan, *lbconfig.Conf
 	}
 	var lbCfg *lbconfig.Config
 	if p.RunLB {
-		if lbCfg, err = c.LBConfig(); err != nil {
+		if lbCfg, err = a.lbConfig(c); err != nil {
 			return nil, nil, nil, fmt.Errorf("%s: %w", path, err)
+		}
+		if a.kp != nil {
+			if _, err := kernelPlan(a.kp, c, lbCfg); err != nil {
+				return nil, nil, nil, fmt.Errorf("%s: %w", path, err)
+			}
 		}
 	}
 	return c, p, lbCfg, nil

@@ -1,4 +1,4 @@
-package lbdaemon
+package lbkernel
 
 import (
 	"fmt"
@@ -15,25 +15,28 @@ import (
 
 	"github.com/vipstack/vipstack/internal/lb"
 	"github.com/vipstack/vipstack/internal/lbconfig"
-	"github.com/vipstack/vipstack/internal/lbkernel"
 )
 
-// kernelPath is the daemon's kernel data path (--datapath kernel or
-// auto): the nftables table of lbkernel, and a goroutine that rewrites a
-// backend's map each time the LB says its servers changed.
-type kernelPath struct {
-	mode  lbkernel.Mode
-	table *lbkernel.Table
+// Path keeps the kernel data path (--datapath kernel or auto) in step
+// with a running LB: its Table, and a goroutine (Run) that rewrites a
+// backend's map each time the LB says its servers changed. `vipstack lb`
+// (internal/lbdaemon) and `vipstack node` (internal/node) use it the same
+// way: NewPath, Build before anything listens, Attach the LB with Notify
+// as its OnServers and Sessions as its KernelSessions, Install after the
+// LB's Apply, go Run, Close at the end.
+type Path struct {
+	mode  Mode
+	Table *Table
 	log   *slog.Logger
-	lb    *lb.LB // set once the LB exists
+	lb    *lb.LB // set by Attach once the LB exists
 
 	kick chan struct{}
 	stop chan struct{}
 	done chan struct{}
 
 	mu      sync.Mutex // guards plan, last, base and removed
-	plan    *lbkernel.Plan
-	last    map[string][]lbkernel.Target
+	plan    *Plan
+	last    map[string][]Target
 	removed bool
 	// base is, by frontend, the connections counted by the tables a
 	// reload replaced (whose counters start again from 0).
@@ -48,23 +51,29 @@ type kernelPath struct {
 // to this long plus a map update.
 const suspectPoll = 50 * time.Millisecond
 
-func newKernelPath(mode lbkernel.Mode, log *slog.Logger) *kernelPath {
-	return &kernelPath{mode: mode, table: &lbkernel.Table{}, log: log.With("part", "kernel-path"), base: map[string]uint64{},
+func NewPath(mode Mode, log *slog.Logger) *Path {
+	return &Path{mode: mode, Table: &Table{}, log: log.With("part", "kernel-path"), base: map[string]uint64{},
 		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 }
 
-// notify is the LB's OnServers: it never blocks.
-func (k *kernelPath) notify() {
+// Attach gives the Path its LB, before Install.
+func (k *Path) Attach(l *lb.LB) { k.lb = l }
+
+// Mode is the Path's --datapath value.
+func (k *Path) Mode() Mode { return k.mode }
+
+// Notify is the LB's OnServers: it never blocks.
+func (k *Path) Notify() {
 	select {
 	case k.kick <- struct{}{}:
 	default: // a sync is pending; it reads the newest state
 	}
 }
 
-// build plans cfg; with --datapath kernel a frontend that needs user
+// Build plans cfg; with --datapath kernel a frontend that needs user
 // space refuses it.
-func (k *kernelPath) build(cfg *lbconfig.Config) (*lbkernel.Plan, error) {
-	p, err := lbkernel.Build(cfg, k.mode)
+func (k *Path) Build(cfg *lbconfig.Config) (*Plan, error) {
+	p, err := Build(cfg, k.mode)
 	if err != nil {
 		return nil, fmt.Errorf("--datapath %s: %w", k.mode, err)
 	}
@@ -82,10 +91,21 @@ func (k *kernelPath) build(cfg *lbconfig.Config) (*lbkernel.Plan, error) {
 		}
 		why := fmt.Sprintf("backend %s has servers on other hosts and %s is not 1: DNAT to another host needs forwarding, which vipstack does not turn on (accepted: sysctl %s=1, or --datapath relay)",
 			b, file, strings.ReplaceAll(strings.TrimPrefix(file, "/proc/sys/"), "/", "."))
-		if k.mode == lbkernel.Kernel {
+		if k.mode == Kernel {
 			return nil, fmt.Errorf("--datapath kernel: %s", why)
 		}
 		p.Demote(b, why)
+	}
+	if len(p.Frontends) > 0 {
+		ts, err := DNATTimeouts(func(name string) (string, error) {
+			b, err := os.ReadFile("/proc/sys/net/netfilter/" + name)
+			return string(b), err
+		})
+		if err != nil {
+			p.Notes = append(p.Notes, "the connections the kernel DNATs keep the host's conntrack timeouts (TIME_WAIT not shortened to "+DNATTimeWait.String()+"): "+err.Error())
+		} else {
+			p.DNATTimeouts = ts
+		}
 	}
 	return p, nil
 }
@@ -122,29 +142,29 @@ func allLocal(cfg *lbconfig.Config, backend string, local map[netip.Addr]bool) b
 	return true
 }
 
-// install puts p in force with the servers usable now, replacing any
+// Install puts p in force with the servers usable now, replacing any
 // table (one left by a balancer killed before it could remove its own).
-func (k *kernelPath) install(p *lbkernel.Plan) error {
+func (k *Path) Install(p *Plan) error {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.removed {
 		return nil
 	}
-	if left, err := k.table.Present(); err == nil && left && k.plan == nil {
-		k.log.Warn("replacing a kernel-path table left by an earlier run (killed before it could remove it)", "table", lbkernel.TableName)
+	if left, err := k.Table.Present(); err == nil && left && k.plan == nil {
+		k.log.Warn("replacing a kernel-path table left by an earlier run (killed before it could remove it)", "table", TableName)
 	}
 	if k.plan != nil {
-		if n, err := k.table.Connections(); err == nil {
+		if n, err := k.Table.Connections(); err == nil {
 			for f, c := range n {
 				k.base[f] += c
 			}
 		}
 	}
-	targets := map[string][]lbkernel.Target{}
+	targets := map[string][]Target{}
 	for _, b := range p.Backends {
 		targets[b] = k.targets(b)
 	}
-	if err := k.table.Install(p, targets); err != nil {
+	if err := k.Table.Install(p, targets); err != nil {
 		return err
 	}
 	k.plan, k.last = p, targets
@@ -159,25 +179,25 @@ func (k *kernelPath) install(p *lbkernel.Plan) error {
 		k.log.Warn("kernel path: " + n)
 	}
 	if len(p.Frontends) > 0 {
-		k.log.Info("kernel path: the frontends' total sessions (stats page, runtime API, exporter) add the kernel's connections; their current sessions, rates, bytes and the servers' counters count only what the relay carries (clients arriving while no server is usable)", "table", lbkernel.TableName)
+		k.log.Info("kernel path: the frontends' total sessions (stats page, runtime API, exporter) add the kernel's connections; their current sessions, rates, bytes and the servers' counters count only what the relay carries (clients arriving while no server is usable)", "table", TableName)
 	}
 	return nil
 }
 
-func (k *kernelPath) targets(backend string) []lbkernel.Target {
-	var out []lbkernel.Target
+func (k *Path) targets(backend string) []Target {
+	var out []Target
 	for _, s := range k.lb.Usable(backend) {
 		if k.suspects[s.Addr] {
 			continue
 		}
-		out = append(out, lbkernel.Target{Name: s.Name, Addr: s.Addr, Weight: s.Weight})
+		out = append(out, Target{Name: s.Name, Addr: s.Addr, Weight: s.Weight})
 	}
 	return out
 }
 
-// run rewrites the maps of backends whose servers changed, on each
+// Run rewrites the maps of backends whose servers changed, on each
 // notify, until close.
-func (k *kernelPath) run() {
+func (k *Path) Run() {
 	defer close(k.done)
 	tick := time.NewTicker(suspectPoll)
 	defer tick.Stop()
@@ -198,13 +218,13 @@ func (k *kernelPath) run() {
 // leaves the maps at once, before its check can say it is DOWN, and comes
 // back when the set's timeout (Plan.SuspectFor) drops it, if its check
 // still says it is usable then.
-func (k *kernelPath) pollSuspects() {
+func (k *Path) pollSuspects() {
 	k.mu.Lock()
 	if k.plan == nil || k.removed {
 		k.mu.Unlock()
 		return
 	}
-	now, err := k.table.Suspects()
+	now, err := k.Table.Suspects()
 	k.mu.Unlock()
 	if err != nil {
 		k.log.Warn("kernel path: could not read the suspect sets", "err", err)
@@ -225,7 +245,7 @@ func (k *kernelPath) pollSuspects() {
 	}
 }
 
-func (k *kernelPath) sync() {
+func (k *Path) sync() {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.plan == nil || k.removed {
@@ -236,7 +256,7 @@ func (k *kernelPath) sync() {
 		if slices.Equal(t, k.last[b]) {
 			continue
 		}
-		if err := k.table.Update(b, t); err != nil {
+		if err := k.Table.Update(b, t); err != nil {
 			k.log.Error("kernel path: could not update the backend's servers; new connections keep the previous ones", "backend", b, "err", err)
 			continue
 		}
@@ -249,26 +269,26 @@ func (k *kernelPath) sync() {
 	}
 }
 
-// remove deletes the table for good: new connections reach the relay's
+// Remove deletes the table for good: new connections reach the relay's
 // listeners (closing at shutdown); established ones keep their NAT in
 // conntrack and run to their end without the balancer.
-func (k *kernelPath) remove() {
+func (k *Path) Remove() {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.removed {
 		return
 	}
 	k.removed = true
-	if err := k.table.Remove(); err != nil {
-		k.log.Error("kernel path: could not remove the table; the next start (or `nft delete table inet "+lbkernel.TableName+"`) removes it", "err", err)
+	if err := k.Table.Remove(); err != nil {
+		k.log.Error("kernel path: could not remove the table; the next start (or `nft delete table inet "+TableName+"`) removes it", "err", err)
 		return
 	}
-	k.log.Info("kernel path: table removed", "table", lbkernel.TableName)
+	k.log.Info("kernel path: table removed", "table", TableName)
 }
 
-// close stops the goroutine (if run was started) and removes the table.
-func (k *kernelPath) close(started bool) {
-	k.remove()
+// Close stops the goroutine (if Run was started) and removes the table.
+func (k *Path) Close(started bool) {
+	k.Remove()
 	select {
 	case <-k.stop:
 	default:
@@ -285,9 +305,9 @@ var kernelConnsDesc = prometheus.NewDesc("vipstack_lb_kernel_connections_total",
 	"Connections a frontend took through the kernel data path (nftables counter of its chain), since start.",
 	[]string{"frontend"}, nil)
 
-func (k *kernelPath) Describe(ch chan<- *prometheus.Desc) { ch <- kernelConnsDesc }
+func (k *Path) Describe(ch chan<- *prometheus.Desc) { ch <- kernelConnsDesc }
 
-func (k *kernelPath) Collect(ch chan<- prometheus.Metric) {
+func (k *Path) Collect(ch chan<- prometheus.Metric) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.removed || k.plan == nil {
@@ -299,15 +319,15 @@ func (k *kernelPath) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// sessions is the LB's KernelSessions: each frontend's connections
+// Sessions is the LB's KernelSessions: each frontend's connections
 // through the kernel since start, over reloads.
-func (k *kernelPath) sessions() map[string]uint64 {
+func (k *Path) Sessions() map[string]uint64 {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	return k.sessionsLocked()
 }
 
-func (k *kernelPath) sessionsLocked() map[string]uint64 {
+func (k *Path) sessionsLocked() map[string]uint64 {
 	out := map[string]uint64{}
 	for f, c := range k.base {
 		out[f] = c
@@ -315,7 +335,7 @@ func (k *kernelPath) sessionsLocked() map[string]uint64 {
 	if k.removed || k.plan == nil {
 		return out
 	}
-	n, err := k.table.Connections()
+	n, err := k.Table.Connections()
 	if err != nil {
 		k.log.Warn("kernel path: could not read the counters", "err", err)
 		return out
