@@ -144,8 +144,27 @@ func TestStoryBGP(t *testing.T) {
 	logs, procs, exited := startBGPMasters(t, l, frr, bin, cfg, masters, "ipv4")
 
 	// Every master's checks pass (rise 3 at 2 s): the route is ECMP
-	// over all three.
-	l.WantNexthops(t, apiVIP, 60*time.Second, 1, 2, 3)
+	// over all three. (Starting, they announce it demoted, which is ECMP
+	// over all three as well: wait for their status to say eligible.)
+	allEligible := func(timeout time.Duration) {
+		t.Helper()
+		testutil.Eventually(t, timeout, func() error {
+			for i := range masters {
+				s, err := nodeStatus(bin, l.Nodes[i])
+				if err != nil {
+					return err
+				}
+				if s.BGP == nil || !slices.ContainsFunc(s.BGP.Routes, func(r node.BGPRouteStatus) bool {
+					return r.Prefix == bgpAPIVIP+"/32" && r.Announced && !r.Demoted
+				}) {
+					return fmt.Errorf("m%d's API route: %+v, want announced, not demoted, once its checks pass", i+1, s.BGP)
+				}
+			}
+			return nil
+		})
+	}
+	allEligible(60 * time.Second)
+	l.WantNexthops(t, apiVIP, 10*time.Second, 1, 2, 3)
 	get := func() (string, error) { return readyzVia(l, bgpAPIVIP+":6443") }
 	testutil.Eventually(t, 15*time.Second, func() error {
 		body, err := get()
@@ -254,21 +273,8 @@ func TestStoryBGP(t *testing.T) {
 	for _, i := range []int{0, 1, 2} {
 		block(l.Nodes[i], false)
 	}
-	l.WantNexthops(t, apiVIP, 30*time.Second, 1, 2, 3)
-	testutil.Eventually(t, 30*time.Second, func() error {
-		for i := range masters {
-			s, err := nodeStatus(bin, l.Nodes[i])
-			if err != nil {
-				return err
-			}
-			if s.BGP == nil || !slices.ContainsFunc(s.BGP.Routes, func(r node.BGPRouteStatus) bool {
-				return r.Prefix == bgpAPIVIP+"/32" && r.Announced && !r.Demoted
-			}) {
-				return fmt.Errorf("m%d's API route: %+v, want announced, not demoted, once its checks pass", i+1, s.BGP)
-			}
-		}
-		return nil
-	})
+	allEligible(30 * time.Second)
+	l.WantNexthops(t, apiVIP, 10*time.Second, 1, 2, 3)
 
 	// A reload adds an API VIP on every master and changes m3's peer: the
 	// new VIP is announced by all three, m3's session restarts, and the
