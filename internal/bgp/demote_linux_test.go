@@ -60,12 +60,19 @@ func runDemotion(t *testing.T, l *lab, r labRouter, asn uint32, d Demotion) {
 		t.Errorf("client to %v with n1 the last, demoted: %v, %v; want 3 answers from n1", vip4, got, err)
 	}
 
-	// n1's check passes again: its route is announced again with its
-	// own attributes, and n2 coming back shares the VIPs with it.
+	// n1, the last node, passes its check again: its path is replaced
+	// by one with its own attributes, and the router's route never goes
+	// meanwhile (sampled until 1 s after n1 reports the change).
+	stop := watchRoute(l, vip4)
 	send(1, "eligible")
+	testStatusDemoted(t, sp[1], false)
+	time.Sleep(time.Second)
+	if n, empty := stop(); empty > 0 || n == 0 {
+		t.Errorf("the router had no route to %v in %d of %d samples while n1, the last node, left demotion", vip4, empty, n)
+	}
+	// n2 coming back shares the VIPs with it.
 	send(2, "eligible")
 	want(1, 2)
-	testStatusDemoted(t, sp[1], false)
 
 	// With demotion off a failing check takes the route away even from
 	// the last node: n1 and n2 withdraw, n3 is demoted, nothing is routed.
@@ -76,6 +83,37 @@ func runDemotion(t *testing.T, l *lab, r labRouter, asn uint32, d Demotion) {
 	send(1, "ineligible")
 	send(2, "ineligible")
 	want()
+}
+
+// watchRoute samples the router's kernel route to v until the returned
+// func is called, which says how many samples it took and how many found
+// no route.
+func watchRoute(l *lab, v netip.Addr) func() (n, empty int) {
+	done := make(chan struct{})
+	res := make(chan [2]int, 1)
+	go func() {
+		var n, empty int
+		for {
+			select {
+			case <-done:
+				res <- [2]int{n, empty}
+				return
+			default:
+			}
+			if hops, err := l.nexthops(v); err == nil {
+				n++
+				if len(hops) == 0 {
+					empty++
+				}
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	return func() (int, int) {
+		close(done)
+		r := <-res
+		return r[0], r[1]
+	}
 }
 
 // testStatusDemoted waits until every route of p's status is announced
