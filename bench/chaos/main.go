@@ -53,13 +53,14 @@
 // the router spreads each VIP over every node that announces it (ECMP).
 // The faults are chaos.BGPWeights': kill -9 of the engine and of the whole
 // agent, stalls, cuts (the router's end of the link), ifdown, loss, delay,
-// the load balancer's checks failing (the node withdraws) and reloads. The
+// the load balancer's checks failing (the node demotes its API route:
+// routed only when no other node is) and reloads. The
 // sampler reads the router's kernel routes to the VIPs (live nexthops)
 // besides each node's loopback, nftables tables and processes, and the
 // checker applies its Anycast invariants (chaos.Config.Anycast): no route
 // to a node that cannot answer past BFD's detection and a margin, a route
-// to an eligible node for every VIP, no VIP left on the loopback by a dead
-// engine.
+// to an eligible node for every VIP (a demoted one when no other is), no
+// VIP left on the loopback by a dead engine.
 //
 // It exits 1 on any violation or failed injection, 2 on bad flags. The seed
 // is printed; -seed N replays the same schedule.

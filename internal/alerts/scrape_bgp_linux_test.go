@@ -76,7 +76,8 @@ bgp:
 		t.Fatal(err)
 	}
 	// The API server the load balancer's backend check finds up, so the
-	// API VIP is announced (the Ingress VIP's check fails: no router).
+	// API VIP is announced (the Ingress VIP's check fails: no router, so
+	// its route is announced demoted).
 	var ln net.Listener
 	if err := routedlab.Do(l.Nodes[0], func() (err error) { ln, err = net.Listen("tcp", ":6443"); return err }); err != nil {
 		t.Fatal(err)
@@ -133,14 +134,22 @@ bgp:
 		if v := value("vipstack_bgp_vip_announced", `{role="api",vip="198.19.0.5"}`); v != "1" {
 			return fmt.Errorf("vipstack_bgp_vip_announced of the API VIP is %q, want 1", v)
 		}
-		if v := value("vipstack_bgp_vip_announced", `{role="ingress",vip="198.19.0.7"}`); v != "0" {
-			return fmt.Errorf("vipstack_bgp_vip_announced of the Ingress VIP is %q, want 0 (its check fails)", v)
+		if v := value("vipstack_bgp_vip_demoted", `{role="api",vip="198.19.0.5"}`); v != "0" {
+			return fmt.Errorf("vipstack_bgp_vip_demoted of the API VIP is %q, want 0 (its checks pass)", v)
 		}
-		if v := value("vipstack_bgp_routes_advertised", `{peer="198.18.1.1"}`); v != "1" {
-			return fmt.Errorf("vipstack_bgp_routes_advertised of 198.18.1.1 is %q, want 1 (the API VIP's route)", v)
+		if v := value("vipstack_bgp_vip_announced", `{role="ingress",vip="198.19.0.7"}`); v != "1" {
+			return fmt.Errorf("vipstack_bgp_vip_announced of the Ingress VIP is %q, want 1 (demoted)", v)
 		}
-		if v := value("vipstack_bgp_route_announcements_total", ""); v != "1" {
-			return fmt.Errorf("vipstack_bgp_route_announcements_total is %q, want 1", v)
+		if v := value("vipstack_bgp_vip_demoted", `{role="ingress",vip="198.19.0.7"}`); v != "1" {
+			return fmt.Errorf("vipstack_bgp_vip_demoted of the Ingress VIP is %q, want 1 (its check fails)", v)
+		}
+		if v := value("vipstack_bgp_routes_advertised", `{peer="198.18.1.1"}`); v != "2" {
+			return fmt.Errorf("vipstack_bgp_routes_advertised of 198.18.1.1 is %q, want 2 (the API VIP's route and the Ingress VIP's, demoted)", v)
+		}
+		// The API route is announced demoted while its checks rise, then
+		// again with its own attributes; the Ingress route once.
+		if v := value("vipstack_bgp_route_announcements_total", ""); v != "3" {
+			return fmt.Errorf("vipstack_bgp_route_announcements_total is %q, want 3", v)
 		}
 		if v := value("vipstack_bgp_updates_sent_total", `{peer="198.18.1.1"}`); v == "" || v == "0" {
 			return fmt.Errorf("vipstack_bgp_updates_sent_total of 198.18.1.1 is %q, want at least 1", v)

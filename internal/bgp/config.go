@@ -25,6 +25,44 @@ type Config struct {
 	NextHopIPv4, NextHopIPv6 netip.Addr
 	Peers                    []Peer
 	Routes                   []Route
+	// Demote is what a demoted verdict (Verdict.Demoted: a check that
+	// VRRP would count as a weight fails) does to a route: it stays
+	// announced with these attributes made worse, so that routers prefer
+	// any node whose checks pass and still use this one when it is the
+	// only one left. nil withdraws the route instead, as a verdict that is
+	// not eligible does.
+	Demote *Demotion
+}
+
+// Demotion is how much worse a demoted route's path is than its
+// configured one. Prepending works with every router over eBGP; iBGP
+// peers compare LOCAL_PREF first, and MED between paths from the same
+// neighbouring AS (the nodes share one ASN), in either kind of session.
+type Demotion struct {
+	// Prepend adds the node's ASN this many more times to the AS path
+	// (1..10, on top of the route's own Prepend); eBGP peers only, as
+	// for Attributes.Prepend.
+	Prepend int
+	// LocalPref replaces the route's local preference (iBGP only); it
+	// must be below the route's (100 when unset).
+	LocalPref *uint32
+	// MED replaces the route's MED; it must be above the route's (0 when
+	// unset, as routers treat a missing MED).
+	MED *uint32
+}
+
+// Apply returns a with the demotion's attributes.
+func (d Demotion) Apply(a Attributes) Attributes {
+	a.Prepend += d.Prepend
+	if d.LocalPref != nil {
+		lp := *d.LocalPref
+		a.LocalPref = &lp
+	}
+	if d.MED != nil {
+		med := *d.MED
+		a.MED = &med
+	}
+	return a
 }
 
 // Peer is one BGP neighbour.
@@ -268,7 +306,59 @@ func (c *Config) Validate() error {
 			bad(f+".prepend", "%d with an iBGP peer; iBGP peers drop a path that holds their own ASN, want 0 or only eBGP peers", r.Prepend)
 		}
 	}
+	if c.Demote != nil {
+		c.validateDemote(bad, anyIBGP)
+	}
 	return errors.Join(errs...)
+}
+
+// validateDemote checks that c.Demote makes every route's path worse for
+// every peer: prepending for eBGP peers (or MED), LOCAL_PREF or MED for
+// iBGP peers.
+func (c *Config) validateDemote(bad func(field, format string, a ...any), anyIBGP bool) {
+	d := c.Demote
+	anyEBGP := false
+	for _, p := range c.Peers {
+		anyEBGP = anyEBGP || !c.IBGP(p)
+	}
+	switch {
+	case d.Prepend < 0 || d.Prepend > 10:
+		bad("demote.prepend", "%d; want 0..10", d.Prepend)
+	case d.Prepend > 0 && anyIBGP:
+		bad("demote.prepend", "%d with an iBGP peer; iBGP peers drop a path that holds their own ASN, want 0 (and local-pref or med) or only eBGP peers", d.Prepend)
+	}
+	if d.LocalPref != nil && !anyIBGP {
+		bad("demote.local-pref", "%d, but every peer is eBGP and LOCAL_PREF is sent to iBGP peers only; want prepend or med", *d.LocalPref)
+	}
+	if anyEBGP && d.Prepend == 0 && d.MED == nil {
+		bad("demote", "changes nothing an eBGP peer sees; want prepend (1..10) or med")
+	}
+	if anyIBGP && d.LocalPref == nil && d.MED == nil {
+		bad("demote", "changes nothing an iBGP peer sees; want local-pref or med")
+	}
+	for i, r := range c.Routes {
+		if d.LocalPref != nil {
+			lp := uint32(100)
+			if r.LocalPref != nil {
+				lp = *r.LocalPref
+			}
+			if *d.LocalPref >= lp {
+				bad("demote.local-pref", "%d is not below the local preference %d of routes[%d] (%v); a demoted path must be less preferred, want a value below %d", *d.LocalPref, lp, i, r.VIP, lp)
+			}
+		}
+		if d.MED != nil {
+			var med uint32
+			if r.MED != nil {
+				med = *r.MED
+			}
+			if *d.MED <= med {
+				bad("demote.med", "%d is not above the MED %d of routes[%d] (%v); a demoted path must be less preferred, want %d..4294967295", *d.MED, med, i, r.VIP, med+1)
+			}
+		}
+		if r.Prepend+d.Prepend > 10 && d.Prepend <= 10 {
+			bad("demote.prepend", "%d on top of the prepend %d of routes[%d] (%v) is %d; want at most 10 in all", d.Prepend, r.Prepend, i, r.VIP, r.Prepend+d.Prepend)
+		}
+	}
 }
 
 func addrString(a netip.Addr) string {

@@ -82,6 +82,33 @@ func TestValidate(t *testing.T) {
 			c.Peers[0].ASN = 64512
 			c.Routes[0].Prepend = 2
 		}, want: []string{"routes[0].prepend: 2 with an iBGP peer"}},
+		{name: "demote by prepending over eBGP", modify: func(c *Config) { c.Demote = &Demotion{Prepend: 3} }},
+		{name: "demote by local-pref and med over iBGP", modify: func(c *Config) {
+			c.Peers[0].ASN = 64512
+			c.Demote = &Demotion{LocalPref: u32(50), MED: u32(100)}
+		}},
+		{name: "demote prepend with ibgp peer", modify: func(c *Config) {
+			c.Peers[0].ASN = 64512
+			c.Demote = &Demotion{Prepend: 3, MED: u32(100)}
+		}, want: []string{"demote.prepend: 3 with an iBGP peer"}},
+		{name: "demote prepend out of range", modify: func(c *Config) { c.Demote = &Demotion{Prepend: 11} },
+			want: []string{"demote.prepend: 11; want 0..10"}},
+		{name: "demote prepend on top of the route's", modify: func(c *Config) {
+			c.Routes[0].Prepend = 8
+			c.Demote = &Demotion{Prepend: 3}
+		}, want: []string{"demote.prepend: 3 on top of the prepend 8 of routes[0] (198.19.0.10) is 11; want at most 10 in all"}},
+		{name: "demote that changes nothing", modify: func(c *Config) { c.Demote = &Demotion{} },
+			want: []string{"demote: changes nothing an eBGP peer sees; want prepend (1..10) or med"}},
+		{name: "demote local-pref without ibgp peer", modify: func(c *Config) { c.Demote = &Demotion{Prepend: 1, LocalPref: u32(50)} },
+			want: []string{"demote.local-pref: 50, but every peer is eBGP"}},
+		{name: "demote local-pref not below the route's", modify: func(c *Config) {
+			c.Peers[0].ASN = 64512
+			c.Demote = &Demotion{LocalPref: u32(100)}
+		}, want: []string{"demote.local-pref: 100 is not below the local preference 100 of routes[0] (198.19.0.10)"}},
+		{name: "demote med not above the route's", modify: func(c *Config) {
+			c.Routes[0].MED = u32(200)
+			c.Demote = &Demotion{MED: u32(100)}
+		}, want: []string{"demote.med: 100 is not above the MED 200 of routes[0] (198.19.0.10)", "want 201..4294967295"}},
 		{name: "duplicate vip", modify: func(c *Config) { c.Routes = append(c.Routes, c.Routes[0]) },
 			want: []string{"routes[1].vip: 198.19.0.10 is also routes[0]"}},
 		{name: "two errors", modify: func(c *Config) { c.ASN = 0; c.Peers[0].Port = 70000 },

@@ -61,7 +61,13 @@ func ipIn(ns string, args ...string) error { return routedlab.IPIn(ns, args...) 
 // and removes them when t ends.
 func newLab(t *testing.T, nodes int) *lab {
 	t.Helper()
-	rl := routedlab.New(t, routedlab.Options{Prefix: "vbgp", Nodes: nodes})
+	return newLabPrefixed(t, "vbgp", nodes)
+}
+
+// newLabPrefixed is newLab with the namespaces' names starting with prefix.
+func newLabPrefixed(t *testing.T, prefix string, nodes int) *lab {
+	t.Helper()
+	rl := routedlab.New(t, routedlab.Options{Prefix: prefix, Nodes: nodes})
 	l := &lab{t: t, rl: rl, router: rl.Router, client: rl.Client, nodes: rl.Nodes, dir: rl.Dir}
 	for i, ns := range l.nodes {
 		for _, a := range [][]string{{vip4.String() + "/32"}, {vip6.String() + "/128", "nodad"}} {
@@ -237,7 +243,7 @@ func TestMain(m *testing.M) {
 }
 
 // speakerHelper runs a Speaker until SIGTERM (a graceful stop), taking
-// "eligible", "ineligible" and "status" on stdin.
+// "eligible", "ineligible", "demoted" and "status" on stdin.
 func speakerHelper(raw string) int {
 	var cfg Config
 	if err := json.Unmarshal([]byte(raw), &cfg); err != nil {
@@ -250,6 +256,13 @@ func speakerHelper(raw string) int {
 		var vs []Verdict
 		for _, r := range cfg.Routes {
 			vs = append(vs, Verdict{VIP: r.VIP, Eligible: ok, Reason: why})
+		}
+		return vs
+	}
+	demoted := func() []Verdict {
+		vs := verdicts(true, "weighted check failing")
+		for i := range vs {
+			vs[i].Demoted = true
 		}
 		return vs
 	}
@@ -270,6 +283,9 @@ func speakerHelper(raw string) int {
 				fmt.Println("ok")
 			case "ineligible":
 				e.set(verdicts(false, "check failing")...)
+				fmt.Println("ok")
+			case "demoted":
+				e.set(demoted()...)
 				fmt.Println("ok")
 			case "status":
 				st, err := s.Status(ctx)

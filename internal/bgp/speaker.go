@@ -479,7 +479,7 @@ func (s *Speaker) bfdChanged(ctx context.Context, e bfdEvent) {
 func (s *Speaker) reconcile(ctx context.Context) {
 	verdicts := s.elig.Verdicts()
 	s.mu.Lock()
-	ops, st := Plan(s.cfg.Routes, verdicts, s.announced)
+	ops, st := Plan(s.cfg.Routes, s.cfg.Demote, verdicts, s.announced)
 	s.mu.Unlock()
 	for _, op := range ops {
 		p := op.Route.Prefix()

@@ -61,7 +61,11 @@ func (f *fakeRouter) SetPeerEnabled(_ context.Context, a netip.Addr, on bool, re
 	return nil
 }
 func (f *fakeRouter) Announce(_ context.Context, r Route, nh netip.Addr, asn uint32) error {
-	f.rec("announce %v nh=%v", r.Prefix(), nh)
+	if r.Prepend > 0 {
+		f.rec("announce %v nh=%v prepend=%d*%d", r.Prefix(), nh, r.Prepend, asn)
+	} else {
+		f.rec("announce %v nh=%v", r.Prefix(), nh)
+	}
 	f.mu.Lock()
 	f.advertised++
 	f.mu.Unlock()
@@ -421,6 +425,54 @@ func TestSpeakerRestarting(t *testing.T) {
 		}
 		if took := time.Since(start); took != 0 {
 			t.Errorf("a restart took %v, want no wait", took)
+		}
+	})
+}
+
+// TestSpeakerDemotion: a demoted verdict announces the route again with
+// the demotion's prepends (the path replaces the eligible one, no
+// withdrawal between), and an eligible one again without them.
+func TestSpeakerDemotion(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		vip := netip.MustParseAddr("198.19.0.10")
+		cfg := validConfig()
+		cfg.Demote = &Demotion{Prepend: 3}
+		r := &fakeRouter{}
+		e := &fakeElig{ch: make(chan struct{})}
+		s, err := New(Options{Config: cfg, Eligibility: e, Router: r, Logger: quiet, Drain: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		runErr := make(chan error, 1)
+		go func() { runErr <- s.Run(ctx) }()
+		synctest.Wait()
+		r.take()
+		for _, st := range []struct {
+			name    string
+			verdict Verdict
+			want    []string
+			demoted bool
+		}{
+			{name: "eligible", verdict: Verdict{VIP: vip, Eligible: true, Reason: "ok"}, want: []string{"announce 198.19.0.10/32 nh=invalid IP"}},
+			{name: "demoted", verdict: Verdict{VIP: vip, Eligible: true, Demoted: true, Reason: "chk failing"},
+				want: []string{"announce 198.19.0.10/32 nh=invalid IP prepend=3*64512"}, demoted: true},
+			{name: "still demoted", verdict: Verdict{VIP: vip, Eligible: true, Demoted: true, Reason: "chk failing"}, demoted: true},
+			{name: "eligible again", verdict: Verdict{VIP: vip, Eligible: true, Reason: "ok"}, want: []string{"announce 198.19.0.10/32 nh=invalid IP"}},
+		} {
+			e.set(st.verdict)
+			synctest.Wait()
+			if d := cmp.Diff(st.want, r.take()); d != "" {
+				t.Fatalf("%s: router calls (-want +got):\n%s", st.name, d)
+			}
+			got, _ := s.Status(t.Context())
+			if len(got.Routes) != 1 || !got.Routes[0].Announced || got.Routes[0].Demoted != st.demoted {
+				t.Fatalf("%s: routes %+v, want announced, demoted %v", st.name, got.Routes, st.demoted)
+			}
+		}
+		cancel()
+		if err := <-runErr; err != nil {
+			t.Fatalf("Run: %v", err)
 		}
 	})
 }

@@ -31,15 +31,27 @@ import (
 // loopback, its agent and engine run, no fault that lets the router drop
 // its route (Kind.Unannounced) is under way, and it is not on its way
 // back: routed every VIP again since such a fault ended (or its processes
-// returned), or Rejoin passed. Any routed node that can answer
-// (not as in a) satisfies (b): one back from a fault within Rejoin too.
+// returned), or Rejoin passed. A node whose checks fail (Kind.Demotes)
+// keeps announcing its route with worse attributes, which the router
+// uses only when it has no other: when no node is eligible, such a node
+// that can answer and has no other fault under way (nor is back from
+// one) must be routed instead, a last resort, as the last VRRP master
+// with a failing weighted check keeps its VIP. Any routed node that can
+// answer (not as in a) satisfies (b): one back from a fault within Rejoin
+// too.
 
 // Unannounced reports whether the fault lets the router drop its node's
 // route while it lasts (Config.Anycast): the node cannot answer
-// (Ineligible), its BFD may time out (loss), or its checks fail (FlapLB).
+// (Ineligible), its BFD may time out (loss), or its checks fail (FlapLB:
+// its route is demoted, and dropped while another node's is better).
 func (k Kind) Unannounced() bool {
-	return k.Ineligible() || k == Loss || k == HeavyLoss || k == FlapLB
+	return k.Ineligible() || k == Loss || k == HeavyLoss || k.Demotes()
 }
+
+// Demotes reports whether the fault fails checks of its node that VRRP
+// counts as weights (FlapLB: the API VIP's load balancer checks): under
+// BGP the node keeps announcing, demoted (bgp.onCheckFailure demote).
+func (k Kind) Demotes() bool { return k == FlapLB }
 
 // anyNode is checkAnycast's memory of one node between samples.
 type anyNode struct {
@@ -76,8 +88,24 @@ type anyFaults struct {
 	outFrom time.Time // the node cannot answer since (zero: it can)
 	outBy   string
 	open    bool      // a fault that lets the router drop its route is under way
+	hard    bool      // one that does not only demote it (not Kind.Demotes)
 	lastEnd time.Time // when the last such fault ended (zero: none)
 	lastBy  Kind      // its kind
+}
+
+// lastResort reports whether the node announces its routes demoted and
+// nothing else keeps it from being routed at t: a fault that demotes it
+// is under way, or the last one ended less than Rejoin ago (its checks
+// rise meanwhile), and no other fault is under way nor has the node's
+// return from one to wait for.
+func (st *anyNode) lastResort(cfg Config, f anyFaults, t time.Time) bool {
+	if f.hard {
+		return false
+	}
+	if f.open {
+		return !st.returning(cfg, f, t) || f.lastBy.Demotes() && !st.back.After(f.lastEnd)
+	}
+	return f.lastBy.Demotes() && !st.back.After(f.lastEnd) && st.returning(cfg, f, t)
 }
 
 // returning reports whether the node is on its way back at t: the last
@@ -104,6 +132,7 @@ func anyFaultsAt(windows []Window, n int, t time.Time) anyFaults {
 			continue
 		}
 		f.open = true
+		f.hard = f.hard || !w.Fault.Kind.Demotes()
 		if w.Fault.Kind.Ineligible() && (f.outFrom.IsZero() || w.began().Before(f.outFrom)) {
 			f.outFrom, f.outBy = w.began(), string(w.Fault.Kind)
 		}
@@ -218,15 +247,24 @@ func checkAnycast(cfg Config, windows []Window, samples []Sample, rep Report) Re
 			// eligible: nodes that must be routed; routed: nodes routed
 			// that can answer (a node back from a fault within Rejoin, or
 			// in a loss window, carries the VIP as well as any).
-			var eligible, routed []string
+			var eligible, demoted, routed []string
 			for _, n := range cfg.Allowed[vi] {
 				st, ns := &states[n], s.Nodes[n]
 				answers := st.deadSince.IsZero() && faults[n].outFrom.IsZero() && slices.Contains(ns.Holds, v)
-				if answers && !faults[n].open && !st.returning(cfg, faults[n], t) {
+				switch {
+				case answers && !faults[n].open && !st.returning(cfg, faults[n], t):
 					eligible = append(eligible, cfg.Nodes[n])
+				case answers && st.lastResort(cfg, faults[n], t):
+					demoted = append(demoted, cfg.Nodes[n])
 				}
 				if answers && slices.Contains(ns.Routed, v) {
 					routed = append(routed, cfg.Nodes[n])
+				}
+			}
+			if len(eligible) == 0 && len(demoted) > 0 {
+				eligible = demoted
+				for i := range eligible {
+					eligible[i] += " (demoted)"
 				}
 			}
 			judged = judged || len(eligible) > 0

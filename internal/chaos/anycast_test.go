@@ -88,6 +88,37 @@ func TestCheckAnycast(t *testing.T) {
 			rejoins: []time.Duration{900 * ms},
 		},
 		{
+			name:    "the last node, its checks failing, keeps the VIPs demoted: no violation",
+			windows: []Window{win(FlapLB, 0, 100*ms, 3000*ms, 0), win(Cut, 1, 200*ms, 3000*ms, 0), win(Cut, 2, 200*ms, 3000*ms, 0)},
+			phases:  []phase{{200 * ms, all}, {800 * ms, "01>01 01 01"}},
+		},
+		{
+			name:    "the last node, its checks failing, withdrawn: no eligible route",
+			windows: []Window{win(FlapLB, 0, 100*ms, 3000*ms, 0), win(Cut, 1, 200*ms, 3000*ms, 0), win(Cut, 2, 200*ms, 3000*ms, 0)},
+			phases:  []phase{{200 * ms, all}, {800 * ms, "01 01 01"}},
+			want:    []string{"no-eligible-route +610ms " + api + " ", "no-eligible-route +610ms " + ing + " "},
+		},
+		{
+			name:    "a demoted node left out while nodes whose checks pass are routed",
+			windows: []Window{win(FlapLB, 0, 100*ms, 3000*ms, 0)},
+			phases:  []phase{{200 * ms, all}, {800 * ms, "01 01>01 01>01"}},
+		},
+		{
+			name:    "every node's checks failing and none routed: no eligible route",
+			windows: []Window{win(FlapLB, 0, 200*ms, 3000*ms, 0), win(FlapLB, 1, 200*ms, 3000*ms, 0), win(FlapLB, 2, 200*ms, 3000*ms, 0)},
+			phases:  []phase{{200 * ms, all}, {800 * ms, "01 01 01"}},
+			want:    []string{"no-eligible-route +610ms " + api + " ", "no-eligible-route +610ms " + ing + " "},
+		},
+		{
+			name:    "a node whose checks are rising again after flap-lb is a last resort",
+			windows: []Window{win(FlapLB, 0, 100*ms, 300*ms, 0), win(Cut, 1, 400*ms, 3000*ms, 0), win(Cut, 2, 400*ms, 3000*ms, 0)},
+			// a's flap ended at 300 ms: not eligible until it is routed
+			// again or 1.3 s, but demoted it must carry the VIPs once b
+			// and c are cut.
+			phases: []phase{{100 * ms, all}, {300 * ms, "01 01>01 01>01"}, {700 * ms, "01 01 01"}},
+			want:   []string{"no-eligible-route +810ms " + api + " ", "no-eligible-route +810ms " + ing + " "},
+		},
+		{
 			name:    "a stall right after b's route came back: judged against the hold time",
 			windows: []Window{win(Stall, 1, 500*ms, 2000*ms, 0)},
 			// b is routed again at 300 ms, stalled at 500 ms: its BFD may

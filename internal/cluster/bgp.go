@@ -19,6 +19,23 @@ type BGPFile struct {
 	// stays with VRRP.
 	Announce []string      `yaml:"announce"`
 	Peers    []BGPPeerFile `yaml:"peers"`
+	// OnCheckFailure is what a failing check of a VIP does to its route,
+	// the checks VRRP counts as weights (every check of the file's): demote
+	// (the default: the route stays announced with worse attributes, so
+	// routers prefer nodes whose checks pass and the last node keeps the
+	// VIP, as VRRP's lowered priority does) or withdraw.
+	OnCheckFailure string `yaml:"onCheckFailure,omitempty"`
+	// Demote is how a demoted route is made worse; unset: prepend 3 on a
+	// node whose peers are all eBGP, localPref 50 and med 100 on one with
+	// an iBGP peer.
+	Demote *BGPDemoteFile `yaml:"demote,omitempty"`
+}
+
+// BGPDemoteFile is bgp.demote as written.
+type BGPDemoteFile struct {
+	Prepend   int     `yaml:"prepend,omitempty"`
+	LocalPref *uint32 `yaml:"localPref,omitempty"`
+	MED       *uint32 `yaml:"med,omitempty"`
 }
 
 // BGPPeerFile is one peer as written.
@@ -53,6 +70,39 @@ type BGP struct {
 	// Announced are the VIPs BGP announces.
 	Announced map[netip.Addr]bool
 	Peers     []BGPPeer
+	// Withdraw is onCheckFailure: withdraw, a failing check withdrawing
+	// the route instead of demoting it.
+	Withdraw bool
+	// Demote is bgp.demote; nil is the default of each node (DemoteFor).
+	Demote *bgp.Demotion
+}
+
+// The demotion of a node that sets none (bgp.demote unset).
+const (
+	DefaultDemotePrepend   = 3
+	DefaultDemoteLocalPref = 50
+	DefaultDemoteMED       = 100
+)
+
+// DemoteFor is the demotion of a node whose speaker has cfg's peers: nil
+// with onCheckFailure withdraw, bgp.demote when set, else prepend 3 when
+// every peer is eBGP and LOCAL_PREF 50 with MED 100 when one is iBGP (iBGP
+// peers drop a path holding their own ASN).
+func (b BGP) DemoteFor(cfg bgp.Config) *bgp.Demotion {
+	switch {
+	case b.Withdraw:
+		return nil
+	case b.Demote != nil:
+		d := *b.Demote
+		return &d
+	}
+	for _, p := range cfg.Peers {
+		if cfg.IBGP(p) {
+			lp, med := uint32(DefaultDemoteLocalPref), uint32(DefaultDemoteMED)
+			return &bgp.Demotion{LocalPref: &lp, MED: &med}
+		}
+	}
+	return &bgp.Demotion{Prepend: DefaultDemotePrepend}
 }
 
 // BGPPeer is one peer and the nodes that peer with it.
@@ -111,6 +161,19 @@ func validateBGP(f *File, c *Cluster, nodeIdx map[string]int, bad func(string, .
 			}
 			c.BGP.Announced[v] = true
 		}
+	}
+	switch b.OnCheckFailure {
+	case "", "demote":
+		if d := b.Demote; d != nil {
+			c.BGP.Demote = &bgp.Demotion{Prepend: d.Prepend, LocalPref: d.LocalPref, MED: d.MED}
+		}
+	case "withdraw":
+		c.BGP.Withdraw = true
+		if b.Demote != nil {
+			bad("bgp.demote: set, but bgp.onCheckFailure is withdraw, which announces no demoted route; accepted: onCheckFailure demote (or unset) with demote, or withdraw without it")
+		}
+	default:
+		bad("bgp.onCheckFailure: %q; accepted: demote (the default: a failing check keeps the route announced with worse attributes, as VRRP lowers the priority) or withdraw (a failing check withdraws the route)", b.OnCheckFailure)
 	}
 	if len(b.Peers) > MaxBGPPeers {
 		bad("bgp.peers: %d entries, more than the %d accepted", len(b.Peers), MaxBGPPeers)
@@ -248,7 +311,7 @@ func fileField(field string, c *Cluster, cfg bgp.Config, n Node, nodeIdx map[str
 			}
 		}
 	}
-	r := strings.NewReplacer("hold-time", "holdTime", "graceful-restart", "gracefulRestart",
+	r := strings.NewReplacer("hold-time", "holdTime", "graceful-restart", "gracefulRestart", "local-pref", "localPref",
 		"local-address", "source", ".ipv4", ".families", ".ipv6", ".families", "key-id", "keyID")
 	return "bgp." + r.Replace(field)
 }
@@ -299,6 +362,7 @@ func (c *Cluster) bgpConfigFor(n Node) (cfg bgp.Config, ok bool) {
 		}
 		cfg.Peers = append(cfg.Peers, bp)
 	}
+	cfg.Demote = c.BGP.DemoteFor(cfg)
 	return cfg, true
 }
 

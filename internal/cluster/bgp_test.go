@@ -48,7 +48,7 @@ func TestBGPPlans(t *testing.T) {
 			Config: bgp.Config{ASN: 64512, RouterID: netip.MustParseAddr("198.18.1.11"),
 				Peers: []bgp.Peer{{Address: netip.MustParseAddr("198.18.1.1"), ASN: 64500, LocalAddress: netip.MustParseAddr("198.18.1.11"),
 					HoldTime: 9 * time.Second, GracefulRestart: 30 * time.Second, BFD: &bgp.BFD{Interval: 100 * time.Millisecond, Multiplier: 3}}},
-				Routes: []bgp.Route{{VIP: vip}}},
+				Routes: []bgp.Route{{VIP: vip}}, Demote: &bgp.Demotion{Prepend: 3}},
 			Checks: map[netip.Addr][]string{vip: {checkLB, checkBoth}},
 			Role:   map[netip.Addr]string{vip: "api"},
 		}, instances: []string{"c1_INGRESS"}},
@@ -56,7 +56,7 @@ func TestBGPPlans(t *testing.T) {
 			Config: bgp.Config{ASN: 64512, RouterID: netip.MustParseAddr("10.0.0.1"),
 				Peers: []bgp.Peer{{Address: netip.MustParseAddr("198.18.2.1"), ASN: 64500, LocalAddress: netip.MustParseAddr("198.18.2.11"),
 					Password: "s3cret", IPv4: true}},
-				Routes: []bgp.Route{{VIP: vip}}},
+				Routes: []bgp.Route{{VIP: vip}}, Demote: &bgp.Demotion{Prepend: 3}},
 			Checks: map[netip.Addr][]string{vip: {checkLB, checkBoth}},
 			Role:   map[netip.Addr]string{vip: "api"},
 		}, instances: []string{"c1_INGRESS"}},
@@ -178,6 +178,21 @@ func TestBGPValidationErrors(t *testing.T) {
 			want: "nodes[1].routerID: 198.18.1.11 is also the router ID of node m0"},
 		{name: "live membership", old: "bgp:\n", new: "membership: {mdns: true}\nbgp:\n",
 			want: "bgp: not supported with live membership (membership.kubernetes or membership.mdns)"},
+		{name: "onCheckFailure", old: "asn: 64512", new: "asn: 64512\n  onCheckFailure: drop",
+			want: `bgp.onCheckFailure: "drop"; accepted: demote (the default: a failing check keeps the route announced with worse attributes, as VRRP lowers the priority) or withdraw (a failing check withdraws the route)`},
+		{name: "demote with withdraw", old: "asn: 64512", new: "asn: 64512\n  onCheckFailure: withdraw\n  demote: {prepend: 2}",
+			want: "bgp.demote: set, but bgp.onCheckFailure is withdraw"},
+		{name: "demote prepend out of range", old: "asn: 64512", new: "asn: 64512\n  demote: {prepend: 12}",
+			want: "bgp.demote.prepend: 12; want 0..10"},
+		{name: "demote prepend with an iBGP peer", old: "announce: [api]\n  peers:\n    - {address: 198.18.1.1, asn: 64500",
+			new:  "announce: [api]\n  demote: {prepend: 2, med: 100}\n  peers:\n    - {address: 198.18.1.1, asn: 64512",
+			want: "bgp.demote.prepend: 2 with an iBGP peer"},
+		{name: "demote local-pref over eBGP", old: "asn: 64512", new: "asn: 64512\n  demote: {localPref: 50, med: 100}",
+			want: "bgp.demote.localPref: 50, but every peer is eBGP"},
+		{name: "demote that changes nothing", old: "asn: 64512", new: "asn: 64512\n  demote: {}",
+			want: "bgp.demote: changes nothing an eBGP peer sees; want prepend (1..10) or med"},
+		{name: "demote bad value", old: "asn: 64512", new: "asn: 64512\n  demote: {med: lots}",
+			want: `bgp.demote.med: bad value "lots"; accepted: a MED, e.g. 100 (above the route's 0)`},
 		{name: "router ID missing on an IPv6-only node", old: "ips: [198.18.2.11], routerID: 10.0.0.1", new: "ips: ['fd00::12']",
 			want: "nodes[1].routerID:"},
 	} {
@@ -223,5 +238,42 @@ func TestDocsBGPExample(t *testing.T) {
 	}
 	if p.BGP == nil || p.BGP.Config.RouterID.String() != "10.0.0.2" || len(p.BGP.Config.Peers) != 1 || p.BGP.Config.Peers[0].Password != "s3cret" {
 		t.Errorf("master-1's speaker from the example: %+v", p.BGP)
+	}
+}
+
+// TestBGPDemotion: each node's demotion follows bgp.onCheckFailure and
+// bgp.demote, by default prepending over eBGP and LOCAL_PREF with MED
+// when the node has an iBGP peer.
+func TestBGPDemotion(t *testing.T) {
+	u32 := func(v uint32) *uint32 { return &v }
+	ibgp := strings.Replace(routed, "asn: 64500, nodes: [m1]", "asn: 64512, nodes: [m1]", 1)
+	for _, tc := range []struct {
+		name, yaml string
+		want       map[string]*bgp.Demotion // by node
+	}{
+		{name: "default over eBGP", yaml: routed,
+			want: map[string]*bgp.Demotion{"m0": {Prepend: 3}, "m1": {Prepend: 3}}},
+		{name: "default with an iBGP peer", yaml: ibgp,
+			want: map[string]*bgp.Demotion{"m0": {Prepend: 3}, "m1": {LocalPref: u32(50), MED: u32(100)}}},
+		{name: "withdraw", yaml: strings.Replace(routed, "asn: 64512\n", "asn: 64512\n  onCheckFailure: withdraw\n", 1),
+			want: map[string]*bgp.Demotion{"m0": nil, "m1": nil}},
+		{name: "explicit", yaml: strings.Replace(routed, "asn: 64512\n", "asn: 64512\n  onCheckFailure: demote\n  demote: {prepend: 1, med: 500}\n", 1),
+			want: map[string]*bgp.Demotion{"m0": {Prepend: 1, MED: u32(500)}, "m1": {Prepend: 1, MED: u32(500)}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Parse("c.yaml", []byte(tc.yaml))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for node, want := range tc.want {
+				p, err := c.PlanFor(node)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if d := cmp.Diff(want, p.BGP.Config.Demote); d != "" {
+					t.Errorf("%s's demotion (-want +got):\n%s", node, d)
+				}
+			}
+		})
 	}
 }

@@ -203,6 +203,14 @@ func accepted(pattern string, t reflect.Type) string {
 		return "a detection multiplier, 1..255"
 	case "bgp.peers[].bfd.keyID":
 		return "a BFD key ID, 0..255"
+	case "bgp.onCheckFailure":
+		return "demote (the default) or withdraw"
+	case "bgp.demote.prepend":
+		return "a number of AS-path prepends, 1..10 (eBGP peers only)"
+	case "bgp.demote.localPref":
+		return "a LOCAL_PREF below 100, e.g. 50 (iBGP peers only)"
+	case "bgp.demote.med":
+		return "a MED, e.g. 100 (above the route's 0)"
 	case "vrrp.version":
 		return "2 or 3"
 	case "vrrp.advertInterval":

@@ -27,34 +27,48 @@ import (
 const bgpVIPDev = "lo"
 
 // verdicts decides, for each VIP of spec, whether the node may announce
-// it: every check that would set the priority of the VRRP instance
-// holding it passes. A VIP without checks (the bootstrap node's API VIP,
-// which VRRP gives the bootstrap node without condition) is eligible.
-func verdicts(spec *cluster.BGPSpec, status map[string]track.Status) []bgp.Verdict {
+// it, as VRRP would set the priority of the instance holding it: every
+// check passes, eligible; a failing check that VRRP counts as a weight
+// (weights[name] != 0: it lowers the priority, and the last node keeps
+// the VIP), demoted; a failing check VRRP counts as fatal (weight 0,
+// FAULT) or one not running, not eligible. A VIP without checks (the
+// bootstrap node's API VIP, which VRRP gives the bootstrap node without
+// condition) is eligible. Whether a demoted route stays announced is the
+// speaker's (bgp.Config.Demote).
+func verdicts(spec *cluster.BGPSpec, weights map[string]int, status map[string]track.Status) []bgp.Verdict {
 	var out []bgp.Verdict
 	for _, r := range spec.Config.Routes {
 		v := bgp.Verdict{VIP: r.VIP, Eligible: true}
-		var ok, failing []string
+		var ok, weak, fatal []string
 		for _, name := range spec.Checks[r.VIP] {
 			st, found := status[name]
+			var why string
 			switch {
 			case !found:
-				failing = append(failing, name+" not running")
+				fatal = append(fatal, name+" not running")
+				continue
 			case st.Pending:
-				failing = append(failing, name+" has no result yet")
+				why = name + " has no result yet"
 			case !st.OK:
-				why := name + " failing"
+				why = name + " failing"
 				if st.Reason != "" {
 					why += " (" + oneLine(st.Reason) + ")"
 				}
-				failing = append(failing, why)
 			default:
 				ok = append(ok, name+" ok")
+				continue
+			}
+			if w := weights[name]; w != 0 {
+				weak = append(weak, fmt.Sprintf("%s, weight %+d", why, w))
+			} else {
+				fatal = append(fatal, why+", fatal (weight 0)")
 			}
 		}
 		switch {
-		case len(failing) > 0:
-			v.Eligible, v.Reason = false, strings.Join(failing, ", ")
+		case len(fatal) > 0:
+			v.Eligible, v.Reason = false, strings.Join(slices.Concat(fatal, weak), ", ")
+		case len(weak) > 0:
+			v.Demoted, v.Reason = true, strings.Join(slices.Concat(weak, ok), ", ")
 		case len(ok) == 0:
 			v.Reason = "no checks for the " + spec.Role[r.VIP] + " VIP on this node"
 		default:
@@ -73,6 +87,7 @@ type bgpEligibility struct {
 	mu       sync.Mutex
 	spec     *cluster.BGPSpec
 	trackers map[string]*track.Tracker
+	weights  map[string]int // of the running checks, by name
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
 }
@@ -83,9 +98,9 @@ func (e *bgpEligibility) Verdicts() []bgp.Verdict {
 	for name, t := range e.trackers {
 		st[name] = t.Status()
 	}
-	spec := e.spec
+	spec, weights := e.spec, e.weights
 	e.mu.Unlock()
-	return verdicts(spec, st)
+	return verdicts(spec, weights, st)
 }
 
 func (e *bgpEligibility) Changed() <-chan struct{} { return e.changed }
@@ -111,7 +126,7 @@ func (e *bgpEligibility) startChecks(clk clock.Clock, checks []cluster.CheckSpec
 	}
 	old, oldCancel := e.trackers, e.cancel
 	ctx, cancel := context.WithCancel(context.Background())
-	e.trackers, e.cancel = map[string]*track.Tracker{}, cancel
+	e.trackers, e.cancel, e.weights = map[string]*track.Tracker{}, cancel, map[string]int{}
 	var start []*track.Tracker
 	for _, c := range checks {
 		if !used[c.Name] {
@@ -128,6 +143,7 @@ func (e *bgpEligibility) startChecks(clk clock.Clock, checks []cluster.CheckSpec
 			t.Resume = &st
 		}
 		e.trackers[c.Name] = t
+		e.weights[c.Name] = c.Weight
 		start = append(start, t)
 	}
 	e.mu.Unlock()
@@ -246,17 +262,17 @@ func settle(checks []cluster.CheckSpec) time.Duration {
 	return d
 }
 
-// await returns once every VIP is eligible, after bound, or when ctx
-// ends. The sessions open after it: a peer that kept this node's routes
-// over a graceful restart purges those the first End-of-RIB lacks, and
-// a starting node's checks have not passed yet.
+// await returns once every VIP is eligible (not demoted), after bound, or
+// when ctx ends. The sessions open after it: a peer that kept this node's
+// routes over a graceful restart purges those the first End-of-RIB lacks,
+// and a starting node's checks have not passed yet.
 func (e *bgpEligibility) await(ctx context.Context, clk clock.Clock, bound time.Duration) {
 	t := clk.NewTimer(bound)
 	defer t.Stop()
 	for {
 		all := true
 		for _, v := range e.Verdicts() {
-			all = all && v.Eligible
+			all = all && v.Eligible && !v.Demoted
 		}
 		if all {
 			return
@@ -442,7 +458,10 @@ type BGPRouteStatus struct {
 	Prefix    string `json:"prefix"`
 	Role      string `json:"role"`
 	Announced bool   `json:"announced"`
-	Reason    string `json:"reason"`
+	// Demoted is set while the route is announced with worse attributes
+	// (a check VRRP counts as a weight fails; bgp.onCheckFailure demote).
+	Demoted bool   `json:"demoted,omitempty"`
+	Reason  string `json:"reason"`
 }
 
 // Status is the speaker's peers and routes, for vipstack status.
@@ -463,7 +482,7 @@ func (r *BGPRunner) Status() *BGPStatus {
 	}
 	for _, rt := range st.Routes {
 		out.Routes = append(out.Routes, BGPRouteStatus{Prefix: rt.Prefix.String(), Role: spec.Role[rt.Prefix.Addr()],
-			Announced: rt.Announced, Reason: rt.Reason})
+			Announced: rt.Announced, Demoted: rt.Demoted, Reason: rt.Reason})
 	}
 	if len(out.Routes) == 0 { // before the first plan
 		for _, rt := range spec.Config.Routes {
@@ -498,7 +517,10 @@ func WriteBGP(w io.Writer, b *BGPStatus) {
 	}
 	for _, r := range b.Routes {
 		state := "not announced"
-		if r.Announced {
+		switch {
+		case r.Announced && r.Demoted && !strings.HasPrefix(r.Reason, "demoted"):
+			state = "announced, demoted"
+		case r.Announced:
 			state = "announced"
 		}
 		fmt.Fprintf(w, "route %s (%s): %s: %s\n", r.Prefix, r.Role, state, printable(oneLine(r.Reason)))

@@ -12,34 +12,53 @@ import (
 	"github.com/vipstack/vipstack/internal/track"
 )
 
+// TestBGPVerdicts: a VIP's verdict follows its checks as VRRP's priority
+// would: all pass, eligible; a failing weighted check (weight != 0),
+// demoted; a failing fatal one (weight 0) or one not running, not
+// eligible, whatever the others say.
 func TestBGPVerdicts(t *testing.T) {
-	api, dns := netip.MustParseAddr("198.19.255.5"), netip.MustParseAddr("198.19.255.53")
+	api, dns, pool := netip.MustParseAddr("198.19.255.5"), netip.MustParseAddr("198.19.255.53"), netip.MustParseAddr("198.19.1.1")
 	spec := &cluster.BGPSpec{
-		Config: bgp.Config{Routes: []bgp.Route{{VIP: api}, {VIP: dns}}},
-		Checks: map[netip.Addr][]string{api: {"chk_ocp_lb", "chk_ocp_both"}},
-		Role:   map[netip.Addr]string{api: "api", dns: "dns"},
+		Config: bgp.Config{Routes: []bgp.Route{{VIP: api}, {VIP: dns}, {VIP: pool}}},
+		Checks: map[netip.Addr][]string{api: {"chk_ocp_lb", "chk_ocp_both"}, pool: {"chk_pool"}},
+		Role:   map[netip.Addr]string{api: "api", dns: "dns", pool: "pool"},
 	}
+	weights := map[string]int{"chk_ocp_lb": 20, "chk_ocp_both": 5, "chk_pool": 0}
 	ok := track.Status{OK: true}
+	dnsOK := bgp.Verdict{VIP: dns, Eligible: true, Reason: "no checks for the dns VIP on this node"}
 	for _, tc := range []struct {
 		name   string
 		status map[string]track.Status
 		want   []bgp.Verdict
 	}{
-		{name: "checks pass", status: map[string]track.Status{"chk_ocp_lb": ok, "chk_ocp_both": ok}, want: []bgp.Verdict{
+		{name: "checks pass", status: map[string]track.Status{"chk_ocp_lb": ok, "chk_ocp_both": ok, "chk_pool": ok}, want: []bgp.Verdict{
 			{VIP: api, Eligible: true, Reason: "chk_ocp_lb ok, chk_ocp_both ok"},
-			{VIP: dns, Eligible: true, Reason: "no checks for the dns VIP on this node"},
+			dnsOK,
+			{VIP: pool, Eligible: true, Reason: "chk_pool ok"},
 		}},
-		{name: "one fails", status: map[string]track.Status{"chk_ocp_lb": {Reason: "198.18.0.1:9445/readyz: L4CON \nconnection refused"}, "chk_ocp_both": ok}, want: []bgp.Verdict{
-			{VIP: api, Reason: "chk_ocp_lb failing (198.18.0.1:9445/readyz: L4CON connection refused)"},
-			{VIP: dns, Eligible: true, Reason: "no checks for the dns VIP on this node"},
+		{name: "weighted check fails: demoted", status: map[string]track.Status{"chk_ocp_lb": {Reason: "198.18.0.1:9445/readyz: L4CON \nconnection refused"}, "chk_ocp_both": ok, "chk_pool": ok}, want: []bgp.Verdict{
+			{VIP: api, Eligible: true, Demoted: true, Reason: "chk_ocp_lb failing (198.18.0.1:9445/readyz: L4CON connection refused), weight +20, chk_ocp_both ok"},
+			dnsOK,
+			{VIP: pool, Eligible: true, Reason: "chk_pool ok"},
 		}},
-		{name: "no result yet", status: map[string]track.Status{"chk_ocp_lb": {OK: true, Pending: true}}, want: []bgp.Verdict{
-			{VIP: api, Reason: "chk_ocp_lb has no result yet, chk_ocp_both not running"},
-			{VIP: dns, Eligible: true, Reason: "no checks for the dns VIP on this node"},
+		{name: "fatal check fails: not eligible", status: map[string]track.Status{"chk_ocp_lb": ok, "chk_ocp_both": ok, "chk_pool": {Reason: "exit status 1"}}, want: []bgp.Verdict{
+			{VIP: api, Eligible: true, Reason: "chk_ocp_lb ok, chk_ocp_both ok"},
+			dnsOK,
+			{VIP: pool, Reason: "chk_pool failing (exit status 1), fatal (weight 0)"},
+		}},
+		{name: "no result yet, one not running", status: map[string]track.Status{"chk_ocp_lb": {OK: true, Pending: true}}, want: []bgp.Verdict{
+			{VIP: api, Reason: "chk_ocp_both not running, chk_ocp_lb has no result yet, weight +20"},
+			dnsOK,
+			{VIP: pool, Reason: "chk_pool not running"},
+		}},
+		{name: "both weighted checks fail", status: map[string]track.Status{"chk_ocp_lb": {}, "chk_ocp_both": {OK: true, Pending: true}, "chk_pool": ok}, want: []bgp.Verdict{
+			{VIP: api, Eligible: true, Demoted: true, Reason: "chk_ocp_lb failing, weight +20, chk_ocp_both has no result yet, weight +5"},
+			dnsOK,
+			{VIP: pool, Eligible: true, Reason: "chk_pool ok"},
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := verdicts(spec, tc.status)
+			got := verdicts(spec, weights, tc.status)
 			if d := cmp.Diff(tc.want, got, cmp.Comparer(func(a, b netip.Addr) bool { return a == b })); d != "" {
 				t.Errorf("verdicts (-want +got):\n%s", d)
 			}
@@ -97,6 +116,8 @@ func TestWriteBGP(t *testing.T) {
 		Routes: []BGPRouteStatus{
 			{Prefix: "198.19.255.5/32", Role: "api", Announced: true, Reason: "eligible: chk_ocp_lb ok"},
 			{Prefix: "198.19.255.7/32", Role: "ingress", Reason: "not eligible: chk_ingress failing (\x1b[31m)"},
+			{Prefix: "198.19.255.8/32", Role: "ingress", Announced: true, Demoted: true, Reason: "demoted: chk_ingress failing, weight +50"},
+			{Prefix: "198.19.255.9/32", Role: "dns", Announced: true, Demoted: true, Reason: "chk_dns failing"},
 		}})
 	want := `
 bgp: AS 64512, router ID 198.18.1.11
@@ -105,6 +126,8 @@ peer 198.18.2.1 AS 64512 (iBGP): idle, 0 routes sent, BFD down
     held down: BFD session to 198.18.2.1 went down (control detection time expired)
 route 198.19.255.5/32 (api): announced: eligible: chk_ocp_lb ok
 route 198.19.255.7/32 (ingress): not announced: not eligible: chk_ingress failing (<1B>[31m)
+route 198.19.255.8/32 (ingress): announced: demoted: chk_ingress failing, weight +50
+route 198.19.255.9/32 (dns): announced, demoted: chk_dns failing
 `
 	if d := cmp.Diff(want, b.String()); d != "" {
 		t.Errorf("table (-want +got):\n%s", d)

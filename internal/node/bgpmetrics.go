@@ -20,6 +20,8 @@ var (
 		"UPDATE messages (announcements and withdrawals) sent to the peer since the peer was added to the speaker.", []string{"peer"}, nil)
 	bgpAnnouncedDesc = prometheus.NewDesc("vipstack_bgp_vip_announced",
 		"1 while the node announces the VIP's host route, 0 while it does not (a check fails; vipstack status says which).", []string{"vip", "role"}, nil)
+	bgpDemotedDesc = prometheus.NewDesc("vipstack_bgp_vip_demoted",
+		"1 while the node announces the VIP's host route demoted (worse path attributes: a weighted check fails, so routers use it only when no node whose checks pass announces it), 0 otherwise.", []string{"vip", "role"}, nil)
 	bgpAnnouncesDesc = prometheus.NewDesc("vipstack_bgp_route_announcements_total",
 		"Host routes the speaker announced since it started (each goes to every established peer).", nil, nil)
 	bgpWithdrawalsDesc = prometheus.NewDesc("vipstack_bgp_route_withdrawals_total",
@@ -37,7 +39,7 @@ type bgpCollector struct{ status func() *BGPStatus }
 
 func (c bgpCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{bgpSessionUpDesc, bgpBFDUpDesc, bgpAdvertisedDesc, bgpUpdatesDesc,
-		bgpAnnouncedDesc, bgpAnnouncesDesc, bgpWithdrawalsDesc} {
+		bgpAnnouncedDesc, bgpDemotedDesc, bgpAnnouncesDesc, bgpWithdrawalsDesc} {
 		ch <- d
 	}
 }
@@ -64,6 +66,7 @@ func (c bgpCollector) Collect(ch chan<- prometheus.Metric) {
 			vip = p.Addr().String()
 		}
 		metric(bgpAnnouncedDesc, prometheus.GaugeValue, b2f(r.Announced), vip, r.Role)
+		metric(bgpDemotedDesc, prometheus.GaugeValue, b2f(r.Announced && r.Demoted), vip, r.Role)
 	}
 	metric(bgpAnnouncesDesc, prometheus.CounterValue, float64(st.Announces))
 	metric(bgpWithdrawalsDesc, prometheus.CounterValue, float64(st.Withdrawals))

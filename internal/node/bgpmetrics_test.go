@@ -30,6 +30,7 @@ func TestBGPMetrics(t *testing.T) {
 		Routes: []BGPRouteStatus{
 			{Prefix: "198.19.0.5/32", Role: "api", Announced: true},
 			{Prefix: "198.19.0.7/32", Role: "ingress", Announced: false, Reason: "chk_ingress failing"},
+			{Prefix: "198.19.0.8/32", Role: "ingress", Announced: true, Demoted: true, Reason: "demoted: chk_ingress failing"},
 		}}
 	want := `
 # HELP vipstack_bgp_bfd_up 1 while the BFD session to the peer is Up, 0 while it is not; only for peers with BFD.
@@ -61,6 +62,12 @@ vipstack_bgp_updates_sent_total{peer="fd00::1"} 1
 # TYPE vipstack_bgp_vip_announced gauge
 vipstack_bgp_vip_announced{role="api",vip="198.19.0.5"} 1
 vipstack_bgp_vip_announced{role="ingress",vip="198.19.0.7"} 0
+vipstack_bgp_vip_announced{role="ingress",vip="198.19.0.8"} 1
+# HELP vipstack_bgp_vip_demoted 1 while the node announces the VIP's host route demoted (worse path attributes: a weighted check fails, so routers use it only when no node whose checks pass announces it), 0 otherwise.
+# TYPE vipstack_bgp_vip_demoted gauge
+vipstack_bgp_vip_demoted{role="api",vip="198.19.0.5"} 0
+vipstack_bgp_vip_demoted{role="ingress",vip="198.19.0.7"} 0
+vipstack_bgp_vip_demoted{role="ingress",vip="198.19.0.8"} 1
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want)); err != nil {
 		t.Error(err)

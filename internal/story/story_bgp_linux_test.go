@@ -117,10 +117,13 @@ func nodeStatus(bin, ns string) (node.Status, error) {
 // subnet behind FRR (m1's session with BFD against FRR's bfdd), with the
 // API (and Ingress) VIPs announced by BGP:
 // the API route is ECMP over the three, a client reaches the API through
-// the VIP, a failing check on one master withdraws its route (and
-// `vipstack status` says why), it comes back when the check passes, and
-// a graceful stop withdraws the route before the agent exits. Ingress,
-// whose check fails everywhere (no router runs), is never announced.
+// the VIP, a failing check on one master demotes its route (the router
+// leaves it out; `vipstack status` says why), it comes back when the
+// check passes, the route goes over every master again when all three
+// fail the check (the last nodes keep the VIP, as with VRRP's weights),
+// and a graceful stop withdraws the route before the agent exits.
+// Ingress, whose check fails everywhere (no router runs), is announced
+// demoted by all three.
 func TestStoryBGP(t *testing.T) {
 	routedlab.RequireFRR(t)
 	if _, err := exec.LookPath("nft"); err != nil {
@@ -141,8 +144,27 @@ func TestStoryBGP(t *testing.T) {
 	logs, procs, exited := startBGPMasters(t, l, frr, bin, cfg, masters, "ipv4")
 
 	// Every master's checks pass (rise 3 at 2 s): the route is ECMP
-	// over all three.
-	l.WantNexthops(t, apiVIP, 60*time.Second, 1, 2, 3)
+	// over all three. (Starting, they announce it demoted, which is ECMP
+	// over all three as well: wait for their status to say eligible.)
+	allEligible := func(timeout time.Duration) {
+		t.Helper()
+		testutil.Eventually(t, timeout, func() error {
+			for i := range masters {
+				s, err := nodeStatus(bin, l.Nodes[i])
+				if err != nil {
+					return err
+				}
+				if s.BGP == nil || !slices.ContainsFunc(s.BGP.Routes, func(r node.BGPRouteStatus) bool {
+					return r.Prefix == bgpAPIVIP+"/32" && r.Announced && !r.Demoted
+				}) {
+					return fmt.Errorf("m%d's API route: %+v, want announced, not demoted, once its checks pass", i+1, s.BGP)
+				}
+			}
+			return nil
+		})
+	}
+	allEligible(60 * time.Second)
+	l.WantNexthops(t, apiVIP, 10*time.Second, 1, 2, 3)
 	get := func() (string, error) { return readyzVia(l, bgpAPIVIP+":6443") }
 	testutil.Eventually(t, 15*time.Second, func() error {
 		body, err := get()
@@ -158,7 +180,8 @@ func TestStoryBGP(t *testing.T) {
 	}
 
 	// Status of m1: its peer established, the API route announced with
-	// its checks, the Ingress route not announced with its failing check.
+	// its checks, the Ingress route announced demoted for its failing
+	// check.
 	testutil.Eventually(t, 10*time.Second, func() error {
 		s, err := nodeStatus(bin, l.Nodes[0])
 		if err != nil {
@@ -174,8 +197,8 @@ func TestStoryBGP(t *testing.T) {
 					return fmt.Errorf("API route: %+v, want announced with chk_ocp_lb ok", r)
 				}
 			case "198.19.0.7/32":
-				if r.Announced || !strings.Contains(r.Reason, "chk_ingress failing") {
-					return fmt.Errorf("Ingress route: %+v, want not announced, chk_ingress failing", r)
+				if !r.Announced || !r.Demoted || !strings.Contains(r.Reason, "demoted: chk_ingress failing") {
+					return fmt.Errorf("Ingress route: %+v, want announced demoted, chk_ingress failing", r)
 				}
 			default:
 				return fmt.Errorf("unexpected route %+v", r)
@@ -184,15 +207,15 @@ func TestStoryBGP(t *testing.T) {
 		return nil
 	})
 	if out, err := routedlab.Exec(l.Nodes[0], bin, "status"); err != nil || !strings.Contains(out, "route "+bgpAPIVIP+"/32 (api): announced") ||
-		!strings.Contains(out, "peer 198.18.1.1 AS 64500 (eBGP): established, 1 routes sent, BFD up") {
+		!strings.Contains(out, "peer 198.18.1.1 AS 64500 (eBGP): established, 2 routes sent, BFD up") ||
+		!strings.Contains(out, "route 198.19.0.7/32 (ingress): announced: demoted: chk_ingress failing") {
 		t.Errorf("vipstack status on m1: %v\n%s", err, out)
 	}
-	if got, _ := l.Nexthops(netip.MustParseAddr("198.19.0.7")); len(got) != 0 {
-		t.Errorf("the Ingress VIP, whose check fails on every master, is routed via %v", got)
-	}
+	// Every master is demoted for Ingress: the router uses them all.
+	l.WantNexthops(t, netip.MustParseAddr("198.19.0.7"), 10*time.Second, 1, 2, 3)
 
 	// m2's load balancer stops answering its checks (its port refused on
-	// loopback): m2 withdraws, the route goes over m1 and m3 only.
+	// loopback): m2 demotes its route, which goes over m1 and m3 only.
 	block := func(ns string, on bool) {
 		t.Helper()
 		if on {
@@ -218,17 +241,40 @@ func TestStoryBGP(t *testing.T) {
 		t.Fatal(err)
 	}
 	if s.BGP == nil || !slices.ContainsFunc(s.BGP.Routes, func(r node.BGPRouteStatus) bool {
-		return r.Prefix == bgpAPIVIP+"/32" && !r.Announced && strings.Contains(r.Reason, "not eligible: chk_ocp_lb failing")
+		return r.Prefix == bgpAPIVIP+"/32" && r.Announced && r.Demoted && strings.Contains(r.Reason, "demoted: chk_ocp_lb failing")
 	}) {
-		t.Errorf("m2's status with its LB check failing: %+v, want the API route not announced, chk_ocp_lb failing", s.BGP)
+		t.Errorf("m2's status with its LB check failing: %+v, want the API route announced demoted, chk_ocp_lb failing", s.BGP)
 	}
 	for range 10 {
 		if body, err := get(); err != nil || !strings.Contains(body, "ok from m") {
-			t.Fatalf("client through the API VIP with m2 withdrawn: %v %q", err, body)
+			t.Fatalf("client through the API VIP with m2 demoted: %v %q", err, body)
 		}
 	}
-	block(l.Nodes[1], false)
-	l.WantNexthops(t, apiVIP, 30*time.Second, 1, 2, 3)
+	// m1 and m3 fail the check too: all three are demoted, and the
+	// router routes the VIP over all of them rather than nowhere.
+	block(l.Nodes[0], true)
+	block(l.Nodes[2], true)
+	l.WantNexthops(t, apiVIP, 20*time.Second, 1, 2, 3)
+	testutil.Eventually(t, 10*time.Second, func() error {
+		s, err := nodeStatus(bin, l.Nodes[0])
+		if err != nil {
+			return err
+		}
+		if s.BGP == nil || !slices.ContainsFunc(s.BGP.Routes, func(r node.BGPRouteStatus) bool {
+			return r.Prefix == bgpAPIVIP+"/32" && r.Announced && r.Demoted
+		}) {
+			return fmt.Errorf("m1's status with its LB check failing: %+v, want the API route announced demoted", s.BGP)
+		}
+		return nil
+	})
+	if body, err := get(); err != nil || !strings.Contains(body, "ok from m") {
+		t.Errorf("client through the API VIP with every master demoted: %v %q", err, body)
+	}
+	for _, i := range []int{0, 1, 2} {
+		block(l.Nodes[i], false)
+	}
+	allEligible(30 * time.Second)
+	l.WantNexthops(t, apiVIP, 10*time.Second, 1, 2, 3)
 
 	// A reload adds an API VIP on every master and changes m3's peer: the
 	// new VIP is announced by all three, m3's session restarts, and the
