@@ -76,6 +76,10 @@ type Config struct {
 	// Accepted, when set, is called for each client connection accepted,
 	// with the client's and the listener's address.
 	Accepted func(client, local netip.AddrPort)
+	// HeadRaw and HeadHTX are the request head's limits (tune.bufsize
+	// and tune.maxrewrite, lbconfig.Config.HeadLimits), which the loop
+	// engine (lb/httploop) applies; net/http has its own.
+	HeadRaw, HeadHTX int
 	// ListenerID is the place of the bind served in its frontend, from 1
 	// (haproxy's listener id, which its logs show as the port of a
 	// client of a UNIX socket).
