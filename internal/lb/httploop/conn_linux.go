@@ -234,6 +234,7 @@ func (c *conn) recv() (n int, ok bool) {
 	if c.inW == len(c.in) {
 		return 0, true // full: the caller decides
 	}
+	space := len(c.in) - c.inW
 	n, err := relay.Recv(c.fd, c.in[c.inW:])
 	switch {
 	case err == unix.EAGAIN || err == unix.EINTR:
@@ -241,6 +242,12 @@ func (c *conn) recv() (n int, ok bool) {
 		return 0, false
 	case err != nil || n == 0:
 		return 0, true
+	}
+	// A short read drained the socket: edge-triggered epoll reports
+	// what comes next. Unless the peer's FIN was reported, which this
+	// read may have left for the next one.
+	if n < space && !c.hup {
+		c.rd = false
 	}
 	c.inW += n
 	c.got = true
@@ -352,6 +359,7 @@ func (c *conn) request(hl int) bool {
 	c.takeBody()
 	tx.replay = tx.reqDone
 	tx.spend, tx.spendIn = tx.out, false
+	c.release()
 	return c.pickServer()
 }
 
@@ -522,6 +530,7 @@ func (c *conn) send() bool {
 		if tx.reqDone {
 			tx.sent = c.lp.now
 			c.st = stAnswer
+			c.release()
 			return true
 		}
 		if c.inR == c.inW {
@@ -602,6 +611,7 @@ func (c *conn) srvRecv() (n int, ok bool) {
 	if tx.sinW == len(tx.sin) {
 		return 0, true
 	}
+	space := len(tx.sin) - tx.sinW
 	n, err := relay.Recv(tx.srv.fd, tx.sin[tx.sinW:])
 	switch {
 	case err == unix.EAGAIN || err == unix.EINTR:
@@ -609,6 +619,9 @@ func (c *conn) srvRecv() (n int, ok bool) {
 		return 0, false
 	case err != nil || n == 0:
 		return 0, true
+	}
+	if n < space && !tx.srv.hup {
+		tx.srv.rd = false // drained, as recv says
 	}
 	if tx.firstByte.IsZero() {
 		tx.firstByte = c.lp.now
@@ -665,6 +678,12 @@ func (c *conn) answerHead(hl int) bool {
 		return true
 	}
 	tx.resp, tx.status = r, r.status
+	if tx.out != nil {
+		// The request can no longer be sent again: its buffer takes
+		// the answer's head.
+		c.lp.putBuf(tx.out[:0])
+		tx.out, tx.spend = nil, nil
+	}
 	switch {
 	case noBody(tx.head.Method, r.status):
 		tx.mode = bodyNone

@@ -464,7 +464,7 @@ func (lp *loop) getBuf() []byte {
 }
 
 // maxFreeBufs bounds the buffers a loop keeps for reuse.
-const maxFreeBufs = 256
+const maxFreeBufs = 32
 
 func (lp *loop) putBuf(b []byte) {
 	if cap(b) != bufSize || len(lp.bufs) >= maxFreeBufs {

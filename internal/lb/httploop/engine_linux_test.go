@@ -70,7 +70,9 @@ func (c *fakeCore) Opened(string) func() {
 
 // origin is an HTTP server that echoes what it got: the method, path,
 // X-Forwarded-For, the body, and the server connection's client port.
-func origin(t *testing.T) netip.AddrPort {
+func origin(t *testing.T) netip.AddrPort { return originB(t) }
+
+func originB(t testing.TB) netip.AddrPort {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -100,6 +102,14 @@ func closedAddr(t *testing.T) netip.AddrPort {
 }
 
 func startEngine(t *testing.T, core *fakeCore, servers []netip.AddrPort, mutate func(*httpproxy.Config)) string {
+	return startEngineM(t, core, servers, mutate)
+}
+
+func startEngineB(t testing.TB, core *fakeCore, servers []netip.AddrPort) string {
+	return startEngineM(t, core, servers, nil)
+}
+
+func startEngineM(t testing.TB, core *fakeCore, servers []netip.AddrPort, mutate func(*httpproxy.Config)) string {
 	t.Helper()
 	b := &lbconfig.Backend{Name: "be", HTTP: &lbconfig.HTTPBackend{}}
 	for i, a := range servers {
@@ -137,6 +147,16 @@ type answer struct {
 	Status int
 	Body   string
 	Close  bool
+}
+
+// readAnswer reads one answer to a GET.
+func readAnswer(br *bufio.Reader) (answer, error) {
+	resp, err := http.ReadResponse(br, &http.Request{Method: "GET"})
+	if err != nil {
+		return answer{}, err
+	}
+	body, err := io.ReadAll(resp.Body)
+	return answer{Status: resp.StatusCode, Body: string(body), Close: resp.Close}, err
 }
 
 // exchange writes raw on c and reads one answer.
