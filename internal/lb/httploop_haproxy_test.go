@@ -1,0 +1,143 @@
+package lb
+
+import (
+	"bufio"
+	"net"
+	"strings"
+	"testing"
+
+	"github.com/vipstack/vipstack/internal/haproxycfg"
+	"github.com/vipstack/vipstack/internal/lb/httploop"
+)
+
+// httpEngines are the HTTP engines the side-by-side tests of what both
+// support run against.
+var httpEngines = []httploop.Mode{httploop.Std, httploop.Loop}
+
+// httpPlainConf is a mode http configuration the loop engine serves:
+// keep-alive both sides, option forwardfor, default_backend.
+const httpPlainConf = `defaults
+  mode http
+  option forwardfor
+  retries 3
+  timeout connect 1s
+  timeout client 5s
+  timeout server 5s
+  timeout http-request 5s
+frontend fe
+  bind 127.0.0.1:{{P0}}
+  default_backend web
+backend web
+  balance roundrobin
+  option forwardfor except 10.0.0.0/8
+  server w1 {{W}}
+`
+
+// httpDeadConf: the only server refuses connections.
+const httpDeadConf = `defaults
+  mode http
+  retries 2
+  timeout connect 1s
+  timeout client 5s
+  timeout server 5s
+frontend fe
+  bind 127.0.0.1:{{P0}}
+  default_backend none
+backend none
+  server dead {{DEAD}}
+`
+
+// TestHTTPEnginesMatchHaproxy sends haproxy 2.6 and vipstack, with each
+// HTTP engine, the same requests: the server sees the same path, body
+// and X-Forwarded-For (the backend's option), the client the same
+// status and body, HTTP/1.0, chunked and HEAD requests included, and a
+// backend whose server is down gives both the same 503.
+func TestHTTPEnginesMatchHaproxy(t *testing.T) {
+	reqs := []rawRequest{
+		{"GET", "GET /index.html?q=1 HTTP/1.1\r\nHost: a.example\r\nX-Keep: k\r\n\r\n"},
+		{"an existing X-Forwarded-For is kept", "GET /x HTTP/1.1\r\nHost: a.example\r\nX-Forwarded-For: 192.0.2.7\r\n\r\n"},
+		{"POST with a length", "POST /up HTTP/1.1\r\nHost: a.example\r\nContent-Length: 5\r\n\r\nhello"},
+		{"chunked body", "POST /up HTTP/1.1\r\nHost: a.example\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n"},
+		{"HEAD", "HEAD /h HTTP/1.1\r\nHost: a.example\r\n\r\n"},
+		{"HTTP/1.0", "GET /old HTTP/1.0\r\nHost: a.example\r\n\r\n"},
+		{"the server's 404", "GET /nf HTTP/1.1\r\nHost: a.example\r\nX-Status: 404\r\n\r\n"},
+		{"Connection: close", "GET /c HTTP/1.1\r\nHost: a.example\r\nConnection: close\r\n\r\n"},
+	}
+	dead := []rawRequest{{"server down", "GET / HTTP/1.1\r\nHost: a.example\r\n\r\n"}}
+	for _, engine := range httpEngines {
+		t.Run(string(engine), func(t *testing.T) {
+			ports := startHTTPPairOpts(t, httpPlainConf, Options{HTTPEngine: engine})
+			want := askBoth(t, reqs, "127.0.0.1:"+ports[0], "127.0.0.1:"+ports[1])
+			if want[0].Arrived == nil || want[0].Arrived.Server != "web" || want[0].Arrived.Header.Get("X-Forwarded-For") != "127.0.0.1" {
+				t.Fatalf("haproxy did not forward as the test expects: %+v", want[0])
+			}
+			ports = startHTTPPairOpts(t, httpDeadConf, Options{HTTPEngine: engine})
+			if want := askBoth(t, dead, "127.0.0.1:"+ports[0], "127.0.0.1:"+ports[1]); want[0].Status != 503 {
+				t.Fatalf("haproxy answered %d to a backend whose server is down, want 503", want[0].Status)
+			}
+		})
+	}
+}
+
+// TestHTTPEnginesKeepAliveReuse: five requests on one client connection
+// come to the server on one connection, through haproxy and through
+// each engine.
+func TestHTTPEnginesKeepAliveReuse(t *testing.T) {
+	for _, engine := range httpEngines {
+		t.Run(string(engine), func(t *testing.T) {
+			ports := startHTTPPairOpts(t, httpPlainConf, Options{HTTPEngine: engine})
+			for _, p := range []struct{ name, port string }{{"haproxy", ports[0]}, {"vipstack", ports[1]}} {
+				c, err := net.DialTimeout("tcp", "127.0.0.1:"+p.port, bound)
+				if err != nil {
+					t.Fatal(err)
+				}
+				br := bufio.NewReader(c)
+				remotes := map[string]bool{}
+				for i := range 5 {
+					a := ask(t, c, br, "GET /k/"+itoa(i)+" HTTP/1.1\r\nHost: a.example\r\n\r\n")
+					if a.Arrived == nil || a.Arrived.Server != "web" {
+						t.Fatalf("%s: request %d: %+v", p.name, i, a)
+					}
+					remotes[a.Arrived.Remote] = true
+				}
+				c.Close()
+				if len(remotes) != 1 {
+					t.Errorf("%s: 5 requests on one client connection came on %d server connections: %v", p.name, len(remotes), remotes)
+				}
+			}
+		})
+	}
+}
+
+// TestHTTPEngineLoopRefuses: with --http-engine loop, a frontend using
+// what the loop lacks refuses the start, naming the file and line, the
+// proxy and the directive; auto starts it on std.
+func TestHTTPEngineLoopRefuses(t *testing.T) {
+	conf := strings.NewReplacer("{{P0}}", freePorts(t, 1)[0], "{{A}}", "127.0.0.1:1", "{{W}}", "127.0.0.1:1", "{{DEAD}}", "127.0.0.1:1").Replace(httpRoutingConf)
+	cfg, err := haproxycfg.Parse("haproxy.cfg", []byte(conf))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := New(Options{HTTPEngine: httploop.Loop})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Shutdown(t.Context())
+	err = l.Apply(cfg)
+	if err == nil {
+		t.Fatal("Apply with --http-engine loop took a frontend with acls and rules")
+	}
+	for _, s := range []string{"--http-engine loop", "haproxy.cfg:36: frontend fe", `"use_backend" needs the std HTTP engine`, "--http-engine auto or std"} {
+		if !strings.Contains(err.Error(), s) {
+			t.Errorf("the refusal does not say %q: %v", s, err)
+		}
+	}
+	a, err := New(Options{HTTPEngine: httploop.Auto})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Shutdown(t.Context())
+	if err := a.Apply(cfg); err != nil {
+		t.Errorf("Apply with --http-engine auto: %v", err)
+	}
+}
