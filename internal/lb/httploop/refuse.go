@@ -100,7 +100,7 @@ func Refuse(cfg *lbconfig.Config, f *lbconfig.Frontend) *Refusal {
 	case len(h.Captures) > 0 || h.CaptureCookie != nil:
 		return fail("capture", "the loop captures no headers or cookies")
 	}
-	if r := proxyRefusal(&h.HTTPProxy, fail); r != nil {
+	if r := proxyRefusal(&h.HTTPProxy, section, fail); r != nil {
 		return r
 	}
 	b := findBackend(cfg, f.Backend)
@@ -129,7 +129,7 @@ func backendRefusal(cfg *lbconfig.Config, fe string, b *lbconfig.Backend) *Refus
 	case b.AbortOnClose:
 		return fail("option abortonclose", "the loop does not abort a request whose client closed", lbconfig.ItemKey(bk, "option abortonclose"))
 	}
-	if r := proxyRefusal(&bh.HTTPProxy, fail); r != nil {
+	if r := proxyRefusal(&bh.HTTPProxy, []string{bk, lbconfig.ListenKey(b.Name)}, fail); r != nil {
 		return r
 	}
 	for _, s := range b.Servers {
@@ -148,10 +148,20 @@ func backendRefusal(cfg *lbconfig.Config, fe string, b *lbconfig.Backend) *Refus
 
 // proxyRefusal is Refuse's test of the directives frontends and
 // backends share.
-func proxyRefusal(p *lbconfig.HTTPProxy, fail func(directive, why string, keys ...string) *Refusal) *Refusal {
+func proxyRefusal(p *lbconfig.HTTPProxy, sections []string, fail func(directive, why string, keys ...string) *Refusal) *Refusal {
 	switch {
 	case len(p.ACLs) > 0:
-		return fail("acl", "the loop evaluates no conditions")
+		var name string
+		for n := range p.ACLs {
+			if name == "" || n < name {
+				name = n
+			}
+		}
+		var keys []string
+		for _, sec := range sections {
+			keys = append(keys, lbconfig.ItemKey(sec, "acl "+name))
+		}
+		return fail("acl "+name, "the loop evaluates no conditions", keys...)
 	case len(p.Rules) > 0:
 		return fail("http-request "+p.Rules[0].Action, "the loop runs no http-request rules")
 	case len(p.Redirects) > 0:
