@@ -79,7 +79,6 @@ type txn struct {
 	closing    bool   // the client connection closes after the answer
 	cout       []byte // the answer head for the client
 	pend       []byte // bytes to write to the client
-	next       []byte // bytes to write to the client after pend
 	status     int
 	bytes      int64
 	term       string
@@ -196,9 +195,52 @@ func (c *conn) drive() {
 			more = c.closingStep()
 		}
 		if !more {
-			return
+			break
 		}
 	}
+	c.settle()
+}
+
+// settle gives the loop's scratch buffer back before the loop turns to
+// another connection: bytes left in it move to a buffer of the
+// connection's own (a request's body streamed from it included).
+func (c *conn) settle() {
+	lp := c.lp
+	if c.in == nil || !lp.isScratch(c.in) {
+		if tx := c.tx; tx != nil {
+			c.settleSin()
+		}
+		return
+	}
+	if c.inR == c.inW || c.fd < 0 {
+		c.in, c.inR, c.inW = nil, 0, 0
+	} else {
+		b := lp.getBuf()
+		n := copy(b, c.in[c.inR:c.inW])
+		if tx := c.tx; tx != nil && tx.spendIn && len(tx.spend) > 0 {
+			tx.spend = b[:len(tx.spend)] // spend starts at inR
+		}
+		c.in, c.inR, c.inW = b, 0, n
+	}
+	if c.tx != nil {
+		c.settleSin()
+	}
+}
+
+// settleSin is settle for the server's bytes (read into the loop's
+// other scratch buffer while an answer's head is awaited).
+func (c *conn) settleSin() {
+	tx := c.tx
+	if tx.sin == nil || !c.lp.isScratch(tx.sin) {
+		return
+	}
+	if tx.sinR == tx.sinW {
+		tx.sin, tx.sinR, tx.sinW = nil, 0, 0
+		return
+	}
+	b := c.lp.getBuf()
+	n := copy(b, tx.sin[tx.sinR:tx.sinW])
+	tx.sin, tx.sinR, tx.sinW = b, 0, n
 }
 
 // armIdle sets the timer of a connection waiting for a request.
@@ -223,7 +265,7 @@ func (c *conn) arm(d time.Duration) {
 // (EAGAIN) or the connection ended (then it is closed or answered).
 func (c *conn) recv() (n int, ok bool) {
 	if c.in == nil {
-		c.in = c.lp.getBuf()
+		c.in = c.lp.scratchIn // until settle
 	}
 	if c.inR == c.inW {
 		c.inR, c.inW = 0, 0
@@ -355,7 +397,12 @@ func (c *conn) request(hl int) bool {
 	default:
 		tx.reqDone = true
 	}
-	tx.out = appendRequest(c.lp.getBuf()[:0], &tx.head, cfg.ff, c.client.Addr())
+	out := c.lp.getSmall()
+	if hl+smallSlack > cap(out) {
+		c.lp.putBuf(out)
+		out = c.lp.getBuf()
+	}
+	tx.out = appendRequest(out[:0], &tx.head, cfg.ff, c.client.Addr())
 	c.takeBody()
 	tx.replay = tx.reqDone
 	tx.spend, tx.spendIn = tx.out, false
@@ -600,7 +647,11 @@ func (c *conn) redial() bool {
 func (c *conn) srvRecv() (n int, ok bool) {
 	tx := c.tx
 	if tx.sin == nil {
-		tx.sin = c.lp.getBuf()
+		if c.st == stAnswer {
+			tx.sin = c.lp.scratchSin // until settleSin
+		} else {
+			tx.sin = c.lp.getBuf()
+		}
 	}
 	if tx.sinR == tx.sinW {
 		tx.sinR, tx.sinW = 0, 0
@@ -675,6 +726,7 @@ func (c *conn) answerHead(hl int) bool {
 		tx.cout = append(tx.coutBuf(c.lp)[:0], head...)
 		tx.pend = tx.cout
 		tx.sinR += hl
+		c.settleSin()
 		return true
 	}
 	tx.resp, tx.status = r, r.status
@@ -699,15 +751,15 @@ func (c *conn) answerHead(hl int) bool {
 	tx.cout = appendResponse(tx.coutBuf(c.lp)[:0], head, tx.closing, keep10)
 	tx.sinR += hl
 	// The body's first bytes leave with the head when they fit.
-	tx.pend = tx.cout
-	if k := c.answerPart(tx.sin[tx.sinR:tx.sinW]); k > 0 && len(tx.cout)+k <= cap(tx.cout) {
+	if room := cap(tx.cout) - len(tx.cout); room > 0 && tx.sinR < tx.sinW {
+		k := c.answerPart(tx.sin[tx.sinR:min(tx.sinW, tx.sinR+room)])
 		tx.cout = append(tx.cout, tx.sin[tx.sinR:tx.sinR+k]...)
-		tx.pend = tx.cout
 		tx.sinR += k
-	} else if k > 0 {
-		tx.next = tx.sin[tx.sinR : tx.sinR+k]
-		tx.sinR += k
+	} else if tx.mode == bodyNone {
+		tx.bodyDone = true
 	}
+	tx.pend = tx.cout
+	c.settleSin()
 	c.st = stBody
 	return true
 }
@@ -811,9 +863,6 @@ func (c *conn) flush() bool {
 	}
 	tx.pend = tx.pend[n:]
 	tx.bytes += int64(n)
-	if len(tx.pend) == 0 && tx.next != nil {
-		tx.pend, tx.next = tx.next, nil
-	}
 	return true
 }
 

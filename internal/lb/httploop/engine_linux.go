@@ -206,13 +206,19 @@ type loop struct {
 	events [128]unix.EpollEvent
 	now    time.Time // read once per batch of events
 
-	objs  []slot // by descriptor
-	gen   int32
-	heap  timerHeap
-	bufs  [][]byte                      // free buffers of bufSize
-	idle  map[netip.AddrPort][]*srvConn // kept-alive server connections by address
-	txns  []*txn                        // free transactions
-	lnfds map[int]bool                  // listening sockets registered here
+	objs   []slot // by descriptor
+	gen    int32
+	heap   timerHeap
+	bufs   [][]byte // free buffers of bufSize
+	smalls [][]byte // free buffers of smallSize
+	// scratchIn and scratchSin take what a client or a server sends
+	// while a connection is handled; what is left at the end moves to
+	// a buffer of the connection's (settle). A request and an answer
+	// that come whole so hold no buffer between events.
+	scratchIn, scratchSin []byte
+	idle                  map[netip.AddrPort][]*srvConn // kept-alive server connections by address
+	txns                  []*txn                        // free transactions
+	lnfds                 map[int]bool                  // listening sockets registered here
 
 	cmdMu   sync.Mutex
 	cmds    []func()
@@ -244,7 +250,8 @@ func newLoop(e *Engine) (*loop, error) {
 		unix.Close(fd)
 		return nil, fmt.Errorf("httploop: eventfd: %w", err)
 	}
-	lp := &loop{e: e, epfd: fd, wake: wake, done: make(chan struct{}), idle: map[netip.AddrPort][]*srvConn{}, lnfds: map[int]bool{}}
+	lp := &loop{e: e, epfd: fd, wake: wake, done: make(chan struct{}), idle: map[netip.AddrPort][]*srvConn{}, lnfds: map[int]bool{},
+		scratchIn: make([]byte, bufSize), scratchSin: make([]byte, bufSize)}
 	ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(wake), Pad: -1}
 	if err := unix.EpollCtl(fd, unix.EPOLL_CTL_ADD, wake, &ev); err != nil {
 		unix.Close(fd)
@@ -453,6 +460,32 @@ func (lp *loop) dropIdleServers() {
 	}
 }
 
+// smallSize is the size of the buffers a request's head goes to the
+// server in, when it fits with smallSlack to spare (forwardfor's
+// header): it waits there until the answer comes, in case it must be
+// sent again.
+const (
+	smallSize  = 2 << 10
+	smallSlack = 128
+)
+
+// maxFreeSmall bounds the small buffers a loop keeps for reuse.
+const maxFreeSmall = 256
+
+func (lp *loop) getSmall() []byte {
+	if n := len(lp.smalls); n > 0 {
+		b := lp.smalls[n-1]
+		lp.smalls = lp.smalls[:n-1]
+		return b
+	}
+	return make([]byte, smallSize)
+}
+
+// isScratch reports whether b is one of the loop's scratch buffers.
+func (lp *loop) isScratch(b []byte) bool {
+	return cap(b) > 0 && (&b[:1][0] == &lp.scratchIn[0] || &b[:1][0] == &lp.scratchSin[0])
+}
+
 // getBuf lends a buffer of bufSize.
 func (lp *loop) getBuf() []byte {
 	if n := len(lp.bufs); n > 0 {
@@ -466,11 +499,15 @@ func (lp *loop) getBuf() []byte {
 // maxFreeBufs bounds the buffers a loop keeps for reuse.
 const maxFreeBufs = 32
 
+// putBuf takes back a buffer of getBuf's or getSmall's.
 func (lp *loop) putBuf(b []byte) {
-	if cap(b) != bufSize || len(lp.bufs) >= maxFreeBufs {
-		return
+	switch {
+	case lp.isScratch(b):
+	case cap(b) == smallSize && len(lp.smalls) < maxFreeSmall:
+		lp.smalls = append(lp.smalls, b[:smallSize])
+	case cap(b) == bufSize && len(lp.bufs) < maxFreeBufs:
+		lp.bufs = append(lp.bufs, b[:bufSize])
 	}
-	lp.bufs = append(lp.bufs, b[:bufSize])
 }
 
 // expire runs the timers that are due.
