@@ -71,7 +71,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&o.keep, "keep", false, "keep the work directory (configurations and logs) and print its path")
 	fs.StringVar(&o.datapath, "datapath", "relay", "vipstack lb --datapath: relay (user space), kernel or auto (nftables DNAT; the targets become the issue's 1.2x keep-alive and new connections, p99 <= 1.0, bulk >= 1.5, via/direct >= 0.8)")
 	fs.StringVar(&o.httpEngine, "http-engine", "std", "vipstack lb --http-engine: std (net/http), loop (own HTTP/1 event loops) or auto; -mode http only")
-	markdown := fs.String("markdown", "", "write the results into the lb block (-mode http: the lb-http block) of this Markdown `file` (docs/benchmarks.md)")
+	markdown := fs.String("markdown", "", "write the results into the lb block (-mode http: lb-http, lb-http-loop with -http-engine loop or auto) of this Markdown `file` (docs/benchmarks.md; the lb-http blocks are in docs/lb.md)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -142,6 +142,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		// figures alone.
 		block := "lb"
 		switch {
+		case o.mode == "http" && o.httpEngine != "std":
+			block = "lb-http-loop" // the std engine's figures stay in "lb-http"
 		case o.mode == "http":
 			block = "lb-http"
 		case o.datapath != "relay":
