@@ -113,7 +113,8 @@ func TestHTTPEnginesKeepAliveReuse(t *testing.T) {
 // what the loop lacks refuses the start, naming the file and line, the
 // proxy and the directive; auto starts it on std.
 func TestHTTPEngineLoopRefuses(t *testing.T) {
-	conf := strings.NewReplacer("{{P0}}", freePorts(t, 1)[0], "{{A}}", "127.0.0.1:1", "{{W}}", "127.0.0.1:1", "{{DEAD}}", "127.0.0.1:1").Replace(httpRoutingConf)
+	conf := strings.NewReplacer("{{P0}}", freePorts(t, 1)[0], "{{A}}", "127.0.0.1:1", "{{W}}", "127.0.0.1:1", "{{DEAD}}", "127.0.0.1:1").Replace(httpRoutingConf) +
+		"  http-response set-header X-A b\n"
 	cfg, err := haproxycfg.Parse("haproxy.cfg", []byte(conf))
 	if err != nil {
 		t.Fatal(err)
@@ -125,9 +126,9 @@ func TestHTTPEngineLoopRefuses(t *testing.T) {
 	defer l.Shutdown(t.Context())
 	err = l.Apply(cfg)
 	if err == nil {
-		t.Fatal("Apply with --http-engine loop took a frontend with acls and rules")
+		t.Fatal("Apply with --http-engine loop took a backend with http-response rules")
 	}
-	for _, s := range []string{"--http-engine loop", "haproxy.cfg:36: frontend fe", `"use_backend" needs the std HTTP engine`, "--http-engine auto or std"} {
+	for _, s := range []string{"--http-engine loop", "haproxy.cfg:47: frontend fe (backend none)", `"http-response set-header" needs the std HTTP engine`, "--http-engine auto or std"} {
 		if !strings.Contains(err.Error(), s) {
 			t.Errorf("the refusal does not say %q: %v", s, err)
 		}

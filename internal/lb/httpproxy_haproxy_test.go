@@ -281,10 +281,9 @@ func startHTTPPairOpts(t *testing.T, template string, opts Options) []string {
 // routing to two backends, header rewriting, X-Forwarded-For, deny,
 // redirects and a backend whose server is down give the same backend,
 // headers, status, Location and body.
-// With --http-engine auto the frontend, which uses what the loop engine
-// lacks, stays on the std engine and answers the same.
+// It runs against each HTTP engine.
 func TestHTTPRoutingMatchesHaproxy(t *testing.T) {
-	for _, engine := range []httploop.Mode{httploop.Std, httploop.Auto} {
+	for _, engine := range httpEngines {
 		t.Run(string(engine), func(t *testing.T) { testHTTPRouting(t, engine) })
 	}
 }

@@ -21,6 +21,7 @@ const (
 	stAnswer               // reading the answer's head
 	stBody                 // relaying the answer's body
 	stClosing              // writing a last answer, then closing
+	stLocal                // writing an answer of the rules (redirect), then the next request
 )
 
 // conn is a client connection: about 200 bytes while idle.
@@ -46,6 +47,7 @@ type conn struct {
 // txn is a request in flight and its answer.
 type txn struct {
 	cfg        *compiled
+	be         *backendInfo // where the request goes (nil: none)
 	head       web.Head
 	version    string
 	start      time.Time // the request's first byte
@@ -193,6 +195,8 @@ func (c *conn) drive() {
 			more = c.body()
 		case stClosing:
 			more = c.closingStep()
+		case stLocal:
+			more = c.localStep()
 		}
 		if !more {
 			break
@@ -402,7 +406,18 @@ func (c *conn) request(hl int) bool {
 		c.lp.putBuf(out)
 		out = c.lp.getBuf()
 	}
-	tx.out = appendRequest(out[:0], &tx.head, cfg.ff, c.client.Addr())
+	tx.be = cfg.backend
+	if cfg.rules != nil {
+		if answered, more := c.ruled(out); answered {
+			return more
+		}
+	} else {
+		var ff *forwardFor
+		if tx.be != nil {
+			ff = tx.be.ff
+		}
+		tx.out = appendRequest(out[:0], &tx.head, ff, c.client.Addr())
+	}
 	c.takeBody()
 	tx.replay = tx.reqDone
 	tx.spend, tx.spendIn = tx.out, false
@@ -453,18 +468,19 @@ func (c *conn) bodyPart(b []byte) (int, bool) {
 func (c *conn) pickServer() bool {
 	tx := c.tx
 	cfg := tx.cfg
-	if cfg.backend == "" {
+	be := tx.be
+	if be == nil {
 		return c.fail(503, "SC")
 	}
-	i := c.lp.e.core.Pick(cfg.backend, c.client.Addr(), 0, false, tx.skip)
+	i := c.lp.e.core.Pick(be.name, c.client.Addr(), 0, false, tx.skip)
 	if i < 0 && tx.retries > 0 && tx.last >= 0 {
 		i = tx.last // every usable server tried: the last one again, as haproxy
 	}
-	if i < 0 || i >= len(cfg.servers) {
+	if i < 0 || i >= len(be.servers) {
 		return c.fail(503, "SC")
 	}
 	tx.server, tx.last = i, i
-	s := cfg.servers[i]
+	s := be.servers[i]
 	addr := s.Addr
 	if addr.Addr().IsUnspecified() || addr.Port() == 0 {
 		if !c.local.IsValid() {
@@ -472,7 +488,7 @@ func (c *conn) pickServer() bool {
 		}
 		addr = serverTarget(addr, c.local)
 	}
-	tx.end = c.lp.e.core.Begin(cfg.backend, i)
+	tx.end = c.lp.e.core.Begin(be.name, i)
 	tx.connStart = c.lp.now
 	if sc := c.lp.reuse(addr); sc != nil {
 		sc.owner, sc.reused = c, true
@@ -623,8 +639,8 @@ func (c *conn) serverLost() bool {
 func (c *conn) redial() bool {
 	tx := c.tx
 	cfg := tx.cfg
-	tx.end = c.lp.e.core.Begin(cfg.backend, tx.server)
-	addr := cfg.servers[tx.server].Addr
+	tx.end = c.lp.e.core.Begin(tx.be.name, tx.server)
+	addr := tx.be.servers[tx.server].Addr
 	if addr.Addr().IsUnspecified() || addr.Port() == 0 {
 		addr = serverTarget(addr, c.local)
 	}

@@ -42,9 +42,11 @@ type Engine struct {
 // compiled is a Config ready for the loops.
 type compiled struct {
 	cfg      httpproxy.Config
-	backend  string // "" when the frontend has none: 503
-	servers  []lbconfig.Server
-	ff       *forwardFor
+	backend  *backendInfo // default_backend (nil: none, 503)
+	backends map[string]*backendInfo
+	// rules are the frontend's and backends' request rules, nil when
+	// they have none: a request then needs no *http.Request.
+	rules    *httpproxy.Rules
 	maxRaw   int
 	maxHTX   int
 	reqTO    time.Duration // timeout http-request, else client
@@ -54,6 +56,19 @@ type compiled struct {
 	clientTO time.Duration
 	retries  int
 	logNull  bool // log a connection closed without a byte
+}
+
+// backendInfo is a backend as the loop uses it.
+type backendInfo struct {
+	name    string
+	servers []lbconfig.Server
+	ff      *forwardFor // option forwardfor, the backend's else the frontend's
+}
+
+// hasRules reports whether a section has request rules the loop runs
+// through httpproxy.Rules.
+func hasRules(p *lbconfig.HTTPProxy) bool {
+	return len(p.ACLs) > 0 || len(p.Rules) > 0 || len(p.Redirects) > 0
 }
 
 // bufSize is a buffer's size: haproxy's tune.bufsize.
@@ -91,23 +106,34 @@ func (e *Engine) Set(cfg httpproxy.Config) {
 	c.reqTO = firstSet(to.HTTPRequest, to.Client)
 	c.idleTO = firstSet(to.HTTPKeepAlive, to.HTTPRequest, to.Client)
 	c.connTO, c.serverTO, c.clientTO = to.Connect, to.Server, to.Client
-	if b := cfg.Backends[cfg.Frontend.Backend]; b != nil {
-		c.backend, c.servers = b.Name, b.Servers
-	}
+	c.backends = map[string]*backendInfo{}
 	fe := cfg.Frontend.HTTP
+	var feFF *lbconfig.ForwardFor
 	if fe != nil {
 		c.logNull = !fe.DontLogNull
-		ff := fe.ForwardFor
-		if b := cfg.Backends[c.backend]; b != nil && b.HTTP != nil && b.HTTP.ForwardFor != nil {
+		feFF = fe.ForwardFor
+		if hasRules(&fe.HTTPProxy) || len(fe.UseBackends) > 0 {
+			c.rules = httpproxy.NewRules(cfg)
+		}
+	}
+	for name, b := range cfg.Backends {
+		bi := &backendInfo{name: name, servers: b.Servers}
+		ff := feFF
+		if b.HTTP != nil && b.HTTP.ForwardFor != nil {
 			ff = b.HTTP.ForwardFor
 		}
 		if ff != nil {
-			c.ff = &forwardFor{header: ff.Header, except: ff.Except, ifNone: ff.IfNone}
-			if c.ff.header == "" {
-				c.ff.header = "X-Forwarded-For"
+			bi.ff = &forwardFor{header: ff.Header, except: ff.Except, ifNone: ff.IfNone}
+			if bi.ff.header == "" {
+				bi.ff.header = "X-Forwarded-For"
 			}
 		}
+		if b.HTTP != nil && hasRules(&b.HTTP.HTTPProxy) && c.rules == nil {
+			c.rules = httpproxy.NewRules(cfg)
+		}
+		c.backends[name] = bi
 	}
+	c.backend = c.backends[cfg.Frontend.Backend]
 	e.cfg.Store(c)
 }
 

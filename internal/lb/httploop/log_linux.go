@@ -48,11 +48,11 @@ func (c *conn) logTx() {
 	} else {
 		e.Request = e.Method + " " + e.URI + " " + e.Version
 	}
-	if cfg.backend != "" && tx.head.Method != "" {
-		e.Backend = cfg.backend
+	if tx.be != nil && tx.head.Method != "" {
+		e.Backend = tx.be.name
 	}
-	if tx.server >= 0 && tx.server < len(cfg.servers) {
-		s := cfg.servers[tx.server]
+	if tx.be != nil && tx.server >= 0 && tx.server < len(tx.be.servers) {
+		s := tx.be.servers[tx.server]
 		e.Server, e.ServerAddr = s.Name, s.Addr
 		e.Tw = 0
 		e.Tc = since(tx.connStart, tx.connected)

@@ -2,6 +2,7 @@ package httploop
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/vipstack/vipstack/internal/lbconfig"
@@ -48,8 +49,8 @@ func (r *Refusal) Error() string {
 		b.WriteString(r.Pos + ": ")
 	}
 	fmt.Fprintf(&b, "%s: %q needs the std HTTP engine: %s (accepted with --http-engine loop: plain binds, HTTP/1.0 and 1.1 with keep-alive, "+
-		"balance roundrobin, static-rr, leastconn, first or source, option forwardfor, option httplog or log-format without captures, "+
-		"timeouts, maxconn, retries; use --http-engine auto or std for this proxy)", r.Proxy, r.Directive, r.Why)
+		"balance roundrobin, static-rr, leastconn, first or source, acl, use_backend, http-request rules but return and use-service, redirect, "+
+		"option forwardfor, option httplog or log-format without captures, timeouts, maxconn, retries; use --http-engine auto or std for this proxy)", r.Proxy, r.Directive, r.Why)
 	return b.String()
 }
 
@@ -93,21 +94,29 @@ func Refuse(cfg *lbconfig.Config, f *lbconfig.Frontend) *Refusal {
 		return fail("mode tcp", "a mode tcp frontend before a mode http backend is served by the std engine")
 	case f.TCPRequest != nil:
 		return fail("tcp-request", "the loop runs no tcp-request rules")
-	case len(h.UseBackends) > 0:
-		return fail("use_backend", "the loop routes every request to default_backend", lbconfig.ItemKey(section[0], "use_backend "+h.UseBackends[0].Backend))
 	case h.MonitorURI != "":
 		return fail("monitor-uri", "the loop serves no monitor page", lbconfig.ItemKey(section[0], "monitor-uri"))
 	case len(h.Captures) > 0 || h.CaptureCookie != nil:
 		return fail("capture", "the loop captures no headers or cookies")
 	}
-	if r := proxyRefusal(&h.HTTPProxy, section, fail); r != nil {
+	if r := proxyRefusal(&h.HTTPProxy, fail); r != nil {
 		return r
 	}
-	b := findBackend(cfg, f.Backend)
-	if b == nil {
-		return nil // every request gets the 503 of a frontend without a backend
+	// Every backend a request may go to: default_backend's and
+	// use_backend's (one the configuration lacks gets the 503 of no
+	// backend, as std's).
+	names := []string{f.Backend}
+	for _, u := range h.UseBackends {
+		names = append(names, u.Backend)
 	}
-	return backendRefusal(cfg, name, b)
+	for i, n := range names {
+		if b := findBackend(cfg, n); b != nil && !slices.Contains(names[:i], n) {
+			if r := backendRefusal(cfg, name, b); r != nil {
+				return r
+			}
+		}
+	}
+	return nil
 }
 
 func backendRefusal(cfg *lbconfig.Config, fe string, b *lbconfig.Backend) *Refusal {
@@ -129,7 +138,7 @@ func backendRefusal(cfg *lbconfig.Config, fe string, b *lbconfig.Backend) *Refus
 	case b.AbortOnClose:
 		return fail("option abortonclose", "the loop does not abort a request whose client closed", lbconfig.ItemKey(bk, "option abortonclose"))
 	}
-	if r := proxyRefusal(&bh.HTTPProxy, []string{bk, lbconfig.ListenKey(b.Name)}, fail); r != nil {
+	if r := proxyRefusal(&bh.HTTPProxy, fail); r != nil {
 		return r
 	}
 	for _, s := range b.Servers {
@@ -148,24 +157,13 @@ func backendRefusal(cfg *lbconfig.Config, fe string, b *lbconfig.Backend) *Refus
 
 // proxyRefusal is Refuse's test of the directives frontends and
 // backends share.
-func proxyRefusal(p *lbconfig.HTTPProxy, sections []string, fail func(directive, why string, keys ...string) *Refusal) *Refusal {
+func proxyRefusal(p *lbconfig.HTTPProxy, fail func(directive, why string, keys ...string) *Refusal) *Refusal {
+	for _, r := range p.Rules {
+		if r.Action == "use-service" || r.Action == "return" {
+			return fail("http-request "+r.Action, "the loop answers only deny and redirect rules itself")
+		}
+	}
 	switch {
-	case len(p.ACLs) > 0:
-		var name string
-		for n := range p.ACLs {
-			if name == "" || n < name {
-				name = n
-			}
-		}
-		var keys []string
-		for _, sec := range sections {
-			keys = append(keys, lbconfig.ItemKey(sec, "acl "+name))
-		}
-		return fail("acl "+name, "the loop evaluates no conditions", keys...)
-	case len(p.Rules) > 0:
-		return fail("http-request "+p.Rules[0].Action, "the loop runs no http-request rules")
-	case len(p.Redirects) > 0:
-		return fail("redirect", "the loop runs no redirect rules")
 	case len(p.ResponseRules) > 0:
 		return fail("http-response "+p.ResponseRules[0].Action, "the loop runs no http-response rules")
 	case p.OriginalTo != nil:

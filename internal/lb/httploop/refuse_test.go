@@ -20,9 +20,9 @@ func TestRefuse(t *testing.T) {
 	}{
 		{name: "plain", fe: "  option forwardfor\n  option httplog\n", be: "  balance leastconn\n", want: ""},
 		{name: "abns bind", fe: "  bind abns@loopfe\n", want: `:7: frontend fe: "bind abns@loopfe"`},
-		{name: "acl", fe: "  acl a path /a\n", want: `:8: frontend fe: "acl a" needs the std HTTP engine`},
-		{name: "http-request", fe: "  http-request set-header X-A b\n", want: `:6: frontend fe: "http-request set-header"`},
-		{name: "use_backend", fe: "  use_backend be if { path /a }\n", want: `:8: frontend fe: "use_backend"`},
+		{name: "acl, http-request, redirect, use_backend", fe: "  acl a path /a\n  http-request set-header X-A b\n  redirect location /b if { path /c }\n  use_backend be if a\n", want: ""},
+		{name: "http-request return", fe: "  http-request return status 200\n", want: `:6: frontend fe: "http-request return"`},
+		{name: "use_backend's backend", fe: "  use_backend other if { path /a }\n", be: "backend other\n  option http-server-close\n", want: `frontend fe (backend other): "option http-server-close"`},
 		{name: "monitor-uri", fe: "  monitor-uri /ready\n", want: `:8: frontend fe: "monitor-uri"`},
 		{name: "compression", fe: "  compression algo gzip\n", want: `frontend fe: "compression"`},
 		{name: "backend rules", be: "  http-response set-header X-A b\n", want: `frontend fe (backend be): "http-response set-header"`},

@@ -205,7 +205,10 @@ func New(core Core, cfg Config, log *slog.Logger) *Proxy {
 }
 
 // Set puts cfg in force for the requests that start from now on.
-func (p *Proxy) Set(cfg Config) {
+func (p *Proxy) Set(cfg Config) { p.cfg.Store(compile(cfg)) }
+
+// compile makes cfg ready to serve.
+func compile(cfg Config) *compiled {
 	c := &compiled{cfg: cfg, beACLs: map[string]acls{}, servers: map[string][]serverRef{}, samples: compileSamples(cfg)}
 	if cfg.Frontend.HTTP != nil {
 		c.feACLs = cfg.Frontend.HTTP.ACLs
@@ -233,7 +236,7 @@ func (p *Proxy) Set(cfg Config) {
 			c.beACLs[name] = b.HTTP.ACLs
 		}
 	}
-	p.cfg.Store(c)
+	return c
 }
 
 // Serve accepts HTTP/1.x and HTTP/2 (prior knowledge) clients on ln
