@@ -1,8 +1,6 @@
 package lb
 
 import (
-	"bufio"
-	"net"
 	"strings"
 	"testing"
 
@@ -74,36 +72,6 @@ func TestHTTPEnginesMatchHaproxy(t *testing.T) {
 			ports = startHTTPPairOpts(t, httpDeadConf, Options{HTTPEngine: engine})
 			if want := askBoth(t, dead, "127.0.0.1:"+ports[0], "127.0.0.1:"+ports[1]); want[0].Status != 503 {
 				t.Fatalf("haproxy answered %d to a backend whose server is down, want 503", want[0].Status)
-			}
-		})
-	}
-}
-
-// TestHTTPEnginesKeepAliveReuse: five requests on one client connection
-// come to the server on one connection, through haproxy and through
-// each engine.
-func TestHTTPEnginesKeepAliveReuse(t *testing.T) {
-	for _, engine := range httpEngines {
-		t.Run(string(engine), func(t *testing.T) {
-			ports := startHTTPPairOpts(t, httpPlainConf, Options{HTTPEngine: engine})
-			for _, p := range []struct{ name, port string }{{"haproxy", ports[0]}, {"vipstack", ports[1]}} {
-				c, err := net.DialTimeout("tcp", "127.0.0.1:"+p.port, bound)
-				if err != nil {
-					t.Fatal(err)
-				}
-				br := bufio.NewReader(c)
-				remotes := map[string]bool{}
-				for i := range 5 {
-					a := ask(t, c, br, "GET /k/"+itoa(i)+" HTTP/1.1\r\nHost: a.example\r\n\r\n")
-					if a.Arrived == nil || a.Arrived.Server != "web" {
-						t.Fatalf("%s: request %d: %+v", p.name, i, a)
-					}
-					remotes[a.Arrived.Remote] = true
-				}
-				c.Close()
-				if len(remotes) != 1 {
-					t.Errorf("%s: 5 requests on one client connection came on %d server connections: %v", p.name, len(remotes), remotes)
-				}
 			}
 		})
 	}

@@ -332,8 +332,15 @@ func testHTTPRouting(t *testing.T, engine httploop.Mode) {
 // TestHTTPKeepAliveReuse sends several requests on one client connection
 // through each proxy: every request arrives, and the proxies reuse one
 // server connection for them, as haproxy does by default.
+// It runs against each HTTP engine.
 func TestHTTPKeepAliveReuse(t *testing.T) {
-	ports := startRoutingPair(t)
+	for _, engine := range httpEngines {
+		t.Run(string(engine), func(t *testing.T) { testHTTPKeepAliveReuse(t, engine) })
+	}
+}
+
+func testHTTPKeepAliveReuse(t *testing.T, engine httploop.Mode) {
+	ports := startHTTPPairOpts(t, httpRoutingConf, Options{HTTPEngine: engine})
 	for _, p := range []struct{ name, port string }{{"haproxy", ports[0]}, {"vipstack", ports[1]}} {
 		c, err := net.DialTimeout("tcp", "127.0.0.1:"+p.port, bound)
 		if err != nil {

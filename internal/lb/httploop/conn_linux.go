@@ -389,6 +389,11 @@ func (c *conn) request(hl int) bool {
 	if err != nil {
 		return c.refuse(web.RefusalAnswer(err), "PR")
 	}
+	if h.Method == "PRI" && h.URI == "*" && h.Major == 2 {
+		// HTTP/2's connection preface: the loop speaks HTTP/1 only
+		// (std serves HTTP/2 with prior knowledge, as haproxy does).
+		return c.refuse(web.Answer400, "PR")
+	}
 	c.inR += hl
 	tx.head = h
 	tx.version = version(h.Major, h.Minor)

@@ -254,6 +254,8 @@ func TestEngineErrors(t *testing.T) {
 			raw: "GET / HTTP/1.1\r\nHost: x\r\n\r\n", want: 503, body: httpproxy.ErrorBody(503)},
 		{name: "malformed head: haproxy's 400", servers: func(t *testing.T) []netip.AddrPort { return []netip.AddrPort{origin(t)} },
 			raw: "GET / HTTP/1.1\r\nX : y\r\n\r\n", want: 400, body: "<html><body><h1>400 Bad request</h1>\nYour browser sent an invalid request.\n</body></html>\n"},
+		{name: "HTTP/2's preface: 400", servers: func(t *testing.T) []netip.AddrPort { return []netip.AddrPort{origin(t)} },
+			raw: "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", want: 400, body: "<html><body><h1>400 Bad request</h1>\nYour browser sent an invalid request.\n</body></html>\n"},
 		{name: "two lengths: 400", servers: func(t *testing.T) []netip.AddrPort { return []netip.AddrPort{origin(t)} },
 			raw: "POST / HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab", want: 400, body: "<html><body><h1>400 Bad request</h1>\nYour browser sent an invalid request.\n</body></html>\n"},
 	}
