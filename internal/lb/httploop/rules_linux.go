@@ -41,6 +41,7 @@ func (c *conn) ruled(out []byte) (answered, more bool) {
 	}
 	origURI := u.RequestURI()
 	d := cfg.rules.Decide(r, c.client, c.local)
+	tx.be = cfg.backends[d.Backend] // the log's backend, also for an answer of the rules
 	if d.Status != 0 {
 		c.lp.putBuf(out)
 		if d.Location == "" {
@@ -48,7 +49,6 @@ func (c *conn) ruled(out []byte) (answered, more bool) {
 		}
 		return true, c.redirect(d)
 	}
-	tx.be = cfg.backends[d.Backend]
 	uri := h.URI
 	if r.URL.RequestURI() != origURI {
 		uri = r.URL.RequestURI() // set-path, replace-path, replace-uri
