@@ -31,10 +31,18 @@ func (b *bench) idleMemory(impl string, n int) (memResult, error) {
 		return memResult{}, fmt.Errorf("%s: no process in group %d", impl, p.cmd.Process.Pid)
 	}
 	m := memResult{Conns: n}
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(portsFor(impl).Main))
+	// Both balancers serve a few requests before the first reading: the
+	// figure is then what the connections hold, not the pages of code
+	// and data a process maps in the first time it serves a request
+	// (vipstack's binary is about 100 MB; cold, those pages were most of
+	// the loop engine's growth, measured with smaps).
+	if err := b.h.Do(func() error { return warmUp(addr, idleWarmUp) }); err != nil {
+		return m, err
+	}
 	time.Sleep(idleSettle)
 	m.RSSBefore, m.PSSBefore = procfs.MemMiB(pids)
 
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(portsFor(impl).Main))
 	conns := make([]net.Conn, 0, n)
 	defer func() {
 		for _, c := range conns {
@@ -105,4 +113,43 @@ func keepAliveGet(c net.Conn) error {
 		return fmt.Errorf("status %d, close %v", resp.StatusCode, resp.Close)
 	}
 	return nil
+}
+
+// idleWarmUp is the number of requests (each on its own connection)
+// idleMemory sends before its first reading.
+const idleWarmUp = 256
+
+// warmUp sends n GETs to addr, each on a connection closed after its
+// answer, 16 at a time.
+func warmUp(addr string, n int) error {
+	d := net.Dialer{Timeout: 5 * time.Second}
+	work := make(chan int, n)
+	for i := range n {
+		work <- i
+	}
+	close(work)
+	var mu sync.Mutex
+	var first error
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Go(func() {
+			for range work {
+				c, err := d.Dial("tcp", addr)
+				if err == nil {
+					_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+					err = keepAliveGet(c)
+					c.Close()
+				}
+				if err != nil {
+					mu.Lock()
+					if first == nil {
+						first = fmt.Errorf("warm-up: %w", err)
+					}
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return first
 }

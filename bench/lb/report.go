@@ -410,7 +410,7 @@ func (r *results) memReport(rep *benchdoc.Report) int {
 	if !hok {
 		return 0
 	}
-	rep.Para("Idle HTTP connections: %d keep-alive connections to the main frontend, one GET answered on each, then left idle; the balancer's memory (smaps_rollup of its processes) %v after the last answer, less the same before the first connection, scaled to 10,000 connections:", h.Conns, idleSettle)
+	rep.Para("Idle HTTP connections: after %d warm-up requests, %d keep-alive connections to the main frontend, one GET answered on each, then left idle; the balancer's memory (smaps_rollup of its processes) %v after the last answer, less the same before the first connection, scaled to 10,000 connections:", idleWarmUp, h.Conns, idleSettle)
 	t := benchdoc.Table{Header: []string{"balancer", "connections", "RSS before", "RSS after", "RSS per 10,000", "PSS per 10,000"}}
 	for _, impl := range []string{implHAProxy, implVipstack} {
 		m, ok := r.Mem[impl]
