@@ -37,6 +37,7 @@ func (b *bench) idleMemory(impl string, n int) (memResult, error) {
 	// and data a process maps in the first time it serves a request
 	// (vipstack's binary is about 100 MB; cold, those pages were most of
 	// the loop engine's growth, measured with smaps).
+	time.Sleep(idleSettle) // the balancer listens
 	if err := b.h.Do(func() error { return warmUp(addr, idleWarmUp) }); err != nil {
 		return m, err
 	}
