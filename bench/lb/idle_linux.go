@@ -37,8 +37,26 @@ func (b *bench) idleMemory(impl string, n int) (memResult, error) {
 	// and data a process maps in the first time it serves a request
 	// (vipstack's binary is about 100 MB; cold, those pages were most of
 	// the loop engine's growth, measured with smaps).
-	time.Sleep(idleSettle) // the balancer listens
-	if err := b.h.Do(func() error { return warmUp(addr, idleWarmUp) }); err != nil {
+	time.Sleep(idleSettle)
+	var warm []net.Conn
+	err := b.h.Do(func() error {
+		d := net.Dialer{Timeout: 5 * time.Second}
+		for range idleWarmUp {
+			c, err := d.Dial("tcp", addr)
+			if err != nil {
+				return fmt.Errorf("warm-up: %w", err)
+			}
+			warm = append(warm, c)
+		}
+		return nil
+	})
+	if err == nil {
+		err = warmUp(warm)
+	}
+	for _, c := range warm {
+		c.Close()
+	}
+	if err != nil {
 		return m, err
 	}
 	time.Sleep(idleSettle)
@@ -51,7 +69,7 @@ func (b *bench) idleMemory(impl string, n int) (memResult, error) {
 		}
 	}()
 	deadline := time.Now().Add(2 * time.Minute)
-	err := b.h.Do(func() error {
+	err = b.h.Do(func() error {
 		d := net.Dialer{Timeout: 5 * time.Second}
 		for range n {
 			c, err := d.Dial("tcp", addr)
@@ -120,13 +138,13 @@ func keepAliveGet(c net.Conn) error {
 // idleMemory sends before its first reading.
 const idleWarmUp = 256
 
-// warmUp sends n GETs to addr, each on a connection closed after its
-// answer, 16 at a time.
-func warmUp(addr string, n int) error {
-	d := net.Dialer{Timeout: 5 * time.Second}
-	work := make(chan int, n)
-	for i := range n {
-		work <- i
+// warmUp sends a GET on each of conns, 16 at a time, and closes them.
+// The connections are opened by the caller in the namespace (a
+// goroutine of its own would run on a thread outside it).
+func warmUp(conns []net.Conn) error {
+	work := make(chan net.Conn, len(conns))
+	for _, c := range conns {
+		work <- c
 	}
 	close(work)
 	var mu sync.Mutex
@@ -134,13 +152,10 @@ func warmUp(addr string, n int) error {
 	var wg sync.WaitGroup
 	for range 16 {
 		wg.Go(func() {
-			for range work {
-				c, err := d.Dial("tcp", addr)
-				if err == nil {
-					_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-					err = keepAliveGet(c)
-					c.Close()
-				}
+			for c := range work {
+				_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+				err := keepAliveGet(c)
+				c.Close()
 				if err != nil {
 					mu.Lock()
 					if first == nil {
