@@ -61,6 +61,7 @@ func (b *bench) idleMemory(impl string, n int) (memResult, error) {
 	}
 	time.Sleep(idleSettle)
 	m.RSSBefore, m.PSSBefore = procfs.MemMiB(pids)
+	m.AnonBefore = procfs.AnonMiB(pids)
 
 	conns := make([]net.Conn, 0, n)
 	defer func() {
@@ -111,6 +112,7 @@ func (b *bench) idleMemory(impl string, n int) (memResult, error) {
 
 	time.Sleep(idleSettle)
 	m.RSSAfter, m.PSSAfter = procfs.MemMiB(pids)
+	m.AnonAfter = procfs.AnonMiB(pids)
 	return m, nil
 }
 
