@@ -1,11 +1,14 @@
 package lb
 
 import (
+	"bufio"
+	"net"
 	"strings"
 	"testing"
 
 	"github.com/vipstack/vipstack/internal/haproxycfg"
 	"github.com/vipstack/vipstack/internal/lb/httploop"
+	"github.com/vipstack/vipstack/internal/lbconfig"
 )
 
 // httpEngines are the HTTP engines the side-by-side tests of what both
@@ -109,4 +112,79 @@ func TestHTTPEngineLoopRefuses(t *testing.T) {
 	if err := a.Apply(cfg); err != nil {
 		t.Errorf("Apply with --http-engine auto: %v", err)
 	}
+}
+
+// TestHTTPEngineLoopReload: a reload gives the loop engine's bind its
+// new configuration (here option forwardfor's header) for the requests
+// that follow, on the same listener; under auto, a frontend that now
+// needs std moves to it on the same port.
+func TestHTTPEngineLoopReload(t *testing.T) {
+	web := startOrigin(t, "web")
+	port := freePorts(t, 1)[0]
+	conf := func(extra string) *lbconfig.Config {
+		cfg, err := haproxycfg.Parse("haproxy.cfg", []byte(strings.NewReplacer("{{P0}}", port, "{{W}}", web.addr()).Replace(`defaults
+  mode http
+  timeout connect 1s
+  timeout client 5s
+  timeout server 5s
+frontend fe
+  bind 127.0.0.1:{{P0}}
+`+extra+`  default_backend web
+backend web
+  server w1 {{W}}
+`)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg
+	}
+	l := newLBOpts(t, Options{HTTPEngine: httploop.Auto}, conf("  option forwardfor header X-One\n"))
+	get := func() *arrived {
+		t.Helper()
+		c, err := net.DialTimeout("tcp", "127.0.0.1:"+port, bound)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		a := ask(t, c, bufio.NewReader(c), "GET / HTTP/1.1\r\nHost: a.example\r\n\r\n")
+		if a.Arrived == nil {
+			t.Fatalf("no answer from the origin: %+v", a)
+		}
+		return a.Arrived
+	}
+	if a := get(); a.Header.Get("X-One") != "127.0.0.1" {
+		t.Fatalf("before the reload: headers %v", a.Header)
+	}
+	if onLoop := engineOf(t, l); !onLoop {
+		t.Fatal("under auto, a frontend the loop serves is on std")
+	}
+	if err := l.Apply(conf("  option forwardfor header X-Two\n")); err != nil {
+		t.Fatal(err)
+	}
+	if a := get(); a.Header.Get("X-Two") != "127.0.0.1" || a.Header.Get("X-One") != "" {
+		t.Fatalf("after the reload: headers %v", a.Header)
+	}
+	if err := l.Apply(conf("  option forwardfor header X-Two\n  compression algo gzip\n")); err != nil {
+		t.Fatal(err)
+	}
+	if onLoop := engineOf(t, l); onLoop {
+		t.Fatal("under auto, a frontend that now needs std stays on the loop")
+	}
+	if a := get(); a.Header.Get("X-Two") != "127.0.0.1" {
+		t.Fatalf("after the move to std: headers %v", a.Header)
+	}
+}
+
+// engineOf reports whether l's only HTTP bind is on the loop engine.
+func engineOf(t *testing.T, l *LB) (loop bool) {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.proxyLns) != 1 {
+		t.Fatalf("%d HTTP binds, want 1", len(l.proxyLns))
+	}
+	for _, pl := range l.proxyLns {
+		loop = pl.loop != nil
+	}
+	return loop
 }
