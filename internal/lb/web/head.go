@@ -56,9 +56,9 @@ func ParseHead(head []byte, maxHTX int) (Head, error) {
 	}
 	h := Head{Method: r.method, URI: r.uri, Major: r.major, Minor: r.minor, KeepAlive: r.keepAlive,
 		ContentLength: r.contentLength, Chunked: r.chunked, FramingConflict: r.framingConflict}
-	h.Fields = make([]Field, len(r.header))
-	for i, f := range r.header {
-		h.Fields[i] = Field{Name: f.name, Value: f.value}
+	h.Fields = r.header
+	if h.Fields == nil {
+		h.Fields = []Field{}
 	}
 	return h, nil
 }
