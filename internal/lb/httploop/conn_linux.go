@@ -312,7 +312,9 @@ func (c *conn) readHead() bool {
 			if hl := web.HeadEnd(c.in[c.inR:c.inW]); hl >= 0 {
 				return c.request(hl)
 			}
-			if c.inW-c.inR >= cfg.maxRaw {
+			if c.inW-c.inR >= min(cfg.maxRaw, bufSize) {
+				// Past tune.bufsize, or past the loop's buffer, which
+				// is haproxy's default tune.bufsize.
 				return c.refuse(web.Answer400, "PR")
 			}
 		}
