@@ -440,10 +440,10 @@ func (c *conn) takeBody() {
 		return
 	}
 	avail := c.in[c.inR:c.inW]
-	k, done := c.bodyPart(avail)
-	if len(tx.out)+k > cap(tx.out) {
-		return
+	if room := cap(tx.out) - len(tx.out); len(avail) > room {
+		avail = avail[:room] // bodyPart counts only what it is given
 	}
+	k, done := c.bodyPart(avail)
 	tx.out = append(tx.out, avail[:k]...)
 	c.inR += k
 	tx.reqDone = done

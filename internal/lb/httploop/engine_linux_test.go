@@ -168,11 +168,11 @@ func exchange(t *testing.T, c net.Conn, br *bufio.Reader, raw, method string) an
 	}
 	resp, err := http.ReadResponse(br, &http.Request{Method: method})
 	if err != nil {
-		t.Fatalf("%q: %v", raw, err)
+		t.Fatalf("%.80q: %v", raw, err)
 	}
 	body, err := io.ReadAll(resp.Body)
 	if err != nil {
-		t.Fatalf("%q: body: %v", raw, err)
+		t.Fatalf("%.80q: body: %v", raw, err)
 	}
 	return answer{Status: resp.StatusCode, Body: string(body), Close: resp.Close}
 }
@@ -189,6 +189,7 @@ func TestEngineKeepAlive(t *testing.T) {
 	}
 	defer c.Close()
 	br := bufio.NewReader(c)
+	big := strings.Repeat("a", 50000)
 	steps := []struct {
 		name, raw, method string
 		want              answer
@@ -205,6 +206,12 @@ func TestEngineKeepAlive(t *testing.T) {
 			want: answer{Status: 200}},
 		{name: "hop-by-hop dropped", raw: "GET /d HTTP/1.1\r\nHost: x\r\nConnection: keep-alive\r\n\r\n", method: "GET",
 			want: answer{Status: 200, Body: `GET /d xff="127.0.0.1" conn="" body=""`}},
+		{name: "large body both ways", raw: "POST /big HTTP/1.1\r\nHost: x\r\nContent-Length: 50000\r\n\r\n" + big, method: "POST",
+			want: answer{Status: 200, Body: `POST /big xff="127.0.0.1" conn="" body="` + big + `"`}},
+		{name: "large chunked body", raw: "POST /bigc HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nc350\r\n" + big + "\r\n0\r\n\r\n", method: "POST",
+			want: answer{Status: 200, Body: `POST /bigc xff="127.0.0.1" conn="" body="` + big + `"`}},
+		{name: "large chunked answer", raw: "POST /chunked HTTP/1.1\r\nHost: x\r\nContent-Length: 50000\r\n\r\n" + big, method: "POST",
+			want: answer{Status: 200, Body: `POST /chunked xff="127.0.0.1" conn="" body="` + big + `"`}},
 		{name: "close", raw: "GET /e HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", method: "GET",
 			want: answer{Status: 200, Body: `GET /e xff="127.0.0.1" conn="" body=""`, Close: true}},
 	}
