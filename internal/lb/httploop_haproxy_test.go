@@ -63,6 +63,8 @@ func TestHTTPEnginesMatchHaproxy(t *testing.T) {
 		{"HTTP/1.0", "GET /old HTTP/1.0\r\nHost: a.example\r\n\r\n"},
 		{"the server's 404", "GET /nf HTTP/1.1\r\nHost: a.example\r\nX-Status: 404\r\n\r\n"},
 		{"Connection: close", "GET /c HTTP/1.1\r\nHost: a.example\r\nConnection: close\r\n\r\n"},
+		{"a body larger than a buffer", "POST /big HTTP/1.1\r\nHost: a.example\r\nContent-Length: 40000\r\n\r\n" + strings.Repeat("b", 40000)},
+		{"a chunked body larger than a buffer", "POST /bigc HTTP/1.1\r\nHost: a.example\r\nTransfer-Encoding: chunked\r\n\r\n9c40\r\n" + strings.Repeat("c", 40000) + "\r\n0\r\n\r\n"},
 	}
 	dead := []rawRequest{{"server down", "GET / HTTP/1.1\r\nHost: a.example\r\n\r\n"}}
 	for _, engine := range httpEngines {
