@@ -61,6 +61,9 @@ type txn struct {
 	spend      []byte // bytes to write to the server
 	spendIn    bool   // spend lies in the client's buffer
 	replay     bool   // out holds the whole request
+	early      bool   // the answer began before the request was sent whole
+	lastRead   int    // srvRecvOK's count
+	resume     bool   // a 1xx answer came early: the request goes on after it
 	srv        *srvConn
 	server     int
 	last       int
@@ -580,14 +583,17 @@ func (c *conn) send() bool {
 	for {
 		if len(tx.spend) > 0 {
 			if !tx.srv.wr {
-				return false
+				return tx.srv.rd && c.early()
 			}
 			n, err := relay.Send(tx.srv.fd, tx.spend, unix.MSG_NOSIGNAL)
 			if err == unix.EAGAIN || err == unix.EINTR {
 				tx.srv.wr = false
-				return false
+				return tx.srv.rd && c.early()
 			}
 			if err != nil {
+				if tx.srv.rd {
+					return c.early() // it answered, then stopped reading
+				}
 				return c.serverLost()
 			}
 			tx.spend = tx.spend[n:]
@@ -606,11 +612,11 @@ func (c *conn) send() bool {
 		if c.inR == c.inW {
 			if !c.rd {
 				c.arm(tx.cfg.clientTO)
-				return false
+				return tx.srv.rd && c.early()
 			}
 			n, ok := c.recv()
 			if !ok {
-				return false
+				return tx.srv.rd && c.early()
 			}
 			if n == 0 {
 				tx.term = "CD"
@@ -621,6 +627,17 @@ func (c *conn) send() bool {
 		k, done := c.bodyPart(c.in[c.inR:c.inW])
 		tx.spend, tx.spendIn, tx.reqDone = c.in[c.inR:c.inR+k], true, done
 	}
+}
+
+// early turns to an answer the server sent before the whole request
+// was: an upload refused at once, or 100 Continue. After a 1xx answer
+// the request goes on (answer); after a final one the rest of its body
+// is neither read nor sent, and both connections close after the
+// answer.
+func (c *conn) early() bool {
+	c.tx.early = true
+	c.st = stAnswer
+	return true
 }
 
 // serverLost handles a server connection that failed before its answer
@@ -705,6 +722,14 @@ func (c *conn) srvRecv() (n int, ok bool) {
 	return n, true
 }
 
+// srvRecvOK is srvRecv for answer: false when nothing came now (n in
+// tx.lastRead otherwise).
+func (c *conn) srvRecvOK() bool {
+	n, ok := c.srvRecv()
+	c.tx.lastRead = n
+	return ok
+}
+
 // answer reads the answer's head.
 func (c *conn) answer() bool {
 	tx := c.tx
@@ -715,18 +740,29 @@ func (c *conn) answer() bool {
 			}
 			continue
 		}
+		if tx.resume {
+			// A 1xx answer came before the request was whole: send
+			// the rest.
+			tx.resume, tx.early = false, false
+			c.st = stSend
+			return true
+		}
 		if tx.sinR < tx.sinW {
 			if hl := web.HeadEnd(tx.sin[tx.sinR:tx.sinW]); hl >= 0 {
 				return c.answerHead(hl)
 			}
 		}
-		if !tx.srv.rd {
+		if !tx.srv.rd || !c.srvRecvOK() {
+			if tx.early && !tx.reqDone && tx.sinR == tx.sinW {
+				// Nothing came after all (the readiness was old):
+				// back to sending the request.
+				tx.early = false
+				c.st = stSend
+				return true
+			}
 			return false
 		}
-		n, ok := c.srvRecv()
-		if !ok {
-			return false
-		}
+		n := tx.lastRead
 		if n == 0 {
 			if tx.sinW == len(tx.sin) {
 				return c.fail(502, "PH") // a head past the buffer
@@ -750,9 +786,13 @@ func (c *conn) answerHead(hl int) bool {
 		tx.pend = tx.cout
 		tx.sinR += hl
 		c.settleSin()
+		tx.resume = tx.early && !tx.reqDone
 		return true
 	}
 	tx.resp, tx.status = r, r.status
+	if tx.early && !tx.reqDone {
+		tx.keep, tx.resp.keepAlive = false, false // the rest of the request stays unread
+	}
 	if tx.out != nil {
 		// The request can no longer be sent again: its buffer takes
 		// the answer's head.

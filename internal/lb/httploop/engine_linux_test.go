@@ -79,6 +79,10 @@ func originB(t testing.TB) netip.AddrPort {
 		t.Fatal(err)
 	}
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/early" {
+			w.WriteHeader(http.StatusRequestEntityTooLarge) // without reading the body
+			return
+		}
 		body, _ := io.ReadAll(r.Body)
 		if r.URL.Path == "/chunked" {
 			w.(http.Flusher).Flush() // no length: chunked
@@ -325,5 +329,43 @@ func TestEngineShutdown(t *testing.T) {
 	defer core.mu.Unlock()
 	if core.opened != core.closed || core.began != core.ended {
 		t.Errorf("opened %d closed %d, began %d ended %d", core.opened, core.closed, core.began, core.ended)
+	}
+}
+
+// TestEngineEarlyAnswers: an answer that comes before the request body
+// is whole reaches the client: a refused upload (then the connection
+// closes), and 100 Continue (then the body goes on).
+func TestEngineEarlyAnswers(t *testing.T) {
+	core := &fakeCore{}
+	addr := startEngine(t, core, []netip.AddrPort{origin(t)}, nil)
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	br := bufio.NewReader(c)
+	got := exchange(t, c, br, "POST /early HTTP/1.1\r\nHost: x\r\nContent-Length: 10000000\r\n\r\n"+strings.Repeat("z", 1000), "POST")
+	if got.Status != http.StatusRequestEntityTooLarge || !got.Close {
+		t.Errorf("refused upload: %+v, want 413 and close", got)
+	}
+
+	c2, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	c2.SetDeadline(time.Now().Add(5 * time.Second))
+	br2 := bufio.NewReader(c2)
+	io.WriteString(c2, "POST /cont HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n")
+	line, err := br2.ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "HTTP/1.1 100 ") {
+		t.Fatalf("after Expect: 100-continue: %q, %v", line, err)
+	}
+	if rest, err := br2.ReadString('\n'); err != nil || rest != "\r\n" {
+		t.Fatalf("100 Continue's head: %q, %v", rest, err)
+	}
+	got = exchange(t, c2, br2, "hello", "POST")
+	if got.Status != 200 || got.Body != `POST /cont xff="127.0.0.1" conn="" body="hello"` {
+		t.Errorf("after 100 Continue: %+v", got)
 	}
 }
