@@ -86,6 +86,7 @@ func (l *LB) setProxy(pl *proxyListener, pc httpproxy.Config, b lbconfig.Bind, l
 	case pl.loop != nil:
 		old := pl.loop
 		pl.loop = nil
+		old.StopAccepting() // before std accepts on the same socket
 		go old.Shutdown(context.Background())
 		l.startProxy(pl, pc, b, false)
 	default:

@@ -171,9 +171,9 @@ func (e *Engine) Serve(ln net.Listener) error {
 	return nil
 }
 
-// stopAccepting takes the listening sockets out of the loops and closes
-// them.
-func (e *Engine) stopAccepting() {
+// StopAccepting takes the listening sockets out of the loops and closes
+// them (the caller's listeners stay open); Shutdown starts with it.
+func (e *Engine) StopAccepting() {
 	e.mu.Lock()
 	fds := e.lnfds
 	e.lnfds = nil
@@ -190,8 +190,11 @@ func (e *Engine) stopAccepting() {
 // the requests in flight finish (their answers say Connection: close)
 // until ctx ends, then closes every connection.
 func (e *Engine) Shutdown(ctx context.Context) {
+	// Accepting stops first: a client the loops took while draining
+	// would be closed unanswered, where std (on the same socket, after a
+	// move) would serve it.
+	e.StopAccepting()
 	e.draining.Store(true)
-	e.stopAccepting()
 	for _, lp := range e.loops {
 		lp.call(lp.closeIdle)
 	}
@@ -217,7 +220,7 @@ func (e *Engine) Close() {
 	}
 	e.closed = true
 	e.mu.Unlock()
-	e.stopAccepting()
+	e.StopAccepting()
 	for _, lp := range e.loops {
 		lp.stop()
 	}
@@ -454,7 +457,9 @@ func (lp *loop) accept(fd int, peer netip.AddrPort) {
 // (Shutdown).
 func (lp *loop) closeIdle() {
 	for _, s := range lp.objs {
-		if c, ok := s.obj.(*conn); ok && c.tx == nil && c.inR == c.inW {
+		// A connection that has not sent its first request yet may
+		// have it in flight: it is served, with Connection: close.
+		if c, ok := s.obj.(*conn); ok && c.tx == nil && c.inR == c.inW && c.nth > 0 {
 			c.close()
 		}
 	}
