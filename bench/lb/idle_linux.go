@@ -31,10 +31,38 @@ func (b *bench) idleMemory(impl string, n int) (memResult, error) {
 		return memResult{}, fmt.Errorf("%s: no process in group %d", impl, p.cmd.Process.Pid)
 	}
 	m := memResult{Conns: n}
+	addr := net.JoinHostPort(clientAddr(impl), strconv.Itoa(portsFor(impl).Main))
+	// Both balancers serve a few requests before the first reading: the
+	// figure is then what the connections hold, not the pages of code
+	// and data a process maps in the first time it serves a request
+	// (vipstack's binary is about 100 MB; cold, those pages were most of
+	// the loop engine's growth, measured with smaps).
+	time.Sleep(idleSettle)
+	var warm []net.Conn
+	err := b.h.Do(func() error {
+		d := net.Dialer{Timeout: 5 * time.Second}
+		for range idleWarmUp {
+			c, err := d.Dial("tcp", addr)
+			if err != nil {
+				return fmt.Errorf("warm-up: %w", err)
+			}
+			warm = append(warm, c)
+		}
+		return nil
+	})
+	if err == nil {
+		err = warmUp(warm)
+	}
+	for _, c := range warm {
+		c.Close()
+	}
+	if err != nil {
+		return m, err
+	}
 	time.Sleep(idleSettle)
 	m.RSSBefore, m.PSSBefore = procfs.MemMiB(pids)
+	m.AnonBefore = procfs.AnonMiB(pids)
 
-	addr := net.JoinHostPort(clientAddr(impl), strconv.Itoa(portsFor(impl).Main))
 	conns := make([]net.Conn, 0, n)
 	defer func() {
 		for _, c := range conns {
@@ -42,7 +70,7 @@ func (b *bench) idleMemory(impl string, n int) (memResult, error) {
 		}
 	}()
 	deadline := time.Now().Add(2 * time.Minute)
-	err := b.h.Do(func() error {
+	err = b.h.Do(func() error {
 		d := net.Dialer{Timeout: 5 * time.Second}
 		for range n {
 			c, err := d.Dial("tcp", addr)
@@ -84,6 +112,7 @@ func (b *bench) idleMemory(impl string, n int) (memResult, error) {
 
 	time.Sleep(idleSettle)
 	m.RSSAfter, m.PSSAfter = procfs.MemMiB(pids)
+	m.AnonAfter = procfs.AnonMiB(pids)
 	return m, nil
 }
 
@@ -105,4 +134,40 @@ func keepAliveGet(c net.Conn) error {
 		return fmt.Errorf("status %d, close %v", resp.StatusCode, resp.Close)
 	}
 	return nil
+}
+
+// idleWarmUp is the number of requests (each on its own connection)
+// idleMemory sends before its first reading.
+const idleWarmUp = 256
+
+// warmUp sends a GET on each of conns, 16 at a time, and closes them.
+// The connections are opened by the caller in the namespace (a
+// goroutine of its own would run on a thread outside it).
+func warmUp(conns []net.Conn) error {
+	work := make(chan net.Conn, len(conns))
+	for _, c := range conns {
+		work <- c
+	}
+	close(work)
+	var mu sync.Mutex
+	var first error
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Go(func() {
+			for c := range work {
+				_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+				err := keepAliveGet(c)
+				c.Close()
+				if err != nil {
+					mu.Lock()
+					if first == nil {
+						first = fmt.Errorf("warm-up: %w", err)
+					}
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return first
 }

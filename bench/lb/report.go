@@ -54,6 +54,10 @@ type memResult struct {
 	Conns               int
 	RSSBefore, RSSAfter float64
 	PSSBefore, PSSAfter float64
+	// AnonBefore, AnonAfter: the anonymous part (no file pages: a Go
+	// collection reads pages of the binary's tables in, which RSS
+	// counts).
+	AnonBefore, AnonAfter float64
 }
 
 // per10k is what the test added per 10,000 connections, RSS and PSS, MiB.
@@ -410,16 +414,20 @@ func (r *results) memReport(rep *benchdoc.Report) int {
 	if !hok {
 		return 0
 	}
-	rep.Para("Idle HTTP connections: %d keep-alive connections to the main frontend, one GET answered on each, then left idle; the balancer's memory (smaps_rollup of its processes) %v after the last answer, less the same before the first connection, scaled to 10,000 connections:", h.Conns, idleSettle)
-	t := benchdoc.Table{Header: []string{"balancer", "connections", "RSS before", "RSS after", "RSS per 10,000", "PSS per 10,000"}}
+	rep.Para("Idle HTTP connections: after %d warm-up requests, %d keep-alive connections to the main frontend, one GET answered on each, then left idle; the balancer's memory (smaps_rollup of its processes) %v after the last answer, less the same before the first connection, scaled to 10,000 connections:", idleWarmUp, h.Conns, idleSettle)
+	t := benchdoc.Table{Header: []string{"balancer", "connections", "RSS before", "RSS after", "RSS per 10,000", "PSS per 10,000", "anonymous per 10,000"}}
 	for _, impl := range []string{implHAProxy, implVipstack} {
 		m, ok := r.Mem[impl]
 		if !ok {
-			t.Add(impl, "-", "-", "-", "-", "not run")
+			t.Add(impl, "-", "-", "-", "-", "not run", "-")
 			continue
 		}
 		rss, pss := m.per10k()
-		t.Add(impl, fmt.Sprint(m.Conns), fmtMiB(m.RSSBefore), fmtMiB(m.RSSAfter), fmtMiB(rss), fmtMiB(pss))
+		anon := 0.0
+		if m.Conns > 0 {
+			anon = (m.AnonAfter - m.AnonBefore) * 10000 / float64(m.Conns)
+		}
+		t.Add(impl, fmt.Sprint(m.Conns), fmtMiB(m.RSSBefore), fmtMiB(m.RSSAfter), fmtMiB(rss), fmtMiB(pss), fmtMiB(anon))
 	}
 	rep.Table(t)
 	v, vok := r.Mem[implVipstack]

@@ -41,6 +41,7 @@ type options struct {
 	netnsPrefix string
 	idleConns   int    // mode http: connections of the idle-memory test, 0: none
 	datapath    string // vipstack lb --datapath: relay, kernel or auto
+	httpEngine  string // vipstack lb --http-engine: std, loop or auto
 }
 
 // haproxyMaxConn is haproxy's global maxconn (-n): it must stay under about
@@ -69,7 +70,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.idleConns, "idle-conns", 3000, "mode http: idle keep-alive connections opened to each balancer for the memory test, 0 to skip (at most 3900: the frontends' maxconn is 4000)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the work directory (configurations and logs) and print its path")
 	fs.StringVar(&o.datapath, "datapath", "relay", "vipstack lb --datapath: relay (user space), kernel or auto (nftables DNAT; the targets become the issue's 1.2x keep-alive and new connections, p99 <= 1.0, bulk >= 1.5, via/direct >= 0.8)")
-	markdown := fs.String("markdown", "", "write the results into the lb block (-mode http: the lb-http block) of this Markdown `file` (docs/benchmarks.md)")
+	fs.StringVar(&o.httpEngine, "http-engine", "std", "vipstack lb --http-engine: std (net/http), loop (own HTTP/1 event loops) or auto; -mode http only")
+	markdown := fs.String("markdown", "", "write the results into the lb block (-mode http: lb-http, lb-http-loop with -http-engine loop or auto) of this Markdown `file` (docs/benchmarks.md; the lb-http blocks are in docs/lb.md)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -80,6 +82,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	case o.datapath != "relay" && o.datapath != "kernel" && o.datapath != "auto":
 		fmt.Fprintf(stderr, "lb: -datapath %q: want relay, kernel or auto\n", o.datapath)
+		return 2
+	case o.httpEngine != "std" && o.httpEngine != "loop" && o.httpEngine != "auto":
+		fmt.Fprintf(stderr, "lb: -http-engine %q: want std, loop or auto\n", o.httpEngine)
 		return 2
 	case !validPrefix(o.netnsPrefix):
 		fmt.Fprintf(stderr, "lb: -netns-prefix %q: want 1..4 letters or digits\n", o.netnsPrefix)
@@ -137,6 +142,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		// figures alone.
 		block := "lb"
 		switch {
+		case o.mode == "http" && o.httpEngine != "std":
+			block = "lb-http-loop" // the std engine's figures stay in "lb-http"
 		case o.mode == "http":
 			block = "lb-http"
 		case o.datapath != "relay":
@@ -272,7 +279,7 @@ func (b *bench) setup(o options, res *results) error {
 		return fmt.Errorf("haproxy -c rejects the benchmark's configuration: %v\n%s", err, out)
 	}
 	res.Versions = append(res.Versions,
-		fmt.Sprintf("bench/lb (mode %s, vipstack --datapath %s): %s; args: %q", o.mode, o.datapath, time.Now().UTC().Format("2006-01-02 15:04 MST"), os.Args[1:]),
+		fmt.Sprintf("bench/lb (mode %s, vipstack --datapath %s --http-engine %s): %s; args: %q", o.mode, o.datapath, o.httpEngine, time.Now().UTC().Format("2006-01-02 15:04 MST"), os.Args[1:]),
 		"haproxy:  "+firstLine(exec.Command("haproxy", "-v")))
 
 	// vipstack: build it, then ask `vipstack lb --check` about the same
@@ -291,7 +298,7 @@ func (b *bench) setup(o options, res *results) error {
 		b.vipBin = bin
 	}
 	if res.Skipped == "" {
-		out, err := exec.Command(b.vipBin, "lb", "--check", "--datapath", o.datapath, "-f", cfgs[implVipstack]).CombinedOutput()
+		out, err := exec.Command(b.vipBin, "lb", "--check", "--datapath", o.datapath, "--http-engine", o.httpEngine, "-f", cfgs[implVipstack]).CombinedOutput()
 		if err != nil {
 			res.Skipped = fmt.Sprintf("`vipstack lb --check -f %s` failed (%v): %s", cfgs[implVipstack], err, headLines(string(out), 3))
 		} else {
@@ -344,7 +351,7 @@ func (b *bench) setup(o options, res *results) error {
 	}
 	if res.Skipped == "" {
 		b.say("starting vipstack lb")
-		if _, err := b.start(implVipstack, b.vipBin, "lb", "--datapath", o.datapath, "-f", cfgs[implVipstack]); err != nil {
+		if _, err := b.start(implVipstack, b.vipBin, "lb", "--datapath", o.datapath, "--http-engine", o.httpEngine, "-f", cfgs[implVipstack]); err != nil {
 			return err
 		}
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/vipstack/vipstack/internal/clock"
 	"github.com/vipstack/vipstack/internal/filewatch"
+	"github.com/vipstack/vipstack/internal/lb/httploop"
 	"github.com/vipstack/vipstack/internal/lbconfig"
 	"github.com/vipstack/vipstack/internal/lbdaemon"
 	"github.com/vipstack/vipstack/internal/lbkernel"
@@ -31,6 +32,7 @@ type lbFlags struct {
 	drain, watch         time.Duration
 	perBind              int
 	datapath             lbkernel.Mode
+	httpEngine           httploop.Mode
 	log                  *slog.Logger
 }
 
@@ -48,7 +50,8 @@ func runLB(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	d, err := lbdaemon.Start(cfg, lbdaemon.Options{ConfigPath: f.cfgPath, Redirect: f.redirect, ListenersPerBind: f.perBind,
-		MetricsAddr: f.metricsAddr, Logger: f.log, Version: version.String(), Datapath: f.datapath})
+		MetricsAddr: f.metricsAddr, Logger: f.log, Version: version.String(), Datapath: f.datapath,
+		HTTPEngine: f.httpEngine})
 	if err != nil {
 		fmt.Fprintf(stderr, "vipstack lb: %v\n", err)
 		if errors.As(err, new(*lbdaemon.FlagError)) {
@@ -91,6 +94,7 @@ func parseLBFlags(args []string, stderr io.Writer) (f lbFlags, code int, ok bool
 	fs.IntVar(&f.perBind, "listeners-per-bind", 1, "SO_REUSEPORT sockets (each with its own accept loop) per frontend bind")
 	fs.BoolVar(&f.check, "c", false, "same as --check")
 	datapath := fs.String("datapath", "relay", "how mode tcp frontends carry connections: relay (user space, every haproxy feature), kernel (nftables DNAT with user-space health checks; a frontend that needs user space refuses the start), auto (kernel where possible, relay elsewhere); see docs/lb-kernel.md")
+	httpEngine := fs.String("http-engine", "std", "which engine serves mode http frontends: std (net/http, every supported haproxy feature), loop (own HTTP/1 event loops; a frontend using what the loop lacks refuses the start and reloads), auto (loop where possible, std elsewhere, one log line per frontend); see docs/lb.md")
 	logLevel := addLogLevel(fs, "vipstack lb", "")
 	if code, ok := parseNoArgs(fs, args, stderr); !ok {
 		return f, code, false
@@ -104,6 +108,10 @@ func parseLBFlags(args []string, stderr io.Writer) (f lbFlags, code int, ok bool
 	}
 	var err error
 	if f.datapath, err = lbkernel.ParseMode(*datapath); err != nil {
+		fmt.Fprintf(stderr, "vipstack lb: --%v\n", err)
+		return f, 2, false
+	}
+	if f.httpEngine, err = httploop.ParseMode(*httpEngine); err != nil {
 		fmt.Fprintf(stderr, "vipstack lb: --%v\n", err)
 		return f, 2, false
 	}
@@ -139,6 +147,10 @@ func checkLB(cfg *lbconfig.Config, loadErr error, f lbFlags, stdout, stderr io.W
 	}
 	if _, err := lbkernel.Build(cfg, f.datapath); err != nil {
 		fmt.Fprintf(stderr, "vipstack lb: --datapath %s: %v\n", f.datapath, err)
+		return 1
+	}
+	if err := httploop.Check(cfg, f.httpEngine); err != nil {
+		fmt.Fprintf(stderr, "vipstack lb: --http-engine %s: %v\n", f.httpEngine, err)
 		return 1
 	}
 	if f.redirect.IsValid() {

@@ -28,7 +28,7 @@ const usage = `vipstack: virtual IPs, load balancing and DNS for on-premise clus
 
 Usage:
   vipstack vrrp -f /etc/keepalived/keepalived.conf [--check] [--metrics-addr ADDR] [--status-addr ADDR]
-  vipstack lb -f haproxy.cfg [--check] [--metrics-addr ADDR] [--redirect VIP:PORT] [--datapath relay|kernel|auto]
+  vipstack lb -f haproxy.cfg [--check] [--metrics-addr ADDR] [--redirect VIP:PORT] [--datapath relay|kernel|auto] [--http-engine std|loop|auto]
   vipstack dns -conf Corefile [-check] [-plugins] [-mdns-cluster NAME -node-name N -node-role R -node-addr A [-mdns-openshift=false]]
   vipstack demo [--keep]
   vipstack node --config cluster.yaml --node NAME [--status-addr ADDR] [--metrics-addr ADDR] [--datapath relay|kernel|auto]

@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"syscall"
 
+	"github.com/vipstack/vipstack/internal/lb/httploop"
 	"github.com/vipstack/vipstack/internal/lb/httpproxy"
 	"github.com/vipstack/vipstack/internal/lb/logging"
 	"github.com/vipstack/vipstack/internal/lb/relay"
@@ -26,8 +27,77 @@ type proxyListener struct {
 	key   string
 	at    boundAddr
 	ln    net.Listener
-	proxy *httpproxy.Proxy
-	live  tlsconf.Live // an ssl bind's TLS, replaced on reload
+	proxy *httpproxy.Proxy // the std engine, or nil
+	loop  *httploop.Engine // the loop engine (--http-engine loop, auto), or nil
+	live  tlsconf.Live     // an ssl bind's TLS, replaced on reload
+}
+
+// wantsLoop says whether frontend fe of cfg is to run on the loop
+// engine; with auto, a frontend that stays on std is logged once per
+// configuration (told).
+func (l *LB) wantsLoop(cfg *lbconfig.Config, fe *lbconfig.Frontend, told map[string]bool) bool {
+	switch l.opts.HTTPEngine {
+	case httploop.Loop:
+		return true // Apply checked it
+	case httploop.Auto:
+		r := httploop.Refuse(cfg, fe)
+		if r != nil && !told[fe.Name] {
+			told[fe.Name] = true
+			l.log.Info("lb: --http-engine auto: frontend stays on the std engine", "frontend", fe.Name, "why", r.Error())
+		}
+		return r == nil
+	}
+	return false
+}
+
+// startProxy serves a new bind's listener with the engine asked for; a
+// loop engine that cannot start leaves the bind to the std one.
+func (l *LB) startProxy(pl *proxyListener, pc httpproxy.Config, b lbconfig.Bind, loop bool) {
+	if loop {
+		eng, err := httploop.New(proxyCore{l}, pc, l.log)
+		if err == nil {
+			if err = eng.Serve(pl.ln); err != nil {
+				eng.Close()
+			}
+		}
+		if err == nil {
+			pl.loop = eng
+			return
+		}
+		l.log.Error("lb: the loop HTTP engine did not start; the std engine serves the bind", "listener", pl.key, "err", err)
+	}
+	pl.proxy = httpproxy.New(proxyCore{l}, pc, l.log)
+	if b.TLS != nil {
+		go pl.proxy.ServeTLS(pl.ln, pl.live.Config())
+	} else {
+		go pl.proxy.Serve(pl.ln)
+	}
+}
+
+// setProxy gives a kept bind its new configuration. A bind on the loop
+// engine whose frontend now needs std (auto) moves to std: the loop
+// stops accepting and finishes its requests; one on std stays there
+// until the listener is opened again (std cannot hand its connections
+// over).
+func (l *LB) setProxy(pl *proxyListener, pc httpproxy.Config, b lbconfig.Bind, loop bool) {
+	switch {
+	case pl.loop != nil && loop:
+		pl.loop.Set(pc)
+	case pl.loop != nil:
+		old := pl.loop
+		pl.loop = nil
+		old.StopAccepting() // before std accepts on the same socket
+		go old.Shutdown(context.Background())
+		l.startProxy(pl, pc, b, false)
+	default:
+		if loop {
+			l.log.Info("lb: --http-engine auto: the bind stays on the std engine until it is opened again", "listener", pl.key)
+		}
+		pl.proxy.Set(pc)
+		if b.TLS != nil {
+			pl.setTLS(b.TLS, l.log)
+		}
+	}
 }
 
 func (l *LB) listenProxy(key string, b lbconfig.Bind) (*proxyListener, error) {
@@ -71,6 +141,11 @@ func (pl *proxyListener) setTLS(t *lbconfig.BindTLS, log *slog.Logger) {
 // shutdown stops accepting and waits for the requests in flight until
 // ctx ends, then closes every connection.
 func (pl *proxyListener) shutdown(ctx context.Context) {
+	if pl.loop != nil {
+		pl.loop.Shutdown(ctx)
+		pl.ln.Close()
+		return
+	}
 	if pl.proxy == nil {
 		pl.ln.Close()
 		return
@@ -80,6 +155,9 @@ func (pl *proxyListener) shutdown(ctx context.Context) {
 }
 
 func (pl *proxyListener) close() {
+	if pl.loop != nil {
+		pl.loop.Close()
+	}
 	if pl.proxy != nil {
 		pl.proxy.Close()
 	}
@@ -111,6 +189,7 @@ func (l *LB) proxyConfig(cfg *lbconfig.Config, fe *lbconfig.Frontend, to *loggin
 	prom := &web.Site{Core: webCore{l}, Clock: l.clk, Version: l.opts.Version}
 	pc := httpproxy.Config{Frontend: *fe, Backends: bs, Timeouts: cfg.Timeouts, Retries: cfg.Retries, Stats: st, Log: l.httpLogger(fe, to),
 		Prometheus: prom.ServePrometheus}
+	pc.HeadRaw, pc.HeadHTX = cfg.HeadLimits()
 	if fe.HTTP != nil && fe.HTTP.TCPMode && fe.HTTP.LogFormat == "" && to != nil && len(*to) > 0 {
 		pc.Accepted = func(client, local netip.AddrPort) {
 			var buf [160]byte

@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/vipstack/vipstack/internal/lb/httploop"
 )
 
 // httpLogLine masks what differs between two runs of one request's
@@ -45,8 +47,15 @@ func maskHTTPLog(l string) string {
 // TestHTTPLogMatchesHaproxy compares option httplog lines of haproxy and
 // vipstack for the same requests: a client that closes without a word
 // (CR), routed, denied, redirected, to a server that is down; dates,
-// ports, timings and the connection counts masked.
+// ports, timings and the connection counts masked. It runs against each
+// HTTP engine.
 func TestHTTPLogMatchesHaproxy(t *testing.T) {
+	for _, engine := range httpEngines {
+		t.Run(string(engine), func(t *testing.T) { testHTTPLog(t, engine) })
+	}
+}
+
+func testHTTPLog(t *testing.T, engine httploop.Mode) {
 	api := startOrigin(t, "api")
 	dead := closedPort(t)
 	conf := func(sock string, ports []string) string {
@@ -70,7 +79,7 @@ backend none
 `)
 	}
 	paths := []string{"/ok?q=1", "/deny", "/redir", "/none"}
-	want, got := logBoth(t, conf, paths)
+	want, got := logBothOpts(t, conf, paths, Options{HTTPEngine: engine})
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("httplog lines (-haproxy +vipstack):\n%s", diff)
 	}
@@ -374,7 +383,13 @@ frontend stats
 // logs, masked (maskHTTPLog): haproxy's first.
 func logBoth(t *testing.T, conf func(sock string, ports []string) string, paths []string) (want, got []string) {
 	t.Helper()
-	hlog, vlog, hports, vports := startHaproxyAndLB(t, 1, conf)
+	return logBothOpts(t, conf, paths, Options{})
+}
+
+// logBothOpts is logBoth with vipstack's options.
+func logBothOpts(t *testing.T, conf func(sock string, ports []string) string, paths []string, opts Options) (want, got []string) {
+	t.Helper()
+	hlog, vlog, hports, vports := startHaproxyAndLBOpts(t, 1, conf, opts)
 	// The probes connect and close without a word: a CR line each.
 	waitListening(t, "tcp", "127.0.0.1:"+hports[0])
 	hlog.waitFor(t, "haproxy", "<BADREQ>")

@@ -19,6 +19,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/vipstack/vipstack/internal/haproxycfg"
+	"github.com/vipstack/vipstack/internal/lb/httploop"
 	"github.com/vipstack/vipstack/internal/peers"
 )
 
@@ -249,6 +250,13 @@ func startRoutingPair(t *testing.T) []string {
 // web's addresses, {{DEAD}} an address nothing listens on.
 func startHTTPPair(t *testing.T, template string) []string {
 	t.Helper()
+	return startHTTPPairOpts(t, template, Options{})
+}
+
+// startHTTPPairOpts is startHTTPPair with vipstack's options (its HTTP
+// engine).
+func startHTTPPairOpts(t *testing.T, template string, opts Options) []string {
+	t.Helper()
 	if _, err := exec.LookPath("haproxy"); err != nil {
 		t.Skip("haproxy not installed")
 	}
@@ -263,7 +271,7 @@ func startHTTPPair(t *testing.T, template string) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	newLBOpts(t, Options{}, cfg)
+	newLBOpts(t, opts, cfg)
 	waitListening(t, "tcp", "127.0.0.1:"+ports[0])
 	return ports
 }
@@ -273,8 +281,15 @@ func startHTTPPair(t *testing.T, template string) []string {
 // routing to two backends, header rewriting, X-Forwarded-For, deny,
 // redirects and a backend whose server is down give the same backend,
 // headers, status, Location and body.
+// It runs against each HTTP engine.
 func TestHTTPRoutingMatchesHaproxy(t *testing.T) {
-	ports := startRoutingPair(t)
+	for _, engine := range httpEngines {
+		t.Run(string(engine), func(t *testing.T) { testHTTPRouting(t, engine) })
+	}
+}
+
+func testHTTPRouting(t *testing.T, engine httploop.Mode) {
+	ports := startHTTPPairOpts(t, httpRoutingConf, Options{HTTPEngine: engine})
 	haddr, vaddr := "127.0.0.1:"+ports[0], "127.0.0.1:"+ports[1]
 
 	reqs := []rawRequest{
@@ -317,8 +332,15 @@ func TestHTTPRoutingMatchesHaproxy(t *testing.T) {
 // TestHTTPKeepAliveReuse sends several requests on one client connection
 // through each proxy: every request arrives, and the proxies reuse one
 // server connection for them, as haproxy does by default.
+// It runs against each HTTP engine.
 func TestHTTPKeepAliveReuse(t *testing.T) {
-	ports := startRoutingPair(t)
+	for _, engine := range httpEngines {
+		t.Run(string(engine), func(t *testing.T) { testHTTPKeepAliveReuse(t, engine) })
+	}
+}
+
+func testHTTPKeepAliveReuse(t *testing.T, engine httploop.Mode) {
+	ports := startHTTPPairOpts(t, httpRoutingConf, Options{HTTPEngine: engine})
 	for _, p := range []struct{ name, port string }{{"haproxy", ports[0]}, {"vipstack", ports[1]}} {
 		c, err := net.DialTimeout("tcp", "127.0.0.1:"+p.port, bound)
 		if err != nil {

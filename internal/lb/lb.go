@@ -17,7 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/vipstack/vipstack/internal/clock"
-	"github.com/vipstack/vipstack/internal/lb/httpproxy"
+	"github.com/vipstack/vipstack/internal/lb/httploop"
 	"github.com/vipstack/vipstack/internal/lb/logging"
 	"github.com/vipstack/vipstack/internal/lb/relay"
 	"github.com/vipstack/vipstack/internal/lb/stats"
@@ -53,6 +53,9 @@ type Options struct {
 	// stats page, `show stat` and the exporter do not show only the
 	// relay's. nil: none.
 	KernelSessions func() map[string]uint64
+	// HTTPEngine is --http-engine: which engine serves the mode http
+	// frontends ("" is httploop.Std).
+	HTTPEngine httploop.Mode
 	// ListenersPerBind opens this many SO_REUSEPORT sockets for each TCP
 	// frontend bind, each with its own accept loop; 0 means 1. Binds to
 	// port 0 always get one.
@@ -272,6 +275,9 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 			}
 			names[sv.Name] = true
 		}
+	}
+	if err := httploop.Check(cfg, l.opts.HTTPEngine); err != nil {
+		return fmt.Errorf("lb: apply: --http-engine loop: %w", err)
 	}
 	feNames := map[string]bool{}
 	for _, f := range cfg.Frontends {
@@ -541,6 +547,7 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 	// Listeners: point them at their frontends and sites, start the new
 	// ones, close the ones no longer wanted.
 	addrs := map[string][]net.Addr{}
+	told := map[string]bool{} // frontends --http-engine auto logged about
 	for _, k := range order {
 		w := wants[k]
 		if w.fe != nil && w.fe.HTTP != nil {
@@ -549,18 +556,10 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 			pl := l.proxyLns[k]
 			if pl == nil {
 				pl = newProxy[k]
-				pl.proxy = httpproxy.New(proxyCore{l}, pc, l.log)
 				l.proxyLns[k] = pl
-				if w.bind.TLS != nil {
-					go pl.proxy.ServeTLS(pl.ln, pl.live.Config())
-				} else {
-					go pl.proxy.Serve(pl.ln)
-				}
+				l.startProxy(pl, pc, w.bind, l.wantsLoop(cfg, w.fe, told))
 			} else {
-				pl.proxy.Set(pc)
-				if w.bind.TLS != nil {
-					pl.setTLS(w.bind.TLS, l.log)
-				}
+				l.setProxy(pl, pc, w.bind, l.wantsLoop(cfg, w.fe, told))
 			}
 			if w.bind.Abstract != "" {
 				addrs[w.section] = append(addrs[w.section], abnsAddr(w.bind.Abstract))

@@ -1,6 +1,10 @@
 package lb
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/vipstack/vipstack/internal/lb/httploop"
+)
 
 // TestMisplacedRulesMatchHaproxy runs rules written in another order
 // than haproxy runs them (haproxy -c warns "a 'http-request' rule placed
@@ -9,7 +13,13 @@ import "testing"
 // take the http-request rules first, then redirect, then use_backend,
 // whatever the file's order, and nothing after an unconditional deny.
 func TestMisplacedRulesMatchHaproxy(t *testing.T) {
-	ports := startHTTPPair(t, `defaults
+	for _, engine := range httpEngines {
+		t.Run(string(engine), func(t *testing.T) { testMisplacedRulesMatchHaproxy(t, engine) })
+	}
+}
+
+func testMisplacedRulesMatchHaproxy(t *testing.T, engine httploop.Mode) {
+	ports := startHTTPPairOpts(t, `defaults
   mode http
   timeout connect 1s
   timeout client 5s
@@ -30,7 +40,7 @@ backend web
   server w1 {{W}}
 backend api
   server a1 {{A}}
-`)
+`, Options{HTTPEngine: engine})
 	reqs := []rawRequest{
 		{"deny before redirect and use_backend", "GET /api/old/secret HTTP/1.1\r\nHost: x\r\n\r\n"},
 		{"redirect before use_backend", "GET /api/old/page HTTP/1.1\r\nHost: x\r\n\r\n"},

@@ -1,6 +1,10 @@
 package lb
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/vipstack/vipstack/internal/lb/httploop"
+)
 
 // TestSetVarMatchesHaproxy runs http-request set-var and var() (in acls
 // with -m str, reg and found, and in header values, in the frontend and
@@ -8,7 +12,13 @@ import "testing"
 // (set-var(txn.txnhost) hdr(host), acls on var(txn.txnhost)): the same
 // requests reach the same origins with the same headers.
 func TestSetVarMatchesHaproxy(t *testing.T) {
-	ports := startHTTPPair(t, `defaults
+	for _, engine := range httpEngines {
+		t.Run(string(engine), func(t *testing.T) { testSetVarMatchesHaproxy(t, engine) })
+	}
+}
+
+func testSetVarMatchesHaproxy(t *testing.T, engine httploop.Mode) {
+	ports := startHTTPPairOpts(t, `defaults
   mode http
   timeout connect 1s
   timeout client 5s
@@ -34,7 +44,7 @@ backend web
   http-request set-var(txn.late) path
   http-request set-header X-Backend web-%[var(txn.late)]
   server w1 {{W}}
-`)
+`, Options{HTTPEngine: engine})
 
 	reqs := []rawRequest{
 		{"host in a variable", "GET /x HTTP/1.1\r\nHost: APP.example\r\n\r\n"},

@@ -390,6 +390,12 @@ func TestSyslogMatchesHaproxy(t *testing.T) {
 // ports, and returns their log readers and ports.
 func startHaproxyAndLB(t *testing.T, n int, conf func(sock string, ports []string) string) (hlog, vlog *logReader, hports, vports []string) {
 	t.Helper()
+	return startHaproxyAndLBOpts(t, n, conf, Options{})
+}
+
+// startHaproxyAndLBOpts is startHaproxyAndLB with vipstack's options.
+func startHaproxyAndLBOpts(t *testing.T, n int, conf func(sock string, ports []string) string, opts Options) (hlog, vlog *logReader, hports, vports []string) {
+	t.Helper()
 	if _, err := exec.LookPath("haproxy"); err != nil {
 		t.Skip("haproxy not installed")
 	}
@@ -403,7 +409,7 @@ func startHaproxyAndLB(t *testing.T, n int, conf func(sock string, ports []strin
 	if err != nil {
 		t.Fatal(err)
 	}
-	newLBOpts(t, Options{}, cfg)
+	newLBOpts(t, opts, cfg)
 	t.Cleanup(func() {
 		// haproxy's alerts about the configuration; "no server
 		// available" is one of the lines compared.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/vipstack/vipstack/internal/clock"
 	"github.com/vipstack/vipstack/internal/lb"
+	"github.com/vipstack/vipstack/internal/lb/httploop"
 	"github.com/vipstack/vipstack/internal/lb/relay"
 	"github.com/vipstack/vipstack/internal/lbcli"
 	"github.com/vipstack/vipstack/internal/lbconfig"
@@ -42,6 +43,9 @@ type Options struct {
 	// Datapath is --datapath: relay ("" too), kernel or auto
 	// (internal/lbkernel).
 	Datapath lbkernel.Mode
+	// HTTPEngine is --http-engine: std ("" too), loop or auto
+	// (internal/lb/httploop).
+	HTTPEngine httploop.Mode
 }
 
 // FlagError is a start refused for the command line with the
@@ -223,7 +227,7 @@ func (d *Daemon) startLB(cfg *lbconfig.Config) error {
 	if d.metrics, err = newReloadMetrics(reg); err != nil {
 		return fmt.Errorf("metrics: %w", err)
 	}
-	opts := lb.Options{Logger: d.log, Registry: reg, ListenersPerBind: d.opts.ListenersPerBind, Version: d.opts.Version}
+	opts := lb.Options{Logger: d.log, Registry: reg, ListenersPerBind: d.opts.ListenersPerBind, Version: d.opts.Version, HTTPEngine: d.opts.HTTPEngine}
 	if d.rd != nil {
 		opts.OnHealthy = d.rd.Set
 	}

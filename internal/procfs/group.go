@@ -75,3 +75,23 @@ func MemMiB(pids []int) (rss, pss float64) {
 	}
 	return float64(rk) / 1024, float64(pk) / 1024
 }
+
+// AnonMiB sums the anonymous memory (smaps_rollup's Anonymous: the heap,
+// stacks and written data, without the file pages a process maps, such
+// as its binary's) of the processes pids, in MiB.
+func AnonMiB(pids []int) float64 {
+	var k int64
+	for _, pid := range pids {
+		b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "smaps_rollup"))
+		if err != nil {
+			continue
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			if fs := strings.Fields(l); len(fs) >= 2 && fs[0] == "Anonymous:" {
+				n, _ := strconv.ParseInt(fs[1], 10, 64)
+				k += n
+			}
+		}
+	}
+	return float64(k) / 1024
+}

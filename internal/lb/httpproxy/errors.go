@@ -109,3 +109,12 @@ func writeAnswer(w http.ResponseWriter, r *http.Request, status int, a *answer) 
 		io.WriteString(w, a.body)
 	}
 }
+
+// ErrorBody is the body of haproxy's own answer with status, for the
+// loop engine (lb/httploop), which writes its answers itself.
+func ErrorBody(status int) string {
+	if body, ok := errorBodies[status]; ok {
+		return body
+	}
+	return "<html><body><h1>" + strconv.Itoa(status) + " " + http.StatusText(status) + "</h1>\n</body></html>\n"
+}

@@ -76,6 +76,10 @@ type Config struct {
 	// Accepted, when set, is called for each client connection accepted,
 	// with the client's and the listener's address.
 	Accepted func(client, local netip.AddrPort)
+	// HeadRaw and HeadHTX are the request head's limits (tune.bufsize
+	// and tune.maxrewrite, lbconfig.Config.HeadLimits), which the loop
+	// engine (lb/httploop) applies; net/http has its own.
+	HeadRaw, HeadHTX int
 	// ListenerID is the place of the bind served in its frontend, from 1
 	// (haproxy's listener id, which its logs show as the port of a
 	// client of a UNIX socket).
@@ -201,7 +205,10 @@ func New(core Core, cfg Config, log *slog.Logger) *Proxy {
 }
 
 // Set puts cfg in force for the requests that start from now on.
-func (p *Proxy) Set(cfg Config) {
+func (p *Proxy) Set(cfg Config) { p.cfg.Store(compile(cfg)) }
+
+// compile makes cfg ready to serve.
+func compile(cfg Config) *compiled {
 	c := &compiled{cfg: cfg, beACLs: map[string]acls{}, servers: map[string][]serverRef{}, samples: compileSamples(cfg)}
 	if cfg.Frontend.HTTP != nil {
 		c.feACLs = cfg.Frontend.HTTP.ACLs
@@ -229,7 +236,7 @@ func (p *Proxy) Set(cfg Config) {
 			c.beACLs[name] = b.HTTP.ACLs
 		}
 	}
-	p.cfg.Store(c)
+	return c
 }
 
 // Serve accepts HTTP/1.x and HTTP/2 (prior knowledge) clients on ln

@@ -148,11 +148,11 @@ func (h *Listener) serveH2Stream(c *webConn, w http.ResponseWriter, r *http.Requ
 		keys = nil // out of haproxy's order, alphabetical
 	}
 	for i, f := range fields {
-		k := http.CanonicalHeaderKey(f.name)
+		k := http.CanonicalHeaderKey(f.Name)
 		if keys != nil {
 			k = keys[i]
 		}
-		hdr[k] = append(hdr[k], f.value)
+		hdr[k] = append(hdr[k], f.Value)
 	}
 	// The server looks these keys up in their canonical spelling, and
 	// would otherwise add a date, a sniffed content type or the length
@@ -184,7 +184,7 @@ func (h *Listener) serveH2Stream(c *webConn, w http.ResponseWriter, r *http.Requ
 func h2Keys(fields []field) (keys []string, ordered bool) {
 	prev := ""
 	for _, f := range fields {
-		k, ok := caseAbove(strings.ToLower(f.name), prev)
+		k, ok := caseAbove(strings.ToLower(f.Name), prev)
 		if !ok {
 			return nil, false
 		}

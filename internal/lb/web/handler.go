@@ -49,7 +49,7 @@ func (s *Site) serveHTTP(w http.ResponseWriter, r *http.Request, serve func(*req
 	}
 	h := w.Header()
 	for _, f := range resp.header {
-		h.Add(f.name, f.value)
+		h.Add(f.Name, f.Value)
 	}
 	if !resp.noLength && !resp.chunked && h.Get("content-length") == "" {
 		h.Set("content-length", strconv.Itoa(len(resp.body)))

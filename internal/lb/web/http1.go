@@ -64,8 +64,9 @@ func badRequest(format string, args ...any) *requestError {
 	return &requestError{answer: answer400, reason: fmt.Sprintf(format, args...)}
 }
 
-// field is one header line, its name as sent.
-type field struct{ name, value string }
+// field is one header line, its name as sent (Field, which ParseHead
+// hands out as is).
+type field = Field
 
 // request is the head of an HTTP/1.x request.
 type request struct {
@@ -98,8 +99,8 @@ type request struct {
 // get is the value of the first header called name (case-insensitive).
 func (r *request) get(name string) string {
 	for _, f := range r.header {
-		if strings.EqualFold(f.name, name) {
-			return f.value
+		if strings.EqualFold(f.Name, name) {
+			return f.Value
 		}
 	}
 	return ""
@@ -189,17 +190,17 @@ func parseRequest(head []byte, maxHTX int) (*request, error) {
 		if len(r.header) == maxWebHeaders {
 			return nil, badRequest("more than %d header lines", maxWebHeaders)
 		}
-		r.header = append(r.header, field{name: name, value: value})
+		r.header = append(r.header, field{Name: name, Value: value})
 		size += len(name) + len(value) + 8
-		switch strings.ToLower(name) {
-		case "host":
+		switch {
+		case strings.EqualFold(name, "host"):
 			// The same Host twice is taken, also in another case, two
 			// different ones refused (measured: "a" and "A" are taken).
 			if hostSeen && !strings.EqualFold(value, host) {
 				return nil, badRequest("two Host headers, %q and %q", host, value)
 			}
 			host, hostSeen = value, true
-		case "content-length":
+		case strings.EqualFold(name, "content-length"):
 			// A list of equal values, or equal repeated headers, is
 			// one length (measured: "5,5" and two "5" are taken; 5 and
 			// 6, "abc" and a length past int64 get 400).
@@ -214,13 +215,13 @@ func parseRequest(head []byte, maxHTX int) (*request, error) {
 				}
 				r.contentLength = n
 			}
-		case "transfer-encoding":
+		case strings.EqualFold(name, "transfer-encoding"):
 			if teSeen {
 				te += ","
 			}
 			te += value
 			teSeen = true
-		case "connection":
+		case strings.EqualFold(name, "connection"):
 			for _, t := range strings.Split(value, ",") {
 				switch strings.ToLower(strings.Trim(t, " \t")) {
 				case "close":
@@ -442,10 +443,10 @@ const (
 func (r *request) htxSize() uint64 {
 	n := len(r.method) + len(r.uri) + len("HTTP/1.1") + htxStartLine + htxEnd
 	for _, f := range r.header {
-		if strings.EqualFold(f.name, "connection") && connectionOnly(f.value) {
+		if strings.EqualFold(f.Name, "connection") && connectionOnly(f.Value) {
 			continue
 		}
-		n += len(f.name) + len(f.value)
+		n += len(f.Name) + len(f.Value)
 	}
 	return uint64(n)
 }
@@ -474,7 +475,7 @@ func (resp *response) htxSize(head bool) uint64 {
 		n += len("content-length") + len(strconv.Itoa(len(resp.body)))
 	}
 	for _, f := range resp.header {
-		n += len(f.name) + len(f.value)
+		n += len(f.Name) + len(f.Value)
 	}
 	if !head {
 		n += len(resp.body)
@@ -700,7 +701,7 @@ func (resp *response) encode(req *request, closing bool) []byte {
 		fmt.Fprintf(&b, "content-length: %d\r\n", len(resp.body))
 	}
 	for _, f := range resp.header {
-		b.WriteString(f.name + ": " + f.value + "\r\n")
+		b.WriteString(f.Name + ": " + f.Value + "\r\n")
 	}
 	var conn, te string
 	switch {

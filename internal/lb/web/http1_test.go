@@ -15,7 +15,7 @@ func marshalHead(r *request) []byte {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s %s HTTP/%d.%d\r\n", r.method, r.uri, r.major, r.minor)
 	for _, f := range r.header {
-		b.WriteString(f.name + ": " + f.value + "\r\n")
+		b.WriteString(f.Name + ": " + f.Value + "\r\n")
 	}
 	b.WriteString("\r\n")
 	return []byte(b.String())
