@@ -79,6 +79,19 @@ type pending struct {
 // draining delays the next. repeat <= 0 schedules nothing. Later calls merge into the queue by
 // due time.
 func (p *Pacer) Schedule(addrs []netip.Addr, repeat int, delay time.Duration) {
+	p.schedule(addrs, repeat, delay, false)
+}
+
+// ScheduleRest is Schedule for addresses whose first announcement the
+// caller already sent with SendNow: the first burst has repeat-1 copies of
+// each, the second (after delay) all repeat. A new MASTER announces each
+// VIP as soon as the kernel has added it, and leaves the rest to the
+// pacer.
+func (p *Pacer) ScheduleRest(addrs []netip.Addr, repeat int, delay time.Duration) {
+	p.schedule(addrs, repeat, delay, true)
+}
+
+func (p *Pacer) schedule(addrs []netip.Addr, repeat int, delay time.Duration, firstSent bool) {
 	if repeat <= 0 || len(addrs) == 0 {
 		return
 	}
@@ -89,8 +102,11 @@ func (p *Pacer) Schedule(addrs []netip.Addr, repeat int, delay time.Duration) {
 	if delay > 0 {
 		bursts = append(bursts, now.Add(delay))
 	}
-	for _, at := range bursts {
+	for b, at := range bursts {
 		for r := 0; r < repeat; r++ {
+			if b == 0 && r == 0 && firstSent {
+				continue
+			}
 			for _, a := range addrs {
 				p.queue = append(p.queue, pending{addr: a, due: at, first: r == 0})
 			}
@@ -99,6 +115,22 @@ func (p *Pacer) Schedule(addrs []netip.Addr, repeat int, delay time.Duration) {
 	// Stable: equal due times keep the order they were scheduled in.
 	slices.SortStableFunc(p.queue, func(x, y pending) int { return x.due.Compare(y.due) })
 	p.armLocked(now)
+}
+
+// SendNow sends one announcement of addr on the caller's goroutine, at
+// once, as a first copy leaves under FirstAtOnce, and counts it against
+// the rate. It returns Send's error (also given to OnError).
+func (p *Pacer) SendNow(addr netip.Addr) error {
+	p.sendMu.Lock()
+	defer p.sendMu.Unlock()
+	p.mu.Lock()
+	p.tookLocked(p.Clock.Now())
+	p.mu.Unlock()
+	err := p.Send(addr)
+	if err != nil && p.OnError != nil {
+		p.OnError(addr, err)
+	}
+	return err
 }
 
 // SendDue sends, on the caller's goroutine, up to max of the announcements

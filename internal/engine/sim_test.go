@@ -68,6 +68,11 @@ type simNode struct {
 	linkW     []chan linkEvent
 	addrW     []chan addrEvent
 	announced []netip.Addr // GARP / NA sent, in order
+	// journal lists the adds (AddVIPs) and announcements, in order:
+	// "add ADDR", "announce ADDR".
+	journal []string
+	// addDelay, when set, is how long each add of AddVIPs takes.
+	addDelay time.Duration
 	// sendErr, when set, fails every VRRP packet the node sends (as an
 	// nftables rule dropping them on output makes sendmsg fail, EPERM).
 	sendErr error
@@ -315,6 +320,22 @@ func (n *simNode) AddVIP(v netif.VIP) error {
 	l.addrs = append(l.addrs, simAddr{prefix: v.Prefix})
 	n.notifyLocked(nil, []addrEvent{{prefix: v.Prefix, added: true}})
 	return nil
+}
+
+func (n *simNode) AddVIPs(vips []netif.VIP, done func(i int, err error)) {
+	for i, v := range vips {
+		n.mu.Lock()
+		d := n.addDelay
+		n.mu.Unlock()
+		if d > 0 {
+			time.Sleep(d) // the kernel's time per address, in the bubble's virtual time
+		}
+		err := n.AddVIP(v)
+		n.mu.Lock()
+		n.journal = append(n.journal, "add "+v.Prefix.Addr().String())
+		n.mu.Unlock()
+		done(i, err)
+	}
 }
 
 func (n *simNode) DelVIP(v netif.VIP) error {
@@ -754,6 +775,7 @@ func (a simAnnouncer) Announce(addr netip.Addr) error {
 	a.node.mu.Lock()
 	defer a.node.mu.Unlock()
 	a.node.announced = append(a.node.announced, addr)
+	a.node.journal = append(a.node.journal, "announce "+addr.String())
 	return nil
 }
 
