@@ -14,7 +14,7 @@ import (
 // announcement from a Clock timer callback (with clock.Fake, inside
 // Advance), never from Schedule or Cancel, and never twice at once.
 //
-// SendDue is the one exception: it sends on its caller's goroutine.
+// SendNow is the one exception: it sends on its caller's goroutine.
 //
 // Clock and Send are required. Set the exported fields before the first
 // Schedule and do not change them afterwards; a Pacer must not be copied after first use. Its methods are
@@ -131,45 +131,6 @@ func (p *Pacer) SendNow(addr netip.Addr) error {
 		p.OnError(addr, err)
 	}
 	return err
-}
-
-// SendDue sends, on the caller's goroutine, up to max of the announcements
-// that are due now and that Rate allows now, in queue order, as the timer
-// would; the rest stay queued. A new MASTER calls it before its
-// advertisement: from the timer's goroutine its first announcements could
-// leave after the advertisement on a busy machine (131 ms seen), and hosts
-// would meanwhile send to the old master, which lets the VIPs go as soon as
-// it hears us. It returns how many it sent.
-func (p *Pacer) SendDue(max int) int {
-	p.sendMu.Lock()
-	defer p.sendMu.Unlock()
-	sent := 0
-	for sent < max {
-		p.mu.Lock()
-		now := p.Clock.Now()
-		if len(p.queue) == 0 || p.nextLocked().After(now) {
-			p.mu.Unlock()
-			break
-		}
-		it := p.queue[0]
-		p.queue[0] = pending{}
-		p.queue = p.queue[1:]
-		if len(p.queue) == 0 {
-			p.queue = nil
-		}
-		p.tookLocked(now)
-		p.mu.Unlock()
-		if err := p.Send(it.addr); err != nil && p.OnError != nil {
-			p.OnError(it.addr, err)
-		}
-		sent++
-	}
-	if sent > 0 {
-		p.mu.Lock()
-		p.armLocked(p.Clock.Now()) // for what is left; a timer armed before is void
-		p.mu.Unlock()
-	}
-	return sent
 }
 
 // Cancel drops everything queued (for example on leaving MASTER). A Send

@@ -855,10 +855,10 @@ func (e *Engine) mismatch(in *instance, adv *vrrp.Advertisement) (kind, detail s
 	return "", ""
 }
 
-// announceFirstMax bounds the announcements a new master sends before its
-// first advertisement (the rest of the first copies follow from the
-// pacer's timer), and is its pacer's Burst: with an AnnounceRate, a pacing
-// timer that fires late may catch up by as many.
+// announceFirstMax is the pacer's Burst: with an AnnounceRate, a pacing
+// timer that fires late may catch up by as many. (It also bounded the first
+// announcements a new master sent before its advertisement, until each
+// VIP's first one left as soon as it was added.)
 const announceFirstMax = 64
 
 // sendFailLogEvery limits how often failing sends are logged while they
