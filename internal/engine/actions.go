@@ -174,22 +174,21 @@ func (e *Engine) takeVIPs(in *instance, now time.Time) {
 	}
 }
 
-// addVIPs adds vips (see Netlink.AddVIPs), logs each that fails, calls
-// added (if not nil) with each address as soon as it is on its interface,
-// and returns those addresses.
+// addVIPs adds vips, logs each that fails, calls added (if not nil) with
+// each address as soon as it is on its interface, and returns those
+// addresses.
 func (e *Engine) addVIPs(instance string, vips []netif.VIP, added func(netip.Addr)) []netip.Addr {
 	addrs := make([]netip.Addr, 0, len(vips))
-	e.nl.AddVIPs(vips, func(i int, err error) {
-		v := vips[i]
-		if err != nil {
+	for _, v := range vips {
+		if err := e.nl.AddVIP(v); err != nil {
 			e.log.Error("adding VIP failed", "instance", instance, "vip", v.Prefix, "dev", v.Dev, "err", err)
-			return
+			continue
 		}
 		addrs = append(addrs, v.Prefix.Addr())
 		if added != nil {
 			added(v.Prefix.Addr())
 		}
-	})
+	}
 	return addrs
 }
 

@@ -24,10 +24,6 @@ type Netlink interface {
 	// netif.ErrNoLink when there is none.
 	Link(name string) (netif.LinkInfo, error)
 	AddVIP(v netif.VIP) error
-	// AddVIPs adds vips as AddVIP does, many per request to the kernel,
-	// and calls done for each, in order, as soon as it is added (err nil)
-	// or failed.
-	AddVIPs(vips []netif.VIP, done func(i int, err error))
 	DelVIP(v netif.VIP) error
 	HasVIP(v netif.VIP) (bool, error)
 	// Present reports, for each VIP, whether it is on its interface.
@@ -78,11 +74,6 @@ func (t timedNetlink) Link(name string) (l netif.LinkInfo, err error) {
 
 func (t timedNetlink) AddVIP(v netif.VIP) error {
 	return t.e.timed(func() string { return "netlink add " + v.String() }, func() error { return t.Netlink.AddVIP(v) })
-}
-
-func (t timedNetlink) AddVIPs(vips []netif.VIP, done func(i int, err error)) {
-	_ = t.e.timed(func() string { return fmt.Sprintf("netlink add of %d VIPs, with their first announcements", len(vips)) },
-		func() error { t.Netlink.AddVIPs(vips, done); return nil })
 }
 
 func (t timedNetlink) DelVIP(v netif.VIP) error {

@@ -68,10 +68,10 @@ type simNode struct {
 	linkW     []chan linkEvent
 	addrW     []chan addrEvent
 	announced []netip.Addr // GARP / NA sent, in order
-	// journal lists the adds (AddVIPs) and announcements, in order:
+	// journal lists the VIP adds and the announcements, in order:
 	// "add ADDR", "announce ADDR".
 	journal []string
-	// addDelay, when set, is how long each add of AddVIPs takes.
+	// addDelay, when set, is how long each AddVIP takes.
 	addDelay time.Duration
 	// sendErr, when set, fails every VRRP packet the node sends (as an
 	// nftables rule dropping them on output makes sendmsg fail, EPERM).
@@ -309,7 +309,14 @@ func (n *simNode) AddVIP(v netif.VIP) error {
 		return fmt.Errorf("add VIP: %w", err)
 	}
 	n.mu.Lock()
+	d := n.addDelay
+	n.mu.Unlock()
+	if d > 0 {
+		time.Sleep(d) // the kernel's time per address, in the bubble's virtual time
+	}
+	n.mu.Lock()
 	defer n.mu.Unlock()
+	n.journal = append(n.journal, "add "+v.Prefix.Addr().String())
 	l := n.links[v.Dev]
 	if l == nil {
 		return fmt.Errorf("add VIP %s: link %q: %w", v, v.Dev, netif.ErrNoLink)
@@ -320,22 +327,6 @@ func (n *simNode) AddVIP(v netif.VIP) error {
 	l.addrs = append(l.addrs, simAddr{prefix: v.Prefix})
 	n.notifyLocked(nil, []addrEvent{{prefix: v.Prefix, added: true}})
 	return nil
-}
-
-func (n *simNode) AddVIPs(vips []netif.VIP, done func(i int, err error)) {
-	for i, v := range vips {
-		n.mu.Lock()
-		d := n.addDelay
-		n.mu.Unlock()
-		if d > 0 {
-			time.Sleep(d) // the kernel's time per address, in the bubble's virtual time
-		}
-		err := n.AddVIP(v)
-		n.mu.Lock()
-		n.journal = append(n.journal, "add "+v.Prefix.Addr().String())
-		n.mu.Unlock()
-		done(i, err)
-	}
 }
 
 func (n *simNode) DelVIP(v netif.VIP) error {

@@ -26,9 +26,8 @@ const lifetimeForever = 0xffffffff
 // current on the calling thread when Open ran. Its sockets stay in that
 // namespace, so its methods may be called from any goroutine afterwards.
 type Handle struct {
-	nl    *netlink.Handle
-	ns    netns.NsHandle
-	batch *batchSock // AddVIPs's socket
+	nl *netlink.Handle
+	ns netns.NsHandle
 
 	// vipLinks caches interface lookups for AddVIP, which a takeover with
 	// thousands of VIPs calls once per VIP: a lookup costs a netlink round
@@ -53,19 +52,12 @@ func Open() (*Handle, error) {
 		ns.Close()
 		return nil, fmt.Errorf("netif open: netlink socket: %w", err)
 	}
-	bs, err := openBatchSock()
-	if err != nil {
-		nh.Close()
-		ns.Close()
-		return nil, fmt.Errorf("netif open: %w", err)
-	}
-	return &Handle{nl: nh, ns: ns, batch: bs}, nil
+	return &Handle{nl: nh, ns: ns}, nil
 }
 
 // Close releases the handle's sockets.
 func (h *Handle) Close() {
 	h.nl.Close()
-	h.batch.close()
 	h.ns.Close()
 }
 

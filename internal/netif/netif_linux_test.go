@@ -45,17 +45,18 @@ func addrLine(t *testing.T, h *testnet.Host, addr netip.Addr) string {
 	return ""
 }
 
-// vipCase is a VIP and the words of its `ip -o addr` line while held.
-type vipCase struct {
-	name      string
-	vip       VIP
-	wantWords []string
-	notWords  []string
-}
-
-// vipCases are the VIPs TestAddDelVIP and TestAddVIPs add.
-func vipCases() []vipCase {
-	return []vipCase{
+func TestAddDelVIP(t *testing.T) {
+	h, nh := setup(t)
+	// DAD on, so an IPv6 VIP added without NODAD would show "tentative".
+	if _, err := h.Run("sysctl", "-qw", "net.ipv6.conf.eth0.accept_dad=1"); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name      string
+		vip       VIP
+		wantWords []string // in the `ip -o addr` line while held
+		notWords  []string
+	}{
 		{name: "ipv4 label",
 			vip:       VIP{Prefix: netip.MustParsePrefix("198.18.0.100/32"), Dev: "eth0", Label: "eth0:vip"},
 			wantWords: []string{"inet 198.18.0.100/32 ", "scope global eth0:vip"}, notWords: []string{"brd"}},
@@ -78,15 +79,6 @@ func vipCases() []vipCase {
 			wantWords: []string{"inet6 fd00:cc::100/64 ", "nodad", "noprefixroute", "preferred_lft forever"},
 			notWords:  []string{"tentative", "deprecated"}},
 	}
-}
-
-func TestAddDelVIP(t *testing.T) {
-	h, nh := setup(t)
-	// DAD on, so an IPv6 VIP added without NODAD would show "tentative".
-	if _, err := h.Run("sysctl", "-qw", "net.ipv6.conf.eth0.accept_dad=1"); err != nil {
-		t.Fatal(err)
-	}
-	tests := vipCases()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			a := tt.vip.Prefix.Addr()

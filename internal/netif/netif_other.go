@@ -20,13 +20,6 @@ func (h *Handle) Close() {}
 // AddVIP returns ErrUnsupported.
 func (h *Handle) AddVIP(v VIP) error { return ErrUnsupported }
 
-// AddVIPs reports ErrUnsupported for each VIP.
-func (h *Handle) AddVIPs(vips []VIP, done func(i int, err error)) {
-	for i := range vips {
-		done(i, ErrUnsupported)
-	}
-}
-
 // DelVIP returns ErrUnsupported.
 func (h *Handle) DelVIP(v VIP) error { return ErrUnsupported }
 
