@@ -916,7 +916,8 @@ func (e *Engine) reload() error {
 
 // holdFirst moves a transition to MASTER ahead of the advertisements
 // before it, unless no router would let the VIPs go on that advertisement
-// (fsm.Action.MasterGone: the master fell silent or left). The advertisement makes the old master (a lower priority
+// (fsm.Action.MasterGone: the master fell silent or left). The
+// advertisement makes the old master (a lower priority
 // preempted, or a woken one meeting us) let go of the VIPs at once, and
 // taking them means recording them in the ledger first (a write; it had
 // an fsync too, tens of milliseconds on a busy disk): in the advertisement's
