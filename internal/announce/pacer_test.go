@@ -310,9 +310,6 @@ func TestPacerRealClock(t *testing.T) {
 	}
 }
 
-// TestPacerSendDue: SendDue sends what is due and allowed at once, on the
-// caller's goroutine (before any clock advance), up to its bound, and
-// leaves the rest to the timer at the pace Rate sets.
 // TestPacerScheduleRest: a new master sends the first announcement of each
 // address itself (SendNow, as the kernel adds it) and leaves the rest to
 // the pacer: keepalived's pattern, repeat x 2 per address, no more, and
