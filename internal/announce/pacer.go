@@ -14,7 +14,7 @@ import (
 // announcement from a Clock timer callback (with clock.Fake, inside
 // Advance), never from Schedule or Cancel, and never twice at once.
 //
-// SendDue is the one exception: it sends on its caller's goroutine.
+// SendNow is the one exception: it sends on its caller's goroutine.
 //
 // Clock and Send are required. Set the exported fields before the first
 // Schedule and do not change them afterwards; a Pacer must not be copied after first use. Its methods are
@@ -79,6 +79,19 @@ type pending struct {
 // draining delays the next. repeat <= 0 schedules nothing. Later calls merge into the queue by
 // due time.
 func (p *Pacer) Schedule(addrs []netip.Addr, repeat int, delay time.Duration) {
+	p.schedule(addrs, repeat, delay, false)
+}
+
+// ScheduleRest is Schedule for addresses whose first announcement the
+// caller already sent with SendNow: the first burst has repeat-1 copies of
+// each, the second (after delay) all repeat. A new MASTER announces each
+// VIP as soon as the kernel has added it, and leaves the rest to the
+// pacer.
+func (p *Pacer) ScheduleRest(addrs []netip.Addr, repeat int, delay time.Duration) {
+	p.schedule(addrs, repeat, delay, true)
+}
+
+func (p *Pacer) schedule(addrs []netip.Addr, repeat int, delay time.Duration, firstSent bool) {
 	if repeat <= 0 || len(addrs) == 0 {
 		return
 	}
@@ -89,8 +102,11 @@ func (p *Pacer) Schedule(addrs []netip.Addr, repeat int, delay time.Duration) {
 	if delay > 0 {
 		bursts = append(bursts, now.Add(delay))
 	}
-	for _, at := range bursts {
+	for b, at := range bursts {
 		for r := 0; r < repeat; r++ {
+			if b == 0 && r == 0 && firstSent {
+				continue
+			}
 			for _, a := range addrs {
 				p.queue = append(p.queue, pending{addr: a, due: at, first: r == 0})
 			}
@@ -101,43 +117,20 @@ func (p *Pacer) Schedule(addrs []netip.Addr, repeat int, delay time.Duration) {
 	p.armLocked(now)
 }
 
-// SendDue sends, on the caller's goroutine, up to max of the announcements
-// that are due now and that Rate allows now, in queue order, as the timer
-// would; the rest stay queued. A new MASTER calls it before its
-// advertisement: from the timer's goroutine its first announcements could
-// leave after the advertisement on a busy machine (131 ms seen), and hosts
-// would meanwhile send to the old master, which lets the VIPs go as soon as
-// it hears us. It returns how many it sent.
-func (p *Pacer) SendDue(max int) int {
+// SendNow sends one announcement of addr on the caller's goroutine, at
+// once, as a first copy leaves under FirstAtOnce, and counts it against
+// the rate. It returns Send's error (also given to OnError).
+func (p *Pacer) SendNow(addr netip.Addr) error {
 	p.sendMu.Lock()
 	defer p.sendMu.Unlock()
-	sent := 0
-	for sent < max {
-		p.mu.Lock()
-		now := p.Clock.Now()
-		if len(p.queue) == 0 || p.nextLocked().After(now) {
-			p.mu.Unlock()
-			break
-		}
-		it := p.queue[0]
-		p.queue[0] = pending{}
-		p.queue = p.queue[1:]
-		if len(p.queue) == 0 {
-			p.queue = nil
-		}
-		p.tookLocked(now)
-		p.mu.Unlock()
-		if err := p.Send(it.addr); err != nil && p.OnError != nil {
-			p.OnError(it.addr, err)
-		}
-		sent++
+	p.mu.Lock()
+	p.tookLocked(p.Clock.Now())
+	p.mu.Unlock()
+	err := p.Send(addr)
+	if err != nil && p.OnError != nil {
+		p.OnError(addr, err)
 	}
-	if sent > 0 {
-		p.mu.Lock()
-		p.armLocked(p.Clock.Now()) // for what is left; a timer armed before is void
-		p.mu.Unlock()
-	}
-	return sent
+	return err
 }
 
 // Cancel drops everything queued (for example on leaving MASTER). A Send

@@ -310,55 +310,59 @@ func TestPacerRealClock(t *testing.T) {
 	}
 }
 
-// TestPacerSendDue: SendDue sends what is due and allowed at once, on the
-// caller's goroutine (before any clock advance), up to its bound, and
-// leaves the rest to the timer at the pace Rate sets.
-func TestPacerSendDue(t *testing.T) {
-	start := time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC)
+// TestPacerScheduleRest: a new master sends the first announcement of each
+// address itself (SendNow, as the kernel adds it) and leaves the rest to
+// the pacer: keepalived's pattern, repeat x 2 per address, no more, and
+// with a rate the first copies count against it.
+func TestPacerScheduleRest(t *testing.T) {
+	start := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
 	for _, tc := range []struct {
-		name          string
-		rate, max     int
-		wantNow       []string
-		wantAfterward []string
+		name     string
+		rate     int
+		wantNow  []string
+		wantRest []string
 	}{
-		{name: "unlimited: the first copy of each address now", rate: 0, max: 2,
-			wantNow:       []string{"+0s 198.18.0.1", "+0s 198.18.0.2"},
-			wantAfterward: []string{"+0s 198.18.0.1", "+0s 198.18.0.2"}},
-		{name: "a rate lets one go now", rate: 10, max: 2,
-			wantNow:       []string{"+0s 198.18.0.1"},
-			wantAfterward: []string{"+100ms 198.18.0.2", "+200ms 198.18.0.1", "+300ms 198.18.0.2"}},
-		{name: "bounded", rate: 0, max: 1,
-			wantNow:       []string{"+0s 198.18.0.1"},
-			wantAfterward: []string{"+0s 198.18.0.2", "+0s 198.18.0.1", "+0s 198.18.0.2"}},
+		{name: "unlimited", rate: 0,
+			wantNow:  []string{"+0s 198.18.0.1", "+0s 198.18.0.2"},
+			wantRest: []string{"+0s 198.18.0.1", "+0s 198.18.0.2", "+0s 198.18.0.1", "+0s 198.18.0.2", "+5s 198.18.0.1", "+5s 198.18.0.2", "+5s 198.18.0.1", "+5s 198.18.0.2", "+5s 198.18.0.1", "+5s 198.18.0.2"}},
+		{name: "a rate counts the first copies", rate: 10,
+			wantNow:  []string{"+0s 198.18.0.1", "+0s 198.18.0.2"},
+			wantRest: []string{"+200ms 198.18.0.1", "+300ms 198.18.0.2", "+400ms 198.18.0.1", "+500ms 198.18.0.2", "+5s 198.18.0.1", "+5s 198.18.0.2", "+5.2s 198.18.0.1", "+5.3s 198.18.0.2", "+5.4s 198.18.0.1", "+5.5s 198.18.0.2"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			clk := clock.NewFake(start)
 			var mu sync.Mutex
 			var sends []string
-			p := &Pacer{Clock: clk, Rate: tc.rate, Send: func(a netip.Addr) error {
+			p := &Pacer{Clock: clk, Rate: tc.rate, FirstAtOnce: true, Send: func(a netip.Addr) error {
 				mu.Lock()
 				defer mu.Unlock()
 				sends = append(sends, fmt.Sprintf("+%v %s", clk.Now().Sub(start), a))
 				return nil
 			}}
-			p.Schedule([]netip.Addr{addrA, addrB}, 2, 0)
-			if n := p.SendDue(tc.max); n != len(tc.wantNow) {
-				t.Errorf("SendDue(%d) = %d, want %d", tc.max, n, len(tc.wantNow))
+			addrs := []netip.Addr{addrA, addrB}
+			for _, a := range addrs {
+				if err := p.SendNow(a); err != nil {
+					t.Fatal(err)
+				}
 			}
 			mu.Lock()
-			now := append([]string(nil), sends...)
+			now := sends
 			sends = nil
 			mu.Unlock()
 			if d := cmp.Diff(tc.wantNow, now); d != "" {
-				t.Errorf("sent by SendDue (-want +got):\n%s", d)
+				t.Errorf("SendNow (-want +got):\n%s", d)
 			}
-			for range 10 {
+			p.ScheduleRest(addrs, 3, 5*time.Second)
+			if got, want := p.Queued(), 2*3*2-2; got != want {
+				t.Errorf("queued %d, want %d (repeat x 2 per address, less the first copies sent)", got, want)
+			}
+			for range 100 {
 				clk.Advance(100 * time.Millisecond)
 			}
 			mu.Lock()
 			defer mu.Unlock()
-			if d := cmp.Diff(tc.wantAfterward, sends); d != "" {
-				t.Errorf("sent by the timer afterwards (-want +got):\n%s", d)
+			if d := cmp.Diff(tc.wantRest, sends); d != "" {
+				t.Errorf("sent by the pacer afterwards (-want +got):\n%s", d)
 			}
 		})
 	}

@@ -52,8 +52,9 @@ type Options struct {
 	// each instance (0: unlimited, keepalived's behaviour). With thousands
 	// of VIPs it keeps a takeover from flooding the switch and the peers
 	// with garp_master_repeat copies of every address at once. The first
-	// copy of each address leaves at once all the same (the pacer's
-	// FirstAtOnce), so no VIP moves later than unpaced: the rate spreads
+	// copy of each address leaves at once all the same (as soon as it is
+	// added; in the second burst, the pacer's FirstAtOnce), so no VIP
+	// moves later than unpaced: the rate spreads
 	// the repeats, which wait the longer. Up to announceFirstMax leave back
 	// to back (the pacer's Burst), so a pacing timer that fires late
 	// catches up instead of slowing the rest (see announce.Pacer).

@@ -11,12 +11,15 @@ import (
 	"github.com/vipstack/vipstack/internal/testnet"
 )
 
-// TestAnnouncesBeforeAdvertising: a node that becomes master sends its
-// first gratuitous ARP for the VIP before its first advertisement, which is
-// what makes an old master let the VIP go; hosts then never send to a node
-// that has let go before they learn the new one. Seen from another host
-// with tcpdump. (From the announcer's timer the first gratuitous ARP left
-// after the advertisement, by 131 ms on a busy machine.)
+// TestAnnouncesBeforeAdvertising: a node that preempts a lower master
+// sends its first gratuitous ARP for the VIP before its first
+// advertisement, which is what makes the old master let the VIP go; hosts
+// then never send to a node that has let go before they learn the new one.
+// Seen from the old master's host with tcpdump, the new master's frames
+// only. (From the announcer's timer the first gratuitous ARP left after the
+// advertisement, by 131 ms on a busy machine.) A master that takes over
+// from one that fell silent advertises first (fsm.Action.MasterGone): no
+// one lets go then, and the advertisement stops the other backups.
 func TestAnnouncesBeforeAdvertising(t *testing.T) {
 	testnet.RequireRoot(t)
 	bin := vipstackBin(t)
@@ -24,10 +27,23 @@ func TestAnnouncesBeforeAdvertising(t *testing.T) {
 	node, other := topo.Hosts[0], topo.Hosts[1]
 	vip := netip.MustParseAddr("198.18.0.100")
 
+	conf := peers.Conf{Version: 3, Interval: 100 * time.Millisecond, VRID: 56, VIP: netip.PrefixFrom(vip, 32)}
+	low := conf
+	low.Priority = 50
+	startVipstack(t, bin, other, low)
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		if out, _ := other.Run("ip", "-o", "addr", "show", "dev", other.Link); strings.Contains(out, " "+vip.String()+"/") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the lower node did not take %s", vip)
+		}
+		time.Sleep(50 * time.Millisecond) // polling the lower node's addresses
+	}
 	// tcpdump says "listening on" once its socket is open.
-	out := startTcpdump(t, other, "tcpdump", "-i", other.Link, "-n", "-l", "-c", "20", "arp or ip proto 112")
-	startVipstack(t, bin, node, peers.Conf{Version: 3, Interval: 100 * time.Millisecond, VRID: 56, Priority: 100,
-		VIP: netip.PrefixFrom(vip, 32)})
+	out := startTcpdump(t, other, "tcpdump", "-i", other.Link, "-n", "-l", "-c", "20", "ether src "+node.MAC+" and (arp or ip proto 112)")
+	conf.Priority = 100
+	startVipstack(t, bin, node, conf)
 
 	lines := make(chan string, 20)
 	go func() {

@@ -26,6 +26,9 @@ func TestHoldFirst(t *testing.T) {
 		{name: "advert only", in: []fsm.Action{adv(100)}, want: []fsm.Action{adv(100)}},
 		{name: "another transition before", in: []fsm.Action{to(fsm.Fault, fsm.Backup), adv(9), to(fsm.Backup, fsm.Master)}, want: []fsm.Action{to(fsm.Fault, fsm.Backup), adv(9), to(fsm.Backup, fsm.Master)}},
 		{name: "empty", in: nil, want: nil},
+		{name: "master gone: the advertisement first, as RFC 5798 orders it",
+			in:   []fsm.Action{adv(70), {Kind: fsm.Transition, From: fsm.Backup, To: fsm.Master, MasterGone: true}},
+			want: []fsm.Action{adv(70), {Kind: fsm.Transition, From: fsm.Backup, To: fsm.Master, MasterGone: true}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

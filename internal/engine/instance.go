@@ -446,14 +446,7 @@ func (e *Engine) updateVIPs(in *instance, ic *keepalived.Instance, movedTo func(
 	if err := e.recordVIPs(added); err != nil {
 		e.log.Error("cannot record VIPs in the ledger; a crash now would leave them behind", "path", e.opts.Ledger.Path, "err", err)
 	}
-	var addrs []netip.Addr
-	for _, v := range added {
-		if err := e.nl.AddVIP(v); err != nil {
-			e.log.Error("adding VIP failed", "instance", ic.Name, "vip", v.Prefix, "dev", v.Dev, "err", err)
-			continue
-		}
-		addrs = append(addrs, v.Prefix.Addr())
-	}
+	addrs := e.addVIPs(ic.Name, added, nil)
 	in.pacer.Schedule(addrs, ic.GARPMasterRepeat, ic.GARPMasterDelay)
 }
 

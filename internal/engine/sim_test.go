@@ -68,6 +68,11 @@ type simNode struct {
 	linkW     []chan linkEvent
 	addrW     []chan addrEvent
 	announced []netip.Addr // GARP / NA sent, in order
+	// journal lists the VIP adds and the announcements, in order:
+	// "add ADDR", "announce ADDR".
+	journal []string
+	// addDelay, when set, is how long each AddVIP takes.
+	addDelay time.Duration
 	// sendErr, when set, fails every VRRP packet the node sends (as an
 	// nftables rule dropping them on output makes sendmsg fail, EPERM).
 	sendErr error
@@ -304,7 +309,14 @@ func (n *simNode) AddVIP(v netif.VIP) error {
 		return fmt.Errorf("add VIP: %w", err)
 	}
 	n.mu.Lock()
+	d := n.addDelay
+	n.mu.Unlock()
+	if d > 0 {
+		time.Sleep(d) // the kernel's time per address, in the bubble's virtual time
+	}
+	n.mu.Lock()
 	defer n.mu.Unlock()
+	n.journal = append(n.journal, "add "+v.Prefix.Addr().String())
 	l := n.links[v.Dev]
 	if l == nil {
 		return fmt.Errorf("add VIP %s: link %q: %w", v, v.Dev, netif.ErrNoLink)
@@ -754,6 +766,7 @@ func (a simAnnouncer) Announce(addr netip.Addr) error {
 	a.node.mu.Lock()
 	defer a.node.mu.Unlock()
 	a.node.announced = append(a.node.announced, addr)
+	a.node.journal = append(a.node.journal, "announce "+addr.String())
 	return nil
 }
 

@@ -123,6 +123,13 @@ type Action struct {
 	Priority uint8 // SendAdvert
 	From, To State // Transition
 	Reason   string
+	// MasterGone, on a Transition to Master, says that no router would
+	// give the addresses up on our advertisement: the master fell silent
+	// for Master_Down_Interval and would not yield to us were it still
+	// there (it outranks us, or none was heard), or it left with priority
+	// 0. The advertisement may then go first, as RFC 5798 6.4.2 orders
+	// it, and stops the other backups from taking over too.
+	MasterGone bool
 }
 
 func (a Action) String() string {
@@ -263,6 +270,8 @@ func (m *Machine) Tick(now time.Time) []Action {
 	case Backup:
 		if !now.Before(m.masterDownAt) {
 			reason := fmt.Sprintf("no advertisement from master %s for %v", addrOr(m.master), m.MasterDownInterval())
+			gone := !m.resigned && m.lowerSince.IsZero() && (!m.leftAt.IsZero() || !m.master.IsValid() ||
+				m.masterPriority > m.priority || (m.masterPriority == m.priority && addrLess(m.cfg.Primary, m.master)))
 			if m.resigned {
 				reason = fmt.Sprintf("no master took over within skew time %v after we stepped down (priority 0 advertisement); taking over again", m.SkewTime())
 			} else if !m.leftAt.IsZero() && m.leftLag > 0 {
@@ -277,7 +286,11 @@ func (m *Machine) Tick(now time.Time) []Action {
 			} else if !m.lowerSince.IsZero() {
 				reason = fmt.Sprintf("preempting master %s: its priority %d is below ours %d", addrOr(m.master), m.masterPriority, m.priority)
 			}
-			return m.becomeMaster(now, reason)
+			acts := m.becomeMaster(now, reason)
+			for i := range acts {
+				acts[i].MasterGone = gone && acts[i].Kind == Transition
+			}
+			return acts
 		}
 	case Master:
 		if !now.Before(m.advertAt) {

@@ -701,3 +701,48 @@ func TestPriorityDropHandsOver(t *testing.T) {
 		}
 	}
 }
+
+// TestMasterGone: a takeover says whether a router could still give the
+// addresses up on our advertisement (then the engine takes them before
+// advertising, so that the handover overlaps instead of leaving a gap), or
+// none could (then the advertisement goes first, as RFC 5798 6.4.2 orders
+// it, and stops the other backups' timers).
+func TestMasterGone(t *testing.T) {
+	t0 := time.Unix(0, 0)
+	tests := []struct {
+		name    string
+		preempt bool
+		heard   []Advert // one a second from t0+1s
+		wait    time.Duration
+		want    bool
+	}{
+		{name: "no master heard", preempt: true, wait: mdi100, want: true},
+		{name: "higher master silent", preempt: true, heard: []Advert{{From: upper, Priority: 200}}, wait: mdi100, want: true},
+		{name: "equal master with a higher address silent", preempt: true, heard: []Advert{{From: upper, Priority: 100}}, wait: mdi100, want: true},
+		{name: "equal master with a lower address silent", preempt: true, heard: []Advert{{From: lower, Priority: 100}}, wait: mdi100},
+		{name: "lower master silent, nopreempt", heard: []Advert{{From: lower, Priority: 50}}, wait: mdi100},
+		{name: "preempting a lower master", preempt: true, heard: []Advert{{From: lower, Priority: 50}}, wait: skew100},
+		{name: "master left with priority 0", preempt: true, heard: []Advert{{From: upper, Priority: 200}, {From: upper, Priority: 0}}, wait: skew100, want: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m := New(v2(tc.preempt))
+			m.Start(t0, 100, "")
+			at := t0
+			for i, a := range tc.heard {
+				at = t0.Add(time.Duration(i+1) * sec)
+				m.Receive(at, a)
+			}
+			acts := m.Tick(at.Add(tc.wait))
+			if m.State() != Master || len(acts) != 2 || acts[1].Kind != Transition {
+				t.Fatalf("after %v: state %v, actions %v; want a takeover", tc.wait, m.State(), acts)
+			}
+			if acts[0].MasterGone {
+				t.Errorf("the advertisement is marked MasterGone; only the transition is")
+			}
+			if got := acts[1].MasterGone; got != tc.want {
+				t.Errorf("MasterGone = %v, want %v (%s)", got, tc.want, acts[1].Reason)
+			}
+		})
+	}
+}
