@@ -825,8 +825,8 @@ func TestParseErrors(t *testing.T) {
 		},
 		{
 			name:    "unsupported bind parameter",
-			conf:    func(t *testing.T) string { return edit(t, "127.0.0.1:47011", "127.0.0.1:47011 transparent") },
-			want:    `h.cfg:7: bind parameter "transparent" is not supported by vipstack (supported: v4v6, v6only, name, ssl, crt, crt-list, alpn, ciphers, ciphersuites, ssl-min-ver, ssl-max-ver, no-sslv3, no-tlsv1x, force-tlsv1x, no-tls-tickets)`,
+			conf:    func(t *testing.T) string { return edit(t, "127.0.0.1:47011", "127.0.0.1:47011 accept-netscaler-cip 1234") },
+			want:    `h.cfg:7: bind parameter "accept-netscaler-cip" is not supported by vipstack (supported: v4v6, v6only, name, defer-accept, tfo, interface, transparent, backlog, ssl, crt, crt-list, alpn, ciphers, ciphersuites, ssl-min-ver, ssl-max-ver, no-sslv3, no-tlsv1x, force-tlsv1x, no-tls-tickets)`,
 			haproxy: haproxyAccepts,
 		},
 		{

@@ -17,6 +17,7 @@ type proxyOpts struct {
 	dontLogNormal  bool // option dontlog-normal
 	separateErrors bool // option log-separate-errors
 	abortOnClose   bool // option abortonclose
+	backlog        int  // backlog: the listen queue of binds without one
 }
 
 type moreState struct {
@@ -106,6 +107,9 @@ func (p *parser) moreDefaults(l line, kw string) bool {
 	case "fullconn":
 		p.fullConn(l, &p.defFullConn) // stick.go
 		return true
+	case "backlog":
+		p.proxyBacklog(l, &p.more.defaults, true) // bind_more.go
+		return true
 	}
 	return p.proxyOption(l, kw, &p.more.defaults, true, true)
 }
@@ -118,6 +122,8 @@ func (p *parser) moreFrontend(l line, kw string) bool {
 		p.sectionMaxconn(l, &p.fe.MaxConn)
 	case kw == "tcp-request":
 		p.tcpRequest(l)
+	case kw == "backlog":
+		p.proxyBacklog(l, &p.more.own, true)
 	default:
 		return p.proxyOption(l, kw, &p.more.own, true, false)
 	}
@@ -145,6 +151,8 @@ func (p *parser) moreBackend(l line, kw string) bool {
 		p.tcpRequestBackend(l) // tcprequest.go
 	case kw == "hash-type":
 		p.hashType(l, &p.be.HashType)
+	case kw == "backlog" && p.kind == secBackend:
+		p.proxyBacklog(l, &p.more.own, false)
 	case kw == "timeout" || len(kw) > 8 && kw[:8] == "timeout ":
 		t := &p.be.Timeouts
 		what := "backend"
@@ -179,6 +187,8 @@ func (p *parser) moreListen(l line, kw string) bool {
 		p.sectionMaxconn(l, &p.ls.maxconn)
 	case kw == "tcp-request":
 		p.tcpRequest(l)
+	case kw == "backlog":
+		p.proxyBacklog(l, &p.more.own, true)
 	default:
 		for _, k := range splitBar(moreListenBackend) {
 			if k == kw {
@@ -222,6 +232,11 @@ func (p *parser) sectionMaxconn(l line, dst *int) {
 // endFrontendMore gives a frontend the options of o.
 func (p *parser) endFrontendMore(f *lbconfig.Frontend, o *proxyOpts) {
 	f.KeepAlive = o.cliKA
+	for i := range f.Binds {
+		if f.Binds[i].Sock.Backlog == 0 {
+			f.Binds[i].Sock.Backlog = o.backlog
+		}
+	}
 	if f.Log != nil {
 		f.Log.DontLogNormal, f.Log.SeparateErrors = o.dontLogNormal, o.separateErrors
 	}

@@ -133,9 +133,9 @@ func commas(list string) string { return strings.Join(strings.Fields(list), ", "
 // Keywords each section accepts, for error messages.
 const (
 	globalKeywords   = "ca-base, chroot, crt-base, daemon, external-check, gid, group, hard-stop-after, insecure-fork-wanted, localpeer, log, log-send-hostname, log-tag, maxconn, nbthread, pidfile, server-state-base, server-state-file, spread-checks, ssl-default-bind-*, ssl-default-server-*, stats socket, stats timeout, tune.bufsize, tune.maxaccept, tune.maxrewrite, tune.ssl.default-dh-param, uid, ulimit-n, user"
-	defaultsKeywords = "balance, compression, default-server, errorfile, fullconn, hash-type, log, log-format, maxconn, mode, no log, option dontlognull, option forwardfor, option http-keep-alive, option http-server-close, option httpclose, option httpchk, option http-buffer-request, option httplog, option log-health-checks, option originalto, option redispatch, option tcplog, retries, timeout, " + moreProxyOptions + ", option allbackups"
-	frontendKeywords = "bind, default_backend, id, log, log-format, maxconn, mode, no log, option tcplog, timeout, " + moreProxyOptions
-	listenKeywords   = "balance, bind, default-server, external-check command, external-check path, http-check connect, http-check expect status, http-check send, id, log, log-format, mode, monitor-uri, no log, option dontlognull, option httpchk, option external-check, option log-health-checks, option mysql-check, option pgsql-check, option redis-check, option redispatch, option ssl-hello-chk, option tcp-check, option tcplog, server, stats auth, stats enable, stats hide-version, stats refresh, stats uri, tcp-check, " +
+	defaultsKeywords = "backlog, balance, compression, default-server, errorfile, fullconn, hash-type, log, log-format, maxconn, mode, no log, option dontlognull, option forwardfor, option http-keep-alive, option http-server-close, option httpclose, option httpchk, option http-buffer-request, option httplog, option log-health-checks, option originalto, option redispatch, option tcplog, retries, timeout, " + moreProxyOptions + ", option allbackups"
+	frontendKeywords = "backlog, bind, default_backend, id, log, log-format, maxconn, mode, no log, option tcplog, timeout, " + moreProxyOptions
+	listenKeywords   = "backlog, balance, bind, default-server, external-check command, external-check path, http-check connect, http-check expect status, http-check send, id, log, log-format, mode, monitor-uri, no log, option dontlognull, option httpchk, option external-check, option log-health-checks, option mysql-check, option pgsql-check, option redis-check, option redispatch, option ssl-hello-chk, option tcp-check, option tcplog, server, stats auth, stats enable, stats hide-version, stats refresh, stats uri, tcp-check, " +
 		"maxconn, retries, timeout, option allbackups, option httplog, stats admin, stats realm, stats show-desc, stats show-legends, stats show-node, " + moreProxyOptions
 	backendKeywords = "balance, default-server, external-check command, external-check path, fullconn, http-check connect, http-check expect status, http-check send, id, log, mode, no log, option external-check, option httpchk, option tcp-check, option tcplog, option log-health-checks, option mysql-check, option pgsql-check, option redis-check, option redispatch, option ssl-hello-chk, server, stick match|on|store-request, stick-table, tcp-check, retries, timeout, option allbackups, " + moreProxyOptions
 	serverParams    = "alpn, backup, ca-file, check, check-ssl, ciphers, ciphersuites, cookie, disabled, downinter, enabled, fall, fastinter, force-tlsv1x, id, init-addr, inter, maxconn, maxqueue, no-ssl, no-sslv3, no-tls-tickets, no-tlsv1x, on-marked-down, port, resolve-prefer, resolvers, rise, send-proxy, send-proxy-v2, slowstart, sni, ssl, ssl-max-ver, ssl-min-ver, verify, weight"
@@ -1607,6 +1607,10 @@ func (p *parser) bind(l line, first int) []lbconfig.Bind {
 				p.errorf(l, "bind", "bind %s", msg)
 				return nil
 			}
+			if opts.sock != (lbconfig.BindSock{}) {
+				p.errorf(l, "bind", "bind %s: %s applies to TCP sockets, not to an abstract UNIX socket (accepted: an IP address bind)", a, opts.sock)
+				return nil
+			}
 			out = append(out, lbconfig.Bind{Abstract: abs, TLS: tlsConf})
 			continue
 		}
@@ -1616,7 +1620,7 @@ func (p *parser) bind(l line, first int) []lbconfig.Bind {
 				p.errorf(l, "bind", "bind %s", msg)
 				return nil
 			}
-			out = append(out, lbconfig.Bind{Addr: addr, Host: host, V4V6: v4v6, V6Only: opts.v6only, TLS: tlsConf})
+			out = append(out, lbconfig.Bind{Addr: addr, Host: host, V4V6: v4v6, V6Only: opts.v6only, TLS: tlsConf, Sock: opts.sock})
 		}
 	}
 	if v4v6 && opts.v6only {

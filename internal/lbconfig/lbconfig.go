@@ -229,6 +229,49 @@ type Bind struct {
 	// way to chain a server of one section to a bind of another (`server
 	// NAME abns@NAME`). Mode http frontends only.
 	Abstract string
+	// Sock are the options of the listening socket.
+	Sock BindSock
+}
+
+// BindSock are the bind parameters that set options on the listening
+// socket, with the values haproxy 2.6 gives them.
+type BindSock struct {
+	// DeferAccept (`defer-accept`): TCP_DEFER_ACCEPT of one second, so
+	// a client is accepted once it has sent data (or the kernel gave up
+	// waiting).
+	DeferAccept bool
+	// TFO (`tfo`): TCP_FASTOPEN, its queue as long as the backlog.
+	TFO bool
+	// Interface (`interface NAME`): SO_BINDTODEVICE, only clients
+	// arriving on that interface.
+	Interface string
+	// Transparent (`transparent`): IP_TRANSPARENT (IPV6_TRANSPARENT),
+	// listening on an address that is not the host's.
+	Transparent bool
+	// Backlog (`backlog N` on the bind, else the proxy's): the length of
+	// the listen queue; 0: the system's (net.core.somaxconn).
+	Backlog int
+}
+
+// String writes s as the bind parameters that set it ("" when none).
+func (s BindSock) String() string {
+	var out []string
+	if s.DeferAccept {
+		out = append(out, "defer-accept")
+	}
+	if s.TFO {
+		out = append(out, "tfo")
+	}
+	if s.Interface != "" {
+		out = append(out, "interface "+s.Interface)
+	}
+	if s.Transparent {
+		out = append(out, "transparent")
+	}
+	if s.Backlog > 0 {
+		out = append(out, "backlog "+strconv.Itoa(s.Backlog))
+	}
+	return strings.Join(out, " ")
 }
 
 // MaxAbstract is the longest abstract socket name: sun_path's 108 bytes

@@ -153,6 +153,10 @@ func TestBuildRefuses(t *testing.T) {
 			wantInMsg: []string{`"hash-type consistent"`}},
 		{name: "shutdown-sessions", cfg: base("", "  server s1 127.0.0.1:8001 check on-marked-down shutdown-sessions\n"), wantPos: "h.cfg:10",
 			wantInMsg: []string{"on-marked-down shutdown-sessions"}},
+		{name: "bind socket options", cfg: strings.Replace(base("", srv), "bind 127.0.0.1:9000", "bind 127.0.0.1:9000 defer-accept backlog 64", 1), wantPos: "h.cfg:7",
+			wantInMsg: []string{`"bind ... defer-accept backlog 64"`, "DNAT bypasses"}},
+		{name: "proxy backlog", cfg: base("  backlog 100\n", srv), wantPos: "h.cfg:7",
+			wantInMsg: []string{`"bind ... backlog 100"`}},
 		{name: "mixed families", cfg: base("", srv+"  server s2 [fd00::2]:8001 check\n"), wantPos: "h.cfg:11",
 			wantInMsg: []string{"server s2", "one address family"}},
 	}

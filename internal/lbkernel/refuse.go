@@ -27,6 +27,8 @@ func refusal(cfg *lbconfig.Config, f *lbconfig.Frontend, b *lbconfig.Backend) *R
 			return fail("bind "+bd.Host, "a bind to a host name the reader did not resolve has no address to match", key, lkey)
 		case bd.Addr.Port() == 0:
 			return fail("bind :0", "a port the kernel chooses at listen time is not known to the rules", key, lkey)
+		case bd.Sock != (lbconfig.BindSock{}):
+			return fail("bind ... "+bd.Sock.String(), "options of the listening socket, which DNAT bypasses: the kernel path sends clients straight to the server", key, lkey)
 		}
 	}
 	if f.TCPRequest != nil {
