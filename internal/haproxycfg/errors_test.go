@@ -824,8 +824,10 @@ func TestParseErrors(t *testing.T) {
 			haproxy: haproxyRejects,
 		},
 		{
-			name:    "unsupported bind parameter",
-			conf:    func(t *testing.T) string { return edit(t, "127.0.0.1:47011", "127.0.0.1:47011 accept-netscaler-cip 1234") },
+			name: "unsupported bind parameter",
+			conf: func(t *testing.T) string {
+				return edit(t, "127.0.0.1:47011", "127.0.0.1:47011 accept-netscaler-cip 1234")
+			},
 			want:    `h.cfg:7: bind parameter "accept-netscaler-cip" is not supported by vipstack (supported: v4v6, v6only, name, defer-accept, tfo, interface, transparent, backlog, ssl, crt, crt-list, alpn, ciphers, ciphersuites, ssl-min-ver, ssl-max-ver, no-sslv3, no-tlsv1x, force-tlsv1x, no-tls-tickets)`,
 			haproxy: haproxyAccepts,
 		},
