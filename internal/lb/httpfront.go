@@ -41,7 +41,7 @@ func (l *LB) listenProxy(key string, b lbconfig.Bind, queue int) (*proxyListener
 	lc := listenConfig(b, v6only, queue)
 	ln, err := lc.Listen(context.Background(), network, address)
 	if err == nil {
-		if err = setBacklog(ln, b); err != nil {
+		if err = setBacklog(ln, b, queue); err != nil {
 			ln.Close()
 		}
 	}

@@ -360,7 +360,7 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 				undo()
 				return fmt.Errorf("lb: apply: %s: %s: %w", where(cfg, w.key), k, err)
 			}
-			pl, err := l.listenProxy(k, w.bind, tfoQueue(cfg, w.fe))
+			pl, err := l.listenProxy(k, w.bind, listenQueue(cfg, w.fe))
 			if err != nil {
 				undo()
 				return fmt.Errorf("lb: apply: %s: %s: %w", where(cfg, w.key), k, err)
@@ -377,7 +377,7 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 				undo()
 				return fmt.Errorf("lb: apply: %s: %s: %w", where(cfg, w.key), k, err)
 			}
-			t, err := l.listenTLS(k, w.bind, tfoQueue(cfg, w.fe))
+			t, err := l.listenTLS(k, w.bind, listenQueue(cfg, w.fe))
 			if err != nil {
 				undo()
 				return fmt.Errorf("lb: apply: %s: %s: %w", where(cfg, w.key), k, err)
@@ -394,7 +394,7 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 				undo()
 				return fmt.Errorf("lb: apply: %s: %s: %w", where(cfg, w.key), k, err)
 			}
-			t, err := l.listenTCP(k, w.bind, tfoQueue(cfg, w.fe))
+			t, err := l.listenTCP(k, w.bind, listenQueue(cfg, w.fe))
 			if err != nil {
 				undo()
 				return fmt.Errorf("lb: apply: %s: %s: %w", where(cfg, w.key), k, err)
@@ -413,7 +413,7 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 			undo()
 			return fmt.Errorf("lb: apply: %s: %s: %w", where(cfg, w.key), k, err)
 		}
-		h, err := l.listenHTTP(k, w.bind, webTimeouts(cfg, w.site), tfoQueue(cfg, nil))
+		h, err := l.listenHTTP(k, w.bind, webTimeouts(cfg, w.site), listenQueue(cfg, nil))
 		if err != nil {
 			undo()
 			return fmt.Errorf("lb: apply: %s: %s: %w", where(cfg, w.key), k, err)
@@ -1005,7 +1005,7 @@ func (l *LB) listenTCP(key string, b lbconfig.Bind, queue int) (*tcpListener, er
 	for range n {
 		ln, err := lc.Listen(context.Background(), network, address)
 		if err == nil {
-			err = setBacklog(ln, b)
+			err = setBacklog(ln, b, queue)
 		}
 		if err == nil {
 			var fd int
@@ -1125,7 +1125,7 @@ func (l *LB) listenHTTP(key string, b lbconfig.Bind, to lbconfig.Timeouts, queue
 	lc := listenConfig(b, v6only, queue)
 	ln, err := lc.Listen(context.Background(), network, address)
 	if err == nil {
-		if err = setBacklog(ln, b); err != nil {
+		if err = setBacklog(ln, b, queue); err != nil {
 			ln.Close()
 		}
 	}

@@ -52,7 +52,7 @@ func (l *LB) listenTLS(key string, b lbconfig.Bind, queue int) (*tlsListener, er
 	lc.KeepAlive = -1
 	ln, err := lc.Listen(context.Background(), network, address)
 	if err == nil {
-		if err = setBacklog(ln, b); err != nil {
+		if err = setBacklog(ln, b, queue); err != nil {
 			ln.Close()
 		}
 	}

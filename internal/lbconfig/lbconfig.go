@@ -249,7 +249,7 @@ type BindSock struct {
 	// listening on an address that is not the host's.
 	Transparent bool
 	// Backlog (`backlog N` on the bind, else the proxy's): the length of
-	// the listen queue; 0: the system's (net.core.somaxconn).
+	// the listen queue; 0: haproxy's, the frontend's maxconn.
 	Backlog int
 }
 
