@@ -126,3 +126,17 @@ func (p *parser) proxyBacklog(l line, o *proxyOpts, fe bool) {
 		o.backlog, _ = p.intArg(l, "backlog", args[0], 0, "0..2147483647; 0 means the system's")
 	}
 }
+
+// randomDraws refuses `balance random(N)` with N other than haproxy's
+// default of 2 draws, the one vipstack makes, and returns the algorithm
+// (random(2) as random) and whether the line may go on.
+func (p *parser) randomDraws(l line, alg string) (lbconfig.Balance, bool) {
+	switch {
+	case alg == "random(2)":
+		return lbconfig.Random, true
+	case strings.HasPrefix(alg, "random("):
+		p.errorf(l, "balance", "balance %s: vipstack draws 2 servers (accepted: random, random(2))", alg)
+		return "", false
+	}
+	return lbconfig.Balance(alg), true
+}

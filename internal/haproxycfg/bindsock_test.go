@@ -79,3 +79,25 @@ func TestBindSockErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestBalanceMore: static-rr, first and random in backends and defaults;
+// random(2) is random.
+func TestBalanceMore(t *testing.T) {
+	runAccept(t, []acceptCase{
+		{
+			name: "backend static-rr, defaults first",
+			conf: func(t *testing.T) string {
+				return edit(t, "  mode tcp\n", "  mode tcp\n  balance first\n") +
+					"backend b2\n  balance static-rr\n  server s 127.0.0.1:47013\n"
+			},
+			get:  func(c *lbconfig.Config) any { return []lbconfig.Balance{c.Backends[0].Balance, c.Backends[1].Balance} },
+			want: []lbconfig.Balance{lbconfig.First, lbconfig.StaticRR},
+		},
+		{
+			name: "random(2)",
+			conf: func(t *testing.T) string { return edit(t, srv10, "  balance random(2)\n"+srv10) },
+			get:  func(c *lbconfig.Config) any { return c.Backends[0].Balance },
+			want: lbconfig.Random,
+		},
+	})
+}

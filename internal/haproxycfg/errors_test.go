@@ -101,7 +101,7 @@ func TestParseErrors(t *testing.T) {
 		{
 			name:    "balance uri in defaults",
 			conf:    func(t *testing.T) string { return edit(t, "  mode tcp\n", "  mode tcp\n  balance uri\n") },
-			want:    `h.cfg:3: balance "uri" in defaults is not supported by vipstack (accepted in defaults: roundrobin, leastconn, source)`,
+			want:    `h.cfg:3: balance "uri" in defaults is not supported by vipstack (accepted in defaults: roundrobin, static-rr, leastconn, first, source, random)`,
 			haproxy: haproxyAccepts,
 		},
 		{
@@ -286,13 +286,19 @@ func TestParseErrors(t *testing.T) {
 		{
 			name:    "unknown balance",
 			conf:    func(t *testing.T) string { return edit(t, srv, "  balance foo\n"+srv) },
-			want:    `h.cfg:10: backend masters: balance "foo" is not supported by vipstack (accepted: roundrobin, leastconn, source)`,
+			want:    `h.cfg:10: backend masters: balance "foo" is not supported by vipstack (accepted: roundrobin, static-rr, leastconn, first, source, random)`,
 			haproxy: haproxyRejects,
 		},
 		{
 			name:    "balance haproxy knows",
-			conf:    func(t *testing.T) string { return edit(t, srv, "  balance static-rr\n"+srv) },
-			want:    `h.cfg:10: backend masters: balance "static-rr" is not supported by vipstack (accepted: roundrobin, leastconn, source)`,
+			conf:    func(t *testing.T) string { return edit(t, srv, "  balance rdp-cookie\n"+srv) },
+			want:    `h.cfg:10: backend masters: balance "rdp-cookie" is not supported by vipstack (accepted: roundrobin, static-rr, leastconn, first, source, random)`,
+			haproxy: haproxyAccepts,
+		},
+		{
+			name:    "balance random with 3 draws",
+			conf:    func(t *testing.T) string { return edit(t, srv, "  balance random(3)\n"+srv) },
+			want:    `h.cfg:10: balance random(3): vipstack draws 2 servers (accepted: random, random(2))`,
 			haproxy: haproxyAccepts,
 		},
 		{

@@ -948,12 +948,16 @@ func (p *parser) defaults(l line) {
 		if !p.once(l, kw) {
 			return
 		}
-		if args, ok := p.nargs(l, 1, 1, 1, "roundrobin, leastconn or source"); ok {
-			switch b := lbconfig.Balance(args[0]); b {
-			case lbconfig.RoundRobin, lbconfig.LeastConn, lbconfig.Source:
+		if args, ok := p.nargs(l, 1, 1, 1, lbconfig.TCPBalances); ok {
+			b, ok := p.randomDraws(l, args[0])
+			if !ok {
+				return
+			}
+			switch b {
+			case lbconfig.RoundRobin, lbconfig.LeastConn, lbconfig.Source, lbconfig.StaticRR, lbconfig.First, lbconfig.Random:
 				p.defBalance = b
 			default:
-				p.errorf(l, kw, "balance %q in defaults is not supported by vipstack (accepted in defaults: roundrobin, leastconn, source)", args[0])
+				p.errorf(l, kw, "balance %q in defaults is not supported by vipstack (accepted in defaults: %s)", args[0], lbconfig.TCPBalances)
 			}
 		}
 	case "option dontlognull":
@@ -1274,8 +1278,10 @@ func (p *parser) backend(l line) {
 		if !p.once(l, kw) {
 			return
 		}
-		if args, ok := p.nargs(l, 1, 1, 1, "roundrobin, leastconn or source"); ok {
-			p.be.Balance = lbconfig.Balance(args[0])
+		if args, ok := p.nargs(l, 1, 1, 1, lbconfig.TCPBalances); ok {
+			if b, ok := p.randomDraws(l, args[0]); ok {
+				p.be.Balance = b
+			}
 		}
 	case "mode":
 		p.httpMode(l)

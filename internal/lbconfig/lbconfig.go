@@ -294,6 +294,16 @@ const (
 	RoundRobin Balance = "roundrobin"
 	LeastConn  Balance = "leastconn"
 	Source     Balance = "source"
+	// StaticRR takes the servers in turn by their weights as at load,
+	// haproxy's map of slots walked in order (the map source indexes).
+	StaticRR Balance = "static-rr"
+	// First sends each connection to the first server, by id, with a
+	// free connection slot (below its maxconn).
+	First Balance = "first"
+	// Random draws two servers at random, by weight, and takes the one
+	// with fewer connections per unit of weight (haproxy 2.6's random,
+	// whose draws default to 2).
+	Random Balance = "random"
 	// URI and Header hash the request's path or a header (mode http).
 	URI    Balance = "uri"
 	Header Balance = "hdr"

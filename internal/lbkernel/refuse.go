@@ -54,6 +54,8 @@ func backendRefusal(cfg *lbconfig.Config, fe string, b *lbconfig.Backend) *Refus
 		return &Refusal{Pos: pos(cfg, keys...), Proxy: fe + " (backend " + b.Name + ")", Directive: directive, Why: why}
 	}
 	switch bal := balanceOf(b); {
+	case bal == lbconfig.StaticRR:
+		return fail("balance static-rr", "nftables' counter (numgen) spreads by weight in its own order, not along haproxy's slot map", lbconfig.ItemKey(bk, "balance"))
 	case bal != lbconfig.RoundRobin && bal != lbconfig.Source:
 		return fail("balance "+string(bal), "nftables picks by a counter (numgen) or a hash of the source address (jhash), not by connections counted or by request content", lbconfig.ItemKey(bk, "balance"))
 	case bal == lbconfig.Source && b.HashType == "consistent":
