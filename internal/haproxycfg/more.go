@@ -28,7 +28,7 @@ type moreState struct {
 // Extra keywords accepted, for messages.
 const (
 	moreProxyOptions = "tcp-request inspect-delay, option tcpka, option clitcpka, option srvtcpka, option dontlog-normal, option log-separate-errors, option abortonclose"
-	moreGlobalKWs    = "ulimit-n, spread-checks, hard-stop-after, tune.ssl.default-dh-param, server-state-file, server-state-base"
+	moreGlobalKWs    = "description, node, ulimit-n, spread-checks, hard-stop-after, tune.ssl.default-dh-param, server-state-file, server-state-base"
 )
 
 // proxyOption reads an option that defaults and proxy sections share

@@ -594,6 +594,7 @@ func (p *parser) endFile() {
 	p.checkResolvers()
 	p.warnInsecureFork() // extcheck.go
 	p.endStickPeers()    // stick.go
+	p.endNodeDesc()      // global_more.go
 	// haproxy: connect within min(timeout connect, inter), then
 	// timeout check for the answer. vipstack bounds the whole check by
 	// their sum.

@@ -1,0 +1,56 @@
+package haproxycfg
+
+import (
+	"testing"
+
+	"github.com/vipstack/vipstack/internal/lbconfig"
+)
+
+// TestGlobalNodeDesc: global's node and description are what stats
+// show-node and show-desc show without their own, in a listen and in a
+// mode http frontend, wherever global stands in the file.
+func TestGlobalNodeDesc(t *testing.T) {
+	stats := "listen st\n  bind 127.0.0.1:47013\n  mode http\n  stats enable\n  stats show-node\n  stats show-desc\n"
+	runAccept(t, []acceptCase{
+		{
+			name: "listen, global first",
+			conf: func(t *testing.T) string {
+				return "global\n  node lb-7\n  description edge pair  A\n" + base + stats
+			},
+			get:  func(c *lbconfig.Config) any { return []string{c.Stats[0].Node, c.Stats[0].Desc} },
+			want: []string{"lb-7", "edge pair A"},
+		},
+		{
+			name: "frontend, global last, own node kept",
+			conf: func(t *testing.T) string {
+				return base + "frontend st\n  bind 127.0.0.1:47013\n  mode http\n  stats enable\n  stats show-node own\n  stats show-desc\n" +
+					"global\n  node lb-7\n  description d\n"
+			},
+			get:  func(c *lbconfig.Config) any { return []string{c.Frontends[1].HTTP.Stats.Node, c.Frontends[1].HTTP.Stats.Desc} },
+			want: []string{"own", "d"},
+		},
+		{
+			name: "no global node: the page shows the host name",
+			conf: func(t *testing.T) string { return "global\n  description d\n" + base + stats },
+			get:  func(c *lbconfig.Config) any { return []any{c.Stats[0].ShowNode, c.Stats[0].Node} },
+			want: []any{true, ""},
+		},
+	})
+}
+
+func TestGlobalNodeDescErrors(t *testing.T) {
+	stats := "listen st\n  bind 127.0.0.1:47013\n  mode http\n  stats enable\n  stats show-desc\n"
+	for _, tt := range []struct{ name, conf, want string }{
+		{name: "show-desc with nothing to show", conf: base + stats,
+			want: "h.cfg:15: stats show-desc needs a description: it has none and global has no description (accepted: stats show-desc TEXT, or global's description TEXT)"},
+		{name: "node without a name", conf: "global\n  node\n" + base,
+			want: "h.cfg:2: node needs a value (accepted: node TEXT)"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse("h.cfg", []byte(tt.conf))
+			if err == nil || err.Error() != tt.want {
+				t.Errorf("Parse error\n got %v\nwant %s", err, tt.want)
+			}
+		})
+	}
+}
