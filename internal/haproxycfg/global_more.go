@@ -2,9 +2,9 @@ package haproxycfg
 
 import (
 	"errors"
-	"strconv"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 

@@ -26,7 +26,9 @@ func TestGlobalNodeDesc(t *testing.T) {
 				return base + "frontend st\n  bind 127.0.0.1:47013\n  mode http\n  stats enable\n  stats show-node own\n  stats show-desc\n" +
 					"global\n  node lb-7\n  description d\n"
 			},
-			get:  func(c *lbconfig.Config) any { return []string{c.Frontends[1].HTTP.Stats.Node, c.Frontends[1].HTTP.Stats.Desc} },
+			get: func(c *lbconfig.Config) any {
+				return []string{c.Frontends[1].HTTP.Stats.Node, c.Frontends[1].HTTP.Stats.Desc}
+			},
 			want: []string{"own", "d"},
 		},
 		{
