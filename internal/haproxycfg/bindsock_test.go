@@ -45,6 +45,14 @@ func TestBindSock(t *testing.T) {
 			want: []lbconfig.BindSock{{Backlog: 50}, {TFO: true, Backlog: 9}},
 		},
 		{
+			name: "a stats page's backlog",
+			conf: func(t *testing.T) string {
+				return base + "listen st\n  bind 127.0.0.1:47013 defer-accept\n  mode http\n  stats enable\n  backlog 12\n"
+			},
+			get:  func(c *lbconfig.Config) any { return c.Stats[0].Binds[0].Sock },
+			want: lbconfig.BindSock{DeferAccept: true, Backlog: 12},
+		},
+		{
 			name: "backlog in a backend: haproxy's warning",
 			conf: func(t *testing.T) string { return edit(t, srv10, srv10+"  backlog 10\n") },
 			get:  binds,

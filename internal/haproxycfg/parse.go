@@ -556,6 +556,11 @@ func (p *parser) endListen() {
 	// one whose targets take notice and above (OpenShift's current
 	// template: `log ... local0 notice alert`) gets none from haproxy
 	// either, and sends nothing.
+	for i := range ls.binds { // a monitor's or stats page's backlog
+		if ls.binds[i].Sock.Backlog == 0 {
+			ls.binds[i].Sock.Backlog = p.more.own.backlog
+		}
+	}
 	logs, connLog := ls.logs, p.listenLog(ls)
 	switch {
 	case p.broken && (!monitor && !stats || ls.mode == ""):
