@@ -56,3 +56,21 @@ func TestGlobalNodeDescErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestProxyLogTag: a section's log-tag, defaults' for those without one.
+func TestProxyLogTag(t *testing.T) {
+	runAccept(t, []acceptCase{{
+		name: "defaults, frontend, backend, listen, stats",
+		conf: func(t *testing.T) string {
+			return edit(t, "  mode tcp\n", "  mode tcp\n  log-tag dflt\n") +
+				"backend b2\n  log-tag bk\n  server s 127.0.0.1:47013\n" +
+				"listen l\n  bind 127.0.0.1:47014\n  log-tag ls\n  server s 127.0.0.1:47015\n" +
+				"listen st\n  bind 127.0.0.1:47016\n  mode http\n  stats enable\n  log-tag st\n"
+		},
+		get: func(c *lbconfig.Config) any {
+			return []string{c.Frontends[0].LogTag, c.Backends[0].LogTag, c.Backends[1].LogTag,
+				c.Frontends[1].LogTag, c.Backends[2].LogTag, c.Stats[0].LogTag}
+		},
+		want: []string{"dflt", "dflt", "bk", "ls", "ls", "st"},
+	}})
+}

@@ -12,12 +12,13 @@ import (
 // proxyOpts are the options a proxy section gets from defaults and may
 // set itself.
 type proxyOpts struct {
-	cliKA, srvKA   bool // option clitcpka / srvtcpka (tcpka: both)
-	allBackups     bool // option allbackups
-	dontLogNormal  bool // option dontlog-normal
-	separateErrors bool // option log-separate-errors
-	abortOnClose   bool // option abortonclose
-	backlog        int  // backlog: the listen queue of binds without one
+	cliKA, srvKA   bool   // option clitcpka / srvtcpka (tcpka: both)
+	allBackups     bool   // option allbackups
+	dontLogNormal  bool   // option dontlog-normal
+	separateErrors bool   // option log-separate-errors
+	abortOnClose   bool   // option abortonclose
+	backlog        int    // backlog: the listen queue of binds without one
+	logTag         string // log-tag: the syslog tag of the section's lines
 }
 
 type moreState struct {
@@ -110,6 +111,9 @@ func (p *parser) moreDefaults(l line, kw string) bool {
 	case "backlog":
 		p.proxyBacklog(l, &p.more.defaults, true) // bind_more.go
 		return true
+	case "log-tag":
+		p.proxyLogTag(l, &p.more.defaults)
+		return true
 	}
 	return p.proxyOption(l, kw, &p.more.defaults, true, true)
 }
@@ -124,6 +128,8 @@ func (p *parser) moreFrontend(l line, kw string) bool {
 		p.tcpRequest(l)
 	case kw == "backlog":
 		p.proxyBacklog(l, &p.more.own, true)
+	case kw == "log-tag":
+		p.proxyLogTag(l, &p.more.own)
 	default:
 		return p.proxyOption(l, kw, &p.more.own, true, false)
 	}
@@ -153,6 +159,8 @@ func (p *parser) moreBackend(l line, kw string) bool {
 		p.hashType(l, &p.be.HashType)
 	case kw == "backlog" && p.kind == secBackend:
 		p.proxyBacklog(l, &p.more.own, false)
+	case kw == "log-tag" && p.kind == secBackend:
+		p.proxyLogTag(l, &p.more.own)
 	case kw == "timeout" || len(kw) > 8 && kw[:8] == "timeout ":
 		t := &p.be.Timeouts
 		what := "backend"
@@ -189,6 +197,8 @@ func (p *parser) moreListen(l line, kw string) bool {
 		p.tcpRequest(l)
 	case kw == "backlog":
 		p.proxyBacklog(l, &p.more.own, true)
+	case kw == "log-tag":
+		p.proxyLogTag(l, &p.more.own)
 	default:
 		for _, k := range splitBar(moreListenBackend) {
 			if k == kw {
@@ -231,7 +241,7 @@ func (p *parser) sectionMaxconn(l line, dst *int) {
 
 // endFrontendMore gives a frontend the options of o.
 func (p *parser) endFrontendMore(f *lbconfig.Frontend, o *proxyOpts) {
-	f.KeepAlive = o.cliKA
+	f.KeepAlive, f.LogTag = o.cliKA, o.logTag
 	for i := range f.Binds {
 		if f.Binds[i].Sock.Backlog == 0 {
 			f.Binds[i].Sock.Backlog = o.backlog
@@ -245,4 +255,16 @@ func (p *parser) endFrontendMore(f *lbconfig.Frontend, o *proxyOpts) {
 // endBackendMore gives a backend the options of o.
 func (p *parser) endBackendMore(b *lbconfig.Backend, o *proxyOpts) {
 	b.KeepAlive, b.AllBackups, b.AbortOnClose = o.srvKA, o.allBackups, o.abortOnClose
+	b.LogTag = o.logTag
+}
+
+// proxyLogTag reads a proxy's (or defaults') `log-tag TAG`: the tag of
+// the syslog lines the section sends, over global's.
+func (p *parser) proxyLogTag(l line, o *proxyOpts) {
+	if !p.once(l, "log-tag") {
+		return
+	}
+	if args, ok := p.nargs(l, 1, 1, 1, "a tag"); ok {
+		o.logTag = args[0]
+	}
 }

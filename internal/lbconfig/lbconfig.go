@@ -192,6 +192,9 @@ type Frontend struct {
 	// LogTargets receive the frontend's connection lines (haproxy's `log`
 	// lines in defaults and the frontend); none sends none.
 	LogTargets []LogTarget
+	// LogTag is the tag of the section's syslog messages (its own
+	// `log-tag`, or defaults'); empty: Config.LogTag.
+	LogTag string
 	// HTTP makes the frontend an HTTP reverse proxy (mode http); nil
 	// relays TCP.
 	HTTP *HTTPFrontend
@@ -327,6 +330,9 @@ type Backend struct {
 	// LogTargets receive the backend's health check lines (with
 	// LogHealthChecks) and its servers' state changes.
 	LogTargets []LogTarget
+	// LogTag is the tag of the section's syslog messages (its own
+	// `log-tag`, or defaults'); empty: Config.LogTag.
+	LogTag string
 	// HTTP is the backend's mode http settings; nil for mode tcp.
 	HTTP *HTTPBackend
 	// Timeouts are the backend's own; of them the server side's apply
@@ -535,6 +541,9 @@ type Monitor struct {
 	// for each request; empty where the section has a log format
 	// (haproxy then logs no monitor request).
 	LogTargets []LogTarget
+	// LogTag is the tag of the section's syslog messages (its own
+	// `log-tag`, or defaults'); empty: Config.LogTag.
+	LogTag string
 	// ErrorFiles are defaults' errorfiles by status code (whole HTTP
 	// answers): the section's own answers of those codes, as haproxy's
 	// (internal/lb/web).
@@ -562,6 +571,9 @@ type Stats struct {
 	// LogTargets receive haproxy's "Connect from ... (NAME/HTTP)" line
 	// for each request; empty where the section has a log format.
 	LogTargets []LogTarget
+	// LogTag is the tag of the section's syslog messages (its own
+	// `log-tag`, or defaults'); empty: Config.LogTag.
+	LogTag string
 	// MonitorURI is a `monitor-uri` in the same listen: requests for it
 	// get the monitor's answer, before the stats page's authentication,
 	// as in haproxy; empty: none.
