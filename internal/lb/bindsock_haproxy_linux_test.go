@@ -117,11 +117,11 @@ func readListenSock(t *testing.T, port string) listenSock {
 	s.DeferAccept = get(unix.IPPROTO_TCP, unix.TCP_DEFER_ACCEPT)
 	s.FastOpen = get(unix.IPPROTO_TCP, unix.TCP_FASTOPEN)
 	s.Transparent = get(unix.IPPROTO_IP, unix.IP_TRANSPARENT)
-	if s.Device, err = unix.GetsockoptString(fd, unix.SOL_SOCKET, unix.SO_BINDTODEVICE); err != nil {
-		t.Fatalf("port %s: SO_BINDTODEVICE: %v", port, err)
-	}
 	if err != nil {
 		t.Fatalf("port %s: getsockopt: %v", port, err)
+	}
+	if s.Device, err = unix.GetsockoptString(fd, unix.SOL_SOCKET, unix.SO_BINDTODEVICE); err != nil {
+		t.Fatalf("port %s: SO_BINDTODEVICE: %v", port, err)
 	}
 	out, err := exec.Command("ss", "-ltnH", "sport", "=", ":"+port).Output()
 	if err != nil {
