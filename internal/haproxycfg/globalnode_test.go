@@ -3,6 +3,8 @@ package haproxycfg
 import (
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/vipstack/vipstack/internal/lbconfig"
 )
 
@@ -73,4 +75,52 @@ func TestProxyLogTag(t *testing.T) {
 		},
 		want: []string{"dflt", "dflt", "bk", "ls", "ls", "st"},
 	}})
+}
+
+// TestServerTemplate: a server-template line gives the backend the
+// model the same server lines give it.
+func TestServerTemplate(t *testing.T) {
+	for _, tt := range []struct{ name, template, lines string }{
+		{name: "count", template: "  server-template web 3 127.0.0.1:47012 check weight 5\n",
+			lines: "  server web1 127.0.0.1:47012 check weight 5\n  server web2 127.0.0.1:47012 check weight 5\n  server web3 127.0.0.1:47012 check weight 5\n"},
+		{name: "range in a listen", template: "  server-template w 4-5 127.0.0.1:47012 maxconn 9\n",
+			lines: "  server w4 127.0.0.1:47012 maxconn 9\n  server w5 127.0.0.1:47012 maxconn 9\n"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			conf := func(servers string) string {
+				if tt.name == "range in a listen" {
+					return base + "listen l\n  bind 127.0.0.1:47014\n" + servers
+				}
+				return edit(t, srv10, servers)
+			}
+			want, err := Parse("h.cfg", []byte(conf(tt.lines)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := Parse("h.cfg", []byte(conf(tt.template)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			be := len(got.Backends) - 1
+			if diff := cmp.Diff(want.Backends[be].Servers, got.Backends[be].Servers, cmpOpts); diff != "" {
+				t.Errorf("servers (-server lines +server-template):\n%s", diff)
+			}
+			if ok, out := haproxyCheck(t, []byte(conf(tt.template))); !ok {
+				t.Errorf("haproxy -c rejects it:\n%s", out)
+			}
+		})
+	}
+	for _, tt := range []struct{ name, line, want string }{
+		{name: "zero", line: "  server-template s 0 127.0.0.1:47012\n",
+			want: `h.cfg:10: server-template s: "0" is not a number of servers or a range LOW-HIGH of 1 or more (accepted: server-template PREFIX NUM|LOW-HIGH ADDRESS[:PORT] [params])`},
+		{name: "resolvers", line: "  server-template s 2 db.example:5432 resolvers dns\n",
+			want: "h.cfg:10: server-template s with resolvers is not supported by vipstack yet: haproxy spreads the DNS answer's addresses over the servers (accepted: server-template without resolvers, every server at the address resolved at start; or server lines with resolvers)"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse("h.cfg", []byte(edit(t, srv10, tt.line)))
+			if err == nil || err.Error() != tt.want {
+				t.Errorf("Parse error\n got %v\nwant %s", err, tt.want)
+			}
+		})
+	}
 }

@@ -135,7 +135,7 @@ const (
 	globalKeywords   = "ca-base, chroot, crt-base, daemon, external-check, gid, group, hard-stop-after, insecure-fork-wanted, localpeer, log, log-send-hostname, log-tag, maxconn, nbthread, pidfile, server-state-base, server-state-file, spread-checks, ssl-default-bind-*, ssl-default-server-*, stats socket, stats timeout, tune.bufsize, tune.maxaccept, tune.maxrewrite, tune.ssl.default-dh-param, uid, ulimit-n, user"
 	defaultsKeywords = "backlog, balance, compression, default-server, errorfile, fullconn, hash-type, log, log-format, log-tag, maxconn, mode, no log, option dontlognull, option forwardfor, option http-keep-alive, option http-server-close, option httpclose, option httpchk, option http-buffer-request, option httplog, option log-health-checks, option originalto, option redispatch, option tcplog, retries, timeout, " + moreProxyOptions + ", option allbackups"
 	frontendKeywords = "backlog, bind, default_backend, id, log, log-format, log-tag, maxconn, mode, no log, option tcplog, timeout, " + moreProxyOptions
-	listenKeywords   = "backlog, balance, bind, default-server, external-check command, external-check path, http-check connect, http-check expect status, http-check send, id, log, log-format, log-tag, mode, monitor-uri, no log, option dontlognull, option httpchk, option external-check, option log-health-checks, option mysql-check, option pgsql-check, option redis-check, option redispatch, option ssl-hello-chk, option tcp-check, option tcplog, server, stats auth, stats enable, stats hide-version, stats refresh, stats uri, tcp-check, " +
+	listenKeywords   = "backlog, balance, bind, default-server, external-check command, external-check path, http-check connect, http-check expect status, http-check send, id, log, log-format, log-tag, mode, monitor-uri, no log, option dontlognull, option httpchk, option external-check, option log-health-checks, option mysql-check, option pgsql-check, option redis-check, option redispatch, option ssl-hello-chk, option tcp-check, option tcplog, server, server-template, stats auth, stats enable, stats hide-version, stats refresh, stats uri, tcp-check, " +
 		"maxconn, retries, timeout, option allbackups, option httplog, stats admin, stats realm, stats show-desc, stats show-legends, stats show-node, " + moreProxyOptions
 	backendKeywords = "balance, default-server, external-check command, external-check path, fullconn, http-check connect, http-check expect status, http-check send, id, log, log-tag, mode, no log, option external-check, option httpchk, option tcp-check, option tcplog, option log-health-checks, option mysql-check, option pgsql-check, option redis-check, option redispatch, option ssl-hello-chk, server, stick match|on|store-request, stick-table, tcp-check, retries, timeout, option allbackups, " + moreProxyOptions
 	serverParams    = "alpn, backup, ca-file, check, check-ssl, ciphers, ciphersuites, cookie, disabled, downinter, enabled, fall, fastinter, force-tlsv1x, id, init-addr, inter, maxconn, maxqueue, no-ssl, no-sslv3, no-tls-tickets, no-tlsv1x, on-marked-down, port, resolve-prefer, resolvers, rise, send-proxy, send-proxy-v2, slowstart, sni, ssl, ssl-max-ver, ssl-min-ver, verify, weight"
@@ -252,7 +252,7 @@ type listen struct {
 
 // listenBackendKeywords make a listen section forward, as a frontend and
 // a backend of its name: the OpenShift UPI layout.
-const listenBackendKeywords = "server|default-server|balance|option httpchk|option ssl-hello-chk|option tcp-check|tcp-check|http-check|option log-health-checks|option redispatch|option external-check|external-check|stick-table|stick|fullconn"
+const listenBackendKeywords = "server|server-template|default-server|balance|option httpchk|option ssl-hello-chk|option tcp-check|tcp-check|http-check|option log-health-checks|option redispatch|option external-check|external-check|stick-table|stick|fullconn"
 
 func (p *parser) errorf(l line, kw, format string, a ...any) {
 	p.errs.add(p.file, l.num, kw, format, a...)
@@ -1278,6 +1278,8 @@ func (p *parser) backend(l line) {
 	switch kw := keyword(l.words); kw {
 	case "server":
 		p.server(l)
+	case "server-template":
+		p.serverTemplate(l) // servertemplate.go
 	case "default-server":
 		p.defaultServer(l)
 	case "balance":
