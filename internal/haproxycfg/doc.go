@@ -28,7 +28,8 @@
 //     ssl-default-bind-* and ssl-default-server-* (applied to ssl binds
 //     and servers at the file's end, read only if one exists: tls.go); chroot
 //     (applied by `vipstack lb`); tune.bufsize and tune.maxrewrite
-//     (lbconfig.Config.HeadLimits), tune.maxaccept (no effect: tune.go).
+//     (lbconfig.Config.HeadLimits), tune.maxaccept (no effect: tune.go);
+//     node and description (for stats show-node/show-desc: global_more.go).
 //     global may appear anywhere. docs/haproxy-cfg.md has the
 //     whole list with each directive's effect.
 //   - defaults (one section, before any proxy, optionally named): maxconn,
@@ -38,10 +39,11 @@
 //     | httpclose | http-keep-alive and errorfile (inherited by HTTP
 //     proxies; haproxy's warnings and fallbacks for TCP ones),
 //     option log-health-checks,
-//     option dontlognull, option redispatch, retries, default-server,
+//     option dontlognull, option redispatch, retries, default-server, backlog,
 //     timeout check | client | connect | server | tunnel | queue |
 //     http-request | http-keep-alive.
-//   - frontend NAME: bind ADDRESS:PORT[,...] [v4v6], default_backend,
+//   - frontend NAME: bind ADDRESS:PORT[,...] [v4v6] [defer-accept] [tfo]
+//     [interface NAME] [transparent] [backlog N] (bind_more.go), backlog, default_backend,
 //     log ..., log global, no log, log-format "FORMAT", option tcplog,
 //     mode tcp|http; in mode http also (http.go) acl, use_backend,
 //     http-request set-header | add-header | del-header | set-path |
@@ -95,7 +97,8 @@
 // that sent nothing; without a format haproxy's "Connect from" line at
 // accept. Sample expressions (%[...]), HTTP variables and the flags other
 // than +Q/-Q are errors that name them.
-//   - backend NAME: balance roundrobin | leastconn | source, log ..., log
+//   - backend NAME: balance roundrobin | static-rr | leastconn | first |
+//     source | random, log ..., log
 //     global, no log, option httpchk
 //     [[METHOD] URI [VERSION]] (also in defaults), http-check expect
 //     status CODES | [!] string TEXT | [!] rstring REGEX, http-check send

@@ -101,7 +101,7 @@ func TestParseErrors(t *testing.T) {
 		{
 			name:    "balance uri in defaults",
 			conf:    func(t *testing.T) string { return edit(t, "  mode tcp\n", "  mode tcp\n  balance uri\n") },
-			want:    `h.cfg:3: balance "uri" in defaults is not supported by vipstack (accepted in defaults: roundrobin, leastconn, source)`,
+			want:    `h.cfg:3: balance "uri" in defaults is not supported by vipstack (accepted in defaults: roundrobin, static-rr, leastconn, first, source, random)`,
 			haproxy: haproxyAccepts,
 		},
 		{
@@ -286,13 +286,19 @@ func TestParseErrors(t *testing.T) {
 		{
 			name:    "unknown balance",
 			conf:    func(t *testing.T) string { return edit(t, srv, "  balance foo\n"+srv) },
-			want:    `h.cfg:10: backend masters: balance "foo" is not supported by vipstack (accepted: roundrobin, leastconn, source)`,
+			want:    `h.cfg:10: backend masters: balance "foo" is not supported by vipstack (accepted: roundrobin, static-rr, leastconn, first, source, random)`,
 			haproxy: haproxyRejects,
 		},
 		{
 			name:    "balance haproxy knows",
-			conf:    func(t *testing.T) string { return edit(t, srv, "  balance static-rr\n"+srv) },
-			want:    `h.cfg:10: backend masters: balance "static-rr" is not supported by vipstack (accepted: roundrobin, leastconn, source)`,
+			conf:    func(t *testing.T) string { return edit(t, srv, "  balance rdp-cookie\n"+srv) },
+			want:    `h.cfg:10: backend masters: balance "rdp-cookie" is not supported by vipstack (accepted: roundrobin, static-rr, leastconn, first, source, random)`,
+			haproxy: haproxyAccepts,
+		},
+		{
+			name:    "balance random with 3 draws",
+			conf:    func(t *testing.T) string { return edit(t, srv, "  balance random(3)\n"+srv) },
+			want:    `h.cfg:10: balance random(3): vipstack draws 2 servers (accepted: random, random(2))`,
 			haproxy: haproxyAccepts,
 		},
 		{
@@ -824,9 +830,11 @@ func TestParseErrors(t *testing.T) {
 			haproxy: haproxyRejects,
 		},
 		{
-			name:    "unsupported bind parameter",
-			conf:    func(t *testing.T) string { return edit(t, "127.0.0.1:47011", "127.0.0.1:47011 transparent") },
-			want:    `h.cfg:7: bind parameter "transparent" is not supported by vipstack (supported: v4v6, v6only, name, ssl, crt, crt-list, alpn, ciphers, ciphersuites, ssl-min-ver, ssl-max-ver, no-sslv3, no-tlsv1x, force-tlsv1x, no-tls-tickets)`,
+			name: "unsupported bind parameter",
+			conf: func(t *testing.T) string {
+				return edit(t, "127.0.0.1:47011", "127.0.0.1:47011 accept-netscaler-cip 1234")
+			},
+			want:    `h.cfg:7: bind parameter "accept-netscaler-cip" is not supported by vipstack (supported: v4v6, v6only, name, defer-accept, tfo, interface, transparent, backlog, ssl, crt, crt-list, alpn, ciphers, ciphersuites, ssl-min-ver, ssl-max-ver, no-sslv3, no-tlsv1x, force-tlsv1x, no-tls-tickets)`,
 			haproxy: haproxyAccepts,
 		},
 		{

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -21,6 +22,18 @@ func (p *parser) moreGlobal(l line, kw string) bool {
 				p.cfg.UlimitN = n
 			}
 		}
+	case "node", "description":
+		// The node's name and description, which the stats page shows
+		// with `stats show-node` and `stats show-desc` without their own
+		// (endFile). The description is the rest of the line.
+		if !p.once(l, kw) {
+			return true
+		}
+		if len(l.words) < 2 {
+			p.errorf(l, kw, "%s needs a value (accepted: %s TEXT)", kw, kw)
+			return true
+		}
+		p.state["global "+kw] = strings.Join(l.words[1:], " ")
 	case "spread-checks":
 		if v, ok := p.oneArg(l, kw, "a percentage, 0..50"); ok {
 			n, ok := p.intArg(l, kw, v, 0, "0..50")
@@ -98,4 +111,33 @@ func (p *parser) stateFile() {
 		text = strings.ToUpper(text[:1]) + text[1:] // strerror's spelling
 	}
 	p.warnf(line{num: p.stateLine}, "config: Can't open global server state file '%s': %s", name, text)
+}
+
+// endNodeDesc gives the stats pages that show the node's name or a
+// description without their own global's node and description, as
+// haproxy does (the host name when global has no node).
+func (p *parser) endNodeDesc() {
+	for i := range p.cfg.Stats {
+		p.nodeDesc(lbconfig.ListenKey(p.cfg.Stats[i].Name), &p.cfg.Stats[i])
+	}
+	for _, f := range p.cfg.Frontends {
+		if f.HTTP != nil && f.HTTP.Stats != nil {
+			p.nodeDesc(lbconfig.FrontendKey(f.Name), f.HTTP.Stats)
+		}
+	}
+}
+
+func (p *parser) nodeDesc(key string, st *lbconfig.Stats) {
+	if st.ShowNode && st.Node == "" {
+		st.Node = p.state["global node"]
+	}
+	at, ok := p.state["show-desc "+key]
+	if !ok {
+		return
+	}
+	st.Desc = p.state["global description"]
+	if st.Desc == "" {
+		n, _ := strconv.Atoi(at)
+		p.errorf(line{num: n}, "stats", "stats show-desc needs a description: it has none and global has no description (accepted: stats show-desc TEXT, or global's description TEXT)")
+	}
 }

@@ -12,11 +12,13 @@ import (
 // proxyOpts are the options a proxy section gets from defaults and may
 // set itself.
 type proxyOpts struct {
-	cliKA, srvKA   bool // option clitcpka / srvtcpka (tcpka: both)
-	allBackups     bool // option allbackups
-	dontLogNormal  bool // option dontlog-normal
-	separateErrors bool // option log-separate-errors
-	abortOnClose   bool // option abortonclose
+	cliKA, srvKA   bool   // option clitcpka / srvtcpka (tcpka: both)
+	allBackups     bool   // option allbackups
+	dontLogNormal  bool   // option dontlog-normal
+	separateErrors bool   // option log-separate-errors
+	abortOnClose   bool   // option abortonclose
+	backlog        int    // backlog: the listen queue of binds without one
+	logTag         string // log-tag: the syslog tag of the section's lines
 }
 
 type moreState struct {
@@ -27,7 +29,7 @@ type moreState struct {
 // Extra keywords accepted, for messages.
 const (
 	moreProxyOptions = "tcp-request inspect-delay, option tcpka, option clitcpka, option srvtcpka, option dontlog-normal, option log-separate-errors, option abortonclose"
-	moreGlobalKWs    = "ulimit-n, spread-checks, hard-stop-after, tune.ssl.default-dh-param, server-state-file, server-state-base"
+	moreGlobalKWs    = "description, node, ulimit-n, spread-checks, hard-stop-after, tune.ssl.default-dh-param, server-state-file, server-state-base"
 )
 
 // proxyOption reads an option that defaults and proxy sections share
@@ -106,6 +108,12 @@ func (p *parser) moreDefaults(l line, kw string) bool {
 	case "fullconn":
 		p.fullConn(l, &p.defFullConn) // stick.go
 		return true
+	case "backlog":
+		p.proxyBacklog(l, &p.more.defaults, true) // bind_more.go
+		return true
+	case "log-tag":
+		p.proxyLogTag(l, &p.more.defaults)
+		return true
 	}
 	return p.proxyOption(l, kw, &p.more.defaults, true, true)
 }
@@ -118,6 +126,10 @@ func (p *parser) moreFrontend(l line, kw string) bool {
 		p.sectionMaxconn(l, &p.fe.MaxConn)
 	case kw == "tcp-request":
 		p.tcpRequest(l)
+	case kw == "backlog":
+		p.proxyBacklog(l, &p.more.own, true)
+	case kw == "log-tag":
+		p.proxyLogTag(l, &p.more.own)
 	default:
 		return p.proxyOption(l, kw, &p.more.own, true, false)
 	}
@@ -145,6 +157,10 @@ func (p *parser) moreBackend(l line, kw string) bool {
 		p.tcpRequestBackend(l) // tcprequest.go
 	case kw == "hash-type":
 		p.hashType(l, &p.be.HashType)
+	case kw == "backlog" && p.kind == secBackend:
+		p.proxyBacklog(l, &p.more.own, false)
+	case kw == "log-tag" && p.kind == secBackend:
+		p.proxyLogTag(l, &p.more.own)
 	case kw == "timeout" || len(kw) > 8 && kw[:8] == "timeout ":
 		t := &p.be.Timeouts
 		what := "backend"
@@ -179,6 +195,10 @@ func (p *parser) moreListen(l line, kw string) bool {
 		p.sectionMaxconn(l, &p.ls.maxconn)
 	case kw == "tcp-request":
 		p.tcpRequest(l)
+	case kw == "backlog":
+		p.proxyBacklog(l, &p.more.own, true)
+	case kw == "log-tag":
+		p.proxyLogTag(l, &p.more.own)
 	default:
 		for _, k := range splitBar(moreListenBackend) {
 			if k == kw {
@@ -221,7 +241,12 @@ func (p *parser) sectionMaxconn(l line, dst *int) {
 
 // endFrontendMore gives a frontend the options of o.
 func (p *parser) endFrontendMore(f *lbconfig.Frontend, o *proxyOpts) {
-	f.KeepAlive = o.cliKA
+	f.KeepAlive, f.LogTag = o.cliKA, o.logTag
+	for i := range f.Binds {
+		if f.Binds[i].Sock.Backlog == 0 {
+			f.Binds[i].Sock.Backlog = o.backlog
+		}
+	}
 	if f.Log != nil {
 		f.Log.DontLogNormal, f.Log.SeparateErrors = o.dontLogNormal, o.separateErrors
 	}
@@ -230,4 +255,16 @@ func (p *parser) endFrontendMore(f *lbconfig.Frontend, o *proxyOpts) {
 // endBackendMore gives a backend the options of o.
 func (p *parser) endBackendMore(b *lbconfig.Backend, o *proxyOpts) {
 	b.KeepAlive, b.AllBackups, b.AbortOnClose = o.srvKA, o.allBackups, o.abortOnClose
+	b.LogTag = o.logTag
+}
+
+// proxyLogTag reads a proxy's (or defaults') `log-tag TAG`: the tag of
+// the syslog lines the section sends, over global's.
+func (p *parser) proxyLogTag(l line, o *proxyOpts) {
+	if !p.once(l, "log-tag") {
+		return
+	}
+	if args, ok := p.nargs(l, 1, 1, 1, "a tag"); ok {
+		o.logTag = args[0]
+	}
 }

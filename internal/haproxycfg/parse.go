@@ -133,11 +133,11 @@ func commas(list string) string { return strings.Join(strings.Fields(list), ", "
 // Keywords each section accepts, for error messages.
 const (
 	globalKeywords   = "ca-base, chroot, crt-base, daemon, external-check, gid, group, hard-stop-after, insecure-fork-wanted, localpeer, log, log-send-hostname, log-tag, maxconn, nbthread, pidfile, server-state-base, server-state-file, spread-checks, ssl-default-bind-*, ssl-default-server-*, stats socket, stats timeout, tune.bufsize, tune.maxaccept, tune.maxrewrite, tune.ssl.default-dh-param, uid, ulimit-n, user"
-	defaultsKeywords = "balance, compression, default-server, errorfile, fullconn, hash-type, log, log-format, maxconn, mode, no log, option dontlognull, option forwardfor, option http-keep-alive, option http-server-close, option httpclose, option httpchk, option http-buffer-request, option httplog, option log-health-checks, option originalto, option redispatch, option tcplog, retries, timeout, " + moreProxyOptions + ", option allbackups"
-	frontendKeywords = "bind, default_backend, id, log, log-format, maxconn, mode, no log, option tcplog, timeout, " + moreProxyOptions
-	listenKeywords   = "balance, bind, default-server, external-check command, external-check path, http-check connect, http-check expect status, http-check send, id, log, log-format, mode, monitor-uri, no log, option dontlognull, option httpchk, option external-check, option log-health-checks, option mysql-check, option pgsql-check, option redis-check, option redispatch, option ssl-hello-chk, option tcp-check, option tcplog, server, stats auth, stats enable, stats hide-version, stats refresh, stats uri, tcp-check, " +
+	defaultsKeywords = "backlog, balance, compression, default-server, errorfile, fullconn, hash-type, log, log-format, log-tag, maxconn, mode, no log, option dontlognull, option forwardfor, option http-keep-alive, option http-server-close, option httpclose, option httpchk, option http-buffer-request, option httplog, option log-health-checks, option originalto, option redispatch, option tcplog, retries, timeout, " + moreProxyOptions + ", option allbackups"
+	frontendKeywords = "backlog, bind, default_backend, id, log, log-format, log-tag, maxconn, mode, no log, option tcplog, timeout, " + moreProxyOptions
+	listenKeywords   = "backlog, balance, bind, default-server, external-check command, external-check path, http-check connect, http-check expect status, http-check send, id, log, log-format, log-tag, mode, monitor-uri, no log, option dontlognull, option httpchk, option external-check, option log-health-checks, option mysql-check, option pgsql-check, option redis-check, option redispatch, option ssl-hello-chk, option tcp-check, option tcplog, server, server-template, stats auth, stats enable, stats hide-version, stats refresh, stats uri, tcp-check, " +
 		"maxconn, retries, timeout, option allbackups, option httplog, stats admin, stats realm, stats show-desc, stats show-legends, stats show-node, " + moreProxyOptions
-	backendKeywords = "balance, default-server, external-check command, external-check path, fullconn, http-check connect, http-check expect status, http-check send, id, log, mode, no log, option external-check, option httpchk, option tcp-check, option tcplog, option log-health-checks, option mysql-check, option pgsql-check, option redis-check, option redispatch, option ssl-hello-chk, server, stick match|on|store-request, stick-table, tcp-check, retries, timeout, option allbackups, " + moreProxyOptions
+	backendKeywords = "balance, default-server, external-check command, external-check path, fullconn, http-check connect, http-check expect status, http-check send, id, log, log-tag, mode, no log, option external-check, option httpchk, option tcp-check, option tcplog, option log-health-checks, option mysql-check, option pgsql-check, option redis-check, option redispatch, option ssl-hello-chk, server, stick match|on|store-request, stick-table, tcp-check, retries, timeout, option allbackups, " + moreProxyOptions
 	serverParams    = "alpn, backup, ca-file, check, check-ssl, ciphers, ciphersuites, cookie, disabled, downinter, enabled, fall, fastinter, force-tlsv1x, id, init-addr, inter, maxconn, maxqueue, no-ssl, no-sslv3, no-tls-tickets, no-tlsv1x, on-marked-down, port, resolve-prefer, resolvers, rise, send-proxy, send-proxy-v2, slowstart, sni, ssl, ssl-max-ver, ssl-min-ver, verify, weight"
 	timeoutNames    = "check, client, client-fin, connect, http-keep-alive, http-request, queue, server, server-fin, tunnel"
 )
@@ -252,7 +252,7 @@ type listen struct {
 
 // listenBackendKeywords make a listen section forward, as a frontend and
 // a backend of its name: the OpenShift UPI layout.
-const listenBackendKeywords = "server|default-server|balance|option httpchk|option ssl-hello-chk|option tcp-check|tcp-check|http-check|option log-health-checks|option redispatch|option external-check|external-check|stick-table|stick|fullconn"
+const listenBackendKeywords = "server|server-template|default-server|balance|option httpchk|option ssl-hello-chk|option tcp-check|tcp-check|http-check|option log-health-checks|option redispatch|option external-check|external-check|stick-table|stick|fullconn"
 
 func (p *parser) errorf(l line, kw, format string, a ...any) {
 	p.errs.add(p.file, l.num, kw, format, a...)
@@ -556,6 +556,11 @@ func (p *parser) endListen() {
 	// one whose targets take notice and above (OpenShift's current
 	// template: `log ... local0 notice alert`) gets none from haproxy
 	// either, and sends nothing.
+	for i := range ls.binds { // a monitor's or stats page's backlog
+		if ls.binds[i].Sock.Backlog == 0 {
+			ls.binds[i].Sock.Backlog = p.more.own.backlog
+		}
+	}
 	logs, connLog := ls.logs, p.listenLog(ls)
 	switch {
 	case p.broken && (!monitor && !stats || ls.mode == ""):
@@ -574,13 +579,13 @@ func (p *parser) endListen() {
 		}
 		p.errorf(l, "mode", "%s needs mode http for its %s (haproxy ignores %s in TCP mode)", p.key, what, what)
 	case monitor && !stats:
-		p.cfg.Monitors = append(p.cfg.Monitors, lbconfig.Monitor{Name: ls.name, Binds: ls.binds, URI: ls.monitorURI, LogTargets: logs, Log: connLog,
+		p.cfg.Monitors = append(p.cfg.Monitors, lbconfig.Monitor{Name: ls.name, Binds: ls.binds, URI: ls.monitorURI, LogTargets: logs, Log: connLog, LogTag: p.more.own.logTag,
 			ErrorFiles: maps.Clone(p.hd.errorFiles), MaxConn: ls.maxconn})
 	default:
 		s := ls.stats
 		s.Name, s.Binds, s.LogTargets, s.Timeouts, s.Log = ls.name, ls.binds, logs, ls.timeouts, connLog
 		s.MonitorURI = ls.monitorURI // both in one section: the monitor answers its URI
-		s.MaxConn = ls.maxconn
+		s.MaxConn, s.LogTag = ls.maxconn, p.more.own.logTag
 		s.ErrorFiles = maps.Clone(p.hd.errorFiles)
 		if s.URI == "" {
 			s.URI = lbconfig.DefaultStatsURI
@@ -594,6 +599,7 @@ func (p *parser) endFile() {
 	p.checkResolvers()
 	p.warnInsecureFork() // extcheck.go
 	p.endStickPeers()    // stick.go
+	p.endNodeDesc()      // global_more.go
 	// haproxy: connect within min(timeout connect, inter), then
 	// timeout check for the answer. vipstack bounds the whole check by
 	// their sum.
@@ -948,12 +954,16 @@ func (p *parser) defaults(l line) {
 		if !p.once(l, kw) {
 			return
 		}
-		if args, ok := p.nargs(l, 1, 1, 1, "roundrobin, leastconn or source"); ok {
-			switch b := lbconfig.Balance(args[0]); b {
-			case lbconfig.RoundRobin, lbconfig.LeastConn, lbconfig.Source:
+		if args, ok := p.nargs(l, 1, 1, 1, lbconfig.TCPBalances); ok {
+			b, ok := p.randomDraws(l, args[0])
+			if !ok {
+				return
+			}
+			switch b {
+			case lbconfig.RoundRobin, lbconfig.LeastConn, lbconfig.Source, lbconfig.StaticRR, lbconfig.First, lbconfig.Random:
 				p.defBalance = b
 			default:
-				p.errorf(l, kw, "balance %q in defaults is not supported by vipstack (accepted in defaults: roundrobin, leastconn, source)", args[0])
+				p.errorf(l, kw, "balance %q in defaults is not supported by vipstack (accepted in defaults: %s)", args[0], lbconfig.TCPBalances)
 			}
 		}
 	case "option dontlognull":
@@ -1268,14 +1278,18 @@ func (p *parser) backend(l line) {
 	switch kw := keyword(l.words); kw {
 	case "server":
 		p.server(l)
+	case "server-template":
+		p.serverTemplate(l) // servertemplate.go
 	case "default-server":
 		p.defaultServer(l)
 	case "balance":
 		if !p.once(l, kw) {
 			return
 		}
-		if args, ok := p.nargs(l, 1, 1, 1, "roundrobin, leastconn or source"); ok {
-			p.be.Balance = lbconfig.Balance(args[0])
+		if args, ok := p.nargs(l, 1, 1, 1, lbconfig.TCPBalances); ok {
+			if b, ok := p.randomDraws(l, args[0]); ok {
+				p.be.Balance = b
+			}
 		}
 	case "mode":
 		p.httpMode(l)
@@ -1607,6 +1621,10 @@ func (p *parser) bind(l line, first int) []lbconfig.Bind {
 				p.errorf(l, "bind", "bind %s", msg)
 				return nil
 			}
+			if opts.sock != (lbconfig.BindSock{}) {
+				p.errorf(l, "bind", "bind %s: %s applies to TCP sockets, not to an abstract UNIX socket (accepted: an IP address bind)", a, opts.sock)
+				return nil
+			}
 			out = append(out, lbconfig.Bind{Abstract: abs, TLS: tlsConf})
 			continue
 		}
@@ -1616,7 +1634,7 @@ func (p *parser) bind(l line, first int) []lbconfig.Bind {
 				p.errorf(l, "bind", "bind %s", msg)
 				return nil
 			}
-			out = append(out, lbconfig.Bind{Addr: addr, Host: host, V4V6: v4v6, V6Only: opts.v6only, TLS: tlsConf})
+			out = append(out, lbconfig.Bind{Addr: addr, Host: host, V4V6: v4v6, V6Only: opts.v6only, TLS: tlsConf, Sock: opts.sock})
 		}
 	}
 	if v4v6 && opts.v6only {

@@ -2,6 +2,7 @@ package haproxycfg
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/vipstack/vipstack/internal/lbconfig"
@@ -74,8 +75,9 @@ func (p *parser) statsOption(l line, kw string, st *lbconfig.Stats) bool {
 		}
 		// The description is the rest of the line, words joined by a
 		// space as haproxy joins them.
+		// Without one, global's description (endFile).
 		if len(l.words) < 3 {
-			p.errorf(l, "stats", "stats show-desc needs a description (vipstack has no global description to show)")
+			p.state["show-desc "+p.key] = strconv.Itoa(l.num)
 			return true
 		}
 		st.Desc = strings.Join(l.words[2:], " ")

@@ -16,10 +16,11 @@ import (
 var (
 	ErrNoBackend = errors.New("no such backend")
 	ErrNoServer  = errors.New("no such server")
-	// ErrStaticWeight: the backend balances by source, whose hash map is
-	// built from the configured weights (haproxy's static algorithm); a
-	// server's weight can only go to 0 or back to its configured weight.
-	ErrStaticWeight = errors.New("the backend balances by source, a static algorithm: a server's weight may only be 0 or its configured weight")
+	// ErrStaticWeight: the backend balances by source or static-rr,
+	// whose slot map is built from the configured weights (haproxy's
+	// static algorithms); a server's weight can only go to 0 or back to
+	// its configured weight.
+	ErrStaticWeight = errors.New("the backend's balance (source or static-rr) is a static algorithm: a server's weight may only be 0 or its configured weight")
 )
 
 // MaxWeight is the largest server weight, haproxy's.
@@ -117,7 +118,7 @@ func (s *server) setWeight(balance lbconfig.Balance, w int) error {
 		s.weight.mu.Unlock()
 		return fmt.Errorf("server %s: %w", s.id(), ErrNoServer)
 	}
-	if balance == lbconfig.Source && w != 0 && w != s.weight.initial {
+	if (balance == lbconfig.Source || balance == lbconfig.StaticRR) && w != 0 && w != s.weight.initial {
 		s.weight.mu.Unlock()
 		return fmt.Errorf("server %s: weight %d: %w", s.id(), w, ErrStaticWeight)
 	}

@@ -37,6 +37,7 @@ type pool struct {
 	wait                  waitQueue
 	ring                  []ringPoint // hash-type consistent; nil: map-based
 	srcMap                sourceMap   // balance source, map-based; under mu
+	static                staticRR    // balance static-rr; under mu
 	// stick is the pool's stick rules and table (stick.go); nil: none.
 	stick *poolStick
 }
@@ -99,6 +100,12 @@ func (p *pool) pick(client netip.Addr, skip uint64) int {
 		return p.pickLeastConn(skip)
 	case lbconfig.Source:
 		return p.pickSource(client, skip)
+	case lbconfig.StaticRR:
+		return p.pickStaticRR(skip)
+	case lbconfig.First:
+		return p.pickFirst(skip)
+	case lbconfig.Random:
+		return p.pickRandom(skip)
 	}
 	return p.pickRoundRobin(skip)
 }
@@ -202,6 +209,11 @@ type sourceMap struct {
 // build returns the table for the servers' weights now, rebuilding it if
 // they changed. p.mu is held.
 func (sm *sourceMap) build(p *pool, skip uint64) []int32 {
+	return sm.buildFor(p, func(i int) int { return p.pickWeight(i, skip) })
+}
+
+// buildFor is build with server i's weight for the table weight(i).
+func (sm *sourceMap) buildFor(p *pool, weight func(i int) int) []int32 {
 	n := len(p.servers)
 	if len(sm.weights) != n {
 		sm.weights, sm.score, sm.table = make([]int, n), make([]int, n), nil
@@ -219,7 +231,7 @@ func (sm *sourceMap) build(p *pool, skip uint64) []int32 {
 	for i := range p.servers {
 		// The effective weight: the weight reduced by the configured
 		// weights' common divisor, rounded up.
-		w := (p.pickWeight(i, skip) + sm.gcd - 1) / sm.gcd
+		w := (weight(i) + sm.gcd - 1) / sm.gcd
 		if w != sm.weights[i] {
 			sm.weights[i], changed = w, true
 		}

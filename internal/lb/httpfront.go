@@ -14,7 +14,6 @@ import (
 	"github.com/vipstack/vipstack/internal/lb/httploop"
 	"github.com/vipstack/vipstack/internal/lb/httpproxy"
 	"github.com/vipstack/vipstack/internal/lb/logging"
-	"github.com/vipstack/vipstack/internal/lb/relay"
 	"github.com/vipstack/vipstack/internal/lb/stats"
 	"github.com/vipstack/vipstack/internal/lb/tlsconf"
 	"github.com/vipstack/vipstack/internal/lb/web"
@@ -100,7 +99,7 @@ func (l *LB) setProxy(pl *proxyListener, pc httpproxy.Config, b lbconfig.Bind, l
 	}
 }
 
-func (l *LB) listenProxy(key string, b lbconfig.Bind) (*proxyListener, error) {
+func (l *LB) listenProxy(key string, b lbconfig.Bind, queue int) (*proxyListener, error) {
 	var conf *tls.Config
 	if b.TLS != nil {
 		var err error
@@ -109,11 +108,13 @@ func (l *LB) listenProxy(key string, b lbconfig.Bind) (*proxyListener, error) {
 		}
 	}
 	network, address, v6only := bindNetwork(b)
-	lc := net.ListenConfig{Control: relay.ListenControl(v6only)}
-	if b.Abstract != "" {
-		lc = net.ListenConfig{} // TCP's socket options do not apply
-	}
+	lc := listenConfig(b, v6only, queue)
 	ln, err := lc.Listen(context.Background(), network, address)
+	if err == nil {
+		if err = setBacklog(ln, b, queue); err != nil {
+			ln.Close()
+		}
+	}
 	if err != nil {
 		if b.Abstract != "" && errors.Is(err, syscall.EADDRINUSE) {
 			return nil, fmt.Errorf("%w: another socket listens on abns@%s (accepted: an abstract socket name no other process listens on)", err, b.Abstract)

@@ -228,6 +228,9 @@ func bindKey(b lbconfig.Bind) string {
 	if b.TLS != nil {
 		k += " ssl" // a bind that turns ssl on or off is a new listener
 	}
+	if o := b.Sock.String(); o != "" {
+		k += " " + o // so is one whose socket options change
+	}
 	return k
 }
 
@@ -363,7 +366,7 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 				undo()
 				return fmt.Errorf("lb: apply: %s: %s: %w", where(cfg, w.key), k, err)
 			}
-			pl, err := l.listenProxy(k, w.bind)
+			pl, err := l.listenProxy(k, w.bind, listenQueue(cfg, w.fe))
 			if err != nil {
 				undo()
 				return fmt.Errorf("lb: apply: %s: %s: %w", where(cfg, w.key), k, err)
@@ -380,7 +383,7 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 				undo()
 				return fmt.Errorf("lb: apply: %s: %s: %w", where(cfg, w.key), k, err)
 			}
-			t, err := l.listenTLS(k, w.bind)
+			t, err := l.listenTLS(k, w.bind, listenQueue(cfg, w.fe))
 			if err != nil {
 				undo()
 				return fmt.Errorf("lb: apply: %s: %s: %w", where(cfg, w.key), k, err)
@@ -397,7 +400,7 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 				undo()
 				return fmt.Errorf("lb: apply: %s: %s: %w", where(cfg, w.key), k, err)
 			}
-			t, err := l.listenTCP(k, w.bind)
+			t, err := l.listenTCP(k, w.bind, listenQueue(cfg, w.fe))
 			if err != nil {
 				undo()
 				return fmt.Errorf("lb: apply: %s: %s: %w", where(cfg, w.key), k, err)
@@ -416,7 +419,7 @@ func (l *LB) Apply(cfg *lbconfig.Config) error {
 			undo()
 			return fmt.Errorf("lb: apply: %s: %s: %w", where(cfg, w.key), k, err)
 		}
-		h, err := l.listenHTTP(k, w.bind, webTimeouts(cfg, w.site))
+		h, err := l.listenHTTP(k, w.bind, webTimeouts(cfg, w.site), listenQueue(cfg, nil))
 		if err != nil {
 			undo()
 			return fmt.Errorf("lb: apply: %s: %s: %w", where(cfg, w.key), k, err)
@@ -989,16 +992,20 @@ type tcpListener struct {
 	l    *LB // set by start
 }
 
-func (l *LB) listenTCP(key string, b lbconfig.Bind) (*tcpListener, error) {
+func (l *LB) listenTCP(key string, b lbconfig.Bind, queue int) (*tcpListener, error) {
 	network, address, v6only := bindNetwork(b)
 	n := max(l.opts.ListenersPerBind, 1)
 	if b.Addr.Port() == 0 || !relay.ReusePortSupported {
 		n = 1
 	}
-	lc := net.ListenConfig{KeepAlive: -1, Control: relay.ListenControl(v6only)}
+	lc := listenConfig(b, v6only, queue)
+	lc.KeepAlive = -1
 	t := &tcpListener{key: key, stop: make(chan struct{})}
 	for range n {
 		ln, err := lc.Listen(context.Background(), network, address)
+		if err == nil {
+			err = setBacklog(ln, b, queue)
+		}
 		if err == nil {
 			var fd int
 			fd, err = relay.AcceptFD(ln.(*net.TCPListener))
@@ -1112,10 +1119,15 @@ func (l *LB) globalChanged() {
 	}
 }
 
-func (l *LB) listenHTTP(key string, b lbconfig.Bind, to lbconfig.Timeouts) (*httpListener, error) {
+func (l *LB) listenHTTP(key string, b lbconfig.Bind, to lbconfig.Timeouts, queue int) (*httpListener, error) {
 	network, address, v6only := bindNetwork(b)
-	lc := net.ListenConfig{Control: relay.ListenControl(v6only)}
+	lc := listenConfig(b, v6only, queue)
 	ln, err := lc.Listen(context.Background(), network, address)
+	if err == nil {
+		if err = setBacklog(ln, b, queue); err != nil {
+			ln.Close()
+		}
+	}
 	if err != nil {
 		return nil, err
 	}

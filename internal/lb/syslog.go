@@ -31,9 +31,13 @@ func (l *LB) applyLogs(cfg *lbconfig.Config) map[string]*logging.Dests {
 	}
 	lineMax := logging.LineMax(cfg)
 	sinks := map[string]*logging.Sink{}
-	dests := func(ts []lbconfig.LogTarget) *logging.Dests {
+	dests := func(ts []lbconfig.LogTarget, own string) *logging.Dests {
 		if len(ts) == 0 {
 			return nil
+		}
+		tag := tag
+		if own != "" {
+			tag = own // the section's log-tag
 		}
 		out := make(logging.Dests, 0, len(ts))
 		for _, t := range ts {
@@ -59,17 +63,17 @@ func (l *LB) applyLogs(cfg *lbconfig.Config) map[string]*logging.Dests {
 	}
 	fronts := map[string]*logging.Dests{}
 	for _, f := range cfg.Frontends {
-		fronts[f.Name] = dests(f.LogTargets)
+		fronts[f.Name] = dests(f.LogTargets, f.LogTag)
 	}
 	for _, m := range cfg.Monitors {
-		fronts[m.Name] = dests(m.LogTargets)
+		fronts[m.Name] = dests(m.LogTargets, m.LogTag)
 	}
 	for _, s := range cfg.Stats {
-		fronts[s.Name] = dests(s.LogTargets)
+		fronts[s.Name] = dests(s.LogTargets, s.LogTag)
 	}
 	backs := map[string]*logging.Dests{}
 	for _, b := range cfg.Backends {
-		backs[b.Name] = dests(b.LogTargets)
+		backs[b.Name] = dests(b.LogTargets, b.LogTag)
 	}
 	for k, s := range l.sinks {
 		if sinks[k] == nil {

@@ -12,7 +12,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/vipstack/vipstack/internal/lb/relay"
 	"github.com/vipstack/vipstack/internal/lb/tlsconf"
 	"github.com/vipstack/vipstack/internal/lbconfig"
 )
@@ -43,14 +42,20 @@ type tlsListener struct {
 	full atomic.Pointer[<-chan struct{}]
 }
 
-func (l *LB) listenTLS(key string, b lbconfig.Bind) (*tlsListener, error) {
+func (l *LB) listenTLS(key string, b lbconfig.Bind, queue int) (*tlsListener, error) {
 	conf, err := tlsconf.Bind(b.TLS)
 	if err != nil {
 		return nil, err
 	}
 	network, address, v6only := bindNetwork(b)
-	lc := net.ListenConfig{KeepAlive: -1, Control: relay.ListenControl(v6only)}
+	lc := listenConfig(b, v6only, queue)
+	lc.KeepAlive = -1
 	ln, err := lc.Listen(context.Background(), network, address)
+	if err == nil {
+		if err = setBacklog(ln, b, queue); err != nil {
+			ln.Close()
+		}
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -192,6 +192,9 @@ type Frontend struct {
 	// LogTargets receive the frontend's connection lines (haproxy's `log`
 	// lines in defaults and the frontend); none sends none.
 	LogTargets []LogTarget
+	// LogTag is the tag of the section's syslog messages (its own
+	// `log-tag`, or defaults'); empty: Config.LogTag.
+	LogTag string
 	// HTTP makes the frontend an HTTP reverse proxy (mode http); nil
 	// relays TCP.
 	HTTP *HTTPFrontend
@@ -229,6 +232,49 @@ type Bind struct {
 	// way to chain a server of one section to a bind of another (`server
 	// NAME abns@NAME`). Mode http frontends only.
 	Abstract string
+	// Sock are the options of the listening socket.
+	Sock BindSock
+}
+
+// BindSock are the bind parameters that set options on the listening
+// socket, with the values haproxy 2.6 gives them.
+type BindSock struct {
+	// DeferAccept (`defer-accept`): TCP_DEFER_ACCEPT of one second, so
+	// a client is accepted once it has sent data (or the kernel gave up
+	// waiting).
+	DeferAccept bool
+	// TFO (`tfo`): TCP_FASTOPEN, its queue as long as the backlog.
+	TFO bool
+	// Interface (`interface NAME`): SO_BINDTODEVICE, only clients
+	// arriving on that interface.
+	Interface string
+	// Transparent (`transparent`): IP_TRANSPARENT (IPV6_TRANSPARENT),
+	// listening on an address that is not the host's.
+	Transparent bool
+	// Backlog (`backlog N` on the bind, else the proxy's): the length of
+	// the listen queue; 0: haproxy's, the frontend's maxconn.
+	Backlog int
+}
+
+// String writes s as the bind parameters that set it ("" when none).
+func (s BindSock) String() string {
+	var out []string
+	if s.DeferAccept {
+		out = append(out, "defer-accept")
+	}
+	if s.TFO {
+		out = append(out, "tfo")
+	}
+	if s.Interface != "" {
+		out = append(out, "interface "+s.Interface)
+	}
+	if s.Transparent {
+		out = append(out, "transparent")
+	}
+	if s.Backlog > 0 {
+		out = append(out, "backlog "+strconv.Itoa(s.Backlog))
+	}
+	return strings.Join(out, " ")
 }
 
 // MaxAbstract is the longest abstract socket name: sun_path's 108 bytes
@@ -251,6 +297,16 @@ const (
 	RoundRobin Balance = "roundrobin"
 	LeastConn  Balance = "leastconn"
 	Source     Balance = "source"
+	// StaticRR takes the servers in turn by their weights as at load,
+	// haproxy's map of slots walked in order (the map source indexes).
+	StaticRR Balance = "static-rr"
+	// First sends each connection to the first server, by id, with a
+	// free connection slot (below its maxconn).
+	First Balance = "first"
+	// Random draws two servers at random, by weight, and takes the one
+	// with fewer connections per unit of weight (haproxy 2.6's random,
+	// whose draws default to 2).
+	Random Balance = "random"
 	// URI and Header hash the request's path or a header (mode http).
 	URI    Balance = "uri"
 	Header Balance = "hdr"
@@ -274,6 +330,9 @@ type Backend struct {
 	// LogTargets receive the backend's health check lines (with
 	// LogHealthChecks) and its servers' state changes.
 	LogTargets []LogTarget
+	// LogTag is the tag of the section's syslog messages (its own
+	// `log-tag`, or defaults'); empty: Config.LogTag.
+	LogTag string
 	// HTTP is the backend's mode http settings; nil for mode tcp.
 	HTTP *HTTPBackend
 	// Timeouts are the backend's own; of them the server side's apply
@@ -482,6 +541,9 @@ type Monitor struct {
 	// for each request; empty where the section has a log format
 	// (haproxy then logs no monitor request).
 	LogTargets []LogTarget
+	// LogTag is the tag of the section's syslog messages (its own
+	// `log-tag`, or defaults'); empty: Config.LogTag.
+	LogTag string
 	// ErrorFiles are defaults' errorfiles by status code (whole HTTP
 	// answers): the section's own answers of those codes, as haproxy's
 	// (internal/lb/web).
@@ -509,6 +571,9 @@ type Stats struct {
 	// LogTargets receive haproxy's "Connect from ... (NAME/HTTP)" line
 	// for each request; empty where the section has a log format.
 	LogTargets []LogTarget
+	// LogTag is the tag of the section's syslog messages (its own
+	// `log-tag`, or defaults'); empty: Config.LogTag.
+	LogTag string
 	// MonitorURI is a `monitor-uri` in the same listen: requests for it
 	// get the monitor's answer, before the stats page's authentication,
 	// as in haproxy; empty: none.

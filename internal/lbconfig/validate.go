@@ -27,6 +27,8 @@ const (
 	DefaultFall    = 3
 	DefaultRise    = 2
 	DefaultBalance = RoundRobin
+	// TCPBalances are the algorithms of a mode tcp backend, for messages.
+	TCPBalances = "roundrobin, static-rr, leastconn, first, source, random"
 
 	// `option httpchk` without arguments sends "OPTIONS / HTTP/1.0".
 	DefaultCheckMethod  = "OPTIONS"
@@ -442,15 +444,15 @@ func (v *validator) backend(b *Backend) {
 	switch b.Balance {
 	case "":
 		b.Balance = DefaultBalance
-	case RoundRobin, LeastConn, Source:
+	case RoundRobin, LeastConn, Source, StaticRR, First, Random:
 	case URI, Header:
 		if b.HTTP == nil {
 			v.fail(v.pos(ItemKey(key, "balance"), key), key, "balance",
-				"balance %s needs mode http (accepted in mode tcp: roundrobin, leastconn, source)", string(b.Balance))
+				"balance %s needs mode http (accepted in mode tcp: %s)", string(b.Balance), TCPBalances)
 		}
 	default:
 		v.fail(v.pos(ItemKey(key, "balance"), key), key, "balance",
-			"balance %q is not supported by vipstack (accepted: roundrobin, leastconn, source)", string(b.Balance))
+			"balance %q is not supported by vipstack (accepted: %s)", string(b.Balance), TCPBalances)
 	}
 	v.httpCheck(key, &b.Check)
 	v.httpBackend(b)

@@ -192,7 +192,7 @@ func TestValidateErrors(t *testing.T) {
 		{
 			name:   "balance",
 			change: func(c *Config) { c.Backends[0].Balance = "uri" },
-			want:   `backend masters: balance uri needs mode http (accepted in mode tcp: roundrobin, leastconn, source)`,
+			want:   `backend masters: balance uri needs mode http (accepted in mode tcp: roundrobin, static-rr, leastconn, first, source, random)`,
 		},
 		{
 			name:   "check URI without method",

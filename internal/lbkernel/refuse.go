@@ -27,6 +27,8 @@ func refusal(cfg *lbconfig.Config, f *lbconfig.Frontend, b *lbconfig.Backend) *R
 			return fail("bind "+bd.Host, "a bind to a host name the reader did not resolve has no address to match", key, lkey)
 		case bd.Addr.Port() == 0:
 			return fail("bind :0", "a port the kernel chooses at listen time is not known to the rules", key, lkey)
+		case bd.Sock != (lbconfig.BindSock{}):
+			return fail("bind ... "+bd.Sock.String(), "options of the listening socket, which DNAT bypasses: the kernel path sends clients straight to the server", key, lkey)
 		}
 	}
 	if f.TCPRequest != nil {
@@ -52,6 +54,8 @@ func backendRefusal(cfg *lbconfig.Config, fe string, b *lbconfig.Backend) *Refus
 		return &Refusal{Pos: pos(cfg, keys...), Proxy: fe + " (backend " + b.Name + ")", Directive: directive, Why: why}
 	}
 	switch bal := balanceOf(b); {
+	case bal == lbconfig.StaticRR:
+		return fail("balance static-rr", "nftables' counter (numgen) spreads by weight in its own order, not along haproxy's slot map", lbconfig.ItemKey(bk, "balance"))
 	case bal != lbconfig.RoundRobin && bal != lbconfig.Source:
 		return fail("balance "+string(bal), "nftables picks by a counter (numgen) or a hash of the source address (jhash), not by connections counted or by request content", lbconfig.ItemKey(bk, "balance"))
 	case bal == lbconfig.Source && b.HashType == "consistent":
