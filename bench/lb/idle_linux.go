@@ -136,10 +136,6 @@ func keepAliveGet(c net.Conn) error {
 	return nil
 }
 
-// idleWarmUp is the number of requests (each on its own connection)
-// idleMemory sends before its first reading.
-const idleWarmUp = 256
-
 // warmUp sends a GET on each of conns, 16 at a time, and closes them.
 // The connections are opened by the caller in the namespace (a
 // goroutine of its own would run on a thread outside it).

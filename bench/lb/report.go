@@ -450,3 +450,7 @@ func fmtMiB(v float64) string { return fmt.Sprintf("%.1f MiB", v) }
 // memory, so that what it does after a request (buffers released,
 // goroutines parked) is done.
 const idleSettle = 2 * time.Second
+
+// idleWarmUp is the number of requests (each on its own connection)
+// idleMemory sends before its first reading.
+const idleWarmUp = 256

@@ -23,3 +23,4 @@ func (*Engine) Set(httpproxy.Config)         {}
 func (*Engine) Serve(net.Listener) error     { return errors.New("httploop: needs Linux") }
 func (*Engine) Shutdown(ctx context.Context) {}
 func (*Engine) Close()                       {}
+func (*Engine) StopAccepting()               {}
