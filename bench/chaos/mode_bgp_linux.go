@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -57,6 +58,16 @@ const (
 	// at one packet a second until Up.
 	bgpWarmup = 3 * time.Second
 	bgpHold   = 30 * time.Second
+	// bgpRouterBound is how long after a router daemon's restart every
+	// node may take to be routed every VIP again (chaos.Config.RouterBound):
+	// the nodes' connect retry (5 s, internal/bgp; bgpd's own is 1 s),
+	// BFD up again at its slow start (bgpWarmup: a node holds its
+	// session down after a BFD failure until then), and 4 s for the
+	// daemon's start and the session's setup on a loaded machine.
+	bgpRouterBound = 5*time.Second + bgpWarmup + 4*time.Second
+	// bgpTermWait bounds a graceful stop: the speaker's withdrawals
+	// (StopTimeout 3 s at most), its drain and the engine's exit.
+	bgpTermWait = 15 * time.Second
 	// bgpFlapTable is the nftables table of a FlapLB fault: it refuses
 	// the node's own connections to its load balancer (port 9445).
 	bgpFlapTable = "vbcflap"
@@ -175,6 +186,33 @@ func bgpClusterYAML(nodes int, note string) string {
 	return b.String()
 }
 
+// bgpBIRDConf is BIRD 2's configuration as the router: one eBGP session
+// with BFD per node, ECMP into the kernel (merge paths). Not BIRD's
+// defaults: connect retry 1 s and error wait 1 s as bgpd's, and graceful
+// restart off (BIRD would take a node's session ending without a
+// NOTIFICATION for a restart and keep its routes), as FRR here.
+func bgpBIRDConf(nodes int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, `router id %s;
+log stderr all;
+timeformat log "%%F %%T.%%6f";
+debug protocols { states, events };
+protocol device { scan time 10; }
+protocol kernel { ipv4 { export where source = RTS_BGP; }; merge paths on; }
+protocol bfd %s { interface "*" { min rx interval %d ms; min tx interval %d ms; multiplier %d; }; }
+`, routedlab.SubnetV4(routedlab.ClientSubnet, 1), bgpBIRDBFD, bgpBFD.Milliseconds(), bgpBFD.Milliseconds(), bgpBFDMult)
+	for i := 1; i <= nodes; i++ {
+		fmt.Fprintf(&b, "protocol bgp m%d {\n local %v as %d;\n neighbor %v as %d;\n hold time %d;\n keepalive time 10;\n"+
+			" connect retry time 1;\n error wait time 1, 1;\n graceful restart off;\n bfd on;\n ipv4 { import all; export none; };\n}\n",
+			i, routedlab.SubnetV4(i, 1), bgpRouterASN, routedlab.SubnetV4(i, 10), bgpNodeASN, int(bgpHold.Seconds()))
+	}
+	return b.String()
+}
+
+// bgpBIRDBFD names BIRD's BFD protocol: a restart-bfdd fault disables
+// and enables it (BIRD has no BFD process of its own).
+const bgpBIRDBFD = "bfd1"
+
 // bgpFRRConf is bgpd's configuration: one eBGP session with BFD per node.
 func bgpFRRConf(nodes int) string {
 	var b strings.Builder
@@ -190,11 +228,15 @@ func bgpFRRConf(nodes int) string {
 	return b.String()
 }
 
-// requireFRR says what is missing for -bgp.
-func requireFRR() error {
-	for _, p := range []string{"/usr/lib/frr/zebra", "/usr/lib/frr/bgpd", "/usr/lib/frr/bfdd"} {
+// requireRouter says what is missing for -bgp with router r.
+func requireRouter(r string) error {
+	need, pkg := []string{"/usr/lib/frr/zebra", "/usr/lib/frr/bgpd", "/usr/lib/frr/bfdd"}, "frr"
+	if r == "bird" {
+		need, pkg = []string{"bird", "birdc"}, "bird2"
+	}
+	for _, p := range need {
 		if _, err := exec.LookPath(p); err != nil {
-			return fmt.Errorf("-bgp needs FRR (Debian package frr): %w", err)
+			return fmt.Errorf("-bgp -router %s needs %s (Debian package %s): %w", r, p, pkg, err)
 		}
 	}
 	if _, err := exec.LookPath("nft"); err != nil {
@@ -206,11 +248,14 @@ func requireFRR() error {
 // startBGP builds the lab, starts FRR and the nodes, and waits until the
 // router routes both VIPs to every node.
 func startBGP(ctx context.Context, o options, out io.Writer) (_ mode, cfg chaos.Config, roles []cluster.Role, netem bool, err error) {
-	if err := requireFRR(); err != nil {
+	if o.Router == "" {
+		o.Router = "frr"
+	}
+	if err := requireRouter(o.Router); err != nil {
 		return nil, cfg, nil, false, err
 	}
-	fmt.Fprintf(out, "vipstack chaos -bgp: seed %d, %d faults, %d masters announcing by eBGP to FRR, BFD %v x %d\n", o.Seed, o.Faults, o.Nodes, bgpBFD, bgpBFDMult)
 	m := &bgpMode{o: o, frr: map[string]*bgpProc{}, rnsh: netns.None()}
+	fmt.Fprintf(out, "vipstack chaos -bgp: seed %d, %d faults, %d masters announcing by eBGP to %s, BFD %v x %d\n", o.Seed, o.Faults, o.Nodes, m.routerName(), bgpBFD, bgpBFDMult)
 	defer func() {
 		if err != nil {
 			m.close()
@@ -219,7 +264,12 @@ func startBGP(ctx context.Context, o options, out io.Writer) (_ mode, cfg chaos.
 	if m.lab, err = routedlab.Build(routedlab.Options{Prefix: o.Prefix, Nodes: o.Nodes}); err != nil {
 		return nil, cfg, nil, false, err
 	}
-	if err := m.startFRR(); err != nil {
+	if o.Router == "bird" {
+		err = m.startBIRD()
+	} else {
+		err = m.startFRR()
+	}
+	if err != nil {
 		return nil, cfg, nil, false, err
 	}
 	if m.rnsh, err = netns.GetFromName(m.lab.Router); err != nil {
@@ -234,7 +284,7 @@ func startBGP(ctx context.Context, o options, out io.Writer) (_ mode, cfg chaos.
 	}
 	cfg = chaos.Config{VIPs: []netip.Addr{bgpAPI, bgpIngress}, Advert: bgpBFD, Margin: 2 * bgpBFD, PartitionLoss: 20,
 		SupervisorBound: 250 * time.Millisecond, StartSweep: 3 * time.Second, ServiceBound: 3 * time.Second,
-		Anycast: true, Detect: bgpBFDMult * bgpBFD, Rejoin: bgpRejoin, Warmup: bgpWarmup, Hold: bgpHold}
+		Anycast: true, Detect: bgpBFDMult * bgpBFD, Rejoin: bgpRejoin, Warmup: bgpWarmup, Hold: bgpHold, RouterBound: bgpRouterBound}
 	for i := 1; i <= o.Nodes; i++ {
 		n, err := m.addNode(i)
 		m.nodes = append(m.nodes, n) // close releases what it opened
@@ -296,8 +346,54 @@ func (m *bgpMode) startFRR() error {
 	return nil
 }
 
+// routerName is the router's implementation, for the report.
+func (m *bgpMode) routerName() string {
+	if m.o.Router == "bird" {
+		return "BIRD 2"
+	}
+	return "FRR 8.4"
+}
+
+// startBIRD runs BIRD in the router namespace, its output in bird.log,
+// and waits until birdc answers.
+func (m *bgpMode) startBIRD() error {
+	m.frrDir = filepath.Join(m.lab.Dir, "bird")
+	if err := os.Mkdir(m.frrDir, 0o755); err != nil {
+		return err
+	}
+	cf := filepath.Join(m.frrDir, "bird.conf")
+	if err := os.WriteFile(cf, []byte(bgpBIRDConf(m.o.Nodes)), 0o644); err != nil {
+		return err
+	}
+	if out, err := exec.Command("bird", "-p", "-c", cf).CombinedOutput(); err != nil {
+		return fmt.Errorf("bird -p -c %s: %v: %s", cf, err, out)
+	}
+	return m.startDaemon("bird")
+}
+
+// birdc runs one birdc command against the lab's BIRD.
+func (m *bgpMode) birdc(args ...string) error {
+	out, err := exec.Command("birdc", append([]string{"-s", filepath.Join(m.frrDir, "bird.ctl")}, args...)...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("birdc %s: %v: %s", strings.Join(args, " "), err, out)
+	}
+	return nil
+}
+
 // startDaemon starts FRR daemon d (zebra, bfdd, bgpd) on its file.
+// (or BIRD, d "bird", waiting until birdc answers).
 func (m *bgpMode) startDaemon(d string) error {
+	if d == "bird" {
+		p, err := startIn(m.lab.Router, filepath.Join(m.lab.Dir, "bird.log"), "bird", "-f", "-c", filepath.Join(m.frrDir, "bird.conf"),
+			"-s", filepath.Join(m.frrDir, "bird.ctl"), "-P", filepath.Join(m.frrDir, "bird.pid"))
+		if err != nil {
+			return err
+		}
+		m.mu.Lock()
+		m.frr[d] = p
+		m.mu.Unlock()
+		return waitFor(context.Background(), 10*time.Second, func() bool { return m.birdc("show", "status") == nil }, "birdc has no answer 10 s after bird's start")
+	}
 	args := []string{"-f", filepath.Join(m.frrDir, d+".conf"), "-i", filepath.Join(m.frrDir, d+".pid"), "-z", filepath.Join(m.frrDir, "zserv.api"),
 		"--vty_socket", m.frrDir, "-u", "frr", "-g", "frr", "-P", "0"}
 	if d == "bfdd" {
@@ -307,8 +403,68 @@ func (m *bgpMode) startDaemon(d string) error {
 	if err != nil {
 		return err
 	}
+	m.mu.Lock()
 	m.frr[d] = p
+	m.mu.Unlock()
 	return nil
+}
+
+// daemon is FRR's daemon d as last started.
+func (m *bgpMode) daemon(d string) *bgpProc {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.frr[d]
+}
+
+// restartFault kills FRR's daemon d (kill -9) and starts it again: a
+// router fault. bgpd's sessions go with it (zebra removes its routes);
+// without bfdd the nodes' BFD fails and they hold their sessions down
+// until it is Up again.
+//
+// Under BIRD, one process: restart-bgpd kills bird -9 (its routes stay in
+// the kernel until the next bird prunes them) and restart-bfdd disables
+// its BFD protocol and enables it again.
+func (m *bgpMode) restartFault(d string) (begin, end func() error) {
+	if m.o.Router == "bird" && d == "bfdd" {
+		return func() error { return m.birdc("disable", bgpBIRDBFD) }, func() error { return m.birdc("enable", bgpBIRDBFD) }
+	}
+	if m.o.Router == "bird" {
+		d = "bird"
+	}
+	begin = func() error {
+		p := m.daemon(d)
+		if p == nil || !p.running() {
+			return fmt.Errorf("FRR's %s does not run", d)
+		}
+		return p.kill()
+	}
+	end = func() error {
+		// A daemon killed -9 leaves its pid file (locked no more) and
+		// sockets; both start over them.
+		return m.startDaemon(d)
+	}
+	return begin, end
+}
+
+// termFault stops node n's agent gracefully (SIGTERM to its supervisor,
+// which passes it on) and waits, bounded, for it to exit.
+func (m *bgpMode) termFault(n *bgpNode) func() error {
+	return func() error {
+		p := m.running(n)
+		if p == nil {
+			return fmt.Errorf("%s: no agent runs", n.name)
+		}
+		if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			return fmt.Errorf("%s: SIGTERM: %w", n.name, err)
+		}
+		select {
+		case <-p.done:
+			return nil
+		case <-time.After(bgpTermWait):
+			err := fmt.Errorf("%s: the agent has not exited %v after SIGTERM; killed", n.name, bgpTermWait)
+			return errors.Join(err, p.kill())
+		}
+	}
 }
 
 // addNode opens node i's handles and starts its stand-ins: the API
@@ -404,7 +560,7 @@ func (m *bgpMode) routes() ([][]netip.Addr, error) {
 		}
 	}
 	for _, r := range rs {
-		if r.Dst == nil || r.Protocol != unix.RTPROT_BGP {
+		if r.Dst == nil || (r.Protocol != unix.RTPROT_BGP && r.Protocol != unix.RTPROT_BIRD) {
 			continue
 		}
 		ones, _ := r.Dst.Mask.Size()
@@ -424,7 +580,7 @@ func (m *bgpMode) routes() ([][]netip.Addr, error) {
 }
 
 func (m *bgpMode) name() string {
-	return fmt.Sprintf("`vipstack node`, %d masters announcing the API and Ingress VIPs by eBGP to FRR 8.4 (BFD %v x %d, hold 30 s, ECMP)", m.o.Nodes, bgpBFD, bgpBFDMult)
+	return fmt.Sprintf("`vipstack node`, %d masters announcing the API and Ingress VIPs by eBGP to %s (BFD %v x %d, hold 30 s, ECMP)", m.o.Nodes, m.routerName(), bgpBFD, bgpBFDMult)
 }
 
 func (m *bgpMode) running(n *bgpNode) *bgpProc {
@@ -473,8 +629,15 @@ func (m *bgpMode) free(i int, k chaos.Kind) bool {
 func (m *bgpMode) guarded(int) bool { return true }
 
 func (m *bgpMode) fault(ctx context.Context, f chaos.Fault, i int) (begin, end func() error, err error) {
-	if f.Kind == chaos.Reload {
+	switch f.Kind {
+	case chaos.Reload:
 		return func() error { return m.reload(fmt.Sprintf("fault %d", f.Seq)) }, nil, nil
+	case chaos.RestartBGPD:
+		begin, end = m.restartFault("bgpd")
+		return begin, end, nil
+	case chaos.RestartBFDD:
+		begin, end = m.restartFault("bfdd")
+		return begin, end, nil
 	}
 	if i < 0 {
 		return nil, nil, fmt.Errorf("%s: not a fault of -bgp", f.Kind)
@@ -503,6 +666,9 @@ func (m *bgpMode) fault(ctx context.Context, f chaos.Fault, i int) (begin, end f
 			}
 			return p.kill()
 		}
+		end = func() error { return m.startAgent(n) }
+	case chaos.TermAgent:
+		begin = m.termFault(n)
 		end = func() error { return m.startAgent(n) }
 	case chaos.Stall:
 		sig := func(s syscall.Signal) func() error {
@@ -654,9 +820,11 @@ func (m *bgpMode) check() []string {
 			out = append(out, n.name+"'s agent does not run at the end of the run (it exited on its own)")
 		}
 	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	for d, p := range m.frr {
 		if !p.running() {
-			out = append(out, "FRR's "+d+" does not run at the end of the run")
+			out = append(out, "the router's "+d+" does not run at the end of the run")
 		}
 	}
 	return out
@@ -676,6 +844,9 @@ func (m *bgpMode) keepLogs() (string, error) {
 		return "", err
 	}
 	files := []string{filepath.Join(m.lab.Dir, "frr.log")}
+	if m.o.Router == "bird" {
+		files[0] = filepath.Join(m.lab.Dir, "bird.log")
+	}
 	for _, n := range m.nodes {
 		files = append(files, n.log)
 	}
@@ -709,7 +880,10 @@ func (m *bgpMode) close() {
 			n.nsh.Close()
 		}
 	}
-	for _, p := range m.frr {
+	m.mu.Lock()
+	frr := maps.Clone(m.frr)
+	m.mu.Unlock()
+	for _, p := range frr {
 		if p.running() {
 			_ = p.kill()
 		}
