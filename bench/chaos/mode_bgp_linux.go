@@ -60,11 +60,14 @@ const (
 	bgpHold   = 30 * time.Second
 	// bgpRouterBound is how long after a router daemon's restart every
 	// node may take to be routed every VIP again (chaos.Config.RouterBound):
-	// the nodes' connect retry (5 s, internal/bgp; bgpd's own is 1 s),
-	// BFD up again at its slow start (bgpWarmup: a node holds its
-	// session down after a BFD failure until then), and 4 s for the
-	// daemon's start and the session's setup on a loaded machine.
-	bgpRouterBound = 5*time.Second + bgpWarmup + 4*time.Second
+	// two of the nodes' connect retries (5 s, internal/bgp; bgpd's own is
+	// 1 s): a restarted bgpd 8.4 ends the first session it establishes
+	// with a Cease (BFD down, subcode 10) when its new BFD session
+	// reports Down, and the node connects again a retry later; BFD up at
+	// its slow start (bgpWarmup: a node holds its session down after a
+	// BFD failure until then); and 4 s for the daemon's start and the
+	// sessions' setup on a loaded machine.
+	bgpRouterBound = 2*5*time.Second + bgpWarmup + 4*time.Second
 	// bgpTermWait bounds a graceful stop: the speaker's withdrawals
 	// (StopTimeout 3 s at most), its drain and the engine's exit.
 	bgpTermWait = 15 * time.Second
@@ -833,7 +836,7 @@ func (m *bgpMode) check() []string {
 func (m *bgpMode) judge(chaos.Config, []chaos.Window) (string, []chaos.Violation, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return fmt.Sprintf("the router's kernel routes to the VIPs (protocol bgp, live nexthops) with every sample; %d reloads", m.reloads), nil, nil
+	return fmt.Sprintf("the router's kernel routes to the VIPs (protocol bgp or bird, live nexthops) with every sample; %d reloads", m.reloads), nil, nil
 }
 
 // keepLogs copies the agents' and FRR's logs out of the lab's directory

@@ -35,6 +35,9 @@ func printReport(w io.Writer, o options, cfg chaos.Config, res result, elapsed t
 	}
 	if o.BGP {
 		k8s = " -bgp"
+		if o.Router == "bird" {
+			k8s += " -router bird"
+		}
 	}
 	p("\n== vipstack chaos report, %s (seed %d; reproduce: sudo go run ./bench/chaos%s -seed %d -faults %d -nodes %d -advert %v)\n",
 		res.Mode, o.Seed, k8s, o.Seed, o.Faults, o.Nodes, o.Advert)

@@ -226,7 +226,7 @@ func (f Fault) Busy() time.Duration {
 	case RestartBGPD, RestartBFDD:
 		// The sessions' return (Config.RouterBound): router faults never
 		// overlap.
-		return f.For + 15*time.Second
+		return f.For + 20*time.Second
 	case Reload:
 		return 0
 	case KillController, KillLeader:
