@@ -38,6 +38,9 @@ func printReport(w io.Writer, o options, cfg chaos.Config, res result, elapsed t
 		if o.Router == "bird" {
 			k8s += " -router bird"
 		}
+		if o.Family != "" && o.Family != "4" {
+			k8s += " -family " + o.Family
+		}
 	}
 	p("\n== vipstack chaos report, %s (seed %d; reproduce: sudo go run ./bench/chaos%s -seed %d -faults %d -nodes %d -advert %v)\n",
 		res.Mode, o.Seed, k8s, o.Seed, o.Faults, o.Nodes, o.Advert)
