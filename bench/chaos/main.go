@@ -52,7 +52,9 @@
 // and 3 masters (-nodes) each alone on its subnet, peering by eBGP with
 // BFD at 100 ms x 3 and a 30 s hold time, with stand-in API servers and
 // Ingress health endpoints for the checks; the router spreads each VIP
-// over every node that announces it (ECMP). IPv4 only. The faults are
+// over every node that announces it (ECMP). With -family 6 or both the
+// VIPs are IPv6 too, announced over a second session per node between
+// the link's IPv6 addresses, with BFD over IPv6. The faults are
 // chaos.BGPWeights': kill -9 of the engine and of the whole agent, a
 // graceful stop (SIGTERM: the speaker withdraws first) and a start again,
 // stalls, cuts (the router's end of the link), ifdown, loss, delay, the
@@ -85,6 +87,7 @@
 //	sudo go run ./bench/chaos -mixed -frr -faults 100 -seed 7
 //	sudo go run ./bench/chaos -bgp -faults 100 -seed 7 -prefix vbm -keep-logs
 //	sudo go run ./bench/chaos -bgp -router bird -faults 100 -seed 7 -prefix vbm -keep-logs
+//	sudo go run ./bench/chaos -bgp -family both -faults 100 -seed 7 -prefix vbm -keep-logs
 package main
 
 import "os"
