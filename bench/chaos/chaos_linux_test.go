@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/vipstack/vipstack/internal/chaos"
+	"github.com/vipstack/vipstack/internal/cluster"
 	"github.com/vipstack/vipstack/internal/peers"
 	"github.com/vipstack/vipstack/internal/routedlab"
 	"github.com/vipstack/vipstack/internal/testnet"
@@ -140,16 +141,37 @@ func TestChaosMixedShort(t *testing.T) {
 // TestChaosBGPShort is bench/chaos's BGP mode in little: 25 faults with a
 // fixed seed, of every kind of chaos.BGPWeights but delay (kept out so
 // that the schedule does not depend on the kernel's netem): kill -9 of
-// the agent and of its supervised engine, stalls, cuts (the router's end
-// of the link), ifdown, loss, the load balancer's checks failing, and
-// reloads, against 3 masters each on its own subnet announcing the API
-// and Ingress VIPs by eBGP with BFD to FRR 8.4; failing on any violation
-// of the anycast invariants (the router's kernel routes, the loopbacks)
-// or failed injection. `sudo go run ./bench/chaos -bgp -seed 2 -faults
-// 25 -kinds kill-engine=10,kill-agent=10,stall=14,cut=10,ifdown=8,loss=8,heavy-loss=6,flap-lb=6,reload=8`
-// replays it.
+// the agent and of its supervised engine, graceful stops, stalls, cuts
+// (the router's end of the link), ifdown, loss, the load balancer's
+// checks failing, reloads, and FRR's bgpd and bfdd killed and started
+// again, against 3 masters each on its own subnet announcing the API and
+// Ingress VIPs by eBGP with BFD to FRR 8.4; failing on any violation of
+// the anycast invariants (the router's kernel routes, the loopbacks) or
+// failed injection. `sudo go run ./bench/chaos -bgp -seed 159 -faults 25
+// -kinds kill-engine=10,kill-agent=8,term-agent=6,stall=14,cut=10,ifdown=8,loss=8,heavy-loss=6,flap-lb=6,reload=8,restart-bgpd=3,restart-bfdd=3`
+// replays it (seed 159 is one whose first 25 faults hold every kind).
 func TestChaosBGPShort(t *testing.T) {
-	routedlab.RequireFRR(t)
+	runBGPShort(t, "frr", "vbcT", 159, 25)
+}
+
+// TestChaosBGPShortBIRD is the same against BIRD 2 as the router, 20
+// faults (the first 20 of the same schedule; no cut nor loss among those
+// injected): -router bird -faults 20.
+func TestChaosBGPShortBIRD(t *testing.T) {
+	runBGPShort(t, "bird", "vbbT", 159, 20)
+}
+
+func runBGPShort(t *testing.T, router, prefix string, seed uint64, faults int) {
+	if router == "bird" {
+		testnet.RequireRoot(t)
+		for _, p := range []string{"bird", "birdc"} {
+			if _, err := exec.LookPath(p); err != nil {
+				t.Skipf("skipping: BIRD 2 is not installed (%v); .ci/run installs the bird2 package", err)
+			}
+		}
+	} else {
+		routedlab.RequireFRR(t)
+	}
 	if testing.Short() {
 		t.Skip("skipping the BGP chaos run in -short mode (about 90 s)")
 	}
@@ -158,20 +180,26 @@ func TestChaosBGPShort(t *testing.T) {
 	}
 	w := chaos.BGPWeights()
 	delete(w, chaos.Delay)
-	res := runShort(t, 5*time.Minute, options{Seed: 2, Faults: 25, Nodes: 3, Prefix: "vbcT", BGP: true, Weights: w})
+	res := runShort(t, 5*time.Minute, options{Seed: seed, Faults: faults, Nodes: 3, Prefix: prefix, BGP: true, Router: router, Weights: w})
 	// The runner keeps one node out of disruptive faults until the others
 	// are routed again (rejoining, up to Config.Rejoin), so that (b)
 	// applies: of 3 nodes, some faults find none free and are skipped.
-	checkShort(t, res, 25/2)
-	for k, n := range w {
+	checkShort(t, res, faults/2)
+	sched, err := chaos.Generate(chaos.GenOptions{Seed: seed, Faults: faults, Roles: []cluster.Role{cluster.Master, cluster.Master, cluster.Master}, VIPs: 2, Weights: w})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range sched {
 		// A kind whose every fault found no free node is no failure of
 		// the run (the schedule's timing varies with the machine).
+		k := f.Kind
 		skipped := slices.ContainsFunc(res.Skipped, func(s string) bool { return strings.Contains(s, " "+string(k)+" ") })
-		if n > 0 && res.Injected[k] == 0 && !skipped {
+		if res.Injected[k] == 0 && !skipped {
 			t.Errorf("no %s fault injected; the seed gives some", k)
 		}
 	}
-	if len(res.Report.Recoveries) == 0 || len(res.Report.Rejoins) == 0 {
-		t.Errorf("no withdrawal or rejoin timed (withdrawals %v, rejoins %v): the faults did not hit what they should", res.Report.Recoveries, res.Report.Rejoins)
+	if len(res.Report.Recoveries) == 0 || len(res.Report.Rejoins) == 0 || len(res.Report.RouterReturns) == 0 {
+		t.Errorf("no withdrawal, rejoin or router return timed (withdrawals %v, rejoins %v, router returns %v): the faults did not hit what they should",
+			res.Report.Recoveries, res.Report.Rejoins, res.Report.RouterReturns)
 	}
 }

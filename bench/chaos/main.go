@@ -46,21 +46,31 @@
 // is up with a carrier.
 //
 // With -bgp it drives `vipstack node`s that announce the API and Ingress
-// VIPs by BGP instead of VRRP: internal/routedlab's lab, FRR 8.4's zebra,
-// bfdd and bgpd in a router namespace and 3 masters (-nodes) each alone on
-// its subnet, peering by eBGP with BFD at 100 ms x 3 and a 30 s hold time,
-// with stand-in API servers and Ingress health endpoints for the checks;
-// the router spreads each VIP over every node that announces it (ECMP).
-// The faults are chaos.BGPWeights': kill -9 of the engine and of the whole
-// agent, stalls, cuts (the router's end of the link), ifdown, loss, delay,
-// the load balancer's checks failing (the node demotes its API route:
-// routed only when no other node is) and reloads. The
-// sampler reads the router's kernel routes to the VIPs (live nexthops)
-// besides each node's loopback, nftables tables and processes, and the
-// checker applies its Anycast invariants (chaos.Config.Anycast): no route
-// to a node that cannot answer past BFD's detection and a margin, a route
-// to an eligible node for every VIP (a demoted one when no other is), no
-// VIP left on the loopback by a dead engine.
+// VIPs by BGP instead of VRRP: internal/routedlab's lab, a router
+// namespace running FRR 8.4's zebra, bfdd and bgpd (-router frr, the
+// default) or BIRD 2 (-router bird: ECMP by `merge paths`, its own BFD)
+// and 3 masters (-nodes) each alone on its subnet, peering by eBGP with
+// BFD at 100 ms x 3 and a 30 s hold time, with stand-in API servers and
+// Ingress health endpoints for the checks; the router spreads each VIP
+// over every node that announces it (ECMP). With -family 6 or both the
+// VIPs are IPv6 too, announced over a second session per node between
+// the link's IPv6 addresses, with BFD over IPv6. The faults are
+// chaos.BGPWeights': kill -9 of the engine and of the whole agent, a
+// graceful stop (SIGTERM: the speaker withdraws first) and a start again,
+// stalls, cuts (the router's end of the link), ifdown, loss, delay, the
+// load balancer's checks failing (the node demotes its API route: routed
+// only when no other node is), reloads, and, one at a time, the router's
+// BGP daemon killed -9 and started again (FRR's bgpd, or BIRD) and its
+// BFD killed and started again (FRR's bfdd; BIRD's BFD protocol disabled
+// and enabled). The sampler reads the router's kernel routes to the VIPs
+// (protocol bgp or bird, live nexthops) besides each node's loopback,
+// nftables tables and processes, and the checker applies its Anycast
+// invariants (chaos.Config.Anycast): no route to a node that cannot
+// answer past BFD's detection and a margin (a gracefully stopped one
+// included, BFD or not), a route to an eligible node for every VIP (a
+// demoted one when no other is), no VIP left on the loopback by a dead
+// engine; none of these while a router daemon is down and for
+// RouterBound after, and then every eligible node routed again.
 //
 // It exits 1 on any violation or failed injection, 2 on bad flags. The seed
 // is printed; -seed N replays the same schedule.
@@ -75,7 +85,9 @@
 //	sudo go run ./bench/chaos -k8s -faults 500 -seed 7
 //	sudo go run ./bench/chaos -mixed -faults 500 -seed 7
 //	sudo go run ./bench/chaos -mixed -frr -faults 100 -seed 7
-//	sudo go run ./bench/chaos -bgp -faults 200 -seed 7
+//	sudo go run ./bench/chaos -bgp -faults 100 -seed 7 -prefix vbm -keep-logs
+//	sudo go run ./bench/chaos -bgp -router bird -faults 100 -seed 7 -prefix vbm -keep-logs
+//	sudo go run ./bench/chaos -bgp -family both -faults 100 -seed 7 -prefix vbm -keep-logs
 package main
 
 import "os"

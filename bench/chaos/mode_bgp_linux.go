@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -40,7 +41,34 @@ import (
 var (
 	bgpAPI     = netip.MustParseAddr("198.19.0.5")
 	bgpIngress = netip.MustParseAddr("198.19.0.7")
+	// With -family 6 or both: IPv6 VIPs outside every node's fd00:i::/64,
+	// announced over a second session per node, between the link's IPv6
+	// addresses (fd00:i::1 and fd00:i::10), with BFD over IPv6.
+	bgpAPI6     = netip.MustParseAddr("fd00:ff::5")
+	bgpIngress6 = netip.MustParseAddr("fd00:ff::7")
 )
+
+// bgpVIPs are the API and Ingress VIPs of family ("4", "6", "both").
+func bgpVIPs(family string) (api, ingress []netip.Addr) {
+	if family != "6" {
+		api, ingress = append(api, bgpAPI), append(ingress, bgpIngress)
+	}
+	if family != "4" {
+		api, ingress = append(api, bgpAPI6), append(ingress, bgpIngress6)
+	}
+	return api, ingress
+}
+
+// bgpFamilies are the lab's families of family: the sessions to set up.
+func bgpFamilies(family string) (v4, v6 bool) { return family != "6", family != "4" }
+
+func joinAddrs(as []netip.Addr) string {
+	var ss []string
+	for _, a := range as {
+		ss = append(ss, fmt.Sprintf("'%s'", a))
+	}
+	return strings.Join(ss, ", ")
+}
 
 const (
 	bgpRouterASN = 64500
@@ -57,6 +85,19 @@ const (
 	// at one packet a second until Up.
 	bgpWarmup = 3 * time.Second
 	bgpHold   = 30 * time.Second
+	// bgpRouterBound is how long after a router daemon's restart every
+	// node may take to be routed every VIP again (chaos.Config.RouterBound):
+	// two of the nodes' connect retries (5 s, internal/bgp; bgpd's own is
+	// 1 s): a restarted bgpd 8.4 ends the first session it establishes
+	// with a Cease (BFD down, subcode 10) when its new BFD session
+	// reports Down, and the node connects again a retry later; BFD up at
+	// its slow start (bgpWarmup: a node holds its session down after a
+	// BFD failure until then); and 4 s for the daemon's start and the
+	// sessions' setup on a loaded machine.
+	bgpRouterBound = 2*5*time.Second + bgpWarmup + 4*time.Second
+	// bgpTermWait bounds a graceful stop: the speaker's withdrawals
+	// (StopTimeout 3 s at most), its drain and the engine's exit.
+	bgpTermWait = 15 * time.Second
 	// bgpFlapTable is the nftables table of a FlapLB fault: it refuses
 	// the node's own connections to its load balancer (port 9445).
 	bgpFlapTable = "vbcflap"
@@ -149,25 +190,43 @@ func startIn(ns, logPath, name string, args ...string) (*bgpProc, error) {
 	return p, nil
 }
 
-// bgpClusterYAML is the nodes' cluster file; note, if set, is a comment
-// (a reload's harmless change).
-func bgpClusterYAML(nodes int, note string) string {
+// bgpClusterYAML is the nodes' cluster file for family; note, if set, is
+// a comment (a reload's harmless change).
+func bgpClusterYAML(nodes int, family, note string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "name: chaos\nbaseDomain: example.com\napiVIPs: [%s]\ningressVIPs: [%s]\nmachineNetworks: [", bgpAPI, bgpIngress)
+	api, ing := bgpVIPs(family)
+	v4, v6 := bgpFamilies(family)
+	fmt.Fprintf(&b, "name: chaos\nbaseDomain: example.com\napiVIPs: [%s]\ningressVIPs: [%s]\nmachineNetworks: [", joinAddrs(api), joinAddrs(ing))
 	for i := 1; i <= nodes; i++ {
 		if i > 1 {
 			b.WriteString(", ")
 		}
 		fmt.Fprintf(&b, "198.18.%d.0/24", i)
+		if v6 {
+			fmt.Fprintf(&b, ", 'fd00:%d::/64'", i)
+		}
 	}
 	b.WriteString("]\nnodes:\n")
 	for i := 1; i <= nodes; i++ {
-		fmt.Fprintf(&b, "  - {name: m%d, role: master, ips: [%s]}\n", i, routedlab.SubnetV4(i, 10))
+		fmt.Fprintf(&b, "  - {name: m%d, role: master, ips: [%s", i, routedlab.SubnetV4(i, 10))
+		if v6 {
+			fmt.Fprintf(&b, ", '%s'", routedlab.SubnetV6(i, 0x10))
+		}
+		b.WriteString("]}\n")
 	}
 	fmt.Fprintf(&b, "bgp:\n  asn: %d\n  announce: [api, ingress]\n  peers:\n", bgpNodeASN)
 	for i := 1; i <= nodes; i++ {
-		fmt.Fprintf(&b, "    - {address: %s, asn: %d, nodes: [m%d], holdTime: %v, keepalive: 10s, bfd: {interval: %v, multiplier: %d}}\n",
-			routedlab.SubnetV4(i, 1), bgpRouterASN, i, bgpHold, bgpBFD, bgpBFDMult)
+		var peers []netip.Addr
+		if v4 {
+			peers = append(peers, routedlab.SubnetV4(i, 1))
+		}
+		if v6 {
+			peers = append(peers, routedlab.SubnetV6(i, 1))
+		}
+		for _, p := range peers {
+			fmt.Fprintf(&b, "    - {address: '%s', asn: %d, nodes: [m%d], holdTime: %v, keepalive: 10s, bfd: {interval: %v, multiplier: %d}}\n",
+				p, bgpRouterASN, i, bgpHold, bgpBFD, bgpBFDMult)
+		}
 	}
 	if note != "" {
 		fmt.Fprintf(&b, "# chaos: %s\n", note)
@@ -175,26 +234,100 @@ func bgpClusterYAML(nodes int, note string) string {
 	return b.String()
 }
 
-// bgpFRRConf is bgpd's configuration: one eBGP session with BFD per node.
-func bgpFRRConf(nodes int) string {
+// bgpBIRDConf is BIRD 2's configuration as the router: one eBGP session
+// with BFD per node, ECMP into the kernel (merge paths). Not BIRD's
+// defaults: connect retry 1 s and error wait 1 s as bgpd's, and graceful
+// restart off (BIRD would take a node's session ending without a
+// NOTIFICATION for a restart and keep its routes), as FRR here.
+func bgpBIRDConf(nodes int, family string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "router bgp %d\n bgp router-id %s\n no bgp ebgp-requires-policy\n", bgpRouterASN, routedlab.SubnetV4(routedlab.ClientSubnet, 1))
+	fmt.Fprintf(&b, `router id %s;
+log stderr all;
+timeformat log "%%F %%T.%%6f";
+debug protocols { states, events };
+protocol device { scan time 10; }
+protocol kernel kernel4 { ipv4 { export where source = RTS_BGP; }; merge paths on; }
+protocol kernel kernel6 { ipv6 { export where source = RTS_BGP; }; merge paths on; }
+protocol bfd %s { interface "*" { min rx interval %d ms; min tx interval %d ms; multiplier %d; }; }
+`, routedlab.SubnetV4(routedlab.ClientSubnet, 1), bgpBIRDBFD, bgpBFD.Milliseconds(), bgpBFD.Milliseconds(), bgpBFDMult)
+	v4, v6 := bgpFamilies(family)
 	for i := 1; i <= nodes; i++ {
-		n := routedlab.SubnetV4(i, 10)
-		fmt.Fprintf(&b, " neighbor %s remote-as %d\n neighbor %s timers 10 30\n neighbor %s timers connect 1\n", n, bgpNodeASN, n, n)
-		// update-source: bgpd registers the BFD session with its source
-		// from the start.
-		fmt.Fprintf(&b, " neighbor %s update-source %s\n neighbor %s bfd profile fast\n", n, routedlab.SubnetV4(i, 1), n)
+		type sess struct {
+			name, fam   string
+			local, node netip.Addr
+		}
+		var ss []sess
+		if v4 {
+			ss = append(ss, sess{fmt.Sprintf("m%d", i), "ipv4", routedlab.SubnetV4(i, 1), routedlab.SubnetV4(i, 10)})
+		}
+		if v6 {
+			ss = append(ss, sess{fmt.Sprintf("m%dv6", i), "ipv6", routedlab.SubnetV6(i, 1), routedlab.SubnetV6(i, 0x10)})
+		}
+		for _, x := range ss {
+			fmt.Fprintf(&b, "protocol bgp %s {\n local %v as %d;\n neighbor %v as %d;\n hold time %d;\n keepalive time 10;\n"+
+				" connect retry time 1;\n error wait time 1, 1;\n graceful restart off;\n bfd on;\n %s { import all; export none; };\n}\n",
+				x.name, x.local, bgpRouterASN, x.node, bgpNodeASN, int(bgpHold.Seconds()), x.fam)
+		}
 	}
-	b.WriteString(" address-family ipv4 unicast\n  maximum-paths 8\n exit-address-family\n!\n")
 	return b.String()
 }
 
-// requireFRR says what is missing for -bgp.
-func requireFRR() error {
-	for _, p := range []string{"/usr/lib/frr/zebra", "/usr/lib/frr/bgpd", "/usr/lib/frr/bfdd"} {
+// bgpBIRDBFD names BIRD's BFD protocol: a restart-bfdd fault disables
+// and enables it (BIRD has no BFD process of its own).
+const bgpBIRDBFD = "bfd1"
+
+// bgpFRRConf is bgpd's configuration: one eBGP session with BFD per node
+// and family.
+func bgpFRRConf(nodes int, family string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "router bgp %d\n bgp router-id %s\n no bgp ebgp-requires-policy\n no bgp default ipv4-unicast\n", bgpRouterASN, routedlab.SubnetV4(routedlab.ClientSubnet, 1))
+	v4, v6 := bgpFamilies(family)
+	var ns4, ns6 []netip.Addr
+	for i := 1; i <= nodes; i++ {
+		type sess struct{ node, src netip.Addr }
+		var ss []sess
+		if v4 {
+			ss = append(ss, sess{routedlab.SubnetV4(i, 10), routedlab.SubnetV4(i, 1)})
+			ns4 = append(ns4, routedlab.SubnetV4(i, 10))
+		}
+		if v6 {
+			ss = append(ss, sess{routedlab.SubnetV6(i, 0x10), routedlab.SubnetV6(i, 1)})
+			ns6 = append(ns6, routedlab.SubnetV6(i, 0x10))
+		}
+		for _, x := range ss {
+			n := x.node
+			fmt.Fprintf(&b, " neighbor %s remote-as %d\n neighbor %s timers 10 30\n neighbor %s timers connect 1\n", n, bgpNodeASN, n, n)
+			// update-source: bgpd registers the BFD session with its
+			// source from the start.
+			fmt.Fprintf(&b, " neighbor %s update-source %s\n neighbor %s bfd profile fast\n", n, x.src, n)
+		}
+	}
+	for _, af := range []struct {
+		name string
+		ns   []netip.Addr
+	}{{"ipv4", ns4}, {"ipv6", ns6}} {
+		if len(af.ns) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, " address-family %s unicast\n  maximum-paths 8\n", af.name)
+		for _, n := range af.ns {
+			fmt.Fprintf(&b, "  neighbor %s activate\n", n)
+		}
+		b.WriteString(" exit-address-family\n")
+	}
+	b.WriteString("!\n")
+	return b.String()
+}
+
+// requireRouter says what is missing for -bgp with router r.
+func requireRouter(r string) error {
+	need, pkg := []string{"/usr/lib/frr/zebra", "/usr/lib/frr/bgpd", "/usr/lib/frr/bfdd"}, "frr"
+	if r == "bird" {
+		need, pkg = []string{"bird", "birdc"}, "bird2"
+	}
+	for _, p := range need {
 		if _, err := exec.LookPath(p); err != nil {
-			return fmt.Errorf("-bgp needs FRR (Debian package frr): %w", err)
+			return fmt.Errorf("-bgp -router %s needs %s (Debian package %s): %w", r, p, pkg, err)
 		}
 	}
 	if _, err := exec.LookPath("nft"); err != nil {
@@ -204,13 +337,19 @@ func requireFRR() error {
 }
 
 // startBGP builds the lab, starts FRR and the nodes, and waits until the
-// router routes both VIPs to every node.
+// router routes every VIP to every node.
 func startBGP(ctx context.Context, o options, out io.Writer) (_ mode, cfg chaos.Config, roles []cluster.Role, netem bool, err error) {
-	if err := requireFRR(); err != nil {
+	if o.Router == "" {
+		o.Router = "frr"
+	}
+	if o.Family == "" {
+		o.Family = "4"
+	}
+	if err := requireRouter(o.Router); err != nil {
 		return nil, cfg, nil, false, err
 	}
-	fmt.Fprintf(out, "vipstack chaos -bgp: seed %d, %d faults, %d masters announcing by eBGP to FRR, BFD %v x %d\n", o.Seed, o.Faults, o.Nodes, bgpBFD, bgpBFDMult)
 	m := &bgpMode{o: o, frr: map[string]*bgpProc{}, rnsh: netns.None()}
+	fmt.Fprintf(out, "vipstack chaos -bgp: seed %d, %d faults, %d masters announcing by eBGP to %s, BFD %v x %d\n", o.Seed, o.Faults, o.Nodes, m.routerName(), bgpBFD, bgpBFDMult)
 	defer func() {
 		if err != nil {
 			m.close()
@@ -219,7 +358,12 @@ func startBGP(ctx context.Context, o options, out io.Writer) (_ mode, cfg chaos.
 	if m.lab, err = routedlab.Build(routedlab.Options{Prefix: o.Prefix, Nodes: o.Nodes}); err != nil {
 		return nil, cfg, nil, false, err
 	}
-	if err := m.startFRR(); err != nil {
+	if o.Router == "bird" {
+		err = m.startBIRD()
+	} else {
+		err = m.startFRR()
+	}
+	if err != nil {
 		return nil, cfg, nil, false, err
 	}
 	if m.rnsh, err = netns.GetFromName(m.lab.Router); err != nil {
@@ -229,12 +373,13 @@ func startBGP(ctx context.Context, o options, out io.Writer) (_ mode, cfg chaos.
 		return nil, cfg, nil, false, err
 	}
 	m.cfgPath = filepath.Join(m.lab.Dir, "cluster.yaml")
-	if err := os.WriteFile(m.cfgPath, []byte(bgpClusterYAML(o.Nodes, "")), 0o644); err != nil {
+	if err := os.WriteFile(m.cfgPath, []byte(bgpClusterYAML(o.Nodes, o.Family, "")), 0o644); err != nil {
 		return nil, cfg, nil, false, err
 	}
-	cfg = chaos.Config{VIPs: []netip.Addr{bgpAPI, bgpIngress}, Advert: bgpBFD, Margin: 2 * bgpBFD, PartitionLoss: 20,
+	api, ing := bgpVIPs(o.Family)
+	cfg = chaos.Config{VIPs: slices.Concat(api, ing), Advert: bgpBFD, Margin: 2 * bgpBFD, PartitionLoss: 20,
 		SupervisorBound: 250 * time.Millisecond, StartSweep: 3 * time.Second, ServiceBound: 3 * time.Second,
-		Anycast: true, Detect: bgpBFDMult * bgpBFD, Rejoin: bgpRejoin, Warmup: bgpWarmup, Hold: bgpHold}
+		Anycast: true, Detect: bgpBFDMult * bgpBFD, Rejoin: bgpRejoin, Warmup: bgpWarmup, Hold: bgpHold, RouterBound: bgpRouterBound}
 	for i := 1; i <= o.Nodes; i++ {
 		n, err := m.addNode(i)
 		m.nodes = append(m.nodes, n) // close releases what it opened
@@ -248,7 +393,9 @@ func startBGP(ctx context.Context, o options, out io.Writer) (_ mode, cfg chaos.
 	for i := range all {
 		all[i] = i
 	}
-	cfg.Allowed = [][]int{all, slices.Clone(all)}
+	for range cfg.VIPs {
+		cfg.Allowed = append(cfg.Allowed, slices.Clone(all))
+	}
 	m.cfg = cfg
 	for _, n := range m.nodes {
 		if err := m.startAgent(n); err != nil {
@@ -256,10 +403,10 @@ func startBGP(ctx context.Context, o options, out io.Writer) (_ mode, cfg chaos.
 		}
 	}
 	m.netem = m.nodes[0].host.ProbeNetem()
-	if err := waitFor(ctx, 120*time.Second, m.settled, "the router does not route both VIPs to every node 120 s after the start"); err != nil {
+	if err := waitFor(ctx, 120*time.Second, m.settled, "the router does not route every VIP to every node 120 s after the start"); err != nil {
 		return nil, cfg, nil, false, err
 	}
-	fmt.Fprintf(out, "the router routes both VIPs to all %d nodes\n", o.Nodes)
+	fmt.Fprintf(out, "the router routes all %d VIPs to all %d nodes\n", len(cfg.VIPs), o.Nodes)
 	return m, cfg, roles, m.netem, nil
 }
 
@@ -277,7 +424,7 @@ func (m *bgpMode) startFRR() error {
 	// those, zebra 8.4 failed to install both VIP routes when a node's
 	// link went down ("Nexthop id does not exist", "Route install
 	// failed"), and the router routed them nowhere for 329 ms.
-	confs := map[string]string{"zebra": "no zebra nexthop kernel enable\n", "bfdd": routedlab.BFDProfileFast, "bgpd": bgpFRRConf(m.o.Nodes)}
+	confs := map[string]string{"zebra": "no zebra nexthop kernel enable\n", "bfdd": routedlab.BFDProfileFast, "bgpd": bgpFRRConf(m.o.Nodes, m.o.Family)}
 	for _, d := range []string{"zebra", "bfdd", "bgpd"} {
 		cf := filepath.Join(m.frrDir, d+".conf")
 		if err := os.WriteFile(cf, []byte("log stdout informational\nlog timestamp precision 6\n"+confs[d]), 0o644); err != nil {
@@ -296,8 +443,54 @@ func (m *bgpMode) startFRR() error {
 	return nil
 }
 
+// routerName is the router's implementation, for the report.
+func (m *bgpMode) routerName() string {
+	if m.o.Router == "bird" {
+		return "BIRD 2"
+	}
+	return "FRR 8.4"
+}
+
+// startBIRD runs BIRD in the router namespace, its output in bird.log,
+// and waits until birdc answers.
+func (m *bgpMode) startBIRD() error {
+	m.frrDir = filepath.Join(m.lab.Dir, "bird")
+	if err := os.Mkdir(m.frrDir, 0o755); err != nil {
+		return err
+	}
+	cf := filepath.Join(m.frrDir, "bird.conf")
+	if err := os.WriteFile(cf, []byte(bgpBIRDConf(m.o.Nodes, m.o.Family)), 0o644); err != nil {
+		return err
+	}
+	if out, err := exec.Command("bird", "-p", "-c", cf).CombinedOutput(); err != nil {
+		return fmt.Errorf("bird -p -c %s: %v: %s", cf, err, out)
+	}
+	return m.startDaemon("bird")
+}
+
+// birdc runs one birdc command against the lab's BIRD.
+func (m *bgpMode) birdc(args ...string) error {
+	out, err := exec.Command("birdc", append([]string{"-s", filepath.Join(m.frrDir, "bird.ctl")}, args...)...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("birdc %s: %v: %s", strings.Join(args, " "), err, out)
+	}
+	return nil
+}
+
 // startDaemon starts FRR daemon d (zebra, bfdd, bgpd) on its file.
+// (or BIRD, d "bird", waiting until birdc answers).
 func (m *bgpMode) startDaemon(d string) error {
+	if d == "bird" {
+		p, err := startIn(m.lab.Router, filepath.Join(m.lab.Dir, "bird.log"), "bird", "-f", "-c", filepath.Join(m.frrDir, "bird.conf"),
+			"-s", filepath.Join(m.frrDir, "bird.ctl"), "-P", filepath.Join(m.frrDir, "bird.pid"))
+		if err != nil {
+			return err
+		}
+		m.mu.Lock()
+		m.frr[d] = p
+		m.mu.Unlock()
+		return waitFor(context.Background(), 10*time.Second, func() bool { return m.birdc("show", "status") == nil }, "birdc has no answer 10 s after bird's start")
+	}
 	args := []string{"-f", filepath.Join(m.frrDir, d+".conf"), "-i", filepath.Join(m.frrDir, d+".pid"), "-z", filepath.Join(m.frrDir, "zserv.api"),
 		"--vty_socket", m.frrDir, "-u", "frr", "-g", "frr", "-P", "0"}
 	if d == "bfdd" {
@@ -307,8 +500,68 @@ func (m *bgpMode) startDaemon(d string) error {
 	if err != nil {
 		return err
 	}
+	m.mu.Lock()
 	m.frr[d] = p
+	m.mu.Unlock()
 	return nil
+}
+
+// daemon is FRR's daemon d as last started.
+func (m *bgpMode) daemon(d string) *bgpProc {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.frr[d]
+}
+
+// restartFault kills FRR's daemon d (kill -9) and starts it again: a
+// router fault. bgpd's sessions go with it (zebra removes its routes);
+// without bfdd the nodes' BFD fails and they hold their sessions down
+// until it is Up again.
+//
+// Under BIRD, one process: restart-bgpd kills bird -9 (its routes stay in
+// the kernel until the next bird prunes them) and restart-bfdd disables
+// its BFD protocol and enables it again.
+func (m *bgpMode) restartFault(d string) (begin, end func() error) {
+	if m.o.Router == "bird" && d == "bfdd" {
+		return func() error { return m.birdc("disable", bgpBIRDBFD) }, func() error { return m.birdc("enable", bgpBIRDBFD) }
+	}
+	if m.o.Router == "bird" {
+		d = "bird"
+	}
+	begin = func() error {
+		p := m.daemon(d)
+		if p == nil || !p.running() {
+			return fmt.Errorf("FRR's %s does not run", d)
+		}
+		return p.kill()
+	}
+	end = func() error {
+		// A daemon killed -9 leaves its pid file (locked no more) and
+		// sockets; both start over them.
+		return m.startDaemon(d)
+	}
+	return begin, end
+}
+
+// termFault stops node n's agent gracefully (SIGTERM to its supervisor,
+// which passes it on) and waits, bounded, for it to exit.
+func (m *bgpMode) termFault(n *bgpNode) func() error {
+	return func() error {
+		p := m.running(n)
+		if p == nil {
+			return fmt.Errorf("%s: no agent runs", n.name)
+		}
+		if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			return fmt.Errorf("%s: SIGTERM: %w", n.name, err)
+		}
+		select {
+		case <-p.done:
+			return nil
+		case <-time.After(bgpTermWait):
+			err := fmt.Errorf("%s: the agent has not exited %v after SIGTERM; killed", n.name, bgpTermWait)
+			return errors.Join(err, p.kill())
+		}
+	}
 }
 
 // addNode opens node i's handles and starts its stand-ins: the API
@@ -368,7 +621,7 @@ func (m *bgpMode) startAgent(n *bgpNode) error {
 	return nil
 }
 
-// settled reports whether the router routes both VIPs to every node.
+// settled reports whether the router routes every VIP to every node.
 func (m *bgpMode) settled() bool {
 	routed, err := m.routes()
 	if err != nil {
@@ -391,6 +644,13 @@ func (m *bgpMode) routes() ([][]netip.Addr, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the router's routes: %w", err)
 	}
+	if m.o.Family != "4" {
+		rs6, err := m.rnl.RouteListFiltered(netlink.FAMILY_V6, &netlink.Route{Table: unix.RT_TABLE_MAIN}, netlink.RT_FILTER_TABLE)
+		if err != nil {
+			return nil, fmt.Errorf("the router's IPv6 routes: %w", err)
+		}
+		rs = append(rs, rs6...)
+	}
 	out := make([][]netip.Addr, len(m.nodes))
 	add := func(v netip.Addr, gw net.IP, flags int) {
 		a, ok := netip.AddrFromSlice(gw)
@@ -398,18 +658,18 @@ func (m *bgpMode) routes() ([][]netip.Addr, error) {
 			return
 		}
 		for i, n := range m.nodes {
-			if a.Unmap() == routedlab.SubnetV4(n.i, 10) && !slices.Contains(out[i], v) {
+			if (a.Unmap() == routedlab.SubnetV4(n.i, 10) || a == routedlab.SubnetV6(n.i, 0x10)) && !slices.Contains(out[i], v) {
 				out[i] = append(out[i], v)
 			}
 		}
 	}
 	for _, r := range rs {
-		if r.Dst == nil || r.Protocol != unix.RTPROT_BGP {
+		if r.Dst == nil || (r.Protocol != unix.RTPROT_BGP && r.Protocol != unix.RTPROT_BIRD) {
 			continue
 		}
 		ones, _ := r.Dst.Mask.Size()
 		v, ok := netip.AddrFromSlice(r.Dst.IP)
-		if !ok || ones != 32 || !slices.Contains(m.cfg.VIPs, v.Unmap()) {
+		if !ok || ones != v.Unmap().BitLen() || !slices.Contains(m.cfg.VIPs, v.Unmap()) {
 			continue
 		}
 		v = v.Unmap()
@@ -424,7 +684,7 @@ func (m *bgpMode) routes() ([][]netip.Addr, error) {
 }
 
 func (m *bgpMode) name() string {
-	return fmt.Sprintf("`vipstack node`, %d masters announcing the API and Ingress VIPs by eBGP to FRR 8.4 (BFD %v x %d, hold 30 s, ECMP)", m.o.Nodes, bgpBFD, bgpBFDMult)
+	return fmt.Sprintf("`vipstack node`, %d masters announcing the API and Ingress VIPs by eBGP to %s (BFD %v x %d, hold 30 s, ECMP)", m.o.Nodes, m.routerName(), bgpBFD, bgpBFDMult)
 }
 
 func (m *bgpMode) running(n *bgpNode) *bgpProc {
@@ -469,12 +729,19 @@ func (m *bgpMode) free(i int, k chaos.Kind) bool {
 	return m.running(n) != nil
 }
 
-// guarded: every node is a master announcing both VIPs.
+// guarded: every node is a master announcing every VIP.
 func (m *bgpMode) guarded(int) bool { return true }
 
 func (m *bgpMode) fault(ctx context.Context, f chaos.Fault, i int) (begin, end func() error, err error) {
-	if f.Kind == chaos.Reload {
+	switch f.Kind {
+	case chaos.Reload:
 		return func() error { return m.reload(fmt.Sprintf("fault %d", f.Seq)) }, nil, nil
+	case chaos.RestartBGPD:
+		begin, end = m.restartFault("bgpd")
+		return begin, end, nil
+	case chaos.RestartBFDD:
+		begin, end = m.restartFault("bfdd")
+		return begin, end, nil
 	}
 	if i < 0 {
 		return nil, nil, fmt.Errorf("%s: not a fault of -bgp", f.Kind)
@@ -503,6 +770,9 @@ func (m *bgpMode) fault(ctx context.Context, f chaos.Fault, i int) (begin, end f
 			}
 			return p.kill()
 		}
+		end = func() error { return m.startAgent(n) }
+	case chaos.TermAgent:
+		begin = m.termFault(n)
 		end = func() error { return m.startAgent(n) }
 	case chaos.Stall:
 		sig := func(s syscall.Signal) func() error {
@@ -569,7 +839,7 @@ func (m *bgpMode) reload(note string) error {
 	m.reloads++
 	m.mu.Unlock()
 	tmp := m.cfgPath + ".tmp"
-	if err := os.WriteFile(tmp, []byte(bgpClusterYAML(m.o.Nodes, note)), 0o644); err != nil {
+	if err := os.WriteFile(tmp, []byte(bgpClusterYAML(m.o.Nodes, m.o.Family, note)), 0o644); err != nil {
 		return err
 	}
 	if err := os.Rename(tmp, m.cfgPath); err != nil {
@@ -599,7 +869,7 @@ func (m *bgpMode) sample() ([]chaos.NodeSample, error) {
 		s0 := time.Now()
 		ns := &out[i]
 		ns.Routed = routed[i]
-		addrs, err := n.nl.AddrList(n.lo, netlink.FAMILY_V4)
+		addrs, err := n.nl.AddrList(n.lo, netlink.FAMILY_ALL)
 		if err != nil {
 			return nil, fmt.Errorf("%s: addresses on lo: %w", n.name, err)
 		}
@@ -644,7 +914,7 @@ func (m *bgpMode) slowest() string {
 }
 
 func (m *bgpMode) names() map[netip.Addr]string {
-	return map[netip.Addr]string{bgpAPI: "api", bgpIngress: "ingress"}
+	return map[netip.Addr]string{bgpAPI: "api", bgpIngress: "ingress", bgpAPI6: "api6", bgpIngress6: "ingress6"}
 }
 
 func (m *bgpMode) check() []string {
@@ -654,9 +924,11 @@ func (m *bgpMode) check() []string {
 			out = append(out, n.name+"'s agent does not run at the end of the run (it exited on its own)")
 		}
 	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	for d, p := range m.frr {
 		if !p.running() {
-			out = append(out, "FRR's "+d+" does not run at the end of the run")
+			out = append(out, "the router's "+d+" does not run at the end of the run")
 		}
 	}
 	return out
@@ -665,7 +937,7 @@ func (m *bgpMode) check() []string {
 func (m *bgpMode) judge(chaos.Config, []chaos.Window) (string, []chaos.Violation, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return fmt.Sprintf("the router's kernel routes to the VIPs (protocol bgp, live nexthops) with every sample; %d reloads", m.reloads), nil, nil
+	return fmt.Sprintf("the router's kernel routes to the VIPs (protocol bgp or bird, live nexthops) with every sample; %d reloads", m.reloads), nil, nil
 }
 
 // keepLogs copies the agents' and FRR's logs out of the lab's directory
@@ -676,6 +948,9 @@ func (m *bgpMode) keepLogs() (string, error) {
 		return "", err
 	}
 	files := []string{filepath.Join(m.lab.Dir, "frr.log")}
+	if m.o.Router == "bird" {
+		files[0] = filepath.Join(m.lab.Dir, "bird.log")
+	}
 	for _, n := range m.nodes {
 		files = append(files, n.log)
 	}
@@ -709,7 +984,10 @@ func (m *bgpMode) close() {
 			n.nsh.Close()
 		}
 	}
-	for _, p := range m.frr {
+	m.mu.Lock()
+	frr := maps.Clone(m.frr)
+	m.mu.Unlock()
+	for _, p := range frr {
 		if p.running() {
 			_ = p.kill()
 		}

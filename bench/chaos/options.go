@@ -36,6 +36,12 @@ type options struct {
 	// and Ingress VIPs by BGP to FRR (every node at once, ECMP) instead
 	// of a VRRP cluster.
 	BGP bool
+	// Router, with BGP, is the router's implementation: "frr" (FRR 8.4:
+	// zebra, bfdd, bgpd; the default) or "bird" (BIRD 2).
+	Router string
+	// Family, with BGP, is the VIPs' family: "4" (the default), "6" or
+	// "both" (IPv6 VIPs over a second session per node, MP-BGP).
+	Family string
 	// Services is how many LoadBalancer Services (VIPs) in Kubernetes mode.
 	Services int
 	// Log receives the lab's progress lines (Kubernetes mode); nil: none.

@@ -35,6 +35,12 @@ func printReport(w io.Writer, o options, cfg chaos.Config, res result, elapsed t
 	}
 	if o.BGP {
 		k8s = " -bgp"
+		if o.Router == "bird" {
+			k8s += " -router bird"
+		}
+		if o.Family != "" && o.Family != "4" {
+			k8s += " -family " + o.Family
+		}
 	}
 	p("\n== vipstack chaos report, %s (seed %d; reproduce: sudo go run ./bench/chaos%s -seed %d -faults %d -nodes %d -advert %v)\n",
 		res.Mode, o.Seed, k8s, o.Seed, o.Faults, o.Nodes, o.Advert)
@@ -153,6 +159,18 @@ func printAnycast(p func(string, ...any), cfg chaos.Config, rep chaos.Report) {
 	slices.Sort(kinds)
 	if len(kinds) > 0 {
 		p("  by what ended: %s\n", strings.Join(kinds, "; "))
+	}
+	var ret []time.Duration
+	var slowRet chaos.Recovery
+	for _, r := range rep.RouterReturns {
+		ret = append(ret, r.Took)
+		if r.Took >= slowRet.Took {
+			slowRet = r
+		}
+	}
+	if len(ret) > 0 {
+		p("router back after a restart of its daemon (its start -> every VIP routed to every eligible node): n=%d, p50 %v, worst %v (%s ended at %s); bound %v, worst/bound = %.2f\n",
+			len(ret), pct(ret, 50), slowRet.Took.Round(time.Millisecond), slowRet.Event, slowRet.At.Format("15:04:05.000"), cfg.RouterBound, float64(slowRet.Took)/float64(cfg.RouterBound))
 	}
 	if rep.Samples > 0 {
 		p("invariant (b) applied (some node eligible) in %d of %d samples (%.0f %%)\n", rep.Judged, rep.Samples, 100*float64(rep.Judged)/float64(rep.Samples))

@@ -45,6 +45,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&o.Mixed, "mixed", false, "drive keepalived 2.2.7 and vipstack nodes in the same VRRP groups (VRRPv2 IPv4, VRRPv3 IPv4 and IPv6): a migration's midpoint")
 	fs.BoolVar(&o.FRR, "frr", false, "with -mixed: FRR 8.4's vrrpd on every third node (keepalived, vipstack, FRR in turn) in the same groups")
 	fs.BoolVar(&o.BGP, "bgp", false, "drive `vipstack node`s each on its own subnet announcing the API and Ingress VIPs by BGP (BFD 100 ms x 3) to FRR 8.4, which routes them by ECMP")
+	fs.StringVar(&o.Router, "router", "frr", "with -bgp: the router, frr (FRR 8.4: zebra, bfdd, bgpd) or bird (BIRD 2)")
+	fs.StringVar(&o.Family, "family", "4", "with -bgp: the VIPs' family, 4, 6 or both (IPv6: fd00:ff::5 and ::7 over a second session per node)")
 	fs.IntVar(&o.Services, "services", 6, "with -k8s: LoadBalancer Services, one VIP each (1..40)")
 	markdown := fs.String("markdown", "", "write the results into the chaos block (chaos-k8s with -k8s, chaos-mixed with -mixed, chaos-mixed-frr with -mixed -frr, chaos-bgp with -bgp) of this Markdown `file` (docs/benchmarks.md)")
 	kinds := fs.String("kinds", "", "only these fault kinds, with weights: e.g. \"cut=1,stall=2\" (default: every kind, see internal/chaos DefaultWeights)")
@@ -66,6 +68,18 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	case o.BGP && (o.Nodes < 3 || o.Nodes > 8):
 		fmt.Fprintf(stderr, "chaos: -bgp -nodes %d: want 3..8 masters, each on its own subnet\n", o.Nodes)
+		return 2
+	case o.Router != "frr" && o.Router != "bird":
+		fmt.Fprintf(stderr, "chaos: -router %q: want frr or bird\n", o.Router)
+		return 2
+	case o.Router != "frr" && !o.BGP:
+		fmt.Fprintf(stderr, "chaos: -router %s: the router of -bgp: want -bgp with it\n", o.Router)
+		return 2
+	case o.Family != "4" && o.Family != "6" && o.Family != "both":
+		fmt.Fprintf(stderr, "chaos: -family %q: want 4, 6 or both\n", o.Family)
+		return 2
+	case o.Family != "4" && !o.BGP:
+		fmt.Fprintf(stderr, "chaos: -family %s: the VIPs' family of -bgp: want -bgp with it\n", o.Family)
 		return 2
 	case o.FRR && !o.Mixed:
 		fmt.Fprintf(stderr, "chaos: -frr adds FRR nodes to a mixed cluster: want -mixed with it\n")

@@ -27,6 +27,17 @@ import (
 //	    loopback again at once (they are its own), so there is no
 //	    restart sweep to time.
 //
+// A router fault (Kind.OfRouter: its BGP or BFD daemon killed and started
+// again) suspends (a) and (b) while it lasts and for RouterBound after it
+// ends: the router drops every route with its BGP daemon, and without its
+// BFD daemon it cannot tell a dead node in time. Afterwards (b) asks for
+// more until the router has recovered: every eligible node routed every
+// VIP, not one of them. A node that stopped answering from shortly before
+// (StaleBound) a router fault to RouterBound after it is judged against
+// Hold + Margin, as when BFD is not up. A graceful stop (TermAgent) is
+// judged against StaleBound always: the speaker withdraws before it
+// closes, with no need of BFD.
+//
 // A node is eligible for (b) when it may hold the VIP, has it on its
 // loopback, its agent and engine run, no fault that lets the router drop
 // its route (Kind.Unannounced) is under way, and it is not on its way
@@ -81,6 +92,44 @@ func (st *anyNode) youngest() time.Time {
 // Warmup then (its session's BFD may not be up).
 func unprotected(cfg Config, routedSince, since time.Time) bool {
 	return !routedSince.IsZero() && routedSince.After(since.Add(-cfg.Warmup))
+}
+
+// routerFaults are the windows of the router's faults (Kind.OfRouter).
+type routerFaults []Window
+
+func routerFaultsOf(windows []Window) routerFaults {
+	var out routerFaults
+	for _, w := range windows {
+		if w.Fault.Kind.OfRouter() {
+			out = append(out, w)
+		}
+	}
+	// The runner records a window when it ends.
+	slices.SortFunc(out, func(a, b Window) int { return a.Start.Compare(b.Start) })
+	return out
+}
+
+// held reports whether a router fault is under way at t or ended less than
+// RouterBound ago.
+func (rf routerFaults) held(cfg Config, t time.Time) bool {
+	for _, w := range rf {
+		if !t.Before(w.Start) && (w.End.IsZero() || t.Before(w.End.Add(cfg.RouterBound))) {
+			return true
+		}
+	}
+	return false
+}
+
+// blind reports whether a node that stopped answering at since did so
+// while the router may not have BFD for it: from StaleBound before a
+// router fault to RouterBound after it.
+func (rf routerFaults) blind(cfg Config, since time.Time) bool {
+	for _, w := range rf {
+		if !since.Before(w.Start.Add(-cfg.StaleBound())) && (w.End.IsZero() || since.Before(w.End.Add(cfg.RouterBound))) {
+			return true
+		}
+	}
+	return false
 }
 
 // anyFaults is what the fault windows say of one node at one moment.
@@ -185,6 +234,8 @@ func checkAnycast(cfg Config, windows []Window, samples []Sample, rep Report) Re
 	}
 	slices.SortFunc(starts, func(a, b time.Time) int { return a.Compare(b) })
 	withdrawing := make([]int, len(windows)) // 0: not yet seen, 1: timing, 2: done
+	rf := routerFaultsOf(windows)
+	returned := make([]bool, len(rf)) // router faults whose recovery was timed (or abandoned)
 	var prevAt time.Time
 	for _, s := range samples {
 		t := s.At
@@ -213,7 +264,8 @@ func checkAnycast(cfg Config, windows []Window, samples []Sample, rep Report) Re
 				}
 			}
 		}
-		anyWithdrawals(windows, s, t, withdrawing, &rep, cfg, states)
+		anyWithdrawals(windows, rf, s, t, withdrawing, &rep, cfg, states)
+		held := rf.held(cfg, t)
 		// (a) stale routes.
 		for n, ns := range s.Nodes {
 			st := &states[n]
@@ -226,10 +278,10 @@ func checkAnycast(cfg Config, windows []Window, samples []Sample, rep Report) Re
 					since, why = off, "the VIP is off its loopback"
 				}
 				bound := cfg.StaleBound()
-				if unprotected(cfg, st.routedSince[v], since) {
+				if why != string(TermAgent) && (unprotected(cfg, st.routedSince[v], since) || rf.blind(cfg, since)) {
 					bound = cfg.Hold + cfg.Margin
 				}
-				if slices.Contains(ns.Routed, v) && !since.IsZero() && t.Sub(since) > bound {
+				if !held && slices.Contains(ns.Routed, v) && !since.IsZero() && t.Sub(since) > bound {
 					extend(&stale[n][vi], t, cfg.Nodes[n], fmt.Sprintf("routed to %s, which cannot answer since %s (%s; bound %v)",
 						cfg.Nodes[n], since.Format("15:04:05.000"), why, bound))
 				} else if stale[n][vi] != nil {
@@ -241,7 +293,10 @@ func checkAnycast(cfg Config, windows []Window, samples []Sample, rep Report) Re
 		}
 		// (b) a route to an eligible node.
 		i := sort.Search(len(starts), func(i int) bool { return starts[i].After(t) })
-		grace := i > 0 && t.Sub(starts[i-1]) <= cfg.StaleBound()
+		grace := held || i > 0 && t.Sub(starts[i-1]) <= cfg.StaleBound()
+		pending := anyRouterPending(cfg, rf, returned, t)
+		var missing []string // after a router fault: eligible nodes not routed a VIP
+		anyEligible := false
 		judged := false
 		for vi, v := range cfg.VIPs {
 			// eligible: nodes that must be routed; routed: nodes routed
@@ -261,6 +316,12 @@ func checkAnycast(cfg Config, windows []Window, samples []Sample, rep Report) Re
 					routed = append(routed, cfg.Nodes[n])
 				}
 			}
+			anyEligible = anyEligible || len(eligible) > 0
+			for _, e := range eligible {
+				if n := slices.Index(cfg.Nodes, e); !slices.Contains(s.Nodes[n].Routed, v) {
+					missing = append(missing, e+" "+v.String())
+				}
+			}
 			if len(eligible) == 0 && len(demoted) > 0 {
 				eligible = demoted
 				for i := range eligible {
@@ -269,12 +330,29 @@ func checkAnycast(cfg Config, windows []Window, samples []Sample, rep Report) Re
 			}
 			judged = judged || len(eligible) > 0
 			ok := len(eligible) == 0 || len(routed) > 0
-			if !ok && !grace {
+			var late []string // eligible nodes not routed v RouterBound after a router fault
+			if pending >= 0 && !held {
+				for _, e := range eligible {
+					if n := slices.Index(cfg.Nodes, strings.TrimSuffix(e, " (demoted)")); !strings.HasSuffix(e, " (demoted)") && !slices.Contains(s.Nodes[n].Routed, v) {
+						late = append(late, e)
+					}
+				}
+			}
+			switch {
+			case !ok && !grace:
 				extend(&noRoute[vi], t, "", fmt.Sprintf("eligible: %s; routed to none that can answer", strings.Join(eligible, ", ")))
-			} else if noRoute[vi] != nil {
+			case len(late) > 0:
+				extend(&noRoute[vi], t, "", fmt.Sprintf("%s ended at %s: eligible %s not routed again within the router bound %v",
+					rf[pending].Fault.Kind, rf[pending].End.Format("15:04:05.000"), strings.Join(late, ", "), cfg.RouterBound))
+			case noRoute[vi] != nil:
 				closeEp(NoRoute, v, noRoute[vi])
 				noRoute[vi] = nil
 			}
+		}
+		if pending >= 0 && len(missing) == 0 && anyEligible {
+			w := rf[pending]
+			rep.RouterReturns = append(rep.RouterReturns, Recovery{Event: string(w.Fault.Kind), At: w.End, Took: t.Sub(w.End)})
+			returned[pending] = true
 		}
 		if judged {
 			rep.Judged++
@@ -295,11 +373,31 @@ func checkAnycast(cfg Config, windows []Window, samples []Sample, rep Report) Re
 	return rep
 }
 
+// anyRouterPending returns the router fault whose recovery is awaited at t
+// (ended, not yet timed), or -1. One that another router fault followed
+// before it recovered is abandoned.
+func anyRouterPending(cfg Config, rf routerFaults, returned []bool, t time.Time) int {
+	for i, w := range rf {
+		if returned[i] || w.End.IsZero() || t.Before(w.End) {
+			continue
+		}
+		for _, o := range rf[i+1:] {
+			if !t.Before(o.Start) {
+				returned[i] = true
+			}
+		}
+		if !returned[i] {
+			return i
+		}
+	}
+	return -1
+}
+
 // anyProcesses follows node n's processes: when they died and came back,
 // and exits no kill explains.
 func anyProcesses(cfg Config, windows []Window, rep *Report, st *anyNode, n int, ns NodeSample, prevAt, t time.Time) {
 	name := cfg.Nodes[n]
-	if st.seen && st.prev.Agent && !ns.Agent && killTime(windows, n, KillAgent, prevAt, t).IsZero() {
+	if st.seen && st.prev.Agent && !ns.Agent && agentStopTime(windows, n, prevAt, t).IsZero() {
 		rep.Violations = append(rep.Violations, Violation{Kind: Exit, At: t, Nodes: []string{name}, Detail: "the node agent exited with no kill to explain it"})
 	}
 	if st.seen {
@@ -359,9 +457,10 @@ func anyLeftovers(cfg Config, rep *Report, st *anyNode, ns NodeSample, t time.Ti
 // anyWithdrawals times, for each fault that leaves a routed node unable to
 // answer, the time from when it surely took effect to the first sample
 // routing nothing to the node (Report.Recoveries); not when the fault
-// ended first, nor when a route to it was younger than Warmup (counted in
-// Report.Unprotected).
-func anyWithdrawals(windows []Window, s Sample, t time.Time, state []int, rep *Report, cfg Config, nodes []anyNode) {
+// ended first, nor when a route to it was younger than Warmup or the
+// router was blind (routerFaults.blind), both counted in
+// Report.Unprotected, except for a graceful stop (no BFD needed).
+func anyWithdrawals(windows []Window, rf routerFaults, s Sample, t time.Time, state []int, rep *Report, cfg Config, nodes []anyNode) {
 	for wi, w := range windows {
 		if w.Node < 0 || !w.Fault.Kind.Ineligible() || state[wi] == 2 || t.Before(w.began()) {
 			continue
@@ -370,7 +469,7 @@ func anyWithdrawals(windows []Window, s Sample, t time.Time, state []int, rep *R
 		switch {
 		case state[wi] == 0 && !routed:
 			state[wi] = 2 // nothing was routed to it
-		case state[wi] == 0 && unprotected(cfg, nodes[w.Node].youngest(), w.began()):
+		case state[wi] == 0 && w.Fault.Kind != TermAgent && (unprotected(cfg, nodes[w.Node].youngest(), w.began()) || rf.blind(cfg, w.began())):
 			state[wi] = 2
 			rep.Unprotected++
 		case state[wi] == 0:

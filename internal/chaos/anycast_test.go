@@ -10,7 +10,7 @@ import (
 
 // anyConfig: nodes a, b, c announce both VIPs by BGP; stale bound 300 +
 // 100 = 400 ms (2.1 s within 500 ms of a route's return), rejoin 1 s,
-// supervisor bound 250 ms.
+// supervisor bound 250 ms, router bound 1 s.
 func anyConfig() Config {
 	return Config{
 		Nodes:   []string{"a", "b", "c"},
@@ -19,6 +19,7 @@ func anyConfig() Config {
 		Advert:  100 * time.Millisecond, Margin: 100 * time.Millisecond, PartitionLoss: 20,
 		SupervisorBound: 250 * time.Millisecond, StartSweep: time.Second,
 		Anycast: true, Detect: 300 * time.Millisecond, Rejoin: time.Second, Warmup: 500 * time.Millisecond, Hold: 2 * time.Second,
+		RouterBound: time.Second,
 	}
 }
 
@@ -31,8 +32,9 @@ func TestCheckAnycast(t *testing.T) {
 		windows []Window
 		phases  []phase
 		want    []string
-		// Optional figures: the withdrawals (Recoveries) and the rejoins.
-		withdrawals, rejoins []time.Duration
+		// Optional figures: the withdrawals (Recoveries), the rejoins and
+		// the router's returns.
+		withdrawals, rejoins, returns []time.Duration
 	}{
 		{
 			name:   "steady: every node holds and is routed both VIPs",
@@ -159,6 +161,52 @@ func TestCheckAnycast(t *testing.T) {
 			want:    []string{"leftover +460ms invalid IP a"},
 		},
 		{
+			name:    "a bgpd restart: every route goes, all back within the router bound",
+			windows: []Window{win(RestartBGPD, -1, 200*ms, 1000*ms, 0)},
+			phases:  []phase{{200 * ms, all}, {1300 * ms, "01 01 01"}, {500 * ms, all}},
+			returns: []time.Duration{500 * ms},
+		},
+		{
+			name:    "after a bgpd restart, an eligible node not routed again past the router bound",
+			windows: []Window{win(RestartBGPD, -1, 200*ms, 1000*ms, 0)},
+			// c is left out from 2 s (1 s after the end): a, routed,
+			// carries the VIPs, but the router has not recovered.
+			phases:  []phase{{200 * ms, all}, {1000 * ms, "01 01 01"}, {1000 * ms, "01>01 01>01 01"}, {300 * ms, all}},
+			want:    []string{"no-eligible-route +2s " + api + " ", "no-eligible-route +2s " + ing + " "},
+			returns: []time.Duration{1200 * ms},
+		},
+		{
+			name:    "a node cut while bfdd restarts may keep its route until the hold time",
+			windows: []Window{win(RestartBFDD, -1, 200*ms, 1000*ms, 0), win(Cut, 1, 500*ms, 3500*ms, 0)},
+			phases:  []phase{{200 * ms, all}, {2000 * ms, all}, {1000 * ms, "01>01 01 01>01"}},
+			// Not timed against BFD: counted as unprotected. The router is
+			// back at once (b, cut, is not eligible).
+			returns: []time.Duration{0},
+		},
+		{
+			name:    "the same cut routed past the hold time",
+			windows: []Window{win(RestartBFDD, -1, 200*ms, 1000*ms, 0), win(Cut, 1, 500*ms, 3500*ms, 0)},
+			phases:  []phase{{200 * ms, all}, {2600 * ms, all}},
+			want:    []string{"stale-route +2.61s " + api + " b", "stale-route +2.61s " + ing + " b"},
+			returns: []time.Duration{0},
+		},
+		{
+			name:    "a graceful stop withdraws within the stale bound; its exit is explained",
+			windows: []Window{win(TermAgent, 2, 200*ms, 1200*ms, 0)},
+			phases:  []phase{{300 * ms, all}, {200 * ms, "01>01 01>01 01"}, {700 * ms, "01>01 01>01 !"}, {500 * ms, all}},
+			// Withdrawn 100 ms after SIGTERM; routed again as it starts.
+			withdrawals: []time.Duration{100 * ms}, rejoins: []time.Duration{0},
+		},
+		{
+			name:    "a graceful stop right after the route's return: no BFD needed, the stale bound holds",
+			windows: []Window{win(TermAgent, 1, 500*ms, 2000*ms, 0)},
+			// b is routed again at 300 ms; SIGTERM at 500 ms; still routed
+			// at 900 ms + 10 ms.
+			phases:      []phase{{300 * ms, "01>01 01 01>01"}, {800 * ms, all}, {500 * ms, "01>01 ! 01>01"}},
+			want:        []string{"stale-route +910ms " + api + " b", "stale-route +910ms " + ing + " b"},
+			withdrawals: []time.Duration{600 * ms},
+		},
+		{
 			name:   "an agent that exits on its own",
 			phases: []phase{{200 * ms, all}, {200 * ms, "01>01 01>01 !"}},
 			want:   []string{"unexpected-exit +200ms invalid IP c"},
@@ -185,6 +233,13 @@ func TestCheckAnycast(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.rejoins, back); diff != "" {
 				t.Errorf("rejoins (-want +got):\n%s", diff)
+			}
+			var ret []time.Duration
+			for _, r := range rep.RouterReturns {
+				ret = append(ret, r.Took)
+			}
+			if diff := cmp.Diff(tc.returns, ret); diff != "" {
+				t.Errorf("router returns (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -96,6 +96,14 @@ type Config struct {
 	// being routed again may keep its route until Hold + Margin
 	// (Anycast).
 	Warmup, Hold time.Duration
+	// RouterBound is how long after a router fault (Kind.OfRouter) ends
+	// the router may take to route every VIP to every eligible node
+	// again: the daemon's start, the BGP sessions' connect retry (the
+	// longer end's), BFD up (the nodes hold a session down until then)
+	// and the announcements. While such a fault is under way and until
+	// RouterBound after it, no route is expected and none is judged stale
+	// (Anycast).
+	RouterBound time.Duration
 }
 
 // StaleBound is how long a router may keep routing a VIP to a node that
@@ -364,6 +372,10 @@ type Report struct {
 	// that left a routed node unable to answer, the time from when it
 	// surely took effect to the first sample routing nothing to it.
 	Rejoins []Recovery
+	// RouterReturns are, for each router fault (Kind.OfRouter), the time
+	// from its end to the first sample routing every VIP to every
+	// eligible node (Config.Anycast).
+	RouterReturns []Recovery
 	// Judged counts the samples in which some VIP had an eligible node,
 	// so that (b) applied (Config.Anycast).
 	Judged int
@@ -414,8 +426,9 @@ func (c Config) Validate() error {
 	case c.Margin < 0 || c.Grace < 0 || c.Skew < 0 || c.Resolve < 0 || c.SupervisorBound < 0 || c.StartSweep < 0 || c.ServiceBound < 0 || c.HandoverGap < 0:
 		return fmt.Errorf("chaos: Config has a negative time (Margin %v, Grace %v, Skew %v, Resolve %v, SupervisorBound %v, StartSweep %v, ServiceBound %v, HandoverGap %v)", c.Margin, c.Grace, c.Skew, c.Resolve, c.SupervisorBound, c.StartSweep, c.ServiceBound, c.HandoverGap)
 	}
-	if c.Anycast && (c.Detect <= 0 || c.Rejoin < 0 || c.Warmup < 0 || c.Hold < c.Detect) {
-		return fmt.Errorf("chaos: Config.Anycast with Detect %v, Rejoin %v, Warmup %v, Hold %v: want Detect > 0, Rejoin and Warmup >= 0, Hold >= Detect", c.Detect, c.Rejoin, c.Warmup, c.Hold)
+	if c.Anycast && (c.Detect <= 0 || c.Rejoin < 0 || c.Warmup < 0 || c.Hold < c.Detect || c.RouterBound < 0) {
+		return fmt.Errorf("chaos: Config.Anycast with Detect %v, Rejoin %v, Warmup %v, Hold %v, RouterBound %v: want Detect > 0, Rejoin, Warmup and RouterBound >= 0, Hold >= Detect",
+			c.Detect, c.Rejoin, c.Warmup, c.Hold, c.RouterBound)
 	}
 	if c.AdvertOf != nil && len(c.AdvertOf) != len(c.VIPs) {
 		return fmt.Errorf("chaos: Config.AdvertOf has %d entries for %d VIPs: want one per VIP, or none", len(c.AdvertOf), len(c.VIPs))
@@ -492,7 +505,7 @@ func (e *engineDeath) observe(rep *Report, windows []Window, n int, name string,
 	e.killedAt = killTime(windows, n, KillEngine, prevAt, t)
 	// A kill of the whole agent may show the engine gone one sample
 	// before its supervisor.
-	e.byAgentKill = e.killedAt.IsZero() && !killTime(windows, n, KillAgent, prevAt, t).IsZero()
+	e.byAgentKill = e.killedAt.IsZero() && !agentStopTime(windows, n, prevAt, t).IsZero()
 	if e.killedAt.IsZero() && !e.byAgentKill {
 		rep.Violations = append(rep.Violations, Violation{Kind: Exit, At: t, Nodes: []string{name}, Detail: "the engine exited with no kill to explain it (its supervisor lives)"})
 	}
@@ -724,7 +737,7 @@ func Check(cfg Config, windows []Window, samples []Sample) (Report, error) {
 			switch {
 			case !ns.Agent:
 				if !st.agentDead {
-					if st.seen && st.prev.Agent && killTime(windows, n, KillAgent, prevAt, t).IsZero() {
+					if st.seen && st.prev.Agent && agentStopTime(windows, n, prevAt, t).IsZero() {
 						rep.Violations = append(rep.Violations, Violation{Kind: Exit, At: t, VIP: netip.Addr{}, Nodes: []string{name}, Detail: "the node agent exited with no kill to explain it"})
 					}
 					st.agentDead = true
@@ -1030,6 +1043,16 @@ func killTime(windows []Window, n int, k Kind, prev, t time.Time) time.Time {
 		}
 	}
 	return best
+}
+
+// agentStopTime is killTime of a KillAgent or, if later, of a TermAgent:
+// what explains a node agent seen gone at t.
+func agentStopTime(windows []Window, n int, prev, t time.Time) time.Time {
+	k, g := killTime(windows, n, KillAgent, prev, t), killTime(windows, n, TermAgent, prev, t)
+	if g.After(k) {
+		return g
+	}
+	return k
 }
 
 func anyOf(have, want []netip.Addr) bool {

@@ -81,21 +81,36 @@ const (
 	// endpoint: its address stays where it is), then Cluster again
 	// (Kubernetes mode).
 	EditPolicy Kind = "edit-policy"
+	// TermAgent stops the node agent gracefully (SIGTERM: a BGP speaker
+	// withdraws its routes before it closes its sessions), waits for it
+	// to exit and starts it again after For.
+	TermAgent Kind = "term-agent"
+	// RestartBGPD sends SIGKILL to the router's BGP daemon and starts it
+	// again after For (bench/chaos -bgp). It has no node.
+	RestartBGPD Kind = "restart-bgpd"
+	// RestartBFDD sends SIGKILL to the router's BFD daemon and starts it
+	// again after For (bench/chaos -bgp). It has no node.
+	RestartBFDD Kind = "restart-bfdd"
 )
 
 // AllKinds lists every kind in the order reports print them.
 var AllKinds = []Kind{KillEngine, KillAgent, Stall, Cut, IfDown, Loss, HeavyLoss, Delay, FlapAPI, FlapLB, FlapRouter, Reload, KillController, Churn,
-	KillLeader, KillAPIServer, KillEtcd, EditType, EditClass, EditIP, EditPolicy}
+	KillLeader, KillAPIServer, KillEtcd, EditType, EditClass, EditIP, EditPolicy, TermAgent, RestartBGPD, RestartBFDD}
 
 // ClusterWide reports whether the fault hits no node but the cluster as a
 // whole (Node is -1).
 func (k Kind) ClusterWide() bool {
 	switch k {
-	case Reload, KillController, Churn, KillLeader, KillAPIServer, KillEtcd, EditType, EditClass, EditIP, EditPolicy:
+	case Reload, KillController, Churn, KillLeader, KillAPIServer, KillEtcd, EditType, EditClass, EditIP, EditPolicy, RestartBGPD, RestartBFDD:
 		return true
 	}
 	return false
 }
+
+// OfRouter reports whether the fault restarts a daemon of the router the
+// nodes announce their VIPs to (Config.Anycast): routes may come and go
+// while it lasts and until Config.RouterBound after it.
+func (k Kind) OfRouter() bool { return k == RestartBGPD || k == RestartBFDD }
 
 // OfService reports whether the fault acts on the Service of VIP
 // Fault.VIP.
@@ -116,7 +131,7 @@ func (k Kind) Removes() bool { return k == Churn || k == EditType || k == EditCl
 // nodes that may hold a VIP (Config's eligibility) while it lasts.
 func (k Kind) Disruptive() bool {
 	switch k {
-	case KillEngine, KillAgent, Stall, Cut, IfDown, HeavyLoss:
+	case KillEngine, KillAgent, TermAgent, Stall, Cut, IfDown, HeavyLoss:
 		return true
 	}
 	return false
@@ -128,7 +143,7 @@ func (k Kind) Disruptive() bool {
 // as well as lose them.
 func (k Kind) Ineligible() bool {
 	switch k {
-	case KillEngine, KillAgent, Stall, Cut, IfDown:
+	case KillEngine, KillAgent, TermAgent, Stall, Cut, IfDown:
 		return true
 	}
 	return false
@@ -206,8 +221,12 @@ func (f Fault) Busy() time.Duration {
 	switch f.Kind {
 	case KillEngine:
 		return 3 * time.Second // the supervisor restarts the engine after 1 s
-	case KillAgent:
+	case KillAgent, TermAgent:
 		return f.For + 3*time.Second
+	case RestartBGPD, RestartBFDD:
+		// The sessions' return (Config.RouterBound): router faults never
+		// overlap.
+		return f.For + 20*time.Second
 	case Reload:
 		return 0
 	case KillController, KillLeader:
@@ -276,11 +295,14 @@ func MixedWeights() map[Kind]int {
 
 // BGPWeights are the kinds' relative frequencies against `vipstack node`s
 // announcing VIPs by BGP (bench/chaos -bgp): the node faults of
-// DefaultWeights, the load balancer's checks failing (the node withdraws)
-// and reloads; no API servers or routers to flap (FlapAPI, FlapRouter).
+// DefaultWeights, graceful stops (the speaker withdraws first), the load
+// balancer's checks failing (the node's routes are demoted), reloads,
+// and the router's BGP and BFD daemons killed and restarted; no API
+// servers or Ingress routers to flap (FlapAPI, FlapRouter).
 func BGPWeights() map[Kind]int {
 	return map[Kind]int{
-		KillEngine: 10, KillAgent: 10, Stall: 14, Cut: 10, IfDown: 8, Loss: 8, HeavyLoss: 6, Delay: 6, FlapLB: 6, Reload: 8,
+		KillEngine: 10, KillAgent: 8, TermAgent: 6, Stall: 14, Cut: 10, IfDown: 8, Loss: 8, HeavyLoss: 6, Delay: 6, FlapLB: 6, Reload: 8,
+		RestartBGPD: 3, RestartBFDD: 3,
 	}
 }
 
@@ -383,7 +405,9 @@ func Generate(o GenOptions) ([]Fault, error) {
 		}
 		f := Fault{Kind: k, Node: -1, HolderOf: -1}
 		switch k {
-		case KillAgent:
+		case KillAgent, TermAgent:
+			f.For = dur(500*time.Millisecond, 3*time.Second)
+		case RestartBGPD, RestartBFDD:
 			f.For = dur(500*time.Millisecond, 3*time.Second)
 		case Stall:
 			f.For = dur(time.Second, 5*time.Second)

@@ -188,3 +188,42 @@ func TestGenerateClusterWide(t *testing.T) {
 		t.Errorf("churn without VIPs: got %v, want an error naming GenOptions.VIPs", err)
 	}
 }
+
+// TestGenerateRouterFaults: BGPWeights' router faults have no node, never
+// overlap and leave the router's recovery (Busy) before the next; graceful
+// stops hit a node.
+func TestGenerateRouterFaults(t *testing.T) {
+	roles := []cluster.Role{cluster.Master, cluster.Master, cluster.Master}
+	for seed := uint64(1); seed <= 20; seed++ {
+		s, err := Generate(GenOptions{Seed: seed, Faults: 200, Roles: roles, VIPs: 2, Weights: BGPWeights()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var lastEnd time.Duration
+		router, term := 0, 0
+		for _, f := range s {
+			switch {
+			case f.Kind.OfRouter():
+				router++
+				if f.Node != -1 || f.HolderOf != -1 || !f.Kind.ClusterWide() {
+					t.Errorf("seed %d: %s has a node", seed, f)
+				}
+				if f.At < lastEnd {
+					t.Errorf("seed %d: %s starts before the previous router fault's recovery ends (%v)", seed, f, lastEnd)
+				}
+				if f.For < 500*time.Millisecond || f.For > 3*time.Second || f.Busy() < f.For+20*time.Second {
+					t.Errorf("seed %d: %s: want 0.5..3 s down and 20 s to recover", seed, f)
+				}
+				lastEnd = f.At + f.Busy()
+			case f.Kind == TermAgent:
+				term++
+				if f.Node < 0 || !f.Kind.Ineligible() || !f.Kind.Disruptive() {
+					t.Errorf("seed %d: %s: want a node, ineligible and disruptive", seed, f)
+				}
+			}
+		}
+		if router == 0 || term == 0 {
+			t.Errorf("seed %d: %d router faults, %d graceful stops in 200 faults: want some of each", seed, router, term)
+		}
+	}
+}

@@ -155,13 +155,17 @@ func (l *Lab) Close() {
 	_ = os.RemoveAll(l.Dir)
 }
 
-// add makes namespace ns with lo up and no duplicate address detection.
+// add makes namespace ns with lo up, no duplicate address detection, and
+// IPv6 addresses kept while a link is down (Linux flushes them by default,
+// which would leave a node or the router without its address after a cut
+// or an ifdown, as a host with static configuration is not).
 func (l *Lab) add(ns string) error {
 	if out, err := exec.Command("ip", "netns", "add", ns).CombinedOutput(); err != nil {
 		return fmt.Errorf("netns add %s: %v: %s", ns, err, out)
 	}
 	l.all = append(l.all, ns)
-	if err := sysctlIn(ns, "net.ipv6.conf.all.accept_dad=0", "net.ipv6.conf.default.accept_dad=0"); err != nil {
+	if err := sysctlIn(ns, "net.ipv6.conf.all.accept_dad=0", "net.ipv6.conf.default.accept_dad=0",
+		"net.ipv6.conf.all.keep_addr_on_down=1", "net.ipv6.conf.default.keep_addr_on_down=1"); err != nil {
 		return err
 	}
 	return IPIn(ns, "link", "set", "lo", "up")
