@@ -476,7 +476,7 @@ func anyWithdrawals(windows []Window, rf routerFaults, s Sample, t time.Time, st
 			state[wi] = 1
 		case !routed:
 			state[wi] = 2
-			rep.Recoveries = append(rep.Recoveries, Recovery{Event: fmt.Sprintf("%s on %s", w.Fault.Kind, nodeName(cfg, w.Node)), At: w.began(), Took: t.Sub(w.began())})
+			rep.Recoveries = append(rep.Recoveries, Recovery{Event: windowName(cfg, w), At: w.began(), Took: t.Sub(w.began())})
 		case !w.End.IsZero() && !t.Before(w.End):
 			state[wi] = 2
 		}

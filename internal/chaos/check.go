@@ -104,6 +104,16 @@ type Config struct {
 	// RouterBound after it, no route is expected and none is judged stale
 	// (Anycast).
 	RouterBound time.Duration
+	// MachineStall, when not zero, is the longest time between two
+	// samples that the checker takes as the sampler's own: a longer gap
+	// means the machine stopped running its processes (a virtual CPU not
+	// scheduled, the host's reclaim), unasked. Every node is then taken
+	// as stalled over the gap, as an injected Stall would have it, with
+	// its tail: a master not run for longer than its peers' master-down
+	// interval is deposed while it still holds the VIPs, which is VRRP's
+	// answer to a stall and not a fault of the node. The gaps are
+	// reported (Report.MachineStalls).
+	MachineStall time.Duration
 }
 
 // StaleBound is how long a router may keep routing a VIP to a node that
@@ -333,11 +343,14 @@ type Violation struct {
 
 // Report is the checker's verdict.
 type Report struct {
-	Samples    int
-	Span       time.Duration // first to last sample
-	MaxGap     time.Duration // longest time between two samples
-	LateGaps   int           // gaps between two samples longer than 50 ms
-	Violations []Violation
+	Samples  int
+	Span     time.Duration // first to last sample
+	MaxGap   time.Duration // longest time between two samples
+	LateGaps int           // gaps between two samples longer than 50 ms
+	// MachineStalls are the gaps longer than Config.MachineStall, each
+	// taken as a stall of every node.
+	MachineStalls []time.Duration
+	Violations    []Violation
 	// Recoveries are, for each disruptive fault start or end, the time
 	// until the cluster was settled (every VIP that has an eligible node is
 	// held by one, and by at most one counted holder), measured only when
@@ -516,6 +529,41 @@ func (e *engineDeath) observe(rep *Report, windows []Window, n int, name string,
 	}
 }
 
+// withMachineStalls adds, for each gap between two samples longer than
+// cfg.MachineStall, a Stall window of every node over the gap, and
+// returns the gaps so taken.
+func withMachineStalls(cfg Config, windows []Window, samples []Sample) ([]Window, []time.Duration) {
+	if cfg.MachineStall <= 0 {
+		return windows, nil
+	}
+	var gaps []time.Duration
+	for i := 1; i < len(samples); i++ {
+		from, to := samples[i-1].At, samples[i].At
+		if to.Sub(from) <= cfg.MachineStall {
+			continue
+		}
+		gaps = append(gaps, to.Sub(from))
+		if len(gaps) == 1 {
+			windows = slices.Clone(windows) // the caller's stay as given
+		}
+		for n := range cfg.Nodes {
+			windows = append(windows, Window{Fault: Fault{Seq: machineStallSeq, Kind: Stall, Node: n, HolderOf: -1}, Node: n, Start: from, End: to})
+		}
+	}
+	return windows, gaps
+}
+
+// machineStallSeq marks the Stall windows withMachineStalls adds.
+const machineStallSeq = -1
+
+// windowName names a window's fault and node for the report.
+func windowName(cfg Config, w Window) string {
+	if w.Fault.Seq == machineStallSeq {
+		return "machine stall (no sample) on " + nodeName(cfg, w.Node)
+	}
+	return fmt.Sprintf("%s on %s", w.Fault.Kind, nodeName(cfg, w.Node))
+}
+
 // Check judges a run: samples sorted by time, windows in any order.
 func Check(cfg Config, windows []Window, samples []Sample) (Report, error) {
 	if err := cfg.Validate(); err != nil {
@@ -541,6 +589,7 @@ func Check(cfg Config, windows []Window, samples []Sample) (Report, error) {
 			rep.LateGaps++
 		}
 	}
+	windows, rep.MachineStalls = withMachineStalls(cfg, windows, samples)
 	if cfg.Anycast {
 		return checkAnycast(cfg, windows, samples, rep), nil
 	}
@@ -634,7 +683,7 @@ func Check(cfg Config, windows []Window, samples []Sample) (Report, error) {
 		if !policy && (!w.Fault.Kind.Disruptive() || (w.Fault.Kind == HeavyLoss && w.Fault.Percent < cfg.PartitionLoss)) {
 			continue
 		}
-		name := fmt.Sprintf("%s on %s", w.Fault.Kind, nodeName(cfg, w.Node))
+		name := windowName(cfg, w)
 		events = append(events, event{w.Start, w.began(), name + " began"})
 		if !w.End.IsZero() {
 			events = append(events, event{w.End, w.ended(), name + " ended"})

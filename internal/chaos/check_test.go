@@ -3,6 +3,7 @@ package chaos
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -809,5 +810,40 @@ func TestCheckHandoverGap(t *testing.T) {
 				t.Errorf("handover gaps (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestCheckMachineStall: the sampler sees nothing for 410 ms, then a
+// second holder beside the old one for 190 ms (more than Grace): a
+// split brain, unless the gap is taken as a stall of every node
+// (Config.MachineStall), whose tail lets the woken master keep its VIPs
+// until it hears the new one.
+func TestCheckMachineStall(t *testing.T) {
+	for _, tt := range []struct {
+		stall      time.Duration
+		splitBrain int
+		stalls     int
+	}{
+		{stall: 0, splitBrain: 2},        // one per VIP
+		{stall: 500 * ms, splitBrain: 2}, // a gap shorter than the setting is the sampler's
+		{stall: 250 * ms, stalls: 1},
+	} {
+		cfg := testConfig()
+		cfg.MachineStall = tt.stall
+		all := stream(t, cfg, phase{500 * ms, "01 - -"}, phase{400 * ms, "01 - -"}, phase{190 * ms, "01 01 -"}, phase{500 * ms, "- 01 -"})
+		samples := append(slices.Clone(all[:50]), all[90:]...) // nothing from 500 to 890 ms
+		rep, err := Check(cfg, nil, samples)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := rep.Count(SplitBrain); got != tt.splitBrain {
+			t.Errorf("MachineStall %v: %d split brains, want %d: %v", tt.stall, got, tt.splitBrain, summary(rep))
+		}
+		if len(rep.MachineStalls) != tt.stalls {
+			t.Errorf("MachineStall %v: machine stalls %v, want %d", tt.stall, rep.MachineStalls, tt.stalls)
+		}
+		if len(rep.Violations) != tt.splitBrain {
+			t.Errorf("MachineStall %v: violations %v, want only the split brain's", tt.stall, summary(rep))
+		}
 	}
 }
