@@ -39,8 +39,8 @@ func runShort(t *testing.T, timeout time.Duration, o options) result {
 	}
 	o.Bin = bin
 	// The suite runs beside other packages' tests: a machine that stops
-	// running the daemons for longer than this (the sampler sees it too)
-	// is a stall of every node, as the bench's default has it.
+	// running the sampler (and so the daemons) for longer than this is a
+	// stall of every node, as the bench's default has it.
 	o.MachineStall = 250 * time.Millisecond
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()

@@ -44,8 +44,8 @@ type options struct {
 	Family string
 	// Services is how many LoadBalancer Services (VIPs) in Kubernetes mode.
 	Services int
-	// MachineStall is chaos.Config.MachineStall: a longer gap between two
-	// samples is taken as a stall of every node (0: off).
+	// MachineStall is chaos.Config.MachineStall: a longer pause of the
+	// sampler is taken as a stall of every node (0: off).
 	MachineStall time.Duration
 	// Log receives the lab's progress lines (Kubernetes mode); nil: none.
 	Log io.Writer

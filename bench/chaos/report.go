@@ -62,7 +62,7 @@ func printReport(w io.Writer, o options, cfg chaos.Config, res result, elapsed t
 	}
 	p("samples: %d over %.0f s (every 10 ms; %d gaps over 50 ms, the longest %v)\n", rep.Samples, rep.Span.Seconds(), rep.LateGaps, rep.MaxGap.Round(time.Millisecond))
 	if len(rep.MachineStalls) > 0 {
-		p("machine stalls: %d gaps over %v taken as a stall of every node (the longest %v)\n", len(rep.MachineStalls), res.Config.MachineStall, slices.Max(rep.MachineStalls).Round(time.Millisecond))
+		p("machine stalls: %d pauses of the sampler over %v taken as a stall of every node (the longest %v)\n", len(rep.MachineStalls), res.Config.MachineStall, slices.Max(rep.MachineStalls).Round(time.Millisecond))
 	}
 	p("violations: %d\n", len(rep.Violations))
 	for _, k := range chaos.ViolationKinds {
@@ -244,7 +244,7 @@ func summary(o options, cfg chaos.Config, res result, elapsed time.Duration) *be
 		bound, figure, label = cfg.StaleBound(), "route withdrawn from a node that cannot answer", "BFD detection + margin"
 	}
 	out := &benchdoc.Report{}
-	out.Para("%s; %d nodes, advert %v; %d samples every 10 ms (%d gaps over 50 ms; %d over %v taken as stalls of every node).", res.Mode, o.Nodes, o.Advert, rep.Samples, rep.LateGaps, len(rep.MachineStalls), cfg.MachineStall)
+	out.Para("%s; %d nodes, advert %v; %d samples every 10 ms (%d gaps over 50 ms; %d pauses of the sampler over %v taken as stalls of every node).", res.Mode, o.Nodes, o.Advert, rep.Samples, rep.LateGaps, len(rep.MachineStalls), cfg.MachineStall)
 	tb := benchdoc.Table{Header: []string{"figure", "value", "target", "result"}}
 	tb.Add("faults", fmt.Sprintf("%d of %d in %.0f s: %s", total, o.Faults, elapsed.Seconds(), strings.Join(kinds, ", ")), "", "")
 	if len(res.Skipped)+len(res.Failed) > 0 {

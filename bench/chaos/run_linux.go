@@ -49,7 +49,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.Family, "family", "4", "with -bgp: the VIPs' family, 4, 6 or both (IPv6: fd00:ff::5 and ::7 over a second session per node)")
 	fs.IntVar(&o.Services, "services", 6, "with -k8s: LoadBalancer Services, one VIP each (1..40)")
 	markdown := fs.String("markdown", "", "write the results into the chaos block (chaos-k8s with -k8s, chaos-mixed with -mixed, chaos-mixed-frr with -mixed -frr, chaos-bgp with -bgp) of this Markdown `file` (docs/benchmarks.md)")
-	fs.DurationVar(&o.MachineStall, "machine-stall", 250*time.Millisecond, "a gap between two samples longer than this is taken as a stall of the whole machine: every node stalled over it (reported; 0: off)")
+	fs.DurationVar(&o.MachineStall, "machine-stall", 250*time.Millisecond, "a pause of the sampler (from a sample's end to the next one's start; it asks every 10 ms at nice -10) longer than this is taken as a stall of the whole machine: every node stalled over it (reported; 0: off)")
 	kinds := fs.String("kinds", "", "only these fault kinds, with weights: e.g. \"cut=1,stall=2\" (default: every kind, see internal/chaos DefaultWeights)")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -346,7 +346,7 @@ func Run(ctx context.Context, o options, out io.Writer) (res result, err error) 
 				sampleErr = err
 				return
 			}
-			samples = append(samples, chaos.Sample{At: at, Nodes: nodes})
+			samples = append(samples, chaos.Sample{At: at, Nodes: nodes, Began: t0})
 			r.mu.Lock()
 			r.last = &samples[len(samples)-1]
 			r.mu.Unlock()

@@ -104,10 +104,11 @@ type Config struct {
 	// RouterBound after it, no route is expected and none is judged stale
 	// (Anycast).
 	RouterBound time.Duration
-	// MachineStall, when not zero, is the longest time between two
-	// samples that the checker takes as the sampler's own: a longer gap
-	// means the machine stopped running its processes (a virtual CPU not
-	// scheduled, the host's reclaim), unasked. Every node is then taken
+	// MachineStall, when not zero, is the longest time the sampler may
+	// go without starting a sample after the last one ended (it asks
+	// every 10 ms, from a thread at nice -10): a longer pause means the
+	// machine stopped running its processes (a virtual CPU not scheduled,
+	// the host's reclaim), unasked. A slow read is not one (Sample.Began). Every node is then taken
 	// as stalled over the gap, as an injected Stall would have it, with
 	// its tail: a master not run for longer than its peers' master-down
 	// interval is deposed while it still holds the VIPs, which is VRRP's
@@ -260,6 +261,19 @@ type NodeSample struct {
 type Sample struct {
 	At    time.Time
 	Nodes []NodeSample // by node index
+	// Began, when set, is when the sampler started reading (At is when
+	// it finished): a read can wait hundreds of milliseconds on the
+	// kernel's lock while the daemons run, which is not a stall of the
+	// machine (Config.MachineStall).
+	Began time.Time
+}
+
+// began is when the sample's reading started.
+func (s Sample) began() time.Time {
+	if s.Began.IsZero() {
+		return s.At
+	}
+	return s.Began
 }
 
 // Window is one fault as injected: Start when it began, End when it was
@@ -347,8 +361,8 @@ type Report struct {
 	Span     time.Duration // first to last sample
 	MaxGap   time.Duration // longest time between two samples
 	LateGaps int           // gaps between two samples longer than 50 ms
-	// MachineStalls are the gaps longer than Config.MachineStall, each
-	// taken as a stall of every node.
+	// MachineStalls are the sampler's pauses longer than
+	// Config.MachineStall, each taken as a stall of every node.
 	MachineStalls []time.Duration
 	Violations    []Violation
 	// Recoveries are, for each disruptive fault start or end, the time
@@ -529,16 +543,16 @@ func (e *engineDeath) observe(rep *Report, windows []Window, n int, name string,
 	}
 }
 
-// withMachineStalls adds, for each gap between two samples longer than
-// cfg.MachineStall, a Stall window of every node over the gap, and
-// returns the gaps so taken.
+// withMachineStalls adds, for each pause of the sampler (from a sample's
+// end to the next one's start) longer than cfg.MachineStall, a Stall
+// window of every node over the pause, and returns the pauses so taken.
 func withMachineStalls(cfg Config, windows []Window, samples []Sample) ([]Window, []time.Duration) {
 	if cfg.MachineStall <= 0 {
 		return windows, nil
 	}
 	var gaps []time.Duration
 	for i := 1; i < len(samples); i++ {
-		from, to := samples[i-1].At, samples[i].At
+		from, to := samples[i-1].At, samples[i].began()
 		if to.Sub(from) <= cfg.MachineStall {
 			continue
 		}

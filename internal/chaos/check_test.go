@@ -821,17 +821,22 @@ func TestCheckHandoverGap(t *testing.T) {
 func TestCheckMachineStall(t *testing.T) {
 	for _, tt := range []struct {
 		stall      time.Duration
+		slowRead   bool // the sampler started at once and its read took 400 ms
 		splitBrain int
 		stalls     int
 	}{
 		{stall: 0, splitBrain: 2},        // one per VIP
 		{stall: 500 * ms, splitBrain: 2}, // a gap shorter than the setting is the sampler's
 		{stall: 250 * ms, stalls: 1},
+		{stall: 250 * ms, slowRead: true, splitBrain: 2}, // the machine ran: not a stall
 	} {
 		cfg := testConfig()
 		cfg.MachineStall = tt.stall
 		all := stream(t, cfg, phase{500 * ms, "01 - -"}, phase{400 * ms, "01 - -"}, phase{190 * ms, "01 01 -"}, phase{500 * ms, "- 01 -"})
 		samples := append(slices.Clone(all[:50]), all[90:]...) // nothing from 500 to 890 ms
+		if tt.slowRead {
+			samples[50].Began = samples[49].At.Add(10 * ms)
+		}
 		rep, err := Check(cfg, nil, samples)
 		if err != nil {
 			t.Fatal(err)
