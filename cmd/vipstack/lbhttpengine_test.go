@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 )
 
@@ -29,28 +27,10 @@ backend be
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	tests := []struct {
-		engine string
-		code   int
-		stderr []string
-	}{
-		{engine: "loop", code: 1, stderr: []string{"--http-engine loop: " + path + ":10: frontend fe (backend be)", `"cookie" needs the std HTTP engine`, "--http-engine auto or std"}},
-		{engine: "auto", code: 0},
-		{engine: "std", code: 0},
-		{engine: "fast", code: 2, stderr: []string{`--http-engine "fast": accepted: std, loop or auto`}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.engine, func(t *testing.T) {
-			var stdout, stderr bytes.Buffer
-			code := runLB(t.Context(), []string{"--check", "--http-engine", tt.engine, "-f", path}, &stdout, &stderr)
-			if code != tt.code {
-				t.Fatalf("exit %d, want %d; stderr:\n%s", code, tt.code, stderr.String())
-			}
-			for _, s := range tt.stderr {
-				if !strings.Contains(stderr.String(), s) {
-					t.Errorf("stderr does not say %q:\n%s", s, stderr.String())
-				}
-			}
-		})
-	}
+	checkLBFlag(t, path, "--http-engine", []lbFlagCase{
+		{value: "loop", code: 1, stderr: []string{"--http-engine loop: " + path + ":10: frontend fe (backend be)", `"cookie" needs the std HTTP engine`, "--http-engine auto or std"}},
+		{value: "auto", code: 0},
+		{value: "std", code: 0},
+		{value: "fast", code: 2, stderr: []string{`--http-engine "fast": accepted: std, loop or auto`}},
+	})
 }

@@ -28,20 +28,29 @@ backend be
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	tests := []struct {
-		datapath string
-		code     int
-		stderr   []string
-	}{
-		{datapath: "kernel", code: 1, stderr: []string{path + ":10: frontend fe (backend be)", `"server s1 send-proxy (v2)" needs the user-space relay`, "--datapath auto or relay"}},
-		{datapath: "auto", code: 0},
-		{datapath: "relay", code: 0},
-		{datapath: "ebpf", code: 2, stderr: []string{`--datapath "ebpf": accepted: relay, kernel or auto`}},
-	}
+	checkLBFlag(t, path, "--datapath", []lbFlagCase{
+		{value: "kernel", code: 1, stderr: []string{path + ":10: frontend fe (backend be)", `"server s1 send-proxy (v2)" needs the user-space relay`, "--datapath auto or relay"}},
+		{value: "auto", code: 0},
+		{value: "relay", code: 0},
+		{value: "ebpf", code: 2, stderr: []string{`--datapath "ebpf": accepted: relay, kernel or auto`}},
+	})
+}
+
+// lbFlagCase is `vipstack lb --check FLAG value`'s exit code and what its
+// standard error must say.
+type lbFlagCase struct {
+	value  string
+	code   int
+	stderr []string
+}
+
+// checkLBFlag runs `vipstack lb --check flag value -f path` for each case.
+func checkLBFlag(t *testing.T, path, flag string, tests []lbFlagCase) {
+	t.Helper()
 	for _, tt := range tests {
-		t.Run(tt.datapath, func(t *testing.T) {
+		t.Run(tt.value, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
-			code := runLB(t.Context(), []string{"--check", "--datapath", tt.datapath, "-f", path}, &stdout, &stderr)
+			code := runLB(t.Context(), []string{"--check", flag, tt.value, "-f", path}, &stdout, &stderr)
 			if code != tt.code {
 				t.Fatalf("exit %d, want %d; stderr:\n%s", code, tt.code, stderr.String())
 			}
