@@ -25,8 +25,9 @@ import (
 // subnet behind FRR (internal/routedlab, as TestStoryBGP), announcing the
 // API and Ingress VIPs by BGP, and `vipstack status --cluster` on m1: the
 // API VIP is announced by both (their load balancers' backend is up), the
-// Ingress VIP by none (its check fails: no router), exit 1; once m2 is
-// killed, the API VIP is announced by m1 alone and m2 is unreachable.
+// Ingress VIP by both demoted (its check fails: no router; the default
+// bgp.onCheckFailure demotes), exit 1; once m2 is killed, both VIPs are
+// announced by m1 alone and m2 is unreachable.
 func TestBGPView(t *testing.T) {
 	routedlab.RequireFRR(t)
 	bin, err := peers.BuildVipstack(t.TempDir())
@@ -134,7 +135,7 @@ bgp:
 	}
 	want(1, map[string][]string{
 		"198.19.0.5": {"m1", "m2"}, "198.19.0.5 members": {"m1 announced", "m2 announced"},
-		"198.19.0.7": {}, "198.19.0.7 members": {"m1 not announced", "m2 not announced"},
+		"198.19.0.7": {"m1", "m2"}, "198.19.0.7 members": {"m1 demoted", "m2 demoted"},
 	})
 	if err := syscall.Kill(-procs[1].Process.Pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -142,6 +143,6 @@ bgp:
 	<-exited[1]
 	want(1, map[string][]string{
 		"198.19.0.5": {"m1"}, "198.19.0.5 members": {"m1 announced", "m2 unreachable"},
-		"198.19.0.7": {}, "198.19.0.7 members": {"m1 not announced", "m2 unreachable"},
+		"198.19.0.7": {"m1"}, "198.19.0.7 members": {"m1 demoted", "m2 unreachable"},
 	})
 }

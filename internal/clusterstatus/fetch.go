@@ -37,6 +37,7 @@ type nodeStatus struct {
 			Prefix    string `json:"prefix"`
 			Role      string `json:"role"`
 			Announced bool   `json:"announced"`
+			Demoted   bool   `json:"demoted"`
 			Reason    string `json:"reason"`
 		} `json:"routes"`
 	} `json:"bgp"`
@@ -58,7 +59,7 @@ func (s nodeStatus) bgpReport() *BGPReport {
 		if p, err := netip.ParsePrefix(r.Prefix); err == nil {
 			vip = p.Addr().String()
 		}
-		b.Routes = append(b.Routes, BGPRouteReport{VIP: vip, Role: r.Role, Announced: r.Announced, Reason: r.Reason})
+		b.Routes = append(b.Routes, BGPRouteReport{VIP: vip, Role: r.Role, Announced: r.Announced, Demoted: r.Demoted, Reason: r.Reason})
 	}
 	return b
 }

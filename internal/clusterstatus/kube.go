@@ -74,7 +74,7 @@ func leaseReport(l coordinationv1.Lease, now time.Time) (Report, bool) {
 		}
 		for _, rt := range b.Routes {
 			vip, _, _ := strings.Cut(rt.Prefix, "/")
-			r.BGP.Routes = append(r.BGP.Routes, BGPRouteReport{VIP: vip, Role: rt.Role, Announced: rt.Announced, Reason: rt.Reason})
+			r.BGP.Routes = append(r.BGP.Routes, BGPRouteReport{VIP: vip, Role: rt.Role, Announced: rt.Announced, Demoted: rt.Demoted, Reason: rt.Reason})
 		}
 	}
 	if l.Spec.RenewTime == nil || l.Spec.LeaseDurationSeconds == nil {

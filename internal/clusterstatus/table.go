@@ -101,7 +101,7 @@ func writeVRRP(w io.Writer, vips []VIP) error {
 
 // writeBGP prints the VIPs announced by BGP: the nodes announcing each,
 // then each node's route and sessions, with why a route is not
-// announced under its row.
+// announced, or is demoted, under its row.
 func writeBGP(w io.Writer, vips []BGPVIP) error {
 	var table bytes.Buffer
 	tw := tabwriter.NewWriter(&table, 0, 4, 2, ' ', 0)
@@ -124,7 +124,7 @@ func writeBGP(w io.Writer, vips []BGPVIP) error {
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", head, m.Node, m.Route, dash(m.Sessions))
 			note := ""
-			if m.Route == RouteNotAnnounced && m.Reason != "" {
+			if (m.Route == RouteNotAnnounced || m.Route == RouteDemoted) && m.Reason != "" {
 				note = m.Node + ": " + m.Reason
 			}
 			notes = append(notes, note)

@@ -33,6 +33,7 @@ type BGPRouteReport struct {
 	VIP       string // the address, without the prefix length
 	Role      string // api, ingress, dns
 	Announced bool
+	Demoted   bool   // announced with worse attributes: a check fails
 	Reason    string // why it is or is not announced
 }
 
@@ -82,14 +83,15 @@ type BGPVIP struct {
 	// Announcers are the nodes that announce its route with at least one
 	// BGP session established: the routers' next hops (ECMP).
 	Announcers []string    `json:"announcers"`
-	Verdict    string      `json:"verdict"` // ok, no announcer
+	Verdict    string      `json:"verdict"` // ok, demoted, no announcer
 	Members    []BGPMember `json:"members"`
 }
 
 // BGPMember is one node that may announce a BGP VIP.
 type BGPMember struct {
 	Node string `json:"node"`
-	// Route is announced, not announced, or unreachable.
+	// Route is announced, demoted (announced with worse attributes: a
+	// check failed), not announced, or unreachable.
 	Route  string `json:"route"`
 	Reason string `json:"reason,omitempty"`
 	// Sessions is "established of configured" peers, as "1/2".
@@ -99,12 +101,17 @@ type BGPMember struct {
 // Route states of a BGP member.
 const (
 	RouteAnnounced    = "announced"
+	RouteDemoted      = "demoted"
 	RouteNotAnnounced = "not announced"
 )
 
 // VerdictNoAnnouncer is the verdict of a BGP VIP no node announces over
 // an established session.
 const VerdictNoAnnouncer = "no announcer"
+
+// VerdictDemoted is the verdict of a BGP VIP whose every announcer is
+// demoted: the routers reach it, but through nodes whose checks fail.
+const VerdictDemoted = "demoted"
 
 // Member is one node's instance of a VIP.
 type Member struct {
@@ -270,6 +277,9 @@ func mergeBGP(expected []Expected, reports []Report, byName map[string]*Report, 
 			m := BGPMember{Node: r.Node, Route: RouteNotAnnounced, Reason: oneLine(rt.Reason), Sessions: sessions}
 			if rt.Announced {
 				m.Route = RouteAnnounced
+				if rt.Demoted {
+					m.Route = RouteDemoted
+				}
 				if r.BGP.Established > 0 {
 					x.Announcers = append(x.Announcers, r.Node)
 				}
@@ -283,13 +293,28 @@ func mergeBGP(expected []Expected, reports []Report, byName map[string]*Report, 
 		slices.SortFunc(x.Members, func(a, b BGPMember) int { return strings.Compare(a.Node, b.Node) })
 		slices.Sort(x.Announcers)
 		x.Verdict = VerdictOK
-		if len(x.Announcers) == 0 {
+		switch {
+		case len(x.Announcers) == 0:
 			x.Verdict = VerdictNoAnnouncer
 			problems = append(problems, fmt.Sprintf("%s (%s, BGP): no node announces it over an established session", addr, x.Role))
+		case allDemoted(x):
+			x.Verdict = VerdictDemoted
+			problems = append(problems, fmt.Sprintf("%s (%s, BGP): every node announcing it is demoted (%s): a check fails on each",
+				addr, x.Role, strings.Join(x.Announcers, ", ")))
 		}
 		out = append(out, *x)
 	}
 	return out, problems
+}
+
+// allDemoted reports whether every announcer of x announces it demoted.
+func allDemoted(x *BGPVIP) bool {
+	for _, m := range x.Members {
+		if m.Route == RouteAnnounced && slices.Contains(x.Announcers, m.Node) {
+			return false
+		}
+	}
+	return true
 }
 
 // member is a node's instance as a member of its VIP.

@@ -184,23 +184,30 @@ func TestGolden(t *testing.T) {
 // announcing them over an established session (m1), a node announcing
 // with no session up (m2) is no announcer, a node whose check fails says
 // why, a silent node stays a member, unreachable; a VIP nobody announces
-// is a problem. The table and JSON are compared with testdata/bgp.*.golden.
+// is a problem, and so is one only demoted nodes announce (the DNS VIP:
+// m2, not demoted, has no session). The table and JSON are compared with
+// testdata/bgp.*.golden.
 func TestMergeBGP(t *testing.T) {
 	exp := []Expected{
 		{Instance: "api", VIPs: []string{"198.19.0.5"}, Nodes: []string{"m1", "m2", "m3"}, BGP: true},
 		{Instance: "ingress", VIPs: []string{"198.19.0.7"}, Nodes: []string{"m1", "m2", "m3"}, BGP: true},
+		{Instance: "dns", VIPs: []string{"198.19.0.9"}, Nodes: []string{"m1", "m2", "m3"}, BGP: true},
 	}
-	routes := func(api, ingress bool) []BGPRouteReport {
+	routes := func(api, ingress, dnsDemoted bool) []BGPRouteReport {
 		r := []BGPRouteReport{{VIP: "198.19.0.5", Role: "api", Announced: api, Reason: "eligible: lb ok"},
-			{VIP: "198.19.0.7", Role: "ingress", Announced: ingress, Reason: "eligible: chk_ingress ok"}}
+			{VIP: "198.19.0.7", Role: "ingress", Announced: ingress, Reason: "eligible: chk_ingress ok"},
+			{VIP: "198.19.0.9", Role: "dns", Announced: true, Demoted: dnsDemoted, Reason: "eligible: chk_dns ok"}}
 		if !ingress {
 			r[1].Reason = "chk_ingress failing (GET http://localhost:1936/healthz/ready: 503)"
+		}
+		if dnsDemoted {
+			r[2].Reason = "demoted: chk_dns failing (exit 1)"
 		}
 		return r
 	}
 	reports := []Report{
-		{Node: "m1", Address: "198.18.1.10:9652", Role: "master", BGP: &BGPReport{Peers: 1, Established: 1, Routes: routes(true, false)}},
-		{Node: "m2", Address: "198.18.2.10:9652", Role: "master", BGP: &BGPReport{Peers: 1, Established: 0, Routes: routes(true, true)}},
+		{Node: "m1", Address: "198.18.1.10:9652", Role: "master", BGP: &BGPReport{Peers: 1, Established: 1, Routes: routes(true, false, true)}},
+		{Node: "m2", Address: "198.18.2.10:9652", Role: "master", BGP: &BGPReport{Peers: 1, Established: 0, Routes: routes(true, true, false)}},
 		{Node: "m3", Address: "198.18.3.10:9652", Role: "master", Error: "context deadline exceeded"},
 	}
 	v := Merge("cluster t1 (cluster file cluster.yaml)", exp, reports)
@@ -213,11 +220,16 @@ func TestMergeBGP(t *testing.T) {
 			{Node: "m1", Route: RouteNotAnnounced, Reason: "chk_ingress failing (GET http://localhost:1936/healthz/ready: 503)", Sessions: "1/1"},
 			{Node: "m2", Route: RouteAnnounced, Reason: "eligible: chk_ingress ok", Sessions: "0/1"},
 			{Node: "m3", Route: Unreachable}}},
+		{Address: "198.19.0.9", Role: "dns", Announcers: []string{"m1"}, Verdict: VerdictDemoted, Members: []BGPMember{
+			{Node: "m1", Route: RouteDemoted, Reason: "demoted: chk_dns failing (exit 1)", Sessions: "1/1"},
+			{Node: "m2", Route: RouteAnnounced, Reason: "eligible: chk_dns ok", Sessions: "0/1"},
+			{Node: "m3", Route: Unreachable}}},
 	}
 	if d := cmp.Diff(want, v.BGP); d != "" {
 		t.Errorf("BGP VIPs (-want +got):\n%s", d)
 	}
 	wantProblems := []string{"198.19.0.7 (ingress, BGP): no node announces it over an established session",
+		"198.19.0.9 (dns, BGP): every node announcing it is demoted (m1): a check fails on each",
 		"node m3 (198.18.3.10:9652) did not answer: context deadline exceeded"}
 	if d := cmp.Diff(wantProblems, v.Problems); d != "" {
 		t.Errorf("problems (-want +got):\n%s", d)
