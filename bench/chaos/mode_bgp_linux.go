@@ -25,6 +25,7 @@ import (
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
+	"github.com/vipstack/vipstack/internal/bgp"
 	"github.com/vipstack/vipstack/internal/chaos"
 	"github.com/vipstack/vipstack/internal/cluster"
 	"github.com/vipstack/vipstack/internal/procfs"
@@ -86,15 +87,15 @@ const (
 	bgpWarmup = 3 * time.Second
 	bgpHold   = 30 * time.Second
 	// bgpRouterBound is how long after a router daemon's restart every
-	// node may take to be routed every VIP again (chaos.Config.RouterBound):
-	// two of the nodes' connect retries (5 s, internal/bgp; bgpd's own is
-	// 1 s): a restarted bgpd 8.4 ends the first session it establishes
-	// with a Cease (BFD down, subcode 10) when its new BFD session
-	// reports Down, and the node connects again a retry later; BFD up at
-	// its slow start (bgpWarmup: a node holds its session down after a
-	// BFD failure until then); and 4 s for the daemon's start and the
-	// sessions' setup on a loaded machine.
-	bgpRouterBound = 2*5*time.Second + bgpWarmup + 4*time.Second
+	// node may take to be routed every VIP again (chaos.Config.RouterBound).
+	// A restarted bgpd 8.4 ends the first session it establishes with a
+	// Cease (BFD down, subcode 10) when its new BFD session reports Down;
+	// it may do so twice. After each, GoBGP waits its fixed idle hold
+	// (5 s) and then tries to connect at a random point in one to two
+	// connect retries (bgp.DefaultConnectRetry, 1 s; bgpd's own is 1 s
+	// too): 7 s at most. Then BFD comes up at its slow start (bgpWarmup:
+	// a node holds its session down after a BFD failure until then).
+	bgpRouterBound = 2*(5*time.Second+2*bgp.DefaultConnectRetry) + bgpWarmup
 	// bgpTermWait bounds a graceful stop: the speaker's withdrawals
 	// (StopTimeout 3 s at most), its drain and the engine's exit.
 	bgpTermWait = 15 * time.Second

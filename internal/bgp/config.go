@@ -65,6 +65,13 @@ func (d Demotion) Apply(a Attributes) Attributes {
 	return a
 }
 
+// DefaultConnectRetry is a peer's connect retry when none is set: a node
+// that announces VIPs wants its session back as soon as the router takes
+// it (FRR's and BIRD's own default is 120 s, GoBGP's 120 s), and one
+// connection attempt a second or two to each of a few routers costs
+// nothing.
+const DefaultConnectRetry = time.Second
+
 // Peer is one BGP neighbour.
 type Peer struct {
 	Address netip.Addr
@@ -80,6 +87,11 @@ type Peer struct {
 	// HoldTime and Keepalive: 0 is 90 s and a third of the hold time.
 	// A hold time is 0 (no keepalives) or 3..65535 s.
 	HoldTime, Keepalive time.Duration
+	// ConnectRetry is the wait between two attempts to open the session
+	// while it is down, whole seconds 1..65535; 0 is DefaultConnectRetry.
+	// The speaker also waits 5 s after a session ends before its first
+	// attempt (GoBGP's idle hold).
+	ConnectRetry time.Duration
 	// IPv4 and IPv6 enable the address families; when both are false the
 	// family of Address is enabled.
 	IPv4, IPv6 bool
@@ -240,6 +252,9 @@ func (c *Config) Validate() error {
 		}
 		if p.Keepalive < 0 || p.Keepalive%time.Second != 0 || p.Keepalive >= hold {
 			bad(f+".keepalive", "%v; want 0 (a third of the hold time) or whole seconds below the hold time %v", p.Keepalive, hold)
+		}
+		if p.ConnectRetry < 0 || p.ConnectRetry%time.Second != 0 || p.ConnectRetry > 65535*time.Second {
+			bad(f+".connect-retry", "%v; want 0 (default %v) or whole seconds 1s..65535s", p.ConnectRetry, DefaultConnectRetry)
 		}
 		if p.GracefulRestart < 0 || p.GracefulRestart%time.Second != 0 || p.GracefulRestart > 4095*time.Second {
 			bad(f+".graceful-restart", "%v; want 0 (off) or whole seconds 1s..4095s (RFC 4724 restart time)", p.GracefulRestart)

@@ -48,6 +48,10 @@ func TestValidate(t *testing.T) {
 			want: []string{"peers[1].address: 198.18.1.1 is also peers[0]"}},
 		{name: "hold time too short", modify: func(c *Config) { c.Peers[0].HoldTime = 2 * time.Second },
 			want: []string{"peers[0].hold-time: 2s; want 0 (default 90s) or whole seconds 3s..65535s"}},
+		{name: "connect retry not whole seconds", modify: func(c *Config) { c.Peers[0].ConnectRetry = 1500 * time.Millisecond },
+			want: []string{"peers[0].connect-retry: 1.5s; want 0 (default 1s) or whole seconds 1s..65535s"}},
+		{name: "connect retry negative", modify: func(c *Config) { c.Peers[0].ConnectRetry = -time.Second },
+			want: []string{"peers[0].connect-retry: -1s; want 0 (default 1s) or whole seconds 1s..65535s"}},
 		{name: "keepalive not below hold", modify: func(c *Config) {
 			c.Peers[0].HoldTime, c.Peers[0].Keepalive = 9*time.Second, 9*time.Second
 		}, want: []string{"peers[0].keepalive: 9s; want 0 (a third of the hold time) or whole seconds below the hold time 9s"}},

@@ -67,10 +67,14 @@ func (g *GoBGP) AddPeer(ctx context.Context, p Peer, ibgp bool) error {
 	if p.Keepalive == 0 {
 		keep = hold / 3
 	}
+	retry := uint64(p.ConnectRetry.Seconds())
+	if p.ConnectRetry == 0 {
+		retry = uint64(DefaultConnectRetry.Seconds())
+	}
 	ap := &api.Peer{
 		Conf: &api.PeerConf{NeighborAddress: p.Address.String(), PeerAsn: p.ASN, AuthPassword: p.Password},
 		Timers: &api.Timers{Config: &api.TimersConfig{HoldTime: hold, KeepaliveInterval: keep,
-			ConnectRetry: 5}},
+			ConnectRetry: retry}},
 		Transport: &api.Transport{RemotePort: uint32(p.Port)},
 		AfiSafis:  afs,
 	}

@@ -1,8 +1,12 @@
 package bgp
 
 import (
+	"context"
+	"fmt"
+	"log/slog"
 	"net/netip"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	api "github.com/osrg/gobgp/v3/api"
@@ -111,5 +115,36 @@ func TestAdvertised(t *testing.T) {
 				t.Errorf("advertised = %d, want %d", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestConnectRetry checks that a peer's connect retry reaches GoBGP's
+// timers: DefaultConnectRetry when unset, the peer's own otherwise. The
+// peers are on loopback addresses nothing listens on; the server does
+// not listen.
+func TestConnectRetry(t *testing.T) {
+	ctx := context.Background()
+	g := NewGoBGP(slog.New(slog.DiscardHandler))
+	if err := g.Start(ctx, 64512, netip.MustParseAddr("127.0.0.1"), 0); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Stop(ctx) })
+	peers := map[string]time.Duration{"127.0.0.2": 0, "127.0.0.3": 7 * time.Second}
+	for addr, retry := range peers {
+		p := Peer{Address: netip.MustParseAddr(addr), ASN: 64500, Port: 1, ConnectRetry: retry}
+		if err := g.AddPeer(ctx, p, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := map[string]uint64{}
+	err := g.srv.ListPeer(ctx, &api.ListPeerRequest{}, func(p *api.Peer) {
+		got[p.Conf.NeighborAddress] = p.Timers.Config.ConnectRetry
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]uint64{"127.0.0.2": uint64(DefaultConnectRetry / time.Second), "127.0.0.3": 7}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("connect retry by peer = %v, want %v", got, want)
 	}
 }

@@ -53,6 +53,7 @@ type BGPPeerFile struct {
 	Password        string   `yaml:"password,omitempty"`
 	HoldTime        string   `yaml:"holdTime,omitempty"`
 	Keepalive       string   `yaml:"keepalive,omitempty"`
+	ConnectRetry    string   `yaml:"connectRetry,omitempty"`
 	Families        []string `yaml:"families,omitempty"`
 	GracefulRestart string   `yaml:"gracefulRestart,omitempty"`
 	BFD             *struct {
@@ -223,6 +224,7 @@ func validateBGP(f *File, c *Cluster, nodeIdx map[string]int, bad func(string, .
 		}
 		p.HoldTime = dur(f+".holdTime", pf.HoldTime)
 		p.Keepalive = dur(f+".keepalive", pf.Keepalive)
+		p.ConnectRetry = dur(f+".connectRetry", pf.ConnectRetry)
 		p.GracefulRestart = dur(f+".gracefulRestart", pf.GracefulRestart)
 		for j, fam := range pf.Families {
 			switch fam {
@@ -311,7 +313,7 @@ func fileField(field string, c *Cluster, cfg bgp.Config, n Node, nodeIdx map[str
 			}
 		}
 	}
-	r := strings.NewReplacer("hold-time", "holdTime", "graceful-restart", "gracefulRestart", "local-pref", "localPref",
+	r := strings.NewReplacer("hold-time", "holdTime", "connect-retry", "connectRetry", "graceful-restart", "gracefulRestart", "local-pref", "localPref",
 		"local-address", "source", ".ipv4", ".families", ".ipv6", ".families", "key-id", "keyID")
 	return "bgp." + r.Replace(field)
 }

@@ -28,7 +28,7 @@ bgp:
   asn: 64512
   announce: [api]
   peers:
-    - {address: 198.18.1.1, asn: 64500, nodes: [m0, w0], holdTime: 9s, gracefulRestart: 30s,
+    - {address: 198.18.1.1, asn: 64500, nodes: [m0, w0], holdTime: 9s, connectRetry: 3s, gracefulRestart: 30s,
        bfd: {interval: 100ms, multiplier: 3}}
     - {address: 198.18.2.1, asn: 64500, nodes: [m1], password: s3cret, families: [ipv4]}
 `
@@ -47,7 +47,7 @@ func TestBGPPlans(t *testing.T) {
 		{node: "m0", want: &BGPSpec{
 			Config: bgp.Config{ASN: 64512, RouterID: netip.MustParseAddr("198.18.1.11"),
 				Peers: []bgp.Peer{{Address: netip.MustParseAddr("198.18.1.1"), ASN: 64500, LocalAddress: netip.MustParseAddr("198.18.1.11"),
-					HoldTime: 9 * time.Second, GracefulRestart: 30 * time.Second, BFD: &bgp.BFD{Interval: 100 * time.Millisecond, Multiplier: 3}}},
+					HoldTime: 9 * time.Second, ConnectRetry: 3 * time.Second, GracefulRestart: 30 * time.Second, BFD: &bgp.BFD{Interval: 100 * time.Millisecond, Multiplier: 3}}},
 				Routes: []bgp.Route{{VIP: vip}}, Demote: &bgp.Demotion{Prepend: 3}},
 			Checks: map[netip.Addr][]string{vip: {checkLB, checkBoth}},
 			Role:   map[netip.Addr]string{vip: "api"},
@@ -154,6 +154,8 @@ func TestBGPValidationErrors(t *testing.T) {
 			want: "bgp.peers: node m1 announces 198.19.255.5 but no peer lists it in nodes"},
 		{name: "hold time", old: "holdTime: 9s", new: "holdTime: 2s",
 			want: "bgp.peers[0].holdTime: 2s; want 0 (default 90s) or whole seconds 3s..65535s (RFC 4271 4.2)"},
+		{name: "connect retry", old: "connectRetry: 3s", new: "connectRetry: 500ms",
+			want: "bgp.peers[0].connectRetry: 500ms; want 0 (default 1s) or whole seconds 1s..65535s"},
 		{name: "hold time not a duration", old: "holdTime: 9s", new: "holdTime: nine",
 			want: `bgp.peers[0].holdTime: "nine" is not a duration; accepted: e.g. 90s, 300ms`},
 		{name: "graceful restart", old: "gracefulRestart: 30s", new: "gracefulRestart: 5000s",

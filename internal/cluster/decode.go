@@ -179,7 +179,7 @@ func accepted(pattern string, t reflect.Type) string {
 		return "a list of roles (api, ingress, dns) or VIP addresses, e.g. [api]"
 	case "nodes[].routerID", "bgp.peers[].address", "bgp.peers[].source":
 		return "an IP address, e.g. 198.18.0.11"
-	case "bgp.peers[].holdTime", "bgp.peers[].keepalive", "bgp.peers[].gracefulRestart", "bgp.peers[].bfd.interval":
+	case "bgp.peers[].holdTime", "bgp.peers[].keepalive", "bgp.peers[].connectRetry", "bgp.peers[].gracefulRestart", "bgp.peers[].bfd.interval":
 		return "a duration, e.g. 90s or 300ms"
 	case "bgp.peers[].families":
 		return "a list of ipv4, ipv6"

@@ -195,9 +195,6 @@ func ConvertBGPPeer(p *MetalLBBGPPeer, profiles []BFDProfile) (v1alpha1.BGPPeerS
 	if s.RouterID != "" {
 		no("routerID "+s.RouterID, ": the router ID is the node's IPv4 InternalIP; remove it")
 	}
-	if s.ConnectTime != nil {
-		no("connectTime", "; remove it")
-	}
 	if s.Password != "" || s.PasswordSecret.Name != "" {
 		no("password and passwordSecret", ": the agents read passwords from the release namespace only; make a vipstack BGPPeer there with passwordSecretRef instead")
 	}
@@ -220,6 +217,11 @@ func ConvertBGPPeer(p *MetalLBBGPPeer, profiles []BFDProfile) (v1alpha1.BGPPeerS
 		return int32(d.Duration / time.Second)
 	}
 	out.HoldTimeSeconds, out.KeepaliveSeconds = secs("holdTime", s.HoldTime), secs("keepaliveTime", s.KeepaliveTime)
+	// connectTime is FRR's "timers connect": the same wait.
+	out.ConnectRetrySeconds = secs("connectTime", s.ConnectTime)
+	if s.ConnectTime != nil && s.ConnectTime.Duration%time.Second == 0 && (out.ConnectRetrySeconds < 1 || s.ConnectTime.Duration > 65535*time.Second) {
+		errs = append(errs, fmt.Errorf("spec.connectTime %v: want whole seconds 1s..65535s", s.ConnectTime.Duration))
+	}
 	if s.EBGPMultiHop {
 		out.EBGPMultihop = 255
 	}

@@ -41,6 +41,9 @@ type BGPPeerSpec struct {
 	// hold time.
 	HoldTimeSeconds  int32 `json:"holdTimeSeconds,omitempty"`
 	KeepaliveSeconds int32 `json:"keepaliveSeconds,omitempty"`
+	// ConnectRetrySeconds is the wait between two attempts to open the
+	// session while it is down; 0 is 1 s (bgp.DefaultConnectRetry).
+	ConnectRetrySeconds int32 `json:"connectRetrySeconds,omitempty"`
 	// EBGPMultihop is the TTL of an eBGP session to a router that is not
 	// directly connected (1..255); 0: directly connected.
 	EBGPMultihop int32 `json:"ebgpMultihop,omitempty"`
@@ -100,6 +103,7 @@ func (s *BGPPeerSpec) Peer(local netip.Addr, password string) (bgp.Peer, error) 
 	p := bgp.Peer{Address: addr.Unmap(), ASN: s.PeerASN, Port: int(s.PeerPort), LocalAddress: local,
 		Multihop: int(s.EBGPMultihop), Password: password,
 		HoldTime: time.Duration(s.HoldTimeSeconds) * time.Second, Keepalive: time.Duration(s.KeepaliveSeconds) * time.Second,
+		ConnectRetry:    time.Duration(s.ConnectRetrySeconds) * time.Second,
 		GracefulRestart: time.Duration(s.GracefulRestartSeconds) * time.Second}
 	if b := s.BFD; b != nil {
 		iv, m := b.IntervalMilliseconds, b.Multiplier
