@@ -22,6 +22,9 @@ type figures struct {
 	KeepAlive wrkResult // wrk -t2 -c64, keep-alive
 	Close     wrkResult // the same with Connection: close: new connections per second
 	Bps       float64   // iperf3, one stream
+	// Paced is keep-alive latency at a fixed rate (an open loop), the same
+	// for every balancer; zero when -paced-rate is 0.
+	Paced pacedResult
 	// KeepAliveCPU and CloseCPU are the CPU time the balancer's process
 	// spent per request during those wrk runs (user and system, from
 	// /proc/PID/stat); 0 for direct, which has no balancer.
@@ -99,6 +102,8 @@ type metric struct {
 	bound        float64
 	// balancerOnly: the figure has no direct value.
 	balancerOnly bool
+	// paced: the figure is the paced test's, left out when it did not run.
+	paced bool
 }
 
 func metrics() []metric { return metricsFor(false) }
@@ -146,6 +151,8 @@ func metricsFor(httpMode bool) []metric {
 		{name: "new connections/s (Connection: close)", value: func(x figures) float64 { return x.Close.RPS }, format: fmtCount, higherBetter: true, bound: 1.0},
 		{name: "Connection: close p50 latency", value: dur(func(x figures) time.Duration { return x.Close.P50 }), format: fmtDuration},
 		{name: "Connection: close p99 latency", value: dur(func(x figures) time.Duration { return x.Close.P99 }), format: fmtDuration, bound: closeP99},
+		{name: "keep-alive p50 latency at a fixed rate", value: dur(func(x figures) time.Duration { return x.Paced.P50 }), format: fmtDuration, paced: true},
+		{name: "keep-alive p99 latency at a fixed rate", value: dur(func(x figures) time.Duration { return x.Paced.P99 }), format: fmtDuration, paced: true},
 		{name: "bulk throughput (iperf3, 1 stream)", value: func(x figures) float64 { return x.Bps }, format: fmtBits, higherBetter: true, bound: 0.9},
 		{name: "balancer CPU per keep-alive request", value: dur(func(x figures) time.Duration { return x.KeepAliveCPU }), format: fmtDuration, balancerOnly: true},
 		{name: "balancer CPU per new connection", value: dur(func(x figures) time.Duration { return x.CloseCPU }), format: fmtDuration, balancerOnly: true},
@@ -238,7 +245,14 @@ func (r *results) report() *benchdoc.Report {
 	rep.Para("Median of %d round(s); direct = straight to one backend, for reference; vipstack/haproxy is the median of the rounds' ratios (each round's pair ran back to back):", n)
 	tb := benchdoc.Table{Header: []string{"figure", "direct", "haproxy", "vipstack", "vipstack/haproxy", "target", "result"}}
 	misses := 0
+	pacedRate := 0
+	if hs := r.Rounds[implHAProxy]; len(hs) > 0 {
+		pacedRate = hs[0].Paced.Rate
+	}
 	for _, m := range r.metricsOf() {
+		if m.paced && pacedRate == 0 {
+			continue
+		}
 		cell := func(impl string) string {
 			if impl == implDirect && m.balancerOnly {
 				return "-"
@@ -261,6 +275,9 @@ func (r *results) report() *benchdoc.Report {
 		tb.Add(m.name, cell(implDirect), cell(implHAProxy), cell(implVipstack), ratio, m.target(), res)
 	}
 	rep.Table(tb)
+	if pacedRate > 0 {
+		rep.Para("At a fixed rate: %d keep-alive GETs a second over %d connections for the length of a wrk run, each timed from when it was due (an open loop; wrk's figures above are a closed loop, at whatever rate each balancer sustains).", pacedRate, pacedConns)
+	}
 	misses += r.viaDirect(rep)
 	if rows := r.roundRatios(); len(rows) > 0 {
 		rep.Para("vipstack/haproxy in each round (round 1 first; each pair ran back to back):")
@@ -454,3 +471,25 @@ const idleSettle = 2 * time.Second
 // idleWarmUp is the number of requests (each on its own connection)
 // idleMemory sends before its first reading.
 const idleWarmUp = 256
+
+// pacedConns is the number of keep-alive connections of the paced test.
+const pacedConns = 32
+
+// pacedResult is the paced test through one balancer.
+type pacedResult struct {
+	Rate     int // requests a second asked
+	Requests int
+	P50, P99 time.Duration
+}
+
+// summarizePaced sorts lat and reads its percentiles.
+func summarizePaced(lat []time.Duration, rate int) pacedResult {
+	res := pacedResult{Rate: rate, Requests: len(lat)}
+	if len(lat) == 0 {
+		return res
+	}
+	slices.Sort(lat)
+	at := func(q float64) time.Duration { return lat[min(len(lat)-1, int(q*float64(len(lat))))] }
+	res.P50, res.P99 = at(0.50), at(0.99)
+	return res
+}

@@ -464,3 +464,54 @@ func TestReportHTTPCloseP99(t *testing.T) {
 		}
 	}
 }
+
+// TestSummarizePaced checks the percentiles of the paced test: the
+// latencies are sorted first, p99 is the value below which 99% fall.
+func TestSummarizePaced(t *testing.T) {
+	var lat []time.Duration
+	for i := 200; i >= 1; i-- { // 1..200 ms, given in reverse
+		lat = append(lat, time.Duration(i)*time.Millisecond)
+	}
+	got := summarizePaced(lat, 5000)
+	want := pacedResult{Rate: 5000, Requests: 200, P50: 101 * time.Millisecond, P99: 199 * time.Millisecond}
+	if got != want {
+		t.Errorf("summarizePaced = %+v, want %+v", got, want)
+	}
+	if got := summarizePaced(nil, 5000); got != (pacedResult{Rate: 5000}) {
+		t.Errorf("summarizePaced(nil) = %+v, want only the rate", got)
+	}
+}
+
+// TestReportPaced checks that the fixed-rate rows and their note are in
+// the report when the paced test ran, and absent when it did not.
+func TestReportPaced(t *testing.T) {
+	round := func(p99 time.Duration, rate int) figures {
+		return figures{KeepAlive: wrkResult{RPS: 20000}, Paced: pacedResult{Rate: rate, Requests: 100000, P50: p99 / 4, P99: p99}}
+	}
+	for _, tc := range []struct {
+		rate   int
+		want   []string
+		absent []string
+	}{
+		{rate: 10000, want: []string{"keep-alive p99 latency at a fixed rate", "2.00 ms", "1.50 ms", "0.75", "10000 keep-alive GETs a second over 32 connections"}},
+		{rate: 0, absent: []string{"at a fixed rate"}},
+	} {
+		r := &results{Rounds: map[string][]figures{
+			implHAProxy:  {round(2*time.Millisecond, tc.rate)},
+			implVipstack: {round(1500*time.Microsecond, tc.rate)},
+		}}
+		var b strings.Builder
+		r.print(&b)
+		out := b.String()
+		for _, w := range tc.want {
+			if !strings.Contains(out, w) {
+				t.Errorf("rate %d: report lacks %q:\n%s", tc.rate, w, out)
+			}
+		}
+		for _, a := range tc.absent {
+			if strings.Contains(out, a) {
+				t.Errorf("rate %d: report has %q:\n%s", tc.rate, a, out)
+			}
+		}
+	}
+}

@@ -40,6 +40,7 @@ type options struct {
 	keep        bool
 	netnsPrefix string
 	idleConns   int    // mode http: connections of the idle-memory test, 0: none
+	pacedRate   int    // requests a second of the open-loop latency test, 0: none
 	datapath    string // vipstack lb --datapath: relay, kernel or auto
 	httpEngine  string // vipstack lb --http-engine: std, loop or auto
 }
@@ -60,6 +61,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.mode, "mode", "tcp", "the main frontend's and backend's mode: tcp (the TCP relay) or http (the HTTP reverse proxy)")
 	fs.IntVar(&o.rounds, "rounds", 1, "measurement rounds; each test runs for both balancers back to back, and the median of the rounds is reported")
 	fs.DurationVar(&o.dur, "d", 10*time.Second, "duration of each wrk run")
+	fs.IntVar(&o.pacedRate, "paced-rate", 10000, "keep-alive GETs a second of the open-loop latency test (32 connections, for -d), the same rate for every balancer; 0 skips it")
 	fs.IntVar(&o.iperfSecs, "iperf-t", 5, "duration in seconds of each iperf3 run")
 	noKill := fs.Bool("no-kill", false, "skip the backend-kill test")
 	fs.IntVar(&o.killRate, "kill-rate", 200, "kill test: new connections per second")
@@ -88,6 +90,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	case !validPrefix(o.netnsPrefix):
 		fmt.Fprintf(stderr, "lb: -netns-prefix %q: want 1..4 letters or digits\n", o.netnsPrefix)
+		return 2
+	case o.pacedRate < 0 || o.pacedRate > 100000:
+		fmt.Fprintf(stderr, "lb: -paced-rate %d: want 0 (skip) or 1..100000 requests a second\n", o.pacedRate)
 		return 2
 	case o.idleConns < 0 || o.idleConns > 3900:
 		fmt.Fprintf(stderr, "lb: -idle-conns %d: want 0..3900 (the frontends' maxconn is 4000)\n", o.idleConns)
@@ -391,6 +396,13 @@ func (b *bench) measureRound(o options, round int, order []string) (map[string]f
 		}},
 		{"wrk Connection: close", func(impl string, f *figures) (err error) {
 			f.Close, f.CloseCPU, err = b.wrkCPU(o.dur, impl, true)
+			return err
+		}},
+		{"paced keep-alive", func(impl string, f *figures) (err error) {
+			if o.pacedRate == 0 {
+				return nil
+			}
+			f.Paced, err = b.pacedLatency(impl, o.pacedRate, o.dur)
 			return err
 		}},
 		{"iperf3", func(impl string, f *figures) error {
