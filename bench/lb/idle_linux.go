@@ -62,6 +62,10 @@ func (b *bench) idleMemory(impl string, n int) (memResult, error) {
 	time.Sleep(idleSettle)
 	m.RSSBefore, m.PSSBefore = procfs.MemMiB(pids)
 	m.AnonBefore = procfs.AnonMiB(pids)
+	var maps0 map[string]mapUse
+	if b.smaps {
+		maps0 = smapsByMapping(pids)
+	}
 
 	conns := make([]net.Conn, 0, n)
 	defer func() {
@@ -113,6 +117,9 @@ func (b *bench) idleMemory(impl string, n int) (memResult, error) {
 	time.Sleep(idleSettle)
 	m.RSSAfter, m.PSSAfter = procfs.MemMiB(pids)
 	m.AnonAfter = procfs.AnonMiB(pids)
+	if b.smaps {
+		smapsGrowth(b.log, impl, maps0, smapsByMapping(pids))
+	}
 	return m, nil
 }
 

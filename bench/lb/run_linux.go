@@ -63,6 +63,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&o.dur, "d", 10*time.Second, "duration of each wrk run")
 	fs.IntVar(&o.pacedRate, "paced-rate", 10000, "keep-alive GETs a second of the open-loop latency test (32 connections, for -d), the same rate for every balancer; 0 skips it")
 	fs.IntVar(&o.iperfSecs, "iperf-t", 5, "duration in seconds of each iperf3 run")
+	smaps := fs.Bool("smaps", false, "idle test: print how each balancer's resident set grew, mapping by mapping (/proc/PID/smaps)")
 	noKill := fs.Bool("no-kill", false, "skip the backend-kill test")
 	fs.IntVar(&o.killRate, "kill-rate", 200, "kill test: new connections per second")
 	fs.DurationVar(&o.killFor, "kill-for", 12*time.Second, "kill test: duration of the load")
@@ -117,7 +118,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 
-	b := &bench{out: stdout, log: stderr, keep: o.keep, procs: map[string]*proc{}}
+	b := &bench{out: stdout, log: stderr, keep: o.keep, smaps: *smaps, procs: map[string]*proc{}}
 	sigc := make(chan os.Signal, 1)
 	signal.Notify(sigc, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigc)
@@ -167,6 +168,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 type bench struct {
 	out, log io.Writer
 	keep     bool
+	smaps    bool // the idle test prints each balancer's growth by mapping
 
 	work       string
 	backendBin string

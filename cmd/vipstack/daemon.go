@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"time"
 
 	"github.com/vipstack/vipstack/internal/k8s/memidle"
 	"github.com/vipstack/vipstack/internal/memtrim"
@@ -186,6 +187,25 @@ func settleAtRest(ctx context.Context, log *slog.Logger, ready <-chan struct{}) 
 		}
 		memidle.Run(ctx, memidle.Options{Logger: log})
 	}()
+}
+
+// quietGap is how far apart collections of a serving command (vipstack
+// lb) must come for the second to count as one at rest, after which the
+// executable's pages it mapped are dropped: under load the collections
+// of the loop engine follow each other within a second.
+const quietGap = 5 * time.Second
+
+// trimServing is trimNow for a command that serves traffic (vipstack lb),
+// and from then on drops the executable's read-only data and pclntab
+// after each collection at rest (memtrim.AfterQuietCollections): the
+// first collection after the trim otherwise maps back 3.4-5.7 MiB of type
+// descriptors and stack maps (docs/design/memory.md), held while the
+// balancer idles. Under load they stay mapped. It stops when ctx ends.
+func trimServing(ctx context.Context, log *slog.Logger) {
+	trimNow(log)
+	if err := memtrim.AfterQuietCollections(ctx, quietGap, time.Now); err != nil {
+		log.Debug("giving back the pages collections at rest map", "err", err)
+	}
 }
 
 // trimNow gives back the pages and the garbage of the start-up

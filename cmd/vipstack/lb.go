@@ -77,7 +77,7 @@ func runLB(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		go filewatch.Watch(watchCtx, clock.Real{}, f.cfgPath, f.watch, func() { requestReload(reloads, "file changed") }, f.log)
 	}
 	f.log.Info("vipstack lb running", "version", version.String(), "config", f.cfgPath)
-	trimNow(f.log)
+	trimServing(ctx, f.log)
 	d.Serve(ctx, reloads, usr1, f.drain)
 	return 0
 }

@@ -5,6 +5,8 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
+	"sync"
+	"time"
 )
 
 // CollectOnGrowth is for a process that has finished starting and from
@@ -61,4 +63,36 @@ func LowerGC(percent int, env func(string) string) {
 		return
 	}
 	debug.SetGCPercent(percent)
+}
+
+// afterQuietGC calls f after each collection that came at rest (at least
+// gap after the one before, by now), until ctx is done.
+func afterQuietGC(ctx context.Context, gap time.Duration, now func() time.Time, f func()) {
+	g := &quietGate{gap: gap, prev: now()}
+	var mu sync.Mutex // cleanups may run concurrently
+	afterEachGC(ctx, func() {
+		mu.Lock()
+		quiet := g.pass(now())
+		mu.Unlock()
+		if quiet {
+			f()
+		}
+	})
+}
+
+// quietGate decides, collection by collection, which ones come at rest:
+// at least gap after the one before (or after the gate was made). A
+// process under load collects several times a second; one at rest
+// collects when its few allocations add up, or when the runtime forces
+// it every two minutes.
+type quietGate struct {
+	gap  time.Duration
+	prev time.Time
+}
+
+// pass reports whether a collection at now came at rest, and remembers it.
+func (q *quietGate) pass(now time.Time) bool {
+	quiet := now.Sub(q.prev) >= q.gap
+	q.prev = now
+	return quiet
 }

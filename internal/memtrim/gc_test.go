@@ -66,3 +66,63 @@ func TestAfterEachGC(t *testing.T) {
 		t.Errorf("f ran %d more times after ctx ended, want none", got-n)
 	}
 }
+
+// TestQuietGate: a collection passes when it comes at least gap after the
+// one before it, whether or not that one passed.
+func TestQuietGate(t *testing.T) {
+	t0 := time.Date(2026, 11, 30, 7, 0, 0, 0, time.UTC)
+	g := quietGate{gap: 5 * time.Second, prev: t0}
+	steps := []struct {
+		after time.Duration // since t0
+		want  bool
+	}{
+		{after: 1 * time.Second, want: false}, // soon after the start
+		{after: 7 * time.Second, want: true},  // 6 s later
+		{after: 7500 * time.Millisecond, want: false},
+		{after: 12 * time.Second, want: false}, // 4.5 s after the last, though 5 after the last passed
+		{after: 17 * time.Second, want: true},
+		{after: 17 * time.Second, want: false},
+		{after: 140 * time.Second, want: true}, // the runtime's two-minute collection at rest
+	}
+	for i, s := range steps {
+		if got := g.pass(t0.Add(s.after)); got != s.want {
+			t.Errorf("step %d, collection at +%v after one at +%v: pass = %v, want %v", i, s.after, g.prev.Sub(t0), got, s.want)
+		}
+	}
+}
+
+// TestAfterQuietGC: with collections closer than gap f never runs; with
+// each one gap after the last, it runs after each.
+func TestAfterQuietGC(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		step time.Duration // the clock's advance at each reading
+		want bool
+	}{
+		{name: "under load", step: time.Second, want: false},
+		{name: "at rest", step: time.Minute, want: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			var ticks atomic.Int64
+			now := func() time.Time { return time.Unix(0, 0).Add(time.Duration(ticks.Add(1)) * tc.step) }
+			var calls atomic.Int32
+			seen := make(chan struct{}, 16)
+			afterQuietGC(ctx, 10*time.Second, now, func() { calls.Add(1) })
+			afterEachGC(ctx, func() { seen <- struct{}{} }) // tells when a collection's cleanups run
+			for range 3 {
+				runtime.GC()
+				select {
+				case <-seen:
+				case <-time.After(10 * time.Second):
+					t.Fatal("no cleanup ran within 10 s of a collection")
+				}
+			}
+			time.Sleep(50 * time.Millisecond)
+			if got := calls.Load(); (got == 3) != tc.want || (got == 0) == tc.want {
+				t.Errorf("f ran %d times after 3 collections, want %v", got, map[bool]string{true: "3", false: "0"}[tc.want])
+			}
+		})
+	}
+}

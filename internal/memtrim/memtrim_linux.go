@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -145,4 +146,34 @@ func AfterCollections(ctx context.Context) error {
 	}
 	afterEachGC(ctx, func() { _, _ = drop(ms) })
 	return nil
+}
+
+// AfterQuietCollections is AfterCollections for a process that serves
+// traffic (vipstack lb): after a collection that came at least gap after
+// the one before, as collections at rest do, it drops the executable's
+// read-only data and pclntab, where the collection read type descriptors
+// and stack maps. The text stays mapped: it is what the process runs,
+// and its next request would fault it back. While collections follow
+// each other under load nothing is dropped: each drop would be paid again
+// in page faults on the requests' path. now is the clock the gaps are
+// measured with.
+func AfterQuietCollections(ctx context.Context, gap time.Duration, now func() time.Time) error {
+	ms, err := exeMappings()
+	if err != nil {
+		return err
+	}
+	data := notExecutable(ms)
+	afterQuietGC(ctx, gap, now, func() { _, _ = drop(data) })
+	return nil
+}
+
+// notExecutable picks the mappings of ms that hold no code.
+func notExecutable(ms []Mapping) []Mapping {
+	var out []Mapping
+	for _, m := range ms {
+		if len(m.Perms) == 4 && m.Perms[2] != 'x' {
+			out = append(out, m)
+		}
+	}
+	return out
 }

@@ -76,6 +76,19 @@ func TestDroppable(t *testing.T) {
 	}
 }
 
+// TestNotExecutable: what a collection at rest drops of the droppable
+// mappings is the read-only data, not the text.
+func TestNotExecutable(t *testing.T) {
+	ms, err := parseSmaps(smapsFixture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Mapping{{Start: 0x2652000, End: 0x4cbd000, Perms: "r--p", Path: "/usr/bin/vs"}}
+	if diff := cmp.Diff(want, notExecutable(droppable(ms, "/usr/bin/vs"))); diff != "" {
+		t.Errorf("notExecutable (-want +got):\n%s", diff)
+	}
+}
+
 func TestParseSmapsErrors(t *testing.T) {
 	for _, tc := range []struct{ in, want string }{
 		{in: "00400000 r-xp 0 fe:00 1 /x\n", want: `smaps line 1: "00400000 r-xp 0 fe:00 1 /x": want START-END`},

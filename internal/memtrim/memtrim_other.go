@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"runtime/debug"
+	"time"
 )
 
 // Executable is supported on Linux only.
@@ -22,5 +23,10 @@ func AfterStart() error {
 
 // AfterCollections is supported on Linux only.
 func AfterCollections(context.Context) error {
+	return errors.New("memtrim: releasing executable pages is supported on Linux only")
+}
+
+// AfterQuietCollections is supported on Linux only.
+func AfterQuietCollections(context.Context, time.Duration, func() time.Time) error {
 	return errors.New("memtrim: releasing executable pages is supported on Linux only")
 }
