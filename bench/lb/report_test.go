@@ -399,19 +399,31 @@ func TestReportIdleMemory(t *testing.T) {
 		{
 			name: "vipstack above haproxy",
 			mem: map[string]memResult{
-				implHAProxy:  {Conns: 2000, RSSBefore: 10, RSSAfter: 14, PSSBefore: 9, PSSAfter: 13},
-				implVipstack: {Conns: 2000, RSSBefore: 20, RSSAfter: 32, PSSBefore: 20, PSSAfter: 31},
+				implHAProxy:  {Conns: 2000, RSSBefore: 10, RSSAfter: 14, PSSBefore: 9, PSSAfter: 13, AnonBefore: 4, AnonAfter: 8},
+				implVipstack: {Conns: 2000, RSSBefore: 20, RSSAfter: 32, PSSBefore: 20, PSSAfter: 31, AnonBefore: 8, AnonAfter: 20},
 			},
-			want:       []string{"| haproxy | 2000 | 10.0 MiB | 14.0 MiB | 20.0 MiB | 20.0 MiB |", "| vipstack | 2000 | 20.0 MiB | 32.0 MiB | 60.0 MiB | 55.0 MiB |", "<= haproxy's: 3.00, MISS."},
+			want: []string{"| haproxy | 2000 | 10.0 MiB | 14.0 MiB | 20.0 MiB | 20.0 MiB | 20.0 MiB |", "| vipstack | 2000 | 20.0 MiB | 32.0 MiB | 60.0 MiB | 55.0 MiB | 60.0 MiB |",
+				"counted as anonymous memory: 3.00, MISS.", "file pages included: 60.0 against 20.0 MiB."},
 			wantMisses: "1 target(s) missed.",
 		},
 		{
 			name: "vipstack below haproxy",
 			mem: map[string]memResult{
-				implHAProxy:  {Conns: 5000, RSSBefore: 10, RSSAfter: 20},
-				implVipstack: {Conns: 5000, RSSBefore: 20, RSSAfter: 25},
+				implHAProxy:  {Conns: 5000, RSSBefore: 10, RSSAfter: 20, AnonBefore: 3, AnonAfter: 13},
+				implVipstack: {Conns: 5000, RSSBefore: 20, RSSAfter: 25, AnonBefore: 8, AnonAfter: 13},
 			},
-			want:       []string{"| vipstack | 5000 | 20.0 MiB | 25.0 MiB | 10.0 MiB |", "<= haproxy's: 0.50, PASS."},
+			want:       []string{"| vipstack | 5000 | 20.0 MiB | 25.0 MiB | 10.0 MiB |", "counted as anonymous memory: 0.50, PASS."},
+			wantMisses: "0 target(s) missed.",
+		},
+		{
+			// The file pages a collection maps in the window do not
+			// turn a PASS into a MISS: they are not the connections'.
+			name: "vipstack's RSS above, its anonymous memory below",
+			mem: map[string]memResult{
+				implHAProxy:  {Conns: 3000, RSSBefore: 15, RSSAfter: 18.6, AnonBefore: 3, AnonAfter: 6.6},
+				implVipstack: {Conns: 3000, RSSBefore: 26, RSSAfter: 33.2, AnonBefore: 9, AnonAfter: 10.8},
+			},
+			want:       []string{"counted as anonymous memory: 0.50, PASS.", "file pages included: 24.0 against 12.0 MiB."},
 			wantMisses: "0 target(s) missed.",
 		},
 		{

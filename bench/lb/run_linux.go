@@ -207,7 +207,7 @@ func (b *bench) run(o options) (*results, error) {
 			}
 			res.Mem[impl] = m
 			rss, pss := m.per10k()
-			b.say("idle test, %s: RSS %.1f -> %.1f MiB, %.1f MiB RSS and %.1f MiB PSS per 10,000", impl, m.RSSBefore, m.RSSAfter, rss, pss)
+			b.say("idle test, %s: RSS %.1f -> %.1f MiB, %.1f MiB RSS, %.1f MiB PSS and %.1f MiB anonymous per 10,000", impl, m.RSSBefore, m.RSSAfter, rss, pss, m.anon10k())
 		}
 		time.Sleep(idleSettle) // the balancers see the connections close
 	}
