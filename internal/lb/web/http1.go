@@ -128,7 +128,11 @@ func headEnd(b []byte) int {
 // empty lines removed) as haproxy 2.6 does; a refused head returns a
 // *requestError with haproxy's answer.
 func parseRequest(head []byte, maxHTX int) (*request, error) {
-	lines := strings.Split(strings.TrimSuffix(string(head), "\n"), "\n")
+	// The lines and the request line's words point into one copy of the
+	// head; their slices stay on the stack for a usual head (no
+	// allocation per line: the loop engine parses every request here).
+	var lineBuf [maxStackLines]string
+	lines := appendLines(lineBuf[:0], strings.TrimSuffix(string(head), "\n"))
 	for i, l := range lines {
 		lines[i] = strings.TrimSuffix(l, "\r")
 		if strings.IndexByte(lines[i], '\r') >= 0 {
@@ -148,11 +152,11 @@ func parseRequest(head []byte, maxHTX int) (*request, error) {
 	if l := lines[0]; l != "" && (l[0] == ' ' || l[0] == '\t' || l[len(l)-1] == ' ' || l[len(l)-1] == '\t') {
 		return nil, badRequest("request line %q: space before the method or after the version", l)
 	}
-	parts := strings.FieldsFunc(lines[0], func(r rune) bool { return r == ' ' || r == '\t' })
-	if len(parts) != 3 {
+	parts, n := requestWords(lines[0])
+	if n != 3 {
 		return nil, badRequest("request line %q: want METHOD URI HTTP/x.y", lines[0])
 	}
-	r := &request{method: parts[0], uri: parts[1], contentLength: -1}
+	r := &request{method: parts[0], uri: parts[1], contentLength: -1, header: make([]field, 0, min(len(lines)-1, maxWebHeaders))}
 	if !isToken(r.method) {
 		return nil, badRequest("method %q is not a token", r.method)
 	}
@@ -267,6 +271,45 @@ func parseRequest(head []byte, maxHTX int) (*request, error) {
 		r.keepAliveAsked = false // said only to HTTP/1.0 clients
 	}
 	return r, nil
+}
+
+// maxStackLines is how many lines of a head parseRequest splits without
+// allocating; a longer head is split on the heap.
+const maxStackLines = 32
+
+// appendLines appends the lines of s, split at each "\n", to lines: as
+// strings.Split(s, "\n") does, one more line than s has "\n".
+func appendLines(lines []string, s string) []string {
+	for {
+		i := strings.IndexByte(s, '\n')
+		if i < 0 {
+			return append(lines, s)
+		}
+		lines = append(lines, s[:i])
+		s = s[i+1:]
+	}
+}
+
+// requestWords splits a request line at runs of spaces and tabs, as
+// strings.FieldsFunc would, into its first three words; n counts the
+// words, up to 4 (more than three).
+func requestWords(l string) (w [3]string, n int) {
+	for l != "" && n < 4 {
+		l = strings.TrimLeft(l, " \t")
+		if l == "" {
+			break
+		}
+		end := strings.IndexAny(l, " \t")
+		if end < 0 {
+			end = len(l)
+		}
+		if n < 3 {
+			w[n] = l[:end]
+		}
+		n++
+		l = l[end:]
+	}
+	return w, n
 }
 
 func isDigit(c byte) bool { return '0' <= c && c <= '9' }

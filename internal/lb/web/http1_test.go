@@ -54,3 +54,45 @@ func FuzzParseRequest(f *testing.F) {
 		}
 	})
 }
+
+// TestRequestWords: the request line's words as strings.FieldsFunc at
+// spaces and tabs gives them, and how many there are, up to 4.
+func TestRequestWords(t *testing.T) {
+	for _, l := range []string{"", "GET", "GET /", "GET / HTTP/1.1", "GET  /\tHTTP/1.1", "GET / HTTP/1.1 x", "a b c d e", " \t ", "GET\t\t/x  HTTP/1.0"} {
+		want := strings.FieldsFunc(l, func(r rune) bool { return r == ' ' || r == '\t' })
+		w, n := requestWords(l)
+		if wantN := min(len(want), 4); n != wantN {
+			t.Errorf("requestWords(%q): %d words, want %d", l, n, wantN)
+		}
+		for i := range min(len(want), 3) {
+			if w[i] != want[i] {
+				t.Errorf("requestWords(%q): word %d = %q, want %q", l, i, w[i], want[i])
+			}
+		}
+	}
+}
+
+// TestAppendLines: the lines strings.Split(s, "\n") gives.
+func TestAppendLines(t *testing.T) {
+	for _, s := range []string{"", "\n", "a", "a\nb", "a\r\nb\r\n", "\n\nx\n"} {
+		if diff := cmp.Diff(strings.Split(s, "\n"), appendLines(nil, s)); diff != "" {
+			t.Errorf("appendLines(%q) (-want +got):\n%s", s, diff)
+		}
+	}
+}
+
+// TestParseRequestAllocs: a usual request head costs the copy of the
+// head, the request and its header list: the loop engine parses every
+// request here, and what it allocates sets how often it collects.
+func TestParseRequestAllocs(t *testing.T) {
+	head := []byte("GET /index.html HTTP/1.1\r\nHost: example.com\r\nUser-Agent: wrk\r\nAccept: */*\r\n\r\n")
+	htx := LimitsOf(&lbconfig.Config{}).HTX
+	allocs := testing.AllocsPerRun(100, func() {
+		if _, err := parseRequest(head, htx); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs > 3 {
+		t.Errorf("parseRequest allocated %v times per head, want at most 3 (the head's copy, the request, its headers)", allocs)
+	}
+}
