@@ -120,8 +120,12 @@ func TestAfterQuietGC(t *testing.T) {
 				}
 			}
 			time.Sleep(50 * time.Millisecond)
-			if got := calls.Load(); (got == 3) != tc.want || (got == 0) == tc.want {
-				t.Errorf("f ran %d times after 3 collections, want %v", got, map[bool]string{true: "3", false: "0"}[tc.want])
+			// A collection of the runtime's own may come between: at rest
+			// that is one call more.
+			if got := calls.Load(); tc.want && got < 3 {
+				t.Errorf("f ran %d times after 3 collections at rest, want 3 or more", got)
+			} else if !tc.want && got != 0 {
+				t.Errorf("f ran %d times after 3 collections under load, want none", got)
 			}
 		})
 	}
