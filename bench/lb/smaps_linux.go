@@ -59,8 +59,9 @@ func addSmaps(m map[string]mapUse, r io.Reader) {
 	}
 }
 
-// smapsGrowth writes, largest first, the mappings whose resident set
-// grew or shrank by at least 64 KiB from before to after.
+// smapsGrowth writes, largest growth first, the mappings whose resident
+// set grew or shrank by at least 64 KiB from before to after, or holds
+// at least 1 MiB in either.
 func smapsGrowth(w io.Writer, who string, before, after map[string]mapUse) {
 	type row struct {
 		key       string
@@ -69,7 +70,7 @@ func smapsGrowth(w io.Writer, who string, before, after map[string]mapUse) {
 	var rows []row
 	for k, a := range after {
 		b := before[k]
-		if d := a.Rss - b.Rss; d >= 64 || d <= -64 {
+		if d := a.Rss - b.Rss; d >= 64 || d <= -64 || a.Rss >= 1024 || b.Rss >= 1024 {
 			rows = append(rows, row{k, d, a.Anon - b.Anon})
 		}
 	}
@@ -80,6 +81,6 @@ func smapsGrowth(w io.Writer, who string, before, after map[string]mapUse) {
 	}
 	slices.SortFunc(rows, func(x, y row) int { return cmp.Compare(y.rss, x.rss) })
 	for _, r := range rows {
-		fmt.Fprintf(w, "lb: smaps, %s: %-28s Rss %+8d KiB, of it anonymous %+8d KiB (now %d)\n", who, r.key, r.rss, r.anon, after[r.key].Rss)
+		fmt.Fprintf(w, "lb: smaps, %s: %-28s Rss %+8d KiB, of it anonymous %+8d KiB (%d -> %d)\n", who, r.key, r.rss, r.anon, before[r.key].Rss, after[r.key].Rss)
 	}
 }
