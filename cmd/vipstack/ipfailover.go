@@ -110,7 +110,7 @@ func runIPFailover(ctx context.Context, args []string, stdout, stderr io.Writer)
 	defer ignoreSIGHUP(log)()
 	log.Info("vipstack ipfailover starting", "version", version.String(), "config", spec.ConfigName, "vips", len(spec.VIPs),
 		"ledger", ledger.Path, "variables", setVars(f.flagVals))
-	settleAtRest(ctx, log, pool.Running())
+	settleAtRest(ctx, log, pool.Running(), f.pprof.addr != "")
 	if err := pool.Run(ctx); err != nil {
 		log.Error("vipstack ipfailover failed", "err", err)
 		return exitCodeOf(err)

@@ -101,7 +101,7 @@ func runVRRP(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}()
 	log.Info("vipstack vrrp starting", "version", version.String(), "config", f.cfgPath, "ledger", ledger.Path)
-	settleAtRest(ctx, log, e.Started())
+	settleAtRest(ctx, log, e.Started(), f.pprof.addr != "")
 	if err := e.Run(ctx); err != nil {
 		log.Error("vipstack vrrp failed", "err", err)
 		return 1
