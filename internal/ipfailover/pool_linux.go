@@ -259,6 +259,7 @@ func (p *Pool) Run(ctx context.Context) error {
 		Registry:     o.Registry,
 		Ledger:       o.Ledger,
 		AnnounceRate: o.AnnounceRate,
+		Announced:    o.Announced,
 	})
 	if err != nil {
 		return p.fail(err)
