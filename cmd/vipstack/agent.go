@@ -100,7 +100,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		defer hs.Close()
 	}
 	log.Info("vipstack agent starting", "version", version.String(), "api", cfg.Host, "ledger", ledger.Path)
-	trimAtRest(ctx, log, synced(ctx, mgr.GetCache().WaitForCacheSync))
+	trimAtRest(ctx, log, synced(ctx, mgr.GetCache().WaitForCacheSync), f.mem.pprofAddr != "")
 	f.mem.start(ctx, log, os.Getenv)
 	if err := mgr.Start(ctx); err != nil {
 		log.Error("vipstack agent failed", "err", err)

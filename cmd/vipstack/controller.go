@@ -75,7 +75,7 @@ func runController(ctx context.Context, args []string, stdout, stderr io.Writer)
 		defer ms.Close()
 	}
 	log.Info("vipstack controller starting", "version", version.String(), "api", cfg.Host, "leader_elect", f.leaderElect, "lease_namespace", f.leaseNS)
-	trimAtRest(ctx, log, synced(ctx, mgr.GetCache().WaitForCacheSync))
+	trimAtRest(ctx, log, synced(ctx, mgr.GetCache().WaitForCacheSync), f.mem.pprofAddr != "")
 	f.mem.start(ctx, log, os.Getenv)
 	return awaitManager(ctx, mgr.Start, log)
 }

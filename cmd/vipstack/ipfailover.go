@@ -75,7 +75,8 @@ func runIPFailover(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	reg := metrics.NewRegistry()
 	opts := f.opts
-	opts.Registry, opts.Ledger = reg, ledger
+	announced := make(chan struct{}, 1)
+	opts.Registry, opts.Ledger, opts.Announced = reg, ledger, announced
 	pool, err := ipfailover.New(opts)
 	if err != nil {
 		fmt.Fprintf(stderr, "vipstack ipfailover: %v\n", err)
@@ -110,7 +111,7 @@ func runIPFailover(ctx context.Context, args []string, stdout, stderr io.Writer)
 	defer ignoreSIGHUP(log)()
 	log.Info("vipstack ipfailover starting", "version", version.String(), "config", spec.ConfigName, "vips", len(spec.VIPs),
 		"ledger", ledger.Path, "variables", setVars(f.flagVals))
-	settleAtRest(ctx, log, pool.Running())
+	settleAtRest(ctx, log, pool.Running(), f.pprof.addr != "", announced)
 	if err := pool.Run(ctx); err != nil {
 		log.Error("vipstack ipfailover failed", "err", err)
 		return exitCodeOf(err)

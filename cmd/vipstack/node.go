@@ -134,7 +134,7 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	notifyReload(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
 	go reloadClusterFile(ctx, f.cfgPath, f.watch, hup, log, func() { _ = agent.Reload() })
-	trimAtRest(ctx, log, agent.Ready())
+	trimAtRest(ctx, log, agent.Ready(), false) // vipstack node serves no profiles
 	if err := agent.Run(ctx); err != nil {
 		log.Error("node agent failed", "err", err)
 		return 1

@@ -69,8 +69,8 @@ func runVRRP(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if !f.pprof.serve(ctx, "vipstack vrrp", log, stderr) {
 		return 1
 	}
-	reg := metrics.NewRegistry()
-	e, cfg, err := engine.New(engine.Options{ConfigPath: f.cfgPath, ConfigID: f.configID, Logger: log, Registry: reg, Ledger: ledger})
+	reg, announced := metrics.NewRegistry(), make(chan struct{}, 1)
+	e, cfg, err := engine.New(engine.Options{ConfigPath: f.cfgPath, ConfigID: f.configID, Logger: log, Registry: reg, Ledger: ledger, Announced: announced})
 	if err != nil {
 		fmt.Fprintf(stderr, "%v\n", err)
 		return 1
@@ -101,7 +101,7 @@ func runVRRP(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}()
 	log.Info("vipstack vrrp starting", "version", version.String(), "config", f.cfgPath, "ledger", ledger.Path)
-	settleAtRest(ctx, log, e.Started())
+	settleAtRest(ctx, log, e.Started(), f.pprof.addr != "", announced)
 	if err := e.Run(ctx); err != nil {
 		log.Error("vipstack vrrp failed", "err", err)
 		return 1

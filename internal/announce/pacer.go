@@ -46,6 +46,10 @@ type Pacer struct {
 	// OnError, if set, is told about every failed Send; the Pacer carries on
 	// with the rest of the queue either way.
 	OnError func(addr netip.Addr, err error)
+	// Drained, if set, is called after the last announcement of the queue
+	// was sent (Send returned), on the pacer's goroutine: a burst is over.
+	// It is not called when Cancel empties the queue.
+	Drained func()
 
 	mu    sync.Mutex
 	queue []pending // sorted by due, then by order of scheduling
@@ -232,7 +236,8 @@ func (p *Pacer) fire(gen uint64) {
 		it := p.queue[0]
 		p.queue[0] = pending{}
 		p.queue = p.queue[1:]
-		if len(p.queue) == 0 {
+		last := len(p.queue) == 0
+		if last {
 			p.queue = nil // release the drained backing array
 		}
 		p.tookLocked(now)
@@ -240,6 +245,9 @@ func (p *Pacer) fire(gen uint64) {
 
 		if err := p.Send(it.addr); err != nil && p.OnError != nil {
 			p.OnError(it.addr, err)
+		}
+		if last && p.Drained != nil {
+			p.Drained()
 		}
 	}
 }

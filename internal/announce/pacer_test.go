@@ -367,3 +367,53 @@ func TestPacerScheduleRest(t *testing.T) {
 		})
 	}
 }
+
+// TestPacerDrained: Drained is called once a queue's last announcement
+// has left, once per burst, and not when Cancel empties the queue.
+func TestPacerDrained(t *testing.T) {
+	start := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
+	clk := clock.NewFake(start)
+	var mu sync.Mutex
+	sent, drained := 0, 0
+	var drainedAfter []int // sends done when Drained was called
+	p := &Pacer{Clock: clk, Rate: 10, Send: func(netip.Addr) error {
+		mu.Lock()
+		defer mu.Unlock()
+		sent++
+		return nil
+	}, Drained: func() {
+		mu.Lock()
+		defer mu.Unlock()
+		drained++
+		drainedAfter = append(drainedAfter, sent)
+	}}
+	counts := func() (int, int) {
+		mu.Lock()
+		defer mu.Unlock()
+		return sent, drained
+	}
+	p.Schedule([]netip.Addr{addrA, addrB}, 2, time.Second) // 8 announcements over 1.2 s
+	for range 5 {
+		clk.Advance(100 * time.Millisecond)
+	}
+	if s, d := counts(); s == 0 || s == 8 || d != 0 {
+		t.Fatalf("after 0.5 s: %d sent, drained %d times; want some of 8 sent and none drained", s, d)
+	}
+	for range 20 {
+		clk.Advance(100 * time.Millisecond)
+	}
+	if s, d := counts(); s != 8 || d != 1 {
+		t.Fatalf("after 2.5 s: %d sent, drained %d times; want 8 and once", s, d)
+	}
+	p.Schedule([]netip.Addr{addrA, addrB}, 2, 0)
+	clk.Advance(0)
+	p.Cancel()
+	for range 20 {
+		clk.Advance(100 * time.Millisecond)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if diff := cmp.Diff([]int{8}, drainedAfter); diff != "" {
+		t.Errorf("Drained called after these many sends (-want +got):\n%s", diff)
+	}
+}

@@ -66,6 +66,13 @@ type Options struct {
 	// AdoptFrom says from whom, for the log.
 	Adopt     []string
 	AdoptFrom string
+	// Announced, if set, receives (without blocking: it is dropped when
+	// the channel is full) each time an instance has sent the last
+	// gratuitous ARP / unsolicited NA it had queued: a takeover's
+	// announcements are over. A process gives the burst's memory back
+	// then (cmd/vipstack's settleAtRest): paced announcements allocate
+	// too little to count as work themselves.
+	Announced chan<- struct{}
 
 	// The seams (see seams.go); nil means the real ones. Netlink opens
 	// the netlink side, once per Run; Listen opens the VRRP socket of a

@@ -560,6 +560,14 @@ func (e *Engine) build(cfg *keepalived.Config, ic *keepalived.Instance) (*instan
 		}
 		return err
 	}}
+	if c := e.opts.Announced; c != nil {
+		in.pacer.Drained = func() {
+			select {
+			case c <- struct{}{}:
+			default:
+			}
+		}
+	}
 	in.fsm = fsm.New(fsm.Config{
 		Version:        ic.Version,
 		AdvertInterval: ic.AdvertInterval,

@@ -112,3 +112,39 @@ func TestTakeoverAnnouncesOnce(t *testing.T) {
 		}
 	})
 }
+
+// TestAnnouncedAfterBursts: Options.Announced receives once a new master's
+// announcements are over (both of keepalived's bursts), not while they
+// are still queued: a process gives the burst's memory back then.
+func TestAnnouncedAfterBursts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		seg := &simSegment{}
+		node := seg.node("alone", "198.18.0.11/24")
+		const n = 50
+		last := netip.AddrFrom4([4]byte{198, 18, 16, n})
+		announced := make(chan struct{}, 1)
+		e, _ := simEngine(t, node, takeoverConf(250, n), nil, func(o *Options) {
+			o.AnnounceRate = 10 // 9 x 50 repeats at 10 a second: 45 s
+			o.Announced = announced
+		})
+		simRun(t, e)
+		simWaitSole(t, []*simNode{node}, last, node, time.Second, 20*time.Second, "the node takes the group")
+		time.Sleep(20 * time.Second)
+		synctest.Wait()
+		select {
+		case <-announced:
+			t.Fatalf("Announced received with %d announcements sent, the paced repeats still queued", len(node.announcements()))
+		default:
+		}
+		time.Sleep(40 * time.Second)
+		synctest.Wait()
+		select {
+		case <-announced:
+		default:
+			t.Fatalf("Announced did not receive after %d announcements", len(node.announcements()))
+		}
+		if got := len(node.announcements()); got != 10*n {
+			t.Errorf("%d announcements, want %d (5 + 5 per VIP)", got, 10*n)
+		}
+	})
+}

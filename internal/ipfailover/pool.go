@@ -33,6 +33,9 @@ type Options struct {
 	// are exact (see RankOf); empty: ranks from the replica count.
 	Nodes  []netip.Addr
 	Ledger netif.Ledger
+	// Announced is the engine's (engine.Options.Announced): it receives
+	// when a group's announcements are over.
+	Announced chan<- struct{}
 	// BGPStopKeepsRoutes, in BGP mode, stops without withdrawing: the
 	// routers keep the routes by graceful restart while the node
 	// restarts (OPENSHIFT_HA_BGP_GRACEFUL_RESTART).

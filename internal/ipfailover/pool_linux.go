@@ -30,7 +30,6 @@ type Pool struct {
 	node    Node
 	eng     *engine.Engine
 	fw      *Firewall
-	cfgText string
 	bgp     *node.BGPRunner // the speaker, when the pool is announced by BGP
 	running chan struct{}   // closed when the engine (or the speaker) starts
 }
@@ -77,15 +76,28 @@ func New(opts Options) (*Pool, error) {
 // the check once, listens for VRIDs in use, and builds the configuration.
 // It returns the configuration as keepalived.conf text.
 func (p *Pool) Prepare(ctx context.Context) (string, error) {
-	s, o, log := p.opts.Spec, p.opts, p.opts.Logger
-	if s.BGP != nil {
+	if p.opts.Spec.BGP != nil {
 		return "", fmt.Errorf("ipfailover: the pool is announced by BGP (%s is set): no VRRP runs, so there is no keepalived.conf", EnvBGPASN)
 	}
+	if err := p.prepare(ctx); err != nil {
+		return "", err
+	}
+	p.mu.Lock()
+	plan, node := p.plan, p.node
+	p.mu.Unlock()
+	return plan.Render(p.opts.Spec, node), nil
+}
+
+// prepare is Prepare without the text: Run needs the plan only, and the
+// text of 10,000 VIPs (about 0.5 MiB, and a second configuration built
+// to render it) would be garbage at once, or kept for nothing.
+func (p *Pool) prepare(ctx context.Context) error {
+	s, o, log := p.opts.Spec, p.opts, p.opts.Logger
 	iface := s.Interface
 	if iface == "" {
 		var err error
 		if iface, err = RouteInterface(s.VIPs); err != nil {
-			return "", p.fail(err)
+			return p.fail(err)
 		}
 		log.Info("interface chosen by route lookup towards the VIPs", "interface", iface, "first_vip", s.VIPs[0])
 	}
@@ -94,7 +106,7 @@ func (p *Pool) Prepare(ctx context.Context) (string, error) {
 		if s.Interface != "" {
 			err = fmt.Errorf("%s=%q: %w", EnvInterface, s.Interface, err)
 		}
-		return "", p.fail(err)
+		return p.fail(err)
 	}
 	if s.Unicast() && !slices.Contains(s.Peers, addr.WithZone("")) {
 		if a, ok := PeerAddress(iface, s.Peers); ok {
@@ -106,7 +118,7 @@ func (p *Pool) Prepare(ctx context.Context) (string, error) {
 	}
 	ranks, err := RankOf(addr, s, o.Nodes)
 	if err != nil {
-		return "", p.fail(err)
+		return p.fail(err)
 	}
 	if s.Unicast() && ranks.Count != s.ReplicaCount {
 		log.Warn("the unicast peer list and the replica count disagree; ranks follow the peer list",
@@ -137,16 +149,16 @@ func (p *Pool) Prepare(ctx context.Context) (string, error) {
 	if o.VRIDProbe > 0 {
 		ifi, err := net.InterfaceByName(iface)
 		if err != nil {
-			return "", p.fail(fmt.Errorf("interface %s: %w", iface, err))
+			return p.fail(fmt.Errorf("interface %s: %w", iface, err))
 		}
 		log.Info("listening for VRIDs in use on the link", "interface", iface, "for", o.VRIDProbe)
 		if heard, err = ListenVRIDs(ctx, o.Clock, s.Family(), ifi.Index, o.VRIDProbe); err != nil {
-			return "", p.fail(err)
+			return p.fail(err)
 		}
 	}
 	findings, err := AssignVRIDs(plan, s, heard, ranks.Members)
 	if err != nil {
-		return "", p.fail(err)
+		return p.fail(err)
 	}
 	for _, f := range findings {
 		if f.Action == "unused" && len(f.VIPs) == 0 {
@@ -155,15 +167,14 @@ func (p *Pool) Prepare(ctx context.Context) (string, error) {
 			log.Warn(f.String(), "vrid", f.VRID, "action", f.Action)
 		}
 	}
-	text := plan.Render(s, node)
 	p.mu.Lock()
-	p.plan, p.node, p.cfgText = plan, node, text
+	p.plan, p.node = plan, node
 	p.status.Heard, p.status.Findings = heard, findings
 	p.status.Groups = p.groupStatus(nil)
 	p.mu.Unlock()
 	log.Info("ipfailover plan", "vips", len(s.VIPs), "groups", len(plan.Groups), "rank", ranks.Self, "ranks", ranks.Count,
 		"rank_basis", ranks.Basis, "share", plan.Share(), "interface", iface, "address", addr)
-	return text, nil
+	return nil
 }
 
 // check returns the check the pool runs (nil: none) and a description.
@@ -190,7 +201,7 @@ func (p *Pool) Run(ctx context.Context) error {
 	prepared := p.plan != nil
 	p.mu.Unlock()
 	if !prepared {
-		if _, err := p.Prepare(ctx); err != nil {
+		if err := p.prepare(ctx); err != nil {
 			if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 				// Stopped while preparing (SIGTERM during the VRID
 				// probe): nothing was touched yet, a clean stop.
@@ -248,6 +259,7 @@ func (p *Pool) Run(ctx context.Context) error {
 		Registry:     o.Registry,
 		Ledger:       o.Ledger,
 		AnnounceRate: o.AnnounceRate,
+		Announced:    o.Announced,
 	})
 	if err != nil {
 		return p.fail(err)

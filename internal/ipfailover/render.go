@@ -74,7 +74,12 @@ func (p *Plan) Config(s *Spec, n Node) *keepalived.Config {
 		}
 	}
 	vips := func(as []netip.Addr) []keepalived.VIP {
-		var out []keepalived.VIP
+		if len(as) == 0 {
+			return nil
+		}
+		// At their size: append's room to grow is a quarter more at
+		// thousands of VIPs, kept for the engine's whole life.
+		out := make([]keepalived.VIP, 0, len(as))
 		for _, a := range as {
 			out = append(out, keepalived.VIP{Prefix: netip.PrefixFrom(a, a.BitLen()), Dev: n.Interface})
 		}

@@ -143,6 +143,11 @@ func TestRenderLargePool(t *testing.T) {
 			t.Errorf("%s advertises %d VIPs, want %d", in.Name, len(in.VIPs), MaxAdvertised)
 		}
 		total += len(in.VIPs) + len(in.ExcludedVIPs)
+		// The engine keeps these lists for its whole life: no room to
+		// grow (a quarter more at this size with append's).
+		if cap(in.VIPs) != len(in.VIPs) || cap(in.ExcludedVIPs) != len(in.ExcludedVIPs) {
+			t.Errorf("%s: VIP lists of capacity %d and %d for %d and %d VIPs", in.Name, cap(in.VIPs), cap(in.ExcludedVIPs), len(in.VIPs), len(in.ExcludedVIPs))
+		}
 	}
 	if total != 10000 || len(cfg.Instances) != 6 {
 		t.Errorf("%d instances holding %d VIPs, want 6 holding 10000", len(cfg.Instances), total)

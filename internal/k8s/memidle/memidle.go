@@ -45,8 +45,14 @@ type Options struct {
 	// Live returns the live heap after the trim's collection, and Limit
 	// the soft memory limit (math.MaxInt64: none); defaults: the Go
 	// runtime's. Run warns when the live heap is over half the limit.
-	Live   func() uint64
-	Limit  func() int64
+	Live  func() uint64
+	Limit func() int64
+	// Work, if set, receives when a burst of work ended that allocated
+	// too little per period to count (a VRRP engine's paced gratuitous
+	// ARPs after a takeover, whose garbage and freed queue are still
+	// to give back): it counts as work, so the trim follows Quiet
+	// periods later.
+	Work   <-chan struct{}
 	Logger *slog.Logger
 }
 
@@ -55,6 +61,12 @@ type State struct {
 	Busy  bool // work was seen since the last trim
 	Quiet int  // periods without work since then
 	Since int  // periods since the last trim
+}
+
+// worked is s after work that Run was told of (Options.Work).
+func (s State) worked() State {
+	s.Busy, s.Quiet = true, 0
+	return s
 }
 
 // step is one period with delta bytes allocated: it returns the next state
@@ -125,6 +137,9 @@ func Run(ctx context.Context, o Options) {
 		select {
 		case <-ctx.Done():
 			return
+		case <-o.Work:
+			s = s.worked()
+			continue
 		case <-t.C():
 		}
 		now := o.Allocated()

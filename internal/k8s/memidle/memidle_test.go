@@ -108,3 +108,40 @@ func TestOverHalf(t *testing.T) {
 		}
 	}
 }
+
+// TestRunWork: work Run is told of (Options.Work) counts as work though
+// it allocated nothing: the trim follows Quiet periods after it, once.
+func TestRunWork(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var (
+			mu    sync.Mutex
+			trims []time.Duration
+		)
+		start := time.Now()
+		work := make(chan struct{}, 1)
+		o := Options{Period: time.Second, Busy: 1000, Quiet: 2, Gap: 1, Work: work,
+			Allocated: func() uint64 { return 0 },
+			Trim: func() error {
+				mu.Lock()
+				defer mu.Unlock()
+				trims = append(trims, time.Since(start))
+				return nil
+			}}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan struct{})
+		go func() { defer close(done); Run(ctx, o) }()
+		time.Sleep(1500 * time.Millisecond)
+		work <- struct{}{}
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		mu.Lock()
+		got := append([]time.Duration(nil), trims...)
+		mu.Unlock()
+		cancel()
+		<-done
+		// Periods end at 1 s, 2 s, ...: quiet at 2 s and 3 s.
+		if diff := cmp.Diff([]time.Duration{3 * time.Second}, got); diff != "" {
+			t.Errorf("trims at (-want +got):\n%s", diff)
+		}
+	})
+}
