@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"syscall"
 	"time"
 
 	"github.com/vipstack/vipstack/internal/k8s/memidle"
@@ -244,5 +245,12 @@ func trimNow(log *slog.Logger) {
 // (supervise.HUPReady): it holds a SIGHUP for a new child until then.
 func notifyReload(c chan<- os.Signal, sigs ...os.Signal) {
 	signal.Notify(c, sigs...)
-	supervise.HUPReady()
+	if supervise.HUPReady() {
+		// A SIGHUP came while this process started (CatchHUPEarly):
+		// reload once, as it may have read what the signal changed.
+		select {
+		case c <- syscall.SIGHUP:
+		default:
+		}
+	}
 }

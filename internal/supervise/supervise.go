@@ -45,21 +45,26 @@ var hupHold = 30 * time.Second
 const EnvHUPReady = "VIPSTACK_HUP_READY_FD"
 
 // HUPReady tells this process's supervisor, if it has one, that SIGHUP is
-// now handled (call it after signal.Notify for SIGHUP). Later calls, and
-// calls in a process without a supervisor, do nothing.
-func HUPReady() {
+// now handled (call it after signal.Notify for SIGHUP), ends
+// CatchHUPEarly's catch, and reports whether a SIGHUP arrived during that
+// catch: the caller then reloads once, as it may have read its
+// configuration before the change the signal announced. Later calls, and
+// calls in a process without a supervisor, tell nothing.
+func HUPReady() (early bool) {
+	early = endEarlyHUP()
 	v := os.Getenv(EnvHUPReady)
 	if v == "" {
-		return
+		return early
 	}
 	os.Unsetenv(EnvHUPReady) // not for the children it starts
 	fd, err := strconv.Atoi(v)
 	if err != nil || fd < 3 {
-		return
+		return early
 	}
 	f := os.NewFile(uintptr(fd), "hup-ready")
 	_, _ = f.Write([]byte{1})
 	_ = f.Close()
+	return early
 }
 
 // hupReadyPipe gives cmd a descriptor to say it handles SIGHUP on; after
@@ -119,6 +124,7 @@ func (s *Supervisor) Run(ctx context.Context) int {
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGTERM, syscall.SIGINT)
 	defer signal.Stop(sigs)
+	endEarlyHUP() // the child reads its configuration when it starts
 
 	r := &reaper{log: s.Log}
 	if s.Reap || os.Getpid() == 1 {

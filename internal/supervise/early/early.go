@@ -11,7 +11,14 @@ import (
 	"github.com/vipstack/vipstack/internal/supervise"
 )
 
+// reloads are the commands that take SIGHUP as a reload: from here on a
+// SIGHUP does not end them while they start (supervise.CatchHUPEarly).
+var reloads = map[string]bool{"node": true, "lb": true, "dns": true, "vrrp": true, "ipfailover": true}
+
 func init() {
+	if len(os.Args) > 1 && reloads[os.Args[1]] {
+		supervise.CatchHUPEarly()
+	}
 	if code, ok := supervise.RunFromEnv(); ok {
 		os.Exit(code)
 	}
