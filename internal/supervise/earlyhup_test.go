@@ -30,7 +30,11 @@ func TestEarlyHUPHelperProcess(t *testing.T) {
 			fmt.Println("kill:", err)
 			os.Exit(3)
 		}
-		time.Sleep(200 * time.Millisecond) // delivered by now, whatever it does
+		// Until the catch holds it (or, without the catch, until the
+		// signal ends this process), at most 5 s.
+		for end := time.Now().Add(5 * time.Second); time.Now().Before(end) && !earlyHUPPending(); {
+			time.Sleep(time.Millisecond)
+		}
 	}
 	c := make(chan os.Signal, 1)
 	signal.Notify(c, syscall.SIGHUP)
@@ -70,4 +74,11 @@ func TestCatchHUPEarly(t *testing.T) {
 			}
 		})
 	}
+}
+
+// earlyHUPPending reports whether CatchHUPEarly's catch holds a SIGHUP.
+func earlyHUPPending() bool {
+	earlyHUP.mu.Lock()
+	defer earlyHUP.mu.Unlock()
+	return len(earlyHUP.c) > 0
 }
