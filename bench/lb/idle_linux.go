@@ -98,7 +98,7 @@ func (b *bench) idleMemory(impl string, n int) (memResult, error) {
 	for range 64 {
 		wg.Go(func() {
 			for c := range work {
-				if err := keepAliveGet(c); err != nil {
+				if err := keepAliveGet(c, bufio.NewReaderSize(c, 1024)); err != nil {
 					errs <- err
 				}
 			}
@@ -123,13 +123,14 @@ func (b *bench) idleMemory(impl string, n int) (memResult, error) {
 	return m, nil
 }
 
-// keepAliveGet sends GET / on c without Connection: close and reads the
+// keepAliveGet sends GET / on c without Connection: close and reads, from
+// r (c's reader, kept across requests on one connection), the
 // whole answer, which must be a 200 that leaves the connection open.
-func keepAliveGet(c net.Conn) error {
+func keepAliveGet(c net.Conn, r *bufio.Reader) error {
 	if _, err := io.WriteString(c, "GET / HTTP/1.1\r\nHost: bench\r\n\r\n"); err != nil {
 		return err
 	}
-	resp, err := http.ReadResponse(bufio.NewReaderSize(c, 1024), nil)
+	resp, err := http.ReadResponse(r, nil)
 	if err != nil {
 		return err
 	}
@@ -159,7 +160,7 @@ func warmUp(conns []net.Conn) error {
 		wg.Go(func() {
 			for c := range work {
 				_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-				err := keepAliveGet(c)
+				err := keepAliveGet(c, bufio.NewReaderSize(c, 1024))
 				c.Close()
 				if err != nil {
 					mu.Lock()

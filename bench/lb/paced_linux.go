@@ -3,9 +3,7 @@ package main
 import (
 	"bufio"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
 	"strconv"
 	"sync"
 	"time"
@@ -53,7 +51,7 @@ func (b *bench) pacedLatency(impl string, rate int, d time.Duration) (pacedResul
 			for i := k; i < total; i += len(conns) {
 				due := start.Add(time.Duration(i) * interval)
 				time.Sleep(time.Until(due))
-				if err := pacedGet(c, r); err != nil {
+				if err := keepAliveGet(c, r); err != nil {
 					errs[k] = fmt.Errorf("request %d of %d: %w", i+1, total, err)
 					return
 				}
@@ -70,28 +68,4 @@ func (b *bench) pacedLatency(impl string, rate int, d time.Duration) (pacedResul
 		all = append(all, lat[k]...)
 	}
 	return summarizePaced(all, rate), nil
-}
-
-// pacedGet sends a keep-alive GET / on c and reads the whole answer from
-// r, which must be a 2xx or 3xx.
-func pacedGet(c net.Conn, r *bufio.Reader) error {
-	if _, err := io.WriteString(c, "GET / HTTP/1.1\r\nHost: bench\r\n\r\n"); err != nil {
-		return err
-	}
-	resp, err := http.ReadResponse(r, nil)
-	if err != nil {
-		return err
-	}
-	_, err = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode < 200 || resp.StatusCode > 399 {
-		return fmt.Errorf("status %d", resp.StatusCode)
-	}
-	if resp.Close {
-		return fmt.Errorf("the answer closed the connection")
-	}
-	return nil
 }
