@@ -173,12 +173,17 @@ func TestSmallSupervisorOfItself(t *testing.T) {
 	engine := next("engine ready pid=")
 	// The supervisor trims once its engine started, and a loaded machine
 	// may take a while to run it: read both again until the supervisor
-	// holds at most half, for 20 s at most.
+	// holds at most two thirds, for 20 s at most. Measured: 0.45-0.51
+	// (3.6-3.8 MB against 7.2-8.1): the supervisor still runs after the
+	// packages whose import paths sort before runtime/debug's and are
+	// ready before it (Go's initialisation order), about 500 of 1,300
+	// in vipstack, 1.2 MB of allocations here; one that initialised
+	// everything would hold as much as its engine.
 	var sup, eng int
 	err = testutil.Poll(20*time.Second, func() error {
 		sup, eng = procKiB(t, cmd.Process.Pid, "RssAnon"), procKiB(t, engine, "RssAnon")
-		if 2*sup > eng {
-			return fmt.Errorf("the supervisor's anonymous RSS is %d kB, want at most half its engine's %d kB", sup, eng)
+		if 3*sup > 2*eng {
+			return fmt.Errorf("the supervisor's anonymous RSS is %d kB, want at most two thirds of its engine's %d kB", sup, eng)
 		}
 		return nil
 	})
