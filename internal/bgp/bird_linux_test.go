@@ -42,6 +42,13 @@ protocol bfd { interface "*" { min rx interval 100 ms; min tx interval 100 ms; m
 	return b.String()
 }
 
+// reset is `birdc restart PROTO`: BIRD ends the session with a Cease,
+// administrative reset, and opens it again.
+func (b *bird) reset(a netip.Addr) error {
+	_, err := b.birdc("restart " + birdProto(a))
+	return err
+}
+
 // birdProto names the protocol of the node at a: n1v4, n1v6, ...
 func birdProto(a netip.Addr) string {
 	if a.Is4() {

@@ -57,6 +57,12 @@ func TestFRR(t *testing.T) {
 	runSuite(t, l, l.startFRR(t, frrConf(3, labBFD, labMD5)))
 }
 
+// reset is `clear bgp A`: bgpd sends a Cease, administrative reset.
+func (f *frr) reset(a netip.Addr) error {
+	_, err := f.vtysh("clear bgp " + a.String())
+	return err
+}
+
 func (f *frr) established(a netip.Addr) error {
 	n, err := f.neighbor(a)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	api "github.com/osrg/gobgp/v3/api"
 	gobgplog "github.com/osrg/gobgp/v3/pkg/log"
@@ -17,15 +18,49 @@ import (
 )
 
 // GoBGP is a Router backed by an in-process GoBGP server (no gRPC).
+//
+// A session the peer ends with a NOTIFICATION (FRR's Cease "BFD down"
+// when its BFD saw this node's path fail, `clear bgp`, a configuration
+// change) is reopened at once: GoBGP would hold the peer idle for a fixed
+// 5 s before its first connect attempt, and the peer, alive since it
+// spoke, usually waits for this side to connect (the speaker does not
+// listen). At most one such quick restart per peer per restartDamping;
+// a session that keeps ending waits GoBGP's hold.
 type GoBGP struct {
 	log *slog.Logger
 
 	once sync.Once
 	srv  *server.BgpServer
+
+	// ops serialises adding, deleting and restarting peers; mu guards
+	// peers alone (GoBGP's logger takes it, holding a session's lock).
+	ops   sync.Mutex
+	mu    sync.Mutex
+	peers map[string]*goPeer // by neighbour address, as GoBGP keys them
+	ends  chan string        // neighbour addresses whose peer ended an established session
+	quit  chan struct{}
+	wg    sync.WaitGroup
+	now   func() time.Time
 }
 
+// goPeer is what GoBGP was given for a peer and what it said of its
+// session's end.
+type goPeer struct {
+	conf        *api.Peer
+	disabled    bool      // SetPeerEnabled(false)
+	lastRestart time.Time // the last quick restart
+	notif       string    // the last NOTIFICATION received, described
+}
+
+// restartDamping is how long after one quick restart of a peer's session
+// the next end of it is left to GoBGP's idle hold.
+const restartDamping = 30 * time.Second
+
 // NewGoBGP returns a Router backed by GoBGP that logs to log.
-func NewGoBGP(log *slog.Logger) *GoBGP { return &GoBGP{log: log} }
+func NewGoBGP(log *slog.Logger) *GoBGP {
+	return &GoBGP{log: log, peers: map[string]*goPeer{}, ends: make(chan string, 16),
+		quit: make(chan struct{}), now: time.Now}
+}
 
 var (
 	familyV4 = &api.Family{Afi: api.Family_AFI_IP, Safi: api.Family_SAFI_UNICAST}
@@ -33,8 +68,10 @@ var (
 )
 
 func (g *GoBGP) Start(ctx context.Context, asn uint32, routerID netip.Addr, listenPort int) error {
-	g.srv = server.NewBgpServer(server.LoggerOption(&logAdapter{l: g.log}))
+	g.srv = server.NewBgpServer(server.LoggerOption(&logAdapter{l: g.log, g: g}))
 	go g.srv.Serve()
+	g.wg.Add(1)
+	go g.restartEnded()
 	port := int32(listenPort)
 	if port == 0 {
 		port = -1 // GoBGP's "do not listen"
@@ -89,18 +126,127 @@ func (g *GoBGP) AddPeer(ctx context.Context, p Peer, ibgp bool) error {
 		// make the peer drop this node's routes, not keep them as stale.
 		ap.GracefulRestart = &api.GracefulRestart{Enabled: true, RestartTime: uint32(p.GracefulRestart.Seconds())}
 	}
-	return g.srv.AddPeer(ctx, &api.AddPeerRequest{Peer: ap})
+	g.ops.Lock()
+	defer g.ops.Unlock()
+	if err := g.srv.AddPeer(ctx, &api.AddPeerRequest{Peer: ap}); err != nil {
+		return err
+	}
+	g.mu.Lock()
+	g.peers[p.Address.String()] = &goPeer{conf: ap}
+	g.mu.Unlock()
+	return nil
 }
 
 func (g *GoBGP) DeletePeer(ctx context.Context, addr netip.Addr) error {
+	g.ops.Lock()
+	defer g.ops.Unlock()
+	g.mu.Lock()
+	delete(g.peers, addr.String())
+	g.mu.Unlock()
 	return g.srv.DeletePeer(ctx, &api.DeletePeerRequest{Address: addr.String()})
 }
 
 func (g *GoBGP) SetPeerEnabled(ctx context.Context, addr netip.Addr, enabled bool, reason string) error {
+	g.ops.Lock()
+	defer g.ops.Unlock()
+	g.mu.Lock()
+	if gp := g.peers[addr.String()]; gp != nil {
+		gp.disabled = !enabled
+	}
+	g.mu.Unlock()
 	if enabled {
 		return g.srv.EnablePeer(ctx, &api.EnablePeerRequest{Address: addr.String()})
 	}
 	return g.srv.DisablePeer(ctx, &api.DisablePeerRequest{Address: addr.String(), Communication: reason})
+}
+
+// noteNotification records the NOTIFICATION a peer sent. GoBGP logs it
+// while it holds the session's lock: nothing here calls into GoBGP.
+func (g *GoBGP) noteNotification(addr string, code, subcode uint8) {
+	g.mu.Lock()
+	if gp := g.peers[addr]; gp != nil {
+		gp.notif = describeNotification(code, subcode)
+	}
+	g.mu.Unlock()
+}
+
+// sessionEnded hears that addr's established session ended for reason
+// (GoBGP's words). Only an end the peer chose, by a NOTIFICATION, queues
+// a quick restart; a session that GoBGP or this node ended, or that
+// failed (hold timer, read error), keeps GoBGP's timers.
+func (g *GoBGP) sessionEnded(addr, reason string) {
+	if !strings.HasPrefix(reason, "notification-received") {
+		return
+	}
+	select {
+	case g.ends <- addr:
+	default: // a restart of every peer is already queued
+	}
+}
+
+// restartEnded deletes and re-adds each peer whose established session
+// the peer ended, unless it was deleted or disabled meanwhile or had a
+// quick restart less than restartDamping ago: a new GoBGP peer starts
+// without the idle hold and tries its first connection in 1 to 2 s.
+func (g *GoBGP) restartEnded() {
+	defer g.wg.Done()
+	for {
+		select {
+		case <-g.quit:
+			return
+		case addr := <-g.ends:
+			g.restart(addr)
+		}
+	}
+}
+
+// restart is restartEnded's work for one peer.
+func (g *GoBGP) restart(addr string) {
+	g.ops.Lock()
+	defer g.ops.Unlock()
+	g.mu.Lock()
+	gp := g.peers[addr]
+	if gp == nil || gp.disabled {
+		g.mu.Unlock()
+		return
+	}
+	now, notif := g.now(), gp.notif
+	if !gp.lastRestart.IsZero() && now.Sub(gp.lastRestart) < restartDamping {
+		g.mu.Unlock()
+		g.log.Info("bgp: the peer ended the session again; GoBGP's 5 s idle hold applies", "peer", addr,
+			"notification", notif, "last_quick_restart", gp.lastRestart.Format(time.RFC3339Nano))
+		return
+	}
+	gp.lastRestart = now
+	conf := proto.Clone(gp.conf).(*api.Peer)
+	g.mu.Unlock()
+	g.log.Info("bgp: the peer ended the session; reconnecting without GoBGP's 5 s idle hold", "peer", addr,
+		"notification", notif)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := g.srv.DeletePeer(ctx, &api.DeletePeerRequest{Address: addr}); err != nil {
+		g.log.Error("bgp: quick restart: delete peer", "peer", addr, "err", err)
+		return
+	}
+	if err := g.srv.AddPeer(ctx, &api.AddPeerRequest{Peer: conf}); err != nil {
+		g.log.Error("bgp: quick restart: add peer again", "peer", addr, "err", err)
+	}
+}
+
+// describeNotification names a NOTIFICATION's code and, for a Cease,
+// its subcode (RFC 4486, 8538, 9384).
+func describeNotification(code, subcode uint8) string {
+	if code != 6 {
+		return fmt.Sprintf("code %d, subcode %d", code, subcode)
+	}
+	names := []string{1: "maximum number of prefixes reached", 2: "administrative shutdown",
+		3: "peer de-configured", 4: "administrative reset", 5: "connection rejected",
+		6: "other configuration change", 7: "connection collision resolution", 8: "out of resources",
+		9: "hard reset", 10: "BFD down"}
+	if int(subcode) < len(names) && names[subcode] != "" {
+		return fmt.Sprintf("cease (6), %s (%d)", names[subcode], subcode)
+	}
+	return fmt.Sprintf("cease (6), subcode %d", subcode)
 }
 
 // path builds the GoBGP path for a route.
@@ -236,15 +382,21 @@ func (g *GoBGP) Stop(ctx context.Context) error {
 		if g.srv == nil {
 			return
 		}
+		close(g.quit)
+		g.wg.Wait()
 		err = g.srv.StopBgp(ctx, &api.StopBgpRequest{})
 		g.srv.Stop()
 	})
 	return err
 }
 
-// logAdapter sends GoBGP's log to slog; its Info is chatty (every state
-// change), so it goes to Debug except for state changes.
-type logAdapter struct{ l *slog.Logger }
+// logAdapter sends GoBGP's log to slog, and tells g (when set) of the
+// NOTIFICATIONs peers send and the sessions that end: GoBGP's API says
+// neither. GoBGP calls it holding a session's lock.
+type logAdapter struct {
+	l *slog.Logger
+	g *GoBGP
+}
 
 func attrs(f gobgplog.Fields) []any {
 	var a []any
@@ -264,8 +416,26 @@ func (a *logAdapter) Fatal(msg string, f gobgplog.Fields) {
 	a.l.Error("gobgp: "+msg, attrs(f)...)
 }
 func (a *logAdapter) Error(msg string, f gobgplog.Fields) { a.l.Error("gobgp: "+msg, attrs(f)...) }
-func (a *logAdapter) Warn(msg string, f gobgplog.Fields)  { a.l.Warn("gobgp: "+msg, attrs(f)...) }
-func (a *logAdapter) Info(msg string, f gobgplog.Fields)  { a.l.Info("gobgp: "+msg, attrs(f)...) }
+func (a *logAdapter) Warn(msg string, f gobgplog.Fields) {
+	a.l.Warn("gobgp: "+msg, attrs(f)...)
+	if a.g == nil || msg != "received notification" {
+		return
+	}
+	key, _ := f["Key"].(string)
+	code, _ := f["Code"].(uint8)
+	sub, _ := f["Subcode"].(uint8)
+	a.g.noteNotification(key, code, sub)
+}
+
+func (a *logAdapter) Info(msg string, f gobgplog.Fields) {
+	a.l.Info("gobgp: "+msg, attrs(f)...)
+	if a.g == nil || msg != "Peer Down" {
+		return
+	}
+	key, _ := f["Key"].(string)
+	reason, _ := f["Reason"].(string)
+	a.g.sessionEnded(key, reason)
+}
 func (a *logAdapter) Debug(msg string, f gobgplog.Fields) { a.l.Debug("gobgp: "+msg, attrs(f)...) }
 func (a *logAdapter) SetLevel(gobgplog.LogLevel)          {}
 func (a *logAdapter) GetLevel() gobgplog.LogLevel         { return gobgplog.InfoLevel }

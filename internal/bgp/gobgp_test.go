@@ -4,15 +4,21 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	api "github.com/osrg/gobgp/v3/api"
+	"github.com/osrg/gobgp/v3/pkg/server"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/testing/protocmp"
 	"google.golang.org/protobuf/types/known/anypb"
+
+	"github.com/vipstack/vipstack/internal/syncbuf"
+	"github.com/vipstack/vipstack/internal/testutil"
 )
 
 // TestPath checks the GoBGP path built for a route: NLRI, next hop (in
@@ -146,5 +152,106 @@ func TestConnectRetry(t *testing.T) {
 	want := map[string]uint64{"127.0.0.2": uint64(DefaultConnectRetry / time.Second), "127.0.0.3": 7}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("connect retry by peer = %v, want %v", got, want)
+	}
+}
+
+// TestQuickRestart: a peer (a second GoBGP, on loopback) ends an
+// established session with a Cease; the speaker's GoBGP deletes and
+// re-adds the peer instead of holding it idle, says so with the
+// NOTIFICATION, and the session comes back. A second Cease within
+// restartDamping is left to GoBGP's idle hold, and says that.
+func TestQuickRestart(t *testing.T) {
+	ctx := context.Background()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	router := server.NewBgpServer(server.LoggerOption(&logAdapter{l: slog.New(slog.DiscardHandler)}))
+	go router.Serve()
+	t.Cleanup(router.Stop)
+	if err := router.StartBgp(ctx, &api.StartBgpRequest{Global: &api.Global{Asn: 64500, RouterId: "127.0.0.1",
+		ListenPort: int32(port), ListenAddresses: []string{"127.0.0.1"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := router.AddPeer(ctx, &api.AddPeerRequest{Peer: &api.Peer{
+		Conf:      &api.PeerConf{NeighborAddress: "127.0.0.2", PeerAsn: 64512},
+		Transport: &api.Transport{PassiveMode: true},
+		// The router takes connections again 1 s after it resets the
+		// session (GoBGP's default: 30 s).
+		Timers: &api.Timers{Config: &api.TimersConfig{IdleHoldTimeAfterReset: 1}},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+
+	var log syncbuf.Buffer
+	g := NewGoBGP(slog.New(slog.NewTextHandler(&log, nil)))
+	if err := g.Start(ctx, 64512, netip.MustParseAddr("127.0.0.2"), 0); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Stop(ctx) })
+	peer := netip.MustParseAddr("127.0.0.1")
+	if err := g.AddPeer(ctx, Peer{Address: peer, ASN: 64500, Port: port,
+		LocalAddress: netip.MustParseAddr("127.0.0.2")}, false); err != nil {
+		t.Fatal(err)
+	}
+	established := func(what string) {
+		t.Helper()
+		if err := testutil.Poll(30*time.Second, func() error {
+			ps, err := g.Peers(ctx)
+			if err != nil || len(ps) != 1 || !ps[0].Established {
+				return fmt.Errorf("%s: peers %+v, %v", what, ps, err)
+			}
+			return nil
+		}); err != nil {
+			t.Fatalf("%v\nlog:\n%s", err, log.String())
+		}
+	}
+	logged := func(what, substr string) {
+		t.Helper()
+		if err := testutil.Poll(30*time.Second, func() error {
+			if !strings.Contains(log.String(), substr) {
+				return fmt.Errorf("%s: no %q in the log", what, substr)
+			}
+			return nil
+		}); err != nil {
+			t.Fatalf("%v:\n%s", err, log.String())
+		}
+	}
+	established("first session")
+	reset := func() {
+		t.Helper()
+		if err := router.ResetPeer(ctx, &api.ResetPeerRequest{Address: "127.0.0.2", Communication: "test"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reset()
+	logged("quick restart", `msg="bgp: the peer ended the session; reconnecting without GoBGP's 5 s idle hold" peer=127.0.0.1 notification="cease (6), administrative reset (4)"`)
+	established("after the quick restart")
+	reset()
+	logged("damped", `msg="bgp: the peer ended the session again; GoBGP's 5 s idle hold applies" peer=127.0.0.1`)
+	established("after the idle hold")
+	if n := strings.Count(log.String(), "reconnecting without GoBGP's"); n != 1 {
+		t.Errorf("%d quick restarts, want 1:\n%s", n, log.String())
+	}
+}
+
+// TestDescribeNotification names Cease subcodes and leaves others as
+// numbers.
+func TestDescribeNotification(t *testing.T) {
+	for _, tc := range []struct {
+		code, sub uint8
+		want      string
+	}{
+		{6, 10, "cease (6), BFD down (10)"},
+		{6, 2, "cease (6), administrative shutdown (2)"},
+		{6, 0, "cease (6), subcode 0"},
+		{6, 11, "cease (6), subcode 11"},
+		{4, 0, "code 4, subcode 0"},
+	} {
+		if got := describeNotification(tc.code, tc.sub); got != tc.want {
+			t.Errorf("describeNotification(%d, %d) = %q, want %q", tc.code, tc.sub, got, tc.want)
+		}
 	}
 }

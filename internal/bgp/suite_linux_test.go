@@ -57,6 +57,9 @@ type labRouter interface {
 	// stale.
 	heldForRestart(a netip.Addr) error
 	restarted(a netip.Addr) error
+	// reset has the router end its session with the node at a with a
+	// Cease NOTIFICATION, as an operator's clear or restart does.
+	reset(a netip.Addr) error
 }
 
 // The lab's nodes: n1 and n2 run BFD (100ms x 3) against a 30s hold time;
@@ -139,6 +142,24 @@ func runSuite(t *testing.T, l *lab, r labRouter) {
 			}
 			return nil
 		})
+	})
+
+	// The router ends n1's IPv4 session with a Cease: n1 reconnects at
+	// once (a new GoBGP peer) rather than after GoBGP's 5 s idle hold,
+	// and its route is back on the router.
+	t.Run("peer-reset-reconnects", func(t *testing.T) {
+		a := subnetV4(1, 10)
+		if err := r.reset(a); err != nil {
+			t.Fatal(err)
+		}
+		want := fmt.Sprintf("reconnecting without GoBGP's 5 s idle hold\" peer=%v", subnetV4(1, 1))
+		testutil.Eventually(t, 20*time.Second, func() error {
+			if !strings.Contains(sp[1].log.String(), want) {
+				return fmt.Errorf("no quick restart in n1's log (%q)", want)
+			}
+			return r.established(a)
+		})
+		l.wantNexthops(t, vip4, 20*time.Second, 1, 2, 3)
 	})
 
 	t.Run("check-fails-withdraws", func(t *testing.T) {
