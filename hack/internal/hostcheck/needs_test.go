@@ -241,3 +241,21 @@ func TestEnvProvides(t *testing.T) {
 		t.Errorf("%s exists on the host", cert)
 	}
 }
+
+func TestChosen(t *testing.T) {
+	for _, tc := range []struct {
+		kind, upClass string
+		want          bool
+	}{
+		{"haproxy", "host-only", true},
+		{"haproxy", "accept", false},
+		{"haproxy", "reject", false},
+		{"corefile", "accept", true},
+		{"corefile", "reject", false},
+		{"keepalived", "host-only", false},
+	} {
+		if got := Chosen(tc.kind, tc.upClass); got != tc.want {
+			t.Errorf("Chosen(%q, %q) = %v, want %v", tc.kind, tc.upClass, got, tc.want)
+		}
+	}
+}
