@@ -1,4 +1,4 @@
-package main
+package hostcheck
 
 import (
 	"os"
@@ -167,20 +167,20 @@ func TestStage(t *testing.T) {
 func TestOutcomes(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		got  outcome
-		want outcome
+		got  Outcome
+		want Outcome
 	}{
-		{"haproxy clean", haproxyOutcome(0, "Configuration file is valid\n"), outcome{Class: "accept"}},
+		{"haproxy clean", haproxyOutcome(0, "Configuration file is valid\n"), Outcome{Class: "accept"}},
 		{"haproxy name", haproxyOutcome(1, "[NOTICE]   (1) : haproxy version\n[ALERT]    (1) : config : [f.cfg:9] : 'server be/a' : could not resolve address 'x'.\n[ALERT]    (1) : config : Fatal errors found in configuration.\n"),
-			outcome{"host-only", "[f.cfg:9] : 'server be/a' : could not resolve address 'x'."}},
+			Outcome{"host-only", "[f.cfg:9] : 'server be/a' : could not resolve address 'x'."}},
 		{"haproxy error", haproxyOutcome(1, "[ALERT]    (1) : config : [f.cfg:2] : unknown keyword 'bogus' in 'global' section\n"),
-			outcome{"reject", "[f.cfg:2] : unknown keyword 'bogus' in 'global' section"}},
-		{"coredns banner", coreDNSOutcome(serveResult{Started: true}), outcome{Class: "accept"}},
+			Outcome{"reject", "[f.cfg:2] : unknown keyword 'bogus' in 'global' section"}},
+		{"coredns banner", coreDNSOutcome(serveResult{Started: true}), Outcome{Class: "accept"}},
 		{"coredns exit", coreDNSOutcome(serveResult{Exited: true, Code: 1, Out: "plugin/errors: this plugin can only be used once per Server Block\n\n"}),
-			outcome{"reject", "plugin/errors: this plugin can only be used once per Server Block"}},
+			Outcome{"reject", "plugin/errors: this plugin can only be used once per Server Block"}},
 		{"coredns listen", coreDNSOutcome(serveResult{Exited: true, Code: 1, Out: "Listen: listen tcp 192.0.2.1:53: bind: cannot assign requested address\n"}),
-			outcome{"host-only", "Listen: listen tcp 192.0.2.1:53: bind: cannot assign requested address"}},
-		{"vipstack warning", vipstackOutcome(1, "warning: x\nf.cfg:3: keyword \"y\" is not supported\n"), outcome{"reject", "f.cfg:3: keyword \"y\" is not supported"}},
+			Outcome{"host-only", "Listen: listen tcp 192.0.2.1:53: bind: cannot assign requested address"}},
+		{"vipstack warning", vipstackOutcome(1, "warning: x\nf.cfg:3: keyword \"y\" is not supported\n"), Outcome{"reject", "f.cfg:3: keyword \"y\" is not supported"}},
 	} {
 		if tc.got != tc.want {
 			t.Errorf("%s: %+v, want %+v", tc.name, tc.got, tc.want)
@@ -239,5 +239,23 @@ func TestEnvProvides(t *testing.T) {
 	}
 	if _, err := os.Stat(cert); err == nil {
 		t.Errorf("%s exists on the host", cert)
+	}
+}
+
+func TestChosen(t *testing.T) {
+	for _, tc := range []struct {
+		kind, upClass string
+		want          bool
+	}{
+		{"haproxy", "host-only", true},
+		{"haproxy", "accept", false},
+		{"haproxy", "reject", false},
+		{"corefile", "accept", true},
+		{"corefile", "reject", false},
+		{"keepalived", "host-only", false},
+	} {
+		if got := Chosen(tc.kind, tc.upClass); got != tc.want {
+			t.Errorf("Chosen(%q, %q) = %v, want %v", tc.kind, tc.upClass, got, tc.want)
+		}
 	}
 }

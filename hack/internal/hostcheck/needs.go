@@ -1,4 +1,4 @@
-package main
+package hostcheck
 
 import (
 	"net/netip"
