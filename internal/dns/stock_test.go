@@ -145,9 +145,15 @@ func render(r *dns.Msg) string {
 // so that two servers failing alike do not pass.
 func same(t *testing.T, stock, ours string, qs []dns.Question, expect ...any) {
 	t.Helper()
+	sameWith(t, func(s string) string { return s }, stock, ours, qs, expect...)
+}
+
+// sameWith is same comparing the answers as norm rewrites them.
+func sameWith(t *testing.T, norm func(string) string, stock, ours string, qs []dns.Question, expect ...any) {
+	t.Helper()
 	answers := make([]string, len(qs))
 	for i, q := range qs {
-		want, got := ask(t, stock, q), ask(t, ours, q)
+		want, got := norm(ask(t, stock, q)), norm(ask(t, ours, q))
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("%s: stock CoreDNS and vipstack differ (-stock +vipstack):\n%s", q.String(), diff)
 		}

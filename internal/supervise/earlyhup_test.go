@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -58,7 +59,13 @@ func TestCatchHUPEarly(t *testing.T) {
 		t.Run(tc.mode, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestEarlyHUPHelperProcess$")
+			args := []string{os.Args[0], "-test.run=^TestEarlyHUPHelperProcess$"}
+			if hupIgnored() {
+				// Under nohup the helper would inherit SIG_IGN, which
+				// Go keeps: give it the default back.
+				args = append([]string{"env", "--default-signal=HUP"}, args...)
+			}
+			cmd := exec.CommandContext(ctx, args[0], args[1:]...)
 			cmd.Env = append(os.Environ(), "VIPSTACK_EARLYHUP_HELPER="+tc.mode)
 			out, err := cmd.Output()
 			var ee *exec.ExitError
@@ -74,6 +81,22 @@ func TestCatchHUPEarly(t *testing.T) {
 			}
 		})
 	}
+}
+
+// hupIgnored reports whether this process started with SIGHUP ignored
+// (nohup), from /proc/self/status; false where that cannot be read.
+func hupIgnored() bool {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "SigIgn:"); ok {
+			mask, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+			return err == nil && mask&(1<<(syscall.SIGHUP-1)) != 0
+		}
+	}
+	return false
 }
 
 // earlyHUPPending reports whether CatchHUPEarly's catch holds a SIGHUP.
