@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -37,20 +39,22 @@ type GoBGP struct {
 	ops   sync.Mutex
 	mu    sync.Mutex
 	peers map[string]*goPeer // by neighbour address, as GoBGP keys them
-	ends  chan string        // neighbour addresses whose peer ended an established session
+	ends  chan sessionEnd    // established sessions the peer ended
 	quit  chan struct{}
 	wg    sync.WaitGroup
 	now   func() time.Time
 }
 
-// goPeer is what GoBGP was given for a peer and what it said of its
-// session's end.
+// goPeer is what GoBGP was given for a peer.
 type goPeer struct {
 	conf        *api.Peer
 	disabled    bool      // SetPeerEnabled(false)
 	lastRestart time.Time // the last quick restart
-	notif       string    // the last NOTIFICATION received, described
 }
+
+// sessionEnd is a peer's address, as GoBGP keys it, and the NOTIFICATION
+// with which it ended its session, described.
+type sessionEnd struct{ addr, notif string }
 
 // restartDamping is how long after one quick restart of a peer's session
 // the next end of it is left to GoBGP's idle hold.
@@ -58,7 +62,7 @@ const restartDamping = 30 * time.Second
 
 // NewGoBGP returns a Router backed by GoBGP that logs to log.
 func NewGoBGP(log *slog.Logger) *GoBGP {
-	return &GoBGP{log: log, peers: map[string]*goPeer{}, ends: make(chan string, 16),
+	return &GoBGP{log: log, peers: map[string]*goPeer{}, ends: make(chan sessionEnd, 16),
 		quit: make(chan struct{}), now: time.Now}
 }
 
@@ -160,28 +164,39 @@ func (g *GoBGP) SetPeerEnabled(ctx context.Context, addr netip.Addr, enabled boo
 	return g.srv.DisablePeer(ctx, &api.DisablePeerRequest{Address: addr.String(), Communication: reason})
 }
 
-// noteNotification records the NOTIFICATION a peer sent. GoBGP logs it
-// while it holds the session's lock: nothing here calls into GoBGP.
-func (g *GoBGP) noteNotification(addr string, code, subcode uint8) {
-	g.mu.Lock()
-	if gp := g.peers[addr]; gp != nil {
-		gp.notif = describeNotification(code, subcode)
-	}
-	g.mu.Unlock()
-}
-
 // sessionEnded hears that addr's established session ended for reason
 // (GoBGP's words). Only an end the peer chose, by a NOTIFICATION, queues
 // a quick restart; a session that GoBGP or this node ended, or that
-// failed (hold timer, read error), keeps GoBGP's timers.
+// failed (hold timer, read error), keeps GoBGP's timers. GoBGP calls it
+// holding the session's lock: nothing here calls into GoBGP.
 func (g *GoBGP) sessionEnded(addr, reason string) {
-	if !strings.HasPrefix(reason, "notification-received") {
+	notif, ok := peerNotification(reason)
+	if !ok {
 		return
 	}
 	select {
-	case g.ends <- addr:
-	default: // a restart of every peer is already queued
+	case g.ends <- sessionEnd{addr: addr, notif: notif}:
+	default: // the worker is 16 behind: this peer keeps GoBGP's hold
 	}
+}
+
+// notificationReceived is GoBGP's Peer Down reason for a session the
+// peer ended: "notification-received code 6(cease) subcode 10(undefined)".
+var notificationReceived = regexp.MustCompile(`^notification-received code (\d+)\([^)]*\) subcode (\d+)\(`)
+
+// peerNotification reports whether reason says the peer ended the
+// session with a NOTIFICATION, and describes it.
+func peerNotification(reason string) (string, bool) {
+	m := notificationReceived.FindStringSubmatch(reason)
+	if m == nil {
+		return "", false
+	}
+	code, err1 := strconv.ParseUint(m[1], 10, 8)
+	sub, err2 := strconv.ParseUint(m[2], 10, 8)
+	if err1 != nil || err2 != nil {
+		return reason, true
+	}
+	return describeNotification(uint8(code), uint8(sub)), true
 }
 
 // restartEnded deletes and re-adds each peer whose established session
@@ -194,14 +209,14 @@ func (g *GoBGP) restartEnded() {
 		select {
 		case <-g.quit:
 			return
-		case addr := <-g.ends:
-			g.restart(addr)
+		case e := <-g.ends:
+			g.restart(e.addr, e.notif)
 		}
 	}
 }
 
 // restart is restartEnded's work for one peer.
-func (g *GoBGP) restart(addr string) {
+func (g *GoBGP) restart(addr, notif string) {
 	g.ops.Lock()
 	defer g.ops.Unlock()
 	g.mu.Lock()
@@ -210,7 +225,7 @@ func (g *GoBGP) restart(addr string) {
 		g.mu.Unlock()
 		return
 	}
-	now, notif := g.now(), gp.notif
+	now := g.now()
 	if !gp.lastRestart.IsZero() && now.Sub(gp.lastRestart) < restartDamping {
 		g.mu.Unlock()
 		g.log.Info("bgp: the peer ended the session again; GoBGP's 5 s idle hold applies", "peer", addr,
@@ -391,8 +406,8 @@ func (g *GoBGP) Stop(ctx context.Context) error {
 }
 
 // logAdapter sends GoBGP's log to slog, and tells g (when set) of the
-// NOTIFICATIONs peers send and the sessions that end: GoBGP's API says
-// neither. GoBGP calls it holding a session's lock.
+// established sessions that end and why, which GoBGP's API does not say.
+// GoBGP calls it holding a session's lock.
 type logAdapter struct {
 	l *slog.Logger
 	g *GoBGP
@@ -416,16 +431,7 @@ func (a *logAdapter) Fatal(msg string, f gobgplog.Fields) {
 	a.l.Error("gobgp: "+msg, attrs(f)...)
 }
 func (a *logAdapter) Error(msg string, f gobgplog.Fields) { a.l.Error("gobgp: "+msg, attrs(f)...) }
-func (a *logAdapter) Warn(msg string, f gobgplog.Fields) {
-	a.l.Warn("gobgp: "+msg, attrs(f)...)
-	if a.g == nil || msg != "received notification" {
-		return
-	}
-	key, _ := f["Key"].(string)
-	code, _ := f["Code"].(uint8)
-	sub, _ := f["Subcode"].(uint8)
-	a.g.noteNotification(key, code, sub)
-}
+func (a *logAdapter) Warn(msg string, f gobgplog.Fields)  { a.l.Warn("gobgp: "+msg, attrs(f)...) }
 
 func (a *logAdapter) Info(msg string, f gobgplog.Fields) {
 	a.l.Info("gobgp: "+msg, attrs(f)...)

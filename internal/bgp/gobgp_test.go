@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -159,7 +160,8 @@ func TestConnectRetry(t *testing.T) {
 // established session with a Cease; the speaker's GoBGP deletes and
 // re-adds the peer instead of holding it idle, says so with the
 // NOTIFICATION, and the session comes back. A second Cease within
-// restartDamping is left to GoBGP's idle hold, and says that.
+// restartDamping is left to GoBGP's idle hold, and says that; a third,
+// restartDamping after the first (on g's clock), is quick again.
 func TestQuickRestart(t *testing.T) {
 	ctx := context.Background()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -187,6 +189,8 @@ func TestQuickRestart(t *testing.T) {
 
 	var log syncbuf.Buffer
 	g := NewGoBGP(slog.New(slog.NewTextHandler(&log, nil)))
+	var skew atomic.Int64 // added to g's clock
+	g.now = func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
 	if err := g.Start(ctx, 64512, netip.MustParseAddr("127.0.0.2"), 0); err != nil {
 		t.Fatal(err)
 	}
@@ -235,23 +239,39 @@ func TestQuickRestart(t *testing.T) {
 	if n := strings.Count(log.String(), "reconnecting without GoBGP's"); n != 1 {
 		t.Errorf("%d quick restarts, want 1:\n%s", n, log.String())
 	}
+	skew.Store(int64(restartDamping))
+	reset()
+	if err := testutil.Poll(30*time.Second, func() error {
+		if n := strings.Count(log.String(), "reconnecting without GoBGP's"); n != 2 {
+			return fmt.Errorf("%d quick restarts, want 2 once restartDamping has passed", n)
+		}
+		return nil
+	}); err != nil {
+		t.Fatalf("%v:\n%s", err, log.String())
+	}
+	established("after the second quick restart")
 }
 
-// TestDescribeNotification names Cease subcodes and leaves others as
-// numbers.
-func TestDescribeNotification(t *testing.T) {
+// TestPeerNotification reads GoBGP's Peer Down reasons: only a
+// NOTIFICATION received counts, described by name for a Cease.
+func TestPeerNotification(t *testing.T) {
 	for _, tc := range []struct {
-		code, sub uint8
-		want      string
+		reason string
+		want   string
+		ok     bool
 	}{
-		{6, 10, "cease (6), BFD down (10)"},
-		{6, 2, "cease (6), administrative shutdown (2)"},
-		{6, 0, "cease (6), subcode 0"},
-		{6, 11, "cease (6), subcode 11"},
-		{4, 0, "code 4, subcode 0"},
+		{"notification-received code 6(cease) subcode 10(undefined)", "cease (6), BFD down (10)", true},
+		{"notification-received code 6(cease) subcode 4(administrative reset)", "cease (6), administrative reset (4)", true},
+		{"notification-received code 6(cease) subcode 0(undefined)", "cease (6), subcode 0", true},
+		{"notification-received code 6(cease) subcode 11(undefined)", "cease (6), subcode 11", true},
+		{"notification-received code 4(hold timer expired) subcode 0(undefined)", "code 4, subcode 0", true},
+		{"notification-sent code 6(cease) subcode 2(administrative shutdown)", "", false},
+		{"hold-timer-expired", "", false},
+		{"read-failed", "", false},
 	} {
-		if got := describeNotification(tc.code, tc.sub); got != tc.want {
-			t.Errorf("describeNotification(%d, %d) = %q, want %q", tc.code, tc.sub, got, tc.want)
+		got, ok := peerNotification(tc.reason)
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("peerNotification(%q) = %q, %v; want %q, %v", tc.reason, got, ok, tc.want, tc.ok)
 		}
 	}
 }
