@@ -27,6 +27,7 @@ type options struct {
 	rlimit                int // vrrp_rlimit_rttime, us; 0 keepalived's default
 	withoutRT             bool
 	bin, markdown, prefix string
+	logs                  string // directory for the nodes' logs of the soak
 }
 
 // pair is one implementation's master and backup.
@@ -52,6 +53,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.prefix, "prefix", "vvt", "start of the network namespaces' names (1 to 8 letters and digits)")
 	fs.IntVar(&o.rt, "rt-priority", 50, "vrrp_rt_priority of both pairs (SCHED_RR); 0: none")
 	fs.IntVar(&o.rlimit, "rlimit-rttime", 100000, "vrrp_rlimit_rttime of both pairs with -rt-priority, in us (0: not set, keepalived's default 10000, which killed both keepalived's and vipstack's engines every few seconds on this machine under other load)")
+	fs.StringVar(&o.logs, "logs", "", "write each node's log of the soak into this `directory` (created), to read what a false failover's master and backup said")
 	fs.BoolVar(&o.withoutRT, "without-rt", false, "also run a vipstack and a keepalived pair without vrrp_rt_priority, beside the others")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -194,6 +196,11 @@ func bench(o options, topo *testnet.Topology, work string, out io.Writer) ([]*pa
 	if err := soakResults(ps, st, out); err != nil {
 		return nil, "", err
 	}
+	if o.logs != "" {
+		if err := saveLogs(ps, o.logs); err != nil {
+			fmt.Fprintf(out, "-logs: %v\n", err)
+		}
+	}
 	for i := range o.trials {
 		for _, p := range ps {
 			d, err := p.crash(w, o.bin, work, i+1)
@@ -235,6 +242,37 @@ func soakResults(ps []*pair, st map[netip.Addr]soakStats, out io.Writer) error {
 		}
 		fmt.Fprintf(out, "%s: %d master adverts, longest gap %s ms, %d false failovers, %d VRRP processes killed\n",
 			p.res.Label(), m.n, msf(m.maxGap), b.episodes, p.res.Killed)
+		for _, at := range b.starts {
+			fmt.Fprintf(out, "  false failover at %s: %s\n", at.UTC().Format("15:04:05.000"), silenceAround(m.long, at))
+		}
+	}
+	return nil
+}
+
+// silenceAround describes the master's silence that a backup's takeover
+// at at fell in: the gap over longGap that holds it, or none.
+func silenceAround(long []span, at time.Time) string {
+	for _, g := range long {
+		if !at.Before(g.from) && !at.After(g.to) {
+			return fmt.Sprintf("the master was silent from %s for %s ms", g.from.UTC().Format("15:04:05.000"), msf(g.to.Sub(g.from)))
+		}
+	}
+	return fmt.Sprintf("no silence of the master over %v holds it", longGap)
+}
+
+// saveLogs writes each node's log into dir, named for its implementation
+// and host.
+func saveLogs(ps []*pair, dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for _, p := range ps {
+		for _, nd := range p.nodes {
+			name := filepath.Join(dir, fmt.Sprintf("%s-%s.log", p.impl, nd.Host.Name))
+			if err := os.WriteFile(name, []byte(nd.Log()), 0o644); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }

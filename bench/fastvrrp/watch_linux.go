@@ -41,6 +41,7 @@ type soakStats struct {
 	episodes int
 	gaps     [nGapBounds + 1]int // gaps between adverts, by gapBounds
 	long     []span              // the gaps over longGap, the first maxLong
+	starts   []time.Time         // when each episode began, the first maxLong
 }
 
 // span is a silence of one source: from one advert to the next.
@@ -172,6 +173,9 @@ func (w *watch) read() {
 			}
 			if s.prev.IsZero() || now.Sub(s.prev) > episodeGap {
 				s.episodes++
+				if len(s.starts) < maxLong {
+					s.starts = append(s.starts, now)
+				}
 			}
 			if g := now.Sub(s.prev); !s.prev.IsZero() {
 				s.maxGap = max(s.maxGap, g)

@@ -545,16 +545,8 @@ func (e *Engine) Run(ctx context.Context) error {
 			e.waitNotify(notifyGrace)
 			return nil
 		case <-timer.C():
-			// Read what is already queued before deciding anything on a
-			// timer: after a stall, an advertisement from a live master may
-			// be waiting. When the timer fired late, the process was most
-			// likely stopped (SIGSTOP, a descheduled VM); the socket readers
-			// need a moment to pass on what the kernel queued meanwhile.
-			if late := e.clk.Now().Sub(next); !next.IsZero() && late > stallThreshold {
-				e.log.Warn("timer fired late; reading queued packets before deciding", "late", late.Round(time.Millisecond))
-				e.drainFor(stallGrace)
-			}
 			e.drain()
+			e.readBeforeTakeover(next)
 			e.tick(e.clk.Now())
 		case ev := <-e.events:
 			e.handle(ev)
@@ -730,6 +722,107 @@ const (
 	stallThreshold = 100 * time.Millisecond
 	stallGrace     = 20 * time.Millisecond
 )
+
+// queuedGrace bounds how long a due takeover waits for the socket readers
+// to pass on packets the kernel has queued (readBeforeTakeover), and
+// queuedPoll how long it then waits for the last one: both short against
+// the shortest Master_Down_Interval (30 ms and the skew at advert_int
+// 0.01), and spent only when a takeover is due with packets queued.
+const (
+	queuedGrace = 5 * time.Millisecond
+	queuedPoll  = 200 * time.Microsecond
+)
+
+// readBeforeTakeover reads what waits for the engine before a backup
+// takes over on its Master_Down timer, next being when the timer was
+// due. A takeover on a silence that a queued advertisement has already
+// ended is a false failover, and the timer and the socket's reader run
+// on different threads, so either can go first:
+//   - when the timer fired more than stallThreshold late, the process
+//     was most likely stopped (SIGSTOP, a descheduled VM): the socket
+//     readers get stallGrace to pass on what the kernel queued meanwhile;
+//   - otherwise, when a socket holds a packet the kernel received and its
+//     reader has not read yet (under load its thread may wait for a CPU
+//     an instant longer than the timer's), the engine handles events
+//     until the readers have passed on what was queued, at most
+//     queuedGrace.
+//
+// A master's advertisements and every other timer do not wait: nothing
+// is read ahead unless a takeover is due.
+func (e *Engine) readBeforeTakeover(next time.Time) {
+	now := e.clk.Now()
+	if !e.takeoverDue(now) {
+		return
+	}
+	if late := now.Sub(next); !next.IsZero() && late > stallThreshold {
+		e.log.Warn("timer fired late; reading queued packets before deciding", "late", late.Round(time.Millisecond))
+		e.drainFor(stallGrace)
+		return
+	}
+	if e.socketsQueued() {
+		e.log.Debug("a takeover is due while a packet waits in a VRRP socket; reading it first")
+		e.drainQueued(queuedGrace)
+	}
+}
+
+// takeoverDue reports whether a backup's Master_Down timer is due at now.
+func (e *Engine) takeoverDue(now time.Time) bool {
+	for _, in := range e.instances {
+		if in.fsm.State() == fsm.Backup {
+			if at := in.fsm.NextDeadline(); !at.IsZero() && !now.Before(at) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// queueReporter is a socket that can tell whether a packet waits in its
+// receive queue (transport's raw sockets on Linux).
+type queueReporter interface {
+	Queued() (bool, error)
+}
+
+// socketsQueued reports whether a VRRP socket holds a packet not read yet.
+func (e *Engine) socketsQueued() bool {
+	for _, c := range e.conns {
+		if q, ok := c.(queueReporter); ok {
+			if got, err := q.Queued(); err == nil && got {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// drainQueued handles events until no socket holds a packet and the
+// events already passed on are handled, or until d has passed (on the
+// engine's clock).
+func (e *Engine) drainQueued(d time.Duration) {
+	t := e.clk.NewTimer(d)
+	defer t.Stop()
+	for e.socketsQueued() {
+		select {
+		case ev := <-e.events:
+			e.handle(ev)
+		case <-t.C():
+			return
+		}
+	}
+	// The last packet read may still be on its way from the reader.
+	poll := e.clk.NewTimer(queuedPoll)
+	defer poll.Stop()
+	for {
+		select {
+		case ev := <-e.events:
+			e.handle(ev)
+		case <-poll.C():
+			return
+		case <-t.C():
+			return
+		}
+	}
+}
 
 // drainFor handles events for d (on the engine's clock).
 func (e *Engine) drainFor(d time.Duration) {

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"testing/synctest"
@@ -574,6 +575,15 @@ type simConn struct {
 
 	mu     sync.Mutex
 	joined map[int]map[netip.Addr]bool // the groups joined, by interface
+
+	held atomic.Bool // the reader holds a packet it has not passed on (stalled)
+}
+
+// Queued reports a packet not passed on yet, as the kernel's queue of a
+// raw socket whose reader has not read it: one in the segment's queue,
+// or one the reader holds while its node's sockets are stalled.
+func (c *simConn) Queued() (bool, error) {
+	return len(c.in) > 0 || c.held.Load(), nil
 }
 
 func (n *simNode) listen(family int) (transport.Conn, error) {
@@ -590,6 +600,8 @@ func (c *simConn) ReadPacket() (transport.Packet, error) {
 		c.node.mu.Lock()
 		st := c.node.stall
 		c.node.mu.Unlock()
+		c.held.Store(true)
+		defer c.held.Store(false)
 		if st != nil && !st.wait(stallSockets) {
 			return transport.Packet{}, net.ErrClosed
 		}

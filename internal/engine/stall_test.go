@@ -45,6 +45,22 @@ func (s *simStall) stop() {
 	}
 }
 
+// stopSockets stops only the node's sockets: what arrives waits, as
+// for a reader whose thread waits for a CPU, while the timers run.
+func (s *simStall) stopSockets() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stopped[stallSockets], s.resume[stallSockets] = true, make(chan struct{})
+}
+
+// contSockets resumes the sockets stopSockets stopped.
+func (s *simStall) contSockets() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stopped[stallSockets] = false
+	close(s.resume[stallSockets])
+}
+
 // cont resumes the timers, lets the engine take what fired (in the
 // bubble), then resumes the sockets.
 func (s *simStall) cont() {

@@ -211,6 +211,21 @@ func (m *Machine) NextDeadline() time.Time {
 	return time.Time{}
 }
 
+// nextAdvert is when a master's next advertisement is due after the one
+// due at due and sent at now: an interval after due, so that a timer
+// that fires a little late (Go's timers, a thread waiting for a CPU)
+// does not stretch every interval after it (at advert_int 0.01 a
+// millisecond late each time is a tenth fewer advertisements, and a
+// backup's Master_Down_Interval then covers under three of them). A
+// master a whole interval or more behind starts again from now instead
+// of sending the missed ones in a burst.
+func nextAdvert(due, now time.Time, interval time.Duration) time.Time {
+	if next := due.Add(interval); next.After(now) {
+		return next
+	}
+	return now.Add(interval)
+}
+
 // Start leaves Initialize with the given effective priority. A fault
 // reason that is not empty starts the machine in Fault.
 func (m *Machine) Start(now time.Time, priority uint8, faultReason string) []Action {
@@ -294,7 +309,7 @@ func (m *Machine) Tick(now time.Time) []Action {
 		}
 	case Master:
 		if !now.Before(m.advertAt) {
-			m.advertAt = now.Add(m.cfg.AdvertInterval)
+			m.advertAt = nextAdvert(m.advertAt, now, m.cfg.AdvertInterval)
 			return []Action{{Kind: SendAdvert, Priority: m.priority}}
 		}
 	}

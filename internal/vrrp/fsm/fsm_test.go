@@ -158,6 +158,19 @@ func TestScenarios(t *testing.T) {
 			{at: mdi100 + sec, event: "tick", want: []string{"advert(prio 100)"}, wantState: Master, wantNext: mdi100 + 2*sec},
 		},
 	}, {
+		// A tick a little late keeps the schedule: the next advert is due
+		// an interval after the late one was due, not after the tick. A
+		// tick a whole interval late or more starts again from the tick.
+		name: "a master's late timer does not stretch its intervals",
+		cfg:  v2(true),
+		steps: []step{
+			{event: "start", prio: 100, want: []string{"INIT->BACKUP"}, wantState: Backup, wantNext: mdi100},
+			{at: mdi100, event: "tick", want: []string{"advert(prio 100)", "BACKUP->MASTER"}, wantState: Master, wantNext: mdi100 + sec},
+			{at: mdi100 + sec + 300*time.Millisecond, event: "tick", want: []string{"advert(prio 100)"}, wantState: Master, wantNext: mdi100 + 2*sec},
+			{at: mdi100 + 2*sec, event: "tick", want: []string{"advert(prio 100)"}, wantState: Master, wantNext: mdi100 + 3*sec},
+			{at: mdi100 + 4*sec + 500*time.Millisecond, event: "tick", want: []string{"advert(prio 100)"}, wantState: Master, wantNext: mdi100 + 5*sec + 500*time.Millisecond},
+		},
+	}, {
 		name: "adverts from a higher master keep a backup down",
 		cfg:  v2(true),
 		steps: []step{

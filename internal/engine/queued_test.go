@@ -1,0 +1,84 @@
+package engine
+
+import (
+	"log/slog"
+	"net/netip"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/vipstack/vipstack/internal/peers"
+	"github.com/vipstack/vipstack/internal/syncbuf"
+)
+
+// TestTakeoverReadsQueued: at advert_int 0.01 a backup whose socket
+// reader waits (its thread waiting for a CPU) while its Master_Down timer
+// runs out, with the master's advertisements queued on its socket, reads
+// them before it takes over, and stays backup: the reader is let go
+// within queuedGrace of the timer. A reader that stays stopped past the
+// grace does not hold the takeover back.
+func TestTakeoverReadsQueued(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		resume   bool // let the reader go once the takeover waits for it
+		takeover bool
+	}{
+		{"reader-delayed", true, false},
+		{"reader-stopped", false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				seg := &simSegment{}
+				n1, n2 := seg.node("node1", "198.18.0.1/24"), seg.node("node2", "198.18.0.2/24")
+				nodes := []*simNode{n1, n2}
+				vip := netip.MustParseAddr("198.18.0.100")
+				c := peers.Conf{Version: 3, Interval: 10 * time.Millisecond, VRID: 51, VIP: netip.PrefixFrom(vip, 32)}
+				st := newSimStall(t)
+				n2.stall = st
+				var backupLog *syncbuf.Buffer
+				for i, n := range nodes {
+					c.Priority = 150 - 50*i
+					var more []func(*Options)
+					if n == n2 {
+						backupLog = new(syncbuf.Buffer)
+						more = append(more, func(o *Options) {
+							o.Logger = slog.New(slog.NewTextHandler(backupLog, &slog.HandlerOptions{Level: slog.LevelDebug}))
+							o.Clock = stallClock{st}
+						})
+					}
+					e, _ := simEngine(t, n, simConf(t, c, n.name), nil, more...)
+					simRun(t, e)
+				}
+				simWaitSole(t, nodes, vip, n1, 100*time.Millisecond, 20*time.Second, "start")
+				time.Sleep(time.Second)
+				synctest.Wait()
+				before := strings.Count(backupLog.String(), "to=MASTER")
+
+				st.stopSockets()
+				const waiting = "a takeover is due while a packet waits in a VRRP socket"
+				for i := 0; i < 100 && !strings.Contains(backupLog.String(), waiting); i++ {
+					time.Sleep(time.Millisecond)
+					synctest.Wait()
+				}
+				if !strings.Contains(backupLog.String(), waiting) {
+					t.Fatalf("the backup's takeover never waited for the queued advertisements:\n%s", backupLog)
+				}
+				if tc.resume {
+					st.contSockets()
+				} else {
+					time.Sleep(100 * time.Millisecond)
+					synctest.Wait()
+					st.contSockets()
+				}
+				time.Sleep(time.Second)
+				synctest.Wait()
+				took := strings.Count(backupLog.String(), "to=MASTER") > before
+				if took != tc.takeover {
+					t.Errorf("the backup took over: %v, want %v; its log:\n%s", took, tc.takeover, backupLog)
+				}
+				simWaitSole(t, nodes, vip, n1, 100*time.Millisecond, 5*time.Second, "after the stall")
+			})
+		})
+	}
+}
