@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"slices"
 	"strconv"
 	"time"
 
@@ -49,11 +50,15 @@ func (e *Engine) advertise(in *instance, now time.Time, prio uint8) {
 	}
 	var failErr error
 	var failDst netip.Addr
+	var sent [][]byte // for the backstop: its own copies
 	for _, dst := range in.dsts {
 		b, err := adv.Marshal(in.src, dst)
 		if err != nil {
 			e.log.Error("cannot encode advertisement", "instance", in.cfg.Name, "err", err)
 			return
+		}
+		if prio > 0 && in.cfg.AdvertInterval <= backstopBelow {
+			sent = append(sent, slices.Clone(b))
 		}
 		if err := e.timed(func() string { return "advertisement to " + dst.String() }, func() error { return c.WritePacket(b, in.src, dst, in.ifIndex) }); err != nil {
 			in.counts.sendErrors++
@@ -65,6 +70,7 @@ func (e *Engine) advertise(in *instance, now time.Time, prio uint8) {
 		in.sent++
 		in.counts.sent++
 	}
+	e.backstopAdvert(in, prio, sent)
 	// One count per advertisement that failed to reach a destination (a
 	// unicast instance has several), logged at the first and then every
 	// sendFailLogEvery; the first advertisement that reaches them all ends
@@ -83,6 +89,9 @@ func (e *Engine) advertise(in *instance, now time.Time, prio uint8) {
 }
 
 func (e *Engine) transition(in *instance, now time.Time, a fsm.Action) {
+	if a.From == fsm.Master && a.To != fsm.Master {
+		e.leaveBackstop(in)
+	}
 	prio := in.fsm.Priority()
 	master, mprio := in.fsm.Master()
 	// One event per change, with the same keys every time (docs/metrics.md,

@@ -88,6 +88,8 @@ type Options struct {
 	// hooks, set by this package's tests only, act at points where
 	// another actor may.
 	hooks *testHooks
+	// backstop replaces the backstop's sockets, sleep and CPUs (tests).
+	backstop *backstopSeams
 }
 
 // testHooks let a test act at a point of the engine's work.
@@ -113,6 +115,7 @@ type Engine struct {
 	nl  Netlink
 	// slowParts are the current step's slow requests (see timed).
 	slowParts []string
+	bs        *backstop // fast masters' advertisements when the loop is late (backstop.go)
 	ledgerW   *ledgerWriter
 	// ledgerDirty: the step saved the ledger for later (saveLedgerLater).
 	ledgerDirty bool
@@ -467,6 +470,12 @@ func (e *Engine) Run(ctx context.Context) error {
 	e.nl = timedNetlink{Netlink: nl, e: e}
 	e.runner = script.Runner{Security: securityOf(e.cfg), Start: e.proc.Start}
 	e.applyTuning()
+	bctx, stopBackstop := context.WithCancel(ctx)
+	e.bs = newBackstop(bctx, e.backstopSeams(), e.clk.Now)
+	defer func() {
+		stopBackstop()
+		e.bs.stop()
+	}()
 	defer func() {
 		if e.stopXCPU != nil {
 			e.stopXCPU()
@@ -1120,7 +1129,13 @@ func instanceDeadlines(in *instance) [4]time.Time {
 func (e *Engine) fireInstance(in *instance, now time.Time) {
 	due := func(at time.Time) bool { return !at.IsZero() && !now.Before(at) }
 	if due(in.fsm.NextDeadline()) {
-		e.do(in, now, in.fsm.Tick(now))
+		master := in.fsm.State() == fsm.Master
+		acts := in.fsm.Tick(now)
+		if master && !e.bs.claim(in.cfg.Name, now) {
+			// A backstop thread sent it while the loop was late.
+			acts = slices.DeleteFunc(acts, func(a fsm.Action) bool { return a.Kind == fsm.SendAdvert })
+		}
+		e.do(in, now, acts)
 	}
 	if due(in.refreshAt) {
 		e.refreshGARP(in, now)

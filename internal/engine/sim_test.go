@@ -594,6 +594,12 @@ func (n *simNode) listen(family int) (transport.Conn, error) {
 	return c, nil
 }
 
+// listenSend is a socket that sends on the segment and receives nothing,
+// as transport.ListenSend.
+func (n *simNode) listenSend(family int) (transport.Conn, error) {
+	return &simConn{node: n, family: family, in: make(chan transport.Packet), done: make(chan struct{}), joined: map[int]map[netip.Addr]bool{}}, nil
+}
+
 func (c *simConn) ReadPacket() (transport.Packet, error) {
 	select {
 	case p := <-c.in:
@@ -788,6 +794,19 @@ func (simAnnouncer) Close() error { return nil }
 func (n *simNode) options(o Options) Options {
 	o.Netlink = func() (Netlink, error) { return n, nil }
 	o.Listen = n.listen
+	o.backstop = &backstopSeams{
+		listen: n.listenSend,
+		sleep: func(ctx context.Context, d time.Duration) {
+			t := time.NewTimer(d)
+			defer t.Stop()
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+			}
+		},
+		cpus: func() []int { return []int{0, 1} },
+		pin:  func(int) error { return nil },
+	}
 	o.Announcer = func(string, int) (Announcer, error) { return simAnnouncer{node: n}, nil }
 	return o
 }

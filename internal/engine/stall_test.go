@@ -47,18 +47,29 @@ func (s *simStall) stop() {
 
 // stopSockets stops only the node's sockets: what arrives waits, as
 // for a reader whose thread waits for a CPU, while the timers run.
-func (s *simStall) stopSockets() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.stopped[stallSockets], s.resume[stallSockets] = true, make(chan struct{})
-}
+func (s *simStall) stopSockets() { s.stopPart(stallSockets) }
 
 // contSockets resumes the sockets stopSockets stopped.
-func (s *simStall) contSockets() {
+func (s *simStall) contSockets() { s.contPart(stallSockets) }
+
+// stopTimers stops only the engine's timers, as for a loop whose thread
+// waits for a stopped CPU; its backstop threads run on.
+func (s *simStall) stopTimers() { s.stopPart(stallTimers) }
+
+// contTimers resumes the timers stopTimers stopped.
+func (s *simStall) contTimers() { s.contPart(stallTimers) }
+
+func (s *simStall) stopPart(what int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.stopped[stallSockets] = false
-	close(s.resume[stallSockets])
+	s.stopped[what], s.resume[what] = true, make(chan struct{})
+}
+
+func (s *simStall) contPart(what int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stopped[what] = false
+	close(s.resume[what])
 }
 
 // cont resumes the timers, lets the engine take what fired (in the

@@ -61,3 +61,43 @@ func TestQueued(t *testing.T) {
 		}
 	}
 }
+
+// TestListenSend: a send-only socket sends (a socket of Listen receives
+// what it sent) and queues nothing of what arrives.
+func TestListenSend(t *testing.T) {
+	topo := testnet.New(t, testnet.Options{Hosts: 1, Prefix: "vsls"})
+	h := topo.Hosts[0]
+	for _, tc := range []struct {
+		family int
+		addr   netip.Addr
+	}{{4, h.IPv4.Addr()}, {6, h.IPv6.Addr()}} {
+		if err := h.Do(func() error {
+			rx, err := Listen(tc.family)
+			if err != nil {
+				return err
+			}
+			defer rx.Close()
+			tx, err := ListenSend(tc.family)
+			if err != nil {
+				return err
+			}
+			defer tx.Close()
+			for range 3 {
+				if err := tx.WritePacket([]byte{0x31, 51, 100, 1, 0, 1, 0, 0, 198, 18, 0, 100}, tc.addr, tc.addr, 0); err != nil {
+					return err
+				}
+			}
+			for range 3 {
+				if _, err := rx.ReadPacket(); err != nil {
+					return err
+				}
+			}
+			if got, err := tx.(interface{ Queued() (bool, error) }).Queued(); err != nil || got {
+				t.Errorf("IPv%d: the send-only socket has a packet queued (%v, %v)", tc.family, got, err)
+			}
+			return nil
+		}); err != nil {
+			t.Fatalf("IPv%d: %v", tc.family, err)
+		}
+	}
+}

@@ -1,0 +1,48 @@
+//go:build linux
+
+package engine
+
+import (
+	"context"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/vipstack/vipstack/internal/vrrp/transport"
+)
+
+// realBackstopSeams are the backstop's sockets (send-only raw sockets),
+// its sleep (clock_nanosleep, whose timer is armed on the calling
+// thread's CPU) and the CPUs it pins its threads to (those the process
+// may run on).
+func realBackstopSeams() backstopSeams {
+	return backstopSeams{
+		listen: transport.ListenSend,
+		sleep: func(_ context.Context, d time.Duration) {
+			ts := unix.NsecToTimespec(int64(d))
+			for unix.ClockNanosleep(unix.CLOCK_MONOTONIC, 0, &ts, &ts) == unix.EINTR {
+			}
+		},
+		cpus: allowedCPUs,
+		pin: func(cpu int) error {
+			var set unix.CPUSet
+			set.Set(cpu)
+			return unix.SchedSetaffinity(0, &set)
+		},
+	}
+}
+
+// allowedCPUs are the CPUs this thread may run on, in order.
+func allowedCPUs() []int {
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil {
+		return nil
+	}
+	var cpus []int
+	for i := range len(set) * 64 {
+		if set.IsSet(i) {
+			cpus = append(cpus, i)
+		}
+	}
+	return cpus
+}
