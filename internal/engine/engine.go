@@ -158,6 +158,11 @@ type Engine struct {
 	statusMu sync.Mutex
 	status   []InstanceStatus
 
+	// Loop-owned buffers reused at every advertisement: the message sent
+	// (see advertise) and the actions of a tick (see fireInstance).
+	wire []byte
+	acts []fsm.Action
+
 	sortedNames []string // e.instances' keys in order; nil: to compute (see names)
 
 	announcers announcers // one per interface, shared by its instances
@@ -879,10 +884,18 @@ const slowPart = 10 * time.Millisecond
 func (e *Engine) timed(what func() string, f func() error) error {
 	began := e.clk.Now()
 	err := f()
-	if took := e.clk.Now().Sub(began); took >= slowPart {
+	if took, slow := e.tookLong(began); slow {
 		e.slowParts = append(e.slowParts, what()+" "+took.Round(time.Millisecond).String())
 	}
 	return err
+}
+
+// tookLong returns how long ago began was, and whether that is slowPart or
+// longer: timed for a caller that names its request only when it was slow
+// (advertise, which sends without building a closure for timed).
+func (e *Engine) tookLong(began time.Time) (time.Duration, bool) {
+	took := e.clk.Now().Sub(began)
+	return took, took >= slowPart
 }
 
 // warnSlow logs a loop step that took longer than slowStep, with the
@@ -1082,26 +1095,45 @@ func (e *Engine) publishStatus() {
 	e.statusMu.Unlock()
 }
 
-// A deadline is one of the engine's timers: its name, when it is due
-// (zero: not armed) and what runs then. when is read at the moment tick
-// looks at it, after the deadlines before it ran, as they may move it.
-type deadline struct {
-	name string
-	when func() time.Time
-	fire func(now time.Time)
+// The engine's own timers, in the order tick runs them (see engineDeadline
+// and fireEngine).
+const (
+	deadlineDAD = iota
+	deadlineSources
+	deadlineAbsent
+	deadlineReleased
+	engineTimers
+)
+
+// engineDeadline is when the engine's timer i is due (zero: not armed).
+// An index and a switch, not a list of closures: the loop reads them on
+// each of its wake-ups, and the list allocated each time (with 1,000
+// masters, a wake-up about every millisecond).
+func (e *Engine) engineDeadline(i int) time.Time {
+	switch i {
+	case deadlineDAD:
+		return e.dadNext
+	case deadlineSources:
+		return e.srcNext
+	case deadlineAbsent:
+		return e.absentNext
+	}
+	return e.releasedNext
 }
 
-// engineDeadlines are the engine's own timers, in the order tick runs them.
-func (e *Engine) engineDeadlines() []deadline {
-	return []deadline{
-		{name: "dad", when: func() time.Time { return e.dadNext }, fire: e.recheckDAD},
-		{name: "sources", when: func() time.Time { return e.srcNext }, fire: func(now time.Time) {
-			if e.checkSources(now) {
-				e.recomputeAll(now)
-			}
-		}},
-		{name: "absent", when: func() time.Time { return e.absentNext }, fire: e.checkAbsent},
-		{name: "released", when: func() time.Time { return e.releasedNext }, fire: e.checkReleased},
+// fireEngine runs the engine's timer i.
+func (e *Engine) fireEngine(i int, now time.Time) {
+	switch i {
+	case deadlineDAD:
+		e.recheckDAD(now)
+	case deadlineSources:
+		if e.checkSources(now) {
+			e.recomputeAll(now)
+		}
+	case deadlineAbsent:
+		e.checkAbsent(now)
+	case deadlineReleased:
+		e.checkReleased(now)
 	}
 }
 
@@ -1120,7 +1152,15 @@ func instanceDeadlines(in *instance) [4]time.Time {
 func (e *Engine) fireInstance(in *instance, now time.Time) {
 	due := func(at time.Time) bool { return !at.IsZero() && !now.Before(at) }
 	if due(in.fsm.NextDeadline()) {
-		e.do(in, now, in.fsm.Tick(now))
+		// The actions go into the engine's reused slice: a master's
+		// advertisement every interval allocated one each. The slice is
+		// taken while they run, so that a tick nested in them (none
+		// today) would get its own.
+		acts := in.fsm.AppendTick(e.acts[:0], now)
+		e.acts = nil
+		e.do(in, now, acts)
+		clear(acts) // the reasons they hold
+		e.acts = acts[:0]
 	}
 	if due(in.refreshAt) {
 		e.refreshGARP(in, now)
@@ -1138,8 +1178,8 @@ func (e *Engine) nextDeadline() time.Time {
 			next = at
 		}
 	}
-	for _, d := range e.engineDeadlines() {
-		earlier(d.when())
+	for i := range engineTimers {
+		earlier(e.engineDeadline(i))
 	}
 	for _, name := range e.names() {
 		for _, at := range instanceDeadlines(e.instances[name]) {
@@ -1153,9 +1193,11 @@ func (e *Engine) nextDeadline() time.Time {
 // name order, then the conflicts' expiry.
 func (e *Engine) tick(now time.Time) {
 	defer e.warnSlow(now, func() string { return "timers" })
-	for _, d := range e.engineDeadlines() {
-		if at := d.when(); !at.IsZero() && !now.Before(at) {
-			d.fire(now)
+	// Each deadline is read when its turn comes, after the ones before it
+	// ran, as they may move it.
+	for i := range engineTimers {
+		if at := e.engineDeadline(i); !at.IsZero() && !now.Before(at) {
+			e.fireEngine(i, now)
 		}
 	}
 	names := e.names()
