@@ -47,7 +47,11 @@ type conn4 struct {
 	mu sync.Mutex // serialises writes and guards w
 	w  *send4
 
-	rmu sync.Mutex // serialises reads of buf
+	rmu sync.Mutex // serialises reads, guards r
+	r   *recv
+	// buf is ReadPacket's, made at its first call (a reader with its own
+	// buffer calls ReadPacketInto); bmu guards it.
+	bmu sync.Mutex
 	buf []byte
 }
 
@@ -127,29 +131,23 @@ func listen4() (*conn4, error) {
 		pc.Close()
 		return nil, &OpError{Op: "raw socket", Family: 4, Err: err}
 	}
-	return &conn4{pc: pc, raw: raw, w: w, buf: make([]byte, bufSize)}, nil
+	r, err := newRecv(pc)
+	if err != nil {
+		pc.Close()
+		return nil, &OpError{Op: "raw socket", Family: 4, Err: err}
+	}
+	return &conn4{pc: pc, raw: raw, w: w, r: r}, nil
 }
 
 func (c *conn4) ReadPacket() (Packet, error) {
-	c.rmu.Lock()
-	defer c.rmu.Unlock()
-	buf := c.buf
-	for {
-		h, payload, cm, err := c.raw.ReadFrom(buf)
-		if err != nil {
-			return Packet{}, &OpError{Op: "read", Family: 4, Err: err}
-		}
-		if h == nil || h.Protocol != protocol {
-			continue
-		}
-		p := Packet{Payload: append([]byte(nil), payload...), TTL: h.TTL}
-		p.Src, _ = netip.AddrFromSlice(h.Src.To4())
-		p.Dst, _ = netip.AddrFromSlice(h.Dst.To4())
-		if cm != nil {
-			p.IfIndex = cm.IfIndex
-		}
-		return p, nil
+	c.bmu.Lock()
+	defer c.bmu.Unlock()
+	if c.buf == nil {
+		c.buf = make([]byte, bufSize)
 	}
+	p, err := c.ReadPacketInto(c.buf)
+	p.Payload = append([]byte(nil), p.Payload...)
+	return p, err
 }
 
 func (c *conn4) WritePacket(payload []byte, src, dst netip.Addr, ifIndex int) error {
@@ -247,7 +245,11 @@ type conn6 struct {
 	mu sync.Mutex // serialises writes and guards w
 	w  *send6
 
-	rmu sync.Mutex // serialises reads of buf
+	rmu sync.Mutex // serialises reads, guards r
+	r   *recv
+	// buf is ReadPacket's, made at its first call (a reader with its own
+	// buffer calls ReadPacketInto); bmu guards it.
+	bmu sync.Mutex
 	buf []byte
 }
 
@@ -336,27 +338,23 @@ func listen6() (*conn6, error) {
 		pc.Close()
 		return nil, &OpError{Op: "raw socket", Family: 6, Err: err}
 	}
-	return &conn6{pc: pc, p: p, w: w, buf: make([]byte, bufSize)}, nil
+	r, err := newRecv(pc)
+	if err != nil {
+		pc.Close()
+		return nil, &OpError{Op: "raw socket", Family: 6, Err: err}
+	}
+	return &conn6{pc: pc, p: p, w: w, r: r}, nil
 }
 
 func (c *conn6) ReadPacket() (Packet, error) {
-	c.rmu.Lock()
-	defer c.rmu.Unlock()
-	n, cm, src, err := c.p.ReadFrom(c.buf)
-	if err != nil {
-		return Packet{}, &OpError{Op: "read", Family: 6, Err: err}
+	c.bmu.Lock()
+	defer c.bmu.Unlock()
+	if c.buf == nil {
+		c.buf = make([]byte, bufSize)
 	}
-	p := Packet{Payload: append([]byte(nil), c.buf[:n]...), TTL: -1}
-	if ia, ok := src.(*net.IPAddr); ok {
-		p.Src, _ = netip.AddrFromSlice(ia.IP)
-		p.Src = p.Src.Unmap()
-	}
-	if cm != nil {
-		p.TTL = cm.HopLimit
-		p.IfIndex = cm.IfIndex
-		p.Dst, _ = netip.AddrFromSlice(cm.Dst)
-	}
-	return p, nil
+	p, err := c.ReadPacketInto(c.buf)
+	p.Payload = append([]byte(nil), p.Payload...)
+	return p, err
 }
 
 func (c *conn6) WritePacket(payload []byte, src, dst netip.Addr, ifIndex int) error {

@@ -3,6 +3,7 @@ package transport
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"net"
 	"net/netip"
 	"syscall"
@@ -15,19 +16,20 @@ import (
 	"github.com/vipstack/vipstack/internal/testnet"
 )
 
-// TestWritePacketAllocs: WritePacket to the VRRP multicast group and to a
-// unicast peer allocates nothing (a master sends one per instance per
+// TestPacketIOAllocs: WritePacket to the VRRP multicast group and to a
+// unicast peer allocates nothing, and so does ReadPacketInto on the other
+// host (a master sends one per instance per
 // interval: with 1,000 masters the allocations of x/net's write path kept
 // the collector running, docs/design/memory.md), and what arrives, read
 // with x/net on the other host, is what keepalived sends: TOS / traffic
 // class 0xc0, TTL / hop limit 255, protocol 112, the payload whole.
-func TestWritePacketAllocs(t *testing.T) {
+func TestPacketIOAllocs(t *testing.T) {
 	topo := testnet.New(t, testnet.Options{Hosts: 2, Prefix: "valw"})
 	h1, h2 := topo.Hosts[0], topo.Hosts[1]
 	payload := []byte{0x31, 51, 100, 1, 0, 100, 0, 0, 198, 18, 0, 100}
 	for _, fam := range []int{4, 6} {
-		var tx Conn
-		var txIf int
+		var tx, rx Conn
+		var txIf, rxIf int
 		var rx4 *ipv4.RawConn
 		var rx6 *ipv6.PacketConn
 		group := netip.MustParseAddr("224.0.0.18")
@@ -50,6 +52,14 @@ func TestWritePacketAllocs(t *testing.T) {
 		if err := h2.Do(func() error {
 			ifi, err := net.InterfaceByName(h2.Link)
 			if err != nil {
+				return err
+			}
+			rxIf = ifi.Index
+			if rx, err = Listen(fam); err != nil {
+				return err
+			}
+			t.Cleanup(func() { rx.Close() })
+			if err := rx.JoinGroup(ifi.Index, group); err != nil {
 				return err
 			}
 			if fam == 4 {
@@ -100,7 +110,30 @@ func TestWritePacketAllocs(t *testing.T) {
 			if allocs != 0 {
 				t.Errorf("IPv%d to %v: %v allocations per WritePacket, want 0", fam, dst, allocs)
 			}
-			// AllocsPerRun ran it runs+1 times: each must arrive as sent.
+			// AllocsPerRun ran it runs+1 times: each must arrive as sent,
+			// read by this package without allocating, and by x/net.
+			buf := make([]byte, bufSize)
+			var rerr error
+			i := 0
+			allocs = testing.AllocsPerRun(runs, func() {
+				p, err := rx.(interface {
+					ReadPacketInto([]byte) (Packet, error)
+				}).ReadPacketInto(buf)
+				i++
+				if err == nil && (!bytes.Equal(p.Payload, payload) || p.Src != src || p.Dst != dst || p.TTL != 255 || p.IfIndex != rxIf) {
+					err = fmt.Errorf("packet %d: % x from %v to %v ttl %d ifindex %d, want % x from %v to %v ttl 255 ifindex %d",
+						i, p.Payload, p.Src, p.Dst, p.TTL, p.IfIndex, payload, src, dst, rxIf)
+				}
+				if err != nil && rerr == nil {
+					rerr = err
+				}
+			})
+			if rerr != nil {
+				t.Fatalf("IPv%d ReadPacketInto: %v", fam, rerr)
+			}
+			if allocs != 0 {
+				t.Errorf("IPv%d to %v: %v allocations per ReadPacketInto, want 0", fam, dst, allocs)
+			}
 			for i := range runs + 1 {
 				buf := make([]byte, 1500)
 				var got []byte
