@@ -22,9 +22,9 @@ import (
 
 // quietConn is a VRRP socket that allocates nothing itself, so that what
 // an engine on it allocates at rest can be counted: it counts the
-// advertisements written, and, with feed set, returns them as the
-// packets read, a round of all every interval (a master's adverts as
-// a backup hears them).
+// advertisements written, and, with feed set, returns those packets as
+// the ones read, a round of all every interval (its masters'
+// advertisements as backups hear them).
 type quietConn struct {
 	done  chan struct{}
 	once  sync.Once
@@ -35,6 +35,14 @@ type quietConn struct {
 	written int
 	read    int
 	timer   *time.Timer
+}
+
+// ReadPacketInto copies the next packet into buf, as the real sockets
+// read into the engine's buffer.
+func (c *quietConn) ReadPacketInto(buf []byte) (transport.Packet, error) {
+	p, err := c.ReadPacket()
+	p.Payload = buf[:copy(buf, p.Payload)]
+	return p, err
 }
 
 func (c *quietConn) ReadPacket() (transport.Packet, error) {
@@ -203,11 +211,16 @@ func TestBackupsAllocateNothingPerAdvert(t *testing.T) {
 // The bounds, per advertisement. Sending measured 0 (4,000 adverts, none
 // allocated; before, 2.09 each here: the message and the tick's actions,
 // plus the engine's list of timers at each wake-up; the real socket's
-// write path made 11 to 14 more, see transport's TestWritePacketAllocs).
+// write path made 11 to 14 more, see transport's TestPacketIOAllocs).
 // One allocation per advertisement would be 1: the bound leaves room for
 // what is not per advertisement (a map or slice growing once) and catches
 // any that is.
+//
+// Receiving measured 14 allocations for 4,000 adverts (readers ahead of
+// the loop fill the pool of received items; before, 3.18 each here: the
+// packet handed to the loop, the advertisement and its address list; the
+// real socket's read path made more, see transport's TestPacketIOAllocs).
 const (
 	maxAllocsPerAdvertSent     = 0.05
-	maxAllocsPerAdvertReceived = 3.5
+	maxAllocsPerAdvertReceived = 0.05
 )

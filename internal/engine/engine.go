@@ -162,6 +162,8 @@ type Engine struct {
 	// (see advertise) and the actions of a tick (see fireInstance).
 	wire []byte
 	acts []fsm.Action
+	// rxItems are the readers' *rxItem, reused (see read).
+	rxItems sync.Pool
 
 	sortedNames []string // e.instances' keys in order; nil: to compute (see names)
 
@@ -193,6 +195,7 @@ type trackerEntry struct {
 type event struct {
 	packet  *transport.Packet
 	advert  *vrrp.Advertisement // packet, parsed by screen
+	rx      *rxItem             // holds packet and advert; back to e.rxItems once handled
 	family  int
 	track   *track.Status
 	first   *track.Tracker // its first probe succeeded (see firstSuccess)
@@ -941,6 +944,11 @@ func (ev event) String() string {
 }
 
 func (e *Engine) handle(ev event) {
+	if ev.rx != nil {
+		// Deferred first, so it runs last: warnSlow may still name the
+		// advertisement.
+		defer e.rxItems.Put(ev.rx)
+	}
 	now := e.clk.Now()
 	defer e.warnSlow(now, ev.String)
 	switch {
@@ -1232,21 +1240,61 @@ func (e *Engine) conn(family int) (transport.Conn, error) {
 		return nil, err
 	}
 	e.conns[family] = c
-	go func() {
-		for {
-			p, err := c.ReadPacket()
-			if err != nil {
-				if e.ctx.Err() == nil && !errors.Is(err, net.ErrClosed) {
-					e.send(event{family: family, readErr: err})
-				}
-				return
-			}
-			if adv, ok := e.screen(&p); ok {
-				e.send(event{family: family, packet: &p, advert: adv})
-			}
-		}
-	}()
+	go e.read(family, c)
 	return c, nil
+}
+
+// readerInto is a socket that reads into the caller's buffer (the real
+// ones; see transport's ReadPacketInto).
+type readerInto interface {
+	ReadPacketInto(buf []byte) (transport.Packet, error)
+}
+
+// readBuf is the reader's buffer: any IP packet fits.
+const readBuf = 1 << 16
+
+// rxItem carries one screened advertisement from a socket's reader to the
+// loop, which puts it back in e.rxItems once handled: a backup hearing
+// 1,000 masters allocated a packet, an advertisement and its address
+// list for each (docs/design/memory.md).
+type rxItem struct {
+	pkt transport.Packet // without Payload: the advertisement is decoded
+	adv vrrp.Advertisement
+}
+
+// read passes what socket c receives to the loop until it is closed.
+func (e *Engine) read(family int, c transport.Conn) {
+	into, _ := c.(readerInto)
+	var buf []byte
+	if into != nil {
+		buf = make([]byte, readBuf)
+	}
+	for {
+		var p transport.Packet
+		var err error
+		if into != nil {
+			p, err = into.ReadPacketInto(buf)
+		} else {
+			p, err = c.ReadPacket()
+		}
+		if err != nil {
+			if e.ctx.Err() == nil && !errors.Is(err, net.ErrClosed) {
+				e.send(event{family: family, readErr: err})
+			}
+			return
+		}
+		it, _ := e.rxItems.Get().(*rxItem)
+		if it == nil {
+			it = new(rxItem)
+		}
+		if !e.screen(&p, &it.adv) {
+			e.rxItems.Put(it)
+			continue
+		}
+		p.Payload = nil // buf is read into again
+		it.pkt = p
+		e.send(event{family: family, packet: &it.pkt, advert: &it.adv, rx: it})
+	}
 }
 
 func addrKey(p netip.Prefix, dev string) string {
