@@ -68,7 +68,7 @@ type send4 struct {
 	oob   []byte // IP_PKTINFO naming the interface, for unicast
 	mreqn syscall.IPMreqn
 	mcast bool   // set IP_MULTICAST_IF (mreqn) and send without oob
-	op    string // the step that failed: "set multicast interface" or "sendmsg"
+	op    string // the call that failed: "setsockopt" (IP_MULTICAST_IF) or "sendmsg"
 	err   error
 }
 
@@ -169,8 +169,9 @@ func (c *conn4) WritePacket(payload []byte, src, dst netip.Addr, ifIndex int) er
 	// is filled in: no lookup by index, which dumped every link of the
 	// node over netlink for each advertisement (half the engine's CPU at
 	// rest with 1,000 instances, bench/scale). A link that is gone fails
-	// there with ENODEV instead. Unicast names the interface in an
-	// IP_PKTINFO control message.
+	// there instead (EADDRNOTAVAIL for an index that names none,
+	// TestPacketIOAllocs). Unicast names the interface in an IP_PKTINFO
+	// control message.
 	w.mcast = dst.IsMulticast()
 	if w.mcast {
 		w.mreqn = syscall.IPMreqn{Ifindex: int32(ifIndex)}
