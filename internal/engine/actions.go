@@ -52,15 +52,24 @@ func (e *Engine) advertise(in *instance, now time.Time, prio uint8) {
 	var failDst netip.Addr
 	var sent [][]byte // for the backstop: its own copies
 	for _, dst := range in.dsts {
-		b, err := adv.Marshal(in.src, dst)
+		// One buffer for every advertisement the loop sends, and no
+		// closure for timed: with 1,000 masters these were most of the
+		// engine's allocations at rest (docs/design/memory.md).
+		b, err := adv.AppendMarshal(e.wire[:0], in.src, dst)
 		if err != nil {
 			e.log.Error("cannot encode advertisement", "instance", in.cfg.Name, "err", err)
 			return
 		}
+		e.wire = b
 		if prio > 0 && in.cfg.AdvertInterval <= backstopBelow {
 			sent = append(sent, slices.Clone(b))
 		}
-		if err := e.timed(func() string { return "advertisement to " + dst.String() }, func() error { return c.WritePacket(b, in.src, dst, in.ifIndex) }); err != nil {
+		began := e.clk.Now()
+		err = c.WritePacket(b, in.src, dst, in.ifIndex)
+		if took, slow := e.tookLong(began); slow {
+			e.slowParts = append(e.slowParts, "advertisement to "+dst.String()+" "+took.Round(time.Millisecond).String())
+		}
+		if err != nil {
 			in.counts.sendErrors++
 			if failErr == nil {
 				failErr, failDst = err, dst
@@ -765,28 +774,27 @@ func (e *Engine) stopAll(why string) {
 }
 
 // screen applies the receive checks that need no configuration and
-// returns the advertisement, or counts and logs the drop and returns
-// false. It runs on the socket's reader goroutine: under a flood most
+// decodes the advertisement into adv, or counts and logs the drop and
+// returns false. It runs on the socket's reader goroutine: under a flood most
 // packets fail here, and dropping them there keeps them away from the
 // loop, whose timers send our own advertisements (and whose queue would
 // otherwise fill, so that the kernel drops real advertisements with the
 // bogus ones).
-func (e *Engine) screen(p *transport.Packet) (*vrrp.Advertisement, bool) {
+func (e *Engine) screen(p *transport.Packet, adv *vrrp.Advertisement) bool {
 	// RFC 5798 7.1: TTL / hop limit must be 255, which proves the sender is
 	// on the link. Enforced for multicast. keepalived 2.2.7 sends IPv6
 	// unicast adverts with hop limit 64 (measured), so for unicast the
 	// check is the configured peer list instead.
 	if p.TTL != 255 && p.Dst.IsMulticast() {
 		e.dropped(p, "", "bad_ttl")
-		return nil, false
+		return false
 	}
-	adv, err := vrrp.Unmarshal(p.Payload, p.Src, p.Dst)
-	if err != nil {
+	if err := vrrp.UnmarshalTo(adv, p.Payload, p.Src, p.Dst); err != nil {
 		e.dropped(p, "", string(vrrp.ReasonOf(err)))
 		e.log.Debug("dropped malformed VRRP packet", "from", p.Src, "err", err)
-		return nil, false
+		return false
 	}
-	return adv, true
+	return true
 }
 
 // dropped counts and logs a dropped packet.

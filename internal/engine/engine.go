@@ -161,6 +161,13 @@ type Engine struct {
 	statusMu sync.Mutex
 	status   []InstanceStatus
 
+	// Loop-owned buffers reused at every advertisement: the message sent
+	// (see advertise) and the actions of a tick (see fireInstance).
+	wire []byte
+	acts []fsm.Action
+	// rxItems are the readers' *rxItem, reused (see read).
+	rxItems sync.Pool
+
 	sortedNames []string // e.instances' keys in order; nil: to compute (see names)
 
 	announcers announcers // one per interface, shared by its instances
@@ -191,6 +198,7 @@ type trackerEntry struct {
 type event struct {
 	packet  *transport.Packet
 	advert  *vrrp.Advertisement // packet, parsed by screen
+	rx      *rxItem             // holds packet and advert; back to e.rxItems once handled
 	family  int
 	track   *track.Status
 	first   *track.Tracker // its first probe succeeded (see firstSuccess)
@@ -888,10 +896,18 @@ const slowPart = 10 * time.Millisecond
 func (e *Engine) timed(what func() string, f func() error) error {
 	began := e.clk.Now()
 	err := f()
-	if took := e.clk.Now().Sub(began); took >= slowPart {
+	if took, slow := e.tookLong(began); slow {
 		e.slowParts = append(e.slowParts, what()+" "+took.Round(time.Millisecond).String())
 	}
 	return err
+}
+
+// tookLong returns how long ago began was, and whether that is slowPart or
+// longer: timed for a caller that names its request only when it was slow
+// (advertise, which sends without building a closure for timed).
+func (e *Engine) tookLong(began time.Time) (time.Duration, bool) {
+	took := e.clk.Now().Sub(began)
+	return took, took >= slowPart
 }
 
 // warnSlow logs a loop step that took longer than slowStep, with the
@@ -937,6 +953,11 @@ func (ev event) String() string {
 }
 
 func (e *Engine) handle(ev event) {
+	if ev.rx != nil {
+		// Deferred first, so it runs last: warnSlow may still name the
+		// advertisement.
+		defer e.rxItems.Put(ev.rx)
+	}
 	now := e.clk.Now()
 	defer e.warnSlow(now, ev.String)
 	switch {
@@ -1091,26 +1112,45 @@ func (e *Engine) publishStatus() {
 	e.statusMu.Unlock()
 }
 
-// A deadline is one of the engine's timers: its name, when it is due
-// (zero: not armed) and what runs then. when is read at the moment tick
-// looks at it, after the deadlines before it ran, as they may move it.
-type deadline struct {
-	name string
-	when func() time.Time
-	fire func(now time.Time)
+// The engine's own timers, in the order tick runs them (see engineDeadline
+// and fireEngine).
+const (
+	deadlineDAD = iota
+	deadlineSources
+	deadlineAbsent
+	deadlineReleased
+	engineTimers
+)
+
+// engineDeadline is when the engine's timer i is due (zero: not armed).
+// An index and a switch, not a list of closures: the loop reads them on
+// each of its wake-ups, and the list allocated each time (with 1,000
+// masters, a wake-up about every millisecond).
+func (e *Engine) engineDeadline(i int) time.Time {
+	switch i {
+	case deadlineDAD:
+		return e.dadNext
+	case deadlineSources:
+		return e.srcNext
+	case deadlineAbsent:
+		return e.absentNext
+	}
+	return e.releasedNext
 }
 
-// engineDeadlines are the engine's own timers, in the order tick runs them.
-func (e *Engine) engineDeadlines() []deadline {
-	return []deadline{
-		{name: "dad", when: func() time.Time { return e.dadNext }, fire: e.recheckDAD},
-		{name: "sources", when: func() time.Time { return e.srcNext }, fire: func(now time.Time) {
-			if e.checkSources(now) {
-				e.recomputeAll(now)
-			}
-		}},
-		{name: "absent", when: func() time.Time { return e.absentNext }, fire: e.checkAbsent},
-		{name: "released", when: func() time.Time { return e.releasedNext }, fire: e.checkReleased},
+// fireEngine runs the engine's timer i.
+func (e *Engine) fireEngine(i int, now time.Time) {
+	switch i {
+	case deadlineDAD:
+		e.recheckDAD(now)
+	case deadlineSources:
+		if e.checkSources(now) {
+			e.recomputeAll(now)
+		}
+	case deadlineAbsent:
+		e.checkAbsent(now)
+	case deadlineReleased:
+		e.checkReleased(now)
 	}
 }
 
@@ -1129,13 +1169,20 @@ func instanceDeadlines(in *instance) [4]time.Time {
 func (e *Engine) fireInstance(in *instance, now time.Time) {
 	due := func(at time.Time) bool { return !at.IsZero() && !now.Before(at) }
 	if due(in.fsm.NextDeadline()) {
+		// The actions go into the engine's reused slice: a master's
+		// advertisement every interval allocated one each. The slice is
+		// taken while they run, so that a tick nested in them (none
+		// today) would get its own.
 		master := in.fsm.State() == fsm.Master
-		acts := in.fsm.Tick(now)
+		acts := in.fsm.AppendTick(e.acts[:0], now)
+		e.acts = nil
 		if master && !e.bs.claim(in.cfg.Name, now) {
 			// A backstop thread sent it while the loop was late.
 			acts = slices.DeleteFunc(acts, func(a fsm.Action) bool { return a.Kind == fsm.SendAdvert })
 		}
 		e.do(in, now, acts)
+		clear(acts) // the reasons they hold
+		e.acts = acts[:0]
 	}
 	if due(in.refreshAt) {
 		e.refreshGARP(in, now)
@@ -1153,8 +1200,8 @@ func (e *Engine) nextDeadline() time.Time {
 			next = at
 		}
 	}
-	for _, d := range e.engineDeadlines() {
-		earlier(d.when())
+	for i := range engineTimers {
+		earlier(e.engineDeadline(i))
 	}
 	for _, name := range e.names() {
 		for _, at := range instanceDeadlines(e.instances[name]) {
@@ -1168,9 +1215,11 @@ func (e *Engine) nextDeadline() time.Time {
 // name order, then the conflicts' expiry.
 func (e *Engine) tick(now time.Time) {
 	defer e.warnSlow(now, func() string { return "timers" })
-	for _, d := range e.engineDeadlines() {
-		if at := d.when(); !at.IsZero() && !now.Before(at) {
-			d.fire(now)
+	// Each deadline is read when its turn comes, after the ones before it
+	// ran, as they may move it.
+	for i := range engineTimers {
+		if at := e.engineDeadline(i); !at.IsZero() && !now.Before(at) {
+			e.fireEngine(i, now)
 		}
 	}
 	names := e.names()
@@ -1205,21 +1254,61 @@ func (e *Engine) conn(family int) (transport.Conn, error) {
 		return nil, err
 	}
 	e.conns[family] = c
-	go func() {
-		for {
-			p, err := c.ReadPacket()
-			if err != nil {
-				if e.ctx.Err() == nil && !errors.Is(err, net.ErrClosed) {
-					e.send(event{family: family, readErr: err})
-				}
-				return
-			}
-			if adv, ok := e.screen(&p); ok {
-				e.send(event{family: family, packet: &p, advert: adv})
-			}
-		}
-	}()
+	go e.read(family, c)
 	return c, nil
+}
+
+// readerInto is a socket that reads into the caller's buffer (the real
+// ones; see transport's ReadPacketInto).
+type readerInto interface {
+	ReadPacketInto(buf []byte) (transport.Packet, error)
+}
+
+// readBuf is the reader's buffer: any IP packet fits.
+const readBuf = 1 << 16
+
+// rxItem carries one screened advertisement from a socket's reader to the
+// loop, which puts it back in e.rxItems once handled: a backup hearing
+// 1,000 masters allocated a packet, an advertisement and its address
+// list for each (docs/design/memory.md).
+type rxItem struct {
+	pkt transport.Packet // without Payload: the advertisement is decoded
+	adv vrrp.Advertisement
+}
+
+// read passes what socket c receives to the loop until it is closed.
+func (e *Engine) read(family int, c transport.Conn) {
+	into, _ := c.(readerInto)
+	var buf []byte
+	if into != nil {
+		buf = make([]byte, readBuf)
+	}
+	for {
+		var p transport.Packet
+		var err error
+		if into != nil {
+			p, err = into.ReadPacketInto(buf)
+		} else {
+			p, err = c.ReadPacket()
+		}
+		if err != nil {
+			if e.ctx.Err() == nil && !errors.Is(err, net.ErrClosed) {
+				e.send(event{family: family, readErr: err})
+			}
+			return
+		}
+		it, _ := e.rxItems.Get().(*rxItem)
+		if it == nil {
+			it = new(rxItem)
+		}
+		if !e.screen(&p, &it.adv) {
+			e.rxItems.Put(it)
+			continue
+		}
+		p.Payload = nil // buf is read into again
+		it.pkt = p
+		e.send(event{family: family, packet: &it.pkt, advert: &it.adv, rx: it})
+	}
 }
 
 func addrKey(p netip.Prefix, dev string) string {

@@ -5,13 +5,16 @@ import (
 	"encoding/binary"
 	"net/netip"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
 
 // FuzzUnmarshal checks that Unmarshal never panics, never modifies its
 // input, rejects only with a *ParseError, and that Marshal of anything it
-// accepts reproduces the input exactly. The one allowed difference: the four
+// accepts reproduces the input exactly; UnmarshalTo into an Advertisement
+// reused from an earlier input, and AppendMarshal into a reused buffer,
+// agree with them. The one allowed difference: the four
 // reserved bits of a v3 message are ignored on reception (RFC 5798 section
 // 5.2.6) and written as zero, which also changes the checksum.
 //
@@ -48,6 +51,16 @@ func FuzzUnmarshal(f *testing.F) {
 		if !bytes.Equal(in, b) {
 			t.Fatalf("Unmarshal modified its input:\n got % x\nwant % x", b, in)
 		}
+		reused := Advertisement{Version: 2, AuthType: AuthSimple, AuthData: Password("left"), Addresses: make([]netip.Addr, 3, 8)}
+		errTo := UnmarshalTo(&reused, b, src, dst)
+		if (err == nil) != (errTo == nil) || (err != nil && err.Error() != errTo.Error()) {
+			t.Fatalf("Unmarshal error %v, UnmarshalTo error %v", err, errTo)
+		}
+		if err == nil && (a.Version != reused.Version || a.VRID != reused.VRID || a.Priority != reused.Priority ||
+			a.Interval != reused.Interval || a.AuthType != reused.AuthType || a.AuthData != reused.AuthData ||
+			a.Checksum != reused.Checksum || !slices.Equal(a.Addresses, reused.Addresses)) {
+			t.Fatalf("UnmarshalTo into a reused Advertisement gave %+v, Unmarshal %+v", reused, *a)
+		}
 		if err != nil {
 			if r := ReasonOf(err); r == ReasonMalformed {
 				t.Fatalf("Unmarshal error %v is not a *ParseError", err)
@@ -67,6 +80,10 @@ func FuzzUnmarshal(f *testing.F) {
 		}
 		if !bytes.Equal(out, want) {
 			t.Fatalf("Marshal(Unmarshal(b)) != b for %v from %v to %v\n got % x\nwant % x", a, src, dst, out, want)
+		}
+		again, err := a.AppendMarshal(bytes.Repeat([]byte{0xee}, len(out)+3)[:1], src, dst)
+		if err != nil || !bytes.Equal(again[1:], out) || again[0] != 0xee {
+			t.Fatalf("AppendMarshal after one byte gave % x (%v), Marshal % x", again, err, out)
 		}
 		if got := binary.BigEndian.Uint16(out[6:]); a.Checksum != got {
 			t.Fatalf("Marshal set Checksum %#04x, wrote %#04x", a.Checksum, got)

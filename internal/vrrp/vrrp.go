@@ -71,33 +71,49 @@ type Advertisement struct {
 // Marshal returns an error naming the field for any value that cannot be
 // encoded, or that Unmarshal would reject.
 func (a *Advertisement) Marshal(src, dst netip.Addr) ([]byte, error) {
+	return a.AppendMarshal(nil, src, dst)
+}
+
+// AppendMarshal is Marshal appending the message to b: a sender that keeps
+// b between advertisements (b[:0]) encodes each without allocating. On an
+// error it returns b unchanged.
+func (a *Advertisement) AppendMarshal(b []byte, src, dst netip.Addr) ([]byte, error) {
 	src, dst = src.Unmap(), dst.Unmap()
 	if err := a.validate(src, dst); err != nil {
-		return nil, fmt.Errorf("vrrp: marshal: %w", err)
+		return b, fmt.Errorf("vrrp: marshal: %w", err)
 	}
 	alen := addrLen(src)
 	n := headerLen + len(a.Addresses)*alen
 	if a.Version == 2 {
 		n += authDataLen
 	}
-	b := make([]byte, n)
-	b[0] = byte(a.Version)<<4 | TypeAdvertisement
-	b[1] = a.VRID
-	b[2] = a.Priority
-	b[3] = byte(len(a.Addresses))
+	start := len(b)
+	b = slices.Grow(b, n)[:start+n]
+	m := b[start:]
+	clear(m)
+	m[0] = byte(a.Version)<<4 | TypeAdvertisement
+	m[1] = a.VRID
+	m[2] = a.Priority
+	m[3] = byte(len(a.Addresses))
 	if a.Version == 2 {
-		b[4] = a.AuthType
-		b[5] = byte(a.Interval / v2IntervalUnit)
-		copy(b[n-authDataLen:], a.AuthData[:])
+		m[4] = a.AuthType
+		m[5] = byte(a.Interval / v2IntervalUnit)
+		copy(m[n-authDataLen:], a.AuthData[:])
 	} else {
 		// The 4 reserved bits above the interval are zero.
-		binary.BigEndian.PutUint16(b[4:], uint16(a.Interval/v3IntervalUnit))
+		binary.BigEndian.PutUint16(m[4:], uint16(a.Interval/v3IntervalUnit))
 	}
 	for i, addr := range a.Addresses {
-		copy(b[headerLen+i*alen:], addr.AsSlice())
+		if alen == 4 {
+			v := addr.As4()
+			copy(m[headerLen+i*alen:], v[:])
+		} else {
+			v := addr.As16()
+			copy(m[headerLen+i*alen:], v[:])
+		}
 	}
-	a.Checksum = checksum(a.Version, b, src, dst)
-	binary.BigEndian.PutUint16(b[6:], a.Checksum)
+	a.Checksum = checksum(a.Version, m, src, dst)
+	binary.BigEndian.PutUint16(m[6:], a.Checksum)
 	return b, nil
 }
 
@@ -156,9 +172,24 @@ func badField(field string, value any, want string) error {
 // *ParseError for a packet it rejects. IPv4-mapped IPv6 src and dst are
 // treated as IPv4. Unmarshal does not retain or modify b.
 func Unmarshal(b []byte, src, dst netip.Addr) (*Advertisement, error) {
+	a := &Advertisement{}
+	if err := UnmarshalTo(a, b, src, dst); err != nil {
+		return nil, err
+	}
+	if len(a.Addresses) == 0 {
+		a.Addresses = nil
+	}
+	return a, nil
+}
+
+// UnmarshalTo is Unmarshal decoding into a, whose Addresses it reuses
+// (a.Addresses[:0], grown when too short): a receiver that keeps a between
+// packets decodes each without allocating. On an error a holds
+// unspecified values.
+func UnmarshalTo(a *Advertisement, b []byte, src, dst netip.Addr) error {
 	src, dst = src.Unmap(), dst.Unmap()
-	fail := func(r Reason, format string, args ...any) (*Advertisement, error) {
-		return nil, &ParseError{Reason: r, Detail: fmt.Sprintf(format, args...) + " from " + src.String()}
+	fail := func(r Reason, format string, args ...any) error {
+		return &ParseError{Reason: r, Detail: fmt.Sprintf(format, args...) + " from " + src.String()}
 	}
 	if !src.IsValid() || !dst.IsValid() || src.Is4() != dst.Is4() {
 		return fail(ReasonFamily, "packet to %v: source and destination are not valid addresses of one family", dst)
@@ -199,7 +230,8 @@ func Unmarshal(b []byte, src, dst netip.Addr) (*Advertisement, error) {
 		return fail(ReasonChecksum, "bad checksum %#04x (want %#04x)", got, want)
 	}
 
-	a := &Advertisement{Version: ver, VRID: b[1], Priority: b[2], Checksum: got}
+	addrs := a.Addresses[:0]
+	*a = Advertisement{Version: ver, VRID: b[1], Priority: b[2], Checksum: got}
 	var units int
 	if ver == 2 {
 		a.AuthType = b[4]
@@ -219,13 +251,18 @@ func Unmarshal(b []byte, src, dst netip.Addr) (*Advertisement, error) {
 		return fail(ReasonInterval, "advertisement interval 0: want at least 1")
 	}
 
-	if count > 0 {
-		a.Addresses = make([]netip.Addr, count)
-		for i := range a.Addresses {
-			a.Addresses[i], _ = netip.AddrFromSlice(b[headerLen+i*alen : headerLen+(i+1)*alen])
+	addrs = slices.Grow(addrs, count)
+	for i := range count {
+		var addr netip.Addr
+		if at := b[headerLen+i*alen:]; alen == 4 {
+			addr = netip.AddrFrom4([4]byte(at))
+		} else {
+			addr = netip.AddrFrom16([16]byte(at))
 		}
+		addrs = append(addrs, addr)
 	}
-	return a, nil
+	a.Addresses = addrs
+	return nil
 }
 
 // String formats a for logs, e.g. "v3 vrid 51 prio 100 int 100ms addrs

@@ -280,7 +280,12 @@ func (m *Machine) Shutdown(now time.Time) []Action {
 }
 
 // Tick runs the timers that are due at now.
-func (m *Machine) Tick(now time.Time) []Action {
+func (m *Machine) Tick(now time.Time) []Action { return m.AppendTick(nil, now) }
+
+// AppendTick is Tick appending the actions to acts: a caller that keeps
+// acts between ticks (acts[:0]) gets a master's regular advertisement,
+// every interval of every instance, without an allocation.
+func (m *Machine) AppendTick(acts []Action, now time.Time) []Action {
 	switch m.state {
 	case Backup:
 		if !now.Before(m.masterDownAt) {
@@ -301,19 +306,19 @@ func (m *Machine) Tick(now time.Time) []Action {
 			} else if !m.lowerSince.IsZero() {
 				reason = fmt.Sprintf("preempting master %s: its priority %d is below ours %d", addrOr(m.master), m.masterPriority, m.priority)
 			}
-			acts := m.becomeMaster(now, reason)
-			for i := range acts {
-				acts[i].MasterGone = gone && acts[i].Kind == Transition
+			became := m.becomeMaster(now, reason)
+			for i := range became {
+				became[i].MasterGone = gone && became[i].Kind == Transition
 			}
-			return acts
+			return append(acts, became...)
 		}
 	case Master:
 		if !now.Before(m.advertAt) {
 			m.advertAt = nextAdvert(m.advertAt, now, m.cfg.AdvertInterval)
-			return []Action{{Kind: SendAdvert, Priority: m.priority}}
+			return append(acts, Action{Kind: SendAdvert, Priority: m.priority})
 		}
 	}
-	return nil
+	return acts
 }
 
 // Receive handles a validated advertisement.

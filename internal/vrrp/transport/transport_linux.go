@@ -3,12 +3,15 @@
 package transport
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
 	"sync"
 	"syscall"
+	"unsafe"
 
 	"golang.org/x/net/ipv4"
 	"golang.org/x/net/ipv6"
@@ -40,10 +43,67 @@ func Listen(family int) (Conn, error) {
 type conn4 struct {
 	pc  net.PacketConn
 	raw *ipv4.RawConn
-	mu  sync.Mutex // serialises writes
 
-	rmu sync.Mutex // serialises reads of buf
+	mu sync.Mutex // serialises writes and guards w
+	w  *send4
+
+	rmu sync.Mutex // serialises reads, guards r
+	r   *recv
+	// buf is ReadPacket's, made at its first call (a reader with its own
+	// buffer calls ReadPacketInto); bmu guards it.
+	bmu sync.Mutex
 	buf []byte
+}
+
+// send4 is what one IPv4 write needs, kept with the socket so that a write
+// allocates nothing: x/net's RawConn.WriteTo marshalled the header, a
+// sockaddr and the control message anew for every advertisement (a
+// thousand a second with 1,000 masters, docs/design/memory.md). Guarded by
+// conn4.mu.
+type send4 struct {
+	rc    syscall.RawConn
+	do    func(fd uintptr) bool // send, made once (a method value allocates)
+	pkt   []byte                // IP header and payload
+	to    syscall.SockaddrInet4
+	oob   []byte // IP_PKTINFO naming the interface, for unicast
+	mreqn syscall.IPMreqn
+	mcast bool   // set IP_MULTICAST_IF (mreqn) and send without oob
+	op    string // the call that failed: "setsockopt" (IP_MULTICAST_IF) or "sendmsg"
+	err   error
+}
+
+func newSend4(pc net.PacketConn) (*send4, error) {
+	sc, ok := pc.(syscall.Conn)
+	if !ok {
+		return nil, fmt.Errorf("%T has no file descriptor", pc)
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	w := &send4{rc: rc, pkt: make([]byte, 0, ipv4.HeaderLen+256), oob: make([]byte, syscall.CmsgSpace(syscall.SizeofInet4Pktinfo))}
+	w.do = w.send
+	return w, nil
+}
+
+// send is the RawConn.Write callback: false asks to wait until the socket
+// is writable (EAGAIN) and try again.
+func (w *send4) send(fd uintptr) bool {
+	w.op, w.err = "", nil
+	if w.mcast {
+		if err := syscall.SetsockoptIPMreqn(int(fd), syscall.IPPROTO_IP, syscall.IP_MULTICAST_IF, &w.mreqn); err != nil {
+			w.op, w.err = "setsockopt", err
+			return true
+		}
+		w.err = syscall.Sendto(int(fd), w.pkt, 0, &w.to)
+	} else {
+		_, w.err = syscall.SendmsgN(int(fd), w.pkt, w.oob, &w.to, 0)
+	}
+	if w.err == syscall.EAGAIN {
+		return false
+	}
+	w.op = "sendmsg"
+	return true
 }
 
 func listen4() (*conn4, error) {
@@ -66,64 +126,80 @@ func listen4() (*conn4, error) {
 		pc.Close()
 		return nil, &OpError{Op: "disable multicast loopback", Family: 4, Err: err}
 	}
-	return &conn4{pc: pc, raw: raw, buf: make([]byte, bufSize)}, nil
+	w, err := newSend4(pc)
+	if err != nil {
+		pc.Close()
+		return nil, &OpError{Op: "raw socket", Family: 4, Err: err}
+	}
+	r, err := newRecv(pc)
+	if err != nil {
+		pc.Close()
+		return nil, &OpError{Op: "raw socket", Family: 4, Err: err}
+	}
+	return &conn4{pc: pc, raw: raw, w: w, r: r}, nil
 }
 
 func (c *conn4) ReadPacket() (Packet, error) {
-	c.rmu.Lock()
-	defer c.rmu.Unlock()
-	buf := c.buf
-	for {
-		h, payload, cm, err := c.raw.ReadFrom(buf)
-		if err != nil {
-			return Packet{}, &OpError{Op: "read", Family: 4, Err: err}
-		}
-		if h == nil || h.Protocol != protocol {
-			continue
-		}
-		p := Packet{Payload: append([]byte(nil), payload...), TTL: h.TTL}
-		p.Src, _ = netip.AddrFromSlice(h.Src.To4())
-		p.Dst, _ = netip.AddrFromSlice(h.Dst.To4())
-		if cm != nil {
-			p.IfIndex = cm.IfIndex
-		}
-		return p, nil
+	c.bmu.Lock()
+	defer c.bmu.Unlock()
+	if c.buf == nil {
+		c.buf = make([]byte, bufSize)
 	}
+	p, err := c.ReadPacketInto(c.buf)
+	p.Payload = append([]byte(nil), p.Payload...)
+	return p, err
 }
 
 func (c *conn4) WritePacket(payload []byte, src, dst netip.Addr, ifIndex int) error {
 	if !src.Is4() || !dst.Is4() {
 		return &OpError{Op: "write", Family: 4, Err: fmt.Errorf("addresses %v -> %v are not IPv4", src, dst)}
 	}
-	h := &ipv4.Header{
-		Version:  ipv4.Version,
-		Len:      ipv4.HeaderLen,
-		TOS:      tos,
-		TotalLen: ipv4.HeaderLen + len(payload),
-		TTL:      maxTTL,
-		Protocol: protocol,
-		Src:      src.AsSlice(),
-		Dst:      dst.AsSlice(),
-	}
-	cm := &ipv4.ControlMessage{IfIndex: ifIndex}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if dst.IsMulticast() {
-		// On Linux IP_MULTICAST_IF takes an ip_mreqn, of which x/net
-		// fills in the index alone: no lookup by index, which dumped every
-		// link of the node over netlink for each advertisement (half the
-		// engine's CPU at rest with 1,000 instances, bench/scale). A link
-		// that is gone fails here with ENODEV instead.
-		ifi := &net.Interface{Index: ifIndex}
-		if err := c.raw.SetMulticastInterface(ifi); err != nil {
-			return &OpError{Op: "set multicast interface", Family: 4, Err: err}
-		}
-		cm = nil
+	w := c.w
+	// The header x/net's ipv4.Header.Marshal wrote on Linux: no options,
+	// ID, fragment offset and checksum zero (the kernel fills in the ID and
+	// the checksum of an IP_HDRINCL packet), the total length big-endian.
+	w.pkt = append(w.pkt[:0], ipv4.Version<<4|ipv4.HeaderLen>>2, tos, 0, 0, 0, 0, 0, 0, maxTTL, protocol, 0, 0)
+	binary.BigEndian.PutUint16(w.pkt[2:], uint16(ipv4.HeaderLen+len(payload)))
+	s4, d4 := src.As4(), dst.As4()
+	w.pkt = append(append(append(w.pkt, s4[:]...), d4[:]...), payload...)
+	w.to.Addr = d4
+	// On Linux IP_MULTICAST_IF takes an ip_mreqn, of which the index alone
+	// is filled in: no lookup by index, which dumped every link of the
+	// node over netlink for each advertisement (half the engine's CPU at
+	// rest with 1,000 instances, bench/scale). A link that is gone fails
+	// there instead (EADDRNOTAVAIL for an index that names none,
+	// TestPacketIOAllocs). Unicast names the interface in an IP_PKTINFO
+	// control message.
+	w.mcast = dst.IsMulticast()
+	if w.mcast {
+		w.mreqn = syscall.IPMreqn{Ifindex: int32(ifIndex)}
+	} else {
+		putPktinfo4(w.oob, ifIndex)
 	}
-	if err := c.raw.WriteTo(h, payload, cm); err != nil {
+	if err := w.rc.Write(w.do); err != nil {
 		return &OpError{Op: "write to " + dst.String(), Family: 4, Err: err}
 	}
+	if w.err != nil {
+		if w.op == "setsockopt" {
+			return &OpError{Op: "set multicast interface", Family: 4, Err: os.NewSyscallError(w.op, w.err)}
+		}
+		return &OpError{Op: "write to " + dst.String(), Family: 4, Err: os.NewSyscallError(w.op, w.err)}
+	}
 	return nil
+}
+
+// putPktinfo4 writes into oob (CmsgSpace(SizeofInet4Pktinfo) bytes) an
+// IP_PKTINFO control message naming interface ifIndex, as x/net's
+// ipv4.ControlMessage{IfIndex: ifIndex} did.
+func putPktinfo4(oob []byte, ifIndex int) {
+	clear(oob)
+	h := (*syscall.Cmsghdr)(unsafe.Pointer(&oob[0]))
+	h.Level, h.Type = syscall.IPPROTO_IP, syscall.IP_PKTINFO
+	h.SetLen(syscall.CmsgLen(syscall.SizeofInet4Pktinfo))
+	pi := (*syscall.Inet4Pktinfo)(unsafe.Pointer(&oob[syscall.CmsgLen(0)]))
+	pi.Ifindex = int32(ifIndex)
 }
 
 func (c *conn4) JoinGroup(ifIndex int, group netip.Addr) error {
@@ -164,13 +240,73 @@ func groupIf(ifIndex int, group netip.Addr, family int, op string) (*net.Interfa
 func (c *conn4) Close() error { return c.pc.Close() }
 
 type conn6 struct {
-	pc    net.PacketConn
-	p     *ipv6.PacketConn
-	mu    sync.Mutex
-	zones map[int]string // interface names by index (see zone); guarded by mu
+	pc net.PacketConn
+	p  *ipv6.PacketConn
 
-	rmu sync.Mutex // serialises reads of buf
+	mu sync.Mutex // serialises writes and guards w
+	w  *send6
+
+	rmu sync.Mutex // serialises reads, guards r
+	r   *recv
+	// buf is ReadPacket's, made at its first call (a reader with its own
+	// buffer calls ReadPacketInto); bmu guards it.
+	bmu sync.Mutex
 	buf []byte
+}
+
+// send6 is what one IPv6 write needs, kept with the socket so that a write
+// allocates nothing (see send4). Guarded by conn6.mu.
+type send6 struct {
+	rc      syscall.RawConn
+	do      func(fd uintptr) bool // send, made once
+	payload []byte                // the caller's, for the length of one write
+	to      syscall.SockaddrInet6
+	// oob holds the control messages x/net's ipv6.ControlMessage{Src,
+	// IfIndex, HopLimit, TrafficClass} marshalled, in its order:
+	// IPV6_TCLASS, IPV6_HOPLIMIT, IPV6_PKTINFO.
+	oob []byte
+	err error
+}
+
+func newSend6(pc net.PacketConn) (*send6, error) {
+	sc, ok := pc.(syscall.Conn)
+	if !ok {
+		return nil, fmt.Errorf("%T has no file descriptor", pc)
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	intSpace := syscall.CmsgSpace(4)
+	w := &send6{rc: rc, oob: make([]byte, 2*intSpace+syscall.CmsgSpace(syscall.SizeofInet6Pktinfo))}
+	putCmsgInt(w.oob, syscall.IPV6_TCLASS, tos)
+	putCmsgInt(w.oob[intSpace:], syscall.IPV6_HOPLIMIT, maxTTL)
+	h := (*syscall.Cmsghdr)(unsafe.Pointer(&w.oob[2*intSpace]))
+	h.Level, h.Type = syscall.IPPROTO_IPV6, syscall.IPV6_PKTINFO
+	h.SetLen(syscall.CmsgLen(syscall.SizeofInet6Pktinfo))
+	w.do = w.send
+	return w, nil
+}
+
+// putCmsgInt writes an IPPROTO_IPV6 control message of type typ holding
+// the int v at the start of b.
+func putCmsgInt(b []byte, typ int32, v int32) {
+	h := (*syscall.Cmsghdr)(unsafe.Pointer(&b[0]))
+	h.Level, h.Type = syscall.IPPROTO_IPV6, typ
+	h.SetLen(syscall.CmsgLen(4))
+	binary.NativeEndian.PutUint32(b[syscall.CmsgLen(0):], uint32(v))
+}
+
+// pktinfo is the IPV6_PKTINFO control message's data in w.oob.
+func (w *send6) pktinfo() *syscall.Inet6Pktinfo {
+	at := 2*syscall.CmsgSpace(4) + syscall.CmsgLen(0)
+	return (*syscall.Inet6Pktinfo)(unsafe.Pointer(&w.oob[at]))
+}
+
+// send is the RawConn.Write callback (see send4.send).
+func (w *send6) send(fd uintptr) bool {
+	_, w.err = syscall.SendmsgN(int(fd), w.payload, w.oob, &w.to, 0)
+	return w.err != syscall.EAGAIN
 }
 
 func listen6() (*conn6, error) {
@@ -198,63 +334,56 @@ func listen6() (*conn6, error) {
 			return nil, &OpError{Op: s.op, Family: 6, Err: err}
 		}
 	}
-	return &conn6{pc: pc, p: p, buf: make([]byte, bufSize)}, nil
+	w, err := newSend6(pc)
+	if err != nil {
+		pc.Close()
+		return nil, &OpError{Op: "raw socket", Family: 6, Err: err}
+	}
+	r, err := newRecv(pc)
+	if err != nil {
+		pc.Close()
+		return nil, &OpError{Op: "raw socket", Family: 6, Err: err}
+	}
+	return &conn6{pc: pc, p: p, w: w, r: r}, nil
 }
 
 func (c *conn6) ReadPacket() (Packet, error) {
-	c.rmu.Lock()
-	defer c.rmu.Unlock()
-	n, cm, src, err := c.p.ReadFrom(c.buf)
-	if err != nil {
-		return Packet{}, &OpError{Op: "read", Family: 6, Err: err}
+	c.bmu.Lock()
+	defer c.bmu.Unlock()
+	if c.buf == nil {
+		c.buf = make([]byte, bufSize)
 	}
-	p := Packet{Payload: append([]byte(nil), c.buf[:n]...), TTL: -1}
-	if ia, ok := src.(*net.IPAddr); ok {
-		p.Src, _ = netip.AddrFromSlice(ia.IP)
-		p.Src = p.Src.Unmap()
-	}
-	if cm != nil {
-		p.TTL = cm.HopLimit
-		p.IfIndex = cm.IfIndex
-		p.Dst, _ = netip.AddrFromSlice(cm.Dst)
-	}
-	return p, nil
+	p, err := c.ReadPacketInto(c.buf)
+	p.Payload = append([]byte(nil), p.Payload...)
+	return p, err
 }
 
 func (c *conn6) WritePacket(payload []byte, src, dst netip.Addr, ifIndex int) error {
 	if !src.Is6() || !dst.Is6() {
 		return &OpError{Op: "write", Family: 6, Err: fmt.Errorf("addresses %v -> %v are not IPv6", src, dst)}
 	}
-	cm := &ipv6.ControlMessage{Src: src.AsSlice(), IfIndex: ifIndex, HopLimit: maxTTL, TrafficClass: tos}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	zone := ""
+	w := c.w
+	pi := w.pktinfo()
+	pi.Addr, pi.Ifindex = src.As16(), uint32(ifIndex)
+	// A link-scoped destination carries the interface as its zone, by
+	// index: x/net took the interface's name (looked up by index, a dump
+	// of every link) and the net package turned it back into the index.
+	w.to.Addr, w.to.ZoneId = dst.As16(), 0
 	if dst.IsLinkLocalUnicast() || dst.IsLinkLocalMulticast() || dst.IsInterfaceLocalMulticast() {
-		zone = c.zone(ifIndex)
+		w.to.ZoneId = uint32(ifIndex)
 	}
-	if _, err := c.p.WriteTo(payload, cm, &net.IPAddr{IP: dst.AsSlice(), Zone: zone}); err != nil {
-		delete(c.zones, ifIndex) // the link may have been renamed or replaced
+	w.payload = payload
+	err := w.rc.Write(w.do)
+	w.payload = nil // the caller's buffer is theirs again
+	if err == nil && w.err != nil {
+		err = os.NewSyscallError("sendmsg", w.err)
+	}
+	if err != nil {
 		return &OpError{Op: "write to " + dst.String(), Family: 6, Err: err}
 	}
 	return nil
-}
-
-// zone is the name of interface ifIndex, looked up once (net.InterfaceByIndex
-// dumps every link of the node) and forgotten after a failed write; "" when
-// it cannot be found. c.mu must be held.
-func (c *conn6) zone(ifIndex int) string {
-	if name, ok := c.zones[ifIndex]; ok {
-		return name
-	}
-	ifi, err := net.InterfaceByIndex(ifIndex)
-	if err != nil {
-		return ""
-	}
-	if c.zones == nil {
-		c.zones = map[int]string{}
-	}
-	c.zones[ifIndex] = ifi.Name
-	return ifi.Name
 }
 
 func (c *conn6) JoinGroup(ifIndex int, group netip.Addr) error {
