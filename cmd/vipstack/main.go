@@ -15,8 +15,8 @@ import (
 	// runs from its initialisation, and so does the engine of `vrrp`
 	// under it (docs/design/memory.md).
 	_ "github.com/vipstack/vipstack/internal/supervise/early"
-	_ "github.com/vipstack/vipstack/internal/vrrpd/early"
 	"github.com/vipstack/vipstack/internal/version"
+	_ "github.com/vipstack/vipstack/internal/vrrpd/early"
 )
 
 func main() {
