@@ -23,7 +23,9 @@ func TestProfileHandler(t *testing.T) {
 		want       func(body []byte) bool
 		wantText   string
 	}{
-		{name: "index", path: "/debug/pprof/", wantCode: 200, want: func(b []byte) bool { return bytes.Contains(b, []byte("\theap\n")) && bytes.Contains(b, []byte("\tgoroutine\n")) },
+		{name: "index", path: "/debug/pprof/", wantCode: 200, want: func(b []byte) bool {
+			return bytes.Contains(b, []byte("\theap\n")) && bytes.Contains(b, []byte("\tgoroutine\n"))
+		},
 			wantText: "the profiles, with heap and goroutine"},
 		{name: "heap, binary", path: "/debug/pprof/heap?gc=1", wantCode: 200, want: func(b []byte) bool { return bytes.HasPrefix(b, []byte{0x1f, 0x8b}) },
 			wantText: "a gzipped protocol buffer"},
