@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/vipstack/vipstack/internal/cluster"
+	"github.com/vipstack/vipstack/internal/daemon"
 	"github.com/vipstack/vipstack/internal/handoff"
 	"github.com/vipstack/vipstack/internal/k8s"
 	"github.com/vipstack/vipstack/internal/k8s/agent"
@@ -58,7 +59,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			log.Info("supervisor: another agent serves this node; leaving its addresses", "socket", f.handoffSock)
 			return
 		}
-		sweepLedger(log, ledger)
+		daemon.SweepLedger(log, ledger)
 	}); ran {
 		return code
 	}
@@ -86,7 +87,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		defer ms.Close()
 		metricsAddr = "" // served above
 	}
-	stopEndpoints, ok := startEndpoints("vipstack agent", stderr, metricsAddr, reg, f.statusAddr, func() any { return a.Status() }, serve.ReusePort())
+	stopEndpoints, ok := daemon.StartEndpoints("vipstack agent", stderr, metricsAddr, reg, f.statusAddr, func() any { return a.Status() }, serve.ReusePort())
 	if !ok {
 		return 1
 	}
@@ -100,7 +101,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		defer hs.Close()
 	}
 	log.Info("vipstack agent starting", "version", version.String(), "api", cfg.Host, "ledger", ledger.Path)
-	trimAtRest(ctx, log, synced(ctx, mgr.GetCache().WaitForCacheSync), f.mem.pprofAddr != "")
+	daemon.TrimAtRest(ctx, log, synced(ctx, mgr.GetCache().WaitForCacheSync), f.mem.pprofAddr != "")
 	f.mem.start(ctx, log, os.Getenv)
 	if err := mgr.Start(ctx); err != nil {
 		log.Error("vipstack agent failed", "err", err)
@@ -126,8 +127,8 @@ func parseAgentFlags(args []string, stderr io.Writer) (f agentFlags, code int, o
 	fs.StringVar(&f.publishNS, "publish-namespace", os.Getenv("POD_NAMESPACE"), "namespace of the agent's status Lease (vipstack-agent-NODE), read by `vipstack status --cluster --kubeconfig` (default $POD_NAMESPACE); empty: none")
 	f.metrics.add(fs)
 	f.mem.add(fs)
-	logLevel := addLogLevel(fs, "vipstack agent", "")
-	if code, ok := parseNoArgs(fs, args, stderr); !ok {
+	logLevel := daemon.AddLogFlags(fs, "vipstack agent", "")
+	if code, ok := daemon.ParseNoArgs(fs, args, stderr); !ok {
 		return f, code, false
 	}
 	// The chart passes $(POD_IP):PORT, which for an IPv6 pod address
@@ -145,7 +146,7 @@ func parseAgentFlags(args []string, stderr io.Writer) (f agentFlags, code int, o
 		return f, 2, false
 	}
 	if f.statusAddr != "" {
-		if err := requireLoopback(f.statusAddr); err != nil {
+		if err := daemon.RequireLoopback(f.statusAddr); err != nil {
 			fmt.Fprintf(stderr, "vipstack agent: --status-addr %q: %v\n", f.statusAddr, err)
 			return f, 2, false
 		}

@@ -21,6 +21,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/vipstack/vipstack/internal/daemon"
 	"github.com/vipstack/vipstack/internal/k8s"
 	"github.com/vipstack/vipstack/internal/k8s/controller"
 	"github.com/vipstack/vipstack/internal/metrics"
@@ -75,7 +76,7 @@ func runController(ctx context.Context, args []string, stdout, stderr io.Writer)
 		defer ms.Close()
 	}
 	log.Info("vipstack controller starting", "version", version.String(), "api", cfg.Host, "leader_elect", f.leaderElect, "lease_namespace", f.leaseNS)
-	trimAtRest(ctx, log, synced(ctx, mgr.GetCache().WaitForCacheSync), f.mem.pprofAddr != "")
+	daemon.TrimAtRest(ctx, log, synced(ctx, mgr.GetCache().WaitForCacheSync), f.mem.pprofAddr != "")
 	f.mem.start(ctx, log, os.Getenv)
 	return awaitManager(ctx, mgr.Start, log)
 }
@@ -129,8 +130,8 @@ func parseControllerFlags(args []string, stderr io.Writer) (f controllerFlags, c
 	defGroup := fs.String("default-group", "", "NAMESPACE/NAME of the VIPGroup serving LoadBalancer Services that name none (with no class or --load-balancer-class): vipstack is then the cluster's default implementation; empty: Services with no class and no group are left alone")
 	f.auth.add(fs)
 	f.mem.add(fs)
-	logLevel := addLogLevel(fs, "vipstack controller", "")
-	if code, ok := parseNoArgs(fs, args, stderr); !ok {
+	logLevel := daemon.AddLogFlags(fs, "vipstack controller", "")
+	if code, ok := daemon.ParseNoArgs(fs, args, stderr); !ok {
 		return f, code, false
 	}
 	if !f.auth.check("vipstack controller", stderr) || !f.mem.check("vipstack controller", fs, stderr) {
@@ -222,8 +223,8 @@ func kubeConfig(path string) (*rest.Config, error) {
 
 // kubeLogger makes the slog logger and routes controller-runtime's and
 // client-go's (klog) logging to it.
-func kubeLogger(stderr io.Writer, level *logLevelFlag) (*slog.Logger, bool) {
-	log, ok := level.logger(stderr)
+func kubeLogger(stderr io.Writer, level *daemon.LogFlags) (*slog.Logger, bool) {
+	log, ok := level.Logger(stderr)
 	if !ok {
 		return nil, false
 	}

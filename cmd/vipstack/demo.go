@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/vipstack/vipstack/internal/daemon"
 	"github.com/vipstack/vipstack/internal/demo"
 )
 
@@ -27,7 +28,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	keep := fs.Bool("keep", false, "leave the cluster running after the story until Ctrl-C, for exploration")
 	logLevel := fs.String("log-level", "info", "the node agents' --log-level (their logs go to files)")
 	if err := fs.Parse(args); err != nil {
-		return parseExit(err)
+		return daemon.ParseExit(err)
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "vipstack demo: unexpected argument %q\n", fs.Arg(0))

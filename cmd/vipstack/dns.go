@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/vipstack/vipstack/internal/cpusched"
+	"github.com/vipstack/vipstack/internal/daemon"
 	"github.com/vipstack/vipstack/internal/discovery"
 	"github.com/vipstack/vipstack/internal/dns"
 	"github.com/vipstack/vipstack/internal/metrics"
@@ -69,7 +70,7 @@ func runDNS(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// other commands (CoreDNS ignores it). Without this, SIGHUP would end
 	// the process and SIGUSR1 would be dropped without a word.
 	reload := make(chan os.Signal, 1)
-	notifyReload(reload, syscall.SIGUSR1, syscall.SIGHUP)
+	daemon.NotifyReload(reload, syscall.SIGUSR1, syscall.SIGHUP)
 	defer signal.Stop(reload)
 
 	ctx, cancel := context.WithCancel(ctx)
@@ -89,7 +90,7 @@ func runDNS(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "vipstack dns: serving %s on %s\n", f.conf, listenAddrs(srv.Addrs()))
 	shortSlice(f.log, f.slice)
-	trimNow(f.log)
+	daemon.TrimNow(f.log)
 	return serveDNS(ctx, cancel, srv, reload, mdnsDone, f)
 }
 
@@ -119,15 +120,15 @@ func parseDNSFlags(args []string, stdout, stderr io.Writer) (f dnsFlags, code in
 	var nodeAddrs, exclude addrList
 	fs.Var(&nodeAddrs, "node-addr", "this node's address to publish over mDNS; repeat or separate with commas; never a VIP")
 	fs.Var(&exclude, "mdns-exclude", "address never to advertise or accept over mDNS (the VIPs); repeat or separate with commas")
-	logLevel := addLogLevel(fs, "vipstack dns", "debug, info, warn or error (vipstack's own messages)")
-	if code, ok := parseNoArgs(fs, args, stderr); !ok {
+	logLevel := daemon.AddLogFlags(fs, "vipstack dns", "debug, info, warn or error (vipstack's own messages)")
+	if code, ok := daemon.ParseNoArgs(fs, args, stderr); !ok {
 		return f, code, false
 	}
 	if *plugins {
 		fmt.Fprintln(stdout, strings.Join(dns.Directives(), "\n"))
 		return f, 0, false
 	}
-	if f.log, ok = logLevel.logger(stderr); !ok {
+	if f.log, ok = logLevel.Logger(stderr); !ok {
 		return f, 2, false
 	}
 	if f.slice != 0 && (f.slice < cpusched.MinSlice || f.slice > cpusched.MaxSlice) {

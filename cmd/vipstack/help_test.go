@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/vipstack/vipstack/internal/daemon"
 )
 
 // commands are the subcommands that take flags.
@@ -66,9 +68,9 @@ func TestLogFormatFlag(t *testing.T) {
 // slog's keys (time, level, msg) and the event's own.
 func TestJSONLogger(t *testing.T) {
 	format, level := "json", "info"
-	f := &logLevelFlag{command: "vipstack test", value: &level, format: &format}
+	f := &daemon.LogFlags{Command: "vipstack test", Value: &level, Format: &format}
 	var buf bytes.Buffer
-	log, ok := f.logger(&buf)
+	log, ok := f.Logger(&buf)
 	if !ok {
 		t.Fatal("json refused")
 	}

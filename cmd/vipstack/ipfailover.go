@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/vipstack/vipstack/internal/daemon"
 	"github.com/vipstack/vipstack/internal/ipfailover"
 	"github.com/vipstack/vipstack/internal/metrics"
 	"github.com/vipstack/vipstack/internal/netif"
@@ -39,8 +40,8 @@ type ipfailoverFlags struct {
 	printConfig, noSuper              bool
 	metricsAddr, statusAddr, stateDir string
 	log                               *slog.Logger
-	logFlags                          *logLevelFlag
-	pprof                             pprofFlag
+	logFlags                          *daemon.LogFlags
+	pprof                             daemon.Profiles
 }
 
 func runIPFailover(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -59,7 +60,7 @@ func runIPFailover(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	fw := ipfailover.NewFirewall(spec)
 	onCrash := func() {
-		sweepLedger(log, ledger)
+		daemon.SweepLedger(log, ledger)
 		if spec.Unicast() || spec.BGP != nil {
 			return // no rule in unicast or BGP mode
 		}
@@ -92,7 +93,7 @@ func runIPFailover(ctx context.Context, args []string, stdout, stderr io.Writer)
 		}
 		defer claim.Close()
 		if supervising(f.noSuper) {
-			execSmallSupervisor(log, f.logFlags.spec(), claim)
+			execSmallSupervisor(log, f.logFlags.Spec(), claim)
 		}
 	}
 	// The configuration and the options were checked above, so a bad
@@ -100,10 +101,10 @@ func runIPFailover(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if code, ran := superviseSelf(ctx, log, stderr, "ipfailover", args, f.noSuper, onCrash); ran {
 		return code
 	}
-	if !f.pprof.serve(ctx, "vipstack ipfailover", log, stderr) {
+	if !f.pprof.Serve(ctx, "vipstack ipfailover", log, stderr) {
 		return 1
 	}
-	stopEndpoints, ok := startEndpoints("vipstack ipfailover", stderr, f.metricsAddr, reg, f.statusAddr, func() any { return pool.Status() })
+	stopEndpoints, ok := daemon.StartEndpoints("vipstack ipfailover", stderr, f.metricsAddr, reg, f.statusAddr, func() any { return pool.Status() })
 	if !ok {
 		return 1
 	}
@@ -111,7 +112,7 @@ func runIPFailover(ctx context.Context, args []string, stdout, stderr io.Writer)
 	defer ignoreSIGHUP(log)()
 	log.Info("vipstack ipfailover starting", "version", version.String(), "config", spec.ConfigName, "vips", len(spec.VIPs),
 		"ledger", ledger.Path, "variables", setVars(f.flagVals))
-	settleAtRest(ctx, log, pool.Running(), f.pprof.addr != "", announced)
+	daemon.SettleAtRest(ctx, log, pool.Running(), f.pprof.Addr != "", announced)
 	if err := pool.Run(ctx); err != nil {
 		log.Error("vipstack ipfailover failed", "err", err)
 		return exitCodeOf(err)
@@ -141,18 +142,18 @@ func parseIPFailoverFlags(args []string, stderr io.Writer) (f ipfailoverFlags, c
 		fmt.Fprint(stderr, ipfailoverUsage)
 		fs.PrintDefaults()
 	}
-	f.logFlags = addLogLevel(fs, "vipstack ipfailover", "")
-	f.pprof.add(fs)
+	f.logFlags = daemon.AddLogFlags(fs, "vipstack ipfailover", "")
+	f.pprof.Add(fs)
 	if err := fs.Parse(args); err != nil {
-		return f, parseExit(err), false
+		return f, daemon.ParseExit(err), false
 	}
-	if !f.pprof.check("vipstack ipfailover", stderr) {
+	if !f.pprof.Check("vipstack ipfailover", stderr) {
 		return f, 2, false
 	}
 	if f.flagVals, ok = ipfailoverFlagVars(fs, byFlag, stderr); !ok {
 		return f, 2, false
 	}
-	if f.log, ok = f.logFlags.logger(stderr); !ok {
+	if f.log, ok = f.logFlags.Logger(stderr); !ok {
 		return f, 2, false
 	}
 	spec, err := ipfailover.Parse(ipfailover.Input{Env: ipfailover.EnvFrom(os.Environ()), Flags: f.flagVals})
@@ -241,7 +242,7 @@ func checkIPFailoverOptions(nodes string, announceRate int, vridProbe time.Durat
 		return nil, false
 	}
 	if statusAddr != "" {
-		if err := requireLoopback(statusAddr); err != nil {
+		if err := daemon.RequireLoopback(statusAddr); err != nil {
 			fmt.Fprintf(stderr, "vipstack ipfailover: --status-addr %q: %v\n", statusAddr, err)
 			return nil, false
 		}
@@ -271,7 +272,7 @@ func printIPFailoverConfig(ctx context.Context, opts ipfailover.Options, stdout,
 // without releasing the VIPs.
 func ignoreSIGHUP(log *slog.Logger) (stop func()) {
 	hup := make(chan os.Signal, 1)
-	notifyReload(hup, syscall.SIGHUP)
+	daemon.NotifyReload(hup, syscall.SIGHUP)
 	go func() {
 		for range hup {
 			log.Info("SIGHUP ignored: the configuration comes from the environment; restart to change it")

@@ -11,6 +11,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/vipstack/vipstack/internal/daemon"
 	"github.com/vipstack/vipstack/internal/k8s/memidle"
 )
 
@@ -43,7 +44,7 @@ func (m *kubeMemFlags) check(cmd string, fs *flag.FlagSet, stderr io.Writer) boo
 	}
 	m.limitBytes = q.Value()
 	if m.pprofAddr != "" {
-		if requireLoopback(m.pprofAddr) != nil {
+		if daemon.RequireLoopback(m.pprofAddr) != nil {
 			fmt.Fprintf(stderr, "%s: --pprof-addr %q: want a loopback address, 127.0.0.1:PORT or [::1]:PORT (profiles show what the process holds)\n", cmd, m.pprofAddr)
 			return false
 		}

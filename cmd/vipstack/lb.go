@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/vipstack/vipstack/internal/clock"
+	"github.com/vipstack/vipstack/internal/daemon"
 	"github.com/vipstack/vipstack/internal/filewatch"
 	"github.com/vipstack/vipstack/internal/lb/httploop"
 	"github.com/vipstack/vipstack/internal/lbconfig"
@@ -63,7 +64,7 @@ func runLB(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 	reloads := make(chan string, 1)
 	hup := make(chan os.Signal, 1)
-	notifyReload(hup, syscall.SIGHUP)
+	daemon.NotifyReload(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
 	// SIGUSR1 is haproxy's soft stop: stop listening, let connections
 	// end by themselves, send haproxy's "Proxy NAME stopped" lines.
@@ -77,7 +78,7 @@ func runLB(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		go filewatch.Watch(watchCtx, clock.Real{}, f.cfgPath, f.watch, func() { requestReload(reloads, "file changed") }, f.log)
 	}
 	f.log.Info("vipstack lb running", "version", version.String(), "config", f.cfgPath)
-	trimServing(ctx, f.log)
+	daemon.TrimServing(ctx, f.log)
 	d.Serve(ctx, reloads, usr1, f.drain)
 	return 0
 }
@@ -95,11 +96,11 @@ func parseLBFlags(args []string, stderr io.Writer) (f lbFlags, code int, ok bool
 	fs.BoolVar(&f.check, "c", false, "same as --check")
 	datapath := fs.String("datapath", "relay", "how mode tcp frontends carry connections: relay (user space, every haproxy feature), kernel (nftables DNAT with user-space health checks; a frontend that needs user space refuses the start), auto (kernel where possible, relay elsewhere); see docs/lb-kernel.md")
 	httpEngine := fs.String("http-engine", "std", "which engine serves mode http frontends: std (net/http, every supported haproxy feature), loop (own HTTP/1 event loops; a frontend using what the loop lacks refuses the start and reloads), auto (loop where possible, std elsewhere, one log line per frontend); see docs/lb.md")
-	logLevel := addLogLevel(fs, "vipstack lb", "")
-	if code, ok := parseNoArgs(fs, args, stderr); !ok {
+	logLevel := daemon.AddLogFlags(fs, "vipstack lb", "")
+	if code, ok := daemon.ParseNoArgs(fs, args, stderr); !ok {
 		return f, code, false
 	}
-	if f.log, ok = logLevel.logger(stderr); !ok {
+	if f.log, ok = logLevel.Logger(stderr); !ok {
 		return f, 2, false
 	}
 	if f.drain < 0 || f.watch < 0 || f.perBind < 1 {

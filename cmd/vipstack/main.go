@@ -11,9 +11,12 @@ import (
 	"path/filepath"
 	"syscall"
 
-	// The small supervisor of `vipstack node` runs from its initialisation.
+	// The small supervisor of `vipstack node`, `vrrp` and `ipfailover`
+	// runs from its initialisation, and so does the engine of `vrrp`
+	// under it (docs/design/memory.md).
 	_ "github.com/vipstack/vipstack/internal/supervise/early"
 	"github.com/vipstack/vipstack/internal/version"
+	_ "github.com/vipstack/vipstack/internal/vrrpd/early"
 )
 
 func main() {

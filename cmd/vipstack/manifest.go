@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/vipstack/vipstack/internal/daemon"
 	"github.com/vipstack/vipstack/internal/ipfailover"
 	"github.com/vipstack/vipstack/internal/manifest"
 	"github.com/vipstack/vipstack/internal/version"
@@ -76,7 +77,7 @@ func runManifestIPFailover(args []string, stdout, stderr io.Writer) int {
 
 	positional, err := parseInterspersed(fs, args)
 	if err != nil {
-		return parseExit(err)
+		return daemon.ParseExit(err)
 	}
 	name := manifest.DefaultIPFailoverName
 	switch len(positional) {

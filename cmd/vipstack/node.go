@@ -21,8 +21,10 @@ import (
 	"github.com/vipstack/vipstack/internal/chart"
 	"github.com/vipstack/vipstack/internal/clock"
 	"github.com/vipstack/vipstack/internal/cluster"
+	"github.com/vipstack/vipstack/internal/daemon"
 	"github.com/vipstack/vipstack/internal/engine"
 	"github.com/vipstack/vipstack/internal/filewatch"
+	"github.com/vipstack/vipstack/internal/kadump"
 	"github.com/vipstack/vipstack/internal/lbkernel"
 	"github.com/vipstack/vipstack/internal/metrics"
 	"github.com/vipstack/vipstack/internal/netif"
@@ -53,15 +55,15 @@ type nodeFlags struct {
 	datapath                                                       lbkernel.Mode
 	endpoints                                                      []cluster.ServicePort
 	log                                                            *slog.Logger
-	logFlags                                                       *logLevelFlag
-	kaCompat                                                       *kaCompatFlags
+	logFlags                                                       *daemon.LogFlags
+	kaCompat                                                       *kadump.Flags
 }
 
 // releaseNode releases what a crashed agent held: its VIPs (the ledgers:
 // VRRP's, and BGP's on lo) and the API VIP redirects.
 func releaseNode(log *slog.Logger, ledgers ...netif.Ledger) {
 	for _, l := range ledgers {
-		sweepLedger(log, l)
+		daemon.SweepLedger(log, l)
 	}
 	if names, err := redirect.Sweep(); err != nil {
 		log.Error("supervisor: removing the API VIP redirects failed", "err", err)
@@ -110,7 +112,7 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		// The supervisor runs before the packages the agent uses
 		// initialise (docs/design/memory.md); this returns only if it
 		// cannot, and this process supervises instead.
-		if err := supervise.ExecSupervisor(f.logFlags.spec("node", f.nodeName)); err != nil {
+		if err := supervise.ExecSupervisor(f.logFlags.Spec("node", f.nodeName)); err != nil {
 			log.Warn("supervisor: cannot run as a small process; supervising from this one", "err", err)
 		}
 	}
@@ -118,12 +120,12 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	// CoreDNS's plugins register on Prometheus's default registry.
-	stopEndpoints, ok := startEndpoints("vipstack node", stderr, f.metricsAddr, metrics.Merge(reg, prometheus.DefaultGatherer), f.statusAddr, func() any { return agent.Status() })
+	stopEndpoints, ok := daemon.StartEndpoints("vipstack node", stderr, f.metricsAddr, metrics.Merge(reg, prometheus.DefaultGatherer), f.statusAddr, func() any { return agent.Status() })
 	if !ok {
 		return 1
 	}
 	defer stopEndpoints()
-	stopKACompat, err := f.kaCompat.start(log, func() []engine.InstanceStatus { return agent.Status().VRRP }, nil, reg)
+	stopKACompat, err := f.kaCompat.Start(log, func() []engine.InstanceStatus { return agent.Status().VRRP }, nil, reg)
 	if err != nil {
 		fmt.Fprintf(stderr, "vipstack node: --keepalived-exporter-compat: %v\n", err)
 		return 1
@@ -131,10 +133,10 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	defer stopKACompat()
 	serveClusterStatus(ctx, agent, f.nodeName, log)
 	hup := make(chan os.Signal, 1)
-	notifyReload(hup, syscall.SIGHUP)
+	daemon.NotifyReload(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
 	go reloadClusterFile(ctx, f.cfgPath, f.watch, hup, log, func() { _ = agent.Reload() })
-	trimAtRest(ctx, log, agent.Ready(), false) // vipstack node serves no profiles
+	daemon.TrimAtRest(ctx, log, agent.Ready(), false) // vipstack node serves no profiles
 	if err := agent.Run(ctx); err != nil {
 		log.Error("node agent failed", "err", err)
 		return 1
@@ -158,10 +160,10 @@ func parseNodeFlags(args []string, stderr io.Writer) (f nodeFlags, code int, ok 
 	fs.StringVar(&f.lbSocket, "lb-socket", "", "on a master, serve the load balancer's runtime API (haproxy's stats socket commands: show stat, show servers state, set server B/S state ready|drain|maint) on this Unix socket, level admin, mode 0600; empty: off")
 	fs.BoolVar(&f.bgpKeep, "bgp-stop-keeps-routes", false, "on SIGTERM, leave the BGP routes announced and the VIPs on lo instead of withdrawing them, for a restart or an upgrade: routers with graceful restart (the peers' gracefulRestart) keep the routes until the next agent is up; a node stopped for good then draws traffic until that time passes")
 	datapath := fs.String("datapath", "relay", "how a master's load balancer carries the API VIPs' connections: relay (redirect to the user-space relay, the default), kernel (nftables DNAT from VIP:ports.api to the masters, health checks in user space; refused when it cannot serve as the relay would) or auto (kernel where possible); see docs/lb-kernel.md")
-	f.kaCompat = addKACompatFlags(fs)
-	f.logFlags = addLogLevel(fs, "vipstack node", "")
+	f.kaCompat = kadump.AddFlags(fs)
+	f.logFlags = daemon.AddLogFlags(fs, "vipstack node", "")
 	if err := fs.Parse(args); err != nil {
-		return f, parseExit(err), false
+		return f, daemon.ParseExit(err), false
 	}
 	var err error
 	if f.datapath, err = lbkernel.ParseMode(*datapath); err != nil {
@@ -176,12 +178,12 @@ func parseNodeFlags(args []string, stderr io.Writer) (f nodeFlags, code int, ok 
 		}
 		f.nodeName, _, _ = strings.Cut(h, ".")
 	}
-	if f.log, ok = f.logFlags.logger(stderr); !ok {
+	if f.log, ok = f.logFlags.Logger(stderr); !ok {
 		return f, 2, false
 	}
 	f.log = f.log.With("node", f.nodeName)
 	if f.statusAddr != "" {
-		if err := requireLoopback(f.statusAddr); err != nil {
+		if err := daemon.RequireLoopback(f.statusAddr); err != nil {
 			fmt.Fprintf(stderr, "vipstack node: --status-addr %q: %v\n", f.statusAddr, err)
 			return f, 2, false
 		}
@@ -240,7 +242,7 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	namespace := fs.String("namespace", chart.Namespace, "with --kubeconfig: the agents' namespace")
 	timeout := fs.Duration("timeout", 5*time.Second, "how long to wait for each node (or the API server)")
 	if err := fs.Parse(args); err != nil {
-		return parseExit(err)
+		return daemon.ParseExit(err)
 	}
 	if *out != "table" && *out != "json" {
 		fmt.Fprintf(stderr, "vipstack status: -o %q: want table or json\n", *out)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/vipstack/vipstack/internal/clock"
+	"github.com/vipstack/vipstack/internal/daemon"
 	"github.com/vipstack/vipstack/internal/redirect"
 	"github.com/vipstack/vipstack/internal/version"
 )
@@ -53,11 +54,11 @@ func runRedirect(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		monitor  = fs.String("monitor", "", "the balancer's monitor URL (e.g. http://127.0.0.1:50936/haproxy_ready)")
 		interval = fs.Duration("interval", time.Second, "how often to ask the monitor")
 	)
-	logLevel := addLogLevel(fs, "vipstack redirect", "")
+	logLevel := daemon.AddLogFlags(fs, "vipstack redirect", "")
 	if err := fs.Parse(args); err != nil {
-		return parseExit(err)
+		return daemon.ParseExit(err)
 	}
-	_, levelOK := logLevel.logger(io.Discard) // said last, below
+	_, levelOK := logLevel.Logger(io.Discard) // said last, below
 	u, uerr := url.Parse(*monitor)
 	switch {
 	case fs.NArg() > 0:
@@ -76,10 +77,10 @@ func runRedirect(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		fmt.Fprintf(stderr, "vipstack redirect: --interval %v: want 100ms or more\n", *interval)
 		return 2
 	case !levelOK:
-		logLevel.logger(stderr) // says what is accepted
+		logLevel.Logger(stderr) // says what is accepted
 		return 2
 	}
-	log, _ := logLevel.logger(stderr)
+	log, _ := logLevel.Logger(stderr)
 	var followers []*redirect.Follower
 	for _, v := range vips {
 		r := redirect.New(v, uint16(*toPort))

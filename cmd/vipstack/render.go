@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	"github.com/vipstack/vipstack/internal/cluster"
+	"github.com/vipstack/vipstack/internal/daemon"
 	"github.com/vipstack/vipstack/internal/render"
 	"github.com/vipstack/vipstack/internal/version"
 )
@@ -33,7 +34,7 @@ func runRender(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		noUpstream  = fs.Bool("no-upstream", false, "render only the vipstack node pod, not the upstream keepalived, haproxy and CoreDNS equivalents")
 		force       = fs.Bool("force", false, "write into a non-empty --out directory, replacing the rendered files")
 	)
-	if code, ok := parseNoArgs(fs, args, stderr); !ok {
+	if code, ok := daemon.ParseNoArgs(fs, args, stderr); !ok {
 		return code
 	}
 	for _, req := range []struct{ flag, v string }{{"--config", *cfgPath}, {"--node", *node}, {"--out", *out}} {

@@ -70,7 +70,7 @@ type Options struct {
 	// the channel is full) each time an instance has sent the last
 	// gratuitous ARP / unsolicited NA it had queued: a takeover's
 	// announcements are over. A process gives the burst's memory back
-	// then (cmd/vipstack's settleAtRest): paced announcements allocate
+	// then (daemon.SettleAtRest): paced announcements allocate
 	// too little to count as work themselves.
 	Announced chan<- struct{}
 

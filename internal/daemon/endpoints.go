@@ -1,19 +1,21 @@
-package main
+package daemon
 
 import (
 	"fmt"
 	"io"
+	"log/slog"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/vipstack/vipstack/internal/netif"
 	"github.com/vipstack/vipstack/internal/serve"
 )
 
-// startEndpoints starts a daemon's metrics endpoint (when metricsAddr is
+// StartEndpoints starts a daemon's metrics endpoint (when metricsAddr is
 // set) and JSON status endpoint (when statusAddr is set). On failure it
 // prints "<command>: --flag: error", closes what it opened and returns
 // ok false; otherwise the caller defers stop.
-func startEndpoints(command string, stderr io.Writer, metricsAddr string, g prometheus.Gatherer, statusAddr string, status func() any, opts ...serve.Option) (stop func(), ok bool) {
+func StartEndpoints(command string, stderr io.Writer, metricsAddr string, g prometheus.Gatherer, statusAddr string, status func() any, opts ...serve.Option) (stop func(), ok bool) {
 	var servers []*serve.Server
 	stop = func() {
 		for _, s := range servers {
@@ -38,4 +40,22 @@ func startEndpoints(command string, stderr io.Writer, metricsAddr string, g prom
 		servers = append(servers, s)
 	}
 	return stop, true
+}
+
+// SweepLedger removes every VIP recorded in the ledger: the supervisor's
+// clean-up after an engine crash.
+func SweepLedger(log *slog.Logger, l netif.Ledger) {
+	h, err := netif.Open()
+	if err != nil {
+		log.Error("supervisor: cannot open netlink to remove VIPs", "err", err)
+		return
+	}
+	defer h.Close()
+	removed, err := h.Sweep(l)
+	for _, v := range removed {
+		log.Info("supervisor: removed VIP of the crashed engine", "vip", v.Prefix, "dev", v.Dev)
+	}
+	if err != nil {
+		log.Error("supervisor: removing VIPs failed", "ledger", l.Path, "err", err)
+	}
 }

@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"runtime"
@@ -21,9 +21,9 @@ func TestHeapSamplingAtRest(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			runtime.MemProfileRate = rate
-			heapSamplingAtRest(tc.profiles)
+			HeapSamplingAtRest(tc.profiles)
 			if got := runtime.MemProfileRate; got != tc.want {
-				t.Errorf("MemProfileRate %d after heapSamplingAtRest(%v), want %d", got, tc.profiles, tc.want)
+				t.Errorf("MemProfileRate %d after HeapSamplingAtRest(%v), want %d", got, tc.profiles, tc.want)
 			}
 		})
 	}
