@@ -734,7 +734,8 @@ func (e *Engine) send(ev event) {
 
 // A timer that fires more than stallThreshold late means the process was
 // stalled; stallGrace is how long the loop then keeps reading events before
-// it acts on its timers.
+// it acts on its timers. Shorter advertisement intervals shorten both
+// (lateLimit, lateGrace).
 const (
 	stallThreshold = 100 * time.Millisecond
 	stallGrace     = 20 * time.Millisecond
@@ -755,9 +756,11 @@ const (
 // due. A takeover on a silence that a queued advertisement has already
 // ended is a false failover, and the timer and the socket's reader run
 // on different threads, so either can go first:
-//   - when the timer fired more than stallThreshold late, the process
-//     was most likely stopped (SIGSTOP, a descheduled VM): the socket
-//     readers get stallGrace to pass on what the kernel queued meanwhile;
+//   - when the timer fired more than lateLimit late, the process was
+//     most likely stopped (SIGSTOP, a descheduled VM), and a master
+//     stopped with it sends as it wakes: the loop reads for lateGrace
+//     before it decides (the backstop sends this node's own masters'
+//     advertisements meanwhile);
 //   - otherwise, when a socket holds a packet the kernel received and its
 //     reader has not read yet (under load its thread may wait for a CPU
 //     an instant longer than the timer's), the engine handles events
@@ -768,12 +771,13 @@ const (
 // is read ahead unless a takeover is due.
 func (e *Engine) readBeforeTakeover(next time.Time) {
 	now := e.clk.Now()
-	if !e.takeoverDue(now) {
+	mdi, due := e.takeoverDue(now)
+	if !due {
 		return
 	}
-	if late := now.Sub(next); !next.IsZero() && late > stallThreshold {
+	if late := now.Sub(next); !next.IsZero() && late > lateLimit(mdi) {
 		e.log.Warn("timer fired late; reading queued packets before deciding", "late", late.Round(time.Millisecond))
-		e.drainFor(stallGrace)
+		e.drainFor(lateGrace(mdi))
 		return
 	}
 	if e.socketsQueued() {
@@ -782,17 +786,36 @@ func (e *Engine) readBeforeTakeover(next time.Time) {
 	}
 }
 
-// takeoverDue reports whether a backup's Master_Down timer is due at now.
-func (e *Engine) takeoverDue(now time.Time) bool {
+// takeoverDue reports whether a backup's Master_Down timer is due at
+// now, and the shortest Master_Down_Interval of those that are.
+func (e *Engine) takeoverDue(now time.Time) (time.Duration, bool) {
+	var mdi time.Duration
+	due := false
 	for _, in := range e.instances {
 		if in.fsm.State() == fsm.Backup {
 			if at := in.fsm.NextDeadline(); !at.IsZero() && !now.Before(at) {
-				return true
+				if d := in.fsm.MasterDownInterval(); !due || d < mdi {
+					mdi = d
+				}
+				due = true
 			}
 		}
 	}
-	return false
+	return mdi, due
 }
+
+// lateLimit is how late a timer may fire before the engine takes it that
+// the process was stopped, for a backup whose Master_Down_Interval is
+// mdi: stallThreshold, or an eighth of mdi when that is shorter (4.5 ms
+// at advert_int 0.01, where a stop of the whole machine for 40 ms leaves
+// the backup's timer and the master's advertisement due at the same
+// instant, and the timer may go first).
+func lateLimit(mdi time.Duration) time.Duration { return min(stallThreshold, mdi/8) }
+
+// lateGrace is how long the loop then reads before it decides:
+// stallGrace, or a third of mdi (an advertisement interval) when that is
+// shorter.
+func lateGrace(mdi time.Duration) time.Duration { return min(stallGrace, mdi/3) }
 
 // queueReporter is a socket that can tell whether a packet waits in its
 // receive queue (transport's raw sockets on Linux).

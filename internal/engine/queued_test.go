@@ -82,3 +82,50 @@ func TestTakeoverReadsQueued(t *testing.T) {
 		})
 	}
 }
+
+// TestWholeMachineStop: at advert_int 0.01 the master and the backup
+// stop together for 60 ms (a virtual machine descheduled), and the
+// backup runs again an instant before the master: its Master_Down timer
+// is overdue and nothing is queued, the master not having sent while
+// stopped. A timer that late (over lateLimit, 4.5 ms here) says the
+// backup was stopped too: it reads for lateGrace, hears the master's
+// advertisement as the master wakes, and stays backup.
+func TestWholeMachineStop(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		seg := &simSegment{}
+		n1, n2 := seg.node("node1", "198.18.0.1/24"), seg.node("node2", "198.18.0.2/24")
+		nodes := []*simNode{n1, n2}
+		vip := netip.MustParseAddr("198.18.0.100")
+		c := peers.Conf{Version: 3, Interval: 10 * time.Millisecond, VRID: 51, VIP: netip.PrefixFrom(vip, 32)}
+		var stalls []*simStall
+		var logs []interface{ String() string }
+		for i, n := range nodes {
+			st := newSimStall(t)
+			stalls = append(stalls, st)
+			n.stall = st
+			c.Priority = 150 - 50*i
+			e, log := simEngine(t, n, simConf(t, c, n.name), nil, func(o *Options) { o.Clock = stallClock{st} })
+			logs = append(logs, log)
+			simRun(t, e)
+		}
+		simWaitSole(t, nodes, vip, n1, 100*time.Millisecond, 20*time.Second, "start")
+		time.Sleep(time.Second)
+		synctest.Wait()
+
+		stalls[0].stop()
+		stalls[1].stop()
+		time.Sleep(60 * time.Millisecond)
+		synctest.Wait()
+		stalls[1].cont() // the backup first: its timer fires, nothing queued
+		stalls[0].cont()
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if strings.Contains(logs[1].String(), "to=MASTER") {
+			t.Errorf("the backup took over on waking with the master:\n%s", logs[1])
+		}
+		if !strings.Contains(logs[1].String(), "timer fired late; reading queued packets before deciding") {
+			t.Errorf("the backup did not log its late timer")
+		}
+		simWaitSole(t, nodes, vip, n1, 100*time.Millisecond, 5*time.Second, "after the stop")
+	})
+}

@@ -577,6 +577,9 @@ type simConn struct {
 	joined map[int]map[netip.Addr]bool // the groups joined, by interface
 
 	held atomic.Bool // the reader holds a packet it has not passed on (stalled)
+	// sendOnly is a backstop thread's socket: a node stopped whole
+	// (simStall.stop) sends nothing on it until it resumes.
+	sendOnly bool
 }
 
 // Queued reports a packet not passed on yet, as the kernel's queue of a
@@ -597,7 +600,7 @@ func (n *simNode) listen(family int) (transport.Conn, error) {
 // listenSend is a socket that sends on the segment and receives nothing,
 // as transport.ListenSend.
 func (n *simNode) listenSend(family int) (transport.Conn, error) {
-	return &simConn{node: n, family: family, in: make(chan transport.Packet), done: make(chan struct{}), joined: map[int]map[netip.Addr]bool{}}, nil
+	return &simConn{node: n, family: family, in: make(chan transport.Packet), done: make(chan struct{}), joined: map[int]map[netip.Addr]bool{}, sendOnly: true}, nil
 }
 
 func (c *simConn) ReadPacket() (transport.Packet, error) {
@@ -628,8 +631,11 @@ func (c *simConn) WritePacket(payload []byte, src, dst netip.Addr, ifIndex int) 
 	}
 	from := c.node
 	from.mu.Lock()
-	sendErr := from.sendErr
+	sendErr, st := from.sendErr, from.stall
 	from.mu.Unlock()
+	if c.sendOnly && st != nil && st.stoppedWhole() && !st.wait(stallSockets) {
+		return net.ErrClosed
+	}
 	if sendErr != nil {
 		return &transport.OpError{Op: "write to " + dst.String(), Family: c.family, Err: sendErr}
 	}

@@ -45,6 +45,15 @@ func (s *simStall) stop() {
 	}
 }
 
+// stoppedWhole reports whether both the timers and the sockets are
+// stopped (stop), as for a process stopped whole: its backstop threads
+// send nothing then either.
+func (s *simStall) stoppedWhole() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stopped[stallTimers] && s.stopped[stallSockets]
+}
+
 // stopSockets stops only the node's sockets: what arrives waits, as
 // for a reader whose thread waits for a CPU, while the timers run.
 func (s *simStall) stopSockets() { s.stopPart(stallSockets) }
