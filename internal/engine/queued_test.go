@@ -4,12 +4,14 @@ import (
 	"log/slog"
 	"net/netip"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/vipstack/vipstack/internal/peers"
 	"github.com/vipstack/vipstack/internal/syncbuf"
+	"github.com/vipstack/vipstack/internal/vrrp/transport"
 )
 
 // TestTakeoverReadsQueued: at advert_int 0.01 a backup whose socket
@@ -127,5 +129,90 @@ func TestWholeMachineStop(t *testing.T) {
 			t.Errorf("the backup did not log its late timer")
 		}
 		simWaitSole(t, nodes, vip, n1, 100*time.Millisecond, 5*time.Second, "after the stop")
+	})
+}
+
+// TestTakeoverWaitsInFlight: a takeover due at advert_int 0.01 waits
+// inFlightWait for an advertisement in flight; one at advert_int 1 does
+// not wait at all.
+func TestTakeoverWaitsInFlight(t *testing.T) {
+	for _, tc := range []struct {
+		mdi  time.Duration
+		want time.Duration
+	}{
+		{3*10*time.Millisecond + 6093750*time.Nanosecond, 2255859 * time.Nanosecond},
+		{3*100*time.Millisecond + 60937500*time.Nanosecond, 5 * time.Millisecond},
+		{3*time.Second + 609375*time.Microsecond, 0},
+	} {
+		if got := inFlightWait(tc.mdi); got != tc.want {
+			t.Errorf("inFlightWait(%v) = %v, want %v", tc.mdi, got, tc.want)
+		}
+	}
+}
+
+// TestTakeoverHearsInFlight: the master's advertisement arrives a
+// millisecond after the backup's Master_Down timer (the master and the
+// backup stopped together for less than lateLimit's worth of lateness):
+// the backup waits inFlightWait, hears it and stays backup.
+func TestTakeoverHearsInFlight(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		seg := &simSegment{}
+		n1, n2 := seg.node("node1", "198.18.0.1/24"), seg.node("node2", "198.18.0.2/24")
+		nodes := []*simNode{n1, n2}
+		vip := netip.MustParseAddr("198.18.0.100")
+		c := peers.Conf{Version: 3, Interval: 10 * time.Millisecond, VRID: 51, VIP: netip.PrefixFrom(vip, 32)}
+		st := newSimStall(t)
+		n1.stall = st
+		var backupLog *syncbuf.Buffer
+		for i, n := range nodes {
+			c.Priority = 150 - 50*i
+			var more []func(*Options)
+			if n == n1 {
+				more = append(more, func(o *Options) { o.Clock = stallClock{st} })
+			}
+			e, log := simEngine(t, n, simConf(t, c, n.name), nil, more...)
+			if n == n2 {
+				backupLog = log
+			}
+			simRun(t, e)
+		}
+		simWaitSole(t, nodes, vip, n1, 100*time.Millisecond, 20*time.Second, "start")
+		time.Sleep(time.Second)
+		synctest.Wait()
+		// Stop the master whole right after it sent an advertisement
+		// (the segment's drop hook sees it pass), and resume it 37 ms
+		// later: the backup's timer runs out at 36.1 ms, the master's
+		// overdue advertisement goes out as it resumes.
+		var mu sync.Mutex
+		var last time.Time
+		seg.mu.Lock()
+		seg.drop = func(from, _ *simNode, _ transport.Packet) bool {
+			if from == n1 {
+				mu.Lock()
+				last = time.Now()
+				mu.Unlock()
+			}
+			return false
+		}
+		seg.mu.Unlock()
+		for i := 0; i < 150; i++ {
+			time.Sleep(100 * time.Microsecond)
+			synctest.Wait()
+			mu.Lock()
+			sent := !last.IsZero() && time.Since(last) < 100*time.Microsecond
+			mu.Unlock()
+			if sent {
+				break
+			}
+		}
+		st.stop()
+		time.Sleep(37 * time.Millisecond)
+		synctest.Wait()
+		st.cont()
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if strings.Contains(backupLog.String(), "to=MASTER") {
+			t.Errorf("the backup took over though the master's advertisement came within inFlightWait:\n%s", backupLog)
+		}
 	})
 }
