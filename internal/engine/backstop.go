@@ -111,6 +111,11 @@ type backstop struct {
 
 	mu    sync.Mutex
 	slots map[string]*advertSlot
+	// socks are the threads' sockets by family, one per thread, opened
+	// by the loop (set), in the engine's network namespace: a thread is
+	// a goroutine of its own, and may run on a thread of another
+	// namespace (a test's engine runs in one it entered).
+	socks map[int]*[2]transport.Conn
 	list  atomic.Pointer[[]*advertSlot] // slots, for the threads
 	kick  chan struct{}                 // a slot was added
 	run   sync.Once
@@ -131,7 +136,7 @@ func addProcs(n int) {
 var procsOnce sync.Once
 
 func newBackstop(ctx context.Context, seams backstopSeams, now func() time.Time) *backstop {
-	return &backstop{seams: seams, now: now, slots: map[string]*advertSlot{}, kick: make(chan struct{}, 1), ctx: ctx}
+	return &backstop{seams: seams, now: now, slots: map[string]*advertSlot{}, socks: map[int]*[2]transport.Conn{}, kick: make(chan struct{}, 1), ctx: ctx}
 }
 
 // claim reports whether the loop should send name's advertisement due at
@@ -157,9 +162,28 @@ func (b *backstop) claim(name string, now time.Time) bool {
 }
 
 // set records what the loop just sent for name and when the next is due,
-// and starts the threads on first use.
-func (b *backstop) set(name string, plan *advertPlan, due time.Time) {
+// and starts the threads on first use. It fails when the threads'
+// sockets for the plan's family cannot be opened; nothing is served then.
+func (b *backstop) set(name string, plan *advertPlan, due time.Time) error {
+	if b.seams.listen == nil || len(b.seams.cpus()) < 2 {
+		return nil // no threads would run (start)
+	}
 	b.mu.Lock()
+	if b.socks[plan.family] == nil {
+		var pair [2]transport.Conn
+		for i := range pair {
+			c, err := b.seams.listen(plan.family)
+			if err != nil {
+				if i > 0 {
+					pair[0].Close()
+				}
+				b.mu.Unlock()
+				return err
+			}
+			pair[i] = c
+		}
+		b.socks[plan.family] = &pair
+	}
 	s := b.slots[name]
 	if s == nil {
 		s = &advertSlot{}
@@ -176,6 +200,7 @@ func (b *backstop) set(name string, plan *advertPlan, due time.Time) {
 	case b.kick <- struct{}{}:
 	default:
 	}
+	return nil
 }
 
 // remove stops the backstop for name (no longer a fast master) and
@@ -224,13 +249,23 @@ func (b *backstop) start() {
 	// beside may be held by a thread on the stopped CPU: one more P per
 	// thread keeps one free for it.
 	addProcs(2)
-	for _, cpu := range cpus[:2] {
-		go b.thread(cpu)
+	for i, cpu := range cpus[:2] {
+		go b.thread(i, cpu)
 	}
 }
 
-// thread is one backstop thread, pinned to cpu, until the engine stops.
-func (b *backstop) thread(cpu int) {
+// sock is thread i's socket for family, if open.
+func (b *backstop) sock(i, family int) transport.Conn {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if p := b.socks[family]; p != nil {
+		return p[i]
+	}
+	return nil
+}
+
+// thread is backstop thread i, pinned to cpu, until the engine stops.
+func (b *backstop) thread(i, cpu int) {
 	// The thread stays locked (no UnlockOSThread): it is pinned, and must
 	// not run other goroutines after this one. The runtime starts no
 	// thread from a locked one (its template thread does), so the pin
@@ -239,12 +274,6 @@ func (b *backstop) thread(cpu int) {
 	if err := b.seams.pin(cpu); err != nil {
 		return
 	}
-	conns := map[int]transport.Conn{}
-	defer func() {
-		for _, c := range conns {
-			c.Close()
-		}
-	}()
 	for b.ctx.Err() == nil {
 		wake, any := b.nextWake(b.now())
 		if !any {
@@ -264,7 +293,7 @@ func (b *backstop) thread(cpu int) {
 		if d := wake.Sub(b.now()); d > 0 {
 			b.seams.sleep(b.ctx, min(d, backstopLease))
 		}
-		b.sendDue(conns)
+		b.sendDue(i)
 	}
 }
 
@@ -294,8 +323,8 @@ func (b *backstop) slotList() []*advertSlot {
 }
 
 // sendDue sends every advertisement due more than its margin ago that no
-// one else has claimed, on this thread's sockets.
-func (b *backstop) sendDue(conns map[int]transport.Conn) {
+// one else has claimed, on thread i's sockets.
+func (b *backstop) sendDue(i int) {
 	now := b.now()
 	for _, s := range b.slotList() {
 		plan, until := s.plan.Load(), s.until.Load()
@@ -308,19 +337,12 @@ func (b *backstop) sendDue(conns map[int]transport.Conn) {
 		}
 		// The socket first: an advertisement claimed is the thread's to
 		// send, and the loop will not send it.
-		c := conns[plan.family]
-		if c == nil {
-			var err error
-			if c, err = b.seams.listen(plan.family); err != nil {
-				continue
-			}
-			conns[plan.family] = c
-		}
-		if !s.claim(now, plan.interval) {
+		c := b.sock(i, plan.family)
+		if c == nil || !s.claim(now, plan.interval) {
 			continue
 		}
-		for i, dst := range plan.dsts {
-			_ = c.WritePacket(plan.payloads[i], plan.src, dst, plan.ifIndex)
+		for j, dst := range plan.dsts {
+			_ = c.WritePacket(plan.payloads[j], plan.src, dst, plan.ifIndex)
 		}
 		s.sent.Add(1)
 	}
@@ -336,6 +358,12 @@ func (b *backstop) stop() {
 		delete(b.slots, name)
 	}
 	b.publish()
+	for fam, p := range b.socks {
+		for _, c := range p {
+			c.Close()
+		}
+		delete(b.socks, fam)
+	}
 }
 
 // backstopSeams is Options.backstop, or the real seams.
@@ -364,7 +392,10 @@ func (e *Engine) backstopAdvert(in *instance, prio uint8, payloads [][]byte) {
 		return
 	}
 	plan := &advertPlan{family: in.family, src: in.src, ifIndex: in.ifIndex, dsts: in.dsts, payloads: payloads, interval: in.cfg.AdvertInterval}
-	e.bs.set(in.cfg.Name, plan, in.fsm.NextDeadline())
+	if err := e.bs.set(in.cfg.Name, plan, in.fsm.NextDeadline()); err != nil && !e.backstopFailed {
+		e.backstopFailed = true
+		e.log.Warn("no backstop for fast masters' advertisements: cannot open its sockets; the loop alone sends them", "instance", in.cfg.Name, "err", err)
+	}
 }
 
 // leaveBackstop stops the backstop for in, logging what it sent.

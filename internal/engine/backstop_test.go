@@ -1,13 +1,10 @@
 package engine
 
 import (
-	"net/netip"
 	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
-
-	"github.com/vipstack/vipstack/internal/peers"
 )
 
 // TestBackstop: a master whose loop stops (its timers stopped, as for a
@@ -32,30 +29,8 @@ func TestBackstop(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				seg := &simSegment{}
-				n1, n2 := seg.node("node1", "198.18.0.1/24"), seg.node("node2", "198.18.0.2/24")
-				nodes := []*simNode{n1, n2}
-				vip := netip.MustParseAddr("198.18.0.100")
-				c := peers.Conf{Version: 3, Interval: tc.interval, VRID: 51, VIP: netip.PrefixFrom(vip, 32)}
-				st := newSimStall(t)
-				var master *Engine
-				var logs []interface{ String() string }
-				for i, n := range nodes {
-					c.Priority = 150 - 50*i
-					var more []func(*Options)
-					if n == n1 {
-						more = append(more, func(o *Options) { o.Clock = stallClock{st} })
-					}
-					e, log := simEngine(t, n, simConf(t, c, n.name), nil, more...)
-					logs = append(logs, log)
-					if n == n1 {
-						master = e
-					}
-					simRun(t, e)
-				}
-				simWaitSole(t, nodes, vip, n1, 5*tc.interval, 20*time.Second, "start")
-				time.Sleep(time.Second)
-				synctest.Wait()
+				p := newFastPair(t, tc.interval)
+				master, st, logs := p.engines[0], p.stalls[0], p.logs
 				if masters, _ := master.bs.serving(); (masters == 1) != tc.backed {
 					t.Fatalf("the backstop serves %d masters, want backed %v", masters, tc.backed)
 				}
@@ -83,7 +58,7 @@ func TestBackstop(t *testing.T) {
 				} else {
 					st.contTimers()
 				}
-				simWaitSole(t, nodes, vip, n1, 5*tc.interval, 20*time.Second, "the master's loop runs again")
+				simWaitSole(t, p.nodes, p.vip, p.nodes[0], 5*tc.interval, 20*time.Second, "the master's loop runs again")
 			})
 		})
 	}

@@ -116,7 +116,9 @@ type Engine struct {
 	// slowParts are the current step's slow requests (see timed).
 	slowParts []string
 	bs        *backstop // fast masters' advertisements when the loop is late (backstop.go)
-	ledgerW   *ledgerWriter
+	// backstopFailed: the backstop's sockets could not be opened (logged once).
+	backstopFailed bool
+	ledgerW        *ledgerWriter
 	// ledgerDirty: the step saved the ledger for later (saveLedgerLater).
 	ledgerDirty bool
 	conns       map[int]transport.Conn   // by address family

@@ -31,30 +31,8 @@ func TestTakeoverReadsQueued(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				seg := &simSegment{}
-				n1, n2 := seg.node("node1", "198.18.0.1/24"), seg.node("node2", "198.18.0.2/24")
-				nodes := []*simNode{n1, n2}
-				vip := netip.MustParseAddr("198.18.0.100")
-				c := peers.Conf{Version: 3, Interval: 10 * time.Millisecond, VRID: 51, VIP: netip.PrefixFrom(vip, 32)}
-				st := newSimStall(t)
-				n2.stall = st
-				var backupLog *syncbuf.Buffer
-				for i, n := range nodes {
-					c.Priority = 150 - 50*i
-					var more []func(*Options)
-					if n == n2 {
-						backupLog = new(syncbuf.Buffer)
-						more = append(more, func(o *Options) {
-							o.Logger = slog.New(slog.NewTextHandler(backupLog, &slog.HandlerOptions{Level: slog.LevelDebug}))
-							o.Clock = stallClock{st}
-						})
-					}
-					e, _ := simEngine(t, n, simConf(t, c, n.name), nil, more...)
-					simRun(t, e)
-				}
-				simWaitSole(t, nodes, vip, n1, 100*time.Millisecond, 20*time.Second, "start")
-				time.Sleep(time.Second)
-				synctest.Wait()
+				p := newFastPair(t, 10*time.Millisecond)
+				st, backupLog := p.stalls[1], p.logs[1]
 				before := strings.Count(backupLog.String(), "to=MASTER")
 
 				st.stopSockets()
@@ -79,7 +57,7 @@ func TestTakeoverReadsQueued(t *testing.T) {
 				if took != tc.takeover {
 					t.Errorf("the backup took over: %v, want %v; its log:\n%s", took, tc.takeover, backupLog)
 				}
-				simWaitSole(t, nodes, vip, n1, 100*time.Millisecond, 5*time.Second, "after the stall")
+				p.settled(t, "after the stall")
 			})
 		})
 	}
@@ -94,25 +72,8 @@ func TestTakeoverReadsQueued(t *testing.T) {
 // advertisement as the master wakes, and stays backup.
 func TestWholeMachineStop(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		seg := &simSegment{}
-		n1, n2 := seg.node("node1", "198.18.0.1/24"), seg.node("node2", "198.18.0.2/24")
-		nodes := []*simNode{n1, n2}
-		vip := netip.MustParseAddr("198.18.0.100")
-		c := peers.Conf{Version: 3, Interval: 10 * time.Millisecond, VRID: 51, VIP: netip.PrefixFrom(vip, 32)}
-		var stalls []*simStall
-		var logs []interface{ String() string }
-		for i, n := range nodes {
-			st := newSimStall(t)
-			stalls = append(stalls, st)
-			n.stall = st
-			c.Priority = 150 - 50*i
-			e, log := simEngine(t, n, simConf(t, c, n.name), nil, func(o *Options) { o.Clock = stallClock{st} })
-			logs = append(logs, log)
-			simRun(t, e)
-		}
-		simWaitSole(t, nodes, vip, n1, 100*time.Millisecond, 20*time.Second, "start")
-		time.Sleep(time.Second)
-		synctest.Wait()
+		p := newFastPair(t, 10*time.Millisecond)
+		stalls, logs := p.stalls, p.logs
 
 		stalls[0].stop()
 		stalls[1].stop()
@@ -122,13 +83,13 @@ func TestWholeMachineStop(t *testing.T) {
 		stalls[0].cont()
 		time.Sleep(time.Second)
 		synctest.Wait()
-		if strings.Contains(logs[1].String(), "to=MASTER") {
+		if p.backupTookOver() {
 			t.Errorf("the backup took over on waking with the master:\n%s", logs[1])
 		}
 		if !strings.Contains(logs[1].String(), "timer fired late; reading queued packets before deciding") {
 			t.Errorf("the backup did not log its late timer")
 		}
-		simWaitSole(t, nodes, vip, n1, 100*time.Millisecond, 5*time.Second, "after the stop")
+		p.settled(t, "after the stop")
 	})
 }
 
@@ -156,29 +117,8 @@ func TestTakeoverWaitsInFlight(t *testing.T) {
 // the backup waits inFlightWait, hears it and stays backup.
 func TestTakeoverHearsInFlight(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		seg := &simSegment{}
-		n1, n2 := seg.node("node1", "198.18.0.1/24"), seg.node("node2", "198.18.0.2/24")
-		nodes := []*simNode{n1, n2}
-		vip := netip.MustParseAddr("198.18.0.100")
-		c := peers.Conf{Version: 3, Interval: 10 * time.Millisecond, VRID: 51, VIP: netip.PrefixFrom(vip, 32)}
-		st := newSimStall(t)
-		n1.stall = st
-		var backupLog *syncbuf.Buffer
-		for i, n := range nodes {
-			c.Priority = 150 - 50*i
-			var more []func(*Options)
-			if n == n1 {
-				more = append(more, func(o *Options) { o.Clock = stallClock{st} })
-			}
-			e, log := simEngine(t, n, simConf(t, c, n.name), nil, more...)
-			if n == n2 {
-				backupLog = log
-			}
-			simRun(t, e)
-		}
-		simWaitSole(t, nodes, vip, n1, 100*time.Millisecond, 20*time.Second, "start")
-		time.Sleep(time.Second)
-		synctest.Wait()
+		p := newFastPair(t, 10*time.Millisecond)
+		seg, n1, st := p.seg, p.nodes[0], p.stalls[0]
 		// Stop the master whole right after it sent an advertisement
 		// (the segment's drop hook sees it pass), and resume it 37 ms
 		// later: the backup's timer runs out at 36.1 ms, the master's
@@ -211,8 +151,55 @@ func TestTakeoverHearsInFlight(t *testing.T) {
 		st.cont()
 		time.Sleep(time.Second)
 		synctest.Wait()
-		if strings.Contains(backupLog.String(), "to=MASTER") {
-			t.Errorf("the backup took over though the master's advertisement came within inFlightWait:\n%s", backupLog)
+		if p.backupTookOver() {
+			t.Errorf("the backup took over though the master's advertisement came within inFlightWait:\n%s", p.logs[1])
 		}
 	})
 }
+
+// fastPair is a master (node1, priority 150) and a backup (node2, 100) at
+// VRRPv3 on one segment, each node's clock and sockets obeying a simStall
+// of its own, logging at debug level, settled with node1 the VIP's sole
+// holder and a second more.
+type fastPair struct {
+	seg     *simSegment
+	nodes   []*simNode // master, backup
+	vip     netip.Addr
+	stalls  []*simStall
+	engines []*Engine
+	logs    []*syncbuf.Buffer
+}
+
+// newFastPair starts a fastPair advertising every interval; call it in
+// a synctest bubble.
+func newFastPair(t *testing.T, interval time.Duration) *fastPair {
+	t.Helper()
+	p := &fastPair{seg: &simSegment{}, vip: netip.MustParseAddr("198.18.0.100")}
+	p.nodes = []*simNode{p.seg.node("node1", "198.18.0.1/24"), p.seg.node("node2", "198.18.0.2/24")}
+	c := peers.Conf{Version: 3, Interval: interval, VRID: 51, VIP: netip.PrefixFrom(p.vip, 32)}
+	for i, n := range p.nodes {
+		st := newSimStall(t)
+		n.stall = st
+		log := new(syncbuf.Buffer)
+		c.Priority = 150 - 50*i
+		e, _ := simEngine(t, n, simConf(t, c, n.name), nil, func(o *Options) {
+			o.Logger = slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelDebug}))
+			o.Clock = stallClock{st}
+		})
+		p.stalls, p.engines, p.logs = append(p.stalls, st), append(p.engines, e), append(p.logs, log)
+		simRun(t, e)
+	}
+	simWaitSole(t, p.nodes, p.vip, p.nodes[0], 5*interval, 20*time.Second, "start")
+	time.Sleep(time.Second)
+	synctest.Wait()
+	return p
+}
+
+// settled waits until node1 alone holds the VIP again.
+func (p *fastPair) settled(t *testing.T, why string) {
+	t.Helper()
+	simWaitSole(t, p.nodes, p.vip, p.nodes[0], 100*time.Millisecond, 5*time.Second, why)
+}
+
+// backupTookOver reports whether the backup logged a takeover.
+func (p *fastPair) backupTookOver() bool { return strings.Contains(p.logs[1].String(), "to=MASTER") }
