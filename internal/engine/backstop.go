@@ -108,6 +108,7 @@ func nextAdvertAfter(due, now time.Time, interval time.Duration) time.Time {
 type backstop struct {
 	seams backstopSeams
 	now   func() time.Time
+	cpus  []int // the threads' CPUs, read once (seams.cpus)
 
 	mu    sync.Mutex
 	slots map[string]*advertSlot
@@ -136,7 +137,11 @@ func addProcs(n int) {
 var procsOnce sync.Once
 
 func newBackstop(ctx context.Context, seams backstopSeams, now func() time.Time) *backstop {
-	return &backstop{seams: seams, now: now, slots: map[string]*advertSlot{}, socks: map[int]*[2]transport.Conn{}, kick: make(chan struct{}, 1), ctx: ctx}
+	var cpus []int
+	if seams.cpus != nil {
+		cpus = seams.cpus()
+	}
+	return &backstop{seams: seams, now: now, cpus: cpus, slots: map[string]*advertSlot{}, socks: map[int]*[2]transport.Conn{}, kick: make(chan struct{}, 1), ctx: ctx}
 }
 
 // claim reports whether the loop should send name's advertisement due at
@@ -165,7 +170,7 @@ func (b *backstop) claim(name string, now time.Time) bool {
 // and starts the threads on first use. It fails when the threads'
 // sockets for the plan's family cannot be opened; nothing is served then.
 func (b *backstop) set(name string, plan *advertPlan, due time.Time) error {
-	if b.seams.listen == nil || len(b.seams.cpus()) < 2 {
+	if b.seams.listen == nil || len(b.cpus) < 2 {
 		return nil // no threads would run (start)
 	}
 	b.mu.Lock()
@@ -241,7 +246,7 @@ func (b *backstop) publish() {
 // start runs one thread per CPU the seams name (none with one CPU or
 // fewer: a thread on the loop's only CPU waits for it as the loop does).
 func (b *backstop) start() {
-	cpus := b.seams.cpus()
+	cpus := b.cpus
 	if len(cpus) < 2 {
 		return
 	}

@@ -3,7 +3,6 @@
 package transport
 
 import (
-	"net"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -14,22 +13,14 @@ import (
 // over on its Master_Down timer: the timer and the socket's reader run
 // on different threads, and a timer taken an instant before the reader
 // would act on a silence that a queued advertisement has already ended.
-func (c *conn4) Queued() (bool, error) { return queued(c.pc, 4) }
+func (c *conn4) Queued() (bool, error) { return queued(c.r.rc, 4) }
 
 // Queued is conn4's Queued for IPv6.
-func (c *conn6) Queued() (bool, error) { return queued(c.pc, 6) }
+func (c *conn6) Queued() (bool, error) { return queued(c.r.rc, 6) }
 
-// queued asks the kernel for the size of the next packet queued on pc
+// queued asks the kernel for the size of the next packet queued on rc
 // (SIOCINQ; 0 when none is).
-func queued(pc net.PacketConn, family int) (bool, error) {
-	sc, ok := pc.(syscall.Conn)
-	if !ok {
-		return false, &OpError{Op: "queued", Family: family, Err: unix.ENOTSUP}
-	}
-	rc, err := sc.SyscallConn()
-	if err != nil {
-		return false, &OpError{Op: "queued", Family: family, Err: err}
-	}
+func queued(rc syscall.RawConn, family int) (bool, error) {
 	var n int
 	var ierr error
 	if err := rc.Control(func(fd uintptr) { n, ierr = unix.IoctlGetInt(int(fd), unix.SIOCINQ) }); err != nil {

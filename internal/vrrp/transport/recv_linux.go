@@ -28,11 +28,7 @@ type recv struct {
 }
 
 func newRecv(pc net.PacketConn) (*recv, error) {
-	sc, ok := pc.(syscall.Conn)
-	if !ok {
-		return nil, fmt.Errorf("%T has no file descriptor", pc)
-	}
-	rc, err := sc.SyscallConn()
+	rc, err := rawConn(pc)
 	if err != nil {
 		return nil, err
 	}

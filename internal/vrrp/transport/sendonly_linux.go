@@ -3,7 +3,6 @@
 package transport
 
 import (
-	"net"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -18,31 +17,23 @@ func ListenSend(family int) (Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	var pc net.PacketConn
+	var rc syscall.RawConn
 	switch c := c.(type) {
 	case *conn4:
-		pc = c.pc
+		rc = c.r.rc
 	case *conn6:
-		pc = c.pc
+		rc = c.r.rc
 	}
-	if err := dropAll(pc, family); err != nil {
+	if err := dropAll(rc, family); err != nil {
 		c.Close()
 		return nil, err
 	}
 	return c, nil
 }
 
-// dropAll attaches a filter that accepts nothing ("ret #0") to pc, then
-// reads out what arrived before it did.
-func dropAll(pc net.PacketConn, family int) error {
-	sc, ok := pc.(syscall.Conn)
-	if !ok {
-		return &OpError{Op: "drop-all filter", Family: family, Err: unix.ENOTSUP}
-	}
-	rc, err := sc.SyscallConn()
-	if err != nil {
-		return &OpError{Op: "drop-all filter", Family: family, Err: err}
-	}
+// dropAll attaches a filter that accepts nothing ("ret #0") to the
+// socket, then reads out what arrived before it did.
+func dropAll(rc syscall.RawConn, family int) error {
 	var serr error
 	if err := rc.Control(func(fd uintptr) {
 		prog := []unix.SockFilter{{Code: unix.BPF_RET | unix.BPF_K, K: 0}}

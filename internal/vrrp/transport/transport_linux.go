@@ -47,12 +47,9 @@ type conn4 struct {
 	mu sync.Mutex // serialises writes and guards w
 	w  *send4
 
-	rmu sync.Mutex // serialises reads, guards r
-	r   *recv
-	// buf is ReadPacket's, made at its first call (a reader with its own
-	// buffer calls ReadPacketInto); bmu guards it.
-	bmu sync.Mutex
-	buf []byte
+	rmu    sync.Mutex // serialises reads, guards r
+	r      *recv
+	copies copyReader // ReadPacket's
 }
 
 // send4 is what one IPv4 write needs, kept with the socket so that a write
@@ -73,11 +70,7 @@ type send4 struct {
 }
 
 func newSend4(pc net.PacketConn) (*send4, error) {
-	sc, ok := pc.(syscall.Conn)
-	if !ok {
-		return nil, fmt.Errorf("%T has no file descriptor", pc)
-	}
-	rc, err := sc.SyscallConn()
+	rc, err := rawConn(pc)
 	if err != nil {
 		return nil, err
 	}
@@ -139,16 +132,7 @@ func listen4() (*conn4, error) {
 	return &conn4{pc: pc, raw: raw, w: w, r: r}, nil
 }
 
-func (c *conn4) ReadPacket() (Packet, error) {
-	c.bmu.Lock()
-	defer c.bmu.Unlock()
-	if c.buf == nil {
-		c.buf = make([]byte, bufSize)
-	}
-	p, err := c.ReadPacketInto(c.buf)
-	p.Payload = append([]byte(nil), p.Payload...)
-	return p, err
-}
+func (c *conn4) ReadPacket() (Packet, error) { return c.copies.read(c.ReadPacketInto) }
 
 func (c *conn4) WritePacket(payload []byte, src, dst netip.Addr, ifIndex int) error {
 	if !src.Is4() || !dst.Is4() {
@@ -246,12 +230,9 @@ type conn6 struct {
 	mu sync.Mutex // serialises writes and guards w
 	w  *send6
 
-	rmu sync.Mutex // serialises reads, guards r
-	r   *recv
-	// buf is ReadPacket's, made at its first call (a reader with its own
-	// buffer calls ReadPacketInto); bmu guards it.
-	bmu sync.Mutex
-	buf []byte
+	rmu    sync.Mutex // serialises reads, guards r
+	r      *recv
+	copies copyReader // ReadPacket's
 }
 
 // send6 is what one IPv6 write needs, kept with the socket so that a write
@@ -269,11 +250,7 @@ type send6 struct {
 }
 
 func newSend6(pc net.PacketConn) (*send6, error) {
-	sc, ok := pc.(syscall.Conn)
-	if !ok {
-		return nil, fmt.Errorf("%T has no file descriptor", pc)
-	}
-	rc, err := sc.SyscallConn()
+	rc, err := rawConn(pc)
 	if err != nil {
 		return nil, err
 	}
@@ -347,16 +324,7 @@ func listen6() (*conn6, error) {
 	return &conn6{pc: pc, p: p, w: w, r: r}, nil
 }
 
-func (c *conn6) ReadPacket() (Packet, error) {
-	c.bmu.Lock()
-	defer c.bmu.Unlock()
-	if c.buf == nil {
-		c.buf = make([]byte, bufSize)
-	}
-	p, err := c.ReadPacketInto(c.buf)
-	p.Payload = append([]byte(nil), p.Payload...)
-	return p, err
-}
+func (c *conn6) ReadPacket() (Packet, error) { return c.copies.read(c.ReadPacketInto) }
 
 func (c *conn6) WritePacket(payload []byte, src, dst netip.Addr, ifIndex int) error {
 	if !src.Is6() || !dst.Is6() {
@@ -423,11 +391,7 @@ const readBuffer = 4 << 20
 // net.core.rmem_max with CAP_NET_ADMIN (SO_RCVBUFFORCE), else as far as
 // rmem_max allows. A failure keeps the default: the socket still works.
 func growReadBuffer(pc net.PacketConn) {
-	sc, ok := pc.(syscall.Conn)
-	if !ok {
-		return
-	}
-	rc, err := sc.SyscallConn()
+	rc, err := rawConn(pc)
 	if err != nil {
 		return
 	}
@@ -436,4 +400,33 @@ func growReadBuffer(pc net.PacketConn) {
 			_ = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, readBuffer)
 		}
 	})
+}
+
+// rawConn is pc's file descriptor, for the system calls x/net does not make.
+func rawConn(pc net.PacketConn) (syscall.RawConn, error) {
+	sc, ok := pc.(syscall.Conn)
+	if !ok {
+		return nil, fmt.Errorf("%T has no file descriptor", pc)
+	}
+	return sc.SyscallConn()
+}
+
+// copyReader is ReadPacket's buffer, made at its first call, for a reader
+// that passes on copies (a reader with its own buffer calls
+// ReadPacketInto).
+type copyReader struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+// read reads with into and returns the packet with a payload of its own.
+func (r *copyReader) read(into func([]byte) (Packet, error)) (Packet, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.buf == nil {
+		r.buf = make([]byte, bufSize)
+	}
+	p, err := into(r.buf)
+	p.Payload = append([]byte(nil), p.Payload...)
+	return p, err
 }
