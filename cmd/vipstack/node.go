@@ -95,6 +95,7 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		onCrash()
 		return 0
 	}
+	daemon.HeapSamplingAtRest(false) // vipstack node serves no profiles
 	reg := metrics.NewRegistry()
 	agent, err := node.New(node.Options{ClusterPath: f.cfgPath, Node: f.nodeName, Logger: log, Registry: reg,
 		Ledger: ledger, BGPLedger: bgpLedger, DNSLog: stderr, Endpoints: f.endpoints, LBSocket: f.lbSocket, Version: version.String(), Datapath: f.datapath,

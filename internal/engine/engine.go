@@ -635,23 +635,34 @@ func (e *Engine) publishStatusSoon() {
 // prefix length, so a node address that equals a VIP with another length
 // stays.
 func (e *Engine) removePresentVIPs() {
+	var vips []netif.VIP
+	var owner []string // instance of each of vips
 	for _, ic := range e.cfg.Instances {
 		if e.adopt[ic.Name] {
 			continue
 		}
-		for _, v := range append(append([]keepalived.VIP(nil), ic.VIPs...), ic.ExcludedVIPs...) {
-			vip := toVIP(v, ic.Interface)
-			had, err := e.nl.HasVIP(vip)
-			if err == nil && had {
-				err = e.nl.DelVIP(vip)
-				if err == nil {
-					e.log.Info("removed a configured VIP present at start (left by an earlier keepalived or vipstack)", "instance", ic.Name, "vip", vip.Prefix, "dev", vip.Dev)
-				}
-			}
-			if err != nil {
-				e.log.Warn("removing a configured VIP present at start failed", "instance", ic.Name, "vip", vip.Prefix, "dev", vip.Dev, "err", err)
-			}
+		for _, v := range slices.Concat(ic.VIPs, ic.ExcludedVIPs) {
+			vips = append(vips, toVIP(v, ic.Interface))
+			owner = append(owner, ic.Name)
 		}
+	}
+	// One dump of the addresses for them all: one per VIP, each listing
+	// its interface's addresses, grew with their square when a crash left
+	// them there.
+	present, err := e.nl.Present(vips)
+	if err != nil {
+		e.log.Warn("looking for configured VIPs present at start failed", "vips", len(vips), "err", err)
+		return
+	}
+	for i, vip := range vips {
+		if !present[i] {
+			continue
+		}
+		if err := e.nl.DelVIP(vip); err != nil {
+			e.log.Warn("removing a configured VIP present at start failed", "instance", owner[i], "vip", vip.Prefix, "dev", vip.Dev, "err", err)
+			continue
+		}
+		e.log.Info("removed a configured VIP present at start (left by an earlier keepalived or vipstack)", "instance", owner[i], "vip", vip.Prefix, "dev", vip.Dev)
 	}
 }
 

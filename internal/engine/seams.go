@@ -25,7 +25,6 @@ type Netlink interface {
 	Link(name string) (netif.LinkInfo, error)
 	AddVIP(v netif.VIP) error
 	DelVIP(v netif.VIP) error
-	HasVIP(v netif.VIP) (bool, error)
 	// Present reports, for each VIP, whether it is on its interface.
 	Present(vips []netif.VIP) ([]bool, error)
 	// SweepExcept removes the VIPs the ledger lists, but those keep keeps.
@@ -78,11 +77,6 @@ func (t timedNetlink) AddVIP(v netif.VIP) error {
 
 func (t timedNetlink) DelVIP(v netif.VIP) error {
 	return t.e.timed(func() string { return "netlink delete " + v.String() }, func() error { return t.Netlink.DelVIP(v) })
-}
-
-func (t timedNetlink) HasVIP(v netif.VIP) (ok bool, err error) {
-	err = t.e.timed(func() string { return "netlink check " + v.String() }, func() error { ok, err = t.Netlink.HasVIP(v); return err })
-	return ok, err
 }
 
 func (t timedNetlink) Present(vips []netif.VIP) (got []bool, err error) {

@@ -82,6 +82,7 @@ func (f Flags) Ledger(stderr io.Writer) (l netif.Ledger, code int, ok bool) {
 // exit code.
 func Run(ctx context.Context, f Flags, ledger netif.Ledger, stderr io.Writer) int {
 	log := f.Log
+	daemon.HeapSamplingAtRest(f.Profiles.Addr != "")
 	if !f.Profiles.Serve(ctx, "vipstack vrrp", log, stderr) {
 		return 1
 	}
