@@ -328,6 +328,16 @@ func (b *bench) trial(v variant) (trialResult, error) {
 	if err != nil {
 		return r, err
 	}
+	// The nodes start as on freshly booted machines (procfs.EvictPageCache):
+	// a binary go build has just written sits in the page cache in large
+	// folios, which a fault maps whole.
+	exe := b.o.bin
+	if v.Impl == "keepalived" {
+		exe, _ = exec.LookPath("keepalived")
+	}
+	if err := procfs.EvictPageCache(exe); err != nil {
+		return r, err
+	}
 	var cmds []*exec.Cmd
 	for i, h := range topo.Hosts {
 		var cmd *exec.Cmd

@@ -15,9 +15,17 @@
 //   - CPU at rest: user + system time of the whole process group over
 //     -rest, once the second burst of gratuitous ARPs (5 s after takeover)
 //     is over;
-//   - RSS and PSS of the process group at the end of that window.
+//   - RSS and PSS of the process group at the end of that window (each
+//     binary evicted from the page cache before its start, as on a
+//     freshly booted node);
+//   - then (-crash, on by default) kill -9 of the process that runs the
+//     instances, keepalived's VRRP child or vipstack's engine: from the
+//     kill to every VIP on the interfaces again, after they were released
+//     (keepalived's parent starts a new child; vipstack's supervisor
+//     releases the engine's VIPs and starts a new engine).
 //
-// Targets (issue 32): each at most keepalived's (ratio <= 1.0).
+// Targets (issue 32): start-up, CPU and RSS each at most keepalived's
+// (ratio <= 1.0); PSS and the restart after a kill are reported.
 //
 // This program measures wall-clock time on purpose; nothing in it is a
 // state machine.

@@ -34,6 +34,7 @@ type options struct {
 	bin, markdown   string
 	prefix          string
 	keep, profile   bool
+	crash           bool
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -48,6 +49,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.markdown, "markdown", "", "write the results into the scale block of this Markdown `file` (docs/benchmarks.md)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the work directory (the file and the logs)")
 	fs.StringVar(&o.prefix, "prefix", "vvt", "prefix of the network namespace's name (and of the work directory's)")
+	fs.BoolVar(&o.crash, "crash", true, "after the rest window, kill -9 the process running the VRRP instances and time until every VIP is held again")
 	fs.BoolVar(&o.profile, "profile", false, "run vipstack with --pprof-addr and save its heap and goroutine profiles at the end of the rest window in the work directory (implies -keep)")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -176,6 +178,17 @@ func measure(impl string, o options, path, work string, holder *topoHolder, out 
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return r, err
 	}
+	// Each starts as on a freshly booted node (procfs.EvictPageCache): a
+	// binary go build has just written sits in the page cache in large
+	// folios, which a fault maps whole, and its processes' file-backed
+	// RSS read up to twice a deployed binary's.
+	exe := o.bin
+	if impl == "keepalived" {
+		exe, _ = exec.LookPath("keepalived")
+	}
+	if err := procfs.EvictPageCache(exe); err != nil {
+		return r, err
+	}
 	var cmd *exec.Cmd
 	if impl == "keepalived" {
 		cmd = h.Command("keepalived", "-n", "-l", "--vrrp", "-f", path,
@@ -231,7 +244,43 @@ func measure(impl string, o options, path, work string, holder *topoHolder, out 
 		return r, fmt.Errorf("at the end of the rest window %d of %d VIPs are held (%v)", held, o.vips, err)
 	}
 	fmt.Fprintf(out, "%s: CPU at rest %.2f%%, RSS %.1f MiB, PSS %.1f MiB (%d processes: %s)\n", impl, r.CPU, r.RSS, r.PSS, len(pids), strings.Join(r.Procs, "; "))
+	if o.crash {
+		if r.Restart, err = restartAfterKill(h, cmd.Process.Pid, o); err != nil {
+			return r, fmt.Errorf("after kill -9 of the VRRP process: %w", err)
+		}
+		fmt.Fprintf(out, "%s: kill -9 of the VRRP process: every VIP held again %.2f s later\n", impl, r.Restart.Seconds())
+	}
 	return r, nil
+}
+
+// restartAfterKill kills the process that runs the VRRP instances, the
+// child of the one the bench started (keepalived's VRRP child, which its
+// parent starts again; vipstack's engine, whose supervisor releases what
+// it held and starts it again), and returns how long until every VIP is
+// held again after they were released.
+func restartAfterKill(h *testnet.Host, leader int, o options) (time.Duration, error) {
+	victim := procfs.ChildOf(leader)
+	if victim == 0 {
+		return 0, fmt.Errorf("process %d has no child to kill", leader)
+	}
+	if err := syscall.Kill(victim, syscall.SIGKILL); err != nil {
+		return 0, fmt.Errorf("kill -9 %d: %w", victim, err)
+	}
+	start, least := time.Now(), o.vips
+	for {
+		held, err := countVIPs(h)
+		if err != nil {
+			return 0, err
+		}
+		least = min(least, held)
+		if least < o.vips && held == o.vips {
+			return time.Since(start), nil
+		}
+		if time.Since(start) > o.limit {
+			return 0, fmt.Errorf("%d of %d VIPs held %v after the kill (fewest seen: %d)", held, o.vips, o.limit, least)
+		}
+		time.Sleep(100 * time.Millisecond) // polling the interfaces
+	}
 }
 
 // countVIPs counts the VIPs (198.19.0.0/16) on h's interfaces. A dump
