@@ -181,13 +181,20 @@ func (c *statusCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(effectiveDesc, float64(s.Effective))
 		gauge(baseDesc, float64(s.BasePriority))
 		gauge(infoDesc, 1, strconv.Itoa(s.family), strconv.Itoa(s.Version), s.Mode)
-		seen := map[string]bool{}
+		// By map, not by searching the held list for each VIP: an
+		// ipfailover group of thousands made that a search of thousands
+		// for each, millions of comparisons a scrape.
+		held := make(map[string]bool, len(s.held))
+		for _, v := range s.held {
+			held[v] = true
+		}
+		seen := make(map[string]bool, len(s.VIPs))
 		for _, v := range s.VIPs {
 			if seen[v] {
 				continue
 			}
 			seen[v] = true
-			gauge(heldDesc, b2f(slices.Contains(s.held, v)), v)
+			gauge(heldDesc, b2f(held[v]), v)
 		}
 		// One series per check: a source listed twice (the instance's
 		// own interface also a track_interface) is up only if both are.
