@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vipstack/vipstack/internal/memtrim"
 	"github.com/vipstack/vipstack/internal/procfs"
 	"github.com/vipstack/vipstack/internal/supervise"
 	"github.com/vipstack/vipstack/internal/testutil"
@@ -53,7 +54,7 @@ func TestTrimHelperProcess(t *testing.T) {
 		os.Exit(0)
 	}
 	s := &supervise.Supervisor{Path: os.Args[0], Args: []string{"-test.run=^TestTrimHelperProcess$"},
-		Log: slog.New(slog.NewTextHandler(os.Stdout, nil))}
+		Log: slog.New(slog.NewTextHandler(os.Stdout, nil)), Settle: func() { memtrim.Settle(supervise.Headroom, os.Getenv) }}
 	os.Exit(s.Run(context.Background()))
 }
 
@@ -140,7 +141,7 @@ func TestSmallSupervisorOfItself(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestTrimHelperProcess$")
-	cmd.Env = append(os.Environ(), "VIPSTACK_TRIM_HELPER=1", supervise.EnvSupervisor+`={"logFormat":"text","logLevel":"info"}`)
+	cmd.Env = append(os.Environ(), "VIPSTACK_TRIM_HELPER=1", supervise.EnvSupervisor+`=format="text" level="info"`)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

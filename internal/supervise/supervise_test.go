@@ -17,10 +17,12 @@ func TestDescribe(t *testing.T) {
 		{name: "SIGKILL", script: "kill -KILL $$", want: "killed by SIGKILL"},
 		{name: "SIGSEGV", script: "kill -SEGV $$", want: "killed by SIGSEGV"},
 		{name: "exit 3", script: "exit 3", want: "exit status 3"},
+		{name: "SIGRTMIN", script: "kill -RTMIN $$", want: "killed by signal 34"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := exec.Command("/bin/sh", "-c", tc.script).Run()
-			if got := describe(err); got != tc.want {
+			cmd := exec.Command("/bin/sh", "-c", tc.script)
+			err := cmd.Run()
+			if got := describe(cmd.ProcessState, nil); got != tc.want {
 				t.Fatalf("describe(%v) = %q, want %q", err, got, tc.want)
 			}
 		})
