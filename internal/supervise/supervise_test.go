@@ -77,3 +77,13 @@ func TestSpecLogger(t *testing.T) {
 		})
 	}
 }
+
+// TestWithEnv: a variable set for a child replaces the supervisor's own
+// (a process reads the first of two), and the rest stays in order.
+func TestWithEnv(t *testing.T) {
+	got := withEnv([]string{"A=1", "GOGC=off", "B=x=y", "GOGCX=2", "EMPTY="}, "GOGC=50", "C=3")
+	want := []string{"A=1", "B=x=y", "GOGCX=2", "EMPTY=", "GOGC=50", "C=3"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("withEnv = %q, want %q", got, want)
+	}
+}
