@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 
+	"github.com/vipstack/vipstack/internal/memtrim"
 	"github.com/vipstack/vipstack/internal/supervise"
 )
 
@@ -30,7 +31,8 @@ func superviseSelf(ctx context.Context, log *slog.Logger, stderr io.Writer, sub 
 		fmt.Fprintf(stderr, "vipstack %s: cannot find my own executable for the supervisor: %v\n", sub, err)
 		return 1, true
 	}
-	sup := &supervise.Supervisor{Path: self, Args: append([]string{sub}, args...), Log: log, OnCrash: onCrash}
+	sup := &supervise.Supervisor{Path: self, Args: append([]string{sub}, args...), Log: log, OnCrash: onCrash,
+		Settle: func() { memtrim.Settle(supervise.Headroom, os.Getenv) }}
 	return sup.Run(ctx), true
 }
 

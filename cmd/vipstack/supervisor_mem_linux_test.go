@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vipstack/vipstack/internal/memtrim"
 	"github.com/vipstack/vipstack/internal/procfs"
 	"github.com/vipstack/vipstack/internal/supervise"
 	"github.com/vipstack/vipstack/internal/testutil"
@@ -48,12 +49,12 @@ func TestTrimHelperProcess(t *testing.T) {
 	if supervise.IsChild() {
 		term := make(chan os.Signal, 1)
 		signal.Notify(term, syscall.SIGTERM)
-		fmt.Printf("engine ready pid=%d\n", os.Getpid())
+		fmt.Printf("engine ready pid=%d GOGC=%q GOMEMLIMIT=%q\n", os.Getpid(), os.Getenv("GOGC"), os.Getenv("GOMEMLIMIT"))
 		<-term
 		os.Exit(0)
 	}
 	s := &supervise.Supervisor{Path: os.Args[0], Args: []string{"-test.run=^TestTrimHelperProcess$"},
-		Log: slog.New(slog.NewTextHandler(os.Stdout, nil))}
+		Log: slog.New(slog.NewTextHandler(os.Stdout, nil)), Settle: func() { memtrim.Settle(supervise.Headroom, os.Getenv) }}
 	os.Exit(s.Run(context.Background()))
 }
 
@@ -135,12 +136,14 @@ func exeResident(t *testing.T, pid int, exe string) int {
 // while it initialises, before the packages only its engine uses: it keeps
 // a fraction of the anonymous memory its engine, the same binary fully
 // initialised, does. A crash of the engine runs the clean-up process, then
-// a new engine.
+// a new engine. The collector settings ExecSupervisor gives the
+// supervisor (GOGC, GOMEMLIMIT) are not its engine's.
 func TestSmallSupervisorOfItself(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestTrimHelperProcess$")
-	cmd.Env = append(os.Environ(), "VIPSTACK_TRIM_HELPER=1", supervise.EnvSupervisor+`={"logFormat":"text","logLevel":"info"}`)
+	cmd.Env = append(os.Environ(), "VIPSTACK_TRIM_HELPER=1", "GOGC=off", "GOMEMLIMIT=13MiB",
+		supervise.EnvSupervisor+`=format="text" level="info" gcenv=true`)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -171,14 +174,16 @@ func TestSmallSupervisorOfItself(t *testing.T) {
 		return 0
 	}
 	engine := next("engine ready pid=")
+	if l := lines[len(lines)-1]; !strings.HasSuffix(l, `GOGC="" GOMEMLIMIT=""`) {
+		t.Errorf("the engine has the supervisor's collector settings: %q", l)
+	}
 	// The supervisor trims once its engine started, and a loaded machine
 	// may take a while to run it: read both again until the supervisor
-	// holds at most two thirds, for 20 s at most. Measured: 0.45-0.51
-	// (3.6-3.8 MB against 7.2-8.1): the supervisor still runs after the
-	// packages whose import paths sort before runtime/debug's and are
-	// ready before it (Go's initialisation order), about 500 of 1,300
-	// in vipstack, 1.2 MB of allocations here; one that initialised
-	// everything would hold as much as its engine.
+	// holds at most two thirds, for 20 s at most. Measured: 0.26 (2.1 MB
+	// against 8.0) since it runs after 31 packages (39 KB of allocations,
+	// TestSmallSupervisorRunsEarly); 0.45-0.51 when it ran after 198 (1.2
+	// MB); one that initialised everything would hold as much as its
+	// engine.
 	var sup, eng int
 	err = testutil.Poll(20*time.Second, func() error {
 		sup, eng = procKiB(t, cmd.Process.Pid, "RssAnon"), procKiB(t, engine, "RssAnon")

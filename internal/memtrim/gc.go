@@ -31,6 +31,15 @@ func CollectOnGrowth(headroom uint64, env func(string) string) {
 	debug.SetGCPercent(-1)
 }
 
+// Settle is for a supervisor that from now on only waits for its child:
+// the start-up's garbage goes back to the kernel at once
+// (debug.FreeOSMemory), and the collector runs only once the runtime's
+// memory grew by headroom (CollectOnGrowth).
+func Settle(headroom uint64, env func(string) string) {
+	debug.FreeOSMemory()
+	CollectOnGrowth(headroom, env)
+}
+
 // afterEachGC calls f after each collection until ctx is done, on the
 // goroutine that runs cleanups (runtime.AddCleanup): each call arms the
 // next on a new object, which the next collection finds unreachable. It

@@ -1,15 +1,12 @@
 package supervise
 
 import (
-	"log/slog"
 	"os"
 	"os/signal"
 	"sync"
 	"syscall"
 	"time"
 	"unsafe"
-
-	"golang.org/x/sys/unix"
 )
 
 // reaper reaps the orphans the kernel hands to this process. In a container
@@ -22,7 +19,7 @@ import (
 // helper ac: 8 zombies after 8 s of a script that leaves `sleep 0.3 &`
 // behind under vipstack, 0 under keepalived).
 //
-// The engine is the supervisor's child too, and exec.Cmd.Wait must get its
+// The engine is the supervisor's child too, and os.Process.Wait must get its
 // exit status: the reaper looks at an exited child without reaping it
 // (waitid WNOWAIT) and reaps it only if it is not the engine. The engine's
 // pid is set under the same lock, so an engine that exits at once is never
@@ -31,7 +28,7 @@ type reaper struct {
 	mu     sync.Mutex
 	engine int // pid of the running engine; 0 while none runs
 	reaped int
-	log    *slog.Logger
+	log    Logger
 }
 
 // start makes the engine's process (it calls startEngine with the lock
@@ -74,8 +71,8 @@ func (r *reaper) reap() {
 		if !ok || pid == r.engine {
 			return // none, or the engine: its Wait reaps it, and the next round sees the rest
 		}
-		var ws unix.WaitStatus
-		if got, err := unix.Wait4(pid, &ws, unix.WNOHANG, nil); err != nil || got != pid {
+		var ws syscall.WaitStatus
+		if got, err := syscall.Wait4(pid, &ws, syscall.WNOHANG, nil); err != nil || got != pid {
 			return
 		}
 		r.reaped++
@@ -85,11 +82,18 @@ func (r *reaper) reap() {
 	}
 }
 
+// siginfo is room for Linux's siginfo_t (128 bytes), aligned as it is.
+type siginfo [16]uint64
+
 // exitedChild returns the pid of a child that has exited, leaving it
-// unreaped.
+// unreaped: waitid(P_ALL, 0, &info, WEXITED|WNOHANG|WNOWAIT), which the
+// syscall package does not wrap.
 func exitedChild() (int, bool) {
-	var info unix.Siginfo
-	if err := unix.Waitid(unix.P_ALL, 0, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil); err != nil {
+	const pAll = 0
+	var info siginfo
+	_, _, e := syscall.Syscall6(syscall.SYS_WAITID, pAll, 0, uintptr(unsafe.Pointer(&info)),
+		syscall.WEXITED|syscall.WNOHANG|syscall.WNOWAIT, 0, 0)
+	if e != 0 {
 		return 0, false // ECHILD: no children at all
 	}
 	pid := siginfoPid(&info)
@@ -98,7 +102,7 @@ func exitedChild() (int, bool) {
 
 // siginfoPid reads si_pid, the first field of siginfo_t's union, which
 // starts after three ints, aligned to a pointer.
-func siginfoPid(info *unix.Siginfo) int {
+func siginfoPid(info *siginfo) int {
 	const align = unsafe.Alignof(uintptr(0))
 	off := (3*unsafe.Sizeof(int32(0)) + align - 1) &^ (align - 1)
 	return int(*(*int32)(unsafe.Add(unsafe.Pointer(info), off)))

@@ -126,7 +126,7 @@ func TestReapLeavesTheEngine(t *testing.T) {
 	}
 	r.reap()
 	err := cmd.Wait()
-	if code := exitCode(err); code != 7 {
+	if code := exitCode(cmd.ProcessState, nil); code != 7 {
 		t.Fatalf("the engine's Wait after a reap: %v (code %d), want exit status 7", err, code)
 	}
 }

@@ -2,24 +2,20 @@ package supervise
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
-	"log/slog"
 	"os"
-	"os/exec"
 	"os/signal"
+	"strconv"
 	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // EnvSupervisor, in a vipstack process's environment, makes that process
 // the supervisor of the command in its own arguments while the binary
 // initialises, before the packages only that command uses (package
-// supervise/early). Its value is a Spec in JSON; ExecSupervisor sets it.
+// supervise/early). Its value is a Spec as MarshalText encodes it;
+// ExecSupervisor sets it.
 const EnvSupervisor = "VIPSTACK_SUPERVISOR"
 
 // EnvCleanup marks the short-lived process that such a supervisor runs
@@ -34,15 +30,27 @@ const cleanupTimeout = 30 * time.Second
 // Spec is what a supervisor started through EnvSupervisor takes from the
 // command that started it: how that command logs, and what it holds.
 type Spec struct {
-	LogFormat string   `json:"logFormat"`          // text or json
-	LogLevel  string   `json:"logLevel"`           // debug, info, warn or error
-	LogAttrs  []string `json:"logAttrs,omitempty"` // key, value, ...
+	LogFormat string   // text or json
+	LogLevel  string   // debug, info, warn or error
+	LogAttrs  []string // key, value, ...
 	// KeepFD, when over 2, is a descriptor the command opened that the
 	// supervisor keeps open for its whole life, passed through the exec
 	// (vipstack ipfailover's claim of its pool's name); its children do
 	// not inherit it.
-	KeepFD int `json:"keepFD,omitempty"`
+	KeepFD int
+
+	// gcEnv says that the collector settings in the supervisor's
+	// environment (GOGC, GOMEMLIMIT) are ExecSupervisor's, not for its
+	// children.
+	gcEnv bool
 }
+
+// smallHeld is about what the Go runtime of the small supervisor holds
+// once its engine started (/memory/classes/total:bytes less what was
+// released: 5.1-5.4 MB measured, 2026-11-30). Its GOMEMLIMIT is that plus Headroom: what
+// memtrim.CollectOnGrowth would set, which it cannot call (it would
+// import runtime/debug, and with it fmt).
+const smallHeld = 5 << 20
 
 // IsCleanup reports whether this process is the clean-up after a crash
 // that a supervisor started through EnvSupervisor runs.
@@ -58,25 +66,52 @@ func ExecSupervisor(spec Spec) error {
 	}
 	self, err := os.Executable()
 	if err != nil {
-		return fmt.Errorf("cannot find my own executable: %w", err)
-	}
-	b, err := json.Marshal(spec)
-	if err != nil {
-		return err
+		return &opError{op: "cannot find my own executable", err: err}
 	}
 	if spec.KeepFD > 2 {
 		// Go opens every descriptor close-on-exec.
-		if _, err := unix.FcntlInt(uintptr(spec.KeepFD), unix.F_SETFD, 0); err != nil {
-			return fmt.Errorf("keep descriptor %d open through the exec: %w", spec.KeepFD, err)
+		if err := fcntl(spec.KeepFD, syscall.F_SETFD, 0); err != nil {
+			return &opError{op: "keep descriptor " + strconv.Itoa(spec.KeepFD) + " open through the exec", err: err}
 		}
 	}
-	env := append(os.Environ(), EnvSupervisor+"="+string(b))
+	env := os.Environ()
+	if os.Getenv("GOGC") == "" && os.Getenv("GOMEMLIMIT") == "" {
+		// The small supervisor allocates little: it collects when it grew
+		// by Headroom, not every two minutes (each collection maps pages
+		// back, see memtrim.CollectOnGrowth). GOGC or GOMEMLIMIT set by
+		// the user wins, as there.
+		spec.gcEnv = true
+		env = withEnv(env, "GOGC=off", "GOMEMLIMIT="+strconv.Itoa(smallHeld+Headroom))
+	}
+	b, err := spec.MarshalText()
+	if err != nil {
+		return err
+	}
+	env = withEnv(env, EnvSupervisor+"="+string(b))
 	err = syscall.Exec(self, os.Args, env) // returns only when it failed
 	if spec.KeepFD > 2 {
 		syscall.CloseOnExec(spec.KeepFD)
 	}
 	if err != nil {
-		return fmt.Errorf("exec %s: %w", self, err)
+		return &os.PathError{Op: "exec", Path: self, Err: err}
+	}
+	return nil
+}
+
+// opError is err with what failed, as fmt.Errorf("%s: %w", op, err)
+// makes it (this package does without fmt: see lineLogger).
+type opError struct {
+	op  string
+	err error
+}
+
+func (e *opError) Error() string { return e.op + ": " + e.err.Error() }
+func (e *opError) Unwrap() error { return e.err }
+
+// fcntl runs fcntl(2) on fd.
+func fcntl(fd, cmd, arg int) error {
+	if _, _, e := syscall.Syscall(syscall.SYS_FCNTL, uintptr(fd), uintptr(cmd), uintptr(arg)); e != 0 {
+		return e
 	}
 	return nil
 }
@@ -93,19 +128,25 @@ func RunFromEnv() (code int, ok bool) {
 	}
 	os.Unsetenv(EnvSupervisor) // not for the child nor the clean-up
 	var spec Spec
-	if err := json.Unmarshal([]byte(v), &spec); err != nil {
-		fmt.Fprintf(os.Stderr, "vipstack: %s=%q: %v\n", EnvSupervisor, v, err)
+	if err := spec.UnmarshalText([]byte(v)); err != nil {
+		os.Stderr.WriteString("vipstack: " + EnvSupervisor + "=" + strconv.Quote(v) + ": " + err.Error() + "\n")
 		return 1, true
+	}
+	if spec.gcEnv {
+		// Read by this process's runtime as it started; not for the
+		// engine nor the clean-up.
+		os.Unsetenv("GOGC")
+		os.Unsetenv("GOMEMLIMIT")
 	}
 	log, err := spec.logger(os.Stderr)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "vipstack: %s: %v\n", EnvSupervisor, err)
+		os.Stderr.WriteString("vipstack: " + EnvSupervisor + ": " + err.Error() + "\n")
 		return 1, true
 	}
 	if spec.KeepFD > 2 {
 		// Held until this process ends; not for the engine nor the
 		// clean-up.
-		if _, err := unix.FcntlInt(uintptr(spec.KeepFD), unix.F_GETFD, 0); err != nil {
+		if err := fcntl(spec.KeepFD, syscall.F_GETFD, 0); err != nil {
 			log.Error("supervisor: the descriptor to keep is not open", "fd", spec.KeepFD, "err", err)
 			return 1, true
 		}
@@ -125,40 +166,37 @@ func RunFromEnv() (code int, ok bool) {
 
 // cleanUp runs `self ARGS...` with EnvCleanup set and waits for it, at
 // most cleanupTimeout.
-func cleanUp(self string, args []string, log *slog.Logger) {
-	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, self, args...)
-	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
-	cmd.Env = append(os.Environ(), EnvCleanup+"=1")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Run(); err != nil {
+func cleanUp(self string, args []string, log Logger) {
+	p, err := startProcess(self, args, withEnv(os.Environ(), EnvCleanup+"=1"), nil, syscall.SIGKILL)
+	if err != nil {
+		log.Error("supervisor: releasing what the engine held failed", "err", err)
+		return
+	}
+	kill := time.AfterFunc(cleanupTimeout, func() { _ = p.Kill() })
+	ps, err := p.Wait()
+	if !kill.Stop() && err == nil {
+		err = errors.New("killed after " + cleanupTimeout.String())
+	}
+	if err == nil && !ps.Success() {
+		err = errors.New(describe(ps, nil))
+	}
+	if err != nil {
 		log.Error("supervisor: releasing what the engine held failed", "err", err)
 	}
 }
 
-// logger is the logger spec describes, on w.
-func (s Spec) logger(w io.Writer) (*slog.Logger, error) {
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(s.LogLevel)); err != nil {
-		return nil, fmt.Errorf("log level %q: want debug, info, warn or error", s.LogLevel)
+// logger is the logger spec describes, on w: the lines slog's text or
+// JSON handler would print, at its level, with its attributes.
+func (s Spec) logger(w io.Writer) (*lineLogger, error) {
+	l, err := parseLevel(s.LogLevel)
+	if err != nil {
+		return nil, err
 	}
 	if len(s.LogAttrs)%2 != 0 {
 		return nil, errors.New("log attributes: want key, value pairs")
 	}
-	o := &slog.HandlerOptions{Level: l}
-	var h slog.Handler
-	switch s.LogFormat {
-	case "text":
-		h = slog.NewTextHandler(w, o)
-	case "json":
-		h = slog.NewJSONHandler(w, o)
-	default:
-		return nil, fmt.Errorf("log format %q: want text or json", s.LogFormat)
+	if s.LogFormat != "text" && s.LogFormat != "json" {
+		return nil, errors.New("log format " + strconv.Quote(s.LogFormat) + ": want text or json")
 	}
-	attrs := make([]any, len(s.LogAttrs))
-	for i, a := range s.LogAttrs {
-		attrs[i] = a
-	}
-	return slog.New(h).With(attrs...), nil
+	return &lineLogger{w: w, json: s.LogFormat == "json", level: l, attrs: s.LogAttrs, now: time.Now}, nil
 }

@@ -1,22 +1,19 @@
 package supervise
 
+// The small supervisor runs this from the initialisation, and every
+// package a package imports is initialised before it: only light ones
+// here (no fmt, log/slog, os/exec, x/sys/unix, runtime/debug, not even
+// strings: see text.go; docs/design/memory.md).
 import (
 	"context"
-	"errors"
-	"fmt"
-	"log/slog"
 	"os"
-	"os/exec"
 	"os/signal"
 	"runtime"
-	"runtime/debug"
 	"strconv"
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
-	"github.com/vipstack/vipstack/internal/memtrim"
+	"github.com/vipstack/vipstack/internal/memtrim/pages"
 )
 
 // EnvChild marks the child process; its value is the supervisor's PID.
@@ -27,9 +24,10 @@ const EnvChild = "VIPSTACK_SUPERVISED"
 // with it instead of starting the child again.
 const ExitConfig = 2
 
-// supervisorHeadroom is how much the supervisor's memory may grow after
-// its start before the Go collector runs (see memtrim.CollectOnGrowth).
-const supervisorHeadroom = 8 << 20
+// Headroom is how much a supervisor's memory may grow after its start
+// before the Go collector runs (memtrim.CollectOnGrowth in a Settle; the
+// small supervisor's GOMEMLIMIT, see ExecSupervisor).
+const Headroom = 8 << 20
 
 // A Go program ends on SIGHUP until it asks for the signal (the commands
 // do once their configuration is read), and a child killed that way is a
@@ -67,17 +65,16 @@ func HUPReady() (early bool) {
 	return early
 }
 
-// hupReadyPipe gives cmd a descriptor to say it handles SIGHUP on; after
-// the start, watch closes the supervisor's copy of the writing end and
-// returns a channel closed when the child wrote or exited.
-func hupReadyPipe(cmd *exec.Cmd) (watch func() <-chan struct{}, err error) {
+// hupReadyPipe is a pipe for a child to say it handles SIGHUP on: the
+// child gets w (at descriptor 3, which EnvHUPReady names); after the
+// start, watch closes the supervisor's copy of w and returns a channel
+// closed when the child wrote or exited.
+func hupReadyPipe() (w *os.File, watch func() <-chan struct{}, err error) {
 	r, w, err := os.Pipe()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	cmd.ExtraFiles = append(cmd.ExtraFiles, w)
-	cmd.Env = append(cmd.Env, fmt.Sprintf("%s=%d", EnvHUPReady, 2+len(cmd.ExtraFiles)))
-	return func() <-chan struct{} {
+	return w, func() <-chan struct{} {
 		w.Close()
 		ready := make(chan struct{})
 		go func() {
@@ -89,6 +86,49 @@ func hupReadyPipe(cmd *exec.Cmd) (watch func() <-chan struct{}, err error) {
 	}, nil
 }
 
+// startProcess starts path with args (without argv[0]) and env, its
+// standard input /dev/null, its output and errors this process's, extra
+// (if not nil) at descriptor 3, and deathSig sent to it when this process
+// dies.
+func startProcess(path string, args, env []string, extra *os.File, deathSig syscall.Signal) (*os.Process, error) {
+	null, err := os.Open(os.DevNull)
+	if err != nil {
+		return nil, err
+	}
+	defer null.Close()
+	files := []*os.File{null, os.Stdout, os.Stderr}
+	if extra != nil {
+		files = append(files, extra)
+	}
+	return os.StartProcess(path, append([]string{path}, args...), &os.ProcAttr{
+		Env: env, Files: files, Sys: &syscall.SysProcAttr{Pdeathsig: deathSig}})
+}
+
+// withEnv is env with each of kvs ("KEY=value") set, replacing any entry
+// of the same key (a process reads the first of duplicates).
+func withEnv(env []string, kvs ...string) []string {
+	out := make([]string, 0, len(env)+len(kvs))
+	for _, e := range env {
+		k, _, _ := cut(e, '=')
+		keep := true
+		for _, kv := range kvs {
+			if kk, _, _ := cut(kv, '='); kk == k {
+				keep = false
+			}
+		}
+		if keep {
+			out = append(out, e)
+		}
+	}
+	return append(out, kvs...)
+}
+
+// waited is what os.Process.Wait returned.
+type waited struct {
+	ps  *os.ProcessState
+	err error
+}
+
 // IsChild reports whether this process runs under a supervisor.
 func IsChild() bool { return os.Getenv(EnvChild) != "" }
 
@@ -96,7 +136,7 @@ func IsChild() bool { return os.Getenv(EnvChild) != "" }
 type Supervisor struct {
 	Path string   // executable
 	Args []string // arguments, without argv[0]
-	Log  *slog.Logger
+	Log  Logger   // a *slog.Logger, or the small supervisor's lineLogger
 	// OnCrash runs right after the child died without being asked to (a
 	// signal or a non-zero exit), before any restart. It releases what the
 	// child held.
@@ -110,6 +150,13 @@ type Supervisor struct {
 	// child (see reaper). It always does when it is process 1, the only
 	// process orphans are handed to unless another is a subreaper.
 	Reap bool
+	// Settle, if set, runs once, after the first child started and the
+	// wait for it began, before the supervisor drops the pages of its
+	// executable: it gives back the start-up's heap and sets the collector
+	// for a process that from then on only waits (memtrim.Settle). Nil
+	// runs a collection: the small supervisor's collector is set through
+	// its environment (ExecSupervisor), as it cannot import runtime/debug.
+	Settle func()
 }
 
 // Run starts the child and keeps it running until ctx is done (or SIGTERM /
@@ -138,27 +185,31 @@ func (s *Supervisor) Run(ctx context.Context) int {
 	trimmed := false
 	for {
 		started := time.Now()
-		cmd := exec.Command(s.Path, s.Args...)
-		cmd.Stdin, cmd.Stdout, cmd.Stderr = nil, os.Stdout, os.Stderr
-		cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d", EnvChild, os.Getpid()))
-		// If the supervisor itself dies, the engine stops gracefully.
-		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
-		watchReady, err := hupReadyPipe(cmd)
+		w, watchReady, err := hupReadyPipe()
+		var proc *os.Process
 		if err == nil {
+			env := withEnv(os.Environ(), EnvChild+"="+strconv.Itoa(os.Getpid()), EnvHUPReady+"=3")
 			err = r.start(func() (int, error) {
-				if err := cmd.Start(); err != nil {
+				// If the supervisor itself dies, the engine stops gracefully.
+				p, err := startProcess(s.Path, s.Args, env, w, syscall.SIGTERM)
+				if err != nil {
+					w.Close()
 					return 0, err
 				}
-				return cmd.Process.Pid, nil
+				proc = p
+				return p.Pid, nil
 			})
 		}
 		if err != nil {
 			s.Log.Error("supervisor: cannot start the engine", "err", err)
 			return 1
 		}
-		s.Log.Info("supervisor: engine started", "pid", cmd.Process.Pid)
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
+		s.Log.Info("supervisor: engine started", "pid", proc.Pid)
+		done := make(chan waited, 1)
+		go func() {
+			ps, err := proc.Wait()
+			done <- waited{ps, err}
+		}()
 		if !trimmed {
 			trimmed = true
 			s.trim()
@@ -168,20 +219,21 @@ func (s *Supervisor) Run(ctx context.Context) int {
 		ready := watchReady()
 		var heldHUP <-chan time.Time // a SIGHUP held until the child is ready, at most hupHold after the start
 		held := false
+		var end waited
 	wait:
 		for {
 			select {
-			case err = <-done:
+			case end = <-done:
 				break wait
 			case <-ready:
 				ready = nil
 				if held {
 					held, heldHUP = false, nil
-					_ = cmd.Process.Signal(syscall.SIGHUP)
+					_ = proc.Signal(syscall.SIGHUP)
 				}
 			case <-heldHUP:
 				held, heldHUP = false, nil
-				_ = cmd.Process.Signal(syscall.SIGHUP)
+				_ = proc.Signal(syscall.SIGHUP)
 			case sig := <-sigs:
 				if sig == syscall.SIGHUP {
 					if ready != nil {
@@ -190,32 +242,32 @@ func (s *Supervisor) Run(ctx context.Context) int {
 						}
 						continue
 					}
-					_ = cmd.Process.Signal(syscall.SIGHUP)
+					_ = proc.Signal(syscall.SIGHUP)
 					continue
 				}
 				stopping = true
-				_ = cmd.Process.Signal(syscall.SIGTERM)
+				_ = proc.Signal(syscall.SIGTERM)
 				select {
-				case err = <-done:
+				case end = <-done:
 				case <-time.After(s.StopTimeout):
 					s.Log.Error("supervisor: engine did not stop in time; killing it", "timeout", s.StopTimeout)
-					_ = cmd.Process.Kill()
-					err = <-done
+					_ = proc.Kill()
+					end = <-done
 				}
 				break wait
 			case <-ctx.Done():
 				stopping = true
-				_ = cmd.Process.Signal(syscall.SIGTERM)
+				_ = proc.Signal(syscall.SIGTERM)
 				select {
-				case err = <-done:
+				case end = <-done:
 				case <-time.After(s.StopTimeout):
-					_ = cmd.Process.Kill()
-					err = <-done
+					_ = proc.Kill()
+					end = <-done
 				}
 				break wait
 			}
 		}
-		code := exitCode(err)
+		code := exitCode(end.ps, end.err)
 		if stopping && code == 0 {
 			return 0
 		}
@@ -227,13 +279,13 @@ func (s *Supervisor) Run(ctx context.Context) int {
 			// A configuration the engine refuses: starting it again would
 			// fail the same way, in a loop that hides the error behind a
 			// running process.
-			s.Log.Error("supervisor: the engine refused its configuration; not restarting it", "pid", cmd.Process.Pid, "status", describe(err))
+			s.Log.Error("supervisor: the engine refused its configuration; not restarting it", "pid", proc.Pid, "status", describe(end.ps, end.err))
 			if s.OnCrash != nil {
 				s.OnCrash() // it should hold nothing; make sure
 			}
 			return ExitConfig
 		}
-		s.Log.Error("supervisor: engine died; releasing what it held", "pid", cmd.Process.Pid, "status", describe(err))
+		s.Log.Error("supervisor: engine died; releasing what it held", "pid", proc.Pid, "status", describe(end.ps, end.err))
 		if s.OnCrash != nil {
 			s.OnCrash()
 		}
@@ -263,41 +315,63 @@ func (s *Supervisor) Run(ctx context.Context) int {
 // so that the pages those touch once go too (internal/memtrim).
 func (s *Supervisor) trim() {
 	runtime.Gosched() // the wait starts
-	debug.FreeOSMemory()
-	// A supervisor allocates little: collect when it grew, not every two
-	// minutes (each collection maps pages back).
-	memtrim.CollectOnGrowth(supervisorHeadroom, os.Getenv)
-	if _, err := memtrim.Executable(); err != nil {
+	if s.Settle != nil {
+		s.Settle()
+	} else {
+		runtime.GC()
+	}
+	if _, err := pages.Executable(); err != nil {
 		s.Log.Debug("supervisor: giving back the start-up's pages", "err", err)
 	}
 }
 
-func exitCode(err error) int {
-	if err == nil {
-		return 0
+// exitCode is the exit code a shell would give for a child that ended
+// as ps says: its exit status, or 128 plus the signal that killed it; 1
+// when waiting for it failed.
+func exitCode(ps *os.ProcessState, err error) int {
+	if err != nil || ps == nil {
+		return 1
 	}
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			return 128 + int(ws.Signal())
-		}
-		return ee.ExitCode()
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
 	}
-	return 1
+	return ps.ExitCode()
 }
 
-func describe(err error) string {
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			// The signal's String() is its description ("killed"); the
-			// log wants its name.
-			if name := unix.SignalName(ws.Signal()); name != "" {
-				return "killed by " + name
-			}
-			return fmt.Sprintf("killed by signal %d", int(ws.Signal()))
-		}
-		return fmt.Sprintf("exit status %d", ee.ExitCode())
+// describe says how a child ended, for the log: "exit status 3", or
+// "killed by SIGKILL" (the signal's name; its String is a description).
+func describe(ps *os.ProcessState, err error) string {
+	switch {
+	case err != nil:
+		return err.Error()
+	case ps == nil:
+		return "not waited for"
 	}
-	return fmt.Sprint(err)
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return "killed by " + signalName(ws.Signal())
+	}
+	return "exit status " + strconv.Itoa(ps.ExitCode())
+}
+
+// signalName is a signal's name, "SIGKILL"; "signal N" for one without
+// a name (real-time signals).
+func signalName(sig syscall.Signal) string {
+	for _, n := range []struct {
+		sig  syscall.Signal
+		name string
+	}{
+		{syscall.SIGHUP, "SIGHUP"}, {syscall.SIGINT, "SIGINT"}, {syscall.SIGQUIT, "SIGQUIT"}, {syscall.SIGILL, "SIGILL"},
+		{syscall.SIGTRAP, "SIGTRAP"}, {syscall.SIGABRT, "SIGABRT"}, {syscall.SIGBUS, "SIGBUS"}, {syscall.SIGFPE, "SIGFPE"},
+		{syscall.SIGKILL, "SIGKILL"}, {syscall.SIGUSR1, "SIGUSR1"}, {syscall.SIGSEGV, "SIGSEGV"}, {syscall.SIGUSR2, "SIGUSR2"},
+		{syscall.SIGPIPE, "SIGPIPE"}, {syscall.SIGALRM, "SIGALRM"}, {syscall.SIGTERM, "SIGTERM"}, {syscall.SIGSTKFLT, "SIGSTKFLT"},
+		{syscall.SIGCHLD, "SIGCHLD"}, {syscall.SIGCONT, "SIGCONT"}, {syscall.SIGSTOP, "SIGSTOP"}, {syscall.SIGTSTP, "SIGTSTP"},
+		{syscall.SIGTTIN, "SIGTTIN"}, {syscall.SIGTTOU, "SIGTTOU"}, {syscall.SIGURG, "SIGURG"}, {syscall.SIGXCPU, "SIGXCPU"},
+		{syscall.SIGXFSZ, "SIGXFSZ"}, {syscall.SIGVTALRM, "SIGVTALRM"}, {syscall.SIGPROF, "SIGPROF"}, {syscall.SIGWINCH, "SIGWINCH"},
+		{syscall.SIGIO, "SIGIO"}, {syscall.SIGPWR, "SIGPWR"}, {syscall.SIGSYS, "SIGSYS"},
+	} {
+		if n.sig == sig {
+			return n.name
+		}
+	}
+	return "signal " + strconv.Itoa(int(sig))
 }

@@ -17,10 +17,12 @@ func TestDescribe(t *testing.T) {
 		{name: "SIGKILL", script: "kill -KILL $$", want: "killed by SIGKILL"},
 		{name: "SIGSEGV", script: "kill -SEGV $$", want: "killed by SIGSEGV"},
 		{name: "exit 3", script: "exit 3", want: "exit status 3"},
+		{name: "SIGRTMIN", script: "kill -RTMIN $$", want: "killed by signal 34"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := exec.Command("/bin/sh", "-c", tc.script).Run()
-			if got := describe(err); got != tc.want {
+			cmd := exec.Command("/bin/sh", "-c", tc.script)
+			err := cmd.Run()
+			if got := describe(cmd.ProcessState, nil); got != tc.want {
 				t.Fatalf("describe(%v) = %q, want %q", err, got, tc.want)
 			}
 		})
@@ -73,5 +75,15 @@ func TestSpecLogger(t *testing.T) {
 				t.Fatalf("logged:\n%s\nwant:\n%s", got.String(), tc.want)
 			}
 		})
+	}
+}
+
+// TestWithEnv: a variable set for a child replaces the supervisor's own
+// (a process reads the first of two), and the rest stays in order.
+func TestWithEnv(t *testing.T) {
+	got := withEnv([]string{"A=1", "GOGC=off", "B=x=y", "GOGCX=2", "EMPTY="}, "GOGC=50", "C=3")
+	want := []string{"A=1", "B=x=y", "GOGCX=2", "EMPTY=", "GOGC=50", "C=3"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("withEnv = %q, want %q", got, want)
 	}
 }

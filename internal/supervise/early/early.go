@@ -11,12 +11,18 @@ import (
 	"github.com/vipstack/vipstack/internal/supervise"
 )
 
-// reloads are the commands that take SIGHUP as a reload: from here on a
-// SIGHUP does not end them while they start (supervise.CatchHUPEarly).
-var reloads = map[string]bool{"node": true, "lb": true, "dns": true, "vrrp": true, "ipfailover": true}
+// reloads reports whether command takes SIGHUP as a reload: from here on
+// a SIGHUP does not end it while it starts (supervise.CatchHUPEarly).
+func reloads(command string) bool {
+	switch command {
+	case "node", "lb", "dns", "vrrp", "ipfailover":
+		return true
+	}
+	return false
+}
 
 func init() {
-	if len(os.Args) > 1 && reloads[os.Args[1]] {
+	if len(os.Args) > 1 && reloads(os.Args[1]) {
 		supervise.CatchHUPEarly()
 	}
 	if code, ok := supervise.RunFromEnv(); ok {
