@@ -17,6 +17,7 @@ import (
 
 	"github.com/vipstack/vipstack/internal/daemon"
 	"github.com/vipstack/vipstack/internal/ipfailover"
+	"github.com/vipstack/vipstack/internal/ipfailover/bgpmode"
 	"github.com/vipstack/vipstack/internal/metrics"
 	"github.com/vipstack/vipstack/internal/netif"
 	"github.com/vipstack/vipstack/internal/supervise"
@@ -165,7 +166,7 @@ func parseIPFailoverFlags(args []string, stderr io.Writer) (f ipfailoverFlags, c
 		f.log.Warn(w)
 	}
 	f.opts = ipfailover.Options{Spec: spec, Version: *vrrpVersion, AdvertInterval: *advert, AnnounceRate: *announceRate,
-		VRIDProbe: *vridProbe, BGPStopKeepsRoutes: *keepRoutes, Logger: f.log}
+		VRIDProbe: *vridProbe, BGPStopKeepsRoutes: *keepRoutes, BGP: bgpmode.Mode{}, Logger: f.log}
 	if *keepRoutes && (spec.BGP == nil || spec.BGP.GracefulRestart == 0) {
 		fmt.Fprintf(stderr, "vipstack ipfailover: --bgp-stop-keeps-routes needs BGP with graceful restart (%s and %s): without it the routers drop the routes when the sessions close\n",
 			ipfailover.EnvBGPASN, ipfailover.EnvBGPGracefulRestart)
