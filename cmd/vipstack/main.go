@@ -12,8 +12,9 @@ import (
 	"syscall"
 
 	// The small supervisor of `vipstack node`, `vrrp` and `ipfailover`
-	// runs from its initialisation, and so does the engine of `vrrp`
-	// under it (docs/design/memory.md).
+	// runs from its initialisation, and so does the engine of `vrrp` and
+	// `ipfailover` (VRRP mode) under it (docs/design/memory.md).
+	_ "github.com/vipstack/vipstack/internal/ipfailoverd/early"
 	_ "github.com/vipstack/vipstack/internal/supervise/early"
 	"github.com/vipstack/vipstack/internal/version"
 	_ "github.com/vipstack/vipstack/internal/vrrpd/early"

@@ -17,6 +17,8 @@ import (
 	"github.com/osrg/gobgp/v3/pkg/server"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
+
+	"github.com/vipstack/vipstack/internal/bgpconfig"
 )
 
 // GoBGP is a Router backed by an in-process GoBGP server (no gRPC).
@@ -290,7 +292,7 @@ func path(r Route, nextHop netip.Addr, prependASN uint32) (*api.Path, error) {
 	if len(r.Communities) > 0 {
 		var cs []uint32
 		for _, s := range r.Communities {
-			c, err := parseCommunity(s)
+			c, err := bgpconfig.ParseCommunity(s)
 			if err != nil {
 				return nil, err
 			}
@@ -301,7 +303,7 @@ func path(r Route, nextHop netip.Addr, prependASN uint32) (*api.Path, error) {
 	if len(r.LargeCommunities) > 0 {
 		var cs []*api.LargeCommunity
 		for _, s := range r.LargeCommunities {
-			c, err := parseLargeCommunity(s)
+			c, err := bgpconfig.ParseLargeCommunity(s)
 			if err != nil {
 				return nil, err
 			}

@@ -114,15 +114,3 @@ func Plan(routes []Route, demote *Demotion, verdicts []Verdict, announced map[ne
 	}
 	return ops, st
 }
-
-// Equal reports whether a and b announce the same path attributes.
-func (a Attributes) Equal(b Attributes) bool {
-	eqp := func(x, y *uint32) bool {
-		if x == nil || y == nil {
-			return x == y
-		}
-		return *x == *y
-	}
-	return slices.Equal(a.Communities, b.Communities) && slices.Equal(a.LargeCommunities, b.LargeCommunities) &&
-		eqp(a.LocalPref, b.LocalPref) && eqp(a.MED, b.MED) && a.Prepend == b.Prepend
-}

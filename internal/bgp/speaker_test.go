@@ -476,3 +476,14 @@ func TestSpeakerDemotion(t *testing.T) {
 		}
 	})
 }
+
+func validConfig() Config {
+	return Config{
+		ASN:      64512,
+		RouterID: netip.MustParseAddr("198.18.1.10"),
+		Peers: []Peer{
+			{Address: netip.MustParseAddr("198.18.1.1"), ASN: 64500},
+		},
+		Routes: []Route{{VIP: netip.MustParseAddr("198.19.0.10")}},
+	}
+}

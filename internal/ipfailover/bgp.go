@@ -9,14 +9,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/vipstack/vipstack/internal/bgp"
-	"github.com/vipstack/vipstack/internal/cluster"
+	"github.com/vipstack/vipstack/internal/bgpconfig"
 )
 
 // vipstack's BGP mode (not the image's): with OPENSHIFT_HA_BGP_ASN set,
 // every node whose check passes announces every VIP of the pool as a host
-// route to its BGP peers (package bgp), instead of one node holding each
-// VIP by VRRP.
+// route to its BGP peers, instead of one node holding each VIP by VRRP.
+// The pool runs it through Options.BGP (package ipfailover/bgpmode).
 const (
 	EnvBGPASN             = "OPENSHIFT_HA_BGP_ASN"
 	EnvBGPPeers           = "OPENSHIFT_HA_BGP_PEERS"
@@ -57,7 +56,7 @@ func bgpVars() []Var {
 
 // BGPSettings are the pool's BGP variables, validated. What depends on
 // the node (which peers it reaches, its source addresses, its router ID)
-// is filled in by NodeBGP.
+// is filled in by bgpmode.NodeBGP.
 type BGPSettings struct {
 	ASN, PeerASN uint32
 	Peers        []netip.AddrPort // port 0: 179
@@ -66,9 +65,9 @@ type BGPSettings struct {
 	Multihop     int
 	// GracefulRestart is the restart time; 0 is off.
 	GracefulRestart time.Duration
-	BFD             *bgp.BFD // nil: no BFD
+	BFD             *bgpconfig.BFD // nil: no BFD
 	// Attributes go on every VIP's route.
-	Attributes bgp.Attributes
+	Attributes bgpconfig.Attributes
 }
 
 // VRRPOnly are the variables that configure only VRRP: with BGP they have
@@ -109,7 +108,7 @@ func (p *parser) parseBGP(s *Spec) {
 	b.Multihop = p.intIn(EnvBGPMultihop, 0, 255, "a TTL from 1 to 255, or 0 (directly connected)")
 	b.GracefulRestart = time.Duration(p.intIn(EnvBGPGracefulRestart, 0, 4095, "whole seconds from 1 to 4095, or 0 (off)")) * time.Second
 	if val, _ := p.get(EnvBGPBFDInterval); val != "" {
-		b.BFD = &bgp.BFD{Interval: time.Duration(p.intIn(EnvBGPBFDInterval, 10, 60000, "milliseconds from 10 to 60000")) * time.Millisecond, Multiplier: 3}
+		b.BFD = &bgpconfig.BFD{Interval: time.Duration(p.intIn(EnvBGPBFDInterval, 10, 60000, "milliseconds from 10 to 60000")) * time.Millisecond, Multiplier: 3}
 		if m, _ := p.get(EnvBGPBFDMultiplier); m != "" {
 			b.BFD.Multiplier = uint8(p.intIn(EnvBGPBFDMultiplier, 1, 255, "a multiplier from 1 to 255"))
 		}
@@ -144,8 +143,8 @@ func (p *parser) parseBGP(s *Spec) {
 
 // bgpAttributes reads the pool's path attributes. Their syntax is checked
 // by the speaker's validation (validateBGP), which names the variable.
-func (p *parser) bgpAttributes() bgp.Attributes {
-	var a bgp.Attributes
+func (p *parser) bgpAttributes() bgpconfig.Attributes {
+	var a bgpconfig.Attributes
 	if val, _ := p.get(EnvBGPCommunities); val != "" {
 		a.Communities = strings.FieldsFunc(val, listSep)
 	}
@@ -212,7 +211,7 @@ func (p *parser) bgpPeers(val, src string, s *Spec) []netip.AddrPort {
 	return out
 }
 
-// validateBGP runs the speaker's own validation (bgp.Config.Validate) on
+// validateBGP runs the speaker's own validation (bgpconfig.Config.Validate) on
 // what a node of the pool would run, with placeholders for what depends on
 // the node, and names each rejection by its variable.
 func (p *parser) validateBGP(s *Spec) {
@@ -222,7 +221,7 @@ func (p *parser) validateBGP(s *Spec) {
 		return
 	}
 	seen := map[string]bool{}
-	for _, fe := range bgp.FieldErrors(err) {
+	for _, fe := range bgpconfig.FieldErrors(err) {
 		name := bgpVarOf(fe.Field)
 		if name == "" {
 			continue // filled in per node
@@ -238,30 +237,32 @@ func (p *parser) validateBGP(s *Spec) {
 
 // provisional is the speaker's configuration with placeholders for the
 // node's router ID and source addresses.
-func provisional(s *Spec) bgp.Config {
+func provisional(s *Spec) bgpconfig.Config {
 	local := netip.MustParseAddr("192.0.2.1")
 	if s.Family() == 6 {
 		local = netip.MustParseAddr("2001:db8::1")
 	}
-	cfg := bgp.Config{ASN: s.BGP.ASN, RouterID: netip.MustParseAddr("192.0.2.1")}
+	cfg := bgpconfig.Config{ASN: s.BGP.ASN, RouterID: netip.MustParseAddr("192.0.2.1")}
 	for _, ap := range s.BGP.Peers {
-		cfg.Peers = append(cfg.Peers, peerOf(s.BGP, ap, local))
+		cfg.Peers = append(cfg.Peers, s.BGP.Peer(ap, local))
 	}
 	for _, v := range s.VIPs {
-		cfg.Routes = append(cfg.Routes, routeOf(s.BGP, v))
+		cfg.Routes = append(cfg.Routes, s.BGP.Route(v))
 	}
 	return cfg
 }
 
-// routeOf is v's route with the pool's attributes (its own copy).
-func routeOf(b *BGPSettings, v netip.Addr) bgp.Route {
+// Route is v's route with the pool's attributes (its own copy).
+func (b *BGPSettings) Route(v netip.Addr) bgpconfig.Route {
 	a := b.Attributes
 	a.Communities, a.LargeCommunities = slices.Clone(a.Communities), slices.Clone(a.LargeCommunities)
-	return bgp.Route{VIP: v, Attributes: a}
+	return bgpconfig.Route{VIP: v, Attributes: a}
 }
 
-func peerOf(b *BGPSettings, ap netip.AddrPort, local netip.Addr) bgp.Peer {
-	p := bgp.Peer{Address: ap.Addr(), ASN: b.PeerASN, Port: int(ap.Port()), LocalAddress: local, Password: b.Password,
+// Peer is the session to the router at ap from local, with the pool's
+// session settings (its own copy of BFD's).
+func (b *BGPSettings) Peer(ap netip.AddrPort, local netip.Addr) bgpconfig.Peer {
+	p := bgpconfig.Peer{Address: ap.Addr(), ASN: b.PeerASN, Port: int(ap.Port()), LocalAddress: local, Password: b.Password,
 		HoldTime: b.HoldTime, GracefulRestart: b.GracefulRestart}
 	p.Multihop = b.Multihop
 	if b.BFD != nil {
@@ -271,7 +272,7 @@ func peerOf(b *BGPSettings, ap netip.AddrPort, local netip.Addr) bgp.Peer {
 	return p
 }
 
-// bgpVarOf names the variable behind a field of bgp.Config, "" for what
+// bgpVarOf names the variable behind a field of bgpconfig.Config, "" for what
 // the node fills in (router ID, source addresses).
 func bgpVarOf(field string) string {
 	_, rest, _ := strings.Cut(field, "].")
@@ -316,85 +317,4 @@ func bgpVarOf(field string) string {
 		return EnvBGPBFDMultiplier
 	}
 	return ""
-}
-
-// NodeBGP is what this node announces: the speaker's configuration for a
-// node whose addresses are subnets, with the pool's check (named
-// CheckName) deciding every VIP. A peer on one of the node's subnets is
-// peered with from the node's address there; a peer elsewhere only when the
-// peers are iBGP or multihop, from the node's address of its family. The
-// router ID is the node's first IPv4 address.
-func NodeBGP(s *Spec, subnets []netip.Prefix) (*cluster.BGPSpec, error) {
-	b := s.BGP
-	cfg := bgp.Config{ASN: b.ASN}
-	var own netip.Addr // the node's first address of the VIPs' family
-	for _, sn := range subnets {
-		a := sn.Addr()
-		if a.Is4() && !cfg.RouterID.IsValid() {
-			cfg.RouterID = a
-		}
-		if a.Is4() == (s.Family() == 4) && !own.IsValid() {
-			own = a
-		}
-	}
-	if !cfg.RouterID.IsValid() {
-		return nil, fmt.Errorf("%s: this node has no IPv4 address for its BGP router ID (addresses %v); BGP router IDs are IPv4 addresses (RFC 6286)", EnvBGPASN, subnets)
-	}
-	remote := b.PeerASN == b.ASN || b.Multihop > 0
-	for _, ap := range b.Peers {
-		local := netip.Addr{}
-		for _, sn := range subnets {
-			if sn.Contains(ap.Addr()) && sn.Addr() != ap.Addr() {
-				local = sn.Addr()
-				break
-			}
-		}
-		onLink := local.IsValid()
-		if !onLink {
-			if !remote {
-				continue
-			}
-			local = own
-		}
-		p := peerOf(b, ap, local)
-		if p.BFD != nil && !onLink {
-			p.BFD.Multihop = true // RFC 5883
-		}
-		cfg.Peers = append(cfg.Peers, p)
-	}
-	if len(cfg.Peers) == 0 {
-		var list []string
-		for _, ap := range b.Peers {
-			if ap.Port() == 0 {
-				list = append(list, ap.Addr().String())
-			} else {
-				list = append(list, ap.String())
-			}
-		}
-		return nil, fmt.Errorf("%s=%q: no peer is on this node's subnets (%v); list the routers of every node's subnet, or set %s for eBGP peers further away",
-			EnvBGPPeers, strings.Join(list, ","), subnets, EnvBGPMultihop)
-	}
-	spec := &cluster.BGPSpec{Config: cfg, Checks: map[netip.Addr][]string{}, Role: map[netip.Addr]string{}}
-	for _, v := range s.VIPs {
-		cfg.Routes = append(cfg.Routes, routeOf(b, v))
-		spec.Role[v] = s.ConfigName
-		if Checks(s) {
-			spec.Checks[v] = []string{CheckName(s)}
-		}
-	}
-	spec.Config = cfg
-	if err := cfg.Validate(); err != nil {
-		return nil, fmt.Errorf("%s: %w", EnvBGPASN, err)
-	}
-	return spec, nil
-}
-
-// BGPCheck is the pool's check as the BGP speaker's trackers run it: once
-// every check interval, each result deciding at once (rise and fall 1, as
-// the image's vrrp_script), starting failed until it passes.
-func BGPCheck(s *Spec) []cluster.CheckSpec {
-	if !Checks(s) {
-		return nil
-	}
-	return []cluster.CheckSpec{{Name: CheckName(s), Interval: s.CheckInterval, Timeout: s.CheckInterval, Rise: 1, Fall: 1}}
 }

@@ -6,15 +6,11 @@ import (
 	"net"
 	"net/netip"
 	"slices"
-
-	"github.com/vipstack/vipstack/internal/cluster"
-	"github.com/vipstack/vipstack/internal/node"
-	"github.com/vipstack/vipstack/internal/track"
 )
 
-// runBGP announces the pool by BGP with the speaker `vipstack node` runs
-// (node.StartBGP): every VIP goes on lo, the pool's check decides whether
-// this node announces them, and when ctx ends the routes are withdrawn
+// runBGP announces the pool by BGP (Options.BGP): every VIP goes on lo,
+// the pool's check decides whether this node announces them, and when ctx
+// ends the routes are withdrawn
 // (or, with Options.BGPStopKeepsRoutes, left to the routers' graceful
 // restart) and the VIPs leave lo.
 func (p *Pool) runBGP(ctx context.Context) error {
@@ -40,21 +36,11 @@ func (p *Pool) runBGP(ctx context.Context) error {
 	if err != nil {
 		return p.fail(err)
 	}
-	spec, err := NodeBGP(s, subnets)
-	if err != nil {
-		return p.fail(&ConfigError{Err: err})
-	}
 	check, checkText := p.check(Node{Interface: iface, Address: addr})
-	r, err := node.StartBGP(log.With("part", "bgp"), o.Clock, spec, BGPCheck(s), func(cluster.CheckSpec) track.Check { return check })
+	r, err := o.BGP.Start(s, BGPNode{Interface: iface, Subnets: subnets, Check: check, CheckText: checkText, Logger: log, Clock: o.Clock})
 	if err != nil {
 		return p.fail(err)
 	}
-	var peers []netip.Addr
-	for _, pr := range spec.Config.Peers {
-		peers = append(peers, pr.Address)
-	}
-	log.Info("ipfailover announces the pool by BGP", "vips", len(s.VIPs), "asn", spec.Config.ASN, "router_id", spec.Config.RouterID,
-		"peers", peers, "check", checkText, "interface", iface)
 	p.mu.Lock()
 	p.bgp = r
 	p.status.Phase, p.status.Interface, p.status.Address, p.status.Check = "running", iface, addr.String(), checkText

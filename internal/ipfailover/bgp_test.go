@@ -9,8 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
-	"github.com/vipstack/vipstack/internal/bgp"
-	"github.com/vipstack/vipstack/internal/cluster"
+	"github.com/vipstack/vipstack/internal/bgpconfig"
 )
 
 var addrOpt = cmpopts.EquateComparable(netip.Addr{}, netip.AddrPort{})
@@ -35,7 +34,7 @@ func TestParseBGP(t *testing.T) {
 			want: &BGPSettings{ASN: 4200000000, PeerASN: 64500,
 				Peers:    []netip.AddrPort{netip.MustParseAddrPort("198.18.1.1:0"), netip.MustParseAddrPort("198.18.2.1:1179")},
 				Password: "s3cret", HoldTime: 30 * time.Second, Multihop: 2, GracefulRestart: 120 * time.Second,
-				BFD: &bgp.BFD{Interval: 100 * time.Millisecond, Multiplier: 5, Multihop: true}},
+				BFD: &bgpconfig.BFD{Interval: 100 * time.Millisecond, Multiplier: 5, Multihop: true}},
 			wantWarnings: []string{
 				"OPENSHIFT_HA_BGP_BFD_INTERVAL and OPENSHIFT_HA_BGP_GRACEFUL_RESTART are both set: a router acting as graceful-restart helper (FRR does) keeps the routes of a session BFD took down as stale for 2m0s, so BFD does not remove a crashed node's routes; set one of the two",
 				"OPENSHIFT_HA_VRRP_ID_OFFSET has no effect with OPENSHIFT_HA_BGP_ASN: the VIPs are announced by BGP, no VRRP runs",
@@ -46,14 +45,14 @@ func TestParseBGP(t *testing.T) {
 			env: map[string]string{EnvBGPASN: "64512", EnvBGPPeers: "198.18.1.1", EnvBGPCommunities: "64512:100, 64512:200",
 				EnvBGPLargeCommunities: "4200000000:1:2", EnvBGPLocalPref: "300", EnvBGPMED: "0"},
 			want: &BGPSettings{ASN: 64512, PeerASN: 64512, Peers: []netip.AddrPort{netip.MustParseAddrPort("198.18.1.1:0")},
-				Attributes: bgp.Attributes{Communities: []string{"64512:100", "64512:200"}, LargeCommunities: []string{"4200000000:1:2"},
+				Attributes: bgpconfig.Attributes{Communities: []string{"64512:100", "64512:200"}, LargeCommunities: []string{"4200000000:1:2"},
 					LocalPref: new(uint32(300)), MED: new(uint32(0))}},
 		},
 		{
 			name: "prepend over eBGP",
 			env:  map[string]string{EnvBGPASN: "64512", EnvBGPPeerASN: "64500", EnvBGPPeers: "198.18.1.1", EnvBGPPrepend: "2", EnvBGPMED: "50"},
 			want: &BGPSettings{ASN: 64512, PeerASN: 64500, Peers: []netip.AddrPort{netip.MustParseAddrPort("198.18.1.1:0")},
-				Attributes: bgp.Attributes{MED: new(uint32(50)), Prepend: 2}},
+				Attributes: bgpconfig.Attributes{MED: new(uint32(50)), Prepend: 2}},
 		},
 		{
 			name: "BGP off",
@@ -144,137 +143,5 @@ func TestParseBGPErrors(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-func TestNodeBGP(t *testing.T) {
-	pfx := func(ss ...string) []netip.Prefix {
-		var out []netip.Prefix
-		for _, s := range ss {
-			out = append(out, netip.MustParsePrefix(s))
-		}
-		return out
-	}
-	routes := []bgp.Route{{VIP: netip.MustParseAddr("198.19.0.1")}, {VIP: netip.MustParseAddr("198.19.0.2")}}
-	for _, tc := range []struct {
-		name    string
-		env     map[string]string
-		subnets []netip.Prefix
-		want    *cluster.BGPSpec
-		wantErr string
-	}{
-		{
-			name:    "eBGP: only the router on the node's subnet, with the node's address there",
-			env:     map[string]string{EnvBGPPeers: "198.18.1.1,198.18.2.1,198.18.3.1", EnvBGPPeerASN: "64500", EnvBGPBFDInterval: "100"},
-			subnets: pfx("198.18.2.10/24", "fd00:2::10/64"),
-			want: &cluster.BGPSpec{
-				Config: bgp.Config{ASN: 64512, RouterID: netip.MustParseAddr("198.18.2.10"), Routes: routes, Peers: []bgp.Peer{{
-					Address: netip.MustParseAddr("198.18.2.1"), ASN: 64500, LocalAddress: netip.MustParseAddr("198.18.2.10"),
-					BFD: &bgp.BFD{Interval: 100 * time.Millisecond, Multiplier: 3}}}},
-				Checks: map[netip.Addr][]string{routes[0].VIP: {"chk_pool"}, routes[1].VIP: {"chk_pool"}},
-				Role:   map[netip.Addr]string{routes[0].VIP: "pool", routes[1].VIP: "pool"},
-			},
-		},
-		{
-			name:    "iBGP: every peer, those elsewhere from the node's first address, BFD multihop to them",
-			env:     map[string]string{EnvBGPPeers: "198.18.1.1,10.9.9.9", EnvBGPBFDInterval: "300", EnvMonitorPort: "0"},
-			subnets: pfx("198.18.1.10/24", "198.18.50.10/24"),
-			want: &cluster.BGPSpec{
-				Config: bgp.Config{ASN: 64512, RouterID: netip.MustParseAddr("198.18.1.10"), Routes: routes, Peers: []bgp.Peer{
-					{Address: netip.MustParseAddr("198.18.1.1"), ASN: 64512, LocalAddress: netip.MustParseAddr("198.18.1.10"),
-						BFD: &bgp.BFD{Interval: 300 * time.Millisecond, Multiplier: 3}},
-					{Address: netip.MustParseAddr("10.9.9.9"), ASN: 64512, LocalAddress: netip.MustParseAddr("198.18.1.10"),
-						BFD: &bgp.BFD{Interval: 300 * time.Millisecond, Multiplier: 3, Multihop: true}},
-				}},
-				Checks: map[netip.Addr][]string{}, // monitor port 0: no check, always eligible
-				Role:   map[netip.Addr]string{routes[0].VIP: "pool", routes[1].VIP: "pool"},
-			},
-		},
-		{
-			name:    "IPv6 pool: IPv6 sessions, the router ID the node's IPv4 address",
-			env:     map[string]string{EnvVirtualIPs: "fd00:99::1", EnvBGPPeers: "fd00:1::1,fd00:2::1", EnvBGPPeerASN: "64500"},
-			subnets: pfx("fd00:1::10/64", "198.18.1.10/24"),
-			want: &cluster.BGPSpec{
-				Config: bgp.Config{ASN: 64512, RouterID: netip.MustParseAddr("198.18.1.10"), Routes: []bgp.Route{{VIP: netip.MustParseAddr("fd00:99::1")}},
-					Peers: []bgp.Peer{{Address: netip.MustParseAddr("fd00:1::1"), ASN: 64500, LocalAddress: netip.MustParseAddr("fd00:1::10")}}},
-				Checks: map[netip.Addr][]string{netip.MustParseAddr("fd00:99::1"): {"chk_pool"}},
-				Role:   map[netip.Addr]string{netip.MustParseAddr("fd00:99::1"): "pool"},
-			},
-		},
-		{
-			name:    "eBGP, no router on the node's subnets",
-			env:     map[string]string{EnvBGPPeers: "198.18.1.1,198.18.2.1", EnvBGPPeerASN: "64500"},
-			subnets: pfx("198.18.7.10/24"),
-			wantErr: `OPENSHIFT_HA_BGP_PEERS="198.18.1.1,198.18.2.1": no peer is on this node's subnets ([198.18.7.10/24])`,
-		},
-		{
-			name:    "no IPv4 address for the router ID",
-			env:     map[string]string{EnvVirtualIPs: "fd00:99::1", EnvBGPPeers: "fd00:1::1"},
-			subnets: pfx("fd00:1::10/64"),
-			wantErr: "OPENSHIFT_HA_BGP_ASN: this node has no IPv4 address for its BGP router ID",
-		},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			env := map[string]string{EnvConfigName: "pool", EnvVirtualIPs: "198.19.0.1-2", EnvBGPASN: "64512"}
-			for k, v := range tc.env {
-				env[k] = v
-			}
-			s, err := Parse(Input{Env: env})
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := NodeBGP(s, tc.subnets)
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("error %v, want one with %q", err, tc.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(tc.want, got, addrOpt); diff != "" {
-				t.Errorf("NodeBGP (-want +got):\n%s", diff)
-			}
-		})
-	}
-}
-
-func TestBGPCheck(t *testing.T) {
-	s, err := Parse(Input{Env: map[string]string{EnvConfigName: "pool", EnvVirtualIPs: "198.19.0.1", EnvBGPASN: "64512",
-		EnvBGPPeers: "198.18.1.1", EnvCheckInterval: "0.5"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []cluster.CheckSpec{{Name: "chk_pool", Interval: 500 * time.Millisecond, Timeout: 500 * time.Millisecond, Rise: 1, Fall: 1}}
-	if diff := cmp.Diff(want, BGPCheck(s)); diff != "" {
-		t.Errorf("BGPCheck (-want +got):\n%s", diff)
-	}
-}
-
-// TestNodeBGPAttributes: every VIP's route carries the pool's path
-// attributes, each route its own copy.
-func TestNodeBGPAttributes(t *testing.T) {
-	s, err := Parse(Input{Env: map[string]string{EnvVirtualIPs: "198.19.0.1-2", EnvBGPASN: "64512", EnvBGPPeerASN: "64500",
-		EnvBGPPeers: "198.18.1.1", EnvBGPCommunities: "64512:300", EnvBGPMED: "20", EnvBGPPrepend: "1"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec, err := NodeBGP(s, []netip.Prefix{netip.MustParsePrefix("198.18.1.10/24")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := bgp.Attributes{Communities: []string{"64512:300"}, MED: new(uint32(20)), Prepend: 1}
-	if len(spec.Config.Routes) != 2 {
-		t.Fatalf("routes %+v, want 2", spec.Config.Routes)
-	}
-	for _, r := range spec.Config.Routes {
-		if diff := cmp.Diff(want, r.Attributes); diff != "" {
-			t.Errorf("route %v attributes (-want +got):\n%s", r.VIP, diff)
-		}
-	}
-	spec.Config.Routes[0].Communities[0] = "1:1"
-	if got := spec.Config.Routes[1].Communities[0]; got != "64512:300" {
-		t.Errorf("routes share their communities: changing the first changed the second to %q", got)
 	}
 }

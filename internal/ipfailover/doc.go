@@ -28,7 +28,8 @@
 //
 // With OPENSHIFT_HA_BGP_ASN (vipstack only) no VRRP runs: every node whose
 // check passes announces every VIP as a host route over BGP, with the
-// speaker `vipstack node` runs (NodeBGP, node.StartBGP).
+// speaker `vipstack node` runs, through Options.BGP (package
+// ipfailover/bgpmode: it links GoBGP, which a pool run by VRRP does not).
 //
 // docs/design/ipfailover.md explains the layout, the ranks and the
 // deliberate differences from the image.

@@ -8,10 +8,11 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/vipstack/vipstack/internal/bgpconfig"
 	"github.com/vipstack/vipstack/internal/clock"
 	"github.com/vipstack/vipstack/internal/engine"
 	"github.com/vipstack/vipstack/internal/netif"
-	"github.com/vipstack/vipstack/internal/node"
+	"github.com/vipstack/vipstack/internal/track"
 )
 
 // Options configure a Pool.
@@ -40,9 +41,48 @@ type Options struct {
 	// routers keep the routes by graceful restart while the node
 	// restarts (OPENSHIFT_HA_BGP_GRACEFUL_RESTART).
 	BGPStopKeepsRoutes bool
-	Registry           prometheus.Registerer
-	Logger             *slog.Logger
-	Clock              clock.Clock
+	// BGP runs the pool when its Spec asks for BGP (package
+	// ipfailover/bgpmode); nil refuses such a Spec.
+	BGP      BGPMode
+	Registry prometheus.Registerer
+	Logger   *slog.Logger
+	Clock    clock.Clock
+}
+
+// BGPMode announces a pool by BGP instead of running VRRP
+// (OPENSHIFT_HA_BGP_ASN). Package ipfailover/bgpmode has it, with the
+// speaker `vipstack node` runs: it is apart so that a pool run by VRRP
+// links no BGP speaker (GoBGP, gRPC), and its engine can run from the
+// initialisation (docs/design/memory.md).
+type BGPMode interface {
+	// Start starts announcing s's VIPs from this node.
+	Start(s *Spec, n BGPNode) (BGPSpeaker, error)
+	// Collector exports the speaker's series from status at each scrape
+	// (nil: no speaker yet).
+	Collector(status func() *bgpconfig.SpeakerStatus) prometheus.Collector
+}
+
+// BGPNode is this node as BGPMode.Start needs it.
+type BGPNode struct {
+	Interface string
+	// Subnets are the node's addresses with their prefixes, Interface's
+	// first: they give the router ID and each session's source.
+	Subnets []netip.Prefix
+	// Check decides whether the node announces the VIPs (nil: always);
+	// CheckText says what it is, for the log.
+	Check     track.Check
+	CheckText string
+	Logger    *slog.Logger
+	Clock     clock.Clock
+}
+
+// BGPSpeaker is a running speaker.
+type BGPSpeaker interface {
+	Status() *bgpconfig.SpeakerStatus
+	// Stop withdraws the routes and stops; Leave stops without
+	// withdrawing them, for the routers' graceful restart to keep.
+	Stop() error
+	Leave() error
 }
 
 // Status is what `vipstack ipfailover --status-addr` serves.
@@ -60,14 +100,14 @@ type Status struct {
 	// Held is how many VIPs this node holds now (announces, by BGP).
 	Held int `json:"held"`
 	// BGP is the speaker's peers and routes, in BGP mode.
-	BGP                *node.BGPStatus `json:"bgp,omitempty"`
-	Check              string          `json:"check"`
-	CheckPassedAtStart bool            `json:"check_passed_at_start"`
-	Heard              []Heard         `json:"heard,omitempty"`
-	Findings           []Finding       `json:"vrid_findings,omitempty"`
-	Firewall           []string        `json:"firewall,omitempty"`
-	FirewallError      string          `json:"firewall_error,omitempty"`
-	FirewallPackets    uint64          `json:"firewall_packets"`
+	BGP                *bgpconfig.SpeakerStatus `json:"bgp,omitempty"`
+	Check              string                   `json:"check"`
+	CheckPassedAtStart bool                     `json:"check_passed_at_start"`
+	Heard              []Heard                  `json:"heard,omitempty"`
+	Findings           []Finding                `json:"vrid_findings,omitempty"`
+	Firewall           []string                 `json:"firewall,omitempty"`
+	FirewallError      string                   `json:"firewall_error,omitempty"`
+	FirewallPackets    uint64                   `json:"firewall_packets"`
 	// Warnings are problems of the pool's layout seen while running,
 	// such as two nodes with one rank (see RankWarnings).
 	Warnings []string `json:"warnings,omitempty"`

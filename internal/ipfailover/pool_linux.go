@@ -12,9 +12,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/vipstack/vipstack/internal/bgpconfig"
 	"github.com/vipstack/vipstack/internal/engine"
 	"github.com/vipstack/vipstack/internal/keepalived"
-	"github.com/vipstack/vipstack/internal/node"
 	"github.com/vipstack/vipstack/internal/script"
 	"github.com/vipstack/vipstack/internal/track"
 	"github.com/vipstack/vipstack/internal/vrrp"
@@ -30,8 +30,8 @@ type Pool struct {
 	node    Node
 	eng     *engine.Engine
 	fw      *Firewall
-	bgp     *node.BGPRunner // the speaker, when the pool is announced by BGP
-	running chan struct{}   // closed when the engine (or the speaker) starts
+	bgp     BGPSpeaker    // the speaker, when the pool is announced by BGP
+	running chan struct{} // closed when the engine (or the speaker) starts
 }
 
 // New checks the options; nothing is touched until Prepare or Run.
@@ -52,6 +52,9 @@ func New(opts Options) (*Pool, error) {
 	if err := checkNodes(opts.Spec, opts.Nodes); err != nil {
 		return nil, err
 	}
+	if opts.Spec.BGP != nil && opts.BGP == nil {
+		return nil, fmt.Errorf("ipfailover: %s is set, but this process runs pools by VRRP only (Options.BGP is nil)", EnvBGPASN)
+	}
 	mode := "multicast"
 	switch {
 	case opts.Spec.BGP != nil:
@@ -66,7 +69,7 @@ func New(opts Options) (*Pool, error) {
 			Name: "vipstack_ipfailover_vips_held", Help: "VIPs of the pool this node holds now."},
 			func() float64 { return float64(p.Status().Held) }))
 		if opts.Spec.BGP != nil {
-			opts.Registry.MustRegister(node.NewBGPCollector(func() *node.BGPStatus { return p.Status().BGP }))
+			opts.Registry.MustRegister(opts.BGP.Collector(func() *bgpconfig.SpeakerStatus { return p.Status().BGP }))
 		}
 	}
 	return p, nil

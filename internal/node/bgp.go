@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/vipstack/vipstack/internal/bgp"
+	"github.com/vipstack/vipstack/internal/bgpconfig"
 	"github.com/vipstack/vipstack/internal/clock"
 	"github.com/vipstack/vipstack/internal/cluster"
 	"github.com/vipstack/vipstack/internal/netif"
@@ -424,45 +425,13 @@ func speakerRestart(a, b *cluster.BGPSpec) string {
 	return ""
 }
 
-// BGPStatus is the node's speaker in the status: each peer with its
-// session and BFD state, each route with why it is or is not announced.
-type BGPStatus struct {
-	ASN      uint32           `json:"asn"`
-	RouterID string           `json:"router_id"`
-	Peers    []BGPPeerStatus  `json:"peers"`
-	Routes   []BGPRouteStatus `json:"routes"`
-	Error    string           `json:"error,omitempty"` // the BGP implementation did not answer
-	// Announces and Withdrawals count the routes the speaker announced
-	// and withdrew since it started.
-	Announces   uint64 `json:"announces"`
-	Withdrawals uint64 `json:"withdrawals"`
-}
-
-// BGPPeerStatus is one peer.
-type BGPPeerStatus struct {
-	Address string `json:"address"`
-	ASN     uint32 `json:"asn"`
-	IBGP    bool   `json:"ibgp"`
-	Session string `json:"session"`       // the BGP FSM state, "established" when up
-	BFD     string `json:"bfd,omitempty"` // "up", "down", "init", ...; "" without BFD
-	// BFDRejected counts the peer's BFD packets discarded, with the last
-	// reason.
-	BFDRejected string `json:"bfd_rejected,omitempty"`
-	HeldDown    string `json:"held_down,omitempty"` // why the node holds the session down
-	Advertised  uint64 `json:"advertised"`          // routes sent to the peer
-	UpdatesSent uint64 `json:"updates_sent"`        // UPDATE messages sent since the peer was added
-}
-
-// BGPRouteStatus is one VIP's host route.
-type BGPRouteStatus struct {
-	Prefix    string `json:"prefix"`
-	Role      string `json:"role"`
-	Announced bool   `json:"announced"`
-	// Demoted is set while the route is announced with worse attributes
-	// (a check VRRP counts as a weight fails; bgp.onCheckFailure demote).
-	Demoted bool   `json:"demoted,omitempty"`
-	Reason  string `json:"reason"`
-}
+// BGPStatus is the node's speaker in the status (bgpconfig.SpeakerStatus:
+// the commands that report one need not link the speaker).
+type (
+	BGPStatus      = bgpconfig.SpeakerStatus
+	BGPPeerStatus  = bgpconfig.PeerStatus
+	BGPRouteStatus = bgpconfig.RouteStatus
+)
 
 // Status is the speaker's peers and routes, for vipstack status.
 func (r *BGPRunner) Status() *BGPStatus {

@@ -1,4 +1,4 @@
-package bgp
+package bgpconfig
 
 import (
 	"fmt"
@@ -145,13 +145,13 @@ func TestValidate(t *testing.T) {
 }
 
 func TestParseCommunities(t *testing.T) {
-	c, err := parseCommunity("64512:100")
+	c, err := ParseCommunity("64512:100")
 	if err != nil || c != 64512<<16|100 {
-		t.Errorf("parseCommunity(64512:100) = %#x, %v; want %#x", c, err, 64512<<16|100)
+		t.Errorf("ParseCommunity(64512:100) = %#x, %v; want %#x", c, err, 64512<<16|100)
 	}
-	l, err := parseLargeCommunity("4200000000:1:2")
+	l, err := ParseLargeCommunity("4200000000:1:2")
 	if err != nil || l != [3]uint32{4200000000, 1, 2} {
-		t.Errorf("parseLargeCommunity = %v, %v", l, err)
+		t.Errorf("ParseLargeCommunity = %v, %v", l, err)
 	}
 }
 
@@ -161,15 +161,15 @@ func FuzzCommunities(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		if c, err := parseCommunity(s); err == nil {
+		if c, err := ParseCommunity(s); err == nil {
 			back := fmt.Sprintf("%d:%d", c>>16, c&0xffff)
-			if c2, err := parseCommunity(back); err != nil || c2 != c {
+			if c2, err := ParseCommunity(back); err != nil || c2 != c {
 				t.Fatalf("%q -> %#x -> %q -> %#x, %v", s, c, back, c2, err)
 			}
 		}
-		if l, err := parseLargeCommunity(s); err == nil {
+		if l, err := ParseLargeCommunity(s); err == nil {
 			back := fmt.Sprintf("%d:%d:%d", l[0], l[1], l[2])
-			if l2, err := parseLargeCommunity(back); err != nil || l2 != l {
+			if l2, err := ParseLargeCommunity(back); err != nil || l2 != l {
 				t.Fatalf("%q -> %v -> %q -> %v, %v", s, l, back, l2, err)
 			}
 		}

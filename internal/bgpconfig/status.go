@@ -1,0 +1,41 @@
+package bgpconfig
+
+// SpeakerStatus is a node's BGP speaker in its status: each peer with its
+// session and BFD state, each route with why it is or is not announced.
+type SpeakerStatus struct {
+	ASN      uint32        `json:"asn"`
+	RouterID string        `json:"router_id"`
+	Peers    []PeerStatus  `json:"peers"`
+	Routes   []RouteStatus `json:"routes"`
+	Error    string        `json:"error,omitempty"` // the BGP implementation did not answer
+	// Announces and Withdrawals count the routes the speaker announced
+	// and withdrew since it started.
+	Announces   uint64 `json:"announces"`
+	Withdrawals uint64 `json:"withdrawals"`
+}
+
+// PeerStatus is one peer.
+type PeerStatus struct {
+	Address string `json:"address"`
+	ASN     uint32 `json:"asn"`
+	IBGP    bool   `json:"ibgp"`
+	Session string `json:"session"`       // the BGP FSM state, "established" when up
+	BFD     string `json:"bfd,omitempty"` // "up", "down", "init", ...; "" without BFD
+	// BFDRejected counts the peer's BFD packets discarded, with the last
+	// reason.
+	BFDRejected string `json:"bfd_rejected,omitempty"`
+	HeldDown    string `json:"held_down,omitempty"` // why the node holds the session down
+	Advertised  uint64 `json:"advertised"`          // routes sent to the peer
+	UpdatesSent uint64 `json:"updates_sent"`        // UPDATE messages sent since the peer was added
+}
+
+// RouteStatus is one VIP's host route.
+type RouteStatus struct {
+	Prefix    string `json:"prefix"`
+	Role      string `json:"role"`
+	Announced bool   `json:"announced"`
+	// Demoted is set while the route is announced with worse attributes
+	// (a check VRRP counts as a weight fails; bgp.onCheckFailure demote).
+	Demoted bool   `json:"demoted,omitempty"`
+	Reason  string `json:"reason"`
+}
