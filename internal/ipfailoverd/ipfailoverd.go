@@ -144,6 +144,7 @@ func CrashCleanup(log *slog.Logger, spec *ipfailover.Spec, ledger netif.Ledger) 
 // exit code.
 func Run(ctx context.Context, f Flags, ledger netif.Ledger, stderr io.Writer) int {
 	log, spec := f.Log, f.Opts.Spec
+	daemon.HeapSamplingAtRest(f.Profiles.Addr != "")
 	reg, announced := metrics.NewRegistry(), make(chan struct{}, 1)
 	opts := f.Opts
 	opts.Registry, opts.Ledger, opts.Announced = reg, ledger, announced
