@@ -280,8 +280,14 @@ func (l *lab) names(addr string, n int, tlsOn bool) map[string]int {
 
 // sameNames asserts that both balancers spread n connections to port as
 // want (nil: both alike, whatever it is) and returns haproxy's spread.
+// With a want, each balancer must first reach it (untilNames): on a loaded
+// machine haproxy's first round after its start spread 3/1/2 where 2/2/2
+// was due, a server's check not yet passed or flapping.
 func (l *lab) sameNames(what string, port, n int, tlsOn bool, want map[string]int) map[string]int {
 	l.t.Helper()
+	if want != nil {
+		l.untilNames(what, port, n, tlsOn, want)
+	}
 	var spreads []map[string]int
 	for _, b := range l.lbs {
 		spreads = append(spreads, l.names(net.JoinHostPort(b.IP(), fmt.Sprint(port)), n, tlsOn))
