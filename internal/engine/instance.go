@@ -397,7 +397,7 @@ func (e *Engine) updateVIPs(in *instance, ic *keepalived.Instance, movedTo func(
 	for _, v := range ic.ExcludedVIPs {
 		vips = append(vips, toVIP(v, ic.Interface))
 	}
-	keep, had := map[string]bool{}, map[string]bool{}
+	keep, had := map[vipKey]bool{}, map[vipKey]bool{}
 	for _, v := range vips {
 		keep[addrKey(v.Prefix, v.Dev)] = true
 		text = append(text, v.Prefix.String())

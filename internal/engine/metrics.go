@@ -238,10 +238,9 @@ func (e *Engine) heldOf(in *instance) []string {
 			in.vipText = append(in.vipText, v.Prefix.String())
 		}
 	}
-	var buf [64]byte
 	n, same := 0, true
 	for i, v := range in.vips {
-		if _, ok := e.held[string(appendAddrKey(buf[:0], v.Prefix, v.Dev))]; !ok {
+		if _, ok := e.held[addrKey(v.Prefix, v.Dev)]; !ok {
 			continue
 		}
 		same = same && n < len(in.heldText) && in.heldText[n] == in.vipText[i]
@@ -255,7 +254,7 @@ func (e *Engine) heldOf(in *instance) []string {
 		out = make([]string, 0, n)
 	}
 	for i, v := range in.vips {
-		if _, ok := e.held[string(appendAddrKey(buf[:0], v.Prefix, v.Dev))]; ok {
+		if _, ok := e.held[addrKey(v.Prefix, v.Dev)]; ok {
 			out = append(out, in.vipText[i])
 		}
 	}
