@@ -550,7 +550,11 @@ func (e *Engine) build(cfg *keepalived.Config, ic *keepalived.Instance) (*instan
 		}
 		e.joined[joinKey{in.ifIndex, in.dsts[0]}] = true
 	}
-	if in.ann, err = e.openAnnouncer(annName, annIndex); err != nil {
+	annMAC := link.MAC // as read above, unless the announcer's is a VMAC interface
+	if annIndex != in.ifIndex {
+		annMAC = nil
+	}
+	if in.ann, err = e.openAnnouncer(annName, annIndex, annMAC); err != nil {
 		return nil, fail("%v", err)
 	}
 	in.pacer = &announce.Pacer{Clock: e.clk, Rate: e.opts.AnnounceRate, Burst: announceFirstMax, FirstAtOnce: true, Send: func(a netip.Addr) error {
