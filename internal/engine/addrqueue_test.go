@@ -13,7 +13,7 @@ import (
 func TestAddrQueue(t *testing.T) {
 	a := addrEvent{prefix: netip.MustParsePrefix("198.18.0.1/32"), added: true}
 	b := addrEvent{prefix: netip.MustParsePrefix("198.18.0.2/32")}
-	any := addrEvent{}
+	all := addrEvent{}
 	var q addrQueue
 	steps := []struct {
 		put      *addrEvent // nil: take
@@ -22,8 +22,8 @@ func TestAddrQueue(t *testing.T) {
 	}{
 		{put: &a, wantTell: true},
 		{put: &b},
-		{put: &any},
-		{wantTake: []addrEvent{a, b, any}},
+		{put: &all},
+		{wantTake: []addrEvent{a, b, all}},
 		{wantTake: nil},
 		{put: &b, wantTell: true},
 		{wantTake: []addrEvent{b}},
