@@ -297,7 +297,7 @@ func (e *Engine) refreshGARP(in *instance, now time.Time) {
 		in.refreshAt = time.Time{}
 		return
 	}
-	var addrs []netip.Addr
+	addrs := make([]netip.Addr, 0, len(in.vips))
 	for _, v := range in.vips {
 		addrs = append(addrs, v.Prefix.Addr())
 	}
