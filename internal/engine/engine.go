@@ -1431,11 +1431,7 @@ func sortedVIPKeys[V any](m map[vipKey]V) []vipKey {
 
 // appendAddrKey appends a VIP's key as text to b: "prefix%dev".
 func appendAddrKey(b []byte, p netip.Prefix, dev string) []byte {
-	if p.IsValid() {
-		b = p.AppendTo(b)
-	} else {
-		b = append(b, p.String()...) // as addrKey always was
-	}
+	b = appendPrefix(b, p) // as addrKey always was
 	b = append(b, '%')
 	return append(b, dev...)
 }
