@@ -586,7 +586,7 @@ func (e *Engine) checkReleased(now time.Time) {
 	if len(e.released) == 0 {
 		return
 	}
-	keys := sortedVIPKeys(e.released)
+	keys := sortedKeys(e.released)
 	vips := make([]netif.VIP, len(keys))
 	for i, k := range keys {
 		vips[i] = e.released[k].vip
@@ -629,10 +629,10 @@ func (e *Engine) checkReleased(now time.Time) {
 // leave it there).
 func (e *Engine) heldList() []netif.VIP {
 	out := make([]netif.VIP, 0, len(e.held)+len(e.released))
-	for _, k := range sortedVIPKeys(e.held) {
+	for _, k := range sortedKeys(e.held) {
 		out = append(out, *e.held[k])
 	}
-	for _, k := range sortedVIPKeys(e.released) {
+	for _, k := range sortedKeys(e.released) {
 		if _, ok := e.held[k]; !ok {
 			out = append(out, e.released[k].vip)
 		}
@@ -767,7 +767,7 @@ func (e *Engine) stopAll(why string) {
 		e.stopInstance(in, now, why)
 		in.close()
 	}
-	for _, k := range sortedVIPKeys(e.held) {
+	for _, k := range sortedKeys(e.held) {
 		v := *e.held[k]
 		if err := e.nl.DelVIP(v); err != nil {
 			e.log.Error("removing VIP at shutdown failed", "vip", v.Prefix, "err", err)
@@ -777,7 +777,7 @@ func (e *Engine) stopAll(why string) {
 	}
 	// The released VIPs still watched: one last removal (a no-op for
 	// those gone, as they should all be).
-	for _, k := range sortedVIPKeys(e.released) {
+	for _, k := range sortedKeys(e.released) {
 		v := e.released[k].vip
 		if err := e.nl.DelVIP(v); err != nil {
 			e.log.Error("removing a released VIP at shutdown failed", "vip", v.Prefix, "err", err)

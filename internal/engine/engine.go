@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -130,14 +129,14 @@ type Engine struct {
 	byKey       map[demuxKey]*instance   // receive demultiplexing
 	trackers    map[string]*trackerEntry // by vrrp_script name
 	groups      map[string]*syncGroup
-	// held are the VIPs we hold, by vipKey: each points into the
+	// held are the VIPs we hold, by addrKey: each points into the
 	// holding instance's vips (never changed in place: a reload that
 	// changes them makes a new list), not a copy of about 120 bytes
 	// (docs/design/memory.md).
-	held map[vipKey]*netif.VIP
+	held map[string]*netif.VIP
 	// released are the VIPs we let go, watched for a while (see
 	// checkReleased); releasedNext is when to look at them again.
-	released     map[vipKey]releasedVIP
+	released     map[string]releasedVIP
 	releasedNext time.Time
 	links        map[string]bool     // interface name -> up
 	dad          map[string]dadWait  // links back up whose IPv6 source is still tentative (see checkDAD)
@@ -295,8 +294,8 @@ func New(opts Options) (*Engine, *keepalived.Config, error) {
 		byKey:     map[demuxKey]*instance{},
 		trackers:  map[string]*trackerEntry{},
 		groups:    map[string]*syncGroup{},
-		held:      map[vipKey]*netif.VIP{},
-		released:  map[vipKey]releasedVIP{},
+		held:      map[string]*netif.VIP{},
+		released:  map[string]releasedVIP{},
 		links:     map[string]bool{},
 		dad:       map[string]dadWait{},
 		srcAbsent: map[netip.Addr]bool{},
@@ -1138,8 +1137,8 @@ func (e *Engine) stopForHandoff() []string {
 
 // adoptedVIPs are the configured addresses of the instances to adopt, by
 // addrKey.
-func (e *Engine) adoptedVIPs() map[vipKey]bool {
-	keys := map[vipKey]bool{}
+func (e *Engine) adoptedVIPs() map[string]bool {
+	keys := map[string]bool{}
 	for _, ic := range e.cfg.Instances {
 		if !e.adopt[ic.Name] {
 			continue
@@ -1400,36 +1399,12 @@ func (e *Engine) read(family int, c transport.Conn) {
 	}
 }
 
-// vipKey identifies a VIP on the node: its prefix and its interface. The
-// maps of the VIPs held and released are keyed by it. It shares the VIP's
-// Dev string, so a key allocates nothing; the "prefix%dev" strings it
-// replaced were an allocation per VIP at each takeover, made among the
-// start-up's garbage (docs/design/memory.md).
-type vipKey struct {
-	prefix netip.Prefix
-	dev    string
+func addrKey(p netip.Prefix, dev string) string {
+	return string(appendAddrKey(make([]byte, 0, 48), p, dev))
 }
 
-func addrKey(p netip.Prefix, dev string) vipKey { return vipKey{prefix: p, dev: dev} }
-
-// compareVIPKeys orders keys as their text, appendAddrKey's "prefix%dev",
-// sorts: the order the ledger has always been written in.
-func compareVIPKeys(a, b vipKey) int {
-	var ab, bb [64]byte
-	return bytes.Compare(appendAddrKey(ab[:0], a.prefix, a.dev), appendAddrKey(bb[:0], b.prefix, b.dev))
-}
-
-// sortedVIPKeys returns m's keys in compareVIPKeys order.
-func sortedVIPKeys[V any](m map[vipKey]V) []vipKey {
-	keys := make([]vipKey, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, compareVIPKeys)
-	return keys
-}
-
-// appendAddrKey appends a VIP's key as text to b: "prefix%dev".
+// appendAddrKey appends addrKey(p, dev) to b: a map lookup with
+// string(appendAddrKey(buf[:0], ...)) allocates nothing.
 func appendAddrKey(b []byte, p netip.Prefix, dev string) []byte {
 	b = appendPrefix(b, p) // as addrKey always was
 	b = append(b, '%')

@@ -3,7 +3,6 @@ package engine
 import (
 	"fmt"
 	"net/netip"
-	"sort"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -23,7 +22,7 @@ func TestHeldOf(t *testing.T) {
 	}
 	in.vips = append(in.vips, netif.VIP{Prefix: netip.MustParsePrefix("fd00::5/128"), Dev: "eth1"})
 	in.vipText = append(in.vipText, "fd00::5/128")
-	e := &Engine{held: map[vipKey]*netif.VIP{}}
+	e := &Engine{held: map[string]*netif.VIP{}}
 	if got := e.heldOf(in); got != nil {
 		t.Fatalf("nothing held: heldOf = %v, want nil", got)
 	}
@@ -47,43 +46,6 @@ func TestHeldOf(t *testing.T) {
 		if got, want := string(appendAddrKey(nil, p, "eth0")), fmt.Sprint(p.String(), "%eth0"); got != want {
 			t.Errorf("appendAddrKey(%v) = %q, want %q", p, got, want)
 		}
-	}
-}
-
-// TestSortedVIPKeys: the VIPs held and released are listed (in the ledger,
-// at shutdown, in the released watch) in the order their text keys,
-// "prefix%dev", had as strings, which is not the order of the addresses.
-func TestSortedVIPKeys(t *testing.T) {
-	keys := []vipKey{
-		addrKey(netip.MustParsePrefix("198.18.0.2/32"), "eth0"),
-		addrKey(netip.MustParsePrefix("198.18.0.10/32"), "eth0"),
-		addrKey(netip.MustParsePrefix("198.18.0.10/32"), "eth1"),
-		addrKey(netip.MustParsePrefix("198.18.0.10/24"), "eth0"),
-		addrKey(netip.MustParsePrefix("198.18.0.1/32"), "veth-a.100"),
-		addrKey(netip.MustParsePrefix("fd00::a/128"), "eth0"),
-		addrKey(netip.MustParsePrefix("fd00::10/128"), "eth0"),
-		addrKey(netip.MustParsePrefix("::ffff:198.18.0.5/128"), "eth0"),
-		addrKey(netip.MustParsePrefix("fe80::1/128"), "eth0"),
-		addrKey(netip.Prefix{}, "eth0"),
-	}
-	m := map[vipKey]bool{}
-	var want []string
-	for _, k := range keys {
-		m[k] = true
-		want = append(want, string(appendAddrKey(nil, k.prefix, k.dev)))
-	}
-	sort.Strings(want)
-	var got []string
-	for _, k := range sortedVIPKeys(m) {
-		got = append(got, string(appendAddrKey(nil, k.prefix, k.dev)))
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("sortedVIPKeys (-want +got):\n%s", diff)
-	}
-	// A key shares the VIP's strings: making one allocates nothing.
-	v := netif.VIP{Prefix: netip.MustParsePrefix("198.18.0.2/32"), Dev: "eth0"}
-	if allocs := testing.AllocsPerRun(20, func() { m[addrKey(v.Prefix, v.Dev)] = true }); allocs != 0 {
-		t.Errorf("addrKey and a map write of an existing key: %v allocations, want 0", allocs)
 	}
 }
 

@@ -396,7 +396,7 @@ func (e *Engine) updateVIPs(in *instance, ic *keepalived.Instance, movedTo func(
 	for _, v := range ic.ExcludedVIPs {
 		vips = append(vips, toVIP(v, ic.Interface))
 	}
-	keep, had := map[vipKey]bool{}, map[vipKey]bool{}
+	keep, had := map[string]bool{}, map[string]bool{}
 	for _, v := range vips {
 		keep[addrKey(v.Prefix, v.Dev)] = true
 	}

@@ -195,7 +195,7 @@ func TestVIPReleaseWatch(t *testing.T) {
 	var log syncbuf.Buffer
 	ledger := netif.Ledger{Path: filepath.Join(t.TempDir(), "vips")}
 	e := &Engine{nl: nl, log: slog.New(slog.NewTextHandler(&log, nil)), opts: Options{Ledger: ledger},
-		held: map[vipKey]*netif.VIP{}, released: map[vipKey]releasedVIP{}, ledgerW: newLedgerWriter(ledger)}
+		held: map[string]*netif.VIP{}, released: map[string]releasedVIP{}, ledgerW: newLedgerWriter(ledger)}
 	v := netif.VIP{Prefix: netip.MustParsePrefix(releaseVIP + "/32"), Dev: simLinkName}
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
