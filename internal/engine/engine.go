@@ -1406,7 +1406,11 @@ func addrKey(p netip.Prefix, dev string) string {
 // appendAddrKey appends addrKey(p, dev) to b: a map lookup with
 // string(appendAddrKey(buf[:0], ...)) allocates nothing.
 func appendAddrKey(b []byte, p netip.Prefix, dev string) []byte {
-	b = appendPrefix(b, p) // as addrKey always was
+	if p.IsValid() {
+		b = p.AppendTo(b)
+	} else {
+		b = append(b, p.String()...) // as addrKey always was
+	}
 	b = append(b, '%')
 	return append(b, dev...)
 }

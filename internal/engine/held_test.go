@@ -48,26 +48,3 @@ func TestHeldOf(t *testing.T) {
 		}
 	}
 }
-
-// TestPrefixTexts: each VIP's prefix as netip.Prefix.String writes it,
-// all in one string (one allocation for the text, one for the list).
-func TestPrefixTexts(t *testing.T) {
-	var vips []netif.VIP
-	var want []string
-	for _, s := range []string{"198.18.0.5/32", "198.18.0.10/24", "fd00::a/128", "::ffff:198.18.0.5/128", "fd00:1:2:3:4:5:6:7/64"} {
-		p := netip.MustParsePrefix(s)
-		vips = append(vips, netif.VIP{Prefix: p, Dev: "eth0"})
-		want = append(want, p.String())
-	}
-	vips = append(vips, netif.VIP{Dev: "eth0"})
-	want = append(want, netip.Prefix{}.String())
-	if diff := cmp.Diff(want, prefixTexts(vips)); diff != "" {
-		t.Errorf("prefixTexts (-want +got):\n%s", diff)
-	}
-	if got := prefixTexts(nil); got != nil {
-		t.Errorf("prefixTexts(nil) = %q, want nil", got)
-	}
-	if allocs := testing.AllocsPerRun(20, func() { prefixTexts(vips[:5]) }); allocs != 2 {
-		t.Errorf("prefixTexts: %v allocations, want 2", allocs)
-	}
-}

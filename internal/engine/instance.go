@@ -390,6 +390,7 @@ func (e *Engine) keepMoved(cfg *keepalived.Config, fresh map[string]*instance, i
 func (e *Engine) updateVIPs(in *instance, ic *keepalived.Instance, movedTo func(netif.VIP) string) {
 	var vips []netif.VIP
 	var advert []netip.Addr
+	var text []string
 	for _, v := range ic.VIPs {
 		vips = append(vips, toVIP(v, ic.Interface))
 		advert = append(advert, v.Prefix.Addr())
@@ -400,8 +401,8 @@ func (e *Engine) updateVIPs(in *instance, ic *keepalived.Instance, movedTo func(
 	keep, had := map[string]bool{}, map[string]bool{}
 	for _, v := range vips {
 		keep[addrKey(v.Prefix, v.Dev)] = true
+		text = append(text, v.Prefix.String())
 	}
-	text := prefixTexts(vips)
 	for _, v := range in.vips {
 		had[addrKey(v.Prefix, v.Dev)] = true
 	}
@@ -513,7 +514,7 @@ func (e *Engine) build(cfg *keepalived.Config, ic *keepalived.Instance, links li
 	// Each list the size it needs (append's room to grow, kept for the
 	// engine's life, was most of their memory with 1,000 instances).
 	if n := len(ic.VIPs) + len(ic.ExcludedVIPs); n > 0 { // none: nil, as before
-		in.vips = make([]netif.VIP, 0, n)
+		in.vips, in.vipText = make([]netif.VIP, 0, n), make([]string, 0, n)
 	}
 	if len(ic.VIPs) > 0 {
 		in.advert = make([]netip.Addr, 0, len(ic.VIPs))
@@ -525,7 +526,9 @@ func (e *Engine) build(cfg *keepalived.Config, ic *keepalived.Instance, links li
 	for _, v := range ic.ExcludedVIPs {
 		in.vips = append(in.vips, toVIP(v, vipDev))
 	}
-	in.vipText = prefixTexts(in.vips)
+	for _, v := range in.vips {
+		in.vipText = append(in.vipText, v.Prefix.String())
+	}
 	if ic.UnicastSrcIP.IsValid() {
 		in.src = ic.UnicastSrcIP
 	} else {

@@ -3,14 +3,12 @@ package engine
 import (
 	"context"
 	"errors"
-	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/vipstack/vipstack/internal/netif"
 	"github.com/vipstack/vipstack/internal/track"
 	"github.com/vipstack/vipstack/internal/vrrp/fsm"
 )
@@ -235,7 +233,10 @@ func b2f(b bool) float64 {
 // changed), and takes the text from in.vipText.
 func (e *Engine) heldOf(in *instance) []string {
 	if len(in.vipText) != len(in.vips) {
-		in.vipText = prefixTexts(in.vips)
+		in.vipText = nil
+		for _, v := range in.vips {
+			in.vipText = append(in.vipText, v.Prefix.String())
+		}
 	}
 	var buf [64]byte
 	n, same := 0, true
@@ -260,41 +261,6 @@ func (e *Engine) heldOf(in *instance) []string {
 	}
 	in.heldText = out
 	return out
-}
-
-// prefixTexts returns the text of each VIP's prefix (netip.Prefix.String).
-// The texts are parts of one string: a string each was 10,000 small
-// objects for 1,000 instances of 10 VIPs, made among the garbage of the
-// start and kept for the engine's life (docs/design/memory.md).
-func prefixTexts(vips []netif.VIP) []string {
-	if len(vips) == 0 {
-		return nil
-	}
-	var tmp [64]byte
-	total := 0
-	for _, v := range vips {
-		total += len(appendPrefix(tmp[:0], v.Prefix))
-	}
-	var b strings.Builder
-	b.Grow(total)
-	for _, v := range vips {
-		b.Write(appendPrefix(tmp[:0], v.Prefix))
-	}
-	all := b.String()
-	out := make([]string, len(vips))
-	for i, v := range vips {
-		n := len(appendPrefix(tmp[:0], v.Prefix))
-		out[i], all = all[:n], all[n:]
-	}
-	return out
-}
-
-// appendPrefix appends p.String() to b.
-func appendPrefix(b []byte, p netip.Prefix) []byte {
-	if !p.IsValid() {
-		return append(b, p.String()...)
-	}
-	return p.AppendTo(b)
 }
 
 // Held lists the addresses of the instance (as in VIPs) on the node now.
