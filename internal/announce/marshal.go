@@ -41,6 +41,11 @@ func checkMAC(mac net.HardwareAddr) error {
 // sender = target = ip, sender hardware address mac and target hardware
 // address ff:ff:ff:ff:ff:ff, as keepalived sends (42 bytes, unpadded).
 func MarshalGARP(mac net.HardwareAddr, ip netip.Addr) ([]byte, error) {
+	return appendGARP(make([]byte, 0, garpLen), mac, ip)
+}
+
+// appendGARP appends MarshalGARP's frame to b.
+func appendGARP(b []byte, mac net.HardwareAddr, ip netip.Addr) ([]byte, error) {
 	if err := checkMAC(mac); err != nil {
 		return nil, fmt.Errorf("marshal gratuitous ARP: %w", err)
 	}
@@ -48,11 +53,13 @@ func MarshalGARP(mac net.HardwareAddr, ip netip.Addr) ([]byte, error) {
 	if !ip.Is4() || ip.IsUnspecified() || ip.IsMulticast() {
 		return nil, fmt.Errorf("marshal gratuitous ARP: address %s: want a unicast IPv4 address", ip)
 	}
-	b := make([]byte, garpLen)
-	copy(b[0:6], broadcast)
-	copy(b[6:12], mac)
-	binary.BigEndian.PutUint16(b[12:14], etherTypeARP)
-	a := b[14:]
+	n := len(b)
+	b = append(b, make([]byte, garpLen)...) // no allocation with room in b
+	f := b[n:]
+	copy(f[0:6], broadcast)
+	copy(f[6:12], mac)
+	binary.BigEndian.PutUint16(f[12:14], etherTypeARP)
+	a := f[14:]
 	binary.BigEndian.PutUint16(a[0:2], arpHTEther)
 	binary.BigEndian.PutUint16(a[2:4], etherTypeIP4)
 	a[4], a[5] = 6, 4

@@ -417,3 +417,36 @@ func TestPacerDrained(t *testing.T) {
 		t.Errorf("Drained called after these many sends (-want +got):\n%s", diff)
 	}
 }
+
+// TestScheduleGrowsQueueOnce: a burst is queued into a list made at its
+// size, not grown by doubling (garbage for every instance taking over).
+func TestScheduleGrowsQueueOnce(t *testing.T) {
+	addrs := make([]netip.Addr, 10)
+	for i := range addrs {
+		addrs[i] = netip.AddrFrom4([4]byte{198, 18, 0, byte(i + 1)})
+	}
+	for _, tc := range []struct {
+		name      string
+		delay     time.Duration
+		firstSent bool
+		want      int
+	}{
+		{name: "one burst", want: 50},
+		{name: "two bursts", delay: 5 * time.Second, want: 100},
+		{name: "two bursts, first copies sent", delay: 5 * time.Second, firstSent: true, want: 90},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &Pacer{Clock: clock.NewFake(time.Unix(0, 0)), Send: func(netip.Addr) error { return nil }}
+			p.schedule(addrs, 5, tc.delay, tc.firstSent)
+			if got := len(p.queue); got != tc.want {
+				t.Errorf("queued %d, want %d", got, tc.want)
+			}
+			// Its size rounded up to the allocator's size class; append's
+			// doublings leave a quarter or more unused.
+			if got := cap(p.queue); got > tc.want+tc.want/8 {
+				t.Errorf("queue's capacity %d, want %d (its size, to the allocator's size class)", got, tc.want)
+			}
+			p.Cancel()
+		})
+	}
+}

@@ -297,7 +297,7 @@ func (e *Engine) refreshGARP(in *instance, now time.Time) {
 		in.refreshAt = time.Time{}
 		return
 	}
-	var addrs []netip.Addr
+	addrs := make([]netip.Addr, 0, len(in.vips))
 	for _, v := range in.vips {
 		addrs = append(addrs, v.Prefix.Addr())
 	}
@@ -361,15 +361,34 @@ func (e *Engine) release(instance string, v netif.VIP, now time.Time) {
 	}
 }
 
-// addrChanged handles an address added or removed (see addrEvent).
-func (e *Engine) addrChanged(now time.Time, ev addrEvent) {
-	if !ev.added {
-		e.vipGone(now, ev.prefix)
+// addrsChanged handles the addresses added or removed since it last ran
+// (see addrQueue), all at once: one look for the masters' VIPs removed,
+// one at the sources. Each change was handled alone, a dump of every
+// address of the node for each, 51 MB of the 243 MB the engine allocated
+// while starting 1,000 instances of 10,000 VIPs (bench/scale,
+// docs/design/memory.md).
+func (e *Engine) addrsChanged(now time.Time, evs []addrEvent) {
+	anyGone, check := false, false
+	var gone map[netip.Prefix]bool
+	for _, ev := range evs {
+		switch {
+		case ev.added:
+		case !ev.prefix.IsValid():
+			anyGone = true
+		default:
+			if gone == nil {
+				gone = map[netip.Prefix]bool{}
+			}
+			gone[ev.prefix] = true
+		}
+		// A VIP is never the source: our own takeovers and releases
+		// change nothing there.
+		check = check || !ev.prefix.IsValid() || !e.isVIP(ev.prefix.Addr())
 	}
-	if ev.prefix.IsValid() && e.isVIP(ev.prefix.Addr()) {
-		return // a VIP is never the source: our own takeovers and releases change nothing there
+	if anyGone || len(gone) > 0 {
+		e.vipGone(now, func(p netip.Prefix) bool { return anyGone || gone[p] })
 	}
-	if e.checkPrimaries(now) {
+	if check && e.checkPrimaries(now) {
 		e.recomputeAll(now)
 	}
 }
@@ -479,9 +498,9 @@ func (e *Engine) sourceNow(in *instance, memo map[string]sourceAnswer) (netip.Ad
 	return src, "IPv6 link-local address", err
 }
 
-// vipGone handles an address removed from an interface (the zero Prefix: the
-// address watcher has just subscribed, at the start or after it lost
-// events, so any may be). A master whose VIP is no
+// vipGone handles addresses removed from an interface, those for which
+// removed is true (all: the address watcher has just subscribed, at the
+// start or after it lost events, so any may be). A master whose VIP is no
 // longer on its interface (something else removed it: `ip addr flush`, a
 // network manager) steps down as keepalived 2.2.7 does (see fsm.Resign):
 // priority 0, so that a backup takes the VIPs after its Skew_Time, or this
@@ -490,7 +509,7 @@ func (e *Engine) sourceNow(in *instance, memo map[string]sourceAnswer) (netip.Ad
 // the master stopped (TestVIPRemovedFromMaster). Removals of our own (a
 // release) find the instance no longer master, and an event that arrives
 // after the VIP was added again finds it present: both are ignored.
-func (e *Engine) vipGone(now time.Time, p netip.Prefix) {
+func (e *Engine) vipGone(now time.Time, removed func(netip.Prefix) bool) {
 	// One dump for every master's VIPs: the zero prefix (the address watch
 	// resubscribed after the kernel dropped events, which 10,000 VIPs
 	// being added at start-up do) used to cost a dump of every address on
@@ -503,7 +522,7 @@ func (e *Engine) vipGone(now time.Time, p netip.Prefix) {
 			continue
 		}
 		for _, v := range in.vips {
-			if !p.IsValid() || v.Prefix == p {
+			if removed(v.Prefix) {
 				vips, owners = append(vips, v), append(owners, in)
 			}
 		}

@@ -119,6 +119,7 @@ type Engine struct {
 	// backstopFailed: the backstop's sockets could not be opened (logged once).
 	backstopFailed bool
 	ledgerW        *ledgerWriter
+	addrQ          addrQueue // address changes the loop has not taken yet
 	// ledgerDirty: the step saved the ledger for later (saveLedgerLater).
 	ledgerDirty bool
 	conns       map[int]transport.Conn   // by address family
@@ -205,7 +206,7 @@ type event struct {
 	track   *track.Status
 	first   *track.Tracker // its first probe succeeded (see firstSuccess)
 	link    *linkEvent
-	addr    *addrEvent
+	addrs   bool // addresses changed: see addrQueue
 	reload  chan error
 	ping    chan struct{}
 	publish chan struct{} // publish the status now (see Status)
@@ -219,6 +220,35 @@ type event struct {
 type addrEvent struct {
 	prefix netip.Prefix
 	added  bool
+}
+
+// addrQueue holds the address changes the watcher reported that the loop
+// has not taken yet. The watcher sends the loop an event only when the
+// queue was empty, and the loop takes every change queued when it handles
+// it: the changes reported while the loop was busy (10,000 VIPs added by
+// a takeover) are handled at once.
+type addrQueue struct {
+	mu      sync.Mutex
+	pending []addrEvent
+}
+
+// put queues ev and reports whether the loop must be told (the queue was
+// empty).
+func (q *addrQueue) put(ev addrEvent) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.pending = append(q.pending, ev)
+	return len(q.pending) == 1
+}
+
+// take returns the queued changes, in the order reported, and empties
+// the queue.
+func (q *addrQueue) take() []addrEvent {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	p := q.pending
+	q.pending = nil
+	return p
 }
 
 type linkEvent struct {
@@ -532,7 +562,9 @@ func (e *Engine) Run(ctx context.Context) error {
 	}()
 	go func() {
 		if err := nl.WatchAddrs(loopCtx, func(p netip.Prefix, added bool) {
-			e.send(event{addr: &addrEvent{prefix: p, added: added}})
+			if e.addrQ.put(addrEvent{prefix: p, added: added}) {
+				e.send(event{addrs: true})
+			}
 		}); err != nil && loopCtx.Err() == nil {
 			e.log.Error("watching addresses failed; a VIP removed from a master's interface, or an interface losing its address, will not be noticed", "err", err)
 		}
@@ -996,8 +1028,8 @@ func (ev event) String() string {
 		return "first check success"
 	case ev.link != nil:
 		return "link " + ev.link.name + " change"
-	case ev.addr != nil:
-		return "address change " + ev.addr.prefix.String()
+	case ev.addrs:
+		return "address changes"
 	case ev.reload != nil:
 		return "reload"
 	case ev.handoff != nil:
@@ -1025,8 +1057,8 @@ func (e *Engine) handle(ev event) {
 		e.firstSuccess(now, ev.first)
 	case ev.link != nil:
 		e.linkChanged(now, ev.link.name, ev.link.up)
-	case ev.addr != nil:
-		e.addrChanged(now, *ev.addr)
+	case ev.addrs:
+		e.addrsChanged(now, e.addrQ.take())
 	case ev.reload != nil:
 		ev.reload <- e.reload()
 	case ev.ping != nil:

@@ -77,12 +77,13 @@ func (e *Engine) apply(cfg *keepalived.Config) error {
 	e.statusDirty = true
 	// Build everything new first, so a failure changes nothing.
 	fresh := map[string]*instance{}
+	links := linkReads{}
 	for _, ic := range cfg.Instances {
 		if old, ok := e.instances[ic.Name]; ok && keepsState(old.cfg, ic) && sameGroup(e.cfg, cfg, ic) &&
 			!(old.life.has(condAbsent) && e.linkExists(ic.Interface)) && !old.life.has(condRecreated) {
 			continue
 		}
-		in, err := e.build(cfg, ic)
+		in, err := e.build(cfg, ic, links)
 		if err != nil {
 			for _, f := range fresh {
 				f.close()
@@ -459,12 +460,35 @@ func (in *instance) setPeers(peers []netip.Addr) {
 	}
 }
 
+// linkReads keeps the links read while apply builds its instances, all
+// before it changes anything: each instance read its interface anew, 1,000
+// reads of four links at the start of bench/scale, 12 MB of garbage
+// (docs/design/memory.md).
+type linkReads map[string]linkRead
+
+type linkRead struct {
+	info netif.LinkInfo
+	err  error
+}
+
+// link returns the link named name as read the first time it was asked
+// for.
+func (r linkReads) link(nl Netlink, name string) (netif.LinkInfo, error) {
+	if l, ok := r[name]; ok {
+		return l.info, l.err
+	}
+	info, err := nl.Link(name)
+	r[name] = linkRead{info: info, err: err}
+	return info, err
+}
+
 // build prepares an instance: interface, addresses, socket, announcer.
-func (e *Engine) build(cfg *keepalived.Config, ic *keepalived.Instance) (*instance, error) {
+// links keeps the links read by the builds of one apply.
+func (e *Engine) build(cfg *keepalived.Config, ic *keepalived.Instance, links linkReads) (*instance, error) {
 	fail := func(format string, args ...any) error {
 		return fmt.Errorf("%s: vrrp_instance %s: %s", ic.Pos, ic.Name, fmt.Sprintf(format, args...))
 	}
-	link, err := e.nl.Link(ic.Interface)
+	link, err := links.link(e.nl, ic.Interface)
 	if errors.Is(err, netif.ErrNoLink) {
 		// keepalived 2.2.7 exits at start for this ("Non-existent
 		// interface specified in configuration") unless dynamic_interfaces
@@ -550,7 +574,11 @@ func (e *Engine) build(cfg *keepalived.Config, ic *keepalived.Instance) (*instan
 		}
 		e.joined[joinKey{in.ifIndex, in.dsts[0]}] = true
 	}
-	if in.ann, err = e.openAnnouncer(annName, annIndex); err != nil {
+	annMAC := link.MAC // as read above, unless the announcer's is a VMAC interface
+	if annIndex != in.ifIndex {
+		annMAC = nil
+	}
+	if in.ann, err = e.openAnnouncer(annName, annIndex, annMAC); err != nil {
 		return nil, fail("%v", err)
 	}
 	in.pacer = &announce.Pacer{Clock: e.clk, Rate: e.opts.AnnounceRate, Burst: announceFirstMax, FirstAtOnce: true, Send: func(a netip.Addr) error {
@@ -719,15 +747,22 @@ func (e *Engine) trackChanged(now time.Time, st track.Status) {
 
 func (e *Engine) linkChanged(now time.Time, name string, up bool) {
 	rebuild := false
+	// The link is read once for all the instances on it (250 each in
+	// bench/scale: a read each was 10 MB of garbage at the start).
+	read, found, index := false, false, 0
 	for _, in := range e.instances {
 		if in.cfg.Interface != name {
 			continue
 		}
 		if !in.life.has(condAbsent) && up {
+			if !read {
+				l, err := e.nl.Link(name)
+				read, found, index = true, err == nil, l.Index
+			}
 			// Deleted and created again, as keepalived 2.2.7 follows
 			// (measured: FAULT while gone, BACKUP when back).
-			if l, err := e.nl.Link(name); err == nil && l.Index != in.ifIndex {
-				e.setCond(in, condRecreated, true, fmt.Sprintf("interface %s was created again (index %d, was %d)", name, l.Index, in.ifIndex))
+			if found && index != in.ifIndex {
+				e.setCond(in, condRecreated, true, fmt.Sprintf("interface %s was created again (index %d, was %d)", name, index, in.ifIndex))
 			}
 		}
 		rebuild = rebuild || in.life.has(condAbsent) || in.life.has(condRecreated)

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"golang.org/x/sys/unix"
 
 	"github.com/vipstack/vipstack/internal/netif"
@@ -204,5 +205,24 @@ func TestWarnLedgerOnDisk(t *testing.T) {
 	e.warnLedgerOnDisk()
 	if quiet.String() != "" {
 		t.Errorf("a ledger on a tmpfs logged %q", quiet.String())
+	}
+}
+
+// TestLedgerKeys: the keys are the ledger's lines, VIP.String, in order.
+func TestLedgerKeys(t *testing.T) {
+	vips := []netif.VIP{
+		{Prefix: netip.MustParsePrefix("198.18.0.10/32"), Dev: "eth0"},
+		{Prefix: netip.MustParsePrefix("198.18.0.11/24"), Dev: "eth1", Label: "eth1:vip", Scope: "link", Broadcast: netip.MustParseAddr("198.18.0.255"), NoPrefixRoute: true},
+		{Prefix: netip.MustParsePrefix("fd00::1/128"), Dev: "eth0", Preferred: true},
+	}
+	var want []string
+	for _, v := range vips {
+		want = append(want, v.String())
+	}
+	if diff := cmp.Diff(want, ledgerKeys(vips)); diff != "" {
+		t.Errorf("ledgerKeys (-want +got):\n%s", diff)
+	}
+	if got := ledgerKeys(nil); got != nil {
+		t.Errorf("ledgerKeys(nil) = %q, want nil", got)
 	}
 }

@@ -126,16 +126,31 @@ func (e *Engine) listen(family int) (transport.Conn, error) {
 
 // openAnnouncer is a use of Options.Announcer, or of the real one on the
 // interface named name, of index ifIndex, shared with the other instances
-// on that interface (see announcers).
-func (e *Engine) openAnnouncer(name string, ifIndex int) (Announcer, error) {
+// on that interface (see announcers). mac is the interface's hardware
+// address when the caller has just read it (nil: it is looked up here).
+//
+// The interface is looked up by index only to open an announcer: each
+// lookup dumps every link of the namespace, and one per instance was 44 MB
+// of garbage at the start of 1,000 instances (docs/design/memory.md).
+func (e *Engine) openAnnouncer(name string, ifIndex int, mac net.HardwareAddr) (Announcer, error) {
 	if e.opts.Announcer != nil {
 		return e.announcers.get(annKey{name: name, index: ifIndex}, func() (Announcer, error) { return e.opts.Announcer(name, ifIndex) })
 	}
-	ifi, err := net.InterfaceByIndex(ifIndex)
-	if err != nil {
-		return nil, fmt.Errorf("interface %q: %v", name, err)
+	var ifi *net.Interface
+	if mac == nil {
+		var err error
+		if ifi, err = net.InterfaceByIndex(ifIndex); err != nil {
+			return nil, fmt.Errorf("interface %q: %v", name, err)
+		}
+		mac = ifi.HardwareAddr
 	}
-	return e.announcers.get(annKey{name: name, index: ifIndex, mac: string(ifi.HardwareAddr)}, func() (Announcer, error) {
+	return e.announcers.get(annKey{name: name, index: ifIndex, mac: string(mac)}, func() (Announcer, error) {
+		if ifi == nil {
+			var err error
+			if ifi, err = net.InterfaceByIndex(ifIndex); err != nil {
+				return nil, fmt.Errorf("interface %q: %v", name, err)
+			}
+		}
 		a, err := announce.New(ifi)
 		if err != nil {
 			return nil, fmt.Errorf("announcer: %v", err)

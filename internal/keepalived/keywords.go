@@ -89,9 +89,11 @@ const lvsKeywords = "virtual_server virtual_server_group lvs_sync_daemon lvs_syn
 const repeatableFlags = "nopreempt preempt accept no_accept dont_track_primary"
 
 // inList reports whether word is one of the words of list, which are
-// separated by spaces or ", ".
+// separated by spaces or ", ". It allocates nothing: it runs for every
+// keyword of a file (the slice of words each time was 11.5 MB of garbage
+// for a file of 1,000 instances, docs/design/memory.md).
 func inList(list, word string) bool {
-	for _, w := range strings.FieldsFunc(list, func(r rune) bool { return r == ' ' || r == ',' }) {
+	for w := range strings.FieldsFuncSeq(list, func(r rune) bool { return r == ' ' || r == ',' }) {
 		if w == word {
 			return true
 		}

@@ -117,29 +117,42 @@ func checkName(field, s string) error {
 // "198.18.0.100/32 dev eth0 label eth0:vip scope link broadcast 198.18.0.255 noprefixroute preferred".
 // Defaults are left out.
 func (v VIP) String() string {
-	var b strings.Builder
-	b.WriteString(v.Prefix.String())
-	b.WriteString(" dev ")
-	b.WriteString(v.Dev)
+	var buf [96]byte
+	return string(v.Append(buf[:0]))
+}
+
+// Append appends String's text to b.
+func (v VIP) Append(b []byte) []byte {
+	b = appendPrefixText(b, v.Prefix)
+	b = append(b, " dev "...)
+	b = append(b, v.Dev...)
 	if v.Label != "" {
-		b.WriteString(" label ")
-		b.WriteString(v.Label)
+		b = append(b, " label "...)
+		b = append(b, v.Label...)
 	}
 	if v.Scope != "" && v.Scope != "global" {
-		b.WriteString(" scope ")
-		b.WriteString(v.Scope)
+		b = append(b, " scope "...)
+		b = append(b, v.Scope...)
 	}
 	if v.Broadcast.IsValid() {
-		b.WriteString(" broadcast ")
-		b.WriteString(v.Broadcast.String())
+		b = append(b, " broadcast "...)
+		b = v.Broadcast.AppendTo(b)
 	}
 	if v.NoPrefixRoute {
-		b.WriteString(" noprefixroute")
+		b = append(b, " noprefixroute"...)
 	}
 	if v.Preferred {
-		b.WriteString(" preferred")
+		b = append(b, " preferred"...)
 	}
-	return b.String()
+	return b
+}
+
+// appendPrefixText appends p.String() to b.
+func appendPrefixText(b []byte, p netip.Prefix) []byte {
+	if !p.IsValid() {
+		return append(b, p.String()...)
+	}
+	return p.AppendTo(b)
 }
 
 // ParseVIP parses the form String writes and validates the result.

@@ -68,6 +68,9 @@ func TestVIPStringParse(t *testing.T) {
 			if diff := cmp.Diff(tt.line, tt.vip.String()); diff != "" {
 				t.Errorf("String() (-want +got):\n%s", diff)
 			}
+			if got := string(tt.vip.Append([]byte("x "))); got != "x "+tt.line {
+				t.Errorf("Append(\"x \") = %q, want %q", got, "x "+tt.line)
+			}
 			got, err := ParseVIP(tt.line)
 			if err != nil {
 				t.Fatalf("ParseVIP(%q): %v", tt.line, err)
