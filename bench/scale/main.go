@@ -18,6 +18,10 @@
 //   - RSS and PSS of the process group at the end of that window (each
 //     binary evicted from the page cache before its start, as on a
 //     freshly booted node);
+//   - for vipstack (-scrape, every 15 s by default), CPU over a second
+//     window as long as the first, with its /metrics fetched at that
+//     interval as Prometheus would (gzipped), and RSS at its end:
+//     reported without a target, as keepalived serves no metrics;
 //   - then (-crash, on by default) kill -9 of the process that runs the
 //     instances, keepalived's VRRP child or vipstack's engine: from the
 //     kill to every VIP on the interfaces again, after they were released

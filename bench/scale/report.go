@@ -16,12 +16,27 @@ type result struct {
 	CPU      float64       // percent of one CPU at rest
 	RSS, PSS float64       // MiB, the process group at the end of the rest window
 	Procs    []string      // each process's memory then (describeProcs)
+	Scraped  scrapes       // a second window, /metrics scraped (vipstack only)
 	Err      string        // why there are no figures
+}
+
+// scrapes are the figures of the window with /metrics scraped.
+type scrapes struct {
+	N        int           // scrapes
+	Bytes    int           // the last answer's, gzipped
+	Slowest  time.Duration // the longest a scrape took
+	CPU, RSS float64       // as result's, over and at the end of that window
+	Procs    []string      // each process's memory at its end
+}
+
+// about describes the scrapes' answers.
+func (s scrapes) about() string {
+	return fmt.Sprintf("%.0f kB gzipped, the slowest in %.0f ms", float64(s.Bytes)/1e3, s.Slowest.Seconds()*1e3)
 }
 
 // report builds the table and the verdicts for keepalived's and vipstack's
 // results.
-func report(ka, vs result, instances, vips int, rest time.Duration) *benchdoc.Report {
+func report(ka, vs result, instances, vips int, rest, scrape time.Duration) *benchdoc.Report {
 	var rep benchdoc.Report
 	rep.Para("%d vrrp_instances (VRRPv2, advert 1 s, %d per interface) and %d VIPs on one node; CPU at rest over %v after the second gratuitous ARP burst:", instances, vridsPerLink, vips, rest)
 	tb := benchdoc.Table{Header: []string{"figure", "keepalived", "vipstack", "vipstack/keepalived", "target"}}
@@ -67,12 +82,23 @@ func report(ka, vs result, instances, vips int, rest time.Duration) *benchdoc.Re
 		}
 		tb.Add(r.name, cell(r.k, ka), cell(r.v, vs), ratio, target)
 	}
+	if sc := vs.Scraped; sc.N > 0 {
+		for _, r := range []struct{ name, v string }{
+			{fmt.Sprintf("CPU, /metrics scraped every %v (%% of one CPU)", scrape), fmt.Sprintf("%.2f", sc.CPU)},
+			{"RSS after those scrapes (MiB)", fmt.Sprintf("%.1f", sc.RSS)},
+		} {
+			tb.Add(r.name, "-", r.v, "-", "(reported: keepalived serves no metrics)")
+		}
+	}
 	rep.Table(tb)
 	rep.List(verdicts)
 	for _, r := range []result{ka, vs} {
 		if len(r.Procs) > 0 {
 			rep.Para("%s's processes at the end of the window (MiB): %s.", r.Impl, strings.Join(r.Procs, "; "))
 		}
+	}
+	if sc := vs.Scraped; sc.N > 0 {
+		rep.Para("vipstack's, after the second window of %v with %d scrapes of /metrics (%s): %s.", rest, sc.N, sc.about(), strings.Join(sc.Procs, "; "))
 	}
 	return &rep
 }

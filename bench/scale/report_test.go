@@ -62,7 +62,7 @@ func TestReportVerdicts(t *testing.T) {
 			if tc.ka != nil {
 				k = *tc.ka
 			}
-			if err := report(k, tc.vs, 1000, 10000, 30*time.Second).Text(&b); err != nil {
+			if err := report(k, tc.vs, 1000, 10000, 30*time.Second, 15*time.Second).Text(&b); err != nil {
 				t.Fatal(err)
 			}
 			var got []string
@@ -76,5 +76,29 @@ func TestReportVerdicts(t *testing.T) {
 				t.Errorf("verdicts (-want +got):\n%s\nreport:\n%s", diff, b.String())
 			}
 		})
+	}
+}
+
+// TestReportScrapes: the window with /metrics scraped adds vipstack's
+// rows, reported without a target, and its processes.
+func TestReportScrapes(t *testing.T) {
+	ka := result{Impl: "keepalived", Startup: 4 * time.Second, CPU: 2, RSS: 10, PSS: 8}
+	vs := result{Impl: "vipstack", Startup: 3 * time.Second, CPU: 1, RSS: 12, PSS: 11,
+		Scraped: scrapes{N: 2, Bytes: 61500, Slowest: 23 * time.Millisecond, CPU: 1.5, RSS: 13.25, Procs: []string{"vipstack 12: RSS 13.2"}}}
+	var b strings.Builder
+	if err := report(ka, vs, 1000, 10000, 30*time.Second, 15*time.Second).Text(&b); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"CPU, /metrics scraped every 15s (% of one CPU)  -  1.50  -  (reported: keepalived serves no metrics)",
+		"RSS after those scrapes (MiB)  -  13.2",
+		"vipstack's, after the second window of 30s with 2 scrapes of /metrics (62 kB gzipped, the slowest in 23 ms): vipstack 12: RSS 13.2.",
+	} {
+		if !strings.Contains(strings.Join(strings.Fields(b.String()), " "), strings.Join(strings.Fields(want), " ")) {
+			t.Errorf("report lacks %q:\n%s", want, b.String())
+		}
+	}
+	if strings.Contains(b.String(), "scraped") && strings.Contains(b.String(), "MISS  CPU, /metrics") {
+		t.Errorf("the scraped window has a verdict:\n%s", b.String())
 	}
 }

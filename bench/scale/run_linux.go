@@ -31,6 +31,7 @@ const afterTakeover = 7 * time.Second
 type options struct {
 	instances, vips int
 	rest, limit     time.Duration
+	scrape          time.Duration
 	bin, markdown   string
 	prefix          string
 	keep, profile   bool
@@ -50,6 +51,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&o.keep, "keep", false, "keep the work directory (the file and the logs)")
 	fs.StringVar(&o.prefix, "prefix", "vvt", "prefix of the network namespace's name (and of the work directory's)")
 	fs.BoolVar(&o.crash, "crash", true, "after the rest window, kill -9 the process running the VRRP instances and time until every VIP is held again")
+	fs.DurationVar(&o.scrape, "scrape", 15*time.Second, "after the rest window, measure vipstack (run with --metrics-addr) over a second window of -rest with its /metrics scraped at this interval, as Prometheus would (0: no second window)")
 	fs.BoolVar(&o.profile, "profile", false, "run vipstack with --pprof-addr and save its heap and goroutine profiles at the end of the rest window in the work directory (implies -keep)")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -117,7 +119,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		res[impl] = r
 	}
-	rep := report(res["keepalived"], res["vipstack"], o.instances, o.vips, o.rest)
+	rep := report(res["keepalived"], res["vipstack"], o.instances, o.vips, o.rest, o.scrape)
 	fmt.Fprintln(stdout)
 	_ = rep.Text(stdout)
 	if o.markdown != "" {
@@ -198,6 +200,9 @@ func measure(impl string, o options, path, work string, holder *topoHolder, out 
 		if o.profile {
 			args = append(args, "--pprof-addr", pprofAddr)
 		}
+		if o.scrape > 0 {
+			args = append(args, "--metrics-addr", metricsAddr)
+		}
 		cmd = h.Command(o.bin, args...)
 	}
 	logf, err := os.Create(filepath.Join(dir, "log"))
@@ -244,6 +249,12 @@ func measure(impl string, o options, path, work string, holder *topoHolder, out 
 		return r, fmt.Errorf("at the end of the rest window %d of %d VIPs are held (%v)", held, o.vips, err)
 	}
 	fmt.Fprintf(out, "%s: CPU at rest %.2f%%, RSS %.1f MiB, PSS %.1f MiB (%d processes: %s)\n", impl, r.CPU, r.RSS, r.PSS, len(pids), strings.Join(r.Procs, "; "))
+	if impl == "vipstack" && o.scrape > 0 {
+		if r.Scraped, err = scraped(h, cmd.Process.Pid, o); err != nil {
+			return r, fmt.Errorf("scraping /metrics: %w", err)
+		}
+		fmt.Fprintf(out, "%s: with %d scrapes of /metrics (%s) over %v: CPU %.2f%%, RSS %.1f MiB (%s)\n", impl, r.Scraped.N, r.Scraped.about(), o.rest, r.Scraped.CPU, r.Scraped.RSS, strings.Join(r.Scraped.Procs, "; "))
+	}
 	if o.crash {
 		if r.Restart, err = restartAfterKill(h, cmd.Process.Pid, o); err != nil {
 			return r, fmt.Errorf("after kill -9 of the VRRP process: %w", err)
@@ -251,6 +262,36 @@ func measure(impl string, o options, path, work string, holder *topoHolder, out 
 		fmt.Fprintf(out, "%s: kill -9 of the VRRP process: every VIP held again %.2f s later\n", impl, r.Restart.Seconds())
 	}
 	return r, nil
+}
+
+// scraped measures the process group of leader over a window of o.rest
+// with its /metrics fetched every o.scrape from the start of the window,
+// gzipped as Prometheus asks for it.
+func scraped(h *testnet.Host, leader int, o options) (scrapes, error) {
+	var s scrapes
+	pids := procfs.Group(leader)
+	before, t0 := procfs.CPUTicks(pids), time.Now()
+	end := t0.Add(o.rest)
+	for next := t0; next.Before(end); next = next.Add(o.scrape) {
+		time.Sleep(time.Until(next))
+		msg, err := h.Run("curl", "-sS", "-H", "Accept-Encoding: gzip", "-o", "/dev/null", "-w", "%{size_download} %{time_total}", "http://"+metricsAddr+"/metrics")
+		if err != nil {
+			return s, fmt.Errorf("%w: %s", err, strings.TrimSpace(msg))
+		}
+		var size int
+		var secs float64
+		if _, err := fmt.Sscan(msg, &size, &secs); err != nil {
+			return s, fmt.Errorf("curl printed %q: %w", msg, err)
+		}
+		s.N, s.Bytes, s.Slowest = s.N+1, size, max(s.Slowest, time.Duration(secs*float64(time.Second)))
+	}
+	time.Sleep(time.Until(end))
+	pids = procfs.Group(leader)
+	after, t1 := procfs.CPUTicks(pids), time.Now()
+	s.CPU = float64(after-before) / procfs.ClockTicks / t1.Sub(t0).Seconds() * 100
+	s.RSS, _ = procfs.MemMiB(pids)
+	s.Procs = describeProcs(pids)
+	return s, nil
 }
 
 // restartAfterKill kills the process that runs the VRRP instances, the
@@ -310,6 +351,10 @@ func countVIPs(h *testnet.Host) (int, error) {
 // pprofAddr is where -profile has vipstack serve its profiles, in the
 // bench's namespace.
 const pprofAddr = "127.0.0.1:6061"
+
+// metricsAddr is where -scrape has vipstack serve its metrics, in the
+// bench's namespace.
+const metricsAddr = "127.0.0.1:6062"
 
 // validPrefix reports whether p may start a namespace's name.
 func validPrefix(p string) bool {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	basemetrics "github.com/vipstack/vipstack/internal/metrics"
 	"github.com/vipstack/vipstack/internal/track"
 	"github.com/vipstack/vipstack/internal/vrrp/fsm"
 )
@@ -66,7 +67,8 @@ func newMetrics(reg prometheus.Registerer, status func() []InstanceStatus) *metr
 			Help: "Probes of a tracked check (vrrp_script, or a native check of vipstack node), by result: success, failure, timeout."}, []string{"check", "result"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.dropped, m.conflicts, m.reloads, m.checks, &statusCollector{status: status})
+		reg.MustRegister(m.dropped, m.conflicts, m.reloads, m.checks)
+		basemetrics.AddText(reg, statusText{status: status})
 	}
 	return m
 }
@@ -123,84 +125,122 @@ func (c countedCheck) Probe(ctx context.Context) error {
 	return err
 }
 
-var (
-	transitionsDesc = prometheus.NewDesc("vipstack_vrrp_transitions_total",
-		"State transitions, by the state entered (to: INIT, BACKUP, MASTER, FAULT).", append(slices.Clone(instanceLabels), "to"), nil)
-	sentDesc = prometheus.NewDesc("vipstack_vrrp_adverts_sent_total",
-		"Advertisements sent (one per destination).", instanceLabels, nil)
-	sendErrorsDesc = prometheus.NewDesc("vipstack_vrrp_advert_send_errors_total",
-		"Advertisements that could not be sent.", instanceLabels, nil)
-	receivedDesc = prometheus.NewDesc("vipstack_vrrp_adverts_received_total",
-		"Valid advertisements received.", instanceLabels, nil)
-	stateDesc = prometheus.NewDesc("vipstack_vrrp_state",
-		"State of the VRRP instance: 0 init, 1 backup, 2 master, 3 fault.", instanceLabels, nil)
-	effectiveDesc = prometheus.NewDesc("vipstack_vrrp_effective_priority",
-		"Effective priority: the base priority plus what each tracked script and interface adds (vipstack status lists them); 255 for an address owner.", instanceLabels, nil)
-	baseDesc = prometheus.NewDesc("vipstack_vrrp_base_priority",
-		"The configured priority of the instance.", instanceLabels, nil)
-	infoDesc = prometheus.NewDesc("vipstack_vrrp_instance_info",
-		"Always 1; the labels describe the instance: address family (4, 6), VRRP version (2, 3) and mode (multicast, unicast).",
-		append(slices.Clone(instanceLabels), "family", "version", "mode"), nil)
-	heldDesc = prometheus.NewDesc("vipstack_vrrp_vip_held",
-		"1 for each address of the instance (virtual_ipaddress and virtual_ipaddress_excluded) this node holds now, 0 for the others.",
-		append(slices.Clone(instanceLabels), "vip"), nil)
-	checkDesc = prometheus.NewDesc("vipstack_check_up",
-		"1 while a check the instance tracks passes, 0 while it fails; kind is script (vrrp_script or a native check), interface, or what else keeps the instance from running (vipstack status: contributions).",
-		append(slices.Clone(instanceLabels), "kind", "check"), nil)
+// The families statusText writes, in the order it writes them.
+const (
+	sentName        = "vipstack_vrrp_adverts_sent_total"
+	sendErrorsName  = "vipstack_vrrp_advert_send_errors_total"
+	receivedName    = "vipstack_vrrp_adverts_received_total"
+	transitionsName = "vipstack_vrrp_transitions_total"
+	stateName       = "vipstack_vrrp_state"
+	effectiveName   = "vipstack_vrrp_effective_priority"
+	baseName        = "vipstack_vrrp_base_priority"
+	infoName        = "vipstack_vrrp_instance_info"
+	heldName        = "vipstack_vrrp_vip_held"
+	checkName       = "vipstack_check_up"
 )
 
-// statusCollector exports the published status of every instance.
-type statusCollector struct{ status func() []InstanceStatus }
-
-func (c *statusCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{transitionsDesc, sentDesc, sendErrorsDesc, receivedDesc, stateDesc, effectiveDesc, baseDesc, infoDesc, heldDesc, checkDesc} {
-		ch <- d
-	}
+// statusHelp is each family's HELP text.
+var statusHelp = map[string]string{
+	sentName:        "Advertisements sent (one per destination).",
+	sendErrorsName:  "Advertisements that could not be sent.",
+	receivedName:    "Valid advertisements received.",
+	transitionsName: "State transitions, by the state entered (to: INIT, BACKUP, MASTER, FAULT).",
+	stateName:       "State of the VRRP instance: 0 init, 1 backup, 2 master, 3 fault.",
+	effectiveName:   "Effective priority: the base priority plus what each tracked script and interface adds (vipstack status lists them); 255 for an address owner.",
+	baseName:        "The configured priority of the instance.",
+	infoName:        "Always 1; the labels describe the instance: address family (4, 6), VRRP version (2, 3) and mode (multicast, unicast).",
+	heldName:        "1 for each address of the instance (virtual_ipaddress and virtual_ipaddress_excluded) this node holds now, 0 for the others.",
+	checkName:       "1 while a check the instance tracks passes, 0 while it fails; kind is script (vrrp_script or a native check), interface, or what else keeps the instance from running (vipstack status: contributions).",
 }
 
-func (c *statusCollector) Collect(ch chan<- prometheus.Metric) {
-	for _, s := range c.status() {
-		ls := []string{s.Name, strconv.Itoa(int(s.VRID)), s.Interface}
-		gauge := func(d *prometheus.Desc, v float64, extra ...string) {
-			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, append(slices.Clone(ls), extra...)...)
-		}
-		// A counter's series appears with its first count, as a
-		// CounterVec's child does.
-		counter := func(d *prometheus.Desc, n uint64, extra ...string) {
-			if n > 0 {
-				ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(n), append(slices.Clone(ls), extra...)...)
+// statusText writes the published status of every instance as metric
+// families, straight in the text format (basemetrics.TextSource): through
+// client_golang's const metrics a scrape of 1,000 instances with 10,000
+// VIPs allocated 22 MB in 368,000 objects.
+type statusText struct{ status func() []InstanceStatus }
+
+func (statusText) Families() []string {
+	return []string{sentName, sendErrorsName, receivedName, transitionsName, stateName, effectiveName, baseName, infoName, heldName, checkName}
+}
+
+func (c statusText) WriteText(t *basemetrics.Text) {
+	st := c.status()
+	vrids := make([]string, len(st))
+	for i, s := range st {
+		vrids[i] = strconv.Itoa(int(s.VRID))
+	}
+	// A counter's series appears with its first count, as a CounterVec's
+	// child does.
+	counter := func(name string, n func(*InstanceStatus) uint64) {
+		t.Family(name, "counter", statusHelp[name])
+		for i := range st {
+			if v := n(&st[i]); v > 0 {
+				t.Sample(float64(v), "instance", st[i].Name, "interface", st[i].Interface, "vrid", vrids[i])
 			}
 		}
-		counter(sentDesc, s.counts.sent)
-		counter(sendErrorsDesc, s.counts.sendErrors)
-		counter(receivedDesc, s.counts.received)
-		for st, n := range s.counts.transitions {
-			counter(transitionsDesc, n, fsm.State(st).String())
+	}
+	counter(sentName, func(s *InstanceStatus) uint64 { return s.counts.sent })
+	counter(sendErrorsName, func(s *InstanceStatus) uint64 { return s.counts.sendErrors })
+	counter(receivedName, func(s *InstanceStatus) uint64 { return s.counts.received })
+	t.Family(transitionsName, "counter", statusHelp[transitionsName])
+	for i, s := range st {
+		for to, n := range s.counts.transitions {
+			if n > 0 {
+				t.Sample(float64(n), "instance", s.Name, "interface", s.Interface, "to", fsm.State(to).String(), "vrid", vrids[i])
+			}
 		}
-		gauge(stateDesc, float64(s.state))
-		gauge(effectiveDesc, float64(s.Effective))
-		gauge(baseDesc, float64(s.BasePriority))
-		gauge(infoDesc, 1, strconv.Itoa(s.family), strconv.Itoa(s.Version), s.Mode)
-		// By map, not by searching the held list for each VIP: an
-		// ipfailover group of thousands made that a search of thousands
-		// for each, millions of comparisons a scrape.
-		held := make(map[string]bool, len(s.held))
+	}
+	gauge := func(name string, v func(*InstanceStatus) float64) {
+		t.Family(name, "gauge", statusHelp[name])
+		for i := range st {
+			t.Sample(v(&st[i]), "instance", st[i].Name, "interface", st[i].Interface, "vrid", vrids[i])
+		}
+	}
+	gauge(stateName, func(s *InstanceStatus) float64 { return float64(s.state) })
+	gauge(effectiveName, func(s *InstanceStatus) float64 { return float64(s.Effective) })
+	gauge(baseName, func(s *InstanceStatus) float64 { return float64(s.BasePriority) })
+	t.Family(infoName, "gauge", statusHelp[infoName])
+	for i, s := range st {
+		t.Sample(1, "family", strconv.Itoa(s.family), "instance", s.Name, "interface", s.Interface, "mode", s.Mode, "version", strconv.Itoa(s.Version), "vrid", vrids[i])
+	}
+	writeHeld(t, st, vrids)
+	writeChecks(t, st, vrids)
+}
+
+// writeHeld writes vipstack_vrrp_vip_held: one series per address of an
+// instance, 1 if held. By map, not by searching the held list for each
+// VIP: an ipfailover group of thousands made that a search of thousands
+// for each, millions of comparisons a scrape.
+func writeHeld(t *basemetrics.Text, st []InstanceStatus, vrids []string) {
+	t.Family(heldName, "gauge", statusHelp[heldName])
+	held, seen := map[string]bool{}, map[string]bool{}
+	for i, s := range st {
+		clear(held)
+		clear(seen)
 		for _, v := range s.held {
 			held[v] = true
 		}
-		seen := make(map[string]bool, len(s.VIPs))
 		for _, v := range s.VIPs {
 			if seen[v] {
 				continue
 			}
 			seen[v] = true
-			gauge(heldDesc, b2f(held[v]), v)
+			t.Sample(b2f(held[v]), "instance", s.Name, "interface", s.Interface, "vip", v, "vrid", vrids[i])
 		}
-		// One series per check: a source listed twice (the instance's
-		// own interface also a track_interface) is up only if both are.
-		type key struct{ kind, check string }
-		up := map[key]bool{}
-		var order []key
+	}
+}
+
+// writeChecks writes vipstack_check_up: one series per check, and a
+// source listed twice (the instance's own interface also a
+// track_interface) is up only if both are.
+func writeChecks(t *basemetrics.Text, st []InstanceStatus, vrids []string) {
+	t.Family(checkName, "gauge", statusHelp[checkName])
+	type key struct{ kind, check string }
+	up := map[key]bool{}
+	var order []key
+	for i, s := range st {
+		clear(up)
+		order = order[:0]
 		for _, c := range s.Contributions {
 			kind, name, _ := strings.Cut(c.Source, " ")
 			k := key{kind, name}
@@ -212,7 +252,7 @@ func (c *statusCollector) Collect(ch chan<- prometheus.Metric) {
 			order = append(order, k)
 		}
 		for _, k := range order {
-			gauge(checkDesc, b2f(up[k]), k.kind, k.check)
+			t.Sample(b2f(up[k]), "check", k.check, "instance", s.Name, "interface", s.Interface, "kind", k.kind, "vrid", vrids[i])
 		}
 	}
 }

@@ -10,8 +10,6 @@ import (
 	"runtime"
 	"strings"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/vipstack/vipstack/internal/clock"
 	"github.com/vipstack/vipstack/internal/lb"
 	"github.com/vipstack/vipstack/internal/lb/httploop"
@@ -68,7 +66,7 @@ type Daemon struct {
 	cfgAbs   string   // ConfigPath made absolute before the chroot
 	running  *lbconfig.Config
 	metrics  *reloadMetrics
-	registry *prometheus.Registry
+	registry *metrics.Registry
 	closers  []func()       // run in reverse by Close
 	kp       *lbkernel.Path // nil with --datapath relay
 	kpRuns   bool           // kp.Run started

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"io"
 	"sort"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -15,9 +16,10 @@ const BuildInfoName = "vipstack_build_info"
 
 // NewRegistry returns the registry a daemon serves: vipstack_build_info of
 // this binary, go_* (the Go runtime) and process_* (CPU, memory, open
-// files of this process), to which the daemon adds its own collectors.
-func NewRegistry() *prometheus.Registry {
-	reg := prometheus.NewRegistry()
+// files of this process), to which the daemon adds its own collectors
+// and text sources.
+func NewRegistry() *Registry {
+	reg := &Registry{Registry: prometheus.NewRegistry()}
 	reg.MustRegister(BuildInfo(version.Get()),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -80,4 +82,38 @@ func (m merged) Gather() ([]*dto.MetricFamily, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].GetName() < out[j].GetName() })
 	return out, nil
+}
+
+// WriteText writes what Gather gathers in the text format, first's text
+// sources without parsing them when first is a Registry.
+func (m merged) WriteText(w io.Writer) error {
+	r, ok := m.first.(*Registry)
+	if !ok {
+		fams, err := m.Gather()
+		if err != nil {
+			return err
+		}
+		return writeText(w, fams, nil)
+	}
+	fams, err := r.Registry.Gather()
+	if err != nil {
+		return err
+	}
+	seen := r.textFamilies()
+	for _, f := range fams {
+		seen[f.GetName()] = true
+	}
+	for _, g := range m.rest {
+		more, err := g.Gather()
+		for _, f := range more {
+			if !seen[f.GetName()] {
+				seen[f.GetName()] = true
+				fams = append(fams, f)
+			}
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return writeText(w, fams, r.sources())
 }

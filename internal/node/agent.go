@@ -39,7 +39,7 @@ type Options struct {
 	ClusterPath string
 	Node        string
 	Logger      *slog.Logger
-	Registry    *prometheus.Registry
+	Registry    prometheus.Registerer
 	Ledger      netif.Ledger
 	// BGPLedger records the VIPs BGP places on lo, for the supervisor to
 	// remove after a crash (StartBGPRecorded); zero: not recorded.

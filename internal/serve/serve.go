@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"golang.org/x/net/netutil"
 	"golang.org/x/sys/unix"
 )
@@ -42,15 +41,13 @@ func ReusePort() Option { return func(o *options) { o.reusePort = true } }
 func TLS(cfg *tls.Config) Option { return func(o *options) { o.tls = cfg } }
 
 // Metrics serves reg at /metrics on addr.
-func Metrics(addr string, reg *prometheus.Registry) (*Server, error) {
+func Metrics(addr string, reg prometheus.Gatherer) (*Server, error) {
 	return MetricsFrom(addr, reg)
 }
 
 // MetricsFrom serves what g gathers (e.g. several registries) at /metrics.
 func MetricsFrom(addr string, g prometheus.Gatherer, opts ...Option) (*Server, error) {
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
-	return start(addr, mux, opts)
+	return start(addr, MetricsHandler(g), opts)
 }
 
 // Handler serves h on addr.
