@@ -1143,7 +1143,7 @@ func (e *Engine) adoptedVIPs() map[string]bool {
 		if !e.adopt[ic.Name] {
 			continue
 		}
-		for _, v := range append(append([]keepalived.VIP(nil), ic.VIPs...), ic.ExcludedVIPs...) {
+		for _, v := range slices.Concat(ic.VIPs, ic.ExcludedVIPs) {
 			vip := toVIP(v, ic.Interface)
 			keys[addrKey(vip.Prefix, vip.Dev)] = true
 		}
