@@ -276,12 +276,40 @@ func (t *Topology) Close() {
 	for _, c := range procs {
 		stop(c)
 	}
+	names := []string{}
 	for _, h := range t.All() {
-		_ = exec.Command("ip", "netns", "del", h.Name).Run()
+		names = append(names, h.Name)
 	}
 	if t.Switch != "" {
-		_ = exec.Command("ip", "netns", "del", t.Switch).Run()
+		names = append(names, t.Switch)
 	}
+	for _, name := range names {
+		if err := deleteNetns(name); err != nil && t.tb != nil {
+			t.tb.Logf("testnet: namespace %s left behind: %v", name, err)
+		}
+	}
+}
+
+// deleteNetns deletes the namespace name, trying again for up to 3 s
+// while the deletion fails and the namespace is still there: a process
+// that outlives the stop of its process group (a daemon's forked child
+// still exiting) keeps its mount busy. The error names the processes
+// still in it.
+func deleteNetns(name string) error {
+	var err error
+	for try := 0; try < 30; try++ {
+		var out []byte
+		if out, err = exec.Command("ip", "netns", "del", name).CombinedOutput(); err == nil {
+			return nil
+		}
+		if _, serr := os.Stat("/run/netns/" + name); os.IsNotExist(serr) {
+			return nil
+		}
+		err = fmt.Errorf("ip netns del: %w: %s", err, strings.TrimSpace(string(out)))
+		time.Sleep(100 * time.Millisecond) // for the processes in it to exit
+	}
+	pids, _ := exec.Command("ip", "netns", "pids", name).Output()
+	return fmt.Errorf("%w (processes in it: %q)", err, strings.Fields(string(pids)))
 }
 
 // Command returns a command that runs inside the host's namespace. It runs in
