@@ -23,16 +23,18 @@ const maxPacedRate = 100000
 // of haproxy's wrk rate on the 2-CPU machine), yet stay under what
 // haproxy sustains in the open loop: at or above that, the queue grows
 // for the whole run and the p99 measures the backlog, not the balancer.
-// That capacity is well under haproxy's wrk rate here: the open loop's
-// Go client spends 15-30 us of CPU per request (logged with each run),
-// about what haproxy spends, on the same two CPUs, where wrk's client is
-// leaner. Measured 2026-11-30 under the other helpers' load (load 3 to
-// 7), 1 round, -d 3s, haproxy's open-loop p50 and p99 against its wrk
+// That capacity is well under haproxy's wrk rate here (below): the open
+// loop's Go client spends 15-30 us of CPU per request (logged with each
+// run), about what haproxy spends, on the same two CPUs (wrk's own cost
+// was not measured). Measured 2026-11-30 under the other helpers' load (load 3 to
+// 10), 1 round, -d 3s, haproxy's open-loop p50 and p99 against its wrk
 // p50: 0.75 gave 3.3 ms and 67 ms (wrk 2.3 ms), and in two runs with 32
 // connections 8.4 and 30 ms p50; 0.6 gave 1.6 ms and 88 ms (wrk 2.2);
-// 0.5 gave 0.78 ms and 4.4 ms (wrk 1.9): loaded, and steady. Half of
-// haproxy's rate is twice the old load; a run where haproxy's open-loop
-// p50 still exceeds its wrk p50 gets a note (overloadNotes).
+// 0.5 kept its p50 under wrk's in five rounds of six (0.8 to 1.4 ms
+// against 1.9 to 2.5; p99 4.4 to 204 ms, the stalls of a machine at load
+// 6 to 10) and fell behind in one at load 9.7. Half of haproxy's rate is
+// twice the old load; a round where haproxy's open-loop p50 exceeds its
+// wrk p50 gets a note (overloadNotes).
 const defaultPacedFraction = 0.5
 
 // parsePacedRate reads -paced-rate: auto (pacedAuto), 0 (no open loop) or

@@ -418,7 +418,7 @@ func (b *bench) measureRound(o options, round int, order []string) (map[string]f
 			f.Close, f.CloseCPU, err = b.wrkCPU(o.dur, impl, true)
 			return err
 		}},
-		{"paced keep-alive", func(impl string, f *figures) (err error) {
+		{"open loop keep-alive", func(impl string, f *figures) (err error) {
 			if o.pacedRate == 0 {
 				return nil
 			}
