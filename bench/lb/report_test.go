@@ -584,7 +584,7 @@ func TestOpenLoopRate(t *testing.T) {
 	}{
 		{name: "auto, rounded to 100", setting: pacedAuto, fraction: 0.75, haproxyRPS: 41523, want: 31100},
 		{name: "auto, another round", setting: pacedAuto, fraction: 0.75, haproxyRPS: 38010, want: 28500},
-		{name: "auto, other fraction", setting: pacedAuto, fraction: 0.5, haproxyRPS: 41523, want: 20800},
+		{name: "auto, the default fraction", setting: pacedAuto, fraction: defaultPacedFraction, haproxyRPS: 41523, want: 20800},
 		{name: "auto, below 1000 not rounded to 100", setting: pacedAuto, fraction: 0.75, haproxyRPS: 850, want: 638},
 		{name: "auto, at least 1", setting: pacedAuto, fraction: 0.75, haproxyRPS: 0.5, want: 1},
 		{name: "auto, capped", setting: pacedAuto, fraction: 1, haproxyRPS: 250000, want: maxPacedRate},
