@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"net"
+	"os"
 	"strconv"
 	"sync"
 	"time"
@@ -37,6 +38,10 @@ func (b *bench) pacedLatency(impl string, rate int, d time.Duration) (pacedResul
 	}); err != nil {
 		return pacedResult{}, err
 	}
+	cpu0, err := procCPU(os.Getpid())
+	if err != nil {
+		return pacedResult{}, err
+	}
 	total := int(d.Seconds() * float64(rate))
 	interval := time.Second / time.Duration(rate)
 	start := time.Now().Add(100 * time.Millisecond)
@@ -51,7 +56,11 @@ func (b *bench) pacedLatency(impl string, rate int, d time.Duration) (pacedResul
 			for i := k; i < total; i += len(conns) {
 				due := start.Add(time.Duration(i) * interval)
 				time.Sleep(time.Until(due))
-				if err := keepAliveGet(c, r); err != nil {
+				_, err := c.Write(pacedRequest)
+				if err == nil {
+					err = readAnswer(r)
+				}
+				if err != nil {
 					errs[k] = fmt.Errorf("request %d of %d: %w", i+1, total, err)
 					return
 				}
@@ -67,5 +76,13 @@ func (b *bench) pacedLatency(impl string, rate int, d time.Duration) (pacedResul
 		}
 		all = append(all, lat[k]...)
 	}
-	return summarizePaced(all, rate), nil
+	res := summarizePaced(all, rate)
+	cpu1, err := procCPU(os.Getpid())
+	if err != nil {
+		return pacedResult{}, err
+	}
+	if len(all) > 0 {
+		res.ClientCPU = (cpu1 - cpu0) / time.Duration(len(all))
+	}
+	return res, nil
 }

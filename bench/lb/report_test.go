@@ -112,9 +112,10 @@ func TestVerdict(t *testing.T) {
 		{metric: "new connections/s (Connection: close)", ratio: 1.3, want: "PASS"},
 		{metric: "bulk throughput (iperf3, 1 stream)", ratio: 0.9, want: "PASS"},
 		{metric: "bulk throughput (iperf3, 1 stream)", ratio: 0.89, want: "MISS"},
-		{metric: "keep-alive p99 latency", ratio: 1.1, want: "PASS"},
-		{metric: "keep-alive p99 latency", ratio: 1.11, want: "MISS"},
-		{metric: "keep-alive p50 latency", ratio: 3, want: ""},
+		{metric: nameOpenLoopP99, ratio: 1.1, want: "PASS"},
+		{metric: nameOpenLoopP99, ratio: 1.11, want: "MISS"},
+		{metric: nameKeepAliveP99, ratio: 3, want: ""}, // the open loop carries the target
+		{metric: nameKeepAliveP50, ratio: 3, want: ""},
 	}
 	for _, tt := range tests {
 		m, ok := byName[tt.metric]
@@ -242,7 +243,7 @@ func TestRoundRatios(t *testing.T) {
 	}}
 	want := [][]string{
 		{"keep-alive requests/s", "1.20 0.90", "0.90..1.20"},
-		{"keep-alive p99 latency", "0.80 1.20", "0.80..1.20"},
+		{nameKeepAliveP99, "0.80 1.20", "0.80..1.20"}, // no open loop: wrk's p99 has the target
 		{"new connections/s (Connection: close)", "0.90 1.10", "0.90..1.10"},
 		{"bulk throughput (iperf3, 1 stream)", "2.00 0.00", "0.00..2.00"},
 	}
@@ -268,8 +269,8 @@ func TestFmtRatio(t *testing.T) {
 		{"new connections/s (Connection: close)", 1.004, "1.004"},
 		{"new connections/s (Connection: close)", 1.0, "1.00"},
 		{"new connections/s (Connection: close)", 0.92, "0.92"},
-		{"keep-alive p99 latency", 1.104, "1.104"},
-		{"keep-alive p50 latency", 0.996, "1.00"}, // no bound: two decimals
+		{nameOpenLoopP99, 1.104, "1.104"},
+		{nameKeepAliveP50, 0.996, "1.00"}, // no bound: two decimals
 	}
 	for _, tt := range tests {
 		if got := byName[tt.metric].fmtRatio(tt.ratio); got != tt.want {
@@ -494,36 +495,142 @@ func TestSummarizePaced(t *testing.T) {
 	}
 }
 
-// TestReportPaced checks that the fixed-rate rows and their note are in
-// the report when the paced test ran, and absent when it did not.
+// TestReportPaced: the open-loop lines, with the keep-alive p99 target,
+// and the text naming each round's rate are in the report when the open
+// loop ran; without it wrk's p99 keeps the target, and the text says so.
 func TestReportPaced(t *testing.T) {
-	round := func(p99 time.Duration, rate int) figures {
-		return figures{KeepAlive: wrkResult{RPS: 20000}, Paced: pacedResult{Rate: rate, Requests: 100000, P50: p99 / 4, P99: p99}}
+	round := func(wrkP99, openP99 time.Duration, rate int) figures {
+		return figures{KeepAlive: wrkResult{RPS: 20000, P50: 2 * time.Millisecond, P99: wrkP99}, Paced: pacedResult{Rate: rate, Requests: 100000, P50: openP99 / 4, P99: openP99}}
 	}
+	ms := time.Millisecond
 	for _, tc := range []struct {
-		rate   int
-		want   []string
-		absent []string
+		name     string
+		fraction float64
+		h, v     []figures
+		want     []string
+		absent   []string
 	}{
-		{rate: 10000, want: []string{"keep-alive p99 latency at a fixed rate", "2.00 ms", "1.50 ms", "0.75", "10000 keep-alive GETs a second over 32 connections"}},
-		{rate: 0, absent: []string{"at a fixed rate"}},
+		{
+			// vipstack's wrk p99 is worse (it ran at a higher rate);
+			// at the same rate it is better: PASS.
+			name: "auto rate, PASS", fraction: 0.75,
+			h: []figures{round(6*ms, 2*ms, 15000), round(6*ms, 2*ms, 14800)}, v: []figures{round(9*ms, 1500*time.Microsecond, 15000), round(9*ms, 1500*time.Microsecond, 14800)},
+			want: []string{
+				"| " + nameKeepAliveP99 + " | - | 6.00 ms | 9.00 ms | 1.50 |  |  |",
+				"| " + nameOpenLoopP99 + " | - | 2.00 ms | 1.50 ms | 0.75 | <= 1.1 | PASS |",
+				"| " + nameOpenLoopP50 + " | - | 500 us | 375 us | 0.75 |  |  |",
+				"(0.75 of haproxy's wrk keep-alive requests/s in that round; round 1 first: 15000 14800 a second) over 64 connections",
+				"The keep-alive p99 target is judged there, at the same offered load",
+				"so they are reported without a target.", "0 target(s) missed."},
+			absent: []string{"No open loop ran", "fixed by -paced-rate", "note: round"},
+		},
+		{
+			// The reverse: level under wrk, worse at the same rate: MISS.
+			name: "fixed rate, MISS",
+			h:    []figures{round(6*ms, 2*ms, 10000)}, v: []figures{round(6*ms, 3*ms, 10000)},
+			want: []string{
+				"| " + nameKeepAliveP99 + " | - | 6.00 ms | 6.00 ms | 1.00 |  |  |",
+				"| " + nameOpenLoopP99 + " | - | 2.00 ms | 3.00 ms | 1.50 | <= 1.1 | MISS |",
+				"(fixed by -paced-rate; round 1 first: 10000 a second)", "1 target(s) missed."},
+		},
+		{
+			// haproxy's open-loop p50 (2.5 ms) above its wrk p50 (2 ms):
+			// the rate was more than it sustained there.
+			name: "haproxy overloaded in round 2", fraction: 0.75,
+			h: []figures{round(6*ms, 2*ms, 15000), round(6*ms, 10*ms, 16000)}, v: []figures{round(9*ms, 2*ms, 15000), round(9*ms, 2*ms, 16000)},
+			want:   []string{"note: round 2: haproxy's open-loop p50 2.50 ms is above its wrk p50 2.00 ms: 16000 GETs a second was more than it sustained in the open loop"},
+			absent: []string{"note: round 1"},
+		},
+		{
+			name: "no open loop: wrk's p99 keeps the target",
+			h:    []figures{round(6*ms, 0, 0)}, v: []figures{round(9*ms, 0, 0)},
+			want: []string{
+				"| " + nameKeepAliveP99 + " | - | 6.00 ms | 9.00 ms | 1.50 | <= 1.1 | MISS |",
+				"No open loop ran (-paced-rate 0): the keep-alive p99 target is judged on wrk's closed loop", "1 target(s) missed."},
+			absent: []string{"open loop (one rate for all)", "Open loop: each round"},
+		},
 	} {
-		r := &results{Rounds: map[string][]figures{
-			implHAProxy:  {round(2*time.Millisecond, tc.rate)},
-			implVipstack: {round(1500*time.Microsecond, tc.rate)},
-		}}
-		var b strings.Builder
-		r.print(&b)
-		out := b.String()
-		for _, w := range tc.want {
-			if !strings.Contains(out, w) {
-				t.Errorf("rate %d: report lacks %q:\n%s", tc.rate, w, out)
+		t.Run(tc.name, func(t *testing.T) {
+			r := &results{PacedFraction: tc.fraction, Rounds: map[string][]figures{implHAProxy: tc.h, implVipstack: tc.v}}
+			var b strings.Builder
+			if err := r.report().Markdown(&b); err != nil {
+				t.Fatal(err)
 			}
-		}
-		for _, a := range tc.absent {
-			if strings.Contains(out, a) {
-				t.Errorf("rate %d: report has %q:\n%s", tc.rate, a, out)
+			out := b.String()
+			for _, w := range tc.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("report lacks %q:\n%s", w, out)
+				}
 			}
+			for _, a := range tc.absent {
+				if strings.Contains(out, a) {
+					t.Errorf("report has %q:\n%s", a, out)
+				}
+			}
+		})
+	}
+}
+
+// TestOpenLoopRate: -paced-rate auto follows haproxy's wrk keep-alive
+// rate of the round; a number fixes the rate whatever haproxy did.
+func TestOpenLoopRate(t *testing.T) {
+	tests := []struct {
+		name       string
+		setting    int
+		fraction   float64
+		haproxyRPS float64
+		want       int
+		wantErr    string
+	}{
+		{name: "auto, rounded to 100", setting: pacedAuto, fraction: 0.75, haproxyRPS: 41523, want: 31100},
+		{name: "auto, another round", setting: pacedAuto, fraction: 0.75, haproxyRPS: 38010, want: 28500},
+		{name: "auto, the default fraction", setting: pacedAuto, fraction: defaultPacedFraction, haproxyRPS: 41523, want: 20800},
+		{name: "auto, below 1000 not rounded to 100", setting: pacedAuto, fraction: 0.75, haproxyRPS: 850, want: 638},
+		{name: "auto, at least 1", setting: pacedAuto, fraction: 0.75, haproxyRPS: 0.5, want: 1},
+		{name: "auto, capped", setting: pacedAuto, fraction: 1, haproxyRPS: 250000, want: maxPacedRate},
+		{name: "auto, haproxy served nothing", setting: pacedAuto, fraction: 0.75, haproxyRPS: 0, wantErr: "no open-loop rate"},
+		{name: "fixed", setting: 10000, fraction: 0.75, haproxyRPS: 41523, want: 10000},
+		{name: "fixed, haproxy's rate unknown", setting: 12000, fraction: 0.75, want: 12000},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := openLoopRate(tt.setting, tt.fraction, tt.haproxyRPS)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("openLoopRate() = %d, %v; want an error with %q", got, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || got != tt.want {
+				t.Errorf("openLoopRate() = %d, %v; want %d", got, err, tt.want)
+			}
+		})
+	}
+}
+
+// TestParsePacedRate: -paced-rate takes auto, 0 or a rate, and says what
+// it accepts otherwise.
+func TestParsePacedRate(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    int
+		wantErr bool
+	}{
+		{in: "auto", want: pacedAuto},
+		{in: "0", want: 0},
+		{in: "10000", want: 10000},
+		{in: "100000", want: 100000},
+		{in: "100001", wantErr: true},
+		{in: "-1", wantErr: true},
+		{in: "fast", wantErr: true},
+	}
+	for _, tt := range tests {
+		got, err := parsePacedRate(tt.in)
+		switch {
+		case tt.wantErr && (err == nil || !strings.Contains(err.Error(), "want auto, 0 (no open loop) or 1..100000")):
+			t.Errorf("parsePacedRate(%q) = %d, %v; want an error saying what it accepts", tt.in, got, err)
+		case !tt.wantErr && (err != nil || got != tt.want):
+			t.Errorf("parsePacedRate(%q) = %d, %v; want %d", tt.in, got, err, tt.want)
 		}
 	}
 }

@@ -39,10 +39,11 @@ type options struct {
 	vipstackBin string
 	keep        bool
 	netnsPrefix string
-	idleConns   int    // mode http: connections of the idle-memory test, 0: none
-	pacedRate   int    // requests a second of the open-loop latency test, 0: none
-	datapath    string // vipstack lb --datapath: relay, kernel or auto
-	httpEngine  string // vipstack lb --http-engine: std, loop or auto
+	idleConns   int     // mode http: connections of the idle-memory test, 0: none
+	pacedRate   int     // requests a second of the open-loop latency test, 0: none, pacedAuto: from haproxy's wrk rate
+	pacedFrac   float64 // with pacedAuto: the fraction of haproxy's wrk keep-alive rate
+	datapath    string  // vipstack lb --datapath: relay, kernel or auto
+	httpEngine  string  // vipstack lb --http-engine: std, loop or auto
 }
 
 // haproxyMaxConn is haproxy's global maxconn (-n): it must stay under about
@@ -61,7 +62,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.mode, "mode", "tcp", "the main frontend's and backend's mode: tcp (the TCP relay) or http (the HTTP reverse proxy)")
 	fs.IntVar(&o.rounds, "rounds", 1, "measurement rounds; each test runs for both balancers back to back, and the median of the rounds is reported")
 	fs.DurationVar(&o.dur, "d", 10*time.Second, "duration of each wrk run")
-	fs.IntVar(&o.pacedRate, "paced-rate", 10000, "keep-alive GETs a second of the open-loop latency test (32 connections, for -d), the same rate for every balancer; 0 skips it")
+	o.pacedRate = pacedAuto
+	fs.Func("paced-rate", "`rate` of keep-alive GETs a second of the open-loop latency test (64 connections, as wrk, for -d), where the keep-alive p99 target is judged, the same rate for direct, haproxy and vipstack within a round: auto (the default) is -paced-fraction of haproxy's wrk keep-alive requests/s in the same round, a number fixes it, 0 skips the test (the p99 target is then wrk's)", func(s string) (err error) {
+		o.pacedRate, err = parsePacedRate(s)
+		return err
+	})
+	fs.Float64Var(&o.pacedFrac, "paced-fraction", defaultPacedFraction, "-paced-rate auto: the open loop's rate as a fraction of haproxy's wrk keep-alive requests/s in the same round, 0.05..1")
 	fs.IntVar(&o.iperfSecs, "iperf-t", 5, "duration in seconds of each iperf3 run")
 	smaps := fs.Bool("smaps", false, "idle test: print how each balancer's resident set grew, mapping by mapping (/proc/PID/smaps)")
 	noKill := fs.Bool("no-kill", false, "skip the backend-kill test")
@@ -92,8 +98,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case !validPrefix(o.netnsPrefix):
 		fmt.Fprintf(stderr, "lb: -netns-prefix %q: want 1..4 letters or digits\n", o.netnsPrefix)
 		return 2
-	case o.pacedRate < 0 || o.pacedRate > 100000:
-		fmt.Fprintf(stderr, "lb: -paced-rate %d: want 0 (skip) or 1..100000 requests a second\n", o.pacedRate)
+	case o.pacedFrac < 0.05 || o.pacedFrac > 1:
+		fmt.Fprintf(stderr, "lb: -paced-fraction %v: want 0.05..1 (above 1, haproxy is offered more than it sustained)\n", o.pacedFrac)
 		return 2
 	case o.idleConns < 0 || o.idleConns > 3900:
 		fmt.Fprintf(stderr, "lb: -idle-conns %d: want 0..3900 (the frontends' maxconn is 4000)\n", o.idleConns)
@@ -188,6 +194,9 @@ func (b *bench) say(format string, a ...any) {
 func (b *bench) run(o options) (*results, error) {
 	res := &results{Rounds: map[string][]figures{}, Kill: map[string]killResult{}, Mem: map[string]memResult{}, HTTP: o.mode == "http",
 		Kernel: o.datapath != "relay"}
+	if o.pacedRate == pacedAuto {
+		res.PacedFraction = o.pacedFrac
+	}
 	if err := b.setup(o, res); err != nil {
 		return nil, fmt.Errorf("setup: %w", err)
 	}
@@ -396,6 +405,7 @@ func (b *bench) setup(o options, res *results) error {
 // round, so neither balancer always goes first after the same test.
 func (b *bench) measureRound(o options, round int, order []string) (map[string]figures, error) {
 	figs := make(map[string]figures, len(order))
+	pacedRate := 0 // the round's open-loop rate, set by the first paced run
 	tests := []struct {
 		name string
 		run  func(impl string, f *figures) error
@@ -408,11 +418,25 @@ func (b *bench) measureRound(o options, round int, order []string) (map[string]f
 			f.Close, f.CloseCPU, err = b.wrkCPU(o.dur, impl, true)
 			return err
 		}},
-		{"paced keep-alive", func(impl string, f *figures) (err error) {
+		{"open loop keep-alive", func(impl string, f *figures) (err error) {
 			if o.pacedRate == 0 {
 				return nil
 			}
-			f.Paced, err = b.pacedLatency(impl, o.pacedRate, o.dur)
+			if pacedRate == 0 {
+				// Every wrk keep-alive run of the round came first.
+				hps := figs[implHAProxy].KeepAlive.RPS
+				if pacedRate, err = openLoopRate(o.pacedRate, o.pacedFrac, hps); err != nil {
+					return err
+				}
+				if o.pacedRate == pacedAuto {
+					b.say("round %d: open loop at %d GETs/s, %.2f of haproxy's wrk keep-alive %.0f requests/s", round, pacedRate, o.pacedFrac, hps)
+				} else {
+					b.say("round %d: open loop at %d GETs/s (-paced-rate)", round, pacedRate)
+				}
+			}
+			if f.Paced, err = b.pacedLatency(impl, pacedRate, o.dur); err == nil {
+				b.say("round %d, %s: open loop p50 %v, p99 %v; the client's CPU %v per request", round, impl, f.Paced.P50, f.Paced.P99, f.Paced.ClientCPU)
+			}
 			return err
 		}},
 		{"iperf3", func(impl string, f *figures) error {
