@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"strings"
 	"testing"
 	"time"
 )
@@ -33,16 +32,7 @@ func TestReportKernelTargets(t *testing.T) {
 			if err := r.report().Markdown(&b); err != nil {
 				t.Fatal(err)
 			}
-			for _, s := range tt.want {
-				if !strings.Contains(b.String(), s) {
-					t.Errorf("report does not say %q:\n%s", s, b.String())
-				}
-			}
-			for _, s := range tt.absent {
-				if strings.Contains(b.String(), s) {
-					t.Errorf("report says %q:\n%s", s, b.String())
-				}
-			}
+			says(t, b.String(), tt.want, tt.absent)
 		})
 	}
 }
@@ -89,16 +79,7 @@ func TestReportKernelP99(t *testing.T) {
 			if err := r.report().Markdown(&b); err != nil {
 				t.Fatal(err)
 			}
-			for _, s := range tt.want {
-				if !strings.Contains(b.String(), s) {
-					t.Errorf("report does not say %q:\n%s", s, b.String())
-				}
-			}
-			for _, s := range tt.absent {
-				if strings.Contains(b.String(), s) {
-					t.Errorf("report says %q:\n%s", s, b.String())
-				}
-			}
+			says(t, b.String(), tt.want, tt.absent)
 		})
 	}
 }

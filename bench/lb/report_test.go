@@ -216,17 +216,7 @@ func TestReportKill(t *testing.T) {
 			r := &results{Rounds: map[string][]figures{}, Kill: tt.kill, KillSpec: "test load"}
 			var b strings.Builder
 			r.print(&b)
-			out := b.String()
-			for _, w := range tt.want {
-				if !strings.Contains(out, w) {
-					t.Errorf("report lacks %q:\n%s", w, out)
-				}
-			}
-			for _, a := range tt.absent {
-				if strings.Contains(out, a) {
-					t.Errorf("report has %q:\n%s", a, out)
-				}
-			}
+			says(t, b.String(), tt.want, tt.absent)
 		})
 	}
 }
@@ -556,17 +546,7 @@ func TestReportPaced(t *testing.T) {
 			if err := r.report().Markdown(&b); err != nil {
 				t.Fatal(err)
 			}
-			out := b.String()
-			for _, w := range tc.want {
-				if !strings.Contains(out, w) {
-					t.Errorf("report lacks %q:\n%s", w, out)
-				}
-			}
-			for _, a := range tc.absent {
-				if strings.Contains(out, a) {
-					t.Errorf("report has %q:\n%s", a, out)
-				}
-			}
+			says(t, b.String(), tc.want, tc.absent)
 		})
 	}
 }
@@ -631,6 +611,22 @@ func TestParsePacedRate(t *testing.T) {
 			t.Errorf("parsePacedRate(%q) = %d, %v; want an error saying what it accepts", tt.in, got, err)
 		case !tt.wantErr && (err != nil || got != tt.want):
 			t.Errorf("parsePacedRate(%q) = %d, %v; want %d", tt.in, got, err, tt.want)
+		}
+	}
+}
+
+// says fails t for each of want that text lacks and each of absent it
+// has.
+func says(t *testing.T, text string, want, absent []string) {
+	t.Helper()
+	for _, w := range want {
+		if !strings.Contains(text, w) {
+			t.Errorf("report lacks %q:\n%s", w, text)
+		}
+	}
+	for _, a := range absent {
+		if strings.Contains(text, a) {
+			t.Errorf("report has %q:\n%s", a, text)
 		}
 	}
 }

@@ -68,20 +68,30 @@ func (m merged) Gather() ([]*dto.MetricFamily, error) {
 	for _, f := range out {
 		seen[f.GetName()] = true
 	}
-	for _, g := range m.rest {
-		fams, err := g.Gather()
-		for _, f := range fams {
-			if !seen[f.GetName()] {
-				seen[f.GetName()] = true
-				out = append(out, f)
-			}
-		}
-		if err != nil {
-			return out, err
-		}
+	out, err = appendRest(out, seen, m.rest)
+	if err != nil {
+		return out, err
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].GetName() < out[j].GetName() })
 	return out, nil
+}
+
+// appendRest appends to fams the families rest gathers whose names are
+// not in seen (which it adds them to), the first of each name.
+func appendRest(fams []*dto.MetricFamily, seen map[string]bool, rest []prometheus.Gatherer) ([]*dto.MetricFamily, error) {
+	for _, g := range rest {
+		more, err := g.Gather()
+		for _, f := range more {
+			if !seen[f.GetName()] {
+				seen[f.GetName()] = true
+				fams = append(fams, f)
+			}
+		}
+		if err != nil {
+			return fams, err
+		}
+	}
+	return fams, nil
 }
 
 // WriteText writes what Gather gathers in the text format, first's text
@@ -103,17 +113,8 @@ func (m merged) WriteText(w io.Writer) error {
 	for _, f := range fams {
 		seen[f.GetName()] = true
 	}
-	for _, g := range m.rest {
-		more, err := g.Gather()
-		for _, f := range more {
-			if !seen[f.GetName()] {
-				seen[f.GetName()] = true
-				fams = append(fams, f)
-			}
-		}
-		if err != nil {
-			return err
-		}
+	if fams, err = appendRest(fams, seen, m.rest); err != nil {
+		return err
 	}
 	return writeText(w, fams, r.sources())
 }
