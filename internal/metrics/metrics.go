@@ -110,6 +110,9 @@ func (m merged) WriteText(w io.Writer) error {
 		return err
 	}
 	seen := r.textFamilies()
+	if err := clash(fams, seen); err != nil {
+		return err
+	}
 	for _, f := range fams {
 		seen[f.GetName()] = true
 	}

@@ -171,7 +171,21 @@ func (r *Registry) WriteText(w io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := clash(fams, r.textFamilies()); err != nil {
+		return err
+	}
 	return writeText(w, fams, r.sources())
+}
+
+// clash is the error of a family both gathered from a collector (fams)
+// and written by a text source (names), nil when there is none.
+func clash(fams []*dto.MetricFamily, names map[string]bool) error {
+	for _, f := range fams {
+		if names[f.GetName()] {
+			return fmt.Errorf("metrics: family %s is gathered from a collector and written by a text source", f.GetName())
+		}
+	}
+	return nil
 }
 
 func writeText(w io.Writer, fams []*dto.MetricFamily, srcs []TextSource) error {
@@ -199,10 +213,8 @@ func (r *Registry) Gather() ([]*dto.MetricFamily, error) {
 	if err != nil {
 		return fams, err
 	}
-	for _, f := range fams {
-		if _, dup := parsed[f.GetName()]; dup {
-			return fams, fmt.Errorf("metrics: family %s is gathered from a collector and written by a text source", f.GetName())
-		}
+	if err := clash(fams, r.textFamilies()); err != nil {
+		return fams, err
 	}
 	for _, f := range parsed {
 		fams = append(fams, f)

@@ -165,6 +165,12 @@ func TestRegistryMixesCollectorsAndText(t *testing.T) {
 	if _, err := reg.Gather(); err == nil || !strings.Contains(err.Error(), "t_gauge") {
 		t.Errorf("Gather with t_gauge from a collector and a text source: err %v, want one naming t_gauge", err)
 	}
+	if err := reg.WriteText(io.Discard); err == nil || !strings.Contains(err.Error(), "t_gauge") {
+		t.Errorf("WriteText with t_gauge from a collector and a text source: err %v, want one naming t_gauge", err)
+	}
+	if err := Merge(reg).(interface{ WriteText(io.Writer) error }).WriteText(io.Discard); err == nil || !strings.Contains(err.Error(), "t_gauge") {
+		t.Errorf("Merge's WriteText with t_gauge from a collector and a text source: err %v, want one naming t_gauge", err)
+	}
 	func() {
 		defer func() {
 			if r := recover(); r == nil || !strings.Contains(r.(string), "t_counter_total") {
