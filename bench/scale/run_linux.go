@@ -235,11 +235,9 @@ func measure(impl string, o options, path, work string, holder *topoHolder, out 
 	if len(pids) == 0 {
 		return r, errors.New("the process group is gone")
 	}
-	before, t0 := procfs.CPUTicks(pids), time.Now()
-	time.Sleep(o.rest) // the measurement window
-	pids = procfs.Group(cmd.Process.Pid)
-	after, t1 := procfs.CPUTicks(pids), time.Now()
-	r.CPU = float64(after-before) / procfs.ClockTicks / t1.Sub(t0).Seconds() * 100
+	if r.CPU, pids, err = window(cmd.Process.Pid, o.rest, func(time.Time) error { return nil }); err != nil {
+		return r, err
+	}
 	r.RSS, r.PSS = procfs.MemMiB(pids)
 	r.Procs = describeProcs(pids)
 	if impl == "vipstack" && o.profile {
@@ -269,29 +267,46 @@ func measure(impl string, o options, path, work string, holder *topoHolder, out 
 // gzipped as Prometheus asks for it.
 func scraped(h *testnet.Host, leader int, o options) (scrapes, error) {
 	var s scrapes
-	pids := procfs.Group(leader)
-	before, t0 := procfs.CPUTicks(pids), time.Now()
-	end := t0.Add(o.rest)
-	for next := t0; next.Before(end); next = next.Add(o.scrape) {
-		time.Sleep(time.Until(next))
-		msg, err := h.Run("curl", "-sS", "-H", "Accept-Encoding: gzip", "-o", "/dev/null", "-w", "%{size_download} %{time_total}", "http://"+metricsAddr+"/metrics")
-		if err != nil {
-			return s, fmt.Errorf("%w: %s", err, strings.TrimSpace(msg))
+	cpu, pids, err := window(leader, o.rest, func(end time.Time) error {
+		for next := time.Now(); next.Before(end); next = next.Add(o.scrape) {
+			time.Sleep(time.Until(next))
+			msg, err := h.Run("curl", "-sS", "-H", "Accept-Encoding: gzip", "-o", "/dev/null", "-w", "%{size_download} %{time_total}", "http://"+metricsAddr+"/metrics")
+			if err != nil {
+				return fmt.Errorf("%w: %s", err, strings.TrimSpace(msg))
+			}
+			var size int
+			var secs float64
+			if _, err := fmt.Sscan(msg, &size, &secs); err != nil {
+				return fmt.Errorf("curl printed %q: %w", msg, err)
+			}
+			s.N, s.Bytes, s.Slowest = s.N+1, size, max(s.Slowest, time.Duration(secs*float64(time.Second)))
 		}
-		var size int
-		var secs float64
-		if _, err := fmt.Sscan(msg, &size, &secs); err != nil {
-			return s, fmt.Errorf("curl printed %q: %w", msg, err)
-		}
-		s.N, s.Bytes, s.Slowest = s.N+1, size, max(s.Slowest, time.Duration(secs*float64(time.Second)))
+		return nil
+	})
+	if err != nil {
+		return s, err
 	}
-	time.Sleep(time.Until(end))
-	pids = procfs.Group(leader)
-	after, t1 := procfs.CPUTicks(pids), time.Now()
-	s.CPU = float64(after-before) / procfs.ClockTicks / t1.Sub(t0).Seconds() * 100
+	s.CPU = cpu
 	s.RSS, _ = procfs.MemMiB(pids)
 	s.Procs = describeProcs(pids)
 	return s, nil
+}
+
+// window measures the CPU of leader's process group, in percent of one
+// CPU, over d, while during runs (it is given the window's end, and the
+// window lasts until then however soon it returns); it returns the
+// group's processes at the end.
+func window(leader int, d time.Duration, during func(end time.Time) error) (float64, []int, error) {
+	pids := procfs.Group(leader)
+	before, t0 := procfs.CPUTicks(pids), time.Now()
+	end := t0.Add(d)
+	if err := during(end); err != nil {
+		return 0, nil, err
+	}
+	time.Sleep(time.Until(end)) // the rest of the measurement window
+	pids = procfs.Group(leader)
+	after, t1 := procfs.CPUTicks(pids), time.Now()
+	return float64(after-before) / procfs.ClockTicks / t1.Sub(t0).Seconds() * 100, pids, nil
 }
 
 // restartAfterKill kills the process that runs the VRRP instances, the
