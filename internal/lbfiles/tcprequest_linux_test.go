@@ -70,9 +70,20 @@ func tcpRequestRules(t *testing.T, bin string) {
 		{"read, silent-drop", "5001", netip.MustParseAddr("198.18.0.202"), "nothing", false, true},
 		{"write, the refused network, a quiet client", "5000", own, "reset", false, true},
 	}
+	// The probe was refused once the balancer took it from the accept
+	// queue, which may be after the probe's dial returned: wait until it
+	// is counted, so that the snapshot holds it.
 	var before []map[string]int
 	for _, b := range l.lbs {
-		before = append(before, denied(t, filepath.Join(b.Dir, "stats")))
+		var snap map[string]int
+		testutil.Eventually(t, 5*time.Second, func() error {
+			snap = denied(t, filepath.Join(b.Dir, "stats"))
+			if snap["write frontend dcon"] < 1 {
+				return fmt.Errorf("%s: the probe is not counted yet: %v", b.Name, snap)
+			}
+			return nil
+		})
+		before = append(before, snap)
 	}
 	for _, c := range cases {
 		var lines []string
