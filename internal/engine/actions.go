@@ -166,8 +166,7 @@ func (e *Engine) groupState(g *syncGroup, to fsm.State) {
 // each as soon as the kernel has it, and schedules the rest of the
 // gratuitous ARP / unsolicited NA pattern.
 func (e *Engine) takeVIPs(in *instance, now time.Time) {
-	for i, v := range in.vips {
-		k := addrKey(v.Prefix, v.Dev)
+	for i, k := range addrKeys(in.vips) {
 		e.held[k] = &in.vips[i]
 		delete(e.released, k) // ours again: no longer watched
 	}
@@ -269,6 +268,9 @@ func (e *Engine) rivalMaster(in *instance, now time.Time, from netip.Addr, prio 
 			}
 		}
 		r = &rival{}
+		if in.rivals == nil { // made on the first rival, as the conflict book
+			in.rivals = map[netip.Addr]*rival{}
+		}
 		in.rivals[from] = r
 	}
 	if r.n == 0 || now.Sub(r.last) > rivalGap*interval {

@@ -38,7 +38,10 @@ type conflictBook struct {
 	m map[string]*Conflict
 }
 
-func newConflictBook() conflictBook { return conflictBook{m: map[string]*Conflict{}} }
+// newConflictBook returns an empty book. Its map is made on the first
+// conflict: most instances never see one, and a map each was 1,000 small
+// objects kept among the start-up's garbage at 1,000 instances.
+func newConflictBook() conflictBook { return conflictBook{} }
 
 // record notes a conflicting packet from from. It returns the entry it was
 // added to and whether to log it now: on the first packet, and again at
@@ -54,6 +57,9 @@ func (b *conflictBook) record(now time.Time, from netip.Addr, kind, detail strin
 	}
 	if c == nil {
 		c = &Conflict{Peer: peer, Kind: kind, FirstSeen: now}
+		if b.m == nil {
+			b.m = map[string]*Conflict{}
+		}
 		b.m[key] = c
 	}
 	c.Count++

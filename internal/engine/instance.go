@@ -70,6 +70,48 @@ type syncGroup struct {
 	state   fsm.State // the state all members last shared
 }
 
+// vipRoom holds the VIP lists of the instances one apply builds, each
+// list the part of one array that build takes (take). A list each, 1,000
+// of them made among the garbage of a start, left their spans of the heap
+// a quarter empty (docs/design/memory.md); append's room to grow, kept
+// for the engine's life, was most of their memory before that.
+type vipRoom struct {
+	vips  []netif.VIP
+	addrs []netip.Addr
+}
+
+// roomFor makes the room for the VIPs of ics.
+func roomFor(ics []*keepalived.Instance) *vipRoom {
+	vips, addrs := 0, 0
+	for _, ic := range ics {
+		vips += len(ic.VIPs) + len(ic.ExcludedVIPs)
+		addrs += len(ic.VIPs)
+	}
+	return &vipRoom{vips: make([]netif.VIP, 0, vips), addrs: make([]netip.Addr, 0, addrs)}
+}
+
+// take returns empty lists with room for vips VIPs and addrs addresses
+// (nil for none), out of r while it has room. Appending past that room
+// copies, as for any slice.
+func (r *vipRoom) take(vips, addrs int) ([]netif.VIP, []netip.Addr) {
+	return carve(&r.vips, vips), carve(&r.addrs, addrs)
+}
+
+// carve returns an empty slice with room for n elements, the next n of
+// pool's room when it has that many (a new slice when not), nil for 0.
+func carve[T any](pool *[]T, n int) []T {
+	if n == 0 {
+		return nil
+	}
+	p := *pool
+	if cap(p)-len(p) < n {
+		return make([]T, 0, n)
+	}
+	k := len(p)
+	*pool = p[:k+n]
+	return p[k:k:k+n]
+}
+
 // apply makes the running set match cfg: instances that did not change
 // are kept as they are, the rest are stopped and started.
 func (e *Engine) apply(cfg *keepalived.Config) error {
@@ -78,12 +120,17 @@ func (e *Engine) apply(cfg *keepalived.Config) error {
 	// Build everything new first, so a failure changes nothing.
 	fresh := map[string]*instance{}
 	links := linkReads{}
+	var build []*keepalived.Instance
 	for _, ic := range cfg.Instances {
 		if old, ok := e.instances[ic.Name]; ok && keepsState(old.cfg, ic) && sameGroup(e.cfg, cfg, ic) &&
 			!(old.life.has(condAbsent) && e.linkExists(ic.Interface)) && !old.life.has(condRecreated) {
 			continue
 		}
-		in, err := e.build(cfg, ic, links)
+		build = append(build, ic)
+	}
+	room := roomFor(build)
+	for _, ic := range build {
+		in, err := e.build(cfg, ic, links, room)
 		if err != nil {
 			for _, f := range fresh {
 				f.close()
@@ -390,7 +437,6 @@ func (e *Engine) keepMoved(cfg *keepalived.Config, fresh map[string]*instance, i
 func (e *Engine) updateVIPs(in *instance, ic *keepalived.Instance, movedTo func(netif.VIP) string) {
 	var vips []netif.VIP
 	var advert []netip.Addr
-	var text []string
 	for _, v := range ic.VIPs {
 		vips = append(vips, toVIP(v, ic.Interface))
 		advert = append(advert, v.Prefix.Addr())
@@ -401,7 +447,6 @@ func (e *Engine) updateVIPs(in *instance, ic *keepalived.Instance, movedTo func(
 	keep, had := map[string]bool{}, map[string]bool{}
 	for _, v := range vips {
 		keep[addrKey(v.Prefix, v.Dev)] = true
-		text = append(text, v.Prefix.String())
 	}
 	for _, v := range in.vips {
 		had[addrKey(v.Prefix, v.Dev)] = true
@@ -424,7 +469,7 @@ func (e *Engine) updateVIPs(in *instance, ic *keepalived.Instance, movedTo func(
 		in.advertChanged = e.clk.Now()
 		in.conflicts.forget("addresses")
 	}
-	in.vips, in.advert, in.vipText = vips, advert, text
+	in.vips, in.advert, in.vipText = vips, advert, prefixTexts(vips)
 	if in.fsm.State() != fsm.Master {
 		return
 	}
@@ -484,7 +529,7 @@ func (r linkReads) link(nl Netlink, name string) (netif.LinkInfo, error) {
 
 // build prepares an instance: interface, addresses, socket, announcer.
 // links keeps the links read by the builds of one apply.
-func (e *Engine) build(cfg *keepalived.Config, ic *keepalived.Instance, links linkReads) (*instance, error) {
+func (e *Engine) build(cfg *keepalived.Config, ic *keepalived.Instance, links linkReads, room *vipRoom) (*instance, error) {
 	fail := func(format string, args ...any) error {
 		return fmt.Errorf("%s: vrrp_instance %s: %s", ic.Pos, ic.Name, fmt.Sprintf(format, args...))
 	}
@@ -497,7 +542,7 @@ func (e *Engine) build(cfg *keepalived.Config, ic *keepalived.Instance, links li
 		e.log.Warn("interface does not exist; instance in FAULT until it appears",
 			"instance", ic.Name, "interface", ic.Interface, "at", ic.Pos.String())
 		e.links[ic.Interface] = false
-		in := &instance{cfg: ic, family: ic.Family(), conflicts: newConflictBook(), rivals: map[netip.Addr]*rival{},
+		in := &instance{cfg: ic, family: ic.Family(), conflicts: newConflictBook(),
 			fsm: fsm.New(fsm.Config{Version: ic.Version, AdvertInterval: ic.AdvertInterval, Preempt: ic.Preempt, PreemptDelay: ic.PreemptDelay, TieBreak: ic.TieBreak})}
 		e.setCond(in, condAbsent, true, "interface "+ic.Interface+" does not exist")
 		return in, nil
@@ -506,19 +551,12 @@ func (e *Engine) build(cfg *keepalived.Config, ic *keepalived.Instance, links li
 		return nil, fail("interface %q: %v", ic.Interface, err)
 	}
 	e.links[ic.Interface] = link.Up
-	in := &instance{cfg: ic, family: ic.Family(), ifIndex: link.Index, conflicts: newConflictBook(), rivals: map[netip.Addr]*rival{}}
+	in := &instance{cfg: ic, family: ic.Family(), ifIndex: link.Index, conflicts: newConflictBook()}
 	vipDev, annName, annIndex, err := e.vmacFor(ic, in)
 	if err != nil {
 		return nil, fail("%v", err)
 	}
-	// Each list the size it needs (append's room to grow, kept for the
-	// engine's life, was most of their memory with 1,000 instances).
-	if n := len(ic.VIPs) + len(ic.ExcludedVIPs); n > 0 { // none: nil, as before
-		in.vips, in.vipText = make([]netif.VIP, 0, n), make([]string, 0, n)
-	}
-	if len(ic.VIPs) > 0 {
-		in.advert = make([]netip.Addr, 0, len(ic.VIPs))
-	}
+	in.vips, in.advert = room.take(len(ic.VIPs)+len(ic.ExcludedVIPs), len(ic.VIPs))
 	for _, v := range ic.VIPs {
 		in.vips = append(in.vips, toVIP(v, vipDev))
 		in.advert = append(in.advert, v.Prefix.Addr())
@@ -526,9 +564,7 @@ func (e *Engine) build(cfg *keepalived.Config, ic *keepalived.Instance, links li
 	for _, v := range ic.ExcludedVIPs {
 		in.vips = append(in.vips, toVIP(v, vipDev))
 	}
-	for _, v := range in.vips {
-		in.vipText = append(in.vipText, v.Prefix.String())
-	}
+	in.vipText = prefixTexts(in.vips)
 	if ic.UnicastSrcIP.IsValid() {
 		in.src = ic.UnicastSrcIP
 	} else {

@@ -152,22 +152,41 @@ func (w *ledgerWriter) writeLocked(s uint64, vips []netif.VIP) error {
 // kept by a node of 10,000 VIPs, made while its instances took over among
 // the garbage of the start (docs/design/memory.md).
 func ledgerKeys(vips []netif.VIP) []string {
-	if len(vips) == 0 {
+	return textParts(len(vips), func(b []byte, i int) []byte { return vips[i].Append(b) })
+}
+
+// textParts returns n texts, the i-th what appendText appends for i, as
+// parts of one string: one object kept for them all, where a string each
+// was n small objects, made among whatever garbage was being made then
+// and keeping its span of the heap (docs/design/memory.md).
+func textParts(n int, appendText func(b []byte, i int) []byte) []string {
+	if n == 0 {
 		return nil
 	}
 	var buf []byte
-	ends := make([]int, len(vips))
-	for i, v := range vips {
-		buf = v.Append(buf)
+	ends := make([]int, n)
+	for i := range n {
+		buf = appendText(buf, i)
 		ends[i] = len(buf)
 	}
 	all := string(buf)
-	out := make([]string, len(vips))
+	out := make([]string, n)
 	from := 0
 	for i, end := range ends {
 		out[i], from = all[from:end], end
 	}
 	return out
+}
+
+// prefixTexts returns each VIP's prefix as text (Prefix.String), as
+// parts of one string.
+func prefixTexts(vips []netif.VIP) []string {
+	return textParts(len(vips), func(b []byte, i int) []byte { return vips[i].Prefix.AppendTo(b) })
+}
+
+// addrKeys returns addrKey of each VIP, as parts of one string.
+func addrKeys(vips []netif.VIP) []string {
+	return textParts(len(vips), func(b []byte, i int) []byte { return appendAddrKey(b, vips[i].Prefix, vips[i].Dev) })
 }
 
 func sameKeys(a, b map[string]bool) bool {

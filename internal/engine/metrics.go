@@ -273,10 +273,7 @@ func b2f(b bool) float64 {
 // changed), and takes the text from in.vipText.
 func (e *Engine) heldOf(in *instance) []string {
 	if len(in.vipText) != len(in.vips) {
-		in.vipText = nil
-		for _, v := range in.vips {
-			in.vipText = append(in.vipText, v.Prefix.String())
-		}
+		in.vipText = prefixTexts(in.vips)
 	}
 	var buf [64]byte
 	n, same := 0, true

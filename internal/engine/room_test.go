@@ -1,0 +1,81 @@
+package engine
+
+import (
+	"net/netip"
+	"testing"
+
+	"github.com/vipstack/vipstack/internal/keepalived"
+	"github.com/vipstack/vipstack/internal/netif"
+)
+
+// TestVIPRoom: the lists build takes are disjoint parts of one array,
+// each as long as asked and no longer (an append past it copies instead
+// of writing into the next instance's list); none for no VIPs; a list
+// past the room is a slice of its own.
+func TestVIPRoom(t *testing.T) {
+	vip := func(s string) keepalived.VIP { return keepalived.VIP{Prefix: netip.MustParsePrefix(s)} }
+	ics := []*keepalived.Instance{
+		{Name: "a", VIPs: []keepalived.VIP{vip("198.18.0.1/32"), vip("198.18.0.2/32")}, ExcludedVIPs: []keepalived.VIP{vip("198.18.0.3/32")}},
+		{Name: "none"},
+		{Name: "b", VIPs: []keepalived.VIP{vip("198.18.0.4/32")}},
+	}
+	r := roomFor(ics)
+	if cap(r.vips) != 4 || cap(r.addrs) != 3 {
+		t.Fatalf("room for %d VIPs and %d addresses, want 4 and 3", cap(r.vips), cap(r.addrs))
+	}
+	av, aa := r.take(3, 2)
+	nv, na := r.take(0, 0)
+	bv, ba := r.take(1, 1)
+	if nv != nil || na != nil {
+		t.Errorf("an instance without VIPs took %v and %v, want nil", nv, na)
+	}
+	for _, c := range []struct {
+		name     string
+		len, cap int
+		want     int
+	}{
+		{"a's VIPs", len(av), cap(av), 3}, {"a's addresses", len(aa), cap(aa), 2},
+		{"b's VIPs", len(bv), cap(bv), 1}, {"b's addresses", len(ba), cap(ba), 1},
+	} {
+		if c.len != 0 || c.cap != c.want {
+			t.Errorf("%s: len %d cap %d, want 0 and %d", c.name, c.len, c.cap, c.want)
+		}
+	}
+	av = append(av, netif.VIP{Dev: "a1"}, netif.VIP{Dev: "a2"}, netif.VIP{Dev: "a3"})
+	bv = append(bv, netif.VIP{Dev: "b1"})
+	if &av[0] != &r.vips[0] || &bv[0] != &r.vips[3] {
+		t.Error("the lists are not the parts of the room's array in order")
+	}
+	grown := append(av, netif.VIP{Dev: "a4"})
+	if bv[0].Dev != "b1" || &grown[0] == &av[0] {
+		t.Errorf("an append past a's room wrote into b's list (b's first VIP: %q)", bv[0].Dev)
+	}
+	if over, _ := r.take(2, 0); cap(over) != 2 || len(r.vips) != 4 {
+		t.Errorf("past the room: cap %d and the room's length %d, want a slice of its own (2) and 4", cap(over), len(r.vips))
+	}
+}
+
+// TestTextParts: prefixTexts and addrKeys say what Prefix.String and
+// addrKey say for each VIP.
+func TestTextParts(t *testing.T) {
+	vips := []netif.VIP{
+		{Prefix: netip.MustParsePrefix("198.18.0.1/32"), Dev: "eth0"},
+		{Prefix: netip.MustParsePrefix("fd00::5/64"), Dev: "vrrp.7"},
+		{Prefix: netip.MustParsePrefix("198.18.1.0/24"), Dev: ""},
+	}
+	texts, keys := prefixTexts(vips), addrKeys(vips)
+	if len(texts) != len(vips) || len(keys) != len(vips) {
+		t.Fatalf("%d texts and %d keys for %d VIPs", len(texts), len(keys), len(vips))
+	}
+	for i, v := range vips {
+		if texts[i] != v.Prefix.String() {
+			t.Errorf("text %d: %q, want %q", i, texts[i], v.Prefix.String())
+		}
+		if keys[i] != addrKey(v.Prefix, v.Dev) {
+			t.Errorf("key %d: %q, want %q", i, keys[i], addrKey(v.Prefix, v.Dev))
+		}
+	}
+	if prefixTexts(nil) != nil {
+		t.Error("texts of no VIPs: want nil")
+	}
+}
