@@ -109,7 +109,7 @@ func carve[T any](pool *[]T, n int) []T {
 	}
 	k := len(p)
 	*pool = p[:k+n]
-	return p[k:k:k+n]
+	return p[k : k : k+n]
 }
 
 // apply makes the running set match cfg: instances that did not change
