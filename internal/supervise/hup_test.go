@@ -23,13 +23,7 @@ func runHUP(t *testing.T, script func(started, got string) string) int32 {
 	var crashes atomic.Int32
 	s := &Supervisor{Path: "/bin/sh", Args: []string{"-c", script(started, got)}, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		OnCrash: func() { crashes.Add(1) }, StopTimeout: 2 * time.Second}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan int, 1)
-	go func() { done <- s.Run(ctx) }()
-	defer func() {
-		cancel()
-		<-done
-	}()
+	runSupervisor(t, s)
 	wait := func(what string, ok func() bool) {
 		t.Helper()
 		for end := time.Now().Add(20 * time.Second); !ok(); time.Sleep(10 * time.Millisecond) {
@@ -47,6 +41,17 @@ func runHUP(t *testing.T, script func(started, got string) string) int32 {
 		return strings.Contains(string(b), "hup")
 	})
 	return crashes.Load()
+}
+
+// runSupervisor runs s until the test ends.
+func runSupervisor(t *testing.T, s *Supervisor) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	go func() { done <- s.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
 }
 
 // TestHUPHeldUntilReady: a SIGHUP that arrives while the child has not yet

@@ -1,7 +1,6 @@
 package supervise
 
 import (
-	"context"
 	"io"
 	"log/slog"
 	"os"
@@ -37,13 +36,7 @@ func TestPagesDroppedAgainWhenReady(t *testing.T) {
 			}
 			script += "while :; do sleep 0.05; done"
 			s := &Supervisor{Path: "/bin/sh", Args: []string{"-c", script}, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), StopTimeout: 2 * time.Second}
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan int, 1)
-			go func() { done <- s.Run(ctx) }()
-			defer func() {
-				cancel()
-				<-done
-			}()
+			runSupervisor(t, s)
 			for end := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 				_, err := os.Stat(started)
 				if err == nil && drops.Load() >= c.want {
