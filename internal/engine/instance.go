@@ -74,7 +74,9 @@ type syncGroup struct {
 // list the part of one array that build takes (take). A list each, 1,000
 // of them made among the garbage of a start, left their spans of the heap
 // a quarter empty (docs/design/memory.md); append's room to grow, kept
-// for the engine's life, was most of their memory before that.
+// for the engine's life, was most of their memory before that. An
+// instance whose interface is missing takes no part; its room stays
+// unused, and it takes its lists from a later apply's room.
 type vipRoom struct {
 	vips  []netif.VIP
 	addrs []netip.Addr
