@@ -32,8 +32,11 @@ type instance struct {
 	dsts    []netip.Addr
 	peers   map[netip.Addr]bool // unicast peers; nil in multicast mode
 	vips    []netif.VIP         // virtual_ipaddress then virtual_ipaddress_excluded
-	advert  []netip.Addr        // addresses carried in adverts (virtual_ipaddress only)
-	vipText []string            // vips as text, for the status report
+	// vipDev is the interface of the VIPs without a dev of their own: the
+	// instance's, or its VMAC interface with use_vmac.
+	vipDev  string
+	advert  []netip.Addr // addresses carried in adverts (virtual_ipaddress only)
+	vipText []string     // vips as text, for the status report
 	// heldText is the list heldOf returned last: the VIPs held, as text.
 	heldText []string
 	auth     [8]byte
@@ -400,7 +403,7 @@ func (e *Engine) keptByMaster(cfg *keepalived.Config, fresh map[string]*instance
 			continue
 		}
 		for _, w := range slices.Concat(ic.VIPs, ic.ExcludedVIPs) {
-			if w := toVIP(w, ic.Interface); addrKey(w.Prefix, w.Dev) == k {
+			if w := toVIP(w, other.vipDev); addrKey(w.Prefix, w.Dev) == k {
 				return ic.Name
 			}
 		}
@@ -440,11 +443,11 @@ func (e *Engine) updateVIPs(in *instance, ic *keepalived.Instance, movedTo func(
 	var vips []netif.VIP
 	var advert []netip.Addr
 	for _, v := range ic.VIPs {
-		vips = append(vips, toVIP(v, ic.Interface))
+		vips = append(vips, toVIP(v, in.vipDev))
 		advert = append(advert, v.Prefix.Addr())
 	}
 	for _, v := range ic.ExcludedVIPs {
-		vips = append(vips, toVIP(v, ic.Interface))
+		vips = append(vips, toVIP(v, in.vipDev))
 	}
 	keep, had := map[string]bool{}, map[string]bool{}
 	for _, v := range vips {
@@ -544,7 +547,7 @@ func (e *Engine) build(cfg *keepalived.Config, ic *keepalived.Instance, links li
 		e.log.Warn("interface does not exist; instance in FAULT until it appears",
 			"instance", ic.Name, "interface", ic.Interface, "at", ic.Pos.String())
 		e.links[ic.Interface] = false
-		in := &instance{cfg: ic, family: ic.Family(), conflicts: newConflictBook(),
+		in := &instance{cfg: ic, family: ic.Family(), vipDev: ic.Interface, conflicts: newConflictBook(),
 			fsm: fsm.New(fsm.Config{Version: ic.Version, AdvertInterval: ic.AdvertInterval, Preempt: ic.Preempt, PreemptDelay: ic.PreemptDelay, TieBreak: ic.TieBreak})}
 		e.setCond(in, condAbsent, true, "interface "+ic.Interface+" does not exist")
 		return in, nil
@@ -558,6 +561,7 @@ func (e *Engine) build(cfg *keepalived.Config, ic *keepalived.Instance, links li
 	if err != nil {
 		return nil, fail("%v", err)
 	}
+	in.vipDev = vipDev
 	in.vips, in.advert = room.take(len(ic.VIPs)+len(ic.ExcludedVIPs), len(ic.VIPs))
 	for _, v := range ic.VIPs {
 		in.vips = append(in.vips, toVIP(v, vipDev))

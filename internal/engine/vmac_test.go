@@ -111,3 +111,41 @@ func TestVMACLifecycle(t *testing.T) {
 		}
 	})
 }
+
+// TestVMACReloadKeepsVIPsOnVMAC: a reload that gives a use_vmac master
+// one more VIP, keeping its state, adds that VIP on the VMAC interface and
+// leaves the one it held there. Before, the new list was made for the
+// parent interface: the reload moved every VIP of the instance to eth0.
+func TestVMACReloadKeepsVIPsOnVMAC(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := (&simSegment{}).node("n", "198.18.0.1/24")
+		const dev = "vrrp.51"
+		vip, more := netip.MustParseAddr("198.18.0.100"), netip.MustParseAddr("198.18.0.101")
+		c := peers.Conf{Version: 3, Interval: 100 * time.Millisecond, VRID: 51, Priority: 150, VIP: netip.PrefixFrom(vip, 32)}
+		vmac := simWithLines(simConf(t, c, n.name), "use_vmac")
+		e, log := simEngine(t, n, vmac, nil)
+		simRun(t, e)
+		simWaitFor(t, "the VIP on "+dev, func() (bool, string) { return n.has(dev, vip), "not yet" })
+
+		grown := simWithLines(vmac, "virtual_ipaddress_excluded {", "    "+more.String()+"/32", "}")
+		if err := os.WriteFile(e.opts.ConfigPath, []byte(grown), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Reload(); err != nil {
+			t.Fatalf("reload: %v", err)
+		}
+		simWaitFor(t, "the new VIP on "+dev, func() (bool, string) { return n.has(dev, more), "not yet" })
+		time.Sleep(time.Second)
+		for _, a := range []netip.Addr{vip, more} {
+			if !n.has(dev, a) {
+				t.Errorf("after the reload %s is not on %s", a, dev)
+			}
+			if n.has(simLinkName, a) {
+				t.Errorf("after the reload %s is on %s, the VMAC's parent", a, simLinkName)
+			}
+		}
+		if strings.Contains(log.String(), "VIP removed") {
+			t.Errorf("the reload removed a VIP it keeps:\n%s", log.String())
+		}
+	})
+}
