@@ -170,7 +170,8 @@ func (e *Engine) takeVIPs(in *instance, now time.Time) {
 		e.held[k] = &in.vips[i]
 		delete(e.released, k) // ours again: no longer watched
 	}
-	if err := e.recordVIPs(in.vips); err != nil {
+	vips := netifVIPs(in.vips)
+	if err := e.recordVIPs(vips); err != nil {
 		e.log.Error("cannot record VIPs in the ledger; a crash now would leave them behind", "path", e.opts.Ledger.Path, "err", err)
 	}
 	// keepalived: garp_master_repeat announcements at once, the same again
@@ -182,7 +183,7 @@ func (e *Engine) takeVIPs(in *instance, now time.Time) {
 	if in.cfg.GARPMasterRepeat > 0 {
 		first = func(a netip.Addr) { _ = in.pacer.SendNow(a) }
 	}
-	addrs := e.addVIPs(in.cfg.Name, in.vips, first)
+	addrs := e.addVIPs(in.cfg.Name, vips, first)
 	if first != nil {
 		in.pacer.ScheduleRest(addrs, in.cfg.GARPMasterRepeat, in.cfg.GARPMasterDelay)
 	}
@@ -312,7 +313,7 @@ func (e *Engine) releaseVIPs(in *instance, now time.Time) {
 	in.refreshAt = time.Time{}
 	in.reannounce.cancel()
 	for _, v := range in.vips {
-		e.release(in.cfg.Name, v, now)
+		e.release(in.cfg.Name, v.vip(), now)
 	}
 	e.checkReleased(now)
 	// The released VIPs stay on file while they are watched: this list
@@ -525,7 +526,7 @@ func (e *Engine) vipGone(now time.Time, removed func(netip.Prefix) bool) {
 		}
 		for _, v := range in.vips {
 			if removed(v.Prefix) {
-				vips, owners = append(vips, v), append(owners, in)
+				vips, owners = append(vips, v.vip()), append(owners, in)
 			}
 		}
 	}
@@ -632,7 +633,7 @@ func (e *Engine) checkReleased(now time.Time) {
 func (e *Engine) heldList() []netif.VIP {
 	out := make([]netif.VIP, 0, len(e.held)+len(e.released))
 	for _, k := range sortedKeys(e.held) {
-		out = append(out, *e.held[k])
+		out = append(out, e.held[k].vip())
 	}
 	for _, k := range sortedKeys(e.released) {
 		if _, ok := e.held[k]; !ok {
@@ -770,7 +771,7 @@ func (e *Engine) stopAll(why string) {
 		in.close()
 	}
 	for _, k := range sortedKeys(e.held) {
-		v := *e.held[k]
+		v := e.held[k].vip()
 		if err := e.nl.DelVIP(v); err != nil {
 			e.log.Error("removing VIP at shutdown failed", "vip", v.Prefix, "err", err)
 			continue

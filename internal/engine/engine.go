@@ -133,7 +133,7 @@ type Engine struct {
 	// holding instance's vips (never changed in place: a reload that
 	// changes them makes a new list), not a copy of about 120 bytes
 	// (docs/design/memory.md).
-	held map[string]*netif.VIP
+	held map[string]*vipRef
 	// released are the VIPs we let go, watched for a while (see
 	// checkReleased); releasedNext is when to look at them again.
 	released     map[string]releasedVIP
@@ -294,7 +294,7 @@ func New(opts Options) (*Engine, *keepalived.Config, error) {
 		byKey:     map[demuxKey]*instance{},
 		trackers:  map[string]*trackerEntry{},
 		groups:    map[string]*syncGroup{},
-		held:      map[string]*netif.VIP{},
+		held:      map[string]*vipRef{},
 		released:  map[string]releasedVIP{},
 		links:     map[string]bool{},
 		dad:       map[string]dadWait{},

@@ -7,8 +7,14 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/vipstack/vipstack/internal/keepalived"
 	"github.com/vipstack/vipstack/internal/netif"
 )
+
+// refOf is the vipRef of a VIP configured as v.
+func refOf(v netif.VIP) vipRef {
+	return vipRef{VIP: &keepalived.VIP{Prefix: v.Prefix, Dev: v.Dev, Label: v.Label, Scope: v.Scope, Broadcast: v.Broadcast, NoPrefixRoute: v.NoPrefixRoute}, Dev: v.Dev}
+}
 
 // TestHeldOf: the held list follows the engine's held map, and while it
 // does not change, computing it again (after every turn of the loop, over
@@ -17,12 +23,12 @@ func TestHeldOf(t *testing.T) {
 	in := &instance{}
 	for i := range 2000 {
 		v := netif.VIP{Prefix: netip.PrefixFrom(netip.AddrFrom4([4]byte{198, 18, byte(16 + i/250), byte(1 + i%250)}), 32), Dev: "eth0"}
-		in.vips = append(in.vips, v)
+		in.vips = append(in.vips, refOf(v))
 		in.vipText = append(in.vipText, v.Prefix.String())
 	}
-	in.vips = append(in.vips, netif.VIP{Prefix: netip.MustParsePrefix("fd00::5/128"), Dev: "eth1"})
+	in.vips = append(in.vips, refOf(netif.VIP{Prefix: netip.MustParsePrefix("fd00::5/128"), Dev: "eth1"}))
 	in.vipText = append(in.vipText, "fd00::5/128")
-	e := &Engine{held: map[string]*netif.VIP{}}
+	e := &Engine{held: map[string]*vipRef{}}
 	if got := e.heldOf(in); got != nil {
 		t.Fatalf("nothing held: heldOf = %v, want nil", got)
 	}

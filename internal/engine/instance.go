@@ -31,7 +31,7 @@ type instance struct {
 	src     netip.Addr
 	dsts    []netip.Addr
 	peers   map[netip.Addr]bool // unicast peers; nil in multicast mode
-	vips    []netif.VIP         // virtual_ipaddress then virtual_ipaddress_excluded
+	vips    []vipRef            // virtual_ipaddress then virtual_ipaddress_excluded, as in cfg
 	// vipDev is the interface of the VIPs without a dev of their own: the
 	// instance's, or its VMAC interface with use_vmac.
 	vipDev  string
@@ -81,7 +81,7 @@ type syncGroup struct {
 // instance whose interface is missing takes no part; its room stays
 // unused, and it takes its lists from a later apply's room.
 type vipRoom struct {
-	vips  []netif.VIP
+	vips  []vipRef
 	addrs []netip.Addr
 }
 
@@ -92,13 +92,13 @@ func roomFor(ics []*keepalived.Instance) *vipRoom {
 		vips += len(ic.VIPs) + len(ic.ExcludedVIPs)
 		addrs += len(ic.VIPs)
 	}
-	return &vipRoom{vips: make([]netif.VIP, 0, vips), addrs: make([]netip.Addr, 0, addrs)}
+	return &vipRoom{vips: make([]vipRef, 0, vips), addrs: make([]netip.Addr, 0, addrs)}
 }
 
 // take returns empty lists with room for vips VIPs and addrs addresses
 // (nil for none), out of r while it has room. Appending past that room
 // copies, as for any slice.
-func (r *vipRoom) take(vips, addrs int) ([]netif.VIP, []netip.Addr) {
+func (r *vipRoom) take(vips, addrs int) ([]vipRef, []netip.Addr) {
 	return carve(&r.vips, vips), carve(&r.addrs, addrs)
 }
 
@@ -220,6 +220,7 @@ func (e *Engine) apply(cfg *keepalived.Config) error {
 				}
 			}
 			old.cfg = ic // same content otherwise; take the new positions
+			old.pointAt(ic)
 		}
 	}
 	for _, in := range readvertise {
@@ -298,7 +299,7 @@ func (e *Engine) apply(cfg *keepalived.Config) error {
 // that does not start as master after all.
 func (e *Engine) dropAdopted(in *instance, why string) {
 	for _, v := range in.vips {
-		if err := e.nl.DelVIP(v); err != nil {
+		if err := e.nl.DelVIP(v.vip()); err != nil {
 			e.log.Warn("removing a handed-over VIP failed", "instance", in.cfg.Name, "vip", v.Prefix, "dev", v.Dev, "err", err)
 			continue
 		}
@@ -424,7 +425,7 @@ func (e *Engine) keepMoved(cfg *keepalived.Config, fresh map[string]*instance, i
 	}
 	kept := in.vips[:0:0]
 	for _, v := range in.vips {
-		if to := e.keptByMaster(cfg, fresh, in.cfg.Name, v); to != "" {
+		if to := e.keptByMaster(cfg, fresh, in.cfg.Name, v.vip()); to != "" {
 			e.log.Info("VIP moves to another instance that is master here; it stays on the interface", "instance", in.cfg.Name, "vip", v.Prefix, "dev", v.Dev, "to", to)
 			continue
 		}
@@ -440,14 +441,10 @@ func (e *Engine) keepMoved(cfg *keepalived.Config, fresh map[string]*instance, i
 // gone until the master stepped down and took its VIPs again;
 // TestReloadMovesVIPBetweenMasters).
 func (e *Engine) updateVIPs(in *instance, ic *keepalived.Instance, movedTo func(netif.VIP) string) {
-	var vips []netif.VIP
+	vips := appendRefs(nil, ic, in.vipDev)
 	var advert []netip.Addr
 	for _, v := range ic.VIPs {
-		vips = append(vips, toVIP(v, in.vipDev))
 		advert = append(advert, v.Prefix.Addr())
-	}
-	for _, v := range ic.ExcludedVIPs {
-		vips = append(vips, toVIP(v, in.vipDev))
 	}
 	keep, had := map[string]bool{}, map[string]bool{}
 	for _, v := range vips {
@@ -456,10 +453,11 @@ func (e *Engine) updateVIPs(in *instance, ic *keepalived.Instance, movedTo func(
 	for _, v := range in.vips {
 		had[addrKey(v.Prefix, v.Dev)] = true
 	}
-	var added, removed []netif.VIP
-	for _, v := range vips {
+	var added []int // indexes in vips
+	var removed []vipRef
+	for i, v := range vips {
 		if !had[addrKey(v.Prefix, v.Dev)] {
-			added = append(added, v)
+			added = append(added, i)
 		}
 	}
 	for _, v := range in.vips {
@@ -480,24 +478,26 @@ func (e *Engine) updateVIPs(in *instance, ic *keepalived.Instance, movedTo func(
 	}
 	now := e.clk.Now()
 	for _, v := range removed {
-		if to := movedTo(v); to != "" {
+		if to := movedTo(v.vip()); to != "" {
 			e.log.Info("VIP moves to another instance that is master here; it stays on the interface", "instance", ic.Name, "vip", v.Prefix, "dev", v.Dev, "to", to)
 			continue
 		}
-		e.release(ic.Name, v, now)
+		e.release(ic.Name, v.vip(), now)
 	}
-	for i, v := range added {
-		k := addrKey(v.Prefix, v.Dev)
-		e.held[k] = &added[i]
+	adds := make([]netif.VIP, len(added))
+	for j, i := range added {
+		adds[j] = vips[i].vip()
+		k := addrKey(vips[i].Prefix, vips[i].Dev)
+		e.held[k] = &vips[i]
 		delete(e.released, k)
 	}
 	if len(removed) > 0 {
 		e.checkReleased(now)
 	}
-	if err := e.recordVIPs(added); err != nil {
+	if err := e.recordVIPs(adds); err != nil {
 		e.log.Error("cannot record VIPs in the ledger; a crash now would leave them behind", "path", e.opts.Ledger.Path, "err", err)
 	}
-	addrs := e.addVIPs(ic.Name, added, nil)
+	addrs := e.addVIPs(ic.Name, adds, nil)
 	in.pacer.Schedule(addrs, ic.GARPMasterRepeat, ic.GARPMasterDelay)
 }
 
@@ -563,12 +563,9 @@ func (e *Engine) build(cfg *keepalived.Config, ic *keepalived.Instance, links li
 	}
 	in.vipDev = vipDev
 	in.vips, in.advert = room.take(len(ic.VIPs)+len(ic.ExcludedVIPs), len(ic.VIPs))
+	in.vips = appendRefs(in.vips, ic, vipDev)
 	for _, v := range ic.VIPs {
-		in.vips = append(in.vips, toVIP(v, vipDev))
 		in.advert = append(in.advert, v.Prefix.Addr())
-	}
-	for _, v := range ic.ExcludedVIPs {
-		in.vips = append(in.vips, toVIP(v, vipDev))
 	}
 	in.vipText = prefixTexts(in.vips)
 	if ic.UnicastSrcIP.IsValid() {
@@ -647,6 +644,59 @@ func (e *Engine) build(cfg *keepalived.Config, ic *keepalived.Instance, links li
 		TieBreak:       ic.TieBreak,
 	})
 	return in, nil
+}
+
+// vipRef is one VIP of a built instance: its entry in the instance's
+// configuration, which the engine keeps, and the interface it goes on.
+// The engine makes the kernel's form (netif.VIP, 112 bytes) only when it
+// adds, removes or looks for addresses: a second copy of each VIP, kept
+// for the engine's life, was 1.1 MB of the heap at 10,000 VIPs
+// (docs/design/memory.md). Dev, the interface, hides the configuration's
+// Dev (empty for the instance's interface); the rest (Prefix, Label,
+// ...) is the configuration's.
+type vipRef struct {
+	*keepalived.VIP
+	Dev string
+}
+
+// appendRefs appends to refs a vipRef of each of ic's VIPs, then of its
+// excluded VIPs: the order of instance.vips. vipDev is the interface of
+// those without a dev of their own.
+func appendRefs(refs []vipRef, ic *keepalived.Instance, vipDev string) []vipRef {
+	for _, l := range [][]keepalived.VIP{ic.VIPs, ic.ExcludedVIPs} {
+		for i := range l {
+			refs = append(refs, vipRef{VIP: &l[i], Dev: cmp.Or(l[i].Dev, vipDev)})
+		}
+	}
+	return refs
+}
+
+// vip is the VIP in the kernel's form.
+func (r vipRef) vip() netif.VIP { return toVIP(*r.VIP, r.Dev) }
+
+// netifVIPs returns refs in the kernel's form.
+func netifVIPs(refs []vipRef) []netif.VIP {
+	out := make([]netif.VIP, len(refs))
+	for i, r := range refs {
+		out[i] = r.vip()
+	}
+	return out
+}
+
+// pointAt points the VIPs of a kept instance at ic, its configuration
+// now, whose VIPs are the same (sameVIPs, or updateVIPs made them so):
+// the configuration replaced is then no longer held.
+func (in *instance) pointAt(ic *keepalived.Instance) {
+	if len(in.vips) != len(ic.VIPs)+len(ic.ExcludedVIPs) {
+		return
+	}
+	i := 0
+	for _, l := range [][]keepalived.VIP{ic.VIPs, ic.ExcludedVIPs} {
+		for j := range l {
+			in.vips[i].VIP = &l[j]
+			i++
+		}
+	}
 }
 
 func toVIP(v keepalived.VIP, dflt string) netif.VIP {

@@ -41,12 +41,12 @@ func TestVIPRoom(t *testing.T) {
 			t.Errorf("%s: len %d cap %d, want 0 and %d", c.name, c.len, c.cap, c.want)
 		}
 	}
-	av = append(av, netif.VIP{Dev: "a1"}, netif.VIP{Dev: "a2"}, netif.VIP{Dev: "a3"})
-	bv = append(bv, netif.VIP{Dev: "b1"})
+	av = append(av, vipRef{Dev: "a1"}, vipRef{Dev: "a2"}, vipRef{Dev: "a3"})
+	bv = append(bv, vipRef{Dev: "b1"})
 	if &av[0] != &r.vips[0] || &bv[0] != &r.vips[3] {
 		t.Error("the lists are not the parts of the room's array in order")
 	}
-	grown := append(av, netif.VIP{Dev: "a4"})
+	grown := append(av, vipRef{Dev: "a4"})
 	if bv[0].Dev != "b1" || &grown[0] == &av[0] {
 		t.Errorf("an append past a's room wrote into b's list (b's first VIP: %q)", bv[0].Dev)
 	}
@@ -58,10 +58,10 @@ func TestVIPRoom(t *testing.T) {
 // TestTextParts: prefixTexts and addrKeys say what Prefix.String and
 // addrKey say for each VIP.
 func TestTextParts(t *testing.T) {
-	vips := []netif.VIP{
-		{Prefix: netip.MustParsePrefix("198.18.0.1/32"), Dev: "eth0"},
-		{Prefix: netip.MustParsePrefix("fd00::5/64"), Dev: "vrrp.7"},
-		{Prefix: netip.MustParsePrefix("198.18.1.0/24"), Dev: ""},
+	vips := []vipRef{
+		refOf(netif.VIP{Prefix: netip.MustParsePrefix("198.18.0.1/32"), Dev: "eth0"}),
+		refOf(netif.VIP{Prefix: netip.MustParsePrefix("fd00::5/64"), Dev: "vrrp.7"}),
+		refOf(netif.VIP{Prefix: netip.MustParsePrefix("198.18.1.0/24"), Dev: ""}),
 	}
 	texts, keys := prefixTexts(vips), addrKeys(vips)
 	if len(texts) != len(vips) || len(keys) != len(vips) {
