@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -49,7 +50,7 @@ func TestTrimHelperProcess(t *testing.T) {
 	if supervise.IsChild() {
 		term := make(chan os.Signal, 1)
 		signal.Notify(term, syscall.SIGTERM)
-		fmt.Printf("engine ready pid=%d GOGC=%q GOMEMLIMIT=%q\n", os.Getpid(), os.Getenv("GOGC"), os.Getenv("GOMEMLIMIT"))
+		fmt.Printf("engine ready pid=%d GOGC=%q GOMEMLIMIT=%q GOMAXPROCS=%q\n", os.Getpid(), os.Getenv("GOGC"), os.Getenv("GOMEMLIMIT"), os.Getenv("GOMAXPROCS"))
 		<-term
 		os.Exit(0)
 	}
@@ -142,8 +143,8 @@ func TestSmallSupervisorOfItself(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestTrimHelperProcess$")
-	cmd.Env = append(os.Environ(), "VIPSTACK_TRIM_HELPER=1", "GOGC=off", "GOMEMLIMIT=13MiB",
-		supervise.EnvSupervisor+`=format="text" level="info" gcenv=true`)
+	cmd.Env = append(os.Environ(), "VIPSTACK_TRIM_HELPER=1", "GOGC=off", "GOMEMLIMIT=13MiB", "GOMAXPROCS=1",
+		supervise.EnvSupervisor+`=format="text" level="info" gcenv=true procsenv=true`)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -174,8 +175,8 @@ func TestSmallSupervisorOfItself(t *testing.T) {
 		return 0
 	}
 	engine := next("engine ready pid=")
-	if l := lines[len(lines)-1]; !strings.HasSuffix(l, `GOGC="" GOMEMLIMIT=""`) {
-		t.Errorf("the engine has the supervisor's collector settings: %q", l)
+	if l := lines[len(lines)-1]; !strings.HasSuffix(l, `GOGC="" GOMEMLIMIT="" GOMAXPROCS=""`) {
+		t.Errorf("the engine has the supervisor's runtime settings: %q", l)
 	}
 	// The supervisor trims once its engine started, and a loaded machine
 	// may take a while to run it: read both again until the supervisor
@@ -231,7 +232,13 @@ func TestSmallSupervisorHoldsClaim(t *testing.T) {
 	defer cancel()
 	name := fmt.Sprintf("vipstack-test-claim-%d", os.Getpid())
 	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestTrimHelperProcess$")
-	cmd.Env = append(os.Environ(), "VIPSTACK_TRIM_HELPER=1", "VIPSTACK_CLAIM_HELPER="+name)
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "GOMAXPROCS=") && !strings.HasPrefix(kv, "GOGC=") && !strings.HasPrefix(kv, "GOMEMLIMIT=") {
+			env = append(env, kv)
+		}
+	}
+	cmd.Env = append(env, "VIPSTACK_TRIM_HELPER=1", "VIPSTACK_CLAIM_HELPER="+name)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -260,6 +267,21 @@ func TestSmallSupervisorHoldsClaim(t *testing.T) {
 	}()
 	if procfs.PPid(engine) != cmd.Process.Pid {
 		t.Fatalf("the engine %d is not the child of the process started (%d)", engine, cmd.Process.Pid)
+	}
+	// ExecSupervisor started the supervisor with its runtime settings
+	// (environ is the environment the exec gave it), and they are not
+	// the engine's.
+	start, err := os.ReadFile("/proc/" + strconv.Itoa(cmd.Process.Pid) + "/environ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"GOMAXPROCS=1", "GOGC=off"} {
+		if !slices.Contains(strings.Split(string(start), "\x00"), want) {
+			t.Errorf("the supervisor started without %s", want)
+		}
+	}
+	if l := lines[len(lines)-1]; !strings.HasSuffix(l, `GOGC="" GOMEMLIMIT="" GOMAXPROCS=""`) {
+		t.Errorf("the engine has the supervisor's runtime settings: %q", l)
 	}
 	if ln, err := net.Listen("unix", "@"+name); err == nil {
 		ln.Close()

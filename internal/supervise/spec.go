@@ -8,7 +8,7 @@ import (
 // MarshalText encodes s for EnvSupervisor: space-separated fields, each
 // name=value, strings Go-quoted, an attribute per field in order:
 //
-//	format="text" level="info" attr="node" attr="m0" keepfd=5 gcenv=true
+//	format="text" level="info" attr="node" attr="m0" keepfd=5 gcenv=true procsenv=true
 //
 // Not JSON: the supervisor that decodes it runs from the initialisation,
 // where encoding/json would come too late (see lineLogger). The value
@@ -28,6 +28,9 @@ func (s Spec) MarshalText() ([]byte, error) {
 	}
 	if s.gcEnv {
 		b = append(b, " gcenv=true"...)
+	}
+	if s.procsEnv {
+		b = append(b, " procsenv=true"...)
 	}
 	return b, nil
 }
@@ -51,18 +54,22 @@ func (s *Spec) UnmarshalText(text []byte) error {
 			}
 			v, _ = strconv.Unquote(q)
 			rest = value[len(q):]
-		case "keepfd", "gcenv":
+		case "keepfd", "gcenv", "procsenv":
 			var more bool
 			v, rest, more = cut(value, ' ')
 			if more {
 				rest = " " + rest
 			}
-			if name == "gcenv" {
-				gc, err := strconv.ParseBool(v)
+			if name == "gcenv" || name == "procsenv" {
+				on, err := strconv.ParseBool(v)
 				if err != nil {
-					return errors.New("field gcenv: value " + strconv.Quote(v) + ": want true or false")
+					return errors.New("field " + name + ": value " + strconv.Quote(v) + ": want true or false")
 				}
-				out.gcEnv = gc
+				if name == "gcenv" {
+					out.gcEnv = on
+				} else {
+					out.procsEnv = on
+				}
 				break
 			}
 			fd, err := strconv.Atoi(v)
@@ -71,7 +78,7 @@ func (s *Spec) UnmarshalText(text []byte) error {
 			}
 			out.KeepFD = fd
 		default:
-			return errors.New("field " + strconv.Quote(name) + ": want format, level, attr, keepfd or gcenv")
+			return errors.New("field " + strconv.Quote(name) + ": want format, level, attr, keepfd, gcenv or procsenv")
 		}
 		switch name {
 		case "format":

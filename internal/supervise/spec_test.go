@@ -15,6 +15,8 @@ func TestSpecRoundTrip(t *testing.T) {
 		{LogFormat: "json", LogLevel: "debug", LogAttrs: []string{"node", "m0", "pool", "ipf-ha"}},
 		{LogFormat: "text", LogLevel: "warn+1", LogAttrs: []string{"a key", `with "quotes" = and \ back`, "nl", "a\nb\x00c", "", "é ✓"}, KeepFD: 7},
 		{LogFormat: "text", LogLevel: "error", KeepFD: 3, gcEnv: true},
+		{LogFormat: "json", LogLevel: "info", procsEnv: true},
+		{LogFormat: "json", LogLevel: "info", gcEnv: true, procsEnv: true},
 		{LogFormat: "", LogLevel: ""},
 	} {
 		b, err := spec.MarshalText()
@@ -39,10 +41,11 @@ func TestSpecBadValue(t *testing.T) {
 		{in: `format=text level="info"`, want: `field format: value "text level=\"info\"": want a Go-quoted string`},
 		{in: `format="text`, want: `field format: value "\"text": want a Go-quoted string`},
 		{in: `format="text"level="info"`, want: `field format: "level=\"info\"" after its value: want a space, then the next field`},
-		{in: `format="text" colour="red"`, want: `field "colour": want format, level, attr, keepfd or gcenv`},
+		{in: `format="text" colour="red"`, want: `field "colour": want format, level, attr, keepfd, gcenv or procsenv`},
 		{in: `format="text" keepfd=three`, want: `field keepfd: value "three": want a descriptor number`},
 		{in: `format="text" keepfd=-1`, want: `field keepfd: value "-1": want a descriptor number`},
 		{in: `format="text" gcenv=maybe`, want: `field gcenv: value "maybe": want true or false`},
+		{in: `format="text" procsenv=1x`, want: `field procsenv: value "1x": want true or false`},
 		{in: `format="text" `, want: `a space at the end`},
 		{in: `format`, want: `field "format": want name=value`},
 	} {
