@@ -28,3 +28,24 @@ func TestHeapSamplingAtRest(t *testing.T) {
 		})
 	}
 }
+
+// TestOneProcessor: one processor unless $GOMAXPROCS sets the number,
+// which is left as the runtime read it.
+func TestOneProcessor(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	unset := func(string) string { return "" }
+	runtime.GOMAXPROCS(3)
+	if got := OneProcessor(unset); got != 1 || runtime.GOMAXPROCS(0) != 1 {
+		t.Errorf("$GOMAXPROCS unset: OneProcessor = %d, GOMAXPROCS %d; want 1 and 1", got, runtime.GOMAXPROCS(0))
+	}
+	runtime.GOMAXPROCS(3)
+	set := func(k string) string {
+		if k == "GOMAXPROCS" {
+			return "3"
+		}
+		return ""
+	}
+	if got := OneProcessor(set); got != 3 || runtime.GOMAXPROCS(0) != 3 {
+		t.Errorf("$GOMAXPROCS=3: OneProcessor = %d, GOMAXPROCS %d; want 3 and 3", got, runtime.GOMAXPROCS(0))
+	}
+}

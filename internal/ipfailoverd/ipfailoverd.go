@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"os"
 	"os/signal"
+	"runtime"
 	"sort"
 	"strings"
 	"syscall"
@@ -144,6 +145,10 @@ func CrashCleanup(log *slog.Logger, spec *ipfailover.Spec, ledger netif.Ledger) 
 // exit code.
 func Run(ctx context.Context, f Flags, ledger netif.Ledger, stderr io.Writer) int {
 	log, spec := f.Log, f.Opts.Spec
+	procs := runtime.GOMAXPROCS(0)
+	if spec.BGP == nil {
+		procs = daemon.OneProcessor(os.Getenv) // the engine's loop; a BGP speaker was not measured so
+	}
 	daemon.HeapSamplingAtRest(f.Profiles.Addr != "")
 	reg, announced := metrics.NewRegistry(), make(chan struct{}, 1)
 	opts := f.Opts
@@ -163,7 +168,7 @@ func Run(ctx context.Context, f Flags, ledger netif.Ledger, stderr io.Writer) in
 	defer stopEndpoints()
 	defer ignoreSIGHUP(log)()
 	log.Info("vipstack ipfailover starting", "version", version.String(), "config", spec.ConfigName, "vips", len(spec.VIPs),
-		"ledger", ledger.Path, "variables", setVars(f.FlagVals))
+		"ledger", ledger.Path, "variables", setVars(f.FlagVals), "processors", procs)
 	daemon.SettleAtRest(ctx, log, pool.Running(), f.Profiles.Addr != "", announced)
 	if err := pool.Run(ctx); err != nil {
 		log.Error("vipstack ipfailover failed", "err", err)

@@ -82,6 +82,7 @@ func (f Flags) Ledger(stderr io.Writer) (l netif.Ledger, code int, ok bool) {
 // exit code.
 func Run(ctx context.Context, f Flags, ledger netif.Ledger, stderr io.Writer) int {
 	log := f.Log
+	procs := daemon.OneProcessor(os.Getenv)
 	daemon.HeapSamplingAtRest(f.Profiles.Addr != "")
 	if !f.Profiles.Serve(ctx, "vipstack vrrp", log, stderr) {
 		return 1
@@ -107,7 +108,7 @@ func Run(ctx context.Context, f Flags, ledger netif.Ledger, stderr io.Writer) in
 	}
 	defer stopKACompat()
 	defer reloadOnHUP(log, f.ConfigPath, e.Reload)()
-	log.Info("vipstack vrrp starting", "version", version.String(), "config", f.ConfigPath, "ledger", ledger.Path)
+	log.Info("vipstack vrrp starting", "version", version.String(), "config", f.ConfigPath, "ledger", ledger.Path, "processors", procs)
 	daemon.SettleAtRest(ctx, log, e.Started(), f.Profiles.Addr != "", announced)
 	if err := e.Run(ctx); err != nil {
 		log.Error("vipstack vrrp failed", "err", err)
