@@ -446,9 +446,9 @@ func (e *Engine) updateVIPs(in *instance, ic *keepalived.Instance, movedTo func(
 	for _, v := range ic.VIPs {
 		advert = append(advert, v.Prefix.Addr())
 	}
-	keep, had := map[string]bool{}, map[string]bool{}
-	for _, v := range vips {
-		keep[addrKey(v.Prefix, v.Dev)] = true
+	keep, had := map[string]int{}, map[string]bool{} // keep: the index in vips
+	for i, v := range vips {
+		keep[addrKey(v.Prefix, v.Dev)] = i
 	}
 	for _, v := range in.vips {
 		had[addrKey(v.Prefix, v.Dev)] = true
@@ -460,9 +460,19 @@ func (e *Engine) updateVIPs(in *instance, ic *keepalived.Instance, movedTo func(
 			added = append(added, i)
 		}
 	}
-	for _, v := range in.vips {
-		if !keep[addrKey(v.Prefix, v.Dev)] {
+	for j, v := range in.vips {
+		k := addrKey(v.Prefix, v.Dev)
+		i, kept := keep[k]
+		if !kept {
 			removed = append(removed, v)
+			continue
+		}
+		// A VIP held and kept points at the new list: an entry left on
+		// the old one would keep that list, and the configuration it
+		// points into, for as long as the VIP is held; a reload each
+		// adding one VIP would keep a list per reload.
+		if e.held[k] == &in.vips[j] {
+			e.held[k] = &vips[i]
 		}
 	}
 	e.log.Info("addresses changed; instance keeps its state", "instance", ic.Name, "added", len(added), "removed", len(removed))

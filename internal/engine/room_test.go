@@ -79,3 +79,49 @@ func TestTextParts(t *testing.T) {
 		t.Error("texts of no VIPs: want nil")
 	}
 }
+
+// TestVIPRefs: an instance's references are its configuration's VIPs,
+// then its excluded VIPs, each on its own dev or the instance's; in the
+// kernel's form they say what the configuration says. pointAt moves them
+// to a new configuration with the same VIPs, so that the one replaced is
+// no longer held, and leaves them when the lists differ in length.
+func TestVIPRefs(t *testing.T) {
+	vip := func(s, dev string) keepalived.VIP {
+		return keepalived.VIP{Prefix: netip.MustParsePrefix(s), Dev: dev, Label: dev, Scope: "link", NoPrefixRoute: true}
+	}
+	conf := func() *keepalived.Instance {
+		return &keepalived.Instance{Name: "a", Interface: "eth0",
+			VIPs: []keepalived.VIP{vip("198.18.0.1/32", ""), vip("198.18.0.2/24", "eth1")}, ExcludedVIPs: []keepalived.VIP{vip("fd00::3/128", "")}}
+	}
+	old := conf()
+	in := &instance{cfg: old, vips: appendRefs(nil, old, "vrrp.7")}
+	want := []netif.VIP{
+		{Prefix: netip.MustParsePrefix("198.18.0.1/32"), Dev: "vrrp.7", Scope: "link", NoPrefixRoute: true},
+		{Prefix: netip.MustParsePrefix("198.18.0.2/24"), Dev: "eth1", Label: "eth1", Scope: "link", NoPrefixRoute: true},
+		{Prefix: netip.MustParsePrefix("fd00::3/128"), Dev: "vrrp.7", Scope: "link", NoPrefixRoute: true},
+	}
+	got := netifVIPs(in.vips)
+	if len(got) != len(want) {
+		t.Fatalf("%d VIPs, want %d", len(got), len(want))
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("VIP %d: %+v, want %+v", i, got[i], want[i])
+		}
+	}
+	next := conf()
+	in.pointAt(next)
+	for i, p := range []*keepalived.VIP{&next.VIPs[0], &next.VIPs[1], &next.ExcludedVIPs[0]} {
+		if in.vips[i].VIP != p {
+			t.Errorf("after pointAt, reference %d is not the new configuration's VIP", i)
+		}
+	}
+	if got := netifVIPs(in.vips); got[1] != want[1] {
+		t.Errorf("after pointAt, VIP 1 reads %+v, want %+v", got[1], want[1])
+	}
+	shorter := &keepalived.Instance{Name: "a", Interface: "eth0", VIPs: []keepalived.VIP{next.VIPs[0]}}
+	in.pointAt(shorter)
+	if in.vips[0].VIP != &next.VIPs[0] {
+		t.Error("pointAt moved references to a configuration with other VIPs")
+	}
+}

@@ -167,3 +167,43 @@ func TestReloadMovesVIPFromStoppedInstance(t *testing.T) {
 		}
 	})
 }
+
+// TestReloadKeepsHeldOnCurrentList: after reloads that each add a VIP to a
+// master in place, every VIP it holds is held through its current list.
+// An entry left on an earlier list kept that list, and the configuration
+// it points into, for as long as the VIP was held: a list per reload.
+func TestReloadKeepsHeldOnCurrentList(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := (&simSegment{}).node("h", "198.18.0.1/24")
+		vips := []string{"198.18.0.100", "198.18.0.101", "198.18.0.102"}
+		conf := func(n int) string {
+			return "global_defs {\n    vrrp_version 3\n}\nvrrp_instance VI_1 {\n    state BACKUP\n    interface eth0\n    virtual_router_id 51\n    priority 100\n" +
+				"    advert_int 0.1\n    virtual_ipaddress {\n        " + strings.Join(vips[:n], "/32\n        ") + "/32\n    }\n}\n"
+		}
+		e, _ := simEngine(t, h, conf(1), nil)
+		simRun(t, e)
+		for n := 1; n <= len(vips); n++ {
+			if n > 1 {
+				if err := os.WriteFile(e.opts.ConfigPath, []byte(conf(n)), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				if err := e.Reload(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			last := netip.MustParseAddr(vips[n-1])
+			simWaitFor(t, fmt.Sprintf("%d VIPs held", n), func() (bool, string) { return h.has(simLinkName, last), "not yet" })
+		}
+		synctest.Wait() // the loop waits: its state may be read
+		in := e.instances["VI_1"]
+		if len(in.vips) != len(vips) {
+			t.Fatalf("the instance has %d VIPs, want %d", len(in.vips), len(vips))
+		}
+		for i := range in.vips {
+			k := addrKey(in.vips[i].Prefix, in.vips[i].Dev)
+			if e.held[k] != &in.vips[i] {
+				t.Errorf("%s is held through another list than the instance's", k)
+			}
+		}
+	})
+}
