@@ -99,6 +99,11 @@ func TestIPFailoverEngineRunsEarly(t *testing.T) {
 			if !strings.Contains(stderr, tc.wantOut) {
 				t.Errorf("stderr does not say %q:\n%s", tc.wantOut, tail(stderr))
 			}
+			// The pool's engine runs its Go code on one processor unless
+			// $GOMAXPROCS says otherwise (daemon.OneProcessor).
+			if !tc.wantHeavy && os.Getenv("GOMAXPROCS") == "" && !regexp.MustCompile(`msg="vipstack ipfailover starting" .* processors=1\b`).MatchString(stderr) {
+				t.Errorf("the pool's engine did not say it starts on one processor:\n%s", tail(stderr))
+			}
 		})
 	}
 }

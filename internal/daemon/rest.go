@@ -61,13 +61,16 @@ func HeapSamplingAtRest(profiles bool) {
 
 // OneProcessor has this process run its Go code on one processor
 // (GOMAXPROCS 1) unless $GOMAXPROCS sets the number (env reads it), and
-// returns the number it runs on: for the VRRP engine's process, whose
-// work is one loop, as keepalived's VRRP process is one thread. Each
-// processor keeps caches and a collector worker of its own: a second one
-// kept 0.7 to 1.4 MiB more resident in an ipfailover engine at 10,000
-// VIPs (docs/design/memory.md). Blocking system calls still run on
-// threads of their own, and the backstop of fast adverts adds the
-// processors its threads need (engine.addProcs).
+// returns the number it runs on: for vipstack ipfailover's engine,
+// whose work is one loop, as keepalived's VRRP process is one thread.
+// Each processor keeps caches and a collector worker of its own: a
+// second one kept 0.7 to 1.4 MiB more resident in an ipfailover engine
+// at 10,000 VIPs (docs/design/memory.md). Blocking system calls still
+// run on threads of their own, and the backstop of fast adverts adds the
+// processors its threads need (engine.addProcs). Not for a configuration
+// with realtime priority (vipstack vrrp's may set it): one thread then
+// runs all of the engine's Go code, nearer the limit on a realtime
+// thread's time without blocking.
 func OneProcessor(env func(string) string) int {
 	if env("GOMAXPROCS") == "" {
 		runtime.GOMAXPROCS(1)

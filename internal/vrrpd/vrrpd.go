@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime"
 	"syscall"
 
 	"github.com/vipstack/vipstack/internal/daemon"
@@ -82,7 +83,6 @@ func (f Flags) Ledger(stderr io.Writer) (l netif.Ledger, code int, ok bool) {
 // exit code.
 func Run(ctx context.Context, f Flags, ledger netif.Ledger, stderr io.Writer) int {
 	log := f.Log
-	procs := daemon.OneProcessor(os.Getenv)
 	daemon.HeapSamplingAtRest(f.Profiles.Addr != "")
 	if !f.Profiles.Serve(ctx, "vipstack vrrp", log, stderr) {
 		return 1
@@ -108,7 +108,7 @@ func Run(ctx context.Context, f Flags, ledger netif.Ledger, stderr io.Writer) in
 	}
 	defer stopKACompat()
 	defer reloadOnHUP(log, f.ConfigPath, e.Reload)()
-	log.Info("vipstack vrrp starting", "version", version.String(), "config", f.ConfigPath, "ledger", ledger.Path, "processors", procs)
+	log.Info("vipstack vrrp starting", "version", version.String(), "config", f.ConfigPath, "ledger", ledger.Path, "processors", runtime.GOMAXPROCS(0))
 	daemon.SettleAtRest(ctx, log, e.Started(), f.Profiles.Addr != "", announced)
 	if err := e.Run(ctx); err != nil {
 		log.Error("vipstack vrrp failed", "err", err)
