@@ -147,10 +147,9 @@ func Run(ctx context.Context, f Flags, ledger netif.Ledger, stderr io.Writer) in
 	log, spec := f.Log, f.Opts.Spec
 	procs := runtime.GOMAXPROCS(0)
 	if spec.BGP == nil {
-		// The pool's configuration is this command's: no realtime
-		// priority, whose limit on a thread's time without blocking
-		// one processor running all of the engine's Go code would bring
-		// nearer. A BGP speaker was not measured on one.
+		// The pool's configuration is this command's, without realtime
+		// priority (see OneProcessor). A BGP speaker was not measured
+		// on one processor.
 		procs = daemon.OneProcessor(os.Getenv)
 	}
 	daemon.HeapSamplingAtRest(f.Profiles.Addr != "")
