@@ -64,7 +64,7 @@ func HeapSamplingAtRest(profiles bool) {
 // returns the number it runs on: for vipstack ipfailover's engine,
 // whose work is one loop, as keepalived's VRRP process is one thread.
 // Each processor keeps caches and a collector worker of its own: a
-// second one kept 0.7 to 1.4 MiB more resident in an ipfailover engine
+// second one kept 0.6 to 1.4 MiB more resident in an ipfailover engine
 // at 10,000 VIPs (docs/design/memory.md). Blocking system calls still
 // run on threads of their own, and the backstop of fast adverts adds the
 // processors its threads need (engine.addProcs). vipstack vrrp does
