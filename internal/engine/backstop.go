@@ -44,6 +44,11 @@ const backstopBelow = 100 * time.Millisecond
 // advertisements after the loop last claimed or sent one for it.
 const backstopLease = time.Second
 
+// backstopNap is the longest a backstop thread sleeps in one system call:
+// the runtime's monitor thread (sysmon) takes the P of a goroutine that
+// stays 10 ms in one (see backstop.nap).
+const backstopNap = 8 * time.Millisecond
+
 // backstopMargin is how late an advertisement must be before a backstop
 // thread sends it: the loop's timer is up to a few milliseconds late
 // under load, and the thread's wake-ups then find nothing to do.
@@ -56,9 +61,10 @@ type backstopSeams struct {
 	listen func(family int) (transport.Conn, error)
 	sleep  func(ctx context.Context, d time.Duration) // may return early once ctx ends
 	// cpus are the CPUs to pin the threads to, one thread each; pin pins
-	// the calling goroutine's thread to one of them.
+	// the calling goroutine's thread to one of them, and unpin gives it
+	// back the CPUs it had.
 	cpus func() []int
-	pin  func(cpu int) error
+	pin  func(cpu int) (unpin func() error, err error)
 }
 
 // advertPlan is what a backstop thread sends for one master: the
@@ -269,16 +275,9 @@ func (b *backstop) sock(i, family int) transport.Conn {
 	return nil
 }
 
-// thread is backstop thread i, pinned to cpu, until the engine stops.
+// thread is backstop thread i, asleep on cpu between advertisements, until
+// the engine stops.
 func (b *backstop) thread(i, cpu int) {
-	// The thread stays locked (no UnlockOSThread): it is pinned, and must
-	// not run other goroutines after this one. The runtime starts no
-	// thread from a locked one (its template thread does), so the pin
-	// does not spread.
-	runtime.LockOSThread()
-	if err := b.seams.pin(cpu); err != nil {
-		return
-	}
 	for b.ctx.Err() == nil {
 		wake, any := b.nextWake(b.now())
 		if !any {
@@ -295,11 +294,46 @@ func (b *backstop) thread(i, cpu int) {
 			t.Stop()
 			continue
 		}
-		if d := wake.Sub(b.now()); d > 0 {
-			b.seams.sleep(b.ctx, min(d, backstopLease))
+		if !b.nap(i, cpu, wake) {
+			return
 		}
-		b.sendDue(i)
 	}
+}
+
+// nap sleeps until wake, backstopNap at most, on a thread locked to this
+// goroutine and pinned to cpu, so that the timer is armed on that CPU and
+// wakes the thread there; then it sends what is due on that thread, unpins
+// it and lets it go. False when the thread could not be pinned or
+// unpinned: the thread then ends with its goroutine (a thread still pinned
+// must not run other goroutines), and the backstop runs on one thread
+// fewer.
+//
+// The thread is let go, and the goroutine goes once through the scheduler,
+// at every nap. A goroutine locked to its thread for good, looping over
+// system calls, never changes its P's schedtick, and sysmon takes the P of
+// a goroutine on one schedtick for 10 ms each time it finds it in a system
+// call, and after each such take wakes every 20 us for a while: 3,500
+// times a second, 11 % of a CPU, on a master at advert_int 0.01 with the
+// threads locked for good (docs/design/realtime.md). Unlocked, the
+// goroutine's Gosched is a turn through its own thread's scheduler, which
+// changes the schedtick; it usually comes back on the same thread.
+func (b *backstop) nap(i, cpu int, wake time.Time) bool {
+	runtime.LockOSThread()
+	unpin, err := b.seams.pin(cpu)
+	if err != nil {
+		runtime.UnlockOSThread() // not pinned: the thread is as it was
+		return false
+	}
+	if d := wake.Sub(b.now()); d > 0 {
+		b.seams.sleep(b.ctx, min(d, backstopNap))
+	}
+	b.sendDue(i)
+	if unpin() != nil {
+		return false // still locked: the thread ends with the goroutine
+	}
+	runtime.UnlockOSThread()
+	runtime.Gosched()
+	return true
 }
 
 // nextWake is the earliest due time plus its margin among the slots

@@ -24,10 +24,16 @@ func realBackstopSeams() backstopSeams {
 			}
 		},
 		cpus: allowedCPUs,
-		pin: func(cpu int) error {
-			var set unix.CPUSet
+		pin: func(cpu int) (func() error, error) {
+			var was, set unix.CPUSet
+			if err := unix.SchedGetaffinity(0, &was); err != nil {
+				return nil, err
+			}
 			set.Set(cpu)
-			return unix.SchedSetaffinity(0, &set)
+			if err := unix.SchedSetaffinity(0, &set); err != nil {
+				return nil, err
+			}
+			return func() error { return unix.SchedSetaffinity(0, &was) }, nil
 		},
 	}
 }

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"context"
+	"errors"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -60,6 +62,57 @@ func TestBackstop(t *testing.T) {
 				}
 				simWaitSole(t, p.nodes, p.vip, p.nodes[0], 5*tc.interval, 20*time.Second, "the master's loop runs again")
 			})
+		})
+	}
+}
+
+// TestBackstopNapPins: each nap pins the thread to its CPU for the sleep
+// and unpins it before letting it go; a pin or an unpin that fails ends
+// the thread's goroutine (nap false), an unpin failure with the thread
+// still locked, so that the runtime ends the pinned thread with it.
+func TestBackstopNapPins(t *testing.T) {
+	for _, tc := range []struct {
+		name             string
+		pinErr, unpinErr error
+		want             bool
+		pins, unpins     int
+	}{
+		{name: "pinned and unpinned", want: true, pins: 1, unpins: 1},
+		{name: "pin fails", pinErr: errors.New("EINVAL"), pins: 1},
+		{name: "unpin fails", unpinErr: errors.New("EPERM"), pins: 1, unpins: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var pins, unpins int
+			pinnedTo := -1
+			var slept time.Duration
+			seams := backstopSeams{
+				sleep: func(_ context.Context, d time.Duration) { slept = d },
+				cpus:  func() []int { return []int{0, 1} },
+				pin: func(cpu int) (func() error, error) {
+					pins++
+					if tc.pinErr != nil {
+						return nil, tc.pinErr
+					}
+					pinnedTo = cpu
+					return func() error { unpins++; return tc.unpinErr }, nil
+				},
+			}
+			now := time.Unix(1000, 0)
+			b := newBackstop(t.Context(), seams, func() time.Time { return now })
+			got := make(chan bool)
+			go func() { got <- b.nap(0, 1, now.Add(time.Second)) }() // its own goroutine: a failed unpin leaves it locked
+			if g := <-got; g != tc.want {
+				t.Errorf("nap = %v, want %v", g, tc.want)
+			}
+			if pins != tc.pins || unpins != tc.unpins {
+				t.Errorf("pinned %d and unpinned %d times, want %d and %d", pins, unpins, tc.pins, tc.unpins)
+			}
+			if tc.pinErr == nil && (pinnedTo != 1 || slept != backstopNap) {
+				t.Errorf("pinned to CPU %d and slept %v, want CPU 1 and backstopNap (%v) for a wake a second away", pinnedTo, slept, backstopNap)
+			}
+			if tc.pinErr != nil && slept != 0 {
+				t.Errorf("slept %v on a thread that could not be pinned", slept)
+			}
 		})
 	}
 }

@@ -811,7 +811,7 @@ func (n *simNode) options(o Options) Options {
 			}
 		},
 		cpus: func() []int { return []int{0, 1} },
-		pin:  func(int) error { return nil },
+		pin:  func(int) (func() error, error) { return func() error { return nil }, nil },
 	}
 	o.Announcer = func(string, int) (Announcer, error) { return simAnnouncer{node: n}, nil }
 	return o

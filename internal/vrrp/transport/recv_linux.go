@@ -62,10 +62,17 @@ func (r *recv) read(buf []byte) (int, []byte, error) {
 
 // recvmsg is the RawConn.Read callback: false asks to wait until the
 // socket is readable and try again.
+//
+// The socket is non-blocking (the netpoller waits for it), so recvmsg
+// returns at once and is made as a raw system call, without telling the
+// scheduler. Told, the scheduler wakes its monitor thread (sysmon) from its
+// sleep to watch the call, and sysmon then naps 20 us at a time for a
+// while: on a backup hearing 100 advertisements a second, 800 wake-ups a
+// second and 2 % of a CPU (docs/design/realtime.md).
 func (r *recv) recvmsg(fd uintptr) bool {
-	n, _, errno := syscall.Syscall(syscall.SYS_RECVMSG, fd, uintptr(unsafe.Pointer(&r.msg)), 0)
+	n, _, errno := syscall.RawSyscall(syscall.SYS_RECVMSG, fd, uintptr(unsafe.Pointer(&r.msg)), syscall.MSG_DONTWAIT)
 	for errno == syscall.EINTR {
-		n, _, errno = syscall.Syscall(syscall.SYS_RECVMSG, fd, uintptr(unsafe.Pointer(&r.msg)), 0)
+		n, _, errno = syscall.RawSyscall(syscall.SYS_RECVMSG, fd, uintptr(unsafe.Pointer(&r.msg)), syscall.MSG_DONTWAIT)
 	}
 	if errno == syscall.EAGAIN {
 		return false
