@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/vipstack/vipstack/internal/benchdoc"
@@ -53,6 +54,10 @@ type pairResult struct {
 	LongGaps, Shared int
 	Crashes          []time.Duration
 	CrashErrs        []string
+	// MasterCPU and BackupCPU are the CPU time of each node's processes
+	// over the soak (reaped children included: an engine the kernel
+	// killed), in per cent of one CPU.
+	MasterCPU, BackupCPU float64
 }
 
 // Label names the pair in tables: the implementation and its
@@ -112,15 +117,17 @@ func report(res []pairResult, o reportOpts, load string) *benchdoc.Report {
 	}
 	rep.Para("VRRPv3 advert %v, pairs at 150/100, %s, %d busy loops beside them; soak %v (load average %s at its end), then kill -9 of the master (ms from its last advert to the backup's first, as the client's kernel received them):",
 		advert, rt, o.load, o.soak, load)
-	tb := benchdoc.Table{Header: []string{"pair", "false failovers", "master adverts", "longest master gap (ms)", "VRRP processes died", "crash failover median [min..max] (ms)", "failed crashes"}}
+	tb := benchdoc.Table{Header: []string{"pair", "false failovers", "master adverts", "longest master gap (ms)", "VRRP processes died", "crash failover median [min..max] (ms)", "failed crashes", "CPU in the soak, master / backup (% of a CPU)"}}
 	for _, p := range res {
 		crash := "-"
 		if len(p.Crashes) > 0 {
 			crash = fmt.Sprintf("%s [%s..%s]", msf(median(p.Crashes)), msf(slices.Min(p.Crashes)), msf(slices.Max(p.Crashes)))
 		}
-		tb.Add(p.Label(), fmt.Sprint(p.FalseFailovers), fmt.Sprint(p.Adverts), msf(p.MaxGap), fmt.Sprint(p.Killed), crash, fmt.Sprint(len(p.CrashErrs)))
+		tb.Add(p.Label(), fmt.Sprint(p.FalseFailovers), fmt.Sprint(p.Adverts), msf(p.MaxGap), fmt.Sprint(p.Killed), crash, fmt.Sprint(len(p.CrashErrs)),
+			fmt.Sprintf("%.1f / %.1f", p.MasterCPU, p.BackupCPU))
 	}
 	rep.Table(tb)
+	rep.Para("%s", cpuLine(res))
 	rep.Para("The masters' gaps between adverts during the soak (count per bucket, ms; the last column counts the gaps over 46 ms that overlap one of the other implementation's master at the same settings: both silent at once):")
 	rep.Table(gapTable(res))
 	rep.List(verdicts(res[0], res[1], o.soak))
@@ -135,6 +142,26 @@ func report(res []pairResult, o reportOpts, load string) *benchdoc.Report {
 		rep.List(errs)
 	}
 	return &rep
+}
+
+// cpuLine compares each vipstack pair's CPU in the soak with keepalived's
+// at the same settings (no target: the issue sets none at this interval).
+func cpuLine(res []pairResult) string {
+	var parts []string
+	for _, v := range res {
+		if v.Impl != "vipstack" {
+			continue
+		}
+		for _, k := range res {
+			if k.Impl == "keepalived" && k.RT == v.RT && k.MasterCPU > 0 && k.BackupCPU > 0 {
+				parts = append(parts, fmt.Sprintf("%s: master %.2f, backup %.2f", v.Label(), v.MasterCPU/k.MasterCPU, v.BackupCPU/k.BackupCPU))
+			}
+		}
+	}
+	if len(parts) == 0 {
+		return "CPU in the soak, vipstack/keepalived: not measured."
+	}
+	return "CPU in the soak, vipstack/keepalived at the same settings (no target): " + strings.Join(parts, "; ") + "."
 }
 
 // gapTable is the masters' gap histograms, one row per pair.

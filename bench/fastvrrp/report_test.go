@@ -77,3 +77,35 @@ func TestGapTable(t *testing.T) {
 		t.Errorf("rows (-want +got):\n%s", diff)
 	}
 }
+
+// TestCPULine checks the CPU comparison: each vipstack pair against
+// keepalived's at the same vrrp_rt_priority, nothing without keepalived's.
+func TestCPULine(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		res  []pairResult
+		want string
+	}{
+		{
+			name: "both priorities",
+			res: []pairResult{
+				{Impl: "vipstack", RT: 50, MasterCPU: 4.4, BackupCPU: 1.6},
+				{Impl: "keepalived", RT: 50, MasterCPU: 1.1, BackupCPU: 0.5},
+				{Impl: "vipstack", MasterCPU: 4.3, BackupCPU: 1.7},
+				{Impl: "keepalived", MasterCPU: 0.5, BackupCPU: 0.2},
+			},
+			want: "CPU in the soak, vipstack/keepalived at the same settings (no target): vipstack, rt priority 50: master 4.00, backup 3.20; vipstack, no rt priority: master 8.60, backup 8.50.",
+		},
+		{
+			name: "keepalived measured at nothing",
+			res:  []pairResult{{Impl: "vipstack", RT: 50, MasterCPU: 4.4, BackupCPU: 1.6}, {Impl: "keepalived", RT: 50}},
+			want: "CPU in the soak, vipstack/keepalived: not measured.",
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := cpuLine(tc.res); got != tc.want {
+				t.Errorf("cpuLine:\n got %s\nwant %s", got, tc.want)
+			}
+		})
+	}
+}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/vipstack/vipstack/internal/benchdoc"
 	"github.com/vipstack/vipstack/internal/peers"
+	"github.com/vipstack/vipstack/internal/procfs"
 	"github.com/vipstack/vipstack/internal/testnet"
 )
 
@@ -189,9 +190,17 @@ func bench(o options, topo *testnet.Topology, work string, out io.Writer) ([]*pa
 	}()
 	fmt.Fprintf(out, "pairs settled; %d busy loops started; soaking for %v\n", o.load, o.soak)
 	steal0 := stealTime()
+	cpu0, t0 := soakCPU(ps), time.Now()
 	w.startSoak()
 	time.Sleep(o.soak) // the soak: counting what the pairs send meanwhile
 	st := w.endSoak()
+	cpu1, elapsed := soakCPU(ps), time.Since(t0)
+	for i, p := range ps {
+		pct := func(n int) float64 {
+			return 100 * float64(cpu1[i][n]-cpu0[i][n]) / procfs.ClockTicks / elapsed.Seconds()
+		}
+		p.res.MasterCPU, p.res.BackupCPU = pct(0), pct(1)
+	}
 	load := fmt.Sprintf("%s, CPU time stolen by the hypervisor %v", loadAverage(), (stealTime() - steal0).Round(time.Millisecond))
 	if err := soakResults(ps, st, out); err != nil {
 		return nil, "", err
@@ -214,6 +223,18 @@ func bench(o options, topo *testnet.Topology, work string, out io.Writer) ([]*pa
 		}
 	}
 	return ps, load, nil
+}
+
+// soakCPU is the CPU time so far of each pair's master and backup, their
+// process groups with their reaped children, in procfs.ClockTicks.
+func soakCPU(ps []*pair) [][2]uint64 {
+	out := make([][2]uint64, len(ps))
+	for i, p := range ps {
+		for j, nd := range p.nodes {
+			out[i][j] = procfs.CPUTicks(procfs.Group(nd.Pid()))
+		}
+	}
+	return out
 }
 
 // soakResults records what each pair's master and backup sent during the
