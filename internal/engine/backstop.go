@@ -303,10 +303,12 @@ func (b *backstop) thread(i, cpu int) {
 // nap sleeps until wake, backstopNap at most, on a thread locked to this
 // goroutine and pinned to cpu, so that the timer is armed on that CPU and
 // wakes the thread there; then it sends what is due on that thread, unpins
-// it and lets it go. False when the thread could not be pinned or
-// unpinned: the thread then ends with its goroutine (a thread still pinned
-// must not run other goroutines), and the backstop runs on one thread
-// fewer.
+// it and lets it go. While it is locked the runtime starts no thread from
+// it (its template thread does), so the pin does not spread, and it is
+// unpinned before it runs any other goroutine. False when the thread could
+// not be pinned or unpinned: the thread then ends with its goroutine (a
+// thread still pinned must not run other goroutines), and the backstop
+// runs on one thread fewer.
 //
 // The thread is let go, and the goroutine goes once through the scheduler,
 // at every nap. A goroutine locked to its thread for good, looping over
@@ -315,8 +317,11 @@ func (b *backstop) thread(i, cpu int) {
 // call, and after each such take wakes every 20 us for a while: 3,500
 // times a second, 11 % of a CPU, on a master at advert_int 0.01 with the
 // threads locked for good (docs/design/realtime.md). Unlocked, the
-// goroutine's Gosched is a turn through its own thread's scheduler, which
-// changes the schedtick; it usually comes back on the same thread.
+// goroutine's Gosched is a turn through the scheduler, which changes the
+// schedtick; the goroutine usually comes back on the same thread at once.
+// Another thread may take it first from the global queue, and a thread
+// whose CPU stops then holds it: the other backstop thread, on the other
+// CPU, still wakes on its own.
 func (b *backstop) nap(i, cpu int, wake time.Time) bool {
 	runtime.LockOSThread()
 	unpin, err := b.seams.pin(cpu)
