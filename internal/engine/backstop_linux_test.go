@@ -23,25 +23,12 @@ import (
 // to a CPU of its own, and the advertisements a listener hears are not
 // doubled by them (the loop and the threads claim each one once).
 func TestBackstopThreads(t *testing.T) {
-	testnet.RequireRoot(t)
-	var set unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &set); err != nil || set.Count() < 2 {
-		t.Skipf("needs two CPUs (%d, %v)", set.Count(), err)
-	}
+	requireTwoCPUs(t)
 	bin := vipstackBin(t)
 	topo := testnet.New(t, testnet.Options{Hosts: 2, Prefix: "vebs"})
 	h, listener := topo.Hosts[0], topo.Hosts[1]
 	vip := netip.MustParseAddr("198.18.0.100")
-	c := peers.Conf{Version: 3, Interval: 10 * time.Millisecond, VRID: 61, Priority: 150, Interface: h.Link, VIP: netip.PrefixFrom(vip, 32)}
-	conf, err := c.Render(h.Name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n, err := peers.Start(h, peers.Vipstack, conf, t.TempDir(), bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	logOnFailure(t, n)
+	n := startFast(t, h, bin, 61, 150, vip)
 	if _, err := peers.WaitSoleHolder([]*testnet.Host{h}, vip, h, 100*time.Millisecond, 15*time.Second); err != nil {
 		t.Fatal(err)
 	}
@@ -102,6 +89,34 @@ func TestBackstopThreads(t *testing.T) {
 	t.Logf("engine %d: pinned threads by CPU %v; %d advertisements heard in %v (GOMAXPROCS of this test %d)", pid, pinned, heard, window, runtime.GOMAXPROCS(0))
 }
 
+// requireTwoCPUs skips a test of the backstop's threads where it has
+// fewer than two CPUs (the engine starts none then), and needs root.
+func requireTwoCPUs(t *testing.T) {
+	t.Helper()
+	testnet.RequireRoot(t)
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil || set.Count() < 2 {
+		t.Skipf("needs two CPUs (%d, %v)", set.Count(), err)
+	}
+}
+
+// startFast starts `vipstack vrrp` on h with one VRRPv3 instance at
+// advert_int 0.01 holding vip.
+func startFast(t *testing.T, h *testnet.Host, bin string, vrid, prio int, vip netip.Addr) *peers.Node {
+	t.Helper()
+	c := peers.Conf{Version: 3, Interval: 10 * time.Millisecond, VRID: vrid, Priority: prio, Interface: h.Link, VIP: netip.PrefixFrom(vip, 32)}
+	conf, err := c.Render(h.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := peers.Start(h, peers.Vipstack, conf, t.TempDir(), bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logOnFailure(t, n)
+	return n
+}
+
 // threadCPUs counts pid's threads by their Cpus_allowed_list.
 func threadCPUs(t *testing.T, pid int) map[string]int {
 	t.Helper()
@@ -134,29 +149,11 @@ func threadCPUs(t *testing.T, pid int) map[string]int {
 // reads told to the scheduler (the backup: 800). Measured on this machine
 // after both were changed: about 100 and 80.
 func TestMonitorThreadAtRest(t *testing.T) {
-	testnet.RequireRoot(t)
-	var set unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &set); err != nil || set.Count() < 2 {
-		t.Skipf("needs two CPUs (%d, %v)", set.Count(), err)
-	}
+	requireTwoCPUs(t)
 	bin := vipstackBin(t)
 	topo := testnet.New(t, testnet.Options{Hosts: 2, Prefix: "vesm"})
 	vip := netip.MustParseAddr("198.18.0.100")
-	var nodes [2]*peers.Node
-	for i, prio := range []int{150, 100} {
-		h := topo.Hosts[i]
-		c := peers.Conf{Version: 3, Interval: 10 * time.Millisecond, VRID: 62, Priority: prio, Interface: h.Link, VIP: netip.PrefixFrom(vip, 32)}
-		conf, err := c.Render(h.Name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		n, err := peers.Start(h, peers.Vipstack, conf, t.TempDir(), bin)
-		if err != nil {
-			t.Fatal(err)
-		}
-		logOnFailure(t, n)
-		nodes[i] = n
-	}
+	nodes := [2]*peers.Node{startFast(t, topo.Hosts[0], bin, 62, 150, vip), startFast(t, topo.Hosts[1], bin, 62, 100, vip)}
 	if _, err := peers.WaitSoleHolder(topo.Hosts, vip, topo.Hosts[0], 100*time.Millisecond, 15*time.Second); err != nil {
 		t.Fatal(err)
 	}

@@ -197,8 +197,8 @@ func TestAbortOnCloseMatchesHaproxy(t *testing.T) {
 		}
 
 		for _, s := range strings.Split(b.out.String()[skip[b.who]:], "\n") {
-			if m := connectingLine.FindStringSubmatch(strings.Trim(s, "\x00 ")); m != nil {
-				lines[b.who] = append(lines[b.who], m[1]+" Tw/"+m[2]+"/Tt "+m[3])
+			if k, ok := connectingKey(s); ok {
+				lines[b.who] = append(lines[b.who], k)
 			}
 		}
 	}
