@@ -14,8 +14,11 @@ import (
 // realBackstopSeams are the backstop's sockets (send-only raw sockets),
 // its sleep (clock_nanosleep, whose timer is armed on the calling
 // thread's CPU) and the CPUs it pins its threads to (those the process
-// may run on).
+// may run on, read once: unpin gives a thread back that set, the one
+// every thread the runtime starts inherits).
 func realBackstopSeams() backstopSeams {
+	var allowed unix.CPUSet
+	allowedErr := unix.SchedGetaffinity(0, &allowed)
 	return backstopSeams{
 		listen: transport.ListenSend,
 		sleep: func(_ context.Context, d time.Duration) {
@@ -25,15 +28,15 @@ func realBackstopSeams() backstopSeams {
 		},
 		cpus: allowedCPUs,
 		pin: func(cpu int) (func() error, error) {
-			var was, set unix.CPUSet
-			if err := unix.SchedGetaffinity(0, &was); err != nil {
-				return nil, err
+			if allowedErr != nil {
+				return nil, allowedErr
 			}
+			var set unix.CPUSet
 			set.Set(cpu)
 			if err := unix.SchedSetaffinity(0, &set); err != nil {
 				return nil, err
 			}
-			return func() error { return unix.SchedSetaffinity(0, &was) }, nil
+			return func() error { return unix.SchedSetaffinity(0, &allowed) }, nil
 		},
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/vipstack/vipstack/internal/peers"
+	"github.com/vipstack/vipstack/internal/procfs"
 	"github.com/vipstack/vipstack/internal/testnet"
 	"github.com/vipstack/vipstack/internal/vrrp/transport"
 )
@@ -220,19 +221,9 @@ func monitorThread(t *testing.T, pid int) int {
 // voluntarySwitches is thread tid of pid's voluntary context switches.
 func voluntarySwitches(t *testing.T, pid, tid int) int {
 	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/status", pid, tid))
+	n, err := procfs.StatusInt(tid, "voluntary_ctxt_switches")
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("engine %d: %v", pid, err)
 	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "voluntary_ctxt_switches:"); ok {
-			n, err := strconv.Atoi(strings.TrimSpace(v))
-			if err != nil {
-				t.Fatal(err)
-			}
-			return n
-		}
-	}
-	t.Fatalf("no voluntary_ctxt_switches for thread %d of %d", tid, pid)
-	return 0
+	return n
 }

@@ -76,7 +76,11 @@ func LoadAvg() string {
 
 // StatusKiB is the "Name:   N kB" field of /proc/PID/status (VmRSS,
 // RssAnon, VmHWM, ...), in KiB.
-func StatusKiB(pid int, field string) (int, error) {
+func StatusKiB(pid int, field string) (int, error) { return StatusInt(pid, field) }
+
+// StatusInt is a numeric field of /proc/PID/status (pid may be a thread's
+// ID: voluntary_ctxt_switches, ...), without its unit.
+func StatusInt(pid int, field string) (int, error) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
 	if err != nil {
 		return 0, err
