@@ -677,10 +677,15 @@ func TestLBReloadMovesRedirect(t *testing.T) {
 			}
 		}()
 		time.Sleep(200 * time.Millisecond) // connections before the reload, not a timer of ours
+		const closed = "the load balancer no longer listens on the old port"
+		closes := strings.Count(x.out.String(), closed)
 		x.config(bind)
 		x.cmd.Process.Signal(syscall.SIGHUP)
 		to := fmt.Sprintf("redirect to :%d", port)
 		waitFor(t, "the redirect to follow the frontend to "+to, func() bool { return strings.Contains(x.table(), to) })
+		// Through the close of the old port: connections the old redirect
+		// sent there must not be refused when it closes.
+		waitFor(t, "the old port to close", func() bool { return strings.Count(x.out.String(), closed) > closes })
 		time.Sleep(200 * time.Millisecond) // and after it
 		close(stop)
 		<-done

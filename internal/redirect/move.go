@@ -14,6 +14,14 @@ import (
 // redirects to move before it closes it anyway.
 const RetargetWait = 5 * time.Second
 
+// OldPortLinger is how long a Move keeps the old port open after the
+// redirects moved. A client whose first packet passed the old redirect
+// is NATed to the old port for the life of its connection (conntrack);
+// its handshake may still be under way when the redirect changes, and
+// closing the listener would refuse it (or reset it in the accept
+// queue). One second covers the round trips of a cluster's network.
+const OldPortLinger = time.Second
+
 // Applier is the load balancer a Mover drives (a *lb.LB): Apply opens the
 // new listeners first and changes nothing when one fails.
 type Applier interface {
@@ -36,6 +44,9 @@ type Mover struct {
 	Log   *slog.Logger
 	// Wait bounds the wait for the redirects; 0 is RetargetWait.
 	Wait time.Duration
+	// Linger is how long the old port stays open once the redirects
+	// moved; 0 is OldPortLinger.
+	Linger time.Duration
 }
 
 // Move is a reload that Open applied and Finish completes.
@@ -67,28 +78,40 @@ func (m *Mover) Open(running, next *lbconfig.Config, old, to uint16) (*Move, err
 }
 
 // Finish waits until every channel in moved is closed (the redirects'
-// Retarget) or the Mover's Wait has passed, then closes the old port.
+// Retarget) or the Mover's Wait has passed, then, the redirects moved,
+// for the Mover's Linger (connections the old redirect sent to the old
+// port finish their handshakes), and closes the old port.
 func (mv *Move) Finish(moved ...<-chan struct{}) error {
 	m := mv.m
+	clk := m.Clock
+	if clk == nil {
+		clk = clock.Real{}
+	}
 	if len(moved) > 0 {
 		wait := m.Wait
 		if wait <= 0 {
 			wait = RetargetWait
 		}
-		clk := m.Clock
-		if clk == nil {
-			clk = clock.Real{}
-		}
 		t := clk.NewTimer(wait)
 		defer t.Stop()
+		late := false
 	waiting:
 		for _, done := range moved {
 			select {
 			case <-done:
 			case <-t.C():
 				m.log().Warn("the redirects did not move to the load balancer's new port in time; closing the old one", "wait", wait)
+				late = true
 				break waiting
 			}
+		}
+		if !late && mv.overlap {
+			linger := m.Linger
+			if linger <= 0 {
+				linger = OldPortLinger
+			}
+			l := clk.NewTimer(linger)
+			<-l.C()
 		}
 	}
 	if !mv.overlap {
@@ -97,6 +120,7 @@ func (mv *Move) Finish(moved ...<-chan struct{}) error {
 	if err := m.LB.Apply(mv.next); err != nil {
 		return fmt.Errorf("closing the old port %d: %w", mv.old, err)
 	}
+	m.log().Info("the load balancer no longer listens on the old port", "port", mv.old)
 	return nil
 }
 

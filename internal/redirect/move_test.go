@@ -94,6 +94,7 @@ func TestMover(t *testing.T) {
 		wantLog        string
 		wantNoLog      string
 		wantWaitsAfter bool // Finish waited for the clock
+		wantLinger     bool // the old port stays open a while after the redirects moved
 	}{
 		{
 			name: "same port: applied once", running: apiConfig(9445, 0), next: apiConfig(9445, 0), old: 9445, to: 9445,
@@ -102,7 +103,8 @@ func TestMover(t *testing.T) {
 		{
 			name: "port moves, redirects move in time", running: apiConfig(9445, 0), next: apiConfig(9446, 0), old: 9445, to: 9446,
 			redirects: "moved", wantOpen: []uint16{9445, 9446}, wantFinish: []uint16{9446}, wantApplies: []string{"[9445 9446]", "[9446]"},
-			wantNoLog: "did not move",
+			wantNoLog: "did not move", wantLinger: true,
+			wantLog: `msg="the load balancer no longer listens on the old port" port=9445`,
 		},
 		{
 			name: "port moves, redirects late: the old port closes after the wait", running: apiConfig(9445, 0), next: apiConfig(9446, 0), old: 9445, to: 9446,
@@ -140,7 +142,7 @@ func TestMover(t *testing.T) {
 				return nil
 			},
 			redirects: "moved", wantOpen: []uint16{9445, 9446}, wantFinishErr: "closing the old port 9445: out of memory",
-			wantFinish: []uint16{9445, 9446}, wantApplies: []string{"[9445 9446]", "[9446] refused"},
+			wantFinish: []uint16{9445, 9446}, wantApplies: []string{"[9445 9446]", "[9446] refused"}, wantLinger: true,
 		},
 	}
 	for _, tt := range tests {
@@ -190,6 +192,22 @@ func TestMover(t *testing.T) {
 				switch tt.redirects {
 				case "moved":
 					close(done)
+					if !tt.wantLinger {
+						break
+					}
+					// The old port lingers for the handshakes the old
+					// redirect sent there: a second timer beside the wait.
+					waitFor(t, "Finish to linger on the old port", func() bool { return clk.Pending() == 2 })
+					clk.Advance(OldPortLinger - time.Millisecond)
+					select {
+					case err := <-finished:
+						t.Fatalf("Finish() = %v before the old port lingered", err)
+					default:
+					}
+					if listening, _ := lb.state(); !cmp.Equal(tt.wantOpen, listening) {
+						t.Fatalf("while the old port lingers, listening on %v; want %v", listening, tt.wantOpen)
+					}
+					clk.Advance(time.Millisecond)
 				case "late":
 					clk.Advance(RetargetWait - time.Millisecond)
 					select {
@@ -252,6 +270,8 @@ func TestMoverWaitsForEveryRedirect(t *testing.T) {
 		t.Fatalf("one redirect moved: listening on %v; want both ports", listening)
 	}
 	close(v6)
+	waitFor(t, "Finish to linger on the old port", func() bool { return clk.Pending() == 2 })
+	clk.Advance(OldPortLinger)
 	if err := <-finished; err != nil {
 		t.Fatal(err)
 	}
