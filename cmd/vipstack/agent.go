@@ -11,6 +11,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/vipstack/vipstack/internal/cleanup"
 	"github.com/vipstack/vipstack/internal/cluster"
 	"github.com/vipstack/vipstack/internal/daemon"
 	"github.com/vipstack/vipstack/internal/handoff"
@@ -59,7 +60,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			log.Info("supervisor: another agent serves this node; leaving its addresses", "socket", f.handoffSock)
 			return
 		}
-		daemon.SweepLedger(log, ledger)
+		cleanup.Ledger(log, ledger)
 	}); ran {
 		return code
 	}

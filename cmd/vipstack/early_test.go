@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vipstack/vipstack/internal/netif"
 	"github.com/vipstack/vipstack/internal/supervise"
 )
 
@@ -154,4 +156,63 @@ func tail(s string) string {
 		return "..." + s[len(s)-2000:]
 	}
 	return s
+}
+
+// TestCleanupRunsEarly: the clean-up a small supervisor runs after its
+// child crashed releases the child's VIPs from the initialisation
+// (internal/cleanup/early for the Spec's ledgers; ipfailoverd/early for a
+// pool, by VRRP or BGP), before the heavy packages initialise. This test
+// binary is run as each clean-up with a ledger recording a VIP on an
+// interface that does not exist: the sweep drops that entry (the ledger
+// is empty after it) and the process exits 0 with none of heavyInits
+// initialised, TestMain never reached.
+func TestCleanupRunsEarly(t *testing.T) {
+	vip := netif.VIP{Prefix: netip.MustParsePrefix("198.18.0.10/32"), Dev: "vif-missing0"}
+	for _, tc := range []struct {
+		name   string
+		args   func(dir string) []string
+		ledger func(dir string) (netif.Ledger, error)
+		spec   bool // the supervisor's Spec names the ledger
+	}{
+		{name: "node", spec: true,
+			args: func(dir string) []string {
+				return []string{"node", "--config", filepath.Join(dir, "missing.yaml"), "--node", "n1", "--state-dir", dir}
+			},
+			ledger: func(dir string) (netif.Ledger, error) { return netif.LedgerIn(dir, "bgp") }},
+		{name: "vrrp", spec: true,
+			args: func(dir string) []string {
+				return []string{"vrrp", "-f", filepath.Join(dir, "missing.conf"), "--state-dir", dir}
+			},
+			ledger: func(dir string) (netif.Ledger, error) { return netif.LedgerIn(dir, "vrrp") }},
+		{name: "ipfailover by BGP",
+			args: func(dir string) []string {
+				return []string{"ipfailover", "--interface", vip.Dev, "--virtual-ips", "198.18.0.10", "--state-dir", dir,
+					"--bgp-asn", "64512", "--bgp-peers", "198.18.1.1", "vifpool"}
+			},
+			ledger: func(dir string) (netif.Ledger, error) { return netif.LedgerIn(dir, "ipfailover-vifpool") }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			l, err := tc.ledger(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := l.Save([]netif.VIP{vip}); err != nil {
+				t.Fatal(err)
+			}
+			release := "1"
+			if tc.spec {
+				b, err := supervise.Spec{LogFormat: "text", LogLevel: "info", LogAttrs: []string{"node", "n1"}, Ledgers: []string{l.Path}}.MarshalText()
+				if err != nil {
+					t.Fatal(err)
+				}
+				release = string(b)
+			}
+			_, inits := runInitTraced(t, tc.args(dir), []string{supervise.EnvCleanup + "=" + release, envEarlyProbe + "=1"}, false)
+			checkHeavy(t, inits, false)
+			if left, err := l.Load(); err != nil || len(left) != 0 {
+				t.Errorf("the ledger after the clean-up: %v, %v; want it empty", left, err)
+			}
+		})
+	}
 }

@@ -13,7 +13,9 @@ import (
 
 	// The small supervisor of `vipstack node`, `vrrp` and `ipfailover`
 	// runs from its initialisation, and so does the engine of `vrrp` and
-	// `ipfailover` (VRRP mode) under it (docs/design/memory.md).
+	// `ipfailover` (VRRP mode) under it, and the clean-up after a crash
+	// (docs/design/memory.md).
+	_ "github.com/vipstack/vipstack/internal/cleanup/early"
 	_ "github.com/vipstack/vipstack/internal/ipfailoverd/early"
 	_ "github.com/vipstack/vipstack/internal/supervise/early"
 	"github.com/vipstack/vipstack/internal/version"

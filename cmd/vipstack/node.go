@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/vipstack/vipstack/internal/chart"
+	"github.com/vipstack/vipstack/internal/cleanup"
 	"github.com/vipstack/vipstack/internal/clock"
 	"github.com/vipstack/vipstack/internal/cluster"
 	"github.com/vipstack/vipstack/internal/daemon"
@@ -29,7 +30,6 @@ import (
 	"github.com/vipstack/vipstack/internal/metrics"
 	"github.com/vipstack/vipstack/internal/netif"
 	"github.com/vipstack/vipstack/internal/node"
-	"github.com/vipstack/vipstack/internal/redirect"
 	"github.com/vipstack/vipstack/internal/supervise"
 	"github.com/vipstack/vipstack/internal/version"
 )
@@ -63,13 +63,9 @@ type nodeFlags struct {
 // VRRP's, and BGP's on lo) and the API VIP redirects.
 func releaseNode(log *slog.Logger, ledgers ...netif.Ledger) {
 	for _, l := range ledgers {
-		daemon.SweepLedger(log, l)
+		cleanup.Ledger(log, l)
 	}
-	if names, err := redirect.Sweep(); err != nil {
-		log.Error("supervisor: removing the API VIP redirects failed", "err", err)
-	} else if len(names) > 0 {
-		log.Info("supervisor: removed the crashed agent's redirects", "tables", names)
-	}
+	cleanup.Redirects(log)
 }
 
 func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -113,7 +109,11 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		// The supervisor runs before the packages the agent uses
 		// initialise (docs/design/memory.md); this returns only if it
 		// cannot, and this process supervises instead.
-		if err := supervise.ExecSupervisor(f.logFlags.Spec("node", f.nodeName)); err != nil {
+		spec := f.logFlags.Spec("node", f.nodeName)
+		// A clean-up after a crash releases these from the
+		// initialisation (package cleanup/early), not after it.
+		spec.Ledgers, spec.Redirects = []string{ledger.Path, bgpLedger.Path}, true
+		if err := supervise.ExecSupervisor(spec); err != nil {
 			log.Warn("supervisor: cannot run as a small process; supervising from this one", "err", err)
 		}
 	}

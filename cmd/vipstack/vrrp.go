@@ -6,7 +6,7 @@ import (
 	"io"
 	"net"
 
-	"github.com/vipstack/vipstack/internal/daemon"
+	"github.com/vipstack/vipstack/internal/cleanup"
 	"github.com/vipstack/vipstack/internal/engine"
 	"github.com/vipstack/vipstack/internal/supervise"
 	"github.com/vipstack/vipstack/internal/vrrpd"
@@ -30,7 +30,7 @@ func runVRRP(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if supervise.IsCleanup() {
 		// A small supervisor's clean-up after its engine died: the
 		// ledger's VIPs, whatever the file now says.
-		daemon.SweepLedger(log, ledger)
+		cleanup.Ledger(log, ledger)
 		return 0
 	}
 	if supervising(f.NoSuper) {
@@ -39,9 +39,11 @@ func runVRRP(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "%v\n", err)
 			return 1
 		}
-		execSmallSupervisor(log, f.LogFlags.Spec(), nil)
+		spec := f.LogFlags.Spec()
+		spec.Ledgers = []string{ledger.Path} // released from the initialisation after a crash
+		execSmallSupervisor(log, spec, nil)
 	}
-	if code, ran := superviseSelf(ctx, log, stderr, vrrpd.Command, args, f.NoSuper, func() { daemon.SweepLedger(log, ledger) }); ran {
+	if code, ran := superviseSelf(ctx, log, stderr, vrrpd.Command, args, f.NoSuper, func() { cleanup.Ledger(log, ledger) }); ran {
 		return code
 	}
 	return vrrpd.Run(ctx, f, ledger, stderr)

@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/vipstack/vipstack/internal/cleanup"
 	"github.com/vipstack/vipstack/internal/daemon"
 	"github.com/vipstack/vipstack/internal/ipfailover"
 	"github.com/vipstack/vipstack/internal/metrics"
@@ -131,7 +132,7 @@ func (f Flags) Ledger(stderr io.Writer) (l netif.Ledger, code int, ok bool) {
 func CrashCleanup(log *slog.Logger, spec *ipfailover.Spec, ledger netif.Ledger) func() {
 	fw := ipfailover.NewFirewall(spec)
 	return func() {
-		daemon.SweepLedger(log, ledger)
+		cleanup.Ledger(log, ledger)
 		if spec.Unicast() || spec.BGP != nil {
 			return // no rule in unicast or BGP mode
 		}
@@ -208,6 +209,27 @@ func FromSupervisor() (code int, ok bool) {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	return Run(ctx, f, ledger, os.Stderr), true
+}
+
+// CleanupFromSupervisor is the clean-up a small supervisor of `vipstack
+// ipfailover` runs after its pool's process died (supervise.IsCleanup,
+// the command in its arguments): CrashCleanup, from the initialisation
+// (package ipfailoverd/early), by VRRP or by BGP. ok is false, and
+// nothing happens, in any other process.
+func CleanupFromSupervisor() (code int, ok bool) {
+	if !supervise.IsCleanup() || len(os.Args) < 2 || os.Args[1] != Command {
+		return 0, false
+	}
+	f, code, ok := ParseFlags(os.Args[2:], os.Stderr)
+	if !ok {
+		return code, true
+	}
+	ledger, code, ok := f.Ledger(os.Stderr)
+	if !ok {
+		return code, true
+	}
+	CrashCleanup(f.Log, f.Opts.Spec, ledger)()
+	return 0, true
 }
 
 // addVars adds a flag for each pool variable that has one, and

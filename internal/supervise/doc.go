@@ -9,7 +9,9 @@
 // run again as the supervisor from its initialisation (package
 // supervise/early), before most linked packages initialise, so that the
 // supervisor keeps little memory; the release after a crash then runs in
-// a short-lived process of the command (EnvCleanup).
+// a short-lived process of the same binary (EnvCleanup), from its
+// initialisation too when the Spec names what to release (package
+// cleanup).
 //
 // As process 1 (a container's first process) the supervisor also reaps
 // every other process that becomes its child: the orphans of the engine's

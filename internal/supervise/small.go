@@ -38,6 +38,14 @@ type Spec struct {
 	// (vipstack ipfailover's claim of its pool's name); its children do
 	// not inherit it.
 	KeepFD int
+	// Ledgers and Redirects are what a crash of the child leaves on the
+	// node: the VIP ledgers' paths, and (vipstack node) the API VIP
+	// redirects. When either is set, the clean-up process gets this
+	// Spec, without KeepFD, and releases them from its initialisation
+	// (package cleanup/early); otherwise the command releases what it
+	// holds from main.
+	Ledgers   []string
+	Redirects bool
 
 	// gcEnv says that the collector settings in the supervisor's
 	// environment (GOGC, GOMEMLIMIT) are ExecSupervisor's, not for its
@@ -57,6 +65,30 @@ const smallHeld = 5 << 20
 // IsCleanup reports whether this process is the clean-up after a crash
 // that a supervisor started through EnvSupervisor runs.
 func IsCleanup() bool { return os.Getenv(EnvCleanup) != "" }
+
+// releases reports whether s names what a clean-up releases.
+func (s Spec) releases() bool { return len(s.Ledgers) > 0 || s.Redirects }
+
+// cleanupAll is EnvCleanup's value for a clean-up the command does from
+// main: its supervisor's Spec named nothing to release.
+const cleanupAll = "1"
+
+// CleanupSpec returns the Spec of this process when it is a clean-up
+// whose supervisor named what to release (Spec.Ledgers, Spec.Redirects).
+// ok is false in any other process; err says why a value is unreadable.
+func CleanupSpec() (spec Spec, ok bool, err error) {
+	v := os.Getenv(EnvCleanup)
+	if v == "" || v == cleanupAll {
+		return Spec{}, false, nil
+	}
+	if err := spec.UnmarshalText([]byte(v)); err != nil {
+		return Spec{}, true, err
+	}
+	if !spec.releases() {
+		return Spec{}, true, errors.New(strconv.Quote(v) + ": names nothing to release: want a ledger or redirects=true")
+	}
+	return spec, true, nil
+}
 
 // ExecSupervisor replaces this process, keeping its pid, by its own
 // executable run again with the same arguments as a supervisor
@@ -173,14 +205,23 @@ func RunFromEnv() (code int, ok bool) {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	args := os.Args[1:]
-	s := &Supervisor{Path: self, Args: args, Log: log, OnCrash: func() { cleanUp(self, args, log) }}
+	release := cleanupAll
+	if spec.releases() {
+		b, err := Spec{LogFormat: spec.LogFormat, LogLevel: spec.LogLevel, LogAttrs: spec.LogAttrs, Ledgers: spec.Ledgers, Redirects: spec.Redirects}.MarshalText()
+		if err != nil {
+			log.Error("supervisor: cannot encode what a clean-up releases", "err", err)
+			return 1, true
+		}
+		release = string(b)
+	}
+	s := &Supervisor{Path: self, Args: args, Log: log, OnCrash: func() { cleanUp(self, args, release, log) }}
 	return s.Run(ctx), true
 }
 
-// cleanUp runs `self ARGS...` with EnvCleanup set and waits for it, at
-// most cleanupTimeout.
-func cleanUp(self string, args []string, log Logger) {
-	p, err := startProcess(self, args, withEnv(os.Environ(), EnvCleanup+"=1"), nil, syscall.SIGKILL)
+// cleanUp runs `self ARGS...` with EnvCleanup set to release and waits
+// for it, at most cleanupTimeout.
+func cleanUp(self string, args []string, release string, log Logger) {
+	p, err := startProcess(self, args, withEnv(os.Environ(), EnvCleanup+"="+release), nil, syscall.SIGKILL)
 	if err != nil {
 		log.Error("supervisor: releasing what the engine held failed", "err", err)
 		return

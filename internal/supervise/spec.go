@@ -8,7 +8,7 @@ import (
 // MarshalText encodes s for EnvSupervisor: space-separated fields, each
 // name=value, strings Go-quoted, an attribute per field in order:
 //
-//	format="text" level="info" attr="node" attr="m0" keepfd=5 gcenv=true procsenv=true
+//	format="text" level="info" attr="node" attr="m0" keepfd=5 ledger="/run/vipstack/vrrp-net.vips" redirects=true gcenv=true procsenv=true
 //
 // Not JSON: the supervisor that decodes it runs from the initialisation,
 // where encoding/json would come too late (see lineLogger). The value
@@ -25,6 +25,13 @@ func (s Spec) MarshalText() ([]byte, error) {
 	if s.KeepFD != 0 {
 		b = append(b, " keepfd="...)
 		b = strconv.AppendInt(b, int64(s.KeepFD), 10)
+	}
+	for _, l := range s.Ledgers {
+		b = append(b, " ledger="...)
+		b = strconv.AppendQuote(b, l)
+	}
+	if s.Redirects {
+		b = append(b, " redirects=true"...)
 	}
 	if s.gcEnv {
 		b = append(b, " gcenv=true"...)
@@ -47,28 +54,31 @@ func (s *Spec) UnmarshalText(text []byte) error {
 		}
 		var v string
 		switch name {
-		case "format", "level", "attr":
+		case "format", "level", "attr", "ledger":
 			q, err := strconv.QuotedPrefix(value)
 			if err != nil {
 				return errors.New("field " + name + ": value " + strconv.Quote(value) + ": want a Go-quoted string")
 			}
 			v, _ = strconv.Unquote(q)
 			rest = value[len(q):]
-		case "keepfd", "gcenv", "procsenv":
+		case "keepfd", "gcenv", "procsenv", "redirects":
 			var more bool
 			v, rest, more = cut(value, ' ')
 			if more {
 				rest = " " + rest
 			}
-			if name == "gcenv" || name == "procsenv" {
+			if name != "keepfd" {
 				on, err := strconv.ParseBool(v)
 				if err != nil {
 					return errors.New("field " + name + ": value " + strconv.Quote(v) + ": want true or false")
 				}
-				if name == "gcenv" {
+				switch name {
+				case "gcenv":
 					out.gcEnv = on
-				} else {
+				case "procsenv":
 					out.procsEnv = on
+				default:
+					out.Redirects = on
 				}
 				break
 			}
@@ -78,7 +88,7 @@ func (s *Spec) UnmarshalText(text []byte) error {
 			}
 			out.KeepFD = fd
 		default:
-			return errors.New("field " + strconv.Quote(name) + ": want format, level, attr, keepfd, gcenv or procsenv")
+			return errors.New("field " + strconv.Quote(name) + ": want format, level, attr, keepfd, ledger, redirects, gcenv or procsenv")
 		}
 		switch name {
 		case "format":
@@ -87,6 +97,8 @@ func (s *Spec) UnmarshalText(text []byte) error {
 			out.LogLevel = v
 		case "attr":
 			out.LogAttrs = append(out.LogAttrs, v)
+		case "ledger":
+			out.Ledgers = append(out.Ledgers, v)
 		}
 		if rest == " " {
 			return errors.New("a space at the end: want name=value after each space")

@@ -17,6 +17,8 @@ func TestSpecRoundTrip(t *testing.T) {
 		{LogFormat: "text", LogLevel: "error", KeepFD: 3, gcEnv: true},
 		{LogFormat: "json", LogLevel: "info", procsEnv: true},
 		{LogFormat: "json", LogLevel: "info", gcEnv: true, procsEnv: true},
+		{LogFormat: "text", LogLevel: "info", LogAttrs: []string{"node", "m0"}, Ledgers: []string{"/run/vipstack/vrrp-net-4026531840.vips", "/tmp/a dir/\"bgp\".vips"}, Redirects: true, gcEnv: true},
+		{LogFormat: "json", LogLevel: "info", Ledgers: []string{"/run/vipstack/vrrp-net.vips"}, KeepFD: 5},
 		{LogFormat: "", LogLevel: ""},
 	} {
 		b, err := spec.MarshalText()
@@ -41,7 +43,9 @@ func TestSpecBadValue(t *testing.T) {
 		{in: `format=text level="info"`, want: `field format: value "text level=\"info\"": want a Go-quoted string`},
 		{in: `format="text`, want: `field format: value "\"text": want a Go-quoted string`},
 		{in: `format="text"level="info"`, want: `field format: "level=\"info\"" after its value: want a space, then the next field`},
-		{in: `format="text" colour="red"`, want: `field "colour": want format, level, attr, keepfd, gcenv or procsenv`},
+		{in: `format="text" colour="red"`, want: `field "colour": want format, level, attr, keepfd, ledger, redirects, gcenv or procsenv`},
+		{in: `format="text" ledger=/run/vipstack/x.vips`, want: `field ledger: value "/run/vipstack/x.vips": want a Go-quoted string`},
+		{in: `format="text" redirects=yes`, want: `field redirects: value "yes": want true or false`},
 		{in: `format="text" keepfd=three`, want: `field keepfd: value "three": want a descriptor number`},
 		{in: `format="text" keepfd=-1`, want: `field keepfd: value "-1": want a descriptor number`},
 		{in: `format="text" gcenv=maybe`, want: `field gcenv: value "maybe": want true or false`},
@@ -54,5 +58,39 @@ func TestSpecBadValue(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("UnmarshalText(%q) error = %v, want %q", tc.in, err, tc.want)
 		}
+	}
+}
+
+// TestCleanupSpec: a clean-up process reads what to release from its
+// environment; a supervisor that named nothing leaves it to the command
+// (EnvCleanup=1), and a value naming nothing or unreadable is an error.
+func TestCleanupSpec(t *testing.T) {
+	named := Spec{LogFormat: "json", LogLevel: "debug", LogAttrs: []string{"node", "m1"}, Ledgers: []string{"/run/vipstack/vrrp-net.vips"}, Redirects: true}
+	b, err := named.MarshalText()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, env string
+		want      Spec
+		ok        bool
+		err       string
+	}{
+		{name: "not a clean-up", env: ""},
+		{name: "the command releases", env: cleanupAll},
+		{name: "named", env: string(b), want: named, ok: true},
+		{name: "names nothing", env: `format="text" level="info"`, ok: true, err: `names nothing to release: want a ledger or redirects=true`},
+		{name: "unreadable", env: `format="text" ledger="x`, ok: true, err: `field ledger: value "\"x": want a Go-quoted string`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv(EnvCleanup, tc.env)
+			got, ok, err := CleanupSpec()
+			if ok != tc.ok || (err == nil) != (tc.err == "") || err != nil && !strings.Contains(err.Error(), tc.err) {
+				t.Fatalf("CleanupSpec() = %+v, %v, %v; want ok %v, error %q", got, ok, err, tc.ok, tc.err)
+			}
+			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(Spec{})); diff != "" {
+				t.Errorf("spec (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
