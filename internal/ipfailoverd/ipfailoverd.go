@@ -185,20 +185,23 @@ func Run(ctx context.Context, f Flags, ledger netif.Ledger, stderr io.Writer) in
 // FromSupervisor runs the pool when this process is the child a
 // supervisor started for `vipstack ipfailover` (supervise.EnvChild set in
 // its environment, the command in its arguments) and the pool is run by
-// VRRP; ok is false, and nothing happens, in any other process. A pool
-// announced by BGP is left to the command, after the whole initialisation:
-// its speaker is in packages that initialise later (package
-// ipfailover/bgpmode). Package ipfailoverd/early calls it from its
-// initialisation.
+// VRRP, and the clean-up (CrashCleanup) when it is the process such a
+// supervisor runs after its child died (supervise.IsCleanup), by VRRP or
+// BGP; ok is false, and nothing happens, in any other process. A pool
+// announced by BGP is left to the command, after the whole
+// initialisation: its speaker is in packages that initialise later
+// (package ipfailover/bgpmode). Package ipfailoverd/early calls it from
+// its initialisation.
 func FromSupervisor() (code int, ok bool) {
-	if !supervise.IsChild() || supervise.IsCleanup() || len(os.Args) < 2 || os.Args[1] != Command {
+	cleanup := supervise.IsCleanup()
+	if !cleanup && !supervise.IsChild() || len(os.Args) < 2 || os.Args[1] != Command {
 		return 0, false
 	}
 	f, code, ok := ParseFlags(os.Args[2:], os.Stderr)
 	if !ok {
 		return code, true
 	}
-	if f.Opts.Spec.BGP != nil || f.PrintConfig {
+	if !cleanup && (f.Opts.Spec.BGP != nil || f.PrintConfig) {
 		return 0, false
 	}
 	f.LogWarnings()
@@ -206,30 +209,13 @@ func FromSupervisor() (code int, ok bool) {
 	if !ok {
 		return code, true
 	}
+	if cleanup {
+		CrashCleanup(f.Log, f.Opts.Spec, ledger)()
+		return 0, true
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	return Run(ctx, f, ledger, os.Stderr), true
-}
-
-// CleanupFromSupervisor is the clean-up a small supervisor of `vipstack
-// ipfailover` runs after its pool's process died (supervise.IsCleanup,
-// the command in its arguments): CrashCleanup, from the initialisation
-// (package ipfailoverd/early), by VRRP or by BGP. ok is false, and
-// nothing happens, in any other process.
-func CleanupFromSupervisor() (code int, ok bool) {
-	if !supervise.IsCleanup() || len(os.Args) < 2 || os.Args[1] != Command {
-		return 0, false
-	}
-	f, code, ok := ParseFlags(os.Args[2:], os.Stderr)
-	if !ok {
-		return code, true
-	}
-	ledger, code, ok := f.Ledger(os.Stderr)
-	if !ok {
-		return code, true
-	}
-	CrashCleanup(f.Log, f.Opts.Spec, ledger)()
-	return 0, true
 }
 
 // addVars adds a flag for each pool variable that has one, and

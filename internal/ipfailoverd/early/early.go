@@ -3,10 +3,10 @@
 // which Go orders before that of the Kubernetes, CoreDNS and GoBGP
 // packages vipstack links for its other commands: the engine then never
 // holds their initialisation's heap. A pool announced by BGP is left to
-// main. The clean-up the supervisor runs after a crash runs here too
-// (ipfailoverd.CleanupFromSupervisor), by VRRP or BGP: the pool's VIPs
-// leave the node without waiting for those packages. Package main
-// imports it for that effect alone. See docs/design/memory.md.
+// main. The clean-up the supervisor runs after a crash runs here too,
+// by VRRP or BGP: the pool's VIPs leave the node without waiting for
+// those packages. Package main imports it for that effect alone. See
+// docs/design/memory.md.
 package early
 
 import (
@@ -17,9 +17,6 @@ import (
 
 func init() {
 	if code, ok := ipfailoverd.FromSupervisor(); ok {
-		os.Exit(code)
-	}
-	if code, ok := ipfailoverd.CleanupFromSupervisor(); ok {
 		os.Exit(code)
 	}
 }
