@@ -219,11 +219,22 @@ backend masters
 		t.Errorf("metrics lack the server's state:\n%s", body)
 	}
 
-	// Change the file (size changes too): the watcher reloads.
-	next := strings.Replace(cfg(m1), "retries 3", "retries 2", 1)
-	if err := os.WriteFile(path, []byte(next), 0o644); err != nil {
-		t.Fatal(err)
+	// Change the file (size changes too): the watcher reloads. Each
+	// change replaces the file whole: the watcher polls every 10 ms and
+	// may otherwise read it truncated, half written (a reload refused
+	// more than the test counts).
+	replace := func(text string) {
+		t.Helper()
+		tmp := path + ".new"
+		if err := os.WriteFile(tmp, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, path); err != nil {
+			t.Fatal(err)
+		}
 	}
+	next := strings.Replace(cfg(m1), "retries 3", "retries 2", 1)
+	replace(next)
 	waitFor(t, "the reload", func() bool {
 		c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", fe))
 		if err != nil {
@@ -241,9 +252,7 @@ backend masters
 
 	// A broken file is refused: the log says so, and so do the metrics,
 	// where an alert can see that the file is not what runs.
-	if err := os.WriteFile(path, []byte(next+"  bogus_keyword 1\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	replace(next + "  bogus_keyword 1\n")
 	waitFor(t, "the refused reload", func() bool {
 		return strings.Contains(stderr.String(), "reload failed: keeping the running configuration")
 	})
