@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/vipstack/vipstack/internal/memtrim/pages"
+	"github.com/vipstack/vipstack/internal/sched"
 )
 
 // Executable drops this process's page-table entries for the read-only
@@ -22,10 +23,21 @@ func Executable() (uintptr, error) {
 // kernel at once (debug.FreeOSMemory) rather than after the scavenger's
 // minutes, then calls Executable: in that order, so that the pages the
 // collection itself touched (type descriptors of the live heap, stack
-// maps) go too.
+// maps) go too. A process at a realtime policy does both on a thread at
+// SCHED_OTHER (sched.OffRealtime).
 func AfterStart() error {
-	debug.FreeOSMemory()
-	_, err := Executable()
+	var err error
+	// Milliseconds of work without a blocking call: off realtime
+	// scheduling, where RLIMIT_RTTIME would kill the process for it.
+	sched.OffRealtime(func() {
+		// No collection starts meanwhile but the one asked for: it
+		// would have to stop this goroutine, and realtime threads
+		// waiting for one at SCHED_OTHER can keep it off the CPU
+		// (docs/design/realtime.md).
+		defer debug.SetGCPercent(debug.SetGCPercent(-1))
+		debug.FreeOSMemory()
+		_, err = Executable()
+	})
 	return err
 }
 

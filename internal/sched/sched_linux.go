@@ -285,3 +285,27 @@ func cgroupRTRuntime(procCgroup, root string) (dir string, us int, ok bool) {
 	}
 	return "", 0, false
 }
+
+// OffRealtime runs f and returns when it returned. When the calling
+// thread runs at a realtime policy (Apply's SCHED_RR), f runs on a thread
+// of its own set to SCHED_OTHER at nice 0, which ends with it: work that
+// may run for milliseconds without blocking (the start-up's trim, which
+// returns every free page and drops the executable's, memtrim.AfterStart)
+// would otherwise count against RLIMIT_RTTIME, whose hard limit kills the
+// whole process (keepalived's default: 10 ms). A thread the runtime
+// starts meanwhile starts from its template thread, not from this one.
+func OffRealtime(f func()) {
+	if a, err := unix.SchedGetAttr(0, 0); err != nil || (a.Policy != unix.SCHED_RR && a.Policy != unix.SCHED_FIFO) {
+		f()
+		return
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		runtime.LockOSThread() // never unlocked: the thread ends with this goroutine
+		normal := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_NORMAL}
+		_ = unix.SchedSetAttr(0, &normal, 0) // if refused, f runs as it would have
+		f()
+	}()
+	<-done
+}

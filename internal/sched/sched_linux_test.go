@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -152,6 +153,9 @@ func child(mode string) int {
 		fmt.Printf("error %v\n", err)
 		return 0
 	}
+	if mode == "offrt" {
+		return offRealtimeChild()
+	}
 	// New threads: goroutines locked to their threads and blocked in a
 	// system call each need a thread of their own, which the runtime
 	// starts now, after Apply.
@@ -189,6 +193,34 @@ func child(mode string) int {
 	fmt.Print(out.String())
 	close(release)
 	wg.Wait()
+	return 0
+}
+
+// offRealtimeChild runs OffRealtime in a process at SCHED_RR and prints
+// "off POLICY" (of the thread f ran on), "gone BOOL" (whether that thread
+// ended once f returned) and "caller POLICY".
+func offRealtimeChild() int {
+	var tid int
+	var policy uint32 = 99
+	OffRealtime(func() {
+		tid = unix.Gettid()
+		if a, err := unix.SchedGetAttr(0, 0); err == nil {
+			policy = a.Policy
+		}
+	})
+	gone := false
+	for deadline := time.Now().Add(5 * time.Second); !gone && time.Now().Before(deadline); {
+		gone = !slices.Contains(tasks(), tid)
+		if !gone {
+			time.Sleep(10 * time.Millisecond) // the runtime ends the thread after the goroutine, bounded
+		}
+	}
+	a, err := unix.SchedGetAttr(0, 0)
+	if err != nil {
+		fmt.Printf("error %v\n", err)
+		return 1
+	}
+	fmt.Printf("off %d\ngone %v\ncaller %d\n", policy, gone, a.Policy)
 	return 0
 }
 
@@ -295,5 +327,19 @@ func TestApplyCgroupWithoutRTRuntime(t *testing.T) {
 	want := "has cpu.rt_runtime_us 0, which forbids realtime scheduling in it"
 	if !strings.Contains(out, "error SCHED_RR priority 10 on thread") || !strings.Contains(out, cg) || !strings.Contains(out, want) {
 		t.Errorf("child output %q: want an error naming %s and %q", out, cg, want)
+	}
+}
+
+// TestOffRealtime: in a process at SCHED_RR, OffRealtime runs its work on
+// a thread at SCHED_OTHER (work there does not count against
+// RLIMIT_RTTIME, whose hard limit kills the process), that thread ends
+// with the work, and the caller's thread stays at SCHED_RR.
+func TestOffRealtime(t *testing.T) {
+	testnet.RequireRoot(t)
+	out := runChild(t, "offrt")
+	for _, want := range []string{"off 0\n", "gone true\n", "caller 2\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("child output lacks %q:\n%s", want, out)
+		}
 	}
 }

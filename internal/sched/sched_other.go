@@ -20,3 +20,6 @@ func (p *Process) Apply(t Tuning) ([]string, error) {
 	}
 	return nil, errors.New("scheduling settings (vrrp_rt_priority, vrrp_priority, vrrp_no_swap, vrrp_rlimit_rttime) are Linux only")
 }
+
+// OffRealtime runs f: no realtime policy is applied here.
+func OffRealtime(f func()) { f() }
