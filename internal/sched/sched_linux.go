@@ -288,7 +288,8 @@ func cgroupRTRuntime(procCgroup, root string) (dir string, us int, ok bool) {
 
 // OffRealtime runs f and returns when it returned. When the calling
 // thread runs at a realtime policy (Apply's SCHED_RR), f runs on a thread
-// of its own set to SCHED_OTHER at nice 0, which ends with it: work that
+// of its own set to SCHED_OTHER at nice 0, which ends with it (or, when
+// it is the main thread, the runtime parks it for good): work that
 // may run for milliseconds without blocking (the start-up's trim, which
 // returns every free page and drops the executable's, memtrim.AfterStart)
 // would otherwise count against RLIMIT_RTTIME, whose hard limit kills the

@@ -198,7 +198,8 @@ func child(mode string) int {
 
 // offRealtimeChild runs OffRealtime in a process at SCHED_RR and prints
 // "off POLICY" (of the thread f ran on), "gone BOOL" (whether that thread
-// ended once f returned) and "caller POLICY".
+// ended once f returned, or is the main thread, parked for good) and
+// "caller POLICY".
 func offRealtimeChild() int {
 	var tid int
 	var policy uint32 = 99
@@ -208,7 +209,10 @@ func offRealtimeChild() int {
 			policy = a.Policy
 		}
 	})
-	gone := false
+	// The runtime ends a thread whose goroutine exits locked to it, but
+	// for the main thread, which it parks for good: no goroutine runs
+	// there again.
+	gone := tid == os.Getpid()
 	for deadline := time.Now().Add(5 * time.Second); !gone && time.Now().Before(deadline); {
 		gone = !slices.Contains(tasks(), tid)
 		if !gone {
@@ -220,7 +224,7 @@ func offRealtimeChild() int {
 		fmt.Printf("error %v\n", err)
 		return 1
 	}
-	fmt.Printf("off %d\ngone %v\ncaller %d\n", policy, gone, a.Policy)
+	fmt.Printf("off %d\ngone %v\nmain thread %v\ncaller %d\n", policy, gone, tid == os.Getpid(), a.Policy)
 	return 0
 }
 
