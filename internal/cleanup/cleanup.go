@@ -11,6 +11,7 @@ package cleanup
 
 import (
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"strings"
@@ -58,7 +59,7 @@ func FromSupervisor() (code int, ok bool) {
 		os.Stderr.WriteString("vipstack: " + supervise.EnvCleanup + ": " + err.Error() + "\n")
 		return 1, true
 	}
-	log, err := logger(spec)
+	log, err := logger(spec, os.Stderr)
 	if err != nil {
 		os.Stderr.WriteString("vipstack: " + supervise.EnvCleanup + ": " + err.Error() + "\n")
 		return 1, true
@@ -72,20 +73,20 @@ func FromSupervisor() (code int, ok bool) {
 	return 0, true
 }
 
-// logger logs on stderr as the command that started the supervisor
-// does (daemon.LogFlags.Logger, with the Spec's attributes).
-func logger(spec supervise.Spec) (*slog.Logger, error) {
+// logger logs on w as the command that started the supervisor does on
+// stderr (daemon.LogFlags.Logger, with the Spec's attributes).
+func logger(spec supervise.Spec, w io.Writer) (*slog.Logger, error) {
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(spec.LogLevel)); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("log level %q: want debug, info, warn or error", spec.LogLevel)
 	}
 	o := &slog.HandlerOptions{Level: l}
 	var h slog.Handler
 	switch spec.LogFormat {
 	case "text":
-		h = slog.NewTextHandler(os.Stderr, o)
+		h = slog.NewTextHandler(w, o)
 	case "json":
-		h = slog.NewJSONHandler(os.Stderr, o)
+		h = slog.NewJSONHandler(w, o)
 	default:
 		return nil, fmt.Errorf("log format %q: want text or json", spec.LogFormat)
 	}

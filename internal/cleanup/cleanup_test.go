@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/vipstack/vipstack/internal/netif"
+	"github.com/vipstack/vipstack/internal/supervise"
 )
 
 // TestLogRemoved: a few VIPs removed after a crash are logged one line
@@ -47,5 +48,37 @@ func TestLogRemoved(t *testing.T) {
 				t.Errorf("log lacks %q:\n%.2000s", tc.want, out)
 			}
 		})
+	}
+}
+
+// TestLogger: the clean-up logs as the command that started the
+// supervisor (its format, level and attributes), and a Spec it cannot
+// log by is refused with what is accepted.
+func TestLogger(t *testing.T) {
+	for _, tc := range []struct {
+		spec      supervise.Spec
+		want, err string
+	}{
+		{spec: supervise.Spec{LogFormat: "text", LogLevel: "info", LogAttrs: []string{"node", "m1"}}, want: `level=INFO msg=removed node=m1 count=2`},
+		{spec: supervise.Spec{LogFormat: "json", LogLevel: "info"}, want: `"level":"INFO","msg":"removed","count":2}`},
+		{spec: supervise.Spec{LogFormat: "text", LogLevel: "error"}, want: ""},
+		{spec: supervise.Spec{LogFormat: "xml", LogLevel: "info"}, err: `log format "xml": want text or json`},
+		{spec: supervise.Spec{LogFormat: "text", LogLevel: "loud"}, err: `log level "loud": want debug, info, warn or error`},
+	} {
+		var buf bytes.Buffer
+		log, err := logger(tc.spec, &buf)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%+v: error %v, want %q", tc.spec, err, tc.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%+v: %v", tc.spec, err)
+		}
+		log.Info("removed", "count", 2)
+		if got := buf.String(); tc.want == "" && got != "" || !strings.Contains(got, tc.want) {
+			t.Errorf("%+v logged %q, want it to hold %q", tc.spec, got, tc.want)
+		}
 	}
 }
