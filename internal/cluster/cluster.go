@@ -118,6 +118,12 @@ type Node struct {
 	RouterID netip.Addr
 }
 
+// Equal reports whether n and m are the same node with the same role and
+// addresses, in the same order.
+func (n Node) Equal(m Node) bool {
+	return n.Name == m.Name && n.Role == m.Role && slices.Equal(n.IPs, m.IPs) && n.RouterID == m.RouterID
+}
+
 // VRRP settings shared by every instance.
 type VRRP struct {
 	Version        int           // 2 or 3, the IPv4 instances' (IPv6 ones run 3); default 2 (3 without IPv4 VIPs)

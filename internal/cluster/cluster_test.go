@@ -459,3 +459,27 @@ func TestPlansDualStack(t *testing.T) {
 		}
 	}
 }
+
+// TestNodeEqual: a membership change is a node added, removed, renamed,
+// given another role, router ID or addresses (their order too).
+func TestNodeEqual(t *testing.T) {
+	a4, b4, a6 := netip.MustParseAddr("198.18.0.1"), netip.MustParseAddr("198.18.0.2"), netip.MustParseAddr("fd00::1")
+	n := Node{Name: "m0", Role: Master, IPs: []netip.Addr{a4, a6}, RouterID: a4}
+	for _, tc := range []struct {
+		name string
+		m    Node
+		want bool
+	}{
+		{name: "same", m: Node{Name: "m0", Role: Master, IPs: []netip.Addr{a4, a6}, RouterID: a4}, want: true},
+		{name: "name", m: Node{Name: "m1", Role: Master, IPs: []netip.Addr{a4, a6}, RouterID: a4}},
+		{name: "role", m: Node{Name: "m0", Role: Worker, IPs: []netip.Addr{a4, a6}, RouterID: a4}},
+		{name: "address", m: Node{Name: "m0", Role: Master, IPs: []netip.Addr{b4, a6}, RouterID: a4}},
+		{name: "order", m: Node{Name: "m0", Role: Master, IPs: []netip.Addr{a6, a4}, RouterID: a4}},
+		{name: "fewer", m: Node{Name: "m0", Role: Master, IPs: []netip.Addr{a4}, RouterID: a4}},
+		{name: "router ID", m: Node{Name: "m0", Role: Master, IPs: []netip.Addr{a4, a6}}},
+	} {
+		if got := n.Equal(tc.m); got != tc.want {
+			t.Errorf("%s: Equal = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

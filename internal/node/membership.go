@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -369,7 +368,7 @@ func (a *Agent) applyMembership() error {
 	old, oldPlan := a.cluster, a.plan
 	a.mu.Unlock()
 	c := a.effective(old)
-	if cmp.Equal(c.Nodes, old.Nodes, cmp.Comparer(func(x, y netip.Addr) bool { return x == y })) {
+	if slices.EqualFunc(c.Nodes, old.Nodes, cluster.Node.Equal) {
 		return nil
 	}
 	p, err := c.PlanFor(a.opts.Node)
