@@ -60,11 +60,16 @@ func (s *Sink) Conversations() [][]string {
 func (s *Sink) serve(c net.Conn) {
 	defer c.Close()
 	var lines []string
-	defer func() {
-		s.mu.Lock()
-		s.convs = append(s.convs, lines)
-		s.mu.Unlock()
-	}()
+	recorded := false
+	record := func() {
+		if !recorded {
+			recorded = true
+			s.mu.Lock()
+			s.convs = append(s.convs, lines)
+			s.mu.Unlock()
+		}
+	}
+	defer record()
 	r := bufio.NewReader(c)
 	reply := func(l string) bool { _, err := c.Write([]byte(l + "\r\n")); return err == nil }
 	if !reply("220 sink ESMTP") {
@@ -87,6 +92,11 @@ func (s *Sink) serve(c net.Conn) {
 			data = true
 			reply("354 go ahead")
 		case strings.HasPrefix(cmd, "QUIT"):
+			// Recorded before the reply: a client that has read it finds
+			// its conversation in Conversations. A test in a synctest
+			// bubble waits in virtual time, which may run on while this
+			// goroutine, outside the bubble, has yet to record.
+			record()
 			reply("221 bye")
 			return
 		default:
