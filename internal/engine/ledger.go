@@ -36,12 +36,12 @@ type ledgerWriter struct {
 	// onFile holds the entries on file (by VIP.String), all of them when
 	// exact, otherwise some: an Append before the first list was written
 	// adds to entries this writer never saw.
-	onFile map[string]bool
+	onFile lineSet
 	exact  bool
 }
 
 func newLedgerWriter(l netif.Ledger) *ledgerWriter {
-	return &ledgerWriter{ledger: l, wake: make(chan struct{}, 1), onFile: map[string]bool{}}
+	return &ledgerWriter{ledger: l, wake: make(chan struct{}, 1)}
 }
 
 func (w *ledgerWriter) next() uint64 {
@@ -60,7 +60,7 @@ func (w *ledgerWriter) add(vips []netif.VIP) error {
 	var missing []netif.VIP
 	var buf [96]byte
 	for _, v := range vips {
-		if !w.onFile[string(v.Append(buf[:0]))] { // no allocation
+		if !w.onFile.hasBytes(v.Append(buf[:0])) { // no allocation
 			missing = append(missing, v)
 		}
 	}
@@ -68,7 +68,7 @@ func (w *ledgerWriter) add(vips []netif.VIP) error {
 		return err
 	}
 	for _, k := range ledgerKeys(missing) {
-		w.onFile[k] = true
+		w.onFile.add(k)
 	}
 	w.written = max(w.written, s)
 	return nil
@@ -129,11 +129,8 @@ func (w *ledgerWriter) writeLocked(s uint64, vips []netif.VIP) error {
 	if s <= w.written {
 		return nil // a newer write is done
 	}
-	keys := make(map[string]bool, len(vips))
-	for _, k := range ledgerKeys(vips) {
-		keys[k] = true
-	}
-	if w.exact && sameKeys(keys, w.onFile) {
+	keys := ledgerKeys(vips)
+	if w.exact && w.onFile.equal(keys) {
 		w.written = s
 		return nil
 	}
@@ -143,7 +140,7 @@ func (w *ledgerWriter) writeLocked(s uint64, vips []netif.VIP) error {
 		w.exact = false
 		return err
 	}
-	w.written, w.onFile, w.exact = s, keys, true
+	w.written, w.onFile, w.exact = s, lineSetOf(keys), true
 	return nil
 }
 
@@ -187,16 +184,4 @@ func prefixTexts(vips []vipRef) []string {
 // addrKeys returns addrKey of each VIP, as parts of one string.
 func addrKeys(vips []vipRef) []string {
 	return textParts(len(vips), func(b []byte, i int) []byte { return appendAddrKey(b, vips[i].Prefix, vips[i].Dev) })
-}
-
-func sameKeys(a, b map[string]bool) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k := range a {
-		if !b[k] {
-			return false
-		}
-	}
-	return true
 }
