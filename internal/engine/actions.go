@@ -35,12 +35,13 @@ func (e *Engine) do(in *instance, now time.Time, acts []fsm.Action) {
 
 func (e *Engine) advertise(in *instance, now time.Time, prio uint8) {
 	adv := vrrp.Advertisement{
-		Version:   in.cfg.Version,
-		VRID:      in.cfg.VRID,
-		Priority:  prio,
-		Interval:  in.cfg.AdvertInterval,
-		Addresses: in.advert,
+		Version:  in.cfg.Version,
+		VRID:     in.cfg.VRID,
+		Priority: prio,
+		Interval: in.cfg.AdvertInterval,
 	}
+	e.advAddrs = in.appendAdvert(e.advAddrs[:0])
+	adv.Addresses = e.advAddrs
 	if in.cfg.Version == 2 && in.cfg.AuthType == "PASS" {
 		adv.AuthType, adv.AuthData = vrrp.AuthSimple, in.auth
 	}
@@ -887,8 +888,9 @@ func (e *Engine) mismatch(in *instance, adv *vrrp.Advertisement) (kind, detail s
 			return "interval", fmt.Sprintf("peer advertises every %v, we every %v", adv.Interval, in.cfg.AdvertInterval)
 		}
 	}
-	if !vrrp.SameAddresses(adv.Addresses, in.advert) {
-		return "addresses", fmt.Sprintf("peer holds %v, we hold %v", adv.Addresses, in.advert)
+	e.advAddrs = in.appendAdvert(e.advAddrs[:0])
+	if !vrrp.SameAddresses(adv.Addresses, e.advAddrs) {
+		return "addresses", fmt.Sprintf("peer holds %v, we hold %v", adv.Addresses, e.advAddrs)
 	}
 	return "", ""
 }

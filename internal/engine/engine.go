@@ -168,6 +168,9 @@ type Engine struct {
 	// (see advertise) and the actions of a tick (see fireInstance).
 	wire []byte
 	acts []fsm.Action
+	// advAddrs holds the addresses of the advert being sent or compared
+	// (see instance.appendAdvert).
+	advAddrs []netip.Addr
 	// rxItems are the readers' *rxItem, reused (see read).
 	rxItems sync.Pool
 
@@ -405,7 +408,7 @@ func MissingInterfaces(cfg *keepalived.Config, exists func(name string) bool) []
 	for _, in := range cfg.Instances {
 		note(in.Pos, in.Interface, "interface of vrrp_instance "+in.Name, "vipstack runs the instance in FAULT until it appears")
 		for _, v := range slices.Concat(in.VIPs, in.ExcludedVIPs) {
-			note(v.Pos, v.Dev, "dev of "+v.Prefix.String(), "vipstack cannot add the address")
+			note(v.Pos, v.Dev(), "dev of "+v.Prefix.String(), "vipstack cannot add the address")
 		}
 		for _, ti := range in.TrackInterfaces {
 			note(ti.Pos, ti.Name, "track_interface of vrrp_instance "+in.Name, "vipstack counts it down")

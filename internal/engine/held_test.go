@@ -13,7 +13,8 @@ import (
 
 // refOf is the vipRef of a VIP configured as v.
 func refOf(v netif.VIP) vipRef {
-	return vipRef{VIP: &keepalived.VIP{Prefix: v.Prefix, Dev: v.Dev, Label: v.Label, Scope: v.Scope, Broadcast: v.Broadcast, NoPrefixRoute: v.NoPrefixRoute}, Dev: v.Dev}
+	kv := keepalived.MakeVIP(v.Prefix, keepalived.VIPOptions{Dev: v.Dev, Label: v.Label, Scope: v.Scope, Broadcast: v.Broadcast, NoPrefixRoute: v.NoPrefixRoute})
+	return vipRef{VIP: &kv, Dev: v.Dev}
 }
 
 // TestHeldOf: the held list follows the engine's held map, and while it

@@ -35,8 +35,7 @@ type instance struct {
 	// vipDev is the interface of the VIPs without a dev of their own: the
 	// instance's, or its VMAC interface with use_vmac.
 	vipDev  string
-	advert  []netip.Addr // addresses carried in adverts (virtual_ipaddress only)
-	vipText []string     // vips as text, for the status report
+	vipText []string // vips as text, for the status report
 	// heldText is the list heldOf returned last: the VIPs held, as text.
 	heldText []string
 	auth     [8]byte
@@ -81,25 +80,36 @@ type syncGroup struct {
 // instance whose interface is missing takes no part; its room stays
 // unused, and it takes its lists from a later apply's room.
 type vipRoom struct {
-	vips  []vipRef
-	addrs []netip.Addr
+	vips []vipRef
 }
 
 // roomFor makes the room for the VIPs of ics.
 func roomFor(ics []*keepalived.Instance) *vipRoom {
-	vips, addrs := 0, 0
+	vips := 0
 	for _, ic := range ics {
 		vips += len(ic.VIPs) + len(ic.ExcludedVIPs)
-		addrs += len(ic.VIPs)
 	}
-	return &vipRoom{vips: make([]vipRef, 0, vips), addrs: make([]netip.Addr, 0, addrs)}
+	return &vipRoom{vips: make([]vipRef, 0, vips)}
 }
 
-// take returns empty lists with room for vips VIPs and addrs addresses
-// (nil for none), out of r while it has room. Appending past that room
-// copies, as for any slice.
-func (r *vipRoom) take(vips, addrs int) ([]vipRef, []netip.Addr) {
-	return carve(&r.vips, vips), carve(&r.addrs, addrs)
+// take returns an empty list with room for vips VIPs (nil for none), out
+// of r while it has room. Appending past that room copies, as for any
+// slice.
+func (r *vipRoom) take(vips int) []vipRef {
+	return carve(&r.vips, vips)
+}
+
+// appendAdvert appends to b the addresses in's adverts carry: its
+// configuration's virtual_ipaddress, not virtual_ipaddress_excluded. They
+// are read when an advert is sent or compared, not kept beside the VIPs:
+// 24 bytes a VIP for the engine's life (docs/design/memory.md). A reload
+// gives a kept instance its new configuration before it advertises again
+// (apply).
+func (in *instance) appendAdvert(b []netip.Addr) []netip.Addr {
+	for _, v := range in.cfg.VIPs {
+		b = append(b, v.Prefix.Addr())
+	}
+	return b
 }
 
 // carve returns an empty slice with room for n elements, the next n of
@@ -442,7 +452,7 @@ func (e *Engine) keepMoved(cfg *keepalived.Config, fresh map[string]*instance, i
 // TestReloadMovesVIPBetweenMasters).
 func (e *Engine) updateVIPs(in *instance, ic *keepalived.Instance, movedTo func(netif.VIP) string) {
 	vips := appendRefs(nil, ic, in.vipDev)
-	var advert []netip.Addr
+	advert := make([]netip.Addr, 0, len(ic.VIPs))
 	for _, v := range ic.VIPs {
 		advert = append(advert, v.Prefix.Addr())
 	}
@@ -476,13 +486,13 @@ func (e *Engine) updateVIPs(in *instance, ic *keepalived.Instance, movedTo func(
 		}
 	}
 	e.log.Info("addresses changed; instance keeps its state", "instance", ic.Name, "added", len(added), "removed", len(removed))
-	if !vrrp.SameAddresses(advert, in.advert) {
+	if !vrrp.SameAddresses(advert, in.appendAdvert(nil)) {
 		// The peers take the same change at about the same time: what
 		// they advertised against the old list is no conflict.
 		in.advertChanged = e.clk.Now()
 		in.conflicts.forget("addresses")
 	}
-	in.vips, in.advert, in.vipText = vips, advert, prefixTexts(vips)
+	in.vips, in.vipText = vips, prefixTexts(vips)
 	if in.fsm.State() != fsm.Master {
 		return
 	}
@@ -572,11 +582,7 @@ func (e *Engine) build(cfg *keepalived.Config, ic *keepalived.Instance, links li
 		return nil, fail("%v", err)
 	}
 	in.vipDev = vipDev
-	in.vips, in.advert = room.take(len(ic.VIPs)+len(ic.ExcludedVIPs), len(ic.VIPs))
-	in.vips = appendRefs(in.vips, ic, vipDev)
-	for _, v := range ic.VIPs {
-		in.advert = append(in.advert, v.Prefix.Addr())
-	}
+	in.vips = appendRefs(room.take(len(ic.VIPs)+len(ic.ExcludedVIPs)), ic, vipDev)
 	in.vipText = prefixTexts(in.vips)
 	if ic.UnicastSrcIP.IsValid() {
 		in.src = ic.UnicastSrcIP
@@ -675,7 +681,7 @@ type vipRef struct {
 func appendRefs(refs []vipRef, ic *keepalived.Instance, vipDev string) []vipRef {
 	for _, l := range [][]keepalived.VIP{ic.VIPs, ic.ExcludedVIPs} {
 		for i := range l {
-			refs = append(refs, vipRef{VIP: &l[i], Dev: cmp.Or(l[i].Dev, vipDev)})
+			refs = append(refs, vipRef{VIP: &l[i], Dev: cmp.Or(l[i].Dev(), vipDev)})
 		}
 	}
 	return refs
@@ -710,11 +716,8 @@ func (in *instance) pointAt(ic *keepalived.Instance) {
 }
 
 func toVIP(v keepalived.VIP, dflt string) netif.VIP {
-	dev := v.Dev
-	if dev == "" {
-		dev = dflt
-	}
-	return netif.VIP{Prefix: v.Prefix, Dev: dev, Label: v.Label, Scope: v.Scope, Broadcast: v.Broadcast, NoPrefixRoute: v.NoPrefixRoute}
+	o := v.Options()
+	return netif.VIP{Prefix: v.Prefix, Dev: cmp.Or(o.Dev, dflt), Label: o.Label, Scope: o.Scope, Broadcast: o.Broadcast, NoPrefixRoute: o.NoPrefixRoute}
 }
 
 func (in *instance) key() demuxKey {

@@ -155,8 +155,9 @@ func TestEffectivePriority(t *testing.T) {
 
 func TestMismatch(t *testing.T) {
 	a := netip.MustParseAddr
-	v2 := &keepalived.Instance{Name: "VI_1", Version: 2, VRID: 51, AdvertInterval: 1e9, AuthType: "PASS", AuthPass: "managed_api_vip"}
-	in := &instance{cfg: v2, auth: vrrp.Password(v2.AuthPass), advert: []netip.Addr{a("198.18.0.100")}}
+	v2 := &keepalived.Instance{Name: "VI_1", Version: 2, VRID: 51, AdvertInterval: 1e9, AuthType: "PASS", AuthPass: "managed_api_vip",
+		VIPs: []keepalived.VIP{{Prefix: netip.MustParsePrefix("198.18.0.100/32")}}, ExcludedVIPs: []keepalived.VIP{{Prefix: netip.MustParsePrefix("198.18.0.101/32")}}}
+	in := &instance{cfg: v2, auth: vrrp.Password(v2.AuthPass)}
 	good := vrrp.Advertisement{Version: 2, VRID: 51, Priority: 100, Interval: 1e9, AuthType: vrrp.AuthSimple, AuthData: vrrp.Password("managed_"), Addresses: []netip.Addr{a("198.18.0.100")}}
 	for _, tc := range []struct {
 		name   string
@@ -255,7 +256,7 @@ func TestMissingInterfaces(t *testing.T) {
 				"keepalived -t refuses the file, and vipstack runs the instance in FAULT until it appears"}},
 		{name: "VIP dev and tracked interface missing, each named once",
 			in: keepalived.Instance{Name: "VI_1", Pos: at(1), Interface: "ens3",
-				VIPs:            []keepalived.VIP{{Prefix: p("198.18.0.5/32"), Dev: "ens4", Pos: at(5)}, {Prefix: p("198.18.0.6/32"), Dev: "ens4", Pos: at(6)}},
+				VIPs:            []keepalived.VIP{vipAt(p("198.18.0.5/32"), "ens4", at(5)), vipAt(p("198.18.0.6/32"), "ens4", at(6))},
 				TrackInterfaces: []keepalived.TrackInterface{{Name: "bond1", Pos: at(9)}}},
 			want: []string{
 				`k.conf:5: interface "ens4" (dev of 198.18.0.5/32) does not exist here; ` +
@@ -352,4 +353,11 @@ func TestMissingInterfaceIsAFault(t *testing.T) {
 			t.Errorf("dont_track_primary %v: fault %q, want %q", dontTrack, fault, "interface eth5 failing")
 		}
 	}
+}
+
+// vipAt is the configuration's VIP of p on dev, written at pos.
+func vipAt(p netip.Prefix, dev string, pos keepalived.Pos) keepalived.VIP {
+	v := keepalived.MakeVIP(p, keepalived.VIPOptions{Dev: dev})
+	v.Pos = pos
+	return v
 }

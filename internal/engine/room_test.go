@@ -20,22 +20,21 @@ func TestVIPRoom(t *testing.T) {
 		{Name: "b", VIPs: []keepalived.VIP{vip("198.18.0.4/32")}},
 	}
 	r := roomFor(ics)
-	if cap(r.vips) != 4 || cap(r.addrs) != 3 {
-		t.Fatalf("room for %d VIPs and %d addresses, want 4 and 3", cap(r.vips), cap(r.addrs))
+	if cap(r.vips) != 4 {
+		t.Fatalf("room for %d VIPs, want 4", cap(r.vips))
 	}
-	av, aa := r.take(3, 2)
-	nv, na := r.take(0, 0)
-	bv, ba := r.take(1, 1)
-	if nv != nil || na != nil {
-		t.Errorf("an instance without VIPs took %v and %v, want nil", nv, na)
+	av := r.take(3)
+	nv := r.take(0)
+	bv := r.take(1)
+	if nv != nil {
+		t.Errorf("an instance without VIPs took %v, want nil", nv)
 	}
 	for _, c := range []struct {
 		name     string
 		len, cap int
 		want     int
 	}{
-		{"a's VIPs", len(av), cap(av), 3}, {"a's addresses", len(aa), cap(aa), 2},
-		{"b's VIPs", len(bv), cap(bv), 1}, {"b's addresses", len(ba), cap(ba), 1},
+		{"a's VIPs", len(av), cap(av), 3}, {"b's VIPs", len(bv), cap(bv), 1},
 	} {
 		if c.len != 0 || c.cap != c.want {
 			t.Errorf("%s: len %d cap %d, want 0 and %d", c.name, c.len, c.cap, c.want)
@@ -50,7 +49,7 @@ func TestVIPRoom(t *testing.T) {
 	if bv[0].Dev != "b1" || &grown[0] == &av[0] {
 		t.Errorf("an append past a's room wrote into b's list (b's first VIP: %q)", bv[0].Dev)
 	}
-	if over, _ := r.take(2, 0); cap(over) != 2 || len(r.vips) != 4 {
+	if over := r.take(2); cap(over) != 2 || len(r.vips) != 4 {
 		t.Errorf("past the room: cap %d and the room's length %d, want a slice of its own (2) and 4", cap(over), len(r.vips))
 	}
 }
@@ -87,7 +86,7 @@ func TestTextParts(t *testing.T) {
 // no longer held, and leaves them when the lists differ in length.
 func TestVIPRefs(t *testing.T) {
 	vip := func(s, dev string) keepalived.VIP {
-		return keepalived.VIP{Prefix: netip.MustParsePrefix(s), Dev: dev, Label: dev, Scope: "link", NoPrefixRoute: true}
+		return keepalived.MakeVIP(netip.MustParsePrefix(s), keepalived.VIPOptions{Dev: dev, Label: dev, Scope: "link", NoPrefixRoute: true})
 	}
 	conf := func() *keepalived.Instance {
 		return &keepalived.Instance{Name: "a", Interface: "eth0",

@@ -80,8 +80,9 @@ func (p *Plan) Config(s *Spec, n Node) *keepalived.Config {
 		// At their size: append's room to grow is a quarter more at
 		// thousands of VIPs, kept for the engine's whole life.
 		out := make([]keepalived.VIP, 0, len(as))
+		opts := keepalived.VIPOptions{Dev: n.Interface}
 		for _, a := range as {
-			out = append(out, keepalived.VIP{Prefix: netip.PrefixFrom(a, a.BitLen()), Dev: n.Interface})
+			out = append(out, keepalived.MakeVIP(netip.PrefixFrom(a, a.BitLen()), opts))
 		}
 		return out
 	}

@@ -268,12 +268,12 @@ func instanceOf(st engine.InstanceStatus, ic *keepalived.Instance, cfg *keepaliv
 		}
 		v := VIP{Prefix: p, Dev: st.Interface, Set: held}
 		if c, ok := excluded[p]; ok {
-			v.Dev, v.Scope = devOr(c.Dev, st.Interface), c.Scope
+			v.Dev, v.Scope = devOr(c.Dev(), st.Interface), c.Options().Scope
 			in.ExcludedVIPs = append(in.ExcludedVIPs, v)
 			continue
 		}
 		if c, ok := devs[p]; ok {
-			v.Dev, v.Scope = devOr(c.Dev, st.Interface), c.Scope
+			v.Dev, v.Scope = devOr(c.Dev(), st.Interface), c.Options().Scope
 		}
 		in.VIPs = append(in.VIPs, v)
 	}

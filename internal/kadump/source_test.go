@@ -33,8 +33,8 @@ func TestSourceDump(t *testing.T) {
 		Instances: []*keepalived.Instance{{
 			Name: "VI_a", AdvertInterval: 3 * time.Second, Accept: true, Preempt: false, AuthType: "PASS",
 			GARPMasterDelay: 2 * time.Second, GARPMasterRepeat: 3,
-			VIPs:         []keepalived.VIP{{Prefix: netip.MustParsePrefix("198.18.1.1/24")}, {Prefix: netip.MustParsePrefix("198.18.1.2/32"), Dev: "eth9"}},
-			ExcludedVIPs: []keepalived.VIP{{Prefix: netip.MustParsePrefix("198.18.2.1/24"), Scope: "link"}},
+			VIPs:         []keepalived.VIP{{Prefix: netip.MustParsePrefix("198.18.1.1/24")}, keepalived.MakeVIP(netip.MustParsePrefix("198.18.1.2/32"), keepalived.VIPOptions{Dev: "eth9"})},
+			ExcludedVIPs: []keepalived.VIP{keepalived.MakeVIP(netip.MustParsePrefix("198.18.2.1/24"), keepalived.VIPOptions{Scope: "link"})},
 			TrackScripts: []keepalived.TrackScript{{Name: "chk"}},
 		}},
 	}

@@ -279,8 +279,8 @@ func TestParseAccepts(t *testing.T) {
 			conf: inst("VI", "1", "198.18.0.1/24 -nodad") + inst("V6", "1", "fd00::1/64 label eth0:v6 dev eth1 scope link"),
 			get:  func(c *Config) any { return []VIP{c.Instances[0].VIPs[0], c.Instances[1].VIPs[0]} },
 			want: []VIP{
-				{Prefix: netip.MustParsePrefix("198.18.0.1/24"), NoDAD: true, Pos: Pos{"k.conf", 5}},
-				{Prefix: netip.MustParsePrefix("fd00::1/64"), Label: "eth0:v6", Dev: "eth1", Scope: "link", Pos: Pos{"k.conf", 12}},
+				withPos(MakeVIP(netip.MustParsePrefix("198.18.0.1/24"), VIPOptions{NoDAD: true}), Pos{"k.conf", 5}),
+				withPos(MakeVIP(netip.MustParsePrefix("fd00::1/64"), VIPOptions{Label: "eth0:v6", Dev: "eth1", Scope: "link"}), Pos{"k.conf", 12}),
 			},
 			wantWarnings: []string{
 				"k.conf:5: -nodad has no effect on IPv4 address 198.18.0.1",
@@ -348,7 +348,7 @@ func TestParseAccepts(t *testing.T) {
 			conf: "vrrp_script chk {\n script /bin/echo\\#x\n}\n" + inst("A", "1", "198.18.0.1 label eth0:\\#1") +
 				authInst("B", "2", `ab\#cd`) + authInst("C", "3", `ab\!cd`) + authInst("D", "4", `ab\\#cd`) + authInst("E", "5", `"ab\#cd"`),
 			get: func(c *Config) any {
-				out := []any{c.Scripts["chk"].Args, c.Instances[0].VIPs[0].Label}
+				out := []any{c.Scripts["chk"].Args, c.Instances[0].VIPs[0].Options().Label}
 				for _, in := range c.Instances[1:] {
 					out = append(out, in.AuthPass)
 				}
@@ -508,4 +508,10 @@ func TestParseAccepts(t *testing.T) {
 func authInst(name, vrid, pass string) string {
 	return "vrrp_instance " + name + " {\n interface eth0\n virtual_router_id " + vrid + "\n virtual_ipaddress {\n  198.18.0." + vrid +
 		"\n }\n authentication {\n  auth_type PASS\n  auth_pass " + pass + "\n }\n}\n"
+}
+
+// withPos is v written at pos.
+func withPos(v VIP, pos Pos) VIP {
+	v.Pos = pos
+	return v
 }

@@ -455,19 +455,20 @@ func (p *parser) vip(e *stmt, block string) (VIP, bool) {
 		return VIP{}, false
 	}
 	v.Prefix = pfx
+	var o VIPOptions
 	ok := true
 	args := e.args()
 	for i := 0; i < len(args); i++ {
 		opt := args[i]
 		switch opt {
 		case "-nodad":
-			v.NoDAD = true
+			o.NoDAD = true
 			if pfx.Addr().Is4() {
 				p.warn(e.pos, "-nodad has no effect on IPv4 address %s", pfx.Addr())
 			}
 			continue
 		case "noprefixroute":
-			v.NoPrefixRoute = true
+			o.NoPrefixRoute = true
 			continue
 		case "brd", "dev", "scope", "label":
 		default:
@@ -495,15 +496,15 @@ func (p *parser) vip(e *stmt, block string) (VIP, bool) {
 				p.errs.add(e.pos, opt, "brd is only valid for IPv4 addresses, not %s", pfx.Addr())
 				ok = false
 			}
-			v.Broadcast = b
+			o.Broadcast = b
 		case "dev":
-			v.Dev = p.ifName(e.pos, opt, val)
+			o.Dev = p.ifName(e.pos, opt, val)
 		case "scope":
 			if !inList("global site link host nowhere", val) {
 				p.errs.add(e.pos, opt, "scope %q is invalid (accepted: global, site, link, host, nowhere)", val)
 				ok = false
 			}
-			v.Scope = val
+			o.Scope = val
 		case "label":
 			if len(val) > 15 {
 				p.errs.add(e.pos, opt, "label %q is longer than 15 characters", val)
@@ -512,9 +513,10 @@ func (p *parser) vip(e *stmt, block string) (VIP, bool) {
 			if pfx.Addr().Is6() {
 				p.warn(e.pos, "label %q has no effect on IPv6 address %s", val, pfx.Addr())
 			}
-			v.Label = val
+			o.Label = val
 		}
 	}
+	v.SetOptions(o)
 	return v, ok
 }
 

@@ -207,7 +207,7 @@ func duplicates(insts []*Instance, vridAt func(*Instance) Pos, add func(pos Pos,
 		// instance that lets it go removes it from under the one that
 		// holds it (seen: one in FAULT left the other MASTER without it).
 		for a := range allVIPs(in) {
-			dev := cmp.Or(a.Dev, in.Interface)
+			dev := cmp.Or(a.Dev(), in.Interface)
 			k := vipKey{a.Prefix.Addr(), dev}
 			prev, dup := vips[k]
 			switch {
@@ -339,17 +339,18 @@ func (v *checker) vip(a VIP, field string, instPos Pos, what string) {
 		v.add(pos, what, "virtual_ipaddress", "%s %v is not an address or address/length", field, p)
 		return
 	}
-	if a.Dev != "" {
-		v.ifName(pos, what, "dev", a.Dev)
+	o := a.Options()
+	if o.Dev != "" {
+		v.ifName(pos, what, "dev", o.Dev)
 	}
-	if a.Broadcast.IsValid() && (!a.Broadcast.Is4() || !p.Addr().Is4()) {
-		v.add(pos, what, "brd", "%s: brd %s is only valid as an IPv4 address for an IPv4 address", field, a.Broadcast)
+	if o.Broadcast.IsValid() && (!o.Broadcast.Is4() || !p.Addr().Is4()) {
+		v.add(pos, what, "brd", "%s: brd %s is only valid as an IPv4 address for an IPv4 address", field, o.Broadcast)
 	}
-	if a.Scope != "" && !inList("global site link host nowhere", a.Scope) {
-		v.add(pos, what, "scope", "%s: scope %q is invalid (accepted: global, site, link, host, nowhere)", field, a.Scope)
+	if o.Scope != "" && !inList("global site link host nowhere", o.Scope) {
+		v.add(pos, what, "scope", "%s: scope %q is invalid (accepted: global, site, link, host, nowhere)", field, o.Scope)
 	}
-	if len(a.Label) > 15 {
-		v.add(pos, what, "label", "%s: label %q is longer than 15 characters", field, a.Label)
+	if len(o.Label) > 15 {
+		v.add(pos, what, "label", "%s: label %q is longer than 15 characters", field, o.Label)
 	}
 }
 

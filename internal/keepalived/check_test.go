@@ -80,7 +80,7 @@ func TestValidateBuilt(t *testing.T) {
 			edit: func(c *Config) {
 				in := first(c)
 				in.TrackScripts = []TrackScript{{Name: "nope"}}
-				in.VIPs[0].Scope, in.VIPs[0].Label = "galaxy", "a-label-of-sixteen"
+				in.VIPs[0].SetOptions(VIPOptions{Scope: "galaxy", Label: "a-label-of-sixteen"})
 			},
 			want: []string{
 				`vrrp_instance "VI": virtual_ipaddress[0]: scope "galaxy" is invalid (accepted: global, site, link, host, nowhere)`,
@@ -147,7 +147,7 @@ func TestValidateKeepsPositions(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.Instances[0].AdvertInterval = 250 * time.Millisecond
-	cfg.Instances[0].VIPs[0].Dev = "a/b"
+	cfg.Instances[0].VIPs[0].SetOptions(VIPOptions{Dev: "a/b"})
 	want := `k.conf:1: vrrp_instance "VI": advert_int 0.25 is not valid for VRRP version 2 (accepted: whole seconds 1..255)` + "\n" +
 		`k.conf:5: vrrp_instance "VI": dev "a/b" is not a valid interface name (1-15 characters, no "/", ":" or blanks)`
 	if err := cfg.Validate(); err == nil || err.Error() != want {

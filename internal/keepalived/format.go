@@ -339,23 +339,24 @@ func (w *writer) vips(vips []VIP, kw string) {
 	}
 	w.line(1, kw, "{")
 	for _, v := range vips {
+		o := v.Options()
 		words := []string{v.Prefix.String()}
-		if v.Broadcast.IsValid() {
-			words = append(words, "brd", v.Broadcast.String())
+		if o.Broadcast.IsValid() {
+			words = append(words, "brd", o.Broadcast.String())
 		}
-		if v.Dev != "" {
-			words = append(words, "dev", word(v.Dev))
+		if o.Dev != "" {
+			words = append(words, "dev", word(o.Dev))
 		}
-		if v.Scope != "" {
-			words = append(words, "scope", v.Scope)
+		if o.Scope != "" {
+			words = append(words, "scope", o.Scope)
 		}
-		if v.Label != "" {
-			words = append(words, "label", word(v.Label))
+		if o.Label != "" {
+			words = append(words, "label", word(o.Label))
 		}
-		if v.NoDAD {
+		if o.NoDAD {
 			words = append(words, "-nodad")
 		}
-		if v.NoPrefixRoute {
+		if o.NoPrefixRoute {
 			words = append(words, "noprefixroute")
 		}
 		w.line(2, words...)

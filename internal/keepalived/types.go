@@ -1,10 +1,13 @@
 package keepalived
 
 import (
-	"github.com/vipstack/vipstack/internal/vrrp/fsm"
+	"encoding/json"
 	"net/netip"
 	"strconv"
 	"time"
+	"unique"
+
+	"github.com/vipstack/vipstack/internal/vrrp/fsm"
 
 	"github.com/vipstack/vipstack/internal/track"
 )
@@ -190,15 +193,89 @@ func (in *Instance) Family() int {
 	return 4
 }
 
-// VIP is one virtual_ipaddress or virtual_ipaddress_excluded entry.
+// VIP is one virtual_ipaddress or virtual_ipaddress_excluded entry: its
+// address and where it was written, and its options (Options). It is
+// compared with ==, as its fields are.
+//
+// A node of 10,000 VIPs keeps one of each for its life: the options are
+// one interned value (unique.Handle) shared by every VIP that has the
+// same, most VIPs none, so a VIP takes 64 bytes where its options as
+// fields made it 136 (docs/design/memory.md).
 type VIP struct {
-	Prefix        netip.Prefix // address with its length (default /32 or /128)
-	Dev           string       // "" means the instance interface
+	Prefix netip.Prefix // address with its length (default /32 or /128)
+	Pos    Pos
+	opts   unique.Handle[VIPOptions] // zero: no option set
+}
+
+// VIPOptions are what a VIP's entry sets beside its address.
+type VIPOptions struct {
+	Dev           string // "" means the instance interface
+	Label, Scope  string
+	Broadcast     netip.Addr
+	NoDAD         bool
+	NoPrefixRoute bool
+}
+
+// MakeVIP returns the VIP of p with the options o.
+func MakeVIP(p netip.Prefix, o VIPOptions) VIP {
+	v := VIP{Prefix: p}
+	v.SetOptions(o)
+	return v
+}
+
+// Options returns what v's entry sets beside its address.
+func (v VIP) Options() VIPOptions {
+	if v.opts == (unique.Handle[VIPOptions]{}) {
+		return VIPOptions{}
+	}
+	return v.opts.Value()
+}
+
+// SetOptions replaces v's options with o.
+func (v *VIP) SetOptions(o VIPOptions) {
+	if o == (VIPOptions{}) {
+		v.opts = unique.Handle[VIPOptions]{}
+		return
+	}
+	v.opts = unique.Make(o)
+}
+
+// Dev is the interface the VIP goes on; "" means the instance's.
+func (v VIP) Dev() string { return v.Options().Dev }
+
+// Equal reports whether v and w are the same entry (v == w), for
+// comparisons that look into the fields of what holds VIPs.
+func (v VIP) Equal(w VIP) bool { return v == w }
+
+// vipJSON is a VIP's JSON form: its fields as they were before the
+// options were interned, so the form is unchanged.
+type vipJSON struct {
+	Prefix        netip.Prefix
+	Dev           string
 	Label, Scope  string
 	Broadcast     netip.Addr
 	NoDAD         bool
 	NoPrefixRoute bool
 	Pos           Pos
+}
+
+// MarshalJSON writes v with its options as fields of its own.
+func (v VIP) MarshalJSON() ([]byte, error) {
+	o := v.Options()
+	return json.Marshal(vipJSON{Prefix: v.Prefix, Dev: o.Dev, Label: o.Label, Scope: o.Scope,
+		Broadcast: o.Broadcast, NoDAD: o.NoDAD, NoPrefixRoute: o.NoPrefixRoute, Pos: v.Pos})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (v *VIP) UnmarshalJSON(b []byte) error {
+	var j vipJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	*v = MakeVIP(j.Prefix, VIPOptions{Dev: j.Dev, Label: j.Label, Scope: j.Scope, Broadcast: j.Broadcast,
+		NoDAD: j.NoDAD, NoPrefixRoute: j.NoPrefixRoute})
+	v.Pos = j.Pos
+	return nil
 }
 
 // TrackScript is one track_script entry. HasWeight is set when the entry

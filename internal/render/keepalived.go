@@ -145,12 +145,13 @@ func KeepalivedConf(c *cluster.Cluster, p *cluster.Plan, iface string) ([]byte, 
 			}
 		}
 		for _, v := range in.VIPs {
-			vip := keepalived.VIP{Prefix: netip.PrefixFrom(v, v.BitLen())}
+			var o keepalived.VIPOptions
 			if v.Is4() {
 				// As OpenShift's current template; an address label is
 				// IPv4's alone, and keepalived warns about one on IPv6.
-				vip.Label = "vip"
+				o.Label = "vip"
 			}
+			vip := keepalived.MakeVIP(netip.PrefixFrom(v, v.BitLen()), o)
 			ki.VIPs = append(ki.VIPs, vip)
 		}
 		for _, name := range in.Checks {

@@ -269,7 +269,7 @@ func (p Plan) Model() *keepalived.Config {
 	vips := func(as []netip.Addr, dev string) []keepalived.VIP {
 		var out []keepalived.VIP
 		for _, a := range as {
-			out = append(out, keepalived.VIP{Prefix: netip.PrefixFrom(a, a.BitLen()), Dev: dev})
+			out = append(out, keepalived.MakeVIP(netip.PrefixFrom(a, a.BitLen()), keepalived.VIPOptions{Dev: dev}))
 		}
 		return out
 	}

@@ -1,0 +1,61 @@
+package keepalived
+
+import (
+	"encoding/json"
+	"net/netip"
+	"testing"
+	"unsafe"
+)
+
+// TestVIPOptions: a VIP's options are one interned value, so VIPs with the
+// same address, place and options are equal with ==, as when the options
+// were fields, whichever call made them; setting no option gives the
+// VIP without options; the JSON form keeps the fields it had.
+func TestVIPOptions(t *testing.T) {
+	p := netip.MustParsePrefix("198.18.0.1/24")
+	o := VIPOptions{Dev: "eth1", Label: "eth1:v", Scope: "link", Broadcast: netip.MustParseAddr("198.18.0.255"), NoDAD: true, NoPrefixRoute: true}
+	a, b := MakeVIP(p, o), MakeVIP(p, VIPOptions{Dev: "eth1", Label: "eth1:v", Scope: "link", Broadcast: netip.MustParseAddr("198.18.0.255"), NoDAD: true, NoPrefixRoute: true})
+	if a != b {
+		t.Errorf("two VIPs with the same options differ: %+v and %+v", a.Options(), b.Options())
+	}
+	if got := a.Options(); got != o {
+		t.Errorf("Options() = %+v, want %+v", got, o)
+	}
+	if a.Dev() != "eth1" {
+		t.Errorf("Dev() = %q, want eth1", a.Dev())
+	}
+	if c := MakeVIP(p, VIPOptions{Dev: "eth2"}); c == a {
+		t.Error("VIPs with other options are equal")
+	}
+	plain := VIP{Prefix: p}
+	cleared := a
+	cleared.SetOptions(VIPOptions{})
+	if cleared != plain || plain.Options() != (VIPOptions{}) || plain.Dev() != "" {
+		t.Errorf("a VIP whose options were cleared (%+v) differs from one without (%+v)", cleared.Options(), plain.Options())
+	}
+
+	a.Pos = Pos{File: "k.conf", Line: 7}
+	j, err := json.Marshal(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = `{"Prefix":"198.18.0.1/24","Dev":"eth1","Label":"eth1:v","Scope":"link","Broadcast":"198.18.0.255","NoDAD":true,"NoPrefixRoute":true,"Pos":{"File":"k.conf","Line":7}}`
+	if string(j) != want {
+		t.Errorf("JSON:\n got %s\nwant %s", j, want)
+	}
+	var back VIP
+	if err := json.Unmarshal(j, &back); err != nil {
+		t.Fatal(err)
+	}
+	if back != a {
+		t.Errorf("read back %+v at %v, want %+v at %v", back.Options(), back.Pos, a.Options(), a.Pos)
+	}
+}
+
+// TestVIPSize: a node keeps one VIP per address for its life (10,000 in
+// bench/scale and bench/ipfailover); its options are not fields of it.
+func TestVIPSize(t *testing.T) {
+	if n := unsafe.Sizeof(VIP{}); n > 64 {
+		t.Errorf("a VIP takes %d bytes, want at most 64 (its options interned)", n)
+	}
+}
