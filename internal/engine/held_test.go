@@ -48,6 +48,14 @@ func TestHeldOf(t *testing.T) {
 	if diff := cmp.Diff([]string{"198.18.16.4/32", "fd00::5/128"}, e.heldOf(in)); diff != "" {
 		t.Errorf("heldOf after a release (-want +got):\n%s", diff)
 	}
+	// All held, as a master holds them: the list of every VIP's text
+	// itself, no copy.
+	for i := range in.vips {
+		e.held[addrKey(in.vips[i].Prefix, in.vips[i].Dev)] = &in.vips[i]
+	}
+	if all := e.heldOf(in); len(all) != len(in.vipText) || &all[0] != &in.vipText[0] {
+		t.Errorf("all %d held: heldOf returned %d texts, not the instance's list", len(in.vipText), len(all))
+	}
 	// The key addrKey builds and the one looked up are the same.
 	for _, p := range []netip.Prefix{netip.MustParsePrefix("198.18.0.5/24"), netip.MustParsePrefix("::ffff:198.18.0.5/128"), {}} {
 		if got, want := string(appendAddrKey(nil, p, "eth0")), fmt.Sprint(p.String(), "%eth0"); got != want {

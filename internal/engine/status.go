@@ -59,7 +59,7 @@ type Conflict struct {
 }
 
 func (e *Engine) snapshot() []InstanceStatus {
-	var out []InstanceStatus
+	out := make([]InstanceStatus, 0, len(e.instances)) // at its size: kept until the next
 	for _, name := range e.names() {
 		in := e.instances[name]
 		prio, fault := e.effective(in)

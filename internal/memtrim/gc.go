@@ -40,6 +40,30 @@ func Settle(headroom uint64, env func(string) string) {
 	CollectOnGrowth(headroom, env)
 }
 
+// holdCollector keeps the collector from starting a cycle of its own until
+// the returned func is called (the one a caller forces still runs), then
+// restores its settings: GOGC off, under a memory limit 256 MiB above what
+// the runtime holds (or the one set, if lower). GOGC off alone leaves the
+// collector without a goal, and a cycle that ends with a goal over 1 GiB
+// has the runtime ask for huge pages under its heap index and page
+// allocator's metadata for the rest of the process's life
+// (runtime.minHeapForMetadataHugePages): the kernel then backs the few
+// entries a small heap uses with 2 MiB pages, 2 MiB or more resident
+// (docs/design/memory.md).
+func holdCollector() (restore func()) {
+	s := []metrics.Sample{{Name: "/memory/classes/total:bytes"}}
+	metrics.Read(s)
+	limit := debug.SetMemoryLimit(-1) // reads it
+	if s[0].Value.Kind() == metrics.KindUint64 {
+		debug.SetMemoryLimit(min(limit, int64(s[0].Value.Uint64())+256<<20))
+	}
+	percent := debug.SetGCPercent(-1)
+	return func() {
+		debug.SetGCPercent(percent)
+		debug.SetMemoryLimit(limit)
+	}
+}
+
 // afterEachGC calls f after each collection until ctx is done, on the
 // goroutine that runs cleanups (runtime.AddCleanup): each call arms the
 // next on a new object, which the next collection finds unreachable. It

@@ -5,6 +5,7 @@ import (
 	"math"
 	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -38,6 +39,38 @@ func TestCollectOnGrowth(t *testing.T) {
 				t.Errorf("memory limit = %d bytes, want it left unset", limit)
 			}
 		})
+	}
+}
+
+// TestHoldCollector: while held, GOGC is off but a forced collection ends
+// with a goal under 1 GiB, where the runtime would ask for huge pages
+// under its metadata for good; a lower memory limit already set stays;
+// both settings come back after.
+func TestHoldCollector(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(70))
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(math.MaxInt64))
+	goal := func() uint64 {
+		s := []metrics.Sample{{Name: "/gc/heap/goal:bytes"}}
+		metrics.Read(s)
+		return s[0].Value.Uint64()
+	}
+	for _, limit := range []int64{math.MaxInt64, 64 << 20} {
+		debug.SetGCPercent(70)
+		debug.SetMemoryLimit(limit)
+		restore := holdCollector()
+		percent := debug.SetGCPercent(-1)
+		held := debug.SetMemoryLimit(-1)
+		runtime.GC()
+		if g := goal(); g >= 1<<30 {
+			t.Errorf("limit %d: goal after a collection while held: %d bytes, want under 1 GiB", limit, g)
+		}
+		if percent != -1 || held > limit || held > 1<<30 {
+			t.Errorf("limit %d: while held GOGC %d and memory limit %d, want -1 and at most %d", limit, percent, held, min(limit, 1<<30))
+		}
+		restore()
+		if p, l := debug.SetGCPercent(70), debug.SetMemoryLimit(-1); p != 70 || l != limit {
+			t.Errorf("after: GOGC %d and memory limit %d, want 70 and %d", p, l, limit)
+		}
 	}
 }
 

@@ -34,7 +34,7 @@ func AfterStart() error {
 		// would have to stop this goroutine, and realtime threads
 		// waiting for one at SCHED_OTHER can keep it off the CPU
 		// (docs/design/realtime.md).
-		defer debug.SetGCPercent(debug.SetGCPercent(-1))
+		defer holdCollector()()
 		debug.FreeOSMemory()
 		_, err = Executable()
 	})
