@@ -59,7 +59,7 @@ type Conflict struct {
 }
 
 func (e *Engine) snapshot() []InstanceStatus {
-	out := make([]InstanceStatus, 0, len(e.instances)) // at its size: kept until the next
+	out := make([]InstanceStatus, 0, len(e.instances)) // at its size: it is kept until the next publish
 	for _, name := range e.names() {
 		in := e.instances[name]
 		prio, fault := e.effective(in)

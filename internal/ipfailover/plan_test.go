@@ -100,6 +100,9 @@ func TestNewPlanProperties(t *testing.T) {
 					if len(g.VIPs) == 0 {
 						t.Errorf("%s: %s holds no VIP", name, g.Name)
 					}
+					if cap(g.VIPs) != len(g.VIPs) {
+						t.Errorf("%s: %s's list has room for %d VIPs, holds %d: want it at its size", name, g.Name, cap(g.VIPs), len(g.VIPs))
+					}
 					for _, a := range g.VIPs {
 						seen[a]++
 					}
