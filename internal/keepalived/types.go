@@ -7,9 +7,8 @@ import (
 	"time"
 	"unique"
 
-	"github.com/vipstack/vipstack/internal/vrrp/fsm"
-
 	"github.com/vipstack/vipstack/internal/track"
+	"github.com/vipstack/vipstack/internal/vrrp/fsm"
 )
 
 // Pos is a position in a configuration file.
