@@ -40,7 +40,7 @@ func (e *Engine) advertise(in *instance, now time.Time, prio uint8) {
 		Priority: prio,
 		Interval: in.cfg.AdvertInterval,
 	}
-	e.advAddrs = in.appendAdvert(e.advAddrs[:0])
+	e.advAddrs = appendAdvert(e.advAddrs[:0], in.cfg)
 	adv.Addresses = e.advAddrs
 	if in.cfg.Version == 2 && in.cfg.AuthType == "PASS" {
 		adv.AuthType, adv.AuthData = vrrp.AuthSimple, in.auth
@@ -888,7 +888,7 @@ func (e *Engine) mismatch(in *instance, adv *vrrp.Advertisement) (kind, detail s
 			return "interval", fmt.Sprintf("peer advertises every %v, we every %v", adv.Interval, in.cfg.AdvertInterval)
 		}
 	}
-	e.advAddrs = in.appendAdvert(e.advAddrs[:0])
+	e.advAddrs = appendAdvert(e.advAddrs[:0], in.cfg)
 	if !vrrp.SameAddresses(adv.Addresses, e.advAddrs) {
 		return "addresses", fmt.Sprintf("peer holds %v, we hold %v", adv.Addresses, e.advAddrs)
 	}

@@ -169,7 +169,7 @@ type Engine struct {
 	wire []byte
 	acts []fsm.Action
 	// advAddrs holds the addresses of the advert being sent or compared
-	// (see instance.appendAdvert).
+	// (see appendAdvert).
 	advAddrs []netip.Addr
 	// rxItems are the readers' *rxItem, reused (see read).
 	rxItems sync.Pool

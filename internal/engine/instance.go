@@ -99,14 +99,15 @@ func (r *vipRoom) take(vips int) []vipRef {
 	return carve(&r.vips, vips)
 }
 
-// appendAdvert appends to b the addresses in's adverts carry: its
-// configuration's virtual_ipaddress, not virtual_ipaddress_excluded. They
-// are read when an advert is sent or compared, not kept beside the VIPs:
-// 24 bytes a VIP for the engine's life (docs/design/memory.md). A reload
-// gives a kept instance its new configuration before it advertises again
-// (apply).
-func (in *instance) appendAdvert(b []netip.Addr) []netip.Addr {
-	for _, v := range in.cfg.VIPs {
+// appendAdvert appends to b the addresses the adverts of an instance
+// configured as ic carry: its virtual_ipaddress, not
+// virtual_ipaddress_excluded. They are read from the instance's
+// configuration when an advert is sent or compared, not kept beside the
+// VIPs: 24 bytes a VIP for the engine's life (docs/design/memory.md). A
+// reload gives a kept instance its new configuration before it advertises
+// again (apply).
+func appendAdvert(b []netip.Addr, ic *keepalived.Instance) []netip.Addr {
+	for _, v := range ic.VIPs {
 		b = append(b, v.Prefix.Addr())
 	}
 	return b
@@ -452,10 +453,6 @@ func (e *Engine) keepMoved(cfg *keepalived.Config, fresh map[string]*instance, i
 // TestReloadMovesVIPBetweenMasters).
 func (e *Engine) updateVIPs(in *instance, ic *keepalived.Instance, movedTo func(netif.VIP) string) {
 	vips := appendRefs(nil, ic, in.vipDev)
-	advert := make([]netip.Addr, 0, len(ic.VIPs))
-	for _, v := range ic.VIPs {
-		advert = append(advert, v.Prefix.Addr())
-	}
 	keep, had := map[string]int{}, map[string]bool{} // keep: the index in vips
 	for i, v := range vips {
 		keep[addrKey(v.Prefix, v.Dev)] = i
@@ -486,7 +483,7 @@ func (e *Engine) updateVIPs(in *instance, ic *keepalived.Instance, movedTo func(
 		}
 	}
 	e.log.Info("addresses changed; instance keeps its state", "instance", ic.Name, "added", len(added), "removed", len(removed))
-	if !vrrp.SameAddresses(advert, in.appendAdvert(nil)) {
+	if !vrrp.SameAddresses(appendAdvert(nil, ic), appendAdvert(nil, in.cfg)) {
 		// The peers take the same change at about the same time: what
 		// they advertised against the old list is no conflict.
 		in.advertChanged = e.clk.Now()

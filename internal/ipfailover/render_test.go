@@ -25,7 +25,7 @@ var sameModel = cmp.Options{
 	cmp.Comparer(func(a, b netip.Prefix) bool { return a == b }),
 	cmpopts.IgnoreTypes(keepalived.Pos{}),
 	// A VIP compares whole (VIP.Equal); its position is ignored here too.
-	cmp.Comparer(func(a, b keepalived.VIP) bool { a.Pos, b.Pos = keepalived.Pos{}, keepalived.Pos{}; return a == b }),
+	cmp.Comparer(keepalived.VIP.SameEntry),
 	cmpopts.IgnoreFields(keepalived.Config{}, "Warnings", "Files", "Comment"),
 	cmpopts.IgnoreFields(keepalived.Script{}, "Probe"),
 }

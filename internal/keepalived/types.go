@@ -246,6 +246,13 @@ func (v VIP) Dev() string { return v.Options().Dev }
 // comparisons that look into the fields of what holds VIPs.
 func (v VIP) Equal(w VIP) bool { return v == w }
 
+// SameEntry reports whether v and w are the same entry wherever each was
+// written: == but for their positions.
+func (v VIP) SameEntry(w VIP) bool {
+	v.Pos, w.Pos = Pos{}, Pos{}
+	return v == w
+}
+
 // vipJSON is a VIP's JSON form: its fields as they were before the
 // options were interned, so the form is unchanged.
 type vipJSON struct {

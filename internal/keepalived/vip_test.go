@@ -35,6 +35,9 @@ func TestVIPOptions(t *testing.T) {
 	}
 
 	a.Pos = Pos{File: "k.conf", Line: 7}
+	if !a.SameEntry(b) || a == b || a.SameEntry(MakeVIP(p, VIPOptions{Dev: "eth2"})) {
+		t.Error("SameEntry: want the same entry written elsewhere, not another entry")
+	}
 	j, err := json.Marshal(a)
 	if err != nil {
 		t.Fatal(err)

@@ -45,7 +45,7 @@ func TestConfRender(t *testing.T) {
 			if diff := cmp.Diff(want, parsed, cmp.Comparer(func(a, b netip.Addr) bool { return a == b }),
 				cmp.Comparer(func(a, b netip.Prefix) bool { return a == b }), cmpopts.IgnoreTypes(keepalived.Pos{}),
 				// A VIP compares whole (VIP.Equal); its position is ignored here too.
-				cmp.Comparer(func(a, b keepalived.VIP) bool { a.Pos, b.Pos = keepalived.Pos{}, keepalived.Pos{}; return a == b }),
+				cmp.Comparer(keepalived.VIP.SameEntry),
 				cmpopts.IgnoreFields(keepalived.Config{}, "Warnings", "Files")); diff != "" {
 				t.Errorf("Render's text reads back otherwise (-conf +text):\n%s\n%s", diff, text)
 			}

@@ -108,7 +108,7 @@ func TestPlanNode(t *testing.T) {
 			if diff := cmp.Diff(parsed, cfg, cmp.Comparer(func(a, b netip.Addr) bool { return a == b }),
 				cmp.Comparer(func(a, b netip.Prefix) bool { return a == b }), cmpopts.IgnoreTypes(keepalived.Pos{}),
 				// A VIP compares whole (VIP.Equal); its position is ignored here too.
-				cmp.Comparer(func(a, b keepalived.VIP) bool { a.Pos, b.Pos = keepalived.Pos{}, keepalived.Pos{}; return a == b }),
+				cmp.Comparer(keepalived.VIP.SameEntry),
 				cmpopts.IgnoreFields(keepalived.Config{}, "Warnings", "Files", "Comment")); diff != "" {
 				t.Errorf("the engine's model differs from the text's (-text +model):\n%s", diff)
 			}
