@@ -16,6 +16,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/vipstack/vipstack/internal/logfmt"
 	"github.com/vipstack/vipstack/internal/netif"
 	"github.com/vipstack/vipstack/internal/redirect"
 	"github.com/vipstack/vipstack/internal/supervise"
@@ -76,19 +77,13 @@ func FromSupervisor() (code int, ok bool) {
 // logger logs on w as the command that started the supervisor does on
 // stderr (daemon.LogFlags.Logger, with the Spec's attributes).
 func logger(spec supervise.Spec, w io.Writer) (*slog.Logger, error) {
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(spec.LogLevel)); err != nil {
-		return nil, fmt.Errorf("log level %q: want debug, info, warn or error", spec.LogLevel)
+	l, err := logfmt.ParseLevel(spec.LogLevel)
+	if err != nil {
+		return nil, fmt.Errorf("log level %w", err)
 	}
-	o := &slog.HandlerOptions{Level: l}
-	var h slog.Handler
-	switch spec.LogFormat {
-	case "text":
-		h = slog.NewTextHandler(w, o)
-	case "json":
-		h = slog.NewJSONHandler(w, o)
-	default:
-		return nil, fmt.Errorf("log format %q: want text or json", spec.LogFormat)
+	h, err := logfmt.NewHandler(w, spec.LogFormat, l)
+	if err != nil {
+		return nil, fmt.Errorf("log format %w", err)
 	}
 	args := make([]any, len(spec.LogAttrs))
 	for i, a := range spec.LogAttrs {

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 
+	"github.com/vipstack/vipstack/internal/logfmt"
 	"github.com/vipstack/vipstack/internal/supervise"
 )
 
@@ -62,9 +63,9 @@ func (f *LogFlags) Spec(attrs ...string) supervise.Spec {
 
 // Level parses the level; on a bad value it tells stderr what is accepted.
 func (f *LogFlags) Level(stderr io.Writer) (slog.Level, bool) {
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(*f.Value)); err != nil {
-		fmt.Fprintf(stderr, "%s: --log-level %q: want debug, info, warn or error\n", f.Command, *f.Value)
+	l, err := logfmt.ParseLevel(*f.Value)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: --log-level %v\n", f.Command, err)
 		return l, false
 	}
 	return l, true
@@ -76,15 +77,12 @@ func (f *LogFlags) Logger(stderr io.Writer) (*slog.Logger, bool) {
 	if !ok {
 		return nil, false
 	}
-	o := &slog.HandlerOptions{Level: l}
-	switch *f.Format {
-	case "text":
-		return slog.New(slog.NewTextHandler(stderr, o)), true
-	case "json":
-		return slog.New(slog.NewJSONHandler(stderr, o)), true
+	h, err := logfmt.NewHandler(stderr, *f.Format, l)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: --log-format %v\n", f.Command, err)
+		return nil, false
 	}
-	fmt.Fprintf(stderr, "%s: --log-format %q: want text or json\n", f.Command, *f.Format)
-	return nil, false
+	return slog.New(h), true
 }
 
 // RequireLoopback rejects listen addresses that are not on loopback.
