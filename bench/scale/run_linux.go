@@ -48,7 +48,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&o.limit, "limit", 5*time.Minute, "how long an implementation may take to hold every VIP")
 	fs.StringVar(&o.bin, "vipstack", "", "vipstack binary to run (default: build ./cmd/vipstack)")
 	fs.StringVar(&o.markdown, "markdown", "", "write the results into the scale block of this Markdown `file` (docs/benchmarks.md)")
-	fs.BoolVar(&o.keep, "keep", false, "keep the work directory (the file and the logs)")
+	fs.BoolVar(&o.keep, "keep", false, "keep the work directory (the file, the logs and each process's smaps at the end of the rest window)")
 	fs.StringVar(&o.prefix, "prefix", "vvt", "prefix of the network namespace's name (and of the work directory's)")
 	fs.BoolVar(&o.crash, "crash", true, "after the rest window, kill -9 the process running the VRRP instances and time until every VIP is held again")
 	fs.DurationVar(&o.scrape, "scrape", 15*time.Second, "after the rest window, measure vipstack (run with --metrics-addr) over a second window of -rest with its /metrics scraped at this interval, as Prometheus would (0: no second window)")
@@ -240,6 +240,9 @@ func measure(impl string, o options, path, work string, holder *topoHolder, out 
 	}
 	r.RSS, r.PSS = procfs.MemMiB(pids)
 	r.Procs = describeProcs(pids)
+	if o.keep {
+		saveSmaps(pids, dir, out)
+	}
 	if impl == "vipstack" && o.profile {
 		saveProfiles(h, dir, out)
 	}
@@ -406,6 +409,22 @@ func describeProcs(pids []int) []string {
 			kib["Rss:"]/1024, kib["Anonymous:"]/1024, (kib["Rss:"]-kib["Anonymous:"])/1024, kib["Pss:"]/1024))
 	}
 	return out
+}
+
+// saveSmaps copies /proc/PID/smaps of each of pids into dir as
+// smaps.PID, where a kept run's reader can see which mappings hold the
+// resident set.
+func saveSmaps(pids []int, dir string, out io.Writer) {
+	for _, pid := range pids {
+		b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "smaps"))
+		if err != nil {
+			continue // gone
+		}
+		file := filepath.Join(dir, "smaps."+strconv.Itoa(pid))
+		if err := os.WriteFile(file, b, 0o644); err != nil {
+			fmt.Fprintf(out, "smaps of %d: %v\n", pid, err)
+		}
+	}
 }
 
 // saveProfiles fetches vipstack's heap profile and its goroutines from
