@@ -651,8 +651,8 @@ func (e *Engine) notify(in *instance, to fsm.State, prio uint8) {
 	if to == fsm.Initialize {
 		state = "STOP"
 	}
-	e.runNotify("instance "+in.cfg.Name, in.cfg.Notify, state)
-	e.runNotify("instance "+in.cfg.Name, in.cfg.Notify, "", "INSTANCE", in.cfg.Name, state, strconv.Itoa(int(prio)))
+	e.runNotify("instance "+in.cfg.Name, in.cfg.Notifies(), state)
+	e.runNotify("instance "+in.cfg.Name, in.cfg.Notifies(), "", "INSTANCE", in.cfg.Name, state, strconv.Itoa(int(prio)))
 	e.mailAlert(in, to)
 }
 

@@ -61,7 +61,7 @@ func TestDisableScripts(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got{
 		Scripts: sortedKeys(cfg.Scripts), Tracks: names(in.TrackScripts), GroupTracks: names(g.TrackScripts),
-		Notify: in.Notify, GroupNotify: g.Notify, Warnings: cfg.Warnings,
+		Notify: in.Notifies(), GroupNotify: g.Notify, Warnings: cfg.Warnings,
 	}); diff != "" {
 		t.Errorf("after disableScripts (-want +got):\n%s", diff)
 	}

@@ -379,7 +379,14 @@ func disableScripts(cfg *keepalived.Config, check func(argv []string) error) {
 	}
 	for _, in := range cfg.Instances {
 		in.TrackScripts = drop(in.TrackScripts)
-		notify("vrrp_instance", in.Name, in.Pos, &in.Notify)
+		if in.Notify != nil {
+			n := *in.Notify // not in place: a copy of in may share it
+			notify("vrrp_instance", in.Name, in.Pos, &n)
+			in.Notify = &n
+			if n == (keepalived.Notify{}) {
+				in.Notify = nil // every script disabled
+			}
+		}
 	}
 	for _, g := range cfg.SyncGroups {
 		g.TrackScripts = drop(g.TrackScripts)
@@ -459,7 +466,7 @@ func UnsafeScripts(cfg *keepalived.Config) []UnsafeScript {
 		}
 	}
 	for _, in := range cfg.Instances {
-		notify("vrrp_instance", in.Name, in.Pos, in.Notify)
+		notify("vrrp_instance", in.Name, in.Pos, in.Notifies())
 	}
 	for _, g := range cfg.SyncGroups {
 		notify("vrrp_sync_group", g.Name, g.Pos, g.Notify)

@@ -384,7 +384,7 @@ func keepsState(a, b *keepalived.Instance) bool {
 	ca, cb := *a, *b
 	for _, c := range []*keepalived.Instance{&ca, &cb} {
 		c.VIPs, c.ExcludedVIPs, c.UnicastPeers = nil, nil, nil
-		c.Priority, c.TrackScripts, c.Notify, c.InitialState = 0, nil, keepalived.Notify{}, ""
+		c.Priority, c.TrackScripts, c.Notify, c.InitialState = 0, nil, nil, ""
 		c.Preempt, c.PreemptDelay, c.AdvertInterval = false, 0, 0
 		c.Version, c.AuthType, c.AuthPass = 0, "", ""
 		c.TieBreak = fsm.TieBreak{}

@@ -212,7 +212,7 @@ func TestKeepsState(t *testing.T) {
 		{name: "tracked scripts changed", b: change(func(c *keepalived.Instance) {
 			c.TrackScripts = []keepalived.TrackScript{{Name: "chk", Weight: 20, HasWeight: true}}
 		}), want: true},
-		{name: "notify changed", b: change(func(c *keepalived.Instance) { c.Notify.Master = "/bin/true" }), want: true},
+		{name: "notify changed", b: change(func(c *keepalived.Instance) { c.Notify = &keepalived.Notify{Master: "/bin/true"} }), want: true},
 		{name: "initial state changed", b: change(func(c *keepalived.Instance) { c.InitialState = "MASTER" }), want: true},
 		{name: "becomes the address owner", b: change(func(c *keepalived.Instance) { c.Priority = 255 }), want: false},
 		{name: "nopreempt", b: change(func(c *keepalived.Instance) { c.Preempt = false }), want: true},

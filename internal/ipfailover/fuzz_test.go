@@ -213,8 +213,8 @@ func checkPipeline(t *testing.T, s *Spec, rank uint8, checkPassed bool) {
 			t.Fatalf("instance %s (VRID %d, priority %d, %d+%d VIPs) does not match group %s (VRID %d, priority %d, %d VIPs)",
 				in.Name, in.VRID, in.Priority, len(in.VIPs), len(in.ExcludedVIPs), g.Name, g.VRID, g.Priority(ranks.Self), len(g.VIPs))
 		}
-		if in.Notify.Any != s.NotifyScript {
-			t.Fatalf("instance %s has notify script %q; want %q", in.Name, in.Notify.Any, s.NotifyScript)
+		if in.Notifies().Any != s.NotifyScript {
+			t.Fatalf("instance %s has notify script %q; want %q", in.Name, in.Notifies().Any, s.NotifyScript)
 		}
 		if version == 2 && in.AuthPass != s.ConfigName {
 			t.Fatalf("instance %s has password %q; want the config name %q as the image does", in.Name, in.AuthPass, s.ConfigName)

@@ -67,7 +67,7 @@ func TestRenderQuoting(t *testing.T) {
 		t.Fatal(err)
 	}
 	in := cfg.Instances[0]
-	got := []string{in.AuthPass, in.Notify.Any, strings.Join(cfg.Scripts[CheckName(s)].Args, "|")}
+	got := []string{in.AuthPass, in.Notifies().Any, strings.Join(cfg.Scripts[CheckName(s)].Args, "|")}
 	want := []string{`a\b é`, `/bin/n \t`, `/bin/chk|a b|c d|\x`}
 	for i := range want {
 		if got[i] != want[i] {

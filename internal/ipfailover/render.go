@@ -110,7 +110,9 @@ func (p *Plan) Config(s *Spec, n Node) *keepalived.Config {
 		if Checks(s) {
 			in.TrackScripts = []keepalived.TrackScript{{Name: CheckName(s)}}
 		}
-		in.Notify.Any = s.NotifyScript
+		if s.NotifyScript != "" {
+			in.Notify = &keepalived.Notify{Any: s.NotifyScript}
+		}
 		if len(peers) > 0 {
 			in.UnicastSrcIP, in.UnicastPeers = n.Address.WithZone(""), slices.Clone(peers)
 		}

@@ -320,7 +320,7 @@ func TestParseAccepts(t *testing.T) {
 				"vrrp_instance VI\n{\n interface eth0 ! bang comment\n virtual_router_id 1\n" +
 				" virtual_ipaddress { 198.18.0.1 }\n notify \"/bin/echo \\\"a b\\\" # not a comment\"\n}\n",
 			get: func(c *Config) any {
-				return []string{c.Global.RouterID, first(c).Notify.Any, first(c).VIPs[0].Prefix.String()}
+				return []string{c.Global.RouterID, first(c).Notifies().Any, first(c).VIPs[0].Prefix.String()}
 			},
 			want: []string{"r #1", `/bin/echo "a b" # not a comment`, "198.18.0.1/32"},
 			wantWarnings: []string{

@@ -338,7 +338,13 @@ func (p *parser) instanceEntry(in *Instance, m *instMeta, s *stmt) {
 			}
 		}
 	case "notify_master", "notify_backup", "notify_fault", "notify_stop", "notify":
-		p.notify(&in.Notify, s)
+		if in.Notify == nil {
+			in.Notify = new(Notify)
+		}
+		p.notify(in.Notify, s)
+		if *in.Notify == (Notify{}) {
+			in.Notify = nil // a script refused
+		}
 	case "garp_master_delay":
 		d, ok := p.wholeSecondsArg(s, 4294)
 		m.garpDelay = ptrIf(d, ok)

@@ -318,7 +318,7 @@ func (v *checker) instance(in *Instance, what string) {
 			v.add(at, what, "track_interface", "track_interface %s is the instance's own interface, which is always tracked", t.Name)
 		}
 	}
-	v.notify(in.Notify, pos, what)
+	v.notify(in.Notifies(), pos, what)
 	v.vmac(in, pos, what)
 	v.wholeSeconds(pos, what, "garp_master_delay", in.GARPMasterDelay)
 	v.intRange(pos, what, "garp_master_repeat", in.GARPMasterRepeat, 1, 1<<31-1)

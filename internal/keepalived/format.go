@@ -296,7 +296,7 @@ func (w *writer) instance(g *GlobalDefs, in *Instance) {
 	}
 	w.tracks(in.TrackScripts)
 	w.trackList("track_process", in.TrackProcesses)
-	w.notify(in.Notify)
+	w.notify(in.Notifies())
 	if in.GARPMasterDelay != g.GARPMasterDelay {
 		w.line(1, "garp_master_delay", wholeSecs(in.GARPMasterDelay))
 	}

@@ -51,7 +51,7 @@ func TestIssue27Keywords(t *testing.T) {
 		{
 			name: "notify users",
 			conf: vi(" notify_master \"/bin/n master\" root root\n notify_fault /bin/f nobody\n notify /bin/any\n"),
-			get:  func(c *Config) any { return c.Instances[0].Notify },
+			get:  func(c *Config) any { return c.Instances[0].Notifies() },
 			want: Notify{
 				Master: "/bin/n master", MasterAs: RunAs{User: "root", Group: "root"},
 				Fault: "/bin/f", FaultAs: RunAs{User: "nobody"}, Any: "/bin/any",

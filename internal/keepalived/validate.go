@@ -349,7 +349,7 @@ func (c *Config) SecurityViolation() (Pos, bool) {
 	}
 	runs := func(ts []TrackScript, n Notify) bool { return len(ts) > 0 || n != Notify{} }
 	for _, in := range c.Instances {
-		if runs(in.TrackScripts, in.Notify) {
+		if runs(in.TrackScripts, in.Notifies()) {
 			return in.Pos, true
 		}
 	}

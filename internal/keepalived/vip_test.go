@@ -62,3 +62,25 @@ func TestVIPSize(t *testing.T) {
 		t.Errorf("a VIP takes %d bytes, want at most 64 (its options interned)", n)
 	}
 }
+
+// TestInstanceSize: an Instance keeps its notify scripts behind a
+// pointer, nil for most, so that 1,000 of them do not carry 240 bytes
+// each of empty strings; the parsed instances of bench/scale's file are
+// kept for the engine's life (docs/design/memory.md). 448 bytes is the
+// size class it fits in now; 704 before.
+func TestInstanceSize(t *testing.T) {
+	if n := unsafe.Sizeof(Instance{}); n > 448 {
+		t.Errorf("an Instance takes %d bytes, want at most 448", n)
+	}
+	cfg, err := Parse("k.conf", []byte("vrrp_instance A {\n interface eth0\n virtual_router_id 1\n priority 100\n virtual_ipaddress {\n  198.18.0.1/32\n }\n}\n"+
+		"vrrp_instance B {\n interface eth0\n virtual_router_id 2\n priority 100\n notify_master /bin/true\n virtual_ipaddress {\n  198.18.0.2/32\n }\n}\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := cfg.Instances[0].Notify; n != nil {
+		t.Errorf("instance A without notify scripts has Notify %+v, want nil", *n)
+	}
+	if got := cfg.Instances[1].Notifies().Master; got != "/bin/true" {
+		t.Errorf("instance B's notify_master is %q, want /bin/true", got)
+	}
+}

@@ -87,7 +87,9 @@ func (c Conf) Config(routerID string) *keepalived.Config {
 	if c.Script != "" {
 		in.TrackScripts = []keepalived.TrackScript{{Name: "chk"}}
 	}
-	in.Notify.Any = c.Notify
+	if c.Notify != "" {
+		in.Notify = &keepalived.Notify{Any: c.Notify}
+	}
 	cfg.Instances = []*keepalived.Instance{in}
 	return cfg
 }
