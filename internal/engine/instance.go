@@ -145,8 +145,12 @@ func (e *Engine) apply(cfg *keepalived.Config) error {
 		build = append(build, ic)
 	}
 	room := roomFor(build)
+	// The sources of the instances built, one look per interface: the
+	// running instances, whose VIPs are not a source, do not change
+	// while these are built (they go into fresh).
+	srcs := map[string]sourceAnswer{}
 	for _, ic := range build {
-		in, err := e.build(cfg, ic, links, room)
+		in, err := e.build(cfg, ic, links, room, srcs)
 		if err != nil {
 			for _, f := range fresh {
 				f.close()
@@ -551,7 +555,7 @@ func (r linkReads) link(nl Netlink, name string) (netif.LinkInfo, error) {
 
 // build prepares an instance: interface, addresses, socket, announcer.
 // links keeps the links read by the builds of one apply.
-func (e *Engine) build(cfg *keepalived.Config, ic *keepalived.Instance, links linkReads, room *vipRoom) (*instance, error) {
+func (e *Engine) build(cfg *keepalived.Config, ic *keepalived.Instance, links linkReads, room *vipRoom, srcs map[string]sourceAnswer) (*instance, error) {
 	fail := func(format string, args ...any) error {
 		return fmt.Errorf("%s: vrrp_instance %s: %s", ic.Pos, ic.Name, fmt.Sprintf(format, args...))
 	}
@@ -584,7 +588,7 @@ func (e *Engine) build(cfg *keepalived.Config, ic *keepalived.Instance, links li
 	if ic.UnicastSrcIP.IsValid() {
 		in.src = ic.UnicastSrcIP
 	} else {
-		src, what, err := e.sourceNow(in, nil)
+		src, what, err := e.sourceNow(in, srcs)
 		switch {
 		case errors.Is(err, netif.ErrNoAddress):
 			// keepalived 2.2.7 starts such an instance in FAULT ("entering

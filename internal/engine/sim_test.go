@@ -85,6 +85,10 @@ type simNode struct {
 	// stall, when set, holds the packets the node's sockets read while it
 	// is stopped (see simStall).
 	stall *simStall
+	// sourceLooks counts the looks for an interface's source address
+	// (PrimaryIPv4 and LinkLocalIPv6), by "4" and "6": each is an address
+	// dump on a real node.
+	sourceLooks map[string]int
 }
 
 // node adds a node whose eth0 is up on the segment with the given
@@ -390,6 +394,7 @@ func (n *simNode) SweepExcept(l netif.Ledger, keep func(netif.VIP) bool) ([]neti
 func (n *simNode) PrimaryIPv4(name string, exclude []netip.Addr) (netip.Addr, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	n.lookedForSource("4")
 	l := n.links[name]
 	if l == nil {
 		return netip.Addr{}, fmt.Errorf("primary IPv4: link %q: %w", name, netif.ErrNoLink)
@@ -405,6 +410,7 @@ func (n *simNode) PrimaryIPv4(name string, exclude []netip.Addr) (netip.Addr, er
 func (n *simNode) LinkLocalIPv6(name string) (netip.Addr, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	n.lookedForSource("6")
 	l := n.links[name]
 	if l == nil {
 		return netip.Addr{}, fmt.Errorf("link-local IPv6: link %q: %w", name, netif.ErrNoLink)
@@ -415,6 +421,15 @@ func (n *simNode) LinkLocalIPv6(name string) (netip.Addr, error) {
 		}
 	}
 	return netip.Addr{}, fmt.Errorf("link-local IPv6 of %s: %w (none, or still tentative)", name, netif.ErrNoAddress)
+}
+
+// lookedForSource counts a look for a source address of family ("4",
+// "6"); n.mu is held.
+func (n *simNode) lookedForSource(family string) {
+	if n.sourceLooks == nil {
+		n.sourceLooks = map[string]int{}
+	}
+	n.sourceLooks[family]++
 }
 
 func (n *simNode) Tentative(name string, addr netip.Addr) (bool, error) {
