@@ -677,15 +677,27 @@ func (e *Engine) publishStatusSoon() {
 // prefix length, so a node address that equals a VIP with another length
 // stays.
 func (e *Engine) removePresentVIPs() {
-	var vips []netif.VIP
-	var owner []string // instance of each of vips
+	// Both lists made at their size, each VIP read where it is: grown by
+	// appends, with a list of each instance's VIPs made to range over,
+	// they took nearly 6 of the 88 MB the engine allocated to start bench/scale's
+	// 10,000 VIPs, all of it garbage once this returns.
+	n := 0
+	for _, ic := range e.cfg.Instances {
+		if !e.adopt[ic.Name] {
+			n += len(ic.VIPs) + len(ic.ExcludedVIPs)
+		}
+	}
+	vips := make([]netif.VIP, 0, n)
+	owner := make([]string, 0, n) // instance of each of vips
 	for _, ic := range e.cfg.Instances {
 		if e.adopt[ic.Name] {
 			continue
 		}
-		for _, v := range slices.Concat(ic.VIPs, ic.ExcludedVIPs) {
-			vips = append(vips, toVIP(v, ic.Interface))
-			owner = append(owner, ic.Name)
+		for _, list := range [][]keepalived.VIP{ic.VIPs, ic.ExcludedVIPs} {
+			for _, v := range list {
+				vips = append(vips, toVIP(v, ic.Interface))
+				owner = append(owner, ic.Name)
+			}
 		}
 	}
 	// One dump of the addresses for them all: one per VIP, each listing

