@@ -343,7 +343,7 @@ func (p *parser) instanceEntry(in *Instance, m *instMeta, s *stmt) {
 		}
 		p.notify(in.Notify, s)
 		if *in.Notify == (Notify{}) {
-			in.Notify = nil // a script refused
+			in.Notify = nil // the line was refused: no script
 		}
 	case "garp_master_delay":
 		d, ok := p.wholeSecondsArg(s, 4294)
