@@ -414,7 +414,7 @@ func MissingInterfaces(cfg *keepalived.Config, exists func(name string) bool) []
 	}
 	for _, in := range cfg.Instances {
 		note(in.Pos, in.Interface, "interface of vrrp_instance "+in.Name, "vipstack runs the instance in FAULT until it appears")
-		for _, v := range slices.Concat(in.VIPs, in.ExcludedVIPs) {
+		for v := range in.AllVIPs() {
 			note(v.Pos, v.Dev(), "dev of "+v.Prefix.String(), "vipstack cannot add the address")
 		}
 		for _, ti := range in.TrackInterfaces {
@@ -685,7 +685,7 @@ func (e *Engine) removePresentVIPs() {
 	n := 0
 	for _, ic := range e.cfg.Instances {
 		if !e.adopt[ic.Name] {
-			n += len(ic.VIPs) + len(ic.ExcludedVIPs)
+			n += ic.NumVIPs()
 		}
 	}
 	vips := make([]netif.VIP, 0, n)
@@ -694,11 +694,9 @@ func (e *Engine) removePresentVIPs() {
 		if e.adopt[ic.Name] {
 			continue
 		}
-		for _, list := range [][]keepalived.VIP{ic.VIPs, ic.ExcludedVIPs} {
-			for _, v := range list {
-				vips = append(vips, toVIP(v, ic.Interface))
-				owner = append(owner, ic.Name)
-			}
+		for v := range ic.AllVIPs() {
+			vips = append(vips, toVIP(v, ic.Interface))
+			owner = append(owner, ic.Name)
 		}
 	}
 	// One dump of the addresses for them all: one per VIP, each listing
@@ -1166,7 +1164,7 @@ func (e *Engine) adoptedVIPs() map[string]bool {
 		if !e.adopt[ic.Name] {
 			continue
 		}
-		for _, v := range slices.Concat(ic.VIPs, ic.ExcludedVIPs) {
+		for v := range ic.AllVIPs() {
 			vip := toVIP(v, ic.Interface)
 			keys[addrKey(vip.Prefix, vip.Dev)] = true
 		}

@@ -87,7 +87,7 @@ type vipRoom struct {
 func roomFor(ics []*keepalived.Instance) *vipRoom {
 	vips := 0
 	for _, ic := range ics {
-		vips += len(ic.VIPs) + len(ic.ExcludedVIPs)
+		vips += ic.NumVIPs()
 	}
 	return &vipRoom{vips: make([]vipRef, 0, vips)}
 }
@@ -418,7 +418,7 @@ func (e *Engine) keptByMaster(cfg *keepalived.Config, fresh map[string]*instance
 		if ic.Name == self || other == nil || fresh[ic.Name] != nil || other.fsm.State() != fsm.Master {
 			continue
 		}
-		for _, w := range slices.Concat(ic.VIPs, ic.ExcludedVIPs) {
+		for w := range ic.AllVIPs() {
 			if w := toVIP(w, other.vipDev); addrKey(w.Prefix, w.Dev) == k {
 				return ic.Name
 			}
@@ -583,7 +583,7 @@ func (e *Engine) build(cfg *keepalived.Config, ic *keepalived.Instance, links li
 		return nil, fail("%v", err)
 	}
 	in.vipDev = vipDev
-	in.vips = appendRefs(room.take(len(ic.VIPs)+len(ic.ExcludedVIPs)), ic, vipDev)
+	in.vips = appendRefs(room.take(ic.NumVIPs()), ic, vipDev)
 	in.vipText = prefixTexts(in.vips)
 	if ic.UnicastSrcIP.IsValid() {
 		in.src = ic.UnicastSrcIP
@@ -704,7 +704,7 @@ func netifVIPs(refs []vipRef) []netif.VIP {
 // now, whose VIPs are the same (sameVIPs, or updateVIPs made them so):
 // the configuration replaced is then no longer held.
 func (in *instance) pointAt(ic *keepalived.Instance) {
-	if len(in.vips) != len(ic.VIPs)+len(ic.ExcludedVIPs) {
+	if len(in.vips) != ic.NumVIPs() {
 		return
 	}
 	i := 0

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"iter"
 	"maps"
 	"net/netip"
 	"slices"
@@ -188,7 +187,7 @@ func duplicates(insts []*Instance, vridAt func(*Instance) Pos, add func(pos Pos,
 	// addresses (it runs twice).
 	n := 0
 	for _, in := range insts {
-		n += len(in.VIPs) + len(in.ExcludedVIPs)
+		n += in.NumVIPs()
 	}
 	vrids := make(map[vrKey]*Instance, len(insts))
 	vips := make(map[vipKey]vipAt, n)
@@ -206,7 +205,7 @@ func duplicates(insts []*Instance, vridAt func(*Instance) Pos, add func(pos Pos,
 		// keepalived 2.2.7 accepts an address in two instances, and the
 		// instance that lets it go removes it from under the one that
 		// holds it (seen: one in FAULT left the other MASTER without it).
-		for a := range allVIPs(in) {
+		for a := range in.AllVIPs() {
 			dev := cmp.Or(a.Dev(), in.Interface)
 			k := vipKey{a.Prefix.Addr(), dev}
 			prev, dup := vips[k]
@@ -224,20 +223,6 @@ func duplicates(insts []*Instance, vridAt func(*Instance) Pos, add func(pos Pos,
 				add(cmp.Or(a.Pos, in.Pos), "virtual_ipaddress", "address %s on %s of vrrp_instance %q is also in vrrp_instance %q%s; "+
 					"an address belongs to one instance (the instance that lets it go would remove it from under the other)",
 					k.addr, dev, in.Name, prev.in.Name, at(prev.pos))
-			}
-		}
-	}
-}
-
-// allVIPs yields in's VIPs, then its excluded VIPs, without copying
-// them into one list.
-func allVIPs(in *Instance) iter.Seq[VIP] {
-	return func(yield func(VIP) bool) {
-		for _, list := range [2][]VIP{in.VIPs, in.ExcludedVIPs} {
-			for _, v := range list {
-				if !yield(v) {
-					return
-				}
 			}
 		}
 	}

@@ -2,6 +2,7 @@ package keepalived
 
 import (
 	"encoding/json"
+	"iter"
 	"net/netip"
 	"strconv"
 	"time"
@@ -344,6 +345,23 @@ func (e *Error) Error() string {
 	}
 	return e.Pos.String() + ": " + e.Msg
 }
+
+// AllVIPs yields in's VIPs, then its excluded VIPs, without copying them
+// into one list.
+func (in *Instance) AllVIPs() iter.Seq[VIP] {
+	return func(yield func(VIP) bool) {
+		for _, list := range [2][]VIP{in.VIPs, in.ExcludedVIPs} {
+			for _, v := range list {
+				if !yield(v) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// NumVIPs is how many VIPs AllVIPs yields.
+func (in *Instance) NumVIPs() int { return len(in.VIPs) + len(in.ExcludedVIPs) }
 
 // Notifies returns in's notify scripts: the zero Notify when it has none.
 func (in *Instance) Notifies() Notify {
