@@ -2,6 +2,7 @@ package pages
 
 import (
 	"errors"
+	"io"
 	"os"
 	"strconv"
 	"syscall"
@@ -15,45 +16,84 @@ type Mapping struct {
 	Anonymous  int // kB of the mapping's pages that are private copies
 }
 
-// parseSmaps reads the mappings of a /proc/PID/smaps text.
-func parseSmaps(smaps string) ([]Mapping, error) {
+// lineMax bounds a line of smaps: a mapping's line is its address range,
+// permissions, offset, device and inode (at most 94 bytes on 64-bit Linux)
+// then its path, at most PATH_MAX (4096) bytes.
+const lineMax = 8 << 10
+
+// parseSmaps reads the mappings of a /proc/PID/smaps text from r. It
+// reads through one buffer of lineMax bytes and keeps only each
+// mapping's header and its Anonymous figure: the small supervisor calls
+// it with its collector off, where whatever it allocates stays
+// (docs/design/memory.md), and the file is 70 kB with 30 mappings.
+func parseSmaps(r io.Reader) ([]Mapping, error) {
 	var out []Mapping
-	for n, rest := 1, smaps; rest != ""; n++ {
-		var line string
-		line, rest = cutLine(rest)
-		f := fields(line)
-		if len(f) == 0 {
-			continue
+	err := scanLines(r, make([]byte, lineMax), func(n int, line []byte) error {
+		if len(line) == 0 {
+			return nil
 		}
-		if k := f[0]; k[len(k)-1] == ':' {
-			if k == "Anonymous:" && len(out) > 0 && len(f) > 1 {
-				kb, err := strconv.Atoi(f[1])
-				if err != nil {
-					return nil, smapsError(n, "Anonymous "+strconv.Quote(f[1])+": want kB")
-				}
-				out[len(out)-1].Anonymous = kb
+		if c := line[0]; c >= 'A' && c <= 'Z' {
+			// A field of the mapping above ("Rss:", "VmFlags:"); mapping
+			// lines start with a lower-case hex address.
+			v, ok := cutPrefix(line, "Anonymous:")
+			if !ok || len(out) == 0 {
+				return nil
 			}
-			continue
-		}
-		dash := indexByte(f[0], '-')
-		if dash < 0 || len(f) < 5 {
-			return nil, smapsError(n, strconv.Quote(line)+": want START-END PERMS OFFSET DEV INODE [PATH]")
-		}
-		s, err1 := strconv.ParseUint(f[0][:dash], 16, 64)
-		e, err2 := strconv.ParseUint(f[0][dash+1:], 16, 64)
-		if err1 != nil || err2 != nil || e <= s {
-			return nil, smapsError(n, "address range "+strconv.Quote(f[0])+": want START-END in hex")
-		}
-		m := Mapping{Start: uintptr(s), End: uintptr(e), Perms: f[1]}
-		if len(f) > 5 {
-			m.Path = f[5]
-			for _, w := range f[6:] {
-				m.Path += " " + w
+			num, _ := nextField(v)
+			kb, err := strconv.Atoi(string(num))
+			if err != nil {
+				return smapsError(n, "Anonymous "+strconv.Quote(string(num))+": want kB")
 			}
+			out[len(out)-1].Anonymous = kb
+			return nil
+		}
+		m, err := parseMapping(line)
+		if err != nil {
+			return smapsError(n, err.Error())
 		}
 		out = append(out, m)
+		return nil
+	})
+	return out, err
+}
+
+// parseMapping parses the line that starts a mapping: START-END PERMS
+// OFFSET DEV INODE [PATH], the path as the kernel printed it (it may hold
+// spaces).
+func parseMapping(line []byte) (Mapping, error) {
+	rng, rest := nextField(line)
+	perms, rest := nextField(rest)
+	var n int
+	for ; n < 3; n++ {
+		var f []byte
+		if f, rest = nextField(rest); len(f) == 0 {
+			break
+		}
 	}
-	return out, nil
+	dash := indexByte(rng, '-')
+	if dash < 0 || len(perms) == 0 || n < 3 {
+		return Mapping{}, errors.New(strconv.Quote(string(line)) + ": want START-END PERMS OFFSET DEV INODE [PATH]")
+	}
+	s, err1 := strconv.ParseUint(string(rng[:dash]), 16, 64)
+	e, err2 := strconv.ParseUint(string(rng[dash+1:]), 16, 64)
+	if err1 != nil || err2 != nil || e <= s {
+		return Mapping{}, errors.New("address range " + strconv.Quote(string(rng)) + ": want START-END in hex")
+	}
+	m := Mapping{Start: uintptr(s), End: uintptr(e), Perms: permsText(perms)}
+	if path := trimBlanks(rest); len(path) > 0 {
+		m.Path = string(path)
+	}
+	return m, nil
+}
+
+// permsText is perms as a string, without allocating for the usual ones.
+func permsText(perms []byte) string {
+	for _, p := range [...]string{"r-xp", "r--p", "rw-p", "---p", "rwxp", "r--s", "rw-s"} {
+		if string(perms) == p {
+			return p
+		}
+	}
+	return string(perms)
 }
 
 // smapsError is the error for line n of an smaps text.
@@ -61,33 +101,79 @@ func smapsError(n int, msg string) error {
 	return errors.New("smaps line " + strconv.Itoa(n) + ": " + msg)
 }
 
-// cutLine splits s after its first line, dropping the newline.
-func cutLine(s string) (line, rest string) {
-	if i := indexByte(s, '\n'); i >= 0 {
-		return s[:i], s[i+1:]
-	}
-	return s, ""
-}
-
-// fields splits s at runs of spaces and tabs (smaps has no other blanks).
-func fields(s string) []string {
-	var out []string
-	start := -1
-	for i := 0; i <= len(s); i++ {
-		blank := i == len(s) || s[i] == ' ' || s[i] == '\t'
+// scanLines calls f with each line of r (without its newline), numbered
+// from 1, reading through buf; a line longer than buf is an error. It
+// stops at f's first error and returns it.
+func scanLines(r io.Reader, buf []byte, f func(n int, line []byte) error) error {
+	n, have := 0, 0
+	for {
+		read, err := r.Read(buf[have:])
+		have += read
+		start := 0
+		for {
+			i := indexByte(buf[start:have], '\n')
+			if i < 0 {
+				break
+			}
+			n++
+			if ferr := f(n, buf[start:start+i]); ferr != nil {
+				return ferr
+			}
+			start += i + 1
+		}
+		have = copy(buf, buf[start:have])
 		switch {
-		case blank && start >= 0:
-			out = append(out, s[start:i])
-			start = -1
-		case !blank && start < 0:
-			start = i
+		case err == io.EOF:
+			if have > 0 {
+				return f(n+1, buf[:have])
+			}
+			return nil
+		case err != nil:
+			return err
+		case have == len(buf):
+			return smapsError(n+1, "longer than "+strconv.Itoa(len(buf))+" bytes")
 		}
 	}
-	return out
+}
+
+// nextField returns the first run of non-blanks in s (spaces and tabs:
+// smaps has no other blanks) and what follows it.
+func nextField(s []byte) (field, rest []byte) {
+	s = trimLeft(s)
+	i := 0
+	for i < len(s) && s[i] != ' ' && s[i] != '\t' {
+		i++
+	}
+	return s[:i], s[i:]
+}
+
+// trimLeft drops the blanks that start s.
+func trimLeft(s []byte) []byte {
+	for len(s) > 0 && (s[0] == ' ' || s[0] == '\t') {
+		s = s[1:]
+	}
+	return s
+}
+
+// trimBlanks drops the blanks around s.
+func trimBlanks(s []byte) []byte {
+	s = trimLeft(s)
+	for len(s) > 0 && (s[len(s)-1] == ' ' || s[len(s)-1] == '\t') {
+		s = s[:len(s)-1]
+	}
+	return s
+}
+
+// cutPrefix returns s without prefix and whether s started with it.
+func cutPrefix(s []byte, prefix string) ([]byte, bool) {
+	if len(s) < len(prefix) || string(s[:len(prefix)]) != prefix {
+		return s, false
+	}
+	return s[len(prefix):], true
 }
 
 // indexByte is the index of the first c in s, or -1.
-func indexByte(s string, c byte) int {
+func indexByte(s []byte, c byte) int {
 	for i := 0; i < len(s); i++ {
 		if s[i] == c {
 			return i
@@ -133,11 +219,12 @@ func Droppable() ([]Mapping, error) {
 	if err != nil {
 		return nil, err
 	}
-	b, err := os.ReadFile("/proc/self/smaps")
+	f, err := os.Open("/proc/self/smaps")
 	if err != nil {
 		return nil, err
 	}
-	ms, err := parseSmaps(string(b))
+	defer f.Close()
+	ms, err := parseSmaps(f)
 	if err != nil {
 		return nil, err
 	}
