@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"runtime"
 	"sync"
 	"syscall"
 
@@ -460,100 +459,31 @@ func resubscribe(ctx context.Context, what string, once func() (delivered bool, 
 	}
 }
 
-// subscribe makes a netlink subscription through sub, which gets the
-// namespace to subscribe in (nil: the calling thread's). The subscription's
-// socket is made while sub runs; on a thread already in the handle's
-// namespace (always, in the agent) it is made there without setns, which
-// needs CAP_SYS_ADMIN (see Open).
-func (h *Handle) subscribe(sub func(at *netns.NsHandle) error) error {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	var at *netns.NsHandle
-	cur, cerr := netns.Get()
-	if cerr != nil || !cur.Equal(h.ns) {
-		ns := h.ns
-		at = &ns
-	}
-	if cerr == nil {
-		cur.Close()
-	}
-	if err := sub(at); err != nil {
-		return fmt.Errorf("subscribe: %w", err)
-	}
-	return nil
-}
-
-// receive hands each update on ch to f until ctx is done (then it returns
-// a nil error) or the subscription ends (then it returns the error the
-// library reported on errc, if any). Either way it closes done and drains
-// ch, so the library's reader goroutine finishes.
-func receive[U any](ctx context.Context, ch chan U, done chan struct{}, errc <-chan error, f func(U)) (delivered bool, err error) {
-	defer func() {
-		close(done)
-		for range ch {
-		}
-	}()
-	for {
-		select {
-		case <-ctx.Done():
-			return delivered, nil
-		case u, ok := <-ch:
-			if !ok {
-				select {
-				case err := <-errc:
-					return delivered, err
-				default:
-					return delivered, errors.New("subscription closed")
-				}
-			}
-			delivered = true
-			f(u)
-		}
-	}
-}
-
-// keepFirst returns an error callback that keeps the first error reported
-// on errc, and makes errc.
-func keepFirst(ignore func(error) bool) (chan error, func(error)) {
-	errc := make(chan error, 1)
-	return errc, func(err error) {
-		if ignore != nil && ignore(err) {
-			return
-		}
-		select {
-		case errc <- err:
-		default:
-		}
-	}
-}
-
 type linkState struct {
 	name string
 	up   bool
 }
 
 func (h *Handle) watchLinksOnce(ctx context.Context, known map[int]linkState, f func(string, bool)) (delivered bool, err error) {
-	ch := make(chan netlink.LinkUpdate, 64)
-	done := make(chan struct{})
-	errc, onErr := keepFirst(func(err error) bool {
-		// The events that follow an interrupted dump still carry every change.
-		return errors.Is(err, netlink.ErrDumpInterrupted)
-	})
-	err = h.subscribe(func(at *netns.NsHandle) error {
-		return netlink.LinkSubscribeWithOptions(ch, done, netlink.LinkSubscribeOptions{
-			Namespace:         at,
-			ListExisting:      true,
-			ErrorCallback:     onErr,
-			ReceiveBufferSize: 1 << 20,
-		})
-	})
+	s, err := h.openEvents(unix.RTMGRP_LINK)
 	if err != nil {
 		return false, err
 	}
-	return receive(ctx, ch, done, errc, func(u netlink.LinkUpdate) {
-		a := u.Attrs()
-		idx := int(u.Index)
-		if u.Header.Type == syscall.RTM_DELLINK {
+	defer s.Close()
+	if err := s.dump(unix.RTM_GETLINK, make([]byte, unix.SizeofIfInfomsg)); err != nil {
+		return false, err
+	}
+	// The dump's links come among the events; one interrupted by a change
+	// (NLM_F_DUMP_INTR) may miss it, but the change's own event follows.
+	return s.readAll(ctx, func(m *syscall.NetlinkMessage) {
+		if m.Header.Type != unix.RTM_NEWLINK && m.Header.Type != unix.RTM_DELLINK {
+			return
+		}
+		idx, name, up, err := parseLinkEvent(m)
+		if err != nil {
+			return
+		}
+		if m.Header.Type == unix.RTM_DELLINK {
 			if old, ok := known[idx]; ok {
 				delete(known, idx)
 				if old.up {
@@ -562,7 +492,7 @@ func (h *Handle) watchLinksOnce(ctx context.Context, known map[int]linkState, f 
 			}
 			return
 		}
-		now := linkState{name: a.Name, up: linkUp(a)}
+		now := linkState{name: name, up: up}
 		old, ok := known[idx]
 		known[idx] = now
 		if !ok || old.up != now.up {
@@ -572,26 +502,20 @@ func (h *Handle) watchLinksOnce(ctx context.Context, known map[int]linkState, f 
 }
 
 func (h *Handle) watchAddrsOnce(ctx context.Context, f func(netip.Prefix, bool)) (delivered bool, err error) {
-	ch := make(chan netlink.AddrUpdate, 64)
-	done := make(chan struct{})
-	errc, onErr := keepFirst(nil)
-	err = h.subscribe(func(at *netns.NsHandle) error {
-		return netlink.AddrSubscribeWithOptions(ch, done, netlink.AddrSubscribeOptions{
-			Namespace:         at,
-			ErrorCallback:     onErr,
-			ReceiveBufferSize: 1 << 20,
-		})
-	})
+	s, err := h.openEvents(unix.RTMGRP_IPV4_IFADDR | unix.RTMGRP_IPV6_IFADDR)
 	if err != nil {
 		return false, err
 	}
+	defer s.Close()
 	f(netip.Prefix{}, false) // anything may have changed before the subscription
-	return receive(ctx, ch, done, errc, func(u netlink.AddrUpdate) {
-		a, ok := netip.AddrFromSlice(u.LinkAddress.IP)
-		if !ok {
+	return s.readAll(ctx, func(m *syscall.NetlinkMessage) {
+		if m.Header.Type != unix.RTM_NEWADDR && m.Header.Type != unix.RTM_DELADDR {
 			return
 		}
-		bits, _ := u.LinkAddress.Mask.Size()
-		f(netip.PrefixFrom(a.Unmap(), bits), u.NewAddr) // the kernel's IPv4 comes as 16 bytes
+		p, err := parseAddrEvent(m)
+		if err != nil {
+			return
+		}
+		f(p, m.Header.Type == unix.RTM_NEWADDR)
 	})
 }

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"net"
 	"net/netip"
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -498,6 +500,90 @@ func TestWatchAddrs(t *testing.T) {
 		}
 		if got := next(); got != s.want {
 			t.Fatalf("%s: event %v, want %v", s.name, got, s.want)
+		}
+	}
+}
+
+// TestWatchAddrsOverflow: events the kernel drops because the watch's
+// socket is full (ENOBUFS) make WatchAddrs subscribe again and report the
+// zero Prefix ("anything may have changed"), then the events after.
+func TestWatchAddrsOverflow(t *testing.T) {
+	h, nh := setup(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	events := make(chan addrEvent, 100)
+	hold := make(chan struct{})
+	ret := make(chan error, 1)
+	go func() {
+		held := false
+		ret <- nh.WatchAddrs(ctx, func(p netip.Prefix, added bool) {
+			if p.IsValid() && !held {
+				held = true
+				<-hold // the socket fills meanwhile
+			}
+			select {
+			case events <- addrEvent{p, added}:
+			case <-ctx.Done():
+			}
+		})
+	}()
+	defer func() {
+		cancel()
+		select {
+		case err := <-ret:
+			if err != nil {
+				t.Errorf("WatchAddrs returned %v after cancel; want nil", err)
+			}
+		case <-time.After(waitLimit):
+			t.Errorf("WatchAddrs did not return within %v of cancel", waitLimit)
+		}
+	}()
+	next := func() addrEvent {
+		t.Helper()
+		select {
+		case e := <-events:
+			return e
+		case err := <-ret:
+			t.Fatalf("WatchAddrs returned early: %v", err)
+		case <-time.After(waitLimit):
+			t.Fatalf("no address event within %v", waitLimit)
+		}
+		return addrEvent{}
+	}
+	if got := next(); got != (addrEvent{}) {
+		t.Fatalf("first event %v, want the zero Prefix (subscribed)", got)
+	}
+	// Far more events than a socket buffer within rmem_max holds.
+	const n = 8000
+	var batch strings.Builder
+	for i := range n {
+		batch.WriteString("addr add 198.19." + strconv.Itoa(i/250) + "." + strconv.Itoa(i%250+1) + "/32 dev " + h.Link + "\n")
+	}
+	file := filepath.Join(t.TempDir(), "batch")
+	if err := os.WriteFile(file, []byte(batch.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Run("ip", "-batch", file); err != nil {
+		t.Fatal(err)
+	}
+	close(hold)
+	got := 0
+	for {
+		e := next()
+		if !e.Prefix.IsValid() {
+			break // subscribed again
+		}
+		if got++; got >= n {
+			t.Fatalf("all %d events came through, and no new subscription: the socket did not overflow", n)
+		}
+	}
+	last := netip.MustParsePrefix("198.18.9.9/32")
+	if _, err := h.Run("ip", "addr", "add", last.String(), "dev", h.Link); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		e := next()
+		if e == (addrEvent{last, true}) {
+			break
 		}
 	}
 }
