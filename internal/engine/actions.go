@@ -167,9 +167,9 @@ func (e *Engine) groupState(g *syncGroup, to fsm.State) {
 // each as soon as the kernel has it, and schedules the rest of the
 // gratuitous ARP / unsolicited NA pattern.
 func (e *Engine) takeVIPs(in *instance, now time.Time) {
-	for i, k := range addrKeys(in.vips) {
-		e.held[k] = &in.vips[i]
-		delete(e.released, k) // ours again: no longer watched
+	for i := range in.vips {
+		e.held.put(&in.vips[i])
+		e.unrelease(in.vips[i].Prefix, in.vips[i].Dev) // ours again: no longer watched
 	}
 	vips := netifVIPs(in.vips)
 	if err := e.recordVIPs(vips); err != nil {
@@ -349,13 +349,22 @@ func (e *Engine) handLedger() {
 	}
 }
 
+// unrelease ends the watch of a released VIP that an instance of ours
+// holds again.
+func (e *Engine) unrelease(p netip.Prefix, dev string) {
+	if len(e.released) == 0 {
+		return
+	}
+	var buf [64]byte
+	delete(e.released, string(appendAddrKey(buf[:0], p, dev)))
+}
+
 // release removes one VIP an instance of ours held and watches it for
 // releaseWatch (see checkReleased), also when the removal failed: then the
 // watch retries it until it succeeds.
 func (e *Engine) release(instance string, v netif.VIP, now time.Time) {
-	k := addrKey(v.Prefix, v.Dev)
-	delete(e.held, k)
-	e.released[k] = releasedVIP{vip: v, instance: instance, at: now}
+	e.held.remove(v.Prefix, v.Dev)
+	e.released[addrKey(v.Prefix, v.Dev)] = releasedVIP{vip: v, instance: instance, at: now}
 	if err := e.nl.DelVIP(v); err != nil {
 		e.log.Error("removing VIP failed; trying again", "instance", instance, "vip", v.Prefix, "dev", v.Dev, "err", err)
 		return
@@ -592,8 +601,8 @@ const (
 // those absent for releaseWatch.
 func (e *Engine) checkReleased(now time.Time) {
 	e.releasedNext = time.Time{}
-	for k := range e.released {
-		if _, ok := e.held[k]; ok {
+	for k, r := range e.released {
+		if e.held.has(r.vip.Prefix, r.vip.Dev) {
 			delete(e.released, k) // a master of ours holds it again
 		}
 	}
@@ -642,13 +651,13 @@ func (e *Engine) checkReleased(now time.Time) {
 // and still watched (a crash while one is on the interface again must not
 // leave it there).
 func (e *Engine) heldList() []netif.VIP {
-	out := make([]netif.VIP, 0, len(e.held)+len(e.released))
-	for _, k := range sortedKeys(e.held) {
-		out = append(out, e.held[k].vip())
+	out := make([]netif.VIP, 0, e.held.len()+len(e.released))
+	for _, r := range e.held.refs {
+		out = append(out, r.vip())
 	}
 	for _, k := range sortedKeys(e.released) {
-		if _, ok := e.held[k]; !ok {
-			out = append(out, e.released[k].vip)
+		if v := e.released[k].vip; !e.held.has(v.Prefix, v.Dev) {
+			out = append(out, v)
 		}
 	}
 	return out
@@ -781,14 +790,14 @@ func (e *Engine) stopAll(why string) {
 		e.stopInstance(in, now, why)
 		in.close()
 	}
-	for _, k := range sortedKeys(e.held) {
-		v := e.held[k].vip()
+	e.held.keep(func(r *vipRef) bool {
+		v := r.vip()
 		if err := e.nl.DelVIP(v); err != nil {
 			e.log.Error("removing VIP at shutdown failed", "vip", v.Prefix, "err", err)
-			continue
+			return true
 		}
-		delete(e.held, k)
-	}
+		return false
+	})
 	// The released VIPs still watched: one last removal (a no-op for
 	// those gone, as they should all be).
 	for _, k := range sortedKeys(e.released) {

@@ -129,11 +129,11 @@ type Engine struct {
 	byKey       map[demuxKey]*instance   // receive demultiplexing
 	trackers    map[string]*trackerEntry // by vrrp_script name
 	groups      map[string]*syncGroup
-	// held are the VIPs we hold, by addrKey: each points into the
-	// holding instance's vips (never changed in place: a reload that
-	// changes them makes a new list), not a copy of about 120 bytes
+	// held are the VIPs we hold: each points into the holding
+	// instance's vips (never changed in place: a reload that changes
+	// them makes a new list), not a copy of about 120 bytes
 	// (docs/design/memory.md).
-	held map[string]*vipRef
+	held heldSet
 	// released are the VIPs we let go, watched for a while (see
 	// checkReleased); releasedNext is when to look at them again.
 	released     map[string]releasedVIP
@@ -297,7 +297,6 @@ func New(opts Options) (*Engine, *keepalived.Config, error) {
 		byKey:     map[demuxKey]*instance{},
 		trackers:  map[string]*trackerEntry{},
 		groups:    map[string]*syncGroup{},
-		held:      map[string]*vipRef{},
 		released:  map[string]releasedVIP{},
 		links:     map[string]bool{},
 		dad:       map[string]dadWait{},
@@ -1149,7 +1148,7 @@ func (e *Engine) stopForHandoff() []string {
 	}
 	e.closeConns()
 	e.log.Info("VRRP stopped for a hand-off to a successor on this node: no priority 0 sent, addresses left in place",
-		"masters", len(masters), "addresses", len(e.held))
+		"masters", len(masters), "addresses", e.held.len())
 	e.publishStatus()
 	e.stopTrackers(trackerGrace)
 	e.waitNotify(notifyGrace)

@@ -17,7 +17,7 @@ func refOf(v netif.VIP) vipRef {
 	return vipRef{VIP: &kv, Dev: v.Dev}
 }
 
-// TestHeldOf: the held list follows the engine's held map, and while it
+// TestHeldOf: the held list follows the engine's held set, and while it
 // does not change, computing it again (after every turn of the loop, over
 // every VIP) allocates nothing.
 func TestHeldOf(t *testing.T) {
@@ -29,13 +29,13 @@ func TestHeldOf(t *testing.T) {
 	}
 	in.vips = append(in.vips, refOf(netif.VIP{Prefix: netip.MustParsePrefix("fd00::5/128"), Dev: "eth1"}))
 	in.vipText = append(in.vipText, "fd00::5/128")
-	e := &Engine{held: map[string]*vipRef{}}
+	e := &Engine{}
 	if got := e.heldOf(in); got != nil {
 		t.Fatalf("nothing held: heldOf = %v, want nil", got)
 	}
 	for _, i := range []int{3, 1999, 2000} {
 		v := in.vips[i]
-		e.held[addrKey(v.Prefix, v.Dev)] = &v
+		e.held.put(&v)
 	}
 	want := []string{"198.18.16.4/32", "198.18.23.250/32", "fd00::5/128"}
 	if diff := cmp.Diff(want, e.heldOf(in)); diff != "" {
@@ -44,14 +44,14 @@ func TestHeldOf(t *testing.T) {
 	if allocs := testing.AllocsPerRun(20, func() { e.heldOf(in) }); allocs != 0 {
 		t.Errorf("heldOf with nothing changed: %v allocations, want 0", allocs)
 	}
-	delete(e.held, addrKey(in.vips[1999].Prefix, "eth0"))
+	e.held.remove(in.vips[1999].Prefix, "eth0")
 	if diff := cmp.Diff([]string{"198.18.16.4/32", "fd00::5/128"}, e.heldOf(in)); diff != "" {
 		t.Errorf("heldOf after a release (-want +got):\n%s", diff)
 	}
 	// All held, as a master holds them: the list of every VIP's text
 	// itself, no copy.
 	for i := range in.vips {
-		e.held[addrKey(in.vips[i].Prefix, in.vips[i].Dev)] = &in.vips[i]
+		e.held.put(&in.vips[i])
 	}
 	if all := e.heldOf(in); len(all) != len(in.vipText) || &all[0] != &in.vipText[0] {
 		t.Errorf("all %d held: heldOf returned %d texts, not the instance's list", len(in.vipText), len(all))

@@ -482,8 +482,8 @@ func (e *Engine) updateVIPs(in *instance, ic *keepalived.Instance, movedTo func(
 		// the old one would keep that list, and the configuration it
 		// points into, for as long as the VIP is held; a reload each
 		// adding one VIP would keep a list per reload.
-		if e.held[k] == &in.vips[j] {
-			e.held[k] = &vips[i]
+		if e.held.get(v.Prefix, v.Dev) == &in.vips[j] {
+			e.held.put(&vips[i])
 		}
 	}
 	e.log.Info("addresses changed; instance keeps its state", "instance", ic.Name, "added", len(added), "removed", len(removed))
@@ -508,9 +508,8 @@ func (e *Engine) updateVIPs(in *instance, ic *keepalived.Instance, movedTo func(
 	adds := make([]netif.VIP, len(added))
 	for j, i := range added {
 		adds[j] = vips[i].vip()
-		k := addrKey(vips[i].Prefix, vips[i].Dev)
-		e.held[k] = &vips[i]
-		delete(e.released, k)
+		e.held.put(&vips[i])
+		e.unrelease(vips[i].Prefix, vips[i].Dev)
 	}
 	if len(removed) > 0 {
 		e.checkReleased(now)

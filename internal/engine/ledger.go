@@ -186,8 +186,3 @@ func textParts(n int, appendText func(b []byte, i int) []byte) []string {
 func prefixTexts(vips []vipRef) []string {
 	return textParts(len(vips), func(b []byte, i int) []byte { return vips[i].Prefix.AppendTo(b) })
 }
-
-// addrKeys returns addrKey of each VIP, as parts of one string.
-func addrKeys(vips []vipRef) []string {
-	return textParts(len(vips), func(b []byte, i int) []byte { return appendAddrKey(b, vips[i].Prefix, vips[i].Dev) })
-}

@@ -276,10 +276,9 @@ func (e *Engine) heldOf(in *instance) []string {
 	if len(in.vipText) != len(in.vips) {
 		in.vipText = prefixTexts(in.vips)
 	}
-	var buf [64]byte
 	n, same := 0, true
 	for i, v := range in.vips {
-		if _, ok := e.held[string(appendAddrKey(buf[:0], v.Prefix, v.Dev))]; !ok {
+		if !e.held.has(v.Prefix, v.Dev) {
 			continue
 		}
 		same = same && n < len(in.heldText) && in.heldText[n] == in.vipText[i]
@@ -300,7 +299,7 @@ func (e *Engine) heldOf(in *instance) []string {
 		out = make([]string, 0, n)
 	}
 	for i, v := range in.vips {
-		if _, ok := e.held[string(appendAddrKey(buf[:0], v.Prefix, v.Dev))]; ok {
+		if e.held.has(v.Prefix, v.Dev) {
 			out = append(out, in.vipText[i])
 		}
 	}

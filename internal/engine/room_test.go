@@ -54,24 +54,20 @@ func TestVIPRoom(t *testing.T) {
 	}
 }
 
-// TestTextParts: prefixTexts and addrKeys say what Prefix.String and
-// addrKey say for each VIP.
+// TestTextParts: prefixTexts says what Prefix.String says for each VIP.
 func TestTextParts(t *testing.T) {
 	vips := []vipRef{
 		refOf(netif.VIP{Prefix: netip.MustParsePrefix("198.18.0.1/32"), Dev: "eth0"}),
 		refOf(netif.VIP{Prefix: netip.MustParsePrefix("fd00::5/64"), Dev: "vrrp.7"}),
 		refOf(netif.VIP{Prefix: netip.MustParsePrefix("198.18.1.0/24"), Dev: ""}),
 	}
-	texts, keys := prefixTexts(vips), addrKeys(vips)
-	if len(texts) != len(vips) || len(keys) != len(vips) {
-		t.Fatalf("%d texts and %d keys for %d VIPs", len(texts), len(keys), len(vips))
+	texts := prefixTexts(vips)
+	if len(texts) != len(vips) {
+		t.Fatalf("%d texts for %d VIPs", len(texts), len(vips))
 	}
 	for i, v := range vips {
 		if texts[i] != v.Prefix.String() {
 			t.Errorf("text %d: %q, want %q", i, texts[i], v.Prefix.String())
-		}
-		if keys[i] != addrKey(v.Prefix, v.Dev) {
-			t.Errorf("key %d: %q, want %q", i, keys[i], addrKey(v.Prefix, v.Dev))
 		}
 	}
 	if prefixTexts(nil) != nil {

@@ -200,9 +200,8 @@ func TestReloadKeepsHeldOnCurrentList(t *testing.T) {
 			t.Fatalf("the instance has %d VIPs, want %d", len(in.vips), len(vips))
 		}
 		for i := range in.vips {
-			k := addrKey(in.vips[i].Prefix, in.vips[i].Dev)
-			if e.held[k] != &in.vips[i] {
-				t.Errorf("%s is held through another list than the instance's", k)
+			if e.held.get(in.vips[i].Prefix, in.vips[i].Dev) != &in.vips[i] {
+				t.Errorf("%s on %s is held through another list than the instance's", in.vips[i].Prefix, in.vips[i].Dev)
 			}
 		}
 	})

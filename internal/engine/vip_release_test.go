@@ -195,7 +195,7 @@ func TestVIPReleaseWatch(t *testing.T) {
 	var log syncbuf.Buffer
 	ledger := netif.Ledger{Path: filepath.Join(t.TempDir(), "vips")}
 	e := &Engine{nl: nl, log: slog.New(slog.NewTextHandler(&log, nil)), opts: Options{Ledger: ledger},
-		held: map[string]*vipRef{}, released: map[string]releasedVIP{}, ledgerW: newLedgerWriter(ledger)}
+		released: map[string]releasedVIP{}, ledgerW: newLedgerWriter(ledger)}
 	v := netif.VIP{Prefix: netip.MustParsePrefix(releaseVIP + "/32"), Dev: simLinkName}
 	ref := refOf(v)
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -219,7 +219,7 @@ func TestVIPReleaseWatch(t *testing.T) {
 	}{
 		{name: "held", at: 0, do: func(time.Time) {
 			add()
-			e.held[addrKey(v.Prefix, v.Dev)] = &ref
+			e.held.put(&ref)
 			if err := e.opts.Ledger.Save(e.heldList()); err != nil {
 				t.Fatal(err)
 			}
@@ -245,7 +245,7 @@ func TestVIPReleaseWatch(t *testing.T) {
 		{name: "released again, then held by a master of ours before the check: left alone", at: 3*releasePoll + releaseWatch, do: func(now time.Time) {
 			e.release("VI_1", v, now)
 			add()
-			e.held[addrKey(v.Prefix, v.Dev)] = &ref
+			e.held.put(&ref)
 			e.checkReleased(now)
 		}, wantPresent: true, wantRemoved: 1},
 	}
@@ -268,7 +268,7 @@ func TestVIPReleaseWatch(t *testing.T) {
 			next = e.releasedNext.Sub(t0)
 		}
 		_, watched := e.released[addrKey(v.Prefix, v.Dev)]
-		_, held := e.held[addrKey(v.Prefix, v.Dev)]
+		held := e.held.has(v.Prefix, v.Dev)
 		type state struct {
 			Present, Watched, InLedger bool
 			Removed                    int
