@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/vipstack/vipstack/internal/daemon"
 	"github.com/vipstack/vipstack/internal/ipfailover"
 	"github.com/vipstack/vipstack/internal/ipfailover/bgpmode"
 	"github.com/vipstack/vipstack/internal/ipfailoverd"
@@ -52,7 +53,9 @@ func runIPFailover(ctx context.Context, args []string, stdout, stderr io.Writer)
 		}
 		defer claim.Close()
 		if supervising(f.NoSuper) {
-			execSmallSupervisor(log, f.LogFlags.Spec(), claim)
+			spec := f.LogFlags.Spec()
+			spec.StartGC = daemon.StartGC
+			execSmallSupervisor(log, spec, claim)
 		}
 	}
 	if code, ran := superviseSelf(ctx, log, stderr, ipfailoverd.Command, args, f.NoSuper, onCrash); ran {

@@ -7,6 +7,7 @@ import (
 	"net"
 
 	"github.com/vipstack/vipstack/internal/cleanup"
+	"github.com/vipstack/vipstack/internal/daemon"
 	"github.com/vipstack/vipstack/internal/engine"
 	"github.com/vipstack/vipstack/internal/supervise"
 	"github.com/vipstack/vipstack/internal/vrrpd"
@@ -41,6 +42,7 @@ func runVRRP(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		spec := f.LogFlags.Spec()
 		spec.Ledgers = []string{ledger.Path} // released from the initialisation after a crash
+		spec.StartGC = daemon.StartGC
 		execSmallSupervisor(log, spec, nil)
 	}
 	if code, ran := superviseSelf(ctx, log, stderr, vrrpd.Command, args, f.NoSuper, func() { cleanup.Ledger(log, ledger) }); ran {

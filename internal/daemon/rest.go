@@ -18,6 +18,10 @@ import (
 // started: its heap is then mostly what the start-up left.
 const AtRestGC = 50
 
+// StartGC is the GOGC the small supervisor starts the VRRP and ipfailover
+// engines at (supervise.Spec.StartGC), until TrimAtRest sets AtRestGC.
+const StartGC = 5
+
 // TrimAtRest gives back the pages and the garbage of the start-up
 // (internal/memtrim) once ready is closed, for a command that then serves
 // at rest for long (vipstack node, agent, controller, ipfailover, vrrp): its

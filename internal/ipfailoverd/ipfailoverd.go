@@ -197,6 +197,7 @@ func FromSupervisor() (code int, ok bool) {
 	if !cleanup && !supervise.IsChild() || len(os.Args) < 2 || os.Args[1] != Command {
 		return 0, false
 	}
+	supervise.TakeStartGC() // also for a pool main runs (BGP): it sets its GOGC at rest too
 	f, code, ok := ParseFlags(os.Args[2:], os.Stderr)
 	if !ok {
 		return code, true

@@ -8,7 +8,7 @@ import (
 // MarshalText encodes s for EnvSupervisor: space-separated fields, each
 // name=value, strings Go-quoted, an attribute per field in order:
 //
-//	format="text" level="info" attr="node" attr="m0" keepfd=5 ledger="/run/vipstack/vrrp-net.vips" redirects=true gcenv=true procsenv=true
+//	format="text" level="info" attr="node" attr="m0" keepfd=5 ledger="/run/vipstack/vrrp-net.vips" redirects=true startgc=5 gcenv=true procsenv=true
 //
 // Not JSON: the supervisor that decodes it runs from the initialisation,
 // where encoding/json would come too late (see lineLogger). The value
@@ -32,6 +32,10 @@ func (s Spec) MarshalText() ([]byte, error) {
 	}
 	if s.Redirects {
 		b = append(b, " redirects=true"...)
+	}
+	if s.StartGC != 0 {
+		b = append(b, " startgc="...)
+		b = strconv.AppendInt(b, int64(s.StartGC), 10)
 	}
 	if s.gcEnv {
 		b = append(b, " gcenv=true"...)
@@ -61,11 +65,19 @@ func (s *Spec) UnmarshalText(text []byte) error {
 			}
 			v, _ = strconv.Unquote(q)
 			rest = value[len(q):]
-		case "keepfd", "gcenv", "procsenv", "redirects":
+		case "keepfd", "startgc", "gcenv", "procsenv", "redirects":
 			var more bool
 			v, rest, more = cut(value, ' ')
 			if more {
 				rest = " " + rest
+			}
+			if name == "startgc" {
+				n, err := strconv.Atoi(v)
+				if err != nil || n < 1 {
+					return errors.New("field startgc: value " + strconv.Quote(v) + ": want a GOGC percentage, 1 or more")
+				}
+				out.StartGC = n
+				break
 			}
 			if name != "keepfd" {
 				on, err := strconv.ParseBool(v)
@@ -88,7 +100,7 @@ func (s *Spec) UnmarshalText(text []byte) error {
 			}
 			out.KeepFD = fd
 		default:
-			return errors.New("field " + strconv.Quote(name) + ": want format, level, attr, keepfd, ledger, redirects, gcenv or procsenv")
+			return errors.New("field " + strconv.Quote(name) + ": want format, level, attr, keepfd, ledger, redirects, startgc, gcenv or procsenv")
 		}
 		switch name {
 		case "format":

@@ -1,6 +1,7 @@
 package supervise
 
 import (
+	"os"
 	"strings"
 	"testing"
 
@@ -19,6 +20,7 @@ func TestSpecRoundTrip(t *testing.T) {
 		{LogFormat: "json", LogLevel: "info", gcEnv: true, procsEnv: true},
 		{LogFormat: "text", LogLevel: "info", LogAttrs: []string{"node", "m0"}, Ledgers: []string{"/run/vipstack/vrrp-net-4026531840.vips", "/tmp/a dir/\"bgp\".vips"}, Redirects: true, gcEnv: true},
 		{LogFormat: "json", LogLevel: "info", Ledgers: []string{"/run/vipstack/vrrp-net.vips"}, KeepFD: 5},
+		{LogFormat: "text", LogLevel: "info", Ledgers: []string{"/run/vipstack/vrrp-net.vips"}, StartGC: 5, gcEnv: true, procsEnv: true},
 		{LogFormat: "", LogLevel: ""},
 	} {
 		b, err := spec.MarshalText()
@@ -43,12 +45,14 @@ func TestSpecBadValue(t *testing.T) {
 		{in: `format=text level="info"`, want: `field format: value "text level=\"info\"": want a Go-quoted string`},
 		{in: `format="text`, want: `field format: value "\"text": want a Go-quoted string`},
 		{in: `format="text"level="info"`, want: `field format: "level=\"info\"" after its value: want a space, then the next field`},
-		{in: `format="text" colour="red"`, want: `field "colour": want format, level, attr, keepfd, ledger, redirects, gcenv or procsenv`},
+		{in: `format="text" colour="red"`, want: `field "colour": want format, level, attr, keepfd, ledger, redirects, startgc, gcenv or procsenv`},
 		{in: `format="text" ledger=/run/vipstack/x.vips`, want: `field ledger: value "/run/vipstack/x.vips": want a Go-quoted string`},
 		{in: `format="text" redirects=yes`, want: `field redirects: value "yes": want true or false`},
 		{in: `format="text" keepfd=three`, want: `field keepfd: value "three": want a descriptor number`},
 		{in: `format="text" keepfd=-1`, want: `field keepfd: value "-1": want a descriptor number`},
 		{in: `format="text" gcenv=maybe`, want: `field gcenv: value "maybe": want true or false`},
+		{in: `format="text" startgc=0`, want: `field startgc: value "0": want a GOGC percentage, 1 or more`},
+		{in: `format="text" startgc=off`, want: `field startgc: value "off": want a GOGC percentage, 1 or more`},
 		{in: `format="text" procsenv=1x`, want: `field procsenv: value "1x": want true or false`},
 		{in: `format="text" `, want: `a space at the end`},
 		{in: `format`, want: `field "format": want name=value`},
@@ -92,5 +96,40 @@ func TestCleanupSpec(t *testing.T) {
 				t.Errorf("spec (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestStartGC: the start-up's GOGC goes to the child only when the user
+// set neither GOGC nor GOMEMLIMIT, and the child takes it out of its
+// environment.
+func TestStartGC(t *testing.T) {
+	for _, tc := range []struct {
+		spec Spec
+		want []string
+	}{
+		{Spec{StartGC: 5, gcEnv: true}, []string{"GOGC=5", EnvStartGC + "=1"}},
+		{Spec{StartGC: 5}, nil}, // the user's GOGC or GOMEMLIMIT
+		{Spec{gcEnv: true}, nil},
+	} {
+		if diff := cmp.Diff(tc.want, tc.spec.childEnv()); diff != "" {
+			t.Errorf("childEnv of %+v (-want +got):\n%s", tc.spec, diff)
+		}
+	}
+	t.Setenv("GOGC", "5")
+	t.Setenv(EnvStartGC, "1")
+	if !TakeStartGC() {
+		t.Fatal("TakeStartGC = false with the supervisor's GOGC set")
+	}
+	for _, k := range []string{"GOGC", EnvStartGC} {
+		if v, set := os.LookupEnv(k); set {
+			t.Errorf("%s=%q left in the environment", k, v)
+		}
+	}
+	t.Setenv("GOGC", "200") // the user's
+	if TakeStartGC() {
+		t.Error("TakeStartGC = true without its mark")
+	}
+	if os.Getenv("GOGC") != "200" {
+		t.Error("the user's GOGC was taken out")
 	}
 }

@@ -150,6 +150,9 @@ type Supervisor struct {
 	// child (see reaper). It always does when it is process 1, the only
 	// process orphans are handed to unless another is a subreaper.
 	Reap bool
+	// ChildEnv are KEY=value entries set in each child's environment
+	// beside this process's (not in a clean-up's).
+	ChildEnv []string
 	// Settle, if set, runs once, after the first child started and the
 	// wait for it began, before the supervisor drops the pages of its
 	// executable: it gives back the start-up's heap and sets the collector
@@ -192,7 +195,7 @@ func (s *Supervisor) Run(ctx context.Context) int {
 		w, watchReady, err := hupReadyPipe()
 		var proc *os.Process
 		if err == nil {
-			env := withEnv(os.Environ(), EnvChild+"="+strconv.Itoa(os.Getpid()), EnvHUPReady+"=3")
+			env := withEnv(os.Environ(), append([]string{EnvChild + "=" + strconv.Itoa(os.Getpid()), EnvHUPReady + "=3"}, s.ChildEnv...)...)
 			err = r.start(func() (int, error) {
 				// If the supervisor itself dies, the engine stops gracefully.
 				p, err := startProcess(s.Path, s.Args, env, w, syscall.SIGTERM)

@@ -53,3 +53,26 @@ func TestPagesDroppedAgainWhenReady(t *testing.T) {
 		})
 	}
 }
+
+// TestChildEnv: each child gets ChildEnv beside the supervisor's
+// environment.
+func TestChildEnv(t *testing.T) {
+	t.Setenv("VIPSTACK_TEST_KEEP", "kept")
+	out := filepath.Join(t.TempDir(), "env")
+	script := `echo "$GOGC $` + EnvStartGC + ` $VIPSTACK_TEST_KEEP" > ` + out + `.tmp; mv ` + out + `.tmp ` + out + `; while :; do sleep 0.05; done`
+	s := &Supervisor{Path: "/bin/sh", Args: []string{"-c", script}, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		StopTimeout: 2 * time.Second, ChildEnv: Spec{StartGC: 5, gcEnv: true}.childEnv()}
+	runSupervisor(t, s)
+	for end := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		b, err := os.ReadFile(out)
+		if err == nil {
+			if got, want := string(b), "5 1 kept\n"; got != want {
+				t.Errorf("the child's GOGC, mark and other variable: %q, want %q", got, want)
+			}
+			return
+		}
+		if time.Now().After(end) {
+			t.Fatalf("the child wrote no %s within 20 s", out)
+		}
+	}
+}

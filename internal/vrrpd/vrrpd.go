@@ -143,6 +143,7 @@ func FromSupervisor() (code int, ok bool) {
 	if !supervise.IsChild() || supervise.IsCleanup() || len(os.Args) < 2 || os.Args[1] != Command {
 		return 0, false
 	}
+	supervise.TakeStartGC()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	f, code, ok := ParseFlags(os.Args[2:], os.Stderr)
