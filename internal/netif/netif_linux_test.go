@@ -228,6 +228,21 @@ func TestLinkLocalIPv6(t *testing.T) {
 	}
 }
 
+// stopWatch cancels a watch and checks that it returns nil within
+// waitLimit.
+func stopWatch(t *testing.T, what string, cancel context.CancelFunc, ret <-chan error) {
+	t.Helper()
+	cancel()
+	select {
+	case err := <-ret:
+		if err != nil {
+			t.Errorf("%s returned %v after cancel; want nil", what, err)
+		}
+	case <-time.After(waitLimit):
+		t.Errorf("%s did not return within %v of cancel", what, waitLimit)
+	}
+}
+
 type linkEvent struct {
 	Name string
 	Up   bool
@@ -241,17 +256,7 @@ func TestWatchLinks(t *testing.T) {
 	go func() {
 		ret <- nh.WatchLinks(ctx, func(name string, up bool) { events <- linkEvent{name, up} })
 	}()
-	defer func() {
-		cancel()
-		select {
-		case err := <-ret:
-			if err != nil {
-				t.Errorf("WatchLinks returned %v after cancel; want nil", err)
-			}
-		case <-time.After(waitLimit):
-			t.Errorf("WatchLinks did not return within %v of cancel", waitLimit)
-		}
-	}()
+	defer stopWatch(t, "WatchLinks", cancel, ret)
 	next := func() linkEvent {
 		t.Helper()
 		for {
@@ -446,17 +451,7 @@ func TestWatchAddrs(t *testing.T) {
 	go func() {
 		ret <- nh.WatchAddrs(ctx, func(p netip.Prefix, added bool) { events <- addrEvent{p, added} })
 	}()
-	defer func() {
-		cancel()
-		select {
-		case err := <-ret:
-			if err != nil {
-				t.Errorf("WatchAddrs returned %v after cancel; want nil", err)
-			}
-		case <-time.After(waitLimit):
-			t.Errorf("WatchAddrs did not return within %v of cancel", waitLimit)
-		}
-	}()
+	defer stopWatch(t, "WatchAddrs", cancel, ret)
 	v4 := netip.MustParsePrefix("198.18.7.1/24")
 	v6 := netip.MustParsePrefix("fd00:bb::7:1/64")
 	next := func() addrEvent {
@@ -526,17 +521,7 @@ func TestWatchAddrsOverflow(t *testing.T) {
 			}
 		})
 	}()
-	defer func() {
-		cancel()
-		select {
-		case err := <-ret:
-			if err != nil {
-				t.Errorf("WatchAddrs returned %v after cancel; want nil", err)
-			}
-		case <-time.After(waitLimit):
-			t.Errorf("WatchAddrs did not return within %v of cancel", waitLimit)
-		}
-	}()
+	defer stopWatch(t, "WatchAddrs", cancel, ret)
 	next := func() addrEvent {
 		t.Helper()
 		select {
