@@ -25,7 +25,8 @@ const lineMax = 8 << 10
 // reads through one buffer of lineMax bytes and keeps only each
 // mapping's header and its Anonymous figure: the small supervisor calls
 // it with its collector off, where whatever it allocates stays
-// (docs/design/memory.md), and the file is 70 kB with 30 mappings.
+// (docs/design/memory.md), and the file is tens of kB for a few dozen
+// mappings.
 func parseSmaps(r io.Reader) ([]Mapping, error) {
 	var out []Mapping
 	err := scanLines(r, make([]byte, lineMax), func(n int, line []byte) error {
