@@ -86,12 +86,15 @@ func OneProcessor(env func(string) string) int {
 // SettleAtRest is TrimAtRest for an engine whose start-up goes on after
 // ready (its VRRP instances take over and announce, twice), and whose
 // later bursts (takeovers, reloads) leave garbage too: each burst is given
-// back once over (memidle: a few quiet seconds after it). announced
-// receives when an instance's announcements are over
-// (engine.Options.Announced): paced, they allocate too little to count as
-// work, and their queue and garbage stayed with the process (2.5-4.5 MiB
-// of freed heap not returned per ipfailover engine at 10,000 VIPs).
-func SettleAtRest(ctx context.Context, log *slog.Logger, ready <-chan struct{}, profiles bool, announced <-chan struct{}) {
+// back once over (memidle: a few quiet seconds after it). work receives
+// after bursts that allocate too little per second to count as work by
+// themselves: when an instance's announcements are over
+// (engine.Options.Announced; paced, their queue and garbage stayed with
+// the process, 2.5-4.5 MiB of freed heap per ipfailover engine at 10,000
+// VIPs), and when a scrape or a status request was answered
+// (serve.Served; the collection it starts maps back the executable's
+// pages that the trim dropped).
+func SettleAtRest(ctx context.Context, log *slog.Logger, ready <-chan struct{}, profiles bool, work <-chan struct{}) {
 	TrimAtRest(ctx, log, ready, profiles)
 	go func() {
 		select {
@@ -99,7 +102,7 @@ func SettleAtRest(ctx context.Context, log *slog.Logger, ready <-chan struct{}, 
 		case <-ctx.Done():
 			return
 		}
-		memidle.Run(ctx, memidle.Options{Logger: log, Work: announced})
+		memidle.Run(ctx, memidle.Options{Logger: log, Work: work})
 	}()
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/vipstack/vipstack/internal/ipfailover"
 	"github.com/vipstack/vipstack/internal/metrics"
 	"github.com/vipstack/vipstack/internal/netif"
+	"github.com/vipstack/vipstack/internal/serve"
 	"github.com/vipstack/vipstack/internal/supervise"
 	"github.com/vipstack/vipstack/internal/version"
 )
@@ -154,9 +155,11 @@ func Run(ctx context.Context, f Flags, ledger netif.Ledger, stderr io.Writer) in
 		procs = daemon.OneProcessor(os.Getenv)
 	}
 	daemon.HeapSamplingAtRest(f.Profiles.Addr != "")
-	reg, announced := metrics.NewRegistry(), make(chan struct{}, 1)
+	// work tells the trim at rest of bursts that allocate too little to
+	// count (daemon.SettleAtRest): announcements and answered scrapes.
+	reg, work := metrics.NewRegistry(), make(chan struct{}, 1)
 	opts := f.Opts
-	opts.Registry, opts.Ledger, opts.Announced = reg, ledger, announced
+	opts.Registry, opts.Ledger, opts.Announced = reg, ledger, work
 	pool, err := ipfailover.New(opts)
 	if err != nil {
 		fmt.Fprintf(stderr, "vipstack ipfailover: %v\n", err)
@@ -165,7 +168,7 @@ func Run(ctx context.Context, f Flags, ledger netif.Ledger, stderr io.Writer) in
 	if !f.Profiles.Serve(ctx, "vipstack ipfailover", log, stderr) {
 		return 1
 	}
-	stopEndpoints, ok := daemon.StartEndpoints("vipstack ipfailover", stderr, f.MetricsAddr, reg, f.StatusAddr, func() any { return pool.Status() })
+	stopEndpoints, ok := daemon.StartEndpoints("vipstack ipfailover", stderr, f.MetricsAddr, reg, f.StatusAddr, func() any { return pool.Status() }, serve.Served(work))
 	if !ok {
 		return 1
 	}
@@ -173,7 +176,7 @@ func Run(ctx context.Context, f Flags, ledger netif.Ledger, stderr io.Writer) in
 	defer ignoreSIGHUP(log)()
 	log.Info("vipstack ipfailover starting", "version", version.String(), "config", spec.ConfigName, "vips", len(spec.VIPs),
 		"ledger", ledger.Path, "variables", setVars(f.FlagVals), "processors", procs)
-	daemon.SettleAtRest(ctx, log, pool.Running(), f.Profiles.Addr != "", announced)
+	daemon.SettleAtRest(ctx, log, pool.Running(), f.Profiles.Addr != "", work)
 	if err := pool.Run(ctx); err != nil {
 		log.Error("vipstack ipfailover failed", "err", err)
 		return ExitCode(err)

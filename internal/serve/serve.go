@@ -29,6 +29,7 @@ type Option func(*options)
 type options struct {
 	reusePort bool
 	tls       *tls.Config
+	served    chan<- struct{}
 }
 
 // ReusePort sets SO_REUSEPORT, so that a successor on the node (see package
@@ -39,6 +40,14 @@ func ReusePort() Option { return func(o *options) { o.reusePort = true } }
 // TLS serves HTTPS with cfg (its certificate from GetCertificate or
 // Certificates; see package servingcert) instead of plain HTTP.
 func TLS(cfg *tls.Config) Option { return func(o *options) { o.tls = cfg } }
+
+// Served has each answered request send on c, without blocking (a send
+// that finds c full is dropped): for a daemon that gives its memory back
+// after work (package memidle's Options.Work), where a scrape maps the
+// code and the pages of a collection back in while allocating too little
+// to count as work by itself (a VRRP engine at 1,000 instances held 26
+// MiB after two scrapes against 14 at rest).
+func Served(c chan<- struct{}) Option { return func(o *options) { o.served = c } }
 
 // Metrics serves reg at /metrics on addr.
 func Metrics(addr string, reg prometheus.Gatherer) (*Server, error) {
@@ -94,6 +103,9 @@ func start(addr string, h http.Handler, opts []Option) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	if o.served != nil {
+		h = notifying(h, o.served)
+	}
 	s := &Server{srv: &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: 5 * time.Second,
@@ -110,6 +122,17 @@ func start(addr string, h http.Handler, opts []Option) (*Server, error) {
 	}
 	go s.srv.Serve(ln)
 	return s, nil
+}
+
+// notifying is h, sending on c after each request it answered.
+func notifying(h http.Handler, c chan<- struct{}) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(w, r)
+		select {
+		case c <- struct{}{}:
+		default:
+		}
+	})
 }
 
 // Close stops the server.

@@ -111,3 +111,54 @@ func TestReusePort(t *testing.T) {
 	}
 	t.Fatalf("after the first closed, the second does not answer: %v", err2)
 }
+
+// TestServed: with Served, each answered request sends on the channel
+// once the answer is written, and a full channel does not hold the
+// answer back; without it nothing is sent.
+func TestServed(t *testing.T) {
+	served := make(chan struct{}, 1)
+	ok := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
+	s, err := Handler("127.0.0.1:0", ok, Served(served))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	plain, err := Handler("127.0.0.1:0", ok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	client := &http.Client{Timeout: 10 * time.Second}
+	get := func(addr net.Addr) {
+		t.Helper()
+		resp, err := client.Get("http://" + addr.String() + "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("GET %s: %d, want 200", addr, resp.StatusCode)
+		}
+	}
+	get(plain.Addr)
+	get(s.Addr)
+	select {
+	case <-served:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a request was answered and nothing was sent")
+	}
+	// The channel's one slot full: answers still come.
+	get(s.Addr)
+	get(s.Addr)
+	select {
+	case <-served:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the second request sent nothing")
+	}
+	get(plain.Addr)
+	select {
+	case <-served:
+		t.Fatal("the endpoint without Served sent, or a dropped send was kept")
+	case <-time.After(100 * time.Millisecond):
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/vipstack/vipstack/internal/kadump"
 	"github.com/vipstack/vipstack/internal/metrics"
 	"github.com/vipstack/vipstack/internal/netif"
+	"github.com/vipstack/vipstack/internal/serve"
 	"github.com/vipstack/vipstack/internal/supervise"
 	"github.com/vipstack/vipstack/internal/version"
 )
@@ -87,8 +88,10 @@ func Run(ctx context.Context, f Flags, ledger netif.Ledger, stderr io.Writer) in
 	if !f.Profiles.Serve(ctx, "vipstack vrrp", log, stderr) {
 		return 1
 	}
-	reg, announced := metrics.NewRegistry(), make(chan struct{}, 1)
-	e, cfg, err := engine.New(engine.Options{ConfigPath: f.ConfigPath, ConfigID: f.ConfigID, Logger: log, Registry: reg, Ledger: ledger, Announced: announced})
+	// work tells the trim at rest of bursts that allocate too little to
+	// count (daemon.SettleAtRest): announcements and answered scrapes.
+	reg, work := metrics.NewRegistry(), make(chan struct{}, 1)
+	e, cfg, err := engine.New(engine.Options{ConfigPath: f.ConfigPath, ConfigID: f.ConfigID, Logger: log, Registry: reg, Ledger: ledger, Announced: work})
 	if err != nil {
 		fmt.Fprintf(stderr, "%v\n", err)
 		return 1
@@ -96,7 +99,7 @@ func Run(ctx context.Context, f Flags, ledger netif.Ledger, stderr io.Writer) in
 	for _, w := range cfg.Warnings {
 		log.Warn(w)
 	}
-	stopEndpoints, ok := daemon.StartEndpoints("vipstack vrrp", stderr, f.MetricsAddr, reg, f.StatusAddr, func() any { return map[string]any{"instances": e.Status()} })
+	stopEndpoints, ok := daemon.StartEndpoints("vipstack vrrp", stderr, f.MetricsAddr, reg, f.StatusAddr, func() any { return map[string]any{"instances": e.Status()} }, serve.Served(work))
 	if !ok {
 		return 1
 	}
@@ -109,7 +112,7 @@ func Run(ctx context.Context, f Flags, ledger netif.Ledger, stderr io.Writer) in
 	defer stopKACompat()
 	defer reloadOnHUP(log, f.ConfigPath, e.Reload)()
 	log.Info("vipstack vrrp starting", "version", version.String(), "config", f.ConfigPath, "ledger", ledger.Path, "processors", runtime.GOMAXPROCS(0))
-	daemon.SettleAtRest(ctx, log, e.Started(), f.Profiles.Addr != "", announced)
+	daemon.SettleAtRest(ctx, log, e.Started(), f.Profiles.Addr != "", work)
 	if err := e.Run(ctx); err != nil {
 		log.Error("vipstack vrrp failed", "err", err)
 		return 1
