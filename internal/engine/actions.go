@@ -110,7 +110,6 @@ func (e *Engine) transition(in *instance, now time.Time, a fsm.Action) {
 		"reason", a.Reason, "priority", int(prio), "master", addrText(master), "master_priority", int(mprio),
 		"vrid", int(in.cfg.VRID), "interface", in.cfg.Interface)
 	in.lastTransition = &Transition{From: a.From.String(), To: a.To.String(), Reason: a.Reason, At: now}
-	e.statusDirty = true
 	in.counts.entered(a.To)
 	switch {
 	case a.To == fsm.Master:

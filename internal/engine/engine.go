@@ -13,7 +13,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -177,12 +176,6 @@ type Engine struct {
 	sortedNames []string // e.instances' keys in order; nil: to compute (see names)
 
 	announcers announcers // one per interface, shared by its instances
-
-	// Loop-owned: when the status was last published, whether something
-	// it shows beyond the counters changed since, whether a counter did
-	// (see publishStatusSoon).
-	statusDirty bool        // something other than a counter changed since the status was published
-	statusStale atomic.Bool // counters changed since: Status has the loop publish first
 
 	notifying sync.WaitGroup // notify scripts still running
 	tracking  sync.WaitGroup // the trackers' runs (see stopTrackers)
@@ -584,7 +577,6 @@ func (e *Engine) Run(ctx context.Context) error {
 		e.closeConns()
 		return err
 	}
-	e.publishStatus()
 	close(e.started)
 
 	timer := e.clk.NewTimer(time.Hour)
@@ -621,7 +613,6 @@ func (e *Engine) Run(ctx context.Context) error {
 			e.handoff <- e.stopForHandoff()
 			return nil
 		}
-		e.publishStatusSoon()
 	}
 }
 
@@ -649,22 +640,6 @@ func (e *Engine) refreshStatus() {
 	case <-e.done:
 	case <-t.C:
 	}
-}
-
-// publishStatusSoon publishes the status now if something other than a
-// counter (adverts sent and received) changed; otherwise it marks it
-// stale, and Status has the loop publish it when asked (refreshStatus).
-// Rebuilding the status of every instance on each of the loop's wake-ups
-// cost a quarter of a CPU at rest with 1,000 instances, and still a fifth
-// of the engine's CPU at rest when rebuilt every 50 ms (bench/scale).
-func (e *Engine) publishStatusSoon() {
-	if e.statusDirty {
-		e.publishStatus()
-		e.statusDirty = false
-		e.statusStale.Store(false)
-		return
-	}
-	e.statusStale.Store(true)
 }
 
 // removePresentVIPs removes every configured VIP that is on its interface
@@ -1084,8 +1059,7 @@ func (e *Engine) handle(ev event) {
 	case ev.ping != nil:
 		close(ev.ping)
 	case ev.publish != nil:
-		e.statusDirty = true
-		e.publishStatusSoon()
+		e.publishStatus()
 		close(ev.publish)
 	case ev.handoff != nil:
 		e.handoff = ev.handoff
@@ -1200,14 +1174,16 @@ func (e *Engine) Ping(ctx context.Context) error {
 
 // Status returns the current state of every instance.
 //
-// The loop publishes the status on each change of state, lifecycle or
-// configuration; a call that finds counters changed since asks the loop
-// for a fresh one and waits for it up to statusWait (a stalled loop gets
-// the last one).
+// Each call has the loop make the status and waits for it up to
+// statusWait; a stalled loop's caller gets the status the last call had
+// (none before the first), and so does a call after Run returned (the
+// loop's last, made as it stopped). The loop does not make the status
+// unasked: made on each change of state, its texts and lists for 1,000
+// instances were kept among the start's garbage by an engine nobody
+// asked, 1 MiB of its resident memory at bench/scale's rest
+// (docs/design/memory.md).
 func (e *Engine) Status() []InstanceStatus {
-	if e.statusStale.Load() {
-		e.refreshStatus()
-	}
+	e.refreshStatus()
 	e.statusMu.Lock()
 	defer e.statusMu.Unlock()
 	return append([]InstanceStatus(nil), e.status...)

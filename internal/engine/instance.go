@@ -34,8 +34,10 @@ type instance struct {
 	vips    []vipRef            // virtual_ipaddress then virtual_ipaddress_excluded, as in cfg
 	// vipDev is the interface of the VIPs without a dev of their own: the
 	// instance's, or its VMAC interface with use_vmac.
-	vipDev  string
-	vipText []string // vips as text, for the status report
+	vipDev string
+	// vipText is vips as text, for the status report: made by the first
+	// status after the list changed (texts), none until then.
+	vipText []string
 	// heldText is the list heldOf returned last: the VIPs held, as text.
 	heldText []string
 	auth     [8]byte
@@ -132,7 +134,6 @@ func carve[T any](pool *[]T, n int) []T {
 // are kept as they are, the rest are stopped and started.
 func (e *Engine) apply(cfg *keepalived.Config) error {
 	now := e.clk.Now()
-	e.statusDirty = true
 	// Build everything new first, so a failure changes nothing.
 	fresh := map[string]*instance{}
 	links := linkReads{}
@@ -493,7 +494,7 @@ func (e *Engine) updateVIPs(in *instance, ic *keepalived.Instance, movedTo func(
 		in.advertChanged = e.clk.Now()
 		in.conflicts.forget("addresses")
 	}
-	in.vips, in.vipText = vips, prefixTexts(vips)
+	in.vips, in.vipText = vips, nil
 	if in.fsm.State() != fsm.Master {
 		return
 	}
@@ -583,7 +584,6 @@ func (e *Engine) build(cfg *keepalived.Config, ic *keepalived.Instance, links li
 	}
 	in.vipDev = vipDev
 	in.vips = appendRefs(room.take(ic.NumVIPs()), ic, vipDev)
-	in.vipText = prefixTexts(in.vips)
 	if ic.UnicastSrcIP.IsValid() {
 		in.src = ic.UnicastSrcIP
 	} else {

@@ -91,7 +91,6 @@ func (e *Engine) setCond(in *instance, c cond, on bool, why string) bool {
 	if in.life == from {
 		return false
 	}
-	e.statusDirty = true
 	e.log.Info("instance lifecycle changed", "instance", in.cfg.Name, "from", from.String(), "to", in.life.String(), "reason", why)
 	return in.life.conds != from.conds
 }

@@ -266,16 +266,14 @@ func b2f(b bool) float64 {
 
 // heldOf lists the VIPs of in that the engine holds now.
 //
-// The status is published after every turn of the loop, several times a
-// second, and this runs over every VIP (10,000 in an ipfailover pool): it
-// allocates nothing while the answer is what it was the last time (the
-// instance's previous list is returned, shared: a published list is never
-// changed), and takes the text from in.vipText, the list itself when
-// every VIP is held.
+// The status is made at each Status (each scrape, `vipstack status`, an
+// agent's publication), and this runs over every VIP (10,000 in an
+// ipfailover pool): it allocates nothing while the answer is what it was
+// the last time (the instance's previous list is returned, shared: a list
+// handed out is never changed), and takes the text from in.vipText, the
+// list itself when every VIP is held.
 func (e *Engine) heldOf(in *instance) []string {
-	if len(in.vipText) != len(in.vips) {
-		in.vipText = prefixTexts(in.vips)
-	}
+	in.texts()
 	n, same := 0, true
 	for i, v := range in.vips {
 		if !e.held.has(v.Prefix, v.Dev) {
@@ -305,6 +303,15 @@ func (e *Engine) heldOf(in *instance) []string {
 	}
 	in.heldText = out
 	return out
+}
+
+// texts returns in.vipText, made first if the list changed since the
+// last status (or none was made).
+func (in *instance) texts() []string {
+	if len(in.vipText) != len(in.vips) {
+		in.vipText = prefixTexts(in.vips)
+	}
+	return in.vipText
 }
 
 // Held lists the addresses of the instance (as in VIPs) on the node now.

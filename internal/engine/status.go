@@ -59,7 +59,7 @@ type Conflict struct {
 }
 
 func (e *Engine) snapshot() []InstanceStatus {
-	out := make([]InstanceStatus, 0, len(e.instances)) // at its size: it is kept until the next publish
+	out := make([]InstanceStatus, 0, len(e.instances)) // at its size: it is kept until the next Status
 	for _, name := range e.names() {
 		in := e.instances[name]
 		prio, fault := e.effective(in)
@@ -88,7 +88,7 @@ func (e *Engine) snapshot() []InstanceStatus {
 		if in.peers != nil {
 			s.Mode = "unicast"
 		}
-		s.VIPs = in.vipText
+		s.VIPs = in.texts()
 		if m, p := in.fsm.Master(); m.IsValid() {
 			s.Master, s.MasterPriority = m.String(), int(p)
 		}
