@@ -162,3 +162,56 @@ func TestStatusCountersFresh(t *testing.T) {
 		}
 	})
 }
+
+// TestStatusWhenAsked: the loop makes the status when asked, not on its
+// own: Status lists nothing before Run, the state as it is while the loop
+// answers, the status the last call had while the loop is held up (here
+// adding the VIP of its takeover, which takes the simulated kernel 10 s),
+// and the status made as the loop stopped once Run returned.
+func TestStatusWhenAsked(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := (&simSegment{}).node("h", "198.18.0.1/24")
+		conf := "vrrp_instance VI_1 {\n    state BACKUP\n    interface eth0\n    virtual_router_id 51\n    priority 100\n    advert_int 1\n" +
+			"    virtual_ipaddress {\n        198.18.0.100/32\n    }\n}\n"
+		e, _ := simEngine(t, n, conf, nil)
+		if st := e.Status(); len(st) != 0 {
+			t.Fatalf("before Run the status lists %d instances, want none", len(st))
+		}
+		n.mu.Lock()
+		n.addDelay = 10 * time.Second
+		n.mu.Unlock()
+		stop := simRun(t, e)
+		<-e.Started()
+		state := func(when string) InstanceStatus {
+			t.Helper()
+			st := e.Status()
+			if len(st) != 1 {
+				t.Fatalf("%s: the status lists %d instances, want 1", when, len(st))
+			}
+			return st[0]
+		}
+		if s := state("at start"); s.State != "BACKUP" {
+			t.Fatalf("at start: %s, want BACKUP", s.State)
+		}
+		// Master_Down (3 s and the skew) has run out: the loop is adding
+		// the VIP.
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		if !n.has(simLinkName, netip.MustParseAddr("198.18.0.100")) {
+			if s := state("while the loop adds the VIP"); s.State != "BACKUP" {
+				t.Errorf("while the loop adds the VIP: %s, want the last status asked for (BACKUP)", s.State)
+			}
+		} else {
+			t.Fatal("the VIP was added before the simulated kernel's delay ran out")
+		}
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		if s := state("after the takeover"); s.State != "MASTER" || s.AdvertsSent == 0 {
+			t.Errorf("after the takeover: %s with %d adverts sent, want MASTER and some sent", s.State, s.AdvertsSent)
+		}
+		stop()
+		if s := state("after Run returned"); s.State == "MASTER" {
+			t.Errorf("after Run returned: %s, want the state it stopped in", s.State)
+		}
+	})
+}
