@@ -602,10 +602,9 @@ func (e *Engine) Run(ctx context.Context) error {
 			e.tick(e.clk.Now())
 		case ev := <-e.events:
 			e.handle(ev)
-			// Under a flood of packets, publishing the status after each
-			// one would cost more than judging it: handle what is already
-			// queued, a bounded batch so the timers still get their turn,
-			// and publish once.
+			// Under a flood of packets, handle what is already queued
+			// as one step (the ledger's list is then handed over once),
+			// a bounded batch so the timers still get their turn.
 			e.drainUpTo(eventBatch - 1)
 		}
 		e.handLedger()
@@ -693,8 +692,8 @@ func (e *Engine) removePresentVIPs() {
 	}
 }
 
-// eventBatch is how many queued events the loop handles before it
-// publishes the status and looks at its timers again.
+// eventBatch is how many queued events the loop handles before it looks
+// at its timers again.
 const eventBatch = 64
 
 // drainUpTo handles at most n events that are already queued.

@@ -27,7 +27,7 @@ func (in *instance) labels() []string {
 // metrics are the engine's series. The counters of each instance (adverts
 // sent, send errors, adverts received, transitions) are counted on the
 // instance (counters) and, like the gauges (state, priorities, VIPs held,
-// checks), read from the published status at each scrape
+// checks), read from the status the loop makes at each scrape
 // (statusCollector): they are never older than `vipstack status`, an
 // instance a reload removed is gone from them, and an instance costs no
 // series objects between scrapes (with 1,000 instances the per-instance
@@ -153,7 +153,7 @@ var statusHelp = map[string]string{
 	checkName:       "1 while a check the instance tracks passes, 0 while it fails; kind is script (vrrp_script or a native check), interface, or what else keeps the instance from running (vipstack status: contributions).",
 }
 
-// statusText writes the published status of every instance as metric
+// statusText writes the status of every instance (Status) as metric
 // families, straight in the text format (basemetrics.TextSource): through
 // client_golang's const metrics a scrape of 1,000 instances with 10,000
 // VIPs allocated 22 MB in 368,000 objects.
