@@ -204,3 +204,31 @@ func TestRankOf(t *testing.T) {
 		})
 	}
 }
+
+// TestWithoutVIPs: the plan without its lists keeps each group's count
+// and everything else, and leaves the plan it came from as it was.
+func TestWithoutVIPs(t *testing.T) {
+	p := NewPlan(specWith(301, 6), 3)
+	before := layout(p)
+	q := p.WithoutVIPs()
+	total := 0
+	for i := range q.Groups {
+		g, orig := &q.Groups[i], &p.Groups[i]
+		if g.VIPs != nil {
+			t.Errorf("group %s kept %d VIPs", g.Name, len(g.VIPs))
+		}
+		if g.NumVIPs() != len(orig.VIPs) || g.Name != orig.Name || !slices.Equal(g.Order, orig.Order) {
+			t.Errorf("group %d: %s order %v with %d VIPs, want %s order %v with %d", i, g.Name, g.Order, g.NumVIPs(), orig.Name, orig.Order, len(orig.VIPs))
+		}
+		total += g.NumVIPs()
+	}
+	if total != 301 || q.Ranks != p.Ranks {
+		t.Errorf("%d VIPs over %d ranks, want 301 over %d", total, q.Ranks, p.Ranks)
+	}
+	if after := layout(p); !slices.Equal(before, after) {
+		t.Errorf("the plan changed:\n%v\nthen\n%v", before, after)
+	}
+	if r := q.WithoutVIPs(); r.Groups[0].NumVIPs() != q.Groups[0].NumVIPs() {
+		t.Errorf("dropped twice: %d VIPs, want %d", r.Groups[0].NumVIPs(), q.Groups[0].NumVIPs())
+	}
+}

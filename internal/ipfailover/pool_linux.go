@@ -269,6 +269,10 @@ func (p *Pool) Run(ctx context.Context) error {
 	}
 	p.mu.Lock()
 	p.eng = e
+	// The engine's configuration holds the VIPs from here on; the status
+	// needs the groups' counts only (a layout guard keeps the plan it
+	// was given).
+	p.plan = plan.WithoutVIPs()
 	p.status.Phase = "running"
 	p.mu.Unlock()
 	close(p.running)
@@ -391,7 +395,7 @@ func (p *Pool) groupStatus(inst []engine.InstanceStatus) []GroupStatus {
 	}
 	out := make([]GroupStatus, len(p.plan.Groups))
 	for i, g := range p.plan.Groups {
-		gs := GroupStatus{Name: g.Name, VRID: g.VRID, VIPs: len(g.VIPs), Order: g.Order,
+		gs := GroupStatus{Name: g.Name, VRID: g.VRID, VIPs: g.NumVIPs(), Order: g.Order,
 			Priority: int(g.Priority(p.node.Rank)), Preferred: g.Order[0] == p.node.Rank}
 		if is, ok := byName[g.Name]; ok {
 			gs.State, gs.Master, gs.MasterPriority, gs.Effective, gs.Fault, gs.Conflicts = is.State, is.Master, is.MasterPriority, is.Effective, is.Fault, is.Conflicts

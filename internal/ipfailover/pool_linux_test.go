@@ -79,6 +79,13 @@ func TestPool300(t *testing.T) {
 	if st.Interface != "eth0" || len(st.Groups) != 6 || st.Held != 100 {
 		t.Errorf("status of node 1: interface %q, %d groups, holding %d; want eth0, 6 groups, 100", st.Interface, len(st.Groups), st.Held)
 	}
+	total := 0
+	for _, g := range st.Groups {
+		total += g.VIPs
+	}
+	if total != 300 {
+		t.Errorf("status of node 1: its groups hold %d VIPs in all, want 300 (the plan's counts, its lists dropped once the engine runs)", total)
+	}
 
 	nodes[0].kill()
 	survivors := without(topo.Hosts, 0)
