@@ -173,9 +173,13 @@ func TestStatusWhenAsked(t *testing.T) {
 		n := (&simSegment{}).node("h", "198.18.0.1/24")
 		conf := "vrrp_instance VI_1 {\n    state BACKUP\n    interface eth0\n    virtual_router_id 51\n    priority 100\n    advert_int 1\n" +
 			"    virtual_ipaddress {\n        198.18.0.100/32\n    }\n}\n"
-		e, _ := simEngine(t, n, conf, nil)
+		e, log := simEngine(t, n, conf, nil)
+		const heldUp = "the engine's loop did not answer"
 		if st := e.Status(); len(st) != 0 {
 			t.Fatalf("before Run the status lists %d instances, want none", len(st))
+		}
+		if strings.Contains(log.String(), heldUp) {
+			t.Errorf("before Run the loop was said to be held up:\n%s", log)
 		}
 		n.mu.Lock()
 		n.addDelay = 10 * time.Second
@@ -201,17 +205,24 @@ func TestStatusWhenAsked(t *testing.T) {
 			if s := state("while the loop adds the VIP"); s.State != "BACKUP" {
 				t.Errorf("while the loop adds the VIP: %s, want the last status asked for (BACKUP)", s.State)
 			}
+			if !strings.Contains(log.String(), heldUp) {
+				t.Errorf("while the loop adds the VIP: no warning that the status returned is an old one:\n%s", log)
+			}
 		} else {
 			t.Fatal("the VIP was added before the simulated kernel's delay ran out")
 		}
 		time.Sleep(10 * time.Second)
 		synctest.Wait()
+		warned := strings.Count(log.String(), heldUp)
 		if s := state("after the takeover"); s.State != "MASTER" || s.AdvertsSent == 0 {
 			t.Errorf("after the takeover: %s with %d adverts sent, want MASTER and some sent", s.State, s.AdvertsSent)
 		}
 		stop()
 		if s := state("after Run returned"); s.State == "MASTER" {
 			t.Errorf("after Run returned: %s, want the state it stopped in", s.State)
+		}
+		if n := strings.Count(log.String(), heldUp); n != warned {
+			t.Errorf("the loop was said to be held up %d times once it answered again (%d before)", n, warned)
 		}
 	})
 }

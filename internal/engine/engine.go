@@ -162,6 +162,7 @@ type Engine struct {
 
 	statusMu sync.Mutex
 	status   []InstanceStatus
+	statusAt time.Time // when status was made
 
 	// Loop-owned buffers reused at every advertisement: the message sent
 	// (see advertise) and the actions of a tick (see fireInstance).
@@ -622,23 +623,26 @@ func (e *Engine) Started() <-chan struct{} { return e.started }
 // statusWait bounds how long Status waits for the loop to publish.
 const statusWait = 100 * time.Millisecond
 
-// refreshStatus has the loop publish the status, waiting up to statusWait.
-func (e *Engine) refreshStatus() {
+// refreshStatus has the loop make the status, waiting up to statusWait;
+// false when it did not answer in that time.
+func (e *Engine) refreshStatus() bool {
 	reply := make(chan struct{})
 	t := time.NewTimer(statusWait) // a bound on a wait for the loop, not a timer of the protocol
 	defer t.Stop()
 	select {
 	case e.events <- event{publish: reply}:
 	case <-e.done:
-		return
+		return true
 	case <-t.C:
-		return
+		return false
 	}
 	select {
 	case <-reply:
 	case <-e.done:
 	case <-t.C:
+		return false
 	}
+	return true
 }
 
 // removePresentVIPs removes every configured VIP that is on its interface
@@ -1175,23 +1179,44 @@ func (e *Engine) Ping(ctx context.Context) error {
 //
 // Each call has the loop make the status and waits for it up to
 // statusWait; a stalled loop's caller gets the status the last call had
-// (none before the first), and so does a call after Run returned (the
-// loop's last, made as it stopped). The loop does not make the status
-// unasked: made on each change of state, its texts and lists for 1,000
-// instances were kept among the start's garbage by an engine nobody
-// asked, 1 MiB of its resident memory at bench/scale's rest
-// (docs/design/memory.md).
+// (none before the first), with a warning in the log that says so, and a
+// call after Run returned gets the loop's last, made as it stopped. The
+// loop does not make the status unasked: made on each change of state,
+// its texts and lists for 1,000 instances were kept among the start's
+// garbage by an engine nobody asked, 1 MiB of its resident memory at
+// bench/scale's rest (docs/design/memory.md).
 func (e *Engine) Status() []InstanceStatus {
-	e.refreshStatus()
+	answered := e.refreshStatus()
 	e.statusMu.Lock()
 	defer e.statusMu.Unlock()
+	if !answered && e.isStarted() {
+		// Whoever asked (a scrape, `vipstack status`) shows what it got
+		// as current: the log says it is not.
+		if e.statusAt.IsZero() {
+			e.log.Warn("status: the engine's loop did not answer within " + statusWait.String() + " and no status was made before: none is returned; the loop is held up, and a log line names the slow step once it ends")
+		} else {
+			e.log.Warn("status: the engine's loop did not answer within "+statusWait.String()+": the status returned is the last one made; the loop is held up, and a log line names the slow step once it ends",
+				"made", e.statusAt.Format(time.RFC3339Nano))
+		}
+	}
 	return append([]InstanceStatus(nil), e.status...)
+}
+
+// isStarted reports whether Run has started every instance.
+func (e *Engine) isStarted() bool {
+	select {
+	case <-e.started:
+		return true
+	default:
+		return false
+	}
 }
 
 func (e *Engine) publishStatus() {
 	s := e.snapshot()
+	at := e.clk.Now()
 	e.statusMu.Lock()
-	e.status = s
+	e.status, e.statusAt = s, at
 	e.statusMu.Unlock()
 }
 
