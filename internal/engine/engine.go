@@ -620,7 +620,7 @@ func (e *Engine) Run(ctx context.Context) error {
 // configuration (none has settled yet: each waits for its first timer).
 func (e *Engine) Started() <-chan struct{} { return e.started }
 
-// statusWait bounds how long Status waits for the loop to publish.
+// statusWait bounds how long Status waits for the loop to make the status.
 const statusWait = 100 * time.Millisecond
 
 // refreshStatus has the loop make the status, waiting up to statusWait;
