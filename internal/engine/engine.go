@@ -408,7 +408,7 @@ func MissingInterfaces(cfg *keepalived.Config, exists func(name string) bool) []
 	for _, in := range cfg.Instances {
 		note(in.Pos, in.Interface, "interface of vrrp_instance "+in.Name, "vipstack runs the instance in FAULT until it appears")
 		for v := range in.AllVIPs() {
-			note(v.Pos, v.Dev(), "dev of "+v.Prefix.String(), "vipstack cannot add the address")
+			note(v.Pos(), v.Dev(), "dev of "+v.Prefix.String(), "vipstack cannot add the address")
 		}
 		for _, ti := range in.TrackInterfaces {
 			note(ti.Pos, ti.Name, "track_interface of vrrp_instance "+in.Name, "vipstack counts it down")

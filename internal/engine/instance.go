@@ -342,7 +342,7 @@ func sameInstance(a, b *keepalived.Instance) bool {
 	strip := func(vs []keepalived.VIP) []keepalived.VIP {
 		out := make([]keepalived.VIP, len(vs))
 		for i, v := range vs {
-			v.Pos = keepalived.Pos{}
+			v.SetPos(keepalived.Pos{})
 			out[i] = v
 		}
 		return out

@@ -250,7 +250,7 @@ func TestMissingInterfaces(t *testing.T) {
 		want []string
 	}{
 		{name: "all present", in: keepalived.Instance{Name: "VI_1", Pos: at(1), Interface: "ens3",
-			VIPs: []keepalived.VIP{{Prefix: p("198.18.0.5/32"), Pos: at(5)}}}},
+			VIPs: []keepalived.VIP{vipAt(p("198.18.0.5/32"), "", at(5))}}},
 		{name: "instance interface missing", in: keepalived.Instance{Name: "VI_1", Pos: at(1), Interface: "ens9"},
 			want: []string{`k.conf:1: interface "ens9" (interface of vrrp_instance VI_1) does not exist here; ` +
 				"keepalived -t refuses the file, and vipstack runs the instance in FAULT until it appears"}},
@@ -358,6 +358,6 @@ func TestMissingInterfaceIsAFault(t *testing.T) {
 // vipAt is the configuration's VIP of p on dev, written at pos.
 func vipAt(p netip.Prefix, dev string, pos keepalived.Pos) keepalived.VIP {
 	v := keepalived.MakeVIP(p, keepalived.VIPOptions{Dev: dev})
-	v.Pos = pos
+	v.SetPos(pos)
 	return v
 }

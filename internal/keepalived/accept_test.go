@@ -423,7 +423,7 @@ func TestParseAccepts(t *testing.T) {
 			conf:  "include conf.d/vi.conf\n",
 			files: fstest.MapFS{"conf.d/vi.conf": {Data: []byte(inst("VI", "1", "include ../vips/*"))}, "vips/a": {Data: []byte("198.18.0.1\n")}, "vips/b": {Data: []byte("198.18.0.2\n")}},
 			get: func(c *Config) any {
-				return []any{c.Files, first(c).VIPs[1].Pos}
+				return []any{c.Files, first(c).VIPs[1].Pos()}
 			},
 			want: []any{[]string{"k.conf", "conf.d/vi.conf", "vips/a", "vips/b"}, Pos{"vips/b", 1}},
 		},
@@ -512,6 +512,6 @@ func authInst(name, vrid, pass string) string {
 
 // withPos is v written at pos.
 func withPos(v VIP, pos Pos) VIP {
-	v.Pos = pos
+	v.SetPos(pos)
 	return v
 }

@@ -451,7 +451,7 @@ func (p *parser) vip(e *stmt, block string) (VIP, bool) {
 	if !p.leaf(e) {
 		return VIP{}, false
 	}
-	v := VIP{Pos: e.pos}
+	var v VIP
 	pfx, err := netip.ParsePrefix(e.kw())
 	if a, aerr := netip.ParseAddr(e.kw()); aerr == nil && a.Zone() == "" {
 		pfx, err = netip.PrefixFrom(a, a.BitLen()), nil
@@ -461,6 +461,7 @@ func (p *parser) vip(e *stmt, block string) (VIP, bool) {
 		return VIP{}, false
 	}
 	v.Prefix = pfx
+	v.SetPos(e.pos)
 	var o VIPOptions
 	ok := true
 	args := e.args()

@@ -211,16 +211,16 @@ func duplicates(insts []*Instance, vridAt func(*Instance) Pos, add func(pos Pos,
 			prev, dup := vips[k]
 			switch {
 			case !dup:
-				vips[k] = vipAt{in, a.Pos}
+				vips[k] = vipAt{in, a.Pos()}
 			case prev.in == in:
 				first := ""
 				if prev.pos != (Pos{}) {
 					first = " (first at " + prev.pos.String() + ")"
 				}
-				add(cmp.Or(a.Pos, in.Pos), "virtual_ipaddress", "address %s on %s is listed twice in vrrp_instance %q%s",
+				add(cmp.Or(a.Pos(), in.Pos), "virtual_ipaddress", "address %s on %s is listed twice in vrrp_instance %q%s",
 					k.addr, dev, in.Name, first)
 			default:
-				add(cmp.Or(a.Pos, in.Pos), "virtual_ipaddress", "address %s on %s of vrrp_instance %q is also in vrrp_instance %q%s; "+
+				add(cmp.Or(a.Pos(), in.Pos), "virtual_ipaddress", "address %s on %s of vrrp_instance %q is also in vrrp_instance %q%s; "+
 					"an address belongs to one instance (the instance that lets it go would remove it from under the other)",
 					k.addr, dev, in.Name, prev.in.Name, at(prev.pos))
 			}
@@ -275,7 +275,7 @@ func (v *checker) instance(in *Instance, what string) {
 	}
 	for i, a := range in.VIPs {
 		if f := family(a.Prefix.Addr()); a.Prefix.IsValid() && f != fam {
-			v.add(cmp.Or(a.Pos, pos), what, "virtual_ipaddress", "virtual_ipaddress %s is IPv%d but the addresses before it are IPv%d; "+
+			v.add(cmp.Or(a.Pos(), pos), what, "virtual_ipaddress", "virtual_ipaddress %s is IPv%d but the addresses before it are IPv%d; "+
 				"put the other family in virtual_ipaddress_excluded or another instance", a.Prefix.Addr(), f, fam)
 		}
 		v.vip(a, fmt.Sprintf("virtual_ipaddress[%d]", i), pos, what)
@@ -318,7 +318,7 @@ func (v *checker) instance(in *Instance, what string) {
 }
 
 func (v *checker) vip(a VIP, field string, instPos Pos, what string) {
-	pos := cmp.Or(a.Pos, instPos)
+	pos := cmp.Or(a.Pos(), instPos)
 	p := a.Prefix
 	if !p.IsValid() || p.Addr().Zone() != "" {
 		v.add(pos, what, "virtual_ipaddress", "%s %v is not an address or address/length", field, p)

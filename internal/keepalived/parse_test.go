@@ -99,7 +99,7 @@ func TestParseWorker(t *testing.T) {
 			InitialState: "BACKUP", Interface: "eth0", VRID: 75, Priority: 20,
 			AdvertInterval: time.Second, Version: 2, Preempt: true,
 			AuthType: "PASS", AuthPass: "managed_ingress_vip",
-			VIPs:            []VIP{{Prefix: netip.MustParsePrefix("10.0.0.7/32"), Pos: Pos{f, 23}}},
+			VIPs:            []VIP{withPos(VIP{Prefix: netip.MustParsePrefix("10.0.0.7/32")}, Pos{f, 23})},
 			TrackScripts:    []TrackScript{{Name: "chk_ingress", Pos: Pos{f, 26}}},
 			GARPMasterDelay: 5 * time.Second, GARPMasterRepeat: 5, GARPMasterRefreshRepeat: 1,
 			Accept: true,
@@ -150,7 +150,7 @@ func TestLoadIncludes(t *testing.T) {
 	if diff := cmp.Diff([]string{"A", "B"}, names); diff != "" {
 		t.Errorf("instances mismatch (-want +got):\n%s", diff)
 	}
-	if got, want := cfg.Instances[1].VIPs[0].Pos, (Pos{d + "/vips/b", 1}); got != want {
+	if got, want := cfg.Instances[1].VIPs[0].Pos(), (Pos{d + "/vips/b", 1}); got != want {
 		t.Errorf("VIP position = %v, want %v", got, want)
 	}
 	if cfg.Global.RouterID != "abs" {

@@ -3,6 +3,7 @@ package keepalived
 import (
 	"encoding/json"
 	"iter"
+	"math"
 	"net/netip"
 	"strconv"
 	"time"
@@ -201,14 +202,50 @@ func (in *Instance) Family() int {
 // address and where it was written, and its options (Options). It is
 // compared with ==, as its fields are.
 //
-// A node of 10,000 VIPs keeps one of each for its life: the options are
-// one interned value (unique.Handle) shared by every VIP that has the
-// same, most VIPs none, so a VIP takes 64 bytes where its options as
-// fields made it 136 (docs/design/memory.md).
+// A node of 10,000 VIPs keeps one of each for its life: the options and
+// the file it was written in are one interned value (unique.Handle)
+// shared by every VIP that has the same, and its line is a number of 32
+// bits, so a VIP takes 48 bytes where its options as fields made it 136
+// and its position as a Pos 64 (docs/design/memory.md).
 type VIP struct {
 	Prefix netip.Prefix // address with its length (default /32 or /128)
-	Pos    Pos
-	opts   unique.Handle[VIPOptions] // zero: no option set
+	line   int32
+	extra  unique.Handle[vipExtra] // zero: no option set, no file
+}
+
+// vipExtra is what a VIP shares with others written like it: its options
+// and its file.
+type vipExtra struct {
+	VIPOptions
+	file string
+}
+
+// Pos returns where v was written.
+func (v VIP) Pos() Pos {
+	return Pos{File: v.extras().file, Line: int(v.line)}
+}
+
+// SetPos records where v was written.
+func (v *VIP) SetPos(p Pos) {
+	x := v.extras()
+	x.file = p.File
+	v.line = int32(min(max(p.Line, 0), math.MaxInt32))
+	v.setExtras(x)
+}
+
+func (v VIP) extras() vipExtra {
+	if v.extra == (unique.Handle[vipExtra]{}) {
+		return vipExtra{}
+	}
+	return v.extra.Value()
+}
+
+func (v *VIP) setExtras(x vipExtra) {
+	if x == (vipExtra{}) {
+		v.extra = unique.Handle[vipExtra]{}
+		return
+	}
+	v.extra = unique.Make(x)
 }
 
 // VIPOptions are what a VIP's entry sets beside its address.
@@ -228,20 +265,13 @@ func MakeVIP(p netip.Prefix, o VIPOptions) VIP {
 }
 
 // Options returns what v's entry sets beside its address.
-func (v VIP) Options() VIPOptions {
-	if v.opts == (unique.Handle[VIPOptions]{}) {
-		return VIPOptions{}
-	}
-	return v.opts.Value()
-}
+func (v VIP) Options() VIPOptions { return v.extras().VIPOptions }
 
 // SetOptions replaces v's options with o.
 func (v *VIP) SetOptions(o VIPOptions) {
-	if o == (VIPOptions{}) {
-		v.opts = unique.Handle[VIPOptions]{}
-		return
-	}
-	v.opts = unique.Make(o)
+	x := v.extras()
+	x.VIPOptions = o
+	v.setExtras(x)
 }
 
 // Dev is the interface the VIP goes on; "" means the instance's.
@@ -254,8 +284,7 @@ func (v VIP) Equal(w VIP) bool { return v == w }
 // SameEntry reports whether v and w are the same entry wherever each was
 // written: == but for their positions.
 func (v VIP) SameEntry(w VIP) bool {
-	v.Pos, w.Pos = Pos{}, Pos{}
-	return v == w
+	return v.Prefix == w.Prefix && v.Options() == w.Options()
 }
 
 // vipJSON is a VIP's JSON form: its fields as they were before the
@@ -274,7 +303,7 @@ type vipJSON struct {
 func (v VIP) MarshalJSON() ([]byte, error) {
 	o := v.Options()
 	return json.Marshal(vipJSON{Prefix: v.Prefix, Dev: o.Dev, Label: o.Label, Scope: o.Scope,
-		Broadcast: o.Broadcast, NoDAD: o.NoDAD, NoPrefixRoute: o.NoPrefixRoute, Pos: v.Pos})
+		Broadcast: o.Broadcast, NoDAD: o.NoDAD, NoPrefixRoute: o.NoPrefixRoute, Pos: v.Pos()})
 }
 
 // UnmarshalJSON reads what MarshalJSON writes.
@@ -285,7 +314,7 @@ func (v *VIP) UnmarshalJSON(b []byte) error {
 	}
 	*v = MakeVIP(j.Prefix, VIPOptions{Dev: j.Dev, Label: j.Label, Scope: j.Scope, Broadcast: j.Broadcast,
 		NoDAD: j.NoDAD, NoPrefixRoute: j.NoPrefixRoute})
-	v.Pos = j.Pos
+	v.SetPos(j.Pos)
 	return nil
 }
 

@@ -162,7 +162,7 @@ func (p *parser) vipFamily(in *Instance) int {
 	fam := in.Family()
 	for _, v := range in.VIPs {
 		if f := family(v.Prefix.Addr()); f != fam {
-			p.errs.add(v.Pos, "virtual_ipaddress", "virtual_ipaddress %s is IPv%d but vrrp_instance %q has IPv%d addresses "+
+			p.errs.add(v.Pos(), "virtual_ipaddress", "virtual_ipaddress %s is IPv%d but vrrp_instance %q has IPv%d addresses "+
 				"before it; put the other family in virtual_ipaddress_excluded or another instance",
 				v.Prefix.Addr(), f, in.Name, fam)
 			break
@@ -183,7 +183,7 @@ func (p *parser) version(in *Instance, m *instMeta, fam int) {
 		in.Version = 3
 	}
 	if fam == 6 && in.Version == 2 {
-		p.errs.add(in.VIPs[0].Pos, "version", "vrrp_instance %q has IPv6 virtual addresses, which need VRRP version 3, "+
+		p.errs.add(in.VIPs[0].Pos(), "version", "vrrp_instance %q has IPv6 virtual addresses, which need VRRP version 3, "+
 			"but version 2 is set at %s; use vrrp_version 3", in.Name, at)
 	}
 	if at, ok := m.seen["advert_int"]; ok && m.advertRaw != "" {

@@ -34,9 +34,23 @@ func TestVIPOptions(t *testing.T) {
 		t.Errorf("a VIP whose options were cleared (%+v) differs from one without (%+v)", cleared.Options(), plain.Options())
 	}
 
-	a.Pos = Pos{File: "k.conf", Line: 7}
+	a.SetPos(Pos{File: "k.conf", Line: 7})
 	if !a.SameEntry(b) || a == b || a.SameEntry(MakeVIP(p, VIPOptions{Dev: "eth2"})) {
 		t.Error("SameEntry: want the same entry written elsewhere, not another entry")
+	}
+	// The position and the options are set apart: one keeps the other.
+	if got := a.Pos(); got != (Pos{File: "k.conf", Line: 7}) || a.Options() != o {
+		t.Errorf("after SetPos: at %v with %+v, want k.conf:7 with %+v", got, a.Options(), o)
+	}
+	moved := a
+	moved.SetOptions(VIPOptions{Dev: "eth3"})
+	if moved.Pos() != a.Pos() || moved.Dev() != "eth3" {
+		t.Errorf("after SetOptions: at %v on %q, want %v on eth3", moved.Pos(), moved.Dev(), a.Pos())
+	}
+	elsewhere := b
+	elsewhere.SetPos(Pos{File: "other.conf", Line: 7})
+	if elsewhere == a || !elsewhere.SameEntry(a) {
+		t.Error("the same entry at the same line of another file: want a different VIP, the same entry")
 	}
 	j, err := json.Marshal(a)
 	if err != nil {
@@ -51,15 +65,15 @@ func TestVIPOptions(t *testing.T) {
 		t.Fatal(err)
 	}
 	if back != a {
-		t.Errorf("read back %+v at %v, want %+v at %v", back.Options(), back.Pos, a.Options(), a.Pos)
+		t.Errorf("read back %+v at %v, want %+v at %v", back.Options(), back.Pos(), a.Options(), a.Pos())
 	}
 }
 
 // TestVIPSize: a node keeps one VIP per address for its life (10,000 in
 // bench/scale and bench/ipfailover); its options are not fields of it.
 func TestVIPSize(t *testing.T) {
-	if n := unsafe.Sizeof(VIP{}); n > 64 {
-		t.Errorf("a VIP takes %d bytes, want at most 64 (its options interned)", n)
+	if n := unsafe.Sizeof(VIP{}); n > 48 {
+		t.Errorf("a VIP takes %d bytes, want at most 48 (its options and file interned, its line 32 bits)", n)
 	}
 }
 
