@@ -461,7 +461,6 @@ func (p *parser) vip(e *stmt, block string) (VIP, bool) {
 		return VIP{}, false
 	}
 	v.Prefix = pfx
-	v.SetPos(e.pos)
 	var o VIPOptions
 	ok := true
 	args := e.args()
@@ -523,7 +522,7 @@ func (p *parser) vip(e *stmt, block string) (VIP, bool) {
 			o.Label = val
 		}
 	}
-	v.SetOptions(o)
+	v.set(e.pos, o)
 	return v, ok
 }
 

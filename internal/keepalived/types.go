@@ -226,11 +226,14 @@ func (v VIP) Pos() Pos {
 }
 
 // SetPos records where v was written.
-func (v *VIP) SetPos(p Pos) {
-	x := v.extras()
-	x.file = p.File
+func (v *VIP) SetPos(p Pos) { v.set(p, v.Options()) }
+
+// set records where v was written and its options at once: one value
+// interned where SetPos and SetOptions make one each (the parser, for
+// every VIP of the file).
+func (v *VIP) set(p Pos, o VIPOptions) {
 	v.line = int32(min(max(p.Line, 0), math.MaxInt32))
-	v.setExtras(x)
+	v.setExtras(vipExtra{VIPOptions: o, file: p.File})
 }
 
 func (v VIP) extras() vipExtra {
