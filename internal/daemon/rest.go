@@ -131,6 +131,9 @@ func TrimNow(log *slog.Logger) {
 	if err := memtrim.AfterStart(); err != nil {
 		log.Debug("giving back the start-up's pages", "err", err)
 	}
+	if err := memtrim.PagesSingly(); err != nil {
+		log.Debug("the executable's pages come back 64 KiB at a time", "err", err)
+	}
 }
 
 // NotifyReload asks for the reload signals on c, then tells the

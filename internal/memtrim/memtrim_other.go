@@ -30,3 +30,8 @@ func AfterCollections(context.Context) error {
 func AfterQuietCollections(context.Context, time.Duration, func() time.Time) error {
 	return errors.New("memtrim: releasing executable pages is supported on Linux only")
 }
+
+// PagesSingly is supported on Linux only.
+func PagesSingly() error {
+	return errors.New("memtrim: mapping pages back one at a time is supported on Linux only")
+}

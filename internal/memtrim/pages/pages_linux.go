@@ -233,13 +233,15 @@ func Droppable() ([]Mapping, error) {
 }
 
 // Drop drops the page-table entries of ms and returns the bytes of address
-// space released.
+// space released. Where the kernel allows it (NoFaultAround), the pages
+// the process touches again come back one at a time; otherwise 64 KiB at
+// a time, and Drop does not fail for that.
 func Drop(ms []Mapping) (uintptr, error) {
+	_ = NoFaultAround(ms)
 	var n uintptr
 	for _, m := range ms {
 		// By address: the range is not Go memory, so no slice stands for it.
 		if _, _, e := syscall.Syscall(syscall.SYS_MADVISE, m.Start, m.End-m.Start, syscall.MADV_DONTNEED); e != 0 {
-			hex := func(p uintptr) string { return strconv.FormatUint(uint64(p), 16) }
 			return n, os.NewSyscallError("madvise "+hex(m.Start)+"-"+hex(m.End)+" "+m.Perms+" "+m.Path, e)
 		}
 		n += m.End - m.Start

@@ -25,3 +25,6 @@ func Drop([]Mapping) (uintptr, error) { return 0, errLinux }
 
 // NotExecutable is supported on Linux only.
 func NotExecutable([]Mapping) []Mapping { return nil }
+
+// NoFaultAround is supported on Linux only.
+func NoFaultAround([]Mapping) error { return errLinux }

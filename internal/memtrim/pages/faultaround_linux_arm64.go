@@ -1,0 +1,3 @@
+package pages
+
+const sysUserfaultfd = 282
