@@ -23,8 +23,10 @@ type variant struct {
 // trialResult is what one trial measured.
 type trialResult struct {
 	Variant string
-	// Rest, per node: CPU percent of one core, proportional set size.
+	// Rest, per node: CPU percent of one core, resident and proportional
+	// set sizes.
 	CPU []float64
+	RSS []float64 // MiB
 	PSS []float64 // MiB
 	// VRRPPerSecond is what the client heard on the link at rest.
 	VRRPPerSecond float64
@@ -56,7 +58,7 @@ type trialResult struct {
 type summary struct {
 	Variant       string
 	Trials        int
-	CPU, PSS      float64 // mean over nodes, median over trials
+	CPU, RSS, PSS float64 // mean over nodes, median over trials
 	VRRPPerSecond float64
 	Moved         int
 	First, Last   time.Duration
@@ -71,7 +73,7 @@ type summary struct {
 
 func summarize(name string, rs []trialResult) summary {
 	s := summary{Variant: name, Trials: len(rs), Answered: math.MaxInt}
-	var cpu, pss, vrrp, heard, peak []float64
+	var cpu, rss, pss, vrrp, heard, peak []float64
 	var first, last []time.Duration
 	var settled []trialResult
 	for _, r := range rs {
@@ -85,6 +87,7 @@ func summarize(name string, rs []trialResult) summary {
 	rs = settled
 	for _, r := range rs {
 		cpu = append(cpu, mean(r.CPU))
+		rss = append(rss, mean(r.RSS))
 		pss = append(pss, mean(r.PSS))
 		vrrp = append(vrrp, r.VRRPPerSecond)
 		heard = append(heard, float64(r.Heard))
@@ -99,7 +102,7 @@ func summarize(name string, rs []trialResult) summary {
 	if len(rs) == 0 {
 		s.Answered = 0
 	}
-	s.CPU, s.PSS, s.VRRPPerSecond = median(cpu), median(pss), median(vrrp)
+	s.CPU, s.RSS, s.PSS, s.VRRPPerSecond = median(cpu), median(rss), median(pss), median(vrrp)
 	s.Heard, s.Peak = int(median(heard)), median(peak)
 	s.First, s.Last = medianD(first), medianD(last)
 	s.Lasts = last
@@ -185,6 +188,7 @@ func report(vips int, sums []summary) *benchdoc.Report {
 		return fmt.Sprint(s.SoftnetDrops), float64(s.SoftnetDrops)
 	})
 	row("CPU per node at rest", func(s summary) (string, float64) { return fmt.Sprintf("%.2f %%", s.CPU), s.CPU })
+	row("RSS per node at rest", func(s summary) (string, float64) { return fmt.Sprintf("%.1f MiB", s.RSS), s.RSS })
 	row("PSS per node at rest", func(s summary) (string, float64) { return fmt.Sprintf("%.1f MiB", s.PSS), s.PSS })
 	row("VRRP packets/s on the link", func(s summary) (string, float64) {
 		return fmt.Sprintf("%.1f", s.VRRPPerSecond), s.VRRPPerSecond
@@ -211,9 +215,10 @@ func report(vips int, sums []summary) *benchdoc.Report {
 	return rep
 }
 
-// verdicts judges issue 32's failover target: every VIP of the dead node
-// re-announced by each vipstack variant no later than by keepalived (the
-// first summary), on the medians.
+// verdicts judges issue 32's targets for each vipstack variant against
+// keepalived (the first summary), on the medians: every VIP of the dead
+// node re-announced no later, and the RSS and PSS per node at rest no
+// larger.
 func verdicts(sums []summary) []string {
 	if len(sums) < 2 || sums[0].Trials == 0 {
 		return nil
@@ -222,12 +227,24 @@ func verdicts(sums []summary) []string {
 	var out []string
 	for _, s := range sums[1:] {
 		if s.Trials == 0 {
-			out = append(out, fmt.Sprintf("MISS  every VIP re-announced: %s has no settled trial", s.Variant))
+			out = append(out, fmt.Sprintf("MISS  every VIP re-announced, RSS and PSS: %s has no settled trial", s.Variant))
 			continue
 		}
 		r := float64(s.Last) / float64(ref.Last)
 		out = append(out, fmt.Sprintf("%s  every VIP re-announced: %s/%s = %.2f (%d against %d ms; want <= 1.00)",
 			verdict(r <= 1), s.Variant, ref.Variant, r, s.Last.Milliseconds(), ref.Last.Milliseconds()))
+		for _, m := range []struct {
+			name    string
+			us, ref float64
+		}{{"RSS", s.RSS, ref.RSS}, {"PSS", s.PSS, ref.PSS}} {
+			if m.ref == 0 {
+				out = append(out, fmt.Sprintf("MISS  %s per node at rest: %s's is not known", m.name, ref.Variant))
+				continue
+			}
+			r := m.us / m.ref
+			out = append(out, fmt.Sprintf("%s  %s per node at rest: %s/%s = %.2f (%.1f against %.1f MiB; want <= 1.00)",
+				verdict(r <= 1), m.name, s.Variant, ref.Variant, r, m.us, m.ref))
+		}
 	}
 	return out
 }

@@ -148,9 +148,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 				results[v.Name] = append(results[v.Name], r)
 				continue
 			}
-			fmt.Fprintf(stdout, "%-17s trial %d: held %v, moved %d, first %v, every %v, CPU %v %%, PSS %v MiB, VRRP %.1f/s, answered once %d, twice %d\n",
+			fmt.Fprintf(stdout, "%-17s trial %d: held %v, moved %d, first %v, every %v, CPU %v %%, RSS %v MiB, PSS %v MiB, VRRP %.1f/s, answered once %d, twice %d\n",
 				v.Name, i, r.Held, r.Moved, r.First.Round(time.Millisecond), r.Last.Round(time.Millisecond),
-				fmtFloats(r.CPU, 2), fmtFloats(r.PSS, 1), r.VRRPPerSecond, r.Answered, r.Twice)
+				fmtFloats(r.CPU, 2), fmtFloats(r.RSS, 1), fmtFloats(r.PSS, 1), r.VRRPPerSecond, r.Answered, r.Twice)
 			results[v.Name] = append(results[v.Name], r)
 		}
 	}
@@ -404,7 +404,8 @@ func (b *bench) trial(v variant) (trialResult, error) {
 		pids[i] = procfs.Group(cmds[i].Process.Pid)
 		after := procfs.CPUTicks(pids[i])
 		r.CPU = append(r.CPU, float64(after-before[i])/procfs.ClockTicks/t1.Sub(t0).Seconds()*100)
-		r.PSS = append(r.PSS, pss(pids[i]))
+		rss, pss := procfs.MemMiB(pids[i])
+		r.RSS, r.PSS = append(r.RSS, rss), append(r.PSS, pss)
 	}
 	r.VRRPPerSecond = float64(v1-v0) / t1.Sub(t0).Seconds()
 
@@ -531,11 +532,4 @@ func (b *bench) settle(hs []*testnet.Host, vips []netip.Addr, c *capture) ([]map
 		time.Sleep(500 * time.Millisecond) // polling the nodes
 	}
 	return nil, fmt.Errorf("not settled after %v: %s", settleLimit, last)
-}
-
-// pss is the proportional set size of pids, so that pages keepalived's
-// parent and child share after fork count once.
-func pss(pids []int) float64 {
-	_, p := procfs.MemMiB(pids)
-	return p
 }

@@ -1,10 +1,13 @@
 package pages
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"syscall"
 	"testing"
 	"unsafe"
@@ -137,4 +140,92 @@ func TestDropMapsBackOnePage(t *testing.T) {
 	if got := b[17*os.Getpagesize()]; got != 17 {
 		t.Errorf("page 17 read %d after Drop, want 17: the file's page", got)
 	}
+}
+
+// TestRefused: where a seccomp profile refuses userfaultfd (containerd's
+// default one does), NoFaultAround says so and Drop works as before. The
+// test runs itself again with a filter on the thread that refuses the
+// call with EPERM, as the runtime's profile would.
+func TestRefused(t *testing.T) {
+	if os.Getenv("VIPSTACK_TEST_REFUSED") == "1" {
+		refusedChild(t)
+		return
+	}
+	if sysUserfaultfd == 0 {
+		t.Skip("the system call's number is not known on this architecture")
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestRefused$", "-test.v")
+	cmd.Env = append(os.Environ(), "VIPSTACK_TEST_REFUSED=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the child under the filter: %v\n%s", err, out)
+	}
+	if !bytes.Contains(out, []byte("userfaultfd: operation not permitted")) {
+		t.Errorf("the child did not report the refusal:\n%s", out)
+	}
+}
+
+func refusedChild(t *testing.T) {
+	// The filter is the thread's: everything below runs on it.
+	runtime.LockOSThread()
+	refuse(t, sysUserfaultfd)
+	err := NoFaultAround(nil)
+	if !errors.Is(err, syscall.EPERM) {
+		t.Fatalf("NoFaultAround under a filter refusing userfaultfd = %v, want EPERM", err)
+	}
+	t.Logf("NoFaultAround: %v", err)
+
+	b, m := fileMapping(t, 64)
+	for i := range 64 {
+		touch(b, i)
+	}
+	if _, err := Drop([]Mapping{m}); err != nil {
+		t.Fatalf("Drop when NoFaultAround is refused: %v", err)
+	}
+	if n := present(t, m); n != 0 {
+		t.Fatalf("%d pages mapped after Drop, want 0", n)
+	}
+	touch(b, 17)
+	if n := present(t, m); n < 1 {
+		t.Errorf("%d pages mapped after reading one, want at least that one", n)
+	}
+	if got := b[17*os.Getpagesize()]; got != 17 {
+		t.Errorf("page 17 read %d after Drop, want 17", got)
+	}
+}
+
+// refuse installs on this thread a seccomp filter that fails system call
+// nr with EPERM and allows every other.
+func refuse(t *testing.T, nr uintptr) {
+	t.Helper()
+	type sockFilter struct {
+		code   uint16
+		jt, jf uint8
+		k      uint32
+	}
+	const (
+		ldAbsW   = 0x20 // BPF_LD | BPF_W | BPF_ABS
+		jeqK     = 0x15 // BPF_JMP | BPF_JEQ | BPF_K
+		retK     = 0x06 // BPF_RET | BPF_K
+		retErrno = 0x00050000
+		retAllow = 0x7fff0000
+	)
+	prog := []sockFilter{
+		{code: ldAbsW, k: 0}, // seccomp_data.nr
+		{code: jeqK, k: uint32(nr), jt: 0, jf: 1},
+		{code: retK, k: retErrno | uint32(syscall.EPERM)},
+		{code: retK, k: retAllow},
+	}
+	fprog := struct {
+		len    uint16
+		filter *sockFilter
+	}{uint16(len(prog)), &prog[0]}
+	const prSetNoNewPrivs, prSetSeccomp, seccompModeFilter = 38, 22, 2
+	if _, _, e := syscall.RawSyscall(syscall.SYS_PRCTL, prSetNoNewPrivs, 1, 0); e != 0 {
+		t.Fatalf("prctl PR_SET_NO_NEW_PRIVS: %v", e)
+	}
+	if _, _, e := syscall.RawSyscall(syscall.SYS_PRCTL, prSetSeccomp, seccompModeFilter, uintptr(unsafe.Pointer(&fprog))); e != 0 {
+		t.Fatalf("prctl PR_SET_SECCOMP: %v", e)
+	}
+	runtime.KeepAlive(prog)
 }
