@@ -271,8 +271,9 @@ func (p *Pool) Run(ctx context.Context) error {
 	p.eng = e
 	// The engine's configuration holds the VIPs from here on; the status
 	// needs the groups' counts only (a layout guard keeps the plan it
-	// was given).
+	// was given), and nothing reads the settings' list again.
 	p.plan = plan.WithoutVIPs()
+	p.opts.Spec = s.withoutVIPs()
 	p.status.Phase = "running"
 	p.mu.Unlock()
 	close(p.running)

@@ -157,14 +157,29 @@ type Spec struct {
 	// Warnings are notes about accepted input (ignored variables, a
 	// clamped group count), each naming the variable.
 	Warnings []string
+
+	// family is the VIPs' family once VIPs is released (withoutVIPs).
+	family int
 }
 
 // Family returns 4 or 6, the address family of the VIPs.
 func (s *Spec) Family() int {
+	if s.family != 0 {
+		return s.family
+	}
 	if len(s.VIPs) > 0 && s.VIPs[0].Is6() {
 		return 6
 	}
 	return 4
+}
+
+// withoutVIPs returns a copy of s without its list of VIPs, whose family
+// it keeps: for a pool whose engine holds the VIPs in its configuration
+// from then on. At 10,000 VIPs the list is 0.24 MB kept for nothing.
+func (s *Spec) withoutVIPs() *Spec {
+	c := *s
+	c.family, c.VIPs = s.Family(), nil
+	return &c
 }
 
 // Unicast reports whether VRRP goes to the peers instead of multicast.

@@ -2,6 +2,7 @@ package ipfailover
 
 import (
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -151,7 +152,7 @@ func TestParse(t *testing.T) {
 			}
 			want := imageDefaults()
 			tc.want(want)
-			if diff := cmp.Diff(want, got, cmp.Comparer(func(a, b netip.Addr) bool { return a == b })); diff != "" {
+			if diff := cmp.Diff(want, got, cmp.AllowUnexported(Spec{}), cmp.Comparer(func(a, b netip.Addr) bool { return a == b })); diff != "" {
 				t.Errorf("Parse (-want +got):\n%s", diff)
 			}
 		})
@@ -217,6 +218,38 @@ func TestParseErrors(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSpecWithoutVIPs: the settings a running pool keeps have no list of
+// VIPs but still their family, and the settings they came from are as
+// they were.
+func TestSpecWithoutVIPs(t *testing.T) {
+	for _, tc := range []struct {
+		vips string
+		want int
+	}{
+		{"10.1.1.1-250", 4},
+		{"fd00:bb::1:0-1d", 6},
+	} {
+		s, err := Parse(Input{Env: map[string]string{EnvVirtualIPs: tc.vips}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := len(s.VIPs)
+		c := s.withoutVIPs()
+		if c.VIPs != nil || c.Family() != tc.want {
+			t.Errorf("%s: without its VIPs: %d VIPs, IPv%d; want none, IPv%d", tc.vips, len(c.VIPs), c.Family(), tc.want)
+		}
+		if len(s.VIPs) != n || s.Family() != tc.want || s.family != 0 {
+			t.Errorf("%s: the settings it came from changed: %d VIPs (want %d), IPv%d", tc.vips, len(s.VIPs), n, s.Family())
+		}
+		if c2 := c.withoutVIPs(); c2.Family() != tc.want {
+			t.Errorf("%s: released twice: IPv%d, want IPv%d", tc.vips, c2.Family(), tc.want)
+		}
+		if c.ConfigName != s.ConfigName || c.CheckInterval != s.CheckInterval || !slices.Equal(c.ScriptEnv, s.ScriptEnv) {
+			t.Errorf("%s: the other settings changed: %+v, want %+v", tc.vips, c, s)
+		}
 	}
 }
 

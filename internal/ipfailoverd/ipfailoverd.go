@@ -160,6 +160,10 @@ func Run(ctx context.Context, f Flags, ledger netif.Ledger, stderr io.Writer) in
 	reg, work := metrics.NewRegistry(), make(chan struct{}, 1)
 	opts := f.Opts
 	opts.Registry, opts.Ledger, opts.Announced = reg, ledger, work
+	// The pool owns the settings from here on, and lets their list of
+	// VIPs go once its engine holds them; f lives on the heap, kept by
+	// the profiles' server when it runs, and must not keep them.
+	f.Opts.Spec = nil
 	pool, err := ipfailover.New(opts)
 	if err != nil {
 		fmt.Fprintf(stderr, "vipstack ipfailover: %v\n", err)
