@@ -2,6 +2,7 @@ package bgp
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/netip"
@@ -10,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	api "github.com/osrg/gobgp/v3/api"
@@ -34,7 +36,9 @@ type GoBGP struct {
 	log *slog.Logger
 
 	once sync.Once
-	srv  *server.BgpServer
+	// srv is GoBGP's server once Start made it: the speaker's status
+	// may be asked for from another goroutine before its Run has.
+	srv atomic.Pointer[server.BgpServer]
 
 	// ops serialises adding, deleting and restarting peers; mu guards
 	// peers alone (GoBGP's logger takes it, holding a session's lock).
@@ -45,7 +49,36 @@ type GoBGP struct {
 	quit  chan struct{}
 	wg    sync.WaitGroup
 	now   func() time.Time
+
+	// answerWait bounds each call into GoBGP's server (answerWait
+	// below); calls holds the calls it has not answered yet.
+	answerWait time.Duration
+	calls      struct {
+		sync.Mutex
+		next    uint64
+		pending map[uint64]pendingCall
+	}
 }
+
+// pendingCall is a call into GoBGP's server not answered yet.
+type pendingCall struct {
+	what  string
+	since time.Time
+}
+
+// errNotStarted is a call before Start: the speaker's status may be asked
+// for before its Run has started the router.
+var errNotStarted = errors.New("GoBGP is not started yet")
+
+// answerWait is how long a call waits for GoBGP's server to answer it.
+// GoBGP's API ignores the context it is given: a call waits until the
+// server's one loop takes and runs it, and a loop held up (by a bug, or a
+// session's goroutine it waits for) would hold every caller for ever:
+// the status, an agent's Lease publication, a graceful stop. A call that
+// has no answer within answerWait returns an error, and from then on the
+// router counts as wedged (Wedged) and the calls that follow fail at once,
+// until GoBGP answers. A healthy server answers in milliseconds.
+const answerWait = 10 * time.Second
 
 // goPeer is what GoBGP was given for a peer.
 type goPeer struct {
@@ -64,8 +97,71 @@ const restartDamping = 30 * time.Second
 
 // NewGoBGP returns a Router backed by GoBGP that logs to log.
 func NewGoBGP(log *slog.Logger) *GoBGP {
-	return &GoBGP{log: log, peers: map[string]*goPeer{}, ends: make(chan sessionEnd, 16),
-		quit: make(chan struct{}), now: time.Now}
+	g := &GoBGP{log: log, peers: map[string]*goPeer{}, ends: make(chan sessionEnd, 16),
+		quit: make(chan struct{}), now: time.Now, answerWait: answerWait}
+	g.calls.pending = map[uint64]pendingCall{}
+	return g
+}
+
+// call runs f, a call into GoBGP's server named what, and waits for it at
+// most answerWait or until ctx ends (answerWait says why); a call that
+// does not answer stays pending, and Wedged names it, until it does.
+func (g *GoBGP) call(ctx context.Context, what string, f func(*server.BgpServer) error) error {
+	srv := g.srv.Load()
+	if srv == nil {
+		// GoBGP's server methods would wait for ever on a nil server
+		// (the panic stops in a deferred receive).
+		return fmt.Errorf("bgp: %s: %w", what, errNotStarted)
+	}
+	if err := g.Wedged(); err != nil {
+		return fmt.Errorf("bgp: %s not tried: %w", what, err)
+	}
+	c := &g.calls
+	c.Lock()
+	id := c.next
+	c.next++
+	c.pending[id] = pendingCall{what: what, since: time.Now()}
+	c.Unlock()
+	done := make(chan error, 1)
+	go func() {
+		err := f(srv)
+		c.Lock()
+		delete(c.pending, id)
+		c.Unlock()
+		done <- err
+	}()
+	t := time.NewTimer(g.answerWait)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("bgp: %s: GoBGP did not answer: %w", what, context.Cause(ctx))
+	case <-t.C:
+		return fmt.Errorf("bgp: %s: GoBGP did not answer within %v", what, g.answerWait)
+	}
+}
+
+// Wedged returns an error naming the oldest call GoBGP's server has left
+// unanswered for answerWait or longer, or nil if there is none. A wedged
+// server keeps its sessions open (their keepalives run apart from the
+// loop) while it can change nothing it announces: only the end of the
+// process closes them.
+func (g *GoBGP) Wedged() error {
+	c := &g.calls
+	c.Lock()
+	defer c.Unlock()
+	var old pendingCall
+	for _, p := range c.pending {
+		if time.Since(p.since) >= g.answerWait && (old.since.IsZero() || p.since.Before(old.since)) {
+			old = p
+		}
+	}
+	if old.since.IsZero() {
+		return nil
+	}
+	return fmt.Errorf("GoBGP's server has not answered %s since %s (%v): it is wedged", old.what,
+		old.since.UTC().Format(time.RFC3339), time.Since(old.since).Round(time.Second))
 }
 
 var (
@@ -74,15 +170,20 @@ var (
 )
 
 func (g *GoBGP) Start(ctx context.Context, asn uint32, routerID netip.Addr, listenPort int) error {
-	g.srv = server.NewBgpServer(server.LoggerOption(&logAdapter{l: g.log, g: g}))
-	go g.srv.Serve()
+	srv := server.NewBgpServer(server.LoggerOption(&logAdapter{l: g.log, g: g}))
+	if !g.srv.CompareAndSwap(nil, srv) {
+		return errors.New("bgp: GoBGP started twice")
+	}
+	go srv.Serve()
 	g.wg.Add(1)
 	go g.restartEnded()
 	port := int32(listenPort)
 	if port == 0 {
 		port = -1 // GoBGP's "do not listen"
 	}
-	return g.srv.StartBgp(ctx, &api.StartBgpRequest{Global: &api.Global{Asn: asn, RouterId: routerID.String(), ListenPort: port}})
+	return g.call(ctx, "StartBgp", func(srv *server.BgpServer) error {
+		return srv.StartBgp(ctx, &api.StartBgpRequest{Global: &api.Global{Asn: asn, RouterId: routerID.String(), ListenPort: port}})
+	})
 }
 
 func (g *GoBGP) AddPeer(ctx context.Context, p Peer, ibgp bool) error {
@@ -134,7 +235,9 @@ func (g *GoBGP) AddPeer(ctx context.Context, p Peer, ibgp bool) error {
 	}
 	g.ops.Lock()
 	defer g.ops.Unlock()
-	if err := g.srv.AddPeer(ctx, &api.AddPeerRequest{Peer: ap}); err != nil {
+	if err := g.call(ctx, "AddPeer "+p.Address.String(), func(srv *server.BgpServer) error {
+		return srv.AddPeer(ctx, &api.AddPeerRequest{Peer: ap})
+	}); err != nil {
 		return err
 	}
 	g.mu.Lock()
@@ -149,7 +252,9 @@ func (g *GoBGP) DeletePeer(ctx context.Context, addr netip.Addr) error {
 	g.mu.Lock()
 	delete(g.peers, addr.String())
 	g.mu.Unlock()
-	return g.srv.DeletePeer(ctx, &api.DeletePeerRequest{Address: addr.String()})
+	return g.call(ctx, "DeletePeer "+addr.String(), func(srv *server.BgpServer) error {
+		return srv.DeletePeer(ctx, &api.DeletePeerRequest{Address: addr.String()})
+	})
 }
 
 func (g *GoBGP) SetPeerEnabled(ctx context.Context, addr netip.Addr, enabled bool, reason string) error {
@@ -161,9 +266,13 @@ func (g *GoBGP) SetPeerEnabled(ctx context.Context, addr netip.Addr, enabled boo
 	}
 	g.mu.Unlock()
 	if enabled {
-		return g.srv.EnablePeer(ctx, &api.EnablePeerRequest{Address: addr.String()})
+		return g.call(ctx, "EnablePeer "+addr.String(), func(srv *server.BgpServer) error {
+			return srv.EnablePeer(ctx, &api.EnablePeerRequest{Address: addr.String()})
+		})
 	}
-	return g.srv.DisablePeer(ctx, &api.DisablePeerRequest{Address: addr.String(), Communication: reason})
+	return g.call(ctx, "DisablePeer "+addr.String(), func(srv *server.BgpServer) error {
+		return srv.DisablePeer(ctx, &api.DisablePeerRequest{Address: addr.String(), Communication: reason})
+	})
 }
 
 // sessionEnded hears that addr's established session ended for reason
@@ -241,11 +350,13 @@ func (g *GoBGP) restart(addr, notif string) {
 		"notification", notif)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := g.srv.DeletePeer(ctx, &api.DeletePeerRequest{Address: addr}); err != nil {
+	if err := g.call(ctx, "DeletePeer "+addr, func(srv *server.BgpServer) error {
+		return srv.DeletePeer(ctx, &api.DeletePeerRequest{Address: addr})
+	}); err != nil {
 		g.log.Error("bgp: quick restart: delete peer", "peer", addr, "err", err)
 		return
 	}
-	if err := g.srv.AddPeer(ctx, &api.AddPeerRequest{Peer: conf}); err != nil {
+	if err := g.call(ctx, "AddPeer "+addr, func(srv *server.BgpServer) error { return srv.AddPeer(ctx, &api.AddPeerRequest{Peer: conf}) }); err != nil {
 		g.log.Error("bgp: quick restart: add peer again", "peer", addr, "err", err)
 	}
 }
@@ -340,8 +451,10 @@ func (g *GoBGP) Announce(ctx context.Context, r Route, nextHop netip.Addr, prepe
 	if err != nil {
 		return err
 	}
-	_, err = g.srv.AddPath(ctx, &api.AddPathRequest{TableType: api.TableType_GLOBAL, Path: p})
-	return err
+	return g.call(ctx, "AddPath "+r.Prefix().String(), func(srv *server.BgpServer) error {
+		_, err := srv.AddPath(ctx, &api.AddPathRequest{TableType: api.TableType_GLOBAL, Path: p})
+		return err
+	})
 }
 
 func (g *GoBGP) Withdraw(ctx context.Context, pfx netip.Prefix) error {
@@ -349,12 +462,27 @@ func (g *GoBGP) Withdraw(ctx context.Context, pfx netip.Prefix) error {
 	if err != nil {
 		return err
 	}
-	return g.srv.DeletePath(ctx, &api.DeletePathRequest{TableType: api.TableType_GLOBAL, Family: p.Family, Path: p})
+	return g.call(ctx, "DeletePath "+pfx.String(), func(srv *server.BgpServer) error {
+		return srv.DeletePath(ctx, &api.DeletePathRequest{TableType: api.TableType_GLOBAL, Family: p.Family, Path: p})
+	})
 }
 
 func (g *GoBGP) Peers(ctx context.Context) ([]RouterPeer, error) {
+	// out is read only once the call has answered: a call given up
+	// still runs, and would append to it.
 	var out []RouterPeer
-	err := g.srv.ListPeer(ctx, &api.ListPeerRequest{EnableAdvertised: true}, func(p *api.Peer) {
+	err := g.call(ctx, "ListPeer", func(srv *server.BgpServer) error {
+		return srv.ListPeer(context.Background(), &api.ListPeerRequest{EnableAdvertised: true}, g.peerInto(&out))
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// peerInto is ListPeer's callback: each peer appended to out.
+func (g *GoBGP) peerInto(out *[]RouterPeer) func(*api.Peer) {
+	return func(p *api.Peer) {
 		a, err := netip.ParseAddr(p.GetConf().GetNeighborAddress())
 		if err != nil {
 			return
@@ -367,9 +495,8 @@ func (g *GoBGP) Peers(ctx context.Context) ([]RouterPeer, error) {
 			rp.SentUpdates = st.GetMessages().GetSent().GetUpdate()
 		}
 		rp.Advertised = advertised(p)
-		out = append(out, rp)
-	})
-	return out, err
+		*out = append(*out, rp)
+	}
 }
 
 // advertised is the number of routes in p's Adj-RIB-Out. For a peer with
@@ -396,13 +523,15 @@ func advertised(p *api.Peer) uint64 {
 func (g *GoBGP) Stop(ctx context.Context) error {
 	var err error
 	g.once.Do(func() {
-		if g.srv == nil {
+		if g.srv.Load() == nil {
 			return
 		}
 		close(g.quit)
 		g.wg.Wait()
-		err = g.srv.StopBgp(ctx, &api.StopBgpRequest{})
-		g.srv.Stop()
+		// StopBgp sends each session a Cease and waits for its
+		// goroutines; the server's Stop would only call it again (and
+		// stop a gRPC server this router does not run).
+		err = g.call(ctx, "StopBgp", func(srv *server.BgpServer) error { return srv.StopBgp(context.Background(), &api.StopBgpRequest{}) })
 	})
 	return err
 }

@@ -2,10 +2,12 @@ package bgp
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -144,7 +146,7 @@ func TestConnectRetry(t *testing.T) {
 		}
 	}
 	got := map[string]uint64{}
-	err := g.srv.ListPeer(ctx, &api.ListPeerRequest{}, func(p *api.Peer) {
+	err := g.srv.Load().ListPeer(ctx, &api.ListPeerRequest{}, func(p *api.Peer) {
 		got[p.Conf.NeighborAddress] = p.Timers.Config.ConnectRetry
 	})
 	if err != nil {
@@ -273,5 +275,149 @@ func TestPeerNotification(t *testing.T) {
 		if got != tc.want || ok != tc.ok {
 			t.Errorf("peerNotification(%q) = %q, %v; want %q, %v", tc.reason, got, ok, tc.want, tc.ok)
 		}
+	}
+}
+
+// TestNotStarted: a speaker's status asked for before its Run has
+// started the router (an agent's status Lease is written from another
+// goroutine, and was held for ever so) answers that the router is not
+// started; GoBGP itself would hold such a caller for ever.
+func TestNotStarted(t *testing.T) {
+	g := NewGoBGP(slog.New(slog.DiscardHandler))
+	s, err := New(Options{Config: validConfig(), Eligibility: &fakeElig{ch: make(chan struct{})}, Router: g, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.Status(t.Context())
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, errNotStarted) {
+			t.Errorf("Status before Run = %v, want %v", err, errNotStarted)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Status before Run did not return within 30s")
+	}
+	if err := g.Stop(t.Context()); err != nil {
+		t.Errorf("Stop before Start = %v, want nil", err)
+	}
+}
+
+// holdHandler is a log handler that, once armed, holds the goroutine of
+// the next record whose message is msg until release is closed: GoBGP
+// logs a peer's addition from its server's loop, so holding that record
+// holds the loop, as a bug in it would.
+type holdHandler struct {
+	slog.Handler
+	msg     string
+	armed   atomic.Bool
+	held    atomic.Bool
+	release chan struct{}
+}
+
+func (h *holdHandler) Handle(ctx context.Context, r slog.Record) error {
+	if r.Message == h.msg && h.armed.CompareAndSwap(true, false) {
+		h.held.Store(true)
+		<-h.release
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h *holdHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return &holdHandler{Handler: h.Handler.WithAttrs(as), msg: h.msg, release: h.release}
+}
+
+// TestWedged: a speaker on a real GoBGP whose server loop stops
+// answering (held in its logger while it adds a peer). The call that
+// wedged it returns an error naming it; the router and the speaker say
+// they are wedged, and what; the status and the calls after answer at
+// once with that error; a graceful stop ends, saying it could not
+// withdraw. Once the loop runs again the router is not wedged any more.
+// The peers are loopback addresses on a port nothing listens on; the
+// server does not listen.
+func TestWedged(t *testing.T) {
+	var log syncbuf.Buffer
+	h := &holdHandler{Handler: slog.NewTextHandler(&log, nil), msg: "gobgp: Add a peer configuration", release: make(chan struct{})}
+	released := false
+	release := func() {
+		if !released {
+			released = true
+			close(h.release)
+		}
+	}
+	t.Cleanup(release)
+	g := NewGoBGP(slog.New(h))
+	g.answerWait = 200 * time.Millisecond
+	cfg := Config{ASN: 64512, RouterID: netip.MustParseAddr("127.0.0.1"),
+		Peers:  []Peer{{Address: netip.MustParseAddr("127.0.0.2"), ASN: 64500, Port: 1}},
+		Routes: []Route{{VIP: netip.MustParseAddr("198.19.0.10")}}}
+	e := &fakeElig{ch: make(chan struct{}), v: []Verdict{{VIP: netip.MustParseAddr("198.19.0.10"), Eligible: true}}}
+	s, err := New(Options{Config: cfg, Eligibility: e, Router: g, Logger: slog.New(h)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	runErr := make(chan error, 1)
+	go func() { runErr <- s.Run(ctx) }()
+	testutil.Eventually(t, 30*time.Second, func() error {
+		st, err := s.Status(ctx)
+		if err != nil || len(st.Routes) != 1 || !st.Routes[0].Announced {
+			return fmt.Errorf("status %+v, %v; want the route announced", st, err)
+		}
+		return nil
+	})
+	if err := s.Wedged(); err != nil {
+		t.Fatalf("Wedged before any call hung: %v", err)
+	}
+
+	h.armed.Store(true)
+	next := cfg
+	next.Peers = append(slices.Clone(cfg.Peers), Peer{Address: netip.MustParseAddr("127.0.0.3"), ASN: 64500, Port: 1})
+	err = s.Update(ctx, next)
+	if !h.held.Load() {
+		t.Fatalf("GoBGP did not log the peer's addition from its loop (Update: %v); the test holds nothing", err)
+	}
+	if err == nil || !strings.Contains(err.Error(), "AddPeer 127.0.0.3: GoBGP did not answer within 200ms") {
+		t.Fatalf("Update while GoBGP's loop is held = %v, want AddPeer 127.0.0.3 not answered", err)
+	}
+	for name, err := range map[string]error{"router": g.Wedged(), "speaker": s.Wedged()} {
+		if err == nil || !strings.Contains(err.Error(), "has not answered AddPeer 127.0.0.3 since") {
+			t.Errorf("%s's Wedged = %v, want the AddPeer call named", name, err)
+		}
+	}
+	if _, err := g.Peers(ctx); err == nil || !strings.Contains(err.Error(), "ListPeer not tried: GoBGP's server has not answered AddPeer") {
+		t.Errorf("Peers while wedged = %v, want it not tried", err)
+	}
+	if _, err := s.Status(ctx); err == nil || !strings.Contains(err.Error(), "wedged") {
+		t.Errorf("Status while wedged = %v, want the wedge as its error", err)
+	}
+
+	cancel()
+	select {
+	case err := <-runErr:
+		if err == nil || !strings.Contains(err.Error(), "StopBgp not tried") {
+			t.Errorf("Run's stop while wedged = %v, want StopBgp not tried", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Run did not return within 30s of its context's end while GoBGP was wedged")
+	}
+	if !strings.Contains(log.String(), "bgp: stopping without withdrawing") {
+		t.Errorf("the stop did not say it could not withdraw:\n%s", log.String())
+	}
+
+	release()
+	testutil.Eventually(t, 30*time.Second, func() error {
+		if err := g.Wedged(); err != nil {
+			return fmt.Errorf("Wedged after the loop was released: %v", err)
+		}
+		return nil
+	})
+	// Stop ran while wedged: stop the server now that it answers.
+	if err := g.srv.Load().StopBgp(context.Background(), &api.StopBgpRequest{}); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -527,6 +527,10 @@ func (s *Speaker) nextHop(vip netip.Addr) netip.Addr {
 // since (the withdrawal is on the wire, not only queued), or stopWait
 // passes, drains (Options.Drain), and then closes the sessions and BFD.
 func (s *Speaker) stop(ctx context.Context) error {
+	if err := s.Wedged(); err != nil {
+		s.log.Error("bgp: stopping without withdrawing: the sessions close when this process ends, and each router keeps or drops the routes as its graceful restart says",
+			"err", err)
+	}
 	before := map[netip.Addr]uint64{}
 	if peers, err := s.router.Peers(ctx); err == nil {
 		for _, p := range peers {
@@ -624,6 +628,17 @@ func (s *Speaker) stopRouter(ctx context.Context) error {
 		}
 	}
 	return err
+}
+
+// Wedged returns why the router no longer answers (GoBGP.Wedged), or nil
+// while it does or cannot tell. The speaker cannot change what it
+// announces then, and only the end of the process closes its sessions:
+// a command that serves a liveness probe fails it.
+func (s *Speaker) Wedged() error {
+	if w, ok := s.router.(interface{ Wedged() error }); ok {
+		return w.Wedged()
+	}
+	return nil
 }
 
 // Status returns the peers, their session and BFD state, and each route

@@ -1,6 +1,6 @@
 // Package testutil holds the helpers the tests of several packages share:
 // the one way they poll for a condition, and the last lines of a log to
-// print on failure.
+// print on failure, and the goroutines of a Go process that hung.
 package testutil
 
 import (
@@ -57,4 +57,38 @@ func Tail(s string, n int) string {
 		l = l[len(l)-n:]
 	}
 	return strings.Join(l, "\n")
+}
+
+// Goroutines picks, from the log of a Go process that SIGQUIT ended (its
+// runtime writes every goroutine's stack to standard error), the
+// goroutines whose stack has a frame naming pkg, each as its header
+// ("goroutine 42 [chan receive, 3 minutes]:") and its functions, without
+// the file lines and arguments, for a test to say where a process hung.
+// It returns "" when the log holds no dump.
+func Goroutines(log, pkg string) string {
+	i := strings.LastIndex(log, "SIGQUIT: quit")
+	if i < 0 {
+		return ""
+	}
+	var out strings.Builder
+	for _, block := range strings.Split(log[i:], "\n\n") {
+		block = strings.TrimSpace(block)
+		if !strings.HasPrefix(block, "goroutine ") || !strings.Contains(block, pkg) {
+			continue
+		}
+		for j, line := range strings.Split(block, "\n") {
+			switch {
+			case j == 0:
+			case strings.HasPrefix(line, "\t"):
+				continue
+			default:
+				if k := strings.LastIndex(line, "("); k > 0 && strings.HasSuffix(line, ")") {
+					line = line[:k]
+				}
+				line = "  " + line
+			}
+			out.WriteString(line + "\n")
+		}
+	}
+	return out.String()
 }

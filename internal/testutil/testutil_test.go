@@ -49,3 +49,39 @@ func TestPoll(t *testing.T) {
 		t.Fatalf("PollEvery with an ended context = %v after %d calls, want an error after 1", err, calls)
 	}
 }
+
+// TestGoroutines: the goroutines of a real SIGQUIT dump that name the
+// package, with their headers and functions only.
+func TestGoroutines(t *testing.T) {
+	log := `time=x level=INFO msg="serving"
+SIGQUIT: quit
+PC=0x40816e m=0 sigcode=0
+
+goroutine 0 gp=0x5471c0 m=0 mp=0x547f80 [idle]:
+runtime.netpoll(0x3db41d9ff570?)
+	/usr/local/go/src/runtime/netpoll_epoll.go:119 +0xd4 fp=0x7ffe38f54c90 sp=0x7ffe38f54600 pc=0x440954
+
+goroutine 7 gp=0xc000102000 m=nil [chan receive, 2 minutes]:
+github.com/osrg/gobgp/v3/pkg/server.(*BgpServer).mgmtOperation.func1()
+	/go/pkg/mod/github.com/osrg/gobgp/v3@v3.37.0/pkg/server/server.go:317 +0x2a
+github.com/vipstack/vipstack/internal/bgp.(*GoBGP).Peers(0xc0001a2000, {0x9a5e10, 0xc00001e0a0})
+	/src/internal/bgp/gobgp.go:357 +0x9c
+created by github.com/vipstack/vipstack/internal/k8s/agent.(*Agent).run in goroutine 1
+	/src/internal/k8s/agent/agent.go:412 +0x1f0
+
+goroutine 9 gp=0xc000103000 m=nil [select]:
+net/http.(*persistConn).readLoop(0xc0002b0000)
+	/usr/local/go/src/net/http/transport.go:2395 +0x9c5
+`
+	want := `goroutine 7 gp=0xc000102000 m=nil [chan receive, 2 minutes]:
+  github.com/osrg/gobgp/v3/pkg/server.(*BgpServer).mgmtOperation.func1
+  github.com/vipstack/vipstack/internal/bgp.(*GoBGP).Peers
+  created by github.com/vipstack/vipstack/internal/k8s/agent.(*Agent).run in goroutine 1
+`
+	if got := Goroutines(log, "vipstack/vipstack/internal"); got != want {
+		t.Errorf("Goroutines =\n%s\nwant\n%s", got, want)
+	}
+	if got := Goroutines("no dump here\n", "x"); got != "" {
+		t.Errorf("Goroutines of a log without a dump = %q, want \"\"", got)
+	}
+}

@@ -607,13 +607,19 @@ func ping(req *http.Request, eng *engine.Engine) error {
 	return eng.Ping(ctx)
 }
 
-// Live is the liveness check (/healthz): the engine's loop answers. Before
+// Live is the liveness check (/healthz): the engine's loop answers, and
+// the BGP speaker's GoBGP server, when one runs, is not wedged. Before
 // the engine runs the agent counts as live: it waits for the API server,
 // and a restart would not bring the API server back (while VIPs an earlier
 // run left are removed at once, see sweep). A loop that does not answer is
 // wedged, and only a restart helps: the supervisor, or the kubelet without
-// one, starts the agent again, and a peer holds its VIPs meanwhile.
+// one, starts the agent again, and a peer holds its VIPs meanwhile. A
+// wedged GoBGP keeps its sessions open and its routes announced whatever
+// the Services become; the restart closes them.
 func (a *Agent) Live(req *http.Request) error {
+	if err := a.bgp.wedged(); err != nil {
+		return fmt.Errorf("agent: the BGP speaker: %w", err)
+	}
 	a.mu.Lock()
 	eng := a.eng
 	a.mu.Unlock()

@@ -451,6 +451,20 @@ func (b *bgpRunner) run(ctx context.Context) {
 	}
 }
 
+// wedged is the running speaker's Wedged, nil while none runs.
+func (b *bgpRunner) wedged() error {
+	if b == nil {
+		return nil
+	}
+	b.mu.Lock()
+	sp := b.sp
+	b.mu.Unlock()
+	if sp == nil {
+		return nil
+	}
+	return sp.Wedged()
+}
+
 // status is the speaker's status, nil while none runs.
 func (b *bgpRunner) status() *node.BGPStatus {
 	if b == nil {

@@ -1,9 +1,13 @@
 package agent
 
 import (
+	"context"
 	"errors"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -37,5 +41,43 @@ func TestExitCause(t *testing.T) {
 				t.Errorf("exitCause() = %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// wedgedRouter is a bgp.Router whose server no longer answers: Wedged
+// says so (as bgp.GoBGP's does once a call has waited its answerWait).
+type wedgedRouter struct{ err error }
+
+func (r wedgedRouter) Start(context.Context, uint32, netip.Addr, int) error           { return nil }
+func (r wedgedRouter) AddPeer(context.Context, bgp.Peer, bool) error                  { return r.err }
+func (r wedgedRouter) DeletePeer(context.Context, netip.Addr) error                   { return r.err }
+func (r wedgedRouter) SetPeerEnabled(context.Context, netip.Addr, bool, string) error { return r.err }
+func (r wedgedRouter) Announce(context.Context, bgp.Route, netip.Addr, uint32) error  { return r.err }
+func (r wedgedRouter) Withdraw(context.Context, netip.Prefix) error                   { return r.err }
+func (r wedgedRouter) Peers(context.Context) ([]bgp.RouterPeer, error)                { return nil, r.err }
+func (r wedgedRouter) Stop(context.Context) error                                     { return r.err }
+func (r wedgedRouter) Wedged() error                                                  { return r.err }
+
+// TestLiveBGPWedged: the liveness check fails, naming the speaker and
+// why, while the running speaker's router is wedged, and passes while no
+// speaker runs (the engine not started: live, waiting for the API).
+func TestLiveBGPWedged(t *testing.T) {
+	a := &Agent{log: slog.New(slog.DiscardHandler)}
+	a.bgp = newBGPRunner(a)
+	req := httptest.NewRequest(http.MethodGet, "/healthz", nil)
+	if err := a.Live(req); err != nil {
+		t.Fatalf("Live with no speaker and no engine = %v, want nil", err)
+	}
+	wedge := errors.New("GoBGP's server has not answered ListPeer since 2026-12-03T09:30:33Z (30s): it is wedged")
+	cfg := bgp.Config{ASN: 64512, RouterID: netip.MustParseAddr("198.18.1.10"),
+		Peers: []bgp.Peer{{Address: netip.MustParseAddr("198.18.1.1"), ASN: 64500}}}
+	sp, err := bgp.New(bgp.Options{Config: cfg, Eligibility: newVerdictSource(), Router: wedgedRouter{wedge}, Logger: a.log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.bgp.sp = sp
+	err = a.Live(req)
+	if err == nil || !errors.Is(err, wedge) || !strings.Contains(err.Error(), "agent: the BGP speaker: ") {
+		t.Errorf("Live with a wedged speaker = %v, want the speaker's wedge", err)
 	}
 }

@@ -1014,8 +1014,33 @@ func (n *Node) TermAgent(timeout time.Duration) error {
 	case <-p.done:
 		return nil
 	case <-time.After(timeout):
-		return fmt.Errorf("k8slab: %s: the agent did not exit within %v of SIGTERM", n.Name, timeout)
+		return fmt.Errorf("k8slab: %s: the agent did not exit within %v of SIGTERM; where it hung:\n%s", n.Name, timeout, n.stacks())
 	}
+}
+
+// stacks ends the agent's engine process (the agent itself without a
+// supervisor) with SIGQUIT, whose Go runtime writes every goroutine's
+// stack to the agent's log, and returns those that run vipstack's code.
+func (n *Node) stacks() string {
+	pid := n.EnginePid()
+	if pid == 0 {
+		return "(no engine process to ask)"
+	}
+	if err := syscall.Kill(pid, syscall.SIGQUIT); err != nil {
+		return fmt.Sprintf("(SIGQUIT to %d: %v)", pid, err)
+	}
+	// The dump is whole once the process is gone.
+	_ = testutil.Poll(5*time.Second, func() error {
+		if procfs.Alive(pid) {
+			return errors.New("still running")
+		}
+		return nil
+	})
+	dump := testutil.Goroutines(n.Log(), "github.com/vipstack/vipstack/")
+	if dump == "" {
+		return fmt.Sprintf("(process %d wrote no goroutine dump within 5s of SIGQUIT; log tail:\n%s)", pid, testutil.Tail(n.Log(), 20))
+	}
+	return dump
 }
 
 func (n *Node) agentArgv() (prefix, args []string, err error) {
