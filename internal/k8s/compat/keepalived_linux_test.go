@@ -339,15 +339,23 @@ func TestMigrateFromKeepalivedOperator(t *testing.T) {
 		}
 		return nil
 	})
-	// No Warning on the seed's Service.
+	// No Warning from vipstack on the seed's Service. Others' are logged
+	// only: the API server's ClusterIP repair loop may warn of an address
+	// it has not seen allocated yet (seen in a full run), which is no
+	// concern of the migration.
 	var evs eventsv1.EventList
 	if err := admin.List(ctx, &evs, client.InNamespace(k8slab.ServiceNamespace)); err != nil {
 		t.Fatal(err)
 	}
 	for _, e := range evs.Items {
-		if e.Regarding.Name == "demo" && e.Type == corev1.EventTypeWarning {
-			t.Errorf("Warning on Service demo: %s: %s", e.Reason, e.Note)
+		if e.Regarding.Name != "demo" || e.Type != corev1.EventTypeWarning {
+			continue
 		}
+		if e.ReportingController != k8s.FieldManager {
+			t.Logf("Warning on Service demo from %q (not vipstack): %s: %s", e.ReportingController, e.Reason, e.Note)
+			continue
+		}
+		t.Errorf("Warning on Service demo: %s: %s", e.Reason, e.Note)
 	}
 
 	// Each address is held by exactly one selected node, steadily, and
