@@ -50,8 +50,8 @@ type GoBGP struct {
 	wg    sync.WaitGroup
 	now   func() time.Time
 
-	// answerWait bounds each call into GoBGP's server (answerWait
-	// below); calls holds the calls it has not answered yet.
+	// answerWait is the package's answerWait (shorter in tests); calls
+	// holds the calls GoBGP's server has not answered yet.
 	answerWait time.Duration
 	calls      struct {
 		sync.Mutex

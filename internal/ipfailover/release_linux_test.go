@@ -17,9 +17,10 @@ import (
 	"github.com/vipstack/vipstack/internal/testutil"
 )
 
-// poolHelperEnv set makes TestPoolReleasesSettingsVIPs run the pool in
-// its own process, in the namespace its parent started it in: a pool's
-// engine runs on many threads, which cannot all join a namespace.
+// poolHelperEnv, set to a state directory, makes
+// TestPoolReleasesSettingsVIPs run the pool in its own process, in the
+// namespace its parent started it in: a pool's engine runs on many
+// threads, which cannot all join a namespace.
 const poolHelperEnv = "VIPSTACK_TEST_POOL_IN_PROCESS"
 
 // TestPoolReleasesSettingsVIPs runs a pool in process (the other pool
@@ -40,22 +41,11 @@ func TestPoolReleasesSettingsVIPs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	defer cancel()
-	c := h.Command(exe, "-test.run", "^TestPoolReleasesSettingsVIPs$", "-test.v", "-test.count=1")
-	c.Env = append(os.Environ(), poolHelperEnv+"=1", "VIPSTACK_TEST_STATE="+t.TempDir())
-	done := make(chan struct{})
-	var out []byte
-	go func() {
-		defer close(done)
-		out, err = c.CombinedOutput()
-	}()
-	select {
-	case <-done:
-	case <-ctx.Done():
-		_ = c.Process.Kill()
-		<-done
-	}
+	// The child's own -test.timeout bounds it, with its goroutines'
+	// stacks if it hangs.
+	c := h.Command(exe, "-test.run", "^TestPoolReleasesSettingsVIPs$", "-test.v", "-test.count=1", "-test.timeout", "2m")
+	c.Env = append(os.Environ(), poolHelperEnv+"="+t.TempDir())
+	out, err := c.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "--- PASS: TestPoolReleasesSettingsVIPs") {
 		t.Fatalf("the pool's process in %s: %v:\n%s", h.Name, err, out)
 	}
@@ -75,7 +65,7 @@ func poolInProcess(t *testing.T) {
 	}
 	want := spec.VIPs
 	p, err := New(Options{Spec: spec, Version: 3, AdvertInterval: 100 * time.Millisecond,
-		Ledger: netif.Ledger{Path: filepath.Join(os.Getenv("VIPSTACK_TEST_STATE"), "vsrel.vips")},
+		Ledger: netif.Ledger{Path: filepath.Join(os.Getenv(poolHelperEnv), "vsrel.vips")},
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))})
 	if err != nil {
 		t.Fatal(err)
