@@ -306,30 +306,6 @@ func TestNotStarted(t *testing.T) {
 	}
 }
 
-// holdHandler is a log handler that, once armed, holds the goroutine of
-// the next record whose message is msg until release is closed: GoBGP
-// logs a peer's addition from its server's loop, so holding that record
-// holds the loop, as a bug in it would.
-type holdHandler struct {
-	slog.Handler
-	msg     string
-	armed   atomic.Bool
-	held    atomic.Bool
-	release chan struct{}
-}
-
-func (h *holdHandler) Handle(ctx context.Context, r slog.Record) error {
-	if r.Message == h.msg && h.armed.CompareAndSwap(true, false) {
-		h.held.Store(true)
-		<-h.release
-	}
-	return h.Handler.Handle(ctx, r)
-}
-
-func (h *holdHandler) WithAttrs(as []slog.Attr) slog.Handler {
-	return &holdHandler{Handler: h.Handler.WithAttrs(as), msg: h.msg, release: h.release}
-}
-
 // TestWedged: a speaker on a real GoBGP whose server loop stops
 // answering (held in its logger while it adds a peer). The call that
 // wedged it returns an error naming it; the router and the speaker say
@@ -340,15 +316,8 @@ func (h *holdHandler) WithAttrs(as []slog.Attr) slog.Handler {
 // server does not listen.
 func TestWedged(t *testing.T) {
 	var log syncbuf.Buffer
-	h := &holdHandler{Handler: slog.NewTextHandler(&log, nil), msg: "gobgp: Add a peer configuration", release: make(chan struct{})}
-	released := false
-	release := func() {
-		if !released {
-			released = true
-			close(h.release)
-		}
-	}
-	t.Cleanup(release)
+	h := testutil.NewLogHold(slog.NewTextHandler(&log, nil), "gobgp: Add a peer configuration")
+	t.Cleanup(h.Release)
 	g := NewGoBGP(slog.New(h))
 	g.answerWait = 200 * time.Millisecond
 	cfg := Config{ASN: 64512, RouterID: netip.MustParseAddr("127.0.0.1"),
@@ -374,11 +343,11 @@ func TestWedged(t *testing.T) {
 		t.Fatalf("Wedged before any call hung: %v", err)
 	}
 
-	h.armed.Store(true)
+	h.Arm()
 	next := cfg
 	next.Peers = append(slices.Clone(cfg.Peers), Peer{Address: netip.MustParseAddr("127.0.0.3"), ASN: 64500, Port: 1})
 	err = s.Update(ctx, next)
-	if !h.held.Load() {
+	if !h.Held() {
 		t.Fatalf("GoBGP did not log the peer's addition from its loop (Update: %v); the test holds nothing", err)
 	}
 	if err == nil || !strings.Contains(err.Error(), "AddPeer 127.0.0.3: GoBGP did not answer within 200ms") {
@@ -392,8 +361,8 @@ func TestWedged(t *testing.T) {
 	if _, err := g.Peers(ctx); err == nil || !strings.Contains(err.Error(), "ListPeer not tried: GoBGP's server has not answered AddPeer") {
 		t.Errorf("Peers while wedged = %v, want it not tried", err)
 	}
-	if _, err := s.Status(ctx); err == nil || !strings.Contains(err.Error(), "wedged") {
-		t.Errorf("Status while wedged = %v, want the wedge as its error", err)
+	if st, err := s.Status(ctx); err == nil || !strings.Contains(err.Error(), "wedged") || !strings.Contains(st.Wedged, "has not answered AddPeer 127.0.0.3 since") {
+		t.Errorf("Status while wedged = %v (wedged %q), want the wedge as its error and named", err, st.Wedged)
 	}
 
 	cancel()
@@ -409,7 +378,7 @@ func TestWedged(t *testing.T) {
 		t.Errorf("the stop did not say it could not withdraw:\n%s", log.String())
 	}
 
-	release()
+	h.Release()
 	testutil.Eventually(t, 30*time.Second, func() error {
 		if err := g.Wedged(); err != nil {
 			return fmt.Errorf("Wedged after the loop was released: %v", err)
@@ -417,6 +386,74 @@ func TestWedged(t *testing.T) {
 		return nil
 	})
 	// Stop ran while wedged: stop the server now that it answers.
+	if err := g.srv.Load().StopBgp(context.Background(), &api.StopBgpRequest{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestWedgedFoundByStop: GoBGP's loop stops answering just before a
+// graceful stop, so the router is not yet wedged when the stop begins;
+// the stop's first call finds it so (after its wait), the withdrawals are
+// not tried, and the stop says once that it could not withdraw.
+func TestWedgedFoundByStop(t *testing.T) {
+	var log syncbuf.Buffer
+	h := testutil.NewLogHold(slog.NewTextHandler(&log, nil), "gobgp: Add a peer configuration")
+	t.Cleanup(h.Release)
+	g := NewGoBGP(slog.New(h))
+	g.answerWait = time.Second
+	cfg := Config{ASN: 64512, RouterID: netip.MustParseAddr("127.0.0.1"),
+		Peers:  []Peer{{Address: netip.MustParseAddr("127.0.0.2"), ASN: 64500, Port: 1}},
+		Routes: []Route{{VIP: netip.MustParseAddr("198.19.0.10")}}}
+	e := &fakeElig{ch: make(chan struct{}), v: []Verdict{{VIP: netip.MustParseAddr("198.19.0.10"), Eligible: true}}}
+	s, err := New(Options{Config: cfg, Eligibility: e, Router: g, Logger: slog.New(h)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	runErr := make(chan error, 1)
+	go func() { runErr <- s.Run(ctx) }()
+	testutil.Eventually(t, 30*time.Second, func() error {
+		st, err := s.Status(ctx)
+		if err != nil || len(st.Routes) != 1 || !st.Routes[0].Announced {
+			return fmt.Errorf("status %+v, %v; want the route announced", st, err)
+		}
+		return nil
+	})
+
+	// The held call is not the speaker's (its loop stays free to begin
+	// the stop): another caller of the same router.
+	h.Arm()
+	updated := make(chan error, 1)
+	go func() {
+		updated <- g.AddPeer(context.Background(), Peer{Address: netip.MustParseAddr("127.0.0.3"), ASN: 64500, Port: 1}, false)
+	}()
+	testutil.Eventually(t, 30*time.Second, func() error {
+		if !h.Held() {
+			return errors.New("GoBGP has not logged the peer's addition from its loop yet")
+		}
+		return nil
+	})
+	if err := s.Wedged(); err != nil {
+		t.Fatalf("wedged before the stop (the test wants the stop to find it): %v", err)
+	}
+	cancel()
+	select {
+	case err := <-runErr:
+		if err == nil || !strings.Contains(err.Error(), "not tried") {
+			t.Errorf("Run's stop = %v, want the calls after the wedge not tried", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Run did not return within 30s of its context's end while GoBGP was held")
+	}
+	if n := strings.Count(log.String(), "bgp: stopping without withdrawing"); n != 1 {
+		t.Errorf("the stop said %d times that it could not withdraw, want once:\n%s", n, log.String())
+	}
+	if err := <-updated; err == nil {
+		t.Error("AddPeer while GoBGP's loop is held returned no error")
+	}
+	h.Release()
+	testutil.Eventually(t, 30*time.Second, func() error { return g.Wedged() })
 	if err := g.srv.Load().StopBgp(context.Background(), &api.StopBgpRequest{}); err != nil {
 		t.Fatal(err)
 	}

@@ -150,6 +150,9 @@ type Status struct {
 	// and took out of its RIB (and so sent to every established peer)
 	// since it started.
 	Announces, Withdrawals uint64
+	// Wedged says why the router no longer answers (Speaker.Wedged), ""
+	// while it does.
+	Wedged string
 }
 
 // New validates o.Config and returns a speaker; Run starts it.
@@ -527,10 +530,17 @@ func (s *Speaker) nextHop(vip netip.Addr) netip.Addr {
 // since (the withdrawal is on the wire, not only queued), or stopWait
 // passes, drains (Options.Drain), and then closes the sessions and BFD.
 func (s *Speaker) stop(ctx context.Context) error {
-	if err := s.Wedged(); err != nil {
-		s.log.Error("bgp: stopping without withdrawing: the sessions close when this process ends, and each router keeps or drops the routes as its graceful restart says",
-			"err", err)
+	// The router may be wedged already, or found so by the stop's own
+	// calls (the first waits its bound): said once, either way.
+	saidWedged := false
+	sayWedged := func() {
+		if err := s.Wedged(); err != nil && !saidWedged {
+			saidWedged = true
+			s.log.Error("bgp: stopping without withdrawing: the sessions close when this process ends, and each router keeps or drops the routes as its graceful restart says",
+				"err", err)
+		}
 	}
+	sayWedged()
 	before := map[netip.Addr]uint64{}
 	if peers, err := s.router.Peers(ctx); err == nil {
 		for _, p := range peers {
@@ -557,6 +567,7 @@ func (s *Speaker) stop(ctx context.Context) error {
 		s.withdrawals++
 		s.mu.Unlock()
 	}
+	sayWedged()
 	s.mu.Lock()
 	for i := range s.routes {
 		s.routes[i].Announced, s.routes[i].Reason = false, "stopping"
@@ -673,5 +684,8 @@ func (s *Speaker) Status(ctx context.Context) (Status, error) {
 	}
 	st.Routes = append(st.Routes, s.routes...)
 	st.Announces, st.Withdrawals = s.announces, s.withdrawals
+	if w := s.Wedged(); w != nil {
+		st.Wedged = w.Error()
+	}
 	return st, err
 }
