@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/vipstack/vipstack/internal/bgpconfig"
 	"github.com/vipstack/vipstack/internal/chart"
 	"github.com/vipstack/vipstack/internal/cleanup"
 	"github.com/vipstack/vipstack/internal/clock"
@@ -274,5 +276,24 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintf(stderr, "vipstack status: bad answer from %s: %v\n", *addr, err)
 		return 1
 	}
+	if resp.StatusCode != http.StatusOK {
+		fmt.Fprintf(stderr, "vipstack status: %s answers %s: %s\n", *addr, resp.Status, notLive(body))
+		return 1
+	}
 	return 0
+}
+
+// notLive is why a status answered with an error says its process is not
+// live: the BGP speaker's part (serve.Unhealthy), the only one that
+// fails it now.
+func notLive(body []byte) string {
+	var s struct {
+		BGP *bgpconfig.SpeakerStatus `json:"bgp"`
+	}
+	if json.Unmarshal(body, &s) == nil {
+		if u := s.BGP.Unhealthy(); u != "" {
+			return "not live: " + u
+		}
+	}
+	return "not live (the answer does not say why)"
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/vipstack/vipstack/internal/k8s/agent"
 	lbstats "github.com/vipstack/vipstack/internal/lb/stats"
 	"github.com/vipstack/vipstack/internal/node"
+	"github.com/vipstack/vipstack/internal/serve"
 )
 
 // TestStatusOfEverySubcommand: `vipstack status` prints the status of
@@ -157,6 +158,34 @@ func TestStatusLastCheckIsCSVs(t *testing.T) {
 		}
 		if w := strings.TrimSpace(sv.CheckStatus + " " + sv.LastCheck()); got[sv.Name] != w {
 			t.Errorf("%s: %q, the CSV's last_chk gives %q", sv.Name, got[sv.Name], w)
+		}
+	}
+}
+
+// TestStatusNotLive: a status endpoint answering 503 (its process not
+// live: its BGP speaker stopped) still has its status printed, table or
+// JSON, and `vipstack status` then exits 1 saying why.
+func TestStatusNotLive(t *testing.T) {
+	st := ipfailover.Status{ConfigName: "pool", Phase: "running", Interface: "eth0", Address: "198.18.1.10", Mode: "bgp", VIPs: 2,
+		BGP: &node.BGPStatus{ASN: 64512, RouterID: "198.18.1.10",
+			Wedged:  "GoBGP's server has not answered AddPeer 198.18.1.1 since 2026-12-03T12:00:00Z (10s): it is wedged",
+			Stopped: "bgp: peer 198.18.1.1: bgp: AddPeer 198.18.1.1: GoBGP did not answer within 10s"}}
+	srv, err := serve.JSON("127.0.0.1:0", "/status", func() any { return st })
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	addr := srv.Addr.String()
+	for _, format := range []string{"table", "json"} {
+		var out, errb bytes.Buffer
+		code := runStatus(t.Context(), []string{"--addr", addr, "-o", format}, &out, &errb)
+		wantOut := "NOT LIVE: bgp: the speaker stopped: bgp: peer 198.18.1.1"
+		if format == "json" {
+			wantOut = `"stopped": "bgp: peer 198.18.1.1`
+		}
+		if code != 1 || !strings.Contains(out.String(), wantOut) ||
+			!strings.Contains(errb.String(), "answers 503 Service Unavailable: not live: bgp: the speaker stopped: bgp: peer 198.18.1.1: bgp: AddPeer 198.18.1.1: GoBGP did not answer within 10s") {
+			t.Errorf("-o %s: exit %d, stdout:\n%s\nstderr: %s\nwant exit 1, %q, and why on stderr", format, code, out.String(), errb.String(), wantOut)
 		}
 	}
 }

@@ -12,6 +12,30 @@ type SpeakerStatus struct {
 	// and withdrew since it started.
 	Announces   uint64 `json:"announces"`
 	Withdrawals uint64 `json:"withdrawals"`
+	// Wedged says why the BGP implementation stopped answering (a call
+	// left unanswered for seconds): the speaker can no longer change
+	// what it announces, and only a restart of the process helps. The
+	// status endpoint answers 503 then, which fails the liveness probe.
+	Wedged string `json:"wedged,omitempty"`
+	// Stopped is why the speaker stopped while the process runs on (its
+	// start or a peer's addition failed): it announces nothing any more,
+	// and the status endpoint answers 503 as for Wedged.
+	Stopped string `json:"stopped,omitempty"`
+}
+
+// Unhealthy is why a process running this speaker is not live: its BGP
+// implementation is wedged, or the speaker stopped. "" when s is nil or
+// neither.
+func (s *SpeakerStatus) Unhealthy() string {
+	switch {
+	case s == nil:
+		return ""
+	case s.Stopped != "":
+		return "bgp: the speaker stopped: " + s.Stopped
+	case s.Wedged != "":
+		return "bgp: " + s.Wedged
+	}
+	return ""
 }
 
 // PeerStatus is one peer.

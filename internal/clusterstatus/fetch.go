@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/vipstack/vipstack/internal/bgpconfig"
 	"github.com/vipstack/vipstack/internal/cluster"
 	"github.com/vipstack/vipstack/internal/engine"
 	"github.com/vipstack/vipstack/internal/serve"
@@ -40,7 +41,18 @@ type nodeStatus struct {
 			Demoted   bool   `json:"demoted"`
 			Reason    string `json:"reason"`
 		} `json:"routes"`
+		Wedged  string `json:"wedged"`
+		Stopped string `json:"stopped"`
 	} `json:"bgp"`
+}
+
+// bgpUnhealthy is why the node's speaker has stopped working, as
+// bgpconfig.SpeakerStatus.Unhealthy says it.
+func (s nodeStatus) bgpUnhealthy() string {
+	if s.BGP == nil {
+		return ""
+	}
+	return (&bgpconfig.SpeakerStatus{Wedged: s.BGP.Wedged, Stopped: s.BGP.Stopped}).Unhealthy()
 }
 
 // bgpReport is the view's part of a node's BGP status.
@@ -135,6 +147,9 @@ func askNode(ctx context.Context, client *http.Client, n cluster.Node, port int)
 		}
 		if s.Rejected != nil {
 			r.Warnings = append(r.Warnings, fmt.Sprintf("rejected its cluster file at %s: %s", s.Rejected.At.UTC().Format(time.RFC3339), oneLine(s.Rejected.Error)))
+		}
+		if u := s.bgpUnhealthy(); u != "" {
+			r.Warnings = append(r.Warnings, "not live (its liveness probe fails): "+u)
 		}
 		r.Instances = s.VRRP
 		r.BGP = s.bgpReport()

@@ -35,6 +35,10 @@ func TestAskNode(t *testing.T) {
 			wantBGP: &BGPReport{Peers: 2, Established: 1, Routes: []BGPRouteReport{
 				{VIP: "198.19.0.5", Role: "api", Announced: true, Reason: "eligible: lb ok"},
 				{VIP: "198.19.0.7", Role: "ingress", Reason: "chk_ingress failing"}}}},
+		{name: "answers with its BGP speaker stopped", status: 200, body: `{"node":"m0","vrrp":[],"bgp":{"asn":64512,"peers":[],"routes":[],
+			"wedged":"GoBGP's server has not answered AddPeer 198.18.1.1 since 2026-12-03T12:00:00Z (12s): it is wedged","stopped":"bgp: peer 198.18.1.1: GoBGP did not answer within 10s"}}`,
+			wantWarn: []string{"not live (its liveness probe fails): bgp: the speaker stopped: bgp: peer 198.18.1.1: GoBGP did not answer within 10s"},
+			wantBGP:  &BGPReport{}},
 		{name: "answers", status: 200, body: `{"node":"m0","role":"master","vrrp":[{"name":"t1_API","state":"MASTER","vrid":28}]}`, wantInsts: []string{"t1_API/MASTER"}},
 		{name: "answers as another node", status: 200, body: `{"node":"m9","vrrp":[]}`,
 			wantWarn: []string{`answered as node "m9": is the cluster file the one it runs?`}},

@@ -66,6 +66,9 @@ func leaseReport(l coordinationv1.Lease, now time.Time) (Report, bool) {
 	}
 	r.Instances, r.Warnings = p.Instances, p.Warnings
 	if b := p.BGP; b != nil {
+		if u := b.Unhealthy(); u != "" {
+			r.Warnings = append(r.Warnings, "not live (its liveness probe fails): "+u)
+		}
 		r.BGP = &BGPReport{Peers: len(b.Peers)}
 		for _, pr := range b.Peers {
 			if pr.Session == "established" {

@@ -145,3 +145,23 @@ func TestFromKubernetesBGP(t *testing.T) {
 		t.Errorf("problems (-want +got):\n%s", d)
 	}
 }
+
+// TestLeaseReportBGPWedged: an agent whose speaker's GoBGP is wedged
+// (its /healthz fails until the kubelet restarts it) is reported with a
+// warning naming the wedge.
+func TestLeaseReportBGPWedged(t *testing.T) {
+	now := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	l := bgpLease("n1", now, true, true)
+	var p agent.Published
+	if err := json.Unmarshal([]byte(l.Annotations[agent.StatusAnnotation]), &p); err != nil {
+		t.Fatal(err)
+	}
+	p.BGP.Wedged = "GoBGP's server has not answered ListPeer since 2026-12-03T11:59:40Z (20s): it is wedged"
+	body, _ := json.Marshal(p)
+	l.Annotations[agent.StatusAnnotation] = string(body)
+	r, ok := leaseReport(*l, now)
+	want := []string{"not live (its liveness probe fails): bgp: GoBGP's server has not answered ListPeer since 2026-12-03T11:59:40Z (20s): it is wedged"}
+	if !ok || !cmp.Equal(want, r.Warnings) {
+		t.Errorf("report %v: warnings %q, want %q", ok, r.Warnings, want)
+	}
+}

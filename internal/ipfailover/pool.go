@@ -114,6 +114,11 @@ type Status struct {
 	Error    string   `json:"error,omitempty"`
 }
 
+// Unhealthy is why the pool is not live, "" when it is: in BGP mode, its
+// speaker is wedged or stopped (bgpconfig.SpeakerStatus.Unhealthy). The
+// status endpoint then answers 503, which fails the pod's liveness probe.
+func (s Status) Unhealthy() string { return s.BGP.Unhealthy() }
+
 // RankWarnings reports a rank shared with another node: a group this node
 // is preferred for has another master at the same priority, which only a
 // node of the same rank has (every rank's priority in a group differs).

@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -9,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/vipstack/vipstack/internal/bgp"
@@ -191,6 +193,9 @@ type BGPRunner struct {
 	closeFn func()
 	cancel  context.CancelCauseFunc
 	done    chan error
+	// stopped is the error with which the speaker's Run ended before
+	// Stop or Leave asked it to (its start or a peer's addition failed).
+	stopped atomic.Pointer[error]
 	// ledger, when its Path is set, records the VIPs on lo before they
 	// are added, for the supervisor to remove them if this process
 	// crashes (cmd/vipstack's releaseNode), unless a peer has graceful
@@ -235,9 +240,24 @@ func StartBGPRecorded(log *slog.Logger, clk clock.Clock, spec *cluster.BGPSpec, 
 		if gracefulRestart(spec) {
 			elig.await(ctx, clk, settle(checks))
 		}
-		r.done <- sp.Run(ctx)
+		r.done <- r.run(ctx)
 	}()
 	return r, nil
+}
+
+// run runs the speaker until ctx ends, and records why it stopped if it
+// did so on its own (BGPRunner.stopped): the node then announces nothing,
+// and its status says so (Unhealthy), which fails its liveness probe.
+func (r *BGPRunner) run(ctx context.Context) error {
+	err := r.speaker.Run(ctx)
+	if ctx.Err() == nil {
+		if err == nil {
+			err = errors.New("the speaker returned without an error")
+		}
+		r.stopped.Store(&err)
+		r.log.Error("bgp: the speaker stopped; the node announces nothing until it restarts", "err", err)
+	}
+	return err
 }
 
 // gracefulRestart reports whether a peer of spec keeps this node's routes
@@ -441,9 +461,13 @@ func (r *BGPRunner) Status() *BGPStatus {
 	r.specMu.Lock()
 	spec := r.spec
 	r.specMu.Unlock()
-	out := &BGPStatus{ASN: spec.Config.ASN, RouterID: spec.Config.RouterID.String(), Announces: st.Announces, Withdrawals: st.Withdrawals}
+	out := &BGPStatus{ASN: spec.Config.ASN, RouterID: spec.Config.RouterID.String(), Announces: st.Announces, Withdrawals: st.Withdrawals, Wedged: st.Wedged}
 	if err != nil {
 		out.Error = err.Error()
+	}
+	stopped := r.stopped.Load()
+	if stopped != nil {
+		out.Stopped = (*stopped).Error()
 	}
 	for _, p := range st.Peers {
 		out.Peers = append(out.Peers, BGPPeerStatus{Address: p.Address.String(), ASN: p.ASN, IBGP: p.IBGP, Session: p.Session,
@@ -458,12 +482,23 @@ func (r *BGPRunner) Status() *BGPStatus {
 			out.Routes = append(out.Routes, BGPRouteStatus{Prefix: rt.Prefix().String(), Role: spec.Role[rt.VIP], Reason: "speaker starting"})
 		}
 	}
+	if stopped != nil {
+		// The speaker's last word no longer holds: its routes are in a
+		// RIB nothing updates, or in none.
+		for i := range out.Routes {
+			out.Routes[i].Announced, out.Routes[i].Demoted = false, false
+			out.Routes[i].Reason = "not known: the speaker stopped; the routers keep what it last sent them until this process ends"
+		}
+	}
 	return out
 }
 
 // WriteBGP prints the speaker's part of the status table.
 func WriteBGP(w io.Writer, b *BGPStatus) {
 	fmt.Fprintf(w, "\nbgp: AS %d, router ID %s\n", b.ASN, b.RouterID)
+	if u := b.Unhealthy(); u != "" {
+		fmt.Fprintf(w, "    NOT LIVE: %s\n", oneLine(u))
+	}
 	if b.Error != "" {
 		fmt.Fprintf(w, "    error: %s\n", oneLine(b.Error))
 	}

@@ -2,10 +2,12 @@ package node
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/netip"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -113,7 +115,7 @@ func testBGPRunnerUpdate(t *testing.T) {
 	r := &BGPRunner{spec: first, log: quietLog(), elig: elig, speaker: sp, addrs: journalAddrs{j}, closeFn: func() {}, done: make(chan error, 1), ledger: ledger}
 	ctx, cancel := context.WithCancelCause(context.Background())
 	r.cancel = cancel
-	go func() { r.done <- sp.Run(ctx) }()
+	go func() { r.done <- r.run(ctx) }()
 	probe := func(cluster.CheckSpec) track.Check { return passing{} }
 	elig.startChecks(clock.Real{}, nil, probe)
 	synctest.Wait()
@@ -202,7 +204,7 @@ func TestBGPRunnerLeave(t *testing.T) {
 				r := &BGPRunner{spec: spec, log: quietLog(), elig: elig, speaker: sp, addrs: journalAddrs{j}, closeFn: func() {}, done: make(chan error, 1)}
 				ctx, cancel := context.WithCancelCause(context.Background())
 				r.cancel = cancel
-				go func() { r.done <- sp.Run(ctx) }()
+				go func() { r.done <- r.run(ctx) }()
 				elig.startChecks(clock.Real{}, nil, func(cluster.CheckSpec) track.Check { return passing{} })
 				synctest.Wait()
 				if d := cmp.Diff([]string{"announce 198.19.0.5/32", "add-peer 198.18.1.1"}, j.take()); d != "" {
@@ -217,6 +219,89 @@ func TestBGPRunnerLeave(t *testing.T) {
 				}
 				if d := cmp.Diff(tc.want, j.take()); d != "" {
 					t.Errorf("%s (-want +got):\n%s", tc.name, d)
+				}
+			})
+		})
+	}
+}
+
+// brokenRouter is a BGP implementation whose peer additions fail (an
+// implementation that stopped answering), and that says it is wedged
+// once wedged is set.
+type brokenRouter struct {
+	journalRouter
+	addErr error
+	wedged error
+}
+
+func (r brokenRouter) AddPeer(context.Context, bgp.Peer, bool) error { return r.addErr }
+func (r brokenRouter) Wedged() error                                 { return r.wedged }
+
+// TestBGPRunnerStopped: a speaker that stops on its own (its first peer
+// cannot be added) leaves the node announcing nothing; the status says why
+// and makes the node not live (503 on its status endpoint), and so does
+// a wedged BGP implementation. A speaker stopped by Stop is not counted.
+func TestBGPRunnerStopped(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		router      brokenRouter
+		wantStopped string // in the status's Stopped, "" for none
+		wantWedged  string
+		wantLive    string // in Unhealthy, "" for live
+	}{
+		{name: "working, then stopped by Stop", router: brokenRouter{}},
+		{name: "a peer cannot be added",
+			router:      brokenRouter{addErr: errors.New("AddPeer 198.18.1.1: GoBGP did not answer within 10s")},
+			wantStopped: "bgp: peer 198.18.1.1: AddPeer 198.18.1.1: GoBGP did not answer within 10s",
+			wantLive:    "bgp: the speaker stopped: bgp: peer 198.18.1.1: AddPeer"},
+		{name: "wedged while running",
+			router:     brokenRouter{wedged: errors.New("GoBGP's server has not answered ListPeer since 2026-12-03T12:00:00Z (11s): it is wedged")},
+			wantWedged: "has not answered ListPeer", wantLive: "bgp: GoBGP's server has not answered ListPeer"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				v := netip.MustParseAddr("198.19.0.5")
+				spec := &cluster.BGPSpec{Config: bgp.Config{ASN: 64512, RouterID: netip.MustParseAddr("198.18.1.10"),
+					Peers: []bgp.Peer{{Address: netip.MustParseAddr("198.18.1.1"), ASN: 64500}}, Routes: []bgp.Route{{VIP: v}}},
+					Checks: map[netip.Addr][]string{}, Role: map[netip.Addr]string{v: "api"}}
+				j := &journal{}
+				tc.router.j = j
+				elig := &bgpEligibility{spec: spec, changed: make(chan struct{}, 1)}
+				sp, err := bgp.New(bgp.Options{Config: spec.Config, Eligibility: elig, Router: tc.router, Logger: quietLog(), StopTimeout: time.Millisecond})
+				if err != nil {
+					t.Fatal(err)
+				}
+				r := &BGPRunner{spec: spec, log: quietLog(), elig: elig, speaker: sp, addrs: journalAddrs{j}, closeFn: func() {}, done: make(chan error, 1)}
+				ctx, cancel := context.WithCancelCause(context.Background())
+				r.cancel = cancel
+				go func() { r.done <- r.run(ctx) }()
+				elig.startChecks(clock.Real{}, nil, func(cluster.CheckSpec) track.Check { return passing{} })
+				synctest.Wait()
+				st := r.Status()
+				if !strings.Contains(st.Stopped, tc.wantStopped) || (tc.wantStopped == "") != (st.Stopped == "") ||
+					!strings.Contains(st.Wedged, tc.wantWedged) || (tc.wantWedged == "") != (st.Wedged == "") {
+					t.Errorf("status: stopped %q, wedged %q; want %q, %q", st.Stopped, st.Wedged, tc.wantStopped, tc.wantWedged)
+				}
+				for _, rt := range st.Routes {
+					if tc.wantStopped != "" && (rt.Announced || !strings.HasPrefix(rt.Reason, "not known: the speaker stopped")) {
+						t.Errorf("route %+v of a stopped speaker, want not announced, not known", rt)
+					}
+				}
+				ns := Status{Node: "m1", BGP: st}
+				if got := ns.Unhealthy(); !strings.HasPrefix(got, tc.wantLive) || (tc.wantLive == "") != (got == "") {
+					t.Errorf("node status Unhealthy = %q, want %q", got, tc.wantLive)
+				}
+				var b strings.Builder
+				WriteBGP(&b, st)
+				if (tc.wantLive != "") != strings.Contains(b.String(), "NOT LIVE: "+tc.wantLive) {
+					t.Errorf("the status table says, want NOT LIVE only when not live:\n%s", b.String())
+				}
+				err = r.Stop()
+				if (tc.wantStopped != "") != (err != nil) {
+					t.Errorf("Stop = %v, want the speaker's error only when it stopped on its own", err)
+				}
+				if tc.wantStopped == "" && r.Status().Stopped != "" {
+					t.Errorf("after Stop the status says the speaker stopped on its own: %q", r.Status().Stopped)
 				}
 			})
 		})

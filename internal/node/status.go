@@ -38,6 +38,11 @@ type Status struct {
 	BGP *BGPStatus `json:"bgp,omitempty"`
 }
 
+// Unhealthy is why the node is not live, "" when it is: its BGP speaker
+// is wedged or stopped (BGPStatus.Unhealthy). The status endpoint then
+// answers 503, which fails the node pod's liveness probe.
+func (s Status) Unhealthy() string { return s.BGP.Unhealthy() }
+
 // RedirectStatus is one API VIP's redirect to the load balancer's port.
 type RedirectStatus struct {
 	VIP    string `json:"vip"` // the address and port it captures

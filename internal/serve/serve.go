@@ -64,14 +64,26 @@ func Handler(addr string, h http.Handler, opts ...Option) (*Server, error) {
 	return start(addr, h, opts)
 }
 
-// JSON serves the value f returns, as indented JSON, at path on addr.
+// Unhealthy is a status that can say the process is not live: the
+// answer's Unhealthy is why, "" when it is.
+type Unhealthy interface{ Unhealthy() string }
+
+// JSON serves the value f returns, as indented JSON, at path on addr. A
+// value that is Unhealthy with a reason is served with 503 Service
+// Unavailable instead of 200 (the reason is in the body): the status is a
+// liveness probe's target, and a process whose part no longer works, and
+// only a restart mends, fails it.
 func JSON(addr, path string, f func() any, opts ...Option) (*Server, error) {
 	mux := http.NewServeMux()
 	mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
+		v := f()
 		w.Header().Set("Content-Type", "application/json")
+		if u, ok := v.(Unhealthy); ok && u.Unhealthy() != "" {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
-		_ = enc.Encode(f())
+		_ = enc.Encode(v)
 	})
 	return start(addr, mux, opts)
 }

@@ -2,6 +2,7 @@ package serve
 
 import (
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -166,5 +167,49 @@ func TestServed(t *testing.T) {
 	}
 	if sent() {
 		t.Fatal("a send that found the channel full was kept")
+	}
+}
+
+// liveness is a status value that can say it is not live.
+type liveness struct {
+	Name string `json:"name"`
+	Why  string `json:"why,omitempty"`
+}
+
+func (l liveness) Unhealthy() string { return l.Why }
+
+// TestJSONUnhealthy: a status that says why its process is not live is
+// served with 503 and the same body; one that does not, or a value that
+// cannot say, with 200.
+func TestJSONUnhealthy(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		v    any
+		code int
+		body string
+	}{
+		{"live", liveness{Name: "n1"}, http.StatusOK, `"name": "n1"`},
+		{"not live", liveness{Name: "n1", Why: "bgp: wedged"}, http.StatusServiceUnavailable, `"why": "bgp: wedged"`},
+		{"cannot say", map[string]int{"vips": 2}, http.StatusOK, `"vips": 2`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := JSON("127.0.0.1:0", "/status", func() any { return tc.v })
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			resp, err := (&http.Client{Timeout: 10 * time.Second}).Get("http://" + s.Addr.String() + "/status")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			b, err := io.ReadAll(resp.Body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp.StatusCode != tc.code || !strings.Contains(string(b), tc.body) || resp.Header.Get("Content-Type") != "application/json" {
+				t.Errorf("GET /status: %d %q, body %s; want %d, JSON with %s", resp.StatusCode, resp.Header.Get("Content-Type"), b, tc.code, tc.body)
+			}
+		})
 	}
 }

@@ -479,7 +479,7 @@ func (b *bgpRunner) status() *node.BGPStatus {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	st, err := sp.Status(ctx)
-	out := &node.BGPStatus{ASN: cfg.ASN, RouterID: cfg.RouterID.String(), Announces: st.Announces, Withdrawals: st.Withdrawals}
+	out := &node.BGPStatus{ASN: cfg.ASN, RouterID: cfg.RouterID.String(), Announces: st.Announces, Withdrawals: st.Withdrawals, Wedged: st.Wedged}
 	if err != nil {
 		out.Error = err.Error()
 	}
