@@ -16,11 +16,16 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
 
 	"github.com/vipstack/vipstack/internal/routedlab"
 	"github.com/vipstack/vipstack/internal/testnet"
@@ -135,6 +140,60 @@ func (l *lab) start(t *testing.T, ns string, out io.Writer, stdin io.Reader, nam
 
 // nexthops returns the gateways of the router's kernel route to v.
 func (l *lab) nexthops(v netip.Addr) ([]string, error) { return l.rl.Nexthops(v) }
+
+// watchRoute records every change of the router's kernel route to v, from
+// a netlink subscription in its namespace; the func returned stops the
+// record and returns it ("added via ..." or "deleted via ..."), in order.
+func (l *lab) watchRoute(t *testing.T, v netip.Addr) func() []string {
+	t.Helper()
+	ns, err := netns.GetFromName(l.rl.Router)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ns.Close()
+	updates := make(chan netlink.RouteUpdate, 64)
+	done := make(chan struct{})
+	if err := netlink.RouteSubscribeWithOptions(updates, done, netlink.RouteSubscribeOptions{Namespace: &ns}); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var seen []string
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		for u := range updates {
+			if u.Dst == nil || !u.Dst.IP.Equal(v.AsSlice()) {
+				continue
+			}
+			what := "added"
+			if u.Type == unix.RTM_DELROUTE {
+				what = "deleted"
+			}
+			gws := []string{}
+			if u.Gw != nil {
+				gws = append(gws, u.Gw.String())
+			}
+			for _, nh := range u.MultiPath {
+				gws = append(gws, nh.Gw.String())
+			}
+			mu.Lock()
+			seen = append(seen, fmt.Sprintf("%s via %v", what, gws))
+			mu.Unlock()
+		}
+	}()
+	var once sync.Once
+	stop := func() []string {
+		once.Do(func() {
+			close(done)
+			<-finished
+		})
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(seen)
+	}
+	t.Cleanup(func() { stop() })
+	return stop
+}
 
 // wantNexthops waits until the router's route to v goes via exactly the
 // nodes given (1-based), in the family of v.
