@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -19,7 +18,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/vipstack/vipstack/internal/bgpconfig"
 	"github.com/vipstack/vipstack/internal/chart"
 	"github.com/vipstack/vipstack/internal/cleanup"
 	"github.com/vipstack/vipstack/internal/clock"
@@ -32,6 +30,7 @@ import (
 	"github.com/vipstack/vipstack/internal/metrics"
 	"github.com/vipstack/vipstack/internal/netif"
 	"github.com/vipstack/vipstack/internal/node"
+	"github.com/vipstack/vipstack/internal/serve"
 	"github.com/vipstack/vipstack/internal/supervise"
 	"github.com/vipstack/vipstack/internal/version"
 )
@@ -277,23 +276,12 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return 1
 	}
 	if resp.StatusCode != http.StatusOK {
-		fmt.Fprintf(stderr, "vipstack status: %s answers %s: %s\n", *addr, resp.Status, notLive(body))
+		why := resp.Header.Get(serve.NotLiveHeader)
+		if why == "" {
+			why = "(the answer does not say why)"
+		}
+		fmt.Fprintf(stderr, "vipstack status: %s answers %s: not live: %s\n", *addr, resp.Status, why)
 		return 1
 	}
 	return 0
-}
-
-// notLive is why a status answered with an error says its process is not
-// live: the BGP speaker's part (serve.Unhealthy), the only one that
-// fails it now.
-func notLive(body []byte) string {
-	var s struct {
-		BGP *bgpconfig.SpeakerStatus `json:"bgp"`
-	}
-	if json.Unmarshal(body, &s) == nil {
-		if u := s.BGP.Unhealthy(); u != "" {
-			return "not live: " + u
-		}
-	}
-	return "not live (the answer does not say why)"
 }

@@ -57,12 +57,13 @@ func printStatus(w io.Writer, body []byte, format string, now time.Time) error {
 	case has("instances") && !has("node"):
 		var s struct {
 			Instances []engine.InstanceStatus `json:"instances"`
+			Stalled   string                  `json:"stalled"`
 		}
 		if err := json.Unmarshal(body, &s); err != nil {
 			return err
 		}
 		host, _ := os.Hostname()
-		return node.WriteTable(w, node.Status{Node: host, Role: "vipstack vrrp", Interface: interfaces(s.Instances), Now: now, VRRP: s.Instances})
+		return node.WriteTable(w, node.Status{Node: host, Role: "vipstack vrrp", Interface: interfaces(s.Instances), Now: now, VRRP: s.Instances, Stalled: s.Stalled})
 	}
 	var s node.Status
 	if err := json.Unmarshal(body, &s); err != nil {
@@ -103,6 +104,9 @@ func writeIPFailoverTable(w io.Writer, s ipfailover.Status) error {
 		return writeIPFailoverBGP(w, s)
 	}
 	fmt.Fprintf(w, "ipfailover %s: %s, %d VIPs in %d groups, %s on %s from %s\n", s.ConfigName, s.Phase, s.VIPs, len(s.Groups), s.Mode, s.Interface, s.Address)
+	if s.Stalled != "" {
+		fmt.Fprintf(w, "NOT LIVE: vrrp: %s\n", s.Stalled)
+	}
 	fmt.Fprintf(w, "rank %d of ranks 0..%d: %s\n", s.Ranks.Self, s.Ranks.Count-1, s.Ranks.Basis)
 	fmt.Fprintf(w, "holding %d VIPs; VIPs each rank is preferred master for: %v\n", s.Held, s.Share)
 	switch {

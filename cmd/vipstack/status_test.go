@@ -163,9 +163,35 @@ func TestStatusLastCheckIsCSVs(t *testing.T) {
 }
 
 // TestStatusNotLive: a status endpoint answering 503 (its process not
-// live: its BGP speaker stopped) still has its status printed, table or
-// JSON, and `vipstack status` then exits 1 saying why.
+// live: its BGP speaker stopped, its VRRP loop wedged) still has its status
+// printed, table or JSON, and `vipstack status` then exits 1 saying why.
 func TestStatusNotLive(t *testing.T) {
+	stalled := "the VRRP engine's loop has answered no status request since 2026-12-03T12:00:00Z (12s): it is held up"
+	for _, tc := range []struct {
+		name      string
+		st        any
+		wantTable string
+		wantJSON  string
+		wantWhy   string
+	}{
+		{"node with its VRRP loop wedged", node.Status{Node: "m0", Role: "master", Interface: "eth0", Stalled: stalled},
+			"NOT LIVE: vrrp: " + stalled, `"vrrp_stalled": "the VRRP engine's loop`, "not live: vrrp: " + stalled},
+		{"pool with its VRRP loop wedged", ipfailover.Status{ConfigName: "pool", Phase: "running", Mode: "multicast", Ranks: ipfailover.Ranks{Count: 1}, Stalled: stalled},
+			"NOT LIVE: vrrp: " + stalled, `"engine_stalled": "the VRRP engine's loop`, "not live: vrrp: " + stalled},
+	} {
+		srv, err := serve.JSON("127.0.0.1:0", "/status", func() any { return tc.st })
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { srv.Close() })
+		for format, want := range map[string]string{"table": tc.wantTable, "json": tc.wantJSON} {
+			var out, errb bytes.Buffer
+			code := runStatus(t.Context(), []string{"--addr", srv.Addr.String(), "-o", format}, &out, &errb)
+			if code != 1 || !strings.Contains(out.String(), want) || !strings.Contains(errb.String(), "answers 503 Service Unavailable: "+tc.wantWhy) {
+				t.Errorf("%s, -o %s: exit %d, stdout:\n%s\nstderr: %s\nwant exit 1, %q, and why on stderr", tc.name, format, code, out.String(), errb.String(), want)
+			}
+		}
+	}
 	st := ipfailover.Status{ConfigName: "pool", Phase: "running", Interface: "eth0", Address: "198.18.1.10", Mode: "bgp", VIPs: 2,
 		BGP: &node.BGPStatus{ASN: 64512, RouterID: "198.18.1.10",
 			Wedged:  "GoBGP's server has not answered AddPeer 198.18.1.1 since 2026-12-03T12:00:00Z (10s): it is wedged",

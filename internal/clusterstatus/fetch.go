@@ -29,8 +29,9 @@ type nodeStatus struct {
 		At    time.Time `json:"at"`
 		Error string    `json:"error"`
 	} `json:"cluster_file_rejected"`
-	VRRP []engine.InstanceStatus `json:"vrrp"`
-	BGP  *struct {
+	VRRP    []engine.InstanceStatus `json:"vrrp"`
+	Stalled string                  `json:"vrrp_stalled"`
+	BGP     *struct {
 		Peers []struct {
 			Session string `json:"session"`
 		} `json:"peers"`
@@ -46,10 +47,13 @@ type nodeStatus struct {
 	} `json:"bgp"`
 }
 
-// bgpUnhealthy is why the node's speaker has stopped working, as
-// bgpconfig.SpeakerStatus.Unhealthy says it.
-func (s nodeStatus) bgpUnhealthy() string {
-	if s.BGP == nil {
+// unhealthy is why the node is not live, as node.Status.Unhealthy says
+// it: its VRRP engine's loop is wedged, or its BGP speaker.
+func (s nodeStatus) unhealthy() string {
+	switch {
+	case s.Stalled != "":
+		return "vrrp: " + s.Stalled
+	case s.BGP == nil:
 		return ""
 	}
 	return (&bgpconfig.SpeakerStatus{Wedged: s.BGP.Wedged, Stopped: s.BGP.Stopped}).Unhealthy()
@@ -148,7 +152,7 @@ func askNode(ctx context.Context, client *http.Client, n cluster.Node, port int)
 		if s.Rejected != nil {
 			r.Warnings = append(r.Warnings, fmt.Sprintf("rejected its cluster file at %s: %s", s.Rejected.At.UTC().Format(time.RFC3339), oneLine(s.Rejected.Error)))
 		}
-		if u := s.bgpUnhealthy(); u != "" {
+		if u := s.unhealthy(); u != "" {
 			r.Warnings = append(r.Warnings, "not live (its liveness probe fails): "+u)
 		}
 		r.Instances = s.VRRP

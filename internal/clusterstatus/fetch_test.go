@@ -39,6 +39,8 @@ func TestAskNode(t *testing.T) {
 			"wedged":"GoBGP's server has not answered AddPeer 198.18.1.1 since 2026-12-03T12:00:00Z (12s): it is wedged","stopped":"bgp: peer 198.18.1.1: GoBGP did not answer within 10s"}}`,
 			wantWarn: []string{"not live (its liveness probe fails): bgp: the speaker stopped: bgp: peer 198.18.1.1: GoBGP did not answer within 10s"},
 			wantBGP:  &BGPReport{}},
+		{name: "answers with its VRRP loop wedged", status: 200, body: `{"node":"m0","vrrp":[],"vrrp_stalled":"the VRRP engine's loop has answered no status request since 2026-12-03T12:00:00Z (12s): it is held up"}`,
+			wantWarn: []string{"not live (its liveness probe fails): vrrp: the VRRP engine's loop has answered no status request since 2026-12-03T12:00:00Z (12s): it is held up"}},
 		{name: "answers", status: 200, body: `{"node":"m0","role":"master","vrrp":[{"name":"t1_API","state":"MASTER","vrid":28}]}`, wantInsts: []string{"t1_API/MASTER"}},
 		{name: "answers as another node", status: 200, body: `{"node":"m9","vrrp":[]}`,
 			wantWarn: []string{`answered as node "m9": is the cluster file the one it runs?`}},

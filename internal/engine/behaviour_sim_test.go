@@ -225,3 +225,48 @@ func TestStatusWhenAsked(t *testing.T) {
 		}
 	})
 }
+
+// TestStalled: the engine counts as wedged (Stalled) once status requests
+// have found its running loop not answering for stallLimit, here while it
+// adds the VIP of its takeover, which takes the simulated kernel 40 s; not
+// before the limit, not before Run, and not once the loop answers again.
+func TestStalled(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := (&simSegment{}).node("h", "198.18.0.1/24")
+		conf := "vrrp_instance VI_1 {\n    state BACKUP\n    interface eth0\n    virtual_router_id 51\n    priority 100\n    advert_int 1\n" +
+			"    virtual_ipaddress {\n        198.18.0.100/32\n    }\n}\n"
+		e, _ := simEngine(t, n, conf, nil)
+		e.Status()
+		if s := e.Stalled(); s != "" {
+			t.Fatalf("before Run: Stalled = %q, want none", s)
+		}
+		n.mu.Lock()
+		n.addDelay = 40 * time.Second
+		n.mu.Unlock()
+		stop := simRun(t, e)
+		<-e.Started()
+		ask := func(when string, wantStalled bool) {
+			t.Helper()
+			e.Status()
+			s := e.Stalled()
+			if wantStalled != (s != "") || wantStalled && !strings.Contains(s, "the VRRP engine's loop has answered no status request since") {
+				t.Errorf("%s: Stalled = %q, want stalled %v", when, s, wantStalled)
+			}
+		}
+		ask("at start", false)
+		// Master_Down (3 s and the skew) has run out: the loop is adding
+		// the VIP.
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		ask("first asked while the loop adds the VIP", false)
+		time.Sleep(stallLimit - time.Second)
+		ask("asked again within the limit", false)
+		time.Sleep(2 * time.Second)
+		ask("asked again past the limit", true)
+		time.Sleep(40 * time.Second)
+		synctest.Wait()
+		ask("once the VIP is added", false)
+		stop()
+		ask("after Run returned", false)
+	})
+}

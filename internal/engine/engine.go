@@ -163,6 +163,9 @@ type Engine struct {
 	statusMu sync.Mutex
 	status   []InstanceStatus
 	statusAt time.Time // when status was made
+	// unansweredAt is when a status request first found the running loop
+	// not answering, zero since the loop last made a status (see Stalled).
+	unansweredAt time.Time
 
 	// Loop-owned buffers reused at every advertisement: the message sent
 	// (see advertise) and the actions of a tick (see fireInstance).
@@ -1189,6 +1192,9 @@ func (e *Engine) Status() []InstanceStatus {
 	answered := e.refreshStatus()
 	e.statusMu.Lock()
 	defer e.statusMu.Unlock()
+	if !answered && e.isStarted() && e.unansweredAt.IsZero() {
+		e.unansweredAt = e.clk.Now()
+	}
 	if !answered && e.isStarted() {
 		// Whoever asked (a scrape, `vipstack status`) shows what it got
 		// as current: the log says it is not.
@@ -1216,8 +1222,36 @@ func (e *Engine) publishStatus() {
 	s := e.snapshot()
 	at := e.clk.Now()
 	e.statusMu.Lock()
-	e.status, e.statusAt = s, at
+	e.status, e.statusAt, e.unansweredAt = s, at, time.Time{}
 	e.statusMu.Unlock()
+}
+
+// stallLimit is how long the running loop may leave the status requests
+// unanswered before Stalled says so. The loop answers within
+// milliseconds, even under a flood of packets; a kernel call or a reload
+// may hold it for a second or two. A loop held for this long has missed
+// its adverts, and its peers have taken its VIPs over.
+const stallLimit = 10 * time.Second
+
+// Stalled says why the engine counts as wedged: since a status request
+// first found its running loop not answering (Status), stallLimit or
+// more has passed and the loop has made no status. "" while it answers,
+// before Run has started every instance, and after Run returned. The
+// daemons' status endpoints serve 503 then, which fails their liveness
+// probe: only a restart mends a loop that stays held.
+func (e *Engine) Stalled() string {
+	e.statusMu.Lock()
+	since := e.unansweredAt
+	e.statusMu.Unlock()
+	if since.IsZero() {
+		return ""
+	}
+	held := e.clk.Now().Sub(since)
+	if held < stallLimit {
+		return ""
+	}
+	return fmt.Sprintf("the VRRP engine's loop has answered no status request since %s (%v): it is held up (its log names the slow step if it ends)",
+		since.UTC().Format(time.RFC3339), held.Round(time.Second))
 }
 
 // The engine's own timers, in the order tick runs them (see engineDeadline

@@ -112,12 +112,21 @@ type Status struct {
 	// such as two nodes with one rank (see RankWarnings).
 	Warnings []string `json:"warnings,omitempty"`
 	Error    string   `json:"error,omitempty"`
+	// Stalled says why the VRRP engine's loop counts as wedged
+	// (engine.Stalled), "" while it answers.
+	Stalled string `json:"engine_stalled,omitempty"`
 }
 
-// Unhealthy is why the pool is not live, "" when it is: in BGP mode, its
-// speaker is wedged or stopped (bgpconfig.SpeakerStatus.Unhealthy). The
-// status endpoint then answers 503, which fails the pod's liveness probe.
-func (s Status) Unhealthy() string { return s.BGP.Unhealthy() }
+// Unhealthy is why the pool is not live, "" when it is: its VRRP
+// engine's loop is wedged (Stalled), or in BGP mode its speaker is wedged
+// or stopped (bgpconfig.SpeakerStatus.Unhealthy). The status endpoint
+// then answers 503, which fails the pod's liveness probe.
+func (s Status) Unhealthy() string {
+	if s.Stalled != "" {
+		return "vrrp: " + s.Stalled
+	}
+	return s.BGP.Unhealthy()
+}
 
 // RankWarnings reports a rank shared with another node: a group this node
 // is preferred for has another master at the same priority, which only a

@@ -366,6 +366,7 @@ func (p *Pool) Status() Status {
 		return st
 	}
 	inst := eng.Status()
+	st.Stalled = eng.Stalled()
 	p.mu.Lock()
 	st.Groups = p.groupStatus(inst)
 	p.mu.Unlock()

@@ -29,7 +29,10 @@ type Status struct {
 	Rejected  *Rejection              `json:"cluster_file_rejected,omitempty"` // a later version, refused
 	LoadError string                  `json:"cluster_file_error,omitempty"`    // Rejected.Error, for readers of this field
 	VRRP      []engine.InstanceStatus `json:"vrrp"`
-	LB        *lbstats.Snapshot       `json:"lb,omitempty"`
+	// Stalled says why the VRRP engine's loop counts as wedged
+	// (engine.Stalled), "" while it answers.
+	Stalled string            `json:"vrrp_stalled,omitempty"`
+	LB      *lbstats.Snapshot `json:"lb,omitempty"`
 	// Redirects are the API VIP redirects to the load balancer (masters):
 	// whether each is in effect, and why not.
 	Redirects []RedirectStatus `json:"redirects,omitempty"`
@@ -38,10 +41,16 @@ type Status struct {
 	BGP *BGPStatus `json:"bgp,omitempty"`
 }
 
-// Unhealthy is why the node is not live, "" when it is: its BGP speaker
-// is wedged or stopped (BGPStatus.Unhealthy). The status endpoint then
-// answers 503, which fails the node pod's liveness probe.
-func (s Status) Unhealthy() string { return s.BGP.Unhealthy() }
+// Unhealthy is why the node is not live, "" when it is: its VRRP
+// engine's loop is wedged (Stalled), or its BGP speaker is wedged or
+// stopped (BGPStatus.Unhealthy). The status endpoint then answers 503,
+// which fails the node pod's liveness probe.
+func (s Status) Unhealthy() string {
+	if s.Stalled != "" {
+		return "vrrp: " + s.Stalled
+	}
+	return s.BGP.Unhealthy()
+}
 
 // RedirectStatus is one API VIP's redirect to the load balancer's port.
 type RedirectStatus struct {
@@ -81,7 +90,7 @@ func (a *Agent) Status() Status {
 		s.Rejected = &Rejection{At: a.rejectedAt, Error: a.loadErr}
 	}
 	if a.vrrp != nil {
-		s.VRRP = a.vrrp.Status()
+		s.VRRP, s.Stalled = a.vrrp.Status(), a.vrrp.Stalled()
 	}
 	if a.lb != nil {
 		snap := a.lb.Snapshot()
@@ -132,6 +141,9 @@ func listening(addrs []net.Addr) []string {
 // entered it), then the LB backends and the DNS.
 func WriteTable(w io.Writer, s Status) error {
 	fmt.Fprintf(w, "node %s (%s) on %s\n\n", s.Node, s.Role, s.Interface)
+	if s.Stalled != "" {
+		fmt.Fprintf(w, "NOT LIVE: vrrp: %s\n\n", oneLine(s.Stalled))
+	}
 	if r := s.Rejected; r != nil {
 		fmt.Fprintf(w, "cluster file rejected at %s; still running the one loaded at %s:\n%s\n\n",
 			since(r.At, s.Now), since(s.Loaded, s.Now), r.Error)

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"strings"
 	"syscall"
 	"time"
 
@@ -68,18 +69,25 @@ func Handler(addr string, h http.Handler, opts ...Option) (*Server, error) {
 // answer's Unhealthy is why, "" when it is.
 type Unhealthy interface{ Unhealthy() string }
 
+// NotLiveHeader carries the reason of a 503 from JSON.
+const NotLiveHeader = "Vipstack-Not-Live"
+
 // JSON serves the value f returns, as indented JSON, at path on addr. A
 // value that is Unhealthy with a reason is served with 503 Service
-// Unavailable instead of 200 (the reason is in the body): the status is a
-// liveness probe's target, and a process whose part no longer works, and
-// only a restart mends, fails it.
+// Unavailable instead of 200, the reason in the NotLiveHeader header (on
+// one line) and the status in the body: the status is a liveness probe's
+// target, and a process whose part no longer works, and only a restart
+// mends, fails it.
 func JSON(addr, path string, f func() any, opts ...Option) (*Server, error) {
 	mux := http.NewServeMux()
 	mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
 		v := f()
 		w.Header().Set("Content-Type", "application/json")
-		if u, ok := v.(Unhealthy); ok && u.Unhealthy() != "" {
-			w.WriteHeader(http.StatusServiceUnavailable)
+		if u, ok := v.(Unhealthy); ok {
+			if why := u.Unhealthy(); why != "" {
+				w.Header().Set(NotLiveHeader, strings.Join(strings.Fields(why), " "))
+				w.WriteHeader(http.StatusServiceUnavailable)
+			}
 		}
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")

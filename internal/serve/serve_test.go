@@ -187,10 +187,11 @@ func TestJSONUnhealthy(t *testing.T) {
 		v    any
 		code int
 		body string
+		why  string // the NotLiveHeader, on one line
 	}{
-		{"live", liveness{Name: "n1"}, http.StatusOK, `"name": "n1"`},
-		{"not live", liveness{Name: "n1", Why: "bgp: wedged"}, http.StatusServiceUnavailable, `"why": "bgp: wedged"`},
-		{"cannot say", map[string]int{"vips": 2}, http.StatusOK, `"vips": 2`},
+		{"live", liveness{Name: "n1"}, http.StatusOK, `"name": "n1"`, ""},
+		{"not live", liveness{Name: "n1", Why: "bgp: wedged\n  since 12:00"}, http.StatusServiceUnavailable, `"why": "bgp: wedged\n  since 12:00"`, "bgp: wedged since 12:00"},
+		{"cannot say", map[string]int{"vips": 2}, http.StatusOK, `"vips": 2`, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, err := JSON("127.0.0.1:0", "/status", func() any { return tc.v })
@@ -209,6 +210,9 @@ func TestJSONUnhealthy(t *testing.T) {
 			}
 			if resp.StatusCode != tc.code || !strings.Contains(string(b), tc.body) || resp.Header.Get("Content-Type") != "application/json" {
 				t.Errorf("GET /status: %d %q, body %s; want %d, JSON with %s", resp.StatusCode, resp.Header.Get("Content-Type"), b, tc.code, tc.body)
+			}
+			if why, want := resp.Header.Get(NotLiveHeader), tc.why; why != want {
+				t.Errorf("%s header %q, want %q", NotLiveHeader, why, want)
 			}
 		})
 	}

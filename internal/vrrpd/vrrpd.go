@@ -99,7 +99,9 @@ func Run(ctx context.Context, f Flags, ledger netif.Ledger, stderr io.Writer) in
 	for _, w := range cfg.Warnings {
 		log.Warn(w)
 	}
-	stopEndpoints, ok := daemon.StartEndpoints("vipstack vrrp", stderr, f.MetricsAddr, reg, f.StatusAddr, func() any { return map[string]any{"instances": e.Status()} }, serve.Served(work))
+	stopEndpoints, ok := daemon.StartEndpoints("vipstack vrrp", stderr, f.MetricsAddr, reg, f.StatusAddr, func() any {
+		return status{Instances: e.Status(), Stalled: e.Stalled()}
+	}, serve.Served(work))
 	if !ok {
 		return 1
 	}
@@ -158,4 +160,19 @@ func FromSupervisor() (code int, ok bool) {
 		return code, true
 	}
 	return Run(ctx, f, ledger, os.Stderr), true
+}
+
+// status is what --status-addr serves: every instance, and why the
+// engine's loop counts as wedged (engine.Stalled), which makes the
+// endpoint answer 503 (serve.JSON).
+type status struct {
+	Instances []engine.InstanceStatus `json:"instances"`
+	Stalled   string                  `json:"stalled,omitempty"`
+}
+
+func (s status) Unhealthy() string {
+	if s.Stalled == "" {
+		return ""
+	}
+	return "vrrp: " + s.Stalled
 }
