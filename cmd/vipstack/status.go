@@ -57,7 +57,7 @@ func printStatus(w io.Writer, body []byte, format string, now time.Time) error {
 	case has("instances") && !has("node"):
 		var s struct {
 			Instances []engine.InstanceStatus `json:"instances"`
-			Stalled   string                  `json:"stalled"`
+			Stalled   string                  `json:"vrrp_stalled"`
 		}
 		if err := json.Unmarshal(body, &s); err != nil {
 			return err

@@ -176,8 +176,13 @@ func TestStatusNotLive(t *testing.T) {
 	}{
 		{"node with its VRRP loop wedged", node.Status{Node: "m0", Role: "master", Interface: "eth0", Stalled: stalled},
 			"NOT LIVE: vrrp: " + stalled, `"vrrp_stalled": "the VRRP engine's loop`, "not live: vrrp: " + stalled},
+		{"vrrp with its loop wedged", vrrpStalled{Instances: []engine.InstanceStatus{}, Stalled: stalled},
+			"NOT LIVE: vrrp: " + stalled, `"vrrp_stalled": "the VRRP engine's loop`, "not live: vrrp: " + stalled},
+		{"agent with its GoBGP wedged", agent.Status{Node: "n1", Instances: []engine.InstanceStatus{},
+			BGP: &node.BGPStatus{ASN: 64513, RouterID: "198.18.0.11", Wedged: "GoBGP's server has not answered ListPeer since 2026-12-03T12:00:00Z (12s): it is wedged"}},
+			"NOT LIVE: bgp: GoBGP's server has not answered ListPeer", `"wedged": "GoBGP's server`, "not live: bgp: GoBGP's server has not answered ListPeer"},
 		{"pool with its VRRP loop wedged", ipfailover.Status{ConfigName: "pool", Phase: "running", Mode: "multicast", Ranks: ipfailover.Ranks{Count: 1}, Stalled: stalled},
-			"NOT LIVE: vrrp: " + stalled, `"engine_stalled": "the VRRP engine's loop`, "not live: vrrp: " + stalled},
+			"NOT LIVE: vrrp: " + stalled, `"vrrp_stalled": "the VRRP engine's loop`, "not live: vrrp: " + stalled},
 	} {
 		srv, err := serve.JSON("127.0.0.1:0", "/status", func() any { return tc.st })
 		if err != nil {
@@ -215,3 +220,12 @@ func TestStatusNotLive(t *testing.T) {
 		}
 	}
 }
+
+// vrrpStalled is `vipstack vrrp`'s status (vrrpd's, unexported) with its
+// loop wedged.
+type vrrpStalled struct {
+	Instances []engine.InstanceStatus `json:"instances"`
+	Stalled   string                  `json:"vrrp_stalled"`
+}
+
+func (s vrrpStalled) Unhealthy() string { return "vrrp: " + s.Stalled }

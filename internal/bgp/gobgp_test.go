@@ -400,7 +400,9 @@ func TestWedgedFoundByStop(t *testing.T) {
 	h := testutil.NewLogHold(slog.NewTextHandler(&log, nil), "gobgp: Add a peer configuration")
 	t.Cleanup(h.Release)
 	g := NewGoBGP(slog.New(h))
-	g.answerWait = time.Second
+	// Wide enough that the test's own checks come before the wedge even
+	// on a loaded machine; the stop then waits it out once.
+	g.answerWait = 5 * time.Second
 	cfg := Config{ASN: 64512, RouterID: netip.MustParseAddr("127.0.0.1"),
 		Peers:  []Peer{{Address: netip.MustParseAddr("127.0.0.2"), ASN: 64500, Port: 1}},
 		Routes: []Route{{VIP: netip.MustParseAddr("198.19.0.10")}}}

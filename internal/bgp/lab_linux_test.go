@@ -142,8 +142,9 @@ func (l *lab) start(t *testing.T, ns string, out io.Writer, stdin io.Reader, nam
 func (l *lab) nexthops(v netip.Addr) ([]string, error) { return l.rl.Nexthops(v) }
 
 // watchRoute records every change of the router's kernel route to v, from
-// a netlink subscription in its namespace; the func returned stops the
-// record and returns it ("added via ..." or "deleted via ..."), in order.
+// a netlink subscription in its namespace, until the test ends; the func
+// returned gives the record so far ("added via ..." or "deleted via ..."),
+// in order.
 func (l *lab) watchRoute(t *testing.T, v netip.Addr) func() []string {
 	t.Helper()
 	ns, err := netns.GetFromName(l.rl.Router)
@@ -181,18 +182,15 @@ func (l *lab) watchRoute(t *testing.T, v netip.Addr) func() []string {
 			mu.Unlock()
 		}
 	}()
-	var once sync.Once
-	stop := func() []string {
-		once.Do(func() {
-			close(done)
-			<-finished
-		})
+	t.Cleanup(func() {
+		close(done)
+		<-finished
+	})
+	return func() []string {
 		mu.Lock()
 		defer mu.Unlock()
 		return slices.Clone(seen)
 	}
-	t.Cleanup(func() { stop() })
-	return stop
 }
 
 // wantNexthops waits until the router's route to v goes via exactly the

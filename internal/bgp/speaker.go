@@ -536,7 +536,7 @@ func (s *Speaker) stop(ctx context.Context) error {
 	sayWedged := func() {
 		if err := s.Wedged(); err != nil && !saidWedged {
 			saidWedged = true
-			s.log.Error("bgp: stopping without withdrawing: the sessions close when this process ends, and each router keeps or drops the routes as its graceful restart says",
+			s.log.Error("bgp: stopping without withdrawing (what is left): GoBGP does not answer; the sessions close when this process ends, and each router keeps or drops the routes as its graceful restart says",
 				"err", err)
 		}
 	}

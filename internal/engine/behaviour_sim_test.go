@@ -268,5 +268,11 @@ func TestStalled(t *testing.T) {
 		ask("once the VIP is added", false)
 		stop()
 		ask("after Run returned", false)
+		// The requests of the stop's last moments go unanswered: a
+		// stopped loop is not a held one.
+		e.statusMu.Lock()
+		e.unansweredAt = time.Now().Add(-time.Minute)
+		e.statusMu.Unlock()
+		ask("after Run returned, a request of its last moments unanswered", false)
 	})
 }

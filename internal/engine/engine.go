@@ -1240,6 +1240,13 @@ const stallLimit = 10 * time.Second
 // daemons' status endpoints serve 503 then, which fails their liveness
 // probe: only a restart mends a loop that stays held.
 func (e *Engine) Stalled() string {
+	select {
+	case <-e.done:
+		// The requests of the stop's last moments are dropped unanswered
+		// (stopTrackers); a stopped loop is not a held one.
+		return ""
+	default:
+	}
 	e.statusMu.Lock()
 	since := e.unansweredAt
 	e.statusMu.Unlock()

@@ -114,7 +114,7 @@ type Status struct {
 	Error    string   `json:"error,omitempty"`
 	// Stalled says why the VRRP engine's loop counts as wedged
 	// (engine.Stalled), "" while it answers.
-	Stalled string `json:"engine_stalled,omitempty"`
+	Stalled string `json:"vrrp_stalled,omitempty"`
 }
 
 // Unhealthy is why the pool is not live, "" when it is: its VRRP

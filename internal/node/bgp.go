@@ -367,7 +367,13 @@ func (r *BGPRunner) update(clk clock.Clock, spec *cluster.BGPSpec, oldChecks, ch
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	err := r.speaker.Update(ctx, spec.Config)
+	var err error
+	if e := r.stopped.Load(); e != nil {
+		// Its loop is gone: Update would wait out ctx.
+		err = fmt.Errorf("bgp: the speaker stopped (%v): BGP changes apply again once the node restarts", *e)
+	} else {
+		err = r.speaker.Update(ctx, spec.Config)
+	}
 	r.specMu.Lock()
 	r.spec = spec
 	r.specMu.Unlock()
@@ -487,7 +493,7 @@ func (r *BGPRunner) Status() *BGPStatus {
 		// RIB nothing updates, or in none.
 		for i := range out.Routes {
 			out.Routes[i].Announced, out.Routes[i].Demoted = false, false
-			out.Routes[i].Reason = "not known: the speaker stopped; the routers keep what it last sent them until this process ends"
+			out.Routes[i].Reason = "not known: the speaker stopped (see stopped): it sent what it could of its stop, and a router keeps the rest only while this process holds its sessions"
 		}
 	}
 	return out

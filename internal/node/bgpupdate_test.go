@@ -296,6 +296,13 @@ func TestBGPRunnerStopped(t *testing.T) {
 				if (tc.wantLive != "") != strings.Contains(b.String(), "NOT LIVE: "+tc.wantLive) {
 					t.Errorf("the status table says, want NOT LIVE only when not live:\n%s", b.String())
 				}
+				if tc.wantStopped != "" {
+					// A reload reaches a runner whose speaker is gone.
+					err := r.update(clock.Real{}, spec, nil, nil, func(cluster.CheckSpec) track.Check { return passing{} })
+					if err == nil || !strings.Contains(err.Error(), "bgp: the speaker stopped (bgp: peer 198.18.1.1") {
+						t.Errorf("update after the speaker stopped = %v, want it said", err)
+					}
+				}
 				err = r.Stop()
 				if (tc.wantStopped != "") != (err != nil) {
 					t.Errorf("Stop = %v, want the speaker's error only when it stopped on its own", err)

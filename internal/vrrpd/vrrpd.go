@@ -167,7 +167,7 @@ func FromSupervisor() (code int, ok bool) {
 // endpoint answer 503 (serve.JSON).
 type status struct {
 	Instances []engine.InstanceStatus `json:"instances"`
-	Stalled   string                  `json:"stalled,omitempty"`
+	Stalled   string                  `json:"vrrp_stalled,omitempty"`
 }
 
 func (s status) Unhealthy() string {

@@ -700,6 +700,12 @@ type Status struct {
 	BGP *node.BGPStatus `json:"bgp,omitempty"`
 }
 
+// Unhealthy is why the agent is not live as its status tells it: its BGP
+// speaker's GoBGP is wedged (the /healthz probe fails then too, see
+// Live). The status endpoint answers 503 then, and `vipstack status`
+// exits 1.
+func (s Status) Unhealthy() string { return s.BGP.Unhealthy() }
+
 // Status returns the plan, its warnings and the engine's view.
 func (a *Agent) Status() Status {
 	a.mu.Lock()
