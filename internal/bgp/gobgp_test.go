@@ -314,31 +314,53 @@ func TestNotStarted(t *testing.T) {
 // withdraw. Once the loop runs again the router is not wedged any more.
 // The peers are loopback addresses on a port nothing listens on; the
 // server does not listen.
-func TestWedged(t *testing.T) {
-	var log syncbuf.Buffer
-	h := testutil.NewLogHold(slog.NewTextHandler(&log, nil), "gobgp: Add a peer configuration")
-	t.Cleanup(h.Release)
-	g := NewGoBGP(slog.New(h))
-	g.answerWait = 200 * time.Millisecond
-	cfg := Config{ASN: 64512, RouterID: netip.MustParseAddr("127.0.0.1"),
+// holdable is a speaker running on a real GoBGP whose log handler can
+// hold GoBGP's loop when it logs a peer's addition (testutil.LogHold),
+// announcing one route to a peer on loopback that nothing answers for.
+type holdable struct {
+	cfg    Config
+	log    *syncbuf.Buffer
+	h      *testutil.LogHold
+	g      *GoBGP
+	s      *Speaker
+	ctx    context.Context
+	cancel context.CancelFunc
+	runErr chan error
+}
+
+// runHoldable starts a holdable speaker whose calls wait answerWait, and
+// returns once its route is announced.
+func runHoldable(t *testing.T, answerWait time.Duration) *holdable {
+	t.Helper()
+	x := &holdable{log: &syncbuf.Buffer{}, runErr: make(chan error, 1)}
+	x.h = testutil.NewLogHold(slog.NewTextHandler(x.log, nil), "gobgp: Add a peer configuration")
+	t.Cleanup(x.h.Release)
+	x.g = NewGoBGP(slog.New(x.h))
+	x.g.answerWait = answerWait
+	x.cfg = Config{ASN: 64512, RouterID: netip.MustParseAddr("127.0.0.1"),
 		Peers:  []Peer{{Address: netip.MustParseAddr("127.0.0.2"), ASN: 64500, Port: 1}},
 		Routes: []Route{{VIP: netip.MustParseAddr("198.19.0.10")}}}
 	e := &fakeElig{ch: make(chan struct{}), v: []Verdict{{VIP: netip.MustParseAddr("198.19.0.10"), Eligible: true}}}
-	s, err := New(Options{Config: cfg, Eligibility: e, Router: g, Logger: slog.New(h)})
-	if err != nil {
+	var err error
+	if x.s, err = New(Options{Config: x.cfg, Eligibility: e, Router: x.g, Logger: slog.New(x.h)}); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	runErr := make(chan error, 1)
-	go func() { runErr <- s.Run(ctx) }()
+	x.ctx, x.cancel = context.WithCancel(t.Context())
+	t.Cleanup(x.cancel)
+	go func() { x.runErr <- x.s.Run(x.ctx) }()
 	testutil.Eventually(t, 30*time.Second, func() error {
-		st, err := s.Status(ctx)
+		st, err := x.s.Status(x.ctx)
 		if err != nil || len(st.Routes) != 1 || !st.Routes[0].Announced {
 			return fmt.Errorf("status %+v, %v; want the route announced", st, err)
 		}
 		return nil
 	})
+	return x
+}
+
+func TestWedged(t *testing.T) {
+	x := runHoldable(t, 200*time.Millisecond)
+	cfg, log, h, g, s, ctx, cancel, runErr := x.cfg, x.log, x.h, x.g, x.s, x.ctx, x.cancel, x.runErr
 	if err := s.Wedged(); err != nil {
 		t.Fatalf("Wedged before any call hung: %v", err)
 	}
@@ -346,7 +368,7 @@ func TestWedged(t *testing.T) {
 	h.Arm()
 	next := cfg
 	next.Peers = append(slices.Clone(cfg.Peers), Peer{Address: netip.MustParseAddr("127.0.0.3"), ASN: 64500, Port: 1})
-	err = s.Update(ctx, next)
+	err := s.Update(ctx, next)
 	if !h.Held() {
 		t.Fatalf("GoBGP did not log the peer's addition from its loop (Update: %v); the test holds nothing", err)
 	}
@@ -396,32 +418,10 @@ func TestWedged(t *testing.T) {
 // the stop's first call finds it so (after its wait), the withdrawals are
 // not tried, and the stop says once that it could not withdraw.
 func TestWedgedFoundByStop(t *testing.T) {
-	var log syncbuf.Buffer
-	h := testutil.NewLogHold(slog.NewTextHandler(&log, nil), "gobgp: Add a peer configuration")
-	t.Cleanup(h.Release)
-	g := NewGoBGP(slog.New(h))
-	// Wide enough that the test's own checks come before the wedge even
-	// on a loaded machine; the stop then waits it out once.
-	g.answerWait = 5 * time.Second
-	cfg := Config{ASN: 64512, RouterID: netip.MustParseAddr("127.0.0.1"),
-		Peers:  []Peer{{Address: netip.MustParseAddr("127.0.0.2"), ASN: 64500, Port: 1}},
-		Routes: []Route{{VIP: netip.MustParseAddr("198.19.0.10")}}}
-	e := &fakeElig{ch: make(chan struct{}), v: []Verdict{{VIP: netip.MustParseAddr("198.19.0.10"), Eligible: true}}}
-	s, err := New(Options{Config: cfg, Eligibility: e, Router: g, Logger: slog.New(h)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	runErr := make(chan error, 1)
-	go func() { runErr <- s.Run(ctx) }()
-	testutil.Eventually(t, 30*time.Second, func() error {
-		st, err := s.Status(ctx)
-		if err != nil || len(st.Routes) != 1 || !st.Routes[0].Announced {
-			return fmt.Errorf("status %+v, %v; want the route announced", st, err)
-		}
-		return nil
-	})
+	// A bound wide enough that the test's own checks come before the
+	// wedge even on a loaded machine; the stop then waits it out once.
+	x := runHoldable(t, 5*time.Second)
+	log, h, g, s, cancel, runErr := x.log, x.h, x.g, x.s, x.cancel, x.runErr
 
 	// The held call is not the speaker's (its loop stays free to begin
 	// the stop): another caller of the same router.

@@ -8,7 +8,6 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -36,19 +35,7 @@ func TestPoolReleasesSettingsVIPs(t *testing.T) {
 	}
 	testnet.RequireRoot(t)
 	topo := testnet.New(t, testnet.Options{Hosts: 1, Prefix: "vsR"})
-	h := topo.Hosts[0]
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The child's own -test.timeout bounds it, with its goroutines'
-	// stacks if it hangs.
-	c := h.Command(exe, "-test.run", "^TestPoolReleasesSettingsVIPs$", "-test.v", "-test.count=1", "-test.timeout", "2m")
-	c.Env = append(os.Environ(), poolHelperEnv+"="+t.TempDir())
-	out, err := c.CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "--- PASS: TestPoolReleasesSettingsVIPs") {
-		t.Fatalf("the pool's process in %s: %v:\n%s", h.Name, err, out)
-	}
+	topo.Hosts[0].RunTest(t, "TestPoolReleasesSettingsVIPs", poolHelperEnv+"="+t.TempDir())
 }
 
 // poolInProcess is the pool's side: one node holding 40 VIPs on eth0.

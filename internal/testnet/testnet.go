@@ -322,6 +322,25 @@ func (h *Host) Command(name string, args ...string) *exec.Cmd {
 	return c
 }
 
+// RunTest runs the test binary's test named test again, alone, as a whole
+// process in h's namespace (a Go program runs on many threads, which
+// cannot all join a namespace), with env added to its environment; the
+// child's own -test.timeout (2m) bounds it and dumps its goroutines if it
+// hangs. It fails tb, with the child's output, unless the child passes.
+func (h *Host) RunTest(tb testing.TB, test string, env ...string) {
+	tb.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	c := h.Command(exe, "-test.run", "^"+test+"$", "-test.v", "-test.count=1", "-test.timeout", "2m")
+	c.Env = append(os.Environ(), env...)
+	out, err := c.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "--- PASS: "+test) {
+		tb.Fatalf("%s in %s: %v:\n%s", test, h.Name, err, out)
+	}
+}
+
 // Track registers a started command so Close kills it. In a topology from
 // New it is also killed, and waited for, in a cleanup of its own on the test
 // that built the topology: that cleanup runs before those registered earlier,

@@ -39,18 +39,7 @@ func TestPoolBGPWedged(t *testing.T) {
 	}
 	testnet.RequireRoot(t)
 	topo := testnet.New(t, testnet.Options{Hosts: 1, Prefix: "vsW"})
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The child's own -test.timeout bounds it, with its goroutines'
-	// stacks if it hangs.
-	c := topo.Hosts[0].Command(exe, "-test.run", "^TestPoolBGPWedged$", "-test.v", "-test.count=1", "-test.timeout", "2m")
-	c.Env = append(os.Environ(), wedgedHelperEnv+"="+t.TempDir())
-	out, err := c.CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "--- PASS: TestPoolBGPWedged") {
-		t.Fatalf("the pool's process in %s: %v:\n%s", topo.Hosts[0].Name, err, out)
-	}
+	topo.Hosts[0].RunTest(t, "TestPoolBGPWedged", wedgedHelperEnv+"="+t.TempDir())
 }
 
 // poolBGPWedged is the pool's side: two VIPs announced to a router on
