@@ -1192,10 +1192,10 @@ func (e *Engine) Status() []InstanceStatus {
 	answered := e.refreshStatus()
 	e.statusMu.Lock()
 	defer e.statusMu.Unlock()
-	if !answered && e.isStarted() && e.unansweredAt.IsZero() {
-		e.unansweredAt = e.clk.Now()
-	}
 	if !answered && e.isStarted() {
+		if e.unansweredAt.IsZero() {
+			e.unansweredAt = e.clk.Now() // see Stalled
+		}
 		// Whoever asked (a scrape, `vipstack status`) shows what it got
 		// as current: the log says it is not.
 		if e.statusAt.IsZero() {

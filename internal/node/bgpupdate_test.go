@@ -191,22 +191,8 @@ func TestBGPRunnerLeave(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				v := netip.MustParseAddr("198.19.0.5")
-				spec := &cluster.BGPSpec{Config: bgp.Config{ASN: 64512, RouterID: netip.MustParseAddr("198.18.1.10"),
-					Peers: []bgp.Peer{{Address: netip.MustParseAddr("198.18.1.1"), ASN: 64500}}, Routes: []bgp.Route{{VIP: v}}},
-					Checks: map[netip.Addr][]string{}, Role: map[netip.Addr]string{v: "api"}}
 				j := &journal{}
-				elig := &bgpEligibility{spec: spec, changed: make(chan struct{}, 1)}
-				sp, err := bgp.New(bgp.Options{Config: spec.Config, Eligibility: elig, Router: journalRouter{j}, Logger: quietLog(), StopTimeout: time.Millisecond})
-				if err != nil {
-					t.Fatal(err)
-				}
-				r := &BGPRunner{spec: spec, log: quietLog(), elig: elig, speaker: sp, addrs: journalAddrs{j}, closeFn: func() {}, done: make(chan error, 1)}
-				ctx, cancel := context.WithCancelCause(context.Background())
-				r.cancel = cancel
-				go func() { r.done <- r.run(ctx) }()
-				elig.startChecks(clock.Real{}, nil, func(cluster.CheckSpec) track.Check { return passing{} })
-				synctest.Wait()
+				r, _ := runTestRunner(t, journalRouter{j}, j)
 				if d := cmp.Diff([]string{"announce 198.19.0.5/32", "add-peer 198.18.1.1"}, j.take()); d != "" {
 					t.Fatalf("start (-want +got):\n%s", d)
 				}
@@ -260,23 +246,9 @@ func TestBGPRunnerStopped(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				v := netip.MustParseAddr("198.19.0.5")
-				spec := &cluster.BGPSpec{Config: bgp.Config{ASN: 64512, RouterID: netip.MustParseAddr("198.18.1.10"),
-					Peers: []bgp.Peer{{Address: netip.MustParseAddr("198.18.1.1"), ASN: 64500}}, Routes: []bgp.Route{{VIP: v}}},
-					Checks: map[netip.Addr][]string{}, Role: map[netip.Addr]string{v: "api"}}
 				j := &journal{}
 				tc.router.j = j
-				elig := &bgpEligibility{spec: spec, changed: make(chan struct{}, 1)}
-				sp, err := bgp.New(bgp.Options{Config: spec.Config, Eligibility: elig, Router: tc.router, Logger: quietLog(), StopTimeout: time.Millisecond})
-				if err != nil {
-					t.Fatal(err)
-				}
-				r := &BGPRunner{spec: spec, log: quietLog(), elig: elig, speaker: sp, addrs: journalAddrs{j}, closeFn: func() {}, done: make(chan error, 1)}
-				ctx, cancel := context.WithCancelCause(context.Background())
-				r.cancel = cancel
-				go func() { r.done <- r.run(ctx) }()
-				elig.startChecks(clock.Real{}, nil, func(cluster.CheckSpec) track.Check { return passing{} })
-				synctest.Wait()
+				r, spec := runTestRunner(t, tc.router, j)
 				st := r.Status()
 				if !strings.Contains(st.Stopped, tc.wantStopped) || (tc.wantStopped == "") != (st.Stopped == "") ||
 					!strings.Contains(st.Wedged, tc.wantWedged) || (tc.wantWedged == "") != (st.Wedged == "") {
@@ -303,7 +275,7 @@ func TestBGPRunnerStopped(t *testing.T) {
 						t.Errorf("update after the speaker stopped = %v, want it said", err)
 					}
 				}
-				err = r.Stop()
+				err := r.Stop()
 				if (tc.wantStopped != "") != (err != nil) {
 					t.Errorf("Stop = %v, want the speaker's error only when it stopped on its own", err)
 				}
@@ -313,4 +285,27 @@ func TestBGPRunnerStopped(t *testing.T) {
 			})
 		})
 	}
+}
+
+// runTestRunner runs, in a synctest bubble, a runner announcing
+// 198.19.0.5 to 198.18.1.1 through router, with its VIPs in j and a
+// passing check, and returns it with its spec once it has settled.
+func runTestRunner(t *testing.T, router bgp.Router, j *journal) (*BGPRunner, *cluster.BGPSpec) {
+	t.Helper()
+	v := netip.MustParseAddr("198.19.0.5")
+	spec := &cluster.BGPSpec{Config: bgp.Config{ASN: 64512, RouterID: netip.MustParseAddr("198.18.1.10"),
+		Peers: []bgp.Peer{{Address: netip.MustParseAddr("198.18.1.1"), ASN: 64500}}, Routes: []bgp.Route{{VIP: v}}},
+		Checks: map[netip.Addr][]string{}, Role: map[netip.Addr]string{v: "api"}}
+	elig := &bgpEligibility{spec: spec, changed: make(chan struct{}, 1)}
+	sp, err := bgp.New(bgp.Options{Config: spec.Config, Eligibility: elig, Router: router, Logger: quietLog(), StopTimeout: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &BGPRunner{spec: spec, log: quietLog(), elig: elig, speaker: sp, addrs: journalAddrs{j}, closeFn: func() {}, done: make(chan error, 1)}
+	ctx, cancel := context.WithCancelCause(context.Background())
+	r.cancel = cancel
+	go func() { r.done <- r.run(ctx) }()
+	elig.startChecks(clock.Real{}, nil, func(cluster.CheckSpec) track.Check { return passing{} })
+	synctest.Wait()
+	return r, spec
 }
