@@ -1084,12 +1084,11 @@ func (e *Engine) Reload() error {
 	case <-e.done:
 		return errors.New("engine is not running")
 	}
-	select {
-	case err := <-reply:
-		return err
-	case <-e.done:
+	err, ok := await(reply, e.done)
+	if !ok {
 		return errors.New("engine stopped during reload")
 	}
+	return err
 }
 
 // Handoff stops the engine for a successor on this node that takes over
@@ -1107,11 +1106,31 @@ func (e *Engine) Handoff(ctx context.Context) ([]string, error) {
 	case <-ctx.Done():
 		return nil, fmt.Errorf("engine loop did not take the hand-off: %w", context.Cause(ctx))
 	}
-	select {
-	case m := <-reply:
-		return m, nil
-	case <-e.done:
+	// The loop answers and then returns at once, closing done: await
+	// takes the answer when both are there.
+	m, ok := await(reply, e.done)
+	if !ok {
 		return nil, errors.New("engine stopped before the hand-off")
+	}
+	return m, nil
+}
+
+// await waits for the loop's answer to a request or for its end. An
+// answer the loop gave before it ended is returned even when the end is
+// also there by the time the caller looks: a select would pick one of
+// the two at random. false when the loop ended without answering.
+func await[T any](reply <-chan T, done <-chan struct{}) (T, bool) {
+	select {
+	case v := <-reply:
+		return v, true
+	case <-done:
+	}
+	select {
+	case v := <-reply:
+		return v, true
+	default:
+		var zero T
+		return zero, false
 	}
 }
 

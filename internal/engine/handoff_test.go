@@ -137,3 +137,29 @@ func TestHandoffKeepsMastership(t *testing.T) {
 		})
 	})
 }
+
+// TestAwaitPrefersAnswer: the loop answers a hand-off and returns at
+// once, so a caller that looks late finds both the answer and the loop's
+// end. It must take the answer every time (a plain select took the end
+// about half the time, and the k8s agent then released the addresses it
+// had just handed over); with no answer it reports the end.
+func TestAwaitPrefersAnswer(t *testing.T) {
+	done := make(chan struct{})
+	close(done)
+	for i := range 200 {
+		reply := make(chan []string, 1)
+		reply <- []string{fmt.Sprint("VI_", i)}
+		got, ok := await(reply, done)
+		if !ok || len(got) != 1 || got[0] != fmt.Sprint("VI_", i) {
+			t.Fatalf("try %d: await with the answer and the end both there = %v, %v; want [VI_%d], true", i, got, ok, i)
+		}
+	}
+	if got, ok := await(make(chan []string, 1), done); ok {
+		t.Fatalf("await with only the end there = %v, true; want false", got)
+	}
+	open := make(chan error, 1)
+	go func() { open <- nil }()
+	if _, ok := await(open, make(chan struct{})); !ok {
+		t.Fatal("await on a running loop that answers reported its end")
+	}
+}
