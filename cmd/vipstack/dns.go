@@ -204,12 +204,21 @@ serve:
 			}
 			log.Info("reloaded", "signal", sig, "conf", f.conf)
 		case err := <-mdnsDone:
+			mdnsDone = nil
+			if ctx.Err() != nil {
+				// The stop reached the mDNS source too, which ended at
+				// once (a select picks either): a stop, not a failure.
+				if err != nil && !errors.Is(err, context.Canceled) {
+					log.Error("mdns source", "err", err)
+					code = 1
+				}
+				break serve
+			}
 			// The mDNS source returns before ctx ends only on a configuration
 			// or socket error: a DNS that silently lost its live state would be
 			// worse than one that stops.
 			log.Error("mdns source stopped; stopping", "err", err)
 			code = 1
-			mdnsDone = nil
 			break serve
 		}
 	}

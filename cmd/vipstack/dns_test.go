@@ -2,8 +2,14 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
 	"strings"
 	"testing"
+
+	"github.com/vipstack/vipstack/internal/dns"
 )
 
 // TestDNSFlags checks the mDNS and -sched-slice flags of "vipstack dns": every refusal comes
@@ -52,5 +58,33 @@ func TestDNSCheckOpenShiftCorefile(t *testing.T) {
 	list := out.String()
 	if i, j := strings.Index(list, "\ncache\nmdns\n"), strings.Index(list, "\ntemplate\n"); code != 0 || i < 0 || j < i {
 		t.Errorf("dns -plugins = %d\n%s\nwant mdns right after cache, and before template", code, list)
+	}
+}
+
+// TestServeDNSStopWithMDNS: a stop that ends the mDNS source as well
+// finds both ready; whichever the loop takes, the exit is 0 (a select
+// on them gave 1 about half the time). The source's end before any stop
+// is still a failure.
+func TestServeDNSStopWithMDNS(t *testing.T) {
+	srv, err := dns.NewServer(dns.Options{Registry: dns.NewRegistries().For, Log: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := dnsFlags{log: slog.New(slog.DiscardHandler)}
+	for i := range 50 {
+		ctx, cancel := context.WithCancel(t.Context())
+		cancel()
+		mdnsDone := make(chan error, 1)
+		mdnsDone <- nil
+		if code := serveDNS(ctx, cancel, srv, nil, mdnsDone, f); code != 0 {
+			t.Fatalf("try %d: a stop that also ended the mDNS source exits %d, want 0", i, code)
+		}
+	}
+	mdnsDone := make(chan error, 1)
+	mdnsDone <- errors.New("mdns: socket closed")
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	if code := serveDNS(ctx, cancel, srv, nil, mdnsDone, f); code != 1 {
+		t.Errorf("the mDNS source ending before any stop exits %d, want 1", code)
 	}
 }

@@ -101,8 +101,13 @@ type Speaker struct {
 	drain    time.Duration
 
 	updates chan update
+	// ended is closed when Run returns: an Update then fails at once.
+	ended chan struct{}
 
-	mu        sync.Mutex
+	mu sync.Mutex
+	// ran is set once Run has taken its configuration; an Update before
+	// replaces it.
+	ran       bool
 	announced map[netip.Prefix]Attributes
 	// announces and withdrawals count the routes put into and taken out
 	// of the RIB since the speaker started.
@@ -164,7 +169,7 @@ func New(o Options) (*Speaker, error) {
 		return nil, errors.New("bgp: no Eligibility")
 	}
 	s := &Speaker{cfg: o.Config, elig: o.Eligibility, router: o.Router, dialBFD: o.DialBFD, log: o.Logger,
-		stopWait: o.StopTimeout, drain: o.Drain, announced: map[netip.Prefix]Attributes{}, updates: make(chan update)}
+		stopWait: o.StopTimeout, drain: o.Drain, announced: map[netip.Prefix]Attributes{}, updates: make(chan update), ended: make(chan struct{})}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -193,6 +198,10 @@ type bfdEvent struct {
 // down. When ctx ends it withdraws every route, waits (bounded) until the
 // withdrawals have been sent, and closes the sessions.
 func (s *Speaker) Run(ctx context.Context) (err error) {
+	defer close(s.ended)
+	s.mu.Lock()
+	s.ran = true // s.cfg changes on this goroutine from now on (apply)
+	s.mu.Unlock()
 	bg := context.WithoutCancel(ctx)
 	if err := s.router.Start(bg, s.cfg.ASN, s.cfg.RouterID, s.cfg.ListenPort); err != nil {
 		return fmt.Errorf("bgp: start: %w", err)
@@ -343,30 +352,45 @@ func (ps *peerState) quitted() bool {
 // the routes are planned again (a VIP no longer configured is withdrawn,
 // a new one announced while eligible). Sessions to unchanged peers stay
 // up. The ASN, router ID and listen port cannot change while running.
+// Before Run, cfg replaces the configuration Run starts with; once Run
+// has returned, Update returns ErrStopped.
 func (s *Speaker) Update(ctx context.Context, cfg Config) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
 	s.mu.Lock()
-	cur := s.cfg
+	cur, ran := s.cfg, s.ran
+	if !ran {
+		// Run starts with it (a runner may hold Run back, as a node
+		// waits for its checks before its first sessions).
+		s.cfg = cfg
+	}
 	s.mu.Unlock()
+	if !ran {
+		return nil
+	}
 	if cfg.ASN != cur.ASN || cfg.RouterID != cur.RouterID || cfg.ListenPort != cur.ListenPort {
 		return fmt.Errorf("bgp: asn, router-id and listen-port (%d, %v, %d to %d, %v, %d) apply only at a restart of the speaker",
 			cur.ASN, cur.RouterID, cur.ListenPort, cfg.ASN, cfg.RouterID, cfg.ListenPort)
 	}
+	if err := ctx.Err(); err != nil {
+		return err // a select would hand the update over half the time
+	}
 	u := update{cfg: cfg, errc: make(chan error, 1)}
 	select {
 	case s.updates <- u:
+	case <-s.ended:
+		return ErrStopped
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	select {
-	case err := <-u.errc:
-		return err
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	// The loop answers every update it takes, each call to the router
+	// bounded; an answer is what was applied, whatever ctx became since.
+	return <-u.errc
 }
+
+// ErrStopped is Update's error once Run has returned.
+var ErrStopped = errors.New("bgp: the speaker has stopped")
 
 // apply is Update on the speaker's goroutine.
 func (s *Speaker) apply(ctx context.Context, cfg Config, add func(Peer) (*peerState, error), remove func(*peerState) error) error {

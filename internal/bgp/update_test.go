@@ -2,6 +2,7 @@ package bgp
 
 import (
 	"context"
+	"errors"
 	"net/netip"
 	"strings"
 	"testing"
@@ -87,6 +88,111 @@ func TestSpeakerUpdate(t *testing.T) {
 		cancel()
 		if err := <-done; err != nil {
 			t.Fatal(err)
+		}
+	})
+}
+
+// blockingRouter is a fakeRouter whose AddPeer for the address hold
+// waits until release is closed, and which can fail every AddPeer.
+type blockingRouter struct {
+	fakeRouter
+	hold    netip.Addr
+	held    chan struct{} // closed when the held AddPeer begins
+	release chan struct{}
+	addErr  error
+}
+
+func (b *blockingRouter) AddPeer(ctx context.Context, p Peer, ibgp bool) error {
+	if b.addErr != nil {
+		return b.addErr
+	}
+	if p.Address == b.hold {
+		close(b.held)
+		<-b.release
+	}
+	return b.fakeRouter.AddPeer(ctx, p, ibgp)
+}
+
+// TestSpeakerUpdateEdges: an Update before Run changes what Run starts
+// with; an Update whose context ends while the loop applies it still
+// returns what was applied (the loop took it: here the peer is added and
+// Update says so, where a select on the context reported a failure); an
+// Update with an ended context hands nothing over; after Run returned on
+// its own, Update fails at once with ErrStopped instead of waiting.
+func TestSpeakerUpdateEdges(t *testing.T) {
+	p2 := netip.MustParseAddr("198.18.2.1")
+	withP2 := func() Config {
+		c := validConfig()
+		c.Peers = append(c.Peers, Peer{Address: p2, ASN: 64501})
+		return c
+	}
+	elig := func() *fakeElig { return &fakeElig{ch: make(chan struct{})} }
+	synctest.Test(t, func(t *testing.T) {
+		r := &blockingRouter{held: make(chan struct{}), release: make(chan struct{})}
+		s, err := New(Options{Config: validConfig(), Eligibility: elig(), Router: r, Logger: quiet, StopTimeout: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := withP2()
+		c.ASN = 64513 // before Run even the ASN may change
+		if err := s.Update(t.Context(), c); err != nil {
+			t.Fatalf("Update before Run: %v", err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() { done <- s.Run(ctx) }()
+		synctest.Wait()
+		if d := cmp.Diff([]string{"start 64513 198.18.1.10 0", "add-peer 198.18.1.1 ibgp=false", "add-peer 198.18.2.1 ibgp=false"}, r.take()); d != "" {
+			t.Errorf("Run after an Update before it (-want +got):\n%s", d)
+		}
+
+		// Back to one peer, then the second added again with its
+		// AddPeer held while the caller's context ends.
+		one := validConfig()
+		one.ASN = 64513
+		if err := s.Update(t.Context(), one); err != nil {
+			t.Fatal(err)
+		}
+		r.take()
+		r.hold = p2
+		uctx, ucancel := context.WithCancel(t.Context())
+		got := make(chan error, 1)
+		c = withP2()
+		c.ASN = 64513
+		go func() { got <- s.Update(uctx, c) }()
+		<-r.held
+		ucancel()
+		synctest.Wait()
+		close(r.release)
+		if err := <-got; err != nil {
+			t.Errorf("Update taken by the loop, its context ended while it applied: %v; want nil (the peer was added)", err)
+		}
+		if d := cmp.Diff([]string{"add-peer 198.18.2.1 ibgp=false"}, r.take()); d != "" {
+			t.Errorf("router calls (-want +got):\n%s", d)
+		}
+		for range 50 {
+			if err := s.Update(uctx, one); err == nil {
+				t.Fatal("Update with an ended context = nil, want its error")
+			}
+		}
+		synctest.Wait()
+		if calls := r.take(); len(calls) != 0 {
+			t.Errorf("Updates with an ended context reached the router: %v", calls)
+		}
+		cancel()
+		<-done
+	})
+	synctest.Test(t, func(t *testing.T) {
+		r := &blockingRouter{addErr: errors.New("refused")}
+		s, err := New(Options{Config: validConfig(), Eligibility: elig(), Router: r, Logger: quiet, StopTimeout: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Run(t.Context()); err == nil || !strings.Contains(err.Error(), "refused") {
+			t.Fatalf("Run with AddPeer refused = %v", err)
+		}
+		if err := s.Update(t.Context(), withP2()); !errors.Is(err, ErrStopped) {
+			t.Errorf("Update after Run returned = %v, want ErrStopped", err)
 		}
 	})
 }

@@ -643,6 +643,12 @@ func (e *Engine) refreshStatus() bool {
 	case <-reply:
 	case <-e.done:
 	case <-t.C:
+		// An answer that came as the time ran out is an answer.
+		select {
+		case <-reply:
+			return true
+		default:
+		}
 		return false
 	}
 	return true
