@@ -487,3 +487,15 @@ func validConfig() Config {
 		Routes: []Route{{VIP: netip.MustParseAddr("198.19.0.10")}},
 	}
 }
+
+func TestRestartDelay(t *testing.T) {
+	want := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second, 30 * time.Second, 30 * time.Second}
+	for n, w := range want {
+		if got := RestartDelay(n); got != w {
+			t.Errorf("RestartDelay(%d) = %v, want %v", n, got, w)
+		}
+	}
+	if got := RestartDelay(1 << 20); got != 30*time.Second {
+		t.Errorf("RestartDelay(1<<20) = %v, want the 30 s bound", got)
+	}
+}

@@ -1,5 +1,7 @@
 package bgpconfig
 
+import "time"
+
 // SpeakerStatus is a node's BGP speaker in its status: each peer with its
 // session and BFD state, each route with why it is or is not announced.
 type SpeakerStatus struct {
@@ -18,19 +20,25 @@ type SpeakerStatus struct {
 	// status endpoint answers 503 then, which fails the liveness probe.
 	Wedged string `json:"wedged,omitempty"`
 	// Stopped is why the speaker stopped while the process runs on (its
-	// start or a peer's addition failed): it announces nothing any more,
-	// and the status endpoint answers 503 as for Wedged.
+	// start or a peer's addition failed): it announces nothing any more.
+	// Unless another start is planned (RetryAt), the status endpoint
+	// answers 503 as for Wedged.
 	Stopped string `json:"stopped,omitempty"`
+	// RetryAt is when a process that starts its speaker again after such
+	// a stop (the k8s agent) makes its next start, zero when none is
+	// planned.
+	RetryAt time.Time `json:"retry_at,omitzero"`
 }
 
 // Unhealthy is why a process running this speaker is not live: its BGP
-// implementation is wedged, or the speaker stopped. "" when s is nil or
-// neither.
+// implementation is wedged, or the speaker stopped and no other start is
+// planned. "" when s is nil or neither: a stop that the process retries
+// by itself is not one that a restart of it would mend sooner.
 func (s *SpeakerStatus) Unhealthy() string {
 	switch {
 	case s == nil:
 		return ""
-	case s.Stopped != "":
+	case s.Stopped != "" && s.RetryAt.IsZero():
 		return "bgp: the speaker stopped: " + s.Stopped
 	case s.Wedged != "":
 		return "bgp: " + s.Wedged

@@ -151,17 +151,35 @@ func TestFromKubernetesBGP(t *testing.T) {
 // warning naming the wedge.
 func TestLeaseReportBGPWedged(t *testing.T) {
 	now := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
-	l := bgpLease("n1", now, true, true)
-	var p agent.Published
-	if err := json.Unmarshal([]byte(l.Annotations[agent.StatusAnnotation]), &p); err != nil {
-		t.Fatal(err)
-	}
-	p.BGP.Wedged = "GoBGP's server has not answered ListPeer since 2026-12-03T11:59:40Z (20s): it is wedged"
-	body, _ := json.Marshal(p)
-	l.Annotations[agent.StatusAnnotation] = string(body)
-	r, ok := leaseReport(*l, now)
-	want := []string{"not live (its liveness probe fails): bgp: GoBGP's server has not answered ListPeer since 2026-12-03T11:59:40Z (20s): it is wedged"}
-	if !ok || !cmp.Equal(want, r.Warnings) {
-		t.Errorf("report %v: warnings %q, want %q", ok, r.Warnings, want)
+	for _, tc := range []struct {
+		name   string
+		change func(*agent.Published)
+		want   []string
+	}{
+		{"wedged", func(p *agent.Published) {
+			p.BGP.Wedged = "GoBGP's server has not answered ListPeer since 2026-12-03T11:59:40Z (20s): it is wedged"
+		}, []string{"not live (its liveness probe fails): bgp: GoBGP's server has not answered ListPeer since 2026-12-03T11:59:40Z (20s): it is wedged"}},
+		{"stopped, started again by the agent", func(p *agent.Published) {
+			p.BGP.Stopped = "bgp: peer 198.18.1.1: AddPeer refused"
+			p.BGP.RetryAt = now.Add(4 * time.Second)
+		}, []string{"its BGP speaker stopped (bgp: peer 198.18.1.1: AddPeer refused) and announces nothing; the agent starts it again at 2026-12-03T12:00:04Z"}},
+		{"stopped for good", func(p *agent.Published) {
+			p.BGP.Stopped = "bgp: peer 198.18.1.1: AddPeer refused"
+		}, []string{"not live (its liveness probe fails): bgp: the speaker stopped: bgp: peer 198.18.1.1: AddPeer refused"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := bgpLease("n1", now, true, true)
+			var p agent.Published
+			if err := json.Unmarshal([]byte(l.Annotations[agent.StatusAnnotation]), &p); err != nil {
+				t.Fatal(err)
+			}
+			tc.change(&p)
+			body, _ := json.Marshal(p)
+			l.Annotations[agent.StatusAnnotation] = string(body)
+			r, ok := leaseReport(*l, now)
+			if !ok || !cmp.Equal(tc.want, r.Warnings) {
+				t.Errorf("report %v: warnings %q, want %q", ok, r.Warnings, tc.want)
+			}
+		})
 	}
 }

@@ -504,6 +504,8 @@ func WriteBGP(w io.Writer, b *BGPStatus) {
 	fmt.Fprintf(w, "\nbgp: AS %d, router ID %s\n", b.ASN, b.RouterID)
 	if u := b.Unhealthy(); u != "" {
 		fmt.Fprintf(w, "    NOT LIVE: %s\n", oneLine(u))
+	} else if b.Stopped != "" {
+		fmt.Fprintf(w, "    stopped: %s; starts again at %s\n", oneLine(b.Stopped), b.RetryAt.UTC().Format(time.RFC3339))
 	}
 	if b.Error != "" {
 		fmt.Fprintf(w, "    error: %s\n", oneLine(b.Error))

@@ -4,6 +4,7 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -128,6 +129,24 @@ route 198.19.255.5/32 (api): announced: eligible: chk_ocp_lb ok
 route 198.19.255.7/32 (ingress): not announced: not eligible: chk_ingress failing (<1B>[31m)
 route 198.19.255.8/32 (ingress): announced: demoted: chk_ingress failing, weight +50
 route 198.19.255.9/32 (dns): announced, demoted: chk_dns failing
+`
+	if d := cmp.Diff(want, b.String()); d != "" {
+		t.Errorf("table (-want +got):\n%s", d)
+	}
+}
+
+// TestWriteBGPStoppedRetried: a speaker that stopped and is started
+// again by its process (the k8s agent) is shown stopped with its next
+// start, not as a liveness failure.
+func TestWriteBGPStoppedRetried(t *testing.T) {
+	var b strings.Builder
+	WriteBGP(&b, &BGPStatus{ASN: 64512, RouterID: "198.18.1.11", Stopped: "bgp: peer 198.18.1.1: refused",
+		RetryAt: time.Date(2026, 12, 3, 15, 0, 4, 0, time.UTC),
+		Routes:  []BGPRouteStatus{{Prefix: "198.19.0.1/32", Role: "service ns/web", Reason: "the speaker stopped (see stopped)"}}})
+	want := `
+bgp: AS 64512, router ID 198.18.1.11
+    stopped: bgp: peer 198.18.1.1: refused; starts again at 2026-12-03T15:00:04Z
+route 198.19.0.1/32 (service ns/web): not announced: the speaker stopped (see stopped)
 `
 	if d := cmp.Diff(want, b.String()); d != "" {
 		t.Errorf("table (-want +got):\n%s", d)

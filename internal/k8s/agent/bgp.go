@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"reflect"
@@ -315,13 +316,20 @@ type bgpRunner struct {
 	// handedOver receives, once the agent stops, whether it handed the
 	// node over to a successor (true) or lets go of it (false).
 	handedOver chan bool
+	// newSpeaker makes each speaker (bgp.New; a test's router in tests).
+	newSpeaker func(bgp.Options) (*bgp.Speaker, error)
 	mu         sync.Mutex
 	sp         *bgp.Speaker
 	cfg        bgp.Config // the speaker's configuration
+	// stopErr is why the last speaker stopped on its own, nil while one
+	// runs or none is wanted; retryAt is when the next starts, zero when
+	// none will (its GoBGP is wedged: see run).
+	stopErr error
+	retryAt time.Time
 }
 
 func newBGPRunner(a *Agent) *bgpRunner {
-	return &bgpRunner{a: a, elig: newVerdictSource(), kick: make(chan struct{}, 1), handedOver: make(chan bool, 1)}
+	return &bgpRunner{a: a, elig: newVerdictSource(), kick: make(chan struct{}, 1), handedOver: make(chan bool, 1), newSpeaker: bgp.New}
 }
 
 // stopped tells run how the agent stopped: handed over to a successor or
@@ -368,10 +376,21 @@ func (b *bgpRunner) exitCause() error {
 }
 
 // run starts, updates and stops the speaker as the plan changes, until
-// ctx ends; then it stops the speaker as exitCause says.
+// ctx ends; then it stops the speaker as exitCause says. A speaker that
+// stops on its own (its start or a peer's addition failed) is started
+// again after bgp.RestartDelay, unless its GoBGP is wedged: that one may
+// still hold its sessions, and a second beside it would open others to
+// the same routers, so it stays, and Live fails until the agent restarts.
 func (b *bgpRunner) run(ctx context.Context) {
-	var cancel context.CancelCauseFunc
-	var done chan struct{}
+	var (
+		cancel    context.CancelCauseFunc
+		done      chan struct{}
+		runErr    error     // the speaker's Run's, once done is closed
+		startedAt time.Time // of the running speaker
+		failures  int       // stops on its own in a row
+		notBefore time.Time // no start before, after such a stop
+		held      bool      // the last speaker stopped wedged: no other starts
+	)
 	stop := func(cause error) {
 		if cancel != nil {
 			cancel(cause)
@@ -393,34 +412,32 @@ func (b *bgpRunner) run(ctx context.Context) {
 		b.elig.set(plan.Verdicts)
 		if done != nil {
 			select {
-			case <-done: // the speaker failed: start it again
-				b.a.log.Warn("the BGP speaker stopped; starting it again")
+			case <-done:
 				cancel(nil)
 				cancel, done = nil, nil
+				held = b.stoppedOnItsOwn(runErr, startedAt, &failures, &notBefore)
 			default:
 			}
 		}
 		switch {
-		case want && cancel == nil:
-			sp, err := bgp.New(bgp.Options{Config: plan.Config, Eligibility: b.elig, Logger: b.a.log.With("bgp", true)})
+		case want && cancel == nil && !held && !time.Now().Before(notBefore):
+			sp, err := b.newSpeaker(bgp.Options{Config: plan.Config, Eligibility: b.elig, Logger: b.a.log.With("bgp", true)})
 			if err != nil {
 				b.a.log.Error("BGP speaker not started", "err", err)
 				break
 			}
 			var sctx context.Context
 			sctx, cancel = context.WithCancelCause(context.WithoutCancel(ctx))
-			done = make(chan struct{})
+			done, runErr, startedAt = make(chan struct{}), nil, time.Now()
 			b.mu.Lock()
-			b.sp, b.cfg = sp, plan.Config
+			b.sp, b.cfg, b.stopErr, b.retryAt = sp, plan.Config, nil, time.Time{}
 			b.mu.Unlock()
-			go func(done chan struct{}) {
+			go func(done chan struct{}, errp *error) {
 				defer close(done)
-				if err := sp.Run(sctx); err != nil {
-					b.a.log.Error("BGP speaker", "err", err)
-				}
-			}(done)
+				*errp = sp.Run(sctx)
+			}(done, &runErr)
 			b.a.log.Info("BGP speaker started", "asn", plan.Config.ASN, "peers", len(plan.Config.Peers), "routes", len(plan.Config.Routes))
-		case want:
+		case want && cancel != nil:
 			b.mu.Lock()
 			sp, same := b.sp, reflect.DeepEqual(b.cfg, plan.Config)
 			b.mu.Unlock()
@@ -436,19 +453,60 @@ func (b *bgpRunner) run(ctx context.Context) {
 		case !want && cancel != nil:
 			b.a.log.Info("no BGPPeer selects this node any more, or it is in no BGP group: stopping the BGP speaker")
 			stop(nil)
+		case !want && !held:
+			b.mu.Lock()
+			b.stopErr, b.retryAt = nil, time.Time{}
+			b.mu.Unlock()
 		}
 		var retry <-chan time.Time
-		if want && cancel == nil {
-			retry = time.After(5 * time.Second)
+		if want && cancel == nil && !held {
+			d := 5 * time.Second // after bgp.New failed
+			if w := time.Until(notBefore); w > 0 {
+				d = w
+			}
+			retry = time.After(d)
 		}
 		select {
 		case <-ctx.Done():
-			return
 		case <-b.kick:
 		case <-done:
 		case <-retry:
 		}
+		if ctx.Err() != nil {
+			// Whatever else was ready: a plan applied now would be
+			// applied with an ended context.
+			return
+		}
 	}
+}
+
+// stoppedOnItsOwn records why the speaker's Run returned while the agent
+// runs on (err) and when the next starts: after bgp.RestartDelay of the
+// stops in a row (a speaker that ran bgp.RestartReset first begins a new
+// series), or never when its GoBGP is wedged (held true).
+func (b *bgpRunner) stoppedOnItsOwn(err error, startedAt time.Time, failures *int, notBefore *time.Time) (held bool) {
+	if err == nil {
+		err = errors.New("the speaker returned without an error")
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.stopErr = err
+	if w := b.sp.Wedged(); w != nil {
+		// b.sp stays: Live reads its wedge.
+		b.retryAt = time.Time{}
+		b.a.log.Error("the BGP speaker stopped with its GoBGP wedged; no other is started beside it, which would open second sessions to its routers: the liveness probe fails until the agent restarts",
+			"err", err, "wedged", w)
+		return true
+	}
+	if time.Since(startedAt) >= bgp.RestartReset {
+		*failures = 0
+	}
+	delay := bgp.RestartDelay(*failures)
+	*failures++
+	*notBefore = time.Now().Add(delay)
+	b.sp, b.retryAt = nil, *notBefore
+	b.a.log.Error("the BGP speaker stopped; the node announces nothing until it starts again", "err", err, "in", delay, "stops_in_a_row", *failures)
+	return false
 }
 
 // wedged is the running speaker's Wedged, nil while none runs.
@@ -471,10 +529,20 @@ func (b *bgpRunner) status() *node.BGPStatus {
 		return nil
 	}
 	b.mu.Lock()
-	sp, cfg := b.sp, b.cfg
+	sp, cfg, stopErr, retryAt := b.sp, b.cfg, b.stopErr, b.retryAt
 	b.mu.Unlock()
-	if sp == nil {
+	if sp == nil && stopErr == nil {
 		return nil
+	}
+	if sp == nil {
+		// Stopped, its GoBGP stopped with it: no session, no route.
+		out := &node.BGPStatus{ASN: cfg.ASN, RouterID: cfg.RouterID.String(), Stopped: stopErr.Error(), RetryAt: retryAt}
+		services := b.a.bgpPlan().Services
+		for _, rt := range cfg.Routes {
+			out.Routes = append(out.Routes, node.BGPRouteStatus{Prefix: rt.Prefix().String(), Role: "service " + services[rt.VIP],
+				Reason: "the speaker stopped (see stopped); it starts again at " + retryAt.UTC().Format(time.RFC3339)})
+		}
+		return out
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
@@ -482,6 +550,9 @@ func (b *bgpRunner) status() *node.BGPStatus {
 	out := &node.BGPStatus{ASN: cfg.ASN, RouterID: cfg.RouterID.String(), Announces: st.Announces, Withdrawals: st.Withdrawals, Wedged: st.Wedged}
 	if err != nil {
 		out.Error = err.Error()
+	}
+	if stopErr != nil { // stopped wedged (run): what it last said
+		out.Stopped = stopErr.Error()
 	}
 	for _, p := range st.Peers {
 		out.Peers = append(out.Peers, node.BGPPeerStatus{Address: p.Address.String(), ASN: p.ASN, IBGP: p.IBGP, Session: p.Session,

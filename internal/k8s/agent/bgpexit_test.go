@@ -3,12 +3,15 @@ package agent
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/vipstack/vipstack/internal/bgp"
@@ -80,4 +83,113 @@ func TestLiveBGPWedged(t *testing.T) {
 	if err == nil || !errors.Is(err, wedge) || !strings.Contains(err.Error(), "agent: the BGP speaker: ") {
 		t.Errorf("Live with a wedged speaker = %v, want the speaker's wedge", err)
 	}
+}
+
+// failingRouter is a bgp.Router whose AddPeer fails while fail is set,
+// wedged or not; it counts the starts.
+type failingRouter struct {
+	starts atomic.Int32
+	fail   atomic.Bool
+	wedged error
+}
+
+func (r *failingRouter) Start(context.Context, uint32, netip.Addr, int) error {
+	r.starts.Add(1)
+	return nil
+}
+func (r *failingRouter) AddPeer(_ context.Context, p bgp.Peer, _ bool) error {
+	if r.fail.Load() {
+		return fmt.Errorf("AddPeer %v refused", p.Address)
+	}
+	return nil
+}
+func (r *failingRouter) DeletePeer(context.Context, netip.Addr) error                   { return nil }
+func (r *failingRouter) SetPeerEnabled(context.Context, netip.Addr, bool, string) error { return nil }
+func (r *failingRouter) Announce(context.Context, bgp.Route, netip.Addr, uint32) error  { return nil }
+func (r *failingRouter) Withdraw(context.Context, netip.Prefix) error                   { return nil }
+func (r *failingRouter) Peers(context.Context) ([]bgp.RouterPeer, error) {
+	return []bgp.RouterPeer{{Address: netip.MustParseAddr("198.18.1.1"), State: "established", Established: true}}, nil
+}
+func (r *failingRouter) Stop(context.Context) error { return nil }
+func (r *failingRouter) Wedged() error              { return r.wedged }
+
+// TestBGPRunnerRestarts: a speaker that stops on its own is started
+// again after 1, 2, 4, ... s (bgp.RestartDelay), not in a loop; meanwhile
+// the status says it stopped and when it starts again, and the agent
+// stays live; once a start succeeds the stop is forgotten. A speaker that
+// stopped with its GoBGP wedged is not replaced (a second GoBGP beside
+// the held one would open second sessions): Live fails and the status
+// plans no start.
+func TestBGPRunnerRestarts(t *testing.T) {
+	cfg := bgp.Config{ASN: 64512, RouterID: netip.MustParseAddr("198.18.1.10"),
+		Peers: []bgp.Peer{{Address: netip.MustParseAddr("198.18.1.1"), ASN: 64500}}}
+	start := func(t *testing.T, r *failingRouter) (*Agent, context.CancelFunc, chan struct{}) {
+		a := &Agent{log: slog.New(slog.DiscardHandler), bgpP: BGPPlan{Config: cfg, Services: map[netip.Addr]string{}}}
+		a.bgp = newBGPRunner(a)
+		a.bgp.newSpeaker = func(o bgp.Options) (*bgp.Speaker, error) {
+			o.Router, o.StopTimeout = r, time.Millisecond
+			return bgp.New(o)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		ran := make(chan struct{})
+		go func() { defer close(ran); a.bgp.run(ctx) }()
+		a.bgp.stopped(false)
+		return a, cancel, ran
+	}
+	req := httptest.NewRequest(http.MethodGet, "/healthz", nil)
+	t.Run("retried", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			r := &failingRouter{}
+			r.fail.Store(true)
+			a, cancel, ran := start(t, r)
+			time.Sleep(10 * time.Second)
+			synctest.Wait()
+			// Starts at 0, 1, 3 and 7 s; the next at 15.
+			if n := r.starts.Load(); n != 4 {
+				t.Errorf("%d starts in 10 s of a speaker that fails each time, want 4 (after 1, 2 and 4 s)", n)
+			}
+			st := a.bgp.status()
+			if st == nil || !strings.Contains(st.Stopped, "AddPeer 198.18.1.1 refused") || st.RetryAt.Sub(time.Now()) != 5*time.Second {
+				t.Errorf("status while stopped: %+v; want the stop and the start 5 s later", st)
+			}
+			if u := st.Unhealthy(); u != "" {
+				t.Errorf("Unhealthy while a start is planned = %q, want live", u)
+			}
+			if err := a.Live(req); err != nil {
+				t.Errorf("Live while a start is planned = %v, want nil", err)
+			}
+			r.fail.Store(false)
+			time.Sleep(6 * time.Second)
+			synctest.Wait()
+			if n := r.starts.Load(); n != 5 {
+				t.Errorf("%d starts, want 5", n)
+			}
+			if st := a.bgp.status(); st == nil || st.Stopped != "" || !st.RetryAt.IsZero() || len(st.Peers) != 1 {
+				t.Errorf("status once started again: %+v; want the running speaker, no stop", st)
+			}
+			cancel()
+			<-ran
+		})
+	})
+	t.Run("wedged", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			r := &failingRouter{wedged: errors.New("GoBGP's server has not answered AddPeer 198.18.1.1 since 2026-12-03T15:00:00Z (10s): it is wedged")}
+			r.fail.Store(true)
+			a, cancel, ran := start(t, r)
+			time.Sleep(2 * time.Minute)
+			synctest.Wait()
+			if n := r.starts.Load(); n != 1 {
+				t.Errorf("%d starts in 2 minutes after a stop with GoBGP wedged, want 1", n)
+			}
+			st := a.bgp.status()
+			if st == nil || st.Stopped == "" || !st.RetryAt.IsZero() || !strings.HasPrefix(st.Unhealthy(), "bgp: the speaker stopped: ") {
+				t.Errorf("status: %+v; want stopped, no start planned, not live", st)
+			}
+			if err := a.Live(req); err == nil || !strings.Contains(err.Error(), "wedged") {
+				t.Errorf("Live = %v, want the wedge", err)
+			}
+			cancel()
+			<-ran
+		})
+	})
 }
