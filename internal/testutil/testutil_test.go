@@ -1,10 +1,14 @@
 package testutil
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -83,5 +87,59 @@ net/http.(*persistConn).readLoop(0xc0002b0000)
 	}
 	if got := Goroutines("no dump here\n", "x"); got != "" {
 		t.Errorf("Goroutines of a log without a dump = %q, want \"\"", got)
+	}
+}
+
+// goroutinesHelperEnv makes the test binary the process that
+// TestGoroutinesLive ends with SIGQUIT.
+const goroutinesHelperEnv = "VIPSTACK_TEST_GOROUTINES_HELPER"
+
+// heldInTestutil blocks for good in a function of this package, where
+// the dump must find it.
+func heldInTestutil(ready func()) {
+	block := make(chan struct{})
+	ready()
+	<-block
+}
+
+// TestGoroutinesLive ends a real process held in this package with
+// SIGQUIT, as k8slab does an agent that does not stop, and reads its
+// standard error with Goroutines: the dump of the Go runtime that built
+// the tests (its format is the runtime's to change) yields the held
+// goroutine with the function it waits in.
+func TestGoroutinesLive(t *testing.T) {
+	if os.Getenv(goroutinesHelperEnv) != "" {
+		heldInTestutil(func() { fmt.Println("held") })
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestGoroutinesLive$")
+	cmd.Env = append(os.Environ(), goroutinesHelperEnv+"=1")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil || line != "held\n" {
+		t.Fatalf("the helper said %q (%v), want held", line, err)
+	}
+	if err := cmd.Process.Signal(syscall.SIGQUIT); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the helper did not exit within 30 s of SIGQUIT")
+	}
+	got := Goroutines(stderr.String(), "github.com/vipstack/vipstack/internal/testutil.")
+	if !strings.Contains(got, "\n  github.com/vipstack/vipstack/internal/testutil.heldInTestutil\n") || !strings.HasPrefix(got, "goroutine ") {
+		t.Errorf("Goroutines of the dump =\n%s\nwant the goroutine held in heldInTestutil; the dump:\n%s", got, Tail(stderr.String(), 40))
 	}
 }
