@@ -204,6 +204,9 @@ func (s *Speaker) Run(ctx context.Context) (err error) {
 	s.mu.Unlock()
 	bg := context.WithoutCancel(ctx)
 	if err := s.router.Start(bg, s.cfg.ASN, s.cfg.RouterID, s.cfg.ListenPort); err != nil {
+		// What it made before it failed (GoBGP's server, the watch of
+		// its sessions) is stopped with it.
+		s.stopRouter(bg)
 		return fmt.Errorf("bgp: start: %w", err)
 	}
 	// Routes go into the RIB before any session opens, so a peer that
@@ -358,6 +361,9 @@ func (s *Speaker) Update(ctx context.Context, cfg Config) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
+	if err := ctx.Err(); err != nil {
+		return err // a select would hand the update over half the time
+	}
 	s.mu.Lock()
 	cur, ran := s.cfg, s.ran
 	if !ran {
@@ -372,9 +378,6 @@ func (s *Speaker) Update(ctx context.Context, cfg Config) error {
 	if cfg.ASN != cur.ASN || cfg.RouterID != cur.RouterID || cfg.ListenPort != cur.ListenPort {
 		return fmt.Errorf("bgp: asn, router-id and listen-port (%d, %v, %d to %d, %v, %d) apply only at a restart of the speaker",
 			cur.ASN, cur.RouterID, cur.ListenPort, cfg.ASN, cfg.RouterID, cfg.ListenPort)
-	}
-	if err := ctx.Err(); err != nil {
-		return err // a select would hand the update over half the time
 	}
 	u := update{cfg: cfg, errc: make(chan error, 1)}
 	select {

@@ -96,10 +96,18 @@ func TestSpeakerUpdate(t *testing.T) {
 // waits until release is closed, and which can fail every AddPeer.
 type blockingRouter struct {
 	fakeRouter
-	hold    netip.Addr
-	held    chan struct{} // closed when the held AddPeer begins
-	release chan struct{}
-	addErr  error
+	hold     netip.Addr
+	held     chan struct{} // closed when the held AddPeer begins
+	release  chan struct{}
+	addErr   error
+	startErr error
+}
+
+func (b *blockingRouter) Start(ctx context.Context, asn uint32, id netip.Addr, port int) error {
+	if err := b.fakeRouter.Start(ctx, asn, id, port); err != nil {
+		return err
+	}
+	return b.startErr
 }
 
 func (b *blockingRouter) AddPeer(ctx context.Context, p Peer, ibgp bool) error {
@@ -195,4 +203,17 @@ func TestSpeakerUpdateEdges(t *testing.T) {
 			t.Errorf("Update after Run returned = %v, want ErrStopped", err)
 		}
 	})
+	// A start that fails stops what the router made (the agent starts
+	// speakers again, each with a new router).
+	r := &blockingRouter{startErr: errors.New("no server")}
+	s, err := New(Options{Config: validConfig(), Eligibility: elig(), Router: r, Logger: quiet, StopTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Run(t.Context()); err == nil || !strings.Contains(err.Error(), "bgp: start: no server") {
+		t.Fatalf("Run with Start failing = %v", err)
+	}
+	if d := cmp.Diff([]string{"start 64512 198.18.1.10 0", "stop"}, r.take()); d != "" {
+		t.Errorf("router calls of a failed start (-want +got):\n%s", d)
+	}
 }

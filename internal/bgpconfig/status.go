@@ -1,7 +1,5 @@
 package bgpconfig
 
-import "time"
-
 // SpeakerStatus is a node's BGP speaker in its status: each peer with its
 // session and BFD state, each route with why it is or is not announced.
 type SpeakerStatus struct {
@@ -21,13 +19,14 @@ type SpeakerStatus struct {
 	Wedged string `json:"wedged,omitempty"`
 	// Stopped is why the speaker stopped while the process runs on (its
 	// start or a peer's addition failed): it announces nothing any more.
-	// Unless another start is planned (RetryAt), the status endpoint
+	// Unless another start is planned (Retry), the status endpoint
 	// answers 503 as for Wedged.
 	Stopped string `json:"stopped,omitempty"`
-	// RetryAt is when a process that starts its speaker again after such
-	// a stop (the k8s agent) makes its next start, zero when none is
-	// planned.
-	RetryAt time.Time `json:"retry_at,omitzero"`
+	// Retry says when a process that starts its speaker again after such
+	// a stop (the k8s agent) makes the next start ("at 2026-12-03T15:00:04Z",
+	// "when the node's BGPPeers or BGP groups change"), "" when it makes
+	// none.
+	Retry string `json:"retry,omitempty"`
 }
 
 // Unhealthy is why a process running this speaker is not live: its BGP
@@ -38,7 +37,7 @@ func (s *SpeakerStatus) Unhealthy() string {
 	switch {
 	case s == nil:
 		return ""
-	case s.Stopped != "" && s.RetryAt.IsZero():
+	case s.Stopped != "" && s.Retry == "":
 		return "bgp: the speaker stopped: " + s.Stopped
 	case s.Wedged != "":
 		return "bgp: " + s.Wedged

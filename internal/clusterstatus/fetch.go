@@ -42,9 +42,9 @@ type nodeStatus struct {
 			Demoted   bool   `json:"demoted"`
 			Reason    string `json:"reason"`
 		} `json:"routes"`
-		Wedged  string    `json:"wedged"`
-		Stopped string    `json:"stopped"`
-		RetryAt time.Time `json:"retry_at"`
+		Wedged  string `json:"wedged"`
+		Stopped string `json:"stopped"`
+		Retry   string `json:"retry"`
 	} `json:"bgp"`
 }
 
@@ -57,7 +57,7 @@ func (s nodeStatus) unhealthy() string {
 	case s.BGP == nil:
 		return ""
 	}
-	return (&bgpconfig.SpeakerStatus{Wedged: s.BGP.Wedged, Stopped: s.BGP.Stopped, RetryAt: s.BGP.RetryAt}).Unhealthy()
+	return (&bgpconfig.SpeakerStatus{Wedged: s.BGP.Wedged, Stopped: s.BGP.Stopped, Retry: s.BGP.Retry}).Unhealthy()
 }
 
 // bgpReport is the view's part of a node's BGP status.

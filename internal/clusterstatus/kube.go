@@ -69,8 +69,8 @@ func leaseReport(l coordinationv1.Lease, now time.Time) (Report, bool) {
 		if u := b.Unhealthy(); u != "" {
 			r.Warnings = append(r.Warnings, "not live (its liveness probe fails): "+u)
 		} else if b.Stopped != "" {
-			r.Warnings = append(r.Warnings, fmt.Sprintf("its BGP speaker stopped (%s) and announces nothing; the agent starts it again at %s",
-				oneLine(b.Stopped), b.RetryAt.UTC().Format(time.RFC3339)))
+			r.Warnings = append(r.Warnings, fmt.Sprintf("its BGP speaker stopped (%s) and announces nothing; the agent starts it again %s",
+				oneLine(b.Stopped), b.Retry))
 		}
 		r.BGP = &BGPReport{Peers: len(b.Peers)}
 		for _, pr := range b.Peers {

@@ -161,7 +161,7 @@ func TestLeaseReportBGPWedged(t *testing.T) {
 		}, []string{"not live (its liveness probe fails): bgp: GoBGP's server has not answered ListPeer since 2026-12-03T11:59:40Z (20s): it is wedged"}},
 		{"stopped, started again by the agent", func(p *agent.Published) {
 			p.BGP.Stopped = "bgp: peer 198.18.1.1: AddPeer refused"
-			p.BGP.RetryAt = now.Add(4 * time.Second)
+			p.BGP.Retry = "at 2026-12-03T12:00:04Z"
 		}, []string{"its BGP speaker stopped (bgp: peer 198.18.1.1: AddPeer refused) and announces nothing; the agent starts it again at 2026-12-03T12:00:04Z"}},
 		{"stopped for good", func(p *agent.Published) {
 			p.BGP.Stopped = "bgp: peer 198.18.1.1: AddPeer refused"

@@ -505,7 +505,7 @@ func WriteBGP(w io.Writer, b *BGPStatus) {
 	if u := b.Unhealthy(); u != "" {
 		fmt.Fprintf(w, "    NOT LIVE: %s\n", oneLine(u))
 	} else if b.Stopped != "" {
-		fmt.Fprintf(w, "    stopped: %s; starts again at %s\n", oneLine(b.Stopped), b.RetryAt.UTC().Format(time.RFC3339))
+		fmt.Fprintf(w, "    stopped: %s; starts again %s\n", oneLine(b.Stopped), oneLine(b.Retry))
 	}
 	if b.Error != "" {
 		fmt.Fprintf(w, "    error: %s\n", oneLine(b.Error))

@@ -4,7 +4,6 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -141,8 +140,8 @@ route 198.19.255.9/32 (dns): announced, demoted: chk_dns failing
 func TestWriteBGPStoppedRetried(t *testing.T) {
 	var b strings.Builder
 	WriteBGP(&b, &BGPStatus{ASN: 64512, RouterID: "198.18.1.11", Stopped: "bgp: peer 198.18.1.1: refused",
-		RetryAt: time.Date(2026, 12, 3, 15, 0, 4, 0, time.UTC),
-		Routes:  []BGPRouteStatus{{Prefix: "198.19.0.1/32", Role: "service ns/web", Reason: "the speaker stopped (see stopped)"}}})
+		Retry:  "at 2026-12-03T15:00:04Z",
+		Routes: []BGPRouteStatus{{Prefix: "198.19.0.1/32", Role: "service ns/web", Reason: "the speaker stopped (see stopped)"}}})
 	want := `
 bgp: AS 64512, router ID 198.18.1.11
     stopped: bgp: peer 198.18.1.1: refused; starts again at 2026-12-03T15:00:04Z

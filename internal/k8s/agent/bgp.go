@@ -322,11 +322,19 @@ type bgpRunner struct {
 	sp         *bgp.Speaker
 	cfg        bgp.Config // the speaker's configuration
 	// stopErr is why the last speaker stopped on its own, nil while one
-	// runs or none is wanted; retryAt is when the next starts, zero when
+	// runs or none is wanted; retry says when the next starts, "" when
 	// none will (its GoBGP is wedged: see run).
 	stopErr error
-	retryAt time.Time
+	retry   string
 }
+
+// restartGiveUp is how many stops in a row of speakers with one
+// configuration the runner answers with a new start after a delay;
+// after that only a new configuration starts one. Each start of GoBGP
+// leaves its server's goroutine and tables behind (its Serve never
+// returns), about 15 kB: a refusal that repeats must not cost that every
+// half minute for as long as the agent runs.
+const restartGiveUp = 6
 
 func newBGPRunner(a *Agent) *bgpRunner {
 	return &bgpRunner{a: a, elig: newVerdictSource(), kick: make(chan struct{}, 1), handedOver: make(chan bool, 1), newSpeaker: bgp.New}
@@ -378,18 +386,18 @@ func (b *bgpRunner) exitCause() error {
 // run starts, updates and stops the speaker as the plan changes, until
 // ctx ends; then it stops the speaker as exitCause says. A speaker that
 // stops on its own (its start or a peer's addition failed) is started
-// again after bgp.RestartDelay, unless its GoBGP is wedged: that one may
-// still hold its sessions, and a second beside it would open others to
-// the same routers, so it stays, and Live fails until the agent restarts.
+// again after bgp.RestartDelay, up to restartGiveUp times in a row with
+// one configuration, then on the next change of it. One whose GoBGP is
+// wedged is not: that server may still hold its sessions, and a second
+// beside it would open others to the same routers; Live fails until the
+// agent restarts.
 func (b *bgpRunner) run(ctx context.Context) {
 	var (
 		cancel    context.CancelCauseFunc
 		done      chan struct{}
 		runErr    error     // the speaker's Run's, once done is closed
 		startedAt time.Time // of the running speaker
-		failures  int       // stops on its own in a row
-		notBefore time.Time // no start before, after such a stop
-		held      bool      // the last speaker stopped wedged: no other starts
+		st        restarts
 	)
 	stop := func(cause error) {
 		if cancel != nil {
@@ -415,22 +423,27 @@ func (b *bgpRunner) run(ctx context.Context) {
 			case <-done:
 				cancel(nil)
 				cancel, done = nil, nil
-				held = b.stoppedOnItsOwn(runErr, startedAt, &failures, &notBefore)
+				b.stoppedOnItsOwn(runErr, startedAt, &st)
 			default:
 			}
 		}
 		switch {
-		case want && cancel == nil && !held && !time.Now().Before(notBefore):
+		case want && cancel == nil && st.mayStart(plan.Config, time.Now()):
 			sp, err := b.newSpeaker(bgp.Options{Config: plan.Config, Eligibility: b.elig, Logger: b.a.log.With("bgp", true)})
 			if err != nil {
 				b.a.log.Error("BGP speaker not started", "err", err)
+				st.notBefore = time.Now().Add(newSpeakerRetry)
+				b.mu.Lock()
+				b.stopErr, b.retry = err, "at "+st.notBefore.UTC().Format(time.RFC3339)
+				b.mu.Unlock()
 				break
 			}
 			var sctx context.Context
 			sctx, cancel = context.WithCancelCause(context.WithoutCancel(ctx))
 			done, runErr, startedAt = make(chan struct{}), nil, time.Now()
+			st.cfg = plan.Config
 			b.mu.Lock()
-			b.sp, b.cfg, b.stopErr, b.retryAt = sp, plan.Config, nil, time.Time{}
+			b.sp, b.cfg, b.stopErr, b.retry = sp, plan.Config, nil, ""
 			b.mu.Unlock()
 			go func(done chan struct{}, errp *error) {
 				defer close(done)
@@ -453,18 +466,16 @@ func (b *bgpRunner) run(ctx context.Context) {
 		case !want && cancel != nil:
 			b.a.log.Info("no BGPPeer selects this node any more, or it is in no BGP group: stopping the BGP speaker")
 			stop(nil)
-		case !want && !held:
+		case !want && !st.held:
+			// Nothing to start: the next want starts at once.
+			st = restarts{}
 			b.mu.Lock()
-			b.stopErr, b.retryAt = nil, time.Time{}
+			b.stopErr, b.retry = nil, ""
 			b.mu.Unlock()
 		}
 		var retry <-chan time.Time
-		if want && cancel == nil && !held {
-			d := 5 * time.Second // after bgp.New failed
-			if w := time.Until(notBefore); w > 0 {
-				d = w
-			}
-			retry = time.After(d)
+		if want && cancel == nil && !st.held && !st.gaveUp {
+			retry = time.After(max(time.Until(st.notBefore), time.Millisecond))
 		}
 		select {
 		case <-ctx.Done():
@@ -480,11 +491,43 @@ func (b *bgpRunner) run(ctx context.Context) {
 	}
 }
 
+// newSpeakerRetry is the wait after bgp.New refused a plan's
+// configuration (it validates it: not expected once BGPView has).
+const newSpeakerRetry = 5 * time.Second
+
+// restarts is the runner's account of the speakers that stopped on their
+// own.
+type restarts struct {
+	failures  int        // stops in a row of speakers with cfg
+	cfg       bgp.Config // the last speaker's configuration
+	notBefore time.Time  // no start before, after such a stop
+	gaveUp    bool       // restartGiveUp reached: a new cfg starts one
+	held      bool       // the last stopped wedged: none starts
+}
+
+// mayStart says whether a speaker with cfg may start at now: not while
+// held, and after giving up only with another configuration (which
+// begins a new series).
+func (r *restarts) mayStart(cfg bgp.Config, now time.Time) bool {
+	switch {
+	case r.held:
+		return false
+	case r.gaveUp && reflect.DeepEqual(cfg, r.cfg):
+		return false
+	case r.gaveUp:
+		*r = restarts{}
+		return true
+	}
+	return !now.Before(r.notBefore)
+}
+
 // stoppedOnItsOwn records why the speaker's Run returned while the agent
-// runs on (err) and when the next starts: after bgp.RestartDelay of the
-// stops in a row (a speaker that ran bgp.RestartReset first begins a new
-// series), or never when its GoBGP is wedged (held true).
-func (b *bgpRunner) stoppedOnItsOwn(err error, startedAt time.Time, failures *int, notBefore *time.Time) (held bool) {
+// runs on (err), and what comes next: a start after bgp.RestartDelay of
+// the stops in a row (a speaker that ran bgp.RestartReset first begins a
+// new series), none until the configuration changes once there were
+// restartGiveUp, none at all when its GoBGP is wedged (kept in b.sp for
+// Live to see).
+func (b *bgpRunner) stoppedOnItsOwn(err error, startedAt time.Time, r *restarts) {
 	if err == nil {
 		err = errors.New("the speaker returned without an error")
 	}
@@ -492,21 +535,27 @@ func (b *bgpRunner) stoppedOnItsOwn(err error, startedAt time.Time, failures *in
 	defer b.mu.Unlock()
 	b.stopErr = err
 	if w := b.sp.Wedged(); w != nil {
-		// b.sp stays: Live reads its wedge.
-		b.retryAt = time.Time{}
+		r.held, b.retry = true, ""
 		b.a.log.Error("the BGP speaker stopped with its GoBGP wedged; no other is started beside it, which would open second sessions to its routers: the liveness probe fails until the agent restarts",
 			"err", err, "wedged", w)
-		return true
+		return
 	}
+	b.sp = nil
 	if time.Since(startedAt) >= bgp.RestartReset {
-		*failures = 0
+		r.failures = 0
 	}
-	delay := bgp.RestartDelay(*failures)
-	*failures++
-	*notBefore = time.Now().Add(delay)
-	b.sp, b.retryAt = nil, *notBefore
-	b.a.log.Error("the BGP speaker stopped; the node announces nothing until it starts again", "err", err, "in", delay, "stops_in_a_row", *failures)
-	return false
+	r.failures++
+	if r.failures >= restartGiveUp {
+		r.gaveUp = true
+		b.retry = "when the node's BGPPeers or BGP groups change"
+		b.a.log.Error("the BGP speaker stopped again; not starting it with this configuration any more: the node announces nothing until its BGPPeers or BGP groups change",
+			"err", err, "stops_in_a_row", r.failures)
+		return
+	}
+	delay := bgp.RestartDelay(r.failures - 1)
+	r.notBefore = time.Now().Add(delay)
+	b.retry = "at " + r.notBefore.UTC().Format(time.RFC3339)
+	b.a.log.Error("the BGP speaker stopped; the node announces nothing until it starts again", "err", err, "in", delay, "stops_in_a_row", r.failures)
 }
 
 // wedged is the running speaker's Wedged, nil while none runs.
@@ -515,12 +564,20 @@ func (b *bgpRunner) wedged() error {
 		return nil
 	}
 	b.mu.Lock()
-	sp := b.sp
+	sp, stopErr, retry := b.sp, b.stopErr, b.retry
 	b.mu.Unlock()
 	if sp == nil {
 		return nil
 	}
-	return sp.Wedged()
+	if err := sp.Wedged(); err != nil {
+		return err
+	}
+	if stopErr != nil && retry == "" {
+		// Stopped wedged; its call has been answered since, but that
+		// server is not stopped and nothing replaces it (run).
+		return fmt.Errorf("the speaker stopped with its GoBGP wedged (%w); only a restart of the agent replaces it", stopErr)
+	}
+	return nil
 }
 
 // status is the speaker's status, nil while none runs.
@@ -529,18 +586,18 @@ func (b *bgpRunner) status() *node.BGPStatus {
 		return nil
 	}
 	b.mu.Lock()
-	sp, cfg, stopErr, retryAt := b.sp, b.cfg, b.stopErr, b.retryAt
+	sp, cfg, stopErr, retry := b.sp, b.cfg, b.stopErr, b.retry
 	b.mu.Unlock()
 	if sp == nil && stopErr == nil {
 		return nil
 	}
 	if sp == nil {
 		// Stopped, its GoBGP stopped with it: no session, no route.
-		out := &node.BGPStatus{ASN: cfg.ASN, RouterID: cfg.RouterID.String(), Stopped: stopErr.Error(), RetryAt: retryAt}
+		out := &node.BGPStatus{ASN: cfg.ASN, RouterID: cfg.RouterID.String(), Stopped: stopErr.Error(), Retry: retry}
 		services := b.a.bgpPlan().Services
 		for _, rt := range cfg.Routes {
 			out.Routes = append(out.Routes, node.BGPRouteStatus{Prefix: rt.Prefix().String(), Role: "service " + services[rt.VIP],
-				Reason: "the speaker stopped (see stopped); it starts again at " + retryAt.UTC().Format(time.RFC3339)})
+				Reason: "the speaker stopped (see stopped); it starts again " + retry})
 		}
 		return out
 	}

@@ -86,11 +86,11 @@ func TestLiveBGPWedged(t *testing.T) {
 }
 
 // failingRouter is a bgp.Router whose AddPeer fails while fail is set,
-// wedged or not; it counts the starts.
+// wedged while wedged is set; it counts the starts.
 type failingRouter struct {
 	starts atomic.Int32
 	fail   atomic.Bool
-	wedged error
+	wedged atomic.Pointer[error]
 }
 
 func (r *failingRouter) Start(context.Context, uint32, netip.Addr, int) error {
@@ -111,20 +111,29 @@ func (r *failingRouter) Peers(context.Context) ([]bgp.RouterPeer, error) {
 	return []bgp.RouterPeer{{Address: netip.MustParseAddr("198.18.1.1"), State: "established", Established: true}}, nil
 }
 func (r *failingRouter) Stop(context.Context) error { return nil }
-func (r *failingRouter) Wedged() error              { return r.wedged }
+func (r *failingRouter) Wedged() error {
+	if e := r.wedged.Load(); e != nil {
+		return *e
+	}
+	return nil
+}
 
 // TestBGPRunnerRestarts: a speaker that stops on its own is started
-// again after 1, 2, 4, ... s (bgp.RestartDelay), not in a loop; meanwhile
-// the status says it stopped and when it starts again, and the agent
-// stays live; once a start succeeds the stop is forgotten. A speaker that
-// stopped with its GoBGP wedged is not replaced (a second GoBGP beside
-// the held one would open second sessions): Live fails and the status
-// plans no start.
+// again after 1, 2, 4, ... s (bgp.RestartDelay), not in a loop, and
+// after restartGiveUp stops in a row only once its configuration
+// changes; meanwhile the status says it stopped and when it starts
+// again, and the agent stays live. Once a start succeeds the stop is
+// forgotten. A speaker that stopped with its GoBGP wedged is not
+// replaced (a second GoBGP beside the held one would open second
+// sessions): Live fails, even once the call has been answered, and the
+// status plans no start.
 func TestBGPRunnerRestarts(t *testing.T) {
-	cfg := bgp.Config{ASN: 64512, RouterID: netip.MustParseAddr("198.18.1.10"),
-		Peers: []bgp.Peer{{Address: netip.MustParseAddr("198.18.1.1"), ASN: 64500}}}
+	config := func(peer string) bgp.Config {
+		return bgp.Config{ASN: 64512, RouterID: netip.MustParseAddr("198.18.1.10"),
+			Peers: []bgp.Peer{{Address: netip.MustParseAddr(peer), ASN: 64500}}}
+	}
 	start := func(t *testing.T, r *failingRouter) (*Agent, context.CancelFunc, chan struct{}) {
-		a := &Agent{log: slog.New(slog.DiscardHandler), bgpP: BGPPlan{Config: cfg, Services: map[netip.Addr]string{}}}
+		a := &Agent{log: slog.New(slog.DiscardHandler), bgpP: BGPPlan{Config: config("198.18.1.1"), Services: map[netip.Addr]string{}}}
 		a.bgp = newBGPRunner(a)
 		a.bgp.newSpeaker = func(o bgp.Options) (*bgp.Speaker, error) {
 			o.Router, o.StopTimeout = r, time.Millisecond
@@ -149,8 +158,8 @@ func TestBGPRunnerRestarts(t *testing.T) {
 				t.Errorf("%d starts in 10 s of a speaker that fails each time, want 4 (after 1, 2 and 4 s)", n)
 			}
 			st := a.bgp.status()
-			if st == nil || !strings.Contains(st.Stopped, "AddPeer 198.18.1.1 refused") || st.RetryAt.Sub(time.Now()) != 5*time.Second {
-				t.Errorf("status while stopped: %+v; want the stop and the start 5 s later", st)
+			if want := "at " + time.Now().Add(5*time.Second).UTC().Format(time.RFC3339); st == nil || !strings.Contains(st.Stopped, "AddPeer 198.18.1.1 refused") || st.Retry != want {
+				t.Errorf("status while stopped: %+v; want the stop and the next start %q", st, want)
 			}
 			if u := st.Unhealthy(); u != "" {
 				t.Errorf("Unhealthy while a start is planned = %q, want live", u)
@@ -164,8 +173,42 @@ func TestBGPRunnerRestarts(t *testing.T) {
 			if n := r.starts.Load(); n != 5 {
 				t.Errorf("%d starts, want 5", n)
 			}
-			if st := a.bgp.status(); st == nil || st.Stopped != "" || !st.RetryAt.IsZero() || len(st.Peers) != 1 {
+			if st := a.bgp.status(); st == nil || st.Stopped != "" || st.Retry != "" || len(st.Peers) != 1 {
 				t.Errorf("status once started again: %+v; want the running speaker, no stop", st)
+			}
+			cancel()
+			<-ran
+		})
+	})
+	t.Run("given-up-until-changed", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			r := &failingRouter{}
+			r.fail.Store(true)
+			a, cancel, ran := start(t, r)
+			time.Sleep(time.Hour)
+			synctest.Wait()
+			// At 0, 1, 3, 7, 15 and 31 s, then none.
+			if n := r.starts.Load(); n != restartGiveUp {
+				t.Errorf("%d starts in an hour of a speaker that fails each time, want %d", n, restartGiveUp)
+			}
+			st := a.bgp.status()
+			if st == nil || st.Retry != "when the node's BGPPeers or BGP groups change" || st.Unhealthy() != "" {
+				t.Errorf("status after giving up: %+v; want the stop, a start on a change, live", st)
+			}
+			if err := a.Live(req); err != nil {
+				t.Errorf("Live after giving up = %v, want nil: a restart of the agent would meet the same refusal", err)
+			}
+			r.fail.Store(false)
+			a.mu.Lock()
+			a.bgpP.Config = config("198.18.2.1")
+			a.mu.Unlock()
+			a.bgp.kick <- struct{}{}
+			synctest.Wait()
+			if n := r.starts.Load(); n != restartGiveUp+1 {
+				t.Errorf("%d starts after the configuration changed, want %d", n, restartGiveUp+1)
+			}
+			if st := a.bgp.status(); st == nil || st.Stopped != "" {
+				t.Errorf("status after the new configuration started: %+v", st)
 			}
 			cancel()
 			<-ran
@@ -173,7 +216,9 @@ func TestBGPRunnerRestarts(t *testing.T) {
 	})
 	t.Run("wedged", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			r := &failingRouter{wedged: errors.New("GoBGP's server has not answered AddPeer 198.18.1.1 since 2026-12-03T15:00:00Z (10s): it is wedged")}
+			r := &failingRouter{}
+			wedge := errors.New("GoBGP's server has not answered AddPeer 198.18.1.1 since 2026-12-03T15:00:00Z (10s): it is wedged")
+			r.wedged.Store(&wedge)
 			r.fail.Store(true)
 			a, cancel, ran := start(t, r)
 			time.Sleep(2 * time.Minute)
@@ -182,11 +227,22 @@ func TestBGPRunnerRestarts(t *testing.T) {
 				t.Errorf("%d starts in 2 minutes after a stop with GoBGP wedged, want 1", n)
 			}
 			st := a.bgp.status()
-			if st == nil || st.Stopped == "" || !st.RetryAt.IsZero() || !strings.HasPrefix(st.Unhealthy(), "bgp: the speaker stopped: ") {
+			if st == nil || st.Stopped == "" || st.Retry != "" || !strings.HasPrefix(st.Unhealthy(), "bgp: the speaker stopped: ") {
 				t.Errorf("status: %+v; want stopped, no start planned, not live", st)
 			}
 			if err := a.Live(req); err == nil || !strings.Contains(err.Error(), "wedged") {
 				t.Errorf("Live = %v, want the wedge", err)
+			}
+			// The held call is answered at last: that server is still
+			// not stopped, and nothing replaced it.
+			r.wedged.Store(nil)
+			time.Sleep(time.Minute)
+			synctest.Wait()
+			if err := a.Live(req); err == nil || !strings.Contains(err.Error(), "only a restart of the agent") {
+				t.Errorf("Live once the wedged call was answered = %v, want still failing", err)
+			}
+			if n := r.starts.Load(); n != 1 {
+				t.Errorf("%d starts, want still 1", n)
 			}
 			cancel()
 			<-ran
