@@ -189,7 +189,7 @@ func shortSlice(log *slog.Logger, slice time.Duration) {
 // serveDNS reloads srv on each signal from reload until ctx is done or
 // the mDNS source (mdnsDone, nil without one) stops, then stops srv; it
 // returns the exit code.
-func serveDNS(ctx context.Context, cancel context.CancelFunc, srv *dns.Server, reload <-chan os.Signal, mdnsDone chan error, f dnsFlags) int {
+func serveDNS(ctx context.Context, cancel context.CancelFunc, srv dnsServer, reload <-chan os.Signal, mdnsDone chan error, f dnsFlags) int {
 	log := f.log
 	code := 0
 serve:
@@ -234,6 +234,12 @@ serve:
 		}
 	}
 	return code
+}
+
+// dnsServer is what serveDNS needs of the running CoreDNS (*dns.Server).
+type dnsServer interface {
+	Reload() error
+	Stop() error
 }
 
 // addrList is a repeatable, comma-separated list of IP addresses.
