@@ -94,12 +94,14 @@ net/http.(*persistConn).readLoop(0xc0002b0000)
 // TestGoroutinesLive ends with SIGQUIT.
 const goroutinesHelperEnv = "VIPSTACK_TEST_GOROUTINES_HELPER"
 
-// heldInTestutil blocks for good in a function of this package, where
-// the dump must find it.
+// heldInTestutil blocks in a function of this package, where the dump
+// must find it. It sleeps: a receive from a channel nothing sends on
+// made the runtime end the helper for a deadlock (the helper runs
+// without the test timeout's timer), and a SIGQUIT that came during
+// that end left the process hung.
 func heldInTestutil(ready func()) {
-	block := make(chan struct{})
 	ready()
-	<-block
+	time.Sleep(time.Hour)
 }
 
 // TestGoroutinesLive ends a real process held in this package with
