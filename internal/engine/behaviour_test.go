@@ -49,37 +49,47 @@ func logOnFailure(t *testing.T, n *peers.Node) {
 }
 
 // httpGet fetches path from addr (a loopback address) inside h's network
-// namespace: the connection is dialled inside the namespace and used from
-// outside it.
+// namespace and returns the body of a 200.
 func httpGet(h *testnet.Host, addr, path string) (string, error) {
-	var conn net.Conn
-	err := h.Do(func() error {
-		c, err := net.DialTimeout("tcp", addr, 5*time.Second)
-		conn = c
-		return err
-	})
+	head, body, err := httpDo(h, addr, path)
 	if err != nil {
-		return "", fmt.Errorf("dial %s in %s: %w", addr, h.Name, err)
-	}
-	defer conn.Close()
-	if err := conn.SetDeadline(time.Now().Add(10 * time.Second)); err != nil {
 		return "", err
-	}
-	if _, err := fmt.Fprintf(conn, "GET %s HTTP/1.0\r\nHost: %s\r\n\r\n", path, addr); err != nil {
-		return "", fmt.Errorf("GET %s%s: %w", addr, path, err)
-	}
-	b, err := io.ReadAll(conn)
-	if err != nil {
-		return "", fmt.Errorf("GET %s%s: %w", addr, path, err)
-	}
-	head, body, ok := strings.Cut(string(b), "\r\n\r\n")
-	if !ok {
-		return "", fmt.Errorf("GET %s%s: no end of headers in %q", addr, path, b)
 	}
 	if status, _, _ := strings.Cut(head, "\r\n"); !strings.Contains(status, " 200 ") {
 		return "", fmt.Errorf("GET %s%s: %s", addr, path, status)
 	}
 	return body, nil
+}
+
+// httpDo GETs path from addr inside h's network namespace (the
+// connection is dialled inside the namespace and used from outside it)
+// and returns the response's head and body, whatever its status.
+func httpDo(h *testnet.Host, addr, path string) (head, body string, err error) {
+	var conn net.Conn
+	err = h.Do(func() error {
+		c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+		conn = c
+		return err
+	})
+	if err != nil {
+		return "", "", fmt.Errorf("dial %s in %s: %w", addr, h.Name, err)
+	}
+	defer conn.Close()
+	if err := conn.SetDeadline(time.Now().Add(10 * time.Second)); err != nil {
+		return "", "", err
+	}
+	if _, err := fmt.Fprintf(conn, "GET %s HTTP/1.0\r\nHost: %s\r\n\r\n", path, addr); err != nil {
+		return "", "", fmt.Errorf("GET %s%s: %w", addr, path, err)
+	}
+	b, err := io.ReadAll(conn)
+	if err != nil {
+		return "", "", fmt.Errorf("GET %s%s: %w", addr, path, err)
+	}
+	head, body, ok := strings.Cut(string(b), "\r\n\r\n")
+	if !ok {
+		return "", "", fmt.Errorf("GET %s%s: no end of headers in %q", addr, path, b)
+	}
+	return head, body, nil
 }
 
 // metricSum returns, for the Prometheus text exposition text, the value of

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -138,28 +137,13 @@ func TestStalledInKernel(t *testing.T) {
 // header.
 func statusOf(t *testing.T, h *testnet.Host, addr string) (int, string) {
 	t.Helper()
-	var conn net.Conn
-	if err := h.Do(func() error {
-		c, err := net.DialTimeout("tcp", addr, 5*time.Second)
-		conn = c
-		return err
-	}); err != nil {
-		return 0, err.Error()
-	}
-	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
-	if _, err := fmt.Fprintf(conn, "GET /status HTTP/1.0\r\nHost: %s\r\n\r\n", addr); err != nil {
-		return 0, err.Error()
-	}
-	b, err := io.ReadAll(conn)
+	head, body, err := httpDo(h, addr, "/status")
 	if err != nil {
 		return 0, err.Error()
 	}
-	head, body, _ := strings.Cut(string(b), "\r\n\r\n")
 	var code int
-	fmt.Sscanf(head, "HTTP/1.0 %d", &code)
-	if code == 0 {
-		fmt.Sscanf(head, "HTTP/1.1 %d", &code)
+	if _, err := fmt.Sscanf(head, "HTTP/1.%d %d", new(int), &code); err != nil {
+		return 0, fmt.Sprintf("status line of %q: %v", head, err)
 	}
 	if code == 503 && !strings.Contains(head, serve.NotLiveHeader+": ") {
 		t.Errorf("503 without the %s header:\n%s", serve.NotLiveHeader, head)
